@@ -1,0 +1,40 @@
+"""Error types that name what went wrong, and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NlsimError(Exception):
+    """Base class of every error nlsim raises on purpose."""
+
+
+class InputError(NlsimError):
+    """Bad input data: names the file, the row (1-based data row, header excluded) and the field.
+
+    Example:
+        >>> str(InputError("news.csv", 3, "title", "empty text"))
+        "news.csv: row 3, field 'title': empty text"
+    """
+
+    def __init__(
+        self, file: str | Path, row: int | None, field: str | None, reason: str
+    ) -> None:
+        self.file = str(file)
+        self.row = row
+        self.field = field
+        self.reason = reason
+        where = [self.file]
+        if row is not None:
+            where.append(f"row {row}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{where[0]}: {', '.join(where[1:])}: {reason}" if len(where) > 1 else f"{where[0]}: {reason}")
+
+
+class StateError(NlsimError):
+    """A saved index, embedding file or state folder that is corrupt or belongs to another model."""
+
+
+class ConfigError(NlsimError):
+    """A parameter that cannot work (unknown mode, missing threshold, ...)."""
