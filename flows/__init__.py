@@ -1,0 +1,1 @@
+"""Prefect flows: orchestration of nlsim stages."""

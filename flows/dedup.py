@@ -1,0 +1,164 @@
+"""Prefect flow ``news-dedup``: the near-duplicate report, one task per stage of :mod:`nlsim.dedup`.
+
+Run it without a server (Prefect starts a temporary one)::
+
+    python -m flows.dedup --corpus data/thucnews.parquet --out reports/thucnews --calibration CAL.json
+
+Served as the deployment ``news-dedup/daily`` (see ``prefect.yaml`` and ``flows/serve.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from nlsim import dedup as stages
+from nlsim.corpus import Corpus
+from nlsim.dedup import DedupConfig, DedupResult
+
+IO_RETRIES = 2
+
+
+@task(name="load-corpus", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
+def load_corpus_task(config: DedupConfig) -> Corpus:
+    return stages.load_stage(config)
+
+
+@task(name="load-encoder", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
+def load_encoder_task(config: DedupConfig) -> tuple[Any, stages.Threshold]:
+    from nlsim.encoders import load_encoder
+
+    encoder = load_encoder(config.model)
+    threshold = stages.resolve_threshold(config, getattr(encoder, "path", None))
+    print(f"model {encoder.model_id}; {threshold.source}")
+    return encoder, threshold
+
+
+@task(name="convert", cache_policy=NO_CACHE)
+def convert_task(corpus: Corpus, mode: str) -> list[str]:
+    return stages.convert_stage(corpus, mode)
+
+
+@task(name="embed", cache_policy=NO_CACHE)
+def embed_task(texts: list[str], encoder: Any, config: DedupConfig) -> tuple[np.ndarray, bool]:
+    emb, hit = stages.embed_stage(texts, encoder, config)
+    print("embeddings: reused from the cache" if hit else f"embedded {len(texts)} items")
+    return emb, hit
+
+
+@task(name="index", cache_policy=NO_CACHE)
+def index_task(emb: np.ndarray, config: DedupConfig) -> Any:
+    return stages.index_stage(emb, config)
+
+
+@task(name="neighbors", cache_policy=NO_CACHE)
+def neighbors_task(index: Any, emb: np.ndarray, corpus: Corpus, threshold: float,
+                   config: DedupConfig) -> pd.DataFrame:
+    return stages.neighbors_stage(index, emb, corpus, threshold, config)
+
+
+@task(name="cluster", cache_policy=NO_CACHE)
+def cluster_task(corpus: Corpus, pairs: pd.DataFrame, config: DedupConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return stages.cluster_stage(corpus, pairs, config)
+
+
+@task(name="save-index", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
+def save_index_task(index: Any, emb: np.ndarray, corpus: Corpus, encoder: Any, config: DedupConfig) -> Path:
+    return stages.save_index_stage(index, emb, corpus, encoder, config)
+
+
+@task(name="write-report", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
+def report_task(config: DedupConfig, corpus: Corpus, pairs: pd.DataFrame, clusters: pd.DataFrame,
+                summary: dict[str, Any]) -> dict[str, Path]:
+    return stages.report_stage(config, corpus, pairs, clusters, summary)
+
+
+def publish_artifacts(result: DedupResult) -> None:
+    """The Markdown summary and the largest clusters as Prefect artifacts."""
+    from nlsim.report import render_markdown
+
+    create_markdown_artifact(render_markdown(result.pairs, result.clusters, result.summary),
+                             key="news-dedup-summary", description="near-duplicate report summary")
+    top = result.clusters.head(50)
+    table = [{"cluster_id": r.cluster_id, "size": int(r.size), "representative": r.representative_title,
+              "max_similarity": round(float(r.max_similarity), 4), "sources": ", ".join(r.sources)}
+             for r in top.itertuples()]
+    if table:
+        create_table_artifact(table, key="news-dedup-clusters", description="largest clusters")
+
+
+@flow(name="news-dedup", log_prints=True)
+def news_dedup(
+    corpus: str,
+    out: str,
+    model: str = stages.DEFAULT_MODEL,
+    convert: str = "tw2sp",
+    threshold: float | None = None,
+    calibration: str | None = None,
+    text_fields: str = "title,description",
+    k: int = 10,
+    window_hours: float | None = None,
+    index_kind: str = "auto",
+    use_gpu: bool | None = None,
+    representative: str = "earliest",
+    quarantine: str | None = None,
+    batch_size: int = 64,
+    cache: bool = True,
+) -> dict[str, Any]:
+    """Near-duplicate report for ``corpus`` into the folder ``out``; returns the run summary."""
+    import time
+
+    config = DedupConfig(corpus=corpus, out=out, model=model, convert=convert, threshold=threshold,
+                         calibration=calibration, text_fields=text_fields, k=k, window_hours=window_hours,
+                         index_kind=index_kind, use_gpu=use_gpu, representative=representative,
+                         quarantine=quarantine, batch_size=batch_size, cache=cache)
+    timings: dict[str, float] = {}
+
+    def timed(name: str, fn: Any, *args: Any) -> Any:
+        t = time.perf_counter()
+        value = fn(*args)
+        timings[name] = time.perf_counter() - t
+        return value
+
+    docs = timed("load", load_corpus_task, config)
+    encoder, thr = timed("model", load_encoder_task, config)
+    texts = timed("convert", convert_task, docs, config.convert)
+    emb, hit = timed("embed", embed_task, texts, encoder, config)
+    index = timed("index", index_task, emb, config)
+    pairs = timed("neighbors", neighbors_task, index, emb, docs, thr.value, config)
+    pair_table, clusters = timed("cluster", cluster_task, docs, pairs, config)
+    timed("save_index", save_index_task, index, emb, docs, encoder, config)
+    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit)
+    files = report_task(config, docs, pair_table, clusters, summary)
+    result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
+    publish_artifacts(result)
+    print(f"report: {Path(out).resolve()} - {summary['items']} items, {len(pair_table)} pairs, "
+          f"{len(clusters)} clusters")
+    return {**result.summary, "pairs": len(pair_table), "clusters": len(clusters),
+            "files": {k: str(v) for k, v in files.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from nlsim.commands.dedup import add_dedup_options
+
+    parser = argparse.ArgumentParser(prog="python -m flows.dedup", description=news_dedup.__doc__)
+    add_dedup_options(parser)
+    args = parser.parse_args(argv)
+    news_dedup(corpus=args.corpus, out=args.out, model=args.model, convert=args.convert,
+               threshold=args.threshold, calibration=args.calibration, text_fields=args.text_fields, k=args.k,
+               window_hours=args.window_hours, index_kind=args.index_kind, use_gpu=args.use_gpu,
+               representative=args.representative, quarantine=args.quarantine, batch_size=args.batch_size,
+               cache=args.cache)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``nlsim`` subcommand; each has ``register(subparsers)``."""

@@ -1,0 +1,73 @@
+"""``nlsim dedup``: the near-duplicate report for a corpus."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from nlsim.conversion import DEFAULT_MODE, MODES
+
+
+def add_dedup_options(p: argparse.ArgumentParser) -> None:
+    """The options shared by ``nlsim dedup`` and ``python -m flows.dedup``."""
+    p.add_argument("--corpus", required=True, help="corpus file: .parquet, .csv, .tsv or .jsonl")
+    p.add_argument("--out", required=True, help="report folder (pairs.parquet, clusters.parquet, index.html)")
+    p.add_argument("--model", default="multilingual-e5-small",
+                   help="registry name, fine-tuned model folder, local HF folder or hub name "
+                   "(default: multilingual-e5-small)")
+    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES,
+                   help=f"OpenCC script conversion before embedding (default: {DEFAULT_MODE})")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="cosine threshold for a pair (default: the calibration file or the model's own)")
+    p.add_argument("--calibration", default=None, help="calibration JSON from `nlsim calibrate`")
+    p.add_argument("--text-fields", default="title,description",
+                   help="comma-separated fields to embed (title, description, body; default title,description)")
+    p.add_argument("--k", type=int, default=10, help="neighbours searched per item (default 10)")
+    p.add_argument("--window-hours", type=float, default=None,
+                   help="only pair items published at most this many hours apart")
+    p.add_argument("--index", dest="index_kind", default="auto", choices=("auto", "flat", "ivf", "hnsw"),
+                   help="FAISS index: exact flat, or approximate IVF/HNSW (auto: by corpus size)")
+    gpu = p.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", dest="use_gpu", action="store_const", const=True, default=None,
+                     help="require FAISS on GPU")
+    gpu.add_argument("--cpu", dest="use_gpu", action="store_const", const=False, help="FAISS on CPU only")
+    p.add_argument("--representative", default="earliest", choices=("earliest", "central"))
+    p.add_argument("--quarantine", default=None,
+                   help="write bad rows to this CSV with the reason and go on (default: stop at the first)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--no-cache", dest="cache", action="store_false", help="do not reuse cached embeddings")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from nlsim.dedup import DedupConfig
+
+    return DedupConfig(
+        corpus=args.corpus, out=args.out, model=args.model, convert=args.convert, threshold=args.threshold,
+        calibration=args.calibration, text_fields=args.text_fields, k=args.k, window_hours=args.window_hours,
+        index_kind=args.index_kind, use_gpu=args.use_gpu, representative=args.representative,
+        quarantine=args.quarantine, batch_size=args.batch_size, cache=args.cache, progress=args.progress,
+    )
+
+
+def print_result(result: Any) -> None:
+    s = result.summary
+    print(f"report: {result.files['pairs.parquet'].parent.resolve()}")
+    print(f"  {s['items']} items, {s['pairs']} pairs, {s['clusters']} clusters "
+          f"({s['clustered_items']} items in clusters); threshold {s['threshold']} ({s['threshold_source']})")
+    for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md"):
+        print(f"  {result.files[name]}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from nlsim.dedup import run_dedup
+
+    print_result(run_dedup(config_from_args(args)))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("dedup", help="find near-duplicate items and write the report",
+                              description="Load, convert, embed, index, pair, cluster and report a corpus.")
+    add_dedup_options(p)
+    p.set_defaults(func=run)

