@@ -201,41 +201,37 @@ def _resolve_device(use_gpu: bool | None, kind: str) -> int:
     return ngpu
 
 
-def build_index(
-    emb: np.ndarray,
+def new_index(
+    dim: int,
     *,
+    n: int = 0,
     kind: str = "auto",
     use_gpu: bool | None = None,
+    train: np.ndarray | None = None,
     nlist: int | None = None,
     nprobe: int | None = None,
     hnsw_m: int = 32,
     ef_construction: int = 80,
     ef_search: int = 128,
-    train_size: int | None = None,
+    train_iters: int = 10,
     seed: int = 1234,
-    dim: int | None = None,
 ) -> SearchIndex:
-    """Build an inner-product index holding ``emb`` (rows keep their order: row i is ``emb[i]``).
+    """An empty index of dimension ``dim`` for ``n`` expected vectors, ready for :meth:`SearchIndex.add`.
 
-    Args:
-        emb: float32 ``(n, dim)``, L2-normalised. May be empty when ``dim`` is given (flat only).
-        kind: ``"auto"`` (size rule in the module docstring), ``"flat"`` (exact), ``"ivf"``, ``"hnsw"``.
-        use_gpu: ``None`` = GPUs when the FAISS GPU build sees some, ``True`` = required (error without),
-            ``False`` = CPU. Several GPUs: the index is sharded over all of them.
-        nlist, nprobe: IVF lists and lists visited per query (defaults: :func:`default_nlist`,
-            :func:`default_nprobe`). ``train_size``: vectors sampled to train IVF (default ``64 * nlist``).
-        hnsw_m, ef_construction, ef_search: HNSW graph degree and beam widths.
-        seed: sampling seed of IVF training (the build is deterministic for a given input).
+    Used to build an index chunk by chunk (``nlsim.streaming``): ``n`` drives the ``"auto"`` choice and
+    the IVF list count; an IVF index is trained on ``train`` (a sample of the vectors), which it needs.
+    See :func:`build_index` for the other arguments.
+
+    Example:
+        >>> import numpy as np
+        >>> new_index(8, n=10, use_gpu=False).describe()
+        'exact flat IP on cpu, 0 vectors'
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
-    if emb is None or (np.asarray(emb).size == 0 and dim is not None):
-        arr = np.empty((0, int(dim or 0)), np.float32)
-    else:
-        arr = _as_matrix(emb)
-    n, d = arr.shape
-    if d == 0:
-        raise ConfigError("cannot build an index of dimension 0 (pass dim= with empty embeddings)")
+    d = int(dim)
+    if d <= 0:
+        raise ConfigError(f"cannot build an index of dimension {dim}")
     ngpu = _resolve_device(use_gpu, kind)
     if kind == "auto":
         kind = "flat" if n <= (GPU_FLAT_MAX if ngpu else FLAT_MAX) else "ivf"
@@ -249,22 +245,21 @@ def build_index(
         cpu.hnsw.efSearch = int(ef_search)
         params = {"M": int(hnsw_m), "ef_construction": int(ef_construction), "ef_search": int(ef_search)}
     else:
-        if n == 0:
-            raise ConfigError("an IVF index must be trained: build it from at least one vector")
-        nl = int(nlist) if nlist else default_nlist(n)
-        nl = max(1, min(nl, n))
-        np_ = int(nprobe) if nprobe else default_nprobe(nl)
+        if train is None or len(train) == 0:
+            raise ConfigError("an IVF index must be trained: pass a sample of the vectors (train=...)")
+        sample = _as_matrix(train, d, "training vectors")
+        nl = int(nlist) if nlist else default_nlist(max(n, len(sample)))
+        nl = max(1, min(nl, len(sample)))
+        np_ = min(int(nprobe) if nprobe else default_nprobe(nl), nl)
         quantizer = faiss.IndexFlatIP(d)
         cpu = faiss.IndexIVFFlat(quantizer, d, nl, faiss.METRIC_INNER_PRODUCT)
         cpu.own_fields = True
         quantizer.this.disown()
-        ts = min(n, int(train_size) if train_size else 64 * nl)
-        rng = np.random.default_rng(seed)
-        sample = arr if ts >= n else arr[np.sort(rng.choice(n, ts, replace=False))]
         cpu.cp.seed = seed
+        cpu.cp.niter = int(train_iters)
         cpu.train(sample)
-        cpu.nprobe = min(np_, nl)
-        params = {"nlist": nl, "nprobe": min(np_, nl), "train_size": int(ts)}
+        cpu.nprobe = np_
+        params = {"nlist": nl, "nprobe": np_, "train_size": int(len(sample))}
     if ngpu:
         index, device = _to_gpus(cpu, ngpu)
     else:
@@ -272,8 +267,63 @@ def build_index(
     out = SearchIndex(index, kind, device, d, params)
     if kind == "ivf" and ngpu:
         out.set_search_params(nprobe=params["nprobe"])
-    out.add(arr)
     return out
+
+
+def training_sample(emb: np.ndarray, size: int, seed: int = 1234) -> np.ndarray:
+    """``size`` rows of ``emb`` drawn without replacement, in row order (all of them if fewer)."""
+    n = len(emb)
+    if size >= n:
+        return np.asarray(emb)
+    rng = np.random.default_rng(seed)
+    return np.asarray(emb)[np.sort(rng.choice(n, size, replace=False))]
+
+
+def build_index(
+    emb: np.ndarray,
+    *,
+    kind: str = "auto",
+    use_gpu: bool | None = None,
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    hnsw_m: int = 32,
+    ef_construction: int = 80,
+    ef_search: int = 128,
+    train_size: int | None = None,
+    train_iters: int = 10,
+    seed: int = 1234,
+    dim: int | None = None,
+) -> SearchIndex:
+    """Build an inner-product index holding ``emb`` (rows keep their order: row i is ``emb[i]``).
+
+    Args:
+        emb: float32 ``(n, dim)``, L2-normalised. May be empty when ``dim`` is given (flat/HNSW only).
+        kind: ``"auto"`` (size rule in the module docstring), ``"flat"`` (exact), ``"ivf"``, ``"hnsw"``.
+        use_gpu: ``None`` = GPUs when the FAISS GPU build sees some, ``True`` = required (error without),
+            ``False`` = CPU. Several GPUs: the index is sharded over all of them.
+        nlist, nprobe: IVF lists and lists visited per query (defaults: :func:`default_nlist`,
+            :func:`default_nprobe`). ``train_size``: vectors sampled to train IVF (default ``64 * nlist``);
+            ``train_iters``: k-means iterations.
+        hnsw_m, ef_construction, ef_search: HNSW graph degree and beam widths.
+        seed: sampling seed of IVF training (the build is deterministic for a given input).
+    """
+    if emb is None or (np.asarray(emb).size == 0 and dim is not None):
+        arr = np.empty((0, int(dim or 0)), np.float32)
+    else:
+        arr = _as_matrix(emb)
+    n, d = arr.shape
+    if d == 0:
+        raise ConfigError("cannot build an index of dimension 0 (pass dim= with empty embeddings)")
+    train = None
+    if kind in ("ivf", "auto") and n:
+        nl = int(nlist) if nlist else default_nlist(n)
+        train = training_sample(arr, min(n, int(train_size) if train_size else 64 * nl), seed)
+    index = new_index(
+        d, n=n, kind=kind, use_gpu=use_gpu, train=train, nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m,
+        ef_construction=ef_construction, ef_search=ef_search, train_iters=train_iters, seed=seed,
+    )
+    index.add(arr)
+    return index
 
 
 @dataclass

@@ -206,8 +206,8 @@ def run_learning_curve(cfg: LearningCurveConfig, log: Callable[[str], None] = pr
     out.mkdir(parents=True, exist_ok=True)
     baselines = run_baselines(cfg, pairs, log=log) if cfg.baselines else {}
     rows, trained = [], 0
-    for size in cfg.sizes:
-        for seed in cfg.seeds:
+    for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds
+        for size in cfg.sizes:
             existed = run_path(cfg, size, seed).is_file()
             rows.append(run_one(cfg, size, seed, pairs, log=log))
             trained += not existed
@@ -237,7 +237,3 @@ def collect_runs(cfg: LearningCurveConfig) -> list[dict[str, Any]]:
             if p.is_file():
                 rows.append(_read_json(p))
     return rows
-
-
-def sd(values: list[float]) -> float:
-    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0

@@ -136,15 +136,39 @@ def neighbor_pairs(
             bar.close()
     if not parts_key:
         return _empty()
-    key = np.concatenate(parts_key)
-    sim = np.concatenate(parts_sim)
-    # each pair once, with its highest similarity: sort by key, then similarity descending
+    return _unique(np.concatenate(parts_key), np.concatenate(parts_sim), ntotal)
+
+
+def _unique(key: np.ndarray, sim: np.ndarray, base: int) -> pd.DataFrame:
+    """Each key once with its highest similarity, sorted by key; key = a * base + b."""
     order = np.lexsort((-sim, key))
     key, sim = key[order], sim[order]
     first = np.ones(key.shape[0], dtype=bool)
     first[1:] = key[1:] != key[:-1]
     key, sim = key[first], sim[first]
-    return pd.DataFrame({"a": key // ntotal, "b": key % ntotal, "similarity": sim})
+    return pd.DataFrame({"a": key // base, "b": key % base, "similarity": sim.astype(np.float32, copy=False)})
+
+
+def merge_pairs(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Combine pair tables (e.g. one per query chunk): each pair once with its highest similarity, sorted.
+
+    Example:
+        >>> a = pd.DataFrame({"a": [0, 1], "b": [1, 2], "similarity": [0.9, 0.8]})
+        >>> b = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]})
+        >>> merge_pairs([a, b])
+           a  b  similarity
+        0  0  1        0.95
+        1  1  2        0.80
+    """
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return _empty()
+    a = np.concatenate([f["a"].to_numpy(np.int64) for f in frames])
+    b = np.concatenate([f["b"].to_numpy(np.int64) for f in frames])
+    sim = np.concatenate([f["similarity"].to_numpy(np.float32) for f in frames])
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    base = int(hi.max()) + 1
+    return _unique(lo * base + hi, sim, base)
 
 
 def knn_graph(index: Any, emb: np.ndarray, *, k: int, threshold: float, **kwargs: Any) -> pd.DataFrame:

@@ -78,6 +78,7 @@ class FinetuneConfig:
     eval_test: bool = True
     eval_before: bool = True
     calibrate_level: float | None = 0.75
+    log_every: int = 25
 
     def check(self) -> None:
         from nlsim.conversion import check_mode
@@ -282,6 +283,9 @@ def train_encoder(
             scheduler.step()
             step += 1
             losses.append(float(loss.detach()))
+            if cfg.log_every and step % cfg.log_every == 0:
+                rate = (time.perf_counter() - t0 - eval_time) / (start // cfg.batch_size + 1)
+                log(f"  step {step}/{total}: loss {np.mean(losses[-cfg.log_every:]):.4f}, {rate:.2f} s/step")
             if cfg.eval_every and step % cfg.eval_every == 0 and start + cfg.batch_size < len(order):
                 te = time.perf_counter()
                 validate(epoch, step, float(np.mean(losses[-cfg.eval_every:])))
@@ -322,6 +326,77 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
     return select_train_subset(train, cfg.train_size, sub_seed), val, test
 
 
+@dataclass
+class PreparedPairs:
+    """Converted train (subset), validation and test pairs, and the data files with their SHA-256."""
+
+    train: pd.DataFrame
+    validation: pd.DataFrame
+    test: pd.DataFrame
+    data_files: dict[str, str]
+
+
+def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
+    """Load (or take) the pairs, split them, draw the training subset and convert the script."""
+    from nlsim.atomic import file_sha256
+    from nlsim.pairs import load_pairs
+
+    cfg.check()
+    data_files: dict[str, str] = {}
+    if pairs is None:
+        if not cfg.pairs:
+            raise ConfigError("no pairs given (cfg.pairs or pairs=)")
+        pairs = load_pairs(cfg.pairs)
+        data_files[str(cfg.pairs)] = file_sha256(cfg.pairs)
+    train, val, test = split_pairs(pairs, cfg)
+    if not cfg.eval_test:
+        test = test.iloc[0:0]
+    train, val, test = (convert_pairs(x, cfg.conversion) for x in (train, val, test))
+    return PreparedPairs(train, val, test, data_files)
+
+
+def load_base(cfg: FinetuneConfig) -> Any:
+    """The base encoder, with ``cfg.max_length``."""
+    from nlsim.encoders import load_encoder
+
+    encoder = load_encoder(cfg.model, threads=cfg.threads)
+    encoder.max_length = int(cfg.max_length)
+    return encoder
+
+
+def evaluate_splits(encoder: Any, data: PreparedPairs, when: str) -> dict[str, dict[str, Any]]:
+    """Metrics on validation (and test, when present), keyed ``"{when}/{split}"``."""
+    from nlsim.evaluation import evaluate
+
+    out = {f"{when}/validation": evaluate(encoder, data.validation, None).as_dict()}
+    if len(data.test):
+        out[f"{when}/test"] = evaluate(encoder, data.test, None).as_dict()
+    return out
+
+
+def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig) -> Any:
+    """Calibrate the threshold on the (converted) validation pairs; ``None`` if ``cfg.calibrate_level`` is None."""
+    from nlsim.calibration import calibrate
+
+    if cfg.calibrate_level is None:
+        return None
+    cal = calibrate(encoder, data.validation, level=cfg.calibrate_level, conversion=None, split=cfg.val_split,
+                    pairs_file=str(cfg.pairs or ""), pairs_sha256=next(iter(data.data_files.values()), ""))
+    cal.conversion = cfg.conversion
+    return cal
+
+
+def make_result(cfg: FinetuneConfig, data: PreparedPairs, run: dict[str, Any],
+                metrics: dict[str, dict[str, Any]], cal: Any, seconds: float) -> FinetuneResult:
+    return FinetuneResult(
+        config=asdict(cfg), best=run["best"], history=run["history"], metrics=metrics,
+        calibration=cal.as_dict() if cal else None, seconds=round(seconds, 1),
+        seconds_per_epoch=run["seconds_per_epoch"], steps=run["steps"], n_train=len(data.train),
+        n_validation=len(data.validation), n_test=len(data.test), trainable_parameters=run["trainable_parameters"],
+        total_parameters=run["total_parameters"], data_files=data.data_files,
+    )
+
+
 def finetune(
     cfg: FinetuneConfig,
     *,
@@ -334,58 +409,21 @@ def finetune(
     ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``.
     Metrics before and after fine-tuning go in ``result.metrics`` keyed ``"{before|after}/{split}"``.
     """
-    from nlsim.atomic import file_sha256
-    from nlsim.calibration import calibrate, save_calibration
-    from nlsim.encoders import load_encoder
-    from nlsim.evaluation import evaluate
-    from nlsim.pairs import load_pairs
-
-    cfg.check()
     t_start = time.perf_counter()
-    data_files: dict[str, str] = {}
-    if pairs is None:
-        if not cfg.pairs:
-            raise ConfigError("no pairs given (cfg.pairs or pairs=)")
-        pairs = load_pairs(cfg.pairs)
-        data_files[str(cfg.pairs)] = file_sha256(cfg.pairs)
-    train, val, test = split_pairs(pairs, cfg)
-    if not cfg.eval_test:
-        test = test.iloc[0:0]
-    train_c, val_c, test_c = (convert_pairs(x, cfg.conversion) for x in (train, val, test))
+    data = prepare_pairs(cfg, pairs)
     if encoder is None:
-        encoder = load_encoder(cfg.model, threads=cfg.threads)
+        encoder = load_base(cfg)
     encoder.max_length = int(cfg.max_length)
-    log(f"fine-tuning {encoder.name} on {len(train)} pairs (validation {len(val)}, test {len(test)}), "
-        f"conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), lr {cfg.lr}, bs {cfg.batch_size}, "
-        f"frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}")
-    metrics: dict[str, dict[str, Any]] = {}
-    evals = [("validation", val_c)] + ([("test", test_c)] if len(test_c) else [])
-    if cfg.eval_before:
-        for name, frame in evals:
-            metrics[f"before/{name}"] = evaluate(encoder, frame, None).as_dict()
-    run = train_encoder(encoder, train_c, val_c, cfg, log=log)
-    for name, frame in evals:
-        metrics[f"after/{name}"] = evaluate(encoder, frame, None).as_dict()
-    cal = None
-    if cfg.calibrate_level is not None:
-        cal = calibrate(encoder, val_c, level=cfg.calibrate_level, conversion=None, split=cfg.val_split,
-                        pairs_file=str(cfg.pairs or ""), pairs_sha256=next(iter(data_files.values()), ""))
-        cal.conversion = cfg.conversion
-    result = FinetuneResult(
-        config=asdict(cfg), best=run["best"], history=run["history"], metrics=metrics,
-        calibration=cal.as_dict() if cal else None, seconds=0.0, seconds_per_epoch=run["seconds_per_epoch"],
-        steps=run["steps"], n_train=len(train), n_validation=len(val), n_test=len(test),
-        trainable_parameters=run["trainable_parameters"], total_parameters=run["total_parameters"],
-        data_files=data_files,
-    )
+    log(f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
+        f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), lr {cfg.lr}, "
+        f"bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}")
+    metrics = evaluate_splits(encoder, data, "before") if cfg.eval_before else {}
+    run = train_encoder(encoder, data.train, data.validation, cfg, log=log)
+    metrics.update(evaluate_splits(encoder, data, "after"))
+    cal = calibrate_encoder(encoder, data, cfg)
+    result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start)
     if cfg.out:
-        base = getattr(encoder, "base_model", None) or getattr(encoder, "model_id", cfg.model)
-        encoder.base_model = base
-        encoder.model_id = f"finetuned:{Path(cfg.out).name}"
-        encoder.name = Path(cfg.out).name
-        result.seconds = round(time.perf_counter() - t_start, 1)
         save_model_folder(encoder, cfg.out, result, cal)
-        result.model_dir = str(cfg.out)
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
         f"(epoch {run['best']['epoch']}, step {run['best']['step']})")
@@ -398,6 +436,10 @@ def save_model_folder(encoder: Any, out: str | Path, result: FinetuneResult, cal
     from nlsim.calibration import save_calibration
 
     out = Path(out)
+    encoder.base_model = getattr(encoder, "base_model", None) or getattr(encoder, "model_id", "")
+    encoder.model_id = f"finetuned:{out.name}"
+    encoder.name = out.name
+    result.model_dir = str(out)
     encoder.save(out)
     nj = out / "nlsim.json"
     if nj.is_file():

@@ -136,3 +136,14 @@ def test_approximate_graph_recall() -> None:
                        progress=False)
     e, a = set(zip(exact.a, exact.b, strict=True)), set(zip(approx.a, approx.b, strict=True))
     assert len(e & a) / len(e) >= 0.95
+
+
+def test_merge_pairs_across_chunks(emb: np.ndarray) -> None:
+    from nlsim.neighbors import merge_pairs
+
+    index = build_index(emb, use_gpu=False)
+    whole = neighbor_pairs(index, emb, np.arange(300), k=4, threshold=0.8, progress=False)
+    parts = [neighbor_pairs(index, emb[i:i + 70], np.arange(i, min(i + 70, 300)), k=4, threshold=0.8,
+                            progress=False) for i in range(0, 300, 70)]
+    pd.testing.assert_frame_equal(merge_pairs(parts), whole)
+    assert len(merge_pairs([])) == 0

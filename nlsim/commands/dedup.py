@@ -59,7 +59,42 @@ def print_result(result: Any) -> None:
         print(f"  {result.files[name]}")
 
 
+def add_state_options(p: argparse.ArgumentParser) -> None:
+    """Options of incremental (daily) runs: see ``nlsim.incremental`` and ``docs/operations.md``."""
+    g = p.add_argument_group("incremental runs (a state folder kept between runs)")
+    g.add_argument("--state", default=None,
+                   help="state folder: embed only items not seen before, match them against the kept window, "
+                   "keep cluster ids stable; the report goes to OUT/runs/<run id>/ and OUT/latest")
+    g.add_argument("--retention-days", type=float, default=30.0,
+                   help="with --state: drop items older than this many days from the window (default 30; "
+                   "0 keeps everything)")
+    g.add_argument("--as-of", default=None,
+                   help="with --state: the run's reference time (default: the latest published_at seen)")
+    g.add_argument("--rebuild-state", action="store_true",
+                   help="with --state: move a broken or mismatched state aside and build a fresh one")
+
+
+def print_incremental(result: Any) -> None:
+    s = result.stats if isinstance(result.stats, dict) else result.stats.to_dict()
+    c = s["counts"]
+    print(f"run {result.run_id}{' (already committed: report written again)' if result.replayed else ''}")
+    print(f"  items in {c['items_in']}: new {c['new']}, changed {c['changed']}, skipped {c['skipped']}, "
+          f"too old {c['too_old']}, quarantined {c['quarantined']}; expired from the window {c['expired']}, "
+          f"kept {c['kept']}")
+    print(f"  pairs {c['pairs']}; clusters new {c['clusters_new']}, grown {c['clusters_grown']}, "
+          f"merged {c['clusters_merged']}; model {s['model']}, threshold {s['threshold']}")
+    print(f"report: {result.report_dir.resolve()}")
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "state", None):
+        from nlsim.incremental import run_incremental
+
+        result = run_incremental(config_from_args(args), args.state,
+                                 retention_days=args.retention_days or None, as_of=args.as_of,
+                                 rebuild_state=args.rebuild_state)
+        print_incremental(result)
+        return 0
     from nlsim.dedup import run_dedup
 
     print_result(run_dedup(config_from_args(args)))
@@ -70,4 +105,5 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("dedup", help="find near-duplicate items and write the report",
                               description="Load, convert, embed, index, pair, cluster and report a corpus.")
     add_dedup_options(p)
+    add_state_options(p)
     p.set_defaults(func=run)

@@ -82,26 +82,38 @@ def _tokenizer_digest(tokenizer: Any) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _hash_value(h: Any, name: str, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+        if t.is_quantized:
+            t = t.dequantize()
+        t = t.to("cpu").contiguous().reshape(-1)
+        h.update(f"{name}:{t.dtype}:{tuple(value.shape)}".encode())
+        if t.numel():
+            h.update(t.view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _hash_value(h, f"{name}[{i}]", v)
+    elif isinstance(value, (int, float, str, bool, type(None))):
+        h.update(f"{name}={value!r}".encode())
+    elif hasattr(value, "__getstate__") and type(value).__name__.endswith("PackedParams"):
+        _hash_value(h, name, value.__getstate__())
+    else:
+        h.update(f"{name}:{type(value).__name__}".encode())
+
+
 def weights_digest(model: torch.nn.Module) -> str:
     """SHA-256 over the model's tensors (names, dtypes, shapes and bytes), in name order.
 
-    Two folders holding the same weights give the same digest whatever their file format.
+    Two folders holding the same weights give the same digest whatever their file format. The unused
+    BERT pooler and the ``position_ids`` buffer are left out.
     """
     h = hashlib.sha256()
     state = model.state_dict()
     for name in sorted(state):
         if name.startswith("pooler.") or name.endswith("position_ids"):
-            continue  # unused by mean pooling / not a weight
-        t = state[name]
-        if not isinstance(t, torch.Tensor):
-            h.update(f"{name}:{t!r}".encode())
             continue
-        t = t.detach()
-        if t.is_quantized:
-            t = t.dequantize()
-        t = t.to("cpu").contiguous()
-        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        _hash_value(h, name, state[name])
     return h.hexdigest()
 
 

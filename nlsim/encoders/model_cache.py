@@ -72,8 +72,10 @@ def verify_folder(folder: str | Path, *, source: str | None = None, hashes: bool
     folder = Path(folder)
     manifest = read_manifest(folder)
     if not manifest or manifest.get("format") != MANIFEST_FORMAT or not manifest.get("files"):
+        log.info("%s: no usable manifest", folder)
         return False
     if source is not None and manifest.get("source") != source:
+        log.warning("%s: built from %s, now the source is %s", folder, manifest.get("source"), source)
         return False
     for rel, info in manifest["files"].items():
         p = folder / rel

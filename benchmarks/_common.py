@@ -1,0 +1,121 @@
+"""Helpers shared by the benchmark scripts: peak memory, timing, table printing, the replicated vectors.
+
+Not part of the library: benchmarks only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+CACHE = RESULTS / "cache"
+BASE_VECTORS = CACHE / "thucnews_e5.npy"
+BASE_META = RESULTS / "thucnews_e5.json"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size (VmHWM), in MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    """Current resident set size, in MB."""
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def machine() -> str:
+    """One line naming the machine the figures come from."""
+    import psutil
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = psutil.virtual_memory().total / 2**30
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, load average at start {load:.1f}"
+
+
+def load_base() -> np.ndarray:
+    """The real e5 embeddings of the 10,000 THUCNews titles (``make_vectors.py`` writes them)."""
+    if not BASE_VECTORS.is_file():
+        sys.exit(f"{BASE_VECTORS} is missing: run `python benchmarks/make_vectors.py` first")
+    return np.load(BASE_VECTORS)
+
+
+def base_noise() -> float:
+    """The replication noise chosen by ``make_vectors.py`` (see there)."""
+    return float(json.loads(BASE_META.read_text())["replication"]["noise"])
+
+
+def replicate(base: np.ndarray, n: int, noise: float, seed: int = 0, chunk: int = 100_000) -> np.ndarray:
+    """``n`` unit vectors: row i is ``base[i % len(base)]`` plus Gaussian noise (per-dimension std
+    ``noise / sqrt(dim)``, so the noise vector has norm ~``noise``), re-normalised. The first ``len(base)``
+    rows are the base vectors themselves. Deterministic for a given seed; built chunk by chunk."""
+    m, d = base.shape
+    out = np.empty((n, d), np.float32)
+    rng = np.random.default_rng(seed)
+    sd = noise / np.sqrt(d)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        rows = np.arange(start, stop) % m
+        block = base[rows].astype(np.float32, copy=True)
+        block += rng.standard_normal((stop - start, d), dtype=np.float32) * np.float32(sd)
+        first = np.arange(start, stop) < m
+        block[first] = base[rows[first]]
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        out[start:stop] = block
+    return out
+
+
+def run_child(args: list[str], timeout: float = 900) -> dict[str, Any]:
+    """Run ``python <args>`` in a fresh process (so its peak RSS is its own); it prints one JSON line last."""
+    t = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=HERE.parent
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out.setdefault("wall_s", time.perf_counter() - t)
+    return out
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """Print (and return) a Markdown table of ``rows``."""
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+        if isinstance(v, int):
+            return f"{v:,}"
+        return str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    text = "\n".join(lines)
+    print(text)
+    return text

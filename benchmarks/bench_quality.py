@@ -1,0 +1,206 @@
+"""Quality benchmark: baselines, hyper-parameter choice on validation, the final model on test, STS-B.
+
+Stages (each resumable: a finished step's JSON under benchmarks/results/quality/ is reused):
+
+    python benchmarks/bench_quality.py select [--jobs 2]   # candidate settings, validation only
+    python benchmarks/bench_quality.py final               # best candidate -> full train, test once
+    python benchmarks/bench_quality.py baselines           # zero-shot e5 / TF-IDF / USE on test, 3 conversions
+    python benchmarks/bench_quality.py stsb                # STS-B: fine-tune on train, select on dev, test
+    python benchmarks/bench_quality.py report              # print every table (no training)
+
+Candidates are chosen by the best validation Spearman of their best epoch; the test split is scored only
+by ``final`` (the chosen candidate) and by the zero-shot/baseline rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "benchmarks" / "results" / "quality"
+PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
+MODELS = ROOT / "models" / "select"
+
+# small and sensible: the learning rate, the loss, the conversion; frozen word embeddings throughout
+CANDIDATES: dict[str, dict] = {
+    "mse-lr5e-5-tw2sp": {"loss": "mse", "lr": 5e-5, "conversion": "tw2sp"},
+    "mse-lr1e-4-tw2sp": {"loss": "mse", "lr": 1e-4, "conversion": "tw2sp"},
+    "cosent-lr5e-5-tw2sp": {"loss": "cosent", "lr": 5e-5, "conversion": "tw2sp"},
+    "mse-lr5e-5-none": {"loss": "mse", "lr": 5e-5, "conversion": "none"},
+}
+COMMON = {"epochs": 4, "batch_size": 16, "max_length": 64, "freeze_embeddings": True, "seed": 42,
+          "warmup_ratio": 0.1}
+
+
+def _write(path: Path, obj: dict) -> None:
+    from nlsim.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def run_candidate(name: str, threads: int) -> dict:
+    from nlsim.training import FinetuneConfig, finetune
+
+    path = RESULTS / "select" / f"{name}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    settings = {**COMMON, **CANDIDATES[name]}
+    # each candidate's best checkpoint is saved, so the chosen one needs no retraining
+    cfg = FinetuneConfig(pairs=str(PAIRS), out=str(MODELS / name), threads=threads, eval_test=False,
+                         eval_before=False, **settings)
+    res = finetune(cfg, log=lambda m: print(f"[{name}] {m}", flush=True))
+    row = {"name": name, "settings": settings, "best": res.best, "history": res.history,
+           "seconds_per_epoch": res.seconds_per_epoch, "seconds": res.seconds}
+    _write(path, row)
+    return row
+
+
+def stage_select(args: argparse.Namespace) -> None:
+    names = args.only or list(CANDIDATES)
+    (RESULTS / "select").mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        rows = list(pool.map(run_candidate, names, [args.threads] * len(names)))
+    print_select(rows)
+
+
+def select_rows() -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((RESULTS / "select").glob("*.json"))]
+
+
+def print_select(rows: list[dict]) -> dict | None:
+    print("\n## Candidates (validation Spearman x100 per epoch; best epoch kept)\n")
+    print("| candidate | " + " | ".join(f"epoch {i}" for i in range(1, COMMON["epochs"] + 1)) + " | best | s/epoch |")
+    print("|---|" + "---|" * (COMMON["epochs"] + 2))
+    for r in sorted(rows, key=lambda r: -r["best"]["spearman"]):
+        per = {h["epoch"]: h["spearman"] for h in r["history"]}
+        cells = [f"{per.get(i, ''):}" for i in range(1, COMMON["epochs"] + 1)]
+        spe = sum(r["seconds_per_epoch"]) / len(r["seconds_per_epoch"])
+        print(f"| {r['name']} | " + " | ".join(cells) + f" | {r['best']['spearman']} (epoch {r['best']['epoch']}) "
+              f"| {spe:.0f} |")
+    return max(rows, key=lambda r: r["best"]["spearman"]) if rows else None
+
+
+def stage_final(args: argparse.Namespace) -> None:
+    """The chosen candidate's saved best checkpoint, scored on test once (before/after, 3 conversions)."""
+    import shutil
+
+    rows = select_rows()
+    best = print_select(rows)
+    if best is None:
+        raise SystemExit("run the select stage first")
+    out = ROOT / "models" / "e5-thucnews"
+    if not out.is_dir():
+        shutil.copytree(MODELS / best["name"], out)
+    path = RESULTS / "final.json"
+    if not path.is_file():
+        after = evaluate_conversions(str(out), args.threads)
+        before = evaluate_conversions("multilingual-e5-small", args.threads)
+        _write(path, {"chosen": best["name"], "settings": best["settings"], "best": best["best"],
+                      "model": str(out.relative_to(ROOT)), "before": before, "after": after})
+    final = json.loads(path.read_text())
+    print(f"\n## Chosen on validation: {final['chosen']} (best epoch {final['best']['epoch']}, validation "
+          f"Spearman {final['best']['spearman']}) -> {final['model']}\n")
+    print("| model (test, 300 pairs) | conversion | Spearman | Pearson | MSE | MAE |\n|---|---|---|---|---|---|")
+    for when, label in (("before", "e5 zero-shot"), ("after", "e5 fine-tuned")):
+        for mode, m in final[when].items():
+            print(f"| {label} | {mode} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} |")
+
+
+def evaluate_conversions(model: str, threads: int | None) -> dict:
+    from nlsim.encoders import load_encoder
+    from nlsim.evaluation import evaluate
+    from nlsim.pairs import load_pairs
+
+    enc = load_encoder(model, threads=threads)
+    enc.max_length = 64
+    test = load_pairs(PAIRS, split="test")
+    return {mode: evaluate(enc, test, mode).as_dict() for mode in ("none", "tw2sp", "t2s", "s2twp")}
+
+
+def stage_baselines(args: argparse.Namespace) -> None:
+    from nlsim.baselines import get_baseline
+    from nlsim.encoders import load_encoder
+    from nlsim.evaluation import evaluate
+    from nlsim.pairs import load_pairs
+
+    path = RESULTS / "baselines.json"
+    done = json.loads(path.read_text()) if path.is_file() else {}
+    test = load_pairs(PAIRS, split="test")
+    enc = None
+    for name in ("zero-shot e5", "tfidf-char2", "use-m3"):
+        for mode in ("none", "tw2sp", "t2s"):
+            key = f"{name}|{mode}"
+            if key in done:
+                continue
+            if name == "zero-shot e5":
+                if enc is None:
+                    enc = load_encoder("multilingual-e5-small", threads=args.threads)
+                    enc.max_length = 64
+                scorer = enc
+            else:
+                scorer = get_baseline(name)
+            done[key] = evaluate(scorer, test, mode).as_dict()
+            _write(path, done)
+            print(key, done[key], flush=True)
+    print("\n## Unsupervised baselines on our test split (300 pairs)\n")
+    print("| model | conversion | Spearman | Pearson | MSE | MAE |\n|---|---|---|---|---|---|")
+    for key, m in done.items():
+        name, mode = key.split("|")
+        print(f"| {name} | {mode} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} |")
+
+
+def stage_stsb(args: argparse.Namespace) -> None:
+    from nlsim.sts import load_stsb
+    from nlsim.training import FinetuneConfig, finetune
+
+    path = RESULTS / "stsb.json"
+    if not path.is_file():
+        pairs = load_stsb()
+        cfg = FinetuneConfig(pairs=None, out=None, conversion="none", loss=args.loss, lr=args.lr,
+                             epochs=args.epochs, batch_size=16, max_length=128, threads=args.threads,
+                             calibrate_level=None, eval_every=args.eval_every, seed=42)
+        res = finetune(cfg, pairs=pairs, log=lambda m: print(f"[stsb] {m}", flush=True))
+        _write(path, res.as_dict())
+    res = json.loads(path.read_text())
+    print("\n## STS Benchmark (English), multilingual-e5-small\n")
+    print("| | split | Spearman | Pearson | MSE | MAE | n |\n|---|---|---|---|---|---|---|")
+    for k, m in res["metrics"].items():
+        when, split = k.split("/")
+        print(f"| {when} fine-tuning | {split} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} | {m['n']} |")
+    print(f"settings: {json.dumps({k: res['config'][k] for k in ('loss', 'lr', 'epochs', 'batch_size')})}; "
+          f"best epoch {res['best']['epoch']} step {res['best']['step']}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stage", choices=["select", "final", "baselines", "stsb", "report"])
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--stop-at-best-epoch", action="store_true",
+                   help="final: train for the best epoch count instead of the full schedule")
+    p.add_argument("--loss", default="mse")
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--eval-every", type=int, default=0)
+    args = p.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.stage == "report":
+        for stage in (stage_baselines, stage_final, stage_stsb):
+            try:
+                stage(args)
+            except (SystemExit, FileNotFoundError) as exc:
+                print(f"({stage.__name__}: {exc})")
+        return
+    {"select": stage_select, "final": stage_final, "baselines": stage_baselines, "stsb": stage_stsb}[args.stage](args)
+
+
+if __name__ == "__main__":
+    main()

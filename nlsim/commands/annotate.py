@@ -1,0 +1,46 @@
+"""``nlsim annotate draw|merge``: the editors' loop (new candidate pairs to score; merge a filled file)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from nlsim.conversion import DEFAULT_MODE, MODES
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("annotate", help="draw pairs for editors to score, or merge a scored file")
+    sub = p.add_subparsers(dest="annotate_command", required=True)
+    d = sub.add_parser("draw", help="write new candidate pairs to a CSV for an editor")
+    d.add_argument("--corpus", required=True, help="items with an id and a text column (.tsv/.csv/.parquet)")
+    d.add_argument("--pairs", default=None, help="the annotated pair file: its pairs are never drawn again")
+    d.add_argument("--out", required=True, help="CSV to write")
+    d.add_argument("-n", "--n", type=int, default=100, help="how many pairs (default 100)")
+    d.add_argument("--model", default="multilingual-e5-small", help="encoder name/folder, or tfidf-char2")
+    d.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
+    d.add_argument("--threshold", type=float, default=None,
+                   help="cosine to sample around (default: the model's calibration, else the pool median)")
+    d.add_argument("--text-field", default=None, help="text column (default: title_zh_tw, title or text)")
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(func=run_draw)
+    m = sub.add_parser("merge", help="validate a filled CSV and add its pairs to the pair file")
+    m.add_argument("--filled", required=True)
+    m.add_argument("--pairs", required=True, help="pair file to extend (rewritten atomically)")
+    m.add_argument("--split", default="train", choices=("train", "validation", "test"))
+    m.add_argument("--skip-blank", action="store_true", help="skip unscored rows instead of refusing the file")
+    m.set_defaults(func=run_merge)
+
+
+def run_draw(args: argparse.Namespace) -> int:
+    from nlsim.annotation_loop import draw_candidates
+
+    draw_candidates(args.corpus, args.pairs, args.out, n=args.n, scorer=args.model, conversion=args.convert,
+                    threshold=args.threshold, text_field=args.text_field, seed=args.seed)
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from nlsim.annotation_loop import merge_annotations
+
+    merge_annotations(args.filled, args.pairs, split=args.split, skip_blank=args.skip_blank)
+    return 0

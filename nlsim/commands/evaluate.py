@@ -1,0 +1,57 @@
+"""``nlsim evaluate``: Spearman x100, Pearson, MSE and MAE of a model (or a baseline) on annotated pairs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from nlsim.conversion import DEFAULT_MODE, MODES
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("evaluate", help="score a model on annotated pairs",
+                              description="Cosine of the model's embeddings against the gold scores.")
+    p.add_argument("--model", required=True,
+                   help="registry name or model folder; or a baseline: tfidf-char2, use-m3")
+    p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet), or 'stsb' for STS Benchmark")
+    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})")
+    p.add_argument("--split", default="test", help="split to score, or 'all' (default test)")
+    p.add_argument("--max-length", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def load_scorer(name: str, threads: int | None = None, max_length: int | None = None) -> Any:
+    """A baseline by name, else an encoder."""
+    from nlsim.baselines import BASELINES, get_baseline
+
+    if name in BASELINES:
+        return get_baseline(name)
+    from nlsim.encoders import load_encoder
+
+    return load_encoder(name, threads=threads, max_length=max_length)
+
+
+def load_split(pairs: str, split: str | None) -> Any:
+    if pairs == "stsb":
+        from nlsim.sts import load_stsb
+
+        return load_stsb(None if split in (None, "all") else split)
+    from nlsim.pairs import load_pairs
+
+    return load_pairs(pairs, None if split in (None, "all") else split)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nlsim.evaluation import evaluate, metrics_table
+
+    frame = load_split(args.pairs, args.split)
+    m = evaluate(load_scorer(args.model, args.threads, args.max_length), frame, args.convert)
+    if args.json:
+        print(json.dumps({"model": args.model, "pairs": args.pairs, "split": args.split, "conversion": args.convert,
+                          **m.as_dict()}))
+    else:
+        print(metrics_table([{"model": args.model, "conversion": args.convert, "split": args.split, **m.as_dict()}]))
+    return 0

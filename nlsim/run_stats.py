@@ -1,0 +1,88 @@
+"""Figures of one incremental run (counts, per-stage timings, model, threshold) and the fault-test hook.
+
+:class:`RunStats` is what a run leaves behind: in the state folder (``runs/<run_id>.json`` and the
+manifest's ``last_run``), in the report's ``run.json``, and, from the flow, as a Prefect artifact.
+
+Fault injection (for the kill tests and ``benchmarks/bench_reliability.py``): when the environment variable
+``NLSIM_FAULT_AT`` names a stage, the process sends itself SIGKILL when it reaches :func:`fault_point` for
+that stage, exactly as if the machine had killed it there. Stages: ``embed`` (after the first batch of new
+items is embedded), ``index-write`` (index files of the new generation written, tables not yet),
+``state-write`` (new generation complete, not yet renamed into place), ``manifest`` (just before the
+manifest is replaced, i.e. the commit), ``report-write`` (report files half written) and ``report-publish``
+(report complete, ``latest`` not yet switched). Unset (always, outside tests), it does nothing.
+
+Example:
+    >>> stats = RunStats(run_id="r1")
+    >>> with stats.stage("load"):
+    ...     pass
+    >>> sorted(stats.timings_s)
+    ['load']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FAULT_ENV = "NLSIM_FAULT_AT"
+FAULT_STAGES = ("embed", "index-write", "state-write", "manifest", "report-write", "report-publish")
+
+
+def fault_point(stage: str) -> None:
+    """Kill this process with SIGKILL when ``$NLSIM_FAULT_AT == stage`` (test hook; no-op otherwise)."""
+    if os.environ.get(FAULT_ENV) == stage:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class RunStats:
+    """Counts and timings of one run.
+
+    Counts: ``items_in`` (rows read), ``quarantined`` (bad rows set aside), ``new`` (first seen),
+    ``changed`` (seen before with other text: re-embedded), ``skipped`` (seen before, same text),
+    ``too_old`` (older than the retention window: not added), ``expired`` (kept items dropped by retention),
+    ``kept`` (items in the window after the run), ``pairs`` (new pairs today), ``clusters_new``,
+    ``clusters_grown``, ``clusters_merged``, ``clusters_absorbed`` (ids that disappeared into another).
+    """
+
+    run_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)
+    model: str = ""
+    model_fingerprint: str = ""
+    threshold: float | None = None
+    threshold_source: str = ""
+    conversion: str = ""
+    retention_days: float | None = None
+    as_of: str | None = None
+    input_key: str = ""
+    started_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage (accumulates when a stage runs more than once)."""
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings_s[name] = round(self.timings_s.get(name, 0.0) + time.perf_counter() - t, 4)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        """A Markdown table of the figures (for the Prefect artifact and the logs)."""
+        lines = [f"# nlsim incremental run {self.run_id}", "",
+                 f"- model: `{self.model}`", f"- threshold: {self.threshold} ({self.threshold_source})",
+                 f"- conversion: {self.conversion}", f"- retention: {self.retention_days} days, as of {self.as_of}",
+                 "", "| count | value |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in self.counts.items()]
+        lines += ["", "| stage | seconds |", "|---|---:|"]
+        lines += [f"| {k} | {v:.3f} |" for k, v in self.timings_s.items()]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,42 @@
+"""Shared fixtures. Prefect settings are fixed here, before any test imports prefect."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="nlsim-prefect-home-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One temporary Prefect API for the whole session (flows under test run against it)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def fast_encoder():  # noqa: ANN201 - Encoder
+    """The small English test model, loaded once."""
+    from nlsim.encoders import load_encoder
+
+    return load_encoder(FAST_MODEL)

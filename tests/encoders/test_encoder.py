@@ -1,0 +1,134 @@
+"""Encoder behaviour on the fast MiniLM-L3 model: shape, norms, order, determinism, prefix, truncation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from nlsim.encoders import Encoder
+from nlsim.errors import ConfigError
+
+TEXTS = [
+    "A man is playing a guitar.",
+    "Someone plays the guitar on stage tonight while the crowd sings along loudly.",
+    "Stocks fell sharply on Monday.",
+    "x",
+    "The central bank raised interest rates by a quarter point, surprising markets.",
+    "A person is playing guitar.",
+    "Heavy rain and floods hit the northern provinces; thousands were evacuated from their homes.",
+]
+
+
+def reference_embeddings(enc: Encoder, texts: list[str]) -> np.ndarray:
+    """Plain transformers: one padded batch in input order, mean pooling, L2 normalisation."""
+    feats = enc.tokenizer([enc.prefix + t for t in texts], padding=True, truncation=True,
+                          max_length=enc.max_length, return_tensors="pt")
+    with torch.no_grad():
+        hidden = enc.model(**feats).last_hidden_state
+    mask = feats["attention_mask"].unsqueeze(-1).float()
+    vec = (hidden * mask).sum(1) / mask.sum(1)
+    return torch.nn.functional.normalize(vec, dim=1).numpy()
+
+
+def test_shape_dtype_and_unit_norms(l3: Encoder) -> None:
+    emb = l3.encode(TEXTS, progress=False)
+    assert emb.shape == (len(TEXTS), l3.dim) == (7, 384)
+    assert emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+
+
+def test_matches_unsorted_single_batch_reference(l3: Encoder) -> None:
+    np.testing.assert_allclose(l3.encode(TEXTS, progress=False), reference_embeddings(l3, TEXTS), atol=2e-5)
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 64])
+def test_rows_follow_input_order_whatever_the_batching(l3: Encoder, batch_size: int) -> None:
+    base = l3.encode(TEXTS, batch_size=64, progress=False)
+    np.testing.assert_allclose(l3.encode(TEXTS, batch_size=batch_size, progress=False), base, atol=2e-5)
+    perm = np.random.default_rng(0).permutation(len(TEXTS))
+    shuffled = l3.encode([TEXTS[i] for i in perm], batch_size=batch_size, progress=False)
+    np.testing.assert_allclose(shuffled, base[perm], atol=2e-5)
+
+
+def test_token_budget_batches_give_the_same_rows(l3: Encoder) -> None:
+    base = l3.encode(TEXTS, progress=False)
+    np.testing.assert_allclose(l3.encode(TEXTS, max_tokens=20, progress=False), base, atol=2e-5)
+
+
+def test_deterministic_and_repeated_texts_identical(l3: Encoder) -> None:
+    a = l3.encode(TEXTS + TEXTS[:2], progress=False)
+    b = l3.encode(TEXTS + TEXTS[:2], progress=False)
+    assert np.array_equal(a, b)
+    np.testing.assert_allclose(a[len(TEXTS)], a[0], atol=2e-5)
+
+
+def test_similar_sentences_score_higher_than_unrelated(l3: Encoder) -> None:
+    e = l3.encode(TEXTS, progress=False)
+    assert e[0] @ e[5] > 0.8  # two guitar sentences
+    assert e[0] @ e[2] < 0.3  # guitar vs stocks
+
+
+def test_empty_input_and_bad_input(l3: Encoder) -> None:
+    assert l3.encode([], progress=False).shape == (0, 384)
+    with pytest.raises(TypeError):
+        l3.encode("one string, not a list", progress=False)
+    with pytest.raises(TypeError):
+        l3.encode(["ok", None], progress=False)  # type: ignore[list-item]
+    with pytest.raises(ConfigError):
+        l3.encode(["ok"], batch_size=0, progress=False)
+
+
+def test_prefix_is_prepended(l3: Encoder, with_prefix: Encoder) -> None:
+    ids = with_prefix.tokenize(["hello"])["input_ids"][0].tolist()
+    assert with_prefix.tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "query", ":", "hello", "[SEP]"]
+    np.testing.assert_allclose(with_prefix.encode(["hello world"], progress=False),
+                               l3.encode(["query: hello world"], progress=False), atol=1e-6)
+    assert not np.allclose(with_prefix.encode(["hello world"], progress=False),
+                           l3.encode(["hello world"], progress=False), atol=1e-3)
+
+
+def test_truncation_at_max_length(l3: Encoder) -> None:
+    short = Encoder(l3.model, l3.tokenizer, name="t", model_id="t", max_length=8)
+    long_text = "word " * 300
+    assert short.tokenize([long_text])["input_ids"].shape[1] == 8
+    assert l3.tokenize([long_text])["input_ids"].shape[1] == 256
+    a = short.encode([long_text], progress=False)
+    b = short.encode(["word " * 6], progress=False)  # [CLS] + 6 words + [SEP] = 8 tokens
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_forward_texts_keeps_autograd_and_is_not_normalised(l3: Encoder) -> None:
+    out = l3.forward_texts(TEXTS[:3])
+    assert out.requires_grad and out.shape == (3, 384)
+    assert not torch.allclose(out.norm(dim=1), torch.ones(3), atol=1e-3)
+    out.sum().backward()
+    grads = [p.grad for p in l3.model.parameters() if p.grad is not None]
+    assert grads
+    l3.model.zero_grad(set_to_none=True)
+    np.testing.assert_allclose(torch.nn.functional.normalize(out.detach(), dim=1).numpy(),
+                               l3.encode(TEXTS[:3], progress=False), atol=2e-5)
+
+
+def test_encode_restores_training_mode(l3: Encoder) -> None:
+    l3.model.train()
+    try:
+        a = l3.encode(TEXTS[:2], progress=False)
+        assert l3.model.training
+    finally:
+        l3.model.eval()
+    np.testing.assert_allclose(a, l3.encode(TEXTS[:2], progress=False), atol=1e-6)  # dropout was off
+
+
+def test_fingerprint_stable_and_sensitive(l3: Encoder, with_prefix: Encoder) -> None:
+    from nlsim.encoders import load_encoder
+
+    again = load_encoder(l3.path)
+    assert again.fingerprint == l3.fingerprint
+    assert len(l3.fingerprint) == 64
+    assert with_prefix.fingerprint != l3.fingerprint
+    before = again.fingerprint
+    with torch.no_grad():
+        again.model.embeddings.LayerNorm.bias[0] += 0.01
+    assert again.fingerprint == before  # cached until refreshed
+    assert again.refresh_fingerprint() != before

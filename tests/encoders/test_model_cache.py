@@ -1,0 +1,94 @@
+"""Converted-model cache: manifest verification, rebuild of corrupt folders, atomic builds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nlsim.encoders.minilm_l3_convert import ensure_minilm_l3
+from nlsim.encoders.model_cache import ensure_model_folder, read_manifest, verify_folder
+
+
+def _build_ab(tmp: Path) -> None:
+    (tmp / "a.txt").write_text("alpha")
+    (tmp / "sub").mkdir()
+    (tmp / "sub" / "b.bin").write_bytes(b"\x00\x01\x02" * 100)
+
+
+def test_build_writes_manifest_and_verifies(tmp_path: Path) -> None:
+    folder = ensure_model_folder(tmp_path / "m", _build_ab, source="s1")
+    manifest = read_manifest(folder)
+    assert manifest is not None and manifest["source"] == "s1"
+    assert set(manifest["files"]) == {"a.txt", "sub/b.bin"}
+    assert verify_folder(folder, source="s1")
+    assert not verify_folder(folder, source="s2")
+    assert not [p for p in tmp_path.iterdir() if p.name != "m"], "temporary folders left behind"
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete", "manifest"])
+def test_corrupt_folder_is_detected_and_rebuilt(tmp_path: Path, damage: str) -> None:
+    calls = []
+
+    def build(tmp: Path) -> None:
+        calls.append(1)
+        _build_ab(tmp)
+
+    folder = ensure_model_folder(tmp_path / "m", build, source="s")
+    target = folder / "sub" / "b.bin"
+    if damage == "flip":  # same size, different bytes: only the hash can tell
+        data = bytearray(target.read_bytes())
+        data[10] ^= 0xFF
+        target.write_bytes(bytes(data))
+    elif damage == "truncate":
+        target.write_bytes(target.read_bytes()[:-1])
+    elif damage == "delete":
+        target.unlink()
+    else:
+        (folder / "manifest.json").write_text("{not json")
+    assert not verify_folder(folder, source="s")
+    assert verify_folder(folder, source="s", hashes=False) == (damage == "flip")
+    ensure_model_folder(tmp_path / "m", build, source="s")
+    assert len(calls) == 2
+    assert verify_folder(folder, source="s")
+    assert target.read_bytes() == b"\x00\x01\x02" * 100
+
+
+def test_new_source_triggers_rebuild_and_good_folder_is_reused(tmp_path: Path) -> None:
+    calls = []
+
+    def build(tmp: Path) -> None:
+        calls.append(1)
+        _build_ab(tmp)
+
+    ensure_model_folder(tmp_path / "m", build, source="v1")
+    ensure_model_folder(tmp_path / "m", build, source="v1")
+    assert len(calls) == 1
+    ensure_model_folder(tmp_path / "m", build, source="v2")
+    assert len(calls) == 2 and read_manifest(tmp_path / "m")["source"] == "v2"
+
+
+def test_failed_build_leaves_nothing(tmp_path: Path) -> None:
+    def bad(tmp: Path) -> None:
+        (tmp / "half.bin").write_bytes(b"x")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        ensure_model_folder(tmp_path / "m", bad, source="s")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_converted_model_is_rebuilt(tmp_path: Path) -> None:
+    folder = ensure_minilm_l3(root=tmp_path)
+    weights = folder / "model.safetensors"
+    good = weights.read_bytes()
+    data = bytearray(good)
+    data[len(data) // 2] ^= 0x55  # a flipped byte deep inside a weight tensor
+    weights.write_bytes(bytes(data))
+    assert not verify_folder(folder)
+    again = ensure_minilm_l3(root=tmp_path)
+    assert again == folder and verify_folder(folder)
+    assert weights.read_bytes() == good
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["files"]["model.safetensors"]["size"] == len(good)

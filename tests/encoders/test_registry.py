@@ -1,0 +1,114 @@
+"""load_encoder: registry names, local folders, hub names and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlsim.encoders import DEFAULT_MODEL, available_models, load_encoder
+from nlsim.encoders.registry import MODELS
+from nlsim.errors import ConfigError
+
+
+def test_default_and_names() -> None:
+    assert DEFAULT_MODEL == "multilingual-e5-small"
+    assert available_models()[0] == DEFAULT_MODEL
+    assert set(available_models()) == {"multilingual-e5-small", "all-MiniLM-L6-v2", "paraphrase-MiniLM-L3-v2"}
+    assert MODELS["multilingual-e5-small"].prefix == "query: "
+
+
+@pytest.mark.parametrize("bad", ["no-such-model", "someone/no-such-model"])
+def test_unknown_name_is_a_clear_error(bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError, match=r"unknown model .*not a registry name.*multilingual-e5-small.*hub"):
+        load_encoder(bad)
+
+
+def test_missing_local_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such folder"):
+        load_encoder(str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match="no such folder"):
+        load_encoder("./models/nope")
+
+
+def test_file_and_empty_folder_are_clear_errors(tmp_path: Path) -> None:
+    f = tmp_path / "model.bin"
+    f.write_bytes(b"x")
+    with pytest.raises(ConfigError, match="is a file"):
+        load_encoder(f)
+    with pytest.raises(ConfigError, match="no config.json"):
+        load_encoder(tmp_path)
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ConfigError, match="quantize"):
+        load_encoder("paraphrase-MiniLM-L3-v2", quantize="int4")
+
+
+def test_registry_name_loads_fast_model(l3_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_HOME", str(l3_root.parent))
+    (l3_root.parent / "models").mkdir(exist_ok=True)
+    enc = load_encoder("paraphrase-MiniLM-L3-v2")
+    assert enc.model_id == "sentence-transformers/paraphrase-MiniLM-L3-v2"
+    assert (enc.name, enc.dim, enc.prefix, enc.max_length) == ("paraphrase-MiniLM-L3-v2", 384, "", 256)
+
+
+def test_minilm_l6_from_its_package() -> None:
+    enc = load_encoder("all-MiniLM-L6-v2")
+    assert enc.model_id == "sentence-transformers/all-MiniLM-L6-v2"
+    assert enc.prefix == "" and enc.dim == 384
+    e = enc.encode(["A man is playing a guitar.", "Someone plays guitar.", "The stock market fell."],
+                   progress=False)
+    assert e[0] @ e[1] > 0.7 > 0.2 > e[0] @ e[2]
+
+
+def test_local_folder_without_nlsim_json(tmp_path: Path, l3_root: Path) -> None:
+    import shutil
+
+    src = l3_root / "paraphrase-MiniLM-L3-v2"
+    dst = tmp_path / "plain-hf"
+    shutil.copytree(src, dst)
+    (dst / "nlsim.json").unlink()
+    enc = load_encoder(dst)
+    assert enc.model_id == "local:plain-hf" and enc.prefix == "" and enc.max_length == 256
+    ref = load_encoder(src)
+    assert enc.fingerprint == ref.fingerprint  # same weights, tokenizer and prefix
+    np.testing.assert_allclose(enc.encode(["hi there"], progress=False), ref.encode(["hi there"], progress=False))
+
+
+def test_sentence_transformers_prompt_is_used_when_no_nlsim_json(tmp_path: Path, l3_root: Path) -> None:
+    import shutil
+
+    dst = tmp_path / "st-folder"
+    shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
+    (dst / "nlsim.json").unlink()
+    (dst / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: "}, "default_prompt_name": "query"}))
+    assert load_encoder(dst).prefix == "query: "
+    assert load_encoder(dst, prefix="").prefix == ""
+
+
+def test_int8_option(l3_root: Path) -> None:
+    fp32 = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2")
+    q = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2", quantize="int8")
+    assert q.options == {"quantize": "int8"} and q.fingerprint != fp32.fingerprint
+    texts = ["A man is playing a guitar.", "Stocks fell sharply on Monday."]
+    a, b = fp32.encode(texts, progress=False), q.encode(texts, progress=False)
+    assert ((a * b).sum(1) > 0.85).all()  # lossy, but the same vectors roughly
+    with pytest.raises(ConfigError, match="quantized"):
+        q.save(l3_root / "never")
+
+
+@pytest.mark.slow
+def test_e5_loads_with_prefix_and_handles_chinese() -> None:
+    enc = load_encoder("multilingual-e5-small")
+    assert (enc.model_id, enc.prefix, enc.dim) == ("intfloat/multilingual-e5-small", "query: ", 384)
+    assert enc.tokenizer.convert_ids_to_tokens(enc.tokenize(["台灣"])["input_ids"][0])[:4] == [
+        "<s>", "▁que", "ry", ":"]
+    e = enc.encode(["台湾半导体产业营收创新高", "台灣半導體產業營收創新高", "今天股市大跌", "足球比赛结果"],
+                   progress=False)
+    assert e[0] @ e[1] > 0.9
+    assert e[0] @ e[1] > e[0] @ e[2] and e[0] @ e[1] > e[0] @ e[3]

@@ -1,0 +1,63 @@
+"""Tests of flows/distributed.py: the Dask-sharded flow gives the single-process embeddings and report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+def test_task_runner_choice() -> None:
+    from flows.distributed import make_task_runner
+
+    remote = make_task_runner("tcp://10.0.0.5:8786")
+    assert remote.address == "tcp://10.0.0.5:8786"
+    local = make_task_runner(None, n_workers=3, threads_per_worker=2)
+    assert local.address is None
+    assert local.cluster_kwargs["n_workers"] == 3 and local.cluster_kwargs["threads_per_worker"] == 2
+    assert local.cluster_kwargs["processes"] is True
+
+
+def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
+    from flows.distributed import embed_shard_task
+
+    texts = ["Floods in the north", "Storm warning for the coast", "Markets fall"]
+    got = embed_shard_task.fn(texts, FAST_MODEL, 2, 1)
+    np.testing.assert_allclose(got, fast_encoder.encode(texts, progress=False), atol=1e-5)
+
+
+@pytest.fixture()
+def small_corpus(tmp_path, repo_root):
+    frame = pd.read_parquet(repo_root / "data" / "bbc.parquet")
+    # 160 items plus 40 that share a title with another (real duplicates in the BBC set)
+    dup = frame[frame.duplicated("title", keep=False)].head(40)
+    rest = frame.drop(dup.index).head(160)
+    part = pd.concat([rest, dup]).reset_index(drop=True)
+    path = tmp_path / "news.parquet"
+    part.to_parquet(path, index=False)
+    return path
+
+
+@pytest.mark.slow
+def test_two_worker_cluster_matches_single_process(prefect_harness, small_corpus, tmp_path,
+                                                   fast_encoder) -> None:
+    from flows.distributed import news_dedup_distributed
+    from nlsim.dedup import DedupConfig, run_dedup
+
+    common = dict(corpus=str(small_corpus), model=FAST_MODEL, convert="none", threshold=0.9,
+                  text_fields="title", k=5, cache=False)
+    config = DedupConfig(out=str(tmp_path / "single"), progress=False, **common)
+    single = run_dedup(config, encoder=fast_encoder)
+    summary = news_dedup_distributed(out=str(tmp_path / "dask"), n_workers=2, shard_size=60, **common)
+    assert summary["embedding_runner"].startswith("local Dask cluster, 2 workers")
+    a = np.load(tmp_path / "single" / "index" / "embeddings.npy")
+    b = np.load(tmp_path / "dask" / "index" / "embeddings.npy")
+    assert a.shape == b.shape == (200, 384)
+    np.testing.assert_allclose(a, b, atol=2e-5)
+    for name in ("pairs.parquet", "clusters.parquet"):
+        pa, pb = pd.read_parquet(single.out / name), pd.read_parquet(tmp_path / "dask" / name)
+        assert len(pa) > 0
+        pd.testing.assert_frame_equal(pa, pb, check_exact=False, atol=1e-4)
+    assert summary["pairs"] == len(single.pairs) and summary["clusters"] == len(single.clusters)

@@ -1,0 +1,37 @@
+import pytest
+
+from nlsim.conversion import MODES, convert
+from nlsim.errors import ConfigError
+
+
+def test_modes_listed():
+    assert set(MODES) == {"none", "s2t", "t2s", "s2twp", "tw2sp"}
+
+
+def test_phrase_conversion_both_ways():
+    assert convert(["鼠标和软件，信息"], "s2twp") == ["滑鼠和軟體，資訊"]
+    assert convert(["滑鼠和軟體，資訊"], "tw2sp") == ["鼠标和软件，信息"]
+    assert convert(["汉字"], "s2t") == ["漢字"]
+    assert convert(["漢字"], "t2s") == ["汉字"]
+
+
+def test_none_keeps_text_and_english_passes_through():
+    assert convert(["軟體 update"], "none") == ["軟體 update"]
+    assert convert(["Floods hit the north"], "tw2sp") == ["Floods hit the north"]
+
+
+def test_real_opencc_mistake_in_corpus_is_undone_by_tw2sp():
+    # s2twp turns 基金发行 into 基金髮行 (the phrase 金发 wins); converting back repairs it.
+    assert convert(["基金发行"], "s2twp") == ["基金髮行"]
+    assert convert(["基金髮行"], "tw2sp") == ["基金发行"]
+
+
+def test_round_trip_is_not_identity():
+    # 台 becomes 臺 in Traditional; the round trip through Simplified gives 台 back, not the Traditional input
+    assert convert(["臺灣"], "tw2sp") == ["台湾"]
+    assert convert(convert(["台湾"], "s2twp"), "tw2sp") == ["台湾"]
+
+
+def test_unknown_mode():
+    with pytest.raises(ConfigError, match="unknown conversion mode 'x2y'"):
+        convert(["a"], "x2y")
