@@ -4,7 +4,7 @@ Stages (each resumable: a finished step's JSON under benchmarks/results/quality/
 
     python benchmarks/bench_quality.py select [--jobs 2]   # candidate settings, validation only
     python benchmarks/bench_quality.py final               # best candidate -> full train, test once
-    python benchmarks/bench_quality.py baselines           # zero-shot e5 / TF-IDF / USE on test, 3 conversions
+    python benchmarks/bench_quality.py baselines           # zero-shot e5 / TF-IDF / USE on test
     python benchmarks/bench_quality.py stsb                # STS-B: fine-tune on train, select on dev, test
     python benchmarks/bench_quality.py report              # print every table (no training)
 
@@ -29,13 +29,19 @@ MODELS = ROOT / "models" / "select"
 
 # small and sensible: the learning rate, the loss, the conversion; frozen word embeddings throughout
 CANDIDATES: dict[str, dict] = {
-    "mse-lr5e-5-tw2sp": {"loss": "mse", "lr": 5e-5, "conversion": "tw2sp"},
     "mse-lr1e-4-tw2sp": {"loss": "mse", "lr": 1e-4, "conversion": "tw2sp"},
     "cosent-lr5e-5-tw2sp": {"loss": "cosent", "lr": 5e-5, "conversion": "tw2sp"},
-    "mse-lr5e-5-none": {"loss": "mse", "lr": 5e-5, "conversion": "none"},
+    "mse-lr5e-5-tw2sp": {"loss": "mse", "lr": 5e-5, "conversion": "tw2sp"},
+    "mse-lr1e-4-none": {"loss": "mse", "lr": 1e-4, "conversion": "none"},
 }
-COMMON = {"epochs": 4, "batch_size": 16, "max_length": 64, "freeze_embeddings": True, "seed": 42,
-          "warmup_ratio": 0.1}
+COMMON = {
+    "epochs": 2,
+    "batch_size": 16,
+    "max_length": 64,
+    "freeze_embeddings": True,
+    "seed": 42,
+    "warmup_ratio": 0.1,
+}
 
 
 def _write(path: Path, obj: dict) -> None:
@@ -52,11 +58,24 @@ def run_candidate(name: str, threads: int) -> dict:
         return json.loads(path.read_text())
     settings = {**COMMON, **CANDIDATES[name]}
     # each candidate's best checkpoint is saved, so the chosen one needs no retraining
-    cfg = FinetuneConfig(pairs=str(PAIRS), out=str(MODELS / name), threads=threads, eval_test=False,
-                         eval_before=False, **settings)
+    cfg = FinetuneConfig(
+        pairs=str(PAIRS),
+        progress_file=str(RESULTS / "select" / f"{name}.progress"),
+        out=str(MODELS / name),
+        threads=threads,
+        eval_test=False,
+        eval_before=False,
+        **settings,
+    )
     res = finetune(cfg, log=lambda m: print(f"[{name}] {m}", flush=True))
-    row = {"name": name, "settings": settings, "best": res.best, "history": res.history,
-           "seconds_per_epoch": res.seconds_per_epoch, "seconds": res.seconds}
+    row = {
+        "name": name,
+        "settings": settings,
+        "best": res.best,
+        "history": res.history,
+        "seconds_per_epoch": res.seconds_per_epoch,
+        "seconds": res.seconds,
+    }
     _write(path, row)
     return row
 
@@ -75,14 +94,22 @@ def select_rows() -> list[dict]:
 
 def print_select(rows: list[dict]) -> dict | None:
     print("\n## Candidates (validation Spearman x100 per epoch; best epoch kept)\n")
-    print("| candidate | " + " | ".join(f"epoch {i}" for i in range(1, COMMON["epochs"] + 1)) + " | best | s/epoch |")
+    print(
+        "| candidate | "
+        + " | ".join(f"epoch {i}" for i in range(1, COMMON["epochs"] + 1))
+        + " | best | s/epoch |"
+    )
     print("|---|" + "---|" * (COMMON["epochs"] + 2))
     for r in sorted(rows, key=lambda r: -r["best"]["spearman"]):
         per = {h["epoch"]: h["spearman"] for h in r["history"]}
         cells = [f"{per.get(i, ''):}" for i in range(1, COMMON["epochs"] + 1)]
         spe = sum(r["seconds_per_epoch"]) / len(r["seconds_per_epoch"])
-        print(f"| {r['name']} | " + " | ".join(cells) + f" | {r['best']['spearman']} (epoch {r['best']['epoch']}) "
-              f"| {spe:.0f} |")
+        print(
+            f"| {r['name']} | "
+            + " | ".join(cells)
+            + f" | {r['best']['spearman']} (epoch {r['best']['epoch']}) "
+            f"| {spe:.0f} |"
+        )
     return max(rows, key=lambda r: r["best"]["spearman"]) if rows else None
 
 
@@ -101,12 +128,25 @@ def stage_final(args: argparse.Namespace) -> None:
     if not path.is_file():
         after = evaluate_conversions(str(out), args.threads)
         before = evaluate_conversions("multilingual-e5-small", args.threads)
-        _write(path, {"chosen": best["name"], "settings": best["settings"], "best": best["best"],
-                      "model": str(out.relative_to(ROOT)), "before": before, "after": after})
+        _write(
+            path,
+            {
+                "chosen": best["name"],
+                "settings": best["settings"],
+                "best": best["best"],
+                "model": str(out.relative_to(ROOT)),
+                "before": before,
+                "after": after,
+            },
+        )
     final = json.loads(path.read_text())
-    print(f"\n## Chosen on validation: {final['chosen']} (best epoch {final['best']['epoch']}, validation "
-          f"Spearman {final['best']['spearman']}) -> {final['model']}\n")
-    print("| model (test, 300 pairs) | conversion | Spearman | Pearson | MSE | MAE |\n|---|---|---|---|---|---|")
+    print(
+        f"\n## Chosen on validation: {final['chosen']} (best epoch {final['best']['epoch']}, validation "
+        f"Spearman {final['best']['spearman']}) -> {final['model']}\n"
+    )
+    print(
+        "| model (test, 300 pairs) | conversion | Spearman | Pearson | MSE | MAE |\n|---|---|---|---|---|---|"
+    )
     for when, label in (("before", "e5 zero-shot"), ("after", "e5 fine-tuned")):
         for mode, m in final[when].items():
             print(f"| {label} | {mode} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} |")
@@ -162,9 +202,20 @@ def stage_stsb(args: argparse.Namespace) -> None:
     path = RESULTS / "stsb.json"
     if not path.is_file():
         pairs = load_stsb()
-        cfg = FinetuneConfig(pairs=None, out=None, conversion="none", loss=args.loss, lr=args.lr,
-                             epochs=args.epochs, batch_size=16, max_length=128, threads=args.threads,
-                             calibrate_level=None, eval_every=args.eval_every, seed=42)
+        cfg = FinetuneConfig(
+            pairs=None,
+            out=None,
+            conversion="none",
+            loss=args.loss,
+            lr=args.lr,
+            epochs=args.epochs,
+            batch_size=16,
+            max_length=128,
+            threads=args.threads,
+            calibrate_level=None,
+            eval_every=args.eval_every,
+            seed=42,
+        )
         res = finetune(cfg, pairs=pairs, log=lambda m: print(f"[stsb] {m}", flush=True))
         _write(path, res.as_dict())
     res = json.loads(path.read_text())
@@ -172,9 +223,14 @@ def stage_stsb(args: argparse.Namespace) -> None:
     print("| | split | Spearman | Pearson | MSE | MAE | n |\n|---|---|---|---|---|---|---|")
     for k, m in res["metrics"].items():
         when, split = k.split("/")
-        print(f"| {when} fine-tuning | {split} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} | {m['n']} |")
-    print(f"settings: {json.dumps({k: res['config'][k] for k in ('loss', 'lr', 'epochs', 'batch_size')})}; "
-          f"best epoch {res['best']['epoch']} step {res['best']['step']}")
+        print(
+            f"| {when} fine-tuning | {split} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} "
+            f"| {m['n']} |"
+        )
+    print(
+        f"settings: {json.dumps({k: res['config'][k] for k in ('loss', 'lr', 'epochs', 'batch_size')})}; "
+        f"best epoch {res['best']['epoch']} step {res['best']['step']}"
+    )
 
 
 def main() -> None:
@@ -183,8 +239,11 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--only", nargs="*")
-    p.add_argument("--stop-at-best-epoch", action="store_true",
-                   help="final: train for the best epoch count instead of the full schedule")
+    p.add_argument(
+        "--stop-at-best-epoch",
+        action="store_true",
+        help="final: train for the best epoch count instead of the full schedule",
+    )
     p.add_argument("--loss", default="mse")
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--epochs", type=int, default=2)
@@ -199,7 +258,9 @@ def main() -> None:
             except (SystemExit, FileNotFoundError) as exc:
                 print(f"({stage.__name__}: {exc})")
         return
-    {"select": stage_select, "final": stage_final, "baselines": stage_baselines, "stsb": stage_stsb}[args.stage](args)
+    {"select": stage_select, "final": stage_final, "baselines": stage_baselines, "stsb": stage_stsb}[
+        args.stage
+    ](args)
 
 
 if __name__ == "__main__":

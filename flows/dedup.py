@@ -112,14 +112,25 @@ def news_dedup(
     quarantine: str | None = None,
     batch_size: int = 64,
     cache: bool = True,
+    state: str | None = None,
+    retention_days: float = 30.0,
+    as_of: str | None = None,
+    rebuild_state: bool = False,
 ) -> dict[str, Any]:
-    """Near-duplicate report for ``corpus`` into the folder ``out``; returns the run summary."""
+    """Near-duplicate report for ``corpus`` into the folder ``out``; returns the run summary.
+
+    With ``state`` (a folder kept between runs) the run is incremental: only unseen items are embedded and
+    matched against the kept window of ``retention_days``, cluster ids stay stable, and the report goes to
+    ``out/runs/<run id>/`` (``out/latest`` points at it); see ``docs/operations.md``.
+    """
     import time
 
     config = DedupConfig(corpus=corpus, out=out, model=model, convert=convert, threshold=threshold,
                          calibration=calibration, text_fields=text_fields, k=k, window_hours=window_hours,
                          index_kind=index_kind, use_gpu=use_gpu, representative=representative,
                          quarantine=quarantine, batch_size=batch_size, cache=cache)
+    if state:
+        return _incremental(config, state, retention_days, as_of, rebuild_state)
     timings: dict[str, float] = {}
 
     def timed(name: str, fn: Any, *args: Any) -> Any:
@@ -135,15 +146,49 @@ def news_dedup(
     index = timed("index", index_task, emb, config)
     pairs = timed("neighbors", neighbors_task, index, emb, docs, thr.value, config)
     pair_table, clusters = timed("cluster", cluster_task, docs, pairs, config)
-    timed("save_index", save_index_task, index, emb, docs, encoder, config)
-    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit)
+    if config.save_index:
+        timed("save_index", save_index_task, index, emb, docs, encoder, config)
+    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit, pair_table, clusters)
     files = report_task(config, docs, pair_table, clusters, summary)
     result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
     publish_artifacts(result)
     print(f"report: {Path(out).resolve()} - {summary['items']} items, {len(pair_table)} pairs, "
           f"{len(clusters)} clusters")
-    return {**result.summary, "pairs": len(pair_table), "clusters": len(clusters),
-            "files": {k: str(v) for k, v in files.items()}}
+    return {**result.summary, "files": {k: str(v) for k, v in files.items()}}
+
+
+@task(name="incremental-dedup", cache_policy=NO_CACHE)
+def incremental_task(config: DedupConfig, state: str, retention_days: float, as_of: str | None,
+                     rebuild_state: bool) -> Any:
+    from nlsim.incremental import run_incremental
+
+    return run_incremental(config, state, retention_days=retention_days or None, as_of=as_of,
+                           rebuild_state=rebuild_state)
+
+
+def _incremental(config: DedupConfig, state: str, retention_days: float, as_of: str | None,
+                 rebuild_state: bool) -> dict[str, Any]:
+    """The incremental run as one task (it holds the state's lock throughout), then its figures as
+    Prefect artifacts: counts, per-stage timings, model and threshold, and the clusters touched today."""
+    from nlsim.run_stats import RunStats
+
+    result = incremental_task(config, state, retention_days, as_of, rebuild_state)
+    stats = result.stats if isinstance(result.stats, dict) else result.stats.to_dict()
+    md = RunStats(**{k: v for k, v in stats.items() if k in RunStats.__dataclass_fields__}).markdown()
+    if result.replayed:
+        md += "\nThis input was already committed; its stored report was written again.\n"
+    md += f"\nReport: `{result.report_dir}`\n"
+    create_markdown_artifact(md, key="news-dedup-daily-run",
+                             description="incremental run: counts and timings")
+    clusters = result.clusters if result.clusters is not None else pd.DataFrame()
+    table = [{"cluster_id": r.cluster_id, "status": r.status, "size": int(r.size),
+              "added": ", ".join(map(str, r.added_ids)), "absorbed": ", ".join(map(str, r.absorbed)),
+              "representative": r.representative_title} for r in clusters.head(100).itertuples()]
+    if table:
+        create_table_artifact(table, key="news-dedup-daily-clusters",
+                              description="clusters new/grown/merged today")
+    print(f"run {result.run_id}: {stats['counts']}; report {result.report_dir}")
+    return {**stats, "run_id": result.run_id, "replayed": result.replayed, "report": str(result.report_dir)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,12 +196,16 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m flows.dedup", description=news_dedup.__doc__)
     add_dedup_options(parser)
+    from nlsim.commands.dedup import add_state_options
+
+    add_state_options(parser)
     args = parser.parse_args(argv)
     news_dedup(corpus=args.corpus, out=args.out, model=args.model, convert=args.convert,
                threshold=args.threshold, calibration=args.calibration, text_fields=args.text_fields, k=args.k,
                window_hours=args.window_hours, index_kind=args.index_kind, use_gpu=args.use_gpu,
                representative=args.representative, quarantine=args.quarantine, batch_size=args.batch_size,
-               cache=args.cache)
+               cache=args.cache, state=args.state, retention_days=args.retention_days, as_of=args.as_of,
+               rebuild_state=args.rebuild_state)
     return 0
 
 

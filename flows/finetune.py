@@ -26,8 +26,10 @@ IO_RETRIES = 2
 @task(name="load-pairs", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
 def load_pairs_task(config: FinetuneConfig) -> PreparedPairs:
     data = stages.prepare_pairs(config)
-    print(f"pairs: train {len(data.train)}, validation {len(data.validation)}, test {len(data.test)} "
-          f"(conversion {config.conversion})")
+    print(
+        f"pairs: train {len(data.train)}, validation {len(data.validation)}, test {len(data.test)} "
+        f"(conversion {config.conversion})"
+    )
     return data
 
 
@@ -71,7 +73,7 @@ def publish_artifacts(result: stages.FinetuneResult, card: str) -> None:
 
 @flow(name="finetune", log_prints=True)
 def finetune_flow(config: FinetuneConfig) -> dict[str, Any]:
-    """Fine-tune ``config.model`` on ``config.pairs`` and save it to ``config.out``; returns the result dict."""
+    """Fine-tune ``config.model`` on ``config.pairs`` and save it to ``config.out``."""
     t0 = time.perf_counter()
     data = load_pairs_task(config)
     encoder = load_base_task(config)
@@ -83,8 +85,10 @@ def finetune_flow(config: FinetuneConfig) -> dict[str, Any]:
     if config.out:
         save_task(encoder, config.out, result, cal)
     publish_artifacts(result, stages.model_card(result, encoder))
-    print(f"best validation Spearman {result.best['spearman']} (epoch {result.best['epoch']}); "
-          f"model: {result.model_dir}")
+    print(
+        f"best validation Spearman {result.best['spearman']} (epoch {result.best['epoch']}); "
+        f"model: {result.model_dir}"
+    )
     return result.as_dict()
 
 

@@ -40,8 +40,9 @@ def point_task(config: LearningCurveConfig, size: int, seed: int, pairs: pd.Data
 
 
 @task(name="summarize", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def summary_task(config: LearningCurveConfig, rows: list[dict[str, Any]],
-                 baselines: dict[str, dict[str, Any]]) -> lc.LearningCurveResult:
+def summary_task(
+    config: LearningCurveConfig, rows: list[dict[str, Any]], baselines: dict[str, dict[str, Any]]
+) -> lc.LearningCurveResult:
     return lc.write_summary(config, rows, baselines)
 
 
@@ -52,12 +53,17 @@ def learning_curve_flow(config: LearningCurveConfig) -> dict[str, Any]:
     baselines = baselines_task(config, pairs) if config.baselines else {}
     rows = [point_task(config, size, seed, pairs) for size in config.sizes for seed in config.seeds]
     res = summary_task(config, rows, baselines)
-    create_table_artifact(res.summary.round(4).to_dict("records"), key="learning-curve-table",
-                          description="test metrics per training size (mean and sd over seeds)")
+    create_table_artifact(
+        res.summary.round(4).to_dict("records"),
+        key="learning-curve-table",
+        description="test metrics per training size (mean and sd over seeds)",
+    )
     png = base64.b64encode(res.plot_path.read_bytes()).decode()
-    create_markdown_artifact(f"{res.table_md}\n\n![learning curve](data:image/png;base64,{png})\n\n"
-                             f"Plot file: `{res.plot_path}`", key="learning-curve-plot",
-                             description="learning curve plot")
+    create_markdown_artifact(
+        f"{res.table_md}\n\n![learning curve](data:image/png;base64,{png})\n\nPlot file: `{res.plot_path}`",
+        key="learning-curve-plot",
+        description="learning curve plot",
+    )
     print(res.table_md)
     return {"table": str(res.table_path), "plot": str(res.plot_path), "points": len(rows)}
 
@@ -65,7 +71,9 @@ def learning_curve_flow(config: LearningCurveConfig) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     from nlsim.commands.learning_curve import add_learning_curve_options, config_from_args
 
-    parser = argparse.ArgumentParser(prog="python -m flows.learning_curve", description=learning_curve_flow.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.learning_curve", description=learning_curve_flow.__doc__
+    )
     add_learning_curve_options(parser)
     learning_curve_flow(config_from_args(parser.parse_args(argv)))
     return 0

@@ -23,7 +23,6 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,8 +30,18 @@ import pandas as pd
 from nlsim.errors import ConfigError, InputError
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
-CANDIDATE_COLUMNS = ("pair_id", "id_a", "id_b", "text_a", "text_b", "similarity", "stratum", "score",
-                     "annotator", "notes")
+CANDIDATE_COLUMNS = (
+    "pair_id",
+    "id_a",
+    "id_b",
+    "text_a",
+    "text_b",
+    "similarity",
+    "stratum",
+    "score",
+    "annotator",
+    "notes",
+)
 TEXT_FIELDS = ("title_zh_tw", "title", "text", "title_zh_cn")
 
 
@@ -60,19 +69,20 @@ def _pair_keys(frame: pd.DataFrame) -> set[tuple[str, str]]:
     keys: set[tuple[str, str]] = set()
     for col_a, col_b in (("id_a", "id_b"), ("text_a", "text_b")):
         if col_a in frame.columns and col_b in frame.columns:
-            for a, b in zip(frame[col_a].astype(str), frame[col_b].astype(str)):
+            for a, b in zip(frame[col_a].astype(str), frame[col_b].astype(str), strict=True):
                 keys.add((min(a, b), max(a, b)))
     return keys
 
 
-def candidate_pool(emb: np.ndarray, k: int = 10, n_random: int = 2000, seed: int = 0,
-                   block: int = 1024) -> pd.DataFrame:
-    """Rows ``a < b`` and their cosine: each item's ``k`` nearest neighbours plus ``n_random`` random pairs."""
+def candidate_pool(
+    emb: np.ndarray, k: int = 10, n_random: int = 2000, seed: int = 0, block: int = 1024
+) -> pd.DataFrame:
+    """Rows ``a < b`` and their cosine: each item's ``k`` nearest neighbours + ``n_random`` random pairs."""
     n = len(emb)
     found: dict[tuple[int, int], float] = {}
     kk = min(k + 1, n)
     for start in range(0, n, block):
-        sims = emb[start:start + block] @ emb.T
+        sims = emb[start : start + block] @ emb.T
         for r in range(sims.shape[0]):
             sims[r, start + r] = -np.inf
         top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
@@ -90,8 +100,15 @@ def candidate_pool(emb: np.ndarray, k: int = 10, n_random: int = 2000, seed: int
     return pd.DataFrame({"a": rows[:, 0], "b": rows[:, 1], "similarity": list(found.values())})
 
 
-def select_candidates(pool: pd.DataFrame, n: int, threshold: float, *, strata: int = 5,
-                      near_fraction: float = 0.5, seed: int = 0) -> pd.DataFrame:
+def select_candidates(
+    pool: pd.DataFrame,
+    n: int,
+    threshold: float,
+    *,
+    strata: int = 5,
+    near_fraction: float = 0.5,
+    seed: int = 0,
+) -> pd.DataFrame:
     """``n`` rows of ``pool``: the ``near_fraction`` nearest ``threshold`` first, the rest stratified.
 
     Strata are equal-count bins of similarity over the pool; each gets an equal share (drawn at random
@@ -173,11 +190,19 @@ def draw_candidates(
     done = _pair_keys(load_pairs(annotated)) if annotated else set()
     ids = items["id"].to_numpy()
     raw = items["text"].to_numpy()
-    keep = [((min(ids[a], ids[b]), max(ids[a], ids[b])) not in done
-             and (min(raw[a], raw[b]), max(raw[a], raw[b])) not in done and raw[a] != raw[b])
-            for a, b in zip(pool["a"], pool["b"])]
+    keep = [
+        (
+            (min(ids[a], ids[b]), max(ids[a], ids[b])) not in done
+            and (min(raw[a], raw[b]), max(raw[a], raw[b])) not in done
+            and raw[a] != raw[b]
+        )
+        for a, b in zip(pool["a"], pool["b"], strict=True)
+    ]
     pool = pool[keep]
-    log(f"{len(pool)} candidate pairs not yet annotated ({sum(not x for x in keep)} already annotated or identical)")
+    log(
+        f"{len(pool)} candidate pairs not yet annotated "
+        f"({sum(not x for x in keep)} already annotated or identical)"
+    )
     source = "given"
     if threshold is None:
         cal = load_calibration(scorer) if scorer != "tfidf-char2" else None
@@ -186,19 +211,28 @@ def draw_candidates(
         else:
             threshold, source = float(pool["similarity"].median()), "median similarity of the pool"
     picked = select_candidates(pool, n, threshold, seed=seed)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d%H%M")
-    frame = pd.DataFrame({
-        "pair_id": [f"ed{stamp}-{i + 1:04d}" for i in range(len(picked))],
-        "id_a": ids[picked["a"]], "id_b": ids[picked["b"]],
-        "text_a": raw[picked["a"]], "text_b": raw[picked["b"]],
-        "similarity": picked["similarity"].round(4).to_numpy(), "stratum": picked["stratum"].to_numpy(),
-        "score": "", "annotator": "", "notes": "",
-    })
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M")
+    frame = pd.DataFrame(
+        {
+            "pair_id": [f"ed{stamp}-{i + 1:04d}" for i in range(len(picked))],
+            "id_a": ids[picked["a"]],
+            "id_b": ids[picked["b"]],
+            "text_a": raw[picked["a"]],
+            "text_b": raw[picked["b"]],
+            "similarity": picked["similarity"].round(4).to_numpy(),
+            "stratum": picked["stratum"].to_numpy(),
+            "score": "",
+            "annotator": "",
+            "notes": "",
+        }
+    )
     out = Path(out)
     with atomic_path(out, suffix=".csv") as tmp:
         frame.to_csv(tmp, index=False, encoding="utf-8-sig")
-    log(f"wrote {len(frame)} pairs to {out} (threshold {threshold:.4f} from {source}); fill in `score` with "
-        "0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md")
+    log(
+        f"wrote {len(frame)} pairs to {out} (threshold {threshold:.4f} from {source}); fill in `score` with "
+        "0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
+    )
     return DrawResult(out, len(frame), float(threshold), source)
 
 
@@ -209,11 +243,17 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
     if "score" not in frame.columns:
         raise InputError(source, None, "score", "missing column")
     frame = frame.reset_index(drop=True)
-    blank = frame["score"].map(lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == "")
+    blank = frame["score"].map(
+        lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == ""
+    )
     if blank.any() and not skip_blank:
         row = int(np.flatnonzero(blank.to_numpy())[0]) + 1
-        raise InputError(source, row, "score", f"not scored ({int(blank.sum())} blank row(s); "
-                                               "score them or pass --skip-blank)")
+        raise InputError(
+            source,
+            row,
+            "score",
+            f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)",
+        )
     rownum = pd.Series(np.arange(1, len(frame) + 1))
     frame, rownum = frame[~blank].reset_index(drop=True), rownum[~blank.to_numpy()].reset_index(drop=True)
     for i, v in enumerate(frame["score"]):
@@ -222,8 +262,12 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
         except (TypeError, ValueError):
             raise InputError(source, int(rownum[i]), "score", f"score {v!r} is not a number") from None
         if not any(abs(value - lv) < 1e-9 for lv in LEVELS):
-            raise InputError(source, int(rownum[i]), "score",
-                             f"score {v!r} is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1")
+            raise InputError(
+                source,
+                int(rownum[i]),
+                "score",
+                f"score {v!r} is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1",
+            )
     try:
         checked = validate_pairs(frame, source)
     except InputError as exc:
@@ -231,8 +275,12 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
         raise InputError(source, row, exc.field, exc.reason) from None
     dup = checked.apply(lambda r: (min(r.text_a, r.text_b), max(r.text_a, r.text_b)), axis=1).duplicated()
     if dup.any():
-        raise InputError(source, int(rownum[int(np.flatnonzero(dup.to_numpy())[0])]), "text_a",
-                         "the same pair appears twice in this file")
+        raise InputError(
+            source,
+            int(rownum[int(np.flatnonzero(dup.to_numpy())[0])]),
+            "text_a",
+            "the same pair appears twice in this file",
+        )
     return checked
 
 
@@ -245,8 +293,14 @@ class MergeResult:
     path: Path
 
 
-def merge_annotations(filled: str | Path, pairs_file: str | Path, *, split: str = "train",
-                      skip_blank: bool = False, log: Callable[[str], None] = print) -> MergeResult:
+def merge_annotations(
+    filled: str | Path,
+    pairs_file: str | Path,
+    *,
+    split: str = "train",
+    skip_blank: bool = False,
+    log: Callable[[str], None] = print,
+) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` (atomically) with ``split``."""
     from nlsim.atomic import atomic_path
     from nlsim.pairs import SPLITS, load_pairs, read_table
@@ -274,7 +328,9 @@ def merge_annotations(filled: str | Path, pairs_file: str | Path, *, split: str 
     if "annotations" in columns:
         add["annotations"] = add["score"]
     if "stratum" in columns:
-        add["stratum"] = ("editor-loop:" + new["stratum"].astype(str)) if "stratum" in new.columns else "editor-loop"
+        add["stratum"] = (
+            ("editor-loop:" + new["stratum"].astype(str)) if "stratum" in new.columns else "editor-loop"
+        )
     path = Path(pairs_file)
     if path.suffix == ".parquet":
         add["score"] = add["score"].astype(float)
@@ -287,5 +343,8 @@ def merge_annotations(filled: str | Path, pairs_file: str | Path, *, split: str 
         else:
             merged.to_csv(tmp, sep="\t", index=False, quoting=3)
     load_pairs(path)  # the merged file must load
-    log(f"added {len(add)} pairs to {path} as {split!r} ({skipped} blank rows skipped); now {len(merged)} pairs")
+    log(
+        f"added {len(add)} pairs to {path} as {split!r} "
+        f"({skipped} blank rows skipped); now {len(merged)} pairs"
+    )
     return MergeResult(len(add), skipped, len(merged), split, path)

@@ -8,7 +8,8 @@ point. The result is stored as ``calibration.json`` beside a model, or as a stan
 
 Example:
     >>> import numpy as np
-    >>> cal = calibrate_scores(np.array([0.95, 0.90, 0.85, 0.80]), np.array([1.0, 0.75, 0.5, 0.0]), level=0.75)
+    >>> cos, gold = np.array([0.95, 0.90, 0.85, 0.80]), np.array([1.0, 0.75, 0.5, 0.0])
+    >>> cal = calibrate_scores(cos, gold, level=0.75)
     >>> cal.threshold, cal.f1
     (0.875, 1.0)
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from nlsim.atomic import atomic_write_text
 from nlsim.errors import ConfigError, StateError
@@ -47,16 +49,19 @@ class Calibration:
     split: str = "validation"
     pairs_file: str = ""
     pairs_sha256: str = ""
-    created: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def describe(self) -> str:
         """One line for logs: where the threshold comes from."""
-        return (f"threshold {self.threshold:.4f} calibrated for level >= {self.level} on {self.n} {self.split} "
-                f"pairs (P {self.precision:.3f} R {self.recall:.3f} F1 {self.f1:.3f}; conversion {self.conversion}"
-                f"{'; model ' + self.model if self.model else ''})")
+        return (
+            f"threshold {self.threshold:.4f} calibrated for level >= {self.level} on {self.n} {self.split} "
+            f"pairs (P {self.precision:.3f} R {self.recall:.3f} F1 {self.f1:.3f}; "
+            f"conversion {self.conversion}"
+            f"{'; model ' + self.model if self.model else ''})"
+        )
 
 
 def parse_level(value: str | float) -> float:
@@ -66,13 +71,17 @@ def parse_level(value: str | float) -> float:
     try:
         level = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"unknown level {value!r}: a number in (0, 1] or one of {', '.join(LEVELS)}") from None
+        raise ConfigError(
+            f"unknown level {value!r}: a number in (0, 1] or one of {', '.join(LEVELS)}"
+        ) from None
     if not 0.0 < level <= 1.0:
         raise ConfigError(f"level must be in (0, 1], got {level}")
     return level
 
 
-def calibrate_scores(cosines: np.ndarray, scores: np.ndarray, level: float = 0.75, **meta: Any) -> Calibration:
+def calibrate_scores(
+    cosines: np.ndarray, scores: np.ndarray, level: float = 0.75, **meta: Any
+) -> Calibration:
     """Best-F1 threshold for ``cosine >= t`` against ``score >= level`` (see the module docstring)."""
     cos = np.asarray(cosines, dtype=np.float64)
     gold = np.asarray(scores, dtype=np.float64) >= level - 1e-9
@@ -80,7 +89,9 @@ def calibrate_scores(cosines: np.ndarray, scores: np.ndarray, level: float = 0.7
         raise ConfigError("cosines and scores must be non-empty 1-d arrays of one length")
     n_pos = int(gold.sum())
     if n_pos == 0 or n_pos == len(gold):
-        raise ConfigError(f"level {level}: need pairs both at/above and below it ({n_pos} of {len(gold)} are above)")
+        raise ConfigError(
+            f"level {level}: need pairs both at/above and below it ({n_pos} of {len(gold)} are above)"
+        )
     order = np.argsort(-cos, kind="stable")
     c, g = cos[order], gold[order]
     tp = np.cumsum(g)
@@ -95,13 +106,25 @@ def calibrate_scores(cosines: np.ndarray, scores: np.ndarray, level: float = 0.7
     i = idx[best]
     below = c[i + 1] if i + 1 < len(c) else c[i] - 1e-3
     threshold = float((c[i] + below) / 2)
-    return Calibration(threshold=round(threshold, 6), level=float(level), precision=round(float(precision[best]), 4),
-                       recall=round(float(recall[best]), 4), f1=round(float(f1[best]), 4), n=int(len(cos)),
-                       n_positive=n_pos, **meta)
+    return Calibration(
+        threshold=round(threshold, 6),
+        level=float(level),
+        precision=round(float(precision[best]), 4),
+        recall=round(float(recall[best]), 4),
+        f1=round(float(f1[best]), 4),
+        n=int(len(cos)),
+        n_positive=n_pos,
+        **meta,
+    )
 
 
-def calibrate(encoder: Any, pairs: "pd.DataFrame", level: float = 0.75,  # noqa: F821
-              conversion: str | None = None, **meta: Any) -> Calibration:
+def calibrate(
+    encoder: Any,
+    pairs: pd.DataFrame,
+    level: float = 0.75,  # noqa: F821
+    conversion: str | None = None,
+    **meta: Any,
+) -> Calibration:
     """Calibrate ``encoder`` (or a pair scorer) on ``pairs`` (already restricted to one split)."""
     from nlsim.evaluation import pair_similarities
 
@@ -113,7 +136,7 @@ def calibrate(encoder: Any, pairs: "pd.DataFrame", level: float = 0.75,  # noqa:
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> Path:
-    """Write ``cal`` as JSON: to ``path`` itself, or to ``path/calibration.json`` when ``path`` is a folder."""
+    """Write ``cal`` as JSON to ``path``, or to ``path/calibration.json`` when ``path`` is a folder."""
     path = Path(path)
     if path.is_dir():
         path = path / CALIBRATION_JSON

@@ -184,7 +184,8 @@ def report_stage(config: DedupConfig, corpus: Corpus, pairs: pd.DataFrame, clust
 
 
 def make_summary(config: DedupConfig, corpus: Corpus, encoder: Any, threshold: Threshold, index: Any,
-                 timings: dict[str, float], cache_hit: bool) -> dict[str, Any]:
+                 timings: dict[str, float], cache_hit: bool, pairs: pd.DataFrame,
+                 clusters: pd.DataFrame) -> dict[str, Any]:
     """The run's figures, for ``run.json``, the Markdown summary and the command's output."""
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "extra"}
     return {
@@ -199,6 +200,9 @@ def make_summary(config: DedupConfig, corpus: Corpus, encoder: Any, threshold: T
         "threshold_source": threshold.source,
         "index": index.describe(),
         "embedding_cache_hit": cache_hit,
+        "pairs": int(len(pairs)),
+        "clusters": int(len(clusters)),
+        "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "elapsed_s": round(sum(timings.values()), 2),
         "parameters": params,
@@ -239,7 +243,7 @@ def run_dedup(config: DedupConfig, encoder: Any = None) -> DedupResult:
         t = time.perf_counter()
         save_index_stage(index, emb, corpus, encoder, config)
         timings["save_index"] = time.perf_counter() - t
-    summary = make_summary(config, corpus, encoder, threshold, index, timings, hit)
+    summary = make_summary(config, corpus, encoder, threshold, index, timings, hit, pair_table, clusters)
     t = time.perf_counter()
     files = report_stage(config, corpus, pair_table, clusters, summary)
     timings["report"] = time.perf_counter() - t

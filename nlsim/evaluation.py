@@ -50,8 +50,13 @@ def metrics_from_scores(pred: np.ndarray, gold: np.ndarray) -> Metrics:
         sp = float(stats.spearmanr(pred, gold).statistic) * 100
         pe = float(stats.pearsonr(pred, gold).statistic) * 100
     err = pred - gold
-    return Metrics(spearman=round(sp, 2), pearson=round(pe, 2), mse=round(float(np.mean(err**2)), 4),
-                   mae=round(float(np.mean(np.abs(err))), 4), n=n)
+    return Metrics(
+        spearman=round(sp, 2),
+        pearson=round(pe, 2),
+        mse=round(float(np.mean(err**2)), 4),
+        mae=round(float(np.mean(np.abs(err))), 4),
+        n=n,
+    )
 
 
 def convert_texts(texts: Sequence[str], conversion: str | None) -> list[str]:
@@ -103,7 +108,12 @@ def metrics_table(rows: Sequence[dict[str, Any]]) -> str:
         cells = []
         for c in cols:
             v = r.get(c, "")
-            cells.append(f"{v:.2f}" if isinstance(v, float) and c in ("spearman", "pearson")
-                         else f"{v:.4f}" if isinstance(v, float) else str(v))
+            cells.append(
+                f"{v:.2f}"
+                if isinstance(v, float) and c in ("spearman", "pearson")
+                else f"{v:.4f}"
+                if isinstance(v, float)
+                else str(v)
+            )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

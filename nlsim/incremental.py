@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 OrderKey = tuple[int, int, str]
-"""``(undated 0/1, published_at in ns since the epoch, id)``: sorts like :func:`nlsim.clustering.order_key`."""
+"""``(undated 0/1, published_at in ns, id)``, sorted like :func:`nlsim.clustering.order_key`."""
 
 STATUSES = ("new", "grown", "merged")
 
@@ -68,11 +68,14 @@ def order_key_of(published_at: Any, item_id: str) -> OrderKey:
 
 def order_keys(ids: Sequence[str], times: Any) -> dict[str, OrderKey]:
     """Order keys of many items (``times`` aligned with ``ids``, datetime-like, NaT allowed)."""
-    t = pd.to_datetime(pd.Series(list(times), dtype=object) if not isinstance(times, pd.Series) else times,
-                       utc=True)
+    t = pd.to_datetime(
+        pd.Series(list(times), dtype=object) if not isinstance(times, pd.Series) else times, utc=True
+    )
     nat = t.isna().to_numpy()
     ns = t.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]").astype("int64")
-    return {str(i): ((1, 0, str(i)) if n else (0, int(v), str(i))) for i, n, v in zip(ids, nat, ns, strict=True)}
+    return {
+        str(i): ((1, 0, str(i)) if n else (0, int(v), str(i))) for i, n, v in zip(ids, nat, ns, strict=True)
+    }
 
 
 @dataclass
@@ -233,16 +236,20 @@ class IncrementalResult:
     clusters: pd.DataFrame | None = None
 
 
-def input_key(identity: Any, corpus_ids: Sequence[str], hashes: Sequence[str], times: Any,
-              params: dict[str, Any]) -> str:
+def input_key(
+    identity: Any, corpus_ids: Sequence[str], hashes: Sequence[str], times: Any, params: dict[str, Any]
+) -> str:
     """SHA-256 of what decides a run's result: the vectors' identity, the parameters and the items."""
     import hashlib
     import json
 
     h = hashlib.sha256()
     h.update(json.dumps({"identity": repr(identity), **params}, sort_keys=True, default=str).encode())
-    t = pd.to_datetime(pd.Series(list(times), dtype=object), utc=True) if not isinstance(times, pd.Series) \
+    t = (
+        pd.to_datetime(pd.Series(list(times), dtype=object), utc=True)
+        if not isinstance(times, pd.Series)
         else pd.to_datetime(times, utc=True)
+    )
     rows = sorted(zip(map(str, corpus_ids), map(str, hashes), t.astype(str).tolist(), strict=True))
     for row in rows:
         h.update("\x1f".join(row).encode("utf-8"))
@@ -250,12 +257,25 @@ def input_key(identity: Any, corpus_ids: Sequence[str], hashes: Sequence[str], t
     return h.hexdigest()
 
 
-def _cluster_table(events: pd.DataFrame, items: pd.DataFrame, pairs: pd.DataFrame,
-                   keys: Mapping[str, OrderKey]) -> pd.DataFrame:
+def _cluster_table(
+    events: pd.DataFrame, items: pd.DataFrame, pairs: pd.DataFrame, keys: Mapping[str, OrderKey]
+) -> pd.DataFrame:
     """The report's clusters table for the clusters touched today (kept members only)."""
-    columns = ["cluster_id", "status", "size", "representative", "representative_title", "member_ids",
-               "added_ids", "absorbed", "sources", "first_published", "last_published", "max_similarity",
-               "mean_similarity"]
+    columns = [
+        "cluster_id",
+        "status",
+        "size",
+        "representative",
+        "representative_title",
+        "member_ids",
+        "added_ids",
+        "absorbed",
+        "sources",
+        "first_published",
+        "last_published",
+        "max_similarity",
+        "mean_similarity",
+    ]
     if len(events) == 0:
         frame = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
         return frame.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
@@ -267,25 +287,40 @@ def _cluster_table(events: pd.DataFrame, items: pd.DataFrame, pairs: pd.DataFram
         ordered = sorted(members["id"].astype(str), key=lambda i: keys[i])
         first = members.set_index("id").loc[ordered[0]] if ordered else None
         sims = pairs.loc[pair_cluster == ev.cluster_id, "similarity"]
-        rows.append({
-            "cluster_id": ev.cluster_id, "status": ev.status, "size": len(ordered),
-            "representative": ordered[0] if ordered else None,
-            "representative_title": None if first is None else str(first["title"]),
-            "member_ids": ordered, "added_ids": list(ev.added), "absorbed": list(ev.absorbed),
-            "sources": sorted({str(s) for s in members["source"] if s}),
-            "first_published": members["published_at"].min(), "last_published": members["published_at"].max(),
-            "max_similarity": float(sims.max()) if len(sims) else float("nan"),
-            "mean_similarity": float(sims.mean()) if len(sims) else float("nan"),
-        })
+        rows.append(
+            {
+                "cluster_id": ev.cluster_id,
+                "status": ev.status,
+                "size": len(ordered),
+                "representative": ordered[0] if ordered else None,
+                "representative_title": None if first is None else str(first["title"]),
+                "member_ids": ordered,
+                "added_ids": list(ev.added),
+                "absorbed": list(ev.absorbed),
+                "sources": sorted({str(s) for s in members["source"] if s}),
+                "first_published": members["published_at"].min(),
+                "last_published": members["published_at"].max(),
+                "max_similarity": float(sims.max()) if len(sims) else float("nan"),
+                "mean_similarity": float(sims.mean()) if len(sims) else float("nan"),
+            }
+        )
     out = pd.DataFrame(rows, columns=columns)
     for col in ("first_published", "last_published"):
         out[col] = pd.to_datetime(out[col], utc=True)
     out = out.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
-    return out.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+    return out.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(
+        drop=True
+    )
 
 
-def publish_report(out: str | Path, run_id: str, pairs: pd.DataFrame, clusters: pd.DataFrame,
-                   frame: pd.DataFrame, summary: dict[str, Any]) -> Path:
+def publish_report(
+    out: str | Path,
+    run_id: str,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    frame: pd.DataFrame,
+    summary: dict[str, Any],
+) -> Path:
     """Write the report to ``OUT/runs/<run_id>/`` and point ``OUT/latest`` (a symlink) and ``OUT/LATEST``
     at it. The folder appears complete or not at all, and ``latest`` switches atomically, so a reader (or a
     killed run) never sees a mixed report."""
@@ -330,26 +365,40 @@ def publish_report(out: str | Path, run_id: str, pairs: pd.DataFrame, clusters: 
 
 def run_summary(stats: Any, config: Any, state_dir: Path) -> dict[str, Any]:
     """The figures stored in the state and in the report's ``run.json``."""
-    return {**stats.to_dict(), "items": stats.counts.get("items_in"), "corpus": str(config.corpus),
-            "state": str(state_dir), "k": config.k, "window_hours": config.window_hours,
-            "index": stats.extra.get("index")}
+    return {
+        **stats.to_dict(),
+        "items": stats.counts.get("items_in"),
+        "corpus": str(config.corpus),
+        "state": str(state_dir),
+        "k": config.k,
+        "window_hours": config.window_hours,
+        "index": stats.extra.get("index"),
+    }
 
 
-def _embed_in_chunks(encoder: Any, texts: list[str], batch_size: int, progress: bool,
-                     chunk: int = 512) -> np.ndarray:
+def _embed_in_chunks(
+    encoder: Any, texts: list[str], batch_size: int, progress: bool, chunk: int = 512
+) -> np.ndarray:
     from nlsim.run_stats import fault_point
 
     parts = []
     for start in range(0, len(texts), chunk):
-        parts.append(encoder.encode(texts[start:start + chunk], batch_size=batch_size, progress=progress))
+        parts.append(encoder.encode(texts[start : start + chunk], batch_size=batch_size, progress=progress))
         fault_point("embed")
     if not parts:
         return np.zeros((0, int(encoder.dim)), np.float32)
     return np.vstack(parts).astype(np.float32, copy=False)
 
 
-def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float | None = 30.0,
-                    as_of: Any = None, rebuild_state: bool = False, encoder: Any = None) -> IncrementalResult:
+def run_incremental(
+    config: Any,
+    state_dir: str | Path,
+    *,
+    retention_days: float | None = 30.0,
+    as_of: Any = None,
+    rebuild_state: bool = False,
+    encoder: Any = None,
+) -> IncrementalResult:
     """One daily run: embed only unseen (or edited) items, match them against the kept window, update the
     clusters with stable ids, commit the state, then publish the report under ``config.out``.
 
@@ -383,14 +432,24 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
         messages.append(msg)
         print(msg)
 
-    stats = RunStats(run_id="", retention_days=retention_days,
-                     started_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"))
+    stats = RunStats(
+        run_id="",
+        retention_days=retention_days,
+        started_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+    )
     with RunLock(state_dir) as lock:
         if lock.message:
             say(lock.message)
+        if rebuild_state:
+            moved = move_aside(state_dir)
+            if moved is not None:
+                say(f"moved the previous state to {moved}; building a fresh one")
         removed = remove_unfinished(state_dir)
         if removed:
-            say(f"removed {len(removed)} unfinished generation folder(s) left by a killed run: {', '.join(removed)}")
+            say(
+                f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
+                f"{', '.join(removed)}"
+            )
         with stats.stage("load"):
             corpus = stages.load_stage(config)
         with stats.stage("model"):
@@ -399,14 +458,15 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
 
                 encoder = load_encoder(config.model)
             threshold = stages.resolve_threshold(config, getattr(encoder, "path", None))
-        identity = StateIdentity(model_id=encoder.model_id, fingerprint=encoder.fingerprint, dim=int(encoder.dim),
-                                 conversion=config.convert, text_fields=tuple(config.text_fields),
-                                 threshold=float(threshold.value))
+        identity = StateIdentity(
+            model_id=encoder.model_id,
+            fingerprint=encoder.fingerprint,
+            dim=int(encoder.dim),
+            conversion=config.convert,
+            text_fields=tuple(config.text_fields),
+            threshold=float(threshold.value),
+        )
         with stats.stage("open_state"):
-            if rebuild_state:
-                moved = move_aside(state_dir)
-                if moved is not None:
-                    say(f"moved the previous state to {moved}; building a fresh one")
             state = open_state(state_dir, identity)
         stats.model, stats.model_fingerprint = encoder.model_id, encoder.fingerprint
         stats.threshold, stats.threshold_source = float(threshold.value), threshold.source
@@ -423,8 +483,13 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
             cands = [t for t in (state.as_of, times.max()) if t is not None and not pd.isna(t)]
             ref = max(pd.Timestamp(t) for t in cands) if cands else None
         stats.as_of = None if ref is None else ref.isoformat()
-        params = {"k": config.k, "window_hours": config.window_hours, "retention_days": retention_days,
-                  "as_of": stats.as_of, "index_kind": config.index_kind}
+        params = {
+            "k": config.k,
+            "window_hours": config.window_hours,
+            "retention_days": retention_days,
+            "as_of": stats.as_of,
+            "index_kind": config.index_kind,
+        }
         key = input_key(identity, ids, hashes, times, params)
         run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ') if ref is not None else 'undated'}-{key[:10]}"
         stats.run_id, stats.input_key = run_id, key
@@ -434,23 +499,40 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
             say(f"run {run_id} was already committed to {state_dir}; writing its report again")
             rep = state.report_dir()
             tables = {n: pd.read_parquet(rep / f"{n}.parquet") for n in ("pairs", "clusters", "frame")}
-            report_dir = publish_report(config.out, run_id, tables["pairs"], tables["clusters"], tables["frame"],
-                                        dict(state.last_run))
-            return IncrementalResult(run_id=run_id, stats=state.last_run, report_dir=report_dir, replayed=True,
-                                     messages=messages, pairs=tables["pairs"], clusters=tables["clusters"])
+            report_dir = publish_report(
+                config.out, run_id, tables["pairs"], tables["clusters"], tables["frame"], dict(state.last_run)
+            )
+            return IncrementalResult(
+                run_id=run_id,
+                stats=state.last_run,
+                report_dir=report_dir,
+                replayed=True,
+                messages=messages,
+                pairs=tables["pairs"],
+                clusters=tables["clusters"],
+            )
         if state.last_run and config.out is not None:
             last_id = state.last_run.get("run_id")
             if last_id and not (Path(config.out) / RUNS_DIR / last_id / "run.json").exists():
                 rep = state.report_dir()
                 tables = {n: pd.read_parquet(rep / f"{n}.parquet") for n in ("pairs", "clusters", "frame")}
-                publish_report(config.out, last_id, tables["pairs"], tables["clusters"], tables["frame"],
-                               dict(state.last_run))
+                publish_report(
+                    config.out,
+                    last_id,
+                    tables["pairs"],
+                    tables["clusters"],
+                    tables["frame"],
+                    dict(state.last_run),
+                )
                 say(f"wrote the missing report of the previous run {last_id}")
 
         with stats.stage("classify"):
             kept = state.items.reset_index(drop=True)
-            cutoff = (ref - pd.Timedelta(days=float(retention_days))) if (ref is not None and retention_days) \
+            cutoff = (
+                (ref - pd.Timedelta(days=float(retention_days)))
+                if (ref is not None and retention_days)
                 else None
+            )
             prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
             retain_from = times.where(times.notna(), ref) if ref is not None else times
             status = []
@@ -463,15 +545,25 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
                     status.append("new")
             status_s = pd.Series(status, dtype=object)
             changed_ids = set(np.asarray(ids, dtype=object)[(status_s == "changed").to_numpy()])
-            expired_mask = (kept["retain_from"] < cutoff).to_numpy() if cutoff is not None and len(kept) \
+            expired_mask = (
+                (kept["retain_from"] < cutoff).to_numpy()
+                if cutoff is not None and len(kept)
                 else np.zeros(len(kept), bool)
+            )
             expired_ids = set(kept.loc[expired_mask, "id"].astype(str))
             changed_ids -= expired_ids
-            todo = ((status_s == "new") | (status_s == "changed") & ~pd.Series(ids).isin(expired_ids)).to_numpy()
-        stats.counts.update(items_in=len(frame), quarantined=int(len(corpus.quarantined)),
-                            new=int((status_s == "new").sum()), changed=len(changed_ids),
-                            skipped=int((status_s == "skipped").sum()), too_old=int((status_s == "too_old").sum()),
-                            expired=len(expired_ids))
+            todo = (
+                (status_s == "new") | (status_s == "changed") & ~pd.Series(ids).isin(expired_ids)
+            ).to_numpy()
+        stats.counts.update(
+            items_in=len(frame),
+            quarantined=int(len(corpus.quarantined)),
+            new=int((status_s == "new").sum()),
+            changed=len(changed_ids),
+            skipped=int((status_s == "skipped").sum()),
+            too_old=int((status_s == "too_old").sum()),
+            expired=len(expired_ids),
+        )
 
         with stats.stage("convert"):
             todo_rows = np.flatnonzero(todo)
@@ -484,45 +576,71 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
             drop = expired_ids | changed_ids
             keep_mask = ~kept["id"].astype(str).isin(drop).to_numpy()
             base_items = kept.loc[keep_mask].reset_index(drop=True)
-            base_emb = state.embeddings[keep_mask] if state.embeddings is not None \
+            base_emb = (
+                state.embeddings[keep_mask]
+                if state.embeddings is not None
                 else np.zeros((0, identity.dim), np.float32)
+            )
             if state.index is not None and keep_mask.all():
                 index = state.index
             else:
-                index = build_index(base_emb, kind=config.index_kind, use_gpu=config.use_gpu, dim=identity.dim)
+                index = build_index(
+                    base_emb, kind=config.index_kind, use_gpu=config.use_gpu, dim=identity.dim
+                )
             index.add(new_emb)
             prev_rows = kept.set_index(kept["id"].astype(str))
             add = frame.iloc[todo_rows]
             add_ids = add["id"].astype(str).tolist()
-            first_seen = [prev_rows.at[i, "first_seen_run"] if i in prev_rows.index else run_id for i in add_ids]
-            new_items = pd.DataFrame({
-                "id": add_ids, "content_hash": [hashes[r] for r in todo_rows],
-                "title": add["title"].astype(str).tolist(), "source": add["source"].astype(str).tolist(),
-                "published_at": pd.to_datetime(add["published_at"], utc=True).to_numpy(),
-                "retain_from": retain_from.iloc[todo_rows].to_numpy(),
-                "first_seen_run": first_seen, "embedded_run": [run_id] * len(add_ids),
-                "cluster_id": [None] * len(add_ids),
-            })
+            first_seen = [
+                prev_rows.at[i, "first_seen_run"] if i in prev_rows.index else run_id for i in add_ids
+            ]
+            new_items = pd.DataFrame(
+                {
+                    "id": add_ids,
+                    "content_hash": [hashes[r] for r in todo_rows],
+                    "title": add["title"].astype(str).tolist(),
+                    "source": add["source"].astype(str).tolist(),
+                    "published_at": pd.to_datetime(add["published_at"], utc=True).to_numpy(),
+                    "retain_from": retain_from.iloc[todo_rows].to_numpy(),
+                    "first_seen_run": first_seen,
+                    "embedded_run": [run_id] * len(add_ids),
+                    "cluster_id": [None] * len(add_ids),
+                }
+            )
             for col in ("published_at", "retain_from"):
                 new_items[col] = pd.to_datetime(new_items[col], utc=True).astype("datetime64[ns, UTC]")
                 base_items[col] = pd.to_datetime(base_items[col], utc=True).astype("datetime64[ns, UTC]")
-            all_items = pd.concat([base_items, new_items], ignore_index=True) if len(base_items) else new_items
+            all_items = (
+                pd.concat([base_items, new_items], ignore_index=True) if len(base_items) else new_items
+            )
             all_emb = np.vstack([base_emb, new_emb]).astype(np.float32, copy=False)
 
         with stats.stage("neighbors"):
             window = timedelta(hours=config.window_hours) if config.window_hours else None
             query_rows = np.arange(len(base_items), len(all_items))
-            raw = neighbor_pairs(index, new_emb, query_rows, k=config.k, threshold=float(threshold.value),
-                                 times=all_items["published_at"] if window else None, window=window,
-                                 progress=config.progress)
+            raw = neighbor_pairs(
+                index,
+                new_emb,
+                query_rows,
+                k=config.k,
+                threshold=float(threshold.value),
+                times=all_items["published_at"] if window else None,
+                window=window,
+                progress=config.progress,
+            )
             all_ids = all_items["id"].astype(str).to_numpy()
 
         with stats.stage("cluster"):
             keys = order_keys(all_ids.tolist(), all_items["published_at"])
-            prev_assign = {str(i): str(c) for i, c in zip(kept["id"], kept["cluster_id"], strict=True)
-                           if c is not None and not pd.isna(c)}
-            anchors = {str(r.cluster_id): (int(r.anchor_undated), int(r.anchor_ns), str(r.anchor_id))
-                       for r in state.clusters.itertuples()}
+            prev_assign = {
+                str(i): str(c)
+                for i, c in zip(kept["id"], kept["cluster_id"], strict=True)
+                if c is not None and not pd.isna(c)
+            }
+            anchors = {
+                str(r.cluster_id): (int(r.anchor_undated), int(r.anchor_ns), str(r.anchor_id))
+                for r in state.clusters.itertuples()
+            }
             prev_assign, anchors = drop_items(prev_assign, anchors, expired_ids)
             id_pairs = list(zip(all_ids[raw["a"].to_numpy()], all_ids[raw["b"].to_numpy()], strict=True))
             upd = update_clusters(prev_assign, anchors, keys, new_ids=add_ids, pairs=id_pairs)
@@ -531,47 +649,105 @@ def run_incremental(config: Any, state_dir: str | Path, *, retention_days: float
             touched = set(upd.events["cluster_id"])
             crow = []
             for cid, (und, ns, aid) in sorted(upd.anchors.items()):
-                created = old_clusters.at[cid, "created_run"] if old_clusters is not None \
-                    and cid in old_clusters.index else run_id
+                created = (
+                    old_clusters.at[cid, "created_run"]
+                    if old_clusters is not None and cid in old_clusters.index
+                    else run_id
+                )
                 updated = run_id if cid in touched else old_clusters.at[cid, "updated_run"]
-                crow.append({"cluster_id": cid, "anchor_undated": und, "anchor_ns": ns, "anchor_id": aid,
-                             "created_run": created, "updated_run": updated})
+                crow.append(
+                    {
+                        "cluster_id": cid,
+                        "anchor_undated": und,
+                        "anchor_ns": ns,
+                        "anchor_id": aid,
+                        "created_run": created,
+                        "updated_run": updated,
+                    }
+                )
             from nlsim.state import empty_clusters, empty_pairs
 
             clusters_state = pd.DataFrame(crow) if crow else empty_clusters()
-            today_pairs = pd.DataFrame({"id_a": [a for a, _ in id_pairs], "id_b": [b for _, b in id_pairs],
-                                        "similarity": raw["similarity"].to_numpy(np.float32),
-                                        "run_id": [run_id] * len(id_pairs)})
+            today_pairs = pd.DataFrame(
+                {
+                    "id_a": [a for a, _ in id_pairs],
+                    "id_b": [b for _, b in id_pairs],
+                    "similarity": raw["similarity"].to_numpy(np.float32),
+                    "run_id": [run_id] * len(id_pairs),
+                }
+            )
             old_pairs = state.pairs
             if len(old_pairs):
-                old_pairs = old_pairs[~old_pairs["id_a"].isin(expired_ids) & ~old_pairs["id_b"].isin(expired_ids)]
-            pairs_state = pd.concat([p for p in (old_pairs, today_pairs) if len(p)], ignore_index=True) \
-                if (len(old_pairs) or len(today_pairs)) else empty_pairs()
+                old_pairs = old_pairs[
+                    ~old_pairs["id_a"].isin(expired_ids) & ~old_pairs["id_b"].isin(expired_ids)
+                ]
+            pairs_state = (
+                pd.concat([p for p in (old_pairs, today_pairs) if len(p)], ignore_index=True)
+                if (len(old_pairs) or len(today_pairs))
+                else empty_pairs()
+            )
+            # one row per pair, its ends in id order; a pair found again (an edited item) keeps the new score
+            lo = pairs_state[["id_a", "id_b"]].min(axis=1)
+            hi = pairs_state[["id_a", "id_b"]].max(axis=1)
+            pairs_state = (
+                pairs_state.assign(id_a=lo, id_b=hi)
+                .drop_duplicates(["id_a", "id_b"], keep="last")
+                .reset_index(drop=True)
+            )
             labels = pd.Series(all_items["cluster_id"].to_numpy(), dtype=object)
             report_pairs = pairs_table(all_items, raw, labels)
             report_clusters = _cluster_table(upd.events, all_items, pairs_state, keys)
             member_ids = {m for ms in report_clusters["member_ids"] for m in ms}
-            report_frame = all_items.loc[all_items["id"].isin(member_ids | set(report_pairs["id_a"])
-                                                              | set(report_pairs["id_b"])),
-                                         ["id", "title", "source", "published_at"]].reset_index(drop=True)
+            report_frame = all_items.loc[
+                all_items["id"].isin(member_ids | set(report_pairs["id_a"]) | set(report_pairs["id_b"])),
+                ["id", "title", "source", "published_at"],
+            ].reset_index(drop=True)
         ev = upd.events["status"]
-        stats.counts.update(kept=len(all_items), pairs=int(len(raw)), clusters_new=int((ev == "new").sum()),
-                            clusters_grown=int((ev == "grown").sum()), clusters_merged=int((ev == "merged").sum()),
-                            clusters_absorbed=len(upd.merged_into), clusters_kept=len(clusters_state))
+        stats.counts.update(
+            kept=len(all_items),
+            pairs=int(len(raw)),
+            clusters_new=int((ev == "new").sum()),
+            clusters_grown=int((ev == "grown").sum()),
+            clusters_merged=int((ev == "merged").sum()),
+            clusters_absorbed=len(upd.merged_into),
+            clusters_kept=len(clusters_state),
+        )
         stats.extra["index"] = index.describe()
         stats.extra["merged_into"] = dict(sorted(upd.merged_into.items()))
         with stats.stage("commit"):
             summary = run_summary(stats, config, state_dir)
             commit_state(
-                state_dir, identity=identity, index=index, items=all_items, embeddings=all_emb,
-                pairs=pairs_state, clusters=clusters_state, as_of=ref, run=summary,
+                state_dir,
+                identity=identity,
+                index=index,
+                items=all_items,
+                embeddings=all_emb,
+                pairs=pairs_state,
+                clusters=clusters_state,
+                as_of=ref,
+                run=summary,
                 report_tables={"pairs": report_pairs, "clusters": report_clusters, "frame": report_frame},
-                previous=state)
+                previous=state,
+            )
         with stats.stage("report"):
-            report_dir = publish_report(config.out, run_id, report_pairs, report_clusters, report_frame,
-                                        run_summary(stats, config, state_dir))
+            report_dir = publish_report(
+                config.out,
+                run_id,
+                report_pairs,
+                report_clusters,
+                report_frame,
+                run_summary(stats, config, state_dir),
+            )
         # the complete figures (commit and report timings included) beside the state's run list
-        atomic_write_text(state_dir / "runs" / f"{run_id}.json",
-                          json.dumps(run_summary(stats, config, state_dir), indent=1, default=str))
-    return IncrementalResult(run_id=run_id, stats=stats, report_dir=report_dir, messages=messages,
-                             pairs=report_pairs, clusters=report_clusters)
+        atomic_write_text(
+            state_dir / "runs" / f"{run_id}.json",
+            json.dumps(run_summary(stats, config, state_dir), indent=1, default=str),
+        )
+    return IncrementalResult(
+        run_id=run_id,
+        stats=stats,
+        report_dir=report_dir,
+        messages=messages,
+        pairs=report_pairs,
+        clusters=report_clusters,
+    )

@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from nlsim.atomic import atomic_path, atomic_write_text
@@ -36,7 +35,7 @@ DEFAULT_BASELINES = ("zero-shot", "tfidf-char2", "use-m3")
 
 @dataclass
 class LearningCurveConfig:
-    """Sizes x seeds and the fine-tuning settings every run shares (see :class:`nlsim.training.FinetuneConfig`)."""
+    """Sizes x seeds and the fine-tuning settings every run shares (see ``FinetuneConfig``)."""
 
     pairs: str
     out: str
@@ -59,10 +58,24 @@ class LearningCurveConfig:
         from nlsim.training import FinetuneConfig
 
         return FinetuneConfig(
-            pairs=self.pairs, out=None, model=self.model, conversion=self.conversion, loss=self.loss,
-            epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, warmup_ratio=self.warmup_ratio,
-            max_length=self.max_length, freeze_embeddings=self.freeze_embeddings, seed=seed, train_size=size,
-            threads=self.threads, eval_test=True, eval_before=False, calibrate_level=None, **self.extra,
+            pairs=self.pairs,
+            out=None,
+            model=self.model,
+            conversion=self.conversion,
+            loss=self.loss,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            warmup_ratio=self.warmup_ratio,
+            max_length=self.max_length,
+            freeze_embeddings=self.freeze_embeddings,
+            seed=seed,
+            train_size=size,
+            threads=self.threads,
+            eval_test=True,
+            eval_before=False,
+            calibrate_level=None,
+            **self.extra,
         )
 
     def settings_key(self) -> str:
@@ -84,8 +97,9 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise StateError(f"{path}: unreadable ({exc}); delete it to rerun that point") from exc
 
 
-def run_one(cfg: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame,
-            log: Callable[[str], None] = print) -> dict[str, Any]:
+def run_one(
+    cfg: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Train one (size, seed) point, or return the stored result when it has been done already."""
     from nlsim.training import finetune
 
@@ -93,19 +107,30 @@ def run_one(cfg: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame,
     if path.is_file():
         done = _read_json(path)
         if done.get("settings") != cfg.settings_key():
-            raise StateError(f"{path}: made with other settings; use another --out folder or delete {path.parent}")
+            raise StateError(
+                f"{path}: made with other settings; use another --out folder or delete {path.parent}"
+            )
         log(f"size {size} seed {seed}: done already (test Spearman {done['test']['spearman']}), skipped")
         return done
     res = finetune(cfg.finetune_config(size, seed), pairs=pairs, log=log)
-    row = {"size": size, "seed": seed, "settings": cfg.settings_key(), "validation": res.best,
-           "test": res.metrics["after/test"], "seconds": res.seconds, "seconds_per_epoch": res.seconds_per_epoch,
-           "best_epoch": res.best.get("epoch"), "best_step": res.best.get("step")}
+    row = {
+        "size": size,
+        "seed": seed,
+        "settings": cfg.settings_key(),
+        "validation": res.best,
+        "test": res.metrics["after/test"],
+        "seconds": res.seconds,
+        "seconds_per_epoch": res.seconds_per_epoch,
+        "best_epoch": res.best.get("epoch"),
+        "best_step": res.best.get("step"),
+    }
     atomic_write_text(path, json.dumps(row, indent=2))
     return row
 
 
-def run_baselines(cfg: LearningCurveConfig, pairs: pd.DataFrame,
-                  log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+def run_baselines(
+    cfg: LearningCurveConfig, pairs: pd.DataFrame, log: Callable[[str], None] = print
+) -> dict[str, dict[str, Any]]:
     """Score each baseline on the test split (and validation), stored in ``baselines.json`` (resumable)."""
     from nlsim.baselines import get_baseline
     from nlsim.encoders import load_encoder
@@ -122,17 +147,32 @@ def run_baselines(cfg: LearningCurveConfig, pairs: pd.DataFrame,
         scorer = load_encoder(cfg.model, threads=cfg.threads) if name == "zero-shot" else get_baseline(name)
         if name == "zero-shot":
             scorer.max_length = cfg.max_length
-        stored[key] = {"name": name, "conversion": cfg.conversion, **evaluate(scorer, test, cfg.conversion).as_dict()}
+        stored[key] = {
+            "name": name,
+            "conversion": cfg.conversion,
+            **evaluate(scorer, test, cfg.conversion).as_dict(),
+        }
         atomic_write_text(path, json.dumps(stored, indent=2))
-    return {k: v for k, v in stored.items() if v["conversion"] == cfg.conversion
-            and (v["name"] != "zero-shot" or k.endswith(cfg.model))}
+    return {
+        k: v
+        for k, v in stored.items()
+        if v["conversion"] == cfg.conversion and (v["name"] != "zero-shot" or k.endswith(cfg.model))
+    }
 
 
 def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Mean and sd of the test metrics per size (over seeds)."""
-    flat = pd.DataFrame([{"size": r["size"], "seed": r["seed"], **{k: r["test"][k] for k in
-                          ("spearman", "pearson", "mse", "mae")}, "val_spearman": r["validation"]["spearman"]}
-                         for r in rows])
+    flat = pd.DataFrame(
+        [
+            {
+                "size": r["size"],
+                "seed": r["seed"],
+                **{k: r["test"][k] for k in ("spearman", "pearson", "mse", "mae")},
+                "val_spearman": r["validation"]["spearman"],
+            }
+            for r in rows
+        ]
+    )
     if flat.empty:
         return flat
     g = flat.groupby("size")
@@ -146,19 +186,27 @@ def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def summary_markdown(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]]) -> str:
     """Markdown table: test metrics mean +/- sd per size, then the baselines."""
-    lines = ["| training pairs | runs | test Spearman | Pearson | MSE | MAE | validation Spearman |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| training pairs | runs | test Spearman | Pearson | MSE | MAE | validation Spearman |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in summary.itertuples(index=False):
-        lines.append(f"| {r.size} | {r.runs} | {r.spearman_mean:.2f} ± {r.spearman_sd:.2f} | "
-                     f"{r.pearson_mean:.2f} ± {r.pearson_sd:.2f} | {r.mse_mean:.4f} ± {r.mse_sd:.4f} | "
-                     f"{r.mae_mean:.4f} ± {r.mae_sd:.4f} | {r.val_spearman_mean:.2f} ± {r.val_spearman_sd:.2f} |")
+        lines.append(
+            f"| {r.size} | {r.runs} | {r.spearman_mean:.2f} ± {r.spearman_sd:.2f} | "
+            f"{r.pearson_mean:.2f} ± {r.pearson_sd:.2f} | {r.mse_mean:.4f} ± {r.mse_sd:.4f} | "
+            f"{r.mae_mean:.4f} ± {r.mae_sd:.4f} | {r.val_spearman_mean:.2f} ± {r.val_spearman_sd:.2f} |"
+        )
     for b in baselines.values():
-        lines.append(f"| baseline: {b['name']} | 1 | {b['spearman']:.2f} | {b['pearson']:.2f} | {b['mse']:.4f} | "
-                     f"{b['mae']:.4f} | |")
+        lines.append(
+            f"| baseline: {b['name']} | 1 | {b['spearman']:.2f} | {b['pearson']:.2f} | {b['mse']:.4f} | "
+            f"{b['mae']:.4f} | |"
+        )
     return "\n".join(lines)
 
 
-def plot(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]], path: str | Path, title: str = "") -> Path:
+def plot(
+    summary: pd.DataFrame, baselines: dict[str, dict[str, Any]], path: str | Path, title: str = ""
+) -> Path:
     """PNG: test Spearman mean +/- sd against training size; baselines as horizontal lines."""
     import matplotlib
 
@@ -167,12 +215,22 @@ def plot(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]], path: str 
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     if not summary.empty:
-        ax.errorbar(summary["size"], summary["spearman_mean"], yerr=summary["spearman_sd"], marker="o",
-                    capsize=4, label="fine-tuned (mean ± sd over seeds)")
+        ax.errorbar(
+            summary["size"],
+            summary["spearman_mean"],
+            yerr=summary["spearman_sd"],
+            marker="o",
+            capsize=4,
+            label="fine-tuned (mean ± sd over seeds)",
+        )
     styles = ["--", ":", "-."]
     for i, b in enumerate(baselines.values()):
-        ax.axhline(b["spearman"], linestyle=styles[i % len(styles)], color=f"C{i + 1}",
-                   label=f"{b['name']} ({b['spearman']:.1f})")
+        ax.axhline(
+            b["spearman"],
+            linestyle=styles[i % len(styles)],
+            color=f"C{i + 1}",
+            label=f"{b['name']} ({b['spearman']:.1f})",
+        )
     ax.set_xlabel("training pairs")
     ax.set_ylabel("test Spearman x100")
     ax.set_title(title or "Learning curve")
@@ -214,17 +272,28 @@ def run_learning_curve(cfg: LearningCurveConfig, log: Callable[[str], None] = pr
     return write_summary(cfg, rows, baselines, trained)
 
 
-def write_summary(cfg: LearningCurveConfig, rows: list[dict[str, Any]], baselines: dict[str, dict[str, Any]],
-                  trained: int = 0) -> LearningCurveResult:
+def write_summary(
+    cfg: LearningCurveConfig,
+    rows: list[dict[str, Any]],
+    baselines: dict[str, dict[str, Any]],
+    trained: int = 0,
+) -> LearningCurveResult:
     out = Path(cfg.out)
     summary = summarize(rows)
     md = summary_markdown(summary, baselines)
-    atomic_write_text(out / "learning_curve.md", f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
-                      f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr})\n\n{md}\n")
+    atomic_write_text(
+        out / "learning_curve.md",
+        f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
+        f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr})\n\n{md}\n",
+    )
     with atomic_path(out / "learning_curve.csv", suffix=".csv") as tmp:
         summary.to_csv(tmp, index=False)
-    png = plot(summary, baselines, out / "learning_curve.png",
-               title=f"{cfg.model}, {cfg.conversion}: test Spearman vs training pairs")
+    png = plot(
+        summary,
+        baselines,
+        out / "learning_curve.png",
+        title=f"{cfg.model}, {cfg.conversion}: test Spearman vs training pairs",
+    )
     return LearningCurveResult(rows, summary, baselines, md, out / "learning_curve.md", png, trained)
 
 

@@ -56,8 +56,10 @@ class LockInfo:
     command: str = ""
 
     def describe(self) -> str:
-        return (f"pid {self.pid} on host {self.hostname!r} "
-                f"(lock taken {self.acquired_at}, command {self.command!r})")
+        return (
+            f"pid {self.pid} on host {self.hostname!r} "
+            f"(lock taken {self.acquired_at}, command {self.command!r})"
+        )
 
 
 def _read_text(path: str) -> str | None:
@@ -138,8 +140,14 @@ def read_lock(folder: str | Path) -> LockInfo | None:
         data = json.loads(text)
         return LockInfo(**{k: data.get(k) for k in LockInfo.__dataclass_fields__})
     except (ValueError, TypeError):
-        return LockInfo(pid=0, hostname=socket.gethostname(), started=None, boot_id=None,
-                        acquired_at="?", command="(unreadable lock file)")
+        return LockInfo(
+            pid=0,
+            hostname=socket.gethostname(),
+            started=None,
+            boot_id=None,
+            acquired_at="?",
+            command="(unreadable lock file)",
+        )
 
 
 @contextlib.contextmanager

@@ -150,6 +150,7 @@ def write_report(out_dir: str | Path, pairs: pd.DataFrame, clusters: pd.DataFram
     summary = {**summary, "pairs": int(len(pairs)), "clusters": int(len(clusters)),
                "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
                "finished_at": summary.get("finished_at") or datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    # the counts are those of the tables written, whatever the caller's summary said
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     try:
         pairs.to_parquet(staging / "pairs.parquet", index=False, engine="pyarrow")

@@ -78,10 +78,17 @@ class RunStats:
 
     def markdown(self) -> str:
         """A Markdown table of the figures (for the Prefect artifact and the logs)."""
-        lines = [f"# nlsim incremental run {self.run_id}", "",
-                 f"- model: `{self.model}`", f"- threshold: {self.threshold} ({self.threshold_source})",
-                 f"- conversion: {self.conversion}", f"- retention: {self.retention_days} days, as of {self.as_of}",
-                 "", "| count | value |", "|---|---:|"]
+        lines = [
+            f"# nlsim incremental run {self.run_id}",
+            "",
+            f"- model: `{self.model}`",
+            f"- threshold: {self.threshold} ({self.threshold_source})",
+            f"- conversion: {self.conversion}",
+            f"- retention: {self.retention_days} days, as of {self.as_of}",
+            "",
+            "| count | value |",
+            "|---|---:|",
+        ]
         lines += [f"| {k} | {v} |" for k, v in self.counts.items()]
         lines += ["", "| stage | seconds |", "|---|---:|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.timings_s.items()]

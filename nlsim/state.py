@@ -55,8 +55,16 @@ MANIFEST = "MANIFEST.json"
 GENERATIONS = "generations"
 RUNS = "runs"
 
-ITEM_COLUMNS = ("id", "content_hash", "title", "source", "published_at", "retain_from", "first_seen_run",
-                "embedded_run")
+ITEM_COLUMNS = (
+    "id",
+    "content_hash",
+    "title",
+    "source",
+    "published_at",
+    "retain_from",
+    "first_seen_run",
+    "embedded_run",
+)
 PAIR_COLUMNS = ("id_a", "id_b", "similarity", "run_id")
 CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
 
@@ -87,30 +95,54 @@ class StateIdentity:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StateIdentity:
-        return cls(model_id=str(data["model_id"]), fingerprint=str(data["fingerprint"]), dim=int(data["dim"]),
-                   conversion=str(data["conversion"]), text_fields=tuple(data["text_fields"]),
-                   threshold=float(data["threshold"]))
+        return cls(
+            model_id=str(data["model_id"]),
+            fingerprint=str(data["fingerprint"]),
+            dim=int(data["dim"]),
+            conversion=str(data["conversion"]),
+            text_fields=tuple(data["text_fields"]),
+            threshold=float(data["threshold"]),
+        )
 
 
 def empty_items() -> pd.DataFrame:
-    return pd.DataFrame({
-        "id": pd.Series(dtype=object), "content_hash": pd.Series(dtype=object),
-        "title": pd.Series(dtype=object), "source": pd.Series(dtype=object),
-        "published_at": pd.Series(dtype="datetime64[ns, UTC]"), "retain_from": pd.Series(dtype="datetime64[ns, UTC]"),
-        "first_seen_run": pd.Series(dtype=object), "embedded_run": pd.Series(dtype=object),
-        "cluster_id": pd.Series(dtype=object),
-    })
+    return pd.DataFrame(
+        {
+            "id": pd.Series(dtype=object),
+            "content_hash": pd.Series(dtype=object),
+            "title": pd.Series(dtype=object),
+            "source": pd.Series(dtype=object),
+            "published_at": pd.Series(dtype="datetime64[ns, UTC]"),
+            "retain_from": pd.Series(dtype="datetime64[ns, UTC]"),
+            "first_seen_run": pd.Series(dtype=object),
+            "embedded_run": pd.Series(dtype=object),
+            "cluster_id": pd.Series(dtype=object),
+        }
+    )
 
 
 def empty_pairs() -> pd.DataFrame:
-    return pd.DataFrame({"id_a": pd.Series(dtype=object), "id_b": pd.Series(dtype=object),
-                         "similarity": pd.Series(dtype="float32"), "run_id": pd.Series(dtype=object)})
+    return pd.DataFrame(
+        {
+            "id_a": pd.Series(dtype=object),
+            "id_b": pd.Series(dtype=object),
+            "similarity": pd.Series(dtype="float32"),
+            "run_id": pd.Series(dtype=object),
+        }
+    )
 
 
 def empty_clusters() -> pd.DataFrame:
-    return pd.DataFrame({"cluster_id": pd.Series(dtype=object), "anchor_undated": pd.Series(dtype="int64"),
-                         "anchor_ns": pd.Series(dtype="int64"), "anchor_id": pd.Series(dtype=object),
-                         "created_run": pd.Series(dtype=object), "updated_run": pd.Series(dtype=object)})
+    return pd.DataFrame(
+        {
+            "cluster_id": pd.Series(dtype=object),
+            "anchor_undated": pd.Series(dtype="int64"),
+            "anchor_ns": pd.Series(dtype="int64"),
+            "anchor_id": pd.Series(dtype=object),
+            "created_run": pd.Series(dtype=object),
+            "updated_run": pd.Series(dtype=object),
+        }
+    )
 
 
 @dataclass
@@ -143,9 +175,11 @@ class State:
 
 
 def rebuild_hint(folder: Path) -> str:
-    return (f"rebuild it: rerun the same command with --rebuild-state (the broken state is moved to "
-            f"{folder}/broken-<time>/ and a fresh one is built from the corpus given), or point --state at an "
-            f"empty folder")
+    return (
+        f"rebuild it: rerun the same command with --rebuild-state (the broken state is moved to "
+        f"{folder}/broken-<time>/ and a fresh one is built from the corpus given), or point --state at an "
+        f"empty folder"
+    )
 
 
 def _err(folder: Path, what: str) -> StateError:
@@ -176,7 +210,9 @@ def _verify_files(folder: Path, gen_dir: Path, files: dict[str, dict[str, Any]])
             raise _err(folder, f"{p} is missing")
         size = p.stat().st_size
         if size != info["bytes"]:
-            raise _err(folder, f"{p} is truncated or was rewritten ({size} bytes, the manifest says {info['bytes']})")
+            raise _err(
+                folder, f"{p} is truncated or was rewritten ({size} bytes, the manifest says {info['bytes']})"
+            )
         if file_sha256(p) != info["sha256"]:
             raise _err(folder, f"{p} is corrupt (its SHA-256 differs from the manifest)")
 
@@ -211,9 +247,16 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
     try:
         index, ids, meta, emb = load_index(
             gen_dir / "index",
-            expected={"model_id": stored.model_id, "fingerprint": stored.fingerprint, "dim": stored.dim,
-                      "conversion": stored.conversion},
-            load_embeddings=True, verify=verify, use_gpu=False)
+            expected={
+                "model_id": stored.model_id,
+                "fingerprint": stored.fingerprint,
+                "dim": stored.dim,
+                "conversion": stored.conversion,
+            },
+            load_embeddings=True,
+            verify=verify,
+            use_gpu=False,
+        )
     except StateError as exc:
         raise _err(folder, str(exc)) from exc
     try:
@@ -227,9 +270,20 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
     if emb.shape != (len(items), stored.dim):
         raise _err(folder, f"embeddings have shape {emb.shape}, expected ({len(items)}, {stored.dim})")
     as_of = pd.Timestamp(manifest["as_of"]) if manifest.get("as_of") else None
-    return State(folder=folder, generation=generation, generation_dir=gen_dir, identity=stored, items=items,
-                 embeddings=emb, index=index, pairs=pairs, clusters=clusters, as_of=as_of,
-                 last_run=manifest.get("last_run"), manifest=manifest)
+    return State(
+        folder=folder,
+        generation=generation,
+        generation_dir=gen_dir,
+        identity=stored,
+        items=items,
+        embeddings=emb,
+        index=index,
+        pairs=pairs,
+        clusters=clusters,
+        as_of=as_of,
+        last_run=manifest.get("last_run"),
+        manifest=manifest,
+    )
 
 
 def _sweep(folder: Path, keep: set[str]) -> None:
@@ -292,8 +346,12 @@ def commit_state(
     name = f"g{generation:06d}-{uuid.uuid4().hex[:6]}"
     tmp = gens / f".tmp-{name}"
     tmp.mkdir()
-    meta = IndexMeta(model_id=identity.model_id, fingerprint=identity.fingerprint,
-                     conversion=identity.conversion, dim=identity.dim)
+    meta = IndexMeta(
+        model_id=identity.model_id,
+        fingerprint=identity.fingerprint,
+        conversion=identity.conversion,
+        dim=identity.dim,
+    )
     save_index(tmp / "index", index, items["id"].astype(str).tolist(), meta, embeddings=embeddings)
     fault_point("index-write")
     item_frame = items.reset_index(drop=True)
@@ -320,7 +378,9 @@ def commit_state(
         "format_version": FORMAT_VERSION,
         "generation": generation,
         "generation_dir": name,
-        "previous_generation_dir": previous.generation_dir.name if previous and previous.generation_dir else None,
+        "previous_generation_dir": previous.generation_dir.name
+        if previous and previous.generation_dir
+        else None,
         "committed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "identity": {**asdict(identity), "text_fields": list(identity.text_fields)},
         "as_of": None if as_of is None else pd.Timestamp(as_of).isoformat(),
@@ -333,9 +393,20 @@ def commit_state(
     atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=1, default=str))
     atomic_write_text(folder / RUNS / f"{run['run_id']}.json", json.dumps(run, indent=1, default=str))
     _sweep(folder, {name, manifest["previous_generation_dir"] or ""})
-    return State(folder=folder, generation=generation, generation_dir=final, identity=identity,
-                 items=item_frame, embeddings=embeddings, index=index, pairs=pairs, clusters=clusters,
-                 as_of=as_of, last_run=run, manifest=manifest)
+    return State(
+        folder=folder,
+        generation=generation,
+        generation_dir=final,
+        identity=identity,
+        items=item_frame,
+        embeddings=embeddings,
+        index=index,
+        pairs=pairs,
+        clusters=clusters,
+        as_of=as_of,
+        last_run=run,
+        manifest=manifest,
+    )
 
 
 def move_aside(folder: str | Path) -> Path | None:
@@ -359,11 +430,26 @@ def state_summary(folder: str | Path) -> dict[str, Any]:
     manifest = read_manifest(folder)
     if manifest is None:
         return {"folder": str(folder), "generation": 0}
-    return {"folder": str(folder), "generation": manifest["generation"], "items": manifest.get("items"),
-            "clusters": manifest.get("clusters"), "as_of": manifest.get("as_of"),
-            "model": manifest["identity"]["model_id"], "threshold": manifest["identity"]["threshold"],
-            "last_run": (manifest.get("last_run") or {}).get("run_id")}
+    return {
+        "folder": str(folder),
+        "generation": manifest["generation"],
+        "items": manifest.get("items"),
+        "clusters": manifest.get("clusters"),
+        "as_of": manifest.get("as_of"),
+        "model": manifest["identity"]["model_id"],
+        "threshold": manifest["identity"]["threshold"],
+        "last_run": (manifest.get("last_run") or {}).get("run_id"),
+    }
 
 
-__all__ = ["State", "StateIdentity", "open_state", "commit_state", "move_aside", "remove_unfinished",
-           "read_manifest", "state_summary", "atomic_write_parquet"]
+__all__ = [
+    "State",
+    "StateIdentity",
+    "open_state",
+    "commit_state",
+    "move_aside",
+    "remove_unfinished",
+    "read_manifest",
+    "state_summary",
+    "atomic_write_parquet",
+]

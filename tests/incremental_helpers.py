@@ -50,16 +50,28 @@ def story_corpus() -> pd.DataFrame:
     A = "alpha beta gamma delta"
     B = "epsilon zeta eta theta"
     rows = [
-        ("a1", A, 1, 1), ("b1", B, 1, 2), ("a2", A, 1, 3), ("b2", B, 1, 4),
-        ("c1", "kappa lambda mu nu", 1, 5), ("d1", "omicron pi rho sigma", 1, 6),
-        ("a3", A, 2, 1), ("c2", "kappa lambda mu nu", 2, 2), ("e1", "tau upsilon phi chi", 2, 3),
-        ("x1", f"{A} {B}", 3, 1), ("d2", "omicron pi rho sigma", 3, 2), ("f1", "psi omega one two", 3, 3),
+        ("a1", A, 1, 1),
+        ("b1", B, 1, 2),
+        ("a2", A, 1, 3),
+        ("b2", B, 1, 4),
+        ("c1", "kappa lambda mu nu", 1, 5),
+        ("d1", "omicron pi rho sigma", 1, 6),
+        ("a3", A, 2, 1),
+        ("c2", "kappa lambda mu nu", 2, 2),
+        ("e1", "tau upsilon phi chi", 2, 3),
+        ("x1", f"{A} {B}", 3, 1),
+        ("d2", "omicron pi rho sigma", 3, 2),
+        ("f1", "psi omega one two", 3, 3),
     ]
-    return pd.DataFrame({
-        "id": [r[0] for r in rows], "title": [r[1] for r in rows], "description": [""] * len(rows),
-        "source": ["wire"] * len(rows),
-        "published_at": [DAY0 + pd.Timedelta(days=r[2] - 1, hours=r[3]) for r in rows],
-    })
+    return pd.DataFrame(
+        {
+            "id": [r[0] for r in rows],
+            "title": [r[1] for r in rows],
+            "description": [""] * len(rows),
+            "source": ["wire"] * len(rows),
+            "published_at": [DAY0 + pd.Timedelta(days=r[2] - 1, hours=r[3]) for r in rows],
+        }
+    )
 
 
 def bbc_corpus(n_other: int = 120, n_rewrites: int = 25) -> pd.DataFrame:
@@ -77,9 +89,15 @@ def bbc_corpus(n_other: int = 120, n_rewrites: int = 25) -> pd.DataFrame:
     rows = []
     for _, r in c.sample(n_rewrites, random_state=3).iterrows():
         for j, suffix in enumerate((" (update)", " - latest", ": live report")):
-            rows.append({"id": f"{r['id']}-v{j}", "title": r["title"] + suffix,
-                         "description": r["description"][:100], "source": "Wire",
-                         "published_at": r["published_at"] + pd.Timedelta(hours=int(rng.integers(1, 200)))})
+            rows.append(
+                {
+                    "id": f"{r['id']}-v{j}",
+                    "title": r["title"] + suffix,
+                    "description": r["description"][:100],
+                    "source": "Wire",
+                    "published_at": r["published_at"] + pd.Timedelta(hours=int(rng.integers(1, 200))),
+                }
+            )
     out = pd.concat([c, pd.DataFrame(rows)]).sort_values(["published_at", "id"]).reset_index(drop=True)
     out["published_at"] = pd.to_datetime(out["published_at"], utc=True)
     return out
@@ -132,10 +150,18 @@ def report_content(report_dir: Path) -> dict[str, Any]:
     run = json.loads((report_dir / "run.json").read_text())
     pairs = pd.read_parquet(report_dir / "pairs.parquet")
     clusters = pd.read_parquet(report_dir / "clusters.parquet")
-    clusters = clusters.assign(**{c: clusters[c].map(list) for c in ("member_ids", "added_ids", "absorbed",
-                                                                      "sources") if c in clusters})
-    return {"run": {k: v for k, v in run.items() if k not in VOLATILE and k != "files"},
-            "pairs": pairs.to_dict("records"), "clusters": clusters.astype(str).to_dict("records")}
+    clusters = clusters.assign(
+        **{
+            c: clusters[c].map(list)
+            for c in ("member_ids", "added_ids", "absorbed", "sources")
+            if c in clusters
+        }
+    )
+    return {
+        "run": {k: v for k, v in run.items() if k not in VOLATILE and k != "files"},
+        "pairs": pairs.to_dict("records"),
+        "clusters": clusters.astype(str).to_dict("records"),
+    }
 
 
 def state_content(state_dir: Path) -> dict[str, Any]:
@@ -144,7 +170,10 @@ def state_content(state_dir: Path) -> dict[str, Any]:
 
     st = open_state(state_dir)
     items = st.items.drop(columns=["first_seen_run", "embedded_run"]).astype(str)
-    return {"items": items.to_dict("records"), "emb": st.embeddings.round(5).tobytes(),
-            "pairs": st.pairs.drop(columns=["run_id"]).astype(str).to_dict("records"),
-            "clusters": st.clusters.drop(columns=["created_run", "updated_run"]).astype(str).to_dict("records"),
-            "generation": st.generation}
+    return {
+        "items": items.to_dict("records"),
+        "emb": st.embeddings.round(5).tobytes(),
+        "pairs": st.pairs.drop(columns=["run_id"]).astype(str).to_dict("records"),
+        "clusters": st.clusters.drop(columns=["created_run", "updated_run"]).astype(str).to_dict("records"),
+        "generation": st.generation,
+    }

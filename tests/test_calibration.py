@@ -9,8 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlsim.calibration import (Calibration, calibrate, calibrate_scores, load_calibration, parse_level,
-                               save_calibration)
+from nlsim.calibration import (
+    Calibration,
+    calibrate,
+    calibrate_scores,
+    load_calibration,
+    parse_level,
+    save_calibration,
+)
 from nlsim.errors import ConfigError, StateError
 
 
@@ -64,8 +70,9 @@ def test_save_and_load_beside_a_model_or_standalone(tmp_path: Path) -> None:
 
 
 def test_calibrate_with_a_pair_scorer() -> None:
-    pairs = pd.DataFrame({"text_a": ["a", "b", "c", "d"], "text_b": ["a", "b", "x", "y"],
-                          "score": [1.0, 0.75, 0.25, 0.0]})
+    pairs = pd.DataFrame(
+        {"text_a": ["a", "b", "c", "d"], "text_b": ["a", "b", "x", "y"], "score": [1.0, 0.75, 0.25, 0.0]}
+    )
 
     def scorer(a: list[str], b: list[str]) -> np.ndarray:
         return np.array([0.9 if x == y else 0.3 for x, y in zip(a, b, strict=True)])

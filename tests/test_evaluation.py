@@ -32,10 +32,16 @@ def test_evaluate_converts_before_scoring() -> None:
 
 
 def test_encoder_cosine_matches_numpy(fast_encoder) -> None:  # noqa: ANN001
-    pairs = pd.DataFrame({"text_a": ["a cat sits", "stocks fall", "a cat sits"],
-                          "text_b": ["a kitten sits", "it rains", "markets drop"], "score": [1.0, 0.0, 0.2]})
-    emb = fast_encoder.encode(["a cat sits", "a kitten sits", "stocks fall", "it rains", "markets drop"],
-                              progress=False)
+    pairs = pd.DataFrame(
+        {
+            "text_a": ["a cat sits", "stocks fall", "a cat sits"],
+            "text_b": ["a kitten sits", "it rains", "markets drop"],
+            "score": [1.0, 0.0, 0.2],
+        }
+    )
+    emb = fast_encoder.encode(
+        ["a cat sits", "a kitten sits", "stocks fall", "it rains", "markets drop"], progress=False
+    )
     cos = np.array([emb[0] @ emb[1], emb[2] @ emb[3], emb[0] @ emb[4]])
     m = evaluate(fast_encoder, pairs, "none")
     assert m.mse == pytest.approx(float(np.mean((cos - pairs["score"].to_numpy()) ** 2)), abs=1e-4)

@@ -35,6 +35,7 @@ def _keys(spec: dict[str, int]) -> dict[str, tuple[int, int, str]]:
 
 # --- the pure rule ------------------------------------------------------------------------------------
 
+
 def test_new_grown_merged_and_survivor_rule() -> None:
     keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4, "x": 5, "y": 6, "z": 7})
     d1 = update_clusters({}, {}, keys, new_ids=["a", "b", "c", "d"], pairs=[("b", "a"), ("c", "d")])
@@ -71,7 +72,10 @@ def test_undated_items_sort_last() -> None:
     keys = {"u": order_key_of(None, "u"), **_keys({"v": 5})}
     d1 = update_clusters({}, {}, keys, new_ids=["u", "v"], pairs=[("u", "v")])
     assert d1.assignment == {"u": "c-v", "v": "c-v"}
-    assert order_keys(["p", "q"], [None, "2024-01-01"]) == {"p": (1, 0, "p"), "q": order_key_of("2024-01-01", "q")}
+    assert order_keys(["p", "q"], [None, "2024-01-01"]) == {
+        "p": (1, 0, "p"),
+        "q": order_key_of("2024-01-01", "q"),
+    }
 
 
 def test_drop_items_keeps_cluster_id_while_a_member_is_kept() -> None:
@@ -94,8 +98,11 @@ def test_daily_updates_equal_batch_components(seed: int) -> None:
     hours = sorted(rng.randint(0, 100) for _ in range(n))  # ties in time are broken by id
     times = [T + pd.Timedelta(hours=h) for h in hours]
     edges = {tuple(sorted(rng.sample(range(n), 2))) for _ in range(rng.randint(0, 2 * n))}
-    pairs = pd.DataFrame(sorted(edges), columns=["a", "b"]).assign(similarity=0.9) if edges else \
-        pd.DataFrame({"a": [], "b": [], "similarity": []})
+    pairs = (
+        pd.DataFrame(sorted(edges), columns=["a", "b"]).assign(similarity=0.9)
+        if edges
+        else pd.DataFrame({"a": [], "b": [], "similarity": []})
+    )
     batch = cluster_labels(ids, pd.Series(times), pairs.astype({"a": "int64", "b": "int64"}))
     expected = {ids[j]: c for j, c in enumerate(batch) if c is not None}
 
@@ -117,9 +124,18 @@ def test_daily_updates_equal_batch_components(seed: int) -> None:
 
 # --- whole runs with a deterministic encoder -----------------------------------------------------------
 
+
 def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
-    base = dict(model="hash", convert="none", threshold=0.7, k=20, cache=False, progress=False,
-                save_index=False, text_fields=("title",))
+    base = dict(
+        model="hash",
+        convert="none",
+        threshold=0.7,
+        k=20,
+        cache=False,
+        progress=False,
+        save_index=False,
+        text_fields=("title",),
+    )
     base.update(kw)
     return DedupConfig(corpus=corpus, out=out, **base)
 
@@ -131,20 +147,22 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     r1 = run_incremental(_config(days[0], out), state, retention_days=None, encoder=enc)
     a1 = state_assignment(state)
     assert a1 == {"a1": "c-a1", "a2": "c-a1", "b1": "c-b1", "b2": "c-b1"}
-    assert sorted(zip(r1.clusters["cluster_id"], r1.clusters["status"])) == [("c-a1", "new"), ("c-b1", "new")]
+    status = sorted(zip(r1.clusters["cluster_id"], r1.clusters["status"], strict=True))
+    assert status == [("c-a1", "new"), ("c-b1", "new")]
 
     r2 = run_incremental(_config(days[1], out), state, retention_days=None, encoder=enc)
     a2 = state_assignment(state)
     assert all(a2[i] == c for i, c in a1.items())  # every item keeps its id
     assert a2["a3"] == "c-a1" and a2["c1"] == a2["c2"] == "c-c1"
-    assert dict(zip(r2.clusters["cluster_id"], r2.clusters["status"])) == {"c-a1": "grown", "c-c1": "new"}
+    status = dict(zip(r2.clusters["cluster_id"], r2.clusters["status"], strict=True))
+    assert status == {"c-a1": "grown", "c-c1": "new"}
     assert r2.stats.counts["new"] == 3 and r2.stats.counts["skipped"] == 0
 
     r3 = run_incremental(_config(days[2], out), state, retention_days=None, encoder=enc)
     a3 = state_assignment(state)
     assert {i for i, c in a3.items() if c == "c-a1"} == {"a1", "a2", "a3", "b1", "b2", "x1"}
     assert a3["c1"] == "c-c1" and a3["d1"] == a3["d2"] == "c-d1"
-    status = dict(zip(r3.clusters["cluster_id"], r3.clusters["status"]))
+    status = dict(zip(r3.clusters["cluster_id"], r3.clusters["status"], strict=True))
     assert status == {"c-a1": "merged", "c-d1": "new"}
     merged = r3.clusters.set_index("cluster_id").loc["c-a1"]
     assert list(merged["absorbed"]) == ["c-b1"] and list(merged["added_ids"]) == ["x1"]
@@ -190,8 +208,9 @@ def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> N
     state, out = tmp_path / "state", tmp_path / "out"
     run_incremental(_config(days[0], out), state, retention_days=1.0, encoder=enc)
     # day 3 as of 2005-03-03 06:00: day-1 items (before 03-02 06:00) leave the window
-    r3 = run_incremental(_config(days[2], out), state, retention_days=1.0, encoder=enc,
-                         as_of="2005-03-03 06:00")
+    r3 = run_incremental(
+        _config(days[2], out), state, retention_days=1.0, encoder=enc, as_of="2005-03-03 06:00"
+    )
     assert r3.stats.counts["expired"] == 6 and r3.stats.counts["kept"] == 3
     # what day 3 would have linked (A, B, d1) has left the window: no cluster remains
     assert state_assignment(state) == {}
@@ -211,10 +230,15 @@ def test_daily_runs_equal_single_run_with_real_encoder(tmp_path: Path, fast_enco
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     kw = dict(model=FAST_MODEL, threshold=0.9, k=50, text_fields=("title", "description"))
     for d in days:
-        run_incremental(_config(d, tmp_path / "out", **kw), tmp_path / "state", retention_days=None,
-                        encoder=fast_encoder)
-    one = run_incremental(_config(tmp_path / "all.parquet", tmp_path / "out1", **kw), tmp_path / "state1",
-                          retention_days=None, encoder=fast_encoder)
+        run_incremental(
+            _config(d, tmp_path / "out", **kw), tmp_path / "state", retention_days=None, encoder=fast_encoder
+        )
+    one = run_incremental(
+        _config(tmp_path / "all.parquet", tmp_path / "out1", **kw),
+        tmp_path / "state1",
+        retention_days=None,
+        encoder=fast_encoder,
+    )
     batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=fast_encoder)
     daily = state_assignment(tmp_path / "state")
     assert len(daily) > 50 and len(set(daily.values())) > 20

@@ -62,8 +62,14 @@ def test_context_manager_releases_and_reentry_refused(tmp_path: Path) -> None:
 
 def test_recycled_pid_is_stale(tmp_path: Path) -> None:
     # A lock naming a live pid (ours) but another start time: the pid was reused, the holder is gone.
-    fake = {"pid": os.getpid(), "hostname": socket.gethostname(), "started": "1", "boot_id": None,
-            "acquired_at": "2020-01-01T00:00:00+00:00", "command": "old"}
+    fake = {
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "started": "1",
+        "boot_id": None,
+        "acquired_at": "2020-01-01T00:00:00+00:00",
+        "command": "old",
+    }
     (tmp_path / LOCK_NAME).write_text(json.dumps(fake))
     lock = RunLock(tmp_path).acquire()
     assert "start time differs" in lock.message
@@ -71,8 +77,14 @@ def test_recycled_pid_is_stale(tmp_path: Path) -> None:
 
 
 def test_other_host_refused(tmp_path: Path) -> None:
-    fake = {"pid": 1, "hostname": "elsewhere.example", "started": None, "boot_id": None,
-            "acquired_at": "2020-01-01T00:00:00+00:00", "command": "x"}
+    fake = {
+        "pid": 1,
+        "hostname": "elsewhere.example",
+        "started": None,
+        "boot_id": None,
+        "acquired_at": "2020-01-01T00:00:00+00:00",
+        "command": "x",
+    }
     (tmp_path / LOCK_NAME).write_text(json.dumps(fake))
     with pytest.raises(LockedError, match="another host"):
         RunLock(tmp_path).acquire()
@@ -85,3 +97,37 @@ def test_process_start_time_reads_proc() -> None:
     assert t is not None and t.isdigit()
     time.sleep(0)
     assert process_start_time(os.getpid()) == t
+
+
+def test_second_dedup_run_on_a_state_is_refused(tmp_path: Path) -> None:
+    """`nlsim dedup --state` while another run holds the state: exit status 2 and a clear message."""
+    state = tmp_path / "state"
+    proc = _start_holder(state)
+    try:
+        corpus = tmp_path / "c.csv"
+        corpus.write_text("id,title\n1,a\n")
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nlsim",
+                "dedup",
+                "--corpus",
+                str(corpus),
+                "--state",
+                str(state),
+                "--out",
+                str(tmp_path / "out"),
+                "--threshold",
+                "0.9",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).parents[1],
+        )
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert cli.returncode == 2
+    assert f"is locked by another run: pid {proc.pid}" in cli.stderr and "Wait for it to finish" in cli.stderr

@@ -20,15 +20,24 @@ def write(tmp_path: Path, body: str, name: str = "pairs.tsv") -> Path:
 
 
 def test_loads_tsv_csv_parquet_alike(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"pair_id": ["a", "b"], "text_a": ["股市", "x"], "text_b": ["股票", "y"],
-                          "score": [0.75, 0.0], "split": ["train", "test"], "stratum": ["s", "t"]})
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["a", "b"],
+            "text_a": ["股市", "x"],
+            "text_b": ["股票", "y"],
+            "score": [0.75, 0.0],
+            "split": ["train", "test"],
+            "stratum": ["s", "t"],
+        }
+    )
     frame.to_csv(tmp_path / "p.tsv", sep="\t", index=False)
     frame.to_csv(tmp_path / "p.csv", index=False)
     frame.to_parquet(tmp_path / "p.parquet", index=False)
     loaded = [load_pairs(tmp_path / f"p.{ext}") for ext in ("tsv", "csv", "parquet")]
     for got in loaded:
-        assert got[["pair_id", "text_a", "text_b", "score", "split"]].equals(loaded[0][
-            ["pair_id", "text_a", "text_b", "score", "split"]])
+        assert got[["pair_id", "text_a", "text_b", "score", "split"]].equals(
+            loaded[0][["pair_id", "text_a", "text_b", "score", "split"]]
+        )
         assert got["score"].tolist() == [0.75, 0.0]
         assert "stratum" in got.columns
     assert load_pairs(tmp_path / "p.tsv", split="test")["pair_id"].tolist() == ["b"]

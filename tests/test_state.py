@@ -18,8 +18,9 @@ from tests.incremental_helpers import HashEncoder, split_days, state_assignment,
 
 
 def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
-    base = dict(model="hash", convert="none", threshold=0.7, k=20, cache=False, progress=False,
-                text_fields=("title",))
+    base = dict(
+        model="hash", convert="none", threshold=0.7, k=20, cache=False, progress=False, text_fields=("title",)
+    )
     base.update(kw)
     return DedupConfig(corpus=corpus, out=out, **base)
 
@@ -34,8 +35,14 @@ def two_days(tmp_path: Path) -> tuple[Path, list[Path]]:
 
 
 def _identity(enc: HashEncoder, **kw: object) -> StateIdentity:
-    base = dict(model_id=enc.model_id, fingerprint=enc.fingerprint, dim=enc.dim, conversion="none",
-                text_fields=("title",), threshold=0.7)
+    base = dict(
+        model_id=enc.model_id,
+        fingerprint=enc.fingerprint,
+        dim=enc.dim,
+        conversion="none",
+        text_fields=("title",),
+        threshold=0.7,
+    )
     base.update(kw)
     return StateIdentity(**base)
 
@@ -52,7 +59,9 @@ def test_roundtrip_generations_and_previous_kept(two_days: tuple[Path, list[Path
     manifest = read_manifest(state)
     assert manifest["format_version"] == 1 and manifest["generation"] == 2
     gens = sorted(p.name for p in (state / "generations").iterdir())
-    assert manifest["generation_dir"] in gens and manifest["previous_generation_dir"] in gens and len(gens) == 2
+    assert (
+        manifest["generation_dir"] in gens and manifest["previous_generation_dir"] in gens and len(gens) == 2
+    )
     assert state_summary(state)["items"] == 9
 
 
@@ -68,8 +77,10 @@ def test_unfinished_generation_is_ignored_and_removed(two_days: tuple[Path, list
     assert not junk.exists() and not orphan.exists()
 
 
-@pytest.mark.parametrize("victim", ["index/embeddings.npy", "index/index.faiss", "items.parquet",
-                                    "pairs.parquet", "clusters.parquet"])
+@pytest.mark.parametrize(
+    "victim",
+    ["index/embeddings.npy", "index/index.faiss", "items.parquet", "pairs.parquet", "clusters.parquet"],
+)
 def test_truncated_file_is_refused_with_rebuild_hint(two_days: tuple[Path, list[Path]], victim: str) -> None:
     state, _ = two_days
     path = state / "generations" / read_manifest(state)["generation_dir"] / victim
@@ -100,12 +111,15 @@ def test_garbage_manifest_and_unknown_version(two_days: tuple[Path, list[Path]])
         open_state(state)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"model_id": "other/model", "fingerprint": "0" * 64}, "model_id: state has 'test:hash-words'"),
-    ({"dim": 768}, "dim: state has 256, this run uses 768"),
-    ({"threshold": 0.8}, "threshold"),
-    ({"conversion": "tw2sp"}, "conversion"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"model_id": "other/model", "fingerprint": "0" * 64}, "model_id: state has 'test:hash-words'"),
+        ({"dim": 768}, "dim: state has 256, this run uses 768"),
+        ({"threshold": 0.8}, "threshold"),
+        ({"conversion": "tw2sp"}, "conversion"),
+    ],
+)
 def test_mismatched_state_refused(two_days: tuple[Path, list[Path]], change: dict, message: str) -> None:
     state, _ = two_days
     with pytest.raises(StateError, match=message) as err:
@@ -113,15 +127,18 @@ def test_mismatched_state_refused(two_days: tuple[Path, list[Path]], change: dic
     assert "--rebuild-state" in str(err.value)
 
 
-def test_run_with_other_model_is_refused_then_rebuilt(two_days: tuple[Path, list[Path]], tmp_path: Path) -> None:
+def test_run_with_other_model_is_refused_then_rebuilt(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
     state, days = two_days
     before = state_assignment(state)
     other = HashEncoder(dim=128)
     with pytest.raises(StateError, match="dim: state has 256, this run uses 128"):
         run_incremental(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=other)
     assert state_assignment(state) == before  # untouched
-    r = run_incremental(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=other,
-                        rebuild_state=True)
+    r = run_incremental(
+        _config(days[2], tmp_path / "out"), state, retention_days=None, encoder=other, rebuild_state=True
+    )
     assert any("moved the previous state" in m for m in r.messages)
     assert open_state(state).generation == 1 and open_state(state).identity.dim == 128
     assert len(list(state.glob("broken-*/generations"))) == 1
@@ -135,3 +152,17 @@ def test_corrupt_state_never_used_by_a_run(two_days: tuple[Path, list[Path]], tm
     np.save(emb, arr)
     with pytest.raises(StateError, match="corrupt|differs"):
         run_incremental(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+
+
+def test_rebuild_state_recovers_from_a_garbage_manifest(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    state, days = two_days
+    (state / MANIFEST).write_text("{not json")
+    enc = HashEncoder()
+    with pytest.raises(StateError, match="unreadable.*--rebuild-state"):
+        run_incremental(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc)
+    r = run_incremental(
+        _config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc, rebuild_state=True
+    )
+    assert r.stats.counts["new"] == 3 and open_state(state).generation == 1

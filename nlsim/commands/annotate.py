@@ -18,8 +18,12 @@ def register(subparsers: Any) -> None:
     d.add_argument("-n", "--n", type=int, default=100, help="how many pairs (default 100)")
     d.add_argument("--model", default="multilingual-e5-small", help="encoder name/folder, or tfidf-char2")
     d.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
-    d.add_argument("--threshold", type=float, default=None,
-                   help="cosine to sample around (default: the model's calibration, else the pool median)")
+    d.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="cosine to sample around (default: the model's calibration, else the pool median)",
+    )
     d.add_argument("--text-field", default=None, help="text column (default: title_zh_tw, title or text)")
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=run_draw)
@@ -27,15 +31,26 @@ def register(subparsers: Any) -> None:
     m.add_argument("--filled", required=True)
     m.add_argument("--pairs", required=True, help="pair file to extend (rewritten atomically)")
     m.add_argument("--split", default="train", choices=("train", "validation", "test"))
-    m.add_argument("--skip-blank", action="store_true", help="skip unscored rows instead of refusing the file")
+    m.add_argument(
+        "--skip-blank", action="store_true", help="skip unscored rows instead of refusing the file"
+    )
     m.set_defaults(func=run_merge)
 
 
 def run_draw(args: argparse.Namespace) -> int:
     from nlsim.annotation_loop import draw_candidates
 
-    draw_candidates(args.corpus, args.pairs, args.out, n=args.n, scorer=args.model, conversion=args.convert,
-                    threshold=args.threshold, text_field=args.text_field, seed=args.seed)
+    draw_candidates(
+        args.corpus,
+        args.pairs,
+        args.out,
+        n=args.n,
+        scorer=args.model,
+        conversion=args.convert,
+        threshold=args.threshold,
+        text_field=args.text_field,
+        seed=args.seed,
+    )
     return 0
 
 

@@ -9,14 +9,20 @@ from nlsim.conversion import DEFAULT_MODE, MODES
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("calibrate", help="calibrate a model's duplicate threshold on annotated pairs",
-                              description="Best-F1 cosine threshold for 'score >= level' on one split "
-                              "(default validation); writes a calibration JSON usable by `nlsim dedup`.")
+    p = subparsers.add_parser(
+        "calibrate",
+        help="calibrate a model's duplicate threshold on annotated pairs",
+        description="Best-F1 cosine threshold for 'score >= level' on one split "
+        "(default validation); writes a calibration JSON usable by `nlsim dedup`.",
+    )
     p.add_argument("--model", required=True, help="registry name or model folder")
     p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet)")
     p.add_argument("--split", default="validation")
-    p.add_argument("--level", default="0.75",
-                   help="relatedness level: a number, same-topic-entity (0.75) or same-story (1.0)")
+    p.add_argument(
+        "--level",
+        default="0.75",
+        help="relatedness level: a number, same-topic-entity (0.75) or same-story (1.0)",
+    )
     p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     p.add_argument("--out", required=True, help="calibration JSON to write (a folder gets calibration.json)")
     p.add_argument("--threads", type=int, default=None)
@@ -32,8 +38,16 @@ def run(args: argparse.Namespace) -> int:
     level = parse_level(args.level)
     frame = load_pairs(args.pairs, split=None if args.split == "all" else args.split)
     enc = load_encoder(args.model, threads=args.threads)
-    cal = calibrate(enc, frame, level=level, conversion=args.convert, split=args.split, model=str(args.model),
-                    pairs_file=str(args.pairs), pairs_sha256=file_sha256(args.pairs))
+    cal = calibrate(
+        enc,
+        frame,
+        level=level,
+        conversion=args.convert,
+        split=args.split,
+        model=str(args.model),
+        pairs_file=str(args.pairs),
+        pairs_sha256=file_sha256(args.pairs),
+    )
     path = save_calibration(cal, args.out)
     print(cal.describe())
     print(f"written: {path}")

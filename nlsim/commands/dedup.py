@@ -54,7 +54,7 @@ def print_result(result: Any) -> None:
     s = result.summary
     print(f"report: {result.files['pairs.parquet'].parent.resolve()}")
     print(f"  {s['items']} items, {s['pairs']} pairs, {s['clusters']} clusters "
-          f"({s['clustered_items']} items in clusters); threshold {s['threshold']} ({s['threshold_source']})")
+          f"({s['clustered_items']} items in clusters); threshold {s['threshold']}")
     for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md"):
         print(f"  {result.files[name]}")
 

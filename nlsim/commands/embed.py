@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-DEFAULT_MODEL = "multilingual-e5-small"  # kept in step with nlsim.encoders.DEFAULT_MODEL (not imported: fast --help)
+# the same as nlsim.encoders.DEFAULT_MODEL, not imported so that `nlsim --help` stays fast
+DEFAULT_MODEL = "multilingual-e5-small"
 
 
 def _fields(value: str) -> tuple[str, ...]:
@@ -45,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
     texts = convert(corpus.texts(), args.convert)
-    encoder = load_encoder(args.model, max_length=args.max_length, quantize=args.quantize, threads=args.threads)
+    encoder = load_encoder(args.model, max_length=args.max_length, quantize=args.quantize,
+                           threads=args.threads)
     t1 = time.perf_counter()
 
     def compute() -> np.ndarray:
@@ -97,7 +99,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES,
                    help=f"OpenCC script conversion before embedding (default: {DEFAULT_MODE})")
     p.add_argument("--text-fields", type=_fields, default=("title", "description"),
-                   help="comma-separated fields to embed (title, description, body; default title,description)")
+                   help="comma-separated fields to embed: title, description, body "
+                   "(default title,description)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per batch (default 64)")
     p.add_argument("--max-length", type=int, default=None, help="truncate at this many tokens (default 256)")
     p.add_argument("--quantize", choices=("int8",), default=None,

@@ -10,12 +10,20 @@ from nlsim.conversion import DEFAULT_MODE, MODES
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("evaluate", help="score a model on annotated pairs",
-                              description="Cosine of the model's embeddings against the gold scores.")
-    p.add_argument("--model", required=True,
-                   help="registry name or model folder; or a baseline: tfidf-char2, use-m3")
-    p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet), or 'stsb' for STS Benchmark")
-    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})")
+    p = subparsers.add_parser(
+        "evaluate",
+        help="score a model on annotated pairs",
+        description="Cosine of the model's embeddings against the gold scores.",
+    )
+    p.add_argument(
+        "--model", required=True, help="registry name or model folder; or a baseline: tfidf-char2, use-m3"
+    )
+    p.add_argument(
+        "--pairs", required=True, help="pair file (.tsv/.csv/.parquet), or 'stsb' for STS Benchmark"
+    )
+    p.add_argument(
+        "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"
+    )
     p.add_argument("--split", default="test", help="split to score, or 'all' (default test)")
     p.add_argument("--max-length", type=int, default=None)
     p.add_argument("--threads", type=int, default=None)
@@ -50,8 +58,21 @@ def run(args: argparse.Namespace) -> int:
     frame = load_split(args.pairs, args.split)
     m = evaluate(load_scorer(args.model, args.threads, args.max_length), frame, args.convert)
     if args.json:
-        print(json.dumps({"model": args.model, "pairs": args.pairs, "split": args.split, "conversion": args.convert,
-                          **m.as_dict()}))
+        print(
+            json.dumps(
+                {
+                    "model": args.model,
+                    "pairs": args.pairs,
+                    "split": args.split,
+                    "conversion": args.convert,
+                    **m.as_dict(),
+                }
+            )
+        )
     else:
-        print(metrics_table([{"model": args.model, "conversion": args.convert, "split": args.split, **m.as_dict()}]))
+        print(
+            metrics_table(
+                [{"model": args.model, "conversion": args.convert, "split": args.split, **m.as_dict()}]
+            )
+        )
     return 0

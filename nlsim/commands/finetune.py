@@ -13,7 +13,9 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet) with a split column")
     p.add_argument("--out", required=True, help="model folder to write")
     p.add_argument("--model", default="multilingual-e5-small", help="base model: registry name or folder")
-    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})")
+    p.add_argument(
+        "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"
+    )
     p.add_argument("--loss", default="mse", choices=("mse", "cosent"), help="cosine MSE (default) or CoSENT")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=16)
@@ -21,14 +23,22 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup-ratio", type=float, default=0.1)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-length", type=int, default=64, help="tokens per text, prefix included (default 64)")
-    p.add_argument("--unfreeze-embeddings", dest="freeze_embeddings", action="store_false",
-                   help="also train the word-embedding table (about 4x slower for e5)")
+    p.add_argument(
+        "--unfreeze-embeddings",
+        dest="freeze_embeddings",
+        action="store_false",
+        help="also train the word-embedding table (about 4x slower for e5)",
+    )
     p.add_argument("--eval-every", type=int, default=0, help="validate every N steps (default: each epoch)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--train-size", type=int, default=None, help="use a random subset of the training pairs")
     p.add_argument("--threads", type=int, default=None, help="torch threads")
-    p.add_argument("--level", type=float, default=0.75,
-                   help="relatedness level the threshold is calibrated for (0.75 same topic+entity, 1.0 same story)")
+    p.add_argument(
+        "--level",
+        type=float,
+        default=0.75,
+        help="relatedness level the threshold is calibrated for (0.75 same topic+entity, 1.0 same story)",
+    )
     p.add_argument("--no-test", dest="eval_test", action="store_false", help="do not score the test split")
 
 
@@ -36,18 +46,34 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from nlsim.training import FinetuneConfig
 
     return FinetuneConfig(
-        pairs=args.pairs, out=args.out, model=args.model, conversion=args.convert, loss=args.loss,
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, warmup_ratio=args.warmup_ratio,
-        weight_decay=args.weight_decay, max_length=args.max_length, freeze_embeddings=args.freeze_embeddings,
-        eval_every=args.eval_every, seed=args.seed, train_size=args.train_size, threads=args.threads,
-        eval_test=args.eval_test, calibrate_level=args.level,
+        pairs=args.pairs,
+        out=args.out,
+        model=args.model,
+        conversion=args.convert,
+        loss=args.loss,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup_ratio=args.warmup_ratio,
+        weight_decay=args.weight_decay,
+        max_length=args.max_length,
+        freeze_embeddings=args.freeze_embeddings,
+        eval_every=args.eval_every,
+        seed=args.seed,
+        train_size=args.train_size,
+        threads=args.threads,
+        eval_test=args.eval_test,
+        calibrate_level=args.level,
     )
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("finetune", help="fine-tune an encoder on annotated pairs",
-                              description="Train on the train split, keep the best validation checkpoint, "
-                              "evaluate, calibrate the threshold and save a model folder with its card.")
+    p = subparsers.add_parser(
+        "finetune",
+        help="fine-tune an encoder on annotated pairs",
+        description="Train on the train split, keep the best validation checkpoint, "
+        "evaluate, calibrate the threshold and save a model folder with its card.",
+    )
     add_finetune_options(p)
     p.set_defaults(func=run)
 
@@ -57,12 +83,16 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.training import finetune
 
     res = finetune(config_from_args(args))
-    rows = [{"model": k.split("/")[0] + " fine-tuning", "conversion": args.convert, "split": k.split("/")[1], **v}
-            for k, v in res.metrics.items()]
+    rows = [
+        {"model": k.split("/")[0] + " fine-tuning", "conversion": args.convert, "split": k.split("/")[1], **v}
+        for k, v in res.metrics.items()
+    ]
     print(metrics_table(rows))
     if res.calibration:
         c = res.calibration
-        print(f"threshold {c['threshold']:.4f} for level >= {c['level']} (validation P {c['precision']:.3f} "
-              f"R {c['recall']:.3f} F1 {c['f1']:.3f})")
+        print(
+            f"threshold {c['threshold']:.4f} for level >= {c['level']} (validation P {c['precision']:.3f} "
+            f"R {c['recall']:.3f} F1 {c['f1']:.3f})"
+        )
     print(f"model: {res.model_dir}")
     return 0

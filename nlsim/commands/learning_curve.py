@@ -16,10 +16,15 @@ def add_learning_curve_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``nlsim learning-curve`` and ``python -m flows.learning_curve``."""
     p.add_argument("--pairs", required=True)
     p.add_argument("--out", required=True, help="folder for runs/, baselines.json, the table and the plot")
-    p.add_argument("--sizes", type=_ints, default=(350, 700, 1050, 1400), help="comma-separated (default 350,...,1400)")
+    p.add_argument(
+        "--sizes", type=_ints, default=(350, 700, 1050, 1400), help="comma-separated (default 350,...,1400)"
+    )
     p.add_argument("--seeds", type=_ints, default=(1, 2, 3), help="comma-separated (default 1,2,3)")
-    p.add_argument("--baselines", default="zero-shot,tfidf-char2,use-m3",
-                   help="comma-separated: zero-shot, tfidf-char2, use-m3 ('' for none)")
+    p.add_argument(
+        "--baselines",
+        default="zero-shot,tfidf-char2,use-m3",
+        help="comma-separated: zero-shot, tfidf-char2, use-m3 ('' for none)",
+    )
     p.add_argument("--model", default="multilingual-e5-small")
     p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     p.add_argument("--loss", default="mse", choices=("mse", "cosent"))
@@ -35,15 +40,27 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from nlsim.learning_curve import LearningCurveConfig
 
     return LearningCurveConfig(
-        pairs=args.pairs, out=args.out, sizes=tuple(args.sizes), seeds=tuple(args.seeds),
-        baselines=tuple(b for b in args.baselines.split(",") if b), model=args.model, conversion=args.convert,
-        loss=args.loss, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, max_length=args.max_length,
-        freeze_embeddings=args.freeze_embeddings, threads=args.threads,
+        pairs=args.pairs,
+        out=args.out,
+        sizes=tuple(args.sizes),
+        seeds=tuple(args.seeds),
+        baselines=tuple(b for b in args.baselines.split(",") if b),
+        model=args.model,
+        conversion=args.convert,
+        loss=args.loss,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_length=args.max_length,
+        freeze_embeddings=args.freeze_embeddings,
+        threads=args.threads,
     )
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("learning-curve", help="fine-tune on growing training subsets x seeds (resumable)")
+    p = subparsers.add_parser(
+        "learning-curve", help="fine-tune on growing training subsets x seeds (resumable)"
+    )
     add_learning_curve_options(p)
     p.set_defaults(func=run)
 

@@ -168,11 +168,12 @@ class Encoder:
         self.model.eval()
         self._fingerprint: str | None = None
         self._prefix = prefix
-        self.dim = int(getattr(model.config, "hidden_size"))
+        self.dim = int(model.config.hidden_size)
 
     def __repr__(self) -> str:
         return (
-            f"Encoder(name={self.name!r}, model_id={self.model_id!r}, dim={self.dim}, prefix={self.prefix!r}, "
+            f"Encoder(name={self.name!r}, model_id={self.model_id!r}, dim={self.dim}, "
+            f"prefix={self.prefix!r}, "
             f"max_length={self.max_length}, device={str(self.device)!r})"
         )
 
@@ -396,7 +397,8 @@ class Encoder:
                 "normalize": True,
                 "dim": self.dim,
             }
-            (tmp / NLSIM_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
+            (tmp / NLSIM_JSON).write_text(text, encoding="utf-8")
             if target.exists():
                 import shutil
 
@@ -408,12 +410,13 @@ class Encoder:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
+        st = "sentence_transformers.models."
         dump(
             folder / "modules.json",
             [
-                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+                {"idx": 0, "name": "0", "path": "", "type": st + "Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": st + "Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": st + "Normalize"},
             ],
         )
         (folder / "2_Normalize").mkdir(exist_ok=True)
@@ -430,7 +433,8 @@ class Encoder:
                 "include_prompt": True,
             },
         )
-        dump(folder / "sentence_bert_config.json", {"max_seq_length": self.max_length, "do_lower_case": False})
+        dump(folder / "sentence_bert_config.json",
+             {"max_seq_length": self.max_length, "do_lower_case": False})
         st_conf: dict[str, Any] = {
             "model_type": "SentenceTransformer",
             "prompts": {"query": self.prefix} if self.prefix else {},

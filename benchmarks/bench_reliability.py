@@ -1,0 +1,208 @@
+"""Reliability of daily runs under SIGKILL: every kill point on every day of a three-day sequence.
+
+For each day d of three and each fault stage (``nlsim.run_stats.FAULT_STAGES``), the state and report folder
+are restored to what they were after day d-1 of an uninterrupted sequence, ``nlsim dedup --state`` is run as a
+subprocess for day d with ``NLSIM_FAULT_AT=<stage>`` (it SIGKILLs itself there), and then:
+
+- the state must open (manifest, checksums, identity) and be day d-1's or, after the commit, day d's;
+- the last published report (``OUT/latest``) must verify against its ``run.json`` hashes and be day d-1's;
+- day d is run again (taking over the stale lock), then the remaining days; the final state, and every
+  report from day d on, must equal the uninterrupted sequence's, and no item may be missing.
+
+    nice -n 10 python benchmarks/bench_reliability.py        # 18 kill points, ~5-10 min on 2 cores
+
+Writes ``benchmarks/results/reliability.json`` and ``reliability.md`` and prints the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content, split_days, state_content  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+THRESHOLD = 0.9
+POST_COMMIT = {"report-write", "report-publish"}
+
+
+def _config(corpus: Path, out: Path):  # noqa: ANN202
+    from nlsim.dedup import DedupConfig
+
+    return DedupConfig(
+        corpus=corpus,
+        out=out,
+        model=FAST_MODEL,
+        convert="none",
+        threshold=THRESHOLD,
+        k=50,
+        cache=False,
+        progress=False,
+    )
+
+
+def _cli(corpus: Path, state: Path, out: Path, stage: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "nlsim",
+        "dedup",
+        "--corpus",
+        str(corpus),
+        "--state",
+        str(state),
+        "--out",
+        str(out),
+        "--model",
+        FAST_MODEL,
+        "--convert",
+        "none",
+        "--threshold",
+        str(THRESHOLD),
+        "--k",
+        "50",
+        "--retention-days",
+        "0",
+        "--no-progress",
+    ]
+    env = {**os.environ, "NLSIM_FAULT_AT": stage, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _restore(snap: Path | None, dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    if snap is not None and snap.exists():
+        shutil.copytree(snap, dest, symlinks=True)
+
+
+def main() -> int:
+    from nlsim.encoders import load_encoder
+    from nlsim.incremental import run_incremental
+    from nlsim.report import verify_report
+    from nlsim.run_stats import FAULT_STAGES
+    from nlsim.state import open_state
+
+    work = Path(tempfile.mkdtemp(prefix="nlsim-bench-rel-"))
+    t_start = time.perf_counter()
+    try:
+        corpus = bbc_corpus(n_other=60, n_rewrites=10)
+        days = split_days(corpus, work / "in", ["2005-03-04", "2005-03-08"])
+        enc = load_encoder(FAST_MODEL)
+        ref_state, ref_out = work / "ref" / "state", work / "ref" / "out"
+        ref_reports, snaps = [], [(None, None)]
+        for d, path in enumerate(days):
+            r = run_incremental(_config(path, ref_out), ref_state, retention_days=None, encoder=enc)
+            ref_reports.append((r.run_id, report_content(r.report_dir)))
+            s_snap, o_snap = work / "snap" / f"state{d + 1}", work / "snap" / f"out{d + 1}"
+            shutil.copytree(ref_state, s_snap, symlinks=True)
+            shutil.copytree(ref_out, o_snap, symlinks=True)
+            snaps.append((s_snap, o_snap))
+        ref_final = state_content(ref_state)
+        ref_ids = {str(i) for i in open_state(ref_state).items["id"]}
+        print(
+            f"reference: {len(days)} days, {len(ref_ids)} items, "
+            f"{sum(1 for _ in open_state(ref_state).clusters.itertuples())} clusters"
+        )
+
+        rows = []
+        for d in range(len(days)):
+            for stage in FAULT_STAGES:
+                state, out = work / "run" / "state", work / "run" / "out"
+                _restore(snaps[d][0], state)
+                _restore(snaps[d][1], out)
+                proc = _cli(days[d], state, out, stage)
+                killed = proc.returncode == -signal.SIGKILL
+                row = {"day": d + 1, "stage": stage, "killed": killed}
+                try:
+                    st = open_state(state)
+                    row["state_usable"] = st.generation == d + (1 if stage in POST_COMMIT else 0)
+                except Exception as exc:  # noqa: BLE001 - recorded as a failure
+                    row["state_usable"] = False
+                    row["error"] = str(exc)[:200]
+                if d == 0:
+                    row["last_report_intact"] = not (out / "latest").exists()
+                else:
+                    try:
+                        verify_report(out / "latest")
+                        row["last_report_intact"] = report_content(out / "latest") == ref_reports[d - 1][1]
+                    except Exception as exc:  # noqa: BLE001
+                        row["last_report_intact"] = False
+                        row["error"] = str(exc)[:200]
+                compared = equal = 0
+                for later in range(d, len(days)):
+                    r = run_incremental(_config(days[later], out), state, retention_days=None, encoder=enc)
+                    compared += 1
+                    equal += report_content(r.report_dir) == ref_reports[later][1]
+                compared += 1
+                equal += state_content(state) == ref_final
+                final_ids = {str(i) for i in open_state(state).items["id"]}
+                row.update(
+                    runs_compared=compared,
+                    runs_equal=equal,
+                    items_lost=len(ref_ids - final_ids),
+                    survived=bool(
+                        killed
+                        and row["state_usable"]
+                        and row["last_report_intact"]
+                        and equal == compared
+                        and not (ref_ids - final_ids)
+                    ),
+                )
+                rows.append(row)
+                print(row, flush=True)
+        table = pd.DataFrame(rows)
+        summary = {
+            "kill_points_tried": int(len(table)),
+            "killed_as_planned": int(table["killed"].sum()),
+            "survived": int(table["survived"].sum()),
+            "runs_compared": int(table["runs_compared"].sum()),
+            "runs_equal": int(table["runs_equal"].sum()),
+            "items_lost": int(table["items_lost"].sum()),
+            "items": len(ref_ids),
+            "days": len(days),
+            "model": FAST_MODEL,
+            "elapsed_s": round(time.perf_counter() - t_start, 1),
+        }
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "reliability.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+        cols = [
+            "day",
+            "stage",
+            "killed",
+            "state_usable",
+            "last_report_intact",
+            "runs_compared",
+            "runs_equal",
+            "items_lost",
+            "survived",
+        ]
+        lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+        md = (
+            "# Kill-point reliability of daily runs\n\n"
+            + "\n".join(f"- {k}: {v}" for k, v in summary.items())
+            + "\n\n"
+            + "\n".join(lines)
+            + "\n"
+        )
+        (RESULTS / "reliability.md").write_text(md)
+        print(md)
+        return 0 if summary["survived"] == summary["kill_points_tried"] else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

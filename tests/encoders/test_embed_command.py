@@ -1,0 +1,70 @@
+"""``nlsim embed``: corpus order, float32 unit rows, conversion, sidecar, cache and errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlsim.commands import embed
+from nlsim.errors import ConfigError
+
+
+def run_embed(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="nlsim")
+    sub = parser.add_subparsers(dest="command", required=True)
+    embed.register(sub)
+    args = parser.parse_args(["embed", *argv])
+    return args.func(args)
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    p = tmp_path / "news.csv"
+    p.write_text("id,title,description\n"
+                 "n1,Storm warning issued for the coast,Heavy rain expected\n"
+                 "n2,Central bank raises rates,\n"
+                 "n3,Storm warning for the coast issued,Heavy rain is expected\n", encoding="utf-8")
+    return p
+
+
+def test_writes_rows_in_corpus_order(corpus: Path, tmp_path: Path, l3, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    out = tmp_path / "emb.npy"
+    assert run_embed(["--corpus", str(corpus), "--out", str(out), "--model", str(l3.path),
+                      "--convert", "none", "--no-progress", "--batch-size", "2"]) == 0
+    emb = np.load(out)
+    assert emb.shape == (3, 384) and emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    expected = l3.encode(["Storm warning issued for the coast Heavy rain expected",
+                          "Central bank raises rates",
+                          "Storm warning for the coast issued Heavy rain is expected"], progress=False)
+    np.testing.assert_allclose(emb, expected, atol=2e-5)
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["ids"] == ["n1", "n2", "n3"] and meta["fingerprint"] == l3.fingerprint
+    assert meta["conversion"] == "none" and meta["text_fields"] == ["title", "description"]
+    assert list((tmp_path / "home" / "embeddings").glob("*.npy")), "cache entry not written"
+
+
+def test_title_only_and_cache_hit(corpus: Path, tmp_path: Path, l3, monkeypatch, capsys) -> None:  # noqa: ANN001
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    out = tmp_path / "t.npy"
+    argv = ["--corpus", str(corpus), "--out", str(out), "--model", str(l3.path), "--text-fields", "title",
+            "--no-progress"]
+    run_embed(argv)
+    first = np.load(out)
+    run_embed(argv)
+    assert "from cache" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.load(out), first)
+    second = l3.encode(["Central bank raises rates"], progress=False)[0]
+    np.testing.assert_allclose(first[1], second, atol=2e-5)
+
+
+def test_bad_arguments(corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=".npy"):
+        run_embed(["--corpus", str(corpus), "--out", str(tmp_path / "e.txt")])
+    with pytest.raises(SystemExit):
+        run_embed(["--corpus", str(corpus), "--out", str(tmp_path / "e.npy"), "--convert", "zz"])

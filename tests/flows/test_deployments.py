@@ -1,0 +1,162 @@
+"""Deployments: ``prefect.yaml`` declares them, ``python -m flows.serve`` serves them against a real
+Prefect server, ``prefect deployment run ... --watch`` completes with the same report as a direct run, and a
+cron schedule fires on its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows.serve import DEFAULT_FILE, build_deployments, deployment_names, load_specs
+from tests.flows.prefect_server import PREFECT, ROOT, PrefectServer, stop_process
+from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content
+
+
+def test_prefect_yaml_declares_the_deployments() -> None:
+    specs = load_specs(DEFAULT_FILE)
+    names = deployment_names(specs)
+    assert names == ["news-dedup/daily", "finetune/weekly", "learning-curve/manual"]
+    daily = specs[0]
+    (sched,) = daily["schedules"]
+    assert sched["cron"] and sched["timezone"] and sched["active"]
+    assert {"corpus", "state", "out", "retention_days"} <= set(daily["parameters"])
+    deployments = build_deployments(specs)
+    by_name = {f"{d.flow_name}/{d.name}": d for d in deployments}
+    assert by_name["news-dedup/daily"].schedules[0].schedule.timezone == sched["timezone"]
+    assert by_name["learning-curve/manual"].schedules == []
+    assert by_name["news-dedup/daily"].parameters["state"] == daily["parameters"]["state"]
+
+
+def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: ANN001, ANN202
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.mark.slow
+def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encoder) -> None:  # noqa: ANN001
+    from nlsim.dedup import DedupConfig
+    from nlsim.incremental import run_incremental
+
+    corpus = tmp_path / "news.parquet"
+    bbc_corpus(n_other=30, n_rewrites=5).to_parquet(corpus, index=False)
+    common = {
+        "corpus": str(corpus),
+        "model": FAST_MODEL,
+        "convert": "none",
+        "threshold": 0.9,
+        "k": 50,
+        "retention_days": 0,
+    }
+    # the repository's prefect.yaml, with the daily schedule every minute and parameters for this test
+    spec = yaml.safe_load(DEFAULT_FILE.read_text())
+    daily = spec["deployments"][0]
+    daily["schedules"] = [{"cron": "* * * * *", "timezone": "UTC", "active": True}]
+    daily["parameters"] = {**common, "state": str(tmp_path / "cron-state"), "out": str(tmp_path / "cron-out")}
+    test_yaml = tmp_path / "prefect.yaml"
+    test_yaml.write_text(yaml.safe_dump(spec))
+
+    with PrefectServer(tmp_path / "prefect") as server:
+        env = server.client_env()
+        serve_log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "flows.serve", "--file", str(test_yaml), "--only", "news-dedup/daily"],
+            cwd=ROOT,
+            env=env,
+            stdout=serve_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            dep = _wait(lambda: _deployment(server), 120, "the served deployment")
+            # an ad hoc run from the command line (Prefect 3 has no `prefect run`)
+            manual_out = tmp_path / "manual-out"
+            cmd = [
+                PREFECT,
+                "deployment",
+                "run",
+                "news-dedup/daily",
+                "--param",
+                f"state={tmp_path / 'manual-state'}",
+                "--param",
+                f"out={manual_out}",
+                "--watch",
+                "--watch-timeout",
+                "420",
+            ]
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=480)
+            assert proc.returncode == 0, (
+                proc.stdout[-3000:] + proc.stderr[-3000:] + _tail(tmp_path / "serve.log")
+            )
+            assert "Completed" in proc.stdout + proc.stderr
+            # its report exists and matches a direct run of the same thing
+            direct = run_incremental(
+                DedupConfig(
+                    corpus=corpus,
+                    out=tmp_path / "direct-out",
+                    model=FAST_MODEL,
+                    convert="none",
+                    threshold=0.9,
+                    k=50,
+                    cache=False,
+                    progress=False,
+                ),
+                tmp_path / "direct-state",
+                retention_days=None,
+                encoder=fast_encoder,
+            )
+            assert (manual_out / "latest" / "run.json").is_file()
+            assert report_content(manual_out / "latest") == report_content(direct.report_dir)
+            assert direct.stats.counts["pairs"] > 0
+            # the run's figures are in Prefect too: counts, stage timings, model and threshold
+            arts = server.api(
+                "POST", "/artifacts/filter", json={"artifacts": {"key": {"any_": ["news-dedup-daily-run"]}}}
+            )
+            assert arts, "no run artifact"
+            md = arts[0]["data"]
+            for needle in (
+                "| clusters_new |",
+                "| skipped |",
+                "| quarantined |",
+                "| embed |",
+                FAST_MODEL,
+                "threshold: 0.9",
+            ):
+                assert needle in md, needle
+
+            # the every-minute schedule creates a run by itself, and the served process runs it
+            def auto_completed() -> list:
+                runs = server.api(
+                    "POST", "/flow_runs/filter", json={"deployments": {"id": {"any_": [dep["id"]]}}}
+                )
+                return [r for r in runs if r.get("auto_scheduled") and r["state_type"] == "COMPLETED"]
+
+            done = _wait(auto_completed, 300, "a scheduled run to complete", every=3)
+            assert done[0]["deployment_id"] == dep["id"]
+            assert report_content(tmp_path / "cron-out" / "latest") == report_content(direct.report_dir)
+        finally:
+            stop_process(serve)
+            serve_log.close()
+
+
+def _deployment(server: PrefectServer) -> dict | None:
+    try:
+        return server.api("GET", "/deployments/name/news-dedup/daily")
+    except Exception:
+        return None
+
+
+def _tail(path: Path, n: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return ""

@@ -1,0 +1,67 @@
+"""Flow ``finetune``: its tasks alone (``task.fn``), then the whole flow against the test API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.sts import load_stsb
+from nlsim.training import FinetuneConfig
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = load_stsb()
+    parts = [data[data["split"] == s].head(n) for s, n in (("train", 16), ("validation", 12), ("test", 12))]
+    path = tmp_path_factory.mktemp("ftflow") / "pairs.tsv"
+    pd.concat(parts).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def config(pairs_file: Path, out: Path | None) -> FinetuneConfig:
+    return FinetuneConfig(
+        pairs=str(pairs_file),
+        out=str(out) if out else None,
+        model="paraphrase-MiniLM-L3-v2",
+        conversion="none",
+        epochs=1,
+        batch_size=8,
+        max_length=48,
+        calibrate_level=0.6,
+        threads=1,
+    )
+
+
+def test_tasks_alone(pairs_file: Path, fast_encoder) -> None:  # noqa: ANN001
+    from flows.finetune import calibrate_task, evaluate_task, load_pairs_task
+
+    cfg = config(pairs_file, None)
+    data = load_pairs_task.fn(cfg)
+    assert (len(data.train), len(data.validation), len(data.test)) == (16, 12, 12)
+    metrics = evaluate_task.fn(fast_encoder, data, "before")
+    assert set(metrics) == {"before/validation", "before/test"}
+    cal = calibrate_task.fn(fast_encoder, data, cfg)
+    assert cal.split == "validation" and cal.level == 0.6 and 0 < cal.threshold < 1
+
+
+def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from prefect.client.orchestration import get_client
+
+    from flows.finetune import finetune_flow
+
+    out = tmp_path / "model"
+    result = finetune_flow(config(pairs_file, out))
+    assert result["model_dir"] == str(out)
+    assert (out / "calibration.json").is_file() and (out / "README.md").is_file()
+    assert set(result["metrics"]) == {"before/validation", "before/test", "after/validation", "after/test"}
+
+    import asyncio
+
+    async def keys() -> set[str]:
+        async with get_client() as client:
+            arts = await client.read_artifacts()
+        return {a.key for a in arts}
+
+    assert {"finetune-metrics", "finetune-model-card"} <= asyncio.run(keys())

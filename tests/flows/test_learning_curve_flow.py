@@ -1,0 +1,54 @@
+"""Flow ``learning-curve`` on a tiny curve: table, plot, and a rerun that trains nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.learning_curve import LearningCurveConfig
+from nlsim.sts import load_stsb
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = load_stsb()
+    parts = [data[data["split"] == s].head(n) for s, n in (("train", 8), ("validation", 8), ("test", 8))]
+    path = tmp_path_factory.mktemp("lcflow") / "pairs.tsv"
+    pd.concat(parts).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def test_learning_curve_flow(
+    prefect_harness,
+    pairs_file: Path,
+    tmp_path: Path,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nlsim.training
+    from flows.learning_curve import learning_curve_flow
+
+    cfg = LearningCurveConfig(
+        pairs=str(pairs_file),
+        out=str(tmp_path / "lc"),
+        sizes=(4, 8),
+        seeds=(1,),
+        baselines=("tfidf-char2",),
+        model="paraphrase-MiniLM-L3-v2",
+        conversion="none",
+        epochs=1,
+        batch_size=4,
+        max_length=32,
+        threads=1,
+    )
+    first = learning_curve_flow(cfg)
+    assert first["points"] == 2
+    assert Path(first["plot"]).read_bytes()[:4] == b"\x89PNG"
+    assert "| 8 | 1 |" in Path(first["table"]).read_text(encoding="utf-8")
+
+    def no_training(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a finished point was retrained")
+
+    monkeypatch.setattr(nlsim.training, "finetune", no_training)
+    assert learning_curve_flow(cfg)["points"] == 2
