@@ -37,7 +37,9 @@ AS_OF = pd.Timestamp("2026-11-22 06:00", tz="UTC")
 
 def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: int, days: float) -> None:  # noqa: ANN001
     """A committed state holding ``kept`` random unit vectors dated over ``days`` days before AS_OF."""
+    from nlsim.incremental import _cluster_table
     from nlsim.index import build_index
+    from nlsim.report import pairs_table
     from nlsim.state import StateIdentity, commit_state, empty_clusters, empty_pairs
 
     rng = np.random.default_rng(0)
@@ -66,7 +68,17 @@ def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: i
         text_fields=("title",),
         threshold=threshold,
     )
-    empty = pd.DataFrame({"id": pd.Series(dtype=object)})
+    # an empty report for the seeding "run" (a run reads it back if its report was never written)
+    frame = items.iloc[:0][["id", "title", "source", "published_at"]]
+    no_pairs = pd.DataFrame(
+        {"a": np.empty(0, np.int64), "b": np.empty(0, np.int64), "similarity": np.empty(0, np.float32)}
+    )
+    events = pd.DataFrame(columns=["cluster_id", "status", "added", "absorbed", "size"])
+    report = {
+        "pairs": pairs_table(frame, no_pairs, pd.Series([], dtype=object)),
+        "clusters": _cluster_table(events, frame, empty_pairs(), {}),
+        "frame": frame,
+    }
     commit_state(
         folder,
         identity=identity,
@@ -77,7 +89,7 @@ def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: i
         clusters=empty_clusters(),
         as_of=AS_OF - pd.Timedelta(hours=1),
         run={"run_id": "seed", "input_key": "seed"},
-        report_tables={"pairs": empty, "clusters": empty, "frame": empty},
+        report_tables=report,
     )
 
 

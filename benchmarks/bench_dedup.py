@@ -28,8 +28,13 @@ def run_once(args: list[str], env: dict[str, str]) -> tuple[float, float, dict]:
     """Wall seconds, peak RSS (MB) of the child, and its run.json."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "nlsim", "dedup", *args], check=True, env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "nlsim", "dedup", *args],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out = Path(args[args.index("--out") + 1])
@@ -48,14 +53,39 @@ def main() -> None:
         cache_env = {**env}
         base = ["--corpus", ns.corpus, "--threshold", str(ns.threshold), "--no-progress"]
         wall, peak, run = run_once([*base, "--out", f"{tmp}/cold", "--no-cache"], cache_env)
-        rows.append({"run": "no embedding cache", "wall_s": wall, "peak_rss_mb": peak,
-                     **{f"{k}_s": v for k, v in run["timings_s"].items()}, "pairs": run["pairs"]})
+        rows.append(
+            {
+                "run": "no embedding cache",
+                "wall_s": wall,
+                "peak_rss_mb": peak,
+                **{f"{k}_s": v for k, v in run["timings_s"].items()},
+                "pairs": run["pairs"],
+            }
+        )
         run_once([*base, "--out", f"{tmp}/fill"], cache_env)  # fills the cache
         wall, _, run = run_once([*base, "--out", f"{tmp}/warm"], cache_env)
-        rows.append({"run": "rerun, unchanged input (cache hit)", "wall_s": wall, "peak_rss_mb": float("nan"),
-                     **{f"{k}_s": v for k, v in run["timings_s"].items()}, "pairs": run["pairs"]})
-    cols = ["run", "wall_s", "peak_rss_mb", "load_s", "model_s", "convert_s", "embed_s", "index_s",
-            "neighbors_s", "cluster_s", "pairs"]
+        rows.append(
+            {
+                "run": "rerun, unchanged input (cache hit)",
+                "wall_s": wall,
+                "peak_rss_mb": float("nan"),
+                **{f"{k}_s": v for k, v in run["timings_s"].items()},
+                "pairs": run["pairs"],
+            }
+        )
+    cols = [
+        "run",
+        "wall_s",
+        "peak_rss_mb",
+        "load_s",
+        "model_s",
+        "convert_s",
+        "embed_s",
+        "index_s",
+        "neighbors_s",
+        "cluster_s",
+        "pairs",
+    ]
     print(f"machine: {machine()}")
     table = print_table(rows, cols)
     RESULTS.mkdir(exist_ok=True)

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def build_thucnews() -> pd.DataFrame:
-    src = pd.read_csv(ROOT / "annotations" / "thucnews_corpus.tsv", sep="\t", dtype=str, keep_default_na=False)
+    src = pd.read_csv(
+        ROOT / "annotations" / "thucnews_corpus.tsv", sep="\t", dtype=str, keep_default_na=False
+    )
     return pd.DataFrame(
         {
             "id": src["id"],

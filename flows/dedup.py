@@ -60,13 +60,16 @@ def index_task(emb: np.ndarray, config: DedupConfig) -> Any:
 
 
 @task(name="neighbors", cache_policy=NO_CACHE)
-def neighbors_task(index: Any, emb: np.ndarray, corpus: Corpus, threshold: float,
-                   config: DedupConfig) -> pd.DataFrame:
+def neighbors_task(
+    index: Any, emb: np.ndarray, corpus: Corpus, threshold: float, config: DedupConfig
+) -> pd.DataFrame:
     return stages.neighbors_stage(index, emb, corpus, threshold, config)
 
 
 @task(name="cluster", cache_policy=NO_CACHE)
-def cluster_task(corpus: Corpus, pairs: pd.DataFrame, config: DedupConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cluster_task(
+    corpus: Corpus, pairs: pd.DataFrame, config: DedupConfig
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     return stages.cluster_stage(corpus, pairs, config)
 
 
@@ -76,8 +79,9 @@ def save_index_task(index: Any, emb: np.ndarray, corpus: Corpus, encoder: Any, c
 
 
 @task(name="write-report", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def report_task(config: DedupConfig, corpus: Corpus, pairs: pd.DataFrame, clusters: pd.DataFrame,
-                summary: dict[str, Any]) -> dict[str, Path]:
+def report_task(
+    config: DedupConfig, corpus: Corpus, pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any]
+) -> dict[str, Path]:
     return stages.report_stage(config, corpus, pairs, clusters, summary)
 
 
@@ -85,12 +89,22 @@ def publish_artifacts(result: DedupResult) -> None:
     """The Markdown summary and the largest clusters as Prefect artifacts."""
     from nlsim.report import render_markdown
 
-    create_markdown_artifact(render_markdown(result.pairs, result.clusters, result.summary),
-                             key="news-dedup-summary", description="near-duplicate report summary")
+    create_markdown_artifact(
+        render_markdown(result.pairs, result.clusters, result.summary),
+        key="news-dedup-summary",
+        description="near-duplicate report summary",
+    )
     top = result.clusters.head(50)
-    table = [{"cluster_id": r.cluster_id, "size": int(r.size), "representative": r.representative_title,
-              "max_similarity": round(float(r.max_similarity), 4), "sources": ", ".join(r.sources)}
-             for r in top.itertuples()]
+    table = [
+        {
+            "cluster_id": r.cluster_id,
+            "size": int(r.size),
+            "representative": r.representative_title,
+            "max_similarity": round(float(r.max_similarity), 4),
+            "sources": ", ".join(r.sources),
+        }
+        for r in top.itertuples()
+    ]
     if table:
         create_table_artifact(table, key="news-dedup-clusters", description="largest clusters")
 
@@ -125,10 +139,23 @@ def news_dedup(
     """
     import time
 
-    config = DedupConfig(corpus=corpus, out=out, model=model, convert=convert, threshold=threshold,
-                         calibration=calibration, text_fields=text_fields, k=k, window_hours=window_hours,
-                         index_kind=index_kind, use_gpu=use_gpu, representative=representative,
-                         quarantine=quarantine, batch_size=batch_size, cache=cache)
+    config = DedupConfig(
+        corpus=corpus,
+        out=out,
+        model=model,
+        convert=convert,
+        threshold=threshold,
+        calibration=calibration,
+        text_fields=text_fields,
+        k=k,
+        window_hours=window_hours,
+        index_kind=index_kind,
+        use_gpu=use_gpu,
+        representative=representative,
+        quarantine=quarantine,
+        batch_size=batch_size,
+        cache=cache,
+    )
     if state:
         return _incremental(config, state, retention_days, as_of, rebuild_state)
     timings: dict[str, float] = {}
@@ -152,22 +179,27 @@ def news_dedup(
     files = report_task(config, docs, pair_table, clusters, summary)
     result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
     publish_artifacts(result)
-    print(f"report: {Path(out).resolve()} - {summary['items']} items, {len(pair_table)} pairs, "
-          f"{len(clusters)} clusters")
+    print(
+        f"report: {Path(out).resolve()} - {summary['items']} items, {len(pair_table)} pairs, "
+        f"{len(clusters)} clusters"
+    )
     return {**result.summary, "files": {k: str(v) for k, v in files.items()}}
 
 
 @task(name="incremental-dedup", cache_policy=NO_CACHE)
-def incremental_task(config: DedupConfig, state: str, retention_days: float, as_of: str | None,
-                     rebuild_state: bool) -> Any:
+def incremental_task(
+    config: DedupConfig, state: str, retention_days: float, as_of: str | None, rebuild_state: bool
+) -> Any:
     from nlsim.incremental import run_incremental
 
-    return run_incremental(config, state, retention_days=retention_days or None, as_of=as_of,
-                           rebuild_state=rebuild_state)
+    return run_incremental(
+        config, state, retention_days=retention_days or None, as_of=as_of, rebuild_state=rebuild_state
+    )
 
 
-def _incremental(config: DedupConfig, state: str, retention_days: float, as_of: str | None,
-                 rebuild_state: bool) -> dict[str, Any]:
+def _incremental(
+    config: DedupConfig, state: str, retention_days: float, as_of: str | None, rebuild_state: bool
+) -> dict[str, Any]:
     """The incremental run as one task (it holds the state's lock throughout), then its figures as
     Prefect artifacts: counts, per-stage timings, model and threshold, and the clusters touched today."""
     from nlsim.run_stats import RunStats
@@ -178,15 +210,25 @@ def _incremental(config: DedupConfig, state: str, retention_days: float, as_of: 
     if result.replayed:
         md += "\nThis input was already committed; its stored report was written again.\n"
     md += f"\nReport: `{result.report_dir}`\n"
-    create_markdown_artifact(md, key="news-dedup-daily-run",
-                             description="incremental run: counts and timings")
+    create_markdown_artifact(
+        md, key="news-dedup-daily-run", description="incremental run: counts and timings"
+    )
     clusters = result.clusters if result.clusters is not None else pd.DataFrame()
-    table = [{"cluster_id": r.cluster_id, "status": r.status, "size": int(r.size),
-              "added": ", ".join(map(str, r.added_ids)), "absorbed": ", ".join(map(str, r.absorbed)),
-              "representative": r.representative_title} for r in clusters.head(100).itertuples()]
+    table = [
+        {
+            "cluster_id": r.cluster_id,
+            "status": r.status,
+            "size": int(r.size),
+            "added": ", ".join(map(str, r.added_ids)),
+            "absorbed": ", ".join(map(str, r.absorbed)),
+            "representative": r.representative_title,
+        }
+        for r in clusters.head(100).itertuples()
+    ]
     if table:
-        create_table_artifact(table, key="news-dedup-daily-clusters",
-                              description="clusters new/grown/merged today")
+        create_table_artifact(
+            table, key="news-dedup-daily-clusters", description="clusters new/grown/merged today"
+        )
     print(f"run {result.run_id}: {stats['counts']}; report {result.report_dir}")
     return {**stats, "run_id": result.run_id, "replayed": result.replayed, "report": str(result.report_dir)}
 
@@ -200,12 +242,27 @@ def main(argv: list[str] | None = None) -> int:
 
     add_state_options(parser)
     args = parser.parse_args(argv)
-    news_dedup(corpus=args.corpus, out=args.out, model=args.model, convert=args.convert,
-               threshold=args.threshold, calibration=args.calibration, text_fields=args.text_fields, k=args.k,
-               window_hours=args.window_hours, index_kind=args.index_kind, use_gpu=args.use_gpu,
-               representative=args.representative, quarantine=args.quarantine, batch_size=args.batch_size,
-               cache=args.cache, state=args.state, retention_days=args.retention_days, as_of=args.as_of,
-               rebuild_state=args.rebuild_state)
+    news_dedup(
+        corpus=args.corpus,
+        out=args.out,
+        model=args.model,
+        convert=args.convert,
+        threshold=args.threshold,
+        calibration=args.calibration,
+        text_fields=args.text_fields,
+        k=args.k,
+        window_hours=args.window_hours,
+        index_kind=args.index_kind,
+        use_gpu=args.use_gpu,
+        representative=args.representative,
+        quarantine=args.quarantine,
+        batch_size=args.batch_size,
+        cache=args.cache,
+        state=args.state,
+        retention_days=args.retention_days,
+        as_of=args.as_of,
+        rebuild_state=args.rebuild_state,
+    )
     return 0
 
 

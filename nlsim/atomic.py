@@ -80,7 +80,7 @@ def atomic_save_npy(path: str | Path, array: np.ndarray) -> None:
         np.save(tmp, array)
 
 
-def atomic_write_parquet(frame: "pd.DataFrame", path: str | Path) -> None:  # noqa: F821
+def atomic_write_parquet(frame: pd.DataFrame, path: str | Path) -> None:  # noqa: F821
     """Write a DataFrame as Parquet atomically (pyarrow, no index)."""
     with atomic_path(path, suffix=".parquet") as tmp:
         frame.to_parquet(tmp, index=False, engine="pyarrow")

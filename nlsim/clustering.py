@@ -36,8 +36,9 @@ REPRESENTATIVES = ("earliest", "central")
 def order_key(ids: Sequence[str], times: pd.DatetimeIndex | pd.Series | np.ndarray) -> np.ndarray:
     """Rank of each row under the earliest-first rule (published_at, NaT last, then id)."""
     t = pd.to_datetime(pd.Series(np.asarray(times)), utc=True)
-    frame = pd.DataFrame({"nat": t.isna().to_numpy(), "t": t.fillna(pd.Timestamp(0, tz="UTC")).to_numpy(),
-                          "id": list(ids)})
+    frame = pd.DataFrame(
+        {"nat": t.isna().to_numpy(), "t": t.fillna(pd.Timestamp(0, tz="UTC")).to_numpy(), "id": list(ids)}
+    )
     order = frame.sort_values(["nat", "t", "id"], kind="mergesort").index.to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
@@ -60,8 +61,9 @@ def components(n: int, pairs: pd.DataFrame) -> np.ndarray:
     return labels
 
 
-def cluster_labels(ids: Sequence[str], times: pd.DatetimeIndex | pd.Series | np.ndarray,
-                   pairs: pd.DataFrame) -> pd.Series:
+def cluster_labels(
+    ids: Sequence[str], times: pd.DatetimeIndex | pd.Series | np.ndarray, pairs: pd.DataFrame
+) -> pd.Series:
     """Cluster id of each row (``None`` for rows in no pair), by the key-member rule above."""
     ids = list(ids)
     comp = components(len(ids), pairs)
@@ -88,12 +90,18 @@ def _representatives(members: pd.DataFrame, pairs: pd.DataFrame, how: str) -> di
     np.add.at(strength, pairs["a"].to_numpy(), pairs["similarity"].to_numpy())
     np.add.at(strength, pairs["b"].to_numpy(), pairs["similarity"].to_numpy())
     scored = members.assign(strength=-strength[members["row"].to_numpy()])
-    best = scored.sort_values(["strength", "rank"], kind="mergesort").groupby("cluster_id", sort=False).head(1)
+    best = (
+        scored.sort_values(["strength", "rank"], kind="mergesort").groupby("cluster_id", sort=False).head(1)
+    )
     return dict(zip(best["cluster_id"], best["row"], strict=True))
 
 
-def build_clusters(frame: pd.DataFrame, pairs: pd.DataFrame, *, representative: str = "earliest",
-                   ) -> tuple[pd.Series, pd.DataFrame]:
+def build_clusters(
+    frame: pd.DataFrame,
+    pairs: pd.DataFrame,
+    *,
+    representative: str = "earliest",
+) -> tuple[pd.Series, pd.DataFrame]:
     """Cluster the corpus rows linked by ``pairs`` (row positions ``a < b``, ``similarity``).
 
     Returns the cluster id of every row (``None`` when unclustered) and one row per cluster with
@@ -101,15 +109,32 @@ def build_clusters(frame: pd.DataFrame, pairs: pd.DataFrame, *, representative: 
     last_published, max_similarity, mean_similarity``, largest clusters first (ties by cluster id).
     """
     labels = cluster_labels(frame["id"].tolist(), frame["published_at"], pairs)
-    columns = ["cluster_id", "size", "representative", "representative_title", "member_ids", "sources",
-               "first_published", "last_published", "max_similarity", "mean_similarity"]
+    columns = [
+        "cluster_id",
+        "size",
+        "representative",
+        "representative_title",
+        "member_ids",
+        "sources",
+        "first_published",
+        "last_published",
+        "max_similarity",
+        "mean_similarity",
+    ]
     clustered = labels.notna().to_numpy()
     if not clustered.any():
         empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-        return labels, empty.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
+        return labels, empty.astype(
+            {"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"}
+        )
     rank = order_key(frame["id"].tolist(), frame["published_at"])
-    members = pd.DataFrame({"row": np.flatnonzero(clustered), "cluster_id": labels[clustered].to_numpy(),
-                            "rank": rank[clustered]}).sort_values("rank", kind="mergesort")
+    members = pd.DataFrame(
+        {
+            "row": np.flatnonzero(clustered),
+            "cluster_id": labels[clustered].to_numpy(),
+            "rank": rank[clustered],
+        }
+    ).sort_values("rank", kind="mergesort")
     rep = _representatives(members, pairs, representative)
     pair_cluster = labels.to_numpy()[pairs["a"].to_numpy()]
     sim = pd.DataFrame({"cluster_id": pair_cluster, "similarity": pairs["similarity"].to_numpy()})
@@ -122,18 +147,20 @@ def build_clusters(frame: pd.DataFrame, pairs: pd.DataFrame, *, representative: 
     for cid, grp in members.groupby("cluster_id", sort=False):
         member_rows = grp["row"].to_numpy()
         t = times.iloc[member_rows]
-        rows.append({
-            "cluster_id": cid,
-            "size": len(member_rows),
-            "representative": ids[rep[cid]],
-            "representative_title": titles[rep[cid]],
-            "member_ids": [str(x) for x in ids[member_rows]],
-            "sources": sorted({str(s) for s in sources[member_rows] if s}),
-            "first_published": t.min(),
-            "last_published": t.max(),
-            "max_similarity": float(sim_stats.loc[cid, "max"]),
-            "mean_similarity": float(sim_stats.loc[cid, "mean"]),
-        })
+        rows.append(
+            {
+                "cluster_id": cid,
+                "size": len(member_rows),
+                "representative": ids[rep[cid]],
+                "representative_title": titles[rep[cid]],
+                "member_ids": [str(x) for x in ids[member_rows]],
+                "sources": sorted({str(s) for s in sources[member_rows] if s}),
+                "first_published": t.min(),
+                "last_published": t.max(),
+                "max_similarity": float(sim_stats.loc[cid, "max"]),
+                "mean_similarity": float(sim_stats.loc[cid, "mean"]),
+            }
+        )
     clusters = pd.DataFrame(rows, columns=columns)
     clusters = clusters.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort")
     clusters["first_published"] = pd.to_datetime(clusters["first_published"], utc=True)

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 from nlsim.errors import ConfigError
 
@@ -31,7 +31,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-@lru_cache(maxsize=None)
+@cache
 def _converter(mode: str):  # noqa: ANN202 - opencc has no type stubs
     import opencc
 

@@ -38,8 +38,15 @@ REQUIRED = ("id", "title")
 OPTIONAL_TEXT = ("description", "body", "source", "lang")
 TEXT_FIELDS = ("title", "description", "body")
 DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
-FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
-           ".ndjson": "jsonl", ".json": "jsonl"}
+FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
 
 
 @dataclass
@@ -49,7 +56,9 @@ class Corpus:
     frame: pd.DataFrame
     path: Path
     text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS
-    quarantined: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["row", "field", "reason"]))
+    quarantined: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["row", "field", "reason"])
+    )
     quarantine_path: Path | None = None
 
     def __len__(self) -> int:
@@ -72,7 +81,9 @@ class Corpus:
 def _detect_format(path: Path) -> str:
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise InputError(path, None, None, f"unknown corpus format {path.suffix!r}; use .parquet, .csv, .tsv or .jsonl")
+        raise InputError(
+            path, None, None, f"unknown corpus format {path.suffix!r}; use .parquet, .csv, .tsv or .jsonl"
+        )
     return fmt
 
 
@@ -84,17 +95,24 @@ def _read_raw(path: Path, fmt: str) -> pd.DataFrame:
         if fmt == "parquet":
             return pd.read_parquet(path, engine="pyarrow")
         if fmt in ("csv", "tsv"):
-            return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", dtype=object, keep_default_na=False,
-                               encoding="utf-8")
+            return pd.read_csv(
+                path, sep="\t" if fmt == "tsv" else ",", dtype=object, keep_default_na=False, encoding="utf-8"
+            )
     except UnicodeDecodeError as exc:
-        raise InputError(path, None, None, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise InputError(
+            path, None, None, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
     except Exception as exc:  # pyarrow / pandas parser errors: truncated or not this format
-        raise InputError(path, None, None, f"cannot read as {fmt.upper()} (truncated or corrupt?): {exc}") from exc
+        raise InputError(
+            path, None, None, f"cannot read as {fmt.upper()} (truncated or corrupt?): {exc}"
+        ) from exc
     records: list[dict[str, Any]] = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(path, None, None, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise InputError(
+            path, None, None, f"not valid UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -173,7 +191,9 @@ def load_corpus(
     raw = _read_raw(path, _detect_format(path))
     for col in REQUIRED:
         if col not in raw.columns:
-            raise InputError(path, None, col, f"required column missing (columns: {', '.join(map(str, raw.columns))})")
+            raise InputError(
+                path, None, col, f"required column missing (columns: {', '.join(map(str, raw.columns))})"
+            )
     if len(raw) == 0:
         raise InputError(path, None, None, "the corpus has no rows")
 
@@ -206,8 +226,14 @@ def load_corpus(
         if problem:
             if quarantine is None:
                 raise InputError(path, rownum, problem[0], problem[1])
-            bad.append({"row": rownum, "field": problem[0], "reason": problem[1],
-                        **{f"raw_{k}": ("" if _is_missing(v) else str(v)) for k, v in rec.items()}})
+            bad.append(
+                {
+                    "row": rownum,
+                    "field": problem[0],
+                    "reason": problem[1],
+                    **{f"raw_{k}": ("" if _is_missing(v) else str(v)) for k, v in rec.items()},
+                }
+            )
             continue
         seen[values["id"]] = rownum
         for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
@@ -228,5 +254,10 @@ def load_corpus(
         qpath = Path(quarantine)
         with atomic_path(qpath, suffix=".csv") as tmp:
             quarantined.to_csv(tmp, index=False)
-    return Corpus(frame=frame.reset_index(drop=True), path=path, text_fields=text_fields,
-                  quarantined=quarantined, quarantine_path=qpath)
+    return Corpus(
+        frame=frame.reset_index(drop=True),
+        path=path,
+        text_fields=text_fields,
+        quarantined=quarantined,
+        quarantine_path=qpath,
+    )

@@ -88,6 +88,7 @@ class Threshold:
 
 # --- stages -------------------------------------------------------------------------------------------
 
+
 def load_stage(config: DedupConfig) -> Corpus:
     """Load and validate the corpus (bad rows raise, or go to the quarantine file)."""
     return load_corpus(config.corpus, text_fields=config.text_fields, quarantine=config.quarantine)
@@ -115,7 +116,8 @@ def resolve_threshold(config: DedupConfig, model_path: str | Path | None) -> Thr
         _warn_conversion(cal.conversion, config.convert, model_path)
         return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}")
     raise ConfigError(
-        f"no threshold for model {config.model!r}: cosine scales differ between models, so nlsim has no default. "
+        f"no threshold for model {config.model!r}: cosine scales differ between models, "
+        "so nlsim has no default. "
         "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
         "annotations/thucnews_tw_pairs.tsv --out FILE`, or use a fine-tuned model folder (it carries "
         "calibration.json)."
@@ -124,12 +126,15 @@ def resolve_threshold(config: DedupConfig, model_path: str | Path | None) -> Thr
 
 def _warn_conversion(calibrated: str, used: str, where: Any) -> None:
     if calibrated and calibrated != used:
-        print(f"warning: the threshold in {where} was calibrated with conversion {calibrated!r}, "
-              f"this run uses {used!r}")
+        print(
+            f"warning: the threshold in {where} was calibrated with conversion {calibrated!r}, "
+            f"this run uses {used!r}"
+        )
 
 
 def embed_stage(texts: list[str], encoder: Any, config: DedupConfig) -> tuple[np.ndarray, bool]:
     """Embed the converted texts; reuses the content-hash cache when ``config.cache``. Returns (emb, hit)."""
+
     def compute() -> np.ndarray:
         return encoder.encode(texts, batch_size=config.batch_size, progress=config.progress)
 
@@ -149,18 +154,29 @@ def index_stage(emb: np.ndarray, config: DedupConfig) -> Any:
     return index
 
 
-def neighbors_stage(index: Any, emb: np.ndarray, corpus: Corpus, threshold: float,
-                    config: DedupConfig) -> pd.DataFrame:
+def neighbors_stage(
+    index: Any, emb: np.ndarray, corpus: Corpus, threshold: float, config: DedupConfig
+) -> pd.DataFrame:
     """k nearest neighbours of every item at or above ``threshold`` (optionally within a time window)."""
     from nlsim.neighbors import neighbor_pairs
 
     window = timedelta(hours=config.window_hours) if config.window_hours else None
     times = corpus.frame["published_at"] if window is not None else None
-    return neighbor_pairs(index, emb, np.arange(len(emb)), k=config.k, threshold=threshold, times=times,
-                          window=window, progress=config.progress)
+    return neighbor_pairs(
+        index,
+        emb,
+        np.arange(len(emb)),
+        k=config.k,
+        threshold=threshold,
+        times=times,
+        window=window,
+        progress=config.progress,
+    )
 
 
-def cluster_stage(corpus: Corpus, pairs: pd.DataFrame, config: DedupConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cluster_stage(
+    corpus: Corpus, pairs: pd.DataFrame, config: DedupConfig
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Connected components → the report's ``pairs`` and ``clusters`` tables."""
     labels, clusters = build_clusters(corpus.frame, pairs, representative=config.representative)
     return pairs_table(corpus.frame, pairs, labels), clusters
@@ -171,21 +187,34 @@ def save_index_stage(index: Any, emb: np.ndarray, corpus: Corpus, encoder: Any, 
     from nlsim.index import IndexMeta, save_index
 
     folder = Path(config.out) / "index"
-    meta = IndexMeta(model_id=encoder.model_id, fingerprint=encoder.fingerprint, conversion=config.convert,
-                     dim=int(emb.shape[1]))
+    meta = IndexMeta(
+        model_id=encoder.model_id,
+        fingerprint=encoder.fingerprint,
+        conversion=config.convert,
+        dim=int(emb.shape[1]),
+    )
     save_index(folder, index, corpus.ids, meta, embeddings=emb)
     return folder
 
 
-def report_stage(config: DedupConfig, corpus: Corpus, pairs: pd.DataFrame, clusters: pd.DataFrame,
-                 summary: dict[str, Any]) -> dict[str, Path]:
+def report_stage(
+    config: DedupConfig, corpus: Corpus, pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any]
+) -> dict[str, Path]:
     """Write the Parquet report, the HTML page and the Markdown summary atomically."""
     return write_report(config.out, pairs, clusters, summary, frame=corpus.frame)
 
 
-def make_summary(config: DedupConfig, corpus: Corpus, encoder: Any, threshold: Threshold, index: Any,
-                 timings: dict[str, float], cache_hit: bool, pairs: pd.DataFrame,
-                 clusters: pd.DataFrame) -> dict[str, Any]:
+def make_summary(
+    config: DedupConfig,
+    corpus: Corpus,
+    encoder: Any,
+    threshold: Threshold,
+    index: Any,
+    timings: dict[str, float],
+    cache_hit: bool,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+) -> dict[str, Any]:
     """The run's figures, for ``run.json``, the Markdown summary and the command's output."""
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "extra"}
     return {
@@ -247,4 +276,6 @@ def run_dedup(config: DedupConfig, encoder: Any = None) -> DedupResult:
     t = time.perf_counter()
     files = report_stage(config, corpus, pair_table, clusters, summary)
     timings["report"] = time.perf_counter() - t
-    return DedupResult(out=Path(config.out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
+    return DedupResult(
+        out=Path(config.out), files=files, summary=summary, pairs=pair_table, clusters=clusters
+    )

@@ -17,9 +17,7 @@ class InputError(NlsimError):
         "news.csv: row 3, field 'title': empty text"
     """
 
-    def __init__(
-        self, file: str | Path, row: int | None, field: str | None, reason: str
-    ) -> None:
+    def __init__(self, file: str | Path, row: int | None, field: str | None, reason: str) -> None:
         self.file = str(file)
         self.row = row
         self.field = field
@@ -29,7 +27,9 @@ class InputError(NlsimError):
             where.append(f"row {row}")
         if field is not None:
             where.append(f"field {field!r}")
-        super().__init__(f"{where[0]}: {', '.join(where[1:])}: {reason}" if len(where) > 1 else f"{where[0]}: {reason}")
+        super().__init__(
+            f"{where[0]}: {', '.join(where[1:])}: {reason}" if len(where) > 1 else f"{where[0]}: {reason}"
+        )
 
 
 class StateError(NlsimError):

@@ -1,4 +1,5 @@
-"""The near-duplicate report: ``pairs.parquet``, ``clusters.parquet``, ``index.html``, ``summary.md``, ``run.json``.
+"""The near-duplicate report: ``pairs.parquet``, ``clusters.parquet``, ``index.html``, ``summary.md``,
+``run.json``.
 
 Every file is first written into a staging folder inside the report folder and then moved into place with
 ``os.replace``; ``run.json`` (the run's parameters, counts and the SHA-256 of each file) is moved last. A
@@ -35,7 +36,7 @@ import json
 import os
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,22 +57,25 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
     rank = order_key(frame["id"].tolist(), frame["published_at"])
     swap = rank[a] > rank[b]
     a, b = np.where(swap, b, a), np.where(swap, a, b)
-    out = pd.DataFrame({
-        "id_a": frame["id"].to_numpy()[a].astype(str),
-        "id_b": frame["id"].to_numpy()[b].astype(str),
-        "similarity": pairs["similarity"].to_numpy(dtype=np.float32),
-        "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
-        "title_a": frame["title"].to_numpy()[a].astype(str),
-        "title_b": frame["title"].to_numpy()[b].astype(str),
-        "source_a": frame["source"].to_numpy()[a].astype(str),
-        "source_b": frame["source"].to_numpy()[b].astype(str),
-        "published_at_a": frame["published_at"].to_numpy()[a],
-        "published_at_b": frame["published_at"].to_numpy()[b],
-    })
+    out = pd.DataFrame(
+        {
+            "id_a": frame["id"].to_numpy()[a].astype(str),
+            "id_b": frame["id"].to_numpy()[b].astype(str),
+            "similarity": pairs["similarity"].to_numpy(dtype=np.float32),
+            "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
+            "title_a": frame["title"].to_numpy()[a].astype(str),
+            "title_b": frame["title"].to_numpy()[b].astype(str),
+            "source_a": frame["source"].to_numpy()[a].astype(str),
+            "source_b": frame["source"].to_numpy()[b].astype(str),
+            "published_at_a": frame["published_at"].to_numpy()[a],
+            "published_at_b": frame["published_at"].to_numpy()[b],
+        }
+    )
     for col in ("published_at_a", "published_at_b"):
         out[col] = pd.to_datetime(out[col], utc=True).astype("datetime64[ns, UTC]")
-    out = out.sort_values(["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True],
-                          kind="mergesort")
+    out = out.sort_values(
+        ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
+    )
     return out.reset_index(drop=True)
 
 
@@ -79,8 +83,13 @@ def _fmt_time(value: Any) -> str:
     return "" if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M")
 
 
-def render_html(pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any],
-                frame: pd.DataFrame | None = None, max_clusters: int = HTML_MAX_CLUSTERS) -> str:
+def render_html(
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+    max_clusters: int = HTML_MAX_CLUSTERS,
+) -> str:
     """A static page for editors: one block per cluster, its items side by side with the scores."""
     esc = html.escape
     by_id = frame.set_index("id") if frame is not None else None
@@ -94,19 +103,26 @@ def render_html(pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, 
         "h2{font-size:1.1em;margin-top:2em}.meta{color:#555}",
         "</style></head><body>",
         "<h1>Near-duplicate and related news items</h1>",
-        "<p class='meta'>" + esc(
+        "<p class='meta'>"
+        + esc(
             f"{summary.get('items', '?')} items · {len(pairs)} pairs · {len(clusters)} clusters · "
             f"model {summary.get('model', '?')} · conversion {summary.get('conversion', '?')} · "
             f"threshold {summary.get('threshold', '?')} ({summary.get('threshold_source', '?')}) · "
-            f"written {summary.get('finished_at', '')}") + "</p>",
+            f"written {summary.get('finished_at', '')}"
+        )
+        + "</p>",
     ]
     if len(clusters) > max_clusters:
-        parts.append(f"<p>Showing the {max_clusters} largest of {len(clusters)} clusters; "
-                     "the Parquet files hold all of them.</p>")
+        parts.append(
+            f"<p>Showing the {max_clusters} largest of {len(clusters)} clusters; "
+            "the Parquet files hold all of them.</p>"
+        )
     grouped = {cid: grp for cid, grp in pairs.groupby("cluster_id", sort=False)}
     for _, c in clusters.head(max_clusters).iterrows():
-        parts.append(f"<h2 id='{esc(str(c['cluster_id']))}'>{esc(str(c['cluster_id']))} · {int(c['size'])} items"
-                     f" · representative: {esc(str(c['representative_title']))}</h2>")
+        parts.append(
+            f"<h2 id='{esc(str(c['cluster_id']))}'>{esc(str(c['cluster_id']))} · {int(c['size'])} items"
+            f" · representative: {esc(str(c['representative_title']))}</h2>"
+        )
         parts.append("<table><tr><th>item</th><th>title</th><th>source</th><th>published</th></tr>")
         for mid in c["member_ids"]:
             row = by_id.loc[mid] if by_id is not None else None
@@ -114,42 +130,75 @@ def render_html(pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, 
             src = esc(str(row["source"])) if row is not None else ""
             when = _fmt_time(row["published_at"]) if row is not None else ""
             star = " ★" if mid == c["representative"] else ""
-            parts.append(f"<tr><td>{esc(str(mid))}{star}</td><td>{title}</td><td>{src}</td><td>{when}</td></tr>")
-        parts.append("</table><table><tr><th>similarity</th><th>title A</th><th>title B</th>"
-                     "<th>sources</th><th>published</th></tr>")
+            parts.append(
+                f"<tr><td>{esc(str(mid))}{star}</td><td>{title}</td><td>{src}</td><td>{when}</td></tr>"
+            )
+        parts.append(
+            "</table><table><tr><th>similarity</th><th>title A</th><th>title B</th>"
+            "<th>sources</th><th>published</th></tr>"
+        )
         for _, p in grouped.get(c["cluster_id"], pairs.iloc[:0]).iterrows():
             parts.append(
                 f"<tr><td class='score'>{p['similarity']:.3f}</td><td>{esc(p['title_a'])}</td>"
                 f"<td>{esc(p['title_b'])}</td><td>{esc(p['source_a'])} / {esc(p['source_b'])}</td>"
-                f"<td>{_fmt_time(p['published_at_a'])} / {_fmt_time(p['published_at_b'])}</td></tr>")
+                f"<td>{_fmt_time(p['published_at_a'])} / {_fmt_time(p['published_at_b'])}</td></tr>"
+            )
         parts.append("</table>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def render_markdown(pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], top: int = 10) -> str:
+def render_markdown(
+    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], top: int = 10
+) -> str:
     """A short Markdown summary: the run's figures and the largest clusters."""
     lines = ["# nlsim near-duplicate report", ""]
-    for key in ("corpus", "items", "quarantined", "model", "conversion", "threshold", "threshold_source",
-                "index", "pairs", "clusters", "clustered_items", "elapsed_s"):
+    for key in (
+        "corpus",
+        "items",
+        "quarantined",
+        "model",
+        "conversion",
+        "threshold",
+        "threshold_source",
+        "index",
+        "pairs",
+        "clusters",
+        "clustered_items",
+        "elapsed_s",
+    ):
         if key in summary:
             lines.append(f"- **{key.replace('_', ' ')}**: {summary[key]}")
-    lines += ["", f"## Largest clusters (top {min(top, len(clusters))})", "",
-              "| cluster | size | representative | max sim |", "|---|---:|---|---:|"]
+    lines += [
+        "",
+        f"## Largest clusters (top {min(top, len(clusters))})",
+        "",
+        "| cluster | size | representative | max sim |",
+        "|---|---:|---|---:|",
+    ]
     for _, c in clusters.head(top).iterrows():
         title = str(c["representative_title"]).replace("|", "\\|")
         lines.append(f"| {c['cluster_id']} | {int(c['size'])} | {title} | {c['max_similarity']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
-def write_report(out_dir: str | Path, pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any],
-                 frame: pd.DataFrame | None = None) -> dict[str, Path]:
+def write_report(
+    out_dir: str | Path,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+) -> dict[str, Path]:
     """Write the report files into ``out_dir``; returns their paths by name (plus ``run.json``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {**summary, "pairs": int(len(pairs)), "clusters": int(len(clusters)),
-               "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
-               "finished_at": summary.get("finished_at") or datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    summary = {
+        **summary,
+        "pairs": int(len(pairs)),
+        "clusters": int(len(clusters)),
+        "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
+        "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     # the counts are those of the tables written, whatever the caller's summary said
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     try:
@@ -158,8 +207,9 @@ def write_report(out_dir: str | Path, pairs: pd.DataFrame, clusters: pd.DataFram
         (staging / "index.html").write_text(render_html(pairs, clusters, summary, frame), encoding="utf-8")
         (staging / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
         hashes = {name: file_sha256(staging / name) for name in REPORT_FILES}
-        (staging / "run.json").write_text(json.dumps({**summary, "files": hashes}, indent=2, default=str),
-                                          encoding="utf-8")
+        (staging / "run.json").write_text(
+            json.dumps({**summary, "files": hashes}, indent=2, default=str), encoding="utf-8"
+        )
         for name in (*REPORT_FILES, "run.json"):
             with open(staging / name, "rb") as fh:
                 os.fsync(fh.fileno())

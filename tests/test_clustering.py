@@ -8,18 +8,25 @@ from nlsim.errors import ConfigError
 
 def frame(ids, times=None, titles=None):
     n = len(ids)
-    return pd.DataFrame({
-        "id": ids,
-        "title": titles or [f"t{i}" for i in range(n)],
-        "source": [f"s{i % 2}" for i in range(n)],
-        "published_at": pd.to_datetime(times or [None] * n, utc=True),
-    })
+    return pd.DataFrame(
+        {
+            "id": ids,
+            "title": titles or [f"t{i}" for i in range(n)],
+            "source": [f"s{i % 2}" for i in range(n)],
+            "published_at": pd.to_datetime(times or [None] * n, utc=True),
+        }
+    )
 
 
 def pairs(edges, sims=None):
     a, b = zip(*edges, strict=True) if edges else ((), ())
-    return pd.DataFrame({"a": np.array(a, dtype=np.int64), "b": np.array(b, dtype=np.int64),
-                         "similarity": np.array(sims or [0.9] * len(edges), dtype=np.float32)})
+    return pd.DataFrame(
+        {
+            "a": np.array(a, dtype=np.int64),
+            "b": np.array(b, dtype=np.int64),
+            "similarity": np.array(sims or [0.9] * len(edges), dtype=np.float32),
+        }
+    )
 
 
 def test_components_are_transitive_and_singletons_unlabelled():

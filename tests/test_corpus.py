@@ -13,15 +13,30 @@ def write_csv(path, text):
 
 
 def test_loads_all_three_formats_into_one_schema(tmp_path):
-    rows = [{"id": "a", "title": "Floods", "description": "Rain", "source": "AP",
-             "published_at": "2024-05-01T10:00:00+02:00"},
-            {"id": "b", "title": "Storm", "source": "AFP"}]
+    rows = [
+        {
+            "id": "a",
+            "title": "Floods",
+            "description": "Rain",
+            "source": "AP",
+            "published_at": "2024-05-01T10:00:00+02:00",
+        },
+        {"id": "b", "title": "Storm", "source": "AFP"},
+    ]
     pd.DataFrame(rows).to_parquet(tmp_path / "c.parquet")
     pd.DataFrame(rows).to_csv(tmp_path / "c.csv", index=False)
     (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     frames = [load_corpus(tmp_path / f"c.{ext}").frame for ext in ("parquet", "csv", "jsonl")]
     for frame in frames:
-        assert list(frame.columns[:7]) == ["id", "title", "description", "body", "source", "lang", "published_at"]
+        assert list(frame.columns[:7]) == [
+            "id",
+            "title",
+            "description",
+            "body",
+            "source",
+            "lang",
+            "published_at",
+        ]
         assert frame["id"].tolist() == ["a", "b"]
         assert frame["description"].tolist() == ["Rain", ""]
         assert frame["published_at"].iloc[0] == pd.Timestamp("2024-05-01T08:00:00Z")
@@ -41,11 +56,29 @@ def test_content_hash_changes_with_text(tmp_path):
     ("name", "content", "row", "field", "reason"),
     [
         ("missing.csv", "id,headline\n1,Floods\n", None, "title", "required column missing"),
-        ("dup.csv", "id,title\n1,Floods\n2,Storm\n1,Fire\n", 3, "id", "duplicate id '1' (first seen at row 1)"),
+        (
+            "dup.csv",
+            "id,title\n1,Floods\n2,Storm\n1,Fire\n",
+            3,
+            "id",
+            "duplicate id '1' (first seen at row 1)",
+        ),
         ("empty.csv", "id,title\n1,Floods\n2,   \n", 2, "title", "empty text"),
         ("noid.csv", "id,title\n1,Floods\n,Storm\n", 2, "id", "empty id"),
-        ("time.csv", "id,title,published_at\n1,Floods,yesterday-ish\n", 1, "published_at", "cannot parse time"),
-        ("nontext.jsonl", '{"id": "1", "title": "Floods"}\n{"id": "2", "title": 42}\n', 2, "title", "not text"),
+        (
+            "time.csv",
+            "id,title,published_at\n1,Floods,yesterday-ish\n",
+            1,
+            "published_at",
+            "cannot parse time",
+        ),
+        (
+            "nontext.jsonl",
+            '{"id": "1", "title": "Floods"}\n{"id": "2", "title": 42}\n',
+            2,
+            "title",
+            "not text",
+        ),
         ("trunc.jsonl", '{"id": "1", "title": "Floods"}\n{"id": "2", "tit', 2, None, "invalid JSON"),
         ("trunc.csv", 'id,title\n1,Floods\n2,"Storm war', None, None, "cannot read as CSV"),
         ("list.jsonl", '{"id": "1", "title": ["a"]}\n', 1, "title", "not text"),

@@ -15,8 +15,16 @@ E5 = "multilingual-e5-small"
 def bbc_report(tmp_path_factory, fast_encoder, repo_root):
     out = tmp_path_factory.mktemp("bbc")
     # The lead paragraph is what the wire copies share; 12 of the identical-body pairs carry rewritten titles.
-    cfg = DedupConfig(corpus=repo_root / "data/bbc.parquet", out=out, model="paraphrase-MiniLM-L3-v2",
-                      convert="none", threshold=0.95, text_fields=("description",), cache=False, progress=False)
+    cfg = DedupConfig(
+        corpus=repo_root / "data/bbc.parquet",
+        out=out,
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.95,
+        text_fields=("description",),
+        cache=False,
+        progress=False,
+    )
     return run_dedup(cfg, encoder=fast_encoder)
 
 
@@ -47,33 +55,54 @@ def test_report_files_written(bbc_report):
 
 @pytest.mark.slow
 def test_simplified_and_traditional_copies_cluster_only_with_conversion(tmp_path, repo_root):
-    """The same 200 headlines once in Simplified, once in Traditional: conversion puts each copy with its twin."""
+    """The same 200 headlines in Simplified and in Traditional: conversion puts each copy with its twin."""
     from nlsim.encoders import load_encoder
 
     thuc = pd.read_parquet(repo_root / "data/thucnews.parquet").iloc[:200]
-    corpus = pd.concat([
-        pd.DataFrame({"id": "s-" + thuc["id"], "title": thuc["title_zh_cn"], "source": "mainland"}),
-        pd.DataFrame({"id": "t-" + thuc["id"], "title": thuc["title"], "source": "taiwan"}),
-    ])
+    corpus = pd.concat(
+        [
+            pd.DataFrame({"id": "s-" + thuc["id"], "title": thuc["title_zh_cn"], "source": "mainland"}),
+            pd.DataFrame({"id": "t-" + thuc["id"], "title": thuc["title"], "source": "taiwan"}),
+        ]
+    )
     corpus.to_parquet(tmp_path / "mixed.parquet")
     encoder = load_encoder(E5)
     together = {}
     for mode in ("tw2sp", "none"):
-        result = run_dedup(DedupConfig(corpus=tmp_path / "mixed.parquet", out=tmp_path / mode, model=E5,
-                                       convert=mode, threshold=0.97, cache=False, progress=False), encoder=encoder)
+        result = run_dedup(
+            DedupConfig(
+                corpus=tmp_path / "mixed.parquet",
+                out=tmp_path / mode,
+                model=E5,
+                convert=mode,
+                threshold=0.97,
+                cache=False,
+                progress=False,
+            ),
+            encoder=encoder,
+        )
         cluster_of = {m: r.cluster_id for r in result.clusters.itertuples() for m in r.member_ids}
         together[mode] = sum(
-            1 for i in thuc["id"] if cluster_of.get(f"s-{i}") is not None
-            and cluster_of.get(f"s-{i}") == cluster_of.get(f"t-{i}")
+            1
+            for i in thuc["id"]
+            if cluster_of.get(f"s-{i}") is not None and cluster_of.get(f"s-{i}") == cluster_of.get(f"t-{i}")
         )
     assert together["tw2sp"] >= 198  # converted, the twins are (near-)identical text
     assert together["none"] < 100  # unconverted, most twins fall below the same threshold
-    print(f"twins in one cluster: with tw2sp {together['tw2sp']}/200, without conversion {together['none']}/200")
+    print(
+        f"twins in one cluster: with tw2sp {together['tw2sp']}/200, without conversion {together['none']}/200"
+    )
 
 
 def test_no_threshold_is_an_error_not_a_default(tmp_path, repo_root, fast_encoder):
-    cfg = DedupConfig(corpus=repo_root / "data/bbc.parquet", out=tmp_path, model="paraphrase-MiniLM-L3-v2",
-                      convert="none", cache=False, progress=False)
+    cfg = DedupConfig(
+        corpus=repo_root / "data/bbc.parquet",
+        out=tmp_path,
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        cache=False,
+        progress=False,
+    )
     with pytest.raises(ConfigError, match="no threshold for model"):
         run_dedup(cfg, encoder=fast_encoder)
     assert not (tmp_path / "pairs.parquet").exists()
@@ -83,12 +112,33 @@ def test_calibration_file_sets_threshold(tmp_path, repo_root, fast_encoder):
     import json
 
     cal = tmp_path / "cal.json"
-    cal.write_text(json.dumps({"threshold": 0.97, "level": 0.75, "precision": 1, "recall": 1, "f1": 1,
-                               "n": 10, "n_positive": 3, "conversion": "none"}))
+    cal.write_text(
+        json.dumps(
+            {
+                "threshold": 0.97,
+                "level": 0.75,
+                "precision": 1,
+                "recall": 1,
+                "f1": 1,
+                "n": 10,
+                "n_positive": 3,
+                "conversion": "none",
+            }
+        )
+    )
     small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:60]
     small.to_parquet(tmp_path / "small.parquet")
-    res = run_dedup(DedupConfig(corpus=tmp_path / "small.parquet", out=tmp_path / "out", convert="none",
-                                calibration=cal, cache=False, progress=False), encoder=fast_encoder)
+    res = run_dedup(
+        DedupConfig(
+            corpus=tmp_path / "small.parquet",
+            out=tmp_path / "out",
+            convert="none",
+            calibration=cal,
+            cache=False,
+            progress=False,
+        ),
+        encoder=fast_encoder,
+    )
     assert res.summary["threshold"] == 0.97
     assert str(cal) in res.summary["threshold_source"]
 
@@ -108,8 +158,17 @@ def test_bad_input_leaves_previous_report_byte_for_byte(tmp_path, repo_root, fas
     out = tmp_path / "report"
     good = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:40]
     good.to_parquet(tmp_path / "good.parquet")
-    run_dedup(DedupConfig(corpus=tmp_path / "good.parquet", out=out, convert="none", threshold=0.9,
-                          cache=False, progress=False), encoder=fast_encoder)
+    run_dedup(
+        DedupConfig(
+            corpus=tmp_path / "good.parquet",
+            out=out,
+            convert="none",
+            threshold=0.9,
+            cache=False,
+            progress=False,
+        ),
+        encoder=fast_encoder,
+    )
     before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     bad = tmp_path / name
     if BAD_INPUTS[name] is None:
@@ -118,8 +177,34 @@ def test_bad_input_leaves_previous_report_byte_for_byte(tmp_path, repo_root, fas
     else:
         bad.write_text(BAD_INPUTS[name])
     with pytest.raises(InputError) as info:
-        run_dedup(DedupConfig(corpus=bad, out=out, convert="none", threshold=0.9, cache=False, progress=False),
-                  encoder=fast_encoder)
+        run_dedup(
+            DedupConfig(corpus=bad, out=out, convert="none", threshold=0.9, cache=False, progress=False),
+            encoder=fast_encoder,
+        )
     assert str(bad) in str(info.value)
     after = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_rerun_on_unchanged_input_reuses_embeddings(tmp_path, repo_root, fast_encoder, monkeypatch):
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:50]
+    small.to_parquet(tmp_path / "small.parquet")
+    calls = []
+    real_encode = fast_encoder.encode
+
+    def counting_encode(texts, *args, **kwargs):
+        calls.append(len(texts))
+        return real_encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(fast_encoder, "encode", counting_encode)
+    cfg = dict(corpus=tmp_path / "small.parquet", convert="none", threshold=0.9, progress=False)
+    first = run_dedup(DedupConfig(out=tmp_path / "r1", **cfg), encoder=fast_encoder)
+    second = run_dedup(DedupConfig(out=tmp_path / "r2", **cfg), encoder=fast_encoder)
+    assert calls == [50]
+    assert (first.summary["embedding_cache_hit"], second.summary["embedding_cache_hit"]) == (False, True)
+    pd.testing.assert_frame_equal(first.pairs, second.pairs)
+    small.loc[0, "title"] = "A completely different headline"
+    small.to_parquet(tmp_path / "small.parquet")
+    third = run_dedup(DedupConfig(out=tmp_path / "r3", **cfg), encoder=fast_encoder)
+    assert calls == [50, 50] and not third.summary["embedding_cache_hit"]

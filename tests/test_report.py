@@ -7,11 +7,14 @@ from nlsim.report import pairs_table, verify_report, write_report
 
 @pytest.fixture
 def report_inputs():
-    frame = pd.DataFrame({
-        "id": ["n1", "n2", "n3"], "title": ["Flood <b>north</b>", "Flooding north", "Other"],
-        "source": ["AP", "AFP", "X"],
-        "published_at": pd.to_datetime(["2024-01-02T10:00Z", "2024-01-01T09:00Z", None], utc=True),
-    })
+    frame = pd.DataFrame(
+        {
+            "id": ["n1", "n2", "n3"],
+            "title": ["Flood <b>north</b>", "Flooding north", "Other"],
+            "source": ["AP", "AFP", "X"],
+            "published_at": pd.to_datetime(["2024-01-02T10:00Z", "2024-01-01T09:00Z", None], utc=True),
+        }
+    )
     pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.93]})
     labels, clusters = build_clusters(frame, pairs)
     return frame, pairs_table(frame, pairs, labels), clusters
@@ -29,8 +32,18 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     frame, table, clusters = report_inputs
     files = write_report(tmp_path, table, clusters, {"model": "m", "items": 3}, frame=frame)
     pairs = pd.read_parquet(files["pairs.parquet"])
-    assert list(pairs.columns) == ["id_a", "id_b", "similarity", "cluster_id", "title_a", "title_b",
-                                   "source_a", "source_b", "published_at_a", "published_at_b"]
+    assert list(pairs.columns) == [
+        "id_a",
+        "id_b",
+        "similarity",
+        "cluster_id",
+        "title_a",
+        "title_b",
+        "source_a",
+        "source_b",
+        "published_at_a",
+        "published_at_b",
+    ]
     got = pd.read_parquet(files["clusters.parquet"])
     assert got["member_ids"].iloc[0].tolist() == ["n2", "n1"]
     page = files["index.html"].read_text()

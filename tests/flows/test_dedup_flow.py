@@ -18,8 +18,9 @@ def test_flow_report_equals_library_report(prefect_harness, small_corpus, tmp_pa
 
     params = dict(model="paraphrase-MiniLM-L3-v2", convert="none", threshold=0.8)
     summary = news_dedup(corpus=str(small_corpus), out=str(tmp_path / "flow"), cache=False, **params)
-    direct = run_dedup(DedupConfig(corpus=small_corpus, out=tmp_path / "direct", cache=False, progress=False,
-                                   **params))
+    direct = run_dedup(
+        DedupConfig(corpus=small_corpus, out=tmp_path / "direct", cache=False, progress=False, **params)
+    )
     assert summary["pairs"] == len(direct.pairs) > 0
     for name in ("pairs.parquet", "clusters.parquet"):
         flow_table = pd.read_parquet(tmp_path / "flow" / name)
@@ -33,8 +34,14 @@ def test_flow_publishes_artifacts(prefect_harness, small_corpus, tmp_path):
 
     from flows.dedup import news_dedup
 
-    news_dedup(corpus=str(small_corpus), out=str(tmp_path / "r"), model="paraphrase-MiniLM-L3-v2",
-               convert="none", threshold=0.8, cache=False)
+    news_dedup(
+        corpus=str(small_corpus),
+        out=str(tmp_path / "r"),
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.8,
+        cache=False,
+    )
 
     import asyncio
 
