@@ -83,6 +83,11 @@ def _fmt_time(value: Any) -> str:
     return "" if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M")
 
 
+def _fmt_pair_times(a: Any, b: Any) -> str:
+    ta, tb = _fmt_time(a), _fmt_time(b)
+    return f"{ta} / {tb}" if ta or tb else ""
+
+
 def render_html(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
@@ -94,7 +99,7 @@ def render_html(
     esc = html.escape
     by_id = frame.set_index("id") if frame is not None else None
     parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<!doctype html><html><head><meta charset='utf-8'>",
         "<title>nlsim near-duplicate report</title><style>",
         "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
         "table{border-collapse:collapse;width:100%;margin-bottom:1.5em}"
@@ -141,7 +146,7 @@ def render_html(
             parts.append(
                 f"<tr><td class='score'>{p['similarity']:.3f}</td><td>{esc(p['title_a'])}</td>"
                 f"<td>{esc(p['title_b'])}</td><td>{esc(p['source_a'])} / {esc(p['source_b'])}</td>"
-                f"<td>{_fmt_time(p['published_at_a'])} / {_fmt_time(p['published_at_b'])}</td></tr>"
+                f"<td>{_fmt_pair_times(p['published_at_a'], p['published_at_b'])}</td></tr>"
             )
         parts.append("</table>")
     parts.append("</body></html>")

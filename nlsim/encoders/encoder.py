@@ -168,6 +168,8 @@ class Encoder:
         self.model.eval()
         self._fingerprint: str | None = None
         self._prefix = prefix
+        self._runner: Any = None  # optional fast inference path (ONNX Runtime), see use_runner()
+        self._runner_version = 0
         self.dim = int(model.config.hidden_size)
 
     def __repr__(self) -> str:
@@ -204,6 +206,27 @@ class Encoder:
         self._fingerprint = None
         return self.fingerprint
 
+    def use_runner(self, runner: Any) -> None:
+        """Run :meth:`encode` through ``runner(input_ids, attention_mask) -> pooled (n, dim)`` numpy arrays.
+
+        The runner is a compiled copy of the current weights (e.g. ONNX Runtime). If the torch weights change
+        in place afterwards (fine-tuning), :meth:`encode` notices and falls back to torch.
+        """
+        self._runner = runner
+        self._runner_version = self._weights_version()
+
+    def _weights_version(self) -> int:
+        return sum(int(p._version) for p in self.model.parameters())
+
+    def _active_runner(self) -> Any:
+        if self._runner is None:
+            return None
+        if self._weights_version() != self._runner_version:
+            self._runner = None
+            self.options.pop("backend", None)
+            return None
+        return self._runner
+
     def _compute_fingerprint(self) -> str:
         payload = {
             "config": _config_digest(self.model.config),
@@ -212,7 +235,8 @@ class Encoder:
             "prefix": self.prefix,
             "pooling": "mean",
             "normalise": "l2",
-            "options": {k: self.options[k] for k in sorted(self.options) if k != "threads"},
+            # threads and backend change speed, not the numbers (the ONNX export is checked against torch)
+            "options": {k: self.options[k] for k in sorted(self.options) if k not in ("threads", "backend")},
         }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -320,6 +344,7 @@ class Encoder:
         batches = self._batches(lengths, batch_size, max_tokens)
         pad_id = self._pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
+        runner = self._active_runner()
         was_training = self.model.training
         self.model.eval()
         bar = None
@@ -337,16 +362,22 @@ class Encoder:
                         seq = ids[r]
                         input_ids[j, : len(seq)] = seq
                         mask[j, : len(seq)] = 1
-                    feats = {
-                        "input_ids": torch.from_numpy(input_ids).to(self.device),
-                        "attention_mask": torch.from_numpy(mask).to(self.device),
-                    }
-                    if uses_types:
-                        feats["token_type_ids"] = torch.zeros_like(feats["input_ids"])
-                    vec = self.embed(feats).float()
-                    if normalize:
-                        vec = torch.nn.functional.normalize(vec, p=2, dim=1)
-                    out[rows] = vec.cpu().numpy()
+                    if runner is not None:
+                        v = np.asarray(runner(input_ids, mask), dtype=np.float32)
+                        if normalize:
+                            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+                        out[rows] = v
+                    else:
+                        feats = {
+                            "input_ids": torch.from_numpy(input_ids).to(self.device),
+                            "attention_mask": torch.from_numpy(mask).to(self.device),
+                        }
+                        if uses_types:
+                            feats["token_type_ids"] = torch.zeros_like(feats["input_ids"])
+                        vec = self.embed(feats).float()
+                        if normalize:
+                            vec = torch.nn.functional.normalize(vec, p=2, dim=1)
+                        out[rows] = vec.cpu().numpy()
                     if bar is not None:
                         bar.update(len(rows))
         finally:

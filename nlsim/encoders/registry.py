@@ -79,6 +79,7 @@ ALIASES.update({name.lower(): name for name in MODELS})
 ALIASES["e5"] = "multilingual-e5-small"
 
 QUANTIZE_MODES = (None, "int8")
+BACKENDS = ("auto", "torch", "onnx")
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
@@ -168,6 +169,7 @@ def _load_from_folder(
     quantize: str | None,
     attn_implementation: str,
     threads: int | None,
+    backend: str = "torch",
     local_files_only: bool = True,
 ) -> Encoder:
     from transformers import AutoModel, AutoTokenizer
@@ -192,7 +194,7 @@ def _load_from_folder(
 
         model = quantize_int8(model)
         options["quantize"] = "int8"
-    return Encoder(
+    enc = Encoder(
         model,
         tok,
         name=name,
@@ -204,6 +206,32 @@ def _load_from_folder(
         options=options,
         device=device,
     )
+    _attach_backend(enc, backend, threads)
+    return enc
+
+
+def _attach_backend(enc: Encoder, backend: str, threads: int | None) -> None:
+    """Put ONNX Runtime in front of ``encode`` when asked (``onnx``) or when available (``auto``)."""
+    from nlsim.encoders.onnx_backend import onnx_runner, onnxruntime_available
+
+    if backend == "torch":
+        return
+    if backend == "auto":
+        if enc.options.get("quantize") or enc.device.type != "cpu" or not onnxruntime_available():
+            return
+        try:
+            enc.use_runner(onnx_runner(enc, threads=threads))
+        except Exception as exc:  # noqa: BLE001 - the torch path always works; say why ONNX was not used
+            log.warning("ONNX Runtime not used for %s (%s: %s); encoding with torch", enc.name,
+                        type(exc).__name__, exc)
+            return
+    else:
+        if enc.options.get("quantize"):
+            raise ConfigError("backend='onnx' cannot be combined with quantize='int8' (torch-only option)")
+        if enc.device.type != "cpu":
+            raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
+        enc.use_runner(onnx_runner(enc, threads=threads))
+    enc.options["backend"] = "onnx"
 
 
 def load_encoder(
@@ -215,6 +243,7 @@ def load_encoder(
     quantize: str | None = None,
     attn_implementation: str = "sdpa",
     threads: int | None = None,
+    backend: str = "auto",
 ) -> Encoder:
     """Load an encoder by registry name, local folder, or hub name.
 
@@ -225,7 +254,11 @@ def load_encoder(
         prefix: override the text prefix (default: the model's own, e.g. e5's ``"query: "``).
         quantize: ``None`` (fp32) or ``"int8"`` (dynamic int8 linear layers; CPU only, lossy).
         attn_implementation: ``"sdpa"`` (default) or ``"eager"``.
-        threads: if given, ``torch.set_num_threads(threads)``.
+        threads: if given, ``torch.set_num_threads(threads)`` (and as many ONNX Runtime threads).
+        backend: how ``encode`` runs: ``"torch"``; ``"onnx"`` (ONNX Runtime on CPU, exported once and cached
+            under ``$NLSIM_HOME/onnx``, checked against torch; same numbers, several times faster); ``"auto"``
+            (default): ONNX when ``onnxruntime`` is installed, the device is the CPU and no quantization is
+            asked, else torch. Training always uses torch.
 
     Raises:
         ConfigError: unknown name, unusable folder, hub unreachable, or a bad option.
@@ -240,8 +273,11 @@ def load_encoder(
         raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
     if quantize and device not in (None, "cpu"):
         raise ConfigError("quantize='int8' is CPU only")
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     common = dict(
-        device=device, quantize=quantize, attn_implementation=attn_implementation, threads=threads
+        device=device, quantize=quantize, attn_implementation=attn_implementation, threads=threads,
+        backend=backend,
     )
     raw = str(name_or_path)
     key = ALIASES.get(raw.lower())

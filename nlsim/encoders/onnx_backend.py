@@ -1,0 +1,164 @@
+"""ONNX Runtime inference for :meth:`Encoder.encode` (optional; needs the ``onnxruntime`` package).
+
+The encoder's torch model, with mean pooling, is exported once to ONNX (TorchScript exporter, dynamic
+batch and sequence axes) into ``$NLSIM_HOME/onnx/<weights digest>/model.onnx`` with a manifest, checked
+against torch on a few batches (max abs difference < 1e-4, else the export is refused), and run with
+``onnxruntime``'s CPU provider. Same numbers as torch to ~1e-6; on CPU it runs several times faster.
+Training (:meth:`Encoder.forward_texts`) always uses torch.
+
+Example:
+    >>> from nlsim.encoders import load_encoder
+    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="onnx")  # doctest: +SKIP
+    >>> enc.options["backend"]  # doctest: +SKIP
+    'onnx'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
+from nlsim.errors import ConfigError, StateError
+
+EXPORT_VERSION = 1
+MAX_ABS_DIFF = 1e-4
+log = logging.getLogger(__name__)
+
+
+def onnxruntime_available() -> bool:
+    """True when ``onnxruntime`` can be imported."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Pooled(torch.nn.Module):
+    """The encoder's model followed by mean pooling: (input_ids, attention_mask) -> (batch, dim)."""
+
+    def __init__(self, model: torch.nn.Module, uses_types: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.uses_types = uses_types
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        kwargs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self.uses_types:
+            kwargs["token_type_ids"] = torch.zeros_like(input_ids)
+        hidden = self.model(**kwargs).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+@contextlib.contextmanager
+def _eager_attention(model: torch.nn.Module) -> Any:
+    before = getattr(model.config, "_attn_implementation", None)
+    setter = getattr(model, "set_attn_implementation", None)
+    if setter is not None and before not in (None, "eager"):
+        setter("eager")
+    try:
+        yield
+    finally:
+        if setter is not None and before not in (None, "eager"):
+            setter(before)
+
+
+def _check_batches(encoder: Any) -> list[dict[str, np.ndarray]]:
+    """A few padded batches of different shapes (1 row, long rows, mixed lengths) for the export check."""
+    texts = ["a", "short title", "a somewhat longer headline about markets, rain and football " * 3,
+             "中文新聞標題測試", "x " * 200]
+    out = []
+    for group in (texts[:1], texts, texts[1:4]):
+        f = encoder.tokenizer([encoder.prefix + t for t in group], padding=True, truncation=True,
+                              max_length=encoder.max_length, return_tensors="np")
+        out.append({"input_ids": f["input_ids"].astype(np.int64),
+                    "attention_mask": f["attention_mask"].astype(np.int64)})
+    return out
+
+
+def export_onnx(encoder: Any, out_dir: Path) -> None:
+    """Export ``encoder``'s model + mean pooling to ``out_dir/model.onnx`` and check it against torch."""
+    uses_types = "token_type_ids" in getattr(encoder.tokenizer, "model_input_names", [])
+    model = encoder.model
+    was_training = model.training
+    model.eval()
+    wrapper = _Pooled(model, uses_types).eval()
+    example = _check_batches(encoder)[1]
+    path = out_dir / "model.onnx"
+    try:
+        with _eager_attention(model), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                wrapper,
+                (torch.from_numpy(example["input_ids"]), torch.from_numpy(example["attention_mask"])),
+                str(path),
+                dynamo=False,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["embedding"],
+                dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                              "embedding": {0: "batch"}},
+                opset_version=17,
+            )
+        session = make_session(path, threads=1)
+        worst = 0.0
+        for batch in _check_batches(encoder):
+            with torch.inference_mode():
+                ref = wrapper(torch.from_numpy(batch["input_ids"]), torch.from_numpy(batch["attention_mask"]))
+            got = session.run(None, batch)[0]
+            worst = max(worst, float(np.abs(got - ref.numpy()).max()))
+        if not worst < MAX_ABS_DIFF:
+            raise StateError(f"ONNX export differs from torch by {worst:.2e} (limit {MAX_ABS_DIFF})")
+        (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
+    finally:
+        if was_training:
+            model.train()
+
+
+def make_session(path: str | Path, threads: int | None = None) -> Any:
+    """An ``onnxruntime`` CPU session with ``threads`` intra-op threads (default: torch's thread count)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(threads or torch.get_num_threads())
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-waiting on shared CPUs
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+class OnnxRunner:
+    """Runs the exported model: ``runner(input_ids, attention_mask) -> (batch, dim)`` mean-pooled vectors."""
+
+    def __init__(self, path: Path, threads: int | None = None) -> None:
+        self.path = path
+        self.session = make_session(path, threads)
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})[0]
+
+
+def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None = None) -> OnnxRunner:
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``encoder``."""
+    if not onnxruntime_available():
+        raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
+    from nlsim.encoders.encoder import weights_digest
+
+    digest = weights_digest(encoder.model)
+    source = json.dumps({"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True)
+    folder = (root or nlsim_home() / "onnx") / digest[:24]
+
+    def build(tmp: Path) -> None:
+        export_onnx(encoder, tmp)
+
+    folder = ensure_model_folder(folder, build, source=source)
+    return OnnxRunner(folder / "model.onnx", threads)
