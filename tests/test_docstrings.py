@@ -1,0 +1,21 @@
+"""The runnable examples in nlsim's docstrings run and give what they show."""
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import nlsim
+
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(nlsim.__path__, prefix="nlsim.") if not m.name.endswith("__main__")
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name, repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
