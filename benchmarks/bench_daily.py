@@ -5,7 +5,9 @@ the 30 days before the run, under the identity of the real model. A flat index s
 whatever its value, so the search, index and commit times are those of a real window; only the pairs found
 among kept items differ (there are none). The new items are real headlines (``data/thucnews.parquet``,
 Traditional Chinese, converted with ``tw2sp``) embedded by the real model inside the run. Every stage is timed
-by the run itself (``RunStats.timings_s``), model loading included.
+by the run itself (``RunStats.timings_s``), model loading included. Run r (1, 2, 3, ...) is day r: its
+reference time moves on a day each run, so from run 2 on about ``kept / days`` items expire from the window
+(the index is then rebuilt from the kept embeddings) while ``new`` items arrive.
 
     nice -n 10 python benchmarks/bench_daily.py                      # e5-small, 1,000 vs 30,000
     python benchmarks/bench_daily.py --model paraphrase-MiniLM-L3-v2 --convert none --threshold 0.9
@@ -93,7 +95,8 @@ def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: i
     )
 
 
-def new_items(n: int, offset: int) -> pd.DataFrame:
+def new_items(n: int, offset: int, as_of: pd.Timestamp) -> pd.DataFrame:
+    """``n`` THUCNews headlines published in the hour before ``as_of``."""
     f = pd.read_parquet(ROOT / "data" / "thucnews.parquet")
     part = f.iloc[offset : offset + n]
     return pd.DataFrame(
@@ -101,7 +104,7 @@ def new_items(n: int, offset: int) -> pd.DataFrame:
             "id": part["id"].astype(str),
             "title": part["title"],
             "source": part["source"],
-            "published_at": AS_OF - pd.to_timedelta(np.linspace(3000, 60, len(part)), unit="s"),
+            "published_at": as_of - pd.to_timedelta(np.linspace(3000, 60, len(part)), unit="s"),
         }
     )
 
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kept", type=int, default=30_000)
     p.add_argument("--new", type=int, default=1_000)
     p.add_argument("--days", type=float, default=30.0)
-    p.add_argument("--runs", type=int, default=2, help="consecutive daily runs, each with --new fresh items")
+    p.add_argument("--runs", type=int, default=3, help="consecutive daily runs, each with --new fresh items")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = p.parse_args(argv)
 
@@ -146,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         seed_s = time.perf_counter() - t
         rows = []
         for r in range(args.runs):
+            # one run a day: each day the window moves on (about --kept/--days items expire) and --new arrive
+            as_of = AS_OF + pd.Timedelta(days=r)
             corpus = work / f"day{r + 1}.parquet"
-            new_items(args.new, r * args.new).to_parquet(corpus, index=False)
+            new_items(args.new, r * args.new, as_of).to_parquet(corpus, index=False)
             cfg = DedupConfig(
                 corpus=corpus,
                 out=work / "out",
@@ -165,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 cfg,
                 work / "state",
                 retention_days=args.days,
-                as_of=AS_OF + pd.Timedelta(minutes=r),
+                as_of=as_of,
                 encoder=None,
             )
             wall = time.perf_counter() - t
@@ -191,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": platform.machine(),
             "python": platform.python_version(),
             "date": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+            "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         }
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "daily.json").write_text(json.dumps({"setup": info, "runs": rows}, indent=1))

@@ -70,7 +70,7 @@ def make_corpus(path: Path, n: int, seed: int = 0, chunk: int = 100_000) -> None
             writer.close()
 
 
-def stage(name: str, n: int, chunk: int, k: int, threshold: float) -> dict:
+def stage(name: str, n: int, chunk: int, k: int, threshold: float, graph: bool = True) -> dict:
     """One stage in this process: ``embed`` or ``index`` (index + graph)."""
     import faiss
 
@@ -96,10 +96,12 @@ def stage(name: str, n: int, chunk: int, k: int, threshold: float) -> dict:
         shards = ShardSet(shards_dir)
         index = build_index_from_shards(shards, use_gpu=False)
         build_s = time.perf_counter() - t
-        t = time.perf_counter()
-        pairs = shard_neighbor_pairs(index, shards, k=k, threshold=threshold, progress=False)
-        row = {"index": index.describe(), "index_s": build_s, "graph_s": time.perf_counter() - t,
-               "pairs": len(pairs), "index_bytes_est": int(index.ntotal * shards.dim * 4)}
+        row = {"index": index.describe(), "index_s": build_s, "graph_s": "not run", "pairs": "not run",
+               "index_bytes_est": int(index.ntotal * shards.dim * 4)}
+        if graph:
+            t = time.perf_counter()
+            pairs = shard_neighbor_pairs(index, shards, k=k, threshold=threshold, progress=False)
+            row.update(graph_s=time.perf_counter() - t, pairs=len(pairs))
     row["peak_rss_mb"] = peak_rss_mb()
     return row
 
@@ -116,7 +118,8 @@ def cmd_stream(args: argparse.Namespace) -> None:
         common = ["--n", str(n), "--chunk", str(args.chunk), "--k", str(args.k), "--threshold",
                   str(args.threshold)]
         emb = run_child([str(Path(__file__)), "_stage", "embed", *common], timeout=1800)
-        idx = run_child([str(Path(__file__)), "_stage", "index", *common], timeout=1800)
+        graph = [] if n <= args.graph_max else ["--no-graph"]
+        idx = run_child([str(Path(__file__)), "_stage", "index", *common, *graph], timeout=1800)
         row = {"n": n, "chunk": args.chunk, "embed_s": emb["embed_s"], "embed_peak_mb": emb["peak_rss_mb"],
                "shards": emb["shards"], "index": idx["index"], "index_s": idx["index_s"],
                "graph_s": idx["graph_s"], "index_peak_mb": idx["peak_rss_mb"],
@@ -227,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--k", type=int, default=10)
     s.add_argument("--threshold", type=float, default=0.8)
     s.add_argument("--keep", action="store_true", help="keep the shard folders")
+    s.add_argument("--graph-max", type=int, default=100_000,
+                   help="run the k-NN graph stage only up to this size (bench_search.py times graphs)")
     e = sub.add_parser("e5")
     e.add_argument("--e5-items", type=int, default=2000)
     e.add_argument("--e5-chunk", type=int, default=500)
@@ -237,9 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--chunk", type=int)
     st.add_argument("--k", type=int)
     st.add_argument("--threshold", type=float)
+    st.add_argument("--no-graph", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "_stage":
-        print(json.dumps(stage(args.name, args.n, args.chunk, args.k, args.threshold)))
+        print(json.dumps(stage(args.name, args.n, args.chunk, args.k, args.threshold, not args.no_graph)))
     else:
         {"stream": cmd_stream, "e5": cmd_e5, "plot": cmd_plot}[args.cmd](args)
     return 0

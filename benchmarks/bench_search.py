@@ -85,7 +85,10 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
         from nlsim.index import build_index
         from nlsim.neighbors import knn_graph
 
-        kind = {"exact": "flat"}.get(method, method)
+        kind, _, probe = method.partition(":")  # "ivf:4" = IVF with nprobe 4
+        kind = {"exact": "flat"}.get(kind, kind)
+        if probe:
+            params = {**params, "nprobe": int(probe)}
         t = time.perf_counter()
         index = build_index(x, kind=kind, use_gpu=False, **params)
         build_s = time.perf_counter() - t
@@ -101,6 +104,18 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
             got_sets = [set([int(j) for j in r if j != q and j >= 0][:k])
                         for q, r in zip(rows, got, strict=True)]
             row["recall"] = float(np.mean([len(g & w) / len(w) for g, w in zip(got_sets, want, strict=True)]))
+            if kind == "ivf":  # the same index probed more or less deeply (search only, not the graph)
+                curve = {}
+                for probe in (1, 2, 4, 8, 16):
+                    index.set_search_params(nprobe=probe)
+                    t = time.perf_counter()
+                    _, got = index.search(x[rows], k + 1)
+                    sets = [set([int(j) for j in r if j != q and j >= 0][:k])
+                            for q, r in zip(rows, got, strict=True)]
+                    curve[probe] = {"recall": float(np.mean([len(g & w) / len(w) for g, w in
+                                                             zip(sets, want, strict=True)])),
+                                    "ms_per_query": 1000 * (time.perf_counter() - t) / len(rows)}
+                row["recall_by_nprobe"] = curve
             # pair recall: exact pairs >= threshold among the sampled items that the approximate graph holds
             ex_pairs = set()
             xs = x[rows]
@@ -120,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--methods", nargs="+", default=None,
-                    help="exact, exact-sample, ivf, hnsw, st (default: exact+ivf+hnsw+st at <=100k, "
-                         "exact-sample+ivf at larger sizes)")
+                    help="exact, exact-sample, ivf, ivf:NPROBE, hnsw, st (default: exact+ivf+hnsw+st at "
+                         "<=100k, exact-sample+ivf at larger sizes)")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--threshold", type=float, default=0.9,
                     help="cosine cut-off of the graph (0.9: about where e5 title neighbours sit)")

@@ -250,7 +250,8 @@ def input_key(
         if not isinstance(times, pd.Series)
         else pd.to_datetime(times, utc=True)
     )
-    rows = sorted(zip(map(str, corpus_ids), map(str, hashes), t.astype(str).tolist(), strict=True))
+    stamps = ["" if pd.isna(x) else pd.Timestamp(x).isoformat() for x in t]
+    rows = sorted(zip(map(str, corpus_ids), map(str, hashes), stamps, strict=True))
     for row in rows:
         h.update("\x1f".join(row).encode("utf-8"))
         h.update(b"\x1e")
@@ -408,7 +409,7 @@ def run_incremental(
         retention_days: items published (or, when undated, first seen) more than this many days before
             ``as_of`` are dropped from the window; None keeps everything.
         as_of: the run's reference time; default: the latest ``published_at`` seen so far (data time, so a
-            re-run gives the same result).
+            re-run gives the same result), or, when no item has a date, the start of the current UTC day.
         rebuild_state: move a broken or mismatched state aside and start a fresh one.
         encoder: an already loaded encoder (tests, flows); default ``load_encoder(config.model)``.
     """
@@ -481,7 +482,8 @@ def run_incremental(
             ref = ref.tz_localize("UTC") if ref.tzinfo is None else ref.tz_convert("UTC")
         else:
             cands = [t for t in (state.as_of, times.max()) if t is not None and not pd.isna(t)]
-            ref = max(pd.Timestamp(t) for t in cands) if cands else None
+            # no date anywhere (an undated corpus): the day of the run, so that first-seen times exist
+            ref = max(pd.Timestamp(t) for t in cands) if cands else pd.Timestamp.now(tz="UTC").floor("D")
         stats.as_of = None if ref is None else ref.isoformat()
         params = {
             "k": config.k,

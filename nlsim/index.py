@@ -8,10 +8,10 @@ Inner product equals cosine similarity because the encoders return unit vectors.
 
 Size rule for ``kind="auto"``:
 
-* ``n <= FLAT_MAX`` (200,000) vectors, or ``n <= GPU_FLAT_MAX`` (5,000,000) on GPUs: ``"flat"``, exact
-  (``IndexFlatIP``); a full k-NN graph of 100,000 vectors costs ~4 TFLOP, about a minute on two cores.
-* larger: ``"ivf"`` (``IndexIVFFlat``, ``nlist`` = a power of two near ``2 * sqrt(n)``, ``nprobe`` from
-  :func:`default_nprobe`), which keeps recall@10 above 0.95 on news-title embeddings (``docs/scale.md``).
+* ``n <= FLAT_MAX`` (100,000) vectors, or ``n <= GPU_FLAT_MAX`` (5,000,000) on GPUs: ``"flat"``, exact
+  (``IndexFlatIP``); the full k-NN graph of 100,000 vectors is ~4 TFLOP, one to two minutes on two cores.
+* larger: ``"ivf"`` (``IndexIVFFlat``, ``nlist`` from :func:`default_nlist`, ``nprobe`` from
+  :func:`default_nprobe`, trained on ``40 * nlist`` sampled vectors), measured in ``docs/scale.md``.
 
 Example:
     >>> import numpy as np
@@ -41,7 +41,7 @@ from nlsim.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_s
 from nlsim.errors import ConfigError, StateError
 
 KINDS = ("auto", "flat", "ivf", "hnsw")
-FLAT_MAX = 200_000
+FLAT_MAX = 100_000
 """Largest corpus that ``kind="auto"`` indexes exactly on the CPU."""
 GPU_FLAT_MAX = 5_000_000
 """Largest corpus that ``kind="auto"`` indexes exactly on GPUs."""
@@ -73,18 +73,19 @@ def gpu_count() -> int:
 
 
 def default_nlist(n: int) -> int:
-    """IVF list count: a power of two near ``2 * sqrt(n)``, at most ``n // 39`` (FAISS wants 39 points per
-    centroid to train), at least 1. ``default_nlist(1_000_000) == 2048``."""
+    """IVF list count: a power of two near ``4 * sqrt(n)``, at most ``n // 39`` (FAISS wants 39 training
+    points per centroid), at least 1. ``default_nlist(1_000_000) == 4096``."""
     if n <= 0:
         return 1
-    target = 2 * math.sqrt(n)
-    nlist = 2 ** round(math.log2(max(target, 1)))
+    nlist = 2 ** round(math.log2(max(4 * math.sqrt(n), 1)))
     return int(max(1, min(nlist, n // 39)))
 
 
 def default_nprobe(nlist: int) -> int:
-    """Lists visited per query: ``nlist // 64``, clipped to [8, nlist]. 32 for ``nlist = 2048``."""
-    return int(min(nlist, max(8, nlist // 64)))
+    """Lists visited per query: ``4096 // nlist`` clipped to [2, 16] (and to ``nlist``): 4 for 1,024 lists
+    (100k vectors), 2 for 4,096 (1M). Larger indexes have smaller, purer lists; on replicated e5 title
+    vectors these settings keep recall@10 above 0.95 (``docs/scale.md``)."""
+    return int(min(nlist, max(2, min(16, 4096 // max(nlist, 1)))))
 
 
 def _as_matrix(emb: np.ndarray, dim: int | None = None, what: str = "embeddings") -> np.ndarray:
@@ -211,8 +212,8 @@ def new_index(
     nlist: int | None = None,
     nprobe: int | None = None,
     hnsw_m: int = 32,
-    ef_construction: int = 80,
-    ef_search: int = 128,
+    ef_construction: int = 40,
+    ef_search: int = 64,
     train_iters: int = 10,
     seed: int = 1234,
 ) -> SearchIndex:
@@ -287,8 +288,8 @@ def build_index(
     nlist: int | None = None,
     nprobe: int | None = None,
     hnsw_m: int = 32,
-    ef_construction: int = 80,
-    ef_search: int = 128,
+    ef_construction: int = 40,
+    ef_search: int = 64,
     train_size: int | None = None,
     train_iters: int = 10,
     seed: int = 1234,
@@ -302,7 +303,7 @@ def build_index(
         use_gpu: ``None`` = GPUs when the FAISS GPU build sees some, ``True`` = required (error without),
             ``False`` = CPU. Several GPUs: the index is sharded over all of them.
         nlist, nprobe: IVF lists and lists visited per query (defaults: :func:`default_nlist`,
-            :func:`default_nprobe`). ``train_size``: vectors sampled to train IVF (default ``64 * nlist``);
+            :func:`default_nprobe`). ``train_size``: vectors sampled to train IVF (default ``40 * nlist``);
             ``train_iters``: k-means iterations.
         hnsw_m, ef_construction, ef_search: HNSW graph degree and beam widths.
         seed: sampling seed of IVF training (the build is deterministic for a given input).
@@ -317,7 +318,7 @@ def build_index(
     train = None
     if kind in ("ivf", "auto") and n:
         nl = int(nlist) if nlist else default_nlist(n)
-        train = training_sample(arr, min(n, int(train_size) if train_size else 64 * nl), seed)
+        train = training_sample(arr, min(n, int(train_size) if train_size else 40 * nl), seed)
     index = new_index(
         d, n=n, kind=kind, use_gpu=use_gpu, train=train, nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m,
         ef_construction=ef_construction, ef_search=ef_search, train_iters=train_iters, seed=seed,

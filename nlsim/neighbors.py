@@ -187,12 +187,8 @@ def merge_pairs(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return _unique(lo * base + hi, sim, base)
 
 
-def knn_graph(index: Any, emb: np.ndarray, *, k: int, threshold: float, method: str = "auto",
-              **kwargs: Any) -> pd.DataFrame:
+def knn_graph(index: Any, emb: np.ndarray, *, k: int, threshold: float, **kwargs: Any) -> pd.DataFrame:
     """The whole near-duplicate graph of an index built from ``emb`` (row i = ``emb[i]``).
-
-    ``method``: ``"search"`` runs :func:`neighbor_pairs` over every row; ``"cells"`` (IVF on the CPU only)
-    runs :func:`ivf_cell_graph`; ``"auto"`` picks ``"cells"`` for a CPU IVF index, else ``"search"``.
 
     Example:
         >>> import numpy as np
@@ -201,89 +197,4 @@ def knn_graph(index: Any, emb: np.ndarray, *, k: int, threshold: float, method: 
         >>> len(knn_graph(build_index(emb, use_gpu=False), emb, k=2, threshold=0.5, progress=False))
         0
     """
-    if method not in ("auto", "search", "cells"):
-        raise ConfigError(f"method must be 'auto', 'search' or 'cells', got {method!r}")
-    is_ivf_cpu = getattr(index, "kind", None) == "ivf" and getattr(index, "device", None) == "cpu"
-    if method == "cells" or (method == "auto" and is_ivf_cpu and len(emb) == index.ntotal):
-        return ivf_cell_graph(index, k=k, threshold=threshold, **kwargs)
     return neighbor_pairs(index, emb, np.arange(emb.shape[0]), k=k, threshold=threshold, **kwargs)
-
-
-def _list_arrays(ivf: Any, c: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    import faiss
-
-    inv = ivf.invlists
-    size = inv.list_size(c)
-    if size == 0:
-        return np.empty((0, d), np.float32), np.empty(0, np.int64)
-    codes = faiss.rev_swig_ptr(inv.get_codes(c), size * ivf.code_size)
-    ids = faiss.rev_swig_ptr(inv.get_ids(c), size)
-    return np.frombuffer(codes, dtype=np.float32).reshape(size, d).copy(), np.array(ids, dtype=np.int64)
-
-
-def ivf_cell_graph(
-    index: Any,
-    *,
-    k: int,
-    threshold: float,
-    nprobe: int | None = None,
-    times: Any = None,
-    window: Any = None,
-    nat: str = "keep",
-    block: int = 2048,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """The k-NN graph of every vector in a CPU IVF-Flat index, computed cell by cell with matrix products.
-
-    For each IVF cell, all its vectors are compared at once (one BLAS product) with the vectors of the
-    ``nprobe`` cells whose centroids are nearest to that cell's centroid (itself included). That is the
-    usual IVF approximation with the probed cells chosen per cell instead of per vector; a matrix product
-    runs several times faster than scanning lists vector by vector. Results are the same pairs
-    ``(a, b, similarity)`` as :func:`neighbor_pairs` (same filters, ``a < b``, each pair once).
-    Recall against exact search is measured by ``benchmarks/bench_search.py``.
-    """
-    import faiss
-
-    if getattr(index, "kind", None) != "ivf" or getattr(index, "device", "cpu") != "cpu":
-        raise ConfigError("ivf_cell_graph needs an IVF index on the CPU (use knn_graph for the others)")
-    if k < 1:
-        raise ConfigError(f"k must be at least 1, got {k}")
-    ivf = faiss.extract_index_ivf(index.index)
-    if ivf.code_size != 4 * ivf.d:
-        raise ConfigError("ivf_cell_graph reads raw vectors: it needs an IndexIVFFlat")
-    d, nlist = ivf.d, ivf.nlist
-    probe = int(nprobe or index.params.get("nprobe") or ivf.nprobe)
-    probe = max(1, min(probe, nlist))
-    centroids = ivf.quantizer.reconstruct_n(0, nlist)
-    _, near = ivf.quantizer.search(centroids, probe)
-    collect = _Collector(int(index.ntotal), k, threshold, times, window, nat)
-    cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    bar = _bar(progress, nlist, "neighbour cells", "cell")
-    # visit cells in probe-neighbourhood order so loaded lists get reused; keep a small cache
-    try:
-        for c in range(nlist):
-            q_vec, q_ids = cache.get(c) or _list_arrays(ivf, c, d)
-            if len(q_ids):
-                cells = [int(p) for p in near[c] if p >= 0]
-                parts = [cache.get(p) or _list_arrays(ivf, p, d) for p in cells]
-                db = np.concatenate([v for v, _ in parts])
-                db_ids = np.concatenate([i for _, i in parts])
-                kk = min(k + 1, len(db_ids))
-                for start in range(0, len(q_ids), block):
-                    sims = q_vec[start:start + block] @ db.T
-                    if kk < sims.shape[1]:
-                        top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-                    else:
-                        top = np.broadcast_to(np.arange(sims.shape[1]), (sims.shape[0], sims.shape[1]))
-                    top_s = np.take_along_axis(sims, top, axis=1)
-                    order = np.argsort(-top_s, axis=1, kind="stable")
-                    top = np.take_along_axis(top, order, axis=1)
-                    collect.add(q_ids[start:start + block], np.take_along_axis(top_s, order, axis=1),
-                                db_ids[top])
-                cache = {p: v for p, v in zip(cells, parts, strict=True)}
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return collect.result()

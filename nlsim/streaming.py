@@ -403,7 +403,7 @@ def build_index_from_shards(
 ) -> Any:
     """An index of every shard's vectors, rows in shard order; only one shard is in memory at a time.
 
-    IVF is trained on ``train_size`` vectors (default ``64 * nlist``) sampled across all shards.
+    IVF is trained on ``train_size`` vectors (default ``40 * nlist``) sampled across all shards.
     Other keyword arguments go to :func:`nlsim.index.new_index`.
     """
     from nlsim.index import FLAT_MAX, GPU_FLAT_MAX, default_nlist, gpu_count, new_index
@@ -418,7 +418,7 @@ def build_index_from_shards(
         resolved = "flat" if n <= (GPU_FLAT_MAX if on_gpu else FLAT_MAX) else "ivf"
     if resolved == "ivf":
         nl = kwargs.get("nlist") or default_nlist(n)
-        train = shards.sample(int(train_size) if train_size else 64 * nl, seed=kwargs.get("seed", 1234))
+        train = shards.sample(int(train_size) if train_size else 40 * nl, seed=kwargs.get("seed", 1234))
     index = new_index(shards.dim, n=n, kind=resolved, use_gpu=use_gpu, train=train, **kwargs)
     for _, emb in shards.iter_shards():
         index.add(np.asarray(emb, dtype=np.float32))

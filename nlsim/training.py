@@ -314,6 +314,8 @@ def train_encoder(
     model.eval()
     if best_state is not None:
         model.load_state_dict(best_state, strict=False)
+    else:  # validation Spearman undefined throughout (constant scores): keep the last weights
+        best = dict(history[-1])
     if hasattr(encoder, "refresh_fingerprint"):
         encoder.refresh_fingerprint()
     return {

@@ -248,3 +248,22 @@ def test_daily_runs_equal_single_run_with_real_encoder(tmp_path: Path, fast_enco
     emb_daily = np.load(next((tmp_path / "state").glob("generations/g000003-*/index/embeddings.npy")))
     assert emb_daily.shape == (len(corpus), fast_encoder.dim)
     assert one.stats.counts["clusters_new"] == len(batch.clusters)
+
+
+def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
+    corpus = story_corpus().assign(published_at=None)
+    corpus.to_parquet(tmp_path / "undated.parquet", index=False)
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_incremental(_config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc)
+    today = pd.Timestamp.now(tz="UTC").floor("D")
+    assert r1.run_id.startswith(today.strftime("%Y%m%d"))
+    assert (open_state(state).items["retain_from"] == today).all()
+    assert state_assignment(state)["b2"] == "c-a1"  # undated: ties broken by id, the bridge x1 joins all
+    later = (today + pd.Timedelta(days=31)).isoformat()
+    r2 = run_incremental(
+        _config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc, as_of=later
+    )
+    # seen before (skipped), and now out of the window (expired): nothing is kept
+    assert r2.stats.counts["expired"] == len(corpus) and r2.stats.counts["skipped"] == len(corpus)
+    assert r2.stats.counts["kept"] == 0

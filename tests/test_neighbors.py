@@ -148,33 +148,3 @@ def test_merge_pairs_across_chunks(emb: np.ndarray) -> None:
     pd.testing.assert_frame_equal(merge_pairs(parts), whole)
     assert len(merge_pairs([])) == 0
 
-
-def test_ivf_cell_graph_matches_search_with_all_cells() -> None:
-    from nlsim.neighbors import ivf_cell_graph
-
-    rng = np.random.default_rng(5)
-    centres = rng.normal(size=(80, 16))
-    x = unit(np.repeat(centres, 6, axis=0) + 0.3 * rng.normal(size=(480, 16)))
-    index = build_index(x, kind="ivf", nlist=8, nprobe=8, use_gpu=False)  # every cell probed: exact
-    exact = knn_graph(build_index(x, use_gpu=False), x, k=4, threshold=0.7, progress=False)
-    cells = ivf_cell_graph(index, k=4, threshold=0.7, block=50, progress=False)
-    assert set(zip(cells.a, cells.b, strict=True)) == set(zip(exact.a, exact.b, strict=True))
-    np.testing.assert_allclose(cells.similarity, exact.similarity, atol=1e-5)
-    auto = knn_graph(index, x, k=4, threshold=0.7, progress=False)  # auto picks the cell join
-    pd.testing.assert_frame_equal(auto, cells, check_exact=False, atol=1e-5)
-    times = pd.Series(pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.arange(480), unit="h"))
-    win = ivf_cell_graph(index, k=4, threshold=0.7, times=times, window=timedelta(hours=30), progress=False)
-    assert len(win) and ((win.b - win.a) <= 30).all()
-    with pytest.raises(ConfigError):
-        ivf_cell_graph(build_index(x, use_gpu=False), k=4, threshold=0.7)
-
-
-def test_ivf_cell_graph_recall_with_few_cells() -> None:
-    rng = np.random.default_rng(11)
-    centres = rng.normal(size=(500, 48))
-    x = unit(np.repeat(centres, 8, axis=0) + 0.15 * rng.normal(size=(4000, 48)))
-    exact = knn_graph(build_index(x, use_gpu=False), x, k=5, threshold=0.5, progress=False)
-    approx = knn_graph(build_index(x, kind="ivf", nlist=64, nprobe=4, use_gpu=False), x, k=5, threshold=0.5,
-                       progress=False)
-    e, a = set(zip(exact.a, exact.b, strict=True)), set(zip(approx.a, approx.b, strict=True))
-    assert len(e & a) / len(e) >= 0.95

@@ -154,7 +154,8 @@ def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None =
     from nlsim.encoders.encoder import weights_digest
 
     digest = weights_digest(encoder.model)
-    source = json.dumps({"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True)
+    source = json.dumps({"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__},
+                        sort_keys=True)
     folder = (root or nlsim_home() / "onnx") / digest[:24]
 
     def build(tmp: Path) -> None:

@@ -22,9 +22,10 @@ def l3_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def l3(l3_root: Path):  # noqa: ANN201 - Encoder
+    """MiniLM-L3 on the torch backend (the ONNX Runtime path is tested against it in test_onnx_backend)."""
     from nlsim.encoders import load_encoder
 
-    return load_encoder(l3_root / "paraphrase-MiniLM-L3-v2")
+    return load_encoder(l3_root / "paraphrase-MiniLM-L3-v2", backend="torch")
 
 
 @pytest.fixture()

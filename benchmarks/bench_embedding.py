@@ -1,0 +1,224 @@
+"""Embedding speed: nlsim's Encoder vs sentence-transformers ``encode``, same model folder, same threads.
+
+Sets: the 10,000 THUCNews titles (Traditional Chinese; ``data/thucnews.parquet`` column ``title``, else
+``annotations/thucnews_corpus.tsv`` column ``title_zh_tw``) and BBC title + lead (``data/bbc.parquet``,
+``title`` + ``description``). Each variant runs in its own child process (so its peak RSS is its own), one
+after the other; with ``--repeats R`` the variants are interleaved R times and the best run is kept.
+Every variant also embeds the annotated THUCNews test pairs (``tw2sp`` conversion) for its Spearman, and
+its THUCNews vectors are compared with sentence-transformers' (lowest cosine).
+
+Variants: ``st`` (sentence-transformers, batch 64, the model's prompt), ``nlsim`` (defaults: ONNX Runtime
+when installed), ``nlsim-torch`` (torch backend, SDPA), ``nlsim-torch-eager``, ``nlsim-int8`` (torch dynamic
+int8), ``nlsim-tokens`` (default backend, token-budget batches of at most 2,048 tokens).
+
+Usage::
+
+    nice -n 10 python benchmarks/bench_embedding.py                      # st vs nlsim, full sets
+    python benchmarks/bench_embedding.py --variants st,nlsim,nlsim-torch,nlsim-int8 --n 1000 --tag options
+
+Writes ``benchmarks/results/embedding[-TAG].json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from _common import RESULTS, machine, peak_rss_mb, print_table, run_child  # noqa: E402
+
+VARIANTS = ("st", "nlsim", "nlsim-torch", "nlsim-torch-eager", "nlsim-int8", "nlsim-tokens")
+PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
+
+
+def load_set(name: str, n: int | None) -> list[str]:
+    import pandas as pd
+
+    if name == "thucnews":
+        pq = ROOT / "data" / "thucnews.parquet"
+        if pq.is_file():
+            texts = pd.read_parquet(pq, columns=["title"])["title"].tolist()
+        else:
+            tsv = ROOT / "annotations" / "thucnews_corpus.tsv"
+            texts = pd.read_csv(tsv, sep="\t")["title_zh_tw"].tolist()
+    elif name == "bbc":
+        df = pd.read_parquet(ROOT / "data" / "bbc.parquet", columns=["title", "description"])
+        texts = [f"{t} {d}".strip() for t, d in zip(df["title"], df["description"].fillna(""), strict=True)]
+    else:
+        raise SystemExit(f"unknown set {name!r}")
+    return texts[:n] if n else texts
+
+
+def make_encode(variant: str, model: str, threads: int, batch_size: int) -> tuple[Any, dict[str, Any]]:
+    """(encode(texts) -> unit vectors, info) for one variant."""
+    from nlsim.encoders import load_encoder
+
+    if variant == "st":
+        from sentence_transformers import SentenceTransformer
+
+        from nlsim.encoders.registry import ALIASES, MODELS, _folder_settings, registry_folder
+
+        key = ALIASES.get(model.lower())
+        folder = registry_folder(key) if key else Path(model)  # the same folder nlsim loads, no second copy
+        prefix = MODELS[key].prefix if key else _folder_settings(folder).get("prefix", "")
+        st = SentenceTransformer(str(folder), device="cpu")
+        st.max_seq_length = 256
+        prompt = prefix or None
+
+        def run(texts: list[str]) -> np.ndarray:
+            return st.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True,
+                             convert_to_numpy=True, show_progress_bar=False)
+
+        return run, {"backend": "sentence-transformers", "prompt": prompt}
+    kwargs: dict[str, Any] = {"threads": threads}
+    extra: dict[str, Any] = {}
+    if variant == "nlsim-torch":
+        kwargs["backend"] = "torch"
+    elif variant == "nlsim-torch-eager":
+        kwargs.update(backend="torch", attn_implementation="eager")
+    elif variant == "nlsim-int8":
+        kwargs["quantize"] = "int8"
+    elif variant == "nlsim-tokens":
+        extra = {"max_tokens": 2048}
+    elif variant != "nlsim":
+        raise SystemExit(f"unknown variant {variant!r}")
+    enc = load_encoder(model, **kwargs)
+    bs = 10**6 if extra else batch_size
+
+    def run(texts: list[str]) -> np.ndarray:
+        return enc.encode(texts, batch_size=bs, progress=False, **extra)
+
+    return run, {"backend": enc.options.get("backend", "torch"), **enc.options, **extra}
+
+
+def spearman(encode: Any) -> float | None:
+    if not PAIRS.is_file():
+        return None
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    from nlsim.conversion import convert
+
+    df = pd.read_csv(PAIRS, sep="\t")
+    df = df[df["split"] == "test"]
+    a = encode(convert(df["text_a"].tolist(), "tw2sp"))
+    b = encode(convert(df["text_b"].tolist(), "tw2sp"))
+    return float(100 * spearmanr((a * b).sum(1), df["score"]).statistic)
+
+
+def child(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    encode, info = make_encode(args.child, args.model, args.threads, args.batch_size)
+    load_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"variant": args.child, "info": info, "load_s": load_s, "sets": {}}
+    for name in args.sets.split(","):
+        texts = load_set(name, args.n)
+        encode(texts[:64])  # warm-up
+        t, c = time.perf_counter(), time.process_time()
+        emb = encode(texts)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        np.save(Path(args.emb_dir) / f"{args.child}-{name}.npy", emb.astype(np.float32))
+        out["sets"][name] = {"n": len(texts), "wall_s": wall, "cpu_s": cpu, "items_per_s": len(texts) / wall,
+                             "load_avg": os.getloadavg()[0]}
+    out["spearman_tw2sp"] = spearman(encode) if args.quality else None
+    out["peak_rss_mb"] = peak_rss_mb()
+    print(json.dumps(out))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variants", default="st,nlsim", help=f"comma-separated, from {', '.join(VARIANTS)}")
+    ap.add_argument("--sets", default="thucnews,bbc")
+    ap.add_argument("--n", type=int, default=None, help="only the first N texts of each set")
+    ap.add_argument("--model", default="multilingual-e5-small")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--no-quality", dest="quality", action="store_false")
+    ap.add_argument("--tag", default="", help="results file suffix: embedding-TAG.json")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--emb-dir", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+    where = machine()
+    print(f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}",
+          flush=True)
+    emb_dir = tempfile.mkdtemp(prefix="bench-emb-")
+    best: dict[str, dict[str, Any]] = {}
+    for rep in range(args.repeats):
+        for v in variants:
+            cmd = [str(HERE / "bench_embedding.py"), "--child", v, "--sets", args.sets, "--model", args.model,
+                   "--threads", str(args.threads), "--batch-size", str(args.batch_size), "--emb-dir", emb_dir]
+            if args.n:
+                cmd += ["--n", str(args.n)]
+            if not args.quality or rep > 0:
+                cmd += ["--no-quality"]
+            r = run_child(cmd, timeout=3600)
+            for s, m in r["sets"].items():
+                print(f"  run {rep + 1} {v:18s} {s:9s} {m['items_per_s']:8.1f} items/s  "
+                      f"wall {m['wall_s']:6.1f}s cpu {m['cpu_s']:6.1f}s  load {m['load_avg']:.1f}",
+                      flush=True)
+            if v not in best:
+                best[v] = r
+            else:
+                for s, m in r["sets"].items():
+                    if m["items_per_s"] > best[v]["sets"][s]["items_per_s"]:
+                        best[v]["sets"][s] = m
+                best[v]["peak_rss_mb"] = max(best[v]["peak_rss_mb"], r["peak_rss_mb"])
+    rows = []
+    for v in variants:
+        r = best[v]
+        for s, m in r["sets"].items():
+            row = {"variant": v, "backend": r["info"].get("backend"), "set": s, "n": m["n"],
+                   "items/s": m["items_per_s"], "wall s": m["wall_s"], "cpu s": m["cpu_s"],
+                   "peak RSS MB": r["peak_rss_mb"], "Spearman": r.get("spearman_tw2sp")}
+            if "st" in best:
+                row["x ST"] = m["items_per_s"] / best["st"]["sets"][s]["items_per_s"]
+                a = np.load(Path(emb_dir) / f"{v}-{s}.npy")
+                b = np.load(Path(emb_dir) / f"st-{s}.npy")
+                row["min cos vs ST"] = float((a * b).sum(1).min())
+            rows.append(row)
+    cols = ["variant", "backend", "set", "n", "items/s", "x ST", "wall s", "cpu s", "peak RSS MB", "Spearman",
+            "min cos vs ST"]
+    table = print_table(rows, cols)
+    cmd_line = "python benchmarks/bench_embedding.py " + " ".join(sys.argv[1:])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = "embedding" + (f"-{args.tag}" if args.tag else "")
+    payload = {"command": cmd_line.strip(), "machine": where, "threads": args.threads,
+               "batch_size": args.batch_size, "model": args.model, "repeats": args.repeats, "rows": rows,
+               "runs": {v: best[v] for v in variants},
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    from nlsim.atomic import atomic_write_text
+
+    atomic_write_text(RESULTS / f"{stem}.json", json.dumps(payload, indent=2, default=str) + "\n")
+    md = (f"# Embedding speed ({args.model})\n\n`{cmd_line.strip()}`\n\n{where}; {args.threads} threads, "
+          f"batch {args.batch_size}, best of {args.repeats}; {payload['date']}.\n"
+          "Spearman: annotated THUCNews test pairs, tw2sp conversion. min cos vs ST: lowest cosine between a "
+          "variant's vector and sentence-transformers' for the same text.\n\n" + table + "\n")
+    atomic_write_text(RESULTS / f"{stem}.md", md)
+    print(f"wrote {RESULTS / (stem + '.json')} and .md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""ONNX Runtime backend: same vectors as torch, cached export, fallback when weights change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from nlsim.encoders import Encoder, load_encoder
+from nlsim.errors import ConfigError
+
+pytest.importorskip("onnxruntime")
+
+TEXTS = ["A man is playing a guitar.", "x", "Stocks fell sharply on Monday as investors fled to bonds. " * 8,
+         "中文新聞標題", "Floods hit the north.", "A person plays guitar."]
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture()
+def onnx_l3(home: Path, l3: Encoder) -> Encoder:
+    return load_encoder(l3.path, backend="onnx", threads=1)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 64])
+def test_same_vectors_as_torch(onnx_l3: Encoder, l3: Encoder, batch_size: int) -> None:
+    assert onnx_l3.options["backend"] == "onnx"
+    a = onnx_l3.encode(TEXTS, batch_size=batch_size, progress=False)
+    b = l3.encode(TEXTS, batch_size=batch_size, progress=False)
+    assert a.dtype == np.float32 and a.shape == b.shape
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    assert onnx_l3.fingerprint == l3.fingerprint  # the backend changes speed, not the numbers
+
+
+def test_export_is_cached_and_verified(home: Path, l3: Encoder) -> None:
+    load_encoder(l3.path, backend="onnx")
+    [folder] = list((home / "onnx").iterdir())
+    model = folder / "model.onnx"
+    stamp = model.stat().st_mtime_ns
+    load_encoder(l3.path, backend="onnx")
+    assert model.stat().st_mtime_ns == stamp  # reused, not exported again
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0x11
+    model.write_bytes(bytes(data))
+    enc = load_encoder(l3.path, backend="onnx")  # corrupt: exported again
+    np.testing.assert_allclose(enc.encode(TEXTS, progress=False), l3.encode(TEXTS, progress=False), atol=1e-5)
+
+
+def test_falls_back_to_torch_when_weights_change(onnx_l3: Encoder) -> None:
+    before = onnx_l3.encode(TEXTS[:2], progress=False)
+    with torch.no_grad():
+        onnx_l3.model.encoder.layer[0].intermediate.dense.weight.mul_(1.5)  # in place, like a step
+    after = onnx_l3.encode(TEXTS[:2], progress=False)
+    assert "backend" not in onnx_l3.options
+    assert not np.allclose(before, after, atol=1e-3)
+    feats = onnx_l3.tokenize(TEXTS[:2])
+    with torch.no_grad():
+        ref = torch.nn.functional.normalize(onnx_l3.embed(feats), dim=1).numpy()
+    np.testing.assert_allclose(after, ref, atol=1e-5)
+
+
+def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="backend"):
+        load_encoder(l3.path, backend="tensorrt")
+    with pytest.raises(ConfigError, match="int8"):
+        load_encoder(l3.path, backend="onnx", quantize="int8")
+    assert "backend" not in load_encoder(l3.path, backend="torch").options
+    assert "backend" not in load_encoder(l3.path, quantize="int8").options  # auto: torch for int8
+    import nlsim.encoders.onnx_backend as ob
+
+    monkeypatch.setattr(ob, "onnxruntime_available", lambda: False)
+    assert "backend" not in load_encoder(l3.path).options  # auto without onnxruntime: torch
+    with pytest.raises(ConfigError, match="onnxruntime"):
+        load_encoder(l3.path, backend="onnx")
