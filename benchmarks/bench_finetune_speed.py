@@ -80,7 +80,7 @@ def sentence_transformers(train, args) -> float:  # noqa: ANN001
         num_train_epochs=1,
         per_device_train_batch_size=16,
         learning_rate=5e-5,
-        warmup_ratio=0.1,
+        warmup_steps=0.1,
         lr_scheduler_type="linear",
         seed=1,
         save_strategy="no",

@@ -108,6 +108,7 @@ def stage(name: str, n: int, chunk: int, k: int, threshold: float, graph: bool =
 
 def cmd_stream(args: argparse.Namespace) -> None:
     rows = []
+    where, when = machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     for n in args.sizes:
         work = CACHE / f"stream-{n}"
         corpus = work / "corpus.parquet"
@@ -128,7 +129,6 @@ def cmd_stream(args: argparse.Namespace) -> None:
         rows.append(row)
         if not args.keep:
             shutil.rmtree(work / "shards", ignore_errors=True)
-    where, when = machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     title = (f"streaming (HashingEmbedder stand-in, chunks of {args.chunk:,} rows, shards on disk); "
              f"{where}; {when}")
     print(f"\n{title}\n")
@@ -146,6 +146,7 @@ def cmd_e5(args: argparse.Namespace) -> None:
     from nlsim.streaming import embed_to_shards
 
     torch.set_num_threads(2)
+    where, when = machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     src = RESULTS.parent.parent / "data" / "thucnews.parquet"
     work = CACHE / "stream-e5"
     shutil.rmtree(work, ignore_errors=True)
@@ -161,9 +162,9 @@ def cmd_e5(args: argparse.Namespace) -> None:
                              info={"model": enc.model_id, "fingerprint": enc.fingerprint})
     secs = time.perf_counter() - t
     row = {"items": len(shards), "chunk": args.e5_chunk, "seconds": secs, "items_per_s": len(shards) / secs,
-           "peak_rss_mb": peak_rss_mb(), "machine": machine(),
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+           "peak_rss_mb": peak_rss_mb(), "machine": where, "date": when}
     E5_JSON.write_text(json.dumps(row, indent=1))
+    E5_JSON.with_name(f"stream_e5_{len(shards)}.json").write_text(json.dumps(row, indent=1))
     print(json.dumps(row, indent=1))
     shutil.rmtree(work, ignore_errors=True)
 
@@ -179,13 +180,23 @@ def cmd_plot(args: argparse.Namespace) -> None:
     e5 = json.loads(E5_JSON.read_text()) if E5_JSON.is_file() else None
     search = json.loads(SEARCH_JSON.read_text())["runs"] if SEARCH_JSON.is_file() else []
     rows = []
-    rate, measured = base["items_per_s"], base["items"]
+    # embedding: a size measured by the streaming e5 run (bench_scale.py e5) or by make_vectors.py is shown
+    # as measured; other sizes are extrapolated from the streaming e5 run's throughput (else make_vectors')
+    src = e5 or base
+    rate, measured = src["items_per_s"], src["items"]
     for n in sizes:
-        extra = n > measured
-        rows.append({"stage": "embed (e5, 2 threads)", "n": n, "seconds": n / rate,
-                     "peak_rss_mb": (e5 or base)["peak_rss_mb"],
-                     "note": (f"EXTRAPOLATED from {measured:,} measured items ({rate:.1f}/s)" if extra
-                              else f"measured ({rate:.1f}/s)") + "; memory: streaming, per worker"})
+        if e5 and e5["items"] == n:
+            secs, mem = e5["seconds"], e5["peak_rss_mb"]
+            note = f"measured ({e5['items_per_s']:.1f}/s, streaming, bench_scale.py e5)"
+        elif n == base["items"] and not (e5 and e5["items"] >= n):
+            secs, mem = base["encode_s"], base["peak_rss_mb"]
+            note = f"measured ({base['items_per_s']:.1f}/s, make_vectors.py, one call)"
+        else:
+            secs, mem = n / rate, src["peak_rss_mb"]
+            note = (f"EXTRAPOLATED from {measured:,} measured items ({rate:.1f}/s); memory: streaming peak "
+                    f"per worker measured at {measured:,} items (constant in N, see the stream table)")
+        rows.append({"stage": "embed (e5, 2 threads)", "n": n, "seconds": secs, "peak_rss_mb": mem,
+                     "note": note})
     for method, label in (("exact", "search exact flat"), ("exact-sample", "search exact flat"),
                           ("ivf", "search IVF"), ("hnsw", "search HNSW"), ("st", "sentence-transformers")):
         for r in search:
@@ -194,7 +205,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
                 if isinstance(r.get("recall"), float):
                     note += f"; recall@k {r['recall']:.3f}"
                 rows.append({"stage": label, "n": r["n"], "seconds": r["total_s"],
-                             "peak_rss_mb": r["peak_rss_mb"], "note": note})
+                             "peak_rss_mb": r.get("peak_rss_graph_mb") or r["peak_rss_mb"], "note": note})
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     for stage_name in dict.fromkeys(r["stage"] for r in rows):
         pts = sorted((r for r in rows if r["stage"] == stage_name), key=lambda r: r["n"])

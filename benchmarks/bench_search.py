@@ -95,7 +95,8 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
         t = time.perf_counter()
         pairs = knn_graph(index, x, k=k, threshold=threshold, progress=False)
         graph_s = time.perf_counter() - t
-        row.update(build_s=build_s, graph_s=graph_s, pairs=len(pairs), what=index.describe())
+        row.update(build_s=build_s, graph_s=graph_s, pairs=len(pairs), what=index.describe(),
+                   peak_rss_graph_mb=peak_rss_mb())  # before the recall measurement adds its own
         if kind == "flat":
             row["recall"] = "exact"
         else:
@@ -117,14 +118,15 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
                                     "ms_per_query": 1000 * (time.perf_counter() - t) / len(rows)}
                 row["recall_by_nprobe"] = curve
             # pair recall: exact pairs >= threshold among the sampled items that the approximate graph holds
-            ex_pairs = set()
-            xs = x[rows]
-            for q, w, v in zip(rows, want, xs, strict=True):
+            ex_keys = []
+            for q, w in zip(rows, want, strict=True):
                 for j in w:
-                    if float(v @ x[j]) >= threshold:
-                        ex_pairs.add((min(q, j), max(q, j)))
-            have = set(zip(pairs["a"].tolist(), pairs["b"].tolist(), strict=True)) if ex_pairs else set()
-            row["pair_recall"] = len(ex_pairs & have) / len(ex_pairs) if ex_pairs else float("nan")
+                    if float(x[q] @ x[j]) >= threshold:
+                        ex_keys.append(min(q, j) * n + max(q, j))
+            graph_keys = pairs["a"].to_numpy() * n + pairs["b"].to_numpy()
+            found = np.isin(np.array(ex_keys, dtype=np.int64), graph_keys)
+            row["pair_recall"] = float(found.mean()) if len(ex_keys) else float("nan")
+    row.setdefault("peak_rss_graph_mb", peak_rss_mb())
     row["total_s"] = row["build_s"] + row["graph_s"]
     row["gen_s"] = gen_s
     row["peak_rss_mb"] = peak_rss_mb()
@@ -168,26 +170,30 @@ def main(argv: list[str] | None = None) -> int:
             r = run_child(cmd, timeout=1800)
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
-    for n in args.sizes:
-        st = [r for r in rows if r["n"] == n and r["method"] == "st"]
-        for r in rows:
-            if r["n"] == n and st:
-                r["speedup_vs_st"] = st[0]["total_s"] / r["total_s"]
-    cols = ["n", "method", "what", "build_s", "graph_s", "total_s", "peak_rss_mb", "recall", "pair_recall",
-            "pairs", "speedup_vs_st"]
-    print(f"\nnear-duplicate graph, k={args.k}, cosine >= {args.threshold}; {where}; {started}\n")
-    table = print_table(rows, cols)
     out = Path(args.out)
     old = json.loads(out.read_text()) if out.is_file() else {"runs": []}
     done = {(x["n"], x["method"]) for x in rows}
-    old["runs"] = [r for r in old.get("runs", []) if (r["n"], r["method"]) not in done]
-    old["runs"] += rows
-    old.setdefault("meta", {}).update({"machine": where, "date": started, "k": args.k,
-                                       "threshold": args.threshold, "command": " ".join(sys.argv)})
+    runs = [r for r in old.get("runs", []) if (r["n"], r["method"]) not in done] + rows
+    order = ["exact", "exact-sample", "ivf", "hnsw", "st"]
+    runs.sort(key=lambda r: (r["n"], order.index(r["method"].split(":")[0]), r["method"]))
+    for r in runs:
+        st = [x for x in runs if x["n"] == r["n"] and x["method"] == "st"]
+        r.pop("speedup_vs_st", None)
+        if st:
+            r["speedup_vs_st"] = st[0]["total_s"] / r["total_s"]
+    cols = ["n", "method", "what", "build_s", "graph_s", "total_s", "peak_rss_graph_mb", "peak_rss_mb",
+            "recall", "pair_recall", "pairs", "speedup_vs_st"]
+    print(f"\nnear-duplicate graph, k={args.k}, cosine >= {args.threshold}; {where}; {started}\n")
+    table = print_table(runs, cols)
+    meta = old.get("meta", {})
+    meta.setdefault("runs_by_date", {})[started] = {"machine": where, "command": " ".join(sys.argv),
+                                                    "measured": sorted(f"{n}/{m}" for n, m in done)}
+    meta.update({"k": args.k, "threshold": args.threshold})
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(old, indent=1))
-    (out.with_suffix(".md")).write_text(
-        f"near-duplicate graph, k={args.k}, cosine >= {args.threshold}; {where}; {started}\n\n{table}\n")
+    out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1))
+    out.with_suffix(".md").write_text(
+        f"near-duplicate graph, k={args.k}, cosine >= {args.threshold}; runs: "
+        + "; ".join(f"{d}: {v['machine']}" for d, v in meta["runs_by_date"].items()) + f"\n\n{table}\n")
     return 0
 
 

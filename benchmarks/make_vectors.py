@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from nlsim.encoders import load_encoder
 
     torch.set_num_threads(args.threads)
+    where = machine()
     titles = pd.read_parquet(args.corpus, columns=["title"])["title"].tolist()[: args.limit]
     texts = convert(titles, args.convert)
     t = time.perf_counter()
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch_size": args.batch_size,
         "torch_threads": args.threads,
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "machine": machine(),
+        "machine": where,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "replication": choose_noise(emb),
     }

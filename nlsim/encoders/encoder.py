@@ -137,6 +137,8 @@ class Encoder:
         (384, '', 256)
     """
 
+    AUTO_ONNX_MIN_TEXTS = 1000  # backend="auto": texts in one encode() call before ONNX is set up
+
     def __init__(
         self,
         model: torch.nn.Module,
@@ -169,7 +171,9 @@ class Encoder:
         self._fingerprint: str | None = None
         self._prefix = prefix
         self._runner: Any = None  # optional fast inference path (ONNX Runtime), see use_runner()
+        self._runner_factory: Any = None  # builds a runner lazily, see set_runner_factory()
         self._runner_version = 0
+        self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
         self.dim = int(model.config.hidden_size)
 
     def __repr__(self) -> str:
@@ -215,6 +219,18 @@ class Encoder:
         self._runner = runner
         self._runner_version = self._weights_version()
 
+    def set_runner_factory(self, factory: Any) -> None:
+        """Build a runner with ``factory()`` (``None`` = stay on torch) at the first :meth:`encode` call of
+        at least :attr:`AUTO_ONNX_MIN_TEXTS` texts."""
+        self._runner_factory = factory
+
+    def weights_digest(self) -> str:
+        """:func:`weights_digest` of the model, cached until a weight changes in place."""
+        version = self._weights_version()
+        if self._digest is None or self._digest[0] != version:
+            self._digest = (version, weights_digest(self.model))
+        return self._digest[1]
+
     def _weights_version(self) -> int:
         return sum(int(p._version) for p in self.model.parameters())
 
@@ -230,7 +246,7 @@ class Encoder:
     def _compute_fingerprint(self) -> str:
         payload = {
             "config": _config_digest(self.model.config),
-            "weights": weights_digest(self.model),
+            "weights": self.weights_digest(),
             "tokenizer": _tokenizer_digest(self.tokenizer),
             "prefix": self.prefix,
             "pooling": "mean",
@@ -344,6 +360,11 @@ class Encoder:
         batches = self._batches(lengths, batch_size, max_tokens)
         pad_id = self._pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
+        if self._runner is None and self._runner_factory is not None and n >= self.AUTO_ONNX_MIN_TEXTS:
+            factory, self._runner_factory = self._runner_factory, None
+            built = factory()
+            if built is not None:
+                self.use_runner(built)
         runner = self._active_runner()
         was_training = self.model.training
         self.model.eval()
@@ -402,8 +423,8 @@ class Encoder:
             >>> from nlsim.encoders import load_encoder
             >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
             >>> out = enc.save(tempfile.mkdtemp() + "/copy")
-            >>> sorted(p.name for p in out.iterdir())[:3]
-            ['1_Pooling', 'config.json', 'config_sentence_transformers.json']
+            >>> sorted(p.name for p in out.iterdir())[:4]
+            ['1_Pooling', '2_Normalize', 'config.json', 'config_sentence_transformers.json']
         """
         if self.options.get("quantize"):
             raise ConfigError("a quantized encoder cannot be saved; save the fp32 model and quantize on load")

@@ -1,7 +1,8 @@
 """ONNX Runtime inference for :meth:`Encoder.encode` (optional; needs the ``onnxruntime`` package).
 
 The encoder's torch model, with mean pooling, is exported once to ONNX (TorchScript exporter, dynamic
-batch and sequence axes) into ``$NLSIM_HOME/onnx/<weights digest>/model.onnx`` with a manifest, checked
+batch and sequence axes) into ``$NLSIM_HOME/onnx/<weights digest>/model.onnx`` with a manifest (the
+:data:`KEEP_EXPORTS` most recently used are kept), checked
 against torch on a few batches (max abs difference < 1e-4, else the export is refused), and run with
 ``onnxruntime``'s CPU provider. Same numbers as torch to ~1e-6; on CPU it runs several times faster.
 Training (:meth:`Encoder.forward_texts`) always uses torch.
@@ -30,6 +31,7 @@ from nlsim.errors import ConfigError, StateError
 
 EXPORT_VERSION = 1
 MAX_ABS_DIFF = 1e-4
+KEEP_EXPORTS = 4  # most recently used exports kept under $NLSIM_HOME/onnx (e5: ~470 MB each)
 log = logging.getLogger(__name__)
 
 
@@ -151,15 +153,30 @@ def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None =
     """Export (once, cached by the weights' digest) and open the ONNX model of ``encoder``."""
     if not onnxruntime_available():
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
-    from nlsim.encoders.encoder import weights_digest
-
-    digest = weights_digest(encoder.model)
+    digest = encoder.weights_digest()
     source = json.dumps({"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__},
                         sort_keys=True)
-    folder = (root or nlsim_home() / "onnx") / digest[:24]
+    cache = root or nlsim_home() / "onnx"
+    folder = cache / digest[:24]
 
     def build(tmp: Path) -> None:
         export_onnx(encoder, tmp)
 
     folder = ensure_model_folder(folder, build, source=source)
-    return OnnxRunner(folder / "model.onnx", threads)
+    runner = OnnxRunner(folder / "model.onnx", threads)
+    _evict(cache, keep=folder)
+    return runner
+
+
+def _evict(cache: Path, keep: Path) -> None:
+    """Mark ``keep`` as just used and delete all but the :data:`KEEP_EXPORTS` most recently used exports."""
+    import os
+    import shutil
+
+    with contextlib.suppress(OSError):
+        os.utime(keep)
+    folders = [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in folders[KEEP_EXPORTS:]:
+        if old != keep:
+            shutil.rmtree(old, ignore_errors=True)

@@ -219,12 +219,19 @@ def _attach_backend(enc: Encoder, backend: str, threads: int | None) -> None:
     if backend == "auto":
         if enc.options.get("quantize") or enc.device.type != "cpu" or not onnxruntime_available():
             return
-        try:
-            enc.use_runner(onnx_runner(enc, threads=threads))
-        except Exception as exc:  # noqa: BLE001 - the torch path always works; say why ONNX was not used
-            log.warning("ONNX Runtime not used for %s (%s: %s); encoding with torch", enc.name,
-                        type(exc).__name__, exc)
-            return
+
+        def factory() -> Any:
+            try:
+                runner = onnx_runner(enc, threads=threads)
+            except Exception as exc:  # noqa: BLE001 - the torch path always works; say why ONNX was not used
+                log.warning("ONNX Runtime not used for %s (%s: %s); encoding with torch", enc.name,
+                            type(exc).__name__, exc)
+                return None
+            enc.options["backend"] = "onnx"
+            return runner
+
+        enc.set_runner_factory(factory)  # built at the first encode() big enough to repay the export
+        return
     else:
         if enc.options.get("quantize"):
             raise ConfigError("backend='onnx' cannot be combined with quantize='int8' (torch-only option)")
@@ -258,7 +265,9 @@ def load_encoder(
         backend: how ``encode`` runs: ``"torch"``; ``"onnx"`` (ONNX Runtime on CPU, exported once and cached
             under ``$NLSIM_HOME/onnx``, checked against torch; same numbers, several times faster); ``"auto"``
             (default): ONNX when ``onnxruntime`` is installed, the device is the CPU and no quantization is
-            asked, else torch. Training always uses torch.
+            asked, from the first ``encode`` call of at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` (1,000) texts
+            (exporting costs ~15 s for e5 the first time; smaller jobs run on torch); else torch. Training
+            always uses torch.
 
     Raises:
         ConfigError: unknown name, unusable folder, hub unreachable, or a bad option.

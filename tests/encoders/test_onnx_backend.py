@@ -72,9 +72,41 @@ def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> No
         load_encoder(l3.path, backend="onnx", quantize="int8")
     assert "backend" not in load_encoder(l3.path, backend="torch").options
     assert "backend" not in load_encoder(l3.path, quantize="int8").options  # auto: torch for int8
+    assert load_encoder(l3.path, quantize="int8")._runner_factory is None
     import nlsim.encoders.onnx_backend as ob
 
     monkeypatch.setattr(ob, "onnxruntime_available", lambda: False)
-    assert "backend" not in load_encoder(l3.path).options  # auto without onnxruntime: torch
+    enc = load_encoder(l3.path)  # auto without onnxruntime: torch
+    enc.encode(["a"] * Encoder.AUTO_ONNX_MIN_TEXTS, batch_size=512, progress=False)
+    assert "backend" not in enc.options
     with pytest.raises(ConfigError, match="onnxruntime"):
         load_encoder(l3.path, backend="onnx")
+
+
+def test_auto_sets_up_onnx_only_for_big_jobs(home: Path, l3: Encoder,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    enc = load_encoder(l3.path)  # backend="auto"
+    monkeypatch.setattr(enc, "AUTO_ONNX_MIN_TEXTS", 5)
+    small = enc.encode(TEXTS[:4], progress=False)
+    assert "backend" not in enc.options and not (home / "onnx").exists()  # small job: torch, no export
+    big = enc.encode(TEXTS, progress=False)
+    assert enc.options["backend"] == "onnx" and (home / "onnx").is_dir()
+    np.testing.assert_allclose(big[:4], small, atol=1e-5)
+    np.testing.assert_allclose(big, l3.encode(TEXTS, progress=False), atol=1e-5)
+
+
+def test_old_exports_are_evicted(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import nlsim.encoders.onnx_backend as ob
+
+    monkeypatch.setattr(ob, "KEEP_EXPORTS", 2)
+    cache = home / "onnx"
+    cache.mkdir()
+    for i, name in enumerate(["old1", "old2", "old3"]):
+        (cache / name).mkdir()
+        os.utime(cache / name, (1000 + i, 1000 + i))
+    load_encoder(l3.path, backend="onnx")
+    left = {p.name for p in cache.iterdir() if not p.name.startswith(".")}
+    exports = {p.name for p in cache.iterdir() if (p / "model.onnx").is_file()}
+    assert len(exports) == 1 and left == exports | {"old3"}  # the new export and the newest old one
