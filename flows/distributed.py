@@ -131,16 +131,16 @@ def news_dedup_distributed(
     index = timed("index", index_task, emb, config)
     pairs = timed("neighbors", neighbors_task, index, emb, docs, thr.value, config)
     pair_table, clusters = timed("cluster", cluster_task, docs, pairs, config)
-    timed("save_index", save_index_task, index, emb, docs, encoder, config)
-    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit)
+    if config.save_index:
+        timed("save_index", save_index_task, index, emb, docs, encoder, config)
+    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit, pair_table, clusters)
     summary["embedding_runner"] = where
     files = report_task(config, docs, pair_table, clusters, summary)
     result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
     publish_artifacts(result)
     print(f"report: {Path(out).resolve()} - {summary['items']} items, {len(pair_table)} pairs, "
           f"{len(clusters)} clusters")
-    return {**result.summary, "pairs": len(pair_table), "clusters": len(clusters),
-            "files": {k: str(v) for k, v in files.items()}}
+    return {**result.summary, "files": {k: str(v) for k, v in files.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
