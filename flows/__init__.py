@@ -1,1 +1,5 @@
-"""Prefect flows: orchestration of nlsim stages."""
+"""Prefect flows: orchestration of nlsim stages (no logic of their own).
+
+Prefect puts this folder on ``sys.path`` when it loads a deployment's entrypoint (``flows/dedup.py:...``),
+so no module here may share its name with an installed package (``dask``, ``distributed``, ``prefect``...).
+"""

@@ -1,4 +1,4 @@
-"""Tests of flows/distributed.py: the Dask-sharded flow gives the single-process embeddings and report."""
+"""Tests of flows/dedup_distributed.py: the Dask-sharded flow gives the single-process embeddings and report."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 
 
 def test_task_runner_choice() -> None:
-    from flows.distributed import make_task_runner
+    from flows.dedup_distributed import make_task_runner
 
     remote = make_task_runner("tcp://10.0.0.5:8786")
     assert remote.address == "tcp://10.0.0.5:8786"
@@ -21,7 +21,7 @@ def test_task_runner_choice() -> None:
 
 
 def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
-    from flows.distributed import embed_shard_task
+    from flows.dedup_distributed import embed_shard_task
 
     texts = ["Floods in the north", "Storm warning for the coast", "Markets fall"]
     got = embed_shard_task.fn(texts, FAST_MODEL, 2, 1)
@@ -43,7 +43,7 @@ def small_corpus(tmp_path, repo_root):
 @pytest.mark.slow
 def test_two_worker_cluster_matches_single_process(prefect_harness, small_corpus, tmp_path,
                                                    fast_encoder) -> None:
-    from flows.distributed import news_dedup_distributed
+    from flows.dedup_distributed import news_dedup_distributed
     from nlsim.dedup import DedupConfig, run_dedup
 
     common = dict(corpus=str(small_corpus), model=FAST_MODEL, convert="none", threshold=0.9,

@@ -13,9 +13,9 @@ Where the shards run is a flow parameter:
 
 Run it::
 
-    python -m flows.distributed --corpus data/thucnews.parquet --out reports/thuc-dask --threshold 0.95 \
+    python -m flows.dedup_distributed --corpus data/thucnews.parquet --out reports/thuc-dask --threshold 0.95 \
         --n-workers 2
-    python -m flows.distributed ... --dask-address tcp://10.0.0.5:8786
+    python -m flows.dedup_distributed ... --dask-address tcp://10.0.0.5:8786
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def news_dedup_distributed(
 def main(argv: list[str] | None = None) -> int:
     from nlsim.commands.dedup import add_dedup_options
 
-    parser = argparse.ArgumentParser(prog="python -m flows.distributed",
+    parser = argparse.ArgumentParser(prog="python -m flows.dedup_distributed",
                                      description=news_dedup_distributed.__doc__)
     add_dedup_options(parser)
     parser.add_argument("--dask-address", default=None,
