@@ -40,3 +40,14 @@ def fast_encoder():  # noqa: ANN201 - Encoder
     from nlsim.encoders import load_encoder
 
     return load_encoder(FAST_MODEL)
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads() -> Iterator[None]:
+    """Tests that train with ``threads=1`` change torch's process-wide setting; put it back after each test,
+    so results compared across processes (the kill tests) are computed with the same thread count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
