@@ -36,10 +36,16 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def fast_encoder():  # noqa: ANN201 - Encoder
-    """The small English test model, loaded once."""
+    """The small English test model, loaded once, on the torch backend.
+
+    With the default ``backend="auto"`` an encoder moves to ONNX Runtime at its first job of 1,000 texts or
+    more, and ONNX's vectors differ from torch's in the last bits: a shared encoder would then give results
+    that depend on which tests ran before (the kill tests compare bytes with a CLI run in a new process).
+    The ONNX path has its own tests in ``tests/encoders/test_onnx_backend.py``.
+    """
     from nlsim.encoders import load_encoder
 
-    return load_encoder(FAST_MODEL)
+    return load_encoder(FAST_MODEL, backend="torch")
 
 
 @pytest.fixture(autouse=True)
