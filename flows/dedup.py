@@ -234,30 +234,14 @@ def _incremental(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nlsim.commands.dedup import add_dedup_options
+    from nlsim.commands.dedup import add_dedup_options, add_state_options, dedup_params
 
     parser = argparse.ArgumentParser(prog="python -m flows.dedup", description=news_dedup.__doc__)
     add_dedup_options(parser)
-    from nlsim.commands.dedup import add_state_options
-
     add_state_options(parser)
     args = parser.parse_args(argv)
     news_dedup(
-        corpus=args.corpus,
-        out=args.out,
-        model=args.model,
-        convert=args.convert,
-        threshold=args.threshold,
-        calibration=args.calibration,
-        text_fields=args.text_fields,
-        k=args.k,
-        window_hours=args.window_hours,
-        index_kind=args.index_kind,
-        use_gpu=args.use_gpu,
-        representative=args.representative,
-        quarantine=args.quarantine,
-        batch_size=args.batch_size,
-        cache=args.cache,
+        **dedup_params(args),
         state=args.state,
         retention_days=args.retention_days,
         as_of=args.as_of,

@@ -13,8 +13,8 @@ Where the shards run is a flow parameter:
 
 Run it::
 
-    python -m flows.dedup_distributed --corpus data/thucnews.parquet --out reports/thuc-dask --threshold 0.95 \
-        --n-workers 2
+    python -m flows.dedup_distributed --corpus data/thucnews.parquet --out reports/thuc-dask \
+        --threshold 0.95 --n-workers 2
     python -m flows.dedup_distributed ... --dask-address tcp://10.0.0.5:8786
 """
 
@@ -144,7 +144,7 @@ def news_dedup_distributed(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nlsim.commands.dedup import add_dedup_options
+    from nlsim.commands.dedup import add_dedup_options, dedup_params
 
     parser = argparse.ArgumentParser(prog="python -m flows.dedup_distributed",
                                      description=news_dedup_distributed.__doc__)
@@ -156,10 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard-size", type=int, default=2000, help="texts per embedding task")
     args = parser.parse_args(argv)
     news_dedup_distributed(
-        corpus=args.corpus, out=args.out, model=args.model, convert=args.convert, threshold=args.threshold,
-        calibration=args.calibration, text_fields=args.text_fields, k=args.k, window_hours=args.window_hours,
-        index_kind=args.index_kind, use_gpu=args.use_gpu, representative=args.representative,
-        quarantine=args.quarantine, batch_size=args.batch_size, cache=args.cache,
+        **dedup_params(args),
         dask_address=args.dask_address, n_workers=args.n_workers, threads_per_worker=args.threads_per_worker,
         shard_size=args.shard_size,
     )

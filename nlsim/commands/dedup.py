@@ -66,27 +66,21 @@ def add_dedup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false")
 
 
+DEDUP_PARAMS = ("corpus", "out", "model", "convert", "threshold", "calibration", "text_fields", "k",
+                "window_hours", "index_kind", "use_gpu", "representative", "quarantine", "batch_size",
+                "cache")
+"""The options of :func:`add_dedup_options`, named as ``DedupConfig`` fields and the flows' parameters."""
+
+
+def dedup_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed :func:`add_dedup_options` as keyword arguments (for ``DedupConfig`` or a dedup flow)."""
+    return {name: getattr(args, name) for name in DEDUP_PARAMS}
+
+
 def config_from_args(args: argparse.Namespace) -> Any:
     from nlsim.dedup import DedupConfig
 
-    return DedupConfig(
-        corpus=args.corpus,
-        out=args.out,
-        model=args.model,
-        convert=args.convert,
-        threshold=args.threshold,
-        calibration=args.calibration,
-        text_fields=args.text_fields,
-        k=args.k,
-        window_hours=args.window_hours,
-        index_kind=args.index_kind,
-        use_gpu=args.use_gpu,
-        representative=args.representative,
-        quarantine=args.quarantine,
-        batch_size=args.batch_size,
-        cache=args.cache,
-        progress=args.progress,
-    )
+    return DedupConfig(**dedup_params(args), progress=args.progress)
 
 
 def print_result(result: Any) -> None:

@@ -1,4 +1,4 @@
-"""Tests of flows/dedup_distributed.py: the Dask-sharded flow gives the single-process embeddings and report."""
+"""flows/dedup_distributed.py: the Dask-sharded flow gives the single-process embeddings and report."""
 
 from __future__ import annotations
 
