@@ -1,5 +1,5 @@
 """The near-duplicate report: ``pairs.parquet``, ``clusters.parquet``, ``index.html``, ``summary.md``,
-``run.json``.
+``run.json``, ``overview.png``.
 
 Every file is first written into a staging folder inside the report folder and then moved into place with
 ``os.replace``; ``run.json`` (the run's parameters, counts and the SHA-256 of each file) is moved last. A
@@ -26,7 +26,7 @@ Example:
     >>> labels, clusters = build_clusters(frame, pairs)
     >>> paths = write_report(out, pairs_table(frame, pairs, labels), clusters, {"model": "m"})
     >>> sorted(p.name for p in paths.values())
-    ['clusters.parquet', 'index.html', 'pairs.parquet', 'run.json', 'summary.md']
+    ['clusters.parquet', 'index.html', 'overview.png', 'pairs.parquet', 'run.json', 'summary.md']
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ import pandas as pd
 from nlsim.atomic import _fsync_dir, file_sha256
 from nlsim.clustering import order_key
 
-REPORT_FILES = ("pairs.parquet", "clusters.parquet", "index.html", "summary.md")
+REPORT_FILES = ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png")
 HTML_MAX_CLUSTERS = 500
 
 
@@ -117,6 +117,9 @@ def render_html(
         )
         + "</p>",
     ]
+    parts.append(
+        "<p><img src='overview.png' alt='pair similarities and cluster sizes' style='max-width:100%'></p>"
+    )
     if len(clusters) > max_clusters:
         parts.append(
             f"<p>Showing the {max_clusters} largest of {len(clusters)} clusters; "
@@ -151,6 +154,33 @@ def render_html(
         parts.append("</table>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def render_overview_png(
+    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], path: Path
+) -> None:
+    """Two plots for a quick look: the pair similarities against the threshold, and the cluster sizes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    if len(pairs):
+        left.hist(pairs["similarity"].to_numpy(dtype=float), bins=40, color="#4477aa")
+    if isinstance(summary.get("threshold"), (int, float)):
+        left.axvline(float(summary["threshold"]), color="#cc3311", linestyle="--", label="threshold")
+        left.legend(loc="upper right")
+    left.set(title=f"{len(pairs):,} pairs: cosine similarity", xlabel="cosine", ylabel="pairs")
+    if len(clusters):
+        sizes = clusters["size"].value_counts().sort_index()
+        right.bar(sizes.index.astype(int), sizes.to_numpy(), color="#228833")
+        right.set_yscale("log")
+    right.set(title=f"{len(clusters):,} clusters: size", xlabel="items in the cluster", ylabel="clusters")
+    fig.suptitle(f"{summary.get('items', '?')} items · model {summary.get('model', '?')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
 
 
 def render_markdown(
@@ -211,6 +241,7 @@ def write_report(
         clusters.to_parquet(staging / "clusters.parquet", index=False, engine="pyarrow")
         (staging / "index.html").write_text(render_html(pairs, clusters, summary, frame), encoding="utf-8")
         (staging / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
+        render_overview_png(pairs, clusters, summary, staging / "overview.png")
         hashes = {name: file_sha256(staging / name) for name in REPORT_FILES}
         (staging / "run.json").write_text(
             json.dumps({**summary, "files": hashes}, indent=2, default=str), encoding="utf-8"

@@ -45,7 +45,7 @@ def test_every_identical_body_pair_is_a_duplicate_in_one_cluster(bbc_report, rep
 
 def test_report_files_written(bbc_report):
     out = bbc_report.out
-    for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "run.json"):
+    for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "run.json", "overview.png"):
         assert (out / name).is_file()
     clusters = pd.read_parquet(out / "clusters.parquet")
     assert (clusters["size"] >= 2).all()

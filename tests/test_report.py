@@ -50,6 +50,8 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     assert "Flood &lt;b&gt;north&lt;/b&gt;" in page and "<b>north</b>" not in page  # escaped
     assert "0.930" in page and "c-n2" in page
     assert "| c-n2 | 2 |" in files["summary.md"].read_text()
+    assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "overview.png" in page
     assert verify_report(tmp_path)["pairs"] == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staging")]
 

@@ -90,7 +90,7 @@ def print_result(result: Any) -> None:
         f"  {s['items']} items, {s['pairs']} pairs, {s['clusters']} clusters "
         f"({s['clustered_items']} items in clusters); threshold {s['threshold']}"
     )
-    for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md"):
+    for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png"):
         print(f"  {result.files[name]}")
 
 
