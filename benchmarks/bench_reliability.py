@@ -31,52 +31,24 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content, split_days, state_content  # noqa: E402
+from tests.incremental_helpers import (  # noqa: E402
+    FAST_MODEL,
+    bbc_corpus,
+    fault_cli_args,
+    fault_config,
+    report_content,
+    split_days,
+    state_content,
+)
 
 RESULTS = ROOT / "benchmarks" / "results"
-THRESHOLD = 0.9
 POST_COMMIT = {"report-write", "report-publish"}
 
 
-def _config(corpus: Path, out: Path):  # noqa: ANN202
-    from nlsim.dedup import DedupConfig
-
-    return DedupConfig(
-        corpus=corpus,
-        out=out,
-        model=FAST_MODEL,
-        convert="none",
-        threshold=THRESHOLD,
-        k=50,
-        cache=False,
-        progress=False,
-    )
 
 
 def _cli(corpus: Path, state: Path, out: Path, stage: str) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "nlsim",
-        "dedup",
-        "--corpus",
-        str(corpus),
-        "--state",
-        str(state),
-        "--out",
-        str(out),
-        "--model",
-        FAST_MODEL,
-        "--convert",
-        "none",
-        "--threshold",
-        str(THRESHOLD),
-        "--k",
-        "50",
-        "--retention-days",
-        "0",
-        "--no-progress",
-    ]
+    cmd = fault_cli_args(corpus, state, out)
     env = {**os.environ, "NLSIM_FAULT_AT": stage, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
@@ -103,7 +75,7 @@ def main() -> int:
         ref_state, ref_out = work / "ref" / "state", work / "ref" / "out"
         ref_reports, snaps = [], [(None, None)]
         for d, path in enumerate(days):
-            r = run_incremental(_config(path, ref_out), ref_state, retention_days=None, encoder=enc)
+            r = run_incremental(fault_config(path, ref_out), ref_state, retention_days=None, encoder=enc)
             ref_reports.append((r.run_id, report_content(r.report_dir)))
             s_snap, o_snap = work / "snap" / f"state{d + 1}", work / "snap" / f"out{d + 1}"
             shutil.copytree(ref_state, s_snap, symlinks=True)
@@ -142,7 +114,9 @@ def main() -> int:
                         row["error"] = str(exc)[:200]
                 compared = equal = 0
                 for later in range(d, len(days)):
-                    r = run_incremental(_config(days[later], out), state, retention_days=None, encoder=enc)
+                    r = run_incremental(
+                        fault_config(days[later], out), state, retention_days=None, encoder=enc
+                    )
                     compared += 1
                     equal += report_content(r.report_dir) == ref_reports[later][1]
                 compared += 1

@@ -177,3 +177,24 @@ def state_content(state_dir: Path) -> dict[str, Any]:
         "clusters": st.clusters.drop(columns=["created_run", "updated_run"]).astype(str).to_dict("records"),
         "generation": st.generation,
     }
+
+
+FAULT_THRESHOLD = 0.9
+"""Threshold of the kill-test runs (MiniLM-L3 on the BBC stories)."""
+
+
+def fault_config(corpus: Path, out: Path) -> Any:
+    """The ``DedupConfig`` of an in-process run in the kill tests and the reliability benchmark."""
+    from nlsim.dedup import DedupConfig
+
+    return DedupConfig(corpus=corpus, out=out, model=FAST_MODEL, convert="none", threshold=FAULT_THRESHOLD,
+                       k=50, cache=False, progress=False)
+
+
+def fault_cli_args(corpus: Path, state: Path, out: Path) -> list[str]:
+    """The same run as :func:`fault_config`, as an incremental ``nlsim dedup`` command line."""
+    import sys
+
+    return [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(corpus), "--state", str(state),
+            "--out", str(out), "--model", FAST_MODEL, "--convert", "none",
+            "--threshold", str(FAULT_THRESHOLD), "--k", "50", "--retention-days", "0", "--no-progress"]

@@ -7,60 +7,24 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from nlsim.dedup import DedupConfig
 from nlsim.incremental import run_incremental
 from nlsim.lock import read_lock
 from nlsim.report import verify_report
 from nlsim.run_stats import FAULT_ENV, FAULT_STAGES
 from nlsim.state import open_state
-from tests.incremental_helpers import FAST_MODEL, ROOT, bbc_corpus, report_content, split_days, state_content
+from tests.incremental_helpers import ROOT, bbc_corpus, report_content, split_days, state_content
+from tests.incremental_helpers import fault_cli_args as cli_args
+from tests.incremental_helpers import fault_config as config
 
-THRESHOLD = 0.9
 POST_COMMIT = {"report-write", "report-publish"}
 
 
-def cli_args(corpus: Path, state: Path, out: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "nlsim",
-        "dedup",
-        "--corpus",
-        str(corpus),
-        "--state",
-        str(state),
-        "--out",
-        str(out),
-        "--model",
-        FAST_MODEL,
-        "--convert",
-        "none",
-        "--threshold",
-        str(THRESHOLD),
-        "--k",
-        "50",
-        "--retention-days",
-        "0",
-        "--no-progress",
-    ]
 
 
-def config(corpus: Path, out: Path) -> DedupConfig:
-    return DedupConfig(
-        corpus=corpus,
-        out=out,
-        model=FAST_MODEL,
-        convert="none",
-        threshold=THRESHOLD,
-        k=50,
-        cache=False,
-        progress=False,
-    )
 
 
 @pytest.fixture(scope="module")
