@@ -3,7 +3,7 @@
 Each stage is a task calling :mod:`nlsim.training`; the metrics table (before/after, validation/test) and
 the Markdown model card are published as artifacts. Run it without a server::
 
-    python -m flows.finetune --pairs annotations/thucnews_tw_pairs.tsv --out models/e5-thucnews --epochs 3
+    python -m flows.finetune --pairs annotations/thucnews_tw_pairs.tsv --out models/e5-thucnews
 """
 
 from __future__ import annotations

@@ -44,10 +44,10 @@ class LearningCurveConfig:
     baselines: tuple[str, ...] = DEFAULT_BASELINES
     model: str = "multilingual-e5-small"
     conversion: str = "tw2sp"
-    loss: str = "mse"
-    epochs: int = 3
+    loss: str = "cosent"
+    epochs: int = 2
     batch_size: int = 16
-    lr: float = 5e-5
+    lr: float = 1e-4
     warmup_ratio: float = 0.1
     max_length: int = 64
     freeze_embeddings: bool = True

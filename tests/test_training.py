@@ -88,6 +88,32 @@ def test_same_seed_same_run(small_pairs: pd.DataFrame) -> None:
     assert a.history == b.history
 
 
+def test_validation_never_uses_a_runner_compiled_before_training(small_pairs: pd.DataFrame) -> None:
+    """A compiled inference copy (ONNX in production) must not validate the updated weights.
+
+    The fused AdamW step does not bump torch's version counters, so the encoder is told explicitly.
+    """
+    import copy
+
+    from nlsim.encoders import load_encoder
+
+    plain = finetune(cfg(epochs=2), pairs=small_pairs, log=lambda _: None)
+    enc = load_encoder(FAST_MODEL, backend="torch")
+    frozen_copy = copy.deepcopy(enc.model).eval()
+    digest_before = enc.weights_digest()
+
+    def stale_runner(input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            m = torch.from_numpy(mask).unsqueeze(-1).float()
+            out = frozen_copy(input_ids=torch.from_numpy(input_ids), attention_mask=torch.from_numpy(mask))
+            return ((out.last_hidden_state * m).sum(1) / m.sum(1).clamp(min=1e-9)).numpy()
+
+    enc.use_runner(stale_runner)
+    with_runner = finetune(cfg(epochs=2), pairs=small_pairs, encoder=enc, log=lambda _: None)
+    assert with_runner.history == plain.history
+    assert enc.weights_digest() != digest_before
+
+
 def test_frozen_embeddings_stay_put(small_pairs: pd.DataFrame) -> None:
     from nlsim.encoders import load_encoder
 

@@ -16,10 +16,15 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"
     )
-    p.add_argument("--loss", default="mse", choices=("mse", "cosent"), help="cosine MSE (default) or CoSENT")
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument(
+        "--loss",
+        default="cosent",
+        choices=("mse", "cosent"),
+        help="CoSENT (default, chosen on validation) or the studies' cosine MSE",
+    )
+    p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup-ratio", type=float, default=0.1)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-length", type=int, default=64, help="tokens per text, prefix included (default 64)")

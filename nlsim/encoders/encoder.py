@@ -174,6 +174,7 @@ class Encoder:
         self._runner_factory: Any = None  # builds a runner lazily, see set_runner_factory()
         self._runner_version = 0
         self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
+        self._changes = 0  # in-place weight changes torch's version counters miss, see mark_weights_changed()
         self.dim = int(model.config.hidden_size)
 
     def __repr__(self) -> str:
@@ -231,8 +232,18 @@ class Encoder:
             self._digest = (version, weights_digest(self.model))
         return self._digest[1]
 
+    def mark_weights_changed(self) -> None:
+        """Record that the weights were changed in place (an optimizer step, a loaded state).
+
+        torch's per-tensor version counters are bumped by most in-place writes but not by fused optimizer
+        kernels (``AdamW(fused=True)``), so training calls this after every step: the compiled runner (a
+        copy of the old weights) is dropped, and the digest and :attr:`fingerprint` are recomputed on demand.
+        """
+        self._changes += 1
+        self._fingerprint = None
+
     def _weights_version(self) -> int:
-        return sum(int(p._version) for p in self.model.parameters())
+        return self._changes + sum(int(p._version) for p in self.model.parameters())
 
     def _active_runner(self) -> Any:
         if self._runner is None:
