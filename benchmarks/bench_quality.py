@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results" / "quality"
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
-MODELS = ROOT / "models" / "select"
+MODELS = ROOT / "models" / "select"  # train_candidate saves each candidate's best checkpoint here
 
 # Round 1: the learning rate, the loss, the conversion (2 epochs, frozen word embeddings).
 # Round 2: higher learning rates, a third epoch, a smaller batch, unfrozen word embeddings.
@@ -64,24 +64,26 @@ def _write(path: Path, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
-def run_candidate(name: str, threads: int) -> dict:
+def train_candidate(name: str, folder: str, settings: dict, table: object = None, **fixed: object) -> dict:
+    """Train one candidate (validation only, best checkpoint saved under models/), or reuse its JSON.
+
+    ``table`` is a loaded pair table (else ``fixed["pairs"]`` names the file); ``fixed`` and ``settings``
+    go to :class:`FinetuneConfig`.
+    """
     from nlsim.training import FinetuneConfig, finetune
 
-    path = RESULTS / "select" / f"{name}.json"
+    path = RESULTS / folder / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
-    settings = {**COMMON, **CANDIDATES[name]}
-    # each candidate's best checkpoint is saved, so the chosen one needs no retraining
     cfg = FinetuneConfig(
-        pairs=str(PAIRS),
-        progress_file=str(RESULTS / "select" / f"{name}.progress"),
-        out=str(MODELS / name),
-        threads=threads,
+        out=str(ROOT / "models" / folder / name),
+        progress_file=str(RESULTS / folder / f"{name}.progress"),
         eval_test=False,
         eval_before=False,
+        **fixed,
         **settings,
     )
-    res = finetune(cfg, log=lambda m: print(f"[{name}] {m}", flush=True))
+    res = finetune(cfg, pairs=table, log=lambda m: print(f"[{folder} {name}] {m}", flush=True))
     row = {
         "name": name,
         "settings": settings,
@@ -92,6 +94,11 @@ def run_candidate(name: str, threads: int) -> dict:
     }
     _write(path, row)
     return row
+
+
+def run_candidate(name: str, threads: int) -> dict:
+    # each candidate's best checkpoint is saved, so the chosen one needs no retraining
+    return train_candidate(name, "select", {**COMMON, **CANDIDATES[name]}, pairs=str(PAIRS), threads=threads)
 
 
 def stage_select(args: argparse.Namespace) -> None:
@@ -216,36 +223,20 @@ STSB_CANDIDATES: dict[str, dict] = {
 
 def run_stsb_candidate(name: str, threads: int) -> dict:
     from nlsim.sts import load_stsb
-    from nlsim.training import FinetuneConfig, finetune
 
-    path = RESULTS / "stsb" / f"{name}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    cfg = FinetuneConfig(
+    return train_candidate(
+        name,
+        "stsb",
+        STSB_CANDIDATES[name],
+        table=load_stsb(),
         pairs=None,
-        out=str(STSB_MODELS / name),
         conversion="none",
         batch_size=16,
         max_length=128,
         threads=threads,
         calibrate_level=None,
-        eval_test=False,
-        eval_before=False,
         seed=42,
-        progress_file=str(RESULTS / "stsb" / f"{name}.progress"),
-        **STSB_CANDIDATES[name],
     )
-    res = finetune(cfg, pairs=load_stsb(), log=lambda m: print(f"[stsb {name}] {m}", flush=True))
-    row = {
-        "name": name,
-        "settings": STSB_CANDIDATES[name],
-        "best": res.best,
-        "history": res.history,
-        "seconds_per_epoch": res.seconds_per_epoch,
-        "seconds": res.seconds,
-    }
-    _write(path, row)
-    return row
 
 
 def stage_stsb(args: argparse.Namespace) -> None:
