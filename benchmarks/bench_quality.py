@@ -248,8 +248,8 @@ def stage_stsb(args: argparse.Namespace) -> None:
     names = args.only or list(STSB_CANDIDATES)
     (RESULTS / "stsb").mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(run_stsb_candidate, names, [args.threads] * len(names)))
-    rows = [json.loads(p.read_text()) for p in sorted((RESULTS / "stsb").glob("*.json"))]
+        list(pool.map(run_stsb_candidate, names, [args.threads] * len(names)))
+    rows = [json.loads(p.read_text()) for p in sorted((RESULTS / "stsb").glob("*.json"))]  # every run so far
     print("\n## STS-B candidates (dev Spearman x100 per epoch; best epoch kept)\n")
     for r in sorted(rows, key=lambda r: -r["best"]["spearman"]):
         per = ", ".join(f"epoch {h['epoch']}: {h['spearman']}" for h in r["history"])

@@ -27,6 +27,7 @@ import pandas as pd
 
 from nlsim.atomic import atomic_path, atomic_write_text
 from nlsim.errors import StateError
+from nlsim.training import FinetuneConfig
 
 DEFAULT_SIZES = (350, 700, 1050, 1400)
 DEFAULT_SEEDS = (1, 2, 3)
@@ -42,21 +43,19 @@ class LearningCurveConfig:
     sizes: tuple[int, ...] = DEFAULT_SIZES
     seeds: tuple[int, ...] = DEFAULT_SEEDS
     baselines: tuple[str, ...] = DEFAULT_BASELINES
-    model: str = "multilingual-e5-small"
-    conversion: str = "tw2sp"
-    loss: str = "cosent"
-    epochs: int = 2
-    batch_size: int = 16
-    lr: float = 1e-4
-    warmup_ratio: float = 0.1
-    max_length: int = 64
-    freeze_embeddings: bool = True
+    model: str = FinetuneConfig.model
+    conversion: str = FinetuneConfig.conversion
+    loss: str = FinetuneConfig.loss
+    epochs: int = FinetuneConfig.epochs
+    batch_size: int = FinetuneConfig.batch_size
+    lr: float = FinetuneConfig.lr
+    warmup_ratio: float = FinetuneConfig.warmup_ratio
+    max_length: int = FinetuneConfig.max_length
+    freeze_embeddings: bool = FinetuneConfig.freeze_embeddings
     threads: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def finetune_config(self, size: int, seed: int) -> Any:
-        from nlsim.training import FinetuneConfig
-
         return FinetuneConfig(
             pairs=self.pairs,
             out=None,

@@ -6,20 +6,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from stsb_helpers import write_stsb_sample
 
 import nlsim.training
 from nlsim.errors import StateError
 from nlsim.learning_curve import LearningCurveConfig, run_learning_curve, summarize
-from nlsim.sts import load_stsb
 
 
 @pytest.fixture(scope="module")
 def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = load_stsb()
-    parts = [data[data["split"] == s].head(n) for s, n in (("train", 16), ("validation", 12), ("test", 12))]
-    path = tmp_path_factory.mktemp("lc") / "pairs.tsv"
-    pd.concat(parts).to_csv(path, sep="\t", index=False)
-    return path
+    return write_stsb_sample(tmp_path_factory.mktemp("lc"), train=16, validation=12, test=12)
 
 
 def config(pairs_file: Path, out: Path, seeds: tuple[int, ...]) -> LearningCurveConfig:

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from stsb_helpers import stsb_sample
 
 import nlsim.evaluation
 from nlsim.evaluation import Metrics
-from nlsim.sts import load_stsb
 from nlsim.training import FinetuneConfig, finetune, train_encoder
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -21,9 +21,7 @@ FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 
 @pytest.fixture(scope="module")
 def small_pairs() -> pd.DataFrame:
-    data = load_stsb()
-    parts = [data[data["split"] == s].head(n) for s, n in (("train", 32), ("validation", 16), ("test", 16))]
-    return pd.concat(parts, ignore_index=True)
+    return stsb_sample(train=32, validation=16, test=16)
 
 
 def cfg(**kw: object) -> FinetuneConfig:

@@ -8,10 +8,8 @@ from typing import Any
 from nlsim.conversion import DEFAULT_MODE, MODES
 
 
-def add_finetune_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``nlsim finetune`` and ``python -m flows.finetune``."""
-    p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet) with a split column")
-    p.add_argument("--out", required=True, help="model folder to write")
+def add_training_options(p: argparse.ArgumentParser) -> None:
+    """Training options shared by ``finetune`` and ``learning-curve`` (defaults = ``FinetuneConfig``'s)."""
     p.add_argument("--model", default="multilingual-e5-small", help="base model: registry name or folder")
     p.add_argument(
         "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"
@@ -25,8 +23,6 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--warmup-ratio", type=float, default=0.1)
-    p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-length", type=int, default=64, help="tokens per text, prefix included (default 64)")
     p.add_argument(
         "--unfreeze-embeddings",
@@ -34,10 +30,19 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="also train the word-embedding table (about 4x slower for e5)",
     )
+    p.add_argument("--threads", type=int, default=None, help="torch threads")
+
+
+def add_finetune_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``nlsim finetune`` and ``python -m flows.finetune``."""
+    p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet) with a split column")
+    p.add_argument("--out", required=True, help="model folder to write")
+    add_training_options(p)
+    p.add_argument("--warmup-ratio", type=float, default=0.1)
+    p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--eval-every", type=int, default=0, help="validate every N steps (default: each epoch)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--train-size", type=int, default=None, help="use a random subset of the training pairs")
-    p.add_argument("--threads", type=int, default=None, help="torch threads")
     p.add_argument(
         "--level",
         type=float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nlsim.conversion import DEFAULT_MODE, MODES
+from nlsim.commands.finetune import add_training_options
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -25,15 +25,7 @@ def add_learning_curve_options(p: argparse.ArgumentParser) -> None:
         default="zero-shot,tfidf-char2,use-m3",
         help="comma-separated: zero-shot, tfidf-char2, use-m3 ('' for none)",
     )
-    p.add_argument("--model", default="multilingual-e5-small")
-    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
-    p.add_argument("--loss", default="cosent", choices=("mse", "cosent"))
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--unfreeze-embeddings", dest="freeze_embeddings", action="store_false")
-    p.add_argument("--threads", type=int, default=None)
+    add_training_options(p)
 
 
 def config_from_args(args: argparse.Namespace) -> Any:

@@ -6,29 +6,39 @@ import argparse
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from stsb_helpers import write_stsb_sample
 
 from nlsim.commands import annotate, calibrate, evaluate, finetune, learning_curve
-from nlsim.sts import load_stsb
 
 
-def cli(argv: list[str]) -> int:
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="nlsim")
     sub = parser.add_subparsers(dest="command", required=True)
     for mod in (finetune, evaluate, calibrate, learning_curve, annotate):
         mod.register(sub)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def cli(argv: list[str]) -> int:
+    args = parse(argv)
     return args.func(args)
+
+
+def test_command_defaults_are_the_config_defaults() -> None:
+    """The command lines keep their own literal defaults (no heavy import at start-up); they must agree."""
+    from nlsim.learning_curve import LearningCurveConfig
+    from nlsim.training import FinetuneConfig
+
+    ft = parse(["finetune", "--pairs", "p.tsv", "--out", "model"])
+    assert finetune.config_from_args(ft) == FinetuneConfig(pairs="p.tsv", out="model")
+    lc = parse(["learning-curve", "--pairs", "p.tsv", "--out", "curve"])
+    assert learning_curve.config_from_args(lc) == LearningCurveConfig(pairs="p.tsv", out="curve")
 
 
 @pytest.fixture(scope="module")
 def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = load_stsb()
-    parts = [data[data["split"] == s].head(n) for s, n in (("train", 16), ("validation", 16), ("test", 12))]
-    path = tmp_path_factory.mktemp("cli") / "pairs.tsv"
-    pd.concat(parts).to_csv(path, sep="\t", index=False)
-    return path
+    return write_stsb_sample(tmp_path_factory.mktemp("cli"), train=16, validation=16, test=12)
 
 
 def test_evaluate_json(pairs_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

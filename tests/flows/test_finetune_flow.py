@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from stsb_helpers import write_stsb_sample
 
-from nlsim.sts import load_stsb
 from nlsim.training import FinetuneConfig
 
 
 @pytest.fixture(scope="module")
 def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = load_stsb()
-    parts = [data[data["split"] == s].head(n) for s, n in (("train", 16), ("validation", 12), ("test", 12))]
-    path = tmp_path_factory.mktemp("ftflow") / "pairs.tsv"
-    pd.concat(parts).to_csv(path, sep="\t", index=False)
-    return path
+    return write_stsb_sample(tmp_path_factory.mktemp("ftflow"), train=16, validation=12, test=12)
 
 
 def config(pairs_file: Path, out: Path | None) -> FinetuneConfig:

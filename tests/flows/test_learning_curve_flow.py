@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from stsb_helpers import write_stsb_sample
 
 from nlsim.learning_curve import LearningCurveConfig
-from nlsim.sts import load_stsb
 
 
 @pytest.fixture(scope="module")
 def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = load_stsb()
-    parts = [data[data["split"] == s].head(n) for s, n in (("train", 8), ("validation", 8), ("test", 8))]
-    path = tmp_path_factory.mktemp("lcflow") / "pairs.tsv"
-    pd.concat(parts).to_csv(path, sep="\t", index=False)
-    return path
+    return write_stsb_sample(tmp_path_factory.mktemp("lcflow"), train=8, validation=8, test=8)
 
 
 def test_learning_curve_flow(
