@@ -1,4 +1,4 @@
-"""Prefect flow ``finetune``: train -> evaluate -> calibrate -> save the model and its card.
+"""Prefect flow ``finetune``: [silver pairs ->] train -> evaluate -> calibrate -> save the model and its card.
 
 Each stage is a task calling :mod:`nlsim.training`; the metrics table (before/after, validation/test) and
 the Markdown model card are published as artifacts. Run it without a server::
@@ -51,6 +51,15 @@ def train_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) -> dic
     return stages.train_encoder(encoder, data.train, data.validation, config)
 
 
+@task(name="silver-pairs", cache_policy=NO_CACHE)
+def silver_task(data: PreparedPairs, config: FinetuneConfig) -> Any:
+    from nlsim.silver import make_silver_pairs
+
+    silver = make_silver_pairs(data, config)
+    print(f"silver pairs: {len(silver.pairs)} from {silver.pool_size} corpus texts ({silver.seconds:.0f} s)")
+    return silver
+
+
 @task(name="calibrate", cache_policy=NO_CACHE)
 def calibrate_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) -> Any:
     cal = stages.calibrate_encoder(encoder, data, config)
@@ -60,8 +69,8 @@ def calibrate_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) ->
 
 
 @task(name="save-model", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def save_task(encoder: Any, out: str, result: stages.FinetuneResult, cal: Any) -> str:
-    return str(stages.save_model_folder(encoder, out, result, cal))
+def save_task(encoder: Any, out: str, result: stages.FinetuneResult, cal: Any, silver: Any) -> str:
+    return str(stages.save_model_folder(encoder, out, result, cal, silver))
 
 
 def publish_artifacts(result: stages.FinetuneResult, card: str) -> None:
@@ -78,12 +87,15 @@ def finetune_flow(config: FinetuneConfig) -> dict[str, Any]:
     data = load_pairs_task(config)
     encoder = load_base_task(config)
     metrics = evaluate_task(encoder, data, "before") if config.eval_before else {}
+    silver = silver_task(data, config) if config.silver_corpus else None
+    if silver is not None:
+        stages.add_silver_pairs(data, silver)
     run = train_task(encoder, data, config)
     metrics = {**metrics, **evaluate_task(encoder, data, "after")}
     cal = calibrate_task(encoder, data, config)
-    result = stages.make_result(config, data, run, metrics, cal, time.perf_counter() - t0)
+    result = stages.make_result(config, data, run, metrics, cal, time.perf_counter() - t0, silver)
     if config.out:
-        save_task(encoder, config.out, result, cal)
+        save_task(encoder, config.out, result, cal, silver)
     publish_artifacts(result, stages.model_card(result, encoder))
     print(
         f"best validation Spearman {result.best['spearman']} (epoch {result.best['epoch']}); "

@@ -46,7 +46,10 @@ TEXT_FIELDS = ("title_zh_tw", "title", "text", "title_zh_cn")
 
 
 def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
-    """Corpus items as ``id``/``text`` from a TSV/CSV/Parquet with an ``id`` column and a text column."""
+    """Corpus items as ``id``/``text`` (and ``category`` when present).
+
+    From a TSV/CSV/Parquet with an ``id`` column and a text column.
+    """
     from nlsim.pairs import read_table
 
     frame = read_table(path)
@@ -56,6 +59,8 @@ def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
     if field is None or field not in frame.columns:
         raise InputError(path, None, text_field or "title", "missing text column")
     out = pd.DataFrame({"id": frame["id"].astype(str), "text": frame[field].astype(str)})
+    if "category" in frame.columns:  # kept for drawing pairs within a category (nlsim.silver)
+        out["category"] = frame["category"].astype(str)
     bad = out["text"].str.strip() == ""
     if bad.any():
         raise InputError(path, int(np.flatnonzero(bad.to_numpy())[0]) + 1, field, "empty text")

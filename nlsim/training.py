@@ -42,6 +42,7 @@ from nlsim.errors import ConfigError
 
 DEFAULT_BASE = "multilingual-e5-small"
 TRAINING_JSON = "training.json"
+SILVER_PARQUET = "silver_pairs.parquet"
 CARD = "README.md"
 
 
@@ -83,6 +84,12 @@ class FinetuneConfig:
     calibrate_level: float | None = 0.75
     log_every: int = 25
     progress_file: str | None = None
+    silver_corpus: str | None = None
+    silver_text_field: str | None = None
+    silver_anchors: int = 1200
+    silver_teacher: str = "ensemble"
+    cross_encoder_epochs: int = 3
+    cross_encoder_lr: float = 1e-4
 
     def check(self) -> None:
         from nlsim.conversion import check_mode
@@ -101,6 +108,26 @@ class FinetuneConfig:
             raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.train_size is not None and self.train_size < 2:
             raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
+        if self.silver_corpus is not None:
+            self.silver_config().check()
+            self.cross_encoder_config().check()
+
+    def silver_config(self) -> Any:
+        from nlsim.silver import SilverConfig
+
+        return SilverConfig(anchors=self.silver_anchors, teacher=self.silver_teacher, seed=self.seed)
+
+    def cross_encoder_config(self) -> Any:
+        from nlsim.cross_encoder import CrossEncoderConfig
+
+        return CrossEncoderConfig(
+            epochs=self.cross_encoder_epochs,
+            lr=self.cross_encoder_lr,
+            batch_size=self.batch_size,
+            freeze_embeddings=self.freeze_embeddings,
+            seed=self.seed,
+            threads=self.threads,
+        )
 
 
 @dataclass
@@ -122,6 +149,7 @@ class FinetuneResult:
     trainable_parameters: int = 0
     total_parameters: int = 0
     data_files: dict[str, str] = field(default_factory=dict)
+    silver: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -388,12 +416,19 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
 
 @dataclass
 class PreparedPairs:
-    """Converted train (subset), validation and test pairs, and the data files with their SHA-256."""
+    """Converted train (subset), validation and test pairs, and the data files with their SHA-256.
+
+    ``held_out`` holds every validation and test text (original and converted, the test split's even when
+    it is not scored) and ``annotated`` every annotated text pair ``(min, max)``, converted: silver pairs
+    (:mod:`nlsim.silver`) avoid both.
+    """
 
     train: pd.DataFrame
     validation: pd.DataFrame
     test: pd.DataFrame
     data_files: dict[str, str]
+    held_out: set[str] = field(default_factory=set)
+    annotated: set[tuple[str, str]] = field(default_factory=set)
 
 
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
@@ -409,10 +444,16 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
         pairs = load_pairs(cfg.pairs)
         data_files[str(cfg.pairs)] = file_sha256(cfg.pairs)
     train, val, test = split_pairs(pairs, cfg)
+    train, val, test = (convert_pairs(x, cfg.conversion) for x in (train, val, test))
+    held_out: set[str] = set()
+    for frame in (val, test):
+        for col in ("text_a", "text_b", "orig_text_a", "orig_text_b"):
+            held_out.update(frame[col].astype(str))
+    every = convert_pairs(pairs, cfg.conversion)
+    annotated = {(min(a, b), max(a, b)) for a, b in zip(every["text_a"], every["text_b"], strict=True)}
     if not cfg.eval_test:
         test = test.iloc[0:0]
-    train, val, test = (convert_pairs(x, cfg.conversion) for x in (train, val, test))
-    return PreparedPairs(train, val, test, data_files)
+    return PreparedPairs(train, val, test, data_files, held_out, annotated)
 
 
 def load_base(cfg: FinetuneConfig) -> Any:
@@ -453,6 +494,12 @@ def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig) ->
     return cal
 
 
+def add_silver_pairs(data: PreparedPairs, silver: Any) -> None:
+    """Append the silver pairs (:class:`nlsim.silver.SilverPairs`) to ``data.train`` and note the corpus."""
+    data.train = pd.concat([data.train, silver.pairs], ignore_index=True)
+    data.data_files[silver.corpus] = silver.corpus_sha256
+
+
 def make_result(
     cfg: FinetuneConfig,
     data: PreparedPairs,
@@ -460,7 +507,10 @@ def make_result(
     metrics: dict[str, dict[str, Any]],
     cal: Any,
     seconds: float,
+    silver: Any = None,
 ) -> FinetuneResult:
+    """The run's record; with ``silver``, ``n_train`` counts the gold pairs and ``silver`` says the rest."""
+    n_silver = len(silver.pairs) if silver is not None else 0
     return FinetuneResult(
         config=asdict(cfg),
         best=run["best"],
@@ -470,12 +520,13 @@ def make_result(
         seconds=round(seconds, 1),
         seconds_per_epoch=run["seconds_per_epoch"],
         steps=run["steps"],
-        n_train=len(data.train),
+        n_train=len(data.train) - n_silver,
         n_validation=len(data.validation),
         n_test=len(data.test),
         trainable_parameters=run["trainable_parameters"],
         total_parameters=run["total_parameters"],
         data_files=data.data_files,
+        silver=silver.summary() if silver is not None else None,
     )
 
 
@@ -503,12 +554,19 @@ def finetune(
         f"bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}"
     )
     metrics = evaluate_splits(encoder, data, "before") if cfg.eval_before else {}
+    silver = None
+    if cfg.silver_corpus:
+        from nlsim.silver import make_silver_pairs
+
+        silver = make_silver_pairs(data, cfg, log=log)
+        add_silver_pairs(data, silver)
+        log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
     run = train_encoder(encoder, data.train, data.validation, cfg, log=log)
     metrics.update(evaluate_splits(encoder, data, "after"))
     cal = calibrate_encoder(encoder, data, cfg)
-    result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start)
+    result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver)
     if cfg.out:
-        save_model_folder(encoder, cfg.out, result, cal)
+        save_model_folder(encoder, cfg.out, result, cal, silver)
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(
         f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
@@ -517,8 +575,13 @@ def finetune(
     return result
 
 
-def save_model_folder(encoder: Any, out: str | Path, result: FinetuneResult, cal: Any) -> Path:
-    """Save the encoder, then ``calibration.json``, ``training.json``, the card, and the conversion."""
+def save_model_folder(
+    encoder: Any, out: str | Path, result: FinetuneResult, cal: Any, silver: Any = None
+) -> Path:
+    """Save the encoder, then ``calibration.json``, ``training.json``, the card, and the conversion.
+
+    With ``silver`` (:class:`nlsim.silver.SilverPairs`), its labelled pairs go to ``silver_pairs.parquet``.
+    """
     from nlsim.atomic import atomic_write_text
     from nlsim.calibration import save_calibration
 
@@ -543,8 +606,27 @@ def save_model_folder(encoder: Any, out: str | Path, result: FinetuneResult, cal
     atomic_write_text(
         out / TRAINING_JSON, json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str)
     )
+    if silver is not None:
+        from nlsim.atomic import atomic_write_parquet
+
+        atomic_write_parquet(silver.pairs, out / SILVER_PARQUET)
     atomic_write_text(out / CARD, model_card(result, encoder))
     return out
+
+
+def silver_card_lines(silver: dict[str, Any] | None) -> list[str]:
+    """The card's paragraph on silver pairs (none without them)."""
+    if not silver:
+        return []
+    sources = ", ".join(f"{k} {v}" for k, v in silver["by_source"].items())
+    ce = max(silver["cross_encoder_history"], key=lambda h: h["spearman"])
+    return [
+        f"Silver pairs: {silver['pairs']} drawn from `{silver['corpus']}` ({silver['pool_size']} texts after "
+        f"leaving out every validation/test text; {sources}), labelled by the {silver['teacher']} teacher "
+        f"(cross-encoder validation Spearman {ce['spearman']}, epoch {ce['epoch']}; first bi-encoder "
+        f"{silver['teacher_bi_encoder_best']['spearman']}). They are in `{SILVER_PARQUET}`.",
+        "",
+    ]
 
 
 def model_card(result: FinetuneResult, encoder: Any = None) -> str:
@@ -588,6 +670,7 @@ def model_card(result: FinetuneResult, encoder: Any = None) -> str:
         )
         + f", validation {result.n_validation}, test {result.n_test}.",
         "",
+        *silver_card_lines(result.silver),
         "## Training",
         "",
         "| parameter | value |",

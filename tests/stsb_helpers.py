@@ -21,3 +21,15 @@ def write_stsb_sample(folder: Path, train: int, validation: int, test: int) -> P
     path = folder / "pairs.tsv"
     stsb_sample(train, validation, test).to_csv(path, sep="\t", index=False)
     return path
+
+
+def write_stsb_corpus(path: Path, skip: int, n: int, extra: list[str] | None = None) -> Path:
+    """A corpus file (``id``, ``text``) for silver-pair tests.
+
+    The ``extra`` texts, then the distinct sentences of STS-B train pairs ``skip`` to ``skip + n``.
+    """
+    rows = stsb_sample(train=skip + n, validation=0, test=0).iloc[skip:]
+    texts = list(dict.fromkeys([*(extra or []), *rows["text_a"], *rows["text_b"]]))
+    frame = pd.DataFrame({"id": [f"n{i}" for i in range(len(texts))], "text": texts})
+    frame.to_csv(path, sep="\t", index=False)
+    return path

@@ -50,6 +50,27 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
         help="relatedness level the threshold is calibrated for (0.75 same topic+entity, 1.0 same story)",
     )
     p.add_argument("--no-test", dest="eval_test", action="store_false", help="do not score the test split")
+    g = p.add_argument_group(
+        "silver pairs",
+        "widen the gold training pairs with corpus pairs scored by teachers trained on them "
+        "(a cross-encoder and a first bi-encoder; see docs/finetuning.md)",
+    )
+    g.add_argument(
+        "--silver-corpus",
+        default=None,
+        help="corpus (.tsv/.csv/.parquet with id and a text column) to draw silver pairs from; "
+        "texts of validation/test pairs are left out",
+    )
+    g.add_argument("--silver-text-field", default=None, help="text column of the silver corpus")
+    g.add_argument("--silver-anchors", type=int, default=1200, help="anchor texts drawn (about 5 pairs each)")
+    g.add_argument(
+        "--silver-teacher",
+        default="ensemble",
+        choices=("ensemble", "cross-encoder"),
+        help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)",
+    )
+    g.add_argument("--cross-encoder-epochs", type=int, default=3)
+    g.add_argument("--cross-encoder-lr", type=float, default=1e-4)
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
@@ -74,6 +95,12 @@ def config_from_args(args: argparse.Namespace) -> Any:
         threads=args.threads,
         eval_test=args.eval_test,
         calibrate_level=args.level,
+        silver_corpus=args.silver_corpus,
+        silver_text_field=args.silver_text_field,
+        silver_anchors=args.silver_anchors,
+        silver_teacher=args.silver_teacher,
+        cross_encoder_epochs=args.cross_encoder_epochs,
+        cross_encoder_lr=args.cross_encoder_lr,
     )
 
 

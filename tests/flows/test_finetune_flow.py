@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from stsb_helpers import write_stsb_sample
+from stsb_helpers import write_stsb_corpus, write_stsb_sample
 
 from nlsim.training import FinetuneConfig
 
@@ -60,3 +60,16 @@ def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: P
         return {a.key for a in arts}
 
     assert {"finetune-metrics", "finetune-model-card"} <= asyncio.run(keys())
+
+
+def test_flow_with_silver_corpus(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from flows.finetune import finetune_flow
+    from nlsim.training import SILVER_PARQUET
+
+    corpus = write_stsb_corpus(tmp_path / "corpus.tsv", skip=16, n=40)
+    cfg = config(pairs_file, tmp_path / "model")
+    cfg.silver_corpus, cfg.silver_anchors, cfg.cross_encoder_epochs = str(corpus), 10, 1
+    result = finetune_flow(cfg)
+    assert result["n_train"] == 16 and result["silver"]["pairs"] >= 10
+    assert result["steps"] == -(-(16 + result["silver"]["pairs"]) // 8)
+    assert (tmp_path / "model" / SILVER_PARQUET).is_file()
