@@ -109,6 +109,8 @@ class FinetuneConfig:
         if self.train_size is not None and self.train_size < 2:
             raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
         if self.silver_corpus is not None:
+            if not Path(self.silver_corpus).is_file():
+                raise ConfigError(f"silver corpus {self.silver_corpus}: no such file")
             self.silver_config().check()
             self.cross_encoder_config().check()
 

@@ -55,6 +55,11 @@ def test_draw_needs_three_texts_and_valid_settings() -> None:
         SilverConfig(teacher="oracle").check()
 
 
+def test_a_missing_silver_corpus_fails_before_any_training(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no-such.tsv: no such file"):
+        FinetuneConfig(silver_corpus=str(tmp_path / "no-such.tsv")).check()
+
+
 def test_labels_follow_the_teacher() -> None:
     cross = np.array([0.2, 0.9])
     cos = np.array([0.80, 0.95])
