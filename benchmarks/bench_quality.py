@@ -6,6 +6,7 @@ Stages (each resumable: a finished step's JSON under benchmarks/results/quality/
     python benchmarks/bench_quality.py final               # best candidate -> full train, test once
     python benchmarks/bench_quality.py baselines           # zero-shot e5 / TF-IDF / USE on test
     python benchmarks/bench_quality.py stsb [--jobs 2]     # STS-B: candidates on train/dev, the best on test
+    python benchmarks/bench_quality.py rerank              # cross-encoder + bi-encoder, validation only
     python benchmarks/bench_quality.py report              # print every table (no training)
 
 Candidates are chosen by the best validation Spearman of their best epoch; the test split is scored only
@@ -314,9 +315,56 @@ def stage_stsb(args: argparse.Namespace) -> None:
     )
 
 
+def stage_rerank(args: argparse.Namespace) -> None:
+    """Validation only: a cross-encoder alone, and the rank mean of it and the chosen bi-encoder.
+
+    The lead for a retrieve-then-rerank stage; nothing here touches the test split.
+    """
+    import numpy as np
+    from scipy.stats import rankdata, spearmanr
+
+    from nlsim.cross_encoder import CrossEncoderConfig, train_cross_encoder
+    from nlsim.encoders import load_encoder
+    from nlsim.pairs import load_pairs
+    from nlsim.training import convert_pairs
+
+    path = RESULTS / "rerank_validation.json"
+    if not path.is_file():
+        pairs = load_pairs(PAIRS)
+        train, val = (convert_pairs(pairs[pairs["split"] == s], "tw2sp") for s in ("train", "validation"))
+        cfg = CrossEncoderConfig(threads=args.threads)
+        ce, history = train_cross_encoder("multilingual-e5-small", train, val, cfg)
+        cross = ce.predict(val["text_a"].tolist(), val["text_b"].tolist())
+        enc = load_encoder(str(ROOT / "models" / "e5-thucnews"), threads=args.threads)
+        enc.max_length = 64
+        cos = (
+            enc.encode(val["text_a"].tolist(), progress=False)
+            * enc.encode(val["text_b"].tolist(), progress=False)
+        ).sum(1)
+        gold = val["score"].to_numpy()
+
+        def rho(x: np.ndarray) -> float:
+            return round(float(spearmanr(x, gold).statistic) * 100, 2)
+
+        _write(
+            path,
+            {
+                "cross_encoder_history": history,
+                "cross_encoder": rho(cross),
+                "bi_encoder": rho(cos),
+                "rank_mean": rho(rankdata(cross) + rankdata(cos)),
+                "settings": cfg.__dict__,
+            },
+        )
+    res = json.loads(path.read_text())
+    print("\n## Rerank lead (validation Spearman x100, 300 pairs)\n")
+    print("| bi-encoder (chosen) | cross-encoder | rank mean of both |\n|---|---|---|")
+    print(f"| {res['bi_encoder']} | {res['cross_encoder']} | {res['rank_mean']} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=["select", "final", "baselines", "stsb", "report"])
+    p.add_argument("stage", choices=["select", "final", "baselines", "stsb", "rerank", "report"])
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--only", nargs="*")
@@ -330,9 +378,8 @@ def main() -> None:
             except (SystemExit, FileNotFoundError) as exc:
                 print(f"({stage.__name__}: {exc})")
         return
-    {"select": stage_select, "final": stage_final, "baselines": stage_baselines, "stsb": stage_stsb}[
-        args.stage
-    ](args)
+    stages = {"select": stage_select, "final": stage_final, "baselines": stage_baselines, "stsb": stage_stsb}
+    {**stages, "rerank": stage_rerank}[args.stage](args)
 
 
 if __name__ == "__main__":
