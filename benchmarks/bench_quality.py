@@ -325,6 +325,7 @@ def stage_rerank(args: argparse.Namespace) -> None:
 
     from nlsim.cross_encoder import CrossEncoderConfig, train_cross_encoder
     from nlsim.encoders import load_encoder
+    from nlsim.evaluation import pair_similarities
     from nlsim.pairs import load_pairs
     from nlsim.training import convert_pairs
 
@@ -337,10 +338,7 @@ def stage_rerank(args: argparse.Namespace) -> None:
         cross = ce.predict(val["text_a"].tolist(), val["text_b"].tolist())
         enc = load_encoder(str(ROOT / "models" / "e5-thucnews"), threads=args.threads)
         enc.max_length = 64
-        cos = (
-            enc.encode(val["text_a"].tolist(), progress=False)
-            * enc.encode(val["text_b"].tolist(), progress=False)
-        ).sum(1)
+        cos = pair_similarities(enc, val)
         gold = val["score"].to_numpy()
 
         def rho(x: np.ndarray) -> float:

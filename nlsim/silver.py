@@ -198,7 +198,7 @@ def make_silver_pairs(
     from nlsim.annotation_loop import load_items
     from nlsim.atomic import file_sha256
     from nlsim.cross_encoder import train_cross_encoder
-    from nlsim.evaluation import convert_texts
+    from nlsim.evaluation import convert_texts, pair_similarities
     from nlsim.training import load_base, train_encoder
 
     t0 = time.perf_counter()
@@ -227,9 +227,7 @@ def make_silver_pairs(
     log(f"labelling {len(drawn)} silver pairs with the {cfg.silver_teacher} teacher")
     cross = ce.predict(text_a, text_b, progress=True)
     cosines = (emb[drawn["a"].to_numpy()] * emb[drawn["b"].to_numpy()]).sum(axis=1)
-    gold_a = bi.encode(data.train["text_a"].tolist(), progress=False)
-    gold_b = bi.encode(data.train["text_b"].tolist(), progress=False)
-    cos_map = cosine_to_score_map((gold_a * gold_b).sum(axis=1), data.train["score"].to_numpy())
+    cos_map = cosine_to_score_map(pair_similarities(bi, data.train), data.train["score"].to_numpy())
     scores = label_silver_pairs(cross, cosines, cfg.silver_teacher, cos_map)
     pairs = pd.DataFrame(
         {

@@ -445,13 +445,12 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
             raise ConfigError("no pairs given (cfg.pairs or pairs=)")
         pairs = load_pairs(cfg.pairs)
         data_files[str(cfg.pairs)] = file_sha256(cfg.pairs)
-    train, val, test = split_pairs(pairs, cfg)
-    train, val, test = (convert_pairs(x, cfg.conversion) for x in (train, val, test))
+    every = convert_pairs(pairs, cfg.conversion)  # converted once, then split
+    train, val, test = split_pairs(every, cfg)
     held_out: set[str] = set()
     for frame in (val, test):
         for col in ("text_a", "text_b", "orig_text_a", "orig_text_b"):
             held_out.update(frame[col].astype(str))
-    every = convert_pairs(pairs, cfg.conversion)
     annotated = {(min(a, b), max(a, b)) for a, b in zip(every["text_a"], every["text_b"], strict=True)}
     if not cfg.eval_test:
         test = test.iloc[0:0]
