@@ -6,7 +6,6 @@ Stages (each resumable: a finished step's JSON under benchmarks/results/quality/
     python benchmarks/bench_quality.py final               # best candidate -> full train, test once
     python benchmarks/bench_quality.py baselines           # zero-shot e5 / TF-IDF / USE on test
     python benchmarks/bench_quality.py stsb [--jobs 2]     # STS-B: candidates on train/dev, the best on test
-    python benchmarks/bench_quality.py rerank              # cross-encoder + bi-encoder, validation only
     python benchmarks/bench_quality.py report              # print every table (no training)
 
 Candidates are chosen by the best validation Spearman of their best epoch; the test split is scored only
@@ -69,6 +68,8 @@ CANDIDATES: dict[str, dict] = {
         "silver_corpus": "annotations/thucnews_corpus.tsv",
         "silver_anchors": 2400,
     },
+    # Round 4: the chosen recipe with a reranker (nlsim.rerank), scored by its rerank score on validation
+    "rerank-cosent-lr1e-4-tw2sp": {"loss": "cosent", "lr": 1e-4, "conversion": "tw2sp", "reranker": True},
     "cosent-lr1e-4-tw2sp-unfrozen": {
         "loss": "cosent",
         "lr": 1e-4,
@@ -108,8 +109,7 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
         progress_file=str(RESULTS / folder / f"{name}.progress"),
         eval_test=False,
         eval_before=False,
-        **fixed,
-        **settings,
+        **{"reranker": False, **fixed, **settings},  # a reranker only where a candidate names one
     )
     res = finetune(cfg, pairs=table, log=lambda m: print(f"[{folder} {name}] {m}", flush=True))
     row = {
@@ -120,6 +120,9 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
         "seconds_per_epoch": res.seconds_per_epoch,
         "seconds": res.seconds,
     }
+    if res.reranker is not None:
+        row["reranked"] = res.metrics["reranked/validation"]
+        row["reranker"] = res.reranker
     _write(path, row)
     return row
 
@@ -141,12 +144,22 @@ def select_rows() -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((RESULTS / "select").glob("*.json"))]
 
 
+def validation_score(row: dict) -> float:
+    """What a candidate is chosen by: its rerank score's validation Spearman when it has a reranker, else
+    its best epoch's."""
+    return row["reranked"]["spearman"] if row.get("reranked") else row["best"]["spearman"]
+
+
 def print_select(rows: list[dict]) -> dict | None:
     epochs = max([r["settings"]["epochs"] for r in rows] or [COMMON["epochs"]])
     print("\n## Candidates (validation Spearman x100 per epoch; best epoch kept)\n")
-    print("| candidate | " + " | ".join(f"epoch {i}" for i in range(1, epochs + 1)) + " | best | s/epoch |")
-    print("|---|" + "---|" * (epochs + 2))
-    for r in sorted(rows, key=lambda r: -r["best"]["spearman"]):
+    print(
+        "| candidate | "
+        + " | ".join(f"epoch {i}" for i in range(1, epochs + 1))
+        + " | best | reranked | s/epoch |"
+    )
+    print("|---|" + "---|" * (epochs + 3))
+    for r in sorted(rows, key=lambda r: -validation_score(r)):
         per = {h["epoch"]: h["spearman"] for h in r["history"]}
         cells = [f"{per.get(i, '')}" for i in range(1, epochs + 1)]
         spe = sum(r["seconds_per_epoch"]) / len(r["seconds_per_epoch"])
@@ -154,9 +167,9 @@ def print_select(rows: list[dict]) -> dict | None:
             f"| {r['name']} | "
             + " | ".join(cells)
             + f" | {r['best']['spearman']} (epoch {r['best']['epoch']}) "
-            f"| {spe:.0f} |"
+            f"| {r['reranked']['spearman'] if r.get('reranked') else ''} | {spe:.0f} |"
         )
-    return max(rows, key=lambda r: r["best"]["spearman"]) if rows else None
+    return max(rows, key=validation_score) if rows else None
 
 
 def stage_final(args: argparse.Namespace) -> None:
@@ -179,27 +192,38 @@ def stage_final(args: argparse.Namespace) -> None:
     if not path.is_file():
         after = evaluate_conversions(str(out), args.threads)
         before = evaluate_conversions("multilingual-e5-small", args.threads)
-        _write(
-            path,
-            {
-                "chosen": best["name"],
-                "settings": best["settings"],
-                "best": best["best"],
-                "model": str(out.relative_to(ROOT)),
-                "before": before,
-                "after": after,
-            },
-        )
+        row = {
+            "chosen": best["name"],
+            "settings": best["settings"],
+            "best": best["best"],
+            "model": str(out.relative_to(ROOT)),
+            "before": before,
+            "after": after,
+        }
+        if best.get("reranked"):
+            row["reranked_validation"] = best["reranked"]
+            row["reranked"] = evaluate_reranked(str(out), best["settings"]["conversion"], args.threads)
+        _write(path, row)
     final = json.loads(path.read_text())
+    chosen_by = (
+        f"rerank score validation Spearman {final['reranked_validation']['spearman']}; bi-encoder "
+        if final.get("reranked_validation")
+        else ""
+    )
     print(
-        f"\n## Chosen on validation: {final['chosen']} (best epoch {final['best']['epoch']}, validation "
-        f"Spearman {final['best']['spearman']}) -> {final['model']}\n"
+        f"\n## Chosen on validation: {final['chosen']} ({chosen_by}best epoch {final['best']['epoch']}, "
+        f"validation Spearman {final['best']['spearman']}) -> {final['model']}\n"
     )
     print(
         "| model (test, 300 pairs) | conversion | Spearman | Pearson | MSE | MAE |\n|---|---|---|---|---|---|"
     )
-    for when, label in (("before", "e5 zero-shot"), ("after", "e5 fine-tuned")):
-        for mode, m in final[when].items():
+    rows = [
+        ("before", "e5 zero-shot"),
+        ("after", "e5 fine-tuned (bi-encoder)"),
+        ("reranked", "e5 fine-tuned + reranker"),
+    ]
+    for when, label in rows:
+        for mode, m in final.get(when, {}).items():
             print(f"| {label} | {mode} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} |")
 
 
@@ -212,6 +236,20 @@ def evaluate_conversions(model: str, threads: int | None) -> dict:
     enc.max_length = 64
     test = load_pairs(PAIRS, split="test")
     return {mode: evaluate(enc, test, mode).as_dict() for mode in ("none", "tw2sp", "t2s", "s2twp")}
+
+
+def evaluate_reranked(model: str, conversion: str, threads: int | None) -> dict:
+    """The rerank score of a model folder with a reranker, on test, with its own conversion."""
+    from nlsim.encoders import load_encoder
+    from nlsim.evaluation import evaluate
+    from nlsim.pairs import load_pairs
+    from nlsim.rerank import load_reranker
+
+    enc = load_encoder(model, threads=threads)
+    enc.max_length = 64
+    reranker = load_reranker(model, threads=threads)
+    test = load_pairs(PAIRS, split="test")
+    return {conversion: evaluate(reranker.scorer(enc), test, conversion).as_dict()}
 
 
 def stage_baselines(args: argparse.Namespace) -> None:
@@ -315,54 +353,9 @@ def stage_stsb(args: argparse.Namespace) -> None:
     )
 
 
-def stage_rerank(args: argparse.Namespace) -> None:
-    """Validation only: a cross-encoder alone, and the rank mean of it and the chosen bi-encoder.
-
-    The lead for a retrieve-then-rerank stage; nothing here touches the test split.
-    """
-    import numpy as np
-    from scipy.stats import rankdata, spearmanr
-
-    from nlsim.cross_encoder import CrossEncoderConfig, train_cross_encoder
-    from nlsim.encoders import load_encoder
-    from nlsim.evaluation import pair_similarities
-    from nlsim.pairs import load_pairs
-    from nlsim.training import convert_pairs
-
-    path = RESULTS / "rerank_validation.json"
-    if not path.is_file():
-        pairs = load_pairs(PAIRS)
-        train, val = (convert_pairs(pairs[pairs["split"] == s], "tw2sp") for s in ("train", "validation"))
-        cfg = CrossEncoderConfig(threads=args.threads)
-        ce, history = train_cross_encoder("multilingual-e5-small", train, val, cfg)
-        cross = ce.predict(val["text_a"].tolist(), val["text_b"].tolist())
-        enc = load_encoder(str(ROOT / "models" / "e5-thucnews"), threads=args.threads)
-        enc.max_length = 64
-        cos = pair_similarities(enc, val)
-        gold = val["score"].to_numpy()
-
-        def rho(x: np.ndarray) -> float:
-            return round(float(spearmanr(x, gold).statistic) * 100, 2)
-
-        _write(
-            path,
-            {
-                "cross_encoder_history": history,
-                "cross_encoder": rho(cross),
-                "bi_encoder": rho(cos),
-                "rank_mean": rho(rankdata(cross) + rankdata(cos)),
-                "settings": cfg.__dict__,
-            },
-        )
-    res = json.loads(path.read_text())
-    print("\n## Rerank lead (validation Spearman x100, 300 pairs)\n")
-    print("| bi-encoder (chosen) | cross-encoder | rank mean of both |\n|---|---|---|")
-    print(f"| {res['bi_encoder']} | {res['cross_encoder']} | {res['rank_mean']} |")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=["select", "final", "baselines", "stsb", "rerank", "report"])
+    p.add_argument("stage", choices=["select", "final", "baselines", "stsb", "report"])
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--only", nargs="*")
@@ -377,7 +370,7 @@ def main() -> None:
                 print(f"({stage.__name__}: {exc})")
         return
     stages = {"select": stage_select, "final": stage_final, "baselines": stage_baselines, "stsb": stage_stsb}
-    {**stages, "rerank": stage_rerank}[args.stage](args)
+    stages[args.stage](args)
 
 
 if __name__ == "__main__":

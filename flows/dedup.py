@@ -33,13 +33,14 @@ def load_corpus_task(config: DedupConfig) -> Corpus:
 
 
 @task(name="load-encoder", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def load_encoder_task(config: DedupConfig) -> tuple[Any, stages.Threshold]:
+def load_encoder_task(config: DedupConfig) -> tuple[Any, Any, stages.Threshold]:
     from nlsim.encoders import load_encoder
 
     encoder = load_encoder(config.model)
-    threshold = stages.resolve_threshold(config, getattr(encoder, "path", None))
+    reranker = stages.reranker_stage(config, getattr(encoder, "path", None))
+    threshold = stages.resolve_threshold(config, getattr(encoder, "path", None), reranker)
     print(f"model {encoder.model_id}; {threshold.source}")
-    return encoder, threshold
+    return encoder, reranker, threshold
 
 
 @task(name="convert", cache_policy=NO_CACHE)
@@ -64,6 +65,13 @@ def neighbors_task(
     index: Any, emb: np.ndarray, corpus: Corpus, threshold: float, config: DedupConfig
 ) -> pd.DataFrame:
     return stages.neighbors_stage(index, emb, corpus, threshold, config)
+
+
+@task(name="rerank", cache_policy=NO_CACHE)
+def rerank_task(
+    candidates: pd.DataFrame, texts: list[str], reranker: Any, threshold: float, config: DedupConfig
+) -> pd.DataFrame:
+    return stages.rerank_stage(candidates, texts, reranker, threshold, config)
 
 
 @task(name="cluster", cache_policy=NO_CACHE)
@@ -109,6 +117,27 @@ def publish_artifacts(result: DedupResult) -> None:
         create_table_artifact(table, key="news-dedup-clusters", description="largest clusters")
 
 
+def search_and_rerank(
+    timed: Any,
+    index: Any,
+    emb: np.ndarray,
+    docs: Corpus,
+    texts: list[str],
+    reranker: Any,
+    thr: stages.Threshold,
+    config: DedupConfig,
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The ``neighbors`` task, then (with a reranker) the ``rerank`` task on the candidates down to its
+    floor; returns the pairs and the rerank figures for the summary (``None`` without a reranker)."""
+    floor = reranker.candidate_floor(thr.value) if reranker is not None else thr.value
+    pairs = timed("neighbors", neighbors_task, index, emb, docs, floor, config)
+    if reranker is None:
+        return pairs, None
+    candidates = len(pairs)
+    pairs = timed("rerank", rerank_task, pairs, texts, reranker, thr.value, config)
+    return pairs, stages.rerank_figures(reranker, floor, candidates, len(pairs))
+
+
 @flow(name="news-dedup", log_prints=True)
 def news_dedup(
     corpus: str,
@@ -126,6 +155,7 @@ def news_dedup(
     quarantine: str | None = None,
     batch_size: int = 64,
     cache: bool = True,
+    rerank: bool | None = None,
     state: str | None = None,
     retention_days: float = 30.0,
     as_of: str | None = None,
@@ -155,6 +185,7 @@ def news_dedup(
         quarantine=quarantine,
         batch_size=batch_size,
         cache=cache,
+        rerank=rerank,
     )
     if state:
         return _incremental(config, state, retention_days, as_of, rebuild_state)
@@ -167,15 +198,17 @@ def news_dedup(
         return value
 
     docs = timed("load", load_corpus_task, config)
-    encoder, thr = timed("model", load_encoder_task, config)
+    encoder, reranker, thr = timed("model", load_encoder_task, config)
     texts = timed("convert", convert_task, docs, config.convert)
     emb, hit = timed("embed", embed_task, texts, encoder, config)
     index = timed("index", index_task, emb, config)
-    pairs = timed("neighbors", neighbors_task, index, emb, docs, thr.value, config)
+    pairs, rerank = search_and_rerank(timed, index, emb, docs, texts, reranker, thr, config)
     pair_table, clusters = timed("cluster", cluster_task, docs, pairs, config)
     if config.save_index:
         timed("save_index", save_index_task, index, emb, docs, encoder, config)
-    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit, pair_table, clusters)
+    summary = stages.make_summary(
+        config, docs, encoder, thr, index, timings, hit, pair_table, clusters, rerank
+    )
     files = report_task(config, docs, pair_table, clusters, summary)
     result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
     publish_artifacts(result)

@@ -36,10 +36,10 @@ from flows.dedup import (
     index_task,
     load_corpus_task,
     load_encoder_task,
-    neighbors_task,
     publish_artifacts,
     report_task,
     save_index_task,
+    search_and_rerank,
 )
 from nlsim import dedup as stages
 from nlsim.dedup import DedupConfig, DedupResult
@@ -92,6 +92,7 @@ def news_dedup_distributed(
     quarantine: str | None = None,
     batch_size: int = 64,
     cache: bool = True,
+    rerank: bool | None = None,
     dask_address: str | None = None,
     n_workers: int = 2,
     threads_per_worker: int = 1,
@@ -101,7 +102,7 @@ def news_dedup_distributed(
     config = DedupConfig(corpus=corpus, out=out, model=model, convert=convert, threshold=threshold,
                          calibration=calibration, text_fields=text_fields, k=k, window_hours=window_hours,
                          index_kind=index_kind, use_gpu=use_gpu, representative=representative,
-                         quarantine=quarantine, batch_size=batch_size, cache=cache)
+                         quarantine=quarantine, batch_size=batch_size, cache=cache, rerank=rerank)
     timings: dict[str, float] = {}
 
     def timed(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -111,7 +112,7 @@ def news_dedup_distributed(
         return value
 
     docs = timed("load", load_corpus_task, config)
-    encoder, thr = timed("model", load_encoder_task, config)
+    encoder, reranker, thr = timed("model", load_encoder_task, config)
     texts = timed("convert", convert_task, docs, config.convert)
     where = dask_address or f"local Dask cluster, {n_workers} workers x {threads_per_worker} threads"
     sharded = embed_shards_flow.with_options(
@@ -129,11 +130,13 @@ def news_dedup_distributed(
         emb, hit = timed("embed", compute), False
     print("embeddings: reused from the cache" if hit else f"embedded {len(texts)} items on {where}")
     index = timed("index", index_task, emb, config)
-    pairs = timed("neighbors", neighbors_task, index, emb, docs, thr.value, config)
+    pairs, rerank_figures = search_and_rerank(timed, index, emb, docs, texts, reranker, thr, config)
     pair_table, clusters = timed("cluster", cluster_task, docs, pairs, config)
     if config.save_index:
         timed("save_index", save_index_task, index, emb, docs, encoder, config)
-    summary = stages.make_summary(config, docs, encoder, thr, index, timings, hit, pair_table, clusters)
+    summary = stages.make_summary(
+        config, docs, encoder, thr, index, timings, hit, pair_table, clusters, rerank_figures
+    )
     summary["embedding_runner"] = where
     files = report_task(config, docs, pair_table, clusters, summary)
     result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)

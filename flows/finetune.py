@@ -1,4 +1,4 @@
-"""Prefect flow ``finetune``: [silver pairs ->] train -> evaluate -> calibrate -> save the model and its card.
+"""Prefect flow ``finetune``: [silver pairs ->] train -> evaluate -> calibrate [-> reranker] -> save.
 
 Each stage is a task calling :mod:`nlsim.training`; the metrics table (before/after, validation/test) and
 the Markdown model card are published as artifacts. Run it without a server::
@@ -68,9 +68,16 @@ def calibrate_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) ->
     return cal
 
 
+@task(name="reranker", cache_policy=NO_CACHE)
+def reranker_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) -> tuple[Any, dict[str, Any]]:
+    return stages.fit_reranker(encoder, data, config)
+
+
 @task(name="save-model", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def save_task(encoder: Any, out: str, result: stages.FinetuneResult, cal: Any, silver: Any) -> str:
-    return str(stages.save_model_folder(encoder, out, result, cal, silver))
+def save_task(
+    encoder: Any, out: str, result: stages.FinetuneResult, cal: Any, silver: Any, reranker: Any
+) -> str:
+    return str(stages.save_model_folder(encoder, out, result, cal, silver, reranker))
 
 
 def publish_artifacts(result: stages.FinetuneResult, card: str) -> None:
@@ -93,9 +100,13 @@ def finetune_flow(config: FinetuneConfig) -> dict[str, Any]:
     run = train_task(encoder, data, config)
     metrics = {**metrics, **evaluate_task(encoder, data, "after")}
     cal = calibrate_task(encoder, data, config)
-    result = stages.make_result(config, data, run, metrics, cal, time.perf_counter() - t0, silver)
+    reranker = None
+    if config.reranker:
+        reranker, reranked = reranker_task(encoder, data, config)
+        metrics = {**metrics, **reranked}
+    result = stages.make_result(config, data, run, metrics, cal, time.perf_counter() - t0, silver, reranker)
     if config.out:
-        save_task(encoder, config.out, result, cal, silver)
+        save_task(encoder, config.out, result, cal, silver, reranker)
     publish_artifacts(result, stages.model_card(result, encoder))
     print(
         f"best validation Spearman {result.best['spearman']} (epoch {result.best['epoch']}); "

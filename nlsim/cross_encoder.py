@@ -18,16 +18,22 @@ Example (a few seconds with the small English model):
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, StateError
+
+HEAD = "head.safetensors"
+CONFIG_JSON = "cross_encoder.json"
+ONNX_MIN_PAIRS = 1000  # from here on, predict() runs through ONNX Runtime when it can (backend="auto")
 
 
 @dataclass
@@ -63,6 +69,7 @@ class CrossEncoder:
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
         self.head = torch.nn.Linear(int(model.config.hidden_size), 1)
+        self._runner: Any = None
 
     @classmethod
     def from_base(cls, name_or_path: str, max_length: int = 128, threads: int | None = None) -> CrossEncoder:
@@ -72,35 +79,104 @@ class CrossEncoder:
         enc = load_encoder(name_or_path, threads=threads)
         return cls(enc.model, enc.tokenizer, max_length)
 
+    def save(self, folder: str | Path) -> Path:
+        """Write the encoder and tokenizer (transformers layout), ``head.safetensors`` and
+        ``cross_encoder.json``; :meth:`load` reads them back."""
+        from safetensors.torch import save_file
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        save_file({k: v.detach().contiguous() for k, v in self.head.state_dict().items()}, str(folder / HEAD))
+        (folder / CONFIG_JSON).write_text(
+            json.dumps({"max_length": self.max_length, "pooling": "mean", "head": "linear+sigmoid"}, indent=2)
+            + "\n",
+            encoding="utf-8",
+        )
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path, threads: int | None = None) -> CrossEncoder:
+        """A cross-encoder saved by :meth:`save` (raises ``StateError`` for a folder that is not one)."""
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        if not (folder / CONFIG_JSON).is_file() or not (folder / HEAD).is_file():
+            raise StateError(f"{folder}: not a saved cross-encoder ({CONFIG_JSON} or {HEAD} missing)")
+        meta = json.loads((folder / CONFIG_JSON).read_text(encoding="utf-8"))
+        ce = cls.from_base(str(folder), meta["max_length"], threads)  # loaded as it was trained
+        ce.head.load_state_dict(load_file(str(folder / HEAD)))
+        ce.model.eval()
+        return ce
+
     def parameters(self) -> list[Any]:
         return [p for p in self.model.parameters() if p.requires_grad] + list(self.head.parameters())
 
-    def logits(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> Any:
-        """Raw scores (before the sigmoid) of ``texts_a[i]`` read with ``texts_b[i]``, with autograd."""
+    def features(self, texts_a: Sequence[str], texts_b: Sequence[str], tensors: str = "pt") -> Any:
+        """The tokenizer's pair encoding: ``input_ids``, ``attention_mask``, ``token_type_ids`` if used."""
         feats = self.tokenizer(
             list(texts_a),
             list(texts_b),
             padding=True,
             truncation=True,
             max_length=self.max_length,
-            return_tensors="pt",
+            return_tensors=tensors,
         )
         if "token_type_ids" in feats and int(getattr(self.model.config, "type_vocab_size", 2)) < 2:
             feats.pop("token_type_ids")  # XLM-R style vocabularies have one segment type
+        return feats
+
+    def logits(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> Any:
+        """Raw scores (before the sigmoid) of ``texts_a[i]`` read with ``texts_b[i]``, with autograd."""
+        feats = self.features(texts_a, texts_b)
         hidden = self.model(**feats).last_hidden_state
         mask = feats["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return self.head(pooled).squeeze(-1)
 
+    def runner(self, n_pairs: int, backend: str = "auto") -> Callable[[list[str], list[str]], Any] | None:
+        """The ONNX runner (:mod:`nlsim.cross_encoder_onnx`) for a job of ``n_pairs``, or ``None`` for torch.
+
+        ``auto`` takes ONNX for :data:`ONNX_MIN_PAIRS` pairs or more when ``onnxruntime`` is installed and
+        the model is on the CPU (the export costs a few seconds once); a failed export falls back to torch.
+        """
+        from nlsim.encoders.onnx_backend import onnxruntime_available
+
+        if backend == "torch" or self.model.training or next(self.model.parameters()).device.type != "cpu":
+            return None
+        if backend == "auto" and (n_pairs < ONNX_MIN_PAIRS or not onnxruntime_available()):
+            return None
+        if self._runner is None:
+            from nlsim.cross_encoder_onnx import cross_encoder_runner
+
+            try:
+                self._runner = cross_encoder_runner(self)
+            except (StateError, RuntimeError, ValueError) as exc:
+                if backend == "onnx":
+                    raise
+                print(f"cross-encoder: ONNX export failed ({exc}); scoring with torch")
+                return None
+        return self._runner
+
     def predict(
-        self, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 64, progress: bool = False
+        self,
+        texts_a: Sequence[str],
+        texts_b: Sequence[str],
+        batch_size: int = 64,
+        progress: bool = False,
+        backend: str = "auto",
     ) -> np.ndarray:
-        """Scores in (0, 1), the mean over both text orders; float64 ``(n,)``."""
+        """Scores in (0, 1), the mean over both text orders; float64 ``(n,)``.
+
+        ``backend``: ``torch``, ``onnx`` or ``auto`` (see :meth:`runner`); both give the same scores to ~1e-6.
+        """
         import torch
         from tqdm.auto import tqdm
 
         if len(texts_a) != len(texts_b):
             raise ConfigError(f"{len(texts_a)} texts_a but {len(texts_b)} texts_b")
+        onnx = self.runner(len(texts_a), backend)
         # batches of similar length pad little: order by combined length, restore the order at the end
         order = np.argsort([len(a) + len(b) for a, b in zip(texts_a, texts_b, strict=True)], kind="stable")
         was_training = self.model.training
@@ -111,8 +187,11 @@ class CrossEncoder:
             for s in tqdm(starts, desc="cross-encoder", unit="batch", disable=not progress):
                 rows = order[s : s + batch_size]
                 a, b = [texts_a[i] for i in rows], [texts_b[i] for i in rows]
-                both = (torch.sigmoid(self.logits(a, b)) + torch.sigmoid(self.logits(b, a))) / 2
-                out[rows] = both.double().numpy()
+                if onnx is not None:
+                    ab, ba = torch.from_numpy(onnx(a, b)), torch.from_numpy(onnx(b, a))
+                else:
+                    ab, ba = self.logits(a, b), self.logits(b, a)
+                out[rows] = ((torch.sigmoid(ab) + torch.sigmoid(ba)) / 2).double().numpy()
         self.model.train(was_training)
         return out
 
@@ -139,6 +218,7 @@ def train_cross_encoder(
         torch.set_num_threads(int(cfg.threads))
     set_seed(cfg.seed)
     ce = base if isinstance(base, CrossEncoder) else CrossEncoder.from_base(base, cfg.max_length, cfg.threads)
+    ce._runner = None  # an ONNX export of earlier weights no longer applies
     if cfg.freeze_embeddings:
         freeze_word_embeddings(ce.model)
     text_a = train["text_a"].tolist() + train["text_b"].tolist()

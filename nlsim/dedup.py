@@ -8,6 +8,12 @@ calibration file given as ``DedupConfig.calibration``, else the ``calibration.js
 fine-tuned model; with none of them the run stops with a :class:`~nlsim.errors.ConfigError` that says how
 to get one (``nlsim calibrate``).
 
+A fine-tuned model folder with a reranker (``reranker/``, :mod:`nlsim.rerank`) adds a stage: the
+neighbours are searched down to the reranker's candidate floor, rescored by the cross-encoder, and kept
+when their rerank score reaches the reranker's own calibrated threshold (or ``DedupConfig.threshold``,
+then read on the rerank scale). ``DedupConfig.rerank`` = False turns it off; a calibration file, which
+calibrates cosines, also does.
+
 Example:
     >>> cfg = DedupConfig(corpus="data/bbc.parquet", out="reports/bbc", model="paraphrase-MiniLM-L3-v2",
     ...                   convert="none", threshold=0.95)
@@ -54,6 +60,7 @@ class DedupConfig:
     quarantine: str | Path | None = None
     batch_size: int = 64
     cache: bool = True
+    rerank: bool | None = None
     save_index: bool = True
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
@@ -99,10 +106,44 @@ def convert_stage(corpus: Corpus, mode: str) -> list[str]:
     return convert(corpus.texts(), mode)
 
 
-def resolve_threshold(config: DedupConfig, model_path: str | Path | None) -> Threshold:
-    """Pick the threshold: explicit value > calibration file > the model's own ``calibration.json``."""
-    from nlsim.calibration import load_calibration
+def reranker_stage(config: DedupConfig, model_path: str | Path | None) -> Any:
+    """The reranker stored with the model when this run uses one (see the module doc), else ``None``."""
+    from nlsim.rerank import has_reranker, load_reranker
 
+    if config.rerank is False:
+        return None
+    if not has_reranker(model_path):
+        if config.rerank:
+            raise ConfigError(f"--rerank: model {config.model!r} has no reranker (train one with --reranker)")
+        return None
+    if config.calibration is not None:
+        if config.rerank:
+            raise ConfigError(
+                "--rerank with --calibration: a calibration file calibrates cosines; the rerank threshold "
+                "is the reranker's own or --threshold"
+            )
+        print(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
+        return None
+    reranker = load_reranker(model_path)
+    print(reranker.describe())
+    return reranker
+
+
+def resolve_threshold(config: DedupConfig, model_path: str | Path | None, reranker: Any = None) -> Threshold:
+    """Pick the threshold: explicit value > calibration file > the model's own ``calibration.json``.
+
+    With a ``reranker`` the threshold is on the rerank score: explicit value > the reranker's calibration.
+    """
+    from nlsim.calibration import Calibration, load_calibration
+
+    if reranker is not None:
+        if config.threshold is not None:
+            return Threshold(float(config.threshold), "given with --threshold, on the rerank score")
+        if reranker.calibration is None:
+            raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
+        cal = Calibration(**reranker.calibration)
+        _warn_conversion(cal.conversion, config.convert, model_path)
+        return Threshold(float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}")
     if config.threshold is not None:
         return Threshold(float(config.threshold), "given with --threshold")
     if config.calibration is not None:
@@ -174,6 +215,18 @@ def neighbors_stage(
     )
 
 
+def rerank_stage(
+    candidates: pd.DataFrame, texts: list[str], reranker: Any, threshold: float, config: DedupConfig
+) -> pd.DataFrame:
+    """Rescore the candidate pairs with the cross-encoder; keep those whose rerank score reaches
+    ``threshold`` (``similarity`` becomes the rerank score; ``cosine`` and ``cross_encoder`` are kept)."""
+    from nlsim.rerank import rerank_pairs
+
+    pairs = rerank_pairs(candidates, texts, reranker, threshold, progress=config.progress)
+    print(f"reranked {len(candidates)} candidate pairs: {len(pairs)} reach the threshold {threshold:.4f}")
+    return pairs
+
+
 def cluster_stage(
     corpus: Corpus, pairs: pd.DataFrame, config: DedupConfig
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -204,6 +257,12 @@ def report_stage(
     return write_report(config.out, pairs, clusters, summary, frame=corpus.frame)
 
 
+def rerank_figures(reranker: Any, floor: float, candidates: int, kept: int) -> dict[str, Any]:
+    """The reranking part of the run summary."""
+    return {"describe": reranker.describe(), "candidate_floor": round(floor, 6), "candidates": candidates,
+            "kept": kept}
+
+
 def make_summary(
     config: DedupConfig,
     corpus: Corpus,
@@ -214,8 +273,12 @@ def make_summary(
     cache_hit: bool,
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
+    rerank: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The run's figures, for ``run.json``, the Markdown summary and the command's output."""
+    """The run's figures, for ``run.json``, the Markdown summary and the command's output.
+
+    ``rerank`` (with a reranker): ``describe``, ``candidate_floor``, ``candidates`` and ``kept``.
+    """
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "extra"}
     return {
         "corpus": str(config.corpus),
@@ -227,6 +290,7 @@ def make_summary(
         "text_fields": ",".join(config.text_fields),
         "threshold": round(threshold.value, 6),
         "threshold_source": threshold.source,
+        "rerank": rerank,
         "index": index.describe(),
         "embedding_cache_hit": cache_hit,
         "pairs": int(len(pairs)),
@@ -250,7 +314,8 @@ def run_dedup(config: DedupConfig, encoder: Any = None) -> DedupResult:
         print(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
     t = time.perf_counter()
     encoder = encoder or load_encoder(config.model)
-    threshold = resolve_threshold(config, getattr(encoder, "path", None))
+    reranker = reranker_stage(config, getattr(encoder, "path", None))
+    threshold = resolve_threshold(config, getattr(encoder, "path", None), reranker)
     print(f"model {encoder.model_id}; {threshold.source}")
     timings["model"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -263,8 +328,16 @@ def run_dedup(config: DedupConfig, encoder: Any = None) -> DedupResult:
     index = index_stage(emb, config)
     timings["index"] = time.perf_counter() - t
     t = time.perf_counter()
-    pairs = neighbors_stage(index, emb, corpus, threshold.value, config)
+    floor = reranker.candidate_floor(threshold.value) if reranker is not None else threshold.value
+    pairs = neighbors_stage(index, emb, corpus, floor, config)
     timings["neighbors"] = time.perf_counter() - t
+    rerank = None
+    if reranker is not None:
+        t = time.perf_counter()
+        candidates = len(pairs)
+        pairs = rerank_stage(pairs, texts, reranker, threshold.value, config)
+        timings["rerank"] = time.perf_counter() - t
+        rerank = rerank_figures(reranker, floor, candidates, len(pairs))
     t = time.perf_counter()
     pair_table, clusters = cluster_stage(corpus, pairs, config)
     timings["cluster"] = time.perf_counter() - t
@@ -272,7 +345,9 @@ def run_dedup(config: DedupConfig, encoder: Any = None) -> DedupResult:
         t = time.perf_counter()
         save_index_stage(index, emb, corpus, encoder, config)
         timings["save_index"] = time.perf_counter() - t
-    summary = make_summary(config, corpus, encoder, threshold, index, timings, hit, pair_table, clusters)
+    summary = make_summary(
+        config, corpus, encoder, threshold, index, timings, hit, pair_table, clusters, rerank
+    )
     t = time.perf_counter()
     files = report_stage(config, corpus, pair_table, clusters, summary)
     timings["report"] = time.perf_counter() - t

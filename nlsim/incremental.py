@@ -391,6 +391,17 @@ def _embed_in_chunks(
     return np.vstack(parts).astype(np.float32, copy=False)
 
 
+def check_no_rerank(config: Any, model_path: Any, say: Any) -> None:
+    """Incremental runs pair items by cosine only: ``rerank=True`` is refused, a stored reranker noted."""
+    from nlsim.errors import ConfigError
+    from nlsim.rerank import has_reranker
+
+    if config.rerank:
+        raise ConfigError("--rerank is not available with --state: incremental runs use the cosine threshold")
+    if config.rerank is None and has_reranker(model_path):
+        say(f"the reranker stored with {model_path} is not used by incremental runs (cosine threshold)")
+
+
 def run_incremental(
     config: Any,
     state_dir: str | Path,
@@ -458,6 +469,7 @@ def run_incremental(
                 from nlsim.encoders import load_encoder
 
                 encoder = load_encoder(config.model)
+            check_no_rerank(config, getattr(encoder, "path", None), say)
             threshold = stages.resolve_threshold(config, getattr(encoder, "path", None))
         identity = StateIdentity(
             model_id=encoder.model_id,

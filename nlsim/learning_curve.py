@@ -73,6 +73,7 @@ class LearningCurveConfig:
             threads=self.threads,
             eval_test=True,
             eval_before=False,
+            reranker=False,  # the curve measures the bi-encoder: what each extra pair buys it
             calibrate_level=None,
             **self.extra,
         )

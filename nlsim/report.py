@@ -10,7 +10,9 @@ Schemas (also in the README):
 
 ``pairs.parquet``: ``id_a, id_b, similarity (float32), cluster_id, title_a, title_b, source_a, source_b,
 published_at_a, published_at_b`` (UTC timestamps, null when unknown); ``id_a`` is the earlier item of the
-pair by the clustering order rule; sorted by cluster then similarity (highest first).
+pair by the clustering order rule; sorted by cluster then similarity (highest first). A run with a
+reranker (:mod:`nlsim.rerank`) puts the rerank score in ``similarity`` and adds ``cosine`` (the
+bi-encoder's) and ``cross_encoder``.
 
 ``clusters.parquet``: ``cluster_id, size, representative, representative_title, member_ids (list),
 sources (list), first_published, last_published, max_similarity, mean_similarity`` (see
@@ -46,6 +48,7 @@ import pandas as pd
 from nlsim.atomic import _fsync_dir, file_sha256
 from nlsim.clustering import order_key
 
+RERANK_COLUMNS = ("cosine", "cross_encoder")
 REPORT_FILES = ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png")
 HTML_MAX_CLUSTERS = 500
 
@@ -73,6 +76,9 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
     )
     for col in ("published_at_a", "published_at_b"):
         out[col] = pd.to_datetime(out[col], utc=True).astype("datetime64[ns, UTC]")
+    for col in RERANK_COLUMNS:  # a reranked run keeps both of its inputs beside the rerank score
+        if col in pairs:
+            out[col] = pairs[col].to_numpy(dtype=np.float32)
     out = out.sort_values(
         ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
     )

@@ -54,3 +54,18 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         ce.predict(["a", "b"], ["c"])
     with pytest.raises(ConfigError, match="epochs"):
         CrossEncoderConfig(epochs=0).check()
+
+
+def test_onnx_runner_gives_torch_scores(
+    trained: tuple[CrossEncoder, list[dict]], small_pairs: pd.DataFrame, tmp_path, monkeypatch  # noqa: ANN001
+) -> None:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    ce, _ = trained
+    ce._runner = None
+    a, b = small_pairs["text_a"].tolist(), small_pairs["text_b"].tolist()
+    assert ce.predict(a[:4], b[:4]) is not None and ce._runner is None  # a small job stays on torch
+    ref = ce.predict(a, b, backend="torch")
+    got = ce.predict(a, b, backend="onnx", batch_size=16)
+    assert ce._runner is not None and list((tmp_path / "onnx").glob("ce-*/model.onnx"))
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    ce._runner = None

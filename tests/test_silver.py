@@ -93,6 +93,7 @@ def test_finetune_with_silver_pairs_never_draws_held_out_texts(tmp_path: Path) -
         silver_corpus=str(corpus),
         silver_anchors=20,
         cross_encoder_epochs=1,
+        reranker=False,
     )
     res = finetune(cfg, pairs=pairs, log=lambda _: None)
     silver = pd.read_parquet(tmp_path / "model" / SILVER_PARQUET)

@@ -39,6 +39,7 @@ def cfg(**kw: object) -> FinetuneConfig:
         seed=7,
         threads=1,
         log_every=0,
+        reranker=False,  # tests/test_rerank.py covers it
     )
     base.update(kw)
     return FinetuneConfig(**base)

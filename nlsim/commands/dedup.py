@@ -61,6 +61,19 @@ def add_dedup_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="write bad rows to this CSV with the reason and go on (default: stop at the first)",
     )
+    rr = p.add_mutually_exclusive_group()
+    rr.add_argument(
+        "--rerank",
+        dest="rerank",
+        action="store_const",
+        const=True,
+        default=None,
+        help="rescore the pairs with the reranker stored with the model (default: when it has one); "
+        "--threshold is then on the 0-1 rerank score",
+    )
+    rr.add_argument(
+        "--no-rerank", dest="rerank", action="store_const", const=False, help="cosine threshold only"
+    )
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--no-cache", dest="cache", action="store_false", help="do not reuse cached embeddings")
     p.add_argument("--no-progress", dest="progress", action="store_false")
@@ -68,7 +81,7 @@ def add_dedup_options(p: argparse.ArgumentParser) -> None:
 
 DEDUP_PARAMS = ("corpus", "out", "model", "convert", "threshold", "calibration", "text_fields", "k",
                 "window_hours", "index_kind", "use_gpu", "representative", "quarantine", "batch_size",
-                "cache")
+                "cache", "rerank")
 """The options of :func:`add_dedup_options`, named as ``DedupConfig`` fields and the flows' parameters."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from nlsim.conversion import DEFAULT_MODE, MODES
@@ -13,7 +14,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "evaluate",
         help="score a model on annotated pairs",
-        description="Cosine of the model's embeddings against the gold scores.",
+        description="Cosine of the model's embeddings against the gold scores; for a model folder with a "
+        "reranker, its rerank score (see --no-rerank).",
     )
     p.add_argument(
         "--model", required=True, help="registry name or model folder; or a baseline: tfidf-char2, use-m3"
@@ -27,6 +29,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--split", default="test", help="split to score, or 'all' (default test)")
     p.add_argument("--max-length", type=int, default=None)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument(
+        "--no-rerank",
+        dest="rerank",
+        action="store_false",
+        help="score a model folder's bi-encoder alone even when it carries a reranker",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -56,7 +64,16 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.evaluation import evaluate, metrics_table
 
     frame = load_split(args.pairs, args.split)
-    m = evaluate(load_scorer(args.model, args.threads, args.max_length), frame, args.convert)
+    scorer = load_scorer(args.model, args.threads, args.max_length)
+    kind = "bi-encoder" if hasattr(scorer, "encode") else "baseline"
+    if args.rerank and kind == "bi-encoder":
+        from nlsim.rerank import load_reranker
+
+        reranker = load_reranker(getattr(scorer, "path", None), threads=args.threads)
+        if reranker is not None:
+            print(f"scoring with the model's {reranker.describe()}", file=sys.stderr)
+            scorer, kind = reranker.scorer(scorer), "reranker"
+    m = evaluate(scorer, frame, args.convert)
     if args.json:
         print(
             json.dumps(
@@ -65,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                     "pairs": args.pairs,
                     "split": args.split,
                     "conversion": args.convert,
+                    "scorer": kind,
                     **m.as_dict(),
                 }
             )

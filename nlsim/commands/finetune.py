@@ -69,8 +69,19 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
         choices=("ensemble", "cross-encoder"),
         help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)",
     )
-    g.add_argument("--cross-encoder-epochs", type=int, default=3)
-    g.add_argument("--cross-encoder-lr", type=float, default=1e-4)
+    r = p.add_argument_group(
+        "reranker",
+        "a cross-encoder trained beside the bi-encoder and saved with it in reranker/: dedup rescores the "
+        "pairs the bi-encoder finds (see docs/finetuning.md)",
+    )
+    r.add_argument(
+        "--no-reranker",
+        dest="reranker",
+        action="store_false",
+        help="train the bi-encoder alone (the reranker, trained by default, takes about 2/3 of the time)",
+    )
+    r.add_argument("--cross-encoder-epochs", type=int, default=3, help="also the silver teacher's")
+    r.add_argument("--cross-encoder-lr", type=float, default=1e-4, help="also the silver teacher's")
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
@@ -101,6 +112,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         silver_teacher=args.silver_teacher,
         cross_encoder_epochs=args.cross_encoder_epochs,
         cross_encoder_lr=args.cross_encoder_lr,
+        reranker=args.reranker,
     )
 
 
@@ -109,7 +121,7 @@ def register(subparsers: Any) -> None:
         "finetune",
         help="fine-tune an encoder on annotated pairs",
         description="Train on the train split, keep the best validation checkpoint, "
-        "evaluate, calibrate the threshold and save a model folder with its card.",
+        "evaluate, calibrate the threshold, train the reranker and save a model folder with its card.",
     )
     add_finetune_options(p)
     p.set_defaults(func=run)
@@ -117,11 +129,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.evaluation import metrics_table
-    from nlsim.training import finetune
+    from nlsim.training import finetune, metrics_row_label
 
     res = finetune(config_from_args(args))
     rows = [
-        {"model": k.split("/")[0] + " fine-tuning", "conversion": args.convert, "split": k.split("/")[1], **v}
+        {"model": metrics_row_label(k), "conversion": args.convert, "split": k.split("/")[1], **v}
         for k, v in res.metrics.items()
     ]
     print(metrics_table(rows))
@@ -130,6 +142,12 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"threshold {c['threshold']:.4f} for level >= {c['level']} (validation P {c['precision']:.3f} "
             f"R {c['recall']:.3f} F1 {c['f1']:.3f})"
+        )
+    rc = (res.reranker or {}).get("calibration")
+    if rc:
+        print(
+            f"rerank threshold {rc['threshold']:.4f} for level >= {rc['level']} (validation P "
+            f"{rc['precision']:.3f} R {rc['recall']:.3f} F1 {rc['f1']:.3f}); dedup and evaluate use it"
         )
     print(f"model: {res.model_dir}")
     return 0

@@ -93,13 +93,15 @@ def test_finetune_then_evaluate_and_calibrate(
         == 0
     )
     assert (model / "calibration.json").is_file() and (model / "README.md").is_file()
+    assert (model / "reranker" / "reranker.json").is_file()  # trained by default
     capsys.readouterr()
     assert (
         cli(["evaluate", "--model", str(model), "--pairs", str(pairs_file), "--convert", "none", "--json"])
         == 0
     )
     got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    stored = json.loads((model / "training.json").read_text())["metrics"]["after/test"]
+    stored = json.loads((model / "training.json").read_text())["metrics"]["reranked/test"]
+    assert got["scorer"] == "reranker"
     assert got["spearman"] == pytest.approx(stored["spearman"], abs=0.05)
     cal_file = tmp_path / "zero-shot.json"
     assert (

@@ -26,6 +26,7 @@ def config(pairs_file: Path, out: Path | None) -> FinetuneConfig:
         max_length=48,
         calibrate_level=0.6,
         threads=1,
+        reranker=False,
     )
 
 
@@ -73,3 +74,36 @@ def test_flow_with_silver_corpus(prefect_harness, pairs_file: Path, tmp_path: Pa
     assert result["n_train"] == 16 and result["silver"]["pairs"] >= 10
     assert result["steps"] == -(-(16 + result["silver"]["pairs"]) // 8)
     assert (tmp_path / "model" / SILVER_PARQUET).is_file()
+
+
+def test_flow_with_reranker_then_dedup_flow_reranks(
+    prefect_harness,  # noqa: ANN001
+    pairs_file: Path,
+    tmp_path: Path,
+    repo_root: Path,
+) -> None:
+    """The finetune flow's ``reranker`` task saves one; the dedup flow's ``rerank`` task matches it."""
+    import pandas as pd
+
+    from flows.dedup import news_dedup
+    from flows.finetune import finetune_flow
+    from nlsim.dedup import DedupConfig, run_dedup
+    from nlsim.rerank import has_reranker
+
+    cfg = config(pairs_file, tmp_path / "model")
+    cfg.reranker, cfg.cross_encoder_epochs = True, 1
+    result = finetune_flow(cfg)
+    assert has_reranker(tmp_path / "model")
+    assert {"reranked/validation", "reranked/test"} <= set(result["metrics"])
+    corpus = tmp_path / "bbc.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:60].to_parquet(corpus)
+    params = dict(model=str(tmp_path / "model"), convert="none", threshold=0.5, text_fields="title", k=5)
+    summary = news_dedup(corpus=str(corpus), out=str(tmp_path / "flow"), cache=False, **params)
+    direct = run_dedup(
+        DedupConfig(corpus=corpus, out=tmp_path / "direct", cache=False, progress=False, **params)
+    )
+    assert summary["rerank"]["candidates"] == direct.summary["rerank"]["candidates"] > 0
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "flow" / "pairs.parquet"),
+        pd.read_parquet(tmp_path / "direct" / "pairs.parquet"),
+    )

@@ -1,0 +1,142 @@
+"""ONNX Runtime inference for :meth:`nlsim.cross_encoder.CrossEncoder.predict` (needs ``onnxruntime``).
+
+A reranker scores one pair per forward pass, in both text orders, so dedup's rerank stage runs tens of
+thousands of passes on a corpus of 10,000 items. As for the encoders (:mod:`nlsim.encoders.onnx_backend`),
+the cross-encoder's model with its pooling and head is exported once to ONNX (cached under
+``$NLSIM_HOME/onnx/`` by the weights' digest), checked against torch on a few batches (max abs difference
+of the logits < 1e-4, else the export is refused and torch is used), and run with the CPU provider.
+
+Example:
+    >>> from nlsim.cross_encoder import CrossEncoder
+    >>> ce = CrossEncoder.load("models/e5-thucnews/reranker")  # doctest: +SKIP
+    >>> runner = cross_encoder_runner(ce)  # doctest: +SKIP
+    >>> runner(["台股大漲"], ["台股上漲"]).shape  # doctest: +SKIP
+    (1,)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlsim.encoders.encoder import weights_digest
+from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
+from nlsim.encoders.onnx_backend import _eager_attention, _evict, make_session
+from nlsim.errors import StateError
+
+EXPORT_VERSION = 1
+MAX_ABS_DIFF = 1e-4
+CHECK_PAIRS = [
+    ("a", "b"),
+    ("short title", "a somewhat longer headline about markets, rain and football " * 3),
+    ("中文新聞標題測試", "台股大漲 科技股領軍"),
+    ("x " * 200, "y"),
+]
+
+
+class _PairLogits(torch.nn.Module):
+    """The cross-encoder's model, mean pooling and head: token ids of a pair -> its logit."""
+
+    def __init__(self, model: torch.nn.Module, head: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.head = head
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids
+        hidden = self.model(**kwargs).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        return self.head(pooled).squeeze(-1)
+
+
+class CrossEncoderRunner:
+    """``runner(texts_a, texts_b) -> logits`` (float32 ``(n,)``) through the exported model."""
+
+    def __init__(self, path: Path, ce: Any, threads: int | None = None) -> None:
+        self.path = path
+        self.ce = ce
+        self.session = make_session(path, threads)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def features(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> dict[str, np.ndarray]:
+        feats = self.ce.features(texts_a, texts_b, "np")
+        return {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs}
+
+    def __call__(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        return self.session.run(None, self.features(texts_a, texts_b))[0]
+
+
+def _digest(ce: Any) -> str:
+    h = hashlib.sha256(weights_digest(ce.model).encode())
+    for name, t in sorted(ce.head.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().numpy().tobytes())
+    h.update(str(ce.max_length).encode())
+    return h.hexdigest()
+
+
+def export_cross_encoder(ce: Any, out_dir: Path) -> None:
+    """Export ``ce`` to ``out_dir/model.onnx`` and check its logits against torch's."""
+    wrapper = _PairLogits(ce.model, ce.head).eval()
+    was_training = ce.model.training
+    ce.model.eval()
+    a, b = zip(*CHECK_PAIRS, strict=True)
+    example = ce.features(list(a), list(b), "pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example]
+    axes = {n: {0: "batch", 1: "seq"} for n in names}
+    path = out_dir / "model.onnx"
+    try:
+        with _eager_attention(ce.model), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                wrapper,
+                tuple(example[n] for n in names),
+                str(path),
+                dynamo=False,
+                input_names=names,
+                output_names=["logit"],
+                dynamic_axes={**axes, "logit": {0: "batch"}},
+                opset_version=17,
+            )
+        runner = CrossEncoderRunner(path, ce, threads=1)
+        worst = 0.0
+        for rows in ([0], [0, 1, 2, 3], [1, 2]):
+            ta, tb = [a[i] for i in rows], [b[i] for i in rows]
+            with torch.inference_mode():
+                ref = ce.logits(ta, tb).numpy()
+            worst = max(worst, float(np.abs(runner(ta, tb) - ref).max()))
+        if not worst < MAX_ABS_DIFF:
+            raise StateError(f"cross-encoder ONNX export differs from torch by {worst:.2e}")
+        (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
+    finally:
+        ce.model.train(was_training)
+
+
+def cross_encoder_runner(ce: Any, threads: int | None = None, root: Path | None = None) -> CrossEncoderRunner:
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``ce``."""
+    digest = _digest(ce)
+    source = json.dumps(
+        {"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
+    )
+    cache = root or nlsim_home() / "onnx"
+    folder = ensure_model_folder(
+        cache / f"ce-{digest[:24]}", lambda tmp: export_cross_encoder(ce, tmp), source=source
+    )
+    runner = CrossEncoderRunner(folder / "model.onnx", ce, threads)
+    _evict(cache, keep=folder)
+    return runner
