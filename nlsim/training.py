@@ -56,7 +56,7 @@ class FinetuneConfig:
     The defaults (CoSENT, lr 1e-4, 2 epochs, frozen word embeddings, ``tw2sp``, and a reranker beside the
     bi-encoder) are the settings chosen on the validation split of ``annotations/thucnews_tw_pairs.tsv``
     (``benchmarks/bench_quality.py select``); ``loss="mse"`` is the studies' cosine-MSE recipe.
-    ``reranker=False`` trains the bi-encoder alone (about a third of the time).
+    ``reranker=False`` trains the bi-encoder alone (about a quarter of the time).
     """
 
     pairs: str | None = None

@@ -78,7 +78,7 @@ def add_finetune_options(p: argparse.ArgumentParser) -> None:
         "--no-reranker",
         dest="reranker",
         action="store_false",
-        help="train the bi-encoder alone (the reranker, trained by default, takes about 2/3 of the time)",
+        help="train the bi-encoder alone (the reranker, trained by default, takes about 3/4 of the time)",
     )
     r.add_argument("--cross-encoder-epochs", type=int, default=3, help="also the silver teacher's")
     r.add_argument("--cross-encoder-lr", type=float, default=1e-4, help="also the silver teacher's")
