@@ -59,6 +59,15 @@ class CrossEncoderConfig:
             raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
 
 
+def pair_logits(model: Any, head: Any, feats: Any) -> Any:
+    """``head(mean-pooled last hidden state)`` of tokenised pairs (``input_ids``, ``attention_mask``, and
+    ``token_type_ids`` where used): the one forward of torch scoring, training and the ONNX export."""
+    hidden = model(**feats).last_hidden_state
+    mask = feats["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return head(pooled).squeeze(-1)
+
+
 class CrossEncoder:
     """Scores text pairs jointly with a transformer encoder and a linear head (see the module doc)."""
 
@@ -129,11 +138,7 @@ class CrossEncoder:
 
     def logits(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> Any:
         """Raw scores (before the sigmoid) of ``texts_a[i]`` read with ``texts_b[i]``, with autograd."""
-        feats = self.features(texts_a, texts_b)
-        hidden = self.model(**feats).last_hidden_state
-        mask = feats["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return self.head(pooled).squeeze(-1)
+        return pair_logits(self.model, self.head, self.features(texts_a, texts_b))
 
     def runner(self, n_pairs: int, backend: str = "auto") -> Callable[[list[str], list[str]], Any] | None:
         """The ONNX runner (:mod:`nlsim.cross_encoder_onnx`) for a job of ``n_pairs``, or ``None`` for torch.

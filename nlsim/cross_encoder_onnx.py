@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nlsim.cross_encoder import pair_logits
 from nlsim.encoders.encoder import weights_digest
 from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
 from nlsim.encoders.onnx_backend import _eager_attention, _evict, make_session
@@ -42,7 +43,7 @@ CHECK_PAIRS = [
 
 
 class _PairLogits(torch.nn.Module):
-    """The cross-encoder's model, mean pooling and head: token ids of a pair -> its logit."""
+    """:func:`nlsim.cross_encoder.pair_logits` as a module with positional tensor inputs, for the export."""
 
     def __init__(self, model: torch.nn.Module, head: torch.nn.Module) -> None:
         super().__init__()
@@ -55,13 +56,10 @@ class _PairLogits(torch.nn.Module):
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        feats = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
-            kwargs["token_type_ids"] = token_type_ids
-        hidden = self.model(**kwargs).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-        return self.head(pooled).squeeze(-1)
+            feats["token_type_ids"] = token_type_ids
+        return pair_logits(self.model, self.head, feats)
 
 
 class CrossEncoderRunner:

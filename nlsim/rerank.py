@@ -100,15 +100,19 @@ class Reranker:
         """Write ``MODEL/reranker/`` (the cross-encoder and ``reranker.json``)."""
         folder = Path(model_dir) / RERANKER_DIR
         self.cross_encoder.save(folder)
-        meta = {
+        meta = json.dumps(self.meta(), indent=2, ensure_ascii=False)
+        atomic_write_text(folder / RERANKER_JSON, meta + "\n")
+        return folder
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the cross-encoder's weights (``reranker.json``)."""
+        return {
             "slope": self.slope,
             "intercept": self.intercept,
             "weight": self.weight,
             "calibration": self.calibration,
             "info": self.info,
         }
-        atomic_write_text(folder / RERANKER_JSON, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-        return folder
 
 
 def has_reranker(model_dir: str | Path | None) -> bool:
@@ -149,11 +153,12 @@ def train_reranker(
     cfg: Any,
     weight: float = DEFAULT_WEIGHT,
     log: Callable[[str], None] = print,
-) -> tuple[Reranker, list[dict[str, Any]]]:
+) -> Reranker:
     """Train the cross-encoder on ``train`` from ``cfg.model`` and fit the cosine line for ``encoder``.
 
     ``cfg`` is a :class:`nlsim.training.FinetuneConfig` (its ``cross_encoder_*`` settings); pairs are
-    already converted. Returns the reranker (not yet calibrated) and the cross-encoder's epoch history.
+    already converted. Returns the reranker, not yet calibrated; the cross-encoder's epoch history is in
+    its ``info``.
     """
     from nlsim.cross_encoder import train_cross_encoder
     from nlsim.evaluation import pair_similarities
@@ -164,7 +169,7 @@ def train_reranker(
     slope, intercept = cosine_to_score_map(pair_similarities(encoder, train), train["score"].to_numpy())
     best = max(history, key=lambda h: h["spearman"])
     info = {"base_model": str(cfg.model), "cross_encoder_history": history, "cross_encoder_best": best}
-    return Reranker(ce, slope, intercept, weight, info=info), history
+    return Reranker(ce, slope, intercept, weight, info=info)
 
 
 def rerank_pairs(
@@ -190,10 +195,6 @@ def rerank_pairs(
 
 def reranker_summary(reranker: Reranker) -> dict[str, Any]:
     """What a run record keeps of a reranker (no weights)."""
-    return {
-        "slope": reranker.slope,
-        "intercept": reranker.intercept,
-        "weight": reranker.weight,
-        "calibration": reranker.calibration,
-        **reranker.info,
-    }
+    meta = reranker.meta()
+    info = meta.pop("info")
+    return {**meta, **info}

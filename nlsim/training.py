@@ -484,8 +484,11 @@ def evaluate_splits(encoder: Any, data: PreparedPairs, when: str) -> dict[str, d
     return out
 
 
-def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig) -> Any:
-    """Calibrate the threshold on the (converted) validation pairs (``None`` without a level)."""
+def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, **meta: Any) -> Any:
+    """Calibrate the threshold on the (converted) validation pairs (``None`` without a level).
+
+    ``encoder`` is an encoder or a pair scorer; ``meta`` goes to the calibration (e.g. ``model=``).
+    """
     from nlsim.calibration import calibrate
 
     if cfg.calibrate_level is None:
@@ -498,6 +501,7 @@ def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig) ->
         split=cfg.val_split,
         pairs_file=str(cfg.pairs or ""),
         pairs_sha256=next(iter(data.data_files.values()), ""),
+        **meta,
     )
     cal.conversion = cfg.conversion
     return cal
@@ -508,24 +512,12 @@ def fit_reranker(
 ) -> tuple[Any, dict[str, dict[str, Any]]]:
     """Train the reranker (:mod:`nlsim.rerank`) beside the fine-tuned ``encoder``, calibrate its score on
     validation, and score it; returns the reranker and its metrics keyed ``"reranked/{split}"``."""
-    from nlsim.calibration import calibrate
     from nlsim.rerank import train_reranker
 
-    reranker, _ = train_reranker(encoder, data.train, data.validation, cfg, log=log)
+    reranker = train_reranker(encoder, data.train, data.validation, cfg, log=log)
     scorer = reranker.scorer(encoder)
-    if cfg.calibrate_level is not None:
-        cal = calibrate(
-            scorer,
-            data.validation,
-            level=cfg.calibrate_level,
-            conversion=None,
-            model="reranker",
-            split=cfg.val_split,
-            pairs_file=str(cfg.pairs or ""),
-            pairs_sha256=next(iter(data.data_files.values()), ""),
-        )
-        cal.conversion = cfg.conversion
-        reranker.calibration = cal.as_dict()
+    cal = calibrate_encoder(scorer, data, cfg, model="reranker")
+    reranker.calibration = cal.as_dict() if cal is not None else None
     metrics = evaluate_splits(scorer, data, "reranked")
     log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
     return reranker, metrics
