@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Set everything up and run the main job: the near-duplicate report for the bundled THUCNews corpus
-# (10,000 headlines, Taiwan Traditional), with the default model (multilingual-e5-small) and conversion
-# (tw2sp). The duplicate threshold is calibrated on the annotated validation pairs first (no hard-coded
-# cosine). Output: reports/thucnews/ (pairs.parquet, clusters.parquet, index.html, summary.md).
+# Set everything up and run the main job: the chain on the bundled data. The zero-shot baseline, fine-tuning
+# of multilingual-e5-small and its reranker on the annotated pairs (reused when they have not changed),
+# evaluation on the validation split, promotion into models/ only when better, the near-duplicate report of
+# the bundled THUCNews corpus (10,000 headlines, Taiwan Traditional) with the current model, judged against
+# the editors' validation pairs. Output: reports/thucnews/ (index.html, pairs.parquet, clusters.parquet, ...).
+# Arguments go to `nlsim pipeline` (e.g. `bash run.sh --force-train`).
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect} PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
-mkdir -p reports
-.venv/bin/nlsim calibrate --model multilingual-e5-small --pairs annotations/thucnews_tw_pairs.tsv \
-  --split validation --level "${NLSIM_LEVEL:-same-story}" --convert tw2sp --out reports/e5-zero-shot-calibration.json
-.venv/bin/nlsim dedup --corpus data/thucnews.parquet --out reports/thucnews \
-  --calibration reports/e5-zero-shot-calibration.json "$@"
+exec .venv/bin/nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet \
+  --out reports/thucnews --model-store models "$@"

@@ -107,6 +107,7 @@ def run_child(args: list[str], timeout: float = 900) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """Print (and return) a Markdown table of ``rows``."""
+
     def fmt(v: Any) -> str:
         if isinstance(v, float):
             return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"

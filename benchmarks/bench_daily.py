@@ -39,10 +39,11 @@ AS_OF = pd.Timestamp("2026-11-22 06:00", tz="UTC")
 
 def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: int, days: float) -> None:  # noqa: ANN001
     """A committed state holding ``kept`` random unit vectors dated over ``days`` days before AS_OF."""
-    from nlsim.incremental import _cluster_table
-    from nlsim.index import build_index
-    from nlsim.report import pairs_table
-    from nlsim.state import StateIdentity, commit_state, empty_clusters, empty_pairs
+    from nlsim.pipeline.incremental import _cluster_table
+
+    from nlsim.pipeline.report import pairs_table
+    from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs
+    from nlsim.search.index import build_index
 
     rng = np.random.default_rng(0)
     emb = rng.standard_normal((kept, encoder.dim)).astype(np.float32)
@@ -134,10 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import torch
+    from nlsim.pipeline.incremental import run_incremental
 
-    from nlsim.dedup import DedupConfig
     from nlsim.encoders import load_encoder
-    from nlsim.incremental import run_incremental
+    from nlsim.pipeline.config import DedupConfig
 
     if args.threads:
         torch.set_num_threads(args.threads)

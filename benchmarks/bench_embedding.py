@@ -80,8 +80,14 @@ def make_encode(variant: str, model: str, threads: int, batch_size: int) -> tupl
         prompt = prefix or None
 
         def run(texts: list[str]) -> np.ndarray:
-            return st.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True,
-                             convert_to_numpy=True, show_progress_bar=False)
+            return st.encode(
+                texts,
+                batch_size=batch_size,
+                prompt=prompt,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
 
         return run, {"backend": "sentence-transformers", "prompt": prompt}
     kwargs: dict[str, Any] = {"threads": threads}
@@ -139,8 +145,13 @@ def child(args: argparse.Namespace) -> None:
         emb = encode(texts)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         np.save(Path(args.emb_dir) / f"{args.child}-{name}.npy", emb.astype(np.float32))
-        out["sets"][name] = {"n": len(texts), "wall_s": wall, "cpu_s": cpu, "items_per_s": len(texts) / wall,
-                             "load_avg": os.getloadavg()[0]}
+        out["sets"][name] = {
+            "n": len(texts),
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "items_per_s": len(texts) / wall,
+            "load_avg": os.getloadavg()[0],
+        }
     out["spearman_tw2sp"] = spearman(encode) if args.quality else None
     out["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(out))
@@ -168,23 +179,39 @@ def main() -> None:
         if v not in VARIANTS:
             raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
     where = machine()
-    print(f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}",
-          flush=True)
+    print(
+        f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}", flush=True
+    )
     emb_dir = tempfile.mkdtemp(prefix="bench-emb-")
     best: dict[str, dict[str, Any]] = {}
     for rep in range(args.repeats):
         for v in variants:
-            cmd = [str(HERE / "bench_embedding.py"), "--child", v, "--sets", args.sets, "--model", args.model,
-                   "--threads", str(args.threads), "--batch-size", str(args.batch_size), "--emb-dir", emb_dir]
+            cmd = [
+                str(HERE / "bench_embedding.py"),
+                "--child",
+                v,
+                "--sets",
+                args.sets,
+                "--model",
+                args.model,
+                "--threads",
+                str(args.threads),
+                "--batch-size",
+                str(args.batch_size),
+                "--emb-dir",
+                emb_dir,
+            ]
             if args.n:
                 cmd += ["--n", str(args.n)]
             if not args.quality or rep > 0:
                 cmd += ["--no-quality"]
             r = run_child(cmd, timeout=3600)
             for s, m in r["sets"].items():
-                print(f"  run {rep + 1} {v:18s} {s:9s} {m['items_per_s']:8.1f} items/s  "
-                      f"wall {m['wall_s']:6.1f}s cpu {m['cpu_s']:6.1f}s  load {m['load_avg']:.1f}",
-                      flush=True)
+                print(
+                    f"  run {rep + 1} {v:18s} {s:9s} {m['items_per_s']:8.1f} items/s  "
+                    f"wall {m['wall_s']:6.1f}s cpu {m['cpu_s']:6.1f}s  load {m['load_avg']:.1f}",
+                    flush=True,
+                )
             if v not in best:
                 best[v] = r
             else:
@@ -197,32 +224,60 @@ def main() -> None:
         r = best[v]
         for s, m in r["sets"].items():
             rho = r.get("spearman_tw2sp")
-            row = {"variant": v, "backend": r["info"].get("backend"), "set": s, "n": m["n"],
-                   "items/s": m["items_per_s"], "wall s": m["wall_s"], "cpu s": m["cpu_s"],
-                   "peak RSS MB": r["peak_rss_mb"], "Spearman": f"{rho:.2f}" if rho is not None else "n/a"}
+            row = {
+                "variant": v,
+                "backend": r["info"].get("backend"),
+                "set": s,
+                "n": m["n"],
+                "items/s": m["items_per_s"],
+                "wall s": m["wall_s"],
+                "cpu s": m["cpu_s"],
+                "peak RSS MB": r["peak_rss_mb"],
+                "Spearman": f"{rho:.2f}" if rho is not None else "n/a",
+            }
             if "st" in best:
                 row["x ST"] = m["items_per_s"] / best["st"]["sets"][s]["items_per_s"]
                 a = np.load(Path(emb_dir) / f"{v}-{s}.npy")
                 b = np.load(Path(emb_dir) / f"st-{s}.npy")
                 row["min cos vs ST"] = f"{float((a * b).sum(1).min()):.5f}"
             rows.append(row)
-    cols = ["variant", "backend", "set", "n", "items/s", "x ST", "wall s", "cpu s", "peak RSS MB", "Spearman",
-            "min cos vs ST"]
+    cols = [
+        "variant",
+        "backend",
+        "set",
+        "n",
+        "items/s",
+        "x ST",
+        "wall s",
+        "cpu s",
+        "peak RSS MB",
+        "Spearman",
+        "min cos vs ST",
+    ]
     table = print_table(rows, cols)
     cmd_line = "python benchmarks/bench_embedding.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(parents=True, exist_ok=True)
     stem = "embedding" + (f"-{args.tag}" if args.tag else "")
-    payload = {"command": cmd_line.strip(), "machine": where, "threads": args.threads,
-               "batch_size": args.batch_size, "model": args.model, "repeats": args.repeats, "rows": rows,
-               "runs": {v: best[v] for v in variants},
-               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    from nlsim.atomic import atomic_write_text
+    payload = {
+        "command": cmd_line.strip(),
+        "machine": where,
+        "threads": args.threads,
+        "batch_size": args.batch_size,
+        "model": args.model,
+        "repeats": args.repeats,
+        "rows": rows,
+        "runs": {v: best[v] for v in variants},
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    from nlsim.io.atomic import atomic_write_text
 
     atomic_write_text(RESULTS / f"{stem}.json", json.dumps(payload, indent=2, default=str) + "\n")
-    md = (f"# Embedding speed ({args.model})\n\n`{cmd_line.strip()}`\n\n{where}; {args.threads} threads, "
-          f"batch {args.batch_size}, best of {args.repeats}; {payload['date']}.\n"
-          "Spearman: annotated THUCNews test pairs, tw2sp conversion. min cos vs ST: lowest cosine between a "
-          "variant's vector and sentence-transformers' for the same text.\n\n" + table + "\n")
+    md = (
+        f"# Embedding speed ({args.model})\n\n`{cmd_line.strip()}`\n\n{where}; {args.threads} threads, "
+        f"batch {args.batch_size}, best of {args.repeats}; {payload['date']}.\n"
+        "Spearman: annotated THUCNews test pairs, tw2sp conversion. min cos vs ST: lowest cosine between a "
+        "variant's vector and sentence-transformers' for the same text.\n\n" + table + "\n"
+    )
     atomic_write_text(RESULTS / f"{stem}.md", md)
     print(f"wrote {RESULTS / (stem + '.json')} and .md")
     shutil.rmtree(emb_dir, ignore_errors=True)

@@ -30,7 +30,8 @@ OUT = ROOT / "benchmarks" / "results" / "finetune_speed.json"
 
 def ours(train, val, args) -> float:  # noqa: ANN001
     from nlsim.encoders import load_encoder
-    from nlsim.training import FinetuneConfig, train_encoder
+    from nlsim.training.bi_encoder import train_encoder
+    from nlsim.training.config import FinetuneConfig
 
     enc = load_encoder("multilingual-e5-small", threads=args.threads)
     cfg = FinetuneConfig(
@@ -115,8 +116,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from nlsim.pairs import load_pairs
-    from nlsim.training import convert_pairs
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.data import convert_pairs
 
     pairs = convert_pairs(load_pairs(PAIRS), "tw2sp")
     train = pairs[pairs["split"] == "train"].reset_index(drop=True).head(16 * args.steps)

@@ -30,7 +30,7 @@ MODELS = ROOT / "models" / "select"  # train_candidate saves each candidate's be
 # Round 1: the learning rate, the loss, the conversion (2 epochs, frozen word embeddings).
 # Round 2: higher learning rates, a third epoch, a smaller batch, unfrozen word embeddings.
 # Round 3: STS-B first (starting from the STS-B candidate's model), and silver pairs from the corpus
-# (nlsim.silver: teachers trained on the gold training pairs label ~5,800 corpus pairs).
+# (nlsim.training.silver: teachers trained on the gold training pairs label ~5,800 corpus pairs).
 # Each entry overrides COMMON.
 CANDIDATES: dict[str, dict] = {
     "mse-lr1e-4-tw2sp": {"loss": "mse", "lr": 1e-4, "conversion": "tw2sp"},
@@ -68,7 +68,8 @@ CANDIDATES: dict[str, dict] = {
         "silver_corpus": "annotations/thucnews_corpus.tsv",
         "silver_anchors": 2400,
     },
-    # Round 4: the chosen recipe with a reranker (nlsim.rerank), scored by its rerank score on validation
+    # Round 4: the chosen recipe with a reranker (nlsim.rerank.reranker), scored by its rerank score on
+    # validation
     "rerank-cosent-lr1e-4-tw2sp": {"loss": "cosent", "lr": 1e-4, "conversion": "tw2sp", "reranker": True},
     "cosent-lr1e-4-tw2sp-unfrozen": {
         "loss": "cosent",
@@ -88,7 +89,7 @@ COMMON = {
 
 
 def _write(path: Path, obj: dict) -> None:
-    from nlsim.atomic import atomic_write_text
+    from nlsim.io.atomic import atomic_write_text
 
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
@@ -99,7 +100,8 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
     ``table`` is a loaded pair table (else ``fixed["pairs"]`` names the file); ``fixed`` and ``settings``
     go to :class:`FinetuneConfig`.
     """
-    from nlsim.training import FinetuneConfig, finetune
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.finetune import finetune
 
     path = RESULTS / folder / f"{name}.json"
     if path.is_file():
@@ -229,8 +231,8 @@ def stage_final(args: argparse.Namespace) -> None:
 
 def evaluate_conversions(model: str, threads: int | None) -> dict:
     from nlsim.encoders import load_encoder
-    from nlsim.evaluation import evaluate
-    from nlsim.pairs import load_pairs
+    from nlsim.evaluation.metrics import evaluate
+    from nlsim.io.pairs import load_pairs
 
     enc = load_encoder(model, threads=threads)
     enc.max_length = 64
@@ -241,9 +243,9 @@ def evaluate_conversions(model: str, threads: int | None) -> dict:
 def evaluate_reranked(model: str, conversion: str, threads: int | None) -> dict:
     """The rerank score of a model folder with a reranker, on test, with its own conversion."""
     from nlsim.encoders import load_encoder
-    from nlsim.evaluation import evaluate
-    from nlsim.pairs import load_pairs
-    from nlsim.rerank import load_reranker
+    from nlsim.evaluation.metrics import evaluate
+    from nlsim.io.pairs import load_pairs
+    from nlsim.rerank.reranker import load_reranker
 
     enc = load_encoder(model, threads=threads)
     enc.max_length = 64
@@ -253,10 +255,10 @@ def evaluate_reranked(model: str, conversion: str, threads: int | None) -> dict:
 
 
 def stage_baselines(args: argparse.Namespace) -> None:
-    from nlsim.baselines import get_baseline
     from nlsim.encoders import load_encoder
-    from nlsim.evaluation import evaluate
-    from nlsim.pairs import load_pairs
+    from nlsim.evaluation.baselines import get_baseline
+    from nlsim.evaluation.metrics import evaluate
+    from nlsim.io.pairs import load_pairs
 
     path = RESULTS / "baselines.json"
     done = json.loads(path.read_text()) if path.is_file() else {}
@@ -293,7 +295,7 @@ STSB_CANDIDATES: dict[str, dict] = {
 
 
 def run_stsb_candidate(name: str, threads: int) -> dict:
-    from nlsim.sts import load_stsb
+    from nlsim.evaluation.sts import load_stsb
 
     return train_candidate(
         name,
@@ -313,8 +315,8 @@ def run_stsb_candidate(name: str, threads: int) -> dict:
 def stage_stsb(args: argparse.Namespace) -> None:
     """STS-B: every candidate trained on train and validated on dev; the best on dev scored on test once."""
     from nlsim.encoders import load_encoder
-    from nlsim.evaluation import evaluate
-    from nlsim.sts import load_stsb
+    from nlsim.evaluation.metrics import evaluate
+    from nlsim.evaluation.sts import load_stsb
 
     names = args.only or list(STSB_CANDIDATES)
     (RESULTS / "stsb").mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Reliability of daily runs under SIGKILL: every kill point on every day of a three-day sequence.
 
-For each day d of three and each fault stage (``nlsim.run_stats.FAULT_STAGES``), the state and report folder
+For each day d of three and each fault stage (``nlsim.pipeline.stats.FAULT_STAGES``), the state and report
+folder
 are restored to what they were after day d-1 of an uninterrupted sequence, ``nlsim dedup --state`` is run as a
 subprocess for day d with ``NLSIM_FAULT_AT=<stage>`` (it SIGKILLs itself there), and then:
 
@@ -45,8 +46,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 POST_COMMIT = {"report-write", "report-publish"}
 
 
-
-
 def _cli(corpus: Path, state: Path, out: Path, stage: str) -> subprocess.CompletedProcess:
     cmd = fault_cli_args(corpus, state, out)
     env = {**os.environ, "NLSIM_FAULT_AT": stage, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
@@ -60,11 +59,12 @@ def _restore(snap: Path | None, dest: Path) -> None:
 
 
 def main() -> int:
+    from nlsim.pipeline.incremental import run_incremental
+
     from nlsim.encoders import load_encoder
-    from nlsim.incremental import run_incremental
-    from nlsim.report import verify_report
-    from nlsim.run_stats import FAULT_STAGES
-    from nlsim.state import open_state
+    from nlsim.pipeline.report import verify_report
+    from nlsim.pipeline.state import open_state
+    from nlsim.pipeline.stats import FAULT_STAGES
 
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-rel-"))
     t_start = time.perf_counter()

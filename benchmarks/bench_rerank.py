@@ -35,10 +35,10 @@ from _common import RESULTS, machine, print_table  # noqa: E402
 def candidate_pairs(model: str, corpus: str, n: int, threads: int) -> tuple[list[str], list[str]]:
     """``n`` neighbour pairs of the corpus (converted texts), nearest first, each pair once."""
     from nlsim.conversion import convert
-    from nlsim.corpus import load_corpus
     from nlsim.encoders import load_encoder
-    from nlsim.index import build_index
-    from nlsim.neighbors import neighbor_pairs
+    from nlsim.io.corpus import load_corpus
+    from nlsim.search.index import build_index
+    from nlsim.search.neighbors import neighbor_pairs
 
     texts = convert(load_corpus(corpus).texts(), "tw2sp")
     enc = load_encoder(model, threads=threads)
@@ -51,7 +51,7 @@ def candidate_pairs(model: str, corpus: str, n: int, threads: int) -> tuple[list
 
 
 def throughput(model: str, a: list[str], b: list[str], threads: int) -> list[dict]:
-    from nlsim.rerank import load_reranker
+    from nlsim.rerank.reranker import load_reranker
 
     ce = load_reranker(model, threads=threads).cross_encoder
     ce.predict(a[:64], b[:64], backend="onnx")  # the one-off export, outside the timing

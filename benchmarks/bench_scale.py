@@ -73,7 +73,6 @@ def make_corpus(path: Path, n: int, seed: int = 0, chunk: int = 100_000) -> None
 def stage(name: str, n: int, chunk: int, k: int, threshold: float, graph: bool = True) -> dict:
     """One stage in this process: ``embed`` or ``index`` (index + graph)."""
     import faiss
-
     from nlsim.streaming import (
         HashingEmbedder,
         ShardSet,
@@ -89,15 +88,27 @@ def stage(name: str, n: int, chunk: int, k: int, threshold: float, graph: bool =
     t = time.perf_counter()
     if name == "embed":
         shutil.rmtree(shards_dir, ignore_errors=True)
-        shards = embed_to_shards(corpus, HashingEmbedder(384), shards_dir, text_fields=("title",),
-                                 batch_size=chunk, resume=False, progress=False)
+        shards = embed_to_shards(
+            corpus,
+            HashingEmbedder(384),
+            shards_dir,
+            text_fields=("title",),
+            batch_size=chunk,
+            resume=False,
+            progress=False,
+        )
         row = {"items": len(shards), "shards": len(shards.shards), "embed_s": time.perf_counter() - t}
     else:
         shards = ShardSet(shards_dir)
         index = build_index_from_shards(shards, use_gpu=False)
         build_s = time.perf_counter() - t
-        row = {"index": index.describe(), "index_s": build_s, "graph_s": "not run", "pairs": "not run",
-               "index_bytes_est": int(index.ntotal * shards.dim * 4)}
+        row = {
+            "index": index.describe(),
+            "index_s": build_s,
+            "graph_s": "not run",
+            "pairs": "not run",
+            "index_bytes_est": int(index.ntotal * shards.dim * 4),
+        }
         if graph:
             t = time.perf_counter()
             pairs = shard_neighbor_pairs(index, shards, k=k, threshold=threshold, progress=False)
@@ -116,24 +127,56 @@ def cmd_stream(args: argparse.Namespace) -> None:
             t = time.perf_counter()
             make_corpus(corpus, n)
             print(f"made {corpus} ({n:,} items) in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        common = ["--n", str(n), "--chunk", str(args.chunk), "--k", str(args.k), "--threshold",
-                  str(args.threshold)]
+        common = [
+            "--n",
+            str(n),
+            "--chunk",
+            str(args.chunk),
+            "--k",
+            str(args.k),
+            "--threshold",
+            str(args.threshold),
+        ]
         emb = run_child([str(Path(__file__)), "_stage", "embed", *common], timeout=1800)
         graph = [] if n <= args.graph_max else ["--no-graph"]
         idx = run_child([str(Path(__file__)), "_stage", "index", *common, *graph], timeout=1800)
-        row = {"n": n, "chunk": args.chunk, "embed_s": emb["embed_s"], "embed_peak_mb": emb["peak_rss_mb"],
-               "shards": emb["shards"], "index": idx["index"], "index_s": idx["index_s"],
-               "graph_s": idx["graph_s"], "index_peak_mb": idx["peak_rss_mb"],
-               "index_gb": idx["index_bytes_est"] / 1e9, "pairs": idx["pairs"]}
+        row = {
+            "n": n,
+            "chunk": args.chunk,
+            "embed_s": emb["embed_s"],
+            "embed_peak_mb": emb["peak_rss_mb"],
+            "shards": emb["shards"],
+            "index": idx["index"],
+            "index_s": idx["index_s"],
+            "graph_s": idx["graph_s"],
+            "index_peak_mb": idx["peak_rss_mb"],
+            "index_gb": idx["index_bytes_est"] / 1e9,
+            "pairs": idx["pairs"],
+        }
         print(json.dumps(row), file=sys.stderr)
         rows.append(row)
         if not args.keep:
             shutil.rmtree(work / "shards", ignore_errors=True)
-    title = (f"streaming (HashingEmbedder stand-in, chunks of {args.chunk:,} rows, shards on disk); "
-             f"{where}; {when}")
+    title = (
+        f"streaming (HashingEmbedder stand-in, chunks of {args.chunk:,} rows, shards on disk); "
+        f"{where}; {when}"
+    )
     print(f"\n{title}\n")
-    table = print_table(rows, ["n", "shards", "embed_s", "embed_peak_mb", "index", "index_s", "graph_s",
-                               "index_peak_mb", "index_gb", "pairs"])
+    table = print_table(
+        rows,
+        [
+            "n",
+            "shards",
+            "embed_s",
+            "embed_peak_mb",
+            "index",
+            "index_s",
+            "graph_s",
+            "index_peak_mb",
+            "index_gb",
+            "pairs",
+        ],
+    )
     record = {"title": title, "runs": rows, "command": " ".join(sys.argv)}
     STREAM_JSON.write_text(json.dumps(record, indent=1))
     STREAM_JSON.with_suffix(".md").write_text(f"{title}\n\n{table}\n")
@@ -142,7 +185,6 @@ def cmd_stream(args: argparse.Namespace) -> None:
 def cmd_e5(args: argparse.Namespace) -> None:
     import pandas as pd
     import torch
-
     from nlsim.streaming import embed_to_shards
 
     torch.set_num_threads(2)
@@ -156,13 +198,27 @@ def cmd_e5(args: argparse.Namespace) -> None:
 
     enc = load_encoder("multilingual-e5-small", threads=2)
     t = time.perf_counter()
-    shards = embed_to_shards(work / "corpus.parquet", lambda texts: enc.encode(texts, progress=False),
-                             work / "shards", text_fields=("title",), convert_mode="tw2sp",
-                             batch_size=args.e5_chunk, resume=False, progress=False,
-                             info={"model": enc.model_id, "fingerprint": enc.fingerprint})
+    shards = embed_to_shards(
+        work / "corpus.parquet",
+        lambda texts: enc.encode(texts, progress=False),
+        work / "shards",
+        text_fields=("title",),
+        convert_mode="tw2sp",
+        batch_size=args.e5_chunk,
+        resume=False,
+        progress=False,
+        info={"model": enc.model_id, "fingerprint": enc.fingerprint},
+    )
     secs = time.perf_counter() - t
-    row = {"items": len(shards), "chunk": args.e5_chunk, "seconds": secs, "items_per_s": len(shards) / secs,
-           "peak_rss_mb": peak_rss_mb(), "machine": where, "date": when}
+    row = {
+        "items": len(shards),
+        "chunk": args.e5_chunk,
+        "seconds": secs,
+        "items_per_s": len(shards) / secs,
+        "peak_rss_mb": peak_rss_mb(),
+        "machine": where,
+        "date": when,
+    }
     E5_JSON.write_text(json.dumps(row, indent=1))
     E5_JSON.with_name(f"stream_e5_{len(shards)}.json").write_text(json.dumps(row, indent=1))
     print(json.dumps(row, indent=1))
@@ -193,30 +249,52 @@ def cmd_plot(args: argparse.Namespace) -> None:
             note = f"measured ({base['items_per_s']:.1f}/s, make_vectors.py, one call)"
         else:
             secs, mem = n / rate, src["peak_rss_mb"]
-            note = (f"EXTRAPOLATED from {measured:,} measured items ({rate:.1f}/s); memory: streaming peak "
-                    f"per worker measured at {measured:,} items (constant in N, see the stream table)")
-        rows.append({"stage": "embed (e5, 2 threads)", "n": n, "seconds": secs, "peak_rss_mb": mem,
-                     "note": note})
-    for method, label in (("exact", "search exact flat"), ("exact-sample", "search exact flat"),
-                          ("ivf", "search IVF"), ("hnsw", "search HNSW"), ("st", "sentence-transformers")):
+            note = (
+                f"EXTRAPOLATED from {measured:,} measured items ({rate:.1f}/s); memory: streaming peak "
+                f"per worker measured at {measured:,} items (constant in N, see the stream table)"
+            )
+        rows.append(
+            {"stage": "embed (e5, 2 threads)", "n": n, "seconds": secs, "peak_rss_mb": mem, "note": note}
+        )
+    for method, label in (
+        ("exact", "search exact flat"),
+        ("exact-sample", "search exact flat"),
+        ("ivf", "search IVF"),
+        ("hnsw", "search HNSW"),
+        ("st", "sentence-transformers"),
+    ):
         for r in search:
             if r["method"] == method and r["n"] in sizes:
                 note = "graph time EXTRAPOLATED from a query sample" if r.get("extrapolated") else "measured"
                 if isinstance(r.get("recall"), float):
                     note += f"; recall@k {r['recall']:.3f}"
-                rows.append({"stage": label, "n": r["n"], "seconds": r["total_s"],
-                             "peak_rss_mb": r.get("peak_rss_graph_mb") or r["peak_rss_mb"], "note": note})
+                rows.append(
+                    {
+                        "stage": label,
+                        "n": r["n"],
+                        "seconds": r["total_s"],
+                        "peak_rss_mb": r.get("peak_rss_graph_mb") or r["peak_rss_mb"],
+                        "note": note,
+                    }
+                )
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     for stage_name in dict.fromkeys(r["stage"] for r in rows):
         pts = sorted((r for r in rows if r["stage"] == stage_name), key=lambda r: r["n"])
         xs = [r["n"] for r in pts]
-        line, = ax1.plot(xs, [r["seconds"] for r in pts], marker="o", label=stage_name)
+        (line,) = ax1.plot(xs, [r["seconds"] for r in pts], marker="o", label=stage_name)
         for r in pts:
             if "EXTRAPOLATED" in r["note"]:
-                ax1.plot([r["n"]], [r["seconds"]], marker="o", markerfacecolor="white",
-                         color=line.get_color(), markersize=9)
-        ax2.plot(xs, [r["peak_rss_mb"] / 1024 for r in pts], marker="o", label=stage_name,
-                 color=line.get_color())
+                ax1.plot(
+                    [r["n"]],
+                    [r["seconds"]],
+                    marker="o",
+                    markerfacecolor="white",
+                    color=line.get_color(),
+                    markersize=9,
+                )
+        ax2.plot(
+            xs, [r["peak_rss_mb"] / 1024 for r in pts], marker="o", label=stage_name, color=line.get_color()
+        )
     for ax, ylabel in ((ax1, "seconds (hollow = extrapolated)"), (ax2, "peak RSS, GB")):
         ax.set_xscale("log")
         ax.set_xlabel("corpus size (items)")
@@ -241,8 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--k", type=int, default=10)
     s.add_argument("--threshold", type=float, default=0.8)
     s.add_argument("--keep", action="store_true", help="keep the shard folders")
-    s.add_argument("--graph-max", type=int, default=100_000,
-                   help="run the k-NN graph stage only up to this size (bench_search.py times graphs)")
+    s.add_argument(
+        "--graph-max",
+        type=int,
+        default=100_000,
+        help="run the k-NN graph stage only up to this size (bench_search.py times graphs)",
+    )
     e = sub.add_parser("e5")
     e.add_argument("--e5-items", type=int, default=2000)
     e.add_argument("--e5-chunk", type=int, default=500)

@@ -3,7 +3,7 @@
 Vectors: the real e5 embeddings of the 10,000 THUCNews titles (``make_vectors.py``), replicated with small
 Gaussian noise up to N (``_common.replicate``; noise chosen there so copies sit at the distance of real
 nearest neighbours). The graph: for every vector its ``k`` nearest neighbours at cosine >= ``threshold``,
-unique pairs (``nlsim.neighbors.knn_graph``).
+unique pairs (``nlsim.search.neighbors.knn_graph``).
 
 Each measurement runs in a fresh process, so "peak RSS" is that run's own high-water mark (the vectors
 included: 1.5 GB at 1M x 384). Recall@k: for ``--sample`` random items, the share of their exact k nearest
@@ -66,11 +66,16 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
         t = time.perf_counter()
         found = paraphrase_mining_embeddings(torch.from_numpy(x), top_k=k, max_pairs=n * k)
         kept = [p for p in found if p[0] >= threshold]
-        row.update(build_s=0.0, graph_s=time.perf_counter() - t, pairs=len(kept), recall="exact",
-                   what="sentence-transformers paraphrase_mining_embeddings (exact, torch)")
+        row.update(
+            build_s=0.0,
+            graph_s=time.perf_counter() - t,
+            pairs=len(kept),
+            recall="exact",
+            what="sentence-transformers paraphrase_mining_embeddings (exact, torch)",
+        )
     elif method == "exact-sample":
-        from nlsim.index import build_index
-        from nlsim.neighbors import neighbor_pairs
+        from nlsim.search.index import build_index
+        from nlsim.search.neighbors import neighbor_pairs
 
         t = time.perf_counter()
         index = build_index(x, kind="flat", use_gpu=False)
@@ -78,12 +83,17 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
         t = time.perf_counter()
         got = neighbor_pairs(index, x[rows], rows, k=k, threshold=threshold, progress=False)
         per_q = (time.perf_counter() - t) / len(rows)
-        row.update(build_s=build_s, graph_s=per_q * n, pairs=f"~{len(got) * n // len(rows):,} (est.)",
-                   recall="exact", extrapolated=True,
-                   what=f"{index.describe()}; graph time EXTRAPOLATED from {len(rows):,} queries")
+        row.update(
+            build_s=build_s,
+            graph_s=per_q * n,
+            pairs=f"~{len(got) * n // len(rows):,} (est.)",
+            recall="exact",
+            extrapolated=True,
+            what=f"{index.describe()}; graph time EXTRAPOLATED from {len(rows):,} queries",
+        )
     else:
-        from nlsim.index import build_index
-        from nlsim.neighbors import knn_graph
+        from nlsim.search.index import build_index
+        from nlsim.search.neighbors import knn_graph
 
         kind, _, probe = method.partition(":")  # "ivf:4" = IVF with nprobe 4
         kind = {"exact": "flat"}.get(kind, kind)
@@ -95,15 +105,21 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
         t = time.perf_counter()
         pairs = knn_graph(index, x, k=k, threshold=threshold, progress=False)
         graph_s = time.perf_counter() - t
-        row.update(build_s=build_s, graph_s=graph_s, pairs=len(pairs), what=index.describe(),
-                   peak_rss_graph_mb=peak_rss_mb())  # before the recall measurement adds its own
+        row.update(
+            build_s=build_s,
+            graph_s=graph_s,
+            pairs=len(pairs),
+            what=index.describe(),
+            peak_rss_graph_mb=peak_rss_mb(),
+        )  # before the recall measurement adds its own
         if kind == "flat":
             row["recall"] = "exact"
         else:
             want = _exact_rows(x, rows, k)
             _, got = index.search(x[rows], k + 1)
-            got_sets = [set([int(j) for j in r if j != q and j >= 0][:k])
-                        for q, r in zip(rows, got, strict=True)]
+            got_sets = [
+                set([int(j) for j in r if j != q and j >= 0][:k]) for q, r in zip(rows, got, strict=True)
+            ]
             row["recall"] = float(np.mean([len(g & w) / len(w) for g, w in zip(got_sets, want, strict=True)]))
             if kind == "ivf":  # the same index probed more or less deeply (search only, not the graph)
                 curve = {}
@@ -111,11 +127,16 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
                     index.set_search_params(nprobe=probe)
                     t = time.perf_counter()
                     _, got = index.search(x[rows], k + 1)
-                    sets = [set([int(j) for j in r if j != q and j >= 0][:k])
-                            for q, r in zip(rows, got, strict=True)]
-                    curve[probe] = {"recall": float(np.mean([len(g & w) / len(w) for g, w in
-                                                             zip(sets, want, strict=True)])),
-                                    "ms_per_query": 1000 * (time.perf_counter() - t) / len(rows)}
+                    sets = [
+                        set([int(j) for j in r if j != q and j >= 0][:k])
+                        for q, r in zip(rows, got, strict=True)
+                    ]
+                    curve[probe] = {
+                        "recall": float(
+                            np.mean([len(g & w) / len(w) for g, w in zip(sets, want, strict=True)])
+                        ),
+                        "ms_per_query": 1000 * (time.perf_counter() - t) / len(rows),
+                    }
                 row["recall_by_nprobe"] = curve
             # pair recall: exact pairs >= threshold among the sampled items that the approximate graph holds
             ex_keys = []
@@ -136,12 +157,20 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    ap.add_argument("--methods", nargs="+", default=None,
-                    help="exact, exact-sample, ivf, ivf:NPROBE, hnsw, st (default: exact+ivf+hnsw+st at "
-                         "<=100k, exact-sample+ivf at larger sizes)")
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        help="exact, exact-sample, ivf, ivf:NPROBE, hnsw, st (default: exact+ivf+hnsw+st at "
+        "<=100k, exact-sample+ivf at larger sizes)",
+    )
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--threshold", type=float, default=0.9,
-                    help="cosine cut-off of the graph (0.9: about where e5 title neighbours sit)")
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=0.9,
+        help="cosine cut-off of the graph (0.9: about where e5 title neighbours sit)",
+    )
     ap.add_argument("--sample", type=int, default=2000, help="queries for recall (and exact extrapolation)")
     ap.add_argument("--nlist", type=int, default=None)
     ap.add_argument("--nprobe", type=int, default=None)
@@ -151,8 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(RESULTS / "search.json"))
     args = ap.parse_args(argv)
-    params = {k: v for k, v in {"nlist": args.nlist, "nprobe": args.nprobe, "ef_search": args.ef_search,
-                                "hnsw_m": args.hnsw_m}.items() if v is not None}
+    params = {
+        k: v
+        for k, v in {
+            "nlist": args.nlist,
+            "nprobe": args.nprobe,
+            "ef_search": args.ef_search,
+            "hnsw_m": args.hnsw_m,
+        }.items()
+        if v is not None
+    }
     if args.one:
         print(json.dumps(one(args.one, args.n, args.k, args.threshold, args.sample, params)))
         return 0
@@ -164,8 +201,20 @@ def main(argv: list[str] | None = None) -> int:
         methods = args.methods or (["exact", "ivf", "hnsw", "st"] if small else ["exact-sample", "ivf"])
         for m in methods:
             extra = [f"--{k.replace('_', '-')}={v}" for k, v in params.items()]
-            cmd = [str(Path(__file__)), "--one", m, "--n", str(n), "--k", str(args.k), "--threshold",
-                   str(args.threshold), "--sample", str(args.sample), *extra]
+            cmd = [
+                str(Path(__file__)),
+                "--one",
+                m,
+                "--n",
+                str(n),
+                "--k",
+                str(args.k),
+                "--threshold",
+                str(args.threshold),
+                "--sample",
+                str(args.sample),
+                *extra,
+            ]
             print(f"running {m} at n={n:,} ...", file=sys.stderr, flush=True)
             r = run_child(cmd, timeout=1800)
             rows.append(r)
@@ -181,19 +230,36 @@ def main(argv: list[str] | None = None) -> int:
         r.pop("speedup_vs_st", None)
         if st:
             r["speedup_vs_st"] = st[0]["total_s"] / r["total_s"]
-    cols = ["n", "method", "what", "build_s", "graph_s", "total_s", "peak_rss_graph_mb", "peak_rss_mb",
-            "recall", "pair_recall", "pairs", "speedup_vs_st"]
+    cols = [
+        "n",
+        "method",
+        "what",
+        "build_s",
+        "graph_s",
+        "total_s",
+        "peak_rss_graph_mb",
+        "peak_rss_mb",
+        "recall",
+        "pair_recall",
+        "pairs",
+        "speedup_vs_st",
+    ]
     print(f"\nnear-duplicate graph, k={args.k}, cosine >= {args.threshold}; {where}; {started}\n")
     table = print_table(runs, cols)
     meta = old.get("meta", {})
-    meta.setdefault("runs_by_date", {})[started] = {"machine": where, "command": " ".join(sys.argv),
-                                                    "measured": sorted(f"{n}/{m}" for n, m in done)}
+    meta.setdefault("runs_by_date", {})[started] = {
+        "machine": where,
+        "command": " ".join(sys.argv),
+        "measured": sorted(f"{n}/{m}" for n, m in done),
+    }
     meta.update({"k": args.k, "threshold": args.threshold})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1))
     out.with_suffix(".md").write_text(
         f"near-duplicate graph, k={args.k}, cosine >= {args.threshold}; runs: "
-        + "; ".join(f"{d}: {v['machine']}" for d, v in meta["runs_by_date"].items()) + f"\n\n{table}\n")
+        + "; ".join(f"{d}: {v['machine']}" for d, v in meta["runs_by_date"].items())
+        + f"\n\n{table}\n"
+    )
     return 0
 
 

@@ -44,8 +44,11 @@ def choose_noise(base: np.ndarray, seed: int = 0) -> dict[str, float]:
         cc = float(np.median(np.sum(a[2000:] * b[2000:], axis=1)))
         if best is None or abs(cc - nn_median) < abs(best[1] - nn_median):
             best = (float(round(noise, 2)), cc)
-    return {"noise": best[0], "copy_copy_median_cos": round(best[1], 4),
-            "real_nn_median_cos": round(nn_median, 4)}
+    return {
+        "noise": best[0],
+        "copy_copy_median_cos": round(best[1], 4),
+        "real_nn_median_cos": round(nn_median, 4),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

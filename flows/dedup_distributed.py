@@ -1,8 +1,10 @@
-"""Prefect flow ``news-dedup-distributed``: the ``news-dedup`` report with embedding sharded over Dask.
+"""Prefect flow ``news-dedup-distributed``: ``news-dedup`` with the embedding and the neighbour search sharded
+over Dask.
 
-The texts are cut into shards; each shard is embedded by a task on a Dask worker (``DaskTaskRunner`` from
-``prefect-dask``), which loads the encoder once and keeps it. Every other stage is the ``news-dedup``
-flow's own task (``flows/dedup.py``), so both flows write the same report.
+The run is :func:`nlsim.pipeline.run.run_dedup`, as in ``news-dedup``; only its ``call`` differs: the
+``embed`` and ``neighbors`` stages cut their work into shards (:mod:`nlsim.pipeline.sharded`) and run each
+shard as a task on a Dask worker (``DaskTaskRunner`` from ``prefect-dask``); every other stage is a task of
+the flow as usual. Both flows write the same report.
 
 Where the shards run is a flow parameter:
 
@@ -15,155 +17,160 @@ Run it::
 
     python -m flows.dedup_distributed --corpus data/thucnews.parquet --out reports/thuc-dask \
         --threshold 0.95 --n-workers 2
-    python -m flows.dedup_distributed ... --dask-address tcp://10.0.0.5:8786
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from pathlib import Path
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.dedup import (
-    cluster_task,
-    convert_task,
-    index_task,
-    load_corpus_task,
-    load_encoder_task,
-    publish_artifacts,
-    report_task,
-    save_index_task,
-    search_and_rerank,
-)
-from nlsim import dedup as stages
-from nlsim.dedup import DedupConfig, DedupResult
-from nlsim.streaming import embed_texts, shard_slices
+from flows.dedup import dedup_run
+from flows.orchestration import config_flow, task_call
+from nlsim.commands.dedup import add_dedup_options
+from nlsim.commands.options import add_config_options, config_from_args
+from nlsim.encoders import MODELS
+from nlsim.options import option
+from nlsim.pipeline.config import DedupConfig
+from nlsim.pipeline.run import Call
+from nlsim.pipeline.sharded import embed_shard, index_bytes, search_shard, shard_slices
+from nlsim.search.neighbors import merge_pairs
 
 
-def make_task_runner(dask_address: str | None, n_workers: int = 2, threads_per_worker: int = 1) -> Any:
+@dataclass
+class DaskOptions:
+    """Where and how the shards run."""
+
+    dask_address: str | None = option(
+        None, help="scheduler address of an existing Dask cluster (default: start a local one)"
+    )
+    n_workers: int = option(2, help="workers of the local cluster")
+    threads_per_worker: int = option(1, help="threads per worker (and torch threads in it)")
+    shard_size: int = option(2000, help="texts (or queries) per task")
+
+
+def make_task_runner(options: DaskOptions) -> Any:
     """A ``DaskTaskRunner``: on the scheduler at ``dask_address``, or on a new local cluster."""
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask import DaskTaskRunner  # deferred: only this flow needs dask
 
-    if dask_address:
-        return DaskTaskRunner(address=dask_address)
+    if options.dask_address:
+        return DaskTaskRunner(address=options.dask_address)
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",
-        cluster_kwargs={"n_workers": int(n_workers), "threads_per_worker": int(threads_per_worker),
-                        "processes": True, "dashboard_address": None},
+        cluster_kwargs={
+            "n_workers": int(options.n_workers),
+            "threads_per_worker": int(options.threads_per_worker),
+            "processes": True,
+            "dashboard_address": None,
+        },
     )
 
 
-@task(name="embed-shard", retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def embed_shard_task(texts: list[str], model: str, batch_size: int, threads: int) -> np.ndarray:
-    return embed_texts(texts, model, batch_size=batch_size, threads=threads)
+embed_shard_task = task(
+    embed_shard, name="embed-shard", retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE
+)
+search_shard_task = task(
+    search_shard, name="search-shard", retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE
+)
 
 
-@flow(name="embed-shards", log_prints=True)
-def embed_shards_flow(texts: list[str], model: str, batch_size: int = 64, shard_size: int = 2000,
-                      threads: int = 1) -> np.ndarray:
-    """Embed ``texts`` shard by shard on the flow's task runner; rows come back in input order."""
-    slices = shard_slices(len(texts), shard_size)
-    futures = [embed_shard_task.submit(texts[a:b], model, batch_size, threads) for a, b in slices]
-    parts = [f.result() for f in futures]
-    print(f"embedded {len(texts)} items in {len(slices)} shards")
-    return np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
+@flow(name="shards", log_prints=True)
+def run_shards(kind: str, jobs: list[dict[str, Any]]) -> list[Any]:
+    """Submit one task per shard on the flow's (Dask) task runner; results in shard order."""
+    fn = embed_shard_task if kind == "embed" else search_shard_task
+    futures = [fn.submit(*job["args"], **job["kwargs"]) for job in jobs]
+    results = [f.result() for f in futures]
+    print(f"{kind}: {len(jobs)} shards done")
+    return results
 
 
-@flow(name="news-dedup-distributed", log_prints=True)
-def news_dedup_distributed(
-    corpus: str,
-    out: str,
-    model: str = stages.DEFAULT_MODEL,
-    convert: str = "tw2sp",
-    threshold: float | None = None,
-    calibration: str | None = None,
-    text_fields: str = "title,description",
-    k: int = 10,
-    window_hours: float | None = None,
-    index_kind: str = "auto",
-    use_gpu: bool | None = None,
-    representative: str = "earliest",
-    quarantine: str | None = None,
-    batch_size: int = 64,
-    cache: bool = True,
-    rerank: bool | None = None,
-    dask_address: str | None = None,
-    n_workers: int = 2,
-    threads_per_worker: int = 1,
-    shard_size: int = 2000,
-) -> dict[str, Any]:
-    """``news-dedup`` with the embedding stage sharded over Dask (local cluster or ``dask_address``)."""
-    config = DedupConfig(corpus=corpus, out=out, model=model, convert=convert, threshold=threshold,
-                         calibration=calibration, text_fields=text_fields, k=k, window_hours=window_hours,
-                         index_kind=index_kind, use_gpu=use_gpu, representative=representative,
-                         quarantine=quarantine, batch_size=batch_size, cache=cache, rerank=rerank)
-    timings: dict[str, float] = {}
+def model_ref(encoder: Any) -> str:
+    """How a worker loads the same encoder: its registry name, else its folder."""
+    return encoder.name if encoder.name in MODELS else str(encoder.path)
 
-    def timed(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        value = fn(*args, **kwargs)
-        timings[name] = time.perf_counter() - t
-        return value
 
-    docs = timed("load", load_corpus_task, config)
-    encoder, reranker, thr = timed("model", load_encoder_task, config)
-    texts = timed("convert", convert_task, docs, config.convert)
-    where = dask_address or f"local Dask cluster, {n_workers} workers x {threads_per_worker} threads"
-    sharded = embed_shards_flow.with_options(
-        task_runner=make_task_runner(dask_address, n_workers, threads_per_worker)
+def dask_call(options: DaskOptions) -> Call:
+    """The ``call`` of :func:`nlsim.pipeline.run.run_dedup` that shards ``embed`` and ``neighbors``."""
+    sharded = run_shards.with_options(task_runner=make_task_runner(options))
+    size = int(options.shard_size)
+    threads = int(options.threads_per_worker)
+
+    def call(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if name == "embed":
+            texts, model, config = args
+
+            def encode(part: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+                jobs = [
+                    {
+                        "args": (part[a:b], model_ref(model.encoder)),
+                        "kwargs": {"batch_size": batch_size, "threads": threads},
+                    }
+                    for a, b in shard_slices(len(part), size)
+                ]
+                parts = sharded("embed", jobs)
+                return np.concatenate(parts) if parts else np.zeros((0, int(model.encoder.dim)), np.float32)
+
+            return fn(texts, model, config, encode=encode)
+        if name == "neighbors":
+            window, config, floor = args
+            blob, info = index_bytes(window.index)
+
+            def search(index: Any, queries: np.ndarray, rows: np.ndarray, **kw: Any) -> pd.DataFrame:
+                kw.pop("progress", None)
+                jobs = [
+                    {"args": (blob, info, queries[a:b], rows[a:b]), "kwargs": kw}
+                    for a, b in shard_slices(len(rows), size)
+                ]
+                return merge_pairs(sharded("search", jobs))
+
+            return fn(window, config, floor, search=search)
+        return task_call(name, fn, *args, **kwargs)
+
+    return call
+
+
+def _body(**params: Any) -> Any:
+    names = {f.name for f in fields(DaskOptions)}
+    options = DaskOptions(**{k: v for k, v in params.items() if k in names})
+    config = DedupConfig(**{k: v for k, v in params.items() if k not in names})
+    where = (
+        options.dask_address
+        or f"local Dask cluster, {options.n_workers} workers x {options.threads_per_worker} threads"
     )
+    print(f"embedding and search sharded on {where}")
+    result = dedup_run(config, call=dask_call(options))
+    return {**result, "embedding_runner": where} if isinstance(result, dict) else result
 
-    def compute() -> np.ndarray:
-        return sharded(texts, model, batch_size=batch_size, shard_size=shard_size, threads=threads_per_worker)
 
-    if cache:
-        from nlsim.embedding_cache import EmbeddingCache
-
-        emb, hit = timed("embed", EmbeddingCache().get_or_compute, texts, encoder, config.convert, compute)
-    else:
-        emb, hit = timed("embed", compute), False
-    print("embeddings: reused from the cache" if hit else f"embedded {len(texts)} items on {where}")
-    index = timed("index", index_task, emb, config)
-    pairs, rerank_figures = search_and_rerank(timed, index, emb, docs, texts, reranker, thr, config)
-    pair_table, clusters = timed("cluster", cluster_task, docs, pairs, config)
-    if config.save_index:
-        timed("save_index", save_index_task, index, emb, docs, encoder, config)
-    summary = stages.make_summary(
-        config, docs, encoder, thr, index, timings, hit, pair_table, clusters, rerank_figures
-    )
-    summary["embedding_runner"] = where
-    files = report_task(config, docs, pair_table, clusters, summary)
-    result = DedupResult(out=Path(out), files=files, summary=summary, pairs=pair_table, clusters=clusters)
-    publish_artifacts(result)
-    print(f"report: {Path(out).resolve()} - {summary['items']} items, {len(pair_table)} pairs, "
-          f"{len(clusters)} clusters")
-    return {**result.summary, "files": {k: str(v) for k, v in files.items()}}
+news_dedup_distributed = config_flow(
+    _body,
+    (DedupConfig, DaskOptions),
+    name="news-dedup-distributed",
+    description="news-dedup with the embedding and the neighbour search sharded over Dask (local or remote).",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nlsim.commands.dedup import add_dedup_options, dedup_params
-
-    parser = argparse.ArgumentParser(prog="python -m flows.dedup_distributed",
-                                     description=news_dedup_distributed.__doc__)
-    add_dedup_options(parser)
-    parser.add_argument("--dask-address", default=None,
-                        help="scheduler address of an existing Dask cluster (default: start a local one)")
-    parser.add_argument("--n-workers", type=int, default=2, help="workers of the local cluster")
-    parser.add_argument("--threads-per-worker", type=int, default=1)
-    parser.add_argument("--shard-size", type=int, default=2000, help="texts per embedding task")
-    args = parser.parse_args(argv)
-    news_dedup_distributed(
-        **dedup_params(args),
-        dask_address=args.dask_address, n_workers=args.n_workers, threads_per_worker=args.threads_per_worker,
-        shard_size=args.shard_size,
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.dedup_distributed", description=news_dedup_distributed.description
     )
-    return 0
+    add_dedup_options(parser)
+    add_config_options(parser.add_argument_group("Dask"), DaskOptions)
+    args = parser.parse_args(argv)
+    config = config_from_args(DedupConfig, args)
+    options = config_from_args(DaskOptions, args)
+    params = {
+        **{k: getattr(config, k) for k in DedupConfig.__dataclass_fields__},
+        **{k: getattr(options, k) for k in DaskOptions.__dataclass_fields__},
+    }
+    state = news_dedup_distributed(**params, return_state=True)
+    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Prefect flow ``finetune``: [silver pairs ->] train -> evaluate -> calibrate [-> reranker] -> save.
 
-Each stage is a task calling :mod:`nlsim.training`; the metrics table (before/after, validation/test) and
-the Markdown model card are published as artifacts. Run it without a server::
+:func:`nlsim.training.finetune.finetune` runs the steps; this flow passes the ``call`` that makes each a
+task, and publishes the metrics table and the model card as artifacts. Its parameters are the fields of
+:class:`nlsim.training.config.FinetuneConfig` (the options of ``nlsim finetune``). Run it without a server::
 
     python -m flows.finetune --pairs annotations/thucnews_tw_pairs.tsv --out models/e5-thucnews
 """
@@ -10,118 +11,57 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
-from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
-from nlsim import training as stages
-from nlsim.training import FinetuneConfig, PreparedPairs
-
-IO_RETRIES = 2
-
-
-@task(name="load-pairs", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def load_pairs_task(config: FinetuneConfig) -> PreparedPairs:
-    data = stages.prepare_pairs(config)
-    print(
-        f"pairs: train {len(data.train)}, validation {len(data.validation)}, test {len(data.test)} "
-        f"(conversion {config.conversion})"
-    )
-    return data
+from flows.orchestration import config_flow, fail, progress_artifacts, task_call
+from nlsim.commands.finetune import add_finetune_options
+from nlsim.commands.options import config_from_args
+from nlsim.errors import NlsimError
+from nlsim.training.config import FinetuneConfig
+from nlsim.training.finetune import FinetuneResult, finetune
+from nlsim.training.model_card import model_card
 
 
-@task(name="load-base-model", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def load_base_task(config: FinetuneConfig) -> Any:
-    return stages.load_base(config)
-
-
-@task(name="evaluate", cache_policy=NO_CACHE)
-def evaluate_task(encoder: Any, data: PreparedPairs, when: str) -> dict[str, dict[str, Any]]:
-    metrics = stages.evaluate_splits(encoder, data, when)
-    for key, m in metrics.items():
-        print(f"{key}: Spearman {m['spearman']}, Pearson {m['pearson']}, MSE {m['mse']}, MAE {m['mae']}")
-    return metrics
-
-
-@task(name="train", cache_policy=NO_CACHE)
-def train_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) -> dict[str, Any]:
-    return stages.train_encoder(encoder, data.train, data.validation, config)
-
-
-@task(name="silver-pairs", cache_policy=NO_CACHE)
-def silver_task(data: PreparedPairs, config: FinetuneConfig) -> Any:
-    from nlsim.silver import make_silver_pairs
-
-    silver = make_silver_pairs(data, config)
-    print(f"silver pairs: {len(silver.pairs)} from {silver.pool_size} corpus texts ({silver.seconds:.0f} s)")
-    return silver
-
-
-@task(name="calibrate", cache_policy=NO_CACHE)
-def calibrate_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) -> Any:
-    cal = stages.calibrate_encoder(encoder, data, config)
-    if cal is not None:
-        print(cal.describe())
-    return cal
-
-
-@task(name="reranker", cache_policy=NO_CACHE)
-def reranker_task(encoder: Any, data: PreparedPairs, config: FinetuneConfig) -> tuple[Any, dict[str, Any]]:
-    return stages.fit_reranker(encoder, data, config)
-
-
-@task(name="save-model", retries=IO_RETRIES, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def save_task(
-    encoder: Any, out: str, result: stages.FinetuneResult, cal: Any, silver: Any, reranker: Any
-) -> str:
-    return str(stages.save_model_folder(encoder, out, result, cal, silver, reranker))
-
-
-def publish_artifacts(result: stages.FinetuneResult, card: str) -> None:
+def publish_artifacts(result: FinetuneResult) -> None:
     """The metrics table and the model card as Prefect artifacts."""
     table = [{"when": k.split("/")[0], "split": k.split("/")[1], **v} for k, v in result.metrics.items()]
     create_table_artifact(table, key="finetune-metrics", description="Spearman x100, Pearson x100, MSE, MAE")
-    create_markdown_artifact(card, key="finetune-model-card", description="model card")
+    create_markdown_artifact(model_card(result), key="finetune-model-card", description="model card")
 
 
-@flow(name="finetune", log_prints=True)
-def finetune_flow(config: FinetuneConfig) -> dict[str, Any]:
-    """Fine-tune ``config.model`` on ``config.pairs`` and save it to ``config.out``."""
-    t0 = time.perf_counter()
-    data = load_pairs_task(config)
-    encoder = load_base_task(config)
-    metrics = evaluate_task(encoder, data, "before") if config.eval_before else {}
-    silver = silver_task(data, config) if config.silver_corpus else None
-    if silver is not None:
-        stages.add_silver_pairs(data, silver)
-    run = train_task(encoder, data, config)
-    metrics = {**metrics, **evaluate_task(encoder, data, "after")}
-    cal = calibrate_task(encoder, data, config)
-    reranker = None
-    if config.reranker:
-        reranker, reranked = reranker_task(encoder, data, config)
-        metrics = {**metrics, **reranked}
-    result = stages.make_result(config, data, run, metrics, cal, time.perf_counter() - t0, silver, reranker)
-    if config.out:
-        save_task(encoder, config.out, result, cal, silver, reranker)
-    publish_artifacts(result, stages.model_card(result, encoder))
+def _body(**params: Any) -> Any:
+    config = FinetuneConfig(**params)
+    try:
+        with progress_artifacts("finetune"):
+            result = finetune(config, call=task_call)
+    except NlsimError as exc:
+        return fail(f"{type(exc).__name__}: {exc}")
+    publish_artifacts(result)
     print(
-        f"best validation Spearman {result.best['spearman']} (epoch {result.best['epoch']}); "
-        f"model: {result.model_dir}"
+        f"best validation Spearman {result.best['spearman']} (epoch {result.best['epoch']}); model: "
+        f"{result.model_dir}"
     )
     return result.as_dict()
 
 
-def main(argv: list[str] | None = None) -> int:
-    from nlsim.commands.finetune import add_finetune_options, config_from_args
+finetune_flow = config_flow(
+    _body,
+    (FinetuneConfig,),
+    name="finetune",
+    description="Fine-tune the encoder (and its reranker) on annotated pairs and save the model folder.",
+)
 
-    parser = argparse.ArgumentParser(prog="python -m flows.finetune", description=finetune_flow.__doc__)
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.finetune", description=finetune_flow.description)
     add_finetune_options(parser)
-    finetune_flow(config_from_args(parser.parse_args(argv)))
-    return 0
+    config = config_from_args(FinetuneConfig, parser.parse_args(argv))
+    state = finetune_flow(
+        **{k: getattr(config, k) for k in FinetuneConfig.__dataclass_fields__}, return_state=True
+    )
+    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Prefect flow ``learning-curve``: baselines, then every (size, seed) run, then the table and the plot.
 
-Finished runs are read back, not retrained, so a stopped flow resumes. Artifacts: the summary table and
-the plot (as a Markdown image with the PNG's path). Run it without a server::
+:func:`nlsim.training.learning_curve.run_learning_curve` runs the steps (finished points are read back, not
+retrained, so a stopped flow resumes); this flow makes each a task and publishes the table and the plot.
+Its parameters are the fields of :class:`nlsim.training.config.LearningCurveConfig`. Run it without a
+server::
 
     python -m flows.learning_curve --pairs annotations/thucnews_tw_pairs.tsv --out reports/learning-curve
 """
@@ -13,46 +15,21 @@ import base64
 import sys
 from typing import Any
 
-import pandas as pd
-from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
-from nlsim import learning_curve as lc
-from nlsim.learning_curve import LearningCurveConfig
-
-
-@task(name="load-pairs", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def load_pairs_task(path: str) -> pd.DataFrame:
-    from nlsim.pairs import load_pairs
-
-    return load_pairs(path)
+from flows.orchestration import config_flow, fail, task_call
+from nlsim.commands.learning_curve import add_learning_curve_options, config_from
+from nlsim.errors import NlsimError
+from nlsim.training.config import LearningCurveConfig
+from nlsim.training.learning_curve import run_learning_curve
 
 
-@task(name="baselines", cache_policy=NO_CACHE)
-def baselines_task(config: LearningCurveConfig, pairs: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    return lc.run_baselines(config, pairs)
-
-
-@task(name="train-point", task_run_name="train-size{size}-seed{seed}", cache_policy=NO_CACHE)
-def point_task(config: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame) -> dict[str, Any]:
-    return lc.run_one(config, size, seed, pairs)
-
-
-@task(name="summarize", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def summary_task(
-    config: LearningCurveConfig, rows: list[dict[str, Any]], baselines: dict[str, dict[str, Any]]
-) -> lc.LearningCurveResult:
-    return lc.write_summary(config, rows, baselines)
-
-
-@flow(name="learning-curve", log_prints=True)
-def learning_curve_flow(config: LearningCurveConfig) -> dict[str, Any]:
-    """Test Spearman against training size (mean +/- sd over seeds), with the baselines."""
-    pairs = load_pairs_task(config.pairs)
-    baselines = baselines_task(config, pairs) if config.baselines else {}
-    rows = [point_task(config, size, seed, pairs) for size in config.sizes for seed in config.seeds]
-    res = summary_task(config, rows, baselines)
+def _body(**params: Any) -> Any:
+    config = LearningCurveConfig(**params)
+    try:
+        res = run_learning_curve(config, call=task_call)
+    except NlsimError as exc:
+        return fail(f"{type(exc).__name__}: {exc}")
     create_table_artifact(
         res.summary.round(4).to_dict("records"),
         key="learning-curve-table",
@@ -65,18 +42,27 @@ def learning_curve_flow(config: LearningCurveConfig) -> dict[str, Any]:
         description="learning curve plot",
     )
     print(res.table_md)
-    return {"table": str(res.table_path), "plot": str(res.plot_path), "points": len(rows)}
+    return {"table": str(res.table_path), "plot": str(res.plot_path), "points": len(res.rows)}
+
+
+learning_curve_flow = config_flow(
+    _body,
+    (LearningCurveConfig,),
+    name="learning-curve",
+    description="Test Spearman against training size (mean +/- sd over seeds), with the baselines.",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nlsim.commands.learning_curve import add_learning_curve_options, config_from_args
-
     parser = argparse.ArgumentParser(
-        prog="python -m flows.learning_curve", description=learning_curve_flow.__doc__
+        prog="python -m flows.learning_curve", description=learning_curve_flow.description
     )
     add_learning_curve_options(parser)
-    learning_curve_flow(config_from_args(parser.parse_args(argv)))
-    return 0
+    config = config_from(parser.parse_args(argv))
+    state = learning_curve_flow(
+        **{k: getattr(config, k) for k in LearningCurveConfig.__dataclass_fields__}, return_state=True
+    )
+    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Serve every deployment declared in ``prefect.yaml`` from one process.
 
 ``prefect.yaml`` is the one place deployments are declared (names, entry points, schedules with their
-time zone, parameters); this module reads it and serves them all with :func:`prefect.serve`, so no work
-pool or worker is needed. Run it from the repository root with ``PREFECT_API_URL`` pointing at a server::
+time zone, parameters, concurrency limits, versions); this module reads it and serves them all with
+:func:`prefect.serve`, so no work pool or worker is needed. Every key of a deployment entry that
+``Flow.to_deployment`` understands is passed on (:data:`PASSED`); a key it does not know is an error,
+not silently dropped. Run it from the repository root with ``PREFECT_API_URL`` pointing at a server::
 
     python -m flows.serve                       # all deployments
     python -m flows.serve --only news-dedup/daily
@@ -83,21 +85,48 @@ def schedules_of(spec: dict[str, Any]) -> list[Any]:
     return out
 
 
+PASSED = ("description", "tags", "parameters", "version", "enforce_parameter_schema", "paused")
+"""Keys of a ``prefect.yaml`` deployment entry passed on as they are."""
+HANDLED = ("name", "entrypoint", "schedules", "concurrency_limit")
+IGNORED = ("work_pool", "build", "push", "pull", "job_variables")
+"""Keys that only matter to ``prefect deploy`` with a worker (serve runs flows in its own process)."""
+
+
+def concurrency_of(spec: dict[str, Any]) -> Any:
+    """The entry's ``concurrency_limit`` (a number, or ``{limit, collision_strategy}``) for "
+    "``to_deployment``."""
+    value = spec.get("concurrency_limit")
+    if value is None or isinstance(value, int):
+        return value
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+
+    return ConcurrencyLimitConfig(
+        limit=int(value["limit"]),
+        collision_strategy=ConcurrencyLimitStrategy(value.get("collision_strategy", "ENQUEUE")),
+    )
+
+
 def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None) -> list[Any]:
     """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``)."""
     deployments = []
     for spec in specs:
+        unknown = set(spec) - set(PASSED) - set(HANDLED) - set(IGNORED)
+        if unknown:
+            raise SystemExit(
+                f"deployment {spec['name']!r}: keys not understood by serve: {', '.join(sorted(unknown))}"
+            )
         flow = load_flow(spec)
         full = f"{flow.name}/{spec['name']}"
         if only and full not in only and spec["name"] not in only:
             continue
+        options = {k: spec[k] for k in PASSED if k in spec}
+        options["parameters"] = spec.get("parameters") or {}
         deployments.append(
             flow.to_deployment(
                 name=spec["name"],
-                description=spec.get("description"),
-                tags=spec.get("tags"),
-                parameters=spec.get("parameters") or {},
                 schedules=schedules_of(spec),
+                concurrency_limit=concurrency_of(spec),
+                **options,
             )
         )
     if only and not deployments:

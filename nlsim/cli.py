@@ -1,5 +1,10 @@
 """The ``nlsim`` command line: one subcommand per module in :mod:`nlsim.commands`.
 
+Exit status: 0 done; 1 the run failed (bad input data, a broken state, a file that cannot be written);
+2 the command was used wrongly (an unknown or impossible option); 130 interrupted. Errors are one line on
+stderr, naming the file, row and field where there is one, never a traceback for an expected failure.
+Messages go to stderr (``--quiet`` keeps only warnings, ``--log-level`` chooses); results to stdout.
+
 Example:
     >>> main(["--version"])  # doctest: +SKIP
     nlsim 0.1.0
@@ -9,40 +14,82 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from nlsim import __version__
-from nlsim.errors import NlsimError
+from nlsim.errors import ConfigError, NlsimError
 
-COMMANDS = ("dedup", "embed", "calibrate", "finetune", "evaluate", "learning_curve", "annotate")
+COMMANDS = (
+    "pipeline",
+    "dedup",
+    "embed",
+    "calibrate",
+    "finetune",
+    "evaluate",
+    "judge",
+    "learning_curve",
+    "annotate",
+)
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nlsim",
         description="Find near-duplicate and related news items: script conversion, sentence embeddings, "
-        "FAISS, clusters, Parquet report. Fine-tune and evaluate the encoder on annotated pairs.",
+        "FAISS, reranking, clusters, Parquet report. Fine-tune, evaluate and promote the encoder on "
+        "annotated pairs.",
     )
     parser.add_argument("--version", action="version", version=f"nlsim {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="messages shown (default INFO)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"nlsim.commands.{name}").register(sub)
     return parser
 
 
+def setup_logging(level: str) -> None:
+    """Show the ``nlsim`` logger's messages on stderr, plainly."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logging.getLogger("nlsim")
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+    log.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlsim`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    level = args.log_level or ("WARNING" if args.quiet else "INFO")
+    setup_logging(level)
+    if args.quiet:
+        os.environ.setdefault("NLSIM_PROGRESS", "off")
     try:
         return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except NlsimError as exc:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_FAILED
+    except OSError as exc:  # a file that cannot be read or written: say which, without a traceback
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"nlsim {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"nlsim {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

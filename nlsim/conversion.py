@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import Literal
+
+import opencc
 
 from nlsim.errors import ConfigError
 
+Conversion = Literal["none", "s2t", "t2s", "s2twp", "tw2sp"]
 MODES: tuple[str, ...] = ("none", "s2t", "t2s", "s2twp", "tw2sp")
 DEFAULT_MODE = "tw2sp"
 
@@ -32,9 +36,7 @@ def check_mode(mode: str) -> str:
 
 
 @cache
-def _converter(mode: str):  # noqa: ANN202 - opencc has no type stubs
-    import opencc
-
+def _converter(mode: str) -> opencc.OpenCC:
     return opencc.OpenCC(f"{mode}.json")
 
 

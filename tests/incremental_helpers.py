@@ -103,6 +103,24 @@ def bbc_corpus(n_other: int = 120, n_rewrites: int = 25) -> pd.DataFrame:
     return out
 
 
+def run_daily(
+    config: Any,
+    state: Path,
+    *,
+    retention_days: float | None = 30.0,
+    as_of: Any = None,
+    rebuild_state: bool = False,
+    encoder: Any = None,
+) -> Any:
+    """One daily (incremental) run of ``config`` on the state folder ``state``."""
+    from nlsim.pipeline.run import run_dedup
+
+    daily = config.with_(
+        state=str(state), retention_days=retention_days, as_of=as_of, rebuild_state=rebuild_state
+    )
+    return run_dedup(daily, encoder=encoder)
+
+
 def split_days(corpus: pd.DataFrame, folder: Path, bounds: list[str]) -> list[Path]:
     """Write one Parquet file per day range (``bounds`` are the dates where a new file starts)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -124,14 +142,14 @@ def split_days(corpus: pd.DataFrame, folder: Path, bounds: list[str]) -> list[Pa
 
 def state_assignment(state_dir: Path) -> dict[str, str]:
     """Item id -> cluster id of every clustered item in a state folder."""
-    from nlsim.state import open_state
+    from nlsim.pipeline.state import open_state
 
     items = open_state(state_dir).items
     return {str(i): str(c) for i, c in zip(items["id"], items["cluster_id"], strict=True) if pd.notna(c)}
 
 
 def state_pairs(state_dir: Path) -> set[tuple[str, str]]:
-    from nlsim.state import open_state
+    from nlsim.pipeline.state import open_state
 
     pairs = open_state(state_dir).pairs
     return {tuple(sorted((str(a), str(b)))) for a, b in zip(pairs["id_a"], pairs["id_b"], strict=True)}
@@ -142,7 +160,7 @@ def batch_assignment(clusters: pd.DataFrame) -> dict[str, str]:
     return {str(m): str(r.cluster_id) for r in clusters.itertuples() for m in r.member_ids}
 
 
-VOLATILE = ("timings_s", "started_at", "finished_at", "state", "corpus", "elapsed_s")
+VOLATILE = ("timings_s", "started_at", "finished_at", "state", "corpus", "elapsed_s", "messages")
 
 
 def report_content(report_dir: Path) -> dict[str, Any]:
@@ -159,14 +177,14 @@ def report_content(report_dir: Path) -> dict[str, Any]:
     )
     return {
         "run": {k: v for k, v in run.items() if k not in VOLATILE and k != "files"},
-        "pairs": pairs.to_dict("records"),
+        "pairs": pairs.astype(str).to_dict("records"),
         "clusters": clusters.astype(str).to_dict("records"),
     }
 
 
 def state_content(state_dir: Path) -> dict[str, Any]:
     """The comparable content of a state: items (without run ids), embeddings, pairs, clusters."""
-    from nlsim.state import open_state
+    from nlsim.pipeline.state import open_state
 
     st = open_state(state_dir)
     items = st.items.drop(columns=["first_seen_run", "embedded_run"]).astype(str)
@@ -185,16 +203,44 @@ FAULT_THRESHOLD = 0.9
 
 def fault_config(corpus: Path, out: Path) -> Any:
     """The ``DedupConfig`` of an in-process run in the kill tests and the reliability benchmark."""
-    from nlsim.dedup import DedupConfig
+    from nlsim.pipeline.config import DedupConfig
 
-    return DedupConfig(corpus=corpus, out=out, model=FAST_MODEL, convert="none", threshold=FAULT_THRESHOLD,
-                       k=50, cache=False, progress=False)
+    return DedupConfig(
+        corpus=corpus,
+        out=out,
+        model=FAST_MODEL,
+        convert="none",
+        threshold=FAULT_THRESHOLD,
+        k=50,
+        cache=False,
+        progress=False,
+    )
 
 
 def fault_cli_args(corpus: Path, state: Path, out: Path) -> list[str]:
     """The same run as :func:`fault_config`, as an incremental ``nlsim dedup`` command line."""
     import sys
 
-    return [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(corpus), "--state", str(state),
-            "--out", str(out), "--model", FAST_MODEL, "--convert", "none",
-            "--threshold", str(FAULT_THRESHOLD), "--k", "50", "--retention-days", "0", "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        "nlsim",
+        "dedup",
+        "--corpus",
+        str(corpus),
+        "--state",
+        str(state),
+        "--out",
+        str(out),
+        "--model",
+        FAST_MODEL,
+        "--convert",
+        "none",
+        "--threshold",
+        str(FAULT_THRESHOLD),
+        "--k",
+        "50",
+        "--retention-days",
+        "0",
+        "--no-progress",
+    ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nlsim.sts import load_stsb
+from nlsim.evaluation.sts import load_stsb
 
 
 def stsb_sample(train: int, validation: int, test: int) -> pd.DataFrame:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from nlsim.conversion import DEFAULT_MODE, MODES
+from nlsim.evaluation.levels import parse_level
+from nlsim.io.ownership import check_outputs_apart, check_writable
 
 
 def register(subparsers: Any) -> None:
@@ -13,15 +16,16 @@ def register(subparsers: Any) -> None:
         "calibrate",
         help="calibrate a model's duplicate threshold on annotated pairs",
         description="Best-F1 cosine threshold for 'score >= level' on one split "
-        "(default validation); writes a calibration JSON usable by `nlsim dedup`.",
+        "(default validation); writes a calibration JSON usable by `nlsim dedup --calibration`.",
     )
     p.add_argument("--model", required=True, help="registry name or model folder")
     p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet)")
     p.add_argument("--split", default="validation")
     p.add_argument(
         "--level",
-        default="0.75",
-        help="relatedness level: a number, same-topic-entity (0.75) or same-story (1.0)",
+        default="same-story",
+        help="relatedness level: same-story (1.0, the question of a duplicate report; default), "
+        "same-topic-entity (0.75), or a number",
     )
     p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     p.add_argument("--out", required=True, help="calibration JSON to write (a folder gets calibration.json)")
@@ -30,12 +34,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.atomic import file_sha256
-    from nlsim.calibration import calibrate, parse_level, save_calibration
-    from nlsim.encoders import load_encoder
-    from nlsim.pairs import load_pairs
+    from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
+    from nlsim.evaluation.calibration import calibrate, save_calibration
+    from nlsim.io.atomic import file_sha256
+    from nlsim.io.pairs import load_pairs
 
     level = parse_level(args.level)
+    model = args.model if Path(args.model).exists() else None
+    check_outputs_apart({"--pairs": args.pairs, "--model": model}, {"--out": args.out})
+    check_writable(args.out, what="--out")
     frame = load_pairs(args.pairs, split=None if args.split == "all" else args.split)
     enc = load_encoder(args.model, threads=args.threads)
     cal = calibrate(

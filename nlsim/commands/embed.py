@@ -1,7 +1,7 @@
 """``nlsim embed``: embed a corpus into a ``.npy`` matrix (float32, L2-normalised, corpus order).
 
 Beside ``FILE.npy`` it writes ``FILE.json``: model id and fingerprint, conversion, text fields, count and
-the item ids in row order.
+the item ids in row order. Neither may be the corpus itself (refused before any work).
 
 Example (shell)::
 
@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
+
+from nlsim.conversion import DEFAULT_MODE, MODES
+from nlsim.errors import ConfigError
+from nlsim.io.ownership import check_outputs_apart, check_writable
 
 # the same as nlsim.encoders.DEFAULT_MODEL, not imported so that `nlsim --help` stays fast
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -28,34 +33,34 @@ def _fields(value: str) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Load, convert, embed (cached unless ``--no-cache``), and write the matrix atomically."""
-    import time
+    import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
-    import numpy as np
-
-    from nlsim.atomic import atomic_save_npy, atomic_write_text
     from nlsim.conversion import convert
-    from nlsim.corpus import load_corpus
     from nlsim.encoders import load_encoder
-    from nlsim.errors import ConfigError
+    from nlsim.encoders.cache import EmbeddingCache
+    from nlsim.io.atomic import atomic_save_npy, atomic_write_text
+    from nlsim.io.corpus import load_corpus
 
     out = Path(args.out)
     if out.suffix != ".npy":
         raise ConfigError(f"--out must end in .npy, got {out}")
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    sidecar = out.with_suffix(".json")
+    check_outputs_apart({"--corpus": args.corpus}, {"--out": out, "the --out sidecar": sidecar})
+    check_writable(out, what="--out")
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
     texts = convert(corpus.texts(), args.convert)
-    encoder = load_encoder(args.model, max_length=args.max_length, quantize=args.quantize,
-                           threads=args.threads)
+    encoder = load_encoder(
+        args.model, max_length=args.max_length, quantize=args.quantize, threads=args.threads
+    )
     t1 = time.perf_counter()
 
     def compute() -> np.ndarray:
         return encoder.encode(texts, batch_size=args.batch_size, progress=args.progress)
 
     if args.cache:
-        from nlsim.embedding_cache import EmbeddingCache
-
         emb, hit = EmbeddingCache().get_or_compute(texts, encoder, args.convert, compute)
     else:
         emb, hit = compute(), False
@@ -74,18 +79,18 @@ def run(args: argparse.Namespace) -> int:
         "corpus": str(args.corpus),
         "ids": corpus.ids,
     }
-    atomic_write_text(out.with_suffix(".json"), json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
+    atomic_write_text(sidecar, json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
     rate = len(texts) / (t2 - t1) if t2 > t1 and not hit else float("nan")
     how = "from cache" if hit else f"{rate:.1f} items/s"
-    print(f"{out}: {emb.shape[0]} x {emb.shape[1]} float32 ({encoder.model_id}, {how}; "
-          f"load+convert {t1 - t0:.1f}s, embed {t2 - t1:.1f}s)")
+    print(
+        f"{out}: {emb.shape[0]} x {emb.shape[1]} float32 ({encoder.model_id}, {how}; "
+        f"load+convert {t1 - t0:.1f}s, embed {t2 - t1:.1f}s)"
+    )
     return 0
 
 
 def register(subparsers: Any) -> None:
     """Add the ``embed`` subcommand."""
-    from nlsim.conversion import DEFAULT_MODE, MODES
-
     p = subparsers.add_parser(
         "embed",
         help="embed a corpus into a .npy matrix",
@@ -94,17 +99,31 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--corpus", required=True, help="corpus file: .parquet, .csv, .tsv or .jsonl")
     p.add_argument("--out", required=True, help="output .npy file")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"registry name, local model folder or hub name (default: {DEFAULT_MODEL})")
-    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES,
-                   help=f"OpenCC script conversion before embedding (default: {DEFAULT_MODE})")
-    p.add_argument("--text-fields", type=_fields, default=("title", "description"),
-                   help="comma-separated fields to embed: title, description, body "
-                   "(default title,description)")
+    p.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"registry name, local model folder or hub name (default: {DEFAULT_MODEL})",
+    )
+    p.add_argument(
+        "--convert",
+        default=DEFAULT_MODE,
+        choices=MODES,
+        help=f"OpenCC script conversion before embedding (default: {DEFAULT_MODE})",
+    )
+    p.add_argument(
+        "--text-fields",
+        type=_fields,
+        default=("title", "description"),
+        help="comma-separated fields to embed: title, description, body (default title,description)",
+    )
     p.add_argument("--batch-size", type=int, default=64, help="texts per batch (default 64)")
     p.add_argument("--max-length", type=int, default=None, help="truncate at this many tokens (default 256)")
-    p.add_argument("--quantize", choices=("int8",), default=None,
-                   help="dynamic int8 linear layers (faster on CPU, lossy: see docs/encoders.md)")
+    p.add_argument(
+        "--quantize",
+        choices=("int8",),
+        default=None,
+        help="dynamic int8 linear layers (faster on CPU, lossy: see docs/encoders.md)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--no-cache", dest="cache", action="store_false", help="do not reuse cached embeddings")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")

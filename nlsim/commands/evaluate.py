@@ -41,34 +41,32 @@ def register(subparsers: Any) -> None:
 
 def load_scorer(name: str, threads: int | None = None, max_length: int | None = None) -> Any:
     """A baseline by name, else an encoder."""
-    from nlsim.baselines import BASELINES, get_baseline
+    from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
+    from nlsim.evaluation.baselines import BASELINES, get_baseline
 
     if name in BASELINES:
         return get_baseline(name)
-    from nlsim.encoders import load_encoder
-
     return load_encoder(name, threads=threads, max_length=max_length)
 
 
 def load_split(pairs: str, split: str | None) -> Any:
+    from nlsim.evaluation.sts import load_stsb  # deferred with the rest of the library
+    from nlsim.io.pairs import load_pairs
+
     if pairs == "stsb":
-        from nlsim.sts import load_stsb
-
         return load_stsb(None if split in (None, "all") else split)
-    from nlsim.pairs import load_pairs
-
     return load_pairs(pairs, None if split in (None, "all") else split)
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.evaluation import evaluate, metrics_table
+    from nlsim.evaluation.metrics import check_scorable, evaluate, metrics_table  # deferred, as above
+    from nlsim.rerank.reranker import load_reranker
 
     frame = load_split(args.pairs, args.split)
+    check_scorable(frame, f"{args.pairs} ({args.split})")
     scorer = load_scorer(args.model, args.threads, args.max_length)
     kind = "bi-encoder" if hasattr(scorer, "encode") else "baseline"
     if args.rerank and kind == "bi-encoder":
-        from nlsim.rerank import load_reranker
-
         reranker = load_reranker(getattr(scorer, "path", None), threads=args.threads)
         if reranker is not None:
             print(f"scoring with the model's {reranker.describe()}", file=sys.stderr)

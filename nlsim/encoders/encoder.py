@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.atomic import atomic_path
 from nlsim.errors import ConfigError
+from nlsim.io.atomic import atomic_dir, file_sha256
+from nlsim.io.ownership import is_owned, write_marker
 
 NLSIM_JSON = "nlsim.json"
 
@@ -100,6 +101,13 @@ def _hash_value(h: Any, name: str, value: Any) -> None:
         _hash_value(h, name, value.__getstate__())
     else:
         h.update(f"{name}:{type(value).__name__}".encode())
+
+
+def weight_files_sha256(folder: str | Path) -> dict[str, str]:
+    """SHA-256 of each weights file (``*.safetensors``, ``*.bin``) in ``folder``, by file name."""
+    folder = Path(folder)
+    names = sorted(p.name for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    return {name: file_sha256(folder / name) for name in names}
 
 
 def weights_digest(model: torch.nn.Module) -> str:
@@ -426,8 +434,9 @@ class Encoder:
         Contents: ``config.json`` + ``model.safetensors`` + tokenizer files (``AutoModel``/``AutoTokenizer``),
         ``modules.json``, ``1_Pooling/config.json`` (mean pooling), ``sentence_bert_config.json``,
         ``config_sentence_transformers.json`` (the prefix as the default prompt, so ST's ``encode``
-        applies it) and ``nlsim.json`` (prefix, max_length, base model id). The folder appears whole
-        or not at all (built beside the target, then renamed).
+        applies it), ``nlsim.json`` (prefix, max_length, base model id, SHA-256 of the weights file) and
+        the model marker (:mod:`nlsim.io.ownership`). The folder appears whole or not at all; an existing
+        folder is replaced only when nlsim wrote it as a model folder (or it is empty).
 
         Example:
             >>> import tempfile
@@ -435,38 +444,41 @@ class Encoder:
             >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
             >>> out = enc.save(tempfile.mkdtemp() + "/copy")
             >>> sorted(p.name for p in out.iterdir())[:4]
-            ['1_Pooling', '2_Normalize', 'config.json', 'config_sentence_transformers.json']
+            ['.nlsim.json', '1_Pooling', '2_Normalize', 'config.json']
         """
+        target = Path(folder)
+        if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+            if not is_owned(target, "model"):
+                raise ConfigError(
+                    f"{target}: exists and is not a model folder written by nlsim; refusing to overwrite"
+                )
+        with atomic_dir(target) as tmp:
+            self.write_files(tmp)
+            write_marker(tmp, "model")
+        return target
+
+    def write_files(self, folder: Path, extra_meta: dict[str, Any] | None = None) -> None:
+        """Write the model's files (see :meth:`save`) into the existing, empty ``folder``."""
         if self.options.get("quantize"):
             raise ConfigError("a quantized encoder cannot be saved; save the fp32 model and quantize on load")
-        target = Path(folder)
-        if target.exists() and any(target.iterdir()):
-            if not (target / NLSIM_JSON).is_file() and not (target / "config.json").is_file():
-                raise ConfigError(f"{target}: exists and is not a model folder; refusing to overwrite")
-        with atomic_path(target) as tmp:
-            tmp.unlink(missing_ok=True)
-            tmp.mkdir()
-            self.model.save_pretrained(tmp, safe_serialization=True)
-            self.tokenizer.save_pretrained(tmp)
-            self._write_st_files(tmp)
-            meta = {
-                "format": 1,
-                "name": self.name,
-                "model_id": self.model_id,
-                "base_model": self.base_model,
-                "prefix": self.prefix,
-                "max_length": self.max_length,
-                "pooling": "mean",
-                "normalize": True,
-                "dim": self.dim,
-            }
-            text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
-            (tmp / NLSIM_JSON).write_text(text, encoding="utf-8")
-            if target.exists():
-                import shutil
-
-                shutil.rmtree(target)
-        return target
+        self.model.save_pretrained(folder, safe_serialization=True)
+        self.tokenizer.save_pretrained(folder)
+        self._write_st_files(folder)
+        meta = {
+            "format": 1,
+            "name": self.name,
+            "model_id": self.model_id,
+            "base_model": self.base_model,
+            "prefix": self.prefix,
+            "max_length": self.max_length,
+            "pooling": "mean",
+            "normalize": True,
+            "dim": self.dim,
+            "weights_sha256": weight_files_sha256(folder),
+            **(extra_meta or {}),
+        }
+        text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
+        (folder / NLSIM_JSON).write_text(text, encoding="utf-8")
 
     def _write_st_files(self, folder: Path) -> None:
         def dump(path: Path, obj: Any) -> None:
@@ -496,8 +508,9 @@ class Encoder:
                 "include_prompt": True,
             },
         )
-        dump(folder / "sentence_bert_config.json",
-             {"max_seq_length": self.max_length, "do_lower_case": False})
+        dump(
+            folder / "sentence_bert_config.json", {"max_seq_length": self.max_length, "do_lower_case": False}
+        )
         st_conf: dict[str, Any] = {
             "model_type": "SentenceTransformer",
             "prompts": {"query": self.prefix} if self.prefix else {},

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.atomic import file_sha256
 from nlsim.encoders.model_cache import ensure_model_folder, models_dir
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import file_sha256
 
 FOLDER_NAME = "paraphrase-MiniLM-L3-v2"
 MODEL_ID = "sentence-transformers/paraphrase-MiniLM-L3-v2"

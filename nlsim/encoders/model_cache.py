@@ -20,13 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nlsim.atomic import file_sha256
+from nlsim.io.atomic import atomic_dir, file_sha256
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -103,31 +101,14 @@ def ensure_model_folder(
     """Return ``folder``, verified; (re)build it with ``build(tmp_folder)`` when missing or corrupt.
 
     ``build`` writes the model files into the empty temporary folder it is given; the manifest is added
-    here, then the folder is moved into place (an old corrupt copy is moved aside and deleted).
+    here, then the folder replaces ``folder`` whole (:func:`nlsim.io.atomic.atomic_dir`).
     """
     folder = Path(folder)
     if not rebuild and folder.is_dir() and verify_folder(folder, source=source):
         return folder
     if folder.exists():
         log.warning("%s: missing, incomplete or corrupt; rebuilding", folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
-    try:
+    with atomic_dir(folder) as tmp:
         build(tmp)
         write_manifest(tmp, {"source": source, **(extra or {})})
-        if folder.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent))
-            os.replace(folder, old / "x")
-            shutil.rmtree(old, ignore_errors=True)
-        try:
-            os.replace(tmp, folder)
-        except OSError:
-            # another process put a folder in place meanwhile: keep it if it is good
-            if folder.is_dir() and verify_folder(folder, source=source):
-                shutil.rmtree(tmp, ignore_errors=True)
-                return folder
-            raise
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.atomic import file_sha256
 from nlsim.encoders.model_cache import ensure_model_folder, models_dir
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import file_sha256
 
 FOLDER_NAME = "multilingual-e5-small"
 MODEL_ID = "intfloat/multilingual-e5-small"
@@ -137,8 +137,15 @@ def read_e5_bin(path: str | Path) -> E5File:
         else:
             raise StateError(f"{path}: tensor {name}: {nbytes} bytes for {n} values")
     header = dict(
-        version=version, hidden=hidden, layers=layers, heads=heads, ffn=ffn, vocab=vocab,
-        max_positions=maxpos, type_vocab=tvs, eps=float(eps),
+        version=version,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        ffn=ffn,
+        vocab=vocab,
+        max_positions=maxpos,
+        type_vocab=tvs,
+        eps=float(eps),
     )
     special = dict(bos=bos, eos=eos, pad=pad, unk=unk)
     return E5File(header, pieces, scores, special, norm_map, tensors)

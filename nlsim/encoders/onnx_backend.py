@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
+from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home, read_manifest
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import remove_tree
 
 EXPORT_VERSION = 1
 MAX_ABS_DIFF = 1e-4
@@ -62,7 +64,7 @@ class _Pooled(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _eager_attention(model: torch.nn.Module) -> Any:
+def eager_attention(model: torch.nn.Module) -> Any:
     before = getattr(model.config, "_attn_implementation", None)
     setter = getattr(model, "set_attn_implementation", None)
     if setter is not None and before not in (None, "eager"):
@@ -76,14 +78,28 @@ def _eager_attention(model: torch.nn.Module) -> Any:
 
 def _check_batches(encoder: Any) -> list[dict[str, np.ndarray]]:
     """A few padded batches of different shapes (1 row, long rows, mixed lengths) for the export check."""
-    texts = ["a", "short title", "a somewhat longer headline about markets, rain and football " * 3,
-             "中文新聞標題測試", "x " * 200]
+    texts = [
+        "a",
+        "short title",
+        "a somewhat longer headline about markets, rain and football " * 3,
+        "中文新聞標題測試",
+        "x " * 200,
+    ]
     out = []
     for group in (texts[:1], texts, texts[1:4]):
-        f = encoder.tokenizer([encoder.prefix + t for t in group], padding=True, truncation=True,
-                              max_length=encoder.max_length, return_tensors="np")
-        out.append({"input_ids": f["input_ids"].astype(np.int64),
-                    "attention_mask": f["attention_mask"].astype(np.int64)})
+        f = encoder.tokenizer(
+            [encoder.prefix + t for t in group],
+            padding=True,
+            truncation=True,
+            max_length=encoder.max_length,
+            return_tensors="np",
+        )
+        out.append(
+            {
+                "input_ids": f["input_ids"].astype(np.int64),
+                "attention_mask": f["attention_mask"].astype(np.int64),
+            }
+        )
     return out
 
 
@@ -97,7 +113,7 @@ def export_onnx(encoder: Any, out_dir: Path) -> None:
     example = _check_batches(encoder)[1]
     path = out_dir / "model.onnx"
     try:
-        with _eager_attention(model), warnings.catch_warnings(), torch.no_grad():
+        with eager_attention(model), warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 wrapper,
@@ -106,8 +122,11 @@ def export_onnx(encoder: Any, out_dir: Path) -> None:
                 dynamo=False,
                 input_names=["input_ids", "attention_mask"],
                 output_names=["embedding"],
-                dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
-                              "embedding": {0: "batch"}},
+                dynamic_axes={
+                    "input_ids": {0: "batch", 1: "seq"},
+                    "attention_mask": {0: "batch", 1: "seq"},
+                    "embedding": {0: "batch"},
+                },
                 opset_version=17,
             )
         session = make_session(path, threads=1)
@@ -154,8 +173,9 @@ def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None =
     if not onnxruntime_available():
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
     digest = encoder.weights_digest()
-    source = json.dumps({"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__},
-                        sort_keys=True)
+    source = json.dumps(
+        {"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
+    )
     cache = root or nlsim_home() / "onnx"
     folder = cache / digest[:24]
 
@@ -164,19 +184,17 @@ def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None =
 
     folder = ensure_model_folder(folder, build, source=source)
     runner = OnnxRunner(folder / "model.onnx", threads)
-    _evict(cache, keep=folder)
+    evict_old_exports(cache, keep=folder)
     return runner
 
 
-def _evict(cache: Path, keep: Path) -> None:
-    """Mark ``keep`` as just used and delete all but the :data:`KEEP_EXPORTS` most recently used exports."""
-    import os
-    import shutil
-
+def evict_old_exports(cache: Path, keep: Path) -> None:
+    """Mark ``keep`` as just used and delete all but the :data:`KEEP_EXPORTS` most recently used exports
+    (only folders that hold an export manifest, i.e. that nlsim made)."""
     with contextlib.suppress(OSError):
         os.utime(keep)
-    folders = [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    folders = [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and read_manifest(p)]
     folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in folders[KEEP_EXPORTS:]:
         if old != keep:
-            shutil.rmtree(old, ignore_errors=True)
+            remove_tree(old)

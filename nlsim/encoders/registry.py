@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import file_sha256
 
 DEFAULT_MODEL = "multilingual-e5-small"
 DEFAULT_MAX_LENGTH = 256
@@ -157,6 +158,23 @@ def _folder_settings(folder: Path) -> dict[str, Any]:
     return meta
 
 
+def check_weight_files(folder: Path) -> None:
+    """Compare a model folder's weight files with the SHA-256 that ``nlsim.json`` recorded when nlsim saved
+    it; a flipped byte or a truncated file is a :class:`StateError` (not a model that silently computes
+    something else)."""
+    meta = _folder_settings(folder) if folder.is_dir() else {}
+    expected = meta.get("weights_sha256") or {}
+    for name, digest in expected.items():
+        path = folder / name
+        if not path.is_file():
+            raise StateError(f"{path}: missing (listed in {NLSIM_JSON}); restore the model folder")
+        if file_sha256(path) != digest:
+            raise StateError(
+                f"{path}: the weights differ from the SHA-256 recorded in {NLSIM_JSON} when nlsim saved them "
+                "(corrupt or altered); restore the model folder or train again"
+            )
+
+
 def _load_from_folder(
     folder: Path,
     *,
@@ -172,17 +190,38 @@ def _load_from_folder(
     backend: str = "torch",
     local_files_only: bool = True,
 ) -> Encoder:
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer  # deferred: ~5 s to import, only loading needs it
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its bars flood logs with carriage returns; nlsim shows its own
 
     src = _transformer_subfolder(folder) if folder.is_dir() else folder
     tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
     kwargs: dict[str, Any] = {"local_files_only": local_files_only}
     if _model_type(src) == "bert":
         kwargs["add_pooling_layer"] = False  # mean pooling only; no unused randomly initialised pooler
+    check_weight_files(folder)
     try:
-        model = AutoModel.from_pretrained(str(src), attn_implementation=attn_implementation, **kwargs)
-    except (ValueError, ImportError):
-        model = AutoModel.from_pretrained(str(src), **kwargs)
+        try:
+            model, info = AutoModel.from_pretrained(
+                str(src), attn_implementation=attn_implementation, output_loading_info=True, **kwargs
+            )
+        except (ValueError, ImportError):
+            model, info = AutoModel.from_pretrained(str(src), output_loading_info=True, **kwargs)
+    except (
+        OSError,
+        RuntimeError,
+        ValueError,
+    ) as exc:  # safetensors' SafetensorError is a RuntimeError/OSError
+        raise StateError(f"{src}: the model weights cannot be read ({type(exc).__name__}: {exc})") from None
+    missing = [
+        k for k in info.get("missing_keys", []) if not k.startswith("pooler.") and "position_ids" not in k
+    ]
+    if missing:
+        raise StateError(
+            f"{src}: {len(missing)} weight(s) missing from the model file (e.g. {missing[0]}); the folder is "
+            "incomplete: restore it or train again"
+        )
     options: dict[str, Any] = {}
     if threads:
         import torch
@@ -190,7 +229,7 @@ def _load_from_folder(
         torch.set_num_threads(int(threads))
         options["threads"] = int(threads)
     if quantize == "int8":
-        from nlsim.encoders.speed import quantize_int8
+        from nlsim.encoders.quantize import quantize_int8
 
         model = quantize_int8(model)
         options["quantize"] = "int8"
@@ -224,8 +263,12 @@ def _attach_backend(enc: Encoder, backend: str, threads: int | None) -> None:
             try:
                 runner = onnx_runner(enc, threads=threads)
             except Exception as exc:  # noqa: BLE001 - the torch path always works; say why ONNX was not used
-                log.warning("ONNX Runtime not used for %s (%s: %s); encoding with torch", enc.name,
-                            type(exc).__name__, exc)
+                log.warning(
+                    "ONNX Runtime not used for %s (%s: %s); encoding with torch",
+                    enc.name,
+                    type(exc).__name__,
+                    exc,
+                )
                 return None
             enc.options["backend"] = "onnx"
             return runner
@@ -285,7 +328,10 @@ def load_encoder(
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     common = dict(
-        device=device, quantize=quantize, attn_implementation=attn_implementation, threads=threads,
+        device=device,
+        quantize=quantize,
+        attn_implementation=attn_implementation,
+        threads=threads,
         backend=backend,
     )
     raw = str(name_or_path)
@@ -316,10 +362,16 @@ def load_encoder(
         )
     if path.exists():
         raise ConfigError(f"{path}: is a file, not a model folder")
-    looks_local = raw.startswith((".", "/", "~")) or "\\" in raw or raw.count("/") > 1
+    first = raw.split("/", 1)[0]
+    looks_local = (
+        raw.startswith((".", "/", "~"))
+        or "\\" in raw
+        or raw.count("/") > 1
+        or ("/" in raw and Path(first).is_dir())  # e.g. models/x while models/ is a local folder
+    )
     if looks_local or not _HUB_NAME.match(raw):
         raise ConfigError(
-            f"unknown model {raw!r}: no such folder, and not a registry name "
+            f"unknown model {raw!r}: no such model folder, and not a registry name "
             f"({', '.join(available_models())})"
         )
     return _load_from_hub(raw, max_length=max_length, prefix=prefix, **common)

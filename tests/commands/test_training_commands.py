@@ -26,14 +26,14 @@ def cli(argv: list[str]) -> int:
 
 
 def test_command_defaults_are_the_config_defaults() -> None:
-    """The command lines keep their own literal defaults (no heavy import at start-up); they must agree."""
-    from nlsim.learning_curve import LearningCurveConfig
-    from nlsim.training import FinetuneConfig
+    """The command lines are made from the configuration dataclasses: their defaults are the configs'."""
+    from nlsim.commands.options import config_from_args
+    from nlsim.training.config import FinetuneConfig, LearningCurveConfig
 
     ft = parse(["finetune", "--pairs", "p.tsv", "--out", "model"])
-    assert finetune.config_from_args(ft) == FinetuneConfig(pairs="p.tsv", out="model")
+    assert config_from_args(FinetuneConfig, ft) == FinetuneConfig(pairs="p.tsv", out="model")
     lc = parse(["learning-curve", "--pairs", "p.tsv", "--out", "curve"])
-    assert learning_curve.config_from_args(lc) == LearningCurveConfig(pairs="p.tsv", out="curve")
+    assert config_from_args(LearningCurveConfig, lc) == LearningCurveConfig(pairs="p.tsv", out="curve")
 
 
 @pytest.fixture(scope="module")

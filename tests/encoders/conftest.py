@@ -33,5 +33,12 @@ def with_prefix(l3):  # noqa: ANN001, ANN201
     """A second Encoder over the same weights with the e5 prefix (the shared fixture is left untouched)."""
     from nlsim.encoders import Encoder
 
-    return Encoder(l3.model, l3.tokenizer, name="l3-prefixed", model_id="test:l3-prefixed", path=l3.path,
-                   prefix="query: ", max_length=l3.max_length)
+    return Encoder(
+        l3.model,
+        l3.tokenizer,
+        name="l3-prefixed",
+        model_id="test:l3-prefixed",
+        path=l3.path,
+        prefix="query: ",
+        max_length=l3.max_length,
+    )

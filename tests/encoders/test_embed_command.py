@@ -24,24 +24,48 @@ def run_embed(argv: list[str]) -> int:
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
     p = tmp_path / "news.csv"
-    p.write_text("id,title,description\n"
-                 "n1,Storm warning issued for the coast,Heavy rain expected\n"
-                 "n2,Central bank raises rates,\n"
-                 "n3,Storm warning for the coast issued,Heavy rain is expected\n", encoding="utf-8")
+    p.write_text(
+        "id,title,description\n"
+        "n1,Storm warning issued for the coast,Heavy rain expected\n"
+        "n2,Central bank raises rates,\n"
+        "n3,Storm warning for the coast issued,Heavy rain is expected\n",
+        encoding="utf-8",
+    )
     return p
 
 
 def test_writes_rows_in_corpus_order(corpus: Path, tmp_path: Path, l3, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     out = tmp_path / "emb.npy"
-    assert run_embed(["--corpus", str(corpus), "--out", str(out), "--model", str(l3.path),
-                      "--convert", "none", "--no-progress", "--batch-size", "2"]) == 0
+    assert (
+        run_embed(
+            [
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(out),
+                "--model",
+                str(l3.path),
+                "--convert",
+                "none",
+                "--no-progress",
+                "--batch-size",
+                "2",
+            ]
+        )
+        == 0
+    )
     emb = np.load(out)
     assert emb.shape == (3, 384) and emb.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
-    expected = l3.encode(["Storm warning issued for the coast Heavy rain expected",
-                          "Central bank raises rates",
-                          "Storm warning for the coast issued Heavy rain is expected"], progress=False)
+    expected = l3.encode(
+        [
+            "Storm warning issued for the coast Heavy rain expected",
+            "Central bank raises rates",
+            "Storm warning for the coast issued Heavy rain is expected",
+        ],
+        progress=False,
+    )
     np.testing.assert_allclose(emb, expected, atol=2e-5)
     meta = json.loads(out.with_suffix(".json").read_text())
     assert meta["ids"] == ["n1", "n2", "n3"] and meta["fingerprint"] == l3.fingerprint
@@ -52,8 +76,17 @@ def test_writes_rows_in_corpus_order(corpus: Path, tmp_path: Path, l3, monkeypat
 def test_title_only_and_cache_hit(corpus: Path, tmp_path: Path, l3, monkeypatch, capsys) -> None:  # noqa: ANN001
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     out = tmp_path / "t.npy"
-    argv = ["--corpus", str(corpus), "--out", str(out), "--model", str(l3.path), "--text-fields", "title",
-            "--no-progress"]
+    argv = [
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--model",
+        str(l3.path),
+        "--text-fields",
+        "title",
+        "--no-progress",
+    ]
     run_embed(argv)
     first = np.load(out)
     run_embed(argv)

@@ -22,8 +22,13 @@ TEXTS = [
 
 def reference_embeddings(enc: Encoder, texts: list[str]) -> np.ndarray:
     """Plain transformers: one padded batch in input order, mean pooling, L2 normalisation."""
-    feats = enc.tokenizer([enc.prefix + t for t in texts], padding=True, truncation=True,
-                          max_length=enc.max_length, return_tensors="pt")
+    feats = enc.tokenizer(
+        [enc.prefix + t for t in texts],
+        padding=True,
+        truncation=True,
+        max_length=enc.max_length,
+        return_tensors="pt",
+    )
     with torch.no_grad():
         hidden = enc.model(**feats).last_hidden_state
     mask = feats["attention_mask"].unsqueeze(-1).float()
@@ -82,10 +87,16 @@ def test_empty_input_and_bad_input(l3: Encoder) -> None:
 def test_prefix_is_prepended(l3: Encoder, with_prefix: Encoder) -> None:
     ids = with_prefix.tokenize(["hello"])["input_ids"][0].tolist()
     assert with_prefix.tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "query", ":", "hello", "[SEP]"]
-    np.testing.assert_allclose(with_prefix.encode(["hello world"], progress=False),
-                               l3.encode(["query: hello world"], progress=False), atol=1e-6)
-    assert not np.allclose(with_prefix.encode(["hello world"], progress=False),
-                           l3.encode(["hello world"], progress=False), atol=1e-3)
+    np.testing.assert_allclose(
+        with_prefix.encode(["hello world"], progress=False),
+        l3.encode(["query: hello world"], progress=False),
+        atol=1e-6,
+    )
+    assert not np.allclose(
+        with_prefix.encode(["hello world"], progress=False),
+        l3.encode(["hello world"], progress=False),
+        atol=1e-3,
+    )
 
 
 def test_truncation_at_max_length(l3: Encoder) -> None:
@@ -106,8 +117,11 @@ def test_forward_texts_keeps_autograd_and_is_not_normalised(l3: Encoder) -> None
     grads = [p.grad for p in l3.model.parameters() if p.grad is not None]
     assert grads
     l3.model.zero_grad(set_to_none=True)
-    np.testing.assert_allclose(torch.nn.functional.normalize(out.detach(), dim=1).numpy(),
-                               l3.encode(TEXTS[:3], progress=False), atol=2e-5)
+    np.testing.assert_allclose(
+        torch.nn.functional.normalize(out.detach(), dim=1).numpy(),
+        l3.encode(TEXTS[:3], progress=False),
+        atol=2e-5,
+    )
 
 
 def test_encode_restores_training_mode(l3: Encoder) -> None:

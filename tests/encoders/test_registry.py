@@ -28,9 +28,9 @@ def test_unknown_name_is_a_clear_error(bad: str, monkeypatch: pytest.MonkeyPatch
 
 
 def test_missing_local_path_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="no such folder"):
+    with pytest.raises(ConfigError, match="no such model folder"):
         load_encoder(str(tmp_path / "nope"))
-    with pytest.raises(ConfigError, match="no such folder"):
+    with pytest.raises(ConfigError, match="no such model folder"):
         load_encoder("./models/nope")
 
 
@@ -60,8 +60,9 @@ def test_minilm_l6_from_its_package() -> None:
     enc = load_encoder("all-MiniLM-L6-v2")
     assert enc.model_id == "sentence-transformers/all-MiniLM-L6-v2"
     assert enc.prefix == "" and enc.dim == 384
-    e = enc.encode(["A man is playing a guitar.", "Someone plays guitar.", "The stock market fell."],
-                   progress=False)
+    e = enc.encode(
+        ["A man is playing a guitar.", "Someone plays guitar.", "The stock market fell."], progress=False
+    )
     assert e[0] @ e[1] > 0.7 > 0.2 > e[0] @ e[2]
 
 
@@ -86,7 +87,8 @@ def test_sentence_transformers_prompt_is_used_when_no_nlsim_json(tmp_path: Path,
     shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
     (dst / "nlsim.json").unlink()
     (dst / "config_sentence_transformers.json").write_text(
-        json.dumps({"prompts": {"query": "query: "}, "default_prompt_name": "query"}))
+        json.dumps({"prompts": {"query": "query: "}, "default_prompt_name": "query"})
+    )
     assert load_encoder(dst).prefix == "query: "
     assert load_encoder(dst, prefix="").prefix == ""
 
@@ -107,8 +109,14 @@ def test_e5_loads_with_prefix_and_handles_chinese() -> None:
     enc = load_encoder("multilingual-e5-small")
     assert (enc.model_id, enc.prefix, enc.dim) == ("intfloat/multilingual-e5-small", "query: ", 384)
     assert enc.tokenizer.convert_ids_to_tokens(enc.tokenize(["台灣"])["input_ids"][0])[:4] == [
-        "<s>", "▁que", "ry", ":"]
-    e = enc.encode(["台湾半导体产业营收创新高", "台灣半導體產業營收創新高", "今天股市大跌", "足球比赛结果"],
-                   progress=False)
+        "<s>",
+        "▁que",
+        "ry",
+        ":",
+    ]
+    e = enc.encode(
+        ["台湾半导体产业营收创新高", "台灣半導體產業營收創新高", "今天股市大跌", "足球比赛结果"],
+        progress=False,
+    )
     assert e[0] @ e[1] > 0.9
     assert e[0] @ e[1] > e[0] @ e[2] and e[0] @ e[1] > e[0] @ e[3]

@@ -17,16 +17,32 @@ TEXTS = ["A man is playing a guitar.", "Stocks fell sharply on Monday.", "x", "F
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory, l3: Encoder) -> tuple[Path, Encoder, np.ndarray]:
-    enc = Encoder(l3.model, l3.tokenizer, name="l3-query", model_id="finetuned:l3-query", path=l3.path,
-                  prefix="query: ", max_length=128, base_model=l3.model_id)
+    enc = Encoder(
+        l3.model,
+        l3.tokenizer,
+        name="l3-query",
+        model_id="finetuned:l3-query",
+        path=l3.path,
+        prefix="query: ",
+        max_length=128,
+        base_model=l3.model_id,
+    )
     folder = enc.save(tmp_path_factory.mktemp("saved") / "model")
     return folder, enc, enc.encode(TEXTS, progress=False)
 
 
 def test_folder_contents(saved: tuple[Path, Encoder, np.ndarray]) -> None:
     folder, enc, _ = saved
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "modules.json", "nlsim.json",
-                 "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "modules.json",
+        "nlsim.json",
+        "sentence_bert_config.json",
+        "config_sentence_transformers.json",
+        "1_Pooling/config.json",
+    ):
         assert (folder / name).is_file(), name
     meta = json.loads((folder / "nlsim.json").read_text())
     assert meta["prefix"] == "query: " and meta["max_length"] == 128

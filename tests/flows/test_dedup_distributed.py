@@ -10,11 +10,11 @@ FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 
 
 def test_task_runner_choice() -> None:
-    from flows.dedup_distributed import make_task_runner
+    from flows.dedup_distributed import DaskOptions, make_task_runner
 
-    remote = make_task_runner("tcp://10.0.0.5:8786")
+    remote = make_task_runner(DaskOptions(dask_address="tcp://10.0.0.5:8786"))
     assert remote.address == "tcp://10.0.0.5:8786"
-    local = make_task_runner(None, n_workers=3, threads_per_worker=2)
+    local = make_task_runner(DaskOptions(n_workers=3, threads_per_worker=2))
     assert local.address is None
     assert local.cluster_kwargs["n_workers"] == 3 and local.cluster_kwargs["threads_per_worker"] == 2
     assert local.cluster_kwargs["processes"] is True
@@ -24,7 +24,7 @@ def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
     from flows.dedup_distributed import embed_shard_task
 
     texts = ["Floods in the north", "Storm warning for the coast", "Markets fall"]
-    got = embed_shard_task.fn(texts, FAST_MODEL, 2, 1)
+    got = embed_shard_task.fn(texts, FAST_MODEL, batch_size=2, threads=1)
     np.testing.assert_allclose(got, fast_encoder.encode(texts, progress=False), atol=1e-5)
 
 
@@ -41,13 +41,22 @@ def small_corpus(tmp_path, repo_root):
 
 
 @pytest.mark.slow
-def test_two_worker_cluster_matches_single_process(prefect_harness, small_corpus, tmp_path,
-                                                   fast_encoder) -> None:
+def test_two_worker_cluster_matches_single_process(
+    prefect_harness, small_corpus, tmp_path, fast_encoder
+) -> None:
     from flows.dedup_distributed import news_dedup_distributed
-    from nlsim.dedup import DedupConfig, run_dedup
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
 
-    common = dict(corpus=str(small_corpus), model=FAST_MODEL, convert="none", threshold=0.9,
-                  text_fields="title", k=5, cache=False)
+    common = dict(
+        corpus=str(small_corpus),
+        model=FAST_MODEL,
+        convert="none",
+        threshold=0.9,
+        text_fields="title",
+        k=5,
+        cache=False,
+    )
     config = DedupConfig(out=str(tmp_path / "single"), progress=False, **common)
     single = run_dedup(config, encoder=fast_encoder)
     summary = news_dedup_distributed(out=str(tmp_path / "dask"), n_workers=2, shard_size=60, **common)

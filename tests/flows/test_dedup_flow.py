@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from nlsim.dedup import DedupConfig, run_dedup
+from nlsim.pipeline.config import DedupConfig
+from nlsim.pipeline.run import run_dedup
 
 
 @pytest.fixture(scope="module")
@@ -51,4 +52,4 @@ def test_flow_publishes_artifacts(prefect_harness, small_corpus, tmp_path):
             return {a.key for a in arts}
 
     found = asyncio.run(keys())
-    assert {"news-dedup-summary", "news-dedup-clusters"} <= found
+    assert {"news-dedup-batch-run", "news-dedup-batch-clusters"} <= found

@@ -20,16 +20,30 @@ from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content
 def test_prefect_yaml_declares_the_deployments() -> None:
     specs = load_specs(DEFAULT_FILE)
     names = deployment_names(specs)
-    assert names == ["news-dedup/daily", "finetune/weekly", "learning-curve/manual"]
+    assert names == ["news-dedup/daily", "news-pipeline/weekly", "learning-curve/manual"]
     daily = specs[0]
     (sched,) = daily["schedules"]
     assert sched["cron"] and sched["timezone"] and sched["active"]
-    assert {"corpus", "state", "out", "retention_days"} <= set(daily["parameters"])
+    assert {"corpus", "state", "out", "model", "timezone"} <= set(daily["parameters"])
+    assert daily["concurrency_limit"]["limit"] == 1
     deployments = build_deployments(specs)
     by_name = {f"{d.flow_name}/{d.name}": d for d in deployments}
     assert by_name["news-dedup/daily"].schedules[0].schedule.timezone == sched["timezone"]
     assert by_name["learning-curve/manual"].schedules == []
     assert by_name["news-dedup/daily"].parameters["state"] == daily["parameters"]["state"]
+    assert by_name["news-dedup/daily"].concurrency_limit == 1
+
+
+def test_prefect_yaml_parameters_are_config_fields() -> None:
+    """prefect.yaml only gives values: every parameter is a field of the flow's configuration."""
+    specs = load_specs(DEFAULT_FILE)
+    for spec, deployment in zip(specs, build_deployments(specs), strict=True):
+        schema = deployment._parameter_openapi_schema.model_dump_for_openapi()["properties"]
+        assert set(spec.get("parameters") or {}) <= set(schema), spec["name"]
+    daily = build_deployments(specs[:1])[0]._parameter_openapi_schema.model_dump_for_openapi()["properties"]
+    assert daily["convert"]["enum"] == ["none", "s2t", "t2s", "s2twp", "tw2sp"]
+    assert daily["index_kind"]["enum"] == ["auto", "flat", "ivf", "hnsw"]
+    assert "OpenCC" in daily["convert"]["description"]
 
 
 def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: ANN001, ANN202
@@ -44,8 +58,8 @@ def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: AN
 
 @pytest.mark.slow
 def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encoder) -> None:  # noqa: ANN001
-    from nlsim.dedup import DedupConfig
-    from nlsim.incremental import run_incremental
+    from nlsim.pipeline.config import DedupConfig
+    from tests.incremental_helpers import run_daily
 
     corpus = tmp_path / "news.parquet"
     bbc_corpus(n_other=30, n_rewrites=5).to_parquet(corpus, index=False)
@@ -99,7 +113,7 @@ def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encode
             )
             assert "Completed" in proc.stdout + proc.stderr
             # its report exists and matches a direct run of the same thing
-            direct = run_incremental(
+            direct = run_daily(
                 DedupConfig(
                     corpus=corpus,
                     out=tmp_path / "direct-out",
@@ -119,7 +133,9 @@ def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encode
             assert direct.stats.counts["pairs"] > 0
             # the run's figures are in Prefect too: counts, stage timings, model and threshold
             arts = server.api(
-                "POST", "/artifacts/filter", json={"artifacts": {"key": {"any_": ["news-dedup-daily-run"]}}}
+                "POST",
+                "/artifacts/filter",
+                json={"artifacts": {"key": {"any_": ["news-dedup-incremental-run"]}}},
             )
             assert arts, "no run artifact"
             md = arts[0]["data"]

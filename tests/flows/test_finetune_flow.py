@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from stsb_helpers import write_stsb_corpus, write_stsb_sample
 
-from nlsim.training import FinetuneConfig
+from nlsim.training.config import FinetuneConfig
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +31,8 @@ def config(pairs_file: Path, out: Path | None) -> FinetuneConfig:
     )
 
 
-def test_tasks_alone(pairs_file: Path, fast_encoder) -> None:  # noqa: ANN001
-    from flows.finetune import calibrate_task, evaluate_task, load_pairs_task
-
-    cfg = config(pairs_file, None)
-    data = load_pairs_task.fn(cfg)
-    assert (len(data.train), len(data.validation), len(data.test)) == (16, 12, 12)
-    metrics = evaluate_task.fn(fast_encoder, data, "before")
-    assert set(metrics) == {"before/validation", "before/test"}
-    cal = calibrate_task.fn(fast_encoder, data, cfg)
-    assert cal.split == "validation" and cal.level == 0.6 and 0 < cal.threshold < 1
+def params(cfg: FinetuneConfig) -> dict:
+    return dataclasses.asdict(cfg)
 
 
 def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
@@ -48,29 +41,45 @@ def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: P
     from flows.finetune import finetune_flow
 
     out = tmp_path / "model"
-    result = finetune_flow(config(pairs_file, out))
+    state = finetune_flow(**params(config(pairs_file, out)), return_state=True)
+    result = state.result()
     assert result["model_dir"] == str(out)
     assert (out / "calibration.json").is_file() and (out / "README.md").is_file()
     assert set(result["metrics"]) == {"before/validation", "before/test", "after/validation", "after/test"}
 
     import asyncio
 
-    async def keys() -> set[str]:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    async def keys() -> tuple[set[str], set[str]]:
         async with get_client() as client:
             arts = await client.read_artifacts()
-        return {a.key for a in arts}
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+            )
+        return {a.key for a in arts}, {r.name.rsplit("-", 1)[0] for r in runs}
 
-    assert {"finetune-metrics", "finetune-model-card"} <= asyncio.run(keys())
+    artifacts, tasks = asyncio.run(keys())
+    assert {"finetune-metrics", "finetune-model-card"} <= artifacts
+    assert {
+        "load-pairs",
+        "load-base-model",
+        "evaluate-before",
+        "train",
+        "evaluate-after",
+        "calibrate",
+        "save-model",
+    } <= tasks  # one task per step of nlsim.training.finetune.finetune
 
 
 def test_flow_with_silver_corpus(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from flows.finetune import finetune_flow
-    from nlsim.training import SILVER_PARQUET
+    from nlsim.training.finetune import SILVER_PARQUET
 
     corpus = write_stsb_corpus(tmp_path / "corpus.tsv", skip=16, n=40)
     cfg = config(pairs_file, tmp_path / "model")
     cfg.silver_corpus, cfg.silver_anchors, cfg.cross_encoder_epochs = str(corpus), 10, 1
-    result = finetune_flow(cfg)
+    result = finetune_flow(**params(cfg))
     assert result["n_train"] == 16 and result["silver"]["pairs"] >= 10
     assert result["steps"] == -(-(16 + result["silver"]["pairs"]) // 8)
     assert (tmp_path / "model" / SILVER_PARQUET).is_file()
@@ -87,20 +96,21 @@ def test_flow_with_reranker_then_dedup_flow_reranks(
 
     from flows.dedup import news_dedup
     from flows.finetune import finetune_flow
-    from nlsim.dedup import DedupConfig, run_dedup
-    from nlsim.rerank import has_reranker
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
+    from nlsim.rerank.reranker import has_reranker
 
     cfg = config(pairs_file, tmp_path / "model")
     cfg.reranker, cfg.cross_encoder_epochs = True, 1
-    result = finetune_flow(cfg)
+    result = finetune_flow(**params(cfg))
     assert has_reranker(tmp_path / "model")
     assert {"reranked/validation", "reranked/test"} <= set(result["metrics"])
     corpus = tmp_path / "bbc.parquet"
     pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:60].to_parquet(corpus)
-    params = dict(model=str(tmp_path / "model"), convert="none", threshold=0.5, text_fields="title", k=5)
-    summary = news_dedup(corpus=str(corpus), out=str(tmp_path / "flow"), cache=False, **params)
+    common = dict(model=str(tmp_path / "model"), convert="none", threshold=0.5, text_fields="title", k=5)
+    summary = news_dedup(corpus=str(corpus), out=str(tmp_path / "flow"), cache=False, **common)
     direct = run_dedup(
-        DedupConfig(corpus=corpus, out=tmp_path / "direct", cache=False, progress=False, **params)
+        DedupConfig(corpus=corpus, out=tmp_path / "direct", cache=False, progress=False, **common)
     )
     assert summary["rerank"]["candidates"] == direct.summary["rerank"]["candidates"] > 0
     pd.testing.assert_frame_equal(

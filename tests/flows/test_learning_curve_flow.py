@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from stsb_helpers import write_stsb_sample
 
-from nlsim.learning_curve import LearningCurveConfig
+from nlsim.training.config import LearningCurveConfig
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,9 @@ def test_learning_curve_flow(
     tmp_path: Path,  # noqa: ANN001
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import nlsim.training
+    import dataclasses
+
+    import nlsim.training.learning_curve
     from flows.learning_curve import learning_curve_flow
 
     cfg = LearningCurveConfig(
@@ -37,7 +39,7 @@ def test_learning_curve_flow(
         max_length=32,
         threads=1,
     )
-    first = learning_curve_flow(cfg)
+    first = learning_curve_flow(**dataclasses.asdict(cfg))
     assert first["points"] == 2
     assert Path(first["plot"]).read_bytes()[:4] == b"\x89PNG"
     assert "| 8 | 1 |" in Path(first["table"]).read_text(encoding="utf-8")
@@ -45,5 +47,5 @@ def test_learning_curve_flow(
     def no_training(*a, **k):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("a finished point was retrained")
 
-    monkeypatch.setattr(nlsim.training, "finetune", no_training)
-    assert learning_curve_flow(cfg)["points"] == 2
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", no_training)
+    assert learning_curve_flow(**dataclasses.asdict(cfg))["points"] == 2

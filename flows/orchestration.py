@@ -1,0 +1,165 @@
+"""How the flows run nlsim's stages on Prefect: a ``call`` that makes each stage a task, flow parameters
+derived from nlsim's configuration dataclasses, progress artifacts, readable failures.
+
+* :func:`task_call` is the ``call`` of :func:`nlsim.pipeline.run.run_dedup` (and of the chained pipeline):
+  each stage becomes a task named after it, I/O stages retried, expensive stages under a timeout
+  (``NLSIM_TASK_TIMEOUT_S``, default 4 hours).
+* :func:`config_flow` builds a flow whose parameters are the fields of configuration dataclasses (names,
+  types, defaults, descriptions and enum choices in the deployment schema), so no parameter list is written
+  twice.
+* :func:`progress_artifacts` turns :mod:`nlsim.progress` into Prefect progress artifacts.
+* :func:`report_failure` is every flow's ``on_failure`` hook: a Markdown artifact with the error in one
+  readable line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import MISSING
+from typing import Any, get_args, get_origin
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
+
+from nlsim import progress
+from nlsim.options import options_of
+from nlsim.orchestration import stage_info
+
+IO_RETRIES = 2
+TIMEOUT_S = float(os.environ.get("NLSIM_TASK_TIMEOUT_S", 4 * 3600))
+
+
+def task_call(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run one stage as a Prefect task (see the module docstring)."""
+    info = stage_info(name)
+    options: dict[str, Any] = {"name": name, "cache_policy": NO_CACHE}
+    if info is not None and info.io:
+        options.update(retries=IO_RETRIES, retry_delay_seconds=2)
+    if info is not None and info.expensive:
+        options["timeout_seconds"] = TIMEOUT_S
+    return task(fn, **options)(*args, **kwargs)
+
+
+def artifact_key(text: str) -> str:
+    """A Prefect artifact key (lower-case letters, digits and dashes) from any text."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "progress"
+
+
+@contextlib.contextmanager
+def progress_artifacts(prefix: str) -> Iterator[None]:
+    """While inside, every long step of nlsim (embedding, search, rescoring) keeps a progress artifact."""
+    ids: dict[str, Any] = {}
+
+    def listener(desc: str, done: int, total: int | None) -> None:
+        if not total:
+            return
+        share = min(100.0, 100.0 * done / total)
+        try:
+            if desc not in ids:
+                ids[desc] = create_progress_artifact(
+                    share, key=artifact_key(f"{prefix}-{desc}"), description=f"{desc}: {done:,} of {total:,}"
+                )
+            else:
+                update_progress_artifact(ids[desc], share, description=f"{desc}: {done:,} of {total:,}")
+        except Exception:  # noqa: BLE001 - progress reporting must never fail a run
+            pass
+
+    progress.add_listener(listener)
+    try:
+        yield
+    finally:
+        progress.remove_listener(listener)
+
+
+def report_failure(flow_: Any, flow_run: Any, state: Any) -> None:
+    """``on_failure`` hook: the failure as a readable Markdown artifact (what failed, and why)."""
+    message = state.message or "failed"
+    try:
+        exc = state.result(raise_on_failure=False)
+        if isinstance(exc, BaseException):
+            message = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - the state's own message is enough
+        pass
+    create_markdown_artifact(
+        f"# {flow_.name} failed\n\nRun `{flow_run.name}`:\n\n> {message}\n",
+        key=artifact_key(f"{flow_.name}-failure"),
+        description=f"why {flow_run.name} failed",
+    )
+
+
+def config_flow(
+    body: Callable[..., Any],
+    classes: tuple[type, ...],
+    *,
+    name: str,
+    description: str,
+    exclude: tuple[str, ...] = (),
+    **flow_options: Any,
+) -> Any:
+    """A flow whose keyword parameters are the fields of ``classes``; ``body(**params)`` runs it.
+
+    The flow's signature, annotations and ``Args:`` docstring are made from the fields' types, defaults and
+    help texts, so Prefect's parameter schema shows each with its description and, for ``Literal`` fields,
+    its allowed values.
+    """
+    params: list[inspect.Parameter] = []
+    docs: list[str] = []
+    annotations: dict[str, Any] = {}
+    seen: set[str] = set()
+    for cls in classes:
+        hints = {o.name: o for o in options_of(cls)}
+        for f in dataclasses.fields(cls):
+            if f.name in seen or f.name in exclude or f.name not in hints:
+                continue
+            seen.add(f.name)
+            opt = hints[f.name]
+            default = inspect.Parameter.empty if opt.required else opt.default
+            kind = opt.type
+            if isinstance(default, tuple) or get_origin(opt.base_type) is tuple:
+                default = list(default) if isinstance(default, tuple) else default
+                item = (get_args(opt.base_type) or (str,))[0]
+                kind = list[item] | str  # a list, or "a,b,c" as on the command line
+            params.append(
+                inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+            )
+            annotations[f.name] = kind
+            docs.append(f"    {f.name}: {' '.join(opt.help.split())}")
+    params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
+
+    def fn(**kwargs: Any) -> Any:
+        return body(**kwargs)
+
+    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__annotations__ = annotations
+    fn.__name__ = fn.__qualname__ = name.replace("-", "_")
+    fn.__module__ = body.__module__
+    fn.__doc__ = f"{description}\n\nArgs:\n" + "\n".join(docs) + "\n"
+    flow_options.setdefault("on_failure", [report_failure])
+    return flow(name=name, description=description, log_prints=True, **flow_options)(fn)
+
+
+def split_params(kwargs: dict[str, Any], cls: type) -> dict[str, Any]:
+    """The entries of ``kwargs`` that are fields of ``cls`` (missing ones take their defaults)."""
+    names = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is not MISSING or f.default_factory is not MISSING or f.name in kwargs
+    }
+    return {k: v for k, v in kwargs.items() if k in names}
+
+
+def fail(message: str) -> Any:
+    """Log ``message`` as the run's one error line and end the flow run Failed with it (no traceback)."""
+    from prefect.states import Failed  # deferred: only a failing run needs it
+
+    get_run_logger().error(message)
+    create_markdown_artifact(
+        f"# Run failed\n\n> {message}\n", key="nlsim-run-failure", description=message[:120]
+    )
+    return Failed(message=message)

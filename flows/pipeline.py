@@ -1,0 +1,61 @@
+"""Prefect flow ``news-pipeline``: the chain of :func:`nlsim.chain.run.run_pipeline`, every stage a task.
+
+load + convert → baseline → fine-tune (cached by fingerprint) → evaluate → promote → index → report → judge.
+Its parameters are the fields of :class:`nlsim.chain.config.PipelineConfig` (the options of
+``nlsim pipeline``). Served as ``news-pipeline/weekly`` (retrain when the annotations change; the gate
+decides whether the daily report's model changes). Run it without a server::
+
+    python -m flows.pipeline --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from prefect.artifacts import create_markdown_artifact
+
+from flows.orchestration import config_flow, fail, progress_artifacts, task_call
+from nlsim.chain.config import PipelineConfig
+from nlsim.chain.run import run_pipeline
+from nlsim.commands.options import add_config_options, config_from_args
+from nlsim.errors import NlsimError
+from nlsim.evaluation.judge import describe
+
+
+def _body(**params: Any) -> Any:
+    config = PipelineConfig(**params)
+    try:
+        with progress_artifacts("news-pipeline"):
+            result = run_pipeline(config, call=task_call)
+    except NlsimError as exc:
+        return fail(f"{type(exc).__name__}: {exc}")
+    rec = result.record
+    md = f"# nlsim pipeline\n\n{result.table}\n\n**{rec['decision']['reason']}**\n"
+    if "judge" in rec:
+        md += f"\nReport `{rec['report']['folder']}`: {describe(rec['judge'])}\n"
+    create_markdown_artifact(md, key="news-pipeline", description="before/after, promotion, judged report")
+    return rec
+
+
+news_pipeline = config_flow(
+    _body,
+    (PipelineConfig,),
+    name="news-pipeline",
+    description="The chain: baseline, fine-tune (cached), evaluate, promote only when better, report, judge.",
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.pipeline", description=news_pipeline.description)
+    add_config_options(parser, PipelineConfig)
+    config = config_from_args(PipelineConfig, parser.parse_args(argv))
+    state = news_pipeline(
+        **{k: getattr(config, k) for k in PipelineConfig.__dataclass_fields__}, return_state=True
+    )
+    return 0 if state.is_completed() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

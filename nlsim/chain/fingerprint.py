@@ -1,0 +1,75 @@
+"""The training fingerprint: what a fine-tuned model was made from.
+
+A model's fingerprint is the SHA-256 of three parts: the annotated pairs' content (each pair's id, texts,
+score and split, in pair-id order: a file rewritten with other line endings or column order is the same
+content), the base model's fingerprint (its weights, tokenizer and settings), and the training settings.
+The model store keeps the parts beside each version, so a run can say *what* changed since a cached model.
+
+Example:
+    >>> import pandas as pd
+    >>> pairs = pd.DataFrame({"pair_id": ["p1"], "text_a": ["a"], "text_b": ["b"], "score": [0.5],
+    ...                       "split": ["train"]})
+    >>> fp, parts = training_fingerprint(pairs, "base-fp", {"epochs": 2})
+    >>> len(fp), sorted(parts)
+    (64, ['annotations', 'base_model', 'training'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from typing import Any
+
+import pandas as pd
+
+from nlsim.training.config import FinetuneConfig
+
+NOT_TRAINING = ("pairs", "out", "threads", "log_every", "progress_file", "eval_test", "eval_before")
+"""FinetuneConfig fields that do not change the trained model."""
+
+
+def annotations_digest(pairs: pd.DataFrame) -> str:
+    """SHA-256 of the pairs' content (id, texts, score, split), independent of file layout and row order."""
+    cols = ["pair_id", "text_a", "text_b", "score", "split"]
+    rows = pairs[cols].astype({"score": float}).sort_values("pair_id", kind="mergesort")
+    h = hashlib.sha256()
+    for r in rows.itertuples(index=False):
+        h.update("\x1f".join([str(r.pair_id), r.text_a, r.text_b, f"{r.score:.6g}", str(r.split)]).encode())
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def training_settings(cfg: FinetuneConfig) -> dict[str, Any]:
+    """The settings that decide the trained model."""
+    return {k: v for k, v in asdict(cfg).items() if k not in NOT_TRAINING}
+
+
+def training_fingerprint(
+    pairs: pd.DataFrame, base_fingerprint: str, settings: dict[str, Any]
+) -> tuple[str, dict]:
+    """``(fingerprint, parts)`` of a model trained on ``pairs`` from a base with ``base_fingerprint``."""
+    parts = {
+        "annotations": annotations_digest(pairs),
+        "base_model": base_fingerprint,
+        "training": json.loads(json.dumps(settings, sort_keys=True, default=str)),
+    }
+    blob = json.dumps(parts, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest(), parts
+
+
+def what_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Which parts differ between two fingerprints' parts (for the run's message)."""
+    out = []
+    if old.get("annotations") != new.get("annotations"):
+        out.append("the annotated pairs changed")
+    if old.get("base_model") != new.get("base_model"):
+        out.append("the base model changed")
+    changed = sorted(
+        k
+        for k in set(old.get("training", {})) | set(new.get("training", {}))
+        if old.get("training", {}).get(k) != new.get("training", {}).get(k)
+    )
+    if changed:
+        out.append("training settings changed: " + ", ".join(changed))
+    return out

@@ -1,0 +1,296 @@
+"""The chained pipeline: the one place that orders the chain, from annotated pairs to the judged report.
+
+1. **load**: the annotated pairs (validated: no pair in two splits);
+2. **baseline**: the zero-shot base model scored on validation (and test) and calibrated at the report's
+   level on validation (kept in the model store as its zero-shot calibration): the "before";
+3. **finetune** (:func:`nlsim.training.finetune.finetune`, bi-encoder and reranker) into a new version of the
+   model store, unless a version with the same training fingerprint (annotations content, base model,
+   settings: :mod:`nlsim.chain.fingerprint`) exists: then it is reused, and the run says so;
+4. **evaluate**: the candidate and the current model scored on the validation split (Spearman, same-story
+   F1 at each one's own threshold); test metrics are the ones recorded once, when the model was trained;
+5. **promote**: the candidate becomes current only when it beats the current one (or, with none, the
+   zero-shot baseline) on validation (:mod:`nlsim.chain.promotion`); otherwise it is kept, and the run
+   says why;
+6. **report**: :func:`nlsim.pipeline.run.run_dedup` over the corpus with the *current* model (its calibration
+   and reranker); zero-shot only when no model was ever promoted, and the report says so;
+7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`).
+
+Every stage goes through ``call`` (:mod:`nlsim.orchestration`): the ``news-pipeline`` flow makes each a
+task, fine-tuning's and the report's own stages included. The record goes to ``OUT/pipeline.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nlsim.chain.config import PipelineConfig
+from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
+from nlsim.chain.promotion import decide, score_model, split_digest
+from nlsim.encoders import load_encoder
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import calibrate, load_calibration, save_calibration, threshold_metrics
+from nlsim.evaluation.judge import describe, judge_report
+from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
+from nlsim.io.atomic import atomic_write_text
+from nlsim.io.model_store import ModelStore
+from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
+from nlsim.io.pairs import load_pairs
+from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.pipeline.config import CURRENT_MODEL
+from nlsim.pipeline.run import DedupResult, run_dedup
+from nlsim.progress import say
+from nlsim.training.finetune import finetune
+
+CHAIN_STAGES = {
+    s.name: s
+    for s in (
+        StageInfo("chain-load", "read and validate the annotated pairs", io=True),
+        StageInfo("base-model", "load the base encoder", io=True),
+        StageInfo("baseline", "score and calibrate the zero-shot base model on validation"),
+        StageInfo("evaluate", "score the candidate and the current model on validation"),
+        StageInfo("promote", "promote the candidate when it beats the current model", io=True),
+        StageInfo("judge", "judge the report against the scored validation pairs", io=True),
+    )
+}
+declare(*CHAIN_STAGES.values())
+RECORD = "pipeline.json"
+
+
+@dataclass
+class PipelineResult:
+    """What the chain did: baseline, candidate, current model, the promotion decision, report, judge."""
+
+    record: dict[str, Any]
+    report: DedupResult | None = None
+    table: str = ""
+    messages: list[str] = field(default_factory=list)
+
+
+def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> dict[str, Any]:
+    """The zero-shot figures and calibration (cached in the store's ``zero-shot/`` by what they depend on)."""
+    validation = pairs[pairs["split"] == "validation"]
+    test = pairs[pairs["split"] == "test"]
+    folder = store.zero_shot_dir()
+    key = {
+        "base_fingerprint": base.fingerprint,
+        "validation": split_digest(validation),
+        "test": split_digest(test),
+        "conversion": cfg.convert,
+        "level": cfg.level,
+    }
+    cached = folder / "baseline.json"
+    if cached.is_file():
+        data = json.loads(cached.read_text(encoding="utf-8"))
+        if data.get("key") == key and load_calibration(folder) is not None:
+            say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
+            return data["metrics"]
+    scores = pair_similarities(base, validation, cfg.convert)
+    gold = validation["score"].to_numpy()
+    cal = calibrate(
+        base,
+        validation,
+        level=cfg.level,
+        conversion=cfg.convert,
+        split="validation",
+        model=base.model_id,
+        pairs_file=str(cfg.pairs),
+    )
+    cal.fingerprint = base.fingerprint
+    metrics = {
+        "model": cfg.base_model,
+        "scorer": "cosine",
+        "spearman": metrics_from_scores(scores, gold).spearman,
+        "threshold": cal.threshold,
+        "level": cfg.level,
+        **{k: v for k, v in threshold_metrics(scores, gold, cal.threshold, cfg.level).items() if k != "n"},
+        "test_spearman": metrics_from_scores(
+            pair_similarities(base, test, cfg.convert), test["score"].to_numpy()
+        ).spearman
+        if len(test) > 2
+        else None,
+        "split_digest": key["validation"],
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    save_calibration(cal, folder / "calibration.json")
+    atomic_write_text(cached, json.dumps({"key": key, "metrics": metrics}, indent=2) + "\n")
+    say(
+        f"baseline: zero-shot {cfg.base_model}: validation Spearman {metrics['spearman']:.2f}, "
+        f"{cal.describe()}"
+    )
+    return metrics
+
+
+def evaluate_stage(
+    cfg: PipelineConfig, store: ModelStore, version: Path, validation: pd.DataFrame, zero_shot: Any
+) -> dict[str, Any]:
+    """A version's validation figures (cached in its ``store.json`` by the validation pairs' digest)."""
+    info = store.info(version) or {}
+    digest = split_digest(validation)
+    cache = info.get("validation") or {}
+    key = f"{digest}:{cfg.convert}:{cfg.level}"
+    if key in cache:
+        return cache[key]
+    metrics = score_model(version, validation, cfg.convert, cfg.level, zero_shot_calibration=zero_shot)
+    info["validation"] = {**cache, key: metrics}
+    store.write_info(version, info)
+    return metrics
+
+
+def promote_stage(
+    store: ModelStore, candidate: Path, figures: dict[str, Any], incumbent: dict[str, Any], name: str
+) -> dict[str, Any]:
+    """Promote ``candidate`` when it beats the incumbent (see :mod:`nlsim.chain.promotion`); log either "
+    "way."""
+    current = store.current()
+    if current is not None and current.name == candidate.name:
+        decision = {
+            "promoted": False,
+            "current": candidate.name,
+            "reason": f"{candidate.name} is already current",
+        }
+    else:
+        ok, reason = decide(figures, incumbent, name)
+        decision = {"promoted": ok, "candidate": candidate.name, "reason": f"{candidate.name} {reason}"}
+        if ok:
+            store.promote(candidate, decision["reason"])
+        else:
+            store.log({"decision": "kept, not promoted", **decision})
+        decision["current"] = candidate.name if ok else (current.name if current else None)
+    say(("promoted: " if decision["promoted"] else "not promoted: ") + decision["reason"])
+    return decision
+
+
+def before_after_table(record: dict[str, Any]) -> str:
+    """The before/after table (validation; test as recorded once when each model was trained)."""
+    rows = [("zero-shot " + record["baseline"]["model"], record["baseline"])]
+    rows.append((f"candidate {record['candidate']['version']}", record["candidate"]["validation"]))
+    cur = record.get("current")
+    if cur and cur.get("version") != record["candidate"]["version"]:
+        rows.append((f"current {cur['version']}", cur["validation"]))
+    lines = [
+        "| model | scorer | validation Spearman | same-story threshold | precision | recall | F1 | test "
+        "Spearman |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, m in rows:
+        test = m.get("test_spearman")
+        lines.append(
+            f"| {name} | {m['scorer']} | {m['spearman']:.2f} | {m['threshold']:.4f} | "
+            f"{m.get('precision', 0):.3f} | {m.get('recall', 0):.3f} | {m.get('f1', 0):.3f} | "
+            f"{'' if test is None else f'{test:.2f}'} |"
+        )
+    return "\n".join(lines)
+
+
+def _test_spearman(version: Path) -> float | None:
+    try:
+        metrics = json.loads((version / "training.json").read_text(encoding="utf-8"))["metrics"]
+    except (OSError, ValueError, KeyError):
+        return None
+    for key in ("reranked/test", "after/test"):
+        if key in metrics:
+            return metrics[key]["spearman"]
+    return None
+
+
+def check_chain_paths(cfg: PipelineConfig) -> None:
+    """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
+    inputs = {"--pairs": cfg.pairs, "--corpus": cfg.corpus}
+    check_outputs_apart(inputs, {"--out": cfg.out if cfg.report else None, "--model-store": cfg.model_store})
+    for name, path in (("--pairs", cfg.pairs), ("--corpus", cfg.corpus)):
+        if not Path(path).is_file():
+            raise ConfigError(f"{name} {path}: no such file")
+    check_writable(cfg.model_store, what="--model-store")
+    ModelStore(cfg.model_store).claim()
+    if cfg.report:
+        check_writable(cfg.out, what="--out")
+        claim_folder(cfg.out, "report", what="--out")
+
+
+def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
+    """Run the chain (see the module docstring)."""
+    check_chain_paths(cfg)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    store = ModelStore(cfg.model_store)
+    pairs = call("chain-load", load_pairs, cfg.pairs)
+    validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
+    base = call("base-model", load_encoder, cfg.base_model)
+    baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
+
+    settings = training_settings(cfg.finetune_config(None))
+    fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
+    version = None if cfg.force_train else store.find(fingerprint)
+    trained = version is None
+    if version is not None:
+        say(
+            f"finetune: skipped, {version.name} was trained from the same annotations, base model and "
+            "settings"
+        )
+    else:
+        latest = next((v for v in reversed(store.versions()) if store.info(v)), None)
+        if latest is not None:
+            why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
+            say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
+        version = store.new_version_dir(fingerprint)
+        result = finetune(cfg.finetune_config(str(version)), call=call)
+        store.write_info(
+            version,
+            {
+                "fingerprint": fingerprint,
+                "parts": parts,
+                "created": started,
+                "seconds": result.seconds,
+                "best": result.best,
+            },
+        )
+    zero_shot = load_calibration(store.zero_shot_dir())
+    candidate = call("evaluate", evaluate_stage, cfg, store, version, validation, zero_shot)
+    candidate = {**candidate, "test_spearman": _test_spearman(version)}
+    current = store.current()
+    if current is not None and current != version:
+        incumbent = evaluate_stage(cfg, store, current, validation, zero_shot)
+        incumbent = {**incumbent, "test_spearman": _test_spearman(current)}
+        name = f"the current model {current.name}"
+    else:
+        incumbent, name = baseline, f"zero-shot {cfg.base_model}"
+    decision = call("promote", promote_stage, store, version, candidate, incumbent, name)
+    current = store.current()
+    record: dict[str, Any] = {
+        "started_at": started,
+        "pairs": cfg.pairs,
+        "fingerprint": fingerprint,
+        "trained": trained,
+        "baseline": baseline,
+        "candidate": {"version": version.name, "path": str(version), "validation": candidate},
+        "current": None
+        if current is None
+        else {
+            "version": current.name,
+            "validation": candidate if current == version else incumbent,
+        },
+        "decision": decision,
+    }
+    table = before_after_table(record)
+    say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
+    report = None
+    if cfg.report:
+        report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
+        judged = call(
+            "judge", judge_report, report.report_dir, cfg.pairs, split=cfg.judge_split, corpus=cfg.corpus
+        )
+        record["report"] = {"folder": str(report.report_dir), "summary": report.summary}
+        record["judge"] = judged
+        say("judge: " + describe(judged))
+        atomic_write_text(
+            Path(cfg.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
+        )
+        atomic_write_text(
+            Path(cfg.out) / "pipeline.md", f"# nlsim pipeline\n\n{table}\n\n{describe(judged)}\n"
+        )
+    return PipelineResult(record=record, report=report, table=table)

@@ -1,0 +1,269 @@
+"""Cluster membership: one rule for a batch run and for a series of daily runs.
+
+A cluster is a connected component of the graph whose edges are the reported pairs; items without a pair
+belong to no cluster. Its id is ``"c-" + key member`` (the first member under :mod:`nlsim.clusters.order`).
+A run applies today's pairs on top of what earlier runs decided (a batch run is the first run, with
+nothing before it):
+
+- **Parts.** Before today every kept item is either in a cluster (whose key member is remembered as its
+  *anchor*, even after retention dropped that member) or alone. Today's pairs join parts: existing
+  clusters, old lone items and today's new items.
+- **new**: a component with no existing cluster; its id comes from its key member.
+- **grown**: one existing cluster gained members; it keeps its id.
+- **merged**: a component holding two or more *old* parts (clusters, or an old lone item that now joins a
+  cluster). The surviving id is that of the old part whose anchor comes first (a lone item's would-be id
+  is ``"c-" + its id``); the others are reported as merged into it. Today's items never take over an id
+  that existed before today.
+
+So an item keeps its cluster id unless its cluster merges into an earlier one. When items arrive in
+publication order, every id equals the one a single batch run over all the items gives. An item that
+arrives late (before the key member of the cluster it joins) leaves the cluster's id unchanged: stability
+wins over the batch rule. Clusters never split, except when the model changes (:func:`regroup`).
+
+Example:
+    >>> from nlsim.clusters.order import order_key_of
+    >>> keys = {i: order_key_of(f"2024-01-0{n}", i) for n, i in enumerate("abc", start=1)}
+    >>> day1 = update_clusters({}, {}, keys, new_ids=["a", "b"], pairs=[("a", "b")])
+    >>> day1.assignment, day1.events["status"].tolist()
+    ({'a': 'c-a', 'b': 'c-a'}, ['new'])
+    >>> day2 = update_clusters(day1.assignment, day1.anchors, keys, new_ids=["c"], pairs=[("b", "c")])
+    >>> day2.assignment["c"], day2.events["status"].tolist()
+    ('c-a', ['grown'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from nlsim.clusters.order import OrderKey, cluster_id_for
+
+STATUSES = ("new", "grown", "merged", "regrouped")
+EVENT_COLUMNS = ("cluster_id", "status", "added", "absorbed", "size")
+
+
+@dataclass
+class ClusterUpdate:
+    """What one run did to the clusters.
+
+    Attributes:
+        assignment: cluster id of every clustered item among the previous and new items (lone items absent).
+        anchors: order key of each cluster's key member (the member its id came from), kept across runs.
+        events: one row per cluster touched by the run: ``cluster_id``, ``status`` (new/grown/merged, or
+            regrouped after a model change), ``added`` (item ids that joined it), ``absorbed`` (cluster ids
+            merged into it), ``size`` (members among the items known to the run).
+        merged_into: ``{old cluster id: surviving id}`` for every cluster that disappeared.
+    """
+
+    assignment: dict[str, str]
+    anchors: dict[str, OrderKey]
+    events: pd.DataFrame
+    merged_into: dict[str, str] = field(default_factory=dict)
+
+
+def _components(nodes: list[str], edges: list[tuple[int, int]]) -> list[list[int]]:
+    """Node indices of each connected component with two nodes or more."""
+    n = len(nodes)
+    if not edges:
+        return []
+    a = np.fromiter((e[0] for e in edges), dtype=np.int64, count=len(edges))
+    b = np.fromiter((e[1] for e in edges), dtype=np.int64, count=len(edges))
+    graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    order = np.argsort(label, kind="stable")
+    cuts = np.flatnonzero(np.diff(label[order])) + 1
+    return [g.tolist() for g in np.split(order, cuts) if len(g) > 1]
+
+
+def _events_frame(events: list[dict[str, object]], assignment: Mapping[str, str]) -> pd.DataFrame:
+    sizes: dict[str, int] = {}
+    for cid in assignment.values():
+        sizes[cid] = sizes.get(cid, 0) + 1
+    for e in events:
+        e["size"] = sizes.get(str(e["cluster_id"]), 0)
+    frame = pd.DataFrame(events, columns=list(EVENT_COLUMNS))
+    return frame.sort_values("cluster_id", kind="mergesort").reset_index(drop=True)
+
+
+def update_clusters(
+    previous: Mapping[str, str],
+    anchors: Mapping[str, OrderKey],
+    keys: Mapping[str, OrderKey],
+    *,
+    new_ids: Iterable[str],
+    pairs: Iterable[tuple[str, str]],
+) -> ClusterUpdate:
+    """Apply today's ``pairs`` (item id pairs at or above the threshold) to the previous clusters.
+
+    Args:
+        previous: cluster id of each clustered item known before today (items in no cluster absent).
+        anchors: order key of the key member of each previous cluster.
+        keys: order key of every item that appears in ``pairs`` or ``new_ids``.
+        new_ids: the items first seen today (or re-embedded because their text changed).
+        pairs: today's pairs; either end may be old or new.
+    """
+    new_set = set(map(str, new_ids))
+    index: dict[str, int] = {}
+    nodes: list[str] = []
+
+    def node(item: str) -> int:
+        cid = previous.get(item)
+        name = f"C\x00{cid}" if cid is not None else f"I\x00{item}"
+        i = index.get(name)
+        if i is None:
+            i = index[name] = len(nodes)
+            nodes.append(name)
+        return i
+
+    edges = [(node(str(a)), node(str(b))) for a, b in pairs]
+    assignment = dict(previous)
+    out_anchors = dict(anchors)
+    merged_into: dict[str, str] = {}
+    events: list[dict[str, object]] = []
+    reassign: dict[str, str] = {}
+    for group in _components(nodes, edges):
+        names = [nodes[i] for i in group]
+        clusters = sorted(n.split("\x00", 1)[1] for n in names if n.startswith("C\x00"))
+        items = sorted(n.split("\x00", 1)[1] for n in names if n.startswith("I\x00"))
+        old_items = [i for i in items if i not in new_set]
+        # candidates for the surviving id: old clusters by their anchor, old lone items by themselves
+        old_parts: list[tuple[OrderKey, str]] = [(anchors[c], c) for c in clusters]
+        old_parts += [(keys[i], cluster_id_for(i)) for i in old_items]
+        if old_parts:
+            anchor, survivor = min(old_parts)
+        else:
+            anchor, first = min((keys[i], i) for i in items)
+            survivor = cluster_id_for(first)
+        absorbed = [c for c in clusters if c != survivor]
+        for c in absorbed:
+            merged_into[c] = survivor
+            out_anchors.pop(c, None)
+            reassign[c] = survivor
+        if absorbed or (clusters and survivor not in clusters):
+            status = "merged"
+        elif clusters:
+            status = "grown"
+        else:
+            status = "new"
+        out_anchors[survivor] = anchor
+        for i in items:
+            assignment[i] = survivor
+        events.append({"cluster_id": survivor, "status": status, "added": items, "absorbed": absorbed})
+    if reassign:
+        for item, cid in previous.items():
+            if cid in reassign:
+                assignment[item] = reassign[cid]
+    return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into)
+
+
+def drop_items(
+    assignment: Mapping[str, str], anchors: Mapping[str, OrderKey], dropped: Iterable[str]
+) -> tuple[dict[str, str], dict[str, OrderKey]]:
+    """Forget ``dropped`` items (retention); a cluster keeps its id and anchor while any member is kept.
+
+    A cluster left with a single kept member stays a cluster (its pairs happened), so a later item that
+    matches that member joins the same id.
+    """
+    gone = set(map(str, dropped))
+    kept = {i: c for i, c in assignment.items() if i not in gone}
+    alive = set(kept.values())
+    return kept, {c: k for c, k in anchors.items() if c in alive}
+
+
+def regroup(
+    previous: Mapping[str, str],
+    anchors: Mapping[str, OrderKey],
+    keys: Mapping[str, OrderKey],
+    *,
+    pairs: Iterable[tuple[str, str]],
+    new_ids: Iterable[str] = (),
+) -> ClusterUpdate:
+    """Cluster the whole window again from ``pairs`` (after the model changed), keeping ids where
+    memberships survive.
+
+    The components are found afresh (:func:`update_clusters` with nothing before). Then each component takes
+    the old id it shares most members with (ties: the earlier anchor), each old id going to one component
+    at most; the others get the id of their key member (when that id is still free; else the component's
+    first member whose id is free). ``events`` lists every cluster whose members changed: ``new``,
+    ``grown`` (kept its id and all its kept members, gained some), ``merged`` (took in members of other
+    old clusters) or ``regrouped`` (lost members); an old id that no component took is reported in
+    ``merged_into`` when its members went to one cluster, and dropped otherwise.
+
+    Example:
+        >>> from nlsim.clusters.order import order_key_of
+        >>> keys = {i: order_key_of(None, i) for i in "abcd"}
+        >>> before = {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"}
+        >>> up = regroup(before, {"c-a": keys["a"], "c-c": keys["c"]}, keys, pairs=[("a", "c"), ("b", "d")])
+        >>> sorted(set(up.assignment.values())), up.events["status"].tolist()
+        (['c-a', 'c-c'], ['regrouped', 'regrouped'])
+    """
+    fresh = update_clusters({}, {}, keys, new_ids=list(keys), pairs=pairs)
+    members: dict[str, list[str]] = {}
+    for item, cid in fresh.assignment.items():
+        members.setdefault(cid, []).append(item)
+    old_members: dict[str, set[str]] = {}
+    for item, cid in previous.items():
+        if item in keys:
+            old_members.setdefault(cid, set()).add(item)
+    overlaps: list[tuple[int, OrderKey, str, str]] = []
+    for comp, items in members.items():
+        counts: dict[str, int] = {}
+        for i in items:
+            if i in previous:
+                counts[previous[i]] = counts.get(previous[i], 0) + 1
+        for old, n in counts.items():
+            overlaps.append((-n, anchors.get(old, keys.get(old[2:], (1, 0, old))), old, comp))
+    overlaps.sort()
+    name_of: dict[str, str] = {}
+    taken: set[str] = set()
+    for _, _, old, comp in overlaps:
+        if comp not in name_of and old not in taken:
+            name_of[comp] = old
+            taken.add(old)
+    out_anchors: dict[str, OrderKey] = {}
+    for comp, items in sorted(members.items()):
+        if comp in name_of:
+            out_anchors[name_of[comp]] = anchors.get(name_of[comp], fresh.anchors[comp])
+            continue
+        for item in sorted(items, key=keys.__getitem__):
+            cid = cluster_id_for(item)
+            if cid not in taken:
+                name_of[comp], out_anchors[cid] = cid, keys[item]
+                taken.add(cid)
+                break
+    assignment = {i: name_of[c] for i, c in fresh.assignment.items()}
+    new_set = set(map(str, new_ids))
+    events: list[dict[str, object]] = []
+    merged_into: dict[str, str] = {}
+    for comp, items in members.items():
+        cid = name_of[comp]
+        now = set(items)
+        before = old_members.get(cid, set()) if cid in old_members else set()
+        absorbed = sorted({previous[i] for i in items if i in previous and previous[i] != cid})
+        if now == before:
+            continue
+        if not before and not absorbed:
+            status = "new"
+        elif before - now:
+            status = "regrouped"
+        elif absorbed:
+            status = "merged"
+        else:
+            status = "grown"
+        added = sorted(i for i in now - before if i in new_set or i not in previous or previous[i] != cid)
+        events.append({"cluster_id": cid, "status": status, "added": added, "absorbed": absorbed})
+    for old, items in old_members.items():
+        if old in taken and old in assignment.values():
+            continue
+        homes = {assignment.get(i) for i in items} - {None}
+        if len(homes) == 1:
+            merged_into[old] = homes.pop()
+    for cid in {c for c in previous.values()} - set(assignment.values()):
+        if cid not in merged_into:
+            events.append({"cluster_id": cid, "status": "regrouped", "added": [], "absorbed": []})
+    return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into)

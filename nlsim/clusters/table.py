@@ -1,0 +1,161 @@
+"""The clusters table of a report: one row per cluster with its members, representative and scores.
+
+The same builder serves a batch run (every cluster, all ``new``) and a daily run (the clusters the run
+touched, with their status, or the whole window's clusters).
+
+Representative: the earliest member (``"earliest"``, the default; the same as the key member while it is
+kept) or the member with the highest summed similarity to the cluster's other members (``"central"``;
+ties by the earliest rule).
+
+Example:
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"id": ["x", "y", "z", "w"], "title": list("XYZW"), "source": ["s"] * 4,
+    ...     "published_at": pd.to_datetime(["2024-01-02", "2024-01-01", None, None], utc=True)})
+    >>> pairs = pd.DataFrame({"a": [0, 1], "b": [1, 2], "similarity": [0.9, 0.95]})
+    >>> labels, clusters = batch_clusters(frame, pairs)
+    >>> labels.tolist(), clusters["member_ids"].iloc[0]
+    (['c-y', 'c-y', 'c-y', None], ['y', 'x', 'z'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from nlsim.clusters.assign import update_clusters
+from nlsim.clusters.order import order_keys, order_rank
+from nlsim.errors import ConfigError
+
+REPRESENTATIVES = ("earliest", "central")
+COLUMNS = (
+    "cluster_id",
+    "status",
+    "size",
+    "representative",
+    "representative_title",
+    "member_ids",
+    "added_ids",
+    "absorbed",
+    "sources",
+    "first_published",
+    "last_published",
+    "max_similarity",
+    "mean_similarity",
+)
+
+
+def empty_table() -> pd.DataFrame:
+    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+    return frame.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
+
+
+def cluster_table(
+    items: pd.DataFrame,
+    assignment: Mapping[str, str],
+    pairs: pd.DataFrame,
+    *,
+    clusters: list[str] | None = None,
+    events: pd.DataFrame | None = None,
+    representative: str = "earliest",
+    default_status: str = "unchanged",
+) -> pd.DataFrame:
+    """One row per cluster (``clusters``, default: every cluster in ``assignment``), largest first.
+
+    Args:
+        items: ``id``, ``title``, ``source``, ``published_at`` of the items known to the run.
+        assignment: cluster id of each clustered item.
+        pairs: ``id_a``, ``id_b``, ``similarity`` of the pairs among the items (scores and "central").
+        events: the run's ``cluster_id``, ``status``, ``added``, ``absorbed`` (others get ``default_status``).
+    """
+    if representative not in REPRESENTATIVES:
+        raise ConfigError(
+            f"unknown representative rule {representative!r}; choose one of {', '.join(REPRESENTATIVES)}"
+        )
+    ids = items["id"].astype(str).to_numpy()
+    cid = np.array([assignment.get(i) for i in ids], dtype=object)
+    wanted = set(assignment.values()) if clusters is None else set(clusters)
+    mask = np.array([c is not None and c in wanted for c in cid], dtype=bool)
+    if not mask.any():
+        return empty_table()
+    rank = order_rank(ids.tolist(), items["published_at"])
+    rows_idx = np.flatnonzero(mask)
+    rows_idx = rows_idx[np.argsort(rank[rows_idx], kind="stable")]
+    pa_ = pairs["id_a"].astype(str).to_numpy() if len(pairs) else np.array([], dtype=object)
+    pb_ = pairs["id_b"].astype(str).to_numpy() if len(pairs) else np.array([], dtype=object)
+    sims = pairs["similarity"].to_numpy(dtype=np.float64) if len(pairs) else np.array([])
+    pair_c = np.array([assignment.get(a) for a in pa_], dtype=object)
+    same = np.array([assignment.get(b) for b in pb_], dtype=object) == pair_c
+    stats: dict[str, list[float]] = {}
+    strength: dict[str, float] = {}
+    for a, b, c, s, ok in zip(pa_, pb_, pair_c, sims, same, strict=True):
+        if ok and c in wanted:
+            stats.setdefault(c, []).append(s)
+            strength[a] = strength.get(a, 0.0) + s
+            strength[b] = strength.get(b, 0.0) + s
+    ev = {} if events is None else {r.cluster_id: r for r in events.itertuples()}
+    titles = items["title"].astype(str).to_numpy()
+    sources = items["source"].astype(str).to_numpy() if "source" in items else np.full(len(items), "")
+    times = pd.to_datetime(items["published_at"], utc=True)
+    groups: dict[str, list[int]] = {}
+    for r in rows_idx:
+        groups.setdefault(cid[r], []).append(int(r))
+    out = []
+    for c, members in groups.items():
+        if representative == "central" and len(members) > 1:
+            rep = max(members, key=lambda r: (strength.get(ids[r], 0.0), -rank[r]))
+        else:
+            rep = members[0]
+        e = ev.get(c)
+        s = stats.get(c, [])
+        t = times.iloc[members]
+        out.append(
+            {
+                "cluster_id": c,
+                "status": e.status if e is not None else default_status,
+                "size": len(members),
+                "representative": ids[rep],
+                "representative_title": titles[rep],
+                "member_ids": [ids[r] for r in members],
+                "added_ids": list(e.added) if e is not None else [],
+                "absorbed": list(e.absorbed) if e is not None else [],
+                "sources": sorted({sources[r] for r in members if sources[r]}),
+                "first_published": t.min(),
+                "last_published": t.max(),
+                "max_similarity": max(s) if s else np.nan,
+                "mean_similarity": float(np.mean(s)) if s else np.nan,
+            }
+        )
+    table = pd.DataFrame(out, columns=list(COLUMNS))
+    for c in ("first_published", "last_published"):
+        table[c] = pd.to_datetime(table[c], utc=True)
+    table = table.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
+    return table.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(
+        drop=True
+    )
+
+
+def batch_clusters(
+    frame: pd.DataFrame, pairs: pd.DataFrame, *, representative: str = "earliest"
+) -> tuple[pd.Series, pd.DataFrame]:
+    """Cluster the rows of ``frame`` linked by ``pairs`` (row positions ``a``, ``b``, ``similarity``), with
+    nothing before: the cluster id of every row (``None`` when unclustered) and the clusters table."""
+    ids = frame["id"].astype(str).tolist()
+    keys = order_keys(ids, frame["published_at"])
+    a = pairs["a"].to_numpy(dtype=np.int64)
+    b = pairs["b"].to_numpy(dtype=np.int64)
+    id_pairs = pd.DataFrame(
+        {
+            "id_a": np.asarray(ids, dtype=object)[a],
+            "id_b": np.asarray(ids, dtype=object)[b],
+            "similarity": pairs["similarity"].to_numpy(),
+        }
+    )
+    upd = update_clusters(
+        {}, {}, keys, new_ids=ids, pairs=zip(id_pairs["id_a"], id_pairs["id_b"], strict=True)
+    )
+    labels = pd.Series([upd.assignment.get(i) for i in ids], dtype=object)
+    return labels, cluster_table(
+        frame, upd.assignment, id_pairs, events=upd.events, representative=representative
+    )

@@ -1,0 +1,35 @@
+"""``nlsim judge``: score a written report against scored pairs (same-story precision, recall, F1)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from nlsim.commands.options import Formatter
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "judge",
+        help="judge a report against the editors' scored pairs",
+        description="Precision of the report's grouped pairs that were judged, pooled recall of the judged "
+        "same-story pairs (score >= 0.875), F1, and how many reported pairs were not judged.",
+        formatter_class=Formatter,
+    )
+    p.add_argument("--report", required=True, help="report folder (written by nlsim dedup or nlsim pipeline)")
+    p.add_argument("--pairs", required=True, help="scored pair file with id_a, id_b, score (and split)")
+    p.add_argument("--split", default="validation", help="split to judge on, or 'all' (default validation)")
+    p.add_argument("--corpus", default=None, help="the report's corpus (default: the one its run.json names)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nlsim.evaluation.judge import describe, judge_report  # deferred: `nlsim --help` stays fast
+
+    result = judge_report(
+        args.report, args.pairs, split=None if args.split == "all" else args.split, corpus=args.corpus
+    )
+    print(json.dumps(result) if args.json else describe(result))
+    return 0

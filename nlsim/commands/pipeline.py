@@ -1,0 +1,55 @@
+"""``nlsim pipeline``: the whole chain, from the annotated pairs to the judged report (see
+:mod:`nlsim.chain.run`).
+
+Every option is a field of :class:`nlsim.chain.config.PipelineConfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from nlsim.chain.config import PipelineConfig
+from nlsim.commands.options import Formatter, add_config_options, config_from_args
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "pipeline",
+        help="the whole chain: baseline, fine-tune (cached), evaluate, promote, report, judge",
+        description="Convert, score the zero-shot baseline, fine-tune the bi-encoder and its reranker "
+        "(reused when the annotations, base model and settings are unchanged), evaluate on validation, "
+        "promote the new model only when it beats the current one, write the report with the current model "
+        "and judge it against the validation pairs.",
+        formatter_class=Formatter,
+    )
+    add_config_options(p, PipelineConfig)
+    p.add_argument("--json", action="store_true", help="print the chain's record as one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nlsim.chain.run import run_pipeline  # deferred: loads torch, `nlsim --help` stays fast
+
+    result = run_pipeline(config_from_args(PipelineConfig, args))
+    if args.json:
+        print(json.dumps(result.record, default=str, ensure_ascii=False))
+        return 0
+    rec = result.record
+    print(result.table)
+    print(("promoted: " if rec["decision"]["promoted"] else "not promoted: ") + rec["decision"]["reason"])
+    if result.report is not None:
+        s = result.report.summary
+        print(f"report: {result.report.report_dir.resolve()}")
+        print(
+            f"  {s['items']} items, {s['pairs']} pairs, {s['clusters']} clusters; model {s['model']}, "
+            f"threshold {s['threshold']}"
+        )
+        j = rec["judge"]
+        print(
+            f"  same story on the {j['split']} pairs: precision {j['precision']:.3f}, recall "
+            f"{j['recall']:.3f}, "
+            f"F1 {j['f1']:.3f}"
+        )
+    return 0

@@ -1,0 +1,166 @@
+"""Content-addressed cache of embedding matrices (``.npy``) under ``$NLSIM_HOME/embeddings``.
+
+The key is the SHA-256 of the texts as embedded (after script conversion), the model fingerprint, the
+conversion mode and ``max_length``: change any of them and the cache misses. Each entry is a ``.npy``
+file and a ``.json`` sidecar (shape, dtype, SHA-256 of the ``.npy`` bytes), both written atomically, the
+sidecar last. An entry whose file is missing, truncated or altered fails verification and is recomputed.
+
+Example:
+    >>> import tempfile
+    >>> import numpy as np
+    >>> cache = EmbeddingCache(tempfile.mkdtemp())
+    >>> calls = []
+    >>> def compute():
+    ...     calls.append(1)
+    ...     return np.ones((2, 3), dtype=np.float32)
+    >>> parts = {"texts": ["a", "b"], "fingerprint": "f", "conversion": "none", "max_length": 256}
+    >>> _, hit = cache.get_or_compute_parts(parts, compute)
+    >>> _, hit2 = cache.get_or_compute_parts(parts, compute)
+    >>> hit, hit2, len(calls)
+    (False, True, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlsim.errors import StateError
+from nlsim.io.atomic import atomic_save_npy, atomic_write_text, file_sha256
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+
+
+def default_cache_dir() -> Path:
+    """``$NLSIM_HOME/embeddings``."""
+    from nlsim.encoders.model_cache import nlsim_home
+
+    return nlsim_home() / "embeddings"
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """SHA-256 over the texts in order (length-prefixed, so ``["ab", "c"]`` differs from ``["a", "bc"]``)."""
+    h = hashlib.sha256()
+    for t in texts:
+        b = t.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def cache_key(parts: Mapping[str, Any]) -> str:
+    """SHA-256 of the key parts; a ``texts`` entry (list of strings) is hashed with :func:`texts_digest`.
+
+    Example:
+        >>> k1 = cache_key({"texts": ["a"], "fingerprint": "x", "conversion": "none", "max_length": 256})
+        >>> k2 = cache_key({"texts": ["a"], "fingerprint": "x", "conversion": "tw2sp", "max_length": 256})
+        >>> k1 != k2, len(k1)
+        (True, 64)
+    """
+    norm: dict[str, Any] = {}
+    for k, v in parts.items():
+        if k == "texts":
+            v = {"sha256": texts_digest(list(v)), "n": len(v)}
+        norm[k] = v
+    blob = json.dumps({"format": FORMAT, **norm}, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """A folder of cached embedding matrices keyed by content; see the module docstring.
+
+    Args:
+        root: cache folder (default ``$NLSIM_HOME/embeddings``).
+    """
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_cache_dir()
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        """The ``.npy`` file and ``.json`` sidecar of ``key``."""
+        return self.root / f"{key}.npy", self.root / f"{key}.json"
+
+    def load(self, key: str, *, n: int | None = None) -> np.ndarray | None:
+        """The verified matrix for ``key``, or ``None`` if absent or corrupt (a corrupt entry is removed)."""
+        npy, meta_path = self.paths(key)
+        if not meta_path.is_file() or not npy.is_file():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("format") != FORMAT or meta.get("key") != key:
+                raise StateError("sidecar does not describe this entry")
+            if npy.stat().st_size != meta["size"] or file_sha256(npy) != meta["sha256"]:
+                raise StateError("file size or SHA-256 differs from the sidecar")
+            arr = np.load(npy, allow_pickle=False)
+            if list(arr.shape) != meta["shape"] or str(arr.dtype) != meta["dtype"]:
+                raise StateError(f"shape {arr.shape} / dtype {arr.dtype} differ from the sidecar")
+            if n is not None and arr.shape[0] != n:
+                raise StateError(f"{arr.shape[0]} rows, expected {n}")
+            if not np.isfinite(arr).all():
+                raise StateError("non-finite values")
+        except (OSError, ValueError, KeyError, StateError) as exc:
+            log.warning("embedding cache entry %s is corrupt (%s); recomputing", npy, exc)
+            npy.unlink(missing_ok=True)
+            meta_path.unlink(missing_ok=True)
+            return None
+        return arr
+
+    def store(self, key: str, arr: np.ndarray, *, info: Mapping[str, Any] | None = None) -> Path:
+        """Write ``arr`` under ``key`` atomically (matrix first, sidecar last)."""
+        npy, meta_path = self.paths(key)
+        arr = np.ascontiguousarray(arr)
+        meta_path.unlink(missing_ok=True)  # an entry without its sidecar is never read
+        atomic_save_npy(npy, arr)
+        meta = {
+            "format": FORMAT,
+            "key": key,
+            "shape": list(arr.shape),
+            "dtype": str(arr.dtype),
+            "size": npy.stat().st_size,
+            "sha256": file_sha256(npy),
+            **({"info": dict(info)} if info else {}),
+        }
+        atomic_write_text(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        return npy
+
+    def get_or_compute_parts(
+        self, key_parts: Mapping[str, Any], compute_fn: Callable[[], np.ndarray]
+    ) -> tuple[np.ndarray, bool]:
+        """``(matrix, hit)``: the cached matrix for ``key_parts``, or ``compute_fn()`` stored and returned."""
+        key = cache_key(key_parts)
+        n = len(key_parts["texts"]) if "texts" in key_parts else None
+        cached = self.load(key, n=n)
+        if cached is not None:
+            return cached, True
+        arr = np.asarray(compute_fn())
+        if n is not None and arr.shape[0] != n:
+            raise StateError(f"compute_fn returned {arr.shape[0]} rows for {n} texts")
+        info = {k: v for k, v in key_parts.items() if k != "texts"}
+        self.store(key, arr, info=info)
+        return arr, False
+
+    def get_or_compute(
+        self,
+        texts: Sequence[str],
+        encoder: Any,
+        conversion: str,
+        compute_fn: Callable[[], np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, bool]:
+        """``(embeddings, hit)`` for ``texts`` (already converted with ``conversion``) and ``encoder``.
+
+        ``compute_fn`` defaults to ``encoder.encode(texts)``.
+        """
+        parts = {
+            "texts": list(texts),
+            "fingerprint": encoder.fingerprint,
+            "conversion": conversion,
+            "max_length": int(getattr(encoder, "max_length", 0)),
+        }
+        return self.get_or_compute_parts(parts, compute_fn or (lambda: encoder.encode(list(texts))))

@@ -1,0 +1,121 @@
+"""Evaluate an encoder (or any pair scorer) on graded pairs: Spearman x100 (headline), Pearson x100, MSE, MAE.
+
+MSE and MAE compare the cosine itself with the gold score in [0, 1] (meaningful after fine-tuning with
+the cosine-MSE loss; zero-shot e5 cosines sit high, so its MSE is large while its Spearman is good).
+
+Example:
+    >>> import numpy as np
+    >>> m = metrics_from_scores(np.array([0.1, 0.5, 0.9]), np.array([0.0, 0.5, 1.0]))
+    >>> m.spearman, m.n
+    (100.0, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from nlsim.conversion import convert
+from nlsim.encoders.scoring import as_pair_scorer
+from nlsim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Agreement between predicted similarities and gold scores on ``n`` pairs."""
+
+    spearman: float
+    pearson: float
+    mse: float
+    mae: float
+    n: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def metrics_from_scores(pred: np.ndarray, gold: np.ndarray) -> Metrics:
+    """Spearman and Pearson (x100), MSE and MAE of ``pred`` against ``gold``."""
+    pred = np.asarray(pred, dtype=np.float64)
+    gold = np.asarray(gold, dtype=np.float64)
+    if pred.shape != gold.shape or pred.ndim != 1:
+        raise ValueError(f"pred and gold must be 1-d and equal in length, got {pred.shape} and {gold.shape}")
+    n = int(len(gold))
+    if n < 2 or np.ptp(pred) == 0 or np.ptp(gold) == 0:
+        sp = pe = float("nan")
+    else:
+        sp = float(stats.spearmanr(pred, gold).statistic) * 100
+        pe = float(stats.pearsonr(pred, gold).statistic) * 100
+    err = pred - gold
+    return Metrics(
+        spearman=round(sp, 2),
+        pearson=round(pe, 2),
+        mse=round(float(np.mean(err**2)), 4),
+        mae=round(float(np.mean(np.abs(err))), 4),
+        n=n,
+    )
+
+
+def convert_texts(texts: Sequence[str], conversion: str | None) -> list[str]:
+    """Apply script conversion (``None``/``"none"`` leaves the text as it is)."""
+    return convert(list(texts), conversion or "none")
+
+
+def pair_similarities(scorer: Any, pairs: pd.DataFrame, conversion: str | None = None) -> np.ndarray:
+    """Similarities for each row of ``pairs`` (``text_a``/``text_b``) after conversion.
+
+    ``scorer`` is an encoder (has ``encode``) or a callable ``(texts_a, texts_b) -> array``.
+    """
+    a = convert_texts(pairs["text_a"].tolist(), conversion)
+    b = convert_texts(pairs["text_b"].tolist(), conversion)
+    return np.asarray(as_pair_scorer(scorer)(a, b), dtype=np.float64)
+
+
+def check_scorable(pairs: pd.DataFrame, source: str = "<pairs>") -> None:
+    """Refuse pairs that no correlation can be computed on: fewer than 3, or all with one score.
+
+    Example:
+        >>> check_scorable(pd.DataFrame({"score": [0.5]}), "p.tsv")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: p.tsv: 1 pair(s); Spearman needs at least 3 pairs with different scores
+    """
+    if len(pairs) < 3:
+        raise ConfigError(
+            f"{source}: {len(pairs)} pair(s); Spearman needs at least 3 pairs with different scores"
+        )
+    if pairs["score"].nunique() < 2:
+        raise ConfigError(
+            f"{source}: every pair has the score {pairs['score'].iloc[0]:g}; Spearman is undefined"
+        )
+
+
+def evaluate(encoder: Any, pairs: pd.DataFrame, conversion: str | None = None) -> Metrics:
+    """Metrics of ``encoder`` (or a pair scorer) on ``pairs`` with the texts converted by ``conversion``."""
+    pred = pair_similarities(encoder, pairs, conversion)
+    return metrics_from_scores(pred, pairs["score"].to_numpy(dtype=np.float64))
+
+
+def metrics_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A Markdown table of metric rows (each a dict with a ``model`` key and the metric fields)."""
+    head = ["model", "conversion", "split", "spearman", "pearson", "mse", "mae", "n"]
+    cols = [h for h in head if any(h in r for r in rows)]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c, "")
+            cells.append(
+                f"{v:.2f}"
+                if isinstance(v, float) and c in ("spearman", "pearson")
+                else f"{v:.4f}"
+                if isinstance(v, float)
+                else str(v)
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

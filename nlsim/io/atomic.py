@@ -1,0 +1,210 @@
+"""Atomic writes: a file or a whole folder is built beside its target, then renamed into place.
+
+A reader never sees a half-written file or folder, and a failed or killed writer leaves the previous one
+intact. Files and folders get the permissions the process's umask gives (``0o666``/``0o777`` minus the
+umask), not the private ``0o600`` of a bare temporary file, so a worker or web server running as another
+user can read what nlsim wrote.
+
+Three primitives, used by every writer in nlsim:
+
+* :func:`atomic_path` for one file (and the helpers built on it: text, bytes, ``.npy``, Parquet);
+* :func:`atomic_dir` for one folder written whole (a model folder, a state generation, a report run);
+* :func:`publish_files` for a set of files moved from a staging folder into a folder that also holds
+  other things (the batch report: ``run.json`` goes last and holds the others' SHA-256).
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> atomic_write_text(d / "a.txt", "hello")
+    >>> (d / "a.txt").read_text()
+    'hello'
+    >>> with atomic_dir(d / "folder") as tmp:
+    ...     _ = (tmp / "b.txt").write_text("world")
+    >>> sorted(p.name for p in (d / "folder").iterdir())
+    ['b.txt']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pandas is not needed to write files; `nlsim --help` stays fast without it
+    import pandas as pd
+
+
+@cache
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """Permissions of a new file under the current umask (``0o644`` with the usual ``022``)."""
+    return 0o666 & ~_umask()
+
+
+def dir_mode() -> int:
+    """Permissions of a new folder under the current umask (``0o755`` with the usual ``022``)."""
+    return 0o777 & ~_umask()
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """Flush a folder's entries to disk (a rename is durable once its folder is synced)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: str | Path) -> None:
+    """Flush every file and folder below ``root``."""
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            with open(Path(dirpath) / name, "rb") as fh:
+                os.fsync(fh.fileno())
+        fsync_dir(dirpath)
+
+
+def make_temp_dir(parent: str | Path, prefix: str) -> Path:
+    """A new, empty folder in ``parent`` named ``prefix`` + a random part, with umask permissions."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(path, dir_mode())
+    return path
+
+
+def remove_tree(path: str | Path) -> None:
+    """Delete a folder nlsim made (a temporary or superseded one); a missing one is fine."""
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success move it over ``path`` atomically.
+
+    The temporary name ends with ``suffix`` (writers such as pyarrow pick the format from it). On any
+    exception the temporary file is removed and ``path`` is untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        if tmp.is_file():
+            os.chmod(tmp, file_mode())
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+    except BaseException:
+        if tmp.is_dir():
+            remove_tree(tmp)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; on success it replaces ``path`` as a whole.
+
+    An existing ``path`` is first renamed aside, then the new folder is renamed into place and the old one
+    deleted: a reader sees the old folder or the new one, never a mix. The caller decides beforehand
+    whether ``path`` may be replaced (see :mod:`nlsim.io.ownership`); on any exception the temporary
+    folder is removed and ``path`` is untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = make_temp_dir(target.parent, f".{target.name}.tmp-")
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        old = None
+        if target.exists() or target.is_symlink():
+            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+        if old is not None:
+            remove_tree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
+    except BaseException:
+        remove_tree(tmp)
+        raise
+
+
+def publish_files(
+    staging: str | Path, out: str | Path, names: Sequence[str], last: str | None = None
+) -> None:
+    """Move ``names`` (files or folders) from ``staging`` into ``out``, each by one rename, ``last`` last.
+
+    A folder is swapped whole (the old one renamed aside, then deleted). A reader that checks ``last``
+    (``run.json``, holding the others' hashes) therefore never takes a torn set for a complete one.
+    """
+    staging, out = Path(staging), Path(out)
+    for name in [n for n in names if n != last] + ([last] if last else []):
+        src, dst = staging / name, out / name
+        if src.is_dir():
+            fsync_tree(src)
+            old = None
+            if dst.exists():
+                old = out / f".{name}.old-{uuid.uuid4().hex[:8]}"
+                os.replace(dst, old)
+            os.replace(src, dst)
+            if old is not None:
+                remove_tree(old)
+        else:
+            with open(src, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(src, dst)
+    fsync_dir(out)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_save_npy(path: str | Path, array: np.ndarray) -> None:
+    """Save a NumPy array as ``.npy`` atomically."""
+    with atomic_path(path, suffix=".npy") as tmp:
+        np.save(tmp, array)
+
+
+def atomic_write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write a DataFrame as Parquet atomically (pyarrow, no index)."""
+    with atomic_path(path, suffix=".parquet") as tmp:
+        frame.to_parquet(tmp, index=False, engine="pyarrow")
+
+
+def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,235 @@
+"""Load a news corpus (Parquet, CSV/TSV or JSONL) into one validated schema.
+
+Schema: ``id`` and ``title`` are required; ``description``, ``body``, ``source``, ``published_at``,
+``lang`` and ``url`` are optional (filled with empty text / ``NaT`` when absent); other columns are kept as
+they are. The file is read by :func:`nlsim.io.tables.read_table` (explicit quoting rules, every row's
+field count checked).
+Which text fields are embedded is a parameter (``text_fields``); every one of them must be text.
+
+Every problem is reported with the file, the row (1-based data row: the first item is row 1, whatever
+the format) and the field. By default the first bad row raises :class:`~nlsim.errors.InputError`; with
+``quarantine=PATH`` bad rows are written to that CSV file with the reason, and loading goes on. Nothing is
+dropped silently: the :class:`Corpus` says how many rows were quarantined.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "news.csv"
+    >>> _ = p.write_text("id,title,source\\n1,Floods in the north,AP\\n2,Storm warning,Reuters\\n")
+    >>> corpus = load_corpus(p, text_fields=("title",))
+    >>> corpus.frame["id"].tolist(), corpus.texts()
+    (['1', '2'], ['Floods in the north', 'Storm warning'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.errors import InputError
+from nlsim.io.atomic import atomic_path
+from nlsim.io.tables import read_table
+
+REQUIRED = ("id", "title")
+OPTIONAL_TEXT = ("description", "body", "source", "lang", "url")
+TEXT_FIELDS = ("title", "description", "body")
+DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
+
+
+@dataclass
+class Corpus:
+    """A validated corpus: ``frame`` holds one row per item in file order."""
+
+    frame: pd.DataFrame
+    path: Path
+    text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS
+    quarantined: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["row", "field", "reason"])
+    )
+    quarantine_path: Path | None = None
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def ids(self) -> list[str]:
+        return self.frame["id"].tolist()
+
+    def texts(self, fields: Sequence[str] | None = None) -> list[str]:
+        """The text to embed for each item: the chosen fields, non-empty ones joined by a space."""
+        cols = [self.frame[f].tolist() for f in (fields or self.text_fields)]
+        return [" ".join(part for part in parts if part) for parts in zip(*cols, strict=True)]
+
+    def content_hashes(self, fields: Sequence[str] | None = None) -> list[str]:
+        """SHA-256 (first 16 hex digits) of each item's embedded text: changes when the text changes."""
+        return [hashlib.sha256(t.encode("utf-8")).hexdigest()[:16] for t in self.texts(fields)]
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return value is pd.NaT or (not isinstance(value, (str, bytes, list, dict)) and pd.isna(value) is True)
+
+
+def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
+    """Return (text, error reason)."""
+    if _is_missing(value):
+        return ("", None) if not required else (None, "missing value")
+    if not isinstance(value, str):
+        return None, f"not text (got {type(value).__name__} {value!r:.40})"
+    text = value.strip()
+    if required and not text:
+        return None, "empty text"
+    return text, None
+
+
+def _check_id(value: Any) -> tuple[str | None, str | None]:
+    if _is_missing(value):
+        return None, "missing id"
+    if isinstance(value, bool) or not isinstance(value, (str, int, np.integer)):
+        return None, f"id must be text or an integer (got {type(value).__name__})"
+    text = str(value).strip()
+    return (text, None) if text else (None, "empty id")
+
+
+def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return pd.NaT, None
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError) as exc:
+        return None, f"cannot parse time {value!r:.40}: {exc}"
+    if ts is pd.NaT:
+        return pd.NaT, None
+    return (ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")), None
+
+
+def load_corpus(
+    path: str | Path,
+    *,
+    text_fields: Sequence[str] = DEFAULT_TEXT_FIELDS,
+    quarantine: str | Path | None = None,
+) -> Corpus:
+    """Load and validate a corpus; see the module docstring for the schema and error handling.
+
+    Args:
+        path: a ``.parquet``, ``.csv``, ``.tsv`` or ``.jsonl`` file.
+        text_fields: the fields whose text is embedded (``title`` plus ``description`` by default; a field
+            other than ``title`` may be absent from the file, then it is empty for every item).
+        quarantine: if given, bad rows go to this CSV file (row, field, reason, raw values) instead of
+            stopping the load. File-level problems (unreadable file, missing ``id``/``title`` column) still
+            raise.
+    """
+    path = Path(path)
+    text_fields = tuple(text_fields)
+    for f in text_fields:
+        if f not in TEXT_FIELDS:
+            raise InputError(path, None, f, f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}")
+    raw = read_table(path)
+    for col in REQUIRED:
+        if col not in raw.columns:
+            raise InputError(
+                path, None, col, f"required column missing (columns: {', '.join(map(str, raw.columns))})"
+            )
+    if len(raw) == 0:
+        raise InputError(path, None, None, "the corpus has no rows")
+
+    extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
+    columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
+    bad: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    raw_records = raw.to_dict("records")
+    for rownum, rec in enumerate(raw_records, start=1):
+        values: dict[str, Any] = {}
+        problem: tuple[str, str] | None = None
+        ident, reason = _check_id(rec.get("id"))
+        if reason:
+            problem = ("id", reason)
+        elif ident in seen:
+            problem = ("id", f"duplicate id {ident!r} (first seen at row {seen[ident]})")
+        values["id"] = ident
+        for col in ("title", *OPTIONAL_TEXT):
+            if problem:
+                break
+            text, reason = _check_text(rec.get(col), required=(col == "title"))
+            if reason:
+                problem = (col, reason)
+            values[col] = text
+        if not problem:
+            ts, reason = _check_time(rec.get("published_at"))
+            if reason:
+                problem = ("published_at", reason)
+            values["published_at"] = ts
+        if problem:
+            if quarantine is None:
+                raise InputError(path, rownum, problem[0], problem[1])
+            bad.append(
+                {
+                    "row": rownum,
+                    "field": problem[0],
+                    "reason": problem[1],
+                    **{f"raw_{k}": ("" if _is_missing(v) else str(v)) for k, v in rec.items()},
+                }
+            )
+            continue
+        seen[values["id"]] = rownum
+        for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
+            columns[col].append(values[col])
+        for col in extra:
+            columns[col].append(rec.get(col))
+
+    frame = pd.DataFrame({k: v for k, v in columns.items() if k != "published_at"})
+    frame["published_at"] = pd.to_datetime(pd.Series(columns["published_at"], dtype=object), utc=True).astype(
+        "datetime64[ns, UTC]"
+    )
+    frame = frame[[*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra]]
+    if len(frame) == 0:
+        raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined)")
+    quarantined = pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"])
+    qpath: Path | None = None
+    if quarantine is not None:
+        qpath = Path(quarantine)
+        with atomic_path(qpath, suffix=".csv") as tmp:
+            quarantined.to_csv(tmp, index=False)
+    return Corpus(
+        frame=frame.reset_index(drop=True),
+        path=path,
+        text_fields=text_fields,
+        quarantined=quarantined,
+        quarantine_path=qpath,
+    )
+
+
+ITEM_TEXT_FIELDS = ("title_zh_tw", "title", "text", "title_zh_cn")
+"""Text columns :func:`load_items` looks for, in this order."""
+
+
+def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
+    """Corpus items as ``id``/``text`` (and ``category`` when present).
+
+    From a TSV/CSV/Parquet with an ``id`` column and a text column.
+    """
+    frame = read_table(path, allowed=("parquet", "csv", "tsv"))
+    if "id" not in frame.columns:
+        raise InputError(path, None, "id", "missing column")
+    field = text_field or next((f for f in ITEM_TEXT_FIELDS if f in frame.columns), None)
+    if field is None or field not in frame.columns:
+        raise InputError(path, None, text_field or "title", "missing text column")
+    out = pd.DataFrame({"id": frame["id"].astype(str), "text": frame[field].astype(str)})
+    if "category" in frame.columns:  # kept for drawing pairs within a category (nlsim.training.silver)
+        out["category"] = frame["category"].astype(str)
+    bad = out["text"].str.strip() == ""
+    if bad.any():
+        raise InputError(path, int(np.flatnonzero(bad.to_numpy())[0]) + 1, field, "empty text")
+    dup = out["id"].duplicated()
+    if dup.any():
+        raise InputError(path, int(np.flatnonzero(dup.to_numpy())[0]) + 1, "id", "duplicate id")
+    return out

@@ -1,0 +1,142 @@
+"""The model store: versioned model folders and a pointer to the current (promoted) one.
+
+Layout::
+
+    models/
+      .nlsim.json                  marker: an nlsim model store
+      CURRENT.json                 {"version": "v0002-1a2b3c4d", ...}: the promoted model (written atomically)
+      versions/v0001-9f8e7d6c/     a fine-tuned model folder (encoder, calibration.json, reranker/, card)
+        store.json                 the version's training fingerprint and its validation metrics
+      versions/v0002-1a2b3c4d/
+      zero-shot/calibration.json   the zero-shot model's calibration, used until a model is promoted
+      history.jsonl                every promotion decision, one JSON object a line
+
+A version's name carries the start of its *training fingerprint* (annotations content, base model, training
+settings): a run whose fingerprint is already in the store reuses that version instead of training again.
+The store only ever adds versions and moves the pointer; it deletes nothing.
+
+Example:
+    >>> import tempfile
+    >>> store = ModelStore(tempfile.mkdtemp() + "/models")
+    >>> store.current() is None
+    True
+    >>> v = store.new_version_dir("1a2b3c4d5e6f")
+    >>> v.name
+    'v0001-1a2b3c4d'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import atomic_write_text
+from nlsim.io.ownership import claim_folder
+
+CURRENT = "CURRENT.json"
+VERSIONS = "versions"
+ZERO_SHOT = "zero-shot"
+STORE_JSON = "store.json"
+HISTORY = "history.jsonl"
+VERSION_NAME = re.compile(r"^v(\d{4,})-([0-9a-f]{8})$")
+
+
+class ModelStore:
+    """A folder of model versions (see the module docstring)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def claim(self) -> None:
+        """Create the store (or check that ``root`` is one) before writing into it."""
+        claim_folder(self.root, "model-store", what="model store")
+
+    def versions(self) -> list[Path]:
+        """Version folders, oldest first."""
+        folder = self.root / VERSIONS
+        if not folder.is_dir():
+            return []
+        found = [p for p in folder.iterdir() if p.is_dir() and VERSION_NAME.match(p.name)]
+        return sorted(found, key=lambda p: int(VERSION_NAME.match(p.name).group(1)))  # type: ignore[union-attr]
+
+    def find(self, fingerprint: str) -> Path | None:
+        """The version trained with this fingerprint (complete, with its ``store.json``), or ``None``."""
+        for v in reversed(self.versions()):
+            info = self.info(v)
+            if info is not None and info.get("fingerprint") == fingerprint:
+                return v
+        return None
+
+    def info(self, version: str | Path) -> dict[str, Any] | None:
+        """A version's ``store.json`` (fingerprint, its parts, metrics), or ``None`` when it has none."""
+        path = self._dir(version) / STORE_JSON
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StateError(f"{path}: unreadable ({exc})") from exc
+
+    def write_info(self, version: str | Path, info: dict[str, Any]) -> None:
+        atomic_write_text(
+            self._dir(version) / STORE_JSON, json.dumps(info, indent=2, ensure_ascii=False) + "\n"
+        )
+
+    def new_version_dir(self, fingerprint: str) -> Path:
+        """The folder for a new version (not created): the next number, then the fingerprint's start."""
+        last = max((int(VERSION_NAME.match(p.name).group(1)) for p in self.versions()), default=0)  # type: ignore[union-attr]
+        return self.root / VERSIONS / f"v{last + 1:04d}-{fingerprint[:8]}"
+
+    def _dir(self, version: str | Path) -> Path:
+        v = Path(version)
+        return v if v.is_absolute() or v.parent != Path(".") else self.root / VERSIONS / v
+
+    def current(self) -> Path | None:
+        """The promoted version's folder, ``None`` when no model was ever promoted.
+
+        A pointer that names a missing or unknown version is an error, not a silent fallback.
+        """
+        path = self.root / CURRENT
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            name = str(data["version"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StateError(
+                f"{path}: unreadable ({exc}); fix or delete it, then promote a model again"
+            ) from exc
+        if not VERSION_NAME.match(name) or not (self.root / VERSIONS / name).is_dir():
+            raise StateError(f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}")
+        return self.root / VERSIONS / name
+
+    def current_record(self) -> dict[str, Any] | None:
+        path = self.root / CURRENT
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def promote(self, version: str | Path, reason: str) -> None:
+        """Make ``version`` the current model (one atomic write of the pointer) and log the decision."""
+        v = self._dir(version)
+        if not v.is_dir():
+            raise ConfigError(f"cannot promote {v}: no such version")
+        record = {"version": v.name, "promoted_at": _now(), "reason": reason}
+        atomic_write_text(self.root / CURRENT, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        self.log({"decision": "promoted", **record})
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Append a decision to ``history.jsonl``."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / HISTORY, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"at": _now(), **record}, ensure_ascii=False, default=str) + "\n")
+
+    def zero_shot_dir(self) -> Path:
+        """Where the zero-shot model's calibration is kept."""
+        return self.root / ZERO_SHOT
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -1,0 +1,158 @@
+"""What nlsim may overwrite or delete: only what it wrote itself, and never one of the run's inputs.
+
+Every folder nlsim writes as a whole (a report folder, a model folder, a state folder, a model store)
+carries a marker file, ``.nlsim.json``, naming its kind. Before a run replaces files in a folder or
+sweeps it, it checks the marker (or, for folders written before markers existed, a record only nlsim
+writes: a report's ``run.json`` whose file hashes match, a model's ``nlsim.json``) and refuses anything
+else *before* the expensive work starts. Output paths are also checked against input paths: an output
+that is, or contains, an input is refused.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> claim_folder(d / "report", "report")  # new: nlsim takes it
+    >>> is_owned(d / "report", "report")
+    True
+    >>> _ = (d / "mine").mkdir(); _ = (d / "mine" / "notes.txt").write_text("user file")
+    >>> claim_folder(d / "mine", "report")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.ConfigError: ...mine is not empty and was not written by nlsim...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nlsim import __version__
+from nlsim.errors import ConfigError
+from nlsim.io.atomic import atomic_write_text, file_sha256
+
+MARKER = ".nlsim.json"
+KINDS = ("report", "daily-report", "model", "model-store", "state")
+
+
+def marker_record(kind: str) -> dict[str, Any]:
+    """The content of a marker of ``kind``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown folder kind {kind!r}")
+    return {"written_by": "nlsim", "kind": kind, "nlsim_version": __version__}
+
+
+def write_marker(folder: str | Path, kind: str) -> None:
+    """Mark ``folder`` (which must exist) as an nlsim folder of ``kind``."""
+    atomic_write_text(Path(folder) / MARKER, json.dumps(marker_record(kind), indent=1) + "\n")
+
+
+def read_marker(folder: str | Path) -> dict[str, Any] | None:
+    """The folder's marker, or ``None`` when it has none or it is not nlsim's."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("written_by") != "nlsim" or data.get("kind") not in KINDS:
+        return None
+    return data
+
+
+def _legacy_owned(folder: Path, kind: str) -> bool:
+    """Folders written by nlsim before markers existed, recognised by a record only nlsim writes."""
+    if kind == "report":
+        run = folder / "run.json"
+        try:
+            files = json.loads(run.read_text(encoding="utf-8"))["files"]
+            return bool(files) and all(file_sha256(folder / n) == h for n, h in files.items())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return False
+    if kind == "model":
+        try:
+            meta = json.loads((folder / "nlsim.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(meta, dict) and meta.get("format") == 1 and "model_id" in meta
+    return False
+
+
+def is_owned(folder: str | Path, kind: str) -> bool:
+    """True when ``folder`` is an nlsim folder of ``kind`` (marker, or the legacy record)."""
+    folder = Path(folder)
+    marker = read_marker(folder)
+    if marker is not None:
+        return marker["kind"] == kind
+    return folder.is_dir() and _legacy_owned(folder, kind)
+
+
+def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") -> None:
+    """Make sure nlsim may write ``folder`` as a ``kind`` folder, and mark it.
+
+    Allowed: a folder that does not exist yet (created), an empty folder, or one nlsim wrote as ``kind``.
+    Refused with :class:`ConfigError`: a file, a folder of another kind, or a non-empty folder nlsim did
+    not write (its files are the user's).
+    """
+    folder = Path(folder)
+    if folder.is_symlink() and not folder.exists():
+        raise ConfigError(f"{what} {folder} is a broken symbolic link")
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{what} {folder} is a file, not a folder")
+    if folder.is_dir() and any(folder.iterdir()):
+        marker = read_marker(folder)
+        if marker is not None and marker["kind"] != kind:
+            raise ConfigError(f"{what} {folder} is an nlsim {marker['kind']} folder, not a {kind} folder")
+        if not is_owned(folder, kind):
+            raise ConfigError(
+                f"{what} {folder} is not empty and was not written by nlsim (no {MARKER}); refusing to "
+                "write into it. Give an empty or new folder."
+            )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_marker(folder, kind)
+    except OSError as exc:
+        raise ConfigError(f"{what} {folder} cannot be written: {exc.strerror or exc}") from exc
+
+
+def check_writable(path: str | Path, *, what: str = "output") -> None:
+    """Refuse an output whose nearest existing parent folder cannot be written (before any work)."""
+    p = Path(path).absolute()
+    probe = p if p.is_dir() else p.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path} cannot be written: {probe} is not a writable folder")
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
+    """Refuse an output path that equals or contains an input path, or another output path.
+
+    ``inputs``/``outputs`` map a name (an option, e.g. ``--corpus``) to a path or ``None`` (skipped).
+
+    Example:
+        >>> check_outputs_apart({"--corpus": "news.csv"}, {"--quarantine": "news.csv"})
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --quarantine news.csv is the same path as --corpus news.csv; refusing ...
+    """
+    ins = {k: _real(v) for k, v in inputs.items() if v is not None and str(v) != ""}
+    outs = {k: _real(v) for k, v in outputs.items() if v is not None and str(v) != ""}
+    for oname, opath in outs.items():
+        for iname, ipath in ins.items():
+            if opath == ipath:
+                raise ConfigError(
+                    f"{oname} {outputs[oname]} is the same path as {iname} {inputs[iname]}; "
+                    "refusing to overwrite an input"
+                )
+            if opath in ipath.parents:
+                raise ConfigError(
+                    f"{oname} {outputs[oname]} contains {iname} {inputs[iname]}; an output folder must not "
+                    "hold the run's inputs (they could be overwritten): choose another folder"
+                )
+        for other, opath2 in outs.items():
+            if other != oname and opath == opath2:
+                raise ConfigError(f"{oname} and {other} are the same path {outputs[oname]}")

@@ -1,0 +1,183 @@
+"""Annotated relatedness pairs: load and validate a pair file (TSV, CSV or Parquet).
+
+A pair file has the columns ``text_a``, ``text_b`` and ``score`` (a number in [0, 1]), and optionally
+``pair_id`` (unique; made up as ``row-N`` when absent) and ``split`` (``train``, ``validation`` or
+``test``). Other columns (``id_a``, ``id_b``, ``annotations``, ``stratum`` ...) are kept as they are.
+Every bad row raises :class:`nlsim.errors.InputError` naming the file, the 1-based data row and the field;
+nothing is dropped silently.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "pairs.tsv"
+    >>> _ = p.write_text("text_a\\ttext_b\\tscore\\tsplit\\nA\\tB\\t0.5\\ttrain\\n", encoding="utf-8")
+    >>> load_pairs(p)[["pair_id", "score", "split"]].to_dict("records")
+    [{'pair_id': 'row-1', 'score': 0.5, 'split': 'train'}]
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from pathlib import Path
+
+import pandas as pd
+
+from nlsim.errors import InputError
+from nlsim.io.tables import read_table
+
+REQUIRED = ("text_a", "text_b", "score")
+SPLITS = ("train", "validation", "test")
+COLUMNS = ("pair_id", "text_a", "text_b", "score", "split")
+
+
+def read_pair_table(path: str | Path) -> pd.DataFrame:
+    """Read a pair file (TSV, CSV or Parquet) with :func:`nlsim.io.tables.read_table`."""
+    return read_table(path, allowed=("parquet", "csv", "tsv"))
+
+
+def _is_missing(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip() == ""
+
+
+def validate_pairs(frame: pd.DataFrame, source: str | Path = "<pairs>") -> pd.DataFrame:
+    """Check a pair table and return it normalised (see the module docstring); raise ``InputError``.
+
+    Example:
+        >>> validate_pairs(pd.DataFrame({"text_a": ["x"], "text_b": ["y"], "score": [1.5]}), "t.csv")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: t.csv: row 1, field 'score': score 1.5 is outside [0, 1]
+    """
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(source, None, missing[0], f"missing column(s) {', '.join(missing)}")
+    frame = frame.reset_index(drop=True).copy()
+    if "pair_id" not in frame.columns:
+        frame.insert(0, "pair_id", [f"row-{i + 1}" for i in range(len(frame))])
+    if "split" not in frame.columns:
+        frame["split"] = ""
+    scores: list[float] = []
+    seen: dict[str, int] = {}
+    for i, row in enumerate(frame.itertuples(index=False)):
+        n = i + 1
+        rec = row._asdict()
+        pid = rec["pair_id"]
+        if _is_missing(pid):
+            raise InputError(source, n, "pair_id", "missing pair id")
+        pid = str(pid).strip()
+        if pid in seen:
+            raise InputError(source, n, "pair_id", f"duplicate pair id {pid!r} (first at row {seen[pid]})")
+        seen[pid] = n
+        for field in ("text_a", "text_b"):
+            if _is_missing(rec[field]):
+                raise InputError(source, n, field, "empty text")
+        raw = rec["score"]
+        if _is_missing(raw):
+            raise InputError(source, n, "score", "missing score")
+        try:
+            score = float(raw)
+        except (TypeError, ValueError):
+            raise InputError(source, n, "score", f"score {raw!r} is not a number") from None
+        if math.isnan(score) or not 0.0 <= score <= 1.0:
+            raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
+        scores.append(score)
+        split = rec["split"]
+        if not _is_missing(split) and str(split).strip() not in SPLITS:
+            raise InputError(source, n, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")
+    frame["pair_id"] = frame["pair_id"].astype(str).str.strip()
+    frame["text_a"] = frame["text_a"].astype(str)
+    frame["text_b"] = frame["text_b"].astype(str)
+    frame["score"] = pd.Series(scores, dtype="float64")
+    frame["split"] = frame["split"].fillna("").astype(str).str.strip()
+    check_split_leaks(frame, source)
+    other = [c for c in frame.columns if c not in COLUMNS]
+    return frame[list(COLUMNS) + other]
+
+
+def normalise_text(text: str) -> str:
+    """The form in which two texts count as the same pair member: NFKC, no whitespace, lower case."""
+    return "".join(unicodedata.normalize("NFKC", str(text)).split()).lower()
+
+
+def pair_keys(frame: pd.DataFrame) -> list[set[tuple[str, str]]]:
+    """Per row, the keys that identify its pair in either order: by ``id_a``/``id_b`` when present, and
+    by the normalised texts."""
+    keys: list[set[tuple[str, str]]] = [set() for _ in range(len(frame))]
+    cols = [("text_a", "text_b", normalise_text)]
+    if "id_a" in frame.columns and "id_b" in frame.columns:
+        cols.append(("id_a", "id_b", lambda v: str(v).strip()))
+    for col_a, col_b, norm in cols:
+        for i, (a, b) in enumerate(zip(frame[col_a], frame[col_b], strict=True)):
+            if _is_missing(a) or _is_missing(b):
+                continue
+            x, y = norm(a), norm(b)
+            keys[i].add((col_a, *sorted((x, y))))
+    return keys
+
+
+def drop_split_leaks(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``frame`` without the pairs that also appear in a later split (train < validation < test), and how
+    many were dropped. For benchmark sets that repeat a pair across their splits (STS-B); an annotated pair
+    file of ours is refused instead (:func:`check_split_leaks`).
+
+    Example:
+        >>> df = pd.DataFrame({"text_a": ["A", "b"], "text_b": ["B", "a"], "split": ["train", "test"]})
+        >>> kept, dropped = drop_split_leaks(df)
+        >>> kept["split"].tolist(), dropped
+        (['test'], 1)
+    """
+    order = {name: i for i, name in enumerate(SPLITS)}
+    keys = pair_keys(frame)
+    later: dict[tuple[str, ...], int] = {}
+    for k, split in zip(keys, frame["split"], strict=True):
+        for key in k:
+            later[key] = max(later.get(key, -1), order.get(split, -1))
+    keep = [
+        all(later[key] <= order.get(split, -1) for key in k)
+        for k, split in zip(keys, frame["split"], strict=True)
+    ]
+    kept = frame[keep].reset_index(drop=True)
+    return kept, len(frame) - len(kept)
+
+
+def check_split_leaks(frame: pd.DataFrame, source: str | Path = "<pairs>") -> None:
+    """Refuse a pair that appears in two splits (same ids or same normalised texts, in either order).
+
+    A test pair copied into train would inflate every test figure without a word.
+
+    Example:
+        >>> df = pd.DataFrame({"text_a": ["A", "b"], "text_b": ["B", "a "], "split": ["train", "test"]})
+        >>> check_split_leaks(df, "p.tsv")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: p.tsv: row 2, field 'text_a': the same pair as row 1 is in split ...
+    """
+    first: dict[tuple[str, ...], tuple[int, str]] = {}
+    for i, (keys, split) in enumerate(zip(pair_keys(frame), frame["split"], strict=True)):
+        for key in keys:
+            seen = first.setdefault(key, (i, split))
+            if seen[1] != split and split and seen[1]:
+                field = "id_a" if key[0] == "id_a" else "text_a"
+                raise InputError(
+                    source,
+                    i + 1,
+                    field,
+                    f"the same pair as row {seen[0] + 1} is in split {seen[1]!r} and in {split!r} (a test or "
+                    "validation pair must not be trained on)",
+                )
+
+
+def load_pairs(path: str | Path, split: str | None = None) -> pd.DataFrame:
+    """Load and validate a pair file; ``split`` keeps only that split (error if it has no rows)."""
+    frame = validate_pairs(read_pair_table(path), path)
+    if split is not None:
+        if split not in SPLITS:
+            raise InputError(path, None, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")
+        frame = frame[frame["split"] == split].reset_index(drop=True)
+        if frame.empty:
+            raise InputError(path, None, "split", f"no pairs in split {split!r}")
+    return frame

@@ -1,0 +1,205 @@
+"""The configuration of one near-duplicate run: :class:`DedupConfig`.
+
+Every option of ``nlsim dedup``, every parameter of the ``news-dedup`` flows and of the ``news-dedup/daily``
+deployment is a field here, with its help text (:func:`nlsim.options.option`). A run is a batch run, or
+an incremental (daily) one when ``state`` names a state folder.
+
+The corpus path may hold ``{date}`` (``incoming/{date}.parquet``): it is replaced by the run's date, given
+as ``date`` (YYYY-MM-DD), else the scheduled date of a Prefect run, else today (UTC).
+
+Example:
+    >>> cfg = DedupConfig(corpus="incoming/{date}.parquet", out="reports/daily", date="2026-11-22",
+    ...                   threshold=0.95)
+    >>> cfg.corpus_path(), cfg.text_fields
+    ('incoming/2026-11-22.parquet', ('title', 'description'))
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from nlsim.conversion import DEFAULT_MODE, Conversion, check_mode
+from nlsim.errors import ConfigError
+from nlsim.options import option
+
+DEFAULT_MODEL = "multilingual-e5-small"
+CURRENT_MODEL = "current"
+
+IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
+Representative = Literal["earliest", "central"]
+
+
+@dataclass
+class DedupConfig:
+    """Parameters of one dedup run (see the module docstring)."""
+
+    corpus: str = option(
+        help="corpus file: .parquet, .csv, .tsv or .jsonl; {date} in the path is replaced by the run's date"
+    )
+    out: str = option(
+        help="report folder (pairs.parquet, clusters.parquet, index.html, ...); with --state the reports go "
+        "to OUT/runs/<run id>/ and OUT/latest"
+    )
+    model: str = option(
+        DEFAULT_MODEL,
+        help="registry name, fine-tuned model folder, 'current' (the model store's promoted model, zero-shot "
+        "e5 until one is promoted), local Hugging Face folder or hub name",
+    )
+    model_store: str = option("models", help="model store folder, read for --model current")
+    convert: Conversion = option(DEFAULT_MODE, help="OpenCC script conversion before embedding")
+    threshold: float | None = option(
+        None,
+        help="threshold of a pair: a cosine, or with a reranker the 0-1 rerank score (default: the "
+        "calibration file, else the model's own calibration)",
+    )
+    calibration: str | None = option(
+        None, help="calibration JSON from `nlsim calibrate` (a cosine threshold)"
+    )
+    text_fields: tuple[str, ...] = option(
+        ("title", "description"),
+        help="comma-separated fields to embed: title, description, body",
+        metavar="FIELDS",
+    )
+    k: int = option(10, help="neighbours searched per item")
+    window_hours: float | None = option(None, help="only pair items published at most this many hours apart")
+    index_kind: IndexKind = option(
+        "auto",
+        help="FAISS index: exact flat, or approximate IVF/HNSW (auto: by corpus size)",
+        flags=("--index",),
+    )
+    use_gpu: bool | None = option(
+        None,
+        help="FAISS on the GPU (required) or on the CPU (default: GPU when the GPU build sees one)",
+        flags=("--gpu", "--cpu"),
+    )
+    representative: Representative = option("earliest", help="each cluster's representative item")
+    quarantine: str | None = option(
+        None, help="write bad rows to this CSV with the reason and go on (default: stop at the first)"
+    )
+    batch_size: int = option(64, help="texts per embedding batch")
+    cache: bool = option(True, help="do not reuse cached embeddings", flags=("--no-cache",))
+    rerank: bool | None = option(
+        None,
+        help="rescore the pairs with the reranker stored with the model (default: when it has one); "
+        "--threshold is then on the 0-1 rerank score",
+        flags=("--rerank", "--no-rerank"),
+    )
+    state: str | None = option(
+        None,
+        help="state folder: embed only items not seen before, match them against the kept window, keep "
+        "cluster ids stable; the report goes to OUT/runs/<run id>/ and OUT/latest",
+    )
+    retention_days: float | None = option(
+        30.0, help="with --state: drop items older than this many days from the window (0 keeps everything)"
+    )
+    as_of: str | None = option(
+        None, help="with --state: the run's reference time (default: the latest published_at seen)"
+    )
+    date: str | None = option(
+        None,
+        help="the run's date (YYYY-MM-DD) put into {date} in --corpus (default: the scheduled or "
+        "current date)",
+    )
+    timezone: str = option("UTC", help="time zone in which the run's date is taken (e.g. Asia/Taipei)")
+    rebuild_state: bool = option(False, help="with --state: move a broken state aside and build a fresh one")
+    progress: bool = option(True, help="no progress output", flags=("--no-progress",))
+    save_index: bool = option(True, help="keep the FAISS index in OUT/index/", cli=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text_fields, str):
+            self.text_fields = tuple(f.strip() for f in self.text_fields.split(",") if f.strip())
+        self.text_fields = tuple(self.text_fields)
+        if self.retention_days == 0:
+            self.retention_days = None  # 0 and None both keep everything: one spelling in the run record
+        for name in ("corpus", "out", "calibration", "quarantine", "state", "model_store"):
+            value = getattr(self, name)
+            if isinstance(value, Path):
+                setattr(self, name, str(value))
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        check_mode(self.convert)
+        if not self.text_fields:
+            raise ConfigError("--text-fields: give at least one field, e.g. title,description")
+        if self.threshold is not None:
+            t = float(self.threshold)
+            if not math.isfinite(t) or not -1.0 <= t <= 1.0:
+                raise ConfigError(f"--threshold must be a number in [-1, 1], got {self.threshold}")
+        if self.k < 1:
+            raise ConfigError(f"--k must be >= 1, got {self.k}")
+        if self.batch_size < 1:
+            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.window_hours is not None and not self.window_hours >= 0:
+            raise ConfigError(f"--window-hours must be >= 0, got {self.window_hours}")
+        if self.retention_days is not None and not (
+            self.retention_days >= 0 and math.isfinite(self.retention_days)
+        ):
+            raise ConfigError(
+                f"--retention-days must be >= 0 (0 keeps everything), got {self.retention_days}: a negative "
+                "window would expire every kept item"
+            )
+        if self.date is not None:
+            parse_date(self.date, "--date")
+        self.zone()
+        if self.as_of is not None:
+            parse_time(self.as_of, "--as-of")
+
+    @property
+    def incremental(self) -> bool:
+        return bool(self.state)
+
+    def corpus_path(self) -> str:
+        """The corpus path with ``{date}`` filled in."""
+        if "{date" not in self.corpus:
+            return self.corpus
+        day = parse_date(self.date, "--date") if self.date else dt.datetime.now(self.zone()).date()
+        try:
+            return self.corpus.format(date=day)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"--corpus {self.corpus!r}: only {{date}} may be filled in ({exc})") from None
+
+    def zone(self) -> dt.tzinfo:
+        """The time zone of :attr:`timezone`."""
+        try:
+            return ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                f"--timezone {self.timezone!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
+            ) from None
+
+    def with_(self, **changes: Any) -> DedupConfig:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def parameters(self) -> dict[str, Any]:
+        """The fields as plain values (for ``run.json``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def parse_date(value: str, what: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise ConfigError(f"{what} {value!r}: not a date; give YYYY-MM-DD, e.g. 2026-11-22") from None
+
+
+def parse_time(value: Any, what: str) -> Any:
+    """A UTC ``pandas.Timestamp`` from an ISO date or time; a clear error for anything else."""
+    import pandas as pd  # deferred: config is imported by the command line before pandas is needed
+
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        ts = pd.NaT
+    if ts is pd.NaT or pd.isna(ts):
+        raise ConfigError(
+            f"{what} {value!r}: not a date or time; give ISO 8601, e.g. 2026-11-22 or "
+            "2026-11-22T06:30:00+08:00"
+        )
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")

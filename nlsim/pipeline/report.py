@@ -1,0 +1,423 @@
+"""The near-duplicate report: the tables editors read and the files they come in.
+
+Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/latest`` pointing at the newest):
+
+- ``pairs.parquet`` / ``pairs.csv``: one row per pair (:data:`PAIRS_SCHEMA`);
+- ``clusters.parquet``: one row per cluster (:data:`CLUSTERS_SCHEMA`), ``members.csv``: one row per
+  cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users; ``report.xlsx`` holds the three tables;
+- ``index.html`` and ``overview.png`` (:mod:`nlsim.pipeline.html`), ``summary.md``;
+- a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
+  ``window/members.csv``;
+- ``run.json``: the run record (:class:`nlsim.pipeline.stats.RunStats`) and the SHA-256 of every other file.
+
+Each Parquet file has one declared schema, the same for batch and daily runs (timestamps in microseconds,
+UTC; scores float32; lists of strings). A batch report is written into a staging folder and moved into
+place file by file, ``run.json`` last; a daily report folder appears whole. A failed or killed run leaves
+the previous report intact, and a report folder is only written when it is new, empty or nlsim's own.
+
+Example:
+    >>> import tempfile, pathlib, pandas as pd
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+    >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["Flood", "Flood!"], "source": ["AP", "AFP"],
+    ...                       "published_at": pd.to_datetime([None, None], utc=True)})
+    >>> pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.97]})
+    >>> from nlsim.clusters.table import batch_clusters
+    >>> labels, clusters = batch_clusters(frame, pairs)
+    >>> paths = write_report(out, pairs_table(frame, pairs, labels), clusters, {"model": "m"}, frame=frame)
+    >>> sorted(p.name for p in paths.values())[:4]
+    ['clusters.parquet', 'index.html', 'members.csv', 'overview.png']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from nlsim.clusters.order import order_rank
+from nlsim.io.atomic import (
+    atomic_dir,
+    atomic_write_text,
+    file_sha256,
+    fsync_dir,
+    make_temp_dir,
+    publish_files,
+    remove_tree,
+)
+from nlsim.io.ownership import claim_folder
+from nlsim.pipeline.html import render_html, render_overview_png
+from nlsim.pipeline.stats import fault_point
+
+TS = pa.timestamp("us", tz="UTC")
+PAIRS_SCHEMA = pa.schema(
+    [
+        ("id_a", pa.string()),
+        ("id_b", pa.string()),
+        ("similarity", pa.float32()),
+        ("cosine", pa.float32()),
+        ("cross_encoder", pa.float32()),
+        ("cluster_id", pa.string()),
+        ("title_a", pa.string()),
+        ("title_b", pa.string()),
+        ("source_a", pa.string()),
+        ("source_b", pa.string()),
+        ("url_a", pa.string()),
+        ("url_b", pa.string()),
+        ("published_at_a", TS),
+        ("published_at_b", TS),
+    ]
+)
+"""``pairs.parquet``: ``similarity`` is the score the threshold applies to (the rerank score when the model
+has a reranker, else the cosine); ``cosine`` is the bi-encoder's; ``cross_encoder`` is null without a
+reranker. ``id_a`` is the earlier item by the order rule (:mod:`nlsim.clusters.order`)."""
+CLUSTERS_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("status", pa.string()),
+        ("size", pa.int64()),
+        ("representative", pa.string()),
+        ("representative_title", pa.string()),
+        ("member_ids", pa.list_(pa.string())),
+        ("added_ids", pa.list_(pa.string())),
+        ("absorbed", pa.list_(pa.string())),
+        ("sources", pa.list_(pa.string())),
+        ("first_published", TS),
+        ("last_published", TS),
+        ("max_similarity", pa.float32()),
+        ("mean_similarity", pa.float32()),
+    ]
+)
+"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new), ``added_ids``
+the members that joined in this run, ``absorbed`` the cluster ids merged into this one."""
+MEMBERS_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("item_id", pa.string()),
+        ("representative", pa.bool_()),
+        ("added", pa.bool_()),
+        ("title", pa.string()),
+        ("source", pa.string()),
+        ("url", pa.string()),
+        ("published_at", TS),
+    ]
+)
+"""``members.csv``: one row per member of each cluster in the report, earliest first."""
+SCHEMAS = {"pairs": PAIRS_SCHEMA, "clusters": CLUSTERS_SCHEMA, "members": MEMBERS_SCHEMA}
+TABLE_FILES = ("pairs.parquet", "clusters.parquet", "pairs.csv", "members.csv", "report.xlsx")
+PAGE_FILES = ("index.html", "summary.md", "overview.png")
+RUNS_DIR = "runs"
+LATEST = "latest"
+
+
+def conform(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """``frame`` as an Arrow table of ``schema`` (missing columns null, extra columns dropped)."""
+    data = {}
+    for f in schema:
+        col = frame[f.name] if f.name in frame else pd.Series([None] * len(frame), dtype=object)
+        if pa.types.is_timestamp(f.type):
+            col = pd.to_datetime(col, utc=True)
+        elif pa.types.is_list(f.type):
+            col = col.map(
+                lambda v: [] if v is None or (isinstance(v, float) and np.isnan(v)) else [str(x) for x in v]
+            )
+        elif pa.types.is_string(f.type):
+            col = col.map(lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+        data[f.name] = pa.array(
+            col.to_numpy() if not pa.types.is_list(f.type) else col.tolist(), type=f.type, from_pandas=True
+        )
+    return pa.Table.from_pydict(data, schema=schema)
+
+
+def read_table(path: str | Path, name: str) -> pd.DataFrame:
+    """A report Parquet file as pandas (``name``: pairs or clusters)."""
+    return pd.read_parquet(path, schema=SCHEMAS[name])
+
+
+def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> pd.DataFrame:
+    """Turn row-position pairs (``a``, ``b``, ``similarity`` [, ``cosine``, ``cross_encoder``]) into the
+    report's ``pairs`` table (ids, titles, sources, links, times), earliest item first."""
+    a = pairs["a"].to_numpy(dtype=np.int64)
+    b = pairs["b"].to_numpy(dtype=np.int64)
+    rank = order_rank(frame["id"].tolist(), frame["published_at"])
+    swap = rank[a] > rank[b]
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+
+    def col(name: str) -> np.ndarray:
+        return frame[name].astype(str).to_numpy() if name in frame else np.full(len(frame), "", dtype=object)
+
+    sim = pairs["similarity"].to_numpy(dtype=np.float32)
+    out = pd.DataFrame(
+        {
+            "id_a": frame["id"].astype(str).to_numpy()[a],
+            "id_b": frame["id"].astype(str).to_numpy()[b],
+            "similarity": sim,
+            "cosine": pairs["cosine"].to_numpy(dtype=np.float32) if "cosine" in pairs else sim,
+            "cross_encoder": pairs["cross_encoder"].to_numpy(dtype=np.float32)
+            if "cross_encoder" in pairs
+            else np.full(len(a), np.nan, np.float32),
+            "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
+            "title_a": col("title")[a],
+            "title_b": col("title")[b],
+            "source_a": col("source")[a],
+            "source_b": col("source")[b],
+            "url_a": col("url")[a],
+            "url_b": col("url")[b],
+            "published_at_a": frame["published_at"].to_numpy()[a],
+            "published_at_b": frame["published_at"].to_numpy()[b],
+        }
+    )
+    for c in ("published_at_a", "published_at_b"):
+        out[c] = pd.to_datetime(out[c], utc=True)
+    out = out.sort_values(
+        ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
+    )
+    return out.reset_index(drop=True)
+
+
+def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per member of each cluster (for spreadsheets): cluster, item, whether it is the
+    representative and whether it joined in this run, title, source, link, time."""
+    by_id = frame.assign(id=frame["id"].astype(str)).set_index("id")
+    rows = []
+    for c in clusters.itertuples():
+        added = set(c.added_ids) if hasattr(c, "added_ids") else set()
+        for m in c.member_ids:
+            r = by_id.loc[m] if m in by_id.index else None
+            rows.append(
+                {
+                    "cluster_id": c.cluster_id,
+                    "item_id": m,
+                    "representative": m == c.representative,
+                    "added": m in added,
+                    "title": "" if r is None else str(r["title"]),
+                    "source": "" if r is None or "source" not in r else str(r["source"]),
+                    "url": "" if r is None or "url" not in r else str(r["url"]),
+                    "published_at": None if r is None else r["published_at"],
+                }
+            )
+    out = pd.DataFrame(rows, columns=MEMBERS_SCHEMA.names)
+    out["published_at"] = pd.to_datetime(out["published_at"], utc=True)
+    return out
+
+
+def _md_cell(value: Any) -> str:
+    """A Markdown table cell: one line, pipes escaped, no raw HTML."""
+    import html as html_lib
+
+    text = " ".join(str(value).split())
+    return html_lib.escape(text, quote=False).replace("|", "\\|")
+
+
+def render_markdown(
+    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], top: int = 10
+) -> str:
+    """A short Markdown summary: the run's figures and the largest clusters."""
+    lines = ["# nlsim near-duplicate report", ""]
+    for key in (
+        "corpus",
+        "items",
+        "quarantined",
+        "model",
+        "conversion",
+        "threshold",
+        "threshold_source",
+        "index",
+        "pairs",
+        "clusters",
+        "clustered_items",
+        "elapsed_s",
+    ):
+        if key in summary and summary[key] is not None:
+            lines.append(f"- **{key.replace('_', ' ')}**: {_md_cell(summary[key])}")
+    if summary.get("model_switch"):
+        sw = summary["model_switch"]
+        lines.append(f"- **model switch**: {_md_cell(sw.get('from_model'))} → {_md_cell(sw.get('to_model'))}")
+    lines += [
+        "",
+        f"## Largest clusters (top {min(top, len(clusters))})",
+        "",
+        "| cluster | size | representative | max sim |",
+        "|---|---:|---|---:|",
+    ]
+    for _, c in clusters.head(top).iterrows():
+        lines.append(
+            f"| {_md_cell(c['cluster_id'])} | {int(c['size'])} | {_md_cell(c['representative_title'])} | "
+            f"{c['max_similarity']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
+    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables."""
+    import pyarrow.parquet as pq
+
+    for name in ("pairs", "clusters"):
+        pq.write_table(conform(tables[name], SCHEMAS[name]), folder / f"{name}.parquet")
+    csv_pairs = tables["pairs"].copy()
+    members = tables["members"]
+    for frame in (csv_pairs, members):
+        for c in frame.columns:
+            if pd.api.types.is_datetime64_any_dtype(frame[c]):
+                frame[c] = frame[c].dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
+    csv_pairs.to_csv(folder / "pairs.csv", index=False, encoding="utf-8-sig")
+    members.to_csv(folder / "members.csv", index=False, encoding="utf-8-sig")
+    clusters = tables["clusters"].copy()
+    for c in ("member_ids", "added_ids", "absorbed", "sources"):
+        if c in clusters:
+            clusters[c] = clusters[c].map(lambda v: ", ".join(map(str, v)) if v is not None else "")
+    for c in ("first_published", "last_published"):
+        if c in clusters:
+            clusters[c] = pd.to_datetime(clusters[c], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
+    with pd.ExcelWriter(folder / "report.xlsx", engine="openpyxl") as xlsx:
+        clusters.to_excel(xlsx, sheet_name="clusters", index=False)
+        members.to_excel(xlsx, sheet_name="members", index=False)
+        csv_pairs.to_excel(xlsx, sheet_name="pairs", index=False)
+
+
+def write_files(
+    folder: Path,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+    window: pd.DataFrame | None = None,
+    extra: dict[str, Any] | None = None,
+) -> list[str]:
+    """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
+
+    ``window``: the whole window's clusters (daily runs), written to ``window/``. ``extra``: more files,
+    as ``{name: writer(path)}`` (the batch report's ``index/`` folder).
+    """
+    if frame is None:
+        frame = pd.DataFrame(
+            {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
+        )
+    summary = {  # the counts are those of the tables written, whatever the caller's record said
+        **summary,
+        "pairs": int(len(pairs)),
+        "clusters": int(len(clusters)),
+        "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
+        "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    members = members_table(clusters, frame)
+    _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
+    names = list(TABLE_FILES)
+    if window is not None:
+        (folder / "window").mkdir()
+        import pyarrow.parquet as pq
+
+        pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
+        members_table(window, frame).to_csv(
+            folder / "window" / "members.csv", index=False, encoding="utf-8-sig"
+        )
+        names += ["window/clusters.parquet", "window/members.csv"]
+    (folder / "index.html").write_text(render_html(pairs, clusters, summary, frame), encoding="utf-8")
+    (folder / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
+    render_overview_png(pairs, clusters, summary, folder / "overview.png")
+    names += list(PAGE_FILES)
+    for name, writer in (extra or {}).items():
+        writer(folder / name)
+        names.append(name)
+    fault_point("report-write")
+    hashes = {}
+    for name in names:
+        path = folder / name
+        if path.is_dir():
+            for p in sorted(path.rglob("*")):
+                if p.is_file():
+                    hashes[p.relative_to(folder).as_posix()] = file_sha256(p)
+        else:
+            hashes[name] = file_sha256(path)
+    (folder / "run.json").write_text(
+        json.dumps({**summary, "files": hashes}, indent=2, default=str, ensure_ascii=False), encoding="utf-8"
+    )
+    return names
+
+
+def write_report(
+    out_dir: str | Path,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Path]:
+    """A batch report: every file into ``out_dir`` (staged, then moved in, ``run.json`` last). Returns the
+    paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
+    out = Path(out_dir)
+    claim_folder(out, "report", what="report folder")
+    staging = make_temp_dir(out, ".staging-")
+    try:
+        names = write_files(staging, pairs, clusters, summary, frame, extra=extra)
+        top = sorted({n.split("/")[0] for n in names})
+        publish_files(staging, out, [*top, "run.json"], last="run.json")
+    finally:
+        remove_tree(staging)
+    sweep_staging(out)
+    return {n: out / n for n in [*names, "run.json"] if "/" not in n}
+
+
+def sweep_staging(folder: Path) -> list[str]:
+    """Remove staging and superseded folders a killed report write left in ``folder`` (names nlsim uses)."""
+    removed = []
+    for child in folder.iterdir() if folder.is_dir() else ():
+        if (
+            child.is_dir()
+            and not child.is_symlink()
+            and (
+                child.name.startswith((".staging-",))
+                or (child.name.startswith(".") and ".old-" in child.name)
+                or (child.name.startswith(".") and ".tmp-" in child.name)
+            )
+        ):
+            remove_tree(child)
+            removed.append(child.name)
+    return removed
+
+
+def publish_daily_report(
+    out: str | Path,
+    run_id: str,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    frame: pd.DataFrame,
+    summary: dict[str, Any],
+    window: pd.DataFrame | None = None,
+) -> Path:
+    """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
+    symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report."""
+    out = Path(out)
+    claim_folder(out, "daily-report", what="report folder")
+    runs = out / RUNS_DIR
+    runs.mkdir(parents=True, exist_ok=True)
+    final = runs / run_id
+    with atomic_dir(final) as tmp:
+        write_files(tmp, pairs, clusters, summary, frame, window=window)
+    fault_point("report-publish")
+    link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
+    os.symlink(Path(RUNS_DIR) / run_id, link_tmp)
+    os.replace(link_tmp, out / LATEST)
+    atomic_write_text(out / "LATEST", run_id + "\n")
+    fsync_dir(out)
+    sweep_staging(runs)
+    for child in out.iterdir():  # links a killed switch left behind
+        if child.name.startswith(".latest-") and child.is_symlink():
+            child.unlink()
+    return final
+
+
+def verify_report(out_dir: str | Path) -> dict[str, Any]:
+    """Check that the report files match the hashes in ``run.json``; returns the run record."""
+    out = Path(out_dir)
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    for name, digest in run["files"].items():
+        if file_sha256(out / name) != digest:
+            raise ValueError(f"{out / name} does not match run.json (a partial write?)")
+    return run

@@ -1,0 +1,94 @@
+"""The embedding and neighbour-search stages cut into shards, for workers in other processes or machines.
+
+The Dask flow (``flows/dedup_distributed.py``) runs :func:`embed_shard` and :func:`search_shard` as tasks
+on its workers and passes the sharded versions to the ``embed`` and ``neighbors`` stages
+(:func:`nlsim.pipeline.stages.embed`'s ``encode``, :func:`nlsim.pipeline.stages.neighbors`' ``search``).
+A worker loads the encoder once and keeps it (:func:`cached_encoder`); the index travels as bytes
+(:func:`index_bytes`) and is read once per worker. Shards come back in input order, and the pairs of all
+search shards are merged with :func:`nlsim.search.neighbors.merge_pairs`, so the result equals the
+unsharded stage's.
+
+Example:
+    >>> shard_slices(5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import faiss
+import numpy as np
+import pandas as pd
+
+from nlsim.encoders import load_encoder
+from nlsim.errors import ConfigError
+from nlsim.search.index import SearchIndex
+from nlsim.search.neighbors import neighbor_pairs
+
+
+def shard_slices(n: int, shard_size: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` cutting ``n`` items into shards of ``shard_size`` (the last may be "
+    "shorter)."""
+    if shard_size < 1:
+        raise ConfigError(f"shard_size must be >= 1, got {shard_size}")
+    return [(s, min(s + shard_size, n)) for s in range(0, n, shard_size)]
+
+
+@functools.lru_cache(maxsize=2)
+def cached_encoder(model: str, threads: int | None = None) -> Any:
+    """``load_encoder(model)``, loaded once per process (a worker keeps its copy between shards)."""
+    return load_encoder(model, threads=threads)
+
+
+def embed_shard(
+    texts: Sequence[str], model: str, *, batch_size: int = 64, threads: int | None = None
+) -> np.ndarray:
+    """Embed one shard of (already converted) texts with the named model: what each worker runs.
+
+    Example:
+        >>> embed_shard(["hello"], "paraphrase-MiniLM-L3-v2").shape
+        (1, 384)
+    """
+    return cached_encoder(model, threads).encode(list(texts), batch_size=batch_size, progress=False)
+
+
+def index_bytes(index: SearchIndex) -> tuple[np.ndarray, dict[str, Any]]:
+    """The index as bytes (and what :func:`search_shard` needs to rebuild the :class:`SearchIndex`)."""
+    blob = faiss.serialize_index(index.cpu_index())
+    return blob, {"kind": index.kind, "dim": index.dim, "params": dict(index.params)}
+
+
+@functools.lru_cache(maxsize=2)
+def _read_index(
+    digest: str, blob: bytes, kind: str, dim: int, params: tuple[tuple[str, Any], ...]
+) -> SearchIndex:
+    raw = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
+    index = SearchIndex(raw, kind, "cpu", dim, dict(params))
+    if kind == "ivf" and "nprobe" in index.params:
+        index.set_search_params(nprobe=int(index.params["nprobe"]))
+    return index
+
+
+def search_shard(
+    blob: np.ndarray,
+    info: dict[str, Any],
+    queries: np.ndarray,
+    query_rows: np.ndarray,
+    *,
+    k: int,
+    threshold: float,
+    times: Any = None,
+    window: Any = None,
+) -> pd.DataFrame:
+    """One shard of the neighbour search, on a worker: the same pairs as
+    :func:`nlsim.search.neighbors.neighbor_pairs` for these query rows."""
+    data = np.asarray(blob, dtype=np.uint8).tobytes()
+    digest = hashlib.sha256(data).hexdigest()
+    index = _read_index(digest, data, info["kind"], int(info["dim"]), tuple(sorted(info["params"].items())))
+    return neighbor_pairs(
+        index, queries, query_rows, k=k, threshold=threshold, times=times, window=window, progress=False
+    )

@@ -1,0 +1,474 @@
+"""The state folder of incremental runs: kept items, their embeddings and index, pairs and cluster ids.
+
+Layout::
+
+    STATE/
+      .nlsim.json                   marker: this folder is an nlsim state (nlsim.io.ownership)
+      MANIFEST.json                 the current generation, its identity, file checksums (written last)
+      lock.json, .lock.guard        the run lock (nlsim.pipeline.lock)
+      generations/g000003-1a2b3c/   one immutable folder per committed run
+        index/                      FAISS index + ids + embeddings + meta.json (nlsim.search.index.save_index)
+        items.parquet               one row per kept item, aligned with the index rows (its text included)
+        pairs.parquet               pairs among kept items (id_a, id_b, similarity, cosine, cross_encoder,
+        run_id)
+        clusters.parquet            cluster id -> key member order key, created/updated run
+        report/                     the report tables of the run that made this generation
+        run.json                    that run's figures (counts, timings, model, threshold)
+      runs/<run_id>.json            every committed run's figures
+
+A run writes a *new* generation folder (built whole, then renamed into place), then replaces
+``MANIFEST.json`` atomically; that rename is the commit. A run killed at any point before it leaves the
+previous manifest pointing at the previous, untouched generation; the next run removes the half-written
+folder. Old generations are deleted after a commit (the previous one is kept).
+
+Only what nlsim provably wrote is ever deleted: generation folders whose names follow nlsim's pattern,
+in a folder carrying the state marker, and only once the manifest has been checked. A folder with data
+but neither marker nor manifest is refused; a marked state whose manifest is missing is refused with the
+way to rebuild it.
+
+Everything the manifest lists is checked on open (size and SHA-256); so is the identity of the vectors
+(model id and fingerprint, dimension, conversion, text fields, threshold, reranker) when asked: a truncated
+file, or a manifest of an unknown format, raises :class:`~nlsim.errors.StateError` that says how to rebuild
+(``--rebuild-state``: the broken state is moved aside and a fresh one is built from the corpus).
+
+Example:
+    >>> import tempfile
+    >>> st = open_state(tempfile.mkdtemp())
+    >>> st.is_empty, st.generation
+    (True, 0)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
+from nlsim.io.ownership import MARKER, read_marker, write_marker
+from nlsim.pipeline.stats import fault_point
+from nlsim.search.index import IndexMeta, load_index, save_index
+
+FORMAT = "nlsim-state"
+FORMAT_VERSION = 2
+MANIFEST = "MANIFEST.json"
+GENERATIONS = "generations"
+RUNS = "runs"
+GENERATION_NAME = re.compile(
+    r"^(\.g\d{6}-[0-9a-f]{6}\.tmp-\w+|\.g\d{6}-[0-9a-f]{6}\.old-\w+|g\d{6}-[0-9a-f]{6})$"
+)
+"""Names of the generation folders nlsim writes (finished, or left half-written by a killed run)."""
+OWN_FILES = {MARKER, MANIFEST, GENERATIONS, RUNS, "lock.json", ".lock.guard"}
+
+PAIR_COLUMNS = ("id_a", "id_b", "similarity", "cosine", "cross_encoder", "run_id")
+CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
+
+
+@dataclass(frozen=True)
+class StateIdentity:
+    """What the kept vectors and pairs were made with."""
+
+    model_id: str
+    fingerprint: str
+    dim: int
+    conversion: str
+    text_fields: tuple[str, ...]
+    threshold: float
+    reranker: str = ""
+
+    def differences(self, other: StateIdentity) -> list[str]:
+        """Human-readable differences, empty when the two match."""
+        out = []
+        for name in ("model_id", "fingerprint", "dim", "conversion", "text_fields", "threshold", "reranker"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if name == "threshold":
+                same = abs(float(mine) - float(theirs)) < 1e-9
+            else:
+                same = tuple(mine) == tuple(theirs) if name == "text_fields" else mine == theirs
+            if not same:
+                out.append(f"{name}: state has {mine!r}, this run uses {theirs!r}")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StateIdentity:
+        return cls(
+            model_id=str(data["model_id"]),
+            fingerprint=str(data["fingerprint"]),
+            dim=int(data["dim"]),
+            conversion=str(data["conversion"]),
+            text_fields=tuple(data["text_fields"]),
+            threshold=float(data["threshold"]),
+            reranker=str(data.get("reranker") or ""),
+        )
+
+
+def empty_items() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id": pd.Series(dtype=object),
+            "content_hash": pd.Series(dtype=object),
+            "title": pd.Series(dtype=object),
+            "source": pd.Series(dtype=object),
+            "url": pd.Series(dtype=object),
+            "published_at": pd.Series(dtype="datetime64[ns, UTC]"),
+            "retain_from": pd.Series(dtype="datetime64[ns, UTC]"),
+            "first_seen_run": pd.Series(dtype=object),
+            "embedded_run": pd.Series(dtype=object),
+            "raw_text": pd.Series(dtype=object),
+            "cluster_id": pd.Series(dtype=object),
+        }
+    )
+
+
+def empty_pairs() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id_a": pd.Series(dtype=object),
+            "id_b": pd.Series(dtype=object),
+            "similarity": pd.Series(dtype="float32"),
+            "cosine": pd.Series(dtype="float32"),
+            "cross_encoder": pd.Series(dtype="float32"),
+            "run_id": pd.Series(dtype=object),
+        }
+    )
+
+
+def empty_clusters() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "cluster_id": pd.Series(dtype=object),
+            "anchor_undated": pd.Series(dtype="int64"),
+            "anchor_ns": pd.Series(dtype="int64"),
+            "anchor_id": pd.Series(dtype=object),
+            "created_run": pd.Series(dtype=object),
+            "updated_run": pd.Series(dtype=object),
+        }
+    )
+
+
+@dataclass
+class State:
+    """A loaded state (or an empty one). ``items`` rows are aligned with ``embeddings`` and the index rows.
+
+    ``items`` also carries ``cluster_id`` (None for items in no cluster).
+    """
+
+    folder: Path
+    generation: int = 0
+    generation_dir: Path | None = None
+    identity: StateIdentity | None = None
+    items: pd.DataFrame = field(default_factory=empty_items)
+    embeddings: np.ndarray | None = None
+    index: Any = None
+    pairs: pd.DataFrame = field(default_factory=empty_pairs)
+    clusters: pd.DataFrame = field(default_factory=empty_clusters)
+    as_of: pd.Timestamp | None = None
+    last_run: dict[str, Any] | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.generation == 0
+
+    def report_dir(self) -> Path | None:
+        """The stored report tables of the run that made this generation."""
+        return None if self.generation_dir is None else self.generation_dir / "report"
+
+
+def rebuild_hint(folder: Path) -> str:
+    return (
+        f"rebuild it: rerun the same command with --rebuild-state (the broken state is moved to "
+        f"{folder}/broken-<time>/ and a fresh one is built from the corpus given), or point --state at an "
+        f"empty folder"
+    )
+
+
+def _err(folder: Path, what: str) -> StateError:
+    return StateError(f"state folder {folder}: {what}; {rebuild_hint(folder)}")
+
+
+def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
+    """Make sure ``folder`` may be used as a state folder: new, empty, or an nlsim state (marker or
+    manifest). A folder with other data is refused (:class:`ConfigError`), ``rebuild`` or not; a marked
+    state whose manifest is gone while generations remain is refused with the rebuild hint
+    (:class:`StateError`) unless ``rebuild``."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--state {folder} is a file, not a folder")
+    marker = read_marker(folder)
+    has_manifest = (folder / MANIFEST).exists()
+    if folder.is_dir() and any(folder.iterdir()):
+        if marker is not None and marker["kind"] != "state":
+            raise ConfigError(f"--state {folder} is an nlsim {marker['kind']} folder, not a state folder")
+        if marker is None and not has_manifest and not {c.name for c in folder.iterdir()} <= OWN_FILES:
+            raise ConfigError(
+                f"--state {folder} holds files nlsim did not write (no {MARKER}, no {MANIFEST}); refusing "
+                "to use "
+                "it as a state folder. Give an empty or new folder."
+            )
+        gens = folder / GENERATIONS
+        if not rebuild and not has_manifest and gens.is_dir() and any(gens.iterdir()):
+            raise _err(folder, f"{MANIFEST} is missing but generations are present (history would be lost)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if marker is None:
+            write_marker(folder, "state")
+    except OSError as exc:
+        raise ConfigError(f"--state {folder} cannot be written: {exc.strerror or exc}") from exc
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+    """The manifest of ``folder``, None when there is none (a new state). Unreadable: StateError."""
+    folder = Path(folder)
+    path = folder / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _err(folder, f"{MANIFEST} is unreadable ({exc})") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise _err(folder, f"{MANIFEST} is not an nlsim state manifest")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise _err(folder, f"state format {data.get('format_version')!r}, this nlsim reads {FORMAT_VERSION}")
+    name = data.get("generation_dir")
+    if not isinstance(name, str) or not GENERATION_NAME.match(name) or name.startswith("."):
+        raise _err(folder, f"{MANIFEST} names a generation folder {name!r} that nlsim did not write")
+    return data
+
+
+def _verify_files(folder: Path, gen_dir: Path, files: dict[str, dict[str, Any]]) -> None:
+    for rel, info in files.items():
+        p = gen_dir / rel
+        if not p.is_file():
+            raise _err(folder, f"{p} is missing")
+        size = p.stat().st_size
+        if size != info["bytes"]:
+            raise _err(
+                folder, f"{p} is truncated or was rewritten ({size} bytes, the manifest says {info['bytes']})"
+            )
+        if file_sha256(p) != info["sha256"]:
+            raise _err(folder, f"{p} is corrupt (its SHA-256 differs from the manifest)")
+
+
+def open_state(folder: str | Path, identity: StateIdentity | None = None, *, verify: bool = True) -> State:
+    """Load the current generation of ``folder`` (an empty :class:`State` when it has none yet).
+
+    With ``identity``, a state made with other vectors or another threshold raises StateError naming the
+    difference. ``verify`` checks every file's size and SHA-256 against the manifest.
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return State(folder=folder)
+    try:
+        stored = StateIdentity.from_dict(manifest["identity"])
+        gen_dir = folder / GENERATIONS / manifest["generation_dir"]
+        files = manifest["files"]
+        generation = int(manifest["generation"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _err(folder, f"{MANIFEST} lacks a field ({exc})") from exc
+    if identity is not None:
+        diffs = stored.differences(identity)
+        if diffs:
+            raise _err(folder, "it was made with other settings (" + "; ".join(diffs) + ")")
+    if not gen_dir.is_dir():
+        raise _err(folder, f"generation folder {gen_dir} is missing")
+    if verify:
+        _verify_files(folder, gen_dir, files)
+    try:
+        index, ids, meta, emb = load_index(
+            gen_dir / "index",
+            expected={
+                "model_id": stored.model_id,
+                "fingerprint": stored.fingerprint,
+                "dim": stored.dim,
+                "conversion": stored.conversion,
+            },
+            load_embeddings=True,
+            verify=verify,
+            use_gpu=False,
+        )
+    except StateError as exc:
+        raise _err(folder, str(exc)) from exc
+    try:
+        items = pd.read_parquet(gen_dir / "items.parquet")
+        pairs = pd.read_parquet(gen_dir / "pairs.parquet")
+        clusters = pd.read_parquet(gen_dir / "clusters.parquet")
+    except Exception as exc:  # pyarrow raises several types on garbage
+        raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
+    if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
+        raise _err(folder, f"items.parquet ({len(items)} rows) does not match the index ids ({len(ids)})")
+    if emb.shape != (len(items), stored.dim):
+        raise _err(folder, f"embeddings have shape {emb.shape}, expected ({len(items)}, {stored.dim})")
+    for col in ("published_at", "retain_from"):
+        items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
+    as_of = pd.Timestamp(manifest["as_of"]) if manifest.get("as_of") else None
+    return State(
+        folder=folder,
+        generation=generation,
+        generation_dir=gen_dir,
+        identity=stored,
+        items=items,
+        embeddings=emb,
+        index=index,
+        pairs=pairs,
+        clusters=clusters,
+        as_of=as_of,
+        last_run=manifest.get("last_run"),
+        manifest=manifest,
+    )
+
+
+def remove_unfinished(folder: str | Path) -> list[str]:
+    """Delete generation folders no manifest points at (left by a killed run); keeps current and previous.
+
+    Only folders named like nlsim's generations are touched, and only after the manifest was read and its
+    generation folder found: anything else in ``generations/`` stays.
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    keep: set[str] = set()
+    if manifest is not None:
+        if not (folder / GENERATIONS / manifest["generation_dir"]).is_dir():
+            raise _err(folder, f"generation folder {manifest['generation_dir']} is missing")
+        keep = {manifest["generation_dir"], manifest.get("previous_generation_dir") or ""}
+    gens = folder / GENERATIONS
+    if not gens.is_dir():
+        return []
+    removed = []
+    for child in sorted(gens.iterdir()):
+        if child.name in keep or not GENERATION_NAME.match(child.name) or not child.is_dir():
+            continue
+        remove_tree(child)
+        removed.append(child.name)
+    return removed
+
+
+def commit_state(
+    folder: str | Path,
+    *,
+    identity: StateIdentity,
+    index: Any,
+    items: pd.DataFrame,
+    embeddings: np.ndarray,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    as_of: pd.Timestamp | None,
+    run: dict[str, Any],
+    report_tables: dict[str, pd.DataFrame],
+    previous: State | None = None,
+) -> State:
+    """Write a new generation and make it current (the manifest replace is the commit).
+
+    ``run`` is the run's figures (must hold ``run_id``); it is stored in the generation, in the manifest
+    (``last_run``) and in ``runs/<run_id>.json``. ``report_tables`` are kept in ``report/`` so the report of
+    the last committed run can be written again if the run was killed before writing it.
+    """
+    folder = Path(folder)
+    gens = folder / GENERATIONS
+    gens.mkdir(parents=True, exist_ok=True)
+    generation = (previous.generation if previous is not None else 0) + 1
+    name = f"g{generation:06d}-{uuid.uuid4().hex[:6]}"
+    final = gens / name
+    meta = IndexMeta(
+        model_id=identity.model_id,
+        fingerprint=identity.fingerprint,
+        conversion=identity.conversion,
+        dim=identity.dim,
+    )
+    item_frame = items.reset_index(drop=True)
+    with atomic_dir(final) as tmp:
+        save_index(tmp / "index", index, item_frame["id"].astype(str).tolist(), meta, embeddings=embeddings)
+        fault_point("index-write")
+        item_frame.to_parquet(tmp / "items.parquet", index=False, engine="pyarrow")
+        pairs.reset_index(drop=True).to_parquet(tmp / "pairs.parquet", index=False, engine="pyarrow")
+        clusters.reset_index(drop=True).to_parquet(tmp / "clusters.parquet", index=False, engine="pyarrow")
+        (tmp / "report").mkdir()
+        for tname, table in report_tables.items():
+            table.to_parquet(tmp / "report" / f"{tname}.parquet", index=False, engine="pyarrow")
+        (tmp / "run.json").write_text(json.dumps(run, indent=1, default=str), encoding="utf-8")
+        fault_point("state-write")
+    files = {}
+    for path in sorted(p for p in final.rglob("*") if p.is_file()):
+        if path.parent.name == "index" and path.name != "meta.json":
+            continue  # the index files are checked by their own meta.json (hashes inside it)
+        rel = path.relative_to(final).as_posix()
+        files[rel] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    prev_name = previous.generation_dir.name if previous and previous.generation_dir else None
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "generation": generation,
+        "generation_dir": name,
+        "previous_generation_dir": prev_name,
+        "committed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "identity": {**asdict(identity), "text_fields": list(identity.text_fields)},
+        "as_of": None if as_of is None else pd.Timestamp(as_of).isoformat(),
+        "items": int(len(items)),
+        "clusters": int(len(clusters)),
+        "files": files,
+        "last_run": run,
+    }
+    fault_point("manifest")
+    atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=1, default=str))
+    atomic_write_text(folder / RUNS / f"{run['run_id']}.json", json.dumps(run, indent=1, default=str))
+    for child in gens.iterdir():  # older generations (the previous one is kept)
+        if child.name not in (name, prev_name) and GENERATION_NAME.match(child.name):
+            remove_tree(child)
+    return State(
+        folder=folder,
+        generation=generation,
+        generation_dir=final,
+        identity=identity,
+        items=item_frame,
+        embeddings=embeddings,
+        index=index,
+        pairs=pairs,
+        clusters=clusters,
+        as_of=as_of,
+        last_run=run,
+        manifest=manifest,
+    )
+
+
+def move_aside(folder: str | Path) -> Path | None:
+    """Move a broken state's manifest and generations to ``FOLDER/broken-<UTC time>/`` (``--rebuild-state``).
+
+    Returns where they went, or None when there was nothing to move. The lock and ``runs/`` stay.
+    """
+    folder = Path(folder)
+    names = [n for n in (MANIFEST, GENERATIONS) if (folder / n).exists()]
+    if not names:
+        return None
+    dest = folder / f"broken-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    dest.mkdir(parents=True)
+    for n in names:
+        os.replace(folder / n, dest / n)
+    return dest
+
+
+def state_summary(folder: str | Path) -> dict[str, Any]:
+    """A short description of a state folder (for logs and the docs)."""
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return {"folder": str(folder), "generation": 0}
+    return {
+        "folder": str(folder),
+        "generation": manifest["generation"],
+        "items": manifest.get("items"),
+        "clusters": manifest.get("clusters"),
+        "as_of": manifest.get("as_of"),
+        "model": manifest["identity"]["model_id"],
+        "threshold": manifest["identity"]["threshold"],
+        "last_run": (manifest.get("last_run") or {}).get("run_id"),
+    }

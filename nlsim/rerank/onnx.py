@@ -1,0 +1,175 @@
+"""ONNX Runtime inference for :meth:`nlsim.rerank.cross_encoder.CrossEncoder.predict` (needs ``onnxruntime``).
+
+A reranker scores one pair per forward pass, in both text orders, so dedup's rerank stage runs tens of
+thousands of passes on a corpus of 10,000 items. As for the encoders (:mod:`nlsim.encoders.onnx_backend`),
+the cross-encoder's model with its pooling and head is exported once to ONNX (cached under
+``$NLSIM_HOME/onnx/`` by the weights' digest), checked against torch on a few batches (max abs difference
+of the logits < 1e-4, else the export is refused and torch is used), and run with the CPU provider.
+
+Example:
+    >>> ce = CrossEncoder.load("models/e5-thucnews/reranker")  # doctest: +SKIP
+    >>> runner = cross_encoder_runner(ce)  # doctest: +SKIP
+    >>> runner(["台股大漲"], ["台股上漲"]).shape  # doctest: +SKIP
+    (1,)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlsim.encoders.encoder import weights_digest
+from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
+from nlsim.encoders.onnx_backend import (
+    eager_attention,
+    evict_old_exports,
+    make_session,
+    onnxruntime_available,
+)
+from nlsim.errors import StateError
+from nlsim.progress import warn
+from nlsim.rerank.cross_encoder import CrossEncoder, pair_logits
+
+EXPORT_VERSION = 1
+MAX_ABS_DIFF = 1e-4
+CHECK_PAIRS = [
+    ("a", "b"),
+    ("short title", "a somewhat longer headline about markets, rain and football " * 3),
+    ("中文新聞標題測試", "台股大漲 科技股領軍"),
+    ("x " * 200, "y"),
+]
+
+
+class _PairLogits(torch.nn.Module):
+    """:func:`nlsim.rerank.cross_encoder.pair_logits` as a module with positional tensor inputs, for the "
+    "export."""
+
+    def __init__(self, model: torch.nn.Module, head: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.head = head
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        feats = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            feats["token_type_ids"] = token_type_ids
+        return pair_logits(self.model, self.head, feats)
+
+
+class CrossEncoderRunner:
+    """``runner(texts_a, texts_b) -> logits`` (float32 ``(n,)``) through the exported model."""
+
+    def __init__(self, path: Path, ce: Any, threads: int | None = None) -> None:
+        self.path = path
+        self.ce = ce
+        self.session = make_session(path, threads)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def features(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> dict[str, np.ndarray]:
+        feats = self.ce.features(texts_a, texts_b, "np")
+        return {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs}
+
+    def __call__(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        return self.session.run(None, self.features(texts_a, texts_b))[0]
+
+
+def _digest(ce: Any) -> str:
+    h = hashlib.sha256(weights_digest(ce.model).encode())
+    for name, t in sorted(ce.head.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().numpy().tobytes())
+    h.update(str(ce.max_length).encode())
+    return h.hexdigest()
+
+
+def export_cross_encoder(ce: Any, out_dir: Path) -> None:
+    """Export ``ce`` to ``out_dir/model.onnx`` and check its logits against torch's."""
+    wrapper = _PairLogits(ce.model, ce.head).eval()
+    was_training = ce.model.training
+    ce.model.eval()
+    a, b = zip(*CHECK_PAIRS, strict=True)
+    example = ce.features(list(a), list(b), "pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example]
+    axes = {n: {0: "batch", 1: "seq"} for n in names}
+    path = out_dir / "model.onnx"
+    try:
+        with eager_attention(ce.model), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                wrapper,
+                tuple(example[n] for n in names),
+                str(path),
+                dynamo=False,
+                input_names=names,
+                output_names=["logit"],
+                dynamic_axes={**axes, "logit": {0: "batch"}},
+                opset_version=17,
+            )
+        runner = CrossEncoderRunner(path, ce, threads=1)
+        worst = 0.0
+        for rows in ([0], [0, 1, 2, 3], [1, 2]):
+            ta, tb = [a[i] for i in rows], [b[i] for i in rows]
+            with torch.inference_mode():
+                ref = ce.logits(ta, tb).numpy()
+            worst = max(worst, float(np.abs(runner(ta, tb) - ref).max()))
+        if not worst < MAX_ABS_DIFF:
+            raise StateError(f"cross-encoder ONNX export differs from torch by {worst:.2e}")
+        (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
+    finally:
+        ce.model.train(was_training)
+
+
+def cross_encoder_runner(ce: Any, threads: int | None = None, root: Path | None = None) -> CrossEncoderRunner:
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``ce``."""
+    digest = _digest(ce)
+    source = json.dumps(
+        {"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
+    )
+    cache = root or nlsim_home() / "onnx"
+    folder = ensure_model_folder(
+        cache / f"ce-{digest[:24]}", lambda tmp: export_cross_encoder(ce, tmp), source=source
+    )
+    runner = CrossEncoderRunner(folder / "model.onnx", ce, threads)
+    evict_old_exports(cache, keep=folder)
+    return runner
+
+
+ONNX_MIN_PAIRS = 1000
+"""From this many pairs on, ``backend="auto"`` scores through ONNX Runtime (the export costs seconds once)."""
+
+
+def cross_encoder_backend(ce: CrossEncoder, n_pairs: int, backend: str = "auto") -> CrossEncoderRunner | None:
+    """The ONNX runner for a job of ``n_pairs`` (for :meth:`CrossEncoder.predict`), or ``None`` for torch.
+
+    ``auto`` takes ONNX for :data:`ONNX_MIN_PAIRS` pairs or more when ``onnxruntime`` is installed and the
+    model is on the CPU; a failed export falls back to torch (and says so). The runner is kept on the
+    cross-encoder for later calls.
+    """
+    model = getattr(ce, "model", None)
+    if backend == "torch" or model is None or model.training or next(model.parameters()).device.type != "cpu":
+        return None
+    if backend == "auto" and (n_pairs < ONNX_MIN_PAIRS or not onnxruntime_available()):
+        return None
+    cached = getattr(ce, "_onnx_runner", None)
+    if cached is not None:
+        return cached
+    try:
+        ce._onnx_runner = cross_encoder_runner(ce)
+    except (StateError, RuntimeError, ValueError) as exc:
+        if backend == "onnx":
+            raise
+        warn(f"cross-encoder: ONNX export failed ({exc}); scoring with torch")
+        return None
+    return ce._onnx_runner

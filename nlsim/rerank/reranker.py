@@ -1,0 +1,192 @@
+"""Rerank: a cross-encoder rescores the pairs the bi-encoder finds, and the two scores are combined.
+
+The bi-encoder is fast (one vector per item, FAISS finds the neighbours) but reads each headline alone;
+a cross-encoder (:mod:`nlsim.rerank.cross_encoder`) reads both headlines together and sees word-level
+correspondences, at the cost of one forward pass per pair. A fine-tuned model folder can carry one in
+``reranker/``: dedup then retrieves candidate pairs with the bi-encoder, rescores them, and keeps the
+pairs whose *rerank score* reaches the threshold calibrated for it.
+
+The rerank score of a pair is an estimate of its relatedness on the annotation scale (0-1)::
+
+    score = weight * (slope * cosine + intercept) + (1 - weight) * cross_encoder
+
+``slope``/``intercept`` map the bi-encoder's cosine onto the 0-1 scale (least squares on the gold
+*training* pairs); ``weight`` is 0.5, fixed in advance (not tuned). The cross-encoder's output is below 1,
+so a pair whose cosine is below the *candidate floor* ``(threshold - (1 - weight)) / weight`` mapped back
+to a cosine cannot reach the threshold: dedup rescores only pairs at or above it, and loses none.
+
+Example:
+    >>> r = Reranker(cross_encoder=None, slope=2.0, intercept=-1.0, weight=0.5)
+    >>> round(float(r.combine(np.array([0.9]), np.array([0.6]))[0]), 6)  # 0.5 * 0.8 + 0.5 * 0.6
+    0.7
+    >>> round(r.candidate_floor(0.7), 6)  # cosine 0.7 maps to 0.4, and 0.5 * 0.4 + 0.5 * 1.0 = 0.7
+    0.7
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.encoders.scoring import PairScorer, pair_scorer
+from nlsim.errors import StateError
+from nlsim.evaluation.calibration import check_threshold
+from nlsim.io.atomic import atomic_write_text
+from nlsim.rerank.cross_encoder import CrossEncoder
+from nlsim.rerank.onnx import cross_encoder_backend
+
+RERANKER_DIR = "reranker"
+RERANKER_JSON = "reranker.json"
+DEFAULT_WEIGHT = 0.5
+
+
+@dataclass
+class Reranker:
+    """A cross-encoder, the cosine-to-score line, the weight, and the calibration of the combined score."""
+
+    cross_encoder: Any
+    slope: float
+    intercept: float
+    weight: float = DEFAULT_WEIGHT
+    calibration: dict[str, Any] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def mapped_cosine(self, cosines: np.ndarray) -> np.ndarray:
+        """The bi-encoder's cosine on the 0-1 relatedness scale (the fitted line, not clipped)."""
+        return self.slope * np.asarray(cosines, dtype=np.float64) + self.intercept
+
+    def combine(self, cosines: np.ndarray, cross_scores: np.ndarray) -> np.ndarray:
+        """The rerank score from the bi-encoder cosines and the cross-encoder scores (see the module doc)."""
+        cross = np.asarray(cross_scores, dtype=np.float64)
+        return self.weight * self.mapped_cosine(cosines) + (1.0 - self.weight) * cross
+
+    def candidate_floor(self, threshold: float) -> float:
+        """The lowest cosine at which a pair can still reach ``threshold`` (cross-encoder score < 1)."""
+        if self.weight <= 0 or self.slope <= 0:
+            return -1.0  # the cosine says nothing: every neighbour is a candidate
+        need = (float(threshold) - (1.0 - self.weight)) / self.weight
+        return float(max(-1.0, min(1.0, (need - self.intercept) / self.slope)))
+
+    @property
+    def threshold(self) -> float | None:
+        return None if self.calibration is None else float(self.calibration["threshold"])
+
+    def max_score(self) -> float:
+        """The highest rerank score a pair can get (cosine 1, cross-encoder 1)."""
+        return float(self.combine(np.array([1.0]), np.array([1.0]))[0])
+
+    def cross_scores(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], progress: bool = False, backend: str = "auto"
+    ) -> np.ndarray:
+        """The cross-encoder's scores of already-converted text pairs (ONNX Runtime for large jobs, see
+        :func:`nlsim.rerank.onnx.cross_encoder_backend`)."""
+        runner = cross_encoder_backend(self.cross_encoder, len(texts_a), backend)
+        return self.cross_encoder.predict(list(texts_a), list(texts_b), progress=progress, runner=runner)
+
+    def scorer(self, encoder: Any) -> PairScorer:
+        """A pair scorer (for :func:`nlsim.evaluation.metrics.evaluate` and calibration): the rerank score."""
+        cosine = pair_scorer(encoder)
+
+        def score(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+            return self.combine(cosine(texts_a, texts_b), self.cross_scores(texts_a, texts_b))
+
+        return score
+
+    def describe(self) -> str:
+        return (
+            f"reranker: {self.weight:g} x ({self.slope:.4f} x cosine {self.intercept:+.4f}) + "
+            f"{1 - self.weight:g} x cross-encoder"
+        )
+
+    def save(self, model_dir: str | Path) -> Path:
+        """Write ``MODEL/reranker/`` (the cross-encoder and ``reranker.json``)."""
+        folder = Path(model_dir) / RERANKER_DIR
+        self.cross_encoder.save(folder)
+        meta = json.dumps(self.meta(), indent=2, ensure_ascii=False)
+        atomic_write_text(folder / RERANKER_JSON, meta + "\n")
+        return folder
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the cross-encoder's weights (``reranker.json``)."""
+        return {
+            "slope": self.slope,
+            "intercept": self.intercept,
+            "weight": self.weight,
+            "calibration": self.calibration,
+            "info": self.info,
+        }
+
+
+def has_reranker(model_dir: str | Path | None) -> bool:
+    """Whether ``model_dir`` is a folder that carries a reranker."""
+    return model_dir is not None and (Path(model_dir) / RERANKER_DIR / RERANKER_JSON).is_file()
+
+
+def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> Reranker | None:
+    """The reranker stored with a model folder, or ``None`` when it has none.
+
+    Example:
+        >>> load_reranker("multilingual-e5-small") is None
+        True
+    """
+    if not has_reranker(model_dir):
+        return None
+    folder = Path(str(model_dir)) / RERANKER_DIR
+    try:
+        meta = json.loads((folder / RERANKER_JSON).read_text(encoding="utf-8"))
+        reranker = Reranker(
+            cross_encoder=None,
+            slope=float(meta["slope"]),
+            intercept=float(meta["intercept"]),
+            weight=float(meta["weight"]),
+            calibration=meta.get("calibration"),
+            info=meta.get("info") or {},
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StateError(f"{folder / RERANKER_JSON}: not a valid reranker file ({exc})") from exc
+    for name in ("slope", "intercept", "weight"):
+        if not np.isfinite(getattr(reranker, name)):
+            raise StateError(f"{folder / RERANKER_JSON}: {name} is not a finite number")
+    if reranker.calibration is not None:
+        check_threshold(
+            reranker.calibration.get("threshold"),
+            f"{folder / RERANKER_JSON}: rerank threshold",
+            low=-1.0,
+            high=reranker.max_score(),
+        )
+    reranker.cross_encoder = CrossEncoder.load(folder, threads=threads)
+    return reranker
+
+
+def rerank_pairs(
+    pairs: pd.DataFrame, texts: Sequence[str], reranker: Reranker, threshold: float, progress: bool = False
+) -> pd.DataFrame:
+    """Rescore candidate pairs (``a``, ``b`` row positions into ``texts``, ``similarity`` = cosine).
+
+    Returns the pairs whose rerank score reaches ``threshold``, with ``similarity`` = the rerank score and
+    the bi-encoder's ``cosine`` and the ``cross_encoder`` score beside it.
+    """
+    out = pairs.copy()
+    if out.empty:
+        return out.assign(cosine=pd.Series(dtype=np.float32), cross_encoder=pd.Series(dtype=np.float32))
+    a = [texts[i] for i in out["a"].to_numpy()]
+    b = [texts[i] for i in out["b"].to_numpy()]
+    cross = reranker.cross_scores(a, b, progress=progress)
+    cos = out["similarity"].to_numpy(dtype=np.float64)
+    out["cosine"] = cos.astype(np.float32)
+    out["cross_encoder"] = cross.astype(np.float32)
+    out["similarity"] = reranker.combine(cos, cross).astype(np.float32)
+    return out[out["similarity"] >= threshold].reset_index(drop=True)
+
+
+def reranker_summary(reranker: Reranker) -> dict[str, Any]:
+    """What a run record keeps of a reranker (no weights)."""
+    meta = reranker.meta()
+    info = meta.pop("info")
+    return {**meta, **info}

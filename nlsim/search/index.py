@@ -1,0 +1,517 @@
+"""Vector index over L2-normalised embeddings: exact or approximate inner product, on CPU or GPUs.
+
+``build_index`` picks the index (see :data:`FLAT_MAX` for the ``"auto"`` size rule) and the device;
+``save_index`` / ``load_index`` persist it with metadata and file hashes, and refuse to load an index built
+with another model, conversion or dimension, or one whose files are truncated or corrupt.
+
+Inner product equals cosine similarity because the encoders return unit vectors.
+
+Size rule for ``kind="auto"``:
+
+* ``n <= FLAT_MAX`` (100,000) vectors, or ``n <= GPU_FLAT_MAX`` (5,000,000) on GPUs: ``"flat"``, exact
+  (``IndexFlatIP``); the full k-NN graph of 100,000 vectors is ~4 TFLOP, one to two minutes on two cores.
+* larger: ``"ivf"`` (``IndexIVFFlat``, ``nlist`` from :func:`default_nlist`, ``nprobe`` from
+  :func:`default_nprobe`, trained on ``40 * nlist`` sampled vectors), measured in ``docs/scale.md``.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> emb = rng.normal(size=(100, 8)).astype("float32")
+    >>> emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    >>> index = build_index(emb, use_gpu=False)
+    >>> index.describe()
+    'exact flat IP on cpu, 100 vectors'
+    >>> sims, rows = index.search(emb[:2], 1)
+    >>> rows.ravel().tolist()
+    [0, 1]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import pandas as pd
+
+from nlsim import __version__
+from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_sha256
+
+KINDS = ("auto", "flat", "ivf", "hnsw")
+FLAT_MAX = 100_000
+"""Largest corpus that ``kind="auto"`` indexes exactly on the CPU."""
+GPU_FLAT_MAX = 5_000_000
+"""Largest corpus that ``kind="auto"`` indexes exactly on GPUs."""
+GPU_MAX_K = 2048
+"""FAISS GPU indexes return at most this many neighbours per query."""
+
+INDEX_FILE = "index.faiss"
+IDS_FILE = "ids.parquet"
+EMB_FILE = "embeddings.npy"
+META_FILE = "meta.json"
+FORMAT_VERSION = 1
+
+
+def gpu_count() -> int:
+    """Number of GPUs FAISS can use: 0 with the CPU build (``faiss-cpu``) or without a visible GPU."""
+    if not hasattr(faiss, "StandardGpuResources"):
+        return 0
+    try:
+        return int(faiss.get_num_gpus())
+    except Exception:  # pragma: no cover - broken driver
+        return 0
+
+
+def default_nlist(n: int) -> int:
+    """IVF list count: a power of two near ``4 * sqrt(n)``, at most ``n // 39`` (FAISS wants 39 training
+    points per centroid), at least 1. ``default_nlist(1_000_000) == 4096``."""
+    if n <= 0:
+        return 1
+    nlist = 2 ** round(math.log2(max(4 * math.sqrt(n), 1)))
+    return int(max(1, min(nlist, n // 39)))
+
+
+def default_nprobe(nlist: int) -> int:
+    """Lists visited per query: ``4096 // nlist`` clipped to [2, 16] (and to ``nlist``): 4 for 1,024 lists
+    (100k vectors), 2 for 4,096 (1M). Larger indexes have smaller, purer lists; on replicated e5 title
+    vectors these settings keep recall@10 above 0.95 (``docs/scale.md``)."""
+    return int(min(nlist, max(2, min(16, 4096 // max(nlist, 1)))))
+
+
+def _as_matrix(emb: np.ndarray, dim: int | None = None, what: str = "embeddings") -> np.ndarray:
+    arr = np.ascontiguousarray(emb, dtype=np.float32)
+    if arr.ndim != 2:
+        raise ConfigError(f"{what} must be a 2-D array (n, dim); got shape {arr.shape}")
+    if dim is not None and arr.shape[1] != dim:
+        raise ConfigError(f"{what} have dimension {arr.shape[1]}, the index has {dim}")
+    return arr
+
+
+class SearchIndex:
+    """A FAISS index with the facts needed to describe, search, grow and save it.
+
+    Attributes:
+        index: the underlying faiss index (a GPU/sharded one when ``device`` starts with ``"gpu"``).
+        kind: ``"flat"``, ``"ivf"`` or ``"hnsw"``.
+        device: ``"cpu"``, ``"gpu:0"`` or ``"gpu xN"`` (sharded over N GPUs).
+        params: the index parameters (``nlist``, ``nprobe``, ``M``, ``ef_search``, ...).
+    """
+
+    def __init__(self, index: Any, kind: str, device: str, dim: int, params: dict[str, Any] | None = None):
+        self.index = index
+        self.kind = kind
+        self.device = device
+        self.dim = dim
+        self.params = dict(params or {})
+
+    @property
+    def ntotal(self) -> int:
+        """Number of vectors in the index."""
+        return int(self.index.ntotal)
+
+    @property
+    def exact(self) -> bool:
+        """True for the exact (flat) index."""
+        return self.kind == "flat"
+
+    def describe(self) -> str:
+        """One line for the run log, e.g. ``'exact flat IP on cpu, 10,000 vectors'``."""
+        if self.kind == "flat":
+            what = "exact flat IP"
+        elif self.kind == "ivf":
+            what = f"approximate IVF IP (nlist {self.params['nlist']}, nprobe {self.params['nprobe']})"
+        else:
+            what = f"approximate HNSW IP (M {self.params['M']}, efSearch {self.params['ef_search']})"
+        return f"{what} on {self.device}, {self.ntotal:,} vectors"
+
+    def __repr__(self) -> str:
+        return f"SearchIndex({self.describe()})"
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` most similar rows for each query: ``(similarities float32 (m, k), rows int64 (m, k))``.
+
+        Missing hits (fewer than ``k`` vectors, or an approximate index that found fewer) have row -1.
+        """
+        q = _as_matrix(queries, self.dim, "queries")
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        if self.device.startswith("gpu") and k > GPU_MAX_K:
+            raise ConfigError(f"FAISS GPU indexes return at most {GPU_MAX_K} neighbours; asked for k={k}")
+        if q.shape[0] == 0:
+            return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+        sims, rows = self.index.search(q, k)
+        return sims, rows.astype(np.int64, copy=False)
+
+    def add(self, emb: np.ndarray) -> None:
+        """Append vectors; they get rows ``ntotal .. ntotal + n - 1``."""
+        arr = _as_matrix(emb, self.dim)
+        if arr.shape[0]:
+            self.index.add(arr)
+
+    def set_search_params(self, *, nprobe: int | None = None, ef_search: int | None = None) -> None:
+        """Change the speed/recall trade-off of an approximate index."""
+        if nprobe is not None and self.kind == "ivf":
+            space = faiss.GpuParameterSpace() if self.device.startswith("gpu") else faiss.ParameterSpace()
+            space.set_index_parameter(self.index, "nprobe", int(nprobe))
+            self.params["nprobe"] = int(nprobe)
+        if ef_search is not None and self.kind == "hnsw":
+            self.index.hnsw.efSearch = int(ef_search)
+            self.params["ef_search"] = int(ef_search)
+
+    def cpu_index(self) -> Any:
+        """The index in CPU form (a copy when it lives on GPUs), as ``faiss.write_index`` needs."""
+        if self.device == "cpu":
+            return self.index
+        return faiss.index_gpu_to_cpu(self.index)
+
+
+def _to_gpus(cpu_index: Any, ngpu: int) -> tuple[Any, str]:
+    """Move ``cpu_index`` onto all ``ngpu`` GPUs, sharded (each GPU holds 1/ngpu of the vectors)."""
+    co = faiss.GpuMultipleClonerOptions()
+    co.shard = True
+    co.useFloat16 = False
+    gpu_index = faiss.index_cpu_to_all_gpus(cpu_index, co=co, ngpu=ngpu)
+    return gpu_index, ("gpu:0" if ngpu == 1 else f"gpu x{ngpu}")
+
+
+def _resolve_device(use_gpu: bool | None, kind: str) -> int:
+    ngpu = gpu_count()
+    if use_gpu is True and ngpu == 0:
+        build = "GPU build" if hasattr(faiss, "StandardGpuResources") else "CPU-only build (faiss-cpu)"
+        raise ConfigError(
+            f"use_gpu=True but FAISS sees no GPU (this is the {build}); install faiss-gpu instead of "
+            "faiss-cpu on a machine with a CUDA GPU, or pass use_gpu=False / leave it unset"
+        )
+    if use_gpu is True and kind == "hnsw":
+        raise ConfigError("HNSW indexes run on the CPU only; use kind='flat' or 'ivf' on GPUs")
+    if use_gpu is False or kind == "hnsw":
+        return 0
+    return ngpu
+
+
+def new_index(
+    dim: int,
+    *,
+    n: int = 0,
+    kind: str = "auto",
+    use_gpu: bool | None = None,
+    train: np.ndarray | None = None,
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    hnsw_m: int = 32,
+    ef_construction: int = 40,
+    ef_search: int = 64,
+    train_iters: int = 10,
+    seed: int = 1234,
+) -> SearchIndex:
+    """An empty index of dimension ``dim`` for ``n`` expected vectors, ready for :meth:`SearchIndex.add`.
+
+    Used to build an index chunk by chunk (``nlsim.pipeline.sharded``): ``n`` drives the ``"auto"`` choice and
+    the IVF list count; an IVF index is trained on ``train`` (a sample of the vectors), which it needs.
+    See :func:`build_index` for the other arguments.
+
+    Example:
+        >>> import numpy as np
+        >>> new_index(8, n=10, use_gpu=False).describe()
+        'exact flat IP on cpu, 0 vectors'
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+    d = int(dim)
+    if d <= 0:
+        raise ConfigError(f"cannot build an index of dimension {dim}")
+    ngpu = _resolve_device(use_gpu, kind)
+    if kind == "auto":
+        kind = "flat" if n <= (GPU_FLAT_MAX if ngpu else FLAT_MAX) else "ivf"
+    params: dict[str, Any] = {}
+    if kind == "flat":
+        cpu = faiss.IndexFlatIP(d)
+    elif kind == "hnsw":
+        cpu = faiss.IndexHNSWFlat(d, int(hnsw_m), faiss.METRIC_INNER_PRODUCT)
+        cpu.hnsw.efConstruction = int(ef_construction)
+        cpu.hnsw.efSearch = int(ef_search)
+        params = {"M": int(hnsw_m), "ef_construction": int(ef_construction), "ef_search": int(ef_search)}
+    else:
+        if train is None or len(train) == 0:
+            raise ConfigError("an IVF index must be trained: pass a sample of the vectors (train=...)")
+        sample = _as_matrix(train, d, "training vectors")
+        nl = int(nlist) if nlist else default_nlist(max(n, len(sample)))
+        nl = max(1, min(nl, len(sample)))
+        np_ = min(int(nprobe) if nprobe else default_nprobe(nl), nl)
+        quantizer = faiss.IndexFlatIP(d)
+        cpu = faiss.IndexIVFFlat(quantizer, d, nl, faiss.METRIC_INNER_PRODUCT)
+        cpu.own_fields = True
+        quantizer.this.disown()
+        cpu.cp.seed = seed
+        cpu.cp.niter = int(train_iters)
+        cpu.train(sample)
+        cpu.nprobe = np_
+        params = {"nlist": nl, "nprobe": np_, "train_size": int(len(sample))}
+    if ngpu:
+        index, device = _to_gpus(cpu, ngpu)
+    else:
+        index, device = cpu, "cpu"
+    out = SearchIndex(index, kind, device, d, params)
+    if kind == "ivf" and ngpu:
+        out.set_search_params(nprobe=params["nprobe"])
+    return out
+
+
+def training_sample(emb: np.ndarray, size: int, seed: int = 1234) -> np.ndarray:
+    """``size`` rows of ``emb`` drawn without replacement, in row order (all of them if fewer)."""
+    n = len(emb)
+    if size >= n:
+        return np.asarray(emb)
+    rng = np.random.default_rng(seed)
+    return np.asarray(emb)[np.sort(rng.choice(n, size, replace=False))]
+
+
+def build_index(
+    emb: np.ndarray,
+    *,
+    kind: str = "auto",
+    use_gpu: bool | None = None,
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    hnsw_m: int = 32,
+    ef_construction: int = 40,
+    ef_search: int = 64,
+    train_size: int | None = None,
+    train_iters: int = 10,
+    seed: int = 1234,
+    dim: int | None = None,
+) -> SearchIndex:
+    """Build an inner-product index holding ``emb`` (rows keep their order: row i is ``emb[i]``).
+
+    Args:
+        emb: float32 ``(n, dim)``, L2-normalised. May be empty when ``dim`` is given (flat/HNSW only).
+        kind: ``"auto"`` (size rule in the module docstring), ``"flat"`` (exact), ``"ivf"``, ``"hnsw"``.
+        use_gpu: ``None`` = GPUs when the FAISS GPU build sees some, ``True`` = required (error without),
+            ``False`` = CPU. Several GPUs: the index is sharded over all of them.
+        nlist, nprobe: IVF lists and lists visited per query (defaults: :func:`default_nlist`,
+            :func:`default_nprobe`). ``train_size``: vectors sampled to train IVF (default ``40 * nlist``);
+            ``train_iters``: k-means iterations.
+        hnsw_m, ef_construction, ef_search: HNSW graph degree and beam widths.
+        seed: sampling seed of IVF training (the build is deterministic for a given input).
+    """
+    if emb is None or (np.asarray(emb).size == 0 and dim is not None):
+        arr = np.empty((0, int(dim or 0)), np.float32)
+    else:
+        arr = _as_matrix(emb)
+    n, d = arr.shape
+    if d == 0:
+        raise ConfigError("cannot build an index of dimension 0 (pass dim= with empty embeddings)")
+    train = None
+    if kind in ("ivf", "auto") and n:
+        nl = int(nlist) if nlist else default_nlist(n)
+        train = training_sample(arr, min(n, int(train_size) if train_size else 40 * nl), seed)
+    index = new_index(
+        d,
+        n=n,
+        kind=kind,
+        use_gpu=use_gpu,
+        train=train,
+        nlist=nlist,
+        nprobe=nprobe,
+        hnsw_m=hnsw_m,
+        ef_construction=ef_construction,
+        ef_search=ef_search,
+        train_iters=train_iters,
+        seed=seed,
+    )
+    index.add(arr)
+    return index
+
+
+@dataclass
+class IndexMeta:
+    """What a saved index was built from; ``load_index`` compares it with what the run expects.
+
+    ``kind``, ``count`` and ``params`` describe the index; ``model_id``, ``fingerprint``, ``conversion`` and
+    ``dim`` identify the vectors and must match for the index to be reused.
+    """
+
+    model_id: str
+    fingerprint: str
+    conversion: str
+    dim: int
+    count: int = 0
+    kind: str = "flat"
+    params: dict[str, Any] = field(default_factory=dict)
+    nlsim_version: str = __version__
+    format_version: int = FORMAT_VERSION
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    IDENTITY = ("model_id", "fingerprint", "conversion", "dim")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IndexMeta:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _rebuild_hint(folder: Path) -> str:
+    return f"delete {folder} (or run with a fresh index folder) and the index is rebuilt from the corpus"
+
+
+def save_index(
+    folder: str | Path,
+    index: SearchIndex,
+    ids: Any,
+    meta: IndexMeta,
+    *,
+    embeddings: np.ndarray | None = None,
+) -> IndexMeta:
+    """Save ``index`` (CPU form), ``ids`` (row i's item id), optional ``embeddings`` and ``meta.json``.
+
+    Each file is written atomically; ``meta.json`` is written last and holds the SHA-256 and size of every
+    other file, so a folder caught half-rewritten or truncated is refused by :func:`load_index`.
+    Returns the metadata as saved (``count``, ``kind``, ``params``, ``files`` filled in).
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ids_arr = pd.Series(list(ids) if not isinstance(ids, (pd.Series, np.ndarray)) else ids)
+    if len(ids_arr) != index.ntotal:
+        raise ConfigError(f"{len(ids_arr)} ids for an index of {index.ntotal} vectors")
+    if meta.dim != index.dim:
+        raise ConfigError(f"meta.dim={meta.dim} but the index has dimension {index.dim}")
+    files: dict[str, dict[str, Any]] = {}
+    with atomic_path(folder / INDEX_FILE) as tmp:
+        faiss.write_index(index.cpu_index(), str(tmp))
+    with atomic_path(folder / IDS_FILE, suffix=".parquet") as tmp:
+        pd.DataFrame({"id": ids_arr.to_numpy()}).to_parquet(tmp, index=False, engine="pyarrow")
+    names = [INDEX_FILE, IDS_FILE]
+    if embeddings is not None:
+        emb = _as_matrix(embeddings, index.dim)
+        if emb.shape[0] != index.ntotal:
+            raise ConfigError(f"{emb.shape[0]} embeddings for an index of {index.ntotal} vectors")
+        atomic_save_npy(folder / EMB_FILE, emb)
+        names.append(EMB_FILE)
+    else:
+        (folder / EMB_FILE).unlink(missing_ok=True)
+    for name in names:
+        p = folder / name
+        files[name] = {"sha256": file_sha256(p), "bytes": p.stat().st_size}
+    saved = IndexMeta(
+        model_id=meta.model_id,
+        fingerprint=meta.fingerprint,
+        conversion=meta.conversion,
+        dim=index.dim,
+        count=index.ntotal,
+        kind=index.kind,
+        params=dict(index.params),
+        files=files,
+    )
+    atomic_write_text(folder / META_FILE, saved.to_json())
+    return saved
+
+
+def _expected_dict(expected: Any) -> dict[str, Any]:
+    if expected is None:
+        return {}
+    if isinstance(expected, str):
+        return {"fingerprint": expected}
+    if isinstance(expected, IndexMeta):
+        return {k: getattr(expected, k) for k in IndexMeta.IDENTITY}
+    if isinstance(expected, dict):
+        return {k: v for k, v in expected.items() if k in IndexMeta.IDENTITY}
+    # an Encoder-like object: model_id, fingerprint, dim
+    out = {k: getattr(expected, k) for k in ("model_id", "fingerprint", "dim") if hasattr(expected, k)}
+    if not out:
+        raise ConfigError(f"cannot compare an index with {type(expected).__name__}")
+    return out
+
+
+def check_meta(meta: IndexMeta, expected: Any, folder: str | Path = "index") -> None:
+    """Raise :class:`StateError` when ``meta`` does not match ``expected`` (see :func:`load_index`)."""
+    want = _expected_dict(expected)
+    diffs = [
+        f"{k}: index has {getattr(meta, k)!r}, this run expects {v!r}"
+        for k, v in want.items()
+        if v is not None and getattr(meta, k) != v
+    ]
+    if diffs:
+        raise StateError(
+            f"the index in {folder} was built from other vectors ({'; '.join(diffs)}); "
+            + _rebuild_hint(Path(folder))
+        )
+
+
+def load_index(
+    folder: str | Path,
+    *,
+    expected: Any = None,
+    use_gpu: bool | None = False,
+    load_embeddings: bool = False,
+    verify: bool = True,
+) -> tuple[SearchIndex, np.ndarray, IndexMeta] | tuple[SearchIndex, np.ndarray, IndexMeta, np.ndarray]:
+    """Load a folder written by :func:`save_index`: ``(index, ids, meta)`` (``+ embeddings`` if asked).
+
+    Args:
+        expected: what the run will put in / search with: an :class:`IndexMeta`, a dict with any of
+            ``model_id fingerprint conversion dim``, an encoder (its ``model_id fingerprint dim``), or a
+            fingerprint string. Any difference raises :class:`StateError` naming it.
+        use_gpu: move the loaded index onto GPUs (``None`` = when available).
+        verify: check every file's size and SHA-256 against ``meta.json`` (truncated/corrupt: StateError).
+    """
+    folder = Path(folder)
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        raise StateError(f"no index in {folder} ({META_FILE} missing); build one first")
+    try:
+        meta = IndexMeta.from_dict(json.loads(meta_path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise StateError(f"{meta_path} is unreadable ({exc}); " + _rebuild_hint(folder)) from exc
+    if meta.format_version != FORMAT_VERSION:
+        raise StateError(
+            f"{folder} holds index format {meta.format_version}, this nlsim reads {FORMAT_VERSION}; "
+            + _rebuild_hint(folder)
+        )
+    check_meta(meta, expected, folder)
+    names = [INDEX_FILE, IDS_FILE] + ([EMB_FILE] if load_embeddings else [])
+    for name in names:
+        p = folder / name
+        info = meta.files.get(name)
+        if info is None or not p.is_file():
+            raise StateError(f"{p} is missing; " + _rebuild_hint(folder))
+        if verify:
+            size = p.stat().st_size
+            if size != info["bytes"]:
+                raise StateError(
+                    f"{p} is truncated or was rewritten: {size} bytes, {META_FILE} says {info['bytes']}; "
+                    + _rebuild_hint(folder)
+                )
+            if file_sha256(p) != info["sha256"]:
+                raise StateError(
+                    f"{p} is corrupt (SHA-256 differs from {META_FILE}); " + _rebuild_hint(folder)
+                )
+    try:
+        raw = faiss.read_index(str(folder / INDEX_FILE))
+        ids = pd.read_parquet(folder / IDS_FILE)["id"].to_numpy()
+    except Exception as exc:  # faiss raises RuntimeError on garbage
+        raise StateError(f"cannot read the index in {folder} ({exc}); " + _rebuild_hint(folder)) from exc
+    if raw.d != meta.dim or raw.ntotal != meta.count or len(ids) != meta.count:
+        raise StateError(
+            f"{folder}: index has {raw.ntotal} vectors of dimension {raw.d} and {len(ids)} ids, "
+            f"{META_FILE} says {meta.count} of dimension {meta.dim}; " + _rebuild_hint(folder)
+        )
+    ngpu = _resolve_device(use_gpu, meta.kind)
+    if ngpu:
+        idx, device = _to_gpus(raw, ngpu)
+    else:
+        idx, device = raw, "cpu"
+    index = SearchIndex(idx, meta.kind, device, meta.dim, meta.params)
+    if meta.kind == "ivf" and "nprobe" in meta.params:
+        index.set_search_params(nprobe=int(meta.params["nprobe"]))
+    if load_embeddings:
+        emb = np.load(folder / EMB_FILE)
+        return index, ids, meta, emb
+    return index, ids, meta

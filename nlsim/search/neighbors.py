@@ -1,0 +1,188 @@
+"""Near-duplicate graph: each query's k nearest neighbours above a similarity threshold, as unique pairs.
+
+Rows are row positions in the index. A pair ``(a, b)`` has ``a < b`` and appears once, with the highest
+similarity seen for it (an approximate index can score the two directions slightly differently).
+
+Time window: with ``times`` (datetime64, aligned with index rows) and ``window`` (a timedelta), a pair is
+kept only when ``|t_a - t_b| <= window``. An item without a date (NaT) cannot be placed in time, so by
+default its pairs are kept (``nat="keep"``): an undated copy of a story is still a copy. ``nat="drop"``
+drops every pair with an undated side.
+
+Example:
+    >>> import numpy as np
+    >>> from nlsim.search.index import build_index
+    >>> emb = np.array([[1, 0], [0.99, 0.141], [0, 1]], dtype="float32")
+    >>> emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    >>> index = build_index(emb, use_gpu=False)
+    >>> neighbor_pairs(index, emb, np.arange(3), k=2, threshold=0.9, progress=False).round(2)
+       a  b  similarity
+    0  0  1        0.99
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.errors import ConfigError
+from nlsim.progress import Progress
+
+COLUMNS = ("a", "b", "similarity")
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"a": np.empty(0, np.int64), "b": np.empty(0, np.int64), "similarity": np.empty(0, np.float32)}
+    )
+
+
+def _as_ns(times: Any, n: int | None) -> np.ndarray:
+    series = times if isinstance(times, pd.Series) else pd.Series(np.asarray(times))
+    arr = pd.to_datetime(series, utc=True)
+    ns = arr.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    if n is not None and len(ns) < n:
+        raise ConfigError(f"times has {len(ns)} entries but the index has {n} rows")
+    return ns
+
+
+def neighbor_pairs(
+    index: Any,
+    queries: np.ndarray,
+    query_rows: np.ndarray,
+    *,
+    k: int,
+    threshold: float,
+    times: Any = None,
+    window: timedelta | np.timedelta64 | pd.Timedelta | None = None,
+    nat: str = "keep",
+    batch_size: int = 4096,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Pairs ``(a, b, similarity)`` linking each query to its ``k`` nearest neighbours at ``>= threshold``.
+
+    Args:
+        index: a :class:`nlsim.search.index.SearchIndex` (anything with ``search(q, k) -> (sims, rows)`` and
+            ``ntotal``).
+        queries: float32 ``(m, dim)`` query vectors.
+        query_rows: the row of each query in ``index`` (the query is its own first hit and is skipped).
+            For an incremental run, add the new items to the index first and pass their rows: they are
+            then matched against old and new items alike.
+        k: neighbours per query, the query itself not counted (``k + 1`` are asked for).
+        threshold: minimum similarity (inner product = cosine for unit vectors).
+        times, window, nat: optional time-window filter (see the module docstring).
+        batch_size: queries searched at a time (bounds memory); a tqdm bar shows progress.
+
+    Returns:
+        DataFrame ``a`` (int64) < ``b`` (int64), ``similarity`` (float32), each pair once, sorted by
+        ``(a, b)``.
+    """
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    rows = np.asarray(query_rows, dtype=np.int64).ravel()
+    if q.ndim != 2 or q.shape[0] != rows.shape[0]:
+        raise ConfigError(f"{rows.shape[0]} query_rows for queries of shape {q.shape}")
+    ntotal = int(index.ntotal)
+    if rows.size and (rows.max() >= ntotal or rows.min() < 0):
+        raise ConfigError(f"query_rows must be row positions in the index (0 .. {ntotal - 1})")
+    collect = _Collector(ntotal, k, threshold, times, window, nat)
+    kk = min(k + 1, max(ntotal, 1))
+    m = q.shape[0]
+    with Progress(m, "neighbours", "queries", enabled=progress and m > 0) as bar:
+        for start in range(0, m, batch_size):
+            stop = min(start + batch_size, m)
+            sims, hits = index.search(q[start:stop], kk)
+            collect.add(rows[start:stop], sims, hits)
+            bar.update(stop - start)
+    return collect.result()
+
+
+class _Collector:
+    """Turns search results (hits sorted by similarity, per query row) into unique filtered pairs."""
+
+    def __init__(self, ntotal: int, k: int, threshold: float, times: Any, window: Any, nat: str) -> None:
+        if nat not in ("keep", "drop"):
+            raise ConfigError(f"nat must be 'keep' or 'drop', got {nat!r}")
+        self.ntotal, self.k, self.threshold, self.nat = ntotal, k, threshold, nat
+        self.use_window = times is not None and window is not None
+        if self.use_window:
+            self.t_ns = _as_ns(times, ntotal)
+            self.win_ns = int(pd.Timedelta(window).value)
+            if self.win_ns < 0:
+                raise ConfigError(f"window must not be negative, got {window}")
+        self.keys: list[np.ndarray] = []
+        self.sims: list[np.ndarray] = []
+
+    def add(self, rows: np.ndarray, sims: np.ndarray, hits: np.ndarray) -> None:
+        own = rows[:, None]
+        valid = (hits >= 0) & (hits != own)
+        # keep at most k hits per query besides itself (the query may not be the first of tied hits)
+        valid &= np.cumsum(valid, axis=1) <= self.k
+        valid &= sims >= self.threshold
+        qa = np.broadcast_to(own, hits.shape)[valid]
+        hb = hits[valid]
+        sv = sims[valid].astype(np.float32, copy=False)
+        if self.use_window and qa.size:
+            nat_ns = np.iinfo(np.int64).min  # NaT as int64
+            ta, tb = self.t_ns[qa], self.t_ns[hb]
+            undated = (ta == nat_ns) | (tb == nat_ns)
+            with np.errstate(over="ignore"):
+                close = np.abs(np.where(undated, 0, ta - tb)) <= self.win_ns
+            keep = np.where(undated, self.nat == "keep", close)
+            qa, hb, sv = qa[keep], hb[keep], sv[keep]
+        if qa.size:
+            self.keys.append(np.minimum(qa, hb) * np.int64(self.ntotal) + np.maximum(qa, hb))
+            self.sims.append(sv)
+
+    def result(self) -> pd.DataFrame:
+        if not self.keys:
+            return _empty()
+        return _unique(np.concatenate(self.keys), np.concatenate(self.sims), self.ntotal)
+
+
+def _unique(key: np.ndarray, sim: np.ndarray, base: int) -> pd.DataFrame:
+    """Each key once with its highest similarity, sorted by key; key = a * base + b."""
+    order = np.lexsort((-sim, key))
+    key, sim = key[order], sim[order]
+    first = np.ones(key.shape[0], dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    key, sim = key[first], sim[first]
+    return pd.DataFrame({"a": key // base, "b": key % base, "similarity": sim.astype(np.float32, copy=False)})
+
+
+def merge_pairs(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Combine pair tables (e.g. one per query chunk): each pair once with its highest similarity, sorted.
+
+    Example:
+        >>> a = pd.DataFrame({"a": [0, 1], "b": [1, 2], "similarity": [0.9, 0.8]})
+        >>> b = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]})
+        >>> merge_pairs([a, b])
+           a  b  similarity
+        0  0  1        0.95
+        1  1  2        0.80
+    """
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return _empty()
+    a = np.concatenate([f["a"].to_numpy(np.int64) for f in frames])
+    b = np.concatenate([f["b"].to_numpy(np.int64) for f in frames])
+    sim = np.concatenate([f["similarity"].to_numpy(np.float32) for f in frames])
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    base = int(hi.max()) + 1
+    return _unique(lo * base + hi, sim, base)
+
+
+def knn_graph(index: Any, emb: np.ndarray, *, k: int, threshold: float, **kwargs: Any) -> pd.DataFrame:
+    """The whole near-duplicate graph of an index built from ``emb`` (row i = ``emb[i]``).
+
+    Example:
+        >>> import numpy as np
+        >>> from nlsim.search.index import build_index
+        >>> emb = np.eye(3, dtype="float32")
+        >>> len(knn_graph(build_index(emb, use_gpu=False), emb, k=2, threshold=0.5, progress=False))
+        0
+    """
+    return neighbor_pairs(index, emb, np.arange(emb.shape[0]), k=k, threshold=threshold, **kwargs)

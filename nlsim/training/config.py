@@ -1,0 +1,238 @@
+"""The configuration of a fine-tuning run: :class:`FinetuneConfig`.
+
+Every option of ``nlsim finetune`` and every parameter of the ``finetune`` flow is a field here with its
+help text (:func:`nlsim.options.option`). The defaults are the settings chosen on the validation split of
+``annotations/thucnews_tw_pairs.tsv`` (``benchmarks/bench_quality.py select``).
+
+Example:
+    >>> cfg = FinetuneConfig(pairs="pairs.tsv", out="models/x", calibrate_level="same-story")
+    >>> cfg.calibrate_level, cfg.loss, cfg.reranker
+    (1.0, 'cosent', True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from nlsim.conversion import Conversion, check_mode
+from nlsim.errors import ConfigError
+from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
+from nlsim.options import option, option_like
+
+DEFAULT_BASE = "multilingual-e5-small"
+LOSSES = ("cosent", "mse")
+TEACHERS = ("ensemble", "cross-encoder")
+
+
+@dataclass
+class CrossEncoderConfig:
+    """Training settings of the cross-encoder (the reranker, and the silver pairs' teacher) (what the "
+    "defaults scored on validation: docs/finetuning.md)."""
+
+    epochs: int = 3
+    batch_size: int = 16
+    lr: float = 1e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_length: int = 128
+    freeze_embeddings: bool = True
+    seed: int = 42
+    threads: int | None = None
+    log_every: int = 50
+
+    def check(self) -> None:
+        for name in ("epochs", "batch_size", "max_length"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"cross-encoder {name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
+
+
+@dataclass
+class SilverConfig:
+    """How many silver pairs to draw and how to label them."""
+
+    anchors: int = 1200
+    teacher: str = "ensemble"
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.anchors < 1:
+            raise ConfigError(f"silver anchors must be >= 1, got {self.anchors}")
+        if self.teacher not in TEACHERS:
+            raise ConfigError(f"unknown teacher {self.teacher!r} (use {', '.join(TEACHERS)})")
+
+
+@dataclass
+class FinetuneConfig:
+    """Everything that decides a fine-tuning run (saved in ``training.json`` and the card).
+
+    ``train_size`` takes that many training pairs (a random subset drawn with ``subset_seed``, default
+    ``seed``; nested: a smaller subset is a prefix of a larger one for one seed). ``eval_every`` = 0
+    validates at the end of each epoch; N > 0 validates every N optimizer steps and at each epoch end.
+    The defaults (CoSENT, lr 1e-4, 2 epochs, frozen word embeddings, ``tw2sp``, and a reranker beside the
+    bi-encoder) are the settings chosen on the validation split of ``annotations/thucnews_tw_pairs.tsv``
+    (``benchmarks/bench_quality.py select``); ``loss="mse"`` is the studies' cosine-MSE recipe.
+    ``reranker=False`` trains the bi-encoder alone (about a quarter of the time).
+    """
+
+    pairs: str | None = option(None, help="pair file (.tsv/.csv/.parquet) with a split column")
+    out: str | None = option(None, help="model folder to write")
+    model: str = option(DEFAULT_BASE, help="base model: registry name or folder")
+    conversion: Conversion = option("tw2sp", help="script conversion of the pair texts", flags=("--convert",))
+    loss: Literal["cosent", "mse"] = option(
+        "cosent", help="CoSENT (default, chosen on validation) or the studies' cosine MSE"
+    )
+    epochs: int = option(2, help="training epochs")
+    batch_size: int = option(16, help="pairs per optimizer step")
+    lr: float = option(1e-4, help="peak learning rate (AdamW, linear warm-up and decay)")
+    warmup_ratio: float = option(0.1, help="share of the steps spent warming up")
+    weight_decay: float = option(0.01, help="AdamW weight decay")
+    max_grad_norm: float = option(1.0, help="gradient clipping norm", cli=False)
+    max_length: int = option(64, help="tokens per text, prefix included")
+    freeze_embeddings: bool = option(
+        True,
+        help="also train the word-embedding table (about 4x slower for e5)",
+        flags=("--unfreeze-embeddings",),
+    )
+    eval_every: int = option(0, help="validate every N steps (default: each epoch)")
+    seed: int = option(42, help="random seed (data order, initialisation)")
+    train_size: int | None = option(None, help="use a random subset of this many training pairs")
+    subset_seed: int | None = option(None, help="seed of the subset draw (default: --seed)", cli=False)
+    threads: int | None = option(None, help="torch threads")
+    train_split: str = option("train", help="split trained on", cli=False)
+    val_split: str = option("validation", help="split the checkpoint and threshold are chosen on", cli=False)
+    test_split: str = option("test", help="split scored once at the end", cli=False)
+    eval_test: bool = option(True, help="do not score the test split", flags=("--no-test",))
+    eval_before: bool = option(True, help="score the base model before training", cli=False)
+    calibrate_level: float | str | None = option(
+        DEFAULT_LEVEL,
+        help="relatedness level the threshold is calibrated for: same-story (1.0, the default) or "
+        "same-topic-entity (0.75), or a number",
+        flags=("--level",),
+    )
+    log_every: int = option(25, help="log the loss every N steps", cli=False)
+    progress_file: str | None = option(None, help="JSON file updated with the validation history", cli=False)
+    silver_corpus: str | None = option(
+        None,
+        help="corpus (.tsv/.csv/.parquet with id and a text column) to draw silver pairs from; texts of "
+        "validation/test pairs are left out",
+    )
+    silver_text_field: str | None = option(None, help="text column of the silver corpus")
+    silver_anchors: int = option(1200, help="silver anchor texts drawn (about 5 pairs each)")
+    silver_teacher: Literal["ensemble", "cross-encoder"] = option(
+        "ensemble", help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)"
+    )
+    cross_encoder_epochs: int = option(
+        3, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
+    )
+    cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
+    reranker: bool = option(
+        True,
+        help="train the bi-encoder alone (the reranker, trained by default, takes about 3/4 of the time)",
+        flags=("--no-reranker",),
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.calibrate_level, str):
+            self.calibrate_level = parse_level(self.calibrate_level)
+
+    def check(self) -> None:
+        check_mode(self.conversion)
+        if self.loss not in LOSSES:
+            raise ConfigError(f"unknown loss {self.loss!r} (use {', '.join(LOSSES)})")
+        for name in ("epochs", "batch_size", "max_length"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_size < 2 and self.loss == "cosent":
+            raise ConfigError("cosent needs batch_size >= 2")
+        if not self.lr > 0:
+            raise ConfigError(f"lr must be > 0, got {self.lr}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if self.calibrate_level is not None:
+            parse_level(self.calibrate_level)
+        if self.train_size is not None and self.train_size < 2:
+            raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
+        if self.reranker:
+            self.cross_encoder_config().check()
+        if self.silver_corpus is not None:
+            if not Path(self.silver_corpus).is_file():
+                raise ConfigError(f"silver corpus {self.silver_corpus}: no such file")
+            self.silver_config().check()
+            self.cross_encoder_config().check()
+
+    def silver_config(self) -> SilverConfig:
+        return SilverConfig(anchors=self.silver_anchors, teacher=self.silver_teacher, seed=self.seed)
+
+    def cross_encoder_config(self) -> CrossEncoderConfig:
+        return CrossEncoderConfig(
+            epochs=self.cross_encoder_epochs,
+            lr=self.cross_encoder_lr,
+            batch_size=self.batch_size,
+            freeze_embeddings=self.freeze_embeddings,
+            seed=self.seed,
+            threads=self.threads,
+        )
+
+
+DEFAULT_SIZES = (350, 700, 1050, 1400)
+DEFAULT_SEEDS = (1, 2, 3)
+DEFAULT_BASELINES = ("zero-shot", "tfidf-char2", "use-m3")
+
+
+@dataclass
+class LearningCurveConfig:
+    """Sizes x seeds and the fine-tuning settings every run shares (see ``FinetuneConfig``)."""
+
+    pairs: str = option(help="pair file (.tsv/.csv/.parquet) with a split column")
+    out: str = option(help="folder for runs/, baselines.json, the table and the plot")
+    sizes: tuple[int, ...] = option(DEFAULT_SIZES, help="training sizes, comma-separated")
+    seeds: tuple[int, ...] = option(DEFAULT_SEEDS, help="seeds, comma-separated")
+    baselines: tuple[str, ...] = option(
+        DEFAULT_BASELINES,
+        help="baselines scored on the same test pairs: zero-shot, tfidf-char2, use-m3 ('' for none)",
+    )
+    model: str = option_like(FinetuneConfig, "model")
+    conversion: Conversion = option_like(FinetuneConfig, "conversion")
+    loss: Literal["cosent", "mse"] = option_like(FinetuneConfig, "loss")
+    epochs: int = option_like(FinetuneConfig, "epochs")
+    batch_size: int = option_like(FinetuneConfig, "batch_size")
+    lr: float = option_like(FinetuneConfig, "lr")
+    warmup_ratio: float = option_like(FinetuneConfig, "warmup_ratio")
+    max_length: int = option_like(FinetuneConfig, "max_length")
+    freeze_embeddings: bool = option_like(FinetuneConfig, "freeze_embeddings")
+    threads: int | None = option_like(FinetuneConfig, "threads")
+
+    def finetune_config(self, size: int, seed: int) -> Any:
+        return FinetuneConfig(
+            pairs=self.pairs,
+            out=None,
+            model=self.model,
+            conversion=self.conversion,
+            loss=self.loss,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            warmup_ratio=self.warmup_ratio,
+            max_length=self.max_length,
+            freeze_embeddings=self.freeze_embeddings,
+            seed=seed,
+            train_size=size,
+            threads=self.threads,
+            eval_test=True,
+            eval_before=False,
+            reranker=False,  # the curve measures the bi-encoder: what each extra pair buys it
+            calibrate_level=None,
+        )
+
+    def settings_key(self) -> str:
+        """Hash of what makes runs comparable (everything but sizes, seeds, baselines, out, threads)."""
+        d = asdict(self)
+        for k in ("sizes", "seeds", "baselines", "out", "threads"):
+            d.pop(k)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]

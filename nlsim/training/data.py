@@ -1,0 +1,133 @@
+"""The data of a fine-tuning run: the annotated pairs, split, converted to one script, checked.
+
+Refused before any training: a split that is missing, a training or validation split too small or with
+a single score value (nothing to learn, or nothing to choose the checkpoint on), and a validation split
+without pairs on both sides of the calibration level.
+
+Example:
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"x": range(10)})
+    >>> small = select_train_subset(df, 3, 1)["x"].tolist()
+    >>> select_train_subset(df, 6, 1)["x"].tolist()[:3] == small
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from nlsim.errors import ConfigError
+from nlsim.evaluation.metrics import convert_texts
+from nlsim.io.atomic import file_sha256
+from nlsim.io.pairs import load_pairs, validate_pairs
+from nlsim.training.config import FinetuneConfig
+
+MIN_TRAIN_PAIRS = 4
+MIN_VALIDATION_PAIRS = 3
+
+
+def select_train_subset(train: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
+    """``size`` rows of ``train`` drawn with ``seed`` (all rows, shuffled, when ``size`` is None).
+
+    Subsets are nested: for one seed, the first ``size`` rows of a single permutation.
+    """
+    if size is not None and size > len(train):
+        raise ConfigError(f"train_size {size} is larger than the {len(train)} training pairs")
+    order = np.random.default_rng(seed).permutation(len(train))
+    if size is not None:
+        order = order[:size]
+    return train.iloc[order].reset_index(drop=True)
+
+
+def convert_pairs(pairs: pd.DataFrame, conversion: str) -> pd.DataFrame:
+    """A copy of ``pairs`` with ``text_a``/``text_b`` script-converted (the originals kept as ``orig_*``)."""
+    out = pairs.copy()
+    out["orig_text_a"], out["orig_text_b"] = out["text_a"], out["text_b"]
+    out["text_a"] = convert_texts(out["text_a"].tolist(), conversion)
+    out["text_b"] = convert_texts(out["text_b"].tolist(), conversion)
+    return out
+
+
+def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Train (subset), validation and test frames from one pair table with a ``split`` column."""
+    parts = []
+    for name in (cfg.train_split, cfg.val_split, cfg.test_split):
+        parts.append(pairs[pairs["split"] == name].reset_index(drop=True))
+    train, val, test = parts
+    if train.empty:
+        raise ConfigError(f"no pairs in split {cfg.train_split!r}")
+    if val.empty:
+        raise ConfigError(f"no pairs in split {cfg.val_split!r}: the best checkpoint is chosen on it")
+    sub_seed = cfg.seed if cfg.subset_seed is None else cfg.subset_seed
+    return select_train_subset(train, cfg.train_size, sub_seed), val, test
+
+
+def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: FinetuneConfig, source: str) -> None:
+    """Refuse, before training, splits that cannot train, choose a checkpoint or calibrate."""
+    for name, frame, least in (
+        ("training", train, MIN_TRAIN_PAIRS),
+        ("validation", validation, MIN_VALIDATION_PAIRS),
+    ):
+        if len(frame) < least:
+            raise ConfigError(
+                f"{source}: the {name} split has {len(frame)} pair(s); at least {least} are needed"
+            )
+        if frame["score"].nunique() < 2:
+            raise ConfigError(
+                f"{source}: every {name} pair has the score {frame['score'].iloc[0]:g}; the scores must "
+                "differ "
+                "(there is nothing to learn or to choose the checkpoint on)"
+            )
+    level = cfg.calibrate_level
+    if level is not None:
+        above = int((validation["score"] >= float(level) - 1e-9).sum())
+        if above in (0, len(validation)):
+            raise ConfigError(
+                f"{source}: {above} of the {len(validation)} validation pairs reach level {level}; the "
+                "threshold "
+                "cannot be calibrated without pairs on both sides (add pairs, or choose another --level)"
+            )
+
+
+@dataclass
+class PreparedPairs:
+    """Converted train (subset), validation and test pairs, and the data files with their SHA-256.
+
+    ``held_out`` holds every validation and test text (original and converted, the test split's even when
+    it is not scored) and ``annotated`` every annotated text pair ``(min, max)``, converted: silver pairs
+    (:mod:`nlsim.training.silver`) avoid both.
+    """
+
+    train: pd.DataFrame
+    validation: pd.DataFrame
+    test: pd.DataFrame
+    data_files: dict[str, str]
+    held_out: set[str] = field(default_factory=set)
+    annotated: set[tuple[str, str]] = field(default_factory=set)
+
+
+def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
+    """Load (or take) the pairs, split them, draw the training subset and convert the script."""
+    cfg.check()
+    data_files: dict[str, str] = {}
+    if pairs is None:
+        if not cfg.pairs:
+            raise ConfigError("no pairs given (cfg.pairs or pairs=)")
+        pairs = load_pairs(cfg.pairs)
+        data_files[str(cfg.pairs)] = file_sha256(cfg.pairs)
+    else:
+        pairs = validate_pairs(pairs, "<pairs>")
+    every = convert_pairs(pairs, cfg.conversion)  # converted once, then split
+    train, val, test = split_pairs(every, cfg)
+    check_trainable(train, val, cfg, str(cfg.pairs or "<pairs>"))
+    held_out: set[str] = set()
+    for frame in (val, test):
+        for col in ("text_a", "text_b", "orig_text_a", "orig_text_b"):
+            held_out.update(frame[col].astype(str))
+    annotated = {(min(a, b), max(a, b)) for a, b in zip(every["text_a"], every["text_b"], strict=True)}
+    if not cfg.eval_test:
+        test = test.iloc[0:0]
+    return PreparedPairs(train, val, test, data_files, held_out, annotated)

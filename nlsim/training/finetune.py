@@ -1,0 +1,247 @@
+"""Fine-tune a Sentence-BERT bi-encoder (and its reranker) on graded pairs, and save the model folder.
+
+:func:`finetune` chains the steps: prepare the pairs (:mod:`nlsim.training.data`), score the base model,
+[draw silver pairs,] train the bi-encoder (:mod:`nlsim.training.bi_encoder`), score it, calibrate its
+threshold, train the reranker (:mod:`nlsim.training.reranker`), and write a model folder that loads in
+transformers, sentence-transformers and :func:`nlsim.encoders.load_encoder`, with ``calibration.json``,
+``training.json``, ``reranker/`` and a model card (``README.md``, :mod:`nlsim.training.model_card`). The
+``finetune`` flow runs the same functions one task each.
+
+Example (a few seconds with the small English model):
+    >>> import pandas as pd
+    >>> pairs = pd.DataFrame({"text_a": ["a cat", "a dog", "stocks fall", "rain today"] * 4,
+    ...                       "text_b": ["a kitten", "a puppy", "markets drop", "football"] * 4,
+    ...                       "score": [1.0, 0.9, 0.8, 0.0] * 4,
+    ...                       "split": ["train"] * 12 + ["validation"] * 4})
+    >>> pairs["text_a"] = pairs["text_a"] + pairs.index.astype(str)
+    >>> cfg = FinetuneConfig(model="paraphrase-MiniLM-L3-v2", epochs=1, batch_size=4, conversion="none",
+    ...                      out=None, calibrate_level=None, eval_test=False, reranker=False, log_every=0)
+    >>> res = finetune(cfg, pairs=pairs, log=lambda m: None)
+    >>> res.best["epoch"], res.n_train
+    (1, 12)
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
+from nlsim.io.atomic import atomic_dir
+from nlsim.io.ownership import check_writable, is_owned, write_marker
+from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.progress import say
+from nlsim.rerank.reranker import reranker_summary
+from nlsim.training.bi_encoder import load_base, train_encoder
+from nlsim.training.config import FinetuneConfig
+from nlsim.training.data import PreparedPairs, prepare_pairs
+from nlsim.training.model_card import model_card
+from nlsim.training.reranker import fit_reranker
+from nlsim.training.silver import make_silver_pairs
+from nlsim.training.validation import calibrate_encoder, evaluate_splits
+
+TRAINING_JSON = "training.json"
+SILVER_PARQUET = "silver_pairs.parquet"
+CARD = "README.md"
+
+
+@dataclass
+class FinetuneResult:
+    """What a run produced: the best checkpoint's validation metrics, history, timings, and where it went."""
+
+    config: dict[str, Any]
+    best: dict[str, Any]
+    history: list[dict[str, Any]]
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calibration: dict[str, Any] | None = None
+    model_dir: str | None = None
+    seconds: float = 0.0
+    seconds_per_epoch: list[float] = field(default_factory=list)
+    steps: int = 0
+    n_train: int = 0
+    n_validation: int = 0
+    n_test: int = 0
+    trainable_parameters: int = 0
+    total_parameters: int = 0
+    data_files: dict[str, str] = field(default_factory=dict)
+    silver: dict[str, Any] | None = None
+    reranker: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def add_silver_pairs(data: PreparedPairs, silver: Any) -> None:
+    """Append the silver pairs (:class:`nlsim.training.silver.SilverPairs`) to ``data.train`` and note the "
+    "corpus."""
+    data.train = pd.concat([data.train, silver.pairs], ignore_index=True)
+    data.data_files[silver.corpus] = silver.corpus_sha256
+
+
+def make_result(
+    cfg: FinetuneConfig,
+    data: PreparedPairs,
+    run: dict[str, Any],
+    metrics: dict[str, dict[str, Any]],
+    cal: Any,
+    seconds: float,
+    silver: Any = None,
+    reranker: Any = None,
+) -> FinetuneResult:
+    """The run's record; with ``silver``, ``n_train`` counts the gold pairs and ``silver`` says the rest."""
+    n_silver = len(silver.pairs) if silver is not None else 0
+    return FinetuneResult(
+        config=asdict(cfg),
+        best=run["best"],
+        history=run["history"],
+        metrics=metrics,
+        calibration=cal.as_dict() if cal else None,
+        seconds=round(seconds, 1),
+        seconds_per_epoch=run["seconds_per_epoch"],
+        steps=run["steps"],
+        n_train=len(data.train) - n_silver,
+        n_validation=len(data.validation),
+        n_test=len(data.test),
+        trainable_parameters=run["trainable_parameters"],
+        total_parameters=run["total_parameters"],
+        data_files=data.data_files,
+        silver=silver.summary() if silver is not None else None,
+        reranker=reranker_summary(reranker) if reranker is not None else None,
+    )
+
+
+TRAINING_STAGES = {
+    s.name: s
+    for s in (
+        StageInfo("load-pairs", "read, split, convert and check the annotated pairs", io=True),
+        StageInfo("load-base-model", "load the base encoder", io=True),
+        StageInfo("evaluate-before", "score the base model on validation (and test)"),
+        StageInfo("silver-pairs", "train teachers and label corpus pairs (silver)", expensive=True),
+        StageInfo("train", "train the bi-encoder, keep the best validation checkpoint", expensive=True),
+        StageInfo("evaluate-after", "score the fine-tuned bi-encoder"),
+        StageInfo("calibrate", "calibrate the threshold on validation"),
+        StageInfo("reranker", "train, calibrate and score the reranker", expensive=True),
+        StageInfo("save-model", "write the model folder", io=True),
+    )
+}
+declare(*TRAINING_STAGES.values())
+
+
+def finetune(
+    cfg: FinetuneConfig,
+    *,
+    pairs: pd.DataFrame | None = None,
+    encoder: Any = None,
+    log: Callable[[str], None] = say,
+    call: Call = direct,
+) -> FinetuneResult:
+    """Train on the train split, choose on validation, evaluate, calibrate and (with ``cfg.out``) save.
+
+    ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``.
+    Metrics before and after fine-tuning go in ``result.metrics`` keyed ``"{before|after}/{split}"``. Each
+    step runs through ``call`` (:mod:`nlsim.orchestration`; the ``finetune`` flow makes them tasks).
+    """
+    t_start = time.perf_counter()
+    if cfg.out:
+        check_model_out(cfg.out)
+    data = call("load-pairs", prepare_pairs, cfg, pairs)
+    if encoder is None:
+        encoder = call("load-base-model", load_base, cfg)
+    encoder.max_length = int(cfg.max_length)
+    log(
+        f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
+        f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "
+        f"lr {cfg.lr}, bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}"
+    )
+    metrics = call("evaluate-before", evaluate_splits, encoder, data, "before") if cfg.eval_before else {}
+    silver = None
+    if cfg.silver_corpus:
+        silver = call("silver-pairs", make_silver_pairs, data, cfg, log)
+        add_silver_pairs(data, silver)
+        log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
+    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log)
+    metrics.update(call("evaluate-after", evaluate_splits, encoder, data, "after"))
+    cal = call("calibrate", calibrate_encoder, encoder, data, cfg)
+    reranker = None
+    if cfg.reranker:
+        reranker, reranked = call("reranker", fit_reranker, encoder, data, cfg, log)
+        metrics.update(reranked)
+    result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver, reranker)
+    if cfg.out:
+        call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker)
+    result.seconds = round(time.perf_counter() - t_start, 1)
+    log(
+        f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
+        f"(epoch {run['best']['epoch']}, step {run['best']['step']})"
+    )
+    return result
+
+
+def check_model_out(out: str | Path) -> None:
+    """Refuse, before training, a model folder nlsim may not replace: only a new or empty folder, or one
+    nlsim wrote as a model folder, is ever replaced (never a folder that merely holds a ``config.json``)."""
+    target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"--out {target} is a file, not a folder")
+    if target.is_dir() and any(target.iterdir()) and not is_owned(target, "model"):
+        raise ConfigError(
+            f"--out {target} is not empty and is not a model folder written by nlsim; refusing to replace it "
+            "(give a new or empty folder)"
+        )
+    check_writable(target, what="--out")
+
+
+def save_model_folder(
+    encoder: Any,
+    out: str | Path,
+    result: FinetuneResult,
+    cal: Any,
+    silver: Any = None,
+    reranker: Any = None,
+    extra_files: dict[str, Callable[[Path], None]] | None = None,
+) -> Path:
+    """Write the whole model folder at once: the encoder, ``calibration.json``, ``training.json``, the card,
+    the reranker (``reranker/``) and silver pairs when there are; it replaces ``out`` only when nlsim wrote
+    it (:func:`check_model_out`). ``extra_files``: more files, as ``{name: writer(path)}``."""
+    out = Path(out)
+    check_model_out(out)
+    encoder.base_model = getattr(encoder, "base_model", None) or getattr(encoder, "model_id", "")
+    encoder.model_id = f"finetuned:{out.name}"
+    encoder.name = out.name
+    result.model_dir = str(out)
+    if cal is not None:
+        cal = copy.copy(cal)
+        cal.model = encoder.model_id
+        cal.fingerprint = encoder.fingerprint
+        result.calibration = cal.as_dict()
+    with atomic_dir(out) as tmp:
+        encoder.write_files(
+            tmp,
+            extra_meta={
+                "conversion": result.config.get("conversion", "none"),
+                "finetuned": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            },
+        )
+        if cal is not None:
+            save_calibration(cal, tmp / CALIBRATION_JSON)
+        (tmp / TRAINING_JSON).write_text(
+            json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
+        if silver is not None:
+            silver.pairs.to_parquet(tmp / SILVER_PARQUET, index=False)
+        if reranker is not None:
+            reranker.save(tmp)
+        for name, writer in (extra_files or {}).items():
+            writer(tmp / name)
+        (tmp / CARD).write_text(model_card(result, encoder), encoding="utf-8")
+        write_marker(tmp, "model")
+    return out

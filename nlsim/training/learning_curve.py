@@ -1,0 +1,260 @@
+"""Learning curve: how much each extra annotated pair buys.
+
+Fixed validation and test sets; training subsets of growing size (default 350, 700, 1,050, 1,400; nested
+for one seed) x several seeds (default 3). Each (size, seed) run fine-tunes the base model with the same
+settings, keeps its best validation checkpoint and scores the test pairs; its result is written to
+``runs/size{N}_seed{S}.json`` as soon as it ends, so an interrupted curve resumes where it stopped (a
+finished run is never retrained). The unsupervised baselines (zero-shot base model, character-bigram
+TF-IDF, Universal Sentence Encoder) are scored once on the same test pairs. The summary gives mean +/- sd
+per size as a Markdown/CSV table and a PNG plot with the baselines as horizontal lines.
+
+Example:
+    >>> cfg = LearningCurveConfig(pairs="annotations/thucnews_tw_pairs.tsv", out="lc", sizes=(350, 700))
+    >>> run_path(cfg, 350, 1).name
+    'size350_seed1.json'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nlsim.encoders import load_encoder
+from nlsim.errors import StateError
+from nlsim.evaluation.baselines import get_baseline
+from nlsim.evaluation.metrics import evaluate
+from nlsim.io.atomic import atomic_path, atomic_write_text
+from nlsim.io.pairs import load_pairs
+from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.progress import say
+from nlsim.training.config import LearningCurveConfig
+from nlsim.training.finetune import finetune
+
+
+def run_path(cfg: LearningCurveConfig, size: int, seed: int) -> Path:
+    return Path(cfg.out) / "runs" / f"size{size}_seed{seed}.json"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise StateError(f"{path}: unreadable ({exc}); delete it to rerun that point") from exc
+
+
+def run_one(
+    cfg: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame, log: Callable[[str], None] = say
+) -> dict[str, Any]:
+    """Train one (size, seed) point, or return the stored result when it has been done already."""
+    path = run_path(cfg, size, seed)
+    if path.is_file():
+        done = _read_json(path)
+        if done.get("settings") != cfg.settings_key():
+            raise StateError(
+                f"{path}: made with other settings; use another --out folder or delete {path.parent}"
+            )
+        log(f"size {size} seed {seed}: done already (test Spearman {done['test']['spearman']}), skipped")
+        return done
+    res = finetune(cfg.finetune_config(size, seed), pairs=pairs, log=log)
+    row = {
+        "size": size,
+        "seed": seed,
+        "settings": cfg.settings_key(),
+        "validation": res.best,
+        "test": res.metrics["after/test"],
+        "seconds": res.seconds,
+        "seconds_per_epoch": res.seconds_per_epoch,
+        "best_epoch": res.best.get("epoch"),
+        "best_step": res.best.get("step"),
+    }
+    atomic_write_text(path, json.dumps(row, indent=2))
+    return row
+
+
+def run_baselines(
+    cfg: LearningCurveConfig, pairs: pd.DataFrame, log: Callable[[str], None] = say
+) -> dict[str, dict[str, Any]]:
+    """Score each baseline on the test split (and validation), stored in ``baselines.json`` (resumable)."""
+    path = Path(cfg.out) / "baselines.json"
+    stored: dict[str, dict[str, Any]] = _read_json(path) if path.is_file() else {}
+    test = pairs[pairs["split"] == "test"].reset_index(drop=True)
+    for name in cfg.baselines:
+        key = f"{name}/{cfg.conversion}" + (f"/{cfg.model}" if name == "zero-shot" else "")
+        if key in stored:
+            continue
+        log(f"baseline {name} ({cfg.conversion}) on {len(test)} test pairs")
+        scorer = load_encoder(cfg.model, threads=cfg.threads) if name == "zero-shot" else get_baseline(name)
+        if name == "zero-shot":
+            scorer.max_length = cfg.max_length
+        stored[key] = {
+            "name": name,
+            "conversion": cfg.conversion,
+            **evaluate(scorer, test, cfg.conversion).as_dict(),
+        }
+        atomic_write_text(path, json.dumps(stored, indent=2))
+    return {
+        k: v
+        for k, v in stored.items()
+        if v["conversion"] == cfg.conversion and (v["name"] != "zero-shot" or k.endswith(cfg.model))
+    }
+
+
+def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Mean and sd of the test metrics per size (over seeds)."""
+    flat = pd.DataFrame(
+        [
+            {
+                "size": r["size"],
+                "seed": r["seed"],
+                **{k: r["test"][k] for k in ("spearman", "pearson", "mse", "mae")},
+                "val_spearman": r["validation"]["spearman"],
+            }
+            for r in rows
+        ]
+    )
+    if flat.empty:
+        return flat
+    g = flat.groupby("size")
+    out = pd.DataFrame({"size": sorted(flat["size"].unique())}).set_index("size")
+    out["runs"] = g["seed"].count()
+    for k in ("spearman", "pearson", "mse", "mae", "val_spearman"):
+        out[f"{k}_mean"] = g[k].mean()
+        out[f"{k}_sd"] = g[k].std(ddof=1).fillna(0.0)
+    return out.reset_index()
+
+
+def summary_markdown(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]]) -> str:
+    """Markdown table: test metrics mean +/- sd per size, then the baselines."""
+    lines = [
+        "| training pairs | runs | test Spearman | Pearson | MSE | MAE | validation Spearman |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in summary.itertuples(index=False):
+        lines.append(
+            f"| {r.size} | {r.runs} | {r.spearman_mean:.2f} ± {r.spearman_sd:.2f} | "
+            f"{r.pearson_mean:.2f} ± {r.pearson_sd:.2f} | {r.mse_mean:.4f} ± {r.mse_sd:.4f} | "
+            f"{r.mae_mean:.4f} ± {r.mae_sd:.4f} | {r.val_spearman_mean:.2f} ± {r.val_spearman_sd:.2f} |"
+        )
+    for b in baselines.values():
+        lines.append(
+            f"| baseline: {b['name']} | 1 | {b['spearman']:.2f} | {b['pearson']:.2f} | {b['mse']:.4f} | "
+            f"{b['mae']:.4f} | |"
+        )
+    return "\n".join(lines)
+
+
+def plot(
+    summary: pd.DataFrame, baselines: dict[str, dict[str, Any]], path: str | Path, title: str = ""
+) -> Path:
+    """PNG: test Spearman mean +/- sd against training size; baselines as horizontal lines."""
+    import matplotlib  # deferred: ~1 s to import, only the plot needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    if not summary.empty:
+        ax.errorbar(
+            summary["size"],
+            summary["spearman_mean"],
+            yerr=summary["spearman_sd"],
+            marker="o",
+            capsize=4,
+            label="fine-tuned (mean ± sd over seeds)",
+        )
+    styles = ["--", ":", "-."]
+    for i, b in enumerate(baselines.values()):
+        ax.axhline(
+            b["spearman"],
+            linestyle=styles[i % len(styles)],
+            color=f"C{i + 1}",
+            label=f"{b['name']} ({b['spearman']:.1f})",
+        )
+    ax.set_xlabel("training pairs")
+    ax.set_ylabel("test Spearman x100")
+    ax.set_title(title or "Learning curve")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp)
+    plt.close(fig)
+    return path
+
+
+@dataclass
+class LearningCurveResult:
+    rows: list[dict[str, Any]]
+    summary: pd.DataFrame
+    baselines: dict[str, dict[str, Any]]
+    table_md: str
+    table_path: Path
+    plot_path: Path
+    trained: int
+
+
+declare(
+    StageInfo("load-pairs", "read, split, convert and check the annotated pairs", io=True),
+    StageInfo("baselines", "score the unsupervised baselines on the test pairs"),
+    StageInfo("train-point", "fine-tune one (size, seed) point and score it on test", expensive=True),
+    StageInfo("summarize", "the table and the plot", io=True),
+)
+
+
+def run_learning_curve(
+    cfg: LearningCurveConfig, log: Callable[[str], None] = say, call: Call = direct
+) -> LearningCurveResult:
+    """All points (skipping finished ones), the baselines, the summary table (.md + .csv) and the plot;
+    each step through ``call`` (:mod:`nlsim.orchestration`)."""
+    pairs = call("load-pairs", load_pairs, cfg.pairs)
+    Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
+    rows, trained = [], 0
+    for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds
+        for size in cfg.sizes:
+            existed = run_path(cfg, size, seed).is_file()
+            rows.append(call("train-point", run_one, cfg, size, seed, pairs, log))
+            trained += not existed
+    return call("summarize", write_summary, cfg, rows, baselines, trained)
+
+
+def write_summary(
+    cfg: LearningCurveConfig,
+    rows: list[dict[str, Any]],
+    baselines: dict[str, dict[str, Any]],
+    trained: int = 0,
+) -> LearningCurveResult:
+    out = Path(cfg.out)
+    summary = summarize(rows)
+    md = summary_markdown(summary, baselines)
+    atomic_write_text(
+        out / "learning_curve.md",
+        f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
+        f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr})\n\n{md}\n",
+    )
+    with atomic_path(out / "learning_curve.csv", suffix=".csv") as tmp:
+        summary.to_csv(tmp, index=False)
+    png = plot(
+        summary,
+        baselines,
+        out / "learning_curve.png",
+        title=f"{cfg.model}, {cfg.conversion}: test Spearman vs training pairs",
+    )
+    return LearningCurveResult(rows, summary, baselines, md, out / "learning_curve.md", png, trained)
+
+
+def collect_runs(cfg: LearningCurveConfig) -> list[dict[str, Any]]:
+    """The finished runs found in ``cfg.out`` (for a summary of a partly done curve)."""
+    rows = []
+    for size in cfg.sizes:
+        for seed in cfg.seeds:
+            p = run_path(cfg, size, seed)
+            if p.is_file():
+                rows.append(_read_json(p))
+    return rows

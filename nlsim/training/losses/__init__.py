@@ -1,0 +1,34 @@
+"""Training losses for a bi-encoder on graded pairs: cosine-MSE (default) and CoSENT.
+
+Each loss takes the two batches of (un-normalised) sentence vectors and the gold scores in [0, 1].
+
+Example:
+    >>> import torch
+    >>> u, v = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
+    >>> float(get_loss("mse")(u, v, torch.tensor([1.0])))
+    0.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from nlsim.errors import ConfigError
+from nlsim.training.losses.cosent import cosent_loss
+from nlsim.training.losses.cosine_mse import cosine_mse_loss
+
+LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+LOSSES: dict[str, LossFn] = {"mse": cosine_mse_loss, "cosent": cosent_loss}
+
+
+def get_loss(name: str) -> LossFn:
+    """The loss function called ``name`` (``mse`` or ``cosent``)."""
+    try:
+        return LOSSES[name]
+    except KeyError:
+        raise ConfigError(f"unknown loss {name!r} (use {', '.join(LOSSES)})") from None
+
+
+__all__ = ["LOSSES", "LossFn", "cosent_loss", "cosine_mse_loss", "get_loss"]

@@ -1,0 +1,75 @@
+"""Train the reranker stored beside a fine-tuned bi-encoder (:mod:`nlsim.rerank.reranker`).
+
+The cross-encoder is trained on the training pairs (:mod:`nlsim.training.cross_encoder`); the line that
+maps the bi-encoder's cosine onto the 0-1 score scale is fitted on the training pairs too; the combined
+rerank score is then calibrated and scored on validation.
+
+Example:
+    >>> import numpy as np
+    >>> cosine_to_score_map(np.array([0.8, 0.9, 1.0]), np.array([0.0, 0.5, 1.0]))
+    (5.0, -4.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.evaluation.metrics import pair_similarities
+from nlsim.progress import say
+from nlsim.rerank.reranker import DEFAULT_WEIGHT, Reranker
+from nlsim.training.config import FinetuneConfig
+from nlsim.training.cross_encoder import train_cross_encoder
+from nlsim.training.data import PreparedPairs
+from nlsim.training.validation import calibrate_encoder, evaluate_splits
+
+
+def cosine_to_score_map(cosines: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
+    """Least-squares line ``score ~ slope * cosine + intercept`` (fitted on gold training pairs).
+
+    Example:
+        >>> cosine_to_score_map(np.array([0.8, 0.9, 1.0]), np.array([0.0, 0.5, 1.0]))
+        (5.0, -4.0)
+    """
+    slope, intercept = np.polyfit(np.asarray(cosines, dtype=np.float64), np.asarray(scores, np.float64), 1)
+    return round(float(slope), 6), round(float(intercept), 6)
+
+
+def train_reranker(
+    encoder: Any,
+    train: pd.DataFrame,
+    validation: pd.DataFrame,
+    cfg: Any,
+    weight: float = DEFAULT_WEIGHT,
+    log: Callable[[str], None] = say,
+) -> Reranker:
+    """Train the cross-encoder on ``train`` from ``cfg.model`` and fit the cosine line for ``encoder``.
+
+    ``cfg`` is a :class:`nlsim.training.FinetuneConfig` (its ``cross_encoder_*`` settings); pairs are
+    already converted. Returns the reranker, not yet calibrated; the cross-encoder's epoch history is in
+    its ``info``.
+    """
+    log(f"reranker: training a cross-encoder from {cfg.model} on {len(train)} pairs (both orders)")
+    ce, history = train_cross_encoder(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
+    slope, intercept = cosine_to_score_map(pair_similarities(encoder, train), train["score"].to_numpy())
+    best = max(history, key=lambda h: h["spearman"])
+    info = {"base_model": str(cfg.model), "cross_encoder_history": history, "cross_encoder_best": best}
+    return Reranker(ce, slope, intercept, weight, info=info)
+
+
+def fit_reranker(
+    encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, log: Callable[[str], None] = say
+) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """Train the reranker (:mod:`nlsim.rerank.reranker`) beside the fine-tuned ``encoder``, calibrate its
+    score on
+    validation, and score it; returns the reranker and its metrics keyed ``"reranked/{split}"``."""
+    reranker = train_reranker(encoder, data.train, data.validation, cfg, log=log)
+    scorer = reranker.scorer(encoder)
+    cal = calibrate_encoder(scorer, data, cfg, model="reranker")
+    reranker.calibration = cal.as_dict() if cal is not None else None
+    metrics = evaluate_splits(scorer, data, "reranked")
+    log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
+    return reranker, metrics

@@ -1,0 +1,129 @@
+"""The chain on a small English set: baseline, fine-tune (cached by fingerprint), gate, report, judge."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from stsb_helpers import stsb_sample
+
+import nlsim.chain.run as chain_run
+from nlsim.chain.config import PipelineConfig
+from nlsim.chain.promotion import decide
+from nlsim.chain.run import promote_stage, run_pipeline
+from nlsim.errors import ConfigError
+from nlsim.io.model_store import ModelStore
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+def make_data(folder: Path, train: int = 60, validation: int = 40, test: int = 20) -> tuple[Path, Path]:
+    """STS-B pairs with item ids, and a corpus of their sentences (so the report can be judged)."""
+    d = stsb_sample(train=train, validation=validation, test=test)
+    texts = list(dict.fromkeys([*d["text_a"], *d["text_b"]]))
+    ids = {t: f"s{i:04d}" for i, t in enumerate(texts)}
+    d["id_a"], d["id_b"] = d["text_a"].map(ids), d["text_b"].map(ids)
+    pairs = folder / "pairs.tsv"
+    d[["pair_id", "split", "id_a", "id_b", "text_a", "text_b", "score"]].to_csv(pairs, sep="\t", index=False)
+    corpus = folder / "corpus.parquet"
+    pd.DataFrame({"id": list(ids.values()), "title": list(ids), "source": "stsb"}).to_parquet(corpus)
+    return pairs, corpus
+
+
+def config(folder: Path, pairs: Path, corpus: Path, **kw: object) -> PipelineConfig:
+    base = dict(
+        pairs=str(pairs),
+        corpus=str(corpus),
+        out=str(folder / "report"),
+        model_store=str(folder / "models"),
+        base_model=FAST_MODEL,
+        convert="none",
+        level=0.8,
+        epochs=1,
+        cross_encoder_epochs=1,
+        threads=1,
+        progress=False,
+    )
+    base.update(kw)
+    return PipelineConfig(**base)
+
+
+@pytest.mark.slow
+def test_chain_trains_once_gates_reports_and_judges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pairs, corpus = make_data(tmp_path)
+    first = run_pipeline(config(tmp_path, pairs, corpus))
+    rec = first.record
+    assert rec["trained"] and rec["candidate"]["version"].startswith("v0001-")
+    cand, base = rec["candidate"]["validation"], rec["baseline"]
+    assert cand["scorer"] == "reranker" and base["scorer"] == "cosine"
+    assert rec["decision"]["promoted"] == decide(cand, base, "zero-shot")[0]  # the gate, applied
+    store = ModelStore(tmp_path / "models")
+    assert (store.current() is not None) == rec["decision"]["promoted"]
+    # the report uses the current model, else the zero-shot one with the store's zero-shot calibration
+    summary = first.report.summary
+    assert summary["model_info"]["zero_shot"] == (not rec["decision"]["promoted"])
+    judged = json.loads((tmp_path / "report" / "pipeline.json").read_text())["judge"]
+    assert judged["judged_pairs"] == 40 and judged["same_story_pairs"] > 0 and 0 <= judged["f1"] <= 1
+    assert "zero-shot" in first.table and rec["candidate"]["version"] in first.table
+
+    # unchanged annotations: nothing is trained again
+    calls = []
+    monkeypatch.setattr(chain_run, "finetune", lambda *a, **k: calls.append(1))
+    second = run_pipeline(config(tmp_path, pairs, corpus))
+    assert calls == [] and not second.record["trained"]
+    assert second.record["candidate"]["version"] == rec["candidate"]["version"]
+    monkeypatch.undo()
+
+    # changed annotations (one more training pair): a new version, and the run says why
+    table = pd.read_csv(pairs, sep="\t", dtype=str)
+    extra = table.iloc[[0]].assign(pair_id="extra-1", text_a="A brand new sentence.", id_a="new-1")
+    pd.concat([table, extra]).to_csv(pairs, sep="\t", index=False)
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        third = run_pipeline(config(tmp_path, pairs, corpus, report=False))
+    assert third.record["trained"] and third.record["candidate"]["version"].startswith("v0002-")
+    assert "training a new version (the annotated pairs changed since v0001-" in caplog.text
+
+
+def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    good = store.new_version_dir("a" * 64)
+    good.mkdir(parents=True)
+    store.promote(good, "first")
+    worse = store.new_version_dir("b" * 64)
+    worse.mkdir(parents=True)
+    incumbent = {"spearman": 90.0, "f1": 0.80}
+    d = promote_stage(
+        store, worse, {"spearman": 91.0, "f1": 0.70}, incumbent, f"the current model {good.name}"
+    )
+    assert not d["promoted"] and "does not beat" in d["reason"] and store.current() == good
+    history = [json.loads(line) for line in (tmp_path / "models" / "history.jsonl").read_text().splitlines()]
+    assert history[-1]["decision"] == "kept, not promoted" and history[-1]["candidate"] == worse.name
+    d = promote_stage(store, worse, {"spearman": 91.0, "f1": 0.80}, incumbent, good.name)
+    assert d["promoted"] and store.current() == worse
+
+
+def test_a_pointer_to_a_missing_version_is_an_error(tmp_path: Path) -> None:
+    from nlsim.errors import StateError
+
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    (tmp_path / "models" / "CURRENT.json").write_text('{"version": "v0009-deadbeef"}')
+    with pytest.raises(StateError, match="not a version"):
+        store.current()
+
+
+def test_bad_paths_are_refused_before_any_work(tmp_path: Path) -> None:
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    with pytest.raises(ConfigError, match="contains --pairs"):
+        run_pipeline(config(tmp_path, pairs, corpus, out=str(tmp_path)))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's")
+    with pytest.raises(ConfigError, match="not written by nlsim"):
+        run_pipeline(config(tmp_path, pairs, corpus, model_store=str(tmp_path / "mine")))
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "the user's"

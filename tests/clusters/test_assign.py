@@ -1,0 +1,118 @@
+"""The one cluster rule: new/grown/merged, the survivor rule, retention, regrouping after a model change,
+and N daily updates == one batch over everything."""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import pytest
+
+from nlsim.clusters.assign import drop_items, regroup, update_clusters
+from nlsim.clusters.order import order_key_of, order_keys
+from nlsim.clusters.table import batch_clusters
+
+T = pd.Timestamp("2024-01-01", tz="UTC")
+
+
+def _keys(spec: dict[str, int]) -> dict[str, tuple[int, int, str]]:
+    return {i: order_key_of(T + pd.Timedelta(hours=h), i) for i, h in spec.items()}
+
+
+def test_new_grown_merged_and_survivor_rule() -> None:
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4, "x": 5, "y": 6, "z": 7})
+    d1 = update_clusters({}, {}, keys, new_ids=["a", "b", "c", "d"], pairs=[("b", "a"), ("c", "d")])
+    assert d1.assignment == {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"}
+    assert d1.events["status"].tolist() == ["new", "new"]
+    # day 2: x joins c-c (grown); y bridges c-a and c-c (merged): the earliest key member (a) survives
+    d2 = update_clusters(d1.assignment, d1.anchors, keys, new_ids=["x"], pairs=[("x", "d")])
+    assert d2.assignment["x"] == "c-c" and d2.events["status"].tolist() == ["grown"]
+    d3 = update_clusters(d2.assignment, d2.anchors, keys, new_ids=["y"], pairs=[("y", "d"), ("y", "b")])
+    assert set(d3.assignment.values()) == {"c-a"}
+    ev = d3.events.iloc[0]
+    assert (ev["cluster_id"], ev["status"], ev["absorbed"], ev["added"]) == ("c-a", "merged", ["c-c"], ["y"])
+    assert d3.merged_into == {"c-c": "c-a"}
+    assert "c-c" not in d3.anchors
+
+
+def test_old_lone_item_earlier_than_cluster_takes_over_like_batch() -> None:
+    keys = _keys({"x": 1, "y": 2, "z": 3, "w": 4})
+    d1 = update_clusters({}, {}, keys, new_ids=["x", "y", "z"], pairs=[("y", "z")])
+    assert d1.assignment == {"y": "c-y", "z": "c-y"}
+    d2 = update_clusters(d1.assignment, d1.anchors, keys, new_ids=["w"], pairs=[("w", "x"), ("w", "z")])
+    assert d2.assignment == {"x": "c-x", "y": "c-x", "z": "c-x", "w": "c-x"}
+    assert d2.events["status"].tolist() == ["merged"] and d2.merged_into == {"c-y": "c-x"}
+
+
+def test_late_item_keeps_existing_id() -> None:
+    keys = _keys({"early": 0, "a": 1, "b": 2})
+    d1 = update_clusters({}, {}, keys, new_ids=["a", "b"], pairs=[("a", "b")])
+    d2 = update_clusters(d1.assignment, d1.anchors, keys, new_ids=["early"], pairs=[("early", "b")])
+    assert d2.assignment["early"] == "c-a" and d2.events["status"].tolist() == ["grown"]
+
+
+def test_undated_items_sort_last() -> None:
+    keys = {"u": order_key_of(None, "u"), **_keys({"v": 5})}
+    d1 = update_clusters({}, {}, keys, new_ids=["u", "v"], pairs=[("u", "v")])
+    assert d1.assignment == {"u": "c-v", "v": "c-v"}
+    assert order_keys(["p", "q"], [None, "2024-01-01"]) == {
+        "p": (1, 0, "p"),
+        "q": order_key_of("2024-01-01", "q"),
+    }
+
+
+def test_drop_items_keeps_cluster_id_while_a_member_is_kept() -> None:
+    keys = _keys({"a": 1, "b": 2, "c": 3, "n": 4})
+    d1 = update_clusters({}, {}, keys, new_ids=["a", "b", "c"], pairs=[("a", "b"), ("b", "c")])
+    assign, anchors = drop_items(d1.assignment, d1.anchors, ["a", "b"])
+    assert assign == {"c": "c-a"} and anchors == {"c-a": keys["a"]}
+    d2 = update_clusters(assign, anchors, keys, new_ids=["n"], pairs=[("n", "c")])
+    assert d2.assignment == {"c": "c-a", "n": "c-a"}
+    assert drop_items(d1.assignment, d1.anchors, ["a", "b", "c"]) == ({}, {})
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_daily_updates_equal_batch_components(seed: int) -> None:
+    """Random graphs, items arriving in time order over 1-5 days: ids equal the batch rule's."""
+    rng = random.Random(seed)
+    n = rng.randint(5, 60)
+    ids = [f"i{j:03d}" for j in range(n)]
+    rng.shuffle(ids)  # ids do not follow time order
+    hours = sorted(rng.randint(0, 100) for _ in range(n))  # ties in time are broken by id
+    times = [T + pd.Timedelta(hours=h) for h in hours]
+    edges = {tuple(sorted(rng.sample(range(n), 2))) for _ in range(rng.randint(0, 2 * n))}
+    pairs = (
+        pd.DataFrame(sorted(edges), columns=["a", "b"]).assign(similarity=0.9)
+        if edges
+        else pd.DataFrame({"a": [], "b": [], "similarity": []})
+    )
+    frame = pd.DataFrame({"id": ids, "title": ids, "source": "", "published_at": pd.Series(times)})
+    batch, _ = batch_clusters(frame, pairs.astype({"a": "int64", "b": "int64"}))
+    expected = {ids[j]: c for j, c in enumerate(batch) if c is not None}
+
+    keys = order_keys(ids, times)
+    # day boundaries at distinct hours, so that every item of a later day is later than earlier items
+    cuts = sorted(rng.sample(sorted(set(hours)), min(len(set(hours)), rng.randint(0, 4))))
+    day_of = [sum(h >= c for c in cuts) for h in hours]
+    assign: dict[str, str] = {}
+    anchors: dict = {}
+    for d in range(len(cuts) + 1):
+        new = [ids[j] for j in range(n) if day_of[j] == d]
+        today = [(ids[a], ids[b]) for a, b in edges if max(day_of[a], day_of[b]) == d]
+        upd = update_clusters(assign, anchors, keys, new_ids=new, pairs=today)
+        for cid in upd.events["cluster_id"]:  # statuses are consistent with the ids
+            assert cid in set(upd.assignment.values())
+        assign, anchors = upd.assignment, upd.anchors
+    assert assign == expected
+
+
+def test_regroup_keeps_ids_where_memberships_survive() -> None:
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
+    before = {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"}
+    anchors = {"c-a": keys["a"], "c-c": keys["c"]}
+    # the new model keeps {a, b} together and splits c from d; e (new today) joins d
+    up = regroup(before, anchors, keys, pairs=[("a", "b"), ("d", "e")], new_ids=["e"])
+    assert up.assignment == {"a": "c-a", "b": "c-a", "d": "c-c", "e": "c-c"}
+    status = dict(zip(up.events["cluster_id"], up.events["status"], strict=True))
+    assert status == {"c-c": "regrouped"}  # c-a unchanged, c-c lost c and gained e
+    assert up.anchors["c-c"] == keys["c"]  # a kept id keeps its anchor

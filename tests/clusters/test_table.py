@@ -1,0 +1,79 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.clusters.order import order_rank
+from nlsim.clusters.table import batch_clusters
+from nlsim.errors import ConfigError
+
+
+def frame(ids, times=None, titles=None):
+    n = len(ids)
+    return pd.DataFrame(
+        {
+            "id": ids,
+            "title": titles or [f"t{i}" for i in range(n)],
+            "source": [f"s{i % 2}" for i in range(n)],
+            "published_at": pd.to_datetime(times or [None] * n, utc=True),
+        }
+    )
+
+
+def pairs(edges, sims=None):
+    a, b = zip(*edges, strict=True) if edges else ((), ())
+    return pd.DataFrame(
+        {
+            "a": np.array(a, dtype=np.int64),
+            "b": np.array(b, dtype=np.int64),
+            "similarity": np.array(sims or [0.9] * len(edges), dtype=np.float32),
+        }
+    )
+
+
+def test_components_are_transitive_and_singletons_unlabelled():
+    labels, _ = batch_clusters(frame(list("abcdef")), pairs([(0, 1), (1, 2), (4, 5)]))
+    assert labels[0] == labels[1] == labels[2]
+    assert labels[4] == labels[5] != labels[0]
+    assert labels[3] is None
+
+
+def test_order_key_puts_undated_last_then_by_id():
+    rank = order_rank(
+        ["b", "a", "c", "d"], pd.to_datetime([None, None, "2024-01-02", "2024-01-01"], utc=True)
+    )
+    assert rank.tolist() == [3, 2, 1, 0]
+
+
+def test_cluster_id_is_earliest_member_whatever_the_row_order():
+    f = frame(["x", "y", "z"], ["2024-01-03", "2024-01-01", "2024-01-02"])
+    labels, _ = batch_clusters(f, pairs([(0, 1), (1, 2)]))
+    assert set(labels) == {"c-y"}
+    g = f.iloc[[2, 0, 1]].reset_index(drop=True)  # same items, other order
+    labels2, _ = batch_clusters(g, pairs([(0, 1), (1, 2)]))
+    assert set(labels2) == {"c-y"}
+
+
+def test_build_clusters_table_and_representatives():
+    f = frame(["a", "b", "c", "d", "e"], ["2024-01-02", "2024-01-01", "2024-01-03", None, None])
+    p = pairs([(0, 1), (0, 2), (3, 4)], [0.95, 0.99, 0.91])
+    labels, clusters = batch_clusters(f, p)
+    assert labels.tolist() == ["c-b", "c-b", "c-b", "c-d", "c-d"]
+    assert clusters["cluster_id"].tolist() == ["c-b", "c-d"]  # largest first
+    first = clusters.iloc[0]
+    assert first["size"] == 3 and first["representative"] == "b"
+    assert list(first["member_ids"]) == ["b", "a", "c"]  # earliest first
+    assert first["max_similarity"] == pytest.approx(0.99)
+    assert first["mean_similarity"] == pytest.approx(0.97)
+    _, central = batch_clusters(f, p, representative="central")
+    assert central.iloc[0]["representative"] == "a"  # linked to both others
+
+
+def test_no_pairs_gives_empty_table():
+    labels, clusters = batch_clusters(frame(["a", "b"]), pairs([]))
+    assert labels.isna().all() and len(clusters) == 0
+    assert "member_ids" in clusters.columns
+
+
+def test_unknown_representative_rule():
+    with pytest.raises(ConfigError, match="unknown representative rule"):
+        batch_clusters(frame(["a", "b"]), pairs([(0, 1)]), representative="longest")

@@ -1,0 +1,118 @@
+"""Embedding cache: keyed by texts + fingerprint + conversion + max_length; corrupt entries recomputed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlsim.encoders.cache import EmbeddingCache, cache_key, texts_digest
+from nlsim.errors import StateError
+
+PARTS = {"texts": ["台灣新聞", "news"], "fingerprint": "f" * 64, "conversion": "tw2sp", "max_length": 256}
+
+
+class Counter:
+    def __init__(self, value: np.ndarray) -> None:
+        self.value, self.calls = value, 0
+
+    def __call__(self) -> np.ndarray:
+        self.calls += 1
+        return self.value
+
+
+@pytest.fixture()
+def emb() -> np.ndarray:
+    return np.random.default_rng(0).normal(size=(2, 8)).astype(np.float32)
+
+
+def test_miss_then_hit_returns_same_array(tmp_path: Path, emb: np.ndarray) -> None:
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    a, hit_a = cache.get_or_compute_parts(PARTS, fn)
+    b, hit_b = cache.get_or_compute_parts(dict(PARTS), fn)
+    assert (hit_a, hit_b, fn.calls) == (False, True, 1)
+    assert np.array_equal(a, emb) and np.array_equal(b, emb) and b.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"texts": ["台灣新聞", "News"]},
+        {"texts": ["news", "台灣新聞"]},
+        {"fingerprint": "g" * 64},
+        {"conversion": "none"},
+        {"max_length": 128},
+    ],
+)
+def test_every_key_part_matters(change: dict, tmp_path: Path, emb: np.ndarray) -> None:
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    cache.get_or_compute_parts(PARTS, fn)
+    _, hit = cache.get_or_compute_parts({**PARTS, **change}, fn)
+    assert not hit and fn.calls == 2
+    assert cache_key(PARTS) != cache_key({**PARTS, **change})
+
+
+def test_texts_digest_is_boundary_safe() -> None:
+    assert texts_digest(["ab", "c"]) != texts_digest(["a", "bc"])
+    assert texts_digest([]) != texts_digest([""])
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "no_sidecar", "bad_sidecar", "no_npy"])
+def test_corrupt_entry_is_recomputed(damage: str, tmp_path: Path, emb: np.ndarray) -> None:
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    cache.get_or_compute_parts(PARTS, fn)
+    npy, meta = cache.paths(cache_key(PARTS))
+    if damage == "flip":
+        data = bytearray(npy.read_bytes())
+        data[-3] ^= 0x40
+        npy.write_bytes(bytes(data))
+    elif damage == "truncate":
+        npy.write_bytes(npy.read_bytes()[:-16])
+    elif damage == "no_sidecar":
+        meta.unlink()
+    elif damage == "bad_sidecar":
+        meta.write_text("{")
+    else:
+        npy.unlink()
+    out, hit = cache.get_or_compute_parts(PARTS, fn)
+    assert not hit and fn.calls == 2 and np.array_equal(out, emb)
+    _, hit = cache.get_or_compute_parts(PARTS, fn)
+    assert hit and fn.calls == 2  # the rewritten entry is good again
+
+
+def test_wrong_row_count_from_compute_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StateError, match="rows"):
+        EmbeddingCache(tmp_path).get_or_compute_parts(PARTS, lambda: np.zeros((3, 4), np.float32))
+    assert list(tmp_path.glob("*.npy")) == []
+
+
+def test_writes_are_atomic_no_temp_files(tmp_path: Path, emb: np.ndarray) -> None:
+    EmbeddingCache(tmp_path).get_or_compute_parts(PARTS, Counter(emb))
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".npy"]
+
+
+def test_encoder_form_uses_fingerprint_and_max_length(tmp_path: Path) -> None:
+    class FakeEncoder:
+        fingerprint = "abc"
+        max_length = 64
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def encode(self, texts: list[str]) -> np.ndarray:
+            self.calls += 1
+            return np.ones((len(texts), 4), np.float32)
+
+    cache, enc = EmbeddingCache(tmp_path), FakeEncoder()
+    _, hit1 = cache.get_or_compute(["a", "b"], enc, "none")
+    _, hit2 = cache.get_or_compute(["a", "b"], enc, "none")
+    _, hit3 = cache.get_or_compute(["a", "b"], enc, "tw2sp")
+    enc.max_length = 32
+    _, hit4 = cache.get_or_compute(["a", "b"], enc, "none")
+    assert (hit1, hit2, hit3, hit4, enc.calls) == (False, True, False, False, 3)
+
+
+def test_default_root_under_nlsim_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    assert EmbeddingCache().root == tmp_path / "embeddings"

@@ -1,0 +1,82 @@
+"""Threshold calibration: the best-F1 cut on a constructed case, stored and found beside a model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.errors import ConfigError, StateError
+from nlsim.evaluation.calibration import (
+    Calibration,
+    calibrate,
+    calibrate_scores,
+    load_calibration,
+    save_calibration,
+)
+from nlsim.evaluation.levels import parse_level
+
+
+def test_separable_case_cuts_between_the_groups() -> None:
+    cos = np.array([0.97, 0.93, 0.91, 0.88, 0.86, 0.80])
+    gold = np.array([1.0, 0.75, 0.75, 0.5, 0.25, 0.0])
+    cal = calibrate_scores(cos, gold, level=0.75)
+    assert cal.threshold == pytest.approx((0.91 + 0.88) / 2)
+    assert (cal.precision, cal.recall, cal.f1) == (1.0, 1.0, 1.0)
+    assert (cal.n, cal.n_positive) == (6, 3)
+    # the same-story level only keeps the top pair
+    story = calibrate_scores(cos, gold, level=1.0)
+    assert story.threshold == pytest.approx((0.97 + 0.93) / 2)
+
+
+def test_overlapping_case_picks_the_best_f1() -> None:
+    # positives at 0.9, 0.8, 0.6; negatives at 0.85, 0.7, 0.5
+    cos = np.array([0.9, 0.85, 0.8, 0.7, 0.6, 0.5])
+    gold = np.array([1, 0, 1, 0, 1, 0], dtype=float)
+    cal = calibrate_scores(cos, gold, level=0.75)
+    # cut below 0.6: P 3/5, R 1, F1 0.75 beats cut below 0.8 (P 2/3, R 2/3, F1 0.667) and 0.9 (F1 0.5)
+    assert cal.threshold == pytest.approx(0.55)
+    assert cal.f1 == pytest.approx(0.75)
+    assert cal.precision == pytest.approx(0.6)
+
+
+def test_level_needs_both_classes() -> None:
+    with pytest.raises(ConfigError, match="need pairs both"):
+        calibrate_scores(np.array([0.1, 0.2]), np.array([0.1, 0.2]), level=0.75)
+    assert parse_level("same-story") == 1.0
+    with pytest.raises(ConfigError):
+        parse_level("1.5")
+
+
+def test_save_and_load_beside_a_model_or_standalone(tmp_path: Path) -> None:
+    cal = calibrate_scores(np.array([0.9, 0.1]), np.array([1.0, 0.0]), model="m", conversion="tw2sp")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    assert load_calibration(folder) is None
+    save_calibration(cal, folder)
+    assert (folder / "calibration.json").is_file()
+    again = load_calibration(folder)
+    assert isinstance(again, Calibration) and again.threshold == cal.threshold and again.conversion == "tw2sp"
+    standalone = save_calibration(cal, tmp_path / "e5.json")
+    assert load_calibration(standalone).threshold == cal.threshold
+    assert load_calibration("multilingual-e5-small") is None
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(StateError):
+        load_calibration(tmp_path / "bad.json")
+    assert json.loads(standalone.read_text())["model"] == "m"
+
+
+def test_calibrate_with_a_pair_scorer() -> None:
+    pairs = pd.DataFrame(
+        {"text_a": ["a", "b", "c", "d"], "text_b": ["a", "b", "x", "y"], "score": [1.0, 0.75, 0.25, 0.0]}
+    )
+
+    def scorer(a: list[str], b: list[str]) -> np.ndarray:
+        return np.array([0.9 if x == y else 0.3 for x, y in zip(a, b, strict=True)])
+
+    cal = calibrate(scorer, pairs, level=0.75, conversion="none")
+    assert cal.threshold == pytest.approx(0.6)
+    assert cal.f1 == 1.0

@@ -1,0 +1,47 @@
+"""Metrics: Spearman/Pearson x100, MSE and MAE of the cosine; conversion applied before scoring."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.evaluation.metrics import evaluate, metrics_from_scores, metrics_table
+
+
+def test_metrics_values() -> None:
+    m = metrics_from_scores(np.array([0.2, 0.4, 0.6, 1.0]), np.array([0.0, 0.5, 0.25, 1.0]))
+    assert m.spearman == pytest.approx(80.0)
+    assert m.mse == pytest.approx(np.mean([0.04, 0.01, 0.1225, 0.0]), abs=1e-4)
+    assert m.mae == pytest.approx(np.mean([0.2, 0.1, 0.35, 0.0]), abs=1e-4)
+    assert m.n == 4
+
+
+def test_evaluate_converts_before_scoring() -> None:
+    pairs = pd.DataFrame({"text_a": ["軟體", "軟體"], "text_b": ["软件", "硬件"], "score": [1.0, 0.0]})
+    seen: list[list[str]] = []
+
+    def scorer(a: list[str], b: list[str]) -> np.ndarray:
+        seen.append(list(a))
+        return np.array([1.0 if x == y else 0.0 for x, y in zip(a, b, strict=True)])
+
+    assert evaluate(scorer, pairs, "tw2sp").spearman == pytest.approx(100.0)
+    assert seen[-1] == ["软件", "软件"]
+    assert np.isnan(evaluate(scorer, pairs, "none").spearman)  # constant prediction: undefined
+    assert "| spearman |" in metrics_table([{"model": "x", **evaluate(scorer, pairs, "tw2sp").as_dict()}])
+
+
+def test_encoder_cosine_matches_numpy(fast_encoder) -> None:  # noqa: ANN001
+    pairs = pd.DataFrame(
+        {
+            "text_a": ["a cat sits", "stocks fall", "a cat sits"],
+            "text_b": ["a kitten sits", "it rains", "markets drop"],
+            "score": [1.0, 0.0, 0.2],
+        }
+    )
+    emb = fast_encoder.encode(
+        ["a cat sits", "a kitten sits", "stocks fall", "it rains", "markets drop"], progress=False
+    )
+    cos = np.array([emb[0] @ emb[1], emb[2] @ emb[3], emb[0] @ emb[4]])
+    m = evaluate(fast_encoder, pairs, "none")
+    assert m.mse == pytest.approx(float(np.mean((cos - pairs["score"].to_numpy()) ** 2)), abs=1e-4)

@@ -1,0 +1,146 @@
+import json
+
+import pandas as pd
+import pytest
+
+from nlsim.errors import InputError
+from nlsim.io.corpus import load_corpus
+
+
+def write_csv(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_loads_all_three_formats_into_one_schema(tmp_path):
+    rows = [
+        {
+            "id": "a",
+            "title": "Floods",
+            "description": "Rain",
+            "source": "AP",
+            "published_at": "2024-05-01T10:00:00+02:00",
+        },
+        {"id": "b", "title": "Storm", "source": "AFP"},
+    ]
+    pd.DataFrame(rows).to_parquet(tmp_path / "c.parquet")
+    pd.DataFrame(rows).to_csv(tmp_path / "c.csv", index=False)
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    frames = [load_corpus(tmp_path / f"c.{ext}").frame for ext in ("parquet", "csv", "jsonl")]
+    for frame in frames:
+        assert list(frame.columns[:8]) == [
+            "id",
+            "title",
+            "description",
+            "body",
+            "source",
+            "lang",
+            "url",
+            "published_at",
+        ]
+        assert frame["id"].tolist() == ["a", "b"]
+        assert frame["description"].tolist() == ["Rain", ""]
+        assert frame["published_at"].iloc[0] == pd.Timestamp("2024-05-01T08:00:00Z")
+        assert pd.isna(frame["published_at"].iloc[1])
+    assert load_corpus(tmp_path / "c.csv").texts() == ["Floods Rain", "Storm"]
+    assert load_corpus(tmp_path / "c.csv", text_fields=("title",)).texts() == ["Floods", "Storm"]
+
+
+def test_content_hash_changes_with_text(tmp_path):
+    a = load_corpus(write_csv(tmp_path / "a.csv", "id,title\n1,Floods\n2,Storm\n"))
+    b = load_corpus(write_csv(tmp_path / "b.csv", "id,title\n1,Floods\n2,Storm warning\n"))
+    assert a.content_hashes()[0] == b.content_hashes()[0]
+    assert a.content_hashes()[1] != b.content_hashes()[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "row", "field", "reason"),
+    [
+        ("missing.csv", "id,headline\n1,Floods\n", None, "title", "required column missing"),
+        (
+            "dup.csv",
+            "id,title\n1,Floods\n2,Storm\n1,Fire\n",
+            3,
+            "id",
+            "duplicate id '1' (first seen at row 1)",
+        ),
+        ("empty.csv", "id,title\n1,Floods\n2,   \n", 2, "title", "empty text"),
+        ("noid.csv", "id,title\n1,Floods\n,Storm\n", 2, "id", "empty id"),
+        (
+            "time.csv",
+            "id,title,published_at\n1,Floods,yesterday-ish\n",
+            1,
+            "published_at",
+            "cannot parse time",
+        ),
+        (
+            "nontext.jsonl",
+            '{"id": "1", "title": "Floods"}\n{"id": "2", "title": 42}\n',
+            2,
+            "title",
+            "not text",
+        ),
+        ("trunc.jsonl", '{"id": "1", "title": "Floods"}\n{"id": "2", "tit', 2, None, "invalid JSON"),
+        ("trunc.csv", 'id,title\n1,Floods\n2,"Storm war', 2, None, "cannot be read as CSV"),
+        ("list.jsonl", '{"id": "1", "title": ["a"]}\n', 1, "title", "not text"),
+    ],
+)
+def test_bad_input_names_file_row_and_field(tmp_path, name, content, row, field, reason):
+    path = write_csv(tmp_path / name, content)
+    with pytest.raises(InputError) as info:
+        load_corpus(path)
+    err = info.value
+    assert err.file == str(path)
+    assert err.row == row
+    assert err.field == field
+    assert reason in err.reason
+    assert str(path) in str(err)
+
+
+def test_truncated_and_garbage_parquet(tmp_path):
+    good = tmp_path / "good.parquet"
+    pd.DataFrame({"id": [str(i) for i in range(500)], "title": ["t"] * 500}).to_parquet(good)
+    data = good.read_bytes()
+    (tmp_path / "trunc.parquet").write_bytes(data[: len(data) // 2])
+    (tmp_path / "garbage.parquet").write_bytes(b"not parquet at all")
+    for name in ("trunc.parquet", "garbage.parquet"):
+        with pytest.raises(InputError, match="cannot read as Parquet"):
+            load_corpus(tmp_path / name)
+
+
+def test_missing_file_and_unknown_format(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        load_corpus(tmp_path / "nope.csv")
+    (tmp_path / "x.xml").write_text("<a/>")
+    with pytest.raises(InputError, match="unknown table format"):
+        load_corpus(tmp_path / "x.xml")
+
+
+def test_non_utf8_csv(tmp_path):
+    (tmp_path / "latin.csv").write_bytes("id,title\n1,caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        load_corpus(tmp_path / "latin.csv")
+
+
+def test_quarantine_keeps_good_rows_and_records_bad_ones(tmp_path):
+    path = write_csv(tmp_path / "mixed.csv", "id,title\n1,Floods\n2,\n1,Dup\n3,Storm\n")
+    q = tmp_path / "quarantine.csv"
+    corpus = load_corpus(path, quarantine=q)
+    assert corpus.ids == ["1", "3"]
+    bad = pd.read_csv(q)
+    assert bad[["row", "field"]].values.tolist() == [[2, "title"], [3, "id"]]
+    assert "empty text" in bad["reason"].iloc[0]
+    assert "duplicate id" in bad["reason"].iloc[1]
+    assert len(corpus.quarantined) == 2
+
+
+def test_integer_ids_become_text(tmp_path):
+    pd.DataFrame({"id": [10, 11], "title": ["a", "b"]}).to_parquet(tmp_path / "i.parquet")
+    assert load_corpus(tmp_path / "i.parquet").ids == ["10", "11"]
+
+
+def test_bundled_corpora_load(repo_root):
+    thuc = load_corpus(repo_root / "data/thucnews.parquet")
+    bbc = load_corpus(repo_root / "data/bbc.parquet")
+    assert len(thuc) == 10_000 and len(bbc) == 2_225
+    assert thuc.frame["id"].is_unique and bbc.frame["id"].is_unique

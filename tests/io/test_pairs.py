@@ -1,0 +1,91 @@
+"""Pair files: TSV/CSV/Parquet load; bad rows are refused with file, row and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.errors import InputError
+from nlsim.io.pairs import load_pairs, validate_pairs
+
+HEADER = "pair_id\ttext_a\ttext_b\tscore\tsplit\n"
+
+
+def write(tmp_path: Path, body: str, name: str = "pairs.tsv") -> Path:
+    p = tmp_path / name
+    p.write_text(HEADER + body, encoding="utf-8")
+    return p
+
+
+def test_loads_tsv_csv_parquet_alike(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["a", "b"],
+            "text_a": ["股市", "x"],
+            "text_b": ["股票", "y"],
+            "score": [0.75, 0.0],
+            "split": ["train", "test"],
+            "stratum": ["s", "t"],
+        }
+    )
+    frame.to_csv(tmp_path / "p.tsv", sep="\t", index=False)
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    frame.to_parquet(tmp_path / "p.parquet", index=False)
+    loaded = [load_pairs(tmp_path / f"p.{ext}") for ext in ("tsv", "csv", "parquet")]
+    for got in loaded:
+        assert got[["pair_id", "text_a", "text_b", "score", "split"]].equals(
+            loaded[0][["pair_id", "text_a", "text_b", "score", "split"]]
+        )
+        assert got["score"].tolist() == [0.75, 0.0]
+        assert "stratum" in got.columns
+    assert load_pairs(tmp_path / "p.tsv", split="test")["pair_id"].tolist() == ["b"]
+
+
+def test_the_annotated_set_loads(repo_root: Path) -> None:
+    pairs = load_pairs(repo_root / "annotations" / "thucnews_tw_pairs.tsv")
+    assert len(pairs) == 2268  # the first 2,000 and batch 2 (179 train, 89 validation)
+    assert pairs["split"].value_counts().to_dict() == {"train": 1579, "validation": 389, "test": 300}
+    assert pairs["score"].between(0, 1).all()
+    batch2 = pairs[pairs["pair_id"].str.startswith("b2-")]
+    assert len(batch2) == 268 and batch2["notes"].str.startswith("double-scored").sum() == 28
+
+
+@pytest.mark.parametrize(
+    ("body", "row", "field", "reason"),
+    [
+        ("p1\ta\tb\t0.5\ttrain\np2\tc\td\t1.25\ttrain\n", 2, "score", "outside [0, 1]"),
+        ("p1\ta\tb\t-0.1\ttrain\n", 1, "score", "outside [0, 1]"),
+        ("p1\ta\tb\t\ttrain\n", 1, "score", "missing score"),
+        ("p1\ta\tb\thigh\ttrain\n", 1, "score", "not a number"),
+        ("p1\ta\tb\t0.5\ttrain\np2\t  \td\t0.5\ttrain\n", 2, "text_a", "empty text"),
+        ("p1\ta\t\t0.5\ttrain\n", 1, "text_b", "empty text"),
+        ("p1\ta\tb\t0.5\ttrain\np1\tc\td\t0.5\ttest\n", 2, "pair_id", "duplicate pair id 'p1'"),
+        ("p1\ta\tb\t0.5\tdev\n", 1, "split", "unknown split"),
+    ],
+)
+def test_bad_rows_are_refused(tmp_path: Path, body: str, row: int, field: str, reason: str) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert err.value.row == row
+    assert err.value.field == field
+    assert reason in err.value.reason
+    assert str(err.value).startswith(f"{path}: row {row}, field '{field}'")
+
+
+def test_missing_column_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="missing column"):
+        validate_pairs(pd.DataFrame({"text_a": ["a"], "text_b": ["b"]}), "x.csv")
+    with pytest.raises(InputError, match="file not found"):
+        load_pairs(tmp_path / "nope.tsv")
+    with pytest.raises(InputError, match="no pairs in split 'validation'"):
+        load_pairs(write(tmp_path, "p1\ta\tb\t0.5\ttrain\n"), split="validation")
+
+
+def test_parquet_score_out_of_range(tmp_path: Path) -> None:
+    p = tmp_path / "p.parquet"
+    pd.DataFrame({"text_a": ["a", "b"], "text_b": ["c", "d"], "score": [0.2, 5.0]}).to_parquet(p)
+    with pytest.raises(InputError, match=r"row 2, field 'score': score 5.0 is outside"):
+        load_pairs(p)

@@ -1,0 +1,274 @@
+"""The reranker: training beside a bi-encoder, saving and loading, the rerank score and its floor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from stsb_helpers import stsb_sample
+
+from nlsim.errors import StateError
+from nlsim.rerank.cross_encoder import CrossEncoder
+from nlsim.rerank.reranker import Reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.training.config import FinetuneConfig
+from nlsim.training.finetune import FinetuneResult, finetune
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+@pytest.fixture(scope="module")
+def small_pairs() -> pd.DataFrame:
+    return stsb_sample(train=48, validation=24, test=16)
+
+
+@pytest.fixture(scope="module")
+def reranked_model(tmp_path_factory: pytest.TempPathFactory, small_pairs: pd.DataFrame) -> FinetuneResult:
+    out = tmp_path_factory.mktemp("rerank") / "model"
+    cfg = FinetuneConfig(
+        model=FAST_MODEL,
+        out=str(out),
+        conversion="none",
+        epochs=1,
+        batch_size=8,
+        max_length=48,
+        threads=1,
+        log_every=0,
+        calibrate_level=0.6,
+        reranker=True,
+        cross_encoder_epochs=2,
+        seed=5,
+    )
+    return finetune(cfg, pairs=small_pairs, log=lambda _: None)
+
+
+def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: FinetuneResult) -> None:
+    out = Path(str(reranked_model.model_dir))
+    assert has_reranker(out) and (out / "reranker" / "head.safetensors").is_file()
+    assert {"reranked/validation", "reranked/test"} <= set(reranked_model.metrics)
+    summary = reranked_model.reranker
+    assert summary is not None and summary["weight"] == 0.5 and summary["slope"] > 0
+    assert [h["epoch"] for h in summary["cross_encoder_history"]] == [1, 2]
+    assert summary["calibration"]["level"] == 0.6 and summary["calibration"]["model"] == "reranker"
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "## Reranker" in card and "reranked" in card
+
+
+def test_a_loaded_reranker_scores_as_the_trained_one(
+    reranked_model: FinetuneResult, small_pairs: pd.DataFrame
+) -> None:
+    from nlsim.encoders import load_encoder
+    from nlsim.evaluation.metrics import evaluate
+
+    out = str(reranked_model.model_dir)
+    reranker = load_reranker(out, threads=1)
+    assert reranker is not None and reranker.threshold == reranked_model.reranker["calibration"]["threshold"]
+    test = small_pairs[small_pairs["split"] == "test"]
+    enc = load_encoder(out)
+    enc.max_length = 48
+    m = evaluate(reranker.scorer(enc), test, None)
+    assert m.as_dict() == reranked_model.metrics["reranked/test"]
+
+
+def test_rerank_score_is_the_weighted_mean_and_symmetric(reranked_model: FinetuneResult) -> None:
+    from nlsim.encoders import load_encoder
+
+    out = str(reranked_model.model_dir)
+    reranker = load_reranker(out, threads=1)
+    assert reranker is not None
+    enc = load_encoder(out)
+    a, b = ["A man is playing a guitar.", "Stocks fell."], ["Someone plays the guitar.", "A cat sleeps."]
+    score = reranker.scorer(enc)
+    got = score(a, b)
+    cos = np.einsum("ij,ij->i", enc.encode(a), enc.encode(b))
+    cross = reranker.cross_encoder.predict(a, b)
+    expected = 0.5 * (reranker.slope * cos + reranker.intercept) + 0.5 * cross
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    np.testing.assert_allclose(score(b, a), got, atol=1e-5)
+
+
+class _FixedCross:
+    """A stand-in cross-encoder returning preset scores."""
+
+    def __init__(self, scores: list[float]) -> None:
+        self.scores = np.array(scores)
+
+    def predict(
+        self, a: list[str], b: list[str], progress: bool = False, runner: object = None
+    ) -> np.ndarray:
+        return self.scores[: len(a)]
+
+
+def test_candidate_floor_loses_no_pair_that_could_pass() -> None:
+    r = Reranker(cross_encoder=None, slope=1.2, intercept=-0.3, weight=0.5)
+    threshold = 0.7
+    floor = r.candidate_floor(threshold)
+    cos = np.linspace(-1, 1, 2001)
+    best_case = r.combine(cos, np.full_like(cos, 0.999999))
+    assert (cos[best_case >= threshold] >= floor).all()  # nothing that can pass lies below the floor
+    assert best_case[cos >= floor + 1e-3].min() >= threshold  # and the floor is tight
+    assert Reranker(None, slope=-1.0, intercept=0.5).candidate_floor(0.7) == -1.0
+
+
+def test_rerank_pairs_rescores_and_filters() -> None:
+    r = Reranker(cross_encoder=_FixedCross([0.9, 0.1, 0.8]), slope=1.0, intercept=0.0, weight=0.5)
+    pairs = pd.DataFrame({"a": [0, 1, 2], "b": [1, 2, 0], "similarity": [0.9, 0.95, 0.5]})
+    out = rerank_pairs(pairs, ["x", "y", "z"], r, threshold=0.6)
+    assert out[["a", "b"]].values.tolist() == [[0, 1], [2, 0]]
+    np.testing.assert_allclose(out["similarity"], [0.9, 0.65], atol=1e-6)
+    np.testing.assert_allclose(out["cosine"], [0.9, 0.5], atol=1e-6)
+    np.testing.assert_allclose(out["cross_encoder"], [0.9, 0.8], atol=1e-6)
+    empty = rerank_pairs(pairs.iloc[0:0], [], r, threshold=0.6)
+    assert empty.empty and {"cosine", "cross_encoder"} <= set(empty.columns)
+
+
+def test_a_folder_without_a_reranker_has_none_and_a_broken_one_is_an_error(tmp_path: Path) -> None:
+    assert load_reranker(tmp_path) is None and load_reranker(None) is None
+    (tmp_path / "reranker").mkdir()
+    (tmp_path / "reranker" / "reranker.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(StateError, match="reranker.json"):
+        load_reranker(tmp_path)
+    with pytest.raises(StateError, match="not a saved cross-encoder"):
+        CrossEncoder.load(tmp_path)
+
+
+# --- the rerank stage of dedup ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "small.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:80].to_parquet(path)
+    return path
+
+
+def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 - DedupResult
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
+
+    cfg = DedupConfig(
+        corpus=corpus,
+        out=out,
+        model=model,
+        convert="none",
+        text_fields=("title",),
+        k=5,
+        cache=False,
+        progress=False,
+        save_index=False,
+        **kw,
+    )
+    return run_dedup(cfg)
+
+
+def test_dedup_with_a_reranker_keeps_exactly_the_candidates_whose_rerank_score_passes(
+    reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
+) -> None:
+    model = str(reranked_model.model_dir)
+    reranker = load_reranker(model)
+    assert reranker is not None
+    threshold = 0.45
+    floor = reranker.candidate_floor(threshold)
+    got = _dedup(model, small_corpus, tmp_path / "reranked", threshold=threshold)
+    rerank = got.summary["rerank"]
+    assert rerank["candidate_floor"] == round(floor, 6) and rerank["kept"] == len(got.pairs) > 0
+    assert "on the rerank score" in got.summary["threshold_source"]
+    # the same neighbours by cosine alone, down to the floor, rescored here by hand
+    plain = _dedup(model, small_corpus, tmp_path / "plain", threshold=floor, rerank=False)
+    assert plain.summary["rerank"] is None and plain.pairs["cross_encoder"].isna().all()
+    assert (plain.pairs["cosine"] == plain.pairs["similarity"]).all()
+    assert len(plain.pairs) == rerank["candidates"]
+    score = reranker.combine(
+        plain.pairs["similarity"].to_numpy(),
+        reranker.cross_encoder.predict(plain.pairs["title_a"].tolist(), plain.pairs["title_b"].tolist()),
+    )
+    expected = {tuple(p) for p in plain.pairs.loc[score >= threshold, ["id_a", "id_b"]].values.tolist()}
+    assert {tuple(p) for p in got.pairs[["id_a", "id_b"]].values.tolist()} == expected
+    assert (got.pairs["similarity"] >= threshold).all() and (got.pairs["cosine"] >= floor).all()
+    np.testing.assert_allclose(
+        got.pairs["similarity"], reranker.combine(got.pairs["cosine"], got.pairs["cross_encoder"]), atol=1e-5
+    )
+    stored = pd.read_parquet(got.files["pairs.parquet"])
+    assert {"cosine", "cross_encoder"} <= set(stored.columns)
+
+
+def test_dedup_uses_the_stored_rerank_threshold_by_default(
+    reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
+) -> None:
+    got = _dedup(str(reranked_model.model_dir), small_corpus, tmp_path)
+    assert got.summary["threshold"] == round(reranked_model.reranker["calibration"]["threshold"], 6)
+    assert got.summary["threshold_source"].startswith("rerank threshold stored with the model")
+
+
+def test_a_daily_run_reranks_like_a_batch_run(
+    reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
+) -> None:
+    """Incremental runs are the batch stages plus state: the reranker works with --state too."""
+    model = str(reranked_model.model_dir)
+    batch = _dedup(model, small_corpus, tmp_path / "batch", threshold=0.45)
+    daily = _dedup(
+        model,
+        small_corpus,
+        tmp_path / "daily",
+        threshold=0.45,
+        state=str(tmp_path / "state"),
+        retention_days=None,
+    )
+    assert daily.summary["rerank"]["kept"] == batch.summary["rerank"]["kept"] > 0
+    key = ["id_a", "id_b"]
+    pd.testing.assert_frame_equal(
+        daily.pairs.sort_values(key).reset_index(drop=True)[[*key, "similarity", "cross_encoder"]],
+        batch.pairs.sort_values(key).reset_index(drop=True)[[*key, "similarity", "cross_encoder"]],
+    )
+
+
+def test_rerank_requests_that_cannot_be_met_are_errors(
+    reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
+) -> None:
+    from nlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="has no reranker"):
+        _dedup(FAST_MODEL, small_corpus, tmp_path / "a", threshold=0.9, rerank=True)
+    cal = tmp_path / "cal.json"
+    cal.write_text(
+        '{"threshold": 0.9, "level": 0.75, "precision": 1, "recall": 1, "f1": 1, "n": 4, '
+        '"n_positive": 2, "conversion": "none"}'
+    )
+    with pytest.raises(ConfigError, match="calibrates cosines"):
+        _dedup(str(reranked_model.model_dir), small_corpus, tmp_path / "b", calibration=cal, rerank=True)
+    assert not (tmp_path / "a" / "pairs.parquet").exists() and not (tmp_path / "b" / "pairs.parquet").exists()
+
+
+def test_evaluate_command_scores_the_rerank_score_unless_told_not_to(
+    reranked_model: FinetuneResult,
+    small_pairs: pd.DataFrame,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from nlsim.cli import main
+
+    pairs = tmp_path / "pairs.tsv"
+    small_pairs.to_csv(pairs, sep="\t", index=False)
+    base = [
+        "evaluate",
+        "--model",
+        str(reranked_model.model_dir),
+        "--pairs",
+        str(pairs),
+        "--convert",
+        "none",
+        "--json",
+        "--threads",
+        "1",
+    ]
+    got = {}
+    for flag in ([], ["--no-rerank"]):
+        assert main(base + flag) == 0
+        row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        got[row["scorer"]] = row
+    assert set(got) == {"reranker", "bi-encoder"}
+    for scorer, key in (("reranker", "reranked/test"), ("bi-encoder", "after/test")):
+        assert got[scorer]["spearman"] == pytest.approx(reranked_model.metrics[key]["spearman"], abs=0.05)

@@ -1,0 +1,167 @@
+"""Tests of nlsim.search.neighbors: exact graph vs numpy, thresholds, time window, dedup, incremental "
+"queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.errors import ConfigError
+from nlsim.search.index import build_index
+from nlsim.search.neighbors import knn_graph, neighbor_pairs
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def brute_pairs(emb: np.ndarray, rows: np.ndarray, k: int, threshold: float) -> set[tuple[int, int]]:
+    sims = emb[rows] @ emb.T
+    out = set()
+    for qi, r in enumerate(rows):
+        s = sims[qi].copy()
+        s[r] = -np.inf
+        for j in np.argsort(-s, kind="stable")[:k]:
+            if s[j] >= threshold:
+                out.add((min(r, int(j)), max(r, int(j))))
+    return out
+
+
+@pytest.fixture()
+def emb() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(60, 24))
+    x = np.repeat(centres, 5, axis=0) + 0.3 * rng.normal(size=(300, 24))
+    return unit(x)
+
+
+@pytest.mark.parametrize("batch_size", [7, 4096])
+def test_exact_graph_matches_bruteforce(emb: np.ndarray, batch_size: int) -> None:
+    index = build_index(emb, use_gpu=False)
+    got = neighbor_pairs(
+        index, emb, np.arange(300), k=4, threshold=0.8, batch_size=batch_size, progress=False
+    )
+    assert list(got.columns) == ["a", "b", "similarity"]
+    assert got["a"].dtype == np.int64 and got["similarity"].dtype == np.float32
+    assert set(zip(got.a, got.b, strict=True)) == brute_pairs(emb, np.arange(300), 4, 0.8)
+    assert len(got) > 100
+    assert (got.a < got.b).all() and (got.similarity >= 0.8).all()
+    assert not got.duplicated(["a", "b"]).any()
+    assert got.equals(got.sort_values(["a", "b"]).reset_index(drop=True))
+    np.testing.assert_allclose(got.similarity, np.sum(emb[got.a] * emb[got.b], axis=1), atol=1e-5)
+
+
+def test_symmetric_pair_once_with_max_similarity() -> None:
+    class FakeIndex:
+        ntotal = 3
+
+        def search(self, q, k):
+            sims = np.array([[1.0, 0.95, 0.1], [1.0, 0.97, 0.1], [1.0, 0.2, 0.1]], np.float32)[: len(q), :k]
+            rows = np.array([[0, 1, 2], [1, 0, 2], [2, 0, 1]], np.int64)[: len(q), :k]
+            return sims, rows
+
+    got = neighbor_pairs(
+        FakeIndex(), np.zeros((3, 2), np.float32), np.arange(3), k=2, threshold=0.5, progress=False
+    )
+    assert got.to_dict("list") == {"a": [0], "b": [1], "similarity": [pytest.approx(0.97)]}
+
+
+def test_exact_duplicates_self_not_first() -> None:
+    # five identical vectors: the query can be anywhere among tied hits; it must never pair with itself
+    x = unit(np.vstack([np.ones((5, 4)), np.eye(4)]))
+    index = build_index(x, use_gpu=False)
+    got = neighbor_pairs(index, x, np.arange(len(x)), k=4, threshold=0.99, progress=False)
+    assert set(zip(got.a, got.b, strict=True)) == {(i, j) for i in range(5) for j in range(i + 1, 5)}
+
+
+def test_k_limits_neighbours(emb: np.ndarray) -> None:
+    index = build_index(emb, use_gpu=False)
+    got = neighbor_pairs(index, emb[:1], np.array([0]), k=2, threshold=-1.0, progress=False)
+    assert len(got) == 2 and (got.a == 0).all()
+
+
+def test_time_window_and_nat(emb: np.ndarray) -> None:
+    index = build_index(emb, use_gpu=False)
+    base = pd.Timestamp("2026-01-01", tz="UTC")
+    times = pd.Series([base + pd.Timedelta(days=int(i)) for i in range(300)])
+    times.iloc[3] = pd.NaT
+    full = neighbor_pairs(index, emb, np.arange(300), k=4, threshold=0.8, progress=False)
+    win = neighbor_pairs(
+        index, emb, np.arange(300), k=4, threshold=0.8, times=times, window=timedelta(days=2), progress=False
+    )
+    undated = (full.a == 3) | (full.b == 3)
+    expect = full[undated | ((full.b - full.a) <= 2)].reset_index(drop=True)
+    assert undated.any() and len(expect) < len(full)
+    pd.testing.assert_frame_equal(win, expect)
+    dropped = neighbor_pairs(
+        index,
+        emb,
+        np.arange(300),
+        k=4,
+        threshold=0.8,
+        times=times.to_numpy(),
+        window=np.timedelta64(2, "D"),
+        nat="drop",
+        progress=False,
+    )
+    dated = expect[~((expect.a == 3) | (expect.b == 3))].reset_index(drop=True)
+    pd.testing.assert_frame_equal(dropped, dated)
+
+
+def test_incremental_queries_against_old_and_new(emb: np.ndarray) -> None:
+    emb = emb[np.r_[0:300:3, 1:300:3, 2:300:3]]  # each story's copies spread over old and new items
+    index = build_index(emb[:200], use_gpu=False)
+    index.add(emb[200:])
+    new_rows = np.arange(200, 300)
+    got = neighbor_pairs(index, emb[200:], new_rows, k=4, threshold=0.8, progress=False)
+    assert set(zip(got.a, got.b, strict=True)) == brute_pairs(emb, new_rows, 4, 0.8)
+    assert ((got.a < 200) & (got.b >= 200)).any()  # old-new pairs found
+    assert ((got.b >= 200) | (got.a >= 200)).all()
+
+
+def test_knn_graph_and_empty_results(emb: np.ndarray) -> None:
+    index = build_index(emb, use_gpu=False)
+    assert len(knn_graph(index, emb, k=3, threshold=1.5, progress=False)) == 0
+    empty = neighbor_pairs(index, emb[:0], np.arange(0), k=3, threshold=0.5, progress=False)
+    assert list(empty.columns) == ["a", "b", "similarity"] and len(empty) == 0
+
+
+def test_bad_arguments(emb: np.ndarray) -> None:
+    index = build_index(emb, use_gpu=False)
+    with pytest.raises(ConfigError):
+        neighbor_pairs(index, emb[:3], np.arange(2), k=3, threshold=0.5)
+    with pytest.raises(ConfigError):
+        neighbor_pairs(index, emb[:1], np.array([300]), k=3, threshold=0.5)
+    with pytest.raises(ConfigError):
+        neighbor_pairs(index, emb[:1], np.array([0]), k=0, threshold=0.5)
+
+
+def test_approximate_graph_recall() -> None:
+    rng = np.random.default_rng(11)
+    centres = rng.normal(size=(500, 48))
+    x = unit(np.repeat(centres, 8, axis=0) + 0.15 * rng.normal(size=(4000, 48)))
+    exact = knn_graph(build_index(x, use_gpu=False), x, k=5, threshold=0.5, progress=False)
+    approx = knn_graph(
+        build_index(x, kind="ivf", nlist=64, use_gpu=False), x, k=5, threshold=0.5, progress=False
+    )
+    e, a = set(zip(exact.a, exact.b, strict=True)), set(zip(approx.a, approx.b, strict=True))
+    assert len(e & a) / len(e) >= 0.95
+
+
+def test_merge_pairs_across_chunks(emb: np.ndarray) -> None:
+    from nlsim.search.neighbors import merge_pairs
+
+    index = build_index(emb, use_gpu=False)
+    whole = neighbor_pairs(index, emb, np.arange(300), k=4, threshold=0.8, progress=False)
+    parts = [
+        neighbor_pairs(
+            index, emb[i : i + 70], np.arange(i, min(i + 70, 300)), k=4, threshold=0.8, progress=False
+        )
+        for i in range(0, 300, 70)
+    ]
+    pd.testing.assert_frame_equal(merge_pairs(parts), whole)
+    assert len(merge_pairs([])) == 0

@@ -1,0 +1,191 @@
+"""Fine-tuning with the small English model on a few dozen STS-B pairs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from stsb_helpers import stsb_sample
+
+import nlsim.training.bi_encoder
+from nlsim.evaluation.metrics import Metrics
+from nlsim.training.bi_encoder import train_encoder
+from nlsim.training.config import FinetuneConfig
+from nlsim.training.finetune import finetune
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+@pytest.fixture(scope="module")
+def small_pairs() -> pd.DataFrame:
+    return stsb_sample(train=32, validation=16, test=16)
+
+
+def cfg(**kw: object) -> FinetuneConfig:
+    base = dict(
+        model=FAST_MODEL,
+        conversion="none",
+        epochs=2,
+        batch_size=8,
+        lr=5e-5,
+        max_length=48,
+        out=None,
+        eval_test=False,
+        eval_before=False,
+        calibrate_level=None,
+        seed=7,
+        threads=1,
+        log_every=0,
+        reranker=False,  # tests/test_rerank.py covers it
+    )
+    base.update(kw)
+    return FinetuneConfig(**base)
+
+
+def weights_hash(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().float().numpy().tobytes())
+    return h.hexdigest()
+
+
+def test_loss_decreases(small_pairs: pd.DataFrame) -> None:
+    res = finetune(cfg(epochs=4, lr=1e-4, loss="mse"), pairs=small_pairs, log=lambda _: None)
+    losses = [h["train_loss"] for h in res.history]
+    assert losses[-1] < losses[0]
+    assert res.steps == 4 * 4
+
+
+def test_best_checkpoint_is_the_one_kept(small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nlsim.encoders import load_encoder
+
+    enc = load_encoder(FAST_MODEL)
+    scripted = iter([40.0, 90.0, 60.0, 55.0])  # the 2nd validation is the best
+    seen: list[str] = []
+
+    def fake_evaluate(encoder, pairs, conversion=None):  # noqa: ANN001, ANN202
+        seen.append(weights_hash(encoder.model))
+        return Metrics(spearman=next(scripted), pearson=0.0, mse=0.0, mae=0.0, n=len(pairs))
+
+    monkeypatch.setattr(nlsim.training.bi_encoder, "evaluate", fake_evaluate)
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    out = train_encoder(enc, train, val, cfg(epochs=2, eval_every=2), log=lambda _: None)
+    assert [h["spearman"] for h in out["history"]] == [40.0, 90.0, 60.0, 55.0]
+    assert out["best"]["spearman"] == 90.0 and out["best"]["step"] == 4
+    assert len(set(seen)) == 4  # the weights moved between validations
+    assert weights_hash(enc.model) == seen[1]
+
+
+def test_same_seed_same_run(small_pairs: pd.DataFrame) -> None:
+    a = finetune(cfg(epochs=1), pairs=small_pairs, log=lambda _: None)
+    b = finetune(cfg(epochs=1), pairs=small_pairs, log=lambda _: None)
+    assert a.history == b.history
+
+
+def test_validation_never_uses_a_runner_compiled_before_training(small_pairs: pd.DataFrame) -> None:
+    """A compiled inference copy (ONNX in production) must not validate the updated weights.
+
+    The fused AdamW step does not bump torch's version counters, so the encoder is told explicitly.
+    """
+    import copy
+
+    from nlsim.encoders import load_encoder
+
+    plain = finetune(cfg(epochs=2), pairs=small_pairs, log=lambda _: None)
+    enc = load_encoder(FAST_MODEL, backend="torch")
+    frozen_copy = copy.deepcopy(enc.model).eval()
+    digest_before = enc.weights_digest()
+
+    def stale_runner(input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            m = torch.from_numpy(mask).unsqueeze(-1).float()
+            out = frozen_copy(input_ids=torch.from_numpy(input_ids), attention_mask=torch.from_numpy(mask))
+            return ((out.last_hidden_state * m).sum(1) / m.sum(1).clamp(min=1e-9)).numpy()
+
+    enc.use_runner(stale_runner)
+    with_runner = finetune(cfg(epochs=2), pairs=small_pairs, encoder=enc, log=lambda _: None)
+    assert with_runner.history == plain.history
+    assert enc.weights_digest() != digest_before
+
+
+def test_frozen_embeddings_stay_put(small_pairs: pd.DataFrame) -> None:
+    from nlsim.encoders import load_encoder
+
+    enc = load_encoder(FAST_MODEL)
+    before = enc.model.get_input_embeddings().weight.detach().clone()
+    layer = next(p for n, p in enc.model.named_parameters() if "encoder.layer.0" in n).detach().clone()
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    out = train_encoder(enc, train, val, cfg(epochs=1, freeze_embeddings=True), log=lambda _: None)
+    assert torch.equal(enc.model.get_input_embeddings().weight, before)
+    assert not torch.equal(next(p for n, p in enc.model.named_parameters() if "encoder.layer.0" in n), layer)
+    assert out["trainable_parameters"] == out["total_parameters"] - before.numel()
+
+
+def test_saved_model_reloads_everywhere_with_the_same_embeddings(
+    small_pairs: pd.DataFrame, tmp_path: Path
+) -> None:
+    pairs_file = tmp_path / "pairs.tsv"
+    small_pairs.to_csv(pairs_file, sep="\t", index=False)
+    out = tmp_path / "model"
+    res = finetune(
+        cfg(
+            pairs=str(pairs_file),
+            out=str(out),
+            epochs=1,
+            eval_test=True,
+            eval_before=True,
+            calibrate_level=0.6,
+        ),
+        log=lambda _: None,
+    )
+    for name in (
+        "modules.json",
+        "1_Pooling/config.json",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "calibration.json",
+        "training.json",
+        "README.md",
+        "nlsim.json",
+    ):
+        assert (out / name).is_file(), name
+    texts = ["A man is playing a guitar.", "Stocks fell sharply on Monday.", "a cat"]
+
+    from nlsim.encoders import load_encoder
+
+    ours = load_encoder(out).encode(texts, progress=False)
+
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(out), device="cpu").encode(texts, normalize_embeddings=True)
+    np.testing.assert_allclose(st, ours, atol=1e-5)
+
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(out)
+    model = AutoModel.from_pretrained(out).eval()
+    with torch.no_grad():
+        feats = tok(texts, padding=True, return_tensors="pt")
+        hidden = model(**feats).last_hidden_state
+        mask = feats["attention_mask"].unsqueeze(-1).float()
+        plain = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
+    np.testing.assert_allclose(plain, ours, atol=1e-5)
+
+    card = (out / "README.md").read_text(encoding="utf-8")
+    from nlsim.io.atomic import file_sha256
+
+    assert file_sha256(pairs_file) in card
+    assert "sentence-transformers/paraphrase-MiniLM-L3-v2" in card and "| seed | 7 |" in card
+    assert "after fine-tuning" in card and "Calibrated threshold" in card
+    assert set(res.metrics) == {"before/validation", "before/test", "after/validation", "after/test"}
+    cal = json.loads((out / "calibration.json").read_text())
+    assert cal["level"] == 0.6 and cal["split"] == "validation"

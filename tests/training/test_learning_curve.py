@@ -1,0 +1,93 @@
+"""Learning curve: sizes x seeds, summary with mean +/- sd, plot; a finished point is never retrained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from stsb_helpers import write_stsb_sample
+
+import nlsim.training.learning_curve
+from nlsim.errors import StateError
+from nlsim.training.config import LearningCurveConfig
+from nlsim.training.learning_curve import run_learning_curve, summarize
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_stsb_sample(tmp_path_factory.mktemp("lc"), train=16, validation=12, test=12)
+
+
+def config(pairs_file: Path, out: Path, seeds: tuple[int, ...]) -> LearningCurveConfig:
+    return LearningCurveConfig(
+        pairs=str(pairs_file),
+        out=str(out),
+        sizes=(8, 16),
+        seeds=seeds,
+        baselines=("tfidf-char2",),
+        model="paraphrase-MiniLM-L3-v2",
+        conversion="none",
+        epochs=1,
+        batch_size=4,
+        max_length=48,
+        threads=1,
+    )
+
+
+def test_curve_then_resume_without_retraining(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "curve"
+    first = run_learning_curve(config(pairs_file, out, (1, 2)), log=lambda _: None)
+    assert first.trained == 4
+    assert first.summary["size"].tolist() == [8, 16]
+    assert first.summary["runs"].tolist() == [2, 2]
+    assert first.plot_path.read_bytes()[:4] == b"\x89PNG"
+    assert "baseline: tfidf-char2" in first.table_md and "±" in first.table_md
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [
+        "size16_seed1.json",
+        "size16_seed2.json",
+        "size8_seed1.json",
+        "size8_seed2.json",
+    ]
+
+    calls: list[tuple[int | None, int]] = []
+    real = nlsim.training.learning_curve.finetune
+
+    def counting(cfg, **kw):  # noqa: ANN001, ANN202
+        calls.append((cfg.train_size, cfg.seed))
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", counting)
+    again = run_learning_curve(config(pairs_file, out, (1, 2)), log=lambda _: None)
+    assert calls == [] and again.trained == 0
+    pd.testing.assert_frame_equal(again.summary, first.summary)
+    more = run_learning_curve(config(pairs_file, out, (1, 2, 3)), log=lambda _: None)
+    assert calls == [(8, 3), (16, 3)] and more.trained == 2
+    assert more.summary["runs"].tolist() == [3, 3]
+
+
+def test_other_settings_in_the_same_folder_are_refused(pairs_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "curve"
+    cfg = config(pairs_file, out, (1,))
+    cfg.sizes = (8,)
+    run_learning_curve(cfg, log=lambda _: None)
+    cfg.lr = 1e-3
+    with pytest.raises(StateError, match="other settings"):
+        run_learning_curve(cfg, log=lambda _: None)
+
+
+def test_summary_mean_and_sd() -> None:
+    rows = [
+        {
+            "size": 10,
+            "seed": s,
+            "test": {"spearman": v, "pearson": 0.0, "mse": 0.1, "mae": 0.2},
+            "validation": {"spearman": v},
+        }
+        for s, v in ((1, 80.0), (2, 82.0), (3, 84.0))
+    ]
+    summary = summarize(rows)
+    assert summary["spearman_mean"].tolist() == [82.0]
+    assert summary["spearman_sd"].tolist() == [2.0]
