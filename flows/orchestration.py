@@ -28,6 +28,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
 from nlsim import progress
+from nlsim.errors import NlsimError
 from nlsim.options import options_of
 from nlsim.orchestration import stage_info
 
@@ -35,12 +36,24 @@ IO_RETRIES = 2
 TIMEOUT_S = float(os.environ.get("NLSIM_TASK_TIMEOUT_S", 4 * 3600))
 
 
+def retry_io_only(task_: Any, task_run: Any, state: Any) -> bool:
+    """Retry a stage that failed on I/O (a file system or network hiccup), never one that nlsim refused
+    (bad input, a broken state: the same input fails the same way again)."""
+    try:
+        state.result()
+    except NlsimError:
+        return False
+    except Exception:  # noqa: BLE001 - anything else may be passing
+        return True
+    return True
+
+
 def task_call(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run one stage as a Prefect task (see the module docstring)."""
     info = stage_info(name)
     options: dict[str, Any] = {"name": name, "cache_policy": NO_CACHE}
     if info is not None and info.io:
-        options.update(retries=IO_RETRIES, retry_delay_seconds=2)
+        options.update(retries=IO_RETRIES, retry_delay_seconds=2, retry_condition_fn=retry_io_only)
     if info is not None and info.expensive:
         options["timeout_seconds"] = TIMEOUT_S
     return task(fn, **options)(*args, **kwargs)

@@ -42,6 +42,7 @@ from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, em
 from nlsim.pipeline.stats import RunStats, fault_point
 from nlsim.pipeline.window import Window, batch_window, incremental_window
 from nlsim.progress import Progress, say, warn
+from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import Reranker, has_reranker, load_reranker, rerank_pairs
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
@@ -79,7 +80,7 @@ class ModelChoice:
     def identity(self, config: DedupConfig) -> StateIdentity:
         rr = ""
         if self.reranker is not None:
-            rr = str(self.reranker.info.get("fingerprint") or self.reranker.describe())
+            rr = self.reranker.fingerprint
         return StateIdentity(
             model_id=self.encoder.model_id,
             fingerprint=self.encoder.fingerprint,
@@ -423,7 +424,10 @@ def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config:
         else []
     )
     texts = dict(zip(rows, window.texts(rows, config.convert), strict=True))
-    pairs = rerank_pairs(candidates, texts, model.reranker, model.threshold.value, progress=config.progress)
+    cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if config.cache else None
+    pairs = rerank_pairs(
+        candidates, texts, model.reranker, model.threshold.value, progress=config.progress, cache=cache
+    )
     say(
         f"reranked {len(candidates)} candidate pairs: {len(pairs)} reach the threshold "
         f"{model.threshold.value:.4f}"

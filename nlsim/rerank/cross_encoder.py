@@ -15,6 +15,7 @@ Example (an untrained head over the small English model):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from nlsim.encoders import load_encoder
+from nlsim.encoders.encoder import weights_digest
 from nlsim.errors import ConfigError, StateError
 from nlsim.progress import progress_bar
 
@@ -49,6 +51,19 @@ class CrossEncoder:
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
         self.head = torch.nn.Linear(int(model.config.hidden_size), 1)
+
+    def digest(self) -> str:
+        """SHA-256 of what the cross-encoder computes (weights, head, max length), cached until it trains."""
+        cached = getattr(self, "_digest", None)
+        if cached is not None and not self.model.training:
+            return cached
+        h = hashlib.sha256(weights_digest(self.model).encode())
+        for name, t in sorted(self.head.state_dict().items()):
+            h.update(name.encode())
+            h.update(t.detach().cpu().numpy().tobytes())
+        h.update(str(self.max_length).encode())
+        self._digest = h.hexdigest()
+        return self._digest
 
     @classmethod
     def from_base(cls, name_or_path: str, max_length: int = 128, threads: int | None = None) -> CrossEncoder:

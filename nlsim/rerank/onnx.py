@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from collections.abc import Sequence
@@ -25,7 +24,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.encoders.encoder import weights_digest
 from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
 from nlsim.encoders.onnx_backend import (
     eager_attention,
@@ -85,15 +83,6 @@ class CrossEncoderRunner:
         return self.session.run(None, self.features(texts_a, texts_b))[0]
 
 
-def _digest(ce: Any) -> str:
-    h = hashlib.sha256(weights_digest(ce.model).encode())
-    for name, t in sorted(ce.head.state_dict().items()):
-        h.update(name.encode())
-        h.update(t.detach().cpu().numpy().tobytes())
-    h.update(str(ce.max_length).encode())
-    return h.hexdigest()
-
-
 def export_cross_encoder(ce: Any, out_dir: Path) -> None:
     """Export ``ce`` to ``out_dir/model.onnx`` and check its logits against torch's."""
     wrapper = _PairLogits(ce.model, ce.head).eval()
@@ -133,7 +122,7 @@ def export_cross_encoder(ce: Any, out_dir: Path) -> None:
 
 def cross_encoder_runner(ce: Any, threads: int | None = None, root: Path | None = None) -> CrossEncoderRunner:
     """Export (once, cached by the weights' digest) and open the ONNX model of ``ce``."""
-    digest = _digest(ce)
+    digest = ce.digest()
     source = json.dumps(
         {"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
     )

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from nlsim.encoders.scoring import PairScorer, pair_scorer
 from nlsim.errors import StateError
 from nlsim.evaluation.calibration import check_threshold
 from nlsim.io.atomic import atomic_write_text
+from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.onnx import cross_encoder_backend
 
@@ -82,12 +84,30 @@ class Reranker:
         return float(self.combine(np.array([1.0]), np.array([1.0]))[0])
 
     def cross_scores(
-        self, texts_a: Sequence[str], texts_b: Sequence[str], progress: bool = False, backend: str = "auto"
+        self,
+        texts_a: Sequence[str],
+        texts_b: Sequence[str],
+        progress: bool = False,
+        backend: str = "auto",
+        cache: PairScoreCache | None = None,
     ) -> np.ndarray:
         """The cross-encoder's scores of already-converted text pairs (ONNX Runtime for large jobs, see
-        :func:`nlsim.rerank.onnx.cross_encoder_backend`)."""
-        runner = cross_encoder_backend(self.cross_encoder, len(texts_a), backend)
-        return self.cross_encoder.predict(list(texts_a), list(texts_b), progress=progress, runner=runner)
+        :func:`nlsim.rerank.onnx.cross_encoder_backend`); with ``cache``, pairs scored before are looked
+        up."""
+
+        def score(a: list[str], b: list[str]) -> np.ndarray:
+            runner = cross_encoder_backend(self.cross_encoder, len(a), backend)
+            return self.cross_encoder.predict(a, b, progress=progress, runner=runner)
+
+        if cache is not None:
+            return cache.scores(list(texts_a), list(texts_b), score)
+        return score(list(texts_a), list(texts_b))
+
+    @property
+    def fingerprint(self) -> str:
+        """What the rerank score depends on: the cross-encoder's weights and the combination."""
+        blob = f"{self.cross_encoder.digest()}:{self.slope!r}:{self.intercept!r}:{self.weight!r}"
+        return hashlib.sha256(blob.encode()).hexdigest()
 
     def scorer(self, encoder: Any) -> PairScorer:
         """A pair scorer (for :func:`nlsim.evaluation.metrics.evaluate` and calibration): the rerank score."""
@@ -165,7 +185,12 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
 
 
 def rerank_pairs(
-    pairs: pd.DataFrame, texts: Sequence[str], reranker: Reranker, threshold: float, progress: bool = False
+    pairs: pd.DataFrame,
+    texts: Sequence[str],
+    reranker: Reranker,
+    threshold: float,
+    progress: bool = False,
+    cache: PairScoreCache | None = None,
 ) -> pd.DataFrame:
     """Rescore candidate pairs (``a``, ``b`` row positions into ``texts``, ``similarity`` = cosine).
 
@@ -177,7 +202,7 @@ def rerank_pairs(
         return out.assign(cosine=pd.Series(dtype=np.float32), cross_encoder=pd.Series(dtype=np.float32))
     a = [texts[i] for i in out["a"].to_numpy()]
     b = [texts[i] for i in out["b"].to_numpy()]
-    cross = reranker.cross_scores(a, b, progress=progress)
+    cross = reranker.cross_scores(a, b, progress=progress, cache=cache)
     cos = out["similarity"].to_numpy(dtype=np.float64)
     out["cosine"] = cos.astype(np.float32)
     out["cross_encoder"] = cross.astype(np.float32)

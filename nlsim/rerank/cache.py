@@ -1,0 +1,93 @@
+"""Cross-encoder scores already computed, kept per cross-encoder under ``$NLSIM_HOME/pair-scores/``.
+
+A cross-encoder scores one pair per forward pass (in both text orders), and a report's candidate pairs are
+mostly the same from one run to the next (the same corpus rerun, or the kept window of a daily run). The
+cache maps a pair of texts (as scored: converted, in either order, the score being symmetric) to its score,
+in one Parquet file per cross-encoder (its weights digest), written atomically after each run. A changed
+cross-encoder has another digest, so it never reads another's scores.
+
+Example:
+    >>> import tempfile
+    >>> cache = PairScoreCache(tempfile.mkdtemp(), "d" * 64)
+    >>> calls = []
+    >>> def score(a, b):
+    ...     calls.append(len(a))
+    ...     return np.array([0.5] * len(a))
+    >>> first = cache.scores(["x", "y"], ["y", "z"], score).tolist()
+    >>> first, cache.scores(["y"], ["x"], score).tolist(), calls
+    ([0.5, 0.5], [0.5], [2])
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nlsim.encoders.model_cache import nlsim_home
+from nlsim.io.atomic import atomic_write_parquet
+from nlsim.progress import say
+
+MAX_ROWS = 2_000_000
+"""Scores kept per cross-encoder (the most recent)."""
+
+
+def pair_key(a: str, b: str) -> str:
+    """The key of a text pair, the same in either order."""
+    x, y = (a, b) if a <= b else (b, a)
+    return hashlib.sha1(f"{x}\x1f{y}".encode()).hexdigest()
+
+
+class PairScoreCache:
+    """Scores of one cross-encoder (``digest``) in ``root`` (default ``$NLSIM_HOME/pair-scores``)."""
+
+    def __init__(self, root: str | Path | None, digest: str) -> None:
+        self.path = Path(root or nlsim_home() / "pair-scores") / f"{digest[:32]}.parquet"
+        self._known: dict[str, float] | None = None
+
+    def known(self) -> dict[str, float]:
+        if self._known is None:
+            self._known = {}
+            if self.path.is_file():
+                try:
+                    frame = pd.read_parquet(self.path)
+                    self._known = dict(zip(frame["key"], frame["score"].astype(float), strict=True))
+                except Exception:  # noqa: BLE001 - a damaged cache is rebuilt, never trusted
+                    say(f"pair-score cache {self.path} is unreadable; scoring again")
+        return self._known
+
+    def scores(
+        self,
+        texts_a: Sequence[str],
+        texts_b: Sequence[str],
+        score: Callable[[list[str], list[str]], np.ndarray],
+    ) -> np.ndarray:
+        """The scores of the pairs: cached ones looked up, the others computed with ``score`` and stored."""
+        known = self.known()
+        keys = [pair_key(a, b) for a, b in zip(texts_a, texts_b, strict=True)]
+        missing = sorted({i for i, k in enumerate(keys) if k not in known})
+        out = np.array([known.get(k, np.nan) for k in keys], dtype=np.float64)
+        if missing:
+            got = np.asarray(
+                score([texts_a[i] for i in missing], [texts_b[i] for i in missing]), dtype=np.float64
+            )
+            for i, s in zip(missing, got, strict=True):
+                known[keys[i]] = float(s)
+                out[i] = s
+            # later occurrences of a missing key (the same pair twice) take the computed score
+            out = np.array([known[k] for k in keys], dtype=np.float64)
+            self._save()
+        if len(keys):
+            say(f"cross-encoder: {len(keys) - len(missing):,} of {len(keys):,} pairs scored before (cache)")
+        return out
+
+    def _save(self) -> None:
+        known = self.known()
+        items = list(known.items())[-MAX_ROWS:]
+        frame = pd.DataFrame(
+            {"key": [k for k, _ in items], "score": np.array([s for _, s in items], np.float64)}
+        )
+        atomic_write_parquet(frame, self.path)

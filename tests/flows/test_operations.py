@@ -1,0 +1,135 @@
+"""Operating the daily flow: the day's input from its date, a missing day as one clear failure, run names,
+runs on one state folder queued by Prefect's concurrency, stage tasks and progress artifacts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.incremental_helpers import FAST_MODEL, bbc_corpus
+
+COMMON = dict(model=FAST_MODEL, convert="none", threshold=0.9, k=20, cache=False, progress=False)
+
+
+def _flow_run(state):  # noqa: ANN001, ANN202
+    from prefect.client.orchestration import get_client
+
+    async def read():  # noqa: ANN202
+        async with get_client() as client:
+            run = await client.read_flow_run(state.state_details.flow_run_id)
+            tasks = await client.read_task_runs()
+            return run, [t for t in tasks if t.flow_run_id == run.id]
+
+    return asyncio.run(read())
+
+
+def test_the_days_file_comes_from_the_date_and_a_missing_day_fails_clearly(
+    prefect_harness, tmp_path: Path
+) -> None:
+    from flows.dedup import news_dedup
+
+    inbox = tmp_path / "incoming"
+    inbox.mkdir()
+    bbc_corpus(n_other=20, n_rewrites=3).to_parquet(inbox / "2026-11-22.parquet", index=False)
+    params = dict(
+        corpus=str(inbox / "{date}.parquet"),
+        out=str(tmp_path / "out"),
+        state=str(tmp_path / "state"),
+        retention_days=0,
+        **COMMON,
+    )
+    ok = news_dedup(**params, date="2026-11-22", return_state=True)
+    assert ok.is_completed()
+    run, tasks = _flow_run(ok)
+    assert run.name == "news-dedup 2026-11-22 daily"
+    names = {t.name.rsplit("-", 1)[0] for t in tasks}
+    assert {"load", "model", "window", "embed", "index", "neighbors", "cluster", "commit", "report"} <= names
+    assert json.loads((tmp_path / "out" / "latest" / "run.json").read_text())["corpus"].endswith(
+        "2026-11-22.parquet"
+    )
+
+    before = sorted(p.name for p in (tmp_path / "out" / "runs").iterdir())
+    missing = news_dedup(**params, date="2026-11-23", return_state=True)
+    assert missing.is_failed()
+    assert (
+        missing.message.startswith("no input for 2026-11-23:")
+        and "2026-11-23.parquet does not exist" in missing.message
+    )
+    assert "Traceback" not in missing.message
+    assert sorted(p.name for p in (tmp_path / "out" / "runs").iterdir()) == before  # nothing was run
+
+
+def test_two_runs_on_one_state_folder_queue_instead_of_failing(prefect_harness, tmp_path: Path) -> None:
+    from flows.dedup import news_dedup
+
+    corpus = bbc_corpus(n_other=30, n_rewrites=3)
+    paths = []
+    for i, part in enumerate((corpus.iloc[: len(corpus) // 2], corpus.iloc[len(corpus) // 2 :])):
+        path = tmp_path / f"day{i}.parquet"
+        part.to_parquet(path, index=False)
+        paths.append(path)
+    results: list = [None, None]
+
+    def run(i: int) -> None:
+        results[i] = news_dedup(
+            corpus=str(paths[i]),
+            out=str(tmp_path / "out"),
+            state=str(tmp_path / "state"),
+            retention_days=0,
+            return_state=True,
+            **COMMON,
+        )
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert all(r is not None and r.is_completed() for r in results), [r and r.message for r in results]
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "state" / "runs").glob("*.json")]
+    assert len(runs) == 2
+    first, second = sorted(runs, key=lambda r: r["started_at"])
+    assert pd.Timestamp(first["started_at"]) <= pd.Timestamp(second["started_at"])
+    # the second run saw the first one's items: it ran after it, not beside it
+    assert second["counts"]["kept"] == len(corpus)
+
+
+def test_a_failed_run_leaves_a_readable_failure_artifact(prefect_harness, tmp_path: Path) -> None:
+    from prefect.client.orchestration import get_client
+
+    from flows.dedup import news_dedup
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text('id,title\n1,"unbalanced\n2,b\n')
+    state = news_dedup(corpus=str(bad), out=str(tmp_path / "out"), return_state=True, **COMMON)
+    assert state.is_failed() and "InputError" in state.message and "bad.csv: row" in state.message
+
+    async def artifacts():  # noqa: ANN202
+        async with get_client() as client:
+            return await client.read_artifacts()
+
+    run_id = state.state_details.flow_run_id
+    failure = [
+        a for a in asyncio.run(artifacts()) if a.key == "nlsim-run-failure" and a.flow_run_id == run_id
+    ]
+    assert failure and "bad.csv: row 1" in failure[-1].data
+
+
+@pytest.mark.parametrize("name", ["news-dedup", "news-pipeline", "finetune", "learning-curve"])
+def test_flow_parameters_carry_descriptions(name: str) -> None:
+    from flows.serve import load_flow
+
+    entry = {
+        "news-dedup": "flows/dedup.py:news_dedup",
+        "news-pipeline": "flows/pipeline.py:news_pipeline",
+        "finetune": "flows/finetune.py:finetune_flow",
+        "learning-curve": "flows/learning_curve.py:learning_curve_flow",
+    }
+    flow = load_flow({"entrypoint": entry[name], "name": "x"})
+    props = flow.parameters.model_dump_for_openapi()["properties"]
+    assert props and all(p.get("description") for p in props.values()), name
