@@ -1,4 +1,5 @@
-"""Training losses for a bi-encoder on graded pairs: cosine-MSE (default) and CoSENT.
+"""Training losses for a bi-encoder on graded pairs: CoSENT (the default, chosen on validation) and cosine-MSE
+(the studies' recipe, ``--loss mse``).
 
 Each loss takes the two batches of (un-normalised) sentence vectors and the gold scores in [0, 1].
 
