@@ -15,6 +15,7 @@ LAYERS: dict[str, int] = {
     "nlsim.errors": 0,
     "nlsim.options": 0,
     "nlsim.progress": 0,
+    "nlsim.orchestration": 0,
     "nlsim.conversion": 1,
     "nlsim.io": 2,
     "nlsim.encoders": 3,
