@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,3 +50,17 @@ def stage_info(name: str) -> StageInfo | None:
 def direct(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The plain ``call``: run the stage function here and now."""
     return fn(*args, **kwargs)
+
+
+def timed_call(call: Call, timings: dict[str, float], groups: dict[str, str] | None = None) -> Call:
+    """``call``, adding each stage's seconds to ``timings`` (under ``groups[name]`` when given)."""
+
+    def timed(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return call(name, fn, *args, **kwargs)
+        finally:
+            key = (groups or {}).get(name, name)
+            timings[key] = round(timings.get(key, 0.0) + time.perf_counter() - start, 2)
+
+    return timed

@@ -41,11 +41,11 @@ from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.io.pairs import load_pairs
-from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.pipeline.config import CURRENT_MODEL
-from nlsim.pipeline.run import DedupResult, run_dedup
+from nlsim.pipeline.run import STAGES, DedupResult, run_dedup
 from nlsim.progress import say
-from nlsim.training.finetune import finetune
+from nlsim.training.finetune import TRAINING_STAGES, finetune
 
 CHAIN_STAGES = {
     s.name: s
@@ -218,6 +218,10 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     check_chain_paths(cfg)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     store = ModelStore(cfg.model_store)
+    timings: dict[str, float] = {}
+    groups = {**dict.fromkeys(TRAINING_STAGES, "finetune"), **dict.fromkeys(STAGES, "report")}
+    call = timed_call(call, timings, groups)
+
     pairs = call("chain-load", load_pairs, cfg.pairs)
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
@@ -275,6 +279,7 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
             "validation": candidate if current == version else incumbent,
         },
         "decision": decision,
+        "timings_s": timings,
     }
     table = before_after_table(record)
     say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
@@ -285,6 +290,7 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
             "judge", judge_report, report.report_dir, cfg.pairs, split=cfg.judge_split, corpus=cfg.corpus
         )
         record["report"] = {"folder": str(report.report_dir), "summary": report.summary}
+        record["timings_s"] = timings
         record["judge"] = judged
         say("judge: " + describe(judged))
         atomic_write_text(
