@@ -128,7 +128,7 @@ def main() -> int:
             **judge(work / "zero-shot-report", env),
         },
         {
-            "report": f"promoted {record['current']['version'] if record['current'] else '(none: zero-shot)'}",
+            "report": "promoted " + (record["current"] or {"version": "(none: zero-shot)"})["version"],
             **judge(work / "report", env),
         },
     ]
