@@ -16,7 +16,6 @@ Served as the deployment ``news-dedup/daily`` (see ``prefect.yaml`` and ``flows/
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as dt
 import hashlib
@@ -30,9 +29,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
 
-from flows.orchestration import config_flow, fail, progress_artifacts, task_call
+from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.commands.dedup import add_dedup_options
-from nlsim.commands.options import config_from_args
 from nlsim.errors import NlsimError
 from nlsim.pipeline.config import DedupConfig
 from nlsim.pipeline.report import render_markdown
@@ -144,11 +142,7 @@ news_dedup = config_flow(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.dedup", description=news_dedup.description)
-    add_dedup_options(parser)
-    config = config_from_args(DedupConfig, parser.parse_args(argv))
-    state = news_dedup(**{k: getattr(config, k) for k in DedupConfig.__dataclass_fields__}, return_state=True)
-    return 0 if state.is_completed() else 1
+    return run_from_command_line(news_dedup, "python -m flows.dedup", add_dedup_options, (DedupConfig,), argv)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.dedup import dedup_run
-from flows.orchestration import config_flow, task_call
+from flows.orchestration import config_flow, run_from_command_line, task_call
 from nlsim.commands.dedup import add_dedup_options
-from nlsim.commands.options import add_config_options, config_from_args
+from nlsim.commands.options import add_config_options
 from nlsim.encoders import MODELS
 from nlsim.options import option
 from nlsim.pipeline.config import DedupConfig
@@ -156,21 +156,19 @@ news_dedup_distributed = config_flow(
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m flows.dedup_distributed", description=news_dedup_distributed.description
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
     add_dedup_options(parser)
     add_config_options(parser.add_argument_group("Dask"), DaskOptions)
-    args = parser.parse_args(argv)
-    config = config_from_args(DedupConfig, args)
-    options = config_from_args(DaskOptions, args)
-    params = {
-        **{k: getattr(config, k) for k in DedupConfig.__dataclass_fields__},
-        **{k: getattr(options, k) for k in DaskOptions.__dataclass_fields__},
-    }
-    state = news_dedup_distributed(**params, return_state=True)
-    return 0 if state.is_completed() else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_from_command_line(
+        news_dedup_distributed,
+        "python -m flows.dedup_distributed",
+        add_options,
+        (DedupConfig, DaskOptions),
+        argv,
+    )
 
 
 if __name__ == "__main__":

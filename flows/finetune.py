@@ -9,15 +9,13 @@ task, and publishes the metrics table and the model card as artifacts. Its param
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.orchestration import config_flow, fail, progress_artifacts, task_call
+from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.commands.finetune import add_finetune_options
-from nlsim.commands.options import config_from_args
 from nlsim.errors import NlsimError
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.finetune import FinetuneResult, finetune
@@ -55,13 +53,9 @@ finetune_flow = config_flow(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.finetune", description=finetune_flow.description)
-    add_finetune_options(parser)
-    config = config_from_args(FinetuneConfig, parser.parse_args(argv))
-    state = finetune_flow(
-        **{k: getattr(config, k) for k in FinetuneConfig.__dataclass_fields__}, return_state=True
+    return run_from_command_line(
+        finetune_flow, "python -m flows.finetune", add_finetune_options, (FinetuneConfig,), argv
     )
-    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":

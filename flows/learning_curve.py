@@ -10,15 +10,14 @@ server::
 
 from __future__ import annotations
 
-import argparse
 import base64
 import sys
 from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.orchestration import config_flow, fail, task_call
-from nlsim.commands.learning_curve import add_learning_curve_options, config_from
+from flows.orchestration import config_flow, fail, run_from_command_line, task_call
+from nlsim.commands.learning_curve import add_learning_curve_options
 from nlsim.errors import NlsimError
 from nlsim.training.config import LearningCurveConfig
 from nlsim.training.learning_curve import run_learning_curve
@@ -54,15 +53,13 @@ learning_curve_flow = config_flow(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m flows.learning_curve", description=learning_curve_flow.description
+    return run_from_command_line(
+        learning_curve_flow,
+        "python -m flows.learning_curve",
+        add_learning_curve_options,
+        (LearningCurveConfig,),
+        argv,
     )
-    add_learning_curve_options(parser)
-    config = config_from(parser.parse_args(argv))
-    state = learning_curve_flow(
-        **{k: getattr(config, k) for k in LearningCurveConfig.__dataclass_fields__}, return_state=True
-    )
-    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ derived from nlsim's configuration dataclasses, progress artifacts, readable fai
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import inspect
@@ -28,6 +29,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
 from nlsim import progress
+from nlsim.commands.options import config_from_args
 from nlsim.errors import NlsimError
 from nlsim.options import options_of
 from nlsim.orchestration import stage_info
@@ -155,6 +157,26 @@ def config_flow(
     fn.__doc__ = f"{description}\n\nArgs:\n" + "\n".join(docs) + "\n"
     flow_options.setdefault("on_failure", [report_failure])
     return flow(name=name, description=description, log_prints=True, **flow_options)(fn)
+
+
+def run_from_command_line(
+    flow_: Any,
+    prog: str,
+    add_options: Callable[[argparse.ArgumentParser], None],
+    classes: tuple[type, ...],
+    argv: list[str] | None = None,
+) -> int:
+    """``python -m flows.X``: parse the options ``add_options`` defines, build the configurations, run the
+    flow (Prefect starts a temporary server when none is set), exit 0 when it completed, else 1."""
+    parser = argparse.ArgumentParser(prog=prog, description=flow_.description)
+    add_options(parser)
+    args = parser.parse_args(argv)
+    params: dict[str, Any] = {}
+    for cls in classes:
+        config = config_from_args(cls, args)
+        params.update({o.name: getattr(config, o.name) for o in options_of(cls)})
+    state = flow_(**params, return_state=True)
+    return 0 if state.is_completed() else 1
 
 
 def split_params(kwargs: dict[str, Any], cls: type) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from typing import Any
 
 from prefect.artifacts import create_markdown_artifact
 
-from flows.orchestration import config_flow, fail, progress_artifacts, task_call
+from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.run import run_pipeline
-from nlsim.commands.options import add_config_options, config_from_args
+from nlsim.commands.options import add_config_options
 from nlsim.errors import NlsimError
 from nlsim.evaluation.judge import describe
 
@@ -47,14 +47,14 @@ news_pipeline = config_flow(
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.pipeline", description=news_pipeline.description)
+def add_options(parser: argparse.ArgumentParser) -> None:
     add_config_options(parser, PipelineConfig)
-    config = config_from_args(PipelineConfig, parser.parse_args(argv))
-    state = news_pipeline(
-        **{k: getattr(config, k) for k in PipelineConfig.__dataclass_fields__}, return_state=True
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_from_command_line(
+        news_pipeline, "python -m flows.pipeline", add_options, (PipelineConfig,), argv
     )
-    return 0 if state.is_completed() else 1
 
 
 if __name__ == "__main__":
