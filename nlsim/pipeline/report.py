@@ -187,23 +187,30 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
 def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """One row per member of each cluster (for spreadsheets): cluster, item, whether it is the
     representative and whether it joined in this run, title, source, link, time."""
-    by_id = frame.assign(id=frame["id"].astype(str)).set_index("id")
+    ids = frame["id"].astype(str).tolist()
+
+    def column(name: str) -> list[str]:
+        return frame[name].astype(str).tolist() if name in frame else [""] * len(frame)
+
+    rows_of = {i: n for n, i in enumerate(ids)}
+    titles, sources, urls = column("title"), column("source"), column("url")
+    times = pd.to_datetime(frame["published_at"], utc=True).tolist()
     rows = []
     for c in clusters.itertuples():
         added = set(c.added_ids) if hasattr(c, "added_ids") else set()
         for m in c.member_ids:
-            r = by_id.loc[m] if m in by_id.index else None
+            r = rows_of.get(m)
             rows.append(
-                {
-                    "cluster_id": c.cluster_id,
-                    "item_id": m,
-                    "representative": m == c.representative,
-                    "added": m in added,
-                    "title": "" if r is None else str(r["title"]),
-                    "source": "" if r is None or "source" not in r else str(r["source"]),
-                    "url": "" if r is None or "url" not in r else str(r["url"]),
-                    "published_at": None if r is None else r["published_at"],
-                }
+                (
+                    c.cluster_id,
+                    m,
+                    m == c.representative,
+                    m in added,
+                    "" if r is None else titles[r],
+                    "" if r is None else sources[r],
+                    "" if r is None else urls[r],
+                    None if r is None else times[r],
+                )
             )
     out = pd.DataFrame(rows, columns=MEMBERS_SCHEMA.names)
     out["published_at"] = pd.to_datetime(out["published_at"], utc=True)
