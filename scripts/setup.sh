@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 step() { echo "setup: $*"; }
 pip_lines() {  # run pip, keeping one line a package and the errors (not this machine's per-package notices)
   "$@" --progress-bar off 2>&1 | {
-    grep --line-buffered -P '^(Collecting|Installing collected|Successfully|ERROR|error|WARNING: (?!.*is ignored))' |
+    grep --line-buffered -P '^(Collecting|Successfully|ERROR|error|WARNING: (?!.*is ignored))' |
       sed -u 's/^/  pip: /' || true
   }
 }

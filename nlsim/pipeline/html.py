@@ -105,6 +105,13 @@ def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
+def _list(value: Any) -> list[Any]:
+    """A list column's cell (a list, or a NumPy array when read from Parquet) as a list; nothing -> []."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    return list(value)
+
+
 def _size_bucket(size: int) -> str:
     for lo, hi, label in SIZE_BUCKETS:
         if size >= lo and (hi is None or size <= hi):
@@ -161,7 +168,7 @@ def page_data(
     firsts = []
     for c in clusters.itertuples(index=False) if len(clusters) else ():
         members = [item(m) for m in list(c.member_ids)]
-        added = [item(m) for m in list(getattr(c, "added_ids", []) or [])]
+        added = [item(m) for m in _list(getattr(c, "added_ids", None))]
         first = _time(getattr(c, "first_published", None))
         firsts.append(first)
         out.append(
@@ -173,8 +180,8 @@ def page_data(
                 "rep": item(c.representative),
                 "members": members,
                 "added": added,
-                "absorbed": [str(x) for x in list(getattr(c, "absorbed", []) or [])],
-                "sources": [str(x) for x in list(getattr(c, "sources", []) or [])],
+                "absorbed": [str(x) for x in _list(getattr(c, "absorbed", None))],
+                "sources": [str(x) for x in _list(getattr(c, "sources", None))],
                 "first": first,
                 "last": _time(getattr(c, "last_published", None)),
                 "max": _num(getattr(c, "max_similarity", None)),
