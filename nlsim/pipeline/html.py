@@ -292,8 +292,8 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
                 f"precision <strong>{_fmt(cal.get('precision'))}</strong> · recall "
                 f"<strong>{_fmt(cal.get('recall'))}</strong> · F1 <strong>{_fmt(cal.get('f1'))}</strong> "
                 + esc(
-                    f"on {cal.get('n', '?')} {cal.get('split', 'validation')} pairs "
-                    f"({cal.get('n_positive', '?')} at level {_level_name(cal.get('level'))})"
+                    f"on {cal.get('n', '?')} {cal.get('split', 'validation')} pairs, "
+                    f"{cal.get('n_positive', '?')} of them {_level_name(cal.get('level'))}"
                 ),
             )
         )
@@ -340,8 +340,8 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
             )
     if table:
         parts.append(
-            "<table class='metrics'><caption>Spearman ×100 against the annotators' scores (agreement between "
-            "annotators is the ceiling)</caption><tr><th></th><th>validation</th><th>test</th></tr>"
+            "<h3>Spearman ×100 against the annotators' scores (agreement between annotators is the "
+            "ceiling)</h3><table class='metrics'><tr><th></th><th>validation</th><th>test</th></tr>"
             + "".join(table)
             + "</table>"
         )
