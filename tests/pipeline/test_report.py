@@ -198,3 +198,23 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     assert got == {"c-a1": ("merged", ["x1"], ["c-b1"]), "c-d1": ("new", ["d1", "d2"], [])}
     page = (out / "latest" / "index.html").read_text()
     assert "window/clusters.parquet" in page and "Clusters by status in this run" in page
+
+
+def test_page_holds_every_cluster_and_says_how_many():
+    n = 1200  # more than the old 500-cluster cap
+    ids = [f"x{i}" for i in range(2 * n)]
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "title": [f"Story {i // 2}" for i in range(2 * n)],
+            "source": ["AP", "AFP"] * n,
+            "published_at": pd.to_datetime(["2024-01-01"] * (2 * n), utc=True),
+        }
+    )
+    raw = pd.DataFrame({"a": range(0, 2 * n, 2), "b": range(1, 2 * n, 2), "similarity": [0.95] * n})
+    labels, clusters = batch_clusters(frame, raw)
+    page = render_html(pairs_table(frame, raw, labels), clusters, {"model": "m"}, frame)
+    data = page_json(page)
+    assert len(data["clusters"]) == n and len(data["items"]) == 2 * n
+    assert f"<title>Near-duplicate report · {n:,} clusters</title>" in page
+    assert data["pageSize"] == 50  # drawn a page at a time; the page says which ones it shows

@@ -196,3 +196,30 @@ def test_search_filters_pages_and_escapes(page: Path, tmp_path: Path) -> None:
         assert browser.evaluate("document.querySelectorAll('#clusters b, #clusters script').length") == 0
         assert browser.evaluate("typeof window.bad") == "undefined"
         browser.screenshot(tmp_path / "opened.png")
+
+
+def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> None:
+    from nlsim.pipeline.config import DedupConfig
+    from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    for day in days:
+        cfg = DedupConfig(
+            corpus=day, out=tmp_path / "out", model="hash", convert="none", threshold=0.7, progress=False
+        )
+        run_daily(cfg, tmp_path / "state", retention_days=None, encoder=HashEncoder())
+    with Browser() as browser:
+        browser.open((tmp_path / "out" / "latest" / "index.html").as_uri())
+        badges = "[...document.querySelectorAll('#clusters .rep .badge')].map(b => b.textContent)"
+        assert sorted(browser.evaluate(badges)) == ["merged", "new"]
+        browser.evaluate(
+            "const s = document.getElementById('f-status'); s.value = 'merged';"
+            "s.dispatchEvent(new Event('change'))"
+        )
+        assert browser.evaluate(VISIBLE) == ["c-a1"]
+        browser.evaluate("document.querySelector('#clusters details').open = true")
+        added = browser.evaluate("[...document.querySelectorAll('tr.added td.id')].map(td => td.textContent)")
+        assert added == ["x1"]
+        text = browser.evaluate("document.querySelector('#clusters li').textContent")
+        assert "absorbed c-b1" in text and "clusters c-b1 were merged into it" in text
+        browser.screenshot(tmp_path / "daily.png")
