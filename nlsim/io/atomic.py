@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
@@ -81,6 +82,31 @@ def fsync_tree(root: str | Path) -> None:
             with open(Path(dirpath) / name, "rb") as fh:
                 os.fsync(fh.fileno())
         fsync_dir(dirpath)
+
+
+def apply_umask(root: str | Path) -> None:
+    """Give every file and folder below ``root`` (``root`` included) the umask's permissions.
+
+    Some writers ignore the umask (safetensors creates its weight files ``0o600``); a folder built whole
+    is made readable as the umask says before it is renamed into place. Executable files stay executable.
+    """
+    root = Path(root)
+    if root.is_file():
+        _set_mode(root, file_mode())
+        return
+    _set_mode(root, dir_mode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            _set_mode(Path(dirpath) / name, dir_mode())
+        for name in filenames:
+            p = Path(dirpath) / name
+            _set_mode(p, dir_mode() if os.stat(p, follow_symlinks=False).st_mode & 0o111 else file_mode())
+
+
+def _set_mode(path: Path, mode: int) -> None:
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+        os.chmod(path, mode)
 
 
 def make_temp_dir(parent: str | Path, prefix: str) -> Path:
@@ -137,6 +163,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     tmp = make_temp_dir(target.parent, f".{target.name}.tmp-")
     try:
         yield tmp
+        apply_umask(tmp)
         fsync_tree(tmp)
         old = None
         if target.exists() or target.is_symlink():
@@ -162,6 +189,7 @@ def publish_files(
     staging, out = Path(staging), Path(out)
     for name in [n for n in names if n != last] + ([last] if last else []):
         src, dst = staging / name, out / name
+        apply_umask(src)
         if src.is_dir():
             fsync_tree(src)
             old = None

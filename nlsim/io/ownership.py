@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nlsim import __version__
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, OutputError
 from nlsim.io.atomic import atomic_write_text, file_sha256
 
 MARKER = ".nlsim.json"
@@ -111,7 +111,7 @@ def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") 
         folder.mkdir(parents=True, exist_ok=True)
         write_marker(folder, kind)
     except OSError as exc:
-        raise ConfigError(f"{what} {folder} cannot be written: {exc.strerror or exc}") from exc
+        raise OutputError(f"{what} {folder} cannot be written: {exc.strerror or exc}") from exc
 
 
 def check_writable(path: str | Path, *, what: str = "output") -> None:
@@ -121,7 +121,7 @@ def check_writable(path: str | Path, *, what: str = "output") -> None:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{what} {path} cannot be written: {probe} is not a writable folder")
+        raise OutputError(f"{what} {path} cannot be written: {probe} is not a writable folder")
 
 
 def _real(path: str | Path) -> Path:

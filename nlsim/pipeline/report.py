@@ -5,7 +5,8 @@ Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/lates
 - ``pairs.parquet`` / ``pairs.csv``: one row per pair (:data:`PAIRS_SCHEMA`);
 - ``clusters.parquet``: one row per cluster (:data:`CLUSTERS_SCHEMA`), ``members.csv``: one row per
   cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users; ``report.xlsx`` holds the three tables;
-- ``index.html`` and ``overview.png`` (:mod:`nlsim.pipeline.html`), ``summary.md``;
+- ``index.html`` and ``overview.png`` (:mod:`nlsim.pipeline.html`), ``summary.md``; ``learning_curve.png``
+  when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
   ``window/members.csv``;
 - ``run.json``: the run record (:class:`nlsim.pipeline.stats.RunStats`) and the SHA-256 of every other file.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,6 +114,7 @@ MEMBERS_SCHEMA = pa.schema(
 SCHEMAS = {"pairs": PAIRS_SCHEMA, "clusters": CLUSTERS_SCHEMA, "members": MEMBERS_SCHEMA}
 TABLE_FILES = ("pairs.parquet", "clusters.parquet", "pairs.csv", "members.csv", "report.xlsx")
 PAGE_FILES = ("index.html", "summary.md", "overview.png")
+LEARNING_CURVE = "learning_curve.png"
 RUNS_DIR = "runs"
 LATEST = "latest"
 
@@ -184,23 +187,30 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
 def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """One row per member of each cluster (for spreadsheets): cluster, item, whether it is the
     representative and whether it joined in this run, title, source, link, time."""
-    by_id = frame.assign(id=frame["id"].astype(str)).set_index("id")
+    ids = frame["id"].astype(str).tolist()
+
+    def column(name: str) -> list[str]:
+        return frame[name].astype(str).tolist() if name in frame else [""] * len(frame)
+
+    rows_of = {i: n for n, i in enumerate(ids)}
+    titles, sources, urls = column("title"), column("source"), column("url")
+    times = pd.to_datetime(frame["published_at"], utc=True).tolist()
     rows = []
     for c in clusters.itertuples():
         added = set(c.added_ids) if hasattr(c, "added_ids") else set()
         for m in c.member_ids:
-            r = by_id.loc[m] if m in by_id.index else None
+            r = rows_of.get(m)
             rows.append(
-                {
-                    "cluster_id": c.cluster_id,
-                    "item_id": m,
-                    "representative": m == c.representative,
-                    "added": m in added,
-                    "title": "" if r is None else str(r["title"]),
-                    "source": "" if r is None or "source" not in r else str(r["source"]),
-                    "url": "" if r is None or "url" not in r else str(r["url"]),
-                    "published_at": None if r is None else r["published_at"],
-                }
+                (
+                    c.cluster_id,
+                    m,
+                    m == c.representative,
+                    m in added,
+                    "" if r is None else titles[r],
+                    "" if r is None else sources[r],
+                    "" if r is None else urls[r],
+                    None if r is None else times[r],
+                )
             )
     out = pd.DataFrame(rows, columns=MEMBERS_SCHEMA.names)
     out["published_at"] = pd.to_datetime(out["published_at"], utc=True)
@@ -281,6 +291,17 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
         csv_pairs.to_excel(xlsx, sheet_name="pairs", index=False)
 
 
+def copy_learning_curve(summary: dict[str, Any], folder: Path) -> str | None:
+    """Copy the model folder's ``learning_curve.png`` (``model_info["card"]["learning_curve"]``) into the
+    report; returns its name there, ``None`` when the model has none."""
+    card = (summary.get("model_info") or {}).get("card") or {}
+    source = card.get("learning_curve")
+    if not source or not Path(source).is_file():
+        return None
+    shutil.copyfile(source, folder / LEARNING_CURVE)
+    return LEARNING_CURVE
+
+
 def write_files(
     folder: Path,
     pairs: pd.DataFrame,
@@ -318,7 +339,11 @@ def write_files(
             folder / "window" / "members.csv", index=False, encoding="utf-8-sig"
         )
         names += ["window/clusters.parquet", "window/members.csv"]
-    (folder / "index.html").write_text(render_html(pairs, clusters, summary, frame), encoding="utf-8")
+    curve = copy_learning_curve(summary, folder)
+    if curve:
+        names.append(curve)
+    page = render_html(pairs, clusters, summary, frame, learning_curve=curve)
+    (folder / "index.html").write_text(page, encoding="utf-8")
     (folder / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
     render_overview_png(pairs, clusters, summary, folder / "overview.png")
     names += list(PAGE_FILES)

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.errors import ConfigError, StateError
+from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, write_marker
 from nlsim.pipeline.stats import fault_point
@@ -223,7 +223,7 @@ def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
         if marker is None:
             write_marker(folder, "state")
     except OSError as exc:
-        raise ConfigError(f"--state {folder} cannot be written: {exc.strerror or exc}") from exc
+        raise OutputError(f"--state {folder} cannot be written: {exc.strerror or exc}") from exc
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:

@@ -1,0 +1,266 @@
+/* nlsim report page: draws the cluster list from the embedded JSON, one page at a time, with search,
+   filters and sort. No network; titles are set with textContent, never as markup. */
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("nlsim-data").textContent);
+  var items = DATA.items; // [id, title, source, url, time]
+  var all = DATA.clusters;
+  var HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[\ud840-\ud87f][\udc00-\udfff]/;
+  var state = { q: "", status: "", bucket: "", period: "", source: "", sort: "size", page: 0, per: DATA.pageSize };
+  var list = document.getElementById("clusters");
+  var shown = document.getElementById("shown");
+  var q = document.getElementById("q");
+  var view = all;
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function fmt(n) { return Number(n).toLocaleString("en-US"); }
+  function score(v) { return v === null || v === undefined ? "–" : v.toFixed(3); }
+  function title(i, withLink) {
+    var it = items[i];
+    var text = String(it[1] || "").replace(/\s+/g, " ").trim() || "(no title)";
+    var node;
+    if (withLink && it[3] && /^https?:\/\//i.test(it[3])) {
+      node = el("a", "t", text);
+      node.href = it[3];
+      node.target = "_blank";
+      node.rel = "noopener noreferrer";
+    } else {
+      node = el("span", "t", text);
+    }
+    if (HAN.test(text)) node.lang = DATA.cjkLang;
+    return node;
+  }
+  function hay(c) {
+    if (c._hay === undefined) {
+      var parts = [c.id];
+      for (var k = 0; k < c.members.length; k++) {
+        var it = items[c.members[k]];
+        parts.push(it[0], it[1], it[2]);
+      }
+      c._hay = parts.join("\n").toLowerCase();
+    }
+    return c._hay;
+  }
+  function matches(c, terms) {
+    if (state.status && c.status !== state.status) return false;
+    if (state.bucket && c.bucket !== state.bucket) return false;
+    if (state.period && (c.period || "undated") !== state.period) return false;
+    if (state.source && c.sources.indexOf(state.source) < 0) return false;
+    if (terms.length) {
+      var h = hay(c);
+      for (var t = 0; t < terms.length; t++) if (h.indexOf(terms[t]) < 0) return false;
+    }
+    return true;
+  }
+  var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, unchanged: 4 };
+  function cmp(a, b) {
+    var s = state.sort, d = 0;
+    if (s === "newest") d = (b.last || "").localeCompare(a.last || "");
+    else if (s === "oldest") d = (a.first || "\uffff").localeCompare(b.first || "\uffff");
+    else if (s === "score") d = (b.max || 0) - (a.max || 0);
+    else if (s === "status") d = (STATUS_ORDER[a.status] || 9) - (STATUS_ORDER[b.status] || 9);
+    if (!d) d = b.size - a.size;
+    if (!d) d = a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    return d;
+  }
+  function apply(keepPage) {
+    var terms = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+    view = all.filter(function (c) { return matches(c, terms); });
+    view.sort(cmp);
+    if (!keepPage) state.page = 0;
+    draw();
+  }
+  function span(c) {
+    var t = c.first ? c.first : "undated";
+    if (c.last && c.last !== c.first) t += " – " + (c.last.slice(0, 10) === t.slice(0, 10) ? c.last.slice(11) : c.last);
+    return t + (c.first ? " UTC" : "");
+  }
+  function summaryRow(c) {
+    var s = el("summary");
+    s.appendChild(el("span", "size", c.size + " items"));
+    var rep = el("span", "rep");
+    if (DATA.daily) rep.appendChild(el("span", "badge " + c.status, c.status));
+    rep.appendChild(title(c.rep, false));
+    s.appendChild(rep);
+    s.appendChild(el("span", "meta", span(c)));
+    var sub = [c.sources.slice(0, 4).join(", ") + (c.sources.length > 4 ? " +" + (c.sources.length - 4) : "")];
+    sub.push("max score " + score(c.max));
+    if (DATA.daily && c.added.length && c.status !== "new") sub.push(c.added.length + " added in this run");
+    if (c.absorbed.length) sub.push("absorbed " + c.absorbed.join(", "));
+    sub.push(c.id);
+    s.appendChild(el("span", "sub", sub.filter(Boolean).join(" · ")));
+    return s;
+  }
+  function table(head) {
+    var t = el("table"), tr = el("tr");
+    head.forEach(function (h) { tr.appendChild(el("th", null, h)); });
+    t.appendChild(el("thead")).appendChild(tr);
+    return t;
+  }
+  function body(c) {
+    var b = el("div", "cbody");
+    var link = el("a", "permalink", "link to this cluster");
+    link.href = "#cluster-" + encodeURIComponent(c.id);
+    b.appendChild(link);
+    if (DATA.daily && c.status !== "new" && c.status !== "unchanged") {
+      var what = [];
+      if (c.added.length) what.push(c.added.length + " item(s) joined in this run (highlighted)");
+      if (c.absorbed.length) what.push("clusters " + c.absorbed.join(", ") + " were merged into it");
+      if (what.length) b.appendChild(el("p", "meta", what.join("; ") + "."));
+    }
+    var added = {};  // a new cluster's members all joined it in this run: marked only in older clusters
+    if (DATA.daily && c.status !== "new") c.added.forEach(function (i) { added[i] = true; });
+    var t = table(["", "title", "source", "published (UTC)", "item"]);
+    var tb = t.appendChild(el("tbody"));
+    c.members.forEach(function (i) {
+      var tr = el("tr", added[i] ? "added" : null);
+      var mark = el("td");
+      if (i === c.rep) mark.appendChild(el("span", null, "★")).title = "representative";
+      if (added[i]) mark.appendChild(el("span", "badge added", "added"));
+      tr.appendChild(mark);
+      var td = el("td", "t");
+      td.appendChild(title(i, true));
+      tr.appendChild(td);
+      tr.appendChild(el("td", null, items[i][2]));
+      tr.appendChild(el("td", "when", items[i][4] || ""));
+      tr.appendChild(el("td", "id", items[i][0]));
+      tb.appendChild(tr);
+    });
+    b.appendChild(el("h3", null, "Items (earliest first; ★ representative)"));
+    b.appendChild(t);
+    var why = DATA.daily ? "Why grouped: the pairs found in this run that link its items" :
+      "Why grouped: the pairs that link its items";
+    b.appendChild(el("h3", null, why + " (score ≥ threshold " + (DATA.threshold === null ? "?" : DATA.threshold) + ")"));
+    if (!c.pairs.length) {
+      b.appendChild(el("p", "meta", "No new pair in this run: the cluster changed through a merge or a regroup."));
+      return b;
+    }
+    var head = DATA.rerank ? ["score", "cosine", "cross-encoder", "item A", "item B"] : ["score", "item A", "item B"];
+    var pt = table(head);
+    var pb = pt.appendChild(el("tbody"));
+    var limit = 30;
+    function rows(n) {
+      pb.textContent = "";
+      c.pairs.slice(0, n).forEach(function (p) {
+        var tr = el("tr");
+        tr.appendChild(el("td", "score", score(p[2])));
+        if (DATA.rerank) { tr.appendChild(el("td", "score", score(p[3]))); tr.appendChild(el("td", "score", score(p[4]))); }
+        [p[0], p[1]].forEach(function (i) { var td = el("td", "t"); td.appendChild(title(i, true)); tr.appendChild(td); });
+        pb.appendChild(tr);
+      });
+    }
+    rows(limit);
+    b.appendChild(pt);
+    if (c.pairs.length > limit) {
+      var more = el("button", null, "show all " + fmt(c.pairs.length) + " pairs");
+      more.type = "button";
+      more.onclick = function () { rows(c.pairs.length); more.remove(); };
+      b.appendChild(more);
+    }
+    return b;
+  }
+  function card(c) {
+    var li = el("li", "cluster");
+    li.id = "cluster-" + c.id;
+    li.dataset.cluster = c.id;
+    var d = el("details");
+    d.appendChild(summaryRow(c));
+    d.addEventListener("toggle", function () {
+      if (d.open && d.children.length === 1) d.appendChild(body(c));
+    });
+    li.appendChild(d);
+    return li;
+  }
+  function pager(box, pages) {
+    box.textContent = "";
+    if (pages <= 1) return;
+    function btn(label, page, disabled) {
+      var b = el("button", null, label);
+      b.type = "button";
+      b.disabled = disabled;
+      b.onclick = function () { state.page = page; draw(); document.getElementById("list").scrollIntoView(); };
+      box.appendChild(b);
+    }
+    btn("« first", 0, state.page === 0);
+    btn("‹ previous", state.page - 1, state.page === 0);
+    box.appendChild(el("span", null, "page " + (state.page + 1) + " of " + fmt(pages)));
+    btn("next ›", state.page + 1, state.page >= pages - 1);
+    btn("last »", pages - 1, state.page >= pages - 1);
+    var per = el("select");
+    [20, 50, 100, 500].forEach(function (n) {
+      var o = el("option", null, n + " per page");
+      o.value = n;
+      o.selected = n === state.per;
+      per.appendChild(o);
+    });
+    per.onchange = function () { state.per = Number(per.value); state.page = 0; draw(); };
+    box.appendChild(per);
+  }
+  function draw() {
+    var pages = Math.max(1, Math.ceil(view.length / state.per));
+    if (state.page >= pages) state.page = pages - 1;
+    var start = state.page * state.per, end = Math.min(view.length, start + state.per);
+    list.textContent = "";
+    list.start = start + 1;
+    var frag = document.createDocumentFragment();
+    for (var k = start; k < end; k++) frag.appendChild(card(view[k]));
+    list.appendChild(frag);
+    var filtered = view.length !== all.length;
+    shown.textContent = view.length
+      ? "Showing clusters " + fmt(start + 1) + "–" + fmt(end) + " of " + fmt(view.length) +
+        (filtered ? " matching (" + fmt(all.length) + " in this report)" : " (all clusters of this report)")
+      : (all.length ? "No cluster matches (" + fmt(all.length) + " in this report)." : "This report has no cluster.");
+    pager(document.getElementById("pager-top"), pages);
+    pager(document.getElementById("pager-bottom"), pages);
+    document.querySelectorAll("button.bar").forEach(function (b) {
+      b.classList.toggle("on", state[b.dataset.filter] === b.dataset.value);
+    });
+  }
+  function syncSelect(key) {
+    var s = document.querySelector("select[data-filter='" + key + "']");
+    if (s) s.value = state[key];
+  }
+  q.addEventListener("input", function () { state.q = q.value; apply(false); });
+  document.querySelectorAll("select[data-filter]").forEach(function (s) {
+    s.addEventListener("change", function () { state[s.dataset.filter] = s.value; apply(false); });
+  });
+  document.getElementById("sort").addEventListener("change", function (e) { state.sort = e.target.value; apply(false); });
+  document.querySelectorAll("button.bar").forEach(function (b) {
+    b.addEventListener("click", function () {
+      var k = b.dataset.filter;
+      state[k] = state[k] === b.dataset.value ? "" : b.dataset.value;
+      syncSelect(k);
+      apply(false);
+      document.getElementById("list").scrollIntoView();
+    });
+  });
+  document.getElementById("reset").addEventListener("click", function () {
+    state.q = q.value = "";
+    ["status", "bucket", "period", "source"].forEach(function (k) { state[k] = ""; syncSelect(k); });
+    apply(false);
+  });
+  function openFromHash() {
+    var h = decodeURIComponent(location.hash.slice(1));
+    if (h.indexOf("cluster-") !== 0) return;
+    var id = h.slice(8), k = view.findIndex(function (c) { return c.id === id; });
+    if (k < 0) {
+      state.q = q.value = "";
+      ["status", "bucket", "period", "source"].forEach(function (key) { state[key] = ""; syncSelect(key); });
+      apply(false);
+      k = view.findIndex(function (c) { return c.id === id; });
+      if (k < 0) return;
+    }
+    state.page = Math.floor(k / state.per);
+    draw();
+    var li = document.getElementById(h);
+    if (li) { li.querySelector("details").open = true; li.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", openFromHash);
+  apply(false);
+  if (location.hash) openFromHash();
+})();

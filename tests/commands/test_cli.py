@@ -1,0 +1,135 @@
+"""The command line as a user meets it, through ``python -m nlsim`` subprocesses: defaults in ``--help``,
+``--quiet`` / ``--log-level``, ``dedup --json``, exit status 1 for a failed run and 2 for a wrong command,
+one line and no traceback for an expected failure (an unwritable ``--out`` included), and progress that
+stays line-oriented in a log (no carriage returns)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim import progress
+from tests.incremental_helpers import FAST_MODEL
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nlsim(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nlsim", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str], command: str) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(f"nlsim {command}: error:")]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "news.csv"
+    pd.DataFrame(
+        {
+            "id": ["1", "2", "3", "4"],
+            "title": ["Floods hit the north", "Floods hit the north!", "Election results", "Stocks fall"],
+            "source": ["AP", "AFP", "AP", "X"],
+            "published_at": ["2024-01-01T10:00Z", "2024-01-01T11:00Z", "2024-01-02T10:00Z", ""],
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_help_shows_defaults_and_logging_options() -> None:
+    top = nlsim("--help")
+    assert top.returncode == 0 and "--quiet" in top.stdout and "--log-level" in top.stdout
+    dedup = nlsim("dedup", "--help")
+    assert dedup.returncode == 0
+    text = " ".join(dedup.stdout.split())
+    for shown in ("(default: 10)", "(default: tw2sp)", "(default: multilingual-e5-small)", "--json"):
+        assert shown in text, shown
+
+
+def test_usage_errors_exit_2(corpus: Path, tmp_path: Path) -> None:
+    proc = nlsim("dedup", "--corpus", str(corpus))  # --out missing: argparse
+    assert proc.returncode == 2 and "usage: nlsim dedup" in proc.stderr and "Traceback" not in proc.stderr
+    proc = nlsim("dedup", "--corpus", str(corpus), "--out", str(tmp_path / "o"), "--k", "ten")
+    assert proc.returncode == 2 and "invalid int value" in proc.stderr
+    proc = nlsim("no-such-command")
+    assert proc.returncode == 2
+    # an impossible combination: no threshold for a model without a calibration
+    proc = nlsim("dedup", "--corpus", str(corpus), "--out", str(tmp_path / "o"), "--model", FAST_MODEL)
+    assert proc.returncode == 2 and "no threshold" in one_error_line(proc, "dedup")
+
+
+def test_runtime_failures_exit_1_in_one_line(corpus: Path, tmp_path: Path) -> None:
+    base = ["dedup", "--model", FAST_MODEL, "--threshold", "0.9", "--convert", "none"]
+    proc = nlsim(*base, "--corpus", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 1 and "missing.csv" in one_error_line(proc, "dedup")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,title\n1,Floods\n2,\n")
+    proc = nlsim(*base, "--corpus", str(bad), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 1 and "row 2" in one_error_line(proc, "dedup")
+    # an --out that cannot be written: under a regular file ...
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    proc = nlsim(*base, "--corpus", str(corpus), "--out", str(blocker / "report"))
+    assert proc.returncode == 1 and "cannot be written" in one_error_line(proc, "dedup")
+    # ... and a folder that cannot be made: /proc refuses everyone (root too); a read-only folder others
+    locked = Path("/proc/nlsim-report")
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+    proc = nlsim(*base, "--corpus", str(corpus), "--out", str(locked / "report"))
+    assert proc.returncode == 1 and "cannot be written" in one_error_line(proc, "dedup")
+
+
+@pytest.mark.slow
+def test_dedup_json_quiet_and_log_level(corpus: Path, tmp_path: Path) -> None:
+    args = ["dedup", "--corpus", str(corpus), "--model", FAST_MODEL, "--threshold", "0.9"]
+    args += ["--convert", "none"]
+    proc = nlsim(*args, "--out", str(tmp_path / "a"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1  # stdout: the summary alone; messages go to stderr
+    summary = json.loads(lines[0])
+    assert summary["report"] == str(tmp_path / "a") and summary["items"] == 4
+    assert summary["pairs"] == 1 and summary["clusters"] == 1 and summary["threshold"] == 0.9
+    assert summary["counts"]["items_in"] == 4 and "timings_s" in summary
+    assert "model " in proc.stderr and "\r" not in proc.stderr  # INFO messages; no progress bar in a log
+
+    quiet = nlsim("--quiet", *args, "--out", str(tmp_path / "b"), "--json")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert json.loads(quiet.stdout)["pairs"] == 1
+    loud = nlsim("--log-level", "WARNING", *args, "--out", str(tmp_path / "c"))
+    assert loud.returncode == 0 and loud.stderr == "" and "report:" in loud.stdout
+
+
+def test_progress_in_a_log_is_lines_without_carriage_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_PROGRESS", "lines")
+    monkeypatch.setattr(progress, "LOG_INTERVAL_S", 0.0)
+    log = io.StringIO()
+    for _ in progress.progress_bar(range(5), desc="embed", unit="texts", stream=log):
+        pass
+    text = log.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    lines = text.splitlines()
+    assert len(lines) == 6 and lines[-1].startswith("embed: 5/5 texts (100%)")
+    # without NLSIM_PROGRESS, a stream that is not a terminal gets the same lines
+    monkeypatch.delenv("NLSIM_PROGRESS")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert progress.style() == "lines"
