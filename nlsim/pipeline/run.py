@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import load_calibration
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.orchestration import Call, StageInfo, declare, direct
@@ -94,6 +95,9 @@ def check_paths(config: DedupConfig) -> None:
     for name, path in outputs.items():
         if path:
             check_writable(path, what=name)
+    if config.calibration is not None and config.threshold is None:  # its threshold is checked on load
+        if load_calibration(config.calibration) is None:
+            raise ConfigError(f"--calibration {config.calibration}: file not found")
     if config.incremental:
         claim_state(config.state, rebuild=config.rebuild_state)
     claim_folder(config.out, "daily-report" if config.incremental else "report", what="--out")
