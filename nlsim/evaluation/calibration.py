@@ -173,6 +173,8 @@ def load_calibration(model_path_or_file: str | Path | None) -> Calibration | Non
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON object is expected, not {type(data).__name__}")
         known = {f for f in Calibration.__dataclass_fields__}
         cal = Calibration(**{k: v for k, v in data.items() if k in known})
     except (ValueError, TypeError) as exc:
