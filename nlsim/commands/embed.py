@@ -47,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
     from nlsim.conversion import convert
-    from nlsim.encoders import load_encoder
-    from nlsim.encoders.cache import EmbeddingCache
     from nlsim.io.atomic import atomic_save_npy, atomic_write_text
     from nlsim.io.corpus import load_corpus
 
@@ -68,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
     texts = convert(corpus.texts(), args.convert)
+    from nlsim.encoders import (
+        load_encoder,
+    )  # after the checks: a bad path or row is refused before torch loads
+    from nlsim.encoders.cache import EmbeddingCache
+
     encoder = load_encoder(
         args.model, max_length=args.max_length, quantize=args.quantize, threads=args.threads
     )

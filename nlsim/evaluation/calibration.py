@@ -28,7 +28,6 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
-from nlsim.evaluation.metrics import pair_similarities
 from nlsim.io.atomic import atomic_write_text
 
 CALIBRATION_JSON = "calibration.json"
@@ -138,6 +137,8 @@ def calibrate(
     **meta: Any,
 ) -> Calibration:
     """Calibrate ``encoder`` (or a pair scorer) on ``pairs`` (already restricted to one split)."""
+    from nlsim.evaluation.metrics import pair_similarities  # deferred: reading a calibration needs no torch
+
     cos = pair_similarities(encoder, pairs, conversion)
     meta.setdefault("model", str(getattr(encoder, "model_id", "") or getattr(encoder, "name", "")))
     if hasattr(encoder, "fingerprint"):
