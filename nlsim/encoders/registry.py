@@ -200,7 +200,10 @@ def _load_from_folder(
     hf_logging.disable_progress_bar()  # its bars flood logs with carriage returns; nlsim shows its own
 
     src = _transformer_subfolder(folder) if folder.is_dir() else folder
-    tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
+    try:
+        tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
+    except (OSError, ValueError) as exc:  # a garbled config.json or tokenizer file
+        raise StateError(f"{src}: the model folder cannot be read ({type(exc).__name__}: {exc})") from None
     kwargs: dict[str, Any] = {"local_files_only": local_files_only}
     if _model_type(src) == "bert":
         kwargs["add_pooling_layer"] = False  # mean pooling only; no unused randomly initialised pooler
