@@ -542,6 +542,8 @@ def _damaged(model_folder: Path, tmp_path: Path, how: str) -> Path:
         weights.write_bytes(bytes(flipped))
     elif how.startswith("truncated"):
         weights.write_bytes(data[: len(data) // 2])
+    elif how == "config-garbage":
+        (folder / "config.json").write_text("{not json")
     elif how == "missing-weight":
         tensors = load_file(str(weights))
         del tensors["encoder.layer.0.attention.self.query.weight"]
@@ -561,6 +563,7 @@ def _damaged(model_folder: Path, tmp_path: Path, how: str) -> Path:
         ("truncated", ("model.safetensors", "SHA-256")),
         ("truncated-no-hash", ("the model weights cannot be read",)),
         ("missing-weight", ("weight(s) missing", "encoder.layer.0.attention.self.query.weight")),
+        ("config-garbage", ("the model folder cannot be read", "config.json")),
     ],
 )
 def test_damaged_model_weights_are_refused(
@@ -689,7 +692,11 @@ def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, o
 
 @pytest.mark.parametrize(
     ("train", "validation", "constant", "words"),
-    [(2, 16, False, "the training split has 2 pair(s)"), (16, 16, True, "every training pair has the score")],
+    [
+        (2, 16, False, "the training split has 2 pair(s)"),
+        (16, 16, True, "every training pair has the score"),
+        (16, 0, False, "pairs.tsv: no pairs in split 'validation'"),
+    ],
 )
 def test_finetune_pairs_that_cannot_train_are_refused_before_training(
     tmp_path: Path, train: int, validation: int, constant: bool, words: str
