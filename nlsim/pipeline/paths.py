@@ -20,12 +20,13 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.pipeline.config import CURRENT_MODEL, DedupConfig
-from nlsim.pipeline.state import claim_state
+from nlsim.pipeline.state import claim_state, read_manifest
 
 
 def check_paths(config: DedupConfig) -> None:
-    """Refuse, before any work, outputs that would overwrite an input or a folder nlsim did not write, and a
-    calibration file that is missing or holds no usable threshold."""
+    """Refuse, before any work, outputs that would overwrite an input or a folder nlsim did not write, a
+    calibration file that is missing or holds no usable threshold, and a state whose manifest is unreadable,
+    of another format or names a generation nlsim did not write."""
     model = config.model if config.model not in (CURRENT_MODEL,) and Path(config.model).exists() else None
     inputs = {"--corpus": config.corpus_path(), "--calibration": config.calibration, "--model": model}
     if config.model == CURRENT_MODEL:
@@ -40,4 +41,6 @@ def check_paths(config: DedupConfig) -> None:
             raise ConfigError(f"--calibration {config.calibration}: file not found")
     if config.incremental:
         claim_state(config.state, rebuild=config.rebuild_state)
+        if not config.rebuild_state:
+            read_manifest(config.state)  # an unreadable or edited manifest is refused now (its files later)
     claim_folder(config.out, "daily-report" if config.incremental else "report", what="--out")
