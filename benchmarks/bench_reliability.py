@@ -38,6 +38,7 @@ from tests.incremental_helpers import (  # noqa: E402
     fault_cli_args,
     fault_config,
     report_content,
+    run_daily,
     split_days,
     state_content,
 )
@@ -59,8 +60,6 @@ def _restore(snap: Path | None, dest: Path) -> None:
 
 
 def main() -> int:
-    from nlsim.pipeline.incremental import run_incremental
-
     from nlsim.encoders import load_encoder
     from nlsim.pipeline.report import verify_report
     from nlsim.pipeline.state import open_state
@@ -75,7 +74,7 @@ def main() -> int:
         ref_state, ref_out = work / "ref" / "state", work / "ref" / "out"
         ref_reports, snaps = [], [(None, None)]
         for d, path in enumerate(days):
-            r = run_incremental(fault_config(path, ref_out), ref_state, retention_days=None, encoder=enc)
+            r = run_daily(fault_config(path, ref_out), ref_state, retention_days=None, encoder=enc)
             ref_reports.append((r.run_id, report_content(r.report_dir)))
             s_snap, o_snap = work / "snap" / f"state{d + 1}", work / "snap" / f"out{d + 1}"
             shutil.copytree(ref_state, s_snap, symlinks=True)
@@ -114,9 +113,7 @@ def main() -> int:
                         row["error"] = str(exc)[:200]
                 compared = equal = 0
                 for later in range(d, len(days)):
-                    r = run_incremental(
-                        fault_config(days[later], out), state, retention_days=None, encoder=enc
-                    )
+                    r = run_daily(fault_config(days[later], out), state, retention_days=None, encoder=enc)
                     compared += 1
                     equal += report_content(r.report_dir) == ref_reports[later][1]
                 compared += 1

@@ -34,6 +34,7 @@ from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import atomic_path
 from nlsim.io.corpus import load_items
+from nlsim.io.ownership import check_outputs_apart, check_writable
 from nlsim.io.pairs import SPLITS, load_pairs, read_pair_table, validate_pairs
 from nlsim.io.tables import write_table
 from nlsim.progress import say
@@ -158,8 +159,11 @@ def draw_candidates(
     """Write ``n`` new candidate pairs from ``corpus`` to the CSV ``out`` for an editor to score.
 
     ``scorer`` is an encoder name/folder or ``tfidf-char2``; ``threshold`` defaults to the encoder's
-    ``calibration.json``, else the median similarity of the pool.
+    ``calibration.json``, else the median similarity of the pool. ``out`` must not be one of the inputs
+    (refused before any work).
     """
+    check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
+    check_writable(out, what="--out")
     items = load_items(corpus, text_field)
     texts = convert_texts(items["text"].tolist(), conversion)
     if scorer == "tfidf-char2":

@@ -84,8 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:  # a file that cannot be read or written: say which, without a traceback
-        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"nlsim {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"nlsim {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"nlsim {args.command}: interrupted", file=sys.stderr)

@@ -50,9 +50,14 @@ def print_result(result: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nlsim.pipeline.paths import check_paths
+
+    config = config_from_args(DedupConfig, args)
+    check_paths(config)  # a bad path is refused before torch and faiss are even imported
+
     from nlsim.pipeline.run import run_dedup  # deferred: loads torch and faiss, `nlsim --help` stays fast
 
-    result = run_dedup(config_from_args(DedupConfig, args))
+    result = run_dedup(config)
     if args.json:
         print(
             json.dumps({**result.summary, "report": str(result.report_dir)}, default=str, ensure_ascii=False)

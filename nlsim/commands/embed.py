@@ -1,7 +1,8 @@
 """``nlsim embed``: embed a corpus into a ``.npy`` matrix (float32, L2-normalised, corpus order).
 
 Beside ``FILE.npy`` it writes ``FILE.json``: model id and fingerprint, conversion, text fields, count and
-the item ids in row order. Neither may be the corpus itself (refused before any work).
+the item ids in row order. Neither may be the corpus itself, and an existing ``FILE.json`` is only replaced
+when it is such a record (refused before any work).
 
 Example (shell)::
 
@@ -31,13 +32,21 @@ def _fields(value: str) -> tuple[str, ...]:
     return fields
 
 
+def _is_sidecar(path: Path) -> bool:
+    """True when ``path`` is the JSON record ``nlsim embed`` writes beside its ``.npy`` (so it may be
+    replaced); anything else there is the user's."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and {"model_id", "fingerprint", "count", "ids"} <= set(meta)
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, convert, embed (cached unless ``--no-cache``), and write the matrix atomically."""
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
     from nlsim.conversion import convert
-    from nlsim.encoders import load_encoder
-    from nlsim.encoders.cache import EmbeddingCache
     from nlsim.io.atomic import atomic_save_npy, atomic_write_text
     from nlsim.io.corpus import load_corpus
 
@@ -48,10 +57,20 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
     sidecar = out.with_suffix(".json")
     check_outputs_apart({"--corpus": args.corpus}, {"--out": out, "the --out sidecar": sidecar})
+    if sidecar.exists() and not _is_sidecar(sidecar):
+        raise ConfigError(
+            f"{sidecar} exists and is not an embedding record written by nlsim; --out {out} would overwrite "
+            "it with its sidecar: choose another --out"
+        )
     check_writable(out, what="--out")
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
     texts = convert(corpus.texts(), args.convert)
+    from nlsim.encoders import (
+        load_encoder,
+    )  # after the checks: a bad path or row is refused before torch loads
+    from nlsim.encoders.cache import EmbeddingCache
+
     encoder = load_encoder(
         args.model, max_length=args.max_length, quantize=args.quantize, threads=args.threads
     )

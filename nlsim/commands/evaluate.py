@@ -59,10 +59,11 @@ def load_split(pairs: str, split: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    frame = load_split(args.pairs, args.split)  # a bad pair file is refused before torch loads
+
     from nlsim.evaluation.metrics import check_scorable, evaluate, metrics_table  # deferred, as above
     from nlsim.rerank.reranker import load_reranker
 
-    frame = load_split(args.pairs, args.split)
     check_scorable(frame, f"{args.pairs} ({args.split})")
     scorer = load_scorer(args.model, args.threads, args.max_length)
     kind = "bi-encoder" if hasattr(scorer, "encode") else "baseline"

@@ -82,6 +82,9 @@ ALIASES["e5"] = "multilingual-e5-small"
 QUANTIZE_MODES = (None, "int8")
 BACKENDS = ("auto", "torch", "onnx")
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+LOCAL_ROOTS = ("models",)
+"""First path parts that name a local folder, never a hub organisation: ``models/x`` is where the docs and
+the model store put model folders, so a missing ``models/x`` is an error, not a hub lookup."""
 
 
 def available_models() -> list[str]:
@@ -190,13 +193,17 @@ def _load_from_folder(
     backend: str = "torch",
     local_files_only: bool = True,
 ) -> Encoder:
+    from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer  # deferred: ~5 s to import, only loading needs it
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # its bars flood logs with carriage returns; nlsim shows its own
 
     src = _transformer_subfolder(folder) if folder.is_dir() else folder
-    tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
+    try:
+        tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
+    except (OSError, ValueError) as exc:  # a garbled config.json or tokenizer file
+        raise StateError(f"{src}: the model folder cannot be read ({type(exc).__name__}: {exc})") from None
     kwargs: dict[str, Any] = {"local_files_only": local_files_only}
     if _model_type(src) == "bert":
         kwargs["add_pooling_layer"] = False  # mean pooling only; no unused randomly initialised pooler
@@ -208,11 +215,7 @@ def _load_from_folder(
             )
         except (ValueError, ImportError):
             model, info = AutoModel.from_pretrained(str(src), output_loading_info=True, **kwargs)
-    except (
-        OSError,
-        RuntimeError,
-        ValueError,
-    ) as exc:  # safetensors' SafetensorError is a RuntimeError/OSError
+    except (OSError, RuntimeError, ValueError, SafetensorError) as exc:  # a truncated or foreign file
         raise StateError(f"{src}: the model weights cannot be read ({type(exc).__name__}: {exc})") from None
     missing = [
         k for k in info.get("missing_keys", []) if not k.startswith("pooler.") and "position_ids" not in k
@@ -367,12 +370,13 @@ def load_encoder(
         raw.startswith((".", "/", "~"))
         or "\\" in raw
         or raw.count("/") > 1
-        or ("/" in raw and Path(first).is_dir())  # e.g. models/x while models/ is a local folder
+        or raw.endswith("/")
+        or ("/" in raw and (Path(first).is_dir() or first in LOCAL_ROOTS))  # e.g. models/x
     )
     if looks_local or not _HUB_NAME.match(raw):
         raise ConfigError(
-            f"unknown model {raw!r}: no such model folder, and not a registry name "
-            f"({', '.join(available_models())})"
+            f"unknown model {raw!r}: no such model folder ({path.absolute()} does not exist), and not a "
+            f"registry name ({', '.join(available_models())})"
         )
     return _load_from_hub(raw, max_length=max_length, prefix=prefix, **common)
 

@@ -28,7 +28,6 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
-from nlsim.evaluation.metrics import pair_similarities
 from nlsim.io.atomic import atomic_write_text
 
 CALIBRATION_JSON = "calibration.json"
@@ -138,6 +137,8 @@ def calibrate(
     **meta: Any,
 ) -> Calibration:
     """Calibrate ``encoder`` (or a pair scorer) on ``pairs`` (already restricted to one split)."""
+    from nlsim.evaluation.metrics import pair_similarities  # deferred: reading a calibration needs no torch
+
     cos = pair_similarities(encoder, pairs, conversion)
     meta.setdefault("model", str(getattr(encoder, "model_id", "") or getattr(encoder, "name", "")))
     if hasattr(encoder, "fingerprint"):
@@ -173,6 +174,8 @@ def load_calibration(model_path_or_file: str | Path | None) -> Calibration | Non
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON object is expected, not {type(data).__name__}")
         known = {f for f in Calibration.__dataclass_fields__}
         cal = Calibration(**{k: v for k, v in data.items() if k in known})
     except (ValueError, TypeError) as exc:

@@ -28,8 +28,10 @@ Example:
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -61,6 +63,17 @@ def table_format(path: str | Path, allowed: tuple[str, ...] = ("parquet", "csv",
     return fmt
 
 
+def _missing_reason(path: Path) -> str:
+    if not path.is_symlink():
+        return "file not found"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (it points, through links, at itself)"
+    return f"a broken symbolic link (its target {os.readlink(path)} does not exist)"
+
+
 def check_input_file(path: str | Path) -> Path:
     """``path`` if it is a readable file; else an :class:`InputError` saying what it is instead."""
     path = Path(path)
@@ -68,7 +81,7 @@ def check_input_file(path: str | Path) -> Path:
         if path.is_dir():
             raise InputError(path, None, None, "is a folder, not a file")
         if not path.exists():
-            raise InputError(path, None, None, "file not found" if not path.is_symlink() else "broken link")
+            raise InputError(path, None, None, _missing_reason(path))
         with open(path, "rb"):
             pass
     except OSError as exc:  # a symlink loop, no permission...
@@ -76,18 +89,33 @@ def check_input_file(path: str | Path) -> Path:
     return path
 
 
-def _decode(path: Path, data: bytes) -> str:
+def _row_at(prefix: str, fmt: str) -> int | None:
+    """The data row (``None``: the header) holding the character that follows ``prefix``, counted as the
+    readers below count rows (CSV: records, a quoted field may span lines; TSV and JSONL: non-blank
+    lines, the TSV header excluded)."""
+    if fmt in ("jsonl", "tsv"):  # rows are the non-blank lines (the header first, for TSV)
+        lines = prefix.split("\n")
+        n = sum(1 for line in lines[:-1] if line.strip()) + (1 if fmt == "jsonl" else 0)
+        return n or None
+    # a sentinel keeps the record holding the bad byte from being empty; non-strict: it may be inside quotes
+    records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if r and r != [""]]
+    return (len(records) - 1) or None
+
+
+def _decode(path: Path, data: bytes, fmt: str) -> str:
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        start = exc.start + bom  # the offset in the file (the codec counts after the byte-order mark)
         line = data.count(b"\n", 0, start) + 1
+        row = _row_at(data[bom:start].decode("utf-8"), fmt)
         raise InputError(
             path,
-            max(line - 1, 1),
+            row,
             None,
-            f"not valid UTF-8 text: byte 0x{data[start]:02x} at byte offset {start} (line {line}); "
-            "save the file as UTF-8",
+            f"not valid UTF-8 text{' in the header' if row is None else ''}: byte 0x{data[start]:02x} at "
+            f"byte offset {start} (line {line}); save the file as UTF-8",
         ) from None
 
 
@@ -105,16 +133,17 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
             raise InputError(path, None, None, "the file is empty (no header)")
         header = lines[0].split("\t")
         rows = []
-        for n, line in enumerate(lines[1:], start=1):
+        for lineno, line in enumerate(lines[1:], start=2):
             if not line.strip():
                 continue
             fields = line.split("\t")
             if len(fields) != len(header):
                 raise InputError(
                     path,
-                    n,
+                    len(rows) + 1,
                     None,
-                    f"{len(fields)} fields, the header has {len(header)} (a tab inside a field?)",
+                    f"{len(fields)} fields, the header has {len(header)} (line {lineno}; a tab inside a "
+                    "field?)",
                 )
             rows.append(fields)
         return _frame(path, rows, header)
@@ -155,12 +184,15 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        row = len(records) + 1
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(path, lineno, None, f"invalid JSON (truncated line?): {exc.msg}") from None
+            raise InputError(
+                path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc.msg}"
+            ) from None
         if not isinstance(obj, dict):
-            raise InputError(path, lineno, None, "each JSONL line must be an object")
+            raise InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
         records.append(obj)
     return pd.DataFrame.from_records(records)
 
@@ -182,7 +214,7 @@ def read_table(
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
-    text = _decode(path, data)
+    text = _decode(path, data, fmt)
     if fmt == "jsonl":
         return _read_jsonl(path, text)
     return _read_delimited(path, text, fmt)

@@ -2,6 +2,7 @@
 
 - :mod:`~nlsim.pipeline.config`: :class:`~nlsim.pipeline.config.DedupConfig`, the parameters of a run;
 - :mod:`~nlsim.pipeline.run`: :func:`~nlsim.pipeline.run.run_dedup`, the one place that orders the stages;
+- :mod:`~nlsim.pipeline.paths`: the path and calibration checks made before any work (light to import);
 - :mod:`~nlsim.pipeline.stages`: the stage functions;
 - :mod:`~nlsim.pipeline.window`: which items a run embeds and searches (batch, or daily against a state);
 - :mod:`~nlsim.pipeline.state`, :mod:`~nlsim.pipeline.lock`: the state folder of daily runs and its lock;

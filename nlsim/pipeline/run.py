@@ -9,7 +9,8 @@ the same. :data:`STAGES` describes each stage (what it does, whether it is I/O t
 long enough to need a timeout).
 
 Before any stage runs, every output path is checked against every input path and against folders nlsim
-did not write (:mod:`nlsim.io.ownership`): nothing of the user's is overwritten.
+did not write (:func:`nlsim.pipeline.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
+user's is overwritten.
 
 Example:
     >>> [s.name for s in STAGES.values()][:4]
@@ -30,15 +31,24 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
-from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.pipeline import stages
-from nlsim.pipeline.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
+from nlsim.pipeline.config import DEFAULT_MODEL, DedupConfig
 from nlsim.pipeline.lock import RunLock
-from nlsim.pipeline.state import claim_state, move_aside, remove_unfinished
+from nlsim.pipeline.paths import check_paths
+from nlsim.pipeline.state import move_aside, remove_unfinished
 from nlsim.pipeline.stats import RunStats
 
-__all__ = ["DEFAULT_MODEL", "STAGES", "Call", "DedupConfig", "DedupResult", "direct", "run_dedup"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "STAGES",
+    "Call",
+    "DedupConfig",
+    "DedupResult",
+    "check_paths",
+    "direct",
+    "run_dedup",
+]
 
 STAGES: dict[str, StageInfo] = {
     s.name: s
@@ -81,22 +91,6 @@ class DedupResult:
     @property
     def messages(self) -> list[str]:
         return self.stats.messages
-
-
-def check_paths(config: DedupConfig) -> None:
-    """Refuse, before any work, outputs that would overwrite an input or a folder nlsim did not write."""
-    model = config.model if config.model not in (CURRENT_MODEL,) and Path(config.model).exists() else None
-    inputs = {"--corpus": config.corpus_path(), "--calibration": config.calibration, "--model": model}
-    if config.model == CURRENT_MODEL:
-        inputs["--model-store"] = config.model_store
-    outputs = {"--out": config.out, "--quarantine": config.quarantine, "--state": config.state}
-    check_outputs_apart(inputs, outputs)
-    for name, path in outputs.items():
-        if path:
-            check_writable(path, what=name)
-    if config.incremental:
-        claim_state(config.state, rebuild=config.rebuild_state)
-    claim_folder(config.out, "daily-report" if config.incremental else "report", what="--out")
 
 
 @contextlib.contextmanager

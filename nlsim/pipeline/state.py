@@ -22,9 +22,11 @@ previous manifest pointing at the previous, untouched generation; the next run r
 folder. Old generations are deleted after a commit (the previous one is kept).
 
 Only what nlsim provably wrote is ever deleted: generation folders whose names follow nlsim's pattern,
-in a folder carrying the state marker, and only once the manifest has been checked. A folder with data
-but neither marker nor manifest is refused; a marked state whose manifest is missing is refused with the
-way to rebuild it.
+in a folder carrying the state marker, and only once the manifest and the files of the generation it
+names have been verified (an edited manifest never gets the real current generation swept). A folder
+with data but neither marker nor manifest is refused; a marked state whose manifest is missing is refused
+with the way to rebuild it, unless all it holds is what a killed *first* run leaves (generation-1
+folders, no committed run), which is swept.
 
 Everything the manifest lists is checked on open (size and SHA-256); so is the identity of the vectors
 (model id and fingerprint, dimension, conversion, text fields, threshold, reranker) when asked: a truncated
@@ -67,7 +69,9 @@ GENERATION_NAME = re.compile(
     r"^(\.g\d{6}-[0-9a-f]{6}\.tmp-\w+|\.g\d{6}-[0-9a-f]{6}\.old-\w+|g\d{6}-[0-9a-f]{6})$"
 )
 """Names of the generation folders nlsim writes (finished, or left half-written by a killed run)."""
-OWN_FILES = {MARKER, MANIFEST, GENERATIONS, RUNS, "lock.json", ".lock.guard"}
+LOCK_FILES = {"lock.json", ".lock.guard"}
+FIRST_GENERATION = re.compile(r"^\.?g000001-[0-9a-f]{6}(\.(tmp|old)-\w+)?$")
+"""Names of the folders a killed first run can leave (its generation 1, finished or not)."""
 
 PAIR_COLUMNS = ("id_a", "id_b", "similarity", "cosine", "cross_encoder", "run_id")
 CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
@@ -209,14 +213,12 @@ def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
     if folder.is_dir() and any(folder.iterdir()):
         if marker is not None and marker["kind"] != "state":
             raise ConfigError(f"--state {folder} is an nlsim {marker['kind']} folder, not a state folder")
-        if marker is None and not has_manifest and not {c.name for c in folder.iterdir()} <= OWN_FILES:
+        if marker is None and not has_manifest and not {c.name for c in folder.iterdir()} <= LOCK_FILES:
             raise ConfigError(
                 f"--state {folder} holds files nlsim did not write (no {MARKER}, no {MANIFEST}); refusing "
-                "to use "
-                "it as a state folder. Give an empty or new folder."
+                "to use it as a state folder. Give an empty or new folder."
             )
-        gens = folder / GENERATIONS
-        if not rebuild and not has_manifest and gens.is_dir() and any(gens.iterdir()):
+        if not rebuild and not has_manifest and not _first_run_leftovers(folder):
             raise _err(folder, f"{MANIFEST} is missing but generations are present (history would be lost)")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -224,6 +226,18 @@ def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
             write_marker(folder, "state")
     except OSError as exc:
         raise OutputError(f"--state {folder} cannot be written: {exc.strerror or exc}") from exc
+
+
+def _first_run_leftovers(folder: Path) -> bool:
+    """True when ``generations/`` holds nothing, or only what a killed first run leaves: generation-1
+    folders named by nlsim, and no committed run (``runs/`` has no record)."""
+    gens, runs = folder / GENERATIONS, folder / RUNS
+    children = list(gens.iterdir()) if gens.is_dir() else []
+    if not children:
+        return True
+    if runs.is_dir() and any(runs.iterdir()):
+        return False
+    return all(c.is_dir() and not c.is_symlink() and FIRST_GENERATION.match(c.name) for c in children)
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
@@ -243,12 +257,20 @@ def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     name = data.get("generation_dir")
     if not isinstance(name, str) or not GENERATION_NAME.match(name) or name.startswith("."):
         raise _err(folder, f"{MANIFEST} names a generation folder {name!r} that nlsim did not write")
+    if name[1:7] != f"{data.get('generation')!s:0>6}":
+        raise _err(
+            folder, f"{MANIFEST} names generation folder {name!r} for generation {data.get('generation')!r}"
+        )
+    if not isinstance(data.get("files"), dict) or not data["files"]:
+        raise _err(folder, f"{MANIFEST} lists no files")
     return data
 
 
 def _verify_files(folder: Path, gen_dir: Path, files: dict[str, dict[str, Any]]) -> None:
     for rel, info in files.items():
         p = gen_dir / rel
+        if not isinstance(info, dict) or not {"bytes", "sha256"} <= set(info) or ".." in Path(rel).parts:
+            raise _err(folder, f"{MANIFEST} has a malformed entry for {rel!r}")
         if not p.is_file():
             raise _err(folder, f"{p} is missing")
         size = p.stat().st_size
@@ -332,16 +354,24 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
 def remove_unfinished(folder: str | Path) -> list[str]:
     """Delete generation folders no manifest points at (left by a killed run); keeps current and previous.
 
-    Only folders named like nlsim's generations are touched, and only after the manifest was read and its
-    generation folder found: anything else in ``generations/`` stays.
+    Only folders named like nlsim's generations are touched, in a folder carrying the state marker, and
+    only after the manifest was read and the files of the generation it names were verified against it
+    (an edited manifest is an error, not a reason to sweep the real current generation). Without a
+    manifest, only a killed first run's leftovers are swept. Anything else in ``generations/`` stays.
     """
     folder = Path(folder)
     manifest = read_manifest(folder)
     keep: set[str] = set()
     if manifest is not None:
-        if not (folder / GENERATIONS / manifest["generation_dir"]).is_dir():
+        gen_dir = folder / GENERATIONS / manifest["generation_dir"]
+        if not gen_dir.is_dir():
             raise _err(folder, f"generation folder {manifest['generation_dir']} is missing")
+        _verify_files(folder, gen_dir, manifest["files"])
         keep = {manifest["generation_dir"], manifest.get("previous_generation_dir") or ""}
+    elif not _first_run_leftovers(folder):
+        raise _err(folder, f"{MANIFEST} is missing but generations are present (history would be lost)")
+    if read_marker(folder) is None:
+        return []
     gens = folder / GENERATIONS
     if not gens.is_dir():
         return []

@@ -57,10 +57,13 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
     for name in (cfg.train_split, cfg.val_split, cfg.test_split):
         parts.append(pairs[pairs["split"] == name].reset_index(drop=True))
     train, val, test = parts
+    source = cfg.pairs or "<pairs>"
     if train.empty:
-        raise ConfigError(f"no pairs in split {cfg.train_split!r}")
+        raise ConfigError(f"{source}: no pairs in split {cfg.train_split!r}")
     if val.empty:
-        raise ConfigError(f"no pairs in split {cfg.val_split!r}: the best checkpoint is chosen on it")
+        raise ConfigError(
+            f"{source}: no pairs in split {cfg.val_split!r}: the best checkpoint is chosen on it"
+        )
     sub_seed = cfg.seed if cfg.subset_seed is None else cfg.subset_seed
     return select_train_subset(train, cfg.train_size, sub_seed), val, test
 

@@ -37,7 +37,7 @@ import pandas as pd
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
 from nlsim.io.atomic import atomic_dir
-from nlsim.io.ownership import check_writable, is_owned, write_marker
+from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, write_marker
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
@@ -152,6 +152,9 @@ def finetune(
     """
     t_start = time.perf_counter()
     if cfg.out:
+        model = cfg.model if Path(cfg.model).exists() else None
+        inputs = {"--pairs": cfg.pairs, "--model": model, "--silver-corpus": cfg.silver_corpus}
+        check_outputs_apart(inputs, {"--out": cfg.out})
         check_model_out(cfg.out)
     data = call("load-pairs", prepare_pairs, cfg, pairs)
     if encoder is None:

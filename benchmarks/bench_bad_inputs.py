@@ -1,0 +1,1586 @@
+"""Bad inputs through the real command line: does nlsim refuse them by name, and keep every user file?
+
+Each case writes its files into a folder of its own (a corpus, "user files" such as notes, a project
+folder, a site, a state or model folder) and runs one ``python -m nlsim ...`` command there, in a
+subprocess. Then:
+
+- a case meant to be refused must exit with status 1 or 2 and a one-line ``nlsim CMD: error: ...`` last on
+  stderr, without a traceback, naming what the case names (the file, ``row N``, the field or option);
+- a case meant to work (a corpus that is odd but valid) must exit 0 and load exactly its data rows:
+  ``nlsim embed``'s sidecar lists the ids of the rows it embedded, ``nlsim dedup --json`` counts the items
+  read and quarantined;
+- in every case, every file that was in the folder before the run must still be there with the same bytes
+  (SHA-256), except the outputs a working case is meant to write (its ``--out``, ``--state``); lock files
+  left by a refused run on a state folder are not counted.
+
+Cases: bad CSV/TSV/JSONL/Parquet corpora, odd but valid corpora, dangerous paths (an output on an input,
+folders nlsim did not write), bad options, bad calibration files, bad pair files, broken state folders
+and damaged model folders. The model is the small ``paraphrase-MiniLM-L3-v2`` with ``--threshold``,
+``--no-cache`` and tiny corpora; two cases run at a time.
+
+    python benchmarks/bench_bad_inputs.py [--jobs 2] [--only SUBSTRING]
+
+Writes ``benchmarks/results/bad_inputs.json`` and ``bad_inputs.md`` (with the CPU's model name) and prints
+the table; exits 1 when a case failed its checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import machine  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+MODEL = "paraphrase-MiniLM-L3-v2"
+RUN_OPTS = ["--model", MODEL, "--convert", "none", "--no-cache", "--no-progress"]
+ERROR_LINE = re.compile(r"^nlsim [a-z-]+( [a-z]+)?: error: ")
+LOCK_FILES = ("lock.json", ".lock.guard")
+
+Files = dict[str, "str | bytes"]
+
+
+@dataclass
+class Case:
+    """One bad input: the files it starts from, the command, and what must happen."""
+
+    name: str
+    group: str
+    argv: list[str]
+    files: Files = field(default_factory=dict)
+    expect: str = "refuse"  # "refuse" or "ok"
+    words: tuple[str, ...] = ()  # what the error message must name
+    status: int | None = None  # the exact exit status, where the contract fixes it
+    ids: list[str] | None = None  # ok: the ids the corpus must load as (embed sidecar)
+    rows: int | None = None  # ok: data rows read + quarantined (dedup --json)
+    outputs: tuple[str, ...] = ()  # ok: paths the run may write or change
+    setup: Callable[[Path], None] | None = None
+    check: Callable[[Path, subprocess.CompletedProcess[str]], str | None] | None = None
+
+
+# --- corpora ------------------------------------------------------------------------------------------
+
+HEAD = "id,title,source,published_at\n"
+TITLES = [
+    "Floods hit the north of the country",
+    "Floods hit the north of the country again",
+    "Stock markets fall sharply",
+    "Football club wins the cup",
+    "Stock markets fall sharply on Monday",
+    "New bridge opens in the capital",
+]
+
+
+def csv_rows(n: int = 5, start: int = 1) -> str:
+    return "".join(
+        f"n{i},{TITLES[(i - 1) % len(TITLES)]},AP,2024-05-01T{i % 24:02d}:00:00Z\n"
+        for i in range(start, start + n)
+    )
+
+
+GOOD_CSV = HEAD + csv_rows()
+GOOD_IDS = [f"n{i}" for i in range(1, 6)]
+
+
+def jsonl(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+GOOD_RECORDS = [{"id": f"n{i}", "title": TITLES[i - 1], "source": "AP"} for i in range(1, 6)]
+
+
+def parquet_bytes(columns: dict[str, list[Any]]) -> bytes:
+    import io
+
+    import pandas as pd
+
+    buf = io.BytesIO()
+    pd.DataFrame(columns).to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def dedup(corpus: str, *more: str, out: str = "rep", threshold: str | None = "0.9") -> list[str]:
+    argv = ["dedup", "--corpus", corpus, "--out", out, *RUN_OPTS]
+    if threshold is not None:
+        argv += ["--threshold", threshold]
+    return argv + list(more)
+
+
+def embed(corpus: str, *more: str, out: str = "emb.npy") -> list[str]:
+    return ["embed", "--corpus", corpus, "--out", out, *RUN_OPTS, "--text-fields", "title", *more]
+
+
+USER_FILES: Files = {
+    "notes.txt": "my notes\n",
+    "project/README.md": "# my project\n",
+    "project/data.csv": "a,b\n1,2\n",
+}
+
+
+def bad_corpora() -> list[Case]:
+    c = "bad corpus"
+    latin1 = (HEAD + "n1,Floods,AP,\nn2,Caf\xe9 closes,AP,\n").encode("latin-1")
+    cases = [
+        (
+            "csv-extra-comma-row-1",
+            "news.csv",
+            HEAD + "n1,Floods, north,AP,\n" + csv_rows(2, 2),
+            ("row 1", "fields"),
+        ),
+        ("csv-extra-comma-row-3", "news.csv", HEAD + csv_rows(2) + "n3,a,b,c,d,e\n", ("row 3", "fields")),
+        ("csv-missing-field", "news.csv", HEAD + csv_rows(2) + "n3,Storm\n", ("row 3", "fields")),
+        ("csv-unbalanced-quote", "news.csv", HEAD + 'n1,"Floods hit,AP,\n' + csv_rows(3, 2), ("row 1",)),
+        ("csv-text-after-closing-quote", "news.csv", HEAD + csv_rows(1) + 'n2,"Floods"x,AP,\n', ("row 2",)),
+        ("csv-header-only", "news.csv", HEAD, ("no rows",)),
+        ("csv-empty-file", "news.csv", "", ("empty",)),
+        ("csv-blank-lines-only", "news.csv", HEAD + "\n\n\n", ("no rows",)),
+        ("csv-no-id-column", "news.csv", "title,source\nFloods,AP\n", ("'id'",)),
+        ("csv-no-title-column", "news.csv", "id,source\nn1,AP\n", ("'title'",)),
+        (
+            "csv-duplicate-id",
+            "news.csv",
+            HEAD + csv_rows(2) + "n1,Again,AP,\n",
+            ("row 3", "'id'", "duplicate"),
+        ),
+        ("csv-empty-title", "news.csv", HEAD + csv_rows(1) + "n2,,AP,\n", ("row 2", "'title'")),
+        ("csv-blank-title", "news.csv", HEAD + csv_rows(1) + "n2,   ,AP,\n", ("row 2", "'title'")),
+        ("csv-blank-id", "news.csv", HEAD + " ,Floods,AP,\n", ("row 1", "'id'")),
+        (
+            "csv-bad-date",
+            "news.csv",
+            HEAD + csv_rows(1) + "n2,Floods,AP,yesterday\n",
+            ("row 2", "'published_at'"),
+        ),
+        (
+            "csv-future-date",
+            "news.csv",
+            HEAD + csv_rows(2) + "n3,Typo,AP,2034-01-01\n",
+            ("'published_at'", "n3"),
+        ),
+        ("csv-duplicate-header", "news.csv", "id,title,title\nn1,a,b\n", ("'title'", "twice")),
+        ("csv-latin-1", "news.csv", latin1, ("row 2", "UTF-8")),
+        ("csv-utf-16", "news.csv", GOOD_CSV.encode("utf-16"), ("UTF-8",)),
+        ("csv-bom-then-bad-row", "news.csv", "\ufeff" + HEAD + csv_rows(1) + "n2\n", ("row 2", "fields")),
+        ("tsv-field-count", "news.tsv", "id\ttitle\nn1\tFloods\nn2\tStorm\tAP\n", ("row 2", "fields")),
+        ("tsv-tab-in-title", "news.tsv", "id\ttitle\tsource\nn1\tFloods\tnorth\tAP\n", ("row 1", "fields")),
+        ("tsv-latin-1-header", "news.tsv", "id\ttitl\xe9\nn1\ta\n".encode("latin-1"), ("header", "UTF-8")),
+        ("jsonl-invalid-line", "news.jsonl", jsonl(GOOD_RECORDS[:2]) + "{id: 3}\n", ("row 3", "JSON")),
+        (
+            "jsonl-truncated-last-line",
+            "news.jsonl",
+            jsonl(GOOD_RECORDS[:2]) + '{"id": "n3", "tit',
+            ("row 3",),
+        ),
+        (
+            "jsonl-array-line",
+            "news.jsonl",
+            jsonl(GOOD_RECORDS[:1]) + '["n2", "Storm"]\n',
+            ("row 2", "object"),
+        ),
+        ("jsonl-title-number", "news.jsonl", jsonl([{"id": "n1", "title": 42}]), ("row 1", "'title'")),
+        ("jsonl-id-bool", "news.jsonl", jsonl([{"id": True, "title": "Floods"}]), ("row 1", "'id'")),
+        ("jsonl-id-null", "news.jsonl", jsonl([{"id": None, "title": "Floods"}]), ("row 1", "'id'")),
+        ("jsonl-id-float", "news.jsonl", jsonl([{"id": 1.5, "title": "Floods"}]), ("row 1", "'id'")),
+        ("jsonl-empty", "news.jsonl", "", ("'id'",)),
+        (
+            "jsonl-future-date",
+            "news.jsonl",
+            jsonl([{"id": "n1", "title": "x", "published_at": "2099-01-01"}]),
+            ("n1",),
+        ),
+        ("json-pretty-printed", "news.json", json.dumps(GOOD_RECORDS, indent=2), ("row 1",)),
+        ("parquet-garbage", "news.parquet", "id,title\nn1,not parquet\n", ("Parquet",)),
+        ("parquet-no-title", "news.parquet", parquet_bytes({"id": ["n1"], "source": ["AP"]}), ("'title'",)),
+        (
+            "parquet-title-int",
+            "news.parquet",
+            parquet_bytes({"id": ["n1"], "title": [7]}),
+            ("row 1", "'title'"),
+        ),
+        (
+            "parquet-null-title",
+            "news.parquet",
+            parquet_bytes({"id": ["n1", "n2"], "title": ["a", None]}),
+            ("row 2", "'title'"),
+        ),
+        (
+            "parquet-duplicate-id",
+            "news.parquet",
+            parquet_bytes({"id": ["n1", "n1"], "title": ["a", "b"]}),
+            ("row 2", "'id'"),
+        ),
+        (
+            "parquet-bad-date",
+            "news.parquet",
+            parquet_bytes({"id": ["n1"], "title": ["a"], "published_at": ["soon"]}),
+            ("row 1", "'published_at'"),
+        ),
+        ("suffix-xlsx", "news.xlsx", "not a table", ("unknown table format",)),
+        ("no-suffix", "news", GOOD_CSV, ("no suffix",)),
+    ]
+    # the corpus reader is the same for every command: embed (which reads the corpus before loading torch)
+    # runs most, dedup the cases its load stage adds (dates in the future) and a few others
+    by_dedup = {
+        "csv-extra-comma-row-1",
+        "csv-future-date",
+        "jsonl-future-date",
+        "tsv-field-count",
+        "csv-latin-1",
+    }
+    out = [
+        Case(n, c, dedup(f) if n in by_dedup else embed(f), {f: data, **USER_FILES}, words=(f, *w), status=1)
+        for n, f, data, w in cases
+    ]
+    full = GOOD_CSV.encode()
+    out.append(
+        Case(
+            "parquet-truncated",
+            c,
+            dedup("news.parquet"),
+            {"news.parquet": parquet_bytes({"id": GOOD_IDS, "title": TITLES[:5]})[:200], **USER_FILES},
+            words=("news.parquet", "Parquet"),
+            status=1,
+        )
+    )
+    out += [
+        Case(
+            "corpus-is-a-folder",
+            c,
+            dedup("news.csv"),
+            {"news.csv/x.txt": "x"},
+            words=("news.csv", "folder"),
+            status=1,
+        ),
+        Case(
+            "corpus-missing",
+            c,
+            dedup("nothere.csv"),
+            dict(USER_FILES),
+            words=("nothere.csv", "not found"),
+            status=1,
+        ),
+        Case(
+            "corpus-broken-link",
+            c,
+            dedup("news.csv"),
+            dict(USER_FILES),
+            words=("news.csv", "broken"),
+            status=1,
+            setup=lambda d: (d / "news.csv").symlink_to("gone.csv"),
+        ),
+        Case(
+            "corpus-link-loop",
+            c,
+            dedup("news.csv"),
+            dict(USER_FILES),
+            words=("news.csv", "loop"),
+            status=1,
+            setup=lambda d: ((d / "a.csv").symlink_to("news.csv"), (d / "news.csv").symlink_to("a.csv")),
+        ),
+        Case(
+            "text-fields-unknown",
+            c,
+            dedup("news.csv", "--text-fields", "title,teaser"),
+            {"news.csv": full},
+            words=("teaser",),
+        ),
+    ]
+    return out
+
+
+def ok_corpora() -> list[Case]:
+    g = "valid corpus"
+    tsv_quotes = 'id\ttitle\tsource\nt1\t"Quoted start\tAP\nt2\tSecond\tAP\nt3\tThird "x\tAP\n'
+    tsv_quotes += 't4\tFourth\tAP\nt5\tFifth"\tAP\n'
+    cases = [
+        ("tsv-quotes-are-characters", "news.tsv", tsv_quotes, ["t1", "t2", "t3", "t4", "t5"]),
+        (
+            "csv-quoted-comma-and-newline",
+            "news.csv",
+            'id,title\nq1,"Floods, again\nand again"\nq2,"He said ""no"""\nq3,plain\n',
+            ["q1", "q2", "q3"],
+        ),
+        ("csv-byte-order-mark", "news.csv", "\ufeff" + GOOD_CSV, GOOD_IDS),
+        ("csv-crlf", "news.csv", GOOD_CSV.replace("\n", "\r\n"), GOOD_IDS),
+        ("csv-blank-lines", "news.csv", HEAD + "\n" + csv_rows(2) + "\n\n" + csv_rows(3, 3), GOOD_IDS),
+        ("csv-no-final-newline", "news.csv", GOOD_CSV.rstrip("\n"), GOOD_IDS),
+        (
+            "csv-extra-columns",
+            "news.csv",
+            "id,title,teaser,x\n" + "".join(f"n{i},T {i},t,{i}\n" for i in range(1, 6)),
+            GOOD_IDS,
+        ),
+        ("csv-quote-inside-field", "news.csv", 'id,title\nn1,6" screen\nn2,say "hi"\n', ["n1", "n2"]),
+        (
+            "csv-chinese",
+            "news.csv",
+            "id,title\nz1,臺北市豪雨特報\nz2,台北市豪雨特报\nz3,股市大跌\n",
+            ["z1", "z2", "z3"],
+        ),
+        ("csv-numeric-ids", "news.csv", "id,title\n1,a cat\n2,a dog\n10,a bird\n", ["1", "2", "10"]),
+        (
+            "jsonl-blank-lines",
+            "news.jsonl",
+            jsonl(GOOD_RECORDS[:2]) + "\n\n" + jsonl(GOOD_RECORDS[2:]),
+            GOOD_IDS,
+        ),
+        (
+            "jsonl-integer-ids",
+            "news.jsonl",
+            jsonl([{"id": 7, "title": "a"}, {"id": 8, "title": "b"}]),
+            ["7", "8"],
+        ),
+        ("parquet", "news.parquet", parquet_bytes({"id": GOOD_IDS, "title": TITLES[:5]}), GOOD_IDS),
+    ]
+    out = [
+        Case(n, g, embed(f), {f: data, **USER_FILES}, expect="ok", ids=ids, outputs=("emb.npy", "emb.json"))
+        for n, f, data, ids in cases
+    ]
+    bad_rows = HEAD + csv_rows(2) + "n3,,AP,\n" + csv_rows(1, 4) + "n5,Bad date,AP,whenever\nn6,Storm,AP,\n"
+    out.append(
+        Case(
+            "csv-quarantine-keeps-every-row",
+            g,
+            dedup("news.csv", "--quarantine", "bad.csv", "--json"),
+            {"news.csv": bad_rows, **USER_FILES},
+            expect="ok",
+            rows=6,
+            outputs=("rep", "bad.csv"),
+            check=_quarantined(2),
+        )
+    )
+    title = '"Floods | <script>alert(1)</script>\nsecond line"'
+    hostile = f"id,title\nh1,{title}\nh2,{title}\nh3,Plain\n"
+    out.append(
+        Case(
+            "titles-with-html-pipes-newlines",
+            g,
+            dedup("news.csv", "--json"),
+            {"news.csv": hostile, **USER_FILES},
+            expect="ok",
+            rows=3,
+            outputs=("rep",),
+            check=_summary_table(1),
+        )
+    )
+    return out
+
+
+def _quarantined(n: int) -> Callable[[Path, Any], str | None]:
+    def check(d: Path, proc: Any) -> str | None:
+        import pandas as pd
+
+        q = pd.read_csv(d / "bad.csv")
+        return None if len(q) == n else f"quarantine file has {len(q)} rows, expected {n}"
+
+    return check
+
+
+def _summary_table(clusters: int) -> Callable[[Path, Any], str | None]:
+    def check(d: Path, proc: Any) -> str | None:
+        md = (d / "rep" / "summary.md").read_text()
+        rows = [line for line in md.splitlines() if line.startswith("| c-")]
+        if len(rows) != clusters or any(r.replace("\\|", "").count("|") != 5 for r in rows):
+            return f"summary.md table broken: {rows}"
+        if "<script>" in md or "<script>alert" in (d / "rep" / "index.html").read_text():
+            return "raw HTML from a title in summary.md or index.html"
+        return None
+
+    return check
+
+
+# --- dangerous paths ---------------------------------------------------------------------------------------
+
+SITE: Files = {
+    "site/index.html": "<h1>mine</h1>",
+    "site/summary.md": "# mine",
+    "site/run.json": '{"files": {}}',
+    "site/index/notes.txt": "mine",
+}
+MARKER = ".nlsim.json"
+
+
+def marker(kind: str) -> str:
+    return json.dumps({"written_by": "nlsim", "kind": kind, "nlsim_version": "0"})
+
+
+def dangerous_paths() -> list[Case]:
+    g = "dangerous path"
+    base: Files = {"news.csv": GOOD_CSV, **USER_FILES}
+    pairs = pair_table()
+
+    def link(src: str, dst: str) -> Callable[[Path], None]:
+        return lambda d: (d / src).symlink_to(dst)
+
+    return [
+        Case(
+            "quarantine-is-the-corpus",
+            g,
+            dedup("news.csv", "--quarantine", "news.csv"),
+            base,
+            words=("--quarantine", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "quarantine-is-./corpus",
+            g,
+            dedup("news.csv", "--quarantine", "./news.csv"),
+            base,
+            words=("--quarantine", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "quarantine-is-a-link-to-the-corpus",
+            g,
+            dedup("news.csv", "--quarantine", "alias.csv"),
+            base,
+            words=("--quarantine",),
+            status=2,
+            setup=link("alias.csv", "news.csv"),
+        ),
+        Case(
+            "quarantine-is-the-calibration",
+            g,
+            dedup("news.csv", "--quarantine", "cal.json", "--calibration", "cal.json", threshold=None),
+            {**base, "cal.json": calibration()},
+            words=("--quarantine", "--calibration"),
+            status=2,
+        ),
+        Case(
+            "out-is-the-corpus-file",
+            g,
+            dedup("news.csv", out="news.csv"),
+            base,
+            words=("--out", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "corpus-inside-out",
+            g,
+            dedup("rep/pairs.parquet", out="rep"),
+            {"rep/pairs.parquet": parquet_bytes({"id": GOOD_IDS, "title": TITLES[:5]}), **USER_FILES},
+            words=("--out", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "out-is-a-user-site",
+            g,
+            dedup("news.csv", out="site"),
+            {**base, **SITE},
+            words=("--out", "site"),
+            status=2,
+        ),
+        Case(
+            "out-is-the-user-project",
+            g,
+            dedup("news.csv", out="project"),
+            base,
+            words=("--out", "project"),
+            status=2,
+        ),
+        Case(
+            "out-is-a-user-file",
+            g,
+            dedup("news.csv", out="notes.txt"),
+            base,
+            words=("--out", "notes.txt"),
+            status=2,
+        ),
+        Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=2),
+        Case(
+            "out-with-a-forged-marker",
+            g,
+            dedup("news.csv", out="site"),
+            {**base, **SITE, f"site/{MARKER}": "{}"},
+            words=("--out",),
+            status=2,
+        ),
+        Case(
+            "out-is-a-daily-report-folder",
+            g,
+            dedup("news.csv", out="daily"),
+            {**base, f"daily/{MARKER}": marker("daily-report"), "daily/LATEST": "x\n"},
+            words=("daily-report",),
+            status=2,
+        ),
+        Case(
+            "out-is-a-model-folder",
+            g,
+            dedup("news.csv", out="m"),
+            {**base, f"m/{MARKER}": marker("model"), "m/config.json": "{}"},
+            words=("model",),
+            status=2,
+        ),
+        Case(
+            "out-holds-the-calibration",
+            g,
+            dedup("news.csv", "--calibration", "rep/cal.json", threshold=None),
+            {**base, "rep/cal.json": calibration()},
+            words=("--out", "--calibration"),
+            status=2,
+        ),
+        Case(
+            "state-is-a-user-folder",
+            g,
+            dedup("news.csv", "--state", "project"),
+            base,
+            words=("--state", "project"),
+            status=2,
+        ),
+        Case(
+            "state-holds-user-generations",
+            g,
+            dedup("news.csv", "--state", "mine"),
+            {
+                **base,
+                "mine/generations/2024/notes.txt": "mine",
+                "mine/generations/g000001-abcdef/x.txt": "mine",
+            },
+            words=("--state",),
+            status=2,
+        ),
+        Case(
+            "state-holds-user-generations-rebuild",
+            g,
+            dedup("news.csv", "--state", "mine", "--rebuild-state"),
+            {**base, "mine/generations/g000001-abcdef/x.txt": "mine"},
+            words=("--state",),
+            status=2,
+        ),
+        Case(
+            "state-is-a-file",
+            g,
+            dedup("news.csv", "--state", "notes.txt"),
+            base,
+            words=("--state", "notes.txt"),
+            status=2,
+        ),
+        Case(
+            "state-contains-the-corpus",
+            g,
+            dedup("data/news.csv", "--state", "data"),
+            {"data/news.csv": GOOD_CSV, **USER_FILES},
+            words=("--state", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "state-equals-out",
+            g,
+            dedup("news.csv", "--state", "st", out="st"),
+            base,
+            words=("--out", "--state"),
+            status=2,
+        ),
+        Case(
+            "state-is-a-report-folder",
+            g,
+            dedup("news.csv", "--state", "r"),
+            {**base, f"r/{MARKER}": marker("report"), "r/summary.md": "x"},
+            words=("--state", "report"),
+            status=2,
+        ),
+        Case(
+            "embed-sidecar-is-the-corpus",
+            g,
+            embed("news.json", out="news.npy"),
+            {"news.json": jsonl(GOOD_RECORDS), **USER_FILES},
+            words=("news.json", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "embed-sidecar-is-a-user-file",
+            g,
+            embed("news.csv", out="emb.npy"),
+            {**base, "emb.json": '{"mine": 1}'},
+            words=("emb.json",),
+            status=2,
+        ),
+        Case("embed-out-not-npy", g, embed("news.csv", out="notes.txt"), base, words=("--out",), status=2),
+        Case(
+            "embed-out-under-a-file",
+            g,
+            embed("news.csv", out="notes.txt/e.npy"),
+            base,
+            words=("--out",),
+            status=2,
+        ),
+        Case(
+            "calibrate-out-is-the-pairs",
+            g,
+            [
+                "calibrate",
+                "--model",
+                MODEL,
+                "--pairs",
+                "pairs.tsv",
+                "--convert",
+                "none",
+                "--out",
+                "pairs.tsv",
+            ],
+            {"pairs.tsv": pairs, **USER_FILES},
+            words=("--out", "--pairs"),
+            status=2,
+        ),
+        Case(
+            "finetune-out-is-a-user-project",
+            g,
+            finetune("pairs.tsv", "project"),
+            {"pairs.tsv": pairs, "project/config.json": "{}", **USER_FILES},
+            words=("project", "not a model folder written by nlsim"),
+            status=2,
+        ),
+        Case(
+            "finetune-out-with-a-forged-marker",
+            g,
+            finetune("pairs.tsv", "project"),
+            {
+                "pairs.tsv": pairs,
+                f"project/{MARKER}": '{"kind": "model"}',
+                "project/config.json": "{}",
+                **USER_FILES,
+            },
+            words=("project",),
+            status=2,
+        ),
+        Case(
+            "finetune-out-is-the-pairs-file",
+            g,
+            finetune("pairs.tsv", "pairs.tsv"),
+            {"pairs.tsv": pairs, **USER_FILES},
+            words=("--out", "pairs.tsv"),
+            status=2,
+        ),
+        Case(
+            "finetune-out-holds-the-pairs",
+            g,
+            finetune("m/pairs.tsv", "m"),
+            {"m/pairs.tsv": pairs, f"m/{MARKER}": marker("model"), **USER_FILES},
+            words=("--out", "--pairs"),
+            status=2,
+        ),
+        Case(
+            "annotate-draw-out-is-the-corpus",
+            g,
+            ["annotate", "draw", "--corpus", "items.tsv", "--model", "tfidf-char2", "--out", "items.tsv"],
+            {"items.tsv": items_table(), **USER_FILES},
+            words=("--out", "--corpus"),
+            status=2,
+        ),
+        Case(
+            "annotate-draw-out-is-the-pairs",
+            g,
+            [
+                "annotate",
+                "draw",
+                "--corpus",
+                "items.tsv",
+                "--pairs",
+                "pairs.tsv",
+                "--model",
+                "tfidf-char2",
+                "--out",
+                "pairs.tsv",
+            ],
+            {"items.tsv": items_table(), "pairs.tsv": pairs, **USER_FILES},
+            words=("--out", "--pairs"),
+            status=2,
+        ),
+        Case(
+            "annotate-merge-into-itself",
+            g,
+            ["annotate", "merge", "--filled", "pairs.tsv", "--pairs", "pairs.tsv"],
+            {"pairs.tsv": pairs, **USER_FILES},
+            words=("pairs.tsv",),
+        ),
+    ]
+
+
+# --- options ----------------------------------------------------------------------------------------------
+
+
+def bad_options() -> list[Case]:
+    g = "bad option"
+    base: Files = {"news.csv": GOOD_CSV, "pairs.tsv": pair_table(), **USER_FILES}
+    opts = [
+        ("threshold-nan", dedup("news.csv", threshold="nan"), ("--threshold",)),
+        ("threshold-7.5", dedup("news.csv", threshold="7.5"), ("--threshold",)),
+        ("threshold--2", dedup("news.csv", threshold="-2"), ("--threshold",)),
+        ("threshold-text", dedup("news.csv", threshold="high"), ("--threshold",)),
+        ("no-threshold-for-a-registry-model", dedup("news.csv", threshold=None), ("threshold",)),
+        ("k-0", dedup("news.csv", "--k", "0"), ("--k",)),
+        ("k-negative", dedup("news.csv", "--k", "-5"), ("--k",)),
+        ("batch-size-0", dedup("news.csv", "--batch-size", "0"), ("--batch-size",)),
+        ("window-hours-negative", dedup("news.csv", "--window-hours", "-1"), ("--window-hours",)),
+        ("window-hours-nan", dedup("news.csv", "--window-hours", "nan"), ("--window-hours",)),
+        (
+            "retention-days-negative",
+            dedup("news.csv", "--state", "st", "--retention-days", "-1"),
+            ("--retention-days",),
+        ),
+        (
+            "retention-days-nan",
+            dedup("news.csv", "--state", "st", "--retention-days", "nan"),
+            ("--retention-days",),
+        ),
+        (
+            "retention-days-inf",
+            dedup("news.csv", "--state", "st", "--retention-days", "inf"),
+            ("--retention-days",),
+        ),
+        (
+            "as-of-yesterday",
+            dedup("news.csv", "--state", "st", "--as-of", "yesterday"),
+            ("--as-of", "yesterday"),
+        ),
+        ("date-impossible", dedup("news-{date}.csv", "--date", "2024-13-45"), ("--date",)),
+        ("corpus-other-placeholder", dedup("news-{day}.csv"), ("news-{day}.csv",), 1),
+        ("timezone-unknown", dedup("news.csv", "--timezone", "Mars/Base"), ("--timezone",)),
+        ("text-fields-empty", dedup("news.csv", "--text-fields", ""), ("--text-fields",)),
+        ("convert-unknown", dedup("news.csv", "--convert", "latin"), ("--convert",)),
+        ("index-unknown", dedup("news.csv", "--index", "btree"), ("--index",)),
+        ("representative-unknown", dedup("news.csv", "--representative", "random"), ("--representative",)),
+        (
+            "model-missing-models-path",
+            dedup("news.csv", "--model", "models/x"),
+            ("models/x", "no such model folder"),
+        ),
+        ("model-missing-relative-path", dedup("news.csv", "--model", "./nope"), ("./nope",)),
+        (
+            "model-missing-absolute-path",
+            dedup("news.csv", "--model", "/nonexistent/model"),
+            ("/nonexistent/model",),
+        ),
+        ("model-is-a-file", dedup("news.csv", "--model", "notes.txt"), ("notes.txt", "file")),
+        ("model-is-a-user-folder", dedup("news.csv", "--model", "project"), ("project", "config.json")),
+        ("rerank-without-reranker", dedup("news.csv", "--rerank"), ("--rerank",)),
+        (
+            "calibration-missing",
+            dedup("news.csv", "--calibration", "nothere.json", threshold=None),
+            ("nothere.json",),
+        ),
+        ("missing-corpus-option", ["dedup", "--out", "rep"], ("--corpus",)),
+        ("embed-batch-size-0", embed("news.csv", "--batch-size", "0"), ("--batch-size",)),
+        (
+            "embed-text-fields-empty",
+            ["embed", "--corpus", "news.csv", "--out", "e.npy", "--text-fields", ","],
+            ("--text-fields",),
+        ),
+        (
+            "evaluate-unknown-split",
+            ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--split", "dev"],
+            ("dev",),
+            1,
+        ),
+        (
+            "calibrate-level-7",
+            ["calibrate", "--model", MODEL, "--pairs", "pairs.tsv", "--level", "7", "--out", "c.json"],
+            ("level",),
+        ),
+        (
+            "calibrate-level-name",
+            ["calibrate", "--model", MODEL, "--pairs", "pairs.tsv", "--level", "similar", "--out", "c.json"],
+            ("similar",),
+        ),
+        ("finetune-epochs-0", finetune("pairs.tsv", "model", "--epochs", "0"), ("epochs",)),
+        ("finetune-lr-negative", finetune("pairs.tsv", "model", "--lr", "-1"), ("lr",)),
+        ("finetune-batch-size-1", finetune("pairs.tsv", "model", "--batch-size", "1"), ("batch_size",)),
+        ("finetune-train-size-1", finetune("pairs.tsv", "model", "--train-size", "1"), ("train_size",)),
+        (
+            "finetune-silver-corpus-missing",
+            finetune("pairs.tsv", "model", "--silver-corpus", "nothere.tsv"),
+            ("nothere.tsv",),
+        ),
+        ("finetune-level-0", finetune("pairs.tsv", "model", "--level", "0"), ("level",)),
+    ]
+    return [
+        Case(n, g, o[1], base, words=o[2], status=o[3] if len(o) > 3 else 2) for o in opts for n in [o[0]]
+    ]
+
+
+# --- calibration files -----------------------------------------------------------------------------------
+
+
+def calibration(**fields: Any) -> str:
+    data = {"threshold": 0.9, "level": 1.0, "precision": 1, "recall": 1, "f1": 1, "n": 10, "n_positive": 3}
+    data.update(fields)
+    return json.dumps({k: v for k, v in data.items() if v is not ...})
+
+
+def bad_calibrations() -> list[Case]:
+    g = "bad calibration"
+    files = [
+        ("threshold-nan", calibration(threshold=float("nan")), ("threshold",)),
+        ("threshold-7.5", calibration(threshold=7.5), ("threshold",)),
+        ("threshold--3", calibration(threshold=-3), ("threshold",)),
+        ("threshold-text", calibration(threshold="high"), ("threshold",)),
+        ("threshold-null", calibration(threshold=None), ("threshold",)),
+        ("threshold-missing", calibration(threshold=...), ("threshold",)),
+        ("level-0", calibration(level=0), ("level",)),
+        ("level-text", calibration(level="story"), ("level",)),
+        ("not-json", "threshold = 0.9\n", ("not a valid calibration",)),
+        ("empty-file", "", ("not a valid calibration",)),
+        ("json-array", "[0.9]", ("not a valid calibration",)),
+        ("truncated", calibration()[:25], ("not a valid calibration",)),
+    ]
+    out = [
+        Case(
+            f"calibration-{n}",
+            g,
+            dedup("news.csv", "--calibration", "cal.json", threshold=None),
+            {"news.csv": GOOD_CSV, "cal.json": text, **USER_FILES},
+            words=("cal.json", *w),
+            status=1,
+        )
+        for n, text, w in files
+    ]
+    out.append(
+        Case(
+            "calibration-of-another-model",
+            g,
+            dedup("news.csv", "--calibration", "cal.json", threshold=None),
+            {
+                "news.csv": GOOD_CSV,
+                "cal.json": calibration(model="other/model", fingerprint="0" * 64),
+                **USER_FILES,
+            },
+            words=("cal.json", "calibrated for another model"),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
+            "calibration-is-a-folder-without-one",
+            g,
+            dedup("news.csv", "--calibration", "project", threshold=None),
+            {"news.csv": GOOD_CSV, **USER_FILES},
+            words=("project", "not found"),
+            status=2,
+        )
+    )
+    return out
+
+
+# --- pair files -------------------------------------------------------------------------------------------
+
+
+def pair_table(
+    rows: list[tuple[str, str, str, str]] | None = None, header: str = "text_a\ttext_b\tscore\tsplit"
+) -> str:
+    if rows is None:
+        rows = []
+        for split, n in (("train", 8), ("validation", 8), ("test", 6)):
+            for i in range(n):
+                rows.append(
+                    (
+                        f"{split} sentence {i} about cats",
+                        f"{split} text {i} on dogs",
+                        f"{(i % 5) / 4:g}",
+                        split,
+                    )
+                )
+    return header + "\n" + "".join("\t".join(r) + "\n" for r in rows)
+
+
+def finetune(pairs: str, out: str, *more: str) -> list[str]:
+    return [
+        "finetune",
+        "--pairs",
+        pairs,
+        "--out",
+        out,
+        "--model",
+        MODEL,
+        "--convert",
+        "none",
+        "--epochs",
+        "1",
+        "--no-reranker",
+        "--level",
+        "0.5",
+        *more,
+    ]
+
+
+def items_table() -> str:
+    return "id\ttitle\n" + "".join(f"i{i}\t{t}\n" for i, t in enumerate(TITLES))
+
+
+def bad_pairs() -> list[Case]:
+    g = "bad pairs"
+    good = pair_table()
+    lines = good.splitlines()
+    test_row = next(line for line in lines if line.endswith("\ttest"))
+    a, b, score, _ = test_row.split("\t")
+
+    def evaluate(p: str = "pairs.tsv", split: str = "test") -> list[str]:
+        return ["evaluate", "--model", "tfidf-char2", "--pairs", p, "--convert", "none", "--split", split]
+
+    cases = [
+        ("missing-score-column", evaluate(), "text_a\ttext_b\tsplit\na\tb\ttest\n", ("'score'",), 1),
+        ("score-1.5", evaluate(), good + "x\ty\t1.5\ttest\n", ("row 23", "'score'"), 1),
+        ("score-text", evaluate(), good + "x\ty\thigh\ttest\n", ("row 23", "'score'"), 1),
+        ("score-empty", evaluate(), good + "x\ty\t\ttest\n", ("row 23", "'score'"), 1),
+        ("score-nan", evaluate(), good + "x\ty\tnan\ttest\n", ("row 23", "'score'"), 1),
+        ("empty-text", evaluate(), good + "\ty\t0.5\ttest\n", ("row 23", "'text_a'"), 1),
+        (
+            "duplicate-pair-id",
+            evaluate(),
+            "pair_id\ttext_a\ttext_b\tscore\tsplit\np1\ta\tb\t0\ttest\np1\tc\td\t1\ttest\n",
+            ("row 2", "pair_id"),
+            1,
+        ),
+        ("unknown-split", evaluate(), good + "x\ty\t0.5\tdev\n", ("row 23", "'split'"), 1),
+        (
+            "test-pair-copied-to-train",
+            evaluate(),
+            good + f"{a}\t{b}\t{score}\ttrain\n",
+            ("row 23", "'test'", "'train'"),
+            1,
+        ),
+        (
+            "test-pair-swapped-into-train",
+            evaluate(),
+            good + f"{b}\t{a}\t{score}\ttrain\n",
+            ("row 23", "'test'"),
+            1,
+        ),
+        (
+            "test-pair-respaced-into-train",
+            evaluate(),
+            good + f" {a.upper()} \t{b}\t{score}\ttrain\n",
+            ("row 23", "'test'"),
+            1,
+        ),
+        (
+            "same-ids-in-two-splits",
+            evaluate(),
+            "id_a\tid_b\ttext_a\ttext_b\tscore\tsplit\nx1\tx2\ta\tb\t0\ttrain\nx2\tx1\tc\td\t1\ttest\n",
+            ("row 2", "'id_a'"),
+            1,
+        ),
+        (
+            "csv-extra-comma",
+            evaluate("pairs.csv"),
+            "text_a,text_b,score,split\na,b,0.5,test\nc,d,e,0.5,test\n",
+            ("row 2", "fields"),
+            1,
+        ),
+        (
+            "jsonl-not-a-pair-format",
+            evaluate("pairs.jsonl"),
+            '{"text_a": "a"}\n',
+            ("unknown table format",),
+            1,
+        ),
+        (
+            "non-utf8",
+            evaluate(),
+            ("text_a\ttext_b\tscore\tsplit\nx\tcaf\xe9\t0.5\ttest\n").encode("latin-1"),
+            ("row 1", "UTF-8"),
+            1,
+        ),
+        (
+            "no-pairs-in-split",
+            evaluate(split="validation"),
+            pair_table([("a", "b", "0.5", "test")]),
+            ("validation",),
+            1,
+        ),
+        ("evaluate-one-pair", evaluate(), pair_table([("a", "b", "0.5", "test")]), ("1 pair(s)",), 2),
+        (
+            "evaluate-constant-scores",
+            evaluate(),
+            pair_table([(f"a{i}", f"b{i}", "0.5", "test") for i in range(5)]),
+            ("score 0.5",),
+            2,
+        ),
+        (
+            "finetune-two-training-pairs",
+            finetune("pairs.tsv", "model"),
+            pair_table(
+                [(f"a{i}", f"b{i}", f"{i % 2}", "train") for i in range(2)]
+                + [(f"v{i}", f"w{i}", f"{i % 2}", "validation") for i in range(6)]
+            ),
+            ("training split has 2",),
+            2,
+        ),
+        (
+            "finetune-constant-training-scores",
+            finetune("pairs.tsv", "model"),
+            pair_table(
+                [(f"a{i}", f"b{i}", "1", "train") for i in range(6)]
+                + [(f"v{i}", f"w{i}", f"{i % 2}", "validation") for i in range(6)]
+            ),
+            ("every training pair",),
+            2,
+        ),
+        (
+            "finetune-no-validation",
+            finetune("pairs.tsv", "model"),
+            pair_table([(f"a{i}", f"b{i}", f"{i % 2}", "train") for i in range(6)]),
+            ("validation",),
+            2,
+        ),
+        (
+            "finetune-level-on-one-side",
+            finetune("pairs.tsv", "model"),
+            pair_table(
+                [(f"a{i}", f"b{i}", f"{i % 2}", "train") for i in range(6)]
+                + [(f"v{i}", f"w{i}", f"{i / 20:g}", "validation") for i in range(6)]
+            ),
+            ("level",),
+            2,
+        ),
+        (
+            "finetune-test-pair-in-train",
+            finetune("pairs.tsv", "model"),
+            good + f"{a}\t{b}\t{score}\ttrain\n",
+            ("row 23", "'test'"),
+            1,
+        ),
+    ]
+    out = []
+    for n, argv, text, w, status in cases:
+        name = argv[argv.index("--pairs") + 1]
+        out.append(Case(f"pairs-{n}", g, argv, {name: text, **USER_FILES}, words=(name, *w), status=status))
+    return out
+
+
+# --- state folders ---------------------------------------------------------------------------------------
+
+
+def _manifest_edit(fn: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        path = d / "st" / "MANIFEST.json"
+        m = json.loads(path.read_text())
+        fn(m)
+        path.write_text(json.dumps(m))
+
+    return setup
+
+
+def _gen_file(rel: str, how: str) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        m = json.loads((d / "st" / "MANIFEST.json").read_text())
+        path = d / "st" / "generations" / m["generation_dir"] / rel
+        data = path.read_bytes()
+        if how == "truncate":
+            path.write_bytes(data[: len(data) // 2])
+        else:
+            flipped = bytearray(data)
+            flipped[len(data) // 2] ^= 0xFF
+            path.write_bytes(bytes(flipped))
+
+    return setup
+
+
+def bad_states(template: Path) -> list[Case]:
+    g = "bad state"
+    files: Files = {"day3.csv": HEAD + csv_rows(3, 20), **USER_FILES}
+    argv = dedup("day3.csv", "--state", "st")
+
+    def with_state(extra: Callable[[Path], None] | None = None) -> Callable[[Path], None]:
+        def setup(d: Path) -> None:
+            shutil.copytree(template / "st", d / "st", symlinks=True)
+            shutil.copytree(template / "out", d / "out", symlinks=True)
+            if extra is not None:
+                extra(d)
+
+        return setup
+
+    def gone(name: str) -> Callable[[Path], None]:
+        return lambda d: (d / "st" / name).unlink()
+
+    def prev(m: dict[str, Any]) -> None:
+        m["generation_dir"] = m["previous_generation_dir"]
+
+    def prev_and_number(m: dict[str, Any]) -> None:
+        m["generation_dir"], m["generation"] = m["previous_generation_dir"], m["generation"] - 1
+
+    def bad_names(value: str) -> Callable[[dict[str, Any]], None]:
+        return lambda m: m.__setitem__("generation_dir", value)
+
+    def write(rel: str, text: str) -> Callable[[Path], None]:
+        return lambda d: (d / "st" / rel).write_text(text)
+
+    cases = [
+        ("manifest-deleted", gone("MANIFEST.json"), ("MANIFEST.json", "--rebuild-state")),
+        ("manifest-garbage", write("MANIFEST.json", "{not json"), ("MANIFEST.json", "--rebuild-state")),
+        ("manifest-empty-object", write("MANIFEST.json", "{}"), ("MANIFEST.json",)),
+        ("manifest-points-at-previous-generation", _manifest_edit(prev), ("--rebuild-state",)),
+        (
+            "manifest-points-at-previous-with-its-number",
+            _manifest_edit(prev_and_number),
+            ("--rebuild-state",),
+        ),
+        ("manifest-generation-dir-escapes", _manifest_edit(bad_names("../../project")), ("did not write",)),
+        (
+            "manifest-generation-dir-missing",
+            _manifest_edit(bad_names("g000002-000000")),
+            ("--rebuild-state",),
+        ),
+        (
+            "manifest-format-version-99",
+            _manifest_edit(lambda m: m.__setitem__("format_version", 99)),
+            ("99",),
+        ),
+        ("items-truncated", _gen_file("items.parquet", "truncate"), ("items.parquet", "--rebuild-state")),
+        ("pairs-flipped-byte", _gen_file("pairs.parquet", "flip"), ("pairs.parquet", "--rebuild-state")),
+        ("embeddings-flipped-byte", _gen_file("index/embeddings.npy", "flip"), ("--rebuild-state",)),
+        ("marker-of-a-report", write(MARKER, marker("report")), ("report",)),
+    ]
+    out = [
+        Case(f"state-{n}", g, argv, dict(files), words=w, setup=with_state(s), status=None)
+        for n, s, w in cases
+    ]
+    out.append(
+        Case(
+            "state-future-item",
+            g,
+            dedup("future.csv", "--state", "st"),
+            {"future.csv": HEAD + csv_rows(2, 20) + "n99,Typo,AP,2099-01-01\n", **USER_FILES},
+            words=("future.csv", "n99", "published_at"),
+            setup=with_state(),
+            status=1,
+        )
+    )
+    out.append(
+        Case(
+            "state-as-of-before-the-state",
+            g,
+            dedup("day3.csv", "--state", "st", "--as-of", "2000-01-01"),
+            dict(files),
+            words=("--as-of",),
+            setup=with_state(),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
+            "state-with-a-user-note-runs",
+            "valid state",
+            dedup("day3.csv", "--state", "st", "--json"),
+            dict(files),
+            expect="ok",
+            rows=3,
+            outputs=("st/", "out/"),
+            setup=with_state(lambda d: (d / "st" / "my-notes.txt").write_text("mine")),
+            check=lambda d, p: None if (d / "st" / "my-notes.txt").read_text() == "mine" else "note changed",
+        )
+    )
+    out.append(
+        Case(
+            "state-manifest-deleted-rebuild",
+            "valid state",
+            dedup("day3.csv", "--state", "st", "--rebuild-state", "--json"),
+            dict(files),
+            expect="ok",
+            rows=3,
+            outputs=("st/", "out/"),
+            setup=with_state(gone("MANIFEST.json")),
+            check=_moved_aside,
+        )
+    )
+    return out
+
+
+def _moved_aside(d: Path, proc: Any) -> str | None:
+    broken = list((d / "st").glob("broken-*/generations/*"))
+    return None if len(broken) == 2 else f"expected the 2 old generations in broken-*/, found {broken}"
+
+
+def build_state_template(folder: Path) -> None:
+    """Two committed daily runs (so the state has a current and a previous generation)."""
+    folder.mkdir(parents=True)
+    (folder / "day1.csv").write_text(HEAD + csv_rows(5))
+    (folder / "day2.csv").write_text(HEAD + csv_rows(4, 6))
+    for day in ("day1.csv", "day2.csv"):
+        proc = nlsim(dedup(day, "--state", "st", out="out"), folder)
+        if proc.returncode != 0:
+            raise RuntimeError(f"state template: {proc.stderr[-2000:]}")
+
+
+# --- model folders ---------------------------------------------------------------------------------------
+
+
+def build_model_template(folder: Path) -> None:
+    """MiniLM-L3 saved by nlsim, with a calibration.json holding its true fingerprint."""
+    from nlsim.encoders import load_encoder
+    from nlsim.evaluation.calibration import Calibration, save_calibration
+
+    enc = load_encoder(MODEL, backend="torch")
+    enc.save(folder)
+    cal = Calibration(0.9, 1.0, 1.0, 1.0, 1.0, 10, 3, model=enc.model_id, fingerprint=enc.fingerprint)
+    save_calibration(cal, folder)
+
+
+def _damage(how: str) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        from safetensors.torch import load_file, save_file
+
+        m = d / "models" / "m"
+        weights = m / "model.safetensors"
+        data = weights.read_bytes()
+        nohash = False
+        if how == "flipped":
+            flipped = bytearray(data)
+            flipped[len(data) // 2] ^= 0xFF
+            weights.write_bytes(bytes(flipped))
+        elif how == "truncated":
+            weights.write_bytes(data[: len(data) // 2])
+        elif how == "truncated-no-hash":
+            weights.write_bytes(data[: len(data) // 2])
+            nohash = True
+        elif how == "missing-weight":
+            tensors = load_file(str(weights))
+            del tensors["encoder.layer.0.attention.self.query.weight"]
+            save_file(tensors, str(weights), metadata={"format": "pt"})
+            nohash = True
+        elif how == "weights-deleted":
+            weights.unlink()
+        elif how == "config-garbage":
+            (m / "config.json").write_text("{not json")
+        elif how == "nlsim-json-garbage":
+            (m / "nlsim.json").write_text("{not json")
+        elif how == "calibration-nan":
+            (m / "calibration.json").write_text(calibration(threshold=float("nan")))
+        elif how == "calibration-other-model":
+            (m / "calibration.json").write_text(calibration(model="other", fingerprint="0" * 64))
+        if nohash:
+            meta = json.loads((m / "nlsim.json").read_text())
+            meta.pop("weights_sha256", None)
+            (m / "nlsim.json").write_text(json.dumps(meta))
+
+    return setup
+
+
+def bad_models(template: Path) -> list[Case]:
+    g = "bad model folder"
+    damages = [
+        ("flipped", ("model.safetensors", "SHA-256"), 1),
+        ("truncated", ("model.safetensors", "SHA-256"), 1),
+        ("truncated-no-hash", ("cannot be read",), 1),
+        ("missing-weight", ("missing", "encoder.layer.0.attention.self.query.weight"), 1),
+        ("weights-deleted", ("model.safetensors",), 1),
+        ("config-garbage", ("config.json",), None),
+        ("nlsim-json-garbage", ("nlsim.json",), 2),
+        ("calibration-nan", ("calibration.json", "threshold"), 1),
+        ("calibration-other-model", ("calibration.json", "another model"), 2),
+    ]
+    out = []
+    for how, words, status in damages:
+
+        def setup(d: Path, how: str = how) -> None:
+            shutil.copytree(template, d / "models" / "m")
+            _damage(how)(d)
+
+        argv = [
+            "dedup",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "rep",
+            "--model",
+            "models/m",
+            "--convert",
+            "none",
+            "--no-cache",
+            "--no-progress",
+        ]
+        out.append(
+            Case(
+                f"model-{how}",
+                g,
+                argv,
+                {"news.csv": GOOD_CSV, **USER_FILES},
+                words=words,
+                setup=setup,
+                status=status,
+            )
+        )
+    out.append(
+        Case(
+            "calibrate-out-is-the-model-folder",
+            "dangerous path",
+            [
+                "calibrate",
+                "--model",
+                "models/m",
+                "--pairs",
+                "pairs.tsv",
+                "--convert",
+                "none",
+                "--out",
+                "models/m",
+            ],
+            {"pairs.tsv": pair_table(), **USER_FILES},
+            words=("--out", "--model"),
+            setup=lambda d: shutil.copytree(template, d / "models" / "m"),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
+            "finetune-out-is-the-base-model",
+            "dangerous path",
+            finetune("pairs.tsv", "models/m", "--model", "models/m"),
+            {"pairs.tsv": pair_table(), **USER_FILES},
+            words=("--out", "--model"),
+            setup=lambda d: shutil.copytree(template, d / "models" / "m"),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
+            "dedup-out-is-the-model-folder",
+            "dangerous path",
+            dedup("news.csv", "--model", "models/m", out="models/m"),
+            {"news.csv": GOOD_CSV, **USER_FILES},
+            words=("--out", "--model"),
+            setup=lambda d: shutil.copytree(template, d / "models" / "m"),
+            status=2,
+        )
+    )
+    return out
+
+
+# --- running ---------------------------------------------------------------------------------------------
+
+
+def nlsim(argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
+    return subprocess.run(
+        [sys.executable, "-m", "nlsim", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder).as_posix()
+        if p.is_symlink():
+            out[rel] = "link:" + os.readlink(p)
+        elif p.is_file():
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def run_case(case: Case, work: Path) -> dict[str, Any]:
+    d = work / re.sub(r"[^\w.-]", "_", case.name)
+    d.mkdir(parents=True)
+    for rel, data in case.files.items():
+        path = d / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    if case.setup is not None:
+        case.setup(d)
+    before = snapshot(d)
+    t = time.perf_counter()
+    proc = nlsim(case.argv, d)
+    seconds = time.perf_counter() - t
+    after = snapshot(d)
+    problems: list[str] = []
+    outputs = [o.rstrip("/") for o in case.outputs]
+    changed = [
+        rel
+        for rel, digest in before.items()
+        if not any(rel == o or rel.startswith(o + "/") for o in outputs)
+        and Path(rel).name not in LOCK_FILES
+        and after.get(rel) != digest
+    ]
+    if changed:
+        problems.append(f"user files lost or changed: {changed[:5]}")
+    lines = proc.stderr.strip().splitlines()
+    message = lines[-1] if lines else ""
+    named = False
+    dropped = 0
+    if case.expect == "refuse":
+        named = (
+            proc.returncode in (1, 2)
+            and bool(ERROR_LINE.match(message))
+            and "Traceback" not in proc.stderr
+            and all(w in message for w in case.words)
+        )
+        if not named:
+            problems.append(f"not a named refusal (exit {proc.returncode}): {message[:300]!r}")
+        elif case.status is not None and proc.returncode != case.status:
+            problems.append(f"exit {proc.returncode}, expected {case.status}: {message[:200]!r}")
+    else:
+        if proc.returncode != 0:
+            problems.append(f"exit {proc.returncode}: {proc.stderr[-300:]!r}")
+        elif case.ids is not None:
+            ids = json.loads((d / "emb.json").read_text())["ids"]
+            dropped = len(set(case.ids) - set(ids)) + max(0, len(case.ids) - len(ids))
+            if ids != case.ids:
+                problems.append(f"loaded ids {ids}, expected {case.ids}")
+        elif case.rows is not None:
+            run = json.loads(proc.stdout.strip().splitlines()[-1])
+            got = int(run["counts"]["items_in"]) + int(run["counts"].get("quarantined") or 0)
+            dropped = max(0, case.rows - got)
+            if got != case.rows:
+                problems.append(f"{got} rows read or quarantined, the file has {case.rows}")
+        if not problems and case.check is not None:
+            extra = case.check(d, proc)
+            if extra:
+                problems.append(extra)
+    return {
+        "case": case.name,
+        "group": case.group,
+        "command": "nlsim " + " ".join(case.argv),
+        "expect": case.expect,
+        "exit": proc.returncode,
+        "message": message[:500],
+        "named_error": named,
+        "user_files_changed": len(changed),
+        "rows_dropped": dropped,
+        "seconds": round(seconds, 2),
+        "ok": not problems,
+        "problems": problems,
+    }
+
+
+def cpu_name() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return "unknown CPU"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="cases run at a time (default 2)")
+    parser.add_argument("--only", default=None, help="only cases whose name holds this")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="nlsim-bench-bad-"))
+    at_start = machine()  # the load average before the benchmark's own processes
+    t0 = time.perf_counter()
+    try:
+        build_model_template(work / "_model")
+        build_state_template(work / "_state")
+        cases = (
+            bad_corpora()
+            + ok_corpora()
+            + dangerous_paths()
+            + bad_options()
+            + bad_calibrations()
+            + bad_pairs()
+            + bad_states(work / "_state")
+            + bad_models(work / "_model")
+        )
+        names = [c.name for c in cases]
+        assert len(set(names)) == len(names), "case names must be unique"
+        if args.only:
+            cases = [c for c in cases if args.only in c.name]
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            rows = list(pool.map(lambda c: run_case(c, work / "cases"), cases))
+        for r in rows:
+            if not r["ok"]:
+                print(f"FAILED {r['case']}: {'; '.join(r['problems'])}", flush=True)
+        refuse = [r for r in rows if r["expect"] == "refuse"]
+        ok = [r for r in rows if r["expect"] == "ok"]
+        summary = {
+            "cases tried": len(rows),
+            "cases meant to be refused": len(refuse),
+            "refused with a named error": sum(r["named_error"] for r in refuse),
+            "valid inputs that ran and loaded every row": sum(r["ok"] for r in ok),
+            "valid inputs": len(ok),
+            "user files lost or changed": sum(r["user_files_changed"] for r in rows),
+            "rows silently dropped": sum(r["rows_dropped"] for r in rows),
+            "cases that failed a check": sum(not r["ok"] for r in rows),
+        }
+        groups: dict[str, dict[str, int]] = {}
+        for r in rows:
+            gr = groups.setdefault(r["group"], {"cases": 0, "passed": 0})
+            gr["cases"] += 1
+            gr["passed"] += r["ok"]
+        meta = {
+            "cpu": cpu_name(),
+            "machine": at_start,
+            "cores": os.cpu_count(),
+            "model": MODEL,
+            "jobs": args.jobs,
+            "elapsed_s": round(time.perf_counter() - t0, 1),
+            "command": "python benchmarks/bench_bad_inputs.py"
+            + (f" --only {args.only}" if args.only else ""),
+        }
+        md = render(summary, groups, rows, meta)
+        print(md)
+        if not args.only:
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "bad_inputs.json").write_text(
+                json.dumps(
+                    {"summary": summary, "groups": groups, "meta": meta, "cases": rows},
+                    indent=1,
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+            (RESULTS / "bad_inputs.md").write_text(md)
+        return 0 if summary["cases that failed a check"] == 0 else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def render(
+    summary: dict[str, int],
+    groups: dict[str, dict[str, int]],
+    rows: list[dict[str, Any]],
+    meta: dict[str, Any],
+) -> str:
+    lines = [
+        "# Bad inputs through the command line",
+        "",
+        f"`{meta['command']}`: CPU {meta['cpu']} (lscpu model name); {meta['machine']}; "
+        f"model {meta['model']}, {meta['jobs']} cases at a time, {meta['elapsed_s']:.0f} s in all.",
+        "",
+        "| figure | value |",
+        "|---|---:|",
+        *[f"| {k} | {v} |" for k, v in summary.items()],
+        "",
+        "| group | cases | passed every check |",
+        "|---|---:|---:|",
+        *[f"| {g} | {v['cases']} | {v['passed']} |" for g, v in groups.items()],
+        "",
+    ]
+    failed = [r for r in rows if not r["ok"]]
+    lines += [
+        "Cases that failed a check: " + (", ".join(r["case"] for r in failed) if failed else "none."),
+        "",
+    ]
+    lines += ["| case | group | exit | message (last stderr line) |", "|---|---|---:|---|"]
+    for r in rows:
+        msg = r["message"].replace("|", "\\|")
+        if r["expect"] == "ok":
+            msg = "(ran: every row loaded)" if r["ok"] else "; ".join(r["problems"]).replace("|", "\\|")
+        lines.append(f"| {r['case']} | {r['group']} | {r['exit']} | {msg[:220]} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,762 @@
+"""Issue 14, "Never lose a user's file": one regression test per case of the hostile probe.
+
+Where the issue names a command, the case runs through the real command line (``python -m nlsim ...`` in
+a subprocess) against files in a temporary folder, and checks the exit status, the one-line
+``nlsim CMD: error: ...`` message (no traceback) and that every file of the user's is byte for byte as it
+was. ``NLSIM_HOSTILE_SRC=/path/to/checkout`` runs those command lines against another checkout (how the
+cases were checked against the code before the fixes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.errors import ConfigError, InputError, StateError
+from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
+from tests.stsb_helpers import stsb_sample
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+SRC = os.environ.get("NLSIM_HOSTILE_SRC", str(ROOT))
+DEDUP = ["--model", FAST_MODEL, "--convert", "none", "--threshold", "0.9", "--no-cache", "--no-progress"]
+NEWS = """id,title,source,published_at
+n1,Floods hit the north of the country,AP,2024-05-01T08:00:00Z
+n2,Floods hit the north of the country,AFP,2024-05-01T09:00:00Z
+n3,Stock markets fall sharply,Reuters,2024-05-01T10:00:00Z
+n4,Football club wins the cup,BBC,2024-05-01T11:00:00Z
+n5,Stock markets fall sharply,AP,2024-05-01T12:00:00Z
+"""
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+
+def nlsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGS`` in ``cwd`` (the checkout under test on PYTHONPATH)."""
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "TOKENIZERS_PARALLELISM": "false",
+        "NLSIM_PROGRESS": "off",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "nlsim", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
+    """Assert a refusal: ``status``, a last stderr line ``nlsim ...: error: ...`` holding ``words``, no
+    traceback. Returns the message."""
+    lines = proc.stderr.strip().splitlines()
+    message = lines[-1] if lines else ""
+    assert proc.returncode == status, f"exit {proc.returncode}; stderr: {proc.stderr[-1500:]}"
+    assert message.startswith("nlsim ") and ": error: " in message, proc.stderr[-1500:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-1500:]
+    for word in words:
+        assert word in message, f"{word!r} not in {message!r}"
+    return message
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file below ``folder`` (links included, not followed) with the SHA-256 of its bytes."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder).as_posix()
+        if p.is_symlink():
+            out[rel] = "link:" + os.readlink(p)
+        elif p.is_file():
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def news(folder: Path, name: str = "news.csv", text: str = NEWS) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def user_folder(folder: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pairs") / "pairs.tsv"
+    stsb_sample(train=16, validation=16, test=12).to_csv(path, sep="\t", index=False)
+    return path
+
+
+FINETUNE = ["--model", FAST_MODEL, "--convert", "none", "--epochs", "1", "--batch-size", "8", "--no-reranker"]
+FINETUNE += ["--level", "0.6"]
+
+
+# --- 1. finetune --out replaces only a model folder nlsim wrote ---------------------------------------
+
+
+def test_finetune_out_with_user_files_is_refused_before_training(tmp_path: Path, pairs_file: Path) -> None:
+    project = user_folder(
+        tmp_path / "project",
+        {"config.json": '{"mine": true}', "notes.txt": "my notes", "data/table.csv": "a,b\n1,2\n"},
+    )
+    before = snapshot(project)
+    proc = nlsim("finetune", "--pairs", str(pairs_file), "--out", str(project), *FINETUNE, cwd=tmp_path)
+    refused(proc, 2, str(project), "not a model folder written by nlsim")
+    assert "fine-tuning" not in proc.stderr  # refused before training started
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "{}",
+        '{"written_by": "someone", "kind": "model"}',
+        '{"written_by": "nlsim", "kind": "report"}',
+        "not json",
+    ],
+)
+def test_finetune_out_marker_is_checked_by_its_content(tmp_path: Path, marker: str) -> None:
+    from nlsim.io.ownership import MARKER, marker_record
+    from nlsim.training.finetune import check_model_out
+
+    folder = user_folder(tmp_path / "m", {MARKER: marker, "config.json": "{}", "notes.txt": "mine"})
+    with pytest.raises(ConfigError, match="not a model folder written by nlsim"):
+        check_model_out(folder)
+    (folder / MARKER).write_text(json.dumps(marker_record("model")))
+    check_model_out(folder)  # a folder nlsim wrote as a model folder may be replaced
+    check_model_out(tmp_path / "new")  # and so may a new one
+
+
+def test_finetune_out_holding_its_own_pairs_is_refused(tmp_path: Path, pairs_file: Path) -> None:
+    from nlsim.io.ownership import MARKER, marker_record
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.finetune import finetune
+
+    model = user_folder(tmp_path / "model", {MARKER: json.dumps(marker_record("model"))})
+    shutil.copy(pairs_file, model / "pairs.tsv")
+    cfg = FinetuneConfig(pairs=str(model / "pairs.tsv"), out=str(model), model=FAST_MODEL, conversion="none")
+    with pytest.raises(ConfigError, match="contains --pairs"):
+        finetune(cfg)
+
+
+# --- 2. an output path never equals or contains an input path --------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot-slash", "symlink"])
+def test_quarantine_on_the_corpus_is_refused(tmp_path: Path, spelling: str) -> None:
+    corpus = news(tmp_path)
+    quarantine = {"same": "news.csv", "dot-slash": "./news.csv", "symlink": "alias.csv"}[spelling]
+    if spelling == "symlink":
+        (tmp_path / "alias.csv").symlink_to("news.csv")
+    before = snapshot(tmp_path)
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--out", "rep", "--quarantine", quarantine, *DEDUP, cwd=tmp_path
+    )
+    refused(proc, 2, "--quarantine", "--corpus")
+    assert snapshot(tmp_path) == before and corpus.read_text() == NEWS
+
+
+# --- 3. time: no future item, no negative retention, as_of never moved by an outlier --------------------
+
+
+def test_future_item_is_refused_naming_it_and_the_window_is_kept(tmp_path: Path) -> None:
+    news(tmp_path, "day1.csv")
+    ok = nlsim("dedup", "--corpus", "day1.csv", "--state", "st", "--out", "out", *DEDUP, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr[-1500:]
+    day2 = (
+        NEWS.splitlines()[0] + "\nx1,New item,AP,2024-05-02T08:00:00Z\nx2,Typo date,AP,2034-05-02T08:00:00Z\n"
+    )
+    news(tmp_path, "day2.csv", day2)
+    state = snapshot(tmp_path / "st")
+    proc = nlsim("dedup", "--corpus", "day2.csv", "--state", "st", "--out", "out", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, "day2.csv", "published_at", "future", "x2")
+    after = snapshot(tmp_path / "st")
+    assert {k: v for k, v in after.items() if "lock" not in k} == {
+        k: v for k, v in state.items() if "lock" not in k
+    }
+
+
+def test_negative_retention_is_refused(tmp_path: Path) -> None:
+    news(tmp_path)
+    proc = nlsim(
+        "dedup",
+        "--corpus",
+        "news.csv",
+        "--state",
+        "st",
+        "--out",
+        "out",
+        "--retention-days",
+        "-1",
+        *DEDUP,
+        cwd=tmp_path,
+    )
+    refused(proc, 2, "--retention-days")
+    assert not (tmp_path / "st").exists() and not (tmp_path / "out").exists()
+
+
+def _daily(tmp_path: Path, corpus: pd.DataFrame, name: str, **changes: object) -> object:
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
+
+    path = tmp_path / f"{name}.parquet"
+    corpus.to_parquet(path, index=False)
+    cfg = DedupConfig(
+        corpus=str(path),
+        out=str(tmp_path / "out"),
+        model="x",
+        convert="none",
+        threshold=0.7,
+        cache=False,
+        progress=False,
+        state=str(tmp_path / "st"),
+        **changes,
+    )
+    return run_dedup(cfg, encoder=HashEncoder())
+
+
+def test_as_of_never_moved_backwards_by_an_outlier_or_an_option(tmp_path: Path) -> None:
+    stories = story_corpus()
+    first = _daily(tmp_path, stories.iloc[:6], "day1", retention_days=2.0)
+    as_of = pd.Timestamp(first.stats.as_of)
+    # an outlier from long ago is too old for the window and does not move the clock back
+    old = stories.iloc[6:8].assign(published_at=pd.Timestamp("1990-01-01", tz="UTC"))
+    second = _daily(tmp_path, old, "day2", retention_days=2.0)
+    assert pd.Timestamp(second.stats.as_of) == as_of and second.stats.counts["kept"] == 6
+    assert second.stats.counts["too_old"] == 2
+    with pytest.raises(ConfigError, match="never moves backwards"):
+        _daily(tmp_path, stories.iloc[6:8], "day3", retention_days=2.0, as_of="2000-01-01")
+
+
+# --- 4. the state folder: only what the manifest or the marker proves is nlsim's is swept ----------------
+
+
+def test_missing_manifest_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
+    news(tmp_path)
+    ok = nlsim("dedup", "--corpus", "news.csv", "--state", "st", "--out", "out", *DEDUP, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr[-1500:]
+    (tmp_path / "st" / "MANIFEST.json").unlink()
+    before = snapshot(tmp_path / "st")
+    proc = nlsim("dedup", "--corpus", "news.csv", "--state", "st", "--out", "out", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, "MANIFEST.json", "--rebuild-state")
+    after = snapshot(tmp_path / "st")
+    assert {k: v for k, v in after.items() if k.startswith(("generations/", "runs/"))} == {
+        k: v for k, v in before.items() if k.startswith(("generations/", "runs/"))
+    }
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_state_in_a_user_folder_never_touches_its_generations(tmp_path: Path, rebuild: bool) -> None:
+    news(tmp_path)
+    mine = user_folder(
+        tmp_path / "mine",
+        {"generations/2024/notes.txt": "mine", "generations/g000001-abcdef/draft.txt": "mine too"},
+    )
+    before = snapshot(mine)
+    extra = ["--rebuild-state"] if rebuild else []
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--state", "mine", "--out", "out", *extra, *DEDUP, cwd=tmp_path
+    )
+    refused(proc, 2, "--state", "did not write")
+    assert snapshot(mine) == before and sorted(p.name for p in mine.iterdir()) == ["generations"]
+
+
+def _two_generations(tmp_path: Path) -> Path:
+    stories = story_corpus()
+    _daily(tmp_path, stories.iloc[:6], "day1")
+    _daily(tmp_path, stories.iloc[6:9], "day2")
+    return tmp_path / "st"
+
+
+@pytest.mark.parametrize("edit", ["name", "name-and-number"])
+def test_edited_generation_dir_never_deletes_the_current_generation(tmp_path: Path, edit: str) -> None:
+    state = _two_generations(tmp_path)
+    manifest = json.loads((state / "MANIFEST.json").read_text())
+    manifest["generation_dir"] = manifest["previous_generation_dir"]
+    if edit == "name-and-number":
+        manifest["generation"] -= 1
+    (state / "MANIFEST.json").write_text(json.dumps(manifest))
+    before = snapshot(state / "generations")
+    assert len({k.split("/")[0] for k in before}) == 2
+    with pytest.raises(StateError, match="--rebuild-state"):
+        _daily(tmp_path, story_corpus().iloc[9:], "day3")
+    assert snapshot(state / "generations") == before
+
+
+def test_first_run_killed_before_its_manifest_is_swept_and_done_again(tmp_path: Path) -> None:
+    """What a first run killed after writing its generation leaves: generation 1, no manifest, no run
+    record. The next run sweeps it (nlsim's, by the marker and the names) and starts the state."""
+    stories = story_corpus()
+    _daily(tmp_path, stories.iloc[:6], "day1")
+    state = tmp_path / "st"
+    (state / "MANIFEST.json").unlink()
+    shutil.rmtree(state / "runs")
+    (gen,) = (state / "generations").iterdir()
+    res = _daily(tmp_path, stories.iloc[:6], "day1")
+    assert res.stats.counts["new"] == 6 and not gen.exists()
+    assert any("unfinished generation" in m for m in res.messages)
+
+
+# --- 5. embed: the sidecar is never the corpus ---------------------------------------------------------
+
+
+def test_embed_sidecar_never_overwrites_the_corpus(tmp_path: Path) -> None:
+    records = [{"id": f"n{i}", "title": t} for i, t in enumerate(["Floods", "Storms", "Markets"])]
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    news(tmp_path, "news.json", text)
+    proc = nlsim(
+        "embed",
+        "--corpus",
+        "news.json",
+        "--out",
+        "news.npy",
+        "--model",
+        FAST_MODEL,
+        "--convert",
+        "none",
+        "--no-cache",
+        cwd=tmp_path,
+    )
+    refused(proc, 2, "news.json", "--corpus")
+    assert (tmp_path / "news.json").read_text() == text and not (tmp_path / "news.npy").exists()
+
+
+def test_embed_sidecar_never_overwrites_a_user_file(tmp_path: Path) -> None:
+    news(tmp_path)
+    (tmp_path / "emb.json").write_text('{"mine": true}')
+    proc = nlsim("embed", "--corpus", "news.csv", "--out", "emb.npy", "--model", FAST_MODEL, cwd=tmp_path)
+    refused(proc, 2, "emb.json", "not an embedding record")
+    assert (tmp_path / "emb.json").read_text() == '{"mine": true}' and not (tmp_path / "emb.npy").exists()
+
+
+# --- 6. --out: only an empty folder or one nlsim wrote ---------------------------------------------------
+
+
+def test_out_with_user_files_is_refused(tmp_path: Path) -> None:
+    news(tmp_path)
+    out = user_folder(
+        tmp_path / "site",
+        {
+            "index.html": "<h1>my site</h1>",
+            "summary.md": "# my summary",
+            "run.json": '{"files": {"index.html": "0"}}',
+            "index/notes.txt": "mine",
+        },
+    )
+    before = snapshot(out)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "site", *DEDUP, cwd=tmp_path)
+    refused(proc, 2, "--out", "not written by nlsim")
+    assert snapshot(out) == before
+
+
+def test_corpus_inside_out_is_refused(tmp_path: Path) -> None:
+    from nlsim.io.corpus import load_corpus
+
+    news(tmp_path)
+    (tmp_path / "rep").mkdir()
+    load_corpus(tmp_path / "news.csv").frame.to_parquet(tmp_path / "rep" / "pairs.parquet")
+    before = snapshot(tmp_path)
+    proc = nlsim("dedup", "--corpus", "rep/pairs.parquet", "--out", "rep", *DEDUP, cwd=tmp_path)
+    refused(proc, 2, "--out", "--corpus")
+    assert snapshot(tmp_path) == before
+
+
+# --- 7. a killed batch run: the previous report and its index stay, staging folders are swept ----------
+
+
+@pytest.mark.slow
+def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -> None:
+    from nlsim.pipeline.report import verify_report
+
+    news(tmp_path)
+    news(tmp_path, "other.csv", NEWS.replace("Football club wins the cup", "Elections called for June"))
+    first = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-1500:]
+    run = verify_report(tmp_path / "rep")
+    assert any(name.startswith("index/") for name in run["files"])  # the index is hashed with the rest
+    before = snapshot(tmp_path / "rep")
+    killed = nlsim(
+        "dedup",
+        "--corpus",
+        "other.csv",
+        "--out",
+        "rep",
+        *DEDUP,
+        cwd=tmp_path,
+        env={"NLSIM_FAULT_AT": "report-write"},
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-1500:]
+    after = snapshot(tmp_path / "rep")
+    assert {k: v for k, v in after.items() if not k.startswith(".staging-")} == before
+    assert any(k.startswith(".staging-") for k in after)  # what the killed run left
+    verify_report(tmp_path / "rep")
+    again = nlsim("dedup", "--corpus", "other.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-1500:]
+    assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".staging-")]
+    assert verify_report(tmp_path / "rep")["items"] == 5
+
+
+# --- 8. corpora: explicit quoting rules, every row's field count checked --------------------------------
+
+
+TSV_WITH_QUOTE = 'id\ttitle\tsource\nt1\t"Quoted start of a title\tAP\nt2\tSecond\tAP\nt3\tThird "x\tAP\n'
+TSV_WITH_QUOTE += 't4\tFourth\tAP\nt5\tFifth"\tAP\n'
+
+
+def test_tsv_quote_is_an_ordinary_character_no_row_merged(tmp_path: Path) -> None:
+    news(tmp_path, "news.tsv", TSV_WITH_QUOTE)
+    proc = nlsim(
+        "embed",
+        "--corpus",
+        "news.tsv",
+        "--out",
+        "emb.npy",
+        "--model",
+        FAST_MODEL,
+        "--convert",
+        "none",
+        "--text-fields",
+        "title",
+        "--no-cache",
+        "--no-progress",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    meta = json.loads((tmp_path / "emb.json").read_text())
+    assert meta["ids"] == ["t1", "t2", "t3", "t4", "t5"] and meta["count"] == 5
+
+
+def test_tsv_titles_keep_their_quotes(tmp_path: Path) -> None:
+    from nlsim.io.corpus import load_corpus
+
+    corpus = load_corpus(news(tmp_path, "news.tsv", TSV_WITH_QUOTE))
+    assert corpus.frame["title"].tolist()[0] == '"Quoted start of a title' and len(corpus) == 5
+
+
+def test_csv_first_row_with_an_extra_comma_is_refused(tmp_path: Path) -> None:
+    news(tmp_path, "news.csv", "id,title,source\n1,Floods, north,AP\n2,Storm,AFP\n")
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, "news.csv: row 1", "4 fields, the header has 3")
+
+
+@pytest.mark.parametrize(
+    ("text", "row", "reason"),
+    [
+        ('id,title\n1,"open quote\n2,b\n', 1, "cannot be read as CSV"),
+        ("id,title\n1,a\n2,b,c\n", 2, "3 fields"),
+        ("id,title\n1,a\n2\n", 2, "1 fields"),
+        ('id,title\n1,"a "" quoted, comma"\n2,"ab"c\n', 2, "cannot be read as CSV"),
+    ],
+)
+def test_csv_rows_are_read_by_explicit_rules(tmp_path: Path, text: str, row: int, reason: str) -> None:
+    from nlsim.io.corpus import load_corpus
+
+    path = news(tmp_path, "news.csv", text)
+    with pytest.raises(InputError, match=reason) as err:
+        load_corpus(path)
+    assert err.value.row == row
+
+
+def test_csv_quoted_comma_and_newline_stay_in_one_field(tmp_path: Path) -> None:
+    from nlsim.io.corpus import load_corpus
+
+    corpus = load_corpus(news(tmp_path, "news.csv", 'id,title\n1,"Floods, again\nand again"\n2,"x ""y"""\n'))
+    assert corpus.frame["title"].tolist() == ["Floods, again\nand again", 'x "y"']
+
+
+# --- 9. thresholds, calibrations and model weights are checked ------------------------------------------
+
+
+def _calibration(path: Path, **fields: object) -> Path:
+    data = {"threshold": 0.9, "level": 1.0, "precision": 1, "recall": 1, "f1": 1, "n": 10, "n_positive": 3}
+    data.update(fields)
+    path.write_text(json.dumps(data), encoding="utf-8")  # json writes NaN as NaN
+    return path
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), 7.5, "high", "array"])
+def test_calibration_threshold_that_is_not_a_cosine_is_refused(tmp_path: Path, threshold: object) -> None:
+    news(tmp_path)
+    _calibration(tmp_path / "cal.json", threshold=threshold)
+    if threshold == "array":  # not even an object
+        (tmp_path / "cal.json").write_text("[0.9]")
+    args = ["--model", FAST_MODEL, "--convert", "none", "--no-cache", "--no-progress"]
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--out", "rep", "--calibration", "cal.json", *args, cwd=tmp_path
+    )
+    refused(proc, 1, "cal.json", "threshold" if threshold != "array" else "not a valid calibration file")
+    assert "embed" not in proc.stderr
+
+
+def test_calibration_made_for_another_model_is_refused(tmp_path: Path) -> None:
+    news(tmp_path)
+    _calibration(tmp_path / "cal.json", model="intfloat/multilingual-e5-small", fingerprint="0" * 64)
+    args = ["--model", FAST_MODEL, "--convert", "none", "--no-cache", "--no-progress"]
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--out", "rep", "--calibration", "cal.json", *args, cwd=tmp_path
+    )
+    refused(proc, 2, "cal.json", "calibrated for another model")
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory: pytest.TempPathFactory, fast_encoder) -> Path:  # noqa: ANN001
+    """MiniLM-L3 saved by nlsim, with a calibration.json that holds its true fingerprint."""
+    from nlsim.evaluation.calibration import Calibration, save_calibration
+
+    folder = tmp_path_factory.mktemp("models") / "good"
+    fast_encoder.save(folder)
+    cal = Calibration(0.9, 1.0, 1.0, 1.0, 1.0, 10, 3, model=fast_encoder.model_id)
+    cal.fingerprint = fast_encoder.fingerprint
+    save_calibration(cal, folder)
+    return folder
+
+
+def _damaged(model_folder: Path, tmp_path: Path, how: str) -> Path:
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "models" / how
+    shutil.copytree(model_folder, folder)
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    if how == "flipped":
+        flipped = bytearray(data)
+        flipped[len(data) // 2] ^= 0xFF  # inside a tensor: the header still parses
+        weights.write_bytes(bytes(flipped))
+    elif how.startswith("truncated"):
+        weights.write_bytes(data[: len(data) // 2])
+    elif how == "config-garbage":
+        (folder / "config.json").write_text("{not json")
+    elif how == "missing-weight":
+        tensors = load_file(str(weights))
+        del tensors["encoder.layer.0.attention.self.query.weight"]
+        save_file(tensors, str(weights), metadata={"format": "pt"})
+    if how in ("truncated-no-hash", "missing-weight"):  # a folder whose nlsim.json records no hash
+        meta = json.loads((folder / "nlsim.json").read_text())
+        meta.pop("weights_sha256", None)
+        (folder / "nlsim.json").write_text(json.dumps(meta))
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("flipped", ("model.safetensors", "SHA-256")),
+        ("truncated", ("model.safetensors", "SHA-256")),
+        ("truncated-no-hash", ("the model weights cannot be read",)),
+        ("missing-weight", ("weight(s) missing", "encoder.layer.0.attention.self.query.weight")),
+        ("config-garbage", ("the model folder cannot be read", "config.json")),
+    ],
+)
+def test_damaged_model_weights_are_refused(
+    tmp_path: Path, model_folder: Path, how: str, words: tuple[str, ...]
+) -> None:
+    news(tmp_path)
+    folder = _damaged(model_folder, tmp_path, how)
+    proc = nlsim(
+        "dedup",
+        "--corpus",
+        "news.csv",
+        "--out",
+        "rep",
+        "--model",
+        str(folder),
+        "--convert",
+        "none",
+        "--no-cache",
+        "--no-progress",
+        cwd=tmp_path,
+    )
+    refused(proc, 1, *words)
+    assert not (tmp_path / "rep" / "pairs.parquet").exists()
+
+
+# --- 10. a pair in two splits is refused ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("copy", ["plain", "swapped"])
+def test_test_pair_copied_into_train_is_refused(tmp_path: Path, copy: str) -> None:
+    pairs = stsb_sample(train=16, validation=16, test=12)
+    leaked = pairs[pairs["split"] == "test"].iloc[[3]].assign(split="train", pair_id="copied-into-train")
+    if copy == "swapped":
+        leaked = leaked.rename(columns={"text_a": "text_b", "text_b": "text_a"})
+    pd.concat([pairs, leaked], ignore_index=True).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    proc = nlsim("finetune", "--pairs", "pairs.tsv", "--out", "model", *FINETUNE, cwd=tmp_path)
+    refused(proc, 1, "pairs.tsv", "row 45", "'test'", "'train'")
+    assert "fine-tuning" not in proc.stderr and not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "extra"),
+    [
+        ("Floods in the North", "Storm warning", {}),
+        ("storm  warning", "FLOODS IN THE NORTH ", {}),
+        ("other text", "more text", {"id_a": ["x1", "x2"], "id_b": ["x2", "x1"]}),
+    ],
+)
+def test_cross_split_duplicates_by_text_or_id_either_order(a: str, b: str, extra: dict) -> None:
+    from nlsim.io.pairs import validate_pairs
+
+    frame = pd.DataFrame(
+        {
+            "text_a": ["Floods in the north", a],
+            "text_b": ["Storm warning", b],
+            "score": [0.5, 0.5],
+            "split": ["test", "train"],
+            **extra,
+        }
+    )
+    with pytest.raises(InputError, match="the same pair as row 1"):
+        validate_pairs(frame, "p.tsv")
+
+
+# --- smaller cases -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "row"),
+    [
+        ("news.csv", b'id,title\n1,"a\nb"\n2,ok\n3,bad\xff\n', 3),  # a quoted newline: rows are records
+        ("news.csv", b'\xef\xbb\xbfid,title\n1,"x\xff"\n', 1),  # the offset counts the byte-order mark
+        ("news.jsonl", b'{"id":1,"title":"a"}\n\n{"id":3,"title":"c\xff"}\n', 2),  # blank lines are no rows
+        ("news.tsv", b'id\ttitle\n\n1\ta\n2\t"b\xff\n', 2),
+        ("news.tsv", b"id\ttitle\xff\n1\ta\n", None),  # in the header
+    ],
+)
+def test_non_utf8_byte_names_its_row_and_offset(
+    tmp_path: Path, name: str, data: bytes, row: int | None
+) -> None:
+    from nlsim.io.corpus import load_corpus
+
+    (tmp_path / name).write_bytes(data)
+    offset = data.index(b"\xff")
+    with pytest.raises(InputError, match=f"byte 0xff at byte offset {offset} ") as err:
+        load_corpus(tmp_path / name)
+    assert err.value.row == row
+    assert ("in the header" in str(err.value)) == (row is None)
+
+
+def test_non_utf8_corpus_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "news.csv").write_bytes(b"id,title\n1,ok\n2,caf\xe9\n")
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, "news.csv: row 2", "not valid UTF-8", "byte 0xe9 at byte offset 19")
+
+
+@pytest.mark.parametrize(
+    ("corpus", "words"),
+    [("incoming", "is a folder"), ("news.csv", "is a folder"), ("loop.csv", "a symbolic link loop")],
+)
+def test_folder_or_link_loop_as_corpus(tmp_path: Path, corpus: str, words: str) -> None:
+    if corpus == "loop.csv":
+        (tmp_path / "a.csv").symlink_to("loop.csv")
+        (tmp_path / "loop.csv").symlink_to("a.csv")
+    else:
+        (tmp_path / corpus).mkdir()
+        news(tmp_path / corpus)  # a folder of corpora given as the corpus
+    proc = nlsim("dedup", "--corpus", corpus, "--out", "rep", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, f"{corpus}: {words}")
+
+
+@pytest.mark.parametrize("out", ["news.csv", "afile/rep", "ro/rep"])
+def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, out: str) -> None:
+    news(tmp_path)
+    (tmp_path / "afile").write_text("a file, not a folder")
+    if out.startswith("ro/"):
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")
+        (tmp_path / "ro").mkdir(mode=0o555)
+    before = snapshot(tmp_path)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", out, *DEDUP, cwd=tmp_path)
+    refused(proc, 2, "--out")
+    assert "model " not in proc.stderr and "embed" not in proc.stderr  # before the model was even loaded
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("train", "validation", "constant", "words"),
+    [
+        (2, 16, False, "the training split has 2 pair(s)"),
+        (16, 16, True, "every training pair has the score"),
+        (16, 0, False, "pairs.tsv: no pairs in split 'validation'"),
+    ],
+)
+def test_finetune_pairs_that_cannot_train_are_refused_before_training(
+    tmp_path: Path, train: int, validation: int, constant: bool, words: str
+) -> None:
+    pairs = stsb_sample(train=train, validation=validation, test=4)
+    if constant:
+        pairs.loc[pairs["split"] == "train", "score"] = 0.5
+    pairs.to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    proc = nlsim("finetune", "--pairs", "pairs.tsv", "--out", "model", *FINETUNE, cwd=tmp_path)
+    refused(proc, 2, words)
+    assert "fine-tuning" not in proc.stderr
+
+
+def test_evaluate_on_one_pair_is_refused(tmp_path: Path) -> None:
+    stsb_sample(train=0, validation=0, test=1).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    proc = nlsim(
+        "evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--convert", "none", cwd=tmp_path
+    )
+    refused(proc, 2, "1 pair(s)")
+    assert "nan" not in proc.stdout
+
+
+def test_model_path_that_does_not_exist_is_an_error_not_a_hub_lookup(tmp_path: Path) -> None:
+    news(tmp_path)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, "--model", "models/x", cwd=tmp_path)
+    refused(proc, 2, "models/x", "no such model folder")
+    assert "hub" not in proc.stderr
+
+
+def test_as_of_that_is_not_a_time_is_refused(tmp_path: Path) -> None:
+    news(tmp_path)
+    args = ["--corpus", "news.csv", "--state", "st", "--out", "out", "--as-of", "yesterday"]
+    proc = nlsim("dedup", *args, *DEDUP, cwd=tmp_path)
+    refused(proc, 2, "--as-of", "yesterday")
+    assert not (tmp_path / "st").exists()
+
+
+HOSTILE_TITLE = 'Floods | <script>alert("x")</script>\nsecond line'
+
+
+def test_hostile_title_keeps_the_markdown_summary_table() -> None:
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.pipeline.html import render_html
+    from nlsim.pipeline.report import pairs_table, render_markdown
+
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": [HOSTILE_TITLE, HOSTILE_TITLE, "Plain | title", "Plain | title"],
+            "source": ["AP", "AFP", "AP", "AFP"],
+            "published_at": pd.to_datetime([None] * 4, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.99, 0.98]})
+    labels, clusters = batch_clusters(frame, pairs)
+    md = render_markdown(pairs_table(frame, pairs, labels), clusters, {"model": "m"})
+    rows = [line for line in md.splitlines() if line.startswith("| c-")]
+    assert len(rows) == 2  # one line per cluster: the newline did not split its row
+    for line in rows:
+        assert line.replace("\\|", "").count("|") == 5  # the title's pipe is escaped
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    page = render_html(pairs_table(frame, pairs, labels), clusters, {"model": "m"}, frame)
+    assert "<script>alert" not in page
