@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from stsb_helpers import stsb_sample
@@ -221,3 +222,39 @@ def test_embedding_cache_keeps_lossy_vectors_apart(home: Path, l3: Encoder) -> N
     assert not hit and not hit2 and not np.array_equal(exact, lossy)
     again, hit3 = cache.get_or_compute(texts, load_encoder(l3.path, backend="onnx"), "none")  # exact too
     assert hit3 and np.array_equal(again, exact)
+
+
+def test_the_run_record_and_the_log_name_the_choice(
+    home: Path, l3: Encoder, repo_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
+
+    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
+    write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700})
+    corpus = home / "bbc.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:1200].to_parquet(corpus)
+    common = dict(
+        corpus=str(corpus),
+        model=str(l3.path),
+        convert="none",
+        threshold=0.95,
+        text_fields=("description",),
+        cache=False,
+        progress=False,
+    )
+    caplog.set_level("INFO", logger="nlsim")
+    auto = run_dedup(DedupConfig(out=str(home / "auto"), **common))
+    inference = auto.summary["model_info"]["inference"]
+    assert inference["path"] == "onnx-int8" and inference["guard"].startswith("passed")
+    assert auto.summary["model_info"]["precision"] == "int8"
+    run_json = json.loads((home / "auto" / "run.json").read_text())
+    assert run_json["model_info"]["inference"]["path"] == "onnx-int8"
+    assert "embedding with" in caplog.text and "onnx-int8" in caplog.text
+    exact = run_dedup(DedupConfig(out=str(home / "exact"), precision="fp32", **common))
+    assert exact.summary["model_info"]["inference"]["path"] == "onnx-fp32"
+    # the pairs of the guarded int8 run and the exact run: the same, or a measured few apart
+    key = ["id_a", "id_b"]
+    a = set(map(tuple, auto.pairs[key].to_numpy()))
+    b = set(map(tuple, exact.pairs[key].to_numpy()))
+    assert len(a ^ b) <= max(2, len(b) // 20)

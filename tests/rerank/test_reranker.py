@@ -100,6 +100,19 @@ class _FixedCross:
         return self.scores[: len(a)]
 
 
+def test_candidate_floor_uses_the_cross_encoder_bound() -> None:
+    class Bounded(_FixedCross):
+        def score_bound(self) -> float:
+            return 0.9
+
+    loose = Reranker(cross_encoder=None, slope=1.2, intercept=-0.3, weight=0.5)
+    tight = Reranker(cross_encoder=Bounded([]), slope=1.2, intercept=-0.3, weight=0.5)
+    assert tight.candidate_floor(0.7) > loose.candidate_floor(0.7)
+    cos = np.linspace(-1, 1, 2001)
+    best_case = tight.combine(cos, np.full_like(cos, 0.9))
+    assert (cos[best_case >= 0.7] >= tight.candidate_floor(0.7) - 1e-9).all()
+
+
 def test_candidate_floor_loses_no_pair_that_could_pass() -> None:
     r = Reranker(cross_encoder=None, slope=1.2, intercept=-0.3, weight=0.5)
     threshold = 0.7
