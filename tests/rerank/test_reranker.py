@@ -55,6 +55,25 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
     assert "## Reranker" in card and "reranked" in card
 
 
+def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
+    """Checked when the folder is written, found when it is loaded (for its very weights)."""
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.precision import guard_verdict, load_guard
+
+    out = Path(str(reranked_model.model_dir))
+    enc = load_encoder(out)
+    record, where = load_guard("encoder", enc.fingerprint, enc.path)
+    assert where == str(out / "precision.json") and record["kind"] == "encoder"
+    assert {"onnx-int8", "torch-bf16", "torch-int8"} <= set(record["paths"])
+    assert record["threshold"]["source"] == "calibration.json"
+    for path, entry in record["paths"].items():
+        assert entry["passed"] == guard_verdict(record, path)[0]
+    ce = load_reranker(out, threads=1).cross_encoder
+    ce_record, ce_where = load_guard("cross-encoder", ce.digest(), ce.path)
+    assert ce_where == str(out / "reranker" / "precision.json")
+    assert "max_score_diff" in ce_record["paths"]["onnx-int8"]
+
+
 def test_a_loaded_reranker_scores_as_the_trained_one(
     reranked_model: FinetuneResult, small_pairs: pd.DataFrame
 ) -> None:
