@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
+from nlsim.encoders.model_cache import known_sha256
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.atomic import file_sha256
 
 DEFAULT_MODEL = "multilingual-e5-small"
 DEFAULT_MAX_LENGTH = 256
@@ -169,7 +169,7 @@ def check_weight_files(folder: Path) -> None:
         path = folder / name
         if not path.is_file():
             raise StateError(f"{path}: missing (listed in {NLSIM_JSON}); restore the model folder")
-        if file_sha256(path) != digest:
+        if known_sha256(path) != digest:
             raise StateError(
                 f"{path}: the weights differ from the SHA-256 recorded in {NLSIM_JSON} when nlsim saved them "
                 "(corrupt or altered); restore the model folder or train again"
