@@ -43,21 +43,44 @@ def rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
+def cpu() -> Any:
+    """The CPU (:class:`nlsim.encoders.cpu.CpuInfo`): model name and the ISA flags that matter."""
+    sys.path.insert(0, str(HERE.parent))
+    from nlsim.encoders.cpu import cpu_info
+
+    return cpu_info()
+
+
+def cpu_family() -> str:
+    """A short name for a results row: vendor family and whether it has AMX (figures are never compared
+    across families)."""
+    info = cpu()
+    name = info.model.lower()
+    vendor = "Intel Xeon" if "xeon" in name else "AMD EPYC" if "epyc" in name else info.model
+    return f"{vendor}, {'AMX' if info.has_amx else 'no AMX'}"
+
+
 def machine() -> str:
-    """One line naming the machine the figures come from."""
+    """One line naming the machine the figures come from: CPU model, the ISA flags that decide which
+    precision pays off (avx512*, VNNI, bf16, AMX), cores, memory, load."""
     import psutil
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     mem = psutil.virtual_memory().total / 2**30
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, load average at start {load:.1f}"
+    return f"CPU {cpu().describe()}, {mem:.0f} GiB RAM, load average at start {load:.1f}"
+
+
+def machine_record() -> dict[str, Any]:
+    """The machine as a JSON object for results files."""
+    import psutil
+
+    return {
+        **cpu().as_dict(),
+        "family": cpu_family(),
+        "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_average_at_start": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        "python": platform.python_version(),
+    }
 
 
 def load_base() -> np.ndarray:

@@ -7,15 +7,25 @@ after the other; with ``--repeats R`` the variants are interleaved R times and t
 Every variant also embeds the annotated THUCNews test pairs (``tw2sp`` conversion) for its Spearman, and
 its THUCNews vectors are compared with sentence-transformers' (lowest cosine).
 
-Variants: ``st`` (sentence-transformers, batch 64, the model's prompt); ``nlsim`` (ONNX Runtime: what the
-default ``backend="auto"`` uses for jobs of 1,000+ texts when onnxruntime is installed); ``nlsim-torch``
-(torch backend, SDPA); ``nlsim-torch-eager``; ``nlsim-int8`` (torch dynamic int8); ``nlsim-tokens`` (ONNX
-Runtime, token-budget batches of at most 2,048 tokens).
+Variants (each path of :mod:`nlsim.encoders.precision` can be forced):
+
+- ``st``: sentence-transformers ``encode`` (torch, batch 64, the model's prompt); ``st-onnx``: its
+  ``backend="onnx"``; ``st-onnx-int8``: its ``export_dynamic_quantized_onnx_model`` for this CPU
+  (``avx512_vnni``, ``avx512`` or ``avx2``). Both need ``pip install -e '.[bench-onnx]'`` (optimum); the
+  ONNX files are made once, outside the clock, in ``benchmarks/results/cache/st-onnx/``;
+- ``nlsim-auto``: what ``nlsim embed``/``nlsim dedup`` use by default (``precision="auto"``: the cached
+  probe, the stored quality check); its row names the path it took;
+- ``nlsim`` (ONNX Runtime fp32, lossless), ``nlsim-torch`` (torch fp32, SDPA), ``nlsim-torch-eager``;
+- ``nlsim-onnx-int8`` (ONNX Runtime dynamic int8, per-channel), ``nlsim-bf16`` (torch bf16),
+  ``nlsim-int8`` (torch dynamic int8);
+- ``nlsim-tokens`` (ONNX Runtime, token-budget batches of at most 2,048 tokens).
 
 Usage::
 
     nice -n 10 python benchmarks/bench_embedding.py                      # st vs nlsim, full sets
     python benchmarks/bench_embedding.py --variants st,nlsim,nlsim-torch,nlsim-int8 --n 1000 --tag options
+    python benchmarks/bench_embedding.py --sets thucnews --tag precision \
+        --variants st,st-onnx,st-onnx-int8,nlsim-auto,nlsim,nlsim-torch,nlsim-onnx-int8,nlsim-bf16,nlsim-int8
 
 Writes ``benchmarks/results/embedding[-TAG].json`` and ``.md``.
 """
@@ -26,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,9 +50,22 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, machine, peak_rss_mb, print_table, run_child  # noqa: E402
+from _common import RESULTS, machine, machine_record, peak_rss_mb, print_table, run_child  # noqa: E402
 
-VARIANTS = ("st", "nlsim", "nlsim-torch", "nlsim-torch-eager", "nlsim-int8", "nlsim-tokens")
+VARIANTS = (
+    "st",
+    "st-onnx",
+    "st-onnx-int8",
+    "nlsim-auto",
+    "nlsim",
+    "nlsim-torch",
+    "nlsim-torch-eager",
+    "nlsim-onnx-int8",
+    "nlsim-bf16",
+    "nlsim-int8",
+    "nlsim-tokens",
+)
+ST_ONNX = HERE / "results" / "cache" / "st-onnx"
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 
 
@@ -63,19 +87,70 @@ def load_set(name: str, n: int | None) -> list[str]:
     return texts[:n] if n else texts
 
 
+def model_folder(model: str) -> tuple[Path, str]:
+    """The folder nlsim loads for ``model`` (no second copy) and the model's prompt."""
+    from nlsim.encoders.registry import ALIASES, MODELS, _folder_settings, registry_folder
+
+    key = ALIASES.get(model.lower())
+    folder = registry_folder(key) if key else Path(model)
+    prefix = MODELS[key].prefix if key else _folder_settings(folder).get("prefix", "")
+    return folder, prefix
+
+
+def st_quantization_config() -> str:
+    """sentence-transformers' dynamic int8 preset for this CPU."""
+    from _common import cpu
+
+    flags = cpu().flags
+    if "avx512_vnni" in flags or "amx_int8" in flags:
+        return "avx512_vnni"
+    return "avx512" if "avx512f" in flags else "avx2"
+
+
+def st_onnx_folder(model: str) -> Path:
+    """A copy of the model folder with sentence-transformers' own ONNX export (``onnx/model.onnx``) and its
+    dynamic int8 copy for this CPU, made once (the model's own folder is nlsim's, checked by manifest)."""
+    import shutil
+
+    from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
+
+    folder, _ = model_folder(model)
+    config = st_quantization_config()
+    out = ST_ONNX / f"{Path(folder).name}"
+    if (out / "onnx" / f"model_qint8_{config}.onnx").is_file():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(folder, out, ignore=shutil.ignore_patterns("manifest.json", "onnx"))
+    st = SentenceTransformer(str(out), device="cpu", backend="onnx")  # exports when there is no ONNX file
+    st.save_pretrained(str(out))
+    export_dynamic_quantized_onnx_model(st, config, str(out))
+    return out
+
+
 def make_encode(variant: str, model: str, threads: int, batch_size: int) -> tuple[Any, dict[str, Any]]:
     """(encode(texts) -> unit vectors, info) for one variant."""
     from nlsim.encoders import load_encoder
 
-    if variant == "st":
+    if variant.startswith("st"):
         from sentence_transformers import SentenceTransformer
 
-        from nlsim.encoders.registry import ALIASES, MODELS, _folder_settings, registry_folder
+        folder, prefix = model_folder(model)
+        if variant == "st":
+            st = SentenceTransformer(str(folder), device="cpu")
+        else:
+            import onnxruntime as ort
 
-        key = ALIASES.get(model.lower())
-        folder = registry_folder(key) if key else Path(model)  # the same folder nlsim loads, no second copy
-        prefix = MODELS[key].prefix if key else _folder_settings(folder).get("prefix", "")
-        st = SentenceTransformer(str(folder), device="cpu")
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = threads
+            name = (
+                f"model_qint8_{st_quantization_config()}.onnx" if variant == "st-onnx-int8" else "model.onnx"
+            )
+            st = SentenceTransformer(
+                str(st_onnx_folder(model)),
+                device="cpu",
+                backend="onnx",
+                model_kwargs={"file_name": f"onnx/{name}", "session_options": so},
+            )
         st.max_seq_length = 256
         prompt = prefix or None
 
@@ -89,7 +164,8 @@ def make_encode(variant: str, model: str, threads: int, batch_size: int) -> tupl
                 show_progress_bar=False,
             )
 
-        return run, {"backend": "sentence-transformers", "prompt": prompt}
+        backend = {"st": "torch", "st-onnx": "onnx", "st-onnx-int8": "onnx-int8"}[variant]
+        return run, {"backend": f"sentence-transformers {backend}", "prompt": prompt}
     kwargs: dict[str, Any] = {"threads": threads}
     extra: dict[str, Any] = {}
     if variant == "nlsim-torch":
@@ -97,7 +173,13 @@ def make_encode(variant: str, model: str, threads: int, batch_size: int) -> tupl
     elif variant == "nlsim-torch-eager":
         kwargs.update(backend="torch", attn_implementation="eager")
     elif variant == "nlsim-int8":
-        kwargs["quantize"] = "int8"
+        kwargs.update(backend="torch", precision="int8")
+    elif variant == "nlsim-bf16":
+        kwargs.update(backend="torch", precision="bf16")
+    elif variant == "nlsim-onnx-int8":
+        kwargs.update(backend="onnx", precision="int8")
+    elif variant == "nlsim-auto":
+        kwargs["precision"] = "auto"  # what the commands use: decided below, before the clock
     elif variant == "nlsim-tokens":
         kwargs["backend"] = "onnx"
         extra = {"max_tokens": 2048}
@@ -107,12 +189,19 @@ def make_encode(variant: str, model: str, threads: int, batch_size: int) -> tupl
     else:
         raise SystemExit(f"unknown variant {variant!r}")
     enc = load_encoder(model, **kwargs)
+    if variant == "nlsim-auto":
+        enc.plan(enc.AUTO_ONNX_MIN_TEXTS)  # the choice of a big job (probe and quality check from the cache)
+        enc.encode(["warm-up"] * 8, progress=False)  # builds the chosen runner
     bs = 10**6 if extra else batch_size
 
     def run(texts: list[str]) -> np.ndarray:
         return enc.encode(texts, batch_size=bs, progress=False, **extra)
 
-    return run, {"backend": enc.options.get("backend", "torch"), **enc.options, **extra}
+    path = enc.choice.path if enc.choice is not None else "torch-fp32"
+    info = {"backend": path, **enc.options, **extra}
+    if enc.choice is not None:
+        info["choice"] = enc.choice.as_dict()
+    return run, info
 
 
 def spearman(encode: Any) -> float | None:
@@ -179,6 +268,22 @@ def main() -> None:
         if v not in VARIANTS:
             raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
     where = machine()
+    if any(v.startswith("st-onnx") for v in variants):
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; sys.path[:0] = {[str(HERE), str(ROOT)]!r}; "
+                f"import bench_embedding as b; b.st_onnx_folder({args.model!r})",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            raise SystemExit(
+                "st-onnx variants need sentence-transformers' ONNX backend "
+                "(pip install -e '.[bench-onnx]'):\n" + r.stderr[-2000:]
+            )
     print(
         f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}", flush=True
     )
@@ -261,6 +366,7 @@ def main() -> None:
     payload = {
         "command": cmd_line.strip(),
         "machine": where,
+        "cpu": machine_record(),
         "threads": args.threads,
         "batch_size": args.batch_size,
         "model": args.model,

@@ -16,6 +16,8 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the inference path is chosen from cached speed probes only (tests that probe say so): no timing noise
+os.environ.setdefault("NLSIM_PROBE", "cached")
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 

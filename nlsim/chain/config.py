@@ -20,7 +20,7 @@ from typing import Literal
 from nlsim.conversion import Conversion
 from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
 from nlsim.options import option, option_like
-from nlsim.pipeline.config import DedupConfig, IndexKind, Representative
+from nlsim.pipeline.config import Backend, DedupConfig, IndexKind, Precision, Representative
 from nlsim.training.config import FinetuneConfig
 
 TRAINING_FIELDS = (
@@ -44,6 +44,8 @@ REPORT_FIELDS = (
     "representative",
     "cache",
     "progress",
+    "backend",
+    "precision",
 )
 
 
@@ -90,6 +92,8 @@ class PipelineConfig:
     representative: Representative = option_like(DedupConfig, "representative")
     cache: bool = option_like(DedupConfig, "cache")
     progress: bool = option_like(DedupConfig, "progress")
+    backend: Backend = option_like(DedupConfig, "backend")
+    precision: Precision = option_like(DedupConfig, "precision")
 
     def __post_init__(self) -> None:
         self.level = parse_level(self.level)

@@ -25,7 +25,16 @@ import pandas as pd
 
 from nlsim.training.config import FinetuneConfig
 
-NOT_TRAINING = ("pairs", "out", "threads", "log_every", "progress_file", "eval_test", "eval_before")
+NOT_TRAINING = (
+    "pairs",
+    "out",
+    "threads",
+    "log_every",
+    "progress_file",
+    "eval_test",
+    "eval_before",
+    "precision_check",
+)
 """FinetuneConfig fields that do not change the trained model."""
 
 

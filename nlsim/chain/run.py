@@ -55,6 +55,11 @@ CHAIN_STAGES = {
         StageInfo("baseline", "score and calibrate the zero-shot base model on validation"),
         StageInfo("evaluate", "score the candidate and the current model on validation"),
         StageInfo("promote", "promote the candidate when it beats the current model", io=True),
+        StageInfo(
+            "precision-check",
+            "check the report model's int8/bf16 inference against fp32 on validation (once per model)",
+            expensive=True,
+        ),
         StageInfo("judge", "judge the report against the scored validation pairs", io=True),
     )
 }
@@ -140,6 +145,57 @@ def evaluate_stage(
     info["validation"] = {**cache, key: metrics}
     store.write_info(version, info)
     return metrics
+
+
+def precision_stage(
+    cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
+) -> dict[str, Any]:
+    """The quality check of the lossy inference paths (:mod:`nlsim.rerank.precision_check`) of the model
+    the report uses (the current one, else the zero-shot base), made once per model on the validation
+    pairs and kept under ``$NLSIM_HOME/precision/`` (a fine-tuned folder carries its own from
+    ``nlsim finetune``); what the report's ``--precision auto`` may then use."""
+    from nlsim.encoders.precision import load_guard
+    from nlsim.evaluation.precision_check import check_encoder, say_record
+    from nlsim.rerank.precision_check import check_cross_encoder, store_checks
+    from nlsim.rerank.reranker import load_reranker
+
+    if cfg.precision != "auto":
+        return {"skipped": f"--precision {cfg.precision}"}
+    current = store.current()
+    marker = f"{split_digest(validation)}:{cfg.convert}"
+    if current is not None and (store.info(current) or {}).get("precision_check") == marker:
+        return {"model": current.name, "reused": True}
+    encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
+    reranker = load_reranker(encoder.path, threads=cfg.threads) if current is not None else None
+    cal = load_calibration(current) if current is not None else zero_shot
+    records: dict[str, dict[str, Any]] = {}
+    if load_guard("encoder", encoder.fingerprint, encoder.path)[0] is None:
+        records["encoder"] = check_encoder(
+            encoder,
+            validation,
+            conversion=cfg.convert,
+            threshold=cal.threshold if cal is not None else None,
+            threshold_source="the model's calibration" if cal is not None else "",
+            threads=cfg.threads,
+            pairs_file=str(cfg.pairs),
+            split="validation",
+        )
+        say_record(records["encoder"])
+    ce = getattr(reranker, "cross_encoder", None)
+    if ce is not None and load_guard("cross-encoder", ce.digest(), ce.path)[0] is None:
+        records["reranker"] = check_cross_encoder(
+            reranker,
+            encoder,
+            validation,
+            conversion=cfg.convert,
+            threads=cfg.threads,
+            pairs_file=str(cfg.pairs),
+        )
+        say_record(records["reranker"])
+    written = [str(p) for p in store_checks(records)]
+    if current is not None:
+        store.write_info(current, {**(store.info(current) or {}), "precision_check": marker})
+    return {"model": current.name if current is not None else cfg.base_model, "written": written}
 
 
 def promote_stage(
@@ -285,6 +341,9 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
     report = None
     if cfg.report:
+        record["precision_check"] = call(
+            "precision-check", precision_stage, cfg, store, base, validation, zero_shot
+        )
         report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
         judged = call(
             "judge", judge_report, report.report_dir, cfg.pairs, split=cfg.judge_split, corpus=cfg.corpus

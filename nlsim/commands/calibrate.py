@@ -1,4 +1,10 @@
-"""``nlsim calibrate``: the cosine threshold that best separates related pairs, for any model."""
+"""``nlsim calibrate``: the cosine threshold that best separates related pairs, for any model.
+
+It also checks the model's lossy inference paths (int8, bf16) against fp32 on the same pairs, at the
+threshold it just calibrated (and the cross-encoder's, when the model folder carries a reranker), and
+stores the check under ``$NLSIM_HOME/precision/``: the "command that has the pairs" for registry models
+and for folders trained before the check existed (``--no-precision-check`` skips it).
+"""
 
 from __future__ import annotations
 
@@ -30,6 +36,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     p.add_argument("--out", required=True, help="calibration JSON to write (a folder gets calibration.json)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument(
+        "--no-precision-check",
+        dest="precision_check",
+        action="store_false",
+        help="do not check int8/bf16 inference against fp32 on these pairs (without a stored check, runs "
+        "use the exact fp32 paths only)",
+    )
     p.set_defaults(func=run)
 
 
@@ -58,4 +71,23 @@ def run(args: argparse.Namespace) -> int:
     path = save_calibration(cal, args.out)
     print(cal.describe())
     print(f"written: {path}")
+    if args.precision_check:
+        from nlsim.rerank.precision_check import check_model, store_checks
+        from nlsim.rerank.reranker import load_reranker
+
+        reranker = load_reranker(enc.path if model is not None else None, threads=args.threads)
+        checks = check_model(
+            enc,
+            reranker,
+            frame,
+            conversion=args.convert,
+            threshold=cal.threshold,
+            threshold_source=f"calibrated by this command (level {cal.level})",
+            threads=args.threads,
+            pairs_file=str(args.pairs),
+            pairs_sha256=cal.pairs_sha256,
+            split=args.split,
+        )
+        for written in store_checks(checks):
+            print(f"precision check written: {written}")
     return 0

@@ -71,8 +71,11 @@ def run(args: argparse.Namespace) -> int:
     )  # after the checks: a bad path or row is refused before torch loads
     from nlsim.encoders.cache import EmbeddingCache
 
+    backend, precision = args.backend, args.precision
+    if args.quantize:  # the old spelling of --backend torch --precision int8
+        backend, precision = "torch", "int8"
     encoder = load_encoder(
-        args.model, max_length=args.max_length, quantize=args.quantize, threads=args.threads
+        args.model, max_length=args.max_length, threads=args.threads, backend=backend, precision=precision
     )
     t1 = time.perf_counter()
 
@@ -82,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cache:
         emb, hit = EmbeddingCache().get_or_compute(texts, encoder, args.convert, compute)
     else:
+        encoder.plan(len(texts))
         emb, hit = compute(), False
     emb = np.ascontiguousarray(emb, dtype=np.float32)
     t2 = time.perf_counter()
@@ -96,13 +100,15 @@ def run(args: argparse.Namespace) -> int:
         "count": int(emb.shape[0]),
         "dim": int(emb.shape[1]),
         "corpus": str(args.corpus),
+        "inference": encoder.choice.as_dict() if encoder.choice is not None else {"path": "torch-fp32"},
         "ids": corpus.ids,
     }
     atomic_write_text(sidecar, json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
     rate = len(texts) / (t2 - t1) if t2 > t1 and not hit else float("nan")
     how = "from cache" if hit else f"{rate:.1f} items/s"
+    path = encoder.choice.path if encoder.choice is not None else "torch-fp32"
     print(
-        f"{out}: {emb.shape[0]} x {emb.shape[1]} float32 ({encoder.model_id}, {how}; "
+        f"{out}: {emb.shape[0]} x {emb.shape[1]} float32 ({encoder.model_id}, {path}, {how}; "
         f"load+convert {t1 - t0:.1f}s, embed {t2 - t1:.1f}s)"
     )
     return 0
@@ -138,10 +144,23 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="texts per batch (default 64)")
     p.add_argument("--max-length", type=int, default=None, help="truncate at this many tokens (default 256)")
     p.add_argument(
+        "--backend",
+        choices=("auto", "torch", "onnx"),
+        default="auto",
+        help="ONNX Runtime or torch (default auto: chosen on this machine by a cached speed probe)",
+    )
+    p.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16", "int8"),
+        default="auto",
+        help="fp32 (exact), bf16, int8; default auto: a lossy precision only where the model's stored "
+        "quality check passed it and it is faster on this CPU (docs/encoders.md)",
+    )
+    p.add_argument(
         "--quantize",
         choices=("int8",),
         default=None,
-        help="dynamic int8 linear layers (faster on CPU, lossy: see docs/encoders.md)",
+        help="the same as --backend torch --precision int8 (kept for old scripts)",
     )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--no-cache", dest="cache", action="store_false", help="do not reuse cached embeddings")

@@ -1,7 +1,8 @@
 """Content-addressed cache of embedding matrices (``.npy``) under ``$NLSIM_HOME/embeddings``.
 
 The key is the SHA-256 of the texts as embedded (after script conversion), the model fingerprint, the
-conversion mode and ``max_length``: change any of them and the cache misses. Each entry is a ``.npy``
+conversion mode and ``max_length``, and the inference path when it is a lossy one (int8, bf16): change any
+of them and the cache misses. Each entry is a ``.npy``
 file and a ``.json`` sidecar (shape, dtype, SHA-256 of the ``.npy`` bytes), both written atomically, the
 sidecar last. An entry whose file is missing, truncated or altered fails verification and is recomputed.
 
@@ -155,12 +156,20 @@ class EmbeddingCache:
     ) -> tuple[np.ndarray, bool]:
         """``(embeddings, hit)`` for ``texts`` (already converted with ``conversion``) and ``encoder``.
 
-        ``compute_fn`` defaults to ``encoder.encode(texts)``.
+        ``compute_fn`` defaults to ``encoder.encode(texts)``. The encoder's inference path for a job this size
+        is decided first (:meth:`nlsim.encoders.Encoder.plan`): vectors from a lossy path (int8, bf16) are
+        kept apart from the exact ones (``precision`` in the key).
         """
+        plan = getattr(encoder, "plan", None)
+        if plan is not None:
+            plan(len(texts))
         parts = {
             "texts": list(texts),
             "fingerprint": encoder.fingerprint,
             "conversion": conversion,
             "max_length": int(getattr(encoder, "max_length", 0)),
         }
+        tag = getattr(encoder, "vectors_tag", "")
+        if isinstance(tag, str) and tag:
+            parts["precision"] = tag  # absent for exact vectors: their keys stay what they were
         return self.get_or_compute_parts(parts, compute_fn or (lambda: encoder.encode(list(texts))))

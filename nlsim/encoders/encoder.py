@@ -178,9 +178,13 @@ class Encoder:
         self.model.eval()
         self._fingerprint: str | None = None
         self._prefix = prefix
-        self._runner: Any = None  # optional fast inference path (ONNX Runtime), see use_runner()
-        self._runner_factory: Any = None  # builds a runner lazily, see set_runner_factory()
+        self._runner: Any = None  # the chosen inference path's runner (ONNX Runtime, bf16, int8)
+        self._planner: Any = None  # decides the path lazily, see set_planner() and plan()
+        self._built: dict[str, Any] = {}  # runners built while probing, by path
+        self._failed: dict[str, str] = {}  # paths that could not be set up here, and why
+        self.choice: Any = None  # the nlsim.encoders.precision.Choice in force, once decided
         self._runner_version = 0
+        self._planner_version = 0
         self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
         self._changes = 0  # in-place weight changes torch's version counters miss, see mark_weights_changed()
         self.dim = int(model.config.hidden_size)
@@ -228,10 +232,72 @@ class Encoder:
         self._runner = runner
         self._runner_version = self._weights_version()
 
-    def set_runner_factory(self, factory: Any) -> None:
-        """Build a runner with ``factory()`` (``None`` = stay on torch) at the first :meth:`encode` call of
-        at least :attr:`AUTO_ONNX_MIN_TEXTS` texts."""
-        self._runner_factory = factory
+    def set_planner(self, planner: Any) -> None:
+        """Decide the inference path with ``planner`` (:class:`nlsim.encoders.inference.Planner`): at once
+        when it is ``eager`` (a forced backend or precision), else at the first :meth:`encode` (or
+        :meth:`plan`) of at least :attr:`AUTO_ONNX_MIN_TEXTS` texts."""
+        self._planner = planner
+        self._planner_version = self._weights_version()
+        if planner is not None and planner.eager:
+            self.plan(0)
+            self._ensure_runner()
+
+    def plan(self, n_texts: int) -> Any:
+        """The inference path (:class:`nlsim.encoders.precision.Choice`) of a job of ``n_texts`` texts,
+        decided once (cheap when the probe and the quality check are cached); ``None`` while the job is too
+        small to be worth it (plain torch fp32)."""
+        planner = self._planner
+        if self.choice is not None or planner is None:
+            return self.choice
+        if self._weights_version() != self._planner_version:
+            self._planner = None  # trained since loading: the probe and the quality check were for the old
+            return None  # weights' exports; torch it is, as for a runner whose weights changed
+        if not planner.eager and n_texts < self.AUTO_ONNX_MIN_TEXTS:
+            return None
+        sel = planner.decide(self)
+        self._built.update(sel.runners)
+        self._adopt(sel.choice)
+        return self.choice
+
+    def _adopt(self, choice: Any) -> None:
+        self.choice = choice
+        self.options["backend"], self.options["precision"] = choice.backend, choice.precision
+        announce = getattr(self._planner, "announce", None)
+        if announce is not None and not (choice.forced and choice.path == "torch-fp32"):
+            announce(f"embedding with {self.name}", choice)  # (plain torch, asked for: nothing to say)
+
+    def _ensure_runner(self) -> None:
+        """Build the chosen path's runner (once); a path that fails to build is left out and the choice made
+        again (a warning says why)."""
+        while self.choice is not None and self._runner is None and self.choice.path != "torch-fp32":
+            path = self.choice.path
+            runner = self._built.pop(path, None)
+            try:
+                if runner is None:
+                    runner = self._planner.build(self, path)
+            except Exception as exc:  # noqa: BLE001 - another path always works; say why this one did not
+                if self.choice.forced:
+                    raise
+                from nlsim.progress import warn
+
+                warn(
+                    f"{path} could not be set up for {self.name} ({type(exc).__name__}: {exc}); "
+                    "choosing again"
+                )
+                self._failed[path] = f"could not be set up ({type(exc).__name__}: {exc})"
+                sel = self._planner.decide(self, exclude=self._failed)
+                self._built.update(sel.runners)
+                self._adopt(sel.choice)
+                continue
+            self._built.clear()  # the probe's other runners: not needed any more
+            self.use_runner(runner)
+
+    @property
+    def vectors_tag(self) -> str:
+        """``""`` when :meth:`encode` gives the exact fp32 vectors (torch or the checked ONNX export), else
+        the lossy path (``"onnx-int8"``, ``"torch-bf16"``...): cached embeddings are keyed by it."""
+        choice = self.choice
+        return choice.path if choice is not None and choice.lossy else ""
 
     def weights_digest(self) -> str:
         """:func:`weights_digest` of the model, cached until a weight changes in place."""
@@ -257,8 +323,11 @@ class Encoder:
         if self._runner is None:
             return None
         if self._weights_version() != self._runner_version:
-            self._runner = None
+            self._runner = None  # a compiled copy of the old weights: back to torch fp32, for good
+            self._planner = None
+            self.choice = None
             self.options.pop("backend", None)
+            self.options.pop("precision", None)
             return None
         return self._runner
 
@@ -270,8 +339,14 @@ class Encoder:
             "prefix": self.prefix,
             "pooling": "mean",
             "normalise": "l2",
-            # threads and backend change speed, not the numbers (the ONNX export is checked against torch)
-            "options": {k: self.options[k] for k in sorted(self.options) if k not in ("threads", "backend")},
+            # threads and backend change speed, not the numbers (the ONNX export is checked against torch);
+            # a lossy precision is a way of running these weights, chosen per machine behind a quality
+            # check: it keys the embedding cache (vectors_tag), not the model's identity
+            "options": {
+                k: self.options[k]
+                for k in sorted(self.options)
+                if k not in ("threads", "backend", "precision")
+            },
         }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -354,11 +429,15 @@ class Encoder:
         *,
         max_tokens: int | None = None,
         normalize: bool = True,
+        runner: Any = None,
     ) -> np.ndarray:
         """Embed ``texts``: float32 ``(n, dim)``, L2-normalised, rows in input order.
 
         Texts are tokenised once, sorted by token length and cut into batches of ``batch_size`` (or fewer,
-        when ``max_tokens`` caps tokens per batch), each padded only to its own longest text.
+        when ``max_tokens`` caps tokens per batch), each padded only to its own longest text. The job runs
+        on the encoder's inference path (:attr:`choice`, decided at the first job big enough, see
+        :meth:`plan`); ``runner`` overrides it for this call: ``"torch"`` (plain torch fp32, the reference
+        numbers) or a runner object (``runner(input_ids, attention_mask) -> pooled``).
 
         Example:
             >>> from nlsim.encoders import load_encoder
@@ -379,12 +458,14 @@ class Encoder:
         batches = self._batches(lengths, batch_size, max_tokens)
         pad_id = self._pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
-        if self._runner is None and self._runner_factory is not None and n >= self.AUTO_ONNX_MIN_TEXTS:
-            factory, self._runner_factory = self._runner_factory, None
-            built = factory()
-            if built is not None:
-                self.use_runner(built)
-        runner = self._active_runner()
+        if runner is None:
+            self.plan(n)
+            self._ensure_runner()
+            runner = self._active_runner()
+        elif isinstance(runner, str):
+            if runner != "torch":
+                raise ConfigError(f"runner must be 'torch' or a runner object, got {runner!r}")
+            runner = None
         was_training = self.model.training
         self.model.eval()
         bar = None
@@ -459,8 +540,10 @@ class Encoder:
 
     def write_files(self, folder: Path, extra_meta: dict[str, Any] | None = None) -> None:
         """Write the model's files (see :meth:`save`) into the existing, empty ``folder``."""
-        if self.options.get("quantize"):
-            raise ConfigError("a quantized encoder cannot be saved; save the fp32 model and quantize on load")
+        if isinstance(self.model, torch.nn.Module) and any(
+            getattr(m, "_packed_params", None) is not None for m in self.model.modules()
+        ):
+            raise ConfigError("a quantized model cannot be saved; save the fp32 model and quantize on load")
         self.model.save_pretrained(folder, safe_serialization=True)
         self.tokenizer.save_pretrained(folder)
         self._write_st_files(folder)

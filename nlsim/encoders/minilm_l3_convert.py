@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.encoders.model_cache import ensure_model_folder, models_dir
+from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.atomic import file_sha256
 
 FOLDER_NAME = "paraphrase-MiniLM-L3-v2"
 MODEL_ID = "sentence-transformers/paraphrase-MiniLM-L3-v2"
@@ -142,8 +141,8 @@ def ensure_minilm_l3(*, rebuild: bool = False, root: Path | None = None) -> Path
     source = json.dumps(
         {
             "onnx": onnx_path.name,
-            "onnx_sha256": file_sha256(onnx_path),  # content, not mtime: two installs of one wheel agree
-            "tokenizer_sha256": file_sha256(tok_folder / "tokenizer.json"),
+            "onnx_sha256": known_sha256(onnx_path),  # content, not mtime: two installs of one wheel agree
+            "tokenizer_sha256": known_sha256(tok_folder / "tokenizer.json"),
             "converter": CONVERTER_VERSION,
         },
         sort_keys=True,

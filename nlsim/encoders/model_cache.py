@@ -17,18 +17,27 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nlsim.io.atomic import atomic_dir, file_sha256
+from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 log = logging.getLogger(__name__)
+STAMPS = "file-stamps.json"
+STAMPS_FORMAT = 1
+STAMPS_KEEP = 4000
+SETTLED_NS = 2_000_000_000
+"""A file's hash is remembered only when it was last changed this long before it was hashed: a change made
+afterwards then always moves its modification or change time (file-system clocks tick coarsely)."""
 
 
 def nlsim_home() -> Path:
@@ -39,6 +48,77 @@ def nlsim_home() -> Path:
 def models_dir() -> Path:
     """Folder of converted models: ``$NLSIM_HOME/models``."""
     return nlsim_home() / "models"
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+_stamp_memory: dict[str, dict[str, Any]] = {}
+
+
+def _stamps_file() -> Path:
+    return nlsim_home() / STAMPS
+
+
+def _read_stamps(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data.get("entries", {}) if data.get("format") == STAMPS_FORMAT else {}
+
+
+def remembered(key: str, stat_paths: list[Path], compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered under ``key`` while the files ``stat_paths`` keep their stat stamps (size,
+    modification and change times, inode, device) in ``$NLSIM_HOME/file-stamps.json``.
+
+    Any write to a file moves its change time (which no program can set back), so a changed file is
+    always recomputed; a value is only remembered when every file was settled (last changed
+    :data:`SETTLED_NS` before), so a write within the file system's clock tick cannot hide. What this does
+    not see is a disk corrupting bytes on its own, without any write: only a full hash would.
+    """
+    try:
+        stamps = [[str(p), _stamp(p.stat())] for p in stat_paths]
+    except OSError:
+        return compute()
+    store = _stamps_file()
+    entries = _stamp_memory.get(str(store))
+    if entries is None:
+        entries = _stamp_memory[str(store)] = _read_stamps(store)
+    hit = entries.get(key)
+    if hit is not None and hit.get("stamps") == stamps:
+        return hit["value"]
+    value = compute()
+    now = time.time_ns()
+    if all(now - max(s[1][1], s[1][2]) > SETTLED_NS for s in stamps):
+        entries[key] = {"stamps": stamps, "value": value}
+        with contextlib.suppress(OSError):
+            on_disk = _read_stamps(store)  # another process may have remembered other files meanwhile
+            on_disk.update(entries)
+            keep = dict(list(on_disk.items())[-STAMPS_KEEP:])
+            store.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(store, json.dumps({"format": STAMPS_FORMAT, "entries": keep}) + "\n")
+            entries.clear()
+            entries.update(keep)
+    return value
+
+
+def known_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file, computed once and :func:`remembered` while the file is unchanged (model
+    folders and ONNX exports are checked at every load: hashing ~1 GB each time was most of a run's start)."""
+    p = Path(path).resolve()
+    return remembered(f"sha256:{p}", [p], lambda: file_sha256(p))
+
+
+def stamps_digest(paths: list[Path], *extra: Any) -> str | None:
+    """A key naming these files as they are now (their stat stamps) and ``extra``; ``None`` when a file is
+    missing."""
+    try:
+        stamps = [[str(Path(p).resolve()), _stamp(Path(p).stat())] for p in sorted(paths)]
+    except OSError:
+        return None
+    return hashlib.sha256(json.dumps([stamps, extra], default=str).encode()).hexdigest()
 
 
 def write_manifest(folder: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -84,7 +164,7 @@ def verify_folder(folder: str | Path, *, source: str | None = None, hashes: bool
         except OSError:
             log.warning("%s: missing", p)
             return False
-        if hashes and file_sha256(p) != info["sha256"]:
+        if hashes and known_sha256(p) != info["sha256"]:
             log.warning("%s: sha256 differs from the manifest", p)
             return False
     return True

@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.encoders.model_cache import ensure_model_folder, models_dir
+from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.atomic import file_sha256
 from nlsim.progress import warn
 
 FOLDER_NAME = "multilingual-e5-small"
@@ -345,7 +344,7 @@ def ensure_e5(*, rebuild: bool = False, root: Path | None = None) -> Path:
     source = json.dumps(
         {
             "bin": bin_path.name,
-            "bin_sha256": file_sha256(bin_path),  # content, not mtime: two installs of one wheel agree
+            "bin_sha256": known_sha256(bin_path),  # content, not mtime: two installs of one wheel agree
             "converter": CONVERTER_VERSION,
             "tokenizer": "exact" if exact is not None else "rebuilt",
         },

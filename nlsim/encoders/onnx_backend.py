@@ -32,8 +32,9 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import remove_tree
 
 EXPORT_VERSION = 1
+QUANTIZE_VERSION = 1
 MAX_ABS_DIFF = 1e-4
-KEEP_EXPORTS = 4  # most recently used exports kept under $NLSIM_HOME/onnx (e5: ~470 MB each)
+KEEP_EXPORTS = 8  # most recently used exports kept under $NLSIM_HOME/onnx (e5: ~470 MB fp32, ~410 MB int8)
 log = logging.getLogger(__name__)
 
 
@@ -168,8 +169,11 @@ class OnnxRunner:
         return self.session.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})[0]
 
 
-def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None = None) -> OnnxRunner:
-    """Export (once, cached by the weights' digest) and open the ONNX model of ``encoder``."""
+def onnx_runner(
+    encoder: Any, *, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
+) -> OnnxRunner:
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``encoder``; with
+    ``precision="int8"`` its dynamically quantized copy (:func:`quantized_model`)."""
     if not onnxruntime_available():
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
     digest = encoder.weights_digest()
@@ -183,18 +187,86 @@ def onnx_runner(encoder: Any, *, threads: int | None = None, root: Path | None =
         export_onnx(encoder, tmp)
 
     folder = ensure_model_folder(folder, build, source=source)
-    runner = OnnxRunner(folder / "model.onnx", threads)
-    evict_old_exports(cache, keep=folder)
+    path = folder / "model.onnx"
+    if precision == "int8":
+        path = quantized_model(folder, cache)
+    elif precision != "fp32":
+        raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
+    runner = OnnxRunner(path, threads)
+    evict_old_exports(cache, keep=[folder, path.parent])
     return runner
 
 
-def evict_old_exports(cache: Path, keep: Path) -> None:
-    """Mark ``keep`` as just used and delete all but the :data:`KEEP_EXPORTS` most recently used exports
-    (only folders that hold an export manifest, i.e. that nlsim made)."""
-    with contextlib.suppress(OSError):
-        os.utime(keep)
+def reduce_range_needed() -> bool:
+    """ONNX Runtime's u8×s8 int8 kernels can saturate on x86 CPUs without VNNI; there the weights are
+    quantized to 7 bits (``reduce_range``), as its documentation advises."""
+    from nlsim.encoders.cpu import cpu_info
+
+    info = cpu_info()
+    return info.int8_isa is None and any(f.startswith("avx") for f in info.flags)
+
+
+def quantized_model(fp32_folder: Path, cache: Path) -> Path:
+    """The int8 copy of an exported fp32 model (built once, cached beside it as ``<folder>-int8``).
+
+    Dynamic quantization (:func:`onnxruntime.quantization.quantize_dynamic`): the weights of every
+    ``MatMul`` with a constant weight (the linear layers) become int8, one scale per output channel;
+    activations are quantized per batch at run time. What must stay fp32 does: the embedding tables, the
+    attention products (two activations: ``MatMulConstBOnly``), LayerNorm, softmax, GELU, pooling.
+    """
+    reduce_range = reduce_range_needed()
+    fp32 = fp32_folder / "model.onnx"
+    manifest = read_manifest(fp32_folder) or {}
+    sha = manifest.get("files", {}).get("model.onnx", {}).get("sha256", "")
+    import onnxruntime
+
+    settings = {
+        "from": sha,
+        "quantize": QUANTIZE_VERSION,
+        "weight_type": "QInt8",
+        "per_channel": True,
+        "op_types": ["MatMul"],
+        "MatMulConstBOnly": True,
+        "reduce_range": reduce_range,
+        "onnxruntime": onnxruntime.__version__,
+    }
+    folder = cache / f"{fp32_folder.name}-int8{'-rr' if reduce_range else ''}"
+
+    def build(tmp: Path) -> None:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quiet = logging.getLogger()  # the quantizer logs advice on the root logger
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                quantize_dynamic(
+                    str(fp32),
+                    str(tmp / "model.onnx"),
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    reduce_range=reduce_range,
+                    op_types_to_quantize=["MatMul"],
+                    extra_options={"MatMulConstBOnly": True},
+                )
+        finally:
+            quiet.setLevel(level)
+        (tmp / "quantization.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+
+    ensure_model_folder(folder, build, source=json.dumps(settings, sort_keys=True))
+    return folder / "model.onnx"
+
+
+def evict_old_exports(cache: Path, keep: Path | list[Path]) -> None:
+    """Mark ``keep`` (one folder or several) as just used and delete all but the :data:`KEEP_EXPORTS` most
+    recently used exports (only folders that hold an export manifest, i.e. that nlsim made)."""
+    kept = [keep] if isinstance(keep, Path) else list(keep)
+    for folder in kept:
+        with contextlib.suppress(OSError):
+            os.utime(folder)
     folders = [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and read_manifest(p)]
     folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in folders[KEEP_EXPORTS:]:
-        if old != keep:
+        if old not in kept:
             remove_tree(old)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
+from nlsim.encoders.model_cache import known_sha256
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.atomic import file_sha256
 
 DEFAULT_MODEL = "multilingual-e5-small"
 DEFAULT_MAX_LENGTH = 256
@@ -81,6 +81,7 @@ ALIASES["e5"] = "multilingual-e5-small"
 
 QUANTIZE_MODES = (None, "int8")
 BACKENDS = ("auto", "torch", "onnx")
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 LOCAL_ROOTS = ("models",)
 """First path parts that name a local folder, never a hub organisation: ``models/x`` is where the docs and
@@ -171,7 +172,7 @@ def check_weight_files(folder: Path) -> None:
         path = folder / name
         if not path.is_file():
             raise StateError(f"{path}: missing (listed in {NLSIM_JSON}); restore the model folder")
-        if file_sha256(path) != digest:
+        if known_sha256(path) != digest:
             raise StateError(
                 f"{path}: the weights differ from the SHA-256 recorded in {NLSIM_JSON} when nlsim saved them "
                 "(corrupt or altered); restore the model folder or train again"
@@ -187,10 +188,10 @@ def _load_from_folder(
     max_length: int | None,
     base_model: str | None,
     device: Any,
-    quantize: str | None,
     attn_implementation: str,
     threads: int | None,
     backend: str = "torch",
+    precision: str = "fp32",
     local_files_only: bool = True,
 ) -> Encoder:
     from safetensors import SafetensorError
@@ -231,11 +232,6 @@ def _load_from_folder(
 
         torch.set_num_threads(int(threads))
         options["threads"] = int(threads)
-    if quantize == "int8":
-        from nlsim.encoders.quantize import quantize_int8
-
-        model = quantize_int8(model)
-        options["quantize"] = "int8"
     enc = Encoder(
         model,
         tok,
@@ -248,43 +244,10 @@ def _load_from_folder(
         options=options,
         device=device,
     )
-    _attach_backend(enc, backend, threads)
+    from nlsim.encoders.inference import Planner
+
+    enc.set_planner(Planner(backend, precision, threads))
     return enc
-
-
-def _attach_backend(enc: Encoder, backend: str, threads: int | None) -> None:
-    """Put ONNX Runtime in front of ``encode`` when asked (``onnx``) or when available (``auto``)."""
-    from nlsim.encoders.onnx_backend import onnx_runner, onnxruntime_available
-
-    if backend == "torch":
-        return
-    if backend == "auto":
-        if enc.options.get("quantize") or enc.device.type != "cpu" or not onnxruntime_available():
-            return
-
-        def factory() -> Any:
-            try:
-                runner = onnx_runner(enc, threads=threads)
-            except Exception as exc:  # noqa: BLE001 - the torch path always works; say why ONNX was not used
-                log.warning(
-                    "ONNX Runtime not used for %s (%s: %s); encoding with torch",
-                    enc.name,
-                    type(exc).__name__,
-                    exc,
-                )
-                return None
-            enc.options["backend"] = "onnx"
-            return runner
-
-        enc.set_runner_factory(factory)  # built at the first encode() big enough to repay the export
-        return
-    else:
-        if enc.options.get("quantize"):
-            raise ConfigError("backend='onnx' cannot be combined with quantize='int8' (torch-only option)")
-        if enc.device.type != "cpu":
-            raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
-        enc.use_runner(onnx_runner(enc, threads=threads))
-    enc.options["backend"] = "onnx"
 
 
 def load_encoder(
@@ -297,6 +260,7 @@ def load_encoder(
     attn_implementation: str = "sdpa",
     threads: int | None = None,
     backend: str = "auto",
+    precision: str = "fp32",
 ) -> Encoder:
     """Load an encoder by registry name, local folder, or hub name.
 
@@ -305,15 +269,19 @@ def load_encoder(
         device: torch device (default CPU).
         max_length: truncation length (default: the folder's ``nlsim.json``, else 256).
         prefix: override the text prefix (default: the model's own, e.g. e5's ``"query: "``).
-        quantize: ``None`` (fp32) or ``"int8"`` (dynamic int8 linear layers; CPU only, lossy).
+        quantize: ``"int8"``: the same as ``backend="torch", precision="int8"`` (kept for old callers).
         attn_implementation: ``"sdpa"`` (default) or ``"eager"``.
         threads: if given, ``torch.set_num_threads(threads)`` (and as many ONNX Runtime threads).
         backend: how ``encode`` runs: ``"torch"``; ``"onnx"`` (ONNX Runtime on CPU, exported once and cached
-            under ``$NLSIM_HOME/onnx``, checked against torch; same numbers, several times faster); ``"auto"``
-            (default): ONNX when ``onnxruntime`` is installed, the device is the CPU and no quantization is
-            asked, from the first ``encode`` call of at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` (1,000) texts
-            (exporting costs ~15 s for e5 the first time; smaller jobs run on torch); else torch. Training
-            always uses torch.
+            under ``$NLSIM_HOME/onnx``, checked against torch); ``"auto"`` (default): chosen on this machine
+            among the paths ``precision`` allows (:mod:`nlsim.encoders.precision`: CPU features, a probe
+            timed once per machine and model, the model's quality check), from the first ``encode`` call of
+            at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` (1,000) texts; smaller jobs run on torch fp32 and never
+            pay an export. Training always uses torch.
+        precision: ``"fp32"`` (default: the exact numbers, torch or the checked ONNX export), ``"bf16"``
+            (torch), ``"int8"`` (ONNX Runtime or torch), or ``"auto"``: a lossy precision only where the
+            model's stored quality check passed it and the probe found it faster (what ``nlsim dedup`` and
+            ``nlsim embed`` use). A forced backend or precision is set up at load time.
 
     Raises:
         ConfigError: unknown name, unusable folder, hub unreachable, or a bad option.
@@ -324,18 +292,25 @@ def load_encoder(
         ...
         nlsim.errors.ConfigError: unknown model 'no-such-model': ...
     """
+    from nlsim.encoders.precision import check_options
+
     if quantize not in QUANTIZE_MODES:
         raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
-    if quantize and device not in (None, "cpu"):
-        raise ConfigError("quantize='int8' is CPU only")
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if quantize:
+        if backend == "onnx" or precision not in ("fp32", "int8"):
+            raise ConfigError("quantize='int8' is backend='torch', precision='int8'; give one or the other")
+        backend, precision = "torch", "int8"
+    if precision not in ("auto", "fp32") and device not in (None, "cpu"):
+        raise ConfigError(f"precision={precision!r} is CPU only")
+    if backend == "onnx" and device not in (None, "cpu"):
+        raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
+    check_options(backend, precision)
     common = dict(
         device=device,
-        quantize=quantize,
         attn_implementation=attn_implementation,
         threads=threads,
         backend=backend,
+        precision=precision,
     )
     raw = str(name_or_path)
     key = ALIASES.get(raw.lower())

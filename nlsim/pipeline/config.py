@@ -31,6 +31,8 @@ DEFAULT_MODEL = "multilingual-e5-small"
 CURRENT_MODEL = "current"
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
+Backend = Literal["auto", "torch", "onnx"]
+Precision = Literal["auto", "fp32", "bf16", "int8"]
 Representative = Literal["earliest", "central"]
 
 
@@ -82,6 +84,16 @@ class DedupConfig:
         None, help="write bad rows to this CSV with the reason and go on (default: stop at the first)"
     )
     batch_size: int = option(64, help="texts per embedding batch")
+    backend: Backend = option(
+        "auto",
+        help="how the encoder and the reranker's cross-encoder run: ONNX Runtime or torch (auto: chosen on "
+        "this machine by a cached speed probe)",
+    )
+    precision: Precision = option(
+        "auto",
+        help="their precision: fp32 (exact), bf16, int8; auto takes a lossy one only where the model's "
+        "stored quality check passed it and it is faster on this CPU (see docs/encoders.md)",
+    )
     cache: bool = option(True, help="do not reuse cached embeddings", flags=("--no-cache",))
     rerank: bool | None = option(
         None,

@@ -167,6 +167,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         texts = step("convert", stages.convert_texts, window, config)
         emb, hit = step("embed", stages.embed, texts, model, config)
         stats.embedding_cache_hit = hit
+        stages.note_inference(stats.model_info, model.encoder)
         window = step("index", stages.index, window, emb, config, model)
         stats.index = window.index.describe()
         pairs = step("neighbors", stages.neighbors, window, config, model.floor)
@@ -174,12 +175,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         if model.reranker is not None:
             candidates = len(pairs)
             pairs = step("rerank", stages.rerank, pairs, window, model, config)
-            stats.rerank = {
-                "describe": model.reranker.describe(),
-                "candidate_floor": round(model.floor, 6),
-                "candidates": candidates,
-                "kept": int(len(pairs)),
-            }
+            stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
         clustering = step("cluster", stages.cluster, window, pairs, config)
         events = clustering.update.events["status"]
         clusters = clustering.report_clusters

@@ -224,6 +224,7 @@ def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | No
         say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
         return None
     reranker = load_reranker(model_path)
+    reranker.backend, reranker.precision = config.backend, config.precision
     say(reranker.describe())
     return reranker
 
@@ -278,7 +279,7 @@ def load_model(config: DedupConfig, encoder: Any = None) -> ModelChoice:
             info.update(zero_shot=False, version=current.name, path=str(current))
             say(f"current model of {store.root}: {current.name}")
     if encoder is None:
-        encoder = load_encoder(name)
+        encoder = load_encoder(name, backend=config.backend, precision=config.precision)
     model_path = getattr(encoder, "path", None)
     reranker = _reranker_for(config, model_path)
     threshold = resolve_threshold(config, encoder, reranker, fallback)
@@ -294,9 +295,24 @@ def load_model(config: DedupConfig, encoder: Any = None) -> ModelChoice:
         ),
         card=model_card(Path(model_path) if model_path is not None else None, store_info),
         threshold_calibration=threshold.calibration,
-        backend=getattr(encoder, "options", {}).get("backend", "torch"),
     )
+    note_inference(info, encoder)
     return ModelChoice(encoder, reranker, threshold, info)
+
+
+def note_inference(info: dict[str, Any], encoder: Any) -> None:
+    """Put the encoder's inference path (backend, precision, why, the quality check) in the run record; before
+    the first big job decides it, what was asked."""
+    choice = getattr(encoder, "choice", None)
+    if choice is not None:
+        info["backend"] = choice.backend
+        info["precision"] = choice.precision
+        info["inference"] = choice.as_dict()
+    else:
+        options = getattr(encoder, "options", {}) or {}
+        info["backend"] = options.get("backend", "torch")
+        info["precision"] = options.get("precision", "fp32")
+        info.pop("inference", None)
 
 
 # --- window -------------------------------------------------------------------------------------------
@@ -342,7 +358,10 @@ def embed(
     ``encode(texts, batch_size=, progress=)`` replaces the encoder's own (the Dask flow's sharded one).
     """
     encoder = model.encoder
+    own = encode is None
     encode = encode or encoder.encode
+    if own and hasattr(encoder, "plan"):
+        encoder.plan(len(texts))  # the whole job's size decides the inference path, not one chunk's
 
     def compute() -> np.ndarray:
         # a daily run embeds in chunks (one progress line for all of them; the kill tests stop it after the
@@ -368,8 +387,11 @@ def embed(
         return np.vstack(parts).astype(np.float32, copy=False)
 
     if config.cache and not config.incremental and texts:
-        return EmbeddingCache().get_or_compute(texts, encoder, config.convert, compute)
-    return compute(), False
+        out = EmbeddingCache().get_or_compute(texts, encoder, config.convert, compute)
+    else:
+        out = compute(), False
+    note_inference(model.info, encoder)
+    return out
 
 
 def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoice) -> Window:
@@ -433,6 +455,20 @@ def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config:
         f"{model.threshold.value:.4f}"
     )
     return pairs
+
+
+def rerank_record(model: ModelChoice, candidates: int, kept: int) -> dict[str, Any]:
+    """What the run record keeps of the rerank stage: the combination, the candidate floor and the
+    cross-encoder's score bound behind it, the counts, and the cross-encoder's inference path."""
+    assert model.reranker is not None
+    return {
+        "describe": model.reranker.describe(),
+        "candidate_floor": round(model.floor, 6),
+        "cross_encoder_bound": round(model.reranker.cross_bound(), 6),
+        "candidates": candidates,
+        "kept": kept,
+        "inference": model.reranker.inference,
+    }
 
 
 # --- cluster ------------------------------------------------------------------------------------------

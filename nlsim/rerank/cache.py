@@ -45,11 +45,19 @@ class PairScoreCache:
     """Scores of one cross-encoder (``digest``) in ``root`` (default ``$NLSIM_HOME/pair-scores``)."""
 
     def __init__(self, root: str | Path | None, digest: str) -> None:
-        self.path = Path(root or nlsim_home() / "pair-scores") / f"{digest[:32]}.parquet"
+        self.root = Path(root or nlsim_home() / "pair-scores")
+        self.digest = digest
+        self.path = self.path_for("")
         self._known: dict[str, float] | None = None
+        self._tag = ""
 
-    def known(self) -> dict[str, float]:
-        if self._known is None:
+    def path_for(self, tag: str) -> Path:
+        """The file of scores computed on inference path ``tag`` (``""``: the exact fp32 scores)."""
+        return self.root / f"{self.digest[:32]}{'-' + tag if tag else ''}.parquet"
+
+    def known(self, tag: str = "") -> dict[str, float]:
+        if self._known is None or tag != self._tag:
+            self._tag, self.path = tag, self.path_for(tag)
             self._known = {}
             if self.path.is_file():
                 try:
@@ -64,11 +72,18 @@ class PairScoreCache:
         texts_a: Sequence[str],
         texts_b: Sequence[str],
         score: Callable[[list[str], list[str]], np.ndarray],
+        tag: str = "",
     ) -> np.ndarray:
-        """The scores of the pairs: cached ones looked up, the others computed with ``score`` and stored."""
-        known = self.known()
+        """The scores of the pairs: cached ones looked up, the others computed with ``score`` and stored.
+        ``tag`` names a lossy inference path (its scores are kept apart from the exact ones). A pair that
+        occurs twice is scored once."""
+        known = self.known(tag)
         keys = [pair_key(a, b) for a, b in zip(texts_a, texts_b, strict=True)]
-        missing = sorted({i for i, k in enumerate(keys) if k not in known})
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            if k not in known:
+                first.setdefault(k, i)
+        missing = sorted(first.values())
         out = np.array([known.get(k, np.nan) for k in keys], dtype=np.float64)
         if missing:
             got = np.asarray(
@@ -85,7 +100,7 @@ class PairScoreCache:
         return out
 
     def _save(self) -> None:
-        known = self.known()
+        known = self.known(self._tag)
         items = list(known.items())[-MAX_ROWS:]
         frame = pd.DataFrame(
             {"key": [k for k, _ in items], "score": np.array([s for _, s in items], np.float64)}

@@ -51,6 +51,7 @@ class CrossEncoder:
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
         self.head = torch.nn.Linear(int(model.config.hidden_size), 1)
+        self.path: Path | None = None  # the folder it was loaded from (its precision.json: the quality check)
 
     def digest(self) -> str:
         """SHA-256 of what the cross-encoder computes (weights, head, max length), cached until it trains."""
@@ -96,6 +97,7 @@ class CrossEncoder:
         ce = cls.from_base(str(folder), meta["max_length"], threads)  # loaded as it was trained
         ce.head.load_state_dict(load_file(str(folder / HEAD)))
         ce.model.eval()
+        ce.path = folder
         return ce
 
     def parameters(self) -> list[Any]:
@@ -125,30 +127,96 @@ class CrossEncoder:
         texts_b: Sequence[str],
         batch_size: int = 64,
         progress: bool = False,
-        runner: Callable[[list[str], list[str]], Any] | None = None,
+        runner: Callable[[dict[str, np.ndarray]], Any] | None = None,
     ) -> np.ndarray:
         """Scores in (0, 1), the mean over both text orders; float64 ``(n,)``.
 
-        ``runner(texts_a, texts_b) -> logits`` replaces torch's forward pass (e.g. the ONNX Runtime copy of
-        :mod:`nlsim.rerank.onnx`, same scores to ~1e-6); ``None`` scores with torch.
+        Both orders of every pair are tokenised once, sorted by token length and cut into batches of
+        ``2 * batch_size`` sequences, each padded only to its own longest. ``runner(features) -> logits``
+        (numpy arrays in, ``(rows,)`` out) replaces torch's fp32 forward pass: an inference path of
+        :mod:`nlsim.rerank.inference` (ONNX Runtime fp32 or int8, torch bf16 or int8); ``None`` scores
+        with torch.
         """
         if len(texts_a) != len(texts_b):
             raise ConfigError(f"{len(texts_a)} texts_a but {len(texts_b)} texts_b")
-        onnx = runner
-        # batches of similar length pad little: order by combined length, restore the order at the end
-        order = np.argsort([len(a) + len(b) for a, b in zip(texts_a, texts_b, strict=True)], kind="stable")
+        n = len(texts_a)
+        if n == 0:
+            return np.zeros(0, dtype=np.float64)
+        first = list(texts_a) + list(texts_b)
+        second = list(texts_b) + list(texts_a)
+        feats = self.tokenizer(
+            first,
+            second,
+            truncation=True,
+            max_length=self.max_length,
+            padding=False,
+            return_attention_mask=False,
+        )
+        ids = feats["input_ids"]
+        types = feats.get("token_type_ids") if self.uses_token_types() else None
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=2 * n)
+        order = np.argsort(-lengths, kind="stable")  # longest first: the biggest batch shows up early
+        rows_per_batch = max(1, 2 * int(batch_size))
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        logits = np.zeros(2 * n, dtype=np.float64)
         was_training = self.model.training
         self.model.eval()
-        out = np.zeros(len(texts_a), dtype=np.float64)
-        starts = range(0, len(texts_a), batch_size)
-        with torch.inference_mode():
-            for s in progress_bar(starts, desc="cross-encoder", unit="batch", enabled=progress):
-                rows = order[s : s + batch_size]
-                a, b = [texts_a[i] for i in rows], [texts_b[i] for i in rows]
-                if onnx is not None:
-                    ab, ba = torch.from_numpy(onnx(a, b)), torch.from_numpy(onnx(b, a))
-                else:
-                    ab, ba = self.logits(a, b), self.logits(b, a)
-                out[rows] = ((torch.sigmoid(ab) + torch.sigmoid(ba)) / 2).double().numpy()
-        self.model.train(was_training)
-        return out
+        starts = range(0, 2 * n, rows_per_batch)
+        try:
+            with torch.inference_mode():
+                for s in progress_bar(starts, desc="cross-encoder", unit="batch", enabled=progress):
+                    rows = order[s : s + rows_per_batch]
+                    width = int(lengths[rows].max())
+                    batch = {
+                        "input_ids": np.full((len(rows), width), pad, dtype=np.int64),
+                        "attention_mask": np.zeros((len(rows), width), dtype=np.int64),
+                    }
+                    if types is not None:
+                        batch["token_type_ids"] = np.zeros((len(rows), width), dtype=np.int64)
+                    for j, r in enumerate(rows):
+                        k = len(ids[r])
+                        batch["input_ids"][j, :k] = ids[r]
+                        batch["attention_mask"][j, :k] = 1
+                        if types is not None:
+                            batch["token_type_ids"][j, :k] = types[r]
+                    if runner is not None:
+                        out = runner(batch)
+                    else:
+                        tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
+                        out = pair_logits(self.model, self.head, tensors).float().numpy()
+                    logits[rows] = np.asarray(out, dtype=np.float64).reshape(-1)
+        finally:
+            self.model.train(was_training)
+        probs = 1.0 / (1.0 + np.exp(-logits))
+        return (probs[:n] + probs[n:]) / 2
+
+    def uses_token_types(self) -> bool:
+        """Whether the model reads ``token_type_ids`` (BERT does; XLM-R style vocabularies have one type)."""
+        names = getattr(self.tokenizer, "model_input_names", [])
+        return "token_type_ids" in names and int(getattr(self.model.config, "type_vocab_size", 2)) >= 2
+
+    def score_bound(self) -> float:
+        """An upper bound of any score this cross-encoder can give (1.0 when none is known).
+
+        For a BERT-style model the last hidden state is a LayerNorm's output ``gamma * z + beta`` with each
+        token's ``z`` centred and of norm at most ``sqrt(d)``, and mean pooling averages tokens, so the
+        logit ``w . pooled + b`` is at most ``sqrt(d) * |centred(w * gamma)| + w . beta + b``: a bound from
+        the weights alone, never from data. The rerank stage uses it to search fewer candidate pairs
+        (:meth:`nlsim.rerank.reranker.Reranker.candidate_floor`), losing none.
+        """
+        norm = None
+        if getattr(self.model.config, "model_type", "") in ("bert", "xlm-roberta", "roberta"):
+            try:
+                norm = self.model.encoder.layer[-1].output.LayerNorm
+            except AttributeError:
+                norm = None
+        if norm is None or getattr(norm, "weight", None) is None:
+            return 1.0
+        with torch.no_grad():
+            w = self.head.weight.detach().double().reshape(-1)
+            gamma, beta = norm.weight.detach().double(), norm.bias.detach().double()
+            v = w * gamma
+            v = v - v.mean()
+            bias = self.head.bias.detach().double()[0]
+            bound = float(v.numel() ** 0.5 * v.norm() + (w * beta).sum() + bias)
+        return float(min(1.0, 1.0 / (1.0 + np.exp(-bound))))

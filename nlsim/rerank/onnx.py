@@ -9,7 +9,7 @@ of the logits < 1e-4, else the export is refused and torch is used), and run wit
 Example:
     >>> ce = CrossEncoder.load("models/e5-thucnews/reranker")  # doctest: +SKIP
     >>> runner = cross_encoder_runner(ce)  # doctest: +SKIP
-    >>> runner(["台股大漲"], ["台股上漲"]).shape  # doctest: +SKIP
+    >>> runner.texts(["台股大漲"], ["台股上漲"]).shape  # doctest: +SKIP
     (1,)
 """
 
@@ -29,11 +29,10 @@ from nlsim.encoders.onnx_backend import (
     eager_attention,
     evict_old_exports,
     make_session,
-    onnxruntime_available,
+    quantized_model,
 )
 from nlsim.errors import StateError
-from nlsim.progress import warn
-from nlsim.rerank.cross_encoder import CrossEncoder, pair_logits
+from nlsim.rerank.cross_encoder import pair_logits
 
 EXPORT_VERSION = 1
 MAX_ABS_DIFF = 1e-4
@@ -67,7 +66,8 @@ class _PairLogits(torch.nn.Module):
 
 
 class CrossEncoderRunner:
-    """``runner(texts_a, texts_b) -> logits`` (float32 ``(n,)``) through the exported model."""
+    """``runner(features) -> logits`` (float32 ``(rows,)``) through the exported model; ``features`` are
+    the tokenised pairs as numpy arrays (``input_ids``, ``attention_mask``, ``token_type_ids`` if used)."""
 
     def __init__(self, path: Path, ce: Any, threads: int | None = None) -> None:
         self.path = path
@@ -75,12 +75,12 @@ class CrossEncoderRunner:
         self.session = make_session(path, threads)
         self.inputs = [i.name for i in self.session.get_inputs()]
 
-    def features(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> dict[str, np.ndarray]:
-        feats = self.ce.features(texts_a, texts_b, "np")
-        return {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs}
+    def __call__(self, feats: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run(None, {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs})[0]
 
-    def __call__(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-        return self.session.run(None, self.features(texts_a, texts_b))[0]
+    def texts(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        """The logits of ``texts_a[i]`` read with ``texts_b[i]`` (one order)."""
+        return self(dict(self.ce.features(texts_a, texts_b, "np")))
 
 
 def export_cross_encoder(ce: Any, out_dir: Path) -> None:
@@ -112,7 +112,7 @@ def export_cross_encoder(ce: Any, out_dir: Path) -> None:
             ta, tb = [a[i] for i in rows], [b[i] for i in rows]
             with torch.inference_mode():
                 ref = ce.logits(ta, tb).numpy()
-            worst = max(worst, float(np.abs(runner(ta, tb) - ref).max()))
+            worst = max(worst, float(np.abs(runner.texts(ta, tb) - ref).max()))
         if not worst < MAX_ABS_DIFF:
             raise StateError(f"cross-encoder ONNX export differs from torch by {worst:.2e}")
         (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
@@ -120,8 +120,12 @@ def export_cross_encoder(ce: Any, out_dir: Path) -> None:
         ce.model.train(was_training)
 
 
-def cross_encoder_runner(ce: Any, threads: int | None = None, root: Path | None = None) -> CrossEncoderRunner:
-    """Export (once, cached by the weights' digest) and open the ONNX model of ``ce``."""
+def cross_encoder_runner(
+    ce: Any, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
+) -> CrossEncoderRunner:
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``ce``; with
+    ``precision="int8"`` its dynamically quantized copy
+    (:func:`nlsim.encoders.onnx_backend.quantized_model`)."""
     digest = ce.digest()
     source = json.dumps(
         {"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
@@ -130,35 +134,7 @@ def cross_encoder_runner(ce: Any, threads: int | None = None, root: Path | None 
     folder = ensure_model_folder(
         cache / f"ce-{digest[:24]}", lambda tmp: export_cross_encoder(ce, tmp), source=source
     )
-    runner = CrossEncoderRunner(folder / "model.onnx", ce, threads)
-    evict_old_exports(cache, keep=folder)
+    path = quantized_model(folder, cache) if precision == "int8" else folder / "model.onnx"
+    runner = CrossEncoderRunner(path, ce, threads)
+    evict_old_exports(cache, keep=[folder, path.parent])
     return runner
-
-
-ONNX_MIN_PAIRS = 1000
-"""From this many pairs on, ``backend="auto"`` scores through ONNX Runtime (the export costs seconds once)."""
-
-
-def cross_encoder_backend(ce: CrossEncoder, n_pairs: int, backend: str = "auto") -> CrossEncoderRunner | None:
-    """The ONNX runner for a job of ``n_pairs`` (for :meth:`CrossEncoder.predict`), or ``None`` for torch.
-
-    ``auto`` takes ONNX for :data:`ONNX_MIN_PAIRS` pairs or more when ``onnxruntime`` is installed and the
-    model is on the CPU; a failed export falls back to torch (and says so). The runner is kept on the
-    cross-encoder for later calls.
-    """
-    model = getattr(ce, "model", None)
-    if backend == "torch" or model is None or model.training or next(model.parameters()).device.type != "cpu":
-        return None
-    if backend == "auto" and (n_pairs < ONNX_MIN_PAIRS or not onnxruntime_available()):
-        return None
-    cached = getattr(ce, "_onnx_runner", None)
-    if cached is not None:
-        return cached
-    try:
-        ce._onnx_runner = cross_encoder_runner(ce)
-    except (StateError, RuntimeError, ValueError) as exc:
-        if backend == "onnx":
-            raise
-        warn(f"cross-encoder: ONNX export failed ({exc}); scoring with torch")
-        return None
-    return ce._onnx_runner

@@ -41,7 +41,7 @@ from nlsim.evaluation.calibration import check_threshold
 from nlsim.io.atomic import atomic_write_text
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.cross_encoder import CrossEncoder
-from nlsim.rerank.onnx import cross_encoder_backend
+from nlsim.rerank.inference import cross_encoder_inference
 
 RERANKER_DIR = "reranker"
 RERANKER_JSON = "reranker.json"
@@ -58,6 +58,13 @@ class Reranker:
     weight: float = DEFAULT_WEIGHT
     calibration: dict[str, Any] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    backend: str = "auto"
+    """How :meth:`cross_scores` runs by default (not stored: a run setting, see
+    :mod:`nlsim.rerank.inference`)."""
+    precision: str = "fp32"
+    """Precision of :meth:`cross_scores` by default: ``fp32`` (evaluation, calibration), ``auto`` in dedup."""
+    inference: dict[str, Any] | None = None
+    """The last job's inference path (:class:`nlsim.encoders.precision.Choice` as a dict)."""
 
     def mapped_cosine(self, cosines: np.ndarray) -> np.ndarray:
         """The bi-encoder's cosine on the 0-1 relatedness scale (the fitted line, not clipped)."""
@@ -69,11 +76,18 @@ class Reranker:
         return self.weight * self.mapped_cosine(cosines) + (1.0 - self.weight) * cross
 
     def candidate_floor(self, threshold: float) -> float:
-        """The lowest cosine at which a pair can still reach ``threshold`` (cross-encoder score < 1)."""
+        """The lowest cosine at which a pair can still reach ``threshold``: the cross-encoder's score is at
+        most its :meth:`~nlsim.rerank.cross_encoder.CrossEncoder.score_bound` (a bound from its weights;
+        1 when unknown), so a pair below this cosine cannot reach the threshold whatever it reads."""
         if self.weight <= 0 or self.slope <= 0:
             return -1.0  # the cosine says nothing: every neighbour is a candidate
-        need = (float(threshold) - (1.0 - self.weight)) / self.weight
+        need = (float(threshold) - (1.0 - self.weight) * self.cross_bound()) / self.weight
         return float(max(-1.0, min(1.0, (need - self.intercept) / self.slope)))
+
+    def cross_bound(self) -> float:
+        """The highest score the cross-encoder can give (1 without a cross-encoder or a known bound)."""
+        bound = getattr(self.cross_encoder, "score_bound", None)
+        return float(bound()) if bound is not None else 1.0
 
     @property
     def threshold(self) -> float | None:
@@ -88,20 +102,25 @@ class Reranker:
         texts_a: Sequence[str],
         texts_b: Sequence[str],
         progress: bool = False,
-        backend: str = "auto",
+        backend: str | None = None,
         cache: PairScoreCache | None = None,
+        precision: str | None = None,
     ) -> np.ndarray:
-        """The cross-encoder's scores of already-converted text pairs (ONNX Runtime for large jobs, see
-        :func:`nlsim.rerank.onnx.cross_encoder_backend`); with ``cache``, pairs scored before are looked
-        up."""
+        """The cross-encoder's scores of already-converted text pairs, on the inference path chosen for the
+        job (:func:`nlsim.rerank.inference.cross_encoder_inference`; ``backend``/``precision`` default to the
+        reranker's own settings); with ``cache``, pairs scored before are looked up."""
+        backend = backend or self.backend
+        precision = precision or self.precision
+        a, b = list(texts_a), list(texts_b)
+        choice, runner = cross_encoder_inference(self.cross_encoder, len(a), backend, precision)
+        self.inference = choice.as_dict()
 
-        def score(a: list[str], b: list[str]) -> np.ndarray:
-            runner = cross_encoder_backend(self.cross_encoder, len(a), backend)
-            return self.cross_encoder.predict(a, b, progress=progress, runner=runner)
+        def score(x: list[str], y: list[str]) -> np.ndarray:
+            return self.cross_encoder.predict(x, y, progress=progress, runner=runner)
 
         if cache is not None:
-            return cache.scores(list(texts_a), list(texts_b), score)
-        return score(list(texts_a), list(texts_b))
+            return cache.scores(a, b, score, tag=choice.path if choice.lossy else "")
+        return score(a, b)
 
     @property
     def fingerprint(self) -> str:
@@ -114,7 +133,8 @@ class Reranker:
         cosine = pair_scorer(encoder)
 
         def score(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-            return self.combine(cosine(texts_a, texts_b), self.cross_scores(texts_a, texts_b))
+            cross = self.cross_scores(texts_a, texts_b, precision="fp32")  # measurements: the exact numbers
+            return self.combine(cosine(texts_a, texts_b), cross)
 
         return score
 

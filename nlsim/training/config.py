@@ -131,6 +131,12 @@ class FinetuneConfig:
         3, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
     )
     cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
+    precision_check: bool = option(
+        True,
+        help="do not check the int8/bf16 inference paths against fp32 on validation when saving (without "
+        "the check, runs use the exact fp32 paths only)",
+        flags=("--no-precision-check",),
+    )
     reranker: bool = option(
         True,
         help="train the bi-encoder alone (the reranker, trained by default, takes about 3/4 of the time)",

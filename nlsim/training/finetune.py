@@ -40,6 +40,7 @@ from nlsim.io.atomic import atomic_dir
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, write_marker
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
+from nlsim.rerank.precision_check import check_model, store_checks
 from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FinetuneConfig
@@ -130,6 +131,7 @@ TRAINING_STAGES = {
         StageInfo("evaluate-after", "score the fine-tuned bi-encoder"),
         StageInfo("calibrate", "calibrate the threshold on validation"),
         StageInfo("reranker", "train, calibrate and score the reranker", expensive=True),
+        StageInfo("precision-check", "check int8/bf16 inference against fp32 on validation", expensive=True),
         StageInfo("save-model", "write the model folder", io=True),
     )
 }
@@ -179,8 +181,11 @@ def finetune(
         reranker, reranked = call("reranker", fit_reranker, encoder, data, cfg, log)
         metrics.update(reranked)
     result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver, reranker)
+    checks = None
+    if cfg.out and cfg.precision_check:
+        checks = call("precision-check", check_precision, encoder, reranker, data, cal, cfg)
     if cfg.out:
-        call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker)
+        call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, None, checks)
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(
         f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
@@ -203,6 +208,27 @@ def check_model_out(out: str | Path) -> None:
     check_writable(target, what="--out")
 
 
+def check_precision(
+    encoder: Any, reranker: Any, data: PreparedPairs, cal: Any, cfg: FinetuneConfig
+) -> dict[str, dict[str, Any]]:
+    """The quality check of the lossy inference paths (int8, bf16) of the trained bi-encoder and reranker
+    against fp32 on the (converted) validation pairs, at the calibrated thresholds
+    (:mod:`nlsim.rerank.precision_check`); stored in the model folder as ``precision.json``."""
+    return check_model(
+        encoder,
+        reranker,
+        data.validation,
+        conversion=None,
+        threshold=cal.threshold if cal is not None else None,
+        threshold_source="calibration.json" if cal is not None else "",
+        threads=cfg.threads,
+        pairs_file=str(cfg.pairs or ""),
+        pairs_sha256=next(iter(data.data_files.values()), ""),
+        split=cfg.val_split,
+        pair_conversion=cfg.conversion,
+    )
+
+
 def save_model_folder(
     encoder: Any,
     out: str | Path,
@@ -211,10 +237,12 @@ def save_model_folder(
     silver: Any = None,
     reranker: Any = None,
     extra_files: dict[str, Callable[[Path], None]] | None = None,
+    checks: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Write the whole model folder at once: the encoder, ``calibration.json``, ``training.json``, the card,
-    the reranker (``reranker/``) and silver pairs when there are; it replaces ``out`` only when nlsim wrote
-    it (:func:`check_model_out`). ``extra_files``: more files, as ``{name: writer(path)}``."""
+    the reranker (``reranker/``), silver pairs and the precision checks (``precision.json``,
+    ``reranker/precision.json``) when there are; it replaces ``out`` only when nlsim wrote it
+    (:func:`check_model_out`). ``extra_files``: more files, as ``{name: writer(path)}``."""
     out = Path(out)
     check_model_out(out)
     encoder.base_model = getattr(encoder, "base_model", None) or getattr(encoder, "model_id", "")
@@ -243,6 +271,8 @@ def save_model_folder(
             silver.pairs.to_parquet(tmp / SILVER_PARQUET, index=False)
         if reranker is not None:
             reranker.save(tmp)
+        if checks:
+            store_checks({k: v for k, v in checks.items() if k == "encoder" or reranker is not None}, tmp)
         for name, writer in (extra_files or {}).items():
             writer(tmp / name)
         (tmp / CARD).write_text(model_card(result, encoder), encoding="utf-8")

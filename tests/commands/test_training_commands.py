@@ -65,8 +65,9 @@ def test_evaluate_json(pairs_file: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_finetune_then_evaluate_and_calibrate(
-    pairs_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pairs_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     model = tmp_path / "model"
     assert (
         cli(
@@ -124,3 +125,11 @@ def test_finetune_then_evaluate_and_calibrate(
     )
     cal = json.loads(cal_file.read_text())
     assert cal["split"] == "validation" and cal["level"] == 0.6 and cal["n"] == 16
+    # the quality check of the model's int8/bf16 paths, made on the same pairs and kept for later runs
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.precision import load_guard
+
+    record, where = load_guard("encoder", load_encoder("paraphrase-MiniLM-L3-v2").fingerprint)
+    assert record is not None and where.startswith(str(tmp_path / "home" / "precision"))
+    assert record["threshold"]["value"] == cal["threshold"] and record["n_pairs"] == 16
+    assert "precision check written" in capsys.readouterr().out

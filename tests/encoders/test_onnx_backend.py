@@ -76,15 +76,19 @@ def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> No
         load_encoder(l3.path, backend="tensorrt")
     with pytest.raises(ConfigError, match="int8"):
         load_encoder(l3.path, backend="onnx", quantize="int8")
-    assert "backend" not in load_encoder(l3.path, backend="torch").options
-    assert "backend" not in load_encoder(l3.path, quantize="int8").options  # auto: torch for int8
-    assert load_encoder(l3.path, quantize="int8")._runner_factory is None
+    with pytest.raises(ConfigError, match="bf16"):
+        load_encoder(l3.path, backend="onnx", precision="bf16")
+    forced = load_encoder(l3.path, backend="torch")  # a forced backend is set up at load time
+    assert (forced.options["backend"], forced.options["precision"]) == ("torch", "fp32")
+    q = load_encoder(l3.path, quantize="int8")  # the old spelling of backend torch, precision int8
+    assert q.choice.path == "torch-int8" and q.vectors_tag == "torch-int8"
     import nlsim.encoders.onnx_backend as ob
 
     monkeypatch.setattr(ob, "onnxruntime_available", lambda: False)
     enc = load_encoder(l3.path)  # auto without onnxruntime: torch
     enc.encode(["a"] * Encoder.AUTO_ONNX_MIN_TEXTS, batch_size=512, progress=False)
-    assert "backend" not in enc.options
+    assert enc.choice.path == "torch-fp32" and enc.options["backend"] == "torch"
+    assert "onnxruntime" in enc.choice.excluded["onnx-fp32"]
     with pytest.raises(ConfigError, match="onnxruntime"):
         load_encoder(l3.path, backend="onnx")
 

@@ -93,15 +93,18 @@ def test_sentence_transformers_prompt_is_used_when_no_nlsim_json(tmp_path: Path,
     assert load_encoder(dst, prefix="").prefix == ""
 
 
-def test_int8_option(l3_root: Path) -> None:
-    fp32 = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2")
-    q = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2", quantize="int8")
-    assert q.options == {"quantize": "int8"} and q.fingerprint != fp32.fingerprint
+def test_int8_option(l3_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    fp32 = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2", backend="torch")
+    q = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2", quantize="int8")  # = torch, int8
+    assert (q.options["backend"], q.options["precision"]) == ("torch", "int8")
+    # the same model, run another way: the fingerprint (calibrations, indexes) stays, cached vectors do not
+    assert q.fingerprint == fp32.fingerprint and q.vectors_tag == "torch-int8" and fp32.vectors_tag == ""
     texts = ["A man is playing a guitar.", "Stocks fell sharply on Monday."]
     a, b = fp32.encode(texts, progress=False), q.encode(texts, progress=False)
     assert ((a * b).sum(1) > 0.85).all()  # lossy, but the same vectors roughly
-    with pytest.raises(ConfigError, match="quantized"):
-        q.save(l3_root / "never")
+    q.save(tmp_path / "saved")  # the torch model itself stays fp32: it saves as such
+    np.testing.assert_allclose(load_encoder(tmp_path / "saved", backend="torch").encode(texts), a, atol=1e-6)
 
 
 @pytest.mark.slow

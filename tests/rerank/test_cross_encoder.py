@@ -9,7 +9,7 @@ from stsb_helpers import stsb_sample
 
 from nlsim.errors import ConfigError
 from nlsim.rerank.cross_encoder import CrossEncoder
-from nlsim.rerank.onnx import cross_encoder_backend
+from nlsim.rerank.inference import cross_encoder_inference
 from nlsim.training.config import CrossEncoderConfig
 from nlsim.training.cross_encoder import train_cross_encoder
 
@@ -67,12 +67,73 @@ def test_onnx_runner_gives_torch_scores(
 ) -> None:
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     ce, _ = trained
-    ce._onnx_runner = None
     a, b = small_pairs["text_a"].tolist(), small_pairs["text_b"].tolist()
-    assert cross_encoder_backend(ce, 4) is None  # a small job stays on torch
+    choice, runner = cross_encoder_inference(ce, 4)
+    assert runner is None and choice.path == "torch-fp32"  # a small job stays on torch
     ref = ce.predict(a, b)
-    runner = cross_encoder_backend(ce, len(a), "onnx")
+    choice, runner = cross_encoder_inference(ce, len(a), "onnx")
     got = ce.predict(a, b, batch_size=16, runner=runner)
-    assert runner is not None and list((tmp_path / "onnx").glob("ce-*/model.onnx"))
+    assert choice.path == "onnx-fp32" and list((tmp_path / "onnx").glob("ce-*/model.onnx"))
     np.testing.assert_allclose(got, ref, atol=1e-5)
-    ce._onnx_runner = None
+    ce.__dict__.pop("_inference", None)
+
+
+def test_score_bound_holds_for_any_input(trained: tuple[CrossEncoder, list[dict]]) -> None:
+    """The bound comes from the weights (final LayerNorm and head): no pair, however odd, scores above it."""
+    ce, _ = trained
+    bound = ce.score_bound()
+    assert 0.5 < bound <= 1.0
+    rng = np.random.default_rng(0)
+    words = ["guitar", "stocks", "rain", "the", "a", "cat", "x", "!!", "bank", "2024", "plays", "fell"]
+    a = [" ".join(rng.choice(words, size=rng.integers(1, 30))) for _ in range(200)]
+    b = [" ".join(rng.choice(words, size=rng.integers(1, 30))) for _ in range(200)]
+    scores = ce.predict(a + a[:20], b + a[:20])  # identical texts too
+    assert scores.max() <= bound
+    # and through the raw logits of random token ids
+    feats = {"input_ids": rng.integers(1000, 30000, size=(64, 40)), "attention_mask": np.ones((64, 40), int)}
+    if ce.uses_token_types():
+        feats["token_type_ids"] = np.zeros((64, 40), int)
+    from nlsim.rerank.inference import CrossEncoderTarget
+
+    logits = CrossEncoderTarget(ce).run(None, feats).numpy()
+    assert (1 / (1 + np.exp(-logits))).max() <= bound
+
+
+def test_lossy_cross_encoder_paths_follow_the_guard_and_the_probe(
+    trained: tuple[CrossEncoder, list[dict]],
+    small_pairs: pd.DataFrame,
+    tmp_path,
+    monkeypatch,  # noqa: ANN001
+) -> None:
+    import torch
+
+    from nlsim.encoders.cpu import cpu_info
+    from nlsim.encoders.precision import GUARD_FORMAT, save_guard, save_probe
+    from nlsim.rerank.inference import CrossEncoderTarget
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx512f avx512_vnni avx512_bf16")
+    ce, _ = trained
+    ce.__dict__.pop("_inference", None)
+    target = CrossEncoderTarget(ce)
+    rates = {"onnx-fp32": 100.0, "torch-fp32": 60.0, "onnx-int8": 250.0, "torch-bf16": 200.0}
+    save_probe(target.architecture(), torch.get_num_threads(), cpu_info(), rates, [])
+    n = 5000  # a big job (only the decision is made here)
+    assert cross_encoder_inference(ce, n, precision="auto")[0].path == "onnx-fp32"  # no quality check yet
+    ce.__dict__.pop("_inference", None)
+    good = {"spearman": 80.0, "f1": 0.5, "max_score_diff": 0.05, "mean_score_diff": 0.01}
+    save_guard(
+        {
+            "format": GUARD_FORMAT,
+            "kind": "cross-encoder",
+            "identity": ce.digest(),
+            "reference": {"spearman": 80.1, "f1": 0.5},
+            "paths": {"onnx-int8": {**good, "mean_score_diff": 0.2}, "torch-bf16": good},
+        }
+    )
+    choice, runner = cross_encoder_inference(ce, n, precision="auto")
+    assert choice.path == "torch-bf16" and "mean" not in choice.guard and runner is not None
+    assert "on average" in choice.excluded["onnx-int8"]
+    a, b = small_pairs["text_a"].tolist(), small_pairs["text_b"].tolist()
+    np.testing.assert_allclose(ce.predict(a, b, runner=runner), ce.predict(a, b), atol=0.02)
+    ce.__dict__.pop("_inference", None)

@@ -55,6 +55,25 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
     assert "## Reranker" in card and "reranked" in card
 
 
+def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
+    """Checked when the folder is written, found when it is loaded (for its very weights)."""
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.precision import guard_verdict, load_guard
+
+    out = Path(str(reranked_model.model_dir))
+    enc = load_encoder(out)
+    record, where = load_guard("encoder", enc.fingerprint, enc.path)
+    assert where == str(out / "precision.json") and record["kind"] == "encoder"
+    assert {"onnx-int8", "torch-bf16", "torch-int8"} <= set(record["paths"])
+    assert record["threshold"]["source"] == "calibration.json"
+    for path, entry in record["paths"].items():
+        assert entry["passed"] == guard_verdict(record, path)[0]
+    ce = load_reranker(out, threads=1).cross_encoder
+    ce_record, ce_where = load_guard("cross-encoder", ce.digest(), ce.path)
+    assert ce_where == str(out / "reranker" / "precision.json")
+    assert "max_score_diff" in ce_record["paths"]["onnx-int8"]
+
+
 def test_a_loaded_reranker_scores_as_the_trained_one(
     reranked_model: FinetuneResult, small_pairs: pd.DataFrame
 ) -> None:
@@ -98,6 +117,19 @@ class _FixedCross:
         self, a: list[str], b: list[str], progress: bool = False, runner: object = None
     ) -> np.ndarray:
         return self.scores[: len(a)]
+
+
+def test_candidate_floor_uses_the_cross_encoder_bound() -> None:
+    class Bounded(_FixedCross):
+        def score_bound(self) -> float:
+            return 0.9
+
+    loose = Reranker(cross_encoder=None, slope=1.2, intercept=-0.3, weight=0.5)
+    tight = Reranker(cross_encoder=Bounded([]), slope=1.2, intercept=-0.3, weight=0.5)
+    assert tight.candidate_floor(0.7) > loose.candidate_floor(0.7)
+    cos = np.linspace(-1, 1, 2001)
+    best_case = tight.combine(cos, np.full_like(cos, 0.9))
+    assert (cos[best_case >= 0.7] >= tight.candidate_floor(0.7) - 1e-9).all()
 
 
 def test_candidate_floor_loses_no_pair_that_could_pass() -> None:

@@ -1,0 +1,201 @@
+"""The quality check of a bi-encoder's lossy inference paths: each against fp32 on annotated pairs.
+
+For every lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``; :mod:`nlsim.encoders.precision`) the
+validation pairs are scored with the path's vectors and with torch fp32's, and the record keeps, per path:
+Spearman ×100 against the gold scores, the same-story F1 of ``cosine >= threshold`` (the model's calibrated
+threshold; gold ``>= 1.0``), and the lowest and mean cosine between each text's vector and its fp32
+vector. :func:`nlsim.encoders.precision.guard_verdict` judges the figures (Spearman loss at most 0.5, F1 not
+lower, lowest cosine at least 0.98); the record is stored as ``precision.json`` in a model folder or under
+``$NLSIM_HOME/precision/`` (:func:`nlsim.encoders.precision.save_guard`), where the run that loads the model
+finds it.
+
+Example (the small English model on a handful of pairs):
+    >>> import pandas as pd
+    >>> from nlsim.encoders import load_encoder
+    >>> pairs = pd.DataFrame({"text_a": ["a cat sits", "stocks fall", "rain today", "a dog runs"],
+    ...                       "text_b": ["a cat is sitting", "markets drop", "football", "a dog running"],
+    ...                       "score": [1.0, 0.75, 0.0, 1.0]})
+    >>> rec = check_encoder(load_encoder("paraphrase-MiniLM-L3-v2"), pairs, paths=["torch-bf16"])
+    >>> rec["kind"], sorted(rec["paths"]), rec["paths"]["torch-bf16"]["min_cosine"] > 0.99
+    ('encoder', ['torch-bf16'], True)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from nlsim.encoders.cpu import cpu_info
+from nlsim.encoders.precision import (
+    GUARD_FORMAT,
+    LOSSLESS,
+    MAX_SCORE_DIFF,
+    MAX_SPEARMAN_LOSS,
+    MEAN_SCORE_DIFF,
+    MIN_COSINE,
+    PATHS,
+    SAME_STORY,
+    guard_verdict,
+    split_path,
+)
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import calibrate_scores, threshold_metrics
+from nlsim.evaluation.metrics import convert_texts
+from nlsim.progress import say
+
+LOSSY = tuple(p for p in PATHS if p not in LOSSLESS)
+
+
+def lossy_paths(paths: Sequence[str] | None = None) -> list[str]:
+    """The lossy paths to check: ``paths`` or all, less ONNX ones without onnxruntime."""
+    from nlsim.encoders.onnx_backend import onnxruntime_available
+
+    chosen = list(paths) if paths is not None else list(LOSSY)
+    if not onnxruntime_available():
+        chosen = [p for p in chosen if split_path(p)[0] != "onnx"]
+    return [p for p in chosen if p in LOSSY]
+
+
+def spearman100(scores: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman ×100 (unrounded; NaN when either side is constant)."""
+    if len(gold) < 3 or np.ptp(scores) == 0 or np.ptp(gold) == 0:
+        return float("nan")
+    return float(stats.spearmanr(scores, gold).statistic) * 100
+
+
+def score_figures(scores: np.ndarray, gold: np.ndarray, threshold: float | None) -> dict[str, Any]:
+    """Spearman ×100 and the same-story precision, recall and F1 of ``score >= threshold`` (no F1 without a
+    threshold)."""
+    out: dict[str, Any] = {"spearman": round(spearman100(scores, gold), 4)}
+    if threshold is not None:
+        at = threshold_metrics(scores, gold, threshold, SAME_STORY)
+        out.update(f1=at["f1"], precision=at["precision"], recall=at["recall"])
+    return out
+
+
+def same_story_threshold(scores: np.ndarray, gold: np.ndarray) -> tuple[float | None, str]:
+    """The best-F1 threshold at the same-story level on these scores, or ``None`` (and why) when the pairs
+    have no same-story pair (or only such pairs): then the check has no F1 criterion."""
+    try:
+        return calibrate_scores(scores, gold, level=SAME_STORY).threshold, "calibrated here (same-story)"
+    except ConfigError as exc:
+        return None, f"no F1 criterion: {exc}"
+
+
+def limits() -> dict[str, float]:
+    return {
+        "max_spearman_loss": MAX_SPEARMAN_LOSS,
+        "min_cosine": MIN_COSINE,
+        "max_score_diff": MAX_SCORE_DIFF,
+        "mean_score_diff": MEAN_SCORE_DIFF,
+        "f1": "not lower than fp32",  # type: ignore[dict-item]
+    }
+
+
+def record_base(
+    kind: str, identity: str, n_pairs: int, threshold: float | None, source: str, **meta: Any
+) -> dict:
+    """The fields every guard record has (the paths' figures are added by the caller)."""
+    return {
+        "format": GUARD_FORMAT,
+        "kind": kind,
+        "identity": identity,
+        **meta,
+        "n_pairs": n_pairs,
+        "threshold": {
+            "value": None if threshold is None else round(float(threshold), 6),
+            "source": source,
+            "gold_level": SAME_STORY,
+        },
+        "limits": limits(),
+        "cpu": cpu_info().as_dict(),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def check_encoder(
+    encoder: Any,
+    pairs: pd.DataFrame,
+    *,
+    conversion: str | None = None,
+    threshold: float | None = None,
+    threshold_source: str = "",
+    paths: Sequence[str] | None = None,
+    threads: int | None = None,
+    **meta: Any,
+) -> dict[str, Any]:
+    """The guard record of ``encoder``'s lossy paths on ``pairs`` (``text_a``, ``text_b``, ``score``;
+    converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
+    calibrated here, on the fp32 cosines, at the same-story level). ``meta`` goes into the record (e.g.
+    ``pairs_file``)."""
+    from nlsim.encoders.inference import EncoderTarget
+
+    a = convert_texts(pairs["text_a"].tolist(), conversion)
+    b = convert_texts(pairs["text_b"].tolist(), conversion)
+    gold = pairs["score"].to_numpy(dtype=np.float64)
+    unique = list(dict.fromkeys(a + b))
+    where = {t: i for i, t in enumerate(unique)}
+    ia = np.fromiter((where[t] for t in a), dtype=np.int64, count=len(a))
+    ib = np.fromiter((where[t] for t in b), dtype=np.int64, count=len(b))
+    ref = encoder.encode(unique, progress=False, runner="torch")
+    cos_ref = np.einsum("ij,ij->i", ref[ia], ref[ib]).astype(np.float64)
+    if threshold is None:
+        threshold, threshold_source = same_story_threshold(cos_ref, gold)
+    record = record_base(
+        "encoder",
+        encoder.fingerprint,
+        len(pairs),
+        threshold,
+        threshold_source,
+        model_id=encoder.model_id,
+        conversion=conversion or "none",
+        **meta,
+    )
+    record["reference"] = {"path": "torch-fp32", **score_figures(cos_ref, gold, threshold)}
+    record["paths"] = {}
+    target = EncoderTarget(encoder)
+    for path in lossy_paths(paths):
+        entry: dict[str, Any]
+        try:
+            runner = target.build(path, threads)
+            vec = encoder.encode(unique, progress=False, runner=runner)
+        except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
+            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        else:
+            cos = np.einsum("ij,ij->i", vec[ia], vec[ib]).astype(np.float64)
+            agree = (vec * ref).sum(axis=1)
+            entry = {
+                **score_figures(cos, gold, threshold),
+                "min_cosine": round(float(agree.min()), 6),
+                "mean_cosine": round(float(agree.mean()), 6),
+            }
+            del runner
+        record["paths"][path] = entry
+        ok, why, _ = guard_verdict(record, path)
+        entry["passed"], entry["verdict"] = ok, why
+    return record
+
+
+def describe_record(record: dict[str, Any]) -> list[str]:
+    """One line per checked path, for the command line."""
+    what = "cross-encoder" if record.get("kind") == "cross-encoder" else "encoder"
+    ref = record.get("reference") or {}
+    t = record["threshold"]["value"]
+    f1 = f", same-story F1 {ref['f1']:.3f} at {t:.4f}" if ref.get("f1") is not None and t is not None else ""
+    lines = [
+        f"precision check of the {what} on {record.get('n_pairs')} pairs: fp32 Spearman "
+        f"{ref.get('spearman', float('nan')):.2f}{f1}"
+    ]
+    for path in record.get("paths") or {}:
+        lines.append(f"  {path}: {guard_verdict(record, path)[1]}")
+    return lines
+
+
+def say_record(record: dict[str, Any]) -> None:
+    for line in describe_record(record):
+        say(line)

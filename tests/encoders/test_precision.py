@@ -1,0 +1,260 @@
+"""Backend and precision chosen on the machine in hand: CPU features, the cached probe, the quality check.
+
+No timings are asserted: probes are written by the tests (``NLSIM_PROBE=cached``, see ``tests/conftest.py``)
+and the choice must follow them deterministically.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from stsb_helpers import stsb_sample
+
+from nlsim.encoders import Encoder, load_encoder
+from nlsim.encoders.cache import EmbeddingCache
+from nlsim.encoders.cpu import CpuInfo, cpu_info, parse_cpuinfo
+from nlsim.encoders.inference import EncoderTarget
+from nlsim.encoders.precision import (
+    GUARD_FORMAT,
+    LOSSY_MIN_GAIN,
+    MIN_COSINE,
+    candidates,
+    decide,
+    guard_verdict,
+    load_guard,
+    save_guard,
+    save_probe,
+    select,
+)
+from nlsim.evaluation.precision_check import check_encoder
+
+pytest.importorskip("onnxruntime")
+
+AVX512_VNNI_BF16 = "avx2 avx512f avx512bw avx512_vnni avx512_bf16"
+TEXTS = [
+    "A man is playing a guitar.",
+    "Stocks fell sharply on Monday as investors fled to bonds.",
+    "x",
+    "Floods hit the north after three days of rain; thousands leave their homes. " * 3,
+    "A person plays the guitar.",
+    "The central bank raised rates by a quarter point.",
+]
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX512_VNNI_BF16)  # the same CPU rules on every machine
+    monkeypatch.setenv("NLSIM_PROBE", "cached")
+    return tmp_path
+
+
+def write_probe(enc: Encoder, rates: dict[str, float]) -> Path:
+    return save_probe(EncoderTarget(enc).architecture(), torch.get_num_threads(), cpu_info(), rates, [])
+
+
+def guard(identity: str, paths: dict[str, dict], kind: str = "encoder") -> dict:
+    """A stored quality check with fp32 at Spearman 80 and F1 0.5."""
+    return {
+        "format": GUARD_FORMAT,
+        "kind": kind,
+        "identity": identity,
+        "reference": {"path": "torch-fp32", "spearman": 80.0, "f1": 0.5},
+        "paths": paths,
+    }
+
+
+GOOD = {"spearman": 79.9, "f1": 0.5, "min_cosine": 0.995}
+
+
+def test_cpu_flags_decide_which_precisions_are_tried() -> None:
+    model, flags = parse_cpuinfo("model name\t: Intel(R) Xeon(R)\nflags\t\t: fpu avx512f amx_tile amx_int8\n")
+    assert model == "Intel(R) Xeon(R)" and {"amx_tile", "amx_int8"} <= flags
+    plain = CpuInfo("old", ("avx2",), 2)
+    assert candidates("auto", "auto", plain, onnx_ok=True)[0] == ["onnx-fp32", "torch-fp32"]
+    why = candidates("auto", "auto", plain, onnx_ok=True)[1]
+    assert "VNNI" in why["onnx-int8"] and "bf16" in why["torch-bf16"]
+    # asked for, a precision is tried whatever the CPU
+    assert candidates("auto", "int8", plain, onnx_ok=True)[0] == ["onnx-int8", "torch-int8"]
+    amx = CpuInfo("xeon", ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"), 2)
+    assert len(candidates("auto", "auto", amx, onnx_ok=True)[0]) == 5
+    assert candidates("auto", "auto", amx, onnx_ok=False)[0] == ["torch-fp32", "torch-bf16", "torch-int8"]
+    assert amx.int8_isa == "amx_int8" and amx.bf16_isa == "amx_bf16" and "AMX" in amx.describe()
+
+
+def test_the_pick_follows_the_probe_and_the_guard() -> None:
+    cands = ["onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16"]
+    passed = {"onnx-int8": (True, "passed", None), "torch-bf16": (True, "passed", None)}
+    probe = {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 500.0, "torch-bf16": 600.0}
+    assert decide(cands, {}, probe, passed).path == "torch-bf16"
+    assert decide(cands, {}, {**probe, "onnx-int8": 700.0}, passed).path == "onnx-int8"
+    # a lossy path must be clearly faster than the best exact one
+    close = {**probe, "onnx-int8": 300.0 * LOSSY_MIN_GAIN * 0.99, "torch-bf16": 310.0}
+    assert decide(cands, {}, close, passed).path == "onnx-fp32"
+    failed = {"onnx-int8": (False, "failed: Spearman drops 1.00", None), "torch-bf16": (True, "passed", None)}
+    pick = decide(cands, {}, {**probe, "onnx-int8": 900.0}, failed)
+    assert pick.path == "torch-bf16" and "Spearman drops" in pick.excluded["onnx-int8"]
+    # no probe: the exact paths, in their fixed order
+    assert decide(cands, {}, {}, passed).path == "onnx-fp32"
+
+
+def test_guard_verdicts() -> None:
+    rec = guard("x", {"onnx-int8": GOOD})
+    assert guard_verdict(rec, "onnx-int8")[0]
+    assert not guard_verdict(None, "onnx-int8")[0]
+    assert not guard_verdict(rec, "torch-bf16")[0]  # not checked: not passed
+    assert not guard_verdict(guard("x", {"onnx-int8": {**GOOD, "spearman": 79.4}}), "onnx-int8")[0]
+    assert not guard_verdict(guard("x", {"onnx-int8": {**GOOD, "f1": 0.49}}), "onnx-int8")[0]
+    low = guard("x", {"onnx-int8": {**GOOD, "min_cosine": MIN_COSINE - 0.001}})
+    assert "lowest cosine" in guard_verdict(low, "onnx-int8")[1]
+    ce = guard("x", {"onnx-int8": {**GOOD, "max_score_diff": 0.05, "mean_score_diff": 0.01}}, "cross-encoder")
+    assert guard_verdict(ce, "onnx-int8")[0]
+    ce["paths"]["onnx-int8"]["mean_score_diff"] = 0.2
+    assert not guard_verdict(ce, "onnx-int8")[0]
+    assert guard_verdict(None, "onnx-fp32")[0]  # exact paths need no check
+
+
+def test_choice_is_deterministic_given_a_cached_probe(home: Path, l3: Encoder) -> None:
+    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD, "torch-bf16": GOOD, "torch-int8": GOOD}))
+    write_probe(
+        l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700, "torch-bf16": 500, "torch-int8": 400}
+    )
+    picks = [select(EncoderTarget(l3), precision="auto", probe_missing=False).choice for _ in range(3)]
+    assert {c.path for c in picks} == {"onnx-int8"}
+    assert picks[0].probe["onnx-int8"] == 700 and picks[0].guard.startswith("passed")
+    write_probe(
+        l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 500, "torch-bf16": 650, "torch-int8": 400}
+    )
+    assert select(EncoderTarget(l3), precision="auto", probe_missing=False).choice.path == "torch-bf16"
+    # through load_encoder: decided at the first big job, vectors tagged with the lossy path
+    enc = load_encoder(l3.path, precision="auto")
+    assert enc.choice is None and enc.plan(10) is None  # a small job stays on torch fp32
+    assert enc.plan(Encoder.AUTO_ONNX_MIN_TEXTS).path == "torch-bf16"
+    assert enc.options["precision"] == "bf16" and enc.vectors_tag == "torch-bf16"
+    # the default precision of the library is the exact one: the guard is not even read
+    assert load_encoder(l3.path).plan(Encoder.AUTO_ONNX_MIN_TEXTS).path == "onnx-fp32"
+
+
+def test_a_failing_or_missing_guard_falls_back_to_fp32(home: Path, l3: Encoder) -> None:
+    fast = {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 900, "torch-bf16": 800, "torch-int8": 700}
+    write_probe(l3, fast)
+    choice = select(EncoderTarget(l3), precision="auto", probe_missing=False).choice
+    assert choice.path == "onnx-fp32" and "none recorded" in choice.excluded["onnx-int8"]
+    bad = {**GOOD, "spearman": 78.0}
+    save_guard(guard(l3.fingerprint, {"onnx-int8": bad, "torch-bf16": bad, "torch-int8": bad}))
+    choice = select(EncoderTarget(l3), precision="auto", probe_missing=False).choice
+    assert choice.path == "onnx-fp32" and "Spearman drops 2.00" in choice.excluded["torch-bf16"]
+    save_guard(guard("another model", {"onnx-int8": GOOD}))  # made for other weights: not used
+    assert load_guard("encoder", "another model")[0] is not None
+    assert select(EncoderTarget(l3), precision="auto", probe_missing=False).choice.path == "onnx-fp32"
+    # asked for explicitly, a lossy precision runs without the guard (and says so)
+    forced = select(EncoderTarget(l3), backend="torch", precision="int8", probe_missing=False).choice
+    assert forced.path == "torch-int8" and forced.forced and forced.guard.startswith("failed")
+
+
+def test_a_path_that_cannot_be_set_up_is_left_out(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
+    write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 900})
+    import nlsim.encoders.onnx_backend as ob
+
+    real = ob.onnx_runner
+
+    def broken(encoder, *, threads=None, root=None, precision="fp32"):  # noqa: ANN001, ANN202
+        if precision == "int8":
+            raise RuntimeError("no int8 kernels today")
+        return real(encoder, threads=threads, root=root, precision=precision)
+
+    monkeypatch.setattr(ob, "onnx_runner", broken)
+    enc = load_encoder(l3.path, precision="auto")
+    out = enc.encode(TEXTS * 200, progress=False)
+    assert enc.choice.path == "onnx-fp32" and "could not be set up" in enc.choice.excluded["onnx-int8"]
+    np.testing.assert_allclose(out[: len(TEXTS)], l3.encode(TEXTS, progress=False), atol=1e-5)
+
+
+@pytest.mark.parametrize("path", ["onnx-int8", "torch-bf16", "torch-int8"])
+def test_lossy_vectors_stay_close_to_fp32(home: Path, l3: Encoder, path: str) -> None:
+    """The stated bound: where the quality check passes a path, its vectors are within cosine
+    MIN_COSINE (0.98) of fp32's; bf16 and ONNX int8 (per-channel) are well inside it on this model."""
+    backend, precision = path.split("-")
+    enc = load_encoder(l3.path, backend=backend, precision=precision)
+    assert enc.choice.path == path
+    ref = l3.encode(TEXTS, progress=False)
+    got = enc.encode(TEXTS, progress=False)
+    low = float((ref * got).sum(axis=1).min())
+    assert np.allclose((got**2).sum(axis=1), 1.0, atol=1e-5)
+    if path != "torch-int8":  # torch's per-tensor int8 moves vectors more; the guard decides per model
+        assert low >= MIN_COSINE
+    pairs = stsb_sample(train=0, validation=40, test=0)
+    record = check_encoder(l3, pairs, paths=[path])
+    entry = record["paths"][path]
+    assert guard_verdict(record, path)[0] == (entry["min_cosine"] >= MIN_COSINE and entry["passed"])
+    if entry["passed"]:
+        assert entry["min_cosine"] >= MIN_COSINE
+
+
+def test_check_encoder_record_is_stored_and_found(home: Path, l3: Encoder) -> None:
+    pairs = stsb_sample(train=0, validation=60, test=0)
+    record = check_encoder(l3, pairs, paths=["onnx-int8", "torch-bf16"], pairs_file="stsb")
+    assert record["identity"] == l3.fingerprint and record["kind"] == "encoder"
+    assert record["threshold"]["gold_level"] == 1.0 and "calibrated here" in record["threshold"]["source"]
+    assert set(record["paths"]) == {"onnx-int8", "torch-bf16"}
+    bf16 = record["paths"]["torch-bf16"]
+    assert bf16["min_cosine"] > 0.999 and abs(bf16["spearman"] - record["reference"]["spearman"]) < 0.5
+    assert record["cpu"]["flags"] == AVX512_VNNI_BF16.split()
+    path = save_guard(record)
+    found, where = load_guard("encoder", l3.fingerprint, l3.path)
+    assert found == json.loads(path.read_text()) and where == str(path)
+
+
+def test_embedding_cache_keeps_lossy_vectors_apart(home: Path, l3: Encoder) -> None:
+    cache = EmbeddingCache(home / "emb")
+    texts = TEXTS * 200
+    exact, hit = cache.get_or_compute(texts, load_encoder(l3.path, backend="torch"), "none")
+    bf16 = load_encoder(l3.path, backend="torch", precision="bf16")
+    lossy, hit2 = cache.get_or_compute(texts, bf16, "none")
+    assert not hit and not hit2 and not np.array_equal(exact, lossy)
+    again, hit3 = cache.get_or_compute(texts, load_encoder(l3.path, backend="onnx"), "none")  # exact too
+    assert hit3 and np.array_equal(again, exact)
+
+
+def test_the_run_record_and_the_log_name_the_choice(
+    home: Path, l3: Encoder, repo_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
+
+    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
+    write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700})
+    corpus = home / "bbc.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:1200].to_parquet(corpus)
+    common = dict(
+        corpus=str(corpus),
+        model=str(l3.path),
+        convert="none",
+        threshold=0.95,
+        text_fields=("description",),
+        cache=False,
+        progress=False,
+    )
+    caplog.set_level("INFO", logger="nlsim")
+    auto = run_dedup(DedupConfig(out=str(home / "auto"), **common))
+    inference = auto.summary["model_info"]["inference"]
+    assert inference["path"] == "onnx-int8" and inference["guard"].startswith("passed")
+    assert auto.summary["model_info"]["precision"] == "int8"
+    run_json = json.loads((home / "auto" / "run.json").read_text())
+    assert run_json["model_info"]["inference"]["path"] == "onnx-int8"
+    assert "embedding with" in caplog.text and "onnx-int8" in caplog.text
+    exact = run_dedup(DedupConfig(out=str(home / "exact"), precision="fp32", **common))
+    assert exact.summary["model_info"]["inference"]["path"] == "onnx-fp32"
+    # the pairs of the guarded int8 run and the exact run: the same, or a measured few apart
+    key = ["id_a", "id_b"]
+    a = set(map(tuple, auto.pairs[key].to_numpy()))
+    b = set(map(tuple, exact.pairs[key].to_numpy()))
+    assert len(a ^ b) <= max(2, len(b) // 20)
