@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
-from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
+from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.options import option, option_like
 
 DEFAULT_BASE = "multilingual-e5-small"
@@ -43,6 +43,11 @@ class CrossEncoderConfig:
     seed: int = 42
     threads: int | None = None
     log_every: int = 50
+    story_weight: float = 3.0
+    """Weight in the loss of a pair scored at or above ``story_level`` (same story); 1 = unweighted.
+    Same-story pairs are rare (about 7% of the training pairs): weighting them x3 raised the
+    cross-encoder's same-story F1 on validation (docs/finetuning.md)."""
+    story_level: float = SAME_STORY
 
     def check(self) -> None:
         for name in ("epochs", "batch_size", "max_length"):
@@ -50,6 +55,8 @@ class CrossEncoderConfig:
                 raise ConfigError(f"cross-encoder {name} must be >= 1, got {getattr(self, name)}")
         if not self.lr > 0:
             raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
+        if not self.story_weight > 0:
+            raise ConfigError(f"cross-encoder story weight must be > 0, got {self.story_weight}")
 
 
 @dataclass
@@ -128,9 +135,18 @@ class FinetuneConfig:
         "ensemble", help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)"
     )
     cross_encoder_epochs: int = option(
-        3, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
+        5, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
     )
     cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
+    story_weight: float = option(
+        3.0,
+        help="loss weight of the same-story training pairs (score >= 0.875) in the cross-encoder "
+        "(1 = unweighted)",
+    )
+    rerank_weight: float = option(
+        0.3,
+        help="share of the bi-encoder's mapped cosine in the rerank score (the rest is the cross-encoder's)",
+    )
     precision_check: bool = option(
         True,
         help="do not check the int8/bf16 inference paths against fp32 on validation when saving (without "
@@ -166,6 +182,8 @@ class FinetuneConfig:
             raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
         if self.reranker:
             self.cross_encoder_config().check()
+            if not 0 <= self.rerank_weight <= 1:
+                raise ConfigError(f"rerank weight must be in [0, 1], got {self.rerank_weight}")
         if self.silver_corpus is not None:
             if not Path(self.silver_corpus).is_file():
                 raise ConfigError(f"silver corpus {self.silver_corpus}: no such file")
@@ -183,6 +201,7 @@ class FinetuneConfig:
             freeze_embeddings=self.freeze_embeddings,
             seed=self.seed,
             threads=self.threads,
+            story_weight=self.story_weight,
         )
 
 

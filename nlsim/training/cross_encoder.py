@@ -1,7 +1,8 @@
 """Train the reranker's cross-encoder (:class:`nlsim.rerank.cross_encoder.CrossEncoder`) on graded pairs.
 
-Binary cross-entropy against the graded score (soft labels), both text orders, AdamW with linear warm-up
-and decay, the best validation epoch (Spearman) kept.
+Binary cross-entropy against the graded score (soft labels), the rare same-story pairs weighted up
+(``story_weight``), both text orders, AdamW with linear warm-up and decay, the best validation epoch
+(Spearman) kept.
 
 Example (a few seconds with the small English model):
     >>> import pandas as pd
@@ -55,12 +56,13 @@ def train_cross_encoder(
     text_a = train["text_a"].tolist() + train["text_b"].tolist()
     text_b = train["text_b"].tolist() + train["text_a"].tolist()
     scores = torch.tensor(np.concatenate([train["score"].to_numpy(dtype=np.float32)] * 2))
+    weights = torch.where(scores >= cfg.story_level - 1e-9, float(cfg.story_weight), 1.0)
     params = ce.parameters()
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     per_epoch = math.ceil(len(text_a) / cfg.batch_size)
     total = per_epoch * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
     gen = torch.Generator().manual_seed(cfg.seed)
     history: list[dict[str, Any]] = []
     best: tuple[float, dict[str, Any] | None] = (-math.inf, None)
@@ -71,7 +73,8 @@ def train_cross_encoder(
         losses: list[float] = []
         for k, start in enumerate(range(0, len(order), cfg.batch_size)):
             rows = order[start : start + cfg.batch_size]
-            loss = loss_fn(ce.logits([text_a[i] for i in rows], [text_b[i] for i in rows]), scores[rows])
+            per_pair = loss_fn(ce.logits([text_a[i] for i in rows], [text_b[i] for i in rows]), scores[rows])
+            loss = (per_pair * weights[rows]).sum() / weights[rows].sum()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

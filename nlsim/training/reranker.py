@@ -66,7 +66,7 @@ def fit_reranker(
     """Train the reranker (:mod:`nlsim.rerank.reranker`) beside the fine-tuned ``encoder``, calibrate its
     score on
     validation, and score it; returns the reranker and its metrics keyed ``"reranked/{split}"``."""
-    reranker = train_reranker(encoder, data.train, data.validation, cfg, log=log)
+    reranker = train_reranker(encoder, data.train, data.validation, cfg, weight=cfg.rerank_weight, log=log)
     scorer = reranker.scorer(encoder)
     cal = calibrate_encoder(scorer, data, cfg, model="reranker")
     reranker.calibration = cal.as_dict() if cal is not None else None

@@ -57,6 +57,28 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         ce.predict(["a", "b"], ["c"])
     with pytest.raises(ConfigError, match="epochs"):
         CrossEncoderConfig(epochs=0).check()
+    with pytest.raises(ConfigError, match="story weight"):
+        CrossEncoderConfig(story_weight=0).check()
+
+
+def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -> None:
+    """Same data, seed and order; only the loss weight of the pairs at or above the story level differs:
+    the weighted model fits those pairs closer (their squared error falls) at the cost of the rest."""
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    story = (train["score"] >= 0.7).to_numpy()
+    assert 3 <= story.sum() < len(train) - 3
+    errors = []
+    for weight in (1.0, 10.0):
+        cfg = CrossEncoderConfig(
+            epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_weight=weight, story_level=0.7
+        )
+        ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+        pred = ce.predict(train["text_a"].tolist(), train["text_b"].tolist())
+        sq = (pred - train["score"].to_numpy()) ** 2
+        errors.append((float(sq[story].mean()), float(sq[~story].mean())))
+    (story_plain, rest_plain), (story_weighted, rest_weighted) = errors
+    assert story_weighted < story_plain and rest_weighted > rest_plain
 
 
 def test_onnx_runner_gives_torch_scores(

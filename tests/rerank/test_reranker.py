@@ -38,6 +38,7 @@ def reranked_model(tmp_path_factory: pytest.TempPathFactory, small_pairs: pd.Dat
         calibrate_level=0.6,
         reranker=True,
         cross_encoder_epochs=2,
+        rerank_weight=0.4,
         seed=5,
     )
     return finetune(cfg, pairs=small_pairs, log=lambda _: None)
@@ -48,7 +49,7 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
     assert has_reranker(out) and (out / "reranker" / "head.safetensors").is_file()
     assert {"reranked/validation", "reranked/test"} <= set(reranked_model.metrics)
     summary = reranked_model.reranker
-    assert summary is not None and summary["weight"] == 0.5 and summary["slope"] > 0
+    assert summary is not None and summary["weight"] == 0.4 and summary["slope"] > 0
     assert [h["epoch"] for h in summary["cross_encoder_history"]] == [1, 2]
     assert summary["calibration"]["level"] == 0.6 and summary["calibration"]["model"] == "reranker"
     card = (out / "README.md").read_text(encoding="utf-8")
@@ -102,7 +103,9 @@ def test_rerank_score_is_the_weighted_mean_and_symmetric(reranked_model: Finetun
     got = score(a, b)
     cos = np.einsum("ij,ij->i", enc.encode(a), enc.encode(b))
     cross = reranker.cross_encoder.predict(a, b)
-    expected = 0.5 * (reranker.slope * cos + reranker.intercept) + 0.5 * cross
+    w = reranker.weight
+    assert w == 0.4
+    expected = w * (reranker.slope * cos + reranker.intercept) + (1 - w) * cross
     np.testing.assert_allclose(got, expected, atol=1e-5)
     np.testing.assert_allclose(score(b, a), got, atol=1e-5)
 
