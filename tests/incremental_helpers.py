@@ -175,6 +175,9 @@ def report_content(report_dir: Path) -> dict[str, Any]:
             if c in clusters
         }
     )
+    # how the encoder was run (a path forced by the caller's encoder, or chosen at the first big job) is
+    # provenance, not content: the same items and model give the same tables either way
+    run.get("model_info", {}).pop("inference", None)
     return {
         "run": {k: v for k, v in run.items() if k not in VOLATILE and k != "files"},
         "pairs": pairs.astype(str).to_dict("records"),
