@@ -144,7 +144,7 @@ class FinetuneConfig:
         "(1 = unweighted)",
     )
     rerank_weight: float = option(
-        0.3,
+        0.5,
         help="share of the bi-encoder's mapped cosine in the rerank score (the rest is the cross-encoder's)",
     )
     precision_check: bool = option(
