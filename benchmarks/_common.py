@@ -115,11 +115,12 @@ def replicate(base: np.ndarray, n: int, noise: float, seed: int = 0, chunk: int 
     return out
 
 
-def run_child(args: list[str], timeout: float = 900) -> dict[str, Any]:
-    """Run ``python <args>`` in a fresh process (so its peak RSS is its own); it prints one JSON line last."""
+def run_child(args: list[str], timeout: float = 900, python: str | None = None) -> dict[str, Any]:
+    """Run ``python <args>`` in a fresh process (so its peak RSS is its own); it prints one JSON line last.
+    ``python``: another interpreter (e.g. a peer's own environment), default this one."""
     t = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=HERE.parent
+        [python or sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=HERE.parent
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr[-3000:]}")

@@ -11,8 +11,10 @@ Variants (each path of :mod:`nlsim.encoders.precision` can be forced):
 
 - ``st``: sentence-transformers ``encode`` (torch, batch 64, the model's prompt); ``st-onnx``: its
   ``backend="onnx"``; ``st-onnx-int8``: its ``export_dynamic_quantized_onnx_model`` for this CPU
-  (``avx512_vnni``, ``avx512`` or ``avx2``). Both need ``pip install -e '.[bench-onnx]'`` (optimum); the
-  ONNX files are made once, outside the clock, in ``benchmarks/results/cache/st-onnx/``;
+  (``avx512_vnni``, ``avx512`` or ``avx2``). Both need optimum's ONNX exporter, which requires
+  transformers < 4.58 (nlsim's environment has 5.x): give them an environment of their own with
+  ``--peer-python PATH`` (``bash benchmarks/make_peer_env.sh`` builds one); the ONNX files are made once,
+  outside the clock, in ``benchmarks/results/cache/st-onnx/``;
 - ``nlsim-auto``: what ``nlsim embed``/``nlsim dedup`` use by default (``precision="auto"``: the cached
   probe, the stored quality check); its row names the path it took;
 - ``nlsim`` (ONNX Runtime fp32, lossless), ``nlsim-torch`` (torch fp32, SDPA), ``nlsim-torch-eager``;
@@ -121,6 +123,11 @@ def st_onnx_folder(model: str) -> Path:
         return out
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(folder, out, ignore=shutil.ignore_patterns("manifest.json", "onnx"))
+    tok_config = out / "tokenizer_config.json"
+    settings = json.loads(tok_config.read_text(encoding="utf-8"))
+    if settings.get("tokenizer_class") == "TokenizersBackend":  # transformers 5's name; 4.x (optimum) needs
+        settings["tokenizer_class"] = "PreTrainedTokenizerFast"  # the class: the same tokenizer.json
+        tok_config.write_text(json.dumps(settings, indent=2), encoding="utf-8")
     st = SentenceTransformer(str(out), device="cpu", backend="onnx")  # exports when there is no ONNX file
     st.save_pretrained(str(out))
     export_dynamic_quantized_onnx_model(st, config, str(out))
@@ -257,6 +264,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--no-quality", dest="quality", action="store_false")
     ap.add_argument("--tag", default="", help="results file suffix: embedding-TAG.json")
+    ap.add_argument(
+        "--peer-python",
+        default=None,
+        help="interpreter for the st-onnx variants (an environment with optimum: make_peer_env.sh)",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--emb-dir", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -271,7 +283,7 @@ def main() -> None:
     if any(v.startswith("st-onnx") for v in variants):
         r = subprocess.run(
             [
-                sys.executable,
+                args.peer_python or sys.executable,
                 "-c",
                 f"import sys; sys.path[:0] = {[str(HERE), str(ROOT)]!r}; "
                 f"import bench_embedding as b; b.st_onnx_folder({args.model!r})",
@@ -282,7 +294,7 @@ def main() -> None:
         if r.returncode != 0:
             raise SystemExit(
                 "st-onnx variants need sentence-transformers' ONNX backend "
-                "(pip install -e '.[bench-onnx]'):\n" + r.stderr[-2000:]
+                "(--peer-python: benchmarks/make_peer_env.sh):\n" + r.stderr[-2000:]
             )
     print(
         f"machine: {where}; threads {args.threads}; batch {args.batch_size}; model {args.model}", flush=True
@@ -310,7 +322,7 @@ def main() -> None:
                 cmd += ["--n", str(args.n)]
             if not args.quality or rep > 0:
                 cmd += ["--no-quality"]
-            r = run_child(cmd, timeout=3600)
+            r = run_child(cmd, timeout=3600, python=args.peer_python if v.startswith("st-onnx") else None)
             for s, m in r["sets"].items():
                 print(
                     f"  run {rep + 1} {v:18s} {s:9s} {m['items_per_s']:8.1f} items/s  "

@@ -34,6 +34,8 @@ TRAINING_FIELDS = (
     "reranker",
     "cross_encoder_epochs",
     "cross_encoder_lr",
+    "story_weight",
+    "rerank_weight",
 )
 REPORT_FIELDS = (
     "text_fields",
@@ -84,6 +86,8 @@ class PipelineConfig:
     reranker: bool = option_like(FinetuneConfig, "reranker")
     cross_encoder_epochs: int = option_like(FinetuneConfig, "cross_encoder_epochs")
     cross_encoder_lr: float = option_like(FinetuneConfig, "cross_encoder_lr")
+    story_weight: float = option_like(FinetuneConfig, "story_weight")
+    rerank_weight: float = option_like(FinetuneConfig, "rerank_weight")
     text_fields: tuple[str, ...] = option_like(DedupConfig, "text_fields")
     k: int = option_like(DedupConfig, "k")
     window_hours: float | None = option_like(DedupConfig, "window_hours")
