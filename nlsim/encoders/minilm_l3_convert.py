@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir
+from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir, quiet_transformers
 from nlsim.errors import ConfigError, StateError
 
 FOLDER_NAME = "paraphrase-MiniLM-L3-v2"
@@ -114,6 +114,7 @@ def build_minilm_l3_folder(out: Path, onnx_path: Path, tok_folder: Path) -> None
     if missing or unexpected:
         raise StateError(f"{onnx_path}: conversion left weights unset {missing} / unused {unexpected}")
     model.eval()
+    quiet_transformers()
     model.save_pretrained(out, safe_serialization=True)
     for name in TOKENIZER_FILES:
         if (tok_folder / name).is_file():

@@ -40,6 +40,14 @@ SETTLED_NS = 2_000_000_000
 afterwards then always moves its modification or change time (file-system clocks tick coarsely)."""
 
 
+def quiet_transformers() -> None:
+    """Turn transformers' own progress bars off (saving a model shows one): in a log they are floods of
+    carriage returns, and nlsim shows its own progress."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def nlsim_home() -> Path:
     """``$NLSIM_HOME``, default ``~/.cache/nlsim``."""
     return Path(os.environ.get("NLSIM_HOME") or Path.home() / ".cache" / "nlsim").expanduser()

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir
+from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir, quiet_transformers
 from nlsim.errors import ConfigError, StateError
 from nlsim.progress import warn
 
@@ -298,6 +298,7 @@ def build_e5_folder(out: Path, bin_path: Path, *, exact_tokenizer: Path | None) 
     if missing or unexpected:
         raise StateError(f"{bin_path}: conversion left weights unset {missing} / unused {unexpected}")
     model.eval()
+    quiet_transformers()
     model.save_pretrained(out, safe_serialization=True)
     raw_tok = out / "_tokenizer_source.json"
     if exact_tokenizer is not None:
