@@ -33,7 +33,7 @@ class CrossEncoderConfig:
     """Training settings of the cross-encoder (the reranker, and the silver pairs' teacher) (what the "
     "defaults scored on validation: docs/finetuning.md)."""
 
-    epochs: int = 3
+    epochs: int = 5
     batch_size: int = 16
     lr: float = 1e-4
     warmup_ratio: float = 0.1
