@@ -7,12 +7,16 @@ among kept items differ (there are none). The new items are real headlines (``da
 Traditional Chinese, converted with ``tw2sp``) embedded by the real model inside the run. Every stage is timed
 by the run itself (``RunStats.timings_s``), model loading included. Run r (1, 2, 3, ...) is day r: its
 reference time moves on a day each run, so from run 2 on about ``kept / days`` items expire from the window
-(the index is then rebuilt from the kept embeddings) while ``new`` items arrive.
+(the index is then rebuilt from the kept embeddings) while ``new`` items arrive. Each run is
+``nlsim.pipeline.run.run_dedup`` with a ``DedupConfig`` whose ``state`` is the seeded folder, as
+``nlsim dedup --state`` runs it.
 
     nice -n 10 python benchmarks/bench_daily.py                      # e5-small, 1,000 vs 30,000
     python benchmarks/bench_daily.py --model paraphrase-MiniLM-L3-v2 --convert none --threshold 0.9
+    python benchmarks/bench_daily.py --model paraphrase-MiniLM-L3-v2 --convert none --threshold 0.9 \
+        --kept 300 --new 50 --runs 2 --out /tmp/daily-check          # a quick check of the script
 
-Writes ``benchmarks/results/daily.json`` and ``daily.md`` and prints the table.
+Writes ``daily.json`` and ``daily.md`` into ``--out`` (default ``benchmarks/results/``) and prints the table.
 """
 
 from __future__ import annotations
@@ -39,8 +43,7 @@ AS_OF = pd.Timestamp("2026-11-22 06:00", tz="UTC")
 
 def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: int, days: float) -> None:  # noqa: ANN001
     """A committed state holding ``kept`` random unit vectors dated over ``days`` days before AS_OF."""
-    from nlsim.pipeline.incremental import _cluster_table
-
+    from nlsim.clusters.table import empty_table
     from nlsim.pipeline.report import pairs_table
     from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs
     from nlsim.search.index import build_index
@@ -56,10 +59,12 @@ def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: i
             "content_hash": [f"{i:016x}" for i in range(kept)],
             "title": [f"kept item {i}" for i in range(kept)],
             "source": ["seed"] * kept,
+            "url": [""] * kept,
             "published_at": times,
             "retain_from": times,
             "first_seen_run": ["seed"] * kept,
             "embedded_run": ["seed"] * kept,
+            "raw_text": [f"kept item {i}" for i in range(kept)],
             "cluster_id": [None] * kept,
         }
     )
@@ -72,14 +77,14 @@ def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: i
         threshold=threshold,
     )
     # an empty report for the seeding "run" (a run reads it back if its report was never written)
-    frame = items.iloc[:0][["id", "title", "source", "published_at"]]
+    frame = items.iloc[:0][["id", "title", "source", "url", "published_at"]]
     no_pairs = pd.DataFrame(
         {"a": np.empty(0, np.int64), "b": np.empty(0, np.int64), "similarity": np.empty(0, np.float32)}
     )
-    events = pd.DataFrame(columns=["cluster_id", "status", "added", "absorbed", "size"])
     report = {
         "pairs": pairs_table(frame, no_pairs, pd.Series([], dtype=object)),
-        "clusters": _cluster_table(events, frame, empty_pairs(), {}),
+        "clusters": empty_table(),
+        "window": empty_table(),
         "frame": frame,
     }
     commit_state(
@@ -132,13 +137,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--days", type=float, default=30.0)
     p.add_argument("--runs", type=int, default=3, help="consecutive daily runs, each with --new fresh items")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--backend", default="auto", help="encoder backend: auto (as a real run), torch, onnx")
+    p.add_argument("--precision", default="auto", help="encoder precision: auto (as a real run), fp32, ...")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="folder for daily.json and daily.md (default: benchmarks/results)",
+    )
     args = p.parse_args(argv)
 
     import torch
-    from nlsim.pipeline.incremental import run_incremental
 
     from nlsim.encoders import load_encoder
     from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.run import run_dedup
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -162,18 +175,18 @@ def main(argv: list[str] | None = None) -> int:
                 threshold=args.threshold,
                 text_fields=("title",),
                 k=10,
+                backend=args.backend,
+                precision=args.precision,
+                rerank=False,  # the seeded state's identity names no reranker
                 cache=False,
                 progress=False,
+                state=work / "state",
+                retention_days=args.days,
+                as_of=as_of.isoformat(),
             )
             t = time.perf_counter()
             # the encoder is loaded inside the run, as a scheduled run does (its time is the "model" stage)
-            res = run_incremental(
-                cfg,
-                work / "state",
-                retention_days=args.days,
-                as_of=as_of,
-                encoder=None,
-            )
+            res = run_dedup(cfg, encoder=None)
             wall = time.perf_counter() - t
             rows.append(
                 {
@@ -191,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             "new": args.new,
             "window_days": args.days,
             "threshold": args.threshold,
+            "backend": args.backend,
+            "precision": args.precision,
             "seed_state_s": round(seed_s, 2),
             "torch_threads": torch.get_num_threads(),
             "cpus": os.cpu_count(),
@@ -199,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             "date": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
             "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         }
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "daily.json").write_text(json.dumps({"setup": info, "runs": rows}, indent=1))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "daily.json").write_text(json.dumps({"setup": info, "runs": rows}, indent=1))
         md = (
             "# Daily incremental run: time per stage\n\n"
             + "\n".join(f"- {k}: {v}" for k, v in info.items())
@@ -208,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             + markdown_table(table)
             + "\n"
         )
-        (RESULTS / "daily.md").write_text(md)
+        (args.out / "daily.md").write_text(md)
         print(md)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,228 +1,88 @@
-"""Bigger than memory, and the cost curve.
+"""Real-encoder throughput per embedding worker, and the cost curve.
 
-``stream``: a synthetic corpus of N items (10k, 100k, 1M; random words, with planted near-copies) written
-to Parquet in chunks, then streamed through ``nlsim.streaming``: chunks of ``--chunk`` rows -> embeddings
--> one shard per chunk on disk -> index built from the shards -> k-NN graph shard by shard. The embedding
-function is ``HashingEmbedder`` (a fast, non-semantic STAND-IN: the real encoder would take hours at 1M on
-2 cores), so the figures show the pipeline's memory, not the encoder's speed. Every stage runs in its own
-process, so each peak RSS is that stage's own.
-
-``e5``: the same streaming embedding stage with the real multilingual-e5-small on ``--e5-items`` THUCNews
-titles (measured, not extrapolated): its peak RSS is what a real run needs per worker, whatever N.
+``e5``: the embedding stage as one worker of the Dask flow runs it (``nlsim.pipeline.sharded.embed_shard``,
+the model loaded once and kept) on the first ``--e5-items`` THUCNews titles, converted with ``tw2sp``
+(``nlsim.conversion.convert``) and cut into shards of ``--e5-chunk`` texts (measured, not extrapolated).
+Each shard's vectors are dropped once counted, as a worker hands its shard back, so the peak RSS is that of
+one worker (the model and one shard), whatever the corpus size. Writes ``embed_e5.json`` and
+``embed_e5_<items>.json``.
 
 ``plot``: the cost curve (time and memory against corpus size for embedding and for search) from the
 saved results of this script, ``make_vectors.py`` and ``bench_search.py``; embedding time at sizes above the
-measured count is extrapolated from the measured throughput and marked so.
+measured count is extrapolated from the measured throughput and marked so. Without ``embed_e5.json`` the
+embedding figures come from ``stream_e5.json``, a measurement of the streaming module that nlsim no longer
+has (``docs/scale.md``), else from ``make_vectors.py``.
 
 Usage:
-    nice -n 10 python benchmarks/bench_scale.py stream [--sizes 10000 100000 1000000]
-    nice -n 10 python benchmarks/bench_scale.py e5 [--e5-items 2000]
+    nice -n 10 python benchmarks/bench_scale.py e5 [--e5-items 10000 --e5-chunk 2000]
     python benchmarks/bench_scale.py plot
+    python benchmarks/bench_scale.py e5 --model paraphrase-MiniLM-L3-v2 --e5-items 200 --out /tmp/scale-check
+
+``--out`` (both commands) writes the files into another folder than ``benchmarks/results/``; ``plot``
+always reads the saved results from ``benchmarks/results/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import BASE_META, CACHE, RESULTS, machine, peak_rss_mb, print_table, run_child  # noqa: E402
+from _common import BASE_META, RESULTS, machine, peak_rss_mb, print_table  # noqa: E402
 
-STREAM_JSON = RESULTS / "stream.json"
-E5_JSON = RESULTS / "stream_e5.json"
+E5_JSON = RESULTS / "embed_e5.json"
+STREAM_E5_JSON = RESULTS / "stream_e5.json"  # the streaming module's measurement (before it was removed)
+E5_MODEL = "multilingual-e5-small"
 SEARCH_JSON = RESULTS / "search.json"
 PLOT = RESULTS / "cost_curve.png"
-
-
-def make_corpus(path: Path, n: int, seed: int = 0, chunk: int = 100_000) -> None:
-    """``n`` synthetic titles of 6-10 random-letter words (uniform over 50,000); every 10th item is a
-    near-copy of the one before (last word changed). Written chunk by chunk (bounded memory)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(seed)
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    vocab = np.array(["".join(rng.choice(letters, int(rng.integers(3, 9)))) for _ in range(50_000)])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = None
-    try:
-        for start in range(0, n, chunk):
-            m = min(chunk, n - start)
-            lengths = rng.integers(6, 11, m)
-            words = vocab[rng.integers(0, len(vocab), (m, 10))]
-            titles = [" ".join(words[i, : lengths[i]]) for i in range(m)]
-            for i in range(1, m, 10):
-                titles[i] = titles[i - 1].rsplit(" ", 1)[0] + " copy"
-            table = pa.table({"id": [f"s{start + i:07d}" for i in range(m)], "title": titles})
-            if writer is None:
-                writer = pq.ParquetWriter(path, table.schema)
-            writer.write_table(table)
-    finally:
-        if writer is not None:
-            writer.close()
-
-
-def stage(name: str, n: int, chunk: int, k: int, threshold: float, graph: bool = True) -> dict:
-    """One stage in this process: ``embed`` or ``index`` (index + graph)."""
-    import faiss
-    from nlsim.streaming import (
-        HashingEmbedder,
-        ShardSet,
-        build_index_from_shards,
-        embed_to_shards,
-        shard_neighbor_pairs,
-    )
-
-    faiss.omp_set_num_threads(2)
-    work = CACHE / f"stream-{n}"
-    corpus = work / "corpus.parquet"
-    shards_dir = work / "shards"
-    t = time.perf_counter()
-    if name == "embed":
-        shutil.rmtree(shards_dir, ignore_errors=True)
-        shards = embed_to_shards(
-            corpus,
-            HashingEmbedder(384),
-            shards_dir,
-            text_fields=("title",),
-            batch_size=chunk,
-            resume=False,
-            progress=False,
-        )
-        row = {"items": len(shards), "shards": len(shards.shards), "embed_s": time.perf_counter() - t}
-    else:
-        shards = ShardSet(shards_dir)
-        index = build_index_from_shards(shards, use_gpu=False)
-        build_s = time.perf_counter() - t
-        row = {
-            "index": index.describe(),
-            "index_s": build_s,
-            "graph_s": "not run",
-            "pairs": "not run",
-            "index_bytes_est": int(index.ntotal * shards.dim * 4),
-        }
-        if graph:
-            t = time.perf_counter()
-            pairs = shard_neighbor_pairs(index, shards, k=k, threshold=threshold, progress=False)
-            row.update(graph_s=time.perf_counter() - t, pairs=len(pairs))
-    row["peak_rss_mb"] = peak_rss_mb()
-    return row
-
-
-def cmd_stream(args: argparse.Namespace) -> None:
-    rows = []
-    where, when = machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    for n in args.sizes:
-        work = CACHE / f"stream-{n}"
-        corpus = work / "corpus.parquet"
-        if not corpus.is_file():
-            t = time.perf_counter()
-            make_corpus(corpus, n)
-            print(f"made {corpus} ({n:,} items) in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        common = [
-            "--n",
-            str(n),
-            "--chunk",
-            str(args.chunk),
-            "--k",
-            str(args.k),
-            "--threshold",
-            str(args.threshold),
-        ]
-        emb = run_child([str(Path(__file__)), "_stage", "embed", *common], timeout=1800)
-        graph = [] if n <= args.graph_max else ["--no-graph"]
-        idx = run_child([str(Path(__file__)), "_stage", "index", *common, *graph], timeout=1800)
-        row = {
-            "n": n,
-            "chunk": args.chunk,
-            "embed_s": emb["embed_s"],
-            "embed_peak_mb": emb["peak_rss_mb"],
-            "shards": emb["shards"],
-            "index": idx["index"],
-            "index_s": idx["index_s"],
-            "graph_s": idx["graph_s"],
-            "index_peak_mb": idx["peak_rss_mb"],
-            "index_gb": idx["index_bytes_est"] / 1e9,
-            "pairs": idx["pairs"],
-        }
-        print(json.dumps(row), file=sys.stderr)
-        rows.append(row)
-        if not args.keep:
-            shutil.rmtree(work / "shards", ignore_errors=True)
-    title = (
-        f"streaming (HashingEmbedder stand-in, chunks of {args.chunk:,} rows, shards on disk); "
-        f"{where}; {when}"
-    )
-    print(f"\n{title}\n")
-    table = print_table(
-        rows,
-        [
-            "n",
-            "shards",
-            "embed_s",
-            "embed_peak_mb",
-            "index",
-            "index_s",
-            "graph_s",
-            "index_peak_mb",
-            "index_gb",
-            "pairs",
-        ],
-    )
-    record = {"title": title, "runs": rows, "command": " ".join(sys.argv)}
-    STREAM_JSON.write_text(json.dumps(record, indent=1))
-    STREAM_JSON.with_suffix(".md").write_text(f"{title}\n\n{table}\n")
 
 
 def cmd_e5(args: argparse.Namespace) -> None:
     import pandas as pd
     import torch
-    from nlsim.streaming import embed_to_shards
 
-    torch.set_num_threads(2)
+    from nlsim.conversion import convert
+    from nlsim.pipeline.sharded import cached_encoder, embed_shard, shard_slices
+
+    torch.set_num_threads(args.threads)
     where, when = machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     src = RESULTS.parent.parent / "data" / "thucnews.parquet"
-    work = CACHE / "stream-e5"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    pd.read_parquet(src, columns=["id", "title"]).head(args.e5_items).to_parquet(work / "corpus.parquet")
-    from nlsim.encoders import load_encoder
-
-    enc = load_encoder("multilingual-e5-small", threads=2)
+    titles = pd.read_parquet(src, columns=["title"])["title"].astype(str).head(args.e5_items).tolist()
+    enc = cached_encoder(args.model, args.threads)  # loaded once, before the clock, as a worker keeps it
     t = time.perf_counter()
-    shards = embed_to_shards(
-        work / "corpus.parquet",
-        lambda texts: enc.encode(texts, progress=False),
-        work / "shards",
-        text_fields=("title",),
-        convert_mode="tw2sp",
-        batch_size=args.e5_chunk,
-        resume=False,
-        progress=False,
-        info={"model": enc.model_id, "fingerprint": enc.fingerprint},
-    )
+    texts = convert(titles, args.convert)
+    convert_s = time.perf_counter() - t
+    done = 0
+    for start, stop in shard_slices(len(texts), args.e5_chunk):
+        emb = embed_shard(texts[start:stop], args.model, threads=args.threads)
+        assert emb.shape == (stop - start, enc.dim), emb.shape
+        done += len(emb)
+        del emb  # handed back: a worker keeps no shard
     secs = time.perf_counter() - t
     row = {
-        "items": len(shards),
+        "items": done,
         "chunk": args.e5_chunk,
         "seconds": secs,
-        "items_per_s": len(shards) / secs,
+        "convert_s": convert_s,
+        "embed_s": secs - convert_s,
+        "items_per_s": done / secs,
         "peak_rss_mb": peak_rss_mb(),
+        "model": enc.model_id,
+        "conversion": args.convert,
+        "threads": args.threads,
+        "method": f"embed_shard, shards of {args.e5_chunk:,}",
         "machine": where,
         "date": when,
     }
-    E5_JSON.write_text(json.dumps(row, indent=1))
-    E5_JSON.with_name(f"stream_e5_{len(shards)}.json").write_text(json.dumps(row, indent=1))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / E5_JSON.name).write_text(json.dumps(row, indent=1))
+    (args.out / f"{E5_JSON.stem}_{done}.json").write_text(json.dumps(row, indent=1))
     print(json.dumps(row, indent=1))
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
@@ -233,25 +93,39 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
     sizes = [10_000, 100_000, 1_000_000]
     base = json.loads(BASE_META.read_text())
-    e5 = json.loads(E5_JSON.read_text()) if E5_JSON.is_file() else None
+    e5 = None
+    for path in (E5_JSON, STREAM_E5_JSON):
+        record = json.loads(path.read_text()) if path.is_file() else None
+        # the curve is e5-small's (registry name or its hub id); a record of another model is left out
+        if record is not None and record.get("model", E5_MODEL).endswith(E5_MODEL):
+            e5 = record
+            break
+    # the older streaming measurement did not say how it embedded: through nlsim.streaming, shard by shard
+    how = (e5 or {}).get("method", "streaming")
+    if e5 is None:
+        per_worker = "make_vectors.py peak at {:,} items, one call"
+    elif how == "streaming":
+        per_worker = "streaming peak per worker measured at {:,} items (constant in N, see the stream table)"
+    else:
+        per_worker = "peak of one embedding worker measured at {:,} items (the model and one shard)"
     search = json.loads(SEARCH_JSON.read_text())["runs"] if SEARCH_JSON.is_file() else []
     rows = []
-    # embedding: a size measured by the streaming e5 run (bench_scale.py e5) or by make_vectors.py is shown
-    # as measured; other sizes are extrapolated from the streaming e5 run's throughput (else make_vectors')
+    # embedding: a size measured by the e5 run (bench_scale.py e5) or by make_vectors.py is shown as
+    # measured; other sizes are extrapolated from the e5 run's throughput (else make_vectors')
     src = e5 or base
     rate, measured = src["items_per_s"], src["items"]
     for n in sizes:
         if e5 and e5["items"] == n:
             secs, mem = e5["seconds"], e5["peak_rss_mb"]
-            note = f"measured ({e5['items_per_s']:.1f}/s, streaming, bench_scale.py e5)"
+            note = f"measured ({e5['items_per_s']:.1f}/s, {how}, bench_scale.py e5)"
         elif n == base["items"] and not (e5 and e5["items"] >= n):
             secs, mem = base["encode_s"], base["peak_rss_mb"]
             note = f"measured ({base['items_per_s']:.1f}/s, make_vectors.py, one call)"
         else:
             secs, mem = n / rate, src["peak_rss_mb"]
             note = (
-                f"EXTRAPOLATED from {measured:,} measured items ({rate:.1f}/s); memory: streaming peak "
-                f"per worker measured at {measured:,} items (constant in N, see the stream table)"
+                f"EXTRAPOLATED from {measured:,} measured items ({rate:.1f}/s); memory: "
+                + per_worker.format(measured)
             )
         rows.append(
             {"stage": "embed (e5, 2 threads)", "n": n, "seconds": secs, "peak_rss_mb": mem, "note": note}
@@ -304,43 +178,28 @@ def cmd_plot(args: argparse.Namespace) -> None:
     ax1.legend(fontsize=8)
     fig.suptitle(f"nlsim cost curve, 384-d e5 vectors; {machine().split(', load')[0]}")
     fig.tight_layout()
-    fig.savefig(PLOT, dpi=110)
-    print(f"saved {PLOT}\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    plot = args.out / PLOT.name
+    fig.savefig(plot, dpi=110)
+    print(f"saved {plot}\n")
     table = print_table(rows, ["stage", "n", "seconds", "peak_rss_mb", "note"])
-    (RESULTS / "cost_curve.md").write_text(table + "\n")
+    (args.out / "cost_curve.md").write_text(table + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("stream")
-    s.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    s.add_argument("--chunk", type=int, default=50_000)
-    s.add_argument("--k", type=int, default=10)
-    s.add_argument("--threshold", type=float, default=0.8)
-    s.add_argument("--keep", action="store_true", help="keep the shard folders")
-    s.add_argument(
-        "--graph-max",
-        type=int,
-        default=100_000,
-        help="run the k-NN graph stage only up to this size (bench_search.py times graphs)",
-    )
-    e = sub.add_parser("e5")
-    e.add_argument("--e5-items", type=int, default=2000)
-    e.add_argument("--e5-chunk", type=int, default=500)
-    sub.add_parser("plot")
-    st = sub.add_parser("_stage")
-    st.add_argument("name")
-    st.add_argument("--n", type=int)
-    st.add_argument("--chunk", type=int)
-    st.add_argument("--k", type=int)
-    st.add_argument("--threshold", type=float)
-    st.add_argument("--no-graph", action="store_true")
+    e = sub.add_parser("e5", help="real-encoder throughput and peak RSS of one embedding worker")
+    e.add_argument("--e5-items", type=int, default=2000, help="THUCNews titles embedded")
+    e.add_argument("--e5-chunk", type=int, default=500, help="texts per shard")
+    e.add_argument("--model", default=E5_MODEL, help="encoder (the cost curve uses multilingual-e5-small)")
+    e.add_argument("--convert", default="tw2sp", help="OpenCC conversion of the titles")
+    e.add_argument("--threads", type=int, default=2, help="torch threads")
+    e.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON files")
+    pl = sub.add_parser("plot", help="the cost curve from the saved results")
+    pl.add_argument("--out", type=Path, default=RESULTS, help="folder for cost_curve.png and cost_curve.md")
     args = ap.parse_args(argv)
-    if args.cmd == "_stage":
-        print(json.dumps(stage(args.name, args.n, args.chunk, args.k, args.threshold, not args.no_graph)))
-    else:
-        {"stream": cmd_stream, "e5": cmd_e5, "plot": cmd_plot}[args.cmd](args)
+    {"e5": cmd_e5, "plot": cmd_plot}[args.cmd](args)
     return 0
 
 
