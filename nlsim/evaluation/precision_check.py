@@ -23,7 +23,7 @@ Example (the small English model on a handful of pairs):
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -135,15 +135,9 @@ def check_encoder(
     ``pairs_file``)."""
     from nlsim.encoders.inference import EncoderTarget
 
-    a = convert_texts(pairs["text_a"].tolist(), conversion)
-    b = convert_texts(pairs["text_b"].tolist(), conversion)
-    gold = pairs["score"].to_numpy(dtype=np.float64)
-    unique = list(dict.fromkeys(a + b))
-    where = {t: i for i, t in enumerate(unique)}
-    ia = np.fromiter((where[t] for t in a), dtype=np.int64, count=len(a))
-    ib = np.fromiter((where[t] for t in b), dtype=np.int64, count=len(b))
+    unique, ia, ib, gold = pair_texts(pairs, conversion)
     ref = encoder.encode(unique, progress=False, runner="torch")
-    cos_ref = np.einsum("ij,ij->i", ref[ia], ref[ib]).astype(np.float64)
+    cos_ref = pair_cosines(ref, ia, ib)
     if threshold is None:
         threshold, threshold_source = same_story_threshold(cos_ref, gold)
     record = record_base(
@@ -157,28 +151,60 @@ def check_encoder(
         **meta,
     )
     record["reference"] = {"path": "torch-fp32", **score_figures(cos_ref, gold, threshold)}
+
+    def measure(runner: Any) -> dict[str, Any]:
+        vec = encoder.encode(unique, progress=False, runner=runner)
+        agree = (vec * ref).sum(axis=1)
+        return {
+            **score_figures(pair_cosines(vec, ia, ib), gold, threshold),
+            "min_cosine": round(float(agree.min()), 6),
+            "mean_cosine": round(float(agree.mean()), 6),
+        }
+
+    return check_paths(record, EncoderTarget(encoder), paths, threads, measure)
+
+
+def check_paths(
+    record: dict[str, Any],
+    target: Any,
+    paths: Sequence[str] | None,
+    threads: int | None,
+    measure: Callable[[Any], dict[str, Any]],
+) -> dict[str, Any]:
+    """Fill ``record["paths"]``: each lossy path built by ``target`` (an
+    :class:`~nlsim.encoders.inference.EncoderTarget` or the cross-encoder's), its figures from
+    ``measure(runner)``, and the guard's verdict. A path that cannot be built or run is recorded with its
+    error, and ``auto`` never takes it."""
     record["paths"] = {}
-    target = EncoderTarget(encoder)
     for path in lossy_paths(paths):
         entry: dict[str, Any]
         try:
-            runner = target.build(path, threads)
-            vec = encoder.encode(unique, progress=False, runner=runner)
+            entry = measure(target.build(path, threads))
         except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
             entry = {"error": f"{type(exc).__name__}: {exc}"}
-        else:
-            cos = np.einsum("ij,ij->i", vec[ia], vec[ib]).astype(np.float64)
-            agree = (vec * ref).sum(axis=1)
-            entry = {
-                **score_figures(cos, gold, threshold),
-                "min_cosine": round(float(agree.min()), 6),
-                "mean_cosine": round(float(agree.mean()), 6),
-            }
-            del runner
         record["paths"][path] = entry
         ok, why, _ = guard_verdict(record, path)
         entry["passed"], entry["verdict"] = ok, why
     return record
+
+
+def pair_texts(
+    pairs: pd.DataFrame, conversion: str | None
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs' distinct texts (converted), the rows of each pair's two texts among them, and the gold
+    scores: each text is embedded once."""
+    a = convert_texts(pairs["text_a"].tolist(), conversion)
+    b = convert_texts(pairs["text_b"].tolist(), conversion)
+    unique = list(dict.fromkeys(a + b))
+    where = {t: i for i, t in enumerate(unique)}
+    ia = np.fromiter((where[t] for t in a), dtype=np.int64, count=len(a))
+    ib = np.fromiter((where[t] for t in b), dtype=np.int64, count=len(b))
+    return unique, ia, ib, pairs["score"].to_numpy(dtype=np.float64)
+
+
+def pair_cosines(vectors: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """The cosine of each pair (unit vectors: the dot product of rows ``ia`` and ``ib``)."""
+    return np.einsum("ij,ij->i", vectors[ia], vectors[ib]).astype(np.float64)
 
 
 def describe_record(record: dict[str, Any]) -> list[str]:

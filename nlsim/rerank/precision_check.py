@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.encoders.precision import GUARD_JSON, guard_verdict, save_guard
-from nlsim.evaluation.metrics import convert_texts
+from nlsim.encoders.precision import GUARD_JSON, save_guard
 from nlsim.evaluation.precision_check import (
     check_encoder,
-    lossy_paths,
+    check_paths,
+    pair_cosines,
+    pair_texts,
     record_base,
     same_story_threshold,
     say_record,
@@ -44,15 +45,9 @@ def check_cross_encoder(
     """The guard record of the reranker's cross-encoder paths on ``pairs`` (converted with
     ``conversion``); ``threshold`` defaults to the reranker's calibrated one."""
     ce = reranker.cross_encoder
-    a = convert_texts(pairs["text_a"].tolist(), conversion)
-    b = convert_texts(pairs["text_b"].tolist(), conversion)
-    gold = pairs["score"].to_numpy(dtype=np.float64)
-    unique = list(dict.fromkeys(a + b))
-    where = {t: i for i, t in enumerate(unique)}
-    emb = encoder.encode(unique, progress=False, runner="torch")
-    ia = [where[t] for t in a]
-    ib = [where[t] for t in b]
-    cos = np.einsum("ij,ij->i", emb[ia], emb[ib]).astype(np.float64)
+    unique, ia, ib, gold = pair_texts(pairs, conversion)
+    a, b = [unique[i] for i in ia], [unique[i] for i in ib]
+    cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
     ref_ce = ce.predict(a, b)
     ref = reranker.combine(cos, ref_ce)
     source = "the reranker's calibration"
@@ -70,27 +65,17 @@ def check_cross_encoder(
         **meta,
     )
     record["reference"] = {"path": "torch-fp32", **score_figures(ref, gold, threshold)}
-    record["paths"] = {}
-    target = CrossEncoderTarget(ce)
-    for path in lossy_paths(paths):
-        entry: dict[str, Any]
-        try:
-            runner = target.build(path, threads)
-            got = ce.predict(a, b, runner=runner)
-        except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
-            entry = {"error": f"{type(exc).__name__}: {exc}"}
-        else:
-            diff = np.abs(got - ref_ce)
-            entry = {
-                **score_figures(reranker.combine(cos, got), gold, threshold),
-                "max_score_diff": round(float(diff.max()), 6),
-                "mean_score_diff": round(float(diff.mean()), 6),
-            }
-            del runner
-        record["paths"][path] = entry
-        ok, why, _ = guard_verdict(record, path)
-        entry["passed"], entry["verdict"] = ok, why
-    return record
+
+    def measure(runner: Any) -> dict[str, Any]:
+        got = ce.predict(a, b, runner=runner)
+        diff = np.abs(got - ref_ce)
+        return {
+            **score_figures(reranker.combine(cos, got), gold, threshold),
+            "max_score_diff": round(float(diff.max()), 6),
+            "mean_score_diff": round(float(diff.mean()), 6),
+        }
+
+    return check_paths(record, CrossEncoderTarget(ce), paths, threads, measure)
 
 
 def check_model(
