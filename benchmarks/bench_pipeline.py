@@ -124,12 +124,12 @@ def main() -> int:
     )
     judged = [
         {
-            "report": f"zero-shot {base} (cosine, same-story calibration)",
             **judge(work / "zero-shot-report", env),
+            "report": f"zero-shot {base} (cosine, same-story calibration)",
         },
         {
-            "report": "promoted " + (record["current"] or {"version": "(none: zero-shot)"})["version"],
             **judge(work / "report", env),
+            "report": "promoted " + (record["current"] or {"version": "(none: zero-shot)"})["version"],
         },
     ]
     print()
