@@ -12,7 +12,7 @@ Runs ``nlsim pipeline`` (what ``bash run.sh`` runs, without the package install)
 
 Prints the seconds of each run and of each chain stage, and the same-story precision, recall and F1 of each
 report on the merged validation pairs (``nlsim judge``); writes ``benchmarks/results/pipeline.json`` and
-``.md``. Targets (issue "The chain"): same-story F1 >= 0.85 for the promoted model's report; cold <= 20 min
+``.md``. Targets: same-story F1 >= 0.85 for the promoted model's report; cold <= 20 min
 and warm <= 2 min on 2 cores.
 
     python benchmarks/bench_pipeline.py                  # cold, warm, zero-shot

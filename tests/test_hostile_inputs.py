@@ -1,6 +1,6 @@
-"""Issue 14, "Never lose a user's file": one regression test per case of the hostile probe.
+"""Never lose a user's file: one regression test per case of the hostile-input probe.
 
-Where the issue names a command, the case runs through the real command line (``python -m nlsim ...`` in
+Where a case names a command, the case runs through the real command line (``python -m nlsim ...`` in
 a subprocess) against files in a temporary folder, and checks the exit status, the one-line
 ``nlsim CMD: error: ...`` message (no traceback) and that every file of the user's is byte for byte as it
 was. ``NLSIM_HOSTILE_SRC=/path/to/checkout`` runs those command lines against another checkout (how the
