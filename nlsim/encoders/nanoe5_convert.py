@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,8 +231,6 @@ def _char_map_normalizer(norm_map: dict[int, list[int]]) -> Any:
     Characters with the same replacement share one regex character class, so the map (~4,800 entries)
     becomes a few thousand ``Replace`` steps.
     """
-    import re
-
     from tokenizers import Regex, normalizers
 
     groups: dict[str, list[str]] = {}

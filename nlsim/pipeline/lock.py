@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -101,8 +102,6 @@ def pid_alive(pid: int) -> bool:
 
 def current_holder_info() -> LockInfo:
     """A :class:`LockInfo` describing this process."""
-    import sys
-
     return LockInfo(
         pid=os.getpid(),
         hostname=socket.gethostname(),

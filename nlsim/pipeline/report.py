@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import shutil
@@ -219,8 +220,6 @@ def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 
 def _md_cell(value: Any) -> str:
     """A Markdown table cell: one line, pipes escaped, no raw HTML."""
-    import html as html_lib
-
     text = " ".join(str(value).split())
     return html_lib.escape(text, quote=False).replace("|", "\\|")
 
