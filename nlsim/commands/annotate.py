@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_draw(args: argparse.Namespace) -> int:
-    from nlsim.annotation import draw_candidates
+    from nlsim.annotation import draw_candidates  # deferred: `nlsim --help` and refusals stay fast
 
     draw_candidates(
         args.corpus,
@@ -55,7 +55,7 @@ def run_draw(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation import merge_annotations  # deferred: `nlsim --help` and refusals stay fast
 
     merge_annotations(args.filled, args.pairs, split=args.split, skip_blank=args.skip_blank)
     return 0

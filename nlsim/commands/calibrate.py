@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     print(cal.describe())
     print(f"written: {path}")
     if args.precision_check:
+        # deferred: `nlsim --help` and refusals stay fast
         from nlsim.rerank.precision_check import check_model, store_checks
         from nlsim.rerank.reranker import load_reranker
 

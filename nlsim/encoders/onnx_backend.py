@@ -147,7 +147,7 @@ def export_onnx(encoder: Any, out_dir: Path) -> None:
 
 def make_session(path: str | Path, threads: int | None = None) -> Any:
     """An ``onnxruntime`` CPU session with ``threads`` intra-op threads (default: torch's thread count)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # deferred: heavy or optional, loaded only when needed
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = int(threads or torch.get_num_threads())
@@ -218,7 +218,7 @@ def quantized_model(fp32_folder: Path, cache: Path) -> Path:
     fp32 = fp32_folder / "model.onnx"
     manifest = read_manifest(fp32_folder) or {}
     sha = manifest.get("files", {}).get("model.onnx", {}).get("sha256", "")
-    import onnxruntime
+    import onnxruntime  # deferred: heavy or optional, loaded only when needed
 
     settings = {
         "from": sha,
@@ -233,6 +233,7 @@ def quantized_model(fp32_folder: Path, cache: Path) -> Path:
     folder = cache / f"{fp32_folder.name}-int8{'-rr' if reduce_range else ''}"
 
     def build(tmp: Path) -> None:
+        # deferred: heavy or optional, loaded only when needed
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         quiet = logging.getLogger()  # the quantizer logs advice on the root logger

@@ -238,11 +238,11 @@ def probe_file(arch: str, threads: int, cpu: CpuInfo) -> Path:
 
 
 def _versions() -> dict[str, str]:
-    import torch
+    import torch  # deferred: heavy or optional, loaded only when needed
 
     out = {"torch": torch.__version__}
     try:
-        import onnxruntime
+        import onnxruntime  # deferred: heavy or optional, loaded only when needed
 
         out["onnxruntime"] = onnxruntime.__version__
     except ImportError:
@@ -463,7 +463,7 @@ def select(
     ``probe_missing``: time the candidates the cached probe lacks (else they count as unmeasured);
     ``use_probe``: read the cached probe at all (else the first candidate in :data:`PATHS` order that the
     guard allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed)."""
-    import torch
+    import torch  # deferred: heavy or optional, loaded only when needed
 
     check_options(backend, precision)
     cpu = cpu or cpu_info()

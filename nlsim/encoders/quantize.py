@@ -21,6 +21,7 @@ def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # deferred: heavy or optional, loaded only when needed
         from torch.ao.quantization import quantize_dynamic
 
         return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)

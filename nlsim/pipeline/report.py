@@ -265,7 +265,7 @@ def render_markdown(
 
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters"):
         pq.write_table(conform(tables[name], SCHEMAS[name]), folder / f"{name}.parquet")
@@ -331,7 +331,7 @@ def write_files(
     names = list(TABLE_FILES)
     if window is not None:
         (folder / "window").mkdir()
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
         pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
         members_table(window, frame).to_csv(

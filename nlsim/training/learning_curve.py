@@ -155,7 +155,7 @@ def plot(
     import matplotlib  # deferred: ~1 s to import, only the plot needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     if not summary.empty:

