@@ -17,8 +17,11 @@ calibration uses its own draw; the figures reported compare the real vectors wit
 the file. Rows are made in fixed chunks with per-chunk seeds, so the first n rows of a larger file are the
 file of n rows: ``graph`` and ``curve`` use prefixes. Checks: no synthetic vector has a neighbour at cosine
 >= 0.9999 (all of the first 10,000, and ``--copy-sample`` random rows against all N), none is a copy of a
-real vector. Writes ``results/cache/realistic_e5.npy`` (float32, git-ignored) with a ``.json`` sidecar,
-``results/realistic_nn_cosine.png`` and the ``make`` part of ``results/realistic.json``.
+real vector. ANN difficulty at equal size (``ann_difficulty``): nlsim's IVF and HNSW recall@10 over all
+10,000 rows, real against synthetic, so that what the model gets wrong is on record (per-cluster Gaussians
+are easier than real titles for IVF, about as hard for HNSW). Writes ``results/cache/realistic_e5.npy``
+(float32, git-ignored) with a ``.json`` sidecar, ``results/realistic_nn_cosine.png`` and the ``make`` part
+of ``results/realistic.json``.
 
 ``graph``: the k = 10 near-duplicate graph (cosine >= ``--threshold``, 0.9) over the first N vectors, built
 the way ``nlsim dedup --index ivf|hnsw|flat`` builds it (``nlsim.search.index.build_index``, then
@@ -34,13 +37,16 @@ are measured in full, and the fastest measured one reaching the target is report
 
 ``curve``: the cost (time, peak RSS) against N for one setting (or ``--from-sweep``: the setting the last
 sweep of that method chose; IVF lists then scale as ``nlist_factor x`` nlsim's default for each N), the
-exponent of each fitted on the measured points. Writes ``results/realistic_cost_curve.png``.
+exponent of each fitted on the measured points (when the largest size is below 1M, the fit is extrapolated to
+1M and marked so). One curve per method is kept; ``results/realistic_cost_curve.png`` shows them all.
 
 Every command updates ``results/realistic.json`` and rewrites ``results/realistic.md`` from it.
 
 Usage:
     nice -n 19 python benchmarks/bench_realistic.py make --n 1000000
     nice -n 19 python benchmarks/bench_realistic.py graph --n 1000000 --method ivf --sweep
+    nice -n 19 python benchmarks/bench_realistic.py graph --n 1000000 --method hnsw --sweep --ms 16,24 \
+        --ef-constructions 20,40
     nice -n 19 python benchmarks/bench_realistic.py graph --n 1000000 --method hnsw --hnsw-m 16 --ef-search 64
     nice -n 19 python benchmarks/bench_realistic.py graph --n 100000 --method ivf --nlist 1024 --nprobe 16
     nice -n 19 python benchmarks/bench_realistic.py curve --sizes 10000,100000,1000000 --method ivf \
@@ -804,6 +810,7 @@ def cmd_curve(args: argparse.Namespace) -> int:
         "build_exponent": round(_fit_power(ns, [r["build_s"] for r in rows]), 3),
         "graph_exponent": round(_fit_power(ns, [r["graph_s"] for r in rows]), 3),
         "rss_exponent": round(_fit_power(ns, [r["peak_rss_graph_mb"] for r in rows]), 3),
+        "cpu_exponent": round(_fit_power(ns, [r["total_cpu_s"] for r in rows]), 3),
     }
     if len(ns) >= 2:
         slope, icpt = np.polyfit(ns, [r["peak_rss_graph_mb"] for r in rows], 1)
@@ -815,6 +822,7 @@ def cmd_curve(args: argparse.Namespace) -> int:
             fit["extrapolated_to_1M"] = {
                 "from_n": big["n"],
                 "total_s": round(big["total_s"] * ratio ** fit["time_exponent"], 1),
+                "total_cpu_s": round(big["total_cpu_s"] * ratio ** fit["cpu_exponent"], 1),
                 "peak_rss_mb": round(fit["rss_base_mb"] + fit["rss_mb_per_million"], 1),
             }
     data.setdefault("curves", {})[args.method] = {
@@ -842,7 +850,7 @@ def _plot_curve(curves: dict[str, dict[str, Any]], path: Path) -> None:
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8))
     colors = {"ivf": "tab:blue", "hnsw": "tab:green", "flat": "tab:gray"}
-    for method, cv in curves.items():
+    for pos, (method, cv) in enumerate(curves.items()):
         rows, fit, color = cv["rows"], cv["fit"], colors.get(method, "black")
         ns = np.array([r["n"] for r in rows], float)
         label = rows[-1]["what"].split(" on ")[0].replace("approximate ", "")
@@ -851,7 +859,12 @@ def _plot_curve(curves: dict[str, dict[str, Any]], path: Path) -> None:
         a.loglog(ns, [r["graph_s"] for r in rows], "^--", color=color, alpha=0.5, ms=4, label="graph search")
         for x, r in zip(ns, rows, strict=True):
             a.annotate(
-                f"{r['recall']:.3f}", (x, r["total_s"]), textcoords="offset points", xytext=(4, 6), fontsize=7
+                f"{r['recall']:.3f}",
+                (x, r["total_s"]),
+                textcoords="offset points",
+                xytext=(5, 6 - 14 * pos),
+                fontsize=7,
+                color=color,
             )
         b.loglog(ns, [r["peak_rss_graph_mb"] for r in rows], "o-", color=color, label=label)
         ext = fit.get("extrapolated_to_1M")
@@ -895,6 +908,31 @@ def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
 
     with contextlib.redirect_stdout(io.StringIO()):
         return print_table(rows, cols)
+
+
+def _difficulty_note(diff: dict[str, dict[str, Any]]) -> str:
+    """One paragraph: is the synthetic set easier or harder than the real one for each index (equal size)."""
+    real, syn = diff["real_10k"], next(v for k, v in diff.items() if k != "real_10k")
+    parts = []
+    for key, what in (
+        ("ivf_recall_nprobe_16", f"IVF (nprobe 16 of {real['ivf_nlist']} lists)"),
+        ("hnsw16_recall_ef_16", "HNSW (M 16, efSearch 16)"),
+    ):
+        d = syn[key] - real[key]
+        verdict = "about as hard as" if abs(d) < 0.01 else "EASIER than" if d > 0 else "harder than"
+        parts.append(
+            f"for {what} the synthetic vectors are {verdict} the real ones "
+            f"(recall@10 {syn[key]:.3f} vs {real[key]:.3f})"
+        )
+    return (
+        "Caveat: at equal size, "
+        + "; ".join(parts)
+        + f". Share of 1-NN pairs split across IVF lists: {syn['nn1_in_other_list']:.2f} synthetic vs "
+        f"{real['nn1_in_other_list']:.2f} real; hubness (skew of the 10-NN in-degree) "
+        f"{syn['hubness_skew']:.1f} vs {real['hubness_skew']:.1f}. Per-cluster Gaussians keep neighbours "
+        "inside their cluster more often than real titles do, so IVF recall measured on them is optimistic "
+        "(a real corpus of the same size would need more probes); HNSW recall is representative."
+    )
 
 
 def _build_label(p: dict[str, Any]) -> str:
@@ -943,6 +981,7 @@ def render_md(data: dict[str, Any]) -> str:
                     [{"vectors": k, **v} for k, v in diff.items()], ["vectors", *next(iter(diff.values()))]
                 )
             )
+            out += ["", _difficulty_note(diff)]
         out += ["", "Calibration (alpha matched to the real median NN cosine per tau):", ""]
         out.append(
             _table(
@@ -1047,8 +1086,11 @@ def render_md(data: dict[str, Any]) -> str:
         if ext:
             out.append(
                 f"EXTRAPOLATED (not measured) from {ext['from_n']:,} to 1,000,000 with these fits: "
-                f"~{ext['total_s']:,.0f} s, ~{ext['peak_rss_mb']:,.0f} MB, at the same setting (IVF recall "
-                "falls with N at a fixed nprobe, so the setting that keeps 0.95 at 1M may cost more)."
+                f"~{ext['total_s']:,.0f} s wall under the conditions of these runs, "
+                f"~{ext.get('total_cpu_s', float('nan')):,.0f} CPU s (CPU time grows as "
+                f"N^{f.get('cpu_exponent', float('nan'))}; on two otherwise idle cores wall is about half "
+                f"the CPU time), ~{ext['peak_rss_mb']:,.0f} MB peak RSS, at the same setting (recall falls "
+                "with N at a fixed nprobe or efSearch, so the setting that keeps 0.95 at 1M may cost more)."
             )
     at = [r for r in runs if r["n"] == TARGETS["n"] and r["method"] != "flat"]
     out += ["", "## Targets at 1M (ANN graph < 2 min on 2 cores, recall@10 >= 0.95, peak RSS < 6 GB)", ""]
@@ -1133,6 +1175,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid", default="")
     p.add_argument("--no-graph", action="store_true")
     args = ap.parse_args(argv)
+    if args.cmd in ("graph", "curve") and args.sample < 1000:
+        ap.error("--sample: recall needs at least 1,000 query rows")
     if args.cmd == "make":
         return cmd_make(args)
     if args.cmd == "graph":
