@@ -26,7 +26,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from nlsim.encoders import load_encoder
-from nlsim.encoders.encoder import weights_digest
+from nlsim.encoders.encoder import mean_pool, weights_digest
 from nlsim.errors import ConfigError, StateError
 from nlsim.progress import progress_bar
 
@@ -37,10 +37,7 @@ CONFIG_JSON = "cross_encoder.json"
 def pair_logits(model: Any, head: Any, feats: Any) -> Any:
     """``head(mean-pooled last hidden state)`` of tokenised pairs (``input_ids``, ``attention_mask``, and
     ``token_type_ids`` where used): the one forward of torch scoring, training and the ONNX export."""
-    hidden = model(**feats).last_hidden_state
-    mask = feats["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    return head(pooled).squeeze(-1)
+    return head(mean_pool(model(**feats).last_hidden_state, feats["attention_mask"])).squeeze(-1)
 
 
 class CrossEncoder:

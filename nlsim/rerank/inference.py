@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.encoders.encoder import _config_digest
+from nlsim.encoders.encoder import _config_digest, mean_pool
 from nlsim.encoders.inference import announce, lossy_copy, probe_mode
 from nlsim.encoders.precision import (
     Choice,
@@ -54,9 +54,7 @@ class TorchPairRunner:
         tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in feats.items()}
         with torch.inference_mode():
             hidden = self.model(**tensors).last_hidden_state.float()
-            mask = tensors["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return self.head(pooled).squeeze(-1).numpy()
+            return self.head(mean_pool(hidden, tensors["attention_mask"])).squeeze(-1).numpy()
 
 
 class CrossEncoderTarget(Target):
