@@ -40,6 +40,13 @@ sweep of that method chose; IVF lists then scale as ``nlist_factor x`` nlsim's d
 exponent of each fitted on the measured points (when the largest size is below 1M, the fit is extrapolated to
 1M and marked so). One curve per method is kept; ``results/realistic_cost_curve.png`` shows them all.
 
+``dask``: the Dask flow's neighbour stage over the first N vectors: the index is built in one process, then
+``flows.dedup_distributed.dask_call`` runs ``nlsim.pipeline.stages.neighbors`` with the search sharded over a
+local Dask cluster of ``--workers`` processes x 1 thread, through Prefect's ``DaskTaskRunner`` (one
+temporary Prefect API for the process and its workers). Recorded: build and graph wall seconds (the graph
+including the cluster's start), pairs, recall@10 and pair recall as for ``graph``, peak RSS of the main
+process and of the largest child process.
+
 Every command updates ``results/realistic.json`` and rewrites ``results/realistic.md`` from it.
 
 Usage:
@@ -51,6 +58,10 @@ Usage:
     nice -n 19 python benchmarks/bench_realistic.py graph --n 100000 --method ivf --nlist 1024 --nprobe 16
     nice -n 19 python benchmarks/bench_realistic.py curve --sizes 10000,100000,1000000 --method ivf \
         --from-sweep
+    python benchmarks/bench_realistic.py graph --n 1000000 --method ivf          # nlsim's defaults
+    python benchmarks/bench_realistic.py graph --n 1000000 --method ivf --nlist 2048 --nprobe 12
+    python benchmarks/bench_realistic.py curve --sizes 10000,30000,100000,300000,1000000 --method ivf
+    python benchmarks/bench_realistic.py dask --n 1000000 --workers 2
 """
 
 from __future__ import annotations
@@ -507,6 +518,132 @@ def _recall(got: list[set[int]], want: list[set[int]]) -> float:
     return float(np.mean([len(g & w) / max(len(w), 1) for g, w in zip(got, want, strict=True)]))
 
 
+def _pair_recall(
+    x: np.ndarray, rows: np.ndarray, want: list[set[int]], pairs: Any, threshold: float
+) -> float | None:
+    """Share of the sample's exact neighbours at cosine >= threshold that are pairs of the graph."""
+    n = len(x)
+    ex_keys = [
+        min(q, j) * n + max(q, j)
+        for q, w in zip(rows, want, strict=True)
+        for j in w
+        if x[q] @ x[j] >= threshold
+    ]
+    graph_keys = pairs["a"].to_numpy() * n + pairs["b"].to_numpy()
+    return float(np.isin(np.array(ex_keys, np.int64), graph_keys).mean()) if ex_keys else None
+
+
+def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample: int, workers: int) -> dict:
+    """The Dask flow's neighbour stage over the first ``n`` vectors, in this (fresh) process: the index is
+    built here (as the flow's ``index`` stage builds it), then ``flows.dedup_distributed.dask_call`` runs
+    ``nlsim.pipeline.stages.neighbors`` with its search sharded over a local Dask cluster of ``workers``
+    processes x 1 thread (the flow's defaults), through Prefect's ``DaskTaskRunner``."""
+    import resource
+    import tempfile
+
+    import faiss
+    import pandas as pd
+    from prefect.server.api.server import SubprocessASGIServer
+
+    from flows.dedup_distributed import DaskOptions, dask_call
+    from nlsim.pipeline import stages
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.window import Window
+    from nlsim.search.index import build_index
+
+    _faiss_threads()
+    row: dict[str, Any] = {
+        "n": n,
+        "method": "ivf",
+        "runner": f"dask, {workers} workers x 1 thread",
+        "k": k,
+        "threshold": threshold,
+        "date": _now(),
+        "load_average_at_start": _load_avg(),
+        "niceness": os.nice(0),
+        "faiss_threads": faiss.omp_get_max_threads(),
+        "vectors_id": _vectors_meta()["id"],
+    }
+    x = load_rows(n)
+    row["vectors_mb"] = round(x.nbytes / 2**20, 1)
+    c, t = time.process_time(), time.perf_counter()
+    index = build_index(x, kind="ivf", use_gpu=False, **params)
+    row["build_s"], row["build_cpu_s"] = time.perf_counter() - t, time.process_time() - c
+    row["what"] = index.describe()
+    row["params"] = dict(index.params)
+    row["peak_rss_build_mb"] = round(peak_rss_mb(), 1)
+    window = Window(
+        items=pd.DataFrame({"id": np.arange(n).astype(str)}),
+        n_base=0,
+        embed_rows=np.arange(n),
+        query_rows=np.arange(n),
+        today_ids=[],
+        embeddings=x,
+        index=index,
+    )
+    # one Prefect API for this process and the Dask workers it starts (each would start its own otherwise)
+    server = SubprocessASGIServer()
+    server.start()
+    os.environ["PREFECT_API_URL"] = server.api_url
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = DedupConfig(corpus="synthetic", out=tmp, k=k, threshold=threshold, progress=False)
+            call = dask_call(DaskOptions(n_workers=workers, threads_per_worker=1))
+            t = time.perf_counter()
+            pairs = call("neighbors", stages.neighbors, window, config, threshold)
+            row["graph_s"] = time.perf_counter() - t
+    finally:
+        server.stop()
+    row["total_s"] = row["build_s"] + row["graph_s"]
+    row["pairs"] = len(pairs)
+    row["shards"] = -(-n // index.batch_size(2000))
+    row["peak_rss_main_mb"] = round(peak_rss_mb(), 1)
+    row["peak_rss_worker_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    exact = np.load(_exact_path(n, sample, k))
+    rows, want = exact["rows"], _sets(exact["rows"], exact["nn"], k)
+    _, got = index.search(x[rows], k + 1)
+    row["recall"] = _recall(_sets(rows, got, k), want)
+    row["sample"] = len(rows)
+    row["pair_recall"] = _pair_recall(x, rows, want, pairs, threshold)
+    return row
+
+
+def cmd_dask(args: argparse.Namespace) -> int:
+    ex = run_child(
+        [str(Path(__file__)), "_exact", "--n", str(args.n), "--sample", str(args.sample), "--k", str(args.k)],
+        timeout=args.timeout,
+    )
+    if "computed" in ex:
+        print(f"exact neighbours of {args.sample:,} rows at n={args.n:,}: {ex['seconds']} s", file=sys.stderr)
+    params = {k: v for k, v in {"nlist": args.nlist, "nprobe": args.nprobe}.items() if v is not None}
+    print(f"Dask flow's neighbour stage at n={args.n:,}, {args.workers} workers ...", file=sys.stderr)
+    row = run_child(
+        [
+            str(Path(__file__)),
+            "_dask",
+            "--n",
+            str(args.n),
+            "--params",
+            json.dumps(params),
+            "--k",
+            str(args.k),
+            "--threshold",
+            str(args.threshold),
+            "--sample",
+            str(args.sample),
+            "--workers",
+            str(args.workers),
+        ],
+        timeout=args.timeout,
+    )
+    row.pop("wall_s", None)
+    data = _read_results()
+    data.setdefault("dask", {})[str(args.n)] = row
+    _write_results(data)
+    print(json.dumps({k: row[k] for k in ("what", "build_s", "graph_s", "total_s", "recall", "pair_recall")}))
+    return 0
+
+
 def measure_child(
     n: int,
     method: str,
@@ -563,16 +700,7 @@ def measure_child(
     row["recall"] = _recall(_sets(rows, got, k), want)
     row["sample"] = len(rows)
     if pairs is not None:
-        ex_keys = [
-            min(q, j) * n + max(q, j)
-            for q, w in zip(rows, want, strict=True)
-            for j in w
-            if x[q] @ x[j] >= threshold
-        ]
-        graph_keys = pairs["a"].to_numpy() * n + pairs["b"].to_numpy()
-        row["pair_recall"] = (
-            float(np.isin(np.array(ex_keys, np.int64), graph_keys).mean()) if ex_keys else None
-        )
+        row["pair_recall"] = _pair_recall(x, rows, want, pairs, threshold)
     if grid:
         curve = []
         for v in grid:
@@ -593,7 +721,7 @@ def measure_child(
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     if args.method == "ivf":
-        p = {"nlist": args.nlist, "nprobe": args.nprobe}
+        p = {"nlist": args.nlist, "nprobe": args.nprobe, "ivf_search": args.ivf_search}
     elif args.method == "hnsw":
         p = {"hnsw_m": args.hnsw_m, "ef_search": args.ef_search, "ef_construction": args.ef_construction}
     else:
@@ -988,6 +1116,41 @@ def render_md(data: dict[str, Any]) -> str:
                 mk["calibration"]["trials"], ["tau", "alpha", "median_nn1", "ks_nn1", "ks_nn10", "ks_mean"]
             )
         )
+    dask = data.get("dask", {})
+    if dask:
+        out += [
+            "",
+            "## The Dask flow's neighbour stage",
+            "",
+            "`bench_realistic.py dask --n N --workers 2`: the index built in the main process, then "
+            "`flows.dedup_distributed.dask_call` runs the `neighbors` stage with its search sharded over a "
+            "local Dask cluster (workers x 1 thread) through Prefect's `DaskTaskRunner`; `graph_s` includes "
+            "starting the cluster and writing the index and queries for the workers. Peak RSS: the main "
+            "process, and the largest child (a worker).",
+            "",
+        ]
+        view = [{**r, "load": r.get("load_average_at_start")} for r in dask.values()]
+        out.append(
+            _table(
+                view,
+                [
+                    "n",
+                    "what",
+                    "runner",
+                    "shards",
+                    "build_s",
+                    "graph_s",
+                    "total_s",
+                    "peak_rss_main_mb",
+                    "peak_rss_worker_mb",
+                    "recall",
+                    "pair_recall",
+                    "pairs",
+                    "load",
+                    "date",
+                ],
+            )
+        )
     runs = data.get("runs", [])
     if runs:
         out += [
@@ -1123,6 +1286,12 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--nprobe", type=int, default=None, help="IVF lists probed (default: nlsim's default_nprobe)"
     )
+    p.add_argument(
+        "--ivf-search",
+        choices=["batched", "queries"],
+        default=None,
+        help="IVF search: list-by-list matrix products (nlsim's default) or FAISS's per-query search",
+    )
     p.add_argument("--hnsw-m", type=int, default=None, help="HNSW M (nlsim default 32)")
     p.add_argument("--ef-search", type=int, default=None, help="HNSW efSearch (nlsim default 64)")
     p.add_argument("--ef-construction", type=int, default=None, help="HNSW efConstruction (nlsim default 40)")
@@ -1164,6 +1333,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--from-sweep", action="store_true", help="the setting chosen by the last sweep of --method"
     )
+    p = sub.add_parser("dask", help="the Dask flow's neighbour stage over the first N vectors, local workers")
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--nlist", type=int, default=None)
+    p.add_argument("--nprobe", type=int, default=None)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--threshold", type=float, default=0.9)
+    p.add_argument("--sample", type=int, default=2000)
+    p.add_argument("--timeout", type=float, default=4 * 3600)
+    p = sub.add_parser("_dask")
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--params", default="{}")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--threshold", type=float, default=0.9)
+    p.add_argument("--sample", type=int, default=2000)
+    p.add_argument("--workers", type=int, default=2)
     p = sub.add_parser("_exact")
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--sample", type=int, default=2000)
@@ -1183,6 +1368,12 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_graph(args)
     if args.cmd == "curve":
         return cmd_curve(args)
+    if args.cmd == "dask":
+        return cmd_dask(args)
+    if args.cmd == "_dask":
+        row = dask_child(args.n, json.loads(args.params), args.k, args.threshold, args.sample, args.workers)
+        print(json.dumps(row))
+        return 0
     if args.cmd == "_exact":
         print(json.dumps(exact_child(args.n, args.sample, args.k)))
         return 0

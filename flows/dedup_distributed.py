@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +41,14 @@ from nlsim.encoders import MODELS
 from nlsim.options import option
 from nlsim.pipeline.config import DedupConfig
 from nlsim.pipeline.run import Call
-from nlsim.pipeline.sharded import embed_shard, index_bytes, search_shard, shard_slices
+from nlsim.pipeline.sharded import (
+    embed_shard,
+    index_bytes,
+    index_info,
+    search_shard,
+    shard_slices,
+    write_shard_inputs,
+)
 from nlsim.search.neighbors import merge_pairs
 
 
@@ -53,6 +62,12 @@ class DaskOptions:
     n_workers: int = option(2, help="workers of the local cluster")
     threads_per_worker: int = option(1, help="threads per worker (and torch threads in it)")
     shard_size: int = option(2000, help="texts (or queries) per task")
+    shared_dir: str | None = option(
+        None,
+        help="folder every worker can read, where the index and query vectors are written for the search "
+        "tasks (default: a temporary folder for a local cluster; an existing cluster without it gets them "
+        "as bytes in every task)",
+    )
 
 
 def make_task_runner(options: DaskOptions) -> Any:
@@ -119,15 +134,29 @@ def dask_call(options: DaskOptions) -> Call:
             return fn(texts, model, config, encode=encode)
         if name == "neighbors":
             window, config, floor = args
-            blob, info = index_bytes(window.index)
+            # shards as large as the index's own batches (a batched IVF index wants 128 queries per list)
+            query_size = window.index.batch_size(size)
+            by_file = options.shared_dir is not None or not options.dask_address
 
             def search(index: Any, queries: np.ndarray, rows: np.ndarray, **kw: Any) -> pd.DataFrame:
                 kw.pop("progress", None)
-                jobs = [
-                    {"args": (blob, info, queries[a:b], rows[a:b]), "kwargs": kw}
-                    for a, b in shard_slices(len(rows), size)
-                ]
-                return merge_pairs(sharded("search", jobs))
+                kw["threads"] = threads
+                slices = shard_slices(len(rows), query_size)
+                if not by_file:
+                    blob, info = index_bytes(index)
+                    jobs = [{"args": (blob, info, queries[a:b], rows[a:b]), "kwargs": kw} for a, b in slices]
+                    return merge_pairs(sharded("search", jobs))
+                # the tasks carry paths: the index and the queries are written once, not pickled per task
+                with tempfile.TemporaryDirectory(prefix="nlsim-search-", dir=options.shared_dir) as tmp:
+                    index_path, query_path = write_shard_inputs(Path(tmp), index, queries)
+                    jobs = [
+                        {
+                            "args": (index_path, index_info(index), query_path, rows[a:b]),
+                            "kwargs": {**kw, "span": (a, b)},
+                        }
+                        for a, b in slices
+                    ]
+                    return merge_pairs(sharded("search", jobs))
 
             return fn(window, config, floor, search=search)
         return task_call(name, fn, *args, **kwargs)

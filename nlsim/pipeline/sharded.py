@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import faiss
@@ -59,14 +60,34 @@ def embed_shard(
 def index_bytes(index: SearchIndex) -> tuple[np.ndarray, dict[str, Any]]:
     """The index as bytes (and what :func:`search_shard` needs to rebuild the :class:`SearchIndex`)."""
     blob = faiss.serialize_index(index.cpu_index())
-    return blob, {"kind": index.kind, "dim": index.dim, "params": dict(index.params)}
+    return blob, index_info(index)
+
+
+def index_info(index: SearchIndex) -> dict[str, Any]:
+    """What :func:`search_shard` needs besides the FAISS index itself."""
+    return {"kind": index.kind, "dim": index.dim, "params": dict(index.params)}
+
+
+def write_shard_inputs(folder: Path, index: SearchIndex, queries: np.ndarray) -> tuple[str, str]:
+    """Write the index (``index.faiss``) and the query vectors (``queries.npy``) into ``folder`` for workers
+    that can read it (a local cluster, or a folder all workers mount): each task then carries two paths
+    and a row range instead of the index and its queries, which at a million vectors are gigabytes per
+    task. Returns the two paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index_path, query_path = folder / "index.faiss", folder / "queries.npy"
+    faiss.write_index(index.cpu_index(), str(index_path))
+    np.save(query_path, np.ascontiguousarray(queries, dtype=np.float32))
+    return str(index_path), str(query_path)
 
 
 @functools.lru_cache(maxsize=2)
 def _read_index(
-    digest: str, blob: bytes, kind: str, dim: int, params: tuple[tuple[str, Any], ...]
+    key: str, source: bytes | str, kind: str, dim: int, params: tuple[tuple[str, Any], ...]
 ) -> SearchIndex:
-    raw = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
+    if isinstance(source, str):
+        raw = faiss.read_index(source)
+    else:
+        raw = faiss.deserialize_index(np.frombuffer(source, dtype=np.uint8))
     index = SearchIndex(raw, kind, "cpu", dim, dict(params))
     if kind == "ivf" and "nprobe" in index.params:
         index.set_search_params(nprobe=int(index.params["nprobe"]))
@@ -74,21 +95,41 @@ def _read_index(
 
 
 def search_shard(
-    blob: np.ndarray,
+    blob: np.ndarray | str,
     info: dict[str, Any],
-    queries: np.ndarray,
+    queries: np.ndarray | str,
     query_rows: np.ndarray,
     *,
     k: int,
     threshold: float,
     times: Any = None,
     window: Any = None,
+    threads: int | None = None,
+    span: tuple[int, int] | None = None,
 ) -> pd.DataFrame:
     """One shard of the neighbour search, on a worker: the same pairs as
-    :func:`nlsim.search.neighbors.neighbor_pairs` for these query rows."""
-    data = np.asarray(blob, dtype=np.uint8).tobytes()
-    digest = hashlib.sha256(data).hexdigest()
-    index = _read_index(digest, data, info["kind"], int(info["dim"]), tuple(sorted(info["params"].items())))
+    :func:`nlsim.search.neighbors.neighbor_pairs` for these query rows.
+
+    ``blob``: the index as bytes (:func:`index_bytes`) or the path of an index file
+    (:func:`write_shard_inputs`); read once per worker either way. ``queries``: the shard's query vectors, or
+    the path of a ``.npy`` file of all of them, of which rows ``span = (start, stop)`` are this shard's
+    (memory-mapped). ``threads``: FAISS threads in this worker (default: FAISS's own, all cores), so that
+    workers sharing a machine do not oversubscribe it."""
+    if threads:
+        faiss.omp_set_num_threads(int(threads))
+    params = tuple(sorted(info["params"].items()))
+    if isinstance(blob, str):
+        stat = Path(blob).stat()
+        index = _read_index(
+            f"{blob}|{stat.st_size}|{stat.st_mtime_ns}", blob, info["kind"], int(info["dim"]), params
+        )
+    else:
+        data = np.asarray(blob, dtype=np.uint8).tobytes()
+        digest = hashlib.sha256(data).hexdigest()
+        index = _read_index(digest, data, info["kind"], int(info["dim"]), params)
+    if isinstance(queries, str):
+        start, stop = span if span is not None else (0, len(query_rows))
+        queries = np.load(queries, mmap_mode="r")[start:stop]
     return neighbor_pairs(
         index, queries, query_rows, k=k, threshold=threshold, times=times, window=window, progress=False
     )

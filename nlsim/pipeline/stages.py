@@ -394,12 +394,21 @@ def embed(
     return out
 
 
+def _index_options(config: DedupConfig) -> dict[str, Any]:
+    return {
+        "kind": config.index_kind,
+        "use_gpu": config.use_gpu,
+        "nlist": config.nlist,
+        "nprobe": config.nprobe,
+    }
+
+
 def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoice) -> Window:
     """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU)."""
     dim = int(model.encoder.dim)
     if window.reembed or window.n_base == 0:
         full = emb.astype(np.float32, copy=False)
-        built = build_index(full, kind=config.index_kind, use_gpu=config.use_gpu, dim=dim)
+        built = build_index(full, dim=dim, **_index_options(config))
     else:
         base = (
             window.base_embeddings if window.base_embeddings is not None else np.zeros((0, dim), np.float32)
@@ -407,7 +416,9 @@ def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoi
         full = np.vstack([base, emb]).astype(np.float32, copy=False)
         built = window.base_index
         if built is None:
-            built = build_index(base, kind=config.index_kind, use_gpu=config.use_gpu, dim=dim)
+            built = build_index(base, dim=dim, **_index_options(config))
+        elif config.nprobe:
+            built.set_search_params(nprobe=config.nprobe)  # the kept index, searched as this run asks
         built.add(emb)
     say(f"index: {built.describe()}")
     window.embeddings, window.index = full, built

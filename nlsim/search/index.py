@@ -13,6 +13,11 @@ Size rule for ``kind="auto"``:
 * larger: ``"ivf"`` (``IndexIVFFlat``, ``nlist`` from :func:`default_nlist`, ``nprobe`` from
   :func:`default_nprobe`, trained on ``40 * nlist`` sampled vectors), measured in ``docs/scale.md``.
 
+IVF search on the CPU (``ivf_search``): ``"batched"`` (the default) computes the hits of a large batch of
+queries list by list with matrix products (:mod:`nlsim.search.ivf_batched`: the same hits as FAISS's
+per-query search, several times faster for the near-duplicate graph of a whole corpus) and uses FAISS's
+search for small batches; ``"queries"`` always uses FAISS's search. On GPUs FAISS's own search is used.
+
 Example:
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -41,8 +46,10 @@ import pandas as pd
 from nlsim import __version__
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_sha256
+from nlsim.search import ivf_batched
 
 KINDS = ("auto", "flat", "ivf", "hnsw")
+IVF_SEARCHES = ("batched", "queries")
 FLAT_MAX = 100_000
 """Largest corpus that ``kind="auto"`` indexes exactly on the CPU."""
 GPU_FLAT_MAX = 5_000_000
@@ -68,19 +75,21 @@ def gpu_count() -> int:
 
 
 def default_nlist(n: int) -> int:
-    """IVF list count: a power of two near ``4 * sqrt(n)``, at most ``n // 39`` (FAISS wants 39 training
-    points per centroid), at least 1. ``default_nlist(1_000_000) == 4096``."""
+    """IVF list count: a power of two near ``2 * sqrt(n)``, at most ``n // 39`` (FAISS wants 39 training
+    points per centroid), at least 1. ``default_nlist(1_000_000) == 2048``.
+
+    Measured on distinct e5-like vectors (``benchmarks/bench_realistic.py``, ``docs/scale.md``)."""
     if n <= 0:
         return 1
-    nlist = 2 ** round(math.log2(max(4 * math.sqrt(n), 1)))
+    nlist = 2 ** round(math.log2(max(2 * math.sqrt(n), 1)))
     return int(max(1, min(nlist, n // 39)))
 
 
 def default_nprobe(nlist: int) -> int:
-    """Lists visited per query: 16 (at most ``nlist``). On distinct e5-like vectors
-    (``benchmarks/bench_realistic.py``) 16 probes reach recall@10 0.968 at 100k vectors (1,024 lists) and
-    0.943 at 1M (4,096 lists); the fewer probes that sufficed on replicated vectors (4 and 2) fell to 0.844
-    and 0.493 there, losing pairs silently (``docs/scale.md``)."""
+    """Lists visited per query: 16, at most ``nlist``. On distinct
+    e5-like vectors (``benchmarks/bench_realistic.py``) fewer probes lose pairs silently: FAISS's per-query
+    search with 2 and 4 probes fell to recall@10 0.49 and 0.84 where it had sufficed on replicated vectors
+    (``docs/scale.md``)."""
     return int(min(max(nlist, 1), 16))
 
 
@@ -120,12 +129,27 @@ class SearchIndex:
         """True for the exact (flat) index."""
         return self.kind == "flat"
 
+    @property
+    def batched(self) -> bool:
+        """True for a CPU IVF index that searches large batches list by list
+        (:mod:`nlsim.search.ivf_batched`)."""
+        return self.kind == "ivf" and self.device == "cpu" and self.params.get("search") == "batched"
+
+    def batch_size(self, default: int) -> int:
+        """Queries to pass to :meth:`search` at a time: ``default``, or for batched IVF search enough for
+        each list to be probed by about 1,000 queries (``128 * nlist``; 262,144 at 2,048 lists, whose
+        partial hits take about 0.5 GB with k = 11 and 16 probes)."""
+        if self.batched:
+            return max(int(default), 128 * int(self.params["nlist"]))
+        return int(default)
+
     def describe(self) -> str:
         """One line for the run log, e.g. ``'exact flat IP on cpu, 10,000 vectors'``."""
         if self.kind == "flat":
             what = "exact flat IP"
         elif self.kind == "ivf":
-            what = f"approximate IVF IP (nlist {self.params['nlist']}, nprobe {self.params['nprobe']})"
+            what = f"approximate IVF IP (nlist {self.params['nlist']}, nprobe {self.params['nprobe']}"
+            what += ", batched)" if self.batched else ")"
         else:
             what = f"approximate HNSW IP (M {self.params['M']}, efSearch {self.params['ef_search']})"
         return f"{what} on {self.device}, {self.ntotal:,} vectors"
@@ -145,6 +169,8 @@ class SearchIndex:
             raise ConfigError(f"FAISS GPU indexes return at most {GPU_MAX_K} neighbours; asked for k={k}")
         if q.shape[0] == 0:
             return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+        if self.batched and ivf_batched.worth_it(q.shape[0], self.params["nlist"], self.params["nprobe"]):
+            return ivf_batched.search_batched(self.index, q, k, nprobe=int(self.params["nprobe"]))
         sims, rows = self.index.search(q, k)
         return sims, rows.astype(np.int64, copy=False)
 
@@ -209,6 +235,7 @@ def new_index(
     ef_search: int = 64,
     train_iters: int = 10,
     seed: int = 1234,
+    ivf_search: str = "batched",
 ) -> SearchIndex:
     """An empty index of dimension ``dim`` for ``n`` expected vectors, ready for :meth:`SearchIndex.add`.
 
@@ -223,6 +250,8 @@ def new_index(
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if ivf_search not in IVF_SEARCHES:
+        raise ConfigError(f"unknown IVF search {ivf_search!r}; choose one of {', '.join(IVF_SEARCHES)}")
     d = int(dim)
     if d <= 0:
         raise ConfigError(f"cannot build an index of dimension {dim}")
@@ -252,7 +281,7 @@ def new_index(
         cpu.cp.niter = int(train_iters)
         cpu.train(sample)
         cpu.nprobe = np_
-        params = {"nlist": nl, "nprobe": np_, "train_size": int(len(sample))}
+        params = {"nlist": nl, "nprobe": np_, "train_size": int(len(sample)), "search": ivf_search}
     if ngpu:
         index, device = _to_gpus(cpu, ngpu)
     else:
@@ -286,6 +315,7 @@ def build_index(
     train_iters: int = 10,
     seed: int = 1234,
     dim: int | None = None,
+    ivf_search: str = "batched",
 ) -> SearchIndex:
     """Build an inner-product index holding ``emb`` (rows keep their order: row i is ``emb[i]``).
 
@@ -299,6 +329,7 @@ def build_index(
             ``train_iters``: k-means iterations.
         hnsw_m, ef_construction, ef_search: HNSW graph degree and beam widths.
         seed: sampling seed of IVF training (the build is deterministic for a given input).
+        ivf_search: ``"batched"`` or ``"queries"`` (see the module docstring); CPU only.
     """
     if emb is None or (np.asarray(emb).size == 0 and dim is not None):
         arr = np.empty((0, int(dim or 0)), np.float32)
@@ -324,6 +355,7 @@ def build_index(
         ef_search=ef_search,
         train_iters=train_iters,
         seed=seed,
+        ivf_search=ivf_search,
     )
     index.add(arr)
     return index

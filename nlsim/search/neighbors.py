@@ -73,7 +73,8 @@ def neighbor_pairs(
         k: neighbours per query, the query itself not counted (``k + 1`` are asked for).
         threshold: minimum similarity (inner product = cosine for unit vectors).
         times, window, nat: optional time-window filter (see the module docstring).
-        batch_size: queries searched at a time (bounds memory); a tqdm bar shows progress.
+        batch_size: queries searched at a time (bounds memory; an index with a ``batch_size(default)``
+            method, such as a cell-batched IVF index, may ask for more); a tqdm bar shows progress.
 
     Returns:
         DataFrame ``a`` (int64) < ``b`` (int64), ``similarity`` (float32), each pair once, sorted by
@@ -91,6 +92,8 @@ def neighbor_pairs(
     collect = _Collector(ntotal, k, threshold, times, window, nat)
     kk = min(k + 1, max(ntotal, 1))
     m = q.shape[0]
+    if hasattr(index, "batch_size"):
+        batch_size = index.batch_size(batch_size)
     with Progress(m, "neighbours", "queries", enabled=progress and m > 0) as bar:
         for start in range(0, m, batch_size):
             stop = min(start + batch_size, m)

@@ -209,3 +209,30 @@ def test_rerun_on_unchanged_input_reuses_embeddings(tmp_path, repo_root, fast_en
     small.to_parquet(tmp_path / "small.parquet")
     third = run_dedup(DedupConfig(out=tmp_path / "r3", **cfg), encoder=fast_encoder)
     assert calls == [50, 50] and not third.summary["embedding_cache_hit"]
+
+
+def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
+    """``--index ivf --nlist --nprobe`` build the index the run searches and saves."""
+    import json
+
+    small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:400]
+    small.to_parquet(tmp_path / "small.parquet")
+    cfg = DedupConfig(
+        corpus=tmp_path / "small.parquet",
+        out=tmp_path / "out",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.9,
+        index_kind="ivf",
+        nlist=4,
+        nprobe=3,
+        cache=False,
+        progress=False,
+    )
+    run_dedup(cfg, encoder=fast_encoder)
+    meta = json.loads((tmp_path / "out" / "index" / "meta.json").read_text())
+    assert meta["kind"] == "ivf"
+    assert meta["params"]["nlist"] == 4 and meta["params"]["nprobe"] == 3
+    assert meta["params"]["search"] == "batched"
+    with pytest.raises(ConfigError, match="--nprobe must be >= 1"):
+        DedupConfig(corpus="c.parquet", out="o", nprobe=0)

@@ -83,8 +83,8 @@ def test_auto_rule(monkeypatch: pytest.MonkeyPatch, emb: np.ndarray) -> None:
     index = build_index(emb, use_gpu=False)
     assert index.kind == "ivf"
     assert index.params["nlist"] == default_nlist(500)
-    assert default_nlist(1_000_000) == 4096 and default_nprobe(4096) == 16
-    assert default_nlist(100_000) == 1024 and default_nprobe(1024) == 16
+    assert default_nlist(1_000_000) == 2048 and default_nprobe(2048) == 16
+    assert default_nlist(100_000) == 512 and default_nprobe(512) == 16
     assert default_nlist(100) == 2 and default_nprobe(2) == 2  # at most n // 39 lists, nprobe at most nlist
 
 
