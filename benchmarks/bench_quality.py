@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results" / "quality"
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
-MODELS = ROOT / "models" / "select"  # train_candidate saves each candidate's best checkpoint here
+# trained candidates go under the benchmarks' git-ignored cache, never into the model store `models/`
+TRAINED = ROOT / "benchmarks" / "results" / "cache" / "models"
+MODELS = TRAINED / "select"  # train_candidate saves each candidate's best checkpoint here
 
 # Round 1: the learning rate, the loss, the conversion (2 epochs, frozen word embeddings).
 # Round 2: higher learning rates, a third epoch, a smaller batch, unfrozen word embeddings.
@@ -47,13 +49,13 @@ CANDIDATES: dict[str, dict] = {
         "loss": "cosent",
         "lr": 1e-4,
         "conversion": "tw2sp",
-        "model": "models/stsb/cosent-lr5e-5-2ep",
+        "model": "benchmarks/results/cache/models/stsb/cosent-lr5e-5-2ep",
     },
     "stsb-cosent-lr5e-5-tw2sp": {
         "loss": "cosent",
         "lr": 5e-5,
         "conversion": "tw2sp",
-        "model": "models/stsb/cosent-lr5e-5-2ep",
+        "model": "benchmarks/results/cache/models/stsb/cosent-lr5e-5-2ep",
     },
     "silver-cosent-lr1e-4-tw2sp": {
         "loss": "cosent",
@@ -95,7 +97,7 @@ def _write(path: Path, obj: dict) -> None:
 
 
 def train_candidate(name: str, folder: str, settings: dict, table: object = None, **fixed: object) -> dict:
-    """Train one candidate (validation only, best checkpoint saved under models/), or reuse its JSON.
+    """Train one candidate (validation only, best checkpoint saved under ``TRAINED``), or reuse its JSON.
 
     ``table`` is a loaded pair table (else ``fixed["pairs"]`` names the file); ``fixed`` and ``settings``
     go to :class:`FinetuneConfig`.
@@ -107,7 +109,7 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
     if path.is_file():
         return json.loads(path.read_text())
     cfg = FinetuneConfig(
-        out=str(ROOT / "models" / folder / name),
+        out=str(TRAINED / folder / name),
         progress_file=str(RESULTS / folder / f"{name}.progress"),
         eval_test=False,
         eval_before=False,
@@ -182,7 +184,7 @@ def stage_final(args: argparse.Namespace) -> None:
     best = print_select(rows)
     if best is None:
         raise SystemExit("run the select stage first")
-    out = ROOT / "models" / "e5-thucnews"
+    out = TRAINED / "e5-thucnews"
     path = RESULTS / "final.json"
     if path.is_file() and json.loads(path.read_text())["chosen"] != best["name"]:
         # a later round chose another candidate: keep the earlier test score beside the new one
@@ -286,7 +288,7 @@ def stage_baselines(args: argparse.Namespace) -> None:
         print(f"| {name} | {mode} | {m['spearman']} | {m['pearson']} | {m['mse']} | {m['mae']} |")
 
 
-STSB_MODELS = ROOT / "models" / "stsb"
+STSB_MODELS = TRAINED / "stsb"
 # STS-B candidates (English; batch 16, max length 128, frozen word embeddings, seed 42), chosen on dev
 STSB_CANDIDATES: dict[str, dict] = {
     "mse-lr1e-4-1ep": {"loss": "mse", "lr": 1e-4, "epochs": 1},

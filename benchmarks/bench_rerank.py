@@ -1,7 +1,8 @@
 """The rerank stage's cost: the cross-encoder's pairs/s on each inference path, and whole reranked runs.
 
 Needs a model folder with a reranker (``nlsim finetune --pairs annotations/thucnews_tw_pairs.tsv --out
-models/e5-thucnews``, or ``python benchmarks/bench_quality.py final``).
+finetuned/e5-thucnews``, or ``python benchmarks/bench_quality.py final``, which writes the default
+``benchmarks/results/cache/models/e5-thucnews``).
 
 1. Throughput: the cross-encoder scores ``--pairs`` candidate pairs of the corpus (each item's nearest
    neighbours by the model's own cosine, converted with ``tw2sp``) on each path of ``--paths`` (torch fp32,
@@ -20,7 +21,7 @@ threshold, hence many more candidates) in ``benchmarks/results/cache/``, and use
 stores the folder's quality check (``nlsim calibrate``), which ``--precision auto`` needs for a folder
 trained before ``nlsim finetune`` made it.
 
-    python benchmarks/bench_rerank.py --model models/e5-thucnews --prepare --full [--level 1.0]
+    python benchmarks/bench_rerank.py --model finetuned/e5-thucnews --prepare --full [--level 1.0]
 
 Writes ``benchmarks/results/rerank[-TAG].{json,md}``.
 """
@@ -215,7 +216,7 @@ def compare_reports(a: str, b: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="models/e5-thucnews")
+    ap.add_argument("--model", default="benchmarks/results/cache/models/e5-thucnews")
     ap.add_argument("--corpus", default="data/thucnews.parquet")
     ap.add_argument("--pairs", type=int, default=2000)
     ap.add_argument("--paths", default=PATHS)

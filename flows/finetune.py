@@ -4,7 +4,7 @@
 task, and publishes the metrics table and the model card as artifacts. Its parameters are the fields of
 :class:`nlsim.training.config.FinetuneConfig` (the options of ``nlsim finetune``). Run it without a server::
 
-    python -m flows.finetune --pairs annotations/thucnews_tw_pairs.tsv --out models/e5-thucnews
+    python -m flows.finetune --pairs annotations/thucnews_tw_pairs.tsv --out finetuned/e5-thucnews
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the cross-encoder's model with its pooling and head is exported once to ONNX (ca
 of the logits < 1e-4, else the export is refused and torch is used), and run with the CPU provider.
 
 Example:
-    >>> ce = CrossEncoder.load("models/e5-thucnews/reranker")  # doctest: +SKIP
+    >>> ce = CrossEncoder.load("finetuned/e5-thucnews/reranker")  # doctest: +SKIP
     >>> runner = cross_encoder_runner(ce)  # doctest: +SKIP
     >>> runner.texts(["台股大漲"], ["台股上漲"]).shape  # doctest: +SKIP
     (1,)
