@@ -46,6 +46,7 @@ from nlsim.pipeline.sharded import (
     index_bytes,
     index_info,
     search_shard,
+    search_shard_size,
     shard_slices,
     write_shard_inputs,
 )
@@ -134,14 +135,14 @@ def dask_call(options: DaskOptions) -> Call:
             return fn(texts, model, config, encode=encode)
         if name == "neighbors":
             window, config, floor = args
-            # shards as large as the index's own batches (a batched IVF index wants 128 queries per list)
-            query_size = window.index.batch_size(size)
             by_file = options.shared_dir is not None or not options.dask_address
 
             def search(index: Any, queries: np.ndarray, rows: np.ndarray, **kw: Any) -> pd.DataFrame:
                 kw.pop("progress", None)
-                kw["threads"] = threads
-                slices = shard_slices(len(rows), query_size)
+                if not options.dask_address:
+                    kw["threads"] = threads  # local workers share this machine's cores
+                workers = None if options.dask_address else int(options.n_workers)
+                slices = shard_slices(len(rows), search_shard_size(index, len(rows), size, workers))
                 if not by_file:
                     blob, info = index_bytes(index)
                     jobs = [{"args": (blob, info, queries[a:b], rows[a:b]), "kwargs": kw} for a, b in slices]

@@ -27,6 +27,7 @@ import pandas as pd
 
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError
+from nlsim.search import ivf_batched
 from nlsim.search.index import SearchIndex
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -55,6 +56,27 @@ def embed_shard(
         (1, 384)
     """
     return cached_encoder(model, threads).encode(list(texts), batch_size=batch_size, progress=False)
+
+
+def search_shard_size(index: SearchIndex, n_queries: int, shard_size: int, workers: int | None) -> int:
+    """Queries per search task: ``shard_size``, raised towards the batch a batched IVF index asks for
+    (:meth:`SearchIndex.batch_size`, so that batching pays), but not past one task per worker (``workers``;
+    ``None``: unknown, e.g. a remote cluster) unless batching would then not pay.
+
+    Example:
+        >>> import numpy as np
+        >>> from nlsim.search.index import build_index
+        >>> x = np.random.default_rng(0).normal(size=(20_000, 256)).astype("float32")
+        >>> ivf = build_index(x, kind="ivf", nlist=64, nprobe=8, use_gpu=False)
+        >>> search_shard_size(ivf, 20_000, 2000, workers=2), search_shard_size(ivf, 20_000, 2000, workers=4)
+        (8192, 5000)
+    """
+    want = index.batch_size(shard_size, k=11)
+    if want <= shard_size:
+        return int(shard_size)
+    per_worker = -(-int(n_queries) // max(int(workers), 1)) if workers else int(n_queries)
+    need = -(-ivf_batched.MIN_QUERIES_PER_LIST * int(index.params["nlist"]) // int(index.params["nprobe"]))
+    return int(max(shard_size, need, min(want, per_worker)))
 
 
 def index_bytes(index: SearchIndex) -> tuple[np.ndarray, dict[str, Any]]:
@@ -128,8 +150,12 @@ def search_shard(
         digest = hashlib.sha256(data).hexdigest()
         index = _read_index(digest, data, info["kind"], int(info["dim"]), params)
     if isinstance(queries, str):
-        start, stop = span if span is not None else (0, len(query_rows))
-        queries = np.load(queries, mmap_mode="r")[start:stop]
+        if span is None or span[1] - span[0] != len(query_rows):
+            raise ConfigError(
+                f"search_shard: queries from {queries} need span=(start, stop) covering the "
+                f"{len(query_rows)} query rows, got {span}"
+            )
+        queries = np.load(queries, mmap_mode="r")[span[0] : span[1]]
     return neighbor_pairs(
         index, queries, query_rows, k=k, threshold=threshold, times=times, window=window, progress=False
     )

@@ -417,9 +417,18 @@ def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoi
         built = window.base_index
         if built is None:
             built = build_index(base, dim=dim, **_index_options(config))
-        elif config.nprobe:
-            built.set_search_params(nprobe=config.nprobe)  # the kept index, searched as this run asks
+        else:
+            if config.nprobe:
+                built.set_search_params(nprobe=config.nprobe)  # the kept index, searched as this run asks
+            if config.nlist and built.kind == "ivf" and built.params.get("nlist") != config.nlist:
+                kept = built.params.get("nlist")
+                say(
+                    f"index: --nlist {config.nlist} not applied: the kept index has {kept} lists (it is "
+                    "rebuilt with the new count when the window is embedded again)"
+                )
         built.add(emb)
+    if (config.nlist or config.nprobe) and built.kind != "ivf":
+        say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
     say(f"index: {built.describe()}")
     window.embeddings, window.index = full, built
     return window

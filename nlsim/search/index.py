@@ -135,12 +135,12 @@ class SearchIndex:
         (:mod:`nlsim.search.ivf_batched`)."""
         return self.kind == "ivf" and self.device == "cpu" and self.params.get("search") == "batched"
 
-    def batch_size(self, default: int) -> int:
-        """Queries to pass to :meth:`search` at a time: ``default``, or for batched IVF search enough for
-        each list to be probed by about 1,000 queries (``128 * nlist``; 262,144 at 2,048 lists, whose
-        partial hits take about 0.5 GB with k = 11 and 16 probes)."""
+    def batch_size(self, default: int, k: int = 11) -> int:
+        """Queries to pass to :meth:`search` at a time for ``k`` hits each: ``default``, or for batched IVF
+        search :func:`nlsim.search.ivf_batched.batch_rows` (about 128 queries per list, partial hits
+        bounded to about 1 GiB; 262,144 queries at 2,048 lists, 16 probes, k = 11)."""
         if self.batched:
-            return max(int(default), 128 * int(self.params["nlist"]))
+            return max(int(default), ivf_batched.batch_rows(self.params["nlist"], self.params["nprobe"], k))
         return int(default)
 
     def describe(self) -> str:
@@ -169,7 +169,9 @@ class SearchIndex:
             raise ConfigError(f"FAISS GPU indexes return at most {GPU_MAX_K} neighbours; asked for k={k}")
         if q.shape[0] == 0:
             return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
-        if self.batched and ivf_batched.worth_it(q.shape[0], self.params["nlist"], self.params["nprobe"]):
+        if self.batched and ivf_batched.worth_it(
+            q.shape[0], self.params["nlist"], self.params["nprobe"], self.dim
+        ):
             return ivf_batched.search_batched(self.index, q, k, nprobe=int(self.params["nprobe"]))
         sims, rows = self.index.search(q, k)
         return sims, rows.astype(np.int64, copy=False)
@@ -183,6 +185,9 @@ class SearchIndex:
     def set_search_params(self, *, nprobe: int | None = None, ef_search: int | None = None) -> None:
         """Change the speed/recall trade-off of an approximate index."""
         if nprobe is not None and self.kind == "ivf":
+            if int(nprobe) < 1:
+                raise ConfigError(f"nprobe must be at least 1, got {nprobe}")
+            nprobe = min(int(nprobe), int(self.params.get("nlist", nprobe)))
             space = faiss.GpuParameterSpace() if self.device.startswith("gpu") else faiss.ParameterSpace()
             space.set_index_parameter(self.index, "nprobe", int(nprobe))
             self.params["nprobe"] = int(nprobe)

@@ -7,14 +7,16 @@ around: the queries' probe lists are found as FAISS finds them (the ``nprobe`` n
 query), then each list is searched once by all the queries that probe it, with one BLAS matrix product and
 FAISS's k-selection (``faiss.knn``); each query's ``nprobe`` partial top-k are merged into its top-k.
 
-Every query sees exactly the vectors FAISS's own search would show it, so the hits are the same (up to the
-order of ties and float rounding in the last bit); only the arithmetic is arranged to run several times
-faster on a CPU (``benchmarks/bench_realistic.py``). It pays for large batches only: :func:`worth_it` says
-when, and :class:`nlsim.search.index.SearchIndex` otherwise uses FAISS's search (a daily run that searches a
-few hundred new items).
+Every query sees exactly the vectors FAISS's own search would show it, so the hits are the same, except
+which of several exactly tied hits is kept at the k-th place, and float rounding in the last bit; only the
+arithmetic is arranged to run several times faster on a CPU (``benchmarks/bench_realistic.py``). It pays
+for large batches of wide vectors only: :func:`worth_it` says when, and
+:class:`nlsim.search.index.SearchIndex` otherwise uses FAISS's search (a daily run that searches a few
+hundred new items; narrow vectors, where FAISS's scan is faster).
 
-Memory: ``m * nprobe * k`` partial hits (12 bytes each) per call; the caller bounds ``m``
-(:meth:`nlsim.search.index.SearchIndex.batch_size`). Vectors are read in place from the index's inverted
+Memory: ``m * nprobe * k`` partial hits of 12 bytes each per call, merged in chunks of
+:data:`MERGE_ROWS` queries; the caller bounds ``m`` (:func:`batch_rows`,
+:meth:`nlsim.search.index.SearchIndex.batch_size`). Vectors are read in place from the index's inverted
 lists (no copy of the corpus), so the index must not change during a search.
 
 Example:
@@ -38,11 +40,32 @@ import numpy as np
 
 MIN_QUERIES_PER_LIST = 8
 """Batched search is used when each IVF list is probed by at least this many queries on average."""
+MIN_DIM = 256
+"""... and when the vectors have at least this many dimensions: for narrow vectors (64, 128) FAISS's own
+scan is faster than a matrix product per list (measured at 1 thread: 0.4-0.8x at d 64-128, 1.2-2.8x at
+384, the dimension of every registry model)."""
+BUDGET_BYTES = 1 << 30
+"""Partial hits of one call at most (about 1 GiB): bounds the batch :func:`batch_rows` asks for."""
+MISSING = float(-np.finfo(np.float32).max)
+"""The similarity FAISS gives a missing hit (row -1) of an inner-product search."""
+MERGE_ROWS = 65_536
+"""Queries whose partial hits are merged at a time (bounds the merge's temporary arrays)."""
 
 
-def worth_it(n_queries: int, nlist: int, nprobe: int) -> bool:
-    """True when ``n_queries`` probe each list often enough for batching to beat FAISS's per-query search."""
-    return n_queries * max(int(nprobe), 1) >= MIN_QUERIES_PER_LIST * max(int(nlist), 1)
+def worth_it(n_queries: int, nlist: int, nprobe: int, dim: int = MIN_DIM) -> bool:
+    """True when ``n_queries`` probe each list often enough, and the vectors are wide enough, for batching
+    to beat FAISS's per-query search."""
+    return dim >= MIN_DIM and n_queries * max(int(nprobe), 1) >= MIN_QUERIES_PER_LIST * max(int(nlist), 1)
+
+
+def batch_rows(nlist: int, nprobe: int, k: int) -> int:
+    """Queries per call: about 128 per list (each list then searched by ~128 x nprobe queries at once),
+    at most what :data:`BUDGET_BYTES` of partial hits allow, at least what :func:`worth_it` needs.
+    ``batch_rows(2048, 16, 11) == 262144`` (0.55 GB of partial hits)."""
+    want = 128 * max(int(nlist), 1)
+    budget = BUDGET_BYTES // (max(int(nprobe), 1) * max(int(k), 1) * 12)
+    floor = -(-MIN_QUERIES_PER_LIST * max(int(nlist), 1) // max(int(nprobe), 1))
+    return int(max(min(want, budget), floor, 1))
 
 
 def _lists(ivf: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -74,18 +97,18 @@ def search_batched(ivf: Any, queries: np.ndarray, k: int, *, nprobe: int) -> tup
 
     Returns:
         ``(similarities float32 (m, k), rows int64 (m, k))``, best first; missing hits have row -1 and
-        similarity ``-inf``, as in FAISS.
+        similarity :data:`MISSING`, as in FAISS.
     """
     q = np.ascontiguousarray(queries, dtype=np.float32)
     m = q.shape[0]
     nlist = int(ivf.nlist)
     nprobe = max(1, min(int(nprobe), nlist))
     if m == 0 or ivf.ntotal == 0:
-        return np.full((m, k), -np.inf, np.float32), np.full((m, k), -1, np.int64)
+        return np.full((m, k), MISSING, np.float32), np.full((m, k), -1, np.int64)
     _, probes = ivf.quantizer.search(q, nprobe)
     vectors, ids = _lists(ivf)
     # partial hits: slot (query, j) holds the top k of the query's j-th probed list
-    part_sims = np.full((m * nprobe, k), -np.inf, np.float32)
+    part_sims = np.full((m * nprobe, k), MISSING, np.float32)
     part_rows = np.full((m * nprobe, k), -1, np.int64)
     slots = probes.ravel()
     order = np.argsort(slots, kind="stable")
@@ -99,11 +122,21 @@ def search_batched(ivf: Any, queries: np.ndarray, k: int, *, nprobe: int) -> tup
         sims, hits = faiss.knn(q[where // nprobe], vectors[lst], kk, metric=faiss.METRIC_INNER_PRODUCT)
         part_sims[where, :kk] = sims
         part_rows[where, :kk] = ids[lst][hits]
-    part_sims = part_sims.reshape(m, nprobe * k)
-    part_rows = part_rows.reshape(m, nprobe * k)
-    if nprobe > 1:
-        top = np.argpartition(-part_sims, k - 1, axis=1)[:, :k]
-        part_sims = np.take_along_axis(part_sims, top, axis=1)
-        part_rows = np.take_along_axis(part_rows, top, axis=1)
-    best = np.argsort(-part_sims, axis=1, kind="stable")
-    return np.take_along_axis(part_sims, best, axis=1), np.take_along_axis(part_rows, best, axis=1)
+    return _merge(part_sims.reshape(m, nprobe * k), part_rows.reshape(m, nprobe * k), k)
+
+
+def _merge(part_sims: np.ndarray, part_rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best ``k`` of its partial hits, best first, :data:`MERGE_ROWS` rows at a time."""
+    m, width = part_sims.shape
+    sims = np.empty((m, k), np.float32)
+    rows = np.empty((m, k), np.int64)
+    for a in range(0, m, MERGE_ROWS):
+        b = min(a + MERGE_ROWS, m)
+        ps, pr = part_sims[a:b], part_rows[a:b]
+        if width > k:
+            top = np.argpartition(ps, width - k, axis=1)[:, width - k :]
+            ps, pr = np.take_along_axis(ps, top, axis=1), np.take_along_axis(pr, top, axis=1)
+        best = np.argsort(-ps, axis=1, kind="stable")
+        sims[a:b] = np.take_along_axis(ps, best, axis=1)
+        rows[a:b] = np.take_along_axis(pr, best, axis=1)
+    return sims, rows

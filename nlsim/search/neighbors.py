@@ -93,7 +93,7 @@ def neighbor_pairs(
     kk = min(k + 1, max(ntotal, 1))
     m = q.shape[0]
     if hasattr(index, "batch_size"):
-        batch_size = index.batch_size(batch_size)
+        batch_size = index.batch_size(batch_size, k=kk)
     with Progress(m, "neighbours", "queries", enabled=progress and m > 0) as bar:
         for start in range(0, m, batch_size):
             stop = min(start + batch_size, m)

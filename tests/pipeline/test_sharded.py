@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import faiss
 import numpy as np
+import pytest
 
+from nlsim.errors import ConfigError
 from nlsim.pipeline.sharded import index_bytes, index_info, search_shard, shard_slices, write_shard_inputs
 from nlsim.search.index import build_index
 from nlsim.search.neighbors import knn_graph, merge_pairs
 from tests.search.test_index import clustered
+
+
+@pytest.fixture(autouse=True)
+def _restore_faiss_threads() -> Iterator[None]:
+    """``search_shard(threads=...)`` sets FAISS's thread count for the whole process; put it back."""
+    before = faiss.omp_get_max_threads()
+    yield
+    faiss.omp_set_num_threads(before)
 
 
 def test_shards_from_files_equal_the_whole_graph(tmp_path: Path) -> None:
@@ -42,3 +54,17 @@ def test_shards_from_bytes_equal_shards_from_files(tmp_path: Path) -> None:
     )
     assert len(from_bytes) > 0
     assert from_bytes.equals(from_files)
+
+
+def test_a_queries_file_needs_its_span(tmp_path: Path) -> None:
+    """Without ``span`` the rows of a queries file cannot be matched to their query rows: refused."""
+    x = clustered(40, 5, 16, noise=0.1)
+    index = build_index(x, kind="flat", use_gpu=False)
+    index_path, query_path = write_shard_inputs(tmp_path, index, x)
+    rows = np.arange(len(x))
+    with pytest.raises(ConfigError, match="span"):
+        search_shard(index_path, index_info(index), query_path, rows[50:100], k=3, threshold=0.7)
+    with pytest.raises(ConfigError, match="span"):
+        search_shard(
+            index_path, index_info(index), query_path, rows[50:100], k=3, threshold=0.7, span=(0, 10)
+        )

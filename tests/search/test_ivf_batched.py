@@ -46,14 +46,15 @@ def test_missing_hits_are_minus_one_as_in_faiss() -> None:
     index = build_index(x, kind="ivf", nlist=4, nprobe=1, use_gpu=False)
     sims, rows = ivf_batched.search_batched(index.index, x, 150, nprobe=1)  # each list holds fewer than 150
     assert (rows == -1).any()
-    assert np.isneginf(sims[rows == -1]).all()
+    assert (sims[rows == -1] == ivf_batched.MISSING).all()
     assert (rows[rows >= 0] < 200).all()
-    _, want = faiss_search(index, x, 150)
+    want_sims, want = faiss_search(index, x, 150)
     assert ((rows == -1) == (want == -1)).all()
+    assert (want_sims[want == -1] == ivf_batched.MISSING).all()  # the same sentinel as FAISS
 
 
 def test_index_batches_large_searches_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = unit(np.random.default_rng(7), 2000, 16)
+    x = unit(np.random.default_rng(7), 2000, 256)
     index = build_index(x, kind="ivf", nlist=8, nprobe=2, use_gpu=False)
     assert index.batched and "batched" in index.describe()
     calls: list[int] = []
@@ -71,6 +72,40 @@ def test_index_batches_large_searches_only(monkeypatch: pytest.MonkeyPatch) -> N
     assert index.batch_size(4096) == 4096 and index.batch_size(10**6) == 10**6  # 128 * 8 lists < 4096
 
 
+def test_batch_is_bounded_by_the_memory_budget() -> None:
+    assert ivf_batched.batch_rows(2048, 16, 11) == 262_144
+    big = ivf_batched.batch_rows(2048, 64, 51)  # partial hits would be 20 GB at 128 queries per list
+    assert big * 64 * 51 * 12 <= ivf_batched.BUDGET_BYTES
+    # never below what batching needs to pay
+    assert ivf_batched.batch_rows(4096, 1, 10**6) >= ivf_batched.MIN_QUERIES_PER_LIST * 4096
+
+
+def test_narrow_vectors_keep_faiss_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = unit(np.random.default_rng(4), 3000, 64)
+    index = build_index(x, kind="ivf", nlist=8, nprobe=2, use_gpu=False)
+    monkeypatch.setattr(ivf_batched, "search_batched", lambda *a, **k: pytest.fail("batched search used"))
+    index.search(x, 3)  # 64 dimensions: FAISS's scan is faster
+    assert not ivf_batched.worth_it(3000, 8, 2, 64) and ivf_batched.worth_it(3000, 8, 2, 384)
+
+
+def test_merge_in_chunks_equals_one_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = clustered(300, 10, 32, noise=0.1)
+    index = build_index(x, kind="ivf", nlist=16, nprobe=4, use_gpu=False)
+    whole = ivf_batched.search_batched(index.index, x, 5, nprobe=4)
+    monkeypatch.setattr(ivf_batched, "MERGE_ROWS", 7)
+    chunked = ivf_batched.search_batched(index.index, x, 5, nprobe=4)
+    assert (whole[1] == chunked[1]).all() and (whole[0] == chunked[0]).all()
+
+
+def test_nprobe_is_checked_and_clamped() -> None:
+    x = unit(np.random.default_rng(6), 500, 16)
+    index = build_index(x, kind="ivf", nlist=4, nprobe=2, use_gpu=False)
+    with pytest.raises(ConfigError, match="nprobe must be at least 1"):
+        index.set_search_params(nprobe=0)
+    index.set_search_params(nprobe=50)
+    assert index.params["nprobe"] == 4 and index.index.nprobe == 4
+
+
 def test_queries_mode_never_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     x = unit(np.random.default_rng(8), 2000, 16)
     index = build_index(x, kind="ivf", nlist=8, nprobe=2, use_gpu=False, ivf_search="queries")
@@ -81,8 +116,11 @@ def test_queries_mode_never_batches(monkeypatch: pytest.MonkeyPatch) -> None:
         build_index(x, kind="ivf", ivf_search="rows", use_gpu=False)
 
 
-def test_graph_is_the_same_either_way() -> None:
-    x = clustered(200, 8, 32, noise=0.1)
+def test_graph_is_the_same_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = clustered(200, 8, 256, noise=0.03)
+    used: list[int] = []
+    real = ivf_batched.search_batched
+    monkeypatch.setattr(ivf_batched, "search_batched", lambda *a, **k: used.append(1) or real(*a, **k))
     batched = build_index(x, kind="ivf", nlist=16, nprobe=3, use_gpu=False)
     plain = build_index(x, kind="ivf", nlist=16, nprobe=3, use_gpu=False, ivf_search="queries")
     got = knn_graph(batched, x, k=5, threshold=0.8, progress=False)
@@ -91,6 +129,7 @@ def test_graph_is_the_same_either_way() -> None:
     keys = set(zip(got["a"], got["b"], strict=True))
     want_keys = set(zip(want["a"], want["b"], strict=True))
     assert len(keys ^ want_keys) <= len(want_keys) // 500  # ties at the k-th hit aside
+    assert used  # the batched path did the search
 
 
 def test_saved_index_keeps_its_search_mode(tmp_path: Path) -> None:
