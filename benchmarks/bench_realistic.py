@@ -533,29 +533,14 @@ def _pair_recall(
     return float(np.isin(np.array(ex_keys, np.int64), graph_keys).mean()) if ex_keys else None
 
 
-def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample: int, workers: int) -> dict:
-    """The Dask flow's neighbour stage over the first ``n`` vectors, in this (fresh) process: the index is
-    built here (as the flow's ``index`` stage builds it), then ``flows.dedup_distributed.dask_call`` runs
-    ``nlsim.pipeline.stages.neighbors`` with its search sharded over a local Dask cluster of ``workers``
-    processes x 1 thread (the flow's defaults), through Prefect's ``DaskTaskRunner``."""
-    import resource
-    import tempfile
-
+def _start_row(n: int, method: str, k: int, threshold: float) -> tuple[dict[str, Any], np.ndarray]:
+    """The facts every measurement records first (settings, date, load, threads), and the first n vectors."""
     import faiss
-    import pandas as pd
-    from prefect.server.api.server import SubprocessASGIServer
-
-    from flows.dedup_distributed import DaskOptions, dask_call
-    from nlsim.pipeline import stages
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.window import Window
-    from nlsim.search.index import build_index
 
     _faiss_threads()
     row: dict[str, Any] = {
         "n": n,
-        "method": "ivf",
-        "runner": f"dask, {workers} workers x 1 thread",
+        "method": method,
         "k": k,
         "threshold": threshold,
         "date": _now(),
@@ -566,6 +551,28 @@ def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample:
     }
     x = load_rows(n)
     row["vectors_mb"] = round(x.nbytes / 2**20, 1)
+    return row, x
+
+
+def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample: int, workers: int) -> dict:
+    """The Dask flow's neighbour stage over the first ``n`` vectors, in this (fresh) process: the index is
+    built here (as the flow's ``index`` stage builds it), then ``flows.dedup_distributed.dask_call`` runs
+    ``nlsim.pipeline.stages.neighbors`` with its search sharded over a local Dask cluster of ``workers``
+    processes x 1 thread (the flow's defaults), through Prefect's ``DaskTaskRunner``."""
+    import resource
+    import tempfile
+
+    import pandas as pd
+    from prefect.server.api.server import SubprocessASGIServer
+
+    from flows.dedup_distributed import DaskOptions, dask_call
+    from nlsim.pipeline import stages
+    from nlsim.pipeline.config import DedupConfig
+    from nlsim.pipeline.window import Window
+    from nlsim.search.index import build_index
+
+    row, x = _start_row(n, "ivf", k, threshold)
+    row["runner"] = f"dask, {workers} workers x 1 thread"
     c, t = time.process_time(), time.perf_counter()
     index = build_index(x, kind="ivf", use_gpu=False, **params)
     row["build_s"], row["build_cpu_s"] = time.perf_counter() - t, time.process_time() - c
@@ -656,25 +663,11 @@ def measure_child(
 ) -> dict[str, Any]:
     """One measurement in this (fresh) process: build, graph, recall; ``grid``: search settings (nprobe or
     efSearch) whose sample recall and per-query time are measured on the same index."""
-    import faiss
 
     from nlsim.search.index import build_index, default_nlist, default_nprobe
     from nlsim.search.neighbors import knn_graph
 
-    _faiss_threads()
-    row: dict[str, Any] = {
-        "n": n,
-        "method": method,
-        "k": k,
-        "threshold": threshold,
-        "date": _now(),
-        "load_average_at_start": _load_avg(),
-        "niceness": os.nice(0),
-        "faiss_threads": faiss.omp_get_max_threads(),
-        "vectors_id": _vectors_meta()["id"],
-    }
-    x = load_rows(n)
-    row["vectors_mb"] = round(x.nbytes / 2**20, 1)
+    row, x = _start_row(n, method, k, threshold)
     build_args = dict(params)
     if method == "ivf":  # record what nlsim's defaults resolve to when not given
         nl = int(build_args.get("nlist") or default_nlist(n))
