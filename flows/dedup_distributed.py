@@ -142,7 +142,8 @@ def dask_call(options: DaskOptions) -> Call:
                 if not options.dask_address:
                     kw["threads"] = threads  # local workers share this machine's cores
                 workers = None if options.dask_address else int(options.n_workers)
-                slices = shard_slices(len(rows), search_shard_size(index, len(rows), size, workers))
+                per_task = search_shard_size(index, len(rows), size, workers, k=int(kw["k"]) + 1)
+                slices = shard_slices(len(rows), per_task)
                 if not by_file:
                     blob, info = index_bytes(index)
                     jobs = [{"args": (blob, info, queries[a:b], rows[a:b]), "kwargs": kw} for a, b in slices]

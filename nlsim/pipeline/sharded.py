@@ -58,10 +58,12 @@ def embed_shard(
     return cached_encoder(model, threads).encode(list(texts), batch_size=batch_size, progress=False)
 
 
-def search_shard_size(index: SearchIndex, n_queries: int, shard_size: int, workers: int | None) -> int:
-    """Queries per search task: ``shard_size``, raised towards the batch a batched IVF index asks for
-    (:meth:`SearchIndex.batch_size`, so that batching pays), but not past one task per worker (``workers``;
-    ``None``: unknown, e.g. a remote cluster) unless batching would then not pay.
+def search_shard_size(
+    index: SearchIndex, n_queries: int, shard_size: int, workers: int | None, k: int = 11
+) -> int:
+    """Queries per search task (``k`` hits each): ``shard_size``, raised towards the batch a batched IVF
+    index asks for (:meth:`SearchIndex.batch_size`, so that batching pays), but not past one task per worker
+    (``workers``; ``None``: unknown, e.g. a remote cluster) unless batching would then not pay.
 
     Example:
         >>> import numpy as np
@@ -71,7 +73,7 @@ def search_shard_size(index: SearchIndex, n_queries: int, shard_size: int, worke
         >>> search_shard_size(ivf, 20_000, 2000, workers=2), search_shard_size(ivf, 20_000, 2000, workers=4)
         (8192, 5000)
     """
-    want = index.batch_size(shard_size, k=11)
+    want = index.batch_size(shard_size, k=k)
     if want <= shard_size:
         return int(shard_size)
     per_worker = -(-int(n_queries) // max(int(workers), 1)) if workers else int(n_queries)

@@ -86,9 +86,9 @@ def default_nlist(n: int) -> int:
 
 
 def default_nprobe(nlist: int) -> int:
-    """Lists visited per query: 16, at most ``nlist``. On distinct
-    e5-like vectors (``benchmarks/bench_realistic.py``) fewer probes lose pairs silently: FAISS's per-query
-    search with 2 and 4 probes fell to recall@10 0.49 and 0.84 where it had sufficed on replicated vectors
+    """Lists visited per query: 16, at most ``nlist``. On distinct e5-like vectors
+    (``benchmarks/bench_realistic.py``) fewer probes lose pairs silently: FAISS's per-query search with 2
+    and 4 probes fell to recall@10 0.49 and 0.84 where it had sufficed on replicated vectors
     (``docs/scale.md``)."""
     return int(min(max(nlist, 1), 16))
 
