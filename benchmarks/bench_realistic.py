@@ -616,33 +616,11 @@ def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample:
 
 
 def cmd_dask(args: argparse.Namespace) -> int:
-    ex = run_child(
-        [str(Path(__file__)), "_exact", "--n", str(args.n), "--sample", str(args.sample), "--k", str(args.k)],
-        timeout=args.timeout,
-    )
-    if "computed" in ex:
-        print(f"exact neighbours of {args.sample:,} rows at n={args.n:,}: {ex['seconds']} s", file=sys.stderr)
+    ensure_exact(args.n, args)
     params = {k: v for k, v in {"nlist": args.nlist, "nprobe": args.nprobe}.items() if v is not None}
     print(f"Dask flow's neighbour stage at n={args.n:,}, {args.workers} workers ...", file=sys.stderr)
-    row = run_child(
-        [
-            str(Path(__file__)),
-            "_dask",
-            "--n",
-            str(args.n),
-            "--params",
-            json.dumps(params),
-            "--k",
-            str(args.k),
-            "--threshold",
-            str(args.threshold),
-            "--sample",
-            str(args.sample),
-            "--workers",
-            str(args.workers),
-        ],
-        timeout=args.timeout,
-    )
+    cmd = _child_args("_dask", args.n, params, args) + ["--workers", str(args.workers)]
+    row = run_child(cmd, timeout=args.timeout)
     row.pop("wall_s", None)
     data = _read_results()
     data.setdefault("dask", {})[str(args.n)] = row
@@ -722,14 +700,23 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in p.items() if v is not None}
 
 
-def _child_args(n: int, method: str, params: dict[str, Any], args: argparse.Namespace) -> list[str]:
+def ensure_exact(n: int, args: argparse.Namespace) -> None:
+    """The exact neighbours of the sample at ``n`` (own process, cached), which recall is measured against."""
+    ex = run_child(
+        [str(Path(__file__)), "_exact", "--n", str(n), "--sample", str(args.sample), "--k", str(args.k)],
+        timeout=args.timeout,
+    )
+    if "computed" in ex:
+        print(f"exact neighbours of {args.sample:,} rows at n={n:,}: {ex['seconds']} s", file=sys.stderr)
+
+
+def _child_args(sub: str, n: int, params: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """Arguments of a measuring child process (``_one`` or ``_dask``)."""
     return [
         str(Path(__file__)),
-        "_one",
+        sub,
         "--n",
         str(n),
-        "--method",
-        method,
         "--params",
         json.dumps(params),
         "--k",
@@ -750,13 +737,8 @@ def run_measure(
     graph: bool = True,
 ) -> dict[str, Any]:
     """Exact neighbours (own process, cached), then the measurement (own process)."""
-    ex = run_child(
-        [str(Path(__file__)), "_exact", "--n", str(n), "--sample", str(args.sample), "--k", str(args.k)],
-        timeout=args.timeout,
-    )
-    if "computed" in ex:
-        print(f"exact neighbours of {args.sample:,} rows at n={n:,}: {ex['seconds']} s", file=sys.stderr)
-    cmd = _child_args(n, method, params, args)
+    ensure_exact(n, args)
+    cmd = _child_args("_one", n, params, args) + ["--method", method]
     if grid:
         cmd += ["--grid", ",".join(map(str, grid))]
     if not graph:
