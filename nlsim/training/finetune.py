@@ -145,12 +145,14 @@ def finetune(
     encoder: Any = None,
     log: Callable[[str], None] = say,
     call: Call = direct,
+    on_rate: Callable[[float], None] | None = None,
 ) -> FinetuneResult:
     """Train on the train split, choose on validation, evaluate, calibrate and (with ``cfg.out``) save.
 
     ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``.
     Metrics before and after fine-tuning go in ``result.metrics`` keyed ``"{before|after}/{split}"``. Each
     step runs through ``call`` (:mod:`nlsim.orchestration`; the ``finetune`` flow makes them tasks).
+    ``on_rate`` hears the bi-encoder's measured seconds per step once (the chain's time estimate).
     """
     t_start = time.perf_counter()
     if cfg.out:
@@ -173,7 +175,7 @@ def finetune(
         silver = call("silver-pairs", make_silver_pairs, data, cfg, log)
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
-    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log)
+    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate)
     metrics.update(call("evaluate-after", evaluate_splits, encoder, data, "after"))
     cal = call("calibrate", calibrate_encoder, encoder, data, cfg)
     reranker = None
