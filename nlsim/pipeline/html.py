@@ -477,9 +477,10 @@ def render_html(
     frame: pd.DataFrame | None = None,
     *,
     learning_curve: str | None = None,
+    near_misses: pd.DataFrame | None = None,
 ) -> str:
     """The report page (see the module docstring). ``learning_curve``: the file name of the learning-curve
-    PNG copied beside the page, if any."""
+    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review."""
     data = page_data(pairs, clusters, summary, frame)
     info = summary.get("model_info") or {}
     when = summary.get("finished_at") or ""
