@@ -239,7 +239,8 @@ def model_card(folder: Path | None, store_info: dict[str, Any] | None) -> dict[s
     try:
         training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
         card["metrics"] = training.get("metrics", {})
-        card["trained"] = {k: training.get(k) for k in ("n_train", "n_validation", "seconds")}
+        keys = ("n_train", "n_validation", "seconds", "editor_labels")
+        card["trained"] = {k: training.get(k) for k in keys}
     except (OSError, ValueError):
         pass
     if store_info:
