@@ -431,9 +431,15 @@ def merge_annotations(
     existing = load_pairs(pairs_file)
     _check_new(new, existing, filled, pairs_file)
     path = Path(pairs_file)
+    original = read_pair_table(pairs_file)  # existing rows are written back exactly as read
+    columns = list(original.columns)
+    for extra in editor_file.KEPT:
+        if extra in new.columns and new[extra].astype(str).str.strip().ne("").any() and extra not in columns:
+            original[extra] = ""
+            columns.append(extra)
     if table_format(path) == "tsv":  # TSV has no quoting: say which row of the editor's file cannot go in
         rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-        for col in new.columns:
+        for col in (c for c in columns if c in new.columns):
             bad = new[col].astype(str).str.contains(r"[\t\r\n]", regex=True).to_numpy()
             if bad.any():
                 raise InputError(
@@ -442,12 +448,6 @@ def merge_annotations(
                     str(col),
                     f"a tab or newline cannot be written to the TSV pair file {pairs_file}",
                 )
-    original = read_pair_table(pairs_file)  # existing rows are written back exactly as read
-    columns = list(original.columns)
-    for extra in editor_file.KEPT:
-        if extra in new.columns and new[extra].astype(str).str.strip().ne("").any() and extra not in columns:
-            original[extra] = ""
-            columns.append(extra)
     add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
     add["split"] = split
     add["score"] = new["score"].map(lambda s: f"{s:g}")

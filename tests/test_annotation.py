@@ -301,6 +301,7 @@ def test_merge_refuses_a_file_without_pairs(files: tuple[Path, Path], tmp_path: 
     assert pairs.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_draw_with_a_reranker_draws_on_the_rerank_score_around_its_threshold(
     small_reranked_model: Path, tmp_path: Path
 ) -> None:
@@ -334,3 +335,16 @@ def test_draw_with_a_reranker_draws_on_the_rerank_score_around_its_threshold(
     near = (todo["stratum"] == "near-threshold").to_numpy()
     dist = np.abs(todo["similarity"].astype(float).to_numpy() - reranker.threshold)
     assert near.sum() == 6 and dist[near].max() <= dist[~near].min()
+
+
+def test_a_text_a_tsv_pair_file_cannot_hold_is_refused_by_its_row_in_the_filled_file(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, pairs = files
+    before = pairs.read_bytes()
+    path = _filled(tmp_path, ["0.5", "1"], text_b=["乙", "Storm\nupdate"])
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    assert (Path(err.value.file), err.value.row, err.value.field) == (path, 2, "text_b")
+    assert "tab or newline" in err.value.reason
+    assert pairs.read_bytes() == before

@@ -122,3 +122,10 @@ def test_a_daily_report_keeps_its_near_misses_when_written_again(
     again = run_daily(cfg, tmp_path / "state", retention_days=None, encoder=fast_encoder)
     assert again.replayed
     assert pd.read_parquet(again.report_dir / "near_misses.parquet").equals(near)
+
+
+def test_a_negative_count_of_near_misses_is_refused() -> None:
+    from nlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--near-misses must be >= 0"):
+        DedupConfig(corpus="c.parquet", out="out", threshold=0.9, near_misses=-1)
