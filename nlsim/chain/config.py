@@ -51,6 +51,7 @@ REPORT_FIELDS = (
     "progress",
     "backend",
     "precision",
+    "near_misses",
 )
 
 
@@ -104,6 +105,7 @@ class PipelineConfig:
     progress: bool = option_like(DedupConfig, "progress")
     backend: Backend = option_like(DedupConfig, "backend")
     precision: Precision = option_like(DedupConfig, "precision")
+    near_misses: int = option_like(DedupConfig, "near_misses")
 
     def __post_init__(self) -> None:
         self.level = parse_level(self.level)

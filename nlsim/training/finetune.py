@@ -37,6 +37,7 @@ import pandas as pd
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
 from nlsim.io.atomic import atomic_dir
+from nlsim.io.editor_file import editor_labels
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, write_marker
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
@@ -76,6 +77,8 @@ class FinetuneResult:
     data_files: dict[str, str] = field(default_factory=dict)
     silver: dict[str, Any] | None = None
     reranker: dict[str, Any] | None = None
+    editor_labels: dict[str, dict[str, int]] | None = None
+    """The pairs merged from editors' files (:func:`nlsim.io.editor_file.editor_labels`), per split."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,6 +120,7 @@ def make_result(
         data_files=data.data_files,
         silver=silver.summary() if silver is not None else None,
         reranker=reranker_summary(reranker) if reranker is not None else None,
+        editor_labels=editor_labels(pd.concat([data.train, data.validation])).as_dict(),
     )
 
 
