@@ -1,14 +1,27 @@
-"""Fine-tuning speed: nlsim's training loop against sentence-transformers' trainer, side by side.
+"""Fine-tuning speed: where a training step goes, and nlsim's loops beside sentence-transformers' trainers.
 
-Same model (multilingual-e5-small), same pairs (our training split, ``tw2sp`` text), same settings: batch
-16, cosine-MSE loss (ST's CosineSimilarityLoss), AdamW lr 5e-5 with linear warm-up, max length 64,
-word-embedding table frozen in both, same torch thread count. The two alternate in blocks (ours, ST,
-ours, ST ...) so that load from other processes hits both alike, after one untimed warm-up run of each;
-each block times only its optimizer steps (setup and validation excluded). Prints s/step per block, the
-medians, and the implied time per epoch of the 1,400 training pairs (88 steps); writes
-benchmarks/results/finetune_speed.json.
+Two parts, on the same model (multilingual-e5-small), the same pairs (our training split, ``tw2sp``), batch
+16, the word-embedding table frozen, the same torch thread count; the CPU is named in every result.
 
-    python benchmarks/bench_finetune_speed.py [--steps 15] [--rounds 2] [--threads 2] [--unfrozen]
+``profile`` times the phases of both of nlsim's training loops over ``--steps`` steps (after a few untimed
+ones): the one-time costs (tokenising every text or pair once, running the frozen lower layers once) and,
+per step, building the padded batch, the forward pass, the backward pass and the optimizer step; for the
+settings of each ``--variants`` (``default``: the shipped settings; ``fp32``: the same in fp32;
+``all-layers``: no layer frozen, fp32; ``before``: no layer frozen, fp32, batches in random order,
+tokenised at each step, the unfused optimizer: the loop as it was). Token counts per step tell what padding
+costs.
+
+``side-by-side`` alternates nlsim's loops (``train_encoder``, ``train_cross_encoder``, shipped settings) with
+sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's default) and
+``CrossEncoderTrainer`` (BinaryCrossEntropyLoss on the graded scores, both text orders) in blocks of
+``--steps`` optimizer steps, after one untimed warm-up of each, so that load from other processes hits both
+alike; each block times its optimizer steps only. Prints s/step per block, medians, and the implied time per
+epoch of our 1,785 training pairs (the cross-encoders read both orders: 3,570 sequences).
+
+Results: ``benchmarks/results/finetune_speed.json`` / ``.md``. Needs ``pip install -e '.[bench]'``.
+
+    python benchmarks/bench_finetune_speed.py profile [--steps 40] [--threads 2] [--variants default,fp32,...]
+    python benchmarks/bench_finetune_speed.py side-by-side [--steps 20] [--rounds 2] [--threads 2]
 """
 
 from __future__ import annotations
@@ -21,45 +34,242 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
-OUT = ROOT / "benchmarks" / "results" / "finetune_speed.json"
+OUT = ROOT / "benchmarks" / "results" / "finetune_speed"
+MODEL = "multilingual-e5-small"
+BATCH = 16
+VARIANTS = {
+    # frozen layers, precision, bucketed batches, tokenised once, fused optimizer
+    "default": (4, "auto", True, True, True),
+    "fp32": (4, "fp32", True, True, True),
+    "all-layers": (0, "fp32", True, True, True),
+    "before": (0, "fp32", False, False, False),
+}
 
 
-def ours(train, val, args) -> float:  # noqa: ANN001
+def cpu_name() -> str:
+    from nlsim.encoders.cpu import cpu_info
+
+    return cpu_info().describe()
+
+
+def training_pairs() -> Any:
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.data import convert_pairs
+
+    pairs = convert_pairs(load_pairs(PAIRS), "tw2sp")
+    return pairs[pairs["split"] == "train"].reset_index(drop=True)
+
+
+class Phases:
+    """Seconds per named phase, summed over the timed steps."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.tokens = 0
+        self.real_tokens = 0
+
+    def add(self, name: str, t0: float) -> float:
+        now = time.perf_counter()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - t0
+        return now
+
+
+def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) -> dict[str, Any]:
+    """One loop's phases (see the module docstring), mirroring nlsim's training step."""
+    import torch
+
     from nlsim.encoders import load_encoder
-    from nlsim.training.bi_encoder import train_encoder
-    from nlsim.training.config import FinetuneConfig
+    from nlsim.encoders.batching import bucketed_batches, pad_batch
+    from nlsim.encoders.encoder import mean_pool
+    from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
+    from nlsim.training.losses import cosent_loss
+    from nlsim.training.mixed_precision import autocast, resolve
+    from nlsim.training.optim import adamw
+    from nlsim.training.split_encoder import SplitEncoder
 
-    enc = load_encoder("multilingual-e5-small", threads=args.threads)
-    cfg = FinetuneConfig(
-        epochs=1,
-        batch_size=16,
-        lr=5e-5,
-        max_length=64,
-        freeze_embeddings=not args.unfrozen,
-        threads=args.threads,
-        log_every=0,
-        seed=1,
-    )
-    out = train_encoder(enc, train, val, cfg, log=lambda _: None)
-    return out["seconds_per_epoch"][0] / out["steps"]
+    frozen, setting, bucketed, once, fused = VARIANTS[variant]
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    one_time: dict[str, float] = {}
+    if kind == "bi-encoder":
+        enc = load_encoder(MODEL, backend="torch")
+        model, pad = enc.model, enc.pad_id()
+        texts = list(dict.fromkeys(train["text_a"].tolist() + train["text_b"].tolist()))
+        where = {t: i for i, t in enumerate(texts)}
+        seq_a = np.array([where[t] for t in train["text_a"]])
+        seq_b = np.array([where[t] for t in train["text_b"]])
+        n_rows = len(train)
+
+        def tokenise(rows: np.ndarray) -> list[list[int]]:
+            return enc.token_ids([texts[i] for i in rows])
+
+        all_rows = np.arange(len(texts))
+        head = None
+    else:
+        ce = CrossEncoder.from_base(MODEL, 128)
+        model, pad, head = ce.model, ce.tokenizer.pad_token_id, ce.head
+        first = train["text_a"].tolist() + train["text_b"].tolist()
+        second = train["text_b"].tolist() + train["text_a"].tolist()
+        n_rows = len(first)
+
+        def tokenise(rows: np.ndarray) -> list[list[int]]:
+            return ce.pair_ids([first[i] for i in rows], [second[i] for i in rows])[0]
+
+        all_rows = np.arange(n_rows)
+    split = SplitEncoder(model, frozen, pad_id=pad)
+    precision, _ = resolve(setting, torch.device("cpu"))
+    t0 = time.perf_counter()
+    ids = tokenise(all_rows) if once else None
+    one_time["tokenise"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    states = split.prepare(ids) if ids is not None else None
+    one_time["frozen layers" if frozen else "embedding block"] = time.perf_counter() - t0
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if head is not None:
+        named += [(f"head.{n}", p) for n, p in head.named_parameters()]
+    optimizer = adamw(named, 1e-4, 0.01) if fused else torch.optim.AdamW([p for _, p in named], lr=1e-4)
+    lengths = np.array([len(x) for x in ids]) if ids is not None else None
+    ph = Phases()
+    model.train()
+    step = 0
+    while step < steps + 3:
+        if kind == "bi-encoder":
+            pair_rows = (
+                bucketed_batches(lengths[seq_a] + lengths[seq_b], BATCH, rng)
+                if bucketed and lengths is not None
+                else [rng.permutation(n_rows)[i : i + BATCH] for i in range(0, n_rows, BATCH)]
+            )
+        else:
+            pair_rows = (
+                bucketed_batches(lengths, BATCH, rng)
+                if bucketed and lengths is not None
+                else [rng.permutation(n_rows)[i : i + BATCH] for i in range(0, n_rows, BATCH)]
+            )
+        for rows in pair_rows:
+            if step >= steps + 3:
+                break
+            timed = step >= 3  # the first steps set up kernels: untimed
+            t = time.perf_counter()
+            seq_rows = np.concatenate([seq_a[rows], seq_b[rows]]) if kind == "bi-encoder" else rows
+            if states is not None:
+                hidden0, mask = split.batch(states, seq_rows)
+                t = ph.add("batch", t) if timed else time.perf_counter()
+            else:
+                batch_ids = tokenise(seq_rows)
+                t = ph.add("tokenise", t) if timed else time.perf_counter()
+                batch = pad_batch(batch_ids, list(range(len(seq_rows))), pad, multiple=1)
+                t = ph.add("batch", t) if timed else time.perf_counter()
+            with autocast(precision, torch.device("cpu")):
+                if states is not None:
+                    hidden = split.upper(hidden0, mask)
+                else:
+                    tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
+                    hidden, mask = model(**tensors).last_hidden_state, tensors["attention_mask"]
+                if kind == "bi-encoder":
+                    emb = mean_pool(hidden.float(), mask)
+                    loss = cosent_loss(emb[: len(rows)], emb[len(rows) :], torch.rand(len(rows)))
+                else:
+                    logits = pooled_logits(head, hidden.float(), mask)
+                    loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                        logits.float(), torch.rand(len(rows))
+                    )
+            t = ph.add("forward", t) if timed else time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            t = ph.add("backward", t) if timed else time.perf_counter()
+            optimizer.step()
+            ph.add("optimizer", t) if timed else None
+            if timed:
+                ph.tokens += int(mask.numel())
+                ph.real_tokens += int(mask.sum())
+            step += 1
+    per_step = {k: round(v / steps, 4) for k, v in ph.seconds.items()}
+    return {
+        "loop": kind,
+        "variant": variant,
+        "frozen_layers": frozen,
+        "precision": precision,
+        "one_time_s": {k: round(v, 2) for k, v in one_time.items()},
+        "per_step_s": per_step,
+        "s_per_step": round(sum(per_step.values()), 4),
+        "tokens_per_step": round(ph.tokens / steps, 1),
+        "padding_share": round(1 - ph.real_tokens / max(ph.tokens, 1), 3),
+        "steps_per_epoch": math.ceil(n_rows / BATCH),
+    }
 
 
-def sentence_transformers(train, args) -> float:  # noqa: ANN001
+def profile(args: argparse.Namespace) -> dict[str, Any]:
+    train = training_pairs()
+    rows = []
+    for kind in ("bi-encoder", "cross-encoder"):
+        for variant in args.variants.split(","):
+            r = profile_loop(kind, variant, train, args.steps, args.threads)
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    lines = [
+        f"## Where a training step goes ({cpu_name()}, {args.threads} threads, batch {BATCH}, "
+        f"{args.steps} timed steps)",
+        "",
+        "| loop | variant | frozen | precision | one-time s | batch | tokenise | forward | backward | "
+        "optimizer | s/step | tokens/step (padding) | s/epoch |",
+        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        p = r["per_step_s"]
+        once = ", ".join(f"{k} {v}" for k, v in r["one_time_s"].items())
+        lines.append(
+            f"| {r['loop']} | {r['variant']} | {r['frozen_layers']} | {r['precision']} | {once} | "
+            f"{p.get('batch', 0):.3f} | {p.get('tokenise', 0):.3f} | {p['forward']:.3f} | "
+            f"{p['backward']:.3f} | {p['optimizer']:.3f} | {r['s_per_step']:.3f} | "
+            f"{r['tokens_per_step']:.0f} ({r['padding_share']:.0%}) | "
+            f"{r['s_per_step'] * r['steps_per_epoch']:.0f} |"
+        )
+    return {"rows": rows, "markdown": "\n".join(lines)}
+
+
+# --- side by side ---------------------------------------------------------------------------------------
+
+
+def ours(kind: str, train: Any, args: argparse.Namespace) -> float:
+    """s/step of nlsim's loop (shipped settings) over the first ``len(train)`` pairs, one epoch."""
+    from nlsim.training.config import CrossEncoderConfig, FinetuneConfig
+
+    val = train.head(16)
+    if kind == "bi-encoder":
+        from nlsim.encoders import load_encoder
+        from nlsim.training.bi_encoder import train_encoder
+
+        enc = load_encoder(MODEL, backend="torch", threads=args.threads)
+        cfg = FinetuneConfig(epochs=1, batch_size=BATCH, threads=args.threads, log_every=0, seed=1)
+        out = train_encoder(enc, train, val, cfg, log=lambda _: None)
+        return out["seconds_per_epoch"][0] / out["steps"]
+    from nlsim.training.cross_encoder import train_cross_encoder
+
+    marks: dict[str, float] = {}
+    cfg = CrossEncoderConfig(epochs=1, batch_size=BATCH, threads=args.threads, log_every=0, seed=1)
+    _, history = train_cross_encoder(MODEL, train, val, cfg, log=lambda _: None)
+    marks["s"] = history[0]["seconds"]
+    return marks["s"] / math.ceil(2 * len(train) / BATCH)
+
+
+def st_bi_encoder(train: Any, args: argparse.Namespace) -> float:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, losses
     from sentence_transformers.training_args import SentenceTransformerTrainingArguments
-    from transformers import TrainerCallback
 
     from nlsim.encoders.registry import registry_folder
 
-    model = SentenceTransformer(str(registry_folder("multilingual-e5-small")), device="cpu")
+    model = SentenceTransformer(str(registry_folder(MODEL)), device="cpu")
     model.max_seq_length = 64
-    if not args.unfrozen:
-        model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
+    model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
     data = Dataset.from_dict(
         {
             "sentence1": ["query: " + t for t in train["text_a"]],
@@ -67,6 +277,37 @@ def sentence_transformers(train, args) -> float:  # noqa: ANN001
             "score": train["score"].astype(float).tolist(),
         }
     )
+    return st_timed(
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+        model,
+        data,
+        losses.CoSENTLoss(model),
+    )
+
+
+def st_cross_encoder(train: Any, args: argparse.Namespace) -> float:
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, losses
+    from sentence_transformers.cross_encoder.training_args import CrossEncoderTrainingArguments
+
+    from nlsim.encoders.registry import registry_folder
+
+    model = CrossEncoder(str(registry_folder(MODEL)), num_labels=1, max_length=128, device="cpu")
+    model.model.get_input_embeddings().weight.requires_grad_(False)
+    a, b = train["text_a"].tolist(), train["text_b"].tolist()
+    data = Dataset.from_dict(
+        {"sentence1": a + b, "sentence2": b + a, "score": train["score"].astype(float).tolist() * 2}
+    )
+    return st_timed(
+        CrossEncoderTrainer, CrossEncoderTrainingArguments, model, data, losses.BinaryCrossEntropyLoss(model)
+    )
+
+
+def st_timed(trainer_cls: Any, args_cls: Any, model: Any, data: Any, loss: Any) -> float:
+    """s/step of a sentence-transformers trainer over ``data``, one epoch, its optimizer steps timed."""
+    from transformers import TrainerCallback
+
     marks: dict[str, float] = {}
 
     class Clock(TrainerCallback):
@@ -77,12 +318,12 @@ def sentence_transformers(train, args) -> float:  # noqa: ANN001
             marks["last"] = time.perf_counter()
             marks["steps"] = s.global_step
 
-    targs = SentenceTransformerTrainingArguments(
+    targs = args_cls(
         output_dir=str(ROOT / ".cache" / "st-speed"),
         num_train_epochs=1,
-        per_device_train_batch_size=16,
-        learning_rate=5e-5,
-        warmup_steps=0.1,
+        per_device_train_batch_size=BATCH,
+        learning_rate=1e-4,
+        warmup_ratio=0.1,
         lr_scheduler_type="linear",
         seed=1,
         save_strategy="no",
@@ -93,66 +334,79 @@ def sentence_transformers(train, args) -> float:  # noqa: ANN001
         use_cpu=True,
         disable_tqdm=True,
     )
-    trainer = SentenceTransformerTrainer(
-        model=model,
-        args=targs,
-        train_dataset=data,
-        loss=losses.CosineSimilarityLoss(model),
-        callbacks=[Clock()],
-    )
-    trainer.train()
-    return (marks["last"] - marks["first"]) / marks["steps"]
+    trainer_cls(model=model, args=targs, train_dataset=data, loss=loss, callbacks=[Clock()]).train()
+    return (marks["last"] - marks["first"]) / max(1, marks["steps"] - 1)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=15, help="optimizer steps per block")
-    p.add_argument("--rounds", type=int, default=2, help="blocks per contender")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up runs")
-    p.add_argument("--unfrozen", action="store_true", help="train the word-embedding table too (both sides)")
-    args = p.parse_args()
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(args.threads)
-    from nlsim.io.pairs import load_pairs
-    from nlsim.training.data import convert_pairs
+    train = training_pairs()
+    rows = {}
+    n_train = len(train)
+    for kind, theirs in (("bi-encoder", st_bi_encoder), ("cross-encoder", st_cross_encoder)):
+        per_block = BATCH * args.steps // (2 if kind == "cross-encoder" else 1)
+        block = train.sample(n=per_block, random_state=0).reset_index(drop=True)
+        ours(kind, block.head(BATCH * 2), args)  # untimed warm-ups
+        theirs(block.head(BATCH * 2), args)
+        blocks: dict[str, list[float]] = {"nlsim": [], "sentence-transformers": []}
+        for r in range(args.rounds):
+            blocks["nlsim"].append(ours(kind, block, args))
+            blocks["sentence-transformers"].append(theirs(block, args))
+            print(
+                f"{kind} round {r + 1}: nlsim {blocks['nlsim'][-1]:.3f} s/step, sentence-transformers "
+                f"{blocks['sentence-transformers'][-1]:.3f} s/step",
+                flush=True,
+            )
+        steps = math.ceil(n_train * (2 if kind == "cross-encoder" else 1) / BATCH)
+        rows[kind] = {
+            name: {
+                "s_per_step": [round(v, 4) for v in vals],
+                "median": round(statistics.median(vals), 4),
+                "s_per_epoch": round(statistics.median(vals) * steps, 1),
+            }
+            for name, vals in blocks.items()
+        }
+        rows[kind]["steps_per_epoch"] = steps
+    lines = [
+        f"## nlsim beside sentence-transformers ({cpu_name()}, {args.threads} threads, batch {BATCH}, "
+        f"{args.steps} steps a block, {args.rounds} rounds)",
+        "",
+        "| loop | trainer | s/step per block | median s/step | s per epoch (our 1,785 pairs) |",
+        "|---|---|---|---:|---:|",
+    ]
+    for kind, r in rows.items():
+        for name in ("nlsim", "sentence-transformers"):
+            v = r[name]
+            lines.append(
+                f"| {kind} | {name} | {', '.join(f'{x:.3f}' for x in v['s_per_step'])} | {v['median']:.3f} | "
+                f"{v['s_per_epoch']:.0f} |"
+            )
+    return {"rows": rows, "markdown": "\n".join(lines)}
 
-    pairs = convert_pairs(load_pairs(PAIRS), "tw2sp")
-    train = pairs[pairs["split"] == "train"].reset_index(drop=True).head(16 * args.steps)
-    val = pairs[pairs["split"] == "validation"].reset_index(drop=True).head(16)
-    if args.warmup:  # first-use costs (allocator, kernels) hit whichever runs first; pay them untimed
-        ours(train.head(32), val, args)
-        sentence_transformers(train.head(32), args)
-    blocks: dict[str, list[float]] = {"nlsim": [], "sentence-transformers": []}
-    for r in range(args.rounds):
-        blocks["nlsim"].append(ours(train, val, args))
-        print(f"round {r + 1}: nlsim {blocks['nlsim'][-1]:.2f} s/step", flush=True)
-        blocks["sentence-transformers"].append(sentence_transformers(train, args))
-        print(
-            f"round {r + 1}: sentence-transformers {blocks['sentence-transformers'][-1]:.2f} s/step",
-            flush=True,
-        )
-    steps_per_epoch = math.ceil(1400 / 16)
-    print(
-        f"\n## Fine-tuning speed, e5-small, bs 16, max length 64, "
-        f"{'unfrozen' if args.unfrozen else 'frozen word embeddings'}, {args.threads} thread(s)\n"
-    )
-    print(
-        "| trainer | s/step per block | median s/step | s per epoch (1,400 pairs, 88 steps) |\n"
-        "|---|---|---|---|"
-    )
-    result = {"settings": vars(args), "blocks": blocks}
-    for name, vals in blocks.items():
-        med = statistics.median(vals)
-        result[name] = {"median_s_per_step": med, "s_per_epoch": med * steps_per_epoch}
-        print(f"| {name} | {', '.join(f'{v:.2f}' for v in vals)} | {med:.2f} | {med * steps_per_epoch:.0f} |")
-    ratio = result["nlsim"]["median_s_per_step"] / result["sentence-transformers"]["median_s_per_step"]
-    result["ratio_nlsim_over_st"] = ratio
-    print(f"\nnlsim / sentence-transformers time ratio: {ratio:.2f} (< 1 means nlsim is faster)")
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("profile")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    s = sub.add_parser("side-by-side")
+    s.add_argument("--steps", type=int, default=20)
+    s.add_argument("--rounds", type=int, default=2)
+    s.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    result = profile(args) if args.cmd == "profile" else side_by_side(args)
+    print("\n" + result["markdown"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2))
+    path = OUT.parent / f"{OUT.name}_{args.cmd}"
+    path.with_suffix(".json").write_text(
+        json.dumps({"cpu": cpu_name(), "settings": vars(args), **result}, indent=2), encoding="utf-8"
+    )
+    path.with_suffix(".md").write_text(result["markdown"] + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

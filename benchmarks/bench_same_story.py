@@ -77,6 +77,7 @@ def recipe_config(args: argparse.Namespace, keep_best: bool) -> object:
         threads=args.threads,
         train_precision=args.precision,
         keep_best=keep_best,
+        orders_per_epoch=args.orders,
         log_every=0,
     )
 
@@ -175,11 +176,13 @@ def summary(name: str) -> dict | None:
         pos = val["score"].to_numpy() >= STORY
         s = val["ce"].to_numpy()
         f1, t, p, r = best_f1(s, pos)
+        lo, hi = bootstrap(s, pos, t)
         out["val"] = {
             "pairs": len(val),
             "same_story": int(pos.sum()),
             "ap": round(float(average_precision_score(pos, s)), 4),
             "best_f1": round(f1, 4),
+            "best_f1_ci95": [round(lo, 4), round(hi, 4)],
             "precision": round(p, 4),
             "recall": round(r, 4),
         }
@@ -195,7 +198,7 @@ def report(args: argparse.Namespace) -> None:
     lines = [
         f"# Same story, cross-validated (CPU: {cpu_name()})",
         "",
-        "| recipe | CV AP | CV best F1 [95% CI] | CV threshold | CV P / R | val AP | val best F1 | "
+        "| recipe | CV AP | CV best F1 [95% CI] | CV threshold | CV P / R | val AP | val best F1 [95% CI] | "
         "val F1 at the CV threshold | s per fold |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -205,7 +208,8 @@ def report(args: argparse.Namespace) -> None:
         lines.append(
             f"| {r['name']} | {cv.get('ap', '')} | {cv.get('f1', '')} [{ci[0]}, {ci[1]}] | "
             f"{cv.get('threshold', '')} | {cv.get('precision', '')} / {cv.get('recall', '')} | "
-            f"{val.get('ap', '')} | {val.get('best_f1', '')} | {val.get('f1_at_cv_threshold', '')} | "
+            f"{val.get('ap', '')} | {val.get('best_f1', '')} {val.get('best_f1_ci95', '')} | "
+            f"{val.get('f1_at_cv_threshold', '')} | "
             f"{cv.get('seconds_per_fold', '')} |"
         )
     text = "\n".join(lines)
@@ -229,6 +233,7 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--threads", type=int, default=None)
     r.add_argument("--precision", default="auto")
+    r.add_argument("--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random")
     r.set_defaults(func=run)
     rep = sub.add_parser("report")
     rep.add_argument("--names", default="")

@@ -51,6 +51,8 @@ class CrossEncoderConfig:
     Same-story pairs are rare (about 7% of the training pairs): weighting them x3 raised the
     cross-encoder's same-story F1 on validation (docs/finetuning.md)."""
     story_level: float = SAME_STORY
+    orders_per_epoch: int = 2
+    """2: every pair is read in both orders each epoch; 1: once, in a random order (half the steps)."""
     keep_best: bool = True
     """Keep the epoch with the best validation Spearman (else the last epoch: cross-validation folds, whose
     held-out pairs must not choose anything)."""
@@ -61,6 +63,8 @@ class CrossEncoderConfig:
                 raise ConfigError(f"cross-encoder {name} must be >= 1, got {getattr(self, name)}")
         if int(self.frozen_layers) < 0:
             raise ConfigError(f"cross-encoder frozen layers must be >= 0, got {self.frozen_layers}")
+        if self.orders_per_epoch not in (1, 2):
+            raise ConfigError(f"cross-encoder orders per epoch must be 1 or 2, got {self.orders_per_epoch}")
         if not self.lr > 0:
             raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
         if not self.story_weight > 0:

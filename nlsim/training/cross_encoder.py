@@ -61,6 +61,18 @@ def _logits(ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, rows: A
     return pooled_logits(ce.head, hidden.float(), mask)
 
 
+def _epoch_batches(
+    states: FrozenStates, n_pairs: int, cfg: CrossEncoderConfig, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """One epoch's batches of sequence rows: every pair in both orders (``orders_per_epoch=2``), or each
+    pair once, in an order drawn at random (``1``: half the steps; over epochs both orders are seen)."""
+    if cfg.orders_per_epoch == 2:
+        rows = np.arange(len(states))
+    else:
+        rows = np.arange(n_pairs) + n_pairs * rng.integers(0, 2, size=n_pairs)
+    return [rows[b] for b in bucketed_batches(states.lengths[rows], cfg.batch_size, rng)]
+
+
 def predict_states(
     ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, batch_size: int = 128
 ) -> np.ndarray:
@@ -123,7 +135,8 @@ def train_cross_encoder(
     named += [(f"head.{n}", p) for n, p in ce.head.named_parameters()]
     params = [p for _, p in named]
     optimizer = adamw(named, cfg.lr, cfg.weight_decay)
-    per_epoch = math.ceil(len(states) / cfg.batch_size)
+    n_pairs = len(train)
+    per_epoch = math.ceil(n_pairs * cfg.orders_per_epoch / cfg.batch_size)
     total = per_epoch * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
     loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
@@ -136,7 +149,7 @@ def train_cross_encoder(
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         losses: list[float] = []
-        for k, rows in enumerate(bucketed_batches(states.lengths, cfg.batch_size, rng)):
+        for k, rows in enumerate(_epoch_batches(states, n_pairs, cfg, rng)):
             idx = torch.from_numpy(rows).to(device)
             with autocast(precision, device):
                 logits = _logits(ce, split, states, rows)

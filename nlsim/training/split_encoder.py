@@ -153,25 +153,34 @@ class SplitEncoder:
         )
         return hidden, tensors["attention_mask"]
 
-    def forward(self, inputs: FrozenStates, rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The last hidden state ``(len(rows), longest, hidden)`` of sequences ``rows`` and their attention
-        mask, with autograd through the upper layers."""
+    def batch(self, inputs: FrozenStates, rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the upper layers start from for sequences ``rows``: their frozen states padded into one
+        tensor ``(len(rows), width, hidden)`` (or, when the embeddings train, the embedding block's output,
+        with autograd), and the attention mask, on the model's device."""
         rows = [int(r) for r in rows]
         device = self.device
         if inputs.states is None:
             padded = pad_batch(inputs.ids, rows, self.pad_id, inputs.types, WIDTH_MULTIPLE)
-            hidden, mask = self._embed(padded, device)
-        else:
-            width = padded_width(int(inputs.lengths[rows].max()), WIDTH_MULTIPLE)
-            dim = inputs.states[rows[0]].shape[-1]
-            hidden = torch.zeros((len(rows), width, dim), dtype=torch.float32)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, r in enumerate(rows):
-                k = int(inputs.lengths[r])
-                hidden[j, :k] = inputs.states[r]
-                mask[j, :k] = 1
-            hidden, mask = hidden.to(device), mask.to(device)
+            return self._embed(padded, device)
+        width = padded_width(int(inputs.lengths[rows].max()), WIDTH_MULTIPLE)
+        dim = inputs.states[rows[0]].shape[-1]
+        hidden = torch.zeros((len(rows), width, dim), dtype=torch.float32)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for j, r in enumerate(rows):
+            k = int(inputs.lengths[r])
+            hidden[j, :k] = inputs.states[r]
+            mask[j, :k] = 1
+        return hidden.to(device), mask.to(device)
+
+    def upper(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The upper layers' last hidden state from :meth:`batch`'s output, with autograd."""
         mask4 = _mask4d(self.model, hidden, mask)
         for layer in self.model.encoder.layer[self.frozen_layers :]:
             hidden = layer(hidden, attention_mask=mask4)
-        return hidden, mask
+        return hidden
+
+    def forward(self, inputs: FrozenStates, rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last hidden state ``(len(rows), width, hidden)`` of sequences ``rows`` and their attention
+        mask, with autograd through the upper layers."""
+        hidden, mask = self.batch(inputs, rows)
+        return self.upper(hidden, mask), mask
