@@ -27,6 +27,7 @@ import torch
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_dir, file_sha256
 from nlsim.io.ownership import is_owned, write_marker
+from nlsim.progress import Progress
 
 NLSIM_JSON = "nlsim.json"
 
@@ -468,11 +469,8 @@ class Encoder:
             runner = None
         was_training = self.model.training
         self.model.eval()
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm  # deferred: heavy or optional, loaded only when needed
-
-            bar = tqdm(total=n, desc=f"embed {self.name}", unit="text")
+        # a tqdm bar in a terminal, plain lines in a log (nlsim.progress decides from stderr)
+        bar = Progress(n, f"embed {self.name}", "texts") if progress else None
         try:
             with torch.inference_mode():
                 for rows in batches:
