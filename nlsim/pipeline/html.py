@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
+from nlsim.pipeline.spreadsheet import TextChange, text_changes
+
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
 SIZE_BUCKETS = (
@@ -63,6 +65,16 @@ STATUS_TEXT = {
     "unchanged": "unchanged",
 }
 esc = html.escape
+
+
+def iso(text: Any) -> str:
+    """User text (a title, a source, an id, a file name) escaped and isolated from the page's own words:
+    a right-to-left override in it cannot reorder the text around it.
+
+    >>> iso("AP\u202e <b>")
+    '<bdi>AP\u202e &lt;b&gt;</bdi>'
+    """
+    return f"<bdi>{esc(str(text))}</bdi>"
 
 
 def _asset(name: str) -> str:
@@ -256,6 +268,40 @@ def _notices(summary: dict[str, Any]) -> list[str]:
             "are not comparable.</div>"
         )
     return parts
+
+
+def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.pipeline.spreadsheet`), if any."""
+    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "formula": {}}
+    for c in changes:
+        fields[c.change].setdefault(c.item_id, []).append(c.field)
+
+    def items(kind: str) -> str:
+        named = [f"{iso(i)} ({', '.join(f)})" for i, f in list(fields[kind].items())[:shown]]
+        more = len(fields[kind]) - shown
+        return ", ".join(named) + (f" and {more:,} more" if more > 0 else "")
+
+    parts = []
+    if fields["characters"]:
+        parts.append(
+            f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
+            "characters such as Word's manual line break): in <code>report.xlsx</code> a line or page break "
+            f"became a space and the others were removed: {items('characters')}."
+        )
+    if fields["formula"]:
+        parts.append(
+            f"{len(fields['formula']):,} item(s) start with =, +, -, @, a tab or a carriage return, which a "
+            "spreadsheet would run as a formula: <code>report.xlsx</code> stores them as text, and in "
+            "<code>pairs.csv</code> and <code>members.csv</code> they begin with an apostrophe: "
+            f"{items('formula')}."
+        )
+    if not parts:
+        return ""
+    return (
+        "<div class='notice' id='spreadsheet-text'><strong>Text changed in the spreadsheet files.</strong> "
+        + " ".join(parts)
+        + " This page and the Parquet files show the original text.</div>"
+    )
 
 
 def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
@@ -509,6 +555,7 @@ def render_html(
         "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#list'>Clusters</a>"
         "</nav></header><main>",
         *_notices(summary),
+        _spreadsheet_notice(text_changes(frame)),
         _model_card(summary, learning_curve),
         _overview(data, summary, pairs),
         "<section id='list' class='panel'><h2>Clusters</h2>",

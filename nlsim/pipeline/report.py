@@ -36,6 +36,7 @@ import json
 import os
 import shutil
 import uuid
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.ownership import claim_folder
 from nlsim.pipeline.html import render_html, render_overview_png
+from nlsim.pipeline.spreadsheet import text_changes, write_csv, write_xlsx
 from nlsim.pipeline.stats import fault_point
 
 TS = pa.timestamp("us", tz="UTC")
@@ -264,7 +266,8 @@ def render_markdown(
 
 
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
-    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables."""
+    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables; the
+    user's text in the spreadsheet files is kept as text (:mod:`nlsim.pipeline.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters"):
@@ -275,8 +278,8 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
         for c in frame.columns:
             if pd.api.types.is_datetime64_any_dtype(frame[c]):
                 frame[c] = frame[c].dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
-    csv_pairs.to_csv(folder / "pairs.csv", index=False, encoding="utf-8-sig")
-    members.to_csv(folder / "members.csv", index=False, encoding="utf-8-sig")
+    write_csv(csv_pairs, folder / "pairs.csv")
+    write_csv(members, folder / "members.csv")
     clusters = tables["clusters"].copy()
     for c in ("member_ids", "added_ids", "absorbed", "sources"):
         if c in clusters:
@@ -284,10 +287,7 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     for c in ("first_published", "last_published"):
         if c in clusters:
             clusters[c] = pd.to_datetime(clusters[c], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
-    with pd.ExcelWriter(folder / "report.xlsx", engine="openpyxl") as xlsx:
-        clusters.to_excel(xlsx, sheet_name="clusters", index=False)
-        members.to_excel(xlsx, sheet_name="members", index=False)
-        csv_pairs.to_excel(xlsx, sheet_name="pairs", index=False)
+    write_xlsx({"clusters": clusters, "members": members, "pairs": csv_pairs}, folder / "report.xlsx")
 
 
 def copy_learning_curve(summary: dict[str, Any], folder: Path) -> str | None:
@@ -325,6 +325,7 @@ def write_files(
         "clusters": int(len(clusters)),
         "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
         "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
+        "spreadsheet_changes": [asdict(c) for c in text_changes(frame)],
     }
     members = members_table(clusters, frame)
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
@@ -334,9 +335,7 @@ def write_files(
         import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
         pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
-        members_table(window, frame).to_csv(
-            folder / "window" / "members.csv", index=False, encoding="utf-8-sig"
-        )
+        write_csv(members_table(window, frame), folder / "window" / "members.csv")
         names += ["window/clusters.parquet", "window/members.csv"]
     curve = copy_learning_curve(summary, folder)
     if curve:
