@@ -15,9 +15,11 @@
   joined, the clusters it absorbed) and the pairs, with their scores, that joined it.
 
 Titles are text, never markup: the page builds the list with ``textContent``, and the data is embedded as
-JSON with ``<``, ``>`` and ``&`` escaped. ``lang`` is set on the page (``en``, its own words) and on every
-title holding Han characters (``zh-Hant`` / ``zh-Hans`` from the run's conversion, else ``zh``), and the font
-stack names CJK fonts of every platform.
+JSON with ``<``, ``>`` and ``&`` escaped. User text (titles, sources, ids, file and model names) is
+bidi-isolated (``<bdi>``, ``dir=auto``, isolate marks in ``<option>``): a right-to-left override in it
+reorders only itself, never the page's own words around it. ``lang`` is set on the page (``en``, its own
+words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from the run's conversion, else
+``zh``), and the font stack names CJK fonts of every platform.
 
 Example:
     >>> import pandas as pd
@@ -244,13 +246,13 @@ def _notices(summary: dict[str, Any]) -> list[str]:
             parts.append(
                 "<div class='notice warn' id='zero-shot'><strong>Zero-shot model.</strong> No fine-tuned "
                 "model has been promoted in the model store yet: this report was made with the zero-shot "
-                f"<code>{esc(model)}</code>, a weaker judge of “same story” than a model fine-tuned on your "
+                f"<code>{iso(model)}</code>, a weaker judge of “same story” than a model fine-tuned on your "
                 "editors' pairs. Run <code>nlsim pipeline</code> to train, evaluate and promote one.</div>"
             )
         else:
             parts.append(
                 "<div class='notice' id='zero-shot'><strong>Zero-shot model.</strong> "
-                f"<code>{esc(model)}</code> was not fine-tuned on annotated pairs.</div>"
+                f"<code>{iso(model)}</code> was not fine-tuned on annotated pairs.</div>"
             )
     sw = summary.get("model_switch")
     if sw:
@@ -262,8 +264,8 @@ def _notices(summary: dict[str, Any]) -> list[str]:
         details = "; ".join(str(d) for d in sw.get("details") or [])
         parts.append(
             "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> The state was made "
-            f"with <code>{esc(str(sw.get('from_model')))}</code>; this run uses "
-            f"<code>{esc(str(sw.get('to_model')))}</code> ({esc(details)}): {esc(what)}, and the clusters "
+            f"with <code>{iso(sw.get('from_model'))}</code>; this run uses "
+            f"<code>{iso(sw.get('to_model'))}</code> ({iso(details)}): {esc(what)}, and the clusters "
             "were regrouped under the new model (marked “regrouped”). Scores before and after the switch "
             "are not comparable.</div>"
         )
@@ -316,7 +318,7 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
         kind = "zero-shot (not fine-tuned)"
     else:
         kind = "fine-tuned model folder" if card.get("metrics") else "model folder"
-    rows.append(("Model", f"<code>{esc(str(model))}</code> · {kind}"))
+    rows.append(("Model", f"<code>{iso(model)}</code> · {kind}"))
     store = card.get("store") or {}
     trained = card.get("trained") or {}
     bits = [str(store["created"])] if store.get("created") else []
@@ -330,7 +332,7 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
     rr = summary.get("rerank")
     on = "rerank score" if rr else "cosine similarity"
     rows.append(("Threshold", f"<strong>{_fmt(summary.get('threshold'), 4)}</strong> on the {on}"))
-    rows.append(("Where it came from", esc(str(summary.get("threshold_source") or "?"))))
+    rows.append(("Where it came from", iso(summary.get("threshold_source") or "?")))
     if cal:
         rows.append(
             (
@@ -486,8 +488,8 @@ def _controls(data: dict[str, Any]) -> str:
         )
     sizes = "".join(f"<option value='{esc(b)}'>{esc(b)} items</option>" for *_, b in SIZE_BUCKETS)
     sources = Counter(s for c in data["clusters"] for s in c["sources"])
-    src_opts = "".join(
-        f"<option value='{esc(s)}'>{esc(s)} ({n:,})</option>"
+    src_opts = "".join(  # an option holds text only: the source between isolate marks (FSI ... PDI)
+        f"<option value='{esc(s)}'>\u2068{esc(s)}\u2069 ({n:,})</option>"
         for s, n in sorted(sources.items(), key=lambda x: (-x[1], x[0]))
     )
     periods = sorted({c["period"] for c in data["clusters"] if c["period"]})
@@ -533,10 +535,10 @@ def render_html(
     meta = " · ".join(
         x
         for x in (
-            mode,
-            f"written {when}" if when else "",
-            f"corpus {Path(str(summary['corpus'])).name}" if summary.get("corpus") else "",
-            f"model {summary.get('model') or info.get('model_id') or '?'}",
+            esc(mode),
+            f"written {esc(when)}" if when else "",
+            f"corpus {iso(Path(str(summary['corpus'])).name)}" if summary.get("corpus") else "",
+            f"model {iso(summary.get('model') or info.get('model_id') or '?')}",
             f"threshold {_fmt(summary.get('threshold'), 4)}",
         )
         if x
@@ -551,7 +553,7 @@ def render_html(
     )
     body = [
         "<body><header><h1>Near-duplicate and related news items</h1>",
-        f"<p class='meta'>{esc(meta)}</p>",
+        f"<p class='meta'>{meta}</p>",
         "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#list'>Clusters</a>"
         "</nav></header><main>",
         *_notices(summary),
