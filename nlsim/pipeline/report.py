@@ -46,6 +46,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nlsim.clusters.order import order_rank
+from nlsim.faults import fault_point
 from nlsim.io.atomic import (
     atomic_dir,
     atomic_write_text,
@@ -58,7 +59,6 @@ from nlsim.io.atomic import (
 from nlsim.io.ownership import claim_folder
 from nlsim.pipeline.html import render_html, render_overview_png
 from nlsim.pipeline.spreadsheet import text_changes, write_csv, write_xlsx
-from nlsim.pipeline.stats import fault_point
 
 TS = pa.timestamp("us", tz="UTC")
 PAIRS_SCHEMA = pa.schema(

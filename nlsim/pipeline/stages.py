@@ -34,12 +34,13 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
 from nlsim.pipeline.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
 from nlsim.pipeline.report import pairs_table, publish_daily_report, write_report
 from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
-from nlsim.pipeline.stats import RunStats, fault_point
+from nlsim.pipeline.stats import RunStats
 from nlsim.pipeline.window import Window, batch_window, incremental_window
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache

@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, OutputError, StateError
+from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, write_marker
-from nlsim.pipeline.stats import fault_point
 from nlsim.search.index import IndexMeta, load_index, save_index
 
 FORMAT = "nlsim-state"
