@@ -32,9 +32,9 @@ LAYERS: dict[str, int] = {
     "nlsim.cli": 8,
     "nlsim.__main__": 8,
 }
-"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> encoders/search/clusters -> evaluation -> rerank ->
-pipeline/training/annotation -> chain -> commands; flows on top. Within a rank, a package imports only from
-itself (the command line's modules excepted)."""
+"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> encoders/search/clusters ->
+evaluation -> rerank -> pipeline/training/annotation -> chain -> commands; flows on top. Within a rank, a
+package imports only from itself (the command line's modules excepted)."""
 TOP = 8
 
 
