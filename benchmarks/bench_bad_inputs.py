@@ -1263,10 +1263,12 @@ def _damage(how: str) -> Callable[[Path], None]:
             (m / "calibration.json").write_text(calibration(threshold=float("nan")))
         elif how == "calibration-other-model":
             (m / "calibration.json").write_text(calibration(model="other", fingerprint="0" * 64))
-        if nohash:
+        if nohash:  # a folder saved before nlsim recorded hashes and the manifest of every file
             meta = json.loads((m / "nlsim.json").read_text())
             meta.pop("weights_sha256", None)
+            meta.pop("manifest", None)
             (m / "nlsim.json").write_text(json.dumps(meta))
+            (m / "manifest.json").unlink()
 
     return setup
 

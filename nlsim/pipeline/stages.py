@@ -44,7 +44,7 @@ from nlsim.pipeline.stats import RunStats
 from nlsim.pipeline.window import Window, batch_window, incremental_window
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache
-from nlsim.rerank.reranker import Reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -210,6 +210,7 @@ def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | No
     if config.rerank is False:
         return None
     if not has_reranker(model_path):
+        check_saved_reranker(model_path)  # saved with one that is gone: refused, not a silent bi-encoder run
         if config.rerank:
             raise ConfigError(
                 f"--rerank: model {config.model!r} has no reranker (train one with nlsim finetune)"
