@@ -31,10 +31,10 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
+from nlsim.io.lock import RunLock
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.pipeline import stages
 from nlsim.pipeline.config import DEFAULT_MODEL, DedupConfig
-from nlsim.pipeline.lock import RunLock
 from nlsim.pipeline.paths import check_paths
 from nlsim.pipeline.state import move_aside, remove_unfinished
 from nlsim.pipeline.stats import RunStats

@@ -5,7 +5,7 @@ Layout::
     STATE/
       .nlsim.json                   marker: this folder is an nlsim state (nlsim.io.ownership)
       MANIFEST.json                 the current generation, its identity, file checksums (written last)
-      lock.json, .lock.guard        the run lock (nlsim.pipeline.lock)
+      lock.json, .lock.guard        the run lock (nlsim.io.lock)
       generations/g000003-1a2b3c/   one immutable folder per committed run
         index/                      FAISS index + ids + embeddings + meta.json (nlsim.search.index.save_index)
         items.parquet               one row per kept item, aligned with the index rows (its text included)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nlsim.faults import FAULT_ENV, FAULT_STAGES
-from nlsim.pipeline.lock import read_lock
+from nlsim.io.lock import read_lock
 from nlsim.pipeline.report import verify_report
 from nlsim.pipeline.state import open_state
 from tests.incremental_helpers import ROOT, bbc_corpus, report_content, run_daily, split_days, state_content
