@@ -64,8 +64,10 @@ STATUS_TEXT = {
     "grown": "grown (new items joined)",
     "merged": "merged (absorbed other clusters)",
     "regrouped": "regrouped after a model change",
+    "dissolved": "dissolved by a model change (its items are no longer grouped together)",
     "unchanged": "unchanged",
 }
+STATUSES = tuple(STATUS_TEXT)
 esc = html.escape
 
 
@@ -420,7 +422,7 @@ def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -
 
 
 def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame) -> str:
-    clusters = data["clusters"]
+    clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]
     counts = summary.get("counts") or {}
     clustered = sum(c["size"] for c in clusters)
     figures = [
@@ -463,7 +465,7 @@ def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame
             _bars(
                 "Clusters by status in this run",
                 "status",
-                [(s, status[s]) for s in ("new", "grown", "merged", "regrouped", "unchanged") if status[s]],
+                [(s, status[s]) for s in STATUSES if status[s]],
             )
         )
     parts.append("</div>")
@@ -478,10 +480,7 @@ def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame
 def _controls(data: dict[str, Any]) -> str:
     statuses = ""
     if data["daily"]:
-        opts = "".join(
-            f"<option value='{s}' title='{esc(STATUS_TEXT[s])}'>{s}</option>"
-            for s in ("new", "grown", "merged", "regrouped", "unchanged")
-        )
+        opts = "".join(f"<option value='{s}' title='{esc(STATUS_TEXT[s])}'>{s}</option>" for s in STATUSES)
         statuses = (
             "<label>Status <select id='f-status' data-filter='status'><option value=''>all</option>"
             f"{opts}</select></label>"

@@ -99,8 +99,10 @@ CLUSTERS_SCHEMA = pa.schema(
         ("mean_similarity", pa.float32()),
     ]
 )
-"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new), ``added_ids``
-the members that joined in this run, ``absorbed`` the cluster ids merged into this one."""
+"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
+change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
+had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
+one."""
 MEMBERS_SCHEMA = pa.schema(
     [
         ("cluster_id", pa.string()),
@@ -319,11 +321,12 @@ def write_files(
         frame = pd.DataFrame(
             {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
         )
+    current = clusters[clusters["status"] != "dissolved"] if len(clusters) else clusters
     summary = {  # the counts are those of the tables written, whatever the caller's record said
         **summary,
         "pairs": int(len(pairs)),
-        "clusters": int(len(clusters)),
-        "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
+        "clusters": int(len(current)),
+        "clustered_items": int(current["size"].sum()) if len(current) else 0,
         "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
         "spreadsheet_changes": [asdict(c) for c in text_changes(frame)],
     }

@@ -179,18 +179,22 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         clustering = step("cluster", stages.cluster, window, pairs, config)
         events = clustering.update.events["status"]
         clusters = clustering.report_clusters
+        current = clusters[clusters["status"] != "dissolved"] if len(clusters) else clusters
         stats.counts.update(
             kept=int(len(window.items)),
             pairs=int(len(pairs)),
-            clusters=int(len(clusters)),
-            clustered_items=int(clusters["size"].sum()) if len(clusters) else 0,
+            clusters=int(len(current)),
+            clustered_items=int(current["size"].sum()) if len(current) else 0,
             clusters_new=int((events == "new").sum()),
             clusters_grown=int((events == "grown").sum()),
             clusters_merged=int((events == "merged").sum()),
             clusters_absorbed=len(clustering.update.merged_into),
+            clusters_dissolved=len(clustering.update.dissolved),
             clusters_in_window=int(len(clustering.window_clusters)),
         )
         stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
+        if clustering.update.dissolved:
+            stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
         if config.incremental:
             step("commit", stages.commit, config, window, clustering, model, stats.to_dict())
         folder = step("report", stages.report, config, window, clustering, model, stats.to_dict())

@@ -543,6 +543,12 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         events=upd.events,
         representative=config.representative,
     )
+    if upd.dissolved:  # after a model change: the clusters it broke up, with the members they had, last
+        former = {m: cid for cid, members in upd.dissolved.items() for m in members}
+        gone = cluster_table(
+            items, former, empty_pairs(), events=upd.events, representative=config.representative
+        )
+        report_clusters = pd.concat([report_clusters, gone], ignore_index=True)
     window_clusters = (
         cluster_table(
             items, upd.assignment, pairs_all, events=upd.events, representative=config.representative

@@ -72,7 +72,7 @@
     }
     return true;
   }
-  var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, unchanged: 4 };
+  var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, dissolved: 4, unchanged: 5 };
   function cmp(a, b) {
     var s = state.sort, d = 0;
     if (s === "newest") d = (b.last || "").localeCompare(a.last || "");
@@ -151,6 +151,11 @@
     var why = DATA.daily ? "Why grouped: the pairs found in this run that link its items" :
       "Why grouped: the pairs that link its items";
     b.appendChild(el("h3", null, why + " (score ≥ threshold " + (DATA.threshold === null ? "?" : DATA.threshold) + ")"));
+    if (c.status === "dissolved") {
+      b.appendChild(el("p", "meta", "Dissolved: under this run's model these items are no longer grouped " +
+        "together (they were this cluster's members before the model changed)."));
+      return b;
+    }
     if (!c.pairs.length) {
       b.appendChild(el("p", "meta", "No new pair in this run: the cluster changed through a merge or a regroup."));
       return b;
