@@ -11,10 +11,8 @@ its training record names must be there.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +21,10 @@ from nlsim.encoders import load_encoder
 from nlsim.errors import StateError
 from nlsim.io.manifest import MANIFEST, read_manifest
 from nlsim.io.model_store import ModelStore
+from tests import command
+from tests.command import nlsim
 from tests.stsb_helpers import stsb_sample
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 NEWS = """id,title,source
 n1,Floods hit the north of the country,AP
@@ -36,19 +35,9 @@ n5,Stock markets fall sharply on Monday,AP
 """
 
 
-def nlsim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
-
-
 def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-    assert proc.returncode == 1, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    assert message.startswith("nlsim dedup: error: ") and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    for word in words:
-        assert word in message, (word, message)
+    message = command.refused(proc, 1, *words)
+    assert message.startswith("nlsim dedup: error: ")
     return message
 
 

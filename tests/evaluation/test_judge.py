@@ -9,26 +9,18 @@ is valid JSON: never ``NaN``), not 0.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from nlsim.evaluation.judge import describe, judge_tables
+from tests import command
 from tests.chain.test_chain import make_data
+from tests.command import nlsim
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
-
-
-def nlsim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
 
 
 def strict_json(text: str) -> dict[str, object]:
@@ -43,11 +35,8 @@ def judge(folder: Path, pairs: str, *more: str) -> subprocess.CompletedProcess[s
 
 
 def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
-    message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-    assert proc.returncode == status, f"exit {proc.returncode}: {proc.stdout[-500:]} {proc.stderr[-2000:]}"
-    assert message.startswith("nlsim judge: error: ") and "Traceback" not in proc.stderr, proc.stderr
-    for word in words:
-        assert word in message, (word, message)
+    message = command.refused(proc, status, *words)
+    assert message.startswith("nlsim judge: error: ")
     return message
 
 

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from nlsim.errors import StateError
 from nlsim.io.lock import RunLock
 from nlsim.io.model_store import ModelStore
+from tests import command
 from tests.chain.test_chain import make_data
+from tests.command import command_env, nlsim
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 CHAIN = ["--pairs", "pairs.tsv", "--corpus", "corpus.parquet", "--model-store", "models", "--no-report"]
 CHAIN += ["--base-model", FAST_MODEL, "--convert", "none", "--level", "0.8", "--epochs", "1"]
@@ -46,37 +45,16 @@ time.sleep(600)
 
 
 def env(**more: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TOKENIZERS_PARALLELISM": "false",
-        "NLSIM_PROGRESS": "off",
-        "OMP_NUM_THREADS": "1",
-        **more,
-    }
+    return command_env(OMP_NUM_THREADS="1", **more)
 
 
 def pipeline(folder: Path, *more: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", "pipeline", *CHAIN, *more],
-        cwd=folder,
-        env=env(**extra_env),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
-def last_line(proc: subprocess.CompletedProcess[str]) -> str:
-    return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+    return nlsim("pipeline", *CHAIN, *more, cwd=folder, OMP_NUM_THREADS="1", **extra_env)
 
 
 def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    message = last_line(proc)
-    assert proc.returncode == 1, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    assert message.startswith("nlsim pipeline: error: ") and "Traceback" not in proc.stderr, proc.stderr
-    for word in words:
-        assert word in message, (word, message)
+    message = command.refused(proc, 1, *words)
+    assert message.startswith("nlsim pipeline: error: ")
     return message
 
 
@@ -257,11 +235,3 @@ def test_what_a_killed_save_leaves_is_swept(tmp_path: Path, point: str) -> None:
     now = sorted(p.name for p in versions.iterdir())
     assert len(now) == 1 and now[0].startswith("v0001-") and (versions / now[0] / "store.json").is_file()
     assert ModelStore(folder / "models").find(ModelStore(folder / "models").info(now[0])["fingerprint"])
-
-
-def test_a_missing_version_pointer_stays_an_error(tmp_path: Path) -> None:
-    store = ModelStore(tmp_path / "models")
-    store.claim()
-    (tmp_path / "models" / "CURRENT.json").write_text('{"version": "v0009-deadbeef"}')
-    with pytest.raises(StateError, match="not a version"):
-        store.recover()

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.command import nlsim
+
 RUN = ["--model", "paraphrase-MiniLM-L3-v2", "--convert", "none", "--no-cache", "--no-progress"]
 DAY1 = [
     ("a1", "Floods hit the north of the country", "AP", "2026-11-20T08:00Z"),
@@ -30,11 +28,8 @@ def write(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
 
 
 def dedup(folder: Path, corpus: str, threshold: str) -> dict[str, object]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLSIM_PROGRESS": "off", "TOKENIZERS_PARALLELISM": "false"}
     args = ["dedup", "--corpus", corpus, "--state", "st", "--out", "daily", *RUN, "--threshold", threshold]
-    proc = subprocess.run(
-        [sys.executable, "-m", "nlsim", *args, "--json"], cwd=folder, env=env, capture_output=True, text=True
-    )
+    proc = nlsim(*args, "--json", cwd=folder)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

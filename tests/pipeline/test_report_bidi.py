@@ -8,18 +8,15 @@ The report is written by ``python -m nlsim dedup``, the command an editor's page
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.browser import Browser, find_browser
+from tests.browser import Browser, require_browser
+from tests.command import nlsim
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 RLO = "\u202e"
 CORPUS = f"news{RLO}x.parquet"
 
@@ -49,21 +46,14 @@ UNISOLATED = """(() => { const walk = document.createTreeWalker(document.body, N
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if find_browser() is None:
-        message = "no headless browser: run scripts/setup_browser.sh (test.sh does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_browser()
     folder = tmp_path_factory.mktemp("bidi")
     title = f"Floods hit the {RLO}north of the country"
     rows = [("x5", title, f"AP {RLO}wire"), ("x6", title, "Reuters"), ("x7", "Stock markets fall", "AP")]
     pd.DataFrame(rows, columns=["id", "title", "source"]).to_parquet(folder / CORPUS, index=False)
     args = ["dedup", "--corpus", CORPUS, "--out", "rep", "--model", "paraphrase-MiniLM-L3-v2"]
     args += ["--convert", "none", "--threshold", "0.9", "--no-cache", "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLSIM_PROGRESS": "off"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "nlsim", *args], cwd=folder, env=env, capture_output=True, text=True
-    )
+    proc = nlsim(*args, cwd=folder)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return folder / "rep" / "index.html"
 

@@ -9,10 +9,7 @@ the CSV files (OWASP's CSV-injection rule); the page names the items whose sprea
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -21,8 +18,8 @@ import pytest
 from openpyxl import load_workbook
 
 from nlsim.pipeline.spreadsheet import FORMULA_START, csv_text, xlsx_text
+from tests.command import nlsim
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 RUN = ["--model", FAST_MODEL, "--convert", "none", "--threshold", "0.9", "--no-cache", "--no-progress"]
 CONTROL = {
@@ -53,13 +50,6 @@ def corpus(folder: Path, items: dict[str, tuple[str, str]], name: str = "news.pa
     )
     frame.to_parquet(path, index=False)
     return path
-
-
-def nlsim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
 
 
 def sheets(path: Path) -> dict[str, list[list[object]]]:
