@@ -33,6 +33,7 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 
 DEFAULT_MODEL = "multilingual-e5-small"
+TOKENIZER_JSON = "tokenizer.json"
 DEFAULT_MAX_LENGTH = 256
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,8 @@ def check_model_files(folder: Path) -> None:
 
     A folder whose ``nlsim.json`` says it has a manifest must have it. A folder without one (saved by an
     nlsim older than manifests, or not by nlsim) has its weights checked against ``nlsim.json`` when it
-    records their SHA-256 (:func:`check_weight_files`).
+    records their SHA-256 (:func:`check_weight_files`), and, when nlsim saved it, must hold the fast
+    tokenizer's ``tokenizer.json`` nlsim has always written (:func:`check_tokenizer_file`).
     """
     if not folder.is_dir():
         return
@@ -202,6 +204,20 @@ def check_model_files(folder: Path) -> None:
             "again"
         )
     check_weight_files(folder)
+    if (folder / NLSIM_JSON).is_file():
+        check_tokenizer_file(folder)
+
+
+def check_tokenizer_file(folder: Path) -> None:
+    """Refuse a folder nlsim saved without a manifest (before manifests existed) that lacks its fast
+    tokenizer's file: transformers would build another tokenizer from the vocabulary without a word, and the
+    model's vectors would mean nothing (every cosine near 1)."""
+    path = folder / TOKENIZER_JSON
+    if not path.is_file():
+        raise StateError(
+            f"{path}: missing; nlsim saved this folder with it (the tokenizer the model was trained with). "
+            "Restore the model folder or train again"
+        )
 
 
 def _load_from_folder(

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.encoders.model_cache import known_sha256
+from nlsim.encoders.registry import check_tokenizer_file
 from nlsim.encoders.scoring import PairScorer, pair_scorer
 from nlsim.errors import StateError
 from nlsim.evaluation.calibration import check_threshold
@@ -180,8 +181,9 @@ def check_saved_reranker(model_dir: str | Path | None) -> None:
     """Refuse a model folder saved with a reranker whose reranker is missing or altered: every file the
     folder's manifest lists under ``reranker/`` (whatever the cross-encoder wrote) must be there as nlsim
     saved it (:mod:`nlsim.io.manifest`). A folder saved before manifests must still hold the reranker its
-    training record names. Without this a run would silently score with the bi-encoder alone at the
-    reranker's threshold, or with a cross-encoder that computes something else."""
+    training record names, with the tokenizer file nlsim saved it with. Without this a run would silently
+    score with the bi-encoder alone at the reranker's threshold, or with a cross-encoder that computes
+    something else."""
     if model_dir is None or not Path(model_dir).is_dir():
         return
     folder = Path(model_dir)
@@ -190,6 +192,7 @@ def check_saved_reranker(model_dir: str | Path | None) -> None:
         check_files(folder, manifest, under=RERANKER_DIR + "/", hash_file=known_sha256)
         return
     if has_reranker(folder):
+        check_tokenizer_file(folder / RERANKER_DIR)
         return
     try:
         trained = json.loads((folder / TRAINING_RECORD).read_text(encoding="utf-8")).get("reranker")

@@ -108,15 +108,28 @@ def test_a_missing_or_altered_file_is_refused(saved: Path, tmp_path: Path, how: 
     assert not (tmp_path / "rep" / "pairs.parquet").exists()
 
 
-def test_a_folder_saved_before_manifests_still_loads(saved: Path, tmp_path: Path) -> None:
-    model = copy(saved, tmp_path)
+def before_manifests(model: Path) -> Path:
+    """The folder as an nlsim that wrote no manifest saved it."""
     (model / MANIFEST).unlink()
     meta = json.loads((model / "nlsim.json").read_text())
     del meta["manifest"]
     (model / "nlsim.json").write_text(json.dumps(meta))
+    return model
+
+
+def test_a_folder_saved_before_manifests_still_loads(saved: Path, tmp_path: Path) -> None:
+    before_manifests(copy(saved, tmp_path))
     proc = dedup(tmp_path, "models/m", "--threshold", "0.9", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1])["pairs"] == 2
+
+
+def test_a_folder_saved_before_manifests_needs_its_tokenizer(saved: Path, tmp_path: Path) -> None:
+    """nlsim has always saved the fast tokenizer's ``tokenizer.json``: without it transformers builds another
+    tokenizer from the vocabulary, and every cosine comes out near 1."""
+    model = before_manifests(copy(saved, tmp_path))
+    (model / "tokenizer.json").unlink()
+    refused(dedup(tmp_path, "models/m", "--threshold", "0.9"), "models/m/tokenizer.json")
 
 
 @pytest.mark.slow
@@ -151,11 +164,15 @@ def test_the_promoted_model_without_its_reranker_is_refused(finetuned: Path, tmp
     shutil.rmtree(version / "reranker")
     refused(dedup(tmp_path, "current"), "reranker/")
     # a folder saved before manifests: its training record names the reranker it was trained with
-    (version / MANIFEST).unlink()
-    meta = json.loads((version / "nlsim.json").read_text())
-    del meta["manifest"]
-    (version / "nlsim.json").write_text(json.dumps(meta))
+    before_manifests(version)
     refused(dedup(tmp_path, "current"), "reranker", "training.json")
     assert not (tmp_path / "rep" / "pairs.parquet").exists()
     proc = dedup(tmp_path, "current", "--no-rerank", "--json")  # the bi-encoder alone, asked for
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_reranker_saved_before_manifests_needs_its_tokenizer(finetuned: Path, tmp_path: Path) -> None:
+    model = before_manifests(copy(finetuned, tmp_path))
+    (model / "reranker" / "tokenizer.json").unlink()
+    refused(dedup(tmp_path, "models/m"), "models/m/reranker/tokenizer.json")
