@@ -151,23 +151,31 @@ class ModelStore:
     def history(self) -> list[dict[str, Any]]:
         """The decisions in ``history.jsonl``, oldest first; a line that is not a JSON object (an older
         writer's killed append) comes back as ``{"decision": "unreadable record", "text": line}``."""
+        return [record for record, _ in self._history_lines()]
+
+    def _history_lines(self) -> list[tuple[dict[str, Any], bool]]:
+        """Each line's record, and whether the line itself was readable."""
         try:
             lines = (self.root / HISTORY).read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             return []
-        records = []
+        out = []
         for line in filter(str.strip, lines):
             try:
                 record = json.loads(line)
             except ValueError:
                 record = None
-            records.append(record if isinstance(record, dict) else {"decision": UNREADABLE, "text": line})
-        return records
+            readable = isinstance(record, dict)
+            out.append((record if readable else {"decision": UNREADABLE, "text": line}, readable))
+        return out
 
     def log(self, record: dict[str, Any]) -> None:
-        """Add a decision to ``history.jsonl``: the file is written again whole, atomically (a kill leaves
-        the previous one), each record one line."""
-        records = [*self.history(), {"at": _now(), **record}]
+        """Add a decision to ``history.jsonl`` (see :meth:`_write_history`)."""
+        self._write_history([*self.history(), {"at": _now(), **record}])
+
+    def _write_history(self, records: list[dict[str, Any]]) -> None:
+        """Write ``history.jsonl`` again whole, atomically (a kill leaves the previous one), one record a
+        line."""
         text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
         atomic_write_text(self.root / HISTORY, text)
 
@@ -175,10 +183,19 @@ class ModelStore:
         """Finish what a killed run left (call it holding :meth:`lock`); returns what was done, to say.
 
         Removes what killed writes left (:func:`nlsim.io.atomic.leftovers`) and versions saved but never
-        registered (no ``store.json``; never the current one), and records in ``history.jsonl`` the
-        promotion ``CURRENT.json`` names when its record was lost.
+        registered (no ``store.json``; never the current one); in ``history.jsonl`` keeps a torn line as
+        text in a record of its own and records the promotion ``CURRENT.json`` names when its record was
+        lost.
         """
         done = []
+        lines = self._history_lines()
+        torn = sum(not readable for _, readable in lines)
+        if torn:
+            self._write_history([record for record, _ in lines])
+            done.append(
+                f"{HISTORY}: kept {torn} unreadable line(s) (a killed append) as text, each in a record "
+                f"of its own (decision {UNREADABLE!r})"
+            )
         for folder in (self.root, self.root / VERSIONS, self.zero_shot_dir()):
             for path in leftovers(folder):
                 remove_tree(path) if path.is_dir() else path.unlink()

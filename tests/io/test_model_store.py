@@ -184,6 +184,21 @@ def test_history_is_rewritten_whole_and_a_torn_line_is_kept_as_text(tmp_path: Pa
     assert candidates == ["v0001-aaaaaaaa", "v0002-bbbbbbbb"]
 
 
+def test_a_torn_line_is_kept_as_text_by_the_next_run_even_without_a_decision(tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    store.log({"decision": "kept, not promoted", "candidate": "v0001-aaaaaaaa"})
+    path = tmp_path / "models" / "history.jsonl"
+    path.write_text(path.read_text() + '{"at": "2026-11-20T03:00:00+00:00", "decision": "prom')
+    with store.lock():
+        done = store.recover()
+    assert any("history.jsonl" in line and "unreadable" in line for line in done), done
+    records = [json.loads(line) for line in path.read_text().splitlines()]  # every line parses
+    assert [r["decision"] for r in records] == ["kept, not promoted", "unreadable record"]
+    with store.lock():
+        assert store.recover() == []  # once
+
+
 @pytest.mark.slow
 def test_a_promotion_whose_record_a_kill_lost_is_recorded_next_run(trained: Path, tmp_path: Path) -> None:
     folder = copy_of(trained, tmp_path / "chain")
