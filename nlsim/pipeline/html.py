@@ -422,7 +422,7 @@ def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -
 
 
 def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame) -> str:
-    clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]
+    clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]  # the current ones
     counts = summary.get("counts") or {}
     clustered = sum(c["size"] for c in clusters)
     figures = [
@@ -460,7 +460,7 @@ def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame
         _bars(f"Clusters by {unit} of their first item (UTC)", "period", [(p, periods[p]) for p in order])
     )
     if data["daily"]:
-        status = Counter(c["status"] for c in clusters)
+        status = Counter(c["status"] for c in data["clusters"])
         parts.append(
             _bars(
                 "Clusters by status in this run",

@@ -321,7 +321,7 @@ def write_files(
         frame = pd.DataFrame(
             {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
         )
-    current = clusters[clusters["status"] != "dissolved"] if len(clusters) else clusters
+    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
     summary = {  # the counts are those of the tables written, whatever the caller's record said
         **summary,
         "pairs": int(len(pairs)),

@@ -179,7 +179,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         clustering = step("cluster", stages.cluster, window, pairs, config)
         events = clustering.update.events["status"]
         clusters = clustering.report_clusters
-        current = clusters[clusters["status"] != "dissolved"] if len(clusters) else clusters
+        current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
         stats.counts.update(
             kept=int(len(window.items)),
             pairs=int(len(pairs)),
