@@ -508,7 +508,8 @@ def dangerous_paths() -> list[Case]:
             words=("--out", "notes.txt"),
             status=2,
         ),
-        Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=2),
+        # an --out that cannot be made is a runtime failure (exit 1; tests/test_hostile_inputs.py)
+        Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=1),
         Case(
             "out-with-a-forged-marker",
             g,
@@ -624,7 +625,7 @@ def dangerous_paths() -> list[Case]:
             embed("news.csv", out="notes.txt/e.npy"),
             base,
             words=("--out",),
-            status=2,
+            status=1,
         ),
         Case(
             "calibrate-out-is-the-pairs",
