@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nlsim.encoders.encoder import NLSIM_JSON
 from nlsim.encoders.model_cache import known_sha256
 from nlsim.encoders.registry import check_tokenizer_file
 from nlsim.encoders.scoring import PairScorer, pair_scorer
@@ -192,7 +193,8 @@ def check_saved_reranker(model_dir: str | Path | None) -> None:
         check_files(folder, manifest, under=RERANKER_DIR + "/", hash_file=known_sha256)
         return
     if has_reranker(folder):
-        check_tokenizer_file(folder / RERANKER_DIR)
+        if (folder / NLSIM_JSON).is_file():  # a model folder nlsim saved: its reranker had the tokenizer file
+            check_tokenizer_file(folder / RERANKER_DIR)
         return
     try:
         trained = json.loads((folder / TRAINING_RECORD).read_text(encoding="utf-8")).get("reranker")
