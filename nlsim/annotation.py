@@ -2,13 +2,19 @@
 
 Drawing: every corpus item's nearest neighbours (cosine of the chosen encoder, or character-bigram
 TF-IDF) plus random pairs make the candidate pool; pairs already annotated (either order, by id or by
-text) are removed; then half the budget goes to the pairs nearest the calibrated threshold (where the
-model is least sure) and the rest is spread evenly over similarity strata. The CSV lists the
-near-threshold pairs first, with an empty ``score`` column for the editor (one of the rubric's five levels:
-0, 0.25, 0.5, 0.75, 1; see ``annotations/GUIDELINES.md``).
+text) are removed. When the model carries a reranker (a fine-tuned model folder, or ``current``: the model
+store's promoted model), the pool is scored as the report scores it, on the rerank score, and the
+threshold is the reranker's; otherwise on the cosine. Then half the budget goes to the pairs nearest the
+threshold (where the model is least sure) and the rest is spread evenly over score strata. The CSV (the
+editors' file, :mod:`nlsim.io.editor_file`) lists the near-threshold pairs first, with an empty ``score``
+column for the editor (one of the rubric's five levels: 0, 0.25, 0.5, 0.75, 1; see
+``annotations/GUIDELINES.md``). A pair's id is made from its item ids: the same in every draw.
 
-Merging: the filled CSV is checked row by row (``InputError`` with file/row/field), its pairs must be new,
-and they are appended to the pair file with split ``train`` unless told otherwise.
+Merging: the filled CSV (a drawn file, or the report page's export) is checked row by row
+(``InputError`` with file/row/field): scores on the rubric, no item paired with itself, one text per item
+id (in the file and against the pair file), no pair already annotated (named with the pair it repeats).
+Its pairs are appended to the pair file with split ``train`` unless told otherwise; the file is replaced
+atomically, so a refused merge changes nothing.
 
 Example:
     >>> frame = pd.DataFrame({"pair_id": ["x1"], "id_a": ["a"], "id_b": ["b"], "text_a": ["甲"],
@@ -19,10 +25,10 @@ Example:
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,37 +38,28 @@ from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
+from nlsim.io import editor_file
 from nlsim.io.atomic import atomic_path
 from nlsim.io.corpus import load_items
+from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable
-from nlsim.io.pairs import SPLITS, load_pairs, read_pair_table, validate_pairs
-from nlsim.io.tables import write_table
+from nlsim.io.pairs import SPLITS, load_pairs, pair_keys, read_pair_table, validate_pairs
+from nlsim.io.tables import table_format, write_table
 from nlsim.progress import say
+from nlsim.rerank.reranker import Reranker, load_reranker
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
-KEPT_COLUMNS = ("annotator", "notes")
-"""Columns of a filled file that a merge keeps beside the pairs."""
-CANDIDATE_COLUMNS = (
-    "pair_id",
-    "id_a",
-    "id_b",
-    "text_a",
-    "text_b",
-    "similarity",
-    "stratum",
-    "score",
-    "annotator",
-    "notes",
-)
+TFIDF = "tfidf-char2"
+CURRENT = "current"
 
 
-def _pair_keys(frame: pd.DataFrame) -> set[tuple[str, str]]:
-    keys: set[tuple[str, str]] = set()
-    for col_a, col_b in (("id_a", "id_b"), ("text_a", "text_b")):
-        if col_a in frame.columns and col_b in frame.columns:
-            for a, b in zip(frame[col_a].astype(str), frame[col_b].astype(str), strict=True):
-                keys.add((min(a, b), max(a, b)))
-    return keys
+def _known_pairs(frame: pd.DataFrame) -> dict[tuple[str, ...], str]:
+    """Every key of every pair of ``frame`` (ids and normalised texts, either order) -> its pair id."""
+    known: dict[tuple[str, ...], str] = {}
+    for pid, keys in zip(frame["pair_id"], pair_keys(frame), strict=True):
+        for key in keys:
+            known.setdefault(key, str(pid))
+    return known
 
 
 def candidate_pool(
@@ -136,10 +133,64 @@ def select_candidates(
 
 @dataclass
 class DrawResult:
+    """Where the drawn pairs went, how many, and the threshold (and its score) they were drawn around."""
+
     path: Path
     n: int
     threshold: float
     threshold_source: str
+    score: str = "cosine"
+    """What ``similarity`` is: ``rerank`` (the reranker's score), ``cosine`` or ``tfidf``."""
+
+
+@dataclass
+class DrawModel:
+    """The scorer of a draw: the encoder (``None`` for TF-IDF), its reranker, and its name in the file."""
+
+    name: str
+    path: str
+    encoder: Any = None
+    reranker: Reranker | None = None
+
+
+def draw_model(scorer: str, model_store: str | Path, rerank: bool | None) -> DrawModel:
+    """Load the scorer: TF-IDF, an encoder (with its reranker unless ``rerank`` is False), or ``current``,
+    the model store's promoted model."""
+    if scorer == TFIDF:
+        if rerank:
+            raise ConfigError(f"--rerank: {TFIDF} has no reranker")
+        return DrawModel(TFIDF, TFIDF)
+    name, path = scorer, scorer
+    if scorer == CURRENT:
+        current = ModelStore(model_store).current()
+        if current is None:
+            raise ConfigError(
+                f"--model current: no model has been promoted in {model_store} yet; name a model or a "
+                "fine-tuned model folder"
+            )
+        name, path = current.name, str(current)
+    encoder = load_encoder(path)
+    reranker = None if rerank is False else load_reranker(getattr(encoder, "path", None) or path)
+    if rerank and reranker is None:
+        raise ConfigError(f"--rerank: model {scorer!r} has no reranker (train one with nlsim finetune)")
+    if reranker is not None:
+        say(reranker.describe())
+    return DrawModel(name, path, encoder, reranker)
+
+
+def rerank_pool(pool: pd.DataFrame, texts: list[str], reranker: Reranker) -> pd.DataFrame:
+    """The pool scored as a report scores its candidates: ``similarity`` becomes the rerank score, with the
+    bi-encoder's ``cosine`` and the ``cross_encoder`` score beside it."""
+    if pool.empty:
+        return pool.assign(cosine=pool["similarity"], cross_encoder=pool["similarity"])
+    a = [texts[i] for i in pool["a"]]
+    b = [texts[i] for i in pool["b"]]
+    say(f"scoring {len(pool)} candidate pairs with the reranker")
+    cross = reranker.cross_scores(a, b, progress=True, precision="fp32")
+    cosine = pool["similarity"].to_numpy(dtype=np.float64)
+    return pool.assign(
+        cosine=cosine, cross_encoder=cross, similarity=reranker.combine(cosine, cross).astype(np.float64)
+    )
 
 
 def draw_candidates(
@@ -154,52 +205,59 @@ def draw_candidates(
     text_field: str | None = None,
     k: int = 10,
     seed: int = 0,
+    rerank: bool | None = None,
+    model_store: str | Path = "models",
     log: Callable[[str], None] = say,
 ) -> DrawResult:
     """Write ``n`` new candidate pairs from ``corpus`` to the CSV ``out`` for an editor to score.
 
-    ``scorer`` is an encoder name/folder or ``tfidf-char2``; ``threshold`` defaults to the encoder's
-    ``calibration.json``, else the median similarity of the pool. ``out`` must not be one of the inputs
-    (refused before any work).
+    ``scorer`` is an encoder name or folder, ``current`` (the promoted model of ``model_store``) or
+    ``tfidf-char2``. With a reranker (unless ``rerank`` is False) the pairs are drawn on the rerank score
+    around ``threshold`` (default: the reranker's calibrated threshold); otherwise on the cosine around
+    ``threshold`` (default: the encoder's ``calibration.json``, else the median of the pool). ``out`` must
+    not be one of the inputs (refused before any work).
     """
     check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
     check_writable(out, what="--out")
     items = load_items(corpus, text_field)
+    done = set(_known_pairs(load_pairs(annotated))) if annotated else set()
+    model = draw_model(scorer, model_store, rerank)
     texts = convert_texts(items["text"].tolist(), conversion)
-    if scorer == "tfidf-char2":
+    if model.encoder is None:
         mat = TfidfVectorizer(analyzer="char", ngram_range=(2, 2), sublinear_tf=True).fit_transform(texts)
         emb = mat.astype(np.float32).toarray()
     else:
-        emb = load_encoder(scorer).encode(texts, progress=True)
+        emb = model.encoder.encode(texts, progress=True)
     pool = candidate_pool(emb, k=k, seed=seed)
-    done = _pair_keys(load_pairs(annotated)) if annotated else set()
     ids = items["id"].to_numpy()
     raw = items["text"].to_numpy()
-    keep = [
-        (
-            (min(ids[a], ids[b]), max(ids[a], ids[b])) not in done
-            and (min(raw[a], raw[b]), max(raw[a], raw[b])) not in done
-            and raw[a] != raw[b]
-        )
-        for a, b in zip(pool["a"], pool["b"], strict=True)
-    ]
-    pool = pool[keep]
+    keys = pair_keys(pd.DataFrame({"id_a": ids[pool["a"]], "id_b": ids[pool["b"]],
+                                   "text_a": raw[pool["a"]], "text_b": raw[pool["b"]]}))  # fmt: skip
+    keep = [not (k & done) and raw[a] != raw[b] for k, a, b in zip(keys, pool["a"], pool["b"], strict=True)]
+    pool = pool[keep].reset_index(drop=True)
     log(
         f"{len(pool)} candidate pairs not yet annotated "
         f"({sum(not x for x in keep)} already annotated or identical)"
     )
+    score = "tfidf" if model.encoder is None else "cosine"
     source = "given"
-    if threshold is None:
-        cal = load_calibration(scorer) if scorer != "tfidf-char2" else None
+    if model.reranker is not None:
+        pool = rerank_pool(pool, texts, model.reranker)
+        score = "rerank"
+        if threshold is None and model.reranker.threshold is not None:
+            threshold, source = model.reranker.threshold, f"rerank threshold stored with {model.name}"
+    elif threshold is None and model.encoder is not None:
+        cal = load_calibration(getattr(model.encoder, "path", None) or model.path)
         if cal is not None:
-            threshold, source = cal.threshold, f"calibration of {scorer}"
-        else:
-            threshold, source = float(pool["similarity"].median()), "median similarity of the pool"
+            threshold, source = cal.threshold, f"calibration of {model.name}"
+    if threshold is None:
+        threshold, source = float(pool["similarity"].median()), "median score of the pool"
     picked = select_candidates(pool, n, threshold, seed=seed)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M")
     frame = pd.DataFrame(
         {
-            "pair_id": [f"ed{stamp}-{i + 1:04d}" for i in range(len(picked))],
+            "pair_id": [
+                editor_file.pair_id(ids[a], ids[b]) for a, b in zip(picked["a"], picked["b"], strict=True)
+            ],
             "id_a": ids[picked["a"]],
             "id_b": ids[picked["b"]],
             "text_a": raw[picked["a"]],
@@ -209,26 +267,54 @@ def draw_candidates(
             "score": "",
             "annotator": "",
             "notes": "",
-        }
+            "model": model.name,
+            "threshold": round(float(threshold), 6),
+        },
+        columns=list(editor_file.COLUMNS),
     )
     out = Path(out)
     with atomic_path(out, suffix=".csv") as tmp:
         frame.to_csv(tmp, index=False, encoding="utf-8-sig")
     log(
-        f"wrote {len(frame)} pairs to {out} (threshold {threshold:.4f} from {source}); fill in `score` with "
-        "0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
+        f"wrote {len(frame)} pairs to {out} (drawn on the {score} score around {threshold:.4f}, from "
+        f"{source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
     )
-    return DrawResult(out, len(frame), float(threshold), source)
+    return DrawResult(out, len(frame), float(threshold), source, score)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
+
+
+def _check_items(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -> None:
+    """No item paired with itself; one text per item id within the file."""
+    if "id_a" not in frame.columns or "id_b" not in frame.columns:
+        return
+    first: dict[str, tuple[str, int]] = {}
+    for i, r in enumerate(frame.itertuples(index=False)):
+        row = int(rownum[i])
+        a, b = str(r.id_a).strip(), str(r.id_b).strip()
+        if a and a == b:
+            raise InputError(source, row, "id_b", f"item {a!r} is paired with itself")
+        for item, text, fld in ((a, r.text_a, "text_a"), (b, r.text_b, "text_b")):
+            if not item:
+                continue
+            seen = first.setdefault(item, (str(text), row))
+            if seen[0] != str(text):
+                raise InputError(
+                    source, row, fld, f"item {item!r} has another text than at row {seen[1]} ({seen[0]!r})"
+                )
 
 
 def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool = False) -> pd.DataFrame:
-    """Check an editor's filled file: texts present, pair ids unique, scores one of the five levels."""
+    """Check an editor's filled file: texts present, pair ids unique, scores one of the five levels, no item
+    paired with itself, one text per item id."""
     if "score" not in frame.columns:
         raise InputError(source, None, "score", "missing column")
     frame = frame.reset_index(drop=True)
-    blank = frame["score"].map(
-        lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == ""
-    )
+    if frame.empty:
+        raise InputError(source, None, None, "no pairs to merge (the file has a header only)")
+    blank = frame["score"].map(_blank)
     if blank.any() and not skip_blank:
         row = int(np.flatnonzero(blank.to_numpy())[0]) + 1
         raise InputError(
@@ -237,6 +323,8 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
             "score",
             f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)",
         )
+    if blank.all():
+        raise InputError(source, None, "score", f"no scored pairs to merge ({len(frame)} blank row(s))")
     rownum = pd.Series(np.arange(1, len(frame) + 1))
     frame, rownum = frame[~blank].reset_index(drop=True), rownum[~blank.to_numpy()].reset_index(drop=True)
     for i, v in enumerate(frame["score"]):
@@ -256,15 +344,59 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
     except InputError as exc:
         row = int(rownum[exc.row - 1]) if exc.row else None
         raise InputError(source, row, exc.field, exc.reason) from None
-    dup = checked.apply(lambda r: (min(r.text_a, r.text_b), max(r.text_a, r.text_b)), axis=1).duplicated()
-    if dup.any():
-        raise InputError(
-            source,
-            int(rownum[int(np.flatnonzero(dup.to_numpy())[0])]),
-            "text_a",
-            "the same pair appears twice in this file",
-        )
+    _check_items(checked, rownum, source)
+    seen: dict[tuple[str, ...], int] = {}
+    for i, keys in enumerate(pair_keys(checked)):
+        for key in keys:
+            if key in seen:
+                raise InputError(
+                    source,
+                    int(rownum[i]),
+                    "id_a" if key[0] == "id_a" else "text_a",
+                    f"the same pair as row {int(rownum[seen[key]])} appears twice in this file",
+                )
+            seen[key] = i
+    checked.attrs["rows"] = rownum.tolist()
     return checked
+
+
+def _check_new(new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path) -> None:
+    """Refuse a pair already annotated (by pair id, item ids or texts) and an item id whose text differs
+    from the pair file's."""
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    known_ids = set(existing["pair_id"])
+    known = _known_pairs(existing)
+    texts: dict[str, str] = {}
+    if "id_a" in existing.columns and "id_b" in existing.columns:
+        for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
+            for item, text in zip(existing[col], existing[tcol], strict=True):
+                if not _blank(item):
+                    texts.setdefault(str(item).strip(), str(text))
+    for i, (r, keys) in enumerate(zip(new.itertuples(index=False), pair_keys(new), strict=True)):
+        row = int(rows[i])
+        what = f"pair {r.pair_id!r}"
+        if hasattr(r, "id_a") and hasattr(r, "id_b"):
+            what += f" ({r.id_a} / {r.id_b})"
+        if r.pair_id in known_ids:
+            raise InputError(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}")
+        for key in keys:
+            if key in known:
+                raise InputError(
+                    filled,
+                    row,
+                    "id_a" if key[0] == "id_a" else "text_a",
+                    f"{what} is already annotated in {pairs_file} as {known[key]!r}",
+                )
+        for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
+            item = str(getattr(r, col, "") or "").strip()
+            text = str(getattr(r, tcol))
+            if item in texts and texts[item] != text:
+                raise InputError(
+                    filled,
+                    row,
+                    tcol,
+                    f"item {item!r} has another text than in {pairs_file} ({texts[item]!r})",
+                )
 
 
 @dataclass
@@ -286,9 +418,10 @@ def merge_annotations(
 ) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
 
-    The editor's ``annotator`` and ``notes`` are kept (as columns of the pair file, empty for older rows).
-    The merged table is validated (no pair twice, none in two splits) before the file is replaced,
-    atomically: a refused merge leaves the pair file as it was.
+    The editor's ``stratum`` (prefixed ``editor-loop:``), ``annotator`` and ``notes`` are kept (as columns
+    of the pair file, empty for older rows). The
+    merged table is validated (no pair twice, none in two splits) before the file is replaced, atomically:
+    a refused merge leaves the pair file as it was.
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
@@ -296,21 +429,25 @@ def merge_annotations(
     new = validate_filled(raw, filled, skip_blank=skip_blank)
     skipped = len(raw) - len(new)
     existing = load_pairs(pairs_file)
-    known_ids = set(existing["pair_id"])
-    known_pairs = _pair_keys(existing)
-    for i, r in enumerate(new.itertuples(index=False)):
-        if r.pair_id in known_ids:
-            raise InputError(filled, i + 1, "pair_id", f"pair id {r.pair_id!r} is already annotated")
-        rec = r._asdict()
-        for a, b in ((rec.get("id_a"), rec.get("id_b")), (r.text_a, r.text_b)):
-            if a is not None and b is not None and (min(str(a), str(b)), max(str(a), str(b))) in known_pairs:
-                raise InputError(filled, i + 1, "text_a", f"pair {r.pair_id!r} is already annotated")
+    _check_new(new, existing, filled, pairs_file)
+    path = Path(pairs_file)
     original = read_pair_table(pairs_file)  # existing rows are written back exactly as read
     columns = list(original.columns)
-    for extra in KEPT_COLUMNS:
+    for extra in editor_file.KEPT:
         if extra in new.columns and new[extra].astype(str).str.strip().ne("").any() and extra not in columns:
             original[extra] = ""
             columns.append(extra)
+    if table_format(path) == "tsv":  # TSV has no quoting: say which row of the editor's file cannot go in
+        rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+        for col in (c for c in columns if c in new.columns):
+            bad = new[col].astype(str).str.contains(r"[\t\r\n]", regex=True).to_numpy()
+            if bad.any():
+                raise InputError(
+                    filled,
+                    int(rows[int(np.flatnonzero(bad)[0])]),
+                    str(col),
+                    f"a tab or newline cannot be written to the TSV pair file {pairs_file}",
+                )
     add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
     add["split"] = split
     add["score"] = new["score"].map(lambda s: f"{s:g}")
@@ -318,9 +455,10 @@ def merge_annotations(
         add["annotations"] = add["score"]
     if "stratum" in columns:
         add["stratum"] = (
-            ("editor-loop:" + new["stratum"].astype(str)) if "stratum" in new.columns else "editor-loop"
+            (f"{editor_file.MERGED}:" + new["stratum"].astype(str))
+            if "stratum" in new.columns
+            else editor_file.MERGED
         )
-    path = Path(pairs_file)
     if path.suffix == ".parquet":
         add["score"] = add["score"].astype(float)
     merged = pd.concat([original, add], ignore_index=True)

@@ -67,3 +67,31 @@ def _restore_torch_threads() -> Iterator[None]:
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def small_reranked_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model folder with a calibrated reranker, fine-tuned in seconds from the small English model on a
+    few STS-B pairs (for the tests of what uses a reranker, not of its quality)."""
+    from stsb_helpers import stsb_sample
+
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.finetune import finetune
+
+    out = tmp_path_factory.mktemp("reranked") / "model"
+    cfg = FinetuneConfig(
+        model=FAST_MODEL,
+        out=str(out),
+        conversion="none",
+        epochs=1,
+        batch_size=8,
+        max_length=48,
+        threads=1,
+        log_every=0,
+        calibrate_level=0.6,
+        reranker=True,
+        cross_encoder_epochs=1,
+        seed=5,
+    )
+    finetune(cfg, pairs=stsb_sample(train=48, validation=24, test=16), log=lambda _: None)
+    return out

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +14,11 @@ import pytest
 
 from nlsim.annotation import draw_candidates, merge_annotations, select_candidates
 from nlsim.errors import InputError
+from nlsim.io import editor_file
+from nlsim.io.model_store import ModelStore
 from nlsim.io.pairs import load_pairs
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TITLES = [
     "股市今天大漲",
@@ -113,8 +121,8 @@ def _filled(tmp_path: Path, scores: list[str], **extra: list[str]) -> Path:
     frame = pd.DataFrame(
         {
             "pair_id": [f"e{i}" for i in range(n)],
-            "id_a": [f"n0{i}" for i in range(n)],
-            "id_b": [f"n1{i}" for i in range(n)],
+            "id_a": [f"z0{i}" for i in range(n)],
+            "id_b": [f"z1{i}" for i in range(n)],
             "text_a": [f"甲{i}" for i in range(n)],
             "text_b": [f"乙{i}" for i in range(n)],
             "score": scores,
@@ -164,3 +172,179 @@ def test_blank_rows_skipped_when_asked(files: tuple[Path, Path], tmp_path: Path)
     )
     assert (res.added, res.skipped_blank) == (2, 1)
     assert load_pairs(pairs)["split"].tolist()[-2:] == ["validation", "validation"]
+
+
+# --- through the command line (python -m nlsim annotate ...) ---------------------------------------------
+
+
+def nlsim(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGS`` in ``cwd``, this checkout first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLSIM_PROGRESS": "off", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(
+        [sys.executable, "-m", "nlsim", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
+    )
+
+
+def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    """The one-line error of a refused command (exit 1, no traceback), checked to name ``words``."""
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nlsim annotate: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def _fill(path: Path, scores: list[str] | None = None) -> pd.DataFrame:
+    todo = pd.read_csv(path, dtype=str, keep_default_na=False)
+    todo["score"] = scores or [["0", "0.25", "0.5", "0.75", "1"][i % 5] for i in range(len(todo))]
+    todo.to_csv(path, index=False)
+    return todo
+
+
+def test_two_draws_in_one_minute_give_distinct_ids_and_both_merge(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, pairs = files
+    draw = ["annotate", "draw", "--corpus", corpus, "--model", "tfidf-char2", "--convert", "none"]
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    assert nlsim(*draw, "--pairs", pairs, "--out", first, "-n", "5", cwd=tmp_path).returncode == 0
+    one = _fill(first)
+    assert nlsim("annotate", "merge", "--filled", first, "--pairs", pairs, cwd=tmp_path).returncode == 0
+    proc = nlsim(*draw, "--pairs", pairs, "--out", second, "-n", "5", "--seed", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    two = _fill(second)
+    assert not set(one["pair_id"]) & set(two["pair_id"])  # other pairs, other ids, whatever the minute
+    proc = nlsim("annotate", "merge", "--filled", second, "--pairs", pairs, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(load_pairs(pairs)) == 2 + len(one) + len(two)
+
+
+def test_a_pair_has_one_id_in_every_draw_and_an_id_one_pair(files: tuple[Path, Path], tmp_path: Path) -> None:
+    corpus, _ = files
+    ids = []
+    for name, seed in (("a.csv", "0"), ("b.csv", "3")):
+        out = tmp_path / name
+        proc = nlsim(
+            "annotate", "draw", "--corpus", corpus, "--model", "tfidf-char2", "--convert", "none",
+            "--out", out, "-n", "30", "--seed", seed, cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+        ids.append(
+            {tuple(sorted(p)): i for i, *p in zip(todo["pair_id"], todo["id_a"], todo["id_b"], strict=True)}
+        )
+    shared = set(ids[0]) & set(ids[1])
+    assert shared and all(ids[0][p] == ids[1][p] for p in shared)  # one pair, one id ...
+    every = {**ids[0], **ids[1]}
+    assert len(set(every.values())) == len(every) > len(ids[0])  # ... and one id, one pair
+
+
+@pytest.mark.parametrize(
+    ("change", "row", "field", "words"),
+    [
+        ({"id_b": "n00"}, 2, "id_b", ["paired with itself"]),  # same id, other text
+        ({"id_b": "n00", "text_b": TITLES[0]}, 2, "id_b", ["paired with itself"]),  # same id, same text
+        ({"text_a": "股市今天大漲！"}, 2, "text_a", ["'n00'", "another text"]),  # pair file: n00 is TITLES[0]
+    ],
+)
+def test_merge_refuses_self_pairs_and_ids_with_another_text(
+    files: tuple[Path, Path], tmp_path: Path, change: dict[str, str], row: int, field: str, words: list[str]
+) -> None:
+    _, pairs = files
+    filled = tmp_path / "filled.csv"
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["e1", "e2"],
+            "id_a": ["n02", "n00"],
+            "id_b": ["n05", "n06"],
+            "text_a": [TITLES[2], TITLES[0]],
+            "text_b": [TITLES[5], TITLES[6]],
+            "score": ["0", "0.25"],
+        }
+    )
+    for col, value in change.items():
+        frame.loc[1, col] = value
+    frame.to_csv(filled, index=False)
+    before = pairs.read_bytes()
+    line = refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), *words)
+    assert f"row {row}, field '{field}'" in line
+    assert pairs.read_bytes() == before
+
+
+def test_merge_refuses_an_id_given_two_texts_in_one_file(files: tuple[Path, Path], tmp_path: Path) -> None:
+    _, pairs = files
+    filled = tmp_path / "filled.csv"
+    pd.DataFrame(
+        {
+            "pair_id": ["e1", "e2"],
+            "id_a": ["z1", "z1"],
+            "id_b": ["z2", "z3"],
+            "text_a": ["甲", "丙"],
+            "text_b": ["乙", "丁"],
+            "score": ["0", "1"],
+        }
+    ).to_csv(filled, index=False)
+    before = pairs.read_bytes()
+    line = refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), "'z1'")
+    assert "row 2, field 'text_a'" in line and "row 1" in line
+    assert pairs.read_bytes() == before
+
+
+def test_merge_refuses_a_file_without_pairs(files: tuple[Path, Path], tmp_path: Path) -> None:
+    _, pairs = files
+    filled = tmp_path / "filled.csv"
+    filled.write_text("pair_id,id_a,id_b,text_a,text_b,similarity,stratum,score,annotator,notes\n")
+    before = pairs.read_bytes()
+    refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), "no pairs")
+    assert pairs.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_draw_with_a_reranker_draws_on_the_rerank_score_around_its_threshold(
+    small_reranked_model: Path, tmp_path: Path
+) -> None:
+    from nlsim.encoders import load_encoder
+    from nlsim.rerank.reranker import load_reranker
+
+    corpus = tmp_path / "corpus.parquet"
+    pd.read_parquet(ROOT / "data/bbc.parquet").iloc[:60].to_parquet(corpus)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("ab" * 32)
+    shutil.copytree(small_reranked_model, version)
+    store.promote(version, "the model under test")
+    out = tmp_path / "todo.csv"
+    proc = nlsim(
+        "annotate", "draw", "--corpus", corpus, "--model", "current", "--model-store", store.root,
+        "--convert", "none", "--out", out, "-n", "12", "--text-field", "title", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "drawn on the rerank score" in proc.stderr
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(todo.columns) == list(editor_file.COLUMNS)
+    reranker = load_reranker(small_reranked_model)
+    assert reranker is not None and reranker.threshold is not None
+    assert set(todo["model"]) == {version.name}
+    assert np.allclose(todo["threshold"].astype(float), reranker.threshold, atol=1e-6)
+    cosine = load_encoder(str(small_reranked_model)).encode(todo["text_a"].tolist() + todo["text_b"].tolist())
+    cos = (cosine[: len(todo)] * cosine[len(todo) :]).sum(axis=1)
+    expected = reranker.combine(cos, reranker.cross_scores(todo["text_a"], todo["text_b"], precision="fp32"))
+    np.testing.assert_allclose(todo["similarity"].astype(float), expected, atol=2e-4)
+    near = (todo["stratum"] == "near-threshold").to_numpy()
+    dist = np.abs(todo["similarity"].astype(float).to_numpy() - reranker.threshold)
+    assert near.sum() == 6 and dist[near].max() <= dist[~near].min()
+
+
+def test_a_text_a_tsv_pair_file_cannot_hold_is_refused_by_its_row_in_the_filled_file(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, pairs = files
+    before = pairs.read_bytes()
+    path = _filled(tmp_path, ["0.5", "1"], text_b=["乙", "Storm\nupdate"])
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    assert (Path(err.value.file), err.value.row, err.value.field) == (path, 2, "text_b")
+    assert "tab or newline" in err.value.reason
+    assert pairs.read_bytes() == before

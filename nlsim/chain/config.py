@@ -30,10 +30,13 @@ TRAINING_FIELDS = (
     "lr",
     "max_length",
     "freeze_embeddings",
+    "frozen_layers",
+    "train_precision",
     "seed",
     "reranker",
     "cross_encoder_epochs",
     "cross_encoder_lr",
+    "cross_encoder_frozen_layers",
     "story_weight",
     "rerank_weight",
 )
@@ -48,6 +51,7 @@ REPORT_FIELDS = (
     "progress",
     "backend",
     "precision",
+    "near_misses",
 )
 
 
@@ -82,10 +86,13 @@ class PipelineConfig:
     lr: float = option_like(FinetuneConfig, "lr")
     max_length: int = option_like(FinetuneConfig, "max_length")
     freeze_embeddings: bool = option_like(FinetuneConfig, "freeze_embeddings")
+    frozen_layers: int = option_like(FinetuneConfig, "frozen_layers")
+    train_precision: Literal["auto", "fp32", "bf16"] = option_like(FinetuneConfig, "train_precision")
     seed: int = option_like(FinetuneConfig, "seed")
     reranker: bool = option_like(FinetuneConfig, "reranker")
     cross_encoder_epochs: int = option_like(FinetuneConfig, "cross_encoder_epochs")
     cross_encoder_lr: float = option_like(FinetuneConfig, "cross_encoder_lr")
+    cross_encoder_frozen_layers: int = option_like(FinetuneConfig, "cross_encoder_frozen_layers")
     story_weight: float = option_like(FinetuneConfig, "story_weight")
     rerank_weight: float = option_like(FinetuneConfig, "rerank_weight")
     text_fields: tuple[str, ...] = option_like(DedupConfig, "text_fields")
@@ -98,6 +105,7 @@ class PipelineConfig:
     progress: bool = option_like(DedupConfig, "progress")
     backend: Backend = option_like(DedupConfig, "backend")
     precision: Precision = option_like(DedupConfig, "precision")
+    near_misses: int = option_like(DedupConfig, "near_misses")
 
     def __post_init__(self) -> None:
         self.level = parse_level(self.level)

@@ -31,9 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from nlsim.chain.config import PipelineConfig
+from nlsim.chain.eta import ChainWork
+from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import decide, score_model, split_digest
 from nlsim.encoders import load_encoder
@@ -261,6 +265,37 @@ def _test_spearman(version: Path) -> float | None:
     return None
 
 
+def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork:
+    """What this chain's fine-tuning and report will compute (:mod:`nlsim.chain.eta`), counted from the
+    pairs, the corpus and the settings."""
+    from nlsim.training.split_encoder import layer_count
+
+    train = pairs[pairs["split"] == "train"]
+    texts = train["text_a"].tolist() + train["text_b"].tolist()
+    text_tokens = float(np.mean([len(x) for x in base.token_ids(texts)])) if texts else 0.0
+    pair_tokens = 2 * text_tokens - 2  # each text's own start token and the pair's separators
+    try:
+        items = (
+            int(pq.ParquetFile(cfg.corpus).metadata.num_rows) if str(cfg.corpus).endswith(".parquet") else 0
+        )
+    except (OSError, ValueError):
+        items = 0
+    return ChainWork(
+        train_pairs=len(train),
+        validation_pairs=int((pairs["split"] == "validation").sum()),
+        text_tokens=text_tokens,
+        pair_tokens=pair_tokens,
+        epochs=cfg.epochs,
+        cross_encoder_epochs=cfg.cross_encoder_epochs,
+        batch_size=cfg.batch_size,
+        layers=layer_count(base.model) or 12,
+        frozen=cfg.frozen_layers,
+        cross_encoder_frozen=cfg.cross_encoder_frozen_layers,
+        corpus_items=items if cfg.report else 0,
+        reranker=cfg.reranker,
+    )
+
+
 def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
     inputs = {"--pairs": cfg.pairs, "--corpus": cfg.corpus}
@@ -328,7 +363,12 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
             why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
             say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
         version = store.new_version_dir(fingerprint)
-        result = finetune(cfg.finetune_config(str(version)), call=call)
+        work = chain_work(cfg, base, pairs)
+        result = finetune(
+            cfg.finetune_config(str(version)),
+            call=call,
+            on_rate=lambda rate: say(describe_eta(work.estimate(rate))),
+        )
         store.register(
             version,
             {

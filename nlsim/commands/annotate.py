@@ -16,13 +16,29 @@ def register(subparsers: Any) -> None:
     d.add_argument("--pairs", default=None, help="the annotated pair file: its pairs are never drawn again")
     d.add_argument("--out", required=True, help="CSV to write")
     d.add_argument("-n", "--n", type=int, default=100, help="how many pairs (default 100)")
-    d.add_argument("--model", default="multilingual-e5-small", help="encoder name/folder, or tfidf-char2")
+    d.add_argument(
+        "--model",
+        default="multilingual-e5-small",
+        help="encoder name or fine-tuned model folder, 'current' (the model store's promoted model), or "
+        "tfidf-char2; with a reranker the pairs are drawn on the rerank score",
+    )
+    d.add_argument("--model-store", default="models", help="model store folder, read for --model current")
+    d.add_argument(
+        "--rerank",
+        dest="rerank",
+        action="store_const",
+        const=True,
+        default=None,
+        help="draw on the rerank score (default: when the model has a reranker)",
+    )
+    d.add_argument("--no-rerank", dest="rerank", action="store_const", const=False, help="draw on the cosine")
     d.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     d.add_argument(
         "--threshold",
         type=float,
         default=None,
-        help="cosine to sample around (default: the model's calibration, else the pool median)",
+        help="score to draw around: the rerank score with a reranker, else the cosine (default: the "
+        "reranker's or the model's calibrated threshold, else the pool median)",
     )
     d.add_argument("--text-field", default=None, help="text column (default: title_zh_tw, title or text)")
     d.add_argument("--seed", type=int, default=0)
@@ -50,6 +66,8 @@ def run_draw(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         text_field=args.text_field,
         seed=args.seed,
+        rerank=args.rerank,
+        model_store=args.model_store,
     )
     return 0
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.manifest import MANIFEST, saved_folder
@@ -379,7 +380,8 @@ class Encoder:
         )
         return {k: v.to(self.device) for k, v in batch.items()}
 
-    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of ``texts`` (prefix added, truncated at ``max_length``, not padded)."""
         enc = self.tokenizer(
             self._with_prefix(texts),
             padding=False,
@@ -405,21 +407,8 @@ class Encoder:
         """
         return self.embed(self.tokenize(texts))
 
-    def _batches(self, lengths: np.ndarray, batch_size: int, max_tokens: int | None) -> list[np.ndarray]:
-        order = np.argsort(-lengths, kind="stable")  # longest first: the biggest batch shows up early
-        batches: list[np.ndarray] = []
-        start = 0
-        n = len(order)
-        while start < n:
-            size = batch_size
-            if max_tokens:
-                longest = int(lengths[order[start]])
-                size = max(1, min(batch_size, max_tokens // max(longest, 1)))
-            batches.append(order[start : start + size])
-            start += size
-        return batches
-
-    def _pad_id(self) -> int:
+    def pad_id(self) -> int:
+        """The tokenizer's padding id (0 when it has none)."""
         pid = self.tokenizer.pad_token_id
         return int(pid) if pid is not None else 0
 
@@ -455,10 +444,10 @@ class Encoder:
         out = np.zeros((n, self.dim), dtype=np.float32)
         if n == 0:
             return out
-        ids = self._token_ids(texts)
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
-        batches = self._batches(lengths, batch_size, max_tokens)
-        pad_id = self._pad_id()
+        ids = self.token_ids(texts)
+        lengths = lengths_of(ids)
+        batches = sorted_batches(lengths, batch_size, max_tokens)
+        pad_id = self.pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
         if runner is None:
             self.plan(n)
@@ -475,13 +464,8 @@ class Encoder:
         try:
             with torch.inference_mode():
                 for rows in batches:
-                    width = int(lengths[rows].max())
-                    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-                    mask = np.zeros((len(rows), width), dtype=np.int64)
-                    for j, r in enumerate(rows):
-                        seq = ids[r]
-                        input_ids[j, : len(seq)] = seq
-                        mask[j, : len(seq)] = 1
+                    padded = pad_batch(ids, rows, pad_id)
+                    input_ids, mask = padded["input_ids"], padded["attention_mask"]
                     if runner is not None:
                         v = np.asarray(runner(input_ids, mask), dtype=np.float32)
                         if normalize:

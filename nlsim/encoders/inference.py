@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from nlsim.encoders.precision import (
     Selection,
     Target,
     architecture_digest,
+    probe_mode,  # noqa: F401 - re-exported
     select,
     split_path,
     synthetic_batch,
@@ -38,13 +38,6 @@ from nlsim.progress import say, warn
 
 PROBE_SHAPES = ((64, 24), (32, 96))
 """(rows, tokens) of the probe's synthetic batches: titles, and title + lead."""
-
-
-def probe_mode() -> str:
-    """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
-    time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
-    mode = os.environ.get("NLSIM_PROBE", "on").strip().lower()
-    return mode if mode in ("on", "cached", "off") else "on"
 
 
 def lossy_copy(model: torch.nn.Module, precision: str) -> torch.nn.Module:

@@ -42,6 +42,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -164,6 +165,8 @@ def guard_verdict(record: dict[str, Any] | None, path: str) -> tuple[bool, str, 
         return False, "not checked for this model", None
     if entry.get("error"):
         return False, f"the check could not run it ({entry['error']})", entry
+    if entry.get("not_checked"):
+        return False, f"not checked ({entry['not_checked']})", entry
     ref = record.get("reference") or {}
     fails = []
     loss = _num(ref.get("spearman")) - _num(entry.get("spearman"))
@@ -493,20 +496,7 @@ def select(
     alive = [p for p in cands if forced_precision or guards.get(p, (True,))[0]]
     probe: dict[str, float] = {}
     if len(alive) > 1 and use_probe:
-        arch = target.architecture()
-        probe = load_probe(arch, threads, cpu)
-        missing = [p for p in alive if p not in probe]
-        if missing and probe_missing:
-            batches, shapes = target.probe_batches()
-            for path in missing:
-                try:
-                    runner = runners[path] = target.build(path, threads)
-                except Exception as exc:  # noqa: BLE001 - a path that cannot be built is left out, with why
-                    excluded[path] = f"could not be set up ({type(exc).__name__}: {exc})"
-                    probe[path] = 0.0
-                    continue
-                probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
-            save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes)
+        probe = probe_rates(target, alive, threads, cpu, runners, excluded, time_missing=probe_missing)
         cands = [p for p in cands if p not in excluded]
     choice = decide(cands, excluded, probe, guards, forced_precision=forced_precision)
     choice.requested, choice.forced, choice.cpu = requested, forced, cpu.describe()
@@ -515,6 +505,86 @@ def select(
         ok, why, figures = guard_verdict(record, choice.path)
         choice.guard, choice.guard_figures = why, figures
     return Selection(choice, runners)
+
+
+def probe_mode() -> str:
+    """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
+    time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
+    mode = os.environ.get("NLSIM_PROBE", "on").strip().lower()
+    return mode if mode in ("on", "cached", "off") else "on"
+
+
+def probe_rates(
+    target: Target,
+    paths: list[str],
+    threads: int,
+    cpu: CpuInfo,
+    runners: dict[str, Any],
+    excluded: dict[str, str],
+    *,
+    time_missing: bool = True,
+) -> dict[str, float]:
+    """Items per second of each of ``paths`` on this machine: the cached probe (per CPU kind, thread count
+    and architecture), the paths it lacks timed now (``time_missing``) and added to it. A path that
+    cannot be built gets rate 0 and goes to ``excluded`` with why; runners built go to ``runners``."""
+    arch = target.architecture()
+    probe = load_probe(arch, threads, cpu)
+    missing = [p for p in paths if p not in probe]
+    if missing and time_missing:
+        batches, shapes = target.probe_batches()
+        for path in missing:
+            try:
+                runner = runners[path] = target.build(path, threads)
+            except Exception as exc:  # noqa: BLE001 - a path that cannot be built is left out, with why
+                excluded[path] = f"could not be set up ({type(exc).__name__}: {exc})"
+                probe[path] = 0.0
+                continue
+            probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
+        save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes)
+    return probe
+
+
+def worth_checking(
+    target: Target, threads: int | None = None, cpu: CpuInfo | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The lossy paths that can pay off on this machine, and why each other lossy path cannot.
+
+    A lossy path is worth its quality check only when the CPU has the instructions for it
+    (:func:`candidates` with ``auto``) and the probe (:func:`probe_rates`, cached per CPU kind) finds it
+    at least :data:`LOSSY_MIN_GAIN` times faster than the best lossless path: ``auto`` would never take
+    any other. On a CPU without VNNI or bf16 instructions nothing is left, and nothing is probed. Without
+    a probe (``NLSIM_PROBE=off``, or ``cached`` with nothing cached) every CPU candidate is checked: nothing
+    says it cannot pay off.
+    """
+    import torch  # deferred: heavy or optional, loaded only when needed
+
+    from nlsim.encoders.onnx_backend import onnxruntime_available
+
+    cpu = cpu or cpu_info()
+    threads = int(threads or torch.get_num_threads())
+    cands, excluded = candidates("auto", "auto", cpu, onnx_ok=onnxruntime_available(), on_cpu=target.on_cpu)
+    skipped = {p: why for p, why in excluded.items() if is_lossy(p)}
+    lossy = [p for p in cands if is_lossy(p)]
+    if not lossy:
+        return [], skipped
+    mode = probe_mode()
+    rates: dict[str, float] = {}
+    if mode != "off":
+        rates = probe_rates(target, cands, threads, cpu, {}, skipped, time_missing=mode == "on")
+    best = max((rates.get(p, 0.0) for p in cands if not is_lossy(p)), default=0.0)
+    keep = []
+    for path in lossy:
+        if path in skipped:
+            continue
+        rate = rates.get(path, 0.0)
+        if best > 0 and rate < LOSSY_MIN_GAIN * best:
+            skipped[path] = (
+                f"not faster on this CPU: {rate:.0f} items/s in the probe against {best:.0f} for the best "
+                f"lossless path (needs {LOSSY_MIN_GAIN}x)"
+            )
+        else:
+            keep.append(path)
+    return keep, skipped
 
 
 def architecture_digest(*parts: Any) -> str:

@@ -293,7 +293,7 @@ def _load_from_folder(
 
 def load_encoder(
     name_or_path: str | Path = DEFAULT_MODEL,
-    device: str | None = None,
+    device: Any = None,
     *,
     max_length: int | None = None,
     prefix: str | None = None,
@@ -307,7 +307,9 @@ def load_encoder(
 
     Args:
         name_or_path: a registry name (see :data:`MODELS`), a local model folder, or a hub name.
-        device: torch device (default CPU).
+        device: torch device or its name (default: :func:`nlsim.encoders.device.default_device`, the GPU
+            when torch sees one, else the CPU; the CPU whenever ``backend="onnx"`` or a precision other than
+            fp32/auto is asked for, since those paths run on the CPU only).
         max_length: truncation length (default: the folder's ``nlsim.json``, else 256).
         prefix: override the text prefix (default: the model's own, e.g. e5's ``"query: "``).
         quantize: ``"int8"``: the same as ``backend="torch", precision="int8"`` (kept for old callers).
@@ -341,9 +343,14 @@ def load_encoder(
         if backend == "onnx" or precision not in ("fp32", "int8"):
             raise ConfigError("quantize='int8' is backend='torch', precision='int8'; give one or the other")
         backend, precision = "torch", "int8"
-    if precision not in ("auto", "fp32") and device not in (None, "cpu"):
+    if device is None and backend != "onnx" and precision in ("auto", "fp32"):
+        from nlsim.encoders.device import default_device
+
+        device = default_device()
+    device = None if device is None or str(device) == "cpu" else str(device)
+    if precision not in ("auto", "fp32") and device is not None:
         raise ConfigError(f"precision={precision!r} is CPU only")
-    if backend == "onnx" and device not in (None, "cpu"):
+    if backend == "onnx" and device is not None:
         raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
     check_options(backend, precision)
     common = dict(

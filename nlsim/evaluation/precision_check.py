@@ -174,10 +174,22 @@ def check_paths(
     """Fill ``record["paths"]``: each lossy path built by ``target`` (an
     :class:`~nlsim.encoders.inference.EncoderTarget` or the cross-encoder's), its figures from
     ``measure(runner)``, and the guard's verdict. A path that cannot be built or run is recorded with its
-    error, and ``auto`` never takes it."""
+    error, and ``auto`` never takes it. With ``paths=None`` only the paths that can pay off on this
+    machine are checked (:func:`nlsim.encoders.precision.worth_checking`); the others are recorded as not
+    checked, with why, and ``auto`` never takes them either."""
     record["paths"] = {}
-    for path in lossy_paths(paths):
-        entry: dict[str, Any]
+    entry: dict[str, Any]
+    chosen = lossy_paths(paths)
+    if paths is None:  # auto: only what can pay off on this machine is checked
+        from nlsim.encoders.precision import worth_checking
+
+        keep, skipped = worth_checking(target, threads)
+        for path, why in skipped.items():
+            if path in chosen:
+                entry = {"not_checked": why, "passed": False, "verdict": f"not checked ({why})"}
+                record["paths"][path] = entry
+        chosen = [p for p in chosen if p in keep]
+    for path in chosen:
         try:
             entry = measure(target.build(path, threads))
         except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto

@@ -127,6 +127,11 @@ class DedupConfig:
     )
     timezone: str = option("UTC", help="time zone in which the run's date is taken (e.g. Asia/Taipei)")
     rebuild_state: bool = option(False, help="with --state: move a broken state aside and build a fresh one")
+    near_misses: int = option(
+        200,
+        help="keep this many of the best candidate pairs below the threshold in near_misses.parquet, for "
+        "editors to review (0: none)",
+    )
     progress: bool = option(True, help="no progress output", flags=("--no-progress",))
     save_index: bool = option(True, help="keep the FAISS index in OUT/index/", cli=False)
 
@@ -157,6 +162,8 @@ class DedupConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"--{name} must be >= 1, got {value}")
+        if self.near_misses < 0:
+            raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
         if self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
         if self.window_hours is not None and not self.window_hours >= 0:

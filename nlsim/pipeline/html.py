@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
+from nlsim.pipeline import review
 from nlsim.pipeline.spreadsheet import TextChange, text_changes
 
 PAGE_SIZE = 50
@@ -144,10 +145,15 @@ def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
 
 
 def page_data(
-    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], frame: pd.DataFrame | None
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None,
+    near_misses: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """What the page's script renders: items (id, title, source, link, time) and clusters (members,
-    status, added items, absorbed ids, scores and the pairs that joined them)."""
+    status, added items, absorbed ids, scores and the pairs that joined them); for the review panel, the
+    near misses and what the export records (:mod:`nlsim.pipeline.review`)."""
     by_id: dict[str, dict[str, Any]] = {}
     if frame is not None and len(frame):
         cols = {
@@ -217,6 +223,8 @@ def page_data(
         "threshold": _num(summary.get("threshold"), 6),
         "items": items,
         "clusters": out,
+        "nearMisses": review.near_miss_rows(near_misses, item),
+        "review": review.review_meta(summary),
     }
 
 
@@ -329,8 +337,12 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
             f"on {int(trained['n_train']):,} annotated pairs ({int(trained.get('n_validation') or 0):,} for "
             "validation)"
         )
+
     if bits:
         rows.append(("Trained", esc(" ".join(bits))))
+    editors = review.editor_labels_text(trained.get("editor_labels"))
+    if editors:
+        rows.append(("Editors’ labels", esc(editors)))
     rr = summary.get("rerank")
     on = "rerank score" if rr else "cosine similarity"
     rows.append(("Threshold", f"<strong>{_fmt(summary.get('threshold'), 4)}</strong> on the {on}"))
@@ -524,10 +536,11 @@ def render_html(
     frame: pd.DataFrame | None = None,
     *,
     learning_curve: str | None = None,
+    near_misses: pd.DataFrame | None = None,
 ) -> str:
     """The report page (see the module docstring). ``learning_curve``: the file name of the learning-curve
-    PNG copied beside the page, if any."""
-    data = page_data(pairs, clusters, summary, frame)
+    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review."""
+    data = page_data(pairs, clusters, summary, frame, near_misses)
     info = summary.get("model_info") or {}
     when = summary.get("finished_at") or ""
     mode = "daily run " + str(summary.get("run_id", "")) if data["daily"] else "batch run"
@@ -548,17 +561,18 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="nlsim">'
         f"<title>Near-duplicate report · {n:,} clusters</title>"
-        f"<style>{_asset('report.css')}</style></head>"
+        f"<style>{_asset('report.css')}\n{review.review_style()}</style></head>"
     )
     body = [
         "<body><header><h1>Near-duplicate and related news items</h1>",
         f"<p class='meta'>{meta}</p>",
-        "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#list'>Clusters</a>"
-        "</nav></header><main>",
+        "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#review'>Review</a> · "
+        "<a href='#list'>Clusters</a></nav></header><main>",
         *_notices(summary),
         _spreadsheet_notice(text_changes(frame)),
         _model_card(summary, learning_curve),
         _overview(data, summary, pairs),
+        review.review_section(data),
         "<section id='list' class='panel'><h2>Clusters</h2>",
         _controls(data),
         "<p id='shown' class='shown' aria-live='polite'>"
@@ -574,7 +588,7 @@ def render_html(
         "<code>pairs.csv</code>, <code>report.xlsx</code>; the run record: <code>run.json</code>.</p>"
         "</footer>",
         f"<script id='nlsim-data' type='application/json'>{_json_script(data)}</script>",
-        f"<script>{_asset('report.js')}</script></body></html>",
+        f"<script>{_asset('report.js')}\n{review.review_script()}</script></body></html>",
     ]
     return head + "\n".join(body) + "\n"
 

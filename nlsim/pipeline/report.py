@@ -5,6 +5,8 @@ Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/lates
 - ``pairs.parquet`` / ``pairs.csv``: one row per pair (:data:`PAIRS_SCHEMA`);
 - ``clusters.parquet``: one row per cluster (:data:`CLUSTERS_SCHEMA`), ``members.csv``: one row per
   cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users; ``report.xlsx`` holds the three tables;
+- ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
+  (:mod:`nlsim.pipeline.near_misses`);
 - ``index.html`` and ``overview.png`` (:mod:`nlsim.pipeline.html`), ``summary.md``; ``learning_curve.png``
   when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
@@ -26,7 +28,7 @@ Example:
     >>> labels, clusters = batch_clusters(frame, pairs)
     >>> paths = write_report(out, pairs_table(frame, pairs, labels), clusters, {"model": "m"}, frame=frame)
     >>> sorted(p.name for p in paths.values())[:4]
-    ['clusters.parquet', 'index.html', 'members.csv', 'overview.png']
+    ['clusters.parquet', 'index.html', 'members.csv', 'near_misses.parquet']
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.ownership import claim_folder
 from nlsim.pipeline.html import render_html, render_overview_png
+from nlsim.pipeline.near_misses import NEAR_MISSES_SCHEMA
 from nlsim.pipeline.spreadsheet import text_changes, write_csv, write_xlsx
 
 TS = pa.timestamp("us", tz="UTC")
@@ -116,8 +119,20 @@ MEMBERS_SCHEMA = pa.schema(
     ]
 )
 """``members.csv``: one row per member of each cluster in the report, earliest first."""
-SCHEMAS = {"pairs": PAIRS_SCHEMA, "clusters": CLUSTERS_SCHEMA, "members": MEMBERS_SCHEMA}
-TABLE_FILES = ("pairs.parquet", "clusters.parquet", "pairs.csv", "members.csv", "report.xlsx")
+SCHEMAS = {
+    "pairs": PAIRS_SCHEMA,
+    "clusters": CLUSTERS_SCHEMA,
+    "members": MEMBERS_SCHEMA,
+    "near_misses": NEAR_MISSES_SCHEMA,
+}
+TABLE_FILES = (
+    "pairs.parquet",
+    "clusters.parquet",
+    "pairs.csv",
+    "members.csv",
+    "report.xlsx",
+    "near_misses.parquet",
+)
 PAGE_FILES = ("index.html", "summary.md", "overview.png")
 LEARNING_CURVE = "learning_curve.png"
 RUNS_DIR = "runs"
@@ -144,7 +159,7 @@ def conform(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
 
 
 def read_table(path: str | Path, name: str) -> pd.DataFrame:
-    """A report Parquet file as pandas (``name``: pairs or clusters)."""
+    """A report Parquet file as pandas (``name``: pairs, clusters or near_misses)."""
     return pd.read_parquet(path, schema=SCHEMAS[name])
 
 
@@ -311,11 +326,13 @@ def write_files(
     frame: pd.DataFrame | None = None,
     window: pd.DataFrame | None = None,
     extra: dict[str, Any] | None = None,
+    near_misses: pd.DataFrame | None = None,
 ) -> list[str]:
     """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
 
     ``window``: the whole window's clusters (daily runs), written to ``window/``. ``extra``: more files,
-    as ``{name: writer(path)}`` (the batch report's ``index/`` folder).
+    as ``{name: writer(path)}`` (the batch report's ``index/`` folder). ``near_misses``: the pairs below the
+    threshold for review (none when not given).
     """
     if frame is None:
         frame = pd.DataFrame(
@@ -332,6 +349,10 @@ def write_files(
     }
     members = members_table(clusters, frame)
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
+    import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
+
+    missed = near_misses if near_misses is not None else NEAR_MISSES_SCHEMA.empty_table().to_pandas()
+    pq.write_table(conform(missed, NEAR_MISSES_SCHEMA), folder / "near_misses.parquet")
     names = list(TABLE_FILES)
     if window is not None:
         (folder / "window").mkdir()
@@ -343,7 +364,7 @@ def write_files(
     curve = copy_learning_curve(summary, folder)
     if curve:
         names.append(curve)
-    page = render_html(pairs, clusters, summary, frame, learning_curve=curve)
+    page = render_html(pairs, clusters, summary, frame, learning_curve=curve, near_misses=missed)
     (folder / "index.html").write_text(page, encoding="utf-8")
     (folder / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
     render_overview_png(pairs, clusters, summary, folder / "overview.png")
@@ -374,6 +395,7 @@ def write_report(
     summary: dict[str, Any],
     frame: pd.DataFrame | None = None,
     extra: dict[str, Any] | None = None,
+    near_misses: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
     """A batch report: every file into ``out_dir`` (staged, then moved in, ``run.json`` last). Returns the
     paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
@@ -381,7 +403,7 @@ def write_report(
     claim_folder(out, "report", what="report folder")
     staging = make_temp_dir(out, ".staging-")
     try:
-        names = write_files(staging, pairs, clusters, summary, frame, extra=extra)
+        names = write_files(staging, pairs, clusters, summary, frame, extra=extra, near_misses=near_misses)
         top = sorted({n.split("/")[0] for n in names})
         publish_files(staging, out, [*top, "run.json"], last="run.json")
     finally:
@@ -416,6 +438,7 @@ def publish_daily_report(
     frame: pd.DataFrame,
     summary: dict[str, Any],
     window: pd.DataFrame | None = None,
+    near_misses: pd.DataFrame | None = None,
 ) -> Path:
     """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
     symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report."""
@@ -425,7 +448,7 @@ def publish_daily_report(
     runs.mkdir(parents=True, exist_ok=True)
     final = runs / run_id
     with atomic_dir(final) as tmp:
-        write_files(tmp, pairs, clusters, summary, frame, window=window)
+        write_files(tmp, pairs, clusters, summary, frame, window=window, near_misses=near_misses)
     fault_point("report-publish")
     link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
     os.symlink(Path(RUNS_DIR) / run_id, link_tmp)

@@ -33,7 +33,7 @@ from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
 from nlsim.orchestration import Call, StageInfo, declare, direct
-from nlsim.pipeline import stages
+from nlsim.pipeline import near_misses, stages
 from nlsim.pipeline.config import DEFAULT_MODEL, DedupConfig
 from nlsim.pipeline.paths import check_paths
 from nlsim.pipeline.state import move_aside, remove_unfinished
@@ -62,6 +62,7 @@ STAGES: dict[str, StageInfo] = {
         StageInfo("neighbors", "each searched item's nearest neighbours above the threshold", expensive=True),
         StageInfo("rerank", "rescore the candidate pairs with the cross-encoder", expensive=True),
         StageInfo("cluster", "cluster ids (one rule for batch and daily runs) and the report tables"),
+        StageInfo("near-misses", "the best candidate pairs below the threshold, for editors to review"),
         StageInfo("commit", "write the state's new generation", io=True),
         StageInfo("report", "write the report files", io=True),
     )
@@ -170,13 +171,17 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         stages.note_inference(stats.model_info, model.encoder)
         window = step("index", stages.index, window, emb, config, model)
         stats.index = window.index.describe()
-        pairs = step("neighbors", stages.neighbors, window, config, model.floor)
-        stats.counts["candidates"] = int(len(pairs))
-        if model.reranker is not None:
-            candidates = len(pairs)
+        reranked = model.reranker is not None
+        floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
+        pairs = step("neighbors", stages.neighbors, window, config, floor)
+        stats.counts["candidates"] = candidates = int(len(pairs))
+        if reranked:
             pairs = step("rerank", stages.rerank, pairs, window, model, config)
+        pairs, below = near_misses.split(pairs, model.threshold.value)
+        if reranked:
             stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
         clustering = step("cluster", stages.cluster, window, pairs, config)
+        missed = step("near-misses", stages.near_misses, window, below, clustering, config)
         events = clustering.update.events["status"]
         clusters = clustering.report_clusters
         current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
@@ -191,13 +196,14 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
             clusters_absorbed=len(clustering.update.merged_into),
             clusters_dissolved=len(clustering.update.dissolved),
             clusters_in_window=int(len(clustering.window_clusters)),
+            near_misses=int(len(missed)),
         )
         stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
         if clustering.update.dissolved:
             stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
         if config.incremental:
-            step("commit", stages.commit, config, window, clustering, model, stats.to_dict())
-        folder = step("report", stages.report, config, window, clustering, model, stats.to_dict())
+            step("commit", stages.commit, config, window, clustering, model, stats.to_dict(), missed)
+        folder = step("report", stages.report, config, window, clustering, model, stats.to_dict(), missed)
         if config.incremental:  # the complete figures (commit and report timings included) beside the state
             atomic_write_text(
                 Path(config.state) / "runs" / f"{window.run_id}.json",

@@ -1,7 +1,8 @@
 """The stages of a near-duplicate run, each a plain function; :func:`nlsim.pipeline.run.run_dedup` chains
 them.
 
-load → model → window → convert → embed → index → neighbours → rerank → cluster → commit → report
+load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → commit →
+report
 
 ``model`` loads the encoder (``current``: the model store's promoted model), the reranker stored with it
 and the threshold, checking that a calibration was made for this very model. ``window`` (see
@@ -37,6 +38,7 @@ from nlsim.evaluation.calibration import Calibration, check_threshold, load_cali
 from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
+from nlsim.pipeline import near_misses as near
 from nlsim.pipeline.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
 from nlsim.pipeline.report import pairs_table, publish_daily_report, write_report
 from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
@@ -239,7 +241,8 @@ def model_card(folder: Path | None, store_info: dict[str, Any] | None) -> dict[s
     try:
         training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
         card["metrics"] = training.get("metrics", {})
-        card["trained"] = {k: training.get(k) for k in ("n_train", "n_validation", "seconds")}
+        keys = ("n_train", "n_validation", "seconds", "editor_labels")
+        card["trained"] = {k: training.get(k) for k in keys}
     except (OSError, ValueError):
         pass
     if store_info:
@@ -459,8 +462,9 @@ def neighbors(
 
 
 def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config: DedupConfig) -> pd.DataFrame:
-    """Rescore the candidate pairs with the cross-encoder; keep those whose rerank score reaches the
-    threshold (``similarity`` becomes the rerank score; ``cosine`` and ``cross_encoder`` are kept)."""
+    """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
+    score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
+    :func:`nlsim.pipeline.near_misses.split`)."""
     assert model.reranker is not None
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
@@ -469,14 +473,10 @@ def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config:
     )
     texts = dict(zip(rows, window.texts(rows, config.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if config.cache else None
-    pairs = rerank_pairs(
-        candidates, texts, model.reranker, model.threshold.value, progress=config.progress, cache=cache
-    )
-    say(
-        f"reranked {len(candidates)} candidate pairs: {len(pairs)} reach the threshold "
-        f"{model.threshold.value:.4f}"
-    )
-    return pairs
+    scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=config.progress, cache=cache)
+    kept = int((scored["similarity"].to_numpy() >= model.threshold.value).sum())
+    say(f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {model.threshold.value:.4f}")
+    return scored
 
 
 def rerank_record(model: ModelChoice, candidates: int, kept: int) -> dict[str, Any]:
@@ -584,21 +584,43 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
     return pd.DataFrame(rows) if rows else empty_clusters()
 
 
+def near_misses(
+    window: Window, below: pd.DataFrame, clustering: Clustering, config: DedupConfig
+) -> pd.DataFrame:
+    """The report's near misses: the best ``config.near_misses`` candidate pairs below the threshold whose
+    items are not in one cluster (:mod:`nlsim.pipeline.near_misses`)."""
+    labels = (
+        window.items["cluster_id"] if "cluster_id" in window.items else pd.Series([None] * len(window.ids))
+    )
+    missed = near.near_miss_pairs(below, labels, config.near_misses)
+    if missed.empty:
+        return near.empty_table()
+    table = pairs_table(window.items, missed, labels)
+    return near.near_miss_table(table, clustering.update.assignment)
+
+
 # --- commit, report -----------------------------------------------------------------------------------
 
 
-def report_frame(window: Window, clustering: Clustering) -> pd.DataFrame:
-    """The items a report shows (members of its clusters and ends of its pairs)."""
+def report_frame(window: Window, clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The items a report shows (members of its clusters, ends of its pairs and of its near misses)."""
     tables = (clustering.report_clusters, clustering.window_clusters)
     members = {m for t in tables for ms in t["member_ids"] for m in ms}
     ends = set(clustering.report_pairs["id_a"]) | set(clustering.report_pairs["id_b"])
+    if missed is not None and len(missed):
+        ends |= set(missed["id_a"]) | set(missed["id_b"])
     items = window.items
     keep = items["id"].isin(members | ends) if len(window.items) > 0 else []
     return items.loc[keep, ["id", "title", "source", "url", "published_at"]].reset_index(drop=True)
 
 
 def commit(
-    config: DedupConfig, window: Window, clustering: Clustering, model: ModelChoice, run: dict[str, Any]
+    config: DedupConfig,
+    window: Window,
+    clustering: Clustering,
+    model: ModelChoice,
+    run: dict[str, Any],
+    missed: pd.DataFrame | None = None,
 ) -> None:
     """Make the run's window the state's new generation (incremental runs)."""
     commit_state(
@@ -615,7 +637,8 @@ def commit(
             "pairs": clustering.report_pairs,
             "clusters": clustering.report_clusters,
             "window": clustering.window_clusters,
-            "frame": report_frame(window, clustering),
+            "frame": report_frame(window, clustering, missed),
+            "near_misses": near.empty_table() if missed is None else missed,
         },
         previous=window.state,
     )
@@ -635,14 +658,27 @@ def _index_writer(window: Window, model: ModelChoice, config: DedupConfig) -> An
 
 
 def report(
-    config: DedupConfig, window: Window, clustering: Clustering, model: ModelChoice, run: dict[str, Any]
+    config: DedupConfig,
+    window: Window,
+    clustering: Clustering,
+    model: ModelChoice,
+    run: dict[str, Any],
+    missed: pd.DataFrame | None = None,
 ) -> Path:
     """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
     into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
-    frame = report_frame(window, clustering)
+    frame = report_frame(window, clustering, missed)
     if not config.incremental:
         extra = {"index": _index_writer(window, model, config)} if config.save_index else None
-        write_report(config.out, clustering.report_pairs, clustering.report_clusters, run, frame, extra=extra)
+        write_report(
+            config.out,
+            clustering.report_pairs,
+            clustering.report_clusters,
+            run,
+            frame,
+            extra=extra,
+            near_misses=missed,
+        )
         return Path(config.out)
     return publish_daily_report(
         config.out,
@@ -652,6 +688,7 @@ def report(
         frame,
         run,
         window=clustering.window_clusters,
+        near_misses=missed,
     )
 
 
@@ -662,6 +699,7 @@ def replay_report(config: DedupConfig, window: Window) -> Path:
     assert state is not None and state.last_run is not None
     folder = state.report_dir()
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
+    missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     return publish_daily_report(
         config.out,
         state.last_run["run_id"],
@@ -670,4 +708,5 @@ def replay_report(config: DedupConfig, window: Window) -> Path:
         tables["frame"],
         dict(state.last_run),
         window=tables["window"],
+        near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
     )

@@ -26,6 +26,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from nlsim.encoders import load_encoder
+from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.encoder import mean_pool, weights_digest
 from nlsim.errors import ConfigError, StateError
 from nlsim.progress import progress_bar
@@ -34,10 +35,17 @@ HEAD = "head.safetensors"
 CONFIG_JSON = "cross_encoder.json"
 
 
+def pooled_logits(head: Any, hidden: Any, mask: Any) -> Any:
+    """``head(mean-pooled hidden states)``: the scores (before the sigmoid) of a batch of pair sequences
+    from the encoder's last hidden state; training reads it from cached lower layers
+    (:mod:`nlsim.training.cross_encoder`)."""
+    return head(mean_pool(hidden, mask)).squeeze(-1)
+
+
 def pair_logits(model: Any, head: Any, feats: Any) -> Any:
-    """``head(mean-pooled last hidden state)`` of tokenised pairs (``input_ids``, ``attention_mask``, and
-    ``token_type_ids`` where used): the one forward of torch scoring, training and the ONNX export."""
-    return head(mean_pool(model(**feats).last_hidden_state, feats["attention_mask"])).squeeze(-1)
+    """:func:`pooled_logits` of tokenised pairs (``input_ids``, ``attention_mask``, and ``token_type_ids``
+    where used): the one forward of torch scoring and the ONNX export."""
+    return pooled_logits(head, model(**feats).last_hidden_state, feats["attention_mask"])
 
 
 class CrossEncoder:
@@ -64,10 +72,15 @@ class CrossEncoder:
         return self._digest
 
     @classmethod
-    def from_base(cls, name_or_path: str, max_length: int = 128, threads: int | None = None) -> CrossEncoder:
-        """A fresh cross-encoder over a base encoder (registry name or model folder)."""
-        enc = load_encoder(name_or_path, threads=threads, backend="torch")
-        return cls(enc.model, enc.tokenizer, max_length)
+    def from_base(
+        cls, name_or_path: str, max_length: int = 128, threads: int | None = None, device: Any = None
+    ) -> CrossEncoder:
+        """A fresh cross-encoder over a base encoder (registry name or model folder), on ``device``
+        (default: the CPU)."""
+        enc = load_encoder(name_or_path, threads=threads, backend="torch", device=device)
+        ce = cls(enc.model, enc.tokenizer, max_length)
+        ce.head.to(enc.device)
+        return ce
 
     def save(self, folder: str | Path) -> Path:
         """Write the encoder and tokenizer (transformers layout), ``head.safetensors`` and
@@ -139,53 +152,42 @@ class CrossEncoder:
         n = len(texts_a)
         if n == 0:
             return np.zeros(0, dtype=np.float64)
-        first = list(texts_a) + list(texts_b)
-        second = list(texts_b) + list(texts_a)
-        feats = self.tokenizer(
-            first,
-            second,
-            truncation=True,
-            max_length=self.max_length,
-            padding=False,
-            return_attention_mask=False,
-        )
-        ids = feats["input_ids"]
-        types = feats.get("token_type_ids") if self.uses_token_types() else None
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=2 * n)
-        order = np.argsort(-lengths, kind="stable")  # longest first: the biggest batch shows up early
-        rows_per_batch = max(1, 2 * int(batch_size))
+        ids, types = self.pair_ids(list(texts_a) + list(texts_b), list(texts_b) + list(texts_a))
+        lengths = lengths_of(ids)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         logits = np.zeros(2 * n, dtype=np.float64)
         was_training = self.model.training
         self.model.eval()
-        starts = range(0, 2 * n, rows_per_batch)
+        device = next(self.model.parameters()).device
+        batches = sorted_batches(lengths, max(1, 2 * int(batch_size)))
         try:
             with torch.inference_mode():
-                for s in progress_bar(starts, desc="cross-encoder", unit="batch", enabled=progress):
-                    rows = order[s : s + rows_per_batch]
-                    width = int(lengths[rows].max())
-                    batch = {
-                        "input_ids": np.full((len(rows), width), pad, dtype=np.int64),
-                        "attention_mask": np.zeros((len(rows), width), dtype=np.int64),
-                    }
-                    if types is not None:
-                        batch["token_type_ids"] = np.zeros((len(rows), width), dtype=np.int64)
-                    for j, r in enumerate(rows):
-                        k = len(ids[r])
-                        batch["input_ids"][j, :k] = ids[r]
-                        batch["attention_mask"][j, :k] = 1
-                        if types is not None:
-                            batch["token_type_ids"][j, :k] = types[r]
+                for rows in progress_bar(batches, desc="cross-encoder", unit="batch", enabled=progress):
+                    batch = pad_batch(ids, rows, pad, types)
                     if runner is not None:
                         out = runner(batch)
                     else:
-                        tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
-                        out = pair_logits(self.model, self.head, tensors).float().numpy()
+                        tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+                        out = pair_logits(self.model, self.head, tensors).float().cpu().numpy()
                     logits[rows] = np.asarray(out, dtype=np.float64).reshape(-1)
         finally:
             self.model.train(was_training)
         probs = 1.0 / (1.0 + np.exp(-logits))
         return (probs[:n] + probs[n:]) / 2
+
+    def pair_ids(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list[list[int]], Any]:
+        """Token ids of each pair read as ``texts_a[i]`` then ``texts_b[i]`` (truncated at ``max_length``,
+        not padded), and their token type ids when the model reads them (else ``None``)."""
+        feats = self.tokenizer(
+            list(texts_a),
+            list(texts_b),
+            truncation=True,
+            max_length=self.max_length,
+            padding=False,
+            return_attention_mask=False,
+        )
+        types = feats.get("token_type_ids") if self.uses_token_types() else None
+        return feats["input_ids"], types
 
     def uses_token_types(self) -> bool:
         """Whether the model reads ``token_type_ids`` (BERT does; XLM-R style vocabularies have one type)."""

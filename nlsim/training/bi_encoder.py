@@ -32,62 +32,45 @@ import pandas as pd
 import torch
 
 from nlsim.encoders import load_encoder
+from nlsim.encoders.batching import bucketed_batches
+from nlsim.encoders.device import default_device
+from nlsim.encoders.encoder import mean_pool
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_write_text
 from nlsim.progress import say
+from nlsim.training.clock import TrainingClock
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.losses import get_loss
-from nlsim.training.optim import freeze_word_embeddings, linear_schedule, set_seed
+from nlsim.training.mixed_precision import autocast
+from nlsim.training.mixed_precision import resolve as resolve_precision
+from nlsim.training.optim import adamw, linear_schedule, set_seed
+from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
 
-class _Tokenised:
-    """Token ids of every distinct text, tokenised once; batches are padded on the fly."""
+def _prepared_texts(
+    encoder: Any, split: SplitEncoder, train: pd.DataFrame
+) -> tuple[FrozenStates, np.ndarray, np.ndarray]:
+    """The frozen part's states of every distinct training text (prefix added, tokenised once), and each
+    pair's two rows into them."""
+    unique = list(dict.fromkeys(train["text_a"].tolist() + train["text_b"].tolist()))
+    where = {t: i for i, t in enumerate(unique)}
+    states = split.prepare(encoder.token_ids(unique))
+    rows_a = np.fromiter((where[t] for t in train["text_a"]), dtype=np.int64, count=len(train))
+    rows_b = np.fromiter((where[t] for t in train["text_b"]), dtype=np.int64, count=len(train))
+    return states, rows_a, rows_b
 
-    def __init__(self, encoder: Any, texts: list[str]) -> None:
-        unique = list(dict.fromkeys(texts))
-        self.where = {t: i for i, t in enumerate(unique)}
-        enc = encoder.tokenizer(
-            [encoder.prefix + t for t in unique],
-            padding=False,
-            truncation=True,
-            max_length=encoder.max_length,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
-        self.ids: list[list[int]] = enc["input_ids"]
-        pid = encoder.tokenizer.pad_token_id
-        self.pad = int(pid) if pid is not None else 0
-        self.types = "token_type_ids" in getattr(encoder.tokenizer, "model_input_names", [])
 
-    def batch(self, texts: list[str]) -> dict[str, Any]:
-        seqs = [self.ids[self.where[t]] for t in texts]
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.pad, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for i, s in enumerate(seqs):
-            ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-            mask[i, : len(s)] = 1
-        out = {"input_ids": ids, "attention_mask": mask}
-        if self.types:
-            out["token_type_ids"] = torch.zeros_like(ids)
-        return out
-
-    def embed_sorted(self, encoder: Any, texts: list[str], chunk: int, device: Any) -> Any:
-        """Mean-pooled vectors (with autograd) of ``texts`` in their order, embedded in length-sorted chunks.
-
-        Sorting the 2 x batch texts by token length before cutting them into forward passes of ``chunk``
-        pads each pass only to its own longest text.
-        """
-        lengths = [len(self.ids[self.where[t]]) for t in texts]
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
-        parts = []
-        for start in range(0, len(order), chunk):
-            rows = order[start : start + chunk]
-            feats = self.batch([texts[i] for i in rows])
-            parts.append(encoder.embed({k: v.to(device) for k, v in feats.items()}))
-        inverse = torch.empty(len(order), dtype=torch.long)
-        inverse[torch.tensor(order)] = torch.arange(len(order))
-        return torch.cat(parts)[inverse.to(device)]
+def _pooled(split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int) -> torch.Tensor:
+    """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order; the rows run in
+    length-sorted chunks of ``chunk``, each padded to its own longest text."""
+    order = np.argsort(states.lengths[rows], kind="stable")
+    parts = []
+    for start in range(0, len(order), chunk):
+        hidden, mask = split.forward(states, rows[order[start : start + chunk]])
+        parts.append(mean_pool(hidden.float(), mask))
+    inverse = torch.empty(len(order), dtype=torch.long)
+    inverse[torch.from_numpy(order)] = torch.arange(len(order))
+    return torch.cat(parts)[inverse.to(parts[0].device)]
 
 
 def train_encoder(
@@ -96,11 +79,16 @@ def train_encoder(
     validation: pd.DataFrame,
     cfg: FinetuneConfig,
     log: Callable[[str], None] = say,
+    on_rate: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune ``encoder`` in place on already-converted pairs; the best checkpoint is loaded at the end.
 
-    Returns ``{"best": {...}, "history": [...], "seconds_per_epoch": [...], "steps": n, ...}``. Validation
-    Spearman picks the checkpoint (ties: the earlier one).
+    The embedding block and the lower ``cfg.frozen_layers`` layers stay frozen and run once per distinct
+    text (:mod:`nlsim.training.split_encoder`); batches hold pairs of similar length
+    (:func:`nlsim.encoders.batching.bucketed_batches`); the step runs in ``cfg.train_precision``
+    (:mod:`nlsim.training.mixed_precision`). Returns ``{"best": {...}, "history": [...],
+    "seconds_per_epoch": [...], "steps": n, ...}``. Validation Spearman picks the checkpoint (ties: the
+    earlier one). ``on_rate`` hears the measured seconds per step once (:class:`TrainingClock`).
     """
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -109,32 +97,26 @@ def train_encoder(
     model = encoder.model
     encoder.max_length = int(cfg.max_length)
     total_params = sum(p.numel() for p in model.parameters())
-    for p in model.parameters():
-        p.requires_grad_(True)
-    if cfg.freeze_embeddings:
-        freeze_word_embeddings(model)
+    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0  # trained embeddings: all layers train
+    split = SplitEncoder(model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=encoder.pad_id())
+    device = split.device
+    precision, why = resolve_precision(cfg.train_precision, device)
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     trainable = sum(p.numel() for _, p in params)
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-    groups = [
-        {
-            "params": [p for n, p in params if not any(k in n for k in no_decay)],
-            "weight_decay": cfg.weight_decay,
-        },
-        {"params": [p for n, p in params if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    try:  # the fused kernel runs the optimizer step several times faster on CPU than the default
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, fused=True)
-    except (RuntimeError, TypeError):
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
+    optimizer = adamw(params, cfg.lr, cfg.weight_decay)
     steps_per_epoch = math.ceil(len(train) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
-    tok = _Tokenised(encoder, train["text_a"].tolist() + train["text_b"].tolist())
-    device = getattr(encoder, "device", torch.device("cpu"))
+    t_prep = time.perf_counter()
+    states, rows_a, rows_b = _prepared_texts(encoder, split, train)
+    log(
+        f"  bi-encoder: {len(states)} distinct texts through the frozen part in "
+        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(model) - split.frozen_layers} of "
+        f"{layer_count(model)} layers in {precision} ({why})"
+    )
     scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(device)
-    text_a, text_b = train["text_a"].tolist(), train["text_b"].tolist()
-    gen = torch.Generator().manual_seed(cfg.seed)
+    pair_lengths = states.lengths[rows_a] + states.lengths[rows_b]
+    rng = np.random.default_rng(cfg.seed)
 
     history: list[dict[str, Any]] = []
     best: dict[str, Any] = {"spearman": -math.inf}
@@ -143,24 +125,23 @@ def train_encoder(
     # a fused optimizer step leaves torch's version counters alone: tell the encoder, or a compiled
     # inference runner (ONNX) would keep validating the old weights
     mark_changed = getattr(encoder, "mark_weights_changed", lambda: None)
+    clock = TrainingClock("bi-encoder", total, cfg.epochs, log, on_rate=on_rate)
 
-    def validate(epoch: int, step: int, train_loss: float) -> None:
+    def validate(epoch: int, step: int, train_loss: float) -> dict[str, Any]:
         nonlocal best, best_state
-        m = evaluate(encoder, validation, conversion=None)
+        with clock.pause():
+            m = evaluate(encoder, validation, conversion=None)
         row = {"epoch": epoch, "step": step, "train_loss": round(train_loss, 5), **m.as_dict()}
         history.append(row)
         if cfg.progress_file:
             atomic_write_text(cfg.progress_file, json.dumps({"history": history}, indent=2))
-        log(
-            f"  epoch {epoch} step {step}: loss {train_loss:.4f}, validation Spearman {m.spearman:.2f} "
-            f"Pearson {m.pearson:.2f} MSE {m.mse:.4f}"
-        )
         if m.spearman > best["spearman"]:
             best = dict(row)
             best_state = {
                 n: t.detach().clone() for n, t in model.state_dict().items() if n in trainable_names
             }
         model.train()
+        return row
 
     step = 0
     seconds_per_epoch: list[float] = []
@@ -168,18 +149,12 @@ def train_encoder(
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         eval_time = 0.0
-        order = torch.randperm(len(train), generator=gen).tolist()
         losses: list[float] = []
-        for start in range(0, len(order), cfg.batch_size):
-            rows = order[start : start + cfg.batch_size]
-            emb = tok.embed_sorted(
-                encoder,
-                [text_a[i] for i in rows] + [text_b[i] for i in rows],
-                chunk=cfg.batch_size,
-                device=device,
-            )
+        for rows in bucketed_batches(pair_lengths, cfg.batch_size, rng):
+            with autocast(precision, device):
+                emb = _pooled(split, states, np.concatenate([rows_a[rows], rows_b[rows]]), cfg.batch_size)
             u, v = emb[: len(rows)], emb[len(rows) :]
-            loss = loss_fn(u, v, scores[rows])
+            loss = loss_fn(u, v, scores[torch.from_numpy(rows).to(device)])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.max_grad_norm:
@@ -188,17 +163,24 @@ def train_encoder(
             mark_changed()
             scheduler.step()
             step += 1
+            clock.step()
             losses.append(float(loss.detach()))
             if cfg.log_every and step % cfg.log_every == 0:
-                rate = (time.perf_counter() - t0 - eval_time) / (start // cfg.batch_size + 1)
-                log(f"  step {step}/{total}: loss {np.mean(losses[-cfg.log_every :]):.4f}, {rate:.2f} s/step")
-            if cfg.eval_every and step % cfg.eval_every == 0 and start + cfg.batch_size < len(order):
+                log(f"  step {step}/{total}: loss {np.mean(losses[-cfg.log_every :]):.4f}")
+            if cfg.eval_every and step % cfg.eval_every == 0 and step % steps_per_epoch:
                 te = time.perf_counter()
                 validate(epoch, step, float(np.mean(losses[-cfg.eval_every :])))
                 eval_time += time.perf_counter() - te
         seconds_per_epoch.append(round(time.perf_counter() - t0 - eval_time, 2))
-        validate(epoch, step, float(np.mean(losses)))
+        row = validate(epoch, step, float(np.mean(losses)))
+        clock.epoch_done(
+            epoch,
+            f"loss {row['train_loss']:.4f}, validation Spearman {row['spearman']:.2f} "
+            f"Pearson {row['pearson']:.2f} MSE {row['mse']:.4f}",
+        )
     model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
     if best_state is not None:
         model.load_state_dict(best_state, strict=False)
         mark_changed()
@@ -213,11 +195,13 @@ def train_encoder(
         "steps": step,
         "trainable_parameters": int(trainable),
         "total_parameters": int(total_params),
+        "frozen_layers": split.frozen_layers,
+        "train_precision": precision,
     }
 
 
 def load_base(cfg: FinetuneConfig) -> Any:
     """The base encoder, with ``cfg.max_length``."""
-    encoder = load_encoder(cfg.model, threads=cfg.threads)
+    encoder = load_encoder(cfg.model, threads=cfg.threads, device=default_device())
     encoder.max_length = int(cfg.max_length)
     return encoder

@@ -40,6 +40,9 @@ class CrossEncoderConfig:
     weight_decay: float = 0.01
     max_length: int = 128
     freeze_embeddings: bool = True
+    frozen_layers: int = 4
+    """Lower transformer layers kept frozen and run once per pair (:mod:`nlsim.training.split_encoder`)."""
+    train_precision: str = "auto"
     seed: int = 42
     threads: int | None = None
     log_every: int = 50
@@ -48,11 +51,16 @@ class CrossEncoderConfig:
     Same-story pairs are rare (about 7% of the training pairs): weighting them x3 raised the
     cross-encoder's same-story F1 on validation (docs/finetuning.md)."""
     story_level: float = SAME_STORY
+    keep_best: bool = True
+    """Keep the epoch with the best validation Spearman (else the last epoch: cross-validation folds, whose
+    held-out pairs must not choose anything)."""
 
     def check(self) -> None:
         for name in ("epochs", "batch_size", "max_length"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"cross-encoder {name} must be >= 1, got {getattr(self, name)}")
+        if int(self.frozen_layers) < 0:
+            raise ConfigError(f"cross-encoder frozen layers must be >= 0, got {self.frozen_layers}")
         if not self.lr > 0:
             raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
         if not self.story_weight > 0:
@@ -103,8 +111,17 @@ class FinetuneConfig:
     max_length: int = option(64, help="tokens per text, prefix included")
     freeze_embeddings: bool = option(
         True,
-        help="also train the word-embedding table (about 4x slower for e5)",
+        help="also train the word-embedding table (about 4x slower for e5; every layer then trains)",
         flags=("--unfreeze-embeddings",),
+    )
+    frozen_layers: int = option(
+        4,
+        help="lower transformer layers of the bi-encoder kept frozen: run once per text, not trained",
+    )
+    train_precision: Literal["auto", "fp32", "bf16"] = option(
+        "auto",
+        help="arithmetic of the training steps: bf16 autocast where the CPU or GPU computes bf16 (auto), or "
+        "fp32",
     )
     eval_every: int = option(0, help="validate every N steps (default: each epoch)")
     seed: int = option(42, help="random seed (data order, initialisation)")
@@ -138,6 +155,9 @@ class FinetuneConfig:
         5, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
     )
     cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
+    cross_encoder_frozen_layers: int = option(
+        4, help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained"
+    )
     story_weight: float = option(
         3.0,
         help="loss weight of the same-story training pairs (score >= 0.875) in the cross-encoder "
@@ -170,6 +190,10 @@ class FinetuneConfig:
         for name in ("epochs", "batch_size", "max_length"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if int(self.frozen_layers) < 0:
+            raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
+        if self.train_precision not in ("auto", "fp32", "bf16"):
+            raise ConfigError(f"unknown training precision {self.train_precision!r} (use auto, fp32, bf16)")
         if self.batch_size < 2 and self.loss == "cosent":
             raise ConfigError("cosent needs batch_size >= 2")
         if not self.lr > 0:
@@ -199,6 +223,8 @@ class FinetuneConfig:
             lr=self.cross_encoder_lr,
             batch_size=self.batch_size,
             freeze_embeddings=self.freeze_embeddings,
+            frozen_layers=self.cross_encoder_frozen_layers,
+            train_precision=self.train_precision,
             seed=self.seed,
             threads=self.threads,
             story_weight=self.story_weight,

@@ -4,6 +4,11 @@ Binary cross-entropy against the graded score (soft labels), the rare same-story
 (``story_weight``), both text orders, AdamW with linear warm-up and decay, the best validation epoch
 (Spearman) kept.
 
+Every pair, in both orders, is tokenised once and run once through the frozen lower layers
+(:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
+sequences of similar length (:func:`nlsim.encoders.batching.bucketed_batches`), in bf16 autocast where the
+hardware computes it (:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states.
+
 Example (a few seconds with the small English model):
     >>> import pandas as pd
     >>> pairs = pd.DataFrame({"text_a": ["a cat", "stocks fall"] * 4, "text_b": ["a kitten", "football"] * 4,
@@ -27,10 +32,51 @@ import pandas as pd
 import torch
 from scipy.stats import spearmanr
 
+from nlsim.encoders.batching import bucketed_batches, sorted_batches
+from nlsim.encoders.device import default_device
 from nlsim.progress import say
-from nlsim.rerank.cross_encoder import CrossEncoder
+from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
+from nlsim.training.clock import TrainingClock
 from nlsim.training.config import CrossEncoderConfig
-from nlsim.training.optim import freeze_word_embeddings, linear_schedule, set_seed
+from nlsim.training.mixed_precision import autocast
+from nlsim.training.mixed_precision import resolve as resolve_precision
+from nlsim.training.optim import adamw, linear_schedule, set_seed
+from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
+
+
+def both_orders(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """``(first, second)`` texts of every pair read as A-B, then of every pair read as B-A."""
+    a, b = frame["text_a"].tolist(), frame["text_b"].tolist()
+    return a + b, b + a
+
+
+def _states(ce: CrossEncoder, split: SplitEncoder, frame: pd.DataFrame) -> FrozenStates:
+    first, second = both_orders(frame)
+    ids, types = ce.pair_ids(first, second)
+    return split.prepare(ids, types)
+
+
+def _logits(ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, rows: Any) -> torch.Tensor:
+    hidden, mask = split.forward(states, rows)
+    return pooled_logits(ce.head, hidden.float(), mask)
+
+
+def predict_states(
+    ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, batch_size: int = 128
+) -> np.ndarray:
+    """Scores in (0, 1) of the pairs behind ``states`` (both orders, as :func:`both_orders` lays them
+    out), the mean over both orders: what :meth:`CrossEncoder.predict` gives (fp32), from the cached
+    states."""
+    n = len(states) // 2
+    logits = np.zeros(len(states), dtype=np.float64)
+    was_training = ce.model.training
+    ce.model.eval()
+    with torch.no_grad():
+        for rows in sorted_batches(states.lengths, batch_size):
+            logits[rows] = _logits(ce, split, states, rows).float().cpu().numpy()
+    ce.model.train(was_training)
+    probs = 1.0 / (1.0 + np.exp(-logits))
+    return (probs[:n] + probs[n:]) / 2
 
 
 def train_cross_encoder(
@@ -39,69 +85,95 @@ def train_cross_encoder(
     validation: pd.DataFrame,
     cfg: CrossEncoderConfig,
     log: Callable[[str], None] = say,
+    on_rate: Callable[[float], None] | None = None,
 ) -> tuple[CrossEncoder, list[dict[str, Any]]]:
-    """Train on ``train`` (both orders), validate each epoch, keep the best epoch (validation Spearman).
+    """Train on ``train`` (both orders), validate each epoch, keep the best epoch (validation Spearman; the
+    last one with ``cfg.keep_best=False``).
 
     Pairs must already be script-converted. Returns the cross-encoder (best weights loaded) and the
-    per-epoch history (``epoch``, ``train_loss``, ``spearman``, ``seconds``).
+    per-epoch history (``epoch``, ``train_loss``, ``spearman``, ``seconds``). ``on_rate`` hears the
+    measured seconds per step once (:class:`nlsim.training.clock.TrainingClock`).
     """
     cfg.check()
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     set_seed(cfg.seed)
-    ce = base if isinstance(base, CrossEncoder) else CrossEncoder.from_base(base, cfg.max_length, cfg.threads)
+    if isinstance(base, CrossEncoder):
+        ce = base
+    else:
+        ce = CrossEncoder.from_base(base, cfg.max_length, cfg.threads, device=default_device())
     ce._onnx_runner = None  # an ONNX export of earlier weights no longer applies
-    if cfg.freeze_embeddings:
-        freeze_word_embeddings(ce.model)
-    text_a = train["text_a"].tolist() + train["text_b"].tolist()
-    text_b = train["text_b"].tolist() + train["text_a"].tolist()
-    scores = torch.tensor(np.concatenate([train["score"].to_numpy(dtype=np.float32)] * 2))
+    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0
+    pad = ce.tokenizer.pad_token_id
+    split = SplitEncoder(ce.model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=pad)
+    device = split.device
+    ce.head.to(device)
+    precision, why = resolve_precision(cfg.train_precision, device)
+    t_prep = time.perf_counter()
+    states = _states(ce, split, train)
+    val_states = _states(ce, split, validation)
+    log(
+        f"  cross-encoder: {len(states) + len(val_states)} pair sequences through the frozen part in "
+        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(ce.model) - split.frozen_layers} of "
+        f"{layer_count(ce.model)} layers in {precision} ({why})"
+    )
+    scores = torch.tensor(np.concatenate([train["score"].to_numpy(dtype=np.float32)] * 2)).to(device)
     weights = torch.where(scores >= cfg.story_level - 1e-9, float(cfg.story_weight), 1.0)
-    params = ce.parameters()
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    per_epoch = math.ceil(len(text_a) / cfg.batch_size)
+    named = [(n, p) for n, p in ce.model.named_parameters() if p.requires_grad]
+    named += [(f"head.{n}", p) for n, p in ce.head.named_parameters()]
+    params = [p for _, p in named]
+    optimizer = adamw(named, cfg.lr, cfg.weight_decay)
+    per_epoch = math.ceil(len(states) / cfg.batch_size)
     total = per_epoch * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
     loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
-    gen = torch.Generator().manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    clock = TrainingClock("cross-encoder", total, cfg.epochs, log, on_rate=on_rate)
+    gold = validation["score"].to_numpy()
     history: list[dict[str, Any]] = []
     best: tuple[float, dict[str, Any] | None] = (-math.inf, None)
     ce.model.train()
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
-        order = torch.randperm(len(text_a), generator=gen).tolist()
         losses: list[float] = []
-        for k, start in enumerate(range(0, len(order), cfg.batch_size)):
-            rows = order[start : start + cfg.batch_size]
-            per_pair = loss_fn(ce.logits([text_a[i] for i in rows], [text_b[i] for i in rows]), scores[rows])
-            loss = (per_pair * weights[rows]).sum() / weights[rows].sum()
+        for k, rows in enumerate(bucketed_batches(states.lengths, cfg.batch_size, rng)):
+            idx = torch.from_numpy(rows).to(device)
+            with autocast(precision, device):
+                logits = _logits(ce, split, states, rows)
+            per_pair = loss_fn(logits.float(), scores[idx])
+            loss = (per_pair * weights[idx]).sum() / weights[idx].sum()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             scheduler.step()
+            clock.step()
             losses.append(float(loss.detach()))
             if cfg.log_every and (k + 1) % cfg.log_every == 0:
                 recent = np.mean(losses[-cfg.log_every :])
                 log(f"  cross-encoder epoch {epoch} step {k + 1}/{per_epoch}: loss {recent:.4f}")
-        pred = ce.predict(validation["text_a"].tolist(), validation["text_b"].tolist())
-        rho = float(spearmanr(pred, validation["score"].to_numpy()).statistic) * 100
+        seconds = time.perf_counter() - t0
+        with clock.pause():
+            pred = predict_states(ce, split, val_states)
+        rho = float(spearmanr(pred, gold).statistic) * 100 if len(gold) > 1 else math.nan
         rho = rho if math.isfinite(rho) else -math.inf
         row = {
             "epoch": epoch,
             "train_loss": round(float(np.mean(losses)), 5),
             "spearman": round(rho, 2),
-            "seconds": round(time.perf_counter() - t0, 1),
+            "seconds": round(seconds, 1),
         }
         history.append(row)
-        log(f"  cross-encoder epoch {epoch}: loss {row['train_loss']:.4f}, validation Spearman {rho:.2f}")
-        if rho > best[0] or best[1] is None:
-            # only what training changes: the frozen word-embedding table need not be copied
+        clock.epoch_done(epoch, f"loss {row['train_loss']:.4f}, validation Spearman {rho:.2f}")
+        if rho > best[0] or best[1] is None or not cfg.keep_best:
+            # only what training changes: the frozen part need not be copied
             state = {n: p.detach().clone() for n, p in ce.model.named_parameters() if p.requires_grad}
             state.update({f"head.{n}": t.detach().clone() for n, t in ce.head.state_dict().items()})
             best = (rho, state)
     assert best[1] is not None
     ce.model.load_state_dict({n: t for n, t in best[1].items() if not n.startswith("head.")}, strict=False)
     ce.head.load_state_dict({n[5:]: t for n, t in best[1].items() if n.startswith("head.")})
+    for p in ce.model.parameters():
+        p.requires_grad_(False)
     ce.model.eval()
     return ce, history

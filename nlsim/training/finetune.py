@@ -36,6 +36,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
+from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned
 from nlsim.orchestration import Call, StageInfo, declare, direct
@@ -76,6 +77,8 @@ class FinetuneResult:
     data_files: dict[str, str] = field(default_factory=dict)
     silver: dict[str, Any] | None = None
     reranker: dict[str, Any] | None = None
+    editor_labels: dict[str, dict[str, int]] | None = None
+    """The pairs merged from editors' files (:func:`nlsim.io.editor_file.editor_labels`), per split."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,6 +120,7 @@ def make_result(
         data_files=data.data_files,
         silver=silver.summary() if silver is not None else None,
         reranker=reranker_summary(reranker) if reranker is not None else None,
+        editor_labels=editor_labels(pd.concat([data.train, data.validation])).as_dict(),
     )
 
 
@@ -145,12 +149,14 @@ def finetune(
     encoder: Any = None,
     log: Callable[[str], None] = say,
     call: Call = direct,
+    on_rate: Callable[[float], None] | None = None,
 ) -> FinetuneResult:
     """Train on the train split, choose on validation, evaluate, calibrate and (with ``cfg.out``) save.
 
     ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``.
     Metrics before and after fine-tuning go in ``result.metrics`` keyed ``"{before|after}/{split}"``. Each
     step runs through ``call`` (:mod:`nlsim.orchestration`; the ``finetune`` flow makes them tasks).
+    ``on_rate`` hears the bi-encoder's measured seconds per step once (the chain's time estimate).
     """
     t_start = time.perf_counter()
     if cfg.out:
@@ -173,7 +179,7 @@ def finetune(
         silver = call("silver-pairs", make_silver_pairs, data, cfg, log)
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
-    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log)
+    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate)
     metrics.update(call("evaluate-after", evaluate_splits, encoder, data, "after"))
     cal = call("calibrate", calibrate_encoder, encoder, data, cfg)
     reranker = None

@@ -1,5 +1,5 @@
-"""Optimisation helpers shared by the bi-encoder and cross-encoder training loops: seeding, the learning-rate
-schedule, freezing the word-embedding table.
+"""Optimisation helpers shared by the bi-encoder and cross-encoder training loops: seeding, AdamW with its
+parameter groups, the learning-rate schedule, freezing the word-embedding table.
 
 Example:
     >>> import torch
@@ -15,14 +15,18 @@ Example:
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import torch
 
+NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+"""Parameters AdamW does not decay (biases and normalisation weights), as in BERT's recipe."""
+
 
 def set_seed(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU)."""
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -33,6 +37,28 @@ def freeze_word_embeddings(model: Any) -> int:
     emb = model.get_input_embeddings()
     emb.weight.requires_grad_(False)
     return int(emb.weight.numel())
+
+
+def adamw(named: Iterable[tuple[str, torch.nn.Parameter]], lr: float, weight_decay: float) -> Any:
+    """AdamW over the parameters that train, biases and normalisation weights undecayed; the fused kernel
+    where torch has it for the device (several times faster than the default on a CPU).
+
+    Example:
+        >>> lin = torch.nn.Linear(2, 1)
+        >>> opt = adamw(lin.named_parameters(), lr=1e-3, weight_decay=0.01)
+        >>> [g["weight_decay"] for g in opt.param_groups], sum(len(g["params"]) for g in opt.param_groups)
+        ([0.01, 0.0], 2)
+    """
+    params = [(n, p) for n, p in named if p.requires_grad]
+    groups = [
+        {"params": [p for n, p in params if not any(k in n for k in NO_DECAY)], "weight_decay": weight_decay},
+        {"params": [p for n, p in params if any(k in n for k in NO_DECAY)], "weight_decay": 0.0},
+    ]
+    groups = [g for g in groups if g["params"]] or groups[:1]
+    try:
+        return torch.optim.AdamW(groups, lr=lr, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(groups, lr=lr)
 
 
 def linear_schedule(optimizer: Any, warmup: int, total: int) -> Any:

@@ -45,8 +45,9 @@ def test_loads_tsv_csv_parquet_alike(tmp_path: Path) -> None:
 
 def test_the_annotated_set_loads(repo_root: Path) -> None:
     pairs = load_pairs(repo_root / "annotations" / "thucnews_tw_pairs.tsv")
-    assert len(pairs) == 2268  # the first 2,000 and batch 2 (179 train, 89 validation)
-    assert pairs["split"].value_counts().to_dict() == {"train": 1579, "validation": 389, "test": 300}
+    # the first 2,000, batch 2 (179 train, 89 validation) and batch 3 (206 train, 103 validation)
+    assert len(pairs) == 2577
+    assert pairs["split"].value_counts().to_dict() == {"train": 1785, "validation": 492, "test": 300}
     assert pairs["score"].between(0, 1).all()
     batch2 = pairs[pairs["pair_id"].str.startswith("b2-")]
     assert len(batch2) == 268 and batch2["notes"].str.startswith("double-scored").sum() == 28

@@ -123,10 +123,27 @@ def test_frozen_embeddings_stay_put(small_pairs: pd.DataFrame) -> None:
     layer = next(p for n, p in enc.model.named_parameters() if "encoder.layer.0" in n).detach().clone()
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
-    out = train_encoder(enc, train, val, cfg(epochs=1, freeze_embeddings=True), log=lambda _: None)
+    out = train_encoder(
+        enc, train, val, cfg(epochs=1, freeze_embeddings=True, frozen_layers=0), log=lambda _: None
+    )
     assert torch.equal(enc.model.get_input_embeddings().weight, before)
     assert not torch.equal(next(p for n, p in enc.model.named_parameters() if "encoder.layer.0" in n), layer)
-    assert out["trainable_parameters"] == out["total_parameters"] - before.numel()
+    embedding_block = sum(p.numel() for p in enc.model.embeddings.parameters())  # run once, frozen
+    assert out["trainable_parameters"] == out["total_parameters"] - embedding_block
+
+
+def test_frozen_layers_stay_put_and_the_rest_trains(small_pairs: pd.DataFrame) -> None:
+    from nlsim.encoders import load_encoder
+
+    enc = load_encoder(FAST_MODEL)
+    before = {n: p.detach().clone() for n, p in enc.model.named_parameters()}
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    out = train_encoder(enc, train, val, cfg(epochs=1, frozen_layers=2), log=lambda _: None)
+    after = dict(enc.model.named_parameters())
+    moved = {n for n in before if not torch.equal(before[n], after[n])}
+    assert moved and all(n.startswith("encoder.layer.2.") for n in moved)
+    assert out["frozen_layers"] == 2
 
 
 def test_saved_model_reloads_everywhere_with_the_same_embeddings(

@@ -134,6 +134,7 @@
     var tb = t.appendChild(el("tbody"));
     c.members.forEach(function (i) {
       var tr = el("tr", added[i] ? "added" : null);
+      tr.dataset.item = i;  // the review panel (review.js) adds its "pick" button to the row
       var mark = el("td");
       if (i === c.rep) mark.appendChild(el("span", null, "★")).title = "representative";
       if (added[i]) mark.appendChild(el("span", "badge added", "added"));
@@ -168,6 +169,8 @@
       pb.textContent = "";
       c.pairs.slice(0, n).forEach(function (p) {
         var tr = el("tr");
+        tr.dataset.a = p[0]; tr.dataset.b = p[1];  // a pair to review (review.js)
+        if (p[2] !== null) tr.dataset.score = p[2];
         tr.appendChild(el("td", "score", score(p[2])));
         if (DATA.rerank) { tr.appendChild(el("td", "score", score(p[3]))); tr.appendChild(el("td", "score", score(p[4]))); }
         [p[0], p[1]].forEach(function (i) { var td = el("td", "t"); td.appendChild(title(i, true)); tr.appendChild(td); });
@@ -280,6 +283,7 @@
     var li = document.getElementById(h);
     if (li) { li.querySelector("details").open = true; li.scrollIntoView(); }
   }
+  window.nlsimReport = { data: DATA, title: title };  // for the review panel (review.js)
   window.addEventListener("hashchange", openFromHash);
   apply(false);
   if (location.hash) openFromHash();

@@ -1,0 +1,241 @@
+"""Same story, cross-validated: how well a cross-encoder recipe tells the same story from a related one.
+
+For a recipe (the cross-encoder's training settings), two measurements on the annotated pairs:
+
+- ``cv``: 5 folds over train + validation (stratified by same story, seed 0); a cross-encoder is trained
+  on four folds (its last epoch kept: the held-out fold chooses nothing) and scores the fifth. The pooled
+  out-of-fold scores of all train + validation pairs (about 220 same-story pairs instead of 60) give the
+  recipe's average precision, its best F1 and the threshold where the cross-validated F1 is best, with a
+  bootstrap 95% interval.
+- ``val``: trained on train, scored on validation, as ``nlsim finetune`` does (best epoch kept).
+
+Scores are saved per recipe and fold under ``benchmarks/results/cache/same_story/`` (reused when there), so
+that ``report`` can compare recipes and their combinations afterwards, and figures go to
+``benchmarks/results/same_story.md``/``.json``. Every recipe tried, and what it gave, is in
+docs/finetuning.md. The test split is never read.
+
+    python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
+        [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto]
+    python benchmarks/bench_same_story.py report [--names base,other]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
+CACHE = ROOT / "benchmarks" / "results" / "cache" / "same_story"
+OUT = ROOT / "benchmarks" / "results" / "same_story"
+FOLDS = 5
+STORY = 0.875
+
+
+def cpu_name() -> str:
+    from nlsim.encoders.cpu import cpu_info
+
+    return cpu_info().describe() or platform.processor()
+
+
+def load() -> pd.DataFrame:
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.data import convert_pairs
+
+    pairs = load_pairs(PAIRS)
+    pairs = pairs[pairs["split"].isin(["train", "validation"])].reset_index(drop=True)
+    return convert_pairs(pairs, "tw2sp")
+
+
+def folds(pairs: pd.DataFrame) -> np.ndarray:
+    from sklearn.model_selection import StratifiedKFold
+
+    fold = np.zeros(len(pairs), dtype=np.int64)
+    y = (pairs["score"].to_numpy() >= STORY).astype(int)
+    for k, (_, held) in enumerate(StratifiedKFold(FOLDS, shuffle=True, random_state=0).split(y, y)):
+        fold[held] = k
+    return fold
+
+
+def recipe_config(args: argparse.Namespace, keep_best: bool) -> object:
+    from nlsim.training.config import CrossEncoderConfig
+
+    return CrossEncoderConfig(
+        epochs=args.epochs,
+        lr=args.lr,
+        frozen_layers=args.frozen,
+        story_weight=args.story_weight,
+        seed=args.seed,
+        threads=args.threads,
+        train_precision=args.precision,
+        keep_best=keep_best,
+        log_every=0,
+    )
+
+
+def train_and_score(
+    train: pd.DataFrame, held: pd.DataFrame, args: argparse.Namespace, keep_best: bool
+) -> dict:
+    from nlsim.training.cross_encoder import train_cross_encoder
+
+    t0 = time.perf_counter()
+    ce, history = train_cross_encoder(args.base, train, held, recipe_config(args, keep_best), log=print)
+    scores = ce.predict(held["text_a"].tolist(), held["text_b"].tolist())
+    return {"scores": scores, "history": history, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def run(args: argparse.Namespace) -> None:
+    pairs = load()
+    fold = folds(pairs)
+    folder = CACHE / args.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "recipe.json").write_text(json.dumps(vars(args), indent=2, default=str), encoding="utf-8")
+    if args.mode in ("cv", "both"):
+        for k in range(FOLDS):
+            path = folder / f"fold{k}.parquet"
+            if path.is_file():
+                continue
+            print(f"== {args.name}: fold {k + 1}/{FOLDS}", flush=True)
+            res = train_and_score(pairs[fold != k], pairs[fold == k], args, keep_best=False)
+            out = pairs.loc[fold == k, ["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
+            out.to_parquet(path, index=False)
+            meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
+            (folder / f"fold{k}.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    if args.mode in ("val", "both") and not (folder / "val.parquet").is_file():
+        print(f"== {args.name}: train -> validation", flush=True)
+        train, val = pairs[pairs["split"] == "train"], pairs[pairs["split"] == "validation"]
+        res = train_and_score(train, val, args, keep_best=True)
+        val[["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"]).to_parquet(
+            folder / "val.parquet", index=False
+        )
+        meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
+        (folder / "val.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+
+def best_f1(scores: np.ndarray, pos: np.ndarray) -> tuple[float, float, float, float]:
+    """(F1, threshold, precision, recall) at the best threshold (half-way to the next lower score)."""
+    order = np.argsort(-scores, kind="stable")
+    s, g = scores[order], pos[order]
+    tp, fp = np.cumsum(g), np.cumsum(~g)
+    last = np.r_[s[1:] != s[:-1], True]
+    p, r = tp / (tp + fp), tp / max(1, pos.sum())
+    f = np.where(last, 2 * p * r / np.maximum(p + r, 1e-12), -1)
+    i = int(np.argmax(f))
+    below = s[i + 1] if i + 1 < len(s) else s[i] - 1e-3
+    return float(f[i]), float((s[i] + below) / 2), float(p[i]), float(r[i])
+
+
+def f1_at(scores: np.ndarray, pos: np.ndarray, t: float) -> float:
+    pred = scores >= t
+    tp = int((pred & pos).sum())
+    return 2 * tp / max(1, int(pred.sum()) + int(pos.sum()))
+
+
+def bootstrap(scores: np.ndarray, pos: np.ndarray, t: float, n: int = 2000) -> tuple[float, float]:
+    rng = np.random.default_rng(0)
+    vals = [f1_at(scores[i], pos[i], t) for i in (rng.integers(0, len(pos), len(pos)) for _ in range(n))]
+    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+
+
+def summary(name: str) -> dict | None:
+    from sklearn.metrics import average_precision_score
+
+    folder = CACHE / name
+    out: dict = {"name": name}
+    parts = sorted(folder.glob("fold*.parquet"))
+    if len(parts) == FOLDS:
+        oof = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        pos = oof["score"].to_numpy() >= STORY
+        s = oof["ce"].to_numpy()
+        f1, t, p, r = best_f1(s, pos)
+        lo, hi = bootstrap(s, pos, t)
+        secs = [json.loads(p.with_suffix(".json").read_text())["seconds"] for p in parts]
+        out["cv"] = {
+            "pairs": len(oof),
+            "same_story": int(pos.sum()),
+            "ap": round(float(average_precision_score(pos, s)), 4),
+            "f1": round(f1, 4),
+            "f1_ci95": [round(lo, 4), round(hi, 4)],
+            "threshold": round(t, 4),
+            "precision": round(p, 4),
+            "recall": round(r, 4),
+            "seconds_per_fold": round(float(np.mean(secs)), 1),
+        }
+    val_file = folder / "val.parquet"
+    if val_file.is_file():
+        val = pd.read_parquet(val_file)
+        pos = val["score"].to_numpy() >= STORY
+        s = val["ce"].to_numpy()
+        f1, t, p, r = best_f1(s, pos)
+        out["val"] = {
+            "pairs": len(val),
+            "same_story": int(pos.sum()),
+            "ap": round(float(average_precision_score(pos, s)), 4),
+            "best_f1": round(f1, 4),
+            "precision": round(p, 4),
+            "recall": round(r, 4),
+        }
+        if "cv" in out:
+            t = out["cv"]["threshold"]
+            out["val"]["f1_at_cv_threshold"] = round(f1_at(s, pos, t), 4)
+    return out if len(out) > 1 else None
+
+
+def report(args: argparse.Namespace) -> None:
+    names = args.names.split(",") if args.names else sorted(p.name for p in CACHE.iterdir() if p.is_dir())
+    rows = [r for r in (summary(n) for n in names) if r]
+    lines = [
+        f"# Same story, cross-validated (CPU: {cpu_name()})",
+        "",
+        "| recipe | CV AP | CV best F1 [95% CI] | CV threshold | CV P / R | val AP | val best F1 | "
+        "val F1 at the CV threshold | s per fold |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        cv, val = r.get("cv", {}), r.get("val", {})
+        ci = cv.get("f1_ci95", ["", ""])
+        lines.append(
+            f"| {r['name']} | {cv.get('ap', '')} | {cv.get('f1', '')} [{ci[0]}, {ci[1]}] | "
+            f"{cv.get('threshold', '')} | {cv.get('precision', '')} / {cv.get('recall', '')} | "
+            f"{val.get('ap', '')} | {val.get('best_f1', '')} | {val.get('f1_at_cv_threshold', '')} | "
+            f"{cv.get('seconds_per_fold', '')} |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    OUT.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--name", required=True)
+    r.add_argument("--mode", choices=("cv", "val", "both"), default="both")
+    r.add_argument("--base", default="multilingual-e5-small")
+    r.add_argument("--epochs", type=int, default=3)
+    r.add_argument("--frozen", type=int, default=4)
+    r.add_argument("--lr", type=float, default=1e-4)
+    r.add_argument("--story-weight", type=float, default=3.0)
+    r.add_argument("--seed", type=int, default=42)
+    r.add_argument("--threads", type=int, default=None)
+    r.add_argument("--precision", default="auto")
+    r.set_defaults(func=run)
+    rep = sub.add_parser("report")
+    rep.add_argument("--names", default="")
+    rep.set_defaults(func=report)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The editors' file: the CSV an editor fills and ``nlsim annotate merge`` reads.
+
+Two things write it: ``nlsim annotate draw`` (pairs drawn for an editor, ``score`` left empty) and the
+report page's export (the pairs an editor marked, ``score`` filled). One format for both
+(:data:`COLUMNS`): the pair's id, the two items' ids and texts, the model's score of the pair
+(``similarity``, empty when no model scored it), where the pair came from (``stratum``), the editor's
+``score`` (a rubric level), ``annotator`` and ``notes``, and the model (version) and threshold that showed
+the pair.
+
+A pair's id is made from its two item ids alone (:func:`pair_id`), in either order: the same pair gets the
+same id in every draw and every export, and two different pairs never share one. The report page computes
+the same id in the browser (SHA-256 of the same bytes).
+
+Once merged, a pair's ``stratum`` starts with :data:`MERGED` (``editor-loop:``); a pair marked in the report
+page has ``report-page:`` after it. :func:`editor_labels` counts them per split (what a model's record and
+its report page say it was trained on).
+
+Example:
+    >>> pair_id("thuc-00012", "thuc-00345") == pair_id("thuc-00345", "thuc-00012")
+    True
+    >>> pair_id("thuc-00012", "thuc-00345")
+    'ed-c832f1e7942d6bc3'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+COLUMNS = (
+    "pair_id",
+    "id_a",
+    "id_b",
+    "text_a",
+    "text_b",
+    "similarity",
+    "stratum",
+    "score",
+    "annotator",
+    "notes",
+    "model",
+    "threshold",
+)
+"""The columns of an editors' file, in order."""
+KEPT = ("stratum", "annotator", "notes")
+"""Columns of an editors' file that a merge keeps in the pair file beside the pairs (added, empty for the
+older rows, when the pair file has none and the editors' file has values). The model and threshold that
+showed a pair stay in the editors' file, kept as delivered (``annotations/batch*/``)."""
+MERGED = "editor-loop"
+"""``stratum`` prefix of the pairs ``nlsim annotate merge`` added."""
+PAGE = "report-page"
+"""``stratum`` of the pairs marked in the report page (``report-page:<where the pair was shown>``)."""
+PAIR_ID_PREFIX = "ed-"
+
+
+def pair_id(id_a: Any, id_b: Any) -> str:
+    """The id of the pair of items ``id_a`` and ``id_b`` (either order): ``ed-`` and the first 16 hex
+    digits of the SHA-256 of the two ids, in code point order, joined by U+001F."""
+    lo, hi = sorted((str(id_a), str(id_b)))
+    return PAIR_ID_PREFIX + hashlib.sha256(f"{lo}\x1f{hi}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class EditorLabels:
+    """How many of a model's annotated pairs came through the editors' loop, per split."""
+
+    merged: dict[str, int] = field(default_factory=dict)
+    """Pairs added by ``nlsim annotate merge`` (drawn files and report-page exports)."""
+    from_page: dict[str, int] = field(default_factory=dict)
+    """Of those, the pairs marked in a report page."""
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return asdict(self)
+
+
+def editor_labels(pairs: pd.DataFrame) -> EditorLabels:
+    """Count the merged and the report-page pairs of ``pairs`` per split (by their ``stratum``).
+
+    Example:
+        >>> frame = pd.DataFrame({"split": ["train", "train", "validation"], "stratum": [
+        ...     "lex-high", "editor-loop:report-page:near-miss", "editor-loop:e5"]})
+        >>> editor_labels(frame)
+        EditorLabels(merged={'train': 1, 'validation': 1}, from_page={'train': 1})
+    """
+    if "stratum" not in pairs.columns or "split" not in pairs.columns:
+        return EditorLabels()
+    stratum = pairs["stratum"].fillna("").astype(str)
+    merged = stratum.str.startswith(MERGED + ":") | (stratum == MERGED)
+    page = stratum.str.startswith(f"{MERGED}:{PAGE}")
+    splits = pairs["split"].fillna("").astype(str)
+    return EditorLabels(
+        merged={str(k): int(v) for k, v in splits[merged].value_counts().sort_index().items()},
+        from_page={str(k): int(v) for k, v in splits[page].value_counts().sort_index().items()},
+    )

@@ -1,0 +1,412 @@
+/* nlsim report page, review panel: editors mark pairs with the rubric's levels; the marks are kept in this
+   browser (localStorage, keyed by the report's run id) and exported as the editors' file that
+   `nlsim annotate merge` reads. No network; titles are set with textContent, never as markup. */
+(function () {
+  "use strict";
+  var R = window.nlsimReport;
+  var panel = document.getElementById("review");
+  if (!R || !panel) return;
+  var DATA = R.data, items = DATA.items, META = DATA.review;
+  var KEY = "nlsim-review:" + (META.runId || location.pathname);
+  var NAME_KEY = "nlsim-review:annotator", LEVELS_KEY = "nlsim-review:levels";
+  var LEVELS = META.levels;  // [{v, key, label, title}], most related first
+  var BY_KEY = {};
+  LEVELS.forEach(function (l) { BY_KEY[l.key] = l.v; });
+  var index = {};
+  items.forEach(function (it, i) { index[it[0]] = i; });
+  var clusters = {};
+  DATA.clusters.forEach(function (c) { clusters[c.id] = c; });
+  var status = document.getElementById("rv-status");
+
+  // --- the marks, kept in localStorage -----------------------------------------------------------------
+  var memory = {}, kept = true;
+  function storageGet(k) {
+    try { return window.localStorage.getItem(k); } catch (e) { kept = false; return memory[k] || null; }
+  }
+  function storageSet(k, v) {
+    try {
+      if (v === null) window.localStorage.removeItem(k); else window.localStorage.setItem(k, v);
+    } catch (e) {
+      kept = false;
+      memory[k] = v;
+      say("This browser does not keep the marks (storage refused): export them before you close the page.");
+    }
+  }
+  var marks = {};
+  try { marks = (JSON.parse(storageGet(KEY) || "{}").marks) || {}; } catch (e) { marks = {}; }
+  function save() { storageSet(KEY, JSON.stringify({ version: 1, marks: marks })); }
+  function say(text) { status.textContent = text; }
+
+  function cmpCodePoints(x, y) {  // the order of Python's sorted(): by code point, not by UTF-16 unit
+    var a = Array.from(x), b = Array.from(y);
+    for (var i = 0; i < Math.min(a.length, b.length); i++) {
+      var d = a[i].codePointAt(0) - b[i].codePointAt(0);
+      if (d) return d;
+    }
+    return a.length - b.length;
+  }
+  function pairKey(a, b) {
+    var ids = [items[a][0], items[b][0]].sort(cmpCodePoints);
+    return ids[0] + "\u001f" + ids[1];
+  }
+
+  // --- one row per pair to review ----------------------------------------------------------------------
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function fixed(v) { return v === null || v === undefined || v === "" ? "–" : Number(v).toFixed(3); }
+  function cell(i, cluster) {
+    var td = el("td", "t");
+    td.appendChild(R.title(i, true));
+    if (cluster !== undefined) td.appendChild(el("span", "rv-where", cluster ? cluster : "in no cluster"));
+    return td;
+  }
+  function reviewCell(tr) {
+    var td = el("td", "rv");
+    var box = el("span", "rv-levels");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "your verdict");
+    LEVELS.forEach(function (l) {
+      var b = el("button", "rv-level", l.label);
+      b.type = "button";
+      b.dataset.v = l.v;
+      b.dataset.key = l.key;
+      if (META.three.indexOf(l.v) < 0) b.dataset.extra = "1";
+      b.title = l.title + " (key " + l.key + ")";
+      b.setAttribute("aria-pressed", "false");
+      b.addEventListener("click", function (e) {
+        e.stopPropagation();
+        current(tr);
+        var m = marks[tr.dataset.key];
+        mark(tr, m && m.v === l.v ? null : l.v);
+      });
+      box.appendChild(b);
+    });
+    td.appendChild(box);
+    var note = el("input", "rv-note");
+    note.type = "text";
+    note.placeholder = "note";
+    note.setAttribute("aria-label", "note on this pair");
+    note.addEventListener("change", function () {
+      var m = marks[tr.dataset.key];
+      if (!m) return;
+      m.notes = note.value;
+      m.exported = false;
+      save();
+      refresh();
+    });
+    td.appendChild(note);
+    return td;
+  }
+  function reviewable(tr, a, b, src, score) {
+    tr.classList.add("rv-row");
+    tr.dataset.a = a;
+    tr.dataset.b = b;
+    tr.dataset.src = src;
+    tr.dataset.key = pairKey(a, b);
+    if (score !== null && score !== undefined && score !== "") tr.dataset.score = score;
+    tr.appendChild(reviewCell(tr));
+    tr.addEventListener("click", function (e) {
+      if (!e.target.closest("a, button, input")) current(tr);
+    });
+    paint(tr);
+    return tr;
+  }
+  function paint(tr) {
+    var m = marks[tr.dataset.key];
+    tr.classList.toggle("rv-marked", !!m);
+    if (m) tr.dataset.level = m.v; else delete tr.dataset.level;
+    tr.querySelectorAll("button.rv-level").forEach(function (b) {
+      var on = !!m && Number(b.dataset.v) === m.v;
+      b.classList.toggle("on", on);
+      b.setAttribute("aria-pressed", on ? "true" : "false");
+    });
+    var note = tr.querySelector("input.rv-note");
+    if (note) {
+      note.hidden = !m;
+      if (m && document.activeElement !== note) note.value = m.notes || "";
+    }
+  }
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll("tr.rv-row")); }
+  function refresh() {
+    rows().forEach(paint);
+    var all = Object.keys(marks), fresh = all.filter(function (k) { return !marks[k].exported; });
+    document.getElementById("rv-count").textContent =
+      all.length + " marked" + (all.length ? " · " + fresh.length + " not exported yet" : "");
+    document.getElementById("rv-export").disabled = !fresh.length;
+    document.getElementById("rv-export-all").disabled = !all.length;
+    document.getElementById("rv-clear").disabled = !all.length;
+    var box = document.getElementById("rv-marked");
+    box.querySelector("summary").textContent = "Your marks (" + all.length + ")";
+    if (box.open) drawMarked();
+  }
+  function mark(tr, v) {
+    var key = tr.dataset.key;
+    if (v === null) {
+      delete marks[key];
+    } else {
+      var a = Number(tr.dataset.a), b = Number(tr.dataset.b), old = marks[key];
+      marks[key] = {
+        a: items[a][0], b: items[b][0], v: v, src: old ? old.src : tr.dataset.src,
+        score: tr.dataset.score === undefined ? null : Number(tr.dataset.score),
+        notes: old ? old.notes || "" : "", at: new Date().toISOString(), exported: false,
+      };
+    }
+    save();
+    refresh();
+  }
+
+  // --- keyboard: next, previous, a key per level -------------------------------------------------------
+  var cur = null;
+  function visible() { return rows().filter(function (r) { return r.offsetParent !== null; }); }
+  function current(tr) {
+    if (cur) cur.classList.remove("rv-current");
+    cur = tr;
+    if (tr) {
+      tr.classList.add("rv-current");
+      tr.scrollIntoView({ block: "nearest" });
+    }
+  }
+  function step(d) {
+    var list = visible();
+    if (!list.length) return;
+    var k = cur ? list.indexOf(cur) : -1;
+    current(list[k < 0 ? (d > 0 ? 0 : list.length - 1) : Math.max(0, Math.min(list.length - 1, k + d))]);
+  }
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target;
+    if (t && (t.isContentEditable || /^(input|textarea|select)$/i.test(t.tagName))) return;
+    var k = e.key;
+    if (k === "j" || k === "n") { step(1); e.preventDefault(); }
+    else if (k === "k" || k === "p") { step(-1); e.preventDefault(); }
+    else if (Object.prototype.hasOwnProperty.call(BY_KEY, k)) {
+      if (!cur || cur.offsetParent === null) step(1);
+      if (cur) { mark(cur, BY_KEY[k]); step(1); }
+      e.preventDefault();
+    } else if (k === "x" || k === "Delete" || k === "Backspace") {
+      if (cur) mark(cur, null);
+      e.preventDefault();
+    }
+  });
+
+  // --- the near misses: a queue of their own, nearest the threshold first ------------------------------
+  var near = DATA.nearMisses, nearShown = 0;
+  var nearBody = document.querySelector("#rv-near tbody"), nearMore = document.getElementById("rv-near-more");
+  function moreNear(n) {
+    near.slice(nearShown, nearShown + n).forEach(function (p) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "num", fixed(p[2])));
+      tr.appendChild(cell(p[0], p[5]));
+      tr.appendChild(cell(p[1], p[6]));
+      nearBody.appendChild(reviewable(tr, p[0], p[1], "near-miss", p[2]));
+    });
+    nearShown = Math.min(near.length, nearShown + n);
+    nearMore.textContent = "";
+    if (nearShown < near.length) {
+      var b = el("button", null, "show " + Math.min(50, near.length - nearShown) + " more of " + near.length);
+      b.type = "button";
+      b.onclick = function () { moreNear(50); };
+      nearMore.appendChild(b);
+    }
+    if (!near.length) nearBody.appendChild(el("tr")).appendChild(el("td", "meta", "No near miss in this report."))
+      .colSpan = 4;
+  }
+  moreNear(50);
+
+  // --- the list of marks -------------------------------------------------------------------------------
+  var marked = document.getElementById("rv-marked");
+  function drawMarked() {
+    var body = marked.querySelector("tbody");
+    body.textContent = "";
+    Object.keys(marks).sort(function (x, y) { return marks[y].at < marks[x].at ? -1 : 1; }).forEach(function (k) {
+      var m = marks[k], a = index[m.a], b = index[m.b];
+      if (a === undefined || b === undefined) return;
+      var tr = el("tr");
+      tr.appendChild(el("td", "num", fixed(m.score)));
+      tr.appendChild(cell(a));
+      tr.appendChild(cell(b));
+      body.appendChild(reviewable(tr, a, b, m.src, m.score));
+    });
+  }
+  marked.addEventListener("toggle", function () { if (marked.open) drawMarked(); });
+
+  // --- picking two items, in one cluster or in two ----------------------------------------------------
+  var picks = [];
+  function drawPicked() {
+    var box = document.getElementById("rv-picked"), body = document.getElementById("rv-picked-body");
+    document.querySelectorAll("button.rv-pick").forEach(paintPick);
+    body.textContent = "";
+    box.hidden = picks.length < 2;
+    if (picks.length === 2) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "num", "–"));
+      tr.appendChild(cell(picks[0], clusterOf(picks[0])));
+      tr.appendChild(cell(picks[1], clusterOf(picks[1])));
+      body.appendChild(reviewable(tr, picks[0], picks[1], "picked", null));
+      current(tr);
+    }
+  }
+  function paintPick(b) {
+    var on = picks.indexOf(Number(b.dataset.item)) >= 0, text = on ? "picked" : "pick";
+    b.classList.toggle("on", on);
+    b.setAttribute("aria-pressed", on ? "true" : "false");
+    if (b.textContent !== text) b.textContent = text;  // only on a change: the list's observer sees it
+  }
+  function clusterOf(i) {
+    for (var id in clusters) if (clusters[id].members.indexOf(i) >= 0) return id;
+    return null;
+  }
+  function pick(i) {
+    var k = picks.indexOf(i);
+    if (k >= 0) picks.splice(k, 1);
+    else picks = picks.length >= 2 ? [i] : picks.concat([i]);
+    drawPicked();
+  }
+
+  // --- the rows of the cluster list (drawn by the list script as clusters are opened) ------------------------
+  function insidePairs(c, body) {
+    var linked = {};
+    c.pairs.forEach(function (p) { linked[pairKey(p[0], p[1])] = true; });
+    var others = [];
+    for (var x = 0; x < c.members.length; x++)
+      for (var y = x + 1; y < c.members.length; y++)
+        if (!linked[pairKey(c.members[x], c.members[y])]) others.push([c.members[x], c.members[y]]);
+    if (!others.length) return;
+    var LIMIT = 200;
+    var d = el("details", "rv-inside");
+    d.appendChild(el("summary", null, "The other pairs of its items (" + others.length + "), to mark"));
+    d.addEventListener("toggle", function () {
+      if (!d.open || d.querySelector("table")) return;
+      var t = el("table", "rv-table"), head = el("tr");
+      ["item A", "item B", "your verdict"].forEach(function (h) { head.appendChild(el("th", null, h)); });
+      t.appendChild(el("thead")).appendChild(head);
+      var tb = t.appendChild(el("tbody"));
+      others.slice(0, LIMIT).forEach(function (p) {
+        var tr = el("tr");
+        tr.appendChild(cell(p[0]));
+        tr.appendChild(cell(p[1]));
+        tb.appendChild(reviewable(tr, p[0], p[1], "inside", null));
+      });
+      d.appendChild(t);
+      if (others.length > LIMIT)
+        d.appendChild(el("p", "meta", "The first " + LIMIT + " shown: pick two items above to mark any other pair."));
+    });
+    body.appendChild(d);
+  }
+  function decorate(root) {
+    root.querySelectorAll("tr[data-a]:not(.rv-row)").forEach(function (tr) {
+      var table = tr.closest("table"), head = table && table.querySelector("thead tr");
+      if (head && !head.querySelector(".rv-head")) head.appendChild(el("th", "rv-head", "your verdict"));
+      reviewable(tr, Number(tr.dataset.a), Number(tr.dataset.b), "reported", tr.dataset.score);
+    });
+    root.querySelectorAll("tr[data-item]:not(.rv-pickable)").forEach(function (tr) {
+      tr.classList.add("rv-pickable");
+      var i = Number(tr.dataset.item), td = el("td", "rv-pickcell"), b = el("button", "rv-pick", "pick");
+      b.type = "button";
+      b.dataset.item = i;
+      b.title = "pick this item and another to mark the two";
+      paintPick(b);
+      b.addEventListener("click", function (e) { e.stopPropagation(); pick(i); });
+      td.appendChild(b);
+      tr.appendChild(td);
+      var table = tr.closest("table"), head = table && table.querySelector("thead tr");
+      if (head && !head.querySelector(".rv-head")) head.appendChild(el("th", "rv-head", ""));
+    });
+    root.querySelectorAll(".cbody:not(.rv-seen)").forEach(function (body) {
+      body.classList.add("rv-seen");
+      var li = body.closest("li.cluster"), c = li && clusters[li.dataset.cluster];
+      if (c) insidePairs(c, body);
+    });
+  }
+  var list = document.getElementById("clusters");
+  if (list) {
+    decorate(list);
+    new MutationObserver(function () { decorate(list); }).observe(list, { childList: true, subtree: true });
+  }
+
+  // --- export: the editors' file of `nlsim annotate merge` --------------------------------------------
+  function hex(buf) {
+    return Array.prototype.map.call(new Uint8Array(buf), function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
+  }
+  function pairId(m) {  // nlsim.io.editor_file.pair_id: SHA-256 of the two ids in code point order
+    var ids = [m.a, m.b].sort(cmpCodePoints);
+    var bytes = new TextEncoder().encode(ids[0] + "\u001f" + ids[1]);
+    return crypto.subtle.digest("SHA-256", bytes).then(function (h) { return "ed-" + hex(h).slice(0, 16); });
+  }
+  function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
+  function annotator() {
+    var input = document.getElementById("rv-annotator");
+    var name = input.value.trim();
+    if (!name) {
+      name = (window.prompt("Your name, for the annotator column of the export:") || "").trim();
+      input.value = name;
+      if (name) storageSet(NAME_KEY, name);
+    }
+    return name;
+  }
+  function exportMarks(all) {
+    var keys = Object.keys(marks).filter(function (k) { return all || !marks[k].exported; });
+    if (!keys.length) { say("No mark to export."); return; }
+    if (!window.crypto || !crypto.subtle || !window.TextEncoder) {
+      say("This browser gives a local page no SHA-256 (crypto.subtle) for the pair ids: open it in Chrome, " +
+          "Edge or Firefox to export.");
+      return;
+    }
+    var name = annotator();
+    if (!name) { say("The export needs your name (the annotator column)."); return; }
+    keys.sort(function (x, y) { return marks[x].at < marks[y].at ? -1 : 1; });
+    Promise.all(keys.map(function (k) { return pairId(marks[k]); })).then(function (ids) {
+      var lines = [META.columns.join(",")];
+      keys.forEach(function (k, n) {
+        var m = marks[k], a = items[index[m.a]], b = items[index[m.b]];
+        var row = {
+          pair_id: ids[n], id_a: m.a, id_b: m.b, text_a: a[1], text_b: b[1],
+          similarity: m.score === null ? "" : m.score, stratum: META.stratum + ":" + m.src, score: String(m.v),
+          annotator: name, notes: m.notes || "", model: META.model,
+          threshold: META.threshold === null ? "" : META.threshold,
+        };
+        lines.push(META.columns.map(function (c) { return field(row[c]); }).join(","));
+      });
+      var blob = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], { type: "text/csv;charset=utf-8" });
+      var link = el("a");
+      var stamp = new Date().toISOString().replace(/[-:]/g, "").slice(0, 15);
+      link.href = URL.createObjectURL(blob);
+      link.download = "marks-" + (META.runId || "report") + "-" + stamp + ".csv";
+      document.body.appendChild(link);
+      link.click();
+      setTimeout(function () { URL.revokeObjectURL(link.href); link.remove(); }, 5000);
+      keys.forEach(function (k) { marks[k].exported = true; });
+      save();
+      refresh();
+      say("Exported " + keys.length + " mark(s) to " + link.download + ": merge it with nlsim annotate merge.");
+    });
+  }
+  document.getElementById("rv-export").addEventListener("click", function () { exportMarks(false); });
+  document.getElementById("rv-export-all").addEventListener("click", function () { exportMarks(true); });
+  document.getElementById("rv-clear").addEventListener("click", function () {
+    var n = Object.keys(marks).length;
+    if (!n || !window.confirm("Clear the " + n + " mark(s) of this report in this browser?")) return;
+    marks = {};
+    storageSet(KEY, null);
+    refresh();
+    say("Cleared " + n + " mark(s).");
+  });
+
+  // --- settings: the annotator's name (asked once), three or five levels -------------------------------
+  var nameInput = document.getElementById("rv-annotator");
+  nameInput.value = storageGet(NAME_KEY) || "";
+  nameInput.addEventListener("change", function () { storageSet(NAME_KEY, nameInput.value.trim()); });
+  var levels = document.getElementById("rv-levels");
+  function setLevels(v) {
+    levels.value = v === "5" ? "5" : "3";
+    document.documentElement.classList.toggle("rv-three", levels.value === "3");
+  }
+  setLevels(storageGet(LEVELS_KEY));
+  levels.addEventListener("change", function () { storageSet(LEVELS_KEY, levels.value); setLevels(levels.value); });
+  refresh();
+  if (!kept) say("This browser does not keep the marks (storage refused): export them before you close the page.");
+})();

@@ -1,0 +1,124 @@
+"""Elapsed and remaining time of a training loop, told as it goes.
+
+A :class:`TrainingClock` counts optimizer steps. After the first few steps it knows the rate on this
+machine and says once how long the loop will take; at each epoch's end it says the epoch's time, the time
+elapsed and the time left. ``on_rate`` (optional) hears the measured seconds per step once, so a caller
+that knows what else a run will do (the chain, :mod:`nlsim.chain.eta`) can estimate the whole run.
+
+Example:
+    >>> lines = []
+    >>> clock = TrainingClock("demo", total_steps=4, epochs=2, log=lines.append, first_steps=2)
+    >>> for _ in range(2):
+    ...     clock.step()
+    >>> lines[0].startswith("demo: 4 steps in 2 epochs, about")
+    True
+    >>> clock.epoch_done(1, "loss 0.5")
+    >>> lines[-1].startswith("demo epoch 1/2: loss 0.5;")
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+FIRST_STEPS = 8
+"""Steps timed before the loop's duration is estimated (the first step is slower: allocation, warm-up)."""
+
+
+def clock_text(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s`` or ``1 h 02 min``.
+
+    Example:
+        >>> clock_text(42.4), clock_text(185), clock_text(3725)
+        ('42 s', '3 min 05 s', '1 h 02 min')
+    """
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+class TrainingClock:
+    """Steps, epochs and time of one training loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        what: str,
+        total_steps: int,
+        epochs: int,
+        log: Callable[[str], None],
+        *,
+        first_steps: int = FIRST_STEPS,
+        on_rate: Callable[[float], None] | None = None,
+    ) -> None:
+        self.what = what
+        self.total_steps = max(1, int(total_steps))
+        self.epochs = max(1, int(epochs))
+        self.log = log
+        self.first_steps = max(1, int(first_steps))
+        self.on_rate = on_rate
+        self.steps = 0
+        self.started = time.perf_counter()
+        self.paused = 0.0  # time spent outside the steps (validation), not part of the step rate
+        self._rate_at: float | None = None
+        self.epoch_started = self.started
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def seconds_per_step(self) -> float | None:
+        """The measured seconds per step (validation time left out), once a few steps ran."""
+        if self.steps < min(self.first_steps, self.total_steps):
+            return None
+        return max(self.elapsed() - self.paused, 1e-9) / self.steps
+
+    def remaining(self) -> float | None:
+        rate = self.seconds_per_step()
+        return None if rate is None else rate * (self.total_steps - self.steps)
+
+    def step(self) -> None:
+        """Count one optimizer step; after the first few, say how long the loop will take."""
+        self.steps += 1
+        if self._rate_at is None and self.steps >= min(self.first_steps, self.total_steps):
+            rate = self.seconds_per_step()
+            assert rate is not None
+            self._rate_at = rate
+            self.log(
+                f"{self.what}: {self.total_steps} steps in {self.epochs} epoch(s), about "
+                f"{clock_text(rate * self.total_steps)} on this machine ({rate:.2f} s/step)"
+            )
+            if self.on_rate is not None:
+                self.on_rate(rate)
+
+    def pause(self) -> PausedClock:
+        """A context for work between steps (validation) that the step rate leaves out."""
+        return PausedClock(self)
+
+    def epoch_done(self, epoch: int, figures: str) -> None:
+        """Say the epoch's figures, its time, the time elapsed and the time left."""
+        now = time.perf_counter()
+        took, self.epoch_started = now - self.epoch_started, now
+        left = self.remaining()
+        rest = f", about {clock_text(left)} left" if left is not None and epoch < self.epochs else ""
+        self.log(
+            f"{self.what} epoch {epoch}/{self.epochs}: {figures}; {clock_text(took)}, "
+            f"{clock_text(self.elapsed())} elapsed{rest}"
+        )
+
+
+class PausedClock:
+    """Adds the time spent inside the ``with`` block to the clock's pauses."""
+
+    def __init__(self, clock: TrainingClock) -> None:
+        self.clock = clock
+        self.t0 = 0.0
+
+    def __enter__(self) -> PausedClock:
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.clock.paused += time.perf_counter() - self.t0

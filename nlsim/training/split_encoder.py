@@ -1,0 +1,177 @@
+"""A transformer encoder cut in two for training: a frozen lower part run once, an upper part trained.
+
+Fine-tuning on a few thousand short headlines spends most of a step in the encoder's lower layers, and
+when those do not move their output for a given sequence is the same at every epoch. :class:`SplitEncoder`
+runs the embedding block and the first ``frozen_layers`` transformer layers once per sequence (no
+gradients, no dropout) and keeps their output (:class:`FrozenStates`); each training step then runs only
+the upper layers, with autograd, from those states. With ``frozen_layers=0`` every transformer layer
+trains and only the embedding block (its word, position and type embeddings and their LayerNorm) is run
+once; with ``train_embeddings=True`` nothing is cached and the whole model trains. At least the top layer
+always trains: a model with no more layers than ``frozen_layers`` keeps all but its top layer frozen
+(:attr:`SplitEncoder.frozen_layers` says how many are).
+
+The upper part reads exactly what the full model would compute from the same weights: the split forward
+equals ``model(**features).last_hidden_state`` (tested), so the saved model needs nothing special.
+It works with BERT-style encoders (``model.embeddings`` and ``model.encoder.layer``), which covers every
+model of the registry; :func:`can_split` says whether a model is one.
+
+Example (the small English model):
+    >>> import torch
+    >>> from nlsim.encoders import load_encoder
+    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+    >>> split = SplitEncoder(enc.model, frozen_layers=2)
+    >>> ids = enc.tokenizer(["a cat sits", "news"])["input_ids"]
+    >>> states = split.prepare(ids)
+    >>> hidden, mask = split.forward(states, [0, 1])
+    >>> hidden.shape[0], mask.tolist()[1][:3], len(split.parameters()) > 0
+    (2, [1, 1, 1], True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_batches
+from nlsim.errors import ConfigError
+
+WIDTH_MULTIPLE = 8
+"""Batches are padded to a multiple of this many tokens (:func:`nlsim.encoders.batching.padded_width`)."""
+
+
+def can_split(model: Any) -> bool:
+    """Whether ``model`` has the BERT layout :class:`SplitEncoder` cuts (embeddings, a list of layers)."""
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    return hasattr(model, "embeddings") and isinstance(layers, torch.nn.ModuleList)
+
+
+def layer_count(model: Any) -> int:
+    """How many transformer layers ``model`` has (0 when it is not BERT-style)."""
+    return len(model.encoder.layer) if can_split(model) else 0
+
+
+@dataclass
+class FrozenStates:
+    """What the trained part of a :class:`SplitEncoder` starts from, one entry per sequence.
+
+    ``states[i]`` is the frozen part's output for sequence ``i`` (``(length, hidden)``, float32, on the
+    CPU), or ``None`` for every sequence when the embeddings train (then ``ids``/``types`` are read).
+    """
+
+    ids: list[list[int]]
+    types: list[list[int]] | None
+    lengths: np.ndarray
+    states: list[torch.Tensor] | None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _mask4d(model: Any, hidden: torch.Tensor, mask: torch.Tensor) -> Any:
+    """The attention mask the model's layers take, built as the model builds it."""
+    from transformers.masking_utils import create_bidirectional_mask  # deferred: heavy module
+
+    return create_bidirectional_mask(config=model.config, inputs_embeds=hidden, attention_mask=mask)
+
+
+class SplitEncoder:
+    """A BERT-style ``model`` with its embedding block and first ``frozen_layers`` layers frozen and run
+    once per sequence (see the module docstring)."""
+
+    def __init__(
+        self, model: Any, frozen_layers: int = 0, train_embeddings: bool = False, pad_id: int | None = None
+    ) -> None:
+        if not can_split(model):
+            raise ConfigError(f"{type(model).__name__} is not a BERT-style encoder; it cannot be split")
+        frozen_layers = int(frozen_layers)
+        if frozen_layers < 0:
+            raise ConfigError(f"frozen layers must be >= 0, got {frozen_layers}")
+        if train_embeddings and frozen_layers:
+            raise ConfigError("the lower layers cannot be frozen while the word embeddings train")
+        self.model = model
+        self.frozen_layers = min(frozen_layers, layer_count(model) - 1)  # at least the top layer trains
+        self.asked_frozen = frozen_layers
+        self.train_embeddings = bool(train_embeddings)
+        pad = getattr(model.config, "pad_token_id", None) if pad_id is None else pad_id
+        self.pad_id = int(pad) if pad is not None else 0
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for layer in model.encoder.layer[self.frozen_layers :]:
+            for p in layer.parameters():
+                p.requires_grad_(True)
+        if self.train_embeddings:
+            for p in model.embeddings.parameters():
+                p.requires_grad_(True)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        """The parameters that train (the upper layers, and the embeddings when they train)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def prepare(
+        self,
+        ids: Sequence[Sequence[int]],
+        types: Sequence[Sequence[int]] | None = None,
+        batch_size: int = 128,
+    ) -> FrozenStates:
+        """Run the frozen part once over tokenised sequences (``types``: token type ids, where the model
+        reads them)."""
+        ids = [list(x) for x in ids]
+        type_rows = [list(x) for x in types] if types is not None else None
+        lengths = lengths_of(ids)
+        if self.train_embeddings:
+            return FrozenStates(ids, type_rows, lengths, None)
+        states: list[torch.Tensor | None] = [None] * len(ids)
+        was_training = self.model.training
+        self.model.eval()
+        device = self.device
+        with torch.no_grad():
+            for rows in sorted_batches(lengths, batch_size):
+                padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
+                hidden, mask = self._embed(padded, device)
+                if self.frozen_layers:
+                    mask4 = _mask4d(self.model, hidden, mask)
+                    for layer in self.model.encoder.layer[: self.frozen_layers]:
+                        hidden = layer(hidden, attention_mask=mask4)
+                hidden = hidden.float().cpu()
+                for j, r in enumerate(rows):
+                    states[r] = hidden[j, : lengths[r]].clone()
+        self.model.train(was_training)
+        return FrozenStates(ids, type_rows, lengths, [s for s in states if s is not None])
+
+    def _embed(self, batch: dict[str, np.ndarray], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+        hidden = self.model.embeddings(
+            input_ids=tensors["input_ids"], token_type_ids=tensors.get("token_type_ids")
+        )
+        return hidden, tensors["attention_mask"]
+
+    def forward(self, inputs: FrozenStates, rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last hidden state ``(len(rows), longest, hidden)`` of sequences ``rows`` and their attention
+        mask, with autograd through the upper layers."""
+        rows = [int(r) for r in rows]
+        device = self.device
+        if inputs.states is None:
+            padded = pad_batch(inputs.ids, rows, self.pad_id, inputs.types, WIDTH_MULTIPLE)
+            hidden, mask = self._embed(padded, device)
+        else:
+            width = padded_width(int(inputs.lengths[rows].max()), WIDTH_MULTIPLE)
+            dim = inputs.states[rows[0]].shape[-1]
+            hidden = torch.zeros((len(rows), width, dim), dtype=torch.float32)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for j, r in enumerate(rows):
+                k = int(inputs.lengths[r])
+                hidden[j, :k] = inputs.states[r]
+                mask[j, :k] = 1
+            hidden, mask = hidden.to(device), mask.to(device)
+        mask4 = _mask4d(self.model, hidden, mask)
+        for layer in self.model.encoder.layer[self.frozen_layers :]:
+            hidden = layer(hidden, attention_mask=mask4)
+        return hidden, mask

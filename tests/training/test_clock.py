@@ -1,0 +1,100 @@
+"""Training time told as it goes, and the chain's estimate of a whole run."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nlsim.chain.eta import ChainWork, describe
+from nlsim.encoders.batching import bucketed_batches, pad_batch, padded_width, sorted_batches
+from nlsim.training.clock import TrainingClock, clock_text
+
+
+def test_the_clock_says_the_estimate_once_and_each_epoch() -> None:
+    lines: list[str] = []
+    rates: list[float] = []
+    clock = TrainingClock("x", total_steps=6, epochs=2, log=lines.append, first_steps=2, on_rate=rates.append)
+    for _ in range(3):
+        clock.step()
+    clock.epoch_done(1, "loss 1.0")
+    for _ in range(3):
+        clock.step()
+    clock.epoch_done(2, "loss 0.5")
+    assert len(rates) == 1 and rates[0] > 0
+    assert lines[0].startswith("x: 6 steps in 2 epoch(s), about")
+    assert "left" in lines[1] and lines[1].startswith("x epoch 1/2: loss 1.0;")
+    assert "left" not in lines[2] and lines[2].startswith("x epoch 2/2: loss 0.5;")
+    assert len(lines) == 3
+
+
+def test_paused_time_is_not_part_of_the_step_rate() -> None:
+    import time
+
+    clock = TrainingClock("x", total_steps=4, epochs=1, log=lambda _: None, first_steps=1)
+    with clock.pause():
+        time.sleep(0.2)
+    clock.step()
+    rate = clock.seconds_per_step()
+    assert rate is not None and rate < 0.1
+
+
+def test_clock_text() -> None:
+    assert [clock_text(s) for s in (0.4, 59, 60, 3599, 3600)] == [
+        "0 s",
+        "59 s",
+        "1 min 00 s",
+        "59 min 59 s",
+        "1 h 00 min",
+    ]
+
+
+def test_the_estimate_grows_with_the_work() -> None:
+    work = dict(
+        train_pairs=1000,
+        validation_pairs=300,
+        text_tokens=24.0,
+        pair_tokens=40.0,
+        epochs=2,
+        cross_encoder_epochs=3,
+        batch_size=16,
+        layers=12,
+        frozen=4,
+        cross_encoder_frozen=4,
+        corpus_items=10_000,
+        reranker=True,
+    )
+    small = ChainWork(**work).estimate(0.1)
+    more_epochs = ChainWork(**{**work, "cross_encoder_epochs": 6}).estimate(0.1)
+    no_reranker = ChainWork(**{**work, "reranker": False}).estimate(0.1)
+    assert more_epochs["cross-encoder"] > 1.9 * small["cross-encoder"] * 0.9
+    assert "cross-encoder" not in no_reranker and no_reranker["report"] < small["report"]
+    assert ChainWork(**work).estimate(0.2)["bi-encoder"] == 2 * small["bi-encoder"]
+    assert "about" in describe(small)
+
+
+def test_batches_cover_every_row_once() -> None:
+    lengths = np.array([5, 30, 7, 22, 9, 31, 4])
+    rng = np.random.default_rng(0)
+    for batches in (sorted_batches(lengths, 3), bucketed_batches(lengths, 3, rng)):
+        rows = sorted(int(r) for b in batches for r in b)
+        assert rows == list(range(len(lengths)))
+        assert all(len(b) <= 3 for b in batches)
+    first = sorted_batches(lengths, 3)[0]
+    assert list(lengths[first]) == [31, 30, 22]  # longest first
+    assert sorted_batches(lengths, 8, max_tokens=62)[0].tolist() == [5, 1]  # at most 62 tokens
+
+
+def test_bucketed_batches_group_similar_lengths_and_change_order() -> None:
+    lengths = np.array([10] * 32 + [50] * 32)
+    rng = np.random.default_rng(1)
+    batches = bucketed_batches(lengths, 16, rng)
+    assert all(len(set(lengths[b].tolist())) == 1 for b in batches)  # no short row padded to 50
+    again = bucketed_batches(lengths, 16, rng)
+    assert [b.tolist() for b in batches] != [b.tolist() for b in again]
+
+
+def test_padding() -> None:
+    assert padded_width(1, 8) == 8 and padded_width(9, 8) == 16
+    batch = pad_batch([[1, 2, 3], [4]], [1, 0], pad_id=9, types=[[0, 0, 1], [0]], multiple=4)
+    assert batch["input_ids"].tolist() == [[4, 9, 9, 9], [1, 2, 3, 9]]
+    assert batch["attention_mask"].tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
+    assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0], [0, 0, 1, 0]]
