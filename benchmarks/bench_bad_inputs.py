@@ -14,11 +14,16 @@ subprocess. Then:
   left by a refused run on a state folder are not counted.
 
 Cases: bad CSV/TSV/JSONL/Parquet corpora, odd but valid corpora, dangerous paths (an output on an input,
-folders nlsim did not write), bad options, bad calibration files, bad pair files, broken state folders
-and damaged model folders. The model is the small ``paraphrase-MiniLM-L3-v2`` with ``--threshold``,
-``--no-cache`` and tiny corpora; two cases run at a time.
+folders nlsim did not write), bad options, bad calibration files, bad pair files, broken state folders,
+damaged model folders (any file against the manifest written when nlsim saved it, the reranker's too),
+text that spreadsheets or the page must keep as text (control characters, formulas, a right-to-left
+override), progress in a log file, damaged or locked model stores and what killed chains left, pairs that do
+not belong to the report they judge, and a daily run after a model change. The model is the small
+``paraphrase-MiniLM-L3-v2`` with ``--threshold``, ``--no-cache`` and tiny corpora (and a chain trained
+once on 24 headlines); two cases run at a time. A case meant to work passes only when its result is
+right (its check); "wrong results with exit 0" counts the cases that exited 0 without it.
 
-    python benchmarks/bench_bad_inputs.py [--jobs 2] [--only SUBSTRING]
+    python benchmarks/bench_bad_inputs.py [--jobs 2] [--only SUBSTRING[,SUBSTRING...]]
 
 Writes ``benchmarks/results/bad_inputs.json`` and ``bad_inputs.md`` (with the CPU's model name) and prints
 the table; exits 1 when a case failed its checks.
@@ -38,7 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +77,7 @@ class Case:
     outputs: tuple[str, ...] = ()  # ok: paths the run may write or change
     setup: Callable[[Path], None] | None = None
     check: Callable[[Path, subprocess.CompletedProcess[str]], str | None] | None = None
+    env: dict[str, str] = field(default_factory=dict)  # more environment for the command
 
 
 # --- corpora ------------------------------------------------------------------------------------------
@@ -502,7 +508,8 @@ def dangerous_paths() -> list[Case]:
             words=("--out", "notes.txt"),
             status=2,
         ),
-        Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=2),
+        # an --out that cannot be made is a runtime failure (exit 1; tests/test_hostile_inputs.py)
+        Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=1),
         Case(
             "out-with-a-forged-marker",
             g,
@@ -618,7 +625,7 @@ def dangerous_paths() -> list[Case]:
             embed("news.csv", out="notes.txt/e.npy"),
             base,
             words=("--out",),
-            status=2,
+            status=1,
         ),
         Case(
             "calibrate-out-is-the-pairs",
@@ -1263,10 +1270,12 @@ def _damage(how: str) -> Callable[[Path], None]:
             (m / "calibration.json").write_text(calibration(threshold=float("nan")))
         elif how == "calibration-other-model":
             (m / "calibration.json").write_text(calibration(model="other", fingerprint="0" * 64))
-        if nohash:
+        if nohash:  # a folder saved before nlsim recorded hashes and the manifest of every file
             meta = json.loads((m / "nlsim.json").read_text())
             meta.pop("weights_sha256", None)
+            meta.pop("manifest", None)
             (m / "nlsim.json").write_text(json.dumps(meta))
+            (m / "manifest.json").unlink()
 
     return setup
 
@@ -1361,11 +1370,593 @@ def bad_models(template: Path) -> list[Case]:
     return out
 
 
+# --- spreadsheet text, the page's text, progress in a log -------------------------------------------------
+
+CONTROL_TITLES = {
+    "v1": "Floods hit\x0bthe north of the country",
+    "v2": "Floods hit\x0bthe north of the country",
+    "b1": "Bell\x07rings over the harbour at dawn",
+    "b2": "Bell\x07rings over the harbour at dawn",
+    "e1": "Escape\x1b[31m codes in a red headline",
+    "e2": "Escape\x1b[31m codes in a red headline",
+}
+FORMULA_TITLES = {
+    "f1": '=HYPERLINK("http://evil.example/","click for the story")',
+    "f2": '=HYPERLINK("http://evil.example/","click for the story")',
+    "d1": "=cmd|' /C calc'!A0",
+    "d2": "=cmd|' /C calc'!A0",
+    "m1": "-5% on the stock market today",
+    "m2": "-5% on the stock market today",
+    "a1": "@newsroom says the vote is delayed",
+    "a2": "@newsroom says the vote is delayed",
+}
+RLO = "\u202e"
+
+
+def titles_parquet(titles: dict[str, str], sources: dict[str, str] | None = None, **more: list[Any]) -> bytes:
+    ids = list(titles)
+    sources = sources or {}
+    return parquet_bytes(
+        {"id": ids, "title": [titles[i] for i in ids], "source": [sources.get(i, "AP") for i in ids], **more}
+    )
+
+
+def _sheets(path: Path) -> dict[str, list[list[Any]]]:
+    from openpyxl import load_workbook
+
+    book = load_workbook(path)
+    return {ws.title: [[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets}
+
+
+def _xlsx_clean(report: str, expected: dict[str, str]) -> Callable[[Path, Any], str | None]:
+    """report.xlsx opens; its members' titles are ``expected``; no cell is a formula."""
+
+    def check(d: Path, proc: Any) -> str | None:
+        import zipfile
+
+        path = d / report / "report.xlsx"
+        with zipfile.ZipFile(path) as z:
+            formulas = [n for n in z.namelist() if n.startswith("xl/worksheets/") and b"<f" in z.read(n)]
+        if formulas:
+            return f"formula cells in {formulas}"
+        titles = {row[1]: row[4] for row in _sheets(path)["members"][1:]}
+        wrong = {i: titles.get(i) for i, t in expected.items() if titles.get(i) != t}
+        if wrong:
+            return f"report.xlsx titles {wrong}, expected {[expected[i] for i in wrong]}"
+        if "id='spreadsheet-text'" not in (d / report / "index.html").read_text(encoding="utf-8"):
+            return "the page does not name the titles changed in the spreadsheet"
+        return None
+
+    return check
+
+
+def _csv_escaped(d: Path, proc: Any) -> str | None:
+    import pandas as pd
+
+    for name in ("pairs.csv", "members.csv"):
+        table = pd.read_csv(d / "rep" / name, encoding="utf-8-sig", dtype=str, keep_default_na=False)
+        for column in table.columns:
+            if table[column].str.match(r"^[=+\-@\t\r]").any():
+                return f"{name}: column {column} holds text a spreadsheet runs as a formula"
+    members = pd.read_csv(d / "rep" / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    if set(members["title"]) != {"'" + t for t in FORMULA_TITLES.values()}:
+        return f"members.csv titles {sorted(set(members['title']))}"
+    return _xlsx_clean("rep", FORMULA_TITLES)(d, proc)
+
+
+def _page_isolated(d: Path, proc: Any) -> str | None:
+    """In a headless browser: the source's override reverses only itself (the cluster line still reads
+    "... · max score 1.000 · c-x5" left to right)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser import Browser, find_browser
+
+    if find_browser() is None:
+        return "no headless browser to open the page (scripts/setup_browser.sh)"
+    script = """(el => { const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT); const out = []; let t;
+      while ((t = w.nextNode())) for (let i = 0; i < t.data.length; i++) { const r = document.createRange();
+        r.setStart(t, i); r.setEnd(t, i + 1); out.push([t.data[i], r.getBoundingClientRect().x]); }
+      return out; })(document.querySelector('#clusters .sub'))"""
+    with Browser() as browser:
+        browser.open((d / "rep" / "index.html").as_uri())
+        chars = browser.evaluate(script)
+    text = "".join(c for c, _ in chars)
+    xs = [x for _, x in chars]
+    at = text.find("max score")
+    if at < 0 or not xs[at] < xs[at + 4] < xs[text.index("c-x5")]:
+        return f"the page's own words are reordered around the user's text: {text!r}"
+    return None
+
+
+def _progress_lines(d: Path, proc: Any) -> str | None:
+    if "\r" in proc.stderr or "\x1b" in proc.stderr:
+        return "carriage returns or terminal codes in the log"
+    if not re.search(r"^embed paraphrase-MiniLM-L3-v2: 7/7 texts \(100%\)", proc.stderr, re.M):
+        return "no line of embedding progress in the log"
+    return None
+
+
+def report_text() -> list[Case]:
+    g = "report text"
+    rlo = {
+        "x5": f"Floods hit the {RLO}north of the country",
+        "x6": f"Floods hit the {RLO}north of the country",
+    }
+    return [
+        Case(
+            "xlsx-control-characters-in-titles",
+            g,
+            dedup("news.parquet", "--json"),
+            {"news.parquet": titles_parquet({**CONTROL_TITLES, "p1": "Plain headline"}), **USER_FILES},
+            expect="ok",
+            rows=7,
+            outputs=("rep",),
+            check=_xlsx_clean(
+                "rep",
+                {
+                    "v1": "Floods hit the north of the country",
+                    "b1": "Bellrings over the harbour at dawn",
+                    "e1": "Escape[31m codes in a red headline",
+                },
+            ),
+        ),
+        Case(
+            "xlsx-control-character-in-a-daily-run",
+            g,
+            dedup("day.parquet", "--state", "st", "--json", out="daily"),
+            {"day.parquet": titles_parquet(dict(list(CONTROL_TITLES.items())[:2])), **USER_FILES},
+            expect="ok",
+            rows=2,
+            outputs=("st", "daily"),
+            check=_xlsx_clean("daily/latest", {"v1": "Floods hit the north of the country"}),
+        ),
+        Case(
+            "xlsx-csv-formulas-in-titles-and-sources",
+            g,
+            dedup("news.parquet", "--json"),
+            {
+                "news.parquet": titles_parquet(
+                    FORMULA_TITLES, {"f2": "=1+1", "d2": "@source", "m1": "+wire"}
+                ),
+                **USER_FILES,
+            },
+            expect="ok",
+            rows=8,
+            outputs=("rep",),
+            check=_csv_escaped,
+        ),
+        Case(
+            "page-right-to-left-override",
+            g,
+            dedup("news.parquet", "--json"),
+            {
+                "news.parquet": titles_parquet(rlo, {"x5": f"AP {RLO}wire", "x6": "Reuters"}),
+                **USER_FILES,
+            },
+            expect="ok",
+            rows=2,
+            outputs=("rep",),
+            check=_page_isolated,
+        ),
+        Case(
+            "progress-in-a-log-file",
+            g,
+            [a for a in dedup("news.csv", "--json") if a != "--no-progress"],
+            {"news.csv": HEAD + csv_rows(7), **USER_FILES},
+            expect="ok",
+            rows=7,
+            outputs=("rep",),
+            env={"NLSIM_PROGRESS": ""},  # stderr is a pipe: nlsim decides, as in `bash run.sh > run.log 2>&1`
+            check=_progress_lines,
+        ),
+    ]
+
+
+# --- model folders: every file, the reranker, the model store and the chain -----------------------------
+
+STORY_TOPICS = [
+    ("Floods hit the north", "Heavy floods strike the northern region"),
+    ("Stock markets fall sharply", "Shares tumble on the stock exchange"),
+    ("Football club wins the cup", "The club lifts the cup after the final"),
+    ("New bridge opens in the capital", "The capital's new bridge is open to traffic"),
+    ("Storm closes schools in the south", "Schools shut in the south as the storm arrives"),
+    ("Parliament passes the budget", "Lawmakers approve the national budget"),
+    ("Wildfire spreads near the coast", "A fire is spreading along the coastline"),
+    ("Central bank raises interest rates", "Interest rates go up at the central bank"),
+    ("Train strike halts the railway", "Rail workers strike and trains stop"),
+    ("Scientists find water on the moon", "Water discovered on the lunar surface"),
+    ("Heat wave breaks records in the city", "The city sees record temperatures"),
+    ("Election results are announced", "Officials announce the results of the vote"),
+]
+
+
+def story_data() -> tuple[bytes, str]:
+    """A corpus of 24 headlines (12 stories, two wordings each) and 48 scored pairs of them with their ids,
+    each pair once: train 24, validation 16, test 8 (a quarter of each split same story)."""
+    titles = [t for pair in STORY_TOPICS for t in pair]
+    ids = [f"s{i:02d}" for i in range(len(titles))]
+    n = len(STORY_TOPICS)
+    same = [(2 * j, 2 * j + 1, "1") for j in range(n)]
+    other = [(2 * j, 2 * ((j + m) % n) + 1, f"{(j + m) % 3 / 8:g}") for m in (1, 2, 3) for j in range(n)]
+    splits = {"train": (6, 18), "validation": (4, 12), "test": (2, 6)}
+    rows = []
+    for split, (n_same, n_other) in splits.items():
+        chosen, same, other = same[:n_same] + other[:n_other], same[n_same:], other[n_other:]
+        for a, b, score in chosen:
+            rows.append(f"p{len(rows):02d}\t{split}\t{ids[a]}\t{ids[b]}\t{titles[a]}\t{titles[b]}\t{score}\n")
+    pairs = "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\n" + "".join(rows)
+    return parquet_bytes({"id": ids, "title": titles, "source": ["AP"] * len(ids)}), pairs
+
+
+CHAIN = ["pipeline", "--pairs", "pairs.tsv", "--corpus", "corpus.parquet", "--model-store", "models"]
+CHAIN += ["--base-model", MODEL, "--convert", "none", "--level", "0.8", "--epochs", "1"]
+CHAIN += ["--cross-encoder-epochs", "1", "--threads", "1", "--no-report", "--no-progress", "--json"]
+
+
+def build_chain_template(folder: Path) -> None:
+    """A chain's store (v0001 trained, registered and decided on) with its pairs and corpus; a copy of that
+    model folder with its reranker (``finetuned``); a report over the corpus (``rep``) and one with no
+    cluster (``empty``)."""
+    folder.mkdir(parents=True)
+    corpus, pairs = story_data()
+    (folder / "corpus.parquet").write_bytes(corpus)
+    (folder / "pairs.tsv").write_text(pairs)
+    report = ["dedup", "--corpus", "corpus.parquet", *RUN_OPTS]
+    for argv in (
+        CHAIN,
+        [*report, "--out", "rep", "--threshold", "0.8"],
+        [*report, "--out", "empty", "--threshold", "0.99999"],
+    ):
+        proc = nlsim(argv, folder)
+        if proc.returncode != 0:
+            raise RuntimeError(f"chain template: {proc.stderr[-2000:]}")
+    shutil.copytree(_version(folder), folder / "finetuned")
+    (folder / "finetuned" / "store.json").unlink()  # written by the store after the save: not the model's
+
+
+def _version(d: Path) -> Path:
+    return next(p for p in (d / "models" / "versions").iterdir() if not p.name.startswith("."))
+
+
+def _promote(d: Path) -> None:
+    record = {"version": _version(d).name, "promoted_at": "2026-11-20T03:00:00+00:00", "reason": "by hand"}
+    (d / "models" / "CURRENT.json").write_text(json.dumps(record))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _edit_json(path: Path) -> None:
+    data = json.loads(path.read_text())
+    data["edited_by_hand"] = 1
+    path.write_text(json.dumps(data))
+
+
+def _unlink(path: Path) -> None:
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _legacy(folder: Path) -> None:
+    """The folder as an nlsim before manifests saved it."""
+    (folder / "manifest.json").unlink()
+    meta = json.loads((folder / "nlsim.json").read_text())
+    meta.pop("manifest", None)
+    (folder / "nlsim.json").write_text(json.dumps(meta))
+
+
+def _tear_history(d: Path) -> None:
+    """A last line an older writer left torn, killed in the middle of an append."""
+    path = d / "models" / "history.jsonl"
+    path.write_text(path.read_text() + '{"at": "2026-11-20T03:00:00+00:00", "dec')
+
+
+def _history_parses(d: Path, proc: Any) -> str | None:
+    lines = (d / "models" / "history.jsonl").read_text(encoding="utf-8").splitlines()
+    try:
+        records = [json.loads(line) for line in lines]
+    except ValueError as exc:
+        return f"history.jsonl holds a line that is not JSON ({exc})"
+    if [r.get("decision") for r in records].count("unreadable record") != 1:
+        return "the torn line is not kept as text in a record of its own"
+    return None
+
+
+def _promotion_recorded(d: Path, proc: Any) -> str | None:
+    records = [json.loads(line) for line in (d / "models" / "history.jsonl").read_text().splitlines()]
+    if not [r for r in records if r.get("decision") == "promoted" and r.get("recovered")]:
+        return "the promotion CURRENT.json names was not recorded in history.jsonl"
+    return None
+
+
+def _swept(name: str) -> Callable[[Path, Any], str | None]:
+    def check(d: Path, proc: Any) -> str | None:
+        if (d / "models" / "versions" / name).exists():
+            return f"models/versions/{name} is still there"
+        return None if name in proc.stderr else f"the run does not say it removed {name}"
+
+    return check
+
+
+def _strict_json(proc: Any) -> dict[str, Any]:
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=refuse)
+
+
+def _judged(n: int, mismatched: int) -> Callable[[Path, Any], str | None]:
+    def check(d: Path, proc: Any) -> str | None:
+        out = _strict_json(proc)
+        got = (out["judged_pairs"], out["mismatched_pairs"])
+        return None if got == (n, mismatched) else f"judged, mismatched {got}, expected {(n, mismatched)}"
+
+    return check
+
+
+def _undefined(d: Path, proc: Any) -> str | None:
+    out = _strict_json(proc)
+    return None if out["precision"] is None and out["f1"] is None else f"precision {out['precision']}"
+
+
+def _dissolved(d: Path, proc: Any) -> str | None:
+    import pandas as pd
+
+    clusters = pd.read_parquet(d / "daily" / "latest" / "clusters.parquet").set_index("cluster_id")
+    if "c-a1" not in clusters.index or clusters.loc["c-a1", "status"] != "dissolved":
+        return f"c-a1 is not reported as dissolved: {clusters['status'].to_dict()}"
+    return None
+
+
+def _pairs_moved(pairs: str, moved: int) -> str:
+    """``pairs`` with the ids of the first ``moved`` validation pairs swapped in reverse order."""
+    lines = pairs.splitlines(keepends=True)
+    rows = [i for i, line in enumerate(lines) if "\tvalidation\t" in line][:moved]
+    cells = [lines[i].split("\t") for i in rows]
+    for i, row in zip(rows, cells[::-1], strict=True):
+        parts = lines[i].split("\t")
+        parts[2], parts[3] = row[2], row[3]
+        lines[i] = "\t".join(parts)
+    return "".join(lines)
+
+
+def model_files_and_store(template: Path) -> list[Case]:
+    g = "bad model folder"
+    _, pairs = story_data()
+    out: list[Case] = []
+
+    plain = template.parent / "_model"  # MiniLM-L3 saved by nlsim (build_model_template)
+
+    def model_case(name: str, source: Path, damage: Callable[[Path], None], words: tuple[str, ...]) -> None:
+        def setup(d: Path) -> None:
+            shutil.copytree(source, d / "models" / "m")
+            damage(d / "models" / "m")
+
+        argv = ["dedup", "--corpus", "news.csv", "--out", "rep", "--model", "models/m", *RUN_OPTS[2:]]
+        if source == plain:  # the fine-tuned folder's threshold is its reranker's calibration
+            argv += ["--threshold", "0.9"]
+        out.append(
+            Case(name, g, argv, {"news.csv": GOOD_CSV, **USER_FILES}, words=words, setup=setup, status=1)
+        )
+
+    for name, damage, words in (
+        ("model-tokenizer-json-deleted", lambda m: _unlink(m / "tokenizer.json"), ("tokenizer.json",)),
+        ("model-pooling-config-deleted", lambda m: _unlink(m / "1_Pooling"), ("1_Pooling/config.json",)),
+        ("model-config-edited", lambda m: _edit_json(m / "config.json"), ("config.json", "SHA-256")),
+        (
+            "model-tokenizer-config-edited",
+            lambda m: _edit_json(m / "tokenizer_config.json"),
+            ("tokenizer_config.json",),
+        ),
+        ("model-manifest-deleted", lambda m: _unlink(m / "manifest.json"), ("manifest.json",)),
+        (
+            "model-manifest-garbage",
+            lambda m: (m / "manifest.json").write_text("{not json"),
+            ("manifest.json",),
+        ),
+        (
+            "model-saved-before-manifests-without-tokenizer-json",
+            lambda m: (_legacy(m), _unlink(m / "tokenizer.json")),
+            ("tokenizer.json",),
+        ),
+    ):
+        model_case(name, plain, damage, words)
+    for name, damage, words in (
+        ("reranker-tokenizer-json-deleted", lambda m: _unlink(m / "reranker/tokenizer.json"), ("reranker/",)),
+        ("reranker-weights-truncated", lambda m: _truncate(m / "reranker/model.safetensors"), ("reranker/",)),
+        ("reranker-head-deleted", lambda m: _unlink(m / "reranker/head.safetensors"), ("reranker/",)),
+        ("reranker-json-deleted", lambda m: _unlink(m / "reranker/reranker.json"), ("reranker/",)),
+        ("reranker-folder-deleted", lambda m: _unlink(m / "reranker"), ("reranker/",)),
+        (
+            "reranker-missing-from-a-folder-saved-before-manifests",
+            lambda m: (_legacy(m), _unlink(m / "reranker")),
+            ("reranker", "training.json"),
+        ),
+    ):
+        model_case(name, template / "finetuned", damage, words)
+    # the whole template (store, pairs, corpus) copied: "models/" is the store the run may write
+    base = {**USER_FILES}
+
+    def store(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+        def setup(d: Path) -> None:
+            for part in ("models", "pairs.tsv", "corpus.parquet"):
+                src = template / part
+                shutil.copytree(src, d / part) if src.is_dir() else shutil.copy(src, d / part)
+            (d / "news.csv").write_text(GOOD_CSV)
+            for step in steps:
+                step(d)
+
+        return setup
+
+    current = ["dedup", "--corpus", "news.csv", "--out", "rep", "--model", "current", *RUN_OPTS[2:]]
+    refusals: list[tuple[str, list[str], list[Callable[[Path], None]], tuple[str, ...]]] = [
+        (
+            "store-promoted-model-without-its-reranker",
+            current,
+            [_promote, lambda d: _unlink(_version(d) / "reranker")],
+            ("reranker/",),
+        ),
+        (
+            "store-promoted-model-without-reranker-json",
+            current,
+            [_promote, lambda d: _unlink(_version(d) / "reranker" / "reranker.json")],
+            ("reranker/reranker.json",),
+        ),
+        (
+            "chain-reuses-a-version-with-truncated-weights",
+            CHAIN,
+            [lambda d: _truncate(_version(d) / "model.safetensors")],
+            ("model.safetensors", "--force-train"),
+        ),
+        (
+            "chain-reuses-a-version-without-reranker-weights",
+            CHAIN,
+            [lambda d: _unlink(_version(d) / "reranker" / "model.safetensors")],
+            ("reranker/model.safetensors", "--force-train"),
+        ),
+        (
+            "chain-on-a-store-locked-by-a-live-run",
+            CHAIN,
+            [_locked_by_this_process],
+            ("model store", "locked by another run"),
+        ),
+    ]
+    out += [
+        Case(name, "model store", argv, base, words=words, status=1, setup=store(*steps))
+        for name, argv, steps, words in refusals
+    ]
+    leftover, unregistered = ".v0002-0badf00d.tmp-k3x9a2bq", "v0002-0badf00d"
+    recoveries: list[tuple[str, Callable[[Path], None], Callable[[Path, Any], str | None]]] = [
+        ("chain-history-with-a-torn-last-line", _tear_history, _history_parses),
+        ("chain-after-a-kill-lost-the-promotion-record", _promote, _promotion_recorded),
+        (
+            "chain-after-a-killed-save-left-a-tmp-folder",
+            lambda d: shutil.copytree(_version(d), d / "models" / "versions" / leftover),
+            _swept(leftover),
+        ),
+        (
+            "chain-after-a-kill-left-an-unregistered-version",
+            lambda d: (
+                shutil.copytree(_version(d), d / "models" / "versions" / unregistered),
+                (d / "models" / "versions" / unregistered / "store.json").unlink(),
+            ),
+            _swept(unregistered),
+        ),
+    ]
+    out += [
+        Case(
+            name,
+            "valid model store",
+            CHAIN,
+            base,
+            expect="ok",
+            outputs=("models",),
+            setup=store(step),
+            check=check,
+        )
+        for name, step, check in recoveries
+    ]
+
+    def report(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+        def setup(d: Path) -> None:
+            shutil.copytree(template / "rep", d / "rep")
+            shutil.copy(template / "corpus.parquet", d / "corpus.parquet")
+            for step in steps:
+                step(d)
+
+        return setup
+
+    judge = ["judge", "--report", "rep", "--pairs", "pairs.tsv", "--json"]
+    g = "judge"
+    unrelated = re.sub(r"\ts(\d\d)", r"\tx-s\1", pairs)  # every id renamed: none is in the corpus
+    refusals = [
+        ("naming-other-texts", _pairs_moved(pairs, 16), (), ("row ", "'text_a'", "corpus.parquet"), 1),
+        ("of-another-corpus", unrelated, (), ("not in the report's corpus",), 1),
+        ("with-the-report-corpus-gone", pairs, (lambda d: _unlink(d / "corpus.parquet"),), ("--corpus",), 2),
+    ]
+    out += [
+        Case(
+            f"judge-pairs-{name}",
+            g,
+            judge,
+            {"pairs.tsv": text, **USER_FILES},
+            words=("pairs.tsv", *words) if status == 1 else words,
+            status=status,
+            setup=report(*steps),
+        )
+        for name, text, steps, words, status in refusals
+    ]
+    out += [
+        Case(
+            "judge-some-pairs-naming-other-texts",
+            "valid judge",
+            judge,
+            {"pairs.tsv": _pairs_moved(pairs, 12), **USER_FILES},
+            expect="ok",
+            setup=report(),
+            check=_judged(4, 12),
+        ),
+        Case(
+            "judge-nothing-grouped-gives-undefined-not-nan",
+            "valid judge",
+            [*judge[:2], "empty", *judge[3:]],
+            {"pairs.tsv": pairs, **USER_FILES},
+            expect="ok",
+            setup=report(lambda d: shutil.copytree(template / "empty", d / "empty")),
+            check=_undefined,
+        ),
+    ]
+    day1 = [
+        ("a1", "Floods hit the north of the country", "2026-11-20T08:00Z"),
+        ("a2", "Floods hit the north of the country again", "2026-11-20T09:00Z"),
+        ("b1", "Stock markets fall sharply", "2026-11-20T10:00Z"),
+        ("b2", "Stock markets fall sharply", "2026-11-20T11:00Z"),
+    ]
+
+    def after_day1(d: Path) -> None:
+        frame = {
+            "id": [r[0] for r in day1],
+            "title": [r[1] for r in day1],
+            "published_at": [r[2] for r in day1],
+        }
+        (d / "day1.parquet").write_bytes(parquet_bytes(frame))
+        proc = nlsim(dedup("day1.parquet", "--state", "st", out="daily"), d)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+
+    day2 = parquet_bytes(
+        {"id": ["d1"], "title": ["Football club wins the cup"], "published_at": ["2026-11-21"]}
+    )
+    out.append(
+        Case(
+            "daily-model-change-dissolves-a-cluster",
+            "valid state",
+            dedup("day2.parquet", "--state", "st", "--json", out="daily", threshold="0.95"),
+            {"day2.parquet": day2, **USER_FILES},
+            expect="ok",
+            rows=1,
+            outputs=("st", "daily"),
+            setup=after_day1,
+            check=_dissolved,
+        )
+    )
+    return out
+
+
+def _locked_by_this_process(d: Path) -> None:
+    """``models/lock.json`` naming a live process: the benchmark itself."""
+    from nlsim.io.lock import current_holder_info
+
+    (d / "models" / "lock.json").write_text(json.dumps(asdict(current_holder_info())))
+
+
 # --- running ---------------------------------------------------------------------------------------------
 
 
-def nlsim(argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def nlsim(
+    argv: list[str], cwd: Path, timeout: float = 600, more_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
+    env.update(more_env or {})
     return subprocess.run(
         [sys.executable, "-m", "nlsim", *argv],
         cwd=cwd,
@@ -1398,7 +1989,7 @@ def run_case(case: Case, work: Path) -> dict[str, Any]:
         case.setup(d)
     before = snapshot(d)
     t = time.perf_counter()
-    proc = nlsim(case.argv, d)
+    proc = nlsim(case.argv, d, more_env=case.env)
     seconds = time.perf_counter() - t
     after = snapshot(d)
     problems: list[str] = []
@@ -1475,7 +2066,9 @@ def cpu_name() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="cases run at a time (default 2)")
-    parser.add_argument("--only", default=None, help="only cases whose name holds this")
+    parser.add_argument(
+        "--only", default=None, help="only cases whose name holds this (or one of these, comma-separated)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-bad-"))
     at_start = machine()  # the load average before the benchmark's own processes
@@ -1483,6 +2076,7 @@ def main() -> int:
     try:
         build_model_template(work / "_model")
         build_state_template(work / "_state")
+        build_chain_template(work / "_chain")
         cases = (
             bad_corpora()
             + ok_corpora()
@@ -1492,11 +2086,13 @@ def main() -> int:
             + bad_pairs()
             + bad_states(work / "_state")
             + bad_models(work / "_model")
+            + report_text()
+            + model_files_and_store(work / "_chain")
         )
         names = [c.name for c in cases]
         assert len(set(names)) == len(names), "case names must be unique"
         if args.only:
-            cases = [c for c in cases if args.only in c.name]
+            cases = [c for c in cases if any(part in c.name for part in args.only.split(","))]
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             rows = list(pool.map(lambda c: run_case(c, work / "cases"), cases))
         for r in rows:
@@ -1511,6 +2107,7 @@ def main() -> int:
             "valid inputs that ran and loaded every row": sum(r["ok"] for r in ok),
             "valid inputs": len(ok),
             "user files lost or changed": sum(r["user_files_changed"] for r in rows),
+            "wrong results with exit 0": sum(r["exit"] == 0 and not r["ok"] for r in rows),
             "rows silently dropped": sum(r["rows_dropped"] for r in rows),
             "cases that failed a check": sum(not r["ok"] for r in rows),
         }

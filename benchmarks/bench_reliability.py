@@ -1,6 +1,6 @@
 """Reliability of daily runs under SIGKILL: every kill point on every day of a three-day sequence.
 
-For each day d of three and each fault stage (``nlsim.pipeline.stats.FAULT_STAGES``), the state and report
+For each day d of three and each fault stage (``nlsim.faults.FAULT_STAGES``), the state and report
 folder
 are restored to what they were after day d-1 of an uninterrupted sequence, ``nlsim dedup --state`` is run as a
 subprocess for day d with ``NLSIM_FAULT_AT=<stage>`` (it SIGKILLs itself there), and then:
@@ -61,9 +61,9 @@ def _restore(snap: Path | None, dest: Path) -> None:
 
 def main() -> int:
     from nlsim.encoders import load_encoder
+    from nlsim.faults import FAULT_STAGES
     from nlsim.pipeline.report import verify_report
     from nlsim.pipeline.state import open_state
-    from nlsim.pipeline.stats import FAULT_STAGES
 
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-rel-"))
     t_start = time.perf_counter()

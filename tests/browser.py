@@ -41,6 +41,17 @@ def find_browser() -> str | None:
     return None
 
 
+def require_browser() -> None:
+    """Skip the calling test when no browser is installed (fail it on CI, where test.sh installs one)."""
+    import pytest
+
+    if find_browser() is None:
+        message = "no headless browser: run scripts/setup_browser.sh (test.sh does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
 class BrowserError(RuntimeError):
     pass
 

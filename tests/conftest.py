@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,12 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # the inference path is chosen from cached speed probes only (tests that probe say so): no timing noise
 os.environ.setdefault("NLSIM_PROBE", "cached")
+# a temporary nlsim home for the whole session, whatever the shell set: converted models, caches, quality
+# checks and probes written by the tests (and by the commands they run) never reach the user's own
+# (~/.cache/nlsim); it goes when the session ends
+TEST_HOME = tempfile.mkdtemp(prefix="nlsim-test-home-")
+os.environ["NLSIM_HOME"] = TEST_HOME
+atexit.register(shutil.rmtree, TEST_HOME, ignore_errors=True)
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 

@@ -16,6 +16,7 @@ LAYERS: dict[str, int] = {
     "nlsim.options": 0,
     "nlsim.progress": 0,
     "nlsim.orchestration": 0,
+    "nlsim.faults": 0,
     "nlsim.conversion": 1,
     "nlsim.io": 2,
     "nlsim.encoders": 3,
@@ -31,9 +32,9 @@ LAYERS: dict[str, int] = {
     "nlsim.cli": 8,
     "nlsim.__main__": 8,
 }
-"""base (errors, options, progress) -> conversion -> io -> encoders/search/clusters -> evaluation -> rerank ->
-pipeline/training/annotation -> chain -> commands; flows on top. Within a rank, a package imports only from
-itself (the command line's modules excepted)."""
+"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> encoders/search/clusters ->
+evaluation -> rerank -> pipeline/training/annotation -> chain -> commands; flows on top. Within a rank, a
+package imports only from itself (the command line's modules excepted)."""
 TOP = 8
 
 

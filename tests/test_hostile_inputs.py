@@ -549,9 +549,11 @@ def _damaged(model_folder: Path, tmp_path: Path, how: str) -> Path:
         del tensors["encoder.layer.0.attention.self.query.weight"]
         save_file(tensors, str(weights), metadata={"format": "pt"})
     if how in ("truncated-no-hash", "missing-weight"):  # a folder whose nlsim.json records no hash
-        meta = json.loads((folder / "nlsim.json").read_text())
-        meta.pop("weights_sha256", None)
+        meta = json.loads((folder / "nlsim.json").read_text())  # (saved by an nlsim before the hashes and
+        meta.pop("weights_sha256", None)  # the manifest of every file: none of them)
+        meta.pop("manifest", None)
         (folder / "nlsim.json").write_text(json.dumps(meta))
+        (folder / "manifest.json").unlink()
     return folder
 
 

@@ -5,7 +5,9 @@
    level on validation (kept in the model store as its zero-shot calibration): the "before";
 3. **finetune** (:func:`nlsim.training.finetune.finetune`, bi-encoder and reranker) into a new version of the
    model store, unless a version with the same training fingerprint (annotations content, base model,
-   settings: :mod:`nlsim.chain.fingerprint`) exists: then it is reused, and the run says so;
+   settings: :mod:`nlsim.chain.fingerprint`) exists: then it is reused, and the run says so, once it has
+   loaded it (every file checked against the manifest written when it was saved: a damaged version is
+   refused by name, never evaluated from the figures its ``store.json`` keeps, never promoted);
 4. **evaluate**: the candidate and the current model scored on the validation split (Spearman, same-story
    F1 at each one's own threshold); test metrics are the ones recorded once, when the model was trained;
 5. **promote**: the candidate becomes current only when it beats the current one (or, with none, the
@@ -16,7 +18,9 @@
 7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`).
 
 Every stage goes through ``call`` (:mod:`nlsim.orchestration`): the ``news-pipeline`` flow makes each a
-task, fine-tuning's and the report's own stages included. The record goes to ``OUT/pipeline.json``.
+task, fine-tuning's and the report's own stages included. The record goes to ``OUT/pipeline.json``. The
+whole chain holds the model store's lock (one chain at a time on a store), and first finishes what a killed
+chain left there (:meth:`nlsim.io.model_store.ModelStore.recover`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import decide, score_model, split_digest
 from nlsim.encoders import load_encoder
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import calibrate, load_calibration, save_calibration, threshold_metrics
 from nlsim.evaluation.judge import describe, judge_report
 from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
@@ -49,6 +53,7 @@ from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.pipeline.config import CURRENT_MODEL
 from nlsim.pipeline.run import STAGES, DedupResult, run_dedup
 from nlsim.progress import say
+from nlsim.rerank.reranker import load_reranker
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 
 CHAIN_STAGES = {
@@ -56,6 +61,7 @@ CHAIN_STAGES = {
     for s in (
         StageInfo("chain-load", "read and validate the annotated pairs", io=True),
         StageInfo("base-model", "load the base encoder", io=True),
+        StageInfo("reuse-check", "load the reused version, every file checked, before it is evaluated"),
         StageInfo("baseline", "score and calibrate the zero-shot base model on validation"),
         StageInfo("evaluate", "score the candidate and the current model on validation"),
         StageInfo("promote", "promote the candidate when it beats the current model", io=True),
@@ -304,11 +310,34 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
         claim_folder(cfg.out, "report", what="--out")
 
 
+def load_version(version: Path) -> None:
+    """Load a version the chain reuses (its encoder and reranker; every file checked against the manifest
+    written when it was saved): its figures come from ``store.json``, so a damaged folder would otherwise
+    be evaluated and promoted unread."""
+    try:
+        load_encoder(str(version), backend="torch")
+        load_reranker(version)
+    except (StateError, ConfigError) as exc:
+        raise StateError(
+            f"cannot reuse {version} (trained from the same annotations, base model and settings): {exc}. "
+            "Run again with --force-train to train a new version (the damaged one is kept, never promoted)"
+        ) from None
+
+
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
-    """Run the chain (see the module docstring)."""
+    """Run the chain (see the module docstring), holding the model store's lock."""
     check_chain_paths(cfg)
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     store = ModelStore(cfg.model_store)
+    with store.lock() as lock:
+        if lock.message:
+            say(lock.message)
+        for done in store.recover():
+            say(f"model store: {done}")
+        return _chain(cfg, store, call)
+
+
+def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult:
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
     groups = {**dict.fromkeys(TRAINING_STAGES, "finetune"), **dict.fromkeys(STAGES, "report")}
     call = timed_call(call, timings, groups)
@@ -323,6 +352,7 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     version = None if cfg.force_train else store.find(fingerprint)
     trained = version is None
     if version is not None:
+        call("reuse-check", load_version, version)
         say(
             f"finetune: skipped, {version.name} was trained from the same annotations, base model and "
             "settings"
@@ -339,7 +369,7 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
             call=call,
             on_rate=lambda rate: say(describe_eta(work.estimate(rate))),
         )
-        store.write_info(
+        store.register(
             version,
             {
                 "fingerprint": fingerprint,

@@ -43,7 +43,7 @@ from scipy.sparse.csgraph import connected_components
 
 from nlsim.clusters.order import OrderKey, cluster_id_for
 
-STATUSES = ("new", "grown", "merged", "regrouped")
+STATUSES = ("new", "grown", "merged", "regrouped", "dissolved")
 EVENT_COLUMNS = ("cluster_id", "status", "added", "absorbed", "size")
 
 
@@ -55,15 +55,18 @@ class ClusterUpdate:
         assignment: cluster id of every clustered item among the previous and new items (lone items absent).
         anchors: order key of each cluster's key member (the member its id came from), kept across runs.
         events: one row per cluster touched by the run: ``cluster_id``, ``status`` (new/grown/merged, or
-            regrouped after a model change), ``added`` (item ids that joined it), ``absorbed`` (cluster ids
-            merged into it), ``size`` (members among the items known to the run).
-        merged_into: ``{old cluster id: surviving id}`` for every cluster that disappeared.
+            regrouped or dissolved after a model change), ``added`` (item ids that joined it), ``absorbed``
+            (cluster ids merged into it), ``size`` (members among the items known to the run).
+        merged_into: ``{old cluster id: surviving id}`` for every cluster that disappeared into another.
+        dissolved: ``{old cluster id: its former members}`` for every cluster a model change broke up
+            (its members now alone, or in several clusters): earliest member first.
     """
 
     assignment: dict[str, str]
     anchors: dict[str, OrderKey]
     events: pd.DataFrame
     merged_into: dict[str, str] = field(default_factory=dict)
+    dissolved: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _components(nodes: list[str], edges: list[tuple[int, int]]) -> list[list[int]]:
@@ -192,7 +195,8 @@ def regroup(
     first member whose id is free). ``events`` lists every cluster whose members changed: ``new``,
     ``grown`` (kept its id and all its kept members, gained some), ``merged`` (took in members of other
     old clusters) or ``regrouped`` (lost members); an old id that no component took is reported in
-    ``merged_into`` when its members went to one cluster, and dropped otherwise.
+    ``merged_into`` when its members went to one cluster, and otherwise as ``dissolved`` (an event, and
+    its former members in ``dissolved``): a story the new model no longer groups never vanishes unsaid.
 
     Example:
         >>> from nlsim.clusters.order import order_key_of
@@ -263,7 +267,11 @@ def regroup(
         homes = {assignment.get(i) for i in items} - {None}
         if len(homes) == 1:
             merged_into[old] = homes.pop()
-    for cid in {c for c in previous.values()} - set(assignment.values()):
-        if cid not in merged_into:
-            events.append({"cluster_id": cid, "status": "regrouped", "added": [], "absorbed": []})
-    return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into)
+    dissolved: dict[str, list[str]] = {}
+    for cid in sorted({c for c in previous.values()} - set(assignment.values()) - set(merged_into)):
+        former = sorted(old_members.get(cid, set()), key=keys.__getitem__)
+        if former:  # members still in the window (a cluster whose members all expired just ends)
+            dissolved[cid] = former
+            events.append({"cluster_id": cid, "status": "dissolved", "added": [], "absorbed": []})
+    frame = _events_frame(events, assignment)
+    return ClusterUpdate(assignment, out_anchors, frame, merged_into, dissolved)

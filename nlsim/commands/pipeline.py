@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.chain.run import run_pipeline  # deferred: loads torch, `nlsim --help` stays fast
+    from nlsim.evaluation.judge import figure
 
     result = run_pipeline(config_from_args(PipelineConfig, args))
     if args.json:
@@ -48,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
         )
         j = rec["judge"]
         print(
-            f"  same story on the {j['split']} pairs: precision {j['precision']:.3f}, recall "
-            f"{j['recall']:.3f}, "
-            f"F1 {j['f1']:.3f}"
+            f"  same story on the {j['split']} pairs: precision {figure(j['precision'])}, recall "
+            f"{figure(j['recall'])}, F1 {figure(j['f1'])}"
         )
     return 0

@@ -26,8 +26,10 @@ import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.errors import ConfigError
-from nlsim.io.atomic import atomic_dir, file_sha256
-from nlsim.io.ownership import is_owned, write_marker
+from nlsim.io.atomic import file_sha256
+from nlsim.io.manifest import MANIFEST, saved_folder
+from nlsim.io.ownership import is_owned
+from nlsim.progress import Progress
 
 NLSIM_JSON = "nlsim.json"
 
@@ -457,11 +459,8 @@ class Encoder:
             runner = None
         was_training = self.model.training
         self.model.eval()
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm  # deferred: heavy or optional, loaded only when needed
-
-            bar = tqdm(total=n, desc=f"embed {self.name}", unit="text")
+        # a tqdm bar in a terminal, plain lines in a log (nlsim.progress decides from stderr)
+        bar = Progress(n, f"embed {self.name}", "texts") if progress else None
         try:
             with torch.inference_mode():
                 for rows in batches:
@@ -499,9 +498,10 @@ class Encoder:
         Contents: ``config.json`` + ``model.safetensors`` + tokenizer files (``AutoModel``/``AutoTokenizer``),
         ``modules.json``, ``1_Pooling/config.json`` (mean pooling), ``sentence_bert_config.json``,
         ``config_sentence_transformers.json`` (the prefix as the default prompt, so ST's ``encode``
-        applies it), ``nlsim.json`` (prefix, max_length, base model id, SHA-256 of the weights file) and
-        the model marker (:mod:`nlsim.io.ownership`). The folder appears whole or not at all; an existing
-        folder is replaced only when nlsim wrote it as a model folder (or it is empty).
+        applies it), ``nlsim.json`` (prefix, max_length, base model id, SHA-256 of the weights file), the
+        model marker (:mod:`nlsim.io.ownership`) and ``manifest.json``, the size and SHA-256 of every file
+        (:mod:`nlsim.io.manifest`), checked when the folder is loaded. The folder appears whole or not at
+        all; an existing folder is replaced only when nlsim wrote it as a model folder (or it is empty).
 
         Example:
             >>> import tempfile
@@ -517,13 +517,13 @@ class Encoder:
                 raise ConfigError(
                     f"{target}: exists and is not a model folder written by nlsim; refusing to overwrite"
                 )
-        with atomic_dir(target) as tmp:
+        with saved_folder(target, "model") as tmp:
             self.write_files(tmp)
-            write_marker(tmp, "model")
         return target
 
     def write_files(self, folder: Path, extra_meta: dict[str, Any] | None = None) -> None:
-        """Write the model's files (see :meth:`save`) into the existing, empty ``folder``."""
+        """Write the model's files (see :meth:`save`) into the existing, empty ``folder`` of a
+        :func:`nlsim.io.manifest.saved_folder` (``nlsim.json`` says the folder has a manifest)."""
         if isinstance(self.model, torch.nn.Module) and any(
             getattr(m, "_packed_params", None) is not None for m in self.model.modules()
         ):
@@ -542,6 +542,7 @@ class Encoder:
             "normalize": True,
             "dim": self.dim,
             "weights_sha256": weight_files_sha256(folder),
+            "manifest": MANIFEST,
             **(extra_meta or {}),
         }
         text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"

@@ -1,7 +1,8 @@
 """Converted-model cache under ``$NLSIM_HOME/models``: atomic builds, file manifests, verification.
 
 A converted model folder is built in a temporary folder beside its final place, a ``manifest.json``
-(size and SHA-256 of every file) is written last, and the folder is renamed into place. Before use,
+(size and SHA-256 of every file, :mod:`nlsim.io.manifest`) is written last, and the folder is renamed into
+place. Before use,
 :func:`verify_folder` checks every file against the manifest; :func:`ensure_model_folder` rebuilds a
 folder that is missing, incomplete or corrupt.
 
@@ -28,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256
+from nlsim.io.manifest import file_problem, read_manifest, write_manifest
 
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = 1
 log = logging.getLogger(__name__)
 STAMPS = "file-stamps.json"
 STAMPS_FORMAT = 1
@@ -130,26 +130,6 @@ def stamps_digest(paths: list[Path], *extra: Any) -> str | None:
     return hashlib.sha256(json.dumps([stamps, extra], default=str).encode()).hexdigest()
 
 
-def write_manifest(folder: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``manifest.json`` listing size and SHA-256 of every file under ``folder``."""
-    files = {}
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and p.name != MANIFEST:
-            rel = p.relative_to(folder).as_posix()
-            files[rel] = {"size": p.stat().st_size, "sha256": file_sha256(p)}
-    manifest = {"format": MANIFEST_FORMAT, "files": files, **(extra or {})}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return manifest
-
-
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    """The folder's manifest, or ``None`` when missing or unreadable."""
-    try:
-        return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def verify_folder(folder: str | Path, *, source: str | None = None, hashes: bool = True) -> bool:
     """True when every file in the manifest exists with its size (and SHA-256 when ``hashes``).
 
@@ -158,24 +138,16 @@ def verify_folder(folder: str | Path, *, source: str | None = None, hashes: bool
     """
     folder = Path(folder)
     manifest = read_manifest(folder)
-    if not manifest or manifest.get("format") != MANIFEST_FORMAT or not manifest.get("files"):
+    if not manifest or not manifest.get("files"):
         log.info("%s: no usable manifest", folder)
         return False
     if source is not None and manifest.get("source") != source:
         log.warning("%s: built from %s, now the source is %s", folder, manifest.get("source"), source)
         return False
-    for rel, info in manifest["files"].items():
-        p = folder / rel
-        try:
-            if p.stat().st_size != info["size"]:
-                log.warning("%s: size %d, manifest says %d", p, p.stat().st_size, info["size"])
-                return False
-        except OSError:
-            log.warning("%s: missing", p)
-            return False
-        if hashes and known_sha256(p) != info["sha256"]:
-            log.warning("%s: sha256 differs from the manifest", p)
-            return False
+    problem = file_problem(folder, manifest, hashes=hashes, hash_file=known_sha256)
+    if problem is not None:
+        log.warning("%s", problem)
+        return False
     return True
 
 

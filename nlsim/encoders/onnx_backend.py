@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home, read_manifest
+from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import remove_tree
+from nlsim.io.manifest import read_manifest
 
 EXPORT_VERSION = 1
 QUANTIZE_VERSION = 1

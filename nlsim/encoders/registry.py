@@ -30,8 +30,10 @@ from typing import Any
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
 from nlsim.encoders.model_cache import known_sha256
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 
 DEFAULT_MODEL = "multilingual-e5-small"
+TOKENIZER_JSON = "tokenizer.json"
 DEFAULT_MAX_LENGTH = 256
 log = logging.getLogger(__name__)
 
@@ -179,6 +181,45 @@ def check_weight_files(folder: Path) -> None:
             )
 
 
+def check_model_files(folder: Path) -> None:
+    """Check every file of a model folder nlsim saved (tokenizer, config, weights, calibration, reranker,
+    whatever is there) against the ``manifest.json`` written when it saved it (:mod:`nlsim.io.manifest`);
+    a missing or altered file is a :class:`StateError` naming it.
+
+    A folder whose ``nlsim.json`` says it has a manifest must have it. A folder without one (saved by an
+    nlsim older than manifests, or not by nlsim) has its weights checked against ``nlsim.json`` when it
+    records their SHA-256 (:func:`check_weight_files`), and, when nlsim saved it, must hold the fast
+    tokenizer's ``tokenizer.json`` nlsim has always written (:func:`check_tokenizer_file`).
+    """
+    if not folder.is_dir():
+        return
+    manifest = read_manifest(folder)
+    if manifest is not None:
+        check_files(folder, manifest, hash_file=known_sha256)
+        return
+    if _folder_settings(folder).get("manifest"):
+        raise StateError(
+            f"{folder / MANIFEST}: missing or unreadable, though {NLSIM_JSON} says nlsim wrote it when it "
+            "saved the folder (the list of its files and their SHA-256); restore the model folder or train "
+            "again"
+        )
+    check_weight_files(folder)
+    if (folder / NLSIM_JSON).is_file():
+        check_tokenizer_file(folder)
+
+
+def check_tokenizer_file(folder: Path) -> None:
+    """Refuse a folder nlsim saved without a manifest (before manifests existed) that lacks its fast
+    tokenizer's file: transformers would build another tokenizer from the vocabulary without a word, and the
+    model's vectors would mean nothing (every cosine near 1)."""
+    path = folder / TOKENIZER_JSON
+    if not path.is_file():
+        raise StateError(
+            f"{path}: missing; nlsim saved this folder with it (the tokenizer the model was trained with). "
+            "Restore the model folder or train again"
+        )
+
+
 def _load_from_folder(
     folder: Path,
     *,
@@ -208,7 +249,7 @@ def _load_from_folder(
     kwargs: dict[str, Any] = {"local_files_only": local_files_only}
     if _model_type(src) == "bert":
         kwargs["add_pooling_layer"] = False  # mean pooling only; no unused randomly initialised pooler
-    check_weight_files(folder)
+    check_model_files(folder)
     try:
         try:
             model, info = AutoModel.from_pretrained(

@@ -1,15 +1,21 @@
 """Judge a written report against the editors' scored pairs: does it put same-story items together?
 
-A *judged* pair is a scored pair (of the chosen split) whose two items are both in the report's corpus; it
-is *same story* when its score is at least 0.875 (:data:`nlsim.evaluation.levels.SAME_STORY`). The report
-*groups* two items when it puts them in one cluster, which is what an editor reads as "the same story":
+A *judged* pair is a scored pair (of the chosen split) whose two ids are items of the report's corpus
+holding the pair's two texts (compared as :func:`nlsim.io.pairs.normalise_text` does, with the item's
+title or its embedded text); it is *same story* when its score is at least 0.875
+(:data:`nlsim.evaluation.levels.SAME_STORY`). A pair whose ids name other texts in the corpus, or items it
+does not hold, is not judged and is counted (``mismatched_pairs``, ``pairs_not_in_corpus``); when no
+pair belongs to the corpus the pairs are refused (they are another corpus's), as is a report whose corpus
+cannot be found (pass ``--corpus``). The report *groups* two items when it puts them in one cluster, which
+is what an editor reads as "the same story":
 
 - **precision**: of the judged pairs the report groups, the share that are same story;
 - **recall**: of the judged same-story pairs, the share the report groups (pooled over all of them);
 - **F1**; and **unjudged**: how many of the report's pairs no editor scored.
 
-The same figures counting only the report's pairs themselves (``pairs.parquet``, not whole clusters) are
-given as ``pairs_only``.
+A figure without a denominator (no judged pair grouped, no same-story pair) is undefined: ``None``
+(``null`` in JSON), and "undefined" in words, never 0. The same figures counting only the report's pairs
+themselves (``pairs.parquet``, not whole clusters) are given as ``pairs_only``.
 
 Example:
     >>> import pandas as pd
@@ -19,12 +25,15 @@ Example:
     >>> j = judge_tables(clusters, reported, judged, items={"a", "b", "c", "d"})
     >>> j["precision"], j["recall"], j["unjudged_pairs"]
     (1.0, 0.5, 2)
+    >>> judge_tables(clusters, reported, judged.iloc[[2]])["precision"] is None  # nothing grouped
+    True
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +42,7 @@ import pandas as pd
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
-from nlsim.io.pairs import load_pairs
+from nlsim.io.pairs import load_pairs, normalise_text
 
 
 def _key(a: Any, b: Any) -> tuple[str, str]:
@@ -41,15 +50,66 @@ def _key(a: Any, b: Any) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-def _prf(tp: int, grouped: int, positives: int) -> dict[str, Any]:
-    precision = tp / grouped if grouped else float("nan")
-    recall = tp / positives if positives else float("nan")
-    f1 = (
-        2 * precision * recall / (precision + recall)
-        if grouped and positives and (precision + recall)
-        else 0.0
-    )
-    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
+def _prf(tp: int, grouped: int, positives: int) -> dict[str, float | None]:
+    """Precision, recall and F1, each ``None`` when it has nothing to divide by (undefined, not 0)."""
+    precision = tp / grouped if grouped else None
+    recall = tp / positives if positives else None
+    f1 = None
+    if precision is not None and recall is not None:
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": None if precision is None else round(precision, 4),
+        "recall": None if recall is None else round(recall, 4),
+        "f1": None if f1 is None else round(f1, 4),
+    }
+
+
+def figure(value: float | None, digits: int = 3) -> str:
+    """A figure in words: ``undefined`` when it had nothing to divide by.
+
+    >>> figure(0.5), figure(None)
+    ('0.500', 'undefined')
+    """
+    return "undefined" if value is None else f"{value:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class PairMatch:
+    """How the scored pairs meet the report's corpus: those judged (both ids are items holding the pair's
+    texts), those whose ids name other texts there, those naming items it does not hold, and where the
+    first mismatch is (1-based data row of the pair file, field, id, the corpus's text, the pair's)."""
+
+    scored: int
+    judged: pd.DataFrame
+    mismatched: int
+    not_in_corpus: int
+    first_mismatch: tuple[int, str, str, str, str] | None = None
+
+
+def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) -> PairMatch:
+    """The scored pairs (``id_a``, ``id_b``, ``text_a``, ``text_b``; ``rows``: their rows in the pair file)
+    that belong to ``corpus`` (``id``, ``title``, ``text``): each id an item whose title or embedded text
+    is the pair's text (:func:`nlsim.io.pairs.normalise_text`)."""
+    texts: dict[str, set[str]] = {}
+    for item, *fields in zip(corpus["id"].astype(str), corpus["title"], corpus["text"], strict=True):
+        texts[item] = {normalise_text(f) for f in fields}
+    keep, mismatched, missing, first = [], 0, 0, None
+    for row, a, b, ta, tb in zip(
+        rows, scored["id_a"], scored["id_b"], scored["text_a"], scored["text_b"], strict=True
+    ):
+        ends = [("a", str(a).strip(), ta), ("b", str(b).strip(), tb)]
+        if any(item not in texts for _, item, _ in ends):
+            missing += 1
+            keep.append(False)
+            continue
+        wrong = [(side, item, text) for side, item, text in ends if normalise_text(text) not in texts[item]]
+        if wrong and first is None:
+            side, item, text = wrong[0]
+            held = corpus.loc[corpus["id"].astype(str) == item, "title"].iloc[0]
+            first = (row, f"text_{side}", item, str(held), str(text))
+        mismatched += bool(wrong)
+        keep.append(not wrong)
+    return PairMatch(len(scored), scored[keep].reset_index(drop=True), mismatched, missing, first)
 
 
 def judge_tables(
@@ -102,8 +162,9 @@ def judge_report(
 ) -> dict[str, Any]:
     """Judge the report folder ``report`` against the scored pairs of ``split`` in ``pairs``.
 
-    The report's corpus (``corpus``, default the one its ``run.json`` names) decides which pairs can be
-    judged; a daily report is judged on its window's clusters (``window/clusters.parquet``).
+    The report's corpus (``corpus``, default the one its ``run.json`` names) decides which pairs belong to
+    the report (see the module docstring); a daily report is judged on its window's clusters
+    (``window/clusters.parquet``).
     """
     folder = Path(report)
     if not (folder / "pairs.parquet").is_file() or not (folder / "clusters.parquet").is_file():
@@ -116,22 +177,54 @@ def judge_report(
     window = folder / "window" / "clusters.parquet"
     clusters = pd.read_parquet(window if window.is_file() else folder / "clusters.parquet")
     reported = pd.read_parquet(folder / "pairs.parquet")
-    judged = load_pairs(pairs, split)
+    every = load_pairs(pairs)
+    scored = every[every["split"] == split] if split is not None else every
+    if scored.empty:
+        load_pairs(pairs, split)  # says why: an unknown split, or none of its pairs in the file
     for col in ("id_a", "id_b"):
-        if col not in judged.columns:
+        if col not in scored.columns:
             raise InputError(
                 pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
             )
     source = corpus or run.get("corpus")
-    items = None
-    if source and Path(source).is_file():
-        items = load_corpus(source, text_fields=("title",)).frame["id"].astype(str).tolist()
-    result = judge_tables(clusters, reported, judged, items=items)
+    if not source or not Path(source).is_file():
+        raise ConfigError(
+            f"--corpus: the report's corpus {source or '(not named in its run.json)'} cannot be found; pass "
+            "--corpus FILE (the scored pairs' ids and texts are checked against it)"
+        )
+    text_fields = tuple(str(run.get("text_fields") or "title").split(","))
+    items = load_corpus(source, text_fields=text_fields)
+    frame = items.frame.assign(text=items.texts())
+    match = match_corpus(scored, frame, [int(i) + 1 for i in scored.index])
+    name = f"{split} pairs" if split else "pairs"
+    if match.judged.empty:
+        if match.first_mismatch is not None:
+            row, field, item, held, text = match.first_mismatch
+            raise InputError(
+                pairs,
+                row,
+                field,
+                f"none of the {match.scored} scored {name} belongs to the report's corpus {source}: "
+                f"{match.mismatched} name items whose text there is another one (e.g. {item!r} is "
+                f"{held[:60]!r} there, {text[:60]!r} here), {match.not_in_corpus} name items it does not "
+                "hold",
+            )
+        raise InputError(
+            pairs,
+            None,
+            "id_a",
+            f"none of the {match.scored} scored {name} names two items of the report's corpus {source}: "
+            "their ids are not in the report's corpus",
+        )
+    result = judge_tables(clusters, reported, match.judged)
     return {
         "report": str(folder),
         "pairs": str(pairs),
         "split": split or "all",
-        "corpus": str(source or ""),
+        "corpus": str(source),
+        "scored_pairs": match.scored,
+        "mismatched_pairs": match.mismatched,
+        "pairs_not_in_corpus": match.not_in_corpus,
         **result,
     }
 
@@ -139,11 +232,18 @@ def judge_report(
 def describe(j: dict[str, Any]) -> str:
     """One paragraph for logs and the command line."""
     po = j["pairs_only"]
-    return (
+    text = (
         f"same story (score >= {j['same_story_level']}) on {j['judged_pairs']} judged {j['split']} pairs "
-        f"({j['same_story_pairs']} same story): precision {j['precision']:.3f}, recall {j['recall']:.3f}, "
-        f"F1 {j['f1']:.3f} (items in one cluster); counting the reported pairs only: P {po['precision']:.3f} "
-        f"R {po['recall']:.3f} F1 {po['f1']:.3f}; {j['unjudged_pairs']} of {j['reported_pairs']} reported "
-        "pairs "
-        "were not judged"
+        f"({j['same_story_pairs']} same story): precision {figure(j['precision'])}, recall "
+        f"{figure(j['recall'])}, F1 {figure(j['f1'])} (items in one cluster); counting the reported pairs "
+        f"only: P {figure(po['precision'])} R {figure(po['recall'])} F1 {figure(po['f1'])}; "
+        f"{j['unjudged_pairs']} of {j['reported_pairs']} reported pairs were not judged"
     )
+    left = int(j.get("mismatched_pairs") or 0) + int(j.get("pairs_not_in_corpus") or 0)
+    if left:
+        text += (
+            f"; {left} of the {j['scored_pairs']} scored {j['split']} pairs were not judged "
+            f"({j['mismatched_pairs']} name items whose text in the corpus is another one, "
+            f"{j['pairs_not_in_corpus']} name items not in it)"
+        )
+    return text

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -114,6 +115,28 @@ def make_temp_dir(parent: str | Path, prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     os.chmod(path, dir_mode())
     return path
+
+
+LEFTOVER = re.compile(r"^\..+\.(tmp-[a-z0-9_]{8}|old-[0-9a-f]{8}|[a-z0-9_]{8}\.tmp(\..+)?)$")
+"""The names the writers below give their temporary and superseded files and folders (``.NAME.tmp-XXXXXXXX``,
+``.NAME.old-XXXXXXXX``, ``.NAME.XXXXXXXX.tmp[.suffix]``): what a killed writer leaves behind."""
+
+
+def leftovers(folder: str | Path) -> list[Path]:
+    """What killed writers of this module left in ``folder`` (see :data:`LEFTOVER`), oldest name first.
+    Only a folder's single writer may remove them (under its lock): a live writer's look the same.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / ".CURRENT.json.k3x_9a2b.tmp").write_text("{")
+    >>> _ = (d / "CURRENT.json").write_text("{}")
+    >>> [p.name for p in leftovers(d)]
+    ['.CURRENT.json.k3x_9a2b.tmp']
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if LEFTOVER.match(p.name) and not p.is_symlink())
 
 
 def remove_tree(path: str | Path) -> None:

@@ -10,10 +10,18 @@ Layout::
       versions/v0002-1a2b3c4d/
       zero-shot/calibration.json   the zero-shot model's calibration, used until a model is promoted
       history.jsonl                every promotion decision, one JSON object a line
+      lock.json, .lock.guard       the lock of the run writing the store (one at a time)
 
 A version's name carries the start of its *training fingerprint* (annotations content, base model, training
 settings): a run whose fingerprint is already in the store reuses that version instead of training again.
-The store only ever adds versions and moves the pointer; it deletes nothing.
+A version is *registered* once its ``store.json`` is written.
+
+One run writes the store at a time: :meth:`ModelStore.lock` (:class:`nlsim.io.lock.RunLock`, the state
+folder's discipline: a live holder refuses a second run, a dead one's lock is taken over). Every file is
+written atomically, ``history.jsonl`` included (rewritten whole). Under the lock, :meth:`ModelStore.recover`
+finishes what a killed run left: it records a promotion whose ``history.jsonl`` record was lost and removes
+temporary folders and versions saved but never registered. The store deletes nothing else: registered
+versions stay, and only the pointer moves.
 
 Example:
     >>> import tempfile
@@ -34,14 +42,17 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.atomic import atomic_write_text
-from nlsim.io.ownership import claim_folder
+from nlsim.faults import fault_point
+from nlsim.io.atomic import atomic_write_text, leftovers, remove_tree
+from nlsim.io.lock import RunLock
+from nlsim.io.ownership import claim_folder, is_owned
 
 CURRENT = "CURRENT.json"
 VERSIONS = "versions"
 ZERO_SHOT = "zero-shot"
 STORE_JSON = "store.json"
 HISTORY = "history.jsonl"
+UNREADABLE = "unreadable record"
 VERSION_NAME = re.compile(r"^v(\d{4,})-([0-9a-f]{8})$")
 
 
@@ -54,6 +65,10 @@ class ModelStore:
     def claim(self) -> None:
         """Create the store (or check that ``root`` is one) before writing into it."""
         claim_folder(self.root, "model-store", what="model store")
+
+    def lock(self) -> RunLock:
+        """The store's run lock (use it as a context manager): one run writes the store at a time."""
+        return RunLock(self.root, what="model store")
 
     def versions(self) -> list[Path]:
         """Version folders, oldest first."""
@@ -85,6 +100,11 @@ class ModelStore:
         atomic_write_text(
             self._dir(version) / STORE_JSON, json.dumps(info, indent=2, ensure_ascii=False) + "\n"
         )
+
+    def register(self, version: str | Path, info: dict[str, Any]) -> None:
+        """Register a version saved into ``versions/``: write its ``store.json`` (fingerprint, parts, ...)."""
+        fault_point("register")
+        self.write_info(version, info)
 
     def new_version_dir(self, fingerprint: str) -> Path:
         """The folder for a new version (not created): the next number, then the fingerprint's start."""
@@ -125,13 +145,79 @@ class ModelStore:
             raise ConfigError(f"cannot promote {v}: no such version")
         record = {"version": v.name, "promoted_at": _now(), "reason": reason}
         atomic_write_text(self.root / CURRENT, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        fault_point("promote")
         self.log({"decision": "promoted", **record})
 
+    def history(self) -> list[dict[str, Any]]:
+        """The decisions in ``history.jsonl``, oldest first; a line that is not a JSON object (an older
+        writer's killed append) comes back as ``{"decision": "unreadable record", "text": line}``."""
+        return [record for record, _ in self._history_lines()]
+
+    def _history_lines(self) -> list[tuple[dict[str, Any], bool]]:
+        """Each line's record, and whether the line itself was readable."""
+        try:
+            lines = (self.root / HISTORY).read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in filter(str.strip, lines):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            readable = isinstance(record, dict)
+            out.append((record if readable else {"decision": UNREADABLE, "text": line}, readable))
+        return out
+
     def log(self, record: dict[str, Any]) -> None:
-        """Append a decision to ``history.jsonl``."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / HISTORY, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"at": _now(), **record}, ensure_ascii=False, default=str) + "\n")
+        """Add a decision to ``history.jsonl`` (see :meth:`_write_history`)."""
+        self._write_history([*self.history(), {"at": _now(), **record}])
+
+    def _write_history(self, records: list[dict[str, Any]]) -> None:
+        """Write ``history.jsonl`` again whole, atomically (a kill leaves the previous one), one record a
+        line."""
+        text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+        atomic_write_text(self.root / HISTORY, text)
+
+    def recover(self) -> list[str]:
+        """Finish what a killed run left (call it holding :meth:`lock`); returns what was done, to say.
+
+        Removes what killed writes left (:func:`nlsim.io.atomic.leftovers`) and versions saved but never
+        registered (no ``store.json``; never the current one); in ``history.jsonl`` keeps a torn line as
+        text in a record of its own and records the promotion ``CURRENT.json`` names when its record was
+        lost.
+        """
+        done = []
+        lines = self._history_lines()
+        torn = sum(not readable for _, readable in lines)
+        if torn:
+            self._write_history([record for record, _ in lines])
+            done.append(
+                f"{HISTORY}: kept {torn} unreadable line(s) (a killed append) as text, each in a record "
+                f"of its own (decision {UNREADABLE!r})"
+            )
+        for folder in (self.root, self.root / VERSIONS, self.zero_shot_dir()):
+            for path in leftovers(folder):
+                remove_tree(path) if path.is_dir() else path.unlink()
+                done.append(f"removed {path}, left by a killed write")
+        current = self.current()
+        for version in self.versions():
+            if version != current and not (version / STORE_JSON).exists() and is_owned(version, "model"):
+                remove_tree(version)
+                done.append(f"removed {version}: saved by a killed run, never registered (no {STORE_JSON})")
+        record = self.current_record()
+        if record is not None and not any(
+            r.get("decision") == "promoted"
+            and r.get("version") == record.get("version")
+            and r.get("promoted_at") == record.get("promoted_at")
+            for r in self.history()
+        ):
+            self.log({"decision": "promoted", **record, "recovered": f"from {CURRENT}, after a killed run"})
+            done.append(
+                f"{HISTORY}: recorded the promotion of {record.get('version')} "
+                f"({record.get('promoted_at')}), which a killed run had not written"
+            )
+        return done
 
     def zero_shot_dir(self) -> Path:
         """Where the zero-shot model's calibration is kept."""

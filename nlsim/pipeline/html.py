@@ -15,9 +15,11 @@
   joined, the clusters it absorbed) and the pairs, with their scores, that joined it.
 
 Titles are text, never markup: the page builds the list with ``textContent``, and the data is embedded as
-JSON with ``<``, ``>`` and ``&`` escaped. ``lang`` is set on the page (``en``, its own words) and on every
-title holding Han characters (``zh-Hant`` / ``zh-Hans`` from the run's conversion, else ``zh``), and the font
-stack names CJK fonts of every platform.
+JSON with ``<``, ``>`` and ``&`` escaped. User text (titles, sources, ids, file and model names) is
+bidi-isolated (``<bdi>``, ``dir=auto``, isolate marks in ``<option>``): a right-to-left override in it
+reorders only itself, never the page's own words around it. ``lang`` is set on the page (``en``, its own
+words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from the run's conversion, else
+``zh``), and the font stack names CJK fonts of every platform.
 
 Example:
     >>> import pandas as pd
@@ -41,6 +43,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from nlsim.pipeline import review
+from nlsim.pipeline.spreadsheet import TextChange, text_changes
 
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
@@ -62,9 +65,21 @@ STATUS_TEXT = {
     "grown": "grown (new items joined)",
     "merged": "merged (absorbed other clusters)",
     "regrouped": "regrouped after a model change",
+    "dissolved": "dissolved by a model change (its items are no longer grouped together)",
     "unchanged": "unchanged",
 }
+STATUSES = tuple(STATUS_TEXT)
 esc = html.escape
+
+
+def iso(text: Any) -> str:
+    """User text (a title, a source, an id, a file name) escaped and isolated from the page's own words:
+    a right-to-left override in it cannot reorder the text around it.
+
+    >>> iso("AP\u202e <b>")
+    '<bdi>AP\u202e &lt;b&gt;</bdi>'
+    """
+    return f"<bdi>{esc(str(text))}</bdi>"
 
 
 def _asset(name: str) -> str:
@@ -241,13 +256,13 @@ def _notices(summary: dict[str, Any]) -> list[str]:
             parts.append(
                 "<div class='notice warn' id='zero-shot'><strong>Zero-shot model.</strong> No fine-tuned "
                 "model has been promoted in the model store yet: this report was made with the zero-shot "
-                f"<code>{esc(model)}</code>, a weaker judge of “same story” than a model fine-tuned on your "
+                f"<code>{iso(model)}</code>, a weaker judge of “same story” than a model fine-tuned on your "
                 "editors' pairs. Run <code>nlsim pipeline</code> to train, evaluate and promote one.</div>"
             )
         else:
             parts.append(
                 "<div class='notice' id='zero-shot'><strong>Zero-shot model.</strong> "
-                f"<code>{esc(model)}</code> was not fine-tuned on annotated pairs.</div>"
+                f"<code>{iso(model)}</code> was not fine-tuned on annotated pairs.</div>"
             )
     sw = summary.get("model_switch")
     if sw:
@@ -259,12 +274,46 @@ def _notices(summary: dict[str, Any]) -> list[str]:
         details = "; ".join(str(d) for d in sw.get("details") or [])
         parts.append(
             "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> The state was made "
-            f"with <code>{esc(str(sw.get('from_model')))}</code>; this run uses "
-            f"<code>{esc(str(sw.get('to_model')))}</code> ({esc(details)}): {esc(what)}, and the clusters "
+            f"with <code>{iso(sw.get('from_model'))}</code>; this run uses "
+            f"<code>{iso(sw.get('to_model'))}</code> ({iso(details)}): {esc(what)}, and the clusters "
             "were regrouped under the new model (marked “regrouped”). Scores before and after the switch "
             "are not comparable.</div>"
         )
     return parts
+
+
+def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.pipeline.spreadsheet`), if any."""
+    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "formula": {}}
+    for c in changes:
+        fields[c.change].setdefault(c.item_id, []).append(c.field)
+
+    def items(kind: str) -> str:
+        named = [f"{iso(i)} ({', '.join(f)})" for i, f in list(fields[kind].items())[:shown]]
+        more = len(fields[kind]) - shown
+        return ", ".join(named) + (f" and {more:,} more" if more > 0 else "")
+
+    parts = []
+    if fields["characters"]:
+        parts.append(
+            f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
+            "characters such as Word's manual line break): in <code>report.xlsx</code> a line or page break "
+            f"became a space and the others were removed: {items('characters')}."
+        )
+    if fields["formula"]:
+        parts.append(
+            f"{len(fields['formula']):,} item(s) start with =, +, -, @, a tab or a carriage return, which a "
+            "spreadsheet would run as a formula: <code>report.xlsx</code> stores them as text, and in "
+            "<code>pairs.csv</code> and <code>members.csv</code> they begin with an apostrophe: "
+            f"{items('formula')}."
+        )
+    if not parts:
+        return ""
+    return (
+        "<div class='notice' id='spreadsheet-text'><strong>Text changed in the spreadsheet files.</strong> "
+        + " ".join(parts)
+        + " This page and the Parquet files show the original text.</div>"
+    )
 
 
 def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
@@ -279,7 +328,7 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
         kind = "zero-shot (not fine-tuned)"
     else:
         kind = "fine-tuned model folder" if card.get("metrics") else "model folder"
-    rows.append(("Model", f"<code>{esc(str(model))}</code> · {kind}"))
+    rows.append(("Model", f"<code>{iso(model)}</code> · {kind}"))
     store = card.get("store") or {}
     trained = card.get("trained") or {}
     bits = [str(store["created"])] if store.get("created") else []
@@ -297,7 +346,7 @@ def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
     rr = summary.get("rerank")
     on = "rerank score" if rr else "cosine similarity"
     rows.append(("Threshold", f"<strong>{_fmt(summary.get('threshold'), 4)}</strong> on the {on}"))
-    rows.append(("Where it came from", esc(str(summary.get("threshold_source") or "?"))))
+    rows.append(("Where it came from", iso(summary.get("threshold_source") or "?")))
     if cal:
         rows.append(
             (
@@ -385,7 +434,7 @@ def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -
 
 
 def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame) -> str:
-    clusters = data["clusters"]
+    clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]  # the current ones
     counts = summary.get("counts") or {}
     clustered = sum(c["size"] for c in clusters)
     figures = [
@@ -423,12 +472,12 @@ def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame
         _bars(f"Clusters by {unit} of their first item (UTC)", "period", [(p, periods[p]) for p in order])
     )
     if data["daily"]:
-        status = Counter(c["status"] for c in clusters)
+        status = Counter(c["status"] for c in data["clusters"])
         parts.append(
             _bars(
                 "Clusters by status in this run",
                 "status",
-                [(s, status[s]) for s in ("new", "grown", "merged", "regrouped", "unchanged") if status[s]],
+                [(s, status[s]) for s in STATUSES if status[s]],
             )
         )
     parts.append("</div>")
@@ -443,18 +492,15 @@ def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame
 def _controls(data: dict[str, Any]) -> str:
     statuses = ""
     if data["daily"]:
-        opts = "".join(
-            f"<option value='{s}' title='{esc(STATUS_TEXT[s])}'>{s}</option>"
-            for s in ("new", "grown", "merged", "regrouped", "unchanged")
-        )
+        opts = "".join(f"<option value='{s}' title='{esc(STATUS_TEXT[s])}'>{s}</option>" for s in STATUSES)
         statuses = (
             "<label>Status <select id='f-status' data-filter='status'><option value=''>all</option>"
             f"{opts}</select></label>"
         )
     sizes = "".join(f"<option value='{esc(b)}'>{esc(b)} items</option>" for *_, b in SIZE_BUCKETS)
     sources = Counter(s for c in data["clusters"] for s in c["sources"])
-    src_opts = "".join(
-        f"<option value='{esc(s)}'>{esc(s)} ({n:,})</option>"
+    src_opts = "".join(  # an option holds text only: the source between isolate marks (FSI ... PDI)
+        f"<option value='{esc(s)}'>\u2068{esc(s)}\u2069 ({n:,})</option>"
         for s, n in sorted(sources.items(), key=lambda x: (-x[1], x[0]))
     )
     periods = sorted({c["period"] for c in data["clusters"] if c["period"]})
@@ -501,10 +547,10 @@ def render_html(
     meta = " · ".join(
         x
         for x in (
-            mode,
-            f"written {when}" if when else "",
-            f"corpus {Path(str(summary['corpus'])).name}" if summary.get("corpus") else "",
-            f"model {summary.get('model') or info.get('model_id') or '?'}",
+            esc(mode),
+            f"written {esc(when)}" if when else "",
+            f"corpus {iso(Path(str(summary['corpus'])).name)}" if summary.get("corpus") else "",
+            f"model {iso(summary.get('model') or info.get('model_id') or '?')}",
             f"threshold {_fmt(summary.get('threshold'), 4)}",
         )
         if x
@@ -519,10 +565,11 @@ def render_html(
     )
     body = [
         "<body><header><h1>Near-duplicate and related news items</h1>",
-        f"<p class='meta'>{esc(meta)}</p>",
+        f"<p class='meta'>{meta}</p>",
         "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#review'>Review</a> · "
         "<a href='#list'>Clusters</a></nav></header><main>",
         *_notices(summary),
+        _spreadsheet_notice(text_changes(frame)),
         _model_card(summary, learning_curve),
         _overview(data, summary, pairs),
         review.review_section(data),

@@ -38,6 +38,7 @@ import json
 import os
 import shutil
 import uuid
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nlsim.clusters.order import order_rank
+from nlsim.faults import fault_point
 from nlsim.io.atomic import (
     atomic_dir,
     atomic_write_text,
@@ -59,7 +61,7 @@ from nlsim.io.atomic import (
 from nlsim.io.ownership import claim_folder
 from nlsim.pipeline.html import render_html, render_overview_png
 from nlsim.pipeline.near_misses import NEAR_MISSES_SCHEMA
-from nlsim.pipeline.stats import fault_point
+from nlsim.pipeline.spreadsheet import text_changes, write_csv, write_xlsx
 
 TS = pa.timestamp("us", tz="UTC")
 PAIRS_SCHEMA = pa.schema(
@@ -100,8 +102,10 @@ CLUSTERS_SCHEMA = pa.schema(
         ("mean_similarity", pa.float32()),
     ]
 )
-"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new), ``added_ids``
-the members that joined in this run, ``absorbed`` the cluster ids merged into this one."""
+"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
+change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
+had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
+one."""
 MEMBERS_SCHEMA = pa.schema(
     [
         ("cluster_id", pa.string()),
@@ -279,7 +283,8 @@ def render_markdown(
 
 
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
-    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables."""
+    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables; the
+    user's text in the spreadsheet files is kept as text (:mod:`nlsim.pipeline.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters"):
@@ -290,8 +295,8 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
         for c in frame.columns:
             if pd.api.types.is_datetime64_any_dtype(frame[c]):
                 frame[c] = frame[c].dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
-    csv_pairs.to_csv(folder / "pairs.csv", index=False, encoding="utf-8-sig")
-    members.to_csv(folder / "members.csv", index=False, encoding="utf-8-sig")
+    write_csv(csv_pairs, folder / "pairs.csv")
+    write_csv(members, folder / "members.csv")
     clusters = tables["clusters"].copy()
     for c in ("member_ids", "added_ids", "absorbed", "sources"):
         if c in clusters:
@@ -299,10 +304,7 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     for c in ("first_published", "last_published"):
         if c in clusters:
             clusters[c] = pd.to_datetime(clusters[c], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
-    with pd.ExcelWriter(folder / "report.xlsx", engine="openpyxl") as xlsx:
-        clusters.to_excel(xlsx, sheet_name="clusters", index=False)
-        members.to_excel(xlsx, sheet_name="members", index=False)
-        csv_pairs.to_excel(xlsx, sheet_name="pairs", index=False)
+    write_xlsx({"clusters": clusters, "members": members, "pairs": csv_pairs}, folder / "report.xlsx")
 
 
 def copy_learning_curve(summary: dict[str, Any], folder: Path) -> str | None:
@@ -336,12 +338,14 @@ def write_files(
         frame = pd.DataFrame(
             {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
         )
+    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
     summary = {  # the counts are those of the tables written, whatever the caller's record said
         **summary,
         "pairs": int(len(pairs)),
-        "clusters": int(len(clusters)),
-        "clustered_items": int(clusters["size"].sum()) if len(clusters) else 0,
+        "clusters": int(len(current)),
+        "clustered_items": int(current["size"].sum()) if len(current) else 0,
         "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
+        "spreadsheet_changes": [asdict(c) for c in text_changes(frame)],
     }
     members = members_table(clusters, frame)
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
@@ -355,9 +359,7 @@ def write_files(
         import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
         pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
-        members_table(window, frame).to_csv(
-            folder / "window" / "members.csv", index=False, encoding="utf-8-sig"
-        )
+        write_csv(members_table(window, frame), folder / "window" / "members.csv")
         names += ["window/clusters.parquet", "window/members.csv"]
     curve = copy_learning_curve(summary, folder)
     if curve:

@@ -31,10 +31,10 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
+from nlsim.io.lock import RunLock
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.pipeline import near_misses, stages
 from nlsim.pipeline.config import DEFAULT_MODEL, DedupConfig
-from nlsim.pipeline.lock import RunLock
 from nlsim.pipeline.paths import check_paths
 from nlsim.pipeline.state import move_aside, remove_unfinished
 from nlsim.pipeline.stats import RunStats
@@ -184,19 +184,23 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         missed = step("near-misses", stages.near_misses, window, below, clustering, config)
         events = clustering.update.events["status"]
         clusters = clustering.report_clusters
+        current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
         stats.counts.update(
             kept=int(len(window.items)),
             pairs=int(len(pairs)),
-            clusters=int(len(clusters)),
-            clustered_items=int(clusters["size"].sum()) if len(clusters) else 0,
+            clusters=int(len(current)),
+            clustered_items=int(current["size"].sum()) if len(current) else 0,
             clusters_new=int((events == "new").sum()),
             clusters_grown=int((events == "grown").sum()),
             clusters_merged=int((events == "merged").sum()),
             clusters_absorbed=len(clustering.update.merged_into),
+            clusters_dissolved=len(clustering.update.dissolved),
             clusters_in_window=int(len(clustering.window_clusters)),
             near_misses=int(len(missed)),
         )
         stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
+        if clustering.update.dissolved:
+            stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
         if config.incremental:
             step("commit", stages.commit, config, window, clustering, model, stats.to_dict(), missed)
         folder = step("report", stages.report, config, window, clustering, model, stats.to_dict(), missed)

@@ -35,17 +35,18 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
 from nlsim.pipeline import near_misses as near
 from nlsim.pipeline.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
 from nlsim.pipeline.report import pairs_table, publish_daily_report, write_report
 from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
-from nlsim.pipeline.stats import RunStats, fault_point
+from nlsim.pipeline.stats import RunStats
 from nlsim.pipeline.window import Window, batch_window, incremental_window
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache
-from nlsim.rerank.reranker import Reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -211,6 +212,7 @@ def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | No
     if config.rerank is False:
         return None
     if not has_reranker(model_path):
+        check_saved_reranker(model_path)  # saved with one that is gone: refused, not a silent bi-encoder run
         if config.rerank:
             raise ConfigError(
                 f"--rerank: model {config.model!r} has no reranker (train one with nlsim finetune)"
@@ -541,6 +543,12 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         events=upd.events,
         representative=config.representative,
     )
+    if upd.dissolved:  # after a model change: the clusters it broke up, with the members they had, last
+        former = {m: cid for cid, members in upd.dissolved.items() for m in members}
+        gone = cluster_table(
+            items, former, empty_pairs(), events=upd.events, representative=config.representative
+        )
+        report_clusters = pd.concat([report_clusters, gone], ignore_index=True)
     window_clusters = (
         cluster_table(
             items, upd.assignment, pairs_all, events=upd.events, representative=config.representative

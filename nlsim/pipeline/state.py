@@ -5,7 +5,7 @@ Layout::
     STATE/
       .nlsim.json                   marker: this folder is an nlsim state (nlsim.io.ownership)
       MANIFEST.json                 the current generation, its identity, file checksums (written last)
-      lock.json, .lock.guard        the run lock (nlsim.pipeline.lock)
+      lock.json, .lock.guard        the run lock (nlsim.io.lock)
       generations/g000003-1a2b3c/   one immutable folder per committed run
         index/                      FAISS index + ids + embeddings + meta.json (nlsim.search.index.save_index)
         items.parquet               one row per kept item, aligned with the index rows (its text included)
@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, OutputError, StateError
+from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, write_marker
-from nlsim.pipeline.stats import fault_point
 from nlsim.search.index import IndexMeta, load_index, save_index
 
 FORMAT = "nlsim-state"

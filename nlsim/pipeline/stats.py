@@ -1,16 +1,9 @@
-"""Figures of one run (counts, per-stage timings, model, threshold) and the fault-test hook.
+"""Figures of one run (counts, per-stage timings, model, threshold).
 
 :class:`RunStats` is what every run leaves behind, batch or incremental: the report's ``run.json``, the
 command's output and, from a flow, a Prefect artifact; an incremental run also keeps it in its state
-(``runs/<run_id>.json`` and the manifest's ``last_run``).
-
-Fault injection (for the kill tests and ``benchmarks/bench_reliability.py``): when the environment variable
-``NLSIM_FAULT_AT`` names a stage, the process sends itself SIGKILL when it reaches :func:`fault_point` for
-that stage, exactly as if the machine had killed it there. Stages: ``embed`` (after the first batch of new
-items is embedded), ``index-write`` (index files of the new generation written, tables not yet),
-``state-write`` (new generation complete, not yet renamed into place), ``manifest`` (just before the
-manifest is replaced, i.e. the commit), ``report-write`` (report files half written) and ``report-publish``
-(report complete, ``latest`` not yet switched). Unset (always, outside tests), it does nothing.
+(``runs/<run_id>.json`` and the manifest's ``last_run``). The fault-test hook of the kill tests is
+:mod:`nlsim.faults`.
 
 Example:
     >>> stats = RunStats(run_id="r1")
@@ -23,23 +16,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nlsim import progress
-
-FAULT_ENV = "NLSIM_FAULT_AT"
-FAULT_STAGES = ("embed", "index-write", "state-write", "manifest", "report-write", "report-publish")
-
-
-def fault_point(stage: str) -> None:
-    """Kill this process with SIGKILL when ``$NLSIM_FAULT_AT == stage`` (test hook; no-op otherwise)."""
-    if os.environ.get(FAULT_ENV) == stage:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass

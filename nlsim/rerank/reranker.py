@@ -38,16 +38,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nlsim.encoders.encoder import NLSIM_JSON
+from nlsim.encoders.model_cache import known_sha256
+from nlsim.encoders.registry import check_tokenizer_file
 from nlsim.encoders.scoring import PairScorer, pair_scorer
 from nlsim.errors import StateError
 from nlsim.evaluation.calibration import check_threshold
 from nlsim.io.atomic import atomic_write_text
+from nlsim.io.manifest import check_files, read_manifest
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.inference import cross_encoder_inference
 
 RERANKER_DIR = "reranker"
 RERANKER_JSON = "reranker.json"
+TRAINING_RECORD = "training.json"
+"""The fine-tuning record of a model folder (:mod:`nlsim.training.finetune`): it names the reranker a model
+was trained with, which is how a folder saved before manifests says it had one."""
 DEFAULT_WEIGHT = 0.5
 
 
@@ -171,13 +178,45 @@ def has_reranker(model_dir: str | Path | None) -> bool:
     return model_dir is not None and (Path(model_dir) / RERANKER_DIR / RERANKER_JSON).is_file()
 
 
+def check_saved_reranker(model_dir: str | Path | None) -> None:
+    """Refuse a model folder saved with a reranker whose reranker is missing or altered: every file the
+    folder's manifest lists under ``reranker/`` (whatever the cross-encoder wrote) must be there as nlsim
+    saved it (:mod:`nlsim.io.manifest`). A folder saved before manifests must still hold the reranker its
+    training record names, with the tokenizer file nlsim saved it with. Without this a run would silently
+    score with the bi-encoder alone at the reranker's threshold, or with a cross-encoder that computes
+    something else."""
+    if model_dir is None or not Path(model_dir).is_dir():
+        return
+    folder = Path(model_dir)
+    manifest = read_manifest(folder)
+    if manifest is not None:
+        check_files(folder, manifest, under=RERANKER_DIR + "/", hash_file=known_sha256)
+        return
+    if has_reranker(folder):
+        if (folder / NLSIM_JSON).is_file():  # a model folder nlsim saved: its reranker had the tokenizer file
+            check_tokenizer_file(folder / RERANKER_DIR)
+        return
+    try:
+        trained = json.loads((folder / TRAINING_RECORD).read_text(encoding="utf-8")).get("reranker")
+    except (OSError, ValueError, AttributeError):
+        trained = None
+    if trained is not None:
+        raise StateError(
+            f"{folder / RERANKER_DIR / RERANKER_JSON}: missing, though {folder / TRAINING_RECORD} records "
+            "the reranker this model was trained with; restore the model folder, or pass --no-rerank to "
+            "score with the bi-encoder alone"
+        )
+
+
 def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> Reranker | None:
-    """The reranker stored with a model folder, or ``None`` when it has none.
+    """The reranker stored with a model folder, or ``None`` when it has none (its files checked first:
+    :func:`check_saved_reranker`).
 
     Example:
         >>> load_reranker("multilingual-e5-small") is None
         True
     """
+    check_saved_reranker(model_dir)
     if not has_reranker(model_dir):
         return None
     folder = Path(str(model_dir)) / RERANKER_DIR

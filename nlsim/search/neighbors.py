@@ -74,7 +74,8 @@ def neighbor_pairs(
         threshold: minimum similarity (inner product = cosine for unit vectors).
         times, window, nat: optional time-window filter (see the module docstring).
         batch_size: queries searched at a time (bounds memory; an index with a ``batch_size(default)``
-            method, such as a batched IVF index, may ask for more); a tqdm bar shows progress.
+            method, such as a batched IVF index, may ask for more); progress: a bar in a terminal, lines
+            in a log (:mod:`nlsim.progress`).
 
     Returns:
         DataFrame ``a`` (int64) < ``b`` (int64), ``similarity`` (float32), each pair once, sorted by

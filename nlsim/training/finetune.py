@@ -36,9 +36,9 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
-from nlsim.io.atomic import atomic_dir
 from nlsim.io.editor_file import editor_labels
-from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, write_marker
+from nlsim.io.manifest import saved_folder
+from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.precision_check import check_model, store_checks
@@ -260,7 +260,7 @@ def save_model_folder(
         cal.model = encoder.model_id
         cal.fingerprint = encoder.fingerprint
         result.calibration = cal.as_dict()
-    with atomic_dir(out) as tmp:
+    with saved_folder(out, "model") as tmp:  # marked, and every file listed in manifest.json
         encoder.write_files(
             tmp,
             extra_meta={
@@ -282,5 +282,4 @@ def save_model_folder(
         for name, writer in (extra_files or {}).items():
             writer(tmp / name)
         (tmp / CARD).write_text(model_card(result, encoder), encoding="utf-8")
-        write_marker(tmp, "model")
     return out

@@ -116,3 +116,17 @@ def test_regroup_keeps_ids_where_memberships_survive() -> None:
     status = dict(zip(up.events["cluster_id"], up.events["status"], strict=True))
     assert status == {"c-c": "regrouped"}  # c-a unchanged, c-c lost c and gained e
     assert up.anchors["c-c"] == keys["c"]  # a kept id keeps its anchor
+
+
+def test_regroup_reports_a_cluster_the_new_model_dissolves() -> None:
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "h": 7, "i": 8})
+    before = {i: f"c-{c}" for i, c in zip("abcdefhi", "aacceehh", strict=True)}
+    anchors = {cid: keys[cid[2:]] for cid in set(before.values())}
+    # the new model keeps {a, b} and {h, i}, pairs nothing of c-c, and sends c-e's members to c-a and c-h
+    up = regroup(before, anchors, keys, pairs=[("a", "b"), ("e", "a"), ("h", "i"), ("f", "h")])
+    assert "c" not in up.assignment and "d" not in up.assignment
+    assert up.assignment["e"] == "c-a" and up.assignment["f"] == "c-h"
+    assert up.dissolved == {"c-c": ["c", "d"], "c-e": ["e", "f"]}
+    assert up.merged_into == {}
+    status = dict(zip(up.events["cluster_id"], up.events["status"], strict=True))
+    assert status == {"c-a": "merged", "c-h": "merged", "c-c": "dissolved", "c-e": "dissolved"}

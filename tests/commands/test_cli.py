@@ -133,3 +133,24 @@ def test_progress_in_a_log_is_lines_without_carriage_returns(monkeypatch: pytest
     monkeypatch.delenv("NLSIM_PROGRESS")
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert progress.style() == "lines"
+
+
+def test_embedding_progress_in_a_log_is_one_line_per_step(tmp_path: Path) -> None:
+    """``bash run.sh > run.log 2>&1``: the report's embedding progress is plain lines in the log, not tqdm's
+    carriage-return frames run together on one line."""
+    corpus = tmp_path / "news.csv"
+    corpus.write_text("id,title\nn1,Floods hit the north\nn2,Floods hit the north again\nn3,Stocks fall\n")
+    env = {k: v for k, v in os.environ.items() if k != "NLSIM_PROGRESS"}  # stderr decides: a pipe here
+    proc = subprocess.run(
+        [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(corpus), "--out", str(tmp_path / "rep")]
+        + ["--model", FAST_MODEL, "--convert", "none", "--threshold", "0.9", "--no-cache"],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "\x1b" not in proc.stderr, proc.stderr
+    embed = [line for line in proc.stderr.splitlines() if line.startswith(f"embed {FAST_MODEL}:")]
+    assert embed and embed[-1].startswith(f"embed {FAST_MODEL}: 3/3 texts (100%)"), proc.stderr

@@ -114,7 +114,7 @@ def test_old_exports_are_evicted(home: Path, l3: Encoder, monkeypatch: pytest.Mo
     monkeypatch.setattr(ob, "KEEP_EXPORTS", 2)
     cache = home / "onnx"
     cache.mkdir()
-    from nlsim.encoders.model_cache import write_manifest
+    from nlsim.io.manifest import write_manifest
 
     for i, name in enumerate(["old1", "old2", "old3"]):
         (cache / name).mkdir()

@@ -73,6 +73,7 @@ def test_local_folder_without_nlsim_json(tmp_path: Path, l3_root: Path) -> None:
     dst = tmp_path / "plain-hf"
     shutil.copytree(src, dst)
     (dst / "nlsim.json").unlink()
+    (dst / "manifest.json").unlink()  # a plain Hugging Face folder: no nlsim file list either
     enc = load_encoder(dst)
     assert enc.model_id == "local:plain-hf" and enc.prefix == "" and enc.max_length == 256
     ref = load_encoder(src)
@@ -86,6 +87,7 @@ def test_sentence_transformers_prompt_is_used_when_no_nlsim_json(tmp_path: Path,
     dst = tmp_path / "st-folder"
     shutil.copytree(l3_root / "paraphrase-MiniLM-L3-v2", dst)
     (dst / "nlsim.json").unlink()
+    (dst / "manifest.json").unlink()  # a sentence-transformers folder: no nlsim file list either
     (dst / "config_sentence_transformers.json").write_text(
         json.dumps({"prompts": {"query": "query: "}, "default_prompt_name": "query"})
     )

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nlsim.pipeline.lock import LOCK_NAME, LockedError, RunLock, process_start_time, read_lock
+from nlsim.io.lock import LOCK_NAME, LockedError, RunLock, process_start_time, read_lock
 
 HOLDER = """
 import sys, time
-from nlsim.pipeline.lock import RunLock
+from nlsim.io.lock import RunLock
 lock = RunLock(sys.argv[1]).acquire()
 print("locked", flush=True)
 time.sleep(120)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 
 from nlsim.clusters.table import batch_clusters
 from nlsim.pipeline.report import pairs_table, write_report
-from tests.browser import Browser, find_browser
+from tests.browser import Browser, require_browser
 
 pytestmark = pytest.mark.slow
 
@@ -113,11 +112,7 @@ def glyph_differences(crops: dict[str, np.ndarray]) -> list[float]:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if find_browser() is None:
-        message = "no headless browser: run scripts/setup_browser.sh (test.sh does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_browser()
     return chinese_report(tmp_path_factory.mktemp("page") / "report")
 
 

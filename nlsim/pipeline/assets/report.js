@@ -1,5 +1,7 @@
 /* nlsim report page: draws the cluster list from the embedded JSON, one page at a time, with search,
-   filters and sort. No network; titles are set with textContent, never as markup. */
+   filters and sort. No network; titles are set with textContent, never as markup, and user text (titles,
+   sources, ids) is bidi-isolated (<bdi>, dir=auto): a right-to-left override in it cannot reorder the
+   page's own words. */
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("nlsim-data").textContent);
@@ -18,6 +20,18 @@
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
+  function bdi(text) { return el("bdi", null, text); }
+  function line(tag, cls, parts) {  // the page's words (strings) and user text (nodes) in one element
+    var e = el(tag, cls);
+    parts.forEach(function (p) { e.appendChild(typeof p === "string" ? document.createTextNode(p) : p); });
+    return e;
+  }
+  function interleave(groups, sep) {  // groups (arrays of strings and nodes) with the page's separator between
+    var out = [];
+    groups.forEach(function (g, k) { out = out.concat(k ? [sep] : [], g); });
+    return out;
+  }
+  function isolated(texts, sep) { return interleave(texts.map(function (t) { return [bdi(t)]; }), sep); }
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
   function score(v) { return v === null || v === undefined ? "–" : v.toFixed(3); }
   function title(i, withLink) {
@@ -33,6 +47,7 @@
       node = el("span", "t", text);
     }
     if (HAN.test(text)) node.lang = DATA.cjkLang;
+    node.dir = "auto";  // isolated from the words around it, and right-to-left titles read right to left
     return node;
   }
   function hay(c) {
@@ -57,7 +72,7 @@
     }
     return true;
   }
-  var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, unchanged: 4 };
+  var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, dissolved: 4, unchanged: 5 };
   function cmp(a, b) {
     var s = state.sort, d = 0;
     if (s === "newest") d = (b.last || "").localeCompare(a.last || "");
@@ -88,12 +103,12 @@
     rep.appendChild(title(c.rep, false));
     s.appendChild(rep);
     s.appendChild(el("span", "meta", span(c)));
-    var sub = [c.sources.slice(0, 4).join(", ") + (c.sources.length > 4 ? " +" + (c.sources.length - 4) : "")];
-    sub.push("max score " + score(c.max));
-    if (DATA.daily && c.added.length && c.status !== "new") sub.push(c.added.length + " added in this run");
-    if (c.absorbed.length) sub.push("absorbed " + c.absorbed.join(", "));
-    sub.push(c.id);
-    s.appendChild(el("span", "sub", sub.filter(Boolean).join(" · ")));
+    var sub = [isolated(c.sources.slice(0, 4), ", ").concat(c.sources.length > 4 ? [" +" + (c.sources.length - 4)] : [])];
+    sub.push(["max score " + score(c.max)]);
+    if (DATA.daily && c.added.length && c.status !== "new") sub.push([c.added.length + " added in this run"]);
+    if (c.absorbed.length) sub.push(["absorbed "].concat(isolated(c.absorbed, ", ")));
+    sub.push([bdi(c.id)]);
+    s.appendChild(line("span", "sub", interleave(sub.filter(function (p) { return p.length; }), " · ")));
     return s;
   }
   function table(head) {
@@ -109,9 +124,9 @@
     b.appendChild(link);
     if (DATA.daily && c.status !== "new" && c.status !== "unchanged") {
       var what = [];
-      if (c.added.length) what.push(c.added.length + " item(s) joined in this run (highlighted)");
-      if (c.absorbed.length) what.push("clusters " + c.absorbed.join(", ") + " were merged into it");
-      if (what.length) b.appendChild(el("p", "meta", what.join("; ") + "."));
+      if (c.added.length) what.push([c.added.length + " item(s) joined in this run (highlighted)"]);
+      if (c.absorbed.length) what.push(["clusters "].concat(isolated(c.absorbed, ", "), [" were merged into it"]));
+      if (what.length) b.appendChild(line("p", "meta", interleave(what, "; ").concat(["."])));
     }
     var added = {};  // a new cluster's members all joined it in this run: marked only in older clusters
     if (DATA.daily && c.status !== "new") c.added.forEach(function (i) { added[i] = true; });
@@ -127,9 +142,9 @@
       var td = el("td", "t");
       td.appendChild(title(i, true));
       tr.appendChild(td);
-      tr.appendChild(el("td", null, items[i][2]));
+      tr.appendChild(el("td")).appendChild(bdi(items[i][2]));
       tr.appendChild(el("td", "when", items[i][4] || ""));
-      tr.appendChild(el("td", "id", items[i][0]));
+      tr.appendChild(el("td", "id")).appendChild(bdi(items[i][0]));
       tb.appendChild(tr);
     });
     b.appendChild(el("h3", null, "Items (earliest first; ★ representative)"));
@@ -137,6 +152,11 @@
     var why = DATA.daily ? "Why grouped: the pairs found in this run that link its items" :
       "Why grouped: the pairs that link its items";
     b.appendChild(el("h3", null, why + " (score ≥ threshold " + (DATA.threshold === null ? "?" : DATA.threshold) + ")"));
+    if (c.status === "dissolved") {
+      b.appendChild(el("p", "meta", "Dissolved: under this run's model these items are no longer grouped " +
+        "together (they were this cluster's members before the model changed)."));
+      return b;
+    }
     if (!c.pairs.length) {
       b.appendChild(el("p", "meta", "No new pair in this run: the cluster changed through a merge or a regroup."));
       return b;

@@ -1,4 +1,5 @@
-"""A run lock for a state folder: one run at a time, and a killed run never leaves it stuck.
+"""A run lock for a folder (a daily run's state folder, a model store): one run at a time, and a killed
+run never leaves it stuck.
 
 The lock is a small JSON file (``lock.json``) naming its holder: process id, host name, the process's start
 time (from ``/proc``, so a recycled pid is not mistaken for the holder) and the boot id. Taking the lock
@@ -42,7 +43,7 @@ GUARD_NAME = ".lock.guard"
 
 
 class LockedError(NlsimError):
-    """Another live run holds the state folder's lock."""
+    """Another live run holds the folder's lock."""
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,16 @@ def _guard(folder: Path) -> Iterator[None]:
 
 
 class RunLock:
-    """Exclusive lock on a folder for the length of one run.
+    """Exclusive lock on a folder for the length of one run; ``what`` names the folder in messages
+    (``"state folder"``, ``"model store"``).
 
     ``acquire()`` raises :class:`LockedError` when a live run holds it. After a successful acquire,
     :attr:`message` says whether a stale lock was taken over (None otherwise).
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, what: str = "state folder") -> None:
         self.folder = Path(folder)
+        self.what = what
         self.path = self.folder / LOCK_NAME
         self.info: LockInfo | None = None
         self.message: str | None = None
@@ -184,7 +187,7 @@ class RunLock:
                 alive, why = holder_is_alive(held)
                 if alive:
                     raise LockedError(
-                        f"state folder {self.folder} is locked by another run: {held.describe()}; {why}. "
+                        f"{self.what} {self.folder} is locked by another run: {held.describe()}; {why}. "
                         f"Wait for it to finish. If that run is known to be dead, delete {self.path}."
                     )
                 self.message = f"took over a stale lock on {self.folder} from {held.describe()}: {why}"

@@ -1,0 +1,141 @@
+"""A folder's file manifest: the size and SHA-256 of every file, written when nlsim saves the folder and
+checked when it is loaded.
+
+A model folder (an encoder with its tokenizer, config, calibration, reranker and whatever files a
+cross-encoder writes) is used whole: a missing ``tokenizer.json`` or a truncated reranker does not always
+stop transformers, it may silently compute something else. So :func:`saved_folder` writes the folder
+beside its target, adds the ownership marker and ``manifest.json`` (listing every file below it, by
+relative path, whatever its name), and renames it into place (:func:`nlsim.io.atomic.atomic_dir`);
+:func:`check_files` compares the files with the manifest before use. A file added later (a model store's
+``store.json``) is not listed and not checked; a listed file that is missing, of another size or of
+another SHA-256 is a :class:`nlsim.errors.StateError` naming it.
+
+The converted registry models (:mod:`nlsim.encoders.model_cache`) carry the same manifest.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with saved_folder(d / "m", "model") as tmp:
+    ...     _ = (tmp / "tokenizer.json").write_text("{}")
+    >>> sorted(read_manifest(d / "m")["files"])
+    ['.nlsim.json', 'tokenizer.json']
+    >>> check_files(d / "m", read_manifest(d / "m"))
+    >>> (d / "m" / "tokenizer.json").unlink()
+    >>> check_files(d / "m", read_manifest(d / "m"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.StateError: .../m/tokenizer.json: missing (listed in manifest.json when nlsim saved .../m)...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from nlsim.errors import StateError
+from nlsim.faults import fault_point
+from nlsim.io.atomic import atomic_dir, file_sha256
+from nlsim.io.ownership import write_marker
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+
+
+def write_manifest(folder: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``folder/manifest.json``: size and SHA-256 of every file below ``folder`` (``extra`` keys
+    added); returns it."""
+    folder = Path(folder)
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != MANIFEST:
+            files[p.relative_to(folder).as_posix()] = {"size": p.stat().st_size, "sha256": file_sha256(p)}
+    manifest = {"format": MANIFEST_FORMAT, "files": files, **(extra or {})}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+    """The folder's manifest; ``None`` when it is missing, unreadable or not an nlsim manifest."""
+    try:
+        data = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        return None
+    files = data.get("files")
+    if not isinstance(files, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("size"), int) and isinstance(v.get("sha256"), str)
+        for v in files.values()
+    ):
+        return None
+    return data
+
+
+def file_problem(
+    folder: str | Path,
+    manifest: dict[str, Any],
+    *,
+    under: str = "",
+    hashes: bool = True,
+    hash_file: Callable[[Path], str] = file_sha256,
+) -> str | None:
+    """What is wrong with the first listed file (below ``under``, a relative folder such as
+    ``"reranker/"``) that is missing or differs from the manifest; ``None`` when every one matches.
+
+    ``hashes=False`` compares sizes only; ``hash_file`` computes a file's SHA-256 (a cached one may be
+    given, see :func:`nlsim.encoders.model_cache.known_sha256`).
+    """
+    folder = Path(folder)
+    where = f"{MANIFEST} when nlsim saved {folder}"
+    for rel, info in sorted(manifest["files"].items()):
+        if not rel.startswith(under):
+            continue
+        path = folder / rel
+        try:
+            size = path.stat().st_size if path.is_file() else None
+        except OSError:
+            size = None
+        if size is None:
+            return f"{path}: missing (listed in {where})"
+        if size != info["size"]:
+            return (
+                f"{path}: {size:,} bytes, not the {info['size']:,} recorded with its SHA-256 in {where} "
+                "(truncated or altered)"
+            )
+        if hashes and hash_file(path) != info["sha256"]:
+            return f"{path}: its SHA-256 differs from the one recorded in {where} (corrupt or altered)"
+    return None
+
+
+def check_files(
+    folder: str | Path,
+    manifest: dict[str, Any],
+    *,
+    under: str = "",
+    hash_file: Callable[[Path], str] = file_sha256,
+) -> None:
+    """Raise :class:`StateError` naming the first listed file (below ``under``) that is missing or differs
+    from the manifest (see :func:`file_problem`)."""
+    problem = file_problem(folder, manifest, under=under, hash_file=hash_file)
+    if problem is not None:
+        raise StateError(f"{problem}; restore the folder (or save or train the model again)")
+
+
+def lists_files_under(manifest: dict[str, Any] | None, under: str) -> bool:
+    """Whether the manifest lists a file below the relative folder ``under`` (e.g. ``"reranker/"``)."""
+    return manifest is not None and any(rel.startswith(under) for rel in manifest["files"])
+
+
+@contextlib.contextmanager
+def saved_folder(path: str | Path, kind: str) -> Iterator[Path]:
+    """Yield an empty temporary folder; on success mark it as an nlsim folder of ``kind``, write its
+    manifest and move it over ``path`` whole (:func:`nlsim.io.atomic.atomic_dir`). The caller decides
+    beforehand whether ``path`` may be replaced (:mod:`nlsim.io.ownership`)."""
+    with atomic_dir(path) as tmp:
+        yield tmp
+        write_marker(tmp, kind)
+        write_manifest(tmp)
+        fault_point("model-save")

@@ -1,0 +1,120 @@
+"""``nlsim judge`` gives a verdict only on pairs that belong to the report, through the command line.
+
+A scored pair is judged when both its ids are items of the report's corpus holding the pair's texts; pairs
+whose ids name other texts there are not judged (and counted), and pairs of which none belongs to the
+corpus are refused by name. A figure without a denominator is "undefined" (``null`` in ``--json``, which
+is valid JSON: never ``NaN``), not 0.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.evaluation.judge import describe, judge_tables
+from tests import command
+from tests.chain.test_chain import make_data
+from tests.command import nlsim
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+def strict_json(text: str) -> dict[str, object]:
+    def refuse(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def judge(folder: Path, pairs: str, *more: str) -> subprocess.CompletedProcess[str]:
+    return nlsim("judge", "--report", "rep", "--pairs", pairs, *more, cwd=folder)
+
+
+def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
+    message = command.refused(proc, status, *words)
+    assert message.startswith("nlsim judge: error: ")
+    return message
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report over a corpus of STS-B sentences, and the scored pairs of those sentences (with ids)."""
+    folder = tmp_path_factory.mktemp("judge")
+    make_data(folder, train=20, validation=80, test=10)
+    args = ["dedup", "--corpus", "corpus.parquet", "--out", "rep", "--model", FAST_MODEL, "--convert", "none"]
+    proc = nlsim(*args, "--threshold", "0.8", "--no-cache", "--no-progress", cwd=folder)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return folder
+
+
+def shifted(folder: Path, moved: int, name: str) -> Path:
+    """The pair file with the ids of the first ``moved`` validation pairs moved to other pairs' items."""
+    table = pd.read_csv(folder / "pairs.tsv", sep="\t", dtype=str, keep_default_na=False)
+    rows = table.index[table["split"] == "validation"][:moved]
+    table.loc[rows, ["id_a", "id_b"]] = table.loc[rows[::-1], ["id_a", "id_b"]].to_numpy()
+    same = table.loc[rows, "id_a"].to_numpy() == table.loc[rows[::-1], "id_a"].to_numpy()
+    assert not same.any()  # every moved pair now names other items (an even count: none stays in place)
+    table.to_csv(folder / name, sep="\t", index=False)
+    return folder / name
+
+
+def test_every_pair_of_the_report_is_judged(report: Path) -> None:
+    proc = judge(report, "pairs.tsv", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = strict_json(proc.stdout)
+    assert out["judged_pairs"] == 80 and out["mismatched_pairs"] == 0 and out["pairs_not_in_corpus"] == 0
+
+
+def test_pairs_whose_ids_name_other_texts_are_not_judged(report: Path) -> None:
+    shifted(report, 72, "mixed.tsv")
+    proc = judge(report, "mixed.tsv", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = strict_json(proc.stdout)
+    assert out["judged_pairs"] == 8 and out["mismatched_pairs"] == 72
+    text = judge(report, "mixed.tsv")
+    assert "72 of the 80 scored validation pairs were not judged" in text.stdout, text.stdout
+
+
+def test_pairs_of_another_corpus_are_refused(report: Path) -> None:
+    shifted(report, 80, "other.tsv")
+    message = refused(judge(report, "other.tsv"), 1, "other.tsv", "row ", "'text_a'", "corpus.parquet")
+    assert "none of the 80 scored validation pairs" in message
+    unrelated = pd.read_csv(report / "pairs.tsv", sep="\t", dtype=str, keep_default_na=False)
+    unrelated["id_a"] = "x-" + unrelated["id_a"]
+    unrelated.to_csv(report / "unrelated.tsv", sep="\t", index=False)
+    refused(judge(report, "unrelated.tsv", "--json"), 1, "unrelated.tsv", "not in the report's corpus")
+
+
+def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Path) -> None:
+    # a report with no cluster: no judged pair is grouped, so precision has nothing to divide by
+    args = ["dedup", "--corpus", "corpus.parquet", "--out", "empty", "--model", FAST_MODEL]
+    args += ["--convert", "none", "--threshold", "0.9999", "--no-cache", "--no-progress"]
+    proc = nlsim(*args, cwd=report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = nlsim("judge", "--report", "empty", "--pairs", "pairs.tsv", "--json", cwd=report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = strict_json(proc.stdout)  # valid JSON: no NaN
+    assert out["precision"] is None and out["f1"] is None and out["recall"] == 0.0
+    text = nlsim("judge", "--report", "empty", "--pairs", "pairs.tsv", cwd=report).stdout
+    assert "precision undefined" in text and "F1 undefined" in text and "F1 0.000" not in text
+    j = judge_tables(
+        pd.DataFrame({"cluster_id": [], "member_ids": []}),
+        pd.DataFrame({"id_a": [], "id_b": []}),
+        pd.DataFrame({"id_a": ["a"], "id_b": ["b"], "score": [0.2]}),
+    )
+    assert j["precision"] is None and j["recall"] is None
+    assert "recall undefined" in describe({**j, "split": "all"})
+
+
+def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
+    moved = tmp_path / "work"
+    moved.mkdir()
+    (moved / "rep").symlink_to(report / "rep")
+    (moved / "pairs.tsv").write_bytes((report / "pairs.tsv").read_bytes())
+    refused(judge(moved, "pairs.tsv"), 2, "--corpus", "corpus.parquet")
+    proc = judge(moved, "pairs.tsv", "--corpus", str(report / "corpus.parquet"), "--json")
+    assert proc.returncode == 0 and strict_json(proc.stdout)["judged_pairs"] == 80
