@@ -10,7 +10,7 @@ Example:
     >>> clock = TrainingClock("demo", total_steps=4, epochs=2, log=lines.append, first_steps=2)
     >>> for _ in range(2):
     ...     clock.step()
-    >>> lines[0].startswith("demo: 4 steps in 2 epochs, about")
+    >>> lines[0].startswith("demo: 4 steps in 2 epoch(s), about")
     True
     >>> clock.epoch_done(1, "loss 0.5")
     >>> lines[-1].startswith("demo epoch 1/2: loss 0.5;")
