@@ -29,7 +29,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.encoder import mean_pool, weights_digest
 from nlsim.errors import ConfigError, StateError
-from nlsim.progress import progress_bar
+from nlsim.progress import Progress
 
 HEAD = "head.safetensors"
 CONFIG_JSON = "cross_encoder.json"
@@ -162,7 +162,8 @@ class CrossEncoder:
         batches = sorted_batches(lengths, max(1, 2 * int(batch_size)))
         try:
             with torch.inference_mode():
-                for rows in progress_bar(batches, desc="cross-encoder", unit="batch", enabled=progress):
+                bar = Progress(2 * n, "cross-encoder", "pair readings", enabled=progress)
+                for rows in batches:
                     batch = pad_batch(ids, rows, pad, types)
                     if runner is not None:
                         out = runner(batch)
@@ -170,6 +171,8 @@ class CrossEncoder:
                         tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
                         out = pair_logits(self.model, self.head, tensors).float().cpu().numpy()
                     logits[rows] = np.asarray(out, dtype=np.float64).reshape(-1)
+                    bar.update(len(rows))
+                bar.close()
         finally:
             self.model.train(was_training)
         probs = 1.0 / (1.0 + np.exp(-logits))
