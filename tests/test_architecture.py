@@ -24,7 +24,7 @@ LAYERS: dict[str, int] = {
     "nlsim.clusters": 3,
     "nlsim.evaluation": 4,
     "nlsim.rerank": 5,
-    "nlsim.pipeline": 6,
+    "nlsim.dedup": 6,
     "nlsim.training": 6,
     "nlsim.annotation": 6,
     "nlsim.chain": 7,

@@ -13,7 +13,7 @@
 5. **promote**: the candidate becomes current only when it beats the current one (or, with none, the
    zero-shot baseline) on validation (:mod:`nlsim.chain.promotion`); otherwise it is kept, and the run
    says why;
-6. **report**: :func:`nlsim.pipeline.run.run_dedup` over the corpus with the *current* model (its calibration
+6. **report**: :func:`nlsim.dedup.run.run_dedup` over the corpus with the *current* model (its calibration
    and reranker); zero-shot only when no model was ever promoted, and the report says so;
 7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`).
 
@@ -40,6 +40,8 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import decide, score_model, split_digest
+from nlsim.dedup.config import CURRENT_MODEL
+from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import calibrate, load_calibration, save_calibration, threshold_metrics
@@ -50,8 +52,6 @@ from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.io.pairs import load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
-from nlsim.pipeline.config import CURRENT_MODEL
-from nlsim.pipeline.run import STAGES, DedupResult, run_dedup
 from nlsim.progress import say
 from nlsim.rerank.reranker import load_reranker
 from nlsim.training.finetune import TRAINING_STAGES, finetune

@@ -227,8 +227,8 @@ def test_embedding_cache_keeps_lossy_vectors_apart(home: Path, l3: Encoder) -> N
 def test_the_run_record_and_the_log_name_the_choice(
     home: Path, l3: Encoder, repo_root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.run import run_dedup
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
 
     save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
     write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700})

@@ -179,8 +179,8 @@ def small_corpus(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> P
 
 
 def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 - DedupResult
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.run import run_dedup
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
 
     cfg = DedupConfig(
         corpus=corpus,

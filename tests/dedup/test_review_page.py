@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
+from nlsim.dedup.near_misses import near_miss_pairs, near_miss_table
+from nlsim.dedup.report import pairs_table, write_report
 from nlsim.io import editor_file
 from nlsim.io.pairs import load_pairs
-from nlsim.pipeline.near_misses import near_miss_pairs, near_miss_table
-from nlsim.pipeline.report import pairs_table, write_report
 from tests.browser import find_browser
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.pipeline.report import pairs_table, write_report
+from nlsim.dedup.report import pairs_table, write_report
 from tests.browser import Browser, require_browser
 
 pytestmark = pytest.mark.slow
@@ -194,7 +194,7 @@ def test_search_filters_pages_and_escapes(page: Path, tmp_path: Path) -> None:
 
 
 def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> None:
-    from nlsim.pipeline.config import DedupConfig
+    from nlsim.dedup.config import DedupConfig
     from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])

@@ -1,6 +1,6 @@
 """The near-duplicate run: the one place that knows the order of the stages.
 
-:func:`run_dedup` runs the stages of :mod:`nlsim.pipeline.stages` in order, for a batch run or, with a
+:func:`run_dedup` runs the stages of :mod:`nlsim.dedup.stages` in order, for a batch run or, with a
 state folder, an incremental (daily) one. Each stage goes through ``call(name, function, *args)``: the
 command line calls the function directly; the Prefect flow passes a ``call`` that runs each stage as a
 task (retries, timeouts, artifacts); the Dask flow passes one that also shards the embedding and the
@@ -9,7 +9,7 @@ the same. :data:`STAGES` describes each stage (what it does, whether it is I/O t
 long enough to need a timeout).
 
 Before any stage runs, every output path is checked against every input path and against folders nlsim
-did not write (:func:`nlsim.pipeline.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
+did not write (:func:`nlsim.dedup.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
 user's is overwritten.
 
 Example:
@@ -29,15 +29,15 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.dedup import near_misses, stages
+from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.paths import check_paths
+from nlsim.dedup.state import move_aside, remove_unfinished
+from nlsim.dedup.stats import RunStats
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
 from nlsim.orchestration import Call, StageInfo, declare, direct
-from nlsim.pipeline import near_misses, stages
-from nlsim.pipeline.config import DEFAULT_MODEL, DedupConfig
-from nlsim.pipeline.paths import check_paths
-from nlsim.pipeline.state import move_aside, remove_unfinished
-from nlsim.pipeline.stats import RunStats
 
 __all__ = [
     "DEFAULT_MODEL",

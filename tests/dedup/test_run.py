@@ -5,9 +5,9 @@ import itertools
 import pandas as pd
 import pytest
 
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
 from nlsim.errors import ConfigError, InputError
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.run import run_dedup
 
 E5 = "multilingual-e5-small"
 

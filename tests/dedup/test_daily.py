@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.order import order_key_of
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.run import run_dedup
-from nlsim.pipeline.state import open_state
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
+from nlsim.dedup.state import open_state
 from tests.incremental_helpers import (
     FAST_MODEL,
     HashEncoder,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from nlsim.dedup.report import verify_report
+from nlsim.dedup.state import open_state
 from nlsim.faults import FAULT_ENV, FAULT_STAGES
 from nlsim.io.lock import read_lock
-from nlsim.pipeline.report import verify_report
-from nlsim.pipeline.state import open_state
 from tests.incremental_helpers import ROOT, bbc_corpus, report_content, run_daily, split_days, state_content
 from tests.incremental_helpers import fault_cli_args as cli_args
 from tests.incremental_helpers import fault_config as config

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nlsim.errors import StateError
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.state import (
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.state import (
     MANIFEST,
     StateIdentity,
     open_state,
@@ -20,6 +19,7 @@ from nlsim.pipeline.state import (
     remove_unfinished,
     state_summary,
 )
+from nlsim.errors import StateError
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, state_assignment, story_corpus
 
 

@@ -1,4 +1,4 @@
-"""The stages of a near-duplicate run, each a plain function; :func:`nlsim.pipeline.run.run_dedup` chains
+"""The stages of a near-duplicate run, each a plain function; :func:`nlsim.dedup.run.run_dedup` chains
 them.
 
 load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → commit →
@@ -6,7 +6,7 @@ report
 
 ``model`` loads the encoder (``current``: the model store's promoted model), the reranker stored with it
 and the threshold, checking that a calibration was made for this very model. ``window`` (see
-:mod:`nlsim.pipeline.window`) decides which items are embedded and searched: all of a batch run's, today's
+:mod:`nlsim.dedup.window`) decides which items are embedded and searched: all of a batch run's, today's
 new ones in a daily run. ``commit`` only runs with a state folder.
 
 Example:
@@ -31,6 +31,12 @@ import pandas as pd
 from nlsim.clusters.assign import ClusterUpdate, regroup, update_clusters
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.table import cluster_table
+from nlsim.dedup import near_misses as near
+from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.report import pairs_table, publish_daily_report, write_report
+from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
+from nlsim.dedup.stats import RunStats
+from nlsim.dedup.window import Window, batch_window, incremental_window
 from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import ConfigError, InputError
@@ -38,12 +44,6 @@ from nlsim.evaluation.calibration import Calibration, check_threshold, load_cali
 from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
-from nlsim.pipeline import near_misses as near
-from nlsim.pipeline.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
-from nlsim.pipeline.report import pairs_table, publish_daily_report, write_report
-from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
-from nlsim.pipeline.stats import RunStats
-from nlsim.pipeline.window import Window, batch_window, incremental_window
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
@@ -324,7 +324,7 @@ def note_inference(info: dict[str, Any], encoder: Any) -> None:
 
 
 def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, stats: RunStats) -> Window:
-    """The items of the run and what to embed and search (see :mod:`nlsim.pipeline.window`)."""
+    """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`)."""
     identity = model.identity(config)
     params = {
         "k": config.k,
@@ -464,7 +464,7 @@ def neighbors(
 def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config: DedupConfig) -> pd.DataFrame:
     """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
     score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.pipeline.near_misses.split`)."""
+    :func:`nlsim.dedup.near_misses.split`)."""
     assert model.reranker is not None
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
@@ -588,7 +588,7 @@ def near_misses(
     window: Window, below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 ) -> pd.DataFrame:
     """The report's near misses: the best ``config.near_misses`` candidate pairs below the threshold whose
-    items are not in one cluster (:mod:`nlsim.pipeline.near_misses`)."""
+    items are not in one cluster (:mod:`nlsim.dedup.near_misses`)."""
     labels = (
         window.items["cluster_id"] if "cluster_id" in window.items else pd.Series([None] * len(window.ids))
     )

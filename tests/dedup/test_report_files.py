@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.report import (
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.report import (
     CLUSTERS_SCHEMA,
     MEMBERS_SCHEMA,
     PAIRS_SCHEMA,
@@ -25,7 +25,7 @@ from nlsim.pipeline.report import (
     verify_report,
     write_report,
 )
-from nlsim.pipeline.run import run_dedup
+from nlsim.dedup.run import run_dedup
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,8 +156,8 @@ from nlsim.evaluation.calibration import calibrate, save_calibration
 from nlsim.encoders import load_encoder
 from nlsim.io.model_store import ModelStore
 from nlsim.io.pairs import load_pairs
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.run import run_dedup
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.finetune import finetune
 

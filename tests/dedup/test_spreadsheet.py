@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from openpyxl import load_workbook
 
-from nlsim.pipeline.spreadsheet import FORMULA_START, csv_text, xlsx_text
+from nlsim.dedup.spreadsheet import FORMULA_START, csv_text, xlsx_text
 from tests.command import nlsim
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"

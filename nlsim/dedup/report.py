@@ -6,12 +6,12 @@ Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/lates
 - ``clusters.parquet``: one row per cluster (:data:`CLUSTERS_SCHEMA`), ``members.csv``: one row per
   cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users; ``report.xlsx`` holds the three tables;
 - ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
-  (:mod:`nlsim.pipeline.near_misses`);
-- ``index.html`` and ``overview.png`` (:mod:`nlsim.pipeline.html`), ``summary.md``; ``learning_curve.png``
+  (:mod:`nlsim.dedup.near_misses`);
+- ``index.html`` and ``overview.png`` (:mod:`nlsim.dedup.html`), ``summary.md``; ``learning_curve.png``
   when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
   ``window/members.csv``;
-- ``run.json``: the run record (:class:`nlsim.pipeline.stats.RunStats`) and the SHA-256 of every other file.
+- ``run.json``: the run record (:class:`nlsim.dedup.stats.RunStats`) and the SHA-256 of every other file.
 
 Each Parquet file has one declared schema, the same for batch and daily runs (timestamps in microseconds,
 UTC; scores float32; lists of strings). A batch report is written into a staging folder and moved into
@@ -48,6 +48,9 @@ import pandas as pd
 import pyarrow as pa
 
 from nlsim.clusters.order import order_rank
+from nlsim.dedup.html import render_html, render_overview_png
+from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
+from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
 from nlsim.faults import fault_point
 from nlsim.io.atomic import (
     atomic_dir,
@@ -59,9 +62,6 @@ from nlsim.io.atomic import (
     remove_tree,
 )
 from nlsim.io.ownership import claim_folder
-from nlsim.pipeline.html import render_html, render_overview_png
-from nlsim.pipeline.near_misses import NEAR_MISSES_SCHEMA
-from nlsim.pipeline.spreadsheet import text_changes, write_csv, write_xlsx
 
 TS = pa.timestamp("us", tz="UTC")
 PAIRS_SCHEMA = pa.schema(
@@ -284,7 +284,7 @@ def render_markdown(
 
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables; the
-    user's text in the spreadsheet files is kept as text (:mod:`nlsim.pipeline.spreadsheet`)."""
+    user's text in the spreadsheet files is kept as text (:mod:`nlsim.dedup.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters"):

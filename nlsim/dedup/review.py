@@ -2,7 +2,7 @@
 
 Every pair the report shows can be marked with a level of the rubric (``annotations/RUBRIC.md``): the
 pairs that joined a cluster, every other pair of items inside a cluster, the near misses (the best pairs
-below the threshold, :mod:`nlsim.pipeline.near_misses`, in a queue of their own, nearest the threshold
+below the threshold, :mod:`nlsim.dedup.near_misses`, in a queue of their own, nearest the threshold
 first), and any two items the editor picks, in one cluster or in two. Three levels are shown by default
 (same story, same topic and entity but not the same event, not related), all five on request; by mouse,
 or by keyboard: ``j``/``n`` next pair, ``k``/``p`` previous, ``1`` same story, ``2`` same topic and entity,
@@ -50,7 +50,7 @@ THREE = (1.0, 0.75, 0.0)
 
 
 def _asset(name: str) -> str:
-    return resources.files("nlsim.pipeline").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("nlsim.dedup").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _num(value: Any) -> float | None:

@@ -1,4 +1,4 @@
-"""Tests of nlsim.pipeline.sharded: search shards give the unsharded stage's pairs, from bytes or files."""
+"""Tests of nlsim.dedup.sharded: search shards give the unsharded stage's pairs, from bytes or files."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import faiss
 import numpy as np
 import pytest
 
+from nlsim.dedup.sharded import index_bytes, index_info, search_shard, shard_slices, write_shard_inputs
 from nlsim.errors import ConfigError
-from nlsim.pipeline.sharded import index_bytes, index_info, search_shard, shard_slices, write_shard_inputs
 from nlsim.search.index import build_index
 from nlsim.search.neighbors import knn_graph, merge_pairs
 from tests.search.test_index import clustered

@@ -9,9 +9,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.near_misses import COSINE_MARGIN, NEAR_MISSES_SCHEMA
-from nlsim.pipeline.run import DedupResult, run_dedup
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.near_misses import COSINE_MARGIN, NEAR_MISSES_SCHEMA
+from nlsim.dedup.run import DedupResult, run_dedup
 
 THRESHOLD = 0.65
 

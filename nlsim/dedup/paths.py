@@ -1,10 +1,10 @@
 """The checks a near-duplicate run makes before any work: paths and the calibration file.
 
-Kept apart from :mod:`nlsim.pipeline.run` and light to import (no torch, no FAISS model code runs), so
+Kept apart from :mod:`nlsim.dedup.run` and light to import (no torch, no FAISS model code runs), so
 that ``nlsim dedup`` refuses a bad path in a second, before the encoder and the search libraries load.
 
 Example:
-    >>> from nlsim.pipeline.config import DedupConfig
+    >>> from nlsim.dedup.config import DedupConfig
     >>> cfg = DedupConfig(corpus="news.csv", out="rep", quarantine="news.csv", threshold=0.9)
     >>> check_paths(cfg)
     Traceback (most recent call last):
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nlsim.dedup.config import CURRENT_MODEL, DedupConfig
+from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
-from nlsim.pipeline.config import CURRENT_MODEL, DedupConfig
-from nlsim.pipeline.state import claim_state, read_manifest
 
 
 def check_paths(config: DedupConfig) -> None:

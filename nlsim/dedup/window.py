@@ -40,10 +40,10 @@ import pandas as pd
 
 from nlsim.clusters.assign import drop_items
 from nlsim.clusters.order import OrderKey
+from nlsim.dedup.config import DedupConfig, parse_time
+from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError
 from nlsim.io.corpus import Corpus
-from nlsim.pipeline.config import DedupConfig, parse_time
-from nlsim.pipeline.state import State, StateIdentity, empty_pairs
 
 ITEM_COLUMNS = (
     "id",

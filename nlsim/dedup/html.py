@@ -42,8 +42,8 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from nlsim.pipeline import review
-from nlsim.pipeline.spreadsheet import TextChange, text_changes
+from nlsim.dedup import review
+from nlsim.dedup.spreadsheet import TextChange, text_changes
 
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
@@ -83,7 +83,7 @@ def iso(text: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("nlsim.pipeline").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("nlsim.dedup").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def safe_url(value: Any) -> str | None:
@@ -153,7 +153,7 @@ def page_data(
 ) -> dict[str, Any]:
     """What the page's script renders: items (id, title, source, link, time) and clusters (members,
     status, added items, absorbed ids, scores and the pairs that joined them); for the review panel, the
-    near misses and what the export records (:mod:`nlsim.pipeline.review`)."""
+    near misses and what the export records (:mod:`nlsim.dedup.review`)."""
     by_id: dict[str, dict[str, Any]] = {}
     if frame is not None and len(frame):
         cols = {
@@ -283,7 +283,7 @@ def _notices(summary: dict[str, Any]) -> list[str]:
 
 
 def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
-    """Which items' text the spreadsheet files changed (:mod:`nlsim.pipeline.spreadsheet`), if any."""
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.dedup.spreadsheet`), if any."""
     fields: dict[str, dict[str, list[str]]] = {"characters": {}, "formula": {}}
     for c in changes:
         fields[c.change].setdefault(c.item_id, []).append(c.field)

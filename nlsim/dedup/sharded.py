@@ -2,7 +2,7 @@
 
 The Dask flow (``flows/dedup_distributed.py``) runs :func:`embed_shard` and :func:`search_shard` as tasks
 on its workers and passes the sharded versions to the ``embed`` and ``neighbors`` stages
-(:func:`nlsim.pipeline.stages.embed`'s ``encode``, :func:`nlsim.pipeline.stages.neighbors`' ``search``).
+(:func:`nlsim.dedup.stages.embed`'s ``encode``, :func:`nlsim.dedup.stages.neighbors`' ``search``).
 A worker loads the encoder once and keeps it (:func:`cached_encoder`); the index travels as bytes
 (:func:`index_bytes`) and is read once per worker. Shards come back in input order, and the pairs of all
 search shards are merged with :func:`nlsim.search.neighbors.merge_pairs`, so the result equals the

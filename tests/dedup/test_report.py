@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.pipeline.html import render_html
-from nlsim.pipeline.report import PAIRS_SCHEMA, pairs_table, verify_report, write_report
+from nlsim.dedup.html import render_html
+from nlsim.dedup.report import PAIRS_SCHEMA, pairs_table, verify_report, write_report
 
 
 def page_json(page: str) -> dict:
@@ -66,7 +66,7 @@ def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatc
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("nlsim.pipeline.report.render_markdown", boom)
+    monkeypatch.setattr("nlsim.dedup.report.render_markdown", boom)
     with pytest.raises(RuntimeError):
         write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], {"model": "other"}, frame=frame)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -181,7 +181,7 @@ def test_page_says_zero_shot_and_model_switch_first(tmp_path, report_inputs):
 
 
 def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
-    from nlsim.pipeline.config import DedupConfig
+    from nlsim.dedup.config import DedupConfig
     from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
