@@ -3,16 +3,22 @@
 A model is scored by what its report would use: the rerank score when it carries a reranker, else the
 cosine; its **threshold** is its own calibrated one (the reranker's, else ``calibration.json``; the zero-shot
 model uses the store's zero-shot calibration). On the validation pairs of the *current* annotations it gets
-a Spearman and the same-story precision, recall and F1 of ``score >= threshold``.
+a Spearman, the same-story precision, recall and F1 of ``score >= threshold``, and the **cross-validated
+same-story F1** (``cv_f1``): the validation pairs cut into folds, a threshold chosen on four fifths and the
+pairs of the fifth scored with it, pooled over folds and repeats
+(:func:`nlsim.evaluation.calibration.cross_validated_cut`), with a 95% bootstrap interval of the F1.
 
 The gate: a candidate becomes the current model when it is at least as good as the current one on both
-(Spearman and same-story F1) and better on one of them; with no current model, the zero-shot baseline is
-what it must beat. Otherwise it is kept in the store, not promoted, and the reason is said.
+Spearman and the cross-validated same-story F1, and better on one of them; with no current model, the
+zero-shot baseline is what it must beat. The cross-validated figure does not depend on where one threshold
+landed on one set of pairs, so a threshold that happens to sit well on the validation pairs does not
+promote a model. Figures recorded before the cross-validated F1 existed are compared on the F1 at the
+threshold. Otherwise the candidate is kept in the store, not promoted, and the reason is said.
 
 Example:
-    >>> decide({"spearman": 90.0, "f1": 0.80}, {"spearman": 89.0, "f1": 0.80}, "v0001")
-    (True, 'beats v0001 on validation: Spearman 90.00 >= 89.00 and same-story F1 0.800 >= 0.800, one ...')
-    >>> decide({"spearman": 91.0, "f1": 0.70}, {"spearman": 89.0, "f1": 0.80}, "v0001")[0]
+    >>> decide({"spearman": 90.0, "cv_f1": 0.80}, {"spearman": 89.0, "cv_f1": 0.80}, "v0001")[1]
+    'beats v0001 on validation: Spearman 90.00 >= 89.00 and same-story F1 (cross-validated) 0.800 >= ...'
+    >>> decide({"spearman": 91.0, "cv_f1": 0.70}, {"spearman": 89.0, "cv_f1": 0.80}, "v0001")[0]
     False
 """
 
@@ -26,7 +32,14 @@ import numpy as np
 import pandas as pd
 
 from nlsim.encoders import load_encoder
-from nlsim.evaluation.calibration import load_calibration, threshold_metrics
+from nlsim.evaluation.calibration import (
+    CV_FOLDS,
+    Cuts,
+    cross_validated_cut,
+    load_calibration,
+    threshold_metrics,
+)
+from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
 from nlsim.rerank.reranker import load_reranker
 
@@ -66,6 +79,7 @@ def score_model(
     gold = validation["score"].to_numpy(dtype=np.float64)
     m = metrics_from_scores(scores, gold)
     at = threshold_metrics(scores, gold, threshold, level) if np.isfinite(threshold) else {"f1": 0.0}
+    cv = cross_validated_f1(scores, gold, level)
     return {
         "model": str(model),
         "scorer": kind,
@@ -74,16 +88,39 @@ def score_model(
         "threshold": round(threshold, 6),
         "level": level,
         **{k: at[k] for k in ("precision", "recall", "f1") if k in at},
+        **cv,
         "n": m.n,
         "split_digest": split_digest(validation),
     }
 
 
+def cross_validated_f1(scores: np.ndarray, gold: np.ndarray, level: float) -> dict[str, Any]:
+    """``cv_f1`` (the same-story F1 of a threshold chosen out of fold) and ``cv_f1_ci95`` of a model's
+    validation scores; empty when the pairs are too few on one side of the level to cut into folds."""
+    pos = np.asarray(gold, dtype=np.float64) >= level - 1e-9
+    if min(int(pos.sum()), int((~pos).sum())) < CV_FOLDS:
+        return {}
+    cuts = Cuts.of(np.asarray(scores, dtype=np.float64))
+    best, cv_f1 = cross_validated_cut(cuts, pos)
+    ci = f1_interval(np.asarray(scores, dtype=np.float64) >= cuts.thresholds[best], pos)
+    return {"cv_f1": round(cv_f1, 4), "cv_f1_ci95": ci}
+
+
+def gate_figure(figures: dict[str, Any]) -> tuple[float, str]:
+    """The same-story figure the gate compares: the cross-validated F1, else (figures recorded before it
+    existed) the F1 at the model's threshold."""
+    if figures.get("cv_f1") is not None:
+        return float(figures["cv_f1"]), "same-story F1 (cross-validated)"
+    return float(figures.get("f1") or 0.0), "same-story F1"
+
+
 def decide(candidate: dict[str, Any], incumbent: dict[str, Any], name: str) -> tuple[bool, str]:
     """Whether ``candidate`` replaces ``incumbent`` (called ``name``), and why (see the module doc)."""
     cs, isp = float(candidate["spearman"]), float(incumbent["spearman"])
-    cf, ifl = float(candidate.get("f1", 0.0)), float(incumbent.get("f1", 0.0))
-    figures = f"Spearman {cs:.2f} {'>=' if cs >= isp else '<'} {isp:.2f} and same-story F1 {cf:.3f} " + (
+    both_cv = candidate.get("cv_f1") is not None and incumbent.get("cv_f1") is not None
+    cf, what = gate_figure(candidate if both_cv else {"f1": candidate.get("f1")})
+    ifl, _ = gate_figure(incumbent if both_cv else {"f1": incumbent.get("f1")})
+    figures = f"Spearman {cs:.2f} {'>=' if cs >= isp else '<'} {isp:.2f} and {what} {cf:.3f} " + (
         f"{'>=' if cf >= ifl else '<'} {ifl:.3f}"
     )
     if cs >= isp and cf >= ifl and (cs > isp or cf > ifl):

@@ -8,14 +8,17 @@
    settings: :mod:`nlsim.chain.fingerprint`) exists: then it is reused, and the run says so, once it has
    loaded it (every file checked against the manifest written when it was saved: a damaged version is
    refused by name, never evaluated from the figures its ``store.json`` keeps, never promoted);
-4. **evaluate**: the candidate and the current model scored on the validation split (Spearman, same-story
-   F1 at each one's own threshold); test metrics are the ones recorded once, when the model was trained;
+4. **evaluate**: the candidate and the current model (or the zero-shot baseline) scored on the validation
+   split (Spearman, same-story F1 at each one's own threshold, and the cross-validated same-story F1 with
+   its interval); test metrics are the ones recorded once, when the model was trained;
 5. **promote**: the candidate becomes current only when it beats the current one (or, with none, the
-   zero-shot baseline) on validation (:mod:`nlsim.chain.promotion`); otherwise it is kept, and the run
-   says why;
+   zero-shot baseline) on Spearman and the cross-validated same-story F1 (:mod:`nlsim.chain.promotion`);
+   otherwise it is kept, and the run says why;
 6. **report**: :func:`nlsim.dedup.run.run_dedup` over the corpus with the *current* model (its calibration
    and reranker); zero-shot only when no model was ever promoted, and the report says so;
-7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`).
+7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`),
+   at the cluster level (two items are judged the same story when the report puts them in one cluster),
+   with a 95% interval of its F1.
 
 Every stage goes through ``call`` (:mod:`nlsim.orchestration`): the ``news-pipeline`` flow makes each a
 task, fine-tuning's and the report's own stages included. The record goes to ``OUT/pipeline.json``. The
@@ -39,7 +42,7 @@ from nlsim.chain.config import PipelineConfig
 from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
-from nlsim.chain.promotion import decide, score_model, split_digest
+from nlsim.chain.promotion import cross_validated_f1, decide, score_model, split_digest
 from nlsim.dedup.config import CURRENT_MODEL
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.encoders import load_encoder
@@ -63,7 +66,7 @@ CHAIN_STAGES = {
         StageInfo("base-model", "load the base encoder", io=True),
         StageInfo("reuse-check", "load the reused version, every file checked, before it is evaluated"),
         StageInfo("baseline", "score and calibrate the zero-shot base model on validation"),
-        StageInfo("evaluate", "score the candidate and the current model on validation"),
+        StageInfo("evaluate", "score the candidate and the current model (or zero-shot) on validation"),
         StageInfo("promote", "promote the candidate when it beats the current model", io=True),
         StageInfo(
             "precision-check",
@@ -124,6 +127,7 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         "threshold": cal.threshold,
         "level": cfg.level,
         **{k: v for k, v in threshold_metrics(scores, gold, cal.threshold, cfg.level).items() if k != "n"},
+        **cross_validated_f1(scores, gold, cfg.level),
         "test_spearman": metrics_from_scores(
             pair_similarities(base, test, cfg.convert), test["score"].to_numpy()
         ).spearman
@@ -240,15 +244,17 @@ def before_after_table(record: dict[str, Any]) -> str:
     if cur and cur.get("version") != record["candidate"]["version"]:
         rows.append((f"current {cur['version']}", cur["validation"]))
     lines = [
-        "| model | scorer | validation Spearman | same-story threshold | precision | recall | F1 | test "
-        "Spearman |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| model | scorer | validation Spearman | same-story threshold | precision | recall | F1 | "
+        "F1 cross-validated [95%] | test Spearman |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, m in rows:
         test = m.get("test_spearman")
+        cv, ci = m.get("cv_f1"), m.get("cv_f1_ci95")
+        cv_text = "" if cv is None else f"{cv:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
         lines.append(
             f"| {name} | {m['scorer']} | {m['spearman']:.2f} | {m['threshold']:.4f} | "
-            f"{m.get('precision', 0):.3f} | {m.get('recall', 0):.3f} | {m.get('f1', 0):.3f} | "
+            f"{m.get('precision', 0):.3f} | {m.get('recall', 0):.3f} | {m.get('f1', 0):.3f} | {cv_text} | "
             f"{'' if test is None else f'{test:.2f}'} |"
         )
     return "\n".join(lines)
@@ -346,49 +352,9 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
-
-    settings = training_settings(cfg.finetune_config(None))
-    fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
-    version = None if cfg.force_train else store.find(fingerprint)
-    trained = version is None
-    if version is not None:
-        call("reuse-check", load_version, version)
-        say(
-            f"finetune: skipped, {version.name} was trained from the same annotations, base model and "
-            "settings"
-        )
-    else:
-        latest = next((v for v in reversed(store.versions()) if store.info(v)), None)
-        if latest is not None:
-            why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
-            say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
-        version = store.new_version_dir(fingerprint)
-        work = chain_work(cfg, base, pairs)
-        result = finetune(
-            cfg.finetune_config(str(version)),
-            call=call,
-            on_rate=lambda rate: say(describe_eta(work.estimate(rate))),
-        )
-        store.register(
-            version,
-            {
-                "fingerprint": fingerprint,
-                "parts": parts,
-                "created": started,
-                "seconds": result.seconds,
-                "best": result.best,
-            },
-        )
+    version, fingerprint, trained = candidate_version(cfg, store, call, base, pairs, started)
     zero_shot = load_calibration(store.zero_shot_dir())
-    candidate = call("evaluate", evaluate_stage, cfg, store, version, validation, zero_shot)
-    candidate = {**candidate, "test_spearman": _test_spearman(version)}
-    current = store.current()
-    if current is not None and current != version:
-        incumbent = evaluate_stage(cfg, store, current, validation, zero_shot)
-        incumbent = {**incumbent, "test_spearman": _test_spearman(current)}
-        name = f"the current model {current.name}"
-    else:
-        incumbent, name = baseline, f"zero-shot {cfg.base_model}"
+    candidate, incumbent, name = call("evaluate", evaluate_both, cfg, store, version, validation, baseline)
     decision = call("promote", promote_stage, store, version, candidate, incumbent, name)
     current = store.current()
     record: dict[str, Any] = {
@@ -418,9 +384,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
         judged = call(
             "judge", judge_report, report.report_dir, cfg.pairs, split=cfg.judge_split, corpus=cfg.corpus
         )
-        record["report"] = {"folder": str(report.report_dir), "summary": report.summary}
-        record["timings_s"] = timings
-        record["judge"] = judged
+        record.update(report={"folder": str(report.report_dir), "summary": report.summary}, judge=judged)
         say("judge: " + describe(judged))
         atomic_write_text(
             Path(cfg.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
@@ -429,3 +393,51 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
             Path(cfg.out) / "pipeline.md", f"# nlsim pipeline\n\n{table}\n\n{describe(judged)}\n"
         )
     return PipelineResult(record=record, report=report, table=table)
+
+
+def candidate_version(
+    cfg: PipelineConfig, store: ModelStore, call: Call, base: Any, pairs: pd.DataFrame, started: str
+) -> tuple[Path, str, bool]:
+    """The version the chain evaluates: the one trained before from the same annotations, base model and
+    settings (loaded and checked first), else a new one trained now. Returns it, its training fingerprint,
+    and whether it was trained by this run."""
+    settings = training_settings(cfg.finetune_config(None))
+    fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
+    version = None if cfg.force_train else store.find(fingerprint)
+    if version is not None:
+        call("reuse-check", load_version, version)
+        say(
+            f"finetune: skipped, {version.name} was trained from the same annotations, base model and "
+            "settings"
+        )
+        return version, fingerprint, False
+    latest = next((v for v in reversed(store.versions()) if store.info(v)), None)
+    if latest is not None:
+        why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
+        say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
+    version = store.new_version_dir(fingerprint)
+    work = chain_work(cfg, base, pairs)
+    result = finetune(
+        cfg.finetune_config(str(version)),
+        call=call,
+        on_rate=lambda rate: say(describe_eta(work.estimate(rate))),
+    )
+    info = {"fingerprint": fingerprint, "parts": parts, "created": started, "seconds": result.seconds}
+    store.register(version, {**info, "best": result.best})
+    return version, fingerprint, True
+
+
+def evaluate_both(
+    cfg: PipelineConfig, store: ModelStore, version: Path, validation: pd.DataFrame, baseline: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The candidate's figures and the incumbent's (the current model, or the zero-shot baseline when none
+    was promoted or the candidate is current), and the incumbent's name."""
+    zero_shot = load_calibration(store.zero_shot_dir())
+    candidate = evaluate_stage(cfg, store, version, validation, zero_shot)
+    candidate = {**candidate, "test_spearman": _test_spearman(version)}
+    current = store.current()
+    if current is None or current == version:
+        return candidate, baseline, f"zero-shot {cfg.base_model}"
+    incumbent = evaluate_stage(cfg, store, current, validation, zero_shot)
+    incumbent = {**incumbent, "test_spearman": _test_spearman(current)}
+    return candidate, incumbent, f"the current model {current.name}"

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, StateError
+from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
 from nlsim.io.atomic import atomic_write_text
 
@@ -83,7 +84,6 @@ class Calibration:
 
 CV_FOLDS = 5
 CV_REPEATS = 20
-BOOTSTRAP = 1000
 
 
 @dataclass(frozen=True)
@@ -148,18 +148,6 @@ def cross_validated_cut(cuts: Cuts, gold: np.ndarray, seed: int = 0) -> tuple[in
     return best, float(cv_f1)
 
 
-def f1_interval(scores: np.ndarray, gold: np.ndarray, threshold: float, seed: int = 0) -> list[float]:
-    """95% bootstrap interval (percentiles) of the F1 of ``scores >= threshold`` against ``gold``."""
-    rng = np.random.default_rng(seed)
-    pred = scores >= threshold
-    n = len(gold)
-    idx = rng.integers(0, n, size=(BOOTSTRAP, n))
-    tp = (pred & gold)[idx].sum(axis=1)
-    denom = pred[idx].sum(axis=1) + gold[idx].sum(axis=1)
-    f1 = np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0)
-    return [round(float(np.percentile(f1, 2.5)), 4), round(float(np.percentile(f1, 97.5)), 4)]
-
-
 def calibrate_scores(
     cosines: np.ndarray,
     scores: np.ndarray,
@@ -201,7 +189,7 @@ def calibrate_scores(
         n_positive=n_pos,
         method=method,
         cv_f1=None if cv_f1 is None else round(cv_f1, 4),
-        f1_ci95=f1_interval(cos, gold, threshold),
+        f1_ci95=f1_interval(cos >= threshold, gold),
         **meta,
     )
 

@@ -25,6 +25,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,135 @@ def _pooled(split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: 
     return torch.cat(parts)[inverse.to(parts[0].device)]
 
 
+@dataclass
+class _Run:
+    """What one training run of the bi-encoder works with (built once by :func:`_start`), and what it
+    keeps: the validation history and the best checkpoint."""
+
+    encoder: Any
+    split: SplitEncoder
+    states: FrozenStates
+    rows_a: np.ndarray
+    rows_b: np.ndarray
+    scores: torch.Tensor
+    precision: str
+    params: list[tuple[str, torch.nn.Parameter]]
+    optimizer: Any
+    scheduler: Any
+    clock: TrainingClock
+    total: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best: dict[str, Any] = field(default_factory=lambda: {"spearman": -math.inf})
+    best_state: dict[str, torch.Tensor] | None = None
+    step: int = 0
+
+    def mark_changed(self) -> None:
+        """A fused optimizer step leaves torch's version counters alone: tell the encoder, or a compiled
+        inference runner (ONNX) would keep validating the old weights."""
+        getattr(self.encoder, "mark_weights_changed", lambda: None)()
+
+
+def _start(
+    encoder: Any,
+    train: pd.DataFrame,
+    cfg: FinetuneConfig,
+    log: Callable[[str], None],
+    on_rate: Callable[[float], None] | None,
+) -> _Run:
+    """The encoder cut at its frozen layers, every training text run once through them, the optimizer."""
+    model = encoder.model
+    encoder.max_length = int(cfg.max_length)
+    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0  # trained embeddings: all layers train
+    split = SplitEncoder(model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=encoder.pad_id())
+    precision, why = resolve_precision(cfg.train_precision, split.device)
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    optimizer = adamw(params, cfg.lr, cfg.weight_decay)
+    total = math.ceil(len(train) / cfg.batch_size) * cfg.epochs
+    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
+    t_prep = time.perf_counter()
+    states, rows_a, rows_b = _prepared_texts(encoder, split, train)
+    log(
+        f"  bi-encoder: {len(states)} distinct texts through the frozen part in "
+        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(model) - split.frozen_layers} of "
+        f"{layer_count(model)} layers in {precision} ({why})"
+    )
+    scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(split.device)
+    clock = TrainingClock("bi-encoder", total, cfg.epochs, log, on_rate=on_rate)
+    return _Run(
+        encoder, split, states, rows_a, rows_b, scores, precision, params, optimizer, scheduler, clock, total
+    )
+
+
+def _validate(
+    run: _Run, validation: pd.DataFrame, cfg: FinetuneConfig, epoch: int, loss: float
+) -> dict[str, Any]:
+    """Score validation, record the row, keep the checkpoint when it is the best so far."""
+    with run.clock.pause():
+        m = evaluate(run.encoder, validation, conversion=None)
+    row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
+    run.history.append(row)
+    if cfg.progress_file:
+        atomic_write_text(cfg.progress_file, json.dumps({"history": run.history}, indent=2))
+    if m.spearman > run.best["spearman"]:
+        run.best = dict(row)
+        names = {n for n, _ in run.params}
+        run.best_state = {
+            n: t.detach().clone() for n, t in run.encoder.model.state_dict().items() if n in names
+        }
+    run.encoder.model.train()
+    return row
+
+
+def _train_epoch(
+    run: _Run,
+    validation: pd.DataFrame,
+    cfg: FinetuneConfig,
+    epoch: int,
+    rng: np.random.Generator,
+    log: Callable[[str], None],
+) -> float:
+    """One epoch of optimizer steps (validating every ``cfg.eval_every`` steps when set); returns the
+    seconds spent training, validation left out."""
+    loss_fn = get_loss(cfg.loss)
+    device = run.split.device
+    steps_per_epoch = run.total // cfg.epochs
+    t0, eval_time = time.perf_counter(), 0.0
+    losses: list[float] = []
+    run.encoder.model.train()
+    for rows in bucketed_batches(
+        run.states.lengths[run.rows_a] + run.states.lengths[run.rows_b], cfg.batch_size, rng
+    ):
+        with autocast(run.precision, device):
+            emb = _pooled(
+                run.split, run.states, np.concatenate([run.rows_a[rows], run.rows_b[rows]]), cfg.batch_size
+            )
+        loss = loss_fn(emb[: len(rows)], emb[len(rows) :], run.scores[torch.from_numpy(rows).to(device)])
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_([p for _, p in run.params], cfg.max_grad_norm)
+        run.optimizer.step()
+        run.mark_changed()
+        run.scheduler.step()
+        run.step += 1
+        run.clock.step()
+        losses.append(float(loss.detach()))
+        if cfg.log_every and run.step % cfg.log_every == 0:
+            log(f"  step {run.step}/{run.total}: loss {np.mean(losses[-cfg.log_every :]):.4f}")
+        if cfg.eval_every and run.step % cfg.eval_every == 0 and run.step % steps_per_epoch:
+            te = time.perf_counter()
+            _validate(run, validation, cfg, epoch, float(np.mean(losses[-cfg.eval_every :])))
+            eval_time += time.perf_counter() - te
+    seconds = time.perf_counter() - t0 - eval_time
+    row = _validate(run, validation, cfg, epoch, float(np.mean(losses)))
+    run.clock.epoch_done(
+        epoch,
+        f"loss {row['train_loss']:.4f}, validation Spearman {row['spearman']:.2f} "
+        f"Pearson {row['pearson']:.2f} MSE {row['mse']:.4f}",
+    )
+    return seconds
+
+
 def train_encoder(
     encoder: Any,
     train: pd.DataFrame,
@@ -93,110 +223,33 @@ def train_encoder(
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     set_seed(cfg.seed)
-    loss_fn = get_loss(cfg.loss)
     model = encoder.model
-    encoder.max_length = int(cfg.max_length)
     total_params = sum(p.numel() for p in model.parameters())
-    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0  # trained embeddings: all layers train
-    split = SplitEncoder(model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=encoder.pad_id())
-    device = split.device
-    precision, why = resolve_precision(cfg.train_precision, device)
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    trainable = sum(p.numel() for _, p in params)
-    optimizer = adamw(params, cfg.lr, cfg.weight_decay)
-    steps_per_epoch = math.ceil(len(train) / cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
-    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
-    t_prep = time.perf_counter()
-    states, rows_a, rows_b = _prepared_texts(encoder, split, train)
-    log(
-        f"  bi-encoder: {len(states)} distinct texts through the frozen part in "
-        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(model) - split.frozen_layers} of "
-        f"{layer_count(model)} layers in {precision} ({why})"
-    )
-    scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(device)
-    pair_lengths = states.lengths[rows_a] + states.lengths[rows_b]
+    run = _start(encoder, train, cfg, log, on_rate)
     rng = np.random.default_rng(cfg.seed)
-
-    history: list[dict[str, Any]] = []
-    best: dict[str, Any] = {"spearman": -math.inf}
-    best_state: dict[str, Any] | None = None
-    trainable_names = {n for n, _ in params}
-    # a fused optimizer step leaves torch's version counters alone: tell the encoder, or a compiled
-    # inference runner (ONNX) would keep validating the old weights
-    mark_changed = getattr(encoder, "mark_weights_changed", lambda: None)
-    clock = TrainingClock("bi-encoder", total, cfg.epochs, log, on_rate=on_rate)
-
-    def validate(epoch: int, step: int, train_loss: float) -> dict[str, Any]:
-        nonlocal best, best_state
-        with clock.pause():
-            m = evaluate(encoder, validation, conversion=None)
-        row = {"epoch": epoch, "step": step, "train_loss": round(train_loss, 5), **m.as_dict()}
-        history.append(row)
-        if cfg.progress_file:
-            atomic_write_text(cfg.progress_file, json.dumps({"history": history}, indent=2))
-        if m.spearman > best["spearman"]:
-            best = dict(row)
-            best_state = {
-                n: t.detach().clone() for n, t in model.state_dict().items() if n in trainable_names
-            }
-        model.train()
-        return row
-
-    step = 0
-    seconds_per_epoch: list[float] = []
-    model.train()
-    for epoch in range(1, cfg.epochs + 1):
-        t0 = time.perf_counter()
-        eval_time = 0.0
-        losses: list[float] = []
-        for rows in bucketed_batches(pair_lengths, cfg.batch_size, rng):
-            with autocast(precision, device):
-                emb = _pooled(split, states, np.concatenate([rows_a[rows], rows_b[rows]]), cfg.batch_size)
-            u, v = emb[: len(rows)], emb[len(rows) :]
-            loss = loss_fn(u, v, scores[torch.from_numpy(rows).to(device)])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_([p for _, p in params], cfg.max_grad_norm)
-            optimizer.step()
-            mark_changed()
-            scheduler.step()
-            step += 1
-            clock.step()
-            losses.append(float(loss.detach()))
-            if cfg.log_every and step % cfg.log_every == 0:
-                log(f"  step {step}/{total}: loss {np.mean(losses[-cfg.log_every :]):.4f}")
-            if cfg.eval_every and step % cfg.eval_every == 0 and step % steps_per_epoch:
-                te = time.perf_counter()
-                validate(epoch, step, float(np.mean(losses[-cfg.eval_every :])))
-                eval_time += time.perf_counter() - te
-        seconds_per_epoch.append(round(time.perf_counter() - t0 - eval_time, 2))
-        row = validate(epoch, step, float(np.mean(losses)))
-        clock.epoch_done(
-            epoch,
-            f"loss {row['train_loss']:.4f}, validation Spearman {row['spearman']:.2f} "
-            f"Pearson {row['pearson']:.2f} MSE {row['mse']:.4f}",
-        )
+    seconds_per_epoch = [
+        round(_train_epoch(run, validation, cfg, epoch, rng, log), 2) for epoch in range(1, cfg.epochs + 1)
+    ]
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    if best_state is not None:
-        model.load_state_dict(best_state, strict=False)
-        mark_changed()
+    best = run.best
+    if run.best_state is not None:
+        model.load_state_dict(run.best_state, strict=False)
+        run.mark_changed()
     else:  # validation Spearman undefined throughout (constant scores): keep the last weights
-        best = dict(history[-1])
+        best = dict(run.history[-1])
     if hasattr(encoder, "refresh_fingerprint"):
         encoder.refresh_fingerprint()
     return {
         "best": best,
-        "history": history,
+        "history": run.history,
         "seconds_per_epoch": seconds_per_epoch,
-        "steps": step,
-        "trainable_parameters": int(trainable),
+        "steps": run.step,
+        "trainable_parameters": int(sum(p.numel() for _, p in run.params)),
         "total_parameters": int(total_params),
-        "frozen_layers": split.frozen_layers,
-        "train_precision": precision,
+        "frozen_layers": run.split.frozen_layers,
+        "train_precision": run.precision,
     }
 
 

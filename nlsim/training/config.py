@@ -33,7 +33,7 @@ class CrossEncoderConfig:
     """Training settings of the cross-encoder (the reranker, and the silver pairs' teacher) (what the "
     "defaults scored on validation: docs/finetuning.md)."""
 
-    epochs: int = 5
+    epochs: int = 3
     batch_size: int = 16
     lr: float = 1e-4
     warmup_ratio: float = 0.1
@@ -156,7 +156,7 @@ class FinetuneConfig:
         "ensemble", help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)"
     )
     cross_encoder_epochs: int = option(
-        5, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
+        3, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
     )
     cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
     cross_encoder_frozen_layers: int = option(

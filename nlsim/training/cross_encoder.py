@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,125 @@ def predict_states(
     return (probs[:n] + probs[n:]) / 2
 
 
+@dataclass
+class _Run:
+    """What one training run of the cross-encoder works with (built once by :func:`_start`)."""
+
+    ce: CrossEncoder
+    split: SplitEncoder
+    states: FrozenStates
+    val_states: FrozenStates
+    precision: str
+    scores: torch.Tensor
+    weights: torch.Tensor
+    params: list[torch.nn.Parameter]
+    optimizer: Any
+    scheduler: Any
+    clock: TrainingClock
+    per_epoch: int
+
+
+def _start(
+    base: str | CrossEncoder,
+    train: pd.DataFrame,
+    validation: pd.DataFrame,
+    cfg: CrossEncoderConfig,
+    log: Callable[[str], None],
+    on_rate: Callable[[float], None] | None,
+) -> _Run:
+    """The cross-encoder, its frozen part run once over both splits' pairs, the optimizer and the clock."""
+    if isinstance(base, CrossEncoder):
+        ce = base
+    else:
+        ce = CrossEncoder.from_base(base, cfg.max_length, cfg.threads, device=default_device())
+    ce._onnx_runner = None  # an ONNX export of earlier weights no longer applies
+    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0
+    pad = ce.tokenizer.pad_token_id
+    split = SplitEncoder(ce.model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=pad)
+    device = split.device
+    ce.head.to(device)
+    precision, why = resolve_precision(cfg.train_precision, device)
+    t_prep = time.perf_counter()
+    states, val_states = _states(ce, split, train), _states(ce, split, validation)
+    log(
+        f"  cross-encoder: {len(states) + len(val_states)} pair sequences through the frozen part in "
+        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(ce.model) - split.frozen_layers} of "
+        f"{layer_count(ce.model)} layers in {precision} ({why})"
+    )
+    scores = torch.tensor(np.concatenate([train["score"].to_numpy(dtype=np.float32)] * 2)).to(device)
+    weights = torch.where(scores >= cfg.story_level - 1e-9, float(cfg.story_weight), 1.0)
+    named = [(n, p) for n, p in ce.model.named_parameters() if p.requires_grad]
+    named += [(f"head.{n}", p) for n, p in ce.head.named_parameters()]
+    optimizer = adamw(named, cfg.lr, cfg.weight_decay)
+    per_epoch = math.ceil(len(train) * cfg.orders_per_epoch / cfg.batch_size)
+    total = per_epoch * cfg.epochs
+    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
+    clock = TrainingClock("cross-encoder", total, cfg.epochs, log, on_rate=on_rate)
+    params = [p for _, p in named]
+    return _Run(
+        ce,
+        split,
+        states,
+        val_states,
+        precision,
+        scores,
+        weights,
+        params,
+        optimizer,
+        scheduler,
+        clock,
+        per_epoch,
+    )
+
+
+def _train_epoch(
+    run: _Run,
+    epoch: int,
+    n_pairs: int,
+    cfg: CrossEncoderConfig,
+    rng: np.random.Generator,
+    log: Callable[[str], None],
+) -> float:
+    """One epoch of optimizer steps; returns its mean loss."""
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
+    device = run.split.device
+    losses: list[float] = []
+    run.ce.model.train()
+    for k, rows in enumerate(_epoch_batches(run.states, n_pairs, cfg, rng)):
+        idx = torch.from_numpy(rows).to(device)
+        with autocast(run.precision, device):
+            logits = _logits(run.ce, run.split, run.states, rows)
+        per_pair = loss_fn(logits.float(), run.scores[idx])
+        loss = (per_pair * run.weights[idx]).sum() / run.weights[idx].sum()
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(run.params, 1.0)
+        run.optimizer.step()
+        run.scheduler.step()
+        run.clock.step()
+        losses.append(float(loss.detach()))
+        if cfg.log_every and (k + 1) % cfg.log_every == 0:
+            recent = np.mean(losses[-cfg.log_every :])
+            log(f"  cross-encoder epoch {epoch} step {k + 1}/{run.per_epoch}: loss {recent:.4f}")
+    return float(np.mean(losses))
+
+
+def _trained_state(ce: CrossEncoder) -> dict[str, torch.Tensor]:
+    """A copy of what training changes (the frozen part need not be copied), the head's as ``head.*``."""
+    state = {n: p.detach().clone() for n, p in ce.model.named_parameters() if p.requires_grad}
+    state.update({f"head.{n}": t.detach().clone() for n, t in ce.head.state_dict().items()})
+    return state
+
+
+def _restore(ce: CrossEncoder, state: dict[str, torch.Tensor]) -> None:
+    """Load a :func:`_trained_state` back and freeze the cross-encoder for scoring."""
+    ce.model.load_state_dict({n: t for n, t in state.items() if not n.startswith("head.")}, strict=False)
+    ce.head.load_state_dict({n[5:]: t for n, t in state.items() if n.startswith("head.")})
+    for p in ce.model.parameters():
+        p.requires_grad_(False)
+    ce.model.eval()
+
+
 def train_cross_encoder(
     base: str | CrossEncoder,
     train: pd.DataFrame,
@@ -110,83 +230,24 @@ def train_cross_encoder(
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     set_seed(cfg.seed)
-    if isinstance(base, CrossEncoder):
-        ce = base
-    else:
-        ce = CrossEncoder.from_base(base, cfg.max_length, cfg.threads, device=default_device())
-    ce._onnx_runner = None  # an ONNX export of earlier weights no longer applies
-    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0
-    pad = ce.tokenizer.pad_token_id
-    split = SplitEncoder(ce.model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=pad)
-    device = split.device
-    ce.head.to(device)
-    precision, why = resolve_precision(cfg.train_precision, device)
-    t_prep = time.perf_counter()
-    states = _states(ce, split, train)
-    val_states = _states(ce, split, validation)
-    log(
-        f"  cross-encoder: {len(states) + len(val_states)} pair sequences through the frozen part in "
-        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(ce.model) - split.frozen_layers} of "
-        f"{layer_count(ce.model)} layers in {precision} ({why})"
-    )
-    scores = torch.tensor(np.concatenate([train["score"].to_numpy(dtype=np.float32)] * 2)).to(device)
-    weights = torch.where(scores >= cfg.story_level - 1e-9, float(cfg.story_weight), 1.0)
-    named = [(n, p) for n, p in ce.model.named_parameters() if p.requires_grad]
-    named += [(f"head.{n}", p) for n, p in ce.head.named_parameters()]
-    params = [p for _, p in named]
-    optimizer = adamw(named, cfg.lr, cfg.weight_decay)
-    n_pairs = len(train)
-    per_epoch = math.ceil(n_pairs * cfg.orders_per_epoch / cfg.batch_size)
-    total = per_epoch * cfg.epochs
-    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
-    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
+    run = _start(base, train, validation, cfg, log, on_rate)
     rng = np.random.default_rng(cfg.seed)
-    clock = TrainingClock("cross-encoder", total, cfg.epochs, log, on_rate=on_rate)
     gold = validation["score"].to_numpy()
     history: list[dict[str, Any]] = []
-    best: tuple[float, dict[str, Any] | None] = (-math.inf, None)
-    ce.model.train()
+    best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
-        losses: list[float] = []
-        for k, rows in enumerate(_epoch_batches(states, n_pairs, cfg, rng)):
-            idx = torch.from_numpy(rows).to(device)
-            with autocast(precision, device):
-                logits = _logits(ce, split, states, rows)
-            per_pair = loss_fn(logits.float(), scores[idx])
-            loss = (per_pair * weights[idx]).sum() / weights[idx].sum()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            scheduler.step()
-            clock.step()
-            losses.append(float(loss.detach()))
-            if cfg.log_every and (k + 1) % cfg.log_every == 0:
-                recent = np.mean(losses[-cfg.log_every :])
-                log(f"  cross-encoder epoch {epoch} step {k + 1}/{per_epoch}: loss {recent:.4f}")
+        train_loss = _train_epoch(run, epoch, len(train), cfg, rng, log)
         seconds = time.perf_counter() - t0
-        with clock.pause():
-            pred = predict_states(ce, split, val_states)
+        with run.clock.pause():
+            pred = predict_states(run.ce, run.split, run.val_states)
         rho = float(spearmanr(pred, gold).statistic) * 100 if len(gold) > 1 else math.nan
         rho = rho if math.isfinite(rho) else -math.inf
-        row = {
-            "epoch": epoch,
-            "train_loss": round(float(np.mean(losses)), 5),
-            "spearman": round(rho, 2),
-            "seconds": round(seconds, 1),
-        }
-        history.append(row)
-        clock.epoch_done(epoch, f"loss {row['train_loss']:.4f}, validation Spearman {rho:.2f}")
+        row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, 2)}
+        history.append({**row, "seconds": round(seconds, 1)})
+        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}")
         if rho > best[0] or best[1] is None or not cfg.keep_best:
-            # only what training changes: the frozen part need not be copied
-            state = {n: p.detach().clone() for n, p in ce.model.named_parameters() if p.requires_grad}
-            state.update({f"head.{n}": t.detach().clone() for n, t in ce.head.state_dict().items()})
-            best = (rho, state)
+            best = (rho, _trained_state(run.ce))
     assert best[1] is not None
-    ce.model.load_state_dict({n: t for n, t in best[1].items() if not n.startswith("head.")}, strict=False)
-    ce.head.load_state_dict({n[5:]: t for n, t in best[1].items() if n.startswith("head.")})
-    for p in ce.model.parameters():
-        p.requires_grad_(False)
-    ce.model.eval()
-    return ce, history
+    _restore(run.ce, best[1])
+    return run.ce, history

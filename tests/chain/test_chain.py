@@ -6,13 +6,14 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from stsb_helpers import stsb_sample
 
 import nlsim.chain.run as chain_run
 from nlsim.chain.config import PipelineConfig
-from nlsim.chain.promotion import decide
+from nlsim.chain.promotion import cross_validated_f1, decide
 from nlsim.chain.run import promote_stage, run_pipeline
 from nlsim.errors import ConfigError
 from nlsim.io.model_store import ModelStore
@@ -106,6 +107,24 @@ def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:
     assert history[-1]["decision"] == "kept, not promoted" and history[-1]["candidate"] == worse.name
     d = promote_stage(store, worse, {"spearman": 91.0, "f1": 0.80}, incumbent, good.name)
     assert d["promoted"] and store.current() == worse
+
+
+def test_the_gate_compares_the_cross_validated_f1_when_both_models_have_it() -> None:
+    # a lucky threshold (F1 at the threshold better) does not promote a model worse out of fold
+    lucky = {"spearman": 90.0, "f1": 0.90, "cv_f1": 0.60}
+    steady = {"spearman": 90.0, "f1": 0.70, "cv_f1": 0.65}
+    promoted, reason = decide(lucky, steady, "v0001")
+    assert not promoted and "cross-validated" in reason
+    assert decide(steady, lucky, "v0001")[0]
+    # figures recorded before the cross-validated F1 existed: the F1 at the threshold decides
+    assert decide(lucky, {"spearman": 90.0, "f1": 0.70}, "v0001")[0]
+    rng = np.random.default_rng(0)
+    gold = np.r_[np.ones(30), np.zeros(170)]
+    scores = gold * 0.3 + rng.random(200)
+    cv = cross_validated_f1(scores, gold, 1.0)
+    lo, hi = cv["cv_f1_ci95"]
+    assert 0.0 < cv["cv_f1"] <= 1.0 and lo < hi
+    assert cross_validated_f1(scores[:33], gold[:33], 1.0) == {}  # 3 negatives: too few for 5 folds
 
 
 def test_a_pointer_to_a_missing_version_is_an_error(tmp_path: Path) -> None:

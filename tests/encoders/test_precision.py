@@ -258,3 +258,21 @@ def test_the_run_record_and_the_log_name_the_choice(
     a = set(map(tuple, auto.pairs[key].to_numpy()))
     b = set(map(tuple, exact.pairs[key].to_numpy()))
     assert len(a ^ b) <= max(2, len(b) // 20)
+
+
+def test_only_the_lossy_paths_that_can_pay_off_are_checked(home: Path, l3: Encoder) -> None:
+    from nlsim.encoders.precision import worth_checking
+
+    target = EncoderTarget(l3)
+    # a CPU without VNNI or bf16: no lossy path is checked, each named with its reason, nothing probed
+    keep, skipped = worth_checking(target, cpu=CpuInfo("old", ("avx2",), 2))
+    assert keep == [] and {"onnx-int8", "torch-int8", "torch-bf16"} <= set(skipped)
+    assert all(skipped.values())
+    # VNNI and bf16, no probe cached: nothing says a path cannot pay off, so each is checked
+    keep, _ = worth_checking(target)
+    assert "torch-bf16" in keep and "onnx-int8" in keep
+    # a probe that finds a lossy path no faster than fp32: that path is not checked, and why is said
+    write_probe(l3, {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 320.0, "torch-bf16": 600.0})
+    keep, skipped = worth_checking(target)
+    assert "torch-bf16" in keep and "onnx-int8" not in keep
+    assert "not faster on this CPU" in skipped["onnx-int8"]

@@ -118,3 +118,11 @@ def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: 
     refused(judge(moved, "pairs.tsv"), 2, "--corpus", "corpus.parquet")
     proc = judge(moved, "pairs.tsv", "--corpus", str(report / "corpus.parquet"), "--json")
     assert proc.returncode == 0 and strict_json(proc.stdout)["judged_pairs"] == 80
+
+
+def test_the_f1_comes_with_its_95_percent_interval(report: Path) -> None:
+    out = strict_json(judge(report, "pairs.tsv", "--json").stdout)
+    lo, hi = out["f1_ci95"]
+    assert out["f1"] is not None and lo <= out["f1"] <= hi and lo < hi
+    text = judge(report, "pairs.tsv").stdout
+    assert f"[{lo:.3f}, {hi:.3f}] 95%" in text, text
