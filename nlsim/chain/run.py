@@ -164,13 +164,12 @@ def evaluate_stage(
 def precision_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
-    """The quality check of the lossy inference paths (:mod:`nlsim.rerank.precision_check`) of the model
+    """The quality check of the lossy inference paths (:mod:`nlsim.inference.lossy_check`) of the model
     the report uses (the current one, else the zero-shot base), made once per model on the validation
     pairs and kept under ``$NLSIM_HOME/precision/`` (a fine-tuned folder carries its own from
     ``nlsim finetune``); what the report's ``--precision auto`` may then use."""
-    from nlsim.encoders.precision import load_guard
-    from nlsim.evaluation.precision_check import check_encoder, say_record
-    from nlsim.rerank.precision_check import check_cross_encoder, store_checks
+    from nlsim.inference.guard import load_guard
+    from nlsim.inference.lossy_check import check_cross_encoder, check_encoder, say_record, store_checks
     from nlsim.rerank.reranker import load_reranker
 
     if cfg.precision != "auto":

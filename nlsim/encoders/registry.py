@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
-from nlsim.encoders.model_cache import known_sha256
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
+from nlsim.io.model_cache import known_sha256
 
 DEFAULT_MODEL = "multilingual-e5-small"
 TOKENIZER_JSON = "tokenizer.json"
@@ -285,7 +285,7 @@ def _load_from_folder(
         options=options,
         device=device,
     )
-    from nlsim.encoders.inference import Planner
+    from nlsim.encoders.planner import Planner
 
     enc.set_planner(Planner(backend, precision, threads))
     return enc
@@ -317,7 +317,7 @@ def load_encoder(
         threads: if given, ``torch.set_num_threads(threads)`` (and as many ONNX Runtime threads).
         backend: how ``encode`` runs: ``"torch"``; ``"onnx"`` (ONNX Runtime on CPU, exported once and cached
             under ``$NLSIM_HOME/onnx``, checked against torch); ``"auto"`` (default): chosen on this machine
-            among the paths ``precision`` allows (:mod:`nlsim.encoders.precision`: CPU features, a probe
+            among the paths ``precision`` allows (:mod:`nlsim.inference.choice`: CPU features, a probe
             timed once per machine and model, the model's quality check), from the first ``encode`` call of
             at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` (1,000) texts; smaller jobs run on torch fp32 and never
             pay an export. Training always uses torch.
@@ -335,7 +335,7 @@ def load_encoder(
         ...
         nlsim.errors.ConfigError: unknown model 'no-such-model': ...
     """
-    from nlsim.encoders.precision import check_options
+    from nlsim.inference.paths import check_options
 
     if quantize not in QUANTIZE_MODES:
         raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")

@@ -10,7 +10,7 @@ relative path, whatever its name), and renames it into place (:func:`nlsim.io.at
 ``store.json``) is not listed and not checked; a listed file that is missing, of another size or of
 another SHA-256 is a :class:`nlsim.errors.StateError` naming it.
 
-The converted registry models (:mod:`nlsim.encoders.model_cache`) carry the same manifest.
+The converted registry models (:mod:`nlsim.io.model_cache`) carry the same manifest.
 
 Example:
     >>> import tempfile, pathlib
@@ -86,7 +86,7 @@ def file_problem(
     ``"reranker/"``) that is missing or differs from the manifest; ``None`` when every one matches.
 
     ``hashes=False`` compares sizes only; ``hash_file`` computes a file's SHA-256 (a cached one may be
-    given, see :func:`nlsim.encoders.model_cache.known_sha256`).
+    given, see :func:`nlsim.io.model_cache.known_sha256`).
     """
     folder = Path(folder)
     where = f"{MANIFEST} when nlsim saved {folder}"

@@ -36,12 +36,12 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
+from nlsim.inference.lossy_check import check_model, store_checks
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
-from nlsim.rerank.precision_check import check_model, store_checks
 from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FinetuneConfig
@@ -219,7 +219,7 @@ def check_precision(
 ) -> dict[str, dict[str, Any]]:
     """The quality check of the lossy inference paths (int8, bf16) of the trained bi-encoder and reranker
     against fp32 on the (converted) validation pairs, at the calibrated thresholds
-    (:mod:`nlsim.rerank.precision_check`); stored in the model folder as ``precision.json``."""
+    (:mod:`nlsim.inference.lossy_check`); stored in the model folder as ``precision.json``."""
     return check_model(
         encoder,
         reranker,
