@@ -124,11 +124,6 @@ def check_files(
         raise StateError(f"{problem}; restore the folder (or save or train the model again)")
 
 
-def lists_files_under(manifest: dict[str, Any] | None, under: str) -> bool:
-    """Whether the manifest lists a file below the relative folder ``under`` (e.g. ``"reranker/"``)."""
-    return manifest is not None and any(rel.startswith(under) for rel in manifest["files"])
-
-
 @contextlib.contextmanager
 def saved_folder(path: str | Path, kind: str) -> Iterator[Path]:
     """Yield an empty temporary folder; on success mark it as an nlsim folder of ``kind``, write its
