@@ -20,8 +20,11 @@
    at the cluster level (two items are judged the same story when the report puts them in one cluster),
    with a 95% interval of its F1.
 
-Every stage goes through ``call`` (:mod:`nlsim.orchestration`): the ``news-pipeline`` flow makes each a
-task, fine-tuning's and the report's own stages included. The record goes to ``OUT/pipeline.json``. The
+Every stage goes through ``call`` (:mod:`nlsim.orchestration`), and the ``news-pipeline`` flow makes each a
+task: ``chain-load``, ``base-model``, ``baseline``, ``reuse-check`` or fine-tuning's own stages,
+``evaluate`` (the candidate and the incumbent, in one task: :func:`evaluate_both`), ``promote``,
+``precision-check`` (the lossy paths' quality check, :func:`precision_stage`), the report's own stages and
+``judge``. The record goes to ``OUT/pipeline.json``. The
 whole chain holds the model store's lock (one chain at a time on a store), and first finishes what a killed
 chain left there (:meth:`nlsim.io.model_store.ModelStore.recover`).
 """
