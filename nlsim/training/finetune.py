@@ -46,7 +46,7 @@ from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.data import PreparedPairs, prepare_pairs
-from nlsim.training.model_card import model_card
+from nlsim.training.model_card import model_card_markdown
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
 from nlsim.training.validation import calibrate_encoder, evaluate_splits
@@ -281,5 +281,5 @@ def save_model_folder(
             store_checks({k: v for k, v in checks.items() if k == "encoder" or reranker is not None}, tmp)
         for name, writer in (extra_files or {}).items():
             writer(tmp / name)
-        (tmp / CARD).write_text(model_card(result, encoder), encoding="utf-8")
+        (tmp / CARD).write_text(model_card_markdown(result, encoder), encoding="utf-8")
     return out
