@@ -8,7 +8,7 @@ Traditional Chinese, converted with ``tw2sp``) embedded by the real model inside
 by the run itself (``RunStats.timings_s``), model loading included. Run r (1, 2, 3, ...) is day r: its
 reference time moves on a day each run, so from run 2 on about ``kept / days`` items expire from the window
 (the index is then rebuilt from the kept embeddings) while ``new`` items arrive. Each run is
-``nlsim.pipeline.run.run_dedup`` with a ``DedupConfig`` whose ``state`` is the seeded folder, as
+``nlsim.dedup.run.run_dedup`` with a ``DedupConfig`` whose ``state`` is the seeded folder, as
 ``nlsim dedup --state`` runs it.
 
     nice -n 10 python benchmarks/bench_daily.py                      # e5-small, 1,000 vs 30,000
@@ -44,8 +44,8 @@ AS_OF = pd.Timestamp("2026-11-22 06:00", tz="UTC")
 def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: int, days: float) -> None:  # noqa: ANN001
     """A committed state holding ``kept`` random unit vectors dated over ``days`` days before AS_OF."""
     from nlsim.clusters.table import empty_table
-    from nlsim.pipeline.report import pairs_table
-    from nlsim.pipeline.state import StateIdentity, commit_state, empty_clusters, empty_pairs
+    from nlsim.dedup.report import pairs_table
+    from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs
     from nlsim.search.index import build_index
 
     rng = np.random.default_rng(0)
@@ -149,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
     from nlsim.encoders import load_encoder
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.run import run_dedup
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -41,7 +41,7 @@ exponent of each fitted on the measured points (when the largest size is below 1
 1M and marked so). One curve per method is kept; ``results/realistic_cost_curve.png`` shows them all.
 
 ``dask``: the Dask flow's neighbour stage over the first N vectors: the index is built in one process, then
-``flows.dedup_distributed.dask_call`` runs ``nlsim.pipeline.stages.neighbors`` with the search sharded over a
+``flows.dedup_distributed.dask_call`` runs ``nlsim.dedup.stages.neighbors`` with the search sharded over a
 local Dask cluster of ``--workers`` processes x 1 thread, through Prefect's ``DaskTaskRunner`` (one
 temporary Prefect API for the process and its workers). Recorded: build and graph wall seconds (the graph
 including the cluster's start), pairs, recall@10 and pair recall as for ``graph``, peak RSS of the main
@@ -557,7 +557,7 @@ def _start_row(n: int, method: str, k: int, threshold: float) -> tuple[dict[str,
 def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample: int, workers: int) -> dict:
     """The Dask flow's neighbour stage over the first ``n`` vectors, in this (fresh) process: the index is
     built here (as the flow's ``index`` stage builds it), then ``flows.dedup_distributed.dask_call`` runs
-    ``nlsim.pipeline.stages.neighbors`` with its search sharded over a local Dask cluster of ``workers``
+    ``nlsim.dedup.stages.neighbors`` with its search sharded over a local Dask cluster of ``workers``
     processes x 1 thread (the flow's defaults), through Prefect's ``DaskTaskRunner``."""
     import resource
     import tempfile
@@ -566,9 +566,9 @@ def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample:
     from prefect.server.api.server import SubprocessASGIServer
 
     from flows.dedup_distributed import DaskOptions, dask_call
-    from nlsim.pipeline import stages
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.window import Window
+    from nlsim.dedup import stages
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.window import Window
     from nlsim.search.index import build_index
 
     row, x = _start_row(n, "ivf", k, threshold)

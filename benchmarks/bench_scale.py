@@ -1,6 +1,6 @@
 """Real-encoder throughput per embedding worker, and the cost curve.
 
-``e5``: the embedding stage as one worker of the Dask flow runs it (``nlsim.pipeline.sharded.embed_shard``,
+``e5``: the embedding stage as one worker of the Dask flow runs it (``nlsim.dedup.sharded.embed_shard``,
 the model loaded once and kept) on the first ``--e5-items`` THUCNews titles, converted with ``tw2sp``
 (``nlsim.conversion.convert``) and cut into shards of ``--e5-chunk`` texts (measured, not extrapolated).
 Each shard's vectors are dropped once counted, as a worker hands its shard back, so the peak RSS is that of
@@ -47,7 +47,7 @@ def cmd_e5(args: argparse.Namespace) -> None:
     import torch
 
     from nlsim.conversion import convert
-    from nlsim.pipeline.sharded import cached_encoder, embed_shard, shard_slices
+    from nlsim.dedup.sharded import cached_encoder, embed_shard, shard_slices
 
     torch.set_num_threads(args.threads)
     where, when = machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

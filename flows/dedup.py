@@ -1,7 +1,7 @@
 """Prefect flow ``news-dedup``: the near-duplicate report, one task per stage of
-:func:`nlsim.pipeline.run.run_dedup`.
+:func:`nlsim.dedup.run.run_dedup`.
 
-Its parameters are the fields of :class:`nlsim.pipeline.config.DedupConfig` (the options of ``nlsim dedup``).
+Its parameters are the fields of :class:`nlsim.dedup.config.DedupConfig` (the options of ``nlsim dedup``).
 With ``state`` it is the daily incremental run (the ``news-dedup/daily`` deployment): the day's corpus is
 ``corpus`` with ``{date}`` filled in from the scheduled time, in ``timezone``; a day without its file ends
 in one clear failed-run message. Runs on one state folder queue on a Prefect global concurrency limit
@@ -31,10 +31,10 @@ from prefect.runtime import flow_run
 
 from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.commands.dedup import add_dedup_options
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.report import render_markdown
+from nlsim.dedup.run import Call, DedupResult, run_dedup
 from nlsim.errors import NlsimError
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.report import render_markdown
-from nlsim.pipeline.run import Call, DedupResult, run_dedup
 
 
 def run_date(config: DedupConfig) -> str:

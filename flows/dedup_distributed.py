@@ -1,8 +1,8 @@
 """Prefect flow ``news-dedup-distributed``: ``news-dedup`` with the embedding and the neighbour search sharded
 over Dask.
 
-The run is :func:`nlsim.pipeline.run.run_dedup`, as in ``news-dedup``; only its ``call`` differs: the
-``embed`` and ``neighbors`` stages cut their work into shards (:mod:`nlsim.pipeline.sharded`) and run each
+The run is :func:`nlsim.dedup.run.run_dedup`, as in ``news-dedup``; only its ``call`` differs: the
+``embed`` and ``neighbors`` stages cut their work into shards (:mod:`nlsim.dedup.sharded`) and run each
 shard as a task on a Dask worker (``DaskTaskRunner`` from ``prefect-dask``); every other stage is a task of
 the flow as usual. Both flows write the same report.
 
@@ -37,11 +37,9 @@ from flows.dedup import dedup_run
 from flows.orchestration import config_flow, run_from_command_line, task_call
 from nlsim.commands.dedup import add_dedup_options
 from nlsim.commands.options import add_config_options
-from nlsim.encoders import MODELS
-from nlsim.options import option
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.run import Call
-from nlsim.pipeline.sharded import (
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import Call
+from nlsim.dedup.sharded import (
     embed_shard,
     index_bytes,
     index_info,
@@ -50,6 +48,8 @@ from nlsim.pipeline.sharded import (
     shard_slices,
     write_shard_inputs,
 )
+from nlsim.encoders import MODELS
+from nlsim.options import option
 from nlsim.search.neighbors import merge_pairs
 
 
@@ -112,7 +112,7 @@ def model_ref(encoder: Any) -> str:
 
 
 def dask_call(options: DaskOptions) -> Call:
-    """The ``call`` of :func:`nlsim.pipeline.run.run_dedup` that shards ``embed`` and ``neighbors``."""
+    """The ``call`` of :func:`nlsim.dedup.run.run_dedup` that shards ``embed`` and ``neighbors``."""
     sharded = run_shards.with_options(task_runner=make_task_runner(options))
     size = int(options.shard_size)
     threads = int(options.threads_per_worker)

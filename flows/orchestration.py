@@ -1,7 +1,7 @@
 """How the flows run nlsim's stages on Prefect: a ``call`` that makes each stage a task, flow parameters
 derived from nlsim's configuration dataclasses, progress artifacts, readable failures.
 
-* :func:`task_call` is the ``call`` of :func:`nlsim.pipeline.run.run_dedup` (and of the chained pipeline):
+* :func:`task_call` is the ``call`` of :func:`nlsim.dedup.run.run_dedup` (and of the chained pipeline):
   each stage becomes a task named after it, I/O stages retried, expensive stages under a timeout
   (``NLSIM_TASK_TIMEOUT_S``, default 4 hours).
 * :func:`config_flow` builds a flow whose parameters are the fields of configuration dataclasses (names,

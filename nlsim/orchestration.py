@@ -1,6 +1,6 @@
 """The seam between nlsim's runs and whoever orchestrates them.
 
-A run (:func:`nlsim.pipeline.run.run_dedup`, :func:`nlsim.training.finetune.finetune`, the chained
+A run (:func:`nlsim.dedup.run.run_dedup`, :func:`nlsim.training.finetune.finetune`, the chained
 pipeline) calls each of its stages through ``call(name, function, *args, **kwargs)``. The command line
 passes :func:`direct`; the Prefect flows pass a ``call`` that runs each stage as a task. Runs declare their
 stages with :func:`declare` (what each does, whether it is I/O worth retrying, whether it is long enough to

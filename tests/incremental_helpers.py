@@ -113,7 +113,7 @@ def run_daily(
     encoder: Any = None,
 ) -> Any:
     """One daily (incremental) run of ``config`` on the state folder ``state``."""
-    from nlsim.pipeline.run import run_dedup
+    from nlsim.dedup.run import run_dedup
 
     daily = config.with_(
         state=str(state), retention_days=retention_days, as_of=as_of, rebuild_state=rebuild_state
@@ -142,14 +142,14 @@ def split_days(corpus: pd.DataFrame, folder: Path, bounds: list[str]) -> list[Pa
 
 def state_assignment(state_dir: Path) -> dict[str, str]:
     """Item id -> cluster id of every clustered item in a state folder."""
-    from nlsim.pipeline.state import open_state
+    from nlsim.dedup.state import open_state
 
     items = open_state(state_dir).items
     return {str(i): str(c) for i, c in zip(items["id"], items["cluster_id"], strict=True) if pd.notna(c)}
 
 
 def state_pairs(state_dir: Path) -> set[tuple[str, str]]:
-    from nlsim.pipeline.state import open_state
+    from nlsim.dedup.state import open_state
 
     pairs = open_state(state_dir).pairs
     return {tuple(sorted((str(a), str(b)))) for a, b in zip(pairs["id_a"], pairs["id_b"], strict=True)}
@@ -187,7 +187,7 @@ def report_content(report_dir: Path) -> dict[str, Any]:
 
 def state_content(state_dir: Path) -> dict[str, Any]:
     """The comparable content of a state: items (without run ids), embeddings, pairs, clusters."""
-    from nlsim.pipeline.state import open_state
+    from nlsim.dedup.state import open_state
 
     st = open_state(state_dir)
     items = st.items.drop(columns=["first_seen_run", "embedded_run"]).astype(str)
@@ -206,7 +206,7 @@ FAULT_THRESHOLD = 0.9
 
 def fault_config(corpus: Path, out: Path) -> Any:
     """The ``DedupConfig`` of an in-process run in the kill tests and the reliability benchmark."""
-    from nlsim.pipeline.config import DedupConfig
+    from nlsim.dedup.config import DedupConfig
 
     return DedupConfig(
         corpus=corpus,

@@ -214,8 +214,8 @@ def test_negative_retention_is_refused(tmp_path: Path) -> None:
 
 
 def _daily(tmp_path: Path, corpus: pd.DataFrame, name: str, **changes: object) -> object:
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.run import run_dedup
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
 
     path = tmp_path / f"{name}.parquet"
     corpus.to_parquet(path, index=False)
@@ -384,7 +384,7 @@ def test_corpus_inside_out_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -> None:
-    from nlsim.pipeline.report import verify_report
+    from nlsim.dedup.report import verify_report
 
     news(tmp_path)
     news(tmp_path, "other.csv", NEWS.replace("Football club wins the cup", "Elections called for June"))
@@ -742,8 +742,8 @@ HOSTILE_TITLE = 'Floods | <script>alert("x")</script>\nsecond line'
 
 def test_hostile_title_keeps_the_markdown_summary_table() -> None:
     from nlsim.clusters.table import batch_clusters
-    from nlsim.pipeline.html import render_html
-    from nlsim.pipeline.report import pairs_table, render_markdown
+    from nlsim.dedup.html import render_html
+    from nlsim.dedup.report import pairs_table, render_markdown
 
     frame = pd.DataFrame(
         {

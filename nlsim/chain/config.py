@@ -2,7 +2,7 @@
 
 Every option of ``nlsim pipeline`` and every parameter of the ``news-pipeline`` flow is a field here. The
 training settings are :class:`~nlsim.training.config.FinetuneConfig`'s and the report's are
-:class:`~nlsim.pipeline.config.DedupConfig`'s (same names, same defaults, same help).
+:class:`~nlsim.dedup.config.DedupConfig`'s (same names, same defaults, same help).
 
 Example:
     >>> cfg = PipelineConfig(out="reports/x")
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nlsim.conversion import Conversion
+from nlsim.dedup.config import Backend, DedupConfig, IndexKind, Precision, Representative
 from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
 from nlsim.options import option, option_like
-from nlsim.pipeline.config import Backend, DedupConfig, IndexKind, Precision, Representative
 from nlsim.training.config import FinetuneConfig
 
 TRAINING_FIELDS = (

@@ -1,6 +1,6 @@
 """``nlsim dedup``: the near-duplicate report for a corpus (batch, or daily with ``--state``).
 
-Every option is a field of :class:`nlsim.pipeline.config.DedupConfig`.
+Every option is a field of :class:`nlsim.dedup.config.DedupConfig`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
-from nlsim.pipeline.config import DedupConfig
+from nlsim.dedup.config import DedupConfig
 
 STATE_OPTIONS = ("state", "retention_days", "as_of", "rebuild_state")
 
@@ -50,12 +50,12 @@ def print_result(result: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.pipeline.paths import check_paths  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.dedup.paths import check_paths  # deferred: `nlsim --help` and refusals stay fast
 
     config = config_from_args(DedupConfig, args)
     check_paths(config)  # a bad path is refused before torch and faiss are even imported
 
-    from nlsim.pipeline.run import run_dedup  # deferred: loads torch and faiss, `nlsim --help` stays fast
+    from nlsim.dedup.run import run_dedup  # deferred: loads torch and faiss, `nlsim --help` stays fast
 
     result = run_dedup(config)
     if args.json:

@@ -2,7 +2,7 @@
 
 Example:
     >>> import argparse
-    >>> from nlsim.pipeline.config import DedupConfig
+    >>> from nlsim.dedup.config import DedupConfig
     >>> p = argparse.ArgumentParser()
     >>> add_config_options(p, DedupConfig)
     >>> cfg = config_from_args(DedupConfig, p.parse_args(["--corpus", "c.csv", "--out", "o", "--cpu"]))

@@ -244,7 +244,7 @@ def new_index(
 ) -> SearchIndex:
     """An empty index of dimension ``dim`` for ``n`` expected vectors, ready for :meth:`SearchIndex.add`.
 
-    Used to build an index chunk by chunk (``nlsim.pipeline.sharded``): ``n`` drives the ``"auto"`` choice and
+    Used to build an index chunk by chunk (``nlsim.dedup.sharded``): ``n`` drives the ``"auto"`` choice and
     the IVF list count; an IVF index is trained on ``train`` (a sample of the vectors), which it needs.
     See :func:`build_index` for the other arguments.
 

@@ -45,8 +45,8 @@ def test_two_worker_cluster_matches_single_process(
     prefect_harness, small_corpus, tmp_path, fast_encoder
 ) -> None:
     from flows.dedup_distributed import news_dedup_distributed
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.run import run_dedup
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
 
     common = dict(
         corpus=str(small_corpus),

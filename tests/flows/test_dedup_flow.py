@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from nlsim.pipeline.config import DedupConfig
-from nlsim.pipeline.run import run_dedup
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
 
 
 @pytest.fixture(scope="module")

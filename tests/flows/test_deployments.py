@@ -58,7 +58,7 @@ def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: AN
 
 @pytest.mark.slow
 def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encoder) -> None:  # noqa: ANN001
-    from nlsim.pipeline.config import DedupConfig
+    from nlsim.dedup.config import DedupConfig
     from tests.incremental_helpers import run_daily
 
     corpus = tmp_path / "news.parquet"

@@ -96,8 +96,8 @@ def test_flow_with_reranker_then_dedup_flow_reranks(
 
     from flows.dedup import news_dedup
     from flows.finetune import finetune_flow
-    from nlsim.pipeline.config import DedupConfig
-    from nlsim.pipeline.run import run_dedup
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
     from nlsim.rerank.reranker import has_reranker
 
     cfg = config(pairs_file, tmp_path / "model")

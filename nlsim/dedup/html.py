@@ -1,0 +1,623 @@
+"""The report page for editors (``index.html``) and its overview plot (``overview.png``).
+
+``index.html`` is one self-contained file (inline CSS and JavaScript, no network, no CDN):
+
+- at the top, what an editor must know first: a zero-shot model (no fine-tuned model was ever promoted),
+  a model switch in a daily run;
+- the model card: which model judged (version, zero-shot or fine-tuned), its Spearman agreement with the
+  annotated pairs before and after fine-tuning, precision/recall/F1 at the threshold in use and where that
+  threshold came from, the learning curve when the model folder has one;
+- an overview: counts, clusters by size, by day (or month) of their first item and by daily status, each a
+  filter; ``overview.png``;
+- every cluster, in pages of 50 (rendered in the browser from the data embedded in the page, so thousands
+  of clusters stay fast), with search, filters and sort; each cluster's items (linked to the article when
+  the corpus has an http(s) ``url``), its daily status (new / grown / merged / regrouped, the items that
+  joined, the clusters it absorbed) and the pairs, with their scores, that joined it.
+
+Titles are text, never markup: the page builds the list with ``textContent``, and the data is embedded as
+JSON with ``<``, ``>`` and ``&`` escaped. User text (titles, sources, ids, file and model names) is
+bidi-isolated (``<bdi>``, ``dir=auto``, isolate marks in ``<option>``): a right-to-left override in it
+reorders only itself, never the page's own words around it. ``lang`` is set on the page (``en``, its own
+words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from the run's conversion, else
+``zh``), and the font stack names CJK fonts of every platform.
+
+Example:
+    >>> import pandas as pd
+    >>> page = render_html(pd.DataFrame(columns=["cluster_id"]), pd.DataFrame(columns=["cluster_id"]),
+    ...                    {"items": 0, "model": "m"})
+    >>> page.startswith("<!doctype html>"), '<html lang="en">' in page
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pandas as pd
+
+from nlsim.dedup import review
+from nlsim.dedup.spreadsheet import TextChange, text_changes
+
+PAGE_SIZE = 50
+"""Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
+SIZE_BUCKETS = (
+    (2, 2, "2"),
+    (3, 3, "3"),
+    (4, 5, "4–5"),
+    (6, 10, "6–10"),
+    (11, 20, "11–20"),
+    (21, None, "21+"),
+)
+MAX_DAYS = 62
+"""Clusters are counted by day of their first item up to this many days, by month beyond."""
+CJK_LANG = {"tw2sp": "zh-Hant", "t2s": "zh-Hant", "s2t": "zh-Hans", "s2twp": "zh-Hans"}
+"""The ``lang`` of Chinese titles, from the run's conversion (its source script); ``zh`` otherwise."""
+LEVEL_NAMES = {1.0: "same story", 0.75: "same topic and entity"}
+STATUS_TEXT = {
+    "new": "new clusters",
+    "grown": "grown (new items joined)",
+    "merged": "merged (absorbed other clusters)",
+    "regrouped": "regrouped after a model change",
+    "dissolved": "dissolved by a model change (its items are no longer grouped together)",
+    "unchanged": "unchanged",
+}
+STATUSES = tuple(STATUS_TEXT)
+esc = html.escape
+
+
+def iso(text: Any) -> str:
+    """User text (a title, a source, an id, a file name) escaped and isolated from the page's own words:
+    a right-to-left override in it cannot reorder the text around it.
+
+    >>> iso("AP\u202e <b>")
+    '<bdi>AP\u202e &lt;b&gt;</bdi>'
+    """
+    return f"<bdi>{esc(str(text))}</bdi>"
+
+
+def _asset(name: str) -> str:
+    return resources.files("nlsim.dedup").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def safe_url(value: Any) -> str | None:
+    """``value`` when it is an absolute http(s) URL, else ``None`` (no ``javascript:``, no relative links).
+
+    >>> safe_url("https://example.com/a?b=1"), safe_url("javascript:alert(1)"), safe_url("nan")
+    ('https://example.com/a?b=1', None, None)
+    """
+    if not isinstance(value, str):
+        return None
+    url = value.strip()
+    if any(ch in url for ch in "\r\n\t ") or len(url) > 4096:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
+
+
+def _time(value: Any) -> str | None:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return pd.Timestamp(value).tz_convert("UTC").strftime("%Y-%m-%d %H:%M")
+
+
+def _num(value: Any, digits: int = 4) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else round(f, digits)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _list(value: Any) -> list[Any]:
+    """A list column's cell (a list, or a NumPy array when read from Parquet) as a list; nothing -> []."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    return list(value)
+
+
+def _size_bucket(size: int) -> str:
+    for lo, hi, label in SIZE_BUCKETS:
+        if size >= lo and (hi is None or size <= hi):
+            return label
+    return str(size)
+
+
+def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
+    """Each cluster's period (``YYYY-MM-DD``, or ``YYYY-MM`` when the clusters span too many days)."""
+    days = {f[:10] for f in firsts if f}
+    if len(days) <= MAX_DAYS:
+        return "day", [f[:10] if f else None for f in firsts]
+    return "month", [f[:7] if f else None for f in firsts]
+
+
+def page_data(
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None,
+    near_misses: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """What the page's script renders: items (id, title, source, link, time) and clusters (members,
+    status, added items, absorbed ids, scores and the pairs that joined them); for the review panel, the
+    near misses and what the export records (:mod:`nlsim.dedup.review`)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    if frame is not None and len(frame):
+        cols = {
+            c: frame[c].tolist() if c in frame else [None] * len(frame) for c in ("title", "source", "url")
+        }
+        times = pd.to_datetime(frame["published_at"], utc=True) if "published_at" in frame else None
+        for n, item_id in enumerate(frame["id"].astype(str)):
+            by_id[item_id] = {
+                "title": _text(cols["title"][n]),
+                "source": _text(cols["source"][n]),
+                "url": safe_url(cols["url"][n]),
+                "time": _time(times.iloc[n]) if times is not None else None,
+            }
+    items: list[list[Any]] = []
+    index: dict[str, int] = {}
+
+    def item(item_id: Any) -> int:
+        key = str(item_id)
+        if key not in index:
+            r = by_id.get(key, {})
+            index[key] = len(items)
+            items.append([key, r.get("title", ""), r.get("source", ""), r.get("url"), r.get("time")])
+        return index[key]
+
+    pair_rows: dict[str, list[list[Any]]] = {}
+    if len(pairs) and "cluster_id" in pairs:
+        cross = pairs["cross_encoder"] if "cross_encoder" in pairs else pd.Series([None] * len(pairs))
+        cosine = pairs["cosine"] if "cosine" in pairs else pairs["similarity"]
+        for cid, a, b, s, co, ce in zip(
+            pairs["cluster_id"], pairs["id_a"], pairs["id_b"], pairs["similarity"], cosine, cross, strict=True
+        ):
+            pair_rows.setdefault(str(cid), []).append([item(a), item(b), _num(s), _num(co), _num(ce)])
+    out = []
+    firsts = []
+    for c in clusters.itertuples(index=False) if len(clusters) else ():
+        members = [item(m) for m in list(c.member_ids)]
+        added = [item(m) for m in _list(getattr(c, "added_ids", None))]
+        first = _time(getattr(c, "first_published", None))
+        firsts.append(first)
+        out.append(
+            {
+                "id": str(c.cluster_id),
+                "status": _text(getattr(c, "status", "new")) or "new",
+                "size": int(c.size),
+                "bucket": _size_bucket(int(c.size)),
+                "rep": item(c.representative),
+                "members": members,
+                "added": added,
+                "absorbed": [str(x) for x in _list(getattr(c, "absorbed", None))],
+                "sources": [str(x) for x in _list(getattr(c, "sources", None))],
+                "first": first,
+                "last": _time(getattr(c, "last_published", None)),
+                "max": _num(getattr(c, "max_similarity", None)),
+                "mean": _num(getattr(c, "mean_similarity", None)),
+                "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p[2] or 0)),
+            }
+        )
+    unit, periods = _periods(firsts)
+    for c, p in zip(out, periods, strict=True):
+        c["period"] = p
+    return {
+        "daily": summary.get("mode") == "incremental",
+        "cjkLang": CJK_LANG.get(str(summary.get("conversion")), "zh"),
+        "pageSize": PAGE_SIZE,
+        "periodUnit": unit,
+        "rerank": bool(summary.get("rerank")),
+        "threshold": _num(summary.get("threshold"), 6),
+        "items": items,
+        "clusters": out,
+        "nearMisses": review.near_miss_rows(near_misses, item),
+        "review": review.review_meta(summary),
+    }
+
+
+def _json_script(data: dict[str, Any]) -> str:
+    """JSON safe inside ``<script>``: no ``</script>``, no ``<!--``, no entity."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _level_name(level: Any) -> str:
+    lv = _num(level)
+    if lv is None:
+        return "?"
+    return LEVEL_NAMES.get(lv, f"relatedness ≥ {lv:g}") + f" (score ≥ {lv:g})"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    v = _num(value, 6)
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _notices(summary: dict[str, Any]) -> list[str]:
+    """The banners at the top: zero-shot model, model switch."""
+    info = summary.get("model_info") or {}
+    model = summary.get("model") or info.get("model_id") or "?"
+    parts = []
+    if info.get("zero_shot"):
+        if info.get("requested") == "current":
+            parts.append(
+                "<div class='notice warn' id='zero-shot'><strong>Zero-shot model.</strong> No fine-tuned "
+                "model has been promoted in the model store yet: this report was made with the zero-shot "
+                f"<code>{iso(model)}</code>, a weaker judge of “same story” than a model fine-tuned on your "
+                "editors' pairs. Run <code>nlsim pipeline</code> to train, evaluate and promote one.</div>"
+            )
+        else:
+            parts.append(
+                "<div class='notice' id='zero-shot'><strong>Zero-shot model.</strong> "
+                f"<code>{iso(model)}</code> was not fine-tuned on annotated pairs.</div>"
+            )
+    sw = summary.get("model_switch")
+    if sw:
+        what = (
+            f"all {int(sw.get('reembedded') or 0):,} items of the window were embedded again"
+            if sw.get("reembed")
+            else "the window's items were paired again"
+        )
+        details = "; ".join(str(d) for d in sw.get("details") or [])
+        parts.append(
+            "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> The state was made "
+            f"with <code>{iso(sw.get('from_model'))}</code>; this run uses "
+            f"<code>{iso(sw.get('to_model'))}</code> ({iso(details)}): {esc(what)}, and the clusters "
+            "were regrouped under the new model (marked “regrouped”). Scores before and after the switch "
+            "are not comparable.</div>"
+        )
+    return parts
+
+
+def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.dedup.spreadsheet`), if any."""
+    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "formula": {}}
+    for c in changes:
+        fields[c.change].setdefault(c.item_id, []).append(c.field)
+
+    def items(kind: str) -> str:
+        named = [f"{iso(i)} ({', '.join(f)})" for i, f in list(fields[kind].items())[:shown]]
+        more = len(fields[kind]) - shown
+        return ", ".join(named) + (f" and {more:,} more" if more > 0 else "")
+
+    parts = []
+    if fields["characters"]:
+        parts.append(
+            f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
+            "characters such as Word's manual line break): in <code>report.xlsx</code> a line or page break "
+            f"became a space and the others were removed: {items('characters')}."
+        )
+    if fields["formula"]:
+        parts.append(
+            f"{len(fields['formula']):,} item(s) start with =, +, -, @, a tab or a carriage return, which a "
+            "spreadsheet would run as a formula: <code>report.xlsx</code> stores them as text, and in "
+            "<code>pairs.csv</code> and <code>members.csv</code> they begin with an apostrophe: "
+            f"{items('formula')}."
+        )
+    if not parts:
+        return ""
+    return (
+        "<div class='notice' id='spreadsheet-text'><strong>Text changed in the spreadsheet files.</strong> "
+        + " ".join(parts)
+        + " This page and the Parquet files show the original text.</div>"
+    )
+
+
+def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
+    info = summary.get("model_info") or {}
+    card = info.get("card") or {}
+    cal = info.get("threshold_calibration") or {}
+    rows: list[tuple[str, str]] = []
+    model = summary.get("model") or info.get("model_id") or "?"
+    if info.get("version"):
+        kind = f"fine-tuned, version <code>{esc(str(info['version']))}</code> of the model store"
+    elif info.get("zero_shot"):
+        kind = "zero-shot (not fine-tuned)"
+    else:
+        kind = "fine-tuned model folder" if card.get("metrics") else "model folder"
+    rows.append(("Model", f"<code>{iso(model)}</code> · {kind}"))
+    store = card.get("store") or {}
+    trained = card.get("trained") or {}
+    bits = [str(store["created"])] if store.get("created") else []
+    if trained.get("n_train"):
+        bits.append(
+            f"on {int(trained['n_train']):,} annotated pairs ({int(trained.get('n_validation') or 0):,} for "
+            "validation)"
+        )
+
+    if bits:
+        rows.append(("Trained", esc(" ".join(bits))))
+    editors = review.editor_labels_text(trained.get("editor_labels"))
+    if editors:
+        rows.append(("Editors’ labels", esc(editors)))
+    rr = summary.get("rerank")
+    on = "rerank score" if rr else "cosine similarity"
+    rows.append(("Threshold", f"<strong>{_fmt(summary.get('threshold'), 4)}</strong> on the {on}"))
+    rows.append(("Where it came from", iso(summary.get("threshold_source") or "?")))
+    if cal:
+        rows.append(
+            (
+                "Agreement at this threshold",
+                f"precision <strong>{_fmt(cal.get('precision'))}</strong> · recall "
+                f"<strong>{_fmt(cal.get('recall'))}</strong> · F1 <strong>{_fmt(cal.get('f1'))}</strong> "
+                + esc(
+                    f"on {cal.get('n', '?')} {cal.get('split', 'validation')} pairs, "
+                    f"{cal.get('n_positive', '?')} of them {_level_name(cal.get('level'))}"
+                ),
+            )
+        )
+    else:
+        given = str(summary.get("threshold_source") or "").startswith("given")
+        rows.append(
+            (
+                "Agreement at this threshold",
+                "not measured: the threshold was given, not calibrated"
+                if given
+                else "not recorded in this run",
+            )
+        )
+    if rr:
+        rows.append(
+            (
+                "Reranker",
+                esc(
+                    f"{rr.get('describe', '')}; {rr.get('kept', '?')} of {rr.get('candidates', '?')} "
+                    f"candidate pairs kept (candidate floor {rr.get('candidate_floor', '?')})"
+                ),
+            )
+        )
+    text = [f"conversion {summary['conversion']}" if summary.get("conversion") else ""]
+    text.append(f"embedded fields {summary['text_fields']}" if summary.get("text_fields") else "")
+    if any(text):
+        rows.append(("Text", esc(", ".join(t for t in text if t))))
+    body = "".join(f"<tr><th scope='row'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    parts = ["<section id='model' class='panel'><h2>The judge: model and threshold</h2>"]
+    parts.append(f"<table class='card'>{body}</table>")
+    metrics = card.get("metrics") or {}
+    lines = (
+        ("zero-shot base model", "before"),
+        ("fine-tuned bi-encoder", "after"),
+        ("fine-tuned, with reranker", "reranked"),
+    )
+    table = []
+    for label, key in lines:
+        v, t = metrics.get(f"{key}/validation"), metrics.get(f"{key}/test")
+        if v or t:
+            table.append(
+                f"<tr><th scope='row'>{label}</th><td class='num'>{_fmt((v or {}).get('spearman'), 2)}</td>"
+                f"<td class='num'>{_fmt((t or {}).get('spearman'), 2)}</td></tr>"
+            )
+    if table:
+        parts.append(
+            "<h3>Spearman ×100 against the annotators' scores (agreement between annotators is the "
+            "ceiling)</h3><table class='metrics'><tr><th></th><th>validation</th><th>test</th></tr>"
+            + "".join(table)
+            + "</table>"
+        )
+    elif info.get("zero_shot"):
+        parts.append("<p class='meta'>No training record: this model was not fine-tuned here.</p>")
+    if learning_curve:
+        parts.append(
+            f"<figure><img src='{esc(learning_curve)}' alt='learning curve: quality against the number of "
+            "annotated training pairs' loading='lazy'><figcaption>Learning curve of the model "
+            "folder</figcaption></figure>"
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -> str:
+    if not counts:
+        return ""
+    top = max(n for _, n in counts) or 1
+    rows = "".join(
+        f"<li><button type='button' class='bar' data-filter='{key}' data-value='{esc(label)}' "
+        f"title='show only these clusters'><span class='label'>{esc(label)}</span>"
+        f"<span class='track'><span class='fill' style='width:{100 * n / top:.1f}%'></span></span>"
+        f"<span class='count'>{n:,}</span></button></li>"
+        for label, n in counts
+    )
+    return f"<div class='bars'><h3>{esc(title)}</h3>{note}<ul>{rows}</ul></div>"
+
+
+def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame) -> str:
+    clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]  # the current ones
+    counts = summary.get("counts") or {}
+    clustered = sum(c["size"] for c in clusters)
+    figures = [
+        (summary.get("items"), "items read"),
+        (len(pairs), "pairs"),
+        (len(clusters), "clusters"),
+        (clustered, "items in clusters"),
+    ]
+    if data["daily"]:
+        figures.append((counts.get("clusters_in_window"), "clusters in the window"))
+    stats = "".join(
+        f"<div class='stat'><span class='n'>{esc(f'{v:,}' if isinstance(v, int) else str(v))}</span>"
+        f"<span>{esc(label)}</span></div>"
+        for v, label in figures
+        if v is not None
+    )
+    parts = [f"<section id='overview' class='panel'><h2>Overview</h2><div class='stats'>{stats}</div>"]
+    if data["daily"]:
+        window = counts.get("clusters_in_window")
+        parts.append(
+            "<p class='meta'>A daily report lists the clusters this run touched"
+            + (f" ({len(clusters):,} of the window's {window:,})" if isinstance(window, int) else "")
+            + ": the window's current clusters are in <code>window/clusters.parquet</code> and "
+            "<code>window/members.csv</code>.</p>"
+        )
+    parts.append("<div class='charts'>")
+    sizes = Counter(c["bucket"] for c in clusters)
+    parts.append(
+        _bars("Clusters by size (items)", "bucket", [(b, sizes[b]) for *_, b in SIZE_BUCKETS if sizes[b]])
+    )
+    periods = Counter(c["period"] or "undated" for c in clusters)
+    order = sorted(k for k in periods if k != "undated") + (["undated"] if "undated" in periods else [])
+    unit = data["periodUnit"]
+    parts.append(
+        _bars(f"Clusters by {unit} of their first item (UTC)", "period", [(p, periods[p]) for p in order])
+    )
+    if data["daily"]:
+        status = Counter(c["status"] for c in data["clusters"])
+        parts.append(
+            _bars(
+                "Clusters by status in this run",
+                "status",
+                [(s, status[s]) for s in STATUSES if status[s]],
+            )
+        )
+    parts.append("</div>")
+    parts.append(
+        "<details class='plot'><summary>Score and size distributions (overview.png)</summary>"
+        "<img src='overview.png' alt='pair similarities against the threshold, and cluster sizes' "
+        "loading='lazy'></details></section>"
+    )
+    return "".join(parts)
+
+
+def _controls(data: dict[str, Any]) -> str:
+    statuses = ""
+    if data["daily"]:
+        opts = "".join(f"<option value='{s}' title='{esc(STATUS_TEXT[s])}'>{s}</option>" for s in STATUSES)
+        statuses = (
+            "<label>Status <select id='f-status' data-filter='status'><option value=''>all</option>"
+            f"{opts}</select></label>"
+        )
+    sizes = "".join(f"<option value='{esc(b)}'>{esc(b)} items</option>" for *_, b in SIZE_BUCKETS)
+    sources = Counter(s for c in data["clusters"] for s in c["sources"])
+    src_opts = "".join(  # an option holds text only: the source between isolate marks (FSI ... PDI)
+        f"<option value='{esc(s)}'>\u2068{esc(s)}\u2069 ({n:,})</option>"
+        for s, n in sorted(sources.items(), key=lambda x: (-x[1], x[0]))
+    )
+    periods = sorted({c["period"] for c in data["clusters"] if c["period"]})
+    period_opts = "".join(f"<option value='{esc(p)}'>{esc(p)}</option>" for p in periods)
+    if any(c["period"] is None for c in data["clusters"]):
+        period_opts += "<option value='undated'>undated</option>"
+    return (
+        "<div id='controls' class='controls' role='search'>"
+        "<input id='q' type='search' placeholder='Search titles, sources, ids…' autocomplete='off' "
+        "aria-label='search the clusters'>"
+        f"{statuses}"
+        "<label>Size <select id='f-bucket' data-filter='bucket'><option value=''>all</option>"
+        f"{sizes}</select></label>"
+        f"<label>{'Day' if data['periodUnit'] == 'day' else 'Month'} "
+        "<select id='f-period' data-filter='period'>"
+        f"<option value=''>all</option>{period_opts}</select></label>"
+        f"<label>Source <select id='f-source' data-filter='source'><option value=''>all</option>{src_opts}"
+        "</select></label>"
+        "<label>Sort <select id='sort'><option value='size'>largest first</option>"
+        "<option value='newest'>newest first</option><option value='oldest'>oldest first</option>"
+        "<option value='score'>highest score first</option>"
+        + ("<option value='status'>by status</option>" if data["daily"] else "")
+        + "</select></label>"
+        "<button type='button' id='reset'>Reset</button>"
+        "</div>"
+    )
+
+
+def render_html(
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+    *,
+    learning_curve: str | None = None,
+    near_misses: pd.DataFrame | None = None,
+) -> str:
+    """The report page (see the module docstring). ``learning_curve``: the file name of the learning-curve
+    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review."""
+    data = page_data(pairs, clusters, summary, frame, near_misses)
+    info = summary.get("model_info") or {}
+    when = summary.get("finished_at") or ""
+    mode = "daily run " + str(summary.get("run_id", "")) if data["daily"] else "batch run"
+    meta = " · ".join(
+        x
+        for x in (
+            esc(mode),
+            f"written {esc(when)}" if when else "",
+            f"corpus {iso(Path(str(summary['corpus'])).name)}" if summary.get("corpus") else "",
+            f"model {iso(summary.get('model') or info.get('model_id') or '?')}",
+            f"threshold {_fmt(summary.get('threshold'), 4)}",
+        )
+        if x
+    )
+    n = len(data["clusters"])
+    head = (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="generator" content="nlsim">'
+        f"<title>Near-duplicate report · {n:,} clusters</title>"
+        f"<style>{_asset('report.css')}\n{review.review_style()}</style></head>"
+    )
+    body = [
+        "<body><header><h1>Near-duplicate and related news items</h1>",
+        f"<p class='meta'>{meta}</p>",
+        "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#review'>Review</a> · "
+        "<a href='#list'>Clusters</a></nav></header><main>",
+        *_notices(summary),
+        _spreadsheet_notice(text_changes(frame)),
+        _model_card(summary, learning_curve),
+        _overview(data, summary, pairs),
+        review.review_section(data),
+        "<section id='list' class='panel'><h2>Clusters</h2>",
+        _controls(data),
+        "<p id='shown' class='shown' aria-live='polite'>"
+        + esc(f"{n:,} clusters; the list needs JavaScript.")
+        + "</p>",
+        "<noscript><p class='notice'>This list is drawn by the page's script. Without it, every cluster is "
+        "in <code>clusters.parquet</code>, <code>members.csv</code> and <code>report.xlsx</code> beside this "
+        "page.</p></noscript>",
+        "<div class='pager' id='pager-top'></div><ol id='clusters' class='clusters'></ol>"
+        "<div class='pager' id='pager-bottom'></div></section></main>",
+        "<footer><p class='meta'>Every cluster of this report is listed above (in pages). The same data: "
+        "<code>clusters.parquet</code>, <code>pairs.parquet</code>, <code>members.csv</code>, "
+        "<code>pairs.csv</code>, <code>report.xlsx</code>; the run record: <code>run.json</code>.</p>"
+        "</footer>",
+        f"<script id='nlsim-data' type='application/json'>{_json_script(data)}</script>",
+        f"<script>{_asset('report.js')}\n{review.review_script()}</script></body></html>",
+    ]
+    return head + "\n".join(body) + "\n"
+
+
+def render_overview_png(
+    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], path: Path
+) -> None:
+    """Two plots for a quick look: the pair similarities against the threshold, and the cluster sizes."""
+    import matplotlib  # deferred: matplotlib costs ~1 s to import and only the report needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    if len(pairs):
+        left.hist(pairs["similarity"].to_numpy(dtype=float), bins=40, color="#4477aa")
+    if isinstance(summary.get("threshold"), (int, float)):
+        left.axvline(float(summary["threshold"]), color="#cc3311", linestyle="--", label="threshold")
+        left.legend(loc="upper right")
+    score = "rerank score" if summary.get("rerank") else "cosine"
+    left.set(title=f"{len(pairs):,} pairs: {score}", xlabel=score, ylabel="pairs")
+    if len(clusters):
+        sizes = clusters["size"].value_counts().sort_index()
+        right.bar(sizes.index.astype(int), sizes.to_numpy(), color="#228833")
+        right.set_yscale("log")
+        right.xaxis.set_major_locator(MaxNLocator(integer=True))
+    right.set(title=f"{len(clusters):,} clusters: size", xlabel="items in the cluster", ylabel="clusters")
+    fig.suptitle(f"{summary.get('items', '?')} items · model {summary.get('model', '?')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,472 @@
+"""The near-duplicate report: the tables editors read and the files they come in.
+
+Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/latest`` pointing at the newest):
+
+- ``pairs.parquet`` / ``pairs.csv``: one row per pair (:data:`PAIRS_SCHEMA`);
+- ``clusters.parquet``: one row per cluster (:data:`CLUSTERS_SCHEMA`), ``members.csv``: one row per
+  cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users; ``report.xlsx`` holds the three tables;
+- ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
+  (:mod:`nlsim.dedup.near_misses`);
+- ``index.html`` and ``overview.png`` (:mod:`nlsim.dedup.html`), ``summary.md``; ``learning_curve.png``
+  when the model folder has one (shown on the page's model card);
+- a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
+  ``window/members.csv``;
+- ``run.json``: the run record (:class:`nlsim.dedup.stats.RunStats`) and the SHA-256 of every other file.
+
+Each Parquet file has one declared schema, the same for batch and daily runs (timestamps in microseconds,
+UTC; scores float32; lists of strings). A batch report is written into a staging folder and moved into
+place file by file, ``run.json`` last; a daily report folder appears whole. A failed or killed run leaves
+the previous report intact, and a report folder is only written when it is new, empty or nlsim's own.
+
+Example:
+    >>> import tempfile, pathlib, pandas as pd
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+    >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["Flood", "Flood!"], "source": ["AP", "AFP"],
+    ...                       "published_at": pd.to_datetime([None, None], utc=True)})
+    >>> pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.97]})
+    >>> from nlsim.clusters.table import batch_clusters
+    >>> labels, clusters = batch_clusters(frame, pairs)
+    >>> paths = write_report(out, pairs_table(frame, pairs, labels), clusters, {"model": "m"}, frame=frame)
+    >>> sorted(p.name for p in paths.values())[:4]
+    ['clusters.parquet', 'index.html', 'members.csv', 'near_misses.parquet']
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from nlsim.clusters.order import order_rank
+from nlsim.dedup.html import render_html, render_overview_png
+from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
+from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
+from nlsim.faults import fault_point
+from nlsim.io.atomic import (
+    atomic_dir,
+    atomic_write_text,
+    file_sha256,
+    fsync_dir,
+    make_temp_dir,
+    publish_files,
+    remove_tree,
+)
+from nlsim.io.ownership import claim_folder
+
+TS = pa.timestamp("us", tz="UTC")
+PAIRS_SCHEMA = pa.schema(
+    [
+        ("id_a", pa.string()),
+        ("id_b", pa.string()),
+        ("similarity", pa.float32()),
+        ("cosine", pa.float32()),
+        ("cross_encoder", pa.float32()),
+        ("cluster_id", pa.string()),
+        ("title_a", pa.string()),
+        ("title_b", pa.string()),
+        ("source_a", pa.string()),
+        ("source_b", pa.string()),
+        ("url_a", pa.string()),
+        ("url_b", pa.string()),
+        ("published_at_a", TS),
+        ("published_at_b", TS),
+    ]
+)
+"""``pairs.parquet``: ``similarity`` is the score the threshold applies to (the rerank score when the model
+has a reranker, else the cosine); ``cosine`` is the bi-encoder's; ``cross_encoder`` is null without a
+reranker. ``id_a`` is the earlier item by the order rule (:mod:`nlsim.clusters.order`)."""
+CLUSTERS_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("status", pa.string()),
+        ("size", pa.int64()),
+        ("representative", pa.string()),
+        ("representative_title", pa.string()),
+        ("member_ids", pa.list_(pa.string())),
+        ("added_ids", pa.list_(pa.string())),
+        ("absorbed", pa.list_(pa.string())),
+        ("sources", pa.list_(pa.string())),
+        ("first_published", TS),
+        ("last_published", TS),
+        ("max_similarity", pa.float32()),
+        ("mean_similarity", pa.float32()),
+    ]
+)
+"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
+change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
+had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
+one."""
+MEMBERS_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("item_id", pa.string()),
+        ("representative", pa.bool_()),
+        ("added", pa.bool_()),
+        ("title", pa.string()),
+        ("source", pa.string()),
+        ("url", pa.string()),
+        ("published_at", TS),
+    ]
+)
+"""``members.csv``: one row per member of each cluster in the report, earliest first."""
+SCHEMAS = {
+    "pairs": PAIRS_SCHEMA,
+    "clusters": CLUSTERS_SCHEMA,
+    "members": MEMBERS_SCHEMA,
+    "near_misses": NEAR_MISSES_SCHEMA,
+}
+TABLE_FILES = (
+    "pairs.parquet",
+    "clusters.parquet",
+    "pairs.csv",
+    "members.csv",
+    "report.xlsx",
+    "near_misses.parquet",
+)
+PAGE_FILES = ("index.html", "summary.md", "overview.png")
+LEARNING_CURVE = "learning_curve.png"
+RUNS_DIR = "runs"
+LATEST = "latest"
+
+
+def conform(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """``frame`` as an Arrow table of ``schema`` (missing columns null, extra columns dropped)."""
+    data = {}
+    for f in schema:
+        col = frame[f.name] if f.name in frame else pd.Series([None] * len(frame), dtype=object)
+        if pa.types.is_timestamp(f.type):
+            col = pd.to_datetime(col, utc=True)
+        elif pa.types.is_list(f.type):
+            col = col.map(
+                lambda v: [] if v is None or (isinstance(v, float) and np.isnan(v)) else [str(x) for x in v]
+            )
+        elif pa.types.is_string(f.type):
+            col = col.map(lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+        data[f.name] = pa.array(
+            col.to_numpy() if not pa.types.is_list(f.type) else col.tolist(), type=f.type, from_pandas=True
+        )
+    return pa.Table.from_pydict(data, schema=schema)
+
+
+def read_table(path: str | Path, name: str) -> pd.DataFrame:
+    """A report Parquet file as pandas (``name``: pairs, clusters or near_misses)."""
+    return pd.read_parquet(path, schema=SCHEMAS[name])
+
+
+def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> pd.DataFrame:
+    """Turn row-position pairs (``a``, ``b``, ``similarity`` [, ``cosine``, ``cross_encoder``]) into the
+    report's ``pairs`` table (ids, titles, sources, links, times), earliest item first."""
+    a = pairs["a"].to_numpy(dtype=np.int64)
+    b = pairs["b"].to_numpy(dtype=np.int64)
+    rank = order_rank(frame["id"].tolist(), frame["published_at"])
+    swap = rank[a] > rank[b]
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+
+    def col(name: str) -> np.ndarray:
+        return frame[name].astype(str).to_numpy() if name in frame else np.full(len(frame), "", dtype=object)
+
+    sim = pairs["similarity"].to_numpy(dtype=np.float32)
+    out = pd.DataFrame(
+        {
+            "id_a": frame["id"].astype(str).to_numpy()[a],
+            "id_b": frame["id"].astype(str).to_numpy()[b],
+            "similarity": sim,
+            "cosine": pairs["cosine"].to_numpy(dtype=np.float32) if "cosine" in pairs else sim,
+            "cross_encoder": pairs["cross_encoder"].to_numpy(dtype=np.float32)
+            if "cross_encoder" in pairs
+            else np.full(len(a), np.nan, np.float32),
+            "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
+            "title_a": col("title")[a],
+            "title_b": col("title")[b],
+            "source_a": col("source")[a],
+            "source_b": col("source")[b],
+            "url_a": col("url")[a],
+            "url_b": col("url")[b],
+            "published_at_a": frame["published_at"].to_numpy()[a],
+            "published_at_b": frame["published_at"].to_numpy()[b],
+        }
+    )
+    for c in ("published_at_a", "published_at_b"):
+        out[c] = pd.to_datetime(out[c], utc=True)
+    out = out.sort_values(
+        ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
+    )
+    return out.reset_index(drop=True)
+
+
+def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per member of each cluster (for spreadsheets): cluster, item, whether it is the
+    representative and whether it joined in this run, title, source, link, time."""
+    ids = frame["id"].astype(str).tolist()
+
+    def column(name: str) -> list[str]:
+        return frame[name].astype(str).tolist() if name in frame else [""] * len(frame)
+
+    rows_of = {i: n for n, i in enumerate(ids)}
+    titles, sources, urls = column("title"), column("source"), column("url")
+    times = pd.to_datetime(frame["published_at"], utc=True).tolist()
+    rows = []
+    for c in clusters.itertuples():
+        added = set(c.added_ids) if hasattr(c, "added_ids") else set()
+        for m in c.member_ids:
+            r = rows_of.get(m)
+            rows.append(
+                (
+                    c.cluster_id,
+                    m,
+                    m == c.representative,
+                    m in added,
+                    "" if r is None else titles[r],
+                    "" if r is None else sources[r],
+                    "" if r is None else urls[r],
+                    None if r is None else times[r],
+                )
+            )
+    out = pd.DataFrame(rows, columns=MEMBERS_SCHEMA.names)
+    out["published_at"] = pd.to_datetime(out["published_at"], utc=True)
+    return out
+
+
+def _md_cell(value: Any) -> str:
+    """A Markdown table cell: one line, pipes escaped, no raw HTML."""
+    text = " ".join(str(value).split())
+    return html_lib.escape(text, quote=False).replace("|", "\\|")
+
+
+def render_markdown(
+    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], top: int = 10
+) -> str:
+    """A short Markdown summary: the run's figures and the largest clusters."""
+    lines = ["# nlsim near-duplicate report", ""]
+    for key in (
+        "corpus",
+        "items",
+        "quarantined",
+        "model",
+        "conversion",
+        "threshold",
+        "threshold_source",
+        "index",
+        "pairs",
+        "clusters",
+        "clustered_items",
+        "elapsed_s",
+    ):
+        if key in summary and summary[key] is not None:
+            lines.append(f"- **{key.replace('_', ' ')}**: {_md_cell(summary[key])}")
+    if summary.get("model_switch"):
+        sw = summary["model_switch"]
+        lines.append(f"- **model switch**: {_md_cell(sw.get('from_model'))} → {_md_cell(sw.get('to_model'))}")
+    lines += [
+        "",
+        f"## Largest clusters (top {min(top, len(clusters))})",
+        "",
+        "| cluster | size | representative | max sim |",
+        "|---|---:|---|---:|",
+    ]
+    for _, c in clusters.head(top).iterrows():
+        lines.append(
+            f"| {_md_cell(c['cluster_id'])} | {int(c['size'])} | {_md_cell(c['representative_title'])} | "
+            f"{c['max_similarity']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
+    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables; the
+    user's text in the spreadsheet files is kept as text (:mod:`nlsim.dedup.spreadsheet`)."""
+    import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
+
+    for name in ("pairs", "clusters"):
+        pq.write_table(conform(tables[name], SCHEMAS[name]), folder / f"{name}.parquet")
+    csv_pairs = tables["pairs"].copy()
+    members = tables["members"]
+    for frame in (csv_pairs, members):
+        for c in frame.columns:
+            if pd.api.types.is_datetime64_any_dtype(frame[c]):
+                frame[c] = frame[c].dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
+    write_csv(csv_pairs, folder / "pairs.csv")
+    write_csv(members, folder / "members.csv")
+    clusters = tables["clusters"].copy()
+    for c in ("member_ids", "added_ids", "absorbed", "sources"):
+        if c in clusters:
+            clusters[c] = clusters[c].map(lambda v: ", ".join(map(str, v)) if v is not None else "")
+    for c in ("first_published", "last_published"):
+        if c in clusters:
+            clusters[c] = pd.to_datetime(clusters[c], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
+    write_xlsx({"clusters": clusters, "members": members, "pairs": csv_pairs}, folder / "report.xlsx")
+
+
+def copy_learning_curve(summary: dict[str, Any], folder: Path) -> str | None:
+    """Copy the model folder's ``learning_curve.png`` (``model_info["card"]["learning_curve"]``) into the
+    report; returns its name there, ``None`` when the model has none."""
+    card = (summary.get("model_info") or {}).get("card") or {}
+    source = card.get("learning_curve")
+    if not source or not Path(source).is_file():
+        return None
+    shutil.copyfile(source, folder / LEARNING_CURVE)
+    return LEARNING_CURVE
+
+
+def write_files(
+    folder: Path,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+    window: pd.DataFrame | None = None,
+    extra: dict[str, Any] | None = None,
+    near_misses: pd.DataFrame | None = None,
+) -> list[str]:
+    """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
+
+    ``window``: the whole window's clusters (daily runs), written to ``window/``. ``extra``: more files,
+    as ``{name: writer(path)}`` (the batch report's ``index/`` folder). ``near_misses``: the pairs below the
+    threshold for review (none when not given).
+    """
+    if frame is None:
+        frame = pd.DataFrame(
+            {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
+        )
+    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
+    summary = {  # the counts are those of the tables written, whatever the caller's record said
+        **summary,
+        "pairs": int(len(pairs)),
+        "clusters": int(len(current)),
+        "clustered_items": int(current["size"].sum()) if len(current) else 0,
+        "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
+        "spreadsheet_changes": [asdict(c) for c in text_changes(frame)],
+    }
+    members = members_table(clusters, frame)
+    _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
+    import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
+
+    missed = near_misses if near_misses is not None else NEAR_MISSES_SCHEMA.empty_table().to_pandas()
+    pq.write_table(conform(missed, NEAR_MISSES_SCHEMA), folder / "near_misses.parquet")
+    names = list(TABLE_FILES)
+    if window is not None:
+        (folder / "window").mkdir()
+        import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
+
+        pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
+        write_csv(members_table(window, frame), folder / "window" / "members.csv")
+        names += ["window/clusters.parquet", "window/members.csv"]
+    curve = copy_learning_curve(summary, folder)
+    if curve:
+        names.append(curve)
+    page = render_html(pairs, clusters, summary, frame, learning_curve=curve, near_misses=missed)
+    (folder / "index.html").write_text(page, encoding="utf-8")
+    (folder / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
+    render_overview_png(pairs, clusters, summary, folder / "overview.png")
+    names += list(PAGE_FILES)
+    for name, writer in (extra or {}).items():
+        writer(folder / name)
+        names.append(name)
+    fault_point("report-write")
+    hashes = {}
+    for name in names:
+        path = folder / name
+        if path.is_dir():
+            for p in sorted(path.rglob("*")):
+                if p.is_file():
+                    hashes[p.relative_to(folder).as_posix()] = file_sha256(p)
+        else:
+            hashes[name] = file_sha256(path)
+    (folder / "run.json").write_text(
+        json.dumps({**summary, "files": hashes}, indent=2, default=str, ensure_ascii=False), encoding="utf-8"
+    )
+    return names
+
+
+def write_report(
+    out_dir: str | Path,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    summary: dict[str, Any],
+    frame: pd.DataFrame | None = None,
+    extra: dict[str, Any] | None = None,
+    near_misses: pd.DataFrame | None = None,
+) -> dict[str, Path]:
+    """A batch report: every file into ``out_dir`` (staged, then moved in, ``run.json`` last). Returns the
+    paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
+    out = Path(out_dir)
+    claim_folder(out, "report", what="report folder")
+    staging = make_temp_dir(out, ".staging-")
+    try:
+        names = write_files(staging, pairs, clusters, summary, frame, extra=extra, near_misses=near_misses)
+        top = sorted({n.split("/")[0] for n in names})
+        publish_files(staging, out, [*top, "run.json"], last="run.json")
+    finally:
+        remove_tree(staging)
+    sweep_staging(out)
+    return {n: out / n for n in [*names, "run.json"] if "/" not in n}
+
+
+def sweep_staging(folder: Path) -> list[str]:
+    """Remove staging and superseded folders a killed report write left in ``folder`` (names nlsim uses)."""
+    removed = []
+    for child in folder.iterdir() if folder.is_dir() else ():
+        if (
+            child.is_dir()
+            and not child.is_symlink()
+            and (
+                child.name.startswith((".staging-",))
+                or (child.name.startswith(".") and ".old-" in child.name)
+                or (child.name.startswith(".") and ".tmp-" in child.name)
+            )
+        ):
+            remove_tree(child)
+            removed.append(child.name)
+    return removed
+
+
+def publish_daily_report(
+    out: str | Path,
+    run_id: str,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    frame: pd.DataFrame,
+    summary: dict[str, Any],
+    window: pd.DataFrame | None = None,
+    near_misses: pd.DataFrame | None = None,
+) -> Path:
+    """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
+    symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report."""
+    out = Path(out)
+    claim_folder(out, "daily-report", what="report folder")
+    runs = out / RUNS_DIR
+    runs.mkdir(parents=True, exist_ok=True)
+    final = runs / run_id
+    with atomic_dir(final) as tmp:
+        write_files(tmp, pairs, clusters, summary, frame, window=window, near_misses=near_misses)
+    fault_point("report-publish")
+    link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
+    os.symlink(Path(RUNS_DIR) / run_id, link_tmp)
+    os.replace(link_tmp, out / LATEST)
+    atomic_write_text(out / "LATEST", run_id + "\n")
+    fsync_dir(out)
+    sweep_staging(runs)
+    for child in out.iterdir():  # links a killed switch left behind
+        if child.name.startswith(".latest-") and child.is_symlink():
+            child.unlink()
+    return final
+
+
+def verify_report(out_dir: str | Path) -> dict[str, Any]:
+    """Check that the report files match the hashes in ``run.json``; returns the run record."""
+    out = Path(out_dir)
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    for name, digest in run["files"].items():
+        if file_sha256(out / name) != digest:
+            raise ValueError(f"{out / name} does not match run.json (a partial write?)")
+    return run

@@ -1,0 +1,246 @@
+"""The near-duplicate run: the one place that knows the order of the stages.
+
+:func:`run_dedup` runs the stages of :mod:`nlsim.dedup.stages` in order, for a batch run or, with a
+state folder, an incremental (daily) one. Each stage goes through ``call(name, function, *args)``: the
+command line calls the function directly; the Prefect flow passes a ``call`` that runs each stage as a
+task (retries, timeouts, artifacts); the Dask flow passes one that also shards the embedding and the
+neighbour search over its workers. Whatever the ``call``, the stages, their order and their results are
+the same. :data:`STAGES` describes each stage (what it does, whether it is I/O to retry, whether it is
+long enough to need a timeout).
+
+Before any stage runs, every output path is checked against every input path and against folders nlsim
+did not write (:func:`nlsim.dedup.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
+user's is overwritten.
+
+Example:
+    >>> [s.name for s in STAGES.values()][:4]
+    ['load', 'model', 'window', 'convert']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nlsim.dedup import near_misses, stages
+from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.paths import check_paths
+from nlsim.dedup.state import move_aside, remove_unfinished
+from nlsim.dedup.stats import RunStats
+from nlsim.errors import ConfigError
+from nlsim.io.atomic import atomic_write_text
+from nlsim.io.lock import RunLock
+from nlsim.orchestration import Call, StageInfo, declare, direct
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "STAGES",
+    "Call",
+    "DedupConfig",
+    "DedupResult",
+    "check_paths",
+    "direct",
+    "run_dedup",
+]
+
+STAGES: dict[str, StageInfo] = {
+    s.name: s
+    for s in (
+        StageInfo("load", "read and validate the corpus", io=True),
+        StageInfo("model", "load the encoder, its reranker and the threshold", io=True),
+        StageInfo("window", "open the state; decide which items to embed and search", io=True),
+        StageInfo("convert", "OpenCC script conversion of the texts to embed"),
+        StageInfo("embed", "embed the texts", expensive=True),
+        StageInfo("index", "build the FAISS index of the window"),
+        StageInfo("neighbors", "each searched item's nearest neighbours above the threshold", expensive=True),
+        StageInfo("rerank", "rescore the candidate pairs with the cross-encoder", expensive=True),
+        StageInfo("cluster", "cluster ids (one rule for batch and daily runs) and the report tables"),
+        StageInfo("near-misses", "the best candidate pairs below the threshold, for editors to review"),
+        StageInfo("commit", "write the state's new generation", io=True),
+        StageInfo("report", "write the report files", io=True),
+    )
+}
+declare(*STAGES.values())
+
+
+@dataclass
+class DedupResult:
+    """What a run produced: where the report is, its tables, and the run record."""
+
+    out: Path
+    report_dir: Path
+    stats: RunStats
+    pairs: pd.DataFrame
+    clusters: pd.DataFrame
+    run_id: str = ""
+    replayed: bool = False
+    window_clusters: pd.DataFrame | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The run record (what ``run.json`` holds, without the file hashes)."""
+        return self.stats.to_dict()
+
+    @property
+    def messages(self) -> list[str]:
+        return self.stats.messages
+
+
+@contextlib.contextmanager
+def _state_lock(config: DedupConfig, stats: RunStats) -> Iterator[None]:
+    if not config.incremental:
+        yield
+        return
+    with RunLock(config.state) as lock:
+        if lock.message:
+            stats.say(lock.message)
+        if config.rebuild_state:
+            moved = move_aside(config.state)
+            if moved is not None:
+                stats.say(f"moved the previous state to {moved}; building a fresh one")
+        removed = remove_unfinished(config.state)
+        if removed:
+            stats.say(
+                f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
+                + ", ".join(removed)
+            )
+        yield
+
+
+def _fill_model(stats: RunStats, config: DedupConfig, model: stages.ModelChoice) -> None:
+    stats.model, stats.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
+    stats.model_info = model.info
+    stats.threshold, stats.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
+    stats.conversion, stats.text_fields = config.convert, ",".join(config.text_fields)
+
+
+def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
+    """Run every stage in order and write the report (see the module docstring).
+
+    ``encoder``: an already loaded encoder (tests, flows); default: the one ``config.model`` names.
+    """
+    if config.retention_days is not None and config.retention_days < 0:
+        raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
+    check_paths(config)
+    stats = RunStats(
+        mode="incremental" if config.incremental else "batch",
+        corpus=config.corpus_path(),
+        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        retention_days=config.retention_days if config.incremental else None,
+    )
+
+    def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        with stats.stage(name):
+            return call(name, fn, *args)
+
+    with _state_lock(config, stats):
+        corpus = step("load", stages.load, config)
+        model = step("model", stages.load_model, config, encoder)
+        _fill_model(stats, config, model)
+        window = step("window", stages.open_window, config, corpus, model, stats)
+        stats.run_id, stats.input_key = window.run_id, window.input_key
+        stats.as_of = None if window.as_of is None else window.as_of.isoformat()
+        stats.counts.update(window.counts)
+        stats.model_switch = window.switch
+        state = window.state
+        if state is not None and state.last_run and state.last_run.get("input_key") == window.input_key:
+            stats.say(
+                f"run {window.run_id} was already committed to {config.state}; writing its report again"
+            )
+            folder = stages.replay_report(config, window)
+            last = state.last_run
+            replayed = RunStats(**{k: v for k, v in last.items() if k in RunStats.__dataclass_fields__})
+            replayed.messages = stats.messages
+            return _result(config, folder, replayed, replayed=True)
+        if state is not None and state.last_run:  # the last run was killed after its commit
+            last_id = state.last_run.get("run_id")
+            if last_id and not (Path(config.out) / "runs" / last_id / "run.json").exists():
+                stages.replay_report(config, window)
+                stats.say(f"wrote the missing report of the previous run {last_id}")
+        texts = step("convert", stages.convert_texts, window, config)
+        emb, hit = step("embed", stages.embed, texts, model, config)
+        stats.embedding_cache_hit = hit
+        stages.note_inference(stats.model_info, model.encoder)
+        window = step("index", stages.index, window, emb, config, model)
+        stats.index = window.index.describe()
+        reranked = model.reranker is not None
+        floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
+        pairs = step("neighbors", stages.neighbors, window, config, floor)
+        stats.counts["candidates"] = candidates = int(len(pairs))
+        if reranked:
+            pairs = step("rerank", stages.rerank, pairs, window, model, config)
+        pairs, below = near_misses.split(pairs, model.threshold.value)
+        if reranked:
+            stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
+        clustering = step("cluster", stages.cluster, window, pairs, config)
+        missed = step("near-misses", stages.near_misses, window, below, clustering, config)
+        events = clustering.update.events["status"]
+        clusters = clustering.report_clusters
+        current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
+        stats.counts.update(
+            kept=int(len(window.items)),
+            pairs=int(len(pairs)),
+            clusters=int(len(current)),
+            clustered_items=int(current["size"].sum()) if len(current) else 0,
+            clusters_new=int((events == "new").sum()),
+            clusters_grown=int((events == "grown").sum()),
+            clusters_merged=int((events == "merged").sum()),
+            clusters_absorbed=len(clustering.update.merged_into),
+            clusters_dissolved=len(clustering.update.dissolved),
+            clusters_in_window=int(len(clustering.window_clusters)),
+            near_misses=int(len(missed)),
+        )
+        stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
+        if clustering.update.dissolved:
+            stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
+        if config.incremental:
+            step("commit", stages.commit, config, window, clustering, model, stats.to_dict(), missed)
+        folder = step("report", stages.report, config, window, clustering, model, stats.to_dict(), missed)
+        if config.incremental:  # the complete figures (commit and report timings included) beside the state
+            atomic_write_text(
+                Path(config.state) / "runs" / f"{window.run_id}.json",
+                json.dumps(stats.to_dict(), indent=1, default=str),
+            )
+    return _result(
+        config,
+        folder,
+        stats,
+        pairs=clustering.report_pairs,
+        clusters=clusters,
+        window_clusters=clustering.window_clusters,
+    )
+
+
+def _result(
+    config: DedupConfig,
+    folder: Path,
+    stats: RunStats,
+    *,
+    replayed: bool = False,
+    pairs: pd.DataFrame | None = None,
+    clusters: pd.DataFrame | None = None,
+    window_clusters: pd.DataFrame | None = None,
+) -> DedupResult:
+    if pairs is None:
+        pairs = pd.read_parquet(folder / "pairs.parquet")
+        clusters = pd.read_parquet(folder / "clusters.parquet")
+    names = [p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    return DedupResult(
+        out=Path(config.out),
+        report_dir=folder,
+        stats=stats,
+        pairs=pairs,
+        clusters=clusters,
+        run_id=stats.run_id,
+        replayed=replayed,
+        window_clusters=window_clusters,
+        files={n: folder / n for n in sorted(names)},
+    )

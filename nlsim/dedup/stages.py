@@ -1,0 +1,712 @@
+"""The stages of a near-duplicate run, each a plain function; :func:`nlsim.dedup.run.run_dedup` chains
+them.
+
+load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → commit →
+report
+
+``model`` loads the encoder (``current``: the model store's promoted model), the reranker stored with it
+and the threshold, checking that a calibration was made for this very model. ``window`` (see
+:mod:`nlsim.dedup.window`) decides which items are embedded and searched: all of a batch run's, today's
+new ones in a daily run. ``commit`` only runs with a state folder.
+
+Example:
+    >>> cfg = DedupConfig(corpus="data/bbc.parquet", out="reports/bbc", model="paraphrase-MiniLM-L3-v2",
+    ...                   convert="none", threshold=0.95)
+    >>> resolve_threshold(cfg, None).source
+    'given with --threshold'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.clusters.assign import ClusterUpdate, regroup, update_clusters
+from nlsim.clusters.order import order_keys
+from nlsim.clusters.table import cluster_table
+from nlsim.dedup import near_misses as near
+from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.report import pairs_table, publish_daily_report, write_report
+from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
+from nlsim.dedup.stats import RunStats
+from nlsim.dedup.window import Window, batch_window, incremental_window
+from nlsim.encoders import load_encoder
+from nlsim.encoders.cache import EmbeddingCache
+from nlsim.errors import ConfigError, InputError
+from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.faults import fault_point
+from nlsim.io.corpus import Corpus, load_corpus
+from nlsim.io.model_store import ModelStore
+from nlsim.progress import Progress, say, warn
+from nlsim.rerank.cache import PairScoreCache
+from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.search.index import IndexMeta, build_index, save_index
+from nlsim.search.neighbors import neighbor_pairs
+
+FUTURE_TOLERANCE = pd.Timedelta(days=1)
+"""An item published more than this after the wall clock is refused (a wrong date, not news)."""
+EMBED_CHUNK = 512
+
+
+@dataclass
+class Threshold:
+    """The run's threshold, where it came from, and how well it did on the editors' labels."""
+
+    value: float
+    source: str
+    calibration: dict[str, Any] | None = None
+
+
+@dataclass
+class ModelChoice:
+    """The encoder, reranker and threshold of a run, and what the report says about them."""
+
+    encoder: Any
+    reranker: Reranker | None
+    threshold: Threshold
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def floor(self) -> float:
+        """The cosine down to which neighbours are searched (the reranker's candidate floor)."""
+        if self.reranker is None:
+            return self.threshold.value
+        return self.reranker.candidate_floor(self.threshold.value)
+
+    def identity(self, config: DedupConfig) -> StateIdentity:
+        rr = ""
+        if self.reranker is not None:
+            rr = self.reranker.fingerprint
+        return StateIdentity(
+            model_id=self.encoder.model_id,
+            fingerprint=self.encoder.fingerprint,
+            dim=int(self.encoder.dim),
+            conversion=config.convert,
+            text_fields=tuple(config.text_fields),
+            threshold=float(self.threshold.value),
+            reranker=rr,
+        )
+
+
+@dataclass
+class Clustering:
+    """The cluster stage's result: ids, events, every pair in the window, and the report's tables."""
+
+    update: ClusterUpdate
+    pairs_all: pd.DataFrame
+    report_pairs: pd.DataFrame
+    report_clusters: pd.DataFrame
+    window_clusters: pd.DataFrame
+    clusters_state: pd.DataFrame
+
+
+# --- load ---------------------------------------------------------------------------------------------
+
+
+def load(config: DedupConfig) -> Corpus:
+    """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
+    a day in the future is a bad row (it would move the daily window's clock)."""
+    corpus = load_corpus(config.corpus_path(), text_fields=config.text_fields, quarantine=config.quarantine)
+    limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
+    future = (corpus.frame["published_at"] > limit).to_numpy()
+    if future.any():
+        rows = np.flatnonzero(future)
+        first = corpus.frame.iloc[rows[0]]
+        ids = ", ".join(corpus.frame["id"].iloc[rows[:5]].astype(str))
+        raise InputError(
+            corpus.path,
+            int(rows[0]) + 1 if not len(corpus.quarantined) else None,
+            "published_at",
+            f"{len(rows)} item(s) dated in the future (e.g. {first['id']} at {first['published_at']}; ids "
+            f"{ids}"
+            f"{' ...' if len(rows) > 5 else ''}); fix their dates",
+        )
+    if len(corpus.quarantined):
+        say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
+    return corpus
+
+
+# --- model --------------------------------------------------------------------------------------------
+
+
+def _warn_conversion(calibrated: str, used: str, where: Any) -> None:
+    if calibrated and calibrated != used:
+        warn(
+            f"the threshold in {where} was calibrated with conversion {calibrated!r}, this run uses {used!r}"
+        )
+
+
+def _check_fingerprint(cal: Calibration, encoder: Any, where: Any) -> None:
+    if cal.fingerprint and getattr(encoder, "fingerprint", None) and cal.fingerprint != encoder.fingerprint:
+        raise ConfigError(
+            f"{where} was calibrated for another model ({cal.model or 'unknown'}, fingerprint "
+            f"{cal.fingerprint[:12]}), "
+            f"not for {encoder.model_id} (fingerprint {encoder.fingerprint[:12]}): its threshold does not "
+            "apply. "
+            "Calibrate this model (nlsim calibrate) or pass --threshold"
+        )
+
+
+def resolve_threshold(
+    config: DedupConfig, encoder: Any, reranker: Reranker | None = None, fallback: Calibration | None = None
+) -> Threshold:
+    """Pick the threshold: explicit value > calibration file > the model's own ``calibration.json``
+    (> the store's zero-shot calibration, ``fallback``). With a ``reranker`` the threshold is on the rerank
+    score: explicit value > the reranker's calibration."""
+    model_path = getattr(encoder, "path", None)
+    if reranker is not None:
+        if config.threshold is not None:
+            return Threshold(float(config.threshold), "given with --threshold, on the rerank score")
+        if reranker.calibration is None:
+            raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
+        cal = Calibration(
+            **{k: v for k, v in reranker.calibration.items() if k in Calibration.__dataclass_fields__}
+        )
+        _warn_conversion(cal.conversion, config.convert, model_path)
+        return Threshold(
+            float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal.as_dict()
+        )
+    if config.threshold is not None:
+        return Threshold(float(config.threshold), "given with --threshold")
+    if config.calibration is not None:
+        cal = load_calibration(config.calibration)
+        if cal is None:
+            raise ConfigError(f"calibration file {config.calibration} not found")
+        _check_fingerprint(cal, encoder, config.calibration)
+        _warn_conversion(cal.conversion, config.convert, config.calibration)
+        return Threshold(
+            float(cal.threshold), f"calibration file {config.calibration}: {cal.describe()}", cal.as_dict()
+        )
+    cal = load_calibration(model_path) if model_path is not None else None
+    if cal is not None:
+        _check_fingerprint(cal, encoder, Path(model_path) / "calibration.json")
+        _warn_conversion(cal.conversion, config.convert, model_path)
+        return Threshold(
+            float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal.as_dict()
+        )
+    if fallback is not None:
+        _check_fingerprint(fallback, encoder, "the model store's zero-shot calibration")
+        return Threshold(
+            float(fallback.threshold),
+            f"zero-shot calibration of the model store: {fallback.describe()}",
+            fallback.as_dict(),
+        )
+    raise ConfigError(
+        f"no threshold for model {config.model!r}: cosine scales differ between models, so nlsim has no "
+        "default. "
+        "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
+        "annotations/thucnews_tw_pairs.tsv --out FILE` (level same-story by default), or use a fine-tuned "
+        "model "
+        "folder (it carries calibration.json)."
+    )
+
+
+def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | None:
+    if config.rerank is False:
+        return None
+    if not has_reranker(model_path):
+        check_saved_reranker(model_path)  # saved with one that is gone: refused, not a silent bi-encoder run
+        if config.rerank:
+            raise ConfigError(
+                f"--rerank: model {config.model!r} has no reranker (train one with nlsim finetune)"
+            )
+        return None
+    if config.calibration is not None:
+        if config.rerank:
+            raise ConfigError(
+                "--rerank with --calibration: a calibration file calibrates cosines; the rerank threshold "
+                "is the "
+                "reranker's own or --threshold"
+            )
+        say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
+        return None
+    reranker = load_reranker(model_path)
+    reranker.backend, reranker.precision = config.backend, config.precision
+    say(reranker.describe())
+    return reranker
+
+
+def model_card(folder: Path | None, store_info: dict[str, Any] | None) -> dict[str, Any]:
+    """What the report shows about a fine-tuned model: its training record and its store entry."""
+    card: dict[str, Any] = {}
+    if folder is None:
+        return card
+    try:
+        training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+        card["metrics"] = training.get("metrics", {})
+        keys = ("n_train", "n_validation", "seconds", "editor_labels")
+        card["trained"] = {k: training.get(k) for k in keys}
+    except (OSError, ValueError):
+        pass
+    if store_info:
+        card["store"] = store_info
+    curve = folder / "learning_curve.png"
+    if curve.is_file():
+        card["learning_curve"] = str(curve)
+    return card
+
+
+def load_model(config: DedupConfig, encoder: Any = None) -> ModelChoice:
+    """The encoder (``current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
+    calibration), its reranker and the threshold; says which."""
+    info: dict[str, Any] = {"requested": config.model}
+    name = config.model
+    fallback = None
+    store_info = None
+    if name == CURRENT_MODEL:
+        store = ModelStore(config.model_store)
+        current = store.current()
+        if current is None:
+            fallback = load_calibration(store.zero_shot_dir())
+            # the zero-shot model is the one the store's zero-shot calibration was made for
+            name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
+            info.update(zero_shot=True, version=None)
+            say(
+                f"no model has been promoted in {store.root} yet: using zero-shot {name}"
+                + (" with the store's zero-shot calibration" if fallback is not None else "")
+            )
+            if fallback is None and config.threshold is None and config.calibration is None:
+                raise ConfigError(
+                    f"--model current: no model was ever promoted in {store.root} and it has no zero-shot "
+                    "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
+                    "--calibration FILE / --threshold X"
+                )
+        else:
+            name = str(current)
+            store_info = store.info(current)
+            info.update(zero_shot=False, version=current.name, path=str(current))
+            say(f"current model of {store.root}: {current.name}")
+    if encoder is None:
+        encoder = load_encoder(name, backend=config.backend, precision=config.precision)
+    model_path = getattr(encoder, "path", None)
+    reranker = _reranker_for(config, model_path)
+    threshold = resolve_threshold(config, encoder, reranker, fallback)
+    if reranker is not None:
+        check_threshold(threshold.value, "rerank threshold", low=-1.0, high=reranker.max_score())
+    say(f"model {encoder.model_id}; {threshold.source}")
+    info.update(
+        model_id=encoder.model_id,
+        fingerprint=encoder.fingerprint,
+        path=str(model_path) if model_path is not None else None,
+        zero_shot=info.get(
+            "zero_shot", model_path is None or not (Path(model_path) / "training.json").exists()
+        ),
+        card=model_card(Path(model_path) if model_path is not None else None, store_info),
+        threshold_calibration=threshold.calibration,
+    )
+    note_inference(info, encoder)
+    return ModelChoice(encoder, reranker, threshold, info)
+
+
+def note_inference(info: dict[str, Any], encoder: Any) -> None:
+    """Put the encoder's inference path (backend, precision, why, the quality check) in the run record; before
+    the first big job decides it, what was asked."""
+    choice = getattr(encoder, "choice", None)
+    if choice is not None:
+        info["backend"] = choice.backend
+        info["precision"] = choice.precision
+        info["inference"] = choice.as_dict()
+    else:
+        options = getattr(encoder, "options", {}) or {}
+        info["backend"] = options.get("backend", "torch")
+        info["precision"] = options.get("precision", "fp32")
+        info.pop("inference", None)
+
+
+# --- window -------------------------------------------------------------------------------------------
+
+
+def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, stats: RunStats) -> Window:
+    """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`)."""
+    identity = model.identity(config)
+    params = {
+        "k": config.k,
+        "window_hours": config.window_hours,
+        "index_kind": config.index_kind,
+        "representative": config.representative,
+    }
+    if not config.incremental:
+        return batch_window(corpus, identity, params)
+    state = open_state(config.state)
+    window = incremental_window(config, corpus, state, identity, params)
+    if window.switch is not None:
+        sw = window.switch
+        what = "re-embedding the whole window" if sw["reembed"] else "pairing the window again"
+        stats.say(
+            f"the state was made with other settings ({'; '.join(sw['details'])}): {what} "
+            f"({len(window.items)} items)"
+        )
+    return window
+
+
+# --- embed, index, search, rerank ---------------------------------------------------------------------
+
+
+def convert_texts(window: Window, config: DedupConfig) -> list[str]:
+    """The converted texts of the rows to embed (the original text stays in the window's items)."""
+    return window.texts(window.embed_rows, config.convert)
+
+
+def embed(
+    texts: list[str], model: ModelChoice, config: DedupConfig, encode: Callable[..., np.ndarray] | None = None
+) -> tuple[np.ndarray, bool]:
+    """Embed the texts in chunks (progress shown); a batch run reuses the content-hash cache when
+    ``config.cache``. Returns the vectors and whether they came from the cache.
+
+    ``encode(texts, batch_size=, progress=)`` replaces the encoder's own (the Dask flow's sharded one).
+    """
+    encoder = model.encoder
+    own = encode is None
+    encode = encode or encoder.encode
+    if own and hasattr(encoder, "plan"):
+        encoder.plan(len(texts))  # the whole job's size decides the inference path, not one chunk's
+
+    def compute() -> np.ndarray:
+        # a daily run embeds in chunks (one progress line for all of them; the kill tests stop it after the
+        # first); a batch run in one call, with the encoder's own progress
+        chunk = EMBED_CHUNK if config.incremental else max(len(texts), 1)
+        parts = []
+        with Progress(
+            len(texts), f"embed {encoder.name}", "texts", config.progress and config.incremental
+        ) as bar:
+            for start in range(0, len(texts), chunk):
+                part = texts[start : start + chunk]
+                parts.append(
+                    encode(
+                        part,
+                        batch_size=config.batch_size,
+                        progress=config.progress and not config.incremental,
+                    )
+                )
+                bar.update(len(part))
+                fault_point("embed")
+        if not parts:
+            return np.zeros((0, int(encoder.dim)), np.float32)
+        return np.vstack(parts).astype(np.float32, copy=False)
+
+    if config.cache and not config.incremental and texts:
+        out = EmbeddingCache().get_or_compute(texts, encoder, config.convert, compute)
+    else:
+        out = compute(), False
+    note_inference(model.info, encoder)
+    return out
+
+
+def _index_options(config: DedupConfig) -> dict[str, Any]:
+    return {
+        "kind": config.index_kind,
+        "use_gpu": config.use_gpu,
+        "nlist": config.nlist,
+        "nprobe": config.nprobe,
+    }
+
+
+def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoice) -> Window:
+    """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU)."""
+    dim = int(model.encoder.dim)
+    if window.reembed or window.n_base == 0:
+        full = emb.astype(np.float32, copy=False)
+        built = build_index(full, dim=dim, **_index_options(config))
+    else:
+        base = (
+            window.base_embeddings if window.base_embeddings is not None else np.zeros((0, dim), np.float32)
+        )
+        full = np.vstack([base, emb]).astype(np.float32, copy=False)
+        built = window.base_index
+        if built is None:
+            built = build_index(base, dim=dim, **_index_options(config))
+        else:
+            if config.nprobe:
+                built.set_search_params(nprobe=config.nprobe)  # the kept index, searched as this run asks
+            if config.nlist and built.kind == "ivf" and built.params.get("nlist") != config.nlist:
+                kept = built.params.get("nlist")
+                say(
+                    f"index: --nlist {config.nlist} not applied: the kept index has {kept} lists (it is "
+                    "rebuilt with the new count when the window is embedded again)"
+                )
+        built.add(emb)
+    if (config.nlist or config.nprobe) and built.kind != "ivf":
+        say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
+    say(f"index: {built.describe()}")
+    window.embeddings, window.index = full, built
+    return window
+
+
+def neighbors(
+    window: Window, config: DedupConfig, floor: float, search: Callable[..., pd.DataFrame] | None = None
+) -> pd.DataFrame:
+    """Pairs ``(a, b, similarity)`` of window rows: each searched row's k nearest neighbours at or above
+    ``floor`` (the threshold, or the reranker's candidate floor), optionally within a time window.
+
+    ``search`` replaces :func:`nlsim.search.neighbors.neighbor_pairs` (same arguments; the Dask flow's
+    sharded search)."""
+    hours = timedelta(hours=config.window_hours) if config.window_hours else None
+    q = window.query_rows
+    return (search or neighbor_pairs)(
+        window.index,
+        window.embeddings[q],
+        q,
+        k=config.k,
+        threshold=floor,
+        times=window.items["published_at"] if hours is not None else None,
+        window=hours,
+        progress=config.progress,
+    )
+
+
+def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config: DedupConfig) -> pd.DataFrame:
+    """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
+    score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
+    :func:`nlsim.dedup.near_misses.split`)."""
+    assert model.reranker is not None
+    rows = (
+        np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
+        if len(candidates)
+        else []
+    )
+    texts = dict(zip(rows, window.texts(rows, config.convert), strict=True))
+    cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if config.cache else None
+    scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=config.progress, cache=cache)
+    kept = int((scored["similarity"].to_numpy() >= model.threshold.value).sum())
+    say(f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {model.threshold.value:.4f}")
+    return scored
+
+
+def rerank_record(model: ModelChoice, candidates: int, kept: int) -> dict[str, Any]:
+    """What the run record keeps of the rerank stage: the combination, the candidate floor and the
+    cross-encoder's score bound behind it, the counts, and the cross-encoder's inference path."""
+    assert model.reranker is not None
+    return {
+        "describe": model.reranker.describe(),
+        "candidate_floor": round(model.floor, 6),
+        "cross_encoder_bound": round(model.reranker.cross_bound(), 6),
+        "candidates": candidates,
+        "kept": kept,
+        "inference": model.reranker.inference,
+    }
+
+
+# --- cluster ------------------------------------------------------------------------------------------
+
+
+def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Clustering:
+    """Cluster ids for today's pairs on top of the kept ones (one rule, :mod:`nlsim.clusters.assign`), and
+    the report's tables."""
+    ids = window.ids
+    items = window.items
+    keys = order_keys(ids.tolist(), items["published_at"])
+    a = pairs["a"].to_numpy(dtype=np.int64)
+    b = pairs["b"].to_numpy(dtype=np.int64)
+    today = pd.DataFrame(
+        {
+            "id_a": ids[a],
+            "id_b": ids[b],
+            "similarity": pairs["similarity"].to_numpy(np.float32),
+            "cosine": (pairs["cosine"] if "cosine" in pairs else pairs["similarity"]).to_numpy(np.float32),
+            "cross_encoder": pairs["cross_encoder"].to_numpy(np.float32)
+            if "cross_encoder" in pairs
+            else np.full(len(pairs), np.nan, np.float32),
+            "run_id": window.run_id,
+        }
+    )
+    id_pairs = list(zip(today["id_a"], today["id_b"], strict=True))
+    if window.regroup:
+        upd = regroup(window.previous, window.anchors, keys, pairs=id_pairs, new_ids=window.today_ids)
+    else:
+        upd = update_clusters(window.previous, window.anchors, keys, new_ids=window.today_ids, pairs=id_pairs)
+    items = items.copy()
+    items["cluster_id"] = [upd.assignment.get(i) for i in ids]
+    window.items = items
+    old = window.old_pairs
+    parts = [p for p in (old, today) if len(p)]
+    pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
+    if len(pairs_all):  # one row per pair, its ends in id order; a pair found again keeps the new score
+        lo = pairs_all[["id_a", "id_b"]].min(axis=1)
+        hi = pairs_all[["id_a", "id_b"]].max(axis=1)
+        pairs_all = pairs_all.assign(id_a=lo, id_b=hi).drop_duplicates(["id_a", "id_b"], keep="last")
+        pairs_all = pairs_all.reset_index(drop=True)
+    labels = pd.Series([upd.assignment.get(i) for i in ids], dtype=object)
+    report_pairs = pairs_table(items, pairs, labels)
+    touched = [c for c in upd.events["cluster_id"] if c in set(upd.assignment.values())]
+    report_clusters = cluster_table(
+        items,
+        upd.assignment,
+        pairs_all,
+        clusters=touched,
+        events=upd.events,
+        representative=config.representative,
+    )
+    if upd.dissolved:  # after a model change: the clusters it broke up, with the members they had, last
+        former = {m: cid for cid, members in upd.dissolved.items() for m in members}
+        gone = cluster_table(
+            items, former, empty_pairs(), events=upd.events, representative=config.representative
+        )
+        report_clusters = pd.concat([report_clusters, gone], ignore_index=True)
+    window_clusters = (
+        cluster_table(
+            items, upd.assignment, pairs_all, events=upd.events, representative=config.representative
+        )
+        if config.incremental
+        else report_clusters
+    )
+    return Clustering(
+        upd, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
+    )
+
+
+def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
+    old = (
+        window.old_clusters.set_index("cluster_id")
+        if window.old_clusters is not None and len(window.old_clusters)
+        else None
+    )
+    touched = set(upd.events["cluster_id"])
+    rows = []
+    for cid, (und, ns, aid) in sorted(upd.anchors.items()):
+        known = old is not None and cid in old.index
+        rows.append(
+            {
+                "cluster_id": cid,
+                "anchor_undated": und,
+                "anchor_ns": ns,
+                "anchor_id": aid,
+                "created_run": old.at[cid, "created_run"] if known else window.run_id,
+                "updated_run": window.run_id if (cid in touched or not known) else old.at[cid, "updated_run"],
+            }
+        )
+    return pd.DataFrame(rows) if rows else empty_clusters()
+
+
+def near_misses(
+    window: Window, below: pd.DataFrame, clustering: Clustering, config: DedupConfig
+) -> pd.DataFrame:
+    """The report's near misses: the best ``config.near_misses`` candidate pairs below the threshold whose
+    items are not in one cluster (:mod:`nlsim.dedup.near_misses`)."""
+    labels = (
+        window.items["cluster_id"] if "cluster_id" in window.items else pd.Series([None] * len(window.ids))
+    )
+    missed = near.near_miss_pairs(below, labels, config.near_misses)
+    if missed.empty:
+        return near.empty_table()
+    table = pairs_table(window.items, missed, labels)
+    return near.near_miss_table(table, clustering.update.assignment)
+
+
+# --- commit, report -----------------------------------------------------------------------------------
+
+
+def report_frame(window: Window, clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The items a report shows (members of its clusters, ends of its pairs and of its near misses)."""
+    tables = (clustering.report_clusters, clustering.window_clusters)
+    members = {m for t in tables for ms in t["member_ids"] for m in ms}
+    ends = set(clustering.report_pairs["id_a"]) | set(clustering.report_pairs["id_b"])
+    if missed is not None and len(missed):
+        ends |= set(missed["id_a"]) | set(missed["id_b"])
+    items = window.items
+    keep = items["id"].isin(members | ends) if len(window.items) > 0 else []
+    return items.loc[keep, ["id", "title", "source", "url", "published_at"]].reset_index(drop=True)
+
+
+def commit(
+    config: DedupConfig,
+    window: Window,
+    clustering: Clustering,
+    model: ModelChoice,
+    run: dict[str, Any],
+    missed: pd.DataFrame | None = None,
+) -> None:
+    """Make the run's window the state's new generation (incremental runs)."""
+    commit_state(
+        config.state,
+        identity=model.identity(config),
+        index=window.index,
+        items=window.items,
+        embeddings=window.embeddings,
+        pairs=clustering.pairs_all,
+        clusters=clustering.clusters_state,
+        as_of=window.as_of,
+        run=run,
+        report_tables={
+            "pairs": clustering.report_pairs,
+            "clusters": clustering.report_clusters,
+            "window": clustering.window_clusters,
+            "frame": report_frame(window, clustering, missed),
+            "near_misses": near.empty_table() if missed is None else missed,
+        },
+        previous=window.state,
+    )
+
+
+def _index_writer(window: Window, model: ModelChoice, config: DedupConfig) -> Any:
+    def write(folder: Path) -> None:
+        meta = IndexMeta(
+            model_id=model.encoder.model_id,
+            fingerprint=model.encoder.fingerprint,
+            conversion=config.convert,
+            dim=int(window.embeddings.shape[1]),
+        )
+        save_index(folder, window.index, window.ids.tolist(), meta, embeddings=window.embeddings)
+
+    return write
+
+
+def report(
+    config: DedupConfig,
+    window: Window,
+    clustering: Clustering,
+    model: ModelChoice,
+    run: dict[str, Any],
+    missed: pd.DataFrame | None = None,
+) -> Path:
+    """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
+    into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
+    frame = report_frame(window, clustering, missed)
+    if not config.incremental:
+        extra = {"index": _index_writer(window, model, config)} if config.save_index else None
+        write_report(
+            config.out,
+            clustering.report_pairs,
+            clustering.report_clusters,
+            run,
+            frame,
+            extra=extra,
+            near_misses=missed,
+        )
+        return Path(config.out)
+    return publish_daily_report(
+        config.out,
+        window.run_id,
+        clustering.report_pairs,
+        clustering.report_clusters,
+        frame,
+        run,
+        window=clustering.window_clusters,
+        near_misses=missed,
+    )
+
+
+def replay_report(config: DedupConfig, window: Window) -> Path:
+    """Write again the stored report of a run that was already committed (a repeated input, or a run killed
+    after its commit)."""
+    state = window.state
+    assert state is not None and state.last_run is not None
+    folder = state.report_dir()
+    tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
+    missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
+    return publish_daily_report(
+        config.out,
+        state.last_run["run_id"],
+        tables["pairs"],
+        tables["clusters"],
+        tables["frame"],
+        dict(state.last_run),
+        window=tables["window"],
+        near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
+    )

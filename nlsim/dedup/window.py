@@ -1,0 +1,306 @@
+"""The window a run searches: the items kept from earlier runs plus today's, and what must be embedded.
+
+A batch run's window is its corpus: every item is embedded and searched. An incremental run (a state
+folder) keeps the items of the retention window with their embeddings, index, pairs and cluster ids;
+today's corpus is classified against them:
+
+- ``new``: an id not seen before: embedded, searched against the whole window, added;
+- ``changed``: a known id whose text changed: its old row is dropped, the new text embedded and searched;
+- ``skipped``: known with the same text;
+- ``too_old``: published (or, undated, first seen) before the retention cutoff: not added;
+- kept items older than the cutoff ``expire``.
+
+The reference time ``as_of`` is ``--as-of`` when given, else the latest ``published_at`` seen so far (data
+time, so a re-run gives the same result); it never moves backwards. When the state's vectors were made
+differently from this run's (another model, conversion or text fields: e.g. after a promotion), the whole
+window is embedded again with this run's model and clustered again, keeping cluster ids where memberships
+survive (:func:`nlsim.clusters.assign.regroup`); a threshold or reranker change re-pairs the window
+without re-embedding. Either is recorded as the run's ``model_switch``.
+
+Example:
+    >>> import pandas as pd
+    >>> from nlsim.io.corpus import Corpus
+    >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["x", "y"], "description": ["", ""],
+    ...     "body": ["", ""], "source": ["", ""], "lang": ["", ""], "url": ["", ""],
+    ...     "published_at": pd.to_datetime([None, None], utc=True)})
+    >>> w = batch_window(Corpus(frame, path="news.csv", text_fields=("title",)))
+    >>> w.embed_rows.tolist(), w.query_rows.tolist(), w.counts["new"]
+    ([0, 1], [0, 1], 2)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.clusters.assign import drop_items
+from nlsim.clusters.order import OrderKey
+from nlsim.dedup.config import DedupConfig, parse_time
+from nlsim.dedup.state import State, StateIdentity, empty_pairs
+from nlsim.errors import ConfigError
+from nlsim.io.corpus import Corpus
+
+ITEM_COLUMNS = (
+    "id",
+    "content_hash",
+    "title",
+    "source",
+    "url",
+    "published_at",
+    "retain_from",
+    "first_seen_run",
+    "embedded_run",
+    "raw_text",
+    "cluster_id",
+)
+
+
+@dataclass
+class Window:
+    """The items of one run (rows aligned with the embeddings and the index) and what to do with them.
+
+    Attributes:
+        items: the window after this run (``ITEM_COLUMNS``): kept rows first, then today's.
+        base_embeddings: embeddings of the rows before ``n_base`` that are not re-embedded today.
+        n_base: kept rows (rows below it were embedded by earlier runs unless ``reembed``).
+        embed_rows: rows embedded today; query_rows: rows whose neighbours are searched today.
+        today_ids: ids of today's new and changed items.
+        previous, anchors, old_pairs: cluster ids, anchors and pairs kept from earlier runs.
+        counts: ``items_in``, ``new``, ``changed``, ``skipped``, ``too_old``, ``expired``, ``quarantined``.
+        switch: how the state's vectors or threshold differ from this run's (``None``: they match).
+        reembed: the whole window is embedded again (the vectors differ); regroup: clusters are made again.
+    """
+
+    items: pd.DataFrame
+    n_base: int
+    embed_rows: np.ndarray
+    query_rows: np.ndarray
+    today_ids: list[str]
+    base_embeddings: np.ndarray | None = None
+    base_index: Any = None
+    previous: dict[str, str] = field(default_factory=dict)
+    anchors: dict[str, OrderKey] = field(default_factory=dict)
+    old_pairs: pd.DataFrame = field(default_factory=empty_pairs)
+    old_clusters: pd.DataFrame | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    as_of: pd.Timestamp | None = None
+    run_id: str = ""
+    input_key: str = ""
+    switch: dict[str, Any] | None = None
+    reembed: bool = False
+    regroup: bool = False
+    state: State | None = None
+    embeddings: np.ndarray | None = None
+    index: Any = None
+    _converted: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.items["id"].astype(str).to_numpy()
+
+    def texts(self, rows: Any, conversion: str) -> list[str]:
+        """The converted texts of ``rows`` (converted once, then remembered)."""
+        from nlsim.conversion import convert
+
+        rows = [int(r) for r in rows]
+        todo = [r for r in rows if r not in self._converted]
+        if todo:
+            raw = self.items["raw_text"].to_numpy()
+            for r, t in zip(todo, convert([str(raw[r]) for r in todo], conversion), strict=True):
+                self._converted[r] = t
+        return [self._converted[r] for r in rows]
+
+
+def corpus_items(corpus: Corpus, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """``ITEM_COLUMNS`` for corpus rows (all by default)."""
+    frame = corpus.frame if rows is None else corpus.frame.iloc[rows]
+    texts = corpus.texts()
+    hashes = corpus.content_hashes()
+    idx = np.arange(len(corpus.frame)) if rows is None else np.asarray(rows)
+    out = pd.DataFrame(
+        {
+            "id": frame["id"].astype(str).to_numpy(),
+            "content_hash": [hashes[i] for i in idx],
+            "title": frame["title"].astype(str).to_numpy(),
+            "source": frame["source"].astype(str).to_numpy(),
+            "url": frame["url"].astype(str).to_numpy() if "url" in frame else "",
+            "published_at": pd.to_datetime(frame["published_at"], utc=True).to_numpy(),
+            "retain_from": pd.to_datetime(frame["published_at"], utc=True).to_numpy(),
+            "first_seen_run": "",
+            "embedded_run": "",
+            "raw_text": [texts[i] for i in idx],
+            "cluster_id": None,
+        }
+    )
+    for col in ("published_at", "retain_from"):
+        out[col] = pd.to_datetime(out[col], utc=True).astype("datetime64[ns, UTC]")
+    return out.reset_index(drop=True)
+
+
+def input_key(identity: Any, items: pd.DataFrame, params: dict[str, Any]) -> str:
+    """SHA-256 of what decides a run's result: the vectors' identity, the parameters and the items."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"identity": repr(identity), **params}, sort_keys=True, default=str).encode())
+    stamps = ["" if pd.isna(x) else pd.Timestamp(x).isoformat() for x in items["published_at"]]
+    for row in sorted(zip(items["id"].astype(str), items["content_hash"].astype(str), stamps, strict=True)):
+        h.update("\x1f".join(row).encode("utf-8"))
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def batch_window(corpus: Corpus, identity: Any = None, params: dict[str, Any] | None = None) -> Window:
+    """The window of a batch run: every corpus item, embedded and searched."""
+    items = corpus_items(corpus)
+    rows = np.arange(len(items))
+    key = input_key(identity, items, params or {})
+    return Window(
+        items=items,
+        n_base=0,
+        embed_rows=rows,
+        query_rows=rows,
+        today_ids=items["id"].tolist(),
+        counts={"items_in": len(items), "new": len(items), "quarantined": int(len(corpus.quarantined))},
+        run_id=f"batch-{key[:10]}",
+        input_key=key,
+    )
+
+
+def _as_of(config: DedupConfig, state: State, times: pd.Series) -> pd.Timestamp:
+    if config.as_of is not None:
+        ref = parse_time(config.as_of, "--as-of")
+        if state.as_of is not None and ref < pd.Timestamp(state.as_of):
+            raise ConfigError(
+                f"--as-of {config.as_of} is before the state's reference time {pd.Timestamp(state.as_of)}: a "
+                "state's time never moves backwards (retention would bring expired items back)"
+            )
+        return ref
+    cands = [t for t in (state.as_of, times.max()) if t is not None and not pd.isna(t)]
+    # no date anywhere (an undated corpus): the day of the run, so that first-seen times exist
+    return max(pd.Timestamp(t) for t in cands) if cands else pd.Timestamp.now(tz="UTC").floor("D")
+
+
+def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> dict[str, Any] | None:
+    """How this run's vectors/threshold differ from the state's (``None`` when they match)."""
+    if stored is None:
+        return None
+    diffs = stored.differences(identity)
+    if not diffs:
+        return None
+    vectors = {"model_id", "fingerprint", "dim", "conversion", "text_fields"}
+    changed = [d.split(":", 1)[0] for d in diffs]
+    return {
+        "from_model": stored.model_id,
+        "to_model": identity.model_id,
+        "from_fingerprint": stored.fingerprint,
+        "to_fingerprint": identity.fingerprint,
+        "changed": changed,
+        "details": diffs,
+        "reembed": any(c in vectors for c in changed),
+    }
+
+
+def incremental_window(
+    config: DedupConfig, corpus: Corpus, state: State, identity: StateIdentity, params: dict[str, Any]
+) -> Window:
+    """Classify today's corpus against the kept state (see the module docstring)."""
+    today = corpus_items(corpus)
+    times = today["published_at"]
+    ref = _as_of(config, state, times)
+    params = {**params, "as_of": ref.isoformat(), "retention_days": config.retention_days or None}
+    key = input_key(identity, today, params)
+    run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{key[:10]}"
+    kept = state.items.reset_index(drop=True)
+    cutoff = ref - pd.Timedelta(days=float(config.retention_days)) if config.retention_days else None
+    retain_from = times.where(times.notna(), ref)
+    today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
+    prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
+    status = []
+    for i, h, rf in zip(today["id"], today["content_hash"], today["retain_from"], strict=True):
+        if i in prev_hash:
+            status.append("skipped" if prev_hash[i] == h else "changed")
+        elif cutoff is not None and rf < cutoff:
+            status.append("too_old")
+        else:
+            status.append("new")
+    status_s = pd.Series(status, dtype=object)
+    expired_mask = (
+        (kept["retain_from"] < cutoff).to_numpy()
+        if cutoff is not None and len(kept)
+        else np.zeros(len(kept), bool)
+    )
+    expired = set(kept.loc[expired_mask, "id"].astype(str))
+    changed = set(today.loc[(status_s == "changed").to_numpy(), "id"]) - expired
+    todo = ((status_s == "new") | ((status_s == "changed") & ~today["id"].isin(expired))).to_numpy()
+    switch = switch_of(state.identity, identity)
+    keep_mask = ~kept["id"].astype(str).isin(expired | changed).to_numpy()
+    base = kept.loc[keep_mask].reset_index(drop=True)
+    add = today.loc[todo].reset_index(drop=True)
+    first_seen = dict(zip(kept["id"].astype(str), kept["first_seen_run"], strict=True))
+    add["first_seen_run"] = [first_seen.get(i, run_id) for i in add["id"]]
+    add["embedded_run"] = run_id
+    items = pd.concat([base[list(ITEM_COLUMNS)], add[list(ITEM_COLUMNS)]], ignore_index=True)
+    for col in ("published_at", "retain_from"):
+        items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
+    n_base = len(base)
+    previous = {
+        str(i): str(c)
+        for i, c in zip(kept["id"], kept["cluster_id"], strict=True)
+        if c is not None and not pd.isna(c)
+    }
+    anchors = {
+        str(r.cluster_id): (int(r.anchor_undated), int(r.anchor_ns), str(r.anchor_id))
+        for r in state.clusters.itertuples()
+    }
+    previous, anchors = drop_items(previous, anchors, expired)
+    reembed = bool(switch and switch["reembed"])
+    regroup = switch is not None
+    old_pairs = state.pairs
+    if len(old_pairs):
+        gone = expired | changed
+        old_pairs = old_pairs[~old_pairs["id_a"].isin(gone) & ~old_pairs["id_b"].isin(gone)]
+    if regroup:
+        old_pairs = empty_pairs()
+    if reembed:
+        items["embedded_run"] = run_id
+    all_rows = np.arange(len(items))
+    new_rows = np.arange(n_base, len(items))
+    base_emb = None
+    if not reembed and state.embeddings is not None:
+        base_emb = state.embeddings[keep_mask]
+    counts = {
+        "items_in": len(today),
+        "quarantined": int(len(corpus.quarantined)),
+        "new": int((status_s == "new").sum()),
+        "changed": len(changed),
+        "skipped": int((status_s == "skipped").sum()),
+        "too_old": int((status_s == "too_old").sum()),
+        "expired": len(expired),
+    }
+    if switch is not None:
+        switch["reembedded"] = int(len(items)) if reembed else 0
+    return Window(
+        items=items,
+        n_base=n_base,
+        embed_rows=all_rows if reembed else new_rows,
+        query_rows=all_rows if regroup else new_rows,
+        today_ids=add["id"].tolist(),
+        base_embeddings=base_emb,
+        base_index=state.index if (not reembed and keep_mask.all()) else None,
+        previous=previous,
+        anchors=anchors,
+        old_pairs=old_pairs.reset_index(drop=True),
+        old_clusters=state.clusters,
+        counts=counts,
+        as_of=ref,
+        run_id=run_id,
+        input_key=key,
+        switch=switch,
+        reembed=reembed,
+        regroup=regroup,
+        state=state,
+    )

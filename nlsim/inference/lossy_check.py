@@ -1,0 +1,334 @@
+"""The quality check of a model's lossy inference paths: each against fp32 on annotated pairs.
+
+For every lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``; :mod:`nlsim.inference.paths`) the
+validation pairs are scored with the path's outputs and with torch fp32's. A bi-encoder's record keeps, per
+path (:func:`check_encoder`): Spearman ×100 against the gold scores, the same-story F1 of
+``cosine >= threshold`` (the model's calibrated threshold; gold ``>= 1.0``), and the lowest and mean cosine
+between each text's vector and its fp32 vector. A cross-encoder's (:func:`check_cross_encoder`, the
+bi-encoder's fp32 cosine in both): Spearman ×100 of the rerank score, its same-story F1 at the reranker's
+calibrated threshold, and the largest and mean difference of the cross-encoder's scores from fp32's.
+:func:`nlsim.inference.guard.guard_verdict` judges the figures; :func:`check_model` checks both of a model
+and :func:`store_checks` writes the records as ``precision.json`` in a model folder or under
+``$NLSIM_HOME/precision/``, where the run that loads the model finds them.
+
+Example (the small English model on a handful of pairs):
+    >>> import pandas as pd
+    >>> from nlsim.encoders import load_encoder
+    >>> pairs = pd.DataFrame({"text_a": ["a cat sits", "stocks fall", "rain today", "a dog runs"],
+    ...                       "text_b": ["a cat is sitting", "markets drop", "football", "a dog running"],
+    ...                       "score": [1.0, 0.75, 0.0, 1.0]})
+    >>> rec = check_encoder(load_encoder("paraphrase-MiniLM-L3-v2"), pairs, paths=["torch-bf16"])
+    >>> rec["kind"], sorted(rec["paths"]), rec["paths"]["torch-bf16"]["min_cosine"] > 0.99
+    ('encoder', ['torch-bf16'], True)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from nlsim.encoders.planner import encoder_target
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import calibrate_scores, threshold_metrics
+from nlsim.evaluation.metrics import convert_texts
+from nlsim.inference.choice import worth_checking
+from nlsim.inference.cpu import cpu_info
+from nlsim.inference.guard import (
+    GUARD_FORMAT,
+    GUARD_JSON,
+    MAX_SCORE_DIFF,
+    MAX_SPEARMAN_LOSS,
+    MEAN_SCORE_DIFF,
+    MIN_COSINE,
+    SAME_STORY,
+    guard_verdict,
+    save_guard,
+)
+from nlsim.inference.paths import LOSSY, split_path
+from nlsim.inference.target import Target
+from nlsim.progress import say
+from nlsim.rerank.target import cross_encoder_target
+
+
+def lossy_paths(paths: Sequence[str] | None = None) -> list[str]:
+    """The lossy paths to check: ``paths`` or all, less ONNX ones without onnxruntime."""
+    from nlsim.inference.onnx import onnxruntime_available  # deferred: onnxruntime is optional
+
+    chosen = list(paths) if paths is not None else list(LOSSY)
+    if not onnxruntime_available():
+        chosen = [p for p in chosen if split_path(p)[0] != "onnx"]
+    return [p for p in chosen if p in LOSSY]
+
+
+def spearman100(scores: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman ×100 (unrounded; NaN when either side is constant)."""
+    if len(gold) < 3 or np.ptp(scores) == 0 or np.ptp(gold) == 0:
+        return float("nan")
+    return float(stats.spearmanr(scores, gold).statistic) * 100
+
+
+def score_figures(scores: np.ndarray, gold: np.ndarray, threshold: float | None) -> dict[str, Any]:
+    """Spearman ×100 and the same-story precision, recall and F1 of ``score >= threshold`` (no F1 without a
+    threshold)."""
+    out: dict[str, Any] = {"spearman": round(spearman100(scores, gold), 4)}
+    if threshold is not None:
+        at = threshold_metrics(scores, gold, threshold, SAME_STORY)
+        out.update(f1=at["f1"], precision=at["precision"], recall=at["recall"])
+    return out
+
+
+def same_story_threshold(scores: np.ndarray, gold: np.ndarray) -> tuple[float | None, str]:
+    """The best-F1 threshold at the same-story level on these scores, or ``None`` (and why) when the pairs
+    have no same-story pair (or only such pairs): then the check has no F1 criterion."""
+    try:
+        return calibrate_scores(scores, gold, level=SAME_STORY).threshold, "calibrated here (same-story)"
+    except ConfigError as exc:
+        return None, f"no F1 criterion: {exc}"
+
+
+def limits() -> dict[str, float]:
+    return {
+        "max_spearman_loss": MAX_SPEARMAN_LOSS,
+        "min_cosine": MIN_COSINE,
+        "max_score_diff": MAX_SCORE_DIFF,
+        "mean_score_diff": MEAN_SCORE_DIFF,
+        "f1": "not lower than fp32",  # type: ignore[dict-item]
+    }
+
+
+def record_base(
+    kind: str, identity: str, n_pairs: int, threshold: float | None, source: str, **meta: Any
+) -> dict:
+    """The fields every guard record has (the paths' figures are added by the caller)."""
+    return {
+        "format": GUARD_FORMAT,
+        "kind": kind,
+        "identity": identity,
+        **meta,
+        "n_pairs": n_pairs,
+        "threshold": {
+            "value": None if threshold is None else round(float(threshold), 6),
+            "source": source,
+            "gold_level": SAME_STORY,
+        },
+        "limits": limits(),
+        "cpu": cpu_info().as_dict(),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def check_encoder(
+    encoder: Any,
+    pairs: pd.DataFrame,
+    *,
+    conversion: str | None = None,
+    threshold: float | None = None,
+    threshold_source: str = "",
+    paths: Sequence[str] | None = None,
+    threads: int | None = None,
+    **meta: Any,
+) -> dict[str, Any]:
+    """The guard record of ``encoder``'s lossy paths on ``pairs`` (``text_a``, ``text_b``, ``score``;
+    converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
+    calibrated here, on the fp32 cosines, at the same-story level). ``meta`` goes into the record (e.g.
+    ``pairs_file``)."""
+    unique, ia, ib, gold = pair_texts(pairs, conversion)
+    ref = encoder.encode(unique, progress=False, runner="torch")
+    cos_ref = pair_cosines(ref, ia, ib)
+    if threshold is None:
+        threshold, threshold_source = same_story_threshold(cos_ref, gold)
+    record = record_base(
+        "encoder",
+        encoder.fingerprint,
+        len(pairs),
+        threshold,
+        threshold_source,
+        model_id=encoder.model_id,
+        conversion=conversion or "none",
+        **meta,
+    )
+    record["reference"] = {"path": "torch-fp32", **score_figures(cos_ref, gold, threshold)}
+
+    def measure(runner: Any) -> dict[str, Any]:
+        vec = encoder.encode(unique, progress=False, runner=runner)
+        agree = (vec * ref).sum(axis=1)
+        return {
+            **score_figures(pair_cosines(vec, ia, ib), gold, threshold),
+            "min_cosine": round(float(agree.min()), 6),
+            "mean_cosine": round(float(agree.mean()), 6),
+        }
+
+    return check_paths(record, encoder_target(encoder), paths, threads, measure)
+
+
+def check_paths(
+    record: dict[str, Any],
+    target: Target,
+    paths: Sequence[str] | None,
+    threads: int | None,
+    measure: Callable[[Any], dict[str, Any]],
+) -> dict[str, Any]:
+    """Fill ``record["paths"]``: each lossy path built by ``target`` (an encoder's or a cross-encoder's),
+    its figures from
+    ``measure(runner)``, and the guard's verdict. A path that cannot be built or run is recorded with its
+    error, and ``auto`` never takes it. With ``paths=None`` only the paths that can pay off on this
+    machine are checked (:func:`nlsim.inference.choice.worth_checking`); the others are recorded as not
+    checked, with why, and ``auto`` never takes them either."""
+    record["paths"] = {}
+    entry: dict[str, Any]
+    chosen = lossy_paths(paths)
+    if paths is None:  # auto: only what can pay off on this machine is checked
+        keep, skipped = worth_checking(target, threads)
+        for path, why in skipped.items():
+            if path in chosen:
+                entry = {"not_checked": why, "passed": False, "verdict": f"not checked ({why})"}
+                record["paths"][path] = entry
+        chosen = [p for p in chosen if p in keep]
+    for path in chosen:
+        try:
+            entry = measure(target.build(path, threads))
+        except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
+            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        record["paths"][path] = entry
+        ok, why, _ = guard_verdict(record, path)
+        entry["passed"], entry["verdict"] = ok, why
+    return record
+
+
+def pair_texts(
+    pairs: pd.DataFrame, conversion: str | None
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs' distinct texts (converted), the rows of each pair's two texts among them, and the gold
+    scores: each text is embedded once."""
+    a = convert_texts(pairs["text_a"].tolist(), conversion)
+    b = convert_texts(pairs["text_b"].tolist(), conversion)
+    unique = list(dict.fromkeys(a + b))
+    where = {t: i for i, t in enumerate(unique)}
+    ia = np.fromiter((where[t] for t in a), dtype=np.int64, count=len(a))
+    ib = np.fromiter((where[t] for t in b), dtype=np.int64, count=len(b))
+    return unique, ia, ib, pairs["score"].to_numpy(dtype=np.float64)
+
+
+def pair_cosines(vectors: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """The cosine of each pair (unit vectors: the dot product of rows ``ia`` and ``ib``)."""
+    return np.einsum("ij,ij->i", vectors[ia], vectors[ib]).astype(np.float64)
+
+
+def describe_record(record: dict[str, Any]) -> list[str]:
+    """One line per checked path, for the command line."""
+    what = "cross-encoder" if record.get("kind") == "cross-encoder" else "encoder"
+    ref = record.get("reference") or {}
+    t = record["threshold"]["value"]
+    f1 = f", same-story F1 {ref['f1']:.3f} at {t:.4f}" if ref.get("f1") is not None and t is not None else ""
+    lines = [
+        f"precision check of the {what} on {record.get('n_pairs')} pairs: fp32 Spearman "
+        f"{ref.get('spearman', float('nan')):.2f}{f1}"
+    ]
+    for path in record.get("paths") or {}:
+        lines.append(f"  {path}: {guard_verdict(record, path)[1]}")
+    return lines
+
+
+def say_record(record: dict[str, Any]) -> None:
+    for line in describe_record(record):
+        say(line)
+
+
+def check_cross_encoder(
+    reranker: Any,
+    encoder: Any,
+    pairs: pd.DataFrame,
+    *,
+    conversion: str | None = None,
+    threshold: float | None = None,
+    paths: Sequence[str] | None = None,
+    threads: int | None = None,
+    **meta: Any,
+) -> dict[str, Any]:
+    """The guard record of the reranker's cross-encoder paths on ``pairs`` (converted with
+    ``conversion``); ``threshold`` defaults to the reranker's calibrated one."""
+    ce = reranker.cross_encoder
+    unique, ia, ib, gold = pair_texts(pairs, conversion)
+    a, b = [unique[i] for i in ia], [unique[i] for i in ib]
+    cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
+    ref_ce = ce.predict(a, b)
+    ref = reranker.combine(cos, ref_ce)
+    source = "the reranker's calibration"
+    if threshold is None:
+        threshold = reranker.threshold
+    if threshold is None:
+        threshold, source = same_story_threshold(ref, gold)
+    record = record_base(
+        "cross-encoder",
+        ce.digest(),
+        len(pairs),
+        threshold,
+        source,
+        conversion=conversion or "none",
+        **meta,
+    )
+    record["reference"] = {"path": "torch-fp32", **score_figures(ref, gold, threshold)}
+
+    def measure(runner: Any) -> dict[str, Any]:
+        got = ce.predict(a, b, runner=runner)
+        diff = np.abs(got - ref_ce)
+        return {
+            **score_figures(reranker.combine(cos, got), gold, threshold),
+            "max_score_diff": round(float(diff.max()), 6),
+            "mean_score_diff": round(float(diff.mean()), 6),
+        }
+
+    return check_paths(record, cross_encoder_target(ce), paths, threads, measure)
+
+
+def check_model(
+    encoder: Any,
+    reranker: Any,
+    pairs: pd.DataFrame,
+    *,
+    conversion: str | None = None,
+    threshold: float | None = None,
+    threshold_source: str = "",
+    paths: Sequence[str] | None = None,
+    threads: int | None = None,
+    **meta: Any,
+) -> dict[str, dict[str, Any]]:
+    """The guard records of a model: ``{"encoder": ..., "reranker": ...}`` (the second only with a
+    reranker). ``threshold`` is the bi-encoder's calibrated cosine threshold (the reranker has its own)."""
+    out = {
+        "encoder": check_encoder(
+            encoder,
+            pairs,
+            conversion=conversion,
+            threshold=threshold,
+            threshold_source=threshold_source,
+            paths=paths,
+            threads=threads,
+            **meta,
+        )
+    }
+    say_record(out["encoder"])
+    if reranker is not None:
+        out["reranker"] = check_cross_encoder(
+            reranker, encoder, pairs, conversion=conversion, paths=paths, threads=threads, **meta
+        )
+        say_record(out["reranker"])
+    return out
+
+
+def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None) -> list[Path]:
+    """Write the records: into ``folder`` (a model folder being written: ``precision.json`` and
+    ``reranker/precision.json``), else under ``$NLSIM_HOME/precision/``."""
+    written = []
+    for name, record in records.items():
+        path = None
+        if folder is not None:
+            path = folder / GUARD_JSON if name == "encoder" else folder / "reranker" / GUARD_JSON
+        written.append(save_guard(record, path))
+    return written

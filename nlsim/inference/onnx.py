@@ -1,0 +1,256 @@
+"""ONNX Runtime inference paths (``onnx-fp32``, ``onnx-int8``) of any model kind (needs ``onnxruntime``).
+
+A :class:`~nlsim.inference.target.Target`'s fp32 model with its pooling (and head) is exported once to ONNX
+(TorchScript exporter, dynamic batch and sequence axes) into ``$NLSIM_HOME/onnx/<weights digest>/model.onnx``
+(a cross-encoder's under ``ce-<digest>``) with a manifest (the :data:`KEEP_EXPORTS` most recently used are
+kept), checked against torch on the target's check batches (max abs difference < 1e-4, else the export is
+refused), and run with ``onnxruntime``'s CPU provider. Same numbers as torch to ~1e-6; on CPU it runs
+several times faster. Training always uses torch. ``onnx-int8`` is the export's dynamically quantized copy
+(:func:`quantized_model`).
+
+Example:
+    >>> from nlsim.encoders import load_encoder
+    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="onnx", threads=1)
+    >>> enc.options["backend"], enc.encode(["hello"], progress=False).shape
+    ('onnx', (1, 384))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from nlsim.errors import ConfigError, StateError
+from nlsim.io.atomic import remove_tree
+from nlsim.io.manifest import read_manifest
+from nlsim.io.model_cache import ensure_model_folder, nlsim_home
+
+EXPORT_VERSION = 1
+QUANTIZE_VERSION = 1
+MAX_ABS_DIFF = 1e-4
+KEEP_EXPORTS = 8  # most recently used exports kept under $NLSIM_HOME/onnx (e5: ~470 MB fp32, ~410 MB int8)
+log = logging.getLogger(__name__)
+
+Features = dict[str, np.ndarray]
+
+
+class Exportable(Protocol):
+    """What an export needs of a model (:class:`nlsim.inference.target.Target` has it)."""
+
+    model: torch.nn.Module
+    head: torch.nn.Module | None
+    forward: Callable[[torch.nn.Module, dict[str, torch.Tensor]], torch.Tensor]
+    output: str
+    check_batches: Callable[[], list[Features]]
+    weights: Callable[[], str]
+
+    def export_name(self) -> str: ...
+
+
+def onnxruntime_available() -> bool:
+    """True when ``onnxruntime`` can be imported."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Graph(torch.nn.Module):
+    """A target's ``forward`` as a module with positional tensor inputs (``names``), for the export."""
+
+    def __init__(self, target: Exportable, names: list[str]) -> None:
+        super().__init__()
+        self.model = target.model
+        self.head = target.head  # registered, so that the exporter sees its weights as the graph's
+        self.fn = target.forward
+        self.names = names
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.model, dict(zip(self.names, inputs, strict=True)))
+
+
+@contextlib.contextmanager
+def eager_attention(model: torch.nn.Module) -> Any:
+    before = getattr(model.config, "_attn_implementation", None)
+    setter = getattr(model, "set_attn_implementation", None)
+    if setter is not None and before not in (None, "eager"):
+        setter("eager")
+    try:
+        yield
+    finally:
+        if setter is not None and before not in (None, "eager"):
+            setter(before)
+
+
+def export_onnx(target: Exportable, out_dir: Path) -> None:
+    """Export ``target``'s model and forward to ``out_dir/model.onnx`` and check it against torch."""
+    batches = target.check_batches()
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batches[0]]
+    wrapper = _Graph(target, names).eval()
+    was_training = target.model.training
+    target.model.eval()
+    path = out_dir / "model.onnx"
+    try:
+        with eager_attention(target.model), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                wrapper,
+                tuple(torch.from_numpy(batches[1][n]) for n in names),
+                str(path),
+                dynamo=False,
+                input_names=names,
+                output_names=[target.output],
+                dynamic_axes={**{n: {0: "batch", 1: "seq"} for n in names}, target.output: {0: "batch"}},
+                opset_version=17,
+            )
+        worst = _worst_difference(target, wrapper, OnnxRunner(path, threads=1), batches, names)
+        if not worst < MAX_ABS_DIFF:
+            raise StateError(f"ONNX export differs from torch by {worst:.2e} (limit {MAX_ABS_DIFF})")
+        (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
+    finally:
+        target.model.train(was_training)
+
+
+def _worst_difference(
+    target: Exportable, wrapper: _Graph, runner: OnnxRunner, batches: list[Features], names: list[str]
+) -> float:
+    """The largest absolute difference between the export's outputs and torch's on ``batches``."""
+    worst = 0.0
+    for batch in batches:
+        with torch.inference_mode():
+            ref = wrapper(*(torch.from_numpy(batch[n]) for n in names)).numpy()
+        worst = max(worst, float(np.abs(runner(batch) - ref).max()))
+    return worst
+
+
+def make_session(path: str | Path, threads: int | None = None) -> Any:
+    """An ``onnxruntime`` CPU session with ``threads`` intra-op threads (default: torch's thread count)."""
+    import onnxruntime as ort  # deferred: heavy or optional, loaded only when needed
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(threads or torch.get_num_threads())
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-waiting on shared CPUs
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+class OnnxRunner:
+    """Runs an exported model: ``runner(features) -> outputs`` (the features the graph takes, as int64)."""
+
+    def __init__(self, path: Path, threads: int | None = None) -> None:
+        self.path = path
+        self.session = make_session(path, threads)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def __call__(self, feats: Features) -> np.ndarray:
+        return self.session.run(None, {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs})[0]
+
+
+def onnx_runner(
+    target: Exportable, *, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
+) -> OnnxRunner:
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``target``; with
+    ``precision="int8"`` its dynamically quantized copy (:func:`quantized_model`)."""
+    if not onnxruntime_available():
+        raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
+    if precision not in ("fp32", "int8"):
+        raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
+    source = json.dumps(
+        {"weights": target.weights(), "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
+    )
+    cache = root or nlsim_home() / "onnx"
+    folder = ensure_model_folder(
+        cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=source
+    )
+    path = quantized_model(folder, cache) if precision == "int8" else folder / "model.onnx"
+    runner = OnnxRunner(path, threads)
+    evict_old_exports(cache, keep=[folder, path.parent])
+    return runner
+
+
+def reduce_range_needed() -> bool:
+    """ONNX Runtime's u8×s8 int8 kernels can saturate on x86 CPUs without VNNI; there the weights are
+    quantized to 7 bits (``reduce_range``), as its documentation advises."""
+    from nlsim.inference.cpu import cpu_info
+
+    info = cpu_info()
+    return info.int8_isa is None and any(f.startswith("avx") for f in info.flags)
+
+
+def quantized_model(fp32_folder: Path, cache: Path) -> Path:
+    """The int8 copy of an exported fp32 model (built once, cached beside it as ``<folder>-int8``).
+
+    Dynamic quantization (:func:`onnxruntime.quantization.quantize_dynamic`): the weights of every
+    ``MatMul`` with a constant weight (the linear layers) become int8, one scale per output channel;
+    activations are quantized per batch at run time. What must stay fp32 does: the embedding tables, the
+    attention products (two activations: ``MatMulConstBOnly``), LayerNorm, softmax, GELU, pooling.
+    """
+    reduce_range = reduce_range_needed()
+    fp32 = fp32_folder / "model.onnx"
+    manifest = read_manifest(fp32_folder) or {}
+    sha = manifest.get("files", {}).get("model.onnx", {}).get("sha256", "")
+    import onnxruntime  # deferred: heavy or optional, loaded only when needed
+
+    settings = {
+        "from": sha,
+        "quantize": QUANTIZE_VERSION,
+        "weight_type": "QInt8",
+        "per_channel": True,
+        "op_types": ["MatMul"],
+        "MatMulConstBOnly": True,
+        "reduce_range": reduce_range,
+        "onnxruntime": onnxruntime.__version__,
+    }
+    folder = cache / f"{fp32_folder.name}-int8{'-rr' if reduce_range else ''}"
+
+    def build(tmp: Path) -> None:
+        # deferred: heavy or optional, loaded only when needed
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quiet = logging.getLogger()  # the quantizer logs advice on the root logger
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                quantize_dynamic(
+                    str(fp32),
+                    str(tmp / "model.onnx"),
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    reduce_range=reduce_range,
+                    op_types_to_quantize=["MatMul"],
+                    extra_options={"MatMulConstBOnly": True},
+                )
+        finally:
+            quiet.setLevel(level)
+        (tmp / "quantization.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+
+    ensure_model_folder(folder, build, source=json.dumps(settings, sort_keys=True))
+    return folder / "model.onnx"
+
+
+def evict_old_exports(cache: Path, keep: Path | list[Path]) -> None:
+    """Mark ``keep`` (one folder or several) as just used and delete all but the :data:`KEEP_EXPORTS` most
+    recently used exports (only folders that hold an export manifest, i.e. that nlsim made)."""
+    kept = [keep] if isinstance(keep, Path) else list(keep)
+    for folder in kept:
+        with contextlib.suppress(OSError):
+            os.utime(folder)
+    folders = [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and read_manifest(p)]
+    folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in folders[KEEP_EXPORTS:]:
+        if old not in kept:
+            remove_tree(old)

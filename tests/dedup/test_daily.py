@@ -1,0 +1,178 @@
+"""Incremental runs: stable cluster ids, the merge rule, and N daily runs == one run over everything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.clusters.order import order_key_of
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
+from nlsim.dedup.state import open_state
+from tests.incremental_helpers import (
+    FAST_MODEL,
+    HashEncoder,
+    batch_assignment,
+    bbc_corpus,
+    report_content,
+    run_daily,
+    split_days,
+    state_assignment,
+    state_pairs,
+    story_corpus,
+)
+
+T = pd.Timestamp("2024-01-01", tz="UTC")
+
+
+def _keys(spec: dict[str, int]) -> dict[str, tuple[int, int, str]]:
+    return {i: order_key_of(T + pd.Timedelta(hours=h), i) for i, h in spec.items()}
+
+
+# --- whole runs with a deterministic encoder -----------------------------------------------------------
+
+
+def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
+    base = dict(
+        model="hash",
+        convert="none",
+        threshold=0.7,
+        k=20,
+        cache=False,
+        progress=False,
+        save_index=False,
+        text_fields=("title",),
+    )
+    base.update(kw)
+    return DedupConfig(corpus=corpus, out=out, **base)
+
+
+def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    a1 = state_assignment(state)
+    assert a1 == {"a1": "c-a1", "a2": "c-a1", "b1": "c-b1", "b2": "c-b1"}
+    status = sorted(zip(r1.clusters["cluster_id"], r1.clusters["status"], strict=True))
+    assert status == [("c-a1", "new"), ("c-b1", "new")]
+
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    a2 = state_assignment(state)
+    assert all(a2[i] == c for i, c in a1.items())  # every item keeps its id
+    assert a2["a3"] == "c-a1" and a2["c1"] == a2["c2"] == "c-c1"
+    status = dict(zip(r2.clusters["cluster_id"], r2.clusters["status"], strict=True))
+    assert status == {"c-a1": "grown", "c-c1": "new"}
+    assert r2.stats.counts["new"] == 3 and r2.stats.counts["skipped"] == 0
+
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
+    a3 = state_assignment(state)
+    assert {i for i, c in a3.items() if c == "c-a1"} == {"a1", "a2", "a3", "b1", "b2", "x1"}
+    assert a3["c1"] == "c-c1" and a3["d1"] == a3["d2"] == "c-d1"
+    status = dict(zip(r3.clusters["cluster_id"], r3.clusters["status"], strict=True))
+    assert status == {"c-a1": "merged", "c-d1": "new"}
+    merged = r3.clusters.set_index("cluster_id").loc["c-a1"]
+    assert list(merged["absorbed"]) == ["c-b1"] and list(merged["added_ids"]) == ["x1"]
+    assert r3.stats.counts["clusters_merged"] == 1 and r3.stats.counts["clusters_absorbed"] == 1
+
+    # the report of the latest run is where `latest` points, and the state keeps every run's figures
+    assert (out / "latest").resolve() == r3.report_dir.resolve()
+    assert report_content(out / "latest")["run"]["counts"]["clusters_new"] == 1
+    runs = sorted(p.stem for p in (state / "runs").glob("*.json"))
+    assert runs == sorted([r1.run_id, r2.run_id, r3.run_id])
+    saved = json.loads((state / "runs" / f"{r3.run_id}.json").read_text())
+    assert saved["model"] == enc.model_id and saved["threshold"] == 0.7
+    assert set(saved["timings_s"]) >= {"load", "embed", "index", "neighbors", "cluster", "commit", "report"}
+
+    # the same items in one batch run: same clusters, same ids
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc)
+    assert batch_assignment(batch.clusters) == a3
+
+
+def test_repeat_is_idempotent_and_edits_are_reembedded(tmp_path: Path) -> None:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    before = report_content(r1.report_dir)
+    again = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert again.replayed and again.run_id == r1.run_id
+    assert report_content(again.report_dir) == before
+    # an edited item (same id, other text) is re-embedded and matched again; the rest is skipped
+    edited = pd.read_parquet(days[0])
+    edited.loc[edited["id"] == "c1", "title"] = "alpha beta gamma delta"
+    edited.to_parquet(tmp_path / "edited.parquet", index=False)
+    r2 = run_daily(_config(tmp_path / "edited.parquet", out), state, retention_days=None, encoder=enc)
+    c = r2.stats.counts
+    assert (c["new"], c["changed"], c["skipped"]) == (0, 1, 5)
+    assert state_assignment(state)["c1"] == "c-a1"
+
+
+def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> None:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=1.0, encoder=enc)
+    # day 3 as of 2005-03-03 06:00: day-1 items (before 03-02 06:00) leave the window
+    r3 = run_daily(_config(days[2], out), state, retention_days=1.0, encoder=enc, as_of="2005-03-03 06:00")
+    assert r3.stats.counts["expired"] == 6 and r3.stats.counts["kept"] == 3
+    # what day 3 would have linked (A, B, d1) has left the window: no cluster remains
+    assert state_assignment(state) == {}
+    assert len(open_state(state).clusters) == 0 and r3.stats.counts["pairs"] == 0
+    late = story_corpus().iloc[[0]].assign(id="late")
+    late.to_parquet(tmp_path / "late.parquet", index=False)
+    r4 = run_daily(_config(tmp_path / "late.parquet", out), state, retention_days=1.0, encoder=enc)
+    assert r4.stats.counts["too_old"] == 1 and r4.stats.counts["new"] == 0
+
+
+@pytest.mark.slow
+def test_daily_runs_equal_single_run_with_real_encoder(tmp_path: Path, fast_encoder) -> None:  # noqa: ANN001
+    """The real small model on BBC news split over three days: same pairs, same clusters, same ids as one
+    batch run and as one incremental run over everything."""
+    corpus = bbc_corpus(n_other=100, n_rewrites=20)
+    days = split_days(corpus, tmp_path / "in", ["2005-03-04", "2005-03-08"])
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    kw = dict(model=FAST_MODEL, threshold=0.9, k=50, text_fields=("title", "description"))
+    for d in days:
+        run_daily(
+            _config(d, tmp_path / "out", **kw), tmp_path / "state", retention_days=None, encoder=fast_encoder
+        )
+    one = run_daily(
+        _config(tmp_path / "all.parquet", tmp_path / "out1", **kw),
+        tmp_path / "state1",
+        retention_days=None,
+        encoder=fast_encoder,
+    )
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=fast_encoder)
+    daily = state_assignment(tmp_path / "state")
+    assert len(daily) > 50 and len(set(daily.values())) > 20
+    assert daily == state_assignment(tmp_path / "state1") == batch_assignment(batch.clusters)
+    batch_pairs = {tuple(sorted(p)) for p in zip(batch.pairs["id_a"], batch.pairs["id_b"], strict=True)}
+    assert state_pairs(tmp_path / "state") == state_pairs(tmp_path / "state1") == batch_pairs
+    emb_daily = np.load(next((tmp_path / "state").glob("generations/g000003-*/index/embeddings.npy")))
+    assert emb_daily.shape == (len(corpus), fast_encoder.dim)
+    assert one.stats.counts["clusters_new"] == len(batch.clusters)
+
+
+def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
+    corpus = story_corpus().assign(published_at=None)
+    corpus.to_parquet(tmp_path / "undated.parquet", index=False)
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc)
+    today = pd.Timestamp.now(tz="UTC").floor("D")
+    assert r1.run_id.startswith(today.strftime("%Y%m%d"))
+    assert (open_state(state).items["retain_from"] == today).all()
+    assert state_assignment(state)["b2"] == "c-a1"  # undated: ties broken by id, the bridge x1 joins all
+    later = (today + pd.Timedelta(days=31)).isoformat()
+    r2 = run_daily(
+        _config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc, as_of=later
+    )
+    # seen before (skipped), and now out of the window (expired): nothing is kept
+    assert r2.stats.counts["expired"] == len(corpus) and r2.stats.counts["skipped"] == len(corpus)
+    assert r2.stats.counts["kept"] == 0

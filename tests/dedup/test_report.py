@@ -1,0 +1,220 @@
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from nlsim.clusters.table import batch_clusters
+from nlsim.dedup.html import render_html
+from nlsim.dedup.report import PAIRS_SCHEMA, pairs_table, verify_report, write_report
+
+
+def page_json(page: str) -> dict:
+    """The data the report page's script draws (the JSON embedded in the page)."""
+    found = re.search(r"<script id='nlsim-data' type='application/json'>(.*?)</script>", page, re.S)
+    assert found, "no embedded data"
+    return json.loads(found.group(1))
+
+
+@pytest.fixture
+def report_inputs():
+    frame = pd.DataFrame(
+        {
+            "id": ["n1", "n2", "n3"],
+            "title": ["Flood <b>north</b>", "Flooding north", "Other"],
+            "source": ["AP", "AFP", "X"],
+            "published_at": pd.to_datetime(["2024-01-02T10:00Z", "2024-01-01T09:00Z", None], utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.93]})
+    labels, clusters = batch_clusters(frame, pairs)
+    return frame, pairs_table(frame, pairs, labels), clusters
+
+
+def test_pairs_table_orders_each_pair_earliest_first(report_inputs):
+    _, table, _ = report_inputs
+    row = table.iloc[0]
+    assert (row["id_a"], row["id_b"], row["cluster_id"]) == ("n2", "n1", "c-n2")
+    assert row["title_a"] == "Flooding north" and row["source_b"] == "AP"
+    assert row["published_at_a"] == pd.Timestamp("2024-01-01T09:00Z")
+
+
+def test_report_files_schema_and_html(tmp_path, report_inputs):
+    frame, table, clusters = report_inputs
+    files = write_report(tmp_path, table, clusters, {"model": "m", "items": 3}, frame=frame)
+    pairs = pd.read_parquet(files["pairs.parquet"])
+    assert list(pairs.columns) == PAIRS_SCHEMA.names
+    got = pd.read_parquet(files["clusters.parquet"])
+    assert got["member_ids"].iloc[0].tolist() == ["n2", "n1"]
+    page = files["index.html"].read_text()
+    assert "<b>north</b>" not in page  # titles are data, never markup
+    data = page_json(page)
+    assert "Flood <b>north</b>" in [it[1] for it in data["items"]]
+    assert data["clusters"][0]["id"] == "c-n2" and data["clusters"][0]["pairs"][0][2] == 0.93
+    assert "| c-n2 | 2 |" in files["summary.md"].read_text()
+    assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "overview.png" in page
+    assert verify_report(tmp_path)["pairs"] == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staging")]
+
+
+def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatch):
+    frame, table, clusters = report_inputs
+    write_report(tmp_path, table, clusters, {"model": "m"}, frame=frame)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("nlsim.dedup.report.render_markdown", boom)
+    with pytest.raises(RuntimeError):
+        write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], {"model": "other"}, frame=frame)
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert after == before
+
+
+def test_page_is_self_contained_and_its_data_inert(report_inputs):
+    frame, table, clusters = report_inputs
+    frame = frame.assign(title=["</script><script>alert(1)</script><!--", "Flooding north", "Other"])
+    page = render_html(table, clusters, {"model": "m", "conversion": "tw2sp"}, frame)
+    assert page.startswith('<!doctype html>\n<html lang="en">')
+    assert page.count("</script>") == 2 and "<!--" not in page  # the title cannot close the data block
+    assert page_json(page)["items"][1][1].startswith("</script><script>alert(1)")
+    for remote in ("<link", "@import", "url(", "src='http", 'src="http', "//cdn", "<iframe"):
+        assert remote not in page, remote
+    assert "<style>" in page and "report.js" not in page  # CSS and script inline
+    for font in ("Noto Sans CJK TC", "Noto Sans CJK SC", "PingFang TC", "Microsoft JhengHei"):
+        assert font in page
+    assert page_json(page)["cjkLang"] == "zh-Hant"
+
+
+def test_page_links_only_http_urls(report_inputs):
+    frame, table, clusters = report_inputs
+    frame = frame.assign(url=["javascript:alert(1)", "https://news.example/a b", "http://x.example/1"])
+    items = page_json(render_html(table, clusters, {}, frame))["items"]
+    assert {it[0]: it[3] for it in items} == {"n2": None, "n1": None}  # javascript:, a space
+    frame = frame.assign(url=["https://news.example/n1", "/relative", "nan"])
+    items = page_json(render_html(table, clusters, {}, frame))["items"]
+    assert {it[0]: it[3] for it in items} == {"n2": None, "n1": "https://news.example/n1"}
+
+
+def _card_summary(tmp_path, **info):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = tmp_path / "model" / "learning_curve.png"
+    curve.parent.mkdir()
+    plt.figure(figsize=(2, 2)).savefig(curve)
+    plt.close("all")
+    metrics = {
+        "before/validation": {"spearman": 79.7},
+        "before/test": {"spearman": 77.51},
+        "after/validation": {"spearman": 88.1},
+        "after/test": {"spearman": 88.23},
+    }
+    model_info = {
+        "requested": "current",
+        "zero_shot": False,
+        "version": "v0003-1a2b3c4d",
+        "model_id": "models/versions/v0003-1a2b3c4d",
+        "card": {
+            "metrics": metrics,
+            "trained": {"n_train": 1400, "n_validation": 300},
+            "store": {"created": "2026-11-20T10:00:00+00:00"},
+            "learning_curve": str(curve),
+        },
+        "threshold_calibration": {
+            "threshold": 0.912,
+            "level": 1.0,
+            "precision": 0.8125,
+            "recall": 0.7222,
+            "f1": 0.7647,
+            "n": 300,
+            "n_positive": 18,
+            "split": "validation",
+        },
+        **info,
+    }
+    return {
+        "model": model_info["model_id"],
+        "model_info": model_info,
+        "threshold": 0.912,
+        "threshold_source": "calibration stored with the model: threshold 0.9120 calibrated for level >= 1.0",
+        "conversion": "tw2sp",
+    }
+
+
+def test_page_opens_with_the_model_card(tmp_path, report_inputs):
+    frame, table, clusters = report_inputs
+    files = write_report(tmp_path / "r", table, clusters, _card_summary(tmp_path), frame=frame)
+    page = files["index.html"].read_text()
+    card = page[page.index("id='model'") : page.index("id='overview'")]
+    assert "v0003-1a2b3c4d" in card and "fine-tuned" in card
+    for figure in ("79.70", "77.51", "88.10", "88.23", "0.812", "0.722", "0.765", "0.9120"):
+        assert figure in card, figure
+    assert "same story" in card and "300 validation pairs" in card and "1,400 annotated pairs" in card
+    assert "calibration stored with the model" in card
+    assert "<img src='learning_curve.png'" in card
+    assert (tmp_path / "r" / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert "learning_curve.png" in verify_report(tmp_path / "r")["files"]
+    assert "id='zero-shot'" not in page and "id='model-switch'" not in page
+
+
+def test_page_says_zero_shot_and_model_switch_first(tmp_path, report_inputs):
+    frame, table, clusters = report_inputs
+    summary = _card_summary(tmp_path, zero_shot=True, version=None, card={})
+    summary["model_switch"] = {
+        "from_model": "intfloat/multilingual-e5-small",
+        "to_model": "models/versions/v0003-1a2b3c4d",
+        "details": ["model_id: a -> b"],
+        "reembed": True,
+        "reembedded": 1234,
+    }
+    page = render_html(table, clusters, summary, frame)
+    main = page[page.index("<main>") :]
+    assert main.index("id='zero-shot'") < main.index("id='model-switch'") < main.index("id='model'")
+    assert "No fine-tuned model has been promoted" in main
+    assert "1,234 items" in main and "intfloat/multilingual-e5-small" in main
+    assert "zero-shot (not fine-tuned)" in main and "learning_curve.png" not in main
+
+
+def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
+    from nlsim.dedup.config import DedupConfig
+    from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
+    for day in days:
+        cfg = DedupConfig(
+            corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
+        )
+        run_daily(cfg, state, retention_days=None, encoder=enc)
+    data = page_json((out / "latest" / "index.html").read_text())
+    assert data["daily"] is True
+    ids = [it[0] for it in data["items"]]
+    got = {c["id"]: (c["status"], [ids[i] for i in c["added"]], c["absorbed"]) for c in data["clusters"]}
+    assert got == {"c-a1": ("merged", ["x1"], ["c-b1"]), "c-d1": ("new", ["d1", "d2"], [])}
+    page = (out / "latest" / "index.html").read_text()
+    assert "window/clusters.parquet" in page and "Clusters by status in this run" in page
+
+
+def test_page_holds_every_cluster_and_says_how_many():
+    n = 1200  # more than the old 500-cluster cap
+    ids = [f"x{i}" for i in range(2 * n)]
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "title": [f"Story {i // 2}" for i in range(2 * n)],
+            "source": ["AP", "AFP"] * n,
+            "published_at": pd.to_datetime(["2024-01-01"] * (2 * n), utc=True),
+        }
+    )
+    raw = pd.DataFrame({"a": range(0, 2 * n, 2), "b": range(1, 2 * n, 2), "similarity": [0.95] * n})
+    labels, clusters = batch_clusters(frame, raw)
+    page = render_html(pairs_table(frame, raw, labels), clusters, {"model": "m"}, frame)
+    data = page_json(page)
+    assert len(data["clusters"]) == n and len(data["items"]) == 2 * n
+    assert f"<title>Near-duplicate report · {n:,} clusters</title>" in page
+    assert data["pageSize"] == 50  # drawn a page at a time; the page says which ones it shows

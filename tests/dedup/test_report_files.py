@@ -1,0 +1,225 @@
+"""The report's files: one declared Parquet schema per table, the same for batch and daily runs (empty ones
+too); CSV and XLSX for spreadsheet users (one row per pair, one row per cluster member); the daily report's
+whole-window clusters; and permissions that follow the umask (report, state, model store, model folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from nlsim.clusters.table import batch_clusters
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.report import (
+    CLUSTERS_SCHEMA,
+    MEMBERS_SCHEMA,
+    PAIRS_SCHEMA,
+    pairs_table,
+    verify_report,
+    write_report,
+)
+from nlsim.dedup.run import run_dedup
+from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(corpus: Path, out: Path, threshold: float = 0.7) -> DedupConfig:
+    return DedupConfig(
+        corpus=corpus,
+        out=out,
+        model="hash",
+        convert="none",
+        threshold=threshold,
+        cache=False,
+        progress=False,
+        save_index=False,
+        text_fields=("title",),
+    )
+
+
+def _schema(path: Path):  # noqa: ANN202
+    return pq.read_schema(path).remove_metadata()
+
+
+def test_batch_and_daily_reports_share_one_schema_per_table(tmp_path: Path) -> None:
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc).report_dir
+    for day in days:
+        daily = run_daily(_config(day, tmp_path / "daily"), tmp_path / "state", encoder=enc).report_dir
+    # items that pair with nothing: empty tables, batch and daily
+    lonely = story_corpus().query("id in ['c1', 'd1', 'e1', 'f1']")
+    lonely.to_parquet(tmp_path / "lonely.parquet", index=False)
+    empty_batch = run_dedup(_config(tmp_path / "lonely.parquet", tmp_path / "e1"), encoder=enc).report_dir
+    lonely_daily = _config(tmp_path / "lonely.parquet", tmp_path / "e2")
+    empty_daily = run_daily(lonely_daily, tmp_path / "s2", encoder=enc).report_dir
+    assert len(pd.read_parquet(empty_batch / "pairs.parquet")) == 0
+    assert len(pd.read_parquet(empty_daily / "clusters.parquet")) == 0
+    assert len(pd.read_parquet(daily / "clusters.parquet")) > 0
+    for folder in (batch, daily, empty_batch, empty_daily):
+        assert _schema(folder / "pairs.parquet") == PAIRS_SCHEMA, folder
+        assert _schema(folder / "clusters.parquet") == CLUSTERS_SCHEMA, folder
+    for folder in (daily, empty_daily):
+        assert _schema(folder / "window" / "clusters.parquet") == CLUSTERS_SCHEMA
+    types = {f.name: str(f.type) for f in CLUSTERS_SCHEMA}
+    assert types["absorbed"] == types["added_ids"] == "list<item: string>"
+    assert types["first_published"] == "timestamp[us, tz=UTC]"
+    assert {str(f.type) for f in PAIRS_SCHEMA if "similarity" in f.name or f.name == "cosine"} == {"float"}
+
+
+def test_daily_report_publishes_the_whole_window(tmp_path: Path) -> None:
+    enc = HashEncoder()
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    for day in days:
+        cfg = _config(day, tmp_path / "out")
+        result = run_daily(cfg, tmp_path / "state", retention_days=None, encoder=enc)
+    latest = tmp_path / "out" / "latest"
+    touched = pd.read_parquet(latest / "clusters.parquet")
+    window = pd.read_parquet(latest / "window" / "clusters.parquet")
+    assert sorted(touched["cluster_id"]) == ["c-a1", "c-d1"]  # the clusters the third run touched
+    assert sorted(window["cluster_id"]) == ["c-a1", "c-c1", "c-d1"]  # every current cluster of the window
+    assert dict(zip(window["cluster_id"], window["size"], strict=True)) == {"c-a1": 6, "c-c1": 2, "c-d1": 2}
+    assert dict(zip(window["cluster_id"], window["status"], strict=True))["c-c1"] == "unchanged"
+    members = pd.read_csv(latest / "window" / "members.csv", dtype=str, keep_default_na=False)
+    assert len(members) == 10 and set(members["cluster_id"]) == {"c-a1", "c-c1", "c-d1"}
+    assert set(members.loc[members["cluster_id"] == "c-c1", "item_id"]) == {"c1", "c2"}
+    run = verify_report(latest)  # the window files are in run.json's hashes, and match
+    assert {"window/clusters.parquet", "window/members.csv"} <= set(run["files"])
+    assert result.window_clusters is not None and len(result.window_clusters) == 3
+
+
+def test_csv_and_xlsx_for_spreadsheets(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "id": ["n1", "n2", "n3", "n4", "n5"],
+            "title": [
+                "颱風海葵登陸臺東",
+                '海葵颱風登陸臺東, "快訊"\n更新',
+                "颱風登陸臺東",
+                "Budget",
+                "Budget!",
+            ],
+            "source": ["中央社", "聯合報", "公視", "AP", "AFP"],
+            "url": ["https://example.com/1", "", "", "", ""],
+            "published_at": pd.to_datetime(
+                ["2024-08-01T08:00Z", "2024-08-01T09:00Z", None, "2024-08-02T08:00Z", "2024-08-02T09:00Z"],
+                utc=True,
+            ),
+        }
+    )
+    raw = pd.DataFrame({"a": [0, 1, 3], "b": [1, 2, 4], "similarity": [0.95, 0.93, 0.91]})
+    labels, clusters = batch_clusters(frame, raw)
+    write_report(tmp_path, pairs_table(frame, raw, labels), clusters, {"model": "m"}, frame=frame)
+
+    assert (tmp_path / "pairs.csv").read_bytes()[:3] == b"\xef\xbb\xbf"  # UTF-8 with BOM: Excel reads CJK
+    pairs = pd.read_csv(tmp_path / "pairs.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    assert list(pairs.columns) == PAIRS_SCHEMA.names and len(pairs) == 3
+    assert set(pairs["title_b"]) >= {'海葵颱風登陸臺東, "快訊"\n更新'}  # quoting and newlines survive
+    assert pairs.loc[pairs["id_a"] == "n1", "published_at_a"].item() == "2024-08-01 08:00:00+0000"
+
+    members = pd.read_csv(tmp_path / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    assert list(members.columns) == MEMBERS_SCHEMA.names
+    assert len(members) == int(clusters["size"].sum()) == 5  # one row per member
+    assert members.groupby("cluster_id")["representative"].apply(lambda s: (s == "True").sum()).eq(1).all()
+    row = members.set_index("item_id").loc["n1"]
+    assert (row["cluster_id"], row["title"], row["source"], row["url"]) == (
+        "c-n1",
+        "颱風海葵登陸臺東",
+        "中央社",
+        "https://example.com/1",
+    )
+    assert members.set_index("item_id").loc["n3", "published_at"] == ""  # undated: empty, not NaT
+
+    sheets = pd.read_excel(tmp_path / "report.xlsx", sheet_name=None, dtype=str)
+    assert list(sheets) == ["clusters", "members", "pairs"]
+    assert len(sheets["clusters"]) == 2 and len(sheets["members"]) == 5 and len(sheets["pairs"]) == 3
+    big = sheets["clusters"].set_index("cluster_id").loc["c-n1"]
+    assert big["member_ids"] == "n1, n2, n3" and big["sources"] == "中央社, 公視, 聯合報"  # lists as text
+
+
+FILES_UNDER_UMASK = r"""
+import json, os, sys
+from pathlib import Path
+os.umask(0o027)
+root = Path(sys.argv[1])
+from stsb_helpers import write_stsb_sample
+from nlsim.evaluation.calibration import calibrate, save_calibration
+from nlsim.encoders import load_encoder
+from nlsim.io.model_store import ModelStore
+from nlsim.io.pairs import load_pairs
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
+from nlsim.training.config import FinetuneConfig
+from nlsim.training.finetune import finetune
+
+(root / "in").mkdir()
+pairs = write_stsb_sample(root / "in", train=16, validation=16, test=8)
+store = ModelStore(root / "models")
+store.claim()
+version = store.new_version_dir("0123456789abcdef")
+finetune(FinetuneConfig(pairs=str(pairs), out=str(version), model="paraphrase-MiniLM-L3-v2",
+                        conversion="none", epochs=1, batch_size=8, calibrate_level=0.6, threads=1))
+store.write_info(version, {"fingerprint": "0123456789abcdef"})
+store.promote(version, "test")
+validation = load_pairs(pairs).query("split == 'validation'")
+cal = calibrate(load_encoder("paraphrase-MiniLM-L3-v2"), validation, level=0.6, conversion="none")
+save_calibration(cal, root / "calibration.json")
+corpus = root / "in" / "news.csv"
+corpus.write_text("id,title,published_at\n1,Floods hit the north,2024-01-01\n"
+                  "2,Floods hit the north!,2024-01-01\n")
+common = dict(corpus=corpus, model="current", model_store=str(root / "models"), convert="none",
+              threshold=0.5, progress=False)
+run_dedup(DedupConfig(out=str(root / "report"), **common))
+run_dedup(DedupConfig(out=str(root / "daily"), state=str(root / "state"), **common))
+"""
+
+
+@pytest.mark.slow
+def test_written_files_follow_the_umask(tmp_path: Path) -> None:
+    """A worker or web server running as another user must be able to read what nlsim wrote: under umask
+    027 every file is 0640 and every folder 0750 (never the 0600 of a bare temporary file)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        "NLSIM_HOME": str(tmp_path / "home"),  # the converted base model and the embedding cache too
+        "NLSIM_PROGRESS": "off",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", FILES_UNDER_UMASK, str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    checked: dict[str, int] = {}
+    wrong = []
+    for top in ("models", "calibration.json", "report", "daily", "state", "home"):
+        base = tmp_path / top
+        for p in [base, *base.rglob("*")] if base.is_dir() else [base]:
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            want = 0o750 if stat.S_ISDIR(st.st_mode) else 0o640
+            checked[top] = checked.get(top, 0) + 1
+            if stat.S_IMODE(st.st_mode) != want:
+                wrong.append(f"{p.relative_to(tmp_path)} {oct(stat.S_IMODE(st.st_mode))}")
+    assert not wrong, wrong
+    version = json.loads((tmp_path / "models" / "CURRENT.json").read_text())["version"]
+    model = tmp_path / "models" / "versions" / version
+    for name in ("model.safetensors", "calibration.json", "training.json", "reranker/model.safetensors"):
+        assert (model / name).is_file(), name  # the model folder's weights were among the files checked
+    daily = tmp_path / "daily"
+    assert (daily / "LATEST").is_file() and (daily / "latest" / "index.html").is_file()
+    assert (tmp_path / "state" / "MANIFEST.json").is_file() or any((tmp_path / "state").glob("MANIFEST*"))
+    assert all(checked.get(k, 0) > 1 for k in ("models", "report", "daily", "state", "home")), checked

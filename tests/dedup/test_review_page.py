@@ -1,0 +1,303 @@
+"""The review panel of the report page, driven in Debian's Chromium with Playwright: pairs marked by click
+and by key, kept over a reload, cleared; the near-miss queue; the export merged with
+``nlsim annotate merge`` and seen by ``nlsim pipeline`` as new annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from nlsim.clusters.table import batch_clusters
+from nlsim.dedup.near_misses import near_miss_pairs, near_miss_table
+from nlsim.dedup.report import pairs_table, write_report
+from nlsim.io import editor_file
+from nlsim.io.pairs import load_pairs
+from tests.browser import find_browser
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+TRICKY = "He said \"no\" <i>twice</i> & left, 'again' </script><b>x</b>"
+"""A title with markup, quotes of both kinds, a comma and an ampersand: it must come back unchanged."""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium (``scripts/setup_browser.sh``), launched by Playwright: nothing to
+    download."""
+    exe = find_browser()
+    if exe is None:
+        message = "no headless browser: run scripts/setup_browser.sh (test.sh does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe)
+        yield browser
+        browser.close()
+
+
+def review_report(folder: Path, run_id: str = "batch-review0001") -> Path:
+    """A batch report at threshold 0.9: a story of 3 items, one of 2, two lone items, and three near misses
+    (0.88, 0.85, 0.80) that the page must list in that order."""
+    rows = [
+        ("t0", "颱風海葵登陸臺東 全臺停班停課", "2024-08-01T08:00Z"),
+        ("t1", "海葵颱風登陸臺東，全臺停班停課", "2024-08-01T09:00Z"),
+        ("t2", "颱風海葵登陸：臺東縣停班停課", "2024-08-01T10:30Z"),
+        ("b0", "立法院三讀通過總預算案", "2024-08-02T03:00Z"),
+        ("b1", "立法院今三讀通過中央政府總預算", "2024-08-02T04:00Z"),
+        ("l0", TRICKY, "2024-08-03T04:00Z"),
+        ("l1", "He said no twice and left again", "2024-08-03T05:00Z"),
+    ]
+    frame = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire", url="")
+    frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+    pairs = pd.DataFrame({"a": [0, 0, 1, 3], "b": [1, 2, 2, 4], "similarity": [0.97, 0.95, 0.96, 0.93]})
+    below = pd.DataFrame({"a": [0, 5, 2], "b": [3, 6, 5], "similarity": [0.85, 0.88, 0.80]})
+    labels, clusters = batch_clusters(frame, pairs)
+    missed = near_miss_pairs(below, labels, 10)
+    cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
+    near = near_miss_table(pairs_table(frame, missed, labels), cluster_of)
+    summary = {
+        "run_id": run_id,
+        "model": FAST_MODEL,
+        "items": len(frame),
+        "threshold": 0.9,
+        "threshold_source": "given with --threshold",
+        "conversion": "none",
+        "model_info": {"requested": FAST_MODEL, "zero_shot": True},
+    }
+    write_report(folder, pairs_table(frame, pairs, labels), clusters, summary, frame=frame, near_misses=near)
+    return folder / "index.html"
+
+
+MARKS = "Object.values(JSON.parse(localStorage.getItem('nlsim-review:' + %s) || '{}').marks || {})"
+
+
+def stored(page: Any, run_id: str) -> dict[tuple[str, str], float]:
+    """The marks the page keeps in localStorage: (id_a, id_b) -> level."""
+    return {(m["a"], m["b"]): m["v"] for m in page.evaluate(MARKS % json.dumps(run_id))}
+
+
+def open_cluster(page: Any, cluster: str) -> str:
+    """Open a cluster of the list; returns the selector of its body (drawn once the cluster is open)."""
+    page.click(f"li[data-cluster='{cluster}'] summary")
+    body = f"li[data-cluster='{cluster}'] .cbody"
+    page.wait_for_selector(f"{body} tr.rv-row")
+    return body
+
+
+def levels(page: Any, selector: str) -> list[str | None]:
+    """The level shown on each review row of ``selector`` (None: not marked)."""
+    return page.eval_on_selector_all(
+        selector + " tr.rv-row", "rows => rows.map(r => r.dataset.level || null)"
+    )
+
+
+def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: Any, tmp_path: Path) -> None:
+    page_path = review_report(tmp_path / "report")
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_path.as_uri())
+
+    # the near misses, in their own queue, nearest the threshold first, titles as text
+    near = page.eval_on_selector_all("#rv-near tbody tr", "rows => rows.map(r => r.cells[0].textContent)")
+    assert near == ["0.880", "0.850", "0.800"]
+    assert page.locator("#rv-near tbody tr").first.locator("td.t").first.text_content().startswith(TRICKY)
+    assert page.locator("#rv-near i, #rv-near b, #rv-near script").count() == 0
+
+    # by mouse: a pair that joined a cluster is the same story
+    open_cluster(page, "c-t0")
+    reported = "li[data-cluster='c-t0'] .cbody"
+    page.locator(f"{reported} tr.rv-row").first.locator("button.rv-level[data-v='1']").click()
+    assert levels(page, reported) == ["1", None, None]
+
+    # by keyboard: the pair clicked is the current one; a level key marks it and moves to the next
+    page.locator("#rv-near tr.rv-row td.t").first.click()
+    page.keyboard.press("2")  # same topic and entity, not the same event
+    page.keyboard.press("0")  # not related (the second pair)
+    page.keyboard.press("k")  # back to the second ...
+    page.keyboard.press("x")  # ... and its mark cleared
+    page.keyboard.press("j")  # next: the third
+    page.keyboard.press("k")
+    page.keyboard.press("k")  # previous twice: the first
+    page.keyboard.press("1")  # same story after all
+    assert levels(page, "#rv-near") == ["1", None, None]
+    page.select_option("#rv-levels", "5")  # all five levels: 0.5 and 0.25 have buttons too
+    page.locator("#rv-near tr.rv-row").nth(2).locator("button.rv-level[data-v='0.25']").click()
+    assert levels(page, "#rv-near") == ["1", None, "0.25"]
+    assert page.text_content("#rv-count") == "3 marked · 3 not exported yet"
+
+    # two items picked in two clusters are a pair to mark
+    open_cluster(page, "c-b0")
+    page.click("li[data-cluster='c-t0'] tr[data-item] button.rv-pick >> nth=1")
+    page.click("li[data-cluster='c-b0'] tr[data-item] button.rv-pick >> nth=0")
+    page.locator("#rv-picked button.rv-level[data-v='0']").click()
+    want = {("t0", "t1"): 1, ("l0", "l1"): 1, ("t2", "l0"): 0.25, ("t1", "b0"): 0}
+    assert stored(page, "batch-review0001") == want
+
+    # a reload finds them all, on every row that shows a marked pair
+    page.reload()
+    assert stored(page, "batch-review0001") == want
+    assert levels(page, "#rv-near") == ["1", None, "0.25"]
+    assert page.text_content("#rv-count") == "4 marked · 4 not exported yet"
+    open_cluster(page, "c-t0")
+    assert levels(page, reported) == ["1", None, None]
+    page.click("#rv-marked summary")
+    page.wait_for_selector("#rv-marked tr.rv-row")
+    assert sorted(levels(page, "#rv-marked")) == ["0", "0.25", "1", "1"]
+
+    # another report (another run id) has marks of its own
+    other = chromium.new_page()
+    other.goto(review_report(tmp_path / "other", run_id="batch-review0002").as_uri())
+    assert other.text_content("#rv-count") == "0 marked" and levels(other, "#rv-near") == [None] * 3
+    other.close()
+
+    # cleared (after a confirmation), and still cleared after a reload
+    page.once("dialog", lambda d: d.accept())
+    page.click("#rv-clear")
+    assert stored(page, "batch-review0001") == {} and levels(page, "#rv-near") == [None] * 3
+    page.reload()
+    assert page.text_content("#rv-count") == "0 marked"
+    assert errors == []
+    page.close()
+
+
+def nlsim(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLSIM_PROGRESS": "off", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(
+        [sys.executable, "-m", "nlsim", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
+    )
+
+
+STORY = [
+    ("x1", TRICKY),
+    ("x2", TRICKY + " (update)"),
+    ("y1", "Harbour workers strike for a third day in Rotterdam"),
+    ("y2", "Harbour workers strike for the third day in Rotterdam"),
+]
+
+
+def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium: Any, tmp_path: Path) -> None:
+    from tests.chain.test_chain import make_data
+
+    pairs, corpus = make_data(tmp_path)
+    frame = pd.read_parquet(corpus)
+    story = pd.DataFrame({"id": [i for i, _ in STORY], "title": [t for _, t in STORY], "source": "wire"})
+    pd.concat([frame, story], ignore_index=True).to_parquet(corpus)
+    train = ["--base-model", FAST_MODEL, "--epochs", "1", "--cross-encoder-epochs", "1", "--convert", "none"]
+    chain = [*train, "--level", "0.8", "--threads", "1", "--model-store", tmp_path / "models", "--no-report",
+             "--corpus", corpus, "--out", tmp_path / "chain"]  # fmt: skip
+    first = nlsim("pipeline", "--pairs", pairs, *chain, "--json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = json.loads(first.stdout.strip().splitlines()[-1])
+
+    out = tmp_path / "report"
+    proc = nlsim(
+        "dedup", "--corpus", corpus, "--out", out, "--model", FAST_MODEL, "--convert", "none",
+        "--threshold", "0.9", "--text-fields", "title", "--no-progress", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    model = json.loads((out / "run.json").read_text())["model"]  # the encoder's id: the model that showed
+    shown = pd.read_parquet(out / "pairs.parquet")
+    story_pairs = shown[shown["id_a"].isin(["x1", "x2", "y1", "y2"])]
+    assert sorted(zip(story_pairs["id_a"], story_pairs["id_b"], strict=True)) == [("x1", "x2"), ("y1", "y2")]
+
+    page = chromium.new_page(accept_downloads=True)
+    page.goto((out / "index.html").as_uri())
+    page.fill("#q", "Rotterdam")
+    open_cluster(page, "c-y1")
+    page.locator("li[data-cluster='c-y1'] .cbody tr.rv-row").first.locator(
+        "button.rv-level[data-v='1']"
+    ).click()
+    page.fill("#q", "twice")
+    open_cluster(page, "c-x1")
+    page.locator("li[data-cluster='c-x1'] .cbody tr.rv-row td.t").first.click()  # the current pair ...
+    page.keyboard.press("2")  # ... marked by key
+    page.click("li[data-cluster='c-x1'] tr[data-item] button.rv-pick >> nth=0")  # x1, then y2: one pair
+    page.fill("#q", "Rotterdam")
+    open_cluster(page, "c-y1")
+    page.click("li[data-cluster='c-y1'] tr[data-item] button.rv-pick >> nth=1")
+    page.locator("#rv-picked tr.rv-row td.t").first.click()
+    page.keyboard.press("0")
+    page.locator("#rv-picked input.rv-note").fill('unrelated: "strike" ≠ <i>quote</i>')
+    page.keyboard.press("Tab")
+    page.reload()
+    assert page.text_content("#rv-count") == "3 marked · 3 not exported yet"
+
+    # the name is asked once, at the first export
+    page.once("dialog", lambda d: d.accept('Lin, "Desk" <3>'))
+    with page.expect_download() as download:
+        page.click("#rv-export")
+    export = tmp_path / "marks.csv"
+    download.value.save_as(export)
+    assert page.text_content("#rv-count") == "3 marked · 0 not exported yet"
+    assert page.input_value("#rv-annotator") == 'Lin, "Desk" <3>'
+    page.close()
+
+    marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    assert list(marks.columns) == list(editor_file.COLUMNS)
+    got = {(r.id_a, r.id_b): r for r in marks.itertuples()}
+    assert set(got) == {("y1", "y2"), ("x1", "x2"), ("x1", "y2")}
+    titles = dict(STORY)
+    for (a, b), r in got.items():
+        assert r.pair_id == editor_file.pair_id(a, b)  # the browser's id is Python's
+        assert (r.text_a, r.text_b) == (titles[a], titles[b])  # markup and quotes, unchanged
+        assert (r.annotator, r.model, float(r.threshold)) == ('Lin, "Desk" <3>', model, 0.9)
+    assert {k: got[k].score for k in got} == {("y1", "y2"): "1", ("x1", "x2"): "0.75", ("x1", "y2"): "0"}
+    assert got[("x1", "y2")].notes == 'unrelated: "strike" ≠ <i>quote</i>'
+    assert got[("x1", "y2")].stratum == "report-page:picked" and got[("x1", "y2")].similarity == ""
+    assert got[("y1", "y2")].stratum == "report-page:reported" and float(got[("y1", "y2")].similarity) >= 0.9
+
+    # merged into a copy of the pair file: once
+    copy = tmp_path / "pairs-merged.tsv"
+    shutil.copyfile(pairs, copy)
+    merge = nlsim("annotate", "merge", "--filled", export, "--pairs", copy, cwd=tmp_path)
+    assert merge.returncode == 0, merge.stderr
+    merged = load_pairs(copy)
+    added = merged[merged["pair_id"].isin(marks["pair_id"])].set_index("pair_id")
+    assert len(merged) == len(load_pairs(pairs)) + 3 and len(added) == 3
+    for r in marks.itertuples():
+        assert (added.at[r.pair_id, "text_a"], added.at[r.pair_id, "text_b"]) == (r.text_a, r.text_b)
+    assert set(added["stratum"]) == {"editor-loop:report-page:reported", "editor-loop:report-page:picked"}
+    merged_bytes = copy.read_bytes()
+    again = nlsim("annotate", "merge", "--filled", export, "--pairs", copy, cwd=tmp_path)
+    assert again.returncode == 1 and "already annotated" in again.stderr and "Traceback" not in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+    assert copy.read_bytes() == merged_bytes
+
+    # the chain sees new annotations: a new fingerprint, a new version trained on the editors' labels
+    second = nlsim("pipeline", "--pairs", copy, *chain, "--json", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    after = json.loads(second.stdout.strip().splitlines()[-1])
+    assert after["fingerprint"] != before["fingerprint"] and after["trained"]
+    assert "the annotated pairs changed since v0001-" in second.stderr
+    version = Path(after["candidate"]["path"])
+    trained = json.loads((version / "training.json").read_text())
+    assert trained["editor_labels"] == {"merged": {"train": 3}, "from_page": {"train": 3}}
+
+    # and the next report with that model says so on its page
+    proc = nlsim(
+        "dedup", "--corpus", corpus, "--out", tmp_path / "next", "--model", version, "--convert", "none",
+        "--text-fields", "title", "--no-progress", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    page = chromium.new_page()
+    page.goto((tmp_path / "next" / "index.html").as_uri())
+    card = page.text_content("#model")
+    page.close()
+    assert (
+        "3 training pairs from editors’ files (and 0 validation pairs); 3 of them marked in a report page"
+        in card
+    )

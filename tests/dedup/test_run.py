@@ -1,0 +1,238 @@
+"""End-to-end behaviour of the dedup pipeline on the bundled corpora."""
+
+import itertools
+
+import pandas as pd
+import pytest
+
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
+from nlsim.errors import ConfigError, InputError
+
+E5 = "multilingual-e5-small"
+
+
+@pytest.fixture(scope="module")
+def bbc_report(tmp_path_factory, fast_encoder, repo_root):
+    out = tmp_path_factory.mktemp("bbc")
+    # The lead paragraph is what the wire copies share; 12 of the identical-body pairs carry rewritten titles.
+    cfg = DedupConfig(
+        corpus=repo_root / "data/bbc.parquet",
+        out=out,
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.95,
+        text_fields=("description",),
+        cache=False,
+        progress=False,
+    )
+    return run_dedup(cfg, encoder=fast_encoder)
+
+
+def test_every_identical_body_pair_is_a_duplicate_in_one_cluster(bbc_report, repo_root):
+    corpus = pd.read_parquet(repo_root / "data/bbc.parquet")
+    groups = corpus.groupby("body")["id"].apply(list)
+    same_body = [tuple(sorted(p)) for ids in groups if len(ids) > 1 for p in itertools.combinations(ids, 2)]
+    assert len(same_body) >= 100  # the corpus's own, unplanted duplicates
+    reported = {tuple(sorted(p)) for p in bbc_report.pairs[["id_a", "id_b"]].itertuples(index=False)}
+    missing = [p for p in same_body if p not in reported]
+    assert not missing, f"{len(missing)} identical-body pairs not reported, e.g. {missing[:3]}"
+    cluster_of = {}
+    for row in bbc_report.clusters.itertuples():
+        for member in row.member_ids:
+            cluster_of[member] = row.cluster_id
+    assert all(cluster_of[a] == cluster_of[b] for a, b in same_body)
+
+
+def test_report_files_written(bbc_report):
+    out = bbc_report.out
+    for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "run.json", "overview.png"):
+        assert (out / name).is_file()
+    clusters = pd.read_parquet(out / "clusters.parquet")
+    assert (clusters["size"] >= 2).all()
+    assert clusters["size"].sum() == len(set(clusters["member_ids"].explode()))
+    assert bbc_report.summary["threshold_source"] == "given with --threshold"
+
+
+@pytest.mark.slow
+def test_simplified_and_traditional_copies_cluster_only_with_conversion(tmp_path, repo_root):
+    """The same 200 headlines in Simplified and in Traditional: conversion puts each copy with its twin."""
+    from nlsim.encoders import load_encoder
+
+    thuc = pd.read_parquet(repo_root / "data/thucnews.parquet").iloc[:200]
+    corpus = pd.concat(
+        [
+            pd.DataFrame({"id": "s-" + thuc["id"], "title": thuc["title_zh_cn"], "source": "mainland"}),
+            pd.DataFrame({"id": "t-" + thuc["id"], "title": thuc["title"], "source": "taiwan"}),
+        ]
+    )
+    corpus.to_parquet(tmp_path / "mixed.parquet")
+    encoder = load_encoder(E5)
+    together = {}
+    for mode in ("tw2sp", "none"):
+        result = run_dedup(
+            DedupConfig(
+                corpus=tmp_path / "mixed.parquet",
+                out=tmp_path / mode,
+                model=E5,
+                convert=mode,
+                threshold=0.97,
+                cache=False,
+                progress=False,
+            ),
+            encoder=encoder,
+        )
+        cluster_of = {m: r.cluster_id for r in result.clusters.itertuples() for m in r.member_ids}
+        together[mode] = sum(
+            1
+            for i in thuc["id"]
+            if cluster_of.get(f"s-{i}") is not None and cluster_of.get(f"s-{i}") == cluster_of.get(f"t-{i}")
+        )
+    assert together["tw2sp"] >= 198  # converted, the twins are (near-)identical text
+    assert together["none"] < 100  # unconverted, most twins fall below the same threshold
+    print(
+        f"twins in one cluster: with tw2sp {together['tw2sp']}/200, without conversion {together['none']}/200"
+    )
+
+
+def test_no_threshold_is_an_error_not_a_default(tmp_path, repo_root, fast_encoder):
+    cfg = DedupConfig(
+        corpus=repo_root / "data/bbc.parquet",
+        out=tmp_path,
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        cache=False,
+        progress=False,
+    )
+    with pytest.raises(ConfigError, match="no threshold for model"):
+        run_dedup(cfg, encoder=fast_encoder)
+    assert not (tmp_path / "pairs.parquet").exists()
+
+
+def test_calibration_file_sets_threshold(tmp_path, repo_root, fast_encoder):
+    import json
+
+    cal = tmp_path / "cal.json"
+    cal.write_text(
+        json.dumps(
+            {
+                "threshold": 0.97,
+                "level": 0.75,
+                "precision": 1,
+                "recall": 1,
+                "f1": 1,
+                "n": 10,
+                "n_positive": 3,
+                "conversion": "none",
+            }
+        )
+    )
+    small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:60]
+    small.to_parquet(tmp_path / "small.parquet")
+    res = run_dedup(
+        DedupConfig(
+            corpus=tmp_path / "small.parquet",
+            out=tmp_path / "out",
+            convert="none",
+            calibration=cal,
+            cache=False,
+            progress=False,
+        ),
+        encoder=fast_encoder,
+    )
+    assert res.summary["threshold"] == 0.97
+    assert str(cal) in res.summary["threshold_source"]
+
+
+BAD_INPUTS = {
+    "missing-title.csv": "id,headline\n1,a\n",
+    "duplicate-id.csv": "id,title\n1,a\n1,b\n",
+    "empty-title.csv": "id,title\n1,a\n2,\n",
+    "truncated.jsonl": '{"id": "1", "title": "a"}\n{"id": "2", "ti',
+    "non-text.jsonl": '{"id": "1", "title": 5}\n',
+    "truncated.parquet": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_leaves_previous_report_byte_for_byte(tmp_path, repo_root, fast_encoder, name):
+    out = tmp_path / "report"
+    good = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:40]
+    good.to_parquet(tmp_path / "good.parquet")
+    run_dedup(
+        DedupConfig(
+            corpus=tmp_path / "good.parquet",
+            out=out,
+            convert="none",
+            threshold=0.9,
+            cache=False,
+            progress=False,
+        ),
+        encoder=fast_encoder,
+    )
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    bad = tmp_path / name
+    if BAD_INPUTS[name] is None:
+        data = (tmp_path / "good.parquet").read_bytes()
+        bad.write_bytes(data[: len(data) // 3])
+    else:
+        bad.write_text(BAD_INPUTS[name])
+    with pytest.raises(InputError) as info:
+        run_dedup(
+            DedupConfig(corpus=bad, out=out, convert="none", threshold=0.9, cache=False, progress=False),
+            encoder=fast_encoder,
+        )
+    assert str(bad) in str(info.value)
+    after = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_rerun_on_unchanged_input_reuses_embeddings(tmp_path, repo_root, fast_encoder, monkeypatch):
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:50]
+    small.to_parquet(tmp_path / "small.parquet")
+    calls = []
+    real_encode = fast_encoder.encode
+
+    def counting_encode(texts, *args, **kwargs):
+        calls.append(len(texts))
+        return real_encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(fast_encoder, "encode", counting_encode)
+    cfg = dict(corpus=tmp_path / "small.parquet", convert="none", threshold=0.9, progress=False)
+    first = run_dedup(DedupConfig(out=tmp_path / "r1", **cfg), encoder=fast_encoder)
+    second = run_dedup(DedupConfig(out=tmp_path / "r2", **cfg), encoder=fast_encoder)
+    assert calls == [50]
+    assert (first.summary["embedding_cache_hit"], second.summary["embedding_cache_hit"]) == (False, True)
+    pd.testing.assert_frame_equal(first.pairs, second.pairs)
+    small.loc[0, "title"] = "A completely different headline"
+    small.to_parquet(tmp_path / "small.parquet")
+    third = run_dedup(DedupConfig(out=tmp_path / "r3", **cfg), encoder=fast_encoder)
+    assert calls == [50, 50] and not third.summary["embedding_cache_hit"]
+
+
+def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
+    """``--index ivf --nlist --nprobe`` build the index the run searches and saves."""
+    import json
+
+    small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:400]
+    small.to_parquet(tmp_path / "small.parquet")
+    cfg = DedupConfig(
+        corpus=tmp_path / "small.parquet",
+        out=tmp_path / "out",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.9,
+        index_kind="ivf",
+        nlist=4,
+        nprobe=3,
+        cache=False,
+        progress=False,
+    )
+    run_dedup(cfg, encoder=fast_encoder)
+    meta = json.loads((tmp_path / "out" / "index" / "meta.json").read_text())
+    assert meta["kind"] == "ivf"
+    assert meta["params"]["nlist"] == 4 and meta["params"]["nprobe"] == 3
+    assert meta["params"]["search"] == "batched"
+    with pytest.raises(ConfigError, match="--nprobe must be >= 1"):
+        DedupConfig(corpus="c.parquet", out="o", nprobe=0)

@@ -1,0 +1,135 @@
+"""The spreadsheet files (``report.xlsx``, ``pairs.csv``, ``members.csv``) hold user text safely.
+
+Through the command line (``python -m nlsim dedup``): a control character XML 1.0 forbids in a title (a
+vertical tab from Word's manual line break, a bell, an escape) no longer makes ``report.xlsx`` fail, in a
+batch run or a daily one; text a spreadsheet would read as a formula (``=HYPERLINK(...)``, a DDE
+``=cmd|...``, ``+``, ``-``, ``@``) is stored as text in ``report.xlsx`` and starts with an apostrophe in
+the CSV files (OWASP's CSV-injection rule); the page names the items whose spreadsheet text was changed.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from openpyxl import load_workbook
+
+from nlsim.dedup.spreadsheet import FORMULA_START, csv_text, xlsx_text
+from tests.command import nlsim
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+RUN = ["--model", FAST_MODEL, "--convert", "none", "--threshold", "0.9", "--no-cache", "--no-progress"]
+CONTROL = {
+    "v1": ("Floods hit\x0bthe north of the country", "AP"),
+    "v2": ("Floods hit\x0bthe north of the country", "AFP"),
+    "b1": ("Bell\x07rings over the harbour at dawn", "AP"),
+    "b2": ("Bell\x07rings over the harbour at dawn", "BBC"),
+    "e1": ("Escape\x1b[31m codes in a red headline", "AP"),
+    "e2": ("Escape\x1b[31m codes in a red headline", "Reuters"),
+    "p1": ("Plain headline about the budget vote", "AP"),
+}
+FORMULAS = {
+    "f1": ('=HYPERLINK("http://evil.example/","click for the story")', "AP"),
+    "f2": ('=HYPERLINK("http://evil.example/","click for the story")', "=1+1"),
+    "d1": ("=cmd|' /C calc'!A0", "AP"),
+    "d2": ("=cmd|' /C calc'!A0", "@source"),
+    "m1": ("-5% on the stock market today", "+wire"),
+    "m2": ("-5% on the stock market today", "AP"),
+    "a1": ("@newsroom says the vote is delayed", "AP"),
+    "a2": ("@newsroom says the vote is delayed", "AFP"),
+}
+
+
+def corpus(folder: Path, items: dict[str, tuple[str, str]], name: str = "news.parquet") -> Path:
+    path = folder / name
+    frame = pd.DataFrame(
+        {"id": list(items), "title": [t for t, _ in items.values()], "source": [s for _, s in items.values()]}
+    )
+    frame.to_parquet(path, index=False)
+    return path
+
+
+def sheets(path: Path) -> dict[str, list[list[object]]]:
+    book = load_workbook(path)
+    return {ws.title: [[c.value for c in row] for row in ws.iter_rows()] for ws in book.worksheets}
+
+
+def test_cell_text_rules() -> None:
+    assert xlsx_text("a\x0bb\x0cc\x07d\x1be\x00f") == "a b cdef"
+    kept = "tab\tnewline\ncarriage\r, Han 颱風, emoji 🌊"
+    assert xlsx_text(kept) == kept
+    assert xlsx_text("odd \ufffe\uffff\ud800 end") == "odd  end"
+    for start in FORMULA_START:
+        assert csv_text(start + "x") == "'" + start + "x"
+    assert csv_text("plain") == "plain" and csv_text("") == "" and csv_text("a=b") == "a=b"
+
+
+def test_control_characters_in_titles_do_not_break_the_spreadsheet(tmp_path: Path) -> None:
+    corpus(tmp_path, CONTROL)
+    proc = nlsim("dedup", "--corpus", "news.parquet", "--out", "rep", *RUN, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    book = sheets(tmp_path / "rep" / "report.xlsx")
+    members = {row[1]: row for row in book["members"][1:]}
+    assert members["v1"][4] == "Floods hit the north of the country"  # Word's line break: a space
+    assert members["b1"][4] == "Bellrings over the harbour at dawn"
+    assert members["e1"][4] == "Escape[31m codes in a red headline"
+    # the Parquet and CSV files keep the original text
+    pairs = pd.read_parquet(tmp_path / "rep" / "pairs.parquet")
+    assert set(pairs["title_a"]) == {CONTROL[i][0] for i in ("v1", "b1", "e1")}
+    # the page tells the editor which titles were changed in the spreadsheet
+    page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
+    assert notice is not None
+    for item in ("v1", "v2", "b1", "b2", "e1", "e2"):
+        assert f"<bdi>{item}</bdi>" in notice.group(1)
+    assert "p1" not in notice.group(1) and "report.xlsx" in notice.group(1)
+
+
+@pytest.mark.slow
+def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Path) -> None:
+    day1 = dict(list(CONTROL.items())[:4])
+    corpus(tmp_path, day1, "day1.parquet")
+    corpus(tmp_path, {"v3": ("Floods hit\x0bthe north of the country", "BBC")}, "day2.parquet")
+    for day in ("day1.parquet", "day2.parquet"):
+        proc = nlsim("dedup", "--corpus", day, "--state", "st", "--out", "daily", *RUN, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        book = sheets(tmp_path / "daily" / "latest" / "report.xlsx")
+        titles = {row[1]: row[4] for row in book["members"][1:]}
+        assert titles["v1"] == "Floods hit the north of the country"
+    assert titles["v3"] == "Floods hit the north of the country"
+
+
+def test_formulas_are_written_as_text(tmp_path: Path) -> None:
+    corpus(tmp_path, FORMULAS)
+    proc = nlsim("dedup", "--corpus", "news.parquet", "--out", "rep", *RUN, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = tmp_path / "rep"
+    with zipfile.ZipFile(rep / "report.xlsx") as z:
+        for name in z.namelist():
+            if name.startswith("xl/worksheets/"):
+                assert b"<f>" not in z.read(name) and b"<f " not in z.read(name), name
+    book = load_workbook(rep / "report.xlsx")
+    cells = [c for ws in book.worksheets for row in ws.iter_rows() for c in row if isinstance(c.value, str)]
+    texts = {c.value for c in cells}
+    for title, source in FORMULAS.values():
+        assert title in texts and source in texts  # exactly the user's text ...
+    assert {c.data_type for c in cells} == {"s"}  # ... stored as text, never as a formula
+
+    members = pd.read_csv(rep / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    by_id = members.set_index("item_id")
+    for item, (title, source) in FORMULAS.items():
+        assert by_id.loc[item, "title"] == "'" + title
+        assert by_id.loc[item, "source"] == (("'" + source) if source[0] in "=+-@" else source)
+    pairs = pd.read_csv(rep / "pairs.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    assert len(pairs) == 4
+    text_columns = [c for c in pairs.columns if c.startswith(("title_", "source_", "id_", "url_"))]
+    for column in text_columns:
+        for value in pairs[column]:
+            assert not value or value[0] not in "=+-@\t\r", (column, value)
+    assert set(pairs["title_a"]) == {"'" + FORMULAS[i][0] for i in ("f1", "d1", "m1", "a1")}
+    page = (rep / "index.html").read_text(encoding="utf-8")
+    notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
+    assert notice is not None and "apostrophe" in notice.group(1)

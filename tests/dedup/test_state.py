@@ -1,0 +1,193 @@
+"""The state folder: versioned manifest, immutable generations, checksums, refusal of a foreign or broken
+state with the way to rebuild it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.state import (
+    MANIFEST,
+    StateIdentity,
+    open_state,
+    read_manifest,
+    remove_unfinished,
+    state_summary,
+)
+from nlsim.errors import StateError
+from tests.incremental_helpers import HashEncoder, run_daily, split_days, state_assignment, story_corpus
+
+
+def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
+    base = dict(
+        model="hash", convert="none", threshold=0.7, k=20, cache=False, progress=False, text_fields=("title",)
+    )
+    base.update(kw)
+    return DedupConfig(corpus=corpus, out=out, **base)
+
+
+@pytest.fixture()
+def two_days(tmp_path: Path) -> tuple[Path, list[Path]]:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    for d in days[:2]:
+        run_daily(_config(d, tmp_path / "out"), tmp_path / "state", retention_days=None, encoder=enc)
+    return tmp_path / "state", days
+
+
+def _identity(enc: HashEncoder, **kw: object) -> StateIdentity:
+    base = dict(
+        model_id=enc.model_id,
+        fingerprint=enc.fingerprint,
+        dim=enc.dim,
+        conversion="none",
+        text_fields=("title",),
+        threshold=0.7,
+    )
+    base.update(kw)
+    return StateIdentity(**base)
+
+
+def test_roundtrip_generations_and_previous_kept(two_days: tuple[Path, list[Path]]) -> None:
+    state, _ = two_days
+    enc = HashEncoder()
+    st = open_state(state, _identity(enc))
+    assert st.generation == 2 and len(st.items) == 9 and st.embeddings.shape == (9, enc.dim)
+    assert st.index.ntotal == 9
+    # rows of the index, the embeddings and the items line up
+    sims, rows = st.index.search(st.embeddings[[5, 8]], 1)  # d1 and e1 have no copy
+    assert rows[:, 0].tolist() == [5, 8] and st.items["id"].iloc[[5, 8]].tolist() == ["d1", "e1"]
+    manifest = read_manifest(state)
+    assert manifest["format_version"] == 2 and manifest["generation"] == 2
+    gens = sorted(p.name for p in (state / "generations").iterdir())
+    assert (
+        manifest["generation_dir"] in gens and manifest["previous_generation_dir"] in gens and len(gens) == 2
+    )
+    assert state_summary(state)["items"] == 9
+
+
+def test_unfinished_generation_is_ignored_and_removed(two_days: tuple[Path, list[Path]]) -> None:
+    state, _ = two_days
+    junk = state / "generations" / ".g000003-abcdef.tmp-x1y2z3"
+    junk.mkdir()
+    (junk / "items.parquet").write_bytes(b"half")
+    orphan = state / "generations" / "g000003-fedcba"
+    shutil.copytree(state / "generations" / read_manifest(state)["generation_dir"], orphan)
+    assert open_state(state).generation == 2
+    assert sorted(remove_unfinished(state)) == [".g000003-abcdef.tmp-x1y2z3", "g000003-fedcba"]
+    assert not junk.exists() and not orphan.exists()
+
+
+@pytest.mark.parametrize(
+    "victim",
+    ["index/embeddings.npy", "index/index.faiss", "items.parquet", "pairs.parquet", "clusters.parquet"],
+)
+def test_truncated_file_is_refused_with_rebuild_hint(two_days: tuple[Path, list[Path]], victim: str) -> None:
+    state, _ = two_days
+    path = state / "generations" / read_manifest(state)["generation_dir"] / victim
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(StateError, match=r"truncated.*--rebuild-state"):
+        open_state(state)
+
+
+def test_flipped_byte_is_refused(two_days: tuple[Path, list[Path]]) -> None:
+    state, _ = two_days
+    path = state / "generations" / read_manifest(state)["generation_dir"] / "items.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateError, match="corrupt"):
+        open_state(state)
+
+
+def test_garbage_manifest_and_unknown_version(two_days: tuple[Path, list[Path]]) -> None:
+    state, _ = two_days
+    good = (state / MANIFEST).read_text()
+    (state / MANIFEST).write_text(good[:100])
+    with pytest.raises(StateError, match="unreadable"):
+        open_state(state)
+    (state / MANIFEST).write_text(json.dumps({**json.loads(good), "format_version": 99}))
+    with pytest.raises(StateError, match="format 99"):
+        open_state(state)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"model_id": "other/model", "fingerprint": "0" * 64}, "model_id: state has 'test:hash-words'"),
+        ({"dim": 768}, "dim: state has 256, this run uses 768"),
+        ({"threshold": 0.8}, "threshold"),
+        ({"conversion": "tw2sp"}, "conversion"),
+    ],
+)
+def test_mismatched_state_refused(two_days: tuple[Path, list[Path]], change: dict, message: str) -> None:
+    state, _ = two_days
+    with pytest.raises(StateError, match=message) as err:
+        open_state(state, _identity(HashEncoder(), **change))
+    assert "--rebuild-state" in str(err.value)
+
+
+def test_run_with_other_model_reembeds_the_window_and_keeps_ids(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """No mixed vectors: a run with another model embeds the whole kept window again with it, says so,
+    and keeps the cluster ids whose memberships survive."""
+    state, days = two_days
+    before = state_assignment(state)
+    other = HashEncoder(dim=128)
+    r = run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=other)
+    st = open_state(state)
+    assert st.identity.dim == 128 and st.embeddings.shape == (12, 128)
+    assert set(st.items["embedded_run"]) == {r.run_id}  # every kept item embedded again, by this run
+    switch = r.summary["model_switch"]
+    assert switch["reembed"] and switch["reembedded"] == 12 and "dim" in switch["changed"]
+    assert any("re-embedding the whole window" in m for m in r.messages)
+    after = state_assignment(state)
+    assert all(after[i] == c for i, c in before.items() if c == "c-c1")  # memberships that survive keep ids
+    assert after["x1"] == after["a1"] == after["b1"]  # and today's items join as usual
+    run = __import__("json").loads((tmp_path / "out" / "latest" / "run.json").read_text())
+    assert run["model_switch"]["to_fingerprint"] == other.fingerprint
+
+
+def test_rebuild_state_moves_the_old_one_aside(two_days: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    state, days = two_days
+    r = run_daily(
+        _config(days[2], tmp_path / "out"),
+        state,
+        retention_days=None,
+        encoder=HashEncoder(),
+        rebuild_state=True,
+    )
+    assert any("moved the previous state" in m for m in r.messages)
+    assert open_state(state).generation == 1
+    assert len(list(state.glob("broken-*/generations"))) == 1
+
+
+def test_corrupt_state_never_used_by_a_run(two_days: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    state, days = two_days
+    emb = state / "generations" / read_manifest(state)["generation_dir"] / "index" / "embeddings.npy"
+    arr = np.load(emb)
+    arr[0, 0] += 1.0  # same size, other content
+    np.save(emb, arr)
+    with pytest.raises(StateError, match="corrupt|differs"):
+        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+
+
+def test_rebuild_state_recovers_from_a_garbage_manifest(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    state, days = two_days
+    (state / MANIFEST).write_text("{not json")
+    enc = HashEncoder()
+    with pytest.raises(StateError, match="unreadable.*--rebuild-state"):
+        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc)
+    r = run_daily(
+        _config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc, rebuild_state=True
+    )
+    assert r.stats.counts["new"] == 3 and open_state(state).generation == 1
