@@ -180,8 +180,8 @@ def finetune(
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
     run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate)
-    metrics.update(call("evaluate-after", evaluate_splits, encoder, data, "after"))
     cal = call("calibrate", calibrate_encoder, encoder, data, cfg)
+    metrics.update(call("evaluate-after", evaluate_splits, encoder, data, "after", cal))
     reranker = None
     if cfg.reranker:
         reranker, reranked = call("reranker", fit_reranker, encoder, data, cfg, log)

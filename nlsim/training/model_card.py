@@ -137,6 +137,26 @@ def training_lines(result: Any) -> list[str]:
     ]
 
 
+def same_story_lines(metrics: dict[str, dict[str, Any]]) -> list[str]:
+    """Same story at the calibrated threshold, per scored split (none when nothing was calibrated).
+
+    Example:
+        >>> same_story_lines({"after/test": {"same_story": {"threshold": 0.9, "precision": 0.8,
+        ...     "recall": 0.5, "f1": 0.615, "n_positive": 20}}})[0][-44:]
+        'recall 0.500, F1 0.615 (20 same-story pairs)'
+    """
+    lines = []
+    for key, figures in metrics.items():
+        at = figures.get("same_story")
+        if at:
+            lines.append(
+                f"- {metrics_row_label(key)}, {key.split('/')[1]}: same story at {at['threshold']:.4f}: "
+                f"precision {at['precision']:.3f}, recall {at['recall']:.3f}, F1 {at['f1']:.3f} "
+                f"({at['n_positive']} same-story pairs)"
+            )
+    return [*lines, ""] if lines else []
+
+
 def metrics_lines(result: Any) -> list[str]:
     """The card's metrics: before and after fine-tuning (and reranked), and the validation history."""
     rows = [
@@ -157,6 +177,7 @@ def metrics_lines(result: Any) -> list[str]:
         "",
         metrics_table(rows),
         "",
+        *same_story_lines(result.metrics),
         "### Validation history",
         "",
         "| epoch | step | train loss | Spearman | Pearson | MSE |",

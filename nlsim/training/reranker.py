@@ -70,6 +70,6 @@ def fit_reranker(
     scorer = reranker.scorer(encoder)
     cal = calibrate_encoder(scorer, data, cfg, model="reranker")
     reranker.calibration = cal.as_dict() if cal is not None else None
-    metrics = evaluate_splits(scorer, data, "reranked")
+    metrics = evaluate_splits(scorer, data, "reranked", cal)
     log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
     return reranker, metrics

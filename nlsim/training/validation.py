@@ -14,20 +14,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from nlsim.evaluation.calibration import calibrate
-from nlsim.evaluation.metrics import evaluate
+import numpy as np
+
+from nlsim.evaluation.calibration import Calibration, calibrate, threshold_metrics
+from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.data import PreparedPairs
 
 
-def evaluate_splits(encoder: Any, data: PreparedPairs, when: str) -> dict[str, dict[str, Any]]:
+def evaluate_splits(
+    encoder: Any, data: PreparedPairs, when: str, calibration: Calibration | None = None
+) -> dict[str, dict[str, Any]]:
     """Metrics on validation (and test, when present), keyed ``"{when}/{split}"``.
 
-    ``encoder`` is an encoder or a pair scorer (a reranker's :meth:`~nlsim.rerank.Reranker.scorer`).
+    ``encoder`` is an encoder or a pair scorer (a reranker's :meth:`~nlsim.rerank.Reranker.scorer`). With
+    the model's ``calibration``, each split also gets ``same_story``: the precision, recall and F1 of the
+    calibrated threshold there (on test: the one same-story figure of the test split, scored once).
     """
-    out = {f"{when}/validation": evaluate(encoder, data.validation, None).as_dict()}
-    if len(data.test):
-        out[f"{when}/test"] = evaluate(encoder, data.test, None).as_dict()
+    splits = {"validation": data.validation, **({"test": data.test} if len(data.test) else {})}
+    out = {}
+    for split, pairs in splits.items():
+        scores = pair_similarities(encoder, pairs, None)
+        gold = pairs["score"].to_numpy(dtype=np.float64)
+        out[f"{when}/{split}"] = metrics_from_scores(scores, gold).as_dict()
+        if calibration is not None:
+            at = threshold_metrics(scores, gold, calibration.threshold, calibration.level)
+            out[f"{when}/{split}"]["same_story"] = {"threshold": calibration.threshold, **at}
     return out
 
 
