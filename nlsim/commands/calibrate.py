@@ -21,8 +21,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="calibrate a model's duplicate threshold on annotated pairs",
-        description="Best-F1 cosine threshold for 'score >= level' on one split "
-        "(default validation); writes a calibration JSON usable by `nlsim dedup --calibration`.",
+        description="The threshold for 'score >= level' on one split (default validation) where the "
+        "cross-validated F1 is best; writes a calibration JSON usable by `nlsim dedup --calibration`.",
     )
     p.add_argument("--model", required=True, help="registry name or model folder")
     p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet)")
@@ -35,6 +35,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     p.add_argument("--out", required=True, help="calibration JSON to write (a folder gets calibration.json)")
+    p.add_argument(
+        "--method",
+        choices=("cross-validated", "best-f1"),
+        default="cross-validated",
+        help="where the threshold goes: where the F1 averaged over held-out folds is best (default), or "
+        "the plain best cut on all the pairs",
+    )
     p.add_argument("--threads", type=int, default=None)
     p.add_argument(
         "--no-precision-check",
@@ -67,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         model=str(args.model),
         pairs_file=str(args.pairs),
         pairs_sha256=file_sha256(args.pairs),
+        method=args.method,
     )
     path = save_calibration(cal, args.out)
     print(cal.describe())

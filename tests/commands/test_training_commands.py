@@ -125,6 +125,7 @@ def test_finetune_then_evaluate_and_calibrate(
     )
     cal = json.loads(cal_file.read_text())
     assert cal["split"] == "validation" and cal["level"] == 0.6 and cal["n"] == 16
+    assert cal["method"] == "cross-validated" and cal["f1_ci95"][0] <= cal["f1"] <= cal["f1_ci95"][1]
     # the quality check of the model's int8/bf16 paths, made on the same pairs and kept for later runs
     from nlsim.encoders import load_encoder
     from nlsim.inference.guard import load_guard
@@ -133,3 +134,10 @@ def test_finetune_then_evaluate_and_calibrate(
     assert record is not None and where.startswith(str(tmp_path / "home" / "precision"))
     assert record["threshold"]["value"] == cal["threshold"] and record["n_pairs"] == 16
     assert "precision check written" in capsys.readouterr().out
+    plain = tmp_path / "best-f1.json"
+    args = ["calibrate", "--model", "paraphrase-MiniLM-L3-v2", "--pairs", str(pairs_file), "--level", "0.6"]
+    assert (
+        cli([*args, "--convert", "none", "--method", "best-f1", "--no-precision-check", "--out", str(plain)])
+        == 0
+    )
+    assert json.loads(plain.read_text())["method"] == "best-f1"
