@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> None:
     fold = folds(pairs)
     folder = CACHE / args.name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "recipe.json").write_text(json.dumps(vars(args), indent=2, default=str), encoding="utf-8")
+    recipe = {k: v for k, v in vars(args).items() if not callable(v)}
+    (folder / "recipe.json").write_text(json.dumps(recipe, indent=2, default=str), encoding="utf-8")
     if args.mode in ("cv", "both"):
         for k in range(FOLDS):
             path = folder / f"fold{k}.parquet"
