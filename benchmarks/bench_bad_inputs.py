@@ -2071,6 +2071,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-bad-"))
+    # every case's caches and precision records go to the run's own folder, never into the user's
+    os.environ["NLSIM_HOME"] = str(work / "_home")
     at_start = machine()  # the load average before the benchmark's own processes
     t0 = time.perf_counter()
     try:

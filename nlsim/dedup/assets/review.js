@@ -61,7 +61,7 @@
   function cell(i, cluster) {
     var td = el("td", "t");
     td.appendChild(R.title(i, true));
-    if (cluster !== undefined) td.appendChild(el("span", "rv-where", cluster ? cluster : "in no cluster"));
+    if (cluster !== undefined) td.appendChild(el("bdi", "rv-where", cluster ? cluster : "in no cluster"));  // an id is user text
     return td;
   }
   function reviewCell(tr) {
