@@ -23,31 +23,40 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from nlsim.clusters.assign import update_clusters
 from nlsim.clusters.order import order_keys, order_rank
 from nlsim.errors import ConfigError
 
 REPRESENTATIVES = ("earliest", "central")
-COLUMNS = (
-    "cluster_id",
-    "status",
-    "size",
-    "representative",
-    "representative_title",
-    "member_ids",
-    "added_ids",
-    "absorbed",
-    "sources",
-    "first_published",
-    "last_published",
-    "max_similarity",
-    "mean_similarity",
+TS = pa.timestamp("us", tz="UTC")
+CLUSTERS_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("status", pa.string()),
+        ("size", pa.int64()),
+        ("representative", pa.string()),
+        ("representative_title", pa.string()),
+        ("member_ids", pa.list_(pa.string())),
+        ("added_ids", pa.list_(pa.string())),
+        ("absorbed", pa.list_(pa.string())),
+        ("sources", pa.list_(pa.string())),
+        ("first_published", TS),
+        ("last_published", TS),
+        ("max_similarity", pa.float32()),
+        ("mean_similarity", pa.float32()),
+    ]
 )
+"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
+change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
+had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
+one."""
 
 
 def empty_table() -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+    """The clusters table with no row (the columns of :data:`CLUSTERS_SCHEMA`)."""
+    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in CLUSTERS_SCHEMA.names})
     return frame.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
 
 
@@ -127,7 +136,7 @@ def cluster_table(
                 "mean_similarity": float(np.mean(s)) if s else np.nan,
             }
         )
-    table = pd.DataFrame(out, columns=list(COLUMNS))
+    table = pd.DataFrame(out, columns=CLUSTERS_SCHEMA.names)
     for c in ("first_published", "last_published"):
         table[c] = pd.to_datetime(table[c], utc=True)
     table = table.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})

@@ -32,8 +32,8 @@ import pandas as pd
 from nlsim.dedup import near_misses, stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.paths import check_paths
+from nlsim.dedup.record import RunRecord
 from nlsim.dedup.state import move_aside, remove_unfinished
-from nlsim.dedup.stats import RunStats
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
@@ -76,7 +76,7 @@ class DedupResult:
 
     out: Path
     report_dir: Path
-    stats: RunStats
+    stats: RunRecord
     pairs: pd.DataFrame
     clusters: pd.DataFrame
     run_id: str = ""
@@ -95,7 +95,7 @@ class DedupResult:
 
 
 @contextlib.contextmanager
-def _state_lock(config: DedupConfig, stats: RunStats) -> Iterator[None]:
+def _state_lock(config: DedupConfig, stats: RunRecord) -> Iterator[None]:
     if not config.incremental:
         yield
         return
@@ -115,7 +115,7 @@ def _state_lock(config: DedupConfig, stats: RunStats) -> Iterator[None]:
         yield
 
 
-def _fill_model(stats: RunStats, config: DedupConfig, model: stages.ModelChoice) -> None:
+def _fill_model(stats: RunRecord, config: DedupConfig, model: stages.ModelChoice) -> None:
     stats.model, stats.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
     stats.model_info = model.info
     stats.threshold, stats.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
@@ -130,7 +130,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.retention_days is not None and config.retention_days < 0:
         raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
     check_paths(config)
-    stats = RunStats(
+    stats = RunRecord(
         mode="incremental" if config.incremental else "batch",
         corpus=config.corpus_path(),
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -157,7 +157,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
             )
             folder = stages.replay_report(config, window)
             last = state.last_run
-            replayed = RunStats(**{k: v for k, v in last.items() if k in RunStats.__dataclass_fields__})
+            replayed = RunRecord.from_dict(last)
             replayed.messages = stats.messages
             return _result(config, folder, replayed, replayed=True)
         if state is not None and state.last_run:  # the last run was killed after its commit
@@ -168,7 +168,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         texts = step("convert", stages.convert_texts, window, config)
         emb, hit = step("embed", stages.embed, texts, model, config)
         stats.embedding_cache_hit = hit
-        stages.note_inference(stats.model_info, model.encoder)
+        stats.model_info = stages.with_inference(model.info, model.encoder)
         window = step("index", stages.index, window, emb, config, model)
         stats.index = window.index.describe()
         reranked = model.reranker is not None
@@ -202,8 +202,8 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         if clustering.update.dissolved:
             stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
         if config.incremental:
-            step("commit", stages.commit, config, window, clustering, model, stats.to_dict(), missed)
-        folder = step("report", stages.report, config, window, clustering, model, stats.to_dict(), missed)
+            step("commit", stages.commit, config, window, clustering, model, stats, missed)
+        folder = step("report", stages.report, config, window, clustering, model, stats, missed)
         if config.incremental:  # the complete figures (commit and report timings included) beside the state
             atomic_write_text(
                 Path(config.state) / "runs" / f"{window.run_id}.json",
@@ -222,7 +222,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
 def _result(
     config: DedupConfig,
     folder: Path,
-    stats: RunStats,
+    stats: RunRecord,
     *,
     replayed: bool = False,
     pairs: pd.DataFrame | None = None,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ import pandas as pd
 from nlsim.clusters.assign import drop_items
 from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import DedupConfig, parse_time
+from nlsim.dedup.record import ModelSwitch
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError
 from nlsim.io.corpus import Corpus
@@ -91,7 +92,7 @@ class Window:
     as_of: pd.Timestamp | None = None
     run_id: str = ""
     input_key: str = ""
-    switch: dict[str, Any] | None = None
+    switch: ModelSwitch | None = None
     reembed: bool = False
     regroup: bool = False
     state: State | None = None
@@ -184,7 +185,7 @@ def _as_of(config: DedupConfig, state: State, times: pd.Series) -> pd.Timestamp:
     return max(pd.Timestamp(t) for t in cands) if cands else pd.Timestamp.now(tz="UTC").floor("D")
 
 
-def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> dict[str, Any] | None:
+def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> ModelSwitch | None:
     """How this run's vectors/threshold differ from the state's (``None`` when they match)."""
     if stored is None:
         return None
@@ -193,15 +194,15 @@ def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> dict[str
         return None
     vectors = {"model_id", "fingerprint", "dim", "conversion", "text_fields"}
     changed = [d.split(":", 1)[0] for d in diffs]
-    return {
-        "from_model": stored.model_id,
-        "to_model": identity.model_id,
-        "from_fingerprint": stored.fingerprint,
-        "to_fingerprint": identity.fingerprint,
-        "changed": changed,
-        "details": diffs,
-        "reembed": any(c in vectors for c in changed),
-    }
+    return ModelSwitch(
+        from_model=stored.model_id,
+        to_model=identity.model_id,
+        from_fingerprint=stored.fingerprint,
+        to_fingerprint=identity.fingerprint,
+        changed=changed,
+        details=diffs,
+        reembed=any(c in vectors for c in changed),
+    )
 
 
 def incremental_window(
@@ -257,7 +258,7 @@ def incremental_window(
         for r in state.clusters.itertuples()
     }
     previous, anchors = drop_items(previous, anchors, expired)
-    reembed = bool(switch and switch["reembed"])
+    reembed = bool(switch and switch.reembed)
     regroup = switch is not None
     old_pairs = state.pairs
     if len(old_pairs):
@@ -282,7 +283,7 @@ def incremental_window(
         "expired": len(expired),
     }
     if switch is not None:
-        switch["reembedded"] = int(len(items)) if reembed else 0
+        switch = replace(switch, reembedded=int(len(items)) if reembed else 0)
     return Window(
         items=items,
         n_base=n_base,
