@@ -181,7 +181,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         if reranked:
             stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
         clustering = step("cluster", stages.cluster, window, pairs, config)
-        missed = step("near-misses", stages.near_misses, window, below, clustering, config)
+        missed = step("near-misses", stages.near_misses, below, clustering, config)
         events = clustering.update.events["status"]
         clusters = clustering.report_clusters
         current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now

@@ -98,9 +98,11 @@ class ModelChoice:
 
 @dataclass
 class Clustering:
-    """The cluster stage's result: ids, events, every pair in the window, and the report's tables."""
+    """The cluster stage's result: ids, events, the window's items with their cluster ids, every pair in
+    the window, and the report's tables."""
 
     update: ClusterUpdate
+    items: pd.DataFrame
     pairs_all: pd.DataFrame
     report_pairs: pd.DataFrame
     report_clusters: pd.DataFrame
@@ -441,8 +443,7 @@ def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoi
     if (config.nlist or config.nprobe) and built.kind != "ivf":
         say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
     say(f"index: {built.describe()}")
-    window.embeddings, window.index = full, built
-    return window
+    return replace(window, embeddings=full, index=built)
 
 
 def neighbors(
@@ -521,7 +522,6 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         upd = update_clusters(window.previous, window.anchors, keys, new_ids=window.today_ids, pairs=id_pairs)
     items = items.copy()
     items["cluster_id"] = [upd.assignment.get(i) for i in ids]
-    window.items = items
     old = window.old_pairs
     parts = [p for p in (old, today) if len(p)]
     pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
@@ -555,7 +555,7 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         else report_clusters
     )
     return Clustering(
-        upd, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
+        upd, items, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
     )
 
 
@@ -567,14 +567,14 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
     )
     touched = set(upd.events["cluster_id"])
     rows = []
-    for cid, (und, ns, aid) in sorted(upd.anchors.items()):
+    for cid, anchor in sorted(upd.anchors.items()):
         known = old is not None and cid in old.index
         rows.append(
             {
                 "cluster_id": cid,
-                "anchor_undated": und,
-                "anchor_ns": ns,
-                "anchor_id": aid,
+                "anchor_undated": anchor.undated,
+                "anchor_ns": anchor.ns,
+                "anchor_id": anchor.item_id,
                 "created_run": old.at[cid, "created_run"] if known else window.run_id,
                 "updated_run": window.run_id if (cid in touched or not known) else old.at[cid, "updated_run"],
             }
@@ -582,33 +582,29 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
     return pd.DataFrame(rows) if rows else empty_clusters()
 
 
-def near_misses(
-    window: Window, below: pd.DataFrame, clustering: Clustering, config: DedupConfig
-) -> pd.DataFrame:
+def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig) -> pd.DataFrame:
     """The report's near misses: the best ``config.near_misses`` candidate pairs below the threshold whose
     items are not in one cluster (:mod:`nlsim.dedup.near_misses`)."""
-    labels = (
-        window.items["cluster_id"] if "cluster_id" in window.items else pd.Series([None] * len(window.ids))
-    )
+    labels = clustering.items["cluster_id"]
     missed = near.near_miss_pairs(below, labels, config.near_misses)
     if missed.empty:
         return near.empty_table()
-    table = pairs_table(window.items, missed, labels)
+    table = pairs_table(clustering.items, missed, labels)
     return near.near_miss_table(table, clustering.update.assignment)
 
 
 # --- commit, report -----------------------------------------------------------------------------------
 
 
-def report_frame(window: Window, clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
+def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
     """The items a report shows (members of its clusters, ends of its pairs and of its near misses)."""
     tables = (clustering.report_clusters, clustering.window_clusters)
     members = {m for t in tables for ms in t["member_ids"] for m in ms}
     ends = set(clustering.report_pairs["id_a"]) | set(clustering.report_pairs["id_b"])
     if missed is not None and len(missed):
         ends |= set(missed["id_a"]) | set(missed["id_b"])
-    items = window.items
-    keep = items["id"].isin(members | ends) if len(window.items) > 0 else []
+    items = clustering.items
+    keep = items["id"].isin(members | ends) if len(items) > 0 else []
     return items.loc[keep, ["id", "title", "source", "url", "published_at"]].reset_index(drop=True)
 
 
@@ -625,7 +621,7 @@ def commit(
         config.state,
         identity=model.identity(config),
         index=window.index,
-        items=window.items,
+        items=clustering.items,
         embeddings=window.embeddings,
         pairs=clustering.pairs_all,
         clusters=clustering.clusters_state,
@@ -635,7 +631,7 @@ def commit(
             "pairs": clustering.report_pairs,
             "clusters": clustering.report_clusters,
             "window": clustering.window_clusters,
-            "frame": report_frame(window, clustering, missed),
+            "frame": report_frame(clustering, missed),
             "near_misses": near.empty_table() if missed is None else missed,
         },
         previous=window.state,
@@ -665,7 +661,7 @@ def report(
 ) -> Path:
     """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
     into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
-    frame = report_frame(window, clustering, missed)
+    frame = report_frame(clustering, missed)
     if not config.incremental:
         extra = {"index": _index_writer(window, model, config)} if config.save_index else None
         write_report(
