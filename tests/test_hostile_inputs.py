@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from nlsim.errors import ConfigError, InputError, StateError
+from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
 from tests.stsb_helpers import stsb_sample
 
@@ -401,7 +402,7 @@ def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -
         "rep",
         *DEDUP,
         cwd=tmp_path,
-        env={"NLSIM_FAULT_AT": "report-write"},
+        env=fault_env("report-write", SRC),
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-1500:]
     after = snapshot(tmp_path / "rep")
