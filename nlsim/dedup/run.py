@@ -34,6 +34,7 @@ from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.paths import check_paths
 from nlsim.dedup.record import RunRecord
 from nlsim.dedup.state import move_aside, remove_unfinished
+from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
@@ -122,6 +123,10 @@ def _fill_model(stats: RunRecord, config: DedupConfig, model: stages.ModelChoice
     stats.conversion, stats.text_fields = config.convert, ",".join(config.text_fields)
 
 
+Step = Callable[..., Any]
+"""``step(name, function, *args)``: one stage through the run's ``call``, timed in the run record."""
+
+
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
     """Run every stage in order and write the report (see the module docstring).
 
@@ -146,61 +151,14 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         model = step("model", stages.load_model, config, encoder)
         _fill_model(stats, config, model)
         window = step("window", stages.open_window, config, corpus, model, stats)
-        stats.run_id, stats.input_key = window.run_id, window.input_key
-        stats.as_of = None if window.as_of is None else window.as_of.isoformat()
-        stats.counts.update(window.counts)
-        stats.model_switch = window.switch
-        state = window.state
-        if state is not None and state.last_run and state.last_run.get("input_key") == window.input_key:
-            stats.say(
-                f"run {window.run_id} was already committed to {config.state}; writing its report again"
-            )
-            folder = stages.replay_report(config, window)
-            last = state.last_run
-            replayed = RunRecord.from_dict(last)
-            replayed.messages = stats.messages
-            return _result(config, folder, replayed, replayed=True)
-        if state is not None and state.last_run:  # the last run was killed after its commit
-            last_id = state.last_run.get("run_id")
-            if last_id and not (Path(config.out) / "runs" / last_id / "run.json").exists():
-                stages.replay_report(config, window)
-                stats.say(f"wrote the missing report of the previous run {last_id}")
-        texts = step("convert", stages.convert_texts, window, config)
-        emb, hit = step("embed", stages.embed, texts, model, config)
-        stats.embedding_cache_hit = hit
-        stats.model_info = stages.with_inference(model.info, model.encoder)
-        window = step("index", stages.index, window, emb, config, model)
-        stats.index = window.index.describe()
-        reranked = model.reranker is not None
-        floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
-        pairs = step("neighbors", stages.neighbors, window, config, floor)
-        stats.counts["candidates"] = candidates = int(len(pairs))
-        if reranked:
-            pairs = step("rerank", stages.rerank, pairs, window, model, config)
-        pairs, below = near_misses.split(pairs, model.threshold.value)
-        if reranked:
-            stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
+        _fill_window(stats, window)
+        replayed = _replay_committed(config, window, stats)
+        if replayed is not None:
+            return replayed
+        window, pairs, below = _search(step, stats, config, model, window)
         clustering = step("cluster", stages.cluster, window, pairs, config)
         missed = step("near-misses", stages.near_misses, below, clustering, config)
-        events = clustering.update.events["status"]
-        clusters = clustering.report_clusters
-        current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
-        stats.counts.update(
-            kept=int(len(window.items)),
-            pairs=int(len(pairs)),
-            clusters=int(len(current)),
-            clustered_items=int(current["size"].sum()) if len(current) else 0,
-            clusters_new=int((events == "new").sum()),
-            clusters_grown=int((events == "grown").sum()),
-            clusters_merged=int((events == "merged").sum()),
-            clusters_absorbed=len(clustering.update.merged_into),
-            clusters_dissolved=len(clustering.update.dissolved),
-            clusters_in_window=int(len(clustering.window_clusters)),
-            near_misses=int(len(missed)),
-        )
-        stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
-        if clustering.update.dissolved:
-            stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
+        _fill_clusters(stats, window, pairs, clustering, missed)
         if config.incremental:
             step("commit", stages.commit, config, window, clustering, model, stats, missed)
         folder = step("report", stages.report, config, window, clustering, model, stats, missed)
@@ -214,9 +172,82 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         folder,
         stats,
         pairs=clustering.report_pairs,
-        clusters=clusters,
+        clusters=clustering.report_clusters,
         window_clusters=clustering.window_clusters,
     )
+
+
+def _fill_window(stats: RunRecord, window: Window) -> None:
+    stats.run_id, stats.input_key = window.run_id, window.input_key
+    stats.as_of = None if window.as_of is None else window.as_of.isoformat()
+    stats.counts.update(window.counts)
+    stats.model_switch = window.switch
+
+
+def _replay_committed(config: DedupConfig, window: Window, stats: RunRecord) -> DedupResult | None:
+    """A daily input already committed: its stored report written again (the result, else ``None``). The
+    report of a previous run killed after its commit is written first."""
+    state = window.state
+    if state is None or not state.last_run:
+        return None
+    last = RunRecord.from_dict(state.last_run)
+    if last.input_key == window.input_key:
+        stats.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
+        folder = stages.replay_report(config, window)
+        last.messages = stats.messages
+        return _result(config, folder, last, replayed=True)
+    # the last run was killed after its commit: its report first
+    if last.run_id and not (Path(config.out) / "runs" / last.run_id / "run.json").exists():
+        stages.replay_report(config, window)
+        stats.say(f"wrote the missing report of the previous run {last.run_id}")
+    return None
+
+
+def _search(
+    step: Step, stats: RunRecord, config: DedupConfig, model: stages.ModelChoice, window: Window
+) -> tuple[Window, pd.DataFrame, pd.DataFrame]:
+    """Convert, embed, index, search the neighbours and rerank them: the window with its index, the pairs
+    at or above the threshold and the candidates below it."""
+    texts = step("convert", stages.convert_texts, window, config)
+    emb, hit = step("embed", stages.embed, texts, model, config)
+    stats.embedding_cache_hit = hit
+    stats.model_info = stages.with_inference(model.info, model.encoder)
+    window = step("index", stages.index, window, emb, config, model)
+    stats.index = window.index.describe()
+    reranked = model.reranker is not None
+    floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
+    pairs = step("neighbors", stages.neighbors, window, config, floor)
+    stats.counts["candidates"] = candidates = int(len(pairs))
+    if reranked:
+        pairs = step("rerank", stages.rerank, pairs, window, model, config)
+    pairs, below = near_misses.split(pairs, model.threshold.value)
+    if reranked:
+        stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
+    return window, pairs, below
+
+
+def _fill_clusters(
+    stats: RunRecord, window: Window, pairs: pd.DataFrame, clustering: stages.Clustering, missed: pd.DataFrame
+) -> None:
+    events = clustering.update.events["status"]
+    clusters = clustering.report_clusters
+    current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
+    stats.counts.update(
+        kept=int(len(window.items)),
+        pairs=int(len(pairs)),
+        clusters=int(len(current)),
+        clustered_items=int(current["size"].sum()) if len(current) else 0,
+        clusters_new=int((events == "new").sum()),
+        clusters_grown=int((events == "grown").sum()),
+        clusters_merged=int((events == "merged").sum()),
+        clusters_absorbed=len(clustering.update.merged_into),
+        clusters_dissolved=len(clustering.update.dissolved),
+        clusters_in_window=int(len(clustering.window_clusters)),
+        near_misses=int(len(missed)),
+    )
+    stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
+    if clustering.update.dissolved:
+        stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
 
 
 def _result(
