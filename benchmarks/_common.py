@@ -44,9 +44,9 @@ def rss_mb() -> float:
 
 
 def cpu() -> Any:
-    """The CPU (:class:`nlsim.encoders.cpu.CpuInfo`): model name and the ISA flags that matter."""
+    """The CPU (:class:`nlsim.inference.cpu.CpuInfo`): model name and the ISA flags that matter."""
     sys.path.insert(0, str(HERE.parent))
-    from nlsim.encoders.cpu import cpu_info
+    from nlsim.inference.cpu import cpu_info
 
     return cpu_info()
 

@@ -7,7 +7,7 @@ after the other; with ``--repeats R`` the variants are interleaved R times and t
 Every variant also embeds the annotated THUCNews test pairs (``tw2sp`` conversion) for its Spearman, and
 its THUCNews vectors are compared with sentence-transformers' (lowest cosine).
 
-Variants (each path of :mod:`nlsim.encoders.precision` can be forced):
+Variants (each path of :mod:`nlsim.inference.choice` can be forced):
 
 - ``st``: sentence-transformers ``encode`` (torch, batch 64, the model's prompt); ``st-onnx``: its
   ``backend="onnx"``; ``st-onnx-int8``: its ``export_dynamic_quantized_onnx_model`` for this CPU

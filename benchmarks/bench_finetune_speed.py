@@ -54,7 +54,7 @@ VARIANTS = {
 
 
 def cpu_name() -> str:
-    from nlsim.encoders.cpu import cpu_info
+    from nlsim.inference.cpu import cpu_info
 
     return cpu_info().describe()
 

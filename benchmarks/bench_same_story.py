@@ -41,7 +41,7 @@ STORY = 0.875
 
 
 def cpu_name() -> str:
-    from nlsim.encoders.cpu import cpu_info
+    from nlsim.inference.cpu import cpu_info
 
     return cpu_info().describe() or platform.processor()
 

@@ -19,14 +19,14 @@ from nlsim.commands.finetune import add_finetune_options
 from nlsim.errors import NlsimError
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.finetune import FinetuneResult, finetune
-from nlsim.training.model_card import model_card
+from nlsim.training.model_card import model_card_markdown
 
 
 def publish_artifacts(result: FinetuneResult) -> None:
     """The metrics table and the model card as Prefect artifacts."""
     table = [{"when": k.split("/")[0], "split": k.split("/")[1], **v} for k, v in result.metrics.items()]
     create_table_artifact(table, key="finetune-metrics", description="Spearman x100, Pearson x100, MSE, MAE")
-    create_markdown_artifact(model_card(result), key="finetune-model-card", description="model card")
+    create_markdown_artifact(model_card_markdown(result), key="finetune-model-card", description="model card")
 
 
 def _body(**params: Any) -> Any:

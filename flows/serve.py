@@ -15,9 +15,9 @@ Then trigger a run ad hoc (Prefect 3 has no ``prefect run``)::
     prefect deployment run 'news-dedup/daily' --param corpus=incoming/2026-11-22.parquet --watch
 
 Example:
-    >>> specs = load_specs("prefect.yaml")  # doctest: +SKIP
-    >>> sorted(deployment_names(specs))  # doctest: +SKIP
-    ['finetune/weekly', 'learning-curve/manual', 'news-dedup/daily']
+    >>> specs = load_specs()  # the repository's prefect.yaml
+    >>> sorted(deployment_names(specs))
+    ['learning-curve/manual', 'news-dedup/daily', 'news-pipeline/weekly']
 """
 
 from __future__ import annotations

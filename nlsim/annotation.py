@@ -193,6 +193,79 @@ def rerank_pool(pool: pd.DataFrame, texts: list[str], reranker: Reranker) -> pd.
     )
 
 
+def embed_items(texts: list[str], model: DrawModel) -> np.ndarray:
+    """The items' vectors: the model's encoder, or character-bigram TF-IDF without one."""
+    if model.encoder is None:
+        mat = TfidfVectorizer(analyzer="char", ngram_range=(2, 2), sublinear_tf=True).fit_transform(texts)
+        return mat.astype(np.float32).toarray()
+    return model.encoder.encode(texts, progress=True)
+
+
+def unannotated_pool(
+    emb: np.ndarray, items: pd.DataFrame, done: set[Any], *, k: int, seed: int, log: Callable[[str], None]
+) -> pd.DataFrame:
+    """The candidate pool of ``emb``'s neighbours, less the pairs already annotated (``done``) and the pairs
+    of two identical texts."""
+    pool = candidate_pool(emb, k=k, seed=seed)
+    ids = items["id"].to_numpy()
+    raw = items["text"].to_numpy()
+    keys = pair_keys(pd.DataFrame({"id_a": ids[pool["a"]], "id_b": ids[pool["b"]],
+                                   "text_a": raw[pool["a"]], "text_b": raw[pool["b"]]}))  # fmt: skip
+    keep = [not (k & done) and raw[a] != raw[b] for k, a, b in zip(keys, pool["a"], pool["b"], strict=True)]
+    log(
+        f"{sum(keep)} candidate pairs not yet annotated "
+        f"({sum(not x for x in keep)} already annotated or identical)"
+    )
+    return pool[keep].reset_index(drop=True)
+
+
+def score_pool(
+    pool: pd.DataFrame, texts: list[str], model: DrawModel, threshold: float | None
+) -> tuple[pd.DataFrame, float, str, str]:
+    """The pool on the score pairs are drawn on (the rerank score with a reranker), the threshold they are
+    drawn around and where it comes from (given; the reranker's or the encoder's calibration; else the
+    pool's median), and the score's name."""
+    score = "tfidf" if model.encoder is None else "cosine"
+    source = "given"
+    if model.reranker is not None:
+        pool = rerank_pool(pool, texts, model.reranker)
+        score = "rerank"
+        if threshold is None and model.reranker.threshold is not None:
+            threshold, source = model.reranker.threshold, f"rerank threshold stored with {model.name}"
+    elif threshold is None and model.encoder is not None:
+        cal = load_calibration(getattr(model.encoder, "path", None) or model.path)
+        if cal is not None:
+            threshold, source = cal.threshold, f"calibration of {model.name}"
+    if threshold is None:
+        threshold, source = float(pool["similarity"].median()), "median score of the pool"
+    return pool, float(threshold), source, score
+
+
+def editor_rows(picked: pd.DataFrame, items: pd.DataFrame, model: str, threshold: float) -> pd.DataFrame:
+    """The drawn pairs as rows of the editors' file, ``score`` left blank for the editor."""
+    ids = items["id"].to_numpy()
+    raw = items["text"].to_numpy()
+    return pd.DataFrame(
+        {
+            "pair_id": [
+                editor_file.pair_id(ids[a], ids[b]) for a, b in zip(picked["a"], picked["b"], strict=True)
+            ],
+            "id_a": ids[picked["a"]],
+            "id_b": ids[picked["b"]],
+            "text_a": raw[picked["a"]],
+            "text_b": raw[picked["b"]],
+            "similarity": picked["similarity"].round(4).to_numpy(),
+            "stratum": picked["stratum"].to_numpy(),
+            "score": "",
+            "annotator": "",
+            "notes": "",
+            "model": model,
+            "threshold": round(float(threshold), 6),
+        },
+        columns=list(editor_file.COLUMNS),
+    )
+
+
 def draw_candidates(
     corpus: str | Path,
     annotated: str | Path | None,
@@ -223,55 +296,9 @@ def draw_candidates(
     done = set(_known_pairs(load_pairs(annotated))) if annotated else set()
     model = draw_model(scorer, model_store, rerank)
     texts = convert_texts(items["text"].tolist(), conversion)
-    if model.encoder is None:
-        mat = TfidfVectorizer(analyzer="char", ngram_range=(2, 2), sublinear_tf=True).fit_transform(texts)
-        emb = mat.astype(np.float32).toarray()
-    else:
-        emb = model.encoder.encode(texts, progress=True)
-    pool = candidate_pool(emb, k=k, seed=seed)
-    ids = items["id"].to_numpy()
-    raw = items["text"].to_numpy()
-    keys = pair_keys(pd.DataFrame({"id_a": ids[pool["a"]], "id_b": ids[pool["b"]],
-                                   "text_a": raw[pool["a"]], "text_b": raw[pool["b"]]}))  # fmt: skip
-    keep = [not (k & done) and raw[a] != raw[b] for k, a, b in zip(keys, pool["a"], pool["b"], strict=True)]
-    pool = pool[keep].reset_index(drop=True)
-    log(
-        f"{len(pool)} candidate pairs not yet annotated "
-        f"({sum(not x for x in keep)} already annotated or identical)"
-    )
-    score = "tfidf" if model.encoder is None else "cosine"
-    source = "given"
-    if model.reranker is not None:
-        pool = rerank_pool(pool, texts, model.reranker)
-        score = "rerank"
-        if threshold is None and model.reranker.threshold is not None:
-            threshold, source = model.reranker.threshold, f"rerank threshold stored with {model.name}"
-    elif threshold is None and model.encoder is not None:
-        cal = load_calibration(getattr(model.encoder, "path", None) or model.path)
-        if cal is not None:
-            threshold, source = cal.threshold, f"calibration of {model.name}"
-    if threshold is None:
-        threshold, source = float(pool["similarity"].median()), "median score of the pool"
-    picked = select_candidates(pool, n, threshold, seed=seed)
-    frame = pd.DataFrame(
-        {
-            "pair_id": [
-                editor_file.pair_id(ids[a], ids[b]) for a, b in zip(picked["a"], picked["b"], strict=True)
-            ],
-            "id_a": ids[picked["a"]],
-            "id_b": ids[picked["b"]],
-            "text_a": raw[picked["a"]],
-            "text_b": raw[picked["b"]],
-            "similarity": picked["similarity"].round(4).to_numpy(),
-            "stratum": picked["stratum"].to_numpy(),
-            "score": "",
-            "annotator": "",
-            "notes": "",
-            "model": model.name,
-            "threshold": round(float(threshold), 6),
-        },
-        columns=list(editor_file.COLUMNS),
-    )
+    pool = unannotated_pool(embed_items(texts, model), items, done, k=k, seed=seed, log=log)
+    pool, threshold, source, score = score_pool(pool, texts, model, threshold)
+    frame = editor_rows(select_candidates(pool, n, threshold, seed=seed), items, model.name, threshold)
     out = Path(out)
     with atomic_path(out, suffix=".csv") as tmp:
         frame.to_csv(tmp, index=False, encoding="utf-8-sig")

@@ -6,8 +6,12 @@ stderr, naming the file, row and field where there is one, never a traceback for
 Messages go to stderr (``--quiet`` keeps only warnings, ``--log-level`` chooses); results to stdout.
 
 Example:
-    >>> main(["--version"])  # doctest: +SKIP
-    nlsim 0.1.0
+    >>> try:
+    ...     main(["--version"])
+    ... except SystemExit as done:
+    ...     print("exit status", done.code)
+    nlsim ...
+    exit status 0
 """
 
 from __future__ import annotations

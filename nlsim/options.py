@@ -1,9 +1,9 @@
 """Typed run configurations that describe their own options.
 
 A configuration is a dataclass whose fields carry their help text and command-line spelling in the
-field's metadata (:func:`option`). The command line (:mod:`nlsim.commands.options`), the Prefect flows'
-parameters (``flows/params.py``) and ``prefect.yaml`` are all derived from it, so a run's parameters are
-written once.
+field's metadata (:func:`option`). The command line (:mod:`nlsim.commands.options`) and the Prefect flows'
+parameters (``config_flow`` in ``flows/orchestration.py``) are derived from it, and ``prefect.yaml`` may
+only name its fields (``tests/flows/test_deployments.py``), so a run's parameters are written once.
 
 Example:
     >>> from dataclasses import dataclass

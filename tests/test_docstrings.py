@@ -6,14 +6,17 @@ import pkgutil
 
 import pytest
 
+import flows
 import nlsim
 
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages(nlsim.__path__, prefix="nlsim.") if not m.name.endswith("__main__")
 )
+FLOWS = sorted(m.name for m in pkgutil.walk_packages(flows.__path__, prefix="flows."))
+"""The flows' modules too: their examples (reading ``prefect.yaml``) need no server."""
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", MODULES + FLOWS)
 def test_docstring_examples(name, repo_root, monkeypatch):
     monkeypatch.chdir(repo_root)
     module = importlib.import_module(name)

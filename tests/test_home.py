@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nlsim.encoders.model_cache import nlsim_home
+from nlsim.io.model_cache import nlsim_home
 
 DEFAULT_HOME = (Path.home() / ".cache" / "nlsim").resolve()
 
@@ -25,7 +25,7 @@ def test_the_suite_runs_on_a_temporary_nlsim_home() -> None:
 
 
 def test_a_command_run_by_a_test_uses_it_too(tmp_path: Path) -> None:
-    code = "from nlsim.encoders.model_cache import nlsim_home; print(nlsim_home())"
+    code = "from nlsim.io.model_cache import nlsim_home; print(nlsim_home())"
     proc = subprocess.run(
         [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True, check=True
     )

@@ -20,8 +20,11 @@
    at the cluster level (two items are judged the same story when the report puts them in one cluster),
    with a 95% interval of its F1.
 
-Every stage goes through ``call`` (:mod:`nlsim.orchestration`): the ``news-pipeline`` flow makes each a
-task, fine-tuning's and the report's own stages included. The record goes to ``OUT/pipeline.json``. The
+Every stage goes through ``call`` (:mod:`nlsim.orchestration`), and the ``news-pipeline`` flow makes each a
+task: ``chain-load``, ``base-model``, ``baseline``, ``reuse-check`` or fine-tuning's own stages,
+``evaluate`` (the candidate and the incumbent, in one task: :func:`evaluate_both`), ``promote``,
+``precision-check`` (the lossy paths' quality check, :func:`precision_stage`), the report's own stages and
+``judge``. The record goes to ``OUT/pipeline.json``. The
 whole chain holds the model store's lock (one chain at a time on a store), and first finishes what a killed
 chain left there (:meth:`nlsim.io.model_store.ModelStore.recover`).
 """
@@ -164,13 +167,12 @@ def evaluate_stage(
 def precision_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
-    """The quality check of the lossy inference paths (:mod:`nlsim.rerank.precision_check`) of the model
+    """The quality check of the lossy inference paths (:mod:`nlsim.inference.lossy_check`) of the model
     the report uses (the current one, else the zero-shot base), made once per model on the validation
     pairs and kept under ``$NLSIM_HOME/precision/`` (a fine-tuned folder carries its own from
     ``nlsim finetune``); what the report's ``--precision auto`` may then use."""
-    from nlsim.encoders.precision import load_guard
-    from nlsim.evaluation.precision_check import check_encoder, say_record
-    from nlsim.rerank.precision_check import check_cross_encoder, store_checks
+    from nlsim.inference.guard import load_guard
+    from nlsim.inference.lossy_check import check_cross_encoder, check_encoder, say_record, store_checks
     from nlsim.rerank.reranker import load_reranker
 
     if cfg.precision != "auto":

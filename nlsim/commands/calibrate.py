@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"written: {path}")
     if args.precision_check:
         # deferred: `nlsim --help` and refusals stay fast
-        from nlsim.rerank.precision_check import check_model, store_checks
+        from nlsim.inference.lossy_check import check_model, store_checks
         from nlsim.rerank.reranker import load_reranker
 
         reranker = load_reranker(enc.path if model is not None else None, threads=args.threads)

@@ -41,7 +41,7 @@ FORMAT = 1
 
 def default_cache_dir() -> Path:
     """``$NLSIM_HOME/embeddings``."""
-    from nlsim.encoders.model_cache import nlsim_home
+    from nlsim.io.model_cache import nlsim_home
 
     return nlsim_home() / "embeddings"
 

@@ -34,11 +34,3 @@ def default_device() -> torch.device:
             raise ConfigError(f"NLSIM_DEVICE={forced!r}, but torch sees no CUDA device")
         return device
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-
-
-def describe_device(device: torch.device) -> str:
-    """``cpu`` or ``cuda:0 (NVIDIA H100 ...)``, for logs and run records."""
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
-    return str(device)

@@ -26,33 +26,13 @@ import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.errors import ConfigError
+from nlsim.inference.target import config_digest
 from nlsim.io.atomic import file_sha256
 from nlsim.io.manifest import MANIFEST, saved_folder
 from nlsim.io.ownership import is_owned
 from nlsim.progress import Progress
 
 NLSIM_JSON = "nlsim.json"
-
-# config keys that do not change what the model computes (left out of the fingerprint)
-_VOLATILE_CONFIG_KEYS = {
-    "_name_or_path",
-    "name_or_path",
-    "transformers_version",
-    "architectures",
-    "torch_dtype",
-    "dtype",
-    "_attn_implementation",
-    "_attn_implementation_autoset",
-    "attn_implementation",
-    "output_attentions",
-    "output_hidden_states",
-    "return_dict",
-    "use_cache",
-    "gradient_checkpointing",
-    "_commit_hash",
-    "id2label",
-    "label2id",
-}
 
 
 def mean_pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -67,11 +47,6 @@ def mean_pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.
     summed = (last_hidden * mask).sum(dim=1)
     counts = mask.sum(dim=1).clamp(min=1e-9)
     return summed / counts
-
-
-def _config_digest(config: Any) -> dict[str, Any]:
-    d = config.to_dict()
-    return {k: v for k, v in sorted(d.items()) if k not in _VOLATILE_CONFIG_KEYS}
 
 
 def _tokenizer_digest(tokenizer: Any) -> str:
@@ -185,7 +160,7 @@ class Encoder:
         self._planner: Any = None  # decides the path lazily, see set_planner() and plan()
         self._built: dict[str, Any] = {}  # runners built while probing, by path
         self._failed: dict[str, str] = {}  # paths that could not be set up here, and why
-        self.choice: Any = None  # the nlsim.encoders.precision.Choice in force, once decided
+        self.choice: Any = None  # the nlsim.inference.choice.Choice in force, once decided
         self._runner_version = 0
         self._planner_version = 0
         self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
@@ -227,7 +202,8 @@ class Encoder:
         return self.fingerprint
 
     def use_runner(self, runner: Any) -> None:
-        """Run :meth:`encode` through ``runner(input_ids, attention_mask) -> pooled (n, dim)`` numpy arrays.
+        """Run :meth:`encode` through ``runner(features) -> pooled (n, dim)`` numpy arrays (``features``: the
+        padded ``input_ids`` and ``attention_mask``).
 
         The runner is a compiled copy of the current weights (e.g. ONNX Runtime). If the torch weights change
         in place afterwards (fine-tuning), :meth:`encode` notices and falls back to torch.
@@ -236,7 +212,7 @@ class Encoder:
         self._runner_version = self._weights_version()
 
     def set_planner(self, planner: Any) -> None:
-        """Decide the inference path with ``planner`` (:class:`nlsim.encoders.inference.Planner`): at once
+        """Decide the inference path with ``planner`` (:class:`nlsim.encoders.planner.Planner`): at once
         when it is ``eager`` (a forced backend or precision), else at the first :meth:`encode` (or
         :meth:`plan`) of at least :attr:`AUTO_ONNX_MIN_TEXTS` texts."""
         self._planner = planner
@@ -246,7 +222,7 @@ class Encoder:
             self._ensure_runner()
 
     def plan(self, n_texts: int) -> Any:
-        """The inference path (:class:`nlsim.encoders.precision.Choice`) of a job of ``n_texts`` texts,
+        """The inference path (:class:`nlsim.inference.choice.Choice`) of a job of ``n_texts`` texts,
         decided once (cheap when the probe and the quality check are cached); ``None`` while the job is too
         small to be worth it (plain torch fp32)."""
         planner = self._planner
@@ -336,7 +312,7 @@ class Encoder:
 
     def _compute_fingerprint(self) -> str:
         payload = {
-            "config": _config_digest(self.model.config),
+            "config": config_digest(self.model.config),
             "weights": self.weights_digest(),
             "tokenizer": _tokenizer_digest(self.tokenizer),
             "prefix": self.prefix,
@@ -428,7 +404,7 @@ class Encoder:
         when ``max_tokens`` caps tokens per batch), each padded only to its own longest text. The job runs
         on the encoder's inference path (:attr:`choice`, decided at the first job big enough, see
         :meth:`plan`); ``runner`` overrides it for this call: ``"torch"`` (plain torch fp32, the reference
-        numbers) or a runner object (``runner(input_ids, attention_mask) -> pooled``).
+        numbers) or a runner object (``runner(features) -> pooled``).
 
         Example:
             >>> from nlsim.encoders import load_encoder
@@ -467,7 +443,7 @@ class Encoder:
                     padded = pad_batch(ids, rows, pad_id)
                     input_ids, mask = padded["input_ids"], padded["attention_mask"]
                     if runner is not None:
-                        v = np.asarray(runner(input_ids, mask), dtype=np.float32)
+                        v = np.asarray(runner(padded), dtype=np.float32)
                         if normalize:
                             v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
                         out[rows] = v

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir, quiet_transformers
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.model_cache import ensure_model_folder, known_sha256, models_dir, quiet_transformers
 
 FOLDER_NAME = "paraphrase-MiniLM-L3-v2"
 MODEL_ID = "sentence-transformers/paraphrase-MiniLM-L3-v2"

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from nlsim.encoders.model_cache import ensure_model_folder, known_sha256, models_dir, quiet_transformers
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.model_cache import ensure_model_folder, known_sha256, models_dir, quiet_transformers
 from nlsim.progress import warn
 
 FOLDER_NAME = "multilingual-e5-small"

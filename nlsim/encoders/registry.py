@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
-from nlsim.encoders.model_cache import known_sha256
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
+from nlsim.io.model_cache import known_sha256
 
 DEFAULT_MODEL = "multilingual-e5-small"
 TOKENIZER_JSON = "tokenizer.json"
@@ -285,10 +285,59 @@ def _load_from_folder(
         options=options,
         device=device,
     )
-    from nlsim.encoders.inference import Planner
+    from nlsim.encoders.planner import Planner
 
     enc.set_planner(Planner(backend, precision, threads))
     return enc
+
+
+def run_options(
+    device: Any, quantize: str | None, backend: str, precision: str
+) -> tuple[str | None, str, str]:
+    """The device (``None``: the CPU), backend and precision an encoder runs with, from
+    :func:`load_encoder`'s options; combinations no path has are refused (:class:`ConfigError`).
+
+    Example:
+        >>> run_options("cpu", "int8", "auto", "fp32")
+        (None, 'torch', 'int8')
+    """
+    from nlsim.inference.paths import check_options
+
+    if quantize not in QUANTIZE_MODES:
+        raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
+    if quantize:
+        if backend == "onnx" or precision not in ("fp32", "int8"):
+            raise ConfigError("quantize='int8' is backend='torch', precision='int8'; give one or the other")
+        backend, precision = "torch", "int8"
+    if device is None and backend != "onnx" and precision in ("auto", "fp32"):
+        from nlsim.encoders.device import default_device
+
+        device = default_device()
+    device = None if device is None or str(device) == "cpu" else str(device)
+    if precision not in ("auto", "fp32") and device is not None:
+        raise ConfigError(f"precision={precision!r} is CPU only")
+    if backend == "onnx" and device is not None:
+        raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
+    check_options(backend, precision)
+    return device, backend, precision
+
+
+def refuse_unknown(raw: str, path: Path) -> None:
+    """Refuse a name that is neither a model folder nor a registry name and cannot be a hub name either (a
+    path that does not exist, e.g. ``models/x``)."""
+    first = raw.split("/", 1)[0]
+    looks_local = (
+        raw.startswith((".", "/", "~"))
+        or "\\" in raw
+        or raw.count("/") > 1
+        or raw.endswith("/")
+        or ("/" in raw and (Path(first).is_dir() or first in LOCAL_ROOTS))  # e.g. models/x
+    )
+    if looks_local or not _HUB_NAME.match(raw):
+        raise ConfigError(
+            f"unknown model {raw!r}: no such model folder ({path.absolute()} does not exist), and not a "
+            f"registry name ({', '.join(available_models())})"
+        )
 
 
 def load_encoder(
@@ -317,7 +366,7 @@ def load_encoder(
         threads: if given, ``torch.set_num_threads(threads)`` (and as many ONNX Runtime threads).
         backend: how ``encode`` runs: ``"torch"``; ``"onnx"`` (ONNX Runtime on CPU, exported once and cached
             under ``$NLSIM_HOME/onnx``, checked against torch); ``"auto"`` (default): chosen on this machine
-            among the paths ``precision`` allows (:mod:`nlsim.encoders.precision`: CPU features, a probe
+            among the paths ``precision`` allows (:mod:`nlsim.inference.choice`: CPU features, a probe
             timed once per machine and model, the model's quality check), from the first ``encode`` call of
             at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` (1,000) texts; smaller jobs run on torch fp32 and never
             pay an export. Training always uses torch.
@@ -335,24 +384,7 @@ def load_encoder(
         ...
         nlsim.errors.ConfigError: unknown model 'no-such-model': ...
     """
-    from nlsim.encoders.precision import check_options
-
-    if quantize not in QUANTIZE_MODES:
-        raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
-    if quantize:
-        if backend == "onnx" or precision not in ("fp32", "int8"):
-            raise ConfigError("quantize='int8' is backend='torch', precision='int8'; give one or the other")
-        backend, precision = "torch", "int8"
-    if device is None and backend != "onnx" and precision in ("auto", "fp32"):
-        from nlsim.encoders.device import default_device
-
-        device = default_device()
-    device = None if device is None or str(device) == "cpu" else str(device)
-    if precision not in ("auto", "fp32") and device is not None:
-        raise ConfigError(f"precision={precision!r} is CPU only")
-    if backend == "onnx" and device is not None:
-        raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
-    check_options(backend, precision)
+    device, backend, precision = run_options(device, quantize, backend, precision)
     common = dict(
         device=device,
         attn_implementation=attn_implementation,
@@ -376,32 +408,25 @@ def load_encoder(
             **common,
         )
     if path.is_dir():
-        meta = _folder_settings(path)
-        return _load_from_folder(
-            path,
-            name=meta.get("name") or path.name,
-            model_id=meta.get("model_id") or f"local:{path.resolve().name}",
-            prefix=meta.get("prefix", "") if prefix is None else prefix,
-            max_length=max_length or meta.get("max_length"),
-            base_model=meta.get("base_model"),
-            **common,
-        )
+        return _load_local(path, max_length=max_length, prefix=prefix, **common)
     if path.exists():
         raise ConfigError(f"{path}: is a file, not a model folder")
-    first = raw.split("/", 1)[0]
-    looks_local = (
-        raw.startswith((".", "/", "~"))
-        or "\\" in raw
-        or raw.count("/") > 1
-        or raw.endswith("/")
-        or ("/" in raw and (Path(first).is_dir() or first in LOCAL_ROOTS))  # e.g. models/x
-    )
-    if looks_local or not _HUB_NAME.match(raw):
-        raise ConfigError(
-            f"unknown model {raw!r}: no such model folder ({path.absolute()} does not exist), and not a "
-            f"registry name ({', '.join(available_models())})"
-        )
+    refuse_unknown(raw, path)
     return _load_from_hub(raw, max_length=max_length, prefix=prefix, **common)
+
+
+def _load_local(path: Path, *, max_length: int | None, prefix: str | None, **common: Any) -> Encoder:
+    """A model folder, with the settings its ``nlsim.json`` keeps (name, prefix, max length, base model)."""
+    meta = _folder_settings(path)
+    return _load_from_folder(
+        path,
+        name=meta.get("name") or path.name,
+        model_id=meta.get("model_id") or f"local:{path.resolve().name}",
+        prefix=meta.get("prefix", "") if prefix is None else prefix,
+        max_length=max_length or meta.get("max_length"),
+        base_model=meta.get("base_model"),
+        **common,
+    )
 
 
 def _load_from_hub(name: str, *, max_length: int | None, prefix: str | None, **common: Any) -> Encoder:

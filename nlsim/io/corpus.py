@@ -112,6 +112,75 @@ def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
     return (ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")), None
 
 
+def _check_columns(path: Path, raw: pd.DataFrame) -> None:
+    """The file has the required columns and at least one row."""
+    for col in REQUIRED:
+        if col not in raw.columns:
+            raise InputError(
+                path, None, col, f"required column missing (columns: {', '.join(map(str, raw.columns))})"
+            )
+    if len(raw) == 0:
+        raise InputError(path, None, None, "the corpus has no rows")
+
+
+def _check_row(rec: dict[str, Any], seen: dict[str, int]) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """One row's checked values, and its first problem (field, reason) or ``None``; ``seen``: the ids of the
+    rows kept so far, with their row numbers."""
+    values: dict[str, Any] = {}
+    problem: tuple[str, str] | None = None
+    ident, reason = _check_id(rec.get("id"))
+    if reason:
+        problem = ("id", reason)
+    elif ident in seen:
+        problem = ("id", f"duplicate id {ident!r} (first seen at row {seen[ident]})")
+    values["id"] = ident
+    for col in ("title", *OPTIONAL_TEXT):
+        if problem:
+            break
+        text, reason = _check_text(rec.get(col), required=(col == "title"))
+        if reason:
+            problem = (col, reason)
+        values[col] = text
+    if not problem:
+        ts, reason = _check_time(rec.get("published_at"))
+        if reason:
+            problem = ("published_at", reason)
+        values["published_at"] = ts
+    return values, problem
+
+
+def _quarantine_entry(rownum: int, problem: tuple[str, str], rec: dict[str, Any]) -> dict[str, Any]:
+    """A quarantined row: where, why, and its raw values."""
+    return {
+        "row": rownum,
+        "field": problem[0],
+        "reason": problem[1],
+        **{f"raw_{k}": ("" if _is_missing(v) else str(v)) for k, v in rec.items()},
+    }
+
+
+def _items_frame(columns: dict[str, list[Any]], extra: list[str]) -> pd.DataFrame:
+    """The kept rows as the corpus schema's frame (``published_at`` as UTC times), extra columns last."""
+    frame = pd.DataFrame({k: v for k, v in columns.items() if k != "published_at"})
+    frame["published_at"] = pd.to_datetime(pd.Series(columns["published_at"], dtype=object), utc=True).astype(
+        "datetime64[ns, UTC]"
+    )
+    return frame[[*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra]]
+
+
+def _write_quarantine(
+    bad: list[dict[str, Any]], quarantine: str | Path | None
+) -> tuple[pd.DataFrame, Path | None]:
+    """The quarantined rows as a frame, written (atomically) to ``quarantine`` when given."""
+    quarantined = pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"])
+    if quarantine is None:
+        return quarantined, None
+    qpath = Path(quarantine)
+    with atomic_path(qpath, suffix=".csv") as tmp:
+        quarantined.to_csv(tmp, index=False)
+    return quarantined, qpath
+
+
 def load_corpus(
     path: str | Path,
     *,
@@ -134,71 +203,27 @@ def load_corpus(
         if f not in TEXT_FIELDS:
             raise InputError(path, None, f, f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}")
     raw = read_table(path)
-    for col in REQUIRED:
-        if col not in raw.columns:
-            raise InputError(
-                path, None, col, f"required column missing (columns: {', '.join(map(str, raw.columns))})"
-            )
-    if len(raw) == 0:
-        raise InputError(path, None, None, "the corpus has no rows")
-
+    _check_columns(path, raw)
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     bad: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    raw_records = raw.to_dict("records")
-    for rownum, rec in enumerate(raw_records, start=1):
-        values: dict[str, Any] = {}
-        problem: tuple[str, str] | None = None
-        ident, reason = _check_id(rec.get("id"))
-        if reason:
-            problem = ("id", reason)
-        elif ident in seen:
-            problem = ("id", f"duplicate id {ident!r} (first seen at row {seen[ident]})")
-        values["id"] = ident
-        for col in ("title", *OPTIONAL_TEXT):
-            if problem:
-                break
-            text, reason = _check_text(rec.get(col), required=(col == "title"))
-            if reason:
-                problem = (col, reason)
-            values[col] = text
-        if not problem:
-            ts, reason = _check_time(rec.get("published_at"))
-            if reason:
-                problem = ("published_at", reason)
-            values["published_at"] = ts
+    for rownum, rec in enumerate(raw.to_dict("records"), start=1):
+        values, problem = _check_row(rec, seen)
         if problem:
             if quarantine is None:
                 raise InputError(path, rownum, problem[0], problem[1])
-            bad.append(
-                {
-                    "row": rownum,
-                    "field": problem[0],
-                    "reason": problem[1],
-                    **{f"raw_{k}": ("" if _is_missing(v) else str(v)) for k, v in rec.items()},
-                }
-            )
+            bad.append(_quarantine_entry(rownum, problem, rec))
             continue
         seen[values["id"]] = rownum
         for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
             columns[col].append(values[col])
         for col in extra:
             columns[col].append(rec.get(col))
-
-    frame = pd.DataFrame({k: v for k, v in columns.items() if k != "published_at"})
-    frame["published_at"] = pd.to_datetime(pd.Series(columns["published_at"], dtype=object), utc=True).astype(
-        "datetime64[ns, UTC]"
-    )
-    frame = frame[[*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra]]
+    frame = _items_frame(columns, extra)
     if len(frame) == 0:
         raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined)")
-    quarantined = pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"])
-    qpath: Path | None = None
-    if quarantine is not None:
-        qpath = Path(quarantine)
-        with atomic_path(qpath, suffix=".csv") as tmp:
-            quarantined.to_csv(tmp, index=False)
+    quarantined, qpath = _write_quarantine(bad, quarantine)
     return Corpus(
         frame=frame.reset_index(drop=True),
         path=path,

@@ -10,7 +10,7 @@ relative path, whatever its name), and renames it into place (:func:`nlsim.io.at
 ``store.json``) is not listed and not checked; a listed file that is missing, of another size or of
 another SHA-256 is a :class:`nlsim.errors.StateError` naming it.
 
-The converted registry models (:mod:`nlsim.encoders.model_cache`) carry the same manifest.
+The converted registry models (:mod:`nlsim.io.model_cache`) carry the same manifest.
 
 Example:
     >>> import tempfile, pathlib
@@ -86,7 +86,7 @@ def file_problem(
     ``"reranker/"``) that is missing or differs from the manifest; ``None`` when every one matches.
 
     ``hashes=False`` compares sizes only; ``hash_file`` computes a file's SHA-256 (a cached one may be
-    given, see :func:`nlsim.encoders.model_cache.known_sha256`).
+    given, see :func:`nlsim.io.model_cache.known_sha256`).
     """
     folder = Path(folder)
     where = f"{MANIFEST} when nlsim saved {folder}"
@@ -122,11 +122,6 @@ def check_files(
     problem = file_problem(folder, manifest, under=under, hash_file=hash_file)
     if problem is not None:
         raise StateError(f"{problem}; restore the folder (or save or train the model again)")
-
-
-def lists_files_under(manifest: dict[str, Any] | None, under: str) -> bool:
-    """Whether the manifest lists a file below the relative folder ``under`` (e.g. ``"reranker/"``)."""
-    return manifest is not None and any(rel.startswith(under) for rel in manifest["files"])
 
 
 @contextlib.contextmanager

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nlsim.encoders.model_cache import nlsim_home
 from nlsim.io.atomic import atomic_write_parquet
+from nlsim.io.model_cache import nlsim_home
 from nlsim.progress import say
 
 MAX_ROWS = 2_000_000

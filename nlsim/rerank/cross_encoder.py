@@ -144,7 +144,7 @@ class CrossEncoder:
         Both orders of every pair are tokenised once, sorted by token length and cut into batches of
         ``2 * batch_size`` sequences, each padded only to its own longest. ``runner(features) -> logits``
         (numpy arrays in, ``(rows,)`` out) replaces torch's fp32 forward pass: an inference path of
-        :mod:`nlsim.rerank.inference` (ONNX Runtime fp32 or int8, torch bf16 or int8); ``None`` scores
+        :mod:`nlsim.rerank.target` (ONNX Runtime fp32 or int8, torch bf16 or int8); ``None`` scores
         with torch.
         """
         if len(texts_a) != len(texts_b):

@@ -39,16 +39,16 @@ import numpy as np
 import pandas as pd
 
 from nlsim.encoders.encoder import NLSIM_JSON
-from nlsim.encoders.model_cache import known_sha256
 from nlsim.encoders.registry import check_tokenizer_file
 from nlsim.encoders.scoring import PairScorer, pair_scorer
 from nlsim.errors import StateError
 from nlsim.evaluation.calibration import check_threshold
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.manifest import check_files, read_manifest
+from nlsim.io.model_cache import known_sha256
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.cross_encoder import CrossEncoder
-from nlsim.rerank.inference import cross_encoder_inference
+from nlsim.rerank.target import cross_encoder_inference
 
 RERANKER_DIR = "reranker"
 RERANKER_JSON = "reranker.json"
@@ -70,11 +70,11 @@ class Reranker:
     info: dict[str, Any] = field(default_factory=dict)
     backend: str = "auto"
     """How :meth:`cross_scores` runs by default (not stored: a run setting, see
-    :mod:`nlsim.rerank.inference`)."""
+    :mod:`nlsim.rerank.target`)."""
     precision: str = "fp32"
     """Precision of :meth:`cross_scores` by default: ``fp32`` (evaluation, calibration), ``auto`` in dedup."""
     inference: dict[str, Any] | None = None
-    """The last job's inference path (:class:`nlsim.encoders.precision.Choice` as a dict)."""
+    """The last job's inference path (:class:`nlsim.inference.choice.Choice` as a dict)."""
 
     def mapped_cosine(self, cosines: np.ndarray) -> np.ndarray:
         """The bi-encoder's cosine on the 0-1 relatedness scale (the fitted line, not clipped)."""
@@ -117,7 +117,7 @@ class Reranker:
         precision: str | None = None,
     ) -> np.ndarray:
         """The cross-encoder's scores of already-converted text pairs, on the inference path chosen for the
-        job (:func:`nlsim.rerank.inference.cross_encoder_inference`; ``backend``/``precision`` default to the
+        job (:func:`nlsim.rerank.target.cross_encoder_inference`; ``backend``/``precision`` default to the
         reranker's own settings); with ``cache``, pairs scored before are looked up."""
         backend = backend or self.backend
         precision = precision or self.precision

@@ -36,17 +36,17 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
+from nlsim.inference.lossy_check import check_model, store_checks
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
-from nlsim.rerank.precision_check import check_model, store_checks
 from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.data import PreparedPairs, prepare_pairs
-from nlsim.training.model_card import model_card
+from nlsim.training.model_card import model_card_markdown
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
 from nlsim.training.validation import calibrate_encoder, evaluate_splits
@@ -219,7 +219,7 @@ def check_precision(
 ) -> dict[str, dict[str, Any]]:
     """The quality check of the lossy inference paths (int8, bf16) of the trained bi-encoder and reranker
     against fp32 on the (converted) validation pairs, at the calibrated thresholds
-    (:mod:`nlsim.rerank.precision_check`); stored in the model folder as ``precision.json``."""
+    (:mod:`nlsim.inference.lossy_check`); stored in the model folder as ``precision.json``."""
     return check_model(
         encoder,
         reranker,
@@ -281,5 +281,5 @@ def save_model_folder(
             store_checks({k: v for k, v in checks.items() if k == "encoder" or reranker is not None}, tmp)
         for name, writer in (extra_files or {}).items():
             writer(tmp / name)
-        (tmp / CARD).write_text(model_card(result, encoder), encoding="utf-8")
+        (tmp / CARD).write_text(model_card_markdown(result, encoder), encoding="utf-8")
     return out

@@ -247,14 +247,3 @@ def write_summary(
         title=f"{cfg.model}, {cfg.conversion}: test Spearman vs training pairs",
     )
     return LearningCurveResult(rows, summary, baselines, md, out / "learning_curve.md", png, trained)
-
-
-def collect_runs(cfg: LearningCurveConfig) -> list[dict[str, Any]]:
-    """The finished runs found in ``cfg.out`` (for a summary of a partly done curve)."""
-    rows = []
-    for size in cfg.sizes:
-        for seed in cfg.seeds:
-            p = run_path(cfg, size, seed)
-            if p.is_file():
-                rows.append(_read_json(p))
-    return rows

@@ -2,7 +2,7 @@
 
 ``bf16`` autocast runs the matrix products of the trained layers in bfloat16 and keeps the weights, the
 optimizer state, the loss and the pooled vectors in fp32. It pays off only where the hardware computes
-bf16 natively: a CPU with ``avx512_bf16`` or AMX-BF16 (:mod:`nlsim.encoders.cpu`), or a CUDA GPU that
+bf16 natively: a CPU with ``avx512_bf16`` or AMX-BF16 (:mod:`nlsim.inference.cpu`), or a CUDA GPU that
 supports it; elsewhere bf16 is emulated and slower, so ``auto`` stays in fp32. Evaluation, calibration
 and the saved weights are fp32 either way. The quality of bf16 training against fp32 on the annotated
 pairs is measured by ``benchmarks/bench_finetune_speed.py --quality`` (docs/finetuning.md).
@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from nlsim.encoders.cpu import cpu_info
 from nlsim.errors import ConfigError
+from nlsim.inference.cpu import cpu_info
 
 TRAIN_PRECISIONS = ("auto", "fp32", "bf16")
 

@@ -61,11 +61,24 @@ def reranker_card_lines(reranker: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def model_card(result: Any, encoder: Any = None) -> str:
-    """The Markdown model card: base model, data and hashes, sizes, parameters, seed, time, metrics."""
+USE_LINES = [
+    "## Use",
+    "",
+    "```python",
+    "from sentence_transformers import SentenceTransformer",
+    "model = SentenceTransformer('PATH')  # applies the prefix as the default prompt",
+    "# or: from nlsim.encoders import load_encoder; load_encoder('PATH')",
+    "```",
+    "",
+]
+"""The card's last section: how to load the model."""
+
+
+def intro_lines(result: Any, encoder: Any, base: str | None) -> list[str]:
+    """The card's front matter (for the model hubs), title and one paragraph on what the model is."""
     cfg = result.config
-    base = getattr(encoder, "base_model", None) or cfg.get("model")
-    lines = [
+    prefix = encoder.prefix if encoder is not None and encoder.prefix else ""
+    return [
         "---",
         "library_name: sentence-transformers",
         "pipeline_tag: sentence-similarity",
@@ -78,29 +91,36 @@ def model_card(result: Any, encoder: Any = None) -> str:
         f"A Sentence-BERT bi-encoder fine-tuned from `{base}` by `nlsim finetune` on graded "
         "relatedness pairs "
         "(scores 0-1). Mean pooling, L2 normalisation, cosine similarity"
-        + (
-            f"; every text is prefixed with `{encoder.prefix}`"
-            if encoder is not None and encoder.prefix
-            else ""
-        )
+        + (f"; every text is prefixed with `{prefix}`" if prefix else "")
         + f"; texts are converted with OpenCC `{cfg.get('conversion')}` before encoding.",
         "",
+    ]
+
+
+def data_lines(result: Any) -> list[str]:
+    """The card's section on the data: each file's SHA-256, and the pairs of each split."""
+    cfg = result.config
+    subset = ""
+    if cfg.get("train_size"):
+        seed = cfg["subset_seed"] if cfg.get("subset_seed") is not None else cfg["seed"]
+        subset = f" (subset of {cfg['train_size']} drawn with seed {seed})"
+    return [
         "## Data",
         "",
         "| file | sha256 |",
         "|---|---|",
         *[f"| `{f}` | `{h}` |" for f, h in result.data_files.items()],
         "",
-        f"Pairs: train {result.n_train}"
-        + (
-            f" (subset of {cfg['train_size']} drawn with seed "
-            f"{cfg['subset_seed'] if cfg.get('subset_seed') is not None else cfg['seed']})"
-            if cfg.get("train_size")
-            else ""
-        )
-        + f", validation {result.n_validation}, test {result.n_test}.",
+        f"Pairs: train {result.n_train}{subset}, validation {result.n_validation}, test {result.n_test}.",
         "",
         *silver_card_lines(result.silver),
+    ]
+
+
+def training_lines(result: Any) -> list[str]:
+    """The card's section on training: every setting, sizes, steps, time, and the checkpoint kept."""
+    cfg = result.config
+    return [
         "## Training",
         "",
         "| parameter | value |",
@@ -114,23 +134,28 @@ def model_card(result: Any, encoder: Any = None) -> str:
         f"Best checkpoint (kept): epoch {result.best.get('epoch')}, step {result.best.get('step')}, "
         f"validation Spearman {result.best.get('spearman')}.",
         "",
+    ]
+
+
+def metrics_lines(result: Any) -> list[str]:
+    """The card's metrics: before and after fine-tuning (and reranked), and the validation history."""
+    rows = [
+        {
+            "model": metrics_row_label(k),
+            "conversion": result.config.get("conversion"),
+            "split": k.split("/")[1],
+            **v,
+        }
+        for k, v in result.metrics.items()
+    ]
+    return [
         "## Metrics",
         "",
         "Spearman and Pearson x100 between cosine and gold score; "
         "MSE and MAE of the cosine against the score"
         + ("; `reranked` rows score the rerank score instead." if result.reranker else "."),
         "",
-        metrics_table(
-            [
-                {
-                    "model": metrics_row_label(k),
-                    "conversion": cfg.get("conversion"),
-                    "split": k.split("/")[1],
-                    **v,
-                }
-                for k, v in result.metrics.items()
-            ]
-        ),
+        metrics_table(rows),
         "",
         "### Validation history",
         "",
@@ -143,25 +168,33 @@ def model_card(result: Any, encoder: Any = None) -> str:
         ],
         "",
     ]
-    lines += reranker_card_lines(result.reranker)
-    if result.calibration:
-        c = result.calibration
-        lines += [
-            "## Calibrated threshold",
-            "",
-            f"cosine >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
-            f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}, "
-            f"{c['n_positive']} of {c['n']} pairs positive). Stored in `calibration.json`.",
-            "",
-        ]
-    lines += [
-        "## Use",
+
+
+def calibration_lines(calibration: dict[str, Any] | None) -> list[str]:
+    """The card's section on the calibrated cosine threshold (none without one)."""
+    if not calibration:
+        return []
+    c = calibration
+    return [
+        "## Calibrated threshold",
         "",
-        "```python",
-        "from sentence_transformers import SentenceTransformer",
-        "model = SentenceTransformer('PATH')  # applies the prefix as the default prompt",
-        "# or: from nlsim.encoders import load_encoder; load_encoder('PATH')",
-        "```",
+        f"cosine >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
+        f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}, "
+        f"{c['n_positive']} of {c['n']} pairs positive). Stored in `calibration.json`.",
         "",
+    ]
+
+
+def model_card_markdown(result: Any, encoder: Any = None) -> str:
+    """The Markdown model card: base model, data and hashes, sizes, parameters, seed, time, metrics."""
+    base = getattr(encoder, "base_model", None) or result.config.get("model")
+    lines = [
+        *intro_lines(result, encoder, base),
+        *data_lines(result),
+        *training_lines(result),
+        *metrics_lines(result),
+        *reranker_card_lines(result.reranker),
+        *calibration_lines(result.calibration),
+        *USE_LINES,
     ]
     return "\n".join(lines)

@@ -32,13 +32,6 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def freeze_word_embeddings(model: Any) -> int:
-    """Stop gradients into the word-embedding table; returns how many parameters were frozen."""
-    emb = model.get_input_embeddings()
-    emb.weight.requires_grad_(False)
-    return int(emb.weight.numel())
-
-
 def adamw(named: Iterable[tuple[str, torch.nn.Parameter]], lr: float, weight_decay: float) -> Any:
     """AdamW over the parameters that train, biases and normalisation weights undecayed; the fused kernel
     where torch has it for the device (several times faster than the default on a CPU).

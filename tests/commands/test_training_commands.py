@@ -127,7 +127,7 @@ def test_finetune_then_evaluate_and_calibrate(
     assert cal["split"] == "validation" and cal["level"] == 0.6 and cal["n"] == 16
     # the quality check of the model's int8/bf16 paths, made on the same pairs and kept for later runs
     from nlsim.encoders import load_encoder
-    from nlsim.encoders.precision import load_guard
+    from nlsim.inference.guard import load_guard
 
     record, where = load_guard("encoder", load_encoder("paraphrase-MiniLM-L3-v2").fingerprint)
     assert record is not None and where.startswith(str(tmp_path / "home" / "precision"))

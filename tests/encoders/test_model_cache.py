@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nlsim.encoders.minilm_l3_convert import ensure_minilm_l3
-from nlsim.encoders.model_cache import ensure_model_folder, verify_folder
 from nlsim.io.manifest import read_manifest
+from nlsim.io.model_cache import ensure_model_folder, verify_folder
 
 
 def _build_ab(tmp: Path) -> None:

@@ -82,7 +82,7 @@ def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> No
     assert (forced.options["backend"], forced.options["precision"]) == ("torch", "fp32")
     q = load_encoder(l3.path, quantize="int8")  # the old spelling of backend torch, precision int8
     assert q.choice.path == "torch-int8" and q.vectors_tag == "torch-int8"
-    import nlsim.encoders.onnx_backend as ob
+    import nlsim.inference.onnx as ob
 
     monkeypatch.setattr(ob, "onnxruntime_available", lambda: False)
     enc = load_encoder(l3.path)  # auto without onnxruntime: torch
@@ -109,7 +109,7 @@ def test_auto_sets_up_onnx_only_for_big_jobs(
 def test_old_exports_are_evicted(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    import nlsim.encoders.onnx_backend as ob
+    import nlsim.inference.onnx as ob
 
     monkeypatch.setattr(ob, "KEEP_EXPORTS", 2)
     cache = home / "onnx"

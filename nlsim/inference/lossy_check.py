@@ -1,13 +1,15 @@
-"""The quality check of a bi-encoder's lossy inference paths: each against fp32 on annotated pairs.
+"""The quality check of a model's lossy inference paths: each against fp32 on annotated pairs.
 
-For every lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``; :mod:`nlsim.encoders.precision`) the
-validation pairs are scored with the path's vectors and with torch fp32's, and the record keeps, per path:
-Spearman ×100 against the gold scores, the same-story F1 of ``cosine >= threshold`` (the model's calibrated
-threshold; gold ``>= 1.0``), and the lowest and mean cosine between each text's vector and its fp32
-vector. :func:`nlsim.encoders.precision.guard_verdict` judges the figures (Spearman loss at most 0.5, F1 not
-lower, lowest cosine at least 0.98); the record is stored as ``precision.json`` in a model folder or under
-``$NLSIM_HOME/precision/`` (:func:`nlsim.encoders.precision.save_guard`), where the run that loads the model
-finds it.
+For every lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``; :mod:`nlsim.inference.paths`) the
+validation pairs are scored with the path's outputs and with torch fp32's. A bi-encoder's record keeps, per
+path (:func:`check_encoder`): Spearman ×100 against the gold scores, the same-story F1 of
+``cosine >= threshold`` (the model's calibrated threshold; gold ``>= 1.0``), and the lowest and mean cosine
+between each text's vector and its fp32 vector. A cross-encoder's (:func:`check_cross_encoder`, the
+bi-encoder's fp32 cosine in both): Spearman ×100 of the rerank score, its same-story F1 at the reranker's
+calibrated threshold, and the largest and mean difference of the cross-encoder's scores from fp32's.
+:func:`nlsim.inference.guard.guard_verdict` judges the figures; :func:`check_model` checks both of a model
+and :func:`store_checks` writes the records as ``precision.json`` in a model folder or under
+``$NLSIM_HOME/precision/``, where the run that loads the model finds them.
 
 Example (the small English model on a handful of pairs):
     >>> import pandas as pd
@@ -24,36 +26,39 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nlsim.encoders.cpu import cpu_info
-from nlsim.encoders.precision import (
+from nlsim.encoders.planner import encoder_target
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import calibrate_scores, threshold_metrics
+from nlsim.evaluation.metrics import convert_texts
+from nlsim.inference.choice import worth_checking
+from nlsim.inference.cpu import cpu_info
+from nlsim.inference.guard import (
     GUARD_FORMAT,
-    LOSSLESS,
+    GUARD_JSON,
     MAX_SCORE_DIFF,
     MAX_SPEARMAN_LOSS,
     MEAN_SCORE_DIFF,
     MIN_COSINE,
-    PATHS,
     SAME_STORY,
     guard_verdict,
-    split_path,
+    save_guard,
 )
-from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import calibrate_scores, threshold_metrics
-from nlsim.evaluation.metrics import convert_texts
+from nlsim.inference.paths import LOSSY, split_path
+from nlsim.inference.target import Target
 from nlsim.progress import say
-
-LOSSY = tuple(p for p in PATHS if p not in LOSSLESS)
+from nlsim.rerank.target import cross_encoder_target
 
 
 def lossy_paths(paths: Sequence[str] | None = None) -> list[str]:
     """The lossy paths to check: ``paths`` or all, less ONNX ones without onnxruntime."""
-    from nlsim.encoders.onnx_backend import onnxruntime_available
+    from nlsim.inference.onnx import onnxruntime_available  # deferred: onnxruntime is optional
 
     chosen = list(paths) if paths is not None else list(LOSSY)
     if not onnxruntime_available():
@@ -133,8 +138,6 @@ def check_encoder(
     converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
     calibrated here, on the fp32 cosines, at the same-story level). ``meta`` goes into the record (e.g.
     ``pairs_file``)."""
-    from nlsim.encoders.inference import EncoderTarget
-
     unique, ia, ib, gold = pair_texts(pairs, conversion)
     ref = encoder.encode(unique, progress=False, runner="torch")
     cos_ref = pair_cosines(ref, ia, ib)
@@ -161,28 +164,26 @@ def check_encoder(
             "mean_cosine": round(float(agree.mean()), 6),
         }
 
-    return check_paths(record, EncoderTarget(encoder), paths, threads, measure)
+    return check_paths(record, encoder_target(encoder), paths, threads, measure)
 
 
 def check_paths(
     record: dict[str, Any],
-    target: Any,
+    target: Target,
     paths: Sequence[str] | None,
     threads: int | None,
     measure: Callable[[Any], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Fill ``record["paths"]``: each lossy path built by ``target`` (an
-    :class:`~nlsim.encoders.inference.EncoderTarget` or the cross-encoder's), its figures from
+    """Fill ``record["paths"]``: each lossy path built by ``target`` (an encoder's or a cross-encoder's),
+    its figures from
     ``measure(runner)``, and the guard's verdict. A path that cannot be built or run is recorded with its
     error, and ``auto`` never takes it. With ``paths=None`` only the paths that can pay off on this
-    machine are checked (:func:`nlsim.encoders.precision.worth_checking`); the others are recorded as not
+    machine are checked (:func:`nlsim.inference.choice.worth_checking`); the others are recorded as not
     checked, with why, and ``auto`` never takes them either."""
     record["paths"] = {}
     entry: dict[str, Any]
     chosen = lossy_paths(paths)
     if paths is None:  # auto: only what can pay off on this machine is checked
-        from nlsim.encoders.precision import worth_checking
-
         keep, skipped = worth_checking(target, threads)
         for path, why in skipped.items():
             if path in chosen:
@@ -237,3 +238,97 @@ def describe_record(record: dict[str, Any]) -> list[str]:
 def say_record(record: dict[str, Any]) -> None:
     for line in describe_record(record):
         say(line)
+
+
+def check_cross_encoder(
+    reranker: Any,
+    encoder: Any,
+    pairs: pd.DataFrame,
+    *,
+    conversion: str | None = None,
+    threshold: float | None = None,
+    paths: Sequence[str] | None = None,
+    threads: int | None = None,
+    **meta: Any,
+) -> dict[str, Any]:
+    """The guard record of the reranker's cross-encoder paths on ``pairs`` (converted with
+    ``conversion``); ``threshold`` defaults to the reranker's calibrated one."""
+    ce = reranker.cross_encoder
+    unique, ia, ib, gold = pair_texts(pairs, conversion)
+    a, b = [unique[i] for i in ia], [unique[i] for i in ib]
+    cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
+    ref_ce = ce.predict(a, b)
+    ref = reranker.combine(cos, ref_ce)
+    source = "the reranker's calibration"
+    if threshold is None:
+        threshold = reranker.threshold
+    if threshold is None:
+        threshold, source = same_story_threshold(ref, gold)
+    record = record_base(
+        "cross-encoder",
+        ce.digest(),
+        len(pairs),
+        threshold,
+        source,
+        conversion=conversion or "none",
+        **meta,
+    )
+    record["reference"] = {"path": "torch-fp32", **score_figures(ref, gold, threshold)}
+
+    def measure(runner: Any) -> dict[str, Any]:
+        got = ce.predict(a, b, runner=runner)
+        diff = np.abs(got - ref_ce)
+        return {
+            **score_figures(reranker.combine(cos, got), gold, threshold),
+            "max_score_diff": round(float(diff.max()), 6),
+            "mean_score_diff": round(float(diff.mean()), 6),
+        }
+
+    return check_paths(record, cross_encoder_target(ce), paths, threads, measure)
+
+
+def check_model(
+    encoder: Any,
+    reranker: Any,
+    pairs: pd.DataFrame,
+    *,
+    conversion: str | None = None,
+    threshold: float | None = None,
+    threshold_source: str = "",
+    paths: Sequence[str] | None = None,
+    threads: int | None = None,
+    **meta: Any,
+) -> dict[str, dict[str, Any]]:
+    """The guard records of a model: ``{"encoder": ..., "reranker": ...}`` (the second only with a
+    reranker). ``threshold`` is the bi-encoder's calibrated cosine threshold (the reranker has its own)."""
+    out = {
+        "encoder": check_encoder(
+            encoder,
+            pairs,
+            conversion=conversion,
+            threshold=threshold,
+            threshold_source=threshold_source,
+            paths=paths,
+            threads=threads,
+            **meta,
+        )
+    }
+    say_record(out["encoder"])
+    if reranker is not None:
+        out["reranker"] = check_cross_encoder(
+            reranker, encoder, pairs, conversion=conversion, paths=paths, threads=threads, **meta
+        )
+        say_record(out["reranker"])
+    return out
+
+
+def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None) -> list[Path]:
+    """Write the records: into ``folder`` (a model folder being written: ``precision.json`` and
+    ``reranker/precision.json``), else under ``$NLSIM_HOME/precision/``."""
+    written = []
+    for name, record in records.items():
+        path = None
+        if folder is not None:
+            path = folder / GUARD_JSON if name == "encoder" else folder / "reranker" / GUARD_JSON
+        written.append(save_guard(record, path))
+    return written

@@ -1,17 +1,18 @@
-"""ONNX Runtime inference for :meth:`Encoder.encode` (optional; needs the ``onnxruntime`` package).
+"""ONNX Runtime inference paths (``onnx-fp32``, ``onnx-int8``) of any model kind (needs ``onnxruntime``).
 
-The encoder's torch model, with mean pooling, is exported once to ONNX (TorchScript exporter, dynamic
-batch and sequence axes) into ``$NLSIM_HOME/onnx/<weights digest>/model.onnx`` with a manifest (the
-:data:`KEEP_EXPORTS` most recently used are kept), checked
-against torch on a few batches (max abs difference < 1e-4, else the export is refused), and run with
-``onnxruntime``'s CPU provider. Same numbers as torch to ~1e-6; on CPU it runs several times faster.
-Training (:meth:`Encoder.forward_texts`) always uses torch.
+A :class:`~nlsim.inference.target.Target`'s fp32 model with its pooling (and head) is exported once to ONNX
+(TorchScript exporter, dynamic batch and sequence axes) into ``$NLSIM_HOME/onnx/<weights digest>/model.onnx``
+(a cross-encoder's under ``ce-<digest>``) with a manifest (the :data:`KEEP_EXPORTS` most recently used are
+kept), checked against torch on the target's check batches (max abs difference < 1e-4, else the export is
+refused), and run with ``onnxruntime``'s CPU provider. Same numbers as torch to ~1e-6; on CPU it runs
+several times faster. Training always uses torch. ``onnx-int8`` is the export's dynamically quantized copy
+(:func:`quantized_model`).
 
 Example:
     >>> from nlsim.encoders import load_encoder
-    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="onnx")  # doctest: +SKIP
-    >>> enc.options["backend"]  # doctest: +SKIP
-    'onnx'
+    >>> enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="onnx", threads=1)
+    >>> enc.options["backend"], enc.encode(["hello"], progress=False).shape
+    ('onnx', (1, 384))
 """
 
 from __future__ import annotations
@@ -21,22 +22,38 @@ import json
 import logging
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from nlsim.encoders.model_cache import ensure_model_folder, nlsim_home
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import remove_tree
 from nlsim.io.manifest import read_manifest
+from nlsim.io.model_cache import ensure_model_folder, nlsim_home
 
 EXPORT_VERSION = 1
 QUANTIZE_VERSION = 1
 MAX_ABS_DIFF = 1e-4
 KEEP_EXPORTS = 8  # most recently used exports kept under $NLSIM_HOME/onnx (e5: ~470 MB fp32, ~410 MB int8)
 log = logging.getLogger(__name__)
+
+Features = dict[str, np.ndarray]
+
+
+class Exportable(Protocol):
+    """What an export needs of a model (:class:`nlsim.inference.target.Target` has it)."""
+
+    model: torch.nn.Module
+    head: torch.nn.Module | None
+    forward: Callable[[torch.nn.Module, dict[str, torch.Tensor]], torch.Tensor]
+    output: str
+    check_batches: Callable[[], list[Features]]
+    weights: Callable[[], str]
+
+    def export_name(self) -> str: ...
 
 
 def onnxruntime_available() -> bool:
@@ -48,21 +65,18 @@ def onnxruntime_available() -> bool:
     return True
 
 
-class _Pooled(torch.nn.Module):
-    """The encoder's model followed by mean pooling: (input_ids, attention_mask) -> (batch, dim)."""
+class _Graph(torch.nn.Module):
+    """A target's ``forward`` as a module with positional tensor inputs (``names``), for the export."""
 
-    def __init__(self, model: torch.nn.Module, uses_types: bool) -> None:
+    def __init__(self, target: Exportable, names: list[str]) -> None:
         super().__init__()
-        self.model = model
-        self.uses_types = uses_types
+        self.model = target.model
+        self.head = target.head  # registered, so that the exporter sees its weights as the graph's
+        self.fn = target.forward
+        self.names = names
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        kwargs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if self.uses_types:
-            kwargs["token_type_ids"] = torch.zeros_like(input_ids)
-        hidden = self.model(**kwargs).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.model, dict(zip(self.names, inputs, strict=True)))
 
 
 @contextlib.contextmanager
@@ -78,72 +92,45 @@ def eager_attention(model: torch.nn.Module) -> Any:
             setter(before)
 
 
-def _check_batches(encoder: Any) -> list[dict[str, np.ndarray]]:
-    """A few padded batches of different shapes (1 row, long rows, mixed lengths) for the export check."""
-    texts = [
-        "a",
-        "short title",
-        "a somewhat longer headline about markets, rain and football " * 3,
-        "中文新聞標題測試",
-        "x " * 200,
-    ]
-    out = []
-    for group in (texts[:1], texts, texts[1:4]):
-        f = encoder.tokenizer(
-            [encoder.prefix + t for t in group],
-            padding=True,
-            truncation=True,
-            max_length=encoder.max_length,
-            return_tensors="np",
-        )
-        out.append(
-            {
-                "input_ids": f["input_ids"].astype(np.int64),
-                "attention_mask": f["attention_mask"].astype(np.int64),
-            }
-        )
-    return out
-
-
-def export_onnx(encoder: Any, out_dir: Path) -> None:
-    """Export ``encoder``'s model + mean pooling to ``out_dir/model.onnx`` and check it against torch."""
-    uses_types = "token_type_ids" in getattr(encoder.tokenizer, "model_input_names", [])
-    model = encoder.model
-    was_training = model.training
-    model.eval()
-    wrapper = _Pooled(model, uses_types).eval()
-    example = _check_batches(encoder)[1]
+def export_onnx(target: Exportable, out_dir: Path) -> None:
+    """Export ``target``'s model and forward to ``out_dir/model.onnx`` and check it against torch."""
+    batches = target.check_batches()
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batches[0]]
+    wrapper = _Graph(target, names).eval()
+    was_training = target.model.training
+    target.model.eval()
     path = out_dir / "model.onnx"
     try:
-        with eager_attention(model), warnings.catch_warnings(), torch.no_grad():
+        with eager_attention(target.model), warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 wrapper,
-                (torch.from_numpy(example["input_ids"]), torch.from_numpy(example["attention_mask"])),
+                tuple(torch.from_numpy(batches[1][n]) for n in names),
                 str(path),
                 dynamo=False,
-                input_names=["input_ids", "attention_mask"],
-                output_names=["embedding"],
-                dynamic_axes={
-                    "input_ids": {0: "batch", 1: "seq"},
-                    "attention_mask": {0: "batch", 1: "seq"},
-                    "embedding": {0: "batch"},
-                },
+                input_names=names,
+                output_names=[target.output],
+                dynamic_axes={**{n: {0: "batch", 1: "seq"} for n in names}, target.output: {0: "batch"}},
                 opset_version=17,
             )
-        session = make_session(path, threads=1)
-        worst = 0.0
-        for batch in _check_batches(encoder):
-            with torch.inference_mode():
-                ref = wrapper(torch.from_numpy(batch["input_ids"]), torch.from_numpy(batch["attention_mask"]))
-            got = session.run(None, batch)[0]
-            worst = max(worst, float(np.abs(got - ref.numpy()).max()))
+        worst = _worst_difference(target, wrapper, OnnxRunner(path, threads=1), batches, names)
         if not worst < MAX_ABS_DIFF:
             raise StateError(f"ONNX export differs from torch by {worst:.2e} (limit {MAX_ABS_DIFF})")
         (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
     finally:
-        if was_training:
-            model.train()
+        target.model.train(was_training)
+
+
+def _worst_difference(
+    target: Exportable, wrapper: _Graph, runner: OnnxRunner, batches: list[Features], names: list[str]
+) -> float:
+    """The largest absolute difference between the export's outputs and torch's on ``batches``."""
+    worst = 0.0
+    for batch in batches:
+        with torch.inference_mode():
+            ref = wrapper(*(torch.from_numpy(batch[n]) for n in names)).numpy()
+        worst = max(worst, float(np.abs(runner(batch) - ref).max()))
+    return worst
 
 
 def make_session(path: str | Path, threads: int | None = None) -> Any:
@@ -160,39 +147,34 @@ def make_session(path: str | Path, threads: int | None = None) -> Any:
 
 
 class OnnxRunner:
-    """Runs the exported model: ``runner(input_ids, attention_mask) -> (batch, dim)`` mean-pooled vectors."""
+    """Runs an exported model: ``runner(features) -> outputs`` (the features the graph takes, as int64)."""
 
     def __init__(self, path: Path, threads: int | None = None) -> None:
         self.path = path
         self.session = make_session(path, threads)
+        self.inputs = [i.name for i in self.session.get_inputs()]
 
-    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})[0]
+    def __call__(self, feats: Features) -> np.ndarray:
+        return self.session.run(None, {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs})[0]
 
 
 def onnx_runner(
-    encoder: Any, *, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
+    target: Exportable, *, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
 ) -> OnnxRunner:
-    """Export (once, cached by the weights' digest) and open the ONNX model of ``encoder``; with
+    """Export (once, cached by the weights' digest) and open the ONNX model of ``target``; with
     ``precision="int8"`` its dynamically quantized copy (:func:`quantized_model`)."""
     if not onnxruntime_available():
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
-    digest = encoder.weights_digest()
+    if precision not in ("fp32", "int8"):
+        raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
     source = json.dumps(
-        {"weights": digest, "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
+        {"weights": target.weights(), "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
     )
     cache = root or nlsim_home() / "onnx"
-    folder = cache / digest[:24]
-
-    def build(tmp: Path) -> None:
-        export_onnx(encoder, tmp)
-
-    folder = ensure_model_folder(folder, build, source=source)
-    path = folder / "model.onnx"
-    if precision == "int8":
-        path = quantized_model(folder, cache)
-    elif precision != "fp32":
-        raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
+    folder = ensure_model_folder(
+        cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=source
+    )
+    path = quantized_model(folder, cache) if precision == "int8" else folder / "model.onnx"
     runner = OnnxRunner(path, threads)
     evict_old_exports(cache, keep=[folder, path.parent])
     return runner
@@ -201,7 +183,7 @@ def onnx_runner(
 def reduce_range_needed() -> bool:
     """ONNX Runtime's u8×s8 int8 kernels can saturate on x86 CPUs without VNNI; there the weights are
     quantized to 7 bits (``reduce_range``), as its documentation advises."""
-    from nlsim.encoders.cpu import cpu_info
+    from nlsim.inference.cpu import cpu_info
 
     info = cpu_info()
     return info.int8_isa is None and any(f.startswith("avx") for f in info.flags)

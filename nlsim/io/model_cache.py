@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -118,16 +117,6 @@ def known_sha256(path: str | Path) -> str:
     folders and ONNX exports are checked at every load: hashing ~1 GB each time was most of a run's start)."""
     p = Path(path).resolve()
     return remembered(f"sha256:{p}", [p], lambda: file_sha256(p))
-
-
-def stamps_digest(paths: list[Path], *extra: Any) -> str | None:
-    """A key naming these files as they are now (their stat stamps) and ``extra``; ``None`` when a file is
-    missing."""
-    try:
-        stamps = [[str(Path(p).resolve()), _stamp(Path(p).stat())] for p in sorted(paths)]
-    except OSError:
-        return None
-    return hashlib.sha256(json.dumps([stamps, extra], default=str).encode()).hexdigest()
 
 
 def verify_folder(folder: str | Path, *, source: str | None = None, hashes: bool = True) -> bool:

@@ -1,0 +1,89 @@
+"""The inference paths: a backend and a precision, and which of them the options and the CPU allow.
+
+``onnx-fp32`` and ``torch-fp32`` are lossless (the ONNX export is checked against torch when it is made);
+``onnx-int8`` (ONNX Runtime, dynamic int8, per-channel weights, attention products and embeddings kept in
+fp32), ``torch-bf16`` (the model cast to bfloat16, pooling in fp32) and ``torch-int8`` (``torch.ao``
+dynamic int8 linear layers) are lossy: a run takes one only where the model's lossy check passed it
+(:mod:`nlsim.inference.guard`; checked by :mod:`nlsim.inference.lossy_check`).
+
+Example:
+    >>> split_path("onnx-int8"), is_lossy("onnx-int8"), is_lossy("torch-fp32")
+    (('onnx', 'int8'), True, False)
+"""
+
+from __future__ import annotations
+
+from nlsim.errors import ConfigError
+from nlsim.inference.cpu import CpuInfo
+
+BACKENDS = ("auto", "torch", "onnx")
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
+PATHS = ("onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16", "torch-int8")
+"""Every inference path, in the order that breaks ties."""
+LOSSLESS = ("onnx-fp32", "torch-fp32")
+LOSSY = tuple(p for p in PATHS if p not in LOSSLESS)
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """``"onnx-int8"`` -> ``("onnx", "int8")``."""
+    backend, _, precision = path.partition("-")
+    return backend, precision
+
+
+def is_lossy(path: str) -> bool:
+    return path not in LOSSLESS
+
+
+def check_options(backend: str, precision: str) -> None:
+    """Refuse unknown values and combinations no path has (ONNX Runtime has no bf16 CPU kernels)."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if backend == "onnx" and precision == "bf16":
+        raise ConfigError("precision 'bf16' runs on torch only (ONNX Runtime has no bf16 CPU kernels)")
+
+
+def candidates(
+    backend: str, precision: str, cpu: CpuInfo, *, onnx_ok: bool, on_cpu: bool = True
+) -> tuple[list[str], dict[str, str]]:
+    """The paths the options allow on this machine, and why each other path is left out.
+
+    A forced precision is tried whatever the CPU (the user asked for it); ``auto`` only tries int8 with
+    VNNI/AMX and bf16 with avx512_bf16/AMX-BF16.
+
+    Example:
+        >>> cpu = CpuInfo(model="x", flags=("avx2",), cores=2)
+        >>> candidates("auto", "auto", cpu, onnx_ok=True)[0]
+        ['onnx-fp32', 'torch-fp32']
+    """
+    check_options(backend, precision)
+    keep: list[str] = []
+    out: dict[str, str] = {}
+    for path in PATHS:
+        why = _left_out(path, backend, precision, cpu, onnx_ok=onnx_ok, on_cpu=on_cpu)
+        if why:
+            out[path] = why
+        else:
+            keep.append(path)
+    return keep, out
+
+
+def _left_out(path: str, backend: str, precision: str, cpu: CpuInfo, *, onnx_ok: bool, on_cpu: bool) -> str:
+    """Why ``path`` is not a candidate ('' when it is)."""
+    b, p = split_path(path)
+    if backend != "auto" and b != backend:
+        return f"backend {backend} asked"
+    if precision == "auto" and p != "fp32" and not on_cpu:
+        return "not on the CPU"
+    if precision not in ("auto", p):
+        return f"precision {precision} asked"
+    if b == "onnx" and not on_cpu:
+        return "ONNX Runtime runs on the CPU only here"
+    if b == "onnx" and not onnx_ok:
+        return "onnxruntime is not installed"
+    if precision == "auto" and p == "int8" and cpu.int8_isa is None:
+        return "no VNNI or AMX-INT8 on this CPU"
+    if precision == "auto" and p == "bf16" and cpu.bf16_isa is None:
+        return "no avx512_bf16 or AMX-BF16 on this CPU"
+    return ""

@@ -1,0 +1,132 @@
+"""The probe: how fast each inference path runs on this machine, timed once and cached.
+
+When more than one candidate path is left, each is timed on a few synthetic batches (two shapes) once per
+CPU kind, thread count and model architecture, and the items per second are cached in
+``$NLSIM_HOME/probes/`` (made again when torch or onnxruntime change). ``NLSIM_PROBE`` says whether a run
+may time what the cache lacks (:func:`probe_mode`).
+
+Example:
+    >>> import numpy as np
+    >>> batch = {"input_ids": np.zeros((4, 8), dtype=np.int64)}
+    >>> time_runner(lambda b: None, [batch]) > 0
+    True
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nlsim.inference.cpu import CpuInfo
+from nlsim.io.atomic import atomic_write_text
+from nlsim.io.model_cache import nlsim_home
+
+if TYPE_CHECKING:
+    from nlsim.inference.target import Target
+
+PROBE_FORMAT = 1
+
+
+def probe_file(arch: str, threads: int, cpu: CpuInfo) -> Path:
+    """``$NLSIM_HOME/probes/<cpu kind>-t<threads>/<architecture>.json``."""
+    return nlsim_home() / "probes" / f"{cpu.key}-t{threads}" / f"{arch[:32]}.json"
+
+
+def _versions() -> dict[str, str]:
+    import torch  # deferred: heavy or optional, loaded only when needed
+
+    out = {"torch": torch.__version__}
+    try:
+        import onnxruntime  # deferred: heavy or optional, loaded only when needed
+
+        out["onnxruntime"] = onnxruntime.__version__
+    except ImportError:
+        pass
+    return out
+
+
+def load_probe(arch: str, threads: int, cpu: CpuInfo) -> dict[str, float]:
+    """The cached probe (items/s by path) for this CPU kind, thread count and architecture ({} if none, or
+    made with other library versions)."""
+    try:
+        data = json.loads(probe_file(arch, threads, cpu).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if data.get("format") != PROBE_FORMAT or data.get("versions") != _versions():
+        return {}
+    return {k: float(v) for k, v in (data.get("items_per_s") or {}).items()}
+
+
+def save_probe(arch: str, threads: int, cpu: CpuInfo, rates: dict[str, float], shapes: Any) -> Path:
+    path = probe_file(arch, threads, cpu)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": PROBE_FORMAT,
+        "cpu": cpu.as_dict(),
+        "threads": threads,
+        "versions": _versions(),
+        "shapes": shapes,
+        "items_per_s": {k: round(v, 2) for k, v in sorted(rates.items())},
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    atomic_write_text(path, json.dumps(payload, indent=2) + "\n")
+    return path
+
+
+def time_runner(run: Callable[[Any], Any], batches: list[dict[str, np.ndarray]], repeats: int = 3) -> float:
+    """Items per second of ``run`` over ``batches`` (one warm-up pass, then the best of ``repeats``)."""
+    items = sum(int(b["input_ids"].shape[0]) for b in batches)
+    for b in batches:
+        run(b)
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for b in batches:
+            run(b)
+        best = min(best, time.perf_counter() - t)
+    return items / max(best, 1e-9)
+
+
+def probe_mode() -> str:
+    """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
+    time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
+    mode = os.environ.get("NLSIM_PROBE", "on").strip().lower()
+    return mode if mode in ("on", "cached", "off") else "on"
+
+
+def probe_rates(
+    target: Target,
+    paths: list[str],
+    threads: int,
+    cpu: CpuInfo,
+    runners: dict[str, Any],
+    excluded: dict[str, str],
+    *,
+    time_missing: bool = True,
+) -> dict[str, float]:
+    """Items per second of each of ``paths`` on this machine: the cached probe (per CPU kind, thread count
+    and architecture), the paths it lacks timed now (``time_missing``) and added to it. A path that
+    cannot be built gets rate 0 and goes to ``excluded`` with why; runners built go to ``runners``."""
+    arch = target.architecture()
+    probe = load_probe(arch, threads, cpu)
+    missing = [p for p in paths if p not in probe]
+    if missing and time_missing:
+        batches, shapes = target.probe_batches()
+        for path in missing:
+            try:
+                runner = runners[path] = target.build(path, threads)
+            except Exception as exc:  # noqa: BLE001 - a path that cannot be built is left out, with why
+                excluded[path] = f"could not be set up ({type(exc).__name__}: {exc})"
+                probe[path] = 0.0
+                continue
+            probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
+        save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes)
+    return probe
