@@ -96,31 +96,31 @@ class DedupResult:
 
 
 @contextlib.contextmanager
-def _state_lock(config: DedupConfig, stats: RunRecord) -> Iterator[None]:
+def _state_lock(config: DedupConfig, record: RunRecord) -> Iterator[None]:
     if not config.incremental:
         yield
         return
     with RunLock(config.state) as lock:
         if lock.message:
-            stats.say(lock.message)
+            record.say(lock.message)
         if config.rebuild_state:
             moved = move_aside(config.state)
             if moved is not None:
-                stats.say(f"moved the previous state to {moved}; building a fresh one")
+                record.say(f"moved the previous state to {moved}; building a fresh one")
         removed = remove_unfinished(config.state)
         if removed:
-            stats.say(
+            record.say(
                 f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
                 + ", ".join(removed)
             )
         yield
 
 
-def _fill_model(stats: RunRecord, config: DedupConfig, model: stages.ModelChoice) -> None:
-    stats.model, stats.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
-    stats.model_info = model.info
-    stats.threshold, stats.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
-    stats.conversion, stats.text_fields = config.convert, ",".join(config.text_fields)
+def _fill_model(record: RunRecord, config: DedupConfig, model: stages.ModelChoice) -> None:
+    record.model, record.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
+    record.model_info = model.info
+    record.threshold, record.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
+    record.conversion, record.text_fields = config.convert, ",".join(config.text_fields)
 
 
 Step = Callable[..., Any]
@@ -135,7 +135,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.retention_days is not None and config.retention_days < 0:
         raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
     check_paths(config)
-    stats = RunRecord(
+    record = RunRecord(
         mode="incremental" if config.incremental else "batch",
         corpus=config.corpus_path(),
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -143,48 +143,48 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     )
 
     def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-        with stats.stage(name):
+        with record.stage(name):
             return call(name, fn, *args)
 
-    with _state_lock(config, stats):
+    with _state_lock(config, record):
         corpus = step("load", stages.load, config)
         model = step("model", stages.load_model, config, encoder)
-        _fill_model(stats, config, model)
-        window = step("window", stages.open_window, config, corpus, model, stats)
-        _fill_window(stats, window)
-        replayed = _replay_committed(config, window, stats)
+        _fill_model(record, config, model)
+        window = step("window", stages.open_window, config, corpus, model, record)
+        _fill_window(record, window)
+        replayed = _replay_committed(config, window, record)
         if replayed is not None:
             return replayed
-        window, pairs, below = _search(step, stats, config, model, window)
+        window, pairs, below = _search(step, record, config, model, window)
         clustering = step("cluster", stages.cluster, window, pairs, config)
         missed = step("near-misses", stages.near_misses, below, clustering, config)
-        _fill_clusters(stats, window, pairs, clustering, missed)
+        _fill_clusters(record, window, pairs, clustering, missed)
         if config.incremental:
-            step("commit", stages.commit, config, window, clustering, model, stats, missed)
-        folder = step("report", stages.report, config, window, clustering, model, stats, missed)
+            step("commit", stages.commit, config, window, clustering, model, record, missed)
+        folder = step("report", stages.report, config, window, clustering, model, record, missed)
         if config.incremental:  # the complete figures (commit and report timings included) beside the state
             atomic_write_text(
                 Path(config.state) / "runs" / f"{window.run_id}.json",
-                json.dumps(stats.to_dict(), indent=1, default=str),
+                json.dumps(record.to_dict(), indent=1, default=str),
             )
     return _result(
         config,
         folder,
-        stats,
+        record,
         pairs=clustering.report_pairs,
         clusters=clustering.report_clusters,
         window_clusters=clustering.window_clusters,
     )
 
 
-def _fill_window(stats: RunRecord, window: Window) -> None:
-    stats.run_id, stats.input_key = window.run_id, window.input_key
-    stats.as_of = None if window.as_of is None else window.as_of.isoformat()
-    stats.counts.update(window.counts)
-    stats.model_switch = window.switch
+def _fill_window(record: RunRecord, window: Window) -> None:
+    record.run_id, record.input_key = window.run_id, window.input_key
+    record.as_of = None if window.as_of is None else window.as_of.isoformat()
+    record.counts.update(window.counts)
+    record.model_switch = window.switch
 
 
-def _replay_committed(config: DedupConfig, window: Window, stats: RunRecord) -> DedupResult | None:
+def _replay_committed(config: DedupConfig, window: Window, record: RunRecord) -> DedupResult | None:
     """A daily input already committed: its stored report written again (the result, else ``None``). The
     report of a previous run killed after its commit is written first."""
     state = window.state
@@ -192,47 +192,51 @@ def _replay_committed(config: DedupConfig, window: Window, stats: RunRecord) -> 
         return None
     last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
-        stats.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
+        record.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
         folder = stages.replay_report(config, window)
-        last.messages = stats.messages
+        last.messages = record.messages
         return _result(config, folder, last, replayed=True)
     # the last run was killed after its commit: its report first
     if last.run_id and not (Path(config.out) / "runs" / last.run_id / "run.json").exists():
         stages.replay_report(config, window)
-        stats.say(f"wrote the missing report of the previous run {last.run_id}")
+        record.say(f"wrote the missing report of the previous run {last.run_id}")
     return None
 
 
 def _search(
-    step: Step, stats: RunRecord, config: DedupConfig, model: stages.ModelChoice, window: Window
+    step: Step, record: RunRecord, config: DedupConfig, model: stages.ModelChoice, window: Window
 ) -> tuple[Window, pd.DataFrame, pd.DataFrame]:
     """Convert, embed, index, search the neighbours and rerank them: the window with its index, the pairs
     at or above the threshold and the candidates below it."""
     texts = step("convert", stages.convert_texts, window, config)
     emb, hit = step("embed", stages.embed, texts, model, config)
-    stats.embedding_cache_hit = hit
-    stats.model_info = stages.with_inference(model.info, model.encoder)
+    record.embedding_cache_hit = hit
+    record.model_info = stages.with_inference(model.info, model.encoder)
     window = step("index", stages.index, window, emb, config, model)
-    stats.index = window.index.describe()
+    record.index = window.index.describe()
     reranked = model.reranker is not None
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
     pairs = step("neighbors", stages.neighbors, window, config, floor)
-    stats.counts["candidates"] = candidates = int(len(pairs))
+    record.counts["candidates"] = candidates = int(len(pairs))
     if reranked:
         pairs = step("rerank", stages.rerank, pairs, window, model, config)
     pairs, below = near_misses.split(pairs, model.threshold.value)
     if reranked:
-        stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
+        record.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
     return window, pairs, below
 
 
 def _fill_clusters(
-    stats: RunRecord, window: Window, pairs: pd.DataFrame, clustering: stages.Clustering, missed: pd.DataFrame
+    record: RunRecord,
+    window: Window,
+    pairs: pd.DataFrame,
+    clustering: stages.Clustering,
+    missed: pd.DataFrame,
 ) -> None:
     events = clustering.update.events["status"]
     clusters = clustering.report_clusters
     current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
-    stats.counts.update(
+    record.counts.update(
         kept=int(len(window.items)),
         pairs=int(len(pairs)),
         clusters=int(len(current)),
@@ -245,15 +249,15 @@ def _fill_clusters(
         clusters_in_window=int(len(clustering.window_clusters)),
         near_misses=int(len(missed)),
     )
-    stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
+    record.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
     if clustering.update.dissolved:
-        stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
+        record.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
 
 
 def _result(
     config: DedupConfig,
     folder: Path,
-    stats: RunRecord,
+    record: RunRecord,
     *,
     replayed: bool = False,
     pairs: pd.DataFrame | None = None,
@@ -267,10 +271,10 @@ def _result(
     return DedupResult(
         out=Path(config.out),
         report_dir=folder,
-        stats=stats,
+        stats=record,
         pairs=pairs,
         clusters=clusters,
-        run_id=stats.run_id,
+        run_id=record.run_id,
         replayed=replayed,
         window_clusters=window_clusters,
         files={n: folder / n for n in sorted(names)},

@@ -332,7 +332,7 @@ def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
 # --- window -------------------------------------------------------------------------------------------
 
 
-def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, stats: RunRecord) -> Window:
+def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, record: RunRecord) -> Window:
     """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`)."""
     identity = model.identity(config)
     params = {
@@ -348,7 +348,7 @@ def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, stats: 
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
-        stats.say(
+        record.say(
             f"the state was made with other settings ({'; '.join(sw.details)}): {what} "
             f"({len(window.items)} items)"
         )
