@@ -5,7 +5,7 @@ the 30 days before the run, under the identity of the real model. A flat index s
 whatever its value, so the search, index and commit times are those of a real window; only the pairs found
 among kept items differ (there are none). The new items are real headlines (``data/thucnews.parquet``,
 Traditional Chinese, converted with ``tw2sp``) embedded by the real model inside the run. Every stage is timed
-by the run itself (``RunStats.timings_s``), model loading included. Run r (1, 2, 3, ...) is day r: its
+by the run itself (``RunRecord.timings_s``), model loading included. Run r (1, 2, 3, ...) is day r: its
 reference time moves on a day each run, so from run 2 on about ``kept / days`` items expire from the window
 (the index is then rebuilt from the kept embeddings) while ``new`` items arrive. Each run is
 ``nlsim.dedup.run.run_dedup`` with a ``DedupConfig`` whose ``state`` is the seeded folder, as

@@ -3,7 +3,8 @@
 For each day d of three and each fault stage (``nlsim.faults.FAULT_STAGES``), the state and report
 folder
 are restored to what they were after day d-1 of an uninterrupted sequence, ``nlsim dedup --state`` is run as a
-subprocess for day d with ``NLSIM_FAULT_AT=<stage>`` (it SIGKILLs itself there), and then:
+subprocess for day d with ``NLSIM_FAULT_AT=<stage>`` and the test suite's hook (``tests/faults.py``), which
+SIGKILLs it there, and then:
 
 - the state must open (manifest, checksums, identity) and be day d-1's or, after the commit, day d's;
 - the last published report (``OUT/latest``) must verify against its ``run.json`` hashes and be day d-1's;
@@ -32,6 +33,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.faults import fault_env  # noqa: E402
 from tests.incremental_helpers import (  # noqa: E402
     FAST_MODEL,
     bbc_corpus,
@@ -49,7 +51,7 @@ POST_COMMIT = {"report-write", "report-publish"}
 
 def _cli(corpus: Path, state: Path, out: Path, stage: str) -> subprocess.CompletedProcess:
     cmd = fault_cli_args(corpus, state, out)
-    env = {**os.environ, "NLSIM_FAULT_AT": stage, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **fault_env(stage, str(ROOT)), "TOKENIZERS_PARALLELISM": "false"}
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 

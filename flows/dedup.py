@@ -86,7 +86,7 @@ def publish_artifacts(result: DedupResult) -> None:
     if result.replayed:
         md += "\nThis input was already committed; its stored report was written again.\n"
     md += f"\nReport: `{result.report_dir}`\n\n" + render_markdown(
-        result.pairs, result.clusters, result.summary
+        result.pairs, result.clusters, result.stats
     )
     create_markdown_artifact(
         md, key=f"news-dedup-{stats.mode}-run", description=f"{stats.mode} run: counts and timings"

@@ -1,8 +1,10 @@
-"""The fault-test hook: a process kills itself at a named point, exactly as if the machine had killed it.
+"""The fault points: named places of a run where the kill tests stop the process, as if the machine had
+been switched off there.
 
-When the environment variable ``NLSIM_FAULT_AT`` names a point, the process sends itself SIGKILL when it
-reaches :func:`fault_point` for that point (the kill tests and ``benchmarks/bench_reliability.py``).
-Unset (always, outside tests), it does nothing.
+:func:`fault_point` marks a point; it does nothing unless a hook was installed with
+:func:`set_fault_hook`. nlsim never installs one: the kill tests do, in the processes they start
+(``tests/faults.py``, which SIGKILLs the process at the point ``NLSIM_FAULT_AT`` names; also used by
+``benchmarks/bench_reliability.py``).
 
 Points of a daily run (:data:`FAULT_STAGES`): ``embed`` (after the first batch of new items is embedded),
 ``index-write`` (index files of the new generation written, tables not yet), ``state-write`` (new
@@ -15,20 +17,35 @@ not yet renamed into place), ``register`` (a new version in place, its ``store.j
 ``promote`` (``CURRENT.json`` moved, the decision not yet in ``history.jsonl``).
 
 Example:
-    >>> fault_point("embed")  # NLSIM_FAULT_AT is not set: nothing happens
+    >>> fault_point("embed")  # no hook installed: nothing happens
+    >>> seen = []
+    >>> set_fault_hook(seen.append)
+    >>> fault_point("manifest")
+    >>> set_fault_hook(None)
+    >>> seen
+    ['manifest']
 """
 
 from __future__ import annotations
 
-import os
-import signal
+from collections.abc import Callable
 
-FAULT_ENV = "NLSIM_FAULT_AT"
 FAULT_STAGES = ("embed", "index-write", "state-write", "manifest", "report-write", "report-publish")
 STORE_FAULT_STAGES = ("model-save", "register", "promote")
 
+FaultHook = Callable[[str], None]
+"""Called with the name of each fault point a run reaches."""
+
+_hook: FaultHook | None = None
+
+
+def set_fault_hook(hook: FaultHook | None) -> None:
+    """Install ``hook`` (``None``: remove it); the kill tests' seam."""
+    global _hook
+    _hook = hook
+
 
 def fault_point(stage: str) -> None:
-    """Kill this process with SIGKILL when ``$NLSIM_FAULT_AT == stage`` (test hook; no-op otherwise)."""
-    if os.environ.get(FAULT_ENV) == stage:
-        os.kill(os.getpid(), signal.SIGKILL)
+    """A fault point named ``stage``: calls the installed hook, if any (none outside the kill tests)."""
+    if _hook is not None:
+        _hook(stage)

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from nlsim.errors import ConfigError, InputError, StateError
+from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
 from tests.stsb_helpers import stsb_sample
 
@@ -401,7 +402,7 @@ def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -
         "rep",
         *DEDUP,
         cwd=tmp_path,
-        env={"NLSIM_FAULT_AT": "report-write"},
+        env=fault_env("report-write", SRC),
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-1500:]
     after = snapshot(tmp_path / "rep")
@@ -743,6 +744,7 @@ HOSTILE_TITLE = 'Floods | <script>alert("x")</script>\nsecond line'
 def test_hostile_title_keeps_the_markdown_summary_table() -> None:
     from nlsim.clusters.table import batch_clusters
     from nlsim.dedup.html import render_html
+    from nlsim.dedup.record import RunRecord
     from nlsim.dedup.report import pairs_table, render_markdown
 
     frame = pd.DataFrame(
@@ -755,11 +757,11 @@ def test_hostile_title_keeps_the_markdown_summary_table() -> None:
     )
     pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.99, 0.98]})
     labels, clusters = batch_clusters(frame, pairs)
-    md = render_markdown(pairs_table(frame, pairs, labels), clusters, {"model": "m"})
+    md = render_markdown(pairs_table(frame, pairs, labels), clusters, RunRecord(model="m"))
     rows = [line for line in md.splitlines() if line.startswith("| c-")]
     assert len(rows) == 2  # one line per cluster: the newline did not split its row
     for line in rows:
         assert line.replace("\\|", "").count("|") == 5  # the title's pipe is escaped
     assert "<script>" not in md and "&lt;script&gt;" in md
-    page = render_html(pairs_table(frame, pairs, labels), clusters, {"model": "m"}, frame)
+    page = render_html(pairs_table(frame, pairs, labels), clusters, RunRecord(model="m"), frame)
     assert "<script>alert" not in page

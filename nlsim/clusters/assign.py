@@ -33,7 +33,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,7 +42,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from nlsim.clusters.order import OrderKey, cluster_id_for
+from nlsim.clusters.order import OrderKey, cluster_id_for, key_member_of
 
 STATUSES = ("new", "grown", "merged", "regrouped", "dissolved")
 EVENT_COLUMNS = ("cluster_id", "status", "added", "absorbed", "size")
@@ -207,32 +208,59 @@ def regroup(
         (['c-a', 'c-c'], ['regrouped', 'regrouped'])
     """
     fresh = update_clusters({}, {}, keys, new_ids=list(keys), pairs=pairs)
+    members = _members(fresh.assignment)
+    old_members = {cid: set(items) for cid, items in _members(previous, keys).items()}
+    name_of, out_anchors = _name_components(members, previous, anchors, keys, fresh.anchors)
+    assignment = {i: name_of[c] for i, c in fresh.assignment.items()}
+    events = _regroup_events(members, name_of, old_members, previous, set(map(str, new_ids)))
+    merged_into = _merged_into(old_members, assignment)
+    dissolved = _dissolved(previous, assignment, merged_into, old_members, keys)
+    events += [{"cluster_id": c, "status": "dissolved", "added": [], "absorbed": []} for c in dissolved]
+    frame = _events_frame(events, assignment)
+    return ClusterUpdate(assignment, out_anchors, frame, merged_into, dissolved)
+
+
+def _members(assignment: Mapping[str, str], known: Container[str] | None = None) -> dict[str, list[str]]:
+    """The members of each cluster of ``assignment`` (those in ``known`` only, when given)."""
     members: dict[str, list[str]] = {}
-    for item, cid in fresh.assignment.items():
-        members.setdefault(cid, []).append(item)
-    old_members: dict[str, set[str]] = {}
-    for item, cid in previous.items():
-        if item in keys:
-            old_members.setdefault(cid, set()).add(item)
+    for item, cid in assignment.items():
+        if known is None or item in known:
+            members.setdefault(cid, []).append(item)
+    return members
+
+
+def _old_anchor(cid: str, anchors: Mapping[str, OrderKey], keys: Mapping[str, OrderKey]) -> OrderKey:
+    """An old cluster's anchor; when it was not kept, its key member's key, else a key after every dated
+    one."""
+    if cid in anchors:
+        return anchors[cid]
+    return keys.get(key_member_of(cid), OrderKey.of_undated(cid))
+
+
+def _name_components(
+    members: Mapping[str, list[str]],
+    previous: Mapping[str, str],
+    anchors: Mapping[str, OrderKey],
+    keys: Mapping[str, OrderKey],
+    fresh_anchors: Mapping[str, OrderKey],
+) -> tuple[dict[str, str], dict[str, OrderKey]]:
+    """The id each fresh component takes (``{component: id}``) and the anchors of those ids: the old id it
+    shares most members with (ties: the earlier anchor; each old id to one component at most), else the
+    id of its first member whose id is free."""
     overlaps: list[tuple[int, OrderKey, str, str]] = []
     for comp, items in members.items():
-        counts: dict[str, int] = {}
-        for i in items:
-            if i in previous:
-                counts[previous[i]] = counts.get(previous[i], 0) + 1
-        for old, n in counts.items():
-            overlaps.append((-n, anchors.get(old, keys.get(old[2:], (1, 0, old))), old, comp))
-    overlaps.sort()
+        shared = Counter(previous[i] for i in items if i in previous)
+        overlaps += [(-n, _old_anchor(old, anchors, keys), old, comp) for old, n in shared.items()]
     name_of: dict[str, str] = {}
     taken: set[str] = set()
-    for _, _, old, comp in overlaps:
+    for _, _, old, comp in sorted(overlaps):
         if comp not in name_of and old not in taken:
             name_of[comp] = old
             taken.add(old)
     out_anchors: dict[str, OrderKey] = {}
     for comp, items in sorted(members.items()):
         if comp in name_of:
-            out_anchors[name_of[comp]] = anchors.get(name_of[comp], fresh.anchors[comp])
+            out_anchors[name_of[comp]] = anchors.get(name_of[comp], fresh_anchors[comp])
             continue
         for item in sorted(items, key=keys.__getitem__):
             cid = cluster_id_for(item)
@@ -240,14 +268,22 @@ def regroup(
                 name_of[comp], out_anchors[cid] = cid, keys[item]
                 taken.add(cid)
                 break
-    assignment = {i: name_of[c] for i, c in fresh.assignment.items()}
-    new_set = set(map(str, new_ids))
+    return name_of, out_anchors
+
+
+def _regroup_events(
+    members: Mapping[str, list[str]],
+    name_of: Mapping[str, str],
+    old_members: Mapping[str, set[str]],
+    previous: Mapping[str, str],
+    new_ids: set[str],
+) -> list[dict[str, object]]:
+    """One event per regrouped cluster whose members changed: new, grown, merged or regrouped."""
     events: list[dict[str, object]] = []
-    merged_into: dict[str, str] = {}
     for comp, items in members.items():
         cid = name_of[comp]
         now = set(items)
-        before = old_members.get(cid, set()) if cid in old_members else set()
+        before = old_members.get(cid, set())
         absorbed = sorted({previous[i] for i in items if i in previous and previous[i] != cid})
         if now == before:
             continue
@@ -259,19 +295,36 @@ def regroup(
             status = "merged"
         else:
             status = "grown"
-        added = sorted(i for i in now - before if i in new_set or i not in previous or previous[i] != cid)
+        added = sorted(i for i in now - before if i in new_ids or i not in previous or previous[i] != cid)
         events.append({"cluster_id": cid, "status": status, "added": added, "absorbed": absorbed})
+    return events
+
+
+def _merged_into(old_members: Mapping[str, set[str]], assignment: Mapping[str, str]) -> dict[str, str]:
+    """The old ids no component took whose members all went to one cluster: ``{old id: that cluster}``."""
+    current = set(assignment.values())
+    merged_into: dict[str, str] = {}
     for old, items in old_members.items():
-        if old in taken and old in assignment.values():
+        if old in current:
             continue
         homes = {assignment.get(i) for i in items} - {None}
         if len(homes) == 1:
-            merged_into[old] = homes.pop()
+            merged_into[old] = str(homes.pop())
+    return merged_into
+
+
+def _dissolved(
+    previous: Mapping[str, str],
+    assignment: Mapping[str, str],
+    merged_into: Mapping[str, str],
+    old_members: Mapping[str, set[str]],
+    keys: Mapping[str, OrderKey],
+) -> dict[str, list[str]]:
+    """The old clusters the new model broke up, with their former members still in the window (earliest
+    first); a cluster whose members all expired just ends."""
     dissolved: dict[str, list[str]] = {}
-    for cid in sorted({c for c in previous.values()} - set(assignment.values()) - set(merged_into)):
+    for cid in sorted(set(previous.values()) - set(assignment.values()) - set(merged_into)):
         former = sorted(old_members.get(cid, set()), key=keys.__getitem__)
-        if former:  # members still in the window (a cluster whose members all expired just ends)
+        if former:
             dissolved[cid] = former
-            events.append({"cluster_id": cid, "status": "dissolved", "added": [], "absorbed": []})
-    frame = _events_frame(events, assignment)
-    return ClusterUpdate(assignment, out_anchors, frame, merged_into, dissolved)
+    return dissolved

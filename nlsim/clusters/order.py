@@ -14,28 +14,56 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-OrderKey = tuple[int, int, str]
-"""``(undated 0/1, published_at in ns, id)``: tuples sort in the order rule."""
+
+class OrderKey(NamedTuple):
+    """An item's place under the order rule: keys sort earliest first, undated last, ties by id.
+
+    >>> OrderKey.of_undated("b") > OrderKey(undated=0, ns=5, item_id="a")
+    True
+    """
+
+    undated: int
+    """1 when the item has no ``published_at`` (it sorts after every dated item), else 0."""
+    ns: int
+    """``published_at`` in nanoseconds since the epoch (0 when undated)."""
+    item_id: str
+
+    @classmethod
+    def of_undated(cls, item_id: str) -> OrderKey:
+        """The key of an undated item (or of a name known by its id alone): after every dated one."""
+        return cls(1, 0, str(item_id))
+
+
+CLUSTER_PREFIX = "c-"
 
 
 def cluster_id_for(item_id: str) -> str:
     """The id of the cluster whose key member is ``item_id``."""
-    return f"c-{item_id}"
+    return f"{CLUSTER_PREFIX}{item_id}"
+
+
+def key_member_of(cluster_id: str) -> str:
+    """The id of the key member a cluster id was made from (the inverse of :func:`cluster_id_for`).
+
+    >>> key_member_of(cluster_id_for("x1"))
+    'x1'
+    """
+    return cluster_id[len(CLUSTER_PREFIX) :]
 
 
 def order_key_of(published_at: Any, item_id: str) -> OrderKey:
     """Order key of one item."""
     ts = pd.Timestamp(published_at) if published_at is not None else pd.NaT
     if ts is pd.NaT or pd.isna(ts):
-        return (1, 0, str(item_id))
+        return OrderKey.of_undated(item_id)
     if ts.tzinfo is None:
         ts = ts.tz_localize("UTC")
-    return (0, int(ts.value), str(item_id))
+    return OrderKey(0, int(ts.value), str(item_id))
 
 
 def _ns(times: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +78,8 @@ def order_keys(ids: Sequence[str], times: Any) -> dict[str, OrderKey]:
     """Order keys of many items (``times`` aligned with ``ids``, datetime-like, NaT allowed)."""
     nat, ns = _ns(times)
     return {
-        str(i): ((1, 0, str(i)) if n else (0, int(v), str(i))) for i, n, v in zip(ids, nat, ns, strict=True)
+        str(i): OrderKey.of_undated(i) if n else OrderKey(0, int(v), str(i))
+        for i, n, v in zip(ids, nat, ns, strict=True)
     }
 
 

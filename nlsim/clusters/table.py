@@ -20,34 +20,45 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from nlsim.clusters.assign import update_clusters
 from nlsim.clusters.order import order_keys, order_rank
 from nlsim.errors import ConfigError
 
 REPRESENTATIVES = ("earliest", "central")
-COLUMNS = (
-    "cluster_id",
-    "status",
-    "size",
-    "representative",
-    "representative_title",
-    "member_ids",
-    "added_ids",
-    "absorbed",
-    "sources",
-    "first_published",
-    "last_published",
-    "max_similarity",
-    "mean_similarity",
+TS = pa.timestamp("us", tz="UTC")
+CLUSTERS_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("status", pa.string()),
+        ("size", pa.int64()),
+        ("representative", pa.string()),
+        ("representative_title", pa.string()),
+        ("member_ids", pa.list_(pa.string())),
+        ("added_ids", pa.list_(pa.string())),
+        ("absorbed", pa.list_(pa.string())),
+        ("sources", pa.list_(pa.string())),
+        ("first_published", TS),
+        ("last_published", TS),
+        ("max_similarity", pa.float32()),
+        ("mean_similarity", pa.float32()),
+    ]
 )
+"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
+change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
+had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
+one."""
 
 
 def empty_table() -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+    """The clusters table with no row (the columns of :data:`CLUSTERS_SCHEMA`)."""
+    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in CLUSTERS_SCHEMA.names})
     return frame.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
 
 
@@ -82,58 +93,88 @@ def cluster_table(
     rank = order_rank(ids.tolist(), items["published_at"])
     rows_idx = np.flatnonzero(mask)
     rows_idx = rows_idx[np.argsort(rank[rows_idx], kind="stable")]
-    pa_ = pairs["id_a"].astype(str).to_numpy() if len(pairs) else np.array([], dtype=object)
-    pb_ = pairs["id_b"].astype(str).to_numpy() if len(pairs) else np.array([], dtype=object)
-    sims = pairs["similarity"].to_numpy(dtype=np.float64) if len(pairs) else np.array([])
-    pair_c = np.array([assignment.get(a) for a in pa_], dtype=object)
-    same = np.array([assignment.get(b) for b in pb_], dtype=object) == pair_c
-    stats: dict[str, list[float]] = {}
-    strength: dict[str, float] = {}
-    for a, b, c, s, ok in zip(pa_, pb_, pair_c, sims, same, strict=True):
-        if ok and c in wanted:
-            stats.setdefault(c, []).append(s)
-            strength[a] = strength.get(a, 0.0) + s
-            strength[b] = strength.get(b, 0.0) + s
-    ev = {} if events is None else {r.cluster_id: r for r in events.itertuples()}
-    titles = items["title"].astype(str).to_numpy()
-    sources = items["source"].astype(str).to_numpy() if "source" in items else np.full(len(items), "")
-    times = pd.to_datetime(items["published_at"], utc=True)
+    scores = _Scores.of(pairs, assignment, wanted)
     groups: dict[str, list[int]] = {}
     for r in rows_idx:
         groups.setdefault(cid[r], []).append(int(r))
+    columns = _Columns.of(items, ids)
+    ev = {} if events is None else {r.cluster_id: r for r in events.itertuples()}
     out = []
     for c, members in groups.items():
         if representative == "central" and len(members) > 1:
-            rep = max(members, key=lambda r: (strength.get(ids[r], 0.0), -rank[r]))
+            rep = max(members, key=lambda r: (scores.strength.get(ids[r], 0.0), -rank[r]))
         else:
             rep = members[0]
-        e = ev.get(c)
-        s = stats.get(c, [])
-        t = times.iloc[members]
-        out.append(
-            {
-                "cluster_id": c,
-                "status": e.status if e is not None else default_status,
-                "size": len(members),
-                "representative": ids[rep],
-                "representative_title": titles[rep],
-                "member_ids": [ids[r] for r in members],
-                "added_ids": list(e.added) if e is not None else [],
-                "absorbed": list(e.absorbed) if e is not None else [],
-                "sources": sorted({sources[r] for r in members if sources[r]}),
-                "first_published": t.min(),
-                "last_published": t.max(),
-                "max_similarity": max(s) if s else np.nan,
-                "mean_similarity": float(np.mean(s)) if s else np.nan,
-            }
-        )
-    table = pd.DataFrame(out, columns=list(COLUMNS))
+        out.append(columns.row(c, members, rep, ev.get(c), scores.within.get(c, []), default_status))
+    table = pd.DataFrame(out, columns=CLUSTERS_SCHEMA.names)
     for c in ("first_published", "last_published"):
         table[c] = pd.to_datetime(table[c], utc=True)
     table = table.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
     return table.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(
         drop=True
     )
+
+
+@dataclass(frozen=True)
+class _Scores:
+    """The scores of the pairs inside the wanted clusters: each cluster's pair scores (``within``) and each
+    item's summed score to its cluster's other members (``strength``, for the central representative)."""
+
+    within: dict[str, list[float]]
+    strength: dict[str, float]
+
+    @classmethod
+    def of(cls, pairs: pd.DataFrame, assignment: Mapping[str, str], wanted: set[str]) -> _Scores:
+        pa_ = pairs["id_a"].astype(str).to_numpy() if len(pairs) else np.array([], dtype=object)
+        pb_ = pairs["id_b"].astype(str).to_numpy() if len(pairs) else np.array([], dtype=object)
+        sims = pairs["similarity"].to_numpy(dtype=np.float64) if len(pairs) else np.array([])
+        pair_c = np.array([assignment.get(a) for a in pa_], dtype=object)
+        same = np.array([assignment.get(b) for b in pb_], dtype=object) == pair_c
+        within: dict[str, list[float]] = {}
+        strength: dict[str, float] = {}
+        for a, b, c, s, ok in zip(pa_, pb_, pair_c, sims, same, strict=True):
+            if ok and c in wanted:
+                within.setdefault(c, []).append(s)
+                strength[a] = strength.get(a, 0.0) + s
+                strength[b] = strength.get(b, 0.0) + s
+        return cls(within, strength)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The item columns a cluster's row is made from, aligned with the items' rows."""
+
+    ids: np.ndarray
+    titles: np.ndarray
+    sources: np.ndarray
+    times: pd.Series
+
+    @classmethod
+    def of(cls, items: pd.DataFrame, ids: np.ndarray) -> _Columns:
+        sources = items["source"].astype(str).to_numpy() if "source" in items else np.full(len(items), "")
+        times = pd.to_datetime(items["published_at"], utc=True)
+        return cls(ids, items["title"].astype(str).to_numpy(), sources, times)
+
+    def row(
+        self, cid: str, members: list[int], rep: int, event: Any, scores: list[float], default_status: str
+    ) -> dict[str, Any]:
+        """One row of the clusters table (:data:`CLUSTERS_SCHEMA`)."""
+        t = self.times.iloc[members]
+        return {
+            "cluster_id": cid,
+            "status": event.status if event is not None else default_status,
+            "size": len(members),
+            "representative": self.ids[rep],
+            "representative_title": self.titles[rep],
+            "member_ids": [self.ids[r] for r in members],
+            "added_ids": list(event.added) if event is not None else [],
+            "absorbed": list(event.absorbed) if event is not None else [],
+            "sources": sorted({self.sources[r] for r in members if self.sources[r]}),
+            "first_published": t.min(),
+            "last_published": t.max(),
+            "max_similarity": max(scores) if scores else np.nan,
+            "mean_similarity": float(np.mean(scores)) if scores else np.nan,
+        }
 
 
 def batch_clusters(

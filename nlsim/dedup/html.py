@@ -23,8 +23,9 @@ words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from
 
 Example:
     >>> import pandas as pd
+    >>> from nlsim.dedup.record import RunRecord
     >>> page = render_html(pd.DataFrame(columns=["cluster_id"]), pd.DataFrame(columns=["cluster_id"]),
-    ...                    {"items": 0, "model": "m"})
+    ...                    RunRecord(model="m", counts={"items_in": 0}))
     >>> page.startswith("<!doctype html>"), '<html lang="en">' in page
     (True, True)
 """
@@ -43,6 +44,8 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from nlsim.dedup import review
+from nlsim.dedup.record import ModelCard, RunRecord
+from nlsim.dedup.scores import with_scores
 from nlsim.dedup.spreadsheet import TextChange, text_changes
 
 PAGE_SIZE = 50
@@ -144,87 +147,107 @@ def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
     return "month", [f[:7] if f else None for f in firsts]
 
 
+class _Items:
+    """The page's items: each id once, as ``[id, title, source, link, time]``, found by its index."""
+
+    def __init__(self, frame: pd.DataFrame | None) -> None:
+        self.known: dict[str, list[Any]] = {}
+        if frame is not None and len(frame):
+            cols = {
+                c: frame[c].tolist() if c in frame else [None] * len(frame)
+                for c in ("title", "source", "url")
+            }
+            times = pd.to_datetime(frame["published_at"], utc=True) if "published_at" in frame else None
+            for n, item_id in enumerate(frame["id"].astype(str)):
+                self.known[item_id] = [
+                    item_id,
+                    _text(cols["title"][n]),
+                    _text(cols["source"][n]),
+                    safe_url(cols["url"][n]),
+                    _time(times.iloc[n]) if times is not None else None,
+                ]
+        self.rows: list[list[Any]] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, item_id: Any) -> int:
+        """The index of ``item_id`` in :attr:`rows` (added at its first use)."""
+        key = str(item_id)
+        if key not in self.index:
+            self.index[key] = len(self.rows)
+            self.rows.append(self.known.get(key) or [key, "", "", None, None])
+        return self.index[key]
+
+
+def _cluster_pairs(pairs: pd.DataFrame, item: _Items) -> dict[str, list[list[Any]]]:
+    """Each cluster's pairs as the page's rows: item A, item B, score, cosine, cross-encoder score."""
+    rows: dict[str, list[list[Any]]] = {}
+    if not len(pairs) or "cluster_id" not in pairs:
+        return rows
+    scored = with_scores(pairs)
+    for cid, a, b, s, co, ce in zip(
+        pairs["cluster_id"],
+        pairs["id_a"],
+        pairs["id_b"],
+        scored["similarity"],
+        scored["cosine"],
+        scored["cross_encoder"],
+        strict=True,
+    ):
+        rows.setdefault(str(cid), []).append([item(a), item(b), _num(s), _num(co), _num(ce)])
+    return rows
+
+
+def _cluster_row(c: Any, item: _Items, pair_rows: dict[str, list[list[Any]]]) -> dict[str, Any]:
+    """One cluster as the page's script reads it."""
+    members = [item(m) for m in list(c.member_ids)]  # indexed in this order: members, added, representative
+    added = [item(m) for m in _list(getattr(c, "added_ids", None))]
+    return {
+        "id": str(c.cluster_id),
+        "status": _text(getattr(c, "status", "new")) or "new",
+        "size": int(c.size),
+        "bucket": _size_bucket(int(c.size)),
+        "rep": item(c.representative),
+        "members": members,
+        "added": added,
+        "absorbed": [str(x) for x in _list(getattr(c, "absorbed", None))],
+        "sources": [str(x) for x in _list(getattr(c, "sources", None))],
+        "first": _time(getattr(c, "first_published", None)),
+        "last": _time(getattr(c, "last_published", None)),
+        "max": _num(getattr(c, "max_similarity", None)),
+        "mean": _num(getattr(c, "mean_similarity", None)),
+        "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p[2] or 0)),
+    }
+
+
 def page_data(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
-    summary: dict[str, Any],
+    record: RunRecord,
     frame: pd.DataFrame | None,
     near_misses: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """What the page's script renders: items (id, title, source, link, time) and clusters (members,
     status, added items, absorbed ids, scores and the pairs that joined them); for the review panel, the
     near misses and what the export records (:mod:`nlsim.dedup.review`)."""
-    by_id: dict[str, dict[str, Any]] = {}
-    if frame is not None and len(frame):
-        cols = {
-            c: frame[c].tolist() if c in frame else [None] * len(frame) for c in ("title", "source", "url")
-        }
-        times = pd.to_datetime(frame["published_at"], utc=True) if "published_at" in frame else None
-        for n, item_id in enumerate(frame["id"].astype(str)):
-            by_id[item_id] = {
-                "title": _text(cols["title"][n]),
-                "source": _text(cols["source"][n]),
-                "url": safe_url(cols["url"][n]),
-                "time": _time(times.iloc[n]) if times is not None else None,
-            }
-    items: list[list[Any]] = []
-    index: dict[str, int] = {}
-
-    def item(item_id: Any) -> int:
-        key = str(item_id)
-        if key not in index:
-            r = by_id.get(key, {})
-            index[key] = len(items)
-            items.append([key, r.get("title", ""), r.get("source", ""), r.get("url"), r.get("time")])
-        return index[key]
-
-    pair_rows: dict[str, list[list[Any]]] = {}
-    if len(pairs) and "cluster_id" in pairs:
-        cross = pairs["cross_encoder"] if "cross_encoder" in pairs else pd.Series([None] * len(pairs))
-        cosine = pairs["cosine"] if "cosine" in pairs else pairs["similarity"]
-        for cid, a, b, s, co, ce in zip(
-            pairs["cluster_id"], pairs["id_a"], pairs["id_b"], pairs["similarity"], cosine, cross, strict=True
-        ):
-            pair_rows.setdefault(str(cid), []).append([item(a), item(b), _num(s), _num(co), _num(ce)])
-    out = []
-    firsts = []
-    for c in clusters.itertuples(index=False) if len(clusters) else ():
-        members = [item(m) for m in list(c.member_ids)]
-        added = [item(m) for m in _list(getattr(c, "added_ids", None))]
-        first = _time(getattr(c, "first_published", None))
-        firsts.append(first)
-        out.append(
-            {
-                "id": str(c.cluster_id),
-                "status": _text(getattr(c, "status", "new")) or "new",
-                "size": int(c.size),
-                "bucket": _size_bucket(int(c.size)),
-                "rep": item(c.representative),
-                "members": members,
-                "added": added,
-                "absorbed": [str(x) for x in _list(getattr(c, "absorbed", None))],
-                "sources": [str(x) for x in _list(getattr(c, "sources", None))],
-                "first": first,
-                "last": _time(getattr(c, "last_published", None)),
-                "max": _num(getattr(c, "max_similarity", None)),
-                "mean": _num(getattr(c, "mean_similarity", None)),
-                "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p[2] or 0)),
-            }
-        )
-    unit, periods = _periods(firsts)
+    item = _Items(frame)
+    pair_rows = _cluster_pairs(pairs, item)
+    out = [
+        _cluster_row(c, item, pair_rows) for c in (clusters.itertuples(index=False) if len(clusters) else ())
+    ]
+    unit, periods = _periods([c["first"] for c in out])
     for c, p in zip(out, periods, strict=True):
         c["period"] = p
     return {
-        "daily": summary.get("mode") == "incremental",
-        "cjkLang": CJK_LANG.get(str(summary.get("conversion")), "zh"),
+        "daily": record.daily,
+        "cjkLang": CJK_LANG.get(record.conversion, "zh"),
         "pageSize": PAGE_SIZE,
         "periodUnit": unit,
-        "rerank": bool(summary.get("rerank")),
-        "threshold": _num(summary.get("threshold"), 6),
-        "items": items,
+        "rerank": record.rerank is not None,
+        "threshold": _num(record.threshold, 6),
+        "items": item.rows,
         "clusters": out,
         "nearMisses": review.near_miss_rows(near_misses, item),
-        "review": review.review_meta(summary),
+        "review": review.review_meta(record),
     }
 
 
@@ -246,13 +269,13 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def _notices(summary: dict[str, Any]) -> list[str]:
+def _notices(record: RunRecord) -> list[str]:
     """The banners at the top: zero-shot model, model switch."""
-    info = summary.get("model_info") or {}
-    model = summary.get("model") or info.get("model_id") or "?"
+    info = record.info
+    model = record.model_name
     parts = []
-    if info.get("zero_shot"):
-        if info.get("requested") == "current":
+    if info.zero_shot:
+        if info.requested == "current":
             parts.append(
                 "<div class='notice warn' id='zero-shot'><strong>Zero-shot model.</strong> No fine-tuned "
                 "model has been promoted in the model store yet: this report was made with the zero-shot "
@@ -264,18 +287,18 @@ def _notices(summary: dict[str, Any]) -> list[str]:
                 "<div class='notice' id='zero-shot'><strong>Zero-shot model.</strong> "
                 f"<code>{iso(model)}</code> was not fine-tuned on annotated pairs.</div>"
             )
-    sw = summary.get("model_switch")
-    if sw:
+    sw = record.model_switch
+    if sw is not None:
         what = (
-            f"all {int(sw.get('reembedded') or 0):,} items of the window were embedded again"
-            if sw.get("reembed")
+            f"all {sw.reembedded:,} items of the window were embedded again"
+            if sw.reembed
             else "the window's items were paired again"
         )
-        details = "; ".join(str(d) for d in sw.get("details") or [])
+        details = "; ".join(str(d) for d in sw.details)
         parts.append(
             "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> The state was made "
-            f"with <code>{iso(sw.get('from_model'))}</code>; this run uses "
-            f"<code>{iso(sw.get('to_model'))}</code> ({iso(details)}): {esc(what)}, and the clusters "
+            f"with <code>{iso(sw.from_model)}</code>; this run uses "
+            f"<code>{iso(sw.to_model)}</code> ({iso(details)}): {esc(what)}, and the clusters "
             "were regrouped under the new model (marked “regrouped”). Scores before and after the switch "
             "are not comparable.</div>"
         )
@@ -316,98 +339,109 @@ def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     )
 
 
-def _model_card(summary: dict[str, Any], learning_curve: str | None) -> str:
-    info = summary.get("model_info") or {}
-    card = info.get("card") or {}
-    cal = info.get("threshold_calibration") or {}
-    rows: list[tuple[str, str]] = []
-    model = summary.get("model") or info.get("model_id") or "?"
-    if info.get("version"):
-        kind = f"fine-tuned, version <code>{esc(str(info['version']))}</code> of the model store"
-    elif info.get("zero_shot"):
-        kind = "zero-shot (not fine-tuned)"
-    else:
-        kind = "fine-tuned model folder" if card.get("metrics") else "model folder"
-    rows.append(("Model", f"<code>{iso(model)}</code> · {kind}"))
-    store = card.get("store") or {}
-    trained = card.get("trained") or {}
-    bits = [str(store["created"])] if store.get("created") else []
-    if trained.get("n_train"):
-        bits.append(
-            f"on {int(trained['n_train']):,} annotated pairs ({int(trained.get('n_validation') or 0):,} for "
-            "validation)"
-        )
+Row = tuple[str, str]
+"""A line of the model card: its heading and its HTML."""
 
+
+def _model_kind(record: RunRecord) -> str:
+    info = record.info
+    if info.version:
+        return f"fine-tuned, version <code>{esc(info.version)}</code> of the model store"
+    if info.zero_shot:
+        return "zero-shot (not fine-tuned)"
+    return "fine-tuned model folder" if info.card.metrics else "model folder"
+
+
+def _model_rows(record: RunRecord) -> list[Row]:
+    """Which model judged, when and on how many pairs it was trained, the editors' labels among them."""
+    rows = [("Model", f"<code>{iso(record.model_name)}</code> · {_model_kind(record)}")]
+    card = record.info.card
+    trained = card.trained
+    bits = [card.created] if card.created else []
+    if trained is not None and trained.n_train:
+        bits.append(
+            f"on {int(trained.n_train):,} annotated pairs ({int(trained.n_validation or 0):,} for validation)"
+        )
     if bits:
         rows.append(("Trained", esc(" ".join(bits))))
-    editors = review.editor_labels_text(trained.get("editor_labels"))
+    editors = review.editor_labels_text(trained.editor_labels if trained is not None else None)
     if editors:
         rows.append(("Editors’ labels", esc(editors)))
-    rr = summary.get("rerank")
-    on = "rerank score" if rr else "cosine similarity"
-    rows.append(("Threshold", f"<strong>{_fmt(summary.get('threshold'), 4)}</strong> on the {on}"))
-    rows.append(("Where it came from", iso(summary.get("threshold_source") or "?")))
-    if cal:
-        rows.append(
-            (
-                "Agreement at this threshold",
-                f"precision <strong>{_fmt(cal.get('precision'))}</strong> · recall "
-                f"<strong>{_fmt(cal.get('recall'))}</strong> · F1 <strong>{_fmt(cal.get('f1'))}</strong> "
-                + esc(
-                    f"on {cal.get('n', '?')} {cal.get('split', 'validation')} pairs, "
-                    f"{cal.get('n_positive', '?')} of them {_level_name(cal.get('level'))}"
-                ),
-            )
-        )
-    else:
-        given = str(summary.get("threshold_source") or "").startswith("given")
-        rows.append(
-            (
-                "Agreement at this threshold",
-                "not measured: the threshold was given, not calibrated"
-                if given
-                else "not recorded in this run",
-            )
-        )
-    if rr:
-        rows.append(
-            (
-                "Reranker",
-                esc(
-                    f"{rr.get('describe', '')}; {rr.get('kept', '?')} of {rr.get('candidates', '?')} "
-                    f"candidate pairs kept (candidate floor {rr.get('candidate_floor', '?')})"
-                ),
-            )
-        )
-    text = [f"conversion {summary['conversion']}" if summary.get("conversion") else ""]
-    text.append(f"embedded fields {summary['text_fields']}" if summary.get("text_fields") else "")
+    return rows
+
+
+def _agreement(record: RunRecord) -> str:
+    """How well the threshold agreed with the editors' labels where it was calibrated."""
+    cal = record.info.threshold_calibration
+    if cal is None:
+        if record.threshold_source.startswith("given"):
+            return "not measured: the threshold was given, not calibrated"
+        return "not recorded in this run"
+    return (
+        f"precision <strong>{_fmt(cal.precision)}</strong> · recall <strong>{_fmt(cal.recall)}</strong> · "
+        f"F1 <strong>{_fmt(cal.f1)}</strong> "
+        + esc(f"on {cal.n} {cal.split} pairs, {cal.n_positive} of them {_level_name(cal.level)}")
+    )
+
+
+def _threshold_rows(record: RunRecord) -> list[Row]:
+    """The threshold, on which score, where it came from, its agreement, the reranker, the text embedded."""
+    on = "rerank score" if record.rerank is not None else "cosine similarity"
+    rows = [
+        ("Threshold", f"<strong>{_fmt(record.threshold, 4)}</strong> on the {on}"),
+        ("Where it came from", iso(record.threshold_source or "?")),
+        ("Agreement at this threshold", _agreement(record)),
+    ]
+    rr = record.rerank
+    if rr is not None:
+        kept = f"{rr.kept} of {rr.candidates} candidate pairs kept (candidate floor {rr.candidate_floor})"
+        rows.append(("Reranker", esc(f"{rr.describe}; {kept}")))
+    text = [f"conversion {record.conversion}" if record.conversion else ""]
+    text.append(f"embedded fields {record.text_fields}" if record.text_fields else "")
     if any(text):
         rows.append(("Text", esc(", ".join(t for t in text if t))))
+    return rows
+
+
+SPEARMAN_LINES = (
+    ("zero-shot base model", "before"),
+    ("fine-tuned bi-encoder", "after"),
+    ("fine-tuned, with reranker", "reranked"),
+)
+"""The model card's Spearman table: each line's label and the training record's key."""
+
+
+def _spearman_table(card: ModelCard) -> str:
+    """Spearman ×100 on the validation and test pairs, before and after fine-tuning ("" without a record)."""
+    table = []
+    for label, key in SPEARMAN_LINES:
+        v, t = card.spearman(f"{key}/validation"), card.spearman(f"{key}/test")
+        if v is not None or t is not None:
+            table.append(
+                f"<tr><th scope='row'>{label}</th><td class='num'>{_fmt(v, 2)}</td>"
+                f"<td class='num'>{_fmt(t, 2)}</td></tr>"
+            )
+    if not table:
+        return ""
+    return (
+        "<h3>Spearman ×100 against the annotators' scores (agreement between annotators is the "
+        "ceiling)</h3><table class='metrics'><tr><th></th><th>validation</th><th>test</th></tr>"
+        + "".join(table)
+        + "</table>"
+    )
+
+
+def model_card_html(record: RunRecord, learning_curve: str | None) -> str:
+    """The page's model card: which model judged, its threshold and where it came from, its quality before
+    and after fine-tuning, its learning curve."""
+    rows = _model_rows(record) + _threshold_rows(record)
     body = "".join(f"<tr><th scope='row'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     parts = ["<section id='model' class='panel'><h2>The judge: model and threshold</h2>"]
     parts.append(f"<table class='card'>{body}</table>")
-    metrics = card.get("metrics") or {}
-    lines = (
-        ("zero-shot base model", "before"),
-        ("fine-tuned bi-encoder", "after"),
-        ("fine-tuned, with reranker", "reranked"),
-    )
-    table = []
-    for label, key in lines:
-        v, t = metrics.get(f"{key}/validation"), metrics.get(f"{key}/test")
-        if v or t:
-            table.append(
-                f"<tr><th scope='row'>{label}</th><td class='num'>{_fmt((v or {}).get('spearman'), 2)}</td>"
-                f"<td class='num'>{_fmt((t or {}).get('spearman'), 2)}</td></tr>"
-            )
-    if table:
-        parts.append(
-            "<h3>Spearman ×100 against the annotators' scores (agreement between annotators is the "
-            "ceiling)</h3><table class='metrics'><tr><th></th><th>validation</th><th>test</th></tr>"
-            + "".join(table)
-            + "</table>"
-        )
-    elif info.get("zero_shot"):
+    spearman = _spearman_table(record.info.card)
+    if spearman:
+        parts.append(spearman)
+    elif record.info.zero_shot:
         parts.append("<p class='meta'>No training record: this model was not fine-tuned here.</p>")
     if learning_curve:
         parts.append(
@@ -433,18 +467,17 @@ def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -
     return f"<div class='bars'><h3>{esc(title)}</h3>{note}<ul>{rows}</ul></div>"
 
 
-def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame) -> str:
+def _overview(data: dict[str, Any], record: RunRecord, pairs: pd.DataFrame) -> str:
     clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]  # the current ones
-    counts = summary.get("counts") or {}
     clustered = sum(c["size"] for c in clusters)
     figures = [
-        (summary.get("items"), "items read"),
+        (record.items, "items read"),
         (len(pairs), "pairs"),
         (len(clusters), "clusters"),
         (clustered, "items in clusters"),
     ]
     if data["daily"]:
-        figures.append((counts.get("clusters_in_window"), "clusters in the window"))
+        figures.append((record.clusters_in_window, "clusters in the window"))
     stats = "".join(
         f"<div class='stat'><span class='n'>{esc(f'{v:,}' if isinstance(v, int) else str(v))}</span>"
         f"<span>{esc(label)}</span></div>"
@@ -453,7 +486,7 @@ def _overview(data: dict[str, Any], summary: dict[str, Any], pairs: pd.DataFrame
     )
     parts = [f"<section id='overview' class='panel'><h2>Overview</h2><div class='stats'>{stats}</div>"]
     if data["daily"]:
-        window = counts.get("clusters_in_window")
+        window = record.clusters_in_window
         parts.append(
             "<p class='meta'>A daily report lists the clusters this run touched"
             + (f" ({len(clusters):,} of the window's {window:,})" if isinstance(window, int) else "")
@@ -532,7 +565,7 @@ def _controls(data: dict[str, Any]) -> str:
 def render_html(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
-    summary: dict[str, Any],
+    record: RunRecord,
     frame: pd.DataFrame | None = None,
     *,
     learning_curve: str | None = None,
@@ -540,18 +573,17 @@ def render_html(
 ) -> str:
     """The report page (see the module docstring). ``learning_curve``: the file name of the learning-curve
     PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review."""
-    data = page_data(pairs, clusters, summary, frame, near_misses)
-    info = summary.get("model_info") or {}
-    when = summary.get("finished_at") or ""
-    mode = "daily run " + str(summary.get("run_id", "")) if data["daily"] else "batch run"
+    data = page_data(pairs, clusters, record, frame, near_misses)
+    when = record.finished_at or ""
+    mode = "daily run " + record.run_id if data["daily"] else "batch run"
     meta = " · ".join(
         x
         for x in (
             esc(mode),
             f"written {esc(when)}" if when else "",
-            f"corpus {iso(Path(str(summary['corpus'])).name)}" if summary.get("corpus") else "",
-            f"model {iso(summary.get('model') or info.get('model_id') or '?')}",
-            f"threshold {_fmt(summary.get('threshold'), 4)}",
+            f"corpus {iso(Path(record.corpus).name)}" if record.corpus else "",
+            f"model {iso(record.model_name)}",
+            f"threshold {_fmt(record.threshold, 4)}",
         )
         if x
     )
@@ -568,10 +600,10 @@ def render_html(
         f"<p class='meta'>{meta}</p>",
         "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#review'>Review</a> · "
         "<a href='#list'>Clusters</a></nav></header><main>",
-        *_notices(summary),
+        *_notices(record),
         _spreadsheet_notice(text_changes(frame)),
-        _model_card(summary, learning_curve),
-        _overview(data, summary, pairs),
+        model_card_html(record, learning_curve),
+        _overview(data, record, pairs),
         review.review_section(data),
         "<section id='list' class='panel'><h2>Clusters</h2>",
         _controls(data),
@@ -593,9 +625,7 @@ def render_html(
     return head + "\n".join(body) + "\n"
 
 
-def render_overview_png(
-    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], path: Path
-) -> None:
+def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:
     """Two plots for a quick look: the pair similarities against the threshold, and the cluster sizes."""
     import matplotlib  # deferred: matplotlib costs ~1 s to import and only the report needs it
 
@@ -606,10 +636,10 @@ def render_overview_png(
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     if len(pairs):
         left.hist(pairs["similarity"].to_numpy(dtype=float), bins=40, color="#4477aa")
-    if isinstance(summary.get("threshold"), (int, float)):
-        left.axvline(float(summary["threshold"]), color="#cc3311", linestyle="--", label="threshold")
+    if record.threshold is not None:
+        left.axvline(float(record.threshold), color="#cc3311", linestyle="--", label="threshold")
         left.legend(loc="upper right")
-    score = "rerank score" if summary.get("rerank") else "cosine"
+    score = "rerank score" if record.rerank is not None else "cosine"
     left.set(title=f"{len(pairs):,} pairs: {score}", xlabel=score, ylabel="pairs")
     if len(clusters):
         sizes = clusters["size"].value_counts().sort_index()
@@ -617,7 +647,8 @@ def render_overview_png(
         right.set_yscale("log")
         right.xaxis.set_major_locator(MaxNLocator(integer=True))
     right.set(title=f"{len(clusters):,} clusters: size", xlabel="items in the cluster", ylabel="clusters")
-    fig.suptitle(f"{summary.get('items', '?')} items · model {summary.get('model', '?')}", fontsize=10)
+    items = "?" if record.items is None else record.items
+    fig.suptitle(f"{items} items · model {record.model or '?'}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)

@@ -3,15 +3,16 @@
 Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/latest`` pointing at the newest):
 
 - ``pairs.parquet`` / ``pairs.csv``: one row per pair (:data:`PAIRS_SCHEMA`);
-- ``clusters.parquet``: one row per cluster (:data:`CLUSTERS_SCHEMA`), ``members.csv``: one row per
-  cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users; ``report.xlsx`` holds the three tables;
+- ``clusters.parquet``: one row per cluster (:data:`nlsim.clusters.table.CLUSTERS_SCHEMA`);
+  ``members.csv``: one row per cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users;
+  ``report.xlsx`` holds the three tables;
 - ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
   (:mod:`nlsim.dedup.near_misses`);
 - ``index.html`` and ``overview.png`` (:mod:`nlsim.dedup.html`), ``summary.md``; ``learning_curve.png``
   when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
   ``window/members.csv``;
-- ``run.json``: the run record (:class:`nlsim.dedup.stats.RunStats`) and the SHA-256 of every other file.
+- ``run.json``: the run record (:class:`nlsim.dedup.record.RunRecord`) and the SHA-256 of every other file.
 
 Each Parquet file has one declared schema, the same for batch and daily runs (timestamps in microseconds,
 UTC; scores float32; lists of strings). A batch report is written into a staging folder and moved into
@@ -26,7 +27,8 @@ Example:
     >>> pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.97]})
     >>> from nlsim.clusters.table import batch_clusters
     >>> labels, clusters = batch_clusters(frame, pairs)
-    >>> paths = write_report(out, pairs_table(frame, pairs, labels), clusters, {"model": "m"}, frame=frame)
+    >>> record = RunRecord(model="m")
+    >>> paths = write_report(out, pairs_table(frame, pairs, labels), clusters, record, frame=frame)
     >>> sorted(p.name for p in paths.values())[:4]
     ['clusters.parquet', 'index.html', 'members.csv', 'near_misses.parquet']
 """
@@ -38,7 +40,7 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import asdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,8 +50,11 @@ import pandas as pd
 import pyarrow as pa
 
 from nlsim.clusters.order import order_rank
+from nlsim.clusters.table import CLUSTERS_SCHEMA, TS
 from nlsim.dedup.html import render_html, render_overview_png
 from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
+from nlsim.dedup.record import RunRecord
+from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
 from nlsim.faults import fault_point
 from nlsim.io.atomic import (
@@ -63,7 +68,6 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.ownership import claim_folder
 
-TS = pa.timestamp("us", tz="UTC")
 PAIRS_SCHEMA = pa.schema(
     [
         ("id_a", pa.string()),
@@ -85,27 +89,6 @@ PAIRS_SCHEMA = pa.schema(
 """``pairs.parquet``: ``similarity`` is the score the threshold applies to (the rerank score when the model
 has a reranker, else the cosine); ``cosine`` is the bi-encoder's; ``cross_encoder`` is null without a
 reranker. ``id_a`` is the earlier item by the order rule (:mod:`nlsim.clusters.order`)."""
-CLUSTERS_SCHEMA = pa.schema(
-    [
-        ("cluster_id", pa.string()),
-        ("status", pa.string()),
-        ("size", pa.int64()),
-        ("representative", pa.string()),
-        ("representative_title", pa.string()),
-        ("member_ids", pa.list_(pa.string())),
-        ("added_ids", pa.list_(pa.string())),
-        ("absorbed", pa.list_(pa.string())),
-        ("sources", pa.list_(pa.string())),
-        ("first_published", TS),
-        ("last_published", TS),
-        ("max_similarity", pa.float32()),
-        ("mean_similarity", pa.float32()),
-    ]
-)
-"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
-change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
-had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
-one."""
 MEMBERS_SCHEMA = pa.schema(
     [
         ("cluster_id", pa.string()),
@@ -175,16 +158,12 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
     def col(name: str) -> np.ndarray:
         return frame[name].astype(str).to_numpy() if name in frame else np.full(len(frame), "", dtype=object)
 
-    sim = pairs["similarity"].to_numpy(dtype=np.float32)
+    scored = with_scores(pairs)
     out = pd.DataFrame(
         {
             "id_a": frame["id"].astype(str).to_numpy()[a],
             "id_b": frame["id"].astype(str).to_numpy()[b],
-            "similarity": sim,
-            "cosine": pairs["cosine"].to_numpy(dtype=np.float32) if "cosine" in pairs else sim,
-            "cross_encoder": pairs["cross_encoder"].to_numpy(dtype=np.float32)
-            if "cross_encoder" in pairs
-            else np.full(len(a), np.nan, np.float32),
+            **{c: scored[c].to_numpy() for c in SCORES},
             "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
             "title_a": col("title")[a],
             "title_b": col("title")[b],
@@ -243,11 +222,10 @@ def _md_cell(value: Any) -> str:
     return html_lib.escape(text, quote=False).replace("|", "\\|")
 
 
-def render_markdown(
-    pairs: pd.DataFrame, clusters: pd.DataFrame, summary: dict[str, Any], top: int = 10
-) -> str:
+def render_markdown(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, top: int = 10) -> str:
     """A short Markdown summary: the run's figures and the largest clusters."""
     lines = ["# nlsim near-duplicate report", ""]
+    figures = record.to_dict()
     for key in (
         "corpus",
         "items",
@@ -262,11 +240,11 @@ def render_markdown(
         "clustered_items",
         "elapsed_s",
     ):
-        if key in summary and summary[key] is not None:
-            lines.append(f"- **{key.replace('_', ' ')}**: {_md_cell(summary[key])}")
-    if summary.get("model_switch"):
-        sw = summary["model_switch"]
-        lines.append(f"- **model switch**: {_md_cell(sw.get('from_model'))} → {_md_cell(sw.get('to_model'))}")
+        if figures[key] is not None:
+            lines.append(f"- **{key.replace('_', ' ')}**: {_md_cell(figures[key])}")
+    sw = record.model_switch
+    if sw is not None:
+        lines.append(f"- **model switch**: {_md_cell(sw.from_model)} → {_md_cell(sw.to_model)}")
     lines += [
         "",
         f"## Largest clusters (top {min(top, len(clusters))})",
@@ -307,11 +285,10 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     write_xlsx({"clusters": clusters, "members": members, "pairs": csv_pairs}, folder / "report.xlsx")
 
 
-def copy_learning_curve(summary: dict[str, Any], folder: Path) -> str | None:
-    """Copy the model folder's ``learning_curve.png`` (``model_info["card"]["learning_curve"]``) into the
-    report; returns its name there, ``None`` when the model has none."""
-    card = (summary.get("model_info") or {}).get("card") or {}
-    source = card.get("learning_curve")
+def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
+    """Copy the model folder's ``learning_curve.png`` (the model card's) into the report; returns its name
+    there, ``None`` when the model has none."""
+    source = record.info.card.learning_curve
     if not source or not Path(source).is_file():
         return None
     shutil.copyfile(source, folder / LEARNING_CURVE)
@@ -322,7 +299,7 @@ def write_files(
     folder: Path,
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
-    summary: dict[str, Any],
+    record: RunRecord,
     frame: pd.DataFrame | None = None,
     window: pd.DataFrame | None = None,
     extra: dict[str, Any] | None = None,
@@ -339,14 +316,17 @@ def write_files(
             {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
         )
     current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
-    summary = {  # the counts are those of the tables written, whatever the caller's record said
-        **summary,
-        "pairs": int(len(pairs)),
-        "clusters": int(len(current)),
-        "clustered_items": int(current["size"].sum()) if len(current) else 0,
-        "finished_at": summary.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds"),
-        "spreadsheet_changes": [asdict(c) for c in text_changes(frame)],
-    }
+    record = replace(  # the counts are those of the tables written, whatever the caller's record said
+        record,
+        counts={
+            **record.counts,
+            "pairs": int(len(pairs)),
+            "clusters": int(len(current)),
+            "clustered_items": int(current["size"].sum()) if len(current) else 0,
+        },
+        finished_at=record.finished_at or datetime.now(UTC).isoformat(timespec="seconds"),
+        spreadsheet_changes=text_changes(frame),
+    )
     members = members_table(clusters, frame)
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
@@ -361,13 +341,13 @@ def write_files(
         pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
         write_csv(members_table(window, frame), folder / "window" / "members.csv")
         names += ["window/clusters.parquet", "window/members.csv"]
-    curve = copy_learning_curve(summary, folder)
+    curve = copy_learning_curve(record, folder)
     if curve:
         names.append(curve)
-    page = render_html(pairs, clusters, summary, frame, learning_curve=curve, near_misses=missed)
+    page = render_html(pairs, clusters, record, frame, learning_curve=curve, near_misses=missed)
     (folder / "index.html").write_text(page, encoding="utf-8")
-    (folder / "summary.md").write_text(render_markdown(pairs, clusters, summary), encoding="utf-8")
-    render_overview_png(pairs, clusters, summary, folder / "overview.png")
+    (folder / "summary.md").write_text(render_markdown(pairs, clusters, record), encoding="utf-8")
+    render_overview_png(pairs, clusters, record, folder / "overview.png")
     names += list(PAGE_FILES)
     for name, writer in (extra or {}).items():
         writer(folder / name)
@@ -383,7 +363,8 @@ def write_files(
         else:
             hashes[name] = file_sha256(path)
     (folder / "run.json").write_text(
-        json.dumps({**summary, "files": hashes}, indent=2, default=str, ensure_ascii=False), encoding="utf-8"
+        json.dumps({**record.to_dict(), "files": hashes}, indent=2, default=str, ensure_ascii=False),
+        encoding="utf-8",
     )
     return names
 
@@ -392,7 +373,7 @@ def write_report(
     out_dir: str | Path,
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
-    summary: dict[str, Any],
+    record: RunRecord,
     frame: pd.DataFrame | None = None,
     extra: dict[str, Any] | None = None,
     near_misses: pd.DataFrame | None = None,
@@ -403,7 +384,7 @@ def write_report(
     claim_folder(out, "report", what="report folder")
     staging = make_temp_dir(out, ".staging-")
     try:
-        names = write_files(staging, pairs, clusters, summary, frame, extra=extra, near_misses=near_misses)
+        names = write_files(staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses)
         top = sorted({n.split("/")[0] for n in names})
         publish_files(staging, out, [*top, "run.json"], last="run.json")
     finally:
@@ -436,7 +417,7 @@ def publish_daily_report(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
     frame: pd.DataFrame,
-    summary: dict[str, Any],
+    record: RunRecord,
     window: pd.DataFrame | None = None,
     near_misses: pd.DataFrame | None = None,
 ) -> Path:
@@ -448,7 +429,7 @@ def publish_daily_report(
     runs.mkdir(parents=True, exist_ok=True)
     final = runs / run_id
     with atomic_dir(final) as tmp:
-        write_files(tmp, pairs, clusters, summary, frame, window=window, near_misses=near_misses)
+        write_files(tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses)
     fault_point("report-publish")
     link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
     os.symlink(Path(RUNS_DIR) / run_id, link_tmp)

@@ -18,8 +18,9 @@ HTML (:func:`review_section`), its script and style (``assets/review.js``, ``ass
 model card's line on the editors' labels the model was trained on (:func:`editor_labels_text`).
 
 Example:
-    >>> review_meta({"run_id": "batch-1a2b3c4d5e", "model": "m", "threshold": 0.9,
-    ...              "model_info": {"version": "v0002-1a2b3c4d"}})["model"]
+    >>> from nlsim.dedup.record import ModelInfo, RunRecord
+    >>> review_meta(RunRecord(run_id="batch-1a2b3c4d5e", model="m", threshold=0.9,
+    ...                       model_info=ModelInfo(requested="current", version="v0002-1a2b3c4d")))["model"]
     'v0002-1a2b3c4d'
     >>> editor_labels_text({"merged": {"train": 30, "validation": 10}, "from_page": {"train": 12}})
     '30 training pairs from editors’ files (and 10 validation pairs); 12 of them marked in a report page'
@@ -35,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.dedup.record import RunRecord
 from nlsim.io import editor_file
 
 LEVELS = (
@@ -61,16 +63,15 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else round(f, 6)
 
 
-def review_meta(summary: dict[str, Any]) -> dict[str, Any]:
+def review_meta(record: RunRecord) -> dict[str, Any]:
     """What the panel and its export need from the run: the run id (the key of the marks), the model
     (its store version when it has one) and the threshold that showed the pairs, the levels."""
-    info = summary.get("model_info") or {}
-    model = info.get("version") or summary.get("model") or info.get("model_id") or ""
+    info = record.info
     return {
-        "runId": str(summary.get("run_id") or ""),
-        "model": str(model),
-        "threshold": _num(summary.get("threshold")),
-        "score": "rerank score" if summary.get("rerank") else "cosine",
+        "runId": record.run_id,
+        "model": info.version or record.model or info.model_id,
+        "threshold": _num(record.threshold),
+        "score": "rerank score" if record.rerank is not None else "cosine",
         "levels": [{"v": v, "key": k, "label": label, "title": title} for v, k, label, title in LEVELS],
         "three": list(THREE),
         "columns": list(editor_file.COLUMNS),

@@ -32,8 +32,9 @@ import pandas as pd
 from nlsim.dedup import near_misses, stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.paths import check_paths
+from nlsim.dedup.record import RunRecord
 from nlsim.dedup.state import move_aside, remove_unfinished
-from nlsim.dedup.stats import RunStats
+from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
@@ -76,7 +77,7 @@ class DedupResult:
 
     out: Path
     report_dir: Path
-    stats: RunStats
+    stats: RunRecord
     pairs: pd.DataFrame
     clusters: pd.DataFrame
     run_id: str = ""
@@ -95,31 +96,35 @@ class DedupResult:
 
 
 @contextlib.contextmanager
-def _state_lock(config: DedupConfig, stats: RunStats) -> Iterator[None]:
+def _state_lock(config: DedupConfig, record: RunRecord) -> Iterator[None]:
     if not config.incremental:
         yield
         return
     with RunLock(config.state) as lock:
         if lock.message:
-            stats.say(lock.message)
+            record.say(lock.message)
         if config.rebuild_state:
             moved = move_aside(config.state)
             if moved is not None:
-                stats.say(f"moved the previous state to {moved}; building a fresh one")
+                record.say(f"moved the previous state to {moved}; building a fresh one")
         removed = remove_unfinished(config.state)
         if removed:
-            stats.say(
+            record.say(
                 f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
                 + ", ".join(removed)
             )
         yield
 
 
-def _fill_model(stats: RunStats, config: DedupConfig, model: stages.ModelChoice) -> None:
-    stats.model, stats.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
-    stats.model_info = model.info
-    stats.threshold, stats.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
-    stats.conversion, stats.text_fields = config.convert, ",".join(config.text_fields)
+def _fill_model(record: RunRecord, config: DedupConfig, model: stages.ModelChoice) -> None:
+    record.model, record.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
+    record.model_info = model.info
+    record.threshold, record.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
+    record.conversion, record.text_fields = config.convert, ",".join(config.text_fields)
+
+
+Step = Callable[..., Any]
+"""``step(name, function, *args)``: one stage through the run's ``call``, timed in the run record."""
 
 
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
@@ -130,7 +135,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.retention_days is not None and config.retention_days < 0:
         raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
     check_paths(config)
-    stats = RunStats(
+    record = RunRecord(
         mode="incremental" if config.incremental else "batch",
         corpus=config.corpus_path(),
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -138,91 +143,121 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     )
 
     def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-        with stats.stage(name):
+        with record.stage(name):
             return call(name, fn, *args)
 
-    with _state_lock(config, stats):
+    with _state_lock(config, record):
         corpus = step("load", stages.load, config)
         model = step("model", stages.load_model, config, encoder)
-        _fill_model(stats, config, model)
-        window = step("window", stages.open_window, config, corpus, model, stats)
-        stats.run_id, stats.input_key = window.run_id, window.input_key
-        stats.as_of = None if window.as_of is None else window.as_of.isoformat()
-        stats.counts.update(window.counts)
-        stats.model_switch = window.switch
-        state = window.state
-        if state is not None and state.last_run and state.last_run.get("input_key") == window.input_key:
-            stats.say(
-                f"run {window.run_id} was already committed to {config.state}; writing its report again"
-            )
-            folder = stages.replay_report(config, window)
-            last = state.last_run
-            replayed = RunStats(**{k: v for k, v in last.items() if k in RunStats.__dataclass_fields__})
-            replayed.messages = stats.messages
-            return _result(config, folder, replayed, replayed=True)
-        if state is not None and state.last_run:  # the last run was killed after its commit
-            last_id = state.last_run.get("run_id")
-            if last_id and not (Path(config.out) / "runs" / last_id / "run.json").exists():
-                stages.replay_report(config, window)
-                stats.say(f"wrote the missing report of the previous run {last_id}")
-        texts = step("convert", stages.convert_texts, window, config)
-        emb, hit = step("embed", stages.embed, texts, model, config)
-        stats.embedding_cache_hit = hit
-        stages.note_inference(stats.model_info, model.encoder)
-        window = step("index", stages.index, window, emb, config, model)
-        stats.index = window.index.describe()
-        reranked = model.reranker is not None
-        floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
-        pairs = step("neighbors", stages.neighbors, window, config, floor)
-        stats.counts["candidates"] = candidates = int(len(pairs))
-        if reranked:
-            pairs = step("rerank", stages.rerank, pairs, window, model, config)
-        pairs, below = near_misses.split(pairs, model.threshold.value)
-        if reranked:
-            stats.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
+        _fill_model(record, config, model)
+        window = step("window", stages.open_window, config, corpus, model, record)
+        _fill_window(record, window)
+        replayed = _replay_committed(config, window, record)
+        if replayed is not None:
+            return replayed
+        window, pairs, below = _search(step, record, config, model, window)
         clustering = step("cluster", stages.cluster, window, pairs, config)
-        missed = step("near-misses", stages.near_misses, window, below, clustering, config)
-        events = clustering.update.events["status"]
-        clusters = clustering.report_clusters
-        current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
-        stats.counts.update(
-            kept=int(len(window.items)),
-            pairs=int(len(pairs)),
-            clusters=int(len(current)),
-            clustered_items=int(current["size"].sum()) if len(current) else 0,
-            clusters_new=int((events == "new").sum()),
-            clusters_grown=int((events == "grown").sum()),
-            clusters_merged=int((events == "merged").sum()),
-            clusters_absorbed=len(clustering.update.merged_into),
-            clusters_dissolved=len(clustering.update.dissolved),
-            clusters_in_window=int(len(clustering.window_clusters)),
-            near_misses=int(len(missed)),
-        )
-        stats.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
-        if clustering.update.dissolved:
-            stats.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
+        missed = step("near-misses", stages.near_misses, below, clustering, config)
+        _fill_clusters(record, window, pairs, clustering, missed)
         if config.incremental:
-            step("commit", stages.commit, config, window, clustering, model, stats.to_dict(), missed)
-        folder = step("report", stages.report, config, window, clustering, model, stats.to_dict(), missed)
+            step("commit", stages.commit, config, window, clustering, model, record, missed)
+        folder = step("report", stages.report, config, window, clustering, model, record, missed)
         if config.incremental:  # the complete figures (commit and report timings included) beside the state
             atomic_write_text(
                 Path(config.state) / "runs" / f"{window.run_id}.json",
-                json.dumps(stats.to_dict(), indent=1, default=str),
+                json.dumps(record.to_dict(), indent=1, default=str),
             )
     return _result(
         config,
         folder,
-        stats,
+        record,
         pairs=clustering.report_pairs,
-        clusters=clusters,
+        clusters=clustering.report_clusters,
         window_clusters=clustering.window_clusters,
     )
+
+
+def _fill_window(record: RunRecord, window: Window) -> None:
+    record.run_id, record.input_key = window.run_id, window.input_key
+    record.as_of = None if window.as_of is None else window.as_of.isoformat()
+    record.counts.update(window.counts)
+    record.model_switch = window.switch
+
+
+def _replay_committed(config: DedupConfig, window: Window, record: RunRecord) -> DedupResult | None:
+    """A daily input already committed: its stored report written again (the result, else ``None``). The
+    report of a previous run killed after its commit is written first."""
+    state = window.state
+    if state is None or not state.last_run:
+        return None
+    last = RunRecord.from_dict(state.last_run)
+    if last.input_key == window.input_key:
+        record.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
+        folder = stages.replay_report(config, window)
+        last.messages = record.messages
+        return _result(config, folder, last, replayed=True)
+    # the last run was killed after its commit: its report first
+    if last.run_id and not (Path(config.out) / "runs" / last.run_id / "run.json").exists():
+        stages.replay_report(config, window)
+        record.say(f"wrote the missing report of the previous run {last.run_id}")
+    return None
+
+
+def _search(
+    step: Step, record: RunRecord, config: DedupConfig, model: stages.ModelChoice, window: Window
+) -> tuple[Window, pd.DataFrame, pd.DataFrame]:
+    """Convert, embed, index, search the neighbours and rerank them: the window with its index, the pairs
+    at or above the threshold and the candidates below it."""
+    texts = step("convert", stages.convert_texts, window, config)
+    emb, hit = step("embed", stages.embed, texts, model, config)
+    record.embedding_cache_hit = hit
+    record.model_info = stages.with_inference(model.info, model.encoder)
+    window = step("index", stages.index, window, emb, config, model)
+    record.index = window.index.describe()
+    reranked = model.reranker is not None
+    floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
+    pairs = step("neighbors", stages.neighbors, window, config, floor)
+    record.counts["candidates"] = candidates = int(len(pairs))
+    if reranked:
+        pairs = step("rerank", stages.rerank, pairs, window, model, config)
+    pairs, below = near_misses.split(pairs, model.threshold.value)
+    if reranked:
+        record.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
+    return window, pairs, below
+
+
+def _fill_clusters(
+    record: RunRecord,
+    window: Window,
+    pairs: pd.DataFrame,
+    clustering: stages.Clustering,
+    missed: pd.DataFrame,
+) -> None:
+    events = clustering.update.events["status"]
+    clusters = clustering.report_clusters
+    current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
+    record.counts.update(
+        kept=int(len(window.items)),
+        pairs=int(len(pairs)),
+        clusters=int(len(current)),
+        clustered_items=int(current["size"].sum()) if len(current) else 0,
+        clusters_new=int((events == "new").sum()),
+        clusters_grown=int((events == "grown").sum()),
+        clusters_merged=int((events == "merged").sum()),
+        clusters_absorbed=len(clustering.update.merged_into),
+        clusters_dissolved=len(clustering.update.dissolved),
+        clusters_in_window=int(len(clustering.window_clusters)),
+        near_misses=int(len(missed)),
+    )
+    record.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
+    if clustering.update.dissolved:
+        record.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
 
 
 def _result(
     config: DedupConfig,
     folder: Path,
-    stats: RunStats,
+    record: RunRecord,
     *,
     replayed: bool = False,
     pairs: pd.DataFrame | None = None,
@@ -236,10 +271,10 @@ def _result(
     return DedupResult(
         out=Path(config.out),
         report_dir=folder,
-        stats=stats,
+        stats=record,
         pairs=pairs,
         clusters=clusters,
-        run_id=stats.run_id,
+        run_id=record.run_id,
         replayed=replayed,
         window_clusters=window_clusters,
         files={n: folder / n for n in sorted(names)},

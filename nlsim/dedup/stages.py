@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,10 @@ from nlsim.clusters.order import order_keys
 from nlsim.clusters.table import cluster_table
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.record import ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
 from nlsim.dedup.report import pairs_table, publish_daily_report, write_report
+from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
-from nlsim.dedup.stats import RunStats
 from nlsim.dedup.window import Window, batch_window, incremental_window
 from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
@@ -61,7 +62,7 @@ class Threshold:
 
     value: float
     source: str
-    calibration: dict[str, Any] | None = None
+    calibration: Calibration | None = None
 
 
 @dataclass
@@ -71,7 +72,7 @@ class ModelChoice:
     encoder: Any
     reranker: Reranker | None
     threshold: Threshold
-    info: dict[str, Any] = field(default_factory=dict)
+    info: ModelInfo = field(default_factory=ModelInfo)
 
     @property
     def floor(self) -> float:
@@ -97,9 +98,11 @@ class ModelChoice:
 
 @dataclass
 class Clustering:
-    """The cluster stage's result: ids, events, every pair in the window, and the report's tables."""
+    """The cluster stage's result: ids, events, the window's items with their cluster ids, every pair in
+    the window, and the report's tables."""
 
     update: ClusterUpdate
+    items: pd.DataFrame
     pairs_all: pd.DataFrame
     report_pairs: pd.DataFrame
     report_clusters: pd.DataFrame
@@ -171,7 +174,7 @@ def resolve_threshold(
         )
         _warn_conversion(cal.conversion, config.convert, model_path)
         return Threshold(
-            float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal.as_dict()
+            float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal
         )
     if config.threshold is not None:
         return Threshold(float(config.threshold), "given with --threshold")
@@ -182,21 +185,19 @@ def resolve_threshold(
         _check_fingerprint(cal, encoder, config.calibration)
         _warn_conversion(cal.conversion, config.convert, config.calibration)
         return Threshold(
-            float(cal.threshold), f"calibration file {config.calibration}: {cal.describe()}", cal.as_dict()
+            float(cal.threshold), f"calibration file {config.calibration}: {cal.describe()}", cal
         )
     cal = load_calibration(model_path) if model_path is not None else None
     if cal is not None:
         _check_fingerprint(cal, encoder, Path(model_path) / "calibration.json")
         _warn_conversion(cal.conversion, config.convert, model_path)
-        return Threshold(
-            float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal.as_dict()
-        )
+        return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal)
     if fallback is not None:
         _check_fingerprint(fallback, encoder, "the model store's zero-shot calibration")
         return Threshold(
             float(fallback.threshold),
             f"zero-shot calibration of the model store: {fallback.describe()}",
-            fallback.as_dict(),
+            fallback,
         )
     raise ConfigError(
         f"no threshold for model {config.model!r}: cosine scales differ between models, so nlsim has no "
@@ -233,97 +234,105 @@ def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | No
     return reranker
 
 
-def model_card(folder: Path | None, store_info: dict[str, Any] | None) -> dict[str, Any]:
+def model_summary(folder: Path | None, store_info: dict[str, Any] | None) -> ModelCard:
     """What the report shows about a fine-tuned model: its training record and its store entry."""
-    card: dict[str, Any] = {}
     if folder is None:
-        return card
+        return ModelCard()
+    metrics, trained = None, None
     try:
         training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-        card["metrics"] = training.get("metrics", {})
+        metrics = training.get("metrics", {})
         keys = ("n_train", "n_validation", "seconds", "editor_labels")
-        card["trained"] = {k: training.get(k) for k in keys}
+        trained = TrainingFacts(**{k: training.get(k) for k in keys})
     except (OSError, ValueError):
         pass
-    if store_info:
-        card["store"] = store_info
     curve = folder / "learning_curve.png"
-    if curve.is_file():
-        card["learning_curve"] = str(curve)
-    return card
+    return ModelCard(metrics, trained, store_info or None, str(curve) if curve.is_file() else None)
+
+
+@dataclass(frozen=True)
+class _Requested:
+    """The encoder a run asks for, after ``current`` is resolved in the model store."""
+
+    name: str
+    zero_shot: bool | None = None
+    version: str | None = None
+    fallback: Calibration | None = None
+    store_info: dict[str, Any] | None = None
+
+
+def _resolve_current(config: DedupConfig) -> _Requested:
+    """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
+    calibration."""
+    store = ModelStore(config.model_store)
+    current = store.current()
+    if current is not None:
+        say(f"current model of {store.root}: {current.name}")
+        return _Requested(str(current), False, current.name, store_info=store.info(current))
+    fallback = load_calibration(store.zero_shot_dir())
+    # the zero-shot model is the one the store's zero-shot calibration was made for
+    name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
+    say(
+        f"no model has been promoted in {store.root} yet: using zero-shot {name}"
+        + (" with the store's zero-shot calibration" if fallback is not None else "")
+    )
+    if fallback is None and config.threshold is None and config.calibration is None:
+        raise ConfigError(
+            f"--model current: no model was ever promoted in {store.root} and it has no zero-shot "
+            "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
+            "--calibration FILE / --threshold X"
+        )
+    return _Requested(name, True, None, fallback)
 
 
 def load_model(config: DedupConfig, encoder: Any = None) -> ModelChoice:
     """The encoder (``current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
     calibration), its reranker and the threshold; says which."""
-    info: dict[str, Any] = {"requested": config.model}
-    name = config.model
-    fallback = None
-    store_info = None
-    if name == CURRENT_MODEL:
-        store = ModelStore(config.model_store)
-        current = store.current()
-        if current is None:
-            fallback = load_calibration(store.zero_shot_dir())
-            # the zero-shot model is the one the store's zero-shot calibration was made for
-            name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
-            info.update(zero_shot=True, version=None)
-            say(
-                f"no model has been promoted in {store.root} yet: using zero-shot {name}"
-                + (" with the store's zero-shot calibration" if fallback is not None else "")
-            )
-            if fallback is None and config.threshold is None and config.calibration is None:
-                raise ConfigError(
-                    f"--model current: no model was ever promoted in {store.root} and it has no zero-shot "
-                    "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
-                    "--calibration FILE / --threshold X"
-                )
-        else:
-            name = str(current)
-            store_info = store.info(current)
-            info.update(zero_shot=False, version=current.name, path=str(current))
-            say(f"current model of {store.root}: {current.name}")
+    asked = _resolve_current(config) if config.model == CURRENT_MODEL else _Requested(config.model)
     if encoder is None:
-        encoder = load_encoder(name, backend=config.backend, precision=config.precision)
+        encoder = load_encoder(asked.name, backend=config.backend, precision=config.precision)
     model_path = getattr(encoder, "path", None)
     reranker = _reranker_for(config, model_path)
-    threshold = resolve_threshold(config, encoder, reranker, fallback)
+    threshold = resolve_threshold(config, encoder, reranker, asked.fallback)
     if reranker is not None:
         check_threshold(threshold.value, "rerank threshold", low=-1.0, high=reranker.max_score())
     say(f"model {encoder.model_id}; {threshold.source}")
-    info.update(
+    folder = Path(model_path) if model_path is not None else None
+    zero_shot = asked.zero_shot
+    if zero_shot is None:
+        zero_shot = folder is None or not (folder / "training.json").exists()
+    info = ModelInfo(
+        requested=config.model,
+        zero_shot=zero_shot,
+        version=asked.version,
         model_id=encoder.model_id,
         fingerprint=encoder.fingerprint,
         path=str(model_path) if model_path is not None else None,
-        zero_shot=info.get(
-            "zero_shot", model_path is None or not (Path(model_path) / "training.json").exists()
-        ),
-        card=model_card(Path(model_path) if model_path is not None else None, store_info),
+        card=model_summary(folder, asked.store_info),
         threshold_calibration=threshold.calibration,
     )
-    note_inference(info, encoder)
-    return ModelChoice(encoder, reranker, threshold, info)
+    return ModelChoice(encoder, reranker, threshold, with_inference(info, encoder))
 
 
-def note_inference(info: dict[str, Any], encoder: Any) -> None:
-    """Put the encoder's inference path (backend, precision, why, the quality check) in the run record; before
-    the first big job decides it, what was asked."""
+def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
+    """``info`` with the encoder's inference path (backend, precision, why, the quality check); before the
+    first big job decides it, what was asked."""
     choice = getattr(encoder, "choice", None)
     if choice is not None:
-        info["backend"] = choice.backend
-        info["precision"] = choice.precision
-        info["inference"] = choice.as_dict()
-    else:
-        options = getattr(encoder, "options", {}) or {}
-        info["backend"] = options.get("backend", "torch")
-        info["precision"] = options.get("precision", "fp32")
-        info.pop("inference", None)
+        return replace(info, backend=choice.backend, precision=choice.precision, inference=choice.as_dict())
+    options = getattr(encoder, "options", {}) or {}
+    return replace(
+        info,
+        backend=options.get("backend", "torch"),
+        precision=options.get("precision", "fp32"),
+        inference=None,
+    )
 
 
 # --- window -------------------------------------------------------------------------------------------
 
 
-def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, stats: RunStats) -> Window:
+def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, record: RunRecord) -> Window:
     """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`)."""
     identity = model.identity(config)
     params = {
@@ -338,9 +347,9 @@ def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, stats: 
     window = incremental_window(config, corpus, state, identity, params)
     if window.switch is not None:
         sw = window.switch
-        what = "re-embedding the whole window" if sw["reembed"] else "pairing the window again"
-        stats.say(
-            f"the state was made with other settings ({'; '.join(sw['details'])}): {what} "
+        what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
+        record.say(
+            f"the state was made with other settings ({'; '.join(sw.details)}): {what} "
             f"({len(window.items)} items)"
         )
     return window
@@ -395,7 +404,6 @@ def embed(
         out = EmbeddingCache().get_or_compute(texts, encoder, config.convert, compute)
     else:
         out = compute(), False
-    note_inference(model.info, encoder)
     return out
 
 
@@ -435,8 +443,7 @@ def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoi
     if (config.nlist or config.nprobe) and built.kind != "ivf":
         say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
     say(f"index: {built.describe()}")
-    window.embeddings, window.index = full, built
-    return window
+    return replace(window, embeddings=full, index=built)
 
 
 def neighbors(
@@ -479,18 +486,18 @@ def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config:
     return scored
 
 
-def rerank_record(model: ModelChoice, candidates: int, kept: int) -> dict[str, Any]:
+def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecord:
     """What the run record keeps of the rerank stage: the combination, the candidate floor and the
     cross-encoder's score bound behind it, the counts, and the cross-encoder's inference path."""
     assert model.reranker is not None
-    return {
-        "describe": model.reranker.describe(),
-        "candidate_floor": round(model.floor, 6),
-        "cross_encoder_bound": round(model.reranker.cross_bound(), 6),
-        "candidates": candidates,
-        "kept": kept,
-        "inference": model.reranker.inference,
-    }
+    return RerankRecord(
+        describe=model.reranker.describe(),
+        candidate_floor=round(model.floor, 6),
+        cross_encoder_bound=round(model.reranker.cross_bound(), 6),
+        candidates=candidates,
+        kept=kept,
+        inference=model.reranker.inference,
+    )
 
 
 # --- cluster ------------------------------------------------------------------------------------------
@@ -504,17 +511,9 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
     keys = order_keys(ids.tolist(), items["published_at"])
     a = pairs["a"].to_numpy(dtype=np.int64)
     b = pairs["b"].to_numpy(dtype=np.int64)
-    today = pd.DataFrame(
-        {
-            "id_a": ids[a],
-            "id_b": ids[b],
-            "similarity": pairs["similarity"].to_numpy(np.float32),
-            "cosine": (pairs["cosine"] if "cosine" in pairs else pairs["similarity"]).to_numpy(np.float32),
-            "cross_encoder": pairs["cross_encoder"].to_numpy(np.float32)
-            if "cross_encoder" in pairs
-            else np.full(len(pairs), np.nan, np.float32),
-            "run_id": window.run_id,
-        }
+    scored = with_scores(pairs)
+    today = pd.DataFrame({"id_a": ids[a], "id_b": ids[b]}).assign(
+        **{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id
     )
     id_pairs = list(zip(today["id_a"], today["id_b"], strict=True))
     if window.regroup:
@@ -523,7 +522,6 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         upd = update_clusters(window.previous, window.anchors, keys, new_ids=window.today_ids, pairs=id_pairs)
     items = items.copy()
     items["cluster_id"] = [upd.assignment.get(i) for i in ids]
-    window.items = items
     old = window.old_pairs
     parts = [p for p in (old, today) if len(p)]
     pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
@@ -557,7 +555,7 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         else report_clusters
     )
     return Clustering(
-        upd, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
+        upd, items, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
     )
 
 
@@ -569,14 +567,14 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
     )
     touched = set(upd.events["cluster_id"])
     rows = []
-    for cid, (und, ns, aid) in sorted(upd.anchors.items()):
+    for cid, anchor in sorted(upd.anchors.items()):
         known = old is not None and cid in old.index
         rows.append(
             {
                 "cluster_id": cid,
-                "anchor_undated": und,
-                "anchor_ns": ns,
-                "anchor_id": aid,
+                "anchor_undated": anchor.undated,
+                "anchor_ns": anchor.ns,
+                "anchor_id": anchor.item_id,
                 "created_run": old.at[cid, "created_run"] if known else window.run_id,
                 "updated_run": window.run_id if (cid in touched or not known) else old.at[cid, "updated_run"],
             }
@@ -584,33 +582,29 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
     return pd.DataFrame(rows) if rows else empty_clusters()
 
 
-def near_misses(
-    window: Window, below: pd.DataFrame, clustering: Clustering, config: DedupConfig
-) -> pd.DataFrame:
+def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig) -> pd.DataFrame:
     """The report's near misses: the best ``config.near_misses`` candidate pairs below the threshold whose
     items are not in one cluster (:mod:`nlsim.dedup.near_misses`)."""
-    labels = (
-        window.items["cluster_id"] if "cluster_id" in window.items else pd.Series([None] * len(window.ids))
-    )
+    labels = clustering.items["cluster_id"]
     missed = near.near_miss_pairs(below, labels, config.near_misses)
     if missed.empty:
         return near.empty_table()
-    table = pairs_table(window.items, missed, labels)
+    table = pairs_table(clustering.items, missed, labels)
     return near.near_miss_table(table, clustering.update.assignment)
 
 
 # --- commit, report -----------------------------------------------------------------------------------
 
 
-def report_frame(window: Window, clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
+def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
     """The items a report shows (members of its clusters, ends of its pairs and of its near misses)."""
     tables = (clustering.report_clusters, clustering.window_clusters)
     members = {m for t in tables for ms in t["member_ids"] for m in ms}
     ends = set(clustering.report_pairs["id_a"]) | set(clustering.report_pairs["id_b"])
     if missed is not None and len(missed):
         ends |= set(missed["id_a"]) | set(missed["id_b"])
-    items = window.items
-    keep = items["id"].isin(members | ends) if len(window.items) > 0 else []
+    items = clustering.items
+    keep = items["id"].isin(members | ends) if len(items) > 0 else []
     return items.loc[keep, ["id", "title", "source", "url", "published_at"]].reset_index(drop=True)
 
 
@@ -619,7 +613,7 @@ def commit(
     window: Window,
     clustering: Clustering,
     model: ModelChoice,
-    run: dict[str, Any],
+    record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> None:
     """Make the run's window the state's new generation (incremental runs)."""
@@ -627,17 +621,17 @@ def commit(
         config.state,
         identity=model.identity(config),
         index=window.index,
-        items=window.items,
+        items=clustering.items,
         embeddings=window.embeddings,
         pairs=clustering.pairs_all,
         clusters=clustering.clusters_state,
         as_of=window.as_of,
-        run=run,
+        run=record.to_dict(),
         report_tables={
             "pairs": clustering.report_pairs,
             "clusters": clustering.report_clusters,
             "window": clustering.window_clusters,
-            "frame": report_frame(window, clustering, missed),
+            "frame": report_frame(clustering, missed),
             "near_misses": near.empty_table() if missed is None else missed,
         },
         previous=window.state,
@@ -662,19 +656,19 @@ def report(
     window: Window,
     clustering: Clustering,
     model: ModelChoice,
-    run: dict[str, Any],
+    record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> Path:
     """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
     into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
-    frame = report_frame(window, clustering, missed)
+    frame = report_frame(clustering, missed)
     if not config.incremental:
         extra = {"index": _index_writer(window, model, config)} if config.save_index else None
         write_report(
             config.out,
             clustering.report_pairs,
             clustering.report_clusters,
-            run,
+            record,
             frame,
             extra=extra,
             near_misses=missed,
@@ -686,7 +680,7 @@ def report(
         clustering.report_pairs,
         clustering.report_clusters,
         frame,
-        run,
+        record,
         window=clustering.window_clusters,
         near_misses=missed,
     )
@@ -706,7 +700,7 @@ def replay_report(config: DedupConfig, window: Window) -> Path:
         tables["pairs"],
         tables["clusters"],
         tables["frame"],
-        dict(state.last_run),
+        RunRecord.from_dict(state.last_run),
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
     )

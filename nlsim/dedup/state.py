@@ -384,6 +384,60 @@ def remove_unfinished(folder: str | Path) -> list[str]:
     return removed
 
 
+@dataclass(frozen=True)
+class Generation:
+    """What a committed generation holds: the window's index, items, embeddings, pairs and clusters, the
+    report tables of its run, and the run record."""
+
+    index: Any
+    items: pd.DataFrame
+    embeddings: np.ndarray
+    pairs: pd.DataFrame
+    clusters: pd.DataFrame
+    report_tables: dict[str, pd.DataFrame]
+    run: dict[str, Any]
+
+
+def _write_generation(tmp: Path, gen: Generation, identity: StateIdentity) -> None:
+    """Every file of a generation into the (temporary) folder ``tmp``; the fault points of the kill tests
+    between them."""
+    meta = IndexMeta(
+        model_id=identity.model_id,
+        fingerprint=identity.fingerprint,
+        conversion=identity.conversion,
+        dim=identity.dim,
+    )
+    ids = gen.items["id"].astype(str).tolist()
+    save_index(tmp / "index", gen.index, ids, meta, embeddings=gen.embeddings)
+    fault_point("index-write")
+    gen.items.to_parquet(tmp / "items.parquet", index=False, engine="pyarrow")
+    gen.pairs.reset_index(drop=True).to_parquet(tmp / "pairs.parquet", index=False, engine="pyarrow")
+    gen.clusters.reset_index(drop=True).to_parquet(tmp / "clusters.parquet", index=False, engine="pyarrow")
+    (tmp / "report").mkdir()
+    for tname, table in gen.report_tables.items():
+        table.to_parquet(tmp / "report" / f"{tname}.parquet", index=False, engine="pyarrow")
+    (tmp / "run.json").write_text(json.dumps(gen.run, indent=1, default=str), encoding="utf-8")
+    fault_point("state-write")
+
+
+def _file_hashes(final: Path) -> dict[str, dict[str, Any]]:
+    """SHA-256 and size of every file of a generation folder the manifest checks."""
+    files = {}
+    for path in sorted(p for p in final.rglob("*") if p.is_file()):
+        if path.parent.name == "index" and path.name != "meta.json":
+            continue  # the index files are checked by their own meta.json (hashes inside it)
+        rel = path.relative_to(final).as_posix()
+        files[rel] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    return files
+
+
+def _drop_old_generations(gens: Path, keep: tuple[str | None, ...]) -> None:
+    """Remove the generations older than the ones in ``keep`` (the new one and the previous one)."""
+    for child in gens.iterdir():
+        if child.name not in keep and GENERATION_NAME.match(child.name):
+            remove_tree(child)
+
+
 def commit_state(
     folder: str | Path,
     *,
@@ -410,30 +464,9 @@ def commit_state(
     generation = (previous.generation if previous is not None else 0) + 1
     name = f"g{generation:06d}-{uuid.uuid4().hex[:6]}"
     final = gens / name
-    meta = IndexMeta(
-        model_id=identity.model_id,
-        fingerprint=identity.fingerprint,
-        conversion=identity.conversion,
-        dim=identity.dim,
-    )
-    item_frame = items.reset_index(drop=True)
+    gen = Generation(index, items.reset_index(drop=True), embeddings, pairs, clusters, report_tables, run)
     with atomic_dir(final) as tmp:
-        save_index(tmp / "index", index, item_frame["id"].astype(str).tolist(), meta, embeddings=embeddings)
-        fault_point("index-write")
-        item_frame.to_parquet(tmp / "items.parquet", index=False, engine="pyarrow")
-        pairs.reset_index(drop=True).to_parquet(tmp / "pairs.parquet", index=False, engine="pyarrow")
-        clusters.reset_index(drop=True).to_parquet(tmp / "clusters.parquet", index=False, engine="pyarrow")
-        (tmp / "report").mkdir()
-        for tname, table in report_tables.items():
-            table.to_parquet(tmp / "report" / f"{tname}.parquet", index=False, engine="pyarrow")
-        (tmp / "run.json").write_text(json.dumps(run, indent=1, default=str), encoding="utf-8")
-        fault_point("state-write")
-    files = {}
-    for path in sorted(p for p in final.rglob("*") if p.is_file()):
-        if path.parent.name == "index" and path.name != "meta.json":
-            continue  # the index files are checked by their own meta.json (hashes inside it)
-        rel = path.relative_to(final).as_posix()
-        files[rel] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+        _write_generation(tmp, gen, identity)
     prev_name = previous.generation_dir.name if previous and previous.generation_dir else None
     manifest = {
         "format": FORMAT,
@@ -446,21 +479,19 @@ def commit_state(
         "as_of": None if as_of is None else pd.Timestamp(as_of).isoformat(),
         "items": int(len(items)),
         "clusters": int(len(clusters)),
-        "files": files,
+        "files": _file_hashes(final),
         "last_run": run,
     }
     fault_point("manifest")
     atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=1, default=str))
     atomic_write_text(folder / RUNS / f"{run['run_id']}.json", json.dumps(run, indent=1, default=str))
-    for child in gens.iterdir():  # older generations (the previous one is kept)
-        if child.name not in (name, prev_name) and GENERATION_NAME.match(child.name):
-            remove_tree(child)
+    _drop_old_generations(gens, (name, prev_name))
     return State(
         folder=folder,
         generation=generation,
         generation_dir=final,
         identity=identity,
-        items=item_frame,
+        items=gen.items,
         embeddings=embeddings,
         index=index,
         pairs=pairs,

@@ -17,6 +17,11 @@ window is embedded again with this run's model and clustered again, keeping clus
 survive (:func:`nlsim.clusters.assign.regroup`); a threshold or reranker change re-pairs the window
 without re-embedding. Either is recorded as the run's ``model_switch``.
 
+:func:`incremental_window` is made of named steps: :func:`classify` (today's items against the kept
+ones), :func:`expire` (the kept items past retention), :func:`restore` (the kept cluster ids and anchors,
+less the expired items) and :func:`prune` (the kept pairs still valid). The :class:`Window` they make is
+immutable.
+
 Example:
     >>> import pandas as pd
     >>> from nlsim.io.corpus import Corpus
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +46,7 @@ import pandas as pd
 from nlsim.clusters.assign import drop_items
 from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import DedupConfig, parse_time
+from nlsim.dedup.record import ModelSwitch
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError
 from nlsim.io.corpus import Corpus
@@ -60,9 +66,12 @@ ITEM_COLUMNS = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Window:
     """The items of one run (rows aligned with the embeddings and the index) and what to do with them.
+
+    A window is never changed once made: the index stage returns a copy holding the embeddings and the
+    index (``dataclasses.replace``); the cluster stage's result holds the items with their cluster ids.
 
     Attributes:
         items: the window after this run (``ITEM_COLUMNS``): kept rows first, then today's.
@@ -91,13 +100,14 @@ class Window:
     as_of: pd.Timestamp | None = None
     run_id: str = ""
     input_key: str = ""
-    switch: dict[str, Any] | None = None
+    switch: ModelSwitch | None = None
     reembed: bool = False
     regroup: bool = False
     state: State | None = None
     embeddings: np.ndarray | None = None
     index: Any = None
-    _converted: dict[int, str] = field(default_factory=dict)
+    _converted: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    """The converted texts of the rows converted so far (a cache, not part of the window's value)."""
 
     @property
     def ids(self) -> np.ndarray:
@@ -184,7 +194,7 @@ def _as_of(config: DedupConfig, state: State, times: pd.Series) -> pd.Timestamp:
     return max(pd.Timestamp(t) for t in cands) if cands else pd.Timestamp.now(tz="UTC").floor("D")
 
 
-def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> dict[str, Any] | None:
+def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> ModelSwitch | None:
     """How this run's vectors/threshold differ from the state's (``None`` when they match)."""
     if stored is None:
         return None
@@ -193,31 +203,55 @@ def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> dict[str
         return None
     vectors = {"model_id", "fingerprint", "dim", "conversion", "text_fields"}
     changed = [d.split(":", 1)[0] for d in diffs]
-    return {
-        "from_model": stored.model_id,
-        "to_model": identity.model_id,
-        "from_fingerprint": stored.fingerprint,
-        "to_fingerprint": identity.fingerprint,
-        "changed": changed,
-        "details": diffs,
-        "reembed": any(c in vectors for c in changed),
-    }
+    return ModelSwitch(
+        from_model=stored.model_id,
+        to_model=identity.model_id,
+        from_fingerprint=stored.fingerprint,
+        to_fingerprint=identity.fingerprint,
+        changed=changed,
+        details=diffs,
+        reembed=any(c in vectors for c in changed),
+    )
 
 
-def incremental_window(
-    config: DedupConfig, corpus: Corpus, state: State, identity: StateIdentity, params: dict[str, Any]
-) -> Window:
-    """Classify today's corpus against the kept state (see the module docstring)."""
-    today = corpus_items(corpus)
-    times = today["published_at"]
-    ref = _as_of(config, state, times)
-    params = {**params, "as_of": ref.isoformat(), "retention_days": config.retention_days or None}
-    key = input_key(identity, today, params)
-    run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{key[:10]}"
-    kept = state.items.reset_index(drop=True)
-    cutoff = ref - pd.Timedelta(days=float(config.retention_days)) if config.retention_days else None
-    retain_from = times.where(times.notna(), ref)
-    today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
+@dataclass(frozen=True)
+class Classified:
+    """Today's items against the kept ones: each item's ``status`` (new, changed, skipped, too_old), the
+    kept ids that ``expired``, the ids whose text ``changed`` (and did not expire) and the rows of today's
+    items to add (``todo``: new, or changed and not expired)."""
+
+    status: pd.Series
+    expired: set[str]
+    changed: set[str]
+    todo: np.ndarray
+
+    @property
+    def gone(self) -> set[str]:
+        """Kept ids whose rows leave the window: expired, or replaced by today's text."""
+        return self.expired | self.changed
+
+    def counts(self, quarantined: int) -> dict[str, int]:
+        """The run record's counts of the classification."""
+        return {
+            "items_in": len(self.status),
+            "quarantined": quarantined,
+            "new": int((self.status == "new").sum()),
+            "changed": len(self.changed),
+            "skipped": int((self.status == "skipped").sum()),
+            "too_old": int((self.status == "too_old").sum()),
+            "expired": len(self.expired),
+        }
+
+
+def expire(kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> set[str]:
+    """The kept ids retained from before the retention ``cutoff`` (none without retention)."""
+    if cutoff is None or not len(kept):
+        return set()
+    return set(kept.loc[(kept["retain_from"] < cutoff).to_numpy(), "id"].astype(str))
+
+
+def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> Classified:
+    """Today's items against the kept ones (see the module docstring)."""
     prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
     status = []
     for i, h, rf in zip(today["id"], today["content_hash"], today["retain_from"], strict=True):
@@ -228,79 +262,98 @@ def incremental_window(
         else:
             status.append("new")
     status_s = pd.Series(status, dtype=object)
-    expired_mask = (
-        (kept["retain_from"] < cutoff).to_numpy()
-        if cutoff is not None and len(kept)
-        else np.zeros(len(kept), bool)
-    )
-    expired = set(kept.loc[expired_mask, "id"].astype(str))
+    expired = expire(kept, cutoff)
     changed = set(today.loc[(status_s == "changed").to_numpy(), "id"]) - expired
     todo = ((status_s == "new") | ((status_s == "changed") & ~today["id"].isin(expired))).to_numpy()
-    switch = switch_of(state.identity, identity)
-    keep_mask = ~kept["id"].astype(str).isin(expired | changed).to_numpy()
-    base = kept.loc[keep_mask].reset_index(drop=True)
-    add = today.loc[todo].reset_index(drop=True)
-    first_seen = dict(zip(kept["id"].astype(str), kept["first_seen_run"], strict=True))
-    add["first_seen_run"] = [first_seen.get(i, run_id) for i in add["id"]]
-    add["embedded_run"] = run_id
-    items = pd.concat([base[list(ITEM_COLUMNS)], add[list(ITEM_COLUMNS)]], ignore_index=True)
-    for col in ("published_at", "retain_from"):
-        items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
-    n_base = len(base)
+    return Classified(status_s, expired, changed, todo)
+
+
+def restore(state: State, expired: set[str]) -> tuple[dict[str, str], dict[str, OrderKey]]:
+    """The kept items' cluster ids and the clusters' anchors, as the state holds them, less the expired
+    items (a cluster keeps its id and anchor while any member is kept)."""
+    kept = state.items
     previous = {
         str(i): str(c)
         for i, c in zip(kept["id"], kept["cluster_id"], strict=True)
         if c is not None and not pd.isna(c)
     }
     anchors = {
-        str(r.cluster_id): (int(r.anchor_undated), int(r.anchor_ns), str(r.anchor_id))
+        str(r.cluster_id): OrderKey(int(r.anchor_undated), int(r.anchor_ns), str(r.anchor_id))
         for r in state.clusters.itertuples()
     }
-    previous, anchors = drop_items(previous, anchors, expired)
-    reembed = bool(switch and switch["reembed"])
-    regroup = switch is not None
-    old_pairs = state.pairs
-    if len(old_pairs):
-        gone = expired | changed
-        old_pairs = old_pairs[~old_pairs["id_a"].isin(gone) & ~old_pairs["id_b"].isin(gone)]
+    return drop_items(previous, anchors, expired)
+
+
+def prune(pairs: pd.DataFrame, gone: set[str], regroup: bool) -> pd.DataFrame:
+    """The kept pairs still valid: none touching an item that left the window, none at all when the
+    window is paired again."""
     if regroup:
-        old_pairs = empty_pairs()
+        return empty_pairs()
+    if len(pairs):
+        pairs = pairs[~pairs["id_a"].isin(gone) & ~pairs["id_b"].isin(gone)]
+    return pairs.reset_index(drop=True)
+
+
+def _window_items(
+    kept: pd.DataFrame, today: pd.DataFrame, classified: Classified, run_id: str
+) -> tuple[pd.DataFrame, np.ndarray, int]:
+    """The window's items (kept rows first, then today's to add), the mask of kept rows that stay, and
+    how many they are."""
+    keep_mask = ~kept["id"].astype(str).isin(classified.gone).to_numpy()
+    base = kept.loc[keep_mask].reset_index(drop=True)
+    add = today.loc[classified.todo].reset_index(drop=True)
+    first_seen = dict(zip(kept["id"].astype(str), kept["first_seen_run"], strict=True))
+    add["first_seen_run"] = [first_seen.get(i, run_id) for i in add["id"]]
+    add["embedded_run"] = run_id
+    items = pd.concat([base[list(ITEM_COLUMNS)], add[list(ITEM_COLUMNS)]], ignore_index=True)
+    for col in ("published_at", "retain_from"):
+        items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
+    return items, keep_mask, len(base)
+
+
+def incremental_window(
+    config: DedupConfig, corpus: Corpus, state: State, identity: StateIdentity, params: dict[str, Any]
+) -> Window:
+    """Today's corpus against the kept state (see the module docstring): classify, expire, restore the
+    kept clusters, prune the kept pairs."""
+    today = corpus_items(corpus)
+    times = today["published_at"]
+    ref = _as_of(config, state, times)
+    params = {**params, "as_of": ref.isoformat(), "retention_days": config.retention_days or None}
+    key = input_key(identity, today, params)
+    run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{key[:10]}"
+    kept = state.items.reset_index(drop=True)
+    cutoff = ref - pd.Timedelta(days=float(config.retention_days)) if config.retention_days else None
+    retain_from = times.where(times.notna(), ref)
+    today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
+    classified = classify(today, kept, cutoff)
+    items, keep_mask, n_base = _window_items(kept, today, classified, run_id)
+    previous, anchors = restore(state, classified.expired)
+    switch = switch_of(state.identity, identity)
+    reembed = bool(switch and switch.reembed)
     if reembed:
         items["embedded_run"] = run_id
-    all_rows = np.arange(len(items))
-    new_rows = np.arange(n_base, len(items))
-    base_emb = None
-    if not reembed and state.embeddings is not None:
-        base_emb = state.embeddings[keep_mask]
-    counts = {
-        "items_in": len(today),
-        "quarantined": int(len(corpus.quarantined)),
-        "new": int((status_s == "new").sum()),
-        "changed": len(changed),
-        "skipped": int((status_s == "skipped").sum()),
-        "too_old": int((status_s == "too_old").sum()),
-        "expired": len(expired),
-    }
     if switch is not None:
-        switch["reembedded"] = int(len(items)) if reembed else 0
+        switch = replace(switch, reembedded=int(len(items)) if reembed else 0)
+    all_rows, new_rows = np.arange(len(items)), np.arange(n_base, len(items))
     return Window(
         items=items,
         n_base=n_base,
         embed_rows=all_rows if reembed else new_rows,
-        query_rows=all_rows if regroup else new_rows,
-        today_ids=add["id"].tolist(),
-        base_embeddings=base_emb,
+        query_rows=all_rows if switch is not None else new_rows,
+        today_ids=items["id"].iloc[n_base:].tolist(),
+        base_embeddings=state.embeddings[keep_mask] if not reembed and state.embeddings is not None else None,
         base_index=state.index if (not reembed and keep_mask.all()) else None,
         previous=previous,
         anchors=anchors,
-        old_pairs=old_pairs.reset_index(drop=True),
+        old_pairs=prune(state.pairs, classified.gone, regroup=switch is not None),
         old_clusters=state.clusters,
-        counts=counts,
+        counts=classified.counts(int(len(corpus.quarantined))),
         as_of=ref,
         run_id=run_id,
         input_key=key,
         switch=switch,
         reembed=reembed,
-        regroup=regroup,
+        regroup=switch is not None,
         state=state,
     )

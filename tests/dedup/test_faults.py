@@ -1,5 +1,6 @@
-"""Kill a daily run (SIGKILL, via ``NLSIM_FAULT_AT``) at every stage: the state and the last report stay
-usable, and the next run ends with exactly what an uninterrupted run gives."""
+"""Kill a daily run (SIGKILL, via ``NLSIM_FAULT_AT`` and the hook of :mod:`tests.faults`) at every stage:
+the state and the last report stay usable, and the next run ends with exactly what an uninterrupted run
+gives."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 
 from nlsim.dedup.report import verify_report
 from nlsim.dedup.state import open_state
-from nlsim.faults import FAULT_ENV, FAULT_STAGES
+from nlsim.faults import FAULT_STAGES
 from nlsim.io.lock import read_lock
+from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, bbc_corpus, report_content, run_daily, split_days, state_content
 from tests.incremental_helpers import fault_cli_args as cli_args
 from tests.incremental_helpers import fault_config as config
@@ -53,7 +55,7 @@ def test_kill_at_stage_then_rerun_equals_uninterrupted(
     shutil.copytree(reference["root"] / "snap-state", state, symlinks=True)
     shutil.copytree(reference["root"] / "snap-out", out, symlinks=True)
     day2 = reference["days"][1]
-    env = {**os.environ, FAULT_ENV: stage, "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, **fault_env(stage), "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run(
         cli_args(day2, state, out), cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )

@@ -6,6 +6,7 @@ import pytest
 
 from nlsim.clusters.table import batch_clusters
 from nlsim.dedup.html import render_html
+from nlsim.dedup.record import RunRecord
 from nlsim.dedup.report import PAIRS_SCHEMA, pairs_table, verify_report, write_report
 
 
@@ -41,7 +42,7 @@ def test_pairs_table_orders_each_pair_earliest_first(report_inputs):
 
 def test_report_files_schema_and_html(tmp_path, report_inputs):
     frame, table, clusters = report_inputs
-    files = write_report(tmp_path, table, clusters, {"model": "m", "items": 3}, frame=frame)
+    files = write_report(tmp_path, table, clusters, RunRecord(model="m", counts={"items_in": 3}), frame=frame)
     pairs = pd.read_parquet(files["pairs.parquet"])
     assert list(pairs.columns) == PAIRS_SCHEMA.names
     got = pd.read_parquet(files["clusters.parquet"])
@@ -60,7 +61,7 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
 
 def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatch):
     frame, table, clusters = report_inputs
-    write_report(tmp_path, table, clusters, {"model": "m"}, frame=frame)
+    write_report(tmp_path, table, clusters, RunRecord(model="m"), frame=frame)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     def boom(*args, **kwargs):
@@ -68,7 +69,7 @@ def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatc
 
     monkeypatch.setattr("nlsim.dedup.report.render_markdown", boom)
     with pytest.raises(RuntimeError):
-        write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], {"model": "other"}, frame=frame)
+        write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], RunRecord(model="other"), frame=frame)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after == before
 
@@ -76,7 +77,7 @@ def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatc
 def test_page_is_self_contained_and_its_data_inert(report_inputs):
     frame, table, clusters = report_inputs
     frame = frame.assign(title=["</script><script>alert(1)</script><!--", "Flooding north", "Other"])
-    page = render_html(table, clusters, {"model": "m", "conversion": "tw2sp"}, frame)
+    page = render_html(table, clusters, RunRecord(model="m", conversion="tw2sp"), frame)
     assert page.startswith('<!doctype html>\n<html lang="en">')
     assert page.count("</script>") == 2 and "<!--" not in page  # the title cannot close the data block
     assert page_json(page)["items"][1][1].startswith("</script><script>alert(1)")
@@ -91,10 +92,10 @@ def test_page_is_self_contained_and_its_data_inert(report_inputs):
 def test_page_links_only_http_urls(report_inputs):
     frame, table, clusters = report_inputs
     frame = frame.assign(url=["javascript:alert(1)", "https://news.example/a b", "http://x.example/1"])
-    items = page_json(render_html(table, clusters, {}, frame))["items"]
+    items = page_json(render_html(table, clusters, RunRecord(), frame))["items"]
     assert {it[0]: it[3] for it in items} == {"n2": None, "n1": None}  # javascript:, a space
     frame = frame.assign(url=["https://news.example/n1", "/relative", "nan"])
-    items = page_json(render_html(table, clusters, {}, frame))["items"]
+    items = page_json(render_html(table, clusters, RunRecord(), frame))["items"]
     assert {it[0]: it[3] for it in items} == {"n2": None, "n1": "https://news.example/n1"}
 
 
@@ -148,7 +149,9 @@ def _card_summary(tmp_path, **info):
 
 def test_page_opens_with_the_model_card(tmp_path, report_inputs):
     frame, table, clusters = report_inputs
-    files = write_report(tmp_path / "r", table, clusters, _card_summary(tmp_path), frame=frame)
+    files = write_report(
+        tmp_path / "r", table, clusters, RunRecord.from_dict(_card_summary(tmp_path)), frame=frame
+    )
     page = files["index.html"].read_text()
     card = page[page.index("id='model'") : page.index("id='overview'")]
     assert "v0003-1a2b3c4d" in card and "fine-tuned" in card
@@ -172,7 +175,7 @@ def test_page_says_zero_shot_and_model_switch_first(tmp_path, report_inputs):
         "reembed": True,
         "reembedded": 1234,
     }
-    page = render_html(table, clusters, summary, frame)
+    page = render_html(table, clusters, RunRecord.from_dict(summary), frame)
     main = page[page.index("<main>") :]
     assert main.index("id='zero-shot'") < main.index("id='model-switch'") < main.index("id='model'")
     assert "No fine-tuned model has been promoted" in main
@@ -213,7 +216,7 @@ def test_page_holds_every_cluster_and_says_how_many():
     )
     raw = pd.DataFrame({"a": range(0, 2 * n, 2), "b": range(1, 2 * n, 2), "similarity": [0.95] * n})
     labels, clusters = batch_clusters(frame, raw)
-    page = render_html(pairs_table(frame, raw, labels), clusters, {"model": "m"}, frame)
+    page = render_html(pairs_table(frame, raw, labels), clusters, RunRecord(model="m"), frame)
     data = page_json(page)
     assert len(data["clusters"]) == n and len(data["items"]) == 2 * n
     assert f"<title>Near-duplicate report · {n:,} clusters</title>" in page

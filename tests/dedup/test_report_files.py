@@ -17,6 +17,7 @@ import pytest
 
 from nlsim.clusters.table import batch_clusters
 from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.record import RunRecord
 from nlsim.dedup.report import (
     CLUSTERS_SCHEMA,
     MEMBERS_SCHEMA,
@@ -118,7 +119,7 @@ def test_csv_and_xlsx_for_spreadsheets(tmp_path: Path) -> None:
     )
     raw = pd.DataFrame({"a": [0, 1, 3], "b": [1, 2, 4], "similarity": [0.95, 0.93, 0.91]})
     labels, clusters = batch_clusters(frame, raw)
-    write_report(tmp_path, pairs_table(frame, raw, labels), clusters, {"model": "m"}, frame=frame)
+    write_report(tmp_path, pairs_table(frame, raw, labels), clusters, RunRecord(model="m"), frame=frame)
 
     assert (tmp_path / "pairs.csv").read_bytes()[:3] == b"\xef\xbb\xbf"  # UTF-8 with BOM: Excel reads CJK
     pairs = pd.read_csv(tmp_path / "pairs.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
+from nlsim.dedup.record import RunRecord
 from nlsim.dedup.report import pairs_table, write_report
 from tests.browser import Browser, require_browser
 
@@ -54,7 +55,9 @@ def chinese_report(folder: Path) -> Path:
         "conversion": "tw2sp",
         "model_info": {"requested": "current", "zero_shot": False, "version": "v0002-1a2b3c4d"},
     }
-    write_report(folder, pairs_table(frame, pairs, labels), clusters, summary, frame=frame)
+    write_report(
+        folder, pairs_table(frame, pairs, labels), clusters, RunRecord.from_dict(summary), frame=frame
+    )
     return folder / "index.html"
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from nlsim.clusters.table import batch_clusters
 from nlsim.dedup.near_misses import near_miss_pairs, near_miss_table
+from nlsim.dedup.record import RunRecord
 from nlsim.dedup.report import pairs_table, write_report
 from nlsim.io import editor_file
 from nlsim.io.pairs import load_pairs
@@ -77,7 +78,14 @@ def review_report(folder: Path, run_id: str = "batch-review0001") -> Path:
         "conversion": "none",
         "model_info": {"requested": FAST_MODEL, "zero_shot": True},
     }
-    write_report(folder, pairs_table(frame, pairs, labels), clusters, summary, frame=frame, near_misses=near)
+    write_report(
+        folder,
+        pairs_table(frame, pairs, labels),
+        clusters,
+        RunRecord.from_dict(summary),
+        frame=frame,
+        near_misses=near,
+    )
     return folder / "index.html"
 
 

@@ -28,6 +28,7 @@ from nlsim.io.model_store import ModelStore
 from tests import command
 from tests.chain.test_chain import make_data
 from tests.command import command_env, nlsim
+from tests.faults import fault_env
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 CHAIN = ["--pairs", "pairs.tsv", "--corpus", "corpus.parquet", "--model-store", "models", "--no-report"]
@@ -211,7 +212,7 @@ def test_a_promotion_whose_record_a_kill_lost_is_recorded_next_run(trained: Path
     )
     killed = subprocess.run(
         [sys.executable, "-c", promote, str(folder / "models"), version.name],
-        env=env(NLSIM_FAULT_AT="promote"),
+        env=env(**fault_env("promote")),
         capture_output=True,
         text=True,
     )
@@ -235,7 +236,7 @@ def test_a_promotion_whose_record_a_kill_lost_is_recorded_next_run(trained: Path
 @pytest.mark.parametrize("point", ["model-save", "register"])
 def test_what_a_killed_save_leaves_is_swept(tmp_path: Path, point: str) -> None:
     folder = data(tmp_path / "chain")
-    killed = pipeline(folder, NLSIM_FAULT_AT=point)
+    killed = pipeline(folder, **fault_env(point))
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     versions = folder / "models" / "versions"
     left = sorted(p.name for p in versions.iterdir())

@@ -1,0 +1,316 @@
+"""The run record: what one dedup run reports, typed.
+
+:class:`RunRecord` is what every run leaves behind, batch or incremental: the report's ``run.json``
+(:meth:`RunRecord.to_dict`), the page (:mod:`nlsim.dedup.html`), the Markdown summary
+(:func:`nlsim.dedup.report.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
+incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
+parts are records too: the model that judged (:class:`ModelInfo`, with its :class:`ModelCard`), the
+rerank stage (:class:`RerankRecord`) and a model switch (:class:`ModelSwitch`). A record read back from a
+``run.json`` (a replayed report) is :meth:`RunRecord.from_dict`.
+
+Example:
+    >>> record = RunRecord(run_id="r1", counts={"items_in": 3})
+    >>> with record.stage("load"):
+    ...     pass
+    >>> sorted(record.timings_s), record.to_dict()["items"]
+    (['load'], 3)
+    >>> RunRecord.from_dict(record.to_dict()) == record
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from nlsim import progress
+from nlsim.dedup.spreadsheet import TextChange
+from nlsim.evaluation.calibration import Calibration
+
+
+def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``data`` that are fields of the dataclass ``cls`` (a record written by another
+    version of nlsim may hold more)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclass(frozen=True)
+class TrainingFacts:
+    """What the model folder's ``training.json`` says about the training pairs and time."""
+
+    n_train: int | None = None
+    n_validation: int | None = None
+    seconds: float | None = None
+    editor_labels: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What the report shows about a fine-tuned model: its quality figures (``metrics``, e.g.
+    ``after/test`` -> ``{"spearman": 88.2}``), its training facts, its model-store entry (``store.json``) and
+    its learning curve (a PNG file). ``None``: the model folder has none."""
+
+    metrics: dict[str, dict[str, float]] | None = None
+    trained: TrainingFacts | None = None
+    store: dict[str, Any] | None = None
+    learning_curve: str | None = None
+
+    @property
+    def created(self) -> str | None:
+        """When the model-store version was made."""
+        return None if not self.store or "created" not in self.store else str(self.store["created"])
+
+    def spearman(self, key: str) -> float | None:
+        """The Spearman figure of ``key`` (``after/test``, ...), ``None`` when not measured."""
+        scores = (self.metrics or {}).get(key) or {}
+        return scores.get("spearman")
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.metrics is not None:
+            out["metrics"] = self.metrics
+        if self.trained is not None:
+            out["trained"] = asdict(self.trained)
+        if self.store:
+            out["store"] = self.store
+        if self.learning_curve:
+            out["learning_curve"] = self.learning_curve
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelCard:
+        trained = data["trained"] if "trained" in data else None
+        return cls(
+            metrics=data["metrics"] if "metrics" in data else None,
+            trained=TrainingFacts(**_known(TrainingFacts, trained)) if trained is not None else None,
+            store=data["store"] if "store" in data else None,
+            learning_curve=data["learning_curve"] if "learning_curve" in data else None,
+        )
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The model that judged: what was asked for (``requested``), the encoder (id, fingerprint, folder),
+    whether it is zero-shot, its model-store version (a ``current`` run), its card, the calibration behind
+    the threshold, and how it ran (backend, precision, the chosen inference path)."""
+
+    requested: str = ""
+    zero_shot: bool = False
+    version: str | None = None
+    model_id: str = ""
+    fingerprint: str = ""
+    path: str | None = None
+    card: ModelCard = field(default_factory=ModelCard)
+    threshold_calibration: Calibration | None = None
+    backend: str = ""
+    precision: str = ""
+    inference: dict[str, Any] | None = None
+
+    @property
+    def from_store(self) -> bool:
+        """The run asked for the model store's promoted model (``--model current``)."""
+        return self.requested == "current"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"requested": self.requested, "zero_shot": self.zero_shot}
+        if self.from_store:
+            out["version"] = self.version
+        out.update(
+            model_id=self.model_id,
+            fingerprint=self.fingerprint,
+            path=self.path,
+            card=self.card.as_dict(),
+            threshold_calibration=(
+                None if self.threshold_calibration is None else self.threshold_calibration.as_dict()
+            ),
+            backend=self.backend,
+            precision=self.precision,
+        )
+        if self.inference is not None:
+            out["inference"] = self.inference
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
+        known = _known(cls, data)
+        if known.get("card") is not None:
+            known["card"] = ModelCard.from_dict(known["card"])
+        else:
+            known.pop("card", None)
+        cal = known.get("threshold_calibration")
+        known["threshold_calibration"] = None if not cal else Calibration(**_known(Calibration, cal))
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class RerankRecord:
+    """The rerank stage: the score combination, the candidate floor and the cross-encoder's score bound
+    behind it, the candidate and kept pair counts, and the cross-encoder's inference path."""
+
+    describe: str
+    candidate_floor: float
+    cross_encoder_bound: float
+    candidates: int
+    kept: int
+    inference: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ModelSwitch:
+    """How the state's vectors or threshold differ from this run's: the models, what changed, whether
+    the window is embedded again (``reembed``) and how many items that was."""
+
+    from_model: str
+    to_model: str
+    from_fingerprint: str = ""
+    to_fingerprint: str = ""
+    changed: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    reembed: bool = False
+    reembedded: int = 0
+
+
+@dataclass
+class RunRecord:
+    """Counts, timings, model, threshold and settings of one run.
+
+    Counts: ``items_in`` (rows read), ``quarantined`` (bad rows set aside), ``new`` (first seen),
+    ``changed`` (seen before with other text: re-embedded), ``skipped`` (seen before, same text),
+    ``too_old`` (older than the retention window: not added), ``expired`` (kept items dropped by retention),
+    ``kept`` (items in the window after the run), ``candidates`` (pairs searched before reranking),
+    ``pairs`` (pairs found today), ``clusters`` (clusters in the report), ``clusters_new``,
+    ``clusters_grown``, ``clusters_merged``, ``clusters_absorbed`` (ids that disappeared into another).
+    ``finished_at`` and ``spreadsheet_changes`` are set when the report is written.
+    """
+
+    run_id: str = ""
+    mode: str = "batch"
+    corpus: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)
+    model: str = ""
+    model_fingerprint: str = ""
+    model_info: ModelInfo | None = None
+    threshold: float | None = None
+    threshold_source: str = ""
+    conversion: str = ""
+    text_fields: str = ""
+    rerank: RerankRecord | None = None
+    index: str = ""
+    embedding_cache_hit: bool | None = None
+    retention_days: float | None = None
+    as_of: str | None = None
+    input_key: str = ""
+    started_at: str = ""
+    model_switch: ModelSwitch | None = None
+    messages: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    finished_at: str | None = None
+    spreadsheet_changes: list[TextChange] | None = None
+
+    @property
+    def daily(self) -> bool:
+        return self.mode == "incremental"
+
+    @property
+    def info(self) -> ModelInfo:
+        """The model's record (an empty one when the run recorded none)."""
+        return self.model_info if self.model_info is not None else ModelInfo()
+
+    @property
+    def model_name(self) -> str:
+        """The model as the report names it."""
+        return self.model or self.info.model_id or "?"
+
+    @property
+    def items(self) -> int | None:
+        """Rows read."""
+        return self.counts["items_in"] if "items_in" in self.counts else None
+
+    @property
+    def clusters_in_window(self) -> int | None:
+        """A daily run's clusters in the whole window."""
+        return self.counts["clusters_in_window"] if "clusters_in_window" in self.counts else None
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage (accumulates when a stage runs more than once)."""
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings_s[name] = round(self.timings_s.get(name, 0.0) + time.perf_counter() - t, 4)
+
+    def say(self, message: str) -> None:
+        """Tell the user (:func:`nlsim.progress.say`) and keep the message in the run record."""
+        self.messages.append(message)
+        progress.say(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run record as ``run.json`` holds it: every field, plus the headline counts at the top level
+        (``items``, ``pairs``, ``clusters``, ``clustered_items``, ``quarantined``) and ``elapsed_s``."""
+        d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        c = self.counts
+        d.update(
+            counts=dict(c),
+            timings_s=dict(self.timings_s),
+            model_info={} if self.model_info is None else self.model_info.as_dict(),
+            rerank=None if self.rerank is None else asdict(self.rerank),
+            model_switch=None if self.model_switch is None else asdict(self.model_switch),
+            messages=list(self.messages),
+            extra=dict(self.extra),
+        )
+        for late in ("finished_at", "spreadsheet_changes"):  # written after the headline figures, when set
+            del d[late]
+        d.update(
+            items=c.get("items_in"),
+            quarantined=c.get("quarantined", 0),
+            pairs=c.get("pairs"),
+            clusters=c.get("clusters"),
+            clustered_items=c.get("clustered_items"),
+            elapsed_s=round(sum(self.timings_s.values()), 2),
+        )
+        if self.finished_at is not None:
+            d["finished_at"] = self.finished_at
+        if self.spreadsheet_changes is not None:
+            d["spreadsheet_changes"] = [asdict(t) for t in self.spreadsheet_changes]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        """A record from its ``run.json`` form (the headline counts are derived, not read)."""
+        known = _known(cls, data)
+        if known.get("model_info"):
+            known["model_info"] = ModelInfo.from_dict(known["model_info"])
+        else:
+            known.pop("model_info", None)
+        if known.get("rerank") is not None:
+            known["rerank"] = RerankRecord(**_known(RerankRecord, known["rerank"]))
+        if known.get("model_switch") is not None:
+            known["model_switch"] = ModelSwitch(**_known(ModelSwitch, known["model_switch"]))
+        if known.get("spreadsheet_changes") is not None:
+            known["spreadsheet_changes"] = [TextChange(**t) for t in known["spreadsheet_changes"]]
+        return cls(**known)
+
+    def markdown(self) -> str:
+        """A Markdown table of the figures (for the Prefect artifact and the logs)."""
+        lines = [
+            f"# nlsim {self.mode} run {self.run_id}",
+            "",
+            f"- model: `{self.model}`",
+            f"- threshold: {self.threshold} ({self.threshold_source})",
+            f"- conversion: {self.conversion}",
+        ]
+        if self.daily:
+            lines.append(f"- retention: {self.retention_days} days, as of {self.as_of}")
+        if self.model_switch is not None:
+            lines.append(f"- model switch: {self.model_switch.from_model} -> {self.model_switch.to_model}")
+        lines += ["", "| count | value |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in self.counts.items()]
+        lines += ["", "| stage | seconds |", "|---|---:|"]
+        lines += [f"| {k} | {v:.3f} |" for k, v in self.timings_s.items()]
+        return "\n".join(lines) + "\n"

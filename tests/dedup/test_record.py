@@ -1,0 +1,74 @@
+"""The typed run record: ``run.json`` is the record, the clusters table's columns are its schema's, and a
+pairs frame's scores are normalised in one place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nlsim.clusters.table import CLUSTERS_SCHEMA, batch_clusters, empty_table
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.record import ModelInfo, ModelSwitch, RunRecord
+from nlsim.dedup.scores import with_scores
+from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+
+def test_run_json_reads_back_as_the_record_it_was_written_from(tmp_path: Path) -> None:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    for n, day in enumerate(days):
+        cfg = DedupConfig(
+            corpus=day,
+            out=tmp_path / "out",
+            model="hash",
+            convert="none",
+            threshold=0.7 if n < 2 else 0.75,  # the last day changes the threshold: a model switch
+            cache=False,
+            progress=False,
+        )
+        result = run_daily(cfg, tmp_path / "state", retention_days=None, encoder=enc)
+    run = json.loads((tmp_path / "out" / "latest" / "run.json").read_text())
+    record = RunRecord.from_dict(run)
+    assert isinstance(result.stats, RunRecord) and isinstance(result.stats.model_info, ModelInfo)
+    assert isinstance(record.model_switch, ModelSwitch) and "threshold" in record.model_switch.changed
+    assert record.model_switch.reembedded == 0 and not record.model_switch.reembed
+    assert {k: v for k, v in run.items() if k != "files"} == record.to_dict()
+    assert record.to_dict()["counts"] == result.summary["counts"]
+
+
+def test_the_clusters_table_has_the_columns_of_its_schema() -> None:
+    assert list(empty_table().columns) == CLUSTERS_SCHEMA.names
+    frame = pd.DataFrame(
+        {
+            "id": ["x", "y"],
+            "title": ["X", "Y"],
+            "source": ["s", "s"],
+            "published_at": pd.to_datetime([None, None], utc=True),
+        }
+    )
+    _, clusters = batch_clusters(frame, pd.DataFrame({"a": [0], "b": [1], "similarity": [0.9]}))
+    assert list(clusters.columns) == CLUSTERS_SCHEMA.names
+
+
+def test_scores_of_a_pairs_frame_without_and_with_a_reranker() -> None:
+    plain = with_scores(pd.DataFrame({"a": [0, 1], "b": [1, 2], "similarity": [0.9, 0.8]}))
+    assert plain["cosine"].tolist() == plain["similarity"].tolist()
+    assert plain["cross_encoder"].isna().all() and plain["similarity"].dtype == np.float32
+    reranked = with_scores(
+        pd.DataFrame(
+            {
+                "a": [0, 1],
+                "b": [1, 2],
+                "similarity": [0.7, 0.6],
+                "cosine": [0.9, 0.8],
+                "cross_encoder": pd.Series([0.5, None], dtype=object),
+            }
+        )
+    )
+    assert reranked["cosine"].tolist() == np.float32([0.9, 0.8]).tolist()
+    assert reranked["cross_encoder"].iloc[0] == np.float32(0.5) and np.isnan(
+        reranked["cross_encoder"].iloc[1]
+    )

@@ -1,0 +1,86 @@
+"""The daily window in named steps (classify, expire, restore, prune) over an immutable window, and the
+order key's named fields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nlsim.clusters.order import OrderKey, order_key_of
+from nlsim.dedup.window import Window, batch_window, classify, expire, prune
+from nlsim.io.corpus import Corpus
+
+T = pd.Timestamp("2024-03-10", tz="UTC")
+
+
+def _items(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
+    """``(id, content hash, days before T it is retained from)`` as window items."""
+    return pd.DataFrame(
+        {
+            "id": [r[0] for r in rows],
+            "content_hash": [r[1] for r in rows],
+            "retain_from": pd.to_datetime([T - pd.Timedelta(days=r[2]) for r in rows], utc=True),
+        }
+    )
+
+
+def test_classify_and_expire_name_what_happens_to_each_item() -> None:
+    kept = _items([("a", "h1", 40), ("b", "h2", 2), ("c", "h3", 1)])
+    today = _items([("b", "h2", 0), ("c", "new text", 0), ("d", "h4", 0), ("e", "h5", 50)])
+    cutoff = T - pd.Timedelta(days=30)
+    assert expire(kept, cutoff) == {"a"} and expire(kept, None) == set()
+    got = classify(today, kept, cutoff)
+    assert got.status.tolist() == ["skipped", "changed", "new", "too_old"]
+    assert got.expired == {"a"} and got.changed == {"c"} and got.gone == {"a", "c"}
+    assert today["id"][got.todo].tolist() == ["c", "d"]
+    assert got.counts(quarantined=1) == {
+        "items_in": 4,
+        "quarantined": 1,
+        "new": 1,
+        "changed": 1,
+        "skipped": 1,
+        "too_old": 1,
+        "expired": 1,
+    }
+
+
+def test_prune_drops_pairs_of_items_that_left_and_all_pairs_on_regroup() -> None:
+    pairs = pd.DataFrame({"id_a": ["a", "b", "c"], "id_b": ["b", "c", "d"], "similarity": [0.9, 0.8, 0.7]})
+    kept = prune(pairs, {"a"}, regroup=False)
+    assert list(zip(kept["id_a"], kept["id_b"], strict=True)) == [("b", "c"), ("c", "d")]
+    assert kept.index.tolist() == [0, 1]
+    assert prune(pairs, set(), regroup=True).empty
+
+
+def test_a_window_is_never_changed_once_made() -> None:
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "title": ["x", "y"],
+            "description": ["", ""],
+            "body": ["", ""],
+            "source": ["", ""],
+            "lang": ["", ""],
+            "url": ["", ""],
+            "published_at": pd.to_datetime([None, None], utc=True),
+        }
+    )
+    window = batch_window(Corpus(frame, path="news.csv", text_fields=("title",)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        window.items = frame  # type: ignore[misc]
+    indexed = dataclasses.replace(window, embeddings=np.zeros((2, 4), np.float32))
+    assert window.embeddings is None and indexed.embeddings is not None
+    assert isinstance(indexed, Window) and indexed.texts([1], "none") == ["y"]
+
+
+def test_order_keys_have_named_fields_and_sort_by_the_order_rule() -> None:
+    dated = order_key_of("2024-01-02", "b")
+    undated = order_key_of(None, "a")
+    assert undated == OrderKey(undated=1, ns=0, item_id="a") == OrderKey.of_undated("a")
+    assert (dated.undated, dated.item_id) == (0, "b") and dated.ns == pd.Timestamp(
+        "2024-01-02", tz="UTC"
+    ).value
+    assert sorted([undated, dated]) == [dated, undated]

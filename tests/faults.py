@@ -1,0 +1,22 @@
+"""The kill tests' hook: a process started with :func:`fault_env` SIGKILLs itself when it reaches the fault
+point (:mod:`nlsim.faults`) that ``NLSIM_FAULT_AT`` names, exactly as if the machine had killed it there.
+
+The hook is ``tests/fault_hook/sitecustomize.py``: :func:`fault_env` puts its folder first on the
+subprocess's ``PYTHONPATH``, so Python imports it at start-up and it installs the hook with
+:func:`nlsim.faults.set_fault_hook`. nlsim itself never reads ``NLSIM_FAULT_AT``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FAULT_ENV = "NLSIM_FAULT_AT"
+HOOK_DIR = Path(__file__).resolve().parent / "fault_hook"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fault_env(stage: str, pythonpath: str = str(ROOT)) -> dict[str, str]:
+    """The environment variables that make a subprocess kill itself at ``stage`` (``pythonpath``: where
+    the process finds nlsim; the hook's folder goes in front of it)."""
+    return {FAULT_ENV: stage, "PYTHONPATH": os.pathsep.join([str(HOOK_DIR), pythonpath])}
