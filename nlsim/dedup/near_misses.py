@@ -26,27 +26,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nlsim.dedup.scores import PAIR_FIELDS, SIDE_FIELDS
+
 COSINE_MARGIN = 0.05
 """Without a reranker, how far below the threshold (in cosine) the neighbour search goes for near misses."""
-TS = pa.timestamp("us", tz="UTC")
 NEAR_MISSES_SCHEMA = pa.schema(
-    [
-        ("id_a", pa.string()),
-        ("id_b", pa.string()),
-        ("similarity", pa.float32()),
-        ("cosine", pa.float32()),
-        ("cross_encoder", pa.float32()),
-        ("cluster_a", pa.string()),
-        ("cluster_b", pa.string()),
-        ("title_a", pa.string()),
-        ("title_b", pa.string()),
-        ("source_a", pa.string()),
-        ("source_b", pa.string()),
-        ("url_a", pa.string()),
-        ("url_b", pa.string()),
-        ("published_at_a", TS),
-        ("published_at_b", TS),
-    ]
+    [*PAIR_FIELDS, ("cluster_a", pa.string()), ("cluster_b", pa.string()), *SIDE_FIELDS]
 )
 """``near_misses.parquet``: the columns of ``pairs.parquet``, with the cluster of each item (null for an item
 in no cluster) instead of the pair's; ``similarity`` is the score the threshold applies to; rows nearest the

@@ -54,7 +54,7 @@ from nlsim.clusters.table import CLUSTERS_SCHEMA, TS
 from nlsim.dedup.html import render_html, render_overview_png
 from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
 from nlsim.dedup.record import RunRecord
-from nlsim.dedup.scores import SCORES, with_scores
+from nlsim.dedup.scores import PAIR_FIELDS, SCORES, SIDE_FIELDS, with_scores
 from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
 from nlsim.faults import fault_point
 from nlsim.io.atomic import (
@@ -68,24 +68,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.ownership import claim_folder
 
-PAIRS_SCHEMA = pa.schema(
-    [
-        ("id_a", pa.string()),
-        ("id_b", pa.string()),
-        ("similarity", pa.float32()),
-        ("cosine", pa.float32()),
-        ("cross_encoder", pa.float32()),
-        ("cluster_id", pa.string()),
-        ("title_a", pa.string()),
-        ("title_b", pa.string()),
-        ("source_a", pa.string()),
-        ("source_b", pa.string()),
-        ("url_a", pa.string()),
-        ("url_b", pa.string()),
-        ("published_at_a", TS),
-        ("published_at_b", TS),
-    ]
-)
+PAIRS_SCHEMA = pa.schema([*PAIR_FIELDS, ("cluster_id", pa.string()), *SIDE_FIELDS])
 """``pairs.parquet``: ``similarity`` is the score the threshold applies to (the rerank score when the model
 has a reranker, else the cosine); ``cosine`` is the bi-encoder's; ``cross_encoder`` is null without a
 reranker. ``id_a`` is the earlier item by the order rule (:mod:`nlsim.clusters.order`)."""

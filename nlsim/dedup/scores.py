@@ -19,8 +19,29 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from nlsim.clusters.table import TS
 
 SCORES = ("similarity", "cosine", "cross_encoder")
+PAIR_FIELDS = [
+    ("id_a", pa.string()),
+    ("id_b", pa.string()),
+    *[(name, pa.float32()) for name in SCORES],
+]
+"""The leading columns of every pairs table (``pairs.parquet``, ``near_misses.parquet``): the two items and
+the three scores."""
+SIDE_FIELDS = [
+    (f"{field}_{side}", kind)
+    for field, kind in (
+        ("title", pa.string()),
+        ("source", pa.string()),
+        ("url", pa.string()),
+        ("published_at", TS),
+    )
+    for side in ("a", "b")
+]
+"""The trailing columns of every pairs table: what an editor reads of each item."""
 
 
 def with_scores(pairs: pd.DataFrame) -> pd.DataFrame:
