@@ -135,5 +135,7 @@ class PipelineConfig:
             model=model,
             model_store=self.model_store,
             convert=self.convert,
+            judge_pairs=str(self.pairs) if self.pairs else None,
+            judge_split=self.judge_split or "all",
             **{name: getattr(self, name) for name in REPORT_FIELDS},
         )

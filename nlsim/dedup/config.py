@@ -132,6 +132,14 @@ class DedupConfig:
         help="keep this many of the best candidate pairs below the threshold in near_misses.parquet, for "
         "editors to review (0: none)",
     )
+    judge_pairs: str | None = option(
+        None,
+        help="editors' scored pairs with item ids (.tsv/.csv/.parquet): the report is judged against them at "
+        "the cluster level, and the page and run.json show precision, recall and F1",
+    )
+    judge_split: str = option(
+        "validation", help="the split of --judge-pairs to judge against ('all': every pair)"
+    )
     progress: bool = option(True, help="no progress output", flags=("--no-progress",))
     save_index: bool = option(True, help="keep the FAISS index in OUT/index/", cli=False)
 

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from nlsim.dedup import review
-from nlsim.dedup.record import ModelCard, RunRecord
+from nlsim.dedup.record import Judgement, ModelCard, RunRecord
 from nlsim.dedup.scores import with_scores
 from nlsim.dedup.spreadsheet import TextChange, text_changes
 
@@ -449,8 +449,37 @@ def model_card_html(record: RunRecord, learning_curve: str | None) -> str:
             "annotated training pairs' loading='lazy'><figcaption>Learning curve of the model "
             "folder</figcaption></figure>"
         )
+    judged = _judgement(record.judge)
+    if judged:
+        parts.append(judged)
     parts.append("</section>")
     return "".join(parts)
+
+
+def _judgement(judge: Judgement | None) -> str:
+    """The report judged at the cluster level against the editors' pairs (``--judge-pairs``), if asked."""
+    if judge is None:
+        return ""
+    ci = f" (95% interval {judge.f1_ci95[0]:.3f}–{judge.f1_ci95[1]:.3f})" if judge.f1_ci95 else ""
+    rows = [
+        (
+            "precision",
+            "of the judged pairs this report puts in one cluster, the share that are the same story",
+        ),
+        ("recall", "of the judged same-story pairs, the share this report puts in one cluster"),
+        ("f1", "their harmonic mean" + ci),
+    ]
+    body = "".join(
+        f"<tr><th scope='row'>{name if name != 'f1' else 'F1'}</th>"
+        f"<td class='num'>{_fmt(getattr(judge, name), 3)}</td><td>{esc(why)}</td></tr>"
+        for name, why in rows
+    )
+    return (
+        f"<h3 id='judged'>Judged by the editors' pairs: same story at the cluster level</h3>"
+        f"<p class='meta'>{judge.judged_pairs:,} scored {esc(judge.split)} pairs of "
+        f"<bdi>{esc(judge.pairs)}</bdi> belong to this report, {judge.same_story_pairs:,} of them the same "
+        f"story; a figure with nothing to divide by is shown as –.</p><table class='metrics'>{body}</table>"
+    )
 
 
 def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -> str:

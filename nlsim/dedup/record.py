@@ -174,6 +174,28 @@ class ModelSwitch:
     reembedded: int = 0
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """The report judged at the cluster level against editors' scored pairs (:mod:`nlsim.evaluation.judge`):
+    two items are the same story to the report when it puts them in one cluster."""
+
+    pairs: str
+    split: str
+    judged_pairs: int
+    same_story_pairs: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    f1_ci95: list[float] | None = None
+    unjudged_pairs: int = 0
+    reported_pairs: int = 0
+
+    @classmethod
+    def of(cls, figures: Mapping[str, Any]) -> Judgement:
+        """The figures of :func:`nlsim.evaluation.judge.judge_items` that a report shows."""
+        return cls(**_known(cls, figures))
+
+
 @dataclass
 class RunRecord:
     """Counts, timings, model, threshold and settings of one run.
@@ -211,6 +233,8 @@ class RunRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     finished_at: str | None = None
     spreadsheet_changes: list[TextChange] | None = None
+    judge: Judgement | None = None
+    """The report judged against editors' scored pairs (``--judge-pairs``); ``None`` when not asked."""
 
     @property
     def daily(self) -> bool:
@@ -264,7 +288,7 @@ class RunRecord:
             messages=list(self.messages),
             extra=dict(self.extra),
         )
-        for late in ("finished_at", "spreadsheet_changes"):  # written after the headline figures, when set
+        for late in ("finished_at", "spreadsheet_changes", "judge"):  # after the headline figures, when set
             del d[late]
         d.update(
             items=c.get("items_in"),
@@ -278,6 +302,8 @@ class RunRecord:
             d["finished_at"] = self.finished_at
         if self.spreadsheet_changes is not None:
             d["spreadsheet_changes"] = [asdict(t) for t in self.spreadsheet_changes]
+        if self.judge is not None:
+            d["judge"] = asdict(self.judge)
         return d
 
     @classmethod
@@ -294,6 +320,8 @@ class RunRecord:
             known["model_switch"] = ModelSwitch(**_known(ModelSwitch, known["model_switch"]))
         if known.get("spreadsheet_changes") is not None:
             known["spreadsheet_changes"] = [TextChange(**t) for t in known["spreadsheet_changes"]]
+        if known.get("judge") is not None:
+            known["judge"] = Judgement.of(known["judge"])
         return cls(**known)
 
     def markdown(self) -> str:

@@ -33,7 +33,7 @@ from nlsim.clusters.order import order_keys
 from nlsim.clusters.table import cluster_table
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
-from nlsim.dedup.record import ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
+from nlsim.dedup.record import Judgement, ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
 from nlsim.dedup.report import pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
@@ -42,6 +42,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.evaluation.judge import describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
@@ -596,6 +597,26 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 # --- commit, report -----------------------------------------------------------------------------------
 
 
+def judge(config: DedupConfig, clustering: Clustering) -> Judgement:
+    """The report's clusters (a daily run's: its window's) judged against the editors' scored pairs of
+    ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`)."""
+    split = None if config.judge_split == "all" else config.judge_split
+    scored = scored_pairs(config.judge_pairs, split)
+    items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
+    figures = judge_items(
+        clustering.window_clusters,
+        clustering.report_pairs,
+        scored,
+        items,
+        pairs=config.judge_pairs,
+        split=split,
+        corpus=str(config.corpus),
+    )
+    judged = Judgement.of(figures)
+    say(f"judged against {config.judge_pairs}: {describe(figures)}")
+    return judged
+
+
 def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
     """The items a report shows (members of its clusters, ends of its pairs and of its near misses)."""
     tables = (clustering.report_clusters, clustering.window_clusters)
@@ -661,6 +682,8 @@ def report(
 ) -> Path:
     """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
     into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
+    if config.judge_pairs:
+        record.judge = judge(config, clustering)
     frame = report_frame(clustering, missed)
     if not config.incremental:
         extra = {"index": _index_writer(window, model, config)} if config.save_index else None

@@ -187,15 +187,7 @@ def judge_report(
     window = folder / "window" / "clusters.parquet"
     clusters = pd.read_parquet(window if window.is_file() else folder / "clusters.parquet")
     reported = pd.read_parquet(folder / "pairs.parquet")
-    every = load_pairs(pairs)
-    scored = every[every["split"] == split] if split is not None else every
-    if scored.empty:
-        load_pairs(pairs, split)  # says why: an unknown split, or none of its pairs in the file
-    for col in ("id_a", "id_b"):
-        if col not in scored.columns:
-            raise InputError(
-                pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
-            )
+    scored = scored_pairs(pairs, split)
     source = corpus or run.get("corpus")
     if not source or not Path(source).is_file():
         raise ConfigError(
@@ -205,7 +197,26 @@ def judge_report(
     text_fields = tuple(str(run.get("text_fields") or "title").split(","))
     items = load_corpus(source, text_fields=text_fields)
     frame = items.frame.assign(text=items.texts())
-    match = match_corpus(scored, frame, [int(i) + 1 for i in scored.index])
+    return {
+        "report": str(folder),
+        **judge_items(clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source)),
+    }
+
+
+def judge_items(
+    clusters: pd.DataFrame,
+    reported: pd.DataFrame,
+    scored: pd.DataFrame,
+    items: pd.DataFrame,
+    *,
+    pairs: str | Path,
+    split: str | None,
+    corpus: str,
+) -> dict[str, Any]:
+    """Judge a report's ``clusters`` and ``reported`` pairs against the ``scored`` pairs (of ``split`` in the
+    file ``pairs``) that belong to its ``items`` (``id`` and ``text`` of the report's corpus, named
+    ``corpus``); refused by name when none belongs."""
+    match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
     name = f"{split} pairs" if split else "pairs"
     if match.judged.empty:
         if match.first_mismatch is not None:
@@ -214,7 +225,7 @@ def judge_report(
                 pairs,
                 row,
                 field,
-                f"none of the {match.scored} scored {name} belongs to the report's corpus {source}: "
+                f"none of the {match.scored} scored {name} belongs to the report's corpus {corpus}: "
                 f"{match.mismatched} name items whose text there is another one (e.g. {item!r} is "
                 f"{held[:60]!r} there, {text[:60]!r} here), {match.not_in_corpus} name items it does not "
                 "hold",
@@ -223,20 +234,32 @@ def judge_report(
             pairs,
             None,
             "id_a",
-            f"none of the {match.scored} scored {name} names two items of the report's corpus {source}: "
+            f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
             "their ids are not in the report's corpus",
         )
-    result = judge_tables(clusters, reported, match.judged)
     return {
-        "report": str(folder),
         "pairs": str(pairs),
         "split": split or "all",
-        "corpus": str(source),
+        "corpus": corpus,
         "scored_pairs": match.scored,
         "mismatched_pairs": match.mismatched,
         "pairs_not_in_corpus": match.not_in_corpus,
-        **result,
+        **judge_tables(clusters, reported, match.judged),
     }
+
+
+def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
+    """The scored pairs of ``split`` in the file ``pairs`` (all with ``None``), with item ids to match."""
+    every = load_pairs(pairs)
+    scored = every[every["split"] == split] if split is not None else every
+    if scored.empty:
+        load_pairs(pairs, split)  # says why: an unknown split, or none of its pairs in the file
+    for col in ("id_a", "id_b"):
+        if col not in scored.columns:
+            raise InputError(
+                pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
+            )
+    return scored
 
 
 def interval(ci: list[float] | None) -> str:

@@ -126,3 +126,30 @@ def test_the_f1_comes_with_its_95_percent_interval(report: Path) -> None:
     assert out["f1"] is not None and lo <= out["f1"] <= hi and lo < hi
     text = judge(report, "pairs.tsv").stdout
     assert f"[{lo:.3f}, {hi:.3f}] 95%" in text, text
+
+
+def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report: Path) -> None:
+    args = [
+        "dedup",
+        "--corpus",
+        "corpus.parquet",
+        "--out",
+        "judged",
+        "--model",
+        FAST_MODEL,
+        "--convert",
+        "none",
+    ]
+    args += ["--threshold", "0.8", "--no-cache", "--no-progress", "--judge-pairs", "pairs.tsv"]
+    proc = nlsim(*args, cwd=report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shown = json.loads((report / "judged" / "run.json").read_text())["judge"]
+    out = strict_json(
+        nlsim("judge", "--report", "judged", "--pairs", "pairs.tsv", "--json", cwd=report).stdout
+    )
+    for name in ("precision", "recall", "f1", "f1_ci95", "judged_pairs", "same_story_pairs"):
+        assert shown[name] == out[name], name
+    page = (report / "judged" / "index.html").read_text()
+    assert "Judged by the editors' pairs" in page and f"{out['f1']:.3f}" in page
+    plain = json.loads((report / "rep" / "run.json").read_text())
+    assert "judge" not in plain  # not asked: run.json as before
