@@ -174,3 +174,19 @@ def test_every_function_has_a_caller() -> None:
                 if node.name not in used and not node.decorator_list:
                     dead.append(f"{name}:{node.lineno} {node.name}")
     assert not dead, "functions without a caller: " + ", ".join(dead)
+
+
+LONGEST_FUNCTION = 80
+"""Lines a function of the library may span (its decorators not counted): a longer one is split into named
+steps."""
+
+
+def test_no_function_of_the_library_is_longer_than_a_screen() -> None:
+    long = []
+    for path in sorted((ROOT / "nlsim").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1 if node.end_lineno else 0
+                if lines > LONGEST_FUNCTION:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "split into named steps: " + "; ".join(long)
