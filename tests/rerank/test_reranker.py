@@ -88,7 +88,10 @@ def test_a_loaded_reranker_scores_as_the_trained_one(
     enc = load_encoder(out)
     enc.max_length = 48
     m = evaluate(reranker.scorer(enc), test, None)
-    assert m.as_dict() == reranked_model.metrics["reranked/test"]
+    stored = dict(reranked_model.metrics["reranked/test"])
+    at = stored.pop("same_story")  # the stored figures also hold the calibrated threshold's, on test
+    assert m.as_dict() == stored
+    assert at["threshold"] == reranker.threshold and at["n"] == len(test)
 
 
 def test_rerank_score_is_the_weighted_mean_and_symmetric(reranked_model: FinetuneResult) -> None:
