@@ -95,8 +95,10 @@ def score_model(
 
 
 def cross_validated_f1(scores: np.ndarray, gold: np.ndarray, level: float) -> dict[str, Any]:
-    """``cv_f1`` (the same-story F1 of a threshold chosen out of fold) and ``cv_f1_ci95`` of a model's
-    validation scores; empty when the pairs are too few on one side of the level to cut into folds."""
+    """``cv_f1`` (the same-story F1 of a threshold chosen out of fold) of a model's validation scores, and
+    ``cv_f1_ci95``: the 95% bootstrap interval of the F1 at the threshold the folds choose on all the pairs
+    (the calibration's own threshold, for a model calibrated on these pairs); empty when the pairs are too
+    few on one side of the level to cut into folds."""
     pos = np.asarray(gold, dtype=np.float64) >= level - 1e-9
     if min(int(pos.sum()), int((~pos).sum())) < CV_FOLDS:
         return {}

@@ -246,18 +246,18 @@ def before_after_table(record: dict[str, Any]) -> str:
     if cur and cur.get("version") != record["candidate"]["version"]:
         rows.append((f"current {cur['version']}", cur["validation"]))
     lines = [
-        "| model | scorer | validation Spearman | same-story threshold | precision | recall | F1 | "
-        "F1 cross-validated [95%] | test Spearman |",
+        "| model | scorer | validation Spearman | same-story threshold | precision | recall | F1 [95%] | "
+        "F1 cross-validated | test Spearman |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, m in rows:
         test = m.get("test_spearman")
         cv, ci = m.get("cv_f1"), m.get("cv_f1_ci95")
-        cv_text = "" if cv is None else f"{cv:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        f1_text = f"{m.get('f1', 0):.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
         lines.append(
             f"| {name} | {m['scorer']} | {m['spearman']:.2f} | {m['threshold']:.4f} | "
-            f"{m.get('precision', 0):.3f} | {m.get('recall', 0):.3f} | {m.get('f1', 0):.3f} | {cv_text} | "
-            f"{'' if test is None else f'{test:.2f}'} |"
+            f"{m.get('precision', 0):.3f} | {m.get('recall', 0):.3f} | {f1_text} | "
+            f"{'' if cv is None else f'{cv:.3f}'} | {'' if test is None else f'{test:.2f}'} |"
         )
     return "\n".join(lines)
 
