@@ -73,25 +73,11 @@ def _restore_torch_threads() -> Iterator[None]:
 def small_reranked_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder with a calibrated reranker, fine-tuned in seconds from the small English model on a
     few STS-B pairs (for the tests of what uses a reranker, not of its quality)."""
-    from stsb_helpers import stsb_sample
+    from stsb_helpers import small_reranker_config, stsb_sample
 
-    from nlsim.training.config import FinetuneConfig
     from nlsim.training.finetune import finetune
 
     out = tmp_path_factory.mktemp("reranked") / "model"
-    cfg = FinetuneConfig(
-        model=FAST_MODEL,
-        out=str(out),
-        conversion="none",
-        epochs=1,
-        batch_size=8,
-        max_length=48,
-        threads=1,
-        log_every=0,
-        calibrate_level=0.6,
-        reranker=True,
-        cross_encoder_epochs=1,
-        seed=5,
-    )
-    finetune(cfg, pairs=stsb_sample(train=48, validation=24, test=16), log=lambda _: None)
+    pairs = stsb_sample(train=48, validation=24, test=16)
+    finetune(small_reranker_config(out), pairs=pairs, log=lambda _: None)
     return out

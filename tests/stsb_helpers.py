@@ -7,6 +7,29 @@ from pathlib import Path
 import pandas as pd
 
 from nlsim.evaluation.sts import load_stsb
+from nlsim.training.config import FinetuneConfig
+
+FAST_MODEL = "paraphrase-MiniLM-L3-v2"
+
+
+def small_reranker_config(out: Path, **changes: object) -> FinetuneConfig:
+    """A fine-tuning of the small English model with a reranker, a minute's work on a few STS-B pairs (for
+    the tests of what uses a reranker, not of its quality); ``changes`` override its settings."""
+    settings: dict[str, object] = dict(
+        model=FAST_MODEL,
+        out=str(out),
+        conversion="none",
+        epochs=1,
+        batch_size=8,
+        max_length=48,
+        threads=1,
+        log_every=0,
+        calibrate_level=0.6,
+        reranker=True,
+        cross_encoder_epochs=1,
+        seed=5,
+    )
+    return FinetuneConfig(**{**settings, **changes})  # type: ignore[arg-type]
 
 
 def stsb_sample(train: int, validation: int, test: int) -> pd.DataFrame:

@@ -7,12 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from stsb_helpers import stsb_sample
+from stsb_helpers import small_reranker_config, stsb_sample
 
 from nlsim.errors import StateError
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.reranker import Reranker, has_reranker, load_reranker, rerank_pairs
-from nlsim.training.config import FinetuneConfig
 from nlsim.training.finetune import FinetuneResult, finetune
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -26,21 +25,7 @@ def small_pairs() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def reranked_model(tmp_path_factory: pytest.TempPathFactory, small_pairs: pd.DataFrame) -> FinetuneResult:
     out = tmp_path_factory.mktemp("rerank") / "model"
-    cfg = FinetuneConfig(
-        model=FAST_MODEL,
-        out=str(out),
-        conversion="none",
-        epochs=1,
-        batch_size=8,
-        max_length=48,
-        threads=1,
-        log_every=0,
-        calibrate_level=0.6,
-        reranker=True,
-        cross_encoder_epochs=2,
-        rerank_weight=0.4,
-        seed=5,
-    )
+    cfg = small_reranker_config(out, cross_encoder_epochs=2, rerank_weight=0.4)
     return finetune(cfg, pairs=small_pairs, log=lambda _: None)
 
 
