@@ -251,20 +251,28 @@ def expire(kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> set[str]:
 
 
 def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> Classified:
-    """Today's items against the kept ones (see the module docstring)."""
+    """Today's items against the kept ones (see the module docstring).
+
+    A kept item that expires today and comes again with the same text is ``skipped`` (and expires); with
+    other text it is judged as if it had not been kept: ``new`` when today's row is dated within the window
+    (published again), else ``too_old`` (an undated item keeps the time it was first seen, past the cutoff).
+    """
+    expired = expire(kept, cutoff)
     prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
     status = []
-    for i, h, rf in zip(today["id"], today["content_hash"], today["retain_from"], strict=True):
-        if i in prev_hash:
+    rows = zip(
+        today["id"], today["content_hash"], today["retain_from"], today["published_at"].notna(), strict=True
+    )
+    for i, h, rf, dated in rows:
+        if i in prev_hash and (prev_hash[i] == h or i not in expired):
             status.append("skipped" if prev_hash[i] == h else "changed")
-        elif cutoff is not None and rf < cutoff:
+        elif cutoff is not None and (rf < cutoff or (i in expired and not dated)):
             status.append("too_old")
         else:
             status.append("new")
     status_s = pd.Series(status, dtype=object)
-    expired = expire(kept, cutoff)
-    changed = set(today.loc[(status_s == "changed").to_numpy(), "id"]) - expired
-    todo = ((status_s == "new") | ((status_s == "changed") & ~today["id"].isin(expired))).to_numpy()
+    changed = set(today.loc[(status_s == "changed").to_numpy(), "id"])
+    todo = status_s.isin(["new", "changed"]).to_numpy()
     return Classified(status_s, expired, changed, todo)
 
 

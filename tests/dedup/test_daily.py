@@ -176,3 +176,18 @@ def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
     # seen before (skipped), and now out of the window (expired): nothing is kept
     assert r2.stats.counts["expired"] == len(corpus) and r2.stats.counts["skipped"] == len(corpus)
     assert r2.stats.counts["kept"] == 0
+
+
+def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_path: Path) -> None:
+    corpus = story_corpus().assign(published_at=pd.Timestamp("2024-01-01", tz="UTC"))
+    corpus.to_parquet(tmp_path / "day1.parquet", index=False)
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(tmp_path / "day1.parquet", out), state, retention_days=30, encoder=enc)
+    again = corpus.iloc[:1].assign(title="a new text", published_at=pd.Timestamp("2024-03-01", tz="UTC"))
+    again.to_parquet(tmp_path / "day2.parquet", index=False)
+    r2 = run_daily(_config(tmp_path / "day2.parquet", out), state, retention_days=30, encoder=enc)
+    counts = r2.stats.counts
+    assert counts["expired"] == len(corpus) and counts["new"] == 1 and counts["kept"] == 1
+    kept = open_state(state).items
+    assert kept["id"].tolist() == [again["id"].iloc[0]]

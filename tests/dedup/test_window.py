@@ -16,13 +16,16 @@ from nlsim.io.corpus import Corpus
 T = pd.Timestamp("2024-03-10", tz="UTC")
 
 
-def _items(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
-    """``(id, content hash, days before T it is retained from)`` as window items."""
+def _items(rows: list[tuple[str, str, int]], undated: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``(id, content hash, days before T it is retained from)`` as window items; the ``undated`` ones have
+    no ``published_at``."""
+    retain_from = pd.to_datetime([T - pd.Timedelta(days=r[2]) for r in rows], utc=True)
     return pd.DataFrame(
         {
             "id": [r[0] for r in rows],
             "content_hash": [r[1] for r in rows],
-            "retain_from": pd.to_datetime([T - pd.Timedelta(days=r[2]) for r in rows], utc=True),
+            "retain_from": retain_from,
+            "published_at": retain_from.where([r[0] not in undated for r in rows]),
         }
     )
 
@@ -45,6 +48,20 @@ def test_classify_and_expire_name_what_happens_to_each_item() -> None:
         "too_old": 1,
         "expired": 1,
     }
+
+
+def test_an_expired_item_that_comes_again_with_new_text_is_new_when_published_again_else_too_old() -> None:
+    kept = _items([("a", "h1", 40), ("b", "h2", 40), ("u", "h3", 40), ("s", "h4", 40)])
+    today = _items(
+        [("a", "new text", 0), ("b", "other", 35), ("u", "other", 0), ("s", "h4", 40)], undated=("u",)
+    )
+    cutoff = T - pd.Timedelta(days=30)
+    got = classify(today, kept, cutoff)
+    assert got.status.tolist() == ["new", "too_old", "too_old", "skipped"]
+    assert got.expired == {"a", "b", "u", "s"} and got.changed == set()
+    assert today["id"][got.todo].tolist() == ["a"]
+    counts = got.counts(quarantined=0)
+    assert counts["new"] + counts["changed"] + counts["skipped"] + counts["too_old"] == counts["items_in"]
 
 
 def test_prune_drops_pairs_of_items_that_left_and_all_pairs_on_regroup() -> None:
