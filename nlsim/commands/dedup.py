@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
 from nlsim.dedup.config import DedupConfig
+
+if TYPE_CHECKING:
+    from nlsim.dedup.run import DedupResult
 
 STATE_OPTIONS = ("state", "retention_days", "as_of", "rebuild_state")
 
@@ -22,31 +25,37 @@ def add_dedup_options(p: argparse.ArgumentParser) -> None:
     add_config_options(g, DedupConfig, only=STATE_OPTIONS)
 
 
-def print_result(result: Any) -> None:
-    s = result.summary
-    c = s["counts"]
-    if s["mode"] == "incremental":
+def print_result(result: DedupResult) -> None:
+    """The run in a few lines: where the report is, and the run record's headline counts."""
+    record = result.stats
+    threshold, c = record.threshold, _Counts(record.counts)
+    if record.daily:
         print(f"run {result.run_id}{' (already committed: report written again)' if result.replayed else ''}")
         print(
-            f"  items in {c.get('items_in')}: new {c.get('new')}, changed {c.get('changed')}, skipped "
-            f"{c.get('skipped')}, too old {c.get('too_old')}, quarantined {c.get('quarantined')}; expired "
-            "from the "
-            f"window {c.get('expired')}, kept {c.get('kept')}"
+            f"  items in {c['items_in']}: new {c['new']}, changed {c['changed']}, skipped {c['skipped']}, "
+            f"too old {c['too_old']}, quarantined {c['quarantined']}; expired from the window "
+            f"{c['expired']}, kept {c['kept']}"
         )
         print(
-            f"  pairs {c.get('pairs')}; clusters new {c.get('clusters_new')}, grown "
-            f"{c.get('clusters_grown')}, "
-            f"merged {c.get('clusters_merged')}; model {s['model']}, threshold {s['threshold']}"
+            f"  pairs {c['pairs']}; clusters new {c['clusters_new']}, grown {c['clusters_grown']}, "
+            f"merged {c['clusters_merged']}; model {record.model}, threshold {threshold}"
         )
         print(f"report: {result.report_dir.resolve()}")
         return
     print(f"report: {result.report_dir.resolve()}")
     print(
-        f"  {c.get('items_in')} items, {c.get('pairs')} pairs, {c.get('clusters')} clusters "
-        f"({c.get('clustered_items')} items in clusters); threshold {s['threshold']}"
+        f"  {c['items_in']} items, {c['pairs']} pairs, {c['clusters']} clusters "
+        f"({c['clustered_items']} items in clusters); threshold {threshold}"
     )
     for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png"):
         print(f"  {result.report_dir / name}")
+
+
+class _Counts(dict[str, int]):
+    """The run record's counts, printed as ``None`` where a run did not count that thing."""
+
+    def __missing__(self, key: str) -> None:
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
