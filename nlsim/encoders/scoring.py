@@ -35,6 +35,27 @@ def pair_scorer(encoder: Any, batch_size: int = 64, progress: bool = False) -> P
     return score
 
 
+def remembered(scorer: PairScorer) -> PairScorer:
+    """``scorer``, remembering what it returned for each list of pairs it has scored: calibration and
+    evaluation score the same validation pairs, and a model's scores do not change in between.
+
+    Example:
+        >>> calls = []
+        >>> score = remembered(lambda a, b: calls.append(1) or np.ones(len(a)))
+        >>> _ = score(["x"], ["y"]); _ = score(["x"], ["y"]); len(calls)
+        1
+    """
+    seen: dict[tuple[tuple[str, ...], tuple[str, ...]], np.ndarray] = {}
+
+    def score(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        key = (tuple(texts_a), tuple(texts_b))
+        if key not in seen:
+            seen[key] = np.asarray(scorer(texts_a, texts_b))
+        return seen[key].copy()
+
+    return score
+
+
 def as_pair_scorer(scorer: Any) -> PairScorer:
     """``scorer`` itself when it is a pair scorer, :func:`pair_scorer` of it when it is an encoder."""
     return pair_scorer(scorer) if hasattr(scorer, "encode") else scorer

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nlsim.encoders.scoring import remembered
 from nlsim.evaluation.metrics import pair_similarities
 from nlsim.progress import say
 from nlsim.rerank.reranker import DEFAULT_WEIGHT, Reranker
@@ -67,7 +68,7 @@ def fit_reranker(
     score on
     validation, and score it; returns the reranker and its metrics keyed ``"reranked/{split}"``."""
     reranker = train_reranker(encoder, data.train, data.validation, cfg, weight=cfg.rerank_weight, log=log)
-    scorer = reranker.scorer(encoder)
+    scorer = remembered(reranker.scorer(encoder))  # calibration and evaluation score validation once
     cal = calibrate_encoder(scorer, data, cfg, model="reranker")
     reranker.calibration = cal.as_dict() if cal is not None else None
     metrics = evaluate_splits(scorer, data, "reranked", cal)
