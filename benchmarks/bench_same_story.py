@@ -16,7 +16,7 @@ docs/finetuning.md. The test split is never read.
 
     python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
         [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto]
-    python benchmarks/bench_same_story.py report [--names base,other]
+    python benchmarks/bench_same_story.py report [--names base,other,base+other]   # a+b: their mean
 """
 
 from __future__ import annotations
@@ -82,12 +82,60 @@ def recipe_config(args: argparse.Namespace, keep_best: bool) -> object:
     )
 
 
+def closure_pairs(train: pd.DataFrame) -> pd.DataFrame:
+    """Same-story pairs implied by transitivity inside ``train`` (A~B and B~C gives A~C), scored 1.0.
+
+    Only pairs no editor scored are added; the annotated pairs are left as they are.
+    """
+    import itertools
+
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    text = dict(zip(train["id_a"], train["text_a"], strict=True)) | dict(
+        zip(train["id_b"], train["text_b"], strict=True)
+    )
+    ids = sorted(text)
+    index = {i: k for k, i in enumerate(ids)}
+    story = train[train["score"] >= STORY]
+    rows_, cols = story["id_a"].map(index).to_numpy(), story["id_b"].map(index).to_numpy()
+    graph = coo_matrix((np.ones(len(rows_)), (rows_, cols)), shape=(len(ids), len(ids)))
+    _, label = connected_components(graph, directed=False)
+    members: dict[int, list] = {}
+    for i in set(story["id_a"]) | set(story["id_b"]):
+        members.setdefault(int(label[index[i]]), []).append(i)
+    scored = {frozenset(p) for p in zip(train["id_a"], train["id_b"], strict=True)}
+    rows = [
+        {
+            "pair_id": f"closure-{a}-{b}",
+            "id_a": a,
+            "id_b": b,
+            "text_a": text[a],
+            "text_b": text[b],
+            "score": 1.0,
+        }
+        for component in members.values()
+        for a, b in itertools.combinations(sorted(component), 2)
+        if frozenset((a, b)) not in scored
+    ]
+    return pd.DataFrame(rows, columns=["pair_id", "id_a", "id_b", "text_a", "text_b", "score"])
+
+
 def train_and_score(
     train: pd.DataFrame, held: pd.DataFrame, args: argparse.Namespace, keep_best: bool
 ) -> dict:
     from nlsim.training.cross_encoder import train_cross_encoder
 
     t0 = time.perf_counter()
+    if args.transitive:
+        extra = closure_pairs(train)
+        print(f"transitive closure: {len(extra)} same-story pairs added to {len(train)}", flush=True)
+        train = pd.concat([train, extra], ignore_index=True)
+    if args.both_scripts:
+        original = train.dropna(subset=["orig_text_a", "orig_text_b"])
+        original = original.assign(text_a=original["orig_text_a"], text_b=original["orig_text_b"])
+        print(f"both scripts: {len(original)} pairs also in their original Traditional text", flush=True)
+        train = pd.concat([train, original], ignore_index=True)
     ce, history = train_cross_encoder(args.base, train, held, recipe_config(args, keep_best), log=print)
     scores = ce.predict(held["text_a"].tolist(), held["text_b"].tolist())
     return {"scores": scores, "history": history, "seconds": round(time.perf_counter() - t0, 1)}
@@ -147,19 +195,37 @@ def bootstrap(scores: np.ndarray, pos: np.ndarray, t: float, n: int = 2000) -> t
     return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
 
 
+def scores(name: str, part: str) -> pd.DataFrame | None:
+    """One recipe's cached scores of ``part`` (``cv``: the pooled folds, ``val``), or ``None`` when not run.
+
+    A name ``a+b`` is the ensemble of recipes ``a`` and ``b``: the mean of their cross-encoder scores.
+    """
+    frames = []
+    for member in name.split("+"):
+        folder = CACHE / member
+        files = sorted(folder.glob("fold*.parquet")) if part == "cv" else [folder / "val.parquet"]
+        if (part == "cv" and len(files) != FOLDS) or not all(f.is_file() for f in files):
+            return None
+        frames.append(pd.concat([pd.read_parquet(f) for f in files]).set_index("pair_id"))
+    mean = frames[0].assign(ce=np.mean([f.loc[frames[0].index, "ce"] for f in frames], axis=0))
+    return mean.reset_index()
+
+
+def seconds_per_fold(name: str) -> float:
+    files = [f for m in name.split("+") for f in sorted((CACHE / m).glob("fold*.json"))]
+    return round(float(np.mean([json.loads(f.read_text())["seconds"] for f in files])), 1)
+
+
 def summary(name: str) -> dict | None:
     from sklearn.metrics import average_precision_score
 
-    folder = CACHE / name
     out: dict = {"name": name}
-    parts = sorted(folder.glob("fold*.parquet"))
-    if len(parts) == FOLDS:
-        oof = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    oof = scores(name, "cv")
+    if oof is not None:
         pos = oof["score"].to_numpy() >= STORY
         s = oof["ce"].to_numpy()
         f1, t, p, r = best_f1(s, pos)
         lo, hi = bootstrap(s, pos, t)
-        secs = [json.loads(p.with_suffix(".json").read_text())["seconds"] for p in parts]
         out["cv"] = {
             "pairs": len(oof),
             "same_story": int(pos.sum()),
@@ -169,11 +235,10 @@ def summary(name: str) -> dict | None:
             "threshold": round(t, 4),
             "precision": round(p, 4),
             "recall": round(r, 4),
-            "seconds_per_fold": round(float(np.mean(secs)), 1),
+            "seconds_per_fold": seconds_per_fold(name),
         }
-    val_file = folder / "val.parquet"
-    if val_file.is_file():
-        val = pd.read_parquet(val_file)
+    val = scores(name, "val")
+    if val is not None:
         pos = val["score"].to_numpy() >= STORY
         s = val["ce"].to_numpy()
         f1, t, p, r = best_f1(s, pos)
@@ -235,6 +300,12 @@ def main() -> None:
     r.add_argument("--threads", type=int, default=None)
     r.add_argument("--precision", default="auto")
     r.add_argument("--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random")
+    r.add_argument(
+        "--both-scripts", action="store_true", help="train on the original text of each pair as well"
+    )
+    r.add_argument(
+        "--transitive", action="store_true", help="add the same-story pairs implied by transitivity"
+    )
     r.set_defaults(func=run)
     rep = sub.add_parser("report")
     rep.add_argument("--names", default="")
