@@ -89,21 +89,12 @@ def closure_pairs(train: pd.DataFrame) -> pd.DataFrame:
     """
     import itertools
 
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from bench_cluster_rule import components
 
     text = dict(zip(train["id_a"], train["text_a"], strict=True)) | dict(
         zip(train["id_b"], train["text_b"], strict=True)
     )
-    ids = sorted(text)
-    index = {i: k for k, i in enumerate(ids)}
     story = train[train["score"] >= STORY]
-    rows_, cols = story["id_a"].map(index).to_numpy(), story["id_b"].map(index).to_numpy()
-    graph = coo_matrix((np.ones(len(rows_)), (rows_, cols)), shape=(len(ids), len(ids)))
-    _, label = connected_components(graph, directed=False)
-    members: dict[int, list] = {}
-    for i in set(story["id_a"]) | set(story["id_b"]):
-        members.setdefault(int(label[index[i]]), []).append(i)
     scored = {frozenset(p) for p in zip(train["id_a"], train["id_b"], strict=True)}
     rows = [
         {
@@ -114,7 +105,7 @@ def closure_pairs(train: pd.DataFrame) -> pd.DataFrame:
             "text_b": text[b],
             "score": 1.0,
         }
-        for component in members.values()
+        for component in components(sorted(text), story)
         for a, b in itertools.combinations(sorted(component), 2)
         if frozenset((a, b)) not in scored
     ]
