@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
@@ -28,7 +29,8 @@ def add_dedup_options(p: argparse.ArgumentParser) -> None:
 def print_result(result: DedupResult) -> None:
     """The run in a few lines: where the report is, and the run record's headline counts."""
     record = result.stats
-    threshold, c = record.threshold, _Counts(record.counts)
+    threshold = record.threshold
+    c: defaultdict[str, int | None] = defaultdict(lambda: None, record.counts)  # None: not counted
     if record.daily:
         print(f"run {result.run_id}{' (already committed: report written again)' if result.replayed else ''}")
         print(
@@ -49,13 +51,6 @@ def print_result(result: DedupResult) -> None:
     )
     for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png"):
         print(f"  {result.report_dir / name}")
-
-
-class _Counts(dict[str, int]):
-    """The run record's counts, printed as ``None`` where a run did not count that thing."""
-
-    def __missing__(self, key: str) -> None:
-        return None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -264,8 +264,10 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
         today["id"], today["content_hash"], today["retain_from"], today["published_at"].notna(), strict=True
     )
     for i, h, rf, dated in rows:
-        if i in prev_hash and (prev_hash[i] == h or i not in expired):
-            status.append("skipped" if prev_hash[i] == h else "changed")
+        if i in prev_hash and prev_hash[i] == h:
+            status.append("skipped")
+        elif i in prev_hash and i not in expired:
+            status.append("changed")
         elif cutoff is not None and (rf < cutoff or (i in expired and not dated)):
             status.append("too_old")
         else:
