@@ -17,6 +17,7 @@ docs/finetuning.md. The test split is never read.
     python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
         [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto]
     python benchmarks/bench_same_story.py report [--names base,other,base+other]   # a+b: their mean
+    python benchmarks/bench_same_story.py compare --a base --b other   # paired bootstrap of the gain
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def closure_pairs(train: pd.DataFrame) -> pd.DataFrame:
 def train_and_score(
     train: pd.DataFrame, held: pd.DataFrame, args: argparse.Namespace, keep_best: bool
 ) -> dict:
+    from nlsim.rerank.cross_encoder import CrossEncoder
     from nlsim.training.cross_encoder import train_cross_encoder
 
     t0 = time.perf_counter()
@@ -127,9 +129,15 @@ def train_and_score(
         original = original.assign(text_a=original["orig_text_a"], text_b=original["orig_text_b"])
         print(f"both scripts: {len(original)} pairs also in their original Traditional text", flush=True)
         train = pd.concat([train, original], ignore_index=True)
-    ce, history = train_cross_encoder(args.base, train, held, recipe_config(args, keep_best), log=print)
+    # a fresh copy of the intermediate cross-encoder per fold: training changes it in place
+    base = CrossEncoder.load(args.intermediate, args.threads) if args.intermediate else args.base
+    ce, history = train_cross_encoder(base, train, held, recipe_config(args, keep_best), log=print)
     scores = ce.predict(held["text_a"].tolist(), held["text_b"].tolist())
-    return {"scores": scores, "history": history, "seconds": round(time.perf_counter() - t0, 1)}
+    out = {"scores": scores, "history": history, "seconds": round(time.perf_counter() - t0, 1)}
+    if args.both_scripts:
+        # the held-out pairs read in their original script too: averaged with ``scores`` in ``report``
+        out["orig_scores"] = ce.predict(held["orig_text_a"].tolist(), held["orig_text_b"].tolist())
+    return out
 
 
 def run(args: argparse.Namespace) -> None:
@@ -140,13 +148,15 @@ def run(args: argparse.Namespace) -> None:
     recipe = {k: v for k, v in vars(args).items() if not callable(v)}
     (folder / "recipe.json").write_text(json.dumps(recipe, indent=2, default=str), encoding="utf-8")
     if args.mode in ("cv", "both"):
-        for k in range(FOLDS):
+        for k in args.folds or range(FOLDS):
             path = folder / f"fold{k}.parquet"
             if path.is_file():
                 continue
             print(f"== {args.name}: fold {k + 1}/{FOLDS}", flush=True)
             res = train_and_score(pairs[fold != k], pairs[fold == k], args, keep_best=False)
             out = pairs.loc[fold == k, ["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
+            if "orig_scores" in res:
+                out["ce_orig"] = res["orig_scores"]
             out.to_parquet(path, index=False)
             meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
             (folder / f"fold{k}.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
@@ -154,9 +164,10 @@ def run(args: argparse.Namespace) -> None:
         print(f"== {args.name}: train -> validation", flush=True)
         train, val = pairs[pairs["split"] == "train"], pairs[pairs["split"] == "validation"]
         res = train_and_score(train, val, args, keep_best=True)
-        val[["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"]).to_parquet(
-            folder / "val.parquet", index=False
-        )
+        out = val[["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
+        if "orig_scores" in res:
+            out["ce_orig"] = res["orig_scores"]
+        out.to_parquet(folder / "val.parquet", index=False)
         meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
         (folder / "val.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
@@ -190,20 +201,29 @@ def scores(name: str, part: str) -> pd.DataFrame | None:
     """One recipe's cached scores of ``part`` (``cv``: the pooled folds, ``val``), or ``None`` when not run.
 
     A name ``a+b`` is the ensemble of recipes ``a`` and ``b``: the mean of their cross-encoder scores.
+    A member ``a@orig`` (a ``--both-scripts`` recipe) is its scores of the pairs in their original script,
+    ``a@both`` the mean of both scripts' scores.
     """
     frames = []
     for member in name.split("+"):
-        folder = CACHE / member
+        recipe, _, view = member.partition("@")
+        folder = CACHE / recipe
         files = sorted(folder.glob("fold*.parquet")) if part == "cv" else [folder / "val.parquet"]
         if (part == "cv" and len(files) != FOLDS) or not all(f.is_file() for f in files):
             return None
-        frames.append(pd.concat([pd.read_parquet(f) for f in files]).set_index("pair_id"))
+        frame = pd.concat([pd.read_parquet(f) for f in files]).set_index("pair_id")
+        if view == "orig":
+            frame["ce"] = frame["ce_orig"]
+        elif view == "both":
+            frame["ce"] = (frame["ce"] + frame["ce_orig"]) / 2
+        frames.append(frame)
     mean = frames[0].assign(ce=np.mean([f.loc[frames[0].index, "ce"] for f in frames], axis=0))
     return mean.reset_index()
 
 
 def seconds_per_fold(name: str) -> float:
-    files = [f for m in name.split("+") for f in sorted((CACHE / m).glob("fold*.json"))]
+    recipes = [m.partition("@")[0] for m in name.split("+")]
+    files = [f for m in recipes for f in sorted((CACHE / m).glob("fold*.json"))]
     return round(float(np.mean([json.loads(f.read_text())["seconds"] for f in files])), 1)
 
 
@@ -276,6 +296,35 @@ def report(args: argparse.Namespace) -> None:
     OUT.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
 
 
+def compare(args: argparse.Namespace) -> None:
+    """The gain of recipe ``b`` over ``a`` out of fold, with a paired bootstrap 95% interval.
+
+    Both recipes' out-of-fold scores of the same pairs are resampled together; in each resample, each
+    recipe's best F1 is taken at its own best threshold (both equally flattered), and AP is recomputed.
+    """
+    from sklearn.metrics import average_precision_score
+
+    a, b = scores(args.a, "cv"), scores(args.b, "cv")
+    if a is None or b is None:
+        raise SystemExit(f"both recipes need all {FOLDS} folds cached: {args.a}, {args.b}")
+    b = b.set_index("pair_id").loc[a["pair_id"]].reset_index()
+    pos = a["score"].to_numpy() >= STORY
+    sa, sb = a["ce"].to_numpy(), b["ce"].to_numpy()
+    rng = np.random.default_rng(0)
+    d_f1, d_ap = [], []
+    for _ in range(args.resamples):
+        i = rng.integers(0, len(pos), len(pos))
+        d_f1.append(best_f1(sb[i], pos[i])[0] - best_f1(sa[i], pos[i])[0])
+        d_ap.append(average_precision_score(pos[i], sb[i]) - average_precision_score(pos[i], sa[i]))
+    f1a, f1b = best_f1(sa, pos)[0], best_f1(sb, pos)[0]
+    apa, apb = average_precision_score(pos, sa), average_precision_score(pos, sb)
+    print(f"{len(pos)} pairs out of fold, {int(pos.sum())} same story (CPU: {cpu_name()})")
+    print(f"correlation of the two recipes' scores: {np.corrcoef(sa, sb)[0, 1]:.3f}")
+    for label, va, vb, d in (("best F1", f1a, f1b, d_f1), ("AP", apa, apb, d_ap)):
+        lo, hi = np.percentile(d, [2.5, 97.5])
+        print(f"{label}: {args.a} {va:.3f}, {args.b} {vb:.3f}, gain {vb - va:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -290,6 +339,17 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--threads", type=int, default=None)
     r.add_argument("--precision", default="auto")
+    r.add_argument(
+        "--intermediate",
+        default=None,
+        help="a saved cross-encoder to start every fold from (benchmarks/explore_intermediate_sts.py)",
+    )
+    r.add_argument(
+        "--folds",
+        type=lambda text: [int(k) for k in text.split(",")],
+        default=None,
+        help="comma-separated folds to run (0-based), to share one recipe between processes; all by default",
+    )
     r.add_argument("--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random")
     r.add_argument(
         "--both-scripts", action="store_true", help="train on the original text of each pair as well"
@@ -301,6 +361,11 @@ def main() -> None:
     rep = sub.add_parser("report")
     rep.add_argument("--names", default="")
     rep.set_defaults(func=report)
+    cmp = sub.add_parser("compare")
+    cmp.add_argument("--a", required=True, help="the recipe compared against (e.g. the default)")
+    cmp.add_argument("--b", required=True)
+    cmp.add_argument("--resamples", type=int, default=1000)
+    cmp.set_defaults(func=compare)
     args = ap.parse_args()
     args.func(args)
 
