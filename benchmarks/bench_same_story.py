@@ -11,7 +11,7 @@ For a recipe (the cross-encoder's training settings), two measurements on the an
 
 Scores are saved per recipe and fold under ``benchmarks/results/cache/same_story/`` (reused when there), so
 that ``report`` can compare recipes and their combinations afterwards, and figures go to
-``benchmarks/results/same_story.md``/``.json``. Every recipe tried, and what it gave, is in
+``benchmarks/results/same_story.md``/``.json``/``.png``. Every recipe tried, and what it gave, is in
 docs/finetuning.md. The test split is never read.
 
     python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
@@ -39,6 +39,7 @@ CACHE = ROOT / "benchmarks" / "results" / "cache" / "same_story"
 OUT = ROOT / "benchmarks" / "results" / "same_story"
 FOLDS = 5
 STORY = 0.875
+EDITORS_F1 = 0.78  # the lower end of the editors' pairwise same-story F1 (annotations/README.md)
 
 
 def cpu_name() -> str:
@@ -269,6 +270,30 @@ def summary(name: str) -> dict | None:
     return out if len(out) > 1 else None
 
 
+def plot(rows: list[dict], path: Path) -> None:
+    """Each recipe's cross-validated best F1 with its 95% interval, beside the editors' agreement."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if "cv" in r]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.4))
+    for y, r in enumerate(rows):
+        f1, (lo, hi) = r["cv"]["f1"], r["cv"]["f1_ci95"]
+        ax.errorbar(f1, y, xerr=[[f1 - lo], [hi - f1]], fmt="o", color="tab:blue", capsize=3)
+    ax.axvline(EDITORS_F1, color="grey", linestyle=":", label=f"editors with each other ({EDITORS_F1})")
+    ax.set_yticks(range(len(rows)), [r["name"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("cross-validated same-story F1 (best threshold, 95% bootstrap interval)")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def report(args: argparse.Namespace) -> None:
     names = args.names.split(",") if args.names else sorted(p.name for p in CACHE.iterdir() if p.is_dir())
     rows = [r for r in (summary(n) for n in names) if r]
@@ -294,6 +319,7 @@ def report(args: argparse.Namespace) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
     OUT.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    plot(rows, OUT.with_suffix(".png"))
 
 
 def compare(args: argparse.Namespace) -> None:
