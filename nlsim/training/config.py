@@ -51,6 +51,10 @@ class CrossEncoderConfig:
     Same-story pairs are rare (about 7% of the training pairs): weighting them x3 raised the
     cross-encoder's same-story F1 on validation (docs/finetuning.md)."""
     story_level: float = SAME_STORY
+    rank_weight: float = 0.0
+    """Weight of a same-story ranking term beside the graded loss (every same-story pair of a batch above
+    every other pair of it: :mod:`nlsim.training.losses.story_ranking`); 0 = off, the default:
+    out of fold it was no better than without (docs/finetuning.md)."""
     orders_per_epoch: int = 2
     """2: every pair is read in both orders each epoch; 1: once, in a random order (half the steps)."""
     keep_best: bool = True
@@ -69,6 +73,8 @@ class CrossEncoderConfig:
             raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
         if not self.story_weight > 0:
             raise ConfigError(f"cross-encoder story weight must be > 0, got {self.story_weight}")
+        if not self.rank_weight >= 0:
+            raise ConfigError(f"cross-encoder rank weight must be >= 0, got {self.rank_weight}")
 
 
 @dataclass

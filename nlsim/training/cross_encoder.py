@@ -1,8 +1,8 @@
 """Train the reranker's cross-encoder (:class:`nlsim.rerank.cross_encoder.CrossEncoder`) on graded pairs.
 
 Binary cross-entropy against the graded score (soft labels), the rare same-story pairs weighted up
-(``story_weight``), both text orders, AdamW with linear warm-up and decay, the best validation epoch
-(Spearman) kept.
+(``story_weight``), optionally a same-story ranking term beside it (``rank_weight``), both text orders,
+AdamW with linear warm-up and decay, the best validation epoch (Spearman) kept.
 
 Every pair, in both orders, is tokenised once and run once through the frozen lower layers
 (:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
@@ -39,6 +39,7 @@ from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
 from nlsim.training.clock import TrainingClock
 from nlsim.training.config import CrossEncoderConfig
+from nlsim.training.losses.story_ranking import story_ranking_loss
 from nlsim.training.mixed_precision import autocast
 from nlsim.training.mixed_precision import resolve as resolve_precision
 from nlsim.training.optim import adamw, linear_schedule, set_seed
@@ -182,6 +183,10 @@ def _train_epoch(
             logits = _logits(run.ce, run.split, run.states, rows)
         per_pair = loss_fn(logits.float(), run.scores[idx])
         loss = (per_pair * run.weights[idx]).sum() / run.weights[idx].sum()
+        if cfg.rank_weight:
+            loss = loss + cfg.rank_weight * story_ranking_loss(
+                logits.float(), run.scores[idx], cfg.story_level
+            )
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(run.params, 1.0)

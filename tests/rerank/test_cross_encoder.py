@@ -59,6 +59,8 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         CrossEncoderConfig(epochs=0).check()
     with pytest.raises(ConfigError, match="story weight"):
         CrossEncoderConfig(story_weight=0).check()
+    with pytest.raises(ConfigError, match="rank weight"):
+        CrossEncoderConfig(rank_weight=-1).check()
 
 
 def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -> None:
@@ -79,6 +81,23 @@ def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -
         errors.append((float(sq[story].mean()), float(sq[~story].mean())))
     (story_plain, rest_plain), (story_weighted, rest_weighted) = errors
     assert story_weighted < story_plain and rest_weighted > rest_plain
+
+
+def test_rank_weight_sets_the_same_story_pairs_apart(small_pairs: pd.DataFrame) -> None:
+    """Same data, seed and order; only the weight of the same-story ranking term differs: with it, the
+    training pairs at or above the story level stand further above the rest."""
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    story = (train["score"] >= 0.7).to_numpy()
+    gaps = []
+    for weight in (0.0, 5.0):
+        cfg = CrossEncoderConfig(
+            epochs=1, batch_size=8, threads=1, log_every=0, seed=3, rank_weight=weight, story_level=0.7
+        )
+        ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+        pred = ce.predict(train["text_a"].tolist(), train["text_b"].tolist())
+        gaps.append(float(pred[story].mean() - pred[~story].mean()))
+    assert gaps[1] > gaps[0]
 
 
 def test_onnx_runner_gives_torch_scores(

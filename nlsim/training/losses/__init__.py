@@ -2,6 +2,7 @@
 (the studies' recipe, ``--loss mse``).
 
 Each loss takes the two batches of (un-normalised) sentence vectors and the gold scores in [0, 1].
+``story_ranking_loss`` is the cross-encoder's optional same-story ranking term (on its logits).
 
 Example:
     >>> import torch
@@ -19,6 +20,7 @@ import torch
 from nlsim.errors import ConfigError
 from nlsim.training.losses.cosent import cosent_loss
 from nlsim.training.losses.cosine_mse import cosine_mse_loss
+from nlsim.training.losses.story_ranking import story_ranking_loss
 
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 LOSSES: dict[str, LossFn] = {"mse": cosine_mse_loss, "cosent": cosent_loss}
@@ -32,4 +34,4 @@ def get_loss(name: str) -> LossFn:
         raise ConfigError(f"unknown loss {name!r} (use {', '.join(LOSSES)})") from None
 
 
-__all__ = ["LOSSES", "LossFn", "cosent_loss", "cosine_mse_loss", "get_loss"]
+__all__ = ["LOSSES", "LossFn", "cosent_loss", "cosine_mse_loss", "get_loss", "story_ranking_loss"]
