@@ -63,20 +63,26 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         CrossEncoderConfig(rank_weight=-1).check()
 
 
-def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -> None:
-    """Same data, seed and order; only the loss weight of the pairs at or above the story level differs:
-    the weighted model fits those pairs closer (their squared error falls) at the cost of the rest."""
+def _train_scores(small_pairs: pd.DataFrame, **settings: float) -> tuple[np.ndarray, pd.DataFrame]:
+    """One epoch on the small pairs (same data, seed and order every time) with ``settings`` changed, and
+    the trained model's scores of its training pairs; same story here is a score of 0.7 or more."""
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
-    story = (train["score"] >= 0.7).to_numpy()
-    assert 3 <= story.sum() < len(train) - 3
+    cfg = CrossEncoderConfig(epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_level=0.7)
+    for name, value in settings.items():
+        setattr(cfg, name, value)
+    ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train
+
+
+def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -> None:
+    """Only the loss weight of the pairs at or above the story level differs: the weighted model fits those
+    pairs closer (their squared error falls) at the cost of the rest."""
     errors = []
     for weight in (1.0, 10.0):
-        cfg = CrossEncoderConfig(
-            epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_weight=weight, story_level=0.7
-        )
-        ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
-        pred = ce.predict(train["text_a"].tolist(), train["text_b"].tolist())
+        pred, train = _train_scores(small_pairs, story_weight=weight)
+        story = (train["score"] >= 0.7).to_numpy()
+        assert 3 <= story.sum() < len(train) - 3
         sq = (pred - train["score"].to_numpy()) ** 2
         errors.append((float(sq[story].mean()), float(sq[~story].mean())))
     (story_plain, rest_plain), (story_weighted, rest_weighted) = errors
@@ -84,18 +90,12 @@ def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -
 
 
 def test_rank_weight_sets_the_same_story_pairs_apart(small_pairs: pd.DataFrame) -> None:
-    """Same data, seed and order; only the weight of the same-story ranking term differs: with it, the
-    training pairs at or above the story level stand further above the rest."""
-    train = small_pairs[small_pairs["split"] == "train"]
-    val = small_pairs[small_pairs["split"] == "validation"]
-    story = (train["score"] >= 0.7).to_numpy()
+    """Only the weight of the same-story ranking term differs: with it, the training pairs at or above the
+    story level stand further above the rest."""
     gaps = []
     for weight in (0.0, 5.0):
-        cfg = CrossEncoderConfig(
-            epochs=1, batch_size=8, threads=1, log_every=0, seed=3, rank_weight=weight, story_level=0.7
-        )
-        ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
-        pred = ce.predict(train["text_a"].tolist(), train["text_b"].tolist())
+        pred, train = _train_scores(small_pairs, rank_weight=weight)
+        story = (train["score"] >= 0.7).to_numpy()
         gaps.append(float(pred[story].mean() - pred[~story].mean()))
     assert gaps[1] > gaps[0]
 
