@@ -103,6 +103,8 @@ class _Run:
     val_states: FrozenStates
     precision: str
     scores: torch.Tensor
+    story: torch.Tensor
+    """True where a training sequence's pair is the same story (score at or above ``story_level``)."""
     weights: torch.Tensor
     params: list[torch.nn.Parameter]
     optimizer: Any
@@ -139,7 +141,8 @@ def _start(
         f"{layer_count(ce.model)} layers in {precision} ({why})"
     )
     scores = torch.tensor(np.concatenate([train["score"].to_numpy(dtype=np.float32)] * 2)).to(device)
-    weights = torch.where(scores >= cfg.story_level - 1e-9, float(cfg.story_weight), 1.0)
+    story = scores >= cfg.story_level - 1e-9
+    weights = torch.where(story, float(cfg.story_weight), 1.0)
     named = [(n, p) for n, p in ce.model.named_parameters() if p.requires_grad]
     named += [(f"head.{n}", p) for n, p in ce.head.named_parameters()]
     optimizer = adamw(named, cfg.lr, cfg.weight_decay)
@@ -155,6 +158,7 @@ def _start(
         val_states,
         precision,
         scores,
+        story,
         weights,
         params,
         optimizer,
@@ -180,13 +184,11 @@ def _train_epoch(
     for k, rows in enumerate(_epoch_batches(run.states, n_pairs, cfg, rng)):
         idx = torch.from_numpy(rows).to(device)
         with autocast(run.precision, device):
-            logits = _logits(run.ce, run.split, run.states, rows)
-        per_pair = loss_fn(logits.float(), run.scores[idx])
+            logits = _logits(run.ce, run.split, run.states, rows).float()
+        per_pair = loss_fn(logits, run.scores[idx])
         loss = (per_pair * run.weights[idx]).sum() / run.weights[idx].sum()
         if cfg.rank_weight:
-            loss = loss + cfg.rank_weight * story_ranking_loss(
-                logits.float(), run.scores[idx], cfg.story_level
-            )
+            loss = loss + cfg.rank_weight * story_ranking_loss(logits, run.story[idx])
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(run.params, 1.0)

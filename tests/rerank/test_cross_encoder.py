@@ -68,9 +68,9 @@ def _train_scores(small_pairs: pd.DataFrame, **settings: float) -> tuple[np.ndar
     the trained model's scores of its training pairs; same story here is a score of 0.7 or more."""
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
-    cfg = CrossEncoderConfig(epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_level=0.7)
-    for name, value in settings.items():
-        setattr(cfg, name, value)
+    cfg = CrossEncoderConfig(
+        epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_level=0.7, **settings
+    )
     ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train
 

@@ -47,14 +47,14 @@ def test_unknown_loss() -> None:
 
 def test_story_ranking_value_and_no_pairs_of_pairs() -> None:
     logits = torch.tensor([2.0, 0.0, 1.0])
-    scores = torch.tensor([1.0, 0.75, 0.5])  # one same-story pair above two others
+    story = torch.tensor([True, False, False])  # one same-story pair above two others
     expected = (math.log1p(math.exp(0.0 - 2.0)) + math.log1p(math.exp(1.0 - 2.0))) / 2
-    assert float(story_ranking_loss(logits, scores, 0.875)) == pytest.approx(expected, rel=1e-6)
-    assert float(story_ranking_loss(logits, torch.tensor([0.5, 0.75, 0.0]), 0.875)) == 0.0
-    assert float(story_ranking_loss(logits, torch.ones(3), 0.875)) == 0.0
+    assert float(story_ranking_loss(logits, story)) == pytest.approx(expected, rel=1e-6)
+    assert float(story_ranking_loss(logits, torch.zeros(3, dtype=torch.bool))) == 0.0
+    assert float(story_ranking_loss(logits, torch.ones(3, dtype=torch.bool))) == 0.0
 
 
 def test_story_ranking_gradient_pushes_same_story_above_the_rest() -> None:
     logits = torch.tensor([0.0, 1.0], requires_grad=True)  # the same-story pair ranked below
-    story_ranking_loss(logits, torch.tensor([1.0, 0.75]), 0.875).backward()
+    story_ranking_loss(logits, torch.tensor([True, False])).backward()
     assert logits.grad[0] < 0 < logits.grad[1]
