@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -125,8 +126,6 @@ def changed_number(text: str, number: str, rng: np.random.Generator) -> str:
 
     A year moves by 1 to 3, anything else gets one digit changed: "佳能600D" becomes "佳能650D" or "佳能608D".
     """
-    import re
-
     match = next(m for m in re.finditer(NUMBER, text) if m.group() == number)
     if len(number) == 4 and number[:2] in ("19", "20"):
         other = str(int(number) + int(rng.choice([-3, -2, -1, 1, 2, 3])))
@@ -144,8 +143,6 @@ def synthetic_negatives(train: pd.DataFrame, seed: int) -> pd.DataFrame:
     topic and entity but is no longer the same event: scored 0.75 by the rubric (annotations/GUIDELINES.md).
     Pairs whose texts share no number give none. The annotated pairs are left as they are.
     """
-    import re
-
     rng = np.random.default_rng(seed)
     rows = []
     for row in train[train["score"] >= STORY].itertuples(index=False):
@@ -202,6 +199,16 @@ def train_and_score(
     return out
 
 
+def save_scores(held: pd.DataFrame, res: dict, path: Path) -> None:
+    """The scores of the held-out pairs in ``path`` (Parquet), the training history beside it (``.json``)."""
+    out = held[["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
+    if "orig_scores" in res:
+        out["ce_orig"] = res["orig_scores"]
+    out.to_parquet(path, index=False)
+    meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+
 def run(args: argparse.Namespace) -> None:
     pairs = load()
     fold = folds(pairs)
@@ -215,23 +222,12 @@ def run(args: argparse.Namespace) -> None:
             if path.is_file():
                 continue
             print(f"== {args.name}: fold {k + 1}/{FOLDS}", flush=True)
-            res = train_and_score(pairs[fold != k], pairs[fold == k], args, keep_best=False)
-            out = pairs.loc[fold == k, ["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
-            if "orig_scores" in res:
-                out["ce_orig"] = res["orig_scores"]
-            out.to_parquet(path, index=False)
-            meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
-            (folder / f"fold{k}.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            held = pairs[fold == k]
+            save_scores(held, train_and_score(pairs[fold != k], held, args, keep_best=False), path)
     if args.mode in ("val", "both") and not (folder / "val.parquet").is_file():
         print(f"== {args.name}: train -> validation", flush=True)
         train, val = pairs[pairs["split"] == "train"], pairs[pairs["split"] == "validation"]
-        res = train_and_score(train, val, args, keep_best=True)
-        out = val[["pair_id", "score", "stratum", "split"]].assign(ce=res["scores"])
-        if "orig_scores" in res:
-            out["ce_orig"] = res["orig_scores"]
-        out.to_parquet(folder / "val.parquet", index=False)
-        meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
-        (folder / "val.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        save_scores(val, train_and_score(train, val, args, keep_best=True), folder / "val.parquet")
 
 
 def best_f1(scores: np.ndarray, pos: np.ndarray) -> tuple[float, float, float, float]:
