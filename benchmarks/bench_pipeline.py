@@ -12,8 +12,8 @@ Runs ``nlsim pipeline`` (what ``bash run.sh`` runs, without the package install)
 
 Prints the seconds of each run and of each chain stage, and the same-story precision, recall and F1 of each
 report on the merged validation pairs (``nlsim judge``); writes ``benchmarks/results/pipeline.json`` and
-``.md``. Targets: same-story F1 >= 0.85 for the promoted model's report; cold <= 20 min
-and warm <= 2 min on 2 cores.
+``.md``. Targets: the promoted model's report, judged at the cluster level, same-story F1 >= 0.78 at
+precision >= 0.80 (what two editors reach with each other); cold <= 20 min and warm <= 2 min on 2 cores.
 
     python benchmarks/bench_pipeline.py                  # cold, warm, zero-shot
     python benchmarks/bench_pipeline.py --skip-cold --work /tmp/nlsim-bench   # warm + zero-shot on a kept run
@@ -133,18 +133,8 @@ def main() -> int:
         },
     ]
     print()
-    stage_cols = [
-        "run",
-        "seconds",
-        "chain-load",
-        "base-model",
-        "baseline",
-        "finetune",
-        "evaluate",
-        "promote",
-        "report",
-        "judge",
-    ]
+    stages = list(dict.fromkeys(k for r in runs for k in r if k not in ("run", "seconds")))
+    stage_cols = ["run", "seconds", *stages]
     table1 = print_table(runs, stage_cols)
     print()
     rows = [
@@ -153,6 +143,7 @@ def main() -> int:
             "precision": j["precision"],
             "recall": j["recall"],
             "F1": j["f1"],
+            "F1 95%": "–".join(f"{x:.3f}" for x in j["f1_ci95"]) if j.get("f1_ci95") else "",
             "judged": j["judged_pairs"],
             "same story": j["same_story_pairs"],
             "reported pairs": j["reported_pairs"],
@@ -160,7 +151,7 @@ def main() -> int:
         for j in judged
     ]
     table2 = print_table(
-        rows, ["report", "precision", "recall", "F1", "judged", "same story", "reported pairs"]
+        rows, ["report", "precision", "recall", "F1", "F1 95%", "judged", "same story", "reported pairs"]
     )
     result = {
         "machine": host,
@@ -175,7 +166,7 @@ def main() -> int:
     (RESULTS / "pipeline.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     (RESULTS / "pipeline.md").write_text(
         f"# The chain (`python benchmarks/bench_pipeline.py`)\n\nMachine: {host}\n\n{table1}\n\n"
-        f"Same story on the validation pairs (`nlsim judge`):\n\n{table2}\n",
+        f"Same story on the validation pairs, at the cluster level (`nlsim judge`):\n\n{table2}\n",
         encoding="utf-8",
     )
     return 0

@@ -77,6 +77,7 @@ def recipe_config(args: argparse.Namespace, keep_best: bool) -> object:
         frozen_layers=args.frozen,
         story_weight=args.story_weight,
         rank_weight=args.rank_weight,
+        temperature_lr=args.temperature_lr,
         seed=args.seed,
         threads=args.threads,
         train_precision=args.precision,
@@ -421,6 +422,12 @@ def main() -> None:
     r.add_argument("--story-weight", type=float, default=3.0)
     r.add_argument(
         "--rank-weight", type=float, default=0.0, help="weight of the same-story ranking term (0: off)"
+    )
+    r.add_argument(
+        "--temperature-lr",
+        type=float,
+        default=0.0,
+        help="learning rate of a learned logit scale, folded into the head at the end (0: off)",
     )
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--threads", type=int, default=None)

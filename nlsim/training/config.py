@@ -55,6 +55,12 @@ class CrossEncoderConfig:
     """Weight of a same-story ranking term beside the graded loss (every same-story pair of a batch above
     every other pair of it: :mod:`nlsim.training.losses.story_ranking`); 0 = off, the default:
     out of fold it was no better than without (docs/finetuning.md)."""
+    temperature_lr: float = 0.0
+    """Learning rate of a learned logit scale (a temperature: the head's logit times ``exp(s)``, ``s`` from
+    0), which lets the output leave the bound that the last LayerNorm and the head's weights set
+    (:meth:`nlsim.rerank.cross_encoder.CrossEncoder.score_bound`) faster than the head's weights grow at
+    ``lr``; 0 = off, the default: out of fold it was no better than without (docs/finetuning.md). The
+    scale is folded into the head when training ends, so the saved model is an ordinary cross-encoder."""
     orders_per_epoch: int = 2
     """2: every pair is read in both orders each epoch; 1: once, in a random order (half the steps)."""
     keep_best: bool = True
@@ -75,6 +81,8 @@ class CrossEncoderConfig:
             raise ConfigError(f"cross-encoder story weight must be > 0, got {self.story_weight}")
         if not self.rank_weight >= 0:
             raise ConfigError(f"cross-encoder rank weight must be >= 0, got {self.rank_weight}")
+        if not self.temperature_lr >= 0:
+            raise ConfigError(f"cross-encoder temperature lr must be >= 0, got {self.temperature_lr}")
 
 
 @dataclass

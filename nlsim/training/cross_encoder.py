@@ -1,8 +1,9 @@
 """Train the reranker's cross-encoder (:class:`nlsim.rerank.cross_encoder.CrossEncoder`) on graded pairs.
 
 Binary cross-entropy against the graded score (soft labels), the rare same-story pairs weighted up
-(``story_weight``), optionally a same-story ranking term beside it (``rank_weight``), both text orders,
-AdamW with linear warm-up and decay, the best validation epoch (Spearman) kept.
+(``story_weight``), optionally a same-story ranking term beside it (``rank_weight``) and a learned logit
+scale (``temperature_lr``, folded into the head at the end), both text orders, AdamW with linear warm-up and
+decay, the best validation epoch (Spearman) kept.
 
 Every pair, in both orders, is tokenised once and run once through the frozen lower layers
 (:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
@@ -58,9 +59,12 @@ def _states(ce: CrossEncoder, split: SplitEncoder, frame: pd.DataFrame) -> Froze
     return split.prepare(ids, types)
 
 
-def _logits(ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, rows: Any) -> torch.Tensor:
+def _logits(
+    ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, rows: Any, log_scale: torch.Tensor | None
+) -> torch.Tensor:
     hidden, mask = split.forward(states, rows)
-    return pooled_logits(ce.head, hidden.float(), mask)
+    logits = pooled_logits(ce.head, hidden.float(), mask)
+    return logits if log_scale is None else logits * log_scale.exp()
 
 
 def _epoch_batches(
@@ -76,18 +80,22 @@ def _epoch_batches(
 
 
 def predict_states(
-    ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, batch_size: int = 128
+    ce: CrossEncoder,
+    split: SplitEncoder,
+    states: FrozenStates,
+    batch_size: int = 128,
+    log_scale: torch.Tensor | None = None,
 ) -> np.ndarray:
     """Scores in (0, 1) of the pairs behind ``states`` (both orders, as :func:`both_orders` lays them
     out), the mean over both orders: what :meth:`CrossEncoder.predict` gives (fp32), from the cached
-    states."""
+    states; logits times ``exp(log_scale)`` while a learned scale is not yet folded into the head."""
     n = len(states) // 2
     logits = np.zeros(len(states), dtype=np.float64)
     was_training = ce.model.training
     ce.model.eval()
     with torch.no_grad():
         for rows in sorted_batches(states.lengths, batch_size):
-            logits[rows] = _logits(ce, split, states, rows).float().cpu().numpy()
+            logits[rows] = _logits(ce, split, states, rows, log_scale).float().cpu().numpy()
     ce.model.train(was_training)
     probs = 1.0 / (1.0 + np.exp(-logits))
     return (probs[:n] + probs[n:]) / 2
@@ -106,6 +114,8 @@ class _Run:
     story: torch.Tensor
     """True where a training sequence's pair is the same story (score at or above ``story_level``)."""
     weights: torch.Tensor
+    log_scale: torch.Tensor | None
+    """The learned logit scale's log (``cfg.temperature_lr > 0``), else None."""
     params: list[torch.nn.Parameter]
     optimizer: Any
     scheduler: Any
@@ -146,6 +156,10 @@ def _start(
     named = [(n, p) for n, p in ce.model.named_parameters() if p.requires_grad]
     named += [(f"head.{n}", p) for n, p in ce.head.named_parameters()]
     optimizer = adamw(named, cfg.lr, cfg.weight_decay)
+    log_scale = None
+    if cfg.temperature_lr:
+        log_scale = torch.zeros((), device=device, requires_grad=True)
+        optimizer.add_param_group({"params": [log_scale], "lr": cfg.temperature_lr, "weight_decay": 0.0})
     per_epoch = math.ceil(len(train) * cfg.orders_per_epoch / cfg.batch_size)
     total = per_epoch * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
@@ -160,6 +174,7 @@ def _start(
         scores,
         story,
         weights,
+        log_scale,
         params,
         optimizer,
         scheduler,
@@ -184,7 +199,7 @@ def _train_epoch(
     for k, rows in enumerate(_epoch_batches(run.states, n_pairs, cfg, rng)):
         idx = torch.from_numpy(rows).to(device)
         with autocast(run.precision, device):
-            logits = _logits(run.ce, run.split, run.states, rows).float()
+            logits = _logits(run.ce, run.split, run.states, rows, run.log_scale).float()
         per_pair = loss_fn(logits, run.scores[idx])
         loss = (per_pair * run.weights[idx]).sum() / run.weights[idx].sum()
         if cfg.rank_weight:
@@ -202,10 +217,13 @@ def _train_epoch(
     return float(np.mean(losses))
 
 
-def _trained_state(ce: CrossEncoder) -> dict[str, torch.Tensor]:
-    """A copy of what training changes (the frozen part need not be copied), the head's as ``head.*``."""
+def _trained_state(ce: CrossEncoder, log_scale: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """A copy of what training changes (the frozen part need not be copied), the head's as ``head.*``, with
+    a learned logit scale folded into the head (its weight and bias times ``exp(log_scale)``): the copy
+    scores as the training did, with no scale beside it."""
     state = {n: p.detach().clone() for n, p in ce.model.named_parameters() if p.requires_grad}
-    state.update({f"head.{n}": t.detach().clone() for n, t in ce.head.state_dict().items()})
+    factor = 1.0 if log_scale is None else float(log_scale.detach().exp())
+    state.update({f"head.{n}": t.detach().clone() * factor for n, t in ce.head.state_dict().items()})
     return state
 
 
@@ -247,14 +265,17 @@ def train_cross_encoder(
         train_loss = _train_epoch(run, epoch, len(train), cfg, rng, log)
         seconds = time.perf_counter() - t0
         with run.clock.pause():
-            pred = predict_states(run.ce, run.split, run.val_states)
+            pred = predict_states(run.ce, run.split, run.val_states, log_scale=run.log_scale)
         rho = float(spearmanr(pred, gold).statistic) * 100 if len(gold) > 1 else math.nan
         rho = rho if math.isfinite(rho) else -math.inf
         row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, 2)}
+        if run.log_scale is not None:
+            row["logit_scale"] = round(float(run.log_scale.detach().exp()), 4)
         history.append({**row, "seconds": round(seconds, 1)})
-        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}")
+        scale = "" if run.log_scale is None else f", logit scale {float(run.log_scale.detach().exp()):.2f}"
+        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{scale}")
         if rho > best[0] or best[1] is None or not cfg.keep_best:
-            best = (rho, _trained_state(run.ce))
+            best = (rho, _trained_state(run.ce, run.log_scale))
     assert best[1] is not None
     _restore(run.ce, best[1])
     return run.ce, history

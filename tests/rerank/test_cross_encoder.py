@@ -61,6 +61,8 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         CrossEncoderConfig(story_weight=0).check()
     with pytest.raises(ConfigError, match="rank weight"):
         CrossEncoderConfig(rank_weight=-1).check()
+    with pytest.raises(ConfigError, match="temperature lr"):
+        CrossEncoderConfig(temperature_lr=-0.1).check()
 
 
 def _train_scores(small_pairs: pd.DataFrame, **settings: float) -> tuple[np.ndarray, pd.DataFrame]:
@@ -98,6 +100,39 @@ def test_rank_weight_sets_the_same_story_pairs_apart(small_pairs: pd.DataFrame) 
         story = (train["score"] >= 0.7).to_numpy()
         gaps.append(float(pred[story].mean() - pred[~story].mean()))
     assert gaps[1] > gaps[0]
+
+
+def test_a_learned_logit_scale_moves_and_widens_the_scores(small_pairs: pd.DataFrame) -> None:
+    """Only the learned logit scale differs: it moves away from 1 (recorded per epoch), and the saved model,
+    with the scale folded into its head, spreads its training pairs' logits wider than without it."""
+    spreads = []
+    for lr in (0.0, 0.05):
+        pred, _ = _train_scores(small_pairs, temperature_lr=lr)
+        spreads.append(float(np.std(np.log(pred / (1 - pred)))))
+    assert spreads[1] > spreads[0]
+    train = small_pairs[small_pairs["split"] == "train"]
+    cfg = CrossEncoderConfig(epochs=1, batch_size=8, threads=1, log_every=0, seed=3, temperature_lr=0.05)
+    _, history = train_cross_encoder(FAST_MODEL, train, train, cfg, log=lambda _: None)
+    assert history[0]["logit_scale"] > 1.05
+
+
+def test_the_learned_scale_is_folded_into_the_head(trained: tuple[CrossEncoder, list[dict]]) -> None:
+    """The kept state's head is the trained head times ``exp(log_scale)``: its logits are the scaled ones."""
+    import torch
+
+    from nlsim.training.cross_encoder import _trained_state
+
+    ce, _ = trained
+    a, b = ["A man is playing a guitar.", "Stocks fell."], ["Someone plays the guitar.", "A cat sleeps."]
+    with torch.no_grad():
+        before = ce.logits(a, b).clone()
+        head = {n: t.clone() for n, t in ce.head.state_dict().items()}
+        state = _trained_state(ce, torch.tensor(float(np.log(2.0))))
+        ce.head.load_state_dict({n[5:]: t for n, t in state.items() if n.startswith("head.")})
+        try:
+            torch.testing.assert_close(ce.logits(a, b), 2 * before, rtol=1e-5, atol=1e-5)
+        finally:
+            ce.head.load_state_dict(head)
 
 
 def test_onnx_runner_gives_torch_scores(
