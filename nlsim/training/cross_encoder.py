@@ -269,11 +269,13 @@ def train_cross_encoder(
         rho = float(spearmanr(pred, gold).statistic) * 100 if len(gold) > 1 else math.nan
         rho = rho if math.isfinite(rho) else -math.inf
         row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, 2)}
+        note = ""
         if run.log_scale is not None:
-            row["logit_scale"] = round(float(run.log_scale.detach().exp()), 4)
+            scale = float(run.log_scale.detach().exp())
+            row["logit_scale"] = round(scale, 4)
+            note = f", logit scale {scale:.2f}"
         history.append({**row, "seconds": round(seconds, 1)})
-        scale = "" if run.log_scale is None else f", logit scale {float(run.log_scale.detach().exp()):.2f}"
-        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{scale}")
+        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{note}")
         if rho > best[0] or best[1] is None or not cfg.keep_best:
             best = (rho, _trained_state(run.ce, run.log_scale))
     assert best[1] is not None

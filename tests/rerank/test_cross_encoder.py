@@ -65,16 +65,19 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         CrossEncoderConfig(temperature_lr=-0.1).check()
 
 
-def _train_scores(small_pairs: pd.DataFrame, **settings: float) -> tuple[np.ndarray, pd.DataFrame]:
-    """One epoch on the small pairs (same data, seed and order every time) with ``settings`` changed, and
-    the trained model's scores of its training pairs; same story here is a score of 0.7 or more."""
+def _train_scores(
+    small_pairs: pd.DataFrame, **settings: float
+) -> tuple[np.ndarray, pd.DataFrame, list[dict]]:
+    """One epoch on the small pairs (same data, seed and order every time) with ``settings`` changed: the
+    trained model's scores of its training pairs, those pairs, and the training history; same story here is
+    a score of 0.7 or more."""
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
     cfg = CrossEncoderConfig(
         epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_level=0.7, **settings
     )
-    ce, _ = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
-    return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train
+    ce, history = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train, history
 
 
 def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -> None:
@@ -82,7 +85,7 @@ def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -
     pairs closer (their squared error falls) at the cost of the rest."""
     errors = []
     for weight in (1.0, 10.0):
-        pred, train = _train_scores(small_pairs, story_weight=weight)
+        pred, train, _ = _train_scores(small_pairs, story_weight=weight)
         story = (train["score"] >= 0.7).to_numpy()
         assert 3 <= story.sum() < len(train) - 3
         sq = (pred - train["score"].to_numpy()) ** 2
@@ -96,7 +99,7 @@ def test_rank_weight_sets_the_same_story_pairs_apart(small_pairs: pd.DataFrame) 
     story level stand further above the rest."""
     gaps = []
     for weight in (0.0, 5.0):
-        pred, train = _train_scores(small_pairs, rank_weight=weight)
+        pred, train, _ = _train_scores(small_pairs, rank_weight=weight)
         story = (train["score"] >= 0.7).to_numpy()
         gaps.append(float(pred[story].mean() - pred[~story].mean()))
     assert gaps[1] > gaps[0]
@@ -107,12 +110,9 @@ def test_a_learned_logit_scale_moves_and_widens_the_scores(small_pairs: pd.DataF
     with the scale folded into its head, spreads its training pairs' logits wider than without it."""
     spreads = []
     for lr in (0.0, 0.05):
-        pred, _ = _train_scores(small_pairs, temperature_lr=lr)
+        pred, _, history = _train_scores(small_pairs, temperature_lr=lr)
         spreads.append(float(np.std(np.log(pred / (1 - pred)))))
     assert spreads[1] > spreads[0]
-    train = small_pairs[small_pairs["split"] == "train"]
-    cfg = CrossEncoderConfig(epochs=1, batch_size=8, threads=1, log_every=0, seed=3, temperature_lr=0.05)
-    _, history = train_cross_encoder(FAST_MODEL, train, train, cfg, log=lambda _: None)
     assert history[0]["logit_scale"] > 1.05
 
 
