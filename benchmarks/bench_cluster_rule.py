@@ -2,10 +2,16 @@
 
 A report links two items when their pair scores at or above the threshold, and its clusters are the
 connected components of those links (:mod:`nlsim.clusters.assign`): one weak link can join two stories.
-This benchmark compares that rule with **average linkage**: inside each component, clusters are merged
-only while the average score over *all* pairs between them (a pair never scored, or scored below the
-floor, counts as 0) stays at or above the threshold, so a cluster needs support from most of its members'
-pairs, not one chain of links.
+This benchmark compares that rule with three that need support inside the cluster, each applied inside
+every component:
+
+- **average linkage** (``average``): clusters are merged only while the average score over *all* pairs
+  between them (a pair never scored, or scored below the floor, counts as 0) stays at or above the
+  threshold, so a cluster needs support from most of its members' pairs, not one chain of links;
+- **a minimum share of links** (``share-S``): while a cluster links fewer than a share ``S`` of its
+  member pairs, its weakest link is cut and it falls apart along the cut (``--shares``, default 0.3 and 0.5);
+- **a community split** (``community``): components of three items or more are split into Louvain
+  communities of the score-weighted link graph (``networkx``, resolution 1, seed 0).
 
 It runs the report once at a lower threshold (``--floor``, default 0.84) with the store's current model and
 its reranker (``nlsim dedup --model current``; cached embeddings and cross-encoder scores are reused), then
@@ -15,6 +21,7 @@ pairs. Figures go to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot
 The test split is never read.
 
     python benchmarks/bench_cluster_rule.py [--model-store models] [--floor 0.84] [--threshold 0.874]
+        [--shares 0.3,0.5]
 """
 
 from __future__ import annotations
@@ -95,21 +102,56 @@ def judged(groups: list[list[str]], links: pd.DataFrame, validation: pd.DataFram
     return {k: figures[k] for k in ("precision", "recall", "f1", "f1_ci95")} | {"clusters": len(groups)}
 
 
-def measure(pairs: pd.DataFrame, validation: pd.DataFrame, ids: list[str], floor: float) -> list[dict]:
-    """Both rules judged at each threshold from ``floor`` to 0.96."""
+def link_share(members: list[str], links: pd.DataFrame, share: float) -> list[list[str]]:
+    """``members`` (one component of ``links``) split until every cluster links at least ``share`` of its
+    member pairs: the weakest link of a cluster short of it is cut, and the cluster is split again."""
+    inside = links[links["id_a"].isin(members) & links["id_b"].isin(members)].sort_values("score")
+    n = len(members)
+    if len(inside) >= share * n * (n - 1) / 2:
+        return [members]
+    return [
+        g for part in components(members, inside.iloc[1:]) for g in link_share(part, inside.iloc[1:], share)
+    ]
+
+
+def community(members: list[str], links: pd.DataFrame) -> list[list[str]]:
+    """``members`` (one component of ``links``) split into Louvain communities of the score-weighted links."""
+    import networkx as nx
+
+    if len(members) < 3:
+        return [members]
+    graph = nx.Graph()
+    inside = links[links["id_a"].isin(members) & links["id_b"].isin(members)]
+    graph.add_weighted_edges_from(zip(inside["id_a"], inside["id_b"], inside["score"], strict=True))
+    parts = nx.community.louvain_communities(graph, weight="weight", resolution=1.0, seed=0)
+    return [sorted(p) for p in parts if len(p) > 1]
+
+
+def measure(
+    pairs: pd.DataFrame, validation: pd.DataFrame, ids: list[str], floor: float, shares: list[float]
+) -> list[dict]:
+    """Every rule judged at each threshold from ``floor`` to 0.96."""
     scores = {(a, b): s for a, b, s in zip(pairs["id_a"], pairs["id_b"], pairs["score"], strict=True)}
     rows = []
     for t in np.round(np.arange(floor, 0.96, STEP), 2):
         links = pairs[pairs["score"] >= t]
         comps = components(ids, links)
-        split = [g for comp in comps for g in average_linkage(comp, scores, float(t))]
-        together = {frozenset((a, b)) for g in split for a in g for b in g if a < b}
-        kept = links[
-            [frozenset((a, b)) in together for a, b in zip(links["id_a"], links["id_b"], strict=True)]
-        ]
-        rows.append({"threshold": float(t), "rule": "components", **judged(comps, links, validation, ids)})
-        rows.append({"threshold": float(t), "rule": "average", **judged(split, kept, validation, ids)})
-        print(f"threshold {t:.2f}: components F1 {rows[-2]['f1']}, average linkage F1 {rows[-1]['f1']}")
+        rules: dict[str, list[list[str]]] = {
+            "components": comps,
+            "average": [g for comp in comps for g in average_linkage(comp, scores, float(t))],
+        }
+        for share in shares:
+            rules[f"share-{share:g}"] = [g for comp in comps for g in link_share(comp, links, share)]
+        rules["community"] = [g for comp in comps for g in community(comp, links)]
+        line = []
+        for rule, groups in rules.items():
+            together = {frozenset((a, b)) for g in groups for a in g for b in g if a < b}
+            kept = links[
+                [frozenset((a, b)) in together for a, b in zip(links["id_a"], links["id_b"], strict=True)]
+            ]
+            rows.append({"threshold": float(t), "rule": rule, **judged(groups, kept, validation, ids)})
+            line.append(f"{rule} {rows[-1]['f1']}")
+        print(f"threshold {t:.2f}: F1 " + ", ".join(line))
     return rows
 
 
@@ -164,7 +206,11 @@ def main() -> None:
     parser.add_argument(
         "--threshold", type=float, default=None, help="the model's calibrated threshold, marked"
     )
+    parser.add_argument(
+        "--shares", default="0.3,0.5", help="minimum shares of linked member pairs to try (default 0.3,0.5)"
+    )
     args = parser.parse_args()
+    shares = [float(x) for x in args.shares.split(",") if x]
     from nlsim.io.pairs import load_pairs
 
     header = machine()
@@ -173,7 +219,9 @@ def main() -> None:
     ids = pd.read_parquet(CORPUS, columns=["id"])["id"].astype(str).tolist()
     validation = load_pairs(PAIRS)
     validation = validation[validation["split"] == "validation"][["id_a", "id_b", "score"]]
-    table = pd.DataFrame(measure(pairs, validation.astype({"id_a": str, "id_b": str}), ids, args.floor))
+    table = pd.DataFrame(
+        measure(pairs, validation.astype({"id_a": str, "id_b": str}), ids, args.floor, shares)
+    )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.with_suffix(".json").write_text(
         json.dumps({"machine": header, "floor": args.floor, "rows": table.to_dict("records")}, indent=1)
