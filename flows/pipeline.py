@@ -21,7 +21,7 @@ from nlsim.chain.config import PipelineConfig
 from nlsim.chain.run import run_pipeline
 from nlsim.commands.options import add_config_options
 from nlsim.errors import NlsimError
-from nlsim.evaluation.judge import describe
+from nlsim.evaluation.judge import Judgement, describe
 
 
 def _body(**params: Any) -> Any:
@@ -34,7 +34,7 @@ def _body(**params: Any) -> Any:
     rec = result.record
     md = f"# nlsim pipeline\n\n{result.table}\n\n**{rec['decision']['reason']}**\n"
     if "judge" in rec:
-        md += f"\nReport `{rec['report']['folder']}`: {describe(rec['judge'])}\n"
+        md += f"\nReport `{rec['report']['folder']}`: {describe(Judgement.of(rec['judge']))}\n"
     create_markdown_artifact(md, key="news-pipeline", description="before/after, promotion, judged report")
     return rec
 

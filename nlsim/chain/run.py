@@ -18,13 +18,14 @@
    and reranker); zero-shot only when no model was ever promoted, and the report says so;
 7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`),
    at the cluster level (two items are judged the same story when the report puts them in one cluster),
-   with a 95% interval of its F1.
+   with a 95% interval of its F1: the report's run judges itself (``--judge-pairs``, in its ``report``
+   stage, shown on its page) and the chain records that judgement.
 
 Every stage goes through ``call`` (:mod:`nlsim.orchestration`), and the ``news-pipeline`` flow makes each a
 task: ``chain-load``, ``base-model``, ``baseline``, ``reuse-check`` or fine-tuning's own stages,
 ``evaluate`` (the candidate and the incumbent, in one task: :func:`evaluate_both`), ``promote``,
-``precision-check`` (the lossy paths' quality check, :func:`precision_stage`), the report's own stages and
-``judge``. The record goes to ``OUT/pipeline.json``. The
+``precision-check`` (the lossy paths' quality check, :func:`precision_stage`) and the report's own
+stages. The record goes to ``OUT/pipeline.json``. The
 whole chain holds the model store's lock (one chain at a time on a store), and first finishes what a killed
 chain left there (:meth:`nlsim.io.model_store.ModelStore.recover`).
 """
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import calibrate, load_calibration, save_calibration, threshold_metrics
-from nlsim.evaluation.judge import describe, judge_report
+from nlsim.evaluation.judge import describe
 from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
@@ -76,7 +77,6 @@ CHAIN_STAGES = {
             "check the report model's int8/bf16 inference against fp32 on validation (once per model)",
             expensive=True,
         ),
-        StageInfo("judge", "judge the report against the scored validation pairs", io=True),
     )
 }
 declare(*CHAIN_STAGES.values())
@@ -383,11 +383,13 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
             "precision-check", precision_stage, cfg, store, base, validation, zero_shot
         )
         report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
-        judged = call(
-            "judge", judge_report, report.report_dir, cfg.pairs, split=cfg.judge_split, corpus=cfg.corpus
+        judged = report.stats.judge
+        if judged is None:  # the chain's report is always run with its pairs (PipelineConfig.dedup_config)
+            raise RuntimeError(f"the report {report.report_dir} was not judged against {cfg.pairs}")
+        judged = replace(judged, report=str(report.report_dir))
+        record.update(
+            report={"folder": str(report.report_dir), "summary": report.summary}, judge=judged.to_dict()
         )
-        record.update(report={"folder": str(report.report_dir), "summary": report.summary}, judge=judged)
-        say("judge: " + describe(judged))
         atomic_write_text(
             Path(cfg.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
         )

@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     result = judge_report(
         args.report, args.pairs, split=None if args.split == "all" else args.split, corpus=args.corpus
     )
-    print(json.dumps(result, allow_nan=False) if args.json else describe(result))
+    print(json.dumps(result.to_dict(), allow_nan=False) if args.json else describe(result))
     return 0

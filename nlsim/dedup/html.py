@@ -44,9 +44,10 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from nlsim.dedup import review
-from nlsim.dedup.record import Judgement, ModelCard, RunRecord
+from nlsim.dedup.record import ModelCard, RunRecord
 from nlsim.dedup.scores import with_scores
 from nlsim.dedup.spreadsheet import TextChange, text_changes
+from nlsim.evaluation.judge import Judgement
 
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""

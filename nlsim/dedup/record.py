@@ -5,7 +5,8 @@
 (:func:`nlsim.dedup.report.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
 incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
 parts are records too: the model that judged (:class:`ModelInfo`, with its :class:`ModelCard`), the
-rerank stage (:class:`RerankRecord`) and a model switch (:class:`ModelSwitch`). A record read back from a
+rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and the report judged against
+editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back from a
 ``run.json`` (a replayed report) is :meth:`RunRecord.from_dict`.
 
 Example:
@@ -29,6 +30,7 @@ from typing import Any
 from nlsim import progress
 from nlsim.dedup.spreadsheet import TextChange
 from nlsim.evaluation.calibration import Calibration
+from nlsim.evaluation.judge import Judgement
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,28 +176,6 @@ class ModelSwitch:
     reembedded: int = 0
 
 
-@dataclass(frozen=True)
-class Judgement:
-    """The report judged at the cluster level against editors' scored pairs (:mod:`nlsim.evaluation.judge`):
-    two items are the same story to the report when it puts them in one cluster."""
-
-    pairs: str
-    split: str
-    judged_pairs: int
-    same_story_pairs: int
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    f1_ci95: list[float] | None = None
-    unjudged_pairs: int = 0
-    reported_pairs: int = 0
-
-    @classmethod
-    def of(cls, figures: Mapping[str, Any]) -> Judgement:
-        """The figures of :func:`nlsim.evaluation.judge.judge_items` that a report shows."""
-        return cls(**_known(cls, figures))
-
-
 @dataclass
 class RunRecord:
     """Counts, timings, model, threshold and settings of one run.
@@ -303,7 +283,7 @@ class RunRecord:
         if self.spreadsheet_changes is not None:
             d["spreadsheet_changes"] = [asdict(t) for t in self.spreadsheet_changes]
         if self.judge is not None:
-            d["judge"] = asdict(self.judge)
+            d["judge"] = self.judge.to_dict()
         return d
 
     @classmethod

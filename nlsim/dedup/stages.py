@@ -33,7 +33,7 @@ from nlsim.clusters.order import order_keys
 from nlsim.clusters.table import cluster_table
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
-from nlsim.dedup.record import Judgement, ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
+from nlsim.dedup.record import ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
 from nlsim.dedup.report import pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
@@ -42,7 +42,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
-from nlsim.evaluation.judge import describe, judge_items, scored_pairs
+from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
@@ -603,7 +603,7 @@ def judge(config: DedupConfig, clustering: Clustering) -> Judgement:
     split = None if config.judge_split == "all" else config.judge_split
     scored = scored_pairs(config.judge_pairs, split)
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
-    figures = judge_items(
+    judged = judge_items(
         clustering.window_clusters,
         clustering.report_pairs,
         scored,
@@ -612,8 +612,7 @@ def judge(config: DedupConfig, clustering: Clustering) -> Judgement:
         split=split,
         corpus=str(config.corpus),
     )
-    judged = Judgement.of(figures)
-    say(f"judged against {config.judge_pairs}: {describe(figures)}")
+    say(f"judged against {config.judge_pairs}: {describe(judged)}")
     return judged
 
 

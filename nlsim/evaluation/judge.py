@@ -34,8 +34,8 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,64 @@ from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
 from nlsim.io.pairs import load_pairs, normalise_text
+
+
+@dataclass(frozen=True)
+class PairFigures:
+    """Precision, recall and F1 counting only the report's own pairs (``pairs.parquet``), not whole
+    clusters; ``judged``: how many of them an editor scored."""
+
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    judged: int = 0
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A report judged at the cluster level against editors' scored pairs: the figures of the module
+    docstring, which scored pairs (``pairs``, ``split``) and which report and corpus they were matched to.
+    Two items are the same story to the report when it puts them in one cluster."""
+
+    pairs: str
+    split: str
+    judged_pairs: int
+    same_story_pairs: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    f1_ci95: list[float] | None = None
+    unjudged_pairs: int = 0
+    reported_pairs: int = 0
+    report: str | None = None
+    corpus: str | None = None
+    scored_pairs: int = 0
+    mismatched_pairs: int = 0
+    pairs_not_in_corpus: int = 0
+    grouped_judged_pairs: int = 0
+    grouped_same_story_pairs: int = 0
+    pairs_only: PairFigures = PairFigures()
+    same_story_level: float = SAME_STORY
+
+    @classmethod
+    def of(cls, figures: Mapping[str, Any]) -> Judgement:
+        """The judgement held in ``figures`` (:func:`judge_tables`' figures with ``pairs`` and ``split``,
+        or a judgement read back from JSON); entries it does not know are left out, so a record written
+        by an older or newer nlsim still reads."""
+        known = _known(cls, figures)
+        if isinstance(known.get("pairs_only"), Mapping):
+            known["pairs_only"] = PairFigures(**_known(PairFigures, known["pairs_only"]))
+        return cls(**known)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The judgement as plain data, for ``run.json``, ``pipeline.json`` and ``nlsim judge --json``."""
+        return asdict(self)
+
+
+def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``data`` that are fields of the dataclass ``cls``."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 def _key(a: Any, b: Any) -> tuple[str, str]:
@@ -95,8 +153,8 @@ def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) ->
     that belong to ``corpus`` (``id``, ``title``, ``text``): each id an item whose title or embedded text
     is the pair's text (:func:`nlsim.io.pairs.normalise_text`)."""
     texts: dict[str, set[str]] = {}
-    for item, *fields in zip(corpus["id"].astype(str), corpus["title"], corpus["text"], strict=True):
-        texts[item] = {normalise_text(f) for f in fields}
+    for item, *held in zip(corpus["id"].astype(str), corpus["title"], corpus["text"], strict=True):
+        texts[item] = {normalise_text(f) for f in held}
     keep, mismatched, missing, first = [], 0, 0, None
     for row, a, b, ta, tb in zip(
         rows, scored["id_a"], scored["id_b"], scored["text_a"], scored["text_b"], strict=True
@@ -169,7 +227,7 @@ def judge_report(
     *,
     split: str | None = "validation",
     corpus: str | Path | None = None,
-) -> dict[str, Any]:
+) -> Judgement:
     """Judge the report folder ``report`` against the scored pairs of ``split`` in ``pairs``.
 
     The report's corpus (``corpus``, default the one its ``run.json`` names) decides which pairs belong to
@@ -197,10 +255,8 @@ def judge_report(
     text_fields = tuple(str(run.get("text_fields") or "title").split(","))
     items = load_corpus(source, text_fields=text_fields)
     frame = items.frame.assign(text=items.texts())
-    return {
-        "report": str(folder),
-        **judge_items(clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source)),
-    }
+    judged = judge_items(clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source))
+    return replace(judged, report=str(folder))
 
 
 def judge_items(
@@ -212,7 +268,7 @@ def judge_items(
     pairs: str | Path,
     split: str | None,
     corpus: str,
-) -> dict[str, Any]:
+) -> Judgement:
     """Judge a report's ``clusters`` and ``reported`` pairs against the ``scored`` pairs (of ``split`` in the
     file ``pairs``) that belong to its ``items`` (``id`` and ``text`` of the report's corpus, named
     ``corpus``); refused by name when none belongs."""
@@ -237,15 +293,17 @@ def judge_items(
             f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
             "their ids are not in the report's corpus",
         )
-    return {
-        "pairs": str(pairs),
-        "split": split or "all",
-        "corpus": corpus,
-        "scored_pairs": match.scored,
-        "mismatched_pairs": match.mismatched,
-        "pairs_not_in_corpus": match.not_in_corpus,
-        **judge_tables(clusters, reported, match.judged),
-    }
+    return Judgement.of(
+        {
+            "pairs": str(pairs),
+            "split": split or "all",
+            "corpus": corpus,
+            "scored_pairs": match.scored,
+            "mismatched_pairs": match.mismatched,
+            "pairs_not_in_corpus": match.not_in_corpus,
+            **judge_tables(clusters, reported, match.judged),
+        }
+    )
 
 
 def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
@@ -267,22 +325,22 @@ def interval(ci: list[float] | None) -> str:
     return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}] 95%"
 
 
-def describe(j: dict[str, Any]) -> str:
+def describe(j: Judgement) -> str:
     """One paragraph for logs and the command line."""
-    po = j["pairs_only"]
+    po = j.pairs_only
     text = (
-        f"same story (score >= {j['same_story_level']}) on {j['judged_pairs']} judged {j['split']} pairs "
-        f"({j['same_story_pairs']} same story): precision {figure(j['precision'])}, recall "
-        f"{figure(j['recall'])}, F1 {figure(j['f1'])}{interval(j.get('f1_ci95'))} (items in one cluster); "
+        f"same story (score >= {j.same_story_level}) on {j.judged_pairs} judged {j.split} pairs "
+        f"({j.same_story_pairs} same story): precision {figure(j.precision)}, recall "
+        f"{figure(j.recall)}, F1 {figure(j.f1)}{interval(j.f1_ci95)} (items in one cluster); "
         "counting the reported pairs "
-        f"only: P {figure(po['precision'])} R {figure(po['recall'])} F1 {figure(po['f1'])}; "
-        f"{j['unjudged_pairs']} of {j['reported_pairs']} reported pairs were not judged"
+        f"only: P {figure(po.precision)} R {figure(po.recall)} F1 {figure(po.f1)}; "
+        f"{j.unjudged_pairs} of {j.reported_pairs} reported pairs were not judged"
     )
-    left = int(j.get("mismatched_pairs") or 0) + int(j.get("pairs_not_in_corpus") or 0)
+    left = j.mismatched_pairs + j.pairs_not_in_corpus
     if left:
         text += (
-            f"; {left} of the {j['scored_pairs']} scored {j['split']} pairs were not judged "
-            f"({j['mismatched_pairs']} name items whose text in the corpus is another one, "
-            f"{j['pairs_not_in_corpus']} name items not in it)"
+            f"; {left} of the {j.scored_pairs} scored {j.split} pairs were not judged "
+            f"({j.mismatched_pairs} name items whose text in the corpus is another one, "
+            f"{j.pairs_not_in_corpus} name items not in it)"
         )
     return text

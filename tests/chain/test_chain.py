@@ -16,6 +16,7 @@ from nlsim.chain.config import PipelineConfig
 from nlsim.chain.promotion import cross_validated_f1, decide
 from nlsim.chain.run import promote_stage, run_pipeline
 from nlsim.errors import ConfigError
+from nlsim.evaluation.judge import judge_report
 from nlsim.io.model_store import ModelStore
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -70,6 +71,10 @@ def test_chain_trains_once_gates_reports_and_judges(
     assert summary["model_info"]["zero_shot"] == (not rec["decision"]["promoted"])
     judged = json.loads((tmp_path / "report" / "pipeline.json").read_text())["judge"]
     assert judged["judged_pairs"] == 40 and judged["same_story_pairs"] > 0 and 0 <= judged["f1"] <= 1
+    # the report judged itself once; judging the written folder again gives the same figures
+    again = judge_report(tmp_path / "report", pairs, split="validation", corpus=corpus).to_dict()
+    assert judged == again and judged["report"] == str(tmp_path / "report")
+    assert "judge" not in rec["timings_s"]  # no second judging stage
     assert "zero-shot" in first.table and rec["candidate"]["version"] in first.table
 
     # unchanged annotations: nothing is trained again

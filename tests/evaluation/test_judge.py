@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nlsim.evaluation.judge import describe, judge_tables
+from nlsim.evaluation.judge import Judgement, describe, judge_tables
 from tests import command
 from tests.chain.test_chain import make_data
 from tests.command import nlsim
@@ -107,7 +107,7 @@ def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Pat
         pd.DataFrame({"id_a": ["a"], "id_b": ["b"], "score": [0.2]}),
     )
     assert j["precision"] is None and j["recall"] is None
-    assert "recall undefined" in describe({**j, "split": "all"})
+    assert "recall undefined" in describe(Judgement.of({**j, "pairs": "pairs.tsv", "split": "all"}))
 
 
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
