@@ -31,13 +31,7 @@ from nlsim import progress
 from nlsim.dedup.spreadsheet import TextChange
 from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import Judgement
-
-
-def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of ``data`` that are fields of the dataclass ``cls`` (a record written by another
-    version of nlsim may hold more)."""
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
+from nlsim.io.records import known_fields
 
 
 @dataclass(frozen=True)
@@ -88,7 +82,7 @@ class ModelCard:
         trained = data["trained"] if "trained" in data else None
         return cls(
             metrics=data["metrics"] if "metrics" in data else None,
-            trained=TrainingFacts(**_known(TrainingFacts, trained)) if trained is not None else None,
+            trained=TrainingFacts(**known_fields(TrainingFacts, trained)) if trained is not None else None,
             store=data["store"] if "store" in data else None,
             learning_curve=data["learning_curve"] if "learning_curve" in data else None,
         )
@@ -138,13 +132,13 @@ class ModelInfo:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
-        known = _known(cls, data)
+        known = known_fields(cls, data)
         if known.get("card") is not None:
             known["card"] = ModelCard.from_dict(known["card"])
         else:
             known.pop("card", None)
         cal = known.get("threshold_calibration")
-        known["threshold_calibration"] = None if not cal else Calibration(**_known(Calibration, cal))
+        known["threshold_calibration"] = None if not cal else Calibration(**known_fields(Calibration, cal))
         return cls(**known)
 
 
@@ -289,15 +283,15 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
         """A record from its ``run.json`` form (the headline counts are derived, not read)."""
-        known = _known(cls, data)
+        known = known_fields(cls, data)
         if known.get("model_info"):
             known["model_info"] = ModelInfo.from_dict(known["model_info"])
         else:
             known.pop("model_info", None)
         if known.get("rerank") is not None:
-            known["rerank"] = RerankRecord(**_known(RerankRecord, known["rerank"]))
+            known["rerank"] = RerankRecord(**known_fields(RerankRecord, known["rerank"]))
         if known.get("model_switch") is not None:
-            known["model_switch"] = ModelSwitch(**_known(ModelSwitch, known["model_switch"]))
+            known["model_switch"] = ModelSwitch(**known_fields(ModelSwitch, known["model_switch"]))
         if known.get("spreadsheet_changes") is not None:
             known["spreadsheet_changes"] = [TextChange(**t) for t in known["spreadsheet_changes"]]
         if known.get("judge") is not None:

@@ -46,6 +46,7 @@ from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pair
 from nlsim.faults import fault_point
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
+from nlsim.io.records import known_fields
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
@@ -170,9 +171,7 @@ def resolve_threshold(
             return Threshold(float(config.threshold), "given with --threshold, on the rerank score")
         if reranker.calibration is None:
             raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
-        cal = Calibration(
-            **{k: v for k, v in reranker.calibration.items() if k in Calibration.__dataclass_fields__}
-        )
+        cal = Calibration(**known_fields(Calibration, reranker.calibration))
         _warn_conversion(cal.conversion, config.convert, model_path)
         return Threshold(
             float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal

@@ -38,6 +38,7 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
 from nlsim.io.atomic import atomic_write_text
+from nlsim.io.records import known_fields
 
 CALIBRATION_JSON = "calibration.json"
 
@@ -266,8 +267,7 @@ def load_calibration(model_path_or_file: str | Path | None) -> Calibration | Non
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise TypeError(f"a JSON object is expected, not {type(data).__name__}")
-        known = {f for f in Calibration.__dataclass_fields__}
-        cal = Calibration(**{k: v for k, v in data.items() if k in known})
+        cal = Calibration(**known_fields(Calibration, data))
     except (ValueError, TypeError) as exc:
         raise StateError(f"{path}: not a valid calibration file ({exc}); rerun `nlsim calibrate`") from exc
     check_threshold(cal.threshold, f"{path}: threshold", high=1.0)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
 from nlsim.io.pairs import load_pairs, normalise_text
+from nlsim.io.records import known_fields
 
 
 @dataclass(frozen=True)
@@ -91,20 +92,14 @@ class Judgement:
         """The judgement held in ``figures`` (:func:`judge_tables`' figures with ``pairs`` and ``split``,
         or a judgement read back from JSON); entries it does not know are left out, so a record written
         by an older or newer nlsim still reads."""
-        known = _known(cls, figures)
+        known = known_fields(cls, figures)
         if isinstance(known.get("pairs_only"), Mapping):
-            known["pairs_only"] = PairFigures(**_known(PairFigures, known["pairs_only"]))
+            known["pairs_only"] = PairFigures(**known_fields(PairFigures, known["pairs_only"]))
         return cls(**known)
 
     def to_dict(self) -> dict[str, Any]:
         """The judgement as plain data, for ``run.json``, ``pipeline.json`` and ``nlsim judge --json``."""
         return asdict(self)
-
-
-def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of ``data`` that are fields of the dataclass ``cls``."""
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 def _key(a: Any, b: Any) -> tuple[str, str]:

@@ -6,5 +6,6 @@ nlsim may overwrite; the model store.
 - :mod:`~nlsim.io.pairs`: annotated pair files;
 - :mod:`~nlsim.io.atomic`: atomic files and folders, with the umask's permissions;
 - :mod:`~nlsim.io.ownership`: markers of the folders nlsim wrote, and output-versus-input path checks;
-- :mod:`~nlsim.io.model_store`: versioned model folders and the current-model pointer.
+- :mod:`~nlsim.io.model_store`: versioned model folders and the current-model pointer;
+- :mod:`~nlsim.io.records`: typed records read back from JSON another version of nlsim wrote.
 """

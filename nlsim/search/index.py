@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ import pandas as pd
 from nlsim import __version__
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_sha256
+from nlsim.io.records import known_fields
 from nlsim.search import ivf_batched
 
 KINDS = ("auto", "flat", "ivf", "hnsw")
@@ -392,8 +393,7 @@ class IndexMeta:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexMeta:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**known_fields(cls, data))
 
 
 def _rebuild_hint(folder: Path) -> str:
