@@ -102,16 +102,20 @@ def judged(groups: list[list[str]], links: pd.DataFrame, validation: pd.DataFram
     return {k: figures[k] for k in ("precision", "recall", "f1", "f1_ci95")} | {"clusters": len(groups)}
 
 
+def inside_links(members: list[str], links: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``links`` whose two ends are both among ``members``."""
+    return links[links["id_a"].isin(members) & links["id_b"].isin(members)]
+
+
 def link_share(members: list[str], links: pd.DataFrame, share: float) -> list[list[str]]:
     """``members`` (one component of ``links``) split until every cluster links at least ``share`` of its
     member pairs: the weakest link of a cluster short of it is cut, and the cluster is split again."""
-    inside = links[links["id_a"].isin(members) & links["id_b"].isin(members)].sort_values("score")
+    inside = inside_links(members, links).sort_values("score")
     n = len(members)
     if len(inside) >= share * n * (n - 1) / 2:
         return [members]
-    return [
-        g for part in components(members, inside.iloc[1:]) for g in link_share(part, inside.iloc[1:], share)
-    ]
+    rest = inside.iloc[1:]
+    return [g for part in components(members, rest) for g in link_share(part, rest, share)]
 
 
 def community(members: list[str], links: pd.DataFrame) -> list[list[str]]:
@@ -121,7 +125,7 @@ def community(members: list[str], links: pd.DataFrame) -> list[list[str]]:
     if len(members) < 3:
         return [members]
     graph = nx.Graph()
-    inside = links[links["id_a"].isin(members) & links["id_b"].isin(members)]
+    inside = inside_links(members, links)
     graph.add_weighted_edges_from(zip(inside["id_a"], inside["id_b"], inside["score"], strict=True))
     parts = nx.community.louvain_communities(graph, weight="weight", resolution=1.0, seed=0)
     return [sorted(p) for p in parts if len(p) > 1]
