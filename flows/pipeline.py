@@ -1,6 +1,6 @@
 """Prefect flow ``news-pipeline``: the chain of :func:`nlsim.chain.run.run_pipeline`, every stage a task.
 
-load + convert → baseline → fine-tune (cached by fingerprint) → evaluate → promote → index → report → judge.
+load + convert → baseline → fine-tune (cached by fingerprint) → evaluate → promote → index → report (judged).
 Its parameters are the fields of :class:`nlsim.chain.config.PipelineConfig` (the options of
 ``nlsim pipeline``). Served as ``news-pipeline/weekly`` (retrain when the annotations change; the gate
 decides whether the daily report's model changes). Run it without a server::
@@ -43,7 +43,7 @@ news_pipeline = config_flow(
     _body,
     (PipelineConfig,),
     name="news-pipeline",
-    description="The chain: baseline, fine-tune (cached), evaluate, promote only when better, report, judge.",
+    description="The chain: baseline, fine-tune (cached), evaluate, promote only when better, report (judged).",
 )
 
 

@@ -1,4 +1,4 @@
-"""The chain: script conversion → baseline → fine-tuning → evaluation → promotion → index → report → judge.
+"""The chain: script conversion → baseline → fine-tuning → evaluation → promotion → index → report (judged).
 
 - :mod:`~nlsim.chain.config`: :class:`~nlsim.chain.config.PipelineConfig`, the parameters of the chain;
 - :mod:`~nlsim.chain.fingerprint`: what a trained model was made from (annotations, base model, settings);

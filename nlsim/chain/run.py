@@ -15,11 +15,11 @@
    zero-shot baseline) on Spearman and the cross-validated same-story F1 (:mod:`nlsim.chain.promotion`);
    otherwise it is kept, and the run says why;
 6. **report**: :func:`nlsim.dedup.run.run_dedup` over the corpus with the *current* model (its calibration
-   and reranker); zero-shot only when no model was ever promoted, and the report says so;
-7. **judge**: the report against the scored pairs of the validation split (:mod:`nlsim.evaluation.judge`),
-   at the cluster level (two items are judged the same story when the report puts them in one cluster),
-   with a 95% interval of its F1: the report's run judges itself (``--judge-pairs``, in its ``report``
-   stage, shown on its page) and the chain records that judgement.
+   and reranker); zero-shot only when no model was ever promoted, and the report says so. The report's
+   run judges itself (``--judge-pairs``, in its own ``report`` stage, shown on its page) against the
+   scored pairs of the validation split (:mod:`nlsim.evaluation.judge`), at the cluster level (two items
+   are judged the same story when the report puts them in one cluster), with a 95% interval of its F1,
+   and the chain records that judgement; there is no separate judging stage.
 
 Every stage goes through ``call`` (:mod:`nlsim.orchestration`), and the ``news-pipeline`` flow makes each a
 task: ``chain-load``, ``base-model``, ``baseline``, ``reuse-check`` or fine-tuning's own stages,
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,8 @@ RECORD = "pipeline.json"
 
 @dataclass
 class PipelineResult:
-    """What the chain did: baseline, candidate, current model, the promotion decision, report, judge."""
+    """What the chain did: baseline, candidate, current model, the promotion decision, the report and its
+    judgement."""
 
     record: dict[str, Any]
     report: DedupResult | None = None
@@ -386,7 +387,6 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
         judged = report.stats.judge
         if judged is None:  # the chain's report is always run with its pairs (PipelineConfig.dedup_config)
             raise RuntimeError(f"the report {report.report_dir} was not judged against {cfg.pairs}")
-        judged = replace(judged, report=str(report.report_dir))
         record.update(
             report={"folder": str(report.report_dir), "summary": report.summary}, judge=judged.to_dict()
         )

@@ -394,6 +394,11 @@ def sweep_staging(folder: Path) -> list[str]:
     return removed
 
 
+def daily_report_dir(out: str | Path, run_id: str) -> Path:
+    """Where the daily report of run ``run_id`` is published: ``OUT/runs/<run_id>/``."""
+    return Path(out) / RUNS_DIR / run_id
+
+
 def publish_daily_report(
     out: str | Path,
     run_id: str,
@@ -408,9 +413,9 @@ def publish_daily_report(
     symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report."""
     out = Path(out)
     claim_folder(out, "daily-report", what="report folder")
-    runs = out / RUNS_DIR
+    final = daily_report_dir(out, run_id)
+    runs = final.parent
     runs.mkdir(parents=True, exist_ok=True)
-    final = runs / run_id
     with atomic_dir(final) as tmp:
         write_files(tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses)
     fault_point("report-publish")

@@ -33,6 +33,7 @@ from nlsim.dedup import near_misses, stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.paths import check_paths
 from nlsim.dedup.record import RunRecord
+from nlsim.dedup.report import daily_report_dir
 from nlsim.dedup.state import move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
@@ -190,15 +191,15 @@ def _replay_committed(config: DedupConfig, window: Window, record: RunRecord) ->
     state = window.state
     if state is None or not state.last_run:
         return None
-    last = RunRecord.from_dict(state.last_run)
+    last = RunRecord.from_dict(state.last_run_record() or state.last_run)
     if last.input_key == window.input_key:
         record.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
-        folder = stages.replay_report(config, window)
+        folder = stages.replay_report(config, window, last)
         last.messages = record.messages
         return _result(config, folder, last, replayed=True)
     # the last run was killed after its commit: its report first
-    if last.run_id and not (Path(config.out) / "runs" / last.run_id / "run.json").exists():
-        stages.replay_report(config, window)
+    if last.run_id and not (daily_report_dir(config.out, last.run_id) / "run.json").exists():
+        stages.replay_report(config, window, last)
         record.say(f"wrote the missing report of the previous run {last.run_id}")
     return None
 

@@ -34,7 +34,7 @@ from nlsim.clusters.table import cluster_table
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.record import ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
-from nlsim.dedup.report import pairs_table, publish_daily_report, write_report
+from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window
@@ -596,9 +596,10 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 # --- commit, report -----------------------------------------------------------------------------------
 
 
-def judge(config: DedupConfig, clustering: Clustering) -> Judgement:
+def judge(config: DedupConfig, clustering: Clustering, folder: Path) -> Judgement:
     """The report's clusters (a daily run's: its window's) judged against the editors' scored pairs of
-    ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`)."""
+    ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`); ``folder``:
+    where the report is written."""
     split = None if config.judge_split == "all" else config.judge_split
     scored = scored_pairs(config.judge_pairs, split)
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
@@ -609,8 +610,9 @@ def judge(config: DedupConfig, clustering: Clustering) -> Judgement:
         items,
         pairs=config.judge_pairs,
         split=split,
-        corpus=str(config.corpus),
+        corpus=config.corpus_path(),
     )
+    judged = replace(judged, report=str(folder))
     say(f"judged against {config.judge_pairs}: {describe(judged)}")
     return judged
 
@@ -681,7 +683,8 @@ def report(
     """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
     into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
     if config.judge_pairs:
-        record.judge = judge(config, clustering)
+        folder = daily_report_dir(config.out, window.run_id) if config.incremental else Path(config.out)
+        record.judge = judge(config, clustering, folder)
     frame = report_frame(clustering, missed)
     if not config.incremental:
         extra = {"index": _index_writer(window, model, config)} if config.save_index else None
@@ -707,9 +710,9 @@ def report(
     )
 
 
-def replay_report(config: DedupConfig, window: Window) -> Path:
+def replay_report(config: DedupConfig, window: Window, last: RunRecord) -> Path:
     """Write again the stored report of a run that was already committed (a repeated input, or a run killed
-    after its commit)."""
+    after its commit), with ``last``, its figures (:meth:`nlsim.dedup.state.State.last_run_record`)."""
     state = window.state
     assert state is not None and state.last_run is not None
     folder = state.report_dir()
@@ -721,7 +724,7 @@ def replay_report(config: DedupConfig, window: Window) -> Path:
         tables["pairs"],
         tables["clusters"],
         tables["frame"],
-        RunRecord.from_dict(state.last_run),
+        last,
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
     )

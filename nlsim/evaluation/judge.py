@@ -79,19 +79,20 @@ class Judgement:
     reported_pairs: int = 0
     report: str | None = None
     corpus: str | None = None
-    scored_pairs: int = 0
-    mismatched_pairs: int = 0
-    pairs_not_in_corpus: int = 0
-    grouped_judged_pairs: int = 0
-    grouped_same_story_pairs: int = 0
-    pairs_only: PairFigures = PairFigures()
+    scored_pairs: int | None = None
+    mismatched_pairs: int | None = None
+    pairs_not_in_corpus: int | None = None
+    grouped_judged_pairs: int | None = None
+    grouped_same_story_pairs: int | None = None
+    pairs_only: PairFigures | None = None
     same_story_level: float = SAME_STORY
 
     @classmethod
     def of(cls, figures: Mapping[str, Any]) -> Judgement:
-        """The judgement held in ``figures`` (:func:`judge_tables`' figures with ``pairs`` and ``split``,
-        or a judgement read back from JSON); entries it does not know are left out, so a record written
-        by an older or newer nlsim still reads."""
+        """The judgement read back from JSON (``run.json``, ``pipeline.json``, ``nlsim judge --json``).
+        Entries it does not know are left out, so a record written by a newer nlsim still reads; the
+        figures an older one did not record (the scored-pair counts, ``pairs_only``) read as ``None``, not
+        recorded, never as 0."""
         known = known_fields(cls, figures)
         if isinstance(known.get("pairs_only"), Mapping):
             known["pairs_only"] = PairFigures(**known_fields(PairFigures, known["pairs_only"]))
@@ -288,16 +289,17 @@ def judge_items(
             f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
             "their ids are not in the report's corpus",
         )
-    return Judgement.of(
-        {
-            "pairs": str(pairs),
-            "split": split or "all",
-            "corpus": corpus,
-            "scored_pairs": match.scored,
-            "mismatched_pairs": match.mismatched,
-            "pairs_not_in_corpus": match.not_in_corpus,
-            **judge_tables(clusters, reported, match.judged),
-        }
+    figures = judge_tables(clusters, reported, match.judged)
+    pairs_only = PairFigures(**figures.pop("pairs_only"))
+    return Judgement(
+        pairs=str(pairs),
+        split=split or "all",
+        corpus=corpus,
+        scored_pairs=match.scored,
+        mismatched_pairs=match.mismatched,
+        pairs_not_in_corpus=match.not_in_corpus,
+        pairs_only=pairs_only,
+        **figures,
     )
 
 
@@ -327,11 +329,14 @@ def describe(j: Judgement) -> str:
         f"same story (score >= {j.same_story_level}) on {j.judged_pairs} judged {j.split} pairs "
         f"({j.same_story_pairs} same story): precision {figure(j.precision)}, recall "
         f"{figure(j.recall)}, F1 {figure(j.f1)}{interval(j.f1_ci95)} (items in one cluster); "
-        "counting the reported pairs "
-        f"only: P {figure(po.precision)} R {figure(po.recall)} F1 {figure(po.f1)}; "
-        f"{j.unjudged_pairs} of {j.reported_pairs} reported pairs were not judged"
     )
-    left = j.mismatched_pairs + j.pairs_not_in_corpus
+    if po is not None:  # not recorded by an older nlsim
+        text += (
+            f"counting the reported pairs only: P {figure(po.precision)} R {figure(po.recall)} "
+            f"F1 {figure(po.f1)}; "
+        )
+    text += f"{j.unjudged_pairs} of {j.reported_pairs} reported pairs were not judged"
+    left = (j.mismatched_pairs or 0) + (j.pairs_not_in_corpus or 0)
     if left:
         text += (
             f"; {left} of the {j.scored_pairs} scored {j.split} pairs were not judged "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +192,48 @@ def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_p
     assert counts["expired"] == len(corpus) and counts["new"] == 1 and counts["kept"] == 1
     kept = open_state(state).items
     assert kept["id"].tolist() == [again["id"].iloc[0]]
+
+
+def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The judgement names the day's corpus file (``{date}`` filled in) and the run's own report folder,
+    and writing a committed run's report again keeps the figures its first run recorded."""
+    day = story_corpus()
+    day = day[day["published_at"] < pd.Timestamp("2005-03-02", tz="UTC")]
+    (tmp_path / "in").mkdir()
+    day.to_parquet(tmp_path / "in" / "news-2005-03-01.parquet", index=False)
+    title = dict(zip(day["id"], day["title"], strict=True))
+    scored = [("a1", "a2", 1.0), ("b1", "b2", 1.0), ("a1", "b1", 0.0), ("c1", "d1", 0.25)]
+    pd.DataFrame(
+        {
+            "id_a": [a for a, _, _ in scored],
+            "id_b": [b for _, b, _ in scored],
+            "text_a": [title[a] for a, _, _ in scored],
+            "text_b": [title[b] for _, b, _ in scored],
+            "score": [s for _, _, s in scored],
+            "split": "validation",
+        }
+    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    template = str(tmp_path / "in" / "news-{date}.parquet")
+    config = _config(template, tmp_path / "out", date="2005-03-01", judge_pairs=str(tmp_path / "pairs.tsv"))
+    enc = HashEncoder()
+    first = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
+    judged = json.loads((first.report_dir / "run.json").read_text())["judge"]
+    assert judged["corpus"] == str(tmp_path / "in" / "news-2005-03-01.parquet")
+    assert judged["report"] == str(first.report_dir)
+    assert (judged["judged_pairs"], judged["same_story_pairs"], judged["f1"]) == (4, 2, 1.0)
+    assert first.stats.judge is not None and first.stats.judge.to_dict() == judged
+
+    again = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
+    assert again.replayed
+    assert json.loads((again.report_dir / "run.json").read_text())["judge"] == judged
+    assert again.stats.judge == first.stats.judge
+
+    # the complete record damaged: the figures the commit kept, and a warning naming the file
+    complete = tmp_path / "state" / "runs" / f"{first.run_id}.json"
+    complete.write_text("{")
+    with caplog.at_level(logging.WARNING, logger="nlsim"):
+        third = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
+    assert third.replayed and third.stats.judge is None
+    assert f"{complete}: unreadable" in caplog.text

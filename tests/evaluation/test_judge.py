@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from nlsim.evaluation.judge import Judgement, describe, judge_tables
+from nlsim.evaluation.judge import Judgement, PairFigures, describe, judge_report, judge_tables
 from tests import command
 from tests.chain.test_chain import make_data
 from tests.command import nlsim
@@ -108,6 +109,58 @@ def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Pat
     )
     assert j["precision"] is None and j["recall"] is None
     assert "recall undefined" in describe(Judgement.of({**j, "pairs": "pairs.tsv", "split": "all"}))
+
+
+def test_a_report_run_judged_on_every_split_agrees_with_nlsim_judge(report: Path) -> None:
+    """``--judge-split all`` (also the chain's ``--judge-split all``) judges on the pairs of every split."""
+    args = ["dedup", "--corpus", "corpus.parquet", "--out", "judged-all", "--model", FAST_MODEL]
+    args += ["--convert", "none", "--threshold", "0.8", "--no-cache", "--no-progress"]
+    proc = nlsim(*args, "--judge-pairs", "pairs.tsv", "--judge-split", "all", cwd=report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shown = json.loads((report / "judged-all" / "run.json").read_text())["judge"]
+    out = strict_json(judge(report, "pairs.tsv", "--split", "all", "--json").stdout)
+    validation = strict_json(judge(report, "pairs.tsv", "--json").stdout)
+    assert shown["split"] == out["split"] == "all"
+    assert shown["judged_pairs"] == out["judged_pairs"] > validation["judged_pairs"]
+    assert (shown["f1"], shown["f1_ci95"]) == (out["f1"], out["f1_ci95"])
+
+
+def test_the_judgement_holds_every_figure_judge_tables_gives(report: Path) -> None:
+    judged = judge_report(report / "rep", report / "pairs.tsv", corpus=report / "corpus.parquet")
+    figures = judge_tables(
+        pd.read_parquet(report / "rep" / "clusters.parquet"),
+        pd.read_parquet(report / "rep" / "pairs.parquet"),
+        pd.DataFrame({"id_a": ["a"], "id_b": ["b"], "score": [1.0]}),
+    )
+    matched = {"pairs", "split", "corpus", "report", "scored_pairs", "mismatched_pairs"}
+    matched.add("pairs_not_in_corpus")
+    assert set(figures) | matched == {f.name for f in fields(Judgement)}
+    assert all(v is not None for v in judged.to_dict().values()), judged
+    assert judged.report == str(report / "rep") and isinstance(judged.pairs_only, PairFigures)
+
+
+def test_an_older_record_reads_without_made_up_figures() -> None:
+    """A judgement an older nlsim wrote (no scored-pair counts, no pair-only figures) reads back with
+    those figures not recorded (None), not as zeros, and its description leaves them out."""
+    old = {
+        "pairs": "pairs.tsv",
+        "split": "validation",
+        "judged_pairs": 40,
+        "same_story_pairs": 6,
+        "precision": 0.8,
+        "recall": 0.5,
+        "f1": 0.615,
+        "f1_ci95": [0.4, 0.8],
+        "unjudged_pairs": 3,
+        "reported_pairs": 9,
+        "written_by": "a newer nlsim",
+    }
+    j = Judgement.of(old)
+    assert (j.scored_pairs, j.mismatched_pairs, j.pairs_not_in_corpus, j.pairs_only) == (None,) * 4
+    text = describe(j)
+    assert "F1 0.615 [0.400, 0.800] 95%" in text and "3 of 9 reported pairs were not judged" in text
+    assert "counting the reported pairs only" not in text and "undefined" not in text
+    assert Judgement.of(j.to_dict()) == j
 
 
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
