@@ -43,7 +43,7 @@ news_pipeline = config_flow(
     _body,
     (PipelineConfig,),
     name="news-pipeline",
-    description="The chain: baseline, fine-tune (cached), evaluate, promote only when better, report (judged).",
+    description="The chain: baseline, fine-tune (cached), evaluate, promote when better, report (judged).",
 )
 
 

@@ -16,10 +16,10 @@
    otherwise it is kept, and the run says why;
 6. **report**: :func:`nlsim.dedup.run.run_dedup` over the corpus with the *current* model (its calibration
    and reranker); zero-shot only when no model was ever promoted, and the report says so. The report's
-   run judges itself (``--judge-pairs``, in its own ``report`` stage, shown on its page) against the
-   scored pairs of the validation split (:mod:`nlsim.evaluation.judge`), at the cluster level (two items
-   are judged the same story when the report puts them in one cluster), with a 95% interval of its F1,
-   and the chain records that judgement; there is no separate judging stage.
+   run judges itself (``--judge-pairs``: its ``judge`` stage, shown on its page) against the scored
+   pairs of the validation split (:mod:`nlsim.evaluation.judge`), at the cluster level (two items are
+   judged the same story when the report puts them in one cluster), with a 95% interval of its F1, and
+   the chain records that judgement (the written folder is not judged a second time).
 
 Every stage goes through ``call`` (:mod:`nlsim.orchestration`), and the ``news-pipeline`` flow makes each a
 task: ``chain-load``, ``base-model``, ``baseline``, ``reuse-check`` or fine-tuning's own stages,

@@ -193,13 +193,16 @@ class DedupConfig:
     def incremental(self) -> bool:
         return bool(self.state)
 
+    def run_date(self) -> dt.date:
+        """The run's date: ``date``, else today in ``timezone``."""
+        return parse_date(self.date, "--date") if self.date else dt.datetime.now(self.zone()).date()
+
     def corpus_path(self) -> str:
         """The corpus path with ``{date}`` filled in."""
         if "{date" not in self.corpus:
             return self.corpus
-        day = parse_date(self.date, "--date") if self.date else dt.datetime.now(self.zone()).date()
         try:
-            return self.corpus.format(date=day)
+            return self.corpus.format(date=self.run_date())
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(f"--corpus {self.corpus!r}: only {{date}} may be filled in ({exc})") from None
 

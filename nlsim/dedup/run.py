@@ -65,6 +65,7 @@ STAGES: dict[str, StageInfo] = {
         StageInfo("rerank", "rescore the candidate pairs with the cross-encoder", expensive=True),
         StageInfo("cluster", "cluster ids (one rule for batch and daily runs) and the report tables"),
         StageInfo("near-misses", "the best candidate pairs below the threshold, for editors to review"),
+        StageInfo("judge", "the report's clusters against the editors' scored pairs (--judge-pairs)"),
         StageInfo("commit", "write the state's new generation", io=True),
         StageInfo("report", "write the report files", io=True),
     )
@@ -135,6 +136,8 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     """
     if config.retention_days is not None and config.retention_days < 0:
         raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
+    if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
+        config = config.with_(date=config.run_date().isoformat())
     check_paths(config)
     record = RunRecord(
         mode="incremental" if config.incremental else "batch",
@@ -160,6 +163,8 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         clustering = step("cluster", stages.cluster, window, pairs, config)
         missed = step("near-misses", stages.near_misses, below, clustering, config)
         _fill_clusters(record, window, pairs, clustering, missed)
+        if config.judge_pairs:  # before the commit: the state's record of the run holds its judgement
+            record.judge = step("judge", stages.judge, config, window, clustering)
         if config.incremental:
             step("commit", stages.commit, config, window, clustering, model, record, missed)
         folder = step("report", stages.report, config, window, clustering, model, record, missed)
@@ -191,7 +196,7 @@ def _replay_committed(config: DedupConfig, window: Window, record: RunRecord) ->
     state = window.state
     if state is None or not state.last_run:
         return None
-    last = RunRecord.from_dict(state.last_run_record() or state.last_run)
+    last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
         record.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
         folder = stages.replay_report(config, window, last)

@@ -1,8 +1,8 @@
 """The stages of a near-duplicate run, each a plain function; :func:`nlsim.dedup.run.run_dedup` chains
 them.
 
-load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → commit →
-report
+load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → judge
+(with ``--judge-pairs``) → commit → report
 
 ``model`` loads the encoder (``current``: the model store's promoted model), the reranker stored with it
 and the threshold, checking that a calibration was made for this very model. ``window`` (see
@@ -596,10 +596,10 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 # --- commit, report -----------------------------------------------------------------------------------
 
 
-def judge(config: DedupConfig, clustering: Clustering, folder: Path) -> Judgement:
+def judge(config: DedupConfig, window: Window, clustering: Clustering) -> Judgement:
     """The report's clusters (a daily run's: its window's) judged against the editors' scored pairs of
-    ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`); ``folder``:
-    where the report is written."""
+    ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`), naming the
+    folder the report goes to."""
     split = None if config.judge_split == "all" else config.judge_split
     scored = scored_pairs(config.judge_pairs, split)
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
@@ -612,6 +612,7 @@ def judge(config: DedupConfig, clustering: Clustering, folder: Path) -> Judgemen
         split=split,
         corpus=config.corpus_path(),
     )
+    folder = daily_report_dir(config.out, window.run_id) if config.incremental else Path(config.out)
     judged = replace(judged, report=str(folder))
     say(f"judged against {config.judge_pairs}: {describe(judged)}")
     return judged
@@ -682,9 +683,6 @@ def report(
 ) -> Path:
     """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
     into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
-    if config.judge_pairs:
-        folder = daily_report_dir(config.out, window.run_id) if config.incremental else Path(config.out)
-        record.judge = judge(config, clustering, folder)
     frame = report_frame(clustering, missed)
     if not config.incremental:
         extra = {"index": _index_writer(window, model, config)} if config.save_index else None
@@ -712,15 +710,19 @@ def report(
 
 def replay_report(config: DedupConfig, window: Window, last: RunRecord) -> Path:
     """Write again the stored report of a run that was already committed (a repeated input, or a run killed
-    after its commit), with ``last``, its figures (:meth:`nlsim.dedup.state.State.last_run_record`)."""
+    after its commit), with ``last``, the figures its commit kept (its judgement naming the folder the
+    report now goes to)."""
     state = window.state
     assert state is not None and state.last_run is not None
+    run_id = state.last_run["run_id"]
+    if last.judge is not None:
+        last.judge = replace(last.judge, report=str(daily_report_dir(config.out, run_id)))
     folder = state.report_dir()
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     return publish_daily_report(
         config.out,
-        state.last_run["run_id"],
+        run_id,
         tables["pairs"],
         tables["clusters"],
         tables["frame"],

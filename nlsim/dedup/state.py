@@ -58,7 +58,6 @@ from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, write_marker
-from nlsim.progress import warn
 from nlsim.search.index import IndexMeta, load_index, save_index
 
 FORMAT = "nlsim-state"
@@ -187,21 +186,6 @@ class State:
     def report_dir(self) -> Path | None:
         """The stored report tables of the run that made this generation."""
         return None if self.generation_dir is None else self.generation_dir / "report"
-
-    def last_run_record(self) -> dict[str, Any] | None:
-        """The figures of the run that made this generation: ``runs/<run_id>.json``, written again after
-        its report with the commit and report timings and the judgement, or the record its commit kept
-        (``last_run``) when that file does not hold the same run."""
-        if not self.last_run:
-            return self.last_run
-        path = self.folder / RUNS / f"{self.last_run['run_id']}.json"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            warn(f"{path}: unreadable; the run's figures are the ones its commit kept in {MANIFEST}")
-            return self.last_run
-        same = isinstance(data, dict) and data.get("run_id") == self.last_run["run_id"]
-        return data if same else self.last_run
 
 
 def rebuild_hint(folder: Path) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ from nlsim.clusters.order import order_key_of
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import run_dedup
 from nlsim.dedup.state import open_state
+from nlsim.faults import set_fault_hook
 from tests.incremental_helpers import (
     FAST_MODEL,
     HashEncoder,
@@ -194,11 +194,10 @@ def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_p
     assert kept["id"].tolist() == [again["id"].iloc[0]]
 
 
-def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The judgement names the day's corpus file (``{date}`` filled in) and the run's own report folder,
-    and writing a committed run's report again keeps the figures its first run recorded."""
+def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path) -> None:
+    """The judgement names the day's corpus file (``{date}`` filled in) and the run's own report folder;
+    it is made before the commit, so writing a committed run's report again (a repeated input, or a run
+    killed after its commit) keeps it."""
     day = story_corpus()
     day = day[day["published_at"] < pd.Timestamp("2005-03-02", tz="UTC")]
     (tmp_path / "in").mkdir()
@@ -224,16 +223,66 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(
     assert judged["report"] == str(first.report_dir)
     assert (judged["judged_pairs"], judged["same_story_pairs"], judged["f1"]) == (4, 2, 1.0)
     assert first.stats.judge is not None and first.stats.judge.to_dict() == judged
+    assert "judge" in first.stats.timings_s
 
     again = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
     assert again.replayed
     assert json.loads((again.report_dir / "run.json").read_text())["judge"] == judged
     assert again.stats.judge == first.stats.judge
+    # written again into another folder: the judgement names that folder
+    elsewhere = config.with_(out=str(tmp_path / "out2"))
+    moved = run_daily(elsewhere, tmp_path / "state", retention_days=None, encoder=enc)
+    shown = json.loads((moved.report_dir / "run.json").read_text())["judge"]
+    assert moved.replayed and shown == {**judged, "report": str(moved.report_dir)}
 
-    # the complete record damaged: the figures the commit kept, and a warning naming the file
-    complete = tmp_path / "state" / "runs" / f"{first.run_id}.json"
-    complete.write_text("{")
-    with caplog.at_level(logging.WARNING, logger="nlsim"):
-        third = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
-    assert third.replayed and third.stats.judge is None
-    assert f"{complete}: unreadable" in caplog.text
+    # killed after its commit, before its report was published: the next run's report has the judgement
+    def killed(point: str) -> None:
+        if point == "report-publish":
+            raise KeyboardInterrupt(point)
+
+    cut = config.with_(out=str(tmp_path / "out-k"))
+    set_fault_hook(killed)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_daily(cut, tmp_path / "state-k", retention_days=None, encoder=enc)
+    finally:
+        set_fault_hook(None)
+    after = run_daily(cut, tmp_path / "state-k", retention_days=None, encoder=enc)
+    assert after.replayed and after.stats.judge is not None
+    shown = json.loads((after.report_dir / "run.json").read_text())["judge"]
+    assert shown == {**judged, "report": str(tmp_path / "out-k" / "runs" / first.run_id)}
+
+
+def test_a_run_reads_one_days_file_even_past_midnight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``{date}`` without ``--date`` is today's date, taken once: a run that passes midnight reads, records
+    and judges the file of the day it started."""
+    import datetime
+    import types
+
+    import nlsim.dedup.config as config_module
+
+    days = iter([datetime.date(2005, 3, 1)])
+
+    class Clock(datetime.datetime):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> Clock:  # type: ignore[override]
+            day = next(days, datetime.date(2005, 3, 2))  # the first call, then past midnight
+            return cls(day.year, day.month, day.day, 23, 59, tzinfo=tz)
+
+    monkeypatch.setattr(config_module, "dt", types.SimpleNamespace(**{**vars(datetime), "datetime": Clock}))
+    corpus = story_corpus()
+    (tmp_path / "in").mkdir()
+    corpus.to_parquet(tmp_path / "in" / "news-2005-03-01.parquet", index=False)
+    title = dict(zip(corpus["id"], corpus["title"], strict=True))
+    pd.DataFrame(
+        {"id_a": ["a1"], "id_b": ["a2"], "text_a": [title["a1"]], "text_b": [title["a2"]], "score": [1.0]}
+    ).assign(split="validation").to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    template = str(tmp_path / "in" / "news-{date}.parquet")
+    result = run_dedup(
+        _config(template, tmp_path / "out", judge_pairs=str(tmp_path / "pairs.tsv")), encoder=HashEncoder()
+    )
+    day_file = str(tmp_path / "in" / "news-2005-03-01.parquet")
+    assert result.stats.corpus == day_file
+    assert result.stats.judge is not None and result.stats.judge.corpus == day_file
