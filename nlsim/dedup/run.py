@@ -139,6 +139,8 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
         config = config.with_(date=config.run_date().isoformat())
     check_paths(config)
+    if config.judge_pairs:  # a bad pairs file is refused before the expensive stages
+        stages.judge_pairs(config)
     record = RunRecord(
         mode="incremental" if config.incremental else "batch",
         corpus=config.corpus_path(),

@@ -596,21 +596,30 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 # --- commit, report -----------------------------------------------------------------------------------
 
 
+def judge_pairs(config: DedupConfig) -> pd.DataFrame:
+    """The scored pairs of ``--judge-pairs`` (of ``--judge-split``) the report is judged on; read first
+    too, so that a bad file is refused before the expensive stages."""
+    return scored_pairs(config.judge_pairs, None if config.judge_split == "all" else config.judge_split)
+
+
 def judge(config: DedupConfig, window: Window, clustering: Clustering) -> Judgement:
     """The report's clusters (a daily run's: its window's) judged against the editors' scored pairs of
     ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`), naming the
-    folder the report goes to."""
-    split = None if config.judge_split == "all" else config.judge_split
-    scored = scored_pairs(config.judge_pairs, split)
+    folder the report goes to. A daily run judges its whole window (the state's items with the day's),
+    and a window that holds none of the pairs gives a judgement of 0 judged pairs, not an error."""
+    corpus = config.corpus_path()
+    if config.incremental:
+        corpus += f" with the window kept in {config.state}"
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
     judged = judge_items(
         clustering.window_clusters,
         clustering.report_pairs,
-        scored,
+        judge_pairs(config),
         items,
         pairs=config.judge_pairs,
-        split=split,
-        corpus=config.corpus_path(),
+        split=None if config.judge_split == "all" else config.judge_split,
+        corpus=corpus,
+        none_in_items="judge" if config.incremental else "refuse",
     )
     folder = daily_report_dir(config.out, window.run_id) if config.incremental else Path(config.out)
     judged = replace(judged, report=str(folder))

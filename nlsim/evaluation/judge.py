@@ -37,7 +37,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -264,13 +264,17 @@ def judge_items(
     pairs: str | Path,
     split: str | None,
     corpus: str,
+    none_in_items: Literal["refuse", "judge"] = "refuse",
 ) -> Judgement:
     """Judge a report's ``clusters`` and ``reported`` pairs against the ``scored`` pairs (of ``split`` in the
     file ``pairs``) that belong to its ``items`` (``id`` and ``text`` of the report's corpus, named
-    ``corpus``); refused by name when none belongs."""
+    ``corpus``); refused by name when none belongs. ``none_in_items="judge"``: scored pairs none of which
+    names two of the items give a judgement of 0 judged pairs instead (a daily run's window, which keeps
+    only recent items, may hold none of them); pairs naming items whose text is another are always
+    refused."""
     match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
     name = f"{split} pairs" if split else "pairs"
-    if match.judged.empty:
+    if match.judged.empty and (match.first_mismatch is not None or none_in_items == "refuse"):
         if match.first_mismatch is not None:
             row, field, item, held, text = match.first_mismatch
             raise InputError(

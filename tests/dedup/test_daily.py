@@ -13,6 +13,7 @@ from nlsim.clusters.order import order_key_of
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import run_dedup
 from nlsim.dedup.state import open_state
+from nlsim.errors import InputError
 from nlsim.faults import set_fault_hook
 from tests.incremental_helpers import (
     FAST_MODEL,
@@ -219,7 +220,8 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path)
     enc = HashEncoder()
     first = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
     judged = json.loads((first.report_dir / "run.json").read_text())["judge"]
-    assert judged["corpus"] == str(tmp_path / "in" / "news-2005-03-01.parquet")
+    day_file = tmp_path / "in" / "news-2005-03-01.parquet"
+    assert judged["corpus"] == f"{day_file} with the window kept in {tmp_path / 'state'}"
     assert judged["report"] == str(first.report_dir)
     assert (judged["judged_pairs"], judged["same_story_pairs"], judged["f1"]) == (4, 2, 1.0)
     assert first.stats.judge is not None and first.stats.judge.to_dict() == judged
@@ -250,7 +252,11 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path)
     after = run_daily(cut, tmp_path / "state-k", retention_days=None, encoder=enc)
     assert after.replayed and after.stats.judge is not None
     shown = json.loads((after.report_dir / "run.json").read_text())["judge"]
-    assert shown == {**judged, "report": str(tmp_path / "out-k" / "runs" / first.run_id)}
+    assert shown == {
+        **judged,
+        "report": str(tmp_path / "out-k" / "runs" / first.run_id),
+        "corpus": f"{day_file} with the window kept in {tmp_path / 'state-k'}",
+    }
 
 
 def test_a_run_reads_one_days_file_even_past_midnight(
@@ -286,3 +292,61 @@ def test_a_run_reads_one_days_file_even_past_midnight(
     day_file = str(tmp_path / "in" / "news-2005-03-01.parquet")
     assert result.stats.corpus == day_file
     assert result.stats.judge is not None and result.stats.judge.corpus == day_file
+
+
+def _scored_day_one(folder: Path, corpus: pd.DataFrame) -> Path:
+    """Same-story and other pairs scored on items of the first day of :func:`story_corpus`."""
+    title = dict(zip(corpus["id"], corpus["title"], strict=True))
+    scored = [("a1", "a2", 1.0), ("b1", "b2", 1.0), ("a1", "b1", 0.0), ("c1", "d1", 0.25)]
+    path = folder / "pairs.tsv"
+    pd.DataFrame(
+        {
+            "id_a": [a for a, _, _ in scored],
+            "id_b": [b for _, b, _ in scored],
+            "text_a": [title[a] for a, _, _ in scored],
+            "text_b": [title[b] for _, b, _ in scored],
+            "score": [s for _, _, s in scored],
+            "split": "validation",
+        }
+    ).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def test_a_window_that_no_longer_holds_the_scored_pairs_is_judged_on_none(tmp_path: Path) -> None:
+    """Daily runs go on when retention has dropped every item the editors scored: 0 judged pairs (the
+    figures undefined), recorded, and the state moves on."""
+    corpus = story_corpus()
+    pairs = _scored_day_one(tmp_path, corpus)
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    judged = []
+    for day in days:
+        config = _config(day, tmp_path / "out", judge_pairs=str(pairs))
+        result = run_daily(config, tmp_path / "state", retention_days=0.5, encoder=enc)
+        assert result.stats.judge is not None
+        judged.append(result.stats.judge)
+        shown = json.loads((result.report_dir / "run.json").read_text())["judge"]
+        assert shown["judged_pairs"] == result.stats.judge.judged_pairs
+    assert judged[0].judged_pairs == 4 and judged[0].f1 == 1.0
+    assert judged[-1].judged_pairs == 0 and judged[-1].f1 is None
+    assert judged[-1].corpus == f"{days[-1]} with the window kept in {tmp_path / 'state'}"
+    assert open_state(tmp_path / "state").generation == 3
+
+
+def test_a_bad_judge_pairs_file_is_refused_before_any_embedding(tmp_path: Path) -> None:
+    class Counting(HashEncoder):
+        calls = 0
+
+        def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
+            Counting.calls += 1
+            return super().encode(texts)
+
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", judge_pairs=str(tmp_path / "pairs-typo.tsv"))
+    with pytest.raises(InputError, match="pairs-typo.tsv: file not found"):
+        run_dedup(config, encoder=Counting())
+    config = config.with_(judge_pairs=str(_scored_day_one(tmp_path, corpus)), judge_split="test")
+    with pytest.raises(InputError, match="pairs.tsv: field 'split': no pairs in split 'test'"):
+        run_dedup(config, encoder=Counting())
+    assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
