@@ -203,20 +203,9 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path)
     day = day[day["published_at"] < pd.Timestamp("2005-03-02", tz="UTC")]
     (tmp_path / "in").mkdir()
     day.to_parquet(tmp_path / "in" / "news-2005-03-01.parquet", index=False)
-    title = dict(zip(day["id"], day["title"], strict=True))
-    scored = [("a1", "a2", 1.0), ("b1", "b2", 1.0), ("a1", "b1", 0.0), ("c1", "d1", 0.25)]
-    pd.DataFrame(
-        {
-            "id_a": [a for a, _, _ in scored],
-            "id_b": [b for _, b, _ in scored],
-            "text_a": [title[a] for a, _, _ in scored],
-            "text_b": [title[b] for _, b, _ in scored],
-            "score": [s for _, _, s in scored],
-            "split": "validation",
-        }
-    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    pairs = _scored_day_one(tmp_path, day)
     template = str(tmp_path / "in" / "news-{date}.parquet")
-    config = _config(template, tmp_path / "out", date="2005-03-01", judge_pairs=str(tmp_path / "pairs.tsv"))
+    config = _config(template, tmp_path / "out", date="2005-03-01", judge_pairs=str(pairs))
     enc = HashEncoder()
     first = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
     judged = json.loads((first.report_dir / "run.json").read_text())["judge"]
