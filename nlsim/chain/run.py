@@ -49,6 +49,7 @@ from nlsim.chain.fingerprint import training_fingerprint, training_settings, wha
 from nlsim.chain.promotion import cross_validated_f1, decide, score_model, split_digest
 from nlsim.dedup.config import CURRENT_MODEL
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
+from nlsim.dedup.stages import judge_pairs
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import calibrate, load_calibration, save_calibration, threshold_metrics
@@ -352,6 +353,8 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     call = timed_call(call, timings, groups)
 
     pairs = call("chain-load", load_pairs, cfg.pairs)
+    if cfg.report:  # the pairs the report is judged on (ids, split) refused now, not after training
+        judge_pairs(cfg.dedup_config(CURRENT_MODEL))
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)

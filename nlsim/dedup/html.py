@@ -450,17 +450,19 @@ def model_card_html(record: RunRecord, learning_curve: str | None) -> str:
             "annotated training pairs' loading='lazy'><figcaption>Learning curve of the model "
             "folder</figcaption></figure>"
         )
-    judged = _judgement(record.judge)
+    judged = _judgement(record.judge, window=record.mode == "incremental")
     if judged:
         parts.append(judged)
     parts.append("</section>")
     return "".join(parts)
 
 
-def _judgement(judge: Judgement | None) -> str:
-    """The report judged at the cluster level against the editors' pairs (``--judge-pairs``), if asked."""
+def _judgement(judge: Judgement | None, *, window: bool = False) -> str:
+    """The report judged at the cluster level against the editors' pairs (``--judge-pairs``), if asked;
+    ``window``: a daily report, judged on its whole retention window."""
     if judge is None:
         return ""
+    where = "this report's window (the items the state keeps, with this run's)" if window else "this report"
     ci = f" (95% interval {judge.f1_ci95[0]:.3f}–{judge.f1_ci95[1]:.3f})" if judge.f1_ci95 else ""
     rows = [
         (
@@ -478,7 +480,7 @@ def _judgement(judge: Judgement | None) -> str:
     return (
         f"<h3 id='judged'>Judged by the editors' pairs: same story at the cluster level</h3>"
         f"<p class='meta'>{judge.judged_pairs:,} scored {esc(judge.split)} pairs of "
-        f"<bdi>{esc(judge.pairs)}</bdi> belong to this report, {judge.same_story_pairs:,} of them the same "
+        f"<bdi>{esc(judge.pairs)}</bdi> belong to {esc(where)}, {judge.same_story_pairs:,} of them the same "
         f"story; a figure with nothing to divide by is shown as –.</p><table class='metrics'>{body}</table>"
     )
 

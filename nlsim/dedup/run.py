@@ -139,8 +139,6 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
         config = config.with_(date=config.run_date().isoformat())
     check_paths(config)
-    if config.judge_pairs:  # a bad pairs file is refused before the expensive stages
-        stages.judge_pairs(config)
     record = RunRecord(
         mode="incremental" if config.incremental else "batch",
         corpus=config.corpus_path(),
@@ -161,12 +159,14 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         replayed = _replay_committed(config, window, record)
         if replayed is not None:
             return replayed
+        # read before the expensive stages: a bad file is refused first (a replay does not read it)
+        scored = stages.judge_pairs(config) if config.judge_pairs else None
         window, pairs, below = _search(step, record, config, model, window)
         clustering = step("cluster", stages.cluster, window, pairs, config)
         missed = step("near-misses", stages.near_misses, below, clustering, config)
         _fill_clusters(record, window, pairs, clustering, missed)
-        if config.judge_pairs:  # before the commit: the state's record of the run holds its judgement
-            record.judge = step("judge", stages.judge, config, window, clustering)
+        if scored is not None:  # before the commit: the state's record of the run holds its judgement
+            record.judge = step("judge", stages.judge, config, window, clustering, scored)
         if config.incremental:
             step("commit", stages.commit, config, window, clustering, model, record, missed)
         folder = step("report", stages.report, config, window, clustering, model, record, missed)

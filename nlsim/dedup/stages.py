@@ -597,16 +597,17 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 
 
 def judge_pairs(config: DedupConfig) -> pd.DataFrame:
-    """The scored pairs of ``--judge-pairs`` (of ``--judge-split``) the report is judged on; read first
-    too, so that a bad file is refused before the expensive stages."""
+    """The scored pairs of ``--judge-pairs`` (of ``--judge-split``) the report is judged on, read before
+    the expensive stages (a bad file is refused first)."""
     return scored_pairs(config.judge_pairs, None if config.judge_split == "all" else config.judge_split)
 
 
-def judge(config: DedupConfig, window: Window, clustering: Clustering) -> Judgement:
-    """The report's clusters (a daily run's: its window's) judged against the editors' scored pairs of
-    ``--judge-pairs`` that belong to its items (:func:`nlsim.evaluation.judge.judge_items`), naming the
-    folder the report goes to. A daily run judges its whole window (the state's items with the day's),
-    and a window that holds none of the pairs gives a judgement of 0 judged pairs, not an error."""
+def judge(config: DedupConfig, window: Window, clustering: Clustering, scored: pd.DataFrame) -> Judgement:
+    """The report's clusters (a daily run's: its window's) judged against the editors' ``scored`` pairs
+    (:func:`judge_pairs`) that belong to its items (:func:`nlsim.evaluation.judge.judge_items`), naming
+    the folder the report goes to. A daily run judges its whole window (the state's items with the
+    day's), and a window that holds none of the pairs as scored gives a judgement of 0 judged pairs, the
+    pairs left out counted, not an error."""
     corpus = config.corpus_path()
     if config.incremental:
         corpus += f" with the window kept in {config.state}"
@@ -614,7 +615,7 @@ def judge(config: DedupConfig, window: Window, clustering: Clustering) -> Judgem
     judged = judge_items(
         clustering.window_clusters,
         clustering.report_pairs,
-        judge_pairs(config),
+        scored,
         items,
         pairs=config.judge_pairs,
         split=None if config.judge_split == "all" else config.judge_split,

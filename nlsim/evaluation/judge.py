@@ -268,13 +268,12 @@ def judge_items(
 ) -> Judgement:
     """Judge a report's ``clusters`` and ``reported`` pairs against the ``scored`` pairs (of ``split`` in the
     file ``pairs``) that belong to its ``items`` (``id`` and ``text`` of the report's corpus, named
-    ``corpus``); refused by name when none belongs. ``none_in_items="judge"``: scored pairs none of which
-    names two of the items give a judgement of 0 judged pairs instead (a daily run's window, which keeps
-    only recent items, may hold none of them); pairs naming items whose text is another are always
-    refused."""
+    ``corpus``); refused by name when none belongs. ``none_in_items="judge"``: when none belongs, a
+    judgement of 0 judged pairs instead, the pairs left out counted (a daily run's window keeps only
+    recent items, and an item whose headline was corrected holds another text than the one scored)."""
     match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
     name = f"{split} pairs" if split else "pairs"
-    if match.judged.empty and (match.first_mismatch is not None or none_in_items == "refuse"):
+    if match.judged.empty and none_in_items == "refuse":
         if match.first_mismatch is not None:
             row, field, item, held, text = match.first_mismatch
             raise InputError(

@@ -15,7 +15,7 @@ import nlsim.chain.run as chain_run
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.promotion import cross_validated_f1, decide
 from nlsim.chain.run import promote_stage, run_pipeline
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.judge import judge_report
 from nlsim.io.model_store import ModelStore
 
@@ -151,3 +151,13 @@ def test_bad_paths_are_refused_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not written by nlsim"):
         run_pipeline(config(tmp_path, pairs, corpus, model_store=str(tmp_path / "mine")))
     assert (tmp_path / "mine" / "notes.txt").read_text() == "the user's"
+
+
+def test_pairs_the_report_cannot_be_judged_on_are_refused_before_training(tmp_path: Path) -> None:
+    """Pairs without item ids stop the chain before its baseline, not after training and promoting."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    no_ids = tmp_path / "no-ids.tsv"
+    pd.read_csv(pairs, sep="\t").drop(columns=["id_a", "id_b"]).to_csv(no_ids, sep="\t", index=False)
+    with pytest.raises(InputError, match="no-ids.tsv: field 'id_a': the scored pairs need item ids"):
+        run_pipeline(config(tmp_path, no_ids, corpus))
+    assert not (tmp_path / "models" / "zero-shot").exists()

@@ -216,6 +216,10 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path)
     assert first.stats.judge is not None and first.stats.judge.to_dict() == judged
     assert "judge" in first.stats.timings_s
 
+    assert "belong to this report&#x27;s window" in (first.report_dir / "index.html").read_text()
+
+    # a repeated input writes the stored report again: it needs the pairs file no more
+    pairs.rename(tmp_path / "pairs-moved.tsv")
     again = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc)
     assert again.replayed
     assert json.loads((again.report_dir / "run.json").read_text())["judge"] == judged
@@ -231,6 +235,7 @@ def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path)
         if point == "report-publish":
             raise KeyboardInterrupt(point)
 
+    (tmp_path / "pairs-moved.tsv").rename(pairs)
     cut = config.with_(out=str(tmp_path / "out-k"))
     set_fault_hook(killed)
     try:
@@ -339,3 +344,18 @@ def test_a_bad_judge_pairs_file_is_refused_before_any_embedding(tmp_path: Path) 
     with pytest.raises(InputError, match="pairs.tsv: field 'split': no pairs in split 'test'"):
         run_dedup(config, encoder=Counting())
     assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
+
+
+def test_scored_texts_the_window_no_longer_holds_are_counted_not_fatal(tmp_path: Path) -> None:
+    """A corrected headline gives the item another text than the one the editors scored: a daily run
+    counts such pairs and goes on; a batch run refuses pairs none of which matches its corpus."""
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus.assign(title=corpus["title"] + " (corrected)"))
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", judge_pairs=str(pairs))
+    daily = run_daily(config, tmp_path / "state", retention_days=None, encoder=HashEncoder())
+    judged = daily.stats.judge
+    assert judged is not None and (judged.judged_pairs, judged.mismatched_pairs, judged.f1) == (0, 4, None)
+    assert open_state(tmp_path / "state").generation == 1
+    with pytest.raises(InputError, match="pairs.tsv: row 1, field 'text_a': none of the 4 scored"):
+        run_dedup(config.with_(out=str(tmp_path / "batch")), encoder=HashEncoder())
