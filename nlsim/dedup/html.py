@@ -477,11 +477,19 @@ def _judgement(judge: Judgement | None, *, window: bool = False) -> str:
         f"<td class='num'>{_fmt(getattr(judge, name), 3)}</td><td>{esc(why)}</td></tr>"
         for name, why in rows
     )
+    other, missing = judge.mismatched_pairs or 0, judge.pairs_not_in_corpus or 0
+    left = (
+        f" {other + missing:,} were left out: {other:,} name items whose text here is another one (a "
+        f"corrected headline, or another corpus), {missing:,} name items {esc(where)} does not hold."
+        if other + missing
+        else ""
+    )
     return (
         f"<h3 id='judged'>Judged by the editors' pairs: same story at the cluster level</h3>"
         f"<p class='meta'>{judge.judged_pairs:,} scored {esc(judge.split)} pairs of "
         f"<bdi>{esc(judge.pairs)}</bdi> belong to {esc(where)}, {judge.same_story_pairs:,} of them the same "
-        f"story; a figure with nothing to divide by is shown as –.</p><table class='metrics'>{body}</table>"
+        f"story; a figure with nothing to divide by is shown as –.{left}</p>"
+        f"<table class='metrics'>{body}</table>"
     )
 
 

@@ -614,7 +614,7 @@ def judge(config: DedupConfig, window: Window, clustering: Clustering, scored: p
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
     judged = judge_items(
         clustering.window_clusters,
-        clustering.report_pairs,
+        clustering.pairs_all if config.incremental else clustering.report_pairs,  # a daily run: the window's
         scored,
         items,
         pairs=config.judge_pairs,

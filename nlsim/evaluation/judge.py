@@ -317,6 +317,15 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
             raise InputError(
                 pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
             )
+        empty = scored[col].isna().to_numpy() | (scored[col].astype(str).str.strip() == "").to_numpy()
+        if empty.any():
+            raise InputError(
+                pairs,
+                int(scored.index[empty.argmax()]) + 1,
+                col,
+                f"empty in {int(empty.sum())} of the scored {split or 'all'} pairs: every pair a report is "
+                "judged on needs both item ids",
+            )
     return scored
 
 

@@ -154,10 +154,18 @@ def test_bad_paths_are_refused_before_any_work(tmp_path: Path) -> None:
 
 
 def test_pairs_the_report_cannot_be_judged_on_are_refused_before_training(tmp_path: Path) -> None:
-    """Pairs without item ids stop the chain before its baseline, not after training and promoting."""
+    """Pairs without item ids, or with empty ones, stop the chain before its baseline, not after training
+    and promoting."""
     pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
     no_ids = tmp_path / "no-ids.tsv"
     pd.read_csv(pairs, sep="\t").drop(columns=["id_a", "id_b"]).to_csv(no_ids, sep="\t", index=False)
     with pytest.raises(InputError, match="no-ids.tsv: field 'id_a': the scored pairs need item ids"):
         run_pipeline(config(tmp_path, no_ids, corpus))
+    blank = tmp_path / "blank-ids.tsv"
+    table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    table.loc[table["split"] == "validation", "id_b"] = ""
+    table.to_csv(blank, sep="\t", index=False)
+    row = int(table.index[table["split"] == "validation"][0]) + 1
+    with pytest.raises(InputError, match=f"blank-ids.tsv: row {row}, field 'id_b': empty in 8 of the scored"):
+        run_pipeline(config(tmp_path, blank, corpus))
     assert not (tmp_path / "models" / "zero-shot").exists()

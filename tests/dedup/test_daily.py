@@ -356,6 +356,22 @@ def test_scored_texts_the_window_no_longer_holds_are_counted_not_fatal(tmp_path:
     daily = run_daily(config, tmp_path / "state", retention_days=None, encoder=HashEncoder())
     judged = daily.stats.judge
     assert judged is not None and (judged.judged_pairs, judged.mismatched_pairs, judged.f1) == (0, 4, None)
+    page = (daily.report_dir / "index.html").read_text()
+    assert "4 were left out: 4 name items whose text here is another one" in page
     assert open_state(tmp_path / "state").generation == 1
     with pytest.raises(InputError, match="pairs.tsv: row 1, field 'text_a': none of the 4 scored"):
         run_dedup(config.with_(out=str(tmp_path / "batch")), encoder=HashEncoder())
+
+
+def test_a_daily_runs_pair_figures_count_the_pairs_of_its_window(tmp_path: Path) -> None:
+    """Same-story pairs found on an earlier day are still pairs of the window: a later day's figures
+    counting the reported pairs only do not drop because today's report did not find them again."""
+    corpus = story_corpus()
+    pairs = _scored_day_one(tmp_path, corpus)
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
+    enc = HashEncoder()
+    for day in days:
+        config = _config(day, tmp_path / "out", judge_pairs=str(pairs))
+        judged = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc).stats.judge
+        assert judged is not None and judged.pairs_only is not None
+        assert judged.recall == judged.pairs_only.recall == 1.0, day
