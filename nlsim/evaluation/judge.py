@@ -17,7 +17,8 @@ is what an editor reads as "the same story":
 
 A figure without a denominator (no judged pair grouped, no same-story pair) is undefined: ``None``
 (``null`` in JSON), and "undefined" in words, never 0. The same figures counting only the report's pairs
-themselves (``pairs.parquet``, not whole clusters) are given as ``pairs_only``.
+themselves (``pairs.parquet``, not whole clusters; for a daily run, every pair of its window, which its
+state keeps) are given as ``pairs_only``.
 
 Example:
     >>> import pandas as pd
@@ -52,8 +53,9 @@ from nlsim.io.records import known_fields
 
 @dataclass(frozen=True)
 class PairFigures:
-    """Precision, recall and F1 counting only the report's own pairs (``pairs.parquet``), not whole
-    clusters; ``judged``: how many of them an editor scored."""
+    """Precision, recall and F1 counting only the report's own pairs (``pairs.parquet``; a daily run's:
+    its window's, which its state keeps), not whole clusters; ``judged``: how many of them an editor
+    scored."""
 
     precision: float | None = None
     recall: float | None = None
@@ -317,15 +319,17 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
             raise InputError(
                 pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
             )
-        empty = scored[col].isna().to_numpy() | (scored[col].astype(str).str.strip() == "").to_numpy()
-        if empty.any():
-            raise InputError(
-                pairs,
-                int(scored.index[empty.argmax()]) + 1,
-                col,
-                f"empty in {int(empty.sum())} of the scored {split or 'all'} pairs: every pair a report is "
-                "judged on needs both item ids",
-            )
+    empty = np.zeros(len(scored), dtype=bool)
+    for col in ("id_a", "id_b"):
+        empty |= scored[col].isna().to_numpy() | (scored[col].astype(str).str.strip() == "").to_numpy()
+    if len(scored) and empty.all():  # some without ids are counted as not in the corpus, all is a wrong file
+        raise InputError(
+            pairs,
+            None,
+            "id_a",
+            f"none of the {len(scored)} scored {split or 'all'} pairs has both item ids (id_a, id_b): a "
+            "report is judged on the pairs whose ids name its items",
+        )
     return scored
 
 

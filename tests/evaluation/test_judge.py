@@ -125,6 +125,17 @@ def test_a_report_run_judged_on_every_split_agrees_with_nlsim_judge(report: Path
     assert (shown["f1"], shown["f1_ci95"]) == (out["f1"], out["f1_ci95"])
 
 
+def test_pairs_without_ids_are_counted_as_not_in_the_corpus(report: Path) -> None:
+    """A few pairs without ids (a benchmark set mixed in) are left out and counted; a split none of
+    whose pairs has both ids is refused."""
+    table = pd.read_csv(report / "pairs.tsv", sep="\t", dtype=str, keep_default_na=False)
+    table.loc[table["split"] == "train", "id_a"] = ""
+    table.to_csv(report / "train-no-ids.tsv", sep="\t", index=False)
+    out = strict_json(judge(report, "train-no-ids.tsv", "--split", "all", "--json").stdout)
+    assert out["pairs_not_in_corpus"] == 20 and out["judged_pairs"] == 90
+    refused(judge(report, "train-no-ids.tsv", "--split", "train"), 1, "train-no-ids.tsv", "'id_a'", "none of")
+
+
 def test_the_judgement_holds_every_figure_judge_tables_gives(report: Path) -> None:
     judged = judge_report(report / "rep", report / "pairs.tsv", corpus=report / "corpus.parquet")
     figures = judge_tables(
