@@ -28,8 +28,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from nlsim.evaluation.judge import describe, judge_report  # deferred: `nlsim --help` stays fast
 
-    result = judge_report(
-        args.report, args.pairs, split=None if args.split == "all" else args.split, corpus=args.corpus
-    )
+    result = judge_report(args.report, args.pairs, split=args.split, corpus=args.corpus)
     print(json.dumps(result.to_dict(), allow_nan=False) if args.json else describe(result))
     return 0

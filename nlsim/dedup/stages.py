@@ -599,7 +599,7 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 def judge_pairs(config: DedupConfig) -> pd.DataFrame:
     """The scored pairs of ``--judge-pairs`` (of ``--judge-split``) the report is judged on, read before
     the expensive stages (a bad file is refused first)."""
-    return scored_pairs(config.judge_pairs, None if config.judge_split == "all" else config.judge_split)
+    return scored_pairs(config.judge_pairs, config.judge_split)
 
 
 def judge(config: DedupConfig, window: Window, clustering: Clustering, scored: pd.DataFrame) -> Judgement:
@@ -618,7 +618,7 @@ def judge(config: DedupConfig, window: Window, clustering: Clustering, scored: p
         scored,
         items,
         pairs=config.judge_pairs,
-        split=None if config.judge_split == "all" else config.judge_split,
+        split=config.judge_split,
         corpus=corpus,
         none_in_items="judge" if config.incremental else "refuse",
     )

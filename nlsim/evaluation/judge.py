@@ -226,7 +226,8 @@ def judge_report(
     split: str | None = "validation",
     corpus: str | Path | None = None,
 ) -> Judgement:
-    """Judge the report folder ``report`` against the scored pairs of ``split`` in ``pairs``.
+    """Judge the report folder ``report`` against the scored pairs of ``split`` in ``pairs`` (every split
+    with ``None`` or ``"all"``).
 
     The report's corpus (``corpus``, default the one its ``run.json`` names) decides which pairs belong to
     the report (see the module docstring); a daily report is judged on its window's clusters
@@ -269,10 +270,12 @@ def judge_items(
     none_in_items: Literal["refuse", "judge"] = "refuse",
 ) -> Judgement:
     """Judge a report's ``clusters`` and ``reported`` pairs against the ``scored`` pairs (of ``split`` in the
-    file ``pairs``) that belong to its ``items`` (``id`` and ``text`` of the report's corpus, named
-    ``corpus``); refused by name when none belongs. ``none_in_items="judge"``: when none belongs, a
-    judgement of 0 judged pairs instead, the pairs left out counted (a daily run's window keeps only
-    recent items, and an item whose headline was corrected holds another text than the one scored)."""
+    file ``pairs``; every split with ``None`` or ``"all"``) that belong to its ``items`` (``id`` and
+    ``text`` of the report's corpus, named ``corpus``); refused by name when none belongs.
+    ``none_in_items="judge"``: when none belongs, a judgement of 0 judged pairs instead, the pairs left
+    out counted (a daily run's window keeps only recent items, and an item whose headline was corrected
+    holds another text than the one scored)."""
+    split = None if split == "all" else split
     match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
     name = f"{split} pairs" if split else "pairs"
     if match.judged.empty and none_in_items == "refuse":
@@ -309,7 +312,9 @@ def judge_items(
 
 
 def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
-    """The scored pairs of ``split`` in the file ``pairs`` (all with ``None``), with item ids to match."""
+    """The scored pairs of ``split`` in the file ``pairs`` (every split with ``None`` or ``"all"``), with
+    item ids to match."""
+    split = None if split == "all" else split
     every = load_pairs(pairs)
     scored = every[every["split"] == split] if split is not None else every
     if scored.empty:
