@@ -8,7 +8,9 @@ Rules, so that no row is ever silently merged, split or shifted:
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
 * **JSONL**: one JSON object a line.
-* **Parquet**: read as stored (pyarrow).
+* **Parquet**: read as stored (pyarrow), except that an integer column with empty cells keeps its
+  integers (Python ints, ``None`` where empty) instead of turning into floats: an id ``101`` stays
+  ``101``, not ``101.0``. JSONL follows the same rule.
 * Text must be UTF-8 (a byte-order mark is ignored); a bad byte is reported with its data row, line and
   byte offset. Empty cells stay empty strings; nothing is turned into NaN.
 
@@ -194,7 +196,13 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
         if not isinstance(obj, dict):
             raise InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
         records.append(obj)
-    return pd.DataFrame.from_records(records)
+    frame = pd.DataFrame.from_records(records)
+    for col in frame.columns:  # integers with empty cells stay integers, as in Parquet
+        if frame[col].dtype.kind == "f":
+            values = [r.get(col) for r in records]
+            if all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+                frame[col] = pd.Series(values, dtype=object, index=frame.index)
+    return frame
 
 
 def read_table(
@@ -205,7 +213,9 @@ def read_table(
     fmt = table_format(path, allowed)
     if fmt == "parquet":
         try:
-            return pd.read_parquet(path, engine="pyarrow")
+            return pd.read_parquet(
+                path, engine="pyarrow", to_pandas_kwargs={"integer_object_nulls": True}
+            )
         except Exception as exc:  # pyarrow raises several types on a truncated or foreign file
             raise InputError(
                 path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}"

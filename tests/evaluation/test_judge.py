@@ -9,6 +9,7 @@ is valid JSON: never ``NaN``), not 0.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from dataclasses import fields
 from pathlib import Path
@@ -16,7 +17,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nlsim.evaluation.judge import Judgement, PairFigures, describe, judge_report, judge_tables
+from nlsim.evaluation.judge import (
+    Judgement,
+    PairFigures,
+    describe,
+    judge_report,
+    judge_tables,
+    match_corpus,
+    scored_pairs,
+)
 from tests import command
 from tests.chain.test_chain import make_data
 from tests.command import nlsim
@@ -176,10 +185,12 @@ def test_an_older_record_reads_without_made_up_figures() -> None:
 
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
     moved = tmp_path / "work"
-    moved.mkdir()
-    (moved / "rep").symlink_to(report / "rep")
+    shutil.copytree(report / "rep", moved / "rep")
     (moved / "pairs.tsv").write_bytes((report / "pairs.tsv").read_bytes())
-    refused(judge(moved, "pairs.tsv"), 2, "--corpus", "corpus.parquet")
+    run = json.loads((moved / "rep" / "run.json").read_text())
+    run["corpus"] = str(tmp_path / "gone" / "corpus.parquet")  # the corpus was moved away since
+    (moved / "rep" / "run.json").write_text(json.dumps(run))
+    refused(judge(moved, "pairs.tsv"), 2, "--corpus", "gone/corpus.parquet")
     proc = judge(moved, "pairs.tsv", "--corpus", str(report / "corpus.parquet"), "--json")
     assert proc.returncode == 0 and strict_json(proc.stdout)["judged_pairs"] == 80
 
@@ -217,3 +228,39 @@ def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report
     assert "Judged by the editors' pairs" in page and f"{out['f1']:.3f}" in page
     plain = json.loads((report / "rep" / "run.json").read_text())
     assert "judge" not in plain  # not asked: run.json as before
+
+
+def test_integer_item_ids_with_a_gap_still_name_their_items(tmp_path: Path) -> None:
+    """A Parquet pair file whose integer ids have a gap: the other pairs still match ids 101, 102, 103."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {
+        "pair_id": ["p1", "p2", "p3"],
+        "split": ["validation"] * 3,
+        "id_a": pa.array([101, None, 102], pa.int64()),
+        "id_b": pa.array([102, 103, 103], pa.int64()),
+        "text_a": ["Floods", "Storm", "Storm"],
+        "text_b": ["Storm", "Quake", "Quake"],
+        "score": [1.0, 0.5, 0.75],
+    }
+    pq.write_table(pa.table(columns), tmp_path / "pairs.parquet")
+    scored = scored_pairs(tmp_path / "pairs.parquet", "validation")
+    corpus = pd.DataFrame({"id": ["101", "102", "103"], "title": ["Floods", "Storm", "Quake"]})
+    match = match_corpus(scored, corpus.assign(text=corpus["title"]), [1, 2, 3])
+    assert match.judged["pair_id"].tolist() == ["p1", "p3"]
+    assert (match.not_in_corpus, match.mismatched) == (1, 0)
+
+
+def test_a_report_is_judged_from_any_folder(report: Path, tmp_path: Path) -> None:
+    """The report was made with a relative ``--corpus``: its run.json names the file so that ``nlsim
+    judge`` finds it from another folder too."""
+    assert Path(json.loads((report / "rep" / "run.json").read_text())["corpus"]).is_absolute()
+    args = ["judge", "--report", str(report / "rep"), "--pairs", str(report / "pairs.tsv"), "--json"]
+    proc = nlsim(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    here, there = strict_json(proc.stdout), strict_json(judge(report, "pairs.tsv", "--json").stdout)
+    assert {k: v for k, v in here.items() if k not in ("pairs", "report")} == {
+        k: v for k, v in there.items() if k not in ("pairs", "report")
+    }
+    assert here["judged_pairs"] == 80

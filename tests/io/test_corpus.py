@@ -144,3 +144,23 @@ def test_bundled_corpora_load(repo_root):
     bbc = load_corpus(repo_root / "data/bbc.parquet")
     assert len(thuc) == 10_000 and len(bbc) == 2_225
     assert thuc.frame["id"].is_unique and bbc.frame["id"].is_unique
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_an_empty_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path, fmt):
+    """Integer ids with a gap: the empty one is refused by its row; the others load as "1", "2", "4"."""
+    ids, titles = [1, 2, None, 4], ["Floods", "Storm", "Quake", "Fire"]
+    path = tmp_path / f"c.{fmt}"
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "title": titles}), path)
+    else:
+        rows = [json.dumps({"id": i, "title": t}) for i, t in zip(ids, titles, strict=True)]
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 3, field 'id': missing id"):
+        load_corpus(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "2", "4"]
+    assert pd.read_csv(tmp_path / "q.csv")["row"].tolist() == [3]

@@ -1,0 +1,40 @@
+"""``read_table``: the one table reader keeps what a file holds (see also test_corpus and test_pairs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nlsim.io.tables import read_table
+
+
+def test_integer_columns_with_empty_cells_keep_their_integers(tmp_path: Path) -> None:
+    """An id column of integers with a gap reads as integers (``None`` in the gap), not ``101.0``."""
+    table = pa.table(
+        {
+            "id": pa.array([101, None, 103], pa.int64()),
+            "weight": pa.array([0.5, None, 1.5], pa.float64()),
+            "count": pa.array([1, 2, 3], pa.int64()),
+        }
+    )
+    pq.write_table(table, tmp_path / "t.parquet")
+    rows = [{"id": 101, "weight": 0.5, "count": 1}, {"id": None, "weight": None, "count": 2}]
+    rows.append({"id": 103, "weight": 1.5, "count": 3})
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for name in ("t.parquet", "t.jsonl"):
+        frame = read_table(tmp_path / name)
+        assert frame["id"].tolist() == [101, None, 103], name
+        assert [str(v) for v in frame["id"] if v is not None] == ["101", "103"], name
+        assert frame["weight"].dtype.kind == "f" and frame["weight"].isna().tolist() == [False, True, False]
+        assert frame["count"].tolist() == [1, 2, 3], name
+
+
+def test_a_column_of_integers_and_fractions_stays_numeric(tmp_path: Path) -> None:
+    """Scores such as 1, 0.5 and an empty cell are numbers: only whole-integer columns keep ints."""
+    lines = [{"score": 1}, {"score": 0.5}, {"score": None}]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    frame = read_table(tmp_path / "s.jsonl")
+    assert frame["score"].dtype.kind == "f" and frame["score"].tolist()[:2] == [1.0, 0.5]
