@@ -313,6 +313,41 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
 
 
+def _one_parquet_type(old: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """A Parquet pair file's column and the editor's values for it (text) in one type Parquet can hold.
+
+    A column of numbers (integer ids, an ``annotations`` count) takes the editor's values as numbers when
+    each of them is one; otherwise the column is written as text, existing values as they read. Empty
+    cells stay empty.
+    """
+    held = [v for v in old if not _blank(v)]
+    numeric = bool(held) and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        for v in held
+    )
+    if not numeric:
+        if all(isinstance(v, str) for v in held):
+            return old, new
+        return old.map(lambda v: None if _blank(v) else str(v)), new.map(lambda v: None if _blank(v) else v)
+    whole = all(float(v).is_integer() for v in held) and old.dtype.kind != "f"
+    values: list[object] = []
+    for text in new:
+        text = str(text).strip()
+        if text == "":
+            values.append(None)
+            continue
+        try:
+            number = int(text) if whole else float(text)
+        except ValueError:  # an id such as "n05" beside numeric ones: the column becomes text
+            return old.map(lambda v: None if _blank(v) else str(v)), new.map(
+                lambda v: None if _blank(v) else v
+            )
+        values.append(number)
+    if old.dtype.kind in "iu" and any(v is None for v in values):
+        old = old.astype(object)
+    return old, pd.Series(values, dtype=object if whole else float, index=new.index)
+
+
 def _check_items(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -> None:
     """No item paired with itself; one text per item id within the file."""
     if "id_a" not in frame.columns or "id_b" not in frame.columns:
@@ -488,6 +523,9 @@ def merge_annotations(
         )
     if path.suffix == ".parquet":
         add["score"] = add["score"].astype(float)
+        for col in columns:
+            if col != "score":
+                original[col], add[col] = _one_parquet_type(original[col], add[col])
     merged = pd.concat([original, add], ignore_index=True)
     validate_pairs(merged, f"{pairs_file} merged with {filled}")  # before the file is replaced
     write_table(merged, path)

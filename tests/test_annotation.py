@@ -348,3 +348,37 @@ def test_a_text_a_tsv_pair_file_cannot_hold_is_refused_by_its_row_in_the_filled_
     assert (Path(err.value.file), err.value.row, err.value.field) == (path, 2, "text_b")
     assert "tab or newline" in err.value.reason
     assert pairs.read_bytes() == before
+
+
+def test_merge_into_a_parquet_pair_file_with_integer_ids(tmp_path: Path) -> None:
+    """Integer ids (one missing) stay integers; the editor's ids join them as numbers, and an id that is
+    not a number turns the column into text instead of failing to write."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pairs = tmp_path / "pairs.parquet"
+    table = {
+        "pair_id": ["p1", "p2"],
+        "split": ["train", "train"],
+        "id_a": pa.array([101, None], pa.int64()),
+        "id_b": pa.array([102, 103], pa.int64()),
+        "text_a": ["甲一", "甲二"],
+        "text_b": ["乙一", "乙二"],
+        "score": [1.0, 0.5],
+    }
+    pq.write_table(pa.table(table), pairs)
+    filled = tmp_path / "filled.csv"
+    rows = {"pair_id": ["e1"], "id_a": ["201"], "id_b": ["202"], "text_a": ["丙"], "text_b": ["丁"]}
+    pd.DataFrame({**rows, "score": ["0.75"]}).to_csv(filled, index=False)
+    assert merge_annotations(filled, pairs, log=lambda _: None).added == 1
+    back = pq.read_table(pairs)
+    assert back.schema.field("id_a").type == pa.int64()
+    assert back.column("id_a").to_pylist() == [101, None, 201]
+    assert load_pairs(pairs)["pair_id"].tolist() == ["p1", "p2", "e1"]
+    more = {**rows, "pair_id": ["e2"], "id_a": ["n05"], "id_b": ["n06"], "text_a": ["戊"], "text_b": ["己"]}
+    pd.DataFrame({**more, "score": ["0"]}).to_csv(filled, index=False)
+    rows_before = len(load_pairs(pairs))
+    merge_annotations(filled, pairs, log=lambda _: None)
+    assert pq.read_table(pairs).column("id_a").to_pylist() == ["101", None, "201", "n05"]
+    assert pq.read_table(pairs).column("id_b").to_pylist() == ["102", "103", "202", "n06"]
+    assert len(load_pairs(pairs)) == rows_before + 1

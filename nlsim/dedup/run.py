@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +141,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     check_paths(config)
     record = RunRecord(
         mode="incremental" if config.incremental else "batch",
-        corpus=os.path.abspath(config.corpus_path()),  # `nlsim judge` finds it from any folder
+        corpus=str(Path(config.corpus_path()).absolute()),  # `nlsim judge` finds it from any folder
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         retention_days=config.retention_days if config.incremental else None,
     )

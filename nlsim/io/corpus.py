@@ -248,7 +248,13 @@ def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
     field = text_field or next((f for f in ITEM_TEXT_FIELDS if f in frame.columns), None)
     if field is None or field not in frame.columns:
         raise InputError(path, None, text_field or "title", "missing text column")
-    out = pd.DataFrame({"id": frame["id"].astype(str), "text": frame[field].astype(str)})
+    for col, what in (("id", "id"), (field, "text")):
+        gone = frame[col].isna().to_numpy()
+        if gone.any():
+            raise InputError(path, int(np.flatnonzero(gone)[0]) + 1, col, f"missing {what}")
+    out = pd.DataFrame({"id": frame["id"].astype(str).str.strip(), "text": frame[field].astype(str)})
+    if (out["id"] == "").any():
+        raise InputError(path, int(np.flatnonzero((out["id"] == "").to_numpy())[0]) + 1, "id", "empty id")
     if "category" in frame.columns:  # kept for drawing pairs within a category (nlsim.training.silver)
         out["category"] = frame["category"].astype(str)
     bad = out["text"].str.strip() == ""

@@ -36,7 +36,7 @@ def read_pair_table(path: str | Path) -> pd.DataFrame:
 
 
 def _is_missing(value: object) -> bool:
-    if value is None:
+    if value is None or value is pd.NA:
         return True
     if isinstance(value, float) and math.isnan(value):
         return True

@@ -37,6 +37,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from nlsim.errors import InputError
 from nlsim.io.atomic import atomic_path
@@ -213,9 +214,7 @@ def read_table(
     fmt = table_format(path, allowed)
     if fmt == "parquet":
         try:
-            return pd.read_parquet(
-                path, engine="pyarrow", to_pandas_kwargs={"integer_object_nulls": True}
-            )
+            return pq.read_table(path).to_pandas(integer_object_nulls=True)
         except Exception as exc:  # pyarrow raises several types on a truncated or foreign file
             raise InputError(
                 path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}"

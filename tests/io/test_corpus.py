@@ -164,3 +164,24 @@ def test_an_empty_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path, fmt):
     corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
     assert corpus.ids == ["1", "2", "4"]
     assert pd.read_csv(tmp_path / "q.csv")["row"].tolist() == [3]
+
+
+def test_items_with_a_missing_id_or_text_are_refused_by_row(tmp_path):
+    """``load_items`` (drawing pairs, silver pairs) refuses an empty cell instead of reading "None"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nlsim.io.corpus import load_items
+
+    pq.write_table(
+        pa.table({"id": pa.array([1, None, 3], pa.int64()), "title": ["a", "b", "c"]}), tmp_path / "i.parquet"
+    )
+    with pytest.raises(InputError, match=r"row 2, field 'id': missing id"):
+        load_items(tmp_path / "i.parquet")
+    pq.write_table(pa.table({"id": ["x", "y"], "title": ["a", None]}), tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=r"row 2, field 'title': missing text"):
+        load_items(tmp_path / "t.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2], pa.int64()), "title": ["a", "b"]}), tmp_path / "ok.parquet"
+    )
+    assert load_items(tmp_path / "ok.parquet")["id"].tolist() == ["1", "2"]

@@ -90,3 +90,19 @@ def test_parquet_score_out_of_range(tmp_path: Path) -> None:
     pd.DataFrame({"text_a": ["a", "b"], "text_b": ["c", "d"], "score": [0.2, 5.0]}).to_parquet(p)
     with pytest.raises(InputError, match=r"row 2, field 'score': score 5.0 is outside"):
         load_pairs(p)
+
+
+def test_empty_ids_of_a_nullable_integer_column_name_no_pair(tmp_path):
+    """pandas writes Int64 ids with gaps as <NA>: two pairs with an empty id are not "the same pair"."""
+    frame = pd.DataFrame(
+        {
+            "id_a": pd.array([None, None], dtype="Int64"),
+            "id_b": pd.array([5, 5], dtype="Int64"),
+            "text_a": ["甲", "乙"],
+            "text_b": ["丙", "丁"],
+            "score": [1.0, 0.0],
+            "split": ["train", "test"],
+        }
+    )
+    frame.to_parquet(tmp_path / "p.parquet")
+    assert load_pairs(tmp_path / "p.parquet")["split"].tolist() == ["train", "test"]
