@@ -310,38 +310,43 @@ def draw_candidates(
 
 
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
 
 
 def _one_parquet_type(old: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:
     """A Parquet pair file's column and the editor's values for it (text) in one type Parquet can hold.
 
     A column of numbers (integer ids, an ``annotations`` count) takes the editor's values as numbers when
-    each of them is one; otherwise the column is written as text, existing values as they read. Empty
-    cells stay empty.
+    each of them is one, written as that number would be (``7``, not ``007``); otherwise the column is
+    written as text, existing values as they read. Empty cells stay empty; a column the editor left empty
+    keeps its type.
     """
-    held = [v for v in old if not _blank(v)]
-    numeric = bool(held) and all(
-        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-        for v in held
-    )
-    if not numeric:
-        if all(isinstance(v, str) for v in held):
-            return old, new
+
+    def as_text() -> tuple[pd.Series, pd.Series]:
         return old.map(lambda v: None if _blank(v) else str(v)), new.map(lambda v: None if _blank(v) else v)
-    whole = all(float(v).is_integer() for v in held) and old.dtype.kind != "f"
+
+    if all(_blank(v) for v in new):
+        return old, pd.Series([None] * len(new), dtype=object, index=new.index)
+    held = [v for v in old if not _blank(v)]
+    if all(isinstance(v, str) for v in held):
+        return old, new
+    numbers = (int, float, np.integer, np.floating)
+    if not all(isinstance(v, numbers) and not isinstance(v, (bool, np.bool_)) for v in held):
+        return as_text()
+    whole = old.dtype.kind != "f" and all(float(v).is_integer() for v in held)
     values: list[object] = []
-    for text in new:
-        text = str(text).strip()
+    for text in (str(v).strip() for v in new):
         if text == "":
             values.append(None)
             continue
         try:
-            number = int(text) if whole else float(text)
+            number: float = int(text) if whole else float(text)
         except ValueError:  # an id such as "n05" beside numeric ones: the column becomes text
-            return old.map(lambda v: None if _blank(v) else str(v)), new.map(
-                lambda v: None if _blank(v) else v
-            )
+            return as_text()
+        if whole and (str(number) != text or not -(2**63) <= number < 2**63):
+            return as_text()  # "007", "+5", "1_000" or beyond int64 are kept as the editor wrote them
         values.append(number)
     if old.dtype.kind in "iu" and any(v is None for v in values):
         old = old.astype(object)

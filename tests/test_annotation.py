@@ -382,3 +382,38 @@ def test_merge_into_a_parquet_pair_file_with_integer_ids(tmp_path: Path) -> None
     assert pq.read_table(pairs).column("id_a").to_pylist() == ["101", None, "201", "n05"]
     assert pq.read_table(pairs).column("id_b").to_pylist() == ["102", "103", "202", "n06"]
     assert len(load_pairs(pairs)) == rows_before + 1
+
+
+def test_merge_into_pandas_nullable_columns_keeps_empty_cells_empty(tmp_path: Path) -> None:
+    """Int64 ids with a gap (pandas' <NA>) stay integers, a string column the editor left out stays
+    empty (never the text "<NA>"), and an id written "007" is kept as written, not read as 7."""
+    pairs = tmp_path / "pairs.parquet"
+    pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "split": ["train", "test"],
+            "id_a": pd.array([None, 2], dtype="Int64"),
+            "id_b": pd.array([5, 5], dtype="Int64"),
+            "text_a": ["甲一", "甲二"],
+            "text_b": ["乙一", "乙一"],
+            "score": [1.0, 0.5],
+            "notes": pd.array(["ok", None], dtype="string"),
+        }
+    ).to_parquet(pairs)
+    filled = tmp_path / "filled.csv"
+    rows = {
+        "pair_id": ["e1"],
+        "id_a": ["7"],
+        "id_b": ["8"],
+        "text_a": ["丙"],
+        "text_b": ["丁"],
+        "score": ["0"],
+    }
+    pd.DataFrame(rows).to_csv(filled, index=False)
+    merge_annotations(filled, pairs, log=lambda _: None)
+    back = pd.read_parquet(pairs)
+    assert back["id_a"].tolist()[1:] == [2, 7] and back["id_a"].isna().tolist() == [True, False, False]
+    assert back["notes"].isna().tolist() == [False, True, True]
+    pd.DataFrame({**rows, "pair_id": ["e2"], "id_a": ["007"], "text_a": ["戊"]}).to_csv(filled, index=False)
+    merge_annotations(filled, pairs, log=lambda _: None)
+    assert pd.read_parquet(pairs)["id_a"].tolist()[1:] == ["2", "7", "007"]
