@@ -15,9 +15,10 @@ that ``report`` can compare recipes and their combinations afterwards, and figur
 docs/finetuning.md. The test split is never read.
 
     python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
-        [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto]
+        [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto] [--train-fraction 1]
     python benchmarks/bench_same_story.py report [--names base,other,base+other]   # a+b: their mean
     python benchmarks/bench_same_story.py compare --a base --b other   # paired bootstrap of the gain
+    python benchmarks/bench_same_story.py curve --names base-n25,base-n50,base   # a learning curve
 """
 
 from __future__ import annotations
@@ -169,6 +170,24 @@ def synthetic_negatives(train: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pair_id", "id_a", "id_b", "text_a", "text_b", "score"])
 
 
+def subsample(train: pd.DataFrame, fraction: float, seed: int) -> pd.DataFrame:
+    """A share of the training pairs, same story and the rest drawn apart so the mix stays the same.
+
+    Each class is put in one random order (``seed``) and its first ``fraction`` taken, so a smaller
+    share is always inside a larger one: the points of a learning curve differ by pairs added, not
+    by a new draw.
+    """
+    if fraction >= 1.0:
+        return train
+    rng = np.random.default_rng(seed)
+    story = train["score"].to_numpy() >= STORY
+    keep: list[np.ndarray] = []
+    for cls in (story, ~story):
+        idx = np.flatnonzero(cls)
+        keep.append(rng.permutation(idx)[: max(1, round(fraction * len(idx)))])
+    return train.iloc[np.sort(np.concatenate(keep))]
+
+
 def train_and_score(
     train: pd.DataFrame, held: pd.DataFrame, args: argparse.Namespace, keep_best: bool
 ) -> dict:
@@ -176,6 +195,10 @@ def train_and_score(
     from nlsim.training.cross_encoder import train_cross_encoder
 
     t0 = time.perf_counter()
+    if args.train_fraction < 1.0:
+        train = subsample(train, args.train_fraction, args.seed)
+        story = int((train["score"] >= STORY).sum())
+        print(f"training share {args.train_fraction}: {len(train)} pairs, {story} same story", flush=True)
     if args.transitive:
         extra = closure_pairs(train)
         print(f"transitive closure: {len(extra)} same-story pairs added to {len(train)}", flush=True)
@@ -380,6 +403,88 @@ def report(args: argparse.Namespace) -> None:
     plot(rows, OUT.with_suffix(".png"))
 
 
+def curve(args: argparse.Namespace) -> None:
+    """A learning curve: the cross-validated figures of recipes run with ``--train-fraction``, by the
+    number of training pairs (and same-story pairs among them), to see what more labels would give."""
+    pairs = load()
+    fold = folds(pairs)
+    story = pairs["score"].to_numpy() >= STORY
+    rows = []
+    for name in args.names.split(","):
+        recipe = json.loads((CACHE / name / "recipe.json").read_text(encoding="utf-8"))
+        fraction = float(recipe.get("train_fraction", 1.0))
+        out = summary(name)
+        if out is None or "cv" not in out:
+            raise SystemExit(f"{name}: all {FOLDS} folds are needed (run --mode cv first)")
+        train = [int(round(fraction * (fold != k).sum())) for k in range(FOLDS)]
+        same = [int(round(fraction * (story & (fold != k)).sum())) for k in range(FOLDS)]
+        rows.append(
+            {
+                "name": name,
+                "fraction": fraction,
+                "seed": int(recipe["seed"]),
+                "train_pairs": int(np.mean(train)),
+                "same_story_pairs": int(np.mean(same)),
+                **{k: out["cv"][k] for k in ("ap", "f1", "f1_ci95", "threshold")},
+            }
+        )
+    rows.sort(key=lambda r: (r["fraction"], r["seed"]))
+    lines = [
+        f"# Same story: learning curve, cross-validated (CPU: {cpu_name()})",
+        "",
+        "Each point trains on a share of each fold's training pairs (same story kept at its share; a smaller",
+        "share inside a larger one) and scores the whole held-out fold, so every point is judged on the same",
+        f"{len(pairs)} pairs ({int(story.sum())} same story).",
+        "",
+        "| recipe | share | seed | training pairs a fold | same story among them | CV AP | "
+        "CV best F1 [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lo, hi = r["f1_ci95"]
+        lines.append(
+            f"| {r['name']} | {r['fraction']:g} | {r['seed']} | {r['train_pairs']} | "
+            f"{r['same_story_pairs']} | {r['ap']:.3f} | {r['f1']:.3f} [{lo:.3f}, {hi:.3f}] |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    path = OUT.with_name("same_story_curve")
+    path.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    path.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    plot_curve(rows, path.with_suffix(".png"))
+
+
+def plot_curve(rows: list[dict], path: Path) -> None:
+    """CV best F1 (with its interval) and AP by the number of same-story training pairs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for seed, marker in zip(sorted({r["seed"] for r in rows}), "os^v", strict=False):
+        mine = [r for r in rows if r["seed"] == seed]
+        x = [r["same_story_pairs"] for r in mine]
+        f1 = np.array([r["f1"] for r in mine])
+        err = np.array([[r["f1"] - r["f1_ci95"][0], r["f1_ci95"][1] - r["f1"]] for r in mine]).T
+        ax.errorbar(
+            x, f1, yerr=err, fmt=marker + "-", color="tab:blue", capsize=3, label=f"best F1, seed {seed}"
+        )
+        ax.plot(x, [r["ap"] for r in mine], marker + "--", color="tab:orange", label=f"AP, seed {seed}")
+    ax.axhline(EDITORS_F1, color="grey", linestyle=":", label=f"editors with each other ({EDITORS_F1})")
+    ax.set_xscale("log")
+    ticks = sorted({r["same_story_pairs"] for r in rows})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("same-story pairs in each fold's training set (log scale)")
+    ax.set_ylabel("cross-validated figure")
+    ax.set_title("Same story: what more labels give")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def compare(args: argparse.Namespace) -> None:
     """The gain of recipe ``b`` over ``a`` out of fold, with a paired bootstrap 95% interval.
 
@@ -443,6 +548,12 @@ def main() -> None:
         default=None,
         help="comma-separated folds to run (0-based), to share one recipe between processes; all by default",
     )
+    r.add_argument(
+        "--train-fraction",
+        type=float,
+        default=1.0,
+        help="train on this share of each training set (nested, same-story share kept): a learning curve",
+    )
     r.add_argument("--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random")
     r.add_argument(
         "--both-scripts", action="store_true", help="train on the original text of each pair as well"
@@ -459,6 +570,9 @@ def main() -> None:
     rep = sub.add_parser("report")
     rep.add_argument("--names", default="")
     rep.set_defaults(func=report)
+    cur = sub.add_parser("curve")
+    cur.add_argument("--names", required=True, help="recipes run with --train-fraction (1 for the full set)")
+    cur.set_defaults(func=curve)
     cmp = sub.add_parser("compare")
     cmp.add_argument("--a", required=True, help="the recipe compared against (e.g. the default)")
     cmp.add_argument("--b", required=True)
