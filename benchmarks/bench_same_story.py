@@ -416,15 +416,16 @@ def curve(args: argparse.Namespace) -> None:
         out = summary(name)
         if out is None or "cv" not in out:
             raise SystemExit(f"{name}: all {FOLDS} folds are needed (run --mode cv first)")
-        train = [int(round(fraction * (fold != k).sum())) for k in range(FOLDS)]
-        same = [int(round(fraction * (story & (fold != k)).sum())) for k in range(FOLDS)]
+        sets = [subsample(pairs[fold != k], fraction, int(recipe["seed"])) for k in range(FOLDS)]
+        train = [len(t) for t in sets]
+        same = [int((t["score"] >= STORY).sum()) for t in sets]
         rows.append(
             {
                 "name": name,
                 "fraction": fraction,
                 "seed": int(recipe["seed"]),
-                "train_pairs": int(np.mean(train)),
-                "same_story_pairs": int(np.mean(same)),
+                "train_pairs": round(float(np.mean(train))),
+                "same_story_pairs": round(float(np.mean(same))),
                 **{k: out["cv"][k] for k in ("ap", "f1", "f1_ci95", "threshold")},
             }
         )

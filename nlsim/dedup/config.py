@@ -206,6 +206,11 @@ class DedupConfig:
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(f"--corpus {self.corpus!r}: only {{date}} may be filled in ({exc})") from None
 
+    def corpus_named(self) -> str:
+        """:meth:`corpus_path` as a run's record names it: absolute (``..`` and links kept as given), so
+        that ``nlsim judge`` finds the corpus from any folder."""
+        return str(Path(self.corpus_path()).absolute())
+
     def zone(self) -> dt.tzinfo:
         """The time zone of :attr:`timezone`."""
         try:

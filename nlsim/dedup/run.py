@@ -141,7 +141,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     check_paths(config)
     record = RunRecord(
         mode="incremental" if config.incremental else "batch",
-        corpus=str(Path(config.corpus_path()).absolute()),  # `nlsim judge` finds it from any folder
+        corpus=config.corpus_named(),  # `nlsim judge` finds it from any folder
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         retention_days=config.retention_days if config.incremental else None,
     )

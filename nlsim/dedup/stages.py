@@ -608,7 +608,7 @@ def judge(config: DedupConfig, window: Window, clustering: Clustering, scored: p
     the folder the report goes to. A daily run judges its whole window (the state's items with the
     day's), and a window that holds none of the pairs as scored gives a judgement of 0 judged pairs, the
     pairs left out counted, not an error."""
-    corpus = config.corpus_path()
+    corpus = config.corpus_named()
     if config.incremental:
         corpus += f" with the window kept in {config.state}"
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]

@@ -9,8 +9,9 @@ Rules, so that no row is ever silently merged, split or shifted:
   character. A row with another number of fields than the header is an error.
 * **JSONL**: one JSON object a line.
 * **Parquet**: read as stored (pyarrow), except that an integer column with empty cells keeps its
-  integers (Python ints, ``None`` where empty) instead of turning into floats: an id ``101`` stays
-  ``101``, not ``101.0``. JSONL follows the same rule.
+  integers instead of turning into floats: an id ``101`` stays ``101``, not ``101.0`` (Python ints with
+  ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
+  follows the same rule.
 * Text must be UTF-8 (a byte-order mark is ignored); a bad byte is reported with its data row, line and
   byte offset. Empty cells stay empty strings; nothing is turned into NaN.
 

@@ -222,8 +222,9 @@ def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report
     out = strict_json(
         nlsim("judge", "--report", "judged", "--pairs", "pairs.tsv", "--json", cwd=report).stdout
     )
-    for name in ("precision", "recall", "f1", "f1_ci95", "judged_pairs", "same_story_pairs"):
+    for name in ("precision", "recall", "f1", "f1_ci95", "judged_pairs", "same_story_pairs", "corpus"):
         assert shown[name] == out[name], name
+    assert shown["corpus"] == str(report / "corpus.parquet")  # one name for the corpus, from any folder
     page = (report / "judged" / "index.html").read_text()
     assert "Judged by the editors' pairs" in page and f"{out['f1']:.3f}" in page
     plain = json.loads((report / "rep" / "run.json").read_text())
