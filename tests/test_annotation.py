@@ -417,3 +417,16 @@ def test_merge_into_pandas_nullable_columns_keeps_empty_cells_empty(tmp_path: Pa
     pd.DataFrame({**rows, "pair_id": ["e2"], "id_a": ["007"], "text_a": ["戊"]}).to_csv(filled, index=False)
     merge_annotations(filled, pairs, log=lambda _: None)
     assert pd.read_parquet(pairs)["id_a"].tolist()[1:] == ["2", "7", "007"]
+
+
+def test_merge_into_a_parquet_pair_file_whose_scores_are_text(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.parquet"
+    pd.DataFrame(
+        {"pair_id": ["p1"], "split": ["train"], "text_a": ["甲"], "text_b": ["乙"], "score": ["0.5"]}
+    ).to_parquet(pairs)
+    filled = tmp_path / "filled.csv"
+    pd.DataFrame({"pair_id": ["e1"], "text_a": ["丙"], "text_b": ["丁"], "score": ["0.75"]}).to_csv(
+        filled, index=False
+    )
+    merge_annotations(filled, pairs, log=lambda _: None)
+    assert load_pairs(pairs)["score"].tolist() == [0.5, 0.75]

@@ -327,6 +327,14 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
     empty = np.zeros(len(scored), dtype=bool)
     for col in ("id_a", "id_b"):
         empty |= scored[col].isna().to_numpy() | (scored[col].astype(str).str.strip() == "").to_numpy()
+    same = ~empty & (
+        scored["id_a"].astype(str).str.strip().to_numpy() == scored["id_b"].astype(str).str.strip().to_numpy()
+    )
+    if same.any():  # an item paired with itself says nothing about the report
+        k = int(np.flatnonzero(same)[0])
+        row = int(scored.index[k]) + 1  # load_pairs numbers the file's rows from 0
+        item = str(scored["id_a"].iloc[k]).strip()
+        raise InputError(pairs, row, "id_b", f"item {item!r} is paired with itself")
     if len(scored) and empty.all():  # some without ids are counted as not in the corpus, all is a wrong file
         raise InputError(
             pairs,

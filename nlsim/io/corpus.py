@@ -103,6 +103,9 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
 def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
     if _is_missing(value) or (isinstance(value, str) and not value.strip()):
         return pd.NaT, None
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
+        return None, f"a number ({value!r:.40}) is not a time: write it in ISO 8601 (2024-01-01T08:00:00Z)"
     try:
         ts = pd.Timestamp(value)
     except (ValueError, TypeError) as exc:

@@ -20,6 +20,7 @@ import math
 import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from nlsim.errors import InputError
@@ -78,6 +79,8 @@ def validate_pairs(frame: pd.DataFrame, source: str | Path = "<pairs>") -> pd.Da
         raw = rec["score"]
         if _is_missing(raw):
             raise InputError(source, n, "score", "missing score")
+        if isinstance(raw, (bool, np.bool_)):
+            raise InputError(source, n, "score", f"score {raw!r} is a yes/no value, not a number in [0, 1]")
         try:
             score = float(raw)
         except (TypeError, ValueError):

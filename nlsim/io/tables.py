@@ -199,10 +199,10 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
             raise InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
         records.append(obj)
     frame = pd.DataFrame.from_records(records)
-    for col in frame.columns:  # integers with empty cells stay integers, as in Parquet
+    for col in frame.columns:  # integers stay integers (with empty cells, or beside fractions), as written
         if frame[col].dtype.kind == "f":
             values = [r.get(col) for r in records]
-            if all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+            if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
                 frame[col] = pd.Series(values, dtype=object, index=frame.index)
     return frame
 

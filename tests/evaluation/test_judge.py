@@ -265,3 +265,12 @@ def test_a_report_is_judged_from_any_folder(report: Path, tmp_path: Path) -> Non
         k: v for k, v in there.items() if k not in ("pairs", "report")
     }
     assert here["judged_pairs"] == 80
+
+
+def test_an_item_paired_with_itself_is_refused_by_row(report: Path) -> None:
+    table = pd.read_csv(report / "pairs.tsv", sep="\t", dtype=str, keep_default_na=False)
+    row = int(table.index[table["split"] == "validation"][3])
+    table.loc[row, "id_b"] = table.loc[row, "id_a"]
+    table.to_csv(report / "self.tsv", sep="\t", index=False)
+    message = refused(judge(report, "self.tsv"), 1, "self.tsv", "paired with itself")
+    assert f"row {row + 1}, field 'id_b'" in message

@@ -185,3 +185,27 @@ def test_items_with_a_missing_id_or_text_are_refused_by_row(tmp_path):
         pa.table({"id": pa.array([1, 2], pa.int64()), "title": ["a", "b"]}), tmp_path / "ok.parquet"
     )
     assert load_items(tmp_path / "ok.parquet")["id"].tolist() == ["1", "2"]
+
+
+def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
+    rows = [json.dumps({"id": 100 + i, "title": f"Story {i}"}) for i in range(9)]
+    rows.append(json.dumps({"id": 1.0, "title": "Story 9"}))
+    (tmp_path / "c.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 10, field 'id': id must be text or an integer \(got float\)"):
+        load_corpus(tmp_path / "c.jsonl")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_number_is_not_a_time(tmp_path, fmt):
+    """An epoch number has no unit: refused by its row, never read as nanoseconds after 1970."""
+    frame = pd.DataFrame({"id": ["a", "b"], "title": ["Floods", "Storm"], "published_at": [None, 1704067200]})
+    path = tmp_path / f"c.{fmt}"
+    if fmt == "jsonl":
+        rows = [{"id": "a", "title": "Floods"}, {"id": "b", "title": "Storm", "published_at": 1704067200}]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    else:
+        frame.astype({"published_at": "Int64"}).to_parquet(path)
+    with pytest.raises(
+        InputError, match=r"row 2, field 'published_at': a number \(1704067200\) is not a time"
+    ):
+        load_corpus(path)

@@ -106,3 +106,10 @@ def test_empty_ids_of_a_nullable_integer_column_name_no_pair(tmp_path):
     )
     frame.to_parquet(tmp_path / "p.parquet")
     assert load_pairs(tmp_path / "p.parquet")["split"].tolist() == ["train", "test"]
+
+
+def test_a_yes_no_score_is_refused(tmp_path):
+    frame = pd.DataFrame({"text_a": ["甲", "乙"], "text_b": ["丙", "丁"], "score": [True, False]})
+    frame.to_parquet(tmp_path / "p.parquet")
+    with pytest.raises(InputError, match=r"row 1, field 'score': score True is a yes/no value"):
+        load_pairs(tmp_path / "p.parquet")
