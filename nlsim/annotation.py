@@ -526,9 +526,9 @@ def merge_annotations(
             if "stratum" in new.columns
             else editor_file.MERGED
         )
-    if path.suffix == ".parquet" and pd.api.types.is_numeric_dtype(original["score"]):
-        add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
-    if path.suffix == ".parquet":
+    if path.suffix == ".parquet":  # one type a column (TSV and CSV cells are all text)
+        if pd.api.types.is_numeric_dtype(original["score"]):
+            add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
         for col in columns:
             if col != "score":
                 original[col], add[col] = _one_parquet_type(original[col], add[col])

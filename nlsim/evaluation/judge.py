@@ -47,7 +47,7 @@ from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
-from nlsim.io.pairs import load_pairs, normalise_text
+from nlsim.io.pairs import item_id, load_pairs, normalise_text
 from nlsim.io.records import known_fields
 
 
@@ -157,7 +157,7 @@ def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) ->
     for row, a, b, ta, tb in zip(
         rows, scored["id_a"], scored["id_b"], scored["text_a"], scored["text_b"], strict=True
     ):
-        ends = [("a", str(a).strip(), ta), ("b", str(b).strip(), tb)]
+        ends = [("a", item_id(a), ta), ("b", item_id(b), tb)]
         if any(item not in texts for _, item, _ in ends):
             missing += 1
             keep.append(False)
@@ -324,17 +324,13 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
             raise InputError(
                 pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
             )
-    empty = np.zeros(len(scored), dtype=bool)
-    for col in ("id_a", "id_b"):
-        empty |= scored[col].isna().to_numpy() | (scored[col].astype(str).str.strip() == "").to_numpy()
-    same = ~empty & (
-        scored["id_a"].astype(str).str.strip().to_numpy() == scored["id_b"].astype(str).str.strip().to_numpy()
-    )
+    id_a, id_b = (scored[col].map(item_id).to_numpy() for col in ("id_a", "id_b"))
+    empty = (id_a == "") | (id_b == "")
+    same = ~empty & (id_a == id_b)
     if same.any():  # an item paired with itself says nothing about the report
         k = int(np.flatnonzero(same)[0])
         row = int(scored.index[k]) + 1  # load_pairs numbers the file's rows from 0
-        item = str(scored["id_a"].iloc[k]).strip()
-        raise InputError(pairs, row, "id_b", f"item {item!r} is paired with itself")
+        raise InputError(pairs, row, "id_b", f"item {id_a[k]!r} is paired with itself")
     if len(scored) and empty.all():  # some without ids are counted as not in the corpus, all is a wrong file
         raise InputError(
             pairs,

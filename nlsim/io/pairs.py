@@ -101,6 +101,11 @@ def validate_pairs(frame: pd.DataFrame, source: str | Path = "<pairs>") -> pd.Da
     return frame[list(COLUMNS) + other]
 
 
+def item_id(value: object) -> str:
+    """An item id cell as text without surrounding spaces; ``""`` for an empty one (None, NaN, <NA>)."""
+    return "" if _is_missing(value) else str(value).strip()
+
+
 def normalise_text(text: str) -> str:
     """The form in which two texts count as the same pair member: NFKC, no whitespace, lower case."""
     return "".join(unicodedata.normalize("NFKC", str(text)).split()).lower()
@@ -112,7 +117,7 @@ def pair_keys(frame: pd.DataFrame) -> list[set[tuple[str, str]]]:
     keys: list[set[tuple[str, str]]] = [set() for _ in range(len(frame))]
     cols = [("text_a", "text_b", normalise_text)]
     if "id_a" in frame.columns and "id_b" in frame.columns:
-        cols.append(("id_a", "id_b", lambda v: str(v).strip()))
+        cols.append(("id_a", "id_b", item_id))
     for col_a, col_b, norm in cols:
         for i, (a, b) in enumerate(zip(frame[col_a], frame[col_b], strict=True)):
             if _is_missing(a) or _is_missing(b):
