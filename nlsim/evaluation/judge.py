@@ -324,6 +324,14 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
             raise InputError(
                 pairs, None, col, "the scored pairs need item ids (id_a, id_b) to be matched to a report"
             )
+        for k, value in enumerate(scored[col]):  # 101.0 would name no item: a corpus id is text or an integer
+            if isinstance(value, (float, np.floating)) and not np.isnan(value):
+                raise InputError(
+                    pairs,
+                    int(scored.index[k]) + 1,
+                    col,
+                    f"item id {value!r} is a float: ids must be text or integers, as a corpus's are",
+                )
     id_a, id_b = (scored[col].map(item_id).to_numpy() for col in ("id_a", "id_b"))
     empty = (id_a == "") | (id_b == "")
     same = ~empty & (id_a == id_b)

@@ -241,29 +241,42 @@ ITEM_TEXT_FIELDS = ("title_zh_tw", "title", "text", "title_zh_cn")
 
 
 def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
-    """Corpus items as ``id``/``text`` (and ``category`` when present).
+    """Corpus items as ``id``/``text`` (and ``category`` when present), for drawing pairs to score.
 
-    From a TSV/CSV/Parquet with an ``id`` column and a text column.
+    From a Parquet, CSV, TSV or JSONL file with an ``id`` column and a text column (``text_field``, or the
+    first of :data:`ITEM_TEXT_FIELDS` it has). Each row's id and text are checked as :func:`load_corpus`
+    checks them (an id is text or an integer, a text is text and not empty, no id twice); the first bad row
+    raises :class:`~nlsim.errors.InputError` naming the row and field. The text is kept as written.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "items.jsonl"
+        >>> _ = p.write_text('{"id": 7, "title": "Floods"}\\n{"id": 7.5, "title": "Storm"}\\n')
+        >>> load_items(p)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: ...items.jsonl: row 2, field 'id': id must be text or an integer (got float)
     """
-    frame = read_table(path, allowed=("parquet", "csv", "tsv"))
+    frame = read_table(path)
     if "id" not in frame.columns:
         raise InputError(path, None, "id", "missing column")
     field = text_field or next((f for f in ITEM_TEXT_FIELDS if f in frame.columns), None)
     if field is None or field not in frame.columns:
         raise InputError(path, None, text_field or "title", "missing text column")
-    for col, what in (("id", "id"), (field, "text")):
-        gone = frame[col].isna().to_numpy()
-        if gone.any():
-            raise InputError(path, int(np.flatnonzero(gone)[0]) + 1, col, f"missing {what}")
-    out = pd.DataFrame({"id": frame["id"].astype(str).str.strip(), "text": frame[field].astype(str)})
-    if (out["id"] == "").any():
-        raise InputError(path, int(np.flatnonzero((out["id"] == "").to_numpy())[0]) + 1, "id", "empty id")
+    ids: list[str] = []
+    seen: dict[str, int] = {}
+    for rownum, (raw_id, raw_text) in enumerate(zip(frame["id"], frame[field], strict=True), start=1):
+        ident, reason = _check_id(raw_id)
+        if ident is None:
+            raise InputError(path, rownum, "id", reason or "missing id")
+        if ident in seen:
+            raise InputError(path, rownum, "id", f"duplicate id {ident!r} (first seen at row {seen[ident]})")
+        seen[ident] = rownum
+        _, reason = _check_text(raw_text, required=True)
+        if reason:
+            raise InputError(path, rownum, field, "missing text" if reason == "missing value" else reason)
+        ids.append(ident)
+    out = pd.DataFrame({"id": ids, "text": frame[field].tolist()})
     if "category" in frame.columns:  # kept for drawing pairs within a category (nlsim.training.silver)
-        out["category"] = frame["category"].astype(str)
-    bad = out["text"].str.strip() == ""
-    if bad.any():
-        raise InputError(path, int(np.flatnonzero(bad.to_numpy())[0]) + 1, field, "empty text")
-    dup = out["id"].duplicated()
-    if dup.any():
-        raise InputError(path, int(np.flatnonzero(dup.to_numpy())[0]) + 1, "id", "duplicate id")
+        out["category"] = ["" if _is_missing(c) else str(c) for c in frame["category"]]
     return out

@@ -185,7 +185,25 @@ def load_pairs(path: str | Path, split: str | None = None) -> pd.DataFrame:
     if split is not None:
         if split not in SPLITS:
             raise InputError(path, None, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")
-        frame = frame[frame["split"] == split].reset_index(drop=True)
-        if frame.empty:
-            raise InputError(path, None, "split", f"no pairs in split {split!r}")
+        kept = frame[frame["split"] == split].reset_index(drop=True)
+        if kept.empty:
+            raise InputError(path, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")
+        frame = kept
     return frame
+
+
+def split_counts(frame: pd.DataFrame) -> str:
+    """What a pair table holds by split, for an error that finds none in the one asked for.
+
+    Example:
+        >>> split_counts(pd.DataFrame({"split": ["train", "train", "test"]}))
+        ' (the file holds train: 2, test: 1)'
+        >>> split_counts(pd.DataFrame({"split": ["", ""]}))
+        " (no pair names its split: give the file a 'split' column of train, validation, test)"
+    """
+    counts = frame["split"].fillna("").astype(str).str.strip().value_counts()
+    if counts.empty:
+        return " (the file holds no pairs)"
+    if counts.index.tolist() == [""]:
+        return f" (no pair names its split: give the file a 'split' column of {', '.join(SPLITS)})"
+    return " (the file holds " + ", ".join(f"{name or 'no split'}: {n}" for name, n in counts.items()) + ")"

@@ -22,7 +22,7 @@ import pandas as pd
 from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
-from nlsim.io.pairs import load_pairs, validate_pairs
+from nlsim.io.pairs import load_pairs, split_counts, validate_pairs
 from nlsim.training.config import FinetuneConfig
 
 MIN_TRAIN_PAIRS = 4
@@ -59,10 +59,11 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
     train, val, test = parts
     source = cfg.pairs or "<pairs>"
     if train.empty:
-        raise ConfigError(f"{source}: no pairs in split {cfg.train_split!r}")
+        raise ConfigError(f"{source}: no pairs in split {cfg.train_split!r}{split_counts(pairs)}")
     if val.empty:
         raise ConfigError(
-            f"{source}: no pairs in split {cfg.val_split!r}: the best checkpoint is chosen on it"
+            f"{source}: no pairs in split {cfg.val_split!r}{split_counts(pairs)}: the best checkpoint is "
+            "chosen on it"
         )
     sub_seed = cfg.seed if cfg.subset_seed is None else cfg.subset_seed
     return select_train_subset(train, cfg.train_size, sub_seed), val, test

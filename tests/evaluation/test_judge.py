@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from nlsim.errors import InputError
 from nlsim.evaluation.judge import (
     Judgement,
     PairFigures,
@@ -251,6 +252,23 @@ def test_integer_item_ids_with_a_gap_still_name_their_items(tmp_path: Path) -> N
     match = match_corpus(scored, corpus.assign(text=corpus["title"]), [1, 2, 3])
     assert match.judged["pair_id"].tolist() == ["p1", "p3"]
     assert (match.not_in_corpus, match.mismatched) == (1, 0)
+
+
+def test_float_item_ids_are_refused_by_row(tmp_path: Path) -> None:
+    """Ids written as floats (101.0) would name no item of a corpus, whose ids are text or integers."""
+    pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "split": ["validation"] * 2,
+            "id_a": [101.0, 102.0],
+            "id_b": [102.0, float("nan")],
+            "text_a": ["Floods", "Storm"],
+            "text_b": ["Storm", "Quake"],
+            "score": [1.0, 0.5],
+        }
+    ).to_parquet(tmp_path / "pairs.parquet")
+    with pytest.raises(InputError, match=r"row 1, field 'id_a': item id 101\.0 is a float"):
+        scored_pairs(tmp_path / "pairs.parquet", "validation")
 
 
 def test_a_report_is_judged_from_any_folder(report: Path, tmp_path: Path) -> None:

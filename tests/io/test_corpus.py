@@ -187,6 +187,34 @@ def test_items_with_a_missing_id_or_text_are_refused_by_row(tmp_path):
     assert load_items(tmp_path / "ok.parquet")["id"].tolist() == ["1", "2"]
 
 
+def test_items_are_read_from_jsonl_and_checked_as_a_corpus_is(tmp_path):
+    """``load_items`` reads every corpus format and checks ids and texts by row as ``load_corpus`` does."""
+    from nlsim.io.corpus import load_items
+
+    rows = [
+        {"id": 1, "title": "Floods", "category": "news"},
+        {"id": "b", "title": " Storm ", "category": None},
+    ]
+    (tmp_path / "ok.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    items = load_items(tmp_path / "ok.jsonl")
+    assert items.to_dict("list") == {
+        "id": ["1", "b"],
+        "text": ["Floods", " Storm "],
+        "category": ["news", ""],
+    }
+    for bad, field, reason in [
+        ({"id": 2.5, "title": "x"}, "id", r"id must be text or an integer \(got float\)"),
+        ({"id": 3, "title": 42}, "title", r"not text \(got int 42\)"),
+        ({"id": 4, "title": "  "}, "title", "empty text"),
+        ({"id": "b", "title": "again"}, "id", r"duplicate id 'b' \(first seen at row 2\)"),
+    ]:
+        (tmp_path / "bad.jsonl").write_text(
+            "\n".join(json.dumps(r) for r in [*rows, bad]) + "\n", encoding="utf-8"
+        )
+        with pytest.raises(InputError, match=rf"row 3, field '{field}': {reason}"):
+            load_items(tmp_path / "bad.jsonl")
+
+
 def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
     rows = [json.dumps({"id": 100 + i, "title": f"Story {i}"}) for i in range(9)]
     rows.append(json.dumps({"id": 1.0, "title": "Story 9"}))

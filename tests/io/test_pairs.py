@@ -81,8 +81,15 @@ def test_missing_column_and_missing_file(tmp_path: Path) -> None:
         validate_pairs(pd.DataFrame({"text_a": ["a"], "text_b": ["b"]}), "x.csv")
     with pytest.raises(InputError, match="file not found"):
         load_pairs(tmp_path / "nope.tsv")
-    with pytest.raises(InputError, match="no pairs in split 'validation'"):
+    with pytest.raises(InputError, match=r"no pairs in split 'validation' \(the file holds train: 1\)"):
         load_pairs(write(tmp_path, "p1\ta\tb\t0.5\ttrain\n"), split="validation")
+
+
+def test_a_pair_file_without_splits_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "nosplit.tsv"
+    path.write_text("text_a\ttext_b\tscore\na\tb\t0.5\nc\td\t1\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no pair names its split: give the file a 'split' column"):
+        load_pairs(path, split="validation")
 
 
 def test_parquet_score_out_of_range(tmp_path: Path) -> None:
