@@ -24,7 +24,7 @@ import pytest
 from nlsim.errors import ConfigError, InputError, StateError
 from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
-from tests.stsb_helpers import stsb_sample
+from tests.stsb_helpers import stsb_sample, write_stsb_sample
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 SRC = os.environ.get("NLSIM_HOSTILE_SRC", str(ROOT))
@@ -173,6 +173,42 @@ def test_quarantine_on_the_corpus_is_refused(tmp_path: Path, spelling: str) -> N
     )
     refused(proc, 2, "--quarantine", "--corpus")
     assert snapshot(tmp_path) == before and corpus.read_text() == NEWS
+
+
+def test_quarantine_never_overwrites_a_file_nlsim_did_not_write(tmp_path: Path) -> None:
+    """A user's file or the judged pairs as --quarantine are refused before any work; nlsim's own
+    quarantine file from an earlier run is replaced."""
+    news(tmp_path)
+    (tmp_path / "notes.csv").write_text("precious,notes\n")
+    (tmp_path / "judge.tsv").write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n")
+    before = snapshot(tmp_path)
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--out", "rep", "--quarantine", "notes.csv", *DEDUP, cwd=tmp_path
+    )
+    refused(proc, 2, "--quarantine", "notes.csv", "not a quarantine file written by nlsim")
+    args = ["--quarantine", "judge.tsv", "--judge-pairs", "judge.tsv"]
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *args, *DEDUP, cwd=tmp_path)
+    refused(proc, 2, "--quarantine", "--judge-pairs")
+    assert snapshot(tmp_path) == before
+    for _ in range(2):  # the second run replaces the first run's quarantine file
+        proc = nlsim(
+            "dedup", "--corpus", "news.csv", "--out", "rep", "--quarantine", "q.csv", *DEDUP, cwd=tmp_path
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "q.csv").read_text().startswith("row,field,reason")
+
+
+def test_calibrate_and_embed_never_overwrite_a_user_file(tmp_path: Path) -> None:
+    news(tmp_path)
+    pairs = write_stsb_sample(tmp_path, 5, 20, 0)
+    (tmp_path / "cal.json").write_text('{"mine": true}')
+    (tmp_path / "emb.npy").write_bytes(b"user bytes")
+    before = snapshot(tmp_path)
+    args = ["--model", FAST_MODEL, "--pairs", str(pairs), "--convert", "none", "--out", "cal.json"]
+    refused(nlsim("calibrate", *args, cwd=tmp_path), 2, "cal.json", "not a calibration file")
+    proc = nlsim("embed", "--corpus", "news.csv", "--out", "emb.npy", "--model", FAST_MODEL, cwd=tmp_path)
+    refused(proc, 2, "emb.npy", "not a saved matrix written by nlsim")
+    assert snapshot(tmp_path) == before
 
 
 # --- 3. time: no future item, no negative retention, as_of never moved by an outlier --------------------

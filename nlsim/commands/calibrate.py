@@ -14,7 +14,7 @@ from typing import Any
 
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.evaluation.levels import parse_level
-from nlsim.io.ownership import check_outputs_apart, check_writable
+from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
 
 
 def register(subparsers: Any) -> None:
@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
-    from nlsim.evaluation.calibration import calibrate, save_calibration
+    from nlsim.evaluation.calibration import CALIBRATION_JSON, CALIBRATION_KEYS, calibrate, save_calibration
     from nlsim.io.atomic import file_sha256
     from nlsim.io.pairs import load_pairs
 
@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     model = args.model if Path(args.model).exists() else None
     check_outputs_apart({"--pairs": args.pairs, "--model": model}, {"--out": args.out})
     check_writable(args.out, what="--out")
+    target = Path(args.out) / CALIBRATION_JSON if Path(args.out).is_dir() else Path(args.out)
+    check_replaceable(
+        target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"
+    )
     frame = load_pairs(args.pairs, split=None if args.split == "all" else args.split)
     enc = load_encoder(args.model, threads=args.threads)
     cal = calibrate(

@@ -19,7 +19,7 @@ from typing import Any
 
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
-from nlsim.io.ownership import check_outputs_apart, check_writable
+from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable
 
 # the same as nlsim.encoders.DEFAULT_MODEL, not imported so that `nlsim --help` stays fast
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             "it with its sidecar: choose another --out"
         )
     check_writable(out, what="--out")
+    check_replaceable(out, lambda _: _is_sidecar(sidecar), what="--out", kind="saved matrix")
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
     texts = convert(corpus.texts(), args.convert)

@@ -20,7 +20,13 @@ from nlsim.dedup.config import CURRENT_MODEL, DedupConfig
 from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import load_calibration
-from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
+from nlsim.io.ownership import (
+    check_outputs_apart,
+    check_replaceable,
+    check_writable,
+    claim_folder,
+    is_quarantine_file,
+)
 
 
 def check_paths(config: DedupConfig) -> None:
@@ -28,7 +34,12 @@ def check_paths(config: DedupConfig) -> None:
     calibration file that is missing or holds no usable threshold, and a state whose manifest is unreadable,
     of another format or names a generation nlsim did not write."""
     model = config.model if config.model not in (CURRENT_MODEL,) and Path(config.model).exists() else None
-    inputs = {"--corpus": config.corpus_path(), "--calibration": config.calibration, "--model": model}
+    inputs = {
+        "--corpus": config.corpus_path(),
+        "--calibration": config.calibration,
+        "--model": model,
+        "--judge-pairs": config.judge_pairs,
+    }
     if config.model == CURRENT_MODEL:
         inputs["--model-store"] = config.model_store
     outputs = {"--out": config.out, "--quarantine": config.quarantine, "--state": config.state}
@@ -36,6 +47,8 @@ def check_paths(config: DedupConfig) -> None:
     for name, path in outputs.items():
         if path:
             check_writable(path, what=name)
+    if config.quarantine:
+        check_replaceable(config.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
     if config.calibration is not None and config.threshold is None:  # its threshold is checked on load
         if load_calibration(config.calibration) is None:
             raise ConfigError(f"--calibration {config.calibration}: file not found")

@@ -41,6 +41,8 @@ from nlsim.io.atomic import atomic_write_text
 from nlsim.io.records import known_fields
 
 CALIBRATION_JSON = "calibration.json"
+CALIBRATION_KEYS = {"threshold", "level", "n", "n_positive"}
+"""Keys every calibration file nlsim writes holds (how an existing one is told from a user's file)."""
 
 
 @dataclass

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +156,56 @@ def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -
         for other, opath2 in outs.items():
             if other != oname and opath == opath2:
                 raise ConfigError(f"{oname} and {other} are the same path {outputs[oname]}")
+
+
+def check_replaceable(path: str | Path, ours: Callable[[Path], bool], *, what: str, kind: str) -> None:
+    """Refuse, before any work, an output file that exists and was not written by nlsim.
+
+    ``ours(path)`` tells an existing file of ``kind`` that nlsim wrote (by its header or record) from the
+    user's; a folder, or a file ``ours`` does not recognise, is refused with :class:`ConfigError`.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> notes = pathlib.Path(tempfile.mkdtemp()) / "notes.csv"
+        >>> _ = notes.write_text("precious,notes\\n")
+        >>> check_replaceable(notes, is_quarantine_file, what="--quarantine", kind="quarantine file")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --quarantine .../notes.csv exists and is not a quarantine file written ...
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{what} {path} is a folder, not a file")
+    if p.exists() and not ours(p):
+        raise ConfigError(
+            f"{what} {path} exists and is not a {kind} written by nlsim; refusing to overwrite it: choose "
+            "another path, or move the file away"
+        )
+
+
+def _first_line(path: Path, size: int = 4096) -> str:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(size)
+    except OSError:
+        return ""
+    return head.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()[0] if head else ""
+
+
+QUARANTINE_HEADER = "row,field,reason"
+"""How a quarantine file's header begins (the raw values' columns follow)."""
+
+
+def is_quarantine_file(path: Path) -> bool:
+    """True for a quarantine CSV nlsim wrote (its header begins ``row,field,reason``)."""
+    line = _first_line(path)
+    return line == QUARANTINE_HEADER or line.startswith(QUARANTINE_HEADER + ",")
+
+
+def is_json_record(path: Path, keys: set[str]) -> bool:
+    """True for a JSON object holding every key of ``keys`` (a record nlsim writes)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and keys <= set(data)
