@@ -283,6 +283,49 @@ def test_as_of_never_moved_backwards_by_an_outlier_or_an_option(tmp_path: Path) 
         _daily(tmp_path, stories.iloc[6:8], "day3", retention_days=2.0, as_of="2000-01-01")
 
 
+def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) -> None:
+    """A typo in one item's year would move the daily clock a year on: every kept item would expire and the
+    day's own items would be too old, for every later run too. It is refused by row; the state is kept."""
+    stories = story_corpus()
+    _daily(tmp_path, stories.iloc[:6], "day1", retention_days=30.0)
+    before = snapshot(tmp_path / "st")
+    typo = stories.iloc[6:9].copy()
+    typo.loc[typo.index[2], "published_at"] = pd.Timestamp("2006-03-02T03:00", tz="UTC")
+    with pytest.raises(
+        InputError, match=r"day2.parquet: row 3, field 'published_at': 1 item\(s\) dated more"
+    ):
+        _daily(tmp_path, typo, "day2", retention_days=30.0)
+    assert snapshot(tmp_path / "st") == before
+    # a day wholly after a pause is no typo: the window moves and the kept items expire, as they should
+    later = stories.iloc[6:9].assign(published_at=pd.Timestamp("2006-03-02T03:00", tz="UTC"))
+    result = _daily(tmp_path, later, "day3", retention_days=30.0)
+    assert result.stats.counts["expired"] == 6 and result.stats.counts["new"] == 3
+    # an archive whose dates run on without a gap is not refused, however long it spans (retention keeps
+    # its last 30 days)
+    span = stories.assign(published_at=pd.date_range("2005-01-01", periods=12, freq="10D", tz="UTC"))
+    (tmp_path / "archive").mkdir()
+    archive = _daily(tmp_path / "archive", span, "archive", retention_days=30.0)
+    assert (archive.stats.counts["new"], archive.stats.counts["too_old"]) == (4, 8)
+
+
+@pytest.mark.parametrize("hours", ["0", "inf", "1e9", "nan"])
+def test_a_time_window_that_cannot_work_is_refused(tmp_path: Path, hours: str) -> None:
+    """0 used to switch the window off; inf and 1e9 failed with a traceback after the embedding."""
+    news(tmp_path)
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--out", "out", "--window-hours", hours, *DEDUP, cwd=tmp_path
+    )
+    refused(proc, 2, "--window-hours", "leave it out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_time_window_is_in_the_run_record(tmp_path: Path) -> None:
+    news(tmp_path)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "out", "--window-hours", "2", *DEDUP, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["window_hours"] == 2.0
+
+
 # --- 4. the state folder: only what the manifest or the marker proves is nlsim's is swept ----------------
 
 

@@ -29,6 +29,8 @@ from nlsim.options import option
 
 DEFAULT_MODEL = "multilingual-e5-small"
 CURRENT_MODEL = "current"
+MAX_WINDOW_HOURS = 24 * 36_525
+"""The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
 Backend = Literal["auto", "torch", "onnx"]
@@ -174,8 +176,11 @@ class DedupConfig:
             raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
         if self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
-        if self.window_hours is not None and not self.window_hours >= 0:
-            raise ConfigError(f"--window-hours must be >= 0, got {self.window_hours}")
+        if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
+            raise ConfigError(
+                f"--window-hours must be more than 0 and at most {MAX_WINDOW_HOURS} (100 years), got "
+                f"{self.window_hours}; leave it out to pair items whenever they were published"
+            )
         if self.retention_days is not None and not (
             self.retention_days >= 0 and math.isfinite(self.retention_days)
         ):

@@ -199,6 +199,8 @@ class RunRecord:
     index: str = ""
     embedding_cache_hit: bool | None = None
     retention_days: float | None = None
+    window_hours: float | None = None
+    """Pairs only of items published at most this many hours apart (``--window-hours``; ``None``: any)."""
     as_of: str | None = None
     input_key: str = ""
     started_at: str = ""
@@ -309,6 +311,8 @@ class RunRecord:
         ]
         if self.daily:
             lines.append(f"- retention: {self.retention_days} days, as of {self.as_of}")
+        if self.window_hours is not None:
+            lines.append(f"- pairs of items published at most {self.window_hours:g} hours apart")
         if self.model_switch is not None:
             lines.append(f"- model switch: {self.model_switch.from_model} -> {self.model_switch.to_model}")
         lines += ["", "| count | value |", "|---|---:|"]

@@ -144,6 +144,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         corpus=config.corpus_named(),  # `nlsim judge` finds it from any folder
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         retention_days=config.retention_days if config.incremental else None,
+        window_hours=config.window_hours,
     )
 
     def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:

@@ -133,9 +133,52 @@ def load(config: DedupConfig) -> Corpus:
             f"{ids}"
             f"{' ...' if len(rows) > 5 else ''}); fix their dates",
         )
+    if config.incremental and config.retention_days:
+        check_no_lone_late_items(corpus, pd.Timedelta(days=float(config.retention_days)))
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
     return corpus
+
+
+def check_no_lone_late_items(corpus: Corpus, retention: pd.Timedelta) -> None:
+    """Refuse a daily run's items dated more than ``retention`` after the rest of the corpus, when they are
+    no more than the rest: a typo in a year (2025 for 2024) would move the window's clock to it, expire
+    every kept item and make the day's own items too old, for every later run too.
+
+    The items after the first such gap in the sorted dates are refused; a corpus whose dates run on without
+    such a gap (an archive of three months), or that lies wholly after a pause, passes.
+
+    Example:
+        >>> import pandas as pd
+        >>> from nlsim.io.corpus import Corpus
+        >>> times = pd.to_datetime(["2024-05-03T08:00Z", "2024-05-03T09:00Z", "2025-05-03T10:00Z"], utc=True)
+        >>> corpus = Corpus(pd.DataFrame({"id": ["a", "b", "c"], "published_at": times}), path="day.csv")
+        >>> check_no_lone_late_items(corpus, pd.Timedelta(days=30))
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: day.csv: row 3, field 'published_at': 1 item(s) dated more than 30 days ...
+    """
+    times = corpus.frame["published_at"]
+    dated = np.sort(times.dropna().to_numpy())
+    if len(dated) < 2:
+        return
+    gaps = np.diff(dated)
+    wide = np.flatnonzero((gaps > retention.to_timedelta64()) & (np.arange(1, len(dated)) >= len(dated) / 2))
+    if not len(wide):
+        return
+    cut = dated[wide[0]]  # the latest time before the first wide gap that leaves a minority after it
+    late = (times > cut).to_numpy() & times.notna().to_numpy()
+    rows = np.flatnonzero(late)
+    first = corpus.frame.iloc[rows[0]]
+    raise InputError(
+        corpus.path,
+        int(rows[0]) + 1 if not len(corpus.quarantined) else None,
+        "published_at",
+        f"{len(rows)} item(s) dated more than {retention.days} days (the retention) after the other "
+        f"{int(times.notna().sum()) - len(rows)} dated items, the latest of which is {pd.Timestamp(cut)} "
+        f"(e.g. {first['id']} at {first['published_at']}): a typo in a year? The daily window's clock would "
+        "move to it and expire every kept item; fix the dates, or give the late items a run of their own",
+    )
 
 
 # --- model --------------------------------------------------------------------------------------------

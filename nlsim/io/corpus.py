@@ -22,8 +22,10 @@ Example:
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +102,27 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     return (text, None) if text else (None, "empty id")
 
 
+ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*(Z|[+-]\d{2}(:?\d{2})?)?", re.IGNORECASE
+)
+"""A time written in ISO 8601 (``2024-05-01``, ``2024-05-01T08:00:00Z``, ``2024-05-01 16:00+08:00``)."""
+TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
+"""The years a time can have here (what a nanosecond timestamp holds, a year of margin each side)."""
+
+
+def _parse_time_text(text: str) -> pd.Timestamp | None:
+    """An ISO 8601 or an RFC 2822 (``Wed, 01 May 2024 08:00:00 GMT``, RSS) time, or ``None`` for any
+    other spelling: ``12/05/2024`` could be 12 May or 5 December, ``113/05/01`` is a Minguo year."""
+    if ISO_TIME.fullmatch(text):
+        return pd.Timestamp(text)
+    if any(c.isalpha() for c in text):
+        try:
+            return pd.Timestamp(email.utils.parsedate_to_datetime(text))
+        except (TypeError, ValueError, IndexError):
+            return None
+    return None
+
+
 def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
     if _is_missing(value) or (isinstance(value, str) and not value.strip()):
         return pd.NaT, None
@@ -107,16 +130,39 @@ def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
         # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
         return None, f"a number ({value!r:.40}) is not a time: write it in ISO 8601 (2024-01-01T08:00:00Z)"
     try:
-        ts = pd.Timestamp(value)
-    except (ValueError, TypeError) as exc:
+        ts = _parse_time_text(value.strip()) if isinstance(value, str) else pd.Timestamp(value)
+    except (ValueError, TypeError, OverflowError) as exc:
         return None, f"cannot parse time {value!r:.40}: {exc}"
+    if ts is None:
+        return None, (
+            f"time {value!r:.40} is neither ISO 8601 (2024-05-01T08:00:00Z) nor RFC 2822 (Wed, 01 May 2024 "
+            "08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or the 5th "
+            "of December?): write it in ISO 8601"
+        )
     if ts is pd.NaT:
         return pd.NaT, None
+    if not TIME_RANGE[0] <= ts.year <= TIME_RANGE[1]:
+        return None, (
+            f"time {value!s:.40} is outside the years {TIME_RANGE[0]}-{TIME_RANGE[1]} (a placeholder for "
+            "no date? leave the cell empty)"
+        )
     return (ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")), None
 
 
 def _check_columns(path: Path, raw: pd.DataFrame) -> None:
-    """The file has the required columns and at least one row."""
+    """The file has the required columns and at least one row, and no column that is one of the schema's
+    spelt otherwise (``Published_At``, ``description ``: read as an extra column, its values would be left
+    out without a word)."""
+    known = (*REQUIRED, *OPTIONAL_TEXT, "published_at")
+    for col in raw.columns:
+        like = str(col).strip().lower().replace(" ", "_").replace("-", "_")
+        if col not in known and like in known:
+            raise InputError(
+                path,
+                None,
+                str(col),
+                f"column {str(col)!r} is spelt otherwise than {like!r}: rename it {like!r}",
+            )
     for col in REQUIRED:
         if col not in raw.columns:
             raise InputError(

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -69,6 +70,13 @@ def test_content_hash_changes_with_text(tmp_path):
         (
             "time.csv",
             "id,title,published_at\n1,Floods,yesterday-ish\n",
+            1,
+            "published_at",
+            "is neither ISO 8601",
+        ),
+        (
+            "month13.csv",
+            "id,title,published_at\n1,Floods,2024-13-01\n",
             1,
             "published_at",
             "cannot parse time",
@@ -221,6 +229,57 @@ def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
     (tmp_path / "c.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"row 10, field 'id': id must be text or an integer \(got float\)"):
         load_corpus(tmp_path / "c.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("written", "reason"),
+    [
+        ("12/05/2024 22:00", "is neither ISO 8601"),  # 12 May or 5 December?
+        ("113/05/01 08:00", "is neither ISO 8601"),  # a Minguo year
+        ("now", "is neither ISO 8601"),
+        ("0001-01-01T00:00:00", "is outside the years 1678-2261"),  # a database's placeholder for no date
+        ("2300-01-01T00:00:00Z", "is outside the years 1678-2261"),
+    ],
+)
+def test_a_time_that_would_be_guessed_or_cannot_be_held_is_refused_by_row(tmp_path, written, reason):
+    path = tmp_path / "c.csv"
+    path.write_text(f"id,title,published_at\na,Floods,2024-05-01T08:00:00Z\nb,Storm,{written}\n")
+    with pytest.raises(
+        InputError, match=rf"row 2, field 'published_at': time '?{re.escape(written)}'? {reason}"
+    ):
+        load_corpus(path)
+    quarantined = load_corpus(path, quarantine=tmp_path / "q.csv")  # a bad row, not a crash at the end
+    assert quarantined.frame["id"].tolist() == ["a"] and len(quarantined.quarantined) == 1
+
+
+@pytest.mark.parametrize(
+    ("header", "text"),
+    [
+        ("Published_At", "id,title,Published_At\n1,Floods,2024-05-01\n"),
+        ("published_at ", "id,title,published_at \n1,Floods,2024-05-01\n"),
+        ("published-at", "id,title,published-at\n1,Floods,2024-05-01\n"),
+        ("Description", "id,title,Description\n1,Floods,In the north\n"),
+        ("ID", "ID,title\n1,Floods\n"),
+    ],
+)
+def test_a_schema_column_spelt_otherwise_is_refused(tmp_path, header, text):
+    """Read as an extra column, a misspelt published_at or description would be left out without a word."""
+    path = tmp_path / "c.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(
+        InputError, match=rf"field '{re.escape(header)}': column '{re.escape(header)}' is spelt"
+    ):
+        load_corpus(path)
+
+
+def test_times_in_iso_8601_and_rfc_2822_are_read(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "id,title,published_at\na,A,2024-05-01\nb,B,2024-05-01 16:00+08:00\n"
+        'c,C,"Wed, 01 May 2024 08:00:00 GMT"\n'
+    )
+    times = load_corpus(path).frame["published_at"].dt.strftime("%Y-%m-%dT%H:%M").tolist()
+    assert times == ["2024-05-01T00:00", "2024-05-01T08:00", "2024-05-01T08:00"]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
