@@ -18,7 +18,9 @@ is what an editor reads as "the same story":
 A figure without a denominator (no judged pair grouped, no same-story pair) is undefined: ``None``
 (``null`` in JSON), and "undefined" in words, never 0. The same figures counting only the report's pairs
 themselves (``pairs.parquet``, not whole clusters; for a daily run, every pair of its window, which its
-state keeps) are given as ``pairs_only``.
+state keeps) are given as ``pairs_only``. A report folder whose ``run.json``, ``clusters.parquet`` or
+``pairs.parquet`` cannot be read (truncated, emptied) is refused by name (:class:`~nlsim.errors.StateError`):
+write the report again.
 
 Example:
     >>> import pandas as pd
@@ -42,8 +44,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from nlsim.errors import ConfigError, InputError
+from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
@@ -236,14 +239,12 @@ def judge_report(
     folder = Path(report)
     if not (folder / "pairs.parquet").is_file() or not (folder / "clusters.parquet").is_file():
         raise ConfigError(f"--report {folder}: not a report folder (no pairs.parquet / clusters.parquet)")
-    run = (
-        json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        if (folder / "run.json").is_file()
-        else {}
-    )
+    run = read_run_record(folder)
     window = folder / "window" / "clusters.parquet"
-    clusters = pd.read_parquet(window if window.is_file() else folder / "clusters.parquet")
-    reported = pd.read_parquet(folder / "pairs.parquet")
+    clusters = read_report_table(
+        folder, window if window.is_file() else folder / "clusters.parquet", ("cluster_id", "member_ids")
+    )
+    reported = read_report_table(folder, folder / "pairs.parquet", ("id_a", "id_b"))
     scored = scored_pairs(pairs, split)
     source = corpus or run.get("corpus")
     if not source or not Path(source).is_file():
@@ -256,6 +257,43 @@ def judge_report(
     frame = items.frame.assign(text=items.texts())
     judged = judge_items(clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source))
     return replace(judged, report=str(folder))
+
+
+def _damaged(folder: Path, path: Path, what: str) -> StateError:
+    """The error for a report file that cannot be read: it names the file and says to write the report
+    again (one line: ``what`` is folded onto it)."""
+    return StateError(
+        f"{path}: {' '.join(what.split())}; the report folder {folder} is damaged (a truncated or emptied "
+        "file?): write the report again (run the nlsim dedup or nlsim pipeline that wrote it)"
+    )
+
+
+def read_run_record(folder: Path) -> dict[str, Any]:
+    """The run record (``run.json``) of the report folder ``folder`` as plain data, ``{}`` without one; a
+    :class:`StateError` when it is not a JSON object (:func:`_damaged`)."""
+    path = folder / "run.json"
+    if not path.is_file():
+        return {}
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: a truncated or overwritten file
+        raise _damaged(folder, path, f"not valid JSON ({exc})") from None
+    if not isinstance(run, dict):
+        raise _damaged(folder, path, f"not a run record (a JSON {type(run).__name__}, not an object)")
+    return run
+
+
+def read_report_table(folder: Path, path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The Parquet file ``path`` of the report folder ``folder``, which must hold ``columns``; a
+    :class:`StateError` when it cannot be read or lacks one (:func:`_damaged`)."""
+    try:
+        frame = pd.read_parquet(path)
+    except (ValueError, pa.ArrowException) as exc:  # ArrowInvalid: a truncated, empty or foreign file
+        raise _damaged(folder, path, f"cannot be read as Parquet ({exc})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise _damaged(folder, path, f"has no column {', '.join(missing)}")
+    return frame
 
 
 def judge_items(

@@ -4,7 +4,9 @@ A pair file has the columns ``text_a``, ``text_b`` and ``score`` (a number in [0
 ``pair_id`` (unique; made up as ``row-N`` when absent) and ``split`` (``train``, ``validation`` or
 ``test``). Other columns (``id_a``, ``id_b``, ``annotations``, ``stratum`` ...) are kept as they are.
 Every bad row raises :class:`nlsim.errors.InputError` naming the file, the 1-based data row and the field;
-nothing is dropped silently.
+nothing is dropped silently. One pair (the same ids or the same texts, in either order) in two splits is
+refused (:func:`check_split_leaks`), and so, in a pair file (:func:`load_pairs`), is one pair twice in a
+split with two scores: which of them counts would depend on the row order. Twice with one score is kept.
 
 Example:
     >>> import tempfile, pathlib
@@ -19,6 +21,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -44,8 +47,17 @@ def _is_missing(value: object) -> bool:
     return isinstance(value, str) and value.strip() == ""
 
 
-def validate_pairs(frame: pd.DataFrame, source: str | Path = "<pairs>") -> pd.DataFrame:
+def validate_pairs(
+    frame: pd.DataFrame,
+    source: str | Path = "<pairs>",
+    *,
+    repeated_scores: Literal["refuse", "keep"] = "keep",
+) -> pd.DataFrame:
     """Check a pair table and return it normalised (see the module docstring); raise ``InputError``.
+
+    ``repeated_scores="refuse"``: one pair twice in a split with two scores is an error too
+    (:func:`check_split_leaks`), as :func:`load_pairs` asks for an annotated pair file; ``"keep"`` (the
+    default) leaves such repeats to a benchmark that has them (STS-B gives a few of its pairs two scores).
 
     Example:
         >>> validate_pairs(pd.DataFrame({"text_a": ["x"], "text_b": ["y"], "score": [1.5]}), "t.csv")
@@ -96,7 +108,7 @@ def validate_pairs(frame: pd.DataFrame, source: str | Path = "<pairs>") -> pd.Da
     frame["text_b"] = frame["text_b"].astype(str)
     frame["score"] = pd.Series(scores, dtype="float64")
     frame["split"] = frame["split"].fillna("").astype(str).str.strip()
-    check_split_leaks(frame, source)
+    check_split_leaks(frame, source, repeated_scores=repeated_scores)
     other = [c for c in frame.columns if c not in COLUMNS]
     return frame[list(COLUMNS) + other]
 
@@ -152,10 +164,19 @@ def drop_split_leaks(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return kept, len(frame) - len(kept)
 
 
-def check_split_leaks(frame: pd.DataFrame, source: str | Path = "<pairs>") -> None:
-    """Refuse a pair that appears in two splits (same ids or same normalised texts, in either order).
+def check_split_leaks(
+    frame: pd.DataFrame,
+    source: str | Path = "<pairs>",
+    *,
+    repeated_scores: Literal["refuse", "keep"] = "refuse",
+) -> None:
+    """Refuse a pair that appears in two splits (same ids or same normalised texts, in either order), and
+    with ``repeated_scores="refuse"`` one that appears twice in one split with two scores (field
+    ``score``; the same score twice is accepted). Rows without a split count as one split; a pair without
+    both ids is keyed by its texts only (:func:`pair_keys`).
 
-    A test pair copied into train would inflate every test figure without a word.
+    A test pair copied into train would inflate every test figure without a word; a pair scored twice
+    differently would be judged by whichever row comes last.
 
     Example:
         >>> df = pd.DataFrame({"text_a": ["A", "b"], "text_b": ["B", "a "], "split": ["train", "test"]})
@@ -163,10 +184,22 @@ def check_split_leaks(frame: pd.DataFrame, source: str | Path = "<pairs>") -> No
         Traceback (most recent call last):
         ...
         nlsim.errors.InputError: p.tsv: row 2, field 'text_a': the same pair as row 1 is in split ...
+        >>> df = pd.DataFrame({"text_a": ["A", "B"], "text_b": ["B", "A"], "score": [1.0, 0.5]})
+        >>> check_split_leaks(df.assign(split="test"), "p.tsv")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: p.tsv: row 2, field 'score': the same pair as row 1 has score 0.5 here ...
     """
     first: dict[tuple[str, ...], tuple[int, str]] = {}
+    scored: dict[tuple[tuple[str, ...], str], int] = {}  # (pair key, split): its first row
+    scores = None
+    if repeated_scores == "refuse" and "score" in frame.columns:
+        scores = (frame["score"].tolist(), pd.to_numeric(frame["score"], errors="coerce").tolist())
     for i, (keys, split) in enumerate(zip(pair_keys(frame), frame["split"], strict=True)):
         for key in keys:
+            if scores is not None:
+                j = scored.setdefault((key, split), i)
+                _check_same_score(source, i, j, scores)
             seen = first.setdefault(key, (i, split))
             if seen[1] != split and split and seen[1]:
                 field = "id_a" if key[0] == "id_a" else "text_a"
@@ -179,9 +212,28 @@ def check_split_leaks(frame: pd.DataFrame, source: str | Path = "<pairs>") -> No
                 )
 
 
+def _check_same_score(source: str | Path, i: int, j: int, scores: tuple[list[object], list[float]]) -> None:
+    """Refuse row ``i`` (0-based) when its score is not the score of row ``j``, the first of its pair
+    (``scores``: as written, and as numbers, NaN where not one)."""
+    (a, b), (x, y) = (scores[0][j], scores[0][i]), (scores[1][j], scores[1][i])
+    if math.isnan(x) or math.isnan(y):  # not yet checked as numbers: compare as written
+        same, here, there = str(a).strip() == str(b).strip(), str(b).strip(), str(a).strip()
+    else:
+        same, here, there = math.isclose(x, y, rel_tol=0.0, abs_tol=1e-9), f"{y:g}", f"{x:g}"
+    if not same:
+        raise InputError(
+            source,
+            i + 1,
+            "score",
+            f"the same pair as row {j + 1} has score {here} here and {there} there (one pair is scored once "
+            "in a split: which score counts would depend on the row order; keep one row or settle the score)",
+        )
+
+
 def load_pairs(path: str | Path, split: str | None = None) -> pd.DataFrame:
-    """Load and validate a pair file; ``split`` keeps only that split (error if it has no rows)."""
-    frame = validate_pairs(read_pair_table(path), path)
+    """Load and validate a pair file (one pair twice in a split with two scores refused too); ``split``
+    keeps only that split (error if it has no rows)."""
+    frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse")
     if split is not None:
         if split not in SPLITS:
             raise InputError(path, None, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")

@@ -8,12 +8,18 @@ Rules, so that no row is ever silently merged, split or shifted:
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
 * **JSONL**: one JSON object a line.
+* Only ``\\n`` (or ``\\r\\n``) ends a TSV or JSONL line: a U+2028, U+2029 or U+0085 inside a field (which
+  ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character. A CSV field may be of any
+  length (a long body is not refused at the ``csv`` module's default of 131,072 characters).
+* A header with two columns of one name is an error (naming it; several empty names, as trailing commas
+  leave, are named by their column positions).
 * **Parquet**: read as stored (pyarrow), except that an integer column with empty cells keeps its
   integers instead of turning into floats: an id ``101`` stays ``101``, not ``101.0`` (Python ints with
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule.
 * Text must be UTF-8 (a byte-order mark is ignored); a bad byte is reported with its data row, line and
-  byte offset. Empty cells stay empty strings; nothing is turned into NaN.
+  byte offset. Empty cells stay empty strings; nothing is turned into NaN. A compressed file (gzip, zip,
+  zstd, bzip2, xz) is refused as such: decompress it first.
 
 Example:
     >>> import tempfile, pathlib
@@ -35,6 +41,7 @@ import errno
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -54,6 +61,31 @@ FORMATS = {
     ".ndjson": "jsonl",
     ".json": "jsonl",
 }
+
+#: The leading bytes of compressed files, and the name of their format (a table must be decompressed first).
+COMPRESSED = (
+    (b"\x1f\x8b", "gzip"),
+    (b"PK\x03\x04", "zip"),
+    (b"PK\x05\x06", "zip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+
+
+def _allow_long_csv_fields() -> None:
+    """Lift the ``csv`` module's field size limit (131,072 characters by default), so that a long article
+    body is read, not refused with "field larger than field limit"; the largest the platform allows."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:  # a C long smaller than sys.maxsize (Windows)
+            limit = min(limit // 2, 2**31 - 1)
+
+
+_allow_long_csv_fields()
 
 
 def table_format(path: str | Path, allowed: tuple[str, ...] = ("parquet", "csv", "tsv", "jsonl")) -> str:
@@ -93,6 +125,49 @@ def check_input_file(path: str | Path) -> Path:
     return path
 
 
+def compressed_format(data: bytes) -> str | None:
+    """The compression format (``"gzip"``, ``"zip"``, ``"zstd"``, ``"bzip2"``, ``"xz"``) whose leading bytes
+    ``data`` starts with, or ``None``.
+
+    Example:
+        >>> compressed_format(b"\\x1f\\x8b\\x08\\x00"), compressed_format(b"id,title\\n")
+        ('gzip', None)
+    """
+    for magic, name in COMPRESSED:
+        if data.startswith(magic):
+            if name == "bzip2" and not (data[3:4].isdigit() and data[4:10] in (b"1AY&SY", b"\x17rE8P\x90")):
+                continue  # "BZh" alone may begin a header; a bzip2 stream goes on with its level and a block
+            return name
+    return None
+
+
+def _refuse_compressed(path: Path, data: bytes) -> None:
+    """An :class:`InputError` when ``data`` (the start of the file ``path``) is a compressed file."""
+    name = compressed_format(data)
+    if name is not None:
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a compressed file ({name}), not a {path.suffix or 'table'} table: decompress it first and read "
+            "the file it holds",
+        )
+
+
+def _split_lines(text: str) -> list[str]:
+    """``text`` split into lines at ``\\n`` only (a ``\\r`` before it dropped): unlike
+    :meth:`str.splitlines`, a U+2028, U+2029, U+0085 or form feed inside a field does not end a row.
+
+    Example:
+        >>> _split_lines("a\\u2028b\\r\\nc\\n")
+        ['a\\u2028b', 'c']
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline that ends the last line (or an empty text)
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def _row_at(prefix: str, fmt: str) -> int | None:
     """The data row (``None``: the header) holding the character that follows ``prefix``, counted as the
     readers below count rows (CSV: records, a quoted field may span lines; TSV and JSONL: non-blank
@@ -107,6 +182,7 @@ def _row_at(prefix: str, fmt: str) -> int | None:
 
 
 def _decode(path: Path, data: bytes, fmt: str) -> str:
+    _refuse_compressed(path, data)
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
         return data.decode("utf-8-sig")
@@ -124,15 +200,25 @@ def _decode(path: Path, data: bytes, fmt: str) -> str:
 
 
 def _frame(path: Path, rows: list[list[str]], header: list[str]) -> pd.DataFrame:
+    """The rows as a frame of text columns; an :class:`InputError` when the header repeats a name."""
     if len(set(header)) != len(header):
         dup = next(h for h in header if header.count(h) > 1)
+        if not dup.strip():  # "id,title,," (trailing commas, as a spreadsheet leaves them)
+            blank = [str(i) for i, h in enumerate(header, start=1) if not h.strip()]
+            raise InputError(
+                path,
+                None,
+                None,
+                f"the header has empty column names (columns {', '.join(blank)} of {len(header)}; trailing "
+                "commas or tabs?): name every column, or delete the empty ones",
+            )
         raise InputError(path, None, dup, "the header names this column twice")
     return pd.DataFrame(rows, columns=header, dtype=object) if rows else pd.DataFrame(columns=header)
 
 
 def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
     if fmt == "tsv":
-        lines = text.splitlines()
+        lines = _split_lines(text)
         if not lines:
             raise InputError(path, None, None, "the file is empty (no header)")
         header = lines[0].split("\t")
@@ -185,7 +271,7 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
 
 def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_split_lines(text), start=1):
         if not line.strip():
             continue
         row = len(records) + 1
@@ -207,6 +293,33 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     return frame
 
 
+def _duplicate_parquet_column(path: Path, names: list[str]) -> None:
+    """An :class:`InputError` naming the first column name that ``names`` (a Parquet file's) repeats."""
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise InputError(path, None, dup, "the Parquet file has two columns of this name; rename one")
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet file as stored (see the module docstring), or an :class:`InputError` saying why not."""
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types on a truncated or foreign file
+        try:
+            names = pq.read_schema(path).names
+        except Exception:  # not even a schema: the error below says so
+            names = []
+        _duplicate_parquet_column(path, names)
+        try:
+            with open(path, "rb") as fh:
+                _refuse_compressed(path, fh.read(16))
+        except OSError:
+            pass
+        raise InputError(path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}") from None
+    _duplicate_parquet_column(path, table.column_names)
+    return table.to_pandas(integer_object_nulls=True)
+
+
 def read_table(
     path: str | Path, *, allowed: tuple[str, ...] = ("parquet", "csv", "tsv", "jsonl")
 ) -> pd.DataFrame:
@@ -214,12 +327,7 @@ def read_table(
     path = check_input_file(path)
     fmt = table_format(path, allowed)
     if fmt == "parquet":
-        try:
-            return pq.read_table(path).to_pandas(integer_object_nulls=True)
-        except Exception as exc:  # pyarrow raises several types on a truncated or foreign file
-            raise InputError(
-                path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}"
-            ) from None
+        return _read_parquet(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -244,7 +244,7 @@ def test_integer_item_ids_with_a_gap_still_name_their_items(tmp_path: Path) -> N
         "id_b": pa.array([102, 103, 103], pa.int64()),
         "text_a": ["Floods", "Storm", "Storm"],
         "text_b": ["Storm", "Quake", "Quake"],
-        "score": [1.0, 0.5, 0.75],
+        "score": [1.0, 0.75, 0.75],  # p2 and p3 are one pair (by their texts): one score
     }
     pq.write_table(pa.table(columns), tmp_path / "pairs.parquet")
     scored = scored_pairs(tmp_path / "pairs.parquet", "validation")

@@ -1,0 +1,100 @@
+"""One pair twice in a split with two scores is refused by row and field; with one score it is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.errors import InputError
+from nlsim.io.pairs import check_split_leaks, load_pairs, validate_pairs
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n"
+
+
+def write(path: Path, *rows: str) -> Path:
+    path.write_text(HEADER + "".join(r + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "p3\tb\ta\tStorm hits\tFloods again\t0.25\tvalidation",  # same ids, either order
+        "p3\t\t\tfloods  AGAIN\tStorm hits\t0.25\tvalidation",  # no ids: the same texts (normalised)
+        "p3\tb\ta\tStorm hits (corrected)\tFloods again\t0.25\tvalidation",  # same ids, a text edited
+    ],
+    ids=["ids-reversed", "texts-no-ids", "ids-other-text"],
+)
+def test_one_pair_with_two_scores_in_a_split_is_refused(tmp_path: Path, second: str) -> None:
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\ta\tb\tFloods again\tStorm hits\t1\tvalidation",
+        "p2\tc\td\tOther\tThing\t0.5\tvalidation",
+        second,
+    )
+    with pytest.raises(InputError) as info:
+        load_pairs(path)
+    assert (info.value.row, info.value.field) == (3, "score")
+    assert "the same pair as row 1 has score 0.25 here and 1 there" in info.value.reason
+    reverse = write(tmp_path / "r.tsv", second, "p1\ta\tb\tFloods again\tStorm hits\t1\tvalidation")
+    with pytest.raises(InputError, match="the same pair as row 1 has score 1 here and 0.25 there") as info:
+        load_pairs(reverse, "validation")
+    assert (info.value.row, info.value.field) == (2, "score")
+
+
+def test_one_pair_twice_with_one_score_is_kept(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\ta\tb\tFloods again\tStorm hits\t0.5\ttest",
+        "p2\tb\ta\tStorm hits\tFloods again\t0.50\ttest",
+        "p3\t\t\tfloods again\tstorm hits\t.5\ttest",
+    )
+    assert load_pairs(path)["score"].tolist() == [0.5, 0.5, 0.5]
+
+
+def test_rows_without_ids_are_not_one_pair_by_their_empty_ids(tmp_path: Path) -> None:
+    """Empty ids name no item: two pairs without ids are told apart by their texts only."""
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\t\t\tFloods again\tStorm hits\t1\ttrain",
+        "p2\t\t\tOther\tThing\t0\ttrain",
+        "p3\ta\t\tMore\tNews\t0.25\ttrain",
+        "p4\ta\t\tYet more\tNews\t0.75\ttrain",
+    )
+    assert len(load_pairs(path)) == 4
+
+
+def test_one_pair_in_two_splits_is_still_refused_as_a_leak(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\ta\tb\tFloods again\tStorm hits\t1\ttrain",
+        "p2\tb\ta\tStorm hits\tFloods again\t0\ttest",
+    )
+    with pytest.raises(InputError, match="is in split 'train' and in 'test'") as info:
+        load_pairs(path)
+    assert info.value.field in ("id_a", "text_a") and info.value.row == 2
+
+
+def test_validate_pairs_refuses_when_asked_and_keeps_a_benchmarks_repeats_by_default() -> None:
+    """STS-B scores a few of its pairs twice (read with the default); an annotated pair file may not."""
+    frame = pd.DataFrame(
+        {"text_a": ["A", "b"], "text_b": ["B", "a"], "score": [1.0, 0.2], "split": ["test", "test"]}
+    )
+    assert len(validate_pairs(frame, "sts")) == 2
+    with pytest.raises(
+        InputError, match=r"x.tsv: row 2, field 'score': the same pair as row 1 has score 0.2"
+    ):
+        validate_pairs(frame, "x.tsv", repeated_scores="refuse")
+    with pytest.raises(InputError, match=r"row 2, field 'score'"):
+        check_split_leaks(frame, "x.tsv")
+    check_split_leaks(frame.assign(score=[0.2, 0.2]), "x.tsv")
+    without_split = frame.assign(split="")  # rows without a split are one split
+    with pytest.raises(InputError, match=r"row 2, field 'score'"):
+        validate_pairs(without_split, "x.tsv", repeated_scores="refuse")
+
+
+def test_the_bundled_pair_file_still_loads() -> None:
+    assert len(load_pairs(ROOT / "annotations" / "thucnews_tw_pairs.tsv")) == 2577

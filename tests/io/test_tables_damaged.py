@@ -1,0 +1,123 @@
+"""``read_table`` on files a tester found misread: line separators inside fields, long CSV cells, compressed
+files under a table's name, duplicate Parquet columns, empty CSV header names."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from nlsim.errors import InputError
+from nlsim.io.tables import read_table
+
+SEPARATORS = ["\u2028", "\u2029", "\x85", "\x0c"]
+
+
+@pytest.mark.parametrize("sep", SEPARATORS, ids=["U+2028", "U+2029", "U+0085", "form-feed"])
+def test_jsonl_string_holding_a_unicode_line_separator_is_one_record(tmp_path: Path, sep: str) -> None:
+    """``json.dumps(ensure_ascii=False)`` writes U+2028 and its kin raw: valid JSON, one line of the file."""
+    rows = [{"id": "a", "title": f"Floods{sep}again", "n": 1}, {"id": "b", "title": "Storm", "n": 2}]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    (tmp_path / "t.jsonl").write_text(text, encoding="utf-8", newline="")
+    frame = read_table(tmp_path / "t.jsonl")
+    assert frame["title"].tolist() == [f"Floods{sep}again", "Storm"]
+    assert frame["n"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("sep", SEPARATORS, ids=["U+2028", "U+2029", "U+0085", "form-feed"])
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_tsv_field_holding_a_unicode_line_separator_stays_in_its_row(
+    tmp_path: Path, sep: str, eol: str
+) -> None:
+    """Only ``\\n`` or ``\\r\\n`` end a TSV row; the ``\\r`` of ``\\r\\n`` is not kept in the last field."""
+    text = eol.join(["id\ttitle\tlang", f"a\tFloods{sep}again\ten", "b\tStorm\tzh", ""])
+    (tmp_path / "t.tsv").write_text(text, encoding="utf-8", newline="")
+    frame = read_table(tmp_path / "t.tsv")
+    assert frame.columns.tolist() == ["id", "title", "lang"]
+    assert frame.to_dict("records") == [
+        {"id": "a", "title": f"Floods{sep}again", "lang": "en"},
+        {"id": "b", "title": "Storm", "lang": "zh"},
+    ]
+
+
+def test_tsv_blank_lines_and_a_missing_last_newline_read_as_before(tmp_path: Path) -> None:
+    (tmp_path / "t.tsv").write_text("id\ttitle\n\na\tx\n  \nb\ty", encoding="utf-8")
+    assert read_table(tmp_path / "t.tsv")["title"].tolist() == ["x", "y"]
+    (tmp_path / "e.tsv").write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match="the file is empty"):
+        read_table(tmp_path / "e.tsv")
+
+
+@pytest.mark.parametrize("quoted", [True, False])
+def test_csv_cell_longer_than_the_csv_module_default_limit_is_read(tmp_path: Path, quoted: bool) -> None:
+    """A body of 200,000 characters (the ``csv`` module refuses over 131,072 by default) is read whole."""
+    body = "word " * 40_000
+    cell = f'"{body}, and a comma"' if quoted else body
+    (tmp_path / "t.csv").write_text(f"id,title,body\n1,A,{cell}\n2,B,short\n", encoding="utf-8")
+    frame = read_table(tmp_path / "t.csv")
+    assert frame["body"].tolist() == [f"{body}, and a comma" if quoted else body, "short"]
+
+
+def _zip(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("news.csv", data)
+    return buf.getvalue()
+
+
+COMPRESSORS = {
+    "gzip": gzip.compress,
+    "zip": _zip,
+    "bzip2": bz2.compress,
+    "xz": lzma.compress,
+    "zstd": lambda data: b"\x28\xb5\x2f\xfd\x24\x0c\x61\x00" + data,  # a zstd frame header (no zstd module)
+}
+
+
+@pytest.mark.parametrize("name", list(COMPRESSORS))
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".parquet"])
+def test_compressed_file_under_a_table_name_is_named_as_compressed(
+    tmp_path: Path, name: str, suffix: str
+) -> None:
+    """Not "not valid UTF-8 ... save as UTF-8" (or "corrupt Parquet"): it is a compressed file."""
+    path = tmp_path / f"news{suffix}"
+    path.write_bytes(COMPRESSORS[name](b"id,title\n1,Floods\n" * 50))
+    with pytest.raises(InputError, match=rf"a compressed file \({name}\).*decompress it first") as info:
+        read_table(path)
+    assert info.value.file == str(path) and "UTF-8" not in str(info.value)
+
+
+def test_a_header_starting_like_a_magic_number_is_still_text(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("BZh9,PK\n1,2\n", encoding="utf-8")
+    assert read_table(tmp_path / "t.csv").columns.tolist() == ["BZh9", "PK"]
+
+
+def test_parquet_with_a_duplicate_column_names_it(tmp_path: Path) -> None:
+    table = pa.Table.from_arrays(
+        [pa.array(["1"]), pa.array(["a"]), pa.array(["b"])], ["id", "title", "title"]
+    )
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(InputError, match="two columns of this name") as info:
+        read_table(tmp_path / "d.parquet")
+    assert info.value.field == "title" and "corrupt" not in str(info.value)
+
+
+def test_csv_header_with_trailing_empty_names_says_so_by_position(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("id,title,,\n1,A,,\n2,B,,\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"the header has empty column names \(columns 3, 4 of 4") as info:
+        read_table(tmp_path / "t.csv")
+    assert info.value.field is None and info.value.row is None
+    (tmp_path / "d.csv").write_text("id,title,title\n1,A,B\n", encoding="utf-8")  # a named twice: as before
+    with pytest.raises(InputError, match="the header names this column twice") as info:
+        read_table(tmp_path / "d.csv")
+    assert info.value.field == "title"
+    (tmp_path / "one.csv").write_text("id,title,\n1,A,\n", encoding="utf-8")  # one empty name: read as before
+    assert read_table(tmp_path / "one.csv").columns.tolist() == ["id", "title", ""]
