@@ -13,8 +13,14 @@ column for the editor (one of the rubric's five levels: 0, 0.25, 0.5, 0.75, 1; s
 Merging: the filled CSV (a drawn file, or the report page's export) is checked row by row
 (``InputError`` with file/row/field): scores on the rubric, no item paired with itself, one text per item
 id (in the file and against the pair file), no pair already annotated (named with the pair it repeats).
-Its pairs are appended to the pair file with split ``train`` unless told otherwise; the file is replaced
-atomically, so a refused merge changes nothing.
+Its pairs are appended to the pair file with split ``train`` unless told otherwise. The new file is written
+beside the old one (existing rows byte for byte, the file's byte-order mark, line endings and permissions
+kept; a symbolic link's target rewritten), read back with the pair reader and compared, then renamed into
+place, all under a lock on the pair file's folder (one merge at a time): a refused merge changes nothing.
+A file without pair ids gets each pair's id made from its item ids (:func:`editor_file.pair_id`).
+
+Drawing refuses, before any work, an ``--out`` that is not a ``.csv`` name, a folder, or an existing file
+that is not an unscored editors' file (an editor's scores are never overwritten), and ``-n`` below 1.
 
 Example:
     >>> frame = pd.DataFrame({"pair_id": ["x1"], "id_a": ["a"], "id_b": ["b"], "text_a": ["甲"],
@@ -25,7 +31,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import csv
+import fcntl
+import io
+import os
+import stat
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,18 +54,29 @@ from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
-from nlsim.io.atomic import atomic_path
+from nlsim.io.atomic import atomic_path, fsync_dir
 from nlsim.io.corpus import load_items
+from nlsim.io.lock import LockedError
 from nlsim.io.model_store import ModelStore
-from nlsim.io.ownership import check_outputs_apart, check_writable
-from nlsim.io.pairs import SPLITS, load_pairs, pair_keys, read_pair_table, validate_pairs
-from nlsim.io.tables import table_format, write_table
+from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable
+from nlsim.io.pairs import (
+    SPLITS,
+    item_id,
+    load_pairs,
+    normalise_text,
+    pair_keys,
+    read_pair_table,
+    validate_pairs,
+)
+from nlsim.io.tables import table_format
 from nlsim.progress import say
 from nlsim.rerank.reranker import Reranker, load_reranker
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 TFIDF = "tfidf-char2"
 CURRENT = "current"
+MERGE_LOCK_WAIT = 60.0
+"""Seconds a merge waits for another merge into the same folder before it gives up."""
 
 
 def _known_pairs(frame: pd.DataFrame) -> dict[tuple[str, ...], str]:
@@ -204,17 +230,26 @@ def embed_items(texts: list[str], model: DrawModel) -> np.ndarray:
 def unannotated_pool(
     emb: np.ndarray, items: pd.DataFrame, done: set[Any], *, k: int, seed: int, log: Callable[[str], None]
 ) -> pd.DataFrame:
-    """The candidate pool of ``emb``'s neighbours, less the pairs already annotated (``done``) and the pairs
-    of two identical texts."""
+    """The candidate pool of ``emb``'s neighbours, less what a merge would refuse: the pairs already
+    annotated (``done``: keys of :func:`~nlsim.io.pairs.pair_keys`), the pairs of two texts that are the
+    same once normalised (:func:`~nlsim.io.pairs.normalise_text`), and a second pair with the same key as
+    one kept before it (two items of one text, each paired with a third)."""
     pool = candidate_pool(emb, k=k, seed=seed)
     ids = items["id"].to_numpy()
     raw = items["text"].to_numpy()
+    norm = [normalise_text(t) for t in raw]
     keys = pair_keys(pd.DataFrame({"id_a": ids[pool["a"]], "id_b": ids[pool["b"]],
                                    "text_a": raw[pool["a"]], "text_b": raw[pool["b"]]}))  # fmt: skip
-    keep = [not (k & done) and raw[a] != raw[b] for k, a, b in zip(keys, pool["a"], pool["b"], strict=True)]
+    taken: set[Any] = set(done)
+    keep: list[bool] = []
+    for key, a, b in zip(keys, pool["a"], pool["b"], strict=True):
+        ok = not (key & taken) and norm[a] != norm[b]
+        keep.append(ok)
+        if ok:
+            taken |= key
     log(
         f"{sum(keep)} candidate pairs not yet annotated "
-        f"({sum(not x for x in keep)} already annotated or identical)"
+        f"({sum(not x for x in keep)} already annotated, repeated or of two equal texts)"
     )
     return pool[keep].reset_index(drop=True)
 
@@ -290,13 +325,38 @@ def draw_candidates(
     ``threshold`` (default: the encoder's ``calibration.json``, else the median of the pool). ``out`` must
     not be one of the inputs (refused before any work).
     """
+    if n < 1:
+        raise ConfigError(f"-n must be at least 1, got {n}")
+    check_out(out)
     check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
     check_writable(out, what="--out")
     items = load_items(corpus, text_field)
+    if len(items) < 2:
+        raise InputError(corpus, None, None, f"{len(items)} item(s): drawing pairs needs at least 2")
     done = set(_known_pairs(load_pairs(annotated))) if annotated else set()
     model = draw_model(scorer, model_store, rerank)
     texts = convert_texts(items["text"].tolist(), conversion)
-    pool = unannotated_pool(embed_items(texts, model), items, done, k=k, seed=seed, log=log)
+    try:
+        emb = embed_items(texts, model)
+    except ValueError as exc:
+        if model.encoder is not None:
+            raise
+        raise InputError(
+            corpus,
+            None,
+            text_field,
+            f"{TFIDF} finds no two characters in a row in any text ({exc}); use an encoder (--model)",
+        ) from None
+    pool = unannotated_pool(emb, items, done, k=k, seed=seed, log=log)
+    if pool.empty:
+        raise InputError(
+            corpus,
+            None,
+            None,
+            "no candidate pair left to draw: every pair found is already annotated"
+            + (f" in {annotated}" if annotated else "")
+            + " or pairs two equal texts; nothing was written",
+        )
     pool, threshold, source, score = score_pool(pool, texts, model, threshold)
     frame = editor_rows(select_candidates(pool, n, threshold, seed=seed), items, model.name, threshold)
     out = Path(out)
@@ -307,6 +367,28 @@ def draw_candidates(
         f"{source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
     )
     return DrawResult(out, len(frame), float(threshold), source, score)
+
+
+def check_out(out: str | Path) -> None:
+    """Refuse, before any work, a ``--out`` draw must not write: a name not ending in ``.csv``, a folder,
+    a file that is not an editors' file nlsim drew, or a drawn file that already holds scores (an
+    editor's work, to be merged first)."""
+    path = Path(out)
+    if path.suffix.lower() != ".csv":
+        raise ConfigError(f"--out {out}: draw writes a CSV file; give a name ending in .csv")
+    if path.exists() and not path.is_dir():
+        held = editor_file.scores_held(path)
+        if held:
+            raise ConfigError(
+                f"--out {out} already holds {held} score(s) filled in by an editor; refusing to overwrite "
+                "them: merge it first (nlsim annotate merge) or choose another --out"
+            )
+    check_replaceable(
+        path,
+        lambda p: editor_file.scores_held(p) == 0,
+        what="--out",
+        kind="editors' file (nlsim annotate draw)",
+    )
 
 
 def _blank(value: Any) -> bool:
@@ -373,10 +455,86 @@ def _check_items(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -> 
                 )
 
 
+def _semicolon_separated(path: str | Path) -> bool:
+    """True when the first line of the text file ``path`` has a ``;`` and no comma: a CSV saved by a
+    European Excel, separated by semicolons."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536).decode("utf-8", errors="replace").lstrip("\ufeff")
+    except OSError:
+        return False
+    line = head.split("\n", 1)[0]
+    return ";" in line and "," not in line
+
+
+def _semicolon_error(source: str | Path) -> InputError:
+    return InputError(
+        source,
+        None,
+        None,
+        "the file looks separated by ';' (as Excel saves CSV in some countries), not by commas: save it as "
+        "comma-separated CSV (CSV UTF-8) and merge again",
+    )
+
+
+def read_filled(path: str | Path) -> pd.DataFrame:
+    """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such."""
+    try:
+        return read_pair_table(path)
+    except InputError:
+        if table_format(path) == "csv" and _semicolon_separated(path):
+            raise _semicolon_error(path) from None
+        raise
+
+
+def _level(value: float) -> float | None:
+    """The rubric level ``value`` stands for (within 1e-9), or ``None``."""
+    return next((lv for lv in LEVELS if abs(value - lv) < 1e-9), None)
+
+
+def _fill_pair_ids(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -> pd.DataFrame:
+    """Every row's pair id: the editor's, or when missing the id :func:`editor_file.pair_id` makes from its
+    two item ids; an ``ed-`` id that is not its items' id (a sheet sorted by some columns only) is refused.
+    """
+    has_ids = "id_a" in frame.columns and "id_b" in frame.columns
+    given = frame["pair_id"] if "pair_id" in frame.columns else pd.Series([None] * len(frame), dtype=object)
+    out: list[Any] = []
+    for i, pid in enumerate(given):
+        a = item_id(frame["id_a"].iloc[i]) if has_ids else ""
+        b = item_id(frame["id_b"].iloc[i]) if has_ids else ""
+        made = editor_file.pair_id(a, b) if a and b else None
+        if _blank(pid):
+            if made is None:
+                raise InputError(
+                    source, int(rownum[i]), "pair_id", "pair id missing, and no id_a and id_b to make it from"
+                )
+            out.append(made)
+            continue
+        pid = str(pid).strip()
+        if made is not None and pid.startswith(editor_file.PAIR_ID_PREFIX) and pid != made:
+            raise InputError(
+                source,
+                int(rownum[i]),
+                "pair_id",
+                f"pair id {pid!r} is not the id of its items {a!r} and {b!r} ({made!r}); was the sheet "
+                "sorted by some columns only? Keep each row whole",
+            )
+        out.append(pid)
+    frame = frame.copy()
+    if "pair_id" in frame.columns:
+        frame["pair_id"] = out
+    else:
+        frame.insert(0, "pair_id", out)
+    return frame
+
+
 def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool = False) -> pd.DataFrame:
-    """Check an editor's filled file: texts present, pair ids unique, scores one of the five levels, no item
-    paired with itself, one text per item id."""
+    """Check an editor's filled file: texts present, pair ids unique (made from the item ids when the file
+    has none), scores one of the five levels (stored as the level), no item paired with itself, one text
+    per item id. Rows are named by their row in the file, skipped blank rows counted."""
     if "score" not in frame.columns:
+        if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
+            raise _semicolon_error(source)
         raise InputError(source, None, "score", "missing column")
     frame = frame.reset_index(drop=True)
     if frame.empty:
@@ -394,18 +552,34 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
         raise InputError(source, None, "score", f"no scored pairs to merge ({len(frame)} blank row(s))")
     rownum = pd.Series(np.arange(1, len(frame) + 1))
     frame, rownum = frame[~blank].reset_index(drop=True), rownum[~blank.to_numpy()].reset_index(drop=True)
+    frame = frame.copy()
+    for col in ("pair_id", "id_a", "id_b"):  # "n-1 " or a no-break space typed around an id
+        if col in frame.columns:
+            frame[col] = frame[col].map(lambda v: v.strip() if isinstance(v, str) else v)
+    levels: list[float] = []
     for i, v in enumerate(frame["score"]):
         try:
             value = float(v)
         except (TypeError, ValueError):
             raise InputError(source, int(rownum[i]), "score", f"score {v!r} is not a number") from None
-        if not any(abs(value - lv) < 1e-9 for lv in LEVELS):
+        level = _level(value)
+        if level is None:
             raise InputError(
                 source,
                 int(rownum[i]),
                 "score",
                 f"score {v!r} is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1",
             )
+        levels.append(level)  # -0 and 1e-10 are stored as 0
+    frame["score"] = levels
+    frame = _fill_pair_ids(frame, rownum, source)
+    first: dict[str, int] = {}
+    for i, pid in enumerate(frame["pair_id"]):
+        if pid in first:
+            raise InputError(
+                source, int(rownum[i]), "pair_id", f"duplicate pair id {pid!r} (first at row {first[pid]})"
+            )
+        first[pid] = int(rownum[i])
     try:
         checked = validate_pairs(frame, source)
     except InputError as exc:
@@ -468,11 +642,174 @@ def _check_new(new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pa
 
 @dataclass
 class MergeResult:
+    """What a merge did: pairs added, blank rows skipped, pairs in the file now, their split, the file."""
+
     added: int
     skipped_blank: int
     total: int
     split: str
     path: Path
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _bad_char(text: str, tsv: bool) -> str | None:
+    """The first character of ``text`` a pair file must not hold, or ``None``: a control character (other
+    than tab, carriage return and newline, which only TSV refuses), or a line or paragraph separator. Line
+    readers split on them (U+2028, U+0085, form feed ...), so a row would come back broken."""
+    for ch in text:
+        if ch in "\t\r\n":
+            if tsv:
+                return ch
+        elif unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return ch
+    return None
+
+
+def _check_cells(new: pd.DataFrame, columns: list[str], filled: str | Path, pairs_file: str | Path) -> None:
+    """Refuse, by the row and field of the editor's file, a cell the pair file cannot hold intact."""
+    tsv = table_format(pairs_file) == "tsv"
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    for col in (c for c in columns if c in new.columns):
+        for i, value in enumerate(new[col]):
+            if _blank(value):
+                continue
+            ch = _bad_char(str(value), tsv)
+            if ch is None:
+                continue
+            what = "a tab or newline" if ch in "\t\r\n" else f"the control character U+{ord(ch):04X}"
+            kind = "the TSV pair file" if ch in "\t\r\n" else "the pair file"
+            raise InputError(
+                filled,
+                int(rows[i]),
+                str(col),
+                f"{what} cannot be written to {kind} {pairs_file} (a line reader would split the row there); "
+                "remove it",
+            )
+
+
+@contextlib.contextmanager
+def merge_lock(target: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the folder of ``target`` (one merge into it at a time), waiting up to
+    :data:`MERGE_LOCK_WAIT` seconds; the kernel drops it when the process ends, so it never stays stuck."""
+    fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + MERGE_LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"another merge into {target} is running (waited {MERGE_LOCK_WAIT:g} s); try again "
+                        "once it has finished"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _line_ending(data: bytes) -> bytes:
+    """The line ending of a text file: ``\\r\\n`` when its first line ends so, else ``\\n``."""
+    end = data.find(b"\n")
+    return b"\r\n" if end > 0 and data[end - 1 : end] == b"\r" else b"\n"
+
+
+def _widen(text: str, fmt: str, extra: list[str]) -> str:
+    """``text`` (a CSV or TSV file without its byte-order mark) with the columns ``extra`` added: their
+    names after the header's, an empty cell after every row's; every existing cell and line ending kept."""
+    sep = "," if fmt == "csv" else "\t"
+    out: list[str] = []
+    header = True
+    start = 0
+    quoted = False
+    i = 0
+    while i <= len(text):
+        ch = text[i] if i < len(text) else "\n"
+        if fmt == "csv" and ch == '"':
+            quoted = not quoted
+        elif ch == "\n" and not quoted:
+            record = text[start:i]
+            cr = record.endswith("\r")
+            body = record[:-1] if cr else record
+            if body.strip():
+                body += sep + sep.join(extra) if header else sep * len(extra)
+                header = False
+            out.append(body + ("\r" if cr else "") + ("\n" if i < len(text) else ""))
+            start = i + 1
+        i += 1
+    return "".join(out)
+
+
+def _text_bytes(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame) -> bytes:
+    """The pair file's bytes ``data`` with the rows of ``add`` appended: the existing rows byte for byte
+    (byte-order mark and line endings kept; ``extra`` columns added empty), the new ones in the same style.
+    """
+    bom = BOM if data.startswith(BOM) else b""
+    newline = _line_ending(data)
+    body = data[len(bom) :]
+    if extra:
+        body = _widen(body.decode("utf-8"), fmt, extra).encode("utf-8")
+    if body and not body.endswith(b"\n"):
+        body += newline
+    buf = io.StringIO()
+    rows = add.astype(str).to_numpy().tolist()
+    if fmt == "csv":
+        csv.writer(buf, lineterminator=newline.decode()).writerows(rows)
+    else:
+        buf.write("".join("\t".join(r) + newline.decode() for r in rows))
+    return bom + body + buf.getvalue().encode("utf-8")
+
+
+def _expected(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[["pair_id", "text_a", "text_b", "split"]].astype(str).reset_index(drop=True)
+
+
+def _write_checked(target: Path, merged: pd.DataFrame, write: Callable[[Path], None], label: str) -> None:
+    """Write the merged pair file with ``write`` into a temporary file beside ``target``, read it back
+    with :func:`~nlsim.io.pairs.load_pairs` and, only when it gives the same pairs (count, ids, texts,
+    splits, scores), rename it over ``target`` keeping ``target``'s permissions. Otherwise refuse
+    (:class:`InputError`) and leave ``target`` as it was."""
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.chmod(tmp, mode)
+        try:
+            back = load_pairs(tmp)
+        except InputError as exc:
+            where = f"row {exc.row}: " if exc.row else ""
+            raise InputError(
+                target,
+                None,
+                None,
+                f"the merged file would not read back ({where}{exc.reason}); nothing changed",
+            ) from None
+        want = _expected(merged)
+        got = _expected(back)
+        same = len(back) == len(merged) and got.equals(want)
+        same = same and np.allclose(back["score"].to_numpy(float), merged["score"].to_numpy(float))
+        if not same:
+            n_bad = len(back) if len(back) != len(merged) else int((got != want).any(axis=1).sum())
+            raise InputError(
+                target,
+                None,
+                None,
+                f"the merged file reads back as {len(back)} pairs, not the {len(merged)} of {label} "
+                f"({n_bad} differ); nothing changed",
+            )
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def merge_annotations(
@@ -486,55 +823,65 @@ def merge_annotations(
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
 
     The editor's ``stratum`` (prefixed ``editor-loop:``), ``annotator`` and ``notes`` are kept (as columns
-    of the pair file, empty for older rows). The
-    merged table is validated (no pair twice, none in two splits) before the file is replaced, atomically:
-    a refused merge leaves the pair file as it was.
+    of the pair file, empty for older rows). The merged table is validated (no pair twice, none in two
+    splits), written beside the pair file, read back and compared before it replaces the file, atomically:
+    a refused merge leaves the pair file as it was. A TSV or CSV pair file keeps its existing rows byte for
+    byte (byte-order mark and line endings included), and every pair file keeps its permissions; a
+    symbolic link is followed (its target is rewritten). One merge into a folder at a time: the pair file
+    is read under a lock (:func:`merge_lock`).
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
-    raw = read_pair_table(filled)
+    raw = read_filled(filled)
     new = validate_filled(raw, filled, skip_blank=skip_blank)
     skipped = len(raw) - len(new)
-    existing = load_pairs(pairs_file)
-    _check_new(new, existing, filled, pairs_file)
     path = Path(pairs_file)
-    original = read_pair_table(pairs_file)  # existing rows are written back exactly as read
-    columns = list(original.columns)
-    for extra in editor_file.KEPT:
-        if extra in new.columns and new[extra].astype(str).str.strip().ne("").any() and extra not in columns:
-            original[extra] = ""
-            columns.append(extra)
-    if table_format(path) == "tsv":  # TSV has no quoting: say which row of the editor's file cannot go in
-        rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-        for col in (c for c in columns if c in new.columns):
-            bad = new[col].astype(str).str.contains(r"[\t\r\n]", regex=True).to_numpy()
-            if bad.any():
-                raise InputError(
-                    filled,
-                    int(rows[int(np.flatnonzero(bad)[0])]),
-                    str(col),
-                    f"a tab or newline cannot be written to the TSV pair file {pairs_file}",
-                )
-    add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
-    add["split"] = split
-    add["score"] = new["score"].map(lambda s: f"{s:g}")
-    if "annotations" in columns:
-        add["annotations"] = add["score"]
-    if "stratum" in columns:
-        add["stratum"] = (
-            (f"{editor_file.MERGED}:" + new["stratum"].astype(str))
-            if "stratum" in new.columns
-            else editor_file.MERGED
-        )
-    if path.suffix == ".parquet":  # one type a column (TSV and CSV cells are all text)
-        if pd.api.types.is_numeric_dtype(original["score"]):
-            add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
-        for col in columns:
-            if col != "score":
-                original[col], add[col] = _one_parquet_type(original[col], add[col])
-    merged = pd.concat([original, add], ignore_index=True)
-    validate_pairs(merged, f"{pairs_file} merged with {filled}")  # before the file is replaced
-    write_table(merged, path)
+    target = Path(os.path.realpath(path)) if path.exists() else path
+    fmt = table_format(target, ("parquet", "csv", "tsv"))
+    with merge_lock(target):
+        data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
+        existing = load_pairs(target)
+        _check_new(new, existing, filled, pairs_file)
+        original = read_pair_table(target)  # existing rows are written back exactly as read
+        columns = list(original.columns)
+        extra: list[str] = []
+        for col in editor_file.KEPT:
+            if col in new.columns and new[col].astype(str).str.strip().ne("").any() and col not in columns:
+                original[col] = ""
+                columns.append(col)
+                extra.append(col)
+        if "split" not in columns:  # a file without splits gets the column, empty for its rows
+            original["split"] = ""
+            columns.append("split")
+            extra.append("split")
+        _check_cells(new, columns, filled, pairs_file)
+        add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
+        add["split"] = split
+        add["score"] = new["score"].map(lambda s: f"{s + 0.0:g}")
+        if "annotations" in columns:
+            add["annotations"] = add["score"]
+        if "stratum" in columns:
+            add["stratum"] = (
+                (f"{editor_file.MERGED}:" + new["stratum"].astype(str))
+                if "stratum" in new.columns
+                else editor_file.MERGED
+            )
+        if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
+            if pd.api.types.is_numeric_dtype(original["score"]):
+                add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
+            for col in columns:
+                if col != "score":
+                    original[col], add[col] = _one_parquet_type(original[col], add[col])
+        merged = pd.concat([original, add], ignore_index=True)
+        checked = validate_pairs(merged, f"{pairs_file} merged with {filled}")  # before the file is replaced
+
+        def write(tmp: Path) -> None:
+            if fmt == "parquet":
+                merged.to_parquet(tmp, index=False)
+            else:
+                tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
+
+        _write_checked(target, checked, write, f"{pairs_file} merged with {filled}")
     log(
         f"added {len(add)} pairs to {path} as {split!r} "
         f"({skipped} blank rows skipped); now {len(merged)} pairs"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -61,6 +62,25 @@ def pair_id(id_a: Any, id_b: Any) -> str:
     digits of the SHA-256 of the two ids, in code point order, joined by U+001F."""
     lo, hi = sorted((str(id_a), str(id_b)))
     return PAIR_ID_PREFIX + hashlib.sha256(f"{lo}\x1f{hi}".encode()).hexdigest()[:16]
+
+
+def scores_held(path: str | Path) -> int | None:
+    """How many filled ``score`` cells the editors' file ``path`` holds; ``None`` when ``path`` is not an
+    editors' file (its header is not exactly :data:`COLUMNS`, or it cannot be read as CSV).
+
+    ``nlsim annotate draw`` replaces an existing ``--out`` only when this is 0: a drawn file nobody has
+    scored yet. Anything else is the user's (or an editor's work) and is kept.
+    """
+    from nlsim.errors import NlsimError
+    from nlsim.io.tables import read_table
+
+    try:
+        frame = read_table(path, allowed=("csv",))
+    except (NlsimError, OSError, ValueError):
+        return None
+    if [str(c) for c in frame.columns] != list(COLUMNS):
+        return None
+    return int(sum(1 for v in frame["score"] if str(v).strip() != ""))
 
 
 @dataclass

@@ -1,0 +1,354 @@
+"""The editors' loop, hardened: a merge never leaves an unreadable or torn pair file, two merges never lose
+pairs, draw never overwrites an editor's work and never proposes what merge refuses."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim import annotation
+from nlsim.annotation import draw_candidates, merge_annotations
+from nlsim.errors import ConfigError, InputError, NlsimError
+from nlsim.io import editor_file
+from nlsim.io.pairs import load_pairs, normalise_text, pair_keys
+
+HEADER = "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\tstratum"
+ROWS = [
+    "p1\ttrain\tn00\tn01\t股市今天大漲\t股市今日大漲三成\t1\tx",
+    "p2\ttest\tn04\tn03\t足球聯賽閉幕\t足球聯賽開幕\t0.75\ty",
+]
+
+
+def quiet(_: str) -> None:
+    """A log that says nothing."""
+
+
+@pytest.fixture()
+def pairs(tmp_path: Path) -> Path:
+    """A small TSV pair file (two pairs)."""
+    path = tmp_path / "pairs.tsv"
+    path.write_text("\n".join([HEADER, *ROWS]) + "\n", encoding="utf-8")
+    return path
+
+
+def filled(tmp_path: Path, name: str = "filled.csv", **cols: list[str]) -> Path:
+    """An editors' file with ``cols`` (one row per value)."""
+    path = tmp_path / name
+    pd.DataFrame(cols).to_csv(path, index=False)
+    return path
+
+
+def one_pair(tmp_path: Path, name: str = "filled.csv", **change: str) -> Path:
+    """An editors' file with one scored pair of items z1/z2, ``change`` applied."""
+    row = {"pair_id": editor_file.pair_id("z1", "z2"), "id_a": "z1", "id_b": "z2", "text_a": "颱風來了"}
+    row |= {"text_b": "颱風登陸", "score": "0.5", "notes": ""} | change
+    return filled(tmp_path, name, **{k: [v] for k, v in row.items()})
+
+
+# --- 1. a merge that would leave an unreadable pair file is refused --------------------------------
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
+@pytest.mark.parametrize("field", ["text_b", "notes"])
+def test_a_cell_with_a_line_breaking_control_character_is_refused_by_row_and_field(
+    pairs: Path, tmp_path: Path, char: str, field: str
+) -> None:
+    before = pairs.read_bytes()
+    path = one_pair(tmp_path, **{field: f"颱風{char}登陸"})
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (1, field)
+    assert f"U+{ord(char):04X}" in err.value.reason
+    assert pairs.read_bytes() == before
+    assert len(load_pairs(pairs)) == 2
+
+
+def test_a_merged_file_that_does_not_read_back_whole_is_not_put_in_place(
+    pairs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever goes wrong in writing, the temporary file is read back with the pair reader first."""
+
+    def torn(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame) -> bytes:
+        return data  # a writer that lost the new rows
+
+    monkeypatch.setattr(annotation, "_text_bytes", torn, raising=False)
+    before = pairs.read_bytes()
+    with pytest.raises(InputError, match="reads back as 2 pairs, not the 3"):
+        merge_annotations(one_pair(tmp_path), pairs, log=quiet)
+    assert pairs.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["filled.csv", "pairs.tsv"]  # no temporary left
+
+
+# --- 2. two merges at once -------------------------------------------------------------------------
+
+
+def test_two_merges_at_once_keep_both_editors_pairs(
+    pairs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_check = annotation._check_new
+
+    def slow(*args: object, **kwargs: object) -> None:
+        time.sleep(0.4)  # both merges have read the pair file before either writes, without a lock
+        slow_check(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(annotation, "_check_new", slow)
+    files = [
+        one_pair(tmp_path, "one.csv"),
+        one_pair(tmp_path, "two.csv", pair_id=editor_file.pair_id("z3", "z4"), id_a="z3", id_b="z4",
+                 text_a="股市大漲", text_b="股市小跌"),
+    ]  # fmt: skip
+    errors: list[BaseException] = []
+
+    def run(path: Path) -> None:
+        try:
+            merge_annotations(path, pairs, log=quiet)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    ids = load_pairs(pairs)["pair_id"].tolist()
+    assert ids[:2] == ["p1", "p2"] and sorted(ids[2:]) == sorted(
+        [editor_file.pair_id("z1", "z2"), editor_file.pair_id("z3", "z4")]
+    )
+
+
+def test_a_merge_waits_for_the_lock_and_then_gives_up_clearly(
+    pairs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(annotation, "MERGE_LOCK_WAIT", 0.3, raising=False)
+    before = pairs.read_bytes()
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another merge holds the folder
+        with pytest.raises(NlsimError, match="another merge into .*pairs.tsv is running"):
+            merge_annotations(one_pair(tmp_path), pairs, log=quiet)
+    finally:
+        os.close(fd)
+    assert pairs.read_bytes() == before
+    assert merge_annotations(one_pair(tmp_path), pairs, log=quiet).added == 1  # once it is free
+
+
+# --- 3. draw --out ---------------------------------------------------------------------------------
+
+TITLES = [
+    "股市今天大漲", "股市今日大漲三成", "股市明天大跌", "足球聯賽開幕", "足球聯賽閉幕", "籃球比賽結果",
+    "北京房價上漲", "上海房價下跌", "公務員考試報名", "公務員考試成績", "新手機發佈", "手機價格下調",
+]  # fmt: skip
+
+
+def corpus_file(tmp_path: Path, titles: list[str], name: str = "corpus.tsv") -> Path:
+    """A corpus of ``titles`` with ids c-1, c-2, ..."""
+    path = tmp_path / name
+    pd.DataFrame({"id": [f"c-{i + 1}" for i in range(len(titles))], "title": titles}).to_csv(
+        path, sep="\t", index=False
+    )
+    return path
+
+
+def draw(corpus: Path, out: Path, pairs: Path | None = None, n: int = 6) -> annotation.DrawResult:
+    """A quick TF-IDF draw."""
+    return draw_candidates(
+        corpus, pairs, out, n=n, scorer="tfidf-char2", conversion="none", threshold=0.3, k=5, log=quiet
+    )
+
+
+def test_draw_never_overwrites_an_editors_scores_or_a_foreign_file(tmp_path: Path) -> None:
+    corpus = corpus_file(tmp_path, TITLES)
+    out = tmp_path / "todo.csv"
+    draw(corpus, out)
+    draw(corpus, out)  # a drawn file nobody scored yet may be drawn again
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    todo.loc[:2, "score"] = ["1", "0.5", "0"]
+    todo.to_csv(out, index=False)
+    before = out.read_bytes()
+    with pytest.raises(ConfigError, match="holds 3 score"):
+        draw(corpus, out)
+    assert out.read_bytes() == before
+    mine = tmp_path / "mine.csv"
+    mine.write_text("my,notes\n1,2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a"):
+        draw(corpus, mine)
+    assert mine.read_text(encoding="utf-8") == "my,notes\n1,2\n"
+
+
+@pytest.mark.parametrize(
+    ("out", "n", "words"),
+    [("todo.tsv", 5, ".csv"), ("todo.csv", 0, "-n"), ("folder.csv", 5, "folder")],
+)
+def test_draw_refuses_a_bad_out_or_n_before_any_work(tmp_path: Path, out: str, n: int, words: str) -> None:
+    (tmp_path / "folder.csv").mkdir()
+    with pytest.raises(ConfigError, match=words):
+        draw(tmp_path / "no-corpus-needed.tsv", tmp_path / out, n=n)  # refused before the corpus is read
+    assert not (tmp_path / "todo.tsv").exists() and not (tmp_path / "todo.csv").exists()
+
+
+# --- 4. draw proposes nothing merge refuses --------------------------------------------------------
+
+
+def test_draw_drops_pairs_of_equal_texts_and_pairs_repeated_by_their_texts(tmp_path: Path) -> None:
+    titles = ["颱風來了", "颱風來了", "颱風 來了！", "颱風登陸臺灣", "股市大漲", "股市 大漲", "股市小跌"]
+    corpus = corpus_file(tmp_path, titles)
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(
+        {
+            "pair_id": ["p1"],
+            "split": ["train"],
+            "text_a": ["股市大漲"],
+            "text_b": ["股市小跌"],
+            "score": ["0"],
+        }
+    ).to_csv(pairs, sep="\t", index=False)
+    out = tmp_path / "todo.csv"
+    draw(corpus, out, pairs, n=50)
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert len(todo)
+    assert all(
+        normalise_text(a) != normalise_text(b) for a, b in zip(todo["text_a"], todo["text_b"], strict=True)
+    )
+    text_keys = [k for keys in pair_keys(todo[["text_a", "text_b"]]) for k in keys]
+    assert len(text_keys) == len(set(text_keys))  # no pair twice by its texts
+    assert ("text_a", "股市大漲", "股市小跌") not in text_keys  # nor one already annotated (c-6 / c-7)
+    todo["score"] = "0.5"
+    todo.to_csv(out, index=False)
+    assert merge_annotations(out, pairs, log=quiet).added == len(todo)  # merge takes every drawn pair
+
+
+# --- 5. an editors' file without pair ids ----------------------------------------------------------
+
+
+def test_pairs_without_a_pair_id_get_their_items_id(pairs: Path, tmp_path: Path) -> None:
+    one = filled(tmp_path, "one.csv", id_a=["z1"], id_b=["z2"], text_a=["甲"], text_b=["乙"], score=["1"])
+    two = filled(tmp_path, "two.csv", id_a=["z3"], id_b=["z4"], text_a=["丙"], text_b=["丁"], score=["0"])
+    merge_annotations(one, pairs, log=quiet)
+    merge_annotations(two, pairs, log=quiet)  # not "already annotated" as row-1
+    assert load_pairs(pairs)["pair_id"].tolist()[2:] == [
+        editor_file.pair_id("z1", "z2"),
+        editor_file.pair_id("z3", "z4"),
+    ]
+
+
+def test_a_pair_without_an_id_and_without_item_ids_is_refused_by_row(pairs: Path, tmp_path: Path) -> None:
+    path = filled(tmp_path, id_a=["z1", ""], id_b=["z2", "z4"], text_a=["甲", "丙"], text_b=["乙", "丁"],
+                  score=["1", "0"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (2, "pair_id")
+
+
+def test_a_pair_id_of_other_items_is_refused_naming_the_right_one(pairs: Path, tmp_path: Path) -> None:
+    before = pairs.read_bytes()
+    wrong = editor_file.pair_id("z3", "z4")
+    with pytest.raises(InputError) as err:
+        merge_annotations(one_pair(tmp_path, pair_id=wrong), pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (1, "pair_id")
+    assert editor_file.pair_id("z1", "z2") in err.value.reason
+    assert pairs.read_bytes() == before
+
+
+# --- 6. the pair file keeps its link, mode, byte-order mark and line endings -----------------------
+
+
+def test_merge_keeps_the_link_the_mode_the_bom_and_crlf(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "pairs.tsv"
+    real.parent.mkdir()
+    original = ("\ufeff" + "\r\n".join([HEADER, *ROWS]) + "\r\n").encode("utf-8")
+    real.write_bytes(original)
+    os.chmod(real, 0o600)
+    link = tmp_path / "pairs.tsv"
+    link.symlink_to(real)
+    merge_annotations(one_pair(tmp_path), link, log=quiet)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    data = real.read_bytes()
+    assert data.startswith(original) and data.endswith(b"\r\n") and b"\r\n" in data[len(original) :]
+    assert data.count(b"\n") == data.count(b"\r\n") == 4
+    assert stat.S_IMODE(os.stat(real).st_mode) == 0o600
+    assert load_pairs(link)["pair_id"].tolist() == ["p1", "p2", editor_file.pair_id("z1", "z2")]
+
+
+def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.csv"
+    text = 'pair_id,split,text_a,text_b,score\r\np1,train,"two\r\nlines, ""quoted""",乙,1\r\n'
+    pairs.write_bytes(text.encode("utf-8"))
+    merge_annotations(one_pair(tmp_path, notes="看過"), pairs, log=quiet)
+    back = load_pairs(pairs)
+    assert back["text_a"].tolist() == ['two\r\nlines, "quoted"', "颱風來了"]
+    assert back["notes"].tolist() == ["", "看過"]
+    assert pairs.read_bytes().startswith(b'pair_id,split,text_a,text_b,score,notes\r\np1,train,"two\r\nlines')
+
+
+# --- 7. draw: clear errors instead of tracebacks ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("titles", "words"),
+    [(["颱風來了"], "at least 2"), ([], "at least 2"), (["a", "b", "c"], "two characters")],
+)
+def test_draw_refuses_a_corpus_it_cannot_draw_from(tmp_path: Path, titles: list[str], words: str) -> None:
+    out = tmp_path / "todo.csv"
+    with pytest.raises(InputError, match=words):
+        draw(corpus_file(tmp_path, titles), out)
+    assert not out.exists()
+
+
+def test_draw_refuses_when_every_pair_is_already_annotated(tmp_path: Path) -> None:
+    corpus = corpus_file(tmp_path, ["颱風來了", "股市大漲"])
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(
+        {
+            "pair_id": ["p1"],
+            "split": ["train"],
+            "text_a": ["股市大漲"],
+            "text_b": ["颱風來了"],
+            "score": ["0"],
+        }
+    ).to_csv(pairs, sep="\t", index=False)
+    out = tmp_path / "todo.csv"
+    with pytest.raises(InputError, match="no candidate pair left"):
+        draw(corpus, out, pairs)
+    assert not out.exists()
+
+
+# --- 8. messages -----------------------------------------------------------------------------------
+
+
+def test_a_semicolon_separated_file_is_named_as_such(pairs: Path, tmp_path: Path) -> None:
+    for body in ("pair_id;text_a;text_b;score\ne1;甲;乙;1\n", "pair_id;text_a;text_b;score\ne1;甲;乙;0,5\n"):
+        path = tmp_path / "filled.csv"
+        path.write_text("\ufeff" + body, encoding="utf-8")
+        with pytest.raises(InputError, match="separated by ';'"):
+            merge_annotations(path, pairs, log=quiet)
+
+
+def test_with_skip_blank_a_duplicate_pair_id_names_the_files_rows(pairs: Path, tmp_path: Path) -> None:
+    path = filled(tmp_path, pair_id=["e1", "e9", "e3", "e9"], text_a=["甲", "丙", "戊", "庚"],
+                  text_b=["乙", "丁", "己", "辛"], score=["", "1", "1", "0"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, skip_blank=True, log=quiet)
+    assert (err.value.row, err.value.field) == (4, "pair_id")
+    assert "first at row 2" in err.value.reason
+
+
+# --- 9. values -------------------------------------------------------------------------------------
+
+
+def test_scores_are_stored_as_their_level_and_ids_trimmed(pairs: Path, tmp_path: Path) -> None:
+    path = filled(tmp_path, id_a=[" z1\u00a0", "z3"], id_b=["z2", "\u00a0z4 "], text_a=["甲", "丙"],
+                  text_b=["乙", "丁"], score=["-0", "1e-10"])  # fmt: skip
+    merge_annotations(path, pairs, log=quiet)
+    lines = pairs.read_text(encoding="utf-8").splitlines()[3:]
+    cells = [line.split("\t") for line in lines]
+    assert [c[6] for c in cells] == ["0", "0"]
+    assert [(c[2], c[3]) for c in cells] == [("z1", "z2"), ("z3", "z4")]
+    assert [c[0] for c in cells] == [editor_file.pair_id("z1", "z2"), editor_file.pair_id("z3", "z4")]
