@@ -122,17 +122,7 @@ def load(config: DedupConfig) -> Corpus:
     limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
     future = (corpus.frame["published_at"] > limit).to_numpy()
     if future.any():
-        rows = np.flatnonzero(future)
-        first = corpus.frame.iloc[rows[0]]
-        ids = ", ".join(corpus.frame["id"].iloc[rows[:5]].astype(str))
-        raise InputError(
-            corpus.path,
-            int(rows[0]) + 1 if not len(corpus.quarantined) else None,
-            "published_at",
-            f"{len(rows)} item(s) dated in the future (e.g. {first['id']} at {first['published_at']}; ids "
-            f"{ids}"
-            f"{' ...' if len(rows) > 5 else ''}); fix their dates",
-        )
+        raise _dated_rows_error(corpus, future, "dated in the future", "fix their dates")
     if config.incremental and config.retention_days:
         check_no_lone_late_items(corpus, pd.Timedelta(days=float(config.retention_days)))
     if len(corpus.quarantined):
@@ -168,16 +158,29 @@ def check_no_lone_late_items(corpus: Corpus, retention: pd.Timedelta) -> None:
         return
     cut = dated[wide[0]]  # the latest time before the first wide gap that leaves a minority after it
     late = (times > cut).to_numpy() & times.notna().to_numpy()
-    rows = np.flatnonzero(late)
+    raise _dated_rows_error(
+        corpus,
+        late,
+        f"dated more than {retention.days} days (the retention) after the other "
+        f"{int(times.notna().sum()) - int(late.sum())} dated items, the latest of which is "
+        f"{pd.Timestamp(cut)}",
+        "a typo in a year? The daily window's clock would move to it and expire every kept item; fix the "
+        "dates, or give the late items a run of their own",
+    )
+
+
+def _dated_rows_error(corpus: Corpus, bad: np.ndarray, what: str, advice: str) -> InputError:
+    """The error for the items of ``corpus`` marked in ``bad`` by their date: the first one's row (when no
+    row was quarantined, rows still count as in the file), up to five ids, and what to do."""
+    rows = np.flatnonzero(bad)
     first = corpus.frame.iloc[rows[0]]
-    raise InputError(
+    ids = ", ".join(corpus.frame["id"].iloc[rows[:5]].astype(str))
+    return InputError(
         corpus.path,
         int(rows[0]) + 1 if not len(corpus.quarantined) else None,
         "published_at",
-        f"{len(rows)} item(s) dated more than {retention.days} days (the retention) after the other "
-        f"{int(times.notna().sum()) - len(rows)} dated items, the latest of which is {pd.Timestamp(cut)} "
-        f"(e.g. {first['id']} at {first['published_at']}): a typo in a year? The daily window's clock would "
-        "move to it and expire every kept item; fix the dates, or give the late items a run of their own",
+        f"{len(rows)} item(s) {what} (e.g. {first['id']} at {first['published_at']}; ids {ids}"
+        f"{' ...' if len(rows) > 5 else ''}); {advice}",
     )
 
 

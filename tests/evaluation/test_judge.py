@@ -51,15 +51,20 @@ def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) ->
     return message
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A report over a corpus of STS-B sentences, and the scored pairs of those sentences (with ids)."""
-    folder = tmp_path_factory.mktemp("judge")
+def write_report(folder: Path) -> Path:
+    """In ``folder``: a report (``rep``) over a corpus of STS-B sentences, and the scored pairs of those
+    sentences with ids (``pairs.tsv``)."""
     make_data(folder, train=20, validation=80, test=10)
     args = ["dedup", "--corpus", "corpus.parquet", "--out", "rep", "--model", FAST_MODEL, "--convert", "none"]
     proc = nlsim(*args, "--threshold", "0.8", "--no-cache", "--no-progress", cwd=folder)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return folder
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`write_report` once for the module."""
+    return write_report(tmp_path_factory.mktemp("judge"))
 
 
 def shifted(folder: Path, moved: int, name: str) -> Path:

@@ -12,20 +12,13 @@ import pytest
 
 from nlsim.errors import InputError, StateError
 from nlsim.evaluation.judge import judge_report
-from tests.chain.test_chain import make_data
-from tests.command import nlsim
-from tests.evaluation.test_judge import FAST_MODEL, judge, refused
+from tests.evaluation.test_judge import judge, refused, write_report
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report (``rep``) over a corpus of STS-B sentences, and their scored pairs (as in test_judge)."""
-    folder = tmp_path_factory.mktemp("judge-damaged")
-    make_data(folder, train=20, validation=80, test=10)
-    args = ["dedup", "--corpus", "corpus.parquet", "--out", "rep", "--model", FAST_MODEL, "--convert", "none"]
-    proc = nlsim(*args, "--threshold", "0.8", "--no-cache", "--no-progress", cwd=folder)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return folder
+    return write_report(tmp_path_factory.mktemp("judge-damaged"))
 
 
 @pytest.fixture
