@@ -39,7 +39,6 @@ import os
 import stat
 import tempfile
 import time
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -655,14 +654,11 @@ BOM = b"\xef\xbb\xbf"
 
 
 def _bad_char(text: str, tsv: bool) -> str | None:
-    """The first character of ``text`` a pair file must not hold, or ``None``: a control character (other
-    than tab, carriage return and newline, which only TSV refuses), or a line or paragraph separator. Line
-    readers split on them (U+2028, U+0085, form feed ...), so a row would come back broken."""
+    """The first character of ``text`` a pair file must not hold, or ``None``: a tab, carriage return or
+    newline in a TSV pair file (it has no quoting), and a NUL in any (many tools end a text there). The
+    readers split rows at newlines only, so a U+2028 or a form feed stays in its cell."""
     for ch in text:
-        if ch in "\t\r\n":
-            if tsv:
-                return ch
-        elif unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+        if ch == "\x00" or (tsv and ch in "\t\r\n"):
             return ch
     return None
 
@@ -678,22 +674,29 @@ def _check_cells(new: pd.DataFrame, columns: list[str], filled: str | Path, pair
             ch = _bad_char(str(value), tsv)
             if ch is None:
                 continue
-            what = "a tab or newline" if ch in "\t\r\n" else f"the control character U+{ord(ch):04X}"
-            kind = "the TSV pair file" if ch in "\t\r\n" else "the pair file"
+            what = "a NUL character" if ch == "\x00" else "a tab or newline"
+            kind = "a pair file" if ch == "\x00" else "the TSV pair file"
             raise InputError(
                 filled,
                 int(rows[i]),
                 str(col),
-                f"{what} cannot be written to {kind} {pairs_file} (a line reader would split the row there); "
-                "remove it",
+                f"{what} cannot be written to {kind} ({pairs_file}); remove it",
             )
 
 
 @contextlib.contextmanager
 def merge_lock(target: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on the folder of ``target`` (one merge into it at a time), waiting up to
-    :data:`MERGE_LOCK_WAIT` seconds; the kernel drops it when the process ends, so it never stays stuck."""
-    fd = os.open(target.parent, os.O_RDONLY)
+    :data:`MERGE_LOCK_WAIT` seconds; the kernel drops it when the process ends, so it never stays stuck.
+    A folder that cannot be opened for reading (write and search permission only) gets the lock on
+    ``target`` itself; a ``target`` that cannot be opened either is refused by name."""
+    try:
+        fd = os.open(target.parent, os.O_RDONLY)
+    except OSError:  # a folder that may be written but not listed: lock the pair file itself
+        try:
+            fd = os.open(target, os.O_RDONLY)
+        except OSError as exc:
+            raise InputError(target, None, None, f"cannot be opened ({exc.strerror or exc})") from None
     try:
         deadline = time.monotonic() + MERGE_LOCK_WAIT
         while True:
@@ -713,33 +716,56 @@ def merge_lock(target: Path) -> Iterator[None]:
 
 
 def _line_ending(data: bytes) -> bytes:
-    """The line ending of a text file: ``\\r\\n`` when its first line ends so, else ``\\n``."""
+    """The line ending of a text file: ``\\r\\n`` when its first line ends so, ``\\r`` in a file without
+    any ``\\n`` that has ``\\r`` (old Mac endings, as Excel for Mac writes), else ``\\n``."""
     end = data.find(b"\n")
+    if end < 0:
+        return b"\r" if b"\r" in data else b"\n"
     return b"\r\n" if end > 0 and data[end - 1 : end] == b"\r" else b"\n"
 
 
-def _widen(text: str, fmt: str, extra: list[str]) -> str:
-    """``text`` (a CSV or TSV file without its byte-order mark) with the columns ``extra`` added: their
-    names after the header's, an empty cell after every row's; every existing cell and line ending kept."""
+def _widen(text: str, fmt: str, extra: list[str], newline: str = "\n") -> str:
+    """``text`` (a CSV or TSV file without its byte-order mark, records ending in ``newline``: ``\\n``,
+    a ``\\r`` before it kept, or ``\\r`` alone) with the columns ``extra`` added: their names after the
+    header's, an empty cell after every row's; every existing cell and line ending kept. A CSV field is
+    quoted only when its first character is a quote (as the csv reader reads it: ``5"`` inside a field is a
+    character), and ``""`` inside a quoted field is one quote.
+
+    Example:
+        >>> _widen('a,b\\r\\n1,"x\\r\\ny"\\r\\n2,5"\\r\\n', "csv", ["notes"])
+        'a,b,notes\\r\\n1,"x\\r\\ny",\\r\\n2,5",\\r\\n'
+    """
     sep = "," if fmt == "csv" else "\t"
+    end = "\r" if newline == "\r" else "\n"
     out: list[str] = []
     header = True
     start = 0
     quoted = False
+    field_start = True
     i = 0
     while i <= len(text):
-        ch = text[i] if i < len(text) else "\n"
-        if fmt == "csv" and ch == '"':
-            quoted = not quoted
-        elif ch == "\n" and not quoted:
+        ch = text[i] if i < len(text) else end
+        if quoted:
+            if ch == '"':
+                if text[i + 1 : i + 2] == '"':
+                    i += 1  # an escaped quote
+                else:
+                    quoted = False
+        elif fmt == "csv" and ch == '"' and field_start:
+            quoted = True
+            field_start = False
+        elif ch == end:
             record = text[start:i]
-            cr = record.endswith("\r")
+            cr = end == "\n" and record.endswith("\r")
             body = record[:-1] if cr else record
             if body.strip():
                 body += sep + sep.join(extra) if header else sep * len(extra)
                 header = False
-            out.append(body + ("\r" if cr else "") + ("\n" if i < len(text) else ""))
+            out.append(body + ("\r" if cr else "") + (end if i < len(text) else ""))
             start = i + 1
+            field_start = True
+        else:
+            field_start = ch == sep
         i += 1
     return "".join(out)
 
@@ -752,8 +778,8 @@ def _text_bytes(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame) -> b
     newline = _line_ending(data)
     body = data[len(bom) :]
     if extra:
-        body = _widen(body.decode("utf-8"), fmt, extra).encode("utf-8")
-    if body and not body.endswith(b"\n"):
+        body = _widen(body.decode("utf-8"), fmt, extra, newline.decode()).encode("utf-8")
+    if body and not body.endswith(newline[-1:]):
         body += newline
     buf = io.StringIO()
     rows = add.astype(str).to_numpy().tolist()

@@ -4,6 +4,7 @@ pairs, draw never overwrites an editor's work and never proposes what merge refu
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import stat
 import threading
@@ -57,17 +58,33 @@ def one_pair(tmp_path: Path, name: str = "filled.csv", **change: str) -> Path:
 
 @pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
 @pytest.mark.parametrize("field", ["text_b", "notes"])
-def test_a_cell_with_a_line_breaking_control_character_is_refused_by_row_and_field(
+def test_a_cell_with_a_line_separator_is_merged_and_reads_back_whole(
     pairs: Path, tmp_path: Path, char: str, field: str
 ) -> None:
+    """U+2028 (web text), a vertical tab (a slide's soft line break) ...: readers split rows at newlines only,
+    so the cell comes back as the editor wrote it and the file stays readable for the next merge."""
+    merge_annotations(one_pair(tmp_path, **{field: f"颱風{char}登陸"}), pairs, log=quiet)
+    back = load_pairs(pairs)
+    assert len(back) == 3 and back[field].iloc[2] == f"颱風{char}登陸"
+    merge_annotations(
+        one_pair(tmp_path, "second.csv", id_a="z3", id_b="z4", pair_id="", text_a="另一"), pairs
+    )
+    assert len(load_pairs(pairs)) == 4
+
+
+@pytest.mark.parametrize(("char", "suffix"), [("\x00", "csv"), ("\t", "tsv"), ("\n", "tsv")])
+def test_a_cell_the_pair_file_cannot_hold_is_refused_by_row_and_field(
+    tmp_path: Path, char: str, suffix: str
+) -> None:
+    pairs = tmp_path / f"pairs.{suffix}"
+    pd.read_csv(
+        io.StringIO("\n".join([HEADER, *ROWS]) + "\n"), sep="\t", dtype=str, keep_default_na=False
+    ).to_csv(pairs, sep="\t" if suffix == "tsv" else ",", index=False)
     before = pairs.read_bytes()
-    path = one_pair(tmp_path, **{field: f"颱風{char}登陸"})
     with pytest.raises(InputError) as err:
-        merge_annotations(path, pairs, log=quiet)
-    assert (err.value.row, err.value.field) == (1, field)
-    assert f"U+{ord(char):04X}" in err.value.reason
+        merge_annotations(one_pair(tmp_path, notes=f"看{char}過"), pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (1, "notes")
     assert pairs.read_bytes() == before
-    assert len(load_pairs(pairs)) == 2
 
 
 def test_a_merged_file_that_does_not_read_back_whole_is_not_put_in_place(
@@ -138,6 +155,11 @@ def test_a_merge_waits_for_the_lock_and_then_gives_up_clearly(
         os.close(fd)
     assert pairs.read_bytes() == before
     assert merge_annotations(one_pair(tmp_path), pairs, log=quiet).added == 1  # once it is free
+
+
+def test_a_merge_into_a_missing_pair_file_names_it(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"nowhere/pairs.tsv: cannot be opened"):
+        merge_annotations(one_pair(tmp_path), tmp_path / "nowhere" / "pairs.tsv", log=quiet)
 
 
 # --- 3. draw --out ---------------------------------------------------------------------------------
@@ -286,6 +308,30 @@ def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: P
     assert back["text_a"].tolist() == ['two\r\nlines, "quoted"', "颱風來了"]
     assert back["notes"].tolist() == ["", "看過"]
     assert pairs.read_bytes().startswith(b'pair_id,split,text_a,text_b,score,notes\r\np1,train,"two\r\nlines')
+
+
+@pytest.mark.parametrize(
+    ("text", "newline"),
+    [
+        ('pair_id,split,text_a,text_b,score\np1,train,他說5"螢幕,"a, b",0.5\np2,test,x,"=SUM(1)",1\n', "\n"),
+        ("pair_id,split,text_a,text_b,score\rp1,train,甲,乙,1\rp2,test,丙,丁,0\r", "\r"),  # Excel for Mac
+        ("pair_id\tsplit\ttext_a\ttext_b\tscore\rp1\ttrain\t甲\t乙\t1\r", "\r"),
+    ],
+)
+def test_a_pair_file_given_new_columns_keeps_quotes_inside_fields_and_old_mac_endings(
+    tmp_path: Path, text: str, newline: str
+) -> None:
+    """A quote inside an unquoted CSV field is a character (``5"``), and CR alone ends a line in a file of
+    old Mac endings: both keep every existing cell when the editor's notes add a column."""
+    pairs = tmp_path / ("pairs.tsv" if "\t" in text else "pairs.csv")
+    pairs.write_bytes(text.encode("utf-8"))
+    before = load_pairs(pairs)
+    merge_annotations(one_pair(tmp_path, notes="看過"), pairs, log=quiet)
+    back = load_pairs(pairs)
+    assert back["text_a"].tolist()[:-1] == before["text_a"].tolist()
+    assert back["text_b"].tolist()[:-1] == before["text_b"].tolist()
+    assert back["notes"].tolist() == [""] * len(before) + ["看過"]
+    assert pairs.read_bytes().count(newline.encode()) == text.count(newline) + 1
 
 
 # --- 7. draw: clear errors instead of tracebacks ---------------------------------------------------

@@ -296,6 +296,9 @@ def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) 
     ):
         _daily(tmp_path, typo, "day2", retention_days=30.0)
     assert snapshot(tmp_path / "st") == before
+    (tmp_path / "fixed").mkdir()  # a clock fixed by --as-of cannot be moved by the late item: not refused
+    fixed = _daily(tmp_path / "fixed", typo, "day2", retention_days=30.0, as_of="2005-03-03T00:00:00Z")
+    assert pd.Timestamp(fixed.stats.as_of) == pd.Timestamp("2005-03-03T00:00:00Z")
     # a day wholly after a pause is no typo: the window moves and the kept items expire, as they should
     later = stories.iloc[6:9].assign(published_at=pd.Timestamp("2006-03-02T03:00", tz="UTC"))
     result = _daily(tmp_path, later, "day3", retention_days=30.0)
@@ -306,6 +309,36 @@ def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) 
     (tmp_path / "archive").mkdir()
     archive = _daily(tmp_path / "archive", span, "archive", retention_days=30.0)
     assert (archive.stats.counts["new"], archive.stats.counts["too_old"]) == (4, 8)
+
+
+@pytest.mark.parametrize(
+    ("days", "retention", "refused_rows"),
+    [
+        (["2024-05-03", "2024-05-03", "2025-05-03"], 30, [3]),  # a year typo among the day's items
+        (["2025-05-03", "2024-05-03", "2024-05-03", "2024-05-03"], 30, [1]),
+        (["2024-03-20", "2024-05-01"], 30, []),  # an old item republished beside today's: which is wrong?
+        (["2024-05-03"] * 5 + ["2024-05-06"] * 5, 1, []),  # Friday's and Monday's items, one day kept
+        (["2024-01-01"] * 3 + ["2024-05-01"] * 3, 30, []),  # a backlog as large as the day's news
+        (
+            ["2024-05-01", "2024-05-02", "2024-05-02"],
+            0.5,
+            [],
+        ),  # a gap wider than half a day, but no lone item
+    ],
+)
+def test_only_a_lone_late_item_is_refused(days: list[str], retention: float, refused_rows: list[int]) -> None:
+    from nlsim.dedup.stages import check_no_lone_late_items
+    from nlsim.io.corpus import Corpus
+
+    ids = [f"n{i}" for i in range(1, len(days) + 1)]
+    corpus = Corpus(pd.DataFrame({"id": ids, "published_at": pd.to_datetime(days, utc=True)}), path="day.csv")
+    if not refused_rows:
+        check_no_lone_late_items(corpus, retention)
+        return
+    with pytest.raises(
+        InputError, match=rf"row {refused_rows[0]}, field 'published_at': {len(refused_rows)} item"
+    ):
+        check_no_lone_late_items(corpus, retention)
 
 
 @pytest.mark.parametrize("hours", ["0", "inf", "1e9", "nan"])

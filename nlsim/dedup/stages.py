@@ -123,49 +123,49 @@ def load(config: DedupConfig) -> Corpus:
     future = (corpus.frame["published_at"] > limit).to_numpy()
     if future.any():
         raise _dated_rows_error(corpus, future, "dated in the future", "fix their dates")
-    if config.incremental and config.retention_days:
-        check_no_lone_late_items(corpus, pd.Timedelta(days=float(config.retention_days)))
+    if config.incremental and config.retention_days and config.as_of is None:  # --as-of fixes the clock
+        check_no_lone_late_items(corpus, float(config.retention_days))
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
     return corpus
 
 
-def check_no_lone_late_items(corpus: Corpus, retention: pd.Timedelta) -> None:
-    """Refuse a daily run's items dated more than ``retention`` after the rest of the corpus, when they are
-    no more than the rest: a typo in a year (2025 for 2024) would move the window's clock to it, expire
+def check_no_lone_late_items(corpus: Corpus, retention_days: float) -> None:
+    """Refuse a daily run's items dated more than the retention after the rest of the corpus, when the rest
+    are at least twice as many: a typo in a year (2025 for 2024) would move the window's clock to it, expire
     every kept item and make the day's own items too old, for every later run too.
 
-    The items after the first such gap in the sorted dates are refused; a corpus whose dates run on without
-    such a gap (an archive of three months), or that lies wholly after a pause, passes.
+    The items after the first such gap in the sorted dates are refused. A corpus whose dates run on without
+    such a gap (an archive of three months) passes, and so does one whose later part is a third or more of
+    it (Friday's and Monday's items, a backlog beside the day's news): which side is wrong cannot be told.
 
     Example:
         >>> import pandas as pd
         >>> from nlsim.io.corpus import Corpus
         >>> times = pd.to_datetime(["2024-05-03T08:00Z", "2024-05-03T09:00Z", "2025-05-03T10:00Z"], utc=True)
         >>> corpus = Corpus(pd.DataFrame({"id": ["a", "b", "c"], "published_at": times}), path="day.csv")
-        >>> check_no_lone_late_items(corpus, pd.Timedelta(days=30))
+        >>> check_no_lone_late_items(corpus, 30)
         Traceback (most recent call last):
         ...
         nlsim.errors.InputError: day.csv: row 3, field 'published_at': 1 item(s) dated more than 30 days ...
     """
     times = corpus.frame["published_at"]
     dated = np.sort(times.dropna().to_numpy())
-    if len(dated) < 2:
-        return
-    gaps = np.diff(dated)
-    wide = np.flatnonzero((gaps > retention.to_timedelta64()) & (np.arange(1, len(dated)) >= len(dated) / 2))
+    retention = pd.Timedelta(days=retention_days).to_timedelta64()
+    before = np.arange(1, len(dated))  # how many dated items lie before each gap
+    wide = np.flatnonzero((np.diff(dated) > retention) & (before >= 2 * (len(dated) - before)))
     if not len(wide):
         return
-    cut = dated[wide[0]]  # the latest time before the first wide gap that leaves a minority after it
+    cut = dated[wide[0]]  # the latest time before the first wide gap that leaves a small part after it
     late = (times > cut).to_numpy() & times.notna().to_numpy()
     raise _dated_rows_error(
         corpus,
         late,
-        f"dated more than {retention.days} days (the retention) after the other "
+        f"dated more than {retention_days:g} days (the retention) after the other "
         f"{int(times.notna().sum()) - int(late.sum())} dated items, the latest of which is "
         f"{pd.Timestamp(cut)}",
         "a typo in a year? The daily window's clock would move to it and expire every kept item; fix the "
-        "dates, or give the late items a run of their own",
+        "dates, give the late items a run of their own, or fix the clock with --as-of",
     )
 
 

@@ -102,25 +102,48 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     return (text, None) if text else (None, "empty id")
 
 
-ISO_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*(Z|[+-]\d{2}(:?\d{2})?)?", re.IGNORECASE
-)
-"""A time written in ISO 8601 (``2024-05-01``, ``2024-05-01T08:00:00Z``, ``2024-05-01 16:00+08:00``)."""
+YEAR_FIRST = re.compile(r"\d{4}(\d{4}|[-/.]\d{1,2}[-/.]\d{1,2})")
+"""How a year-first date begins (``2024-05-01``, ``2024/5/1``, ``20240501``): the one order of year,
+month and day that is never read two ways."""
+UTC_WORDS = frozenset({"T", "Z", "UT", "UTC", "GMT"})
+"""The words a time may hold besides numbers: ISO 8601's ``T`` and the names of UTC."""
+NO_TIME = frozenset({"nat", "nan", "none", "null"})
+"""What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
+RFC_OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})$")
 TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
 """The years a time can have here (what a nanosecond timestamp holds, a year of margin each side)."""
+WRITE_ISO = "write it in ISO 8601 (2024-05-01T08:00:00+08:00)"
 
 
-def _parse_time_text(text: str) -> pd.Timestamp | None:
-    """An ISO 8601 or an RFC 2822 (``Wed, 01 May 2024 08:00:00 GMT``, RSS) time, or ``None`` for any
-    other spelling: ``12/05/2024`` could be 12 May or 5 December, ``113/05/01`` is a Minguo year."""
-    if ISO_TIME.fullmatch(text):
-        return pd.Timestamp(text)
-    if any(c.isalpha() for c in text):
-        try:
-            return pd.Timestamp(email.utils.parsedate_to_datetime(text))
-        except (TypeError, ValueError, IndexError):
-            return None
-    return None
+def _zone_names(text: str) -> list[str]:
+    """The words of ``text`` that name a time zone other than UTC (``CST`` is China's or US Central's)."""
+    return [w for w in re.findall(r"[A-Za-z]+", text) if w.upper() not in UTC_WORDS]
+
+
+def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
+    """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
+    ``20240501T080000Z``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00 +0800``, RSS), with the reason when it
+    is neither or names its zone by a name that is not one offset (``CST``, ``HKT``): ``12/05/2024`` could
+    be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year."""
+    if text.lower() in NO_TIME:
+        return pd.NaT, None
+    names = _zone_names(text)
+    if YEAR_FIRST.match(text):
+        if names:
+            return None, f"time {text!r:.40} names its zone {names[-1]!r}, not an offset: {WRITE_ISO}"
+        return pd.Timestamp(text), None
+    parts = email.utils.parsedate_tz(RFC_OFFSET.sub(r"\1\2\3", text)) if names else None
+    if parts is None:
+        return None, (
+            f"time {text!r:.40} is neither year first (ISO 8601: 2024-05-01T08:00:00Z) nor RFC 2822 (Wed, 01 "
+            "May 2024 08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or "
+            f"the 5th of December?): {WRITE_ISO}"
+        )
+    zone = text.split()[-1]
+    if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
+        return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"
+    offset = parts[9] or 0  # no zone at all: UTC, as a year-first time without one
+    return pd.Timestamp(email.utils.mktime_tz((*parts[:9], offset)), unit="s", tz="UTC"), None
 
 
 def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
@@ -130,15 +153,13 @@ def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
         # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
         return None, f"a number ({value!r:.40}) is not a time: write it in ISO 8601 (2024-01-01T08:00:00Z)"
     try:
-        ts = _parse_time_text(value.strip()) if isinstance(value, str) else pd.Timestamp(value)
+        ts, reason = (
+            _parse_time_text(value.strip()) if isinstance(value, str) else (pd.Timestamp(value), None)
+        )
     except (ValueError, TypeError, OverflowError) as exc:
         return None, f"cannot parse time {value!r:.40}: {exc}"
     if ts is None:
-        return None, (
-            f"time {value!r:.40} is neither ISO 8601 (2024-05-01T08:00:00Z) nor RFC 2822 (Wed, 01 May 2024 "
-            "08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or the 5th "
-            "of December?): write it in ISO 8601"
-        )
+        return None, reason
     if ts is pd.NaT:
         return pd.NaT, None
     if not TIME_RANGE[0] <= ts.year <= TIME_RANGE[1]:

@@ -155,14 +155,17 @@ def _refuse_compressed(path: Path, data: bytes) -> None:
 
 
 def _split_lines(text: str) -> list[str]:
-    """``text`` split into lines at ``\\n`` only (a ``\\r`` before it dropped): unlike
+    """``text`` split into lines at ``\\n`` only (a ``\\r`` before it dropped), or at ``\\r`` in a file
+    that has no ``\\n`` at all (old Mac line endings, as Excel for Mac still writes): unlike
     :meth:`str.splitlines`, a U+2028, U+2029, U+0085 or form feed inside a field does not end a row.
 
     Example:
         >>> _split_lines("a\\u2028b\\r\\nc\\n")
         ['a\\u2028b', 'c']
+        >>> _split_lines("a\\tb\\rc\\td\\r")
+        ['a\\tb', 'c\\td']
     """
-    lines = text.split("\n")
+    lines = text.split("\n" if "\n" in text or "\r" not in text else "\r")
     if lines[-1] == "":  # the newline that ends the last line (or an empty text)
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]

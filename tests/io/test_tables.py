@@ -40,3 +40,15 @@ def test_a_jsonl_column_of_integers_and_fractions_keeps_each_as_written(tmp_path
     frame = read_table(tmp_path / "s.jsonl")
     assert frame["score"].tolist() == [1, 0.5, None] and isinstance(frame["score"][0], int)
     assert frame["weight"].dtype.kind == "f"
+
+
+def test_a_file_with_old_mac_line_endings_is_read_by_row(tmp_path: Path) -> None:
+    """Excel for Mac writes CR alone: a TSV, a CSV or a JSONL of such lines holds its rows."""
+    (tmp_path / "cr.tsv").write_bytes(b"id\ttitle\rn1\tA story\rn2\tB story\r")
+    (tmp_path / "cr.csv").write_bytes(b'id,title\rn1,"A, story"\rn2,B story\r')
+    (tmp_path / "cr.jsonl").write_bytes(
+        b'{"id": "n1", "title": "A, story"}\r{"id": "n2", "title": "B story"}\r'
+    )
+    for name in ("cr.tsv", "cr.csv", "cr.jsonl"):
+        frame = read_table(tmp_path / name)
+        assert frame["id"].tolist() == ["n1", "n2"], name
