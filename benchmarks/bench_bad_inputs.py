@@ -1910,6 +1910,11 @@ def model_files_and_store(template: Path) -> list[Case]:
         def setup(d: Path) -> None:
             shutil.copytree(template / "rep", d / "rep")
             shutil.copy(template / "corpus.parquet", d / "corpus.parquet")
+            for run in (d / "rep").rglob("run.json"):  # the copy's corpus, named as a run names it: absolute
+                record = json.loads(run.read_text(encoding="utf-8"))
+                if isinstance(record, dict) and "corpus" in record:
+                    record["corpus"] = str((d / "corpus.parquet").absolute())
+                    run.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             for step in steps:
                 step(d)
 

@@ -326,8 +326,8 @@ def draw_candidates(
     """
     if n < 1:
         raise ConfigError(f"-n must be at least 1, got {n}")
-    check_out(out)
     check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
+    check_out(out)
     check_writable(out, what="--out")
     items = load_items(corpus, text_field)
     if len(items) < 2:

@@ -203,6 +203,8 @@ def test_draw_never_overwrites_an_editors_scores_or_a_foreign_file(tmp_path: Pat
     with pytest.raises(ConfigError, match="not a"):
         draw(corpus, mine)
     assert mine.read_text(encoding="utf-8") == "my,notes\n1,2\n"
+    with pytest.raises(ConfigError, match="is the same path as --corpus"):  # named for what it is
+        draw(corpus, corpus)
 
 
 @pytest.mark.parametrize(
