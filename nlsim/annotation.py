@@ -375,19 +375,13 @@ def check_out(out: str | Path) -> None:
     path = Path(out)
     if path.suffix.lower() != ".csv":
         raise ConfigError(f"--out {out}: draw writes a CSV file; give a name ending in .csv")
-    if path.exists() and not path.is_dir():
-        held = editor_file.scores_held(path)
-        if held:
-            raise ConfigError(
-                f"--out {out} already holds {held} score(s) filled in by an editor; refusing to overwrite "
-                "them: merge it first (nlsim annotate merge) or choose another --out"
-            )
-    check_replaceable(
-        path,
-        lambda p: editor_file.scores_held(p) == 0,
-        what="--out",
-        kind="editors' file (nlsim annotate draw)",
-    )
+    held = editor_file.scores_held(path) if path.exists() and not path.is_dir() else None
+    if held:
+        raise ConfigError(
+            f"--out {out} already holds {held} score(s) filled in by an editor; refusing to overwrite "
+            "them: merge it first (nlsim annotate merge) or choose another --out"
+        )
+    check_replaceable(path, lambda _: held == 0, what="--out", kind="editors' file (nlsim annotate draw)")
 
 
 def _blank(value: Any) -> bool:
@@ -866,9 +860,9 @@ def merge_annotations(
     fmt = table_format(target, ("parquet", "csv", "tsv"))
     with merge_lock(target):
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
-        existing = load_pairs(target)
-        _check_new(new, existing, filled, pairs_file)
         original = read_pair_table(target)  # existing rows are written back exactly as read
+        existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
+        _check_new(new, existing, filled, pairs_file)
         columns = list(original.columns)
         extra: list[str] = []
         for col in editor_file.KEPT:

@@ -19,7 +19,7 @@ from typing import Any
 
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
-from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable
+from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
 
 # the same as nlsim.encoders.DEFAULT_MODEL, not imported so that `nlsim --help` stays fast
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -32,14 +32,14 @@ def _fields(value: str) -> tuple[str, ...]:
     return fields
 
 
+SIDECAR_KEYS = {"model_id", "fingerprint", "count", "ids"}
+"""Keys of the JSON record ``nlsim embed`` writes beside its ``.npy`` (how it is told from a user's file)."""
+
+
 def _is_sidecar(path: Path) -> bool:
     """True when ``path`` is the JSON record ``nlsim embed`` writes beside its ``.npy`` (so it may be
     replaced); anything else there is the user's."""
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and {"model_id", "fingerprint", "count", "ids"} <= set(meta)
+    return is_json_record(path, SIDECAR_KEYS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -194,7 +194,7 @@ def check_split_leaks(
     scored: dict[tuple[tuple[str, ...], str], int] = {}  # (pair key, split): its first row
     scores = None
     if repeated_scores == "refuse" and "score" in frame.columns:
-        scores = (frame["score"].tolist(), pd.to_numeric(frame["score"], errors="coerce").tolist())
+        scores = frame["score"].astype(float).tolist()  # read as numbers in [0, 1] by validate_pairs
     for i, (keys, split) in enumerate(zip(pair_keys(frame), frame["split"], strict=True)):
         for key in keys:
             if scores is not None:
@@ -212,21 +212,16 @@ def check_split_leaks(
                 )
 
 
-def _check_same_score(source: str | Path, i: int, j: int, scores: tuple[list[object], list[float]]) -> None:
-    """Refuse row ``i`` (0-based) when its score is not the score of row ``j``, the first of its pair
-    (``scores``: as written, and as numbers, NaN where not one)."""
-    (a, b), (x, y) = (scores[0][j], scores[0][i]), (scores[1][j], scores[1][i])
-    if math.isnan(x) or math.isnan(y):  # not yet checked as numbers: compare as written
-        same, here, there = str(a).strip() == str(b).strip(), str(b).strip(), str(a).strip()
-    else:
-        same, here, there = math.isclose(x, y, rel_tol=0.0, abs_tol=1e-9), f"{y:g}", f"{x:g}"
-    if not same:
+def _check_same_score(source: str | Path, i: int, j: int, scores: list[float]) -> None:
+    """Refuse row ``i`` (0-based) when its score is not the score of row ``j``, the first of its pair."""
+    if not math.isclose(scores[i], scores[j], rel_tol=0.0, abs_tol=1e-9):
         raise InputError(
             source,
             i + 1,
             "score",
-            f"the same pair as row {j + 1} has score {here} here and {there} there (one pair is scored once "
-            "in a split: which score counts would depend on the row order; keep one row or settle the score)",
+            f"the same pair as row {j + 1} has score {scores[i]:g} here and {scores[j]:g} there (one pair is "
+            "scored once in a split: which score counts would depend on the row order; keep one row or "
+            "settle the score)",
         )
 
 
