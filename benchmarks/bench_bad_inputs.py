@@ -166,6 +166,12 @@ def bad_corpora() -> list[Case]:
         ),
         ("csv-empty-title", "news.csv", HEAD + csv_rows(1) + "n2,,AP,\n", ("row 2", "'title'")),
         ("csv-blank-title", "news.csv", HEAD + csv_rows(1) + "n2,   ,AP,\n", ("row 2", "'title'")),
+        (
+            "csv-invisible-title",  # a zero-width space and a byte-order mark: nothing to read
+            "news.csv",
+            HEAD + csv_rows(1) + "n2,\u200b\ufeff,AP,\n",
+            ("row 2", "'title'", "invisible"),
+        ),
         ("csv-blank-id", "news.csv", HEAD + " ,Floods,AP,\n", ("row 1", "'id'")),
         (
             "csv-bad-date",
@@ -1231,6 +1237,52 @@ def bad_states(template: Path) -> list[Case]:
     )
     out.append(
         Case(
+            "state-as-of-in-the-future",  # a year typed wrong: every later day would be too old, for good
+            g,
+            dedup("day3.csv", "--state", "st", "--as-of", "2099-01-01"),
+            dict(files),
+            words=("--as-of", "after now"),
+            setup=with_state(),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
+            "state-retention-beyond-100-years",
+            g,
+            dedup("day3.csv", "--state", "st", "--retention-days", "200000"),
+            dict(files),
+            words=("--retention-days", "36525"),
+            setup=with_state(),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
+            "state-day-all-older-than-the-window",
+            g,
+            dedup("old.csv", "--state", "st"),
+            {"old.csv": HEAD + "o1,Old story,AP,2000-01-01\no2,Another one,AP,2000-01-02\n", **USER_FILES},
+            words=("old.csv", "published_at", "older than the window"),
+            setup=with_state(),
+            status=1,
+        )
+    )
+    note = Path("st", "generations", "g000000-000000", "NOTES.txt")
+    out.append(
+        Case(
+            "state-generation-folder-with-a-user-note",
+            g,
+            dedup("day3.csv", "--state", "st"),
+            dict(files),
+            words=("NOTES.txt", "not written by nlsim"),
+            setup=with_state(lambda d: ((d / note).parent.mkdir(), (d / note).write_text("mine"))),
+            status=1,
+            check=lambda d, p: None if (d / note).read_text() == "mine" else "note changed",
+        )
+    )
+    out.append(
+        Case(
             "state-with-a-user-note-runs",
             "valid state",
             dedup("day3.csv", "--state", "st", "--json"),
@@ -1672,6 +1724,14 @@ def _promote(d: Path) -> None:
     (d / "models" / "CURRENT.json").write_text(json.dumps(record))
 
 
+def _promotion_in_history_pointer_lost(d: Path) -> None:
+    _promote(d)
+    record = json.loads((d / "models" / "CURRENT.json").read_text())
+    with (d / "models" / "history.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"at": record["promoted_at"], "decision": "promoted", **record}) + "\n")
+    (d / "models" / "CURRENT.json").unlink()
+
+
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
@@ -1745,6 +1805,8 @@ def _judged(n: int, mismatched: int) -> Callable[[Path, Any], str | None]:
 
 def _undefined(d: Path, proc: Any) -> str | None:
     out = _strict_json(proc)
+    if out["f1_ci95"] is not None:
+        return f"an undefined F1 has an interval {out['f1_ci95']}"
     return None if out["precision"] is None and out["f1"] is None else f"precision {out['precision']}"
 
 
@@ -1869,6 +1931,18 @@ def model_files_and_store(template: Path) -> list[Case]:
             [_locked_by_this_process],
             ("model store", "locked by another run"),
         ),
+        (  # without the pointer the store would read as never promoted: zero-shot, and a gate against it
+            "store-pointer-lost-after-a-promotion",
+            current,
+            [_promotion_in_history_pointer_lost],
+            ("CURRENT.json", "last promotion recorded"),
+        ),
+        (
+            "chain-on-a-store-whose-pointer-was-lost-after-a-promotion",
+            CHAIN,
+            [_promotion_in_history_pointer_lost],
+            ("CURRENT.json", "last promotion recorded"),
+        ),
     ]
     out += [
         Case(name, "model store", argv, base, words=words, status=1, setup=store(*steps))
@@ -1940,6 +2014,25 @@ def model_files_and_store(template: Path) -> list[Case]:
         )
         for name, text, steps, words, status in refusals
     ]
+
+    def bigger_corpus(d: Path) -> None:
+        import pandas as pd
+
+        corpus = pd.read_parquet(d / "corpus.parquet")
+        extra = corpus.iloc[:2].assign(id=["extra-1", "extra-2"])
+        pd.concat([corpus, extra]).to_parquet(d / "bigger.parquet", index=False)
+
+    out.append(
+        Case(  # its pairs of items the report never saw would count as misses: F1 down, exit 0
+            "judge-with-a-corpus-other-than-the-reports",
+            g,
+            [*judge, "--corpus", "bigger.parquet"],
+            {"pairs.tsv": pairs, **USER_FILES},
+            words=("--corpus", "is not the corpus the report"),
+            status=2,
+            setup=report(bigger_corpus),
+        )
+    )
     out += [
         Case(
             "judge-some-pairs-naming-other-texts",

@@ -38,7 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 RESULTS = ROOT / "benchmarks" / "results"
-AS_OF = pd.Timestamp("2026-11-22 06:00", tz="UTC")
+AS_OF = pd.Timestamp.now(tz="UTC").floor("D") - pd.Timedelta(days=60) + pd.Timedelta(hours=6)
+"""The first run's clock: in the past, so that every later run's stays before now (a clock set in the future
+is refused)."""
 
 
 def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: int, days: float) -> None:  # noqa: ANN001

@@ -30,7 +30,7 @@ from prefect.cache_policies import NO_CACHE
 
 from nlsim import progress
 from nlsim.commands.options import config_from_args
-from nlsim.errors import NlsimError
+from nlsim.errors import ConfigError, NlsimError
 from nlsim.options import options_of
 from nlsim.orchestration import stage_info
 
@@ -172,9 +172,12 @@ def run_from_command_line(
     add_options(parser)
     args = parser.parse_args(argv)
     params: dict[str, Any] = {}
-    for cls in classes:
-        config = config_from_args(cls, args)
-        params.update({o.name: getattr(config, o.name) for o in options_of(cls)})
+    try:
+        for cls in classes:
+            config = config_from_args(cls, args)
+            params.update({o.name: getattr(config, o.name) for o in options_of(cls)})
+    except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
+        parser.error(str(exc))
     state = flow_(**params, return_state=True)
     return 0 if state.is_completed() else 1
 

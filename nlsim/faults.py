@@ -12,6 +12,8 @@ generation complete, not yet renamed into place), ``manifest`` (just before the 
 replaced, i.e. the commit), ``report-write`` (report files half written) and ``report-publish`` (report
 complete, ``latest`` not yet switched).
 
+A batch report has ``report-move`` (after each file of a complete report is moved into the folder).
+
 Points of the model store (:data:`STORE_FAULT_STAGES`): ``model-save`` (a model folder written in full,
 not yet renamed into place), ``register`` (a new version in place, its ``store.json`` not yet written) and
 ``promote`` (``CURRENT.json`` moved, the decision not yet in ``history.jsonl``).

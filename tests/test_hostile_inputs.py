@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from nlsim.dedup.config import DedupConfig
 from nlsim.errors import ConfigError, InputError, StateError
 from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
@@ -251,7 +253,6 @@ def test_negative_retention_is_refused(tmp_path: Path) -> None:
 
 
 def _daily(tmp_path: Path, corpus: pd.DataFrame, name: str, **changes: object) -> object:
-    from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
 
     path = tmp_path / f"{name}.parquet"
@@ -275,12 +276,35 @@ def test_as_of_never_moved_backwards_by_an_outlier_or_an_option(tmp_path: Path) 
     first = _daily(tmp_path, stories.iloc[:6], "day1", retention_days=2.0)
     as_of = pd.Timestamp(first.stats.as_of)
     # an outlier from long ago is too old for the window and does not move the clock back
-    old = stories.iloc[6:8].assign(published_at=pd.Timestamp("1990-01-01", tz="UTC"))
+    old = stories.iloc[6:9].copy()
+    old.loc[old.index[0], "published_at"] = pd.Timestamp("1990-01-01", tz="UTC")
     second = _daily(tmp_path, old, "day2", retention_days=2.0)
-    assert pd.Timestamp(second.stats.as_of) == as_of and second.stats.counts["kept"] == 6
-    assert second.stats.counts["too_old"] == 2
+    assert pd.Timestamp(second.stats.as_of) == as_of + pd.Timedelta(hours=21)  # e1, the day's latest item
+    assert second.stats.counts["too_old"] == 1 and second.stats.counts["new"] == 2
     with pytest.raises(ConfigError, match="never moves backwards"):
         _daily(tmp_path, stories.iloc[6:8], "day3", retention_days=2.0, as_of="2000-01-01")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("as_of", "2999-05-02T20:00:00Z", "more than 1 day after now"),  # a year typed wrong
+        ("retention_days", 200_000.0, "from 0 (0 keeps everything) to 36525"),
+        ("retention_days", float("nan"), "got nan"),
+        ("retention_days", float("inf"), "got inf"),
+    ],
+)
+def test_a_clock_or_retention_that_would_empty_every_later_window_is_refused_up_front(
+    tmp_path: Path, option: str, value: object, words: str
+) -> None:
+    """A state's clock never moves back: an --as-of typed in the future would make every later day's items
+    too old, for good. A retention beyond what time arithmetic holds crashed."""
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), state=str(tmp_path / "st"), **{option: value})
+    now, st = pd.Timestamp.now(tz="UTC").isoformat(), str(tmp_path / "st")
+    DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), state=st, as_of=now, retention_days=36_525)
+    with pytest.raises(ConfigError, match="--as-of works on a daily state: give --state DIR"):
+        DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
 
 
 def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) -> None:
@@ -518,12 +542,15 @@ def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-1500:]
     after = snapshot(tmp_path / "rep")
-    assert {k: v for k, v in after.items() if not k.startswith(".staging-")} == before
+    left = {k for k in after if k.startswith(".staging-") or k == "lock.json"}
+    assert {k: v for k, v in after.items() if k not in left} == before
     assert any(k.startswith(".staging-") for k in after)  # what the killed run left
+    assert "lock.json" in after  # its lock, stale now: the next run takes it over
     verify_report(tmp_path / "rep")
     again = nlsim("dedup", "--corpus", "other.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-1500:]
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".staging-")]
+    assert not (tmp_path / "rep" / "lock.json").exists()
     assert verify_report(tmp_path / "rep")["items"] == 5
 
 

@@ -109,7 +109,13 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
     }
     cached = folder / "baseline.json"
     if cached.is_file():
-        data = json.loads(cached.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError(f"a JSON {type(data).__name__}, not an object")
+        except ValueError as exc:  # a cache: a torn one is made again, never a reason to stop the chain
+            say(f"baseline: {cached} is unreadable ({exc}); the zero-shot figures are computed again")
+            data = {}
         if data.get("key") == key and load_calibration(folder) is not None:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
             return data["metrics"]

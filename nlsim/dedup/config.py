@@ -31,6 +31,10 @@ DEFAULT_MODEL = "multilingual-e5-small"
 CURRENT_MODEL = "current"
 MAX_WINDOW_HOURS = 24 * 36_525
 """The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
+MAX_RETENTION_DAYS = 36_525
+"""The longest --retention-days (100 years), for the same reason."""
+FUTURE_TOLERANCE_DAYS = 1
+"""An item's time or an --as-of up to this many days after now passes (clocks and time zones differ)."""
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
 Backend = Literal["auto", "torch", "onnx"]
@@ -181,18 +185,19 @@ class DedupConfig:
                 f"--window-hours must be more than 0 and at most {MAX_WINDOW_HOURS} (100 years), got "
                 f"{self.window_hours}; leave it out to pair items whenever they were published"
             )
-        if self.retention_days is not None and not (
-            self.retention_days >= 0 and math.isfinite(self.retention_days)
-        ):
+        if self.retention_days is not None and not 0 <= self.retention_days <= MAX_RETENTION_DAYS:
             raise ConfigError(
-                f"--retention-days must be >= 0 (0 keeps everything), got {self.retention_days}: a negative "
-                "window would expire every kept item"
+                f"--retention-days must be a number from 0 (0 keeps everything) to {MAX_RETENTION_DAYS} "
+                f"(100 years), got {self.retention_days}"
             )
         if self.date is not None:
             parse_date(self.date, "--date")
         self.zone()
         if self.as_of is not None:
-            parse_time(self.as_of, "--as-of")
+            check_as_of(self.as_of)
+        if not self.state and (self.as_of is not None or self.rebuild_state):
+            given = "--as-of" if self.as_of is not None else "--rebuild-state"
+            raise ConfigError(f"{given} works on a daily state: give --state DIR with it")
 
     @property
     def incremental(self) -> bool:
@@ -239,6 +244,23 @@ def parse_date(value: str, what: str) -> dt.date:
         return dt.date.fromisoformat(str(value))
     except ValueError:
         raise ConfigError(f"{what} {value!r}: not a date; give YYYY-MM-DD, e.g. 2026-11-22") from None
+
+
+def check_as_of(value: str) -> Any:
+    """``--as-of`` as a UTC ``pandas.Timestamp``, refused beyond now plus ``FUTURE_TOLERANCE_DAYS``: the
+    reference time of a state never moves back, so a time typed in the future would expire every item of
+    every later run until it is reached."""
+    import pandas as pd  # deferred, as in parse_time
+
+    ts = parse_time(value, "--as-of")
+    limit = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
+    if ts > limit:
+        raise ConfigError(
+            f"--as-of {value} is more than {FUTURE_TOLERANCE_DAYS} day after now ({limit.floor('s')} UTC at "
+            "the latest): a state's time never moves backwards, so every later run's items would be too old "
+            "for its window"
+        )
+    return ts
 
 
 def parse_time(value: Any, what: str) -> Any:

@@ -46,7 +46,7 @@ import pandas as pd
 from nlsim.dedup import review
 from nlsim.dedup.record import ModelCard, RunRecord
 from nlsim.dedup.scores import with_scores
-from nlsim.dedup.spreadsheet import TextChange, text_changes
+from nlsim.dedup.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
 from nlsim.evaluation.judge import Judgement
 
 PAGE_SIZE = 50
@@ -308,7 +308,7 @@ def _notices(record: RunRecord) -> list[str]:
 
 def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     """Which items' text the spreadsheet files changed (:mod:`nlsim.dedup.spreadsheet`), if any."""
-    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "formula": {}}
+    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
     for c in changes:
         fields[c.change].setdefault(c.item_id, []).append(c.field)
 
@@ -323,6 +323,12 @@ def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
             f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
             "characters such as Word's manual line break): in <code>report.xlsx</code> a line or page break "
             f"became a space and the others were removed: {items('characters')}."
+        )
+    if fields["cut"]:
+        parts.append(
+            f"{len(fields['cut']):,} item(s) are longer than a spreadsheet cell holds "
+            f"({XLSX_CELL_CHARACTERS:,} characters): in <code>report.xlsx</code> they are cut there: "
+            f"{items('cut')}."
         )
     if fields["formula"]:
         parts.append(

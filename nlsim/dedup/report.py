@@ -66,6 +66,7 @@ from nlsim.io.atomic import (
     publish_files,
     remove_tree,
 )
+from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
 
 PAIRS_SCHEMA = pa.schema([*PAIR_FIELDS, ("cluster_id", pa.string()), *SIDE_FIELDS])
@@ -100,6 +101,9 @@ TABLE_FILES = (
     "near_misses.parquet",
 )
 PAGE_FILES = ("index.html", "summary.md", "overview.png")
+PUBLISHING = ".publishing"
+"""Written into a batch report's staging folder once every file is in it: the move into the folder may
+begin."""
 LEARNING_CURVE = "learning_curve.png"
 RUNS_DIR = "runs"
 LATEST = "latest"
@@ -365,15 +369,36 @@ def write_report(
     paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
     out = Path(out_dir)
     claim_folder(out, "report", what="report folder")
-    staging = make_temp_dir(out, ".staging-")
-    try:
-        names = write_files(staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses)
+    with RunLock(out, what="report folder"):  # two runs into one folder: the second is refused, by name
+        finish_publishing(out)
+        staging = make_temp_dir(out, ".staging-")
+        try:
+            names = write_files(staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses)
+            atomic_write_text(staging / PUBLISHING, "")
+        except BaseException:
+            remove_tree(staging)
+            raise
+        # from here the staging folder holds the whole report: a move that fails or is killed half way is
+        # finished by the next run into this folder (finish_publishing), never left mixed
         top = sorted({n.split("/")[0] for n in names})
         publish_files(staging, out, [*top, "run.json"], last="run.json")
-    finally:
         remove_tree(staging)
-    sweep_staging(out)
+        sweep_staging(out)
     return {n: out / n for n in [*names, "run.json"] if "/" not in n}
+
+
+def finish_publishing(out: Path) -> list[str]:
+    """Finish the move of a report a killed run left half moved into ``out``: its staging folder holds
+    every file (``PUBLISHING`` is written only then), so the files still in it are moved in, ``run.json``
+    last, and the folder is whole and new again. Returns the staging folders finished."""
+    done = []
+    for staging in sorted(out.glob(".staging-*")):
+        if staging.is_dir() and not staging.is_symlink() and (staging / PUBLISHING).is_file():
+            names = sorted(p.name for p in staging.iterdir() if p.name != PUBLISHING)
+            publish_files(staging, out, names, last="run.json" if "run.json" in names else None)
+            remove_tree(staging)
+            done.append(staging.name)
+    return done
 
 
 def sweep_staging(folder: Path) -> list[str]:

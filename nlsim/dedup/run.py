@@ -247,7 +247,7 @@ def _fill_clusters(
     current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
     record.counts.update(
         kept=int(len(window.items)),
-        pairs=int(len(pairs)),
+        pairs=int(len(clustering.report_pairs)),  # the pairs the report lists
         clusters=int(len(current)),
         clustered_items=int(current["size"].sum()) if len(current) else 0,
         clusters_new=int((events == "new").sum()),

@@ -43,9 +43,17 @@ _BREAKS = re.compile("[\x0b\x0c]")
 _FORBIDDEN = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
+XLSX_CELL_CHARACTERS = 32_767
+"""The most characters a spreadsheet cell holds (Excel's limit; longer text is cut when the file is read)."""
+
+
 def xlsx_text(text: str) -> str:
     """``text`` as an ``.xlsx`` cell can hold it: vertical tabs and form feeds as spaces, the other
-    characters XML 1.0 forbids removed."""
+    characters XML 1.0 forbids removed, and cut to :data:`XLSX_CELL_CHARACTERS`."""
+    return _xml_text(text)[:XLSX_CELL_CHARACTERS]
+
+
+def _xml_text(text: str) -> str:
     return _FORBIDDEN.sub("", _BREAKS.sub(" ", text))
 
 
@@ -57,7 +65,8 @@ def csv_text(text: str) -> str:
 @dataclass(frozen=True)
 class TextChange:
     """An item field whose spreadsheet text differs from the corpus: ``characters`` (removed or replaced in
-    ``report.xlsx``) or ``formula`` (an apostrophe in front in the CSV files)."""
+    ``report.xlsx``), ``cut`` (longer than a cell holds: cut in ``report.xlsx``) or ``formula`` (an
+    apostrophe in front in the CSV files)."""
 
     item_id: str
     field: str
@@ -75,8 +84,11 @@ def text_changes(frame: pd.DataFrame | None) -> list[TextChange]:
         for item, value in zip(ids, frame[field].tolist(), strict=True):
             if not isinstance(value, str):
                 continue
-            if xlsx_text(value) != value:
+            xml = _xml_text(value)
+            if xml != value:
                 out.append(TextChange(item, field, "characters"))
+            if len(xml) > XLSX_CELL_CHARACTERS:
+                out.append(TextChange(item, field, "cut"))
             if csv_text(value) != value:
                 out.append(TextChange(item, field, "formula"))
     return out

@@ -32,7 +32,7 @@ from nlsim.clusters.assign import ClusterUpdate, regroup, update_clusters
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.table import cluster_table
 from nlsim.dedup import near_misses as near
-from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS, DedupConfig
 from nlsim.dedup.record import ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
 from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
@@ -53,7 +53,7 @@ from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, 
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
-FUTURE_TOLERANCE = pd.Timedelta(days=1)
+FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
 """An item published more than this after the wall clock is refused (a wrong date, not news)."""
 EMBED_CHUNK = 512
 
@@ -600,6 +600,16 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         if config.incremental
         else report_clusters
     )
+    if config.incremental and len(window_clusters):
+        # a cluster whose other members left the window keeps its id in the state (a copy arriving later
+        # joins it) but is one item now, no cluster: the window's file lists clusters of 2 items or more
+        window_clusters = window_clusters[window_clusters["size"] >= 2].reset_index(drop=True)
+    if config.incremental and len(report_pairs):
+        # a day's report is the clusters touched today and their pairs; after a model change every pair
+        # of the window is found again, and those of a cluster it left as it was belong to the window's
+        # files (window/), not to the day's
+        report_pairs = report_pairs[report_pairs["cluster_id"].isin(set(report_clusters["cluster_id"]))]
+        report_pairs = report_pairs.reset_index(drop=True)
     return Clustering(
         upd, items, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
     )

@@ -69,6 +69,10 @@ GENERATION_NAME = re.compile(
     r"^(\.g\d{6}-[0-9a-f]{6}\.tmp-\w+|\.g\d{6}-[0-9a-f]{6}\.old-\w+|g\d{6}-[0-9a-f]{6})$"
 )
 """Names of the generation folders nlsim writes (finished, or left half-written by a killed run)."""
+GENERATION_ENTRIES = frozenset(
+    {"index", "items.parquet", "pairs.parquet", "clusters.parquet", "report", "run.json"}
+)
+"""What a generation folder holds (:func:`_write_generation`); a killed write leaves some of them."""
 LOCK_FILES = {"lock.json", ".lock.guard"}
 FIRST_GENERATION = re.compile(r"^\.?g000001-[0-9a-f]{6}(\.(tmp|old)-\w+)?$")
 """Names of the folders a killed first run can leave (its generation 1, finished or not)."""
@@ -319,9 +323,10 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
             load_embeddings=True,
             verify=verify,
             use_gpu=False,
+            hint=rebuild_hint(folder),
         )
     except StateError as exc:
-        raise _err(folder, str(exc)) from exc
+        raise StateError(f"state folder {folder}: {exc}") from exc
     try:
         items = pd.read_parquet(gen_dir / "items.parquet")
         pairs = pd.read_parquet(gen_dir / "pairs.parquet")
@@ -379,9 +384,25 @@ def remove_unfinished(folder: str | Path) -> list[str]:
     for child in sorted(gens.iterdir()):
         if child.name in keep or not GENERATION_NAME.match(child.name) or not child.is_dir():
             continue
+        _check_generation_files(folder, child)
         remove_tree(child)
         removed.append(child.name)
     return removed
+
+
+def _check_generation_files(folder: Path, gen_dir: Path) -> None:
+    """Refuse to delete a generation folder holding anything nlsim does not write into one (a user's notes,
+    a folder restored by hand under a generation's name): the run stops and names it."""
+    for entry in sorted(gen_dir.iterdir()):
+        inside = sorted(entry.iterdir()) if entry.name == "report" and entry.is_dir() else []
+        foreign = [entry] if entry.name not in GENERATION_ENTRIES else []
+        foreign += [p for p in inside if p.suffix != ".parquet" or not p.is_file()]
+        if foreign:
+            raise _err(
+                folder,
+                f"{foreign[0]} was not written by nlsim, and nlsim deletes the generation folder "
+                f"{gen_dir.name} it is in: move it out of the state folder, then run again",
+            )
 
 
 @dataclass(frozen=True)
@@ -435,6 +456,10 @@ def _drop_old_generations(gens: Path, keep: tuple[str | None, ...]) -> None:
     """Remove the generations older than the ones in ``keep`` (the new one and the previous one)."""
     for child in gens.iterdir():
         if child.name not in keep and GENERATION_NAME.match(child.name):
+            try:  # after the commit: a folder holding a user's file is left; the next run names it
+                _check_generation_files(gens.parent, child)
+            except StateError:
+                continue
             remove_tree(child)
 
 

@@ -48,7 +48,7 @@ from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import DedupConfig, parse_time
 from nlsim.dedup.record import ModelSwitch
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, InputError
 from nlsim.io.corpus import Corpus
 
 ITEM_COLUMNS = (
@@ -278,6 +278,26 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
     return Classified(status_s, expired, changed, todo)
 
 
+def check_not_all_too_old(
+    corpus: Corpus, classified: Classified, cutoff: pd.Timestamp | None, ref: pd.Timestamp
+) -> None:
+    """Refuse a day every one of whose items is older than the window: nothing would be added, and the
+    run would publish an empty day over the last one. It is a wrong clock (``--as-of``, the state's
+    reference time) or a wrong file, never a day's news."""
+    status = classified.status
+    if cutoff is None or not len(status) or not (status == "too_old").all():
+        return
+    raise InputError(
+        corpus.path,
+        None,
+        "published_at",
+        f"every one of its {len(status)} items is older than the window, which starts at {cutoff} (the "
+        f"reference time {ref} less the retention); nothing would be added. Check the file's dates, "
+        "--retention-days, and the state's reference time (the latest --as-of or published_at it has seen; "
+        "--rebuild-state starts a fresh one)",
+    )
+
+
 def restore(state: State, expired: set[str]) -> tuple[dict[str, str], dict[str, OrderKey]]:
     """The kept items' cluster ids and the clusters' anchors, as the state holds them, less the expired
     items (a cluster keeps its id and anchor while any member is kept)."""
@@ -337,6 +357,7 @@ def incremental_window(
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
     classified = classify(today, kept, cutoff)
+    check_not_all_too_old(corpus, classified, cutoff, ref)
     items, keep_mask, n_base = _window_items(kept, today, classified, run_id)
     previous, anchors = restore(state, classified.expired)
     switch = switch_of(state.identity, identity)

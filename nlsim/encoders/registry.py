@@ -430,6 +430,12 @@ def _load_local(path: Path, *, max_length: int | None, prefix: str | None, **com
 
 
 def _load_from_hub(name: str, *, max_length: int | None, prefix: str | None, **common: Any) -> Encoder:
+    if name == "current":  # nlsim.dedup.config.CURRENT_MODEL: a model store's, read where one is named
+        raise ConfigError(
+            "--model current is a model store's promoted model: nlsim dedup and nlsim pipeline read it "
+            "(with --model-store); here give its folder, models/versions/<version> (models/CURRENT.json "
+            "names the version)"
+        )
     try:
         from huggingface_hub import snapshot_download  # deferred: heavy or optional, loaded only when needed
 

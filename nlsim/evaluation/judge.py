@@ -205,9 +205,12 @@ def judge_tables(
     edge_tp = sum(scores[k] >= same_story - 1e-9 for k in edge_judged)
     keys = list(scores)
     together = set(grouped)
+    figures = _prf(tp, len(grouped), positives)
     return {
-        **_prf(tp, len(grouped), positives),
-        "f1_ci95": f1_interval(
+        **figures,
+        "f1_ci95": None  # an undefined F1 has no interval (its resamples are undefined too, not 0)
+        if figures["f1"] is None
+        else f1_interval(
             np.fromiter((k in together for k in keys), dtype=bool, count=len(keys)),
             np.fromiter((scores[k] >= same_story - 1e-9 for k in keys), dtype=bool, count=len(keys)),
         ),
@@ -254,9 +257,32 @@ def judge_report(
         )
     text_fields = tuple(str(run.get("text_fields") or "title").split(","))
     items = load_corpus(source, text_fields=text_fields)
+    check_report_corpus(folder, run, items.frame["id"], source)
     frame = items.frame.assign(text=items.texts())
     judged = judge_items(clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source))
     return replace(judged, report=str(folder))
+
+
+REPORT_IDS = Path("index", "ids.parquet")
+"""The ids of every item a batch report embedded, in its saved index (``nlsim.search.index.IDS_FILE``)."""
+
+
+def check_report_corpus(folder: Path, run: dict[str, Any], ids: pd.Series, source: str | Path) -> None:
+    """Refuse a corpus other than the one a batch report was made from (its ``index/ids.parquet`` lists
+    every item it embedded): the scored pairs of items the report never saw would count as missed."""
+    path = folder / REPORT_IDS
+    if run.get("mode") != "batch" or not path.is_file():
+        return
+    reported = set(read_report_table(folder, path, ("id",))["id"].astype(str))
+    given = set(ids.astype(str))
+    if reported == given:
+        return
+    raise ConfigError(
+        f"--corpus {source} is not the corpus the report {folder} was made from: "
+        f"{len(given - reported):,} of its {len(given):,} items are not in the report, "
+        f"{len(reported - given):,} of the report's {len(reported):,} items ({path}) are not in it. Pass the "
+        "corpus the report was made from"
+    )
 
 
 def _damaged(folder: Path, path: Path, what: str) -> StateError:

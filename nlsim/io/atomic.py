@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nlsim.faults import fault_point
+
 if TYPE_CHECKING:  # pandas is not needed to write files; `nlsim --help` stays fast without it
     import pandas as pd
 
@@ -226,6 +228,7 @@ def publish_files(
             with open(src, "rb") as fh:
                 os.fsync(fh.fileno())
             os.replace(src, dst)
+        fault_point("report-move")
     fsync_dir(out)
 
 

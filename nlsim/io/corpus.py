@@ -26,6 +26,7 @@ import email.utils
 import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,10 @@ def _is_missing(value: Any) -> bool:
     return value is pd.NaT or (not isinstance(value, (str, bytes, list, dict)) and pd.isna(value) is True)
 
 
+INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+"""Unicode categories that show nothing: format and control characters and separators."""
+
+
 def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
     """Return (text, error reason)."""
     if _is_missing(value):
@@ -90,6 +95,11 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
     text = value.strip()
     if required and not text:
         return None, "empty text"
+    if required and not any(unicodedata.category(ch) not in INVISIBLE for ch in text):
+        # zero-width spaces, soft hyphens, byte-order marks: nothing to read, and every such item would be
+        # a "duplicate" of every other
+        names = ", ".join(sorted({f"U+{ord(ch):04X}" for ch in text}))
+        return None, f"empty text (only invisible characters: {names:.60})"
     return text, None
 
 

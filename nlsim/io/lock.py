@@ -138,8 +138,11 @@ def read_lock(folder: str | Path) -> LockInfo | None:
         return None
     try:
         data = json.loads(text)
-        return LockInfo(**{k: data.get(k) for k in LockInfo.__dataclass_fields__})
-    except (ValueError, TypeError):
+        info = LockInfo(**{k: data.get(k) for k in LockInfo.__dataclass_fields__})
+        if not isinstance(info.pid, int) or isinstance(info.pid, bool) or not isinstance(info.hostname, str):
+            raise TypeError("not a lock record")
+        return info
+    except (ValueError, TypeError, AttributeError):  # not JSON, not an object, fields of other types
         return LockInfo(
             pid=0,
             hostname=socket.gethostname(),

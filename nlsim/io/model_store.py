@@ -122,17 +122,40 @@ class ModelStore:
         """
         path = self.root / CURRENT
         if not path.exists():
-            return None
+            last = self.last_promoted()
+            if last is None:
+                return None
+            raise StateError(
+                f"{path} is missing, but {self.root / HISTORY} records promotions: without it the store "
+                "would fall back to the zero-shot model and gate a new one against that alone. "
+                f"{self._restore_hint(last)}"
+            )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             name = str(data["version"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
+            last = self.last_promoted()
             raise StateError(
-                f"{path}: unreadable ({exc}); fix or delete it, then promote a model again"
+                f"{path}: unreadable ({exc}). "
+                + (self._restore_hint(last) if last else "Delete it: no promotion is recorded in the history")
             ) from exc
         if not VERSION_NAME.match(name) or not (self.root / VERSIONS / name).is_dir():
             raise StateError(f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}")
         return self.root / VERSIONS / name
+
+    def last_promoted(self) -> dict[str, Any] | None:
+        """The last ``promoted`` record of ``history.jsonl`` (``None``: no model was ever promoted)."""
+        promoted = [r for r in self.history() if r.get("decision") == "promoted" and r.get("version")]
+        return promoted[-1] if promoted else None
+
+    def _restore_hint(self, last: dict[str, Any]) -> str:
+        pointer = json.dumps({"version": str(last["version"])})
+        return (
+            f"The last promotion recorded is {last['version']} "
+            f"(at {last.get('promoted_at') or last.get('at')}): "
+            f"to make it current again, write {pointer} into {self.root / CURRENT}; to start the store over, "
+            f"move {self.root / HISTORY} aside as well"
+        )
 
     def current_record(self) -> dict[str, Any] | None:
         path = self.root / CURRENT
@@ -156,7 +179,8 @@ class ModelStore:
     def _history_lines(self) -> list[tuple[dict[str, Any], bool]]:
         """Each line's record, and whether the line itself was readable."""
         try:
-            lines = (self.root / HISTORY).read_text(encoding="utf-8").splitlines()
+            # a killed append can cut a character of a Chinese path in two: that line is kept as text
+            lines = (self.root / HISTORY).read_bytes().decode("utf-8", errors="replace").splitlines()
         except FileNotFoundError:
             return []
         out = []

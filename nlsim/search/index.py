@@ -468,7 +468,7 @@ def _expected_dict(expected: Any) -> dict[str, Any]:
     return out
 
 
-def check_meta(meta: IndexMeta, expected: Any, folder: str | Path = "index") -> None:
+def check_meta(meta: IndexMeta, expected: Any, folder: str | Path = "index", hint: str | None = None) -> None:
     """Raise :class:`StateError` when ``meta`` does not match ``expected`` (see :func:`load_index`)."""
     want = _expected_dict(expected)
     diffs = [
@@ -479,7 +479,7 @@ def check_meta(meta: IndexMeta, expected: Any, folder: str | Path = "index") -> 
     if diffs:
         raise StateError(
             f"the index in {folder} was built from other vectors ({'; '.join(diffs)}); "
-            + _rebuild_hint(Path(folder))
+            + (hint or _rebuild_hint(Path(folder)))
         )
 
 
@@ -490,6 +490,7 @@ def load_index(
     use_gpu: bool | None = False,
     load_embeddings: bool = False,
     verify: bool = True,
+    hint: str | None = None,
 ) -> tuple[SearchIndex, np.ndarray, IndexMeta] | tuple[SearchIndex, np.ndarray, IndexMeta, np.ndarray]:
     """Load a folder written by :func:`save_index`: ``(index, ids, meta)`` (``+ embeddings`` if asked).
 
@@ -499,47 +500,47 @@ def load_index(
             fingerprint string. Any difference raises :class:`StateError` naming it.
         use_gpu: move the loaded index onto GPUs (``None`` = when available).
         verify: check every file's size and SHA-256 against ``meta.json`` (truncated/corrupt: StateError).
+        hint: what the error says to do (default: delete the folder, and the index is built again); a
+            daily state, whose index is not built apart from it, says how to rebuild the state.
     """
     folder = Path(folder)
+    fix = hint or _rebuild_hint(folder)
     meta_path = folder / META_FILE
     if not meta_path.is_file():
-        raise StateError(f"no index in {folder} ({META_FILE} missing); build one first")
+        raise StateError(f"no index in {folder} ({META_FILE} missing); " + (hint or "build one first"))
     try:
         meta = IndexMeta.from_dict(json.loads(meta_path.read_text(encoding="utf-8")))
     except (ValueError, TypeError) as exc:
-        raise StateError(f"{meta_path} is unreadable ({exc}); " + _rebuild_hint(folder)) from exc
+        raise StateError(f"{meta_path} is unreadable ({exc}); " + fix) from exc
     if meta.format_version != FORMAT_VERSION:
         raise StateError(
-            f"{folder} holds index format {meta.format_version}, this nlsim reads {FORMAT_VERSION}; "
-            + _rebuild_hint(folder)
+            f"{folder} holds index format {meta.format_version}, this nlsim reads {FORMAT_VERSION}; " + fix
         )
-    check_meta(meta, expected, folder)
+    check_meta(meta, expected, folder, hint=fix)
     names = [INDEX_FILE, IDS_FILE] + ([EMB_FILE] if load_embeddings else [])
     for name in names:
         p = folder / name
         info = meta.files.get(name)
         if info is None or not p.is_file():
-            raise StateError(f"{p} is missing; " + _rebuild_hint(folder))
+            raise StateError(f"{p} is missing; " + fix)
         if verify:
             size = p.stat().st_size
             if size != info["bytes"]:
                 raise StateError(
                     f"{p} is truncated or was rewritten: {size} bytes, {META_FILE} says {info['bytes']}; "
-                    + _rebuild_hint(folder)
+                    + fix
                 )
             if file_sha256(p) != info["sha256"]:
-                raise StateError(
-                    f"{p} is corrupt (SHA-256 differs from {META_FILE}); " + _rebuild_hint(folder)
-                )
+                raise StateError(f"{p} is corrupt (SHA-256 differs from {META_FILE}); " + fix)
     try:
         raw = faiss.read_index(str(folder / INDEX_FILE))
         ids = pd.read_parquet(folder / IDS_FILE)["id"].to_numpy()
     except Exception as exc:  # faiss raises RuntimeError on garbage
-        raise StateError(f"cannot read the index in {folder} ({exc}); " + _rebuild_hint(folder)) from exc
+        raise StateError(f"cannot read the index in {folder} ({exc}); " + fix) from exc
     if raw.d != meta.dim or raw.ntotal != meta.count or len(ids) != meta.count:
         raise StateError(
             f"{folder}: index has {raw.ntotal} vectors of dimension {raw.d} and {len(ids)} ids, "
-            f"{META_FILE} says {meta.count} of dimension {meta.dim}; " + _rebuild_hint(folder)
+            f"{META_FILE} says {meta.count} of dimension {meta.dim}; " + fix
         )
     ngpu = _resolve_device(use_gpu, meta.kind)
     if ngpu:

@@ -208,6 +208,10 @@ class FinetuneConfig:
         for name in ("epochs", "batch_size", "max_length"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_length < 4:  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
+            raise ConfigError(
+                f"max_length must be at least 4 (two special tokens and the text), got {self.max_length}"
+            )
         if int(self.frozen_layers) < 0:
             raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
         if self.train_precision not in ("auto", "fp32", "bf16"):
@@ -276,6 +280,22 @@ class LearningCurveConfig:
     max_length: int = option_like(FinetuneConfig, "max_length")
     freeze_embeddings: bool = option_like(FinetuneConfig, "freeze_embeddings")
     threads: int | None = option_like(FinetuneConfig, "threads")
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Refuse what cannot make a curve, before any training."""
+        for name, values in (("--sizes", self.sizes), ("--seeds", self.seeds)):
+            if not values:
+                raise ConfigError(f"{name}: give at least one")
+            if len(set(values)) != len(values):
+                raise ConfigError(
+                    f"{name} {','.join(map(str, values))}: a value twice would be one run counted twice"
+                )
+        if min(self.sizes) < 2:
+            raise ConfigError(f"--sizes: every size must be >= 2, got {min(self.sizes)}")
+        self.finetune_config(self.sizes[0], self.seeds[0]).check()
 
     def finetune_config(self, size: int, seed: int) -> Any:
         return FinetuneConfig(

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.encoders import load_encoder
-from nlsim.errors import StateError
+from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
@@ -207,12 +207,30 @@ declare(
 )
 
 
+def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
+    """Refuse a pair file a curve cannot use, before the first point trains: each point trains on train,
+    keeps its best epoch on validation and is scored on test; the largest size must fit in train."""
+    for split in ("train", "validation", "test"):
+        if not (pairs["split"] == split).any():
+            raise InputError(
+                cfg.pairs,
+                None,
+                "split",
+                f"no {split} pairs: a learning curve trains on train, keeps the best epoch on validation "
+                "and scores every point on test",
+            )
+    n_train = int((pairs["split"] == "train").sum())
+    if max(cfg.sizes) > n_train:
+        raise ConfigError(f"--sizes {max(cfg.sizes)}: more than the {n_train} train pairs of {cfg.pairs}")
+
+
 def run_learning_curve(
     cfg: LearningCurveConfig, log: Callable[[str], None] = say, call: Call = direct
 ) -> LearningCurveResult:
     """All points (skipping finished ones), the baselines, the summary table (.md + .csv) and the plot;
     each step through ``call`` (:mod:`nlsim.orchestration`)."""
     pairs = call("load-pairs", load_pairs, cfg.pairs)
+    check_curve_splits(pairs, cfg)
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
     baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
     rows, trained = [], 0

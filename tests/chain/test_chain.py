@@ -168,3 +168,22 @@ def test_pairs_the_report_cannot_be_judged_on_are_refused_before_training(tmp_pa
     with pytest.raises(InputError, match="blank-ids.tsv: field 'id_a': none of the 8 scored validation"):
         run_pipeline(config(tmp_path, blank, corpus))
     assert not (tmp_path / "models" / "zero-shot").exists()
+
+
+@pytest.mark.parametrize("damage", ["", '{"key": ', "[]"])
+def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path, damage: str) -> None:
+    from nlsim.encoders import load_encoder
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
+    cfg = config(tmp_path, pairs, corpus)
+    store = ModelStore(cfg.model_store)
+    store.claim()
+    base = load_encoder(FAST_MODEL)
+    table = load_pairs(pairs)
+    first = chain_run.baseline_stage(cfg, store, base, table)
+    cached = store.zero_shot_dir() / "baseline.json"
+    cached.write_text(damage)
+    again = chain_run.baseline_stage(cfg, store, base, table)
+    assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
+    assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again

@@ -126,10 +126,18 @@ def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> N
     # what day 3 would have linked (A, B, d1) has left the window: no cluster remains
     assert state_assignment(state) == {}
     assert len(open_state(state).clusters) == 0 and r3.stats.counts["pairs"] == 0
-    late = story_corpus().iloc[[0]].assign(id="late")
+    # a late item beside the day's own is too old, counted, and left out
+    late = story_corpus().iloc[[0, 11]].assign(id=["late", "f9"])
     late.to_parquet(tmp_path / "late.parquet", index=False)
     r4 = run_daily(_config(tmp_path / "late.parquet", out), state, retention_days=1.0, encoder=enc)
-    assert r4.stats.counts["too_old"] == 1 and r4.stats.counts["new"] == 0
+    assert r4.stats.counts["too_old"] == 1 and r4.stats.counts["new"] == 1
+    # a day with nothing but too-old items is a wrong clock or a wrong file: refused, the state kept
+    before = (state / "MANIFEST.json").read_bytes()
+    late.iloc[[0]].to_parquet(tmp_path / "only_late.parquet", index=False)
+    refused = r"only_late.parquet: field 'published_at': every one of its 1 items"
+    with pytest.raises(InputError, match=refused):
+        run_daily(_config(tmp_path / "only_late.parquet", out), state, retention_days=1.0, encoder=enc)
+    assert (state / "MANIFEST.json").read_bytes() == before
 
 
 @pytest.mark.slow
@@ -171,9 +179,19 @@ def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
     assert r1.run_id.startswith(today.strftime("%Y%m%d"))
     assert (open_state(state).items["retain_from"] == today).all()
     assert state_assignment(state)["b2"] == "c-a1"  # undated: ties broken by id, the bridge x1 joins all
-    later = (today + pd.Timedelta(days=31)).isoformat()
+    # a month later (a clock is never set in the future: the first run is put a month back instead)
+    state, out = tmp_path / "state2", tmp_path / "out2"
+    earlier = (today - pd.Timedelta(days=31)).isoformat()
+    run_daily(
+        _config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc, as_of=earlier
+    )
+    assert (open_state(state).items["retain_from"] == today - pd.Timedelta(days=31)).all()
     r2 = run_daily(
-        _config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc, as_of=later
+        _config(tmp_path / "undated.parquet", out),
+        state,
+        retention_days=30,
+        encoder=enc,
+        as_of=today.isoformat(),
     )
     # seen before (skipped), and now out of the window (expired): nothing is kept
     assert r2.stats.counts["expired"] == len(corpus) and r2.stats.counts["skipped"] == len(corpus)
@@ -375,3 +393,18 @@ def test_a_daily_runs_pair_figures_count_the_pairs_of_its_window(tmp_path: Path)
         judged = run_daily(config, tmp_path / "state", retention_days=None, encoder=enc).stats.judge
         assert judged is not None and judged.pairs_only is not None
         assert judged.recall == judged.pairs_only.recall == 1.0, day
+
+
+def test_a_cluster_left_with_one_item_is_no_cluster_in_the_windows_file(tmp_path: Path) -> None:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=1.0, encoder=enc)
+    # a day later, 02:00: a1 (01:00 the day before) leaves the window, a2 (03:00) stays, alone in c-a1
+    lone = tmp_path / "e1.parquet"
+    story_corpus().query("id == 'e1'").to_parquet(lone, index=False)
+    r2 = run_daily(_config(lone, out), state, retention_days=1.0, encoder=enc, as_of="2005-03-02 02:00")
+    window = pd.read_parquet(r2.report_dir / "window" / "clusters.parquet")
+    assert (window["size"] >= 2).all() and "c-a1" not in set(window["cluster_id"])
+    assert r2.stats.counts["clusters_in_window"] == len(window)
+    assert state_assignment(state).get("a2") == "c-a1"  # the state keeps its id for a copy to come

@@ -50,6 +50,14 @@ def test_second_run_refused_then_stale_lock_taken_over(tmp_path: Path) -> None:
     assert not (tmp_path / LOCK_NAME).exists()
 
 
+@pytest.mark.parametrize("text", ["[]", "null", '{"pid": "1"}', '{"pid": true, "hostname": "h"}', "{", ""])
+def test_a_lock_file_that_is_no_lock_record_is_taken_over_as_stale(tmp_path: Path, text: str) -> None:
+    (tmp_path / LOCK_NAME).write_text(text)
+    with RunLock(tmp_path) as lock:
+        assert lock.message is not None and "unreadable lock file" in lock.message
+        assert read_lock(tmp_path).pid == os.getpid()
+
+
 def test_context_manager_releases_and_reentry_refused(tmp_path: Path) -> None:
     with RunLock(tmp_path) as lock:
         assert lock.message is None

@@ -48,6 +48,10 @@ def test_a_cluster_the_new_model_dissolves_is_reported(tmp_path: Path) -> None:
     assert clusters.loc["c-a1", "representative_title"] == DAY1[0][1]
     window = pd.read_parquet(report / "window" / "clusters.parquet")
     assert list(window["cluster_id"]) == ["c-b1"]  # the window's current clusters: c-a1 is gone
+    # c-b1 came out of the switch as it was: its pair, found again, is the window's, not the day's; every
+    # pair of the day's file has its cluster in the day's clusters file
+    pairs = pd.read_parquet(report / "pairs.parquet")
+    assert set(pairs["cluster_id"]) <= set(clusters.index) and second["counts"]["pairs"] == len(pairs) == 0
     assert second["counts"]["clusters_dissolved"] == 1 and second["counts"]["clusters"] == 0
     assert second["extra"]["dissolved"] == {"c-a1": ["a1", "a2"]}
     page = (report / "index.html").read_text(encoding="utf-8")

@@ -74,6 +74,57 @@ def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatc
     assert after == before
 
 
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (a ``finally`` aside, which the code must not rely on)."""
+
+
+def test_a_move_killed_half_way_is_finished_by_the_next_run_never_left_mixed(tmp_path, report_inputs):
+    from nlsim.dedup.report import finish_publishing
+    from nlsim.faults import set_fault_hook
+
+    frame, table, clusters = report_inputs
+    write_report(tmp_path, table, clusters, RunRecord(model="old"), frame=frame)
+    moves = []
+
+    def kill_after_three(point: str) -> None:
+        if point == "report-move":
+            moves.append(point)
+            if len(moves) == 3:
+                raise Killed
+
+    set_fault_hook(kill_after_three)
+    try:
+        with pytest.raises(Killed):
+            write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], RunRecord(model="new"), frame=frame)
+    finally:
+        set_fault_hook(None)
+    with pytest.raises(ValueError, match="does not match run.json"):  # mixed: old run.json, 3 new files
+        verify_report(tmp_path)
+    assert [p.name for p in tmp_path.glob(".staging-*")]
+    assert finish_publishing(tmp_path)  # what the next run into the folder does first
+    assert verify_report(tmp_path)["model"] == "new"
+    assert not list(tmp_path.glob(".staging-*"))
+    # the next run itself starts with it, and a staging folder a kill left before every file was in is
+    # only swept: the report stays the last whole one
+    (tmp_path / ".staging-dead1234").mkdir()
+    (tmp_path / ".staging-dead1234" / "pairs.parquet").write_bytes(b"half")
+    write_report(tmp_path, table, clusters, RunRecord(model="third"), frame=frame)
+    assert verify_report(tmp_path)["model"] == "third" and not list(tmp_path.glob(".staging-*"))
+
+
+def test_a_second_run_into_a_report_folder_in_use_is_refused_and_touches_nothing(tmp_path, report_inputs):
+    from nlsim.io.lock import LockedError, RunLock
+
+    frame, table, clusters = report_inputs
+    write_report(tmp_path, table, clusters, RunRecord(model="m"), frame=frame)
+    (tmp_path / ".staging-live").mkdir()  # the other run's work in progress
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with RunLock(tmp_path, what="report folder"), pytest.raises(LockedError):
+        write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], RunRecord(model="other"), frame=frame)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert verify_report(tmp_path)["model"] == "m"
+
+
 def test_page_is_self_contained_and_its_data_inert(report_inputs):
     frame, table, clusters = report_inputs
     frame = frame.assign(title=["</script><script>alert(1)</script><!--", "Flooding north", "Other"])

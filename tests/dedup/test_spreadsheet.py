@@ -88,6 +88,19 @@ def test_control_characters_in_titles_do_not_break_the_spreadsheet(tmp_path: Pat
     assert "p1" not in notice.group(1) and "report.xlsx" in notice.group(1)
 
 
+def test_a_title_longer_than_a_cell_holds_is_cut_in_the_spreadsheet_and_named_on_the_page() -> None:
+    from nlsim.dedup.html import _spreadsheet_notice
+    from nlsim.dedup.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
+
+    long = "Dollar gains on Greenspan speech " + "x" * 40_000
+    frame = pd.DataFrame({"id": ["a", "b"], "title": ["Dollar gains", long]})
+    assert len(xlsx_text(long)) == XLSX_CELL_CHARACTERS == 32_767
+    assert text_changes(frame) == [TextChange("b", "title", "cut")]
+    assert "1 item(s) are longer than a spreadsheet cell holds (32,767 characters)" in _spreadsheet_notice(
+        text_changes(frame)
+    )
+
+
 @pytest.mark.slow
 def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Path) -> None:
     day1 = dict(list(CONTROL.items())[:4])

@@ -4,6 +4,7 @@ state with the way to rebuild it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -83,6 +84,21 @@ def test_unfinished_generation_is_ignored_and_removed(two_days: tuple[Path, list
     assert not junk.exists() and not orphan.exists()
 
 
+@pytest.mark.parametrize("where", ["g000000-000000/NOTES.txt", "g000003-fedcba/report/notes.txt"])
+def test_a_generation_folder_holding_a_users_file_is_never_deleted(
+    two_days: tuple[Path, list[Path]], where: str
+) -> None:
+    state, _ = two_days
+    gens = state / "generations"
+    shutil.copytree(gens / read_manifest(state)["generation_dir"], gens / "g000003-fedcba")
+    notes = gens / where
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    notes.write_text("my notes")
+    with pytest.raises(StateError, match=re.escape(f"{notes} was not written by nlsim")):
+        remove_unfinished(state)
+    assert notes.read_text() == "my notes"
+
+
 @pytest.mark.parametrize(
     "victim",
     ["index/embeddings.npy", "index/index.faiss", "items.parquet", "pairs.parquet", "clusters.parquet"],
@@ -92,8 +108,13 @@ def test_truncated_file_is_refused_with_rebuild_hint(two_days: tuple[Path, list[
     path = state / "generations" / read_manifest(state)["generation_dir"] / victim
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(StateError, match=r"truncated.*--rebuild-state"):
+    with pytest.raises(StateError, match=r"truncated.*--rebuild-state") as err:
         open_state(state)
+    assert "delete" not in str(err.value)  # one way out, the one that works: the index is the state's
+    path.unlink()
+    with pytest.raises(StateError, match=r"missing.*--rebuild-state") as err:
+        open_state(state)
+    assert "delete" not in str(err.value) and "build one first" not in str(err.value)
 
 
 def test_flipped_byte_is_refused(two_days: tuple[Path, list[Path]]) -> None:

@@ -27,6 +27,12 @@ def test_unknown_name_is_a_clear_error(bad: str, monkeypatch: pytest.MonkeyPatch
         load_encoder(bad)
 
 
+def test_current_outside_a_model_store_says_where_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError, match=r"--model current is a model store's promoted model.*versions"):
+        load_encoder("current")
+
+
 def test_missing_local_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such model folder"):
         load_encoder(str(tmp_path / "nope"))

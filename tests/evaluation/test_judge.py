@@ -115,6 +115,7 @@ def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = strict_json(proc.stdout)  # valid JSON: no NaN
     assert out["precision"] is None and out["f1"] is None and out["recall"] == 0.0
+    assert out["f1_ci95"] is None  # not [0.0, 0.0]: an undefined figure has no interval
     text = nlsim("judge", "--report", "empty", "--pairs", "pairs.tsv", cwd=report).stdout
     assert "precision undefined" in text and "F1 undefined" in text and "F1 0.000" not in text
     j = judge_tables(
@@ -199,6 +200,21 @@ def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: 
     refused(judge(moved, "pairs.tsv"), 2, "--corpus", "gone/corpus.parquet")
     proc = judge(moved, "pairs.tsv", "--corpus", str(report / "corpus.parquet"), "--json")
     assert proc.returncode == 0 and strict_json(proc.stdout)["judged_pairs"] == 80
+
+
+def test_a_corpus_other_than_the_reports_is_refused_not_judged_as_misses(report: Path) -> None:
+    """Pairs of items the report never saw would count as same-story pairs it missed: F1 would fall with
+    exit 0. The report's saved index lists what it embedded."""
+    bigger = pd.read_parquet(report / "corpus.parquet")
+    extra = bigger.iloc[:3].assign(id=["extra-1", "extra-2", "extra-3"])
+    pd.concat([bigger, extra]).to_parquet(report / "bigger.parquet", index=False)
+    refused(
+        judge(report, "pairs.tsv", "--corpus", "bigger.parquet"),
+        2,
+        "is not the corpus the report",
+        "3 of its",
+        "index/ids.parquet",
+    )
 
 
 def test_the_f1_comes_with_its_95_percent_interval(report: Path) -> None:

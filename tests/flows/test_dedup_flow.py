@@ -53,3 +53,23 @@ def test_flow_publishes_artifacts(prefect_harness, small_corpus, tmp_path):
 
     found = asyncio.run(keys())
     assert {"news-dedup-batch-run", "news-dedup-batch-clusters"} <= found
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "words"),
+    [
+        ("flows.dedup", ["--corpus", "c.parquet", "--out", "o", "--k", "0"], "--k must be >= 1, got 0"),
+        ("flows.dedup", ["--corpus", "c.parquet", "--out", "o", "--threshold", "nan"], "--threshold must be"),
+        ("flows.pipeline", ["--epochs", "0"], "--epochs"),
+    ],
+)
+def test_a_flow_refuses_a_value_that_cannot_work_in_one_line_with_exit_2(main, argv, words, capsys):
+    """As `nlsim` does: a usage error, before any flow run starts, and no traceback."""
+    import importlib
+
+    module = importlib.import_module(main)
+    with pytest.raises(SystemExit) as done:
+        module.main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and err.count("error:") == 1

@@ -66,6 +66,13 @@ def test_content_hash_changes_with_text(tmp_path):
             "duplicate id '1' (first seen at row 1)",
         ),
         ("empty.csv", "id,title\n1,Floods\n2,   \n", 2, "title", "empty text"),
+        (  # a zero-width space, a soft hyphen, a byte-order mark: nothing a reader sees
+            "invisible.jsonl",
+            '{"id": "1", "title": "Floods"}\n{"id": "2", "title": "\\u200b\\u00ad \\ufeff"}\n',
+            2,
+            "title",
+            "empty text (only invisible characters: U+0020, U+00AD, U+200B, U+FEFF)",
+        ),
         ("noid.csv", "id,title\n1,Floods\n,Storm\n", 2, "id", "empty id"),
         (
             "time.csv",

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from nlsim.errors import StateError
 from nlsim.io.lock import RunLock
 from nlsim.io.model_store import ModelStore
 from tests import command
@@ -113,7 +114,8 @@ def test_a_damaged_reused_version_is_refused_not_promoted(trained: Path, tmp_pat
     for figures in info["validation"].values():
         figures.update(spearman=99.0, f1=1.0, precision=1.0, recall=1.0)
     store.write_info(version, info)
-    (folder / "models" / "CURRENT.json").unlink(missing_ok=True)
+    (folder / "models" / "CURRENT.json").unlink(missing_ok=True)  # the store started over: nothing promoted
+    (folder / "models" / "history.jsonl").write_text("")
     records = (folder / "models" / "history.jsonl").read_bytes()
     refused(pipeline(folder), version.name, name, "--force-train")
     assert not (folder / "models" / "CURRENT.json").exists()
@@ -183,6 +185,42 @@ def test_history_is_rewritten_whole_and_a_torn_line_is_kept_as_text(tmp_path: Pa
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".history")]  # no temporary file left
     candidates = [r["candidate"] for r in store.history() if "candidate" in r]
     assert candidates == ["v0001-aaaaaaaa", "v0002-bbbbbbbb"]
+
+
+@pytest.mark.parametrize("pointer", [None, "", '{"versio'])
+def test_a_lost_or_torn_pointer_with_promotions_in_the_history_is_refused_not_read_as_zero_shot(
+    tmp_path: Path, pointer: str | None
+) -> None:
+    """Without CURRENT.json a store reads as never promoted: daily runs would fall back to zero-shot and
+    the next chain would gate a rejected model against zero-shot alone. The history knows better."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = tmp_path / "models" / "versions" / "v0001-aaaaaaaa"
+    version.mkdir(parents=True)
+    store.promote(version.name, "first")
+    path = tmp_path / "models" / "CURRENT.json"
+    path.unlink()
+    if pointer is not None:
+        path.write_text(pointer)
+    with pytest.raises(StateError, match=r"last promotion recorded is v0001-aaaaaaaa") as err:
+        store.current()
+    assert '{"version": "v0001-aaaaaaaa"}' in str(err.value)
+    path.write_text('{"version": "v0001-aaaaaaaa"}')  # what the message says to do
+    assert store.current() == version
+    fresh = ModelStore(tmp_path / "fresh")  # never promoted: no pointer is no error
+    fresh.claim()
+    assert fresh.current() is None
+
+
+def test_a_line_torn_inside_a_character_is_kept_as_text(tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    store.log({"decision": "kept, not promoted", "base_model": "/模型/e5"})
+    path = tmp_path / "models" / "history.jsonl"
+    path.write_bytes(path.read_bytes() + '{"at": "x", "reason": "模'.encode()[:-1])
+    with store.lock():
+        assert any("unreadable" in line for line in store.recover())
+    assert [r["decision"] for r in store.history()] == ["kept, not promoted", "unreadable record"]
 
 
 def test_a_torn_line_is_kept_as_text_by_the_next_run_even_without_a_decision(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -91,3 +92,36 @@ def test_summary_mean_and_sd() -> None:
     summary = summarize(rows)
     assert summary["spearman_mean"].tolist() == [82.0]
     assert summary["spearman_sd"].tolist() == [2.0]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"sizes": (8, 8)}, "--sizes 8,8: a value twice"),
+        ({"seeds": (1, 1)}, "--seeds 1,1: a value twice"),
+        ({"seeds": ()}, "--seeds: give at least one"),
+        ({"max_length": 3}, "max_length must be at least 4"),
+    ],
+)
+def test_settings_that_cannot_make_a_curve_are_refused_up_front(
+    pairs_file: Path, tmp_path: Path, change: dict[str, object], words: str
+) -> None:
+    from dataclasses import replace
+
+    from nlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        replace(config(pairs_file, tmp_path, (1,)), **change)
+
+
+def test_a_pair_file_without_a_test_split_is_refused_before_any_point_trains(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.errors import InputError
+
+    table = pd.read_csv(pairs_file, sep="\t", dtype=str, keep_default_na=False)
+    notest = tmp_path / "notest.tsv"
+    table[table["split"] != "test"].to_csv(notest, sep="\t", index=False)
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(InputError, match="no test pairs"):
+        run_learning_curve(config(notest, tmp_path / "c", (1,)), log=lambda _: None)
