@@ -3,7 +3,7 @@
 A report links two items when their pair scores at or above the threshold, and its clusters are the
 connected components of those links (:mod:`nlsim.clusters.assign`): one weak link can join two stories.
 This benchmark compares that rule with three that need support inside the cluster, each applied inside
-every component:
+every component, and with one that lets the editors' own verdicts link and cut:
 
 - **average linkage** (``average``): clusters are merged only while the average score over *all* pairs
   between them (a pair never scored, or scored below the floor, counts as 0) stays at or above the
@@ -11,11 +11,14 @@ every component:
 - **a minimum share of links** (``share-S``): while a cluster links fewer than a share ``S`` of its
   member pairs, its weakest link is cut and it falls apart along the cut (``--shares``, default 0.3 and 0.5);
 - **a community split** (``community``): components of three items or more are split into Louvain
-  communities of the score-weighted link graph (``networkx``, resolution 1, seed 0).
+  communities of the score-weighted link graph (``networkx``, resolution 1, seed 0);
+- **the editors' verdicts** (``editors``): connected components once the training split's scored pairs
+  have their say: a link the editors scored below same story is cut, and two items they scored the same
+  story are linked whatever the model says (the validation pairs, which judge, are never used).
 
 It runs the report once at a lower threshold (``--floor``, default 0.84) with the store's current model and
 its reranker (``nlsim dedup --model current``; cached embeddings and cross-encoder scores are reused), then
-for each threshold of a grid builds both rules' clusters from the same scored pairs and judges them with
+for each threshold of a grid builds every rule's clusters from the same scored pairs and judges them with
 ``nlsim judge``'s cluster-level figures (:func:`nlsim.evaluation.judge.judge_tables`) on the validation
 pairs. Figures go to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot ``cluster_rule.png``.
 The test split is never read.
@@ -43,6 +46,7 @@ PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
 OUT = RESULTS / "cluster_rule"
 STEP = 0.01
+STORY = 0.875  # nlsim.evaluation.levels.SAME_STORY: 1.0, or two annotators' 1 and 0.75
 
 
 def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
@@ -131,10 +135,27 @@ def community(members: list[str], links: pd.DataFrame) -> list[list[str]]:
     return [sorted(p) for p in parts if len(p) > 1]
 
 
+def with_verdicts(links: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
+    """``links`` with the editors' verdicts of the training split applied: a link between two items the
+    editors scored below same story is cut, and two items they scored the same story are linked."""
+    key = {frozenset((a, b)): s for a, b, s in zip(train["id_a"], train["id_b"], train["score"], strict=True)}
+    cut = [
+        key.get(frozenset((a, b)), 1.0) >= STORY for a, b in zip(links["id_a"], links["id_b"], strict=True)
+    ]
+    story = train[train["score"] >= STORY]
+    return pd.concat([links[cut], story.assign(score=1.0)[["id_a", "id_b", "score"]]], ignore_index=True)
+
+
 def measure(
-    pairs: pd.DataFrame, validation: pd.DataFrame, ids: list[str], floor: float, shares: list[float]
+    pairs: pd.DataFrame,
+    validation: pd.DataFrame,
+    ids: list[str],
+    floor: float,
+    shares: list[float],
+    train: pd.DataFrame | None = None,
 ) -> list[dict]:
-    """Every rule judged at each threshold from ``floor`` to 0.96."""
+    """Every rule judged at each threshold from ``floor`` to 0.96 (``editors``: components after the
+    training split's verdicts, :func:`with_verdicts`, when ``train`` is given)."""
     scores = {(a, b): s for a, b, s in zip(pairs["id_a"], pairs["id_b"], pairs["score"], strict=True)}
     rows = []
     for t in np.round(np.arange(floor, 0.96, STEP), 2):
@@ -144,6 +165,8 @@ def measure(
             "components": comps,
             "average": [g for comp in comps for g in average_linkage(comp, scores, float(t))],
         }
+        if train is not None:
+            rules["editors"] = components(ids, with_verdicts(links, train))
         for share in shares:
             rules[f"share-{share:g}"] = [g for comp in comps for g in link_share(comp, links, share)]
         rules["community"] = [g for comp in comps for g in community(comp, links)]
@@ -221,11 +244,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pairs = scored_pairs(args.model_store.resolve(), args.floor, Path(tmp) / "report")
     ids = pd.read_parquet(CORPUS, columns=["id"])["id"].astype(str).tolist()
-    validation = load_pairs(PAIRS)
-    validation = validation[validation["split"] == "validation"][["id_a", "id_b", "score"]]
-    table = pd.DataFrame(
-        measure(pairs, validation.astype({"id_a": str, "id_b": str}), ids, args.floor, shares)
-    )
+    scored = load_pairs(PAIRS).astype({"id_a": str, "id_b": str})
+    validation = scored[scored["split"] == "validation"][["id_a", "id_b", "score"]]
+    train = scored[scored["split"] == "train"][["id_a", "id_b", "score"]]
+    table = pd.DataFrame(measure(pairs, validation, ids, args.floor, shares, train=train))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.with_suffix(".json").write_text(
         json.dumps({"machine": header, "floor": args.floor, "rows": table.to_dict("records")}, indent=1)

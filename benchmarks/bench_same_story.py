@@ -492,27 +492,39 @@ def compare(args: argparse.Namespace) -> None:
     Both recipes' out-of-fold scores of the same pairs are resampled together; in each resample, each
     recipe's best F1 is taken at its own best threshold (both equally flattered), and AP is recomputed.
     """
-    from sklearn.metrics import average_precision_score
-
     a, b = scores(args.a, "cv"), scores(args.b, "cv")
     if a is None or b is None:
         raise SystemExit(f"both recipes need all {FOLDS} folds cached: {args.a}, {args.b}")
     b = b.set_index("pair_id").loc[a["pair_id"]].reset_index()
     pos = a["score"].to_numpy() >= STORY
     sa, sb = a["ce"].to_numpy(), b["ce"].to_numpy()
+    print(f"{len(pos)} pairs out of fold, {int(pos.sum())} same story (CPU: {cpu_name()})")
+    print(f"correlation of the two recipes' scores: {np.corrcoef(sa, sb)[0, 1]:.3f}")
+    for label, (va, vb, lo, hi) in paired_gain(sa, sb, pos, args.resamples).items():
+        print(f"{label}: {args.a} {va:.3f}, {args.b} {vb:.3f}, gain {vb - va:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+
+
+def paired_gain(
+    sa: np.ndarray, sb: np.ndarray, pos: np.ndarray, resamples: int = 1000
+) -> dict[str, tuple[float, float, float, float]]:
+    """Best F1 and AP of scores ``sa`` and ``sb`` of the same pairs, and the 95% interval of the gain of
+    ``sb`` over ``sa``: both resampled together, each at its own best threshold in every resample (both
+    equally flattered). ``{"best F1": (a, b, low, high), "AP": ...}``."""
+    from sklearn.metrics import average_precision_score
+
     rng = np.random.default_rng(0)
     d_f1, d_ap = [], []
-    for _ in range(args.resamples):
+    for _ in range(resamples):
         i = rng.integers(0, len(pos), len(pos))
         d_f1.append(best_f1(sb[i], pos[i])[0] - best_f1(sa[i], pos[i])[0])
         d_ap.append(average_precision_score(pos[i], sb[i]) - average_precision_score(pos[i], sa[i]))
     f1a, f1b = best_f1(sa, pos)[0], best_f1(sb, pos)[0]
     apa, apb = average_precision_score(pos, sa), average_precision_score(pos, sb)
-    print(f"{len(pos)} pairs out of fold, {int(pos.sum())} same story (CPU: {cpu_name()})")
-    print(f"correlation of the two recipes' scores: {np.corrcoef(sa, sb)[0, 1]:.3f}")
+    out = {}
     for label, va, vb, d in (("best F1", f1a, f1b, d_f1), ("AP", apa, apb, d_ap)):
         lo, hi = np.percentile(d, [2.5, 97.5])
-        print(f"{label}: {args.a} {va:.3f}, {args.b} {vb:.3f}, gain {vb - va:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        out[label] = (float(va), float(vb), float(lo), float(hi))
+    return out
 
 
 def main() -> None:
