@@ -42,11 +42,12 @@ from _common import RESULTS, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after the path is set
+
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
 OUT = RESULTS / "cluster_rule"
 STEP = 0.01
-STORY = 0.875  # nlsim.evaluation.levels.SAME_STORY: 1.0, or two annotators' 1 and 0.75
 
 
 def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
@@ -138,12 +139,11 @@ def community(members: list[str], links: pd.DataFrame) -> list[list[str]]:
 def with_verdicts(links: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
     """``links`` with the editors' verdicts of the training split applied: a link between two items the
     editors scored below same story is cut, and two items they scored the same story are linked."""
-    key = {frozenset((a, b)): s for a, b, s in zip(train["id_a"], train["id_b"], train["score"], strict=True)}
-    cut = [
-        key.get(frozenset((a, b)), 1.0) >= STORY for a, b in zip(links["id_a"], links["id_b"], strict=True)
-    ]
+    below = train[train["score"] < STORY]
+    rejected = {frozenset(p) for p in zip(below["id_a"], below["id_b"], strict=True)}
+    kept = [frozenset(p) not in rejected for p in zip(links["id_a"], links["id_b"], strict=True)]
     story = train[train["score"] >= STORY]
-    return pd.concat([links[cut], story.assign(score=1.0)[["id_a", "id_b", "score"]]], ignore_index=True)
+    return pd.concat([links[kept], story.assign(score=1.0)[["id_a", "id_b", "score"]]], ignore_index=True)
 
 
 def measure(
