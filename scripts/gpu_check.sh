@@ -78,7 +78,7 @@ run = work / "report" / "run.json"
 if run.is_file():
     r = json.loads(run.read_text())
     print(f"- report inference: {json.dumps(r.get('inference'))[:400]}")
-for guard in sorted((work / "models").glob("versions/*/**/precision.json")):
+for guard in sorted([*(work / "models").glob("versions/*/**/quality_check.json"), *(work / "models").glob("versions/*/**/precision.json")]):
     g = json.loads(guard.read_text())
     verdicts = {k: v.get("verdict", v.get("passed")) for k, v in g.get("paths", {}).items()}
     print(f"- quality check {guard.relative_to(work)}: {json.dumps(verdicts, ensure_ascii=False)}")
