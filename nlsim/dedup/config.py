@@ -131,7 +131,11 @@ class DedupConfig:
         help="the run's date (YYYY-MM-DD) put into {date} in --corpus (default: the scheduled or "
         "current date)",
     )
-    timezone: str = option("UTC", help="time zone in which the run's date is taken (e.g. Asia/Taipei)")
+    timezone: str = option(
+        "UTC",
+        help="time zone (e.g. Asia/Taipei) in which the run's date is taken and the report page shows its "
+        "times and groups its clusters by day",
+    )
     rebuild_state: bool = option(False, help="with --state: move a broken state aside and build a fresh one")
     near_misses: int = option(
         200,

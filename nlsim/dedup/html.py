@@ -40,6 +40,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
@@ -108,10 +109,35 @@ def safe_url(value: Any) -> str | None:
     return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
 
 
-def _time(value: Any) -> str | None:
+def page_zone(name: str | None) -> ZoneInfo:
+    """The time zone the page shows its times and days in: the run's ``--timezone`` (UTC when the run
+    recorded none, or names a zone this machine does not know).
+
+    >>> page_zone("Asia/Taipei").key, page_zone(None).key, page_zone("Mars/Olympus").key
+    ('Asia/Taipei', 'UTC', 'UTC')
+    """
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def _time(value: Any, zone: ZoneInfo | None = None) -> str | None:
+    """A time as the page shows it, ``YYYY-MM-DD HH:MM`` in ``zone`` (UTC by default).
+
+    >>> _time("2024-08-01T20:30Z"), _time("2024-08-01T20:30Z", ZoneInfo("Asia/Taipei"))
+    ('2024-08-01 20:30', '2024-08-02 04:30')
+    """
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
-    return pd.Timestamp(value).tz_convert("UTC").strftime("%Y-%m-%d %H:%M")
+    stamp = pd.Timestamp(value)
+    if stamp.tzinfo is None:  # a time without a zone is UTC (as the corpus loader reads it)
+        stamp = stamp.tz_localize("UTC")
+    return stamp.tz_convert(zone or ZoneInfo("UTC")).strftime("%Y-%m-%d %H:%M")
+
+
+SCORE_DIGITS = 6
+"""Scores are kept in the page to this many decimals (shown to the threshold's, :func:`score_digits`)."""
 
 
 def _num(value: Any, digits: int = 4) -> float | None:
@@ -149,9 +175,10 @@ def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
 
 
 class _Items:
-    """The page's items: each id once, as ``[id, title, source, link, time]``, found by its index."""
+    """The page's items: each id once, as ``[id, title, source, link, time]``, found by its index; times in
+    ``zone``."""
 
-    def __init__(self, frame: pd.DataFrame | None) -> None:
+    def __init__(self, frame: pd.DataFrame | None, zone: ZoneInfo | None = None) -> None:
         self.known: dict[str, list[Any]] = {}
         if frame is not None and len(frame):
             cols = {
@@ -165,7 +192,7 @@ class _Items:
                     _text(cols["title"][n]),
                     _text(cols["source"][n]),
                     safe_url(cols["url"][n]),
-                    _time(times.iloc[n]) if times is not None else None,
+                    _time(times.iloc[n], zone) if times is not None else None,
                 ]
         self.rows: list[list[Any]] = []
         self.index: dict[str, int] = {}
@@ -194,12 +221,16 @@ def _cluster_pairs(pairs: pd.DataFrame, item: _Items) -> dict[str, list[list[Any
         scored["cross_encoder"],
         strict=True,
     ):
-        rows.setdefault(str(cid), []).append([item(a), item(b), _num(s), _num(co), _num(ce)])
+        rows.setdefault(str(cid), []).append(
+            [item(a), item(b), _num(s, SCORE_DIGITS), _num(co, SCORE_DIGITS), _num(ce, SCORE_DIGITS)]
+        )
     return rows
 
 
-def _cluster_row(c: Any, item: _Items, pair_rows: dict[str, list[list[Any]]]) -> dict[str, Any]:
-    """One cluster as the page's script reads it."""
+def _cluster_row(
+    c: Any, item: _Items, pair_rows: dict[str, list[list[Any]]], zone: ZoneInfo | None = None
+) -> dict[str, Any]:
+    """One cluster as the page's script reads it (its times in ``zone``)."""
     members = [item(m) for m in list(c.member_ids)]  # indexed in this order: members, added, representative
     added = [item(m) for m in _list(getattr(c, "added_ids", None))]
     return {
@@ -212,10 +243,10 @@ def _cluster_row(c: Any, item: _Items, pair_rows: dict[str, list[list[Any]]]) ->
         "added": added,
         "absorbed": [str(x) for x in _list(getattr(c, "absorbed", None))],
         "sources": [str(x) for x in _list(getattr(c, "sources", None))],
-        "first": _time(getattr(c, "first_published", None)),
-        "last": _time(getattr(c, "last_published", None)),
-        "max": _num(getattr(c, "max_similarity", None)),
-        "mean": _num(getattr(c, "mean_similarity", None)),
+        "first": _time(getattr(c, "first_published", None), zone),
+        "last": _time(getattr(c, "last_published", None), zone),
+        "max": _num(getattr(c, "max_similarity", None), SCORE_DIGITS),
+        "mean": _num(getattr(c, "mean_similarity", None), SCORE_DIGITS),
         "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p[2] or 0)),
     }
 
@@ -229,11 +260,14 @@ def page_data(
 ) -> dict[str, Any]:
     """What the page's script renders: items (id, title, source, link, time) and clusters (members,
     status, added items, absorbed ids, scores and the pairs that joined them); for the review panel, the
-    near misses and what the export records (:mod:`nlsim.dedup.review`)."""
-    item = _Items(frame)
+    near misses and what the export records (:mod:`nlsim.dedup.review`). Times and days are in the run's
+    time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
+    zone = page_zone(record.timezone)
+    item = _Items(frame, zone)
     pair_rows = _cluster_pairs(pairs, item)
     out = [
-        _cluster_row(c, item, pair_rows) for c in (clusters.itertuples(index=False) if len(clusters) else ())
+        _cluster_row(c, item, pair_rows, zone)
+        for c in (clusters.itertuples(index=False) if len(clusters) else ())
     ]
     unit, periods = _periods([c["first"] for c in out])
     for c, p in zip(out, periods, strict=True):
@@ -245,6 +279,8 @@ def page_data(
         "periodUnit": unit,
         "rerank": record.rerank is not None,
         "threshold": _num(record.threshold, 6),
+        "scoreDigits": score_digits(record.threshold),
+        "timeZone": zone.key,
         "items": item.rows,
         "clusters": out,
         "nearMisses": review.near_miss_rows(near_misses, item),
@@ -268,6 +304,30 @@ def _level_name(level: Any) -> str:
 def _fmt(value: Any, digits: int = 3) -> str:
     v = _num(value, 6)
     return "–" if v is None else f"{v:.{digits}f}"
+
+
+def score_digits(threshold: Any) -> int:
+    """How many decimals the page shows a score with: as many as the threshold has (at least 3, at most 6).
+    The page's script cuts a score to them (rounds down, never up), so a score below the threshold never
+    shows as the threshold itself (0.909419 is 0.9094 beside the threshold 0.9095, not 0.909).
+
+    >>> score_digits(0.9095), score_digits(0.9), score_digits(0.909485), score_digits(None)
+    (4, 3, 6, 3)
+    """
+    t = _num(threshold, 6)
+    if t is None:
+        return 3
+    decimals = f"{t:.6f}".rstrip("0").split(".")[1]
+    return max(3, len(decimals))
+
+
+def threshold_text(threshold: Any) -> str:
+    """The threshold as the page shows it, with its own decimals (:func:`score_digits`).
+
+    >>> threshold_text(0.9095), threshold_text(0.9), threshold_text(None)
+    ('0.9095', '0.900', '–')
+    """
+    return _fmt(threshold, score_digits(threshold))
 
 
 def _notices(record: RunRecord) -> list[str]:
@@ -304,6 +364,68 @@ def _notices(record: RunRecord) -> list[str]:
             "are not comparable.</div>"
         )
     return parts
+
+
+NUMBER_WORDS = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def in_words(share: float) -> str:
+    """A share as an editor reads it: the simplest "n in d" within 0.03 (d up to 5), else in tenths.
+
+    >>> in_words(0.667), in_words(0.8125), in_words(0.55), in_words(0.97), in_words(0.02)
+    ('about two in three', 'about four in five', 'about six in ten', 'nearly all', 'almost none')
+    """
+    if share >= 0.95:
+        return "nearly all"
+    if share < 0.05:
+        return "almost none"
+    for d in range(2, 6):
+        n = math.floor(share * d + 0.5)
+        if 0 < n < d and abs(n / d - share) <= 0.03:
+            return f"about {NUMBER_WORDS[n]} in {NUMBER_WORDS[d]}"
+    return f"about {NUMBER_WORDS[math.floor(share * 10 + 0.5)]} in ten"
+
+
+def plain_quality(record: RunRecord) -> str:
+    """The page's plain-language line: how often this report's groupings are truly one story, and how many
+    of the editors' same-story pairs it groups, from the report judged against the editors' pairs
+    (``--judge-pairs``), else from the threshold's calibration (when the threshold in use is the calibrated
+    one); without either it says that nobody measured it."""
+    judge, cal = record.judge, record.info.threshold_calibration
+    if judge is not None and judge.precision is not None:
+        share = in_words(judge.precision)
+        text = f"{share[0].upper()}{share[1:]} of the pairs this report groups together are truly one story"
+        if judge.recall is not None:
+            text += f"; it groups {in_words(judge.recall)} of the pairs editors call the same story"
+        basis = (
+            f"judged on {judge.judged_pairs:,} of the editors' scored {judge.split} pairs, "
+            f"{judge.same_story_pairs:,} of them the same story: precision {_fmt(judge.precision)}, recall "
+            f"{_fmt(judge.recall)}"
+        )
+    elif (
+        cal is not None
+        and record.threshold is not None
+        and _num(cal.threshold, 6) == _num(record.threshold, 6)
+    ):
+        what = "the same story" if cal.level >= 1.0 else f"related at least as “{_level_name(cal.level)}”"
+        text = (
+            f"When this model links two items, {in_words(cal.precision)} times they are truly {what}; it "
+            f"links {in_words(cal.recall)} of the pairs editors call {what}"
+        )
+        basis = (
+            f"measured on {cal.n:,} annotated {cal.split} pairs, {cal.n_positive:,} of them {what}, where "
+            f"the threshold was calibrated: precision {_fmt(cal.precision)}, recall {_fmt(cal.recall)}"
+        )
+    else:
+        return (
+            "<p id='plain' class='plain'>How often this report's groupings are truly one story was not "
+            "measured for this run (no calibration of the threshold in use, no <code>--judge-pairs</code>): "
+            "read the clusters as suggestions.</p>"
+        )
+    return (
+        f"<p id='plain' class='plain'><strong>{esc(text)}.</strong> <span class='meta'>({esc(basis)}; see "
+        "<a href='#model'>the model card</a>.)</span></p>"
+    )
 
 
 def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
@@ -395,7 +517,7 @@ def _threshold_rows(record: RunRecord) -> list[Row]:
     """The threshold, on which score, where it came from, its agreement, the reranker, the text embedded."""
     on = "rerank score" if record.rerank is not None else "cosine similarity"
     rows = [
-        ("Threshold", f"<strong>{_fmt(record.threshold, 4)}</strong> on the {on}"),
+        ("Threshold", f"<strong>{threshold_text(record.threshold)}</strong> on the {on}"),
         ("Where it came from", iso(record.threshold_source or "?")),
         ("Agreement at this threshold", _agreement(record)),
     ]
@@ -547,8 +669,9 @@ def _overview(data: dict[str, Any], record: RunRecord, pairs: pd.DataFrame) -> s
     periods = Counter(c["period"] or "undated" for c in clusters)
     order = sorted(k for k in periods if k != "undated") + (["undated"] if "undated" in periods else [])
     unit = data["periodUnit"]
+    zone = data["timeZone"]
     parts.append(
-        _bars(f"Clusters by {unit} of their first item (UTC)", "period", [(p, periods[p]) for p in order])
+        _bars(f"Clusters by {unit} of their first item ({zone})", "period", [(p, periods[p]) for p in order])
     )
     if data["daily"]:
         status = Counter(c["status"] for c in data["clusters"])
@@ -608,6 +731,24 @@ def _controls(data: dict[str, Any]) -> str:
     )
 
 
+def _cluster_list(data: dict[str, Any]) -> str:
+    """The clusters section: controls, pagers and the list the page's script draws."""
+    n = len(data["clusters"])
+    when = f" (times in {esc(data['timeZone'])})"
+    return (
+        f"<section id='list' class='panel'><h2>Clusters{when}</h2>"
+        + _controls(data)
+        + "<p id='shown' class='shown' aria-live='polite'>"
+        + esc(f"{n:,} clusters; the list needs JavaScript.")
+        + "</p>"
+        "<noscript><p class='notice'>This list is drawn by the page's script. Without it, every cluster is "
+        "in <code>clusters.parquet</code>, <code>members.csv</code> and <code>report.xlsx</code> beside this "
+        "page.</p></noscript>"
+        "<div class='pager' id='pager-top'></div><ol id='clusters' class='clusters'></ol>"
+        "<div class='pager' id='pager-bottom'></div></section>"
+    )
+
+
 def render_html(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
@@ -629,7 +770,7 @@ def render_html(
             f"written {esc(when)}" if when else "",
             f"corpus {iso(Path(record.corpus).name)}" if record.corpus else "",
             f"model {iso(record.model_name)}",
-            f"threshold {_fmt(record.threshold, 4)}",
+            f"threshold {threshold_text(record.threshold)}",
         )
         if x
     )
@@ -644,23 +785,18 @@ def render_html(
     body = [
         "<body><header><h1>Near-duplicate and related news items</h1>",
         f"<p class='meta'>{meta}</p>",
-        "<nav><a href='#model'>Model</a> · <a href='#overview'>Overview</a> · <a href='#review'>Review</a> · "
-        "<a href='#list'>Clusters</a></nav></header><main>",
+        "<nav><a href='#list'>Clusters</a> · <a href='#review'>Review</a> · <a href='#rubric'>Rubric</a> · "
+        "<a href='#model'>Model</a> · <a href='#overview'>Overview</a></nav></header><main>",
+        # what an editor comes for first: the warnings, how far to trust the groupings, the clusters
         *_notices(record),
+        plain_quality(record),
+        _cluster_list(data),
+        review.review_section(data),
+        review.rubric_section(),
         _spreadsheet_notice(text_changes(frame)),
         model_card_html(record, learning_curve),
         _overview(data, record, pairs),
-        review.review_section(data),
-        "<section id='list' class='panel'><h2>Clusters</h2>",
-        _controls(data),
-        "<p id='shown' class='shown' aria-live='polite'>"
-        + esc(f"{n:,} clusters; the list needs JavaScript.")
-        + "</p>",
-        "<noscript><p class='notice'>This list is drawn by the page's script. Without it, every cluster is "
-        "in <code>clusters.parquet</code>, <code>members.csv</code> and <code>report.xlsx</code> beside this "
-        "page.</p></noscript>",
-        "<div class='pager' id='pager-top'></div><ol id='clusters' class='clusters'></ol>"
-        "<div class='pager' id='pager-bottom'></div></section></main>",
+        "</main>",
         "<footer><p class='meta'>Every cluster of this report is listed above (in pages). The same data: "
         "<code>clusters.parquet</code>, <code>pairs.parquet</code>, <code>members.csv</code>, "
         "<code>pairs.csv</code>, <code>report.xlsx</code>; the run record: <code>run.json</code>.</p>"

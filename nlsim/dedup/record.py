@@ -202,6 +202,8 @@ class RunRecord:
     window_hours: float | None = None
     """Pairs only of items published at most this many hours apart (``--window-hours``; ``None``: any)."""
     as_of: str | None = None
+    timezone: str = "UTC"
+    """The time zone of the report's days and times (``--timezone``; the daily deployment's ``timezone``)."""
     input_key: str = ""
     started_at: str = ""
     model_switch: ModelSwitch | None = None

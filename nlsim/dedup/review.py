@@ -1,6 +1,7 @@
 """The review panel of the report page: editors mark pairs, and their marks become training data.
 
-Every pair the report shows can be marked with a level of the rubric (``annotations/RUBRIC.md``): the
+Every pair the report shows can be marked with a level of the rubric (``annotations/GUIDELINES.md``,
+embedded in the page as :data:`RUBRIC` and :data:`RULES`: the page is one file, offline): the
 pairs that joined a cluster, every other pair of items inside a cluster, the near misses (the best pairs
 below the threshold, :mod:`nlsim.dedup.near_misses`, in a queue of their own, nearest the threshold
 first), and any two items the editor picks, in one cluster or in two. Three levels are shown by default
@@ -11,7 +12,12 @@ or by keyboard: ``j``/``n`` next pair, ``k``/``p`` previous, ``1`` same story, `
 The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload and
 can be cleared. The export downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that
 ``nlsim annotate merge`` reads: nothing needs a server, the page stays one file. The pair ids are computed
-in the browser as :func:`nlsim.io.editor_file.pair_id` computes them.
+in the browser as :func:`nlsim.io.editor_file.pair_id` computes them, with a SHA-256 written in the page's
+own script (no ``crypto.subtle``, which a browser gives only to a secure context: the export works on a
+page opened from disk, from localhost or over plain HTTP from any host). The export appends
+:data:`nlsim.io.editor_file.HASH_COLUMNS` (the SHA-256 of each item's text, for the merge to tell an edited
+text) and writes a text cell that a spreadsheet would read as a formula with an apostrophe in front
+(:func:`nlsim.dedup.spreadsheet.csv_text`'s rule).
 
 This module gives the page what the panel needs (:func:`review_meta`, :func:`near_miss_rows`), the panel's
 HTML (:func:`review_section`), its script and style (``assets/review.js``, ``assets/review.css``), and the
@@ -37,10 +43,11 @@ from typing import Any
 import pandas as pd
 
 from nlsim.dedup.record import RunRecord
+from nlsim.dedup.spreadsheet import FORMULA_START
 from nlsim.io import editor_file
 
 LEVELS = (
-    (1.0, "1", "same story", "same event or story"),
+    (1.0, "1", "same story or a very narrow shared topic", "same event, or a very narrow shared topic"),
     (0.75, "2", "same topic & entity", "same topic and same place or entity, not the same event"),
     (0.5, "3", "topic or entity", "same topic only, or same place or entity only"),
     (0.25, "4", "general area", "share only a very general area"),
@@ -49,6 +56,49 @@ LEVELS = (
 """The rubric's levels as the page shows them: score, key, button label, description."""
 THREE = (1.0, 0.75, 0.0)
 """The levels shown by default."""
+RUBRIC = (
+    (
+        1.0,
+        "same story",
+        "reports the same event or a very narrow shared topic: one headline rewrites or follows up the "
+        "other, or both cover the same specific happening (the same match, the same company announcement, "
+        "the same exam sitting, the same product's launch or price, the same court case, the same market "
+        "session).",
+    ),
+    (
+        0.75,
+        "same topic and same entity",
+        "shares a fairly specific topic (civil-service exams, Sony camcorders, A-share daily market moves, "
+        "NBA trades, Beijing housing prices) and the same specific place or entity set, but is not the same "
+        "event. Entity set = a country other than mainland China, or, for domestic news, a specific "
+        "province/city, organisation, company, team, person or product line.",
+    ),
+    (
+        0.5,
+        "same topic or same entity",
+        "shares the specific topic only (different places/entities), or the specific place/entity only "
+        "(different topics). E.g. two different universities' admissions notices; two items about Japan on "
+        "unrelated subjects.",
+    ),
+    (
+        0.25,
+        "same broad area",
+        "shares only a very general area (both sports, both finance/stocks, both games, both "
+        "entertainment, both education) or only a broad region, nothing more specific.",
+    ),
+    (0.0, "unrelated", "nothing in common worth the name."),
+)
+"""The rubric's five levels as ``annotations/GUIDELINES.md`` words them (score, level, the pair...): the
+page carries them, so an editor reads the rubric where the pairs are marked."""
+RULES = (
+    "Judge the news content, not word overlap. Template-like headlines that share boilerplate "
+    '("2010年…招生簡章") but concern different institutions are 0.5, not 1.',
+    "Different sports or leagues are 0.25.",
+    'Mainland China alone does not count as a shared "country" (almost every item is Chinese news): use the '
+    "more specific entity (province, city, company...) instead.",
+    "When torn between two levels, pick the lower one only if the higher one's condition is clearly not met.",
+)
+"""The rubric's rules on choosing a level (``annotations/GUIDELINES.md``, *Rules* 1 to 4)."""
 
 
 def _asset(name: str) -> str:
@@ -75,6 +125,8 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
         "levels": [{"v": v, "key": k, "label": label, "title": title} for v, k, label, title in LEVELS],
         "three": list(THREE),
         "columns": list(editor_file.COLUMNS),
+        "hashColumns": list(editor_file.HASH_COLUMNS),
+        "formulaStart": list(FORMULA_START),
         "stratum": editor_file.PAGE,
     }
 
@@ -106,10 +158,12 @@ def review_section(data: dict[str, Any]) -> str:
     meta = data["review"]
     keys = " · ".join(f"<kbd>{html.escape(k)}</kbd> {html.escape(label)}" for _, k, label, _ in LEVELS)
     n_near = len(data.get("nearMisses") or [])
-    threshold = "?" if meta["threshold"] is None else f"{meta['threshold']:g}"
+    digits = data.get("scoreDigits", 3)
+    threshold = "?" if meta["threshold"] is None else f"{meta['threshold']:.{digits}f}"
     return (
         "<section id='review' class='panel'><h2>Review: mark pairs for training</h2>"
-        "<p class='meta'>Mark whether two items are the same story. Your marks train the next model: export "
+        "<p class='meta'>Mark whether two items are the same story, with the levels of "
+        "<a href='#rubric' class='rv-rubric-link'>the rubric</a>. Your marks train the next model: export "
         "them and hand the file to whoever runs <code>nlsim annotate merge</code>. They are kept in this "
         "browser for this report until you clear them. Mark any pair shown: the pairs that joined a cluster, "
         "every pair inside a cluster, the near misses below, or two items you pick (<em>pick</em> beside an "
@@ -141,6 +195,26 @@ def review_section(data: dict[str, Any]) -> str:
         "</table></details>"
         "<noscript><p class='notice'>Marking pairs needs the page's script.</p></noscript>"
         "</section>"
+    )
+
+
+def rubric_section() -> str:
+    """The rubric (:data:`RUBRIC`, :data:`RULES`) as a section of its own, folded: opened by the review
+    panel's link (``#rubric``)."""
+    rows = "".join(
+        f"<tr><td class='num'>{score:g}</td><th scope='row'>{html.escape(level)}</th>"
+        f"<td>{html.escape(text)}</td></tr>"
+        for score, level, text in RUBRIC
+    )
+    rules = "".join(f"<li>{html.escape(rule)}</li>" for rule in RULES)
+    return (
+        "<section id='rubric' class='panel'><details id='rubric-levels'><summary><h2>The rubric: how related "
+        "are two news items?</h2></summary>"
+        "<p class='meta'>One level for how related the <em>news</em> is (the editors' guidelines, "
+        "<code>annotations/GUIDELINES.md</code>). The page's buttons carry the levels' names; the three "
+        "shown by default are same story (1), same topic and same entity (0.75) and unrelated (0).</p>"
+        "<table class='rubric'><thead><tr><th>score</th><th>level</th><th>the pair...</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table><h3>Rules</h3><ol>{rules}</ol></details></section>"
     )
 
 

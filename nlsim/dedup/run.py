@@ -145,6 +145,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         retention_days=config.retention_days if config.incremental else None,
         window_hours=config.window_hours,
+        timezone=config.timezone,
     )
 
     def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:

@@ -46,6 +46,11 @@ COLUMNS = (
     "threshold",
 )
 """The columns of an editors' file, in order."""
+HASH_COLUMNS = ("sha256_a", "sha256_b")
+"""Appended to :data:`COLUMNS` by the report page's export: :func:`text_sha256` of ``text_a`` and ``text_b``
+as the page showed them (before any spreadsheet escaping), so that a merge can tell a text edited on the
+way (a spreadsheet that ran a formula, a typo fixed by hand). A file with or without them is an editors'
+file."""
 KEPT = ("stratum", "annotator", "notes")
 """Columns of an editors' file that a merge keeps in the pair file beside the pairs (added, empty for the
 older rows, when the pair file has none and the editors' file has values). The model and threshold that
@@ -64,9 +69,20 @@ def pair_id(id_a: Any, id_b: Any) -> str:
     return PAIR_ID_PREFIX + hashlib.sha256(f"{lo}\x1f{hi}".encode()).hexdigest()[:16]
 
 
+def text_sha256(text: str) -> str:
+    """The lowercase hex SHA-256 of ``text``'s UTF-8 bytes (:data:`HASH_COLUMNS`); the report page
+    computes the same in the browser.
+
+    >>> text_sha256("颱風")[:16]
+    'a9b51c256b3e8e06'
+    """
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def scores_held(path: str | Path) -> int | None:
     """How many filled ``score`` cells the editors' file ``path`` holds; ``None`` when ``path`` is not an
-    editors' file (its header is not exactly :data:`COLUMNS`, or it cannot be read as CSV).
+    editors' file (its header is not exactly :data:`COLUMNS`, with or without :data:`HASH_COLUMNS`, or it
+    cannot be read as CSV).
 
     ``nlsim annotate draw`` replaces an existing ``--out`` only when this is 0: a drawn file nobody has
     scored yet. Anything else is the user's (or an editor's work) and is kept.
@@ -78,7 +94,7 @@ def scores_held(path: str | Path) -> int | None:
         frame = read_table(path, allowed=("csv",))
     except (NlsimError, OSError, ValueError):
         return None
-    if [str(c) for c in frame.columns] != list(COLUMNS):
+    if [str(c) for c in frame.columns] not in (list(COLUMNS), list(COLUMNS + HASH_COLUMNS)):
         return None
     return int(sum(1 for v in frame["score"] if str(v).strip() != ""))
 

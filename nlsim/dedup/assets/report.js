@@ -33,7 +33,14 @@
   }
   function isolated(texts, sep) { return interleave(texts.map(function (t) { return [bdi(t)]; }), sep); }
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
-  function score(v) { return v === null || v === undefined ? "–" : v.toFixed(3); }
+  // a score with the threshold's decimals (DATA.scoreDigits), cut, never rounded up: a score below the
+  // threshold never shows as the threshold (0.909419 is 0.9094 beside 0.9095); the +1e-7 keeps a score equal
+  // to the threshold from dropping below it through binary fractions
+  function score(v) {
+    if (v === null || v === undefined || v === "" || !isFinite(Number(v))) return "–";
+    var p = Math.pow(10, DATA.scoreDigits);
+    return (Math.floor(Number(v) * p + 1e-7) / p).toFixed(DATA.scoreDigits);
+  }
   function title(i, withLink) {
     var it = items[i];
     var text = String(it[1] || "").replace(/\s+/g, " ").trim() || "(no title)";
@@ -93,7 +100,7 @@
   function span(c) {
     var t = c.first ? c.first : "undated";
     if (c.last && c.last !== c.first) t += " – " + (c.last.slice(0, 10) === t.slice(0, 10) ? c.last.slice(11) : c.last);
-    return t + (c.first ? " UTC" : "");
+    return t + (c.first ? " " + DATA.timeZone : "");
   }
   function summaryRow(c) {
     var s = el("summary");
@@ -130,7 +137,7 @@
     }
     var added = {};  // a new cluster's members all joined it in this run: marked only in older clusters
     if (DATA.daily && c.status !== "new") c.added.forEach(function (i) { added[i] = true; });
-    var t = table(["", "title", "source", "published (UTC)", "item"]);
+    var t = table(["", "title", "source", "published (" + DATA.timeZone + ")", "item"]);
     var tb = t.appendChild(el("tbody"));
     c.members.forEach(function (i) {
       var tr = el("tr", added[i] ? "added" : null);
@@ -151,7 +158,7 @@
     b.appendChild(t);
     var why = DATA.daily ? "Why grouped: the pairs found in this run that link its items" :
       "Why grouped: the pairs that link its items";
-    b.appendChild(el("h3", null, why + " (score ≥ threshold " + (DATA.threshold === null ? "?" : DATA.threshold) + ")"));
+    b.appendChild(el("h3", null, why + " (score ≥ threshold " + (DATA.threshold === null ? "?" : score(DATA.threshold)) + ")"));
     if (c.status === "dissolved") {
       b.appendChild(el("p", "meta", "Dissolved: under this run's model these items are no longer grouped " +
         "together (they were this cluster's members before the model changed)."));
@@ -283,7 +290,7 @@
     var li = document.getElementById(h);
     if (li) { li.querySelector("details").open = true; li.scrollIntoView(); }
   }
-  window.nlsimReport = { data: DATA, title: title };  // for the review panel (review.js)
+  window.nlsimReport = { data: DATA, title: title, score: score };  // for the review panel (review.js)
   window.addEventListener("hashchange", openFromHash);
   apply(false);
   if (location.hash) openFromHash();

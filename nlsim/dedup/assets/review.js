@@ -57,7 +57,7 @@
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
-  function fixed(v) { return v === null || v === undefined || v === "" ? "–" : Number(v).toFixed(3); }
+  function fixed(v) { return R.score(v); }  // the list's score format: the threshold's decimals
   function cell(i, cluster) {
     var td = el("td", "t");
     td.appendChild(R.title(i, true));
@@ -328,16 +328,70 @@
     new MutationObserver(function () { decorate(list); }).observe(list, { childList: true, subtree: true });
   }
 
-  // --- export: the editors' file of `nlsim annotate merge` --------------------------------------------
-  function hex(buf) {
-    return Array.prototype.map.call(new Uint8Array(buf), function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
+  // --- SHA-256 in the page's own script (FIPS 180-4): crypto.subtle exists only in a secure context, and a
+  // report served over plain HTTP from an intranet host is not one ----------------------------------------
+  var SHA_K = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+  ];
+  function sha256Hex(text) {  // lowercase hex SHA-256 of the UTF-8 bytes of text (Python: hashlib.sha256)
+    var bytes = new TextEncoder().encode(text), n = bytes.length;
+    var blocks = Math.ceil((n + 9) / 64), m = new Uint8Array(blocks * 64);
+    m.set(bytes);
+    m[n] = 0x80;
+    var bits = n * 8, view = new DataView(m.buffer);
+    view.setUint32(m.length - 8, Math.floor(bits / 0x100000000));
+    view.setUint32(m.length - 4, bits >>> 0);
+    var h = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+    var w = new Array(64);
+    function rotr(x, r) { return (x >>> r) | (x << (32 - r)); }
+    for (var off = 0; off < m.length; off += 64) {
+      for (var t = 0; t < 16; t++) w[t] = view.getUint32(off + 4 * t);
+      for (t = 16; t < 64; t++) {
+        var s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >>> 3);
+        var s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >>> 10);
+        w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
+      }
+      var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+      for (t = 0; t < 64; t++) {
+        var t1 = (k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[t] + w[t]) | 0;
+        var t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+        k = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      }
+      h[0] = (h[0] + a) | 0; h[1] = (h[1] + b) | 0; h[2] = (h[2] + c) | 0; h[3] = (h[3] + d) | 0;
+      h[4] = (h[4] + e) | 0; h[5] = (h[5] + f) | 0; h[6] = (h[6] + g) | 0; h[7] = (h[7] + k) | 0;
+    }
+    return h.map(function (x) { return ("0000000" + (x >>> 0).toString(16)).slice(-8); }).join("");
   }
+
+  // --- export: the editors' file of `nlsim annotate merge` --------------------------------------------
   function pairId(m) {  // nlsim.io.editor_file.pair_id: SHA-256 of the two ids in code point order
     var ids = [m.a, m.b].sort(cmpCodePoints);
-    var bytes = new TextEncoder().encode(ids[0] + "\u001f" + ids[1]);
-    return crypto.subtle.digest("SHA-256", bytes).then(function (h) { return "ed-" + hex(h).slice(0, 16); });
+    return "ed-" + sha256Hex(ids[0] + "\u001f" + ids[1]).slice(0, 16);
+  }
+  function sheetText(v) {  // nlsim.dedup.spreadsheet.csv_text: text a spreadsheet would run as a formula
+    var text = v === null || v === undefined ? "" : String(v);
+    return META.formulaStart.indexOf(text.charAt(0)) >= 0 ? "'" + text : text;
   }
   function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
+  var NUMBERS = { similarity: true, score: true, threshold: true };  // numbers stay numbers
+  function exportRow(m, name) {  // one line of the export: META.columns, then META.hashColumns
+    var a = items[index[m.a]], b = items[index[m.b]], textA = String(a[1]), textB = String(b[1]);
+    var row = {
+      pair_id: pairId(m), id_a: m.a, id_b: m.b, text_a: textA, text_b: textB,
+      similarity: m.score === null ? "" : m.score, stratum: META.stratum + ":" + m.src, score: String(m.v),
+      annotator: name, notes: m.notes || "", model: META.model,
+      threshold: META.threshold === null ? "" : META.threshold,
+    };
+    var cells = META.columns.map(function (c) { return field(NUMBERS[c] ? row[c] : sheetText(row[c])); });
+    return cells.concat([field(sha256Hex(textA)), field(sha256Hex(textB))]).join(",");
+  }
   function annotator() {
     var input = document.getElementById("rv-annotator");
     var name = input.value.trim();
@@ -351,39 +405,28 @@
   function exportMarks(all) {
     var keys = Object.keys(marks).filter(function (k) { return all || !marks[k].exported; });
     if (!keys.length) { say("No mark to export."); return; }
-    if (!window.crypto || !crypto.subtle || !window.TextEncoder) {
-      say("This browser gives a local page no SHA-256 (crypto.subtle) for the pair ids: open it in Chrome, " +
-          "Edge or Firefox to export.");
+    if (!window.TextEncoder || !window.Blob || !window.URL) {
+      say("This browser is too old to write the export (no TextEncoder, Blob or URL): open the page in a " +
+          "current Chrome, Edge, Firefox or Safari.");
       return;
     }
     var name = annotator();
     if (!name) { say("The export needs your name (the annotator column)."); return; }
     keys.sort(function (x, y) { return marks[x].at < marks[y].at ? -1 : 1; });
-    Promise.all(keys.map(function (k) { return pairId(marks[k]); })).then(function (ids) {
-      var lines = [META.columns.join(",")];
-      keys.forEach(function (k, n) {
-        var m = marks[k], a = items[index[m.a]], b = items[index[m.b]];
-        var row = {
-          pair_id: ids[n], id_a: m.a, id_b: m.b, text_a: a[1], text_b: b[1],
-          similarity: m.score === null ? "" : m.score, stratum: META.stratum + ":" + m.src, score: String(m.v),
-          annotator: name, notes: m.notes || "", model: META.model,
-          threshold: META.threshold === null ? "" : META.threshold,
-        };
-        lines.push(META.columns.map(function (c) { return field(row[c]); }).join(","));
-      });
-      var blob = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], { type: "text/csv;charset=utf-8" });
-      var link = el("a");
-      var stamp = new Date().toISOString().replace(/[-:]/g, "").slice(0, 15);
-      link.href = URL.createObjectURL(blob);
-      link.download = "marks-" + (META.runId || "report") + "-" + stamp + ".csv";
-      document.body.appendChild(link);
-      link.click();
-      setTimeout(function () { URL.revokeObjectURL(link.href); link.remove(); }, 5000);
-      keys.forEach(function (k) { marks[k].exported = true; });
-      save();
-      refresh();
-      say("Exported " + keys.length + " mark(s) to " + link.download + ": merge it with nlsim annotate merge.");
-    });
+    var lines = [META.columns.concat(META.hashColumns).join(",")];
+    keys.forEach(function (k) { lines.push(exportRow(marks[k], name)); });
+    var blob = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], { type: "text/csv;charset=utf-8" });
+    var link = el("a");
+    var stamp = new Date().toISOString().replace(/[-:]/g, "").slice(0, 15);
+    link.href = URL.createObjectURL(blob);
+    link.download = "marks-" + (META.runId || "report") + "-" + stamp + ".csv";
+    document.body.appendChild(link);
+    link.click();
+    setTimeout(function () { URL.revokeObjectURL(link.href); link.remove(); }, 5000);
+    keys.forEach(function (k) { marks[k].exported = true; });
+    save();
+    refresh();
+    say("Exported " + keys.length + " mark(s) to " + link.download + ": merge it with nlsim annotate merge.");
   }
   document.getElementById("rv-export").addEventListener("click", function () { exportMarks(false); });
   document.getElementById("rv-export-all").addEventListener("click", function () { exportMarks(true); });
@@ -395,6 +438,15 @@
     refresh();
     say("Cleared " + n + " mark(s).");
   });
+
+  // --- the rubric (a folded section of the page): every link to it opens it ---------------------------------
+  function openRubric() {
+    var d = document.getElementById("rubric-levels");
+    if (d) d.open = true;
+  }
+  document.querySelectorAll("a[href='#rubric']").forEach(function (a) { a.addEventListener("click", openRubric); });
+  if (location.hash === "#rubric") openRubric();
+  window.nlsimReview = { sha256Hex: sha256Hex, pairId: pairId };  // the export's hashes, for checks
 
   // --- settings: the annotator's name (asked once), three or five levels -------------------------------
   var nameInput = document.getElementById("rv-annotator");
