@@ -221,3 +221,170 @@ def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> 
         text = browser.evaluate("document.querySelector('#clusters li').textContent")
         assert "absorbed c-b1" in text and "clusters c-b1 were merged into it" in text
         browser.screenshot(tmp_path / "daily.png")
+
+
+TOP = """(sel => { const el = document.querySelector(sel); if (!el) return null;
+  return el.getBoundingClientRect().top + window.scrollY; })(%s)"""
+
+
+def editors_report(folder: Path) -> Path:
+    """A batch report at a calibrated threshold of four decimals (0.9095, precision 0.6667 and recall 0.8125
+    on validation): a story of 3 items, one of 2, and near misses at 0.909419 and 0.88."""
+    from nlsim.dedup.near_misses import near_miss_pairs, near_miss_table
+
+    rows = [
+        ("t0", TYPHOON[0], "2024-08-01T08:00Z"),
+        ("t1", TYPHOON[1], "2024-08-01T09:00Z"),
+        ("t2", TYPHOON[2], "2024-08-01T10:30Z"),
+        ("b0", BUDGET[0], "2024-08-02T03:00Z"),
+        ("b1", BUDGET[1], "2024-08-02T04:00Z"),
+        ("l0", "Harbour workers strike in Rotterdam", "2024-08-03T04:00Z"),
+        ("l1", "Rotterdam harbour strike enters its third day", "2024-08-03T05:00Z"),
+    ]
+    frame = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire", url="")
+    frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+    pairs = pd.DataFrame({"a": [0, 0, 1, 3], "b": [1, 2, 2, 4], "similarity": [0.97, 0.95, 0.96, 0.93]})
+    below = pd.DataFrame({"a": [0, 5], "b": [3, 6], "similarity": [0.909419, 0.88]})
+    labels, clusters = batch_clusters(frame, pairs)
+    cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
+    near = near_miss_table(pairs_table(frame, near_miss_pairs(below, labels, 10), labels), cluster_of)
+    calibration = {
+        "threshold": 0.9095,
+        "level": 1.0,
+        "precision": 0.6667,
+        "recall": 0.8125,
+        "f1": 0.7324,
+        "n": 300,
+        "n_positive": 32,
+        "split": "validation",
+    }
+    summary = {
+        "run_id": "batch-editors001",
+        "model": "intfloat/multilingual-e5-small",
+        "items": len(frame),
+        "threshold": 0.9095,
+        "threshold_source": "calibration stored with the model",
+        "conversion": "tw2sp",
+        "model_info": {
+            "requested": "current",
+            "zero_shot": False,
+            "version": "v0002-1a2b3c4d",
+            "threshold_calibration": calibration,
+        },
+    }
+    record = RunRecord.from_dict(summary)
+    write_report(folder, pairs_table(frame, pairs, labels), clusters, record, frame=frame, near_misses=near)
+    return folder / "index.html"
+
+
+def test_the_page_opens_on_the_clusters_with_a_plain_line_the_rubric_and_the_thresholds_decimals(
+    tmp_path: Path,
+) -> None:
+    require_browser()
+    page = editors_report(tmp_path / "report")
+    with Browser() as browser:  # a 1280 x 900 window
+        browser.open(page.as_uri())
+        top = {s: browser.evaluate(TOP % json.dumps(s)) for s in (
+            "#plain", "#list", "#clusters li.cluster", "#review", "#rubric", "#model", "#overview"
+        )}  # fmt: skip
+        # the clusters come first: on the first screen, above the review panel, the rubric and the model card
+        assert top["#clusters li.cluster"] < 900, top
+        assert top["#plain"] < top["#list"] < top["#review"] < top["#rubric"] < top["#model"], top
+        assert top["#list"] < top["#overview"], top
+        # one line in plain words, from the threshold's calibration
+        plain = browser.evaluate("document.getElementById('plain').textContent")
+        assert "about two in three times they are truly the same story" in plain, plain
+        assert "about four in five of the pairs editors call the same story" in plain, plain
+        # the rubric, linked from the review panel and carried by the page (folded until asked for)
+        assert browser.evaluate("document.getElementById('rubric-levels').open") is False
+        browser.evaluate("document.querySelector('#review a.rv-rubric-link').click()")
+        assert browser.evaluate("document.getElementById('rubric-levels').open") is True
+        rubric = browser.evaluate("document.getElementById('rubric').innerText")
+        assert "reports the same event or a very narrow shared topic" in rubric
+        assert "shares only a very general area" in rubric and "Different sports or leagues" in rubric
+        button = "document.querySelector(\"#rv-near button.rv-level[data-v='1']\").textContent"
+        assert browser.evaluate(button) == "same story or a very narrow shared topic"
+        # every score with the threshold's four decimals, cut: 0.909419 is not shown as the threshold
+        near = browser.evaluate(
+            "[...document.querySelectorAll('#rv-near tbody tr')].map(r => r.cells[0].textContent)"
+        )
+        assert near == ["0.9094", "0.8800"]
+        assert "threshold 0.9095" in browser.evaluate("document.querySelector('header').textContent")
+        assert "0.9095 on the cosine similarity" in browser.evaluate(
+            "document.getElementById('model').textContent"
+        )
+        assert "(cosine < 0.9095)" in browser.evaluate("document.getElementById('review').textContent")
+        browser.evaluate("document.querySelector(\"li[data-cluster='c-t0'] details\").open = true")
+        scores = browser.evaluate(
+            "[...document.querySelectorAll(\"li[data-cluster='c-t0'] td.score\")].map(td => td.textContent)"
+        )
+        assert scores == ["0.9700", "0.9600", "0.9500"]
+        text = browser.evaluate("document.querySelector(\"li[data-cluster='c-t0']\").textContent")
+        assert "max score 0.9700" in text and "score ≥ threshold 0.9095" in text
+        browser.screenshot(tmp_path / "editors.png", full_page=False)
+
+
+def _deployment_zone() -> str:
+    """The ``timezone`` parameter of the ``news-dedup/daily`` deployment (``prefect.yaml``)."""
+    import yaml
+
+    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "prefect.yaml").read_text())
+    daily = next(d for d in spec["deployments"] if d["name"] == "daily")
+    return daily["parameters"]["timezone"]
+
+
+def test_a_daily_page_groups_clusters_by_the_day_of_the_deployments_time_zone(tmp_path: Path) -> None:
+    from nlsim.dedup.config import DedupConfig
+    from tests.incremental_helpers import HashEncoder, run_daily
+
+    require_browser()
+    zone = _deployment_zone()
+    assert zone == "Asia/Taipei"  # 8 hours ahead of UTC, no summer time: the times below depend on it
+    rows = [  # story A just after midnight in Taipei (the day before in UTC), story B late in the evening
+        ("a1", "alpha beta gamma delta", "2024-08-01T16:30Z"),
+        ("a2", "alpha beta gamma delta", "2024-08-01T17:10Z"),
+        ("b1", "epsilon zeta eta theta", "2024-08-01T15:00Z"),
+        ("b2", "epsilon zeta eta theta", "2024-08-01T15:30Z"),
+    ]
+    corpus = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire")
+    corpus["published_at"] = pd.to_datetime(corpus["published_at"], utc=True)
+    corpus.to_parquet(tmp_path / "day.parquet")
+    days = {}
+    for name, tz in (("taipei", zone), ("utc", "UTC")):
+        cfg = DedupConfig(
+            corpus=tmp_path / "day.parquet", out=tmp_path / name, model="hash", convert="none",
+            threshold=0.7, cache=False, progress=False, timezone=tz,
+        )  # fmt: skip
+        run_daily(cfg, tmp_path / f"state-{name}", retention_days=None, encoder=HashEncoder())
+        latest = tmp_path / name / "latest"
+        assert json.loads((latest / "run.json").read_text())["timezone"] == tz
+        html = (latest / "index.html").read_text()
+        data = json.loads(
+            html.split("<script id='nlsim-data' type='application/json'>")[1].split("</script>")[0]
+        )
+        days[name] = {c["id"]: c["period"] for c in data["clusters"]}
+        assert f"Clusters by day of their first item ({tz})" in html
+    assert days == {
+        "taipei": {"c-a1": "2024-08-02", "c-b1": "2024-08-01"},
+        "utc": {"c-a1": "2024-08-01", "c-b1": "2024-08-01"},
+    }
+    with Browser() as browser:
+        browser.open((tmp_path / "taipei" / "latest" / "index.html").as_uri())
+        options = browser.evaluate("[...document.querySelectorAll('#f-period option')].map(o => o.value)")
+        assert options == ["", "2024-08-01", "2024-08-02"]
+        browser.evaluate(
+            "const s = document.getElementById('f-period'); s.value = '2024-08-02';"
+            "s.dispatchEvent(new Event('change'))"
+        )
+        assert browser.evaluate(VISIBLE) == ["c-a1"]
+        browser.evaluate("document.querySelector('#clusters details').open = true")
+        summary = browser.evaluate("document.querySelector('#clusters li .meta').textContent")
+        assert summary == "2024-08-02 00:30 – 01:10 Asia/Taipei", summary
+        head = browser.evaluate(
+            "[...document.querySelectorAll('#clusters thead th')].map(th => th.textContent)"
+        )
+        assert "published (Asia/Taipei)" in head
+        times = browser.evaluate(
+            "[...document.querySelectorAll('#clusters td.when')].map(td => td.textContent)"
+        )
+        assert times == ["2024-08-02 00:30", "2024-08-02 01:10"]
