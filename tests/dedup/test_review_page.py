@@ -255,7 +255,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     page.close()
 
     marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    assert list(marks.columns) == list(editor_file.COLUMNS)
+    assert list(marks.columns) == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS]
     got = {(r.id_a, r.id_b): r for r in marks.itertuples()}
     assert set(got) == {("y1", "y2"), ("x1", "x2"), ("x1", "y2")}
     titles = dict(STORY)
@@ -309,3 +309,155 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
         "3 training pairs from editors’ files (and 0 validation pairs); 3 of them marked in a report page"
         in card
     )
+
+
+FORMULA = '=HYPERLINK("http://evil.example/","x")'
+"""A title a spreadsheet would run as a formula: the export must write it as text."""
+
+
+def export_report(folder: Path) -> Path:
+    """A batch report at threshold 0.9 whose story pairs a formula title with a title of every kind of
+    character (CJK, an emoji, a tab inside, more than one SHA-256 block), and two near misses."""
+    long_title = "颱風海葵登陸臺東 😀 typhoon\tlanding " + "停班停課 " * 20
+    rows = [
+        ("f0", FORMULA, "2024-08-01T08:00Z"),
+        ("f1", long_title, "2024-08-01T09:00Z"),
+        ("p0", "Harbour workers strike in Rotterdam", "2024-08-02T04:00Z"),
+        ("p1", "-5% for Rotterdam's port after the strike", "2024-08-02T05:00Z"),
+    ]
+    frame = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire", url="")
+    frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]})
+    below = pd.DataFrame({"a": [2, 0], "b": [3, 2], "similarity": [0.88, 0.5]})
+    labels, clusters = batch_clusters(frame, pairs)
+    cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
+    near = near_miss_table(pairs_table(frame, near_miss_pairs(below, labels, 10), labels), cluster_of)
+    summary = {
+        "run_id": "batch-export0001",
+        "model": FAST_MODEL,
+        "items": len(frame),
+        "threshold": 0.9,
+        "threshold_source": "given with --threshold",
+        "conversion": "none",
+        "model_info": {"requested": FAST_MODEL, "zero_shot": True},
+    }
+    record = RunRecord.from_dict(summary)
+    write_report(folder, pairs_table(frame, pairs, labels), clusters, record, frame=frame, near_misses=near)
+    return folder / "index.html"
+
+
+INTRANET = "reports.newsroom.test"
+"""The host name the browser resolves to 127.0.0.2 (``--host-resolver-rules``): an intranet host as an
+editor's browser sees one. Chromium counts every 127.0.0.0/8 address as potentially trustworthy (a secure
+context, ``crypto.subtle`` given), so the address alone would not test plain HTTP; a host name other than
+``localhost`` served over HTTP is not a secure context."""
+
+
+@pytest.fixture
+def intranet_chromium(chromium: Any) -> Iterator[Any]:
+    """A second Chromium (launched by the same Playwright) that reaches :data:`INTRANET` at 127.0.0.2."""
+    browser = chromium.browser_type.launch(
+        executable_path=find_browser(), args=[f"--host-resolver-rules=MAP {INTRANET} 127.0.0.2"]
+    )
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A report folder served over plain HTTP from 127.0.0.2, as ``http://reports.newsroom.test:PORT/``:
+    not localhost, so not a secure context."""
+    import functools
+    import http.server
+    import threading
+
+    folder = export_report(tmp_path / "report").parent
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{INTRANET}:{server.server_address[1]}/index.html", folder
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+HASHED = [
+    "",
+    "abc",
+    "a" * 55,
+    "a" * 56,
+    "a" * 63,
+    "a" * 64,
+    "a" * 65,
+    "b" * 119,
+    "c" * 1000,
+    "颱風\u001f😀\r\n",
+]
+"""Texts whose SHA-256 the page's own script must compute as Python does: empty, one block, the padding's
+edges (55/56 and 63/64/65 bytes), two and many blocks, multi-byte UTF-8."""
+
+
+def test_the_export_works_over_plain_http_with_hashes_and_formulas_escaped(
+    intranet_chromium: Any, served: tuple[str, Path], tmp_path: Path
+) -> None:
+    import csv
+    import hashlib
+
+    url, folder = served
+    page = intranet_chromium.new_page(accept_downloads=True)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    assert page.evaluate("location.host").startswith(INTRANET + ":")
+    assert page.evaluate("window.isSecureContext") is False  # no crypto.subtle here
+    assert page.evaluate("typeof (window.crypto && window.crypto.subtle)") == "undefined"
+
+    open_cluster(page, "c-f0")  # the story: the formula title and the long one, marked the same story
+    page.locator("li[data-cluster='c-f0'] .cbody tr.rv-row").first.locator(
+        "button.rv-level[data-v='1']"
+    ).click()
+    page.locator("li[data-cluster='c-f0'] .cbody tr.rv-row").first.locator("input.rv-note").fill(
+        "-- rewritten"
+    )
+    page.keyboard.press("Tab")
+    page.locator("#rv-near tr.rv-row").first.locator("button.rv-level[data-v='0']").click()  # p0 / p1
+    page.once("dialog", lambda d: d.accept("@desk"))
+    with page.expect_download() as download:
+        page.click("#rv-export")
+    export = tmp_path / "marks.csv"
+    download.value.save_as(export)
+    assert page.text_content("#rv-status").startswith("Exported 2 mark(s)")
+    # the page's own SHA-256 is Python's, at every padding edge and for multi-byte UTF-8
+    got = page.evaluate("texts => texts.map(t => window.nlsimReview.sha256Hex(t))", HASHED)
+    assert got == [hashlib.sha256(t.encode()).hexdigest() for t in HASHED]
+    assert errors == []
+    page.close()
+
+    with open(export, encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0]
+    assert header == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS]
+    got_rows = {(r["id_a"], r["id_b"]): r for r in (dict(zip(header, row, strict=True)) for row in rows[1:])}
+    assert set(got_rows) == {("f0", "f1"), ("p0", "p1")}
+    titles = pd.read_parquet(folder / "pairs.parquet")  # the texts the report holds, as the corpus had them
+    near = pd.read_parquet(folder / "near_misses.parquet")
+    text = dict(zip(titles["id_a"], titles["title_a"], strict=True))
+    text |= dict(zip(titles["id_b"], titles["title_b"], strict=True))
+    text |= dict(zip(near["id_a"], near["title_a"], strict=True)) | dict(
+        zip(near["id_b"], near["title_b"], strict=True)
+    )
+    for (a, b), r in got_rows.items():
+        assert r["pair_id"] == editor_file.pair_id(a, b)  # the page's own SHA-256 gives Python's id
+        assert r["sha256_a"] == hashlib.sha256(text[a].encode("utf-8")).hexdigest()
+        assert r["sha256_b"] == hashlib.sha256(text[b].encode("utf-8")).hexdigest()
+        assert r["annotator"] == "'@desk"  # a name a spreadsheet would run: escaped too
+    story, near_pair = got_rows[("f0", "f1")], got_rows[("p0", "p1")]
+    assert story["text_a"] == "'" + FORMULA  # escaped: a spreadsheet shows it as text
+    assert story["text_b"] == text["f1"] and "\t" in story["text_b"]  # a tab inside is no formula
+    assert story["notes"] == "'-- rewritten" and story["score"] == "1" and story["similarity"] == "0.95"
+    assert near_pair["text_b"] == "'" + text["p1"] and near_pair["text_a"] == text["p0"]
+    assert near_pair["score"] == "0" and near_pair["stratum"] == "report-page:near-miss"
