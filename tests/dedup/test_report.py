@@ -272,3 +272,21 @@ def test_page_holds_every_cluster_and_says_how_many():
     assert len(data["clusters"]) == n and len(data["items"]) == 2 * n
     assert f"<title>Near-duplicate report · {n:,} clusters</title>" in page
     assert data["pageSize"] == 50  # drawn a page at a time; the page says which ones it shows
+
+
+def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_measured_it(tmp_path):
+    from nlsim.dedup.html import plain_quality
+    from nlsim.evaluation.judge import Judgement
+
+    judged = RunRecord(threshold=0.9, judge=Judgement("p.tsv", "validation", 120, 30, 0.667, 0.8, 0.727))
+    line = plain_quality(judged)
+    assert "About two in three of the pairs this report groups together are truly one story" in line
+    assert "it groups about four in five of the pairs editors call the same story" in line
+    assert "judged on 120 of the editors&#x27; scored validation pairs, 30 of them the same story" in line
+    summary = _card_summary(tmp_path)
+    calibrated = RunRecord.from_dict(summary)  # precision 0.8125, recall 0.7222
+    line = plain_quality(calibrated)
+    assert "about four in five times they are truly the same story" in line
+    assert "links about three in four of the pairs editors call the same story" in line
+    given = RunRecord.from_dict({**summary, "threshold": 0.95})  # not the calibrated one
+    assert "was not measured for this run" in plain_quality(given)

@@ -1,0 +1,54 @@
+"""The review panel's Python side: the rubric the page carries is the guidelines' text, the same-story
+button says what the rubric says, the export's columns and formula rule come from one place each."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nlsim.dedup import review
+from nlsim.dedup.record import RunRecord
+from nlsim.dedup.spreadsheet import FORMULA_START
+from nlsim.io import editor_file
+
+GUIDELINES = Path(__file__).resolve().parents[2] / "annotations" / "GUIDELINES.md"
+
+
+def _plain(markdown: str) -> str:
+    """Markdown text as the page words it: no bold, no code marks, one space between words."""
+    return " ".join(markdown.replace("**", "").replace("`", "").split())
+
+
+def test_the_pages_rubric_is_the_guidelines_text() -> None:
+    text = GUIDELINES.read_text(encoding="utf-8")
+    levels = [
+        (float(score), _plain(level), _plain(what))
+        for score, level, what in re.findall(r"^\| \*\*([\d.]+)\*\* \| (.+?) \| (.+?) \|$", text, re.M)
+    ]
+    assert len(levels) == 5
+    assert [(score, level, _plain(what)) for score, level, what in review.RUBRIC] == levels
+    rules = [
+        _plain(r) for r in re.findall(r"^\d\. (.+?)(?=^\d\. |^$)", text.split("## Rules")[1], re.M | re.S)
+    ]
+    assert [_plain(r) for r in review.RULES] == rules[:4]
+
+
+def test_the_same_story_button_carries_the_rubrics_narrow_shared_topic() -> None:
+    same = next(label for v, _, label, _ in review.LEVELS if v == 1.0)
+    assert "or a very narrow shared topic" in same
+    assert "or a very narrow shared topic" in dict((s, w) for s, _, w in review.RUBRIC)[1.0]
+    assert [v for v, *_ in review.LEVELS] == [s for s, *_ in review.RUBRIC]
+
+
+def test_the_export_is_told_its_columns_and_the_formula_rule() -> None:
+    meta = review.review_meta(RunRecord(run_id="batch-1", model="m", threshold=0.9095))
+    assert meta["columns"] == list(editor_file.COLUMNS)
+    assert meta["hashColumns"] == ["sha256_a", "sha256_b"] == list(editor_file.HASH_COLUMNS)
+    assert meta["formulaStart"] == list(FORMULA_START)
+
+
+def test_the_rubric_section_is_folded_and_escaped() -> None:
+    section = review.rubric_section()
+    assert section.startswith("<section id='rubric'") and "<details id='rubric-levels'>" in section
+    assert "reports the same event or a very narrow shared topic" in section
+    assert "&quot;country&quot;" in section  # the rules' quotes are text
