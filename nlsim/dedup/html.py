@@ -408,9 +408,10 @@ def plain_quality(record: RunRecord) -> str:
         and _num(cal.threshold, 6) == _num(record.threshold, 6)
     ):
         what = "the same story" if cal.level >= 1.0 else f"related at least as “{_level_name(cal.level)}”"
+        share = in_words(cal.precision)
         text = (
-            f"When this model links two items, {in_words(cal.precision)} times they are truly {what}; it "
-            f"links {in_words(cal.recall)} of the pairs editors call {what}"
+            f"{share[0].upper()}{share[1:]} of the pairs this model links are truly {what}; it links "
+            f"{in_words(cal.recall)} of the pairs editors call {what}"
         )
         basis = (
             f"measured on {cal.n:,} annotated {cal.split} pairs, {cal.n_positive:,} of them {what}, where "

@@ -286,7 +286,7 @@ def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_me
     summary = _card_summary(tmp_path)
     calibrated = RunRecord.from_dict(summary)  # precision 0.8125, recall 0.7222
     line = plain_quality(calibrated)
-    assert "about four in five times they are truly the same story" in line
+    assert "About four in five of the pairs this model links are truly the same story" in line
     assert "links about three in four of the pairs editors call the same story" in line
     given = RunRecord.from_dict({**summary, "threshold": 0.95})  # not the calibrated one
     assert "was not measured for this run" in plain_quality(given)

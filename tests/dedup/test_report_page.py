@@ -293,7 +293,7 @@ def test_the_page_opens_on_the_clusters_with_a_plain_line_the_rubric_and_the_thr
         assert top["#list"] < top["#overview"], top
         # one line in plain words, from the threshold's calibration
         plain = browser.evaluate("document.getElementById('plain').textContent")
-        assert "about two in three times they are truly the same story" in plain, plain
+        assert "About two in three of the pairs this model links are truly the same story" in plain, plain
         assert "about four in five of the pairs editors call the same story" in plain, plain
         # the rubric, linked from the review panel and carried by the page (folded until asked for)
         assert browser.evaluate("document.getElementById('rubric-levels').open") is False
