@@ -1,18 +1,26 @@
 """The report page for editors (``index.html``) and its overview plot (``overview.png``).
 
-``index.html`` is one self-contained file (inline CSS and JavaScript, no network, no CDN):
+``index.html`` is one self-contained file (inline CSS and JavaScript, no network, no CDN). It opens on what
+an editor comes for, in this order:
 
-- at the top, what an editor must know first: a zero-shot model (no fine-tuned model was ever promoted),
-  a model switch in a daily run;
+- what an editor must know first: a zero-shot model (no fine-tuned model was ever promoted), a model switch
+  in a daily run;
+- one line in plain words on how far to trust the groupings (:func:`plain_quality`: "about two in three of
+  the pairs this model links are truly the same story");
+- every cluster, in pages of 50 (rendered in the browser from the data embedded in the page, so thousands
+  of clusters stay fast), with search, filters and sort; each cluster's items (linked to the article when
+  the corpus has an http(s) ``url``), its daily status (new / grown / merged / regrouped, the items that
+  joined, the clusters it absorbed) and the pairs, with their scores, that joined it;
+- the review panel and the rubric (:mod:`nlsim.dedup.review`);
 - the model card: which model judged (version, zero-shot or fine-tuned), its Spearman agreement with the
   annotated pairs before and after fine-tuning, precision/recall/F1 at the threshold in use and where that
   threshold came from, the learning curve when the model folder has one;
 - an overview: counts, clusters by size, by day (or month) of their first item and by daily status, each a
-  filter; ``overview.png``;
-- every cluster, in pages of 50 (rendered in the browser from the data embedded in the page, so thousands
-  of clusters stay fast), with search, filters and sort; each cluster's items (linked to the article when
-  the corpus has an http(s) ``url``), its daily status (new / grown / merged / regrouped, the items that
-  joined, the clusters it absorbed) and the pairs, with their scores, that joined it.
+  filter; ``overview.png``.
+
+Times, and the days clusters are grouped by, are in the run's time zone (``--timezone``, the daily
+deployment's ``timezone``; :func:`page_zone`). Scores are shown with the threshold's decimals, cut, never
+rounded up (:func:`score_digits`).
 
 Titles are text, never markup: the page builds the list with ``textContent``, and the data is embedded as
 JSON with ``<``, ``>`` and ``&`` escaped. User text (titles, sources, ids, file and model names) is
