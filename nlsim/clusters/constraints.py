@@ -10,8 +10,8 @@ Example:
     >>> c = LinkConstraints.from_pairs(must=[("b", "a")], cannot=[("c", "a")])
     >>> c.requires("a", "b"), c.forbids("a", "c"), c.forbids("c", "a"), c.forbids("a", "b")
     (True, True, True, False)
-    >>> bool(LinkConstraints()), len(c)
-    (False, 2)
+    >>> bool(LinkConstraints()), len(c), len(c.restricted_to(["a", "b"]))
+    (False, 2, 1)
 """
 
 from __future__ import annotations
