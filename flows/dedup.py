@@ -47,19 +47,50 @@ def run_date(config: DedupConfig) -> str:
 
 
 def run_name() -> str:
-    """Flow run names carry the date and the mode: ``news-dedup 2026-11-22 daily``."""
+    """Flow run names carry the date and the mode: ``news-dedup 2026-11-22 daily``.
+
+    A ``date`` that is not a date names the run as it was given (the run then fails saying why), and a
+    run whose other parameters cannot be read is named by its scheduled day in UTC: never by today's date
+    when that is not the day the run was asked for.
+    """
     params = flow_run.parameters or {}
+    mode = "daily" if params.get("state") else "batch"
     try:
         config = DedupConfig(**{k: v for k, v in params.items() if k in DedupConfig.__dataclass_fields__})
         day = run_date(config)
-    except Exception:  # noqa: BLE001 - a bad parameter fails later with its own message
-        day = dt.date.today().isoformat()
-    return f"news-dedup {day} {'daily' if params.get('state') else 'batch'}"
+    except Exception:  # noqa: BLE001 - a bad parameter fails the run with its own message
+        given = params.get("date")
+        if given:
+            day = " ".join(str(given).split())[:40] or "(no date)"
+        else:
+            when = flow_run.scheduled_start_time or dt.datetime.now(dt.UTC)
+            day = dt.datetime.fromisoformat(str(when)).astimezone(dt.UTC).date().isoformat() + " UTC"
+    return f"news-dedup {day} {mode}"
 
 
 def state_limit_name(state: str) -> str:
     """The global concurrency limit of one state folder (runs on it queue, one at a time)."""
     return "nlsim-state-" + hashlib.sha1(str(Path(state).resolve()).encode()).hexdigest()[:12]
+
+
+def ensure_state_limit(name: str) -> None:
+    """Create the global concurrency limit ``name`` (1 slot) unless it exists.
+
+    Asked by name first: creating one that exists makes the server log an ``IntegrityError`` traceback
+    (its unique name), on every run after the first. Two first runs racing may still both try to create
+    it; the loser's "already exists" is expected and ignored.
+    """
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate  # deferred: daily runs only
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+            return
+        except ObjectNotFound:
+            pass
+        with contextlib.suppress(ObjectAlreadyExists):
+            client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
 
 
 @contextlib.contextmanager
@@ -69,11 +100,7 @@ def one_run_per_state(state: str | None) -> Iterator[None]:
         yield
         return
     name = state_limit_name(state)
-    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate  # deferred: daily runs only
-    from prefect.exceptions import ObjectAlreadyExists
-
-    with get_client(sync_client=True) as client, contextlib.suppress(ObjectAlreadyExists):
-        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+    ensure_state_limit(name)
     print(f"waiting for the state folder's slot ({name}) if another run holds it")
     with concurrency(name, occupy=1, strict=True):
         yield

@@ -10,6 +10,9 @@ derived from nlsim's configuration dataclasses, progress artifacts, readable fai
 * :func:`progress_artifacts` turns :mod:`nlsim.progress` into Prefect progress artifacts.
 * :func:`report_failure` is every flow's ``on_failure`` hook: a Markdown artifact with the error in one
   readable line.
+* A failed run is one line wherever it is read: an error of nlsim (bad input, a bad parameter) ends the run
+  Failed with ``ErrorName: message`` as the state's message (:func:`fail`), and the traceback Prefect's
+  engine logs when it re-raises that failed state (``FailedRun``) is left out (:class:`FailedRunTraceback`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import contextlib
 import dataclasses
 import inspect
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -92,6 +96,41 @@ def progress_artifacts(prefix: str) -> Iterator[None]:
         progress.remove_listener(listener)
 
 
+class FailedRunTraceback(logging.Filter):
+    """Leave out the traceback Prefect's engine logs after a run ended Failed.
+
+    When a flow run ends in a Failed state, the engine raises that state again as ``FailedRun`` and logs
+    "Engine execution exited with unexpected exception" with some 30 lines of the engine's own frames on
+    the served process's console (``python -m flows.serve``). The run's own error line was logged before
+    it, and the state's message holds it: the record is dropped. An exception raised inside a flow is
+    logged by the engine as it happens ("Encountered exception during execution"), with its traceback, and
+    is kept.
+
+    Example:
+        >>> from prefect.exceptions import FailedRun
+        >>> def record(exc: BaseException) -> logging.LogRecord:
+        ...     return logging.LogRecord("prefect.flow_runs", 40, "", 0, "x", None, (type(exc), exc, None))
+        >>> FailedRunTraceback().filter(record(FailedRun("no input")))
+        False
+        >>> FailedRunTraceback().filter(record(ValueError("a bug")))
+        True
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from prefect.exceptions import FailedRun
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, FailedRun)
+
+
+def quiet_failed_runs() -> None:
+    """Install :class:`FailedRunTraceback` on Prefect's flow-run logger (once; done by :func:`config_flow`,
+    so in every process that loads one of the flows, the served runs' included)."""
+    logger = logging.getLogger("prefect.flow_runs")
+    if not any(isinstance(f, FailedRunTraceback) for f in logger.filters):
+        logger.addFilter(FailedRunTraceback())
+
+
 def report_failure(flow_: Any, flow_run: Any, state: Any) -> None:
     """``on_failure`` hook: the failure as a readable Markdown artifact (what failed, and why)."""
     message = state.message or "failed"
@@ -148,7 +187,10 @@ def config_flow(
     params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
 
     def fn(**kwargs: Any) -> Any:
-        return body(**kwargs)
+        try:
+            return body(**kwargs)
+        except NlsimError as exc:  # a parameter that cannot work, bad input: one line, the state's message
+            return fail(f"{type(exc).__name__}: {exc}")
 
     fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     fn.__annotations__ = annotations
@@ -156,6 +198,7 @@ def config_flow(
     fn.__module__ = body.__module__
     fn.__doc__ = f"{description}\n\nArgs:\n" + "\n".join(docs) + "\n"
     flow_options.setdefault("on_failure", [report_failure])
+    quiet_failed_runs()
     return flow(name=name, description=description, log_prints=True, **flow_options)(fn)
 
 

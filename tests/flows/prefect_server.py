@@ -30,6 +30,10 @@ BASE_ENV = {
     "TOKENIZERS_PARALLELISM": "false",
 }
 
+STREAM_LOGS = ("PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED", "PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED")
+"""Server settings (both off by default) without which ``--watch`` prints a run's events but none of its
+log lines."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -45,8 +49,18 @@ def _clean_env() -> dict[str, str]:
 class PrefectServer:
     """``prefect server start`` in a subprocess; ``api_url`` once healthy; ``stop()`` kills it by pid."""
 
-    def __init__(self, home: Path, *, scheduler_loop_seconds: int = 5, startup_timeout: float = 120) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        scheduler_loop_seconds: int = 5,
+        startup_timeout: float = 120,
+        stream_logs: bool = False,
+    ) -> None:
+        """``stream_logs``: the server streams runs' log lines to watchers (``prefect deployment run
+        --watch`` prints them), as docs/operations.md starts it."""
         self.home = Path(home)
+        self.stream_logs = stream_logs
         self.port = free_port()
         self.api_url = f"http://127.0.0.1:{self.port}/api"
         self.scheduler_loop_seconds = scheduler_loop_seconds
@@ -62,6 +76,7 @@ class PrefectServer:
             "PREFECT_UI_ENABLED": "false",
             "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": str(self.scheduler_loop_seconds),
             "PREFECT_SERVER_SERVICES_LATE_RUNS_ENABLED": "false",
+            **({k: "true" for k in STREAM_LOGS} if self.stream_logs else {}),
         }
 
     def client_env(self, **extra: str) -> dict[str, str]:

@@ -176,3 +176,91 @@ def _tail(path: Path, n: int = 3000) -> str:
         return path.read_text(errors="replace")[-n:]
     except OSError:
         return ""
+
+
+@pytest.mark.slow
+def test_served_daily_runs_fail_in_one_line_and_reuse_the_state_limit(tmp_path: Path) -> None:
+    """The README's path, `prefect deployment run 'news-dedup/daily' --param date=... --watch`, against a
+    served deployment: two days run (the second finds the state folder's concurrency limit and does not
+    create it again: no IntegrityError on the server); a bad date and a missing day each fail with one
+    line that is the run's state message, printed by `--watch` (the server streams log lines, as
+    docs/operations.md starts it) and by `prefect flow-run inspect`; the bad date's run is named with the
+    date given, not today's; the serving process prints no traceback."""
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    news = bbc_corpus(n_other=30, n_rewrites=5)
+    half = len(news) // 2
+    news.iloc[:half].to_parquet(incoming / "2026-11-22.parquet", index=False)
+    news.iloc[half:].to_parquet(incoming / "2026-11-23.parquet", index=False)
+    spec = yaml.safe_load(DEFAULT_FILE.read_text())
+    daily = spec["deployments"][0]
+    daily["schedules"] = []
+    daily["parameters"] = {
+        "corpus": str(incoming / "{date}.parquet"),
+        "timezone": "Asia/Taipei",
+        "state": str(tmp_path / "state"),
+        "out": str(tmp_path / "out"),
+        "model": FAST_MODEL,
+        "convert": "none",
+        "threshold": 0.9,
+        "k": 50,
+        "retention_days": 0,
+        "cache": False,
+    }
+    test_yaml = tmp_path / "prefect.yaml"
+    test_yaml.write_text(yaml.safe_dump(spec))
+
+    with PrefectServer(tmp_path / "prefect", stream_logs=True) as server:
+        env = server.client_env(COLUMNS="1000")  # the CLI wraps at the terminal's width, mid-word
+        serve_log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "flows.serve", "--file", str(test_yaml), "--only", "news-dedup/daily"],
+            cwd=ROOT,
+            env=env,
+            stdout=serve_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def run(date: str) -> subprocess.CompletedProcess:
+            cmd = [PREFECT, "deployment", "run", "news-dedup/daily", "--param", f"date={date}"]
+            cmd += ["--watch", "--watch-timeout", "420"]
+            return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=480)
+
+        def flow_run(date: str) -> dict:
+            runs = server.api("POST", "/flow_runs/filter", json={})
+            (found,) = [r for r in runs if r["parameters"].get("date") == date]
+            return found
+
+        try:
+            _wait(lambda: _deployment(server), 120, "the served deployment")
+            for day in ("2026-11-22", "2026-11-23"):
+                done = run(day)
+                assert done.returncode == 0, done.stdout[-3000:] + _tail(tmp_path / "serve.log")
+            assert len(list((tmp_path / "out" / "runs").iterdir())) == 2
+            assert "IntegrityError" not in server.log_tail(10**7)
+
+            expected = {
+                "2026-13-01": "ConfigError: --date '2026-13-01': not a date; give YYYY-MM-DD",
+                "2026-11-24": f"no input for 2026-11-24: {incoming / '2026-11-24.parquet'} does not exist",
+            }
+            for day, line in expected.items():
+                failed = run(day)
+                watched = " ".join((failed.stdout + failed.stderr).split())
+                assert failed.returncode == 1 and "finished in state 'Failed'" in watched
+                assert line in watched, watched[-3000:]
+                record = flow_run(day)
+                assert record["state"]["message"].startswith(line), record["state"]["message"]
+                assert record["name"] == f"news-dedup {day} daily"
+                inspect = subprocess.run(
+                    [PREFECT, "flow-run", "inspect", record["id"]], env=env, capture_output=True, text=True
+                )
+                assert line in " ".join(inspect.stdout.split())
+        finally:
+            stop_process(serve)
+            serve_log.close()
+    served = _tail(tmp_path / "serve.log", 10**7)
+    assert "Traceback" not in served, served[-4000:]
+    for day in expected:
+        errors = [ln for ln in served.splitlines() if "| ERROR" in ln and f"news-dedup {day} daily" in ln]
+        assert len(errors) == 1, errors
