@@ -187,7 +187,13 @@ def draw_model(scorer: str, model_store: str | Path, rerank: bool | None) -> Dra
         return DrawModel(TFIDF, TFIDF)
     name, path = scorer, scorer
     if scorer == CURRENT:
-        current = ModelStore(model_store).current()
+        store = ModelStore(model_store)
+        missing = store.missing()
+        if missing is not None:
+            raise ConfigError(
+                f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled"
+            )
+        current = store.current()
         if current is None:
             raise ConfigError(
                 f"--model current: no model has been promoted in {model_store} yet; name a model or a "

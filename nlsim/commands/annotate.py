@@ -44,9 +44,20 @@ def register(subparsers: Any) -> None:
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=run_draw)
     m = sub.add_parser("merge", help="validate a filled CSV and add its pairs to the pair file")
-    m.add_argument("--filled", required=True)
+    m.add_argument(
+        "--filled",
+        required=True,
+        help="the editors' scored file: a CSV of `nlsim annotate draw` or a report page's export "
+        "(marks-<run id>-<time>.csv), every row scored with a level of the rubric",
+    )
     m.add_argument("--pairs", required=True, help="pair file to extend (rewritten atomically)")
-    m.add_argument("--split", default="train", choices=("train", "validation", "test"))
+    m.add_argument(
+        "--split",
+        default="train",
+        choices=("train", "validation", "test"),
+        help="split the merged pairs go to (default: train; validation and test pairs are what models "
+        "are chosen and judged on)",
+    )
     m.add_argument(
         "--skip-blank", action="store_true", help="skip unscored rows instead of refusing the file"
     )

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
 from nlsim.dedup.config import DedupConfig
+from nlsim.io.corpus_schema import SCHEMA_HELP
 
 if TYPE_CHECKING:
     from nlsim.dedup.run import DedupResult
@@ -75,8 +77,19 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "dedup",
         help="find near-duplicate items and write the report",
-        description="Load, convert, embed, index, pair, [rerank,] cluster and report a corpus. With --state, "
-        "an incremental (daily) run against the items kept from earlier runs.",
+        description=textwrap.fill(
+            "Load, convert, embed, index, pair, [rerank,] cluster and report a corpus. With --state, an "
+            "incremental (daily) run against the items kept from earlier runs.",
+            100,
+        )
+        + "\n\n"
+        + textwrap.fill(
+            "The corpus (--corpus: .parquet, .csv, .tsv or .jsonl), one row per item: "
+            + SCHEMA_HELP
+            + ". A column that looks like a field the file lacks (pub_date, headline, ...) is named in a "
+            "warning. Details: data/README.md and the README.",
+            100,
+        ),
         formatter_class=Formatter,
     )
     add_dedup_options(p)

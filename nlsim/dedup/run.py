@@ -154,6 +154,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
 
     with _state_lock(config, record):
         corpus = step("load", stages.load, config)
+        record.messages.extend(corpus.warnings)
         model = step("model", stages.load_model, config, encoder)
         _fill_model(record, config, model)
         window = step("window", stages.open_window, config, corpus, model, record)

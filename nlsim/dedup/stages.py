@@ -125,6 +125,8 @@ def load(config: DedupConfig) -> Corpus:
         raise _dated_rows_error(corpus, future, "dated in the future", "fix their dates")
     if config.incremental and config.retention_days and config.as_of is None:  # --as-of fixes the clock
         check_no_lone_late_items(corpus, float(config.retention_days))
+    for message in corpus.warnings:
+        warn(message)
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
     return corpus
@@ -311,6 +313,13 @@ def _resolve_current(config: DedupConfig) -> _Requested:
     """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
     calibration."""
     store = ModelStore(config.model_store)
+    missing = store.missing()
+    if missing is not None and config.threshold is None and config.calibration is None:
+        raise ConfigError(
+            f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled (its "
+            "--model-store, default models/ under the folder it ran in), or run `nlsim pipeline "
+            f"--model-store {store.root}` to make one there"
+        )
     current = store.current()
     if current is not None:
         say(f"current model of {store.root}: {current.name}")
@@ -319,7 +328,8 @@ def _resolve_current(config: DedupConfig) -> _Requested:
     # the zero-shot model is the one the store's zero-shot calibration was made for
     name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
     say(
-        f"no model has been promoted in {store.root} yet: using zero-shot {name}"
+        (f"{missing}" if missing else f"no model has been promoted in {store.root} yet")
+        + f": using zero-shot {name}"
         + (" with the store's zero-shot calibration" if fallback is not None else "")
     )
     if fallback is None and config.threshold is None and config.calibration is None:

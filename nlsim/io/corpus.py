@@ -5,6 +5,9 @@ Schema: ``id`` and ``title`` are required; ``description``, ``body``, ``source``
 they are. The file is read by :func:`nlsim.io.tables.read_table` (explicit quoting rules, every row's
 field count checked).
 Which text fields are embedded is a parameter (``text_fields``); every one of them must be text.
+A column that looks like a schema field the file lacks (``pub_date`` for ``published_at``, ``headline`` for
+``title``: :data:`nlsim.io.corpus_schema.LOOKALIKES`) is kept and not read, and :attr:`Corpus.warnings`
+says so, naming the field to rename it to.
 
 Every problem is reported with the file, the row (1-based data row: the first item is row 1, whatever
 the format) and the field. By default the first bad row raises :class:`~nlsim.errors.InputError`; with
@@ -37,11 +40,17 @@ import pandas as pd
 
 from nlsim.errors import InputError
 from nlsim.io.atomic import atomic_path
+from nlsim.io.corpus_schema import (
+    LOOKALIKES,
+    OPTIONAL_TEXT,
+    REQUIRED,
+    SCHEMA_HELP,
+    TEXT_FIELDS,
+    lookalike_warnings,
+    normalised_column,
+)
 from nlsim.io.tables import read_table
 
-REQUIRED = ("id", "title")
-OPTIONAL_TEXT = ("description", "body", "source", "lang", "url")
-TEXT_FIELDS = ("title", "description", "body")
 DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
 
 
@@ -56,6 +65,8 @@ class Corpus:
         default_factory=lambda: pd.DataFrame(columns=["row", "field", "reason"])
     )
     quarantine_path: Path | None = None
+    warnings: tuple[str, ...] = ()
+    """Columns that look like schema fields and are not read (:func:`lookalike_warnings`)."""
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -196,8 +207,14 @@ def _check_columns(path: Path, raw: pd.DataFrame) -> None:
             )
     for col in REQUIRED:
         if col not in raw.columns:
+            like = [str(c) for c in raw.columns if normalised_column(c) in LOOKALIKES[col]]
+            hint = f"; column {like[0]!r} looks like it: rename it {col!r}" if like else ""
             raise InputError(
-                path, None, col, f"required column missing (columns: {', '.join(map(str, raw.columns))})"
+                path,
+                None,
+                col,
+                f"required column missing (columns: {', '.join(map(str, raw.columns))}){hint}; the schema: "
+                + SCHEMA_HELP,
             )
     if len(raw) == 0:
         raise InputError(path, None, None, "the corpus has no rows")
@@ -310,6 +327,7 @@ def load_corpus(
         text_fields=text_fields,
         quarantined=quarantined,
         quarantine_path=qpath,
+        warnings=tuple(lookalike_warnings(path, list(raw.columns))),
     )
 
 

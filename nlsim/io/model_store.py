@@ -62,6 +62,20 @@ class ModelStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
+    def missing(self) -> str | None:
+        """Why ``root`` holds no store at all (it does not exist, or is not a folder); ``None`` when it is a
+        folder. A mistyped ``--model-store`` is named as such, instead of reading as a store where no model
+        was ever promoted (which would send a newcomer to train one in the wrong place).
+
+        Example:
+            >>> ModelStore("/no/such/models").missing()
+            "model store '/no/such/models' does not exist (no such folder)"
+        """
+        if self.root.is_dir():
+            return None
+        what = "is not a folder" if self.root.exists() else "does not exist (no such folder)"
+        return f"model store '{self.root}' {what}"
+
     def claim(self) -> None:
         """Create the store (or check that ``root`` is one) before writing into it."""
         claim_folder(self.root, "model-store", what="model store")

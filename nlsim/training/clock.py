@@ -2,7 +2,9 @@
 
 A :class:`TrainingClock` counts optimizer steps. After the first few steps it knows the rate on this
 machine and says once how long the loop will take; at each epoch's end it says the epoch's time, the time
-elapsed and the time left. ``on_rate`` (optional) hears the measured seconds per step once, so a caller
+elapsed and the time left; in between, a heartbeat every :data:`HEARTBEAT_S` seconds says the steps done
+and the time left (an epoch of e5 on a small CPU takes many minutes: a run is never silent that long).
+``on_rate`` (optional) hears the measured seconds per step once, so a caller
 that knows what else a run will do (the chain, :mod:`nlsim.chain.eta`) can estimate the whole run.
 
 Example:
@@ -15,6 +17,16 @@ Example:
     >>> clock.epoch_done(1, "loss 0.5")
     >>> lines[-1].startswith("demo epoch 1/2: loss 0.5;")
     True
+
+    A heartbeat, 60 s (of a stand-in clock) after the estimate said at step 8:
+
+    >>> now = [0.0]
+    >>> clock = TrainingClock("demo", total_steps=200, epochs=2, log=lines.append, now=lambda: now[0])
+    >>> for _ in range(30):
+    ...     now[0] += 3.0
+    ...     clock.step()
+    >>> lines[-1]
+    'demo: step 28/200 (epoch 1/2), 1 min 24 s elapsed, about 8 min 36 s left'
 """
 
 from __future__ import annotations
@@ -24,6 +36,8 @@ from collections.abc import Callable
 
 FIRST_STEPS = 8
 """Steps timed before the loop's duration is estimated (the first step is slower: allocation, warm-up)."""
+HEARTBEAT_S = 60.0
+"""Seconds between two heartbeat lines of a loop (steps done, time left) when no other line was said."""
 
 
 def clock_text(seconds: float) -> str:
@@ -53,6 +67,8 @@ class TrainingClock:
         *,
         first_steps: int = FIRST_STEPS,
         on_rate: Callable[[float], None] | None = None,
+        heartbeat_s: float = HEARTBEAT_S,
+        now: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.what = what
         self.total_steps = max(1, int(total_steps))
@@ -60,14 +76,17 @@ class TrainingClock:
         self.log = log
         self.first_steps = max(1, int(first_steps))
         self.on_rate = on_rate
+        self.heartbeat_s = float(heartbeat_s)
+        self.now = now
         self.steps = 0
-        self.started = time.perf_counter()
+        self.started = now()
         self.paused = 0.0  # time spent outside the steps (validation), not part of the step rate
         self._rate_at: float | None = None
         self.epoch_started = self.started
+        self.last_said = self.started
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self.started
+        return self.now() - self.started
 
     def seconds_per_step(self) -> float | None:
         """The measured seconds per step (validation time left out), once a few steps ran."""
@@ -79,14 +98,28 @@ class TrainingClock:
         rate = self.seconds_per_step()
         return None if rate is None else rate * (self.total_steps - self.steps)
 
+    def say(self, line: str) -> None:
+        self.last_said = self.now()
+        self.log(line)
+
     def step(self) -> None:
-        """Count one optimizer step; after the first few, say how long the loop will take."""
+        """Count one optimizer step; after the first few, say how long the loop will take; then a heartbeat
+        when nothing was said for :attr:`heartbeat_s` seconds."""
         self.steps += 1
+        if self._rate_at is not None and self.now() - self.last_said >= self.heartbeat_s:
+            per_epoch = self.total_steps / self.epochs
+            epoch = min(self.epochs, int((self.steps - 1) // per_epoch) + 1)
+            left = self.remaining()
+            rest = f", about {clock_text(left)} left" if left is not None else ""
+            self.say(
+                f"{self.what}: step {self.steps}/{self.total_steps} (epoch {epoch}/{self.epochs}), "
+                f"{clock_text(self.elapsed())} elapsed{rest}"
+            )
         if self._rate_at is None and self.steps >= min(self.first_steps, self.total_steps):
             rate = self.seconds_per_step()
             assert rate is not None
             self._rate_at = rate
-            self.log(
+            self.say(
                 f"{self.what}: {self.total_steps} steps in {self.epochs} epoch(s), about "
                 f"{clock_text(rate * self.total_steps)} on this machine ({rate:.2f} s/step)"
             )
@@ -99,11 +132,11 @@ class TrainingClock:
 
     def epoch_done(self, epoch: int, figures: str) -> None:
         """Say the epoch's figures, its time, the time elapsed and the time left."""
-        now = time.perf_counter()
+        now = self.now()
         took, self.epoch_started = now - self.epoch_started, now
         left = self.remaining()
         rest = f", about {clock_text(left)} left" if left is not None and epoch < self.epochs else ""
-        self.log(
+        self.say(
             f"{self.what} epoch {epoch}/{self.epochs}: {figures}; {clock_text(took)}, "
             f"{clock_text(self.elapsed())} elapsed{rest}"
         )
@@ -117,8 +150,8 @@ class PausedClock:
         self.t0 = 0.0
 
     def __enter__(self) -> PausedClock:
-        self.t0 = time.perf_counter()
+        self.t0 = self.clock.now()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.clock.paused += time.perf_counter() - self.t0
+        self.clock.paused += self.clock.now() - self.t0

@@ -154,3 +154,52 @@ def test_embedding_progress_in_a_log_is_one_line_per_step(tmp_path: Path) -> Non
     assert "\r" not in proc.stderr and "\x1b" not in proc.stderr, proc.stderr
     embed = [line for line in proc.stderr.splitlines() if line.startswith(f"embed {FAST_MODEL}:")]
     assert embed and embed[-1].startswith(f"embed {FAST_MODEL}: 3/3 texts (100%)"), proc.stderr
+
+
+def test_a_model_store_that_does_not_exist_is_named_not_read_as_never_promoted(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """A mistyped --model-store must not send a newcomer to train a model in the wrong folder."""
+    nowhere = tmp_path / "modles"
+    args = ["dedup", "--corpus", str(corpus), "--out", str(tmp_path / "o"), "--model", "current"]
+    proc = nlsim(*args, "--model-store", str(nowhere))
+    line = one_error_line(proc, "dedup")
+    assert proc.returncode == 2 and f"model store '{nowhere}' does not exist (no such folder)" in line
+    assert "ever promoted" not in line and not nowhere.exists()
+    empty = tmp_path / "models"  # a folder, but no store in it yet: the advice to run the chain stands
+    empty.mkdir()
+    proc = nlsim(*args, "--model-store", str(empty))
+    assert proc.returncode == 2 and "no model was ever promoted" in one_error_line(proc, "dedup")
+
+
+def test_dedup_help_lists_the_corpus_schema_and_a_lookalike_column_is_warned_about(tmp_path: Path) -> None:
+    text = " ".join(nlsim("dedup", "--help").stdout.split())
+    for field in (
+        "id (required, unique)",
+        "title (required)",
+        "description",
+        "body",
+        "source",
+        "url",
+        "lang",
+    ):
+        assert field in text, field
+    assert "published_at: ISO 8601 or RFC 2822" in text and "pub_date, headline" in text
+    news = tmp_path / "news.csv"
+    news.write_text(
+        "id,title,pub_date\n1,Floods hit the north,2024-01-01\n2,Floods hit the north!,2024-01-02\n"
+    )
+    args = ["dedup", "--corpus", str(news), "--out", str(tmp_path / "o"), "--model", FAST_MODEL]
+    proc = nlsim(*args, "--threshold", "0.9", "--convert", "none", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "column 'pub_date' is not read" in line]
+    assert len(warned) == 1 and "rename it 'published_at'" in warned[0]
+    record = json.loads((tmp_path / "o" / "run.json").read_text())
+    assert any("column 'pub_date' is not read" in m for m in record["messages"])
+
+
+def test_annotate_merge_help_says_split_defaults_to_train_and_what_filled_is() -> None:
+    text = " ".join(nlsim("annotate", "merge", "--help").stdout.split())
+    assert "(default: train;" in text
+    filled = text.split("--filled FILLED")[-1]
+    assert filled.lstrip().startswith("the editors' scored file")

@@ -322,3 +322,31 @@ def test_a_number_is_not_a_time(tmp_path, fmt):
         InputError, match=r"row 2, field 'published_at': a number \(1704067200\) is not a time"
     ):
         load_corpus(path)
+
+
+def test_columns_that_look_like_schema_fields_are_named_in_a_warning(tmp_path):
+    """A `pub_date` column is not `published_at`: it is kept and not read (no dates), and the load says so,
+    naming the field to rename it to; a lookalike beside the real field (thucnews' `title_zh_cn`, a
+    `headline` beside `title`) is an extra column, no warning."""
+    path = write_csv(
+        tmp_path / "news.csv",
+        "id,title,pub_date,Summary,Link,headline\n1,Floods,2024-05-01T10:00Z,Rain,http://x/1,Floods!\n",
+    )
+    corpus = load_corpus(path)
+    assert corpus.frame["published_at"].isna().all() and corpus.frame["description"].tolist() == [""]
+    named = {w.split("'")[1]: w.split("'")[3] for w in corpus.warnings}
+    assert named == {"pub_date": "published_at", "Summary": "description", "Link": "url"}
+    assert all(w.startswith(f"{path}: column ") for w in corpus.warnings)
+    clean = write_csv(
+        tmp_path / "ok.csv", "id,title,title_zh_cn,published_at\n1,Floods,x,2024-05-01T10:00Z\n"
+    )
+    assert load_corpus(clean).warnings == ()
+
+
+def test_a_missing_title_names_the_column_that_looks_like_it_and_the_schema(tmp_path):
+    path = write_csv(tmp_path / "news.csv", "id,headline\n1,Floods\n")
+    with pytest.raises(InputError) as err:
+        load_corpus(path)
+    text = str(err.value)
+    assert "field 'title': required column missing" in text
+    assert "column 'headline' looks like it: rename it 'title'" in text and "published_at:" in text

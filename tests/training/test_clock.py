@@ -98,3 +98,41 @@ def test_padding() -> None:
     assert batch["input_ids"].tolist() == [[4, 9, 9, 9], [1, 2, 3, 9]]
     assert batch["attention_mask"].tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
     assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0], [0, 0, 1, 0]]
+
+
+def test_a_long_epoch_has_a_heartbeat_with_the_steps_done_and_the_time_left() -> None:
+    """An epoch of e5 on a small CPU takes many minutes: between the estimate and the epoch's line, a line
+    every minute (of a stand-in clock here: 2 s per step, 150 steps per epoch)."""
+    now = [0.0]
+    lines: list[str] = []
+    clock = TrainingClock("bi-encoder", total_steps=300, epochs=2, log=lines.append, now=lambda: now[0])
+    for step in range(1, 301):
+        now[0] += 2.0
+        clock.step()
+        if step == 150:
+            clock.epoch_done(1, "loss 1.0")
+    clock.epoch_done(2, "loss 0.5")
+    beats = [line for line in lines if ": step " in line]
+    # the estimate at step 8 (16 s); a beat 60 s after the last line said: steps 38, 68, ..., 128; the
+    # epoch line at 150; beats at 180, ..., 300
+    assert [int(b.split("step ")[1].split("/")[0]) for b in beats] == [
+        38,
+        68,
+        98,
+        128,
+        180,
+        210,
+        240,
+        270,
+        300,
+    ]
+    assert beats[0] == "bi-encoder: step 38/300 (epoch 1/2), 1 min 16 s elapsed, about 8 min 44 s left"
+    assert "(epoch 2/2)" in beats[4] and beats[-1].endswith("about 0 s left")
+    quiet = TrainingClock(
+        "x", total_steps=300, epochs=2, log=lines.append, now=lambda: now[0], heartbeat_s=1e9
+    )
+    before = len(lines)
+    for _ in range(300):
+        now[0] += 2.0
+        quiet.step()
+    assert len(lines) == before + 1  # the estimate alone

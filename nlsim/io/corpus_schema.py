@@ -1,0 +1,85 @@
+"""The corpus schema: the fields nlsim reads from a corpus file, the schema in one line for ``--help``, and
+the column names that look like a field (a ``pub_date`` column is not ``published_at``: it is kept and not
+read, and a run says so).
+
+Kept apart from :mod:`nlsim.io.corpus` (which reads the file) so that ``nlsim dedup --help`` can list the
+schema without importing pandas.
+
+Example:
+    >>> REQUIRED, "published_at" in LOOKALIKES
+    (('id', 'title'), True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+REQUIRED = ("id", "title")
+OPTIONAL_TEXT = ("description", "body", "source", "lang", "url")
+TEXT_FIELDS = ("title", "description", "body")
+
+SCHEMA_HELP = (
+    "id (required, unique), title (required), description, body, source, url, lang: text; published_at: "
+    "ISO 8601 or RFC 2822 time with an offset or UTC (a time without a zone is UTC); other columns are kept "
+    "and not read"
+)
+"""The corpus schema in one line (``nlsim dedup --help``, errors)."""
+
+LOOKALIKES: dict[str, tuple[str, ...]] = {
+    "id": ("guid", "item_id", "article_id", "doc_id", "news_id", "uuid", "key"),
+    "title": ("headline", "headlines", "heading", "head", "subject", "title_text", "news_title"),
+    "description": ("summary", "lead", "lede", "abstract", "teaser", "desc", "snippet", "subtitle", "dek"),
+    "body": ("text", "content", "article", "full_text", "body_text", "story", "article_text", "maintext"),
+    "source": ("publisher", "outlet", "site", "feed", "agency", "source_name", "media", "provider"),
+    "url": ("link", "href", "permalink", "article_url", "uri"),
+    "lang": ("language", "locale", "lang_code", "language_code"),
+    "published_at": (
+        "pub_date",
+        "pubdate",
+        "published",
+        "publish_date",
+        "publication_date",
+        "published_date",
+        "date_published",
+        "publish_time",
+        "published_time",
+        "date",
+        "datetime",
+        "time",
+        "timestamp",
+        "created_at",
+        "created",
+        "pub_time",
+    ),
+}
+"""Column names (normalised: lower case, ``_`` for spaces, dashes and dots) that look like a schema field."""
+
+
+def normalised_column(column: object) -> str:
+    """A column name as :data:`LOOKALIKES` spells them: lower case, ``_`` for spaces, dashes and dots."""
+    return re.sub(r"[\s.\-]+", "_", str(column).strip().lower())
+
+
+def lookalike_warnings(path: str | Path, columns: Sequence[object]) -> list[str]:
+    """One line for each column that looks like a schema field the file does not have (it is not read).
+
+    Example:
+        >>> (line,) = lookalike_warnings("news.csv", ["id", "title", "pub_date", "category"])
+        >>> line.split(": ")[1]
+        "column 'pub_date' is not read"
+        >>> line.split("; ")[1]
+        "rename it 'published_at' to use it"
+    """
+    present = {str(c) for c in columns}
+    out = []
+    for col in columns:
+        like = normalised_column(col)
+        for schema_field, names in LOOKALIKES.items():
+            if like in names and schema_field not in present:
+                out.append(
+                    f"{path}: column {str(col)!r} is not read: it looks like the schema field "
+                    f"{schema_field!r}, which the file does not have; rename it {schema_field!r} to use it"
+                )
+    return out
