@@ -70,3 +70,51 @@ def test_two_worker_cluster_matches_single_process(
         assert len(pa) > 0
         pd.testing.assert_frame_equal(pa, pb, check_exact=False, atol=1e-4)
     assert summary["pairs"] == len(single.pairs) and summary["clusters"] == len(single.clusters)
+
+
+@pytest.mark.slow
+def test_a_separate_scheduler_and_two_worker_processes_give_the_single_process_report(
+    prefect_harness, small_corpus, tmp_path, fast_encoder
+) -> None:
+    """Past one machine, on one: `dask scheduler` and two `dask worker` processes on 127.0.0.1, the flow
+    pointed at the scheduler's address (as an operator points it at theirs); the shards run on those
+    workers (the search tasks get the index as bytes: no shared folder), and the report is the one a single
+    process writes."""
+    from distributed import Client
+
+    from flows.dedup_distributed import news_dedup_distributed
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.run import run_dedup
+    from tests.flows.dask_cluster import DaskCluster
+
+    common = dict(
+        corpus=str(small_corpus),
+        model=FAST_MODEL,
+        convert="none",
+        threshold=0.9,
+        text_fields="title",
+        k=5,
+        cache=False,
+    )
+    single = run_dedup(
+        DedupConfig(out=str(tmp_path / "single"), progress=False, **common), encoder=fast_encoder
+    )
+    with DaskCluster(tmp_path / "cluster", workers=2) as cluster:
+        summary = news_dedup_distributed(
+            out=str(tmp_path / "dask"), dask_address=cluster.address, shard_size=60, **common
+        )
+        with Client(cluster.address, timeout=30) as client:
+            ran = client.run(lambda: "nlsim.dedup.sharded" in __import__("sys").modules)
+            workers = client.scheduler_info()["workers"]
+    assert summary["embedding_runner"] == cluster.address
+    assert len(workers) == 2 and all(addr.startswith("tcp://127.0.0.1:") for addr in workers)
+    assert any(ran.values()), ran  # the shards ran in the worker processes
+    a = np.load(tmp_path / "single" / "index" / "embeddings.npy")
+    b = np.load(tmp_path / "dask" / "index" / "embeddings.npy")
+    assert a.shape == b.shape == (200, 384)
+    np.testing.assert_allclose(a, b, atol=2e-5)
+    for name in ("pairs.parquet", "clusters.parquet"):
+        pa, pb = pd.read_parquet(single.out / name), pd.read_parquet(tmp_path / "dask" / name)
+        assert len(pa) > 0
+        pd.testing.assert_frame_equal(pa, pb, check_exact=False, atol=1e-4)
+    assert summary["pairs"] == len(single.pairs) and summary["clusters"] == len(single.clusters)
