@@ -3,6 +3,8 @@ nlsim may overwrite; the model store.
 
 - :mod:`~nlsim.io.tables`: the one table reader (explicit quoting, every row's field count checked);
 - :mod:`~nlsim.io.corpus`: a news corpus in one validated schema;
+- :mod:`~nlsim.io.corpus_schema`: that schema's fields, its one-line description and the column names that
+  look like a field;
 - :mod:`~nlsim.io.pairs`: annotated pair files;
 - :mod:`~nlsim.io.atomic`: atomic files and folders, with the umask's permissions;
 - :mod:`~nlsim.io.ownership`: markers of the folders nlsim wrote, and output-versus-input path checks;
