@@ -1,30 +1,41 @@
-"""Clusters judged as clusters: connected components against a rule that needs support inside the cluster.
+"""Clusters judged as clusters: connected components against rules that need support inside the cluster,
+with and without the series veto, by cluster size, on validation and on folds.
 
-A report links two items when their pair scores at or above the threshold, and its clusters are the
-connected components of those links (:mod:`nlsim.clusters.assign`): one weak link can join two stories.
-This benchmark compares that rule with three that need support inside the cluster, each applied inside
-every component, and with one that lets the editors' own verdicts link and cut:
+A report links two items when their pair scores at or above the threshold, and its clusters were the
+connected components of those links: one weak link can join two stories, and a chain of links through a
+topic (exam tips, one index's daily bulletins) makes one cluster. This benchmark compares, on the same
+scored pairs, each rule judged with ``nlsim judge``'s cluster-level figures
+(:func:`nlsim.evaluation.judge.judge_tables`) on the validation pairs:
 
-- **average linkage** (``average``): clusters are merged only while the average score over *all* pairs
-  between them (a pair never scored, or scored below the floor, counts as 0) stays at or above the
-  threshold, so a cluster needs support from most of its members' pairs, not one chain of links;
-- **a minimum share of links** (``share-S``): while a cluster links fewer than a share ``S`` of its
-  member pairs, its weakest link is cut and it falls apart along the cut (``--shares``, default 0.3 and 0.5);
-- **a community split** (``community``): components of three items or more are split into Louvain
-  communities of the score-weighted link graph (``networkx``, resolution 1, seed 0);
-- **the editors' verdicts** (``editors``): connected components once the training split's scored pairs
-  have their say: a link the editors scored below same story is cut, and two items they scored the same
-  story are linked whatever the model says (the validation pairs, which judge, are never used).
+- ``components``: connected components (:class:`nlsim.clusters.rules.ConnectedComponents`);
+- ``support-S``: average linkage over the links (:class:`nlsim.clusters.rules.SharedSupport`): two groups
+  merge while a share ``S`` or more of their member pairs are linked (``--supports``, default
+  0.3,0.4,0.5,0.6,0.7);
+- ``…+veto``: the same after the series veto (:mod:`nlsim.rerank.series`): a pair whose headlines name
+  other years, model codes or figures of one template is held at 0.75, so it links nothing;
+- ``average``: average linkage on the scores (a pair never scored, or scored below the floor, counts 0);
+- ``share-S``: while a cluster links fewer than a share ``S`` of its member pairs, its weakest link is cut
+  (``--shares``, default 0.3 and 0.5);
+- ``community``: Louvain communities of the score-weighted links (``networkx``, resolution 1, seed 0);
+- ``editors``: components once the training split's verdicts cut and add links (the validation pairs,
+  which judge, are never used).
 
-It runs the report once at a lower threshold (``--floor``, default 0.84) with the store's current model and
-its reranker (``nlsim dedup --model current``; cached embeddings and cross-encoder scores are reused), then
-for each threshold of a grid builds every rule's clusters from the same scored pairs and judges them with
-``nlsim judge``'s cluster-level figures (:func:`nlsim.evaluation.judge.judge_tables`) on the validation
-pairs. Figures go to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot ``cluster_rule.png``.
-The test split is never read.
+Beside precision, recall and F1 it gives the purity by cluster size: the share of judged validation pairs
+inside clusters of 2, 3-4, 5-9 and 10+ items that are the same story. On folds: the validation pairs are
+cut in 5 folds (stratified by same story, seed 0); for each fold the rule (at the model's calibrated
+threshold, ``--threshold``) and the rule and threshold (on the grid) are chosen on the four other folds
+and judged on it; the pooled held-out figures say what choosing on validation is worth.
+
+The scored pairs come from a report run at a lower threshold (``--floor``, default 0.84) with the store's
+current model and its reranker, without the veto and with the components rule (``nlsim dedup --model
+current --no-series-veto --cluster-rule components``), cached in
+``benchmarks/results/cache/cluster_rule/``; or from ``--scores FILE`` (a ``pairs.parquet`` of such a
+run; repeat it for several trainings, e.g. seeds: each is judged, and the spread is printed). Figures go
+to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot ``cluster_rule.png``. The test split is
+never read.
 
     python benchmarks/bench_cluster_rule.py [--model-store models] [--floor 0.84] [--threshold 0.874]
-        [--shares 0.3,0.5]
+        [--scores pairs.parquet ...] [--supports 0.3,0.4,0.5,0.6,0.7] [--shares 0.3,0.5]
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,19 +59,40 @@ from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after th
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
 OUT = RESULTS / "cluster_rule"
+CACHE = RESULTS / "cache" / "cluster_rule"
 STEP = 0.01
+SIZES = ((2, 2), (3, 4), (5, 9), (10, None))
+"""The cluster-size bins of the purity figures."""
 
 
 def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
-    """Every candidate pair of the corpus scoring ``floor`` or more, with its score (``id_a``, ``id_b``,
-    ``score``), from a report run with the store's current model."""
-    cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", str(folder)]
-    cmd += ["--model", "current", "--model-store", str(store), "--threshold", str(floor), "--no-progress"]
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    pairs = pd.read_parquet(folder / "pairs.parquet")  # "similarity": the score the threshold applies to
-    return pd.DataFrame(
+    """Every candidate pair of the corpus scoring ``floor`` or more, with its score and titles (``id_a``,
+    ``id_b``, ``score``, ``title_a``, ``title_b``), from a report run with the store's current model, the
+    veto off (it is applied here) and the components rule; cached per model version."""
+    current = json.loads((store / "CURRENT.json").read_text()) if (store / "CURRENT.json").exists() else {}
+    tag = str(current.get("version", "current"))
+    cache = CACHE / f"{tag}-floor{floor:g}.parquet"
+    if not cache.exists():
+        cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", str(folder)]
+        cmd += ["--model", "current", "--model-store", str(store), "--threshold", str(floor), "--no-progress"]
+        cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0"]
+        subprocess.run(cmd, check=True, cwd=ROOT)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        pd.read_parquet(folder / "pairs.parquet").to_parquet(cache)
+    return read_scores(cache)
+
+
+def read_scores(path: Path) -> pd.DataFrame:
+    """The scored pairs of a report's ``pairs.parquet`` (``similarity``: the score the threshold applies
+    to), with the series veto's verdict of each (``vetoed``)."""
+    from nlsim.rerank.series import series_conflict
+
+    pairs = pd.read_parquet(path)
+    out = pd.DataFrame(
         {"id_a": pairs["id_a"].astype(str), "id_b": pairs["id_b"].astype(str), "score": pairs["similarity"]}
     )
+    titles = zip(pairs["title_a"].astype(str), pairs["title_b"].astype(str), strict=True)
+    return out.assign(vetoed=[series_conflict(a, b) is not None for a, b in titles])
 
 
 def components(ids: list[str], edges: pd.DataFrame) -> list[list[str]]:
@@ -99,12 +132,41 @@ def average_linkage(
 
 
 def judged(groups: list[list[str]], links: pd.DataFrame, validation: pd.DataFrame, ids: list[str]) -> dict:
-    """The cluster-level judge of ``groups`` (and the reported pairs ``links``) on the validation pairs."""
+    """The cluster-level judge of ``groups`` (and the reported pairs ``links``) on the validation pairs,
+    with the purity by cluster size."""
     from nlsim.evaluation.judge import judge_tables
 
     clusters = pd.DataFrame({"cluster_id": [f"c{i}" for i in range(len(groups))], "member_ids": groups})
     figures = judge_tables(clusters, links[["id_a", "id_b"]], validation, items=ids)
-    return {k: figures[k] for k in ("precision", "recall", "f1", "f1_ci95")} | {"clusters": len(groups)}
+    out = {k: figures[k] for k in ("precision", "recall", "f1", "f1_ci95")} | {"clusters": len(groups)}
+    return out | purity(groups, validation) | {"largest": max((len(g) for g in groups), default=0)}
+
+
+def size_bin(size: int) -> str:
+    """The name of the bin of :data:`SIZES` that ``size`` falls in (``2``, ``3-4``, ``5-9``, ``10+``)."""
+    for lo, hi in SIZES:
+        if size >= lo and (hi is None or size <= hi):
+            return f"{lo}+" if hi is None else (f"{lo}" if lo == hi else f"{lo}-{hi}")
+    raise ValueError(size)
+
+
+def purity(groups: list[list[str]], judged_pairs: pd.DataFrame) -> dict:
+    """For each size bin: the judged pairs whose two items share a cluster of that size (``n_BIN``) and the
+    share of them that are the same story (``purity_BIN``); ``purity_5+``: clusters of 5 or more."""
+    size = {m: len(g) for g in groups for m in g}
+    cluster = {m: i for i, g in enumerate(groups) for m in g}
+    inside: dict[str, list[bool]] = {}
+    for a, b, sc in zip(judged_pairs["id_a"], judged_pairs["id_b"], judged_pairs["score"], strict=True):
+        if a in cluster and cluster[a] == cluster.get(b):
+            bins = [size_bin(size[a])] + (["5+"] if size[a] >= 5 else [])
+            for name in bins:
+                inside.setdefault(name, []).append(sc >= STORY - 1e-9)
+    out: dict = {}
+    for name in [*(size_bin(lo) for lo, _ in SIZES), "5+"]:
+        got = inside.get(name, [])
+        out[f"n_{name}"] = len(got)
+        out[f"purity_{name}"] = round(float(np.mean(got)), 4) if got else None
+    return out
 
 
 def inside_links(members: list[str], links: pd.DataFrame) -> pd.DataFrame:
@@ -146,40 +208,136 @@ def with_verdicts(links: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([links[kept], story.assign(score=1.0)[["id_a", "id_b", "score"]]], ignore_index=True)
 
 
+def rule_groups(
+    pairs: pd.DataFrame,
+    ids: list[str],
+    t: float,
+    supports: list[float],
+    shares: list[float],
+    train: pd.DataFrame | None,
+    scores: dict[tuple[str, str], float],
+) -> dict[str, list[list[str]]]:
+    """Every rule's groups at threshold ``t`` (see the module doc)."""
+    from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport
+
+    links = pairs[pairs["score"] >= t]
+    unvetoed = links[~links["vetoed"]]
+    as_links = {
+        "": [Link(a, b, s) for a, b, s in zip(links["id_a"], links["id_b"], links["score"], strict=True)],
+        "+veto": [
+            Link(a, b, s)
+            for a, b, s in zip(unvetoed["id_a"], unvetoed["id_b"], unvetoed["score"], strict=True)
+        ],
+    }
+    rules: dict[str, list[list[str]]] = {}
+    for tag, chosen in as_links.items():
+        rules[f"components{tag}"] = ConnectedComponents().clusters(chosen)
+        for sup in supports:
+            rules[f"support-{sup:g}{tag}"] = SharedSupport(min_share=sup).clusters(chosen)
+    comps = components(ids, links)
+    rules["average"] = [g for comp in comps for g in average_linkage(comp, scores, float(t))]
+    if train is not None:
+        rules["editors"] = components(ids, with_verdicts(links, train))
+    for share in shares:
+        rules[f"share-{share:g}"] = [g for comp in comps for g in link_share(comp, links, share)]
+    rules["community"] = [g for comp in comps for g in community(comp, links)]
+    return rules
+
+
+def held(groups: list[list[str]], links: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``links`` whose two items share one of ``groups``."""
+    cluster = {m: i for i, g in enumerate(groups) for m in g}
+    keep = [
+        a in cluster and cluster[a] == cluster.get(b)
+        for a, b in zip(links["id_a"], links["id_b"], strict=True)
+    ]
+    return links[keep]
+
+
 def measure(
     pairs: pd.DataFrame,
     validation: pd.DataFrame,
     ids: list[str],
     floor: float,
+    supports: list[float],
     shares: list[float],
     train: pd.DataFrame | None = None,
-) -> list[dict]:
-    """Every rule judged at each threshold from ``floor`` to 0.96 (``editors``: components after the
-    training split's verdicts, :func:`with_verdicts`, when ``train`` is given)."""
+    extra: float | None = None,
+) -> tuple[list[dict], dict[tuple[float, str], list[list[str]]]]:
+    """Every rule judged at each threshold from ``floor`` to 0.96 (and at ``extra``, the calibrated
+    threshold), with every rule's groups (for the folds)."""
     scores = {(a, b): s for a, b, s in zip(pairs["id_a"], pairs["id_b"], pairs["score"], strict=True)}
-    rows = []
-    for t in np.round(np.arange(floor, 0.96, STEP), 2):
+    grid = [float(t) for t in np.round(np.arange(floor, 0.96, STEP), 2)]
+    if extra is not None:
+        grid = sorted({*grid, round(extra, 6)})
+    rows, kept = [], {}
+    for t in grid:
         links = pairs[pairs["score"] >= t]
-        comps = components(ids, links)
-        rules: dict[str, list[list[str]]] = {
-            "components": comps,
-            "average": [g for comp in comps for g in average_linkage(comp, scores, float(t))],
-        }
-        if train is not None:
-            rules["editors"] = components(ids, with_verdicts(links, train))
-        for share in shares:
-            rules[f"share-{share:g}"] = [g for comp in comps for g in link_share(comp, links, share)]
-        rules["community"] = [g for comp in comps for g in community(comp, links)]
         line = []
-        for rule, groups in rules.items():
-            together = {frozenset((a, b)) for g in groups for a in g for b in g if a < b}
-            kept = links[
-                [frozenset((a, b)) in together for a, b in zip(links["id_a"], links["id_b"], strict=True)]
-            ]
-            rows.append({"threshold": float(t), "rule": rule, **judged(groups, kept, validation, ids)})
+        for rule, groups in rule_groups(pairs, ids, t, supports, shares, train, scores).items():
+            kept[(t, rule)] = groups
+            rows.append(
+                {"threshold": t, "rule": rule, **judged(groups, held(groups, links), validation, ids)}
+            )
             line.append(f"{rule} {rows[-1]['f1']}")
-        print(f"threshold {t:.2f}: F1 " + ", ".join(line))
-    return rows
+        print(f"threshold {t:.4f}: F1 " + ", ".join(line))
+    return rows, kept
+
+
+def stratified_folds(judged_pairs: pd.DataFrame, k: int = 5, seed: int = 0) -> np.ndarray:
+    """A fold number for each judged pair: same-story and other pairs dealt out in turn after a shuffle."""
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(judged_pairs), dtype=np.int64)
+    story = judged_pairs["score"].to_numpy() >= STORY - 1e-9
+    for part in (np.flatnonzero(story), np.flatnonzero(~story)):
+        fold[rng.permutation(part)] = np.arange(len(part)) % k
+    return fold
+
+
+def folds(
+    kept: dict[tuple[float, str], list[list[str]]], validation: pd.DataFrame, threshold: float | None
+) -> dict:
+    """Choose on four folds of the validation pairs, judge on the fifth: the rule at the calibrated
+    ``threshold`` (``rule``) and the rule and threshold on the grid (``rule+threshold``); the pooled
+    held-out precision, recall and F1 (the cluster-level figures of ``nlsim judge``), and each fold's
+    choice."""
+    fold = stratified_folds(validation)
+    story = validation["score"].to_numpy() >= STORY - 1e-9
+    a, b = validation["id_a"].to_numpy(), validation["id_b"].to_numpy()
+    together = {}
+    for key, groups in kept.items():
+        cluster = {m: i for i, g in enumerate(groups) for m in g}
+        together[key] = np.array(
+            [x in cluster and cluster[x] == cluster.get(y) for x, y in zip(a, b, strict=True)]
+        )
+
+    def f1(key: tuple[float, str], mask: np.ndarray) -> float:
+        tp = int((together[key] & story & mask).sum())
+        p, r = tp / max(1, int((together[key] & mask).sum())), tp / max(1, int((story & mask).sum()))
+        return 2 * p * r / (p + r) if tp else 0.0
+
+    candidates = {"rule": [k for k in kept if threshold is not None and np.isclose(k[0], threshold)]}
+    candidates["rule+threshold"] = list(kept)
+    out: dict = {}
+    for what, keys in candidates.items():
+        if not keys:
+            continue
+        tp = grouped = 0
+        chosen = []
+        for f in range(5):
+            best = max(keys, key=lambda k: (f1(k, fold != f), k[1]))
+            held_out = fold == f
+            tp += int((together[best] & story & held_out).sum())
+            grouped += int((together[best] & held_out).sum())
+            chosen.append(f"{best[1]} @ {best[0]:.4f} (held-out F1 {f1(best, held_out):.3f})")
+        p, r = tp / max(1, grouped), tp / max(1, int(story.sum()))
+        out[what] = {
+            "precision": round(p, 4),
+            "recall": round(r, 4),
+            "f1": round(2 * p * r / (p + r), 4) if tp else 0.0,
+            "chosen": chosen,
+        }
+    return out
 
 
 def plot(table: pd.DataFrame, threshold: float | None, path: Path) -> None:
@@ -201,29 +359,71 @@ def plot(table: pd.DataFrame, threshold: float | None, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def markdown(table: pd.DataFrame, threshold: float | None, header: str) -> str:
+def _row(r: Any) -> str:
+    ci = r.f1_ci95 or [None, None]
+    pur = " | ".join(f"{getattr(r, f'purity_{b}')} ({getattr(r, f'n_{b}')})" for b in BINS)
+    return (
+        f"| {r.threshold:.4f} | {r.rule} | {r.clusters} | {r.largest} | {r.precision} | {r.recall} | "
+        f"{r.f1} [{ci[0]}, {ci[1]}] | {pur} |"
+    )
+
+
+BINS = ("2", "3-4", "5-9", "10+", "5+")
+HEAD = [
+    "| threshold | rule | clusters | largest | precision | recall | F1 [95% CI] | purity 2 (pairs) "
+    "| 3-4 | 5-9 "
+    "| 10+ | 5+ |",
+    "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+]
+
+
+def markdown(runs: list[dict], header: str) -> str:
+    """The figures of every scored-pairs set (``runs``: name, threshold, table, folds)."""
     lines = [f"# Clustering rule, judged at the cluster level ({header})", ""]
-    lines += [
-        "| threshold | rule | clusters | precision | recall | F1 [95% CI] |",
-        "|---:|---|---:|---:|---:|---|",
-    ]
-    for row in table.itertuples():
-        ci = row.f1_ci95 or [None, None]
-        lines.append(
-            f"| {row.threshold:.2f} | {row.rule} | {row.clusters} | {row.precision} | {row.recall} | "
-            f"{row.f1} [{ci[0]}, {ci[1]}] |"
-        )
-    best = table.loc[table.groupby("rule")["f1"].idxmax()]
-    lines += ["", "Best F1 of each rule on the grid:", ""]
-    lines += [
-        f"- {r.rule}: F1 {r.f1} at {r.threshold:.2f} (P {r.precision}, R {r.recall})"
-        for r in best.itertuples()
-    ]
-    if threshold is not None:
-        near = table[np.isclose(table["threshold"], round(threshold, 2))]
-        lines += ["", f"At the model's calibrated threshold ({threshold:.3f}, rounded to the grid):", ""]
-        lines += [f"- {r.rule}: P {r.precision}, R {r.recall}, F1 {r.f1}" for r in near.itertuples()]
+    lines += ["Purity: the share of judged validation pairs inside clusters of that size that are the same "]
+    lines += ["story (in brackets: how many judged pairs fall there).", ""]
+    for run in runs:
+        table, threshold = run["table"], run["threshold"]
+        lines += [f"## {run['name']}", ""]
+        if threshold is not None:
+            at = table[np.isclose(table["threshold"], threshold)]
+            lines += [f"At the model's calibrated threshold ({threshold:.4f}):", "", *HEAD]
+            lines += [_row(r) for r in at.itertuples()]
+            lines += [""]
+        best = table.loc[table.groupby("rule")["f1"].idxmax()]
+        lines += ["Best F1 of each rule on the grid (chosen on validation: flatters it):", "", *HEAD]
+        lines += [_row(r) for r in best.itertuples()]
+        lines += ["", "Chosen on four folds of the validation pairs, judged on the fifth (pooled):", ""]
+        for what, fig in run["folds"].items():
+            lines += [f"- {what}: P {fig['precision']}, R {fig['recall']}, F1 {fig['f1']}; chose "]
+            lines[-1] += "; ".join(fig["chosen"])
+        lines += ["", "<details><summary>every threshold</summary>", "", *HEAD]
+        lines += [_row(r) for r in table.itertuples()]
+        lines += ["", "</details>", ""]
+    if len(runs) > 1 and all(r["threshold"] is not None for r in runs):
+        lines += ["## Across the scored-pairs sets (each at its calibrated threshold)", ""]
+        lines += ["| rule | F1 of each | spread | purity 5+ of each |", "|---|---|---:|---|"]
+        rules = runs[0]["table"]["rule"].unique()
+        for rule in rules:
+            f1s, p5 = [], []
+            for run in runs:
+                t = run["table"]
+                row = t[(t["rule"] == rule) & np.isclose(t["threshold"], run["threshold"])].iloc[0]
+                f1s.append(row["f1"])
+                p5.append(row["purity_5+"])
+            spread = round(max(f1s) - min(f1s), 4) if None not in f1s else None
+            lines.append(f"| {rule} | {', '.join(map(str, f1s))} | {spread} | {', '.join(map(str, p5))} |")
     return "\n".join(lines) + "\n"
+
+
+def calibrated_threshold(store: Path) -> float | None:
+    """The current model's calibrated rerank threshold, from the store (None when unknown)."""
+    try:
+        current = json.loads((store / "CURRENT.json").read_text())
+        folder = store / "versions" / str(current["version"])
+        return float(json.loads((folder / "reranker.json").read_text())["calibration"]["threshold"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
 
 
 def main() -> None:
@@ -231,29 +431,60 @@ def main() -> None:
     parser.add_argument("--model-store", type=Path, default=ROOT / "models")
     parser.add_argument("--floor", type=float, default=0.84, help="lowest rerank score kept (default 0.84)")
     parser.add_argument(
-        "--threshold", type=float, default=None, help="the model's calibrated threshold, marked"
+        "--threshold",
+        type=float,
+        action="append",
+        default=None,
+        help="the model's calibrated threshold (once per --scores; default: read from the store)",
     )
+    parser.add_argument(
+        "--scores",
+        type=Path,
+        action="append",
+        default=None,
+        help="a pairs.parquet of scored pairs (repeatable)",
+    )
+    parser.add_argument("--supports", default="0.3,0.4,0.5,0.6,0.7", help="support shares to try")
     parser.add_argument(
         "--shares", default="0.3,0.5", help="minimum shares of linked member pairs to try (default 0.3,0.5)"
     )
     args = parser.parse_args()
     shares = [float(x) for x in args.shares.split(",") if x]
+    supports = [float(x) for x in args.supports.split(",") if x]
     from nlsim.io.pairs import load_pairs
 
     header = machine()
-    with tempfile.TemporaryDirectory() as tmp:
-        pairs = scored_pairs(args.model_store.resolve(), args.floor, Path(tmp) / "report")
+    if args.scores:
+        sets = [(str(p), read_scores(p)) for p in args.scores]
+        thresholds = args.threshold or [None] * len(sets)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            sets = [("current model", scored_pairs(args.model_store.resolve(), args.floor, Path(tmp) / "r"))]
+        thresholds = args.threshold or [calibrated_threshold(args.model_store.resolve())]
     ids = pd.read_parquet(CORPUS, columns=["id"])["id"].astype(str).tolist()
     scored = load_pairs(PAIRS).astype({"id_a": str, "id_b": str})
-    validation = scored[scored["split"] == "validation"][["id_a", "id_b", "score"]]
+    validation = scored[scored["split"] == "validation"][["id_a", "id_b", "score"]].reset_index(drop=True)
     train = scored[scored["split"] == "train"][["id_a", "id_b", "score"]]
-    table = pd.DataFrame(measure(pairs, validation, ids, args.floor, shares, train=train))
+    runs = []
+    for (name, pairs), threshold in zip(sets, thresholds, strict=True):
+        rows, kept = measure(
+            pairs, validation, ids, args.floor, supports, shares, train=train, extra=threshold
+        )
+        runs.append(
+            {
+                "name": name,
+                "threshold": threshold,
+                "table": pd.DataFrame(rows),
+                "folds": folds(kept, validation, threshold),
+            }
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
+    payload = [{k: (v.to_dict("records") if k == "table" else v) for k, v in r.items()} for r in runs]
     OUT.with_suffix(".json").write_text(
-        json.dumps({"machine": header, "floor": args.floor, "rows": table.to_dict("records")}, indent=1)
+        json.dumps({"machine": header, "floor": args.floor, "runs": payload}, indent=1, default=str)
     )
-    OUT.with_suffix(".md").write_text(markdown(table, args.threshold, header))
-    plot(table, args.threshold, OUT.with_suffix(".png"))
+    OUT.with_suffix(".md").write_text(markdown(runs, header))
+    plot(runs[0]["table"], runs[0]["threshold"], OUT.with_suffix(".png"))
     print(OUT.with_suffix(".md").read_text())
 
 

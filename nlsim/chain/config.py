@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nlsim.conversion import Conversion
-from nlsim.dedup.config import Backend, DedupConfig, IndexKind, Precision, Representative
+from nlsim.dedup.config import Backend, ClusterRuleName, DedupConfig, IndexKind, Precision, Representative
 from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
 from nlsim.options import option, option_like
 from nlsim.training.config import FinetuneConfig
@@ -47,6 +47,8 @@ REPORT_FIELDS = (
     "index_kind",
     "use_gpu",
     "representative",
+    "cluster_rule",
+    "series_veto",
     "cache",
     "progress",
     "backend",
@@ -101,6 +103,8 @@ class PipelineConfig:
     index_kind: IndexKind = option_like(DedupConfig, "index_kind")
     use_gpu: bool | None = option_like(DedupConfig, "use_gpu")
     representative: Representative = option_like(DedupConfig, "representative")
+    cluster_rule: ClusterRuleName = option_like(DedupConfig, "cluster_rule")
+    series_veto: bool = option_like(DedupConfig, "series_veto")
     cache: bool = option_like(DedupConfig, "cache")
     progress: bool = option_like(DedupConfig, "progress")
     backend: Backend = option_like(DedupConfig, "backend")

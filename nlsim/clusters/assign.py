@@ -165,6 +165,101 @@ def update_clusters(
     return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into)
 
 
+def assign_groups(
+    previous: Mapping[str, str],
+    anchors: Mapping[str, OrderKey],
+    keys: Mapping[str, OrderKey],
+    *,
+    groups: Iterable[Iterable[str]],
+    new_ids: Iterable[str],
+    regrouping: bool = False,
+) -> ClusterUpdate:
+    """Name the ``groups`` a cluster rule (:mod:`nlsim.clusters.rules`) found among every item the run
+    knows, keeping the ids of earlier runs.
+
+    When the groups only grow and join the previous clusters (every old cluster's kept members in one
+    group), this is :func:`update_clusters` applied to them: new, grown, merged, and the same survivor
+    rule. When the rule split an old cluster (a support rule can, as links arrive or expire), each group
+    takes the earliest of its claims: an old cluster whose key member it holds (or, when that member
+    expired, whose kept members it holds most of), or an old item's own would-be id (``"c-" + id``) for an
+    old item that is alone or whose cluster's key member went elsewhere; a group of today's items only
+    takes its key member's id. Each id goes to one group; a cluster whose members the rule now leaves alone
+    is reported dissolved. Items arriving in publication order thus get the ids a batch run over all of
+    them gives. ``regrouping`` (after a model change) names them by :func:`regroup`.
+
+    Example:
+        >>> from nlsim.clusters.order import order_key_of
+        >>> keys = {i: order_key_of(f"2024-01-0{n}", i) for n, i in enumerate("abcd", start=1)}
+        >>> day1 = assign_groups({}, {}, keys, groups=[["a", "b"]], new_ids=["a", "b"])
+        >>> day2 = assign_groups(day1.assignment, day1.anchors, keys, groups=[["a", "c"], ["b", "d"]],
+        ...     new_ids=["c", "d"])
+        >>> sorted(day2.assignment.items()), day2.events["status"].tolist()
+        ([('a', 'c-a'), ('b', 'c-b'), ('c', 'c-a'), ('d', 'c-b')], ['regrouped', 'merged'])
+    """
+    members = {f"g{n}": sorted(map(str, g)) for n, g in enumerate(groups)}
+    members = {name: g for name, g in members.items() if len(g) > 1}
+    spanning = [(g[0], m) for g in members.values() for m in g[1:]]
+    new_set = set(map(str, new_ids))
+    if regrouping:
+        return regroup(previous, anchors, keys, pairs=spanning, new_ids=new_set)
+    group_of = {m: name for name, g in members.items() for m in g}
+    old_members = _members(previous)
+    if all(len({group_of.get(m) for m in ms}) == 1 for ms in old_members.values() if len(ms) > 1):
+        return update_clusters(previous, anchors, keys, new_ids=new_set, pairs=spanning)
+    kept = {c: ms for c, ms in old_members.items() if len(ms) == 1 and ms[0] not in group_of}
+    name_of, out_anchors = _name_by_claims(members, previous, anchors, keys, new_set)
+    assignment = {i: name_of[g] for g, items in members.items() for i in items}
+    for cid, ms in kept.items():  # a cluster left with one kept member stays (see drop_items)
+        assignment[ms[0]] = cid
+        out_anchors[cid] = _old_anchor(cid, anchors, keys)
+    old_sets = {cid: set(items) for cid, items in old_members.items()}
+    events = _regroup_events(members, name_of, old_sets, previous, new_set)
+    merged_into = _merged_into(old_sets, assignment)
+    dissolved = _dissolved(previous, assignment, merged_into, old_sets, keys)
+    events += [{"cluster_id": c, "status": "dissolved", "added": [], "absorbed": []} for c in dissolved]
+    return ClusterUpdate(assignment, out_anchors, _events_frame(events, assignment), merged_into, dissolved)
+
+
+def _name_by_claims(
+    members: Mapping[str, list[str]],
+    previous: Mapping[str, str],
+    anchors: Mapping[str, OrderKey],
+    keys: Mapping[str, OrderKey],
+    new_ids: set[str],
+) -> tuple[dict[str, str], dict[str, OrderKey]]:
+    """The id each group takes (``{group: id}``) and the anchors of those ids (see :func:`assign_groups`)."""
+    group_of = {m: g for g, items in members.items() for m in items}
+    claims: list[tuple[OrderKey, str, str]] = []
+    held: dict[str, str] = {}  # old cluster id -> the group that claims it
+    for cid, items in _members(previous).items():
+        anchor = _old_anchor(cid, anchors, keys)
+        if anchor.item_id in previous and previous[anchor.item_id] == cid:
+            home = group_of.get(anchor.item_id)
+        else:  # its key member expired: the group holding most of its kept members
+            homes = Counter(group_of[i] for i in items if i in group_of)
+            home = min(homes, key=lambda g: (-homes[g], g)) if homes else None
+        if home is not None:
+            held[cid] = home
+            claims.append((anchor, cid, home))
+    for item, g in group_of.items():
+        if item not in new_ids and held.get(previous.get(item, "")) != g:
+            claims.append((keys[item], cluster_id_for(item), g))
+    name_of: dict[str, str] = {}
+    out_anchors: dict[str, OrderKey] = {}
+    for anchor, cid, g in sorted(claims):
+        if g not in name_of and cid not in out_anchors:
+            name_of[g], out_anchors[cid] = cid, anchor
+    for g, items in sorted(members.items()):
+        if g in name_of:
+            continue
+        for item in sorted(items, key=keys.__getitem__):
+            cid = cluster_id_for(item)
+            if cid not in out_anchors:
+                name_of[g], out_anchors[cid] = cid, keys[item]
+                break
+    return name_of, out_anchors
+
+
 def drop_items(
     assignment: Mapping[str, str], anchors: Mapping[str, OrderKey], dropped: Iterable[str]
 ) -> tuple[dict[str, str], dict[str, OrderKey]]:

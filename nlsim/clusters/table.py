@@ -48,18 +48,28 @@ CLUSTERS_SCHEMA = pa.schema(
         ("last_published", TS),
         ("max_similarity", pa.float32()),
         ("mean_similarity", pa.float32()),
+        ("weakest_link", pa.float32()),
     ]
 )
 """``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
 change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
 had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
-one."""
+one; ``weakest_link`` the lowest score among the links that hold the cluster together (the weakest link
+of its strongest spanning tree: raise the threshold past it and the cluster falls apart; empty for a
+cluster an editor's verdict joined without a link)."""
+
+FLOAT_COLUMNS = {
+    "size": "int64",
+    "max_similarity": "float32",
+    "mean_similarity": "float32",
+    "weakest_link": "float32",
+}
 
 
 def empty_table() -> pd.DataFrame:
     """The clusters table with no row (the columns of :data:`CLUSTERS_SCHEMA`)."""
     frame = pd.DataFrame({c: pd.Series(dtype=object) for c in CLUSTERS_SCHEMA.names})
-    return frame.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
+    return frame.astype(FLOAT_COLUMNS)
 
 
 def cluster_table(
@@ -105,11 +115,13 @@ def cluster_table(
             rep = max(members, key=lambda r: (scores.strength.get(ids[r], 0.0), -rank[r]))
         else:
             rep = members[0]
-        out.append(columns.row(c, members, rep, ev.get(c), scores.within.get(c, []), default_status))
+        row = columns.row(c, members, rep, ev.get(c), scores.within.get(c, []), default_status)
+        row["weakest_link"] = weakest_link(scores.links.get(c, []))
+        out.append(row)
     table = pd.DataFrame(out, columns=CLUSTERS_SCHEMA.names)
     for c in ("first_published", "last_published"):
         table[c] = pd.to_datetime(table[c], utc=True)
-    table = table.astype({"size": "int64", "max_similarity": "float32", "mean_similarity": "float32"})
+    table = table.astype(FLOAT_COLUMNS)
     return table.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(
         drop=True
     )
@@ -122,6 +134,7 @@ class _Scores:
 
     within: dict[str, list[float]]
     strength: dict[str, float]
+    links: dict[str, list[tuple[str, str, float]]]
 
     @classmethod
     def of(cls, pairs: pd.DataFrame, assignment: Mapping[str, str], wanted: set[str]) -> _Scores:
@@ -132,12 +145,39 @@ class _Scores:
         same = np.array([assignment.get(b) for b in pb_], dtype=object) == pair_c
         within: dict[str, list[float]] = {}
         strength: dict[str, float] = {}
+        links: dict[str, list[tuple[str, str, float]]] = {}
         for a, b, c, s, ok in zip(pa_, pb_, pair_c, sims, same, strict=True):
             if ok and c in wanted:
                 within.setdefault(c, []).append(s)
+                links.setdefault(c, []).append((a, b, float(s)))
                 strength[a] = strength.get(a, 0.0) + s
                 strength[b] = strength.get(b, 0.0) + s
-        return cls(within, strength)
+        return cls(within, strength, links)
+
+
+def weakest_link(links: list[tuple[str, str, float]]) -> float:
+    """The lowest score on the strongest spanning tree (forest) of ``links`` (``(a, b, score)`` inside one
+    cluster): the link the cluster hangs on. NaN without links.
+
+    >>> weakest_link([("a", "b", 0.97), ("b", "c", 0.91), ("a", "c", 0.95), ("c", "d", 0.93)])
+    0.93
+    """
+    root: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root.setdefault(x, x)
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    weakest = float("nan")
+    for a, b, s in sorted(links, key=lambda k: -k[2]):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            root[ra] = rb
+            weakest = s
+    return weakest
 
 
 @dataclass(frozen=True)

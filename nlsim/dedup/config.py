@@ -40,6 +40,7 @@ IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
 Backend = Literal["auto", "torch", "onnx"]
 Precision = Literal["auto", "fp32", "bf16", "int8"]
 Representative = Literal["earliest", "central"]
+ClusterRuleName = Literal["support", "components"]
 
 
 @dataclass
@@ -94,6 +95,17 @@ class DedupConfig:
         flags=("--gpu", "--cpu"),
     )
     representative: Representative = option("earliest", help="each cluster's representative item")
+    cluster_rule: ClusterRuleName = option(
+        "support",
+        help="which linked items make one cluster: 'support' (average linkage: half the member pairs "
+        "between two groups must link) or 'components' (every chain of links, the earlier rule)",
+    )
+    series_veto: bool = option(
+        True,
+        help="keep the rerank score of a pair whose headlines name other years, model codes or figures of "
+        "one template (by default held at 0.75: a series, not one story; nlsim/rerank/series.py)",
+        flags=("--no-series-veto",),
+    )
     quarantine: str | None = option(
         None, help="write bad rows to this CSV with the reason and go on (default: stop at the first)"
     )

@@ -255,6 +255,7 @@ def _cluster_row(
         "last": _time(getattr(c, "last_published", None), zone),
         "max": _num(getattr(c, "max_similarity", None), SCORE_DIGITS),
         "mean": _num(getattr(c, "mean_similarity", None), SCORE_DIGITS),
+        "weakest": _num(getattr(c, "weakest_link", None), SCORE_DIGITS),
         "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p[2] or 0)),
     }
 

