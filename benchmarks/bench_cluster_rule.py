@@ -46,7 +46,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -359,12 +358,12 @@ def plot(table: pd.DataFrame, threshold: float | None, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def _row(r: Any) -> str:
-    ci = r.f1_ci95 or [None, None]
-    pur = " | ".join(f"{getattr(r, f'purity_{b}')} ({getattr(r, f'n_{b}')})" for b in BINS)
+def _row(r: dict) -> str:
+    ci = r["f1_ci95"] or [None, None]
+    pur = " | ".join(f"{r[f'purity_{b}']} ({r[f'n_{b}']})" for b in BINS)
     return (
-        f"| {r.threshold:.4f} | {r.rule} | {r.clusters} | {r.largest} | {r.precision} | {r.recall} | "
-        f"{r.f1} [{ci[0]}, {ci[1]}] | {pur} |"
+        f"| {r['threshold']:.4f} | {r['rule']} | {r['clusters']} | {r['largest']} | {r['precision']} | "
+        f"{r['recall']} | {r['f1']} [{ci[0]}, {ci[1]}] | {pur} |"
     )
 
 
@@ -388,17 +387,17 @@ def markdown(runs: list[dict], header: str) -> str:
         if threshold is not None:
             at = table[np.isclose(table["threshold"], threshold)]
             lines += [f"At the model's calibrated threshold ({threshold:.4f}):", "", *HEAD]
-            lines += [_row(r) for r in at.itertuples()]
+            lines += [_row(r) for r in at.to_dict("records")]
             lines += [""]
         best = table.loc[table.groupby("rule")["f1"].idxmax()]
         lines += ["Best F1 of each rule on the grid (chosen on validation: flatters it):", "", *HEAD]
-        lines += [_row(r) for r in best.itertuples()]
+        lines += [_row(r) for r in best.to_dict("records")]
         lines += ["", "Chosen on four folds of the validation pairs, judged on the fifth (pooled):", ""]
         for what, fig in run["folds"].items():
             lines += [f"- {what}: P {fig['precision']}, R {fig['recall']}, F1 {fig['f1']}; chose "]
             lines[-1] += "; ".join(fig["chosen"])
         lines += ["", "<details><summary>every threshold</summary>", "", *HEAD]
-        lines += [_row(r) for r in table.itertuples()]
+        lines += [_row(r) for r in table.to_dict("records")]
         lines += ["", "</details>", ""]
     if len(runs) > 1 and all(r["threshold"] is not None for r in runs):
         lines += ["## Across the scored-pairs sets (each at its calibrated threshold)", ""]
@@ -413,6 +412,28 @@ def markdown(runs: list[dict], header: str) -> str:
                 p5.append(row["purity_5+"])
             spread = round(max(f1s) - min(f1s), 4) if None not in f1s else None
             lines.append(f"| {rule} | {', '.join(map(str, f1s))} | {spread} | {', '.join(map(str, p5))} |")
+    return "\n".join(lines) + "\n"
+
+
+def veto_on_annotated(scored: pd.DataFrame) -> str:
+    """What the series veto does to the editors' pairs of the training and validation splits: how many it
+    fires on, why, and how many of those are the same story (the veto's mistakes)."""
+    from nlsim.rerank.series import series_conflict
+
+    lines = ["| split | pairs | same story | vetoed | of them same story | why | scores of the vetoed |"]
+    lines += ["|---|---:|---:|---:|---:|---|---|"]
+    for split in ("train", "validation"):
+        part = scored[scored["split"] == split]
+        why = pd.Series(
+            [series_conflict(a, b) for a, b in zip(part["text_a"], part["text_b"], strict=True)],
+            index=part.index,
+        )
+        hit = part[why.notna()]
+        story = int((part["score"] >= STORY - 1e-9).sum())
+        lines.append(
+            f"| {split} | {len(part)} | {story} | {len(hit)} | {int((hit['score'] >= STORY - 1e-9).sum())} | "
+            f"{why.value_counts().to_dict()} | {hit['score'].value_counts().sort_index().to_dict()} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -448,7 +469,15 @@ def main() -> None:
     parser.add_argument(
         "--shares", default="0.3,0.5", help="minimum shares of linked member pairs to try (default 0.3,0.5)"
     )
+    parser.add_argument(
+        "--veto-only", action="store_true", help="only print what the series veto does to the editors' pairs"
+    )
     args = parser.parse_args()
+    if args.veto_only:
+        from nlsim.io.pairs import load_pairs
+
+        print(veto_on_annotated(load_pairs(PAIRS)))
+        return
     shares = [float(x) for x in args.shares.split(",") if x]
     supports = [float(x) for x in args.supports.split(",") if x]
     from nlsim.io.pairs import load_pairs

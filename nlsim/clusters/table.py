@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nlsim.clusters.assign import update_clusters
+from nlsim.clusters.assign import assign_groups
 from nlsim.clusters.order import order_keys, order_rank
+from nlsim.clusters.rules import ClusterRule, ConnectedComponents, Link
 from nlsim.errors import ConfigError
 
 REPRESENTATIVES = ("earliest", "central")
@@ -218,10 +219,15 @@ class _Columns:
 
 
 def batch_clusters(
-    frame: pd.DataFrame, pairs: pd.DataFrame, *, representative: str = "earliest"
+    frame: pd.DataFrame,
+    pairs: pd.DataFrame,
+    *,
+    representative: str = "earliest",
+    rule: ClusterRule | None = None,
 ) -> tuple[pd.Series, pd.DataFrame]:
-    """Cluster the rows of ``frame`` linked by ``pairs`` (row positions ``a``, ``b``, ``similarity``), with
-    nothing before: the cluster id of every row (``None`` when unclustered) and the clusters table."""
+    """Cluster the rows of ``frame`` linked by ``pairs`` (row positions ``a``, ``b``, ``similarity``) under
+    ``rule`` (default: connected components), with nothing before: the cluster id of every row (``None``
+    when unclustered) and the clusters table."""
     ids = frame["id"].astype(str).tolist()
     keys = order_keys(ids, frame["published_at"])
     a = pairs["a"].to_numpy(dtype=np.int64)
@@ -233,9 +239,9 @@ def batch_clusters(
             "similarity": pairs["similarity"].to_numpy(),
         }
     )
-    upd = update_clusters(
-        {}, {}, keys, new_ids=ids, pairs=zip(id_pairs["id_a"], id_pairs["id_b"], strict=True)
-    )
+    links = zip(id_pairs["id_a"], id_pairs["id_b"], id_pairs["similarity"], strict=True)
+    groups = (rule or ConnectedComponents()).clusters(Link(x, y, float(s)) for x, y, s in links)
+    upd = assign_groups({}, {}, keys, groups=groups, new_ids=ids)
     labels = pd.Series([upd.assignment.get(i) for i in ids], dtype=object)
     return labels, cluster_table(
         frame, upd.assignment, id_pairs, events=upd.events, representative=representative

@@ -584,18 +584,7 @@ def cluster(
     keys = order_keys(ids.tolist(), items["published_at"])
     a = pairs["a"].to_numpy(dtype=np.int64)
     b = pairs["b"].to_numpy(dtype=np.int64)
-    scored = with_scores(pairs)
-    today = pd.DataFrame({"id_a": ids[a], "id_b": ids[b]}).assign(
-        **{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id
-    )
-    old = window.old_pairs
-    parts = [p for p in (old, today) if len(p)]
-    pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
-    if len(pairs_all):  # one row per pair, its ends in id order; a pair found again keeps the new score
-        lo = pairs_all[["id_a", "id_b"]].min(axis=1)
-        hi = pairs_all[["id_a", "id_b"]].max(axis=1)
-        pairs_all = pairs_all.assign(id_a=lo, id_b=hi).drop_duplicates(["id_a", "id_b"], keep="last")
-        pairs_all = pairs_all.reset_index(drop=True)
+    pairs_all = window_links(window, pairs)
     links = [
         Link(x, y, float(s))
         for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
@@ -658,6 +647,25 @@ def cluster(
         _clusters_state(upd, window),
         pairs[~held].reset_index(drop=True),
     )
+
+
+def window_links(window: Window, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Every link of the window: the pairs earlier runs kept and today's ``pairs`` (row positions), one row
+    per pair (``id_a``, ``id_b`` in id order, the scores, ``run_id``); a pair found again keeps the new
+    score."""
+    ids = window.ids
+    scored = with_scores(pairs)
+    today = pd.DataFrame(
+        {"id_a": ids[pairs["a"].to_numpy(dtype=np.int64)], "id_b": ids[pairs["b"].to_numpy(dtype=np.int64)]}
+    ).assign(**{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id)
+    parts = [p for p in (window.old_pairs, today) if len(p)]
+    pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
+    if len(pairs_all):
+        lo = pairs_all[["id_a", "id_b"]].min(axis=1)
+        hi = pairs_all[["id_a", "id_b"]].max(axis=1)
+        pairs_all = pairs_all.assign(id_a=lo, id_b=hi).drop_duplicates(["id_a", "id_b"], keep="last")
+        pairs_all = pairs_all.reset_index(drop=True)
+    return pairs_all
 
 
 def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:

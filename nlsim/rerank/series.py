@@ -14,9 +14,10 @@ reads those things from the two texts and says when they conflict:
   0.5 or more) and each holds a number of two digits or more that the other lacks (a figure replaced).
 
 A conflict is a *veto*: the pair's score is held at :data:`VETO_CAP`, the rubric's "same topic or
-entity, another event" (0.75), below any same-story threshold. On the annotated pairs (training split:
-2,231 pairs, 220 same story) the three tests fire on 205 pairs, one of them same story; on validation
-on 64 pairs, none of them same story (``docs/finetuning.md``, "Clusters that are stories").
+entity, another event" (0.75), below any same-story threshold. Chosen on the training split (2,231
+pairs, 220 same story): the three tests fire on 201 pairs, none of them the same story; on validation
+(715 pairs, 85 same story) on 62, none the same story (``python benchmarks/bench_cluster_rule.py
+--veto-only``; ``docs/finetuning.md``, "Clusters that are stories").
 
 Example:
     >>> series_conflict("恒指全日跌53點報21330", "恒指全日跌53點報15509")

@@ -196,20 +196,31 @@ def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
     corpus.to_parquet(tmp_path / "undated.parquet", index=False)
     enc = HashEncoder()
     state, out = tmp_path / "state", tmp_path / "out"
-    r1 = run_daily(_config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc)
+    r1 = run_daily(
+        _config(tmp_path / "undated.parquet", out, cluster_rule="components"),
+        state,
+        retention_days=30,
+        encoder=enc,
+    )
     today = pd.Timestamp.now(tz="UTC").floor("D")
     assert r1.run_id.startswith(today.strftime("%Y%m%d"))
     assert (open_state(state).items["retain_from"] == today).all()
-    assert state_assignment(state)["b2"] == "c-a1"  # undated: ties broken by id, the bridge x1 joins all
+    assert (
+        state_assignment(state)["b2"] == "c-a1"
+    )  # undated: ties broken by id, the bridge x1 joins all (components)
     # a month later (a clock is never set in the future: the first run is put a month back instead)
     state, out = tmp_path / "state2", tmp_path / "out2"
     earlier = (today - pd.Timedelta(days=31)).isoformat()
     run_daily(
-        _config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc, as_of=earlier
+        _config(tmp_path / "undated.parquet", out, cluster_rule="components"),
+        state,
+        retention_days=30,
+        encoder=enc,
+        as_of=earlier,
     )
     assert (open_state(state).items["retain_from"] == today - pd.Timedelta(days=31)).all()
     r2 = run_daily(
-        _config(tmp_path / "undated.parquet", out),
+        _config(tmp_path / "undated.parquet", out, cluster_rule="components"),
         state,
         retention_days=30,
         encoder=enc,
