@@ -77,3 +77,23 @@ def test_no_pairs_gives_empty_table():
 def test_unknown_representative_rule():
     with pytest.raises(ConfigError, match="unknown representative rule"):
         batch_clusters(frame(["a", "b"]), pairs([(0, 1)]), representative="longest")
+
+
+def test_each_cluster_names_its_weakest_link():
+    # a-b 0.97, b-c 0.91, a-c 0.95, c-d 0.93: the strongest spanning tree holds a-b, a-c, c-d; b-c is spare
+    f = frame(list("abcdxy"), [f"2024-01-0{i}" for i in range(1, 7)])
+    p = pairs([(0, 1), (1, 2), (0, 2), (2, 3), (4, 5)], [0.97, 0.91, 0.95, 0.93, 0.99])
+    _, clusters = batch_clusters(f, p)
+    weakest = dict(zip(clusters["cluster_id"], clusters["weakest_link"], strict=True))
+    assert weakest == {"c-a": pytest.approx(0.93), "c-x": pytest.approx(0.99)}
+    assert clusters["weakest_link"].dtype == np.float32
+    assert "weakest_link" in batch_clusters(frame(["a", "b"]), pairs([]))[1].columns
+
+
+def test_batch_clusters_follow_the_rule_given():
+    from nlsim.clusters.rules import SharedSupport
+
+    chain = pairs([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)])  # a path: one component, no support
+    f = frame(list("abcdef"), [f"2024-01-0{i}" for i in range(1, 7)])
+    assert batch_clusters(f, chain)[1]["size"].tolist() == [6]
+    assert max(batch_clusters(f, chain, rule=SharedSupport())[1]["size"]) <= 3
