@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -146,7 +147,8 @@ def _average_linkage(members: list[str], links: Sequence[Link], min_share: float
 
     The next merge is the pair of groups with the largest share of linked member pairs; among equal
     shares (two single items always share 1), the one whose links close more triangles (items linked to
-    both ends), then the higher mean score: a dense core forms before a lone bridge is read."""
+    both ends), then the higher mean score: a dense core forms before a lone bridge is read. A heap of
+    candidate merges, refreshed for the neighbours of each merged group, keeps a large component fast."""
     if len(members) == 2:
         return [members]
     index = {m: i for i, m in enumerate(members)}
@@ -158,33 +160,39 @@ def _average_linkage(members: list[str], links: Sequence[Link], min_share: float
             near[x].add(y)
             near[y].add(x)
             pairs.append((x, y, k.score))
-    count: dict[tuple[int, int], int] = {}
-    tri: dict[tuple[int, int], int] = {}
-    total: dict[tuple[int, int], float] = {}
+    # between[g][h] = (links, triangles closed, summed score) between groups g and h
+    between: dict[int, dict[int, tuple[int, int, float]]] = {i: {} for i in range(len(members))}
     for x, y, score in pairs:
-        count[(x, y)] = count.get((x, y), 0) + 1
-        tri[(x, y)] = tri.get((x, y), 0) + len(near[x] & near[y])
-        total[(x, y)] = total.get((x, y), 0.0) + score
-    size: dict[int, int] = {i: 1 for i in range(len(members))}
+        n, t, s = between[x].get(y, (0, 0, 0.0))
+        between[x][y] = between[y][x] = (n + 1, t + len(near[x] & near[y]), s + score)
+    size = dict.fromkeys(range(len(members)), 1)
     groups: dict[int, list[str]] = {i: [m] for i, m in enumerate(members)}
+    version = dict.fromkeys(range(len(members)), 0)
+    heap: list[tuple[float, float, float, int, int, int, int]] = []
 
-    def share(p: tuple[int, int]) -> float:
-        return count[p] / (size[p[0]] * size[p[1]])
+    def push(g: int, h: int) -> None:
+        x, y = min(g, h), max(g, h)
+        n, t, s = between[x][y]
+        heapq.heappush(heap, (-n / (size[x] * size[y]), -t / n, -s / n, x, y, version[x], version[y]))
 
-    while count:
-        best = max(count, key=lambda p: (share(p), tri[p] / count[p], total[p] / count[p], -p[0], -p[1]))
-        if share(best) < min_share:
+    for x, y, _ in pairs:
+        push(x, y)
+    while heap:
+        neg_share, _, _, x, y, vx, vy = heapq.heappop(heap)
+        if x not in groups or y not in groups or version[x] != vx or version[y] != vy:
+            continue  # a merge changed one of the two groups since this entry was pushed
+        if -neg_share < min_share:
             break
-        keep, gone = best
+        keep, gone = x, y
         groups[keep] += groups.pop(gone)
         size[keep] += size.pop(gone)
-        for x, y in [p for p in count if gone in p]:
-            other = y if x == gone else x
-            n, t, s = count.pop((x, y)), tri.pop((x, y)), total.pop((x, y))
+        version[keep] += 1
+        for other, (n, t, s) in between.pop(gone).items():
+            del between[other][gone]
             if other == keep:
                 continue
-            key = (min(keep, other), max(keep, other))
-            count[key] = count.get(key, 0) + n
-            tri[key] = tri.get(key, 0) + t
-            total[key] = total.get(key, 0.0) + s
+            m, u, w = between[keep].get(other, (0, 0, 0.0))
+            between[keep][other] = between[other][keep] = (m + n, u + t, w + s)
+        for other in between[keep]:
+            push(keep, other)
     return [sorted(g) for g in groups.values() if len(g) > 1]
