@@ -35,7 +35,8 @@ to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot ``cluster_rule.pn
 never read.
 
     python benchmarks/bench_cluster_rule.py [--model-store models] [--floor 0.84] [--threshold 0.874]
-        [--scores pairs.parquet ...] [--supports 0.3,0.4,0.5,0.6,0.7] [--shares 0.3,0.5]
+        [--scores pairs.parquet ...] [--supports 0.3,0.4,0.5,0.6,0.7] [--shares 0.3,0.5] [--tag NAME]
+    python benchmarks/bench_cluster_rule.py --veto-only
 """
 
 from __future__ import annotations
@@ -472,6 +473,7 @@ def main() -> None:
     parser.add_argument(
         "--veto-only", action="store_true", help="only print what the series veto does to the editors' pairs"
     )
+    parser.add_argument("--tag", default="", help="write cluster_rule_TAG.md/.json/.png instead")
     args = parser.parse_args()
     if args.veto_only:
         from nlsim.io.pairs import load_pairs
@@ -507,14 +509,15 @@ def main() -> None:
                 "folds": folds(kept, validation, threshold),
             }
         )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
+    out = OUT.with_name(f"{OUT.name}_{args.tag}") if args.tag else OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
     payload = [{k: (v.to_dict("records") if k == "table" else v) for k, v in r.items()} for r in runs]
-    OUT.with_suffix(".json").write_text(
+    out.with_suffix(".json").write_text(
         json.dumps({"machine": header, "floor": args.floor, "runs": payload}, indent=1, default=str)
     )
-    OUT.with_suffix(".md").write_text(markdown(runs, header))
-    plot(runs[0]["table"], runs[0]["threshold"], OUT.with_suffix(".png"))
-    print(OUT.with_suffix(".md").read_text())
+    out.with_suffix(".md").write_text(markdown(runs, header))
+    plot(runs[0]["table"], runs[0]["threshold"], out.with_suffix(".png"))
+    print(out.with_suffix(".md").read_text())
 
 
 if __name__ == "__main__":

@@ -96,9 +96,9 @@ class DedupConfig:
     )
     representative: Representative = option("earliest", help="each cluster's representative item")
     cluster_rule: ClusterRuleName = option(
-        "support",
-        help="which linked items make one cluster: 'support' (average linkage: half the member pairs "
-        "between two groups must link) or 'components' (every chain of links, the earlier rule)",
+        "components",
+        help="which linked items make one cluster: 'components' (every chain of links) or 'support' "
+        "(average linkage: half the member pairs between two groups must link; nlsim/clusters/rules.py)",
     )
     series_veto: bool = option(
         True,

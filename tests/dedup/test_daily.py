@@ -54,22 +54,16 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
 
 
 def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
-    # the merge of two clusters through one bridging item is the components rule's (the support rule,
-    # the default, keeps the two stories apart: the next test)
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
     state, out = tmp_path / "state", tmp_path / "out"
-
-    def components(corpus: Path, out: Path) -> DedupConfig:
-        return _config(corpus, out, cluster_rule="components")
-
-    r1 = run_daily(components(days[0], out), state, retention_days=None, encoder=enc)
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
     a1 = state_assignment(state)
     assert a1 == {"a1": "c-a1", "a2": "c-a1", "b1": "c-b1", "b2": "c-b1"}
     status = sorted(zip(r1.clusters["cluster_id"], r1.clusters["status"], strict=True))
     assert status == [("c-a1", "new"), ("c-b1", "new")]
 
-    r2 = run_daily(components(days[1], out), state, retention_days=None, encoder=enc)
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
     a2 = state_assignment(state)
     assert all(a2[i] == c for i, c in a1.items())  # every item keeps its id
     assert a2["a3"] == "c-a1" and a2["c1"] == a2["c2"] == "c-c1"
@@ -77,7 +71,7 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     assert status == {"c-a1": "grown", "c-c1": "new"}
     assert r2.stats.counts["new"] == 3 and r2.stats.counts["skipped"] == 0
 
-    r3 = run_daily(components(days[2], out), state, retention_days=None, encoder=enc)
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
     a3 = state_assignment(state)
     assert {i for i, c in a3.items() if c == "c-a1"} == {"a1", "a2", "a3", "b1", "b2", "x1"}
     assert a3["c1"] == "c-c1" and a3["d1"] == a3["d2"] == "c-d1"
@@ -98,23 +92,25 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
 
     # the same items in one batch run: same clusters, same ids
     story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
-    batch = run_dedup(components(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc)
     assert batch_assignment(batch.clusters) == a3
 
 
 def test_a_bridging_item_does_not_merge_two_stories_under_the_support_rule(tmp_path: Path) -> None:
-    """The default rule reads every link of the window: x1 links to both stories but is no member of
+    """The support rule reads every link of the window: x1 links to both stories but is no member of
     either strongly enough to join them, and three daily runs still equal one batch run."""
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
     state, out = tmp_path / "state", tmp_path / "out"
     for day in days:
-        run_daily(_config(day, out), state, retention_days=None, encoder=enc)
+        run_daily(_config(day, out, cluster_rule="support"), state, retention_days=None, encoder=enc)
     daily = state_assignment(state)
     assert daily["a1"] == daily["a2"] == daily["a3"] == "c-a1" and daily["b1"] == daily["b2"] == "c-b1"
     assert daily.get("x1") in {"c-a1", "c-b1", None}  # it joins one story at most
     story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
-    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc)
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "batch", cluster_rule="support"), encoder=enc
+    )
     assert batch_assignment(batch.clusters) == daily
 
 
@@ -196,31 +192,20 @@ def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
     corpus.to_parquet(tmp_path / "undated.parquet", index=False)
     enc = HashEncoder()
     state, out = tmp_path / "state", tmp_path / "out"
-    r1 = run_daily(
-        _config(tmp_path / "undated.parquet", out, cluster_rule="components"),
-        state,
-        retention_days=30,
-        encoder=enc,
-    )
+    r1 = run_daily(_config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc)
     today = pd.Timestamp.now(tz="UTC").floor("D")
     assert r1.run_id.startswith(today.strftime("%Y%m%d"))
     assert (open_state(state).items["retain_from"] == today).all()
-    assert (
-        state_assignment(state)["b2"] == "c-a1"
-    )  # undated: ties broken by id, the bridge x1 joins all (components)
+    assert state_assignment(state)["b2"] == "c-a1"  # undated: ties broken by id, the bridge x1 joins all
     # a month later (a clock is never set in the future: the first run is put a month back instead)
     state, out = tmp_path / "state2", tmp_path / "out2"
     earlier = (today - pd.Timedelta(days=31)).isoformat()
     run_daily(
-        _config(tmp_path / "undated.parquet", out, cluster_rule="components"),
-        state,
-        retention_days=30,
-        encoder=enc,
-        as_of=earlier,
+        _config(tmp_path / "undated.parquet", out), state, retention_days=30, encoder=enc, as_of=earlier
     )
     assert (open_state(state).items["retain_from"] == today - pd.Timedelta(days=31)).all()
     r2 = run_daily(
-        _config(tmp_path / "undated.parquet", out, cluster_rule="components"),
+        _config(tmp_path / "undated.parquet", out),
         state,
         retention_days=30,
         encoder=enc,

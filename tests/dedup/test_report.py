@@ -241,15 +241,8 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
     for day in days:
-        cfg = DedupConfig(  # the components rule: the bridge x1 merges two stories (a merged cluster)
-            corpus=day,
-            out=out,
-            model="hash",
-            convert="none",
-            threshold=0.7,
-            cache=False,
-            progress=False,
-            cluster_rule="components",
+        cfg = DedupConfig(
+            corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
         )
         run_daily(cfg, state, retention_days=None, encoder=enc)
     data = page_json((out / "latest" / "index.html").read_text())

@@ -32,7 +32,7 @@ from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _config(corpus: Path, out: Path, threshold: float = 0.7, cluster_rule: str = "support") -> DedupConfig:
+def _config(corpus: Path, out: Path, threshold: float = 0.7) -> DedupConfig:
     return DedupConfig(
         corpus=corpus,
         out=out,
@@ -43,7 +43,6 @@ def _config(corpus: Path, out: Path, threshold: float = 0.7, cluster_rule: str =
         progress=False,
         save_index=False,
         text_fields=("title",),
-        cluster_rule=cluster_rule,  # type: ignore[arg-type]
     )
 
 
@@ -81,8 +80,8 @@ def test_batch_and_daily_reports_share_one_schema_per_table(tmp_path: Path) -> N
 def test_daily_report_publishes_the_whole_window(tmp_path: Path) -> None:
     enc = HashEncoder()
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
-    for day in days:  # the components rule: the bridge x1 merges two stories (the support rule's: test_daily)
-        cfg = _config(day, tmp_path / "out", cluster_rule="components")
+    for day in days:
+        cfg = _config(day, tmp_path / "out")
         result = run_daily(cfg, tmp_path / "state", retention_days=None, encoder=enc)
     latest = tmp_path / "out" / "latest"
     touched = pd.read_parquet(latest / "clusters.parquet")
