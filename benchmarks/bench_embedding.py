@@ -91,11 +91,11 @@ def load_set(name: str, n: int | None) -> list[str]:
 
 def model_folder(model: str) -> tuple[Path, str]:
     """The folder nlsim loads for ``model`` (no second copy) and the model's prompt."""
-    from nlsim.encoders.registry import ALIASES, MODELS, _folder_settings, registry_folder
+    from nlsim.encoders.registry import ALIASES, MODELS, folder_settings, registry_folder
 
     key = ALIASES.get(model.lower())
     folder = registry_folder(key) if key else Path(model)
-    prefix = MODELS[key].prefix if key else _folder_settings(folder).get("prefix", "")
+    prefix = MODELS[key].prefix if key else folder_settings(folder).get("prefix", "")
     return folder, prefix
 
 

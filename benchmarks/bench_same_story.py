@@ -553,7 +553,10 @@ def main() -> None:
     r.add_argument(
         "--intermediate",
         default=None,
-        help="a saved cross-encoder to start every fold from (benchmarks/explore_intermediate_sts.py)",
+        help=(
+            "a saved cross-encoder to start every fold from (explore_intermediate_sts.py, in git history: "
+            "docs/finetuning.md)"
+        ),
     )
     r.add_argument(
         "--folds",

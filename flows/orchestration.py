@@ -25,7 +25,6 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import MISSING
 from typing import Any, get_args, get_origin
 
 from prefect import flow, get_run_logger, task
@@ -223,16 +222,6 @@ def run_from_command_line(
         parser.error(str(exc))
     state = flow_(**params, return_state=True)
     return 0 if state.is_completed() else 1
-
-
-def split_params(kwargs: dict[str, Any], cls: type) -> dict[str, Any]:
-    """The entries of ``kwargs`` that are fields of ``cls`` (missing ones take their defaults)."""
-    names = {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is not MISSING or f.default_factory is not MISSING or f.name in kwargs
-    }
-    return {k: v for k, v in kwargs.items() if k in names}
 
 
 def fail(message: str) -> Any:

@@ -457,7 +457,22 @@ def publish_daily_report(
 
 
 def verify_report(out_dir: str | Path) -> dict[str, Any]:
-    """Check that the report files match the hashes in ``run.json``; returns the run record."""
+    """Check that the report files match the hashes in ``run.json``; returns the run record.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp())
+        >>> _ = (out / "pairs.csv").write_text("id_a,id_b", encoding="utf-8")
+        >>> record = {"files": {"pairs.csv": file_sha256(out / "pairs.csv")}}
+        >>> _ = (out / "run.json").write_text(json.dumps(record), encoding="utf-8")
+        >>> verify_report(out) == record
+        True
+        >>> _ = (out / "pairs.csv").write_text("cut short", encoding="utf-8")
+        >>> verify_report(out)
+        Traceback (most recent call last):
+        ...
+        ValueError: ... does not match run.json (a partial write?)
+    """
     out = Path(out_dir)
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     for name, digest in run["files"].items():

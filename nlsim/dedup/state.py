@@ -544,7 +544,13 @@ def move_aside(folder: str | Path) -> Path | None:
 
 
 def state_summary(folder: str | Path) -> dict[str, Any]:
-    """A short description of a state folder (for logs and the docs)."""
+    """A short description of a state folder (for logs and the docs).
+
+    Example (a folder no daily run has written yet):
+        >>> import tempfile
+        >>> state_summary(Path(tempfile.mkdtemp()))["generation"]
+        0
+    """
     manifest = read_manifest(folder)
     if manifest is None:
         return {"folder": str(folder), "generation": 0}

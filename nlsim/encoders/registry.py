@@ -142,7 +142,7 @@ def _model_type(folder: Path) -> str | None:
         return None
 
 
-def _folder_settings(folder: Path) -> dict[str, Any]:
+def folder_settings(folder: Path) -> dict[str, Any]:
     """Prefix / max_length / ids found in a folder's nlsim.json or sentence-transformers files."""
     meta: dict[str, Any] = {}
     nj = folder / NLSIM_JSON
@@ -168,7 +168,7 @@ def check_weight_files(folder: Path) -> None:
     """Compare a model folder's weight files with the SHA-256 that ``nlsim.json`` recorded when nlsim saved
     it; a flipped byte or a truncated file is a :class:`StateError` (not a model that silently computes
     something else)."""
-    meta = _folder_settings(folder) if folder.is_dir() else {}
+    meta = folder_settings(folder) if folder.is_dir() else {}
     expected = meta.get("weights_sha256") or {}
     for name, digest in expected.items():
         path = folder / name
@@ -197,7 +197,7 @@ def check_model_files(folder: Path) -> None:
     if manifest is not None:
         check_files(folder, manifest, hash_file=known_sha256)
         return
-    if _folder_settings(folder).get("manifest"):
+    if folder_settings(folder).get("manifest"):
         raise StateError(
             f"{folder / MANIFEST}: missing or unreadable, though {NLSIM_JSON} says nlsim wrote it when it "
             "saved the folder (the list of its files and their SHA-256); restore the model folder or train "
@@ -417,7 +417,7 @@ def load_encoder(
 
 def _load_local(path: Path, *, max_length: int | None, prefix: str | None, **common: Any) -> Encoder:
     """A model folder, with the settings its ``nlsim.json`` keeps (name, prefix, max length, base model)."""
-    meta = _folder_settings(path)
+    meta = folder_settings(path)
     return _load_from_folder(
         path,
         name=meta.get("name") or path.name,
@@ -447,7 +447,7 @@ def _load_from_hub(name: str, *, max_length: int | None, prefix: str | None, **c
             f"and it could not be fetched from the Hugging Face hub (offline? {type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''})"
         ) from exc
-    meta = _folder_settings(folder)
+    meta = folder_settings(folder)
     return _load_from_folder(
         folder,
         name=name.split("/")[-1],
