@@ -24,7 +24,7 @@
 Every stage goes through ``call`` (:mod:`nlsim.orchestration`), and the ``news-pipeline`` flow makes each a
 task: ``chain-load``, ``base-model``, ``baseline``, ``reuse-check`` or fine-tuning's own stages,
 ``evaluate`` (the candidate and the incumbent, in one task: :func:`evaluate_both`), ``promote``,
-``precision-check`` (the lossy paths' quality check, :func:`precision_stage`) and the report's own
+``quality-check`` (the lossy paths' quality check, :func:`quality_check_stage`) and the report's own
 stages. The record goes to ``OUT/pipeline.json``. The
 whole chain holds the model store's lock (one chain at a time on a store), and first finishes what a killed
 chain left there (:meth:`nlsim.io.model_store.ModelStore.recover`).
@@ -74,8 +74,8 @@ CHAIN_STAGES = {
         StageInfo("evaluate", "score the candidate and the current model (or zero-shot) on validation"),
         StageInfo("promote", "promote the candidate when it beats the current model", io=True),
         StageInfo(
-            "precision-check",
-            "check the report model's int8/bf16 inference against fp32 on validation (once per model)",
+            "quality-check",
+            "check the report model's lossy inference paths against fp32 on validation (once per model)",
             expensive=True,
         ),
     )
@@ -172,28 +172,29 @@ def evaluate_stage(
     return metrics
 
 
-def precision_stage(
+def quality_check_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
-    """The quality check of the lossy inference paths (:mod:`nlsim.inference.lossy_check`) of the model
+    """The quality check of the lossy inference paths (:mod:`nlsim.training.quality_check`) of the model
     the report uses (the current one, else the zero-shot base), made once per model on the validation
-    pairs and kept under ``$NLSIM_HOME/precision/`` (a fine-tuned folder carries its own from
+    pairs and kept under ``$NLSIM_HOME/quality-check/`` (a fine-tuned folder carries its own from
     ``nlsim finetune``); what the report's ``--precision auto`` may then use."""
-    from nlsim.inference.guard import load_guard
-    from nlsim.inference.lossy_check import check_cross_encoder, check_encoder, say_record, store_checks
+    from nlsim.inference.quality_check import load_quality_check
     from nlsim.rerank.reranker import load_reranker
+    from nlsim.training.quality_check import check_cross_encoder, check_encoder, say_record, store_checks
 
     if cfg.precision != "auto":
         return {"skipped": f"--precision {cfg.precision}"}
     current = store.current()
     marker = f"{split_digest(validation)}:{cfg.convert}"
-    if current is not None and (store.info(current) or {}).get("precision_check") == marker:
+    info = (store.info(current) or {}) if current is not None else {}
+    if current is not None and marker in (info.get("quality_check"), info.get("precision_check")):
         return {"model": current.name, "reused": True}
     encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
     reranker = load_reranker(encoder.path, threads=cfg.threads) if current is not None else None
     cal = load_calibration(current) if current is not None else zero_shot
     records: dict[str, dict[str, Any]] = {}
-    if load_guard("encoder", encoder.fingerprint, encoder.path)[0] is None:
+    if load_quality_check("encoder", encoder.fingerprint, encoder.path)[0] is None:
         records["encoder"] = check_encoder(
             encoder,
             validation,
@@ -206,7 +207,7 @@ def precision_stage(
         )
         say_record(records["encoder"])
     ce = getattr(reranker, "cross_encoder", None)
-    if ce is not None and load_guard("cross-encoder", ce.digest(), ce.path)[0] is None:
+    if ce is not None and load_quality_check("cross-encoder", ce.digest(), ce.path)[0] is None:
         records["reranker"] = check_cross_encoder(
             reranker,
             encoder,
@@ -218,7 +219,7 @@ def precision_stage(
         say_record(records["reranker"])
     written = [str(p) for p in store_checks(records)]
     if current is not None:
-        store.write_info(current, {**(store.info(current) or {}), "precision_check": marker})
+        store.write_info(current, {**(store.info(current) or {}), "quality_check": marker})
     return {"model": current.name if current is not None else cfg.base_model, "written": written}
 
 
@@ -389,8 +390,8 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
     report = None
     if cfg.report:
-        record["precision_check"] = call(
-            "precision-check", precision_stage, cfg, store, base, validation, zero_shot
+        record["quality_check"] = call(
+            "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot
         )
         report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
         judged = report.stats.judge

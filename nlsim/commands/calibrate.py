@@ -1,9 +1,10 @@
 """``nlsim calibrate``: the cosine threshold that best separates related pairs, for any model.
 
-It also checks the model's lossy inference paths (int8, bf16) against fp32 on the same pairs, at the
-threshold it just calibrated (and the cross-encoder's, when the model folder carries a reranker), and
-stores the check under ``$NLSIM_HOME/precision/``: the "command that has the pairs" for registry models
-and for folders trained before the check existed (``--no-precision-check`` skips it).
+It also makes the quality check of the model's lossy inference paths (int8, bf16, and fp16 on a GPU)
+against fp32 on the same pairs, at the threshold it just calibrated (and the cross-encoder's, when the
+model folder carries a reranker), and stores it under ``$NLSIM_HOME/quality-check/``: the "command that
+has the pairs" for registry models and for folders trained before the check existed
+(``--no-precision-check`` skips it; the option keeps its first name).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def register(subparsers: Any) -> None:
         "--no-precision-check",
         dest="precision_check",
         action="store_false",
-        help="do not check int8/bf16 inference against fp32 on these pairs (without a stored check, runs "
-        "use the exact fp32 paths only)",
+        help="skip the quality check of the lossy inference paths (int8, bf16, fp16) against fp32 on these "
+        "pairs (without a stored check, runs use the exact fp32 paths only)",
     )
     p.set_defaults(func=run)
 
@@ -85,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"written: {path}")
     if args.precision_check:
         # deferred: `nlsim --help` and refusals stay fast
-        from nlsim.inference.lossy_check import check_model, store_checks
         from nlsim.rerank.reranker import load_reranker
+        from nlsim.training.quality_check import check_model, store_checks
 
         reranker = load_reranker(enc.path if model is not None else None, threads=args.threads)
         checks = check_model(
@@ -102,5 +103,5 @@ def run(args: argparse.Namespace) -> int:
             split=args.split,
         )
         for written in store_checks(checks):
-            print(f"precision check written: {written}")
+            print(f"quality check written: {written}")
     return 0

@@ -26,7 +26,7 @@ import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.errors import ConfigError
-from nlsim.inference.target import config_digest
+from nlsim.inference.target import WeightsWatch, config_digest
 from nlsim.io.atomic import file_sha256
 from nlsim.io.manifest import MANIFEST, saved_folder
 from nlsim.io.ownership import is_owned
@@ -156,15 +156,13 @@ class Encoder:
         self.model.eval()
         self._fingerprint: str | None = None
         self._prefix = prefix
-        self._runner: Any = None  # the chosen inference path's runner (ONNX Runtime, bf16, int8)
+        self._runner: Any = None  # the chosen inference path's runner (ONNX Runtime, bf16, fp16, int8)
         self._planner: Any = None  # decides the path lazily, see set_planner() and plan()
-        self._built: dict[str, Any] = {}  # runners built while probing, by path
-        self._failed: dict[str, str] = {}  # paths that could not be set up here, and why
         self.choice: Any = None  # the nlsim.inference.choice.Choice in force, once decided
+        self._watch = WeightsWatch(model)  # notices in-place weight changes, see mark_weights_changed()
         self._runner_version = 0
         self._planner_version = 0
         self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
-        self._changes = 0  # in-place weight changes torch's version counters miss, see mark_weights_changed()
         self.dim = int(model.config.hidden_size)
 
     def __repr__(self) -> str:
@@ -219,12 +217,12 @@ class Encoder:
         self._planner_version = self._weights_version()
         if planner is not None and planner.eager:
             self.plan(0)
-            self._ensure_runner()
 
     def plan(self, n_texts: int) -> Any:
         """The inference path (:class:`nlsim.inference.choice.Choice`) of a job of ``n_texts`` texts,
-        decided once (cheap when the probe and the quality check are cached); ``None`` while the job is too
-        small to be worth it (plain torch fp32)."""
+        decided once and its runner built (:func:`nlsim.inference.choice.settle`: cheap when the probe and
+        the quality check are cached); ``None`` while the job is too small to be worth it (plain torch
+        fp32)."""
         planner = self._planner
         if self.choice is not None or planner is None:
             return self.choice
@@ -233,43 +231,10 @@ class Encoder:
             return None  # weights' exports; torch it is, as for a runner whose weights changed
         if not planner.eager and n_texts < self.AUTO_ONNX_MIN_TEXTS:
             return None
-        sel = planner.decide(self)
-        self._built.update(sel.runners)
-        self._adopt(sel.choice)
+        self.choice, runner = planner.settle(self)
+        self.options["backend"], self.options["precision"] = self.choice.backend, self.choice.precision
+        self.use_runner(runner)
         return self.choice
-
-    def _adopt(self, choice: Any) -> None:
-        self.choice = choice
-        self.options["backend"], self.options["precision"] = choice.backend, choice.precision
-        announce = getattr(self._planner, "announce", None)
-        if announce is not None and not (choice.forced and choice.path == "torch-fp32"):
-            announce(f"embedding with {self.name}", choice)  # (plain torch, asked for: nothing to say)
-
-    def _ensure_runner(self) -> None:
-        """Build the chosen path's runner (once); a path that fails to build is left out and the choice made
-        again (a warning says why)."""
-        while self.choice is not None and self._runner is None and self.choice.path != "torch-fp32":
-            path = self.choice.path
-            runner = self._built.pop(path, None)
-            try:
-                if runner is None:
-                    runner = self._planner.build(self, path)
-            except Exception as exc:  # noqa: BLE001 - another path always works; say why this one did not
-                if self.choice.forced:
-                    raise
-                from nlsim.progress import warn
-
-                warn(
-                    f"{path} could not be set up for {self.name} ({type(exc).__name__}: {exc}); "
-                    "choosing again"
-                )
-                self._failed[path] = f"could not be set up ({type(exc).__name__}: {exc})"
-                sel = self._planner.decide(self, exclude=self._failed)
-                self._built.update(sel.runners)
-                self._adopt(sel.choice)
-                continue
-            self._built.clear()  # the probe's other runners: not needed any more
-            self.use_runner(runner)
 
     @property
     def vectors_tag(self) -> str:
@@ -292,11 +257,11 @@ class Encoder:
         kernels (``AdamW(fused=True)``), so training calls this after every step: the compiled runner (a
         copy of the old weights) is dropped, and the digest and :attr:`fingerprint` are recomputed on demand.
         """
-        self._changes += 1
+        self._watch.mark()
         self._fingerprint = None
 
     def _weights_version(self) -> int:
-        return self._changes + sum(int(p._version) for p in self.model.parameters())
+        return self._watch.version()
 
     def _active_runner(self) -> Any:
         if self._runner is None:
@@ -427,7 +392,6 @@ class Encoder:
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
         if runner is None:
             self.plan(n)
-            self._ensure_runner()
             runner = self._active_runner()
         elif isinstance(runner, str):
             if runner != "torch":

@@ -2,8 +2,9 @@
 
 :func:`encoder_target` describes an encoder to :mod:`nlsim.inference` (its fingerprint, its torch model
 with mean pooling, the texts an ONNX export must reproduce). :class:`Planner` is what
-:func:`nlsim.encoders.load_encoder` attaches to an encoder: the requested backend and precision, decided
-at the first big ``encode`` (or at load time when forced).
+:func:`nlsim.encoders.load_encoder` attaches to an encoder: the requested backend and precision, settled
+(:func:`nlsim.inference.choice.settle`, the loop both model kinds share) at the first big ``encode`` (or
+at load time when forced).
 
 Example:
     >>> from nlsim.encoders import load_encoder
@@ -20,8 +21,7 @@ import numpy as np
 import torch
 
 from nlsim.encoders.encoder import mean_pool
-from nlsim.inference.choice import Choice, Selection, announce, select
-from nlsim.inference.probe import probe_mode
+from nlsim.inference.choice import Choice, settle
 from nlsim.inference.target import Features, Target
 
 PROBE_SHAPES = ((64, 24), (32, 96))
@@ -72,8 +72,8 @@ def check_batches(encoder: Any) -> list[Features]:
 
 
 def encoder_target(encoder: Any) -> Target:
-    """``encoder`` as :mod:`nlsim.inference` sees it (the guard's identity: its fingerprint; the export's
-    key: its weights' digest)."""
+    """``encoder`` as :mod:`nlsim.inference` sees it (the quality check's identity: its fingerprint; the
+    export's key: its weights' digest)."""
     return Target(
         kind="encoder",
         identity=lambda: encoder.fingerprint,
@@ -90,9 +90,9 @@ def encoder_target(encoder: Any) -> Target:
 
 
 class Planner:
-    """The requested ``backend`` and ``precision`` of an encoder, and the calls that decide and build its
-    path. ``eager``: decide and build at load time (a forced backend or precision), else at the first
-    ``encode`` of at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` texts."""
+    """The requested ``backend`` and ``precision`` of an encoder, and the call that settles its path.
+    ``eager``: decide and build at load time (a forced backend or precision), else at the first ``encode``
+    of at least ``Encoder.AUTO_ONNX_MIN_TEXTS`` texts."""
 
     def __init__(self, backend: str = "auto", precision: str = "fp32", threads: int | None = None) -> None:
         self.backend = backend
@@ -103,25 +103,13 @@ class Planner:
     def eager(self) -> bool:
         return self.backend != "auto" or self.precision not in ("auto", "fp32")
 
-    def decide(self, encoder: Any, exclude: dict[str, str] | None = None) -> Selection:
-        """Choose the path (see :func:`nlsim.inference.choice.select`)."""
-        target = encoder_target(encoder)
-        if not target.on_cpu and self.backend == "auto" and self.precision in ("auto", "fp32"):
-            return Selection(Choice("torch-fp32", "the model is on " + str(encoder.device), cpu="-"))
-        mode = probe_mode()
-        return select(
-            target,
+    def settle(self, encoder: Any) -> tuple[Choice, Any]:
+        """Choose the path and build its runner: the loop both model kinds share
+        (:func:`nlsim.inference.choice.settle`)."""
+        return settle(
+            encoder_target(encoder),
+            f"embedding with {encoder.name}",
             backend=self.backend,
             precision=self.precision,
             threads=self.threads,
-            probe_missing=mode == "on",
-            use_probe=mode != "off",
-            exclude=exclude,
         )
-
-    def build(self, encoder: Any, path: str) -> Any:
-        return encoder_target(encoder).build(path, self.threads)
-
-    @staticmethod
-    def announce(what: str, choice: Choice) -> None:
-        announce(what, choice)

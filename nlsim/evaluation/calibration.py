@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, StateError
+from nlsim.evaluation.figures import RATE_DIGITS, rates, rates_at
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
 from nlsim.io.atomic import atomic_write_text
@@ -181,17 +182,17 @@ def calibrate_scores(
         method = "best-f1"
         best = int(np.flatnonzero(f1 >= f1.max() - 1e-12)[0])  # first = highest threshold among ties
     threshold = float(cuts.thresholds[best])
-    precision = tp[best] / max(tp[best] + fp[best], 1)
+    at = rates(int(tp[best]), int(tp[best] + fp[best]), n_pos)
     return Calibration(
         threshold=round(threshold, 6),
         level=float(level),
-        precision=round(float(precision), 4),
-        recall=round(float(tp[best] / n_pos), 4),
-        f1=round(float(f1[best]), 4),
+        precision=float(at.precision or 0.0),
+        recall=float(at.recall or 0.0),
+        f1=float(at.f1 or 0.0),
         n=int(len(cos)),
         n_positive=n_pos,
         method=method,
-        cv_f1=None if cv_f1 is None else round(cv_f1, 4),
+        cv_f1=None if cv_f1 is None else round(cv_f1, RATE_DIGITS),
         f1_ci95=f1_interval(cos >= threshold, gold),
         **meta,
     )
@@ -207,19 +208,9 @@ def threshold_metrics(
         >>> threshold_metrics(np.array([0.9, 0.8, 0.7]), np.array([1.0, 0.5, 1.0]), 0.75, 1.0)
         {'precision': 0.5, 'recall': 0.5, 'f1': 0.5, 'n': 3, 'n_positive': 2}
     """
-    pred = np.asarray(scores, dtype=np.float64) >= threshold
-    pos = np.asarray(gold, dtype=np.float64) >= level - 1e-9
-    tp = int((pred & pos).sum())
-    precision = tp / int(pred.sum()) if pred.any() else 0.0
-    recall = tp / int(pos.sum()) if pos.any() else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {
-        "precision": round(precision, 4),
-        "recall": round(recall, 4),
-        "f1": round(f1, 4),
-        "n": int(len(pred)),
-        "n_positive": int(pos.sum()),
-    }
+    at = rates_at(scores, gold, threshold, level)
+    positives = int((np.asarray(gold, dtype=np.float64) >= level - 1e-9).sum())
+    return {**at.as_dict(), "n": int(len(np.asarray(scores))), "n_positive": positives}
 
 
 def calibrate(

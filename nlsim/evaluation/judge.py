@@ -47,6 +47,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nlsim.errors import ConfigError, InputError, StateError
+from nlsim.evaluation.figures import rates
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
@@ -115,16 +116,7 @@ def _key(a: Any, b: Any) -> tuple[str, str]:
 
 def _prf(tp: int, grouped: int, positives: int) -> dict[str, float | None]:
     """Precision, recall and F1, each ``None`` when it has nothing to divide by (undefined, not 0)."""
-    precision = tp / grouped if grouped else None
-    recall = tp / positives if positives else None
-    f1 = None
-    if precision is not None and recall is not None:
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {
-        "precision": None if precision is None else round(precision, 4),
-        "recall": None if recall is None else round(recall, 4),
-        "f1": None if f1 is None else round(f1, 4),
-    }
+    return rates(tp, grouped, positives, undefined=None).as_dict()
 
 
 def figure(value: float | None, digits: int = 3) -> str:

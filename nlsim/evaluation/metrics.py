@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from nlsim.conversion import convert
 from nlsim.encoders.scoring import as_pair_scorer
 from nlsim.errors import ConfigError
+from nlsim.evaluation.figures import pearson, spearman
 
 
 @dataclass(frozen=True)
@@ -40,21 +40,17 @@ class Metrics:
 
 
 def metrics_from_scores(pred: np.ndarray, gold: np.ndarray) -> Metrics:
-    """Spearman and Pearson (x100), MSE and MAE of ``pred`` against ``gold``."""
+    """Spearman and Pearson (x100, :mod:`nlsim.evaluation.figures`), MSE and MAE of ``pred`` against
+    ``gold``."""
     pred = np.asarray(pred, dtype=np.float64)
     gold = np.asarray(gold, dtype=np.float64)
     if pred.shape != gold.shape or pred.ndim != 1:
         raise ValueError(f"pred and gold must be 1-d and equal in length, got {pred.shape} and {gold.shape}")
     n = int(len(gold))
-    if n < 2 or np.ptp(pred) == 0 or np.ptp(gold) == 0:
-        sp = pe = float("nan")
-    else:
-        sp = float(stats.spearmanr(pred, gold).statistic) * 100
-        pe = float(stats.pearsonr(pred, gold).statistic) * 100
     err = pred - gold
     return Metrics(
-        spearman=round(sp, 2),
-        pearson=round(pe, 2),
+        spearman=spearman(pred, gold),
+        pearson=pearson(pred, gold),
         mse=round(float(np.mean(err**2)), 4),
         mae=round(float(np.mean(np.abs(err))), 4),
         n=n,

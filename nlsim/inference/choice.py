@@ -1,50 +1,59 @@
-"""Which backend and precision a model runs on, chosen on the machine in hand and checked for quality.
+"""Which backend and precision a model runs on, chosen on the machine in hand and checked for quality, and
+the one loop that chooses, builds and falls back for both model kinds (:func:`settle`).
 
 An *inference path* is a backend and a precision: ``onnx-fp32`` and ``torch-fp32`` are lossless (the ONNX
 export is checked against torch when it is made); ``onnx-int8`` (ONNX Runtime, dynamic int8, per-channel
 weights, attention products and embeddings kept in fp32), ``torch-bf16`` (the model cast to bfloat16,
-pooling in fp32) and ``torch-int8`` (``torch.ao`` dynamic int8 linear layers) are lossy.
+pooling in fp32), ``torch-fp16`` (on a GPU) and ``torch-int8`` (``torch.ao`` dynamic int8 linear layers)
+are lossy.
 
 The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
 
 1. **candidates**: what the options allow, pruned by the CPU's features (:mod:`nlsim.inference.cpu`): int8
-   only with VNNI or AMX-INT8, bf16 only with ``avx512_bf16`` or AMX-BF16, ONNX only with onnxruntime;
-2. **the guard** (:mod:`nlsim.inference.guard`): a lossy path stays a candidate only when the model's
-   stored quality check passed it; no record, no lossy path;
+   only with VNNI or AMX-INT8, bf16 only with ``avx512_bf16`` or AMX-BF16, ONNX only with onnxruntime; for
+   a model on a GPU (:mod:`nlsim.inference.gpu`), torch fp32 and the half precisions the GPU has;
+2. **the quality check** (:mod:`nlsim.inference.quality_check`): a lossy path stays a candidate only when
+   the model's stored quality check passed it (on the device the model is on); no record, no lossy path;
 3. **the probe** (:mod:`nlsim.inference.probe`): when more than one candidate is left, each is timed on
    a few synthetic batches once per CPU kind, thread count and model architecture;
 4. **the pick** (:func:`decide`, deterministic given the probe): the fastest lossless candidate, unless a
-   guarded lossy one is at least :data:`LOSSY_MIN_GAIN` times faster.
+   lossy one that passed the quality check is at least :data:`LOSSY_MIN_GAIN` times faster. On a GPU there
+   is no probe: a half precision that passed is taken (tensor cores), bf16 before fp16.
 
-A forced backend or precision narrows the candidates; forcing both takes that path, guard or not (the run
-says so). The choice (:class:`Choice`) is logged and kept in the run record.
+A forced backend or precision narrows the candidates; forcing both takes that path, checked or not (the
+run says so). The choice (:class:`Choice`) is logged and kept in the run record.
 
 Example:
     >>> probe = {"onnx-fp32": 330.0, "torch-fp32": 160.0, "onnx-int8": 700.0}
-    >>> guards = {"onnx-int8": (True, "passed", None)}
-    >>> decide(["onnx-fp32", "torch-fp32", "onnx-int8"], {}, probe, guards).path
+    >>> checks = {"onnx-int8": (True, "passed", None)}
+    >>> decide(["onnx-fp32", "torch-fp32", "onnx-int8"], {}, probe, checks).path
     'onnx-int8'
     >>> failed = {"onnx-int8": (False, "failed", None)}
     >>> decide(["onnx-fp32", "torch-fp32", "onnx-int8"], {}, probe, failed).path
     'onnx-fp32'
+    >>> gpu = {"torch-bf16": (True, "passed", None), "torch-fp16": (True, "passed", None)}
+    >>> decide(["torch-fp32", "torch-bf16", "torch-fp16"], {}, {}, gpu, on_gpu=True).path
+    'torch-bf16'
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nlsim.errors import ConfigError
 from nlsim.inference.cpu import CpuInfo, cpu_info
-from nlsim.inference.guard import Verdict, guard_verdict, load_guard
+from nlsim.inference.gpu import gpu_info
 from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
 from nlsim.inference.probe import probe_mode, probe_rates
+from nlsim.inference.quality_check import Verdict, load_quality_check, quality_verdict
 from nlsim.inference.target import Target
 from nlsim.progress import say, warn
 
 LOSSY_MIN_GAIN = 1.10
-"""A guarded lossy path is taken only when the probe found it this many times faster than the best
-lossless one (below that, the exact numbers win)."""
+"""A lossy path that passed the quality check is taken only when the probe found it this many times faster
+than the best lossless one (below that, the exact numbers win)."""
 
 
 @dataclass
@@ -56,11 +65,12 @@ class Choice:
     requested: dict[str, str] = field(default_factory=dict)
     forced: bool = False
     probe: dict[str, float] = field(default_factory=dict)
-    guard: str = ""
-    guard_file: str = ""
-    guard_figures: dict[str, Any] | None = None
+    quality_check: str = ""
+    quality_check_file: str = ""
+    quality_check_figures: dict[str, Any] | None = None
     excluded: dict[str, str] = field(default_factory=dict)
     cpu: str = ""
+    device: str = "cpu"
 
     @property
     def backend(self) -> str:
@@ -78,31 +88,36 @@ class Choice:
         return {"backend": self.backend, "precision": self.precision, **asdict(self)}
 
     def describe(self) -> str:
-        """One line for the log."""
-        guard = f"; quality check: {self.guard}" if self.lossy and self.guard else ""
-        return f"{self.path} ({self.reason}{guard}; CPU {self.cpu})"
+        """One line for the log: the path, why, and where it runs (the GPU, or the CPU)."""
+        check = f"; quality check: {self.quality_check}" if self.lossy and self.quality_check else ""
+        where = f"CPU {self.cpu}" if self.device == "cpu" else f"GPU {self.device}"
+        return f"{self.path} ({self.reason}{check}; {where})"
 
 
 def decide(
     cands: list[str],
     excluded: dict[str, str],
     probe: dict[str, float],
-    guards: dict[str, Verdict],
+    checks: dict[str, Verdict],
     *,
     forced_precision: bool = False,
+    on_gpu: bool = False,
 ) -> Choice:
-    """Pick among ``cands`` (see the module docstring). ``guards[path]`` is :func:`guard_verdict`'s answer;
-    with ``forced_precision`` a lossy path needs no guard (the user asked for it). Deterministic."""
+    """Pick among ``cands`` (see the module docstring). ``checks[path]`` is :func:`quality_verdict`'s
+    answer; with ``forced_precision`` a lossy path needs no quality check (the user asked for it);
+    ``on_gpu``: a lossy path that passed wins without a probe. Deterministic."""
     excluded = dict(excluded)
     allowed = []
     for path in cands:
-        ok, why, _ = guards.get(path, (not is_lossy(path), "not checked", None))
+        ok, why, _ = checks.get(path, (not is_lossy(path), "not checked", None))
         if ok or forced_precision:
             allowed.append(path)
         else:
             excluded[path] = f"quality check: {why}"
     if not allowed:
         allowed = ["torch-fp32"]  # always possible
+    if on_gpu:
+        return _decide_on_gpu(allowed, excluded, checks)
     order = {p: i for i, p in enumerate(PATHS)}
 
     def rate(p: str) -> float:
@@ -127,13 +142,32 @@ def decide(
     for p in allowed:
         if p != best:
             excluded.setdefault(p, "slower in the probe" if rate(p) > 0 else "not chosen")
-    verdict = guards.get(best)
+    verdict = checks.get(best)
     return Choice(
         path=best,
         reason=reason,
         probe={k: round(v, 1) for k, v in probe.items()},
-        guard=verdict[1] if verdict and is_lossy(best) else "",
-        guard_figures=verdict[2] if verdict else None,
+        quality_check=verdict[1] if verdict and is_lossy(best) else "",
+        quality_check_figures=verdict[2] if verdict else None,
+        excluded=excluded,
+    )
+
+
+def _decide_on_gpu(allowed: list[str], excluded: dict[str, str], checks: dict[str, Verdict]) -> Choice:
+    """The pick for a model on a GPU: the first lossy path allowed (bf16, then fp16: tensor cores), else
+    torch fp32."""
+    lossy = [p for p in PATHS if p in allowed and is_lossy(p)]
+    best = lossy[0] if lossy else "torch-fp32"
+    for p in allowed:
+        if p != best:
+            excluded.setdefault(p, "not chosen")
+    verdict = checks.get(best)
+    reason = "half precision on the GPU" if lossy else "the exact path on the GPU"
+    return Choice(
+        path=best,
+        reason=reason if len(allowed) > 1 else "the only candidate",
+        quality_check=verdict[1] if verdict and is_lossy(best) else "",
+        quality_check_figures=verdict[2] if verdict else None,
         excluded=excluded,
     )
 
@@ -163,54 +197,111 @@ def select(
 
     ``probe_missing``: time the candidates the cached probe lacks (else they count as unmeasured);
     ``use_probe``: read the cached probe at all (else the first candidate in :data:`PATHS` order that the
-    guard allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed)."""
+    quality check allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed). A
+    model on a GPU is never probed (see :func:`decide`)."""
     import torch  # deferred: heavy or optional, loaded only when needed
 
     check_options(backend, precision)
     cpu = cpu or cpu_info()
     threads = int(threads or torch.get_num_threads())
+    gpu = gpu_info(target.device)
     if onnx_ok is None:
         from nlsim.inference.onnx import onnxruntime_available
 
         onnx_ok = onnxruntime_available()
-    cands, excluded = candidates(backend, precision, cpu, onnx_ok=onnx_ok, on_cpu=target.on_cpu)
+    cands, excluded = candidates(backend, precision, cpu, onnx_ok=onnx_ok, gpu=gpu)
     for path, why in (exclude or {}).items():
         if path in cands and path != "torch-fp32":
             cands.remove(path)
             excluded[path] = why
     requested = {"backend": backend, "precision": precision}
+    where = "here" if gpu is None else f"on the GPU ({gpu.name})"
     if not cands:
         raise ConfigError(
-            f"no way to run backend={backend!r} precision={precision!r} here: "
+            f"no way to run backend={backend!r} precision={precision!r} {where}: "
             + "; ".join(f"{p}: {why}" for p, why in excluded.items() if why)
         )
-    record, where = (None, "")
+    device = str(target.device)
+    record, found = (None, "")
     if any(is_lossy(p) for p in cands):
-        record, where = load_guard(target.kind, target.identity(), target.folder())
-    guards = {p: guard_verdict(record, p) for p in cands if is_lossy(p)}
+        record, found = load_quality_check(target.kind, target.identity(), target.folder())
+    checks = {p: quality_verdict(record, p, device) for p in cands if is_lossy(p)}
     forced_precision = precision != "auto"
-    forced = backend != "auto" and precision != "auto"
     runners: dict[str, Any] = {}
-    alive = [p for p in cands if forced_precision or guards.get(p, (True,))[0]]
+    alive = [p for p in cands if forced_precision or checks.get(p, (True,))[0]]
     probe: dict[str, float] = {}
-    if len(alive) > 1 and use_probe:
+    if len(alive) > 1 and use_probe and gpu is None:
         probe = probe_rates(target, alive, threads, cpu, runners, excluded, time_missing=probe_missing)
         cands = [p for p in cands if p not in excluded]
-    choice = decide(cands, excluded, probe, guards, forced_precision=forced_precision)
-    choice.requested, choice.forced, choice.cpu = requested, forced, cpu.describe()
-    choice.guard_file = where
-    if choice.lossy and not choice.guard:
-        ok, why, figures = guard_verdict(record, choice.path)
-        choice.guard, choice.guard_figures = why, figures
+    choice = decide(cands, excluded, probe, checks, forced_precision=forced_precision, on_gpu=gpu is not None)
+    choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
+    choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
+    choice.quality_check_file = found
+    if choice.lossy and not choice.quality_check:
+        _, why, figures = quality_verdict(record, choice.path, device)
+        choice.quality_check, choice.quality_check_figures = why, figures
     return Selection(choice, runners)
+
+
+def settle(
+    target: Target,
+    what: str,
+    *,
+    backend: str = "auto",
+    precision: str = "auto",
+    threads: int | None = None,
+    announce_as: Callable[[str, Choice], None] | None = None,
+) -> tuple[Choice, Any]:
+    """The one loop that chooses, builds and falls back, for a model of any kind: :func:`select` the path,
+    build its runner (``None``: torch fp32), and when a path cannot be set up here, leave it out and choose
+    again, with a warning that says why (a forced path, or torch fp32, raises instead). The choice is
+    announced (:func:`announce`; ``what`` names the model), unless it is plain torch fp32 that was asked
+    for.
+
+    Example:
+        >>> import torch
+        >>> from types import SimpleNamespace
+        >>> t = Target(kind="encoder", identity=lambda: "x", weights=lambda: "x",
+        ...            model=torch.nn.Linear(2, 2), forward=lambda m, f: m(f["x"]), tokenizer=None,
+        ...            max_length=8, check_batches=list, probe_shapes=(), output="y")
+        >>> choice, runner = settle(t, "a model", backend="torch", precision="fp32")
+        >>> choice.path, runner is None
+        ('torch-fp32', True)
+    """
+    mode = probe_mode()
+    excluded: dict[str, str] = {}
+    while True:
+        sel = select(
+            target,
+            backend=backend,
+            precision=precision,
+            threads=threads,
+            probe_missing=mode == "on",
+            use_probe=mode != "off",
+            exclude=excluded,
+        )
+        choice = sel.choice
+        try:
+            runner = sel.runners.get(choice.path) or target.build(choice.path, threads)
+            break
+        except Exception as exc:  # noqa: BLE001 - another path always works; say why this one did not
+            if choice.forced or choice.path == "torch-fp32":
+                raise
+            why = f"could not be set up ({type(exc).__name__}: {exc})"
+            warn(f"{what}: {choice.path} {why}; choosing again")
+            excluded[choice.path] = why
+    if not (choice.forced and choice.path == "torch-fp32"):  # plain torch, asked for: nothing to say
+        (announce_as or announce)(what, choice)
+    return choice, runner
 
 
 def worth_checking(
     target: Target, threads: int | None = None, cpu: CpuInfo | None = None
 ) -> tuple[list[str], dict[str, str]]:
-    """The lossy paths that can pay off on this machine, and why each other lossy path cannot.
+    """The lossy paths that can pay off where ``target`` runs, and why each other lossy path cannot.
 
-    A lossy path is worth its quality check only when the CPU has the instructions for it
+    On a GPU: the half precisions it has (:meth:`nlsim.inference.gpu.GpuInfo.half_paths`), checked there.
+    On the CPU, a lossy path is worth its quality check only when the CPU has the instructions for it
     (:func:`candidates` with ``auto``) and the probe (:func:`probe_rates`, cached per CPU kind) finds it
     at least :data:`LOSSY_MIN_GAIN` times faster than the best lossless path: ``auto`` would never take
     any other. On a CPU without VNNI or bf16 instructions nothing is left, and nothing is probed. Without
@@ -223,11 +314,19 @@ def worth_checking(
 
     cpu = cpu or cpu_info()
     threads = int(threads or torch.get_num_threads())
-    cands, excluded = candidates("auto", "auto", cpu, onnx_ok=onnxruntime_available(), on_cpu=target.on_cpu)
+    gpu = gpu_info(target.device)
+    cands, excluded = candidates("auto", "auto", cpu, onnx_ok=onnxruntime_available(), gpu=gpu)
     skipped = {p: why for p, why in excluded.items() if is_lossy(p)}
     lossy = [p for p in cands if is_lossy(p)]
-    if not lossy:
-        return [], skipped
+    if not lossy or gpu is not None:
+        return lossy, skipped
+    return _worth_on_cpu(target, cands, lossy, skipped, threads, cpu)
+
+
+def _worth_on_cpu(
+    target: Target, cands: list[str], lossy: list[str], skipped: dict[str, str], threads: int, cpu: CpuInfo
+) -> tuple[list[str], dict[str, str]]:
+    """:func:`worth_checking` for a model on the CPU: the probe decides."""
     mode = probe_mode()
     rates: dict[str, float] = {}
     if mode != "off":
@@ -249,10 +348,11 @@ def worth_checking(
 
 
 def announce(what: str, choice: Choice) -> None:
-    """Say which path a model runs on (the log line every run prints)."""
+    """Say which path a model runs on (the log line every run prints); a lossy path that was asked for and
+    not passed by the quality check is a warning."""
     line = f"{what}: {choice.describe()}"
     asked = choice.requested.get("precision") not in (None, "auto")
-    if asked and choice.lossy and not choice.guard.startswith("passed"):
+    if asked and choice.lossy and not choice.quality_check.startswith("passed"):
         warn(f"{line} -- asked for; the quality check has not passed it")
     else:
         say(line)

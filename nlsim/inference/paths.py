@@ -1,10 +1,10 @@
-"""The inference paths: a backend and a precision, and which of them the options and the CPU allow.
+"""The inference paths: a backend and a precision, and which of them the options and the device allow.
 
 ``onnx-fp32`` and ``torch-fp32`` are lossless (the ONNX export is checked against torch when it is made);
 ``onnx-int8`` (ONNX Runtime, dynamic int8, per-channel weights, attention products and embeddings kept in
-fp32), ``torch-bf16`` (the model cast to bfloat16, pooling in fp32) and ``torch-int8`` (``torch.ao``
-dynamic int8 linear layers) are lossy: a run takes one only where the model's lossy check passed it
-(:mod:`nlsim.inference.guard`; checked by :mod:`nlsim.inference.lossy_check`).
+fp32), ``torch-bf16`` (the model cast to bfloat16, pooling in fp32), ``torch-fp16`` (cast to float16, on a
+GPU only) and ``torch-int8`` (``torch.ao`` dynamic int8 linear layers, on the CPU only) are lossy: a run
+takes one only where the model's quality check passed it (:mod:`nlsim.inference.quality_check`).
 
 Example:
     >>> split_path("onnx-int8"), is_lossy("onnx-int8"), is_lossy("torch-fp32")
@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from nlsim.errors import ConfigError
 from nlsim.inference.cpu import CpuInfo
+from nlsim.inference.gpu import GpuInfo
 
 BACKENDS = ("auto", "torch", "onnx")
-PRECISIONS = ("auto", "fp32", "bf16", "int8")
-PATHS = ("onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16", "torch-int8")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
+PATHS = ("onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16", "torch-fp16", "torch-int8")
 """Every inference path, in the order that breaks ties."""
 LOSSLESS = ("onnx-fp32", "torch-fp32")
 LOSSY = tuple(p for p in PATHS if p not in LOSSLESS)
@@ -40,28 +41,38 @@ def check_options(backend: str, precision: str) -> None:
         raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if precision not in PRECISIONS:
         raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if backend == "onnx" and precision == "bf16":
-        raise ConfigError("precision 'bf16' runs on torch only (ONNX Runtime has no bf16 CPU kernels)")
+    if backend == "onnx" and precision in ("bf16", "fp16"):
+        raise ConfigError(
+            f"precision {precision!r} runs on torch only (ONNX Runtime has no {precision} CPU kernels)"
+        )
 
 
 def candidates(
-    backend: str, precision: str, cpu: CpuInfo, *, onnx_ok: bool, on_cpu: bool = True
+    backend: str, precision: str, cpu: CpuInfo, *, onnx_ok: bool, gpu: GpuInfo | None = None
 ) -> tuple[list[str], dict[str, str]]:
-    """The paths the options allow on this machine, and why each other path is left out.
+    """The paths the options allow for a model on the CPU (``gpu=None``) or on ``gpu``, and why each other
+    path is left out.
 
-    A forced precision is tried whatever the CPU (the user asked for it); ``auto`` only tries int8 with
-    VNNI/AMX and bf16 with avx512_bf16/AMX-BF16.
+    On the CPU a forced precision is tried whatever the CPU (the user asked for it); ``auto`` only tries
+    int8 with VNNI/AMX and bf16 with avx512_bf16/AMX-BF16; fp16 is a GPU path. On a GPU the paths are torch
+    fp32 and the half precisions the GPU has (:meth:`GpuInfo.half_paths`); int8 and ONNX Runtime run on the
+    CPU only, and asking for them there is refused rather than moved off the GPU unsaid.
 
     Example:
         >>> cpu = CpuInfo(model="x", flags=("avx2",), cores=2)
         >>> candidates("auto", "auto", cpu, onnx_ok=True)[0]
         ['onnx-fp32', 'torch-fp32']
+        >>> candidates("auto", "auto", cpu, onnx_ok=True, gpu=GpuInfo("H100", bf16=True))[0]
+        ['torch-fp32', 'torch-bf16', 'torch-fp16']
     """
     check_options(backend, precision)
     keep: list[str] = []
     out: dict[str, str] = {}
     for path in PATHS:
-        why = _left_out(path, backend, precision, cpu, onnx_ok=onnx_ok, on_cpu=on_cpu)
+        if gpu is None:
+            why = _left_out(path, backend, precision, cpu, onnx_ok=onnx_ok)
+        else:
+            why = _left_out_on_gpu(path, backend, precision, gpu)
         if why:
             out[path] = why
         else:
@@ -69,21 +80,35 @@ def candidates(
     return keep, out
 
 
-def _left_out(path: str, backend: str, precision: str, cpu: CpuInfo, *, onnx_ok: bool, on_cpu: bool) -> str:
-    """Why ``path`` is not a candidate ('' when it is)."""
+def _left_out(path: str, backend: str, precision: str, cpu: CpuInfo, *, onnx_ok: bool) -> str:
+    """Why ``path`` is not a candidate on the CPU ('' when it is)."""
     b, p = split_path(path)
     if backend != "auto" and b != backend:
         return f"backend {backend} asked"
-    if precision == "auto" and p != "fp32" and not on_cpu:
-        return "not on the CPU"
     if precision not in ("auto", p):
         return f"precision {precision} asked"
-    if b == "onnx" and not on_cpu:
-        return "ONNX Runtime runs on the CPU only here"
+    if p == "fp16":
+        return "fp16 runs on a GPU only (no fast fp16 arithmetic on CPUs)"
     if b == "onnx" and not onnx_ok:
         return "onnxruntime is not installed"
     if precision == "auto" and p == "int8" and cpu.int8_isa is None:
         return "no VNNI or AMX-INT8 on this CPU"
     if precision == "auto" and p == "bf16" and cpu.bf16_isa is None:
         return "no avx512_bf16 or AMX-BF16 on this CPU"
+    return ""
+
+
+def _left_out_on_gpu(path: str, backend: str, precision: str, gpu: GpuInfo) -> str:
+    """Why ``path`` is not a candidate for a model on ``gpu`` ('' when it is)."""
+    b, p = split_path(path)
+    if backend != "auto" and b != backend:
+        return f"backend {backend} asked"
+    if precision not in ("auto", p):
+        return f"precision {precision} asked"
+    if b == "onnx":
+        return "ONNX Runtime runs on the CPU only here"
+    if p == "int8":
+        return "int8 runs on the CPU only"
+    if p == "bf16" and not gpu.bf16:
+        return f"{gpu.name} has no bf16 arithmetic"
     return ""

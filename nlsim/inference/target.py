@@ -1,13 +1,14 @@
 """A model as its inference paths see it: one target that builds, probes and checks a path for any kind.
 
-A :class:`Target` holds what differs between a bi-encoder and a cross-encoder as data (the guard's kind and
-identity, the fp32 torch model and its :attr:`~Target.forward` from features to outputs, the tokenizer, the
-batches that check an ONNX export) and does the rest the same way for both: ``torch-fp32`` is the model
-itself, ``torch-bf16``/``torch-int8`` a :class:`TorchRunner` over a lossy copy (:func:`lossy_copy`),
-``onnx-fp32``/``onnx-int8`` the ONNX Runtime runner (:func:`nlsim.inference.onnx.onnx_runner`). Every runner
-takes the padded features (numpy ``input_ids``, ``attention_mask``, ``token_type_ids`` where the features
-carry them) and returns the outputs as numpy. The two kinds' targets are made by
-:func:`nlsim.encoders.planner.encoder_target` and :func:`nlsim.rerank.target.cross_encoder_target`.
+A :class:`Target` holds what differs between a bi-encoder and a cross-encoder as data (the quality check's
+kind and identity, the fp32 torch model and its :attr:`~Target.forward` from features to outputs, the
+tokenizer, the batches that check an ONNX export) and does the rest the same way for both: ``torch-fp32`` is
+the model itself, ``torch-bf16``/``torch-fp16``/``torch-int8`` a :class:`TorchRunner` over a lossy copy on
+the model's device (:func:`lossy_copy`), ``onnx-fp32``/``onnx-int8`` the ONNX Runtime runner
+(:func:`nlsim.inference.onnx.onnx_runner`). Every runner takes the padded features (numpy ``input_ids``,
+``attention_mask``, ``token_type_ids`` where the features carry them) and returns the outputs as numpy. The
+two kinds' targets are made by :func:`nlsim.encoders.planner.encoder_target` and
+:func:`nlsim.rerank.target.cross_encoder_target`.
 
 Example:
     >>> import torch
@@ -16,6 +17,10 @@ Example:
     'Linear'
     >>> synthetic_batch(2, 3, 5000, np.random.default_rng(0), first=101)[:, 0].tolist()
     [101, 101]
+    >>> half = lossy_copy(torch.nn.Linear(4, 4), "fp16")
+    >>> half.weight.dtype, TorchRunner(half, lambda m, f: m(f["x"].half()), "fp16")({"x": np.ones((1, 4),
+    ...     dtype=np.float32)}).dtype
+    (torch.float16, dtype('float32'))
 """
 
 from __future__ import annotations
@@ -97,43 +102,91 @@ def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
         return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
+HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
+"""The half precisions a model is cast to, by name."""
+
+
 def lossy_copy(model: torch.nn.Module, precision: str) -> torch.nn.Module:
-    """A copy of ``model`` in bf16 (every weight cast) or with dynamic int8 linear layers; ``model`` is
-    left as it is (training and saving keep fp32)."""
-    if precision == "bf16":
-        return copy.deepcopy(model).eval().to(torch.bfloat16)
+    """A copy of ``model`` in bf16 or fp16 (every weight cast, on the model's device) or with dynamic int8
+    linear layers (CPU); ``model`` is left as it is (training and saving keep fp32)."""
+    if precision in HALF:
+        return copy.deepcopy(model).eval().to(HALF[precision])
     if precision == "int8":
         return quantize_int8(model).eval()  # quantize_dynamic copies the model
     raise ValueError(precision)
 
 
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where ``model``'s weights are (the CPU for a model without parameters)."""
+    first = next(model.parameters(), None)
+    return first.device if first is not None else torch.device("cpu")
+
+
+def to_tensors(feats: Features, device: torch.device) -> dict[str, torch.Tensor]:
+    """Numpy features as tensors on ``device`` (copied to a GPU without blocking)."""
+    out = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in feats.items()}
+    if device.type != "cpu":
+        out = {k: v.to(device, non_blocking=True) for k, v in out.items()}
+    return out
+
+
+class WeightsWatch:
+    """Notices a model's weights changing in place, the one way both model kinds do: torch's per-tensor
+    version counters, plus the changes it is told of (:meth:`mark`) that those miss (a fused optimizer step
+    leaves them alone). A runner, a chosen path or a digest made for the weights of one :meth:`version` is
+    stale at any other.
+
+    Example:
+        >>> lin = torch.nn.Linear(2, 2)
+        >>> watch = WeightsWatch(lin)
+        >>> v = watch.version()
+        >>> with torch.no_grad():
+        ...     _ = lin.weight.add_(1.0)
+        >>> watch.version() != v, watch.mark() or watch.version() == v + 2
+        (True, True)
+    """
+
+    def __init__(self, *modules: torch.nn.Module) -> None:
+        self.modules = modules
+        self.changes = 0
+
+    def mark(self) -> None:
+        """Record a change the version counters miss."""
+        self.changes += 1
+
+    def version(self) -> int:
+        return self.changes + sum(int(p._version) for m in self.modules for p in m.parameters())
+
+
 class TorchRunner:
-    """``runner(features) -> outputs`` (numpy) of ``forward`` over a torch model (a lossy copy, or fp32)."""
+    """``runner(features) -> outputs`` (numpy, float32) of ``forward`` over a torch model (a lossy copy, or
+    fp32), on the model's device: the features go there and the outputs come back."""
 
     def __init__(self, model: torch.nn.Module, forward: Forward, precision: str) -> None:
         self.model = model
         self.forward = forward
         self.precision = precision
+        self.device = model_device(model)
 
     def __call__(self, feats: Features) -> np.ndarray:
-        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in feats.items()}
         with torch.inference_mode():
-            return self.forward(self.model, tensors).float().numpy()
+            return self.forward(self.model, to_tensors(feats, self.device)).float().cpu().numpy()
 
 
 @dataclass
 class Target:
-    """A model of any kind as :func:`nlsim.inference.choice.select` and the lossy checks see it.
+    """A model of any kind as :func:`nlsim.inference.choice.select` and the quality check see it.
 
-    ``kind``: ``"encoder"`` or ``"cross-encoder"`` (the guard's kind, the probe's and the export's keys);
-    ``identity()``: what the guard record is keyed by (the weights and all that changes the numbers);
+    ``kind``: ``"encoder"`` or ``"cross-encoder"`` (the quality check's kind, the probe's and the export's
+    keys);
+    ``identity()``: what the quality check record is keyed by (the weights and all that changes the numbers);
     ``weights()``: the digest of the current weights (the ONNX export's key); ``forward``: features ->
     outputs, for the fp32 model and its lossy copies alike;
     ``head``: a module ``forward`` uses besides ``model`` (kept fp32; part of the ONNX graph);
     ``token_types``: whether the features carry ``token_type_ids``; ``output``: the ONNX output's name;
     ``check_batches``: a few padded batches of different shapes that an ONNX export must reproduce;
     ``probe_shapes``: (rows, tokens) of the probe's synthetic batches; ``path``: the model's folder (its
-    ``precision.json`` holds the guard)."""
+    ``quality_check.json`` holds the quality check)."""
 
     kind: str
     identity: Callable[[], str]
@@ -150,15 +203,20 @@ class Target:
     path: Path | str | None = None
 
     @property
+    def device(self) -> torch.device:
+        return model_device(self.model)
+
+    @property
     def on_cpu(self) -> bool:
-        return next(self.model.parameters()).device.type == "cpu"
+        return self.device.type == "cpu"
 
     def architecture(self) -> str:
         """What the probe is keyed by (speed depends on the architecture, not on the weights' values)."""
         return architecture_digest(self.kind, config_digest(self.model.config), self.probe_shapes)
 
     def folder(self) -> Path | None:
-        """The model folder whose ``precision.json`` holds the guard (``None``: only ``$NLSIM_HOME``)."""
+        """The model folder whose ``quality_check.json`` holds the quality check (``None``: only
+        ``$NLSIM_HOME``)."""
         path = self.path
         return Path(path) if path is not None and Path(path).is_dir() else None
 
@@ -200,4 +258,4 @@ class Target:
         if runner is not None:
             return runner(batch)
         with torch.inference_mode():
-            return self.forward(self.model, {k: torch.from_numpy(v) for k, v in batch.items()})
+            return self.forward(self.model, to_tensors(batch, self.device))

@@ -29,6 +29,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.encoder import mean_pool, weights_digest
 from nlsim.errors import ConfigError, StateError
+from nlsim.inference.target import WeightsWatch
 from nlsim.progress import Progress
 
 HEAD = "head.safetensors"
@@ -56,20 +57,32 @@ class CrossEncoder:
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
         self.head = torch.nn.Linear(int(model.config.hidden_size), 1)
-        self.path: Path | None = None  # the folder it was loaded from (its precision.json: the quality check)
+        self.path: Path | None = None  # the folder it was loaded from (its quality_check.json)
+        self._watch = WeightsWatch(self.model, self.head)
+        self._digest: tuple[int, str] | None = None  # (weights version, digest)
+
+    def weights_version(self) -> int:
+        """A number that moves whenever a weight changes (:class:`nlsim.inference.target.WeightsWatch`, the
+        encoder's way too): a digest or an inference path made for other weights is stale."""
+        return self._watch.version()
+
+    def mark_weights_changed(self) -> None:
+        """Record a change torch's version counters miss (a fused optimizer step)."""
+        self._watch.mark()
 
     def digest(self) -> str:
-        """SHA-256 of what the cross-encoder computes (weights, head, max length), cached until it trains."""
-        cached = getattr(self, "_digest", None)
-        if cached is not None and not self.model.training:
-            return cached
+        """SHA-256 of what the cross-encoder computes (weights, head, max length), cached until a weight
+        changes."""
+        version = self.weights_version()
+        if self._digest is not None and self._digest[0] == version:
+            return self._digest[1]
         h = hashlib.sha256(weights_digest(self.model).encode())
         for name, t in sorted(self.head.state_dict().items()):
             h.update(name.encode())
             h.update(t.detach().cpu().numpy().tobytes())
         h.update(str(self.max_length).encode())
-        self._digest = h.hexdigest()
-        return self._digest
+        self._digest = (version, h.hexdigest())
+        return self._digest[1]
 
     @classmethod
     def from_base(

@@ -19,10 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.inference.choice import Choice, announce, select
-from nlsim.inference.probe import probe_mode
+from nlsim.inference.choice import Choice, settle
 from nlsim.inference.target import Features, Target
-from nlsim.progress import warn
 from nlsim.rerank.cross_encoder import pooled_logits
 
 ONNX_MIN_PAIRS = 1000
@@ -48,7 +46,8 @@ def check_batches(ce: Any) -> list[Features]:
 
 
 def cross_encoder_target(ce: Any) -> Target:
-    """``ce`` as :mod:`nlsim.inference` sees it (the guard's identity and the export's key: its digest)."""
+    """``ce`` as :mod:`nlsim.inference` sees it (the quality check's identity and the export's key: its
+    digest)."""
     head = ce.head
 
     def forward(model: torch.nn.Module, feats: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -84,9 +83,10 @@ def cross_encoder_inference(
     """The inference path of ``ce`` for a job of ``n_pairs`` pairs and its runner (``None``: torch fp32).
 
     ``backend="auto"`` with ``precision`` ``"fp32"`` or ``"auto"`` stays on torch fp32 below
-    :data:`ONNX_MIN_PAIRS` pairs; a model in training mode or off the CPU always does. The decision is kept
-    on the cross-encoder for later jobs with the same settings (until its weights change); a path that
-    cannot be set up is left out and the choice made again (with a warning).
+    :data:`ONNX_MIN_PAIRS` pairs; a model in training mode always does. The path is settled by the loop both
+    model kinds share (:func:`nlsim.inference.choice.settle`: a path that cannot be set up is left out and
+    the choice made again, with a warning) and kept on the cross-encoder for later jobs with the same
+    settings, until its weights change (:meth:`CrossEncoder.weights_version`).
     """
     small = backend == "auto" and precision in ("auto", "fp32") and n_pairs < ONNX_MIN_PAIRS
     model = getattr(ce, "model", None)
@@ -94,39 +94,11 @@ def cross_encoder_inference(
     if model is None or model.training or small:
         why = "a small job" if small else "a model in training (or no torch model)"
         return Choice("torch-fp32", why, requested=requested), None
-    target = cross_encoder_target(ce)
-    if not target.on_cpu:
-        return Choice("torch-fp32", "the model is not on the CPU", requested=requested), None
-    digest = ce.digest()
     memo: dict[Any, Any] = ce.__dict__.setdefault("_inference", {})
-    key = (backend, precision, threads, digest)
-    if key in memo:
-        return memo[key]
-    mode = probe_mode()
-    excluded: dict[str, str] = {}
-    while True:
-        sel = select(
-            target,
-            backend=backend,
-            precision=precision,
-            threads=threads,
-            probe_missing=mode == "on",
-            use_probe=mode != "off",
-            exclude=excluded,
+    key = (backend, precision, threads, ce.weights_version())
+    if key not in memo:
+        memo.clear()
+        memo[key] = settle(
+            cross_encoder_target(ce), "cross-encoder", backend=backend, precision=precision, threads=threads
         )
-        choice = sel.choice
-        try:
-            runner = sel.runners.get(choice.path) or target.build(choice.path, threads)
-            break
-        except Exception as exc:  # noqa: BLE001 - another path always works; say why this one did not
-            if choice.forced or choice.path == "torch-fp32":
-                raise
-            warn(
-                f"cross-encoder: {choice.path} could not be set up ({type(exc).__name__}: {exc}); "
-                "choosing again"
-            )
-            excluded[choice.path] = f"could not be set up ({type(exc).__name__}: {exc})"
-    announce("cross-encoder", choice)
-    memo.clear()
-    memo[key] = (choice, runner)
-    return choice, runner
+    return memo[key]

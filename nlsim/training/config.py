@@ -187,8 +187,8 @@ class FinetuneConfig:
     )
     precision_check: bool = option(
         True,
-        help="do not check the int8/bf16 inference paths against fp32 on validation when saving (without "
-        "the check, runs use the exact fp32 paths only)",
+        help="skip the quality check of the lossy inference paths (int8, bf16, fp16) against fp32 on "
+        "validation when saving (without the check, runs use the exact fp32 paths only)",
         flags=("--no-precision-check",),
     )
     reranker: bool = option(

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import spearmanr
 
 from nlsim.encoders.batching import bucketed_batches, sorted_batches
 from nlsim.encoders.device import default_device
+from nlsim.evaluation.figures import CORRELATION_DIGITS, spearman_raw
 from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
 from nlsim.training.clock import TrainingClock
@@ -208,6 +208,7 @@ def _train_epoch(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(run.params, 1.0)
         run.optimizer.step()
+        run.ce.mark_weights_changed()  # a fused step leaves torch's version counters alone
         run.scheduler.step()
         run.clock.step()
         losses.append(float(loss.detach()))
@@ -266,9 +267,9 @@ def train_cross_encoder(
         seconds = time.perf_counter() - t0
         with run.clock.pause():
             pred = predict_states(run.ce, run.split, run.val_states, log_scale=run.log_scale)
-        rho = float(spearmanr(pred, gold).statistic) * 100 if len(gold) > 1 else math.nan
+        rho = spearman_raw(pred, gold)
         rho = rho if math.isfinite(rho) else -math.inf
-        row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, 2)}
+        row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, CORRELATION_DIGITS)}
         note = ""
         if run.log_scale is not None:
             scale = float(run.log_scale.detach().exp())

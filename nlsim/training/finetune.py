@@ -36,7 +36,6 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
-from nlsim.inference.lossy_check import check_model, store_checks
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned
@@ -47,6 +46,7 @@ from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.data import PreparedPairs, prepare_pairs
 from nlsim.training.model_card import model_card_markdown
+from nlsim.training.quality_check import check_model, store_checks
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
 from nlsim.training.validation import calibrate_encoder, evaluate_splits
@@ -135,7 +135,9 @@ TRAINING_STAGES = {
         StageInfo("evaluate-after", "score the fine-tuned bi-encoder"),
         StageInfo("calibrate", "calibrate the threshold on validation"),
         StageInfo("reranker", "train, calibrate and score the reranker", expensive=True),
-        StageInfo("precision-check", "check int8/bf16 inference against fp32 on validation", expensive=True),
+        StageInfo(
+            "quality-check", "check the lossy inference paths against fp32 on validation", expensive=True
+        ),
         StageInfo("save-model", "write the model folder", io=True),
     )
 }
@@ -189,7 +191,7 @@ def finetune(
     result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver, reranker)
     checks = None
     if cfg.out and cfg.precision_check:
-        checks = call("precision-check", check_precision, encoder, reranker, data, cal, cfg)
+        checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)
     if cfg.out:
         call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, None, checks)
     result.seconds = round(time.perf_counter() - t_start, 1)
@@ -214,12 +216,13 @@ def check_model_out(out: str | Path) -> None:
     check_writable(target, what="--out")
 
 
-def check_precision(
+def quality_check(
     encoder: Any, reranker: Any, data: PreparedPairs, cal: Any, cfg: FinetuneConfig
 ) -> dict[str, dict[str, Any]]:
-    """The quality check of the lossy inference paths (int8, bf16) of the trained bi-encoder and reranker
-    against fp32 on the (converted) validation pairs, at the calibrated thresholds
-    (:mod:`nlsim.inference.lossy_check`); stored in the model folder as ``precision.json``."""
+    """The quality check of the lossy inference paths (int8, bf16, fp16) of the trained bi-encoder and
+    reranker against fp32 on the (converted) validation pairs, at the calibrated thresholds, on the device
+    they trained on (:mod:`nlsim.training.quality_check`); stored in the model folder as
+    ``quality_check.json``."""
     return check_model(
         encoder,
         reranker,
@@ -246,8 +249,8 @@ def save_model_folder(
     checks: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Write the whole model folder at once: the encoder, ``calibration.json``, ``training.json``, the card,
-    the reranker (``reranker/``), silver pairs and the precision checks (``precision.json``,
-    ``reranker/precision.json``) when there are; it replaces ``out`` only when nlsim wrote it
+    the reranker (``reranker/``), silver pairs and the quality checks (``quality_check.json``,
+    ``reranker/quality_check.json``) when there are; it replaces ``out`` only when nlsim wrote it
     (:func:`check_model_out`). ``extra_files``: more files, as ``{name: writer(path)}``."""
     out = Path(out)
     check_model_out(out)

@@ -20,10 +20,16 @@ from nlsim.encoders.cache import EmbeddingCache
 from nlsim.encoders.planner import encoder_target
 from nlsim.inference.choice import LOSSY_MIN_GAIN, decide, select
 from nlsim.inference.cpu import CpuInfo, cpu_info, parse_cpuinfo
-from nlsim.inference.guard import GUARD_FORMAT, MIN_COSINE, guard_verdict, load_guard, save_guard
-from nlsim.inference.lossy_check import check_encoder
 from nlsim.inference.paths import candidates
 from nlsim.inference.probe import save_probe
+from nlsim.inference.quality_check import (
+    MIN_COSINE,
+    RECORD_FORMAT,
+    load_quality_check,
+    quality_verdict,
+    save_quality_check,
+)
+from nlsim.training.quality_check import check_encoder
 
 pytest.importorskip("onnxruntime")
 
@@ -50,10 +56,10 @@ def write_probe(enc: Encoder, rates: dict[str, float]) -> Path:
     return save_probe(encoder_target(enc).architecture(), torch.get_num_threads(), cpu_info(), rates, [])
 
 
-def guard(identity: str, paths: dict[str, dict], kind: str = "encoder") -> dict:
+def stored_check(identity: str, paths: dict[str, dict], kind: str = "encoder") -> dict:
     """A stored quality check with fp32 at Spearman 80 and F1 0.5."""
     return {
-        "format": GUARD_FORMAT,
+        "format": RECORD_FORMAT,
         "kind": kind,
         "identity": identity,
         "reference": {"path": "torch-fp32", "spearman": 80.0, "f1": 0.5},
@@ -79,7 +85,7 @@ def test_cpu_flags_decide_which_precisions_are_tried() -> None:
     assert amx.int8_isa == "amx_int8" and amx.bf16_isa == "amx_bf16" and "AMX" in amx.describe()
 
 
-def test_the_pick_follows_the_probe_and_the_guard() -> None:
+def test_the_pick_follows_the_probe_and_the_quality_check() -> None:
     cands = ["onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16"]
     passed = {"onnx-int8": (True, "passed", None), "torch-bf16": (True, "passed", None)}
     probe = {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 500.0, "torch-bf16": 600.0}
@@ -95,30 +101,34 @@ def test_the_pick_follows_the_probe_and_the_guard() -> None:
     assert decide(cands, {}, {}, passed).path == "onnx-fp32"
 
 
-def test_guard_verdicts() -> None:
-    rec = guard("x", {"onnx-int8": GOOD})
-    assert guard_verdict(rec, "onnx-int8")[0]
-    assert not guard_verdict(None, "onnx-int8")[0]
-    assert not guard_verdict(rec, "torch-bf16")[0]  # not checked: not passed
-    assert not guard_verdict(guard("x", {"onnx-int8": {**GOOD, "spearman": 79.4}}), "onnx-int8")[0]
-    assert not guard_verdict(guard("x", {"onnx-int8": {**GOOD, "f1": 0.49}}), "onnx-int8")[0]
-    low = guard("x", {"onnx-int8": {**GOOD, "min_cosine": MIN_COSINE - 0.001}})
-    assert "lowest cosine" in guard_verdict(low, "onnx-int8")[1]
-    ce = guard("x", {"onnx-int8": {**GOOD, "max_score_diff": 0.05, "mean_score_diff": 0.01}}, "cross-encoder")
-    assert guard_verdict(ce, "onnx-int8")[0]
+def test_quality_verdicts() -> None:
+    rec = stored_check("x", {"onnx-int8": GOOD})
+    assert quality_verdict(rec, "onnx-int8")[0]
+    assert not quality_verdict(None, "onnx-int8")[0]
+    assert not quality_verdict(rec, "torch-bf16")[0]  # not checked: not passed
+    assert not quality_verdict(stored_check("x", {"onnx-int8": {**GOOD, "spearman": 79.4}}), "onnx-int8")[0]
+    assert not quality_verdict(stored_check("x", {"onnx-int8": {**GOOD, "f1": 0.49}}), "onnx-int8")[0]
+    low = stored_check("x", {"onnx-int8": {**GOOD, "min_cosine": MIN_COSINE - 0.001}})
+    assert "lowest cosine" in quality_verdict(low, "onnx-int8")[1]
+    ce = stored_check(
+        "x", {"onnx-int8": {**GOOD, "max_score_diff": 0.05, "mean_score_diff": 0.01}}, "cross-encoder"
+    )
+    assert quality_verdict(ce, "onnx-int8")[0]
     ce["paths"]["onnx-int8"]["mean_score_diff"] = 0.2
-    assert not guard_verdict(ce, "onnx-int8")[0]
-    assert guard_verdict(None, "onnx-fp32")[0]  # exact paths need no check
+    assert not quality_verdict(ce, "onnx-int8")[0]
+    assert quality_verdict(None, "onnx-fp32")[0]  # exact paths need no check
 
 
 def test_choice_is_deterministic_given_a_cached_probe(home: Path, l3: Encoder) -> None:
-    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD, "torch-bf16": GOOD, "torch-int8": GOOD}))
+    save_quality_check(
+        stored_check(l3.fingerprint, {"onnx-int8": GOOD, "torch-bf16": GOOD, "torch-int8": GOOD})
+    )
     write_probe(
         l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700, "torch-bf16": 500, "torch-int8": 400}
     )
     picks = [select(encoder_target(l3), precision="auto", probe_missing=False).choice for _ in range(3)]
     assert {c.path for c in picks} == {"onnx-int8"}
-    assert picks[0].probe["onnx-int8"] == 700 and picks[0].guard.startswith("passed")
+    assert picks[0].probe["onnx-int8"] == 700 and picks[0].quality_check.startswith("passed")
     write_probe(
         l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 500, "torch-bf16": 650, "torch-int8": 400}
     )
@@ -128,31 +138,31 @@ def test_choice_is_deterministic_given_a_cached_probe(home: Path, l3: Encoder) -
     assert enc.choice is None and enc.plan(10) is None  # a small job stays on torch fp32
     assert enc.plan(Encoder.AUTO_ONNX_MIN_TEXTS).path == "torch-bf16"
     assert enc.options["precision"] == "bf16" and enc.vectors_tag == "torch-bf16"
-    # the default precision of the library is the exact one: the guard is not even read
+    # the default precision of the library is the exact one: the quality check is not even read
     assert load_encoder(l3.path).plan(Encoder.AUTO_ONNX_MIN_TEXTS).path == "onnx-fp32"
 
 
-def test_a_failing_or_missing_guard_falls_back_to_fp32(home: Path, l3: Encoder) -> None:
+def test_a_failing_or_missing_quality_check_falls_back_to_fp32(home: Path, l3: Encoder) -> None:
     fast = {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 900, "torch-bf16": 800, "torch-int8": 700}
     write_probe(l3, fast)
     choice = select(encoder_target(l3), precision="auto", probe_missing=False).choice
     assert choice.path == "onnx-fp32" and "none recorded" in choice.excluded["onnx-int8"]
     bad = {**GOOD, "spearman": 78.0}
-    save_guard(guard(l3.fingerprint, {"onnx-int8": bad, "torch-bf16": bad, "torch-int8": bad}))
+    save_quality_check(stored_check(l3.fingerprint, {"onnx-int8": bad, "torch-bf16": bad, "torch-int8": bad}))
     choice = select(encoder_target(l3), precision="auto", probe_missing=False).choice
     assert choice.path == "onnx-fp32" and "Spearman drops 2.00" in choice.excluded["torch-bf16"]
-    save_guard(guard("another model", {"onnx-int8": GOOD}))  # made for other weights: not used
-    assert load_guard("encoder", "another model")[0] is not None
+    save_quality_check(stored_check("another model", {"onnx-int8": GOOD}))  # made for other weights: not used
+    assert load_quality_check("encoder", "another model")[0] is not None
     assert select(encoder_target(l3), precision="auto", probe_missing=False).choice.path == "onnx-fp32"
-    # asked for explicitly, a lossy precision runs without the guard (and says so)
+    # asked for explicitly, a lossy precision runs without the quality check (and says so)
     forced = select(encoder_target(l3), backend="torch", precision="int8", probe_missing=False).choice
-    assert forced.path == "torch-int8" and forced.forced and forced.guard.startswith("failed")
+    assert forced.path == "torch-int8" and forced.forced and forced.quality_check.startswith("failed")
 
 
 def test_a_path_that_cannot_be_set_up_is_left_out(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
+    save_quality_check(stored_check(l3.fingerprint, {"onnx-int8": GOOD}))
     write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 900})
     import nlsim.inference.onnx as ob
 
@@ -181,12 +191,14 @@ def test_lossy_vectors_stay_close_to_fp32(home: Path, l3: Encoder, path: str) ->
     got = enc.encode(TEXTS, progress=False)
     low = float((ref * got).sum(axis=1).min())
     assert np.allclose((got**2).sum(axis=1), 1.0, atol=1e-5)
-    if path != "torch-int8":  # torch's per-tensor int8 moves vectors more; the guard decides per model
+    if (
+        path != "torch-int8"
+    ):  # torch's per-tensor int8 moves vectors more; the quality check decides per model
         assert low >= MIN_COSINE
     pairs = stsb_sample(train=0, validation=40, test=0)
     record = check_encoder(l3, pairs, paths=[path])
     entry = record["paths"][path]
-    assert guard_verdict(record, path)[0] == (entry["min_cosine"] >= MIN_COSINE and entry["passed"])
+    assert quality_verdict(record, path)[0] == (entry["min_cosine"] >= MIN_COSINE and entry["passed"])
     if entry["passed"]:
         assert entry["min_cosine"] >= MIN_COSINE
 
@@ -200,8 +212,8 @@ def test_check_encoder_record_is_stored_and_found(home: Path, l3: Encoder) -> No
     bf16 = record["paths"]["torch-bf16"]
     assert bf16["min_cosine"] > 0.999 and abs(bf16["spearman"] - record["reference"]["spearman"]) < 0.5
     assert record["cpu"]["flags"] == AVX512_VNNI_BF16.split()
-    path = save_guard(record)
-    found, where = load_guard("encoder", l3.fingerprint, l3.path)
+    path = save_quality_check(record)
+    found, where = load_quality_check("encoder", l3.fingerprint, l3.path)
     assert found == json.loads(path.read_text()) and where == str(path)
 
 
@@ -222,7 +234,7 @@ def test_the_run_record_and_the_log_name_the_choice(
     from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
 
-    save_guard(guard(l3.fingerprint, {"onnx-int8": GOOD}))
+    save_quality_check(stored_check(l3.fingerprint, {"onnx-int8": GOOD}))
     write_probe(l3, {"onnx-fp32": 300, "torch-fp32": 200, "onnx-int8": 700})
     corpus = home / "bbc.parquet"
     pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:1200].to_parquet(corpus)
@@ -238,14 +250,14 @@ def test_the_run_record_and_the_log_name_the_choice(
     caplog.set_level("INFO", logger="nlsim")
     auto = run_dedup(DedupConfig(out=str(home / "auto"), **common))
     inference = auto.summary["model_info"]["inference"]
-    assert inference["path"] == "onnx-int8" and inference["guard"].startswith("passed")
+    assert inference["path"] == "onnx-int8" and inference["quality_check"].startswith("passed")
     assert auto.summary["model_info"]["precision"] == "int8"
     run_json = json.loads((home / "auto" / "run.json").read_text())
     assert run_json["model_info"]["inference"]["path"] == "onnx-int8"
     assert "embedding with" in caplog.text and "onnx-int8" in caplog.text
     exact = run_dedup(DedupConfig(out=str(home / "exact"), precision="fp32", **common))
     assert exact.summary["model_info"]["inference"]["path"] == "onnx-fp32"
-    # the pairs of the guarded int8 run and the exact run: the same, or a measured few apart
+    # the pairs of the checked int8 run and the exact run: the same, or a measured few apart
     key = ["id_a", "id_b"]
     a = set(map(tuple, auto.pairs[key].to_numpy()))
     b = set(map(tuple, exact.pairs[key].to_numpy()))

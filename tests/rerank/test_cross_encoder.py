@@ -175,7 +175,7 @@ def test_score_bound_holds_for_any_input(trained: tuple[CrossEncoder, list[dict]
     assert (1 / (1 + np.exp(-logits))).max() <= bound
 
 
-def test_lossy_cross_encoder_paths_follow_the_guard_and_the_probe(
+def test_lossy_cross_encoder_paths_follow_the_quality_check_and_the_probe(
     trained: tuple[CrossEncoder, list[dict]],
     small_pairs: pd.DataFrame,
     tmp_path,
@@ -184,8 +184,8 @@ def test_lossy_cross_encoder_paths_follow_the_guard_and_the_probe(
     import torch
 
     from nlsim.inference.cpu import cpu_info
-    from nlsim.inference.guard import GUARD_FORMAT, save_guard
     from nlsim.inference.probe import save_probe
+    from nlsim.inference.quality_check import RECORD_FORMAT, save_quality_check
     from nlsim.rerank.target import cross_encoder_target
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
@@ -199,9 +199,9 @@ def test_lossy_cross_encoder_paths_follow_the_guard_and_the_probe(
     assert cross_encoder_inference(ce, n, precision="auto")[0].path == "onnx-fp32"  # no quality check yet
     ce.__dict__.pop("_inference", None)
     good = {"spearman": 80.0, "f1": 0.5, "max_score_diff": 0.05, "mean_score_diff": 0.01}
-    save_guard(
+    save_quality_check(
         {
-            "format": GUARD_FORMAT,
+            "format": RECORD_FORMAT,
             "kind": "cross-encoder",
             "identity": ce.digest(),
             "reference": {"spearman": 80.1, "f1": 0.5},
@@ -209,7 +209,7 @@ def test_lossy_cross_encoder_paths_follow_the_guard_and_the_probe(
         }
     )
     choice, runner = cross_encoder_inference(ce, n, precision="auto")
-    assert choice.path == "torch-bf16" and "mean" not in choice.guard and runner is not None
+    assert choice.path == "torch-bf16" and "mean" not in choice.quality_check and runner is not None
     assert "on average" in choice.excluded["onnx-int8"]
     a, b = small_pairs["text_a"].tolist(), small_pairs["text_b"].tolist()
     np.testing.assert_allclose(ce.predict(a, b, runner=runner), ce.predict(a, b), atol=0.02)

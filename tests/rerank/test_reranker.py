@@ -45,19 +45,19 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
 def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
     """Checked when the folder is written, found when it is loaded (for its very weights)."""
     from nlsim.encoders import load_encoder
-    from nlsim.inference.guard import guard_verdict, load_guard
+    from nlsim.inference.quality_check import load_quality_check, quality_verdict
 
     out = Path(str(reranked_model.model_dir))
     enc = load_encoder(out)
-    record, where = load_guard("encoder", enc.fingerprint, enc.path)
-    assert where == str(out / "precision.json") and record["kind"] == "encoder"
+    record, where = load_quality_check("encoder", enc.fingerprint, enc.path)
+    assert where == str(out / "quality_check.json") and record["kind"] == "encoder"
     assert {"onnx-int8", "torch-bf16", "torch-int8"} <= set(record["paths"])
     assert record["threshold"]["source"] == "calibration.json"
     for path, entry in record["paths"].items():
-        assert entry["passed"] == guard_verdict(record, path)[0]
+        assert entry["passed"] == quality_verdict(record, path)[0]
     ce = load_reranker(out, threads=1).cross_encoder
-    ce_record, ce_where = load_guard("cross-encoder", ce.digest(), ce.path)
-    assert ce_where == str(out / "reranker" / "precision.json")
+    ce_record, ce_where = load_quality_check("cross-encoder", ce.digest(), ce.path)
+    assert ce_where == str(out / "reranker" / "quality_check.json")
     int8 = ce_record["paths"]["onnx-int8"]
     if cpu_info().int8_isa is not None:  # checked where the CPU runs int8 (VNNI or AMX-INT8)
         assert "max_score_diff" in int8

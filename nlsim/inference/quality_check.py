@@ -1,15 +1,19 @@
-"""The guard: a model's stored quality check of its lossy paths, judged against today's limits.
+"""The quality check of a model's lossy inference paths, as a run reads it: where it is stored, today's
+limits, and the verdict on each path.
 
-A lossy path stays a candidate only when the model's check passed it (:func:`guard_verdict`: on the
-annotated validation pairs, Spearman ×100 at most :data:`MAX_SPEARMAN_LOSS` below fp32, same-story F1 at
-the calibrated threshold not lower, and the vectors within :data:`MIN_COSINE` of fp32, or cross-encoder
-scores within :data:`MAX_SCORE_DIFF` of fp32's and :data:`MEAN_SCORE_DIFF` on average). The check
-(:mod:`nlsim.inference.lossy_check`) is made where pairs are at hand (``nlsim finetune`` when it writes the
-model folder, ``nlsim calibrate``, the chain's baseline) and stored: ``MODEL/precision.json``
-(``MODEL/reranker/precision.json``) or ``$NLSIM_HOME/precision/``. No record, no lossy path.
+A lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``, and on a GPU ``torch-bf16`` and
+``torch-fp16``; :mod:`nlsim.inference.paths`) stays a candidate only when the model's quality check passed
+it (:func:`quality_verdict`: on the annotated validation pairs, Spearman ×100 at most
+:data:`MAX_SPEARMAN_LOSS` below fp32, same-story F1 at the calibrated threshold not lower, and the vectors
+within :data:`MIN_COSINE` of fp32, or cross-encoder scores within :data:`MAX_SCORE_DIFF` of fp32's and
+:data:`MEAN_SCORE_DIFF` on average). The check itself (:mod:`nlsim.training.quality_check`) is made where
+pairs are at hand (``nlsim finetune`` when it writes the model folder, ``nlsim calibrate``, the chain) and
+stored: ``MODEL/quality_check.json`` (``MODEL/reranker/quality_check.json``) or
+``$NLSIM_HOME/quality-check/``. Records stored under their earlier names (``precision.json``,
+``$NLSIM_HOME/precision/``) are still read. No record, no lossy path.
 
 Example:
-    >>> guard_verdict(None, "onnx-int8")[0], guard_verdict(None, "torch-fp32")[:2]
+    >>> quality_verdict(None, "onnx-int8")[0], quality_verdict(None, "torch-fp32")[:2]
     (False, (True, 'lossless'))
 """
 
@@ -36,25 +40,42 @@ MAX_SCORE_DIFF = 0.15
 MEAN_SCORE_DIFF = 0.03
 """... and the mean difference (the reranker weighs the cross-encoder by 0.5: half of this in its score)."""
 SAME_STORY = 1.0
-"""The gold level of the guard's F1: a pair is same-story when its score is >= 1.0."""
-GUARD_FORMAT = 1
-GUARD_JSON = "precision.json"
+"""The gold level of the quality check's F1: a pair is same-story when its score is >= 1.0."""
+RECORD_FORMAT = 1
+QUALITY_CHECK_JSON = "quality_check.json"
+"""The record's file in a model folder (``reranker/`` holds the cross-encoder's)."""
+HOME_FOLDER = "quality-check"
+"""The records of models without a folder of their own, under ``$NLSIM_HOME``."""
+EARLIER_NAMES = ("precision.json", "precision")
+"""The file and ``$NLSIM_HOME`` folder names the record had before: read, never written."""
 
 Verdict = tuple[bool, str, dict[str, Any] | None]
 """Whether a path passed, why (one phrase), and its recorded figures."""
 
 
-def guard_verdict(record: dict[str, Any] | None, path: str) -> Verdict:
-    """Whether a lossy ``path`` passed its quality check in ``record`` (a stored guard), why, and its figures.
+def entry_key(path: str, device: str = "cpu") -> str:
+    """The key of ``path``'s figures in a record: the path on the CPU, ``path@cuda`` when checked on a GPU
+    (half precision on a GPU and on a CPU are different arithmetic; each is judged where it runs).
+
+    >>> entry_key("torch-bf16"), entry_key("torch-bf16", "cuda:0")
+    ('torch-bf16', 'torch-bf16@cuda')
+    """
+    kind = device.split(":", 1)[0]
+    return path if kind == "cpu" else f"{path}@{kind}"
+
+
+def quality_verdict(record: dict[str, Any] | None, path: str, device: str = "cpu") -> Verdict:
+    """Whether a lossy ``path`` passed its quality check in ``record`` (a stored record) on ``device``'s
+    kind, why, and its figures.
 
     The figures are judged here, against today's limits (not a stored yes/no).
 
     Example:
         >>> rec = {"kind": "encoder", "reference": {"spearman": 80.0, "f1": 0.5},
         ...        "paths": {"onnx-int8": {"spearman": 79.8, "f1": 0.5, "min_cosine": 0.991}}}
-        >>> guard_verdict(rec, "onnx-int8")[:2]
+        >>> quality_verdict(rec, "onnx-int8")[:2]
         (True, 'passed: Spearman -0.20, same-story F1 0.500 -> 0.500, lowest cosine 0.9910')
-        >>> guard_verdict(rec | {"paths": {"onnx-int8": {"spearman": 79.0, "f1": 0.5, "min_cosine": 0.99}}},
+        >>> quality_verdict(rec | {"paths": {"onnx-int8": {"spearman": 79.0, "f1": 0.5, "min_cosine": 0.99}}},
         ...               "onnx-int8")[:2]
         (False, 'failed: Spearman drops 1.00 (limit 0.5)')
     """
@@ -62,9 +83,10 @@ def guard_verdict(record: dict[str, Any] | None, path: str) -> Verdict:
         return True, "lossless", None
     if not record:
         return False, "none recorded for this model (nlsim finetune or nlsim calibrate makes one)", None
-    entry = (record.get("paths") or {}).get(path)
+    entry = (record.get("paths") or {}).get(entry_key(path, device))
     if not entry:
-        return False, "not checked for this model", None
+        where = "" if entry_key(path, device) == path else " on a GPU"
+        return False, f"not checked{where} for this model", None
     if entry.get("error"):
         return False, f"the check could not run it ({entry['error']})", entry
     if entry.get("not_checked"):
@@ -107,32 +129,36 @@ def _num(value: Any, default: float = math.nan) -> float:
         return default
 
 
-def guard_files(kind: str, identity: str, folder: Path | None) -> list[Path]:
-    """Where a guard record may be, first found wins: the model's own folder, then ``$NLSIM_HOME``."""
-    prefix = "ce-" if kind == "cross-encoder" else ""
-    out = [folder / GUARD_JSON] if folder is not None else []
-    return out + [nlsim_home() / "precision" / f"{prefix}{identity[:32]}.json"]
+def quality_check_files(kind: str, identity: str, folder: Path | None) -> list[Path]:
+    """Where a quality check record may be, first found wins: the model's own folder, then
+    ``$NLSIM_HOME``; each under today's name, then under its earlier one."""
+    name = f"{'ce-' if kind == 'cross-encoder' else ''}{identity[:32]}.json"
+    home = nlsim_home()
+    out = [folder / QUALITY_CHECK_JSON, folder / EARLIER_NAMES[0]] if folder is not None else []
+    return out + [home / HOME_FOLDER / name, home / EARLIER_NAMES[1] / name]
 
 
-def load_guard(kind: str, identity: str, folder: Path | None = None) -> tuple[dict[str, Any] | None, str]:
-    """The stored guard record of a model (``identity``: its fingerprint, or a cross-encoder's digest) and
-    where it was found; a record made for other weights is ignored."""
-    for path in guard_files(kind, identity, folder):
+def load_quality_check(
+    kind: str, identity: str, folder: Path | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The stored quality check record of a model (``identity``: its fingerprint, or a cross-encoder's
+    digest) and where it was found; a record made for other weights is ignored."""
+    for path in quality_check_files(kind, identity, folder):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if record.get("identity") == identity and record.get("format") == GUARD_FORMAT:
+        if record.get("identity") == identity and record.get("format") == RECORD_FORMAT:
             return record, str(path)
         if path.is_file():
             log.info("%s: made for other weights; not used", path)
     return None, ""
 
 
-def save_guard(record: dict[str, Any], path: Path | None = None) -> Path:
-    """Write a guard record (default: ``$NLSIM_HOME/precision/``)."""
+def save_quality_check(record: dict[str, Any], path: Path | None = None) -> Path:
+    """Write a quality check record (default: ``$NLSIM_HOME/quality-check/``)."""
     if path is None:
-        path = guard_files(record["kind"], record["identity"], None)[-1]
+        path = quality_check_files(record["kind"], record["identity"], None)[-2]
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return path

@@ -1,15 +1,18 @@
-"""The quality check of a model's lossy inference paths: each against fp32 on annotated pairs.
+"""The quality check of a model's lossy inference paths, made: each against fp32 on annotated pairs.
 
-For every lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``; :mod:`nlsim.inference.paths`) the
+For every lossy path worth it where the model runs (on the CPU ``onnx-int8``, ``torch-bf16``,
+``torch-int8``; on a GPU ``torch-bf16`` and ``torch-fp16``, checked there; :mod:`nlsim.inference.paths`) the
 validation pairs are scored with the path's outputs and with torch fp32's. A bi-encoder's record keeps, per
-path (:func:`check_encoder`): Spearman ×100 against the gold scores, the same-story F1 of
-``cosine >= threshold`` (the model's calibrated threshold; gold ``>= 1.0``), and the lowest and mean cosine
-between each text's vector and its fp32 vector. A cross-encoder's (:func:`check_cross_encoder`, the
-bi-encoder's fp32 cosine in both): Spearman ×100 of the rerank score, its same-story F1 at the reranker's
-calibrated threshold, and the largest and mean difference of the cross-encoder's scores from fp32's.
-:func:`nlsim.inference.guard.guard_verdict` judges the figures; :func:`check_model` checks both of a model
-and :func:`store_checks` writes the records as ``precision.json`` in a model folder or under
-``$NLSIM_HOME/precision/``, where the run that loads the model finds them.
+path (:func:`check_encoder`): Spearman ×100 against the gold scores, the same-story F1 of ``cosine >=
+threshold`` (the model's calibrated threshold; gold ``>= 1.0``), and the lowest and mean cosine between each
+text's vector and its fp32 vector. A cross-encoder's (:func:`check_cross_encoder`, the bi-encoder's fp32
+cosine in both): Spearman ×100 of the rerank score, its same-story F1 at the reranker's calibrated
+threshold, and the largest and mean difference of the cross-encoder's scores from fp32's.
+:func:`nlsim.inference.quality_check.quality_verdict` judges the figures (what a run reads lives there, in
+the inference room; making the check runs both model kinds, so it lives here, above them);
+:func:`check_model` checks both of a model and :func:`store_checks` writes the records as
+``quality_check.json`` in a model folder or under ``$NLSIM_HOME/quality-check/``, where the run that loads
+the model finds them. The figures are :mod:`nlsim.evaluation.figures`' (one rounding everywhere).
 
 Example (the small English model on a handful of pairs):
     >>> import pandas as pd
@@ -31,26 +34,28 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from nlsim.encoders.planner import encoder_target
 from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import calibrate_scores, threshold_metrics
+from nlsim.evaluation.calibration import calibrate_scores
+from nlsim.evaluation.figures import rates_at, spearman
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.inference.choice import worth_checking
 from nlsim.inference.cpu import cpu_info
-from nlsim.inference.guard import (
-    GUARD_FORMAT,
-    GUARD_JSON,
+from nlsim.inference.gpu import gpu_info
+from nlsim.inference.paths import LOSSY, split_path
+from nlsim.inference.quality_check import (
     MAX_SCORE_DIFF,
     MAX_SPEARMAN_LOSS,
     MEAN_SCORE_DIFF,
     MIN_COSINE,
+    QUALITY_CHECK_JSON,
+    RECORD_FORMAT,
     SAME_STORY,
-    guard_verdict,
-    save_guard,
+    entry_key,
+    quality_verdict,
+    save_quality_check,
 )
-from nlsim.inference.paths import LOSSY, split_path
 from nlsim.inference.target import Target
 from nlsim.progress import say
 from nlsim.rerank.target import cross_encoder_target
@@ -66,20 +71,13 @@ def lossy_paths(paths: Sequence[str] | None = None) -> list[str]:
     return [p for p in chosen if p in LOSSY]
 
 
-def spearman100(scores: np.ndarray, gold: np.ndarray) -> float:
-    """Spearman ×100 (unrounded; NaN when either side is constant)."""
-    if len(gold) < 3 or np.ptp(scores) == 0 or np.ptp(gold) == 0:
-        return float("nan")
-    return float(stats.spearmanr(scores, gold).statistic) * 100
-
-
 def score_figures(scores: np.ndarray, gold: np.ndarray, threshold: float | None) -> dict[str, Any]:
     """Spearman ×100 and the same-story precision, recall and F1 of ``score >= threshold`` (no F1 without a
-    threshold)."""
-    out: dict[str, Any] = {"spearman": round(spearman100(scores, gold), 4)}
+    threshold), as :mod:`nlsim.evaluation.figures` computes and rounds them."""
+    out: dict[str, Any] = {"spearman": spearman(scores, gold)}
     if threshold is not None:
-        at = threshold_metrics(scores, gold, threshold, SAME_STORY)
-        out.update(f1=at["f1"], precision=at["precision"], recall=at["recall"])
+        at = rates_at(scores, gold, threshold, SAME_STORY)
+        out.update(f1=at.f1, precision=at.precision, recall=at.recall)
     return out
 
 
@@ -105,9 +103,9 @@ def limits() -> dict[str, float]:
 def record_base(
     kind: str, identity: str, n_pairs: int, threshold: float | None, source: str, **meta: Any
 ) -> dict:
-    """The fields every guard record has (the paths' figures are added by the caller)."""
+    """The fields every quality check record has (the paths' figures are added by the caller)."""
     return {
-        "format": GUARD_FORMAT,
+        "format": RECORD_FORMAT,
         "kind": kind,
         "identity": identity,
         **meta,
@@ -134,7 +132,7 @@ def check_encoder(
     threads: int | None = None,
     **meta: Any,
 ) -> dict[str, Any]:
-    """The guard record of ``encoder``'s lossy paths on ``pairs`` (``text_a``, ``text_b``, ``score``;
+    """The quality check record of ``encoder``'s lossy paths on ``pairs`` (``text_a``, ``text_b``, ``score``;
     converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
     calibrated here, on the fp32 cosines, at the same-story level). ``meta`` goes into the record (e.g.
     ``pairs_file``)."""
@@ -174,14 +172,18 @@ def check_paths(
     threads: int | None,
     measure: Callable[[Any], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Fill ``record["paths"]``: each lossy path built by ``target`` (an encoder's or a cross-encoder's),
-    its figures from
-    ``measure(runner)``, and the guard's verdict. A path that cannot be built or run is recorded with its
-    error, and ``auto`` never takes it. With ``paths=None`` only the paths that can pay off on this
-    machine are checked (:func:`nlsim.inference.choice.worth_checking`); the others are recorded as not
-    checked, with why, and ``auto`` never takes them either."""
+    """Fill ``record["paths"]``: each lossy path built by ``target`` (an encoder's or a cross-encoder's) on
+    the model's device, its figures from ``measure(runner)``, and the verdict. A path that cannot be built
+    or run is recorded with its error, and ``auto`` never takes it. With ``paths=None`` only the paths that
+    can pay off where the model runs are checked (:func:`nlsim.inference.choice.worth_checking`); the
+    others are recorded as not checked, with why, and ``auto`` never takes them either. Figures measured
+    on a GPU are keyed ``path@cuda`` (:func:`nlsim.inference.quality_check.entry_key`)."""
     record["paths"] = {}
     entry: dict[str, Any]
+    device = str(target.device)
+    gpu = gpu_info(target.device)
+    if gpu is not None:
+        record["gpu"] = gpu.as_dict()
     chosen = lossy_paths(paths)
     if paths is None:  # auto: only what can pay off on this machine is checked
         keep, skipped = worth_checking(target, threads)
@@ -195,8 +197,8 @@ def check_paths(
             entry = measure(target.build(path, threads))
         except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
             entry = {"error": f"{type(exc).__name__}: {exc}"}
-        record["paths"][path] = entry
-        ok, why, _ = guard_verdict(record, path)
+        record["paths"][entry_key(path, device)] = entry
+        ok, why, _ = quality_verdict(record, path, device)
         entry["passed"], entry["verdict"] = ok, why
     return record
 
@@ -227,11 +229,12 @@ def describe_record(record: dict[str, Any]) -> list[str]:
     t = record["threshold"]["value"]
     f1 = f", same-story F1 {ref['f1']:.3f} at {t:.4f}" if ref.get("f1") is not None and t is not None else ""
     lines = [
-        f"precision check of the {what} on {record.get('n_pairs')} pairs: fp32 Spearman "
+        f"quality check of the {what} on {record.get('n_pairs')} pairs: fp32 Spearman "
         f"{ref.get('spearman', float('nan')):.2f}{f1}"
     ]
-    for path in record.get("paths") or {}:
-        lines.append(f"  {path}: {guard_verdict(record, path)[1]}")
+    for key in record.get("paths") or {}:
+        path, _, device = key.partition("@")
+        lines.append(f"  {key}: {quality_verdict(record, path, device or 'cpu')[1]}")
     return lines
 
 
@@ -251,7 +254,7 @@ def check_cross_encoder(
     threads: int | None = None,
     **meta: Any,
 ) -> dict[str, Any]:
-    """The guard record of the reranker's cross-encoder paths on ``pairs`` (converted with
+    """The quality check record of the reranker's cross-encoder paths on ``pairs`` (converted with
     ``conversion``); ``threshold`` defaults to the reranker's calibrated one."""
     ce = reranker.cross_encoder
     unique, ia, ib, gold = pair_texts(pairs, conversion)
@@ -299,7 +302,7 @@ def check_model(
     threads: int | None = None,
     **meta: Any,
 ) -> dict[str, dict[str, Any]]:
-    """The guard records of a model: ``{"encoder": ..., "reranker": ...}`` (the second only with a
+    """The quality check records of a model: ``{"encoder": ..., "reranker": ...}`` (the second only with a
     reranker). ``threshold`` is the bi-encoder's calibrated cosine threshold (the reranker has its own)."""
     out = {
         "encoder": check_encoder(
@@ -323,12 +326,14 @@ def check_model(
 
 
 def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None) -> list[Path]:
-    """Write the records: into ``folder`` (a model folder being written: ``precision.json`` and
-    ``reranker/precision.json``), else under ``$NLSIM_HOME/precision/``."""
+    """Write the records: into ``folder`` (a model folder being written: ``quality_check.json`` and
+    ``reranker/quality_check.json``), else under ``$NLSIM_HOME/quality-check/``."""
     written = []
     for name, record in records.items():
         path = None
         if folder is not None:
-            path = folder / GUARD_JSON if name == "encoder" else folder / "reranker" / GUARD_JSON
-        written.append(save_guard(record, path))
+            path = (
+                folder / QUALITY_CHECK_JSON if name == "encoder" else folder / "reranker" / QUALITY_CHECK_JSON
+            )
+        written.append(save_quality_check(record, path))
     return written

@@ -1,0 +1,52 @@
+"""The GPU a model sits on: its name and whether it computes in bfloat16, which decide the half-precision
+paths worth trying there.
+
+On a CUDA device the lossy paths are the model cast to half precision: ``torch-bf16`` where the GPU has
+bfloat16 arithmetic (Ampere and newer; :func:`torch.cuda.is_bf16_supported`), and ``torch-fp16``
+everywhere. Both run the matrix products on tensor cores, so a path the quality check passed is taken
+without a probe. int8 and ONNX Runtime run on the CPU only here.
+
+Example:
+    >>> gpu = GpuInfo(name="NVIDIA H100 80GB HBM3", bf16=True)
+    >>> gpu.describe(), gpu.half_paths()
+    ('NVIDIA H100 80GB HBM3 (bf16, fp16)', ('torch-bf16', 'torch-fp16'))
+    >>> GpuInfo(name="Tesla T4", bf16=False).half_paths()
+    ('torch-fp16',)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """A CUDA device's name and whether it has bfloat16 arithmetic."""
+
+    name: str
+    bf16: bool
+
+    def describe(self) -> str:
+        return f"{self.name} ({'bf16, fp16' if self.bf16 else 'fp16; no bf16'})"
+
+    def half_paths(self) -> tuple[str, ...]:
+        """The lossy paths this GPU runs fast, in the order a tie is broken (bf16 keeps fp32's range)."""
+        return ("torch-bf16", "torch-fp16") if self.bf16 else ("torch-fp16",)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "bf16": self.bf16}
+
+
+def gpu_info(device: Any) -> GpuInfo | None:
+    """The :class:`GpuInfo` of a torch ``device`` (``None`` for the CPU)."""
+    import torch  # deferred: heavy or optional, loaded only when needed
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return GpuInfo(
+        name=torch.cuda.get_device_name(index),
+        bf16=bool(torch.cuda.is_bf16_supported()),
+    )
