@@ -75,9 +75,7 @@ def child(args: argparse.Namespace) -> None:
     _ = enc.fingerprint
     mark("fingerprint (weights, tokenizer)")
     enc.plan(len(texts))
-    mark("choose the inference path (probe, quality check)")
-    enc._ensure_runner()
-    mark("build its runner (ONNX export check, session)")
+    mark("choose the inference path and build its runner (probe, quality check, ONNX export, session)")
     enc.encode(texts[:64], progress=False)
     mark("first batch")
     emb = enc.encode(texts, progress=False)

@@ -121,7 +121,7 @@ def dask_call(options: DaskOptions) -> Call:
         if name == "embed":
             texts, model, config = args
 
-            def encode(part: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+            def encode(part: list[str], batch_size: int | None = None, progress: bool = False) -> np.ndarray:
                 jobs = [
                     {
                         "args": (part[a:b], model_ref(model.encoder)),

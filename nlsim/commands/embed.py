@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".npy":
         raise ConfigError(f"--out must end in .npy, got {out}")
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
     sidecar = out.with_suffix(".json")
     check_outputs_apart({"--corpus": args.corpus}, {"--out": out, "the --out sidecar": sidecar})
@@ -142,7 +142,9 @@ def register(subparsers: Any) -> None:
         default=("title", "description"),
         help="comma-separated fields to embed: title, description, body (default title,description)",
     )
-    p.add_argument("--batch-size", type=int, default=64, help="texts per batch (default 64)")
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="texts per batch (default: 64 on the CPU, 256 on a GPU)"
+    )
     p.add_argument("--max-length", type=int, default=None, help="truncate at this many tokens (default 256)")
     p.add_argument(
         "--backend",

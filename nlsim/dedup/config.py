@@ -109,7 +109,9 @@ class DedupConfig:
     quarantine: str | None = option(
         None, help="write bad rows to this CSV with the reason and go on (default: stop at the first)"
     )
-    batch_size: int = option(64, help="texts per embedding batch")
+    batch_size: int | None = option(
+        None, help="texts per embedding batch (default: 64 on the CPU, 256 on a GPU)"
+    )
     backend: Backend = option(
         "auto",
         help="how the encoder and the reranker's cross-encoder run: ONNX Runtime or torch (auto: chosen on "
@@ -194,7 +196,7 @@ class DedupConfig:
                 raise ConfigError(f"--{name} must be >= 1, got {value}")
         if self.near_misses < 0:
             raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
-        if self.batch_size < 1:
+        if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
         if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
             raise ConfigError(

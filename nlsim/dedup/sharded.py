@@ -47,7 +47,7 @@ def cached_encoder(model: str, threads: int | None = None) -> Any:
 
 
 def embed_shard(
-    texts: Sequence[str], model: str, *, batch_size: int = 64, threads: int | None = None
+    texts: Sequence[str], model: str, *, batch_size: int | None = None, threads: int | None = None
 ) -> np.ndarray:
     """Embed one shard of (already converted) texts with the named model: what each worker runs.
 

@@ -3,7 +3,10 @@
 ``NLSIM_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``) forces a device; otherwise :func:`default_device` takes
 ``cuda`` when torch sees a CUDA device and the CPU otherwise. Training, embedding and reranking follow it;
 the CPU path stays the tested default (the machines this is tested on have no GPU). FAISS picks its own
-GPUs (:mod:`nlsim.search.index`, ``faiss.get_num_gpus()``).
+GPUs (:mod:`nlsim.search.index`, ``faiss.get_num_gpus()``). :func:`batch_size_for` is the batch an
+inference job runs in where none is given: a GPU takes larger batches than a CPU gains from. The attention
+kernel is PyTorch's scaled-dot-product attention (``attn_implementation="sdpa"``) on either device: its
+fused kernels on a GPU, its math kernel on a CPU.
 
 Example:
     >>> import os
@@ -11,6 +14,8 @@ Example:
     >>> str(default_device())
     'cpu'
     >>> del os.environ["NLSIM_DEVICE"]
+    >>> batch_size_for("cpu"), batch_size_for("cuda:0")
+    (64, 256)
 """
 
 from __future__ import annotations
@@ -20,6 +25,16 @@ import os
 import torch
 
 from nlsim.errors import ConfigError
+
+CPU_BATCH = 64
+"""Texts (or pair readings) per inference batch on a CPU: larger batches pad more and gain nothing."""
+GPU_BATCH = 256
+"""... and on a GPU, where a batch of 64 short texts leaves most of the chip idle."""
+
+
+def batch_size_for(device: torch.device | str) -> int:
+    """The inference batch size for ``device`` when the caller gives none."""
+    return GPU_BATCH if torch.device(device).type == "cuda" else CPU_BATCH
 
 
 def default_device() -> torch.device:

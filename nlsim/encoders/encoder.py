@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
+from nlsim.encoders.device import batch_size_for
 from nlsim.errors import ConfigError
 from nlsim.inference.target import WeightsWatch, config_digest
 from nlsim.io.atomic import file_sha256
@@ -356,7 +357,7 @@ class Encoder:
     def encode(
         self,
         texts: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: bool = True,
         *,
         max_tokens: int | None = None,
@@ -365,8 +366,9 @@ class Encoder:
     ) -> np.ndarray:
         """Embed ``texts``: float32 ``(n, dim)``, L2-normalised, rows in input order.
 
-        Texts are tokenised once, sorted by token length and cut into batches of ``batch_size`` (or fewer,
-        when ``max_tokens`` caps tokens per batch), each padded only to its own longest text. The job runs
+        Texts are tokenised once, sorted by token length and cut into batches of ``batch_size`` (default:
+        :func:`nlsim.encoders.device.batch_size_for` the encoder's device; fewer when ``max_tokens`` caps
+        tokens per batch), each padded only to its own longest text. The job runs
         on the encoder's inference path (:attr:`choice`, decided at the first job big enough, see
         :meth:`plan`); ``runner`` overrides it for this call: ``"torch"`` (plain torch fp32, the reference
         numbers) or a runner object (``runner(features) -> pooled``).
@@ -378,6 +380,8 @@ class Encoder:
             >>> [round(float(x), 4) for x in (e ** 2).sum(axis=1)]
             [1.0, 1.0]
         """
+        if batch_size is None:
+            batch_size = batch_size_for(self.device)
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         texts = list(texts) if not isinstance(texts, str) else texts

@@ -297,11 +297,16 @@ def run_options(
     """The device (``None``: the CPU), backend and precision an encoder runs with, from
     :func:`load_encoder`'s options; combinations no path has are refused (:class:`ConfigError`).
 
+    Without a ``device`` the encoder goes where :func:`nlsim.encoders.device.default_device` says (the GPU
+    when torch sees one), half precisions included. A path that runs on the CPU only (ONNX Runtime, int8)
+    asked for on a machine with a GPU runs on the CPU and says so in a warning: work never leaves the GPU
+    unsaid. Asked for on an explicit GPU device, it is refused.
+
     Example:
         >>> run_options("cpu", "int8", "auto", "fp32")
         (None, 'torch', 'int8')
     """
-    from nlsim.inference.paths import check_options
+    from nlsim.inference.paths import check_options, cpu_only
 
     if quantize not in QUANTIZE_MODES:
         raise ConfigError(f"quantize must be one of {QUANTIZE_MODES}, got {quantize!r}")
@@ -309,17 +314,30 @@ def run_options(
         if backend == "onnx" or precision not in ("fp32", "int8"):
             raise ConfigError("quantize='int8' is backend='torch', precision='int8'; give one or the other")
         backend, precision = "torch", "int8"
-    if device is None and backend != "onnx" and precision in ("auto", "fp32"):
+    check_options(backend, precision)
+    if device is None:
         from nlsim.encoders.device import default_device
 
         device = default_device()
+        if cpu_only(backend, precision) and device.type != "cpu":
+            warn_off_gpu(f"backend={backend!r} precision={precision!r}", device)
+            device = None
     device = None if device is None or str(device) == "cpu" else str(device)
-    if precision not in ("auto", "fp32") and device is not None:
-        raise ConfigError(f"precision={precision!r} is CPU only")
+    if precision == "int8" and device is not None:
+        raise ConfigError(f"precision='int8' runs on the CPU only, not on {device}; use bf16, fp16 or auto")
     if backend == "onnx" and device is not None:
         raise ConfigError("backend='onnx' runs on CPU only; use backend='torch' with a GPU device")
-    check_options(backend, precision)
     return device, backend, precision
+
+
+def warn_off_gpu(asked: str, device: Any) -> None:
+    """Say, as a warning, that a path asked for runs on the CPU although ``device`` (a GPU) is there."""
+    from nlsim.progress import warn
+
+    warn(
+        f"{asked} runs on the CPU only: the GPU ({device}) is left idle for this model "
+        "(--precision auto, bf16 or fp16 runs on the GPU)"
+    )
 
 
 def refuse_unknown(raw: str, path: Path) -> None:

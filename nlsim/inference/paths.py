@@ -35,6 +35,15 @@ def is_lossy(path: str) -> bool:
     return path not in LOSSLESS
 
 
+def cpu_only(backend: str, precision: str) -> bool:
+    """Whether the options ask for a path that runs on the CPU only (ONNX Runtime, int8).
+
+    >>> cpu_only("onnx", "fp32"), cpu_only("auto", "int8"), cpu_only("torch", "bf16")
+    (True, True, False)
+    """
+    return backend == "onnx" or precision == "int8"
+
+
 def check_options(backend: str, precision: str) -> None:
     """Refuse unknown values and combinations no path has (ONNX Runtime has no bf16 CPU kernels)."""
     if backend not in BACKENDS:

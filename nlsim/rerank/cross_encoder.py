@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save_file
 
 from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
+from nlsim.encoders.device import batch_size_for
 from nlsim.encoders.encoder import mean_pool, weights_digest
 from nlsim.errors import ConfigError, StateError
 from nlsim.inference.target import WeightsWatch
@@ -148,14 +149,15 @@ class CrossEncoder:
         self,
         texts_a: Sequence[str],
         texts_b: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: bool = False,
         runner: Callable[[dict[str, np.ndarray]], Any] | None = None,
     ) -> np.ndarray:
         """Scores in (0, 1), the mean over both text orders; float64 ``(n,)``.
 
         Both orders of every pair are tokenised once, sorted by token length and cut into batches of
-        ``2 * batch_size`` sequences, each padded only to its own longest. ``runner(features) -> logits``
+        ``2 * batch_size`` sequences (default: :func:`nlsim.encoders.device.batch_size_for` the model's
+        device), each padded only to its own longest. ``runner(features) -> logits``
         (numpy arrays in, ``(rows,)`` out) replaces torch's fp32 forward pass: an inference path of
         :mod:`nlsim.rerank.target` (ONNX Runtime fp32 or int8, torch bf16 or int8); ``None`` scores
         with torch.
@@ -172,6 +174,7 @@ class CrossEncoder:
         was_training = self.model.training
         self.model.eval()
         device = next(self.model.parameters()).device
+        batch_size = batch_size_for(device) if batch_size is None else batch_size
         batches = sorted_batches(lengths, max(1, 2 * int(batch_size)))
         try:
             with torch.inference_mode():

@@ -20,7 +20,9 @@ import numpy as np
 import torch
 
 from nlsim.inference.choice import Choice, settle
+from nlsim.inference.paths import cpu_only
 from nlsim.inference.target import Features, Target
+from nlsim.progress import warn
 from nlsim.rerank.cross_encoder import pooled_logits
 
 ONNX_MIN_PAIRS = 1000
@@ -94,6 +96,13 @@ def cross_encoder_inference(
     if model is None or model.training or small:
         why = "a small job" if small else "a model in training (or no torch model)"
         return Choice("torch-fp32", why, requested=requested), None
+    if cpu_only(backend, precision) and next(model.parameters()).device.type != "cpu":
+        warn(
+            f"cross-encoder: backend={backend!r} precision={precision!r} runs on the CPU only; the "
+            f"cross-encoder leaves the GPU ({next(model.parameters()).device}) for the CPU"
+        )
+        ce.model.to("cpu")
+        ce.head.to("cpu")
     memo: dict[Any, Any] = ce.__dict__.setdefault("_inference", {})
     key = (backend, precision, threads, ce.weights_version())
     if key not in memo:

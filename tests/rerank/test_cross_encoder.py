@@ -214,3 +214,27 @@ def test_lossy_cross_encoder_paths_follow_the_quality_check_and_the_probe(
     a, b = small_pairs["text_a"].tolist(), small_pairs["text_b"].tolist()
     np.testing.assert_allclose(ce.predict(a, b, runner=runner), ce.predict(a, b), atol=0.02)
     ce.__dict__.pop("_inference", None)
+
+
+def test_the_digest_and_the_path_follow_the_weights() -> None:
+    """A weight changed in place, in eval mode or by a fused optimizer step (which torch's version counters
+    miss: the training loop marks it), makes a new digest: the quality check, the ONNX export and the chosen
+    path made for the old weights are not reused (one way of noticing, the encoder's too)."""
+    import torch
+
+    ce = CrossEncoder.from_base("paraphrase-MiniLM-L3-v2")
+    ce.model.eval()
+    first = ce.digest()
+    with torch.no_grad():
+        ce.head.weight.add_(0.5)
+    second = ce.digest()
+    assert second != first
+    version = ce.weights_version()
+    ce.mark_weights_changed()
+    assert ce.weights_version() == version + 1
+    choice, _ = cross_encoder_inference(ce, 5000, backend="torch", precision="fp32")
+    assert choice.path == "torch-fp32" and len(ce.__dict__["_inference"]) == 1
+    with torch.no_grad():
+        ce.head.bias.add_(0.5)
+    cross_encoder_inference(ce, 5000, backend="torch", precision="fp32")
+    assert len(ce.__dict__["_inference"]) == 1 and ce.digest() not in (first, second)
