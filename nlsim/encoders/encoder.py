@@ -242,7 +242,7 @@ class Encoder:
         """``""`` when :meth:`encode` gives the exact fp32 vectors (torch or the checked ONNX export), else
         the lossy path (``"onnx-int8"``, ``"torch-bf16"``...): cached embeddings are keyed by it."""
         choice = self.choice
-        return choice.path if choice is not None and choice.lossy else ""
+        return choice.tag if choice is not None else ""
 
     def weights_digest(self) -> str:
         """:func:`weights_digest` of the model, cached until a weight changes in place."""

@@ -47,7 +47,7 @@ from nlsim.inference.cpu import CpuInfo, cpu_info
 from nlsim.inference.gpu import gpu_info
 from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
 from nlsim.inference.probe import probe_mode, probe_rates
-from nlsim.inference.quality_check import Verdict, load_quality_check, quality_verdict
+from nlsim.inference.quality_check import Verdict, entry_key, load_quality_check, quality_verdict
 from nlsim.inference.target import Target
 from nlsim.progress import say, warn
 
@@ -83,6 +83,12 @@ class Choice:
     @property
     def lossy(self) -> bool:
         return is_lossy(self.path)
+
+    @property
+    def tag(self) -> str:
+        """What keys the outputs of a lossy path in a cache: the path, and ``@cuda`` where it ran on a GPU
+        (half precision on a GPU and on a CPU are different arithmetic); ``""`` for the exact paths."""
+        return entry_key(self.path, self.device) if self.lossy else ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "precision": self.precision, **asdict(self)}

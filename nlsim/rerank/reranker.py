@@ -129,7 +129,7 @@ class Reranker:
             return self.cross_encoder.predict(x, y, progress=progress, runner=runner)
 
         if cache is not None:
-            return cache.scores(a, b, score, tag=choice.path if choice.lossy else "")
+            return cache.scores(a, b, score, tag=choice.tag)
         return score(a, b)
 
     @property
