@@ -154,10 +154,10 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--precision",
-        choices=("auto", "fp32", "bf16", "int8"),
+        choices=("auto", "fp32", "bf16", "fp16", "int8"),
         default="auto",
-        help="fp32 (exact), bf16, int8; default auto: a lossy precision only where the model's stored "
-        "quality check passed it and it is faster on this CPU (docs/encoders.md)",
+        help="fp32 (exact), bf16, fp16 (GPU), int8 (CPU); default auto: a lossy precision only where the "
+        "model's stored quality check passed it and, on a CPU, it is faster (docs/encoders.md)",
     )
     p.add_argument(
         "--quantize",

@@ -38,7 +38,7 @@ FUTURE_TOLERANCE_DAYS = 1
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
 Backend = Literal["auto", "torch", "onnx"]
-Precision = Literal["auto", "fp32", "bf16", "int8"]
+Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 Representative = Literal["earliest", "central"]
 ClusterRuleName = Literal["support", "components"]
 
@@ -119,8 +119,8 @@ class DedupConfig:
     )
     precision: Precision = option(
         "auto",
-        help="their precision: fp32 (exact), bf16, int8; auto takes a lossy one only where the model's "
-        "stored quality check passed it and it is faster on this CPU (see docs/encoders.md)",
+        help="their precision: fp32 (exact), bf16, fp16 (GPU), int8 (CPU); auto takes a lossy one only where "
+        "the model's stored quality check passed it and, on a CPU, it is faster (see docs/encoders.md)",
     )
     cache: bool = option(True, help="do not reuse cached embeddings", flags=("--no-cache",))
     rerank: bool | None = option(

@@ -82,8 +82,6 @@ ALIASES.update({name.lower(): name for name in MODELS})
 ALIASES["e5"] = "multilingual-e5-small"
 
 QUANTIZE_MODES = (None, "int8")
-BACKENDS = ("auto", "torch", "onnx")
-PRECISIONS = ("auto", "fp32", "bf16", "int8")
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 LOCAL_ROOTS = ("models",)
 """First path parts that name a local folder, never a hub organisation: ``models/x`` is where the docs and
