@@ -9,7 +9,7 @@ finetuned/e5-thucnews``, or ``python benchmarks/bench_quality.py final``, which 
    ONNX Runtime fp32 and int8, torch bf16 and int8; both text orders, length-sorted batches); prints pairs/s
    and the largest score difference from torch fp32, beside each path's quality on the validation pairs
    (Spearman ×100 of the rerank score, same-story F1 at the reranker's threshold: the figures of the
-   quality check, :mod:`nlsim.inference.lossy_check`).
+   quality check, :mod:`nlsim.training.quality_check`).
 2. With ``--full``: ``nlsim dedup`` on the corpus with the model, in fresh processes, ``--no-cache``:
    ``--precision fp32`` and ``--precision auto`` (the default); prints the wall time, the stages, the
    candidates (and the floor that bounds them), the path the cross-encoder ran on, and how many reported
@@ -69,10 +69,11 @@ def candidate_pairs(model: str, corpus: str, n: int, threads: int) -> tuple[list
 
 def throughput(model: str, a: list[str], b: list[str], threads: int, paths: list[str]) -> list[dict]:
     from nlsim.encoders import load_encoder
-    from nlsim.inference.lossy_check import check_cross_encoder
+    from nlsim.inference.quality_check import entry_key
     from nlsim.io.pairs import load_pairs
     from nlsim.rerank.reranker import load_reranker
     from nlsim.rerank.target import cross_encoder_target
+    from nlsim.training.quality_check import check_cross_encoder
 
     reranker = load_reranker(model, threads=threads)
     ce = reranker.cross_encoder
@@ -97,10 +98,10 @@ def throughput(model: str, a: list[str], b: list[str], threads: int, paths: list
         r["x first"] = r["pairs_per_s"] / base
         if ref is not None:
             r["max |diff| vs fp32"] = f"{float(np.abs(scores[p] - ref).max()):.4f}"
-        fig = check["paths"].get(p) or check["reference"]
+        fig = check["paths"].get(entry_key(p, str(target.device))) or check["reference"]
         r["val Spearman"] = f"{fig.get('spearman', float('nan')):.2f}"
         r["val F1"] = f"{fig.get('f1', float('nan')):.3f}" if fig.get("f1") is not None else "n/a"
-        r["guard"] = fig.get("verdict", "exact") if p in lossy else "exact"
+        r["quality check"] = fig.get("verdict", "exact") if p in lossy else "exact"
     return rows
 
 
@@ -248,7 +249,7 @@ def main() -> None:
         a, b = candidate_pairs(model, ns.corpus, ns.pairs, ns.threads)
         rows = throughput(model, a, b, ns.threads, ns.paths.split(","))
         cols = ["path", "pairs", "seconds", "pairs_per_s", "x first", "max |diff| vs fp32"]
-        table = print_table(rows, cols + ["val Spearman", "val F1", "guard"])
+        table = print_table(rows, cols + ["val Spearman", "val F1", "quality check"])
         result["throughput"] = rows
         md += f"Cross-encoder throughput ({ns.pairs} candidate pairs, both orders):\n\n{table}\n"
     if ns.full:

@@ -61,12 +61,7 @@ class LinkConstraints:
         return pair_key(a, b) in self.cannot_link
 
     def restricted_to(self, ids: Iterable[str]) -> LinkConstraints:
-        """The constraints whose two items are both among ``ids`` (the items a run knows).
-
-        >>> c = LinkConstraints.from_pairs(must=[("a", "b")], cannot=[("a", "z")])
-        >>> len(c.restricted_to(["a", "b", "c"])), c.restricted_to(["a", "b"]).requires("a", "b")
-        (1, True)
-        """
+        """The constraints whose two items are both among ``ids`` (the items a run knows)."""
         known = set(ids)
         return LinkConstraints(
             must_link=frozenset(p for p in self.must_link if p[0] in known and p[1] in known),
