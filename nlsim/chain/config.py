@@ -27,6 +27,7 @@ TRAINING_FIELDS = (
     "loss",
     "epochs",
     "batch_size",
+    "gpu_batch_size",
     "lr",
     "max_length",
     "freeze_embeddings",
@@ -85,6 +86,7 @@ class PipelineConfig:
     loss: Literal["cosent", "mse"] = option_like(FinetuneConfig, "loss")
     epochs: int = option_like(FinetuneConfig, "epochs")
     batch_size: int = option_like(FinetuneConfig, "batch_size")
+    gpu_batch_size: int = option_like(FinetuneConfig, "gpu_batch_size")
     lr: float = option_like(FinetuneConfig, "lr")
     max_length: int = option_like(FinetuneConfig, "max_length")
     freeze_embeddings: bool = option_like(FinetuneConfig, "freeze_embeddings")

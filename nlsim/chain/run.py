@@ -304,7 +304,7 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
         pair_tokens=pair_tokens,
         epochs=cfg.epochs,
         cross_encoder_epochs=cfg.cross_encoder_epochs,
-        batch_size=cfg.batch_size,
+        batch_size=cfg.finetune_config(None).for_device(base.device).batch_size,
         layers=layer_count(base.model) or 12,
         frozen=cfg.frozen_layers,
         cross_encoder_frozen=cfg.cross_encoder_frozen_layers,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -122,6 +123,12 @@ class FinetuneConfig:
     )
     epochs: int = option(2, help="training epochs")
     batch_size: int = option(16, help="pairs per optimizer step")
+    gpu_batch_size: int = option(
+        32,
+        help="pairs per optimizer step when training runs on a GPU, where a step's time is set by kernel "
+        "launches rather than arithmetic: half the steps of --batch-size 16; the learning rates are "
+        "scaled by the square root of its ratio to --batch-size",
+    )
     lr: float = option(1e-4, help="peak learning rate (AdamW, linear warm-up and decay)")
     warmup_ratio: float = option(0.1, help="share of the steps spent warming up")
     weight_decay: float = option(0.01, help="AdamW weight decay")
@@ -205,7 +212,7 @@ class FinetuneConfig:
         check_mode(self.conversion)
         if self.loss not in LOSSES:
             raise ConfigError(f"unknown loss {self.loss!r} (use {', '.join(LOSSES)})")
-        for name in ("epochs", "batch_size", "max_length"):
+        for name in ("epochs", "batch_size", "gpu_batch_size", "max_length"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_length < 4:  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
@@ -235,6 +242,27 @@ class FinetuneConfig:
                 raise ConfigError(f"silver corpus {self.silver_corpus}: no such file")
             self.silver_config().check()
             self.cross_encoder_config().check()
+
+    def for_device(self, device: Any) -> FinetuneConfig:
+        """The settings training uses on ``device``: on a GPU, ``gpu_batch_size`` pairs a step with the
+        learning rates scaled by the square root of its ratio to ``batch_size``; elsewhere, as given.
+
+        Example:
+            >>> cfg = FinetuneConfig(batch_size=16, gpu_batch_size=64, lr=1e-4)
+            >>> gpu = cfg.for_device("cuda:0")
+            >>> gpu.batch_size, round(gpu.lr, 6), round(gpu.cross_encoder_lr, 6), cfg.for_device("cpu") is cfg
+            (64, 0.0002, 0.0002, True)
+        """
+        kind = getattr(device, "type", str(device).split(":")[0])
+        if kind != "cuda" or self.gpu_batch_size == self.batch_size:
+            return self
+        scale = math.sqrt(self.gpu_batch_size / self.batch_size)
+        return replace(
+            self,
+            batch_size=self.gpu_batch_size,
+            lr=self.lr * scale,
+            cross_encoder_lr=self.cross_encoder_lr * scale,
+        )
 
     def silver_config(self) -> SilverConfig:
         return SilverConfig(anchors=self.silver_anchors, teacher=self.silver_teacher, seed=self.seed)

@@ -170,6 +170,7 @@ def finetune(
     if encoder is None:
         encoder = call("load-base-model", load_base, cfg)
     encoder.max_length = int(cfg.max_length)
+    cfg = cfg.for_device(encoder.device)  # on a GPU: larger steps (FinetuneConfig.gpu_batch_size)
     log(
         f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
         f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "
