@@ -154,7 +154,11 @@ class ModelStore:
                 + (self._restore_hint(last) if last else "Delete it: no promotion is recorded in the history")
             ) from exc
         if not VERSION_NAME.match(name) or not (self.root / VERSIONS / name).is_dir():
-            raise StateError(f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}")
+            last = self.last_promoted()
+            raise StateError(
+                f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}"
+                + (f". {self._restore_hint(last)}" if last else "")
+            )
         return self.root / VERSIONS / name
 
     def last_promoted(self) -> dict[str, Any] | None:
@@ -163,12 +167,30 @@ class ModelStore:
         return promoted[-1] if promoted else None
 
     def _restore_hint(self, last: dict[str, Any]) -> str:
-        pointer = json.dumps({"version": str(last["version"])})
+        """What to do about a lost pointer: write back the last promoted version that is still in
+        ``versions/`` (never one that is gone: the store would refuse it), or start the store over."""
+        start_over = f"to start the store over, move {self.root / HISTORY} aside"
+        when = last.get("promoted_at") or last.get("at")
+        said = f"The last promotion recorded is {last['version']} (at {when})"
+        present = {v.name for v in self.versions()}
+        if str(last["version"]) in present:
+            pointer = json.dumps({"version": str(last["version"])})
+            return (
+                f"{said}: to make it current again, write {pointer} into {self.root / CURRENT}; "
+                f"{start_over} as well"
+            )
+        promoted = [r for r in self.history() if r.get("decision") == "promoted" and r.get("version")]
+        still = next((r for r in reversed(promoted) if str(r["version"]) in present), None)
+        said += f", which is no longer in {self.root / VERSIONS}"
+        if still is None:
+            return (
+                f"{said}; no promoted version is left there: {start_over} (and {self.root / CURRENT} if any)"
+            )
+        pointer = json.dumps({"version": str(still["version"])})
         return (
-            f"The last promotion recorded is {last['version']} "
-            f"(at {last.get('promoted_at') or last.get('at')}): "
-            f"to make it current again, write {pointer} into {self.root / CURRENT}; to start the store over, "
-            f"move {self.root / HISTORY} aside as well"
+            f"{said}; the last promoted version still there is {still['version']} "
+            f"(at {still.get('promoted_at') or still.get('at')}): to make it current, write {pointer} into "
+            f"{self.root / CURRENT}; {start_over} as well"
         )
 
     def current_record(self) -> dict[str, Any] | None:

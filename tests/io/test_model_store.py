@@ -212,6 +212,36 @@ def test_a_lost_or_torn_pointer_with_promotions_in_the_history_is_refused_not_re
     assert fresh.current() is None
 
 
+@pytest.mark.parametrize("left", ["older", "none"])
+def test_a_lost_pointer_whose_last_promotion_is_gone_names_a_version_that_exists(
+    tmp_path: Path, left: str
+) -> None:
+    """The advice to write the last promoted version back must name a version that is still in
+    ``versions/`` (writing a missing one back fails), or say that none is left."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    versions = tmp_path / "models" / "versions"
+    for name in ("v0001-aaaaaaaa", "v0002-bbbbbbbb"):
+        (versions / name).mkdir(parents=True)
+        store.promote(name, "better")
+    shutil.rmtree(versions / "v0002-bbbbbbbb")  # the last promotion's folder removed by hand
+    if left == "none":
+        shutil.rmtree(versions / "v0001-aaaaaaaa")
+    path = tmp_path / "models" / "CURRENT.json"
+    path.unlink()
+    with pytest.raises(StateError) as err:
+        store.current()
+    message = str(err.value)
+    assert "v0002-bbbbbbbb" in message and "no longer in" in message, message
+    assert 'write {"version": "v0002-bbbbbbbb"}' not in message, message
+    if left == "none":
+        assert "no promoted version is left" in message, message
+        return
+    assert 'write {"version": "v0001-aaaaaaaa"}' in message, message
+    path.write_text('{"version": "v0001-aaaaaaaa"}')  # what the message says to do works
+    assert store.current() == versions / "v0001-aaaaaaaa"
+
+
 def test_a_line_torn_inside_a_character_is_kept_as_text(tmp_path: Path) -> None:
     store = ModelStore(tmp_path / "models")
     store.claim()
