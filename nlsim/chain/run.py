@@ -285,7 +285,7 @@ def _test_spearman(version: Path) -> float | None:
 def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork:
     """What this chain's fine-tuning and report will compute (:mod:`nlsim.chain.eta`), counted from the
     pairs, the corpus and the settings."""
-    from nlsim.training.split_encoder import layer_count
+    from nlsim.training.split_encoder import frozen_layer_count, layer_count
 
     train = pairs[pairs["split"] == "train"]
     texts = train["text_a"].tolist() + train["text_b"].tolist()
@@ -297,6 +297,7 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
         )
     except (OSError, ValueError):
         items = 0
+    layers = layer_count(base.model) or 12
     return ChainWork(
         train_pairs=len(train),
         validation_pairs=int((pairs["split"] == "validation").sum()),
@@ -305,9 +306,11 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
         epochs=cfg.epochs,
         cross_encoder_epochs=cfg.cross_encoder_epochs,
         batch_size=cfg.finetune_config(None).for_device(base.device).batch_size,
-        layers=layer_count(base.model) or 12,
-        frozen=cfg.frozen_layers,
-        cross_encoder_frozen=cfg.cross_encoder_frozen_layers,
+        layers=layers,
+        frozen=frozen_layer_count(layers, cfg.frozen_layers, cfg.freeze_embeddings),  # what training freezes
+        cross_encoder_frozen=frozen_layer_count(
+            layers, cfg.cross_encoder_frozen_layers, cfg.freeze_embeddings
+        ),
         corpus_items=items if cfg.report else 0,
         reranker=cfg.reranker,
     )

@@ -54,6 +54,18 @@ def layer_count(model: Any) -> int:
     return len(model.encoder.layer) if can_split(model) else 0
 
 
+def frozen_layer_count(layers: int, asked: int, freeze_embeddings: bool = True) -> int:
+    """How many of a model's ``layers`` transformer layers training keeps frozen when ``asked`` for: none
+    with trained embeddings (every layer trains), else at most all but the top layer (which always trains).
+
+    >>> frozen_layer_count(3, 4), frozen_layer_count(12, 4), frozen_layer_count(12, 4, False)
+    (2, 4, 0)
+    """
+    if not freeze_embeddings:
+        return 0
+    return max(0, min(int(asked), int(layers) - 1))
+
+
 @dataclass
 class FrozenStates:
     """What the trained part of a :class:`SplitEncoder` starts from, one entry per sequence.
@@ -93,7 +105,7 @@ class SplitEncoder:
         if train_embeddings and frozen_layers:
             raise ConfigError("the lower layers cannot be frozen while the word embeddings train")
         self.model = model
-        self.frozen_layers = min(frozen_layers, layer_count(model) - 1)  # at least the top layer trains
+        self.frozen_layers = frozen_layer_count(layer_count(model), frozen_layers)  # the top layer trains
         self.asked_frozen = frozen_layers
         self.train_embeddings = bool(train_embeddings)
         pad = getattr(model.config, "pad_token_id", None) if pad_id is None else pad_id

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from stsb_helpers import stsb_sample
 
 import nlsim.chain.run as chain_run
@@ -187,3 +188,38 @@ def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path
     again = chain_run.baseline_stage(cfg, store, base, table)
     assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
     assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
+
+
+class _ThreeLayers(torch.nn.Module):
+    """A BERT-style model of three layers (paraphrase-MiniLM-L3-v2's count)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embeddings = torch.nn.Identity()
+        self.encoder = torch.nn.Module()
+        self.encoder.layer = torch.nn.ModuleList([torch.nn.Identity() for _ in range(3)])
+
+
+class _Base:
+    model = _ThreeLayers()
+    device = torch.device("cpu")
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        return [[0] * 12 for _ in texts]
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_the_estimate_counts_the_layers_training_uses_with_fewer_layers_than_frozen_layers(
+    tmp_path: Path, freeze: bool
+) -> None:
+    """``--frozen-layers 4`` on a three-layer model freezes two (the top one trains); with trained
+    embeddings none. The estimate must count that, not 3 - 4 trained layers (a negative step cost gave
+    "about 121179507 h more" for a 35-second run)."""
+    pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
+    cfg = config(tmp_path, pairs, corpus, frozen_layers=4, cross_encoder_frozen_layers=6)
+    cfg.freeze_embeddings = freeze
+    work = chain_run.chain_work(cfg, _Base(), pd.read_csv(pairs, sep="\t"))
+    assert work.layers == 3
+    assert (work.frozen, work.cross_encoder_frozen) == ((2, 2) if freeze else (0, 0))
+    parts = work.estimate(seconds_per_step=0.05)
+    assert all(0 < s < 600 for s in parts.values()), parts
