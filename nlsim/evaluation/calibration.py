@@ -70,6 +70,8 @@ class Calibration:
     """F1 of the threshold choice out of fold (see the module docstring)."""
     f1_ci95: list[float] | None = None
     """95% bootstrap interval of ``f1`` at the chosen threshold."""
+    fallback: str = ""
+    """Why ``method`` is not the one asked for (empty when it is): said by :meth:`describe` too."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +85,7 @@ class Calibration:
             f"pairs (P {self.precision:.3f} R {self.recall:.3f} F1 {self.f1:.3f}{ci}{cv}; "
             f"conversion {self.conversion}"
             f"{'; model ' + self.model if self.model else ''})"
+            f"{'; ' + self.fallback if self.fallback else ''}"
         )
 
 
@@ -176,9 +179,16 @@ def calibrate_scores(
     tp, fp, _ = cuts.counts(gold)
     f1 = f1_curve(tp, fp, n_pos)
     cv_f1 = None
+    fallback = ""
     if method == "cross-validated" and min(n_pos, len(gold) - n_pos) >= CV_FOLDS:
         best, cv_f1 = cross_validated_cut(cuts, gold)
     else:  # too few pairs on one side for folds: the plain best cut
+        if method == "cross-validated":
+            fallback = (
+                f"method best-f1, not the cross-validated asked for: {n_pos} pair(s) at or above level "
+                f"{level} "
+                f"and {len(gold) - n_pos} below, and {CV_FOLDS} folds need {CV_FOLDS} on each side"
+            )
         method = "best-f1"
         best = int(np.flatnonzero(f1 >= f1.max() - 1e-12)[0])  # first = highest threshold among ties
     threshold = float(cuts.thresholds[best])
@@ -192,6 +202,7 @@ def calibrate_scores(
         n=int(len(cos)),
         n_positive=n_pos,
         method=method,
+        fallback=fallback,
         cv_f1=None if cv_f1 is None else round(cv_f1, RATE_DIGITS),
         f1_ci95=f1_interval(cos >= threshold, gold),
         **meta,

@@ -80,3 +80,21 @@ def test_calibrate_with_a_pair_scorer() -> None:
     cal = calibrate(scorer, pairs, level=0.75, conversion="none")
     assert cal.threshold == pytest.approx(0.6)
     assert cal.f1 == 1.0
+
+
+@pytest.mark.parametrize("positives", [1, 2])
+def test_a_fallback_from_cross_validated_to_best_f1_is_said_on_the_console(positives: int) -> None:
+    """With fewer same-story pairs than folds the cross-validated choice cannot run and the plain best-F1
+    cut is taken: the one line ``nlsim calibrate`` prints (and the logs) must say so, not the JSON alone."""
+    rng = np.random.default_rng(0)
+    cos = rng.uniform(0, 1, 40)
+    gold = np.zeros(40)
+    gold[np.argsort(-cos)[:positives]] = 1.0
+    cal = calibrate_scores(cos, gold, level=0.75, method="cross-validated")
+    assert cal.method == "best-f1"
+    line = cal.describe()
+    assert "cross-validated" in line and "best-f1" in line and f"{positives} pair" in line, line
+    again = Calibration(**{**cal.as_dict()})  # read back from calibration.json: still said
+    assert again.describe() == line
+    asked = calibrate_scores(cos, gold, level=0.75, method="best-f1")  # asked for: nothing to say
+    assert "cross-validated" not in asked.describe()
