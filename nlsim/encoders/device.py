@@ -1,12 +1,13 @@
 """Where a model runs: the GPU when torch sees one, else the CPU, chosen at run time.
 
-``NLSIM_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``) forces a device; otherwise :func:`default_device` takes
-``cuda`` when torch sees a CUDA device and the CPU otherwise. Training, embedding and reranking follow it;
-the CPU path stays the tested default (the machines this is tested on have no GPU). FAISS picks its own
-GPUs (:mod:`nlsim.search.index`, ``faiss.get_num_gpus()``). :func:`batch_size_for` is the batch an
-inference job runs in where none is given: a GPU takes larger batches than a CPU gains from. The attention
-kernel is PyTorch's scaled-dot-product attention (``attn_implementation="sdpa"``) on either device: its
-fused kernels on a GPU, its math kernel on a CPU.
+``NLSIM_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``; ``mps`` or ``xpu`` where torch has them) forces a device,
+and one this torch build or machine cannot run is refused in one line (:class:`ConfigError`); otherwise
+:func:`default_device` takes ``cuda`` when torch sees a CUDA device and the CPU otherwise. Training,
+embedding and reranking follow it; the CPU path stays the tested default (the machines this is tested on
+have no GPU). FAISS picks its own GPUs (:mod:`nlsim.search.index`, ``faiss.get_num_gpus()``).
+:func:`batch_size_for` is the batch an inference job runs in where none is given: a GPU takes larger batches
+than a CPU gains from. The attention kernel is PyTorch's scaled-dot-product attention
+(``attn_implementation="sdpa"``) on either device: its fused kernels on a GPU, its math kernel on a CPU.
 
 Example:
     >>> import os
@@ -47,5 +48,22 @@ def default_device() -> torch.device:
             raise ConfigError(f"NLSIM_DEVICE={forced!r} is not a torch device ({exc})") from exc
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"NLSIM_DEVICE={forced!r}, but torch sees no CUDA device")
+        if device.type not in ("cpu", "cuda") and not _available(device.type):
+            raise ConfigError(
+                f"NLSIM_DEVICE={forced!r}: this torch build or machine has no {device.type!r} device to run "
+                f"models on; use cpu{' or cuda' if torch.cuda.is_available() else ''} (or leave it unset)"
+            )
         return device
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def _available(kind: str) -> bool:
+    """Whether torch can run models on a device of type ``kind`` here (Apple's ``mps``, Intel's ``xpu``);
+    every other type (``hip``, ``vulkan``, ``meta``: no data, ...) is not one nlsim runs on."""
+    if kind == "mps":
+        backend = getattr(torch.backends, "mps", None)
+        return bool(backend is not None and backend.is_available())
+    if kind == "xpu":
+        xpu = getattr(torch, "xpu", None)
+        return bool(xpu is not None and xpu.is_available())
+    return False

@@ -1,0 +1,27 @@
+"""``NLSIM_DEVICE``: a device this torch build can run, or one clear error (never a traceback later)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nlsim.encoders.device import default_device
+from nlsim.errors import ConfigError
+
+
+def test_cpu_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")
+    assert default_device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    "name", ["garbage", "cuda", "cuda:1", "mps", "xpu", "hip", "vulkan", "meta", "mps:0"]
+)
+def test_a_device_this_build_lacks_is_one_config_error(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A type torch knows but this build or machine lacks (``mps``, ``xpu``, ``hip``, ``vulkan``) and one
+    that holds no data (``meta``) are refused up front, as an unknown name and a missing GPU are."""
+    if name.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.setenv("NLSIM_DEVICE", name)
+    with pytest.raises(ConfigError, match=r"NLSIM_DEVICE="):
+        default_device()
