@@ -40,6 +40,7 @@ import pandas as pd
 
 from nlsim.errors import InputError
 from nlsim.io.atomic import atomic_path
+from nlsim.io.cells import describe, first_control
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -120,7 +121,12 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     if isinstance(value, bool) or not isinstance(value, (str, int, np.integer)):
         return None, f"id must be text or an integer (got {type(value).__name__})"
     text = str(value).strip()
-    return (text, None) if text else (None, "empty id")
+    if not text:
+        return None, "empty id"
+    bad = first_control(text)
+    if bad is not None:
+        return None, f"id {text!r} holds {describe(bad)}: an id may hold no control character"
+    return text, None
 
 
 YEAR_FIRST = re.compile(r"\d{4}(\d{4}|[-/.]\d{1,2}[-/.]\d{1,2})")

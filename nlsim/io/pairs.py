@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import InputError
+from nlsim.io.cells import describe, first_control
 from nlsim.io.tables import read_table
 
 REQUIRED = ("text_a", "text_b", "score")
@@ -85,6 +86,16 @@ def validate_pairs(
         if pid in seen:
             raise InputError(source, n, "pair_id", f"duplicate pair id {pid!r} (first at row {seen[pid]})")
         seen[pid] = n
+        for field in ("pair_id", "id_a", "id_b"):  # a pair id is made from its two item ids joined by U+001F
+            value = rec.get(field)
+            bad = None if _is_missing(value) else first_control(str(value))
+            if bad is not None:
+                raise InputError(
+                    source,
+                    n,
+                    field,
+                    f"id {str(value)!r} holds {describe(bad)}: an id may hold no control character",
+                )
         for field in ("text_a", "text_b"):
             if _is_missing(rec[field]):
                 raise InputError(source, n, field, "empty text")

@@ -350,3 +350,22 @@ def test_a_missing_title_names_the_column_that_looks_like_it_and_the_schema(tmp_
     text = str(err.value)
     assert "field 'title': required column missing" in text
     assert "column 'headline' looks like it: rename it 'title'" in text and "published_at:" in text
+
+
+@pytest.mark.parametrize("ch", ["\x1f", "\x00", "\x1b", "\u2028"])
+def test_an_id_holding_a_control_character_is_refused_by_row(tmp_path, ch):
+    """An item id is one of the two halves of a pair id (joined by U+001F): a control character or line
+    separator in it is refused (quarantined with ``--quarantine``), never read as another id."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nlsim.io.corpus import load_items
+
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"id": ["a", f"a{ch}b"], "title": ["one", "two"]}), path)
+    with pytest.raises(InputError, match=rf"row 2, field 'id': .*U\+{ord(ch):04X}"):
+        load_corpus(path)
+    with pytest.raises(InputError, match=r"row 2, field 'id'"):
+        load_items(path)
+    kept = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert kept.frame["id"].tolist() == ["a"] and len(kept.quarantined) == 1

@@ -123,3 +123,21 @@ def test_a_yes_no_score_is_refused(tmp_path):
     frame.to_parquet(tmp_path / "p.parquet")
     with pytest.raises(InputError, match=r"row 1, field 'score': score True is a yes/no value"):
         load_pairs(tmp_path / "p.parquet")
+
+
+@pytest.mark.parametrize("field", ["id_a", "id_b", "pair_id"])
+@pytest.mark.parametrize("ch", ["\x1f", "\x07", "\u2028", "\x85"])
+def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str, ch: str) -> None:
+    """Pair ids are made from the two item ids joined by U+001F: ("a\\x1fb", "c") and ("a", "b\\x1fc")
+    would share one. No id may hold a control character or a line separator."""
+    frame = pd.DataFrame(
+        {"pair_id": ["p1", "p2"], "id_a": ["a", "x"], "id_b": ["c", "y"], "text_a": ["t1", "t3"]}
+        | {"text_b": ["t2", "t4"], "score": [0.5, 1.0], "split": ["train", "train"]}
+    )
+    frame.loc[1, field] = f"b{ch}c"
+    path = tmp_path / "pairs.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert (err.value.row, err.value.field) == (2, field), err.value
+    assert f"U+{ord(ch):04X}" in err.value.reason

@@ -1,0 +1,48 @@
+"""What an id or a text cell may hold so that every tool reads it back as one cell of one row.
+
+Line readers (Python's ``str.splitlines``, editors, ``grep``) end a row at more than a newline: a vertical
+tab, a form feed, the separators U+001C to U+001E, U+0085 and the Unicode line and paragraph separators
+U+2028 and U+2029. Other control characters (``\\x07``, an escape ``\\x1b``) show nothing, or act on a
+terminal, and a NUL ends a text in many tools. An id holds none of them, and U+001F (the unit separator)
+joins the two item ids of a pair id (:func:`nlsim.io.editor_file.pair_id`), so an id holding it could make
+two pairs share one id.
+
+Example:
+    >>> first_control("thuc-00012") is None
+    True
+    >>> describe(first_control("a\\x1fb"))
+    'U+001F (a control character)'
+    >>> first_control("line one\\nline two", allowed="\\n") is None
+    True
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+LINE_BREAKING = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+"""Characters ``str.splitlines`` ends a line at."""
+
+
+def first_control(text: str, *, allowed: str = "") -> str | None:
+    """The first control character (Unicode category Cc) or line or paragraph separator (Zl, Zp) of
+    ``text`` that is not in ``allowed``; ``None`` when there is none."""
+    for ch in text:
+        if ch in allowed:
+            continue
+        if ch in LINE_BREAKING or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return ch
+    return None
+
+
+def describe(ch: str) -> str:
+    """A character named for a message: its code point and what it is."""
+    if ch == "\x00":
+        what = "a NUL character"
+    elif ch in "\t":
+        what = "a tab"
+    elif ch in LINE_BREAKING:
+        what = "a line break for line readers"
+    else:
+        what = "a control character"
+    return f"U+{ord(ch):04X} ({what})"
