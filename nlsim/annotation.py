@@ -36,6 +36,7 @@ import csv
 import fcntl
 import io
 import os
+import re
 import stat
 import tempfile
 import time
@@ -54,6 +55,7 @@ from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
 from nlsim.io.atomic import atomic_path, fsync_dir
+from nlsim.io.cells import describe, first_control
 from nlsim.io.corpus import load_items
 from nlsim.io.lock import LockedError
 from nlsim.io.model_store import ModelStore
@@ -600,6 +602,108 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
     return checked
 
 
+UNESCAPED = ("pair_id", "id_a", "id_b", "stratum", "annotator", "notes")
+"""Cells of an editors' file read without the apostrophe an export put in front of a text a spreadsheet
+would run as a formula (:func:`nlsim.io.editor_file.unescape`); ``text_a``/``text_b`` are read so too,
+unless the text's hash or known text says the apostrophe is its own (:func:`_check_texts`)."""
+
+
+def _unescape_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    for col in (c for c in UNESCAPED if c in frame.columns):
+        frame[col] = frame[col].map(lambda v: editor_file.unescape(v) if isinstance(v, str) else v)
+    return frame
+
+
+def _corpus_texts(corpus: str | Path) -> dict[str, str]:
+    """Each item's text in ``corpus`` (as ``nlsim annotate draw`` reads it), by id."""
+    items = load_items(corpus)
+    return {str(i): str(t) for i, t in zip(items["id"], items["text"], strict=True)}
+
+
+def _known_texts(
+    existing: pd.DataFrame, pairs_file: str | Path, corpus_texts: dict[str, str], corpus: str | Path | None
+) -> dict[str, tuple[str, str]]:
+    """Each item's known text and where it is known: the pair file first, then the corpus."""
+    known: dict[str, tuple[str, str]] = {}
+    if "id_a" in existing.columns and "id_b" in existing.columns:
+        for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
+            for item, text in zip(existing[col], existing[tcol], strict=True):
+                if not _blank(item):
+                    known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
+    for item, text in corpus_texts.items():
+        known.setdefault(item, (text, f"the corpus {corpus}"))
+    return known
+
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _check_texts(new: pd.DataFrame, known: dict[str, tuple[str, str]], filled: str | Path) -> pd.DataFrame:
+    """Each row's texts as the editors' file means them, checked against what is known of its items.
+
+    A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
+    its item's known text is the cell as written. With a hash column (:data:`editor_file.HASHES`) the
+    text must be the one exported (a spreadsheet that ran a formula saves its value instead); where the
+    item's text is known (``known``: the pair file, the corpus) the text must be that one, and a row whose
+    two ids were swapped with their texts left in place is named as such (the pair id is the same in either
+    order, so only the texts tell). Refusals name the file, the row and the field."""
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    has_ids = "id_a" in new.columns and "id_b" in new.columns
+    texts: dict[str, list[str]] = {"a": [], "b": []}
+    for i in range(len(new)):
+        row = int(rows[i])
+        ids = {s: item_id(new[f"id_{s}"].iloc[i]) if has_ids else "" for s in "ab"}
+        chosen: dict[str, str] = {}
+        for side in "ab":
+            tcol, hcol = f"text_{side}", f"sha256_{side}"
+            raw = str(new[tcol].iloc[i])
+            options = list(dict.fromkeys([raw, editor_file.unescape(raw)]))
+            digest = "" if hcol not in new.columns or _blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
+            digest = digest.strip().lower()
+            if digest:
+                if not SHA256_HEX.match(digest):
+                    raise InputError(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
+                options = [o for o in options if editor_file.text_sha256(o) == digest]
+                if not options:
+                    raise InputError(
+                        filled,
+                        row,
+                        tcol,
+                        f"the text is not the one the report page exported (its {hcol} differs): it was "
+                        "changed after the export (a spreadsheet that ran it as a formula keeps the result); "
+                        "export the pair again, or restore the text",
+                    )
+            item = known.get(ids[side])
+            if item is not None:
+                options = [o for o in options if o.strip() == item[0].strip()] or options
+            chosen[side] = options[-1]
+        for side, other in (("a", "b"), ("b", "a")):
+            item = known.get(ids[side])
+            if item is None or chosen[side].strip() == item[0].strip():
+                continue
+            if chosen[other].strip() == item[0].strip():
+                raise InputError(
+                    filled,
+                    row,
+                    f"id_{side}",
+                    f"id_a {ids['a']!r} and id_b {ids['b']!r} look swapped: text_{other} is the text of "
+                    f"{ids[side]!r} in {item[1]}; keep each id beside its own text",
+                )
+            raise InputError(
+                filled,
+                row,
+                f"text_{side}",
+                f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})",
+            )
+        texts["a"].append(chosen["a"])
+        texts["b"].append(chosen["b"])
+    out = new.copy()
+    out["text_a"], out["text_b"] = texts["a"], texts["b"]
+    out.attrs = dict(new.attrs)
+    return out
+
+
 def _check_new(new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path) -> None:
     """Refuse a pair already annotated (by pair id, item ids or texts) and an item id whose text differs
     from the pair file's."""
@@ -654,13 +758,11 @@ BOM = b"\xef\xbb\xbf"
 
 
 def _bad_char(text: str, tsv: bool) -> str | None:
-    """The first character of ``text`` a pair file must not hold, or ``None``: a tab, carriage return or
-    newline in a TSV pair file (it has no quoting), and a NUL in any (many tools end a text there). The
-    readers split rows at newlines only, so a U+2028 or a form feed stays in its cell."""
-    for ch in text:
-        if ch == "\x00" or (tsv and ch in "\t\r\n"):
-            return ch
-    return None
+    """The first character of ``text`` a pair file must not hold, or ``None``: a control character or a
+    line or paragraph separator (:func:`nlsim.io.cells.first_control`: a NUL ends a text in many tools, a
+    vertical tab, form feed or U+2028 ends a row for a line reader, others show nothing), and in a TSV pair
+    file (it has no quoting) a tab, carriage return or newline too; a CSV or Parquet cell may hold those."""
+    return first_control(text, allowed="" if tsv else "\t\r\n")
 
 
 def _check_cells(new: pd.DataFrame, columns: list[str], filled: str | Path, pairs_file: str | Path) -> None:
@@ -674,8 +776,10 @@ def _check_cells(new: pd.DataFrame, columns: list[str], filled: str | Path, pair
             ch = _bad_char(str(value), tsv)
             if ch is None:
                 continue
-            what = "a NUL character" if ch == "\x00" else "a tab or newline"
-            kind = "a pair file" if ch == "\x00" else "the TSV pair file"
+            if ch in "\t\r\n":
+                what, kind = f"a tab or newline (U+{ord(ch):04X})", "the TSV pair file"
+            else:
+                what, kind = describe(ch), "a pair file"
             raise InputError(
                 filled,
                 int(rows[i]),
@@ -844,9 +948,15 @@ def merge_annotations(
     *,
     split: str = "train",
     skip_blank: bool = False,
+    corpus: str | Path | None = None,
     log: Callable[[str], None] = say,
 ) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
+
+    Each item's text must be the one known for its id (in the pair file, and in ``corpus`` when given:
+    a row whose ids were swapped is named as such), and the one the report page exported when the file
+    has its hash columns (:data:`nlsim.io.editor_file.HASHES`); a cell the export escaped for spreadsheets
+    is read without its apostrophe (:func:`_check_texts`).
 
     The editor's ``stratum`` (prefixed ``editor-loop:``), ``annotator`` and ``notes`` are kept (as columns
     of the pair file, empty for older rows). The merged table is validated (no pair twice, none in two
@@ -858,8 +968,9 @@ def merge_annotations(
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
-    raw = read_filled(filled)
+    raw = _unescape_cells(read_filled(filled))
     new = validate_filled(raw, filled, skip_blank=skip_blank)
+    corpus_texts = _corpus_texts(corpus) if corpus is not None else {}
     skipped = len(raw) - len(new)
     path = Path(pairs_file)
     target = Path(os.path.realpath(path)) if path.exists() else path
@@ -868,6 +979,7 @@ def merge_annotations(
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
+        new = _check_texts(new, _known_texts(existing, pairs_file, corpus_texts, corpus), filled)
         _check_new(new, existing, filled, pairs_file)
         columns = list(original.columns)
         extra: list[str] = []

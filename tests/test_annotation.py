@@ -430,3 +430,154 @@ def test_merge_into_a_parquet_pair_file_whose_scores_are_text(tmp_path: Path) ->
     )
     merge_annotations(filled, pairs, log=lambda _: None)
     assert load_pairs(pairs)["score"].tolist() == [0.5, 0.75]
+
+
+# --- what a merge takes from an editors' file: texts as exported, ids with their own texts ------------------
+
+FORMULA = '=HYPERLINK("http://evil.example/","x")'
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _export(tmp_path: Path, rows: list[dict[str, str]], hashes: bool = True) -> Path:
+    """An editors' file as the page exports it: COLUMNS, then sha256_a/sha256_b of the original texts."""
+    frame = pd.DataFrame([{c: "" for c in editor_file.COLUMNS} | r for r in rows])
+    frame = (
+        frame[[*editor_file.COLUMNS, "sha256_a", "sha256_b"]] if hashes else frame[list(editor_file.COLUMNS)]
+    )
+    path = tmp_path / "export.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _row(id_a: str, id_b: str, text_a: str, text_b: str, score: str = "1", **more: str) -> dict[str, str]:
+    return {"id_a": id_a, "id_b": id_b, "text_a": text_a, "text_b": text_b, "score": score} | more
+
+
+def test_an_apostrophe_escaped_cell_is_merged_without_its_apostrophe(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The export writes a text a spreadsheet would run as a formula with an apostrophe in front (as
+    pairs.csv does); the merge stores the text itself, with or without the hash columns."""
+    _, pairs = files
+    for hashes, day in ((True, "Monday"), (False, "Tuesday")):
+        a, b = ("z1", "z2") if hashes else ("z3", "z4")
+        text_a, text_b = f"{FORMULA} {day}", f"-5% on {day}"
+        row = _row(a, b, "'" + text_a, "'" + text_b, notes="'=1+1", annotator="'@desk")
+        path = _export(tmp_path, [row | {"sha256_a": _sha(text_a), "sha256_b": _sha(text_b)}], hashes)
+        merge_annotations(path, pairs, log=lambda _: None)
+    merged = load_pairs(pairs)
+    new = merged.iloc[2:]
+    assert new["text_a"].tolist() == [f"{FORMULA} Monday", f"{FORMULA} Tuesday"]
+    assert new["text_b"].tolist() == ["-5% on Monday", "-5% on Tuesday"]
+    assert new["notes"].tolist() == ["=1+1", "=1+1"] and new["annotator"].tolist() == ["@desk", "@desk"]
+
+
+def test_a_text_that_begins_with_an_apostrophe_of_its_own_is_kept_when_the_hash_says_so(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, pairs = files
+    own = "'=Quoted, the item's own title"  # the export does not escape it (it begins with an apostrophe)
+    path = _export(tmp_path, [_row("z1", "z2", own, "乙") | {"sha256_a": _sha(own), "sha256_b": _sha("乙")}])
+    merge_annotations(path, pairs, log=lambda _: None)
+    assert load_pairs(pairs)["text_a"].iloc[-1] == own
+
+
+@pytest.mark.parametrize("field", ["text_a", "text_b"])
+def test_a_text_changed_after_the_export_is_refused_by_its_hash(
+    files: tuple[Path, Path], tmp_path: Path, field: str
+) -> None:
+    """A spreadsheet that ran the formula saves its value ("x"): the hash of the exported text names the
+    change, by file, row and field; the pair file is unchanged."""
+    _, pairs = files
+    before = pairs.read_bytes()
+    ok = _row("z1", "z2", "甲", "乙") | {"sha256_a": _sha("甲"), "sha256_b": _sha("乙")}
+    bad = _row("z3", "z4", "丙", "丁") | {"sha256_a": _sha("丙"), "sha256_b": _sha("丁")}
+    bad[field] = "x"
+    path = _export(tmp_path, [ok, bad])
+    line = refused(nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, cwd=tmp_path), "sha256")
+    assert f"row 2, field '{field}'" in line and str(path.name) in line
+    assert pairs.read_bytes() == before
+
+
+def test_a_text_other_than_the_corpus_text_of_its_item_is_refused(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Without hash columns the corpus (``--corpus``) knows each item's text: a text that differs (a
+    formula's value "x" for a title) is refused by row and field."""
+    corpus, pairs = files
+    before = pairs.read_bytes()
+    path = _export(
+        tmp_path, [_row("n02", "n05", TITLES[2], TITLES[5]), _row("n06", "n07", "x", TITLES[7])], False
+    )
+    line = refused(
+        nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, "--corpus", corpus, cwd=tmp_path),
+        "n06",
+    )
+    assert "row 2, field 'text_a'" in line and "corpus" in line
+    assert pairs.read_bytes() == before
+    fine = _export(tmp_path, [_row("n02", "n05", TITLES[2], TITLES[5])], False)
+    proc = nlsim("annotate", "merge", "--filled", fine, "--pairs", pairs, "--corpus", corpus, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("where", ["corpus", "pair file"])
+def test_swapped_ids_with_their_texts_in_place_are_refused(
+    files: tuple[Path, Path], tmp_path: Path, where: str
+) -> None:
+    """The pair id is the same in either order, so a row whose id_a and id_b were swapped (texts left in
+    place) must be caught by comparing each id with its text, wherever the item's text is known."""
+    corpus, pairs = files
+    before = pairs.read_bytes()
+    a, b = ("n07", "n08") if where == "corpus" else ("n00", "n06")  # n00 is in the pair file
+    ta, tb = TITLES[int(a[1:])], TITLES[int(b[1:])]
+    path = _export(tmp_path, [_row(b, a, ta, tb) | {"sha256_a": _sha(ta), "sha256_b": _sha(tb)}])
+    more = ["--corpus", corpus] if where == "corpus" else []
+    line = refused(
+        nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, *more, cwd=tmp_path), "swapped"
+    )
+    assert "row 1" in line
+    assert pairs.read_bytes() == before
+
+
+@pytest.mark.parametrize("column", ["id_a", "id_b"])
+def test_an_editors_file_id_holding_a_control_character_is_refused(
+    files: tuple[Path, Path], tmp_path: Path, column: str
+) -> None:
+    _, pairs = files
+    before = pairs.read_bytes()
+    rows = [_row("z1", "z2", "甲", "乙"), _row("z3", "z4", "丙", "丁")]
+    rows[1][column] = "z\x1f9"
+    path = _export(tmp_path, rows, hashes=False)
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    assert (err.value.row, err.value.field) == (2, column) and "U+001F" in err.value.reason
+    assert pairs.read_bytes() == before
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv"])
+@pytest.mark.parametrize("ch", ["\x0b", "\x07", "\x1b", "\u2028", "\x0c", "\x85"])
+def test_a_cell_a_line_reader_would_split_or_a_control_character_is_refused(
+    files: tuple[Path, Path], tmp_path: Path, fmt: str, ch: str
+) -> None:
+    """docs/finetuning.md: a cell holding a control character or a line separator (U+2028, a vertical tab
+    from a slide) is refused by row and field. The merge does as the docs say, for TSV and CSV pair files."""
+    _, tsv = files
+    pairs = tsv
+    if fmt == "csv":
+        pairs = tmp_path / "pairs.csv"
+        pd.read_csv(tsv, sep="\t", dtype=str, keep_default_na=False).to_csv(pairs, index=False)
+    before = pairs.read_bytes()
+    for column in ("text_b", "notes"):
+        rows = [_row("z1", "z2", "甲", "乙"), _row("z3", "z4", "丙", "丁", notes="ok")]
+        rows[1][column] = f"Storm{ch}update"
+        path = _export(tmp_path, rows, hashes=False)
+        with pytest.raises(InputError) as err:
+            merge_annotations(path, pairs, log=lambda _: None)
+        assert (err.value.row, err.value.field) == (2, column), err.value
+        assert f"U+{ord(ch):04X}" in err.value.reason
+        assert pairs.read_bytes() == before

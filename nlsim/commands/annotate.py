@@ -61,6 +61,12 @@ def register(subparsers: Any) -> None:
     m.add_argument(
         "--skip-blank", action="store_true", help="skip unscored rows instead of refusing the file"
     )
+    m.add_argument(
+        "--corpus",
+        default=None,
+        help="the corpus the pairs were drawn from or shown in: each item's text must be its text there "
+        "(a row with swapped ids or a text changed in a spreadsheet is refused)",
+    )
     m.set_defaults(func=run_merge)
 
 
@@ -86,5 +92,7 @@ def run_draw(args: argparse.Namespace) -> int:
 def run_merge(args: argparse.Namespace) -> int:
     from nlsim.annotation import merge_annotations  # deferred: `nlsim --help` and refusals stay fast
 
-    merge_annotations(args.filled, args.pairs, split=args.split, skip_blank=args.skip_blank)
+    merge_annotations(
+        args.filled, args.pairs, split=args.split, skip_blank=args.skip_blank, corpus=args.corpus
+    )
     return 0
