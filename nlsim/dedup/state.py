@@ -57,7 +57,7 @@ import pandas as pd
 from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
-from nlsim.io.ownership import MARKER, read_marker, write_marker
+from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
 from nlsim.search.index import IndexMeta, load_index, save_index
 
 FORMAT = "nlsim-state"
@@ -209,9 +209,10 @@ def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
     manifest). A folder with other data is refused (:class:`ConfigError`), ``rebuild`` or not; a marked
     state whose manifest is gone while generations remain is refused with the rebuild hint
     (:class:`StateError`) unless ``rebuild``."""
-    folder = Path(folder)
+    typed = Path(folder)
+    folder = resolved(typed)  # "states/new/../../mine" is mine/ once new/ is made: check where it leads
     if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"--state {folder} is a file, not a folder")
+        raise ConfigError(f"--state {typed} is a file, not a folder")
     marker = read_marker(folder)
     has_manifest = (folder / MANIFEST).exists()
     if folder.is_dir() and any(folder.iterdir()):
@@ -225,7 +226,11 @@ def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
         if not rebuild and not has_manifest and not _first_run_leftovers(folder):
             raise _err(folder, f"{MANIFEST} is missing but generations are present (history would be lost)")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        typed.mkdir(parents=True, exist_ok=True)
+        if resolved(typed) != folder:  # a folder made on the way (or a link changed) moved the target
+            raise ConfigError(
+                f"--state {typed} leads to {resolved(typed)}, not {folder}, once its folders are made"
+            )
         if marker is None:
             write_marker(folder, "state")
     except OSError as exc:

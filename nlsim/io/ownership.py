@@ -93,39 +93,52 @@ def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") 
     Refused with :class:`ConfigError`: a file, a folder of another kind, or a non-empty folder nlsim did
     not write (its files are the user's).
     """
-    folder = Path(folder)
-    if folder.is_symlink() and not folder.exists():
-        raise ConfigError(f"{what} {folder} is a broken symbolic link")
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{what} {folder} is a file, not a folder")
-    if folder.is_dir() and any(folder.iterdir()):
-        marker = read_marker(folder)
-        if marker is not None and marker["kind"] != kind:
-            raise ConfigError(f"{what} {folder} is an nlsim {marker['kind']} folder, not a {kind} folder")
-        if not is_owned(folder, kind):
+    typed = Path(folder)
+    if typed.is_symlink() and not typed.exists():
+        raise ConfigError(f"{what} {typed} is a broken symbolic link")
+    real = resolved(typed)  # "site/new/../../site" is site/ once new/ is made: check where writes land
+    _check_claimable(real, kind, what, typed)
+    try:
+        typed.mkdir(parents=True, exist_ok=True)
+        if resolved(typed) != real:  # a folder made on the way (or a link changed) moved the target
             raise ConfigError(
-                f"{what} {folder} is not empty and was not written by nlsim (no {MARKER}); refusing to "
+                f"{what} {typed} leads to {resolved(typed)}, not {real}, once its folders are made"
+            )
+        _check_claimable(real, kind, what, typed)
+        write_marker(real, kind)
+    except OSError as exc:
+        raise OutputError(f"{what} {typed} cannot be written: {exc.strerror or exc}") from exc
+
+
+def resolved(path: str | Path) -> Path:
+    """Where ``path`` leads: absolute, links followed, ``..`` taken after them (a ``..`` behind a folder that
+    does not exist yet leads where it will once that folder is made). Every output is checked there."""
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+def _check_claimable(real: Path, kind: str, what: str, typed: Path) -> None:
+    shown = str(typed) if real == Path(os.path.abspath(typed)) else f"{typed} (that is {real})"
+    if real.exists() and not real.is_dir():
+        raise ConfigError(f"{what} {shown} is a file, not a folder")
+    if real.is_dir() and any(real.iterdir()):
+        marker = read_marker(real)
+        if marker is not None and marker["kind"] != kind:
+            raise ConfigError(f"{what} {shown} is an nlsim {marker['kind']} folder, not a {kind} folder")
+        if not is_owned(real, kind):
+            raise ConfigError(
+                f"{what} {shown} is not empty and was not written by nlsim (no {MARKER}); refusing to "
                 "write into it. Give an empty or new folder."
             )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_marker(folder, kind)
-    except OSError as exc:
-        raise OutputError(f"{what} {folder} cannot be written: {exc.strerror or exc}") from exc
 
 
 def check_writable(path: str | Path, *, what: str = "output") -> None:
     """Refuse an output whose nearest existing parent folder cannot be written (before any work)."""
-    p = Path(path).absolute()
+    p = resolved(path)
     probe = p if p.is_dir() else p.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise OutputError(f"{what} {path} cannot be written: {probe} is not a writable folder")
-
-
-def _real(path: str | Path) -> Path:
-    return Path(os.path.realpath(Path(path).expanduser()))
 
 
 def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
@@ -139,8 +152,8 @@ def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -
         ...
         nlsim.errors.ConfigError: --quarantine news.csv is the same path as --corpus news.csv; refusing ...
     """
-    ins = {k: _real(v) for k, v in inputs.items() if v is not None and str(v) != ""}
-    outs = {k: _real(v) for k, v in outputs.items() if v is not None and str(v) != ""}
+    ins = {k: resolved(v) for k, v in inputs.items() if v is not None and str(v) != ""}
+    outs = {k: resolved(v) for k, v in outputs.items() if v is not None and str(v) != ""}
     for oname, opath in outs.items():
         for iname, ipath in ins.items():
             if opath == ipath:
@@ -173,7 +186,7 @@ def check_replaceable(path: str | Path, ours: Callable[[Path], bool], *, what: s
         ...
         nlsim.errors.ConfigError: --quarantine .../notes.csv exists and is not a quarantine file written ...
     """
-    p = Path(path)
+    p = resolved(path)  # a path through a folder not made yet ("new/../notes.csv") is checked where it leads
     if p.is_dir():
         raise ConfigError(f"{what} {path} is a folder, not a file")
     if p.exists() and not ours(p):

@@ -38,7 +38,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
-from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned
+from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, resolved
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
@@ -206,15 +206,15 @@ def finetune(
 def check_model_out(out: str | Path) -> None:
     """Refuse, before training, a model folder nlsim may not replace: only a new or empty folder, or one
     nlsim wrote as a model folder, is ever replaced (never a folder that merely holds a ``config.json``)."""
-    target = Path(out)
+    target = resolved(out)  # "models/new/../../mine" is mine/ once new/ is made: check where it leads
     if target.exists() and not target.is_dir():
-        raise ConfigError(f"--out {target} is a file, not a folder")
+        raise ConfigError(f"--out {out} is a file, not a folder")
     if target.is_dir() and any(target.iterdir()) and not is_owned(target, "model"):
         raise ConfigError(
-            f"--out {target} is not empty and is not a model folder written by nlsim; refusing to replace it "
+            f"--out {out} is not empty and is not a model folder written by nlsim; refusing to replace it "
             "(give a new or empty folder)"
         )
-    check_writable(target, what="--out")
+    check_writable(out, what="--out")
 
 
 def quality_check(
