@@ -54,7 +54,7 @@ from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
-from nlsim.io.atomic import atomic_path, fsync_dir
+from nlsim.io.atomic import atomic_path, fsync_dir, sweep_leftovers
 from nlsim.io.cells import describe, first_control
 from nlsim.io.corpus import load_items
 from nlsim.io.lock import LockedError
@@ -904,10 +904,11 @@ def _write_checked(target: Path, merged: pd.DataFrame, write: Callable[[Path], N
     splits, scores), rename it over ``target`` keeping ``target``'s permissions. Otherwise refuse
     (:class:`InputError`) and leave ``target`` as it was."""
     mode = stat.S_IMODE(os.stat(target).st_mode)
+    sweep_leftovers(target.parent, target.name)  # the full copy a merge killed before its rename left
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
-    os.close(fd)
     tmp = Path(name)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held until this merge ends (sweep_leftovers spares it)
         write(tmp)
         os.chmod(tmp, mode)
         try:
@@ -940,6 +941,8 @@ def _write_checked(target: Path, merged: pd.DataFrame, write: Callable[[Path], N
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)
 
 
 def merge_annotations(

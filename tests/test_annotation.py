@@ -581,3 +581,17 @@ def test_a_cell_a_line_reader_would_split_or_a_control_character_is_refused(
         assert (err.value.row, err.value.field) == (2, column), err.value
         assert f"U+{ord(ch):04X}" in err.value.reason
         assert pairs.read_bytes() == before
+
+
+def test_a_merge_killed_before_its_rename_leaves_nothing_the_next_merge_keeps(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A merge killed between writing and renaming leaves a full hidden copy beside the pair file (one
+    ``git add -A`` from a commit): the next merge into that file removes it."""
+    _, pairs = files
+    litter = pairs.parent / f".{pairs.name}.k3x_9a2b.tmp.tsv"
+    litter.write_bytes(pairs.read_bytes() + b"half a row")
+    path = _filled(tmp_path, ["0.5"])
+    merge_annotations(path, pairs, log=lambda _: None)
+    assert not litter.exists()
+    assert not [p.name for p in pairs.parent.iterdir() if p.name.startswith(f".{pairs.name}")]

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -141,6 +142,44 @@ def leftovers(folder: str | Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if LEFTOVER.match(p.name) and not p.is_symlink())
 
 
+@contextlib.contextmanager
+def held(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the file or folder ``path`` while its writer lives: the kernel drops
+    it when the writer ends, killed or not, so :func:`sweep_leftovers` tells a live writer's temporary from
+    a killed one's."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def sweep_leftovers(folder: str | Path, name: str) -> list[Path]:
+    """Remove what killed writers of ``folder / name`` left beside it (:data:`LEFTOVER` names that begin
+    ``.NAME.``) and no live writer holds (:func:`held`); returns what was removed. Only names this module
+    gives are touched, so nothing a user wrote is."""
+    removed = []
+    for path in leftovers(folder):
+        if not path.name.startswith(f".{name}."):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live writer holds it
+            os.close(fd)
+            continue
+        try:
+            remove_tree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
+
+
 def remove_tree(path: str | Path) -> None:
     """Delete a folder nlsim made (a temporary or superseded one); a missing one is fine."""
     shutil.rmtree(path, ignore_errors=True)
@@ -155,10 +194,11 @@ def atomic_path(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(target.parent, target.name)  # what a killed writer of this file left
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}", dir=target.parent)
-    os.close(fd)
     tmp = Path(tmp_name)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held until this writer ends (sweep_leftovers spares it)
         yield tmp
         if tmp.is_file():
             os.chmod(tmp, file_mode())
@@ -172,6 +212,8 @@ def atomic_path(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -185,7 +227,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(target.parent, target.name)  # what a killed writer of this folder left (a model: 100s MB)
     tmp = make_temp_dir(target.parent, f".{target.name}.tmp-")
+    hold = held(tmp)
+    hold.__enter__()  # held until this writer ends (sweep_leftovers spares it)
     try:
         yield tmp
         apply_umask(tmp)
@@ -197,10 +242,12 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, target)
         fsync_dir(target.parent)
         if old is not None:
-            remove_tree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
+            remove_tree(old) if old.is_dir() and not old.is_symlink() else old.unlink(missing_ok=True)
     except BaseException:
         remove_tree(tmp)
         raise
+    finally:
+        hold.__exit__(None, None, None)
 
 
 def publish_files(

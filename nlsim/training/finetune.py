@@ -36,6 +36,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
+from nlsim.io.atomic import sweep_leftovers
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, resolved
@@ -166,6 +167,9 @@ def finetune(
         inputs = {"--pairs": cfg.pairs, "--model": model, "--silver-corpus": cfg.silver_corpus}
         check_outputs_apart(inputs, {"--out": cfg.out})
         check_model_out(cfg.out)
+        out = resolved(cfg.out)
+        for path in sweep_leftovers(out.parent, out.name):  # a killed run's half-saved model (100s of MB)
+            log(f"removed {path}, left by a killed run")
     data = call("load-pairs", prepare_pairs, cfg, pairs)
     if encoder is None:
         encoder = call("load-base-model", load_base, cfg)

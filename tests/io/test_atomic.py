@@ -1,0 +1,52 @@
+"""Atomic writes leave no litter: what a killed writer left beside its target is removed by the next
+writer of that target, never what a live writer is still writing, and never a file nlsim did not name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from nlsim.io.atomic import atomic_dir, atomic_save_npy, atomic_write_text, held
+
+
+def _killed_dir(parent: Path, name: str) -> Path:
+    """What ``atomic_dir`` leaves when its process is killed before the rename: a full hidden folder."""
+    tmp = parent / f".{name}.tmp-k3x9a2b7"
+    (tmp / "weights").mkdir(parents=True)
+    (tmp / "weights" / "model.safetensors").write_bytes(b"\0" * 4096)
+    return tmp
+
+
+def test_a_killed_folder_write_is_swept_by_the_next_write_of_that_folder(tmp_path: Path) -> None:
+    killed = _killed_dir(tmp_path, "model")
+    other = _killed_dir(tmp_path, "another")  # another target's: not this writer's to remove
+    mine = tmp_path / ".model.notes"  # not a name nlsim gives
+    mine.write_text("user file")
+    with atomic_dir(tmp_path / "model") as tmp:
+        (tmp / "a.txt").write_text("new")
+    assert not killed.exists()
+    assert other.is_dir() and mine.read_text() == "user file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".another.tmp-k3x9a2b7", ".model.notes", "model"]
+
+
+def test_a_live_writers_temporary_is_spared(tmp_path: Path) -> None:
+    live = _killed_dir(tmp_path, "model")
+    with held(live):  # as a writer still running holds its temporary folder
+        with atomic_dir(tmp_path / "model") as tmp:
+            (tmp / "a.txt").write_text("new")
+        assert live.is_dir()
+    with atomic_dir(tmp_path / "model") as tmp:  # once that writer is gone, the next write sweeps it
+        (tmp / "a.txt").write_text("newer")
+    assert not live.exists()
+
+
+def test_a_killed_file_write_is_swept_by_the_next_write_of_that_file(tmp_path: Path) -> None:
+    killed = tmp_path / ".CURRENT.json.k3x_9a2b.tmp"
+    killed.write_text("{")
+    npy = tmp_path / ".emb.npy.ab12cd34.tmp.npy"
+    npy.write_bytes(b"half")
+    atomic_write_text(tmp_path / "CURRENT.json", "{}")
+    atomic_save_npy(tmp_path / "emb.npy", np.zeros(3))
+    assert sorted(os.listdir(tmp_path)) == ["CURRENT.json", "emb.npy"]
