@@ -68,6 +68,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
+from nlsim.io.report_folder import PUBLISHING
 
 PAIRS_SCHEMA = pa.schema([*PAIR_FIELDS, ("cluster_id", pa.string()), *SIDE_FIELDS])
 """``pairs.parquet``: ``similarity`` is the score the threshold applies to (the rerank score when the model
@@ -101,9 +102,7 @@ TABLE_FILES = (
     "near_misses.parquet",
 )
 PAGE_FILES = ("index.html", "summary.md", "overview.png")
-PUBLISHING = ".publishing"
-"""Written into a batch report's staging folder once every file is in it: the move into the folder may
-begin."""
+
 LEARNING_CURVE = "learning_curve.png"
 RUNS_DIR = "runs"
 LATEST = "latest"

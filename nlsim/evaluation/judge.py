@@ -20,7 +20,10 @@ A figure without a denominator (no judged pair grouped, no same-story pair) is u
 themselves (``pairs.parquet``, not whole clusters; for a daily run, every pair of its window, which its
 state keeps) are given as ``pairs_only``. A report folder whose ``run.json``, ``clusters.parquet`` or
 ``pairs.parquet`` cannot be read (truncated, emptied) is refused by name (:class:`~nlsim.errors.StateError`):
-write the report again.
+write the report again. So is a folder that is not one run's report
+(:func:`nlsim.io.report_folder.check_one_run`): a file whose SHA-256 is not the one its ``run.json``
+records (copied in from another report), a report a killed run left half moved in, a report a live run is
+writing.
 
 Example:
     >>> import pandas as pd
@@ -53,6 +56,8 @@ from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.corpus import load_corpus
 from nlsim.io.pairs import item_id, load_pairs, normalise_text
 from nlsim.io.records import known_fields
+from nlsim.io.report_folder import check_one_run
+from nlsim.progress import say
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,7 @@ def judge_report(
         folder, window if window.is_file() else folder / "clusters.parquet", ("cluster_id", "member_ids")
     )
     reported = read_report_table(folder, folder / "pairs.parquet", ("id_a", "id_b"))
+    run = check_one_run(folder, say)  # every file the one run's: never another run's figures
     scored = scored_pairs(pairs, split)
     source = corpus or run.get("corpus")
     if not source or not Path(source).is_file():

@@ -1,0 +1,108 @@
+"""A report folder read as one run: every file its ``run.json`` lists has the SHA-256 recorded there.
+
+A batch report is staged, then moved into its folder file by file, ``run.json`` last (it holds the others'
+hashes). A reader of the folder (``nlsim judge``, a script) must not take a mix of two runs for one: a run
+killed while moving its report in leaves some new files beside the earlier run's ``run.json`` (and its
+staging folder, marked :data:`PUBLISHING`, holding the rest), and a file copied in from another report
+looks like the folder's own. :func:`check_one_run` refuses both, naming the file that differs, and says what
+a killed run left: a half-moved staging folder (refused: the next run into the folder finishes the move),
+a lock whose run is alive (refused: it is writing now) or dead (said; the folder is judged if whole).
+
+Example:
+    >>> import json, tempfile, pathlib
+    >>> from nlsim.io.atomic import file_sha256
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "pairs.csv").write_text("id_a,id_b\\n")
+    >>> _ = (d / "run.json").write_text(json.dumps({"files": {"pairs.csv": file_sha256(d / "pairs.csv")}}))
+    >>> check_one_run(d)["files"] == {"pairs.csv": file_sha256(d / "pairs.csv")}
+    True
+    >>> _ = (d / "pairs.csv").write_text("id_a,id_b\\nx,y\\n")  # copied in from elsewhere
+    >>> check_one_run(d)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.StateError: .../pairs.csv: not the file its run.json records (SHA-256 differs): ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nlsim.errors import StateError
+from nlsim.io.atomic import file_sha256
+from nlsim.io.lock import LOCK_NAME, holder_is_alive, read_lock
+
+RUN_JSON = "run.json"
+STAGING_PREFIX = ".staging-"
+"""How the folder a batch report is staged in (inside the report folder) is named."""
+PUBLISHING = ".publishing"
+"""Written into a staging folder once it holds the whole report, before its files are moved in: a staging
+folder holding it was being moved in when its run stopped."""
+AGAIN = (
+    "write the report again (run the nlsim dedup or nlsim pipeline that wrote it; it also finishes a move)"
+)
+
+
+def half_moved(folder: Path) -> list[Path]:
+    """Staging folders of ``folder`` whose report a killed run was moving in (:data:`PUBLISHING`)."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p
+        for p in folder.glob(STAGING_PREFIX + "*")
+        if p.is_dir() and not p.is_symlink() and (p / PUBLISHING).is_file()
+    )
+
+
+def check_one_run(folder: str | Path, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The run record of the report folder ``folder`` once every file it lists is checked against its
+    SHA-256 (:class:`StateError` naming the file otherwise; see the module docstring). ``say`` hears what a
+    killed run left that does not stop the reading (a stale lock, an unfinished staging folder)."""
+    folder = Path(folder)
+    moving = half_moved(folder)
+    if moving:
+        raise StateError(
+            f"{moving[0]}: a run killed while moving its report into {folder} left it half moved (its "
+            f"run.json may still be the earlier run's): the folder is not one run; {AGAIN}"
+        )
+    lock = read_lock(folder) if (folder / LOCK_NAME).exists() else None
+    if lock is not None:
+        alive, why = holder_is_alive(lock)
+        if alive:
+            raise StateError(
+                f"{folder / LOCK_NAME}: a run is writing the report {folder} now ({lock.describe()}); "
+                "read it once that run is done"
+            )
+        if say is not None:
+            say(
+                f"{folder / LOCK_NAME}: left by a run that was killed ({why}); the report is the last "
+                "whole run's"
+            )
+    path = folder / RUN_JSON
+    if not path.is_file():
+        raise StateError(f"{path}: missing, so {folder} cannot be checked as one run's report; {AGAIN}")
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise StateError(f"{path}: not valid JSON ({' '.join(str(exc).split())}); {AGAIN}") from None
+    files = run.get("files") if isinstance(run, dict) else None
+    if not isinstance(files, dict) or not files:
+        raise StateError(f"{path}: lists no report files with their SHA-256; {AGAIN}")
+    for name, digest in files.items():
+        file = folder / str(name)
+        if not file.is_file():
+            raise StateError(
+                f"{file}: listed in {RUN_JSON} but missing: {folder} is not one run's report; {AGAIN}"
+            )
+        if file_sha256(file) != digest:
+            raise StateError(
+                f"{file}: not the file its {RUN_JSON} records (SHA-256 differs): {folder} is not one run's "
+                "report (a file copied in from another report, or a run killed while moving its report "
+                f"in?); {AGAIN}"
+            )
+    stale = [p for p in folder.glob(STAGING_PREFIX + "*") if p.is_dir()]
+    if stale and say is not None:
+        say(f"{stale[0]}: left by a run killed while writing its report; the report is the last whole run's")
+    return run
