@@ -1,0 +1,61 @@
+"""Every hostile-input case (``tests/hostile/cases.py``) through the real command line, one slow test each.
+
+A case meant to be refused must be refused by name (one line, no traceback); a case meant to work must
+give the right result; in every case no user file may change. The selected cases run two at a time (real
+subprocesses on a 2-core machine) in one session fixture, so that ``-k NAME`` runs just those; the
+templates some cases copy (a saved model, a state folder, a trained chain) are built once, when a
+selected case needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile.cases import all_cases, build_templates, run_case
+
+WORK = Path(tempfile.mkdtemp(prefix="nlsim-hostile-"))
+"""Where the templates and the cases' folders go (removed when the session ends)."""
+CASES = {c.name: c for c in all_cases(WORK)}
+JOBS = int(os.environ.get("NLSIM_HOSTILE_JOBS", "2"))
+TEMPLATED = ("bad state", "valid state", "bad model folder", "model store", "valid model store", "judge")
+
+
+@pytest.fixture(scope="session")
+def results(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, Any]]]:
+    """Run every selected case (two at a time) once for the session: its result row by case name."""
+    names = [
+        item.callspec.params["case"]
+        for item in request.session.items
+        if item.path == Path(__file__) and hasattr(item, "callspec") and "case" in item.callspec.params
+    ]
+    home = os.environ.get("NLSIM_HOME")
+    os.environ["NLSIM_HOME"] = str(WORK / "_home")  # the cases' caches and probes stay in WORK
+    try:
+        if any(CASES[n].group in TEMPLATED or CASES[n].group.startswith("valid judge") for n in names):
+            build_templates(WORK)
+        with ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
+            rows = list(pool.map(lambda n: run_case(CASES[n], WORK / "cases"), names))
+        yield {r["case"]: r for r in rows}
+    finally:
+        if home is None:
+            os.environ.pop("NLSIM_HOME", None)
+        else:
+            os.environ["NLSIM_HOME"] = home
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_case(results: dict[str, dict[str, Any]], case: str) -> None:
+    row = results[case]
+    assert row["user_files_changed"] == 0, row["problems"]
+    assert not (row["exit"] == 0 and not row["ok"]), f"a wrong result with exit 0: {row['problems']}"
+    assert row["ok"], f"{row['command']}: {'; '.join(row['problems'])}"
