@@ -367,8 +367,11 @@ def draw_candidates(
     pool, threshold, source, score = score_pool(pool, texts, model, threshold)
     frame = editor_rows(select_candidates(pool, n, threshold, seed=seed), items, model.name, threshold)
     out = Path(out)
+    cells = frame.copy()  # opened in a spreadsheet: a text it would run as a formula is kept as text
+    for col in ("pair_id", "id_a", "id_b", "text_a", "text_b", "stratum", "model"):
+        cells[col] = cells[col].map(lambda v: editor_file.escape(v) if isinstance(v, str) else v)
     with atomic_path(out, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False, encoding="utf-8-sig")
+        cells.to_csv(tmp, index=False, encoding="utf-8-sig")
     log(
         f"wrote {len(frame)} pairs to {out} (drawn on the {score} score around {threshold:.4f}, from "
         f"{source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"

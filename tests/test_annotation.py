@@ -595,3 +595,33 @@ def test_a_merge_killed_before_its_rename_leaves_nothing_the_next_merge_keeps(
     merge_annotations(path, pairs, log=lambda _: None)
     assert not litter.exists()
     assert not [p.name for p in pairs.parent.iterdir() if p.name.startswith(f".{pairs.name}")]
+
+
+def test_a_drawn_file_keeps_a_formula_title_as_text_and_the_merge_stores_the_title(tmp_path: Path) -> None:
+    """The drawn editors' file is opened in a spreadsheet too: a title beginning with ``=``, ``+``, ``-``
+    or ``@`` is written with an apostrophe in front (as pairs.csv and the page's export are), and the
+    merge stores the title itself."""
+    titles = [
+        FORMULA,
+        FORMULA + " again",
+        "-5% on Monday",
+        "-5% on Monday again",
+        "@desk news",
+        "@desk news 2",
+    ]
+    corpus = tmp_path / "corpus.parquet"
+    pd.DataFrame({"id": [f"f{i}" for i in range(len(titles))], "title": titles}).to_parquet(corpus)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\np1\tz1\tz2\tA\tB\t1\ttrain\n")
+    out = tmp_path / "todo.csv"
+    draw_candidates(
+        corpus, pairs, out, n=3, scorer="tfidf-char2", conversion="none", threshold=0.3, log=print
+    )
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    cells = [*todo["text_a"], *todo["text_b"]]
+    assert cells and all(c.startswith("'") and c[1:] in titles for c in cells), cells
+    todo["score"] = "1"
+    todo.to_csv(out, index=False)
+    merge_annotations(out, pairs, corpus=corpus, log=lambda _: None)
+    merged = load_pairs(pairs).iloc[1:]
+    assert set(merged["text_a"]) | set(merged["text_b"]) <= set(titles)

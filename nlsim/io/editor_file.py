@@ -75,6 +75,16 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def escape(cell: str) -> str:
+    """``cell`` as written into an editors' file: an apostrophe in front of a text a spreadsheet would run
+    as a formula (:data:`ESCAPED_START`), as ``pairs.csv`` and the page's export write it.
+
+    >>> escape("=1+1"), escape("Floods"), unescape(escape("-5% today"))
+    ("'=1+1", 'Floods', '-5% today')
+    """
+    return "'" + cell if cell.startswith(ESCAPED_START) else cell
+
+
 def unescape(cell: str) -> str:
     """``cell`` without the one apostrophe put in front of a text a spreadsheet would run as a formula.
 
