@@ -625,7 +625,7 @@ def _corpus_texts(corpus: str | Path) -> dict[str, str]:
 
 
 def _known_texts(
-    existing: pd.DataFrame, pairs_file: str | Path, corpus_texts: dict[str, str], corpus: str | Path | None
+    existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None
 ) -> dict[str, tuple[str, str]]:
     """Each item's known text and where it is known: the pair file first, then the corpus."""
     known: dict[str, tuple[str, str]] = {}
@@ -634,7 +634,7 @@ def _known_texts(
             for item, text in zip(existing[col], existing[tcol], strict=True):
                 if not _blank(item):
                     known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
-    for item, text in corpus_texts.items():
+    for item, text in (_corpus_texts(corpus) if corpus is not None else {}).items():
         known.setdefault(item, (text, f"the corpus {corpus}"))
     return known
 
@@ -959,10 +959,7 @@ def merge_annotations(
 ) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
 
-    Each item's text must be the one known for its id (in the pair file, and in ``corpus`` when given:
-    a row whose ids were swapped is named as such), and the one the report page exported when the file
-    has its hash columns (:data:`nlsim.io.editor_file.HASHES`); a cell the export escaped for spreadsheets
-    is read without its apostrophe (:func:`_check_texts`).
+    Each text is checked against its item's known text (the pair file, ``corpus``): :func:`_check_texts`.
 
     The editor's ``stratum`` (prefixed ``editor-loop:``), ``annotator`` and ``notes`` are kept (as columns
     of the pair file, empty for older rows). The merged table is validated (no pair twice, none in two
@@ -976,7 +973,6 @@ def merge_annotations(
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     raw = _unescape_cells(read_filled(filled))
     new = validate_filled(raw, filled, skip_blank=skip_blank)
-    corpus_texts = _corpus_texts(corpus) if corpus is not None else {}
     skipped = len(raw) - len(new)
     path = Path(pairs_file)
     target = Path(os.path.realpath(path)) if path.exists() else path
@@ -985,7 +981,7 @@ def merge_annotations(
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
-        new = _check_texts(new, _known_texts(existing, pairs_file, corpus_texts, corpus), filled)
+        new = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled)
         _check_new(new, existing, filled, pairs_file)
         columns = list(original.columns)
         extra: list[str] = []
