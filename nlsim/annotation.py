@@ -646,7 +646,7 @@ def _check_texts(new: pd.DataFrame, known: dict[str, tuple[str, str]], filled: s
     """Each row's texts as the editors' file means them, checked against what is known of its items.
 
     A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
-    its item's known text is the cell as written. With a hash column (:data:`editor_file.HASHES`) the
+    its item's known text is the cell as written. With a hash column (:data:`editor_file.HASH_COLUMNS`) the
     text must be the one exported (a spreadsheet that ran a formula saves its value instead); where the
     item's text is known (``known``: the pair file, the corpus) the text must be that one, and a row whose
     two ids were swapped with their texts left in place is named as such (the pair id is the same in either

@@ -60,19 +60,10 @@ MERGED = "editor-loop"
 PAGE = "report-page"
 """``stratum`` of the pairs marked in the report page (``report-page:<where the pair was shown>``)."""
 PAIR_ID_PREFIX = "ed-"
-HASHES = ("sha256_a", "sha256_b")
-"""Columns the report page's export appends to :data:`COLUMNS`: the lowercase hex SHA-256 of the UTF-8
-bytes of ``text_a`` and ``text_b`` as the page showed them (before any spreadsheet escaping). A merge
-refuses a text that no longer has its hash (changed in a spreadsheet); files without them are merged too."""
 ESCAPED_START = ("=", "+", "-", "@", "\t", "\r")
 """A text cell beginning with one of these is written with an apostrophe in front, so that a spreadsheet
 keeps it as text instead of running it as a formula (``nlsim.dedup.spreadsheet.csv_text``, the page's
 export); :func:`unescape` reads such a cell back."""
-
-
-def text_sha256(text: str) -> str:
-    """The hash of a text in :data:`HASHES`: lowercase hex SHA-256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def escape(cell: str) -> str:
