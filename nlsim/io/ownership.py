@@ -33,7 +33,7 @@ from nlsim.errors import ConfigError, OutputError
 from nlsim.io.atomic import atomic_write_text, file_sha256
 
 MARKER = ".nlsim.json"
-KINDS = ("report", "daily-report", "model", "model-store", "state")
+KINDS = ("report", "daily-report", "model", "model-store", "state", "learning-curve")
 
 
 def marker_record(kind: str) -> dict[str, Any]:
@@ -68,6 +68,8 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
             return bool(files) and all(file_sha256(folder / n) == h for n, h in files.items())
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
+    if kind == "learning-curve":  # a curve written before markers: its points (resumed) or its table
+        return (folder / "learning_curve.csv").is_file() or any((folder / "runs").glob("size*_seed*.json"))
     if kind == "model":
         try:
             meta = json.loads((folder / "nlsim.json").read_text(encoding="utf-8"))

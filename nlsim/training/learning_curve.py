@@ -29,6 +29,7 @@ from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
+from nlsim.io.ownership import claim_folder
 from nlsim.io.pairs import load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
@@ -229,9 +230,9 @@ def run_learning_curve(
 ) -> LearningCurveResult:
     """All points (skipping finished ones), the baselines, the summary table (.md + .csv) and the plot;
     each step through ``call`` (:mod:`nlsim.orchestration`)."""
+    claim_folder(cfg.out, "learning-curve", what="--out")  # never into a folder of the user's
     pairs = call("load-pairs", load_pairs, cfg.pairs)
     check_curve_splits(pairs, cfg)
-    Path(cfg.out).mkdir(parents=True, exist_ok=True)
     baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
     rows, trained = [], 0
     for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds

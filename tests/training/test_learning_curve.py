@@ -125,3 +125,20 @@ def test_a_pair_file_without_a_test_split_is_refused_before_any_point_trains(
     monkeypatch.setattr(nlsim.training.learning_curve, "finetune", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(InputError, match="no test pairs"):
         run_learning_curve(config(notest, tmp_path / "c", (1,)), log=lambda _: None)
+
+
+@pytest.mark.parametrize("typed", ["mine", "mine/new/../../mine"])
+def test_a_folder_of_the_users_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, typed: str
+) -> None:
+    """``--out`` takes runs/, baselines.json and the table and plot: a folder nlsim did not write (one
+    holding the user's own learning_curve.md) is refused by name, and nothing in it changes."""
+    from nlsim.errors import ConfigError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "learning_curve.md").write_text("my own notes\n")
+    with pytest.raises(ConfigError, match=r"not empty and was not written by nlsim"):
+        run_learning_curve(config(pairs_file, tmp_path / typed, seeds=(0,)), log=lambda _: None)
+    assert [p.name for p in mine.iterdir()] == ["learning_curve.md"]
+    assert (mine / "learning_curve.md").read_text() == "my own notes\n"
