@@ -50,6 +50,7 @@ from nlsim.io.corpus_schema import (
     lookalike_warnings,
     normalised_column,
 )
+from nlsim.io.editor_file import escape
 from nlsim.io.tables import read_table
 
 DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
@@ -279,8 +280,9 @@ def _write_quarantine(
     if quarantine is None:
         return quarantined, None
     qpath = Path(quarantine)
+    cells = quarantined.map(lambda v: escape(v) if isinstance(v, str) else v)  # opened in a spreadsheet
     with atomic_path(qpath, suffix=".csv") as tmp:
-        quarantined.to_csv(tmp, index=False)
+        cells.to_csv(tmp, index=False)
     return quarantined, qpath
 
 

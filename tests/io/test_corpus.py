@@ -369,3 +369,16 @@ def test_an_id_holding_a_control_character_is_refused_by_row(tmp_path, ch):
         load_items(path)
     kept = load_corpus(path, quarantine=tmp_path / "q.csv")
     assert kept.frame["id"].tolist() == ["a"] and len(kept.quarantined) == 1
+
+
+def test_the_quarantine_file_keeps_a_formula_as_text(tmp_path):
+    """The quarantine CSV is opened in a spreadsheet to fix the rows: a raw value a spreadsheet would run
+    as a formula is written with an apostrophe in front (as pairs.csv does), the rest as they were."""
+    evil = '=HYPERLINK("http://evil.example/","x")'
+    path = tmp_path / "news.csv"
+    quoted = evil.replace('"', '""')
+    path.write_text(f'id,title,published_at\nn1,Floods,2024-05-01T08:00:00Z\nn2,"{quoted}",soon\n')
+    q = tmp_path / "q.csv"
+    load_corpus(path, quarantine=q)
+    row = pd.read_csv(q, dtype=str, keep_default_na=False).iloc[0]
+    assert row["raw_title"] == "'" + evil and row["raw_id"] == "n2" and row["row"] == "2"
