@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,8 +22,9 @@ import pytest
 
 from tests.hostile.cases import all_cases, build_templates, run_case
 
-WORK = Path(tempfile.mkdtemp(prefix="nlsim-hostile-"))
-"""Where the templates and the cases' folders go (removed when the session ends)."""
+WORK = Path(tempfile.gettempdir()) / f"nlsim-hostile-{uuid.uuid4().hex[:12]}"
+"""Where the templates and the cases' folders go: made by :func:`results` when a case runs, and removed
+when the session ends (collecting the cases makes nothing)."""
 CASES = {c.name: c for c in all_cases(WORK)}
 JOBS = int(os.environ.get("NLSIM_HOSTILE_JOBS", "2"))
 TEMPLATED = ("bad state", "valid state", "bad model folder", "model store", "valid model store", "judge")
@@ -38,6 +40,7 @@ def results(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, Any]
     ]
     home = os.environ.get("NLSIM_HOME")
     os.environ["NLSIM_HOME"] = str(WORK / "_home")  # the cases' caches and probes stay in WORK
+    WORK.mkdir()
     try:
         if any(CASES[n].group in TEMPLATED or CASES[n].group.startswith("valid judge") for n in names):
             build_templates(WORK)
