@@ -56,11 +56,16 @@ class ChainWork:
         """Token-layers of one bi-encoder step: 2 x batch texts, trained layers forward and backward."""
         return 2 * self.batch_size * self.text_tokens * (self.layers - self.frozen) * (1 + BACKWARD)
 
-    def estimate(self, seconds_per_step: float) -> dict[str, float]:
-        """Seconds per part of the run, from the bi-encoder's measured ``seconds_per_step``."""
+    def bi_encoder_steps(self) -> int:
+        """The bi-encoder's optimizer steps over all its epochs."""
+        return math.ceil(self.train_pairs / self.batch_size) * self.epochs
+
+    def estimate(self, seconds_per_step: float, bi_steps_done: int = 0) -> dict[str, float]:
+        """Seconds per part of the rest of the run, from the bi-encoder's ``seconds_per_step`` measured after
+        its warm-up, once ``bi_steps_done`` of its steps ran."""
         unit = seconds_per_step / max(self._bi_step(), 1e-9)  # seconds per token-layer
         val_texts = 2 * self.validation_pairs * self.text_tokens * self.layers
-        bi_steps = math.ceil(self.train_pairs / self.batch_size) * self.epochs
+        bi_steps = max(0, self.bi_encoder_steps() - bi_steps_done)
         parts = {"bi-encoder": unit * (bi_steps * self._bi_step() + self.epochs * val_texts)}
         if self.reranker:
             sequences = 2 * self.train_pairs

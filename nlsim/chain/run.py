@@ -62,6 +62,7 @@ from nlsim.io.pairs import load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
 from nlsim.rerank.reranker import load_reranker
+from nlsim.training.clock import timed_steps
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 
 CHAIN_STAGES = {
@@ -434,10 +435,13 @@ def candidate_version(
         say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
     version = store.new_version_dir(fingerprint)
     work = chain_work(cfg, base, pairs)
+    said_after = sum(
+        timed_steps(work.bi_encoder_steps())
+    )  # the bi-encoder's steps run when its rate is heard
     result = finetune(
         cfg.finetune_config(str(version)),
         call=call,
-        on_rate=lambda rate: say(describe_eta(work.estimate(rate))),
+        on_rate=lambda rate: say(describe_eta(work.estimate(rate, bi_steps_done=said_after))),
     )
     info = {"fingerprint": fingerprint, "parts": parts, "created": started, "seconds": result.seconds}
     store.register(version, {**info, "best": result.best})

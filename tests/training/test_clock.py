@@ -105,7 +105,9 @@ def test_a_long_epoch_has_a_heartbeat_with_the_steps_done_and_the_time_left() ->
     every minute (of a stand-in clock here: 2 s per step, 150 steps per epoch)."""
     now = [0.0]
     lines: list[str] = []
-    clock = TrainingClock("bi-encoder", total_steps=300, epochs=2, log=lines.append, now=lambda: now[0])
+    clock = TrainingClock(
+        "bi-encoder", total_steps=300, epochs=2, log=lines.append, now=lambda: now[0], warmup_steps=0
+    )
     for step in range(1, 301):
         now[0] += 2.0
         clock.step()
@@ -136,3 +138,76 @@ def test_a_long_epoch_has_a_heartbeat_with_the_steps_done_and_the_time_left() ->
         now[0] += 2.0
         quiet.step()
     assert len(lines) == before + 1  # the estimate alone
+
+
+class FakeClock:
+    """A clock read that moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_rate_leaves_out_the_slow_warm_up_steps() -> None:
+    # A GPU's first steps took ten times the rest: the rate and the time left come from the steps after them.
+    now = FakeClock()
+    lines: list[str] = []
+    rates: list[float] = []
+    clock = TrainingClock(
+        "x", total_steps=100, epochs=1, log=lines.append, warmup_steps=5, first_steps=8,
+        on_rate=rates.append, now=now,
+    )  # fmt: skip
+    for i in range(13):
+        now.t += 10.0 if i < 5 else 1.0
+        clock.step()
+        if i < 12:
+            assert clock.seconds_per_step() is None and not rates
+    assert rates == [1.0]
+    assert clock.seconds_per_step() == 1.0 and clock.remaining() == 87.0
+    # the loop's whole time: the 58 s already spent and 87 steps at 1 s
+    assert lines == [
+        "x: 100 steps in 1 epoch(s), about 2 min 25 s on this machine (1.00 s/step after 5 warm-up steps)"
+    ]
+
+
+def test_the_time_left_is_right_when_the_steps_keep_their_rate() -> None:
+    # the estimate said after warm-up, against the time the loop then took (fake clock: no timed test)
+    now = FakeClock()
+    rates: list[float] = []
+    clock = TrainingClock("x", total_steps=200, epochs=2, log=lambda _: None, on_rate=rates.append, now=now)
+    left_when_said = None
+    for i in range(200):
+        now.t += 3.0 if i < 3 else 0.5 + 0.1 * (i % 3)  # three slow steps, then batches of varying width
+        clock.step()
+        if rates and left_when_said is None:
+            left_when_said, said_at = clock.remaining(), now.t
+    assert left_when_said is not None
+    actual = now.t - said_at
+    assert abs(left_when_said - actual) <= 0.05 * actual
+
+
+def test_validation_after_the_warm_up_is_left_out_of_the_rate() -> None:
+    now = FakeClock()
+    clock = TrainingClock(
+        "x", total_steps=40, epochs=1, log=lambda _: None, warmup_steps=2, first_steps=4, now=now
+    )
+    for i in range(6):
+        now.t += 5.0 if i < 2 else 2.0
+        if i == 3:
+            with clock.pause():
+                now.t += 60.0
+        clock.step()
+    assert clock.seconds_per_step() == 2.0
+
+
+def test_the_chain_estimate_counts_only_the_steps_left() -> None:
+    work = ChainWork(
+        train_pairs=160, validation_pairs=0, text_tokens=24.0, pair_tokens=40.0, epochs=2,
+        cross_encoder_epochs=3, batch_size=16, layers=12, frozen=4, cross_encoder_frozen=4,
+        corpus_items=0, reranker=False,
+    )  # fmt: skip
+    assert work.bi_encoder_steps() == 20
+    assert work.estimate(1.0)["bi-encoder"] == 20.0
+    assert work.estimate(1.0, bi_steps_done=13)["bi-encoder"] == 7.0
