@@ -81,6 +81,12 @@ class PipelineConfig:
         False, help="train a new model even when one exists for the same annotations, base model and settings"
     )
     report: bool = option(True, help="stop after the promotion (no report)", flags=("--no-report",))
+    first_report: bool = option(
+        True,
+        help="no report until training ends (by default a store with no promoted model gets the zero-shot "
+        "report first, replaced by the fine-tuned one)",
+        flags=("--no-first-report",),
+    )
     judge_split: str = option("validation", help="split of the scored pairs the report is judged on")
     threads: int | None = option(None, help="torch threads")
     loss: Literal["cosent", "mse"] = option_like(FinetuneConfig, "loss")

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -361,6 +363,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
     groups = {**dict.fromkeys(TRAINING_STAGES, "finetune"), **dict.fromkeys(STAGES, "report")}
+    first_call = timed_call(call, timings, dict.fromkeys(STAGES, "first-report"))
     call = timed_call(call, timings, groups)
 
     pairs = call("chain-load", load_pairs, cfg.pairs)
@@ -369,7 +372,16 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
-    version, fingerprint, trained = candidate_version(cfg, store, call, base, pairs, started)
+    first: dict[str, Any] = {}
+    version, fingerprint, trained = candidate_version(
+        cfg,
+        store,
+        call,
+        base,
+        pairs,
+        started,
+        before_training=lambda: first.update(first_report(cfg, store, first_call)),
+    )
     zero_shot = load_calibration(store.zero_shot_dir())
     candidate, incumbent, name = call("evaluate", evaluate_both, cfg, store, version, validation, baseline)
     decision = call("promote", promote_stage, store, version, candidate, incumbent, name)
@@ -388,6 +400,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
             "validation": candidate if current == version else incumbent,
         },
         "decision": decision,
+        "first_report": first or None,
         "timings_s": timings,
     }
     table = before_after_table(record)
@@ -413,12 +426,51 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     return PipelineResult(record=record, report=report, table=table)
 
 
+def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) -> dict[str, Any]:
+    """The zero-shot report, written before training when the store has no promoted model (a cold chain),
+    so that editors have a report within minutes instead of after the fine-tuning; the fine-tuned model's
+    report replaces it in the same folder when the chain ends (both written as every report is: the files
+    published together, ``run.json`` last). Its stages go through ``call`` (the chain's, with their seconds
+    counted as ``first-report``, apart from the final report's).
+    Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
+    ``--no-first-report``, or a promoted model whose report the folder already has)."""
+    if not (cfg.report and cfg.first_report) or store.current() is not None:
+        return {}
+    say(
+        f"first report: the zero-shot {cfg.base_model} report (not fine-tuned) is written now, before "
+        "training; the fine-tuned model's report replaces it when the chain ends"
+    )
+    t0 = time.perf_counter()
+    report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
+    seconds = round(time.perf_counter() - t0, 2)
+    judged = report.stats.judge
+    page = Path(report.report_dir) / "index.html"
+    say(
+        f"first report ready in {seconds:.0f} s: {page} (zero-shot {cfg.base_model}"
+        + (f", judged same-story F1 {judged.f1:.3f}" if judged is not None and judged.f1 is not None else "")
+        + "); it will be replaced by the fine-tuned model's report when training ends"
+    )
+    return {
+        "folder": str(report.report_dir),
+        "model": f"zero-shot {cfg.base_model}",
+        "seconds": seconds,
+        "judge": judged.to_dict() if judged is not None else None,
+    }
+
+
 def candidate_version(
-    cfg: PipelineConfig, store: ModelStore, call: Call, base: Any, pairs: pd.DataFrame, started: str
+    cfg: PipelineConfig,
+    store: ModelStore,
+    call: Call,
+    base: Any,
+    pairs: pd.DataFrame,
+    started: str,
+    before_training: Callable[[], None] | None = None,
 ) -> tuple[Path, str, bool]:
     """The version the chain evaluates: the one trained before from the same annotations, base model and
-    settings (loaded and checked first), else a new one trained now. Returns it, its training fingerprint,
-    and whether it was trained by this run."""
+    settings (loaded and checked first), else a new one trained now (``before_training`` is called first:
+    the chain's first report). Returns it, its training fingerprint, and whether it was trained by this
+    run."""
     settings = training_settings(cfg.finetune_config(None))
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
@@ -433,6 +485,8 @@ def candidate_version(
     if latest is not None:
         why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
         say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
+    if before_training is not None:
+        before_training()
     version = store.new_version_dir(fingerprint)
     work = chain_work(cfg, base, pairs)
     said_after = sum(

@@ -223,3 +223,54 @@ def test_the_estimate_counts_the_layers_training_uses_with_fewer_layers_than_fro
     assert (work.frozen, work.cross_encoder_frozen) == ((2, 2) if freeze else (0, 0))
     parts = work.estimate(seconds_per_step=0.05)
     assert all(0 < s < 600 for s in parts.values()), parts
+
+
+class TrainingStopped(Exception):
+    """Raised by the stand-in for fine-tuning: the chain stops where training would start."""
+
+
+def test_a_cold_chain_writes_the_zero_shot_report_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The report folder holds the zero-shot report, judged, when fine-tuning starts, and the chain said
+    where it is and that it will be replaced; a training that fails leaves it in place."""
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    seen: list[dict] = []
+
+    def training(*args: object, **kwargs: object) -> None:
+        seen.append(json.loads((tmp_path / "report" / "run.json").read_text()))
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "finetune", training)
+    with caplog.at_level(logging.INFO, logger="nlsim"), pytest.raises(TrainingStopped):
+        run_pipeline(config(tmp_path, pairs, corpus))
+    assert len(seen) == 1 and seen[0]["model_info"]["zero_shot"] is True
+    assert seen[0]["judge"]["judged_pairs"] == 24
+    page = tmp_path / "report" / "index.html"
+    assert page.is_file() and "Zero-shot model." in page.read_text()
+    said = caplog.text
+    assert "first report ready in" in said and str(page) in said
+    assert "zero-shot" in said and "will be replaced by the fine-tuned model's report" in said
+    assert json.loads((tmp_path / "report" / "run.json").read_text()) == seen[0]  # left as it was
+
+
+def test_no_first_report_when_asked_or_when_a_model_is_promoted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    seen: list[bool] = []
+
+    def training(*args: object, **kwargs: object) -> None:
+        seen.append((tmp_path / "report" / "index.html").exists())
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "finetune", training)
+    with pytest.raises(TrainingStopped):
+        run_pipeline(config(tmp_path, pairs, corpus, first_report=False))
+    assert seen == [False]
+    store = ModelStore(tmp_path / "models")
+    promoted = store.new_version_dir("c" * 64)
+    promoted.mkdir(parents=True)
+    store.promote(promoted, "a model trained before")
+    assert chain_run.first_report(config(tmp_path, pairs, corpus), store) == {}
+    assert not (tmp_path / "report" / "index.html").exists()
