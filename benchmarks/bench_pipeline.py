@@ -15,8 +15,16 @@ report on the merged validation pairs (``nlsim judge``); writes ``benchmarks/res
 ``.md``. Targets: the promoted model's report, judged at the cluster level, same-story F1 >= 0.78 at
 precision >= 0.80 (what two editors reach with each other); cold <= 20 min and warm <= 2 min on 2 cores.
 
+The cold run's log is kept line by line with the second each line came (``bench.log``), from which the
+script also prints when the first (zero-shot) report was ready, and the chain's estimate of the time left
+(said once, after the bi-encoder's warm-up steps) against the time the rest of the chain then took.
+``--avx2-only`` makes nlsim choose as on a CPU with avx2 and FMA only (``NLSIM_CPU_FLAGS``) and caps
+the kernels of oneDNN, torch and MKL at AVX2 (``ONEDNN_MAX_CPU_ISA``, ``ATEN_CPU_CAPABILITY``,
+``MKL_ENABLE_INSTRUCTIONS``); ONNX Runtime's own kernels still use what the CPU has.
+
     python benchmarks/bench_pipeline.py                  # cold, warm, zero-shot
     python benchmarks/bench_pipeline.py --skip-cold --work /tmp/nlsim-bench   # warm + zero-shot on a kept run
+    python benchmarks/bench_pipeline.py --avx2-only --cold-only --threads 2   # the cold chain, avx2 choices
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,18 +47,99 @@ PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
 
 
-def nlsim(args: list[str], env: dict[str, str], log: Path) -> float:
-    """Run ``python -m nlsim ARGS``; returns its wall seconds (output appended to ``log``)."""
+AVX2_ONLY = {
+    "NLSIM_CPU_FLAGS": "avx avx2 fma",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+}
+"""What ``--avx2-only`` sets: nlsim's choices and the kernels of oneDNN, torch and MKL as on an avx2 CPU."""
+
+
+def nlsim(
+    args: list[str], env: dict[str, str], log: Path, timeline: list[tuple[float, str]] | None = None
+) -> float:
+    """Run ``python -m nlsim ARGS``; returns its wall seconds (output appended to ``log``, each line with
+    the seconds since the start; ``timeline`` gets the same ``(seconds, line)``)."""
     start = time.perf_counter()
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"\n$ nlsim {' '.join(args)}\n")
         fh.flush()
-        proc = subprocess.run(
-            [sys.executable, "-m", "nlsim", *args], cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nlsim", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            t = time.perf_counter() - start
+            fh.write(f"[{t:7.1f}] {line}")
+            fh.flush()
+            if timeline is not None:
+                timeline.append((t, line.rstrip("\n")))
+        proc.wait()
     if proc.returncode != 0:
         sys.exit(f"nlsim {' '.join(args)} failed (exit {proc.returncode}); see {log}")
     return time.perf_counter() - start
+
+
+def clock_seconds(text: str) -> float:
+    """The seconds of a time as nlsim prints it (``42 s``, ``3 min 05 s``, ``1 h 02 min``)."""
+    m = re.fullmatch(r"(?:(\d+) h )?(?:(\d+) min)?(?: ?(\d+) s)?", text.strip())
+    if m is None:
+        raise ValueError(f"not a time nlsim prints: {text!r}")
+    h, mi, se = (int(x) if x else 0 for x in m.groups())
+    return 3600 * h + 60 * mi + se
+
+
+def timeline_figures(timeline: list[tuple[float, str]], total: float) -> dict[str, float | None]:
+    """From a cold chain's lines: when the first report was ready, and the chain's estimate of the time
+    left (said once, after the bi-encoder's warm-up) against the time the chain then took to its end."""
+    first = next((t for t, line in timeline if "first report ready in" in line), None)
+    said = next(((t, line) for t, line in timeline if "estimated time on this machine: about" in line), None)
+    out: dict[str, float | None] = {"first_report_ready_s": None if first is None else round(first, 1)}
+    if said is not None:
+        m = re.search(r"about (.+?) more", said[1])
+        predicted = clock_seconds(m.group(1)) if m else None
+        actual = total - said[0]
+        out.update(
+            eta_said_at_s=round(said[0], 1),
+            eta_predicted_s=predicted,
+            eta_actual_s=round(actual, 1),
+            eta_error=None if predicted is None else round(predicted / actual - 1, 3),
+        )
+    return out
+
+
+class LoadWatch:
+    """The machine's 1-minute load average, sampled every 15 s while a run goes (others' work shows)."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(15.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> LoadWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def summary(self) -> dict[str, float | None]:
+        if not self.samples:
+            return {"load_mean": None, "load_max": None}
+        return {
+            "load_mean": round(sum(self.samples) / len(self.samples), 1),
+            "load_max": round(max(self.samples), 1),
+        }
 
 
 def judge(report: Path, env: dict[str, str]) -> dict:
@@ -72,6 +163,11 @@ def main() -> int:
     )
     parser.add_argument("--skip-cold", action="store_true", help="reuse a cold run already in --work")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--avx2-only", action="store_true", help="choose and compute as on a CPU with avx2 only (above)"
+    )
+    parser.add_argument("--cold-only", action="store_true", help="the cold run only (no warm, no zero-shot)")
+    parser.add_argument("--tag", default="", help="suffix of the results' file names")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -81,6 +177,7 @@ def main() -> int:
         "NLSIM_PROGRESS": "lines",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
+        **(AVX2_ONLY if args.avx2_only else {}),
     }
     chain = [
         "pipeline",
@@ -95,13 +192,36 @@ def main() -> int:
     ] + (["--threads", str(args.threads)] if args.threads else [])
     log = work / "bench.log"
     host = machine()
+    if args.avx2_only:
+        host += "; avx2 choices forced (" + " ".join(f"{k}={v}" for k, v in AVX2_ONLY.items()) + ")"
     print(f"machine: {host}\nwork folder: {work} (log {log})")
     runs = []
+    cold_figures: dict[str, float | None] = {}
     if not args.skip_cold:
-        cold = nlsim(chain, env, log)
+        timeline: list[tuple[float, str]] = []
+        with LoadWatch() as load:
+            cold = nlsim(chain, env, log, timeline)
         record = json.loads((work / "report" / "pipeline.json").read_text())
         runs.append({"run": "cold", "seconds": round(cold, 1), **record["timings_s"]})
-        print(f"cold: {cold:.0f} s")
+        cold_figures = {**timeline_figures(timeline, cold), **load.summary()}
+        print(f"cold: {cold:.0f} s; " + ", ".join(f"{k} {v}" for k, v in cold_figures.items()))
+        for name in ("candidate", "current"):
+            v = (record.get(name) or {}).get("validation") or {}
+            if v:
+                print(
+                    f"{name} {record[name]['version']}: validation Spearman {v.get('spearman'):.2f}, "
+                    f"same-story F1 {v.get('f1'):.3f} {v.get('f1_ci95') or ''}, cross-validated "
+                    f"{v.get('cv_f1')} {v.get('cv_f1_ci95') or ''}"
+                )
+        if record.get("judge"):
+            j = record["judge"]
+            print(f"report judged: P {j['precision']} R {j['recall']} F1 {j['f1']} {j.get('f1_ci95')}")
+    if args.cold_only:
+        name = f"pipeline_cold{('_' + args.tag) if args.tag else ''}"
+        result = {"machine": host, "runs": runs, "cold": cold_figures, "work": str(work), "record": record}
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+        return 0
     warm = nlsim(chain, env, log)
     record = json.loads((work / "report" / "pipeline.json").read_text())
     runs.append({"run": "warm", "seconds": round(warm, 1), **record["timings_s"]})
@@ -156,6 +276,7 @@ def main() -> int:
     result = {
         "machine": host,
         "runs": runs,
+        "cold": cold_figures,
         "judge": judged,
         "zero_shot_dedup_s": round(zero, 1),
         "decision": record["decision"],
