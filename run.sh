@@ -4,6 +4,8 @@
 # evaluation on the validation split, promotion into models/ only when better, the near-duplicate report of
 # the bundled THUCNews corpus (10,000 headlines, Taiwan Traditional) with the current model, judged against
 # the editors' validation pairs. Output: reports/thucnews/ (index.html, pairs.parquet, clusters.parquet, ...).
+# On a first run (no model promoted yet) the zero-shot report is written there first, within minutes, and
+# the run says so; the fine-tuned model's report replaces it when training ends (`--no-first-report`: not).
 # Arguments go to `nlsim pipeline` (e.g. `bash run.sh --force-train`).
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -177,6 +177,7 @@ def main() -> int:
         "NLSIM_PROGRESS": "lines",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
+        "PYTHONUNBUFFERED": "1",  # each line as it comes (the cold run's log is timed line by line)
         **(AVX2_ONLY if args.avx2_only else {}),
     }
     chain = [
