@@ -1,0 +1,157 @@
+"""The training loops' time estimate against the time they then took, on real training steps.
+
+Fine-tunes the bi-encoder and the reranker's cross-encoder (the chain's loops,
+:func:`nlsim.training.finetune`) on the annotated pairs, with every optimizer step's time recorded (the
+clock's ``step`` is wrapped here; the loops are nlsim's own). For each loop it prints:
+
+- the estimate the clock said (after its warm-up steps: :mod:`nlsim.training.clock`), the step time the
+  loop then took, and the error;
+- the estimate the clock said before the warm-up was left out (the mean of the first 8 steps, warm-up
+  included), against the step time after that point, and its error;
+- the first steps' times against the median step (how slow the warm-up is on this machine).
+
+Step time leaves out the validation between epochs, as the estimate does. The chain's whole-run estimate
+is measured by ``bench_pipeline.py`` (``--cold-only``: said against taken).
+
+    python benchmarks/bench_eta.py --train-pairs 600 --epochs 2 --cross-encoder-epochs 2 --threads 2
+    python benchmarks/bench_eta.py --avx2-only ...   # nlsim's choices and kernels as on an avx2-only CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
+OLD_FIRST_STEPS = 8
+"""The earlier clock: the rate of the first 8 steps, warm-up included."""
+
+
+def instrument(loops: list[dict[str, Any]]) -> None:
+    """Record every :class:`TrainingClock`'s step times (and its paused time) into ``loops``."""
+    from nlsim.training.clock import TrainingClock
+
+    init, step = TrainingClock.__init__, TrainingClock.step
+
+    def timed_init(self: TrainingClock, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._bench = {"what": self.what, "total": self.total_steps, "t0": self.started, "steps": []}
+        loops.append(self._bench)
+
+    def timed_step(self: TrainingClock) -> None:
+        step(self)
+        self._bench["steps"].append((self.now(), self.paused))
+        if self._rate_at is not None and "said" not in self._bench:
+            self._bench["said"] = {
+                "step": self.steps,
+                "remaining_s": self._rate_at * (self.total_steps - self.steps),
+                "warmup_steps": self.warmup_steps,
+            }
+
+    TrainingClock.__init__ = timed_init  # type: ignore[method-assign]
+    TrainingClock.step = timed_step  # type: ignore[method-assign]
+
+
+def busy_between(steps: list[tuple[float, float]], t0: float, i: int, j: int) -> float:
+    """Step time (paused time left out) from after step ``i`` (0: the clock's start) to after step ``j``."""
+    t_i, p_i = (t0, 0.0) if i == 0 else steps[i - 1]
+    t_j, p_j = steps[j - 1]
+    return (t_j - t_i) - (p_j - p_i)
+
+
+def figures(loop: dict[str, Any]) -> dict[str, Any]:
+    steps, t0, n = loop["steps"], loop["t0"], len(loop["steps"])
+    times = np.diff([t0] + [t for t, _ in steps])
+    out: dict[str, Any] = {
+        "loop": loop["what"],
+        "steps": n,
+        "median_step_s": round(float(np.median(times)), 3),
+    }
+    out["first_steps_s"] = [round(float(x), 2) for x in times[:6]]
+    said = loop.get("said")
+    if said:
+        actual = busy_between(steps, t0, said["step"], n)
+        out.update(
+            said_at_step=said["step"],
+            said_remaining_s=round(said["remaining_s"], 1),
+            actual_remaining_s=round(actual, 1),
+            error=round(said["remaining_s"] / actual - 1, 3),
+        )
+    if n > OLD_FIRST_STEPS:
+        rate = busy_between(steps, t0, 0, OLD_FIRST_STEPS) / OLD_FIRST_STEPS
+        actual = busy_between(steps, t0, OLD_FIRST_STEPS, n)
+        out.update(
+            old_remaining_s=round(rate * (n - OLD_FIRST_STEPS), 1),
+            old_actual_remaining_s=round(actual, 1),
+            old_error=round(rate * (n - OLD_FIRST_STEPS) / actual - 1, 3),
+        )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pairs", default=str(PAIRS))
+    parser.add_argument("--train-pairs", type=int, default=0, help="the first N training pairs (0: all)")
+    parser.add_argument("--model", default="multilingual-e5-small")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--cross-encoder-epochs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--avx2-only", action="store_true", help="as bench_pipeline.py --avx2-only")
+    parser.add_argument("--tag", default="")
+    args = parser.parse_args()
+    if args.avx2_only:  # before torch is imported: its kernels are chosen when it loads
+        from bench_pipeline import AVX2_ONLY
+
+        os.environ.update(AVX2_ONLY)
+    from _common import RESULTS, machine
+
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.finetune import finetune
+
+    pairs = load_pairs(args.pairs)
+    if args.train_pairs:
+        train = pairs[pairs["split"] == "train"].head(args.train_pairs)
+        pairs = pd.concat([train, pairs[pairs["split"] != "train"]], ignore_index=True)
+    loops: list[dict[str, Any]] = []
+    instrument(loops)
+    host = machine() + ("; avx2 choices forced" if args.avx2_only else "")
+    print(f"machine: {host}")
+    cfg = FinetuneConfig(
+        model=args.model,
+        out=None,
+        epochs=args.epochs,
+        cross_encoder_epochs=args.cross_encoder_epochs,
+        threads=args.threads,
+        eval_test=False,
+        eval_before=False,
+        precision_check=False,
+        calibrate_level=None,
+    )
+    start = time.perf_counter()
+    finetune(
+        cfg, pairs=pairs, log=lambda line: print(f"[{time.perf_counter() - start:7.1f}] {line}", flush=True)
+    )
+    rows = [figures(loop) for loop in loops]
+    print(json.dumps(rows, indent=2))
+    load = os.getloadavg()[0]
+    result = {"machine": host, "load_average_at_end": round(load, 1), "args": vars(args), "loops": rows}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = "eta" + (f"_{args.tag}" if args.tag else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
