@@ -373,14 +373,13 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     base = call("base-model", load_encoder, cfg.base_model)
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
     first: dict[str, Any] = {}
+
+    def before_training() -> float | None:
+        first.update(first_report(cfg, store, first_call))
+        return first.get("seconds")
+
     version, fingerprint, trained = candidate_version(
-        cfg,
-        store,
-        call,
-        base,
-        pairs,
-        started,
-        before_training=lambda: first.update(first_report(cfg, store, first_call)),
+        cfg, store, call, base, pairs, started, before_training=before_training
     )
     zero_shot = load_calibration(store.zero_shot_dir())
     candidate, incumbent, name = call("evaluate", evaluate_both, cfg, store, version, validation, baseline)
@@ -465,12 +464,12 @@ def candidate_version(
     base: Any,
     pairs: pd.DataFrame,
     started: str,
-    before_training: Callable[[], None] | None = None,
+    before_training: Callable[[], float | None] | None = None,
 ) -> tuple[Path, str, bool]:
     """The version the chain evaluates: the one trained before from the same annotations, base model and
     settings (loaded and checked first), else a new one trained now (``before_training`` is called first:
-    the chain's first report). Returns it, its training fingerprint, and whether it was trained by this
-    run."""
+    the chain's first report, returning its seconds, which the estimate of the time left uses). Returns
+    it, its training fingerprint, and whether it was trained by this run."""
     settings = training_settings(cfg.finetune_config(None))
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
@@ -485,8 +484,7 @@ def candidate_version(
     if latest is not None:
         why = what_changed(store.info(latest).get("parts", {}), parts) or ["--force-train"]
         say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
-    if before_training is not None:
-        before_training()
+    first_seconds = before_training() if before_training is not None else None
     version = store.new_version_dir(fingerprint)
     work = chain_work(cfg, base, pairs)
     said_after = sum(
@@ -495,7 +493,9 @@ def candidate_version(
     result = finetune(
         cfg.finetune_config(str(version)),
         call=call,
-        on_rate=lambda rate: say(describe_eta(work.estimate(rate, bi_steps_done=said_after))),
+        on_rate=lambda rate: say(
+            describe_eta(work.estimate(rate, bi_steps_done=said_after, first_report_s=first_seconds))
+        ),
     )
     info = {"fingerprint": fingerprint, "parts": parts, "created": started, "seconds": result.seconds}
     store.register(version, {**info, "best": result.best})
