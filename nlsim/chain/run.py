@@ -3,7 +3,9 @@
 1. **load**: the annotated pairs (validated: no pair in two splits);
 2. **baseline**: the zero-shot base model scored on validation (and test) and calibrated at the report's
    level on validation (kept in the model store as its zero-shot calibration): the "before";
-3. **finetune** (:func:`nlsim.training.finetune.finetune`, bi-encoder and reranker) into a new version of the
+3. **finetune** (before it, on a cold chain with no promoted model, the **first report**,
+   :func:`first_report`: the zero-shot report, in the report folder within minutes, replaced by step 6's)
+   (:func:`nlsim.training.finetune.finetune`, bi-encoder and reranker) into a new version of the
    model store, unless a version with the same training fingerprint (annotations content, base model,
    settings: :mod:`nlsim.chain.fingerprint`) exists: then it is reused, and the run says so, once it has
    loaded it (every file checked against the manifest written when it was saved: a damaged version is
@@ -487,9 +489,8 @@ def candidate_version(
     first_seconds = before_training() if before_training is not None else None
     version = store.new_version_dir(fingerprint)
     work = chain_work(cfg, base, pairs)
-    said_after = sum(
-        timed_steps(work.bi_encoder_steps())
-    )  # the bi-encoder's steps run when its rate is heard
+    # the bi-encoder's steps already run when its rate after warm-up is heard
+    said_after = sum(timed_steps(work.bi_encoder_steps()))
     result = finetune(
         cfg.finetune_config(str(version)),
         call=call,
