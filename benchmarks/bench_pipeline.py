@@ -168,6 +168,11 @@ def main() -> int:
     )
     parser.add_argument("--cold-only", action="store_true", help="the cold run only (no warm, no zero-shot)")
     parser.add_argument("--tag", default="", help="suffix of the results' file names")
+    parser.add_argument(
+        "--train-pairs", type=int, default=0, help="a shorter chain: the first N training pairs only (0: all)"
+    )
+    parser.add_argument("--epochs", type=int, default=None, help="the bi-encoder's epochs (default: nlsim's)")
+    parser.add_argument("--cross-encoder-epochs", type=int, default=None)
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -180,10 +185,18 @@ def main() -> int:
         "PYTHONUNBUFFERED": "1",  # each line as it comes (the cold run's log is timed line by line)
         **(AVX2_ONLY if args.avx2_only else {}),
     }
+    pairs = PAIRS
+    if args.train_pairs:  # the other splits whole: the report is judged as usual
+        import pandas as pd
+
+        table = pd.read_csv(PAIRS, sep="\t", dtype=str, keep_default_na=False)
+        train = table[table["split"] == "train"].head(args.train_pairs)
+        pairs = work / f"pairs-{args.train_pairs}-train.tsv"
+        pd.concat([train, table[table["split"] != "train"]]).to_csv(pairs, sep="\t", index=False)
     chain = [
         "pipeline",
         "--pairs",
-        str(PAIRS),
+        str(pairs),
         "--corpus",
         str(CORPUS),
         "--out",
@@ -191,6 +204,8 @@ def main() -> int:
         "--model-store",
         str(work / "models"),
     ] + (["--threads", str(args.threads)] if args.threads else [])
+    chain += ["--epochs", str(args.epochs)] if args.epochs else []
+    chain += ["--cross-encoder-epochs", str(args.cross_encoder_epochs)] if args.cross_encoder_epochs else []
     log = work / "bench.log"
     host = machine()
     if args.avx2_only:
