@@ -39,6 +39,7 @@ def check_paths(config: DedupConfig) -> None:
         "--calibration": config.calibration,
         "--model": model,
         "--judge-pairs": config.judge_pairs,
+        "--annotated-pairs": config.annotated_pairs,
     }
     if config.model == CURRENT_MODEL:
         inputs["--model-store"] = config.model_store

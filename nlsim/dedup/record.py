@@ -143,6 +143,35 @@ class ModelInfo:
 
 
 @dataclass(frozen=True)
+class EditorsRecord:
+    """The editors' part of a run (``--annotated-pairs``, a daily state's verdicts): what the page needs
+    for its review queue and its list of the editors' decisions, and what the verdicts did to the clusters.
+
+    Attributes:
+        source: where the verdicts came from ('' for none).
+        verdicts: verdicts known; acting: of them, those on training pairs (constraints);
+        must_link, cannot_link: acting verdicts whose two items are both in the run's window.
+        links_cut: scored links dropped to keep cannot-linked items apart; joined: must-links that joined
+            items no scored link joined; refused: must-links a cannot-link overruled.
+        decisions: ``[id_a, id_b, score]`` of the acting verdicts among the window's items (the page
+            lists them as the editors' decisions).
+        scored_ids: pair ids of the scored pairs whose two items the report shows (the review queue skips
+            them).
+    """
+
+    source: str = ""
+    verdicts: int = 0
+    acting: int = 0
+    must_link: int = 0
+    cannot_link: int = 0
+    links_cut: int = 0
+    joined: int = 0
+    refused: int = 0
+    decisions: list[list[Any]] = field(default_factory=list)
+    scored_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class RerankRecord:
     """The rerank stage: the score combination, the candidate floor and the cross-encoder's score bound
     behind it, the candidate and kept pair counts, and the cross-encoder's inference path."""
@@ -213,6 +242,8 @@ class RunRecord:
     spreadsheet_changes: list[TextChange] | None = None
     judge: Judgement | None = None
     """The report judged against editors' scored pairs (``--judge-pairs``); ``None`` when not asked."""
+    editors: EditorsRecord | None = None
+    """The editors' scored pairs and verdicts the run took (``--annotated-pairs``, the state's verdicts)."""
 
     @property
     def daily(self) -> bool:
@@ -263,6 +294,7 @@ class RunRecord:
             model_info={} if self.model_info is None else self.model_info.as_dict(),
             rerank=None if self.rerank is None else asdict(self.rerank),
             model_switch=None if self.model_switch is None else asdict(self.model_switch),
+            editors=None if self.editors is None else asdict(self.editors),
             messages=list(self.messages),
             extra=dict(self.extra),
         )
@@ -296,6 +328,8 @@ class RunRecord:
             known["rerank"] = RerankRecord(**known_fields(RerankRecord, known["rerank"]))
         if known.get("model_switch") is not None:
             known["model_switch"] = ModelSwitch(**known_fields(ModelSwitch, known["model_switch"]))
+        if known.get("editors") is not None:
+            known["editors"] = EditorsRecord(**known_fields(EditorsRecord, known["editors"]))
         if known.get("spreadsheet_changes") is not None:
             known["spreadsheet_changes"] = [TextChange(**t) for t in known["spreadsheet_changes"]]
         if known.get("judge") is not None:

@@ -23,7 +23,7 @@ import contextlib
 import datetime as dt
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import pandas as pd
 from nlsim.dedup import near_misses, stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.paths import check_paths
-from nlsim.dedup.record import RunRecord
+from nlsim.dedup.record import EditorsRecord, RunRecord
 from nlsim.dedup.report import daily_report_dir
 from nlsim.dedup.state import move_aside, remove_unfinished
 from nlsim.dedup.window import Window
@@ -164,10 +164,15 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
             return replayed
         # read before the expensive stages: a bad file is refused first (a replay does not read it)
         scored = stages.judge_pairs(config) if config.judge_pairs else None
+        editors = stages.editors(config, window)
         window, pairs, below = _search(step, record, config, model, window)
-        clustering = step("cluster", stages.cluster, window, pairs, config)
+        clustering = step("cluster", stages.cluster, window, pairs, config, editors)
         missed = step("near-misses", stages.near_misses, below, clustering, config)
         _fill_clusters(record, window, pairs, clustering, missed)
+        if clustering.editors is not None:  # the page's review queue skips the pairs already scored
+            shown = stages.report_frame(clustering, missed)["id"].astype(str)
+            record.editors = replace(clustering.editors, scored_ids=editors.scored_ids(shown))
+            _say_editors(record, record.editors)
         if scored is not None:  # before the commit: the state's record of the run holds its judgement
             record.judge = step("judge", stages.judge, config, window, clustering, scored)
         if config.incremental:
@@ -185,6 +190,17 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
         pairs=clustering.report_pairs,
         clusters=clustering.report_clusters,
         window_clusters=clustering.window_clusters,
+    )
+
+
+def _say_editors(record: RunRecord, e: EditorsRecord) -> None:
+    if not e.verdicts:
+        return
+    record.say(
+        f"editors' verdicts ({e.source}): {e.verdicts} held, {e.acting} on training pairs; in this window "
+        f"{e.must_link} same story (joined {e.joined} items no link joined), {e.cannot_link} not the same "
+        f"story ({e.links_cut} link(s) cut)"
+        + (f"; {e.refused} same-story verdict(s) overruled" if e.refused else "")
     )
 
 

@@ -29,13 +29,15 @@ import numpy as np
 import pandas as pd
 
 from nlsim.clusters.assign import ClusterUpdate, assign_groups
-from nlsim.clusters.constraints import LinkConstraints
+from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import Link, rule_named
 from nlsim.clusters.table import cluster_table
+from nlsim.clusters.verdicts import Verdicts
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS, DedupConfig
-from nlsim.dedup.record import ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
+from nlsim.dedup.editors import EditorsInput, read_editors
+from nlsim.dedup.record import EditorsRecord, ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
 from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
@@ -116,6 +118,10 @@ class Clustering:
     cut: pd.DataFrame
     """Today's pairs at or above the threshold whose items the cluster rule left in two clusters (row
     positions ``a``, ``b`` and the scores): the near misses' first candidates."""
+    editors: EditorsRecord | None = None
+    """What the editors' verdicts did (``None``: the run had no verdict and no scored pair)."""
+    verdicts: Verdicts = field(default_factory=Verdicts)
+    """The verdicts the run honoured, kept in a daily state for later runs."""
 
 
 # --- load ---------------------------------------------------------------------------------------------
@@ -574,11 +580,13 @@ def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecor
 
 
 def cluster(
-    window: Window, pairs: pd.DataFrame, config: DedupConfig, constraints: LinkConstraints | None = None
+    window: Window, pairs: pd.DataFrame, config: DedupConfig, editors: EditorsInput | None = None
 ) -> Clustering:
     """Cluster ids from every link the window holds (the kept pairs of earlier runs and today's) under the
-    configured rule (:mod:`nlsim.clusters.rules`), honouring the editors' ``constraints``, named with stable
-    ids (:func:`nlsim.clusters.assign.assign_groups`); and the report's tables."""
+    configured rule (:mod:`nlsim.clusters.rules`), honouring the editors' verdicts (``editors``, as
+    :class:`~nlsim.clusters.constraints.LinkConstraints`), named with stable ids
+    (:func:`nlsim.clusters.assign.assign_groups`); and the report's tables."""
+    editors = editors if editors is not None else EditorsInput()
     ids = window.ids
     items = window.items
     keys = order_keys(ids.tolist(), items["published_at"])
@@ -589,7 +597,7 @@ def cluster(
         Link(x, y, float(s))
         for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
     ]
-    known = (constraints or LinkConstraints()).restricted_to(ids.tolist())
+    known = editors.constraints().restricted_to(ids.tolist())
     groups = rule_named(config.cluster_rule).clusters(links, known)
     upd = assign_groups(
         window.previous,
@@ -646,6 +654,37 @@ def cluster(
         window_clusters,
         _clusters_state(upd, window),
         pairs[~held].reset_index(drop=True),
+        editors_record(editors, known, pairs_all, upd.assignment),
+        editors.verdicts,
+    )
+
+
+def editors_record(
+    editors: EditorsInput, known: LinkConstraints, links: pd.DataFrame, assignment: dict[str, str]
+) -> EditorsRecord | None:
+    """What the run's record and page say of the editors' verdicts (``None`` when the run had no verdict
+    and no scored pair): the verdicts known and acting, those among the window's items, the links between
+    two items an editor kept apart (dropped), the same-story verdicts that joined items no link joined or
+    that a not-the-same-story verdict overruled, and the decisions the page lists."""
+    if not len(editors.verdicts) and not editors.scored:
+        return None
+    linked = {pair_key(str(a), str(b)) for a, b in zip(links["id_a"], links["id_b"], strict=True)}
+    must = sorted(known.must_link)
+    together = [assignment.get(a) is not None and assignment.get(a) == assignment.get(b) for a, b in must]
+    return EditorsRecord(
+        source=editors.source,
+        verdicts=len(editors.verdicts),
+        acting=len(editors.constraints()),
+        must_link=len(known.must_link),
+        cannot_link=len(known.cannot_link),
+        links_cut=len(linked & known.cannot_link),
+        joined=sum(1 for p, t in zip(must, together, strict=True) if t and p not in linked),
+        refused=sum(1 for t in together if not t),
+        decisions=[
+            [v.id_a, v.id_b, v.score]
+            for v in editors.verdicts.acting()
+            if v.key in known.must_link or v.key in known.cannot_link
+        ],
     )
 
 
@@ -779,7 +818,15 @@ def commit(
             "near_misses": near.empty_table() if missed is None else missed,
         },
         previous=window.state,
+        verdicts=clustering.verdicts.frame() if len(clustering.verdicts) else None,
     )
+
+
+def editors(config: DedupConfig, window: Window) -> EditorsInput:
+    """The editors' scored pairs and verdicts (``--annotated-pairs``) with those a daily state keeps, read
+    before the expensive stages (a bad file is refused first)."""
+    kept = window.state.verdicts if window.state is not None else None
+    return read_editors(config.annotated_pairs, kept)
 
 
 def _index_writer(window: Window, model: ModelChoice, config: DedupConfig) -> Any:

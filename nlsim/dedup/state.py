@@ -12,6 +12,7 @@ Layout::
         pairs.parquet               pairs among kept items (id_a, id_b, similarity, cosine, cross_encoder,
         run_id)
         clusters.parquet            cluster id -> key member order key, created/updated run
+        verdicts.parquet            the editors' verdicts its clusters honour (nlsim.clusters.verdicts)
         report/                     the report tables of the run that made this generation
         run.json                    that run's figures (counts, timings, model, threshold)
       runs/<run_id>.json            every committed run's figures
@@ -70,7 +71,7 @@ GENERATION_NAME = re.compile(
 )
 """Names of the generation folders nlsim writes (finished, or left half-written by a killed run)."""
 GENERATION_ENTRIES = frozenset(
-    {"index", "items.parquet", "pairs.parquet", "clusters.parquet", "report", "run.json"}
+    {"index", "items.parquet", "pairs.parquet", "clusters.parquet", "verdicts.parquet", "report", "run.json"}
 )
 """What a generation folder holds (:func:`_write_generation`); a killed write leaves some of them."""
 LOCK_FILES = {"lock.json", ".lock.guard"}
@@ -179,6 +180,8 @@ class State:
     index: Any = None
     pairs: pd.DataFrame = field(default_factory=empty_pairs)
     clusters: pd.DataFrame = field(default_factory=empty_clusters)
+    verdicts: pd.DataFrame | None = None
+    """The editors' verdicts kept for later runs (``None``: none kept, or a state written before)."""
     as_of: pd.Timestamp | None = None
     last_run: dict[str, Any] | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -336,6 +339,8 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         items = pd.read_parquet(gen_dir / "items.parquet")
         pairs = pd.read_parquet(gen_dir / "pairs.parquet")
         clusters = pd.read_parquet(gen_dir / "clusters.parquet")
+        kept = gen_dir / "verdicts.parquet"
+        verdicts = pd.read_parquet(kept) if kept.is_file() else None
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
@@ -355,6 +360,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         index=index,
         pairs=pairs,
         clusters=clusters,
+        verdicts=verdicts,
         as_of=as_of,
         last_run=manifest.get("last_run"),
         manifest=manifest,
@@ -422,6 +428,7 @@ class Generation:
     clusters: pd.DataFrame
     report_tables: dict[str, pd.DataFrame]
     run: dict[str, Any]
+    verdicts: pd.DataFrame | None = None
 
 
 def _write_generation(tmp: Path, gen: Generation, identity: StateIdentity) -> None:
@@ -439,6 +446,10 @@ def _write_generation(tmp: Path, gen: Generation, identity: StateIdentity) -> No
     gen.items.to_parquet(tmp / "items.parquet", index=False, engine="pyarrow")
     gen.pairs.reset_index(drop=True).to_parquet(tmp / "pairs.parquet", index=False, engine="pyarrow")
     gen.clusters.reset_index(drop=True).to_parquet(tmp / "clusters.parquet", index=False, engine="pyarrow")
+    if gen.verdicts is not None and len(gen.verdicts):
+        gen.verdicts.reset_index(drop=True).to_parquet(
+            tmp / "verdicts.parquet", index=False, engine="pyarrow"
+        )
     (tmp / "report").mkdir()
     for tname, table in gen.report_tables.items():
         table.to_parquet(tmp / "report" / f"{tname}.parquet", index=False, engine="pyarrow")
@@ -481,12 +492,14 @@ def commit_state(
     run: dict[str, Any],
     report_tables: dict[str, pd.DataFrame],
     previous: State | None = None,
+    verdicts: pd.DataFrame | None = None,
 ) -> State:
     """Write a new generation and make it current (the manifest replace is the commit).
 
     ``run`` is the run's figures (must hold ``run_id``); it is stored in the generation, in the manifest
     (``last_run``) and in ``runs/<run_id>.json``. ``report_tables`` are kept in ``report/`` so the report of
-    the last committed run can be written again if the run was killed before writing it.
+    the last committed run can be written again if the run was killed before writing it. ``verdicts``: the
+    editors' verdicts later runs honour (:mod:`nlsim.clusters.verdicts`).
     """
     folder = Path(folder)
     gens = folder / GENERATIONS
@@ -494,7 +507,9 @@ def commit_state(
     generation = (previous.generation if previous is not None else 0) + 1
     name = f"g{generation:06d}-{uuid.uuid4().hex[:6]}"
     final = gens / name
-    gen = Generation(index, items.reset_index(drop=True), embeddings, pairs, clusters, report_tables, run)
+    gen = Generation(
+        index, items.reset_index(drop=True), embeddings, pairs, clusters, report_tables, run, verdicts
+    )
     with atomic_dir(final) as tmp:
         _write_generation(tmp, gen, identity)
     prev_name = previous.generation_dir.name if previous and previous.generation_dir else None
@@ -526,6 +541,7 @@ def commit_state(
         index=index,
         pairs=pairs,
         clusters=clusters,
+        verdicts=verdicts,
         as_of=as_of,
         last_run=run,
         manifest=manifest,

@@ -1,0 +1,98 @@
+"""What a report run takes from the editors: the pairs they already scored, and their verdicts.
+
+``nlsim dedup --annotated-pairs PAIRS`` names the annotated pair file (the one ``nlsim annotate merge``
+extends; the chain passes its own). From it a run takes:
+
+- **the scored pairs** (every split): the page's review queue never offers them again, and the page is
+  given their pair ids only (:func:`nlsim.io.editor_file.pair_id`), never their scores or splits;
+- **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), which act on the clusters
+  (:mod:`nlsim.clusters.apply_constraints`): "same story" joins two items, "not the same story" keeps them
+  apart. Only verdicts on training pairs act; a pair the file holds in its validation or test split never
+  does, whatever the store says (the report is judged on those pairs).
+
+A daily run keeps the verdicts in its state (:mod:`nlsim.dedup.state`): a later run, with or without
+``--annotated-pairs``, and after a model promotion, still honours them; a run that names the file adds the
+verdicts merged since (a later verdict on a pair replaces the earlier one).
+
+Example:
+    >>> from nlsim.clusters.verdicts import Verdict, Verdicts
+    >>> e = EditorsInput(Verdicts.from_records([Verdict("a", "b", 0.0), Verdict("c", "d", 0.0)]),
+    ...                  held_out=frozenset({("c", "d")}))
+    >>> e.constraints().cannot_link
+    frozenset({('a', 'b')})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from nlsim.clusters.constraints import LinkConstraints, pair_key
+from nlsim.clusters.verdicts import Verdicts, from_frame, load_verdicts, store_path
+from nlsim.io.editor_file import pair_id
+from nlsim.io.pairs import item_id, load_pairs
+
+
+@dataclass(frozen=True)
+class EditorsInput:
+    """The editors' part of a run's input.
+
+    Attributes:
+        verdicts: every verdict known to the run (the store's, and a daily state's copy).
+        scored: every scored pair of the annotated pair file (any split), as ``pair_key``.
+        held_out: the validation and test pairs of that file (``pair_key``): never constraints.
+        source: where the verdicts came from (the store, the state), for the run record.
+    """
+
+    verdicts: Verdicts = field(default_factory=Verdicts)
+    scored: frozenset[tuple[str, str]] = frozenset()
+    held_out: frozenset[tuple[str, str]] = frozenset()
+    source: str = ""
+
+    def scored_ids(self, shown: Iterable[str]) -> list[str]:
+        """The pair ids (:func:`nlsim.io.editor_file.pair_id`) of the scored pairs whose two items are
+        among ``shown`` (the items a page shows), sorted."""
+        known = set(map(str, shown))
+        return sorted(pair_id(a, b) for a, b in self.scored if a in known and b in known)
+
+    def constraints(self) -> LinkConstraints:
+        """The acting verdicts (training pairs, none held out) as must-links and cannot-links."""
+        c = self.verdicts.constraints()
+        return LinkConstraints(
+            must_link=frozenset(p for p in c.must_link if p not in self.held_out),
+            cannot_link=frozenset(p for p in c.cannot_link if p not in self.held_out),
+        )
+
+
+def read_editors(annotated_pairs: str | Path | None, kept: pd.DataFrame | None) -> EditorsInput:
+    """The scored pairs and verdicts of ``annotated_pairs`` (when given) with the verdicts ``kept`` in a
+    daily state (a table of :data:`nlsim.clusters.verdicts.COLUMNS`, or ``None``). Read before the
+    expensive stages: a bad file is refused first, by file, row and field."""
+    verdicts = Verdicts()
+    sources: list[str] = []
+    if kept is not None and len(kept):
+        verdicts = from_frame(kept, "the state's verdicts")
+        sources.append("the state")
+    scored: frozenset[tuple[str, str]] = frozenset()
+    held: frozenset[tuple[str, str]] = frozenset()
+    if annotated_pairs:
+        pairs = load_pairs(annotated_pairs)
+        if "id_a" in pairs.columns and "id_b" in pairs.columns:
+            ids = [(item_id(a), item_id(b)) for a, b in zip(pairs["id_a"], pairs["id_b"], strict=True)]
+            ok = [a != "" and b != "" and a != b for a, b in ids]
+            scored = frozenset(pair_key(a, b) for (a, b), good in zip(ids, ok, strict=True) if good)
+            split = pairs["split"].astype(str).tolist()
+            held = frozenset(
+                pair_key(a, b)
+                for (a, b), good, s in zip(ids, ok, split, strict=True)
+                if good and s in ("validation", "test")
+            )
+        store = store_path(annotated_pairs)
+        stored = load_verdicts(store)
+        if len(stored):
+            verdicts = verdicts.updated(stored.records)
+            sources.append(str(store))
+    return EditorsInput(verdicts, scored, held, " and ".join(sources))
