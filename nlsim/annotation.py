@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime as dt
 import fcntl
 import io
 import os
@@ -49,8 +50,9 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from nlsim.clusters.verdicts import Verdict, load_verdicts, save_verdicts, store_path
 from nlsim.encoders import load_encoder
-from nlsim.errors import ConfigError, InputError
+from nlsim.errors import ConfigError, InputError, InputErrors
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
@@ -707,9 +709,12 @@ def _check_texts(new: pd.DataFrame, known: dict[str, tuple[str, str]], filled: s
     return out
 
 
-def _check_new(new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path) -> None:
-    """Refuse a pair already annotated (by pair id, item ids or texts) and an item id whose text differs
-    from the pair file's."""
+def _conflicts(
+    new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
+) -> tuple[list[InputError], list[InputError]]:
+    """Every conflict of ``new`` with the pair file at once: the rows whose pair is already annotated (by
+    pair id, item ids or texts), and the rows naming an item id whose text differs from the pair file's.
+    Returns ``(already annotated, other conflicts)``, each problem named by file, row and field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     known_ids = set(existing["pair_id"])
     known = _known_pairs(existing)
@@ -719,31 +724,62 @@ def _check_new(new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pa
             for item, text in zip(existing[col], existing[tcol], strict=True):
                 if not _blank(item):
                     texts.setdefault(str(item).strip(), str(text))
+    scored: list[InputError] = []
+    other: list[InputError] = []
     for i, (r, keys) in enumerate(zip(new.itertuples(index=False), pair_keys(new), strict=True)):
         row = int(rows[i])
         what = f"pair {r.pair_id!r}"
         if hasattr(r, "id_a") and hasattr(r, "id_b"):
             what += f" ({r.id_a} / {r.id_b})"
         if r.pair_id in known_ids:
-            raise InputError(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}")
-        for key in keys:
-            if key in known:
-                raise InputError(
-                    filled,
-                    row,
-                    "id_a" if key[0] == "id_a" else "text_a",
-                    f"{what} is already annotated in {pairs_file} as {known[key]!r}",
-                )
+            scored.append(InputError(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}"))
+        else:
+            for key in keys:
+                if key in known:
+                    scored.append(
+                        InputError(
+                            filled,
+                            row,
+                            "id_a" if key[0] == "id_a" else "text_a",
+                            f"{what} is already annotated in {pairs_file} as {known[key]!r}",
+                        )
+                    )
+                    break
         for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
             item = str(getattr(r, col, "") or "").strip()
             text = str(getattr(r, tcol))
             if item in texts and texts[item] != text:
-                raise InputError(
-                    filled,
-                    row,
-                    tcol,
-                    f"item {item!r} has another text than in {pairs_file} ({texts[item]!r})",
+                other.append(
+                    InputError(
+                        filled,
+                        row,
+                        tcol,
+                        f"item {item!r} has another text than in {pairs_file} ({texts[item]!r})",
+                    )
                 )
+    return scored, other
+
+
+def _check_new(
+    new: pd.DataFrame,
+    existing: pd.DataFrame,
+    filled: str | Path,
+    pairs_file: str | Path,
+    *,
+    skip_scored: bool = False,
+) -> None:
+    """Refuse ``new`` naming every conflict with the pair file at once (:func:`_conflicts`); with
+    ``skip_scored`` a pair already annotated is no conflict (the merge skips it)."""
+    scored, other = _conflicts(new, existing, filled, pairs_file)
+    problems = sorted(other + ([] if skip_scored else scored), key=lambda e: (e.row or 0, e.field or ""))
+    if not problems:
+        return
+    what = "rows conflict with the pair file"
+    if scored and not skip_scored:
+        what += f" ({len(scored)} already annotated: pass --skip-scored to merge the others)"
+    if len(problems) == 1:
+        raise problems[0]
+    raise InputErrors(filled, problems, what)
 
 
 @dataclass
@@ -755,6 +791,10 @@ class MergeResult:
     total: int
     split: str
     path: Path
+    skipped_scored: int = 0
+    """Rows skipped because their pair was already annotated (``--skip-scored``)."""
+    verdicts: Path | None = None
+    """The verdict store the merged pairs were added to (beside the pair file)."""
 
 
 BOM = b"\xef\xbb\xbf"
@@ -955,6 +995,7 @@ def merge_annotations(
     split: str = "train",
     skip_blank: bool = False,
     corpus: str | Path | None = None,
+    skip_scored: bool = False,
     log: Callable[[str], None] = say,
 ) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
@@ -968,6 +1009,13 @@ def merge_annotations(
     byte (byte-order mark and line endings included), and every pair file keeps its permissions; a
     symbolic link is followed (its target is rewritten). One merge into a folder at a time: the pair file
     is read under a lock (:func:`merge_lock`).
+
+    Every conflict with the pair file is named at once (file, row and field of each). With
+    ``skip_scored`` the rows whose pair is already annotated are skipped (and counted) instead.
+
+    The merged pairs with both item ids are also the editors' verdicts: they are added to the verdict
+    store beside the pair file (:func:`nlsim.clusters.verdicts.store_path`), which every later report
+    naming the pair file honours (``nlsim dedup --annotated-pairs``); only training pairs act there.
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
@@ -982,7 +1030,19 @@ def merge_annotations(
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled)
-        _check_new(new, existing, filled, pairs_file)
+        _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored)
+        already = _conflicts(new, existing, filled, pairs_file)[0] if skip_scored else []
+        skipped_scored = len({e.row for e in already})
+        if skipped_scored:
+            rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+            drop = {e.row for e in already}
+            keep = [r not in drop for r in rows]
+            new = new[keep].reset_index(drop=True)
+            new.attrs["rows"] = [r for r, k in zip(rows, keep, strict=True) if k]
+            if new.empty:
+                raise InputError(
+                    filled, None, None, f"every pair of the file is already annotated in {pairs_file}"
+                )
         columns = list(original.columns)
         extra: list[str] = []
         for col in editor_file.KEPT:
@@ -1022,8 +1082,43 @@ def merge_annotations(
                 tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
 
         _write_checked(target, checked, write, f"{pairs_file} merged with {filled}")
+        store = _store_verdicts(new, path, split, filled)
+    scored_note = f", {skipped_scored} already annotated skipped" if skip_scored else ""
     log(
         f"added {len(add)} pairs to {path} as {split!r} "
-        f"({skipped} blank rows skipped); now {len(merged)} pairs"
+        f"({skipped} blank rows skipped{scored_note}); now {len(merged)} pairs"
+        + (f"; the verdicts are kept in {store}" if store is not None else "")
     )
-    return MergeResult(len(add), skipped, len(merged), split, path)
+    return MergeResult(len(add), skipped, len(merged), split, path, skipped_scored, store)
+
+
+def _store_verdicts(new: pd.DataFrame, pairs_file: Path, split: str, filled: str | Path) -> Path | None:
+    """Add the merged pairs that have both item ids to the verdict store beside ``pairs_file`` (written
+    atomically); the store's path, or ``None`` when no pair had item ids."""
+    if "id_a" not in new.columns or "id_b" not in new.columns:
+        return None
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    records = [
+        Verdict(
+            item_id(a),
+            item_id(b),
+            float(score),
+            split,
+            "" if _blank(who) else str(who),
+            Path(filled).name,
+            now,
+        )
+        for a, b, score, who in zip(
+            new["id_a"],
+            new["id_b"],
+            new["score"],
+            new["annotator"] if "annotator" in new.columns else [""] * len(new),
+            strict=True,
+        )
+        if item_id(a) and item_id(b)
+    ]
+    if not records:
+        return None
+    store = store_path(pairs_file)
+    save_verdicts(load_verdicts(store).updated(records), store)
+    return store

@@ -32,6 +32,31 @@ class InputError(NlsimError):
         )
 
 
+class InputErrors(InputError):
+    """Several rows of one input refused at once, each named by file, row and field (one line each).
+
+    The first problem is the error's own ``row``, ``field`` and ``reason``; ``problems`` holds them all.
+
+    Example:
+        >>> e = InputErrors("f.csv", [InputError("f.csv", 2, "pair_id", "x"),
+        ...                           InputError("f.csv", 5, "id_a", "y")])
+        >>> print(e)
+        f.csv: 2 rows refused:
+          f.csv: row 2, field 'pair_id': x
+          f.csv: row 5, field 'id_a': y
+    """
+
+    def __init__(self, file: str | Path, problems: list[InputError], what: str = "rows refused") -> None:
+        self.problems = list(problems)
+        first = self.problems[0]
+        super().__init__(first.file, first.row, first.field, first.reason)
+        lines = [f"{file}: {len(self.problems)} {what}:"] + [f"  {p}" for p in self.problems]
+        self.args = ("\n".join(lines),)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class StateError(NlsimError):
     """A saved index, embedding file or state folder that is corrupt or belongs to another model."""
 

@@ -625,3 +625,69 @@ def test_a_drawn_file_keeps_a_formula_title_as_text_and_the_merge_stores_the_tit
     merge_annotations(out, pairs, corpus=corpus, log=lambda _: None)
     merged = load_pairs(pairs).iloc[1:]
     assert set(merged["text_a"]) | set(merged["text_b"]) <= set(titles)
+
+
+def test_merge_names_every_conflict_at_once_and_skip_scored_merges_the_rest(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Two rows of a file repeat annotated pairs: one refusal names both (file, row, field); with
+    --skip-scored the third row is merged, the two are counted, and the verdict store beside the pair file
+    holds every merged pair with its split."""
+    _, pairs = files
+    again = tmp_path / "again.csv"
+    pd.DataFrame(
+        {
+            "id_a": ["n00", "n08", "n04"],
+            "id_b": ["n01", "n09", "n03"],
+            "text_a": [TITLES[0], TITLES[8], TITLES[4]],
+            "text_b": [TITLES[1], TITLES[9], TITLES[3]],
+            "score": ["1", "0.75", "0"],
+            "annotator": ["ed", "ed", "ed"],
+        }
+    ).to_csv(again, index=False)
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as refused:
+        merge_annotations(again, pairs, log=lambda _: None)
+    text = str(refused.value)
+    assert f"{again}: row 1, field " in text and f"{again}: row 3, field " in text, text
+    assert "row 2" not in text and "--skip-scored" in text
+    assert pairs.read_bytes() == before  # refused: the pair file as it was
+    assert not (tmp_path / "pairs.verdicts.csv").exists()
+
+    said: list[str] = []
+    res = merge_annotations(again, pairs, skip_scored=True, log=said.append)
+    assert (res.added, res.skipped_scored) == (1, 2)
+    assert "2 already annotated skipped" in said[0]
+    merged = load_pairs(pairs)
+    assert len(merged) == 3 and merged["id_a"].tolist()[-1] == "n08"
+
+    from nlsim.clusters.verdicts import load_verdicts, store_path
+
+    assert res.verdicts == store_path(pairs) == tmp_path / "pairs.verdicts.csv"
+    verdicts = load_verdicts(res.verdicts)
+    assert [(v.id_a, v.id_b, v.score, v.split, v.annotator) for v in verdicts.records] == [
+        ("n08", "n09", 0.75, "train", "ed")
+    ]
+    assert verdicts.constraints().forbids("n09", "n08")
+
+
+def test_merge_cli_lists_every_conflict_and_skips_scored(files: tuple[Path, Path], tmp_path: Path) -> None:
+    _, pairs = files
+    again = tmp_path / "again.csv"
+    pd.DataFrame(
+        {
+            "id_a": ["n00", "n04", "n10"],
+            "id_b": ["n01", "n03", "n11"],
+            "text_a": [TITLES[0], TITLES[4], TITLES[10]],
+            "text_b": [TITLES[1], TITLES[3], TITLES[11]],
+            "score": ["1", "0.75", "1"],
+        }
+    ).to_csv(again, index=False)
+    cmd = [sys.executable, "-m", "nlsim", "annotate", "merge", "--filled", str(again), "--pairs", str(pairs)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bad = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert "row 1, field " in bad.stderr and "row 2, field " in bad.stderr, bad.stderr
+    ok = subprocess.run([*cmd, "--skip-scored"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "added 1 pairs" in ok.stderr + ok.stdout and "2 already annotated skipped" in ok.stderr + ok.stdout

@@ -67,6 +67,12 @@ def register(subparsers: Any) -> None:
         help="the corpus the pairs were drawn from or shown in: each item's text must be its text there "
         "(a row with swapped ids or a text changed in a spreadsheet is refused)",
     )
+    m.add_argument(
+        "--skip-scored",
+        action="store_true",
+        help="skip the rows whose pair is already annotated (say how many) and merge the rest, instead of "
+        "refusing the file",
+    )
     m.set_defaults(func=run_merge)
 
 
@@ -93,6 +99,11 @@ def run_merge(args: argparse.Namespace) -> int:
     from nlsim.annotation import merge_annotations  # deferred: `nlsim --help` and refusals stay fast
 
     merge_annotations(
-        args.filled, args.pairs, split=args.split, skip_blank=args.skip_blank, corpus=args.corpus
+        args.filled,
+        args.pairs,
+        split=args.split,
+        skip_blank=args.skip_blank,
+        corpus=args.corpus,
+        skip_scored=args.skip_scored,
     )
     return 0
