@@ -294,6 +294,7 @@ def page_data(
         "clusters": out,
         "nearMisses": review.near_miss_rows(near_misses, item),
         "review": review.review_meta(record),
+        "editors": review.editors_data(record.editors, item, item.known),
     }
 
 

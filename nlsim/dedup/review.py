@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from importlib import resources
 from typing import Any
 
 import pandas as pd
 
-from nlsim.dedup.record import RunRecord
+from nlsim.dedup.record import EditorsRecord, RunRecord
 from nlsim.dedup.spreadsheet import FORMULA_START
 from nlsim.io import editor_file
 
@@ -152,6 +152,23 @@ def near_miss_rows(near_misses: pd.DataFrame | None, item: Callable[[Any], int])
     return rows
 
 
+def editors_data(
+    editors: EditorsRecord | None, item: Callable[[Any], int], known: Container[str]
+) -> dict[str, Any]:
+    """What the page takes from the editors (:class:`~nlsim.dedup.record.EditorsRecord`): the pair ids
+    of the pairs already scored (``scored``: the review queue leaves them out; ids only, never their
+    scores or splits) and the editors' decisions acting in this report (``decisions``: item A, item B,
+    level, for the items the page shows)."""
+    if editors is None:
+        return {"scored": [], "decisions": []}
+    decisions = [
+        [item(a), item(b), _num(score)]
+        for a, b, score in editors.decisions
+        if str(a) in known and str(b) in known
+    ]
+    return {"scored": list(editors.scored_ids), "decisions": decisions}
+
+
 def review_section(data: dict[str, Any]) -> str:
     """The review panel: instructions, the annotator's name, the levels shown, export and clear, the
     picked pair, the near-miss queue and the list of marks (filled in by ``review.js``)."""
@@ -167,7 +184,7 @@ def review_section(data: dict[str, Any]) -> str:
         "them and hand the file to whoever runs <code>nlsim annotate merge</code>. They are kept in this "
         "browser for this report until you clear them. Mark any pair shown: the pairs that joined a cluster, "
         "every pair inside a cluster, the near misses below, or two items you pick (<em>pick</em> beside an "
-        "item of an opened cluster).</p>"
+        "item of an opened cluster). A pair an editor already scored is not offered again.</p>"
         f"<p class='meta rv-keys'>Keys: <kbd>j</kbd>/<kbd>n</kbd> next pair, <kbd>k</kbd>/<kbd>p</kbd> "
         f"previous · {keys} · <kbd>x</kbd> clear</p>"
         "<div class='rv-bar'>"
@@ -183,6 +200,13 @@ def review_section(data: dict[str, Any]) -> str:
         "<p id='rv-status' class='meta' role='status'></p>"
         "<div id='rv-picked' class='rv-picked' hidden><h3>Picked pair</h3><table class='rv-table'>"
         "<tbody id='rv-picked-body'></tbody></table></div>"
+        "<h3>Doubtful clusters first: each cluster's weakest link, nearest the threshold first</h3>"
+        "<p class='meta'>The link a cluster would fall apart at: mark <em>not the same story</em> and the "
+        "cluster is split in this page at once (a preview); once your marks are merged, every later report "
+        "and daily run keeps the two items apart.</p>"
+        "<table class='rv-table' id='rv-doubtful'><thead><tr><th>weakest link</th><th>item A</th>"
+        "<th>item B</th><th>your verdict</th></tr></thead><tbody></tbody></table>"
+        "<div id='rv-doubtful-more'></div>"
         f"<h3>Near misses: the {n_near:,} best pairs below the threshold ({html.escape(meta['score'])} "
         f"&lt; {html.escape(threshold)}), nearest first</h3>"
         "<p class='meta'>Pairs the model came close to grouping and did not: mark those that are the same "
@@ -190,6 +214,10 @@ def review_section(data: dict[str, Any]) -> str:
         "<table class='rv-table' id='rv-near'><thead><tr><th>score</th><th>item A</th><th>item B</th>"
         "<th>your verdict</th></tr></thead><tbody></tbody></table>"
         "<div id='rv-near-more'></div>"
+        "<details id='rv-decisions'><summary>Editors’ decisions in this report</summary>"
+        "<p class='meta'>Verdicts merged earlier (training pairs) that this report honours: same story joins "
+        "the two items, not the same story keeps them apart.</p><table class='rv-table'><thead><tr>"
+        "<th>decision</th><th>item A</th><th>item B</th></tr></thead><tbody></tbody></table></details>"
         "<details id='rv-marked'><summary>Your marks</summary><table class='rv-table'><thead><tr>"
         "<th>score</th><th>item A</th><th>item B</th><th>your verdict</th></tr></thead><tbody></tbody>"
         "</table></details>"

@@ -461,3 +461,96 @@ def test_the_export_works_over_plain_http_with_hashes_and_formulas_escaped(
     assert story["notes"] == "'-- rewritten" and story["score"] == "1" and story["similarity"] == "0.95"
     assert near_pair["text_b"] == "'" + text["p1"] and near_pair["text_a"] == text["p0"]
     assert near_pair["score"] == "0" and near_pair["stratum"] == "report-page:near-miss"
+
+
+def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """Doubtful clusters come first in the review queue (weakest link nearest the threshold); pairs an
+    editor already scored are never offered (the page knows their pair ids only); "not the same story" on
+    a cluster's weakest link splits the cluster in the page at once, and clearing the mark joins it again;
+    the editors' decisions the report honours are listed."""
+    folder = tmp_path / "report"
+    review_report(folder)
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run["editors"] = {
+        "source": "pairs.verdicts.csv",
+        "verdicts": 1,
+        "acting": 1,
+        "must_link": 1,
+        "decisions": [["b0", "b1", 1.0]],
+        "scored_ids": [editor_file.pair_id("b1", "b0"), editor_file.pair_id("l0", "l1")],
+    }
+    clusters = pd.read_parquet(folder / "clusters.parquet")
+    assert dict(
+        zip(clusters["cluster_id"], clusters["weakest_link"].astype(float).round(2), strict=True)
+    ) == {
+        "c-t0": 0.96,
+        "c-b0": 0.93,
+    }
+    pairs = pd.read_parquet(folder / "pairs.parquet")
+    near = pd.read_parquet(folder / "near_misses.parquet")
+    from nlsim.dedup.html import render_html
+
+    frame = pd.DataFrame(
+        {"id": ["t0", "t1", "t2", "b0", "b1", "l0", "l1"], "title": list("ABCDEFG"), "source": "wire"}
+    ).assign(url="", published_at=pd.Timestamp("2024-08-01", tz="UTC"))
+    page_path = tmp_path / "page.html"
+    page_path.write_text(
+        render_html(pairs, clusters, RunRecord.from_dict(run), frame, near_misses=near), encoding="utf-8"
+    )
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_path.as_uri())
+
+    # the queue: c-b0's only link is scored, so c-t0's weakest link (t1-t2, 0.96) is the one offered
+    doubtful = page.eval_on_selector_all(
+        "#rv-doubtful tbody tr.rv-row", "rows => rows.map(r => [r.cells[0].textContent, r.dataset.key])"
+    )
+    assert doubtful == [["0.960", "t1\u001ft2"]]
+    # the near miss l0-l1 (0.88) is scored: left out of the near-miss queue, and said
+    near_rows = page.eval_on_selector_all(
+        "#rv-near tbody tr", "rows => rows.map(r => r.cells[0].textContent)"
+    )
+    assert near_rows == ["0.850", "0.800"]
+    assert "1 near miss(es) already scored" in page.text_content("#rv-near-more")
+    # a scored pair shown in a cluster has no verdict buttons
+    page.click("li[data-cluster='c-b0'] summary")
+    page.wait_for_selector("li[data-cluster='c-b0'] .cbody tr.rv-scored")
+    assert page.locator("li[data-cluster='c-b0'] .cbody tr.rv-row").count() == 0
+    # the editors' decisions this report honours
+    page.click("#rv-decisions summary")
+    assert page.eval_on_selector_all(
+        "#rv-decisions tbody tr", "rows => rows.map(r => r.cells[0].textContent)"
+    ) == ["same story: joined"]
+
+    def sizes() -> dict[str, str]:
+        return dict(
+            page.eval_on_selector_all(
+                "#clusters li.cluster",
+                "lis => lis.map(li => [li.dataset.cluster, li.querySelector('.size').textContent])",
+            )
+        )
+
+    assert sizes() == {"c-t0": "3 items", "c-b0": "2 items"}
+    page.locator("#rv-doubtful tr.rv-row button.rv-level[data-v='0']").click()  # not related
+    assert sizes() == {"c-t0": "2 items", "c-b0": "2 items"}  # t2 split off at once: alone now
+    assert "split by your mark (preview)" in page.text_content("li[data-cluster='c-t0'] summary")
+    assert page.locator("li[data-cluster='c-b0'] details").get_attribute("open") is not None  # kept open
+    # kept over a reload (the marks are), and undone when the mark is cleared
+    page.reload()
+    assert sizes() == {"c-t0": "2 items", "c-b0": "2 items"}
+    page.locator(
+        "#rv-doubtful tr.rv-row button.rv-level[data-v='0']"
+    ).click()  # the same level again: unmarked
+    assert sizes() == {"c-t0": "3 items", "c-b0": "2 items"}
+    assert "preview" not in page.text_content("li[data-cluster='c-t0'] summary")
+    # "not the same story" on t0 and t2 (a pair with no direct link shown inside the cluster) splits too
+    page.click("li[data-cluster='c-t0'] summary")
+    page.click("li[data-cluster='c-t0'] tr[data-item] button.rv-pick >> nth=0")
+    page.click("li[data-cluster='c-t0'] tr[data-item] button.rv-pick >> nth=2")
+    page.locator("#rv-picked button.rv-level[data-v='0.75']").click()
+    assert sizes() == {"c-t0": "2 items", "c-b0": "2 items"}
+    assert errors == []
+    page.close()

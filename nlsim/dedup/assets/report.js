@@ -107,11 +107,13 @@
     s.appendChild(el("span", "size", c.size + " items"));
     var rep = el("span", "rep");
     if (DATA.daily) rep.appendChild(el("span", "badge " + c.status, c.status));
+    if (c.preview) rep.appendChild(el("span", "badge preview", c.preview));  // split by an editor's mark (review.js)
     rep.appendChild(title(c.rep, false));
     s.appendChild(rep);
     s.appendChild(el("span", "meta", span(c)));
     var sub = [isolated(c.sources.slice(0, 4), ", ").concat(c.sources.length > 4 ? [" +" + (c.sources.length - 4)] : [])];
     sub.push(["max score " + score(c.max)]);
+    if (c.weakest !== null && c.weakest !== undefined) sub.push(["weakest link " + score(c.weakest)]);
     if (DATA.daily && c.added.length && c.status !== "new") sub.push([c.added.length + " added in this run"]);
     if (c.absorbed.length) sub.push(["absorbed "].concat(isolated(c.absorbed, ", ")));
     sub.push([bdi(c.id)]);
@@ -290,7 +292,17 @@
     var li = document.getElementById(h);
     if (li) { li.querySelector("details").open = true; li.scrollIntoView(); }
   }
-  window.nlsimReport = { data: DATA, title: title, score: score };  // for the review panel (review.js)
+  function redraw() {  // the clusters changed in place (review.js's preview of a split): draw them again
+    var open = {};
+    list.querySelectorAll("li.cluster").forEach(function (li) {
+      if (li.querySelector("details").open) open[li.dataset.cluster] = true;
+    });
+    apply(true);
+    list.querySelectorAll("li.cluster").forEach(function (li) {
+      if (open[li.dataset.cluster]) li.querySelector("details").open = true;
+    });
+  }
+  window.nlsimReport = { data: DATA, title: title, score: score, redraw: redraw };  // for the review panel (review.js)
   window.addEventListener("hashchange", openFromHash);
   apply(false);
   if (location.hash) openFromHash();

@@ -17,6 +17,9 @@
   var clusters = {};
   DATA.clusters.forEach(function (c) { clusters[c.id] = c; });
   var status = document.getElementById("rv-status");
+  var EDITORS = DATA.editors || { scored: [], decisions: [] };
+  var SCORED = {};  // pair ids of the pairs an editor already scored: never offered for review again
+  EDITORS.scored.forEach(function (id) { SCORED[id] = true; });
 
   // --- the marks, kept in localStorage -----------------------------------------------------------------
   var memory = {}, kept = true;
@@ -49,6 +52,56 @@
     var ids = [items[a][0], items[b][0]].sort(cmpCodePoints);
     return ids[0] + "\u001f" + ids[1];
   }
+
+  // --- SHA-256 in the page's own script (FIPS 180-4): crypto.subtle exists only in a secure context, and a
+  // report served over plain HTTP from an intranet host is not one ----------------------------------------
+  var SHA_K = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+  ];
+  function sha256Hex(text) {  // lowercase hex SHA-256 of the UTF-8 bytes of text (Python: hashlib.sha256)
+    var bytes = new TextEncoder().encode(text), n = bytes.length;
+    var blocks = Math.ceil((n + 9) / 64), m = new Uint8Array(blocks * 64);
+    m.set(bytes);
+    m[n] = 0x80;
+    var bits = n * 8, view = new DataView(m.buffer);
+    view.setUint32(m.length - 8, Math.floor(bits / 0x100000000));
+    view.setUint32(m.length - 4, bits >>> 0);
+    var h = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+    var w = new Array(64);
+    function rotr(x, r) { return (x >>> r) | (x << (32 - r)); }
+    for (var off = 0; off < m.length; off += 64) {
+      for (var t = 0; t < 16; t++) w[t] = view.getUint32(off + 4 * t);
+      for (t = 16; t < 64; t++) {
+        var s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >>> 3);
+        var s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >>> 10);
+        w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
+      }
+      var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+      for (t = 0; t < 64; t++) {
+        var t1 = (k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[t] + w[t]) | 0;
+        var t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+        k = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      }
+      h[0] = (h[0] + a) | 0; h[1] = (h[1] + b) | 0; h[2] = (h[2] + c) | 0; h[3] = (h[3] + d) | 0;
+      h[4] = (h[4] + e) | 0; h[5] = (h[5] + f) | 0; h[6] = (h[6] + g) | 0; h[7] = (h[7] + k) | 0;
+    }
+    return h.map(function (x) { return ("0000000" + (x >>> 0).toString(16)).slice(-8); }).join("");
+  }
+
+  var pairIds = {};
+  function pairIdOf(a, b) {  // nlsim.io.editor_file.pair_id of two items (indexes into the page's items)
+    var k = pairKey(a, b);
+    if (!pairIds[k]) pairIds[k] = "ed-" + sha256Hex(k).slice(0, 16);  // as pairId() below
+    return pairIds[k];
+  }
+  function isScored(a, b) { return !!SCORED[pairIdOf(a, b)]; }
 
   // --- one row per pair to review ----------------------------------------------------------------------
   function el(tag, cls, text) {
@@ -102,6 +155,11 @@
     return td;
   }
   function reviewable(tr, a, b, src, score) {
+    if (isScored(a, b)) {  // an editor scored it already: nothing to review
+      tr.classList.add("rv-scored");
+      tr.appendChild(el("td", "rv meta", "already scored"));
+      return tr;
+    }
     tr.classList.add("rv-row");
     tr.dataset.a = a;
     tr.dataset.b = b;
@@ -157,6 +215,70 @@
     }
     save();
     refresh();
+    if (preview()) R.redraw();
+  }
+
+  // --- the preview: a "not the same story" mark splits its cluster in this page at once ----------------
+  var ORIGINAL = DATA.clusters.slice();
+  function pieces(c, cannot, must) {  // the cluster cut along the marks: the weakest links between them go
+    var parent = {}, mem = {}, apart = {};
+    c.members.forEach(function (i) { parent[i] = i; mem[i] = [i]; apart[i] = {}; });
+    function find(x) { while (parent[x] !== x) { parent[x] = parent[parent[x]]; x = parent[x]; } return x; }
+    function join(ra, rb) {
+      if (mem[rb].some(function (i) { return apart[ra][i]; })) return false;
+      parent[rb] = ra;
+      mem[ra] = mem[ra].concat(mem[rb]);
+      Object.keys(apart[rb]).forEach(function (i) { apart[ra][i] = true; });
+      return true;
+    }
+    cannot.forEach(function (p) { apart[find(p[0])][p[1]] = true; apart[find(p[1])][p[0]] = true; });
+    var edges = must.map(function (p) { return [p[0], p[1], Infinity]; })
+      .concat(c.pairs.map(function (p) { return [p[0], p[1], p[2] === null ? -1 : p[2]]; }));
+    edges.sort(function (x, y) { return y[2] - x[2] || x[0] - y[0] || x[1] - y[1]; });
+    edges.forEach(function (e) { var ra = find(e[0]), rb = find(e[1]); if (ra !== rb) join(ra, rb); });
+    var home = find(c.rep);  // a member no link the page has holds stays with the representative
+    c.members.forEach(function (i) { if (mem[find(i)].length === 1 && find(i) !== home) join(home, find(i)); });
+    var groups = {};
+    c.members.forEach(function (i) { var r = find(i); (groups[r] = groups[r] || []).push(i); });
+    return Object.keys(groups).map(function (r) { return groups[r]; });
+  }
+  function piece(c, members, keep) {
+    var inP = {};
+    members.forEach(function (i) { inP[i] = true; });
+    var pairs = c.pairs.filter(function (p) { return inP[p[0]] && inP[p[1]]; });
+    var scores = pairs.map(function (p) { return p[2]; }).filter(function (v) { return v !== null; });
+    var times = members.map(function (i) { return items[i][4]; }).filter(Boolean).sort();
+    var sources = {};
+    members.forEach(function (i) { if (items[i][2]) sources[items[i][2]] = true; });
+    return Object.assign({}, c, {
+      id: keep ? c.id : "c-" + items[members[0]][0], size: members.length, members: members,
+      rep: inP[c.rep] ? c.rep : members[0], added: c.added.filter(function (i) { return inP[i]; }),
+      absorbed: keep ? c.absorbed : [], sources: Object.keys(sources).sort(), pairs: pairs,
+      first: times.length ? times[0] : null, last: times.length ? times[times.length - 1] : null,
+      max: scores.length ? Math.max.apply(null, scores) : null, weakest: scores.length ? Math.min.apply(null, scores) : null,
+      preview: keep ? "split by your mark (preview)" : "split off by your mark (preview)", _hay: undefined,
+    });
+  }
+  function preview() {  // DATA.clusters from the report's clusters and the marks; whether anything changed
+    var out = [];
+    ORIGINAL.forEach(function (c) {
+      var inC = {}, cannot = [], must = [];
+      c.members.forEach(function (i) { inC[i] = true; });
+      Object.keys(marks).forEach(function (k) {
+        var m = marks[k], a = index[m.a], b = index[m.b];
+        if (a !== undefined && b !== undefined && inC[a] && inC[b]) (m.v < 1 ? cannot : must).push([a, b]);
+      });
+      var parts = cannot.length ? pieces(c, cannot, must) : [c.members];
+      if (parts.length === 1) { out.push(c); return; }
+      parts.sort(function (x, y) { return (y.indexOf(c.rep) >= 0) - (x.indexOf(c.rep) >= 0) || y.length - x.length; });
+      parts.forEach(function (p, k) { if (p.length > 1) out.push(piece(c, p, k === 0)); });
+    });
+    var changed = out.length !== DATA.clusters.length || out.some(function (c, k) { return c !== DATA.clusters[k]; });
+    DATA.clusters.length = 0;
+    Array.prototype.push.apply(DATA.clusters, out);
+    clusters = {};
+    DATA.clusters.forEach(function (c) { clusters[c.id] = c; });
+    return changed;
   }
 
   // --- keyboard: next, previous, a key per level -------------------------------------------------------
@@ -194,7 +316,8 @@
   });
 
   // --- the near misses: a queue of their own, nearest the threshold first ------------------------------
-  var near = DATA.nearMisses, nearShown = 0;
+  var near = DATA.nearMisses.filter(function (p) { return !isScored(p[0], p[1]); }), nearShown = 0;
+  var nearScored = DATA.nearMisses.length - near.length;
   var nearBody = document.querySelector("#rv-near tbody"), nearMore = document.getElementById("rv-near-more");
   function moreNear(n) {
     near.slice(nearShown, nearShown + n).forEach(function (p) {
@@ -212,10 +335,56 @@
       b.onclick = function () { moreNear(50); };
       nearMore.appendChild(b);
     }
-    if (!near.length) nearBody.appendChild(el("tr")).appendChild(el("td", "meta", "No near miss in this report."))
+    if (nearScored && nearShown === near.length)
+      nearMore.appendChild(el("p", "meta", nearScored + " near miss(es) already scored by an editor, left out."));
+    if (!near.length) nearBody.appendChild(el("tr")).appendChild(el("td", "meta", "No near miss to review in this report."))
       .colSpan = 4;
   }
   moreNear(50);
+
+  // --- doubtful clusters first: each cluster's weakest unscored link, nearest the threshold first --------
+  var doubtful = [];
+  ORIGINAL.forEach(function (c) {
+    var open = c.pairs.filter(function (p) { return p[2] !== null && !isScored(p[0], p[1]); });
+    if (!open.length) return;
+    var low = open.reduce(function (w, p) { return p[2] < w[2] ? p : w; })[2];
+    var weak = c.weakest === null || c.weakest === undefined ? low : c.weakest;
+    var weakest = open.reduce(function (w, p) { return Math.abs(p[2] - weak) < Math.abs(w[2] - weak) ? p : w; });
+    doubtful.push({ c: c, p: weakest, weak: weak });  // the link the cluster would fall apart at
+  });
+  doubtful.sort(function (x, y) { return x.weak - y.weak || y.c.size - x.c.size || (x.c.id < y.c.id ? -1 : 1); });
+  var doubtBody = document.querySelector("#rv-doubtful tbody"), doubtMore = document.getElementById("rv-doubtful-more");
+  var doubtShown = 0;
+  function moreDoubtful(n) {
+    doubtful.slice(doubtShown, doubtShown + n).forEach(function (d) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "num", fixed(d.weak)));
+      tr.appendChild(cell(d.p[0], d.c.id + " (" + d.c.size + " items)"));
+      tr.appendChild(cell(d.p[1], d.c.id));
+      doubtBody.appendChild(reviewable(tr, d.p[0], d.p[1], "weakest-link", d.p[2]));
+    });
+    doubtShown = Math.min(doubtful.length, doubtShown + n);
+    doubtMore.textContent = "";
+    if (doubtShown < doubtful.length) {
+      var b = el("button", null, "show " + Math.min(50, doubtful.length - doubtShown) + " more of " + doubtful.length);
+      b.type = "button";
+      b.onclick = function () { moreDoubtful(50); };
+      doubtMore.appendChild(b);
+    }
+    if (!doubtful.length) doubtBody.appendChild(el("tr")).appendChild(el("td", "meta", "No cluster link left to review."))
+      .colSpan = 4;
+  }
+  moreDoubtful(20);
+
+  var decisions = document.querySelector("#rv-decisions");
+  decisions.querySelector("summary").textContent = "Editors’ decisions in this report (" + EDITORS.decisions.length + ")";
+  EDITORS.decisions.forEach(function (d) {
+    var tr = el("tr", d[2] >= 1 ? "rv-joined" : "rv-apart");
+    tr.appendChild(el("td", null, d[2] >= 1 ? "same story: joined" : "not the same story: kept apart"));
+    tr.appendChild(cell(d[0]));
+    tr.appendChild(cell(d[1]));
+    decisions.querySelector("tbody").appendChild(tr);
+  });
 
   // --- the list of marks -------------------------------------------------------------------------------
   var marked = document.getElementById("rv-marked");
@@ -274,7 +443,8 @@
     var others = [];
     for (var x = 0; x < c.members.length; x++)
       for (var y = x + 1; y < c.members.length; y++)
-        if (!linked[pairKey(c.members[x], c.members[y])]) others.push([c.members[x], c.members[y]]);
+        if (!linked[pairKey(c.members[x], c.members[y])] && !isScored(c.members[x], c.members[y]))
+          others.push([c.members[x], c.members[y]]);
     if (!others.length) return;
     var LIMIT = 200;
     var d = el("details", "rv-inside");
@@ -298,7 +468,7 @@
     body.appendChild(d);
   }
   function decorate(root) {
-    root.querySelectorAll("tr[data-a]:not(.rv-row)").forEach(function (tr) {
+    root.querySelectorAll("tr[data-a]:not(.rv-row):not(.rv-scored)").forEach(function (tr) {
       var table = tr.closest("table"), head = table && table.querySelector("thead tr");
       if (head && !head.querySelector(".rv-head")) head.appendChild(el("th", "rv-head", "your verdict"));
       reviewable(tr, Number(tr.dataset.a), Number(tr.dataset.b), "reported", tr.dataset.score);
@@ -326,48 +496,6 @@
   if (list) {
     decorate(list);
     new MutationObserver(function () { decorate(list); }).observe(list, { childList: true, subtree: true });
-  }
-
-  // --- SHA-256 in the page's own script (FIPS 180-4): crypto.subtle exists only in a secure context, and a
-  // report served over plain HTTP from an intranet host is not one ----------------------------------------
-  var SHA_K = [
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-  ];
-  function sha256Hex(text) {  // lowercase hex SHA-256 of the UTF-8 bytes of text (Python: hashlib.sha256)
-    var bytes = new TextEncoder().encode(text), n = bytes.length;
-    var blocks = Math.ceil((n + 9) / 64), m = new Uint8Array(blocks * 64);
-    m.set(bytes);
-    m[n] = 0x80;
-    var bits = n * 8, view = new DataView(m.buffer);
-    view.setUint32(m.length - 8, Math.floor(bits / 0x100000000));
-    view.setUint32(m.length - 4, bits >>> 0);
-    var h = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-    var w = new Array(64);
-    function rotr(x, r) { return (x >>> r) | (x << (32 - r)); }
-    for (var off = 0; off < m.length; off += 64) {
-      for (var t = 0; t < 16; t++) w[t] = view.getUint32(off + 4 * t);
-      for (t = 16; t < 64; t++) {
-        var s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >>> 3);
-        var s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >>> 10);
-        w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
-      }
-      var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-      for (t = 0; t < 64; t++) {
-        var t1 = (k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[t] + w[t]) | 0;
-        var t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-        k = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
-      }
-      h[0] = (h[0] + a) | 0; h[1] = (h[1] + b) | 0; h[2] = (h[2] + c) | 0; h[3] = (h[3] + d) | 0;
-      h[4] = (h[4] + e) | 0; h[5] = (h[5] + f) | 0; h[6] = (h[6] + g) | 0; h[7] = (h[7] + k) | 0;
-    }
-    return h.map(function (x) { return ("0000000" + (x >>> 0).toString(16)).slice(-8); }).join("");
   }
 
   // --- export: the editors' file of `nlsim annotate merge` --------------------------------------------
@@ -460,5 +588,6 @@
   setLevels(storageGet(LEVELS_KEY));
   levels.addEventListener("change", function () { storageSet(LEVELS_KEY, levels.value); setLevels(levels.value); });
   refresh();
+  if (preview()) R.redraw();  // the marks kept from an earlier visit split their clusters again
   if (!kept) say("This browser does not keep the marks (storage refused): export them before you close the page.");
 })();
