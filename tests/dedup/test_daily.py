@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -426,3 +428,134 @@ def test_a_cluster_left_with_one_item_is_no_cluster_in_the_windows_file(tmp_path
     assert (window["size"] >= 2).all() and "c-a1" not in set(window["cluster_id"])
     assert r2.stats.counts["clusters_in_window"] == len(window)
     assert state_assignment(state).get("a2") == "c-a1"  # the state keeps its id for a copy to come
+
+
+# --- editors' verdicts over three days and a promotion ---------------------------------------------------
+
+FLOODS = "Floods hit the north of the country"
+VERDICT_DAYS = [
+    [
+        ("a1", FLOODS, "2026-11-20T08:00Z"),
+        ("a2", FLOODS + " again", "2026-11-20T09:00Z"),  # cosine 0.94 to a1: one cluster on day 1
+        ("b1", "Stock markets fall sharply", "2026-11-20T10:00Z"),
+        ("b2", "Stock markets fall sharply", "2026-11-20T11:00Z"),
+        ("e1", "Football club wins the cup", "2026-11-20T12:00Z"),
+    ],
+    [("a3", FLOODS, "2026-11-21T08:00Z")],
+    [("a4", FLOODS + " again", "2026-11-22T08:00Z")],
+]
+
+
+def _promote_copy(store: Any, scale: float) -> str:
+    """A new version of the small English model (its weights scaled by ``scale``: another fingerprint,
+    nearly the same vectors), promoted; its name."""
+    import torch
+
+    from nlsim.encoders import load_encoder
+
+    enc = load_encoder(FAST_MODEL, backend="torch")
+    with torch.no_grad():
+        for p in enc.model.parameters():
+            p.mul_(scale)
+    enc.mark_weights_changed()
+    version = store.new_version_dir(f"{int(scale * 1e6):016x}")
+    enc.save(version)
+    store.promote(version, "test")
+    return version.name
+
+
+@pytest.mark.slow
+def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
+    tmp_path: Path,
+    fast_encoder: Any,  # noqa: ARG001 - the small model, converted once
+) -> None:
+    """Day 1: a1 and a2 are one cluster. Editors then say a1/a2 are not the same story, b1/e1 are, and
+    (a validation pair) b1/b2 are not. Day 2 (naming the pair file): the old cluster is split along the
+    verdict (a3, a copy of a1, joins a1, a2 is alone), e1 joins b1, b1/b2 stay together (validation pairs
+    never act). A new model is promoted. Day 3 (not naming the pair file): the window is embedded again
+    with the new model and the verdicts, kept in the state, still act: a4 (a copy of a2) groups with a2,
+    never with a1."""
+    from nlsim.annotation import merge_annotations
+    from nlsim.io.model_store import ModelStore
+
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    first_model = _promote_copy(store, 1.0)
+    days = []
+    for n, rows in enumerate(VERDICT_DAYS, start=1):
+        frame = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire")
+        frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+        frame.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+        days.append(tmp_path / f"day{n}.parquet")
+    state, out = tmp_path / "state", tmp_path / "out"
+
+    def config(day: Path, **kw: object) -> DedupConfig:
+        return DedupConfig(
+            corpus=day, out=out, state=state, model="current", model_store=str(tmp_path / "models"),
+            convert="none", threshold=0.9, cache=False, progress=False, save_index=False,
+            text_fields=("title",), backend="torch", **kw,
+        )  # fmt: skip
+
+    r1 = run_dedup(config(days[0]))
+    assert state_assignment(state) == {"a1": "c-a1", "a2": "c-a1", "b1": "c-b1", "b2": "c-b1"}
+    assert r1.stats.editors is None
+
+    # the editors' verdicts, merged as the page's export is
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\nq1\ttrain\tz1\tz2\tone\ttwo\t0\n",
+        encoding="utf-8",
+    )
+    titles = {i: t for rows in VERDICT_DAYS for i, t, _ in rows}
+
+    def marks(name: str, rows: list[tuple[str, str, str]]) -> Path:
+        path = tmp_path / name
+        pd.DataFrame(
+            {
+                "id_a": [a for a, _, _ in rows],
+                "id_b": [b for _, b, _ in rows],
+                "text_a": [titles[a] for a, _, _ in rows],
+                "text_b": [titles[b] for _, b, _ in rows],
+                "score": [s for _, _, s in rows],
+                "annotator": "desk",
+            }
+        ).to_csv(path, index=False)
+        return path
+
+    merge_annotations(marks("train.csv", [("a1", "a2", "0"), ("b1", "e1", "1")]), pairs, log=lambda _: None)
+    merge_annotations(marks("val.csv", [("b1", "b2", "0")]), pairs, split="validation", log=lambda _: None)
+
+    r2 = run_dedup(config(days[1], annotated_pairs=str(pairs)))
+    day2 = state_assignment(state)
+    assert day2["a1"] == day2["a3"] == "c-a1" and "a2" not in day2  # split along the verdict, a2 alone
+    assert day2["b1"] == day2["b2"] == day2["e1"] == "c-b1"  # joined; the validation verdict does not act
+    status = dict(zip(r2.clusters["cluster_id"], r2.clusters["status"], strict=True))
+    assert status == {"c-a1": "regrouped", "c-b1": "grown"}
+    e = r2.stats.editors
+    assert (e.verdicts, e.acting, e.must_link, e.cannot_link) == (3, 2, 1, 1)
+    assert sorted(map(tuple, e.decisions)) == [("a1", "a2", 0.0), ("b1", "e1", 1.0)]
+    assert open_state(state).verdicts is not None and len(open_state(state).verdicts) == 3
+    page = (out / "latest" / "index.html").read_text(encoding="utf-8")
+    assert "Editors’ decisions in this report" in page
+    report_pairs = pd.read_parquet(out / "latest" / "pairs.parquet")
+    assert ("a2", "a3") not in set(zip(report_pairs["id_a"], report_pairs["id_b"], strict=True))  # cut
+
+    second_model = _promote_copy(store, 1.0001)
+    assert second_model != first_model
+    r3 = run_dedup(config(days[2]))  # no --annotated-pairs: the state's verdicts act
+    assert r3.stats.model_switch is not None
+    day3 = state_assignment(state)
+    assert day3["a1"] == day3["a3"] == "c-a1" and day3["a2"] == day3["a4"] == "c-a2"
+    assert day3["b1"] == day3["b2"] == day3["e1"] == "c-b1"
+    assert r3.stats.editors.source == "the state" and r3.stats.editors.cannot_link == 1
+    run = json.loads((out / "latest" / "run.json").read_text(encoding="utf-8"))
+    assert run["editors"]["links_cut"] >= 1 and run["model_info"]["version"] == second_model
+    # one batch run over the three days' items with the same verdicts makes the same clusters
+    every = pd.concat([pd.read_parquet(d) for d in days], ignore_index=True)
+    every.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(
+        replace(
+            config(tmp_path / "all.parquet", annotated_pairs=str(pairs)), state=None, out=tmp_path / "batch"
+        )
+    )
+    assert batch_assignment(batch.clusters) == day3
