@@ -782,6 +782,22 @@ def _check_new(
     raise InputErrors(filled, problems, what)
 
 
+def _without_scored(
+    new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
+) -> tuple[pd.DataFrame, int]:
+    """``new`` without the rows whose pair is already annotated (``--skip-scored``), and how many."""
+    drop = {e.row for e in _conflicts(new, existing, filled, pairs_file)[0]}
+    if not drop:
+        return new, 0
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    keep = [r not in drop for r in rows]
+    out = new[keep].reset_index(drop=True)
+    out.attrs["rows"] = [r for r, k in zip(rows, keep, strict=True) if k]
+    if out.empty:
+        raise InputError(filled, None, None, f"every pair of the file is already annotated in {pairs_file}")
+    return out, len(drop)
+
+
 @dataclass
 class MergeResult:
     """What a merge did: pairs added, blank rows skipped, pairs in the file now, their split, the file."""
@@ -1010,12 +1026,9 @@ def merge_annotations(
     symbolic link is followed (its target is rewritten). One merge into a folder at a time: the pair file
     is read under a lock (:func:`merge_lock`).
 
-    Every conflict with the pair file is named at once (file, row and field of each). With
-    ``skip_scored`` the rows whose pair is already annotated are skipped (and counted) instead.
-
-    The merged pairs with both item ids are also the editors' verdicts: they are added to the verdict
-    store beside the pair file (:func:`nlsim.clusters.verdicts.store_path`), which every later report
-    naming the pair file honours (``nlsim dedup --annotated-pairs``); only training pairs act there.
+    Every conflict with the pair file is named at once; ``skip_scored`` skips (and counts) the rows whose
+    pair is already annotated instead. The merged pairs are also the editors' verdicts, added to the
+    store beside the pair file (:mod:`nlsim.clusters.verdicts`) that later reports honour.
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
@@ -1031,18 +1044,9 @@ def merge_annotations(
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled)
         _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored)
-        already = _conflicts(new, existing, filled, pairs_file)[0] if skip_scored else []
-        skipped_scored = len({e.row for e in already})
-        if skipped_scored:
-            rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-            drop = {e.row for e in already}
-            keep = [r not in drop for r in rows]
-            new = new[keep].reset_index(drop=True)
-            new.attrs["rows"] = [r for r, k in zip(rows, keep, strict=True) if k]
-            if new.empty:
-                raise InputError(
-                    filled, None, None, f"every pair of the file is already annotated in {pairs_file}"
-                )
+        skipped_scored = 0
+        if skip_scored:
+            new, skipped_scored = _without_scored(new, existing, filled, pairs_file)
         columns = list(original.columns)
         extra: list[str] = []
         for col in editor_file.KEPT:
@@ -1055,17 +1059,7 @@ def merge_annotations(
             columns.append("split")
             extra.append("split")
         _check_cells(new, columns, filled, pairs_file)
-        add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
-        add["split"] = split
-        add["score"] = new["score"].map(lambda s: f"{s + 0.0:g}")
-        if "annotations" in columns:
-            add["annotations"] = add["score"]
-        if "stratum" in columns:
-            add["stratum"] = (
-                (f"{editor_file.MERGED}:" + new["stratum"].astype(str))
-                if "stratum" in new.columns
-                else editor_file.MERGED
-            )
+        add = _rows_to_add(new, columns, split)
         if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
             if pd.api.types.is_numeric_dtype(original["score"]):
                 add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
@@ -1090,6 +1084,22 @@ def merge_annotations(
         + (f"; the verdicts are kept in {store}" if store is not None else "")
     )
     return MergeResult(len(add), skipped, len(merged), split, path, skipped_scored, store)
+
+
+def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFrame:
+    """The editors' rows as the pair file's rows (its ``columns``, as text), in ``split``."""
+    add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
+    add["split"] = split
+    add["score"] = new["score"].map(lambda s: f"{s + 0.0:g}")
+    if "annotations" in columns:
+        add["annotations"] = add["score"]
+    if "stratum" in columns:
+        add["stratum"] = (
+            (f"{editor_file.MERGED}:" + new["stratum"].astype(str))
+            if "stratum" in new.columns
+            else editor_file.MERGED
+        )
+    return add
 
 
 def _store_verdicts(new: pd.DataFrame, pairs_file: Path, split: str, filled: str | Path) -> Path | None:

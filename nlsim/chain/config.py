@@ -149,5 +149,6 @@ class PipelineConfig:
             convert=self.convert,
             judge_pairs=str(self.pairs) if self.pairs else None,
             judge_split=self.judge_split or "all",
+            annotated_pairs=str(self.pairs) if self.pairs else None,  # scored pairs, editors' verdicts
             **{name: getattr(self, name) for name in REPORT_FIELDS},
         )
