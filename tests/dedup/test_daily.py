@@ -559,3 +559,32 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
         )
     )
     assert batch_assignment(batch.clusters) == day3
+
+
+def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> None:
+    class Counting(HashEncoder):
+        calls = 0
+
+        def encode(self, texts: list[str], *args: object, **kw: object) -> np.ndarray:
+            Counting.calls += 1
+            return super().encode(texts)
+
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus)
+    store = pairs.with_name(pairs.name.rsplit(".", 1)[0] + ".verdicts.csv")
+    store.write_text("pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a1,b1,0.6,train,,,\n")
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", annotated_pairs=str(pairs))
+    with pytest.raises(InputError) as err:
+        run_dedup(config, encoder=Counting())
+    assert (err.value.file, err.value.row, err.value.field) == (str(store), 1, "score")
+    assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
+    # a good store: "a2 and b2 are not the same story" keeps x1's bridge from merging stories A and B; the
+    # verdict on a1/b1 does not act: the pair file holds that pair in its validation split
+    store.write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a2,b2,0,train,,,\n,a1,b1,0,train,,,\n"
+    )
+    result = run_dedup(config, encoder=Counting())
+    got = batch_assignment(result.clusters)
+    assert got["a1"] != got["b1"] and got["a1"] == got["a2"] and got["b1"] == got["b2"]
+    assert result.stats.editors is not None and result.stats.editors.cannot_link == 1
