@@ -6,9 +6,9 @@ extends; the chain passes its own). From it a run takes:
 - **the scored pairs** (every split): the page's review queue never offers them again, and the page is
   given their pair ids only (:func:`nlsim.io.editor_file.pair_id`), never their scores or splits;
 - **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), which act on the clusters
-  (:mod:`nlsim.clusters.apply_constraints`): "same story" joins two items, "not the same story" keeps them
-  apart. Only verdicts on training pairs act; a pair the file holds in its validation or test split never
-  does, whatever the store says (the report is judged on those pairs).
+  (every rule of :mod:`nlsim.clusters.rules` honours them): "same story" joins two items, "not the same
+  story" keeps them apart. Only verdicts on training pairs act; a pair the file holds in its validation or
+  test split never does, whatever the store says (the report is judged on those pairs).
 
 A daily run keeps the verdicts in its state (:mod:`nlsim.dedup.state`): a later run, with or without
 ``--annotated-pairs``, and after a model promotion, still honours them; a run that names the file adds the

@@ -13,8 +13,8 @@ Doubtful clusters come first: each cluster's weakest link (:mod:`nlsim.clusters.
 the threshold first. A pair an editor already scored is never offered: the page is given the pair ids of
 the scored pairs (:func:`editors_data`), never their scores, and checks a pair's id in the browser. A mark
 below *same story* on two items of one cluster splits the cluster in the page at once (a preview, computed
-in ``review.js`` as :mod:`nlsim.clusters.apply_constraints` does: the weakest links between them cut); the
-merged verdict makes it last (:mod:`nlsim.clusters.verdicts`).
+in ``review.js`` as :mod:`nlsim.clusters.rules` does: the weakest links between them cut); the merged
+verdict makes it last (:mod:`nlsim.clusters.verdicts`).
 
 The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload and
 can be cleared. The export downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that
