@@ -61,7 +61,7 @@ if [ "${GPU_CHECK_WARM:-1}" != 0 ]; then  # GPU_CHECK_WARM=0 skips the warm reru
   stage "warm rerun" chain_warm.log "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv \
     --corpus data/thucnews.parquet --out "$WORK/report" --model-store "$WORK/models"
 fi
-grep -E "first report|time left|estimated|more \(|done in|elapsed" "$OUTDIR/chain_cold.log" | head -n 12 |
+grep -E "first report|time left|estimated|more \(|done in|elapsed" "$OUTDIR/chain_cold.log" | grep -v "^{" | head -n 12 |
   sed 's/^/    /' >> "$SUMMARY"
 "$PY" - "$WORK" >> "$SUMMARY" 2>&1 <<'EOF'
 import json, sys
