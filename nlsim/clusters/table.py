@@ -25,52 +25,35 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from nlsim.clusters.assign import assign_groups
 from nlsim.clusters.order import order_keys, order_rank
 from nlsim.clusters.rules import ClusterRule, ConnectedComponents, Link
 from nlsim.errors import ConfigError
+from nlsim.io import columns as report_columns
 
 REPRESENTATIVES = ("earliest", "central")
-TS = pa.timestamp("us", tz="UTC")
-CLUSTERS_SCHEMA = pa.schema(
-    [
-        ("cluster_id", pa.string()),
-        ("status", pa.string()),
-        ("size", pa.int64()),
-        ("representative", pa.string()),
-        ("representative_title", pa.string()),
-        ("member_ids", pa.list_(pa.string())),
-        ("added_ids", pa.list_(pa.string())),
-        ("absorbed", pa.list_(pa.string())),
-        ("sources", pa.list_(pa.string())),
-        ("first_published", TS),
-        ("last_published", TS),
-        ("max_similarity", pa.float32()),
-        ("mean_similarity", pa.float32()),
-        ("weakest_link", pa.float32()),
-    ]
-)
-"""``clusters.parquet``: ``status`` new/grown/merged (a batch run's clusters are all new; after a model
-change also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it
-had), ``added_ids`` the members that joined in this run, ``absorbed`` the cluster ids merged into this
-one; ``weakest_link`` the lowest score among the links that hold the cluster together (the weakest link
-of its strongest spanning tree: raise the threshold past it and the cluster falls apart; empty for a
-cluster an editor's verdict joined without a link)."""
+TS = report_columns.TS
+CLUSTERS_SCHEMA = report_columns.CLUSTERS.schema
+"""``clusters.parquet`` (its columns are declared in :data:`nlsim.io.columns.CLUSTERS`): ``status``
+new/grown/merged (a batch run's clusters are all new; after a model change also regrouped, and dissolved for
+a cluster the new model broke up: listed last, with the members it had), ``added_ids`` the members that
+joined in this run, ``absorbed`` the cluster ids merged into this one; ``weakest_link`` the lowest score
+among the links that hold the cluster together (the weakest link of its strongest spanning tree: raise the
+threshold past it and the cluster falls apart; empty for a cluster an editor's verdict joined without a
+link)."""
 
-FLOAT_COLUMNS = {
-    "size": "int64",
-    "max_similarity": "float32",
-    "mean_similarity": "float32",
-    "weakest_link": "float32",
-}
+
+def number_columns() -> dict[str, str]:
+    """The clusters table's numeric columns and their dtypes (from its column table)."""
+    spec = report_columns.table("clusters")
+    return {c.name: c.dtype for c in spec.columns if c.format in ("number", "integer")}
 
 
 def empty_table() -> pd.DataFrame:
     """The clusters table with no row (the columns of :data:`CLUSTERS_SCHEMA`)."""
-    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in CLUSTERS_SCHEMA.names})
-    return frame.astype(FLOAT_COLUMNS)
+    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in report_columns.table("clusters").names})
+    return frame.astype(number_columns())
 
 
 def cluster_table(
@@ -119,10 +102,10 @@ def cluster_table(
         row = columns.row(c, members, rep, ev.get(c), scores.within.get(c, []), default_status)
         row["weakest_link"] = weakest_link(scores.links.get(c, []))
         out.append(row)
-    table = pd.DataFrame(out, columns=CLUSTERS_SCHEMA.names)
+    table = pd.DataFrame(out, columns=report_columns.table("clusters").names)
     for c in ("first_published", "last_published"):
         table[c] = pd.to_datetime(table[c], utc=True)
-    table = table.astype(FLOAT_COLUMNS)
+    table = table.astype(number_columns())
     return table.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(
         drop=True
     )

@@ -24,18 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from nlsim.dedup.scores import PAIR_FIELDS, SIDE_FIELDS
+from nlsim.io import columns
 
 COSINE_MARGIN = 0.05
 """Without a reranker, how far below the threshold (in cosine) the neighbour search goes for near misses."""
-NEAR_MISSES_SCHEMA = pa.schema(
-    [*PAIR_FIELDS, ("cluster_a", pa.string()), ("cluster_b", pa.string()), *SIDE_FIELDS]
-)
-"""``near_misses.parquet``: the columns of ``pairs.parquet``, with the cluster of each item (null for an item
-in no cluster) instead of the pair's; ``similarity`` is the score the threshold applies to; rows nearest the
-threshold first."""
+NEAR_MISSES_SCHEMA = columns.table("near_misses").schema
+"""``near_misses.parquet`` (declared in :mod:`nlsim.io.columns`): the columns of ``pairs.parquet``, with
+the cluster of each item (null for an item in no cluster) instead of the pair's; ``similarity`` is the score
+the threshold applies to; rows nearest the threshold first."""
 
 
 def search_floor(floor: float, threshold: float, reranked: bool, limit: int) -> float:
@@ -78,9 +75,9 @@ def near_miss_table(report_pairs: pd.DataFrame, cluster_of: dict[str, str | None
     out["cluster_a"] = [cluster_of.get(str(i)) for i in out["id_a"]]
     out["cluster_b"] = [cluster_of.get(str(i)) for i in out["id_b"]]
     out = out.sort_values(["similarity", "id_a", "id_b"], ascending=[False, True, True], kind="mergesort")
-    return out[[f.name for f in NEAR_MISSES_SCHEMA]].reset_index(drop=True)
+    return out.reindex(columns=columns.table("near_misses").names).reset_index(drop=True)
 
 
 def empty_table() -> pd.DataFrame:
     """A table of no near misses (a run that keeps none, or a stored report from before they were kept)."""
-    return NEAR_MISSES_SCHEMA.empty_table().to_pandas()
+    return columns.table("near_misses").empty()

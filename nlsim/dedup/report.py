@@ -50,13 +50,14 @@ import pandas as pd
 import pyarrow as pa
 
 from nlsim.clusters.order import order_rank
-from nlsim.clusters.table import CLUSTERS_SCHEMA, TS
+from nlsim.clusters.table import CLUSTERS_SCHEMA
 from nlsim.dedup.html import render_html, render_overview_png
 from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
 from nlsim.dedup.record import RunRecord
-from nlsim.dedup.scores import PAIR_FIELDS, SCORES, SIDE_FIELDS, with_scores
+from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
 from nlsim.faults import fault_point
+from nlsim.io import columns
 from nlsim.io.atomic import (
     atomic_dir,
     atomic_write_text,
@@ -70,22 +71,12 @@ from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
 from nlsim.io.report_folder import PUBLISHING
 
-PAIRS_SCHEMA = pa.schema([*PAIR_FIELDS, ("cluster_id", pa.string()), *SIDE_FIELDS])
-"""``pairs.parquet``: ``similarity`` is the score the threshold applies to (the rerank score when the model
-has a reranker, else the cosine); ``cosine`` is the bi-encoder's; ``cross_encoder`` is null without a
-reranker. ``id_a`` is the earlier item by the order rule (:mod:`nlsim.clusters.order`)."""
-MEMBERS_SCHEMA = pa.schema(
-    [
-        ("cluster_id", pa.string()),
-        ("item_id", pa.string()),
-        ("representative", pa.bool_()),
-        ("added", pa.bool_()),
-        ("title", pa.string()),
-        ("source", pa.string()),
-        ("url", pa.string()),
-        ("published_at", TS),
-    ]
-)
+PAIRS_SCHEMA = columns.table("pairs").schema
+"""``pairs.parquet`` (columns declared in :mod:`nlsim.io.columns`): ``similarity`` is the score the threshold
+applies to (the rerank score when the model has a reranker, else the cosine); ``cosine`` is the
+bi-encoder's; ``cross_encoder`` is null without a reranker. ``id_a`` is the earlier item by the order rule
+(:mod:`nlsim.clusters.order`)."""
+MEMBERS_SCHEMA = columns.table("members").schema
 """``members.csv``: one row per member of each cluster in the report, earliest first."""
 SCHEMAS = {
     "pairs": PAIRS_SCHEMA,
@@ -93,6 +84,7 @@ SCHEMAS = {
     "members": MEMBERS_SCHEMA,
     "near_misses": NEAR_MISSES_SCHEMA,
 }
+"""The schemas of the report's tables as first declared (the files follow :func:`nlsim.io.columns.table`)."""
 TABLE_FILES = (
     "pairs.parquet",
     "clusters.parquet",
@@ -110,26 +102,12 @@ LATEST = "latest"
 
 def conform(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     """``frame`` as an Arrow table of ``schema`` (missing columns null, extra columns dropped)."""
-    data = {}
-    for f in schema:
-        col = frame[f.name] if f.name in frame else pd.Series([None] * len(frame), dtype=object)
-        if pa.types.is_timestamp(f.type):
-            col = pd.to_datetime(col, utc=True)
-        elif pa.types.is_list(f.type):
-            col = col.map(
-                lambda v: [] if v is None or (isinstance(v, float) and np.isnan(v)) else [str(x) for x in v]
-            )
-        elif pa.types.is_string(f.type):
-            col = col.map(lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
-        data[f.name] = pa.array(
-            col.to_numpy() if not pa.types.is_list(f.type) else col.tolist(), type=f.type, from_pandas=True
-        )
-    return pa.Table.from_pydict(data, schema=schema)
+    return columns.conform(frame, schema)
 
 
 def read_table(path: str | Path, name: str) -> pd.DataFrame:
     """A report Parquet file as pandas (``name``: pairs, clusters or near_misses)."""
-    return pd.read_parquet(path, schema=SCHEMAS[name])
+    return pd.read_parquet(path, schema=columns.table(name).schema)
 
 
 def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> pd.DataFrame:
@@ -141,28 +119,28 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
     swap = rank[a] > rank[b]
     a, b = np.where(swap, b, a), np.where(swap, a, b)
 
-    def col(name: str) -> np.ndarray:
-        return frame[name].astype(str).to_numpy() if name in frame else np.full(len(frame), "", dtype=object)
+    def side(c: columns.Column, rows: np.ndarray) -> np.ndarray:
+        name = c.source.split(".", 1)[1]
+        if name not in frame:
+            return np.full(len(rows), None if c.format == "time" else "", dtype=object)
+        if c.format == "time":
+            return frame[name].to_numpy()[rows]
+        return frame[name].astype(str).to_numpy()[rows]
 
     scored = with_scores(pairs)
+    ends = {"a": a, "b": b}
     out = pd.DataFrame(
         {
             "id_a": frame["id"].astype(str).to_numpy()[a],
             "id_b": frame["id"].astype(str).to_numpy()[b],
             **{c: scored[c].to_numpy() for c in SCORES},
             "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
-            "title_a": col("title")[a],
-            "title_b": col("title")[b],
-            "source_a": col("source")[a],
-            "source_b": col("source")[b],
-            "url_a": col("url")[a],
-            "url_b": col("url")[b],
-            "published_at_a": frame["published_at"].to_numpy()[a],
-            "published_at_b": frame["published_at"].to_numpy()[b],
+            **{c.name: side(c, ends[c.name[-1]]) for c in columns.sides()},
         }
     )
-    for c in ("published_at_a", "published_at_b"):
-        out[c] = pd.to_datetime(out[c], utc=True)
+    for c in columns.sides():
+        if c.format == "time":
+            out[c.name] = pd.to_datetime(out[c.name], utc=True)
     out = out.sort_values(
         ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
     )
@@ -171,34 +149,40 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
 
 def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """One row per member of each cluster (for spreadsheets): cluster, item, whether it is the
-    representative and whether it joined in this run, title, source, link, time."""
+    representative and whether it joined in this run, then what the report shows of each item (title,
+    source, link, time: the ``items`` columns marked ``shown``)."""
+    spec = columns.table("members")
+    item_cols = [c for c in spec.columns if c.source.startswith("item.") and c.name != "item_id"]
     ids = frame["id"].astype(str).tolist()
-
-    def column(name: str) -> list[str]:
-        return frame[name].astype(str).tolist() if name in frame else [""] * len(frame)
-
     rows_of = {i: n for n, i in enumerate(ids)}
-    titles, sources, urls = column("title"), column("source"), column("url")
-    times = pd.to_datetime(frame["published_at"], utc=True).tolist()
+    values = {}
+    for c in item_cols:
+        if c.format == "time":
+            values[c.name] = pd.to_datetime(frame[c.name], utc=True).tolist() if c.name in frame else None
+        else:
+            values[c.name] = frame[c.name].astype(str).tolist() if c.name in frame else None
     rows = []
     for c in clusters.itertuples():
         added = set(c.added_ids) if hasattr(c, "added_ids") else set()
         for m in c.member_ids:
             r = rows_of.get(m)
+            item = {
+                k: (None if col.format == "time" else "") if v is None or r is None else v[r]
+                for (k, v), col in zip(values.items(), item_cols, strict=True)
+            }
             rows.append(
-                (
-                    c.cluster_id,
-                    m,
-                    m == c.representative,
-                    m in added,
-                    "" if r is None else titles[r],
-                    "" if r is None else sources[r],
-                    "" if r is None else urls[r],
-                    None if r is None else times[r],
-                )
+                {
+                    "cluster_id": c.cluster_id,
+                    "item_id": m,
+                    "representative": m == c.representative,
+                    "added": m in added,
+                    **item,
+                }
             )
-    out = pd.DataFrame(rows, columns=MEMBERS_SCHEMA.names)
-    out["published_at"] = pd.to_datetime(out["published_at"], utc=True)
+    out = pd.DataFrame(rows, columns=spec.names)
+    for c in item_cols:
+        if c.format == "time":
+            out[c.name] = pd.to_datetime(out[c.name], utc=True)
     return out
 
 
@@ -247,28 +231,17 @@ def render_markdown(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunReco
 
 
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
-    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables; the
-    user's text in the spreadsheet files is kept as text (:mod:`nlsim.dedup.spreadsheet`)."""
+    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables, each
+    as its column table says (:mod:`nlsim.io.columns`); the user's text in the spreadsheet files is kept as
+    text (:mod:`nlsim.dedup.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters"):
-        pq.write_table(conform(tables[name], SCHEMAS[name]), folder / f"{name}.parquet")
-    csv_pairs = tables["pairs"].copy()
-    members = tables["members"]
-    for frame in (csv_pairs, members):
-        for c in frame.columns:
-            if pd.api.types.is_datetime64_any_dtype(frame[c]):
-                frame[c] = frame[c].dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
-    write_csv(csv_pairs, folder / "pairs.csv")
-    write_csv(members, folder / "members.csv")
-    clusters = tables["clusters"].copy()
-    for c in ("member_ids", "added_ids", "absorbed", "sources"):
-        if c in clusters:
-            clusters[c] = clusters[c].map(lambda v: ", ".join(map(str, v)) if v is not None else "")
-    for c in ("first_published", "last_published"):
-        if c in clusters:
-            clusters[c] = pd.to_datetime(clusters[c], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S%z").fillna("")
-    write_xlsx({"clusters": clusters, "members": members, "pairs": csv_pairs}, folder / "report.xlsx")
+        pq.write_table(columns.conform(tables[name], columns.table(name)), folder / f"{name}.parquet")
+    sheets = {name: columns.sheet_frame(tables[name], columns.table(name)) for name in tables}
+    write_csv(sheets["pairs"], folder / "pairs.csv")
+    write_csv(sheets["members"], folder / "members.csv")
+    write_xlsx({n: sheets[n] for n in ("clusters", "members", "pairs")}, folder / "report.xlsx")
 
 
 def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
@@ -317,15 +290,18 @@ def write_files(
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
-    missed = near_misses if near_misses is not None else NEAR_MISSES_SCHEMA.empty_table().to_pandas()
-    pq.write_table(conform(missed, NEAR_MISSES_SCHEMA), folder / "near_misses.parquet")
+    missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
+    pq.write_table(columns.conform(missed, columns.table("near_misses")), folder / "near_misses.parquet")
     names = list(TABLE_FILES)
     if window is not None:
         (folder / "window").mkdir()
         import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
-        pq.write_table(conform(window, CLUSTERS_SCHEMA), folder / "window" / "clusters.parquet")
-        write_csv(members_table(window, frame), folder / "window" / "members.csv")
+        pq.write_table(
+            columns.conform(window, columns.table("clusters")), folder / "window" / "clusters.parquet"
+        )
+        members = columns.sheet_frame(members_table(window, frame), columns.table("members"))
+        write_csv(members, folder / "window" / "members.csv")
         names += ["window/clusters.parquet", "window/members.csv"]
     curve = copy_learning_curve(record, folder)
     if curve:

@@ -19,29 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from nlsim.clusters.table import TS
+from nlsim.io import columns
 
-SCORES = ("similarity", "cosine", "cross_encoder")
-PAIR_FIELDS = [
-    ("id_a", pa.string()),
-    ("id_b", pa.string()),
-    *[(name, pa.float32()) for name in SCORES],
-]
+SCORES = tuple(c.name for c in columns.SCORES)
+PAIR_FIELDS = [(c.name, c.type) for c in (*columns.PAIR_ENDS, *columns.SCORES)]
 """The leading columns of every pairs table (``pairs.parquet``, ``near_misses.parquet``): the two items and
-the three scores."""
-SIDE_FIELDS = [
-    (f"{field}_{side}", kind)
-    for field, kind in (
-        ("title", pa.string()),
-        ("source", pa.string()),
-        ("url", pa.string()),
-        ("published_at", TS),
-    )
-    for side in ("a", "b")
-]
-"""The trailing columns of every pairs table: what an editor reads of each item."""
+the three scores (declared in :mod:`nlsim.io.columns`)."""
+SIDE_FIELDS = [(c.name, c.type) for c in columns.sides()]
+"""The trailing columns of every pairs table: what an editor reads of each item (the ``items`` columns
+marked ``shown``, :func:`nlsim.io.columns.sides`)."""
 
 
 def with_scores(pairs: pd.DataFrame) -> pd.DataFrame:

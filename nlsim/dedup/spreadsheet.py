@@ -35,10 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nlsim.io import columns
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 """What makes a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
 TEXT_FIELDS = ("id", "title", "source", "url")
-"""The item fields a report copies into its spreadsheet cells."""
+"""The item fields a report copies into its spreadsheet cells, as first declared (:func:`text_fields`)."""
 _BREAKS = re.compile("[\x0b\x0c]")
 _FORBIDDEN = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
@@ -80,7 +82,7 @@ def text_changes(frame: pd.DataFrame | None) -> list[TextChange]:
         return []
     out = []
     ids = frame["id"].astype(str).tolist()
-    for field in (f for f in TEXT_FIELDS if f in frame):
+    for field in (f for f in text_fields() if f in frame):
         for item, value in zip(ids, frame[field].tolist(), strict=True):
             if not isinstance(value, str):
                 continue
@@ -92,6 +94,12 @@ def text_changes(frame: pd.DataFrame | None) -> list[TextChange]:
             if csv_text(value) != value:
                 out.append(TextChange(item, field, "formula"))
     return out
+
+
+def text_fields() -> list[str]:
+    """The item fields a report copies into its spreadsheet cells as text: the id and the ``items``
+    columns it shows that hold text (:mod:`nlsim.io.columns`)."""
+    return ["id", *(c.name for c in columns.shown() if c.format in ("text", "link"))]
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:

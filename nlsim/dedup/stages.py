@@ -48,6 +48,7 @@ from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
 from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
+from nlsim.io import columns
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
 from nlsim.io.records import known_fields
@@ -788,7 +789,8 @@ def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> 
         ends |= set(missed["id_a"]) | set(missed["id_b"])
     items = clustering.items
     keep = items["id"].isin(members | ends) if len(items) > 0 else []
-    return items.loc[keep, ["id", "title", "source", "url", "published_at"]].reset_index(drop=True)
+    shown = ["id", *(c.name for c in columns.shown())]  # what the report shows of an item
+    return items.reindex(columns=shown).loc[keep].reset_index(drop=True)
 
 
 def commit(

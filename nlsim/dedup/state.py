@@ -57,6 +57,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.faults import fault_point
+from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
 from nlsim.search.index import IndexMeta, load_index, save_index
@@ -78,7 +79,7 @@ LOCK_FILES = {"lock.json", ".lock.guard"}
 FIRST_GENERATION = re.compile(r"^\.?g000001-[0-9a-f]{6}(\.(tmp|old)-\w+)?$")
 """Names of the folders a killed first run can leave (its generation 1, finished or not)."""
 
-PAIR_COLUMNS = ("id_a", "id_b", "similarity", "cosine", "cross_encoder", "run_id")
+PAIR_COLUMNS = (*(c.name for c in (*columns.PAIR_ENDS, *columns.SCORES)), "run_id")
 CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
 
 
@@ -121,31 +122,16 @@ class StateIdentity:
 
 
 def empty_items() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": pd.Series(dtype=object),
-            "content_hash": pd.Series(dtype=object),
-            "title": pd.Series(dtype=object),
-            "source": pd.Series(dtype=object),
-            "url": pd.Series(dtype=object),
-            "published_at": pd.Series(dtype="datetime64[ns, UTC]"),
-            "retain_from": pd.Series(dtype="datetime64[ns, UTC]"),
-            "first_seen_run": pd.Series(dtype=object),
-            "embedded_run": pd.Series(dtype=object),
-            "raw_text": pd.Series(dtype=object),
-            "cluster_id": pd.Series(dtype=object),
-        }
-    )
+    """The kept items with no row (the ``items`` table, :mod:`nlsim.io.columns`)."""
+    return columns.table("items").empty()
 
 
 def empty_pairs() -> pd.DataFrame:
+    """The kept pairs with no row: the two items and the scores of the pairs tables, and the run that
+    found the pair."""
     return pd.DataFrame(
         {
-            "id_a": pd.Series(dtype=object),
-            "id_b": pd.Series(dtype=object),
-            "similarity": pd.Series(dtype="float32"),
-            "cosine": pd.Series(dtype="float32"),
-            "cross_encoder": pd.Series(dtype="float32"),
+            **{c.name: pd.Series(dtype=c.dtype) for c in (*columns.PAIR_ENDS, *columns.SCORES)},
             "run_id": pd.Series(dtype=object),
         }
     )

@@ -24,7 +24,8 @@ immutable.
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.io.corpus import Corpus
+    >>> from nlsim.io import columns
+from nlsim.io.corpus import Corpus
     >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["x", "y"], "description": ["", ""],
     ...     "body": ["", ""], "source": ["", ""], "lang": ["", ""], "url": ["", ""],
     ...     "published_at": pd.to_datetime([None, None], utc=True)})
@@ -49,21 +50,12 @@ from nlsim.dedup.config import DedupConfig, parse_time
 from nlsim.dedup.record import ModelSwitch
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
+from nlsim.io import columns
 from nlsim.io.corpus import Corpus
 
-ITEM_COLUMNS = (
-    "id",
-    "content_hash",
-    "title",
-    "source",
-    "url",
-    "published_at",
-    "retain_from",
-    "first_seen_run",
-    "embedded_run",
-    "raw_text",
-    "cluster_id",
-)
+ITEM_COLUMNS = tuple(columns.ITEMS.names)
+"""The columns of a window's items as first declared (:data:`nlsim.io.columns.ITEMS`; a run reads the
+table as declared when it runs, :func:`nlsim.io.columns.table`)."""
 
 
 @dataclass(frozen=True)
@@ -127,28 +119,34 @@ class Window:
 
 
 def corpus_items(corpus: Corpus, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """``ITEM_COLUMNS`` for corpus rows (all by default)."""
+    """The ``items`` table (:func:`nlsim.io.columns.table`) for corpus rows (all by default): each column
+    read from the corpus field it names (empty text when the corpus has none), then what the run sets."""
     frame = corpus.frame if rows is None else corpus.frame.iloc[rows]
     texts = corpus.texts()
     hashes = corpus.content_hashes()
     idx = np.arange(len(corpus.frame)) if rows is None else np.asarray(rows)
-    out = pd.DataFrame(
-        {
-            "id": frame["id"].astype(str).to_numpy(),
-            "content_hash": [hashes[i] for i in idx],
-            "title": frame["title"].astype(str).to_numpy(),
-            "source": frame["source"].astype(str).to_numpy(),
-            "url": frame["url"].astype(str).to_numpy() if "url" in frame else "",
-            "published_at": pd.to_datetime(frame["published_at"], utc=True).to_numpy(),
-            "retain_from": pd.to_datetime(frame["published_at"], utc=True).to_numpy(),
-            "first_seen_run": "",
-            "embedded_run": "",
-            "raw_text": [texts[i] for i in idx],
-            "cluster_id": None,
-        }
-    )
-    for col in ("published_at", "retain_from"):
-        out[col] = pd.to_datetime(out[col], utc=True).astype("datetime64[ns, UTC]")
+    published = pd.to_datetime(frame["published_at"], utc=True).to_numpy()
+    run_set: dict[str, Any] = {
+        "content_hash": [hashes[i] for i in idx],
+        "retain_from": published,
+        "first_seen_run": "",
+        "embedded_run": "",
+        "raw_text": [texts[i] for i in idx],
+        "cluster_id": None,
+    }
+    data: dict[str, Any] = {}
+    for c in columns.table("items").columns:
+        source = c.corpus_field
+        if source is None:
+            data[c.name] = run_set[c.name] if c.name in run_set else None
+        elif c.format == "time":
+            data[c.name] = pd.to_datetime(frame[source], utc=True).to_numpy() if source in frame else None
+        else:
+            data[c.name] = frame[source].astype(str).to_numpy() if source in frame else ""
+    out = pd.DataFrame(data, index=np.arange(len(frame)))
+    for c in columns.table("items").columns:
+        if c.format == "time":
+            out[c.name] = pd.to_datetime(out[c.name], utc=True).astype("datetime64[ns, UTC]")
     return out.reset_index(drop=True)
 
 
@@ -335,9 +333,11 @@ def _window_items(
     first_seen = dict(zip(kept["id"].astype(str), kept["first_seen_run"], strict=True))
     add["first_seen_run"] = [first_seen.get(i, run_id) for i in add["id"]]
     add["embedded_run"] = run_id
-    items = pd.concat([base[list(ITEM_COLUMNS)], add[list(ITEM_COLUMNS)]], ignore_index=True)
-    for col in ("published_at", "retain_from"):
-        items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
+    spec = columns.table("items")  # a state kept before a column was declared reads it as empty
+    items = pd.concat([base.reindex(columns=spec.names), add.reindex(columns=spec.names)], ignore_index=True)
+    for c in spec.columns:
+        if c.format == "time":
+            items[c.name] = pd.to_datetime(items[c.name], utc=True).astype("datetime64[ns, UTC]")
     return items, keep_mask, len(base)
 
 

@@ -1,0 +1,378 @@
+"""The report's tables, column by column: one declaration each drives every file and view of a table.
+
+A report has four tables of its own (:data:`TABLES`):
+
+- ``items``: one row per item of a run's window; the daily state's ``items.parquet``, the page's items
+  (the columns marked ``shown``) and what a report reads of each item;
+- ``pairs``: one row per pair at or above the threshold (``pairs.parquet``, ``pairs.csv``);
+- ``clusters``: one row per cluster (``clusters.parquet``, ``window/clusters.parquet``);
+- ``near_misses``: the best pairs below the threshold (``near_misses.parquet``);
+
+and ``members`` (``members.csv``), one row per member of a cluster, for spreadsheet users.
+
+Each :class:`Column` says its name, its Arrow type, where its value comes from, its label on the page and
+in the short tables, and its spreadsheet format. From that one declaration come the Parquet schemas
+(:meth:`Table.schema`), the pandas frames of the daily state (:meth:`Table.empty`), the spreadsheet cells
+of ``pairs.csv``, ``members.csv`` and ``report.xlsx`` (:func:`sheet_frame`), the page's rows (objects keyed
+by column name, :func:`page_value`) and the rows of the Prefect artifacts (:func:`summary_rows`).
+
+The pairs, near-miss and members tables end with what an editor reads of each item: the ``items`` columns
+marked ``shown`` (the id aside), once per side (``title_a``, ``title_b``, ...) or once (members). A column
+added to ``items`` with ``source="corpus.<field>"`` and ``shown=True`` is read from the corpus, kept in the
+daily state and appears in every pairs table, in ``members.csv``, in ``report.xlsx`` and on the page,
+with no other change.
+
+Example:
+    >>> [c.name for c in table("pairs").columns][:6]
+    ['id_a', 'id_b', 'similarity', 'cosine', 'cross_encoder', 'cluster_id']
+    >>> table("items").column("published_at").format, table("pairs").column("title_b").label
+    ('time', 'title of B')
+    >>> str(table("clusters").schema.field("member_ids").type)
+    'list<item: string>'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+"""Every time of a report: microseconds, UTC."""
+FORMATS = ("text", "link", "number", "integer", "flag", "time", "list")
+"""Spreadsheet formats (and how the page shows a value): ``text`` (kept as text, never a formula), ``link``
+(text; on the page only an absolute http(s) URL), ``number`` (a score; rounded to 4 decimals on the
+page), ``integer``, ``flag`` (true/false), ``time`` (``YYYY-MM-DD HH:MM:SS+0000`` in a spreadsheet,
+``YYYY-MM-DD HH:MM`` UTC on the page), ``list`` (comma separated in a spreadsheet)."""
+SHEET_TIME = "%Y-%m-%d %H:%M:%S%z"
+PAGE_TIME = "%Y-%m-%d %H:%M"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a report table.
+
+    ``source`` says where its value comes from: ``corpus.<field>`` (the corpus row, for ``items``),
+    ``item.<column>`` (an ``items`` column of one side of a pair, or of a member), ``score`` (the search and
+    the rerank), ``cluster`` (the cluster rule), ``run`` (the run itself: ids, hashes, run ids).
+    ``label``: the words the page and the short tables use. ``format``: one of :data:`FORMATS`.
+    ``shown``: an ``items`` column the report shows of each item (the pairs' sides, members, the page).
+    ``summary``: in the short tables (the Prefect artifact of the clusters).
+    """
+
+    name: str
+    type: pa.DataType
+    source: str
+    label: str
+    format: str = "text"
+    shown: bool = False
+    summary: bool = False
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"column {self.name}: unknown format {self.format!r}; choose from {FORMATS}")
+
+    @property
+    def corpus_field(self) -> str | None:
+        """The corpus field the column is read from (``source="corpus.<field>"``), else ``None``."""
+        return self.source.split(".", 1)[1] if self.source.startswith("corpus.") else None
+
+    @property
+    def dtype(self) -> Any:
+        """The pandas dtype of the column in memory (the daily state's frames)."""
+        t = self.type
+        if pa.types.is_timestamp(t):
+            return "datetime64[ns, UTC]"
+        if pa.types.is_floating(t):
+            return "float32" if t == pa.float32() else "float64"
+        if pa.types.is_integer(t):
+            return "int64"
+        if pa.types.is_boolean(t):
+            return "bool"
+        return object
+
+
+@dataclass(frozen=True)
+class Table:
+    """A report table: its name and columns, in file order."""
+
+    name: str
+    columns: tuple[Column, ...]
+    doc: str = ""
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the table's Parquet file."""
+        return pa.schema([(c.name, c.type) for c in self.columns])
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+    def empty(self) -> pd.DataFrame:
+        """The table with no row, each column of its in-memory dtype."""
+        return pd.DataFrame({c.name: pd.Series(dtype=c.dtype) for c in self.columns})
+
+    def adding(self, *columns: Column) -> Table:
+        """This table with ``columns`` appended."""
+        return replace(self, columns=(*self.columns, *columns))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Each column's label (the page's headers)."""
+        return {c.name: c.label for c in self.columns}
+
+
+def _col(name: str, type_: pa.DataType, source: str, label: str, fmt: str = "text", **kw: Any) -> Column:
+    return Column(name, type_, source, label, fmt, **kw)
+
+
+ITEMS = Table(
+    "items",
+    (
+        _col("id", pa.string(), "corpus.id", "item", shown=True),
+        _col("content_hash", pa.string(), "run", "text hash"),
+        _col("title", pa.string(), "corpus.title", "title", shown=True),
+        _col("source", pa.string(), "corpus.source", "source", shown=True),
+        _col("url", pa.string(), "corpus.url", "link", "link", shown=True),
+        _col("published_at", TS, "corpus.published_at", "published (UTC)", "time", shown=True),
+        _col("retain_from", TS, "run", "kept from", "time"),
+        _col("first_seen_run", pa.string(), "run", "first seen in run"),
+        _col("embedded_run", pa.string(), "run", "embedded in run"),
+        _col("raw_text", pa.string(), "run", "text embedded"),
+        _col("cluster_id", pa.string(), "cluster", "cluster"),
+    ),
+    "The items of a run's window (the daily state's items.parquet, rows aligned with the index).",
+)
+SCORES = (
+    _col("similarity", pa.float32(), "score", "score", "number"),
+    _col("cosine", pa.float32(), "score", "cosine", "number"),
+    _col("cross_encoder", pa.float32(), "score", "cross-encoder", "number"),
+)
+"""``similarity``: the score the threshold applies to (the rerank score when the model has a reranker, else
+the cosine); ``cosine``: the bi-encoder's; ``cross_encoder``: null without a reranker."""
+PAIR_ENDS = (
+    _col("id_a", pa.string(), "item.id", "item A"),
+    _col("id_b", pa.string(), "item.id", "item B"),
+)
+CLUSTERS = Table(
+    "clusters",
+    (
+        _col("cluster_id", pa.string(), "cluster", "cluster", summary=True),
+        _col("status", pa.string(), "cluster", "status", summary=True),
+        _col("size", pa.int64(), "cluster", "size", "integer", summary=True),
+        _col("representative", pa.string(), "cluster", "representative item"),
+        _col("representative_title", pa.string(), "item.title", "representative", summary=True),
+        _col("member_ids", pa.list_(pa.string()), "cluster", "members", "list"),
+        _col("added_ids", pa.list_(pa.string()), "cluster", "added", "list", summary=True),
+        _col("absorbed", pa.list_(pa.string()), "cluster", "absorbed", "list"),
+        _col("sources", pa.list_(pa.string()), "item.source", "sources", "list"),
+        _col("first_published", TS, "item.published_at", "first published", "time"),
+        _col("last_published", TS, "item.published_at", "last published", "time"),
+        _col("max_similarity", pa.float32(), "score", "max score", "number", summary=True),
+        _col("mean_similarity", pa.float32(), "score", "mean score", "number"),
+        _col("weakest_link", pa.float32(), "score", "weakest link", "number"),
+    ),
+    "clusters.parquet: status new/grown/merged (a batch run's clusters are all new; after a model change "
+    "also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it "
+    "had), added_ids the members that joined in this run, absorbed the cluster ids merged into this one, "
+    "weakest_link the lowest score among the links that hold the cluster together.",
+)
+MEMBER_OWN = (
+    _col("cluster_id", pa.string(), "cluster", "cluster"),
+    _col("item_id", pa.string(), "item.id", "item"),
+    _col("representative", pa.bool_(), "cluster", "representative", "flag"),
+    _col("added", pa.bool_(), "cluster", "added in this run", "flag"),
+)
+TABLES: dict[str, Table] = {"items": ITEMS, "clusters": CLUSTERS}
+"""The declared tables; ``pairs``, ``near_misses`` and ``members`` are made from them (:func:`table`)."""
+
+
+def shown(items: Table | None = None) -> list[Column]:
+    """The ``items`` columns the report shows of each item, the id aside (the sides of a pair)."""
+    items = items or TABLES["items"]
+    return [c for c in items.columns if c.shown and c.name != "id"]
+
+
+def _side(c: Column, side: str) -> Column:
+    return replace(
+        c, name=f"{c.name}_{side}", source=f"item.{c.name}", label=f"{c.label} of {side.upper()}", shown=False
+    )
+
+
+def sides(items: Table | None = None) -> list[Column]:
+    """The trailing columns of every pairs table: what an editor reads of each item, field by field
+    (``title_a``, ``title_b``, ``source_a``, ...)."""
+    return [_side(c, s) for c in shown(items) for s in ("a", "b")]
+
+
+def table(name: str) -> Table:
+    """The report table ``name`` as declared now (``items``, ``pairs``, ``clusters``, ``near_misses``,
+    ``members``)."""
+    if name in TABLES:
+        return TABLES[name]
+    if name == "pairs":
+        cluster = _col("cluster_id", pa.string(), "cluster", "cluster")
+        return Table(
+            "pairs",
+            (*PAIR_ENDS, *SCORES, cluster, *sides()),
+            "pairs.parquet: id_a is the earlier item by the order rule (nlsim.clusters.order).",
+        )
+    if name == "near_misses":
+        ends = (
+            _col("cluster_a", pa.string(), "cluster", "cluster of A"),
+            _col("cluster_b", pa.string(), "cluster", "cluster of B"),
+        )
+        return Table(
+            "near_misses",
+            (*PAIR_ENDS, *SCORES, *ends, *sides()),
+            "near_misses.parquet: the columns of pairs.parquet, with the cluster of each item (null for an "
+            "item in no cluster) instead of the pair's; rows nearest the threshold first.",
+        )
+    if name == "members":
+        members = [replace(c, source=f"item.{c.name}", shown=False) for c in shown()]
+        return Table("members", (*MEMBER_OWN, *members), "members.csv: one row per member, earliest first.")
+    raise KeyError(f"no report table {name!r}; choose from items, pairs, clusters, near_misses, members")
+
+
+def conform(frame: pd.DataFrame, columns: Table | pa.Schema) -> pa.Table:
+    """``frame`` as an Arrow table of the table's schema (missing columns null, extra columns dropped)."""
+    schema = columns.schema if isinstance(columns, Table) else columns
+    data = {}
+    for f in schema:
+        col = frame[f.name] if f.name in frame else pd.Series([None] * len(frame), dtype=object)
+        if pa.types.is_timestamp(f.type):
+            col = pd.to_datetime(col, utc=True)
+        elif pa.types.is_list(f.type):
+            col = col.map(lambda v: [] if _missing(v) else [str(x) for x in v])
+        elif pa.types.is_string(f.type):
+            col = col.map(lambda v: None if _missing(v) else str(v))
+        data[f.name] = pa.array(
+            col.to_numpy() if not pa.types.is_list(f.type) else col.tolist(), type=f.type, from_pandas=True
+        )
+    return pa.Table.from_pydict(data, schema=schema)
+
+
+def _missing(v: Any) -> bool:
+    if v is None or v is pd.NaT:
+        return True
+    return isinstance(v, float) and np.isnan(v)
+
+
+def _sheet_list(v: Any) -> str:
+    return "" if v is None or (isinstance(v, float) and np.isnan(v)) else ", ".join(map(str, v))
+
+
+def sheet_frame(frame: pd.DataFrame, spec: Table) -> pd.DataFrame:
+    """``frame`` as a spreadsheet's cells (``pairs.csv``, ``members.csv``, ``report.xlsx``): the table's
+    columns in order (missing ones empty), times as text, lists comma separated; text stays text (the
+    writers keep it from being read as a formula, :mod:`nlsim.dedup.spreadsheet`)."""
+    out = pd.DataFrame(index=frame.index)
+    for c in spec.columns:
+        col = frame[c.name] if c.name in frame else pd.Series([None] * len(frame), index=frame.index)
+        if c.format == "time":
+            col = pd.to_datetime(col, utc=True).dt.strftime(SHEET_TIME).fillna("")
+        elif c.format == "list":
+            col = col.map(_sheet_list)
+        out[c.name] = col
+    return out
+
+
+def safe_url(value: Any) -> str | None:
+    """``value`` when it is an absolute http(s) URL, else ``None`` (no ``javascript:``, no relative links).
+
+    >>> safe_url("https://example.com/a?b=1"), safe_url("javascript:alert(1)"), safe_url("nan")
+    ('https://example.com/a?b=1', None, None)
+    """
+    if not isinstance(value, str):
+        return None
+    url = value.strip()
+    if any(ch in url for ch in "\r\n\t ") or len(url) > 4096:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
+
+
+def page_time(value: Any) -> str | None:
+    """A time as the page shows it (``YYYY-MM-DD HH:MM``, UTC); ``None`` when there is none."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return pd.Timestamp(value).tz_convert("UTC").strftime(PAGE_TIME)
+
+
+def page_number(value: Any, digits: int = 4) -> float | None:
+    """A score as the page's data holds it (rounded; ``None`` for a missing one)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else round(f, digits)
+
+
+def _page_text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _page_list(value: Any) -> list[str]:
+    return [] if _missing(value) else [str(x) for x in value]
+
+
+PAGE_FORMAT: Mapping[str, Callable[[Any], Any]] = {
+    "text": _page_text,
+    "link": safe_url,
+    "number": page_number,
+    "integer": lambda v: None if _missing(v) else int(v),
+    "flag": lambda v: None if _missing(v) else bool(v),
+    "time": page_time,
+    "list": _page_list,
+}
+"""How the page's data holds a value of each format."""
+
+
+def page_value(column: Column, value: Any) -> Any:
+    """``value`` of ``column`` as the page's data holds it (JSON: text, number, true/false, list, null)."""
+    return PAGE_FORMAT[column.format](value)
+
+
+def page_rows(frame: pd.DataFrame, columns: Iterable[Column]) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as the page's objects: each column's value under its name."""
+    columns = [c for c in columns if c.name in frame]
+    values = [frame[c.name].tolist() for c in columns]
+    return [
+        {c.name: page_value(c, v[n]) for c, v in zip(columns, values, strict=True)} for n in range(len(frame))
+    ]
+
+
+def summary_rows(frame: pd.DataFrame, spec: Table, limit: int = 100) -> list[dict[str, Any]]:
+    """The first ``limit`` rows of ``frame`` with the table's ``summary`` columns, keyed by their labels,
+    as short tables show them (the Prefect artifact): lists comma separated, scores to 4 decimals."""
+    cols = [c for c in spec.columns if c.summary and c.name in frame]
+    rows = []
+    for r in frame.head(limit).itertuples(index=False):
+        row: dict[str, Any] = {}
+        for c in cols:
+            v = getattr(r, c.name)
+            if c.format == "list":
+                row[c.label] = _sheet_list(v)
+            elif c.format == "time":
+                row[c.label] = page_time(v)
+            else:
+                row[c.label] = page_value(c, v)
+        rows.append(row)
+    return rows
