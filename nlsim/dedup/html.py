@@ -47,7 +47,6 @@ from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
@@ -57,6 +56,7 @@ from nlsim.dedup.record import ModelCard, RunRecord
 from nlsim.dedup.scores import with_scores
 from nlsim.dedup.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
 from nlsim.evaluation.judge import Judgement
+from nlsim.io import columns
 
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
@@ -99,22 +99,7 @@ def _asset(name: str) -> str:
     return resources.files("nlsim.dedup").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def safe_url(value: Any) -> str | None:
-    """``value`` when it is an absolute http(s) URL, else ``None`` (no ``javascript:``, no relative links).
-
-    >>> safe_url("https://example.com/a?b=1"), safe_url("javascript:alert(1)"), safe_url("nan")
-    ('https://example.com/a?b=1', None, None)
-    """
-    if not isinstance(value, str):
-        return None
-    url = value.strip()
-    if any(ch in url for ch in "\r\n\t ") or len(url) > 4096:
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
+safe_url = columns.safe_url
 
 
 def page_zone(name: str | None) -> ZoneInfo:
@@ -136,12 +121,7 @@ def _time(value: Any, zone: ZoneInfo | None = None) -> str | None:
     >>> _time("2024-08-01T20:30Z"), _time("2024-08-01T20:30Z", ZoneInfo("Asia/Taipei"))
     ('2024-08-01 20:30', '2024-08-02 04:30')
     """
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    stamp = pd.Timestamp(value)
-    if stamp.tzinfo is None:  # a time without a zone is UTC (as the corpus loader reads it)
-        stamp = stamp.tz_localize("UTC")
-    return stamp.tz_convert(zone or ZoneInfo("UTC")).strftime("%Y-%m-%d %H:%M")
+    return columns.page_time(value, zone)
 
 
 SCORE_DIGITS = 6
@@ -183,26 +163,20 @@ def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
 
 
 class _Items:
-    """The page's items: each id once, as ``[id, title, source, link, time]``, found by its index; times in
-    ``zone``."""
+    """The page's items: each id once, as an object of the ``items`` columns the report shows (``id``,
+    ``title``, ``source``, ``url``, ``published_at``, :mod:`nlsim.io.columns`), found by its index; times
+    in ``zone``."""
 
     def __init__(self, frame: pd.DataFrame | None, zone: ZoneInfo | None = None) -> None:
-        self.known: dict[str, list[Any]] = {}
+        self.columns = [columns.ITEMS.column("id"), *columns.shown()]
+        self.empty = {c.name: columns.page_value(c, None) for c in self.columns}
+        self.known: dict[str, dict[str, Any]] = {}
         if frame is not None and len(frame):
-            cols = {
-                c: frame[c].tolist() if c in frame else [None] * len(frame)
-                for c in ("title", "source", "url")
-            }
-            times = pd.to_datetime(frame["published_at"], utc=True) if "published_at" in frame else None
-            for n, item_id in enumerate(frame["id"].astype(str)):
-                self.known[item_id] = [
-                    item_id,
-                    _text(cols["title"][n]),
-                    _text(cols["source"][n]),
-                    safe_url(cols["url"][n]),
-                    _time(times.iloc[n], zone) if times is not None else None,
-                ]
-        self.rows: list[list[Any]] = []
+            rows = columns.page_rows(
+                frame.assign(id=frame["id"].astype(str)), self.columns, zone, SCORE_DIGITS
+            )
+            self.known = {row["id"]: self.empty | row for row in rows}  # a column the frame lacks: empty
+        self.rows: list[dict[str, Any]] = []
         self.index: dict[str, int] = {}
 
     def __call__(self, item_id: Any) -> int:
@@ -210,33 +184,35 @@ class _Items:
         key = str(item_id)
         if key not in self.index:
             self.index[key] = len(self.rows)
-            self.rows.append(self.known.get(key) or [key, "", "", None, None])
+            known = self.known.get(key)
+            self.rows.append(known if known is not None else self.empty | {"id": key})  # unknown: its id only
         return self.index[key]
 
 
-def _cluster_pairs(pairs: pd.DataFrame, item: _Items) -> dict[str, list[list[Any]]]:
-    """Each cluster's pairs as the page's rows: item A, item B, score, cosine, cross-encoder score."""
-    rows: dict[str, list[list[Any]]] = {}
+def pair_row(row: Any, item: _Items, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One pair as the page's script reads it: ``a`` and ``b`` (indexes into the page's items), its scores
+    under their column names (to :data:`SCORE_DIGITS` decimals), and the ``extra`` columns of its table."""
+    out: dict[str, Any] = {"a": item(row.id_a), "b": item(row.id_b)}
+    for c in columns.SCORES:
+        out[c.name] = columns.page_value(c, getattr(row, c.name, None), digits=SCORE_DIGITS)
+    for name in extra:
+        value = getattr(row, name, None)
+        out[name] = None if value is None or pd.isna(value) else str(value)
+    return out
+
+
+def _cluster_pairs(pairs: pd.DataFrame, item: _Items) -> dict[str, list[dict[str, Any]]]:
+    """Each cluster's pairs as the page's rows (:func:`pair_row`)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
     if not len(pairs) or "cluster_id" not in pairs:
         return rows
-    scored = with_scores(pairs)
-    for cid, a, b, s, co, ce in zip(
-        pairs["cluster_id"],
-        pairs["id_a"],
-        pairs["id_b"],
-        scored["similarity"],
-        scored["cosine"],
-        scored["cross_encoder"],
-        strict=True,
-    ):
-        rows.setdefault(str(cid), []).append(
-            [item(a), item(b), _num(s, SCORE_DIGITS), _num(co, SCORE_DIGITS), _num(ce, SCORE_DIGITS)]
-        )
+    for r in with_scores(pairs).itertuples(index=False):
+        rows.setdefault(str(r.cluster_id), []).append(pair_row(r, item))
     return rows
 
 
 def _cluster_row(
-    c: Any, item: _Items, pair_rows: dict[str, list[list[Any]]], zone: ZoneInfo | None = None
+    c: Any, item: _Items, pair_rows: dict[str, list[dict[str, Any]]], zone: ZoneInfo | None = None
 ) -> dict[str, Any]:
     """One cluster as the page's script reads it (its times in ``zone``)."""
     members = [item(m) for m in list(c.member_ids)]  # indexed in this order: members, added, representative
@@ -256,7 +232,7 @@ def _cluster_row(
         "max": _num(getattr(c, "max_similarity", None), SCORE_DIGITS),
         "mean": _num(getattr(c, "mean_similarity", None), SCORE_DIGITS),
         "weakest": _num(getattr(c, "weakest_link", None), SCORE_DIGITS),
-        "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p[2] or 0)),
+        "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p["similarity"] or 0)),
     }
 
 
@@ -267,9 +243,10 @@ def page_data(
     frame: pd.DataFrame | None,
     near_misses: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """What the page's script renders: items (id, title, source, link, time) and clusters (members,
-    status, added items, absorbed ids, scores and the pairs that joined them); for the review panel, the
-    near misses and what the export records (:mod:`nlsim.dedup.review`). Times and days are in the run's
+    """What the page's script renders: items (objects of the ``items`` columns the report shows) and
+    clusters (members, status, added items, absorbed ids, scores and the pairs that joined them), the
+    columns' labels; for the review panel, the near misses and what the export records
+    (:mod:`nlsim.dedup.review`). Times and days are in the run's
     time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
     item = _Items(frame, zone)
@@ -291,8 +268,9 @@ def page_data(
         "scoreDigits": score_digits(record.threshold),
         "timeZone": zone.key,
         "items": item.rows,
+        "labels": {name: columns.table(name).labels for name in ("items", "pairs")},
         "clusters": out,
-        "nearMisses": review.near_miss_rows(near_misses, item),
+        "nearMisses": review.near_miss_rows(near_misses, lambda r, extra: pair_row(r, item, extra)),
         "review": review.review_meta(record),
         "editors": review.editors_data(record.editors, item, item.known),
     }

@@ -138,25 +138,14 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def near_miss_rows(near_misses: pd.DataFrame | None, item: Callable[[Any], int]) -> list[list[Any]]:
-    """The near misses as the page's rows: item A, item B (indexes into the page's items, from ``item``),
-    score, cosine, cross-encoder score, cluster of A, cluster of B; nearest the threshold first."""
+def near_miss_rows(
+    near_misses: pd.DataFrame | None, row: Callable[..., dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The near misses as the page's rows (``row``: :func:`nlsim.dedup.html.pair_row` with the page's
+    items): item A, item B, the scores, the cluster of each item; nearest the threshold first."""
     if near_misses is None or near_misses.empty:
         return []
-    rows = []
-    for r in near_misses.itertuples(index=False):
-        rows.append(
-            [
-                item(r.id_a),
-                item(r.id_b),
-                _num(r.similarity),
-                _num(getattr(r, "cosine", None)),
-                _num(getattr(r, "cross_encoder", None)),
-                None if pd.isna(r.cluster_a) else str(r.cluster_a),
-                None if pd.isna(r.cluster_b) else str(r.cluster_b),
-            ]
-        )
-    return rows
+    return [row(r, ("cluster_a", "cluster_b")) for r in near_misses.itertuples(index=False)]
 
 
 def editors_data(

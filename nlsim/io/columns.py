@@ -33,9 +33,11 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import tzinfo
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -309,11 +311,15 @@ def safe_url(value: Any) -> str | None:
     return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
 
 
-def page_time(value: Any) -> str | None:
-    """A time as the page shows it (``YYYY-MM-DD HH:MM``, UTC); ``None`` when there is none."""
+def page_time(value: Any, zone: tzinfo | None = None) -> str | None:
+    """A time as the page shows it, ``YYYY-MM-DD HH:MM`` in ``zone`` (UTC by default; a time without a zone
+    is UTC, as the corpus loader reads it); ``None`` when there is none."""
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
-    return pd.Timestamp(value).tz_convert("UTC").strftime(PAGE_TIME)
+    stamp = pd.Timestamp(value)
+    if stamp.tzinfo is None:
+        stamp = stamp.tz_localize("UTC")
+    return stamp.tz_convert(zone or dt.UTC).strftime(PAGE_TIME)
 
 
 def page_number(value: Any, digits: int = 4) -> float | None:
@@ -336,26 +342,33 @@ def _page_list(value: Any) -> list[str]:
 PAGE_FORMAT: Mapping[str, Callable[[Any], Any]] = {
     "text": _page_text,
     "link": safe_url,
-    "number": page_number,
     "integer": lambda v: None if _missing(v) else int(v),
     "flag": lambda v: None if _missing(v) else bool(v),
-    "time": page_time,
     "list": _page_list,
 }
-"""How the page's data holds a value of each format."""
+"""How the page's data holds a value of each format (``time`` and ``number``: :func:`page_value`)."""
 
 
-def page_value(column: Column, value: Any) -> Any:
-    """``value`` of ``column`` as the page's data holds it (JSON: text, number, true/false, list, null)."""
+def page_value(column: Column, value: Any, zone: tzinfo | None = None, digits: int = 4) -> Any:
+    """``value`` of ``column`` as the page's data holds it (JSON: text, number, true/false, list, null):
+    a time in ``zone`` (:func:`page_time`), a number rounded to ``digits``."""
+    if column.format == "time":
+        return page_time(value, zone)
+    if column.format == "number":
+        return page_number(value, digits)
     return PAGE_FORMAT[column.format](value)
 
 
-def page_rows(frame: pd.DataFrame, columns: Iterable[Column]) -> list[dict[str, Any]]:
-    """The rows of ``frame`` as the page's objects: each column's value under its name."""
+def page_rows(
+    frame: pd.DataFrame, columns: Iterable[Column], zone: tzinfo | None = None, digits: int = 4
+) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as the page's objects: each column's value under its name (times in ``zone``,
+    numbers rounded to ``digits``)."""
     columns = [c for c in columns if c.name in frame]
     values = [frame[c.name].tolist() for c in columns]
     return [
-        {c.name: page_value(c, v[n]) for c, v in zip(columns, values, strict=True)} for n in range(len(frame))
+        {c.name: page_value(c, v[n], zone, digits) for c, v in zip(columns, values, strict=True)}
+        for n in range(len(frame))
     ]
 
 

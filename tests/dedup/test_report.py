@@ -50,8 +50,8 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     page = files["index.html"].read_text()
     assert "<b>north</b>" not in page  # titles are data, never markup
     data = page_json(page)
-    assert "Flood <b>north</b>" in [it[1] for it in data["items"]]
-    assert data["clusters"][0]["id"] == "c-n2" and data["clusters"][0]["pairs"][0][2] == 0.93
+    assert "Flood <b>north</b>" in [it["title"] for it in data["items"]]
+    assert data["clusters"][0]["id"] == "c-n2" and data["clusters"][0]["pairs"][0]["similarity"] == 0.93
     assert "| c-n2 | 2 |" in files["summary.md"].read_text()
     assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "overview.png" in page
@@ -131,7 +131,7 @@ def test_page_is_self_contained_and_its_data_inert(report_inputs):
     page = render_html(table, clusters, RunRecord(model="m", conversion="tw2sp"), frame)
     assert page.startswith('<!doctype html>\n<html lang="en">')
     assert page.count("</script>") == 2 and "<!--" not in page  # the title cannot close the data block
-    assert page_json(page)["items"][1][1].startswith("</script><script>alert(1)")
+    assert page_json(page)["items"][1]["title"].startswith("</script><script>alert(1)")
     for remote in ("<link", "@import", "url(", "src='http", 'src="http', "//cdn", "<iframe"):
         assert remote not in page, remote
     assert "<style>" in page and "report.js" not in page  # CSS and script inline
@@ -144,10 +144,10 @@ def test_page_links_only_http_urls(report_inputs):
     frame, table, clusters = report_inputs
     frame = frame.assign(url=["javascript:alert(1)", "https://news.example/a b", "http://x.example/1"])
     items = page_json(render_html(table, clusters, RunRecord(), frame))["items"]
-    assert {it[0]: it[3] for it in items} == {"n2": None, "n1": None}  # javascript:, a space
+    assert {it["id"]: it["url"] for it in items} == {"n2": None, "n1": None}  # javascript:, a space
     frame = frame.assign(url=["https://news.example/n1", "/relative", "nan"])
     items = page_json(render_html(table, clusters, RunRecord(), frame))["items"]
-    assert {it[0]: it[3] for it in items} == {"n2": None, "n1": "https://news.example/n1"}
+    assert {it["id"]: it["url"] for it in items} == {"n2": None, "n1": "https://news.example/n1"}
 
 
 def _card_summary(tmp_path, **info):
@@ -247,7 +247,7 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
         run_daily(cfg, state, retention_days=None, encoder=enc)
     data = page_json((out / "latest" / "index.html").read_text())
     assert data["daily"] is True
-    ids = [it[0] for it in data["items"]]
+    ids = [it["id"] for it in data["items"]]
     got = {c["id"]: (c["status"], [ids[i] for i in c["added"]], c["absorbed"]) for c in data["clusters"]}
     assert got == {"c-a1": ("merged", ["x1"], ["c-b1"]), "c-d1": ("new", ["d1", "d2"], [])}
     page = (out / "latest" / "index.html").read_text()

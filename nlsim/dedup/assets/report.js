@@ -5,7 +5,8 @@
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("nlsim-data").textContent);
-  var items = DATA.items; // [id, title, source, url, time]
+  var items = DATA.items; // objects: the items columns the report shows (id, title, source, url, published_at)
+  var LABELS = DATA.labels; // each column's label: LABELS.items.title, LABELS.pairs.similarity, ...
   var all = DATA.clusters;
   var HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[\ud840-\ud87f][\udc00-\udfff]/;
   var state = { q: "", status: "", bucket: "", period: "", source: "", sort: "size", page: 0, per: DATA.pageSize };
@@ -43,11 +44,11 @@
   }
   function title(i, withLink) {
     var it = items[i];
-    var text = String(it[1] || "").replace(/\s+/g, " ").trim() || "(no title)";
+    var text = String(it.title || "").replace(/\s+/g, " ").trim() || "(no title)";
     var node;
-    if (withLink && it[3] && /^https?:\/\//i.test(it[3])) {
+    if (withLink && it.url && /^https?:\/\//i.test(it.url)) {
       node = el("a", "t", text);
-      node.href = it[3];
+      node.href = it.url;
       node.target = "_blank";
       node.rel = "noopener noreferrer";
     } else {
@@ -62,7 +63,7 @@
       var parts = [c.id];
       for (var k = 0; k < c.members.length; k++) {
         var it = items[c.members[k]];
-        parts.push(it[0], it[1], it[2]);
+        parts.push(it.id, it.title, it.source);
       }
       c._hay = parts.join("\n").toLowerCase();
     }
@@ -139,7 +140,7 @@
     }
     var added = {};  // a new cluster's members all joined it in this run: marked only in older clusters
     if (DATA.daily && c.status !== "new") c.added.forEach(function (i) { added[i] = true; });
-    var t = table(["", "title", "source", "published (" + DATA.timeZone + ")", "item"]);
+    var t = table(["", LABELS.items.title, LABELS.items.source, "published (" + DATA.timeZone + ")", LABELS.items.id]);
     var tb = t.appendChild(el("tbody"));
     c.members.forEach(function (i) {
       var tr = el("tr", added[i] ? "added" : null);
@@ -151,9 +152,9 @@
       var td = el("td", "t");
       td.appendChild(title(i, true));
       tr.appendChild(td);
-      tr.appendChild(el("td")).appendChild(bdi(items[i][2]));
-      tr.appendChild(el("td", "when", items[i][4] || ""));
-      tr.appendChild(el("td", "id")).appendChild(bdi(items[i][0]));
+      tr.appendChild(el("td")).appendChild(bdi(items[i].source));
+      tr.appendChild(el("td", "when", items[i].published_at || ""));
+      tr.appendChild(el("td", "id")).appendChild(bdi(items[i].id));
       tb.appendChild(tr);
     });
     b.appendChild(el("h3", null, "Items (earliest first; ★ representative)"));
@@ -170,7 +171,8 @@
       b.appendChild(el("p", "meta", "No new pair in this run: the cluster changed through a merge or a regroup."));
       return b;
     }
-    var head = DATA.rerank ? ["score", "cosine", "cross-encoder", "item A", "item B"] : ["score", "item A", "item B"];
+    var L = LABELS.pairs;
+    var head = DATA.rerank ? [L.similarity, L.cosine, L.cross_encoder, L.id_a, L.id_b] : [L.similarity, L.id_a, L.id_b];
     var pt = table(head);
     var pb = pt.appendChild(el("tbody"));
     var limit = 30;
@@ -178,11 +180,11 @@
       pb.textContent = "";
       c.pairs.slice(0, n).forEach(function (p) {
         var tr = el("tr");
-        tr.dataset.a = p[0]; tr.dataset.b = p[1];  // a pair to review (review.js)
-        if (p[2] !== null) tr.dataset.score = p[2];
-        tr.appendChild(el("td", "score", score(p[2])));
-        if (DATA.rerank) { tr.appendChild(el("td", "score", score(p[3]))); tr.appendChild(el("td", "score", score(p[4]))); }
-        [p[0], p[1]].forEach(function (i) { var td = el("td", "t"); td.appendChild(title(i, true)); tr.appendChild(td); });
+        tr.dataset.a = p.a; tr.dataset.b = p.b;  // a pair to review (review.js)
+        if (p.similarity !== null) tr.dataset.score = p.similarity;
+        tr.appendChild(el("td", "score", score(p.similarity)));
+        if (DATA.rerank) { tr.appendChild(el("td", "score", score(p.cosine))); tr.appendChild(el("td", "score", score(p.cross_encoder))); }
+        [p.a, p.b].forEach(function (i) { var td = el("td", "t"); td.appendChild(title(i, true)); tr.appendChild(td); });
         pb.appendChild(tr);
       });
     }

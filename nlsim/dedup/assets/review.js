@@ -13,7 +13,7 @@
   var BY_KEY = {};
   LEVELS.forEach(function (l) { BY_KEY[l.key] = l.v; });
   var index = {};
-  items.forEach(function (it, i) { index[it[0]] = i; });
+  items.forEach(function (it, i) { index[it.id] = i; });
   var clusters = {};
   DATA.clusters.forEach(function (c) { clusters[c.id] = c; });
   var status = document.getElementById("rv-status");
@@ -49,7 +49,7 @@
     return a.length - b.length;
   }
   function pairKey(a, b) {
-    var ids = [items[a][0], items[b][0]].sort(cmpCodePoints);
+    var ids = [items[a].id, items[b].id].sort(cmpCodePoints);
     return ids[0] + "\u001f" + ids[1];
   }
 
@@ -208,7 +208,7 @@
     } else {
       var a = Number(tr.dataset.a), b = Number(tr.dataset.b), old = marks[key];
       marks[key] = {
-        a: items[a][0], b: items[b][0], v: v, src: old ? old.src : tr.dataset.src,
+        a: items[a].id, b: items[b].id, v: v, src: old ? old.src : tr.dataset.src,
         score: tr.dataset.score === undefined ? null : Number(tr.dataset.score),
         notes: old ? old.notes || "" : "", at: new Date().toISOString(), exported: false,
       };
@@ -322,10 +322,10 @@
   function moreNear(n) {
     near.slice(nearShown, nearShown + n).forEach(function (p) {
       var tr = el("tr");
-      tr.appendChild(el("td", "num", fixed(p[2])));
-      tr.appendChild(cell(p[0], p[5]));
-      tr.appendChild(cell(p[1], p[6]));
-      nearBody.appendChild(reviewable(tr, p[0], p[1], "near-miss", p[2]));
+      tr.appendChild(el("td", "num", fixed(p.similarity)));
+      tr.appendChild(cell(p.a, p.cluster_a));
+      tr.appendChild(cell(p.b, p.cluster_b));
+      nearBody.appendChild(reviewable(tr, p.a, p.b, "near-miss", p.similarity));
     });
     nearShown = Math.min(near.length, nearShown + n);
     nearMore.textContent = "";
@@ -439,12 +439,12 @@
   // --- the rows of the cluster list (drawn by the list script as clusters are opened) ------------------------
   function insidePairs(c, body) {
     var linked = {};
-    c.pairs.forEach(function (p) { linked[pairKey(p[0], p[1])] = true; });
+    c.pairs.forEach(function (p) { linked[pairKey(p.a, p.b)] = true; });
     var others = [];
     for (var x = 0; x < c.members.length; x++)
       for (var y = x + 1; y < c.members.length; y++)
         if (!linked[pairKey(c.members[x], c.members[y])] && !isScored(c.members[x], c.members[y]))
-          others.push([c.members[x], c.members[y]]);
+          others.push({ a: c.members[x], b: c.members[y] });
     if (!others.length) return;
     var LIMIT = 200;
     var d = el("details", "rv-inside");
@@ -457,9 +457,9 @@
       var tb = t.appendChild(el("tbody"));
       others.slice(0, LIMIT).forEach(function (p) {
         var tr = el("tr");
-        tr.appendChild(cell(p[0]));
-        tr.appendChild(cell(p[1]));
-        tb.appendChild(reviewable(tr, p[0], p[1], "inside", null));
+        tr.appendChild(cell(p.a));
+        tr.appendChild(cell(p.b));
+        tb.appendChild(reviewable(tr, p.a, p.b, "inside", null));
       });
       d.appendChild(t);
       if (others.length > LIMIT)
@@ -510,7 +510,7 @@
   function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
   var NUMBERS = { similarity: true, score: true, threshold: true };  // numbers stay numbers
   function exportRow(m, name) {  // one line of the export: META.columns, then META.hashColumns
-    var a = items[index[m.a]], b = items[index[m.b]], textA = String(a[1]), textB = String(b[1]);
+    var a = items[index[m.a]], b = items[index[m.b]], textA = String(a.title), textB = String(b.title);
     var row = {
       pair_id: pairId(m), id_a: m.a, id_b: m.b, text_a: textA, text_b: textB,
       similarity: m.score === null ? "" : m.score, stratum: META.stratum + ":" + m.src, score: String(m.v),
