@@ -35,6 +35,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.report import render_markdown
 from nlsim.dedup.run import Call, DedupResult, run_dedup
 from nlsim.errors import NlsimError
+from nlsim.io import columns
 
 
 def run_date(config: DedupConfig) -> str:
@@ -118,17 +119,7 @@ def publish_artifacts(result: DedupResult) -> None:
     create_markdown_artifact(
         md, key=f"news-dedup-{stats.mode}-run", description=f"{stats.mode} run: counts and timings"
     )
-    table = [
-        {
-            "cluster_id": r.cluster_id,
-            "status": r.status,
-            "size": int(r.size),
-            "added": ", ".join(map(str, r.added_ids)),
-            "representative": r.representative_title,
-            "max_similarity": round(float(r.max_similarity), 4),
-        }
-        for r in result.clusters.head(100).itertuples()
-    ]
+    table = columns.summary_rows(result.clusters, columns.table("clusters"), limit=100)  # its summary columns
     if table:
         create_table_artifact(
             table, key=f"news-dedup-{stats.mode}-clusters", description="clusters of this run"

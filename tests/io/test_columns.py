@@ -1,0 +1,127 @@
+"""The report's column tables: one declaration drives the Parquet files, the spreadsheets, the page and
+the daily state."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from nlsim.io import columns
+from nlsim.io.columns import Column
+
+
+def _page_data(page: str) -> dict:
+    found = re.search(r"<script id='nlsim-data' type='application/json'>(.*?)</script>", page, re.S)
+    assert found, "no embedded data"
+    return json.loads(found.group(1))
+
+
+def test_the_report_schemas_are_the_declared_tables() -> None:
+    from nlsim.clusters.table import CLUSTERS_SCHEMA
+    from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
+    from nlsim.dedup.report import MEMBERS_SCHEMA, PAIRS_SCHEMA
+
+    assert PAIRS_SCHEMA == columns.table("pairs").schema
+    assert CLUSTERS_SCHEMA == columns.table("clusters").schema
+    assert MEMBERS_SCHEMA == columns.table("members").schema
+    assert NEAR_MISSES_SCHEMA == columns.table("near_misses").schema
+    sides = [c.name for c in columns.sides()]
+    assert sides == [f"{f}_{s}" for f in ("title", "source", "url", "published_at") for s in "ab"]
+    assert columns.table("pairs").names[-len(sides) :] == sides
+    assert columns.table("near_misses").names[-len(sides) :] == sides
+
+
+def test_a_column_declares_a_known_format() -> None:
+    with pytest.raises(ValueError, match="unknown format"):
+        Column("x", pa.string(), "run", "x", "currency")
+
+
+def test_spreadsheet_cells_follow_each_columns_format() -> None:
+    spec = columns.table("clusters")
+    frame = pd.DataFrame(
+        {
+            "cluster_id": ["c-1"],
+            "member_ids": [["a", "b"]],
+            "first_published": pd.to_datetime(["2024-01-02 03:04:05"], utc=True),
+            "max_similarity": [0.5],
+        }
+    )
+    cells = columns.sheet_frame(frame, spec)
+    assert list(cells.columns) == spec.names  # every column, in order; the missing ones empty
+    row = cells.iloc[0]
+    assert row["member_ids"] == "a, b" and row["first_published"] == "2024-01-02 03:04:05+0000"
+    assert row["max_similarity"] == 0.5 and row["last_published"] == "" and row["absorbed"] == ""
+
+
+def test_page_rows_are_objects_of_the_columns() -> None:
+    frame = pd.DataFrame(
+        {
+            "id": ["a"],
+            "title": ["T"],
+            "url": ["javascript:alert(1)"],
+            "published_at": pd.to_datetime(["2024-01-02 03:04:05"], utc=True),
+        }
+    )
+    rows = columns.page_rows(frame, [columns.ITEMS.column("id"), *columns.shown()])
+    assert rows == [{"id": "a", "title": "T", "url": None, "published_at": "2024-01-02 03:04"}]
+
+
+def test_a_column_added_to_the_items_table_alone_reaches_every_file_and_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One declaration, nothing else: a corpus field read, kept in the daily state, shown of each item in
+    the pairs (Parquet, CSV, XLSX, the state's copy of the report), the members, the near misses and the
+    page."""
+    from openpyxl import load_workbook
+
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.state import open_state
+    from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+    lang = Column("lang", pa.string(), "corpus.lang", "language", shown=True)
+    monkeypatch.setitem(columns.TABLES, "items", columns.ITEMS.adding(lang))
+
+    corpus = story_corpus()
+    corpus["lang"] = ["lang-" + i for i in corpus["id"]]
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
+    enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
+    for day in days:
+        cfg = DedupConfig(
+            corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
+        )
+        run_daily(cfg, state, retention_days=None, encoder=enc)
+    report = out / "latest"
+
+    pairs = pq.read_table(report / "pairs.parquet")
+    assert pairs.schema.field("lang_a").type == pa.string() and len(pairs) > 0
+    got = pairs.to_pandas()
+    assert (got["lang_a"] == "lang-" + got["id_a"]).all() and (got["lang_b"] == "lang-" + got["id_b"]).all()
+    assert "lang_a" in pq.read_schema(report / "near_misses.parquet").names
+
+    with (report / "pairs.csv").open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["lang_a"] == "lang-" + r["id_a"] for r in rows)
+    with (report / "members.csv").open(encoding="utf-8-sig", newline="") as f:
+        members = list(csv.DictReader(f))
+    assert members and all(r["lang"] == "lang-" + r["item_id"] for r in members)
+
+    book = load_workbook(report / "report.xlsx", read_only=True)
+    for sheet, column in (("pairs", "lang_a"), ("members", "lang")):
+        header = next(book[sheet].iter_rows(max_row=1, values_only=True))
+        assert column in header, sheet
+
+    data = _page_data((report / "index.html").read_text(encoding="utf-8"))
+    assert data["items"] and all(it["lang"] == "lang-" + it["id"] for it in data["items"])
+    assert data["labels"]["items"]["lang"] == "language"
+
+    kept = open_state(state)
+    assert kept.items["lang"].tolist() == ["lang-" + i for i in kept.items["id"]]
+    stored = pd.read_parquet(kept.report_dir() / "pairs.parquet")
+    assert (stored["lang_a"] == "lang-" + stored["id_a"]).all()
