@@ -32,8 +32,8 @@ from prefect.runtime import flow_run
 from flows.orchestration import config_flow, fail, progress_artifacts, run_from_command_line, task_call
 from nlsim.commands.dedup import add_dedup_options
 from nlsim.dedup.config import DedupConfig
-from nlsim.dedup.report import render_markdown
 from nlsim.dedup.run import Call, DedupResult, run_dedup
+from nlsim.dedup.summary import render_markdown
 from nlsim.errors import NlsimError
 from nlsim.io import columns
 
@@ -110,11 +110,8 @@ def one_run_per_state(state: str | None) -> Iterator[None]:
 def publish_artifacts(result: DedupResult) -> None:
     """The run's summary, figures and clusters as Prefect artifacts."""
     stats = result.stats
-    md = stats.markdown()
-    if result.replayed:
-        md += "\nThis input was already committed; its stored report was written again.\n"
-    md += f"\nReport: `{result.report_dir}`\n\n" + render_markdown(
-        result.pairs, result.clusters, result.stats
+    md = render_markdown(
+        result.pairs, result.clusters, stats, report_dir=str(result.report_dir), replayed=result.replayed
     )
     create_markdown_artifact(
         md, key=f"news-dedup-{stats.mode}-run", description=f"{stats.mode} run: counts and timings"

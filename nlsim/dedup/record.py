@@ -9,10 +9,16 @@ rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and 
 editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back from a
 ``run.json`` (a replayed report) is :meth:`RunRecord.from_dict`.
 
+A record is immutable: a run builds it once, from its stages' typed results
+(:func:`nlsim.dedup.run.run_record`), after the stages that decide its figures; what accrues while the
+stages run, their timings and the messages told to the user, is kept by the run's :class:`RunLog`, and
+:meth:`RunRecord.timed` is the record with the log as it stands.
+
 Example:
-    >>> record = RunRecord(run_id="r1", counts={"items_in": 3})
-    >>> with record.stage("load"):
+    >>> log = RunLog()
+    >>> with log.stage("load"):
     ...     pass
+    >>> record = RunRecord(run_id="r1", counts={"items_in": 3}).timed(log)
     >>> sorted(record.timings_s), record.to_dict()["items"]
     (['load'], 3)
     >>> RunRecord.from_dict(record.to_dict()) == record
@@ -24,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from nlsim import progress
@@ -200,6 +206,28 @@ class ModelSwitch:
 
 
 @dataclass
+class RunLog:
+    """What accrues while a run's stages run: each stage's time and the messages told to the user."""
+
+    timings_s: dict[str, float] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage (accumulates when a stage runs more than once)."""
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings_s[name] = round(self.timings_s.get(name, 0.0) + time.perf_counter() - t, 4)
+
+    def say(self, message: str) -> None:
+        """Tell the user (:func:`nlsim.progress.say`) and keep the message for the run record."""
+        self.messages.append(message)
+        progress.say(message)
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """Counts, timings, model, threshold and settings of one run.
 
@@ -269,19 +297,9 @@ class RunRecord:
         """A daily run's clusters in the whole window."""
         return self.counts["clusters_in_window"] if "clusters_in_window" in self.counts else None
 
-    @contextlib.contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time a stage (accumulates when a stage runs more than once)."""
-        t = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings_s[name] = round(self.timings_s.get(name, 0.0) + time.perf_counter() - t, 4)
-
-    def say(self, message: str) -> None:
-        """Tell the user (:func:`nlsim.progress.say`) and keep the message in the run record."""
-        self.messages.append(message)
-        progress.say(message)
+    def timed(self, log: RunLog) -> RunRecord:
+        """This record with the run's timings and messages as they stand."""
+        return replace(self, timings_s=dict(log.timings_s), messages=list(log.messages))
 
     def to_dict(self) -> dict[str, Any]:
         """The run record as ``run.json`` holds it: every field, plus the headline counts at the top level
@@ -335,24 +353,3 @@ class RunRecord:
         if known.get("judge") is not None:
             known["judge"] = Judgement.of(known["judge"])
         return cls(**known)
-
-    def markdown(self) -> str:
-        """A Markdown table of the figures (for the Prefect artifact and the logs)."""
-        lines = [
-            f"# nlsim {self.mode} run {self.run_id}",
-            "",
-            f"- model: `{self.model}`",
-            f"- threshold: {self.threshold} ({self.threshold_source})",
-            f"- conversion: {self.conversion}",
-        ]
-        if self.daily:
-            lines.append(f"- retention: {self.retention_days} days, as of {self.as_of}")
-        if self.window_hours is not None:
-            lines.append(f"- pairs of items published at most {self.window_hours:g} hours apart")
-        if self.model_switch is not None:
-            lines.append(f"- model switch: {self.model_switch.from_model} -> {self.model_switch.to_model}")
-        lines += ["", "| count | value |", "|---|---:|"]
-        lines += [f"| {k} | {v} |" for k, v in self.counts.items()]
-        lines += ["", "| stage | seconds |", "|---|---:|"]
-        lines += [f"| {k} | {v:.3f} |" for k, v in self.timings_s.items()]
-        return "\n".join(lines) + "\n"

@@ -35,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import html as html_lib
 import json
 import os
 import shutil
@@ -56,6 +55,7 @@ from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
 from nlsim.dedup.record import RunRecord
 from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
+from nlsim.dedup.summary import render_markdown
 from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import (
@@ -184,50 +184,6 @@ def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
         if c.format == "time":
             out[c.name] = pd.to_datetime(out[c.name], utc=True)
     return out
-
-
-def _md_cell(value: Any) -> str:
-    """A Markdown table cell: one line, pipes escaped, no raw HTML."""
-    text = " ".join(str(value).split())
-    return html_lib.escape(text, quote=False).replace("|", "\\|")
-
-
-def render_markdown(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, top: int = 10) -> str:
-    """A short Markdown summary: the run's figures and the largest clusters."""
-    lines = ["# nlsim near-duplicate report", ""]
-    figures = record.to_dict()
-    for key in (
-        "corpus",
-        "items",
-        "quarantined",
-        "model",
-        "conversion",
-        "threshold",
-        "threshold_source",
-        "index",
-        "pairs",
-        "clusters",
-        "clustered_items",
-        "elapsed_s",
-    ):
-        if figures[key] is not None:
-            lines.append(f"- **{key.replace('_', ' ')}**: {_md_cell(figures[key])}")
-    sw = record.model_switch
-    if sw is not None:
-        lines.append(f"- **model switch**: {_md_cell(sw.from_model)} → {_md_cell(sw.to_model)}")
-    lines += [
-        "",
-        f"## Largest clusters (top {min(top, len(clusters))})",
-        "",
-        "| cluster | size | representative | max sim |",
-        "|---|---:|---|---:|",
-    ]
-    for _, c in clusters.head(top).iterrows():
-        lines.append(
-            f"| {_md_cell(c['cluster_id'])} | {int(c['size'])} | {_md_cell(c['representative_title'])} | "
-            f"{c['max_similarity']:.3f} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:

@@ -31,12 +31,14 @@ import pandas as pd
 
 from nlsim.dedup import near_misses, stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
+from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.paths import check_paths
-from nlsim.dedup.record import EditorsRecord, RunRecord
+from nlsim.dedup.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 from nlsim.dedup.report import daily_report_dir
 from nlsim.dedup.state import move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
+from nlsim.evaluation.judge import Judgement
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
 from nlsim.orchestration import Call, StageInfo, declare, direct
@@ -47,9 +49,11 @@ __all__ = [
     "Call",
     "DedupConfig",
     "DedupResult",
+    "Search",
     "check_paths",
     "direct",
     "run_dedup",
+    "run_record",
 ]
 
 STAGES: dict[str, StageInfo] = {
@@ -98,35 +102,42 @@ class DedupResult:
 
 
 @contextlib.contextmanager
-def _state_lock(config: DedupConfig, record: RunRecord) -> Iterator[None]:
+def _state_lock(config: DedupConfig, log: RunLog) -> Iterator[None]:
     if not config.incremental:
         yield
         return
     with RunLock(config.state) as lock:
         if lock.message:
-            record.say(lock.message)
+            log.say(lock.message)
         if config.rebuild_state:
             moved = move_aside(config.state)
             if moved is not None:
-                record.say(f"moved the previous state to {moved}; building a fresh one")
+                log.say(f"moved the previous state to {moved}; building a fresh one")
         removed = remove_unfinished(config.state)
         if removed:
-            record.say(
+            log.say(
                 f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
                 + ", ".join(removed)
             )
         yield
 
 
-def _fill_model(record: RunRecord, config: DedupConfig, model: stages.ModelChoice) -> None:
-    record.model, record.model_fingerprint = model.encoder.model_id, model.encoder.fingerprint
-    record.model_info = model.info
-    record.threshold, record.threshold_source = round(float(model.threshold.value), 6), model.threshold.source
-    record.conversion, record.text_fields = config.convert, ",".join(config.text_fields)
+@dataclass(frozen=True)
+class Search:
+    """What the search stages made (convert, embed, index, neighbours, rerank): the window with its index,
+    the pairs at or above the threshold and the candidates below it, and what the record says of them."""
+
+    window: Window
+    pairs: pd.DataFrame
+    below: pd.DataFrame
+    candidates: int
+    embedding_cache_hit: bool | None
+    model_info: ModelInfo
+    rerank: RerankRecord | None
 
 
 Step = Callable[..., Any]
-"""``step(name, function, *args)``: one stage through the run's ``call``, timed in the run record."""
+"""``step(name, function, *args)``: one stage through the run's ``call``, timed in the run's log."""
 
 
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
@@ -139,45 +150,39 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
         config = config.with_(date=config.run_date().isoformat())
     check_paths(config)
-    record = RunRecord(
-        mode="incremental" if config.incremental else "batch",
-        corpus=config.corpus_named(),  # `nlsim judge` finds it from any folder
-        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        retention_days=config.retention_days if config.incremental else None,
-        window_hours=config.window_hours,
-        timezone=config.timezone,
-    )
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    log = RunLog()
 
     def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-        with record.stage(name):
+        with log.stage(name):
             return call(name, fn, *args)
 
-    with _state_lock(config, record):
+    with _state_lock(config, log):
         corpus = step("load", stages.load, config)
-        record.messages.extend(corpus.warnings)
+        log.messages.extend(corpus.warnings)  # said by the corpus loader; kept for the record
         model = step("model", stages.load_model, config, encoder)
-        _fill_model(record, config, model)
-        window = step("window", stages.open_window, config, corpus, model, record)
-        _fill_window(record, window)
-        replayed = _replay_committed(config, window, record)
+        window = step("window", stages.open_window, config, corpus, model, log)
+        replayed = _replay_committed(config, window, log)
         if replayed is not None:
             return replayed
         # read before the expensive stages: a bad file is refused first (a replay does not read it)
         scored = stages.judge_pairs(config) if config.judge_pairs else None
         editors = stages.editors(config, window)
-        window, pairs, below = _search(step, record, config, model, window)
-        clustering = step("cluster", stages.cluster, window, pairs, config, editors)
-        missed = step("near-misses", stages.near_misses, below, clustering, config)
-        _fill_clusters(record, window, pairs, clustering, missed)
-        if clustering.editors is not None:  # the page's review queue skips the pairs already scored
-            shown = stages.report_frame(clustering, missed)["id"].astype(str)
-            record.editors = replace(clustering.editors, scored_ids=editors.scored_ids(shown))
-            _say_editors(record, record.editors)
-        if scored is not None:  # before the commit: the state's record of the run holds its judgement
-            record.judge = step("judge", stages.judge, config, window, clustering, scored)
+        search = _search(step, config, model, window)
+        window = search.window
+        clustering = step("cluster", stages.cluster, window, search.pairs, config, editors)
+        missed = step("near-misses", stages.near_misses, search.below, clustering, config)
+        chosen = _editors_record(clustering, missed, editors)
+        if chosen is not None:
+            _say_editors(log, chosen)
+        # before the commit: the state's record of the run holds its judgement
+        judged = None if scored is None else step("judge", stages.judge, config, window, clustering, scored)
+        record = run_record(config, started, model, search, clustering, missed, judged, chosen).timed(log)
         if config.incremental:
             step("commit", stages.commit, config, window, clustering, model, record, missed)
+        record = record.timed(log)
         folder = step("report", stages.report, config, window, clustering, model, record, missed)
+        record = record.timed(log)
         if config.incremental:  # the complete figures (commit and report timings included) beside the state
             atomic_write_text(
                 Path(config.state) / "runs" / f"{window.run_id}.json",
@@ -193,10 +198,21 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     )
 
 
-def _say_editors(record: RunRecord, e: EditorsRecord) -> None:
+def _editors_record(
+    clustering: stages.Clustering, missed: pd.DataFrame, editors: EditorsInput
+) -> EditorsRecord | None:
+    """What the editors' verdicts did (``None``: the run had none and no scored pair), with the scored
+    pairs whose two items the report shows: the page's review queue skips them."""
+    if clustering.editors is None:
+        return None
+    shown = stages.report_frame(clustering, missed)["id"].astype(str)
+    return replace(clustering.editors, scored_ids=editors.scored_ids(shown))
+
+
+def _say_editors(log: RunLog, e: EditorsRecord) -> None:
     if not e.verdicts:
         return
-    record.say(
+    log.say(
         f"editors' verdicts ({e.source}): {e.verdicts} held, {e.acting} on training pairs; in this window "
         f"{e.must_link} same story (joined {e.joined} items no link joined), {e.cannot_link} not the same "
         f"story ({e.links_cut} link(s) cut)"
@@ -204,14 +220,70 @@ def _say_editors(record: RunRecord, e: EditorsRecord) -> None:
     )
 
 
-def _fill_window(record: RunRecord, window: Window) -> None:
-    record.run_id, record.input_key = window.run_id, window.input_key
-    record.as_of = None if window.as_of is None else window.as_of.isoformat()
-    record.counts.update(window.counts)
-    record.model_switch = window.switch
+def run_record(
+    config: DedupConfig,
+    started: str,
+    model: stages.ModelChoice,
+    search: Search,
+    clustering: stages.Clustering,
+    missed: pd.DataFrame,
+    judged: Judgement | None,
+    editors: EditorsRecord | None = None,
+) -> RunRecord:
+    """The run record, built once from the stages' results (its timings and messages:
+    :meth:`RunRecord.timed`)."""
+    window = search.window
+    update = clustering.update
+    events = update.events["status"]
+    clusters = clustering.report_clusters
+    current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
+    counts = {
+        **window.counts,
+        "candidates": search.candidates,
+        "kept": int(len(window.items)),
+        "pairs": int(len(clustering.report_pairs)),  # the pairs the report lists
+        "clusters": int(len(current)),
+        "clustered_items": int(current["size"].sum()) if len(current) else 0,
+        "clusters_new": int((events == "new").sum()),
+        "clusters_grown": int((events == "grown").sum()),
+        "clusters_merged": int((events == "merged").sum()),
+        "clusters_absorbed": len(update.merged_into),
+        "clusters_dissolved": len(update.dissolved),
+        "clusters_in_window": int(len(clustering.window_clusters)),
+        "near_misses": int(len(missed)),
+    }
+    extra: dict[str, Any] = {"merged_into": dict(sorted(update.merged_into.items()))}
+    if update.dissolved:
+        extra["dissolved"] = dict(sorted(update.dissolved.items()))
+    return RunRecord(
+        run_id=window.run_id,
+        mode="incremental" if config.incremental else "batch",
+        corpus=config.corpus_named(),  # `nlsim judge` finds it from any folder
+        counts=counts,
+        model=model.encoder.model_id,
+        model_fingerprint=model.encoder.fingerprint,
+        model_info=search.model_info,
+        threshold=round(float(model.threshold.value), 6),
+        threshold_source=model.threshold.source,
+        conversion=config.convert,
+        text_fields=",".join(config.text_fields),
+        rerank=search.rerank,
+        index=window.index.describe(),
+        embedding_cache_hit=search.embedding_cache_hit,
+        retention_days=config.retention_days if config.incremental else None,
+        window_hours=config.window_hours,
+        timezone=config.timezone,
+        as_of=None if window.as_of is None else window.as_of.isoformat(),
+        input_key=window.input_key,
+        started_at=started,
+        model_switch=window.switch,
+        extra=extra,
+        judge=judged,
+        editors=editors,
+    )
 
 
-def _replay_committed(config: DedupConfig, window: Window, record: RunRecord) -> DedupResult | None:
+def _replay_committed(config: DedupConfig, window: Window, log: RunLog) -> DedupResult | None:
     """A daily input already committed: its stored report written again (the result, else ``None``). The
     report of a previous run killed after its commit is written first."""
     state = window.state
@@ -219,66 +291,31 @@ def _replay_committed(config: DedupConfig, window: Window, record: RunRecord) ->
         return None
     last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
-        record.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
+        log.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
         folder = stages.replay_report(config, window, last)
-        last.messages = record.messages
-        return _result(config, folder, last, replayed=True)
+        return _result(config, folder, replace(last, messages=list(log.messages)), replayed=True)
     # the last run was killed after its commit: its report first
     if last.run_id and not (daily_report_dir(config.out, last.run_id) / "run.json").exists():
         stages.replay_report(config, window, last)
-        record.say(f"wrote the missing report of the previous run {last.run_id}")
+        log.say(f"wrote the missing report of the previous run {last.run_id}")
     return None
 
 
-def _search(
-    step: Step, record: RunRecord, config: DedupConfig, model: stages.ModelChoice, window: Window
-) -> tuple[Window, pd.DataFrame, pd.DataFrame]:
-    """Convert, embed, index, search the neighbours and rerank them: the window with its index, the pairs
-    at or above the threshold and the candidates below it."""
+def _search(step: Step, config: DedupConfig, model: stages.ModelChoice, window: Window) -> Search:
+    """Convert, embed, index, search the neighbours and rerank them (:class:`Search`)."""
     texts = step("convert", stages.convert_texts, window, config)
     emb, hit = step("embed", stages.embed, texts, model, config)
-    record.embedding_cache_hit = hit
-    record.model_info = stages.with_inference(model.info, model.encoder)
+    info = stages.with_inference(model.info, model.encoder)
     window = step("index", stages.index, window, emb, config, model)
-    record.index = window.index.describe()
     reranked = model.reranker is not None
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
     pairs = step("neighbors", stages.neighbors, window, config, floor)
-    record.counts["candidates"] = candidates = int(len(pairs))
+    candidates = int(len(pairs))
     if reranked:
         pairs = step("rerank", stages.rerank, pairs, window, model, config)
     pairs, below = near_misses.split(pairs, model.threshold.value)
-    if reranked:
-        record.rerank = stages.rerank_record(model, candidates, int(len(pairs)))
-    return window, pairs, below
-
-
-def _fill_clusters(
-    record: RunRecord,
-    window: Window,
-    pairs: pd.DataFrame,
-    clustering: stages.Clustering,
-    missed: pd.DataFrame,
-) -> None:
-    events = clustering.update.events["status"]
-    clusters = clustering.report_clusters
-    current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
-    record.counts.update(
-        kept=int(len(window.items)),
-        pairs=int(len(clustering.report_pairs)),  # the pairs the report lists
-        clusters=int(len(current)),
-        clustered_items=int(current["size"].sum()) if len(current) else 0,
-        clusters_new=int((events == "new").sum()),
-        clusters_grown=int((events == "grown").sum()),
-        clusters_merged=int((events == "merged").sum()),
-        clusters_absorbed=len(clustering.update.merged_into),
-        clusters_dissolved=len(clustering.update.dissolved),
-        clusters_in_window=int(len(clustering.window_clusters)),
-        near_misses=int(len(missed)),
-    )
-    record.extra["merged_into"] = dict(sorted(clustering.update.merged_into.items()))
-    if clustering.update.dissolved:
-        record.extra["dissolved"] = dict(sorted(clustering.update.dissolved.items()))
+    rerank = stages.rerank_record(model, candidates, int(len(pairs))) if reranked else None
+    return Search(window, pairs, below, candidates, hit, info, rerank)
 
 
 def _result(

@@ -37,7 +37,15 @@ from nlsim.clusters.verdicts import Verdicts
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS, DedupConfig
 from nlsim.dedup.editors import EditorsInput, read_editors
-from nlsim.dedup.record import EditorsRecord, ModelCard, ModelInfo, RerankRecord, RunRecord, TrainingFacts
+from nlsim.dedup.record import (
+    EditorsRecord,
+    ModelCard,
+    ModelInfo,
+    RerankRecord,
+    RunLog,
+    RunRecord,
+    TrainingFacts,
+)
 from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
@@ -401,8 +409,9 @@ def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
 # --- window -------------------------------------------------------------------------------------------
 
 
-def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, record: RunRecord) -> Window:
-    """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`)."""
+def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, log: RunLog) -> Window:
+    """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`); what the user
+    must know of them told through the run's ``log``."""
     identity = model.identity(config)
     params = {
         "k": config.k,
@@ -417,7 +426,7 @@ def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, record:
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
-        record.say(
+        log.say(
             f"the state was made with other settings ({'; '.join(sw.details)}): {what} "
             f"({len(window.items)} items)"
         )
@@ -887,7 +896,7 @@ def replay_report(config: DedupConfig, window: Window, last: RunRecord) -> Path:
     assert state is not None and state.last_run is not None
     run_id = state.last_run["run_id"]
     if last.judge is not None:
-        last.judge = replace(last.judge, report=str(daily_report_dir(config.out, run_id)))
+        last = replace(last, judge=replace(last.judge, report=str(daily_report_dir(config.out, run_id))))
     folder = state.report_dir()
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept

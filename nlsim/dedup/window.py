@@ -24,8 +24,7 @@ immutable.
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.io import columns
-from nlsim.io.corpus import Corpus
+    >>> from nlsim.io.corpus import Corpus
     >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["x", "y"], "description": ["", ""],
     ...     "body": ["", ""], "source": ["", ""], "lang": ["", ""], "url": ["", ""],
     ...     "published_at": pd.to_datetime([None, None], utc=True)})

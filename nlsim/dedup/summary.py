@@ -1,0 +1,109 @@
+"""The run's Markdown summary: ``summary.md`` in the report, and the Prefect flow's run artifact.
+
+One summary, from the run record (:class:`nlsim.dedup.record.RunRecord`) and the report's clusters: the
+headline figures and settings, the counts, the time of each stage and the largest clusters. Every cell of
+user text (titles, ids, file and model names) is one line, its pipes escaped and no raw HTML.
+
+Example:
+    >>> import pandas as pd
+    >>> from nlsim.dedup.record import RunRecord
+    >>> md = render_markdown(pd.DataFrame(), pd.DataFrame(columns=["cluster_id"]),
+    ...                      RunRecord(run_id="r1", model="m", counts={"items_in": 3}))
+    >>> md.splitlines()[0], "- **items**: 3" in md
+    ('# nlsim near-duplicate report', True)
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+from typing import Any
+
+import pandas as pd
+
+from nlsim.dedup.record import RunRecord
+
+HEADLINE = (
+    "corpus",
+    "items",
+    "quarantined",
+    "model",
+    "conversion",
+    "threshold",
+    "threshold_source",
+    "index",
+    "pairs",
+    "clusters",
+    "clustered_items",
+    "elapsed_s",
+)
+"""The run record's figures the summary lists first (the keys of ``run.json``)."""
+
+
+def md_cell(value: Any) -> str:
+    """A Markdown table cell: one line, pipes escaped, no raw HTML.
+
+    >>> md_cell("a | <b>\\nc")
+    'a \\\\| &lt;b&gt; c'
+    """
+    text = " ".join(str(value).split())
+    return html_lib.escape(text, quote=False).replace("|", "\\|")
+
+
+def _settings(record: RunRecord) -> list[str]:
+    lines = [f"- **{key.replace('_', ' ')}**: {md_cell(v)}" for key, v in _headline(record) if v is not None]
+    if record.daily:
+        lines.append(f"- **retention**: {md_cell(record.retention_days)} days, as of {md_cell(record.as_of)}")
+    if record.window_hours is not None:
+        lines.append(f"- **pairs of items published at most**: {record.window_hours:g} hours apart")
+    sw = record.model_switch
+    if sw is not None:
+        lines.append(f"- **model switch**: {md_cell(sw.from_model)} → {md_cell(sw.to_model)}")
+    return lines
+
+
+def _headline(record: RunRecord) -> list[tuple[str, Any]]:
+    figures = record.to_dict()
+    return [(key, figures[key]) for key in HEADLINE]
+
+
+def render_markdown(
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    record: RunRecord,
+    top: int = 10,
+    *,
+    report_dir: str | None = None,
+    replayed: bool = False,
+) -> str:
+    """The summary of a run: its figures and settings, counts, stage times and the ``top`` largest
+    clusters. ``report_dir``: where the report is (the flow's artifact says it); ``replayed``: the input
+    was already committed and its stored report written again. ``pairs`` is the report's pairs table (its
+    count is the record's)."""
+    del pairs  # the record counts them; kept in the signature the report and the flow share
+    lines = ["# nlsim near-duplicate report", ""]
+    if record.run_id:
+        lines.append(f"- **run**: {md_cell(record.mode)} run {md_cell(record.run_id)}")
+    lines += _settings(record)
+    if report_dir is not None:
+        lines.append(f"- **report**: `{md_cell(report_dir)}`")
+    if replayed:
+        lines.append("- this input was already committed; its stored report was written again")
+    if record.counts:
+        lines += ["", "| count | value |", "|---|---:|"]
+        lines += [f"| {md_cell(k)} | {v} |" for k, v in record.counts.items()]
+    if record.timings_s:
+        lines += ["", "| stage | seconds |", "|---|---:|"]
+        lines += [f"| {md_cell(k)} | {v:.3f} |" for k, v in record.timings_s.items()]
+    lines += [
+        "",
+        f"## Largest clusters (top {min(top, len(clusters))})",
+        "",
+        "| cluster | size | representative | max sim |",
+        "|---|---:|---|---:|",
+    ]
+    for _, c in clusters.head(top).iterrows():
+        lines.append(
+            f"| {md_cell(c['cluster_id'])} | {int(c['size'])} | {md_cell(c['representative_title'])} | "
+            f"{c['max_similarity']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
