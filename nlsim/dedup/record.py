@@ -2,7 +2,7 @@
 
 :class:`RunRecord` is what every run leaves behind, batch or incremental: the report's ``run.json``
 (:meth:`RunRecord.to_dict`), the page (:mod:`nlsim.dedup.html`), the Markdown summary
-(:func:`nlsim.dedup.report.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
+(:func:`nlsim.dedup.summary.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
 incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
 parts are records too: the model that judged (:class:`ModelInfo`, with its :class:`ModelCard`), the
 rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and the report judged against
