@@ -1,0 +1,61 @@
+"""The run's one Markdown summary (``summary.md`` and the flow's run artifact)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from nlsim.clusters.table import batch_clusters
+from nlsim.dedup.record import RunLog, RunRecord
+from nlsim.dedup.summary import render_markdown
+
+
+def _clusters() -> tuple[pd.DataFrame, pd.DataFrame]:
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "title": ["Flood | north", "Flood north", "Other"],
+            "source": ["AP", "AFP", "AP"],
+            "published_at": pd.to_datetime([None] * 3, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.93]})
+    return pairs, batch_clusters(frame, pairs)[1]
+
+
+def test_one_summary_holds_the_figures_counts_stage_times_and_largest_clusters() -> None:
+    pairs, clusters = _clusters()
+    log = RunLog()
+    with log.stage("load"):
+        pass
+    record = RunRecord(
+        run_id="batch-1", model="m", threshold=0.9, counts={"items_in": 3, "pairs": 1, "clusters": 1}
+    ).timed(log)
+    md = render_markdown(pairs, clusters, record, report_dir="/r/out", replayed=True)
+    lines = md.splitlines()
+    assert lines[0] == "# nlsim near-duplicate report"
+    assert (
+        "- **run**: batch run batch-1" in lines
+        and "- **items**: 3" in lines
+        and "- **threshold**: 0.9" in lines
+    )
+    assert "- **report**: `/r/out`" in lines and any("already committed" in line for line in lines)
+    assert "| items_in | 3 |" in lines and any(line.startswith("| load | 0.0") for line in lines)
+    assert "| c-a | 2 | Flood \\| north | 0.930 |" in lines
+
+
+def test_a_run_record_is_built_once_and_never_changed() -> None:
+    record = RunRecord(run_id="r1", counts={"items_in": 3})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.model = "other"  # type: ignore[misc]
+    log = RunLog()
+    log.messages.append("told")
+    with log.stage("load"):
+        pass
+    timed = record.timed(log)
+    assert timed.messages == ["told"] and "load" in timed.timings_s
+    assert record.messages == [] and record.timings_s == {}  # the record it was made from is unchanged
+    log.messages.append("later")
+    assert timed.messages == ["told"]  # a copy of the log as it stood
