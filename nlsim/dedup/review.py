@@ -153,12 +153,12 @@ def editors_data(
 ) -> dict[str, Any]:
     """What the page takes from the editors (:class:`~nlsim.dedup.record.EditorsRecord`): the pair ids
     of the pairs already scored (``scored``: the review queue leaves them out; ids only, never their
-    scores or splits) and the editors' decisions acting in this report (``decisions``: item A, item B,
-    level, for the items the page shows)."""
+    scores or splits) and the editors' decisions acting in this report (``decisions``: objects of ``a``
+    and ``b``, indexes into the page's items, and the verdict's ``score``, for the items the page shows)."""
     if editors is None:
         return {"scored": [], "decisions": []}
     decisions = [
-        [item(a), item(b), _num(score)]
+        {"a": item(a), "b": item(b), "score": _num(score)}
         for a, b, score in editors.decisions
         if str(a) in known and str(b) in known
     ]

@@ -233,7 +233,7 @@
     }
     cannot.forEach(function (p) { apart[find(p[0])][p[1]] = true; apart[find(p[1])][p[0]] = true; });
     var edges = must.map(function (p) { return [p[0], p[1], Infinity]; })
-      .concat(c.pairs.map(function (p) { return [p[0], p[1], p[2] === null ? -1 : p[2]]; }));
+      .concat(c.pairs.map(function (p) { return [p.a, p.b, p.similarity === null ? -1 : p.similarity]; }));
     edges.sort(function (x, y) { return y[2] - x[2] || x[0] - y[0] || x[1] - y[1]; });
     edges.forEach(function (e) { var ra = find(e[0]), rb = find(e[1]); if (ra !== rb) join(ra, rb); });
     var home = find(c.rep);  // a member no link the page has holds stays with the representative
@@ -245,13 +245,13 @@
   function piece(c, members, keep) {
     var inP = {};
     members.forEach(function (i) { inP[i] = true; });
-    var pairs = c.pairs.filter(function (p) { return inP[p[0]] && inP[p[1]]; });
-    var scores = pairs.map(function (p) { return p[2]; }).filter(function (v) { return v !== null; });
-    var times = members.map(function (i) { return items[i][4]; }).filter(Boolean).sort();
+    var pairs = c.pairs.filter(function (p) { return inP[p.a] && inP[p.b]; });
+    var scores = pairs.map(function (p) { return p.similarity; }).filter(function (v) { return v !== null; });
+    var times = members.map(function (i) { return items[i].published_at; }).filter(Boolean).sort();
     var sources = {};
-    members.forEach(function (i) { if (items[i][2]) sources[items[i][2]] = true; });
+    members.forEach(function (i) { if (items[i].source) sources[items[i].source] = true; });
     return Object.assign({}, c, {
-      id: keep ? c.id : "c-" + items[members[0]][0], size: members.length, members: members,
+      id: keep ? c.id : "c-" + items[members[0]].id, size: members.length, members: members,
       rep: inP[c.rep] ? c.rep : members[0], added: c.added.filter(function (i) { return inP[i]; }),
       absorbed: keep ? c.absorbed : [], sources: Object.keys(sources).sort(), pairs: pairs,
       first: times.length ? times[0] : null, last: times.length ? times[times.length - 1] : null,
@@ -316,7 +316,7 @@
   });
 
   // --- the near misses: a queue of their own, nearest the threshold first ------------------------------
-  var near = DATA.nearMisses.filter(function (p) { return !isScored(p[0], p[1]); }), nearShown = 0;
+  var near = DATA.nearMisses.filter(function (p) { return !isScored(p.a, p.b); }), nearShown = 0;
   var nearScored = DATA.nearMisses.length - near.length;
   var nearBody = document.querySelector("#rv-near tbody"), nearMore = document.getElementById("rv-near-more");
   function moreNear(n) {
@@ -345,11 +345,13 @@
   // --- doubtful clusters first: each cluster's weakest unscored link, nearest the threshold first --------
   var doubtful = [];
   ORIGINAL.forEach(function (c) {
-    var open = c.pairs.filter(function (p) { return p[2] !== null && !isScored(p[0], p[1]); });
+    var open = c.pairs.filter(function (p) { return p.similarity !== null && !isScored(p.a, p.b); });
     if (!open.length) return;
-    var low = open.reduce(function (w, p) { return p[2] < w[2] ? p : w; })[2];
+    var low = open.reduce(function (w, p) { return p.similarity < w.similarity ? p : w; }).similarity;
     var weak = c.weakest === null || c.weakest === undefined ? low : c.weakest;
-    var weakest = open.reduce(function (w, p) { return Math.abs(p[2] - weak) < Math.abs(w[2] - weak) ? p : w; });
+    var weakest = open.reduce(function (w, p) {
+      return Math.abs(p.similarity - weak) < Math.abs(w.similarity - weak) ? p : w;
+    });
     doubtful.push({ c: c, p: weakest, weak: weak });  // the link the cluster would fall apart at
   });
   doubtful.sort(function (x, y) { return x.weak - y.weak || y.c.size - x.c.size || (x.c.id < y.c.id ? -1 : 1); });
@@ -359,9 +361,9 @@
     doubtful.slice(doubtShown, doubtShown + n).forEach(function (d) {
       var tr = el("tr");
       tr.appendChild(el("td", "num", fixed(d.weak)));
-      tr.appendChild(cell(d.p[0], d.c.id + " (" + d.c.size + " items)"));
-      tr.appendChild(cell(d.p[1], d.c.id));
-      doubtBody.appendChild(reviewable(tr, d.p[0], d.p[1], "weakest-link", d.p[2]));
+      tr.appendChild(cell(d.p.a, d.c.id + " (" + d.c.size + " items)"));
+      tr.appendChild(cell(d.p.b, d.c.id));
+      doubtBody.appendChild(reviewable(tr, d.p.a, d.p.b, "weakest-link", d.p.similarity));
     });
     doubtShown = Math.min(doubtful.length, doubtShown + n);
     doubtMore.textContent = "";
@@ -379,10 +381,10 @@
   var decisions = document.querySelector("#rv-decisions");
   decisions.querySelector("summary").textContent = "Editors’ decisions in this report (" + EDITORS.decisions.length + ")";
   EDITORS.decisions.forEach(function (d) {
-    var tr = el("tr", d[2] >= 1 ? "rv-joined" : "rv-apart");
-    tr.appendChild(el("td", null, d[2] >= 1 ? "same story: joined" : "not the same story: kept apart"));
-    tr.appendChild(cell(d[0]));
-    tr.appendChild(cell(d[1]));
+    var tr = el("tr", d.score >= 1 ? "rv-joined" : "rv-apart");
+    tr.appendChild(el("td", null, d.score >= 1 ? "same story: joined" : "not the same story: kept apart"));
+    tr.appendChild(cell(d.a));
+    tr.appendChild(cell(d.b));
     decisions.querySelector("tbody").appendChild(tr);
   });
 
