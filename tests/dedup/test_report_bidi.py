@@ -69,7 +69,7 @@ def test_user_text_cannot_reorder_the_page(report: Path) -> None:
         browser.evaluate("document.querySelector('#clusters details').open = true")
         # the cluster's line: its source (with the override) first, the page's words after it
         text, xs = left_edges(browser, "#clusters .sub")
-        assert text.endswith(" · max score 1.000 · c-x5"), text
+        assert text.endswith(" · max score 1.000 · weakest link 1.000 · c-x5"), text
         words = text.index("max score")
         assert xs[words] < xs[words + 4] < xs[text.index("c-x5")], (text, xs)
         # the header: the corpus file name holds an override, the model and threshold still follow it
