@@ -58,18 +58,21 @@ def one_pair(tmp_path: Path, name: str = "filled.csv", **change: str) -> Path:
 
 @pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
 @pytest.mark.parametrize("field", ["text_b", "notes"])
-def test_a_cell_with_a_line_separator_is_merged_and_reads_back_whole(
+def test_a_cell_with_a_line_separator_is_refused_and_the_pair_file_kept(
     pairs: Path, tmp_path: Path, char: str, field: str
 ) -> None:
-    """U+2028 (web text), a vertical tab (a slide's soft line break) ...: readers split rows at newlines only,
-    so the cell comes back as the editor wrote it and the file stays readable for the next merge."""
-    merge_annotations(one_pair(tmp_path, **{field: f"颱風{char}登陸"}), pairs, log=quiet)
-    back = load_pairs(pairs)
-    assert len(back) == 3 and back[field].iloc[2] == f"颱風{char}登陸"
+    """U+2028 (web text), a vertical tab (a slide's soft line break) ...: other tools split rows at them, so a
+    merge refuses the cell by row and field (as docs/finetuning.md says) and the pair file stays as it was,
+    readable for the next merge."""
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        merge_annotations(one_pair(tmp_path, **{field: f"颱風{char}登陸"}), pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (1, field)
+    assert pairs.read_bytes() == before
     merge_annotations(
         one_pair(tmp_path, "second.csv", id_a="z3", id_b="z4", pair_id="", text_a="另一"), pairs
     )
-    assert len(load_pairs(pairs)) == 4
+    assert len(load_pairs(pairs)) == 3
 
 
 @pytest.mark.parametrize(("char", "suffix"), [("\x00", "csv"), ("\t", "tsv"), ("\n", "tsv")])
