@@ -9,7 +9,7 @@ Example:
     >>> from nlsim.dedup.record import RunRecord
     >>> md = render_markdown(pd.DataFrame(), pd.DataFrame(columns=["cluster_id"]),
     ...                      RunRecord(run_id="r1", model="m", counts={"items_in": 3}))
-    >>> md.splitlines()[0], "- **items**: 3" in md
+    >>> md.splitlines()[0], "- items: 3" in md
     ('# nlsim near-duplicate report', True)
 """
 
@@ -50,14 +50,14 @@ def md_cell(value: Any) -> str:
 
 
 def _settings(record: RunRecord) -> list[str]:
-    lines = [f"- **{key.replace('_', ' ')}**: {md_cell(v)}" for key, v in _headline(record) if v is not None]
+    lines = [f"- {key.replace('_', ' ')}: {md_cell(v)}" for key, v in _headline(record) if v is not None]
     if record.daily:
-        lines.append(f"- **retention**: {md_cell(record.retention_days)} days, as of {md_cell(record.as_of)}")
+        lines.append(f"- retention: {md_cell(record.retention_days)} days, as of {md_cell(record.as_of)}")
     if record.window_hours is not None:
-        lines.append(f"- **pairs of items published at most**: {record.window_hours:g} hours apart")
+        lines.append(f"- pairs of items published at most: {record.window_hours:g} hours apart")
     sw = record.model_switch
     if sw is not None:
-        lines.append(f"- **model switch**: {md_cell(sw.from_model)} → {md_cell(sw.to_model)}")
+        lines.append(f"- model switch: {md_cell(sw.from_model)} → {md_cell(sw.to_model)}")
     return lines
 
 
@@ -82,10 +82,10 @@ def render_markdown(
     del pairs  # the record counts them; kept in the signature the report and the flow share
     lines = ["# nlsim near-duplicate report", ""]
     if record.run_id:
-        lines.append(f"- **run**: {md_cell(record.mode)} run {md_cell(record.run_id)}")
+        lines.append(f"- run: {md_cell(record.mode)} run {md_cell(record.run_id)}")
     lines += _settings(record)
     if report_dir is not None:
-        lines.append(f"- **report**: `{md_cell(report_dir)}`")
+        lines.append(f"- report: `{md_cell(report_dir)}`")
     if replayed:
         lines.append("- this input was already committed; its stored report was written again")
     if record.counts:

@@ -36,12 +36,8 @@ def test_one_summary_holds_the_figures_counts_stage_times_and_largest_clusters()
     md = render_markdown(pairs, clusters, record, report_dir="/r/out", replayed=True)
     lines = md.splitlines()
     assert lines[0] == "# nlsim near-duplicate report"
-    assert (
-        "- **run**: batch run batch-1" in lines
-        and "- **items**: 3" in lines
-        and "- **threshold**: 0.9" in lines
-    )
-    assert "- **report**: `/r/out`" in lines and any("already committed" in line for line in lines)
+    assert "- run: batch run batch-1" in lines and "- items: 3" in lines and "- threshold: 0.9" in lines
+    assert "- report: `/r/out`" in lines and any("already committed" in line for line in lines)
     assert "| items_in | 3 |" in lines and any(line.startswith("| load | 0.0") for line in lines)
     assert "| c-a | 2 | Flood \\| north | 0.930 |" in lines
 
