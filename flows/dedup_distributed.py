@@ -119,7 +119,7 @@ def dask_call(options: DaskOptions) -> Call:
 
     def call(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         if name == "embed":
-            texts, model, config = args
+            texts, model, plan = args
 
             def encode(part: list[str], batch_size: int | None = None, progress: bool = False) -> np.ndarray:
                 jobs = [
@@ -132,9 +132,9 @@ def dask_call(options: DaskOptions) -> Call:
                 parts = sharded("embed", jobs)
                 return np.concatenate(parts) if parts else np.zeros((0, int(model.encoder.dim)), np.float32)
 
-            return fn(texts, model, config, encode=encode)
+            return fn(texts, model, plan, encode=encode)
         if name == "neighbors":
-            window, config, floor = args
+            window, opts, floor, progress = args
             by_file = options.shared_dir is not None or not options.dask_address
 
             def search(index: Any, queries: np.ndarray, rows: np.ndarray, **kw: Any) -> pd.DataFrame:
@@ -160,7 +160,7 @@ def dask_call(options: DaskOptions) -> Call:
                     ]
                     return merge_pairs(sharded("search", jobs))
 
-            return fn(window, config, floor, search=search)
+            return fn(window, opts, floor, progress, search=search)
         return task_call(name, fn, *args, **kwargs)
 
     return call

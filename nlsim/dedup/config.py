@@ -2,7 +2,8 @@
 
 Every option of ``nlsim dedup``, every parameter of the ``news-dedup`` flows and of the ``news-dedup/daily``
 deployment is a field here, with its help text (:func:`nlsim.options.option`). A run is a batch run, or
-an incremental (daily) one when ``state`` names a state folder.
+an incremental (daily) one when ``state`` names a state folder. The stages never read this record: they
+read :meth:`DedupConfig.settings`, the same values split by concern (:mod:`nlsim.dedup.settings`).
 
 The corpus path may hold ``{date}`` (``incoming/{date}.parquet``): it is replaced by the run's date, given
 as ``date`` (YYYY-MM-DD), else the scheduled date of a Prefect run, else today (UTC).
@@ -12,6 +13,9 @@ Example:
     ...                   threshold=0.95)
     >>> cfg.corpus_path(), cfg.text_fields
     ('incoming/2026-11-22.parquet', ('title', 'description'))
+    >>> s = cfg.settings()
+    >>> s.input.corpus, s.model.threshold, s.search.k, s.state is None
+    ('incoming/2026-11-22.parquet', 0.95, 10, True)
 """
 
 from __future__ import annotations
@@ -20,10 +24,24 @@ import datetime as dt
 import math
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from nlsim.conversion import DEFAULT_MODE, Conversion, check_mode
+from nlsim.dedup.settings import (
+    Backend,
+    ClusteringSettings,
+    ClusterRuleName,
+    DedupSettings,
+    IndexKind,
+    InputSettings,
+    ModelSettings,
+    Precision,
+    ReportSettings,
+    Representative,
+    SearchSettings,
+    StateSettings,
+)
 from nlsim.errors import ConfigError
 from nlsim.options import option
 
@@ -36,11 +54,14 @@ MAX_RETENTION_DAYS = 36_525
 FUTURE_TOLERANCE_DAYS = 1
 """An item's time or an --as-of up to this many days after now passes (clocks and time zones differ)."""
 
-IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
-Backend = Literal["auto", "torch", "onnx"]
-Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
-Representative = Literal["earliest", "central"]
-ClusterRuleName = Literal["support", "components"]
+__all__ = [
+    "Backend",
+    "ClusterRuleName",
+    "DedupConfig",
+    "IndexKind",
+    "Precision",
+    "Representative",
+]
 
 
 @dataclass
@@ -224,9 +245,59 @@ class DedupConfig:
             given = "--as-of" if self.as_of is not None else "--rebuild-state"
             raise ConfigError(f"{given} works on a daily state: give --state DIR with it")
 
-    @property
-    def incremental(self) -> bool:
-        return bool(self.state)
+    def settings(self) -> DedupSettings:
+        """The run's settings by concern (:mod:`nlsim.dedup.settings`): what the stages read."""
+        return DedupSettings(
+            input=InputSettings(
+                corpus=self.corpus_path(),
+                corpus_named=self.corpus_named(),
+                text_fields=self.text_fields,
+                quarantine=self.quarantine,
+            ),
+            model=ModelSettings(
+                name=self.model,
+                store=self.model_store,
+                convert=self.convert,
+                threshold=self.threshold,
+                calibration=self.calibration,
+                rerank=self.rerank,
+                backend=self.backend,
+                precision=self.precision,
+                batch_size=self.batch_size,
+                cache=self.cache,
+                series_veto=self.series_veto,
+            ),
+            search=SearchSettings(
+                k=self.k,
+                window_hours=self.window_hours,
+                index_kind=self.index_kind,
+                nlist=self.nlist,
+                nprobe=self.nprobe,
+                use_gpu=self.use_gpu,
+            ),
+            clustering=ClusteringSettings(
+                rule=self.cluster_rule,
+                representative=self.representative,
+                annotated_pairs=self.annotated_pairs,
+            ),
+            report=ReportSettings(
+                out=self.out,
+                near_misses=self.near_misses,
+                judge_pairs=self.judge_pairs,
+                judge_split=self.judge_split,
+                save_index=self.save_index,
+                timezone=self.timezone,
+            ),
+            state=None
+            if not self.state
+            else StateSettings(
+                folder=self.state,
+                retention_days=self.retention_days,
+                as_of=self.as_of,
+                rebuild=self.rebuild_state,
+            ),
+            progress=self.progress,
+        )
 
     def run_date(self) -> dt.date:
         """The run's date: ``date``, else today in ``timezone``."""

@@ -53,8 +53,8 @@ def check_paths(config: DedupConfig) -> None:
     if config.calibration is not None and config.threshold is None:  # its threshold is checked on load
         if load_calibration(config.calibration) is None:
             raise ConfigError(f"--calibration {config.calibration}: file not found")
-    if config.incremental:
+    if config.state:
         claim_state(config.state, rebuild=config.rebuild_state)
         if not config.rebuild_state:
             read_manifest(config.state)  # an unreadable or edited manifest is refused now (its files later)
-    claim_folder(config.out, "daily-report" if config.incremental else "report", what="--out")
+    claim_folder(config.out, "daily-report" if config.state else "report", what="--out")

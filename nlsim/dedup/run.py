@@ -1,12 +1,16 @@
 """The near-duplicate run: the one place that knows the order of the stages.
 
-:func:`run_dedup` runs the stages of :mod:`nlsim.dedup.stages` in order, for a batch run or, with a
-state folder, an incremental (daily) one. Each stage goes through ``call(name, function, *args)``: the
-command line calls the function directly; the Prefect flow passes a ``call`` that runs each stage as a
-task (retries, timeouts, artifacts); the Dask flow passes one that also shards the embedding and the
-neighbour search over its workers. Whatever the ``call``, the stages, their order and their results are
-the same. :data:`STAGES` describes each stage (what it does, whether it is I/O to retry, whether it is
-long enough to need a timeout).
+A run is one of two compositions of the stages of :mod:`nlsim.dedup.stages`: :func:`run_batch` (every
+item of the corpus embedded, searched and reported) and :func:`run_daily` (with a state folder: today's
+items against the window the state keeps, a commit of its next generation, the report in
+``OUT/runs/<run id>/``). :func:`run_dedup` picks one from the configuration, once; no stage asks which
+kind of run it is in. Each stage reads the settings of its concern (:mod:`nlsim.dedup.settings`).
+
+Each stage goes through ``call(name, function, *args)``: the command line calls the function directly;
+the Prefect flow passes a ``call`` that runs each stage as a task (retries, timeouts, artifacts); the
+Dask flow passes one that also shards the embedding and the neighbour search over its workers. Whatever
+the ``call``, the stages, their order and their results are the same. :data:`STAGES` describes each stage
+(what it does, whether it is I/O to retry, whether it is long enough to need a timeout).
 
 Before any stage runs, every output path is checked against every input path and against folders nlsim
 did not write (:func:`nlsim.dedup.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
@@ -35,6 +39,7 @@ from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.paths import check_paths
 from nlsim.dedup.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 from nlsim.dedup.report import daily_report_dir
+from nlsim.dedup.settings import DedupSettings, StateSettings
 from nlsim.dedup.state import move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
@@ -52,6 +57,8 @@ __all__ = [
     "Search",
     "check_paths",
     "direct",
+    "run_batch",
+    "run_daily",
     "run_dedup",
     "run_record",
 ]
@@ -101,27 +108,6 @@ class DedupResult:
         return self.stats.messages
 
 
-@contextlib.contextmanager
-def _state_lock(config: DedupConfig, log: RunLog) -> Iterator[None]:
-    if not config.incremental:
-        yield
-        return
-    with RunLock(config.state) as lock:
-        if lock.message:
-            log.say(lock.message)
-        if config.rebuild_state:
-            moved = move_aside(config.state)
-            if moved is not None:
-                log.say(f"moved the previous state to {moved}; building a fresh one")
-        removed = remove_unfinished(config.state)
-        if removed:
-            log.say(
-                f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
-                + ", ".join(removed)
-            )
-        yield
-
-
 @dataclass(frozen=True)
 class Search:
     """What the search stages made (convert, embed, index, neighbours, rerank): the window with its index,
@@ -136,12 +122,9 @@ class Search:
     rerank: RerankRecord | None
 
 
-Step = Callable[..., Any]
-"""``step(name, function, *args)``: one stage through the run's ``call``, timed in the run's log."""
-
-
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
-    """Run every stage in order and write the report (see the module docstring).
+    """Run every stage in order and write the report (see the module docstring): :func:`run_batch`, or
+    :func:`run_daily` when ``config.state`` names a state folder.
 
     ``encoder``: an already loaded encoder (tests, flows); default: the one ``config.model`` names.
     """
@@ -150,52 +133,136 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
         config = config.with_(date=config.run_date().isoformat())
     check_paths(config)
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    log = RunLog()
+    settings = config.settings()
+    if settings.state is None:
+        return run_batch(settings, encoder=encoder, call=call)
+    return run_daily(settings, settings.state, encoder=encoder, call=call)
 
-    def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-        with log.stage(name):
-            return call(name, fn, *args)
 
-    with _state_lock(config, log):
-        corpus = step("load", stages.load, config)
-        log.messages.extend(corpus.warnings)  # said by the corpus loader; kept for the record
-        model = step("model", stages.load_model, config, encoder)
-        window = step("window", stages.open_window, config, corpus, model, log)
-        replayed = _replay_committed(config, window, log)
+class _Steps:
+    """``steps(name, function, *args)``: one stage through the run's ``call``, timed in the run's log."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.log = RunLog()
+        self.started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+    def __call__(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        with self.log.stage(name):
+            return self.call(name, fn, *args)
+
+
+def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = direct) -> DedupResult:
+    """A batch run: every item of the corpus embedded and searched, the report written into ``OUT``."""
+    step = _Steps(call)
+    corpus = step("load", stages.load, settings.input)
+    step.log.messages.extend(corpus.warnings)  # said by the corpus loader; kept for the record
+    model = step("model", stages.load_model, settings.model, encoder)
+    window = step("window", stages.open_batch_window, settings, corpus, model)
+    done = _analyse(
+        step,
+        settings,
+        model,
+        window,
+        stages.EmbedPlan.batch(settings),
+        stages.cluster,
+        stages.JudgeScope.batch(settings),
+    )
+    window, clustering, missed = done.search.window, done.clustering, done.missed
+    folder = step("report", stages.report, settings, window, clustering, model, done.record, missed)
+    return _result(settings, folder, done.record.timed(step.log), clustering=clustering)
+
+
+def run_daily(
+    settings: DedupSettings, daily: StateSettings, *, encoder: Any = None, call: Call = direct
+) -> DedupResult:
+    """A daily run: today's new items matched against the window the state keeps, cluster ids kept
+    stable, the state's next generation committed, the report written into ``OUT/runs/<run id>/``."""
+    step = _Steps(call)
+    with _state_lock(daily, step.log):
+        corpus = step("load", stages.load, settings.input, daily)
+        step.log.messages.extend(corpus.warnings)
+        model = step("model", stages.load_model, settings.model, encoder)
+        window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
+        replayed = _replay_committed(settings, daily, window, step.log)
         if replayed is not None:
             return replayed
-        # read before the expensive stages: a bad file is refused first (a replay does not read it)
-        scored = stages.judge_pairs(config) if config.judge_pairs else None
-        editors = stages.editors(config, window)
-        search = _search(step, config, model, window)
-        window = search.window
-        clustering = step("cluster", stages.cluster, window, search.pairs, config, editors)
-        missed = step("near-misses", stages.near_misses, search.below, clustering, config)
-        chosen = _editors_record(clustering, missed, editors)
-        if chosen is not None:
-            _say_editors(log, chosen)
-        # before the commit: the state's record of the run holds its judgement
-        judged = None if scored is None else step("judge", stages.judge, config, window, clustering, scored)
-        record = run_record(config, started, model, search, clustering, missed, judged, chosen).timed(log)
-        if config.incremental:
-            step("commit", stages.commit, config, window, clustering, model, record, missed)
-        record = record.timed(log)
-        folder = step("report", stages.report, config, window, clustering, model, record, missed)
-        record = record.timed(log)
-        if config.incremental:  # the complete figures (commit and report timings included) beside the state
-            atomic_write_text(
-                Path(config.state) / "runs" / f"{window.run_id}.json",
-                json.dumps(record.to_dict(), indent=1, default=str),
+        done = _analyse(
+            step,
+            settings,
+            model,
+            window,
+            stages.EmbedPlan.daily(settings),
+            stages.cluster_daily,
+            stages.JudgeScope.daily(settings, daily, window.run_id),
+        )
+        window, clustering, missed = done.search.window, done.clustering, done.missed
+        step("commit", stages.commit, settings, daily, window, clustering, model, done.record, missed)
+        record = done.record.timed(step.log)
+        folder = step("report", stages.report_daily, settings.report, window, clustering, record, missed)
+        record = record.timed(step.log)
+        # the complete figures (commit and report timings included) beside the state
+        atomic_write_text(
+            Path(daily.folder) / "runs" / f"{window.run_id}.json",
+            json.dumps(record.to_dict(), indent=1, default=str),
+        )
+    return _result(settings, folder, record, clustering=clustering)
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    """What a run found before it writes anything: the search, the clusters, the near misses, the record
+    (timed up to here; the judgement in it)."""
+
+    search: Search
+    clustering: stages.Clustering
+    missed: pd.DataFrame
+    record: RunRecord
+
+
+def _analyse(
+    step: _Steps,
+    settings: DedupSettings,
+    model: stages.ModelChoice,
+    window: Window,
+    plan: stages.EmbedPlan,
+    cluster: Callable[..., stages.Clustering],
+    scope: stages.JudgeScope,
+) -> _Analysis:
+    """The stages a batch run and a daily one share, from the search to the judge: ``plan`` says how to
+    embed, ``cluster`` is :func:`~nlsim.dedup.stages.cluster` or its daily form, ``scope`` what is judged."""
+    # read before the expensive stages: a bad file is refused first (a replayed run does not read them)
+    scored = stages.judge_pairs(settings.report) if settings.report.judge_pairs else None
+    editors = stages.editors(settings.clustering, window)
+    search = _search(step, settings, model, window, plan)
+    clustering = step("cluster", cluster, search.window, search.pairs, settings.clustering, editors)
+    missed = step("near-misses", stages.near_misses, search.below, clustering, settings.report.near_misses)
+    chosen = _editors_record(clustering, missed, editors)
+    if chosen is not None:
+        _say_editors(step.log, chosen)
+    judged = None
+    if scored is not None:
+        judged = step("judge", stages.judge, settings.report, scope, clustering, scored)
+    record = run_record(settings, step.started, model, search, clustering, missed, judged, chosen)
+    return _Analysis(search, clustering, missed, record.timed(step.log))
+
+
+@contextlib.contextmanager
+def _state_lock(daily: StateSettings, log: RunLog) -> Iterator[None]:
+    with RunLock(daily.folder) as lock:
+        if lock.message:
+            log.say(lock.message)
+        if daily.rebuild:
+            moved = move_aside(daily.folder)
+            if moved is not None:
+                log.say(f"moved the previous state to {moved}; building a fresh one")
+        removed = remove_unfinished(daily.folder)
+        if removed:
+            log.say(
+                f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
+                + ", ".join(removed)
             )
-    return _result(
-        config,
-        folder,
-        record,
-        pairs=clustering.report_pairs,
-        clusters=clustering.report_clusters,
-        window_clusters=clustering.window_clusters,
-    )
+        yield
 
 
 def _editors_record(
@@ -221,7 +288,7 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
 
 
 def run_record(
-    config: DedupConfig,
+    settings: DedupSettings,
     started: str,
     model: stages.ModelChoice,
     search: Search,
@@ -257,22 +324,22 @@ def run_record(
         extra["dissolved"] = dict(sorted(update.dissolved.items()))
     return RunRecord(
         run_id=window.run_id,
-        mode="incremental" if config.incremental else "batch",
-        corpus=config.corpus_named(),  # `nlsim judge` finds it from any folder
+        mode="batch" if settings.state is None else "incremental",
+        corpus=settings.input.corpus_named,  # `nlsim judge` finds it from any folder
         counts=counts,
         model=model.encoder.model_id,
         model_fingerprint=model.encoder.fingerprint,
         model_info=search.model_info,
         threshold=round(float(model.threshold.value), 6),
         threshold_source=model.threshold.source,
-        conversion=config.convert,
-        text_fields=",".join(config.text_fields),
+        conversion=settings.model.convert,
+        text_fields=",".join(settings.input.text_fields),
         rerank=search.rerank,
         index=window.index.describe(),
         embedding_cache_hit=search.embedding_cache_hit,
-        retention_days=config.retention_days if config.incremental else None,
-        window_hours=config.window_hours,
-        timezone=config.timezone,
+        retention_days=None if settings.state is None else settings.state.retention_days,
+        window_hours=settings.search.window_hours,
+        timezone=settings.report.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,
         started_at=started,
@@ -283,7 +350,9 @@ def run_record(
     )
 
 
-def _replay_committed(config: DedupConfig, window: Window, log: RunLog) -> DedupResult | None:
+def _replay_committed(
+    settings: DedupSettings, daily: StateSettings, window: Window, log: RunLog
+) -> DedupResult | None:
     """A daily input already committed: its stored report written again (the result, else ``None``). The
     report of a previous run killed after its commit is written first."""
     state = window.state
@@ -291,49 +360,54 @@ def _replay_committed(config: DedupConfig, window: Window, log: RunLog) -> Dedup
         return None
     last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
-        log.say(f"run {window.run_id} was already committed to {config.state}; writing its report again")
-        folder = stages.replay_report(config, window, last)
-        return _result(config, folder, replace(last, messages=list(log.messages)), replayed=True)
+        log.say(f"run {window.run_id} was already committed to {daily.folder}; writing its report again")
+        folder = stages.replay_report(settings.report, window, last)
+        return _result(settings, folder, replace(last, messages=list(log.messages)), replayed=True)
     # the last run was killed after its commit: its report first
-    if last.run_id and not (daily_report_dir(config.out, last.run_id) / "run.json").exists():
-        stages.replay_report(config, window, last)
+    if last.run_id and not (daily_report_dir(settings.report.out, last.run_id) / "run.json").exists():
+        stages.replay_report(settings.report, window, last)
         log.say(f"wrote the missing report of the previous run {last.run_id}")
     return None
 
 
-def _search(step: Step, config: DedupConfig, model: stages.ModelChoice, window: Window) -> Search:
-    """Convert, embed, index, search the neighbours and rerank them (:class:`Search`)."""
-    texts = step("convert", stages.convert_texts, window, config)
-    emb, hit = step("embed", stages.embed, texts, model, config)
+def _search(
+    step: _Steps, settings: DedupSettings, model: stages.ModelChoice, window: Window, plan: stages.EmbedPlan
+) -> Search:
+    """Convert, embed (as ``plan`` says), index, search the neighbours and rerank them (:class:`Search`)."""
+    texts = step("convert", stages.convert_texts, window, settings.model)
+    emb, hit = step("embed", stages.embed, texts, model, plan)
     info = stages.with_inference(model.info, model.encoder)
-    window = step("index", stages.index, window, emb, config, model)
+    window = step("index", stages.index, window, emb, settings.search, model)
     reranked = model.reranker is not None
-    floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, config.near_misses)
-    pairs = step("neighbors", stages.neighbors, window, config, floor)
+    kept = settings.report.near_misses
+    floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, kept)
+    pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.progress)
     candidates = int(len(pairs))
     if reranked:
-        pairs = step("rerank", stages.rerank, pairs, window, model, config)
+        pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.progress)
     pairs, below = near_misses.split(pairs, model.threshold.value)
     rerank = stages.rerank_record(model, candidates, int(len(pairs))) if reranked else None
     return Search(window, pairs, below, candidates, hit, info, rerank)
 
 
 def _result(
-    config: DedupConfig,
+    settings: DedupSettings,
     folder: Path,
     record: RunRecord,
     *,
     replayed: bool = False,
-    pairs: pd.DataFrame | None = None,
-    clusters: pd.DataFrame | None = None,
-    window_clusters: pd.DataFrame | None = None,
+    clustering: stages.Clustering | None = None,
 ) -> DedupResult:
-    if pairs is None:
+    if clustering is None:  # a replayed run: its stored report
         pairs = pd.read_parquet(folder / "pairs.parquet")
         clusters = pd.read_parquet(folder / "clusters.parquet")
+        window_clusters = None
+    else:
+        pairs, clusters = clustering.report_pairs, clustering.report_clusters
+        window_clusters = clustering.window_clusters
     names = [p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
     return DedupResult(
-        out=Path(config.out),
+        out=Path(settings.report.out),
         report_dir=folder,
         stats=record,
         pairs=pairs,

@@ -4,15 +4,20 @@ them.
 load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → judge
 (with ``--judge-pairs``) → commit → report
 
-``model`` loads the encoder (``current``: the model store's promoted model), the reranker stored with it
-and the threshold, checking that a calibration was made for this very model. ``window`` (see
-:mod:`nlsim.dedup.window`) decides which items are embedded and searched: all of a batch run's, today's
-new ones in a daily run. ``commit`` only runs with a state folder.
+Each stage reads the settings of its own concern (:mod:`nlsim.dedup.settings`), never the whole
+configuration. ``model`` loads the encoder (``current``: the model store's promoted model), the reranker
+stored with it and the threshold, checking that a calibration was made for this very model. Where a batch
+run and a daily one differ, a stage has two forms, and :mod:`nlsim.dedup.run` composes each run from its
+own: ``window`` (:func:`open_batch_window`: every item is embedded and searched;
+:func:`open_daily_window`: today's new ones against the state's), ``embed`` (:class:`EmbedPlan`),
+``cluster`` (:func:`cluster`, :func:`cluster_daily`), ``judge`` (:class:`JudgeScope`), ``report``
+(:func:`report`, :func:`report_daily`); ``commit`` is a daily run's only.
 
 Example:
+    >>> from nlsim.dedup.config import DedupConfig
     >>> cfg = DedupConfig(corpus="data/bbc.parquet", out="reports/bbc", model="paraphrase-MiniLM-L3-v2",
     ...                   convert="none", threshold=0.95)
-    >>> resolve_threshold(cfg, None).source
+    >>> resolve_threshold(cfg.settings().model, None).source
     'given with --threshold'
 """
 
@@ -35,7 +40,7 @@ from nlsim.clusters.rules import Link, rule_named
 from nlsim.clusters.table import cluster_table
 from nlsim.clusters.verdicts import Verdicts
 from nlsim.dedup import near_misses as near
-from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS, DedupConfig
+from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS
 from nlsim.dedup.editors import EditorsInput, read_editors
 from nlsim.dedup.record import (
     EditorsRecord,
@@ -48,6 +53,15 @@ from nlsim.dedup.record import (
 )
 from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
 from nlsim.dedup.scores import SCORES, with_scores
+from nlsim.dedup.settings import (
+    ClusteringSettings,
+    DedupSettings,
+    InputSettings,
+    ModelSettings,
+    ReportSettings,
+    SearchSettings,
+    StateSettings,
+)
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window
 from nlsim.encoders import load_encoder
@@ -97,7 +111,8 @@ class ModelChoice:
             return self.threshold.value
         return self.reranker.candidate_floor(self.threshold.value)
 
-    def identity(self, config: DedupConfig) -> StateIdentity:
+    def identity(self, settings: DedupSettings) -> StateIdentity:
+        """What a daily state keeps of the model and the texts, to notice a change of either."""
         rr = ""
         if self.reranker is not None:
             rr = self.reranker.fingerprint
@@ -105,8 +120,8 @@ class ModelChoice:
             model_id=self.encoder.model_id,
             fingerprint=self.encoder.fingerprint,
             dim=int(self.encoder.dim),
-            conversion=config.convert,
-            text_fields=tuple(config.text_fields),
+            conversion=settings.model.convert,
+            text_fields=tuple(settings.input.text_fields),
             threshold=float(self.threshold.value),
             reranker=rr,
         )
@@ -136,16 +151,17 @@ class Clustering:
 # --- load ---------------------------------------------------------------------------------------------
 
 
-def load(config: DedupConfig) -> Corpus:
+def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
-    a day in the future is a bad row (it would move the daily window's clock)."""
-    corpus = load_corpus(config.corpus_path(), text_fields=config.text_fields, quarantine=config.quarantine)
+    a day in the future is a bad row (it would move the daily window's clock), and so, in a daily run
+    (``daily``), is a lone item dated far after the rest (:func:`check_no_lone_late_items`)."""
+    corpus = load_corpus(source.corpus, text_fields=source.text_fields, quarantine=source.quarantine)
     limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
     future = (corpus.frame["published_at"] > limit).to_numpy()
     if future.any():
         raise _dated_rows_error(corpus, future, "dated in the future", "fix their dates")
-    if config.incremental and config.retention_days and config.as_of is None:  # --as-of fixes the clock
-        check_no_lone_late_items(corpus, float(config.retention_days))
+    if daily is not None and daily.retention_days and daily.as_of is None:  # --as-of fixes the clock
+        check_no_lone_late_items(corpus, float(daily.retention_days))
     for message in corpus.warnings:
         warn(message)
     if len(corpus.quarantined):
@@ -229,37 +245,35 @@ def _check_fingerprint(cal: Calibration, encoder: Any, where: Any) -> None:
 
 
 def resolve_threshold(
-    config: DedupConfig, encoder: Any, reranker: Reranker | None = None, fallback: Calibration | None = None
+    ms: ModelSettings, encoder: Any, reranker: Reranker | None = None, fallback: Calibration | None = None
 ) -> Threshold:
     """Pick the threshold: explicit value > calibration file > the model's own ``calibration.json``
     (> the store's zero-shot calibration, ``fallback``). With a ``reranker`` the threshold is on the rerank
     score: explicit value > the reranker's calibration."""
     model_path = getattr(encoder, "path", None)
     if reranker is not None:
-        if config.threshold is not None:
-            return Threshold(float(config.threshold), "given with --threshold, on the rerank score")
+        if ms.threshold is not None:
+            return Threshold(float(ms.threshold), "given with --threshold, on the rerank score")
         if reranker.calibration is None:
             raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
         cal = Calibration(**known_fields(Calibration, reranker.calibration))
-        _warn_conversion(cal.conversion, config.convert, model_path)
+        _warn_conversion(cal.conversion, ms.convert, model_path)
         return Threshold(
             float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal
         )
-    if config.threshold is not None:
-        return Threshold(float(config.threshold), "given with --threshold")
-    if config.calibration is not None:
-        cal = load_calibration(config.calibration)
+    if ms.threshold is not None:
+        return Threshold(float(ms.threshold), "given with --threshold")
+    if ms.calibration is not None:
+        cal = load_calibration(ms.calibration)
         if cal is None:
-            raise ConfigError(f"calibration file {config.calibration} not found")
-        _check_fingerprint(cal, encoder, config.calibration)
-        _warn_conversion(cal.conversion, config.convert, config.calibration)
-        return Threshold(
-            float(cal.threshold), f"calibration file {config.calibration}: {cal.describe()}", cal
-        )
+            raise ConfigError(f"calibration file {ms.calibration} not found")
+        _check_fingerprint(cal, encoder, ms.calibration)
+        _warn_conversion(cal.conversion, ms.convert, ms.calibration)
+        return Threshold(float(cal.threshold), f"calibration file {ms.calibration}: {cal.describe()}", cal)
     cal = load_calibration(model_path) if model_path is not None else None
     if cal is not None:
         _check_fingerprint(cal, encoder, Path(model_path) / "calibration.json")
-        _warn_conversion(cal.conversion, config.convert, model_path)
+        _warn_conversion(cal.conversion, ms.convert, model_path)
         return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal)
     if fallback is not None:
         _check_fingerprint(fallback, encoder, "the model store's zero-shot calibration")
@@ -269,7 +283,7 @@ def resolve_threshold(
             fallback,
         )
     raise ConfigError(
-        f"no threshold for model {config.model!r}: cosine scales differ between models, so nlsim has no "
+        f"no threshold for model {ms.name!r}: cosine scales differ between models, so nlsim has no "
         "default. "
         "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
         "annotations/thucnews_tw_pairs.tsv --out FILE` (level same-story by default), or use a fine-tuned "
@@ -278,18 +292,16 @@ def resolve_threshold(
     )
 
 
-def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | None:
-    if config.rerank is False:
+def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None:
+    if ms.rerank is False:
         return None
     if not has_reranker(model_path):
         check_saved_reranker(model_path)  # saved with one that is gone: refused, not a silent bi-encoder run
-        if config.rerank:
-            raise ConfigError(
-                f"--rerank: model {config.model!r} has no reranker (train one with nlsim finetune)"
-            )
+        if ms.rerank:
+            raise ConfigError(f"--rerank: model {ms.name!r} has no reranker (train one with nlsim finetune)")
         return None
-    if config.calibration is not None:
-        if config.rerank:
+    if ms.calibration is not None:
+        if ms.rerank:
             raise ConfigError(
                 "--rerank with --calibration: a calibration file calibrates cosines; the rerank threshold "
                 "is the "
@@ -298,7 +310,7 @@ def _reranker_for(config: DedupConfig, model_path: Path | None) -> Reranker | No
         say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
         return None
     reranker = load_reranker(model_path)
-    reranker.backend, reranker.precision = config.backend, config.precision
+    reranker.backend, reranker.precision = ms.backend, ms.precision
     say(reranker.describe())
     return reranker
 
@@ -330,12 +342,12 @@ class _Requested:
     store_info: dict[str, Any] | None = None
 
 
-def _resolve_current(config: DedupConfig) -> _Requested:
+def _resolve_current(ms: ModelSettings) -> _Requested:
     """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
     calibration."""
-    store = ModelStore(config.model_store)
+    store = ModelStore(ms.store)
     missing = store.missing()
-    if missing is not None and config.threshold is None and config.calibration is None:
+    if missing is not None and ms.threshold is None and ms.calibration is None:
         raise ConfigError(
             f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled (its "
             "--model-store, default models/ under the folder it ran in), or run `nlsim pipeline "
@@ -353,7 +365,7 @@ def _resolve_current(config: DedupConfig) -> _Requested:
         + f": using zero-shot {name}"
         + (" with the store's zero-shot calibration" if fallback is not None else "")
     )
-    if fallback is None and config.threshold is None and config.calibration is None:
+    if fallback is None and ms.threshold is None and ms.calibration is None:
         raise ConfigError(
             f"--model current: no model was ever promoted in {store.root} and it has no zero-shot "
             "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
@@ -362,15 +374,15 @@ def _resolve_current(config: DedupConfig) -> _Requested:
     return _Requested(name, True, None, fallback)
 
 
-def load_model(config: DedupConfig, encoder: Any = None) -> ModelChoice:
+def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
     """The encoder (``current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
     calibration), its reranker and the threshold; says which."""
-    asked = _resolve_current(config) if config.model == CURRENT_MODEL else _Requested(config.model)
+    asked = _resolve_current(ms) if ms.name == CURRENT_MODEL else _Requested(ms.name)
     if encoder is None:
-        encoder = load_encoder(asked.name, backend=config.backend, precision=config.precision)
+        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision)
     model_path = getattr(encoder, "path", None)
-    reranker = _reranker_for(config, model_path)
-    threshold = resolve_threshold(config, encoder, reranker, asked.fallback)
+    reranker = _reranker_for(ms, model_path)
+    threshold = resolve_threshold(ms, encoder, reranker, asked.fallback)
     if reranker is not None:
         check_threshold(threshold.value, "rerank threshold", low=-1.0, high=reranker.max_score())
     say(f"model {encoder.model_id}; {threshold.source}")
@@ -379,7 +391,7 @@ def load_model(config: DedupConfig, encoder: Any = None) -> ModelChoice:
     if zero_shot is None:
         zero_shot = folder is None or not (folder / "training.json").exists()
     info = ModelInfo(
-        requested=config.model,
+        requested=ms.name,
         zero_shot=zero_shot,
         version=asked.version,
         model_id=encoder.model_id,
@@ -409,20 +421,19 @@ def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
 # --- window -------------------------------------------------------------------------------------------
 
 
-def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, log: RunLog) -> Window:
-    """The items of the run and what to embed and search (see :mod:`nlsim.dedup.window`); what the user
-    must know of them told through the run's ``log``."""
-    identity = model.identity(config)
-    params = {
-        "k": config.k,
-        "window_hours": config.window_hours,
-        "index_kind": config.index_kind,
-        "representative": config.representative,
-    }
-    if not config.incremental:
-        return batch_window(corpus, identity, params)
-    state = open_state(config.state)
-    window = incremental_window(config, corpus, state, identity, params)
+def open_batch_window(settings: DedupSettings, corpus: Corpus, model: ModelChoice) -> Window:
+    """A batch run's window: every item of the corpus is embedded and searched (:mod:`nlsim.dedup.window`)."""
+    return batch_window(corpus, model.identity(settings), settings.window_params())
+
+
+def open_daily_window(
+    settings: DedupSettings, daily: StateSettings, corpus: Corpus, model: ModelChoice, log: RunLog
+) -> Window:
+    """A daily run's window: the state's kept items with today's, of which today's new ones are embedded
+    and searched (:mod:`nlsim.dedup.window`); a change of model or settings told through the run's
+    ``log``."""
+    state = open_state(daily.folder)
+    window = incremental_window(daily, corpus, state, model.identity(settings), settings.window_params())
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
@@ -436,16 +447,42 @@ def open_window(config: DedupConfig, corpus: Corpus, model: ModelChoice, log: Ru
 # --- embed, index, search, rerank ---------------------------------------------------------------------
 
 
-def convert_texts(window: Window, config: DedupConfig) -> list[str]:
+def convert_texts(window: Window, scoring: ModelSettings) -> list[str]:
     """The converted texts of the rows to embed (the original text stays in the window's items)."""
-    return window.texts(window.embed_rows, config.convert)
+    return window.texts(window.embed_rows, scoring.convert)
+
+
+@dataclass(frozen=True)
+class EmbedPlan:
+    """How the embed stage goes about its texts.
+
+    A batch run embeds in one call with the encoder's own progress, through the content-hash cache
+    (:meth:`batch`); a daily run in chunks of :data:`EMBED_CHUNK` with one progress line for them all
+    (the kill tests stop it after the first chunk) and no cache: its texts are new (:meth:`daily`)."""
+
+    batch_size: int | None = None
+    chunk: int | None = None
+    """Texts per call (``None``: all in one call)."""
+    cache: bool = False
+    convert: str = "none"
+    """The conversion the texts went through (part of the cache's key)."""
+    progress: bool = True
+
+    @classmethod
+    def batch(cls, settings: DedupSettings) -> EmbedPlan:
+        m = settings.model
+        return cls(m.batch_size, None, m.cache, m.convert, settings.progress)
+
+    @classmethod
+    def daily(cls, settings: DedupSettings) -> EmbedPlan:
+        return cls(settings.model.batch_size, EMBED_CHUNK, False, settings.model.convert, settings.progress)
 
 
 def embed(
-    texts: list[str], model: ModelChoice, config: DedupConfig, encode: Callable[..., np.ndarray] | None = None
+    texts: list[str], model: ModelChoice, plan: EmbedPlan, encode: Callable[..., np.ndarray] | None = None
 ) -> tuple[np.ndarray, bool]:
-    """Embed the texts in chunks (progress shown); a batch run reuses the content-hash cache when
-    ``config.cache``. Returns the vectors and whether they came from the cache.
+    """Embed the texts as ``plan`` says (:class:`EmbedPlan`). Returns the vectors and whether they came
+    from the cache.
 
     ``encode(texts, batch_size=, progress=)`` replaces the encoder's own (the Dask flow's sharded one).
     """
@@ -456,50 +493,32 @@ def embed(
         encoder.plan(len(texts))  # the whole job's size decides the inference path, not one chunk's
 
     def compute() -> np.ndarray:
-        # a daily run embeds in chunks (one progress line for all of them; the kill tests stop it after the
-        # first); a batch run in one call, with the encoder's own progress
-        chunk = EMBED_CHUNK if config.incremental else max(len(texts), 1)
+        chunk = plan.chunk or max(len(texts), 1)
+        chunked = plan.chunk is not None
         parts = []
-        with Progress(
-            len(texts), f"embed {encoder.name}", "texts", config.progress and config.incremental
-        ) as bar:
+        with Progress(len(texts), f"embed {encoder.name}", "texts", plan.progress and chunked) as bar:
             for start in range(0, len(texts), chunk):
                 part = texts[start : start + chunk]
-                parts.append(
-                    encode(
-                        part,
-                        batch_size=config.batch_size,
-                        progress=config.progress and not config.incremental,
-                    )
-                )
+                parts.append(encode(part, batch_size=plan.batch_size, progress=plan.progress and not chunked))
                 bar.update(len(part))
                 fault_point("embed")
         if not parts:
             return np.zeros((0, int(encoder.dim)), np.float32)
         return np.vstack(parts).astype(np.float32, copy=False)
 
-    if config.cache and not config.incremental and texts:
-        out = EmbeddingCache().get_or_compute(texts, encoder, config.convert, compute)
+    if plan.cache and texts:
+        out = EmbeddingCache().get_or_compute(texts, encoder, plan.convert, compute)
     else:
         out = compute(), False
     return out
 
 
-def _index_options(config: DedupConfig) -> dict[str, Any]:
-    return {
-        "kind": config.index_kind,
-        "use_gpu": config.use_gpu,
-        "nlist": config.nlist,
-        "nprobe": config.nprobe,
-    }
-
-
-def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoice) -> Window:
+def index(window: Window, emb: np.ndarray, search: SearchSettings, model: ModelChoice) -> Window:
     """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU)."""
     dim = int(model.encoder.dim)
     if window.reembed or window.n_base == 0:
         full = emb.astype(np.float32, copy=False)
-        built = build_index(full, dim=dim, **_index_options(config))
+        built = build_index(full, dim=dim, **search.index_options())
     else:
         base = (
             window.base_embeddings if window.base_embeddings is not None else np.zeros((0, dim), np.float32)
@@ -507,46 +526,56 @@ def index(window: Window, emb: np.ndarray, config: DedupConfig, model: ModelChoi
         full = np.vstack([base, emb]).astype(np.float32, copy=False)
         built = window.base_index
         if built is None:
-            built = build_index(base, dim=dim, **_index_options(config))
+            built = build_index(base, dim=dim, **search.index_options())
         else:
-            if config.nprobe:
-                built.set_search_params(nprobe=config.nprobe)  # the kept index, searched as this run asks
-            if config.nlist and built.kind == "ivf" and built.params.get("nlist") != config.nlist:
+            if search.nprobe:
+                built.set_search_params(nprobe=search.nprobe)  # the kept index, searched as this run asks
+            if search.nlist and built.kind == "ivf" and built.params.get("nlist") != search.nlist:
                 kept = built.params.get("nlist")
                 say(
-                    f"index: --nlist {config.nlist} not applied: the kept index has {kept} lists (it is "
+                    f"index: --nlist {search.nlist} not applied: the kept index has {kept} lists (it is "
                     "rebuilt with the new count when the window is embedded again)"
                 )
         built.add(emb)
-    if (config.nlist or config.nprobe) and built.kind != "ivf":
+    if (search.nlist or search.nprobe) and built.kind != "ivf":
         say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
     say(f"index: {built.describe()}")
     return replace(window, embeddings=full, index=built)
 
 
 def neighbors(
-    window: Window, config: DedupConfig, floor: float, search: Callable[..., pd.DataFrame] | None = None
+    window: Window,
+    opts: SearchSettings,
+    floor: float,
+    progress: bool = True,
+    search: Callable[..., pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """Pairs ``(a, b, similarity)`` of window rows: each searched row's k nearest neighbours at or above
     ``floor`` (the threshold, or the reranker's candidate floor), optionally within a time window.
 
     ``search`` replaces :func:`nlsim.search.neighbors.neighbor_pairs` (same arguments; the Dask flow's
     sharded search)."""
-    hours = timedelta(hours=config.window_hours) if config.window_hours else None
+    hours = timedelta(hours=opts.window_hours) if opts.window_hours else None
     q = window.query_rows
     return (search or neighbor_pairs)(
         window.index,
         window.embeddings[q],
         q,
-        k=config.k,
+        k=opts.k,
         threshold=floor,
         times=window.items["published_at"] if hours is not None else None,
         window=hours,
-        progress=config.progress,
+        progress=progress,
     )
 
 
-def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config: DedupConfig) -> pd.DataFrame:
+def rerank(
+    candidates: pd.DataFrame,
+    window: Window,
+    model: ModelChoice,
+    scoring: ModelSettings,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
     score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
     :func:`nlsim.dedup.near_misses.split`)."""
@@ -556,10 +585,10 @@ def rerank(candidates: pd.DataFrame, window: Window, model: ModelChoice, config:
         if len(candidates)
         else []
     )
-    texts = dict(zip(rows, window.texts(rows, config.convert), strict=True))
-    cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if config.cache else None
-    scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=config.progress, cache=cache)
-    if config.series_veto and len(scored):
+    texts = dict(zip(rows, window.texts(rows, scoring.convert), strict=True))
+    cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
+    scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
+    if scoring.series_veto and len(scored):
         scored = scored.assign(
             similarity=vetoed_scores(
                 scored["similarity"].to_numpy(),
@@ -590,12 +619,13 @@ def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecor
 
 
 def cluster(
-    window: Window, pairs: pd.DataFrame, config: DedupConfig, editors: EditorsInput | None = None
+    window: Window, pairs: pd.DataFrame, opts: ClusteringSettings, editors: EditorsInput | None = None
 ) -> Clustering:
     """Cluster ids from every link the window holds (the kept pairs of earlier runs and today's) under the
     configured rule (:mod:`nlsim.clusters.rules`), honouring the editors' verdicts (``editors``, as
     :class:`~nlsim.clusters.constraints.LinkConstraints`), named with stable ids
-    (:func:`nlsim.clusters.assign.assign_groups`); and the report's tables."""
+    (:func:`nlsim.clusters.assign.assign_groups`); and the report's tables (a batch run's: its window is
+    its report; a daily run's: :func:`cluster_daily`)."""
     editors = editors if editors is not None else EditorsInput()
     ids = window.ids
     items = window.items
@@ -608,7 +638,7 @@ def cluster(
         for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
     ]
     known = editors.constraints().restricted_to(ids.tolist())
-    groups = rule_named(config.cluster_rule).clusters(links, known)
+    groups = rule_named(opts.rule).clusters(links, known)
     upd = assign_groups(
         window.previous,
         window.anchors,
@@ -630,43 +660,49 @@ def cluster(
         pairs_all,
         clusters=touched,
         events=upd.events,
-        representative=config.representative,
+        representative=opts.representative,
     )
     if upd.dissolved:  # after a model change: the clusters it broke up, with the members they had, last
         former = {m: cid for cid, members in upd.dissolved.items() for m in members}
         gone = cluster_table(
-            items, former, empty_pairs(), events=upd.events, representative=config.representative
+            items, former, empty_pairs(), events=upd.events, representative=opts.representative
         )
         report_clusters = pd.concat([report_clusters, gone], ignore_index=True)
-    window_clusters = (
-        cluster_table(
-            items, upd.assignment, pairs_all, events=upd.events, representative=config.representative
-        )
-        if config.incremental
-        else report_clusters
-    )
-    if config.incremental and len(window_clusters):
-        # a cluster whose other members left the window keeps its id in the state (a copy arriving later
-        # joins it) but is one item now, no cluster: the window's file lists clusters of 2 items or more
-        window_clusters = window_clusters[window_clusters["size"] >= 2].reset_index(drop=True)
-    if config.incremental and len(report_pairs):
-        # a day's report is the clusters touched today and their pairs; after a model change every pair
-        # of the window is found again, and those of a cluster it left as it was belong to the window's
-        # files (window/), not to the day's
-        report_pairs = report_pairs[report_pairs["cluster_id"].isin(set(report_clusters["cluster_id"]))]
-        report_pairs = report_pairs.reset_index(drop=True)
     return Clustering(
         upd,
         items,
         pairs_all,
         report_pairs,
         report_clusters,
-        window_clusters,
+        report_clusters,
         _clusters_state(upd, window),
         pairs[~held].reset_index(drop=True),
         editors_record(editors, known, pairs_all, upd.assignment),
         editors.verdicts,
     )
+
+
+def cluster_daily(
+    window: Window, pairs: pd.DataFrame, opts: ClusteringSettings, editors: EditorsInput | None = None
+) -> Clustering:
+    """:func:`cluster` in a daily run: the report is the clusters touched today and their pairs, and the
+    window's table lists every cluster of 2 items or more that the state keeps."""
+    made = cluster(window, pairs, opts, editors)
+    upd = made.update
+    window_clusters = cluster_table(
+        made.items, upd.assignment, made.pairs_all, events=upd.events, representative=opts.representative
+    )
+    if len(window_clusters):
+        # a cluster whose other members left the window keeps its id in the state (a copy arriving later
+        # joins it) but is one item now, no cluster: the window's file lists clusters of 2 items or more
+        window_clusters = window_clusters[window_clusters["size"] >= 2].reset_index(drop=True)
+    report_pairs = made.report_pairs
+    if len(report_pairs):
+        # after a model change every pair of the window is found again, and those of a cluster it left as
+        # it was belong to the window's files (window/), not to the day's
+        today = set(made.report_clusters["cluster_id"])
+        report_pairs = report_pairs[report_pairs["cluster_id"].isin(today)].reset_index(drop=True)
+    return replace(made, report_pairs=report_pairs, window_clusters=window_clusters)
 
 
 def editors_record(
@@ -740,14 +776,14 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
     return pd.DataFrame(rows) if rows else empty_clusters()
 
 
-def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig) -> pd.DataFrame:
-    """The report's near misses: the best ``config.near_misses`` candidate pairs whose items are not in one
+def near_misses(below: pd.DataFrame, clustering: Clustering, count: int) -> pd.DataFrame:
+    """The report's near misses: the best ``count`` candidate pairs whose items are not in one
     cluster (:mod:`nlsim.dedup.near_misses`): those below the threshold, and those at or above it that the
     cluster rule left apart (``clustering.cut``, listed first: the highest scores)."""
     labels = clustering.items["cluster_id"]
     parts = [p for p in (clustering.cut, below) if len(p)]
     candidates = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else below)
-    missed = near.near_miss_pairs(candidates, labels, config.near_misses)
+    missed = near.near_miss_pairs(candidates, labels, count)
     if missed.empty:
         return near.empty_table()
     table = pairs_table(clustering.items, missed, labels)
@@ -757,35 +793,53 @@ def near_misses(below: pd.DataFrame, clustering: Clustering, config: DedupConfig
 # --- commit, report -----------------------------------------------------------------------------------
 
 
-def judge_pairs(config: DedupConfig) -> pd.DataFrame:
+def judge_pairs(report: ReportSettings) -> pd.DataFrame:
     """The scored pairs of ``--judge-pairs`` (of ``--judge-split``) the report is judged on, read before
     the expensive stages (a bad file is refused first)."""
-    return scored_pairs(config.judge_pairs, config.judge_split)
+    assert report.judge_pairs is not None
+    return scored_pairs(report.judge_pairs, report.judge_split)
 
 
-def judge(config: DedupConfig, window: Window, clustering: Clustering, scored: pd.DataFrame) -> Judgement:
-    """The report's clusters (a daily run's: its window's) judged against the editors' ``scored`` pairs
-    (:func:`judge_pairs`) that belong to its items (:func:`nlsim.evaluation.judge.judge_items`), naming
-    the folder the report goes to. A daily run judges its whole window (the state's items with the
-    day's), and a window that holds none of the pairs as scored gives a judgement of 0 judged pairs, the
-    pairs left out counted, not an error."""
-    corpus = config.corpus_named()
-    if config.incremental:
-        corpus += f" with the window kept in {config.state}"
+@dataclass(frozen=True)
+class JudgeScope:
+    """What the judge stage judges: a batch run its report, which is its corpus (a scored pair of items
+    the corpus lacks is an error: the wrong file); a daily run its whole window, the state's items with
+    the day's (a window that holds none of the scored pairs is judged on 0 pairs, not refused)."""
+
+    window: bool
+    corpus: str
+    """The corpus as the judgement names it."""
+    folder: Path
+    """The report folder, named in the judgement."""
+
+    @classmethod
+    def batch(cls, settings: DedupSettings) -> JudgeScope:
+        return cls(False, settings.input.corpus_named, Path(settings.report.out))
+
+    @classmethod
+    def daily(cls, settings: DedupSettings, daily: StateSettings, run_id: str) -> JudgeScope:
+        corpus = f"{settings.input.corpus_named} with the window kept in {daily.folder}"
+        return cls(True, corpus, daily_report_dir(settings.report.out, run_id))
+
+
+def judge(
+    report: ReportSettings, scope: JudgeScope, clustering: Clustering, scored: pd.DataFrame
+) -> Judgement:
+    """The report's clusters judged against the editors' ``scored`` pairs (:func:`judge_pairs`) that belong
+    to its items (:func:`nlsim.evaluation.judge.judge_items`), within ``scope`` (:class:`JudgeScope`)."""
     items = clustering.items.assign(text=clustering.items["raw_text"])[["id", "title", "text"]]
     judged = judge_items(
         clustering.window_clusters,
-        clustering.pairs_all if config.incremental else clustering.report_pairs,  # a daily run: the window's
+        clustering.pairs_all if scope.window else clustering.report_pairs,
         scored,
         items,
-        pairs=config.judge_pairs,
-        split=config.judge_split,
-        corpus=corpus,
-        none_in_items="judge" if config.incremental else "refuse",
+        pairs=report.judge_pairs,
+        split=report.judge_split,
+        corpus=scope.corpus,
+        none_in_items="judge" if scope.window else "refuse",
     )
-    folder = daily_report_dir(config.out, window.run_id) if config.incremental else Path(config.out)
-    judged = replace(judged, report=str(folder))
-    say(f"judged against {config.judge_pairs}: {describe(judged)}")
+    judged = replace(judged, report=str(scope.folder))
+    say(f"judged against {report.judge_pairs}: {describe(judged)}")
     return judged
 
 
@@ -803,17 +857,18 @@ def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> 
 
 
 def commit(
-    config: DedupConfig,
+    settings: DedupSettings,
+    daily: StateSettings,
     window: Window,
     clustering: Clustering,
     model: ModelChoice,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> None:
-    """Make the run's window the state's new generation (incremental runs)."""
+    """Make the run's window the state's new generation (daily runs)."""
     commit_state(
-        config.state,
-        identity=model.identity(config),
+        daily.folder,
+        identity=model.identity(settings),
         index=window.index,
         items=clustering.items,
         embeddings=window.embeddings,
@@ -833,19 +888,19 @@ def commit(
     )
 
 
-def editors(config: DedupConfig, window: Window) -> EditorsInput:
+def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
     """The editors' scored pairs and verdicts (``--annotated-pairs``) with those a daily state keeps, read
     before the expensive stages (a bad file is refused first)."""
     kept = window.state.verdicts if window.state is not None else None
-    return read_editors(config.annotated_pairs, kept)
+    return read_editors(opts.annotated_pairs, kept)
 
 
-def _index_writer(window: Window, model: ModelChoice, config: DedupConfig) -> Any:
+def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:
     def write(folder: Path) -> None:
         meta = IndexMeta(
             model_id=model.encoder.model_id,
             fingerprint=model.encoder.fingerprint,
-            conversion=config.convert,
+            conversion=conversion,
             dim=int(window.embeddings.shape[1]),
         )
         save_index(folder, window.index, window.ids.tolist(), meta, embeddings=window.embeddings)
@@ -854,30 +909,40 @@ def _index_writer(window: Window, model: ModelChoice, config: DedupConfig) -> An
 
 
 def report(
-    config: DedupConfig,
+    settings: DedupSettings,
     window: Window,
     clustering: Clustering,
     model: ModelChoice,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> Path:
-    """Write the report: a batch run's into ``OUT`` (with the FAISS index in ``OUT/index/``), a daily run's
-    into ``OUT/runs/<run id>/`` with ``OUT/latest`` pointing at it. Returns the report folder."""
+    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``. Returns the folder."""
+    out = settings.report.out
+    writer = _index_writer(window, model, settings.model.convert)
+    write_report(
+        out,
+        clustering.report_pairs,
+        clustering.report_clusters,
+        record,
+        report_frame(clustering, missed),
+        extra={"index": writer} if settings.report.save_index else None,
+        near_misses=missed,
+    )
+    return Path(out)
+
+
+def report_daily(
+    report: ReportSettings,
+    window: Window,
+    clustering: Clustering,
+    record: RunRecord,
+    missed: pd.DataFrame | None = None,
+) -> Path:
+    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it. Returns
+    the folder."""
     frame = report_frame(clustering, missed)
-    if not config.incremental:
-        extra = {"index": _index_writer(window, model, config)} if config.save_index else None
-        write_report(
-            config.out,
-            clustering.report_pairs,
-            clustering.report_clusters,
-            record,
-            frame,
-            extra=extra,
-            near_misses=missed,
-        )
-        return Path(config.out)
     return publish_daily_report(
-        config.out,
+        report.out,
         window.run_id,
         clustering.report_pairs,
         clustering.report_clusters,
@@ -888,7 +953,7 @@ def report(
     )
 
 
-def replay_report(config: DedupConfig, window: Window, last: RunRecord) -> Path:
+def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Path:
     """Write again the stored report of a run that was already committed (a repeated input, or a run killed
     after its commit), with ``last``, the figures its commit kept (its judgement naming the folder the
     report now goes to)."""
@@ -896,12 +961,12 @@ def replay_report(config: DedupConfig, window: Window, last: RunRecord) -> Path:
     assert state is not None and state.last_run is not None
     run_id = state.last_run["run_id"]
     if last.judge is not None:
-        last = replace(last, judge=replace(last.judge, report=str(daily_report_dir(config.out, run_id))))
+        last = replace(last, judge=replace(last.judge, report=str(daily_report_dir(report.out, run_id))))
     folder = state.report_dir()
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     return publish_daily_report(
-        config.out,
+        report.out,
         run_id,
         tables["pairs"],
         tables["clusters"],

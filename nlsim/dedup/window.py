@@ -45,8 +45,9 @@ import pandas as pd
 
 from nlsim.clusters.assign import drop_items
 from nlsim.clusters.order import OrderKey
-from nlsim.dedup.config import DedupConfig, parse_time
+from nlsim.dedup.config import parse_time
 from nlsim.dedup.record import ModelSwitch
+from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
@@ -177,12 +178,12 @@ def batch_window(corpus: Corpus, identity: Any = None, params: dict[str, Any] | 
     )
 
 
-def _as_of(config: DedupConfig, state: State, times: pd.Series) -> pd.Timestamp:
-    if config.as_of is not None:
-        ref = parse_time(config.as_of, "--as-of")
+def _as_of(daily: StateSettings, state: State, times: pd.Series) -> pd.Timestamp:
+    if daily.as_of is not None:
+        ref = parse_time(daily.as_of, "--as-of")
         if state.as_of is not None and ref < pd.Timestamp(state.as_of):
             raise ConfigError(
-                f"--as-of {config.as_of} is before the state's reference time {pd.Timestamp(state.as_of)}: a "
+                f"--as-of {daily.as_of} is before the state's reference time {pd.Timestamp(state.as_of)}: a "
                 "state's time never moves backwards (retention would bring expired items back)"
             )
         return ref
@@ -341,18 +342,18 @@ def _window_items(
 
 
 def incremental_window(
-    config: DedupConfig, corpus: Corpus, state: State, identity: StateIdentity, params: dict[str, Any]
+    daily: StateSettings, corpus: Corpus, state: State, identity: StateIdentity, params: dict[str, Any]
 ) -> Window:
     """Today's corpus against the kept state (see the module docstring): classify, expire, restore the
     kept clusters, prune the kept pairs."""
     today = corpus_items(corpus)
     times = today["published_at"]
-    ref = _as_of(config, state, times)
-    params = {**params, "as_of": ref.isoformat(), "retention_days": config.retention_days or None}
+    ref = _as_of(daily, state, times)
+    params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
     key = input_key(identity, today, params)
     run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{key[:10]}"
     kept = state.items.reset_index(drop=True)
-    cutoff = ref - pd.Timedelta(days=float(config.retention_days)) if config.retention_days else None
+    cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
     classified = classify(today, kept, cutoff)

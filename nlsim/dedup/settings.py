@@ -1,0 +1,143 @@
+"""A near-duplicate run's settings, one frozen record per concern: :class:`DedupSettings`.
+
+:class:`~nlsim.dedup.config.DedupConfig` is what a user types: the options of ``nlsim dedup`` and the
+parameters of the ``news-dedup`` flows, one flat record (``DedupConfig.settings()`` checks it and splits
+it). The stages read the part of a run they are about, and nothing else:
+
+- :class:`InputSettings`: the corpus (its ``{date}`` filled in), the fields embedded, the quarantine file;
+- :class:`ModelSettings`: the encoder, its reranker, the threshold, how they run and their caches;
+- :class:`SearchSettings`: the neighbours searched and the FAISS index;
+- :class:`ClusteringSettings`: the cluster rule, each cluster's representative, the editors' verdicts;
+- :class:`ReportSettings`: the report folder, the near misses, the judge, the time zone;
+- :class:`StateSettings`: the daily state. A batch run has none: ``DedupSettings.state`` is ``None``, and
+  :mod:`nlsim.dedup.run` composes the stages of a batch run or of a daily one from it
+  (:func:`~nlsim.dedup.run.run_batch`, :func:`~nlsim.dedup.run.run_daily`).
+
+Example:
+    >>> s = DedupSettings(
+    ...     input=InputSettings(corpus="news.parquet", corpus_named="/data/news.parquet"),
+    ...     model=ModelSettings(name="multilingual-e5-small", threshold=0.9),
+    ...     report=ReportSettings(out="reports/news"),
+    ... )
+    >>> s.daily, s.search.k, s.clustering.rule, s.search.index_options()["kind"]
+    (False, 10, 'components', 'auto')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from nlsim.conversion import DEFAULT_MODE, Conversion
+
+IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
+Backend = Literal["auto", "torch", "onnx"]
+Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
+Representative = Literal["earliest", "central"]
+ClusterRuleName = Literal["support", "components"]
+
+
+@dataclass(frozen=True)
+class InputSettings:
+    """The corpus a run reads."""
+
+    corpus: str
+    """The corpus path, ``{date}`` filled in."""
+    corpus_named: str
+    """The same path as the run's record names it: absolute, so ``nlsim judge`` finds it from any folder."""
+    text_fields: tuple[str, ...] = ("title", "description")
+    quarantine: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The encoder and its reranker: which, the threshold of a pair, how they run, their caches."""
+
+    name: str
+    """A registry name, a model folder, ``current`` (the store's promoted model) or a hub name."""
+    store: str = "models"
+    convert: Conversion = DEFAULT_MODE
+    threshold: float | None = None
+    calibration: str | None = None
+    rerank: bool | None = None
+    backend: Backend = "auto"
+    precision: Precision = "auto"
+    batch_size: int | None = None
+    cache: bool = True
+    """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
+    series_veto: bool = True
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The neighbours each item searches, and the FAISS index they are searched in."""
+
+    k: int = 10
+    window_hours: float | None = None
+    index_kind: IndexKind = "auto"
+    nlist: int | None = None
+    nprobe: int | None = None
+    use_gpu: bool | None = None
+
+    def index_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`nlsim.search.index.build_index`."""
+        return {"kind": self.index_kind, "use_gpu": self.use_gpu, "nlist": self.nlist, "nprobe": self.nprobe}
+
+
+@dataclass(frozen=True)
+class ClusteringSettings:
+    """Which linked items make one cluster, which item stands for it, and the editors' verdicts."""
+
+    rule: ClusterRuleName = "components"
+    representative: Representative = "earliest"
+    annotated_pairs: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Where the report goes and what it holds beside the clusters."""
+
+    out: str
+    near_misses: int = 200
+    judge_pairs: str | None = None
+    judge_split: str = "validation"
+    save_index: bool = True
+    timezone: str = "UTC"
+
+
+@dataclass(frozen=True)
+class StateSettings:
+    """The state folder of a daily run: the kept window, and how long items stay in it."""
+
+    folder: str
+    retention_days: float | None = 30.0
+    as_of: str | None = None
+    rebuild: bool = False
+
+
+@dataclass(frozen=True)
+class DedupSettings:
+    """Every setting of one run, by concern (see the module docstring)."""
+
+    input: InputSettings
+    model: ModelSettings
+    report: ReportSettings
+    search: SearchSettings = field(default_factory=SearchSettings)
+    clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
+    state: StateSettings | None = None
+    progress: bool = True
+
+    @property
+    def daily(self) -> bool:
+        """A daily (incremental) run: one with a state folder."""
+        return self.state is not None
+
+    def window_params(self) -> dict[str, Any]:
+        """The settings a daily state keeps and compares with the next run's (a change pairs the window
+        again)."""
+        return {
+            "k": self.search.k,
+            "window_hours": self.search.window_hours,
+            "index_kind": self.search.index_kind,
+            "representative": self.clustering.representative,
+        }
