@@ -455,17 +455,14 @@ def markdown(runs: list[dict], header: str) -> str:
         lines += ["", "</details>", ""]
     if len(runs) > 1 and all(r["threshold"] is not None for r in runs):
         lines += ["## Across the scored-pairs sets (each at its calibrated threshold)", ""]
-        lines += ["| rule | F1 of each | spread | purity 5+ of each |", "|---|---|---:|---|"]
         rules = runs[0]["table"]["rule"].unique()
         joint = runs[0].get("joint")
         if joint:
-            lines += [
-                "",
-                "One rule for every set, chosen on four folds (summed F1, each set at its calibrated ",
-            ]
+            lines += ["One rule for every set, chosen on four folds (summed F1, each set at its calibrated "]
             lines += ["threshold) and judged on the fifth: pooled held-out F1 "]
             lines[-1] += f"{', '.join(map(str, joint['f1_of_each']))}; chose {', '.join(joint['chosen'])}."
-            lines += ["", "| rule | F1 of each | spread | purity 5+ of each |", "|---|---|---:|---|"]
+            lines += [""]
+        lines += ["| rule | F1 of each | spread | purity 5+ of each |", "|---|---|---:|---|"]
         for rule in rules:
             f1s, p5 = [], []
             for run in runs:
