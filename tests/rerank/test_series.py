@@ -10,7 +10,15 @@ import pytest
 
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io.pairs import load_pairs
-from nlsim.rerank.series import VETO_CAP, codes, series_conflict, vetoed_scores, years
+from nlsim.rerank.series import (
+    FIRST_TESTS,
+    TESTS,
+    VETO_CAP,
+    codes,
+    series_conflict,
+    vetoed_scores,
+    years,
+)
 
 
 @pytest.mark.parametrize(
@@ -21,6 +29,12 @@ from nlsim.rerank.series import VETO_CAP, codes, series_conflict, vetoed_scores,
         ("2011年考研英語大綱解析", "2010年考研英語真題答案", "years"),
         ("09年6月英語四級翻譯參考答案", "2008年6月英語四級A卷完整答案", "years"),
         ("10X光變防抖 佳能SX110帶票套裝售1950", "午後狂想曲 佳能IXUS1100HS外拍報道", "codes"),
+        (
+            "波羅的海乾散貨運價指數進一步攀升 但漲勢放緩",
+            "波羅的海乾散貨運價指數下滑 交易仍不穩定",
+            "direction",
+        ),
+        ("綜述：道指收跌0.7% 納指下滑0.9%", "綜述：道指大漲4% 納指飆升5.3%", "direction"),
     ],
 )
 def test_a_series_is_vetoed(a: str, b: str, why: str) -> None:
@@ -46,6 +60,9 @@ def test_a_series_is_vetoed(a: str, b: str, why: str) -> None:
         ("報考指南：解密2010年考研專業程式碼", "2010年考研政治經典例題及參考答案"),  # one exam sitting
         ("朝陽北苑北京城建世華泊郡2-3居在售", "朝陽北京城建世華泊郡1-3居在售10月推新(圖)"),  # room counts
         ("萬科將公佈中報 銷售增幅或墊底四大家", "萬科半年銷售首破300億"),  # nothing to compare
+        ("佳能600D單反套機報4399元 送包", "佳能600D單反套機報4599元 送包"),  # one model's two prices
+        ("快訊：權重股全軍覆沒 滬指震盪跌10點", "收評：權重股集體低迷 滬指縮量震盪跌10點"),  # both fell
+        ("午後地產止跌回升 股指攀升", "快訊：地產板塊急升推漲A股"),  # 止跌回升 says no one way
     ],
 )
 def test_a_story_is_not_vetoed(a: str, b: str) -> None:
@@ -66,14 +83,40 @@ def test_vetoed_scores_hold_a_series_at_the_cap_only() -> None:
     assert got.tolist() == [VETO_CAP, pytest.approx(0.96), 0.5]  # a low score is never raised
 
 
+def test_saturated_pairs_that_clash_no_longer_link_and_a_shared_code_keeps_them() -> None:
+    """At the cross-encoder's bound the score cannot tell them apart; the facts can: another exam year,
+    another index session or a rise against a fall is held below any threshold, one camera's two prices
+    keep their score."""
+    texts_a = [
+        "2011年考研英語大綱解析",
+        "恒指全日跌53點報21330 成交617億元",
+        "波羅的海乾散貨運價指數進一步攀升",
+        "佳能600D單反套機報4399元 送包",
+    ]
+    texts_b = [
+        "2010年考研英語真題答案",
+        "恒指全日跌53點報15509 成交539億元",
+        "波羅的海乾散貨運價指數下滑",
+        "佳能600D單反套機報4599元 送包",
+    ]
+    got = vetoed_scores(np.full(4, 0.953), texts_a, texts_b)
+    threshold = 0.88
+    assert (got >= threshold).tolist() == [False, False, False, True]
+
+
 def test_the_editors_pairs_the_veto_fires_on_are_not_the_same_story(repo_root: Path) -> None:
-    """Chosen on the training split; on validation it fires on about 60 pairs and none is the same story."""
+    """The first three tests, chosen on the training split, fire on no same-story pair (on validation on
+    about 60 pairs). The rise-against-a-fall test, added after judging clusters on the validation folds,
+    fires on about 28 more training pairs, 2 of them the same story (a morning and an afternoon session
+    of one day), and on 12 more validation pairs, 1 of them the same story."""
     pairs = load_pairs(repo_root / "annotations" / "thucnews_tw_pairs.tsv")
-    for split, most in (("train", 0), ("validation", 0)):
-        part = pairs[pairs["split"] == split]
-        fired = [
-            series_conflict(a, b) is not None for a, b in zip(part["text_a"], part["text_b"], strict=True)
-        ]
-        vetoed = part[fired]
-        assert len(vetoed) > 50
-        assert int((vetoed["score"] >= SAME_STORY - 1e-9).sum()) <= most
+    for tests, spare, mistakes in ((FIRST_TESTS, False, (0, 0)), (TESTS, True, (2, 1))):
+        for split, most in zip(("train", "validation"), mistakes, strict=True):
+            part = pairs[pairs["split"] == split]
+            fired = [
+                series_conflict(a, b, tests, spare) is not None
+                for a, b in zip(part["text_a"], part["text_b"], strict=True)
+            ]
+            vetoed = part[fired]
+            assert len(vetoed) > 50
+            assert int((vetoed["score"] >= SAME_STORY - 1e-9).sum()) <= most
