@@ -124,7 +124,8 @@ class DedupConfig:
     series_veto: bool = option(
         True,
         help="keep the rerank score of a pair whose headlines name other years, model codes or figures of "
-        "one template (by default held at 0.75: a series, not one story; nlsim/rerank/series.py)",
+        "one template, or one a rise and the other a fall (by default held at 0.75: a series, not one "
+        "story; nlsim/rerank/series.py)",
         flags=("--no-series-veto",),
     )
     quarantine: str | None = option(
