@@ -16,6 +16,7 @@ docs/finetuning.md. The test split is never read.
 
     python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
         [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto] [--train-fraction 1]
+        [--leave-out b4-]
     python benchmarks/bench_same_story.py report [--names base,other,base+other]   # a+b: their mean
     python benchmarks/bench_same_story.py compare --a base --b other   # paired bootstrap of the gain
     python benchmarks/bench_same_story.py curve --names base-n25,base-n50,base   # a learning curve
@@ -195,6 +196,10 @@ def train_and_score(
     from nlsim.training.cross_encoder import train_cross_encoder
 
     t0 = time.perf_counter()
+    if args.leave_out:
+        left = train["pair_id"].astype(str).str.startswith(tuple(args.leave_out))
+        print(f"left out of training: {int(left.sum())} pairs of {', '.join(args.leave_out)}", flush=True)
+        train = train[~left]
     if args.train_fraction < 1.0:
         train = subsample(train, args.train_fraction, args.seed)
         story = int((train["score"] >= STORY).sum())
@@ -569,6 +574,13 @@ def main() -> None:
         type=float,
         default=1.0,
         help="train on this share of each training set (nested, same-story share kept): a learning curve",
+    )
+    r.add_argument(
+        "--leave-out",
+        type=lambda text: [p for p in text.split(",") if p],
+        default=[],
+        help="comma-separated pair_id prefixes (a batch: b4-) left out of training, never of the held-out "
+        "pairs: what a batch of labels bought",
     )
     r.add_argument("--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random")
     r.add_argument(
