@@ -35,11 +35,14 @@ current --no-series-veto --cluster-rule components``), cached in
 ``benchmarks/results/cache/cluster_rule/``; or from ``--scores FILE`` (a ``pairs.parquet`` of such a
 run; repeat it for several trainings, e.g. seeds: each is judged, and the spread is printed). Figures go
 to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot ``cluster_rule.png``. The test split is
-never read.
+never read, but by ``--test-once RULE``: the rule chosen on validation and folds, judged on the test
+pairs once (``cluster_rule_test_once.md``/``.json``).
 
     python benchmarks/bench_cluster_rule.py [--model-store models] [--floor 0.84] [--threshold 0.874]
         [--scores pairs.parquet ...] [--supports 0.3,0.4,0.5,0.6,0.7] [--shares 0.3,0.5] [--tag NAME]
     python benchmarks/bench_cluster_rule.py --veto-only
+    python benchmarks/bench_cluster_rule.py --scores pairs.parquet --threshold 0.8808 \\
+        --test-once components+veto
 """
 
 from __future__ import annotations
@@ -542,6 +545,13 @@ def main() -> None:
         "--veto-only", action="store_true", help="only print what the series veto does to the editors' pairs"
     )
     parser.add_argument("--tag", default="", help="write cluster_rule_TAG.md/.json/.png instead")
+    parser.add_argument(
+        "--test-once",
+        metavar="RULE",
+        default=None,
+        help="judge only RULE (e.g. components+veto, the default), at each set's --threshold, on the test "
+        "split: once, for the rule chosen on validation and folds (cluster_rule_test_once[_TAG].md/.json)",
+    )
     args = parser.parse_args()
     if args.veto_only:
         from nlsim.io.pairs import load_pairs
@@ -562,6 +572,9 @@ def main() -> None:
         thresholds = args.threshold or [calibrated_threshold(args.model_store.resolve())]
     ids = pd.read_parquet(CORPUS, columns=["id"])["id"].astype(str).tolist()
     scored = load_pairs(PAIRS).astype({"id_a": str, "id_b": str})
+    if args.test_once:
+        test_once(args.test_once, sets, thresholds, scored, ids, header, args.tag)
+        return
     validation = scored[scored["split"] == "validation"][["id_a", "id_b", "score"]].reset_index(drop=True)
     train = scored[scored["split"] == "train"][["id_a", "id_b", "score"]]
     runs, kept_of_runs = [], []
@@ -588,6 +601,45 @@ def main() -> None:
     )
     out.with_suffix(".md").write_text(markdown(runs, header))
     plot(runs[0]["table"], runs[0]["threshold"], out.with_suffix(".png"))
+    print(out.with_suffix(".md").read_text())
+
+
+def test_once(
+    rule: str,
+    sets: list[tuple[str, pd.DataFrame]],
+    thresholds: list[float | None],
+    scored: pd.DataFrame,
+    ids: list[str],
+    header: str,
+    tag: str,
+) -> None:
+    """``rule`` judged on the test split at each set's calibrated threshold: the one reading of the test
+    pairs, for the rule chosen on validation and folds."""
+    if any(t is None for t in thresholds):
+        raise SystemExit("--test-once needs each set's calibrated --threshold")
+    test = scored[scored["split"] == "test"][["id_a", "id_b", "score"]].reset_index(drop=True)
+    rows = []
+    for (name, pairs), t in zip(sets, thresholds, strict=True):
+        scores = {(a, b): s for a, b, s in zip(pairs["id_a"], pairs["id_b"], pairs["score"], strict=True)}
+        groups = rule_groups(pairs, ids, float(t), [], [], None, scores)
+        if rule not in groups:
+            raise SystemExit(f"--test-once: no rule {rule!r} (rules: {', '.join(sorted(groups))})")
+        links = pairs[pairs["score"] >= float(t)]
+        chosen = groups[rule]
+        rows.append(
+            {"name": name, "threshold": t, "rule": rule, **judged(chosen, held(chosen, links), test, ids)}
+        )
+    lines = [f"# The chosen rule on the test split, scored once ({header})", ""]
+    lines += [f"{len(test)} test pairs, {int((test['score'] >= STORY - 1e-9).sum())} same story.", ""]
+    lines += [
+        "| scored pairs | threshold | rule | clusters | largest | precision | recall | F1 [95% CI] "
+        "| purity 2 (pairs) | 3-4 | 5-9 | 10+ | 5+ |",
+        "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {r['name']} {_row(r)}" for r in rows]
+    out = OUT.with_name(f"{OUT.name}_test_once" + (f"_{tag}" if tag else ""))
+    out.with_suffix(".json").write_text(json.dumps({"machine": header, "runs": rows}, indent=1, default=str))
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(out.with_suffix(".md").read_text())
 
 
