@@ -25,6 +25,9 @@ def test_prefect_yaml_declares_the_deployments() -> None:
     (sched,) = daily["schedules"]
     assert sched["cron"] and sched["timezone"] and sched["active"]
     assert {"corpus", "state", "out", "model", "timezone"} <= set(daily["parameters"])
+    # the editors' verdicts act on the daily clusters: the deployment names the pair file they sit beside
+    pairs = ROOT / daily["parameters"]["annotated_pairs"]
+    assert pairs.is_file() and daily["parameters"]["annotated_pairs"] == "annotations/thucnews_tw_pairs.tsv"
     assert daily["concurrency_limit"]["limit"] == 1
     deployments = build_deployments(specs)
     by_name = {f"{d.flow_name}/{d.name}": d for d in deployments}
