@@ -20,6 +20,7 @@ docs/finetuning.md. The test split is never read.
     python benchmarks/bench_same_story.py report [--names base,other,base+other]   # a+b: their mean
     python benchmarks/bench_same_story.py compare --a base --b other   # paired bootstrap of the gain
     python benchmarks/bench_same_story.py curve --names base-n25,base-n50,base   # a learning curve
+    python benchmarks/bench_same_story.py batches --names b1,b12,b123,b1234   # what each batch bought
 """
 
 from __future__ import annotations
@@ -402,10 +403,11 @@ def report(args: argparse.Namespace) -> None:
         )
     text = "\n".join(lines)
     print(text)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    OUT.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
-    plot(rows, OUT.with_suffix(".png"))
+    out = OUT.with_name(f"{OUT.name}_{args.tag}") if args.tag else OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    out.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    plot(rows, out.with_suffix(".png"))
 
 
 def curve(args: argparse.Namespace) -> None:
@@ -486,6 +488,111 @@ def plot_curve(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("cross-validated figure")
     ax.set_title("Same story: what more labels give")
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def batches(args: argparse.Namespace) -> None:
+    """What each batch of labels bought: recipes run with ``--mode val --leave-out`` (later batches left out
+    of training), each scored on the whole validation split, and on its batch-4 pairs (drawn where the
+    model decides) and the rest apart."""
+    from sklearn.metrics import average_precision_score
+
+    pairs = load()
+    train = pairs[pairs["split"] == "train"]
+    rows = []
+    for name in args.names.split(","):
+        recipe = json.loads((CACHE / name / "recipe.json").read_text(encoding="utf-8"))
+        left = tuple(recipe.get("leave_out") or ())
+        used = train[~train["pair_id"].astype(str).str.startswith(left)] if left else train
+        val = scores(name, "val")
+        if val is None:
+            raise SystemExit(f"{name}: no validation scores (run --mode val first)")
+        pos = val["score"].to_numpy() >= STORY
+        f1, t, _, _ = best_f1(val["ce"].to_numpy(), pos)
+        lo, hi = bootstrap(val["ce"].to_numpy(), pos, t)
+        trained = "b1" + "".join(str(k) for k in (2, 3, 4) if f"b{k}-" not in left)
+        row = {
+            "name": name,
+            "seed": int(recipe["seed"]),
+            "batches": trained,
+            "left_out": ",".join(left),
+            "train_pairs": len(used),
+            "same_story_pairs": int((used["score"] >= STORY).sum()),
+            "val_ap": round(float(average_precision_score(pos, val["ce"])), 4),
+            "val_f1": round(f1, 4),
+            "val_f1_ci95": [round(lo, 4), round(hi, 4)],
+        }
+        b4 = val["pair_id"].astype(str).str.startswith("b4-").to_numpy()
+        for part, mask in (("b4", b4), ("earlier", ~b4)):
+            row[f"ap_{part}"] = round(float(average_precision_score(pos[mask], val["ce"][mask])), 4)
+        rows.append(row)
+    rows.sort(key=lambda r: (r["seed"], r["train_pairs"]))
+    val = scores(rows[0]["name"], "val")
+    b4 = val["pair_id"].astype(str).str.startswith("b4-")
+    story = val["score"] >= STORY
+    lines = [
+        f"# Same story: what each batch of labels bought (CPU: {cpu_name()})",
+        "",
+        "The cross-encoder recipe trained on the training pairs of the batches named (later ones left out)",
+        "and scored on the whole validation split, as `nlsim finetune` does (best epoch kept):",
+        f"{len(val)} pairs, {int(story.sum())} same story; {int(b4.sum())} of them from batch 4 "
+        f"({int((story & b4).sum())} same story), drawn where the model decides.",
+        "",
+        "| recipe | seed | trained on | training pairs | same story among them | val AP | "
+        "val best F1 [95% CI] | AP on batch 4's validation pairs | AP on the earlier ones |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lo, hi = r["val_f1_ci95"]
+        lines.append(
+            f"| {r['name']} | {r['seed']} | {r['batches']} | {r['train_pairs']} | {r['same_story_pairs']} | "
+            f"{r['val_ap']:.3f} | {r['val_f1']:.3f} [{lo:.3f}, {hi:.3f}] | {r['ap_b4']:.3f} | "
+            f"{r['ap_earlier']:.3f} |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    path = OUT.with_name("same_story_batches")
+    path.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    path.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    plot_batches(rows, path.with_suffix(".png"))
+
+
+def plot_batches(rows: list[dict], path: Path) -> None:
+    """Validation best F1 (with its interval) and AP by the same-story training pairs, batch by batch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for seed, style in zip(sorted({r["seed"] for r in rows}), ("-", "--"), strict=False):
+        mine = [r for r in rows if r["seed"] == seed]
+        x = [r["same_story_pairs"] for r in mine]
+        f1 = np.array([r["val_f1"] for r in mine])
+        err = np.array([[r["val_f1"] - r["val_f1_ci95"][0], r["val_f1_ci95"][1] - r["val_f1"]] for r in mine])
+        ax.errorbar(
+            x, f1, yerr=err.T, fmt="o" + style, color="tab:blue", capsize=3, label=f"best F1, seed {seed}"
+        )
+        ax.plot(x, [r["val_ap"] for r in mine], "s" + style, color="tab:orange", label=f"AP, seed {seed}")
+        ax.plot(
+            x, [r["ap_b4"] for r in mine], "^" + style, color="tab:red", label=f"AP on batch 4's, seed {seed}"
+        )
+        ax.plot(
+            x,
+            [r["ap_earlier"] for r in mine],
+            "v" + style,
+            color="tab:green",
+            label=f"AP on the earlier, seed {seed}",
+        )
+    ax.axhline(EDITORS_F1, color="grey", linestyle=":", label=f"editors with each other ({EDITORS_F1})")
+    ticks = {r["same_story_pairs"]: r["batches"] for r in rows}
+    ax.set_xticks(list(ticks), [f"{n}\n({b})" for n, b in ticks.items()])
+    ax.set_xlabel("same-story training pairs (batches trained on)")
+    ax.set_ylabel("validation figure")
+    ax.set_title("Same story: what each batch of labels bought")
+    ax.legend(loc="lower right", fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -597,10 +704,14 @@ def main() -> None:
     r.set_defaults(func=run)
     rep = sub.add_parser("report")
     rep.add_argument("--names", default="")
+    rep.add_argument("--tag", default="", help="write same_story_TAG.md/.json/.png instead")
     rep.set_defaults(func=report)
     cur = sub.add_parser("curve")
     cur.add_argument("--names", required=True, help="recipes run with --train-fraction (1 for the full set)")
     cur.set_defaults(func=curve)
+    bat = sub.add_parser("batches")
+    bat.add_argument("--names", required=True, help="recipes run with --mode val and --leave-out")
+    bat.set_defaults(func=batches)
     cmp = sub.add_parser("compare")
     cmp.add_argument("--a", required=True, help="the recipe compared against (e.g. the default)")
     cmp.add_argument("--b", required=True)
