@@ -303,6 +303,7 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
     except (OSError, ValueError):
         items = 0
     layers = layer_count(base.model) or 12
+    training = cfg.finetune_config(None).for_device(base.device)  # what fine-tuning will use here
     return ChainWork(
         train_pairs=len(train),
         validation_pairs=int((pairs["split"] == "validation").sum()),
@@ -310,11 +311,11 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
         pair_tokens=pair_tokens,
         epochs=cfg.epochs,
         cross_encoder_epochs=cfg.cross_encoder_epochs,
-        batch_size=cfg.finetune_config(None).for_device(base.device).batch_size,
+        batch_size=training.batch_size,
         layers=layers,
         frozen=frozen_layer_count(layers, cfg.frozen_layers, cfg.freeze_embeddings),  # what training freezes
         cross_encoder_frozen=frozen_layer_count(
-            layers, cfg.cross_encoder_frozen_layers, cfg.freeze_embeddings
+            layers, training.cross_encoder_frozen_layers, cfg.freeze_embeddings
         ),
         corpus_items=items if cfg.report else 0,
         reranker=cfg.reranker,

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
+from nlsim.inference.cpu import cpu_info
 from nlsim.options import option, option_like
 
 DEFAULT_BASE = "multilingual-e5-small"
@@ -183,6 +184,12 @@ class FinetuneConfig:
     cross_encoder_frozen_layers: int = option(
         4, help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained"
     )
+    fp32_cross_encoder_frozen_layers: int = option(
+        6,
+        help="lower transformer layers of the cross-encoder kept frozen instead of --cross-encoder-frozen-"
+        "layers on a CPU without bf16 instructions (avx512_bf16 or AMX), where its steps run in fp32: "
+        "a quarter fewer trained layers per step, within the validation intervals of 4 (docs/finetuning.md)",
+    )
     story_weight: float = option(
         3.0,
         help="loss weight of the same-story training pairs (score >= 0.875) in the cross-encoder "
@@ -221,6 +228,10 @@ class FinetuneConfig:
             )
         if int(self.frozen_layers) < 0:
             raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
+        if int(self.fp32_cross_encoder_frozen_layers) < 0:
+            raise ConfigError(
+                f"fp32 cross-encoder frozen layers must be >= 0, got {self.fp32_cross_encoder_frozen_layers}"
+            )
         if self.train_precision not in ("auto", "fp32", "bf16"):
             raise ConfigError(f"unknown training precision {self.train_precision!r} (use auto, fp32, bf16)")
         if self.batch_size < 2 and self.loss == "cosent":
@@ -245,15 +256,21 @@ class FinetuneConfig:
 
     def for_device(self, device: Any) -> FinetuneConfig:
         """The settings training uses on ``device``: on a GPU, ``gpu_batch_size`` pairs a step with the
-        learning rates scaled by the square root of its ratio to ``batch_size``; elsewhere, as given.
+        learning rates scaled by the square root of its ratio to ``batch_size``; on a CPU without bf16
+        instructions (:attr:`nlsim.inference.cpu.CpuInfo.bf16_isa` is ``None``: training runs in fp32
+        there), ``fp32_cross_encoder_frozen_layers`` for the cross-encoder; elsewhere, as given.
 
         Example:
             >>> cfg = FinetuneConfig(batch_size=16, gpu_batch_size=64, lr=1e-4)
             >>> gpu = cfg.for_device("cuda:0")
-            >>> gpu.batch_size, round(gpu.lr, 6), round(gpu.cross_encoder_lr, 6), cfg.for_device("cpu") is cfg
-            (64, 0.0002, 0.0002, True)
+            >>> gpu.batch_size, round(gpu.lr, 6), round(gpu.cross_encoder_lr, 6)
+            (64, 0.0002, 0.0002)
+            >>> gpu.cross_encoder_frozen_layers  # bf16 or not, a GPU keeps the default's
+            4
         """
         kind = getattr(device, "type", str(device).split(":")[0])
+        if kind == "cpu":
+            return self._for_cpu()
         if kind != "cuda" or self.gpu_batch_size == self.batch_size:
             return self
         scale = math.sqrt(self.gpu_batch_size / self.batch_size)
@@ -263,6 +280,15 @@ class FinetuneConfig:
             lr=self.lr * scale,
             cross_encoder_lr=self.cross_encoder_lr * scale,
         )
+
+    def _for_cpu(self) -> FinetuneConfig:
+        """On this CPU: ``fp32_cross_encoder_frozen_layers`` where it has no bf16 instructions (the chain's
+        cold run on an avx2-only CPU within 12 minutes: README), else as given."""
+        if cpu_info().bf16_isa is not None or (
+            self.fp32_cross_encoder_frozen_layers == self.cross_encoder_frozen_layers
+        ):
+            return self
+        return replace(self, cross_encoder_frozen_layers=self.fp32_cross_encoder_frozen_layers)
 
     def silver_config(self) -> SilverConfig:
         return SilverConfig(anchors=self.silver_anchors, teacher=self.silver_teacher, seed=self.seed)

@@ -174,7 +174,14 @@ def finetune(
     if encoder is None:
         encoder = call("load-base-model", load_base, cfg)
     encoder.max_length = int(cfg.max_length)
-    cfg = cfg.for_device(encoder.device)  # on a GPU: larger steps (FinetuneConfig.gpu_batch_size)
+    asked = cfg
+    cfg = cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: more frozen CE layers
+    if cfg.reranker and cfg.cross_encoder_frozen_layers != asked.cross_encoder_frozen_layers:
+        log(
+            f"cross-encoder: lower {cfg.cross_encoder_frozen_layers} layers frozen, not "
+            f"{asked.cross_encoder_frozen_layers}: this CPU has no bf16 instructions and trains in fp32 "
+            "(--fp32-cross-encoder-frozen-layers)"
+        )
     log(
         f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
         f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "

@@ -225,6 +225,32 @@ def test_the_estimate_counts_the_layers_training_uses_with_fewer_layers_than_fro
     assert all(0 < s < 600 for s in parts.values()), parts
 
 
+class _TwelveLayers(torch.nn.Module):
+    """A BERT-style model of twelve layers (multilingual-e5-small's count)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embeddings = torch.nn.Identity()
+        self.encoder = torch.nn.Module()
+        self.encoder.layer = torch.nn.ModuleList([torch.nn.Identity() for _ in range(12)])
+
+
+class _Base12(_Base):
+    model = _TwelveLayers()
+
+
+@pytest.mark.parametrize(("flags", "frozen"), [("avx avx2 fma", 6), ("avx2 avx512f avx512_bf16 amx_bf16", 4)])
+def test_the_estimate_counts_the_cross_encoder_layers_frozen_on_this_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str, frozen: int
+) -> None:
+    """Without bf16 instructions the cross-encoder trains with ``fp32_cross_encoder_frozen_layers`` (6)
+    frozen; the time estimate must count the layers that training will freeze there, not the option's 4."""
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
+    pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
+    work = chain_run.chain_work(config(tmp_path, pairs, corpus), _Base12(), pd.read_csv(pairs, sep="\t"))
+    assert (work.layers, work.frozen, work.cross_encoder_frozen) == (12, 4, frozen)
+
+
 class TrainingStopped(Exception):
     """Raised by the stand-in for fine-tuning: the chain stops where training would start."""
 
