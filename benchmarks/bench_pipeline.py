@@ -154,6 +154,44 @@ def judge(report: Path, env: dict[str, str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cold_markdown(host: str, runs: list[dict], cold: dict[str, float | None], record: dict) -> str:
+    """The ``--cold-only`` result as a page: stage seconds, first report, estimate, load, quality."""
+    stages = [k for k in runs[0] if k not in ("run", "seconds")]
+    lines = [
+        "# The cold chain (`python benchmarks/bench_pipeline.py --cold-only`)",
+        "",
+        f"Machine: {host}",
+        "",
+        print_table(runs, ["run", "seconds", *stages]),
+        "",
+        ", ".join(f"{k} {v}" for k, v in cold.items()),
+        "",
+    ]
+    base = record.get("baseline") or {}
+    rows = [("zero-shot baseline", base)] + [
+        (f"{name} {record[name]['version']}", (record[name] or {}).get("validation") or {})
+        for name in ("candidate", "current")
+        if record.get(name)
+    ]
+    lines += ["| model | validation Spearman | threshold | same-story P / R / F1 [95%] | F1 out of fold |"]
+    lines += ["|---|---:|---:|---:|---:|"]
+    for name, v in rows:  # the interval as the chain's before/after table gives it (cv_f1_ci95)
+        if v:
+            lines.append(
+                f"| {name} | {v.get('spearman')} | {v.get('threshold')} | {v.get('precision')} / "
+                f"{v.get('recall')} / {v.get('f1')} {v.get('cv_f1_ci95') or ''} | {v.get('cv_f1')} |"
+            )
+    j = record.get("judge") or {}
+    if j:
+        lines += [
+            "",
+            f"The report judged at the cluster level on {j.get('judged_pairs')} validation pairs "
+            f"({j.get('same_story_pairs')} same story): P {j.get('precision')} R {j.get('recall')} "
+            f"F1 {j.get('f1')} {j.get('f1_ci95')}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -237,6 +275,7 @@ def main() -> int:
         result = {"machine": host, "runs": runs, "cold": cold_figures, "work": str(work), "record": record}
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+        (RESULTS / f"{name}.md").write_text(cold_markdown(host, runs, cold_figures, record), encoding="utf-8")
         return 0
     warm = nlsim(chain, env, log)
     record = json.loads((work / "report" / "pipeline.json").read_text())
