@@ -1,4 +1,5 @@
-"""FinetuneConfig.for_device: the settings training uses on the device and CPU in hand."""
+"""FinetuneConfig.for_device (nlsim/training/config.py; named apart from tests/chain/test_config.py): the
+settings training uses on the device and CPU in hand."""
 
 from __future__ import annotations
 
