@@ -31,6 +31,7 @@ import platform
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -381,6 +382,16 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def write_results(name: str, text: str, rows: list[dict], draw: Callable[[list[dict], Path], None]) -> None:
+    """Print ``text`` and write it, ``rows`` and their plot as ``benchmarks/results/NAME.md/.json/.png``."""
+    print(text)
+    path = OUT.with_name(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    path.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    draw(rows, path.with_suffix(".png"))
+
+
 def report(args: argparse.Namespace) -> None:
     names = args.names.split(",") if args.names else sorted(p.name for p in CACHE.iterdir() if p.is_dir())
     rows = [r for r in (summary(n) for n in names) if r]
@@ -402,12 +413,7 @@ def report(args: argparse.Namespace) -> None:
             f"{cv.get('seconds_per_fold', '')} |"
         )
     text = "\n".join(lines)
-    print(text)
-    out = OUT.with_name(f"{OUT.name}_{args.tag}") if args.tag else OUT
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
-    plot(rows, out.with_suffix(".png"))
+    write_results(OUT.name + (f"_{args.tag}" if args.tag else ""), text, rows, plot)
 
 
 def curve(args: argparse.Namespace) -> None:
@@ -455,11 +461,7 @@ def curve(args: argparse.Namespace) -> None:
             f"{r['same_story_pairs']} | {r['ap']:.3f} | {r['f1']:.3f} [{lo:.3f}, {hi:.3f}] |"
         )
     text = "\n".join(lines)
-    print(text)
-    path = OUT.with_name("same_story_curve")
-    path.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    path.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
-    plot_curve(rows, path.with_suffix(".png"))
+    write_results("same_story_curve", text, rows, plot_curve)
 
 
 def plot_curve(rows: list[dict], path: Path) -> None:
@@ -552,11 +554,7 @@ def batches(args: argparse.Namespace) -> None:
             f"{r['ap_earlier']:.3f} |"
         )
     text = "\n".join(lines)
-    print(text)
-    path = OUT.with_name("same_story_batches")
-    path.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    path.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
-    plot_batches(rows, path.with_suffix(".png"))
+    write_results("same_story_batches", text, rows, plot_batches)
 
 
 def plot_batches(rows: list[dict], path: Path) -> None:

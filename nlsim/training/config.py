@@ -282,8 +282,8 @@ class FinetuneConfig:
         )
 
     def _for_cpu(self) -> FinetuneConfig:
-        """On this CPU: ``fp32_cross_encoder_frozen_layers`` where it has no bf16 instructions (the chain's
-        cold run on an avx2-only CPU within 12 minutes: README), else as given."""
+        """On this CPU: ``fp32_cross_encoder_frozen_layers`` where it has no bf16 instructions (its training
+        steps run in fp32 there, and a quarter fewer trained layers shorten them), else as given."""
         if cpu_info().bf16_isa is not None or (
             self.fp32_cross_encoder_frozen_layers == self.cross_encoder_frozen_layers
         ):
