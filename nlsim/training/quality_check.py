@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,21 +137,18 @@ def check_encoder(
     converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
     calibrated here, on the fp32 cosines, at the same-story level). ``meta`` goes into the record (e.g.
     ``pairs_file``)."""
+    target = encoder_target(encoder)
+    plan = plan_paths(target, paths, threads)
+    ids = dict(model_id=encoder.model_id, conversion=conversion or "none", **meta)
+    if not plan.chosen:  # nothing to compare with fp32 here: the fp32 pass is not made
+        record = record_base("encoder", encoder.fingerprint, len(pairs), threshold, threshold_source, **ids)
+        return unscored(record, target, plan)
     unique, ia, ib, gold = pair_texts(pairs, conversion)
     ref = encoder.encode(unique, progress=False, runner="torch")
     cos_ref = pair_cosines(ref, ia, ib)
     if threshold is None:
         threshold, threshold_source = same_story_threshold(cos_ref, gold)
-    record = record_base(
-        "encoder",
-        encoder.fingerprint,
-        len(pairs),
-        threshold,
-        threshold_source,
-        model_id=encoder.model_id,
-        conversion=conversion or "none",
-        **meta,
-    )
+    record = record_base("encoder", encoder.fingerprint, len(pairs), threshold, threshold_source, **ids)
     record["reference"] = {"path": "torch-fp32", **score_figures(cos_ref, gold, threshold)}
 
     def measure(runner: Any) -> dict[str, Any]:
@@ -162,37 +160,62 @@ def check_encoder(
             "mean_cosine": round(float(agree.mean()), 6),
         }
 
-    return check_paths(record, encoder_target(encoder), paths, threads, measure)
+    return check_paths(record, target, plan, threads, measure)
+
+
+@dataclass(frozen=True)
+class PathPlan:
+    """Which lossy paths a quality check measures (``chosen``), and those it records as not checked, each
+    with why (``not_checked``)."""
+
+    chosen: list[str]
+    not_checked: dict[str, str]
+
+
+def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None) -> PathPlan:
+    """The lossy paths to measure for ``target`` (an encoder's or a cross-encoder's): ``paths``, or with
+    ``paths=None`` only those that can pay off where the model runs
+    (:func:`nlsim.inference.choice.worth_checking`); the others are recorded as not checked, with why, and
+    ``auto`` never takes them."""
+    chosen = lossy_paths(paths)
+    if paths is not None:
+        return PathPlan(chosen, {})
+    keep, skipped = worth_checking(target, threads)
+    return PathPlan([p for p in chosen if p in keep], {p: why for p, why in skipped.items() if p in chosen})
+
+
+def _record_not_checked(record: dict[str, Any], target: Target, plan: PathPlan) -> None:
+    record["paths"] = {}
+    gpu = gpu_info(target.device)
+    if gpu is not None:
+        record["gpu"] = gpu.as_dict()
+    for path, why in plan.not_checked.items():
+        record["paths"][path] = {"not_checked": why, "passed": False, "verdict": f"not checked ({why})"}
+
+
+def unscored(record: dict[str, Any], target: Target, plan: PathPlan) -> dict[str, Any]:
+    """The record of a check with no lossy path to measure (an avx2-only CPU): each path not checked, with
+    why, and no fp32 pass over the pairs, since nothing is compared with it."""
+    _record_not_checked(record, target, plan)
+    record["reference"] = {"path": "torch-fp32", "not_scored": "no lossy path is checked here"}
+    return record
 
 
 def check_paths(
     record: dict[str, Any],
     target: Target,
-    paths: Sequence[str] | None,
+    plan: PathPlan,
     threads: int | None,
     measure: Callable[[Any], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Fill ``record["paths"]``: each lossy path built by ``target`` (an encoder's or a cross-encoder's) on
-    the model's device, its figures from ``measure(runner)``, and the verdict. A path that cannot be built
-    or run is recorded with its error, and ``auto`` never takes it. With ``paths=None`` only the paths that
-    can pay off where the model runs are checked (:func:`nlsim.inference.choice.worth_checking`); the
-    others are recorded as not checked, with why, and ``auto`` never takes them either. Figures measured
-    on a GPU are keyed ``path@cuda`` (:func:`nlsim.inference.quality_check.entry_key`)."""
-    record["paths"] = {}
-    entry: dict[str, Any]
+    """Fill ``record["paths"]``: each path ``plan`` chose, built by ``target`` on the model's device, its
+    figures from ``measure(runner)``, and the verdict; each path it did not choose as not checked, with why.
+    A path that cannot be built or run is recorded with its error, and ``auto`` never takes it. Figures
+    measured on a GPU are keyed ``path@cuda`` (:func:`nlsim.inference.quality_check.entry_key`)."""
+    _record_not_checked(record, target, plan)
     device = str(target.device)
-    gpu = gpu_info(target.device)
-    if gpu is not None:
-        record["gpu"] = gpu.as_dict()
-    chosen = lossy_paths(paths)
-    if paths is None:  # auto: only what can pay off on this machine is checked
-        keep, skipped = worth_checking(target, threads)
-        for path, why in skipped.items():
-            if path in chosen:
-                entry = {"not_checked": why, "passed": False, "verdict": f"not checked ({why})"}
-                record["paths"][path] = entry
-        chosen = [p for p in chosen if p in keep]
-    for path in chosen:
+    entry: dict[str, Any]
+    for path in plan.chosen:
         try:
             entry = measure(target.build(path, threads))
         except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
@@ -228,10 +251,13 @@ def describe_record(record: dict[str, Any]) -> list[str]:
     ref = record.get("reference") or {}
     t = record["threshold"]["value"]
     f1 = f", same-story F1 {ref['f1']:.3f} at {t:.4f}" if ref.get("f1") is not None and t is not None else ""
-    lines = [
-        f"quality check of the {what} on {record.get('n_pairs')} pairs: fp32 Spearman "
-        f"{ref.get('spearman', float('nan')):.2f}{f1}"
-    ]
+    if ref.get("not_scored"):
+        lines = [f"quality check of the {what}: {ref['not_scored']} (no fp32 pass over the pairs)"]
+    else:
+        lines = [
+            f"quality check of the {what} on {record.get('n_pairs')} pairs: fp32 Spearman "
+            f"{ref.get('spearman', float('nan')):.2f}{f1}"
+        ]
     for key in record.get("paths") or {}:
         path, _, device = key.partition("@")
         lines.append(f"  {key}: {quality_verdict(record, path, device or 'cpu')[1]}")
@@ -257,6 +283,19 @@ def check_cross_encoder(
     """The quality check record of the reranker's cross-encoder paths on ``pairs`` (converted with
     ``conversion``); ``threshold`` defaults to the reranker's calibrated one."""
     ce = reranker.cross_encoder
+    target = cross_encoder_target(ce)
+    plan = plan_paths(target, paths, threads)
+    if not plan.chosen:  # nothing to compare with fp32 here: the fp32 pass is not made
+        record = record_base(
+            "cross-encoder",
+            ce.digest(),
+            len(pairs),
+            threshold if threshold is not None else reranker.threshold,
+            "the reranker's calibration",
+            conversion=conversion or "none",
+            **meta,
+        )
+        return unscored(record, target, plan)
     unique, ia, ib, gold = pair_texts(pairs, conversion)
     a, b = [unique[i] for i in ia], [unique[i] for i in ib]
     cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
@@ -287,7 +326,7 @@ def check_cross_encoder(
             "mean_score_diff": round(float(diff.mean()), 6),
         }
 
-    return check_paths(record, cross_encoder_target(ce), paths, threads, measure)
+    return check_paths(record, target, plan, threads, measure)
 
 
 def check_model(

@@ -29,7 +29,7 @@ from nlsim.inference.quality_check import (
     quality_verdict,
     save_quality_check,
 )
-from nlsim.training.quality_check import check_encoder
+from nlsim.training.quality_check import check_encoder, describe_record
 
 pytest.importorskip("onnxruntime")
 
@@ -280,3 +280,27 @@ def test_only_the_lossy_paths_that_can_pay_off_are_checked(home: Path, l3: Encod
     keep, skipped = worth_checking(target)
     assert "torch-bf16" in keep and "onnx-int8" not in keep
     assert "not faster on this CPU" in skipped["onnx-int8"]
+
+
+def test_a_cpu_with_no_lossy_path_to_check_makes_no_fp32_pass(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an avx2-only CPU nothing is compared with fp32, so the check does not score the pairs at all: each
+    path is recorded as not checked, with why, and ``auto`` takes none of them."""
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")
+    calls: list[str] = []
+    encode = l3.encode
+    monkeypatch.setattr(l3, "encode", lambda *a, **k: calls.append(str(k.get("runner"))) or encode(*a, **k))
+    pairs = stsb_sample(train=0, validation=20, test=0)
+    record = check_encoder(l3, pairs)
+    assert calls == []
+    assert record["reference"]["not_scored"] and record["n_pairs"] == len(pairs)
+    assert {"onnx-int8", "torch-int8", "torch-bf16"} <= set(record["paths"])
+    for path, entry in record["paths"].items():
+        assert entry["not_checked"] and entry["passed"] is False
+        assert not quality_verdict(record, path)[0]
+    assert "no fp32 pass" in describe_record(record)[0]
+    # where a path is checked, the fp32 pass is made as before
+    monkeypatch.delenv("NLSIM_CPU_FLAGS")
+    record = check_encoder(l3, pairs, paths=["torch-bf16"])
+    assert "torch" in calls and "spearman" in record["reference"]

@@ -129,7 +129,7 @@ def test_the_quality_check_runs_the_half_precisions_on_the_gpu(fake_gpu: Path) -
         return dict(GOOD)
 
     record = {"kind": "encoder", "reference": {"spearman": 80.0, "f1": 0.5}}
-    making.check_paths(record, target, None, 1, measure)
+    making.check_paths(record, target, making.plan_paths(target, None, 1), 1, measure)
     assert seen == ["bf16", "fp16"] and record["gpu"]["name"] == H100.name
     assert record["paths"]["torch-bf16@cuda"]["passed"] and record["paths"]["torch-fp16@cuda"]["passed"]
     assert "CPU only" in record["paths"]["torch-int8"]["not_checked"]
