@@ -17,8 +17,10 @@ The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
 3. **the probe** (:mod:`nlsim.inference.probe`): when more than one candidate is left, each is timed on
    a few synthetic batches once per CPU kind, thread count and model architecture;
 4. **the pick** (:func:`decide`, deterministic given the probe): the fastest lossless candidate, unless a
-   lossy one that passed the quality check is at least :data:`LOSSY_MIN_GAIN` times faster. On a GPU there
-   is no probe: a half precision that passed is taken (tensor cores), bf16 before fp16.
+   lossy one that passed the quality check is at least :data:`LOSSY_MIN_GAIN` times faster. A model on a
+   GPU is probed too (once per GPU kind and architecture): a half precision is not always faster there.
+   Only where no probe is at hand (``NLSIM_PROBE=off``, or ``cached`` with none cached) does a half
+   precision that passed win unmeasured on a GPU (tensor cores), bf16 before fp16.
 
 A forced backend or precision narrows the candidates; forcing both takes that path, checked or not (the
 run says so). The choice (:class:`Choice`) is logged and kept in the run record.
@@ -34,6 +36,9 @@ Example:
     >>> gpu = {"torch-bf16": (True, "passed", None), "torch-fp16": (True, "passed", None)}
     >>> decide(["torch-fp32", "torch-bf16", "torch-fp16"], {}, {}, gpu, on_gpu=True).path
     'torch-bf16'
+    >>> h100 = {"torch-fp32": 9272.0, "torch-bf16": 5790.0, "torch-fp16": 6100.0}
+    >>> decide(["torch-fp32", "torch-bf16", "torch-fp16"], {}, h100, gpu, on_gpu=True).path
+    'torch-fp32'
 """
 
 from __future__ import annotations
@@ -111,7 +116,7 @@ def decide(
 ) -> Choice:
     """Pick among ``cands`` (see the module docstring). ``checks[path]`` is :func:`quality_verdict`'s
     answer; with ``forced_precision`` a lossy path needs no quality check (the user asked for it);
-    ``on_gpu``: a lossy path that passed wins without a probe. Deterministic."""
+    ``on_gpu``: without a probe, a lossy path that passed wins unmeasured. Deterministic."""
     excluded = dict(excluded)
     allowed = []
     for path in cands:
@@ -122,7 +127,7 @@ def decide(
             excluded[path] = f"quality check: {why}"
     if not allowed:
         allowed = ["torch-fp32"]  # always possible
-    if on_gpu:
+    if on_gpu and not any(probe.get(p, 0.0) > 0 for p in allowed):
         return _decide_on_gpu(allowed, excluded, checks)
     order = {p: i for i, p in enumerate(PATHS)}
 
@@ -160,8 +165,8 @@ def decide(
 
 
 def _decide_on_gpu(allowed: list[str], excluded: dict[str, str], checks: dict[str, Verdict]) -> Choice:
-    """The pick for a model on a GPU: the first lossy path allowed (bf16, then fp16: tensor cores), else
-    torch fp32."""
+    """The pick for a model on a GPU with no probe at hand: the first lossy path allowed (bf16, then fp16:
+    tensor cores), else torch fp32."""
     lossy = [p for p in PATHS if p in allowed and is_lossy(p)]
     best = lossy[0] if lossy else "torch-fp32"
     for p in allowed:
@@ -204,7 +209,7 @@ def select(
     ``probe_missing``: time the candidates the cached probe lacks (else they count as unmeasured);
     ``use_probe``: read the cached probe at all (else the first candidate in :data:`PATHS` order that the
     quality check allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed). A
-    model on a GPU is never probed (see :func:`decide`)."""
+    model on a GPU is probed per GPU kind (:mod:`nlsim.inference.probe`)."""
     import torch  # deferred: heavy or optional, loaded only when needed
 
     check_options(backend, precision)
@@ -236,8 +241,10 @@ def select(
     runners: dict[str, Any] = {}
     alive = [p for p in cands if forced_precision or checks.get(p, (True,))[0]]
     probe: dict[str, float] = {}
-    if len(alive) > 1 and use_probe and gpu is None:
-        probe = probe_rates(target, alive, threads, cpu, runners, excluded, time_missing=probe_missing)
+    if len(alive) > 1 and use_probe:
+        probe = probe_rates(
+            target, alive, threads, cpu, runners, excluded, time_missing=probe_missing, gpu=gpu
+        )
         cands = [p for p in cands if p not in excluded]
     choice = decide(cands, excluded, probe, checks, forced_precision=forced_precision, on_gpu=gpu is not None)
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"

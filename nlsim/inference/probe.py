@@ -1,7 +1,8 @@
 """The probe: how fast each inference path runs on this machine, timed once and cached.
 
 When more than one candidate path is left, each is timed on a few synthetic batches (two shapes) once per
-CPU kind, thread count and model architecture, and the items per second are cached in
+CPU kind, thread count and model architecture, or once per GPU kind and architecture for a model on a GPU
+(a half precision is not always the faster there), and the items per second are cached in
 ``$NLSIM_HOME/probes/`` (made again when torch or onnxruntime change). ``NLSIM_PROBE`` says whether a run
 may time what the cache lacks (:func:`probe_mode`).
 
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlsim.inference.cpu import CpuInfo
+from nlsim.inference.gpu import GpuInfo
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_cache import nlsim_home
 
@@ -35,9 +37,11 @@ if TYPE_CHECKING:
 PROBE_FORMAT = 1
 
 
-def probe_file(arch: str, threads: int, cpu: CpuInfo) -> Path:
-    """``$NLSIM_HOME/probes/<cpu kind>-t<threads>/<architecture>.json``."""
-    return nlsim_home() / "probes" / f"{cpu.key}-t{threads}" / f"{arch[:32]}.json"
+def probe_file(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None) -> Path:
+    """``$NLSIM_HOME/probes/<cpu kind>-t<threads>/<architecture>.json``, or for a model on a GPU
+    ``$NLSIM_HOME/probes/gpu-<gpu kind>/<architecture>.json`` (the CPU's threads do not time a GPU)."""
+    where = f"gpu-{gpu.key}" if gpu is not None else f"{cpu.key}-t{threads}"
+    return nlsim_home() / "probes" / where / f"{arch[:32]}.json"
 
 
 def _versions() -> dict[str, str]:
@@ -53,11 +57,11 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def load_probe(arch: str, threads: int, cpu: CpuInfo) -> dict[str, float]:
-    """The cached probe (items/s by path) for this CPU kind, thread count and architecture ({} if none, or
-    made with other library versions)."""
+def load_probe(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None) -> dict[str, float]:
+    """The cached probe (items/s by path) for this CPU kind and thread count (or this GPU kind) and
+    architecture ({} if none, or made with other library versions)."""
     try:
-        data = json.loads(probe_file(arch, threads, cpu).read_text(encoding="utf-8"))
+        data = json.loads(probe_file(arch, threads, cpu, gpu).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if data.get("format") != PROBE_FORMAT or data.get("versions") != _versions():
@@ -65,12 +69,15 @@ def load_probe(arch: str, threads: int, cpu: CpuInfo) -> dict[str, float]:
     return {k: float(v) for k, v in (data.get("items_per_s") or {}).items()}
 
 
-def save_probe(arch: str, threads: int, cpu: CpuInfo, rates: dict[str, float], shapes: Any) -> Path:
-    path = probe_file(arch, threads, cpu)
+def save_probe(
+    arch: str, threads: int, cpu: CpuInfo, rates: dict[str, float], shapes: Any, gpu: GpuInfo | None = None
+) -> Path:
+    path = probe_file(arch, threads, cpu, gpu)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": PROBE_FORMAT,
         "cpu": cpu.as_dict(),
+        **({"gpu": gpu.as_dict()} if gpu is not None else {}),
         "threads": threads,
         "versions": _versions(),
         "shapes": shapes,
@@ -111,12 +118,15 @@ def probe_rates(
     excluded: dict[str, str],
     *,
     time_missing: bool = True,
+    gpu: GpuInfo | None = None,
 ) -> dict[str, float]:
     """Items per second of each of ``paths`` on this machine: the cached probe (per CPU kind, thread count
-    and architecture), the paths it lacks timed now (``time_missing``) and added to it. A path that
-    cannot be built gets rate 0 and goes to ``excluded`` with why; runners built go to ``runners``."""
+    and architecture; per GPU kind and architecture where ``gpu`` says the model sits on one), the paths
+    it lacks timed now (``time_missing``) and added to it. A path that cannot be built gets rate 0 and
+    goes to ``excluded`` with why; runners built go to ``runners``. Outputs come back to host memory, so
+    a GPU's work is timed to its end."""
     arch = target.architecture()
-    probe = load_probe(arch, threads, cpu)
+    probe = load_probe(arch, threads, cpu, gpu)
     missing = [p for p in paths if p not in probe]
     if missing and time_missing:
         batches, shapes = target.probe_batches()
@@ -128,5 +138,5 @@ def probe_rates(
                 probe[path] = 0.0
                 continue
             probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
-        save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes)
+        save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes, gpu)
     return probe

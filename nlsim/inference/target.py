@@ -67,6 +67,10 @@ VOLATILE_CONFIG_KEYS = frozenset(
 )
 """Config keys that do not change what the model computes (left out of fingerprints and probe keys)."""
 
+GPU_PROBE_ROWS = 4
+"""The probe's batches on a GPU have this many times the rows (a GPU job's batch is 256 texts or pair
+readings against a CPU's 64: :func:`nlsim.encoders.device.batch_size_for`)."""
+
 
 def config_digest(config: Any) -> dict[str, Any]:
     """A model config as a sorted dict, less :data:`VOLATILE_CONFIG_KEYS` (what the numbers depend on)."""
@@ -237,14 +241,16 @@ class Target:
         return TorchRunner(lossy_copy(self.model, precision), self.forward, precision)
 
     def probe_batches(self) -> tuple[list[Features], list[list[int]]]:
-        """Synthetic batches for the probe, and their shapes (for the record)."""
+        """Synthetic batches for the probe, and their shapes (for the record): on a GPU
+        :data:`GPU_PROBE_ROWS` times the rows, as its jobs run in larger batches."""
         tok = self.tokenizer
         vocab = int(getattr(self.model.config, "vocab_size", 0) or len(tok))
         first = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
         rng = np.random.default_rng(0)
+        scale = GPU_PROBE_ROWS if self.device.type == "cuda" else 1
         batches, shapes = [], []
         for rows, length in self.probe_shapes:
-            length = min(length, self.max_length)
+            rows, length = rows * scale, min(length, self.max_length)
             ids = synthetic_batch(rows, length, vocab, rng, first)
             feats = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
             if self.token_types:

@@ -51,21 +51,30 @@ def gpu_target(identity: str = "model-x") -> OnGpu:
     )
 
 
+PROBED: dict[str, float] = {}
+"""The rates the fake GPU's probe answers (none by default: no probe at hand)."""
+
+
 @pytest.fixture()
 def fake_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An H100 as far as the choice and the check can tell; the probe must never run for it."""
+    """An H100 as far as the choice and the check can tell; its probe answers :data:`PROBED`, and is asked
+    for the GPU's rates, never the CPU's."""
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2")
+    PROBED.clear()
 
     def gpu_info(device: Any) -> GpuInfo | None:
         return H100 if torch.device(device).type == "cuda" else None
 
-    def no_probe(*args: Any, **kwargs: Any) -> dict[str, float]:
-        raise AssertionError("a model on a GPU is never probed")
+    def gpu_probe(
+        target: Target, paths: list[str], *args: Any, gpu: GpuInfo | None = None, **kw: Any
+    ) -> dict:
+        assert gpu == H100, "a model on a GPU is probed on the GPU, keyed by its kind"
+        return {p: PROBED[p] for p in paths if p in PROBED}
 
     for module in (choice_module, making):
         monkeypatch.setattr(module, "gpu_info", gpu_info)
-    monkeypatch.setattr(choice_module, "probe_rates", no_probe)
+    monkeypatch.setattr(choice_module, "probe_rates", gpu_probe)
     return tmp_path
 
 
@@ -113,6 +122,42 @@ def test_auto_on_a_gpu_takes_a_half_precision_only_where_the_check_passed_it_the
     assert select(target, precision="fp16").choice.path == "torch-fp16"
     with pytest.raises(ConfigError, match="on the GPU .*int8 runs on the CPU only"):
         select(target, precision="int8")
+
+
+def test_auto_on_a_gpu_takes_a_half_precision_only_where_the_probe_finds_it_faster(fake_gpu: Path) -> None:
+    """An H100 embedded 5,790 items/s in bf16 against 9,272 in fp32: a passed check is not enough."""
+    target = gpu_target()
+    save_quality_check(stored("model-x", {"torch-bf16@cuda": GOOD, "torch-fp16@cuda": GOOD}))
+    PROBED.update({"torch-fp32": 9272.0, "torch-bf16": 5790.0, "torch-fp16": 6100.0})
+    slow_half = select(target, precision="auto").choice
+    assert slow_half.path == "torch-fp32" and slow_half.reason.startswith("fastest in the probe: 9272")
+    assert (
+        slow_half.probe["torch-bf16"] == 5790.0 and slow_half.excluded["torch-bf16"] == "slower in the probe"
+    )
+    PROBED.update({"torch-bf16": 9800.0})  # faster, but under LOSSY_MIN_GAIN: the exact numbers win
+    assert select(target, precision="auto").choice.path == "torch-fp32"
+    PROBED.update({"torch-bf16": 21000.0, "torch-fp16": 22000.0})
+    fast = select(target, precision="auto").choice
+    assert fast.path == "torch-fp16" and fast.quality_check.startswith("passed")
+    # a half precision the check failed is not taken however fast
+    save_quality_check(stored("model-x", {"torch-bf16@cuda": GOOD, "torch-fp16@cuda": {**GOOD, "f1": 0.4}}))
+    assert select(target, precision="auto").choice.path == "torch-bf16"
+    # asked for, a precision is taken whatever the probe says
+    PROBED.update({"torch-fp16": 10.0})
+    assert select(target, precision="fp16").choice.path == "torch-fp16"
+
+
+def test_the_probe_of_a_gpu_is_cached_per_gpu_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nlsim.inference.probe import load_probe, probe_file, save_probe
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    rates = {"torch-fp32": 9272.0, "torch-bf16": 5790.0}
+    path = save_probe("arch", 16, PLAIN_CPU, rates, [[256, 24]], gpu=H100)
+    assert path == probe_file("arch", 2, PLAIN_CPU, H100)  # the CPU's threads do not time a GPU
+    assert path.parent.name == "gpu-NVIDIA-H100-80GB-HBM3"
+    assert load_probe("arch", 2, PLAIN_CPU, H100) == rates
+    assert load_probe("arch", 16, PLAIN_CPU) == {}  # not the CPU's rates
+    assert load_probe("arch", 16, PLAIN_CPU, GpuInfo("Tesla T4", bf16=False)) == {}
 
 
 def test_the_quality_check_runs_the_half_precisions_on_the_gpu(fake_gpu: Path) -> None:
