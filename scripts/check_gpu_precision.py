@@ -9,7 +9,8 @@ needed). On the GPU it:
    ``torch-fp16@cuda`` with their figures, and the CPU-only paths marked not checked;
 2. embeds 3,000 texts with ``--precision auto`` and with bf16 and fp16 forced, and scores 5,000-pair jobs
    with the cross-encoder the same way: the choice must be a half precision on the GPU where the check
-   passed it (a random cross-encoder may fail its check: then fp32), and the outputs close to fp32's;
+   passed it and the probe found it at least ``LOSSY_MIN_GAIN`` times faster than fp32 (else fp32; a random
+   cross-encoder may also fail its check), and the outputs close to fp32's;
 3. asks for int8: the encoder's options say the CPU with a warning; the cross-encoder leaves the GPU with a
    warning.
 
@@ -21,6 +22,7 @@ the same checks, for trying the script without a GPU).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -39,6 +41,7 @@ from transformers import BertConfig, BertModel, BertTokenizerFast  # noqa: E402
 from nlsim.encoders import Encoder  # noqa: E402
 from nlsim.encoders.planner import Planner  # noqa: E402
 from nlsim.encoders.registry import run_options  # noqa: E402
+from nlsim.inference.choice import LOSSY_MIN_GAIN  # noqa: E402
 from nlsim.inference.gpu import gpu_info  # noqa: E402
 from nlsim.rerank.cross_encoder import CrossEncoder  # noqa: E402
 from nlsim.rerank.target import cross_encoder_inference  # noqa: E402
@@ -88,10 +91,14 @@ class Reranker:
         return 0.5 * cos + 0.5 * cross
 
 
-def expected_pick(record: dict[str, Any], half: tuple[str, ...]) -> str:
-    """What ``auto`` must take on the GPU: the first half precision the check passed there, else fp32."""
+def expected_pick(record: dict[str, Any], half: tuple[str, ...], probe: dict[str, float]) -> str:
+    """What ``auto`` must take on the GPU: of fp32 and the half precisions the check passed there, the
+    fastest in the probe, a half precision only when it is ``LOSSY_MIN_GAIN`` times faster than fp32."""
     passed = [p for p in half if record["paths"].get(f"{p}@cuda", {}).get("passed")]
-    return passed[0] if passed else "torch-fp32"
+    fastest = max(passed, key=lambda p: probe.get(p, 0.0), default=None)
+    if fastest is None or probe.get(fastest, 0.0) < LOSSY_MIN_GAIN * probe.get("torch-fp32", math.inf):
+        return "torch-fp32"
+    return fastest
 
 
 def entries(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -137,8 +144,10 @@ def main() -> int:
         "line": auto.choice.describe(),
     }
     out["encoder_auto_lowest_cosine"] = float((vectors * ref).sum(axis=1).min())
-    if half and auto.choice.path != expected_pick(record, half):
-        failures.append(f"auto took {auto.choice.path} on the GPU, not {expected_pick(record, half)}")
+    out["encoder_auto"]["probe"] = auto.choice.probe
+    want = expected_pick(record, half, auto.choice.probe)
+    if half and auto.choice.path != want:
+        failures.append(f"auto took {auto.choice.path} on the GPU, not {want}")
     for precision in [p.split("-")[1] for p in half]:
         forced = encoder(Planner("torch", precision))
         got = forced.encode(texts, progress=False)
@@ -156,8 +165,10 @@ def main() -> int:
     choice, runner = cross_encoder_inference(ce, len(a), precision="auto")
     diff = float(np.abs(ce.predict(a[:400], b[:400], runner=runner) - ce.predict(a[:400], b[:400])).max())
     out["cross_encoder_auto"] = {"path": choice.path, "line": choice.describe(), "largest_difference": diff}
-    if half and choice.path != expected_pick(ce_record, half):
-        failures.append(f"the cross-encoder's auto took {choice.path}, not {expected_pick(ce_record, half)}")
+    want = expected_pick(ce_record, half, choice.probe)
+    out["cross_encoder_auto"]["probe"] = choice.probe
+    if half and choice.path != want:
+        failures.append(f"the cross-encoder's auto took {choice.path}, not {want}")
     if half and not any(f"{p}@cuda" in ce_record["paths"] for p in half):
         failures.append("the cross-encoder's half precisions were not checked on the GPU")
     ce.__dict__.pop("_inference", None)

@@ -116,7 +116,8 @@ def decide(
 ) -> Choice:
     """Pick among ``cands`` (see the module docstring). ``checks[path]`` is :func:`quality_verdict`'s
     answer; with ``forced_precision`` a lossy path needs no quality check (the user asked for it);
-    ``on_gpu``: without a probe, a lossy path that passed wins unmeasured. Deterministic."""
+    ``on_gpu``: without a probe of a lossless path, a lossy path that passed wins unmeasured.
+    Deterministic."""
     excluded = dict(excluded)
     allowed = []
     for path in cands:
@@ -127,7 +128,7 @@ def decide(
             excluded[path] = f"quality check: {why}"
     if not allowed:
         allowed = ["torch-fp32"]  # always possible
-    if on_gpu and not any(probe.get(p, 0.0) > 0 for p in allowed):
+    if on_gpu and not any(probe.get(p, 0.0) > 0 for p in allowed if not is_lossy(p)):
         return _decide_on_gpu(allowed, excluded, checks)
     order = {p: i for i, p in enumerate(PATHS)}
 

@@ -260,8 +260,9 @@ class Target:
         return batches, shapes
 
     def run(self, runner: Any, batch: Features) -> Any:
-        """One batch through ``runner`` (``None``: the fp32 torch model, outputs as a tensor)."""
+        """One batch through ``runner`` (``None``: the fp32 torch model), outputs as numpy in host memory
+        as the lossy runners give them: the probe then times a GPU's work to its end on every path."""
         if runner is not None:
             return runner(batch)
         with torch.inference_mode():
-            return self.forward(self.model, to_tensors(batch, self.device))
+            return self.forward(self.model, to_tensors(batch, self.device)).float().cpu().numpy()

@@ -140,7 +140,7 @@ def check_encoder(
     target = encoder_target(encoder)
     plan = plan_paths(target, paths, threads)
     ids = dict(model_id=encoder.model_id, conversion=conversion or "none", **meta)
-    if not plan.chosen:  # nothing to compare with fp32 here: the fp32 pass is not made
+    if paths is None and not plan.chosen:  # nothing to compare with fp32 here: no fp32 pass
         record = record_base("encoder", encoder.fingerprint, len(pairs), threshold, threshold_source, **ids)
         return unscored(record, target, plan)
     unique, ia, ib, gold = pair_texts(pairs, conversion)
@@ -285,13 +285,14 @@ def check_cross_encoder(
     ce = reranker.cross_encoder
     target = cross_encoder_target(ce)
     plan = plan_paths(target, paths, threads)
-    if not plan.chosen:  # nothing to compare with fp32 here: the fp32 pass is not made
+    if paths is None and not plan.chosen:  # nothing to compare with fp32 here: no fp32 pass
+        threshold = threshold if threshold is not None else reranker.threshold
         record = record_base(
             "cross-encoder",
             ce.digest(),
             len(pairs),
-            threshold if threshold is not None else reranker.threshold,
-            "the reranker's calibration",
+            threshold,
+            "the reranker's calibration" if threshold is not None else "none (no lossy path checked)",
             conversion=conversion or "none",
             **meta,
         )

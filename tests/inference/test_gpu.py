@@ -198,3 +198,35 @@ def test_an_explicit_precision_never_leaves_the_gpu_unsaid(
     assert "runs on the CPU only: the GPU (cuda) is left idle" in caplog.text
     with pytest.raises(ConfigError, match="int8.*CPU only"):
         run_options("cuda:0", None, "auto", "int8")
+
+
+def test_the_probe_trusts_a_gpu_rate_only_beside_a_timed_exact_path() -> None:
+    """A cached probe that lacks fp32 (an older cache, ``NLSIM_PROBE=cached``) cannot show a half precision
+    to be faster: the unmeasured rule decides, as with no probe."""
+    from nlsim.inference.choice import decide
+
+    passed = {"torch-bf16": (True, "passed", None), "torch-fp16": (True, "passed", None)}
+    cands = ["torch-fp32", "torch-bf16", "torch-fp16"]
+    only_half = decide(cands, {}, {"torch-fp16": 5000.0}, passed, on_gpu=True)
+    assert only_half.path == "torch-bf16" and only_half.reason == "half precision on the GPU"
+    timed = decide(cands, {}, {"torch-fp32": 9000.0, "torch-fp16": 5000.0}, passed, on_gpu=True)
+    assert timed.path == "torch-fp32"
+
+
+def test_the_exact_path_is_timed_to_its_outputs_in_host_memory() -> None:
+    """The probe compares the fp32 model with runners that hand back numpy: fp32 must too, or on a GPU its
+    time would stop before the work ends."""
+    target = Target(
+        kind="encoder",
+        identity=lambda: "x",
+        weights=lambda: "x",
+        model=torch.nn.Linear(4, 4),
+        forward=lambda m, f: m(f["x"].float()),
+        tokenizer=None,
+        max_length=8,
+        check_batches=list,
+        probe_shapes=(),
+        output="y",
+    )
+    out = target.run(None, {"x": np.ones((2, 4), dtype=np.float32)})
+    assert isinstance(out, np.ndarray) and out.shape == (2, 4) and out.dtype == np.float32
