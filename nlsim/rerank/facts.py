@@ -10,6 +10,8 @@ so a daily run reads the same facts as a batch run.
 Example:
     >>> direction("道指收跌0.7% 納指下滑0.9%"), direction("道指大漲4% 納指飆升5.3%")
     ('down', 'up')
+    >>> direction("道指大涨4% 纳指飙升5.3%")  # the same headline after tw2sp
+    'up'
     >>> direction_clash("恒指攀升", "恒指回落"), direction_clash("止跌回升", "大漲")
     (True, False)
     >>> sorted(session_dates("操盤必讀：5月31日香港市場重要新聞"))
@@ -22,8 +24,18 @@ from __future__ import annotations
 
 import re
 
-_UP = re.compile(r"漲|攀升|走高|上揚|翻紅|走強|反彈|收高|回升|反升|飆升|上升|升值")
-_DOWN = re.compile(r"跌|下滑|走低|低迷|回落|下挫|收低|翻綠|走弱|下降|貶值")
+UP_WORDS = (
+    "漲", "涨", "攀升", "走高", "上揚", "上扬", "翻紅", "翻红", "走強", "走强", "反彈", "反弹", "收高",
+    "回升", "反升", "飆升", "飙升", "上升", "升值",
+)  # fmt: skip
+"""Words that say a thing rose, in Traditional and Simplified script: the report reads headlines after
+their conversion (``tw2sp``), and corpora come in either script."""
+DOWN_WORDS = (
+    "跌", "下滑", "走低", "低迷", "回落", "下挫", "收低", "翻綠", "翻绿", "走弱", "下降", "貶值", "贬值",
+)  # fmt: skip
+"""Words that say a thing fell, in both scripts."""
+_UP = re.compile("|".join(UP_WORDS))
+_DOWN = re.compile("|".join(DOWN_WORDS))
 _MONTH_DAY = re.compile(r"(?<!\d)(\d{1,2})月(\d{1,2})日")
 
 

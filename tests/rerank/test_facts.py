@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nlsim.rerank.facts import date_clash, direction, direction_clash, session_dates
+from nlsim.rerank.facts import DOWN_WORDS, UP_WORDS, date_clash, direction, direction_clash, session_dates
 
 
 @pytest.mark.parametrize(
@@ -34,3 +34,16 @@ def test_session_dates_and_their_clash() -> None:
     assert date_clash("操盤必讀：5月31日香港市場重要新聞", "操盤必讀：11月25日香港市場重要新聞")
     assert not date_clash("5月31日香港市場", "5月31日晚間公告")
     assert not date_clash("房山一渡新新小鎮7月17日開盤", "房山一渡新新小鎮7月下旬開盤")
+
+
+@pytest.mark.parametrize("conversion", ["tw2sp", "t2s"])
+def test_the_direction_words_are_read_after_every_script_conversion(conversion: str) -> None:
+    """The report reads headlines after their conversion (``tw2sp`` by default): a rise written 漲 in the
+    corpus reaches the veto as 涨, and a Simplified corpus has only those forms."""
+    from nlsim.conversion import convert
+
+    for words, way in ((UP_WORDS, "up"), (DOWN_WORDS, "down")):
+        for word, converted in zip(words, convert(list(words), conversion), strict=True):
+            assert direction(f"恒指{converted}") == way, (word, converted)
+    a, b = convert(["收評：港股恒指午後隨日股走強全天漲0.09%", "恒指半日跌169點報22994"], conversion)
+    assert direction_clash(a, b)
