@@ -50,6 +50,7 @@ REPORT_FIELDS = (
     "use_gpu",
     "representative",
     "cluster_rule",
+    "cluster_support",
     "series_veto",
     "cache",
     "progress",
@@ -114,6 +115,7 @@ class PipelineConfig:
     use_gpu: bool | None = option_like(DedupConfig, "use_gpu")
     representative: Representative = option_like(DedupConfig, "representative")
     cluster_rule: ClusterRuleName = option_like(DedupConfig, "cluster_rule")
+    cluster_support: float = option_like(DedupConfig, "cluster_support")
     series_veto: bool = option_like(DedupConfig, "series_veto")
     cache: bool = option_like(DedupConfig, "cache")
     progress: bool = option_like(DedupConfig, "progress")

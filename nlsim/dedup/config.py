@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from nlsim.clusters.rules import DEFAULT_RULE, DEFAULT_SUPPORT
 from nlsim.conversion import DEFAULT_MODE, Conversion, check_mode
 from nlsim.dedup.settings import (
     Backend,
@@ -117,9 +118,14 @@ class DedupConfig:
     )
     representative: Representative = option("earliest", help="each cluster's representative item")
     cluster_rule: ClusterRuleName = option(
-        "components",
-        help="which linked items make one cluster: 'components' (every chain of links) or 'support' "
-        "(average linkage: half the member pairs between two groups must link; nlsim/clusters/rules.py)",
+        DEFAULT_RULE,
+        help="which linked items make one cluster: 'support' (average linkage: a share of the member pairs "
+        "between two groups must link, --cluster-support) or 'components' (every chain of links); "
+        "nlsim/clusters/rules.py",
+    )
+    cluster_support: float = option(
+        DEFAULT_SUPPORT,
+        help="the support rule's share: two groups join while at least this share of their member pairs link",
     )
     series_veto: bool = option(
         True,
@@ -225,6 +231,10 @@ class DedupConfig:
                 raise ConfigError(f"--{name} must be >= 1, got {value}")
         if self.near_misses < 0:
             raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
+        if not (math.isfinite(self.cluster_support) and 0.0 < self.cluster_support <= 1.0):
+            raise ConfigError(
+                f"--cluster-support must be more than 0 and at most 1, got {self.cluster_support}"
+            )
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
         if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
@@ -278,6 +288,7 @@ class DedupConfig:
             ),
             clustering=ClusteringSettings(
                 rule=self.cluster_rule,
+                support=self.cluster_support,
                 representative=self.representative,
                 annotated_pairs=self.annotated_pairs,
             ),

@@ -20,7 +20,7 @@ Example:
     ...     report=ReportSettings(out="reports/news"),
     ... )
     >>> s.daily, s.search.k, s.clustering.rule, s.search.index_options()["kind"]
-    (False, 10, 'components', 'auto')
+    (False, 10, 'support', 'auto')
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nlsim.clusters.rules import DEFAULT_RULE, DEFAULT_SUPPORT
 from nlsim.conversion import DEFAULT_MODE, Conversion
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
@@ -88,7 +89,8 @@ class SearchSettings:
 class ClusteringSettings:
     """Which linked items make one cluster, which item stands for it, and the editors' verdicts."""
 
-    rule: ClusterRuleName = "components"
+    rule: ClusterRuleName = DEFAULT_RULE  # type: ignore[assignment]
+    support: float = DEFAULT_SUPPORT
     representative: Representative = "earliest"
     annotated_pairs: str | None = None
 

@@ -638,7 +638,7 @@ def cluster(
         for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
     ]
     known = editors.constraints().restricted_to(ids.tolist())
-    groups = rule_named(opts.rule).clusters(links, known)
+    groups = rule_named(opts.rule, opts.support).clusters(links, known)
     upd = assign_groups(
         window.previous,
         window.anchors,

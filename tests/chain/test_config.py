@@ -44,6 +44,7 @@ def _other(value: object) -> object:
         "cosent": "mse",
         "auto": "fp32",
         "components": "support",
+        "support": "components",
         "earliest": "central",
     }[value]
 
