@@ -573,7 +573,7 @@ def main() -> None:
     ids = pd.read_parquet(CORPUS, columns=["id"])["id"].astype(str).tolist()
     scored = load_pairs(PAIRS).astype({"id_a": str, "id_b": str})
     if args.test_once:
-        test_once(args.test_once, sets, thresholds, scored, ids, header, args.tag)
+        test_once(args.test_once, sets, thresholds, scored, ids, header, args.tag, supports)
         return
     validation = scored[scored["split"] == "validation"][["id_a", "id_b", "score"]].reset_index(drop=True)
     train = scored[scored["split"] == "train"][["id_a", "id_b", "score"]]
@@ -612,16 +612,18 @@ def test_once(
     ids: list[str],
     header: str,
     tag: str,
+    supports: list[float],
 ) -> None:
     """``rule`` judged on the test split at each set's calibrated threshold: the one reading of the test
-    pairs, for the rule chosen on validation and folds."""
+    pairs, for the rule chosen on validation and folds (``support-S+veto`` for a share S of ``supports``)."""
     if any(t is None for t in thresholds):
         raise SystemExit("--test-once needs each set's calibrated --threshold")
     test = scored[scored["split"] == "test"][["id_a", "id_b", "score"]].reset_index(drop=True)
     rows = []
     for (name, pairs), t in zip(sets, thresholds, strict=True):
         scores = {(a, b): s for a, b, s in zip(pairs["id_a"], pairs["id_b"], pairs["score"], strict=True)}
-        groups = rule_groups(pairs, ids, float(t), [], [], None, scores)
+        wanted = [x for x in supports if rule.startswith(f"support-{x:g}")]
+        groups = rule_groups(pairs, ids, float(t), wanted, [], None, scores)
         if rule not in groups:
             raise SystemExit(f"--test-once: no rule {rule!r} (rules: {', '.join(sorted(groups))})")
         links = pairs[pairs["score"] >= float(t)]
