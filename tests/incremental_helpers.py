@@ -44,8 +44,9 @@ def story_corpus() -> pd.DataFrame:
     """Planned clusters for :class:`HashEncoder` at threshold 0.7 over three days.
 
     Day 1: stories A (a1, a2) and B (b1, b2), and lone items c1, d1. Day 2: A grows (a3); c1 gets a copy
-    (c2, a new cluster c-c1). Day 3: x bridges A and B (cosine 0.71 with both): they merge into c-a1; d1
-    gets a copy; an unrelated item.
+    (c2, a new cluster c-c1). Day 3: x bridges A and B (cosine 0.71 with both): with ``--cluster-rule
+    components`` they merge into c-a1 (the default support rule keeps them apart: x1's links are too few
+    of the member pairs between A and B); d1 gets a copy; an unrelated item.
     """
     A = "alpha beta gamma delta"
     B = "epsilon zeta eta theta"

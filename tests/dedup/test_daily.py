@@ -50,6 +50,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
         progress=False,
         save_index=False,
         text_fields=("title",),
+        cluster_rule="components",  # story_corpus's bridge x1 joins A and B under this rule only
     )
     base.update(kw)
     return DedupConfig(corpus=corpus, out=out, **base)

@@ -242,7 +242,14 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
     for day in days:
         cfg = DedupConfig(
-            corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
+            corpus=day,
+            out=out,
+            model="hash",
+            convert="none",
+            threshold=0.7,
+            cache=False,
+            progress=False,
+            cluster_rule="components",  # the bridge x1 merges A and B under this rule only
         )
         run_daily(cfg, state, retention_days=None, encoder=enc)
     data = page_json((out / "latest" / "index.html").read_text())

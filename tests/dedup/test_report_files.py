@@ -43,6 +43,7 @@ def _config(corpus: Path, out: Path, threshold: float = 0.7) -> DedupConfig:
         progress=False,
         save_index=False,
         text_fields=("title",),
+        cluster_rule="components",  # story_corpus's bridge x1 joins A and B under this rule only
     )
 
 

@@ -203,7 +203,13 @@ def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> 
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     for day in days:
         cfg = DedupConfig(
-            corpus=day, out=tmp_path / "out", model="hash", convert="none", threshold=0.7, progress=False
+            corpus=day,
+            out=tmp_path / "out",
+            model="hash",
+            convert="none",
+            threshold=0.7,
+            progress=False,
+            cluster_rule="components",  # the bridge x1 merges A and B under this rule only
         )
         run_daily(cfg, tmp_path / "state", retention_days=None, encoder=HashEncoder())
     with Browser() as browser:

@@ -28,6 +28,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
     base = dict(
         model="hash", convert="none", threshold=0.7, k=20, cache=False, progress=False, text_fields=("title",)
     )
+    base["cluster_rule"] = "components"  # story_corpus's bridge x1 joins A and B under this rule only
     base.update(kw)
     return DedupConfig(corpus=corpus, out=out, **base)
 
