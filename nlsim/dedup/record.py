@@ -259,6 +259,8 @@ class RunRecord:
     window_hours: float | None = None
     """Pairs only of items published at most this many hours apart (``--window-hours``; ``None``: any)."""
     as_of: str | None = None
+    cluster_rule: str = ""
+    """The rule that made the clusters (``support 0.4``: the support rule at that share; ``components``)."""
     timezone: str = "UTC"
     """The time zone of the report's days and times (``--timezone``; the daily deployment's ``timezone``)."""
     input_key: str = ""

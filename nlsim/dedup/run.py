@@ -339,6 +339,7 @@ def run_record(
         embedding_cache_hit=search.embedding_cache_hit,
         retention_days=None if settings.state is None else settings.state.retention_days,
         window_hours=settings.search.window_hours,
+        cluster_rule=settings.clustering.describe(),
         timezone=settings.report.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,

@@ -94,6 +94,10 @@ class ClusteringSettings:
     representative: Representative = "earliest"
     annotated_pairs: str | None = None
 
+    def describe(self) -> str:
+        """The rule as the run record names it: ``support 0.4``, or ``components``."""
+        return f"support {self.support:g}" if self.rule == "support" else self.rule
+
 
 @dataclass(frozen=True)
 class ReportSettings:

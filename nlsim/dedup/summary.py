@@ -55,6 +55,8 @@ def _settings(record: RunRecord) -> list[str]:
         lines.append(f"- retention: {md_cell(record.retention_days)} days, as of {md_cell(record.as_of)}")
     if record.window_hours is not None:
         lines.append(f"- pairs of items published at most: {record.window_hours:g} hours apart")
+    if record.cluster_rule:
+        lines.append(f"- cluster rule: {md_cell(record.cluster_rule)}")
     sw = record.model_switch
     if sw is not None:
         lines.append(f"- model switch: {md_cell(sw.from_model)} → {md_cell(sw.to_model)}")

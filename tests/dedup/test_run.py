@@ -52,6 +52,9 @@ def test_report_files_written(bbc_report):
     assert (clusters["size"] >= 2).all()
     assert clusters["size"].sum() == len(set(clusters["member_ids"].explode()))
     assert bbc_report.summary["threshold_source"] == "given with --threshold"
+    # the rule that made the clusters is named in the record and the summary (the default here)
+    assert bbc_report.summary["cluster_rule"] == "support 0.4"
+    assert "- cluster rule: support 0.4" in (out / "summary.md").read_text()
 
 
 @pytest.mark.slow
