@@ -187,6 +187,7 @@ def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 -
         cache=False,
         progress=False,
         save_index=False,
+        cluster_rule="components",  # every pair at the threshold is reported (support: some near misses)
         **kw,
     )
     return run_dedup(cfg)
