@@ -140,7 +140,7 @@ def check_encoder(
     target = encoder_target(encoder)
     plan = plan_paths(target, paths, threads)
     ids = dict(model_id=encoder.model_id, conversion=conversion or "none", **meta)
-    if paths is None and not plan.chosen:  # nothing to compare with fp32 here: no fp32 pass
+    if plan.nothing_to_compare:
         record = record_base("encoder", encoder.fingerprint, len(pairs), threshold, threshold_source, **ids)
         return unscored(record, target, plan)
     unique, ia, ib, gold = pair_texts(pairs, conversion)
@@ -170,6 +170,13 @@ class PathPlan:
 
     chosen: list[str]
     not_checked: dict[str, str]
+    auto: bool = True
+    """Chosen by what pays off here (``paths=None``), not asked for by name."""
+
+    @property
+    def nothing_to_compare(self) -> bool:
+        """No lossy path to measure, none asked for: the fp32 pass over the pairs would serve nothing."""
+        return self.auto and not self.chosen
 
 
 def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None) -> PathPlan:
@@ -179,7 +186,7 @@ def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None)
     ``auto`` never takes them."""
     chosen = lossy_paths(paths)
     if paths is not None:
-        return PathPlan(chosen, {})
+        return PathPlan(chosen, {}, auto=False)
     keep, skipped = worth_checking(target, threads)
     return PathPlan([p for p in chosen if p in keep], {p: why for p, why in skipped.items() if p in chosen})
 
@@ -285,37 +292,24 @@ def check_cross_encoder(
     ce = reranker.cross_encoder
     target = cross_encoder_target(ce)
     plan = plan_paths(target, paths, threads)
-    if paths is None and not plan.chosen:  # nothing to compare with fp32 here: no fp32 pass
-        threshold = threshold if threshold is not None else reranker.threshold
-        record = record_base(
-            "cross-encoder",
-            ce.digest(),
-            len(pairs),
-            threshold,
-            "the reranker's calibration" if threshold is not None else "none (no lossy path checked)",
-            conversion=conversion or "none",
-            **meta,
+    ids = dict(conversion=conversion or "none", **meta)
+    if threshold is None:
+        threshold = reranker.threshold
+    source = "the reranker's calibration"
+    if plan.nothing_to_compare:
+        if threshold is None:
+            source = "none (no lossy path checked)"
+        return unscored(
+            record_base("cross-encoder", ce.digest(), len(pairs), threshold, source, **ids), target, plan
         )
-        return unscored(record, target, plan)
     unique, ia, ib, gold = pair_texts(pairs, conversion)
     a, b = [unique[i] for i in ia], [unique[i] for i in ib]
     cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
     ref_ce = ce.predict(a, b)
     ref = reranker.combine(cos, ref_ce)
-    source = "the reranker's calibration"
-    if threshold is None:
-        threshold = reranker.threshold
     if threshold is None:
         threshold, source = same_story_threshold(ref, gold)
-    record = record_base(
-        "cross-encoder",
-        ce.digest(),
-        len(pairs),
-        threshold,
-        source,
-        conversion=conversion or "none",
-        **meta,
-    )
+    record = record_base("cross-encoder", ce.digest(), len(pairs), threshold, source, **ids)
     record["reference"] = {"path": "torch-fp32", **score_figures(ref, gold, threshold)}
 
     def measure(runner: Any) -> dict[str, Any]:
