@@ -181,25 +181,37 @@ def quality_check_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
     """The quality check of the lossy inference paths (:mod:`nlsim.training.quality_check`) of the model
-    the report uses (the current one, else the zero-shot base), made once per model on the validation
-    pairs and kept under ``$NLSIM_HOME/quality-check/`` (a fine-tuned folder carries its own from
-    ``nlsim finetune``); what the report's ``--precision auto`` may then use."""
+    the report uses (the current one, else the zero-shot base), made on the validation pairs once per model
+    and CPU kind and kept under ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may
+    then use. A fine-tuned folder carries its own record from ``nlsim finetune``: it is checked again here
+    only for the paths it could not check where it was trained (:func:`unchecked_here`: a model trained on
+    an avx2-only CPU, run on one with bf16 or VNNI)."""
+    from nlsim.encoders.planner import encoder_target
+    from nlsim.inference.cpu import cpu_info
     from nlsim.inference.quality_check import load_quality_check
     from nlsim.rerank.reranker import load_reranker
-    from nlsim.training.quality_check import check_cross_encoder, check_encoder, say_record, store_checks
+    from nlsim.rerank.target import cross_encoder_target
+    from nlsim.training.quality_check import (
+        check_cross_encoder,
+        check_encoder,
+        say_record,
+        store_checks,
+        unchecked_here,
+    )
 
     if cfg.precision != "auto":
         return {"skipped": f"--precision {cfg.precision}"}
     current = store.current()
-    marker = f"{split_digest(validation)}:{cfg.convert}"
+    marker = f"{split_digest(validation)}:{cfg.convert}:{cpu_info().key}"
     info = (store.info(current) or {}) if current is not None else {}
-    if current is not None and marker in (info.get("quality_check"), info.get("precision_check")):
+    if current is not None and info.get("quality_check") == marker:
         return {"model": current.name, "reused": True}
     encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
     reranker = load_reranker(encoder.path, threads=cfg.threads) if current is not None else None
     cal = load_calibration(current) if current is not None else zero_shot
     records: dict[str, dict[str, Any]] = {}
-    if load_quality_check("encoder", encoder.fingerprint, encoder.path)[0] is None:
+    found = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]
+    if found is None or unchecked_here(found, encoder_target(encoder), cfg.threads):
         records["encoder"] = check_encoder(
             encoder,
             validation,
@@ -212,16 +224,18 @@ def quality_check_stage(
         )
         say_record(records["encoder"])
     ce = getattr(reranker, "cross_encoder", None)
-    if ce is not None and load_quality_check("cross-encoder", ce.digest(), ce.path)[0] is None:
-        records["reranker"] = check_cross_encoder(
-            reranker,
-            encoder,
-            validation,
-            conversion=cfg.convert,
-            threads=cfg.threads,
-            pairs_file=str(cfg.pairs),
-        )
-        say_record(records["reranker"])
+    if ce is not None:
+        found = load_quality_check("cross-encoder", ce.digest(), ce.path)[0]
+        if found is None or unchecked_here(found, cross_encoder_target(ce), cfg.threads):
+            records["reranker"] = check_cross_encoder(
+                reranker,
+                encoder,
+                validation,
+                conversion=cfg.convert,
+                threads=cfg.threads,
+                pairs_file=str(cfg.pairs),
+            )
+            say_record(records["reranker"])
     written = [str(p) for p in store_checks(records)]
     if current is not None:
         store.write_info(current, {**(store.info(current) or {}), "quality_check": marker})

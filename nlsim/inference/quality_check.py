@@ -91,7 +91,7 @@ def quality_verdict(record: dict[str, Any] | None, path: str, device: str = "cpu
         return False, f"the check could not run it ({entry['error']})", entry
     if entry.get("not_checked"):
         return False, f"not checked ({entry['not_checked']})", entry
-    ref = record.get("reference") or {}
+    ref = entry.get("reference") or record.get("reference") or {}
     fails = []
     loss = _num(ref.get("spearman")) - _num(entry.get("spearman"))
     if not loss <= MAX_SPEARMAN_LOSS:
@@ -142,17 +142,61 @@ def load_quality_check(
     kind: str, identity: str, folder: Path | None = None
 ) -> tuple[dict[str, Any] | None, str]:
     """The stored quality check record of a model (``identity``: its fingerprint, or a cross-encoder's
-    digest) and where it was found; a record made for other weights is ignored."""
+    digest) and where it was found; a record made for other weights is ignored.
+
+    The first record found (:func:`quality_check_files`) is the model's; a path it left unchecked (it was
+    made on a CPU without the instructions, say) takes its figures from a later record that checked it
+    (one made on this machine under ``$NLSIM_HOME``), judged against that record's fp32 reference
+    (:func:`borrow_checked`)."""
+    found: list[tuple[dict[str, Any], Path]] = []
     for path in quality_check_files(kind, identity, folder):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if record.get("identity") == identity and record.get("format") == RECORD_FORMAT:
-            return record, str(path)
-        if path.is_file():
+            found.append((record, path))
+        elif path.is_file():
             log.info("%s: made for other weights; not used", path)
-    return None, ""
+    if not found:
+        return None, ""
+    (record, path), later = found[0], found[1:]
+    for other, other_path in later:
+        record = borrow_checked(record, other, str(other_path))
+    return record, str(path)
+
+
+def has_figures(record: dict[str, Any] | None, key: str) -> bool:
+    """Whether ``record`` holds figures for the path ``key`` (:func:`entry_key`): checked, even if it
+    failed, not merely recorded as not checked.
+
+    >>> has_figures({"paths": {"onnx-int8": {"spearman": 80.0}}}, "onnx-int8")
+    True
+    >>> has_figures({"paths": {"onnx-int8": {"not_checked": "no VNNI"}}}, "onnx-int8")
+    False
+    """
+    entry = ((record or {}).get("paths") or {}).get(key)
+    return bool(entry) and not entry.get("not_checked") and not entry.get("error")
+
+
+def borrow_checked(record: dict[str, Any], other: dict[str, Any], where: str) -> dict[str, Any]:
+    """``record`` with the figures of each path that ``other`` (found at ``where``) checked and ``record``
+    did not; a borrowed entry carries ``other``'s fp32 reference (``reference``) and its file
+    (``checked_in``), so that it is judged against the figures it was measured beside.
+
+    >>> mine = {"reference": {"spearman": 80.0}, "paths": {"torch-bf16": {"not_checked": "no bf16"}}}
+    >>> theirs = {"reference": {"spearman": 81.0}, "paths": {"torch-bf16": {"spearman": 80.9}}}
+    >>> borrow_checked(mine, theirs, "home.json")["paths"]["torch-bf16"]["reference"]
+    {'spearman': 81.0}
+    """
+    taken = {
+        key: {**entry, "reference": other.get("reference") or {}, "checked_in": where}
+        for key, entry in (other.get("paths") or {}).items()
+        if has_figures(other, key) and not has_figures(record, key)
+    }
+    if not taken:
+        return record
+    return {**record, "paths": {**(record.get("paths") or {}), **taken}}
 
 
 def save_quality_check(record: dict[str, Any], path: Path | None = None) -> Path:

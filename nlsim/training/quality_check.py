@@ -54,6 +54,7 @@ from nlsim.inference.quality_check import (
     RECORD_FORMAT,
     SAME_STORY,
     entry_key,
+    has_figures,
     quality_verdict,
     save_quality_check,
 )
@@ -189,6 +190,24 @@ def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None)
         return PathPlan(chosen, {}, auto=False)
     keep, skipped = worth_checking(target, threads)
     return PathPlan([p for p in chosen if p in keep], {p: why for p, why in skipped.items() if p in chosen})
+
+
+def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int | None = None) -> list[str]:
+    """The lossy paths worth checking where ``target`` runs (:func:`nlsim.inference.choice.worth_checking`)
+    that ``record`` (a stored record, as :func:`nlsim.inference.quality_check.load_quality_check` reads it)
+    holds no figures for: those a check here would add. A record made on an avx2-only CPU leaves bf16 and
+    int8 to a CPU that has the instructions; with no record, every path worth checking.
+
+    Example:
+        >>> from nlsim.encoders import load_encoder
+        >>> from nlsim.encoders.planner import encoder_target
+        >>> target = encoder_target(load_encoder("paraphrase-MiniLM-L3-v2"))
+        >>> unchecked_here({"paths": {}}, target) == worth_checking(target)[0]
+        True
+    """
+    device = str(target.device)
+    keep, _ = worth_checking(target, threads)
+    return [p for p in keep if not has_figures(record, entry_key(p, device))]
 
 
 def _record_not_checked(record: dict[str, Any], target: Target, plan: PathPlan) -> None:

@@ -47,3 +47,41 @@ def test_records_stored_under_the_earlier_names_are_still_read(
     # today's name wins over the earlier one
     save_quality_check(record("enc") | {"paths": {"x": {}}}, folder / QUALITY_CHECK_JSON)
     assert load_quality_check("encoder", "enc", folder)[0]["paths"] == {"x": {}}
+
+
+def checked(spearman: float, f1: float = 0.5) -> dict:
+    return {"spearman": spearman, "f1": f1, "min_cosine": 0.995}
+
+
+def test_a_path_left_unchecked_where_the_model_was_trained_takes_a_later_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder's record made on an avx2-only CPU leaves bf16 unchecked; a record made here under
+    ``$NLSIM_HOME`` fills that path, judged against its own fp32 reference; what the folder checked wins."""
+    from nlsim.inference.quality_check import quality_verdict
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    mine = record("m") | {
+        "reference": {"spearman": 80.0, "f1": 0.5},
+        "paths": {"torch-bf16": {"not_checked": "no bf16 here"}, "onnx-int8": checked(79.0)},
+    }
+    save_quality_check(mine, folder / QUALITY_CHECK_JSON)
+    assert not quality_verdict(load_quality_check("encoder", "m", folder)[0], "torch-bf16")[0]
+    # made on another machine: bf16 within 0.5 of ITS fp32 (90.0), though not of the folder's (80.0)
+    here = record("m") | {
+        "reference": {"spearman": 90.0, "f1": 0.5},
+        "paths": {"torch-bf16": checked(89.8), "onnx-int8": checked(89.9)},
+    }
+    home = save_quality_check(here)
+    merged, where = load_quality_check("encoder", "m", folder)
+    assert where == str(folder / QUALITY_CHECK_JSON)  # the model's own record is the one named
+    assert merged["paths"]["torch-bf16"]["checked_in"] == str(home)
+    assert quality_verdict(merged, "torch-bf16")[0]
+    # the folder's own figures for onnx-int8 (a Spearman loss of 1.0: failed) are not replaced
+    assert merged["paths"]["onnx-int8"] == checked(79.0)
+    assert not quality_verdict(merged, "onnx-int8")[0]
+    # a later record that checked nothing more changes nothing
+    save_quality_check(record("m") | {"paths": {"torch-bf16": {"not_checked": "no bf16 there either"}}})
+    assert load_quality_check("encoder", "m", folder)[0] == mine
