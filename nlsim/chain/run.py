@@ -80,13 +80,16 @@ CHAIN_STAGES = {
         StageInfo("promote", "promote the candidate when it beats the current model", io=True),
         StageInfo(
             "quality-check",
-            "check the report model's lossy inference paths against fp32 on validation (once per model)",
+            "check the report model's lossy inference paths against fp32 on validation "
+            "(once per model and machine kind)",
             expensive=True,
         ),
     )
 }
 declare(*CHAIN_STAGES.values())
 RECORD = "pipeline.json"
+MARKERS_KEPT = 8
+"""How many machine kinds a model's store entry remembers its quality check was settled for."""
 
 
 @dataclass
@@ -182,12 +185,14 @@ def quality_check_stage(
 ) -> dict[str, Any]:
     """The quality check of the lossy inference paths (:mod:`nlsim.training.quality_check`) of the model
     the report uses (the current one, else the zero-shot base), made on the validation pairs once per model
-    and CPU kind and kept under ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may
-    then use. A fine-tuned folder carries its own record from ``nlsim finetune``: it is checked again here
-    only for the paths it could not check where it was trained (:func:`unchecked_here`: a model trained on
-    an avx2-only CPU, run on one with bf16 or VNNI)."""
+    and machine kind (the CPU's, and the GPU's where the model runs on one) and kept under
+    ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may then use. A fine-tuned
+    folder carries its own record from ``nlsim finetune``: it is checked again here only for the paths it
+    could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run
+    on one with bf16 or VNNI)."""
     from nlsim.encoders.planner import encoder_target
     from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.gpu import gpu_info
     from nlsim.inference.quality_check import load_quality_check
     from nlsim.rerank.reranker import load_reranker
     from nlsim.rerank.target import cross_encoder_target
@@ -202,11 +207,15 @@ def quality_check_stage(
     if cfg.precision != "auto":
         return {"skipped": f"--precision {cfg.precision}"}
     current = store.current()
-    marker = f"{split_digest(validation)}:{cfg.convert}:{cpu_info().key}"
-    info = (store.info(current) or {}) if current is not None else {}
-    if current is not None and info.get("quality_check") == marker:
-        return {"model": current.name, "reused": True}
     encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
+    gpu = gpu_info(encoder.device)
+    where = cpu_info().key + (f":{gpu.key}" if gpu is not None else "")
+    marker = f"{split_digest(validation)}:{cfg.convert}:{where}"
+    info = (store.info(current) or {}) if current is not None else {}
+    done = info.get("quality_check") or []
+    done = [done] if isinstance(done, str) else list(done)
+    if current is not None and marker in done:
+        return {"model": current.name, "reused": True}
     reranker = load_reranker(encoder.path, threads=cfg.threads) if current is not None else None
     cal = load_calibration(current) if current is not None else zero_shot
     records: dict[str, dict[str, Any]] = {}
@@ -237,8 +246,9 @@ def quality_check_stage(
             )
             say_record(records["reranker"])
     written = [str(p) for p in store_checks(records)]
-    if current is not None:
-        store.write_info(current, {**(store.info(current) or {}), "quality_check": marker})
+    if current is not None:  # the machine kinds this model was checked for (the latest few)
+        kinds = [m for m in done if m != marker][-(MARKERS_KEPT - 1) :] + [marker]
+        store.write_info(current, {**(store.info(current) or {}), "quality_check": kinds})
     return {"model": current.name if current is not None else cfg.base_model, "written": written}
 
 

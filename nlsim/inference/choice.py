@@ -250,7 +250,9 @@ def select(
     choice = decide(cands, excluded, probe, checks, forced_precision=forced_precision, on_gpu=gpu is not None)
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
     choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
-    choice.quality_check_file = found
+    # a path whose figures came from a later record than the model's own names that record's file
+    entry = ((record or {}).get("paths") or {}).get(entry_key(choice.path, device)) or {}
+    choice.quality_check_file = entry.get("checked_in") or found
     if choice.lossy and not choice.quality_check:
         _, why, figures = quality_verdict(record, choice.path, device)
         choice.quality_check, choice.quality_check_figures = why, figures

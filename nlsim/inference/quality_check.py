@@ -182,7 +182,8 @@ def has_figures(record: dict[str, Any] | None, key: str) -> bool:
 def borrow_checked(record: dict[str, Any], other: dict[str, Any], where: str) -> dict[str, Any]:
     """``record`` with the figures of each path that ``other`` (found at ``where``) checked and ``record``
     did not; a borrowed entry carries ``other``'s fp32 reference (``reference``) and its file
-    (``checked_in``), so that it is judged against the figures it was measured beside.
+    (``checked_in``), so that it is judged against the figures it was measured beside (an entry that has
+    them already, borrowed before, keeps its own).
 
     >>> mine = {"reference": {"spearman": 80.0}, "paths": {"torch-bf16": {"not_checked": "no bf16"}}}
     >>> theirs = {"reference": {"spearman": 81.0}, "paths": {"torch-bf16": {"spearman": 80.9}}}
@@ -190,7 +191,7 @@ def borrow_checked(record: dict[str, Any], other: dict[str, Any], where: str) ->
     {'spearman': 81.0}
     """
     taken = {
-        key: {**entry, "reference": other.get("reference") or {}, "checked_in": where}
+        key: {"reference": other.get("reference") or {}, "checked_in": where, **entry}
         for key, entry in (other.get("paths") or {}).items()
         if has_figures(other, key) and not has_figures(record, key)
     }

@@ -53,8 +53,10 @@ from nlsim.inference.quality_check import (
     QUALITY_CHECK_JSON,
     RECORD_FORMAT,
     SAME_STORY,
+    borrow_checked,
     entry_key,
-    has_figures,
+    load_quality_check,
+    quality_check_files,
     quality_verdict,
     save_quality_check,
 )
@@ -207,7 +209,10 @@ def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int |
     """
     device = str(target.device)
     keep, _ = worth_checking(target, threads)
-    return [p for p in keep if not has_figures(record, entry_key(p, device))]
+    paths = (record or {}).get("paths") or {}
+    # a path tried and failed (its error recorded) counts as checked: trying again would fail again
+    tried = {key for key, entry in paths.items() if entry and not entry.get("not_checked")}
+    return [p for p in keep if entry_key(p, device) not in tried]
 
 
 def _record_not_checked(record: dict[str, Any], target: Target, plan: PathPlan) -> None:
@@ -380,7 +385,10 @@ def check_model(
 
 def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None) -> list[Path]:
     """Write the records: into ``folder`` (a model folder being written: ``quality_check.json`` and
-    ``reranker/quality_check.json``), else under ``$NLSIM_HOME/quality-check/``."""
+    ``reranker/quality_check.json``), else under ``$NLSIM_HOME/quality-check/``, where a record made on
+    another CPU kind may be already: the paths it checked and the new one did not are kept
+    (:func:`nlsim.inference.quality_check.borrow_checked`), so that machines sharing one home do not undo
+    each other's checks."""
     written = []
     for name, record in records.items():
         path = None
@@ -388,5 +396,10 @@ def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None)
             path = (
                 folder / QUALITY_CHECK_JSON if name == "encoder" else folder / "reranker" / QUALITY_CHECK_JSON
             )
+        else:
+            home = quality_check_files(record["kind"], record["identity"], None)[-2]
+            before, _ = load_quality_check(record["kind"], record["identity"])
+            if before is not None:
+                record = borrow_checked(record, before, str(home))
         written.append(save_quality_check(record, path))
     return written

@@ -13,6 +13,8 @@ from stsb_helpers import stsb_sample
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.run import quality_check_stage
 from nlsim.encoders import load_encoder
+from nlsim.encoders.planner import encoder_target
+from nlsim.inference.choice import select
 from nlsim.inference.quality_check import QUALITY_CHECK_JSON, load_quality_check, quality_verdict
 from nlsim.io.model_store import ModelStore
 
@@ -64,6 +66,54 @@ def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     assert where == str(version / QUALITY_CHECK_JSON)
     bf16 = record["paths"]["torch-bf16"]
     assert "spearman" in bf16 and bf16["checked_in"] == done["written"][0]
-    assert not quality_verdict(record, "torch-bf16")[1].startswith("not checked")
-    # once per CPU kind
+    # judged against the fp32 figures it was measured beside (the folder's record has none)
+    assert quality_verdict(record, "torch-bf16")[0], quality_verdict(record, "torch-bf16")[1]
+    # and a run that takes bf16 names the record its figures come from
+    chosen = select(encoder_target(encoder), precision="bf16", use_probe=False).choice
+    assert chosen.path == "torch-bf16" and chosen.quality_check_file == done["written"][0]
+    # once per CPU kind, each kind remembered
     assert quality_check_stage(cfg, store, None, validation, None) == {"model": version.name, "reused": True}
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2)
+    assert quality_check_stage(cfg, store, None, validation, None) == {"model": version.name, "reused": True}
+
+
+def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no promoted model (the zero-shot base: no marker in the store), a path whose check could not
+    run is recorded with its error, and the next run does not check again."""
+    import nlsim.training.quality_check as made
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)
+    store = ModelStore(tmp_path / "models")
+    base = load_encoder(FAST_MODEL)
+    validation = stsb_sample(train=0, validation=24, test=0)
+    cfg = PipelineConfig(
+        pairs="pairs.tsv",
+        corpus="corpus.parquet",
+        out=str(tmp_path / "report"),
+        model_store=str(store.root),
+        base_model=FAST_MODEL,
+        convert="none",
+        threads=1,
+        progress=False,
+    )
+    checks = []
+    real = made.check_encoder
+
+    def counted(*args: object, **kwargs: object) -> dict:
+        checks.append(1)
+        return real(*args, **kwargs)
+
+    def broken(self: object, path: str, threads: object = None) -> object:
+        raise RuntimeError("no kernel for this path here")
+
+    monkeypatch.setattr(made, "check_encoder", counted)
+    monkeypatch.setattr(type(made.encoder_target(base)), "build", broken)
+    quality_check_stage(cfg, store, base, validation, None)
+    record, _ = load_quality_check("encoder", base.fingerprint, base.path)
+    assert record["paths"]["torch-bf16"].get("error")
+    quality_check_stage(cfg, store, base, validation, None)
+    assert checks == [1]

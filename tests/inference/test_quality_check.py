@@ -64,12 +64,12 @@ def test_a_path_left_unchecked_where_the_model_was_trained_takes_a_later_check(
     folder = tmp_path / "model"
     folder.mkdir()
     mine = record("m") | {
-        "reference": {"spearman": 80.0, "f1": 0.5},
+        "reference": {"spearman": 95.0, "f1": 0.5},
         "paths": {"torch-bf16": {"not_checked": "no bf16 here"}, "onnx-int8": checked(79.0)},
     }
     save_quality_check(mine, folder / QUALITY_CHECK_JSON)
     assert not quality_verdict(load_quality_check("encoder", "m", folder)[0], "torch-bf16")[0]
-    # made on another machine: bf16 within 0.5 of ITS fp32 (90.0), though not of the folder's (80.0)
+    # made on another machine: bf16 within 0.5 of ITS fp32 (90.0), though not of the folder's (95.0)
     here = record("m") | {
         "reference": {"spearman": 90.0, "f1": 0.5},
         "paths": {"torch-bf16": checked(89.8), "onnx-int8": checked(89.9)},
@@ -79,9 +79,36 @@ def test_a_path_left_unchecked_where_the_model_was_trained_takes_a_later_check(
     assert where == str(folder / QUALITY_CHECK_JSON)  # the model's own record is the one named
     assert merged["paths"]["torch-bf16"]["checked_in"] == str(home)
     assert quality_verdict(merged, "torch-bf16")[0]
-    # the folder's own figures for onnx-int8 (a Spearman loss of 1.0: failed) are not replaced
+    # the folder's own figures for onnx-int8 (16 below its fp32: failed) are not replaced
     assert merged["paths"]["onnx-int8"] == checked(79.0)
     assert not quality_verdict(merged, "onnx-int8")[0]
     # a later record that checked nothing more changes nothing
     save_quality_check(record("m") | {"paths": {"torch-bf16": {"not_checked": "no bf16 there either"}}})
     assert load_quality_check("encoder", "m", folder)[0] == mine
+
+
+def test_a_record_stored_again_under_the_home_keeps_what_another_cpu_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two CPU kinds sharing one ``$NLSIM_HOME``: each one's check keeps the other's figures."""
+    from nlsim.inference.quality_check import quality_verdict
+    from nlsim.training.quality_check import store_checks
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    bf16_cpu = record("m") | {
+        "reference": {"spearman": 90.0, "f1": 0.5},
+        "paths": {"torch-bf16": checked(89.9), "onnx-int8": {"not_checked": "no VNNI"}},
+    }
+    vnni_cpu = record("m") | {
+        "reference": {"spearman": 70.0, "f1": 0.5},
+        "paths": {"torch-bf16": {"not_checked": "no bf16"}, "onnx-int8": checked(69.8)},
+    }
+    (home,) = store_checks({"encoder": bf16_cpu})
+    store_checks({"encoder": vnni_cpu})
+    both, where = load_quality_check("encoder", "m")
+    assert where == str(home)
+    assert quality_verdict(both, "onnx-int8")[0]  # 69.8 against its own 70.0
+    assert quality_verdict(both, "torch-bf16")[0]  # 89.9 against 90.0, kept from the first CPU
+    assert both["paths"]["torch-bf16"]["reference"] == bf16_cpu["reference"]
+    store_checks({"encoder": bf16_cpu})  # and back: still both
+    assert quality_verdict(load_quality_check("encoder", "m")[0], "onnx-int8")[0]
