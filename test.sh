@@ -8,6 +8,9 @@ cd "$(dirname "$0")"
 bash scripts/setup.sh
 bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
+# the tests' temporary folders (model copies, a session home) go under TMPDIR: say how much room there is,
+# so that a run that fills the disk says so at its start, not only in its failures
+echo "free space under ${TMPDIR:-/tmp}: $(df -Ph "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')"
 echo "style: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
