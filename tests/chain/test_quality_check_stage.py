@@ -23,6 +23,20 @@ AVX2 = "avx avx2 fma"
 BF16 = "avx avx2 fma avx512f avx512bw avx512_bf16"
 
 
+def config(folder: Path, store: ModelStore) -> PipelineConfig:
+    """The chain's options as the stage reads them (the pairs and corpus are never opened here)."""
+    return PipelineConfig(
+        pairs="pairs.tsv",
+        corpus="corpus.parquet",
+        out=str(folder / "report"),
+        model_store=str(store.root),
+        base_model=FAST_MODEL,
+        convert="none",
+        threads=1,
+        progress=False,
+    )
+
+
 def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -43,16 +57,7 @@ def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     }
     (version / QUALITY_CHECK_JSON).write_text(json.dumps(trained_on_avx2), encoding="utf-8")
     validation = stsb_sample(train=0, validation=24, test=0)
-    cfg = PipelineConfig(
-        pairs="pairs.tsv",
-        corpus="corpus.parquet",
-        out=str(tmp_path / "report"),
-        model_store=str(store.root),
-        base_model=FAST_MODEL,
-        convert="none",
-        threads=1,
-        progress=False,
-    )
+    cfg = config(tmp_path, store)
 
     # on another avx2-only CPU the folder's record already says all there is: no check, nothing written
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2)
@@ -90,16 +95,7 @@ def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
     store = ModelStore(tmp_path / "models")
     base = load_encoder(FAST_MODEL)
     validation = stsb_sample(train=0, validation=24, test=0)
-    cfg = PipelineConfig(
-        pairs="pairs.tsv",
-        corpus="corpus.parquet",
-        out=str(tmp_path / "report"),
-        model_store=str(store.root),
-        base_model=FAST_MODEL,
-        convert="none",
-        threads=1,
-        progress=False,
-    )
+    cfg = config(tmp_path, store)
     checks = []
     real = made.check_encoder
 
