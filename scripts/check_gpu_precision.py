@@ -21,9 +21,11 @@ the same checks, for trying the script without a GPU).
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -31,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 sys.modules.setdefault("opencc", types.ModuleType("opencc"))  # conversion "none" never calls it
-os.environ.setdefault("NLSIM_HOME", tempfile.mkdtemp(prefix="nlsim-gpu-check-"))
+if "NLSIM_HOME" not in os.environ:  # a home of its own, removed when the check ends
+    os.environ["NLSIM_HOME"] = tempfile.mkdtemp(prefix="nlsim-gpu-check-")
+    atexit.register(shutil.rmtree, os.environ["NLSIM_HOME"], ignore_errors=True)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

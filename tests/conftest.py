@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="nlsim-prefect-home-"))
+if "PREFECT_HOME" not in os.environ:  # made here, removed when the session ends
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="nlsim-prefect-home-")
+    atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
