@@ -190,6 +190,7 @@ def quality_check_stage(
     folder carries its own record from ``nlsim finetune``: it is checked again here only for the paths it
     could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run
     on one with bf16 or VNNI)."""
+    from nlsim.encoders.device import default_device
     from nlsim.encoders.planner import encoder_target
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.gpu import gpu_info
@@ -207,15 +208,15 @@ def quality_check_stage(
     if cfg.precision != "auto":
         return {"skipped": f"--precision {cfg.precision}"}
     current = store.current()
-    encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
-    gpu = gpu_info(encoder.device)
+    gpu = gpu_info(default_device() if current is not None else base.device)  # where load_encoder puts it
     where = cpu_info().key + (f":{gpu.key}" if gpu is not None else "")
     marker = f"{split_digest(validation)}:{cfg.convert}:{where}"
     info = (store.info(current) or {}) if current is not None else {}
-    done = info.get("quality_check") or []
-    done = [done] if isinstance(done, str) else list(done)
+    done = info.get("quality_check")
+    done = done if isinstance(done, list) else []  # an older marker (a string, no machine kind): stale
     if current is not None and marker in done:
         return {"model": current.name, "reused": True}
+    encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
     reranker = load_reranker(encoder.path, threads=cfg.threads) if current is not None else None
     cal = load_calibration(current) if current is not None else zero_shot
     records: dict[str, dict[str, Any]] = {}

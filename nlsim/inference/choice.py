@@ -52,7 +52,13 @@ from nlsim.inference.cpu import CpuInfo, cpu_info
 from nlsim.inference.gpu import gpu_info
 from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
 from nlsim.inference.probe import probe_mode, probe_rates
-from nlsim.inference.quality_check import Verdict, entry_key, load_quality_check, quality_verdict
+from nlsim.inference.quality_check import (
+    Verdict,
+    entry_key,
+    load_quality_check,
+    quality_verdict,
+    record_entry,
+)
 from nlsim.inference.target import Target
 from nlsim.progress import say, warn
 
@@ -251,8 +257,9 @@ def select(
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
     choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
     # a path whose figures came from a later record than the model's own names that record's file
-    entry = ((record or {}).get("paths") or {}).get(entry_key(choice.path, device)) or {}
-    choice.quality_check_file = entry.get("checked_in") or found
+    choice.quality_check_file = (
+        record_entry(record, entry_key(choice.path, device)).get("checked_in") or found
+    )
     if choice.lossy and not choice.quality_check:
         _, why, figures = quality_verdict(record, choice.path, device)
         choice.quality_check, choice.quality_check_figures = why, figures

@@ -83,7 +83,7 @@ def quality_verdict(record: dict[str, Any] | None, path: str, device: str = "cpu
         return True, "lossless", None
     if not record:
         return False, "none recorded for this model (nlsim finetune or nlsim calibrate makes one)", None
-    entry = (record.get("paths") or {}).get(entry_key(path, device))
+    entry = record_entry(record, entry_key(path, device))
     if not entry:
         where = "" if entry_key(path, device) == path else " on a GPU"
         return False, f"not checked{where} for this model", None
@@ -166,17 +166,32 @@ def load_quality_check(
     return record, str(path)
 
 
+def record_entry(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    """The entry of the path ``key`` (:func:`entry_key`) in ``record``; empty when it has none.
+
+    >>> record_entry({"paths": {"onnx-int8": {"spearman": 80.0}}}, "onnx-int8"), record_entry(None, "x")
+    ({'spearman': 80.0}, {})
+    """
+    return ((record or {}).get("paths") or {}).get(key) or {}
+
+
+def was_tried(record: dict[str, Any] | None, key: str) -> bool:
+    """Whether the check in ``record`` ran the path ``key``: figures, or the error it stopped at; not a path
+    recorded as not checked (or not named)."""
+    entry = record_entry(record, key)
+    return bool(entry) and not entry.get("not_checked")
+
+
 def has_figures(record: dict[str, Any] | None, key: str) -> bool:
     """Whether ``record`` holds figures for the path ``key`` (:func:`entry_key`): checked, even if it
-    failed, not merely recorded as not checked.
+    failed, not merely recorded as not checked, nor stopped by an error.
 
     >>> has_figures({"paths": {"onnx-int8": {"spearman": 80.0}}}, "onnx-int8")
     True
     >>> has_figures({"paths": {"onnx-int8": {"not_checked": "no VNNI"}}}, "onnx-int8")
     False
     """
-    entry = ((record or {}).get("paths") or {}).get(key)
-    return bool(entry) and not entry.get("not_checked") and not entry.get("error")
+    return was_tried(record, key) and not record_entry(record, key).get("error")
 
 
 def borrow_checked(record: dict[str, Any], other: dict[str, Any], where: str) -> dict[str, Any]:
@@ -200,10 +215,15 @@ def borrow_checked(record: dict[str, Any], other: dict[str, Any], where: str) ->
     return {**record, "paths": {**(record.get("paths") or {}), **taken}}
 
 
+def home_file(kind: str, identity: str) -> Path:
+    """Where a model's record is written under ``$NLSIM_HOME`` (today's name)."""
+    return quality_check_files(kind, identity, None)[-2]
+
+
 def save_quality_check(record: dict[str, Any], path: Path | None = None) -> Path:
     """Write a quality check record (default: ``$NLSIM_HOME/quality-check/``)."""
     if path is None:
-        path = quality_check_files(record["kind"], record["identity"], None)[-2]
+        path = home_file(record["kind"], record["identity"])
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return path

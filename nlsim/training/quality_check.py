@@ -55,10 +55,11 @@ from nlsim.inference.quality_check import (
     SAME_STORY,
     borrow_checked,
     entry_key,
+    home_file,
     load_quality_check,
-    quality_check_files,
     quality_verdict,
     save_quality_check,
+    was_tried,
 )
 from nlsim.inference.target import Target
 from nlsim.progress import say
@@ -209,10 +210,8 @@ def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int |
     """
     device = str(target.device)
     keep, _ = worth_checking(target, threads)
-    paths = (record or {}).get("paths") or {}
     # a path tried and failed (its error recorded) counts as checked: trying again would fail again
-    tried = {key for key, entry in paths.items() if entry and not entry.get("not_checked")}
-    return [p for p in keep if entry_key(p, device) not in tried]
+    return [p for p in keep if not was_tried(record, entry_key(p, device))]
 
 
 def _record_not_checked(record: dict[str, Any], target: Target, plan: PathPlan) -> None:
@@ -397,9 +396,8 @@ def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None)
                 folder / QUALITY_CHECK_JSON if name == "encoder" else folder / "reranker" / QUALITY_CHECK_JSON
             )
         else:
-            home = quality_check_files(record["kind"], record["identity"], None)[-2]
             before, _ = load_quality_check(record["kind"], record["identity"])
             if before is not None:
-                record = borrow_checked(record, before, str(home))
+                record = borrow_checked(record, before, str(home_file(record["kind"], record["identity"])))
         written.append(save_quality_check(record, path))
     return written
