@@ -133,6 +133,8 @@ def main() -> int:
         out=None,
         epochs=args.epochs,
         cross_encoder_epochs=args.cross_encoder_epochs,
+        fp32_epochs=args.epochs,  # the epochs asked on every CPU, the fp32 recipe's included
+        fp32_cross_encoder_epochs=args.cross_encoder_epochs,
         threads=args.threads,
         eval_test=False,
         eval_before=False,

@@ -209,8 +209,18 @@ def main() -> int:
     parser.add_argument(
         "--train-pairs", type=int, default=0, help="a shorter chain: the first N training pairs only (0: all)"
     )
-    parser.add_argument("--epochs", type=int, default=None, help="the bi-encoder's epochs (default: nlsim's)")
-    parser.add_argument("--cross-encoder-epochs", type=int, default=None)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="the bi-encoder's epochs on any CPU, the fp32 recipe's included (default: nlsim's)",
+    )
+    parser.add_argument(
+        "--cross-encoder-epochs",
+        type=int,
+        default=None,
+        help="the cross-encoder's epochs on any CPU, the fp32 recipe's included (default: nlsim's)",
+    )
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -242,8 +252,8 @@ def main() -> int:
         "--model-store",
         str(work / "models"),
     ] + (["--threads", str(args.threads)] if args.threads else [])
-    chain += ["--epochs", str(args.epochs)] if args.epochs else []
-    chain += ["--cross-encoder-epochs", str(args.cross_encoder_epochs)] if args.cross_encoder_epochs else []
+    for flag, value in (("epochs", args.epochs), ("cross-encoder-epochs", args.cross_encoder_epochs)):
+        chain += [f"--{flag}", str(value), f"--fp32-{flag}", str(value)] if value else []
     log = work / "bench.log"
     host = machine()
     if args.avx2_only:

@@ -108,12 +108,16 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
     path = RESULTS / folder / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
+    chosen: dict[str, object] = {"reranker": False, **fixed, **settings}  # a reranker only where one is named
+    for key in ("epochs", "cross_encoder_epochs"):  # a candidate's epochs on every CPU, fp32 recipe or not
+        if key in chosen:
+            chosen.setdefault(f"fp32_{key}", chosen[key])
     cfg = FinetuneConfig(
         out=str(TRAINED / folder / name),
         progress_file=str(RESULTS / folder / f"{name}.progress"),
         eval_test=False,
         eval_before=False,
-        **{"reranker": False, **fixed, **settings},  # a reranker only where a candidate names one
+        **chosen,
     )
     res = finetune(cfg, pairs=table, log=lambda m: print(f"[{folder} {name}] {m}", flush=True))
     row = {

@@ -49,9 +49,26 @@ def annotations_digest(pairs: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def training_settings(cfg: FinetuneConfig) -> dict[str, Any]:
-    """The settings that decide the trained model."""
-    return {k: v for k, v in asdict(cfg).items() if k not in NOT_TRAINING}
+FP32_EPOCHS = ("fp32_epochs", "fp32_cross_encoder_epochs")
+"""FinetuneConfig fields that stand in for the epochs on a CPU without bf16 instructions: the epochs trained
+there are the setting (:func:`training_settings`), not these."""
+
+
+def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]:
+    """The settings that decide the model trained from ``cfg`` on ``device`` (a CPU: this machine's): on a
+    CPU without bf16 instructions the fp32 recipe's epochs take the place of the asked ones, so a model
+    trained there is another version than one trained with bf16 or on a GPU; elsewhere the fp32 epochs
+    change nothing and are left out.
+
+    Example:
+        >>> settings = training_settings(FinetuneConfig())  # as asked: no device
+        >>> settings["epochs"], settings["cross_encoder_epochs"], "fp32_epochs" in settings
+        (2, 3, False)
+    """
+    used = cfg
+    if device is not None and getattr(device, "type", str(device).split(":")[0]) == "cpu":
+        used = cfg.for_device("cpu")
+    return {k: v for k, v in asdict(used).items() if k not in NOT_TRAINING + FP32_EPOCHS}
 
 
 def training_fingerprint(

@@ -334,8 +334,8 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
         validation_pairs=int((pairs["split"] == "validation").sum()),
         text_tokens=text_tokens,
         pair_tokens=pair_tokens,
-        epochs=cfg.epochs,
-        cross_encoder_epochs=cfg.cross_encoder_epochs,
+        epochs=training.epochs,
+        cross_encoder_epochs=training.cross_encoder_epochs,
         batch_size=training.batch_size,
         layers=layers,
         frozen=frozen_layer_count(layers, cfg.frozen_layers, cfg.freeze_embeddings),  # what training freezes
@@ -498,7 +498,7 @@ def candidate_version(
     settings (loaded and checked first), else a new one trained now (``before_training`` is called first:
     the chain's first report, returning its seconds, which the estimate of the time left uses). Returns
     it, its training fingerprint, and whether it was trained by this run."""
-    settings = training_settings(cfg.finetune_config(None))
+    settings = training_settings(cfg.finetune_config(None), base.device)
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
     if version is not None:

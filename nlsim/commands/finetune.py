@@ -12,7 +12,7 @@ from nlsim.commands.options import Formatter, add_config_options, config_from_ar
 from nlsim.training.config import FinetuneConfig
 
 SILVER_OPTIONS = ("silver_corpus", "silver_text_field", "silver_anchors", "silver_teacher")
-RERANKER_OPTIONS = ("reranker", "cross_encoder_epochs", "cross_encoder_lr")
+RERANKER_OPTIONS = ("reranker", "cross_encoder_epochs", "fp32_cross_encoder_epochs", "cross_encoder_lr")
 
 
 def add_finetune_options(p: argparse.ArgumentParser) -> None:

@@ -122,7 +122,9 @@ class FinetuneConfig:
     loss: Literal["cosent", "mse"] = option(
         "cosent", help="CoSENT (default, chosen on validation) or the studies' cosine MSE"
     )
-    epochs: int = option(2, help="training epochs")
+    epochs: int = option(
+        2, help="training epochs (on a CPU without bf16 instructions: --fp32-epochs, the fp32 recipe)"
+    )
     batch_size: int = option(16, help="pairs per optimizer step")
     gpu_batch_size: int = option(
         32,
@@ -178,11 +180,25 @@ class FinetuneConfig:
         "ensemble", help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)"
     )
     cross_encoder_epochs: int = option(
-        3, help="epochs of the reranker's cross-encoder (and the silver teacher's)"
+        3,
+        help="epochs of the reranker's cross-encoder (and the silver teacher's; on a CPU without bf16 "
+        "instructions: --fp32-cross-encoder-epochs)",
     )
     cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
     cross_encoder_frozen_layers: int = option(
         4, help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained"
+    )
+    fp32_epochs: int = option(
+        1,
+        help="training epochs of the bi-encoder instead of --epochs on a CPU without bf16 instructions "
+        "(avx512_bf16 or AMX), where its steps run in fp32: the cold chain took 11 minutes on 2 cores with "
+        "the avx2 choices forced, at validation figures inside the intervals of the full recipe's and "
+        "0.04-0.06 lower (docs/finetuning.md)",
+    )
+    fp32_cross_encoder_epochs: int = option(
+        1,
+        help="epochs of the reranker's cross-encoder (and the silver teacher's) instead of "
+        "--cross-encoder-epochs on a CPU without bf16 instructions (as --fp32-epochs)",
     )
     fp32_cross_encoder_frozen_layers: int = option(
         6,
@@ -228,6 +244,8 @@ class FinetuneConfig:
             )
         if int(self.frozen_layers) < 0:
             raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
+        if int(self.fp32_epochs) < 1:
+            raise ConfigError(f"--fp32-epochs must be >= 1, got {self.fp32_epochs}")
         if int(self.fp32_cross_encoder_frozen_layers) < 0:
             raise ConfigError(
                 f"fp32 cross-encoder frozen layers must be >= 0, got {self.fp32_cross_encoder_frozen_layers}"
@@ -244,6 +262,11 @@ class FinetuneConfig:
             parse_level(self.calibrate_level)
         if self.train_size is not None and self.train_size < 2:
             raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
+        if self.reranker or self.silver_corpus is not None:
+            if int(self.fp32_cross_encoder_epochs) < 1:
+                raise ConfigError(
+                    f"--fp32-cross-encoder-epochs must be >= 1, got {self.fp32_cross_encoder_epochs}"
+                )
         if self.reranker:
             self.cross_encoder_config().check()
             if not 0 <= self.rerank_weight <= 1:
@@ -258,7 +281,8 @@ class FinetuneConfig:
         """The settings training uses on ``device``: on a GPU, ``gpu_batch_size`` pairs a step with the
         learning rates scaled by the square root of its ratio to ``batch_size``; on a CPU without bf16
         instructions (:attr:`nlsim.inference.cpu.CpuInfo.bf16_isa` is ``None``: training runs in fp32
-        there), ``fp32_cross_encoder_frozen_layers`` for the cross-encoder; elsewhere, as given.
+        there), ``fp32_epochs``, ``fp32_cross_encoder_epochs`` and ``fp32_cross_encoder_frozen_layers``;
+        elsewhere, as given.
 
         Example:
             >>> cfg = FinetuneConfig(batch_size=16, gpu_batch_size=64, lr=1e-4)
@@ -282,13 +306,26 @@ class FinetuneConfig:
         )
 
     def _for_cpu(self) -> FinetuneConfig:
-        """On this CPU: ``fp32_cross_encoder_frozen_layers`` where it has no bf16 instructions (its training
-        steps run in fp32 there, and a quarter fewer trained layers shorten them), else as given."""
-        if cpu_info().bf16_isa is not None or (
-            self.fp32_cross_encoder_frozen_layers == self.cross_encoder_frozen_layers
-        ):
+        """On this CPU: the ``fp32_*`` epochs and frozen cross-encoder layers where it has no bf16
+        instructions (its training steps run in fp32 there: fewer epochs and a quarter fewer trained layers
+        bring the cold chain within 12 minutes on 2 cores), else as given."""
+        fp32 = self.fp32_settings()
+        if cpu_info().bf16_isa is not None or all(getattr(self, k) == v for k, v in fp32.items()):
             return self
-        return replace(self, cross_encoder_frozen_layers=self.fp32_cross_encoder_frozen_layers)
+        return replace(self, **fp32)
+
+    def fp32_settings(self) -> dict[str, int]:
+        """The settings a CPU without bf16 instructions trains with instead of the asked ones.
+
+        Example:
+            >>> FinetuneConfig().fp32_settings()
+            {'epochs': 1, 'cross_encoder_epochs': 1, 'cross_encoder_frozen_layers': 6}
+        """
+        return {
+            "epochs": int(self.fp32_epochs),
+            "cross_encoder_epochs": int(self.fp32_cross_encoder_epochs),
+            "cross_encoder_frozen_layers": int(self.fp32_cross_encoder_frozen_layers),
+        }
 
     def silver_config(self) -> SilverConfig:
         return SilverConfig(anchors=self.silver_anchors, teacher=self.silver_teacher, seed=self.seed)
@@ -359,6 +396,7 @@ class LearningCurveConfig:
             conversion=self.conversion,
             loss=self.loss,
             epochs=self.epochs,
+            fp32_epochs=self.epochs,  # a curve is a measurement: the epochs asked on every CPU
             batch_size=self.batch_size,
             lr=self.lr,
             warmup_ratio=self.warmup_ratio,
@@ -379,3 +417,32 @@ class LearningCurveConfig:
         for k in ("sizes", "seeds", "baselines", "out", "threads"):
             d.pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+FP32_FLAGS = "--fp32-epochs, --fp32-cross-encoder-epochs, --fp32-cross-encoder-frozen-layers"
+_FP32_WORDS = {
+    "epochs": "bi-encoder epochs",
+    "cross_encoder_epochs": "cross-encoder epochs",
+    "cross_encoder_frozen_layers": "cross-encoder layers frozen",
+}
+
+
+def fp32_changes(asked: FinetuneConfig, used: FinetuneConfig) -> str:
+    """What ``used`` (:meth:`FinetuneConfig.for_device`) trains otherwise than ``asked`` among the fp32
+    settings, in words ("" when nothing); the cross-encoder's only when one is trained (a reranker, or the
+    silver pairs' teacher).
+
+    Example:
+        >>> asked = FinetuneConfig(epochs=2)
+        >>> fp32_changes(asked, replace(asked, epochs=1, cross_encoder_frozen_layers=6))
+        'bi-encoder epochs 1, not 2; cross-encoder layers frozen 6, not 4'
+        >>> fp32_changes(asked, asked)
+        ''
+    """
+    parts = [
+        f"{_FP32_WORDS[name]} {getattr(used, name)}, not {getattr(asked, name)}"
+        for name in asked.fp32_settings()
+        if getattr(used, name) != getattr(asked, name)
+        and (name == "epochs" or used.reranker or used.silver_corpus is not None)
+    ]
+    return "; ".join(parts)

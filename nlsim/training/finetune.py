@@ -44,7 +44,7 @@ from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
-from nlsim.training.config import FinetuneConfig
+from nlsim.training.config import FP32_FLAGS, FinetuneConfig, fp32_changes
 from nlsim.training.data import PreparedPairs, prepare_pairs
 from nlsim.training.model_card import model_card_markdown
 from nlsim.training.quality_check import check_model, store_checks
@@ -175,13 +175,10 @@ def finetune(
         encoder = call("load-base-model", load_base, cfg)
     encoder.max_length = int(cfg.max_length)
     asked = cfg
-    cfg = cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: more frozen CE layers
-    if cfg.reranker and cfg.cross_encoder_frozen_layers != asked.cross_encoder_frozen_layers:
-        log(
-            f"cross-encoder: lower {cfg.cross_encoder_frozen_layers} layers frozen, not "
-            f"{asked.cross_encoder_frozen_layers}: this CPU has no bf16 instructions and trains in fp32 "
-            "(--fp32-cross-encoder-frozen-layers)"
-        )
+    cfg = cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: the fp32 recipe
+    fp32 = fp32_changes(asked, cfg)
+    if fp32:
+        log(f"{fp32}: this CPU has no bf16 instructions and trains in fp32 ({FP32_FLAGS})")
     log(
         f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
         f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "

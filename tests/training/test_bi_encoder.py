@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from stsb_helpers import stsb_sample
+from stsb_helpers import same_epochs_on_any_cpu, stsb_sample
 
 import nlsim.training.bi_encoder
 from nlsim.evaluation.metrics import Metrics
@@ -44,7 +44,7 @@ def cfg(**kw: object) -> FinetuneConfig:
         reranker=False,  # tests/test_rerank.py covers it
     )
     base.update(kw)
-    return FinetuneConfig(**base)
+    return FinetuneConfig(**same_epochs_on_any_cpu(base))  # type: ignore[arg-type]
 
 
 def weights_hash(model: torch.nn.Module) -> str:

@@ -142,3 +142,14 @@ def test_a_folder_of_the_users_is_refused_before_any_work(
         run_learning_curve(config(pairs_file, tmp_path / typed, seeds=(0,)), log=lambda _: None)
     assert [p.name for p in mine.iterdir()] == ["learning_curve.md"]
     assert (mine / "learning_curve.md").read_text() == "my own notes\n"
+
+
+def test_a_curve_trains_the_epochs_asked_on_a_cpu_without_bf16(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fine-tuning takes its fp32 recipe (1 epoch) on such a CPU; a curve is a measurement, so its points
+    train the epochs it was asked for and its summary names, on every CPU."""
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")
+    cfg = config(pairs_file, tmp_path / "lc", seeds=(1,))
+    cfg.epochs = 3
+    assert cfg.finetune_config(8, 1).for_device("cpu").epochs == 3

@@ -1,0 +1,49 @@
+"""training_settings (nlsim/chain/fingerprint.py): the settings a chain's version is known by are those
+trained on the machine in hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from nlsim.chain.fingerprint import FP32_EPOCHS, training_settings
+from nlsim.training.config import FinetuneConfig
+
+AVX2_ONLY = "avx avx2 fma"
+AMX = "avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
+
+
+def test_a_cpu_without_bf16_knows_its_model_by_the_epochs_it_trains(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
+    settings = training_settings(FinetuneConfig(), "cpu")
+    assert (
+        settings["epochs"],
+        settings["cross_encoder_epochs"],
+        settings["cross_encoder_frozen_layers"],
+    ) == (
+        1,
+        1,
+        6,
+    )
+    assert not set(FP32_EPOCHS) & set(settings)
+    # asking 3 epochs there trains the same model as asking 2: the version is the same
+    assert training_settings(FinetuneConfig(epochs=3), "cpu") == settings
+    # the full recipe asked for such a CPU is another model
+    full = training_settings(FinetuneConfig(fp32_epochs=2, fp32_cross_encoder_epochs=3), "cpu")
+    assert (full["epochs"], full["cross_encoder_epochs"]) == (2, 3)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_with_bf16_or_on_a_gpu_the_fp32_epochs_change_nothing(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    """There the settings are the asked ones, without the fp32 epochs: a version trained before these
+    options existed keeps its fingerprint, and a bf16 CPU and an avx2 one sharing a store never take each
+    other's model."""
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AMX)
+    here = training_settings(FinetuneConfig(), device)
+    assert here == training_settings(FinetuneConfig())
+    assert (here["epochs"], here["cross_encoder_epochs"], here["cross_encoder_frozen_layers"]) == (2, 3, 4)
+    assert training_settings(FinetuneConfig(fp32_epochs=5, fp32_cross_encoder_epochs=5), device) == here
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
+    if device == "cpu":
+        assert training_settings(FinetuneConfig(), device) != here
