@@ -191,8 +191,8 @@ class FinetuneConfig:
     fp32_epochs: int = option(
         1,
         help="training epochs of the bi-encoder instead of --epochs on a CPU without bf16 instructions "
-        "(avx512_bf16 or AMX), where its steps run in fp32: the cold chain took 11 minutes on 2 cores with "
-        "the avx2 choices forced, at validation figures inside the intervals of the full recipe's and "
+        "(avx512_bf16 or AMX), where its steps run in fp32: the cold chain took 11-15 minutes on 2 cores "
+        "with the avx2 choices forced, at validation figures inside the intervals of the full recipe's and "
         "0.04-0.06 lower (docs/finetuning.md)",
     )
     fp32_cross_encoder_epochs: int = option(
