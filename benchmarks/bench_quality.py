@@ -102,22 +102,19 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
     ``table`` is a loaded pair table (else ``fixed["pairs"]`` names the file); ``fixed`` and ``settings``
     go to :class:`FinetuneConfig`.
     """
-    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.config import FinetuneConfig, epochs_on_any_cpu
     from nlsim.training.finetune import finetune
 
     path = RESULTS / folder / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
-    chosen: dict[str, object] = {"reranker": False, **fixed, **settings}  # a reranker only where one is named
-    for key in ("epochs", "cross_encoder_epochs"):  # a candidate's epochs on every CPU, fp32 recipe or not
-        if key in chosen:
-            chosen.setdefault(f"fp32_{key}", chosen[key])
     cfg = FinetuneConfig(
         out=str(TRAINED / folder / name),
         progress_file=str(RESULTS / folder / f"{name}.progress"),
         eval_test=False,
         eval_before=False,
-        **chosen,
+        # a reranker only where a candidate names one; its epochs on every CPU, fp32 recipe or not
+        **epochs_on_any_cpu({"reranker": False, **fixed, **settings}),
     )
     res = finetune(cfg, pairs=table, log=lambda m: print(f"[{folder} {name}] {m}", flush=True))
     row = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from nlsim.evaluation.sts import load_stsb
-from nlsim.training.config import FinetuneConfig
+from nlsim.training.config import FinetuneConfig, epochs_on_any_cpu
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 
@@ -15,7 +15,7 @@ FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 def small_reranker_config(out: Path, **changes: object) -> FinetuneConfig:
     """A fine-tuning of the small English model with a reranker, a minute's work on a few STS-B pairs (for
     the tests of what uses a reranker, not of its quality); ``changes`` override its settings. The epochs
-    asked are trained on any CPU (:func:`same_epochs_on_any_cpu`)."""
+    asked are trained on any CPU (:func:`nlsim.training.config.epochs_on_any_cpu`)."""
     settings: dict[str, object] = dict(
         model=FAST_MODEL,
         out=str(out),
@@ -30,18 +30,7 @@ def small_reranker_config(out: Path, **changes: object) -> FinetuneConfig:
         cross_encoder_epochs=1,
         seed=5,
     )
-    return FinetuneConfig(**same_epochs_on_any_cpu({**settings, **changes}))  # type: ignore[arg-type]
-
-
-def same_epochs_on_any_cpu(settings: dict[str, object]) -> dict[str, object]:
-    """``settings`` with the fp32 recipe's epochs (a CPU without bf16 instructions trains those:
-    :meth:`nlsim.training.FinetuneConfig.for_device`) set to the epochs asked, unless given, so that a test
-    trains as many epochs on every kind of CPU."""
-    out = dict(settings)
-    for name in ("epochs", "cross_encoder_epochs"):
-        if name in out:
-            out.setdefault(f"fp32_{name}", out[name])
-    return out
+    return FinetuneConfig(**epochs_on_any_cpu({**settings, **changes}))  # type: ignore[arg-type]
 
 
 def stsb_sample(train: int, validation: int, test: int) -> pd.DataFrame:

@@ -65,10 +65,9 @@ def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]
         >>> settings["epochs"], settings["cross_encoder_epochs"], "fp32_epochs" in settings
         (2, 3, False)
     """
-    used = cfg
-    if device is not None and getattr(device, "type", str(device).split(":")[0]) == "cpu":
-        used = cfg.for_device("cpu")
-    return {k: v for k, v in asdict(used).items() if k not in NOT_TRAINING + FP32_EPOCHS}
+    used = cfg if device is None else cfg.for_device(device)
+    settings = {k: v for k, v in asdict(cfg).items() if k not in NOT_TRAINING + FP32_EPOCHS}
+    return {**settings, **{k: getattr(used, k) for k in cfg.fp32_settings()}}
 
 
 def training_fingerprint(

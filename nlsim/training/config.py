@@ -262,7 +262,7 @@ class FinetuneConfig:
             parse_level(self.calibrate_level)
         if self.train_size is not None and self.train_size < 2:
             raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
-        if self.reranker or self.silver_corpus is not None:
+        if self.trains_cross_encoder:
             if int(self.fp32_cross_encoder_epochs) < 1:
                 raise ConfigError(
                     f"--fp32-cross-encoder-epochs must be >= 1, got {self.fp32_cross_encoder_epochs}"
@@ -313,6 +313,11 @@ class FinetuneConfig:
         if cpu_info().bf16_isa is not None or all(getattr(self, k) == v for k, v in fp32.items()):
             return self
         return replace(self, **fp32)
+
+    @property
+    def trains_cross_encoder(self) -> bool:
+        """Whether the run trains a cross-encoder: the reranker's, or the silver pairs' teacher."""
+        return bool(self.reranker) or self.silver_corpus is not None
 
     def fp32_settings(self) -> dict[str, int]:
         """The settings a CPU without bf16 instructions trains with instead of the asked ones.
@@ -442,7 +447,22 @@ def fp32_changes(asked: FinetuneConfig, used: FinetuneConfig) -> str:
     parts = [
         f"{_FP32_WORDS[name]} {getattr(used, name)}, not {getattr(asked, name)}"
         for name in asked.fp32_settings()
-        if getattr(used, name) != getattr(asked, name)
-        and (name == "epochs" or used.reranker or used.silver_corpus is not None)
+        if getattr(used, name) != getattr(asked, name) and (name == "epochs" or used.trains_cross_encoder)
     ]
     return "; ".join(parts)
+
+
+def epochs_on_any_cpu(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` (:class:`FinetuneConfig` fields) with the fp32 recipe's epochs set to the epochs they
+    ask for, unless given: a run that measures a recipe (a benchmark's candidate, a test) then trains the
+    same epochs on every kind of CPU.
+
+    Example:
+        >>> epochs_on_any_cpu({"epochs": 3, "cross_encoder_epochs": 2, "fp32_cross_encoder_epochs": 1})
+        {'epochs': 3, 'cross_encoder_epochs': 2, 'fp32_cross_encoder_epochs': 1, 'fp32_epochs': 3}
+    """
+    out = dict(settings)
+    for name in ("epochs", "cross_encoder_epochs"):
+        if name in out:
+            out.setdefault(f"fp32_{name}", out[name])
+    return out

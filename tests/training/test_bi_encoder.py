@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from stsb_helpers import same_epochs_on_any_cpu, stsb_sample
+from stsb_helpers import stsb_sample
 
 import nlsim.training.bi_encoder
 from nlsim.evaluation.metrics import Metrics
 from nlsim.training.bi_encoder import train_encoder
-from nlsim.training.config import FinetuneConfig
+from nlsim.training.config import FinetuneConfig, epochs_on_any_cpu
 from nlsim.training.finetune import finetune
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -44,7 +44,7 @@ def cfg(**kw: object) -> FinetuneConfig:
         reranker=False,  # tests/test_rerank.py covers it
     )
     base.update(kw)
-    return FinetuneConfig(**same_epochs_on_any_cpu(base))  # type: ignore[arg-type]
+    return FinetuneConfig(**epochs_on_any_cpu(base))  # type: ignore[arg-type]
 
 
 def weights_hash(model: torch.nn.Module) -> str:
