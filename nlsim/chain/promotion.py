@@ -76,7 +76,16 @@ def score_model(
         scorer, kind = encoder, "cosine"
         threshold = float(cal.threshold) if cal is not None else float("nan")
     scores = pair_similarities(scorer, validation, conversion)
+    return figures(model, kind, scores, validation, threshold, level)
+
+
+def figures(
+    model: str | Path, kind: str, scores: np.ndarray, validation: pd.DataFrame, threshold: float, level: float
+) -> dict[str, Any]:
+    """:func:`score_model`'s figures from the model's ``scores`` of the ``validation`` rows (in their order),
+    its own ``threshold`` and the report's ``level``; ``kind``: ``"reranker"`` or ``"cosine"``."""
     gold = validation["score"].to_numpy(dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
     m = metrics_from_scores(scores, gold)
     at = threshold_metrics(scores, gold, threshold, level) if np.isfinite(threshold) else {"f1": 0.0}
     cv = cross_validated_f1(scores, gold, level)

@@ -50,15 +50,21 @@ from nlsim.chain.config import PipelineConfig
 from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
-from nlsim.chain.promotion import cross_validated_f1, decide, score_model, split_digest
+from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
 from nlsim.dedup.config import CURRENT_MODEL
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.dedup.stages import judge_pairs
 from nlsim.encoders import load_encoder
+from nlsim.encoders.scoring import KnownScores, known_scores
 from nlsim.errors import ConfigError, StateError
-from nlsim.evaluation.calibration import calibrate, load_calibration, save_calibration, threshold_metrics
+from nlsim.evaluation.calibration import (
+    calibrate_scores,
+    load_calibration,
+    save_calibration,
+    threshold_metrics,
+)
 from nlsim.evaluation.judge import describe
-from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
+from nlsim.evaluation.metrics import convert_texts, metrics_from_scores, pair_similarities
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
@@ -68,6 +74,7 @@ from nlsim.progress import say
 from nlsim.rerank.reranker import load_reranker
 from nlsim.training.clock import timed_steps
 from nlsim.training.finetune import TRAINING_STAGES, finetune
+from nlsim.training.validation import ScoredValidation
 
 CHAIN_STAGES = {
     s.name: s
@@ -103,7 +110,27 @@ class PipelineResult:
     messages: list[str] = field(default_factory=list)
 
 
-def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> dict[str, Any]:
+@dataclass
+class Baseline:
+    """The zero-shot baseline: its figures (the record's ``baseline``), and its scores of the converted
+    validation and test pairs when this run computed them (fine-tuning then does not score the base model
+    again: :func:`nlsim.training.finetune.finetune`'s ``before``); none when the figures came from the
+    cache."""
+
+    metrics: dict[str, Any]
+    known: KnownScores = field(default_factory=dict)
+
+    def for_training(self, base: Any, max_length: int) -> KnownScores:
+        """:attr:`known`, when fine-tuning would score these texts the same: none of them is cut at
+        ``max_length`` (fine-tuning's) or at the base model's own length (the baseline's); else nothing."""
+        texts = list({t for pair in self.known for t in pair})
+        if not texts:
+            return {}
+        longest = max(len(ids) for ids in base.token_ids(texts))
+        return self.known if longest < min(int(base.max_length), int(max_length)) else {}
+
+
+def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> Baseline:
     """The zero-shot figures and calibration (cached in the store's ``zero-shot/`` by what they depend on)."""
     validation = pairs[pairs["split"] == "validation"]
     test = pairs[pairs["split"] == "test"]
@@ -126,19 +153,20 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
             data = {}
         if data.get("key") == key and load_calibration(folder) is not None:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
-            return data["metrics"]
+            return Baseline(data["metrics"])
     scores = pair_similarities(base, validation, cfg.convert)
+    test_scores = pair_similarities(base, test, cfg.convert) if len(test) > 2 else np.zeros(0)
     gold = validation["score"].to_numpy()
-    cal = calibrate(
-        base,
-        validation,
+    cal = calibrate_scores(  # the scores above: validation is embedded once
+        scores,
+        gold,
         level=cfg.level,
-        conversion=cfg.convert,
+        conversion=cfg.convert or "none",
         split="validation",
         model=base.model_id,
+        fingerprint=base.fingerprint,
         pairs_file=str(cfg.pairs),
     )
-    cal.fingerprint = base.fingerprint
     metrics = {
         "model": cfg.base_model,
         "scorer": "cosine",
@@ -147,9 +175,7 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         "level": cfg.level,
         **{k: v for k, v in threshold_metrics(scores, gold, cal.threshold, cfg.level).items() if k != "n"},
         **cross_validated_f1(scores, gold, cfg.level),
-        "test_spearman": metrics_from_scores(
-            pair_similarities(base, test, cfg.convert), test["score"].to_numpy()
-        ).spearman
+        "test_spearman": metrics_from_scores(test_scores, test["score"].to_numpy()).spearman
         if len(test) > 2
         else None,
         "split_digest": key["validation"],
@@ -161,7 +187,15 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         f"baseline: zero-shot {cfg.base_model}: validation Spearman {metrics['spearman']:.2f}, "
         f"{cal.describe()}"
     )
-    return metrics
+    scored = pd.concat([validation, test]) if len(test) > 2 else validation
+    return Baseline(
+        metrics,
+        known_scores(
+            convert_texts(scored["text_a"].tolist(), cfg.convert),
+            convert_texts(scored["text_b"].tolist(), cfg.convert),
+            np.concatenate([scores, test_scores]),
+        ),
+    )
 
 
 def evaluate_stage(
@@ -178,6 +212,26 @@ def evaluate_stage(
     info["validation"] = {**cache, key: metrics}
     store.write_info(version, info)
     return metrics
+
+
+def seed_figures(
+    cfg: PipelineConfig, store: ModelStore, version: Path, validation: pd.DataFrame, own: ScoredValidation
+) -> bool:
+    """Keep a version's validation figures (:func:`evaluate_stage`'s cache) from the scores its training
+    gave the same validation pairs (:class:`nlsim.training.validation.ScoredValidation`: the model's own
+    scorer and threshold, as :func:`nlsim.chain.promotion.score_model` would use), instead of loading the
+    model and scoring them again. Only when they cover every validation pair at the report's level;
+    returns whether it did."""
+    ids = validation["pair_id"].astype(str)
+    if own.level != cfg.level or not ids.isin(own.scores.keys()).all():
+        return False
+    scores = np.array([own.scores[i] for i in ids], dtype=np.float64)
+    info = store.info(version) or {}
+    key = f"{split_digest(validation)}:{cfg.convert}:{cfg.level}"
+    metrics = figures(version, own.scorer, scores, validation, own.threshold, cfg.level)
+    info["validation"] = {**(info.get("validation") or {}), key: metrics}
+    store.write_info(version, info)
+    return True
 
 
 def quality_check_stage(
@@ -407,10 +461,12 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
         return first.get("seconds")
 
     version, fingerprint, trained = candidate_version(
-        cfg, store, call, base, pairs, started, before_training=before_training
+        cfg, store, call, base, pairs, started, before_training, baseline.for_training(base, cfg.max_length)
     )
     zero_shot = load_calibration(store.zero_shot_dir())
-    candidate, incumbent, name = call("evaluate", evaluate_both, cfg, store, version, validation, baseline)
+    candidate, incumbent, name = call(
+        "evaluate", evaluate_both, cfg, store, version, validation, baseline.metrics
+    )
     decision = call("promote", promote_stage, store, version, candidate, incumbent, name)
     current = store.current()
     record: dict[str, Any] = {
@@ -418,7 +474,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
         "pairs": cfg.pairs,
         "fingerprint": fingerprint,
         "trained": trained,
-        "baseline": baseline,
+        "baseline": baseline.metrics,
         "candidate": {"version": version.name, "path": str(version), "validation": candidate},
         "current": None
         if current is None
@@ -493,11 +549,14 @@ def candidate_version(
     pairs: pd.DataFrame,
     started: str,
     before_training: Callable[[], float | None] | None = None,
+    before: KnownScores | None = None,
 ) -> tuple[Path, str, bool]:
     """The version the chain evaluates: the one trained before from the same annotations, base model and
     settings (loaded and checked first), else a new one trained now (``before_training`` is called first:
-    the chain's first report, returning its seconds, which the estimate of the time left uses). Returns
-    it, its training fingerprint, and whether it was trained by this run."""
+    the chain's first report, returning its seconds, which the estimate of the time left uses; ``before``:
+    the zero-shot scores of the baseline, given to fine-tuning). A version trained now keeps the validation
+    figures its training measured (:func:`seed_figures`). Returns it, its training fingerprint, and whether
+    it was trained by this run."""
     settings = training_settings(cfg.finetune_config(None), base.device)
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
@@ -523,9 +582,12 @@ def candidate_version(
         on_rate=lambda rate: say(
             describe_eta(work.estimate(rate, bi_steps_done=said_after, first_report_s=first_seconds))
         ),
+        before=before,
     )
     info = {"fingerprint": fingerprint, "parts": parts, "created": started, "seconds": result.seconds}
     store.register(version, {**info, "best": result.best})
+    if result.validation_scores is not None:
+        seed_figures(cfg, store, version, pairs[pairs["split"] == "validation"], result.validation_scores)
     return version, fingerprint, True
 
 

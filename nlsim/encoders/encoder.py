@@ -232,7 +232,7 @@ class Encoder:
             return None  # weights' exports; torch it is, as for a runner whose weights changed
         if not planner.eager and n_texts < self.AUTO_ONNX_MIN_TEXTS:
             return None
-        self.choice, runner = planner.settle(self)
+        self.choice, runner = planner.settle(self, n_texts)
         self.options["backend"], self.options["precision"] = self.choice.backend, self.choice.precision
         self.use_runner(runner)
         return self.choice

@@ -103,13 +103,14 @@ class Planner:
     def eager(self) -> bool:
         return self.backend != "auto" or self.precision not in ("auto", "fp32")
 
-    def settle(self, encoder: Any) -> tuple[Choice, Any]:
-        """Choose the path and build its runner: the loop both model kinds share
-        (:func:`nlsim.inference.choice.settle`)."""
+    def settle(self, encoder: Any, n_texts: int = 0) -> tuple[Choice, Any]:
+        """Choose the path for a job of ``n_texts`` texts and build its runner: the loop both model kinds
+        share (:func:`nlsim.inference.choice.settle`)."""
         return settle(
             encoder_target(encoder),
             f"embedding with {encoder.name}",
             backend=self.backend,
             precision=self.precision,
             threads=self.threads,
+            job_items=n_texts,
         )

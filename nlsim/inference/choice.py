@@ -15,7 +15,8 @@ The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
 2. **the quality check** (:mod:`nlsim.inference.quality_check`): a lossy path stays a candidate only when
    the model's stored quality check passed it (on the device the model is on); no record, no lossy path;
 3. **the probe** (:mod:`nlsim.inference.probe`): when more than one candidate is left, each is timed on
-   a few synthetic batches once per CPU kind, thread count and model architecture;
+   a few synthetic batches once per CPU kind, thread count and model architecture (not for a job too
+   small to repay the timing: :func:`nlsim.inference.probe.too_small_to_probe`);
 4. **the pick** (:func:`decide`, deterministic given the probe): the fastest lossless candidate, unless a
    lossy one that passed the quality check is at least :data:`LOSSY_MIN_GAIN` times faster. A model on a
    GPU is probed too (once per GPU kind and architecture): a half precision is not always faster there.
@@ -51,7 +52,7 @@ from nlsim.errors import ConfigError
 from nlsim.inference.cpu import CpuInfo, cpu_info
 from nlsim.inference.gpu import gpu_info
 from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
-from nlsim.inference.probe import probe_mode, probe_rates
+from nlsim.inference.probe import probe_mode, probe_rates, too_small_to_probe
 from nlsim.inference.quality_check import (
     Verdict,
     entry_key,
@@ -209,14 +210,17 @@ def select(
     probe_missing: bool = True,
     use_probe: bool = True,
     exclude: dict[str, str] | None = None,
+    job_items: int = 0,
 ) -> Selection:
     """Choose ``target``'s inference path (see the module docstring). Runners built while probing are
     returned so that the chosen one is not built twice.
 
     ``probe_missing``: time the candidates the cached probe lacks (else they count as unmeasured);
     ``use_probe``: read the cached probe at all (else the first candidate in :data:`PATHS` order that the
-    quality check allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed). A
-    model on a GPU is probed per GPU kind (:mod:`nlsim.inference.probe`)."""
+    quality check allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed);
+    ``job_items``: the size of the job the path is for (0: unknown), below which the paths the cached probe
+    lacks are not timed (:func:`nlsim.inference.probe.too_small_to_probe`). A model on a GPU is probed per
+    GPU kind (:mod:`nlsim.inference.probe`)."""
     import torch  # deferred: heavy or optional, loaded only when needed
 
     check_options(backend, precision)
@@ -248,12 +252,16 @@ def select(
     runners: dict[str, Any] = {}
     alive = [p for p in cands if forced_precision or checks.get(p, (True,))[0]]
     probe: dict[str, float] = {}
+    small = ""
     if len(alive) > 1 and use_probe:
+        small = too_small_to_probe(target, alive, threads, cpu, job_items, gpu) if probe_missing else ""
         probe = probe_rates(
-            target, alive, threads, cpu, runners, excluded, time_missing=probe_missing, gpu=gpu
+            target, alive, threads, cpu, runners, excluded, time_missing=probe_missing and not small, gpu=gpu
         )
         cands = [p for p in cands if p not in excluded]
     choice = decide(cands, excluded, probe, checks, forced_precision=forced_precision, on_gpu=gpu is not None)
+    if small and not any(probe.get(p, 0.0) > 0 for p in alive):
+        choice.reason += f"; not timed: {small}"
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
     choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
     # a path whose figures came from a later record than the model's own names that record's file
@@ -274,12 +282,13 @@ def settle(
     precision: str = "auto",
     threads: int | None = None,
     announce_as: Callable[[str, Choice], None] | None = None,
+    job_items: int = 0,
 ) -> tuple[Choice, Any]:
     """The one loop that chooses, builds and falls back, for a model of any kind: :func:`select` the path,
     build its runner (``None``: torch fp32), and when a path cannot be set up here, leave it out and choose
     again, with a warning that says why (a forced path, or torch fp32, raises instead). The choice is
     announced (:func:`announce`; ``what`` names the model), unless it is plain torch fp32 that was asked
-    for.
+    for. ``job_items``: the size of the job the path is settled for (:func:`select`).
 
     Example:
         >>> import torch
@@ -302,6 +311,7 @@ def settle(
             probe_missing=mode == "on",
             use_probe=mode != "off",
             exclude=excluded,
+            job_items=job_items,
         )
         choice = sel.choice
         try:

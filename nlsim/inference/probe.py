@@ -4,7 +4,8 @@ When more than one candidate path is left, each is timed on a few synthetic batc
 CPU kind, thread count and model architecture, or once per GPU kind and architecture for a model on a GPU
 (a half precision is not always the faster there), and the items per second are cached in
 ``$NLSIM_HOME/probes/`` (made again when torch or onnxruntime change). ``NLSIM_PROBE`` says whether a run
-may time what the cache lacks (:func:`probe_mode`).
+may time what the cache lacks (:func:`probe_mode`). A job smaller than :data:`PROBE_PAYOFF` times what the
+timing itself would run is not worth it (:func:`too_small_to_probe`): its path is chosen without timing.
 
 Example:
     >>> import numpy as np
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
     from nlsim.inference.target import Target
 
 PROBE_FORMAT = 1
+PROBE_REPEATS = 3
+"""Timed passes over the probe's batches, after one warm-up pass; the best counts."""
+PROBE_PAYOFF = 4
+"""The paths the cached probe lacks are timed only for a job of at least this many times the items the
+timing runs itself (every pass over the probe's batches, for each path it lacks): on a smaller job the
+timing would cost a large share of what the fastest path could save. The cross-encoder of the bundled
+report reads 3,276 pairs; timing its two exact paths on a 2-core CPU with avx2 kernels reads 1,536 and
+took 39 s, against 33-44 s for the job itself."""
 
 
 def probe_file(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None) -> Path:
@@ -88,7 +97,9 @@ def save_probe(
     return path
 
 
-def time_runner(run: Callable[[Any], Any], batches: list[dict[str, np.ndarray]], repeats: int = 3) -> float:
+def time_runner(
+    run: Callable[[Any], Any], batches: list[dict[str, np.ndarray]], repeats: int = PROBE_REPEATS
+) -> float:
     """Items per second of ``run`` over ``batches`` (one warm-up pass, then the best of ``repeats``)."""
     items = sum(int(b["input_ids"].shape[0]) for b in batches)
     for b in batches:
@@ -107,6 +118,34 @@ def probe_mode() -> str:
     time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
     mode = os.environ.get("NLSIM_PROBE", "on").strip().lower()
     return mode if mode in ("on", "cached", "off") else "on"
+
+
+def too_small_to_probe(
+    target: Target, paths: list[str], threads: int, cpu: CpuInfo, job_items: int, gpu: GpuInfo | None = None
+) -> str:
+    """Why a job of ``job_items`` items (texts, or pair readings) is not worth timing the ``paths`` the
+    cached probe lacks (:data:`PROBE_PAYOFF`); ``""`` when it is, when nothing is missing, or when the job's
+    size is not known (``job_items`` 0).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> batch = {"input_ids": np.zeros((64, 8), dtype=np.int64)}
+        >>> t = SimpleNamespace(architecture=lambda: "doc-example", probe_batches=lambda: ([batch], []))
+        >>> cpu = CpuInfo("a CPU", ())
+        >>> too_small_to_probe(t, ["onnx-fp32", "torch-fp32"], 1, cpu, 1500)
+        'a job of 1,500 items, under 4 times the 512 the probe would time'
+        >>> too_small_to_probe(t, ["onnx-fp32", "torch-fp32"], 1, cpu, 5000)
+        ''
+    """
+    if job_items <= 0:
+        return ""
+    cached = load_probe(target.architecture(), threads, cpu, gpu)
+    missing = [p for p in paths if p not in cached]
+    batches, _ = target.probe_batches()
+    cost = sum(int(b["input_ids"].shape[0]) for b in batches) * (1 + PROBE_REPEATS) * len(missing)
+    if not missing or job_items >= PROBE_PAYOFF * cost:
+        return ""
+    return f"a job of {job_items:,} items, under {PROBE_PAYOFF} times the {cost:,} the probe would time"
 
 
 def probe_rates(

@@ -40,7 +40,7 @@ import pandas as pd
 
 from nlsim.encoders.encoder import NLSIM_JSON
 from nlsim.encoders.registry import check_tokenizer_file
-from nlsim.encoders.scoring import PairScorer, pair_scorer
+from nlsim.encoders.scoring import KnownScores, PairScorer, as_pair_scorer, known_first
 from nlsim.errors import StateError
 from nlsim.evaluation.calibration import check_threshold
 from nlsim.io.atomic import atomic_write_text
@@ -138,13 +138,20 @@ class Reranker:
         blob = f"{self.cross_encoder.digest()}:{self.slope!r}:{self.intercept!r}:{self.weight!r}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def scorer(self, encoder: Any) -> PairScorer:
-        """A pair scorer (for :func:`nlsim.evaluation.metrics.evaluate` and calibration): the rerank score."""
-        cosine = pair_scorer(encoder)
+    def scorer(self, encoder: Any, known: KnownScores | None = None) -> PairScorer:
+        """A pair scorer (for :func:`nlsim.evaluation.metrics.evaluate` and calibration): the rerank score.
+
+        ``encoder``: the bi-encoder, or a pair scorer of its cosine; ``known``: the cross-encoder's fp32
+        scores of pairs already scored (training's last validation pass), used for a call they cover."""
+        cosine = as_pair_scorer(encoder)
+
+        def fp32(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+            return self.cross_scores(texts_a, texts_b, precision="fp32")  # measurements: the exact numbers
+
+        cross = known_first(known, fp32) if known else fp32
 
         def score(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-            cross = self.cross_scores(texts_a, texts_b, precision="fp32")  # measurements: the exact numbers
-            return self.combine(cosine(texts_a, texts_b), cross)
+            return self.combine(cosine(texts_a, texts_b), cross(texts_a, texts_b))
 
         return score
 

@@ -107,7 +107,9 @@ def cross_encoder_inference(
     key = (backend, precision, threads, ce.weights_version())
     if key not in memo:
         memo.clear()
+        readings = 2 * n_pairs  # a job reads each pair in both orders
+        target = cross_encoder_target(ce)
         memo[key] = settle(
-            cross_encoder_target(ce), "cross-encoder", backend=backend, precision=precision, threads=threads
+            target, "cross-encoder", backend=backend, precision=precision, threads=threads, job_items=readings
         )
     return memo[key]

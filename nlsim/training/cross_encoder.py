@@ -237,6 +237,18 @@ def _restore(ce: CrossEncoder, state: dict[str, torch.Tensor]) -> None:
     ce.model.eval()
 
 
+@dataclass
+class TrainedCrossEncoder:
+    """:func:`train_and_score`'s answer: the cross-encoder (the kept epoch's weights loaded), the per-epoch
+    history, and the kept epoch's fp32 scores of the validation pairs (in their row order), from the
+    cached frozen states: what :meth:`CrossEncoder.predict` gives them, so they need not be computed again.
+    """
+
+    ce: CrossEncoder
+    history: list[dict[str, Any]]
+    validation_scores: np.ndarray
+
+
 def train_cross_encoder(
     base: str | CrossEncoder,
     train: pd.DataFrame,
@@ -252,6 +264,19 @@ def train_cross_encoder(
     per-epoch history (``epoch``, ``train_loss``, ``spearman``, ``seconds``). ``on_rate`` hears the
     measured seconds per step once (:class:`nlsim.training.clock.TrainingClock`).
     """
+    trained = train_and_score(base, train, validation, cfg, log, on_rate)
+    return trained.ce, trained.history
+
+
+def train_and_score(
+    base: str | CrossEncoder,
+    train: pd.DataFrame,
+    validation: pd.DataFrame,
+    cfg: CrossEncoderConfig,
+    log: Callable[[str], None] = say,
+    on_rate: Callable[[float], None] | None = None,
+) -> TrainedCrossEncoder:
+    """:func:`train_cross_encoder`, with the kept epoch's validation scores (:class:`TrainedCrossEncoder`)."""
     cfg.check()
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -261,6 +286,7 @@ def train_cross_encoder(
     gold = validation["score"].to_numpy()
     history: list[dict[str, Any]] = []
     best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
+    kept = np.zeros(len(validation), dtype=np.float64)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         train_loss = _train_epoch(run, epoch, len(train), cfg, rng, log)
@@ -278,7 +304,7 @@ def train_cross_encoder(
         history.append({**row, "seconds": round(seconds, 1)})
         run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{note}")
         if rho > best[0] or best[1] is None or not cfg.keep_best:
-            best = (rho, _trained_state(run.ce, run.log_scale))
+            best, kept = (rho, _trained_state(run.ce, run.log_scale)), pred
     assert best[1] is not None
     _restore(run.ce, best[1])
-    return run.ce, history
+    return TrainedCrossEncoder(run.ce, history, kept)

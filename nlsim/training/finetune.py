@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.encoders.scoring import KnownScores, known_first, pair_scorer
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
 from nlsim.io.atomic import sweep_leftovers
@@ -50,7 +51,7 @@ from nlsim.training.model_card import model_card_markdown
 from nlsim.training.quality_check import check_model, store_checks
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
-from nlsim.training.validation import calibrate_encoder, evaluate_splits
+from nlsim.training.validation import ScoredValidation, calibrate_encoder, evaluate_splits, scored_validation
 
 TRAINING_JSON = "training.json"
 SILVER_PARQUET = "silver_pairs.parquet"
@@ -80,9 +81,13 @@ class FinetuneResult:
     reranker: dict[str, Any] | None = None
     editor_labels: dict[str, dict[str, int]] | None = None
     """The pairs merged from editors' files (:func:`nlsim.io.editor_file.editor_labels`), per split."""
+    validation_scores: ScoredValidation | None = None
+    """The model's own scores of the validation pairs (in memory for the chain; not in ``training.json``)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        record = asdict(self)
+        record.pop("validation_scores")
+        return record
 
 
 def add_silver_pairs(data: PreparedPairs, silver: Any) -> None:
@@ -153,10 +158,13 @@ def finetune(
     log: Callable[[str], None] = say,
     call: Call = direct,
     on_rate: Callable[[float], None] | None = None,
+    before: KnownScores | None = None,
 ) -> FinetuneResult:
     """Train on the train split, choose on validation, evaluate, calibrate and (with ``cfg.out``) save.
 
-    ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``.
+    ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``;
+    ``before``: the base model's scores of the (converted) validation and test pairs, when the caller has
+    them (the chain's zero-shot baseline): a split they cover is not embedded again.
     Metrics before and after fine-tuning go in ``result.metrics`` keyed ``"{before|after}/{split}"``. Each
     step runs through ``call`` (:mod:`nlsim.orchestration`; the ``finetune`` flow makes them tasks).
     ``on_rate`` hears the bi-encoder's measured seconds per step once (the chain's time estimate).
@@ -184,20 +192,28 @@ def finetune(
         f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "
         f"lr {cfg.lr}, bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}"
     )
-    metrics = call("evaluate-before", evaluate_splits, encoder, data, "before") if cfg.eval_before else {}
+    metrics: dict[str, dict[str, Any]] = {}
+    if cfg.eval_before:  # the caller's scores of the base model when they cover the splits (the chain's)
+        metrics = call("evaluate-before", evaluate_splits, known_first(before or {}, encoder), data, "before")
     silver = None
     if cfg.silver_corpus:
         silver = call("silver-pairs", make_silver_pairs, data, cfg, log)
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
     run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate)
-    cal = call("calibrate", calibrate_encoder, encoder, data, cfg)
-    metrics.update(call("evaluate-after", evaluate_splits, encoder, data, "after", cal))
-    reranker = None
+    cosine = pair_scorer(encoder, remember=True)  # the trained weights: each text embedded once from here
+    meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
+    cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
+    metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))
+    reranker, own = None, scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
     if cfg.reranker:
-        reranker, reranked = call("reranker", fit_reranker, encoder, data, cfg, log)
-        metrics.update(reranked)
+        fitted = call("reranker", fit_reranker, cosine, data, cfg, log)
+        reranker = fitted.reranker
+        metrics.update(fitted.metrics)
+        if reranker.calibration is not None:  # what a report of this model scores with (as the chain does)
+            own = scored_validation(fitted.scorer, data, "reranker", reranker.calibration)
     result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver, reranker)
+    result.validation_scores = own
     checks = None
     if cfg.out and cfg.precision_check:
         checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)

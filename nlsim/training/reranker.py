@@ -13,17 +13,18 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nlsim.encoders.scoring import remembered
+from nlsim.encoders.scoring import KnownScores, PairScorer, known_scores, remembered
 from nlsim.evaluation.metrics import pair_similarities
 from nlsim.progress import say
 from nlsim.rerank.reranker import DEFAULT_WEIGHT, Reranker
 from nlsim.training.config import FinetuneConfig
-from nlsim.training.cross_encoder import train_cross_encoder
+from nlsim.training.cross_encoder import train_and_score
 from nlsim.training.data import PreparedPairs
 from nlsim.training.validation import calibrate_encoder, evaluate_splits
 
@@ -46,31 +47,49 @@ def train_reranker(
     cfg: Any,
     weight: float = DEFAULT_WEIGHT,
     log: Callable[[str], None] = say,
-) -> Reranker:
-    """Train the cross-encoder on ``train`` from ``cfg.model`` and fit the cosine line for ``encoder``.
+) -> tuple[Reranker, KnownScores]:
+    """Train the cross-encoder on ``train`` from ``cfg.model`` and fit the cosine line for ``encoder`` (the
+    bi-encoder, or a pair scorer of its cosine).
 
     ``cfg`` is a :class:`nlsim.training.FinetuneConfig` (its ``cross_encoder_*`` settings); pairs are
-    already converted. Returns the reranker, not yet calibrated; the cross-encoder's epoch history is in
-    its ``info``.
+    already converted. Returns the reranker, not yet calibrated (the cross-encoder's epoch history is in
+    its ``info``), and the cross-encoder's fp32 scores of the validation pairs, which its training
+    computed (:class:`nlsim.training.cross_encoder.TrainedCrossEncoder`).
     """
     log(f"reranker: training a cross-encoder from {cfg.model} on {len(train)} pairs (both orders)")
-    ce, history = train_cross_encoder(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
+    trained = train_and_score(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
     slope, intercept = cosine_to_score_map(pair_similarities(encoder, train), train["score"].to_numpy())
-    best = max(history, key=lambda h: h["spearman"])
-    info = {"base_model": str(cfg.model), "cross_encoder_history": history, "cross_encoder_best": best}
-    return Reranker(ce, slope, intercept, weight, info=info)
+    best = max(trained.history, key=lambda h: h["spearman"])
+    info = {
+        "base_model": str(cfg.model),
+        "cross_encoder_history": trained.history,
+        "cross_encoder_best": best,
+    }
+    known = known_scores(validation["text_a"], validation["text_b"], trained.validation_scores)
+    return Reranker(trained.ce, slope, intercept, weight, info=info), known
+
+
+@dataclass
+class FittedReranker:
+    """:func:`fit_reranker`'s answer: the calibrated reranker, its metrics keyed ``"reranked/{split}"``, and
+    its pair scorer (the pairs it scored remembered)."""
+
+    reranker: Reranker
+    metrics: dict[str, dict[str, Any]]
+    scorer: PairScorer
 
 
 def fit_reranker(
     encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, log: Callable[[str], None] = say
-) -> tuple[Any, dict[str, dict[str, Any]]]:
-    """Train the reranker (:mod:`nlsim.rerank.reranker`) beside the fine-tuned ``encoder``, calibrate its
-    score on
-    validation, and score it; returns the reranker and its metrics keyed ``"reranked/{split}"``."""
-    reranker = train_reranker(encoder, data.train, data.validation, cfg, weight=cfg.rerank_weight, log=log)
-    scorer = remembered(reranker.scorer(encoder))  # calibration and evaluation score validation once
+) -> FittedReranker:
+    """Train the reranker (:mod:`nlsim.rerank.reranker`) beside the fine-tuned ``encoder`` (or a pair scorer
+    of its cosine), calibrate its score on validation, and score it. The cross-encoder's validation scores
+    come from its training's last validation pass (the kept epoch's, fp32), not from a second pass over
+    the same pairs."""
+    reranker, known = train_reranker(encoder, data.train, data.validation, cfg, cfg.rerank_weight, log)
+    scorer = remembered(reranker.scorer(encoder, known))  # calibration and evaluation score validation once
     cal = calibrate_encoder(scorer, data, cfg, model="reranker")
     reranker.calibration = cal.as_dict() if cal is not None else None
     metrics = evaluate_splits(scorer, data, "reranked", cal)
     log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
-    return reranker, metrics
+    return FittedReranker(reranker, metrics, scorer)

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,33 @@ def evaluate_splits(
             at = threshold_metrics(scores, gold, calibration.threshold, calibration.level)
             out[f"{when}/{split}"]["same_story"] = {"threshold": calibration.threshold, **at}
     return out
+
+
+@dataclass
+class ScoredValidation:
+    """A trained model's own scores of its validation pairs, by pair id: the rerank score when it carries a
+    calibrated reranker, else the cosine (``scorer``: ``"reranker"`` or ``"cosine"``, what a report of it
+    uses), with the threshold calibrated on them at ``level``. The chain takes its figures from these
+    instead of scoring the same pairs again (:func:`nlsim.chain.run.seed_figures`)."""
+
+    scorer: str
+    threshold: float
+    level: float
+    scores: dict[str, float]
+
+
+def scored_validation(
+    scorer: Any, data: PreparedPairs, kind: str, calibration: dict[str, Any] | None
+) -> ScoredValidation | None:
+    """:class:`ScoredValidation` of ``scorer`` (an encoder or a pair scorer) on ``data.validation``, at the
+    threshold and level of ``calibration`` (:meth:`Calibration.as_dict`); ``None`` without one (no
+    threshold to judge the scores at)."""
+    if calibration is None:
+        return None
+    scores = pair_similarities(scorer, data.validation, None)
+    ids = data.validation["pair_id"].astype(str)
+    by_id = dict(zip(ids, scores.tolist(), strict=True))
+    return ScoredValidation(kind, float(calibration["threshold"]), float(calibration["level"]), by_id)
 
 
 def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, **meta: Any) -> Any:

@@ -96,6 +96,31 @@ def test_chain_trains_once_gates_reports_and_judges(
     assert "training a new version (the annotated pairs changed since v0001-" in caplog.text
 
 
+@pytest.mark.slow
+def test_a_version_trained_now_is_judged_by_the_scores_its_training_gave_not_scored_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.chain.promotion import score_model
+    from nlsim.io.pairs import load_pairs
+
+    pairs, corpus = make_data(tmp_path, train=40, validation=40, test=10)
+    scored: list[str] = []
+    monkeypatch.setattr(chain_run, "score_model", lambda model, *a, **k: scored.append(str(model)))
+    rec = run_pipeline(config(tmp_path, pairs, corpus, report=False)).record
+    assert rec["trained"] and scored == []  # evaluated without loading the model and scoring again
+    version = Path(rec["candidate"]["path"])
+    validation = load_pairs(pairs).query("split == 'validation'")
+    fresh = score_model(version, validation, "none", 0.8)
+    seeded = rec["candidate"]["validation"]
+    assert seeded["scorer"] == fresh["scorer"] == "reranker"
+    for key in ("threshold", "precision", "recall", "f1", "cv_f1", "n", "split_digest", "level"):
+        assert seeded[key] == pytest.approx(fresh[key], abs=1e-6), key
+    assert seeded["spearman"] == pytest.approx(fresh["spearman"], abs=0.01)
+    # the card's zero-shot figures are the baseline's own scores, not a second pass over the base model
+    card = json.loads((version / "training.json").read_text())["metrics"]["before/validation"]
+    assert card["spearman"] == pytest.approx(rec["baseline"]["spearman"], abs=0.01)
+
+
 def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:
     store = ModelStore(tmp_path / "models")
     store.claim()
@@ -182,10 +207,10 @@ def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path
     store.claim()
     base = load_encoder(FAST_MODEL)
     table = load_pairs(pairs)
-    first = chain_run.baseline_stage(cfg, store, base, table)
+    first = chain_run.baseline_stage(cfg, store, base, table).metrics
     cached = store.zero_shot_dir() / "baseline.json"
     cached.write_text(damage)
-    again = chain_run.baseline_stage(cfg, store, base, table)
+    again = chain_run.baseline_stage(cfg, store, base, table).metrics
     assert again["spearman"] == first["spearman"] and again["threshold"] == first["threshold"]
     assert json.loads(cached.read_text())["metrics"]["spearman"] == first["spearman"]  # written whole again
 

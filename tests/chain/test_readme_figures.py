@@ -53,7 +53,8 @@ def test_the_zero_shot_baseline_gives_the_readme_figures(tmp_path: Path) -> None
     cfg = PipelineConfig(model_store=str(tmp_path / "models"), out=str(tmp_path / "report"))
     store = ModelStore(cfg.model_store)
     store.claim()
-    metrics = chain_run.baseline_stage(cfg, store, load_encoder(cfg.base_model), load_pairs(cfg.pairs))
+    base = load_encoder(cfg.base_model)
+    metrics = chain_run.baseline_stage(cfg, store, base, load_pairs(cfg.pairs)).metrics
     readme = readme_zero_shot_row()
     assert round(metrics["spearman"], 2) == readme["spearman"]
     assert round(metrics["threshold"], 4) == readme["threshold"]

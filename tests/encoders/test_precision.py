@@ -304,3 +304,23 @@ def test_a_cpu_with_no_lossy_path_to_check_makes_no_fp32_pass(
     monkeypatch.delenv("NLSIM_CPU_FLAGS")
     record = check_encoder(l3, pairs, paths=["torch-bf16"])
     assert "torch" in calls and "spearman" in record["reference"]
+
+
+def test_a_job_too_small_to_repay_the_probe_is_not_timed_and_a_big_one_is(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.inference.probe import PROBE_PAYOFF, PROBE_REPEATS, probe_file
+
+    monkeypatch.setenv("NLSIM_PROBE", "on")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")  # two exact paths to time, nothing lossy
+    target = encoder_target(l3)
+    batches, _ = target.probe_batches()
+    cost = sum(b["input_ids"].shape[0] for b in batches) * (1 + PROBE_REPEATS) * 2
+    small = select(target, job_items=PROBE_PAYOFF * cost - 1).choice
+    stored = probe_file(target.architecture(), torch.get_num_threads(), cpu_info())
+    assert not stored.exists() and small.probe == {}
+    assert small.path == "onnx-fp32" and "not timed: a job of" in small.reason
+    big = select(target, job_items=PROBE_PAYOFF * cost).choice
+    assert stored.exists() and set(big.probe) == {"onnx-fp32", "torch-fp32"} and "not timed" not in big.reason
+    again = select(target, job_items=10).choice  # a small job reads the cached timing
+    assert again.probe == big.probe and "not timed" not in again.reason

@@ -238,3 +238,17 @@ def test_the_digest_and_the_path_follow_the_weights() -> None:
         ce.head.bias.add_(0.5)
     cross_encoder_inference(ce, 5000, backend="torch", precision="fp32")
     assert len(ce.__dict__["_inference"]) == 1 and ce.digest() not in (first, second)
+
+
+def test_training_hands_back_the_kept_epochs_validation_scores_as_predict_gives_them(
+    small_pairs: pd.DataFrame,
+) -> None:
+    from nlsim.training.cross_encoder import train_and_score
+
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5, temperature_lr=1e-2)
+    run = train_and_score(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
+    assert run.validation_scores.shape == (len(val),)
+    assert np.allclose(run.validation_scores, predicted, atol=1e-5)
