@@ -15,8 +15,9 @@ The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
 2. **the quality check** (:mod:`nlsim.inference.quality_check`): a lossy path stays a candidate only when
    the model's stored quality check passed it (on the device the model is on); no record, no lossy path;
 3. **the probe** (:mod:`nlsim.inference.probe`): when more than one candidate is left, each is timed on
-   a few synthetic batches once per CPU kind, thread count and model architecture (not for a job too
-   small to repay the timing: :func:`nlsim.inference.probe.too_small_to_probe`);
+   a few synthetic batches once per CPU kind, thread count and model architecture (where only the exact
+   CPU paths are left, not for a job too small to repay the timing:
+   :func:`nlsim.inference.probe.too_small_to_probe`; the exact ONNX path is then taken);
 4. **the pick** (:func:`decide`, deterministic given the probe): the fastest lossless candidate, unless a
    lossy one that passed the quality check is at least :data:`LOSSY_MIN_GAIN` times faster. A model on a
    GPU is probed too (once per GPU kind and architecture): a half precision is not always faster there.
@@ -219,8 +220,9 @@ def select(
     ``use_probe``: read the cached probe at all (else the first candidate in :data:`PATHS` order that the
     quality check allows); ``exclude``: paths to leave out, with why (e.g. one whose set-up failed);
     ``job_items``: the size of the job the path is for (0: unknown), below which the paths the cached probe
-    lacks are not timed (:func:`nlsim.inference.probe.too_small_to_probe`). A model on a GPU is probed per
-    GPU kind (:mod:`nlsim.inference.probe`)."""
+    lacks are not timed when they are all exact CPU paths (:func:`nlsim.inference.probe.too_small_to_probe`;
+    a lossy path, or a GPU's half precision, is taken on a timing only). A model on a GPU is probed per GPU
+    kind (:mod:`nlsim.inference.probe`)."""
     import torch  # deferred: heavy or optional, loaded only when needed
 
     check_options(backend, precision)
@@ -254,7 +256,10 @@ def select(
     probe: dict[str, float] = {}
     small = ""
     if len(alive) > 1 and use_probe:
-        small = too_small_to_probe(target, alive, threads, cpu, job_items, gpu) if probe_missing else ""
+        exact_cpu = gpu is None and not any(is_lossy(p) for p in alive)  # else the timing picks precision
+        small = (
+            too_small_to_probe(target, alive, threads, cpu, job_items) if probe_missing and exact_cpu else ""
+        )
         probe = probe_rates(
             target, alive, threads, cpu, runners, excluded, time_missing=probe_missing and not small, gpu=gpu
         )

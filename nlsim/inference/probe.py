@@ -4,8 +4,9 @@ When more than one candidate path is left, each is timed on a few synthetic batc
 CPU kind, thread count and model architecture, or once per GPU kind and architecture for a model on a GPU
 (a half precision is not always the faster there), and the items per second are cached in
 ``$NLSIM_HOME/probes/`` (made again when torch or onnxruntime change). ``NLSIM_PROBE`` says whether a run
-may time what the cache lacks (:func:`probe_mode`). A job smaller than :data:`PROBE_PAYOFF` times what the
-timing itself would run is not worth it (:func:`too_small_to_probe`): its path is chosen without timing.
+may time what the cache lacks (:func:`probe_mode`). Where only the exact CPU paths are left (ONNX and torch
+fp32: the same numbers), a job smaller than :data:`PROBE_PAYOFF` times what the timing itself would run is
+not worth it (:func:`too_small_to_probe`): the exact ONNX path is taken without timing.
 
 Example:
     >>> import numpy as np

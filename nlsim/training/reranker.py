@@ -84,7 +84,7 @@ def fit_reranker(
 ) -> FittedReranker:
     """Train the reranker (:mod:`nlsim.rerank.reranker`) beside the fine-tuned ``encoder`` (or a pair scorer
     of its cosine), calibrate its score on validation, and score it. The cross-encoder's validation scores
-    come from its training's last validation pass (the kept epoch's, fp32), not from a second pass over
+    come from its training's validation pass of the kept epoch (fp32), not from a second pass over
     the same pairs."""
     reranker, known = train_reranker(encoder, data.train, data.validation, cfg, cfg.rerank_weight, log)
     scorer = remembered(reranker.scorer(encoder, known))  # calibration and evaluation score validation once

@@ -324,3 +324,18 @@ def test_a_job_too_small_to_repay_the_probe_is_not_timed_and_a_big_one_is(
     assert stored.exists() and set(big.probe) == {"onnx-fp32", "torch-fp32"} and "not timed" not in big.reason
     again = select(target, job_items=10).choice  # a small job reads the cached timing
     assert again.probe == big.probe and "not timed" not in again.reason
+
+
+def test_a_small_job_is_still_timed_where_a_lossy_path_could_win(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.inference.probe import probe_file
+
+    monkeypatch.setenv("NLSIM_PROBE", "on")  # VNNI and bf16 (the fixture's CPU): lossy paths that passed
+    save_quality_check(
+        stored_check(l3.fingerprint, {"onnx-int8": GOOD, "torch-bf16": GOOD, "torch-int8": GOOD})
+    )
+    target = encoder_target(l3)
+    choice = select(target, job_items=10).choice  # far too small to repay timing two exact paths
+    assert probe_file(target.architecture(), torch.get_num_threads(), cpu_info()).exists()
+    assert "not timed" not in choice.reason and choice.probe.get("onnx-int8", 0) > 0
