@@ -322,8 +322,8 @@ def test_a_job_too_small_to_repay_the_probe_is_not_timed_and_a_big_one_is(
     assert small.path == "onnx-fp32" and "not timed: a job of" in small.reason
     big = select(target, job_items=PROBE_PAYOFF * cost).choice
     assert stored.exists() and set(big.probe) == {"onnx-fp32", "torch-fp32"} and "not timed" not in big.reason
-    again = select(target, job_items=10).choice  # a small job reads the cached timing
-    assert again.probe == big.probe and "not timed" not in again.reason
+    again = select(target, job_items=10).choice  # a small job reads the cached timing (kept to 2 decimals)
+    assert again.probe == pytest.approx(big.probe, abs=0.11) and "not timed" not in again.reason
 
 
 def test_a_small_job_is_still_timed_where_a_lossy_path_could_win(
