@@ -255,7 +255,7 @@ def ours(kind: str, train: Any, args: argparse.Namespace) -> float:
 
     marks: dict[str, float] = {}
     cfg = CrossEncoderConfig(epochs=1, batch_size=BATCH, threads=args.threads, log_every=0, seed=1)
-    _, history = train_cross_encoder(MODEL, train, val, cfg, log=lambda _: None)
+    history = train_cross_encoder(MODEL, train, val, cfg, log=lambda _: None).history
     marks["s"] = history[0]["seconds"]
     return marks["s"] / math.ceil(2 * len(train) / BATCH)
 

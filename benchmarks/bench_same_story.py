@@ -221,7 +221,8 @@ def train_and_score(
         train = pd.concat([train, original], ignore_index=True)
     # a fresh copy of the intermediate cross-encoder per fold: training changes it in place
     base = CrossEncoder.load(args.intermediate, args.threads) if args.intermediate else args.base
-    ce, history = train_cross_encoder(base, train, held, recipe_config(args, keep_best), log=print)
+    run = train_cross_encoder(base, train, held, recipe_config(args, keep_best), log=print)
+    ce, history = run.ce, run.history
     scores = ce.predict(held["text_a"].tolist(), held["text_b"].tolist())
     out = {"scores": scores, "history": history, "seconds": round(time.perf_counter() - t0, 1)}
     if args.both_scripts:

@@ -3,7 +3,7 @@
 A *pair scorer* is any callable ``(texts_a, texts_b) -> np.ndarray`` of similarities; evaluation,
 calibration and the reranker take one. :func:`pair_scorer` turns an encoder into one (each distinct text
 embedded once, or once over the scorer's life with ``remember=True``); :func:`known_first` answers from
-scores already computed (the chain's zero-shot figures, a training run's last validation pass) before it
+scores already computed (the chain's zero-shot figures, a training run's validation pass) before it
 computes any.
 
 Example:

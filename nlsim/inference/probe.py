@@ -121,12 +121,10 @@ def probe_mode() -> str:
     return mode if mode in ("on", "cached", "off") else "on"
 
 
-def too_small_to_probe(
-    target: Target, paths: list[str], threads: int, cpu: CpuInfo, job_items: int, gpu: GpuInfo | None = None
-) -> str:
-    """Why a job of ``job_items`` items (texts, or pair readings) is not worth timing the ``paths`` the
-    cached probe lacks (:data:`PROBE_PAYOFF`); ``""`` when it is, when nothing is missing, or when the job's
-    size is not known (``job_items`` 0).
+def too_small_to_probe(target: Target, paths: list[str], threads: int, cpu: CpuInfo, job_items: int) -> str:
+    """Why a job of ``job_items`` items (texts, or pair readings) on the CPU is not worth timing the
+    ``paths`` the cached probe lacks (:data:`PROBE_PAYOFF`); ``""`` when it is, when nothing is missing, or
+    when the job's size is not known (``job_items`` 0).
 
     Example:
         >>> from types import SimpleNamespace
@@ -140,7 +138,7 @@ def too_small_to_probe(
     """
     if job_items <= 0:
         return ""
-    cached = load_probe(target.architecture(), threads, cpu, gpu)
+    cached = load_probe(target.architecture(), threads, cpu)
     missing = [p for p in paths if p not in cached]
     batches, _ = target.probe_batches()
     cost = sum(int(b["input_ids"].shape[0]) for b in batches) * (1 + PROBE_REPEATS) * len(missing)

@@ -142,7 +142,8 @@ class Reranker:
         """A pair scorer (for :func:`nlsim.evaluation.metrics.evaluate` and calibration): the rerank score.
 
         ``encoder``: the bi-encoder, or a pair scorer of its cosine; ``known``: the cross-encoder's fp32
-        scores of pairs already scored (training's last validation pass), used for a call they cover."""
+        scores of pairs already scored (training's validation pass of the kept epoch), used for a call they
+        cover."""
         cosine = as_pair_scorer(encoder)
 
         def fp32(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:

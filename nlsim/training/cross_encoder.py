@@ -14,10 +14,9 @@ Example (a few seconds with the small English model):
     >>> import pandas as pd
     >>> pairs = pd.DataFrame({"text_a": ["a cat", "stocks fall"] * 4, "text_b": ["a kitten", "football"] * 4,
     ...                       "score": [1.0, 0.0] * 4})
-    >>> ce, history = train_cross_encoder("paraphrase-MiniLM-L3-v2", pairs, pairs,
-    ...                                   CrossEncoderConfig(epochs=1, batch_size=4, log_every=0),
-    ...                                   log=lambda m: None)
-    >>> [h["epoch"] for h in history], ce.predict(["a cat"], ["a kitten"]).shape
+    >>> run = train_cross_encoder("paraphrase-MiniLM-L3-v2", pairs, pairs,
+    ...                           CrossEncoderConfig(epochs=1, batch_size=4, log_every=0), log=lambda m: None)
+    >>> [h["epoch"] for h in run.history], run.ce.predict(["a cat"], ["a kitten"]).shape
     ([1], (1,))
 """
 
@@ -239,9 +238,10 @@ def _restore(ce: CrossEncoder, state: dict[str, torch.Tensor]) -> None:
 
 @dataclass
 class TrainedCrossEncoder:
-    """:func:`train_and_score`'s answer: the cross-encoder (the kept epoch's weights loaded), the per-epoch
-    history, and the kept epoch's fp32 scores of the validation pairs (in their row order), from the
-    cached frozen states: what :meth:`CrossEncoder.predict` gives them, so they need not be computed again.
+    """:func:`train_cross_encoder`'s answer: the cross-encoder (the kept epoch's weights loaded), the
+    per-epoch history, and the kept epoch's fp32 scores of the validation pairs (in their row order), from
+    the cached frozen states: what :meth:`CrossEncoder.predict` gives them, so they need not be computed
+    again.
     """
 
     ce: CrossEncoder
@@ -256,27 +256,15 @@ def train_cross_encoder(
     cfg: CrossEncoderConfig,
     log: Callable[[str], None] = say,
     on_rate: Callable[[float], None] | None = None,
-) -> tuple[CrossEncoder, list[dict[str, Any]]]:
+) -> TrainedCrossEncoder:
     """Train on ``train`` (both orders), validate each epoch, keep the best epoch (validation Spearman; the
     last one with ``cfg.keep_best=False``).
 
-    Pairs must already be script-converted. Returns the cross-encoder (best weights loaded) and the
-    per-epoch history (``epoch``, ``train_loss``, ``spearman``, ``seconds``). ``on_rate`` hears the
-    measured seconds per step once (:class:`nlsim.training.clock.TrainingClock`).
+    Pairs must already be script-converted. Returns the cross-encoder (best weights loaded), the per-epoch
+    history (``epoch``, ``train_loss``, ``spearman``, ``seconds``) and the kept epoch's validation scores
+    (:class:`TrainedCrossEncoder`). ``on_rate`` hears the measured seconds per step once
+    (:class:`nlsim.training.clock.TrainingClock`).
     """
-    trained = train_and_score(base, train, validation, cfg, log, on_rate)
-    return trained.ce, trained.history
-
-
-def train_and_score(
-    base: str | CrossEncoder,
-    train: pd.DataFrame,
-    validation: pd.DataFrame,
-    cfg: CrossEncoderConfig,
-    log: Callable[[str], None] = say,
-    on_rate: Callable[[float], None] | None = None,
-) -> TrainedCrossEncoder:
-    """:func:`train_cross_encoder`, with the kept epoch's validation scores (:class:`TrainedCrossEncoder`)."""
     cfg.check()
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))

@@ -205,15 +205,17 @@ def finetune(
     meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
     cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
     metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))
-    reranker, own = None, scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
+    reranker, own_scorer = None, cosine
     if cfg.reranker:
         fitted = call("reranker", fit_reranker, cosine, data, cfg, log)
         reranker = fitted.reranker
         metrics.update(fitted.metrics)
-        if reranker.calibration is not None:  # what a report of this model scores with (as the chain does)
-            own = scored_validation(fitted.scorer, data, "reranker", reranker.calibration)
+        own_scorer = fitted.scorer
     result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver, reranker)
-    result.validation_scores = own
+    if reranker is not None and reranker.calibration is not None:  # what a report of it scores with
+        result.validation_scores = scored_validation(own_scorer, data, "reranker", reranker.calibration)
+    else:
+        result.validation_scores = scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
     checks = None
     if cfg.out and cfg.precision_check:
         checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)

@@ -24,7 +24,7 @@ from nlsim.evaluation.metrics import pair_similarities
 from nlsim.progress import say
 from nlsim.rerank.reranker import DEFAULT_WEIGHT, Reranker
 from nlsim.training.config import FinetuneConfig
-from nlsim.training.cross_encoder import train_and_score
+from nlsim.training.cross_encoder import train_cross_encoder
 from nlsim.training.data import PreparedPairs
 from nlsim.training.validation import calibrate_encoder, evaluate_splits
 
@@ -57,7 +57,7 @@ def train_reranker(
     computed (:class:`nlsim.training.cross_encoder.TrainedCrossEncoder`).
     """
     log(f"reranker: training a cross-encoder from {cfg.model} on {len(train)} pairs (both orders)")
-    trained = train_and_score(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
+    trained = train_cross_encoder(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
     slope, intercept = cosine_to_score_map(pair_similarities(encoder, train), train["score"].to_numpy())
     best = max(trained.history, key=lambda h: h["spearman"])
     info = {

@@ -184,9 +184,8 @@ def make_silver_pairs(
     bi = load_base(teacher_cfg)
     bi_run = train_encoder(bi, data.train, data.validation, teacher_cfg, log=log)
     log("teacher 2/2: cross-encoder on the gold training pairs")
-    ce, ce_history = train_cross_encoder(
-        cfg.model, data.train, data.validation, cfg.cross_encoder_config(), log=log
-    )
+    trained = train_cross_encoder(cfg.model, data.train, data.validation, cfg.cross_encoder_config(), log=log)
+    ce, ce_history = trained.ce, trained.history
 
     emb = bi.encode(pool["text"].tolist(), progress=True)
     categories = pool["category"].tolist() if "category" in pool.columns else None

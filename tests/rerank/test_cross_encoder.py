@@ -26,7 +26,8 @@ def trained(small_pairs: pd.DataFrame) -> tuple[CrossEncoder, list[dict]]:
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
     cfg = CrossEncoderConfig(epochs=3, batch_size=8, lr=1e-4, threads=1, log_every=0, seed=3)
-    return train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    return run.ce, run.history
 
 
 def test_training_lowers_the_loss_and_keeps_the_best_epoch(
@@ -76,7 +77,8 @@ def _train_scores(
     cfg = CrossEncoderConfig(
         epochs=1, batch_size=8, threads=1, log_every=0, seed=3, story_level=0.7, **settings
     )
-    ce, history = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    ce, history = run.ce, run.history
     return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train, history
 
 
@@ -243,12 +245,10 @@ def test_the_digest_and_the_path_follow_the_weights() -> None:
 def test_training_hands_back_the_kept_epochs_validation_scores_as_predict_gives_them(
     small_pairs: pd.DataFrame,
 ) -> None:
-    from nlsim.training.cross_encoder import train_and_score
-
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
     cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5, temperature_lr=1e-2)
-    run = train_and_score(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
     assert run.validation_scores.shape == (len(val),)
     assert np.allclose(run.validation_scores, predicted, atol=1e-5)
