@@ -55,6 +55,7 @@ from nlsim.dedup.config import CURRENT_MODEL
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.dedup.stages import judge_pairs
 from nlsim.encoders import load_encoder
+from nlsim.encoders.device import default_device
 from nlsim.encoders.scoring import KnownScores, known_scores
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import (
@@ -234,6 +235,30 @@ def seed_figures(
     return True
 
 
+def quality_marker(cfg: PipelineConfig, validation: pd.DataFrame, device: Any) -> str:
+    """What a model's quality check was settled for: the validation pairs, the conversion and the machine
+    kind (the CPU's, and the GPU's where ``device`` is one)."""
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.gpu import gpu_info
+
+    gpu = gpu_info(device)
+    return f"{split_digest(validation)}:{cfg.convert}:{cpu_info().key}" + (f":{gpu.key}" if gpu else "")
+
+
+def checked_for(store: ModelStore, version: Path) -> list[str]:
+    """The :func:`quality_marker` values ``version``'s quality check was settled for (an older marker, a
+    string with no machine kind, is stale: none)."""
+    done = (store.info(version) or {}).get("quality_check")
+    return done if isinstance(done, list) else []
+
+
+def mark_checked(store: ModelStore, version: Path, marker: str) -> None:
+    """Record that ``version``'s quality check is settled for ``marker`` (the latest few machine kinds are
+    kept)."""
+    kinds = [m for m in checked_for(store, version) if m != marker][-(MARKERS_KEPT - 1) :] + [marker]
+    store.write_info(version, {**(store.info(version) or {}), "quality_check": kinds})
+
+
 def quality_check_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
@@ -244,10 +269,7 @@ def quality_check_stage(
     folder carries its own record from ``nlsim finetune``: it is checked again here only for the paths it
     could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run
     on one with bf16 or VNNI)."""
-    from nlsim.encoders.device import default_device
     from nlsim.encoders.planner import encoder_target
-    from nlsim.inference.cpu import cpu_info
-    from nlsim.inference.gpu import gpu_info
     from nlsim.inference.quality_check import load_quality_check
     from nlsim.rerank.reranker import load_reranker
     from nlsim.rerank.target import cross_encoder_target
@@ -262,12 +284,8 @@ def quality_check_stage(
     if cfg.precision != "auto":
         return {"skipped": f"--precision {cfg.precision}"}
     current = store.current()
-    gpu = gpu_info(default_device() if current is not None else base.device)  # where load_encoder puts it
-    where = cpu_info().key + (f":{gpu.key}" if gpu is not None else "")
-    marker = f"{split_digest(validation)}:{cfg.convert}:{where}"
-    info = (store.info(current) or {}) if current is not None else {}
-    done = info.get("quality_check")
-    done = done if isinstance(done, list) else []  # an older marker (a string, no machine kind): stale
+    marker = quality_marker(cfg, validation, default_device() if current is not None else base.device)
+    done = checked_for(store, current) if current is not None else []
     if current is not None and marker in done:
         return {"model": current.name, "reused": True}
     encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
@@ -301,9 +319,8 @@ def quality_check_stage(
             )
             say_record(records["reranker"])
     written = [str(p) for p in store_checks(records)]
-    if current is not None:  # the machine kinds this model was checked for (the latest few)
-        kinds = [m for m in done if m != marker][-(MARKERS_KEPT - 1) :] + [marker]
-        store.write_info(current, {**(store.info(current) or {}), "quality_check": kinds})
+    if current is not None:
+        mark_checked(store, current, marker)
     return {"model": current.name if current is not None else cfg.base_model, "written": written}
 
 
@@ -555,8 +572,9 @@ def candidate_version(
     settings (loaded and checked first), else a new one trained now (``before_training`` is called first:
     the chain's first report, returning its seconds, which the estimate of the time left uses; ``before``:
     the zero-shot scores of the baseline, given to fine-tuning). A version trained now keeps the validation
-    figures its training measured (:func:`seed_figures`). Returns it, its training fingerprint, and whether
-    it was trained by this run."""
+    figures its training measured (:func:`seed_figures`) and counts as quality-checked on this machine
+    (:func:`mark_checked`: its training checked its lossy paths). Returns it, its training fingerprint,
+    and whether it was trained by this run."""
     settings = training_settings(cfg.finetune_config(None), base.device)
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
@@ -576,8 +594,9 @@ def candidate_version(
     work = chain_work(cfg, base, pairs)
     # the bi-encoder's steps already run when its rate after warm-up is heard
     said_after = sum(timed_steps(work.bi_encoder_steps()))
+    settings_now = cfg.finetune_config(str(version))
     result = finetune(
-        cfg.finetune_config(str(version)),
+        settings_now,
         call=call,
         on_rate=lambda rate: say(
             describe_eta(work.estimate(rate, bi_steps_done=said_after, first_report_s=first_seconds))
@@ -586,8 +605,11 @@ def candidate_version(
     )
     info = {"fingerprint": fingerprint, "parts": parts, "created": started, "seconds": result.seconds}
     store.register(version, {**info, "best": result.best})
+    validation = pairs[pairs["split"] == "validation"]
     if result.validation_scores is not None:
-        seed_figures(cfg, store, version, pairs[pairs["split"] == "validation"], result.validation_scores)
+        seed_figures(cfg, store, version, validation, result.validation_scores)
+    if settings_now.precision_check:  # its training checked its lossy paths here, moments ago
+        mark_checked(store, version, quality_marker(cfg, validation, default_device()))
     return version, fingerprint, True
 
 

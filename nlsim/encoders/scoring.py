@@ -23,14 +23,25 @@ import numpy as np
 PairScorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 
 
+Embeddings = dict[str, np.ndarray]
+"""Texts' L2-normalised embeddings by one model's weights, keyed by the text as it was embedded."""
+
+
 def pair_scorer(
-    encoder: Any, batch_size: int = 64, progress: bool = False, *, remember: bool = False
+    encoder: Any,
+    batch_size: int = 64,
+    progress: bool = False,
+    *,
+    remember: bool = False,
+    kept: Embeddings | None = None,
 ) -> PairScorer:
     """A pair scorer from an encoder: cosine of L2-normalised embeddings, each distinct text embedded once.
 
     ``remember``: keep every text's embedding for the scorer's life, so that a text is embedded once over
     all its calls, the texts a call has not seen embedded together (for a model whose weights stay as
     they are meanwhile: a trained model scored on its splits, calibrated, and fitted a reranker beside).
+    ``kept``: that memory itself (implies ``remember``), shared with the caller: it may hold embeddings the
+    same weights already gave (a training run's validation pass), and it holds what the scorer embeds.
 
     Example:
         >>> from nlsim.encoders import load_encoder
@@ -41,7 +52,8 @@ def pair_scorer(
         >>> bool(abs(first[0] - again[0]) < 1e-6)
         True
     """
-    kept: dict[str, np.ndarray] = {}
+    remember = remember or kept is not None
+    memory: Embeddings = {} if kept is None else kept
 
     def score(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
         unique = list(dict.fromkeys(list(texts_a) + list(texts_b)))
@@ -49,12 +61,12 @@ def pair_scorer(
             return np.zeros(0, dtype=np.float64)
         where = {t: i for i, t in enumerate(unique)}
         if remember:
-            new = [t for t in unique if t not in kept]
+            new = [t for t in unique if t not in memory]
             if new:
-                kept.update(
+                memory.update(
                     zip(new, encoder.encode(new, batch_size=batch_size, progress=progress), strict=True)
                 )
-            emb = np.stack([kept[t] for t in unique])
+            emb = np.stack([memory[t] for t in unique])
         else:
             emb = encoder.encode(unique, batch_size=batch_size, progress=progress)
         ia = np.fromiter((where[t] for t in texts_a), dtype=np.int64, count=len(texts_a))

@@ -36,6 +36,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import bucketed_batches
 from nlsim.encoders.device import default_device
 from nlsim.encoders.encoder import mean_pool
+from nlsim.encoders.scoring import Embeddings, pair_scorer
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_write_text
 from nlsim.progress import say
@@ -50,15 +51,15 @@ from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
 def _prepared_texts(
     encoder: Any, split: SplitEncoder, train: pd.DataFrame
-) -> tuple[FrozenStates, np.ndarray, np.ndarray]:
-    """The frozen part's states of every distinct training text (prefix added, tokenised once), and each
-    pair's two rows into them."""
+) -> tuple[list[str], FrozenStates, np.ndarray, np.ndarray]:
+    """Every distinct training text, the frozen part's states of each (prefix added, tokenised once), and
+    each pair's two rows into them."""
     unique = list(dict.fromkeys(train["text_a"].tolist() + train["text_b"].tolist()))
     where = {t: i for i, t in enumerate(unique)}
     states = split.prepare(encoder.token_ids(unique))
     rows_a = np.fromiter((where[t] for t in train["text_a"]), dtype=np.int64, count=len(train))
     rows_b = np.fromiter((where[t] for t in train["text_b"]), dtype=np.int64, count=len(train))
-    return states, rows_a, rows_b
+    return unique, states, rows_a, rows_b
 
 
 def _pooled(split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int) -> torch.Tensor:
@@ -81,6 +82,8 @@ class _Run:
 
     encoder: Any
     split: SplitEncoder
+    texts: list[str]
+    """The distinct training texts, in the order of ``states``."""
     states: FrozenStates
     rows_a: np.ndarray
     rows_b: np.ndarray
@@ -94,6 +97,10 @@ class _Run:
     history: list[dict[str, Any]] = field(default_factory=list)
     best: dict[str, Any] = field(default_factory=lambda: {"spearman": -math.inf})
     best_state: dict[str, torch.Tensor] | None = None
+    best_embeddings: Embeddings = field(default_factory=dict)
+    """The validation texts' embeddings by the best checkpoint (its validation pass), later the last one's
+    when no checkpoint was kept."""
+    last_embeddings: Embeddings = field(default_factory=dict)
     step: int = 0
 
     def mark_changed(self) -> None:
@@ -120,7 +127,7 @@ def _start(
     total = math.ceil(len(train) / cfg.batch_size) * cfg.epochs
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
     t_prep = time.perf_counter()
-    states, rows_a, rows_b = _prepared_texts(encoder, split, train)
+    texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train)
     log(
         f"  bi-encoder: {len(states)} distinct texts through the frozen part in "
         f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(model) - split.frozen_layers} of "
@@ -129,7 +136,19 @@ def _start(
     scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(split.device)
     clock = TrainingClock("bi-encoder", total, cfg.epochs, log, on_rate=on_rate)
     return _Run(
-        encoder, split, states, rows_a, rows_b, scores, precision, params, optimizer, scheduler, clock, total
+        encoder,
+        split,
+        texts,
+        states,
+        rows_a,
+        rows_b,
+        scores,
+        precision,
+        params,
+        optimizer,
+        scheduler,
+        clock,
+        total,
     )
 
 
@@ -137,8 +156,10 @@ def _validate(
     run: _Run, validation: pd.DataFrame, cfg: FinetuneConfig, epoch: int, loss: float
 ) -> dict[str, Any]:
     """Score validation, record the row, keep the checkpoint when it is the best so far."""
+    embedded: Embeddings = {}
     with run.clock.pause():
-        m = evaluate(run.encoder, validation, conversion=None)
+        m = evaluate(pair_scorer(run.encoder, kept=embedded), validation, conversion=None)
+    run.last_embeddings = embedded
     row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
     run.history.append(row)
     if cfg.progress_file:
@@ -149,6 +170,7 @@ def _validate(
         run.best_state = {
             n: t.detach().clone() for n, t in run.encoder.model.state_dict().items() if n in names
         }
+        run.best_embeddings = embedded
     run.encoder.model.train()
     return row
 
@@ -210,6 +232,7 @@ def train_encoder(
     cfg: FinetuneConfig,
     log: Callable[[str], None] = say,
     on_rate: Callable[[float], None] | None = None,
+    embed_training_texts: bool = False,
 ) -> dict[str, Any]:
     """Fine-tune ``encoder`` in place on already-converted pairs; the best checkpoint is loaded at the end.
 
@@ -217,8 +240,13 @@ def train_encoder(
     text (:mod:`nlsim.training.split_encoder`); batches hold pairs of similar length
     (:func:`nlsim.encoders.batching.bucketed_batches`); the step runs in ``cfg.train_precision``
     (:mod:`nlsim.training.mixed_precision`). Returns ``{"best": {...}, "history": [...],
-    "seconds_per_epoch": [...], "steps": n, ...}``. Validation Spearman picks the checkpoint (ties: the
-    earlier one). ``on_rate`` hears the measured seconds per step once (:class:`TrainingClock`).
+    "seconds_per_epoch": [...], "steps": n, ...}``, with ``"validation_embeddings"``: the validation texts'
+    embeddings by the weights it leaves (:data:`nlsim.encoders.scoring.Embeddings`, from the validation pass
+    of the kept checkpoint, so that scoring validation again embeds nothing), and with
+    ``embed_training_texts`` ``"training_embeddings"``: the training texts' by the same weights, from the
+    frozen part's states (only the trained layers run; a caller fitting on the training pairs). Validation
+    Spearman picks the checkpoint (ties: the earlier one). ``on_rate`` hears the measured seconds per step
+    once (:class:`TrainingClock`).
     """
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -233,14 +261,15 @@ def train_encoder(
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    best = run.best
+    best, embedded = run.best, run.best_embeddings
     if run.best_state is not None:
         model.load_state_dict(run.best_state, strict=False)
         run.mark_changed()
     else:  # validation Spearman undefined throughout (constant scores): keep the last weights
-        best = dict(run.history[-1])
+        best, embedded = dict(run.history[-1]), run.last_embeddings
     if hasattr(encoder, "refresh_fingerprint"):
         encoder.refresh_fingerprint()
+    trained_texts = _embedded_training_texts(run, cfg.batch_size) if embed_training_texts else {}
     return {
         "best": best,
         "history": run.history,
@@ -250,7 +279,19 @@ def train_encoder(
         "total_parameters": int(total_params),
         "frozen_layers": run.split.frozen_layers,
         "train_precision": run.precision,
+        "validation_embeddings": embedded,
+        "training_embeddings": trained_texts,
     }
+
+
+def _embedded_training_texts(run: _Run, chunk: int) -> Embeddings:
+    """Each distinct training text's L2-normalised embedding by the weights the run leaves (eval mode,
+    fp32), from the frozen part's states it already holds: what :meth:`Encoder.encode` gives them, to
+    float rounding, for the trained layers' work alone."""
+    with torch.no_grad():
+        pooled = _pooled(run.split, run.states, np.arange(len(run.texts)), chunk).float()
+        vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
+    return dict(zip(run.texts, vectors, strict=True))
 
 
 def load_base(cfg: FinetuneConfig) -> Any:

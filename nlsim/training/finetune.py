@@ -200,8 +200,10 @@ def finetune(
         silver = call("silver-pairs", make_silver_pairs, data, cfg, log)
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
-    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate)
-    cosine = pair_scorer(encoder, remember=True)  # the trained weights: each text embedded once from here
+    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate, cfg.reranker)
+    # the trained weights: each text embedded once from here; validation's by training's last pass, and
+    # the training texts (the reranker's line is fitted on them) from training's frozen states
+    cosine = pair_scorer(encoder, kept={**run["training_embeddings"], **run["validation_embeddings"]})
     meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
     cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
     metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))

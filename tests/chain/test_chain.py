@@ -97,7 +97,7 @@ def test_chain_trains_once_gates_reports_and_judges(
 
 
 @pytest.mark.slow
-def test_a_version_trained_now_is_judged_by_the_scores_its_training_gave_not_scored_twice(
+def test_a_version_trained_now_is_judged_and_checked_by_what_its_training_gave_not_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nlsim.chain.promotion import score_model
@@ -119,6 +119,22 @@ def test_a_version_trained_now_is_judged_by_the_scores_its_training_gave_not_sco
     # the card's zero-shot figures are the baseline's own scores, not a second pass over the base model
     card = json.loads((version / "training.json").read_text())["metrics"]["before/validation"]
     assert card["spearman"] == pytest.approx(rec["baseline"]["spearman"], abs=0.01)
+    # its training checked its lossy paths on this machine: the report's quality check loads nothing
+    cfg = config(tmp_path, pairs, corpus)
+    store = ModelStore(cfg.model_store)
+    if store.current() != version:  # a few pairs: it may not beat the zero-shot model
+        store.promote(version, "the report's model, for this test")
+    marker = chain_run.quality_marker(cfg, validation, chain_run.default_device())
+    assert chain_run.checked_for(store, version) == [marker]
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was loaded again for its quality check")
+
+    monkeypatch.setattr(chain_run, "load_encoder", no_load)
+    assert chain_run.quality_check_stage(cfg, store, None, validation, None) == {
+        "model": version.name,
+        "reused": True,
+    }
 
 
 def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:

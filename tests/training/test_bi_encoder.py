@@ -69,8 +69,9 @@ def test_best_checkpoint_is_the_one_kept(small_pairs: pd.DataFrame, monkeypatch:
     scripted = iter([40.0, 90.0, 60.0, 55.0])  # the 2nd validation is the best
     seen: list[str] = []
 
-    def fake_evaluate(encoder, pairs, conversion=None):  # noqa: ANN001, ANN202
-        seen.append(weights_hash(encoder.model))
+    def fake_evaluate(scorer, pairs, conversion=None):  # noqa: ANN001, ANN202
+        seen.append(weights_hash(enc.model))
+        scorer(pairs["text_a"].tolist()[:2], pairs["text_b"].tolist()[:2])  # some texts embedded
         return Metrics(spearman=next(scripted), pearson=0.0, mse=0.0, mae=0.0, n=len(pairs))
 
     monkeypatch.setattr(nlsim.training.bi_encoder, "evaluate", fake_evaluate)
@@ -81,6 +82,12 @@ def test_best_checkpoint_is_the_one_kept(small_pairs: pd.DataFrame, monkeypatch:
     assert out["best"]["spearman"] == 90.0 and out["best"]["step"] == 4
     assert len(set(seen)) == 4  # the weights moved between validations
     assert weights_hash(enc.model) == seen[1]
+    # the embeddings handed on are the kept checkpoint's, as the weights left give them
+    kept = out["validation_embeddings"]
+    texts = val["text_a"].tolist()[:2] + val["text_b"].tolist()[:2]
+    assert sorted(kept) == sorted(set(texts))
+    fresh = enc.encode(list(kept), progress=False)
+    assert np.allclose(np.stack(list(kept.values())), fresh, atol=1e-6)
 
 
 def test_same_seed_same_run(small_pairs: pd.DataFrame) -> None:
@@ -206,3 +213,20 @@ def test_saved_model_reloads_everywhere_with_the_same_embeddings(
     assert set(res.metrics) == {"before/validation", "before/test", "after/validation", "after/test"}
     cal = json.loads((out / "calibration.json").read_text())
     assert cal["level"] == 0.6 and cal["split"] == "validation"
+
+
+def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encoder_gives(
+    small_pairs: pd.DataFrame,
+) -> None:
+    from nlsim.encoders import load_encoder
+
+    enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    settings = cfg(epochs=1, frozen_layers=1)
+    out = train_encoder(enc, train, val, settings, log=lambda _: None, embed_training_texts=True)
+    kept = out["training_embeddings"]
+    assert sorted(kept) == sorted(set(train["text_a"]) | set(train["text_b"]))
+    fresh = enc.encode(list(kept), progress=False)
+    assert np.allclose(np.stack(list(kept.values())), fresh, atol=1e-5)
+    assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}

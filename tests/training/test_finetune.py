@@ -61,3 +61,33 @@ def test_the_trained_models_validation_scores_are_what_the_saved_model_gives_the
     assert "validation_scores" not in result.as_dict()  # training.json keeps figures, not every score
     cosine_only = finetune(small_reranker_config(tmp_path / "cosine", reranker=False), pairs=pairs)
     assert cosine_only.validation_scores is not None and cosine_only.validation_scores.scorer == "cosine"
+
+
+def test_scoring_the_trained_model_on_validation_and_fitting_its_reranker_embed_no_text_again(
+    pairs: pd.DataFrame, tmp_path: Path
+) -> None:
+    # training's last validation pass embedded validation with the weights it leaves, and training holds
+    # the training texts' frozen states: calibration, the after-figures and the reranker's line take those
+    encoder = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+    real, trained, after = encoder.encode, [False], []
+
+    def spy(texts: list[str], *args: object, **kwargs: object) -> np.ndarray:
+        if trained[0]:
+            after.extend(texts)
+        return real(texts, *args, **kwargs)
+
+    def call(name: str, fn, *args: object, **kwargs: object):  # noqa: ANN001, ANN202 - a stage runner
+        out = fn(*args, **kwargs)
+        trained[0] = trained[0] or name == "train"
+        return out
+
+    encoder.encode = spy  # type: ignore[method-assign]
+    config = small_reranker_config(tmp_path / "m", precision_check=False)
+    result = finetune(config, pairs=pairs, encoder=encoder, call=call)
+    validation = pairs[pairs["split"] == "validation"]
+    train, test = pairs[pairs["split"] == "train"], pairs[pairs["split"] == "test"]
+    held = set(validation["text_a"]) | set(validation["text_b"])
+    assert not set(after) & (held | set(train["text_a"]) | set(train["text_b"]))
+    assert set(test["text_a"]) - held <= set(after)  # the test split is embedded: the spy sees the scoring
+    fresh = 100 * spearmanr(pair_similarities(encoder, validation), validation["score"]).statistic
+    assert result.metrics["after/validation"]["spearman"] == pytest.approx(fresh, abs=0.005)  # 2 decimals
