@@ -269,7 +269,7 @@ def train_encoder(
         best, embedded = dict(run.history[-1]), run.last_embeddings
     if hasattr(encoder, "refresh_fingerprint"):
         encoder.refresh_fingerprint()
-    trained_texts = _embedded_training_texts(run, cfg.batch_size) if embed_training_texts else {}
+    trained_texts = _embedded_training_texts(run) if embed_training_texts else {}
     return {
         "best": best,
         "history": run.history,
@@ -284,10 +284,11 @@ def train_encoder(
     }
 
 
-def _embedded_training_texts(run: _Run, chunk: int) -> Embeddings:
+def _embedded_training_texts(run: _Run, chunk: int = 64) -> Embeddings:
     """Each distinct training text's L2-normalised embedding by the weights the run leaves (eval mode,
     fp32), from the frozen part's states it already holds: what :meth:`Encoder.encode` gives them, to
-    float rounding, for the trained layers' work alone."""
+    float rounding, for the trained layers' work alone (about 2/3 of it for e5 with 4 layers frozen);
+    ``chunk`` texts at a time, as :meth:`Encoder.encode` batches them on a CPU."""
     with torch.no_grad():
         pooled = _pooled(run.split, run.states, np.arange(len(run.texts)), chunk).float()
         vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
