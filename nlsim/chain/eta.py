@@ -32,7 +32,8 @@ BACKWARD = 2.0
 CANDIDATES_PER_ITEM = 0.2
 """Rough count of the pairs a report reranks per corpus item: on the bundled corpus 0.16 (1,638 pairs) for
 the model of the fp32 recipe and 0.22 (2,193) for the full recipe's, since batch 4 was merged (0.24
-before)."""
+before). A weaker model passes many more to its reranker (one trained on 480 pairs: 3.2 an item), which
+this guess does not foresee."""
 
 
 @dataclass(frozen=True)
