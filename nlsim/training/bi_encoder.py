@@ -98,9 +98,9 @@ class _Run:
     best: dict[str, Any] = field(default_factory=lambda: {"spearman": -math.inf})
     best_state: dict[str, torch.Tensor] | None = None
     best_embeddings: Embeddings = field(default_factory=dict)
-    """The validation texts' embeddings by the best checkpoint (its validation pass), later the last one's
-    when no checkpoint was kept."""
+    """The validation texts' embeddings by the best checkpoint (its validation pass)."""
     last_embeddings: Embeddings = field(default_factory=dict)
+    """The same by the last validation pass (handed on when no checkpoint was kept: the last weights stay)."""
     step: int = 0
 
     def mark_changed(self) -> None:

@@ -201,8 +201,9 @@ def finetune(
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
     run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate, cfg.reranker)
-    # the trained weights: each text embedded once from here; validation's by training's last pass, and
-    # the training texts (the reranker's line is fitted on them) from training's frozen states
+    # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
+    # validation pass, and the training texts (the reranker's line is fitted on them) from training's
+    # frozen states
     cosine = pair_scorer(encoder, kept={**run["training_embeddings"], **run["validation_embeddings"]})
     meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
     cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)

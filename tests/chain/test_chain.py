@@ -130,11 +130,17 @@ def test_a_version_trained_now_is_judged_and_checked_by_what_its_training_gave_n
     def no_load(*args: object, **kwargs: object) -> None:
         raise AssertionError("the model was loaded again for its quality check")
 
-    monkeypatch.setattr(chain_run, "load_encoder", no_load)
-    assert chain_run.quality_check_stage(cfg, store, None, validation, None) == {
-        "model": version.name,
-        "reused": True,
-    }
+    with monkeypatch.context() as patched:
+        patched.setattr(chain_run, "load_encoder", no_load)
+        assert chain_run.quality_check_stage(cfg, store, None, validation, None) == {
+            "model": version.name,
+            "reused": True,
+        }
+    # and rightly so: without the marker, the stage loads the version and finds nothing left to check
+    store.write_info(version, {**(store.info(version) or {}), "quality_check": []})
+    done = chain_run.quality_check_stage(cfg, store, None, validation, None)
+    assert done == {"model": version.name, "written": []}
+    assert chain_run.checked_for(store, version) == [marker]
 
 
 def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:
