@@ -237,12 +237,16 @@ def seed_figures(
 
 def quality_marker(cfg: PipelineConfig, validation: pd.DataFrame, device: Any) -> str:
     """What a model's quality check was settled for: the validation pairs, the conversion and the machine
-    kind (the CPU's, and the GPU's where ``device`` is one)."""
+    kind: the CPU's with the run's thread count (the probe that decides which lossy CPU paths are worth
+    checking times them at that count), or the GPU's where ``device`` is one."""
+    import torch  # deferred: heavy, loaded only when needed
+
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.gpu import gpu_info
 
     gpu = gpu_info(device)
-    return f"{split_digest(validation)}:{cfg.convert}:{cpu_info().key}" + (f":{gpu.key}" if gpu else "")
+    where = gpu.key if gpu else f"t{int(cfg.threads or torch.get_num_threads())}"
+    return f"{split_digest(validation)}:{cfg.convert}:{cpu_info().key}:{where}"
 
 
 def checked_for(store: ModelStore, version: Path) -> list[str]:

@@ -3,6 +3,7 @@ completed on a CPU that has the instructions it lacked, once per CPU kind."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -113,3 +114,27 @@ def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
     assert record["paths"]["torch-bf16"].get("error")
     quality_check_stage(cfg, store, base, validation, None)
     assert checks == [1]
+
+
+def test_a_check_settled_at_one_thread_count_is_settled_again_at_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which lossy CPU paths are worth checking is timed at the run's thread count, so the store's
+    marker says the count: a model settled with 1 thread is looked at again with 2, then remembered."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("d" * 64)
+    shutil.copytree(load_encoder(FAST_MODEL).path, version)
+    store.promote(version, "test")
+    validation = stsb_sample(train=0, validation=24, test=0)
+    one = config(tmp_path, store)
+    two = dataclasses.replace(one, threads=2)
+    reused = {"model": version.name, "reused": True}
+    assert "written" in quality_check_stage(one, store, None, validation, None)
+    assert quality_check_stage(one, store, None, validation, None) == reused
+    assert "written" in quality_check_stage(two, store, None, validation, None)
+    for cfg in (one, two):
+        assert quality_check_stage(cfg, store, None, validation, None) == reused
