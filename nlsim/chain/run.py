@@ -89,7 +89,7 @@ CHAIN_STAGES = {
         StageInfo(
             "quality-check",
             "check the report model's lossy inference paths against fp32 on validation "
-            "(once per model and machine kind)",
+            "(once per model, machine kind and thread count)",
             expensive=True,
         ),
     )
@@ -237,8 +237,8 @@ def seed_figures(
 
 def quality_marker(cfg: PipelineConfig, validation: pd.DataFrame, device: Any) -> str:
     """What a model's quality check was settled for: the validation pairs, the conversion and the machine
-    kind: the CPU's with the run's thread count (the probe that decides which lossy CPU paths are worth
-    checking times them at that count), or the GPU's where ``device`` is one."""
+    kind: the CPU's, and with it the run's thread count (the probe that decides which lossy CPU paths are
+    worth checking times them at that count) or, where ``device`` is a GPU, the GPU's."""
     import torch  # deferred: heavy, loaded only when needed
 
     from nlsim.inference.cpu import cpu_info
@@ -268,7 +268,7 @@ def quality_check_stage(
 ) -> dict[str, Any]:
     """The quality check of the lossy inference paths (:mod:`nlsim.training.quality_check`) of the model
     the report uses (the current one, else the zero-shot base), made on the validation pairs once per model
-    and machine kind (the CPU's, and the GPU's where the model runs on one) and kept under
+    and machine kind (the CPU's and the thread count, or the GPU's where the model runs on one) and kept under
     ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may then use. A fine-tuned
     folder carries its own record from ``nlsim finetune``: it is checked again here only for the paths it
     could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run

@@ -138,3 +138,37 @@ def test_a_check_settled_at_one_thread_count_is_settled_again_at_another(
     assert "written" in quality_check_stage(two, store, None, validation, None)
     for cfg in (one, two):
         assert quality_check_stage(cfg, store, None, validation, None) == reused
+
+
+def test_a_lossy_path_that_pays_only_at_another_thread_count_is_checked_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe (cached here, never timed) finds bf16 no faster with 1 thread and twice as fast with 2:
+    the stage settles the model with bf16 not checked at 1 thread, then checks bf16 at 2."""
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.probe import save_probe
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "cached")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    version = store.new_version_dir("e" * 64)
+    shutil.copytree(load_encoder(FAST_MODEL).path, version)
+    store.promote(version, "test")
+    encoder = load_encoder(str(version))
+    arch = encoder_target(encoder).architecture()
+    exact = {"onnx-fp32": 100.0, "torch-fp32": 100.0}
+    save_probe(arch, 1, cpu_info(), {**exact, "torch-bf16": 104.0}, [])
+    save_probe(arch, 2, cpu_info(), {**exact, "torch-bf16": 200.0}, [])
+    validation = stsb_sample(train=0, validation=24, test=0)
+    one = config(tmp_path, store)
+
+    quality_check_stage(one, store, None, validation, None)
+    bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
+    assert "spearman" not in bf16 and "not faster" in bf16["not_checked"]
+
+    done = quality_check_stage(dataclasses.replace(one, threads=2), store, None, validation, None)
+    assert len(done["written"]) == 1
+    bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
+    assert "spearman" in bf16
