@@ -38,16 +38,22 @@ def config(folder: Path, store: ModelStore) -> PipelineConfig:
     )
 
 
+def promoted_copy(folder: Path, digest: str) -> tuple[ModelStore, Path]:
+    """A model store under ``folder`` whose current version is a copy of the fast test model."""
+    store = ModelStore(folder / "models")
+    store.claim()
+    version = store.new_version_dir(digest * 64)
+    shutil.copytree(load_encoder(FAST_MODEL).path, version)
+    store.promote(version, "test")
+    return store, version
+
+
 def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NLSIM_PROBE", "off")  # no probe: every path the CPU has is worth checking
-    store = ModelStore(tmp_path / "models")
-    store.claim()
-    version = store.new_version_dir("c" * 64)
-    shutil.copytree(load_encoder(FAST_MODEL).path, version)
-    store.promote(version, "test")
+    store, version = promoted_copy(tmp_path, "c")
     encoder = load_encoder(str(version))
     trained_on_avx2 = {
         "format": 1,
@@ -124,11 +130,7 @@ def test_a_check_settled_at_one_thread_count_is_settled_again_at_another(
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NLSIM_PROBE", "off")
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2)
-    store = ModelStore(tmp_path / "models")
-    store.claim()
-    version = store.new_version_dir("d" * 64)
-    shutil.copytree(load_encoder(FAST_MODEL).path, version)
-    store.promote(version, "test")
+    store, version = promoted_copy(tmp_path, "d")
     validation = stsb_sample(train=0, validation=24, test=0)
     one = config(tmp_path, store)
     two = dataclasses.replace(one, threads=2)
@@ -151,11 +153,7 @@ def test_a_lossy_path_that_pays_only_at_another_thread_count_is_checked_there(
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NLSIM_PROBE", "cached")
     monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)
-    store = ModelStore(tmp_path / "models")
-    store.claim()
-    version = store.new_version_dir("e" * 64)
-    shutil.copytree(load_encoder(FAST_MODEL).path, version)
-    store.promote(version, "test")
+    store, version = promoted_copy(tmp_path, "e")
     encoder = load_encoder(str(version))
     arch = encoder_target(encoder).architecture()
     exact = {"onnx-fp32": 100.0, "torch-fp32": 100.0}
