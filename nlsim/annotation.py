@@ -223,9 +223,8 @@ def rerank_pool(pool: pd.DataFrame, texts: list[str], reranker: Reranker) -> pd.
     say(f"scoring {len(pool)} candidate pairs with the reranker")
     cross = reranker.cross_scores(a, b, progress=True, precision="fp32")
     cosine = pool["similarity"].to_numpy(dtype=np.float64)
-    return pool.assign(
-        cosine=cosine, cross_encoder=cross, similarity=reranker.combine(cosine, cross).astype(np.float64)
-    )
+    similarity = reranker.pair_scores(cosine, cross, a, b).astype(np.float64)
+    return pool.assign(cosine=cosine, cross_encoder=cross, similarity=similarity)
 
 
 def embed_items(texts: list[str], model: DrawModel) -> np.ndarray:

@@ -43,6 +43,7 @@ TRAINING_FIELDS = (
     "fp32_cross_encoder_frozen_layers",
     "story_weight",
     "rerank_weight",
+    "story_model",
 )
 REPORT_FIELDS = (
     "text_fields",
@@ -112,6 +113,7 @@ class PipelineConfig:
     fp32_cross_encoder_frozen_layers: int = option_like(FinetuneConfig, "fp32_cross_encoder_frozen_layers")
     story_weight: float = option_like(FinetuneConfig, "story_weight")
     rerank_weight: float = option_like(FinetuneConfig, "rerank_weight")
+    story_model: bool = option_like(FinetuneConfig, "story_model")
     text_fields: tuple[str, ...] = option_like(DedupConfig, "text_fields")
     k: int = option_like(DedupConfig, "k")
     window_hours: float | None = option_like(DedupConfig, "window_hours")

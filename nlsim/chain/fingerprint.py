@@ -67,6 +67,8 @@ def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]
     """
     used = cfg if device is None else cfg.for_device(device)
     settings = {k: v for k, v in asdict(cfg).items() if k not in NOT_TRAINING + FP32_EPOCHS}
+    if not settings.get("story_model"):  # off: the models trained before it existed, the same versions
+        settings.pop("story_model", None)
     return {**settings, **{k: getattr(used, k) for k in cfg.fp32_settings()}}
 
 

@@ -18,6 +18,13 @@ The cross-encoder's output is below 1, so a pair whose cosine is below the *cand
 ``(threshold - (1 - weight)) / weight`` mapped back to a cosine cannot reach the threshold: dedup
 rescores only pairs at or above it, and loses none.
 
+A reranker trained since the story model (:mod:`nlsim.rerank.story`) carries one. The story model decides
+the pairs at or above its cosine gate (the candidate floor at the rerank score's own calibrated threshold
+``T``) from the cross-encoder, the cosine and what the two headlines name, and a pair's score there is
+its same-story probability ``p`` put on the rerank scale above ``T``: ``T + p * (max_score - T)``; below
+the gate the score is the rerank score, which is under ``T`` there. The threshold is calibrated on these
+scores as before; the candidate floor is the gate for a threshold at or above ``T``.
+
 Example:
     >>> r = Reranker(cross_encoder=None, slope=2.0, intercept=-1.0, weight=0.5)
     >>> round(float(r.combine(np.array([0.9]), np.array([0.6]))[0]), 6)  # 0.5 * 0.8 + 0.5 * 0.6
@@ -48,6 +55,7 @@ from nlsim.io.manifest import check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.cross_encoder import CrossEncoder
+from nlsim.rerank.story import StoryModel
 from nlsim.rerank.target import cross_encoder_inference
 
 RERANKER_DIR = "reranker"
@@ -75,6 +83,8 @@ class Reranker:
     """Precision of :meth:`cross_scores` by default: ``fp32`` (evaluation, calibration), ``auto`` in dedup."""
     inference: dict[str, Any] | None = None
     """The last job's inference path (:class:`nlsim.inference.choice.Choice` as a dict)."""
+    story: StoryModel | None = None
+    """The story model (:mod:`nlsim.rerank.story`): with one, it decides the pairs at or above its gate."""
 
     def mapped_cosine(self, cosines: np.ndarray) -> np.ndarray:
         """The bi-encoder's cosine on the 0-1 relatedness scale (the fitted line, not clipped)."""
@@ -85,10 +95,41 @@ class Reranker:
         cross = np.asarray(cross_scores, dtype=np.float64)
         return self.weight * self.mapped_cosine(cosines) + (1.0 - self.weight) * cross
 
+    def pair_scores(
+        self, cosines: np.ndarray, cross_scores: np.ndarray, texts_a: Sequence[str], texts_b: Sequence[str]
+    ) -> np.ndarray:
+        """A pair's score: the rerank score (:meth:`combine`), or with a story model, at or above its cosine
+        gate, its same-story probability on the rerank scale above the rerank score's own threshold ``T``:
+        ``T + p * (max_score - T)`` (module doc). ``texts_a``/``texts_b``: the pairs' converted texts."""
+        cos = np.asarray(cosines, dtype=np.float64)
+        rerank = self.combine(cos, cross_scores)
+        if self.story is None:
+            return rerank
+        inside = np.flatnonzero(cos >= self.story.cosine_gate)
+        if len(inside):
+            a, b = [texts_a[i] for i in inside], [texts_b[i] for i in inside]
+            cross = np.asarray(cross_scores, dtype=np.float64)[inside]
+            rerank[inside] = self.story_scale(self.story.probabilities(cross, cos[inside], a, b))
+        return rerank
+
+    def story_scale(self, probabilities: np.ndarray) -> np.ndarray:
+        """Same-story probabilities on the rerank scale above the story model's rerank threshold ``T``."""
+        assert self.story is not None
+        low = self.story.rerank_threshold
+        return low + np.asarray(probabilities, dtype=np.float64) * (self.max_score() - low)
+
     def candidate_floor(self, threshold: float) -> float:
         """The lowest cosine at which a pair can still reach ``threshold``: the cross-encoder's score is at
         most its :meth:`~nlsim.rerank.cross_encoder.CrossEncoder.score_bound` (a bound from its weights;
-        1 when unknown), so a pair below this cosine cannot reach the threshold whatever it reads."""
+        1 when unknown), so a pair below this cosine cannot reach the threshold whatever it reads. With a
+        story model, a threshold at or above its rerank threshold needs its gate (every pair from there on
+        may reach it); a lower one, the rerank score's floor, which lies below the gate."""
+        if self.story is not None and threshold >= self.story.rerank_threshold:
+            return self.story.cosine_gate
+        return self.rerank_floor(threshold)
+
+    def rerank_floor(self, threshold: float) -> float:
+        """The lowest cosine at which the rerank score (:meth:`combine`) can still reach ``threshold``."""
         if self.weight <= 0 or self.slope <= 0:
             return -1.0  # the cosine says nothing: every neighbour is a candidate
         need = (float(threshold) - (1.0 - self.weight) * self.cross_bound()) / self.weight
@@ -104,7 +145,7 @@ class Reranker:
         return None if self.calibration is None else float(self.calibration["threshold"])
 
     def max_score(self) -> float:
-        """The highest rerank score a pair can get (cosine 1, cross-encoder 1)."""
+        """The highest score a pair can get (cosine 1, cross-encoder 1; with a story model, probability 1)."""
         return float(self.combine(np.array([1.0]), np.array([1.0]))[0])
 
     def cross_scores(
@@ -136,6 +177,8 @@ class Reranker:
     def fingerprint(self) -> str:
         """What the rerank score depends on: the cross-encoder's weights and the combination."""
         blob = f"{self.cross_encoder.digest()}:{self.slope!r}:{self.intercept!r}:{self.weight!r}"
+        if self.story is not None:
+            blob += ":" + json.dumps(self.story.as_dict(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def scorer(self, encoder: Any, known: KnownScores | None = None) -> PairScorer:
@@ -152,11 +195,18 @@ class Reranker:
         cross = known_first(known, fp32) if known else fp32
 
         def score(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-            return self.combine(cosine(texts_a, texts_b), cross(texts_a, texts_b))
+            return self.pair_scores(cosine(texts_a, texts_b), cross(texts_a, texts_b), texts_a, texts_b)
 
         return score
 
     def describe(self) -> str:
+        if self.story is not None:
+            return (
+                f"reranker: the story model's same-story probability from cosine "
+                f"{self.story.cosine_gate:.4f} on (cross-encoder, cosine, headlines), below it the "
+                f"rerank score {self.weight:g} x ({self.slope:.4f} x cosine {self.intercept:+.4f}) + "
+                f"{1 - self.weight:g} x cross-encoder"
+            )
         return (
             f"reranker: {self.weight:g} x ({self.slope:.4f} x cosine {self.intercept:+.4f}) + "
             f"{1 - self.weight:g} x cross-encoder"
@@ -178,6 +228,7 @@ class Reranker:
             "weight": self.weight,
             "calibration": self.calibration,
             "info": self.info,
+            **({"story": self.story.as_dict()} if self.story is not None else {}),
         }
 
 
@@ -237,6 +288,7 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
             weight=float(meta["weight"]),
             calibration=meta.get("calibration"),
             info=meta.get("info") or {},
+            story=StoryModel.from_dict(meta["story"]) if meta.get("story") is not None else None,
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise StateError(f"{folder / RERANKER_JSON}: not a valid reranker file ({exc})") from exc
@@ -276,7 +328,7 @@ def rerank_pairs(
     cos = out["similarity"].to_numpy(dtype=np.float64)
     out["cosine"] = cos.astype(np.float32)
     out["cross_encoder"] = cross.astype(np.float32)
-    out["similarity"] = reranker.combine(cos, cross).astype(np.float32)
+    out["similarity"] = reranker.pair_scores(cos, cross, a, b).astype(np.float32)
     return out[out["similarity"] >= threshold].reset_index(drop=True)
 
 
@@ -284,4 +336,6 @@ def reranker_summary(reranker: Reranker) -> dict[str, Any]:
     """What a run record keeps of a reranker (no weights)."""
     meta = reranker.meta()
     info = meta.pop("info")
+    if "story" in meta:  # its weights, not its bigram table
+        meta["story"] = {k: v for k, v in meta["story"].items() if k != "idf"}
     return {**meta, **info}

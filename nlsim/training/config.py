@@ -215,6 +215,13 @@ class FinetuneConfig:
         0.5,
         help="share of the bi-encoder's mapped cosine in the rerank score (the rest is the cross-encoder's)",
     )
+    story_model: bool = option(
+        False,
+        help="fit a story model on validation that decides same story from the cross-encoder, the cosine "
+        "and what the headlines name, for the pairs the rerank score would read (nlsim/rerank/story.py; "
+        "off by default: a higher same-story F1 of the pairs, not of the report's clusters, "
+        "docs/finetuning.md)",
+    )
     precision_check: bool = option(
         True,
         help="skip the quality check of the lossy inference paths (int8, bf16, fp16) against fp32 on "

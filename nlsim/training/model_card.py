@@ -51,10 +51,24 @@ def reranker_card_lines(reranker: dict[str, Any] | None) -> list[str]:
         "Its metrics are the `reranked` rows above.",
         "",
     ]
+    story = reranker.get("story")
+    if story:
+        weights = ", ".join(f"{n} {w:+.2f}" for n, w in zip(story["features"], story["coef"], strict=True))
+        lines += [
+            "A story model decides same story instead of the rerank score: a logistic regression fitted "
+            f"on the validation pairs over the cross-encoder's logit, the cosine and what the headlines name "
+            f"(standardised weights: {weights}), for the pairs at or above cosine {story['cosine_gate']:.4f} "
+            "(the rerank score's candidate floor at its own threshold): a pair's score there is its "
+            f"same-story probability p as {story['rerank_threshold']:.4f} + p x (the highest rerank score - "
+            f"{story['rerank_threshold']:.4f}); the `reranked` validation row scores each pair by a model "
+            "fitted without its fold.",
+            "",
+        ]
     c = reranker.get("calibration")
     if c:
+        score = "Story probability" if story else "Rerank score"
         lines += [
-            f"Rerank score >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
+            f"{score} >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
             f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}).",
             "",
         ]

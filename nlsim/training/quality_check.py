@@ -329,7 +329,7 @@ def check_cross_encoder(
     a, b = [unique[i] for i in ia], [unique[i] for i in ib]
     cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
     ref_ce = ce.predict(a, b)
-    ref = reranker.combine(cos, ref_ce)
+    ref = reranker.pair_scores(cos, ref_ce, a, b)
     if threshold is None:
         threshold, source = same_story_threshold(ref, gold)
     record = record_base("cross-encoder", ce.digest(), len(pairs), threshold, source, **ids)
@@ -339,7 +339,7 @@ def check_cross_encoder(
         got = ce.predict(a, b, runner=runner)
         diff = np.abs(got - ref_ce)
         return {
-            **score_figures(reranker.combine(cos, got), gold, threshold),
+            **score_figures(reranker.pair_scores(cos, got, a, b), gold, threshold),
             "max_score_diff": round(float(diff.max()), 6),
             "mean_score_diff": round(float(diff.mean()), 6),
         }

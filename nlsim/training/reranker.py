@@ -19,10 +19,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.encoders.scoring import KnownScores, PairScorer, known_scores, remembered
+from nlsim.encoders.scoring import (
+    KnownScores,
+    PairScorer,
+    as_pair_scorer,
+    known_first,
+    known_scores,
+    remembered,
+)
+from nlsim.evaluation.calibration import calibrate_scores
 from nlsim.evaluation.metrics import pair_similarities
 from nlsim.progress import say
 from nlsim.rerank.reranker import DEFAULT_WEIGHT, Reranker
+from nlsim.rerank.story import FEATURES, BigramIdf, fit_story_model
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.cross_encoder import train_cross_encoder
 from nlsim.training.data import PreparedPairs
@@ -87,9 +96,58 @@ def fit_reranker(
     come from its training's validation pass of the kept epoch (fp32), not from a second pass over
     the same pairs."""
     reranker, known = train_reranker(encoder, data.train, data.validation, cfg, cfg.rerank_weight, log)
-    scorer = remembered(reranker.scorer(encoder, known))  # calibration and evaluation score validation once
+    scorer = reranker.scorer(encoder, known)
+    if cfg.story_model and cfg.calibrate_level is not None:
+        held = fit_story(reranker, encoder, data, cfg.calibrate_level, known, log)
+        if held is not None:  # validation is scored by models fitted without each pair's fold
+            scorer = known_first(held, scorer)
+    scorer = remembered(scorer)  # calibration and evaluation score validation once
     cal = calibrate_encoder(scorer, data, cfg, model="reranker")
     reranker.calibration = cal.as_dict() if cal is not None else None
     metrics = evaluate_splits(scorer, data, "reranked", cal)
     log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
     return FittedReranker(reranker, metrics, scorer)
+
+
+def fit_story(
+    reranker: Reranker,
+    encoder: Any,
+    data: PreparedPairs,
+    level: float,
+    known: KnownScores,
+    log: Callable[[str], None] = say,
+) -> KnownScores | None:
+    """Fit the reranker's story model (:mod:`nlsim.rerank.story`) on the validation pairs: the
+    cross-encoder's scores of them (``known``, from its training's validation pass), the bi-encoder's
+    cosines, and the bigram IDF of the training pairs' texts, on the pairs at or above the rerank score's
+    candidate floor at its own calibrated threshold. Sets ``reranker.story`` and returns the validation
+    pairs' scores with the story model's part cross-fitted (:meth:`Reranker.pair_scores`, each probability
+    from a model fitted without the pair's fold), for calibration and the validation figures; ``None``
+    (and no story model) when :func:`~nlsim.rerank.story.fit_story_model` finds too few pairs of a class
+    or an unsound fit."""
+    val = data.validation
+    a, b = val["text_a"].astype(str).tolist(), val["text_b"].astype(str).tolist()
+    cross = np.array([known[(x, y)] for x, y in zip(a, b, strict=True)])
+    cosines = as_pair_scorer(encoder)(a, b)
+    idf = BigramIdf.of(data.train["text_a"].astype(str).tolist() + data.train["text_b"].astype(str).tolist())
+    same = val["score"].to_numpy(dtype=np.float64) >= level
+    # the pairs the rerank score would read at its own calibrated threshold: the story model decides those
+    combined = reranker.combine(cosines, cross)
+    rerank = calibrate_scores(combined, val["score"].to_numpy(), level)
+    gate = reranker.candidate_floor(rerank.threshold)
+    fitted = fit_story_model(cross, cosines, a, b, same, idf, gate, rerank.threshold)
+    if fitted is None:
+        log(
+            f"story model: not fitted ({int(same.sum())} of {len(same)} validation pairs at level {level:g}, "
+            "or a fit that does not rise with the cross-encoder and the cosine); the rerank score decides"
+        )
+        return None
+    reranker.story = fitted.model
+    scores = np.where(fitted.inside, reranker.story_scale(fitted.held_out), combined)
+    coef = ", ".join(f"{n} {c:+.2f}" for n, c in zip(FEATURES, fitted.model.coef, strict=True))
+    inside = fitted.inside
+    log(
+        f"story model: fitted on the {int(inside.sum())} of {len(same)} validation pairs at or above the "
+        f"rerank score's candidate floor, cosine {gate:.4f} ({int(same[inside].sum())} same story): {coef}"
+    )
+    return known_scores(a, b, scores)
