@@ -66,13 +66,33 @@ def reranker_card_lines(reranker: dict[str, Any] | None) -> list[str]:
         ]
     c = reranker.get("calibration")
     if c:
-        score = "Story probability" if story else "Rerank score"
         lines += [
-            f"{score} >= {c['threshold']:.4f} marks a pair as related at level >= {c['level']} "
-            f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}).",
+            f"{'Score' if story else 'Rerank score'} >= {c['threshold']:.4f} marks a pair as related at "
+            f"level >= {c['level']} "
+            f"(validation: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f})"
+            f"{story_need(reranker, c['threshold'])}.",
             "",
         ]
     return lines
+
+
+def story_need(reranker: dict[str, Any], threshold: float) -> str:
+    """What the threshold asks of the story model's probability, for the card (empty without one).
+
+    Example:
+        >>> card = {"weight": 0.5, "slope": 1.0, "intercept": 0.0, "story": {"rerank_threshold": 0.7}}
+        >>> story_need(card, 0.8)
+        '; for the pairs the story model decides, a same-story probability of at least 0.333'
+    """
+    story = reranker.get("story")
+    if not story:
+        return ""
+    low = float(story["rerank_threshold"])
+    top = reranker["weight"] * (reranker["slope"] + reranker["intercept"]) + (1 - reranker["weight"])
+    if threshold <= low or top <= low:
+        return "; every pair the story model decides reaches it, whatever its probability"
+    need = (threshold - low) / (top - low)
+    return f"; for the pairs the story model decides, a same-story probability of at least {need:.3f}"
 
 
 USE_LINES = [

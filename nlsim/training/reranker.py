@@ -130,7 +130,7 @@ def fit_story(
     cross = np.array([known[(x, y)] for x, y in zip(a, b, strict=True)])
     cosines = as_pair_scorer(encoder)(a, b)
     idf = BigramIdf.of(data.train["text_a"].astype(str).tolist() + data.train["text_b"].astype(str).tolist())
-    same = val["score"].to_numpy(dtype=np.float64) >= level
+    same = val["score"].to_numpy(dtype=np.float64) >= level - 1e-9  # as calibration reads the level
     # the pairs the rerank score would read at its own calibrated threshold: the story model decides those
     combined = reranker.combine(cosines, cross)
     rerank = calibrate_scores(combined, val["score"].to_numpy(), level)

@@ -123,6 +123,14 @@ def test_finetune_fits_the_story_model_on_validation_and_calibrates_it(story_mod
     assert threshold is not None and 0 < threshold < reranker.max_score()
     summary = story_model.reranker
     assert summary is not None and "idf" not in summary["story"] and len(summary["story"]["coef"]) == 9
+    card = (Path(str(story_model.model_dir)) / "README.md").read_text(encoding="utf-8")
+    low, top = reranker.story.rerank_threshold, reranker.max_score()
+    need = (
+        "every pair the story model decides"
+        if threshold <= low
+        else f"at least {(threshold - low) / (top - low):.3f}"
+    )
+    assert "A story model decides same story" in card and need in card
     # validation is scored by the fold models (cross-fitted), test by the model fitted on all validation
     scorer = as_pair_scorer(load_encoder(story_model.model_dir))
     for split, own in (("validation", False), ("test", True)):
