@@ -52,8 +52,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
-from nlsim.rerank.series import series_conflict
+from nlsim.rerank.series import NUMBER, series_conflict, template_overlap
 
 FEATURES = (
     "cross_encoder",
@@ -67,7 +68,6 @@ FEATURES = (
     "veto",
 )
 """The story model's inputs, in its order: the two scores, then :func:`pair_features`."""
-NUMBER = re.compile(r"\d+(?:\.\d+)?")
 FOLDS = 5
 """Folds over the validation pairs for the cross-fitted probabilities that calibrate the threshold."""
 MIN_CLASS = 10
@@ -106,15 +106,13 @@ def pair_features(a: str, b: str, idf: BigramIdf) -> list[float]:
     bigrams_a, bigrams_b = runs(a, 2), runs(b, 2)
     union = sum(idf.idf(r) for r in bigrams_a | bigrams_b)
     numbers_a, numbers_b = set(NUMBER.findall(a)), set(NUMBER.findall(b))
-    masked_a, masked_b = NUMBER.sub("#", a), NUMBER.sub("#", b)
-    tri_a, tri_b = runs(masked_a, 3), runs(masked_b, 3)
     return [
         sum(idf.idf(r) for r in bigrams_a & bigrams_b) / union if union else 0.0,
         float(max((len(r) for r in words), default=0)),
         float(bool(numbers_a) and bool(numbers_b) and not numbers_a & numbers_b),
         float(len(numbers_a & numbers_b)),
-        float(masked_a == masked_b and a != b),
-        len(tri_a & tri_b) / max(1, len(tri_a | tri_b)),
+        float(NUMBER.sub("#", a) == NUMBER.sub("#", b) and a != b),
+        template_overlap(a, b),
         float(series_conflict(a, b) is not None),
     ]
 
@@ -168,7 +166,7 @@ class StoryModel:
         if len(texts_a) == 0:
             return np.zeros(0)
         x = feature_matrix(cross_scores, cosines, texts_a, texts_b, self.idf)
-        return 1.0 / (1.0 + np.exp(-self.logits(x)))
+        return expit(self.logits(x))
 
     def as_dict(self) -> dict[str, Any]:
         return {"features": list(FEATURES), **asdict(self)}
@@ -266,7 +264,7 @@ def fit_story_model(
     held = np.zeros(len(y))
     for train, test in StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(x, y):
         part = fit_logistic(x[train], y[train], idf)
-        held[test] = 1.0 / (1.0 + np.exp(-part.logits(x[test])))
+        held[test] = expit(part.logits(x[test]))
     held_out = np.zeros(len(x_all))
     held_out[inside] = held
     return FittedStory(model, held_out, inside)

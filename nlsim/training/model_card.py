@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.evaluation.metrics import metrics_table
+from nlsim.rerank.reranker import Reranker
 
 
 def silver_card_lines(silver: dict[str, Any] | None) -> list[str]:
@@ -88,7 +89,7 @@ def story_need(reranker: dict[str, Any], threshold: float) -> str:
     if not story:
         return ""
     low = float(story["rerank_threshold"])
-    top = reranker["weight"] * (reranker["slope"] + reranker["intercept"]) + (1 - reranker["weight"])
+    top = Reranker(None, reranker["slope"], reranker["intercept"], reranker["weight"]).max_score()
     if threshold <= low or top <= low:
         return "; every pair the story model decides reaches it, whatever its probability"
     need = (threshold - low) / (top - low)
