@@ -260,10 +260,13 @@ def rule_groups(
 def held(groups: list[list[str]], links: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``links`` whose two items share one of ``groups``."""
     cluster = {m: i for i, g in enumerate(groups) for m in g}
-    keep = [
-        a in cluster and cluster[a] == cluster.get(b)
-        for a, b in zip(links["id_a"], links["id_b"], strict=True)
-    ]
+    keep = np.array(
+        [
+            a in cluster and cluster[a] == cluster.get(b)
+            for a, b in zip(links["id_a"], links["id_b"], strict=True)
+        ],
+        dtype=bool,
+    )
     return links[keep]
 
 

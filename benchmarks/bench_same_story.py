@@ -53,6 +53,13 @@ def cpu_name() -> str:
     return cpu_info().describe() or platform.processor()
 
 
+def device_name() -> str:
+    """The accelerator a run trains on (its name), or ``cpu``."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+
 def load() -> pd.DataFrame:
     from nlsim.io.pairs import load_pairs
     from nlsim.training.data import convert_pairs
@@ -237,7 +244,7 @@ def save_scores(held: pd.DataFrame, res: dict, path: Path) -> None:
     if "orig_scores" in res:
         out["ce_orig"] = res["orig_scores"]
     out.to_parquet(path, index=False)
-    meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name()}
+    meta = {"history": res["history"], "seconds": res["seconds"], "cpu": cpu_name(), "device": device_name()}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 
@@ -311,10 +318,27 @@ def scores(name: str, part: str) -> pd.DataFrame | None:
     return mean.reset_index()
 
 
-def seconds_per_fold(name: str) -> float:
+def run_records(name: str, pattern: str = "fold*.json") -> list[dict]:
+    """The records saved beside the scores of recipe ``name`` (a ``+``-joined mix reads each recipe's)."""
     recipes = [m.partition("@")[0] for m in name.split("+")]
-    files = [f for m in recipes for f in sorted((CACHE / m).glob("fold*.json"))]
-    return round(float(np.mean([json.loads(f.read_text())["seconds"] for f in files])), 1)
+    return [json.loads(f.read_text()) for m in recipes for f in sorted((CACHE / m).glob(pattern))]
+
+
+def seconds_per_fold(name: str) -> float:
+    return round(float(np.mean([r["seconds"] for r in run_records(name)])), 1)
+
+
+def trained_on(name: str) -> str:
+    """Where the runs of ``name`` were trained, as their records say: the accelerator (``device``; runs
+    saved before it was recorded say so) and the host CPU."""
+    machines = sorted(
+        {
+            f"{r.get('device', 'device not recorded')} on {r.get('cpu', 'a CPU not recorded')}"
+            for r in run_records(name, "*.json")
+            if "seconds" in r
+        }
+    )
+    return "; ".join(machines)
 
 
 def summary(name: str) -> dict | None:
@@ -356,7 +380,7 @@ def summary(name: str) -> dict | None:
         if "cv" in out:
             t = out["cv"]["threshold"]
             out["val"]["f1_at_cv_threshold"] = round(f1_at(s, pos, t), 4)
-    return out if len(out) > 1 else None
+    return out | {"trained_on": trained_on(name)} if len(out) > 1 else None
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -397,7 +421,7 @@ def report(args: argparse.Namespace) -> None:
     names = args.names.split(",") if args.names else sorted(p.name for p in CACHE.iterdir() if p.is_dir())
     rows = [r for r in (summary(n) for n in names) if r]
     lines = [
-        f"# Same story, cross-validated (CPU: {cpu_name()})",
+        f"# Same story, cross-validated (this report made on CPU: {cpu_name()})",
         "",
         "| recipe | CV AP | CV best F1 [95% CI] | CV threshold | CV P / R | val AP | val best F1 [95% CI] | "
         "val F1 at the CV threshold | s per fold |",
@@ -413,6 +437,8 @@ def report(args: argparse.Namespace) -> None:
             f"{val.get('f1_at_cv_threshold', '')} | "
             f"{cv.get('seconds_per_fold', '')} |"
         )
+    lines += ["", "Where each recipe's runs were trained (their saved records):", ""]
+    lines += [f"- {r['name']}: {r['trained_on']}" for r in rows]
     text = "\n".join(lines)
     write_results(OUT.name + (f"_{args.tag}" if args.tag else ""), text, rows, plot)
 

@@ -1,0 +1,247 @@
+"""Where a trained model's report loses the same-story pairs, and what it links that is not one story.
+
+For the current model of each store given, on the annotated pairs (validation, and training for the
+in-sample side):
+
+- **the search**: the rank of each validation pair's partner among the item's nearest neighbours by the
+  fine-tuned cosine over the whole corpus (the report searches ``k`` = 10): a same-story pair beyond it can
+  never be reported, whatever the scorer reads;
+- **the score**: where each validation pair's rerank score (the score the report's threshold applies to,
+  :meth:`nlsim.rerank.reranker.Reranker.pair_scores`) falls: at or above the model's calibrated threshold
+  ``T`` and kept, at or above it and held by the series veto (:func:`nlsim.rerank.series.series_conflict`
+  on the converted texts, as the report reads them), between ``--floor`` and ``T``, or below ``--floor``;
+  and the editors' scores of the pairs that are linked but are not one story;
+- **the parts of the score**: average precision and best F1 of same story for the bi-encoder's cosine, the
+  cross-encoder's score and the rerank score, on validation (out of sample) and on the training pairs (in
+  sample: how well the recipe fits what it was trained on).
+
+Figures go to ``benchmarks/results/story_misses.md``/``.json`` and a plot ``story_misses.png`` (the rerank
+scores of the validation pairs by the editors' verdict, ``T`` marked). The test split is never read.
+
+    python benchmarks/bench_story_misses.py --model-store models [--model-store STORE2 ...] [--floor 0.84]
+        [--k 10] [--tag NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _common import RESULTS, machine
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after the path is set
+
+PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
+CORPUS = ROOT / "data" / "thucnews.parquet"
+OUT = RESULTS / "story_misses"
+RANKS = 50
+"""Neighbours ranked per item (a partner further away counts as beyond them)."""
+
+
+def partner_ranks(emb: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """For rows ``a[i]``, ``b[i]`` of the normalised ``emb``: the better of b's rank among a's neighbours and
+    a's among b's (0 = nearest; :data:`RANKS` when beyond the first :data:`RANKS`)."""
+    out = np.full(len(a), RANKS)
+    for rows, other in ((a, b), (b, a)):
+        sims = emb[rows] @ emb.T
+        sims[np.arange(len(rows)), rows] = -np.inf
+        order = np.argsort(-sims, axis=1)[:, :RANKS]
+        hit = order == other[:, None]
+        rank = np.where(hit.any(axis=1), hit.argmax(axis=1), RANKS)
+        out = np.minimum(out, rank)
+    return out
+
+
+def best_f1(scores: np.ndarray, story: np.ndarray) -> float:
+    from sklearn.metrics import precision_recall_curve
+
+    p, r, _ = precision_recall_curve(story, scores)
+    return float(np.max(2 * p * r / np.maximum(p + r, 1e-12)))
+
+
+def part_figures(frame: pd.DataFrame) -> dict:
+    """AP and best F1 of same story for each part of the score."""
+    from sklearn.metrics import average_precision_score
+
+    story = frame["story"].to_numpy()
+    return {
+        part: {
+            "ap": round(float(average_precision_score(story, frame[part])), 4),
+            "best_f1": round(best_f1(frame[part].to_numpy(), story), 4),
+        }
+        for part in ("cosine", "cross_encoder", "rerank")
+    }
+
+
+def scored(store: Path) -> tuple[str, float, pd.DataFrame]:
+    """The current version of ``store``, its calibrated threshold, and the validation and training pairs
+    with their cosine, cross-encoder score, rerank score, veto verdict and partner rank."""
+    from nlsim.conversion import convert
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.cache import EmbeddingCache
+    from nlsim.io.model_store import ModelStore
+    from nlsim.io.pairs import load_pairs
+    from nlsim.rerank.reranker import load_reranker
+    from nlsim.rerank.series import series_conflict
+
+    folder = ModelStore(store).current()
+    if folder is None:
+        raise SystemExit(f"{store}: no model has been promoted")
+    reranker = load_reranker(folder)
+    if reranker is None or reranker.threshold is None:
+        raise SystemExit(f"{folder}: no calibrated reranker")
+    conversion = json.loads((folder / "training.json").read_text(encoding="utf-8"))["config"]["conversion"]
+    encoder = load_encoder(folder)
+    corpus = pd.read_parquet(CORPUS, columns=["id", "title"])
+    texts = convert(corpus["title"].astype(str).tolist(), conversion)
+    emb, _ = EmbeddingCache().get_or_compute(texts, encoder, conversion)
+    pos = {item: i for i, item in enumerate(corpus["id"].astype(str))}
+    pairs = load_pairs(PAIRS)
+    pairs = pairs[pairs["split"].isin(["train", "validation"])].reset_index(drop=True)
+    a = pairs["id_a"].astype(str).map(pos).to_numpy()
+    b = pairs["id_b"].astype(str).map(pos).to_numpy()
+    text_a, text_b = [texts[i] for i in a], [texts[i] for i in b]
+    cosine = np.einsum("ij,ij->i", emb[a], emb[b]).astype(np.float64)
+    cross = reranker.cross_scores(text_a, text_b, precision="fp32")
+    out = pairs[["split", "id_a", "id_b", "text_a", "text_b", "score"]].assign(
+        story=pairs["score"].to_numpy() >= STORY - 1e-9,
+        cosine=cosine,
+        cross_encoder=cross,
+        rerank=reranker.pair_scores(cosine, cross, text_a, text_b),
+        vetoed=[series_conflict(x, y) is not None for x, y in zip(text_a, text_b, strict=True)],
+        rank=partner_ranks(emb, a, b),
+    )
+    return folder.name, float(reranker.threshold), out
+
+
+def where(frame: pd.DataFrame, threshold: float, floor: float, k: int) -> dict:
+    """How many pairs of ``frame`` fall where (see the module doc)."""
+    s = frame["rerank"].to_numpy()
+    return {
+        "pairs": len(frame),
+        "beyond_k": int((frame["rank"] >= k).sum()),
+        "at_or_above_T_kept": int(((s >= threshold) & ~frame["vetoed"]).sum()),
+        "at_or_above_T_vetoed": int(((s >= threshold) & frame["vetoed"]).sum()),
+        "floor_to_T": int(((s >= floor) & (s < threshold)).sum()),
+        "below_floor": int((s < floor).sum()),
+    }
+
+
+def measure(store: Path, floor: float, k: int) -> dict:
+    version, threshold, pairs = scored(store)
+    val = pairs[pairs["split"] == "validation"]
+    linked = val[~val["story"] & (val["rerank"] >= threshold) & ~val["vetoed"]]
+    return {
+        "store": str(store),
+        "version": version,
+        "threshold": round(threshold, 6),
+        "same_story": where(val[val["story"]], threshold, floor, k),
+        "not_same_story": where(val[~val["story"]], threshold, floor, k),
+        "linked_not_same_story_by_editors_score": {
+            f"{score:g}": int(n) for score, n in linked["score"].value_counts().sort_index().items()
+        },
+        "validation": part_figures(val),
+        "train_in_sample": part_figures(pairs[pairs["split"] == "train"]),
+        "validation_scores": {
+            "rerank": [round(float(x), 5) for x in val["rerank"]],
+            "story": [bool(x) for x in val["story"]],
+        },
+    }
+
+
+def markdown(runs: list[dict], floor: float, k: int) -> str:
+    lines = [
+        f"# Where the report loses its same-story pairs ({machine()})",
+        "",
+        f"Validation pairs by where their rerank score falls: at or above the model's calibrated threshold T "
+        f"(kept, or held by the series veto), between {floor} and T, below {floor}; 'beyond k': the partner "
+        f"is not among the item's {k} nearest neighbours by the fine-tuned cosine, nor the item among its "
+        "partner's, so no report can find the pair.",
+        "",
+        "| store | version | T | class | pairs | beyond k | ≥ T kept | ≥ T vetoed | floor–T | below floor |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        for name in ("same_story", "not_same_story"):
+            w = r[name]
+            lines.append(
+                f"| {r['store']} | {r['version']} | {r['threshold']:.4f} | {name.replace('_', ' ')} | "
+                f"{w['pairs']} | {w['beyond_k']} | {w['at_or_above_T_kept']} | {w['at_or_above_T_vetoed']} | "
+                f"{w['floor_to_T']} | {w['below_floor']} |"
+            )
+    lines += [
+        "",
+        "Linked (≥ T, not vetoed) but not one story, by the editors' score:",
+        "",
+    ]
+    for r in runs:
+        counts = ", ".join(f"{s}: {n}" for s, n in r["linked_not_same_story_by_editors_score"].items())
+        lines.append(f"- {r['version']} ({r['store']}): {counts}")
+    lines += [
+        "",
+        "The parts of the score, same story: AP / best F1 (validation out of sample; training in sample):",
+        "",
+        "| version | cosine val | cross-encoder val | rerank val | cosine train | cross-encoder train | "
+        "rerank train |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        cells = [
+            f"{r[side][part]['ap']:.3f} / {r[side][part]['best_f1']:.3f}"
+            for side in ("validation", "train_in_sample")
+            for part in ("cosine", "cross_encoder", "rerank")
+        ]
+        lines.append(f"| {r['version']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(runs: list[dict], path: Path) -> None:
+    """The validation pairs' rerank scores by the editors' verdict, one panel a store, T marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(runs), 1, figsize=(7, 2.6 * len(runs)), squeeze=False)
+    for ax, r in zip(axes[:, 0], runs, strict=True):
+        s = np.asarray(r["validation_scores"]["rerank"])
+        story = np.asarray(r["validation_scores"]["story"])
+        bins = np.linspace(float(s.min()), float(s.max()), 40)
+        ax.hist(s[~story], bins=bins, alpha=0.6, label="not the same story")
+        ax.hist(s[story], bins=bins, alpha=0.8, label="same story")
+        ax.axvline(r["threshold"], color="k", linestyle="--", label="T")
+        ax.set_yscale("log")
+        ax.set_xlabel("rerank score")
+        ax.set_ylabel("pairs")
+        ax.set_title(f"{r['version']}: validation pairs' rerank scores", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model-store", type=Path, action="append", required=True, help="repeat for more")
+    parser.add_argument("--floor", type=float, default=0.84, help="the wide report's floor (default 0.84)")
+    parser.add_argument("--k", type=int, default=10, help="neighbours the report searches (default 10)")
+    parser.add_argument("--tag", default="", help="write story_misses_TAG.md/.json/.png instead")
+    args = parser.parse_args()
+    runs = [measure(store, args.floor, args.k) for store in args.model_store]
+    text = markdown(runs, args.floor, args.k)
+    print(text)
+    out = OUT.with_name(OUT.name + (f"_{args.tag}" if args.tag else ""))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    out.with_suffix(".json").write_text(json.dumps(runs, indent=2), encoding="utf-8")
+    plot(runs, out.with_suffix(".png"))
+
+
+if __name__ == "__main__":
+    main()
