@@ -54,10 +54,14 @@ def cpu_name() -> str:
 
 
 def device_name() -> str:
-    """The accelerator a run trains on (its name), or ``cpu``."""
+    """The device a run trains on, as nlsim picks it (``NLSIM_DEVICE``, else a GPU torch sees, else the
+    CPU): a GPU's name, or the device type."""
     import torch
 
-    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    from nlsim.encoders.device import default_device
+
+    device = default_device()
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 def load() -> pd.DataFrame:
@@ -318,10 +322,12 @@ def scores(name: str, part: str) -> pd.DataFrame | None:
     return mean.reset_index()
 
 
-def run_records(name: str, pattern: str = "fold*.json") -> list[dict]:
-    """The records saved beside the scores of recipe ``name`` (a ``+``-joined mix reads each recipe's)."""
+def run_records(name: str, patterns: tuple[str, ...] = ("fold*.json",)) -> list[dict]:
+    """The records saved beside the scores of recipe ``name`` (a ``+``-joined mix reads each recipe's):
+    the folds' by default, ``("fold*.json", "val.json")`` for every run."""
     recipes = [m.partition("@")[0] for m in name.split("+")]
-    return [json.loads(f.read_text()) for m in recipes for f in sorted((CACHE / m).glob(pattern))]
+    files = [f for m in recipes for pattern in patterns for f in sorted((CACHE / m).glob(pattern))]
+    return [json.loads(f.read_text()) for f in files]
 
 
 def seconds_per_fold(name: str) -> float:
@@ -334,8 +340,7 @@ def trained_on(name: str) -> str:
     machines = sorted(
         {
             f"{r.get('device', 'device not recorded')} on {r.get('cpu', 'a CPU not recorded')}"
-            for r in run_records(name, "*.json")
-            if "seconds" in r
+            for r in run_records(name, ("fold*.json", "val.json"))
         }
     )
     return "; ".join(machines)

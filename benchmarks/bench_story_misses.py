@@ -6,14 +6,16 @@ in-sample side):
 - **the search**: the rank of each validation pair's partner among the item's nearest neighbours by the
   fine-tuned cosine over the whole corpus (the report searches ``k`` = 10): a same-story pair beyond it can
   never be reported, whatever the scorer reads;
-- **the score**: where each validation pair's rerank score (the score the report's threshold applies to,
-  :meth:`nlsim.rerank.reranker.Reranker.pair_scores`) falls: at or above the model's calibrated threshold
-  ``T`` and kept, at or above it and held by the series veto (:func:`nlsim.rerank.series.series_conflict`
-  on the converted texts, as the report reads them), between ``--floor`` and ``T``, or below ``--floor``;
-  and the editors' scores of the pairs that are linked but are not one story;
+- **the score**: where each validation pair the search can find falls by its rerank score as the report
+  reads it (:meth:`nlsim.rerank.reranker.Reranker.pair_scores` with the cross-encoder in fp32, then the
+  series veto's cap, :func:`nlsim.rerank.series.vetoed_scores`, on the converted texts): at or above the
+  model's calibrated threshold ``T``, held by the veto from above ``T``, between ``--floor`` and ``T``, or
+  below ``--floor``; the editors' scores of the pairs that are linked but are not one story; and the
+  same-story pairs under ``T`` with their texts;
 - **the parts of the score**: average precision and best F1 of same story for the bi-encoder's cosine, the
-  cross-encoder's score and the rerank score, on validation (out of sample) and on the training pairs (in
-  sample: how well the recipe fits what it was trained on).
+  cross-encoder's score and the rerank score, on validation (held out from training; ``T`` and the kept
+  epoch were chosen on it, and a story model, ``--story-model``, is fitted on it: the benchmark says so) and
+  on the training pairs (in sample: how well the recipe fits what it was trained on).
 
 Figures go to ``benchmarks/results/story_misses.md``/``.json`` and a plot ``story_misses.png`` (the rerank
 scores of the validation pairs by the editors' verdict, ``T`` marked). The test split is never read.
@@ -31,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, machine
+from _common import machine
+from bench_same_story import best_f1, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -39,7 +42,6 @@ from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after th
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
-OUT = RESULTS / "story_misses"
 RANKS = 50
 """Neighbours ranked per item (a partner further away counts as beyond them)."""
 
@@ -58,13 +60,6 @@ def partner_ranks(emb: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def best_f1(scores: np.ndarray, story: np.ndarray) -> float:
-    from sklearn.metrics import precision_recall_curve
-
-    p, r, _ = precision_recall_curve(story, scores)
-    return float(np.max(2 * p * r / np.maximum(p + r, 1e-12)))
-
-
 def part_figures(frame: pd.DataFrame) -> dict:
     """AP and best F1 of same story for each part of the score."""
     from sklearn.metrics import average_precision_score
@@ -73,22 +68,24 @@ def part_figures(frame: pd.DataFrame) -> dict:
     return {
         part: {
             "ap": round(float(average_precision_score(story, frame[part])), 4),
-            "best_f1": round(best_f1(frame[part].to_numpy(), story), 4),
+            "best_f1": round(best_f1(frame[part].to_numpy(), story)[0], 4),
         }
         for part in ("cosine", "cross_encoder", "rerank")
     }
 
 
-def scored(store: Path) -> tuple[str, float, pd.DataFrame]:
-    """The current version of ``store``, its calibrated threshold, and the validation and training pairs
-    with their cosine, cross-encoder score, rerank score, veto verdict and partner rank."""
+def scored(store: Path, k: int) -> tuple[str, float, bool, pd.DataFrame]:
+    """The current version of ``store``, its calibrated threshold, whether it holds a story model, and the
+    validation and training pairs with their cosine, cross-encoder score, rerank score, the score the
+    report reads (``reported``: after the veto's cap) and, for validation, whether the search reaches them
+    (``rank``, ``found``)."""
     from nlsim.conversion import convert
     from nlsim.encoders import load_encoder
     from nlsim.encoders.cache import EmbeddingCache
     from nlsim.io.model_store import ModelStore
     from nlsim.io.pairs import load_pairs
     from nlsim.rerank.reranker import load_reranker
-    from nlsim.rerank.series import series_conflict
+    from nlsim.rerank.series import vetoed_scores
 
     folder = ModelStore(store).current()
     if folder is None:
@@ -109,48 +106,75 @@ def scored(store: Path) -> tuple[str, float, pd.DataFrame]:
     text_a, text_b = [texts[i] for i in a], [texts[i] for i in b]
     cosine = np.einsum("ij,ij->i", emb[a], emb[b]).astype(np.float64)
     cross = reranker.cross_scores(text_a, text_b, precision="fp32")
+    rerank = reranker.pair_scores(cosine, cross, text_a, text_b)
+    val = (pairs["split"] == "validation").to_numpy()
+    rank = np.full(len(pairs), -1)
+    rank[val] = partner_ranks(emb, a[val], b[val])
     out = pairs[["split", "id_a", "id_b", "text_a", "text_b", "score"]].assign(
-        story=pairs["score"].to_numpy() >= STORY - 1e-9,
+        story=pairs["score"].to_numpy() >= STORY,
         cosine=cosine,
         cross_encoder=cross,
-        rerank=reranker.pair_scores(cosine, cross, text_a, text_b),
-        vetoed=[series_conflict(x, y) is not None for x, y in zip(text_a, text_b, strict=True)],
-        rank=partner_ranks(emb, a, b),
+        rerank=rerank,
+        reported=vetoed_scores(rerank, text_a, text_b),
+        rank=rank,
+        found=(rank >= 0) & (rank < k),
     )
-    return folder.name, float(reranker.threshold), out
+    return folder.name, float(reranker.threshold), reranker.story is not None, out
 
 
-def where(frame: pd.DataFrame, threshold: float, floor: float, k: int) -> dict:
-    """How many pairs of ``frame`` fall where (see the module doc)."""
-    s = frame["rerank"].to_numpy()
+def where(frame: pd.DataFrame, threshold: float, floor: float) -> dict:
+    """How many pairs of ``frame`` fall where (see the module doc): the ones the search cannot reach
+    first, the others by the score the report reads."""
+    found = frame["found"].to_numpy()
+    s, raw = frame["reported"].to_numpy(), frame["rerank"].to_numpy()
+    vetoed = (raw >= threshold) & (s < threshold)
     return {
         "pairs": len(frame),
-        "beyond_k": int((frame["rank"] >= k).sum()),
-        "at_or_above_T_kept": int(((s >= threshold) & ~frame["vetoed"]).sum()),
-        "at_or_above_T_vetoed": int(((s >= threshold) & frame["vetoed"]).sum()),
-        "floor_to_T": int(((s >= floor) & (s < threshold)).sum()),
-        "below_floor": int((s < floor).sum()),
+        "beyond_k": int((~found).sum()),
+        "linked": int((found & (s >= threshold)).sum()),
+        "vetoed_from_above_T": int((found & vetoed).sum()),
+        "floor_to_T": int((found & ~vetoed & (s >= floor) & (s < threshold)).sum()),
+        "below_floor": int((found & ~vetoed & (s < floor)).sum()),
     }
 
 
 def measure(store: Path, floor: float, k: int) -> dict:
-    version, threshold, pairs = scored(store)
+    version, threshold, story_model, pairs = scored(store, k)
+    if floor >= threshold:
+        raise SystemExit(f"--floor {floor} is not under {version}'s threshold {threshold:.4f}")
     val = pairs[pairs["split"] == "validation"]
-    linked = val[~val["story"] & (val["rerank"] >= threshold) & ~val["vetoed"]]
+    linked = val[~val["story"] & val["found"] & (val["reported"] >= threshold)]
+    missed = val[val["story"] & ~(val["found"] & (val["reported"] >= threshold))]
     return {
         "store": str(store),
         "version": version,
+        "story_model": story_model,
         "threshold": round(threshold, 6),
-        "same_story": where(val[val["story"]], threshold, floor, k),
-        "not_same_story": where(val[~val["story"]], threshold, floor, k),
+        "same_story": where(val[val["story"]], threshold, floor),
+        "not_same_story": where(val[~val["story"]], threshold, floor),
         "linked_not_same_story_by_editors_score": {
             f"{score:g}": int(n) for score, n in linked["score"].value_counts().sort_index().items()
         },
         "validation": part_figures(val),
         "train_in_sample": part_figures(pairs[pairs["split"] == "train"]),
-        "validation_scores": {
-            "rerank": [round(float(x), 5) for x in val["rerank"]],
+        "same_story_not_linked": [
+            {
+                "id_a": r.id_a,
+                "id_b": r.id_b,
+                "text_a": r.text_a,
+                "text_b": r.text_b,
+                "rank": int(r.rank),
+                "reported": round(float(r.reported), 5),
+            }
+            for r in missed.itertuples()
+        ],
+        "validation_pairs": {
+            "id_a": val["id_a"].astype(str).tolist(),
+            "id_b": val["id_b"].astype(str).tolist(),
             "story": [bool(x) for x in val["story"]],
+            "rank": [int(x) for x in val["rank"]],
+            "rerank": [round(float(x), 5) for x in val["rerank"]],
+            "reported": [round(float(x), 5) for x in val["reported"]],
         },
     }
 
@@ -159,33 +183,34 @@ def markdown(runs: list[dict], floor: float, k: int) -> str:
     lines = [
         f"# Where the report loses its same-story pairs ({machine()})",
         "",
-        f"Validation pairs by where their rerank score falls: at or above the model's calibrated threshold T "
-        f"(kept, or held by the series veto), between {floor} and T, below {floor}; 'beyond k': the partner "
-        f"is not among the item's {k} nearest neighbours by the fine-tuned cosine, nor the item among its "
-        "partner's, so no report can find the pair.",
+        f"Validation pairs: 'beyond k': the partner is not among the item's {k} nearest neighbours by the "
+        "fine-tuned cosine, nor the item among its partner's, so no report can find the pair; the others by "
+        f"the score the report reads (the rerank score, cross-encoder in fp32, after the series veto's cap): "
+        f"linked (at or above the model's calibrated threshold T), held by the veto from above T, between "
+        f"{floor} and T, below {floor}. T and the kept epoch were chosen on these pairs; a store marked "
+        "'story model' also fitted its story model on them (in sample for it).",
         "",
-        "| store | version | T | class | pairs | beyond k | ≥ T kept | ≥ T vetoed | floor–T | below floor |",
+        "| store | version | T | class | pairs | beyond k | linked | vetoed from above T | floor–T | "
+        "below floor |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
+        label = r["version"] + (" (story model)" if r["story_model"] else "")
         for name in ("same_story", "not_same_story"):
             w = r[name]
             lines.append(
-                f"| {r['store']} | {r['version']} | {r['threshold']:.4f} | {name.replace('_', ' ')} | "
-                f"{w['pairs']} | {w['beyond_k']} | {w['at_or_above_T_kept']} | {w['at_or_above_T_vetoed']} | "
+                f"| {r['store']} | {label} | {r['threshold']:.4f} | {name.replace('_', ' ')} | "
+                f"{w['pairs']} | {w['beyond_k']} | {w['linked']} | {w['vetoed_from_above_T']} | "
                 f"{w['floor_to_T']} | {w['below_floor']} |"
             )
-    lines += [
-        "",
-        "Linked (≥ T, not vetoed) but not one story, by the editors' score:",
-        "",
-    ]
+    lines += ["", "Linked but not one story, by the editors' score:", ""]
     for r in runs:
         counts = ", ".join(f"{s}: {n}" for s, n in r["linked_not_same_story_by_editors_score"].items())
-        lines.append(f"- {r['version']} ({r['store']}): {counts}")
+        lines.append(f"- {r['version']} ({r['store']}): {counts or 'none'}")
     lines += [
         "",
-        "The parts of the score, same story: AP / best F1 (validation out of sample; training in sample):",
+        "The parts of the score, same story: AP / best F1 on validation (held out from training) and on the "
+        "training pairs (in sample):",
         "",
         "| version | cosine val | cross-encoder val | rerank val | cosine train | cross-encoder train | "
         "rerank train |",
@@ -197,7 +222,8 @@ def markdown(runs: list[dict], floor: float, k: int) -> str:
             for side in ("validation", "train_in_sample")
             for part in ("cosine", "cross_encoder", "rerank")
         ]
-        lines.append(f"| {r['version']} | " + " | ".join(cells) + " |")
+        label = r["version"] + (" (story model: rerank val in sample)" if r["story_model"] else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -210,14 +236,14 @@ def plot(runs: list[dict], path: Path) -> None:
 
     fig, axes = plt.subplots(len(runs), 1, figsize=(7, 2.6 * len(runs)), squeeze=False)
     for ax, r in zip(axes[:, 0], runs, strict=True):
-        s = np.asarray(r["validation_scores"]["rerank"])
-        story = np.asarray(r["validation_scores"]["story"])
+        s = np.asarray(r["validation_pairs"]["reported"])
+        story = np.asarray(r["validation_pairs"]["story"])
         bins = np.linspace(float(s.min()), float(s.max()), 40)
         ax.hist(s[~story], bins=bins, alpha=0.6, label="not the same story")
         ax.hist(s[story], bins=bins, alpha=0.8, label="same story")
         ax.axvline(r["threshold"], color="k", linestyle="--", label="T")
         ax.set_yscale("log")
-        ax.set_xlabel("rerank score")
+        ax.set_xlabel("rerank score, after the veto")
         ax.set_ylabel("pairs")
         ax.set_title(f"{r['version']}: validation pairs' rerank scores", fontsize=9)
         ax.legend(fontsize=7)
@@ -230,17 +256,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-store", type=Path, action="append", required=True, help="repeat for more")
     parser.add_argument("--floor", type=float, default=0.84, help="the wide report's floor (default 0.84)")
-    parser.add_argument("--k", type=int, default=10, help="neighbours the report searches (default 10)")
+    parser.add_argument(
+        "--k", type=int, default=10, help=f"neighbours the report searches (default 10, at most {RANKS})"
+    )
     parser.add_argument("--tag", default="", help="write story_misses_TAG.md/.json/.png instead")
     args = parser.parse_args()
+    if not 1 <= args.k <= RANKS:
+        parser.error(f"--k must be between 1 and {RANKS}")
     runs = [measure(store, args.floor, args.k) for store in args.model_store]
-    text = markdown(runs, args.floor, args.k)
-    print(text)
-    out = OUT.with_name(OUT.name + (f"_{args.tag}" if args.tag else ""))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(runs, indent=2), encoding="utf-8")
-    plot(runs, out.with_suffix(".png"))
+    tag = f"_{args.tag}" if args.tag else ""
+    write_results(f"story_misses{tag}", markdown(runs, args.floor, args.k), runs, plot)
 
 
 if __name__ == "__main__":
