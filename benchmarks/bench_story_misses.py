@@ -74,11 +74,12 @@ def part_figures(frame: pd.DataFrame) -> dict:
     }
 
 
-def scored(store: Path, k: int) -> tuple[str, float, bool, pd.DataFrame]:
+def scored(store: Path, k: int, floor: float) -> tuple[str, float, bool, pd.DataFrame]:
     """The current version of ``store``, its calibrated threshold, whether it holds a story model, and the
     validation and training pairs with their cosine, cross-encoder score, rerank score, the score the
     report reads (``reported``: after the veto's cap) and, for validation, whether the search reaches them
-    (``rank``, ``found``)."""
+    (``rank``, ``found``) and whether the report links them (``linked``: found, ``reported`` at or above
+    the threshold). ``floor`` must lie under the threshold (checked before anything is scored)."""
     from nlsim.conversion import convert
     from nlsim.encoders import load_encoder
     from nlsim.encoders.cache import EmbeddingCache
@@ -93,6 +94,9 @@ def scored(store: Path, k: int) -> tuple[str, float, bool, pd.DataFrame]:
     reranker = load_reranker(folder)
     if reranker is None or reranker.threshold is None:
         raise SystemExit(f"{folder}: no calibrated reranker")
+    threshold = float(reranker.threshold)
+    if floor >= threshold:
+        raise SystemExit(f"--floor {floor} is not under {folder.name}'s threshold {threshold:.4f}")
     conversion = json.loads((folder / "training.json").read_text(encoding="utf-8"))["config"]["conversion"]
     encoder = load_encoder(folder)
     corpus = pd.read_parquet(CORPUS, columns=["id", "title"])
@@ -110,16 +114,19 @@ def scored(store: Path, k: int) -> tuple[str, float, bool, pd.DataFrame]:
     val = (pairs["split"] == "validation").to_numpy()
     rank = np.full(len(pairs), -1)
     rank[val] = partner_ranks(emb, a[val], b[val])
+    found = (rank >= 0) & (rank < k)
+    reported = vetoed_scores(rerank, text_a, text_b)
     out = pairs[["split", "id_a", "id_b", "text_a", "text_b", "score"]].assign(
         story=pairs["score"].to_numpy() >= STORY,
         cosine=cosine,
         cross_encoder=cross,
         rerank=rerank,
-        reported=vetoed_scores(rerank, text_a, text_b),
+        reported=reported,
         rank=rank,
-        found=(rank >= 0) & (rank < k),
+        found=found,
+        linked=found & (reported >= threshold),
     )
-    return folder.name, float(reranker.threshold), reranker.story is not None, out
+    return folder.name, threshold, reranker.story is not None, out
 
 
 def where(frame: pd.DataFrame, threshold: float, floor: float) -> dict:
@@ -131,7 +138,7 @@ def where(frame: pd.DataFrame, threshold: float, floor: float) -> dict:
     return {
         "pairs": len(frame),
         "beyond_k": int((~found).sum()),
-        "linked": int((found & (s >= threshold)).sum()),
+        "linked": int(frame["linked"].sum()),
         "vetoed_from_above_T": int((found & vetoed).sum()),
         "floor_to_T": int((found & ~vetoed & (s >= floor) & (s < threshold)).sum()),
         "below_floor": int((found & ~vetoed & (s < floor)).sum()),
@@ -139,12 +146,10 @@ def where(frame: pd.DataFrame, threshold: float, floor: float) -> dict:
 
 
 def measure(store: Path, floor: float, k: int) -> dict:
-    version, threshold, story_model, pairs = scored(store, k)
-    if floor >= threshold:
-        raise SystemExit(f"--floor {floor} is not under {version}'s threshold {threshold:.4f}")
+    version, threshold, story_model, pairs = scored(store, k, floor)
     val = pairs[pairs["split"] == "validation"]
-    linked = val[~val["story"] & val["found"] & (val["reported"] >= threshold)]
-    missed = val[val["story"] & ~(val["found"] & (val["reported"] >= threshold))]
+    linked = val[~val["story"] & val["linked"]]
+    missed = val[val["story"] & ~val["linked"]]
     return {
         "store": str(store),
         "version": version,
