@@ -56,7 +56,7 @@ from nlsim.errors import ConfigError, InputError, InputErrors
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io import editor_file
-from nlsim.io.atomic import atomic_path, fsync_dir, sweep_leftovers
+from nlsim.io.atomic import atomic_path, atomic_write_bytes, fsync_dir, sweep_leftovers
 from nlsim.io.cells import describe, first_control
 from nlsim.io.corpus import load_items
 from nlsim.io.lock import LockedError
@@ -533,6 +533,14 @@ def _fill_pair_ids(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -
     return frame
 
 
+def _refuse(source: str | Path, problems: list[InputError], what: str = "rows refused") -> None:
+    """Raise every problem found at once (one line a row), or nothing when there is none."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise InputErrors(source, problems, what)
+
+
 def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool = False) -> pd.DataFrame:
     """Check an editor's filled file: texts present, pair ids unique (made from the item ids when the file
     has none), scores one of the five levels (stored as the level), no item paired with itself, one text
@@ -562,29 +570,40 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
         if col in frame.columns:
             frame[col] = frame[col].map(lambda v: v.strip() if isinstance(v, str) else v)
     levels: list[float] = []
+    problems: list[InputError] = []
     for i, v in enumerate(frame["score"]):
         try:
             value = float(v)
         except (TypeError, ValueError):
-            raise InputError(source, int(rownum[i]), "score", f"score {v!r} is not a number") from None
+            problems.append(InputError(source, int(rownum[i]), "score", f"score {v!r} is not a number"))
+            levels.append(float("nan"))
+            continue
         level = _level(value)
         if level is None:
-            raise InputError(
-                source,
-                int(rownum[i]),
-                "score",
-                f"score {v!r} is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1",
+            problems.append(
+                InputError(
+                    source,
+                    int(rownum[i]),
+                    "score",
+                    f"score {v!r} is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1",
+                )
             )
-        levels.append(level)  # -0 and 1e-10 are stored as 0
+        levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0
     frame["score"] = levels
     frame = _fill_pair_ids(frame, rownum, source)
     first: dict[str, int] = {}
     for i, pid in enumerate(frame["pair_id"]):
         if pid in first:
-            raise InputError(
-                source, int(rownum[i]), "pair_id", f"duplicate pair id {pid!r} (first at row {first[pid]})"
+            problems.append(
+                InputError(
+                    source,
+                    int(rownum[i]),
+                    "pair_id",
+                    f"duplicate pair id {pid!r} (first at row {first[pid]})",
+                )
             )
-        first[pid] = int(rownum[i])
+        first.setdefault(pid, int(rownum[i]))
+    _refuse(source, problems)
     try:
         checked = validate_pairs(frame, source)
     except InputError as exc:
@@ -595,13 +614,18 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
     for i, keys in enumerate(pair_keys(checked)):
         for key in keys:
             if key in seen:
-                raise InputError(
-                    source,
-                    int(rownum[i]),
-                    "id_a" if key[0] == "id_a" else "text_a",
-                    f"the same pair as row {int(rownum[seen[key]])} appears twice in this file",
+                problems.append(
+                    InputError(
+                        source,
+                        int(rownum[i]),
+                        "id_a" if key[0] == "id_a" else "text_a",
+                        f"the same pair as row {int(rownum[seen[key]])} appears twice in this file",
+                    )
                 )
-            seen[key] = i
+                break
+        for key in keys:
+            seen.setdefault(key, i)
+    _refuse(source, problems)
     checked.attrs["rows"] = rownum.tolist()
     return checked
 
@@ -643,16 +667,25 @@ def _known_texts(
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _check_texts(new: pd.DataFrame, known: dict[str, tuple[str, str]], filled: str | Path) -> pd.DataFrame:
-    """Each row's texts as the editors' file means them, checked against what is known of its items.
+def _check_texts(
+    new: pd.DataFrame,
+    known: dict[str, tuple[str, str]],
+    filled: str | Path,
+    corpus: str | Path | None = None,
+) -> tuple[pd.DataFrame, list[InputError]]:
+    """Each row's texts as the editors' file means them, checked against what is known of its items, and
+    every problem found (none raised here: the merge names them all at once, :func:`_check_new`).
 
     A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
     its item's known text is the cell as written. With a hash column (:data:`editor_file.HASH_COLUMNS`) the
     text must be the one exported (a spreadsheet that ran a formula saves its value instead); where the
     item's text is known (``known``: the pair file, the corpus) the text must be that one, and a row whose
     two ids were swapped with their texts left in place is named as such (the pair id is the same in either
-    order, so only the texts tell). Refusals name the file, the row and the field."""
+    order, so only the texts tell). With a ``corpus``, an item id that neither the pair file nor the
+    corpus holds is a problem too (a mistyped id could never act). Problems name the file, the row and the
+    field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    problems: list[InputError] = []
     has_ids = "id_a" in new.columns and "id_b" in new.columns
     texts: dict[str, list[str]] = {"a": [], "b": []}
     for i in range(len(new)):
@@ -667,18 +700,35 @@ def _check_texts(new: pd.DataFrame, known: dict[str, tuple[str, str]], filled: s
             digest = digest.strip().lower()
             if digest:
                 if not SHA256_HEX.match(digest):
-                    raise InputError(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
-                options = [o for o in options if editor_file.text_sha256(o) == digest]
+                    problems.append(
+                        InputError(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
+                    )
+                    options = []
+                else:
+                    options = [o for o in options if editor_file.text_sha256(o) == digest]
+                    if not options:
+                        problems.append(
+                            InputError(
+                                filled,
+                                row,
+                                tcol,
+                                f"the text is not the one the report page exported (its {hcol} differs): it "
+                                "was changed after the export (a spreadsheet that ran it as a formula keeps "
+                                "the result); export the pair again, or restore the text",
+                            )
+                        )
                 if not options:
-                    raise InputError(
+                    options = [raw]
+            item = known.get(ids[side])
+            if item is None and corpus is not None and ids[side]:
+                problems.append(
+                    InputError(
                         filled,
                         row,
-                        tcol,
-                        f"the text is not the one the report page exported (its {hcol} differs): it was "
-                        "changed after the export (a spreadsheet that ran it as a formula keeps the result); "
-                        "export the pair again, or restore the text",
+                        f"id_{side}",
+                        f"item {ids[side]!r} is neither in the pair file nor in the corpus {corpus}",
                     )
-            item = known.get(ids[side])
+                )
             if item is not None:
                 options = [o for o in options if o.strip() == item[0].strip()] or options
             chosen[side] = options[-1]
@@ -687,25 +737,30 @@ def _check_texts(new: pd.DataFrame, known: dict[str, tuple[str, str]], filled: s
             if item is None or chosen[side].strip() == item[0].strip():
                 continue
             if chosen[other].strip() == item[0].strip():
-                raise InputError(
+                problems.append(
+                    InputError(
+                        filled,
+                        row,
+                        f"id_{side}",
+                        f"id_a {ids['a']!r} and id_b {ids['b']!r} look swapped: text_{other} is the text of "
+                        f"{ids[side]!r} in {item[1]}; keep each id beside its own text",
+                    )
+                )
+                break
+            problems.append(
+                InputError(
                     filled,
                     row,
-                    f"id_{side}",
-                    f"id_a {ids['a']!r} and id_b {ids['b']!r} look swapped: text_{other} is the text of "
-                    f"{ids[side]!r} in {item[1]}; keep each id beside its own text",
+                    f"text_{side}",
+                    f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})",
                 )
-            raise InputError(
-                filled,
-                row,
-                f"text_{side}",
-                f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})",
             )
         texts["a"].append(chosen["a"])
         texts["b"].append(chosen["b"])
     out = new.copy()
     out["text_a"], out["text_b"] = texts["a"], texts["b"]
     out.attrs = dict(new.attrs)
-    return out
+    return out, problems
 
 
 def _conflicts(
@@ -766,19 +821,24 @@ def _check_new(
     pairs_file: str | Path,
     *,
     skip_scored: bool = False,
+    found: list[InputError] | None = None,
 ) -> None:
-    """Refuse ``new`` naming every conflict with the pair file at once (:func:`_conflicts`); with
-    ``skip_scored`` a pair already annotated is no conflict (the merge skips it)."""
+    """Refuse ``new`` naming every problem at once: the conflicts with the pair file (:func:`_conflicts`)
+    and ``found`` (:func:`_check_texts`' problems; one line a row and field); with ``skip_scored`` a pair
+    already annotated is no conflict (the merge skips it)."""
     scored, other = _conflicts(new, existing, filled, pairs_file)
-    problems = sorted(other + ([] if skip_scored else scored), key=lambda e: (e.row or 0, e.field or ""))
+    found = found or []
+    texts_named = {e.row for e in found}  # a row's texts are checked once: other is the same check
+    unique: dict[tuple[int, str], InputError] = {}
+    for e in [*found, *(e for e in other if e.row not in texts_named), *([] if skip_scored else scored)]:
+        unique.setdefault((e.row or 0, e.field or ""), e)
+    problems = sorted(unique.values(), key=lambda e: (e.row or 0, e.field or ""))
     if not problems:
         return
     what = "rows conflict with the pair file"
     if scored and not skip_scored:
         what += f" ({len(scored)} already annotated: pass --skip-scored to merge the others)"
-    if len(problems) == 1:
-        raise problems[0]
-    raise InputErrors(filled, problems, what)
+    _refuse(filled, problems, what)
 
 
 def _without_scored(
@@ -1041,8 +1101,8 @@ def merge_annotations(
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
-        new = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled)
-        _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored)
+        new, found = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled, corpus)
+        _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored, found=found)
         skipped_scored = 0
         if skip_scored:
             new, skipped_scored = _without_scored(new, existing, filled, pairs_file)
@@ -1074,8 +1134,8 @@ def merge_annotations(
             else:
                 tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
 
-        _write_checked(target, checked, write, f"{pairs_file} merged with {filled}")
-        store = _store_verdicts(new, path, split, filled)
+        with _verdicts_kept(new, path, split, filled) as store:  # read and checked before any write
+            _write_checked(target, checked, write, f"{pairs_file} merged with {filled}")
     scored_note = f", {skipped_scored} already annotated skipped" if skip_scored else ""
     log(
         f"added {len(add)} pairs to {path} as {split!r} "
@@ -1101,11 +1161,18 @@ def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFr
     return add
 
 
-def _store_verdicts(new: pd.DataFrame, pairs_file: Path, split: str, filled: str | Path) -> Path | None:
-    """Add the merged pairs that have both item ids to the verdict store beside ``pairs_file`` (written
-    atomically); the store's path, or ``None`` when no pair had item ids."""
+@contextlib.contextmanager
+def _verdicts_kept(
+    new: pd.DataFrame, pairs_file: Path, split: str, filled: str | Path
+) -> Iterator[Path | None]:
+    """Add the merged pairs that have both item ids to the verdict store beside ``pairs_file``, together
+    with the pair file's write (the body): the store is read and checked first, so a store that cannot be
+    read refuses the merge before anything is written; it is written (atomically) before the body, and put
+    back as it was when the body fails, so the pair file and the store never disagree about the merge.
+    Yields the store's path, or ``None`` when no pair had item ids."""
     if "id_a" not in new.columns or "id_b" not in new.columns:
-        return None
+        yield None
+        return
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records = [
         Verdict(
@@ -1127,7 +1194,17 @@ def _store_verdicts(new: pd.DataFrame, pairs_file: Path, split: str, filled: str
         if item_id(a) and item_id(b)
     ]
     if not records:
-        return None
+        yield None
+        return
     store = store_path(pairs_file)
-    save_verdicts(load_verdicts(store).updated(records), store)
-    return store
+    kept = load_verdicts(store)
+    before = store.read_bytes() if store.is_file() else None
+    save_verdicts(kept.updated(records), store)
+    try:
+        yield store
+    except BaseException:
+        if before is None:
+            store.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(store, before)
+        raise

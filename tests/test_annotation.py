@@ -691,3 +691,104 @@ def test_merge_cli_lists_every_conflict_and_skips_scored(files: tuple[Path, Path
     ok = subprocess.run([*cmd, "--skip-scored"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert "added 1 pairs" in ok.stderr + ok.stdout and "2 already annotated skipped" in ok.stderr + ok.stdout
+
+
+def test_merge_names_a_text_conflict_together_with_every_other_conflict(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A text that differs from its item's known text does not hide the other problems of the file: the
+    already annotated pair, a second text conflict and an id the corpus does not hold are named in the
+    same refusal, each by row and field."""
+    corpus, pairs = files
+    before = pairs.read_bytes()
+    path = _export(
+        tmp_path,
+        [
+            _row("n00", "n01", TITLES[0], TITLES[1]),  # annotated already
+            _row("n06", "n07", "x", TITLES[7]),  # n06 has another text in the corpus
+            _row("n08", "n09", TITLES[8], "y"),  # so has n09
+            _row("n10", "nosuch", TITLES[10], "z"),  # not in the corpus
+        ],
+        False,
+    )
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, corpus=corpus, log=lambda _: None)
+    text = str(err.value)
+    for where in ("row 1, field ", "row 2, field 'text_a'", "row 3, field 'text_b'", "row 4, field 'id_b'"):
+        assert where in text, text
+    assert "'nosuch' is neither in the pair file nor in the corpus" in text
+    assert pairs.read_bytes() == before
+    assert not (tmp_path / "pairs.verdicts.csv").exists()
+
+
+def test_bad_scores_and_repeated_pairs_are_named_at_once(files: tuple[Path, Path], tmp_path: Path) -> None:
+    _, pairs = files
+    path = _filled(tmp_path, ["0.3", "1", "abc", "0.5"], pair_id=["e0", "e1", "e2", "e1"])
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    text = str(err.value)
+    assert "row 1, field 'score'" in text and "row 3, field 'score'" in text, text
+    assert "row 4, field 'pair_id'" in text and "duplicate pair id 'e1' (first at row 2)" in text
+
+
+def test_a_verdict_store_that_cannot_be_read_refuses_the_merge_before_the_pair_file_changes(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The store is read before anything is written: a damaged one refuses the merge and the pair file
+    stays byte for byte; once the store is mended the same file merges, into both."""
+    _, pairs = files
+    store = tmp_path / "pairs.verdicts.csv"
+    store.write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,z1,z2,0.3,train,,,\n", encoding="utf-8"
+    )
+    before = pairs.read_bytes()
+    path = _export(tmp_path, [_row("n06", "n07", TITLES[6], TITLES[7], "0")], False)
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    assert err.value.file == str(store) or str(store) in str(err.value)
+    assert pairs.read_bytes() == before
+    store.unlink()
+    res = merge_annotations(path, pairs, log=lambda _: None)
+    from nlsim.clusters.verdicts import load_verdicts
+
+    assert res.added == 1 and load_verdicts(store).constraints().forbids("n06", "n07")
+
+
+def test_a_pair_file_the_merge_cannot_write_leaves_the_verdict_store_as_it_was(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nlsim.annotation as annotation
+    from nlsim.clusters.verdicts import load_verdicts
+
+    _, pairs = files
+    merge_annotations(_export(tmp_path, [_row("n06", "n07", TITLES[6], TITLES[7], "0")], False), pairs)
+    store = tmp_path / "pairs.verdicts.csv"
+    kept, before = store.read_bytes(), pairs.read_bytes()
+
+    def fail(*_: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(annotation, "_write_checked", fail)
+    with pytest.raises(OSError, match="disk full"):
+        merge_annotations(_export(tmp_path, [_row("n08", "n09", TITLES[8], TITLES[9], "1")], False), pairs)
+    assert store.read_bytes() == kept and pairs.read_bytes() == before
+    assert len(load_verdicts(store)) == 1
+
+
+def test_a_symlinked_pair_file_keeps_its_verdicts_beside_the_file_it_links_to(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The merge rewrites the link's target; its verdicts go beside that file, where a report given either
+    path finds them."""
+    from nlsim.clusters.verdicts import store_path
+    from nlsim.dedup.editors import read_editors
+
+    _, pairs = files
+    (tmp_path / "ann").mkdir()
+    link = tmp_path / "ann" / "pairs.tsv"
+    link.symlink_to(pairs)
+    res = merge_annotations(_export(tmp_path, [_row("n06", "n07", TITLES[6], TITLES[7], "0")], False), link)
+    assert res.verdicts == store_path(link) == store_path(pairs) == tmp_path / "pairs.verdicts.csv"
+    assert link.is_symlink() and not (tmp_path / "ann" / "pairs.verdicts.csv").exists()
+    for given in (link, pairs):
+        assert read_editors(given, None).constraints().cannot_link == frozenset({("n06", "n07")})

@@ -173,6 +173,7 @@ def assign_groups(
     groups: Iterable[Iterable[str]],
     new_ids: Iterable[str],
     regrouping: bool = False,
+    apart: Iterable[tuple[str, str]] = (),
 ) -> ClusterUpdate:
     """Name the ``groups`` a cluster rule (:mod:`nlsim.clusters.rules`) found among every item the run
     knows, keeping the ids of earlier runs.
@@ -183,9 +184,12 @@ def assign_groups(
     takes the earliest of its claims: an old cluster whose key member it holds (or, when that member
     expired, whose kept members it holds most of), or an old item's own would-be id (``"c-" + id``) for an
     old item that is alone or whose cluster's key member went elsewhere; a group of today's items only
-    takes its key member's id. Each id goes to one group; a cluster whose members the rule now leaves alone
-    is reported dissolved. Items arriving in publication order thus get the ids a batch run over all of
-    them gives. ``regrouping`` (after a model change) names them by :func:`regroup`.
+    takes its key member's id. An old cluster that holds two members kept ``apart`` (editors' "not the same
+    story" verdicts that came after it was made, as :func:`~nlsim.clusters.constraints.pair_key` pairs) is
+    split along them, and its id goes to the group holding most of its kept members (ties: the key
+    member's group): the larger piece keeps the id. Each id goes to one group; a cluster whose members
+    the rule now leaves alone is reported dissolved. Items arriving in publication order thus get the ids a
+    batch run over all of them gives. ``regrouping`` (after a model change) names them by :func:`regroup`.
 
     Example:
         >>> from nlsim.clusters.order import order_key_of
@@ -194,7 +198,7 @@ def assign_groups(
         >>> day2 = assign_groups(day1.assignment, day1.anchors, keys, groups=[["a", "c"], ["b", "d"]],
         ...     new_ids=["c", "d"])
         >>> sorted(day2.assignment.items()), day2.events["status"].tolist()
-        ([('a', 'c-a'), ('b', 'c-b'), ('c', 'c-a'), ('d', 'c-b')], ['regrouped', 'merged'])
+        ([('a', 'c-a'), ('b', 'c-b'), ('c', 'c-a'), ('d', 'c-b')], ['regrouped', 'new'])
     """
     members = {f"g{n}": sorted(map(str, g)) for n, g in enumerate(groups)}
     members = {name: g for name, g in members.items() if len(g) > 1}
@@ -207,7 +211,7 @@ def assign_groups(
     if all(len({group_of.get(m) for m in ms}) == 1 for ms in old_members.values() if len(ms) > 1):
         return update_clusters(previous, anchors, keys, new_ids=new_set, pairs=spanning)
     kept = {c: ms for c, ms in old_members.items() if len(ms) == 1 and ms[0] not in group_of}
-    name_of, out_anchors = _name_by_claims(members, previous, anchors, keys, new_set)
+    name_of, out_anchors = _name_by_claims(members, previous, anchors, keys, new_set, apart)
     assignment = {i: name_of[g] for g, items in members.items() for i in items}
     for cid, ms in kept.items():  # a cluster left with one kept member stays (see drop_items)
         assignment[ms[0]] = cid
@@ -226,24 +230,32 @@ def _name_by_claims(
     anchors: Mapping[str, OrderKey],
     keys: Mapping[str, OrderKey],
     new_ids: set[str],
+    apart: Iterable[tuple[str, str]] = (),
 ) -> tuple[dict[str, str], dict[str, OrderKey]]:
     """The id each group takes (``{group: id}``) and the anchors of those ids (see :func:`assign_groups`)."""
     group_of = {m: g for g, items in members.items() for m in items}
+    split = {
+        previous[x] for x, y in apart if previous.get(x) is not None and previous.get(x) == previous.get(y)
+    }
     claims: list[tuple[OrderKey, str, str]] = []
     held: dict[str, str] = {}  # old cluster id -> the group that claims it
     for cid, items in _members(previous).items():
         anchor = _old_anchor(cid, anchors, keys)
-        if anchor.item_id in previous and previous[anchor.item_id] == cid:
-            home = group_of.get(anchor.item_id)
-        else:  # its key member expired: the group holding most of its kept members
+        key = anchor.item_id
+        kept_key = key in previous and previous[key] == cid
+        home = group_of.get(key) if kept_key else None
+        if not kept_key or cid in split:
+            # its key member expired, or a verdict split it: the group holding most of its kept members
+            # (ties: the key member's)
             homes = Counter(group_of[i] for i in items if i in group_of)
-            home = min(homes, key=lambda g: (-homes[g], g)) if homes else None
+            home = min(homes, key=lambda g: (-homes[g], g != home, g)) if homes else None
         if home is not None:
             held[cid] = home
             claims.append((anchor, cid, home))
     for item, g in group_of.items():
-        if item not in new_ids and held.get(previous.get(item, "")) != g:
-            claims.append((keys[item], cluster_id_for(item), g))
+        own = cluster_id_for(item)  # a key member's would-be id is its cluster's: held above, if at all
+        if item not in new_ids and held.get(previous.get(item, "")) != g and own not in held:
+            claims.append((keys[item], own, g))
     name_of: dict[str, str] = {}
     out_anchors: dict[str, OrderKey] = {}
     for anchor, cid, g in sorted(claims):
@@ -373,13 +385,16 @@ def _regroup_events(
     previous: Mapping[str, str],
     new_ids: set[str],
 ) -> list[dict[str, object]]:
-    """One event per regrouped cluster whose members changed: new, grown, merged or regrouped."""
+    """One event per regrouped cluster whose members changed: new, grown, merged or regrouped. A cluster
+    absorbed another when it holds members of an old cluster whose id no group kept; a piece split off a
+    cluster that lives on absorbed nothing (with no old id of its own it is new)."""
     events: list[dict[str, object]] = []
+    kept = set(name_of.values())
     for comp, items in members.items():
         cid = name_of[comp]
         now = set(items)
         before = old_members.get(cid, set())
-        absorbed = sorted({previous[i] for i in items if i in previous and previous[i] != cid})
+        absorbed = sorted({previous[i] for i in items if previous.get(i, cid) != cid} - kept)
         if now == before:
             continue
         if not before and not absorbed:

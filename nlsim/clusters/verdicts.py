@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,16 @@ SUFFIX = ".verdicts.csv"
 
 
 def store_path(pairs_file: str | Path) -> Path:
-    """The verdict store kept beside ``pairs_file``: its name without the extension, ``.verdicts.csv``.
+    """The verdict store kept beside ``pairs_file``: its name without the extension, ``.verdicts.csv``. A
+    pair file that is a symbolic link keeps its store beside the file it links to (which a merge rewrites),
+    so a report given either path finds the same verdicts.
 
     >>> store_path("annotations/thucnews_tw_pairs.tsv").as_posix()
     'annotations/thucnews_tw_pairs.verdicts.csv'
     """
     path = Path(pairs_file)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     return path.with_name(path.name.rsplit(".", 1)[0] + SUFFIX)
 
 

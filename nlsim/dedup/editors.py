@@ -10,9 +10,10 @@ extends; the chain passes its own). From it a run takes:
   story" keeps them apart. Only verdicts on training pairs act; a pair the file holds in its validation or
   test split never does, whatever the store says (the report is judged on those pairs).
 
-A daily run keeps the verdicts in its state (:mod:`nlsim.dedup.state`): a later run, with or without
-``--annotated-pairs``, and after a model promotion, still honours them; a run that names the file adds the
-verdicts merged since (a later verdict on a pair replaces the earlier one).
+A daily run keeps the verdicts and the scored pairs in its state (:mod:`nlsim.dedup.state`): a later run,
+with or without ``--annotated-pairs``, and after a model promotion, still honours the verdicts and never
+offers a scored pair for review; a run that names the file adds the verdicts merged since (a later verdict
+on a pair replaces the earlier one). Every verdict's pair counts as scored.
 
 Example:
     >>> from nlsim.clusters.verdicts import Verdict, Verdicts
@@ -32,6 +33,7 @@ import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.verdicts import Verdicts, from_frame, load_verdicts, store_path
+from nlsim.errors import StateError
 from nlsim.io.editor_file import pair_id
 from nlsim.io.pairs import item_id, load_pairs
 
@@ -42,7 +44,8 @@ class EditorsInput:
 
     Attributes:
         verdicts: every verdict known to the run (the store's, and a daily state's copy).
-        scored: every scored pair of the annotated pair file (any split), as ``pair_key``.
+        scored: every scored pair of the annotated pair file (any split), of the verdicts and of a daily
+            state's record, as ``pair_key``.
         held_out: the validation and test pairs of that file (``pair_key``): never constraints.
         source: where the verdicts came from (the store, the state), for the run record.
     """
@@ -67,23 +70,46 @@ class EditorsInput:
         )
 
 
-def read_editors(annotated_pairs: str | Path | None, kept: pd.DataFrame | None) -> EditorsInput:
+SCORED_COLUMNS = ("id_a", "id_b")
+"""The columns of a daily state's table of scored pairs (``pair_key`` order)."""
+
+
+def scored_frame(scored: Iterable[tuple[str, str]]) -> pd.DataFrame | None:
+    """The scored pairs as the table a daily state keeps (``None`` for none).
+
+    >>> scored_frame({("b", "c"), ("a", "b")})["id_a"].tolist()
+    ['a', 'b']
+    """
+    rows = sorted(scored)
+    return pd.DataFrame(rows, columns=list(SCORED_COLUMNS), dtype=str) if rows else None
+
+
+def read_editors(
+    annotated_pairs: str | Path | None, kept: pd.DataFrame | None, kept_scored: pd.DataFrame | None = None
+) -> EditorsInput:
     """The scored pairs and verdicts of ``annotated_pairs`` (when given) with the verdicts ``kept`` in a
-    daily state (a table of :data:`nlsim.clusters.verdicts.COLUMNS`, or ``None``). Read before the
-    expensive stages: a bad file is refused first, by file, row and field."""
+    daily state (a table of :data:`nlsim.clusters.verdicts.COLUMNS`, or ``None``) and its scored pairs
+    (``kept_scored``: :func:`scored_frame`'s table, or ``None``). Read before the expensive stages: a bad
+    file is refused first, by file, row and field."""
     verdicts = Verdicts()
     sources: list[str] = []
     if kept is not None and len(kept):
         verdicts = from_frame(kept, "the state's verdicts")
         sources.append("the state")
     scored: frozenset[tuple[str, str]] = frozenset()
+    if kept_scored is not None and len(kept_scored):
+        if list(kept_scored.columns) != list(SCORED_COLUMNS):
+            raise StateError(f"the state's scored pairs have columns {list(kept_scored.columns)}")
+        scored = frozenset(
+            pair_key(str(a), str(b)) for a, b in zip(kept_scored["id_a"], kept_scored["id_b"], strict=True)
+        )
     held: frozenset[tuple[str, str]] = frozenset()
     if annotated_pairs:
         pairs = load_pairs(annotated_pairs)
         if "id_a" in pairs.columns and "id_b" in pairs.columns:
             ids = [(item_id(a), item_id(b)) for a, b in zip(pairs["id_a"], pairs["id_b"], strict=True)]
             ok = [a != "" and b != "" and a != b for a, b in ids]
-            scored = frozenset(pair_key(a, b) for (a, b), good in zip(ids, ok, strict=True) if good)
+            scored |= frozenset(pair_key(a, b) for (a, b), good in zip(ids, ok, strict=True) if good)
             split = pairs["split"].astype(str).tolist()
             held = frozenset(
                 pair_key(a, b)
@@ -95,4 +121,5 @@ def read_editors(annotated_pairs: str | Path | None, kept: pd.DataFrame | None) 
         if len(stored):
             verdicts = verdicts.updated(stored.records)
             sources.append(str(store))
+    scored |= frozenset(v.key for v in verdicts.records)
     return EditorsInput(verdicts, scored, held, " and ".join(sources))

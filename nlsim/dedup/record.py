@@ -159,8 +159,10 @@ class EditorsRecord:
         must_link, cannot_link: acting verdicts whose two items are both in the run's window.
         links_cut: scored links dropped to keep cannot-linked items apart; joined: must-links that joined
             items no scored link joined; refused: must-links a cannot-link overruled.
-        decisions: ``[id_a, id_b, score]`` of the acting verdicts among the window's items (the page
-            lists them as the editors' decisions).
+        decisions: ``[id_a, id_b, score]`` of the acting verdicts among the window's items that acted (the
+            page lists them as the editors' decisions).
+        overruled: ``[id_a, id_b, score]`` of the same-story verdicts among them that a not-the-same-story
+            verdict overruled (the page lists them apart: the two items are not joined).
         scored_ids: pair ids of the scored pairs whose two items the report shows (the review queue skips
             them).
     """
@@ -175,6 +177,7 @@ class EditorsRecord:
     refused: int = 0
     decisions: list[list[Any]] = field(default_factory=list)
     scored_ids: list[str] = field(default_factory=list)
+    overruled: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -153,15 +153,20 @@ def editors_data(
 ) -> dict[str, Any]:
     """What the page takes from the editors (:class:`~nlsim.dedup.record.EditorsRecord`): the pair ids
     of the pairs already scored (``scored``: the review queue leaves them out; ids only, never their
-    scores or splits) and the editors' decisions acting in this report (``decisions``: objects of ``a``
-    and ``b``, indexes into the page's items, and the verdict's ``score``, for the items the page shows)."""
+    scores or splits) and the editors' decisions in this report (``decisions``: objects of ``a`` and
+    ``b``, indexes into the page's items, and the verdict's ``score``, for the items the page shows; a
+    same-story verdict another verdict overruled carries ``overruled``: its items are not joined)."""
     if editors is None:
         return {"scored": [], "decisions": []}
-    decisions = [
-        {"a": item(a), "b": item(b), "score": _num(score)}
-        for a, b, score in editors.decisions
-        if str(a) in known and str(b) in known
-    ]
+
+    def shown(rows: list[list[Any]], **flag: bool) -> list[dict[str, Any]]:
+        return [
+            {"a": item(a), "b": item(b), "score": _num(score), **flag}
+            for a, b, score in rows
+            if str(a) in known and str(b) in known
+        ]
+
+    decisions = shown(editors.decisions) + shown(editors.overruled, overruled=True)
     return {"scored": list(editors.scored_ids), "decisions": decisions}
 
 

@@ -40,7 +40,7 @@ from nlsim.dedup.paths import check_paths
 from nlsim.dedup.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 from nlsim.dedup.report import daily_report_dir
 from nlsim.dedup.settings import DedupSettings, StateSettings
-from nlsim.dedup.state import move_aside, remove_unfinished
+from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement
@@ -179,11 +179,17 @@ def run_daily(
     """A daily run: today's new items matched against the window the state keeps, cluster ids kept
     stable, the state's next generation committed, the report written into ``OUT/runs/<run id>/``."""
     step = _Steps(call)
-    with _state_lock(daily, step.log):
+    # a rebuild keeps the moved state's verdicts unless the run names the pair file, whose store then says
+    # which verdicts hold (removing a row from the store and rebuilding takes a verdict back)
+    with _state_lock(daily, step.log, keep_editors=not settings.clustering.annotated_pairs) as carried:
         corpus = step("load", stages.load, settings.input, daily)
         step.log.messages.extend(corpus.warnings)
         model = step("model", stages.load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
+        if window.state is not None and (carried.verdicts is not None or carried.scored is not None):
+            window = replace(
+                window, state=replace(window.state, verdicts=carried.verdicts, scored=carried.scored)
+            )
         replayed = _replay_committed(settings, daily, window, step.log)
         if replayed is not None:
             return replayed
@@ -247,8 +253,18 @@ def _analyse(
     return _Analysis(search, clustering, missed, record.timed(step.log))
 
 
+@dataclass(frozen=True)
+class _Carried:
+    """The editors' verdicts and scored pairs of a state ``--rebuild-state`` moved aside: the fresh state
+    keeps them (they act as before, with or without ``--annotated-pairs``)."""
+
+    verdicts: pd.DataFrame | None = None
+    scored: pd.DataFrame | None = None
+
+
 @contextlib.contextmanager
-def _state_lock(daily: StateSettings, log: RunLog) -> Iterator[None]:
+def _state_lock(daily: StateSettings, log: RunLog, *, keep_editors: bool = False) -> Iterator[_Carried]:
+    carried = _Carried()
     with RunLock(daily.folder) as lock:
         if lock.message:
             log.say(lock.message)
@@ -256,13 +272,18 @@ def _state_lock(daily: StateSettings, log: RunLog) -> Iterator[None]:
             moved = move_aside(daily.folder)
             if moved is not None:
                 log.say(f"moved the previous state to {moved}; building a fresh one")
+                if keep_editors:
+                    verdicts, scored, said = carried_editors(moved)
+                    carried = _Carried(verdicts, scored)
+                    if said:
+                        log.say(said)
         removed = remove_unfinished(daily.folder)
         if removed:
             log.say(
                 f"removed {len(removed)} unfinished generation folder(s) left by a killed run: "
                 + ", ".join(removed)
             )
-        yield
+        yield carried
 
 
 def _editors_record(

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -41,7 +41,7 @@ from nlsim.clusters.table import cluster_table
 from nlsim.clusters.verdicts import Verdicts
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS
-from nlsim.dedup.editors import EditorsInput, read_editors
+from nlsim.dedup.editors import EditorsInput, read_editors, scored_frame
 from nlsim.dedup.record import (
     EditorsRecord,
     ModelCard,
@@ -146,6 +146,9 @@ class Clustering:
     """What the editors' verdicts did (``None``: the run had no verdict and no scored pair)."""
     verdicts: Verdicts = field(default_factory=Verdicts)
     """The verdicts the run honoured, kept in a daily state for later runs."""
+    scored: frozenset[tuple[str, str]] = frozenset()
+    """The pairs editors have scored (``pair_key``), kept in a daily state: the review queue of a later run
+    skips them, with or without ``--annotated-pairs``."""
 
 
 # --- load ---------------------------------------------------------------------------------------------
@@ -638,7 +641,10 @@ def cluster(
         for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
     ]
     known = editors.constraints().restricted_to(ids.tolist())
-    groups = rule_named(opts.rule, opts.support).clusters(links, known)
+    rule = rule_named(opts.rule, opts.support)
+    groups = rule.clusters(links, known)
+    # what the rule makes without the "not the same story" verdicts: the links they cut
+    free = rule.clusters(links, LinkConstraints(must_link=known.must_link)) if known.cannot_link else groups
     upd = assign_groups(
         window.previous,
         window.anchors,
@@ -646,6 +652,7 @@ def cluster(
         groups=groups,
         new_ids=window.today_ids,
         regrouping=window.regroup,
+        apart=known.cannot_link,
     )
     items = items.copy()
     items["cluster_id"] = [upd.assignment.get(i) for i in ids]
@@ -677,8 +684,9 @@ def cluster(
         report_clusters,
         _clusters_state(upd, window),
         pairs[~held].reset_index(drop=True),
-        editors_record(editors, known, pairs_all, upd.assignment),
+        editors_record(editors, known, pairs_all, upd.assignment, cut_links(links, groups, free)),
         editors.verdicts,
+        editors.scored,
     )
 
 
@@ -705,32 +713,53 @@ def cluster_daily(
     return replace(made, report_pairs=report_pairs, window_clusters=window_clusters)
 
 
+def cut_links(links: Sequence[Link], groups: Sequence[Sequence[str]], free: Sequence[Sequence[str]]) -> int:
+    """How many ``links`` join two items that share a group of ``free`` (the rule without the editors'
+    "not the same story" verdicts) and not one of ``groups`` (with them): the links the verdicts cut, a
+    direct link between the two items or a link of a chain that held them together."""
+    if groups is free:
+        return 0
+    final = {m: n for n, g in enumerate(groups) for m in g}
+    loose = {m: n for n, g in enumerate(free) for m in g}
+    return sum(
+        1
+        for k in links
+        if loose.get(k.a) is not None
+        and loose.get(k.a) == loose.get(k.b)
+        and (final.get(k.a) is None or final.get(k.a) != final.get(k.b))
+    )
+
+
 def editors_record(
-    editors: EditorsInput, known: LinkConstraints, links: pd.DataFrame, assignment: dict[str, str]
+    editors: EditorsInput,
+    known: LinkConstraints,
+    links: pd.DataFrame,
+    assignment: dict[str, str],
+    links_cut: int = 0,
 ) -> EditorsRecord | None:
     """What the run's record and page say of the editors' verdicts (``None`` when the run had no verdict
-    and no scored pair): the verdicts known and acting, those among the window's items, the links between
-    two items an editor kept apart (dropped), the same-story verdicts that joined items no link joined or
-    that a not-the-same-story verdict overruled, and the decisions the page lists."""
+    and no scored pair): the verdicts known and acting, those among the window's items, the links the
+    not-the-same-story verdicts cut (``links_cut``: :func:`cut_links`), the same-story verdicts that joined
+    items no link joined or that a not-the-same-story verdict overruled, and the decisions the page lists
+    (the verdicts that acted, and apart the same-story ones overruled)."""
     if not len(editors.verdicts) and not editors.scored:
         return None
     linked = {pair_key(str(a), str(b)) for a, b in zip(links["id_a"], links["id_b"], strict=True)}
     must = sorted(known.must_link)
     together = [assignment.get(a) is not None and assignment.get(a) == assignment.get(b) for a, b in must]
+    overruled = {p for p, t in zip(must, together, strict=True) if not t}
+    here = [v for v in editors.verdicts.acting() if v.key in known.must_link or v.key in known.cannot_link]
     return EditorsRecord(
         source=editors.source,
         verdicts=len(editors.verdicts),
         acting=len(editors.constraints()),
         must_link=len(known.must_link),
         cannot_link=len(known.cannot_link),
-        links_cut=len(linked & known.cannot_link),
+        links_cut=links_cut,
         joined=sum(1 for p, t in zip(must, together, strict=True) if t and p not in linked),
-        refused=sum(1 for t in together if not t),
-        decisions=[
-            [v.id_a, v.id_b, v.score]
-            for v in editors.verdicts.acting()
-            if v.key in known.must_link or v.key in known.cannot_link
-        ],
+        refused=len(overruled),
+        decisions=[[v.id_a, v.id_b, v.score] for v in here if v.key not in overruled],
+        overruled=[[v.id_a, v.id_b, v.score] for v in here if v.key in overruled],
     )
 
 
@@ -885,14 +914,17 @@ def commit(
         },
         previous=window.state,
         verdicts=clustering.verdicts.frame() if len(clustering.verdicts) else None,
+        scored=scored_frame(clustering.scored),
     )
 
 
 def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
     """The editors' scored pairs and verdicts (``--annotated-pairs``) with those a daily state keeps, read
     before the expensive stages (a bad file is refused first)."""
-    kept = window.state.verdicts if window.state is not None else None
-    return read_editors(opts.annotated_pairs, kept)
+    state = window.state
+    if state is None:
+        return read_editors(opts.annotated_pairs, None)
+    return read_editors(opts.annotated_pairs, state.verdicts, state.scored)
 
 
 def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:

@@ -13,6 +13,7 @@ Layout::
         run_id)
         clusters.parquet            cluster id -> key member order key, created/updated run
         verdicts.parquet            the editors' verdicts its clusters honour (nlsim.clusters.verdicts)
+        scored.parquet              the pairs editors have scored: never offered for review again
         report/                     the report tables of the run that made this generation
         run.json                    that run's figures (counts, timings, model, threshold)
       runs/<run_id>.json            every committed run's figures
@@ -72,7 +73,16 @@ GENERATION_NAME = re.compile(
 )
 """Names of the generation folders nlsim writes (finished, or left half-written by a killed run)."""
 GENERATION_ENTRIES = frozenset(
-    {"index", "items.parquet", "pairs.parquet", "clusters.parquet", "verdicts.parquet", "report", "run.json"}
+    {
+        "index",
+        "items.parquet",
+        "pairs.parquet",
+        "clusters.parquet",
+        "verdicts.parquet",
+        "scored.parquet",
+        "report",
+        "run.json",
+    }
 )
 """What a generation folder holds (:func:`_write_generation`); a killed write leaves some of them."""
 LOCK_FILES = {"lock.json", ".lock.guard"}
@@ -168,6 +178,9 @@ class State:
     clusters: pd.DataFrame = field(default_factory=empty_clusters)
     verdicts: pd.DataFrame | None = None
     """The editors' verdicts kept for later runs (``None``: none kept, or a state written before)."""
+    scored: pd.DataFrame | None = None
+    """The pairs editors have scored (``id_a``, ``id_b``), kept for later runs' review queues (``None``:
+    none kept, or a state written before)."""
     as_of: pd.Timestamp | None = None
     last_run: dict[str, Any] | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -325,8 +338,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         items = pd.read_parquet(gen_dir / "items.parquet")
         pairs = pd.read_parquet(gen_dir / "pairs.parquet")
         clusters = pd.read_parquet(gen_dir / "clusters.parquet")
-        kept = gen_dir / "verdicts.parquet"
-        verdicts = pd.read_parquet(kept) if kept.is_file() else None
+        verdicts, scored = _editors_tables(gen_dir)
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
@@ -347,6 +359,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         pairs=pairs,
         clusters=clusters,
         verdicts=verdicts,
+        scored=scored,
         as_of=as_of,
         last_run=manifest.get("last_run"),
         manifest=manifest,
@@ -415,6 +428,41 @@ class Generation:
     report_tables: dict[str, pd.DataFrame]
     run: dict[str, Any]
     verdicts: pd.DataFrame | None = None
+    scored: pd.DataFrame | None = None
+
+
+def _editors_tables(gen_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The editors' verdicts and scored pairs a generation keeps (``None`` for a table it lacks)."""
+    tables = []
+    for name in ("verdicts.parquet", "scored.parquet"):
+        path = gen_dir / name
+        tables.append(pd.read_parquet(path) if path.is_file() else None)
+    return tables[0], tables[1]
+
+
+def carried_editors(moved: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
+    """The editors' verdicts and scored pairs of a state :func:`move_aside` moved to ``moved``, for the
+    fresh state (``--rebuild-state`` keeps them), and what became of them in words: read from the
+    generation its manifest named, else from the newest generation folder that holds them."""
+    gens = moved / GENERATIONS
+    named = None
+    try:
+        named = json.loads((moved / MANIFEST).read_text(encoding="utf-8")).get("generation_dir")
+    except (OSError, ValueError, AttributeError):
+        pass
+    folders = sorted((p for p in gens.glob("g*") if GENERATION_NAME.match(p.name)), reverse=True)
+    if isinstance(named, str) and (gens / named).is_dir():
+        folders.insert(0, gens / named)
+    for folder in folders:
+        if not any((folder / n).is_file() for n in ("verdicts.parquet", "scored.parquet")):
+            continue
+        try:
+            verdicts, scored = _editors_tables(folder)
+        except Exception as exc:  # pyarrow raises several types on garbage
+            return None, None, f"the editors' verdicts of {folder} could not be read ({exc}): not kept"
+        n = 0 if verdicts is None else len(verdicts)
+        return verdicts, scored, f"kept the {n} editors' verdict(s) and the scored pairs of {folder}"
+    return None, None, ""
 
 
 def _write_generation(tmp: Path, gen: Generation, identity: StateIdentity) -> None:
@@ -432,10 +480,9 @@ def _write_generation(tmp: Path, gen: Generation, identity: StateIdentity) -> No
     gen.items.to_parquet(tmp / "items.parquet", index=False, engine="pyarrow")
     gen.pairs.reset_index(drop=True).to_parquet(tmp / "pairs.parquet", index=False, engine="pyarrow")
     gen.clusters.reset_index(drop=True).to_parquet(tmp / "clusters.parquet", index=False, engine="pyarrow")
-    if gen.verdicts is not None and len(gen.verdicts):
-        gen.verdicts.reset_index(drop=True).to_parquet(
-            tmp / "verdicts.parquet", index=False, engine="pyarrow"
-        )
+    for name, table in (("verdicts.parquet", gen.verdicts), ("scored.parquet", gen.scored)):
+        if table is not None and len(table):
+            table.reset_index(drop=True).to_parquet(tmp / name, index=False, engine="pyarrow")
     (tmp / "report").mkdir()
     for tname, table in gen.report_tables.items():
         table.to_parquet(tmp / "report" / f"{tname}.parquet", index=False, engine="pyarrow")
@@ -479,13 +526,15 @@ def commit_state(
     report_tables: dict[str, pd.DataFrame],
     previous: State | None = None,
     verdicts: pd.DataFrame | None = None,
+    scored: pd.DataFrame | None = None,
 ) -> State:
     """Write a new generation and make it current (the manifest replace is the commit).
 
     ``run`` is the run's figures (must hold ``run_id``); it is stored in the generation, in the manifest
     (``last_run``) and in ``runs/<run_id>.json``. ``report_tables`` are kept in ``report/`` so the report of
     the last committed run can be written again if the run was killed before writing it. ``verdicts``: the
-    editors' verdicts later runs honour (:mod:`nlsim.clusters.verdicts`).
+    editors' verdicts later runs honour (:mod:`nlsim.clusters.verdicts`); ``scored``: the pairs they have
+    scored, which later runs never offer for review.
     """
     folder = Path(folder)
     gens = folder / GENERATIONS
@@ -494,7 +543,7 @@ def commit_state(
     name = f"g{generation:06d}-{uuid.uuid4().hex[:6]}"
     final = gens / name
     gen = Generation(
-        index, items.reset_index(drop=True), embeddings, pairs, clusters, report_tables, run, verdicts
+        index, items.reset_index(drop=True), embeddings, pairs, clusters, report_tables, run, verdicts, scored
     )
     with atomic_dir(final) as tmp:
         _write_generation(tmp, gen, identity)
@@ -528,6 +577,7 @@ def commit_state(
         pairs=pairs,
         clusters=clusters,
         verdicts=verdicts,
+        scored=scored,
         as_of=as_of,
         last_run=run,
         manifest=manifest,

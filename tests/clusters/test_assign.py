@@ -8,7 +8,7 @@ import random
 import pandas as pd
 import pytest
 
-from nlsim.clusters.assign import drop_items, regroup, update_clusters
+from nlsim.clusters.assign import assign_groups, drop_items, regroup, update_clusters
 from nlsim.clusters.order import order_key_of, order_keys
 from nlsim.clusters.table import batch_clusters
 
@@ -130,3 +130,33 @@ def test_regroup_reports_a_cluster_the_new_model_dissolves() -> None:
     assert up.merged_into == {}
     status = dict(zip(up.events["cluster_id"], up.events["status"], strict=True))
     assert status == {"c-a": "merged", "c-h": "merged", "c-c": "dissolved", "c-e": "dissolved"}
+
+
+def test_a_verdict_that_splits_off_a_clusters_key_member_leaves_the_id_to_the_larger_piece() -> None:
+    """c-a holds a (its key member), b, c and d; editors then say a is not the same story as b, c or d. The
+    rule leaves a alone and b, c, d together: that piece keeps c-a (regrouped, nothing merged), a is alone.
+    Without the verdict the same split (the rule's own) names the piece by its key member, as a batch run
+    does."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4})
+    d1 = assign_groups({}, {}, keys, groups=[["a", "b", "c", "d"]], new_ids=["a", "b", "c", "d"])
+    apart = frozenset({("a", "b"), ("a", "c"), ("a", "d")})
+    d2 = assign_groups(d1.assignment, d1.anchors, keys, groups=[["b", "c", "d"]], new_ids=[], apart=apart)
+    assert d2.assignment == {"b": "c-a", "c": "c-a", "d": "c-a"}
+    assert d2.events[["cluster_id", "status"]].values.tolist() == [["c-a", "regrouped"]]
+    assert d2.merged_into == {} and d2.dissolved == {}
+    plain = assign_groups(d1.assignment, d1.anchors, keys, groups=[["b", "c", "d"]], new_ids=[])
+    assert plain.assignment == {"b": "c-b", "c": "c-b", "d": "c-b"}
+
+
+def test_a_verdict_that_splits_a_cluster_leaves_the_id_to_the_larger_piece() -> None:
+    """c-a holds a, b, c, d, e; editors then say a and c are not the same story, and the rule makes {a, b}
+    and {c, d, e}: the larger piece keeps c-a, the other is named by its next member."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
+    d1 = assign_groups({}, {}, keys, groups=[list("abcde")], new_ids=list("abcde"))
+    groups = [["a", "b"], ["c", "d", "e"]]
+    d2 = assign_groups(d1.assignment, d1.anchors, keys, groups=groups, new_ids=[], apart={("a", "c")})
+    assert d2.assignment == {"a": "c-b", "b": "c-b", "c": "c-a", "d": "c-a", "e": "c-a"}
+    assert sorted(d2.events[["cluster_id", "status"]].values.tolist()) == [
+        ["c-a", "regrouped"],
+        ["c-b", "new"],
+    ]

@@ -589,3 +589,84 @@ def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> 
     got = batch_assignment(result.clusters)
     assert got["a1"] != got["b1"] and got["a1"] == got["a2"] and got["b1"] == got["b2"]
     assert result.stats.editors is not None and result.stats.editors.cannot_link == 1
+
+
+def _store(pairs: Path, rows: list[tuple[str, str, float]]) -> Path:
+    """Training verdicts written straight into the verdict store beside ``pairs``."""
+    store = pairs.with_name(pairs.name.rsplit(".", 1)[0] + ".verdicts.csv")
+    lines = ["pair_id,id_a,id_b,score,split,annotator,source,decided_at"]
+    lines += [f",{a},{b},{s:g},train,desk,marks.csv," for a, b, s in rows]
+    store.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return store
+
+
+def test_links_cut_count_a_chain_and_an_overruled_verdict_is_listed_apart(tmp_path: Path) -> None:
+    """x1 bridges stories A (a1-a3) and B (b1, b2) under connected components. "a2/b2 are not the same
+    story" has no link of its own to drop: the rule cuts x1's links to one side, and the record counts
+    them. Then "a2/b1 and a3/b1 are the same story" with "a2/a3 are not": the second same-story verdict is
+    overruled (a3 stays apart from b1) and is listed as such, not among the decisions that acted."""
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus)
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", annotated_pairs=str(pairs))
+    before = batch_assignment(run_dedup(config, encoder=HashEncoder()).clusters)
+    assert len({before[i] for i in ("a1", "a2", "a3", "b1", "b2", "x1")}) == 1  # one bridged cluster
+
+    _store(pairs, [("a2", "b2", 0.0)])
+    result = run_dedup(config, encoder=HashEncoder())
+    got = batch_assignment(result.clusters)
+    assert got["a1"] == got["a2"] == got["a3"] and got["b1"] == got["b2"] and got["a1"] != got["b1"]
+    other = [i for i in ("a1", "a2", "a3", "b1", "b2") if got[i] != got["x1"]]
+    e = result.stats.editors
+    assert e.links_cut == len(other) > 0 and e.overruled == []  # x1's links to the side it did not join
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["editors"]["links_cut"] == len(other)
+
+    _store(pairs, [("a2", "b1", 1.0), ("a3", "b1", 1.0), ("a2", "a3", 0.0)])
+    result = run_dedup(config, encoder=HashEncoder())
+    got = batch_assignment(result.clusters)
+    assert got["a2"] == got["b1"] != got.get("a3")
+    e = result.stats.editors
+    assert (e.must_link, e.cannot_link, e.refused) == (2, 1, 1)
+    assert sorted(map(tuple, e.decisions)) == [("a2", "a3", 0.0), ("a2", "b1", 1.0)]
+    assert e.overruled == [["a3", "b1", 1.0]]
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["editors"]["overruled"] == [["a3", "b1", 1.0]]
+
+
+def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_verdicts(
+    tmp_path: Path,
+) -> None:
+    """Day 1 names the pair file (validation pairs a1/a2, b1/b2, ...) and a training verdict "a3 is not
+    a1's story". Day 2 does not name it: the page still knows every scored pair it shows (the review
+    queue skips them). A rebuilt state keeps the verdicts and the scored pairs: a3 stays apart from a1;
+    rebuilt naming the pair file after the verdicts' rows left its store, the verdicts no longer hold."""
+    corpus = story_corpus()
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    pairs = _scored_day_one(tmp_path, corpus)
+    _store(pairs, [("a1", "a3", 0.0), ("a2", "a3", 0.0)])
+    enc, state = HashEncoder(), tmp_path / "state"
+    base = _config(days[0], tmp_path / "out")
+    run_daily(base.with_(annotated_pairs=str(pairs)), state, encoder=enc)
+    two = run_daily(base.with_(corpus=str(days[1])), state, encoder=enc)  # no --annotated-pairs
+    from nlsim.io.editor_file import pair_id
+
+    e = two.stats.editors
+    assert e is not None and pair_id("a1", "a2") in e.scored_ids and pair_id("a1", "a3") in e.scored_ids
+    day2 = state_assignment(state)
+    assert day2["a1"] == day2["a2"] and "a3" not in day2  # the verdicts kept apart what copies would join
+
+    both = tmp_path / "in" / "days1-2.parquet"
+    pd.concat([pd.read_parquet(d) for d in days[:2]], ignore_index=True).to_parquet(both, index=False)
+    again = run_daily(base.with_(corpus=str(both)), state, encoder=enc, rebuild_state=True)
+    assert state_assignment(state) == day2
+    kept = again.stats.editors
+    assert kept is not None and kept.cannot_link == 2 and pair_id("a1", "a2") in kept.scored_ids
+    assert any("kept the 2 editors' verdict(s)" in m for m in again.stats.messages), again.stats.messages
+    # taking the verdicts back: rows removed from the store, the state rebuilt naming the pair file
+    _store(pairs, [])
+    run_daily(
+        base.with_(corpus=str(both), annotated_pairs=str(pairs)), state, encoder=enc, rebuild_state=True
+    )
+    back = state_assignment(state)
+    assert back["a1"] == back["a2"] == back["a3"]

@@ -471,7 +471,8 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     """Doubtful clusters come first in the review queue (weakest link nearest the threshold); pairs an
     editor already scored are never offered (the page knows their pair ids only); "not the same story" on
     a cluster's weakest link splits the cluster in the page at once, and clearing the mark joins it again;
-    the editors' decisions the report honours are listed."""
+    the editors' decisions the report honours are listed, and a same-story verdict another verdict
+    overruled is listed as not joined."""
     folder = tmp_path / "report"
     review_report(folder)
     run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
@@ -482,6 +483,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
         "must_link": 1,
         "decisions": [["b0", "b1", 1.0]],
         "scored_ids": [editor_file.pair_id("b1", "b0"), editor_file.pair_id("l0", "l1")],
+        "overruled": [["t0", "l0", 1.0]],
     }
     clusters = pd.read_parquet(folder / "clusters.parquet")
     assert dict(
@@ -525,7 +527,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     page.click("#rv-decisions summary")
     assert page.eval_on_selector_all(
         "#rv-decisions tbody tr", "rows => rows.map(r => r.cells[0].textContent)"
-    ) == ["same story: joined"]
+    ) == ["same story: joined", "same story: not joined (a “not the same story” verdict keeps them apart)"]
 
     def sizes() -> dict[str, str]:
         return dict(

@@ -381,8 +381,10 @@
   var decisions = document.querySelector("#rv-decisions");
   decisions.querySelector("summary").textContent = "Editors’ decisions in this report (" + EDITORS.decisions.length + ")";
   EDITORS.decisions.forEach(function (d) {
-    var tr = el("tr", d.score >= 1 ? "rv-joined" : "rv-apart");
-    tr.appendChild(el("td", null, d.score >= 1 ? "same story: joined" : "not the same story: kept apart"));
+    var said = d.overruled ? "same story: not joined (a “not the same story” verdict keeps them apart)"
+      : d.score >= 1 ? "same story: joined" : "not the same story: kept apart";
+    var tr = el("tr", d.score >= 1 && !d.overruled ? "rv-joined" : "rv-apart");
+    tr.appendChild(el("td", null, said));
     tr.appendChild(cell(d.a));
     tr.appendChild(cell(d.b));
     decisions.querySelector("tbody").appendChild(tr);
