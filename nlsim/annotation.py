@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from nlsim.clusters.verdicts import Verdict, load_verdicts, save_verdicts, store_path
+from nlsim.clusters.verdicts import Verdict, link_store, load_verdicts, save_verdicts, store_path
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError, InputErrors
 from nlsim.evaluation.calibration import load_calibration
@@ -1198,6 +1198,9 @@ def _verdicts_kept(
         return
     store = store_path(pairs_file)
     kept = load_verdicts(store)
+    earlier = link_store(pairs_file)  # kept beside a symbolic link by an earlier nlsim: folded in
+    if earlier is not None:
+        kept = load_verdicts(earlier).updated(kept.records)
     before = store.read_bytes() if store.is_file() else None
     save_verdicts(kept.updated(records), store)
     try:

@@ -779,7 +779,8 @@ def test_a_symlinked_pair_file_keeps_its_verdicts_beside_the_file_it_links_to(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """The merge rewrites the link's target; its verdicts go beside that file, where a report given either
-    path finds them."""
+    path finds them; a store kept beside the link before is read too, and moved into it by the next
+    merge."""
     from nlsim.clusters.verdicts import store_path
     from nlsim.dedup.editors import read_editors
 
@@ -792,3 +793,11 @@ def test_a_symlinked_pair_file_keeps_its_verdicts_beside_the_file_it_links_to(
     assert link.is_symlink() and not (tmp_path / "ann" / "pairs.verdicts.csv").exists()
     for given in (link, pairs):
         assert read_editors(given, None).constraints().cannot_link == frozenset({("n06", "n07")})
+    # a store an earlier nlsim kept beside the link is still read, and folded in at the next merge
+    (tmp_path / "ann" / "pairs.verdicts.csv").write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,n10,n11,0,train,,,\n", encoding="utf-8"
+    )
+    both = frozenset({("n06", "n07"), ("n10", "n11")})
+    assert read_editors(link, None).constraints().cannot_link == both
+    merge_annotations(_export(tmp_path, [_row("n08", "n09", TITLES[8], TITLES[9], "0")], False), link)
+    assert read_editors(pairs, None).constraints().cannot_link == both | {("n08", "n09")}

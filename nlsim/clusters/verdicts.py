@@ -66,6 +66,17 @@ def store_path(pairs_file: str | Path) -> Path:
     return path.with_name(path.name.rsplit(".", 1)[0] + SUFFIX)
 
 
+def link_store(pairs_file: str | Path) -> Path | None:
+    """The store an earlier nlsim kept beside a pair file that is a symbolic link (beside the link, not the
+    file it links to), when there is one: still read, and folded into :func:`store_path`'s at the next
+    merge."""
+    path = Path(pairs_file)
+    if not path.is_symlink():
+        return None
+    beside = path.with_name(path.name.rsplit(".", 1)[0] + SUFFIX)
+    return beside if beside.is_file() and beside != store_path(path) else None
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One editor's verdict on a pair of items.

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.verdicts import Verdicts, from_frame, load_verdicts, store_path
+from nlsim.clusters.verdicts import Verdicts, from_frame, link_store, load_verdicts, store_path
 from nlsim.errors import StateError
 from nlsim.io.editor_file import pair_id
 from nlsim.io.pairs import item_id, load_pairs
@@ -84,6 +85,20 @@ def scored_frame(scored: Iterable[tuple[str, str]]) -> pd.DataFrame | None:
     return pd.DataFrame(rows, columns=list(SCORED_COLUMNS), dtype=str) if rows else None
 
 
+def editors_fingerprint(annotated_pairs: str | Path | None) -> str | None:
+    """SHA-256 of the editors' files a run reads (the pair file and its verdict store), ``None`` without
+    them: what a daily run's input key holds of the editors."""
+    if not annotated_pairs:
+        return None
+    h = hashlib.sha256()
+    for path in (Path(annotated_pairs), store_path(annotated_pairs), link_store(annotated_pairs)):
+        if path is None:
+            continue
+        h.update(path.read_bytes() if path.is_file() else b"\x00absent")
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
 def read_editors(
     annotated_pairs: str | Path | None, kept: pd.DataFrame | None, kept_scored: pd.DataFrame | None = None
 ) -> EditorsInput:
@@ -116,10 +131,10 @@ def read_editors(
                 for (a, b), good, s in zip(ids, ok, split, strict=True)
                 if good and s in ("validation", "test")
             )
-        store = store_path(annotated_pairs)
-        stored = load_verdicts(store)
-        if len(stored):
-            verdicts = verdicts.updated(stored.records)
-            sources.append(str(store))
+        for store in (link_store(annotated_pairs), store_path(annotated_pairs)):  # the later one wins
+            stored = load_verdicts(store) if store is not None else Verdicts()
+            if len(stored):
+                verdicts = verdicts.updated(stored.records)
+                sources.append(str(store))
     scored |= frozenset(v.key for v in verdicts.records)
     return EditorsInput(verdicts, scored, held, " and ".join(sources))

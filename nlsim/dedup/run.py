@@ -186,6 +186,14 @@ def run_daily(
         step.log.messages.extend(corpus.warnings)
         model = step("model", stages.load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
+        kept_state = window.state
+        if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
+            if not settings.clustering.annotated_pairs:
+                step.log.say(
+                    "this state keeps the editors' verdicts but not yet the pairs they scored (it was made "
+                    "before they were kept): the review queue can offer scored pairs until a run names the "
+                    "pair file (--annotated-pairs) once"
+                )
         if window.state is not None and (carried.verdicts is not None or carried.scored is not None):
             window = replace(
                 window, state=replace(window.state, verdicts=carried.verdicts, scored=carried.scored)

@@ -41,7 +41,7 @@ from nlsim.clusters.table import cluster_table
 from nlsim.clusters.verdicts import Verdicts
 from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS
-from nlsim.dedup.editors import EditorsInput, read_editors, scored_frame
+from nlsim.dedup.editors import EditorsInput, editors_fingerprint, read_editors, scored_frame
 from nlsim.dedup.record import (
     EditorsRecord,
     ModelCard,
@@ -436,7 +436,10 @@ def open_daily_window(
     and searched (:mod:`nlsim.dedup.window`); a change of model or settings told through the run's
     ``log``."""
     state = open_state(daily.folder)
-    window = incremental_window(daily, corpus, state, model.identity(settings), settings.window_params())
+    # the editors' files are part of a daily run's input: a run of a committed day after a merge is a new
+    # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
+    params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
+    window = incremental_window(daily, corpus, state, model.identity(settings), params)
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"

@@ -434,16 +434,20 @@ class Generation:
 def _editors_tables(gen_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """The editors' verdicts and scored pairs a generation keeps (``None`` for a table it lacks)."""
     tables = []
-    for name in ("verdicts.parquet", "scored.parquet"):
+    for name in EDITORS_TABLES:
         path = gen_dir / name
         tables.append(pd.read_parquet(path) if path.is_file() else None)
     return tables[0], tables[1]
 
 
+EDITORS_TABLES = ("verdicts.parquet", "scored.parquet")
+
+
 def carried_editors(moved: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
     """The editors' verdicts and scored pairs of a state :func:`move_aside` moved to ``moved``, for the
-    fresh state (``--rebuild-state`` keeps them), and what became of them in words: read from the
-    generation its manifest named, else from the newest generation folder that holds them."""
+    fresh state (``--rebuild-state`` keeps them), and what became of them in words. Each table is read
+    from the newest generation that holds a readable copy, the one the manifest named first: a damaged
+    state is what a rebuild is for, and the generation before the last keeps them too."""
     gens = moved / GENERATIONS
     named = None
     try:
@@ -452,17 +456,23 @@ def carried_editors(moved: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | No
         pass
     folders = sorted((p for p in gens.glob("g*") if GENERATION_NAME.match(p.name)), reverse=True)
     if isinstance(named, str) and (gens / named).is_dir():
-        folders.insert(0, gens / named)
-    for folder in folders:
-        if not any((folder / n).is_file() for n in ("verdicts.parquet", "scored.parquet")):
-            continue
-        try:
-            verdicts, scored = _editors_tables(folder)
-        except Exception as exc:  # pyarrow raises several types on garbage
-            return None, None, f"the editors' verdicts of {folder} could not be read ({exc}): not kept"
-        n = 0 if verdicts is None else len(verdicts)
-        return verdicts, scored, f"kept the {n} editors' verdict(s) and the scored pairs of {folder}"
-    return None, None, ""
+        folders = [gens / named, *(f for f in folders if f.name != named)]
+    found: list[pd.DataFrame | None] = []
+    said: list[str] = []
+    for name in EDITORS_TABLES:
+        table = None
+        for folder in folders:
+            if not (folder / name).is_file():
+                continue
+            try:
+                table = pd.read_parquet(folder / name)
+            except Exception as exc:  # pyarrow raises several types on garbage
+                said.append(f"{folder / name} could not be read ({type(exc).__name__})")
+                continue
+            said.append(f"kept {len(table)} {name.split('.')[0]} row(s) of {folder.name}")
+            break
+        found.append(table)
+    return found[0], found[1], ("the editors' part of the moved state: " + "; ".join(said)) if said else ""
 
 
 def _write_generation(tmp: Path, gen: Generation, identity: StateIdentity) -> None:

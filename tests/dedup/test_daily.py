@@ -639,7 +639,8 @@ def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_
 ) -> None:
     """Day 1 names the pair file (validation pairs a1/a2, b1/b2, ...) and a training verdict "a3 is not
     a1's story". Day 2 does not name it: the page still knows every scored pair it shows (the review
-    queue skips them). A rebuilt state keeps the verdicts and the scored pairs: a3 stays apart from a1;
+    queue skips them). A rebuilt state keeps the verdicts and the scored pairs, from the generation before
+    when the last one's copy is damaged: a3 stays apart from a1;
     rebuilt naming the pair file after the verdicts' rows left its store, the verdicts no longer hold."""
     corpus = story_corpus()
     days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
@@ -658,11 +659,15 @@ def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_
 
     both = tmp_path / "in" / "days1-2.parquet"
     pd.concat([pd.read_parquet(d) for d in days[:2]], ignore_index=True).to_parquet(both, index=False)
+    # the state is damaged where its current verdicts are (what a rebuild is for): the previous generation
+    # holds them too
+    (open_state(state).generation_dir / "verdicts.parquet").write_bytes(b"garbage")
     again = run_daily(base.with_(corpus=str(both)), state, encoder=enc, rebuild_state=True)
     assert state_assignment(state) == day2
     kept = again.stats.editors
     assert kept is not None and kept.cannot_link == 2 and pair_id("a1", "a2") in kept.scored_ids
-    assert any("kept the 2 editors' verdict(s)" in m for m in again.stats.messages), again.stats.messages
+    said = " ".join(again.stats.messages)
+    assert "verdicts.parquet could not be read" in said and "kept 2 verdicts row(s) of g000001" in said, said
     # taking the verdicts back: rows removed from the store, the state rebuilt naming the pair file
     _store(pairs, [])
     run_daily(
@@ -670,3 +675,42 @@ def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_
     )
     back = state_assignment(state)
     assert back["a1"] == back["a2"] == back["a3"]
+
+
+def test_a_committed_day_run_again_after_a_merge_takes_the_new_verdicts(tmp_path: Path) -> None:
+    """The same day with the same pair file is a replay of the committed run; once a verdict is merged
+    into the pair file's store, running the day again is a new run, in which the verdict acts and is kept."""
+    corpus = story_corpus()
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
+    pairs = _scored_day_one(tmp_path, corpus)
+    enc, state = HashEncoder(), tmp_path / "state"
+    config = _config(days[0], tmp_path / "out", annotated_pairs=str(pairs))
+    first = run_daily(config, state, encoder=enc)
+    assert run_daily(config, state, encoder=enc).replayed
+    assert state_assignment(state)["a1"] == state_assignment(state)["a2"]
+    _store(pairs, [("a2", "b2", 0.0), ("a1", "b2", 0.0)])
+    again = run_daily(config, state, encoder=enc)
+    assert not again.replayed and again.run_id != first.run_id
+    assert again.stats.editors is not None and again.stats.editors.verdicts == 2
+    assert len(open_state(state).verdicts) == 2
+
+
+def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_path: Path) -> None:
+    corpus = story_corpus()
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
+    pairs = _scored_day_one(tmp_path, corpus)
+    _store(pairs, [("a1", "b2", 0.0)])
+    enc, state = HashEncoder(), tmp_path / "state"
+    base = _config(days[0], tmp_path / "out")
+    run_daily(base.with_(annotated_pairs=str(pairs)), state, encoder=enc)
+    # as an earlier nlsim left it: verdicts kept, scored pairs not
+    gen = open_state(state).generation_dir
+    (gen / "scored.parquet").unlink()
+    manifest = json.loads((state / "MANIFEST.json").read_text(encoding="utf-8"))
+    del manifest["files"]["scored.parquet"]
+    (state / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
+    two = run_daily(base.with_(corpus=str(days[1])), state, encoder=enc)
+    assert any("not yet the pairs they scored" in m for m in two.stats.messages), two.stats.messages
+    three = run_daily(base.with_(corpus=str(days[1]), annotated_pairs=str(pairs)), state, encoder=enc)
+    assert not any("not yet the pairs they scored" in m for m in three.stats.messages)
+    assert open_state(state).scored is not None
