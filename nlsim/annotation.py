@@ -541,6 +541,23 @@ def _refuse(source: str | Path, problems: list[InputError], what: str = "rows re
         raise InputErrors(source, problems, what)
 
 
+def _levels(
+    scores: pd.Series, rownum: pd.Series, source: str | Path, problems: list[InputError]
+) -> list[float]:
+    """Each score as its rubric level (NaN where it is none, the problem added to ``problems``)."""
+    levels: list[float] = []
+    for i, v in enumerate(scores):
+        try:
+            level = _level(float(v))
+            why = "is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1"
+        except (TypeError, ValueError):
+            level, why = None, "is not a number"
+        if level is None:
+            problems.append(InputError(source, int(rownum[i]), "score", f"score {v!r} {why}"))
+        levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0
+    return levels
+
+
 def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool = False) -> pd.DataFrame:
     """Check an editor's filled file: texts present, pair ids unique (made from the item ids when the file
     has none), scores one of the five levels (stored as the level), no item paired with itself, one text
@@ -569,27 +586,8 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
     for col in ("pair_id", "id_a", "id_b"):  # "n-1 " or a no-break space typed around an id
         if col in frame.columns:
             frame[col] = frame[col].map(lambda v: v.strip() if isinstance(v, str) else v)
-    levels: list[float] = []
     problems: list[InputError] = []
-    for i, v in enumerate(frame["score"]):
-        try:
-            value = float(v)
-        except (TypeError, ValueError):
-            problems.append(InputError(source, int(rownum[i]), "score", f"score {v!r} is not a number"))
-            levels.append(float("nan"))
-            continue
-        level = _level(value)
-        if level is None:
-            problems.append(
-                InputError(
-                    source,
-                    int(rownum[i]),
-                    "score",
-                    f"score {v!r} is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1",
-                )
-            )
-        levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0
-    frame["score"] = levels
+    frame["score"] = _levels(frame["score"], rownum, source, problems)
     frame = _fill_pair_ids(frame, rownum, source)
     first: dict[str, int] = {}
     for i, pid in enumerate(frame["pair_id"]):
@@ -667,6 +665,32 @@ def _known_texts(
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
+def _hashed(
+    options: list[str], digest: str, filled: str | Path, row: int, side: str, problems: list[InputError]
+) -> list[str]:
+    """The readings of a text cell whose SHA-256 is ``digest`` (all of them without one); a bad or
+    unmatched hash is added to ``problems``."""
+    if not digest:
+        return options
+    tcol, hcol = f"text_{side}", f"sha256_{side}"
+    if not SHA256_HEX.match(digest):
+        problems.append(InputError(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)"))
+        return []
+    kept = [o for o in options if editor_file.text_sha256(o) == digest]
+    if not kept:
+        problems.append(
+            InputError(
+                filled,
+                row,
+                tcol,
+                f"the text is not the one the report page exported (its {hcol} differs): it was changed "
+                "after the export (a spreadsheet that ran it as a formula keeps the result); export the pair "
+                "again, or restore the text",
+            )
+        )
+    return kept
+
+
 def _check_texts(
     new: pd.DataFrame,
     known: dict[str, tuple[str, str]],
@@ -697,28 +721,7 @@ def _check_texts(
             raw = str(new[tcol].iloc[i])
             options = list(dict.fromkeys([raw, editor_file.unescape(raw)]))
             digest = "" if hcol not in new.columns or _blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
-            digest = digest.strip().lower()
-            if digest:
-                if not SHA256_HEX.match(digest):
-                    problems.append(
-                        InputError(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
-                    )
-                    options = []
-                else:
-                    options = [o for o in options if editor_file.text_sha256(o) == digest]
-                    if not options:
-                        problems.append(
-                            InputError(
-                                filled,
-                                row,
-                                tcol,
-                                f"the text is not the one the report page exported (its {hcol} differs): it "
-                                "was changed after the export (a spreadsheet that ran it as a formula keeps "
-                                "the result); export the pair again, or restore the text",
-                            )
-                        )
-                if not options:
-                    options = [raw]
+            options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
             item = known.get(ids[side])
             if item is None and corpus is not None and ids[side]:
                 problems.append(
