@@ -36,16 +36,9 @@ from sklearn.metrics import average_precision_score
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nlsim.evaluation.calibration import CV_FOLDS, CV_REPEATS, Cuts, f1_curve  # noqa: E402
+from nlsim.evaluation.calibration import _folds as folds  # noqa: E402 - the chain's own stratified folds
 
 CORPUS = ROOT / "data" / "thucnews.parquet"
-
-
-def folds(gold: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A fold number per pair, positives and negatives each dealt round-robin in random order."""
-    fold = np.empty(len(gold), dtype=np.int64)
-    for part in (np.flatnonzero(gold), np.flatnonzero(~gold)):
-        fold[rng.permutation(part)] = np.arange(len(part)) % CV_FOLDS
-    return fold
 
 
 def threshold(scores: np.ndarray, gold: np.ndarray) -> float:

@@ -61,8 +61,11 @@ def store_path(pairs_file: str | Path) -> Path:
     'annotations/thucnews_tw_pairs.verdicts.csv'
     """
     path = Path(pairs_file)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
+    return _beside(Path(os.path.realpath(path)) if path.is_symlink() else path)
+
+
+def _beside(path: Path) -> Path:
+    """The store's name beside ``path``: its name without the extension, ``.verdicts.csv``."""
     return path.with_name(path.name.rsplit(".", 1)[0] + SUFFIX)
 
 
@@ -73,7 +76,7 @@ def link_store(pairs_file: str | Path) -> Path | None:
     path = Path(pairs_file)
     if not path.is_symlink():
         return None
-    beside = path.with_name(path.name.rsplit(".", 1)[0] + SUFFIX)
+    beside = _beside(path)
     return beside if beside.is_file() and beside != store_path(path) else None
 
 
