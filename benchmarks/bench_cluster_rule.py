@@ -92,9 +92,14 @@ def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
 def read_scores(path: Path) -> pd.DataFrame:
     """The scored pairs of a report's ``pairs.parquet`` (``similarity``: the score the threshold applies
     to), with the series veto's verdict of each (``vetoed``)."""
+    return with_vetoes(pd.read_parquet(path))
+
+
+def with_vetoes(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Scored pairs (``id_a``, ``id_b``, ``similarity``, ``title_a``, ``title_b``) as :func:`read_scores`
+    gives them: ``score`` and the series veto's verdicts."""
     from nlsim.rerank.series import FIRST_TESTS, TESTS, series_conflict
 
-    pairs = pd.read_parquet(path)
     out = pd.DataFrame(
         {"id_a": pairs["id_a"].astype(str), "id_b": pairs["id_b"].astype(str), "score": pairs["similarity"]}
     )

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from _common import CACHE, RESULTS, machine
-from bench_cluster_rule import CORPUS, PAIRS, held, judged, read_scores, rule_groups
+from bench_cluster_rule import CORPUS, PAIRS, held, judged, rule_groups, with_vetoes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nlsim.evaluation.levels import SAME_STORY  # noqa: E402 - after the path is set
@@ -48,7 +48,7 @@ RULES = ("support-0.4+veto", "components+veto")
 """The default rule (support 0.4 with the series veto) and connected components with the veto."""
 
 
-def _model(store: Path) -> tuple[str, object, np.ndarray, list[str]]:
+def _model(store: Path, titles: list[str]) -> tuple[str, object, np.ndarray, list[str]]:
     """A store's current version, its reranker, the corpus embeddings and the converted corpus texts."""
     from nlsim.conversion import convert
     from nlsim.encoders import load_encoder
@@ -60,8 +60,11 @@ def _model(store: Path) -> tuple[str, object, np.ndarray, list[str]]:
     reranker = load_reranker(folder) if folder is not None else None
     if folder is None or reranker is None or reranker.threshold is None:
         raise SystemExit(f"{store}: no promoted model with a calibrated reranker")
+    if reranker.story is not None:
+        raise SystemExit(
+            f"{folder}: holds a story model, so its scores are not the rerank scores averaged here"
+        )
     conversion = json.loads((folder / "training.json").read_text(encoding="utf-8"))["config"]["conversion"]
-    titles = pd.read_parquet(CORPUS, columns=["title"])["title"].astype(str).tolist()
     texts = convert(titles, conversion)
     emb, _ = EmbeddingCache().get_or_compute(texts, load_encoder(folder), conversion)
     return folder.name, reranker, emb, texts
@@ -79,18 +82,19 @@ def _found(reranker: object, emb: np.ndarray, k: int, floor: float) -> np.ndarra
     return np.unique(np.sort(graph[["a", "b"]].to_numpy().astype(np.int64), axis=1), axis=0)
 
 
-def scores(stores: list[Path], names: list[str], k: int, floor: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def scores(
+    models: list[tuple], ids: pd.Series, names: list[str], k: int, floor: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The validation pairs and the union of the trainings' candidates, each with every training's
     cosine (``cosN``), its mapped cosine (``mapN``), cross-encoder score (``ceN``) and rerank score
-    (``rrN``), and for candidates whether training N's own search finds them (``foundN``)."""
+    (``rrN``), and for candidates whether training N's own search finds them (``foundN``); ``models``:
+    :func:`_model`'s for each store, ``ids``: the corpus's item ids."""
     from nlsim.io.pairs import load_pairs
 
-    models = [_model(s) for s in stores]
     tag = hashlib.sha256(f"{[m[0] for m in models]}|{names}|{k}|{floor}".encode()).hexdigest()[:12]
     cache = CACHE / "ensemble" / tag
     if (cache / "candidates.parquet").exists():
         return pd.read_parquet(cache / "validation.parquet"), pd.read_parquet(cache / "candidates.parquet")
-    ids = pd.read_parquet(CORPUS, columns=["id"])["id"].astype(str)
     pos = {item: i for i, item in enumerate(ids)}
     pairs = load_pairs(PAIRS)
     pairs = pairs[pairs["split"] == "validation"].reset_index(drop=True)
@@ -99,8 +103,8 @@ def scores(stores: list[Path], names: list[str], k: int, floor: float) -> tuple[
     found = {n: _found(rr, emb, k, floor) for n, (_, rr, emb, _) in zip(names, models, strict=True)}
     union = np.unique(np.concatenate(list(found.values())), axis=0)
     cand = pd.DataFrame({"a": union[:, 0], "b": union[:, 1]})
+    key = union[:, 0] * len(ids) + union[:, 1]
     for n, (version, rr, emb, texts) in zip(names, models, strict=True):
-        key = union[:, 0] * len(ids) + union[:, 1]
         cand[f"found{n}"] = np.isin(key, found[n][:, 0] * len(ids) + found[n][:, 1])
         for frame in (val, cand):
             a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
@@ -138,28 +142,34 @@ def variant_scores(frame: pd.DataFrame, bis: list[str], ces: list[str], weight: 
 
 
 def measure(
-    name: str, spec: tuple, val: pd.DataFrame, cand: pd.DataFrame, weight: float, floor: float
+    name: str,
+    spec: tuple,
+    val: pd.DataFrame,
+    cand: pd.DataFrame,
+    corpus: pd.DataFrame,
+    weight: float,
+    floor: float,
 ) -> dict:
-    """A variant's calibrated threshold, its pairs' figures and the report's at that threshold."""
+    """A variant's calibrated threshold, its pairs' figures and the report's at that threshold (``corpus``:
+    the items' ids and titles)."""
     from nlsim.evaluation.calibration import calibrate_scores
 
     bis, ces, searches = spec
     cal = calibrate_scores(variant_scores(val, bis, ces, weight), val["score"].to_numpy(), SAME_STORY)
     score = variant_scores(cand, bis, ces, weight)
     keep = cand[[f"found{n}" for n in searches]].any(axis=1).to_numpy() & (score >= floor)
-    corpus = pd.read_parquet(CORPUS, columns=["id", "title"]).astype(str)
     a, b = cand["a"].to_numpy()[keep], cand["b"].to_numpy()[keep]
-    path = CACHE / "ensemble" / "pairs.parquet"
-    pd.DataFrame(
-        {
-            "id_a": corpus["id"].to_numpy()[a],
-            "id_b": corpus["id"].to_numpy()[b],
-            "similarity": score[keep],
-            "title_a": corpus["title"].to_numpy()[a],
-            "title_b": corpus["title"].to_numpy()[b],
-        }
-    ).to_parquet(path)
-    pairs = read_scores(path)
+    pairs = with_vetoes(
+        pd.DataFrame(
+            {
+                "id_a": corpus["id"].to_numpy()[a],
+                "id_b": corpus["id"].to_numpy()[b],
+                "similarity": score[keep],
+                "title_a": corpus["title"].to_numpy()[a],
+                "title_b": corpus["title"].to_numpy()[b],
+            }
+        )
+    )
     by_pair = {(x, y): s for x, y, s in zip(pairs["id_a"], pairs["id_b"], pairs["score"], strict=True)}
     groups = rule_groups(pairs, corpus["id"].tolist(), cal.threshold, [0.4], [], None, by_pair)
     links = pairs[pairs["score"] >= cal.threshold]
@@ -239,38 +249,20 @@ def main() -> None:
     names = args.names.split(",") if args.names else [str(i + 1) for i in range(len(stores))]
     if len(stores) < 2 or len(names) != len(stores):
         raise SystemExit("give two or more --model-store, and as many --names if any")
-    weight = _weight(stores)
-    val, cand = scores(stores, names, args.k, args.floor)
-    rows = [measure(n, spec, val, cand, weight, args.floor) for n, spec in variants(names).items()]
+    corpus = pd.read_parquet(CORPUS, columns=["id", "title"]).astype(str)
+    models = [_model(s, corpus["title"].tolist()) for s in stores]
+    weights = {float(m[1].weight) for m in models}
+    if len(weights) != 1:
+        raise SystemExit(f"the stores' rerankers weigh the cosine differently ({sorted(weights)})")
+    val, cand = scores(models, corpus["id"], names, args.k, args.floor)
+    weight = weights.pop()
+    rows = [measure(n, spec, val, cand, corpus, weight, args.floor) for n, spec in variants(names).items()]
     out = RESULTS / (f"ensemble_{args.tag}" if args.tag else "ensemble")
-    text = markdown(rows, machine(), [f"{n}: {_version(s)}" for n, s in zip(names, stores, strict=True)])
+    text = markdown(rows, machine(), [f"{n}: {m[0]}" for n, m in zip(names, models, strict=True)])
     print(text)
     out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
     out.with_suffix(".json").write_text(json.dumps(rows, indent=1, default=float), encoding="utf-8")
     plot(rows, out.with_suffix(".png"))
-
-
-def _version(store: Path) -> str:
-    """The name of a store's current version."""
-    from nlsim.io.model_store import ModelStore
-
-    return ModelStore(store).current().name
-
-
-def _weight(stores: list[Path]) -> float:
-    """The weight of the mapped cosine in the stores' rerank scores (one for all; no story model)."""
-    from nlsim.io.model_store import ModelStore
-    from nlsim.rerank.reranker import load_reranker
-
-    rerankers = [load_reranker(ModelStore(s).current()) for s in stores]
-    if any(r.story is not None for r in rerankers):
-        raise SystemExit(
-            "a store's model holds a story model: its scores are not the rerank scores averaged here"
-        )
-    weights = {float(r.weight) for r in rerankers}
-    if len(weights) != 1:
-        raise SystemExit(f"the stores' rerankers weigh the cosine differently ({sorted(weights)})")
-    return weights.pop()
 
 
 if __name__ == "__main__":

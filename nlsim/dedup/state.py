@@ -431,6 +431,10 @@ class Generation:
     scored: pd.DataFrame | None = None
 
 
+EDITORS_TABLES = ("verdicts.parquet", "scored.parquet")
+"""The editors' tables a generation keeps: their verdicts and the pairs they scored."""
+
+
 def _editors_tables(gen_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """The editors' verdicts and scored pairs a generation keeps (``None`` for a table it lacks)."""
     tables = []
@@ -438,9 +442,6 @@ def _editors_tables(gen_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | 
         path = gen_dir / name
         tables.append(pd.read_parquet(path) if path.is_file() else None)
     return tables[0], tables[1]
-
-
-EDITORS_TABLES = ("verdicts.parquet", "scored.parquet")
 
 
 def carried_editors(moved: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
