@@ -91,6 +91,32 @@ def _restore_torch_threads() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+SESSION_TEMP = "session-"
+"""The name's prefix of the temporary folders that session-scoped fixtures make (``tmp_path_factory.mktemp(
+SESSION_TEMP + name)``): they stay until the session ends, where every other fixture's folder goes when its
+module ends (:func:`_module_temp_goes`)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_temp_goes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The temporary folders made while a test module ran (its module-scoped fixtures' saved models, reports
+    and corpora) go when the module ends, not when the whole session does, unless a test of the module
+    failed (then they are kept to read, as a failed test's ``tmp_path`` is). A passed test's ``tmp_path``
+    goes at its teardown already (``tmp_path_retention_policy``); without this, the models that module
+    fixtures save piled up over the session, and a CI machine with a few GB free ran out of disk."""
+    base = tmp_path_factory.getbasetemp()
+    before = {p.name for p in base.iterdir()}
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed != failed:
+        return
+    for path in base.iterdir():
+        if path.name not in before and not path.name.startswith(SESSION_TEMP):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def small_reranked_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder with a calibrated reranker, fine-tuned in seconds from the small English model on a
@@ -99,7 +125,7 @@ def small_reranked_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     from nlsim.training.finetune import finetune
 
-    out = tmp_path_factory.mktemp("reranked") / "model"
+    out = tmp_path_factory.mktemp(SESSION_TEMP + "reranked") / "model"
     pairs = stsb_sample(train=48, validation=24, test=16)
     finetune(small_reranker_config(out), pairs=pairs, log=lambda _: None)
     return out

@@ -3,6 +3,7 @@
 import doctest
 import importlib
 import pkgutil
+import tempfile
 
 import pytest
 
@@ -17,8 +18,11 @@ FLOWS = sorted(m.name for m in pkgutil.walk_packages(flows.__path__, prefix="flo
 
 
 @pytest.mark.parametrize("name", MODULES + FLOWS)
-def test_docstring_examples(name, repo_root, monkeypatch):
+def test_docstring_examples(name, repo_root, monkeypatch, tmp_path):
     monkeypatch.chdir(repo_root)
+    # the examples' tempfile.mkdtemp() folders (a saved model among them) go under tmp_path, which goes with
+    # the test, instead of staying in the system's temporary folder after every run
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"

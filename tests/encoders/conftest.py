@@ -15,7 +15,8 @@ def l3_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh models folder holding a converted MiniLM-L3 (built once per session, ~3 s)."""
     from nlsim.encoders.minilm_l3_convert import ensure_minilm_l3
 
-    root = tmp_path_factory.mktemp("models")
+    # "session-": kept until the session ends (tests/conftest.py, SESSION_TEMP)
+    root = tmp_path_factory.mktemp("session-models")
     ensure_minilm_l3(root=root)
     return root
 
