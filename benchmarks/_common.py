@@ -67,7 +67,16 @@ def machine() -> str:
 
     mem = psutil.virtual_memory().total / 2**30
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"CPU {cpu().describe()}, {mem:.0f} GiB RAM, load average at start {load:.1f}"
+    return f"CPU {cpu().describe()}, {mem:.0f} GiB RAM, load average at start {load:.1f}{gpu_words()}"
+
+
+def gpu_words() -> str:
+    """``", GPU <name>"`` where the benchmark has imported torch and torch sees a CUDA GPU (the models then
+    run there), else nothing: a figure measured on a GPU names it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return ""
+    return ", GPU " + ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
 
 
 def machine_record() -> dict[str, Any]:
