@@ -68,8 +68,6 @@ CORPUS = ROOT / "data" / "thucnews.parquet"
 OUT = RESULTS / "cluster_rule"
 CACHE = RESULTS / "cache" / "cluster_rule"
 STEP = 0.01
-SIZES = ((2, 2), (3, 4), (5, 9), (10, None))
-"""The cluster-size bins of the purity figures."""
 
 
 def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
@@ -158,30 +156,17 @@ def judged(groups: list[list[str]], links: pd.DataFrame, validation: pd.DataFram
     return out | purity(groups, validation) | {"largest": max((len(g) for g in groups), default=0)}
 
 
-def size_bin(size: int) -> str:
-    """The name of the bin of :data:`SIZES` that ``size`` falls in (``2``, ``3-4``, ``5-9``, ``10+``)."""
-    for lo, hi in SIZES:
-        if size >= lo and (hi is None or size <= hi):
-            return f"{lo}+" if hi is None else (f"{lo}" if lo == hi else f"{lo}-{hi}")
-    raise ValueError(size)
-
-
 def purity(groups: list[list[str]], judged_pairs: pd.DataFrame) -> dict:
-    """For each size bin: the judged pairs whose two items share a cluster of that size (``n_BIN``) and the
-    share of them that are the same story (``purity_BIN``); ``purity_5+``: clusters of 5 or more."""
-    size = {m: len(g) for g in groups for m in g}
-    cluster = {m: i for i, g in enumerate(groups) for m in g}
-    inside: dict[str, list[bool]] = {}
-    for a, b, sc in zip(judged_pairs["id_a"], judged_pairs["id_b"], judged_pairs["score"], strict=True):
-        if a in cluster and cluster[a] == cluster.get(b):
-            bins = [size_bin(size[a])] + (["5+"] if size[a] >= 5 else [])
-            for name in bins:
-                inside.setdefault(name, []).append(sc >= STORY - 1e-9)
+    """For each size bin (``2``, ``3-4``, ``5-9``, ``10+``, and ``5+``: 5 or more): the judged pairs whose two
+    items share a cluster of that size (``n_BIN``) and the share of them that are the same story
+    (``purity_BIN``), as ``nlsim judge`` gives them (:func:`nlsim.evaluation.judge.purity_by_size`)."""
+    from nlsim.evaluation.judge import purity_by_size
+
+    scored = zip(judged_pairs["id_a"], judged_pairs["id_b"], judged_pairs["score"], strict=True)
     out: dict = {}
-    for name in [*(size_bin(lo) for lo, _ in SIZES), "5+"]:
-        got = inside.get(name, [])
-        out[f"n_{name}"] = len(got)
-        out[f"purity_{name}"] = round(float(np.mean(got)), 4) if got else None
+    for band in purity_by_size(groups, scored, STORY):
+        out[f"n_{band.band}"] = band.judged
+        out[f"purity_{band.band}"] = band.share
     return out
 
 

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.chain.run import run_pipeline  # deferred: loads torch, `nlsim --help` stays fast
-    from nlsim.evaluation.judge import Judgement, figure
+    from nlsim.evaluation.judge import Judgement, headline
 
     result = run_pipeline(config_from_args(PipelineConfig, args))
     if args.json:
@@ -47,9 +47,5 @@ def run(args: argparse.Namespace) -> int:
             f"  {s['items']} items, {s['pairs']} pairs, {s['clusters']} clusters; model {s['model']}, "
             f"threshold {s['threshold']}"
         )
-        j = Judgement.of(rec["judge"])
-        print(
-            f"  same story on the {j.split} pairs: precision {figure(j.precision)}, recall "
-            f"{figure(j.recall)}, F1 {figure(j.f1)}"
-        )
+        print("  " + headline(Judgement.of(rec["judge"])))
     return 0

@@ -601,12 +601,22 @@ def _judgement(judge: Judgement | None, *, window: bool = False) -> str:
         if other + missing
         else ""
     )
+    by_size = (
+        "<p class='meta' id='purity'>Of the judged pairs inside clusters of "
+        + "; ".join(
+            f"{esc(p.band)} items, {_fmt(p.share, 2)} are the same story ({p.judged:,} pairs)"
+            for p in judge.purity_by_size
+        )
+        + ": large clusters that chain a topic or a series show here first.</p>"
+        if judge.purity_by_size
+        else ""
+    )
     return (
         f"<h3 id='judged'>Judged by the editors' pairs: same story at the cluster level</h3>"
         f"<p class='meta'>{judge.judged_pairs:,} scored {esc(judge.split)} pairs of "
         f"<bdi>{esc(judge.pairs)}</bdi> belong to {esc(where)}, {judge.same_story_pairs:,} of them the same "
         f"story; a figure with nothing to divide by is shown as –.{left}</p>"
-        f"<table class='metrics'>{body}</table>"
+        f"<table class='metrics'>{body}</table>{by_size}"
     )
 
 

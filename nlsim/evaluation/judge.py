@@ -72,6 +72,69 @@ class PairFigures:
     judged: int = 0
 
 
+SIZE_BANDS: tuple[tuple[int, int | None], ...] = ((2, 2), (3, 4), (5, 9), (10, None))
+"""The cluster-size bands of the purity figures (:func:`purity_by_size`): 2, 3-4, 5-9 and 10+ items."""
+
+
+@dataclass(frozen=True)
+class SizePurity:
+    """The judged pairs whose two items share a cluster of ``band`` items (``2``, ``3-4``, ``5-9``, ``10+``;
+    ``5+``: 5 or more), and the share of them that are the same story (``None``: no such pair)."""
+
+    band: str
+    judged: int
+    same_story: int
+    share: float | None
+
+
+def size_band(size: int) -> str:
+    """The name of the band of :data:`SIZE_BANDS` that a cluster of ``size`` items falls in.
+
+    >>> size_band(2), size_band(4), size_band(9), size_band(31)
+    ('2', '3-4', '5-9', '10+')
+    """
+    for lo, hi in SIZE_BANDS:
+        if size >= lo and (hi is None or size <= hi):
+            return f"{lo}+" if hi is None else (f"{lo}" if lo == hi else f"{lo}-{hi}")
+    raise ValueError(f"a cluster holds 2 items or more, not {size}")
+
+
+def purity_by_size(
+    groups: Iterable[Iterable[Any]], scored: Iterable[tuple[Any, Any, float]], same_story: float = SAME_STORY
+) -> list[SizePurity]:
+    """The purity of a report's clusters by their size: for each band of :data:`SIZE_BANDS`, and for ``5+``,
+    the ``scored`` pairs (``(id_a, id_b, score)``) whose two items share one of the ``groups`` (clusters'
+    member ids) of that size, and the share of them that are the same story. Large clusters that chain a
+    topic or a series show here first: their pairs are the same story less often than a pair's.
+
+    >>> bands = purity_by_size([["a", "b"]], [("a", "b", 1.0), ("a", "c", 1.0)])
+    >>> [(p.band, p.judged, p.share) for p in bands]
+    [('2', 1, 1.0), ('3-4', 0, None), ('5-9', 0, None), ('10+', 0, None), ('5+', 0, None)]
+    """
+    size: dict[str, int] = {}
+    cluster: dict[str, int] = {}
+    for i, members in enumerate(groups):
+        ids = [str(m) for m in members]
+        for m in ids:
+            size[m], cluster[m] = len(ids), i
+    inside: dict[str, list[bool]] = {}
+    for a, b, score in scored:
+        a, b = str(a), str(b)
+        if a in cluster and cluster[a] == cluster.get(b):
+            for band in [size_band(size[a])] + (["5+"] if size[a] >= 5 else []):
+                inside.setdefault(band, []).append(float(score) >= same_story - 1e-9)
+    bands = [size_band(lo) for lo, _ in SIZE_BANDS] + ["5+"]
+    return [
+        SizePurity(
+            band,
+            len(got := inside.get(band, [])),
+            int(sum(got)),
+            round(float(np.mean(got)), 4) if got else None,
+        )
+        for band in bands
+    ]
+
+
 @dataclass(frozen=True)
 class Judgement:
     """A report judged at the cluster level against editors' scored pairs: the figures of the module
@@ -97,6 +160,7 @@ class Judgement:
     grouped_same_story_pairs: int | None = None
     pairs_only: PairFigures | None = None
     same_story_level: float = SAME_STORY
+    purity_by_size: list[SizePurity] | None = None
 
     @classmethod
     def of(cls, figures: Mapping[str, Any]) -> Judgement:
@@ -107,6 +171,12 @@ class Judgement:
         known = known_fields(cls, figures)
         if isinstance(known.get("pairs_only"), Mapping):
             known["pairs_only"] = PairFigures(**known_fields(PairFigures, known["pairs_only"]))
+        if isinstance(known.get("purity_by_size"), list):
+            known["purity_by_size"] = [
+                band if isinstance(band, SizePurity) else SizePurity(**known_fields(SizePurity, band))
+                for band in known["purity_by_size"]
+                if isinstance(band, (SizePurity, Mapping))
+            ]
         return cls(**known)
 
     def to_dict(self) -> dict[str, Any]:
@@ -219,6 +289,9 @@ def judge_tables(
         "unjudged_pairs": len(edges) - len(edge_judged),
         "pairs_only": {**_prf(edge_tp, len(edge_judged), positives), "judged": len(edge_judged)},
         "same_story_level": same_story,
+        "purity_by_size": purity_by_size(
+            clusters["member_ids"], ((a, b, s) for (a, b), s in scores.items()), same_story
+        ),
     }
 
 
@@ -417,6 +490,26 @@ def interval(ci: list[float] | None) -> str:
     return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}] 95%"
 
 
+def headline(j: Judgement) -> str:
+    """The judgement in one line for the chain's last words: precision, recall, F1 and the purity of the
+    clusters of 5 or more items (where a report chains a topic or a series).
+
+    >>> j = Judgement("p.tsv", "validation", 715, 85, 0.702, 0.553, 0.618,
+    ...               purity_by_size=[SizePurity("5+", 19, 14, 0.7368)])
+    >>> print(headline(j))  # doctest: +NORMALIZE_WHITESPACE
+    same story on the validation pairs: precision 0.702, recall 0.553, F1 0.618;
+    inside clusters of 5+ items 0.74 (19 judged pairs)
+    """
+    large = next((p for p in j.purity_by_size or [] if p.band == "5+"), None)
+    text = (
+        f"same story on the {j.split} pairs: precision {figure(j.precision)}, recall {figure(j.recall)}, "
+        f"F1 {figure(j.f1)}"
+    )
+    if large is not None:
+        text += f"; inside clusters of 5+ items {figure(large.share, 2)} ({large.judged} judged pairs)"
+    return text
+
+
 def describe(j: Judgement) -> str:
     """One paragraph for logs and the command line."""
     po = j.pairs_only
@@ -431,6 +524,10 @@ def describe(j: Judgement) -> str:
             f"F1 {figure(po.f1)}; "
         )
     text += f"{j.unjudged_pairs} of {j.reported_pairs} reported pairs were not judged"
+    if j.purity_by_size:  # not recorded by an older nlsim
+        text += "; the same story inside clusters of " + ", ".join(
+            f"{p.band} items {figure(p.share, 2)} ({p.judged})" for p in j.purity_by_size
+        )
     left = (j.mismatched_pairs or 0) + (j.pairs_not_in_corpus or 0)
     if left:
         text += (

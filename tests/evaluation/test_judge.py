@@ -190,6 +190,37 @@ def test_an_older_record_reads_without_made_up_figures() -> None:
     assert Judgement.of(j.to_dict()) == j
 
 
+def test_purity_by_size_counts_the_judged_pairs_inside_clusters_of_each_size() -> None:
+    """A chained cluster of five is half the same story while its pair of two is all: the purity by size
+    tells them apart where precision pools them. A pair across two clusters counts in no band."""
+    clusters = pd.DataFrame(
+        {"cluster_id": ["c1", "c2", "c3"], "member_ids": [list("abcde"), ["f", "g"], ["h", "i", "j"]]}
+    )
+    reported = pd.DataFrame({"id_a": ["a", "f", "h"], "id_b": ["b", "g", "i"]})
+    judged = pd.DataFrame(
+        {
+            "id_a": ["a", "a", "c", "d", "f", "h", "a"],
+            "id_b": ["b", "c", "d", "e", "g", "i", "f"],
+            "score": [1.0, 0.75, 0.875, 0.5, 1.0, 0.75, 1.0],
+        }
+    )
+    figures = judge_tables(clusters, reported, judged)
+    got = {p.band: (p.judged, p.same_story, p.share) for p in figures["purity_by_size"]}
+    assert got == {
+        "2": (1, 1, 1.0),
+        "3-4": (1, 0, 0.0),
+        "5-9": (4, 2, 0.5),
+        "10+": (0, 0, None),
+        "5+": (4, 2, 0.5),
+    }
+    assert figures["precision"] == pytest.approx(3 / 6)  # pooled: the five's half and the pairs' all
+    j = Judgement.of({**figures, "pairs": "pairs.tsv", "split": "all"})
+    assert Judgement.of(json.loads(json.dumps(j.to_dict()))) == j  # run.json keeps it
+    text = describe(j)
+    bands = "2 items 1.00 (1), 3-4 items 0.00 (1), 5-9 items 0.50 (4), 10+ items undefined (0), 5+ items 0.50"
+    assert f"the same story inside clusters of {bands} (4)" in text, text
+
+
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
     moved = tmp_path / "work"
     shutil.copytree(report / "rep", moved / "rep")
@@ -246,9 +277,12 @@ def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report
     )
     for name in ("precision", "recall", "f1", "f1_ci95", "judged_pairs", "same_story_pairs", "corpus"):
         assert shown[name] == out[name], name
+    assert shown["purity_by_size"] == out["purity_by_size"]
+    assert [b["band"] for b in out["purity_by_size"]] == ["2", "3-4", "5-9", "10+", "5+"]
     assert shown["corpus"] == str(report / "corpus.parquet")  # one name for the corpus, from any folder
     page = (report / "judged" / "index.html").read_text()
     assert "Judged by the editors' pairs" in page and f"{out['f1']:.3f}" in page
+    assert "id='purity'" in page and "items, " in page
     plain = json.loads((report / "rep" / "run.json").read_text())
     assert "judge" not in plain  # not asked: run.json as before
 
