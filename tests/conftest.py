@@ -114,7 +114,10 @@ def _module_temp_goes(
         return
     for path in base.iterdir():
         if path.name not in before and not path.name.startswith(SESSION_TEMP):
-            shutil.rmtree(path, ignore_errors=True)
+            if path.is_symlink():  # pytest's NAMEcurrent link to the newest NAME<n> folder
+                path.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

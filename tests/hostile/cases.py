@@ -2115,8 +2115,13 @@ def snapshot(folder: Path) -> dict[str, str]:
     return out
 
 
+def case_folder(case: Case, work: Path) -> Path:
+    """The folder under ``work`` where :func:`run_case` runs ``case``."""
+    return work / re.sub(r"[^\w.-]", "_", case.name)
+
+
 def run_case(case: Case, work: Path) -> dict[str, Any]:
-    d = work / re.sub(r"[^\w.-]", "_", case.name)
+    d = case_folder(case, work)
     d.mkdir(parents=True)
     for rel, data in case.files.items():
         path = d / rel
