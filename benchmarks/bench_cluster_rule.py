@@ -153,21 +153,9 @@ def judged(groups: list[list[str]], links: pd.DataFrame, validation: pd.DataFram
     clusters = pd.DataFrame({"cluster_id": [f"c{i}" for i in range(len(groups))], "member_ids": groups})
     figures = judge_tables(clusters, links[["id_a", "id_b"]], validation, items=ids)
     out = {k: figures[k] for k in ("precision", "recall", "f1", "f1_ci95")} | {"clusters": len(groups)}
-    return out | purity(groups, validation) | {"largest": max((len(g) for g in groups), default=0)}
-
-
-def purity(groups: list[list[str]], judged_pairs: pd.DataFrame) -> dict:
-    """For each size bin (``2``, ``3-4``, ``5-9``, ``10+``, and ``5+``: 5 or more): the judged pairs whose two
-    items share a cluster of that size (``n_BIN``) and the share of them that are the same story
-    (``purity_BIN``), as ``nlsim judge`` gives them (:func:`nlsim.evaluation.judge.purity_by_size`)."""
-    from nlsim.evaluation.judge import purity_by_size
-
-    scored = zip(judged_pairs["id_a"], judged_pairs["id_b"], judged_pairs["score"], strict=True)
-    out: dict = {}
-    for band in purity_by_size(groups, scored, STORY):
-        out[f"n_{band.band}"] = band.judged
-        out[f"purity_{band.band}"] = band.share
-    return out
+    for band in figures["purity_by_size"]:  # n_BIN and purity_BIN, as `nlsim judge` gives them
+        out |= {f"n_{band.band}": band.judged, f"purity_{band.band}": band.share}
+    return out | {"largest": max((len(g) for g in groups), default=0)}
 
 
 def inside_links(members: list[str], links: pd.DataFrame) -> pd.DataFrame:
