@@ -16,6 +16,9 @@ scored pairs, each rule judged with ``nlsim judge``'s cluster-level figures
   code) or a rise against a fall is held at 0.75, so it links nothing;
 - ``…+veto1``: the same after the veto's first three tests (years, codes, template, no code spared), as
   it began; ``…+veto+dates``: the default tests and ``dates`` (two days named, none shared);
+- ``support-S+veto+largeN-M``: the support rule with the veto, where a merge into a group of ``N`` items
+  or more also needs the links between its two halves to score on average at least the threshold plus
+  ``M`` (``--large N:M,...``; none by default): a large cluster must be held by links above the threshold;
 - ``average``: average linkage on the scores (a pair never scored, or scored below the floor, counts 0);
 - ``share-S``: while a cluster links fewer than a share ``S`` of its member pairs, its weakest link is cut
   (``--shares``, default 0.3 and 0.5);
@@ -40,6 +43,7 @@ pairs once (``cluster_rule_test_once.md``/``.json``).
 
     python benchmarks/bench_cluster_rule.py [--model-store models] [--floor 0.84] [--threshold 0.874]
         [--scores pairs.parquet ...] [--supports 0.3,0.4,0.5,0.6,0.7] [--shares 0.3,0.5] [--tag NAME]
+        [--large 5:0.01,...]
     python benchmarks/bench_cluster_rule.py --veto-only
     python benchmarks/bench_cluster_rule.py --scores pairs.parquet --threshold 0.8808 \\
         --test-once components+veto
@@ -53,6 +57,8 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +67,12 @@ from _common import RESULTS, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from nlsim.clusters.rules import (  # noqa: E402
+    ConnectedComponents,
+    Link,
+    SharedSupport,
+    _average_linkage,
+)
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after the path is set
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -197,6 +209,22 @@ def with_verdicts(links: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([links[kept], story.assign(score=1.0)[["id_a", "id_b", "score"]]], ignore_index=True)
 
 
+@dataclass(frozen=True)
+class LargeNeedsMargin(SharedSupport):
+    """The support rule, where a merge into a group of ``size`` items or more also needs the links between
+    its two halves to score ``floor`` or more on average (``--large``)."""
+
+    size: int = 5
+    floor: float = 0.0
+
+    def groups(self, links: Sequence[Link]) -> list[list[str]]:
+        def refuse(n: int, mean: float) -> bool:
+            return n >= self.size and mean < self.floor
+
+        parts = ConnectedComponents().groups(links)
+        return [g for members in parts for g in _average_linkage(members, links, self.min_share, refuse)]
+
+
 def rule_groups(
     pairs: pd.DataFrame,
     ids: list[str],
@@ -205,9 +233,9 @@ def rule_groups(
     shares: list[float],
     train: pd.DataFrame | None,
     scores: dict[tuple[str, str], float],
+    large: Sequence[tuple[int, float]] = (),
 ) -> dict[str, list[list[str]]]:
     """Every rule's groups at threshold ``t`` (see the module doc)."""
-    from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport
 
     links = pairs[pairs["score"] >= t]
 
@@ -225,6 +253,9 @@ def rule_groups(
         rules[f"components{tag}"] = ConnectedComponents().clusters(chosen)
         for sup in supports if tag in ("", "+veto1", "+veto") else ():
             rules[f"support-{sup:g}{tag}"] = SharedSupport(min_share=sup).clusters(chosen)
+            for size, margin in large if tag == "+veto" else ():
+                rule = LargeNeedsMargin(min_share=sup, size=size, floor=t + margin)
+                rules[f"support-{sup:g}{tag}+large{size}-{margin:g}"] = rule.clusters(chosen)
     comps = components(ids, links)
     rules["average"] = [g for comp in comps for g in average_linkage(comp, scores, float(t))]
     if train is not None:
@@ -257,6 +288,7 @@ def measure(
     shares: list[float],
     train: pd.DataFrame | None = None,
     extra: float | None = None,
+    large: Sequence[tuple[int, float]] = (),
 ) -> tuple[list[dict], dict[tuple[float, str], list[list[str]]]]:
     """Every rule judged at each threshold from ``floor`` to 0.96 (and at ``extra``, the calibrated
     threshold), with every rule's groups (for the folds)."""
@@ -268,7 +300,7 @@ def measure(
     for t in grid:
         links = pairs[pairs["score"] >= t]
         line = []
-        for rule, groups in rule_groups(pairs, ids, t, supports, shares, train, scores).items():
+        for rule, groups in rule_groups(pairs, ids, t, supports, shares, train, scores, large).items():
             kept[(t, rule)] = groups
             rows.append(
                 {"threshold": t, "rule": rule, **judged(groups, held(groups, links), validation, ids)}
@@ -525,6 +557,12 @@ def main() -> None:
     parser.add_argument(
         "--veto-only", action="store_true", help="only print what the series veto does to the editors' pairs"
     )
+    parser.add_argument(
+        "--large",
+        default="",
+        help="variants of support+veto where a merge into N+ items needs links M above the threshold on "
+        "average: N:M,... (e.g. 5:0.01; none by default)",
+    )
     parser.add_argument("--tag", default="", help="write cluster_rule_TAG.md/.json/.png instead")
     parser.add_argument(
         "--test-once",
@@ -541,6 +579,7 @@ def main() -> None:
         return
     shares = [float(x) for x in args.shares.split(",") if x]
     supports = [float(x) for x in args.supports.split(",") if x]
+    large = [(int(n), float(m)) for n, m in (x.split(":") for x in args.large.split(",") if x)]
     from nlsim.io.pairs import load_pairs
 
     header = machine()
@@ -561,7 +600,7 @@ def main() -> None:
     runs, kept_of_runs = [], []
     for (name, pairs), threshold in zip(sets, thresholds, strict=True):
         rows, kept = measure(
-            pairs, validation, ids, args.floor, supports, shares, train=train, extra=threshold
+            pairs, validation, ids, args.floor, supports, shares, train=train, extra=threshold, large=large
         )
         runs.append(
             {

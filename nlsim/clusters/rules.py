@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -152,13 +152,21 @@ def _joined(links: Iterable[Link], constraints: LinkConstraints) -> list[list[st
     return sorted((sorted(g) for g in seen.values()), key=lambda g: g[0])
 
 
-def _average_linkage(members: list[str], links: Sequence[Link], min_share: float) -> list[list[str]]:
+def _average_linkage(
+    members: list[str],
+    links: Sequence[Link],
+    min_share: float,
+    refuse: Callable[[int, float], bool] | None = None,
+) -> list[list[str]]:
     """``members`` (one component) merged by average linkage on the links, down to ``min_share``.
 
     The next merge is the pair of groups with the largest share of linked member pairs; among equal
     shares (two single items always share 1), the one whose links close more triangles (items linked to
     both ends), then the higher mean score: a dense core forms before a lone bridge is read. A heap of
-    candidate merges, refreshed for the neighbours of each merged group, keeps a large component fast."""
+    candidate merges, refreshed for the neighbours of each merged group, keeps a large component fast.
+    ``refuse(size, mean_score)``, when given, vetoes a merge into a group of ``size`` items whose links
+    between its two halves score ``mean_score`` on average; the other merges go on (for measuring
+    variants of the rule: ``benchmarks/bench_cluster_rule.py --large``)."""
     if len(members) == 2:
         return [members]
     index = {m: i for i, m in enumerate(members)}
@@ -188,11 +196,13 @@ def _average_linkage(members: list[str], links: Sequence[Link], min_share: float
     for x, y, _ in pairs:
         push(x, y)
     while heap:
-        neg_share, _, _, x, y, vx, vy = heapq.heappop(heap)
+        neg_share, _, neg_mean, x, y, vx, vy = heapq.heappop(heap)
         if x not in groups or y not in groups or version[x] != vx or version[y] != vy:
             continue  # a merge changed one of the two groups since this entry was pushed
         if -neg_share < min_share:
             break
+        if refuse is not None and refuse(size[x] + size[y], -neg_mean):
+            continue
         keep, gone = x, y
         groups[keep] += groups.pop(gone)
         size[keep] += size.pop(gone)
