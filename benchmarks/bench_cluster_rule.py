@@ -67,12 +67,7 @@ from _common import RESULTS, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from nlsim.clusters.rules import (  # noqa: E402
-    ConnectedComponents,
-    Link,
-    SharedSupport,
-    _average_linkage,
-)
+from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402 - after the path is set
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -217,12 +212,8 @@ class LargeNeedsMargin(SharedSupport):
     size: int = 5
     floor: float = 0.0
 
-    def groups(self, links: Sequence[Link]) -> list[list[str]]:
-        def refuse(n: int, mean: float) -> bool:
-            return n >= self.size and mean < self.floor
-
-        parts = ConnectedComponents().groups(links)
-        return [g for members in parts for g in _average_linkage(members, links, self.min_share, refuse)]
+    def refuse(self, size: int, mean: float) -> bool:
+        return size >= self.size and mean < self.floor
 
 
 def rule_groups(

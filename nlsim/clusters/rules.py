@@ -91,8 +91,14 @@ class SharedSupport(ClusterRule):
     def groups(self, links: Sequence[Link]) -> list[list[str]]:
         out: list[list[str]] = []
         for members in ConnectedComponents().groups(links):
-            out += _average_linkage(members, links, self.min_share)
+            out += _average_linkage(members, links, self.min_share, self.refuse)
         return out
+
+    def refuse(self, size: int, mean: float) -> bool:
+        """Whether a merge into a group of ``size`` items, whose two halves' links score ``mean`` on
+        average, is refused though its share is enough: never here; a variant may refuse some
+        (``benchmarks/bench_cluster_rule.py --large``)."""
+        return False
 
 
 RULES: dict[str, type[ClusterRule]] = {r.name: r for r in (ConnectedComponents, SharedSupport)}
@@ -165,8 +171,8 @@ def _average_linkage(
     both ends), then the higher mean score: a dense core forms before a lone bridge is read. A heap of
     candidate merges, refreshed for the neighbours of each merged group, keeps a large component fast.
     ``refuse(size, mean_score)``, when given, vetoes a merge into a group of ``size`` items whose links
-    between its two halves score ``mean_score`` on average; the other merges go on (for measuring
-    variants of the rule: ``benchmarks/bench_cluster_rule.py --large``)."""
+    between its two halves score ``mean_score`` on average; the other merges go on
+    (:meth:`SharedSupport.refuse`)."""
     if len(members) == 2:
         return [members]
     index = {m: i for i, m in enumerate(members)}
