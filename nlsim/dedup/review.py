@@ -104,8 +104,15 @@ RULES = (
     'Mainland China alone does not count as a shared "country" (almost every item is Chinese news): use the '
     "more specific entity (province, city, company...) instead.",
     "When torn between two levels, pick the lower one only if the higher one's condition is clearly not met.",
+    'Exams: "the same exam sitting" (1) means both items are news about one sitting of one exam (one '
+    "year's 考研, one province's one year's 高考): its registration figures or rules, exam days, papers or "
+    "answers, score lines, results or admissions. Study guides, prep tips and coaching material are not news "
+    "about the sitting: two of them are 0.75, and one of them against news of the sitting is 0.75. Different "
+    "years are never 1.",
+    "A product, a property project, a game or a show: the same launch, price, promotion or announcement is 1; "
+    "two different promotions, reviews, events or updates of it are 0.75.",
 )
-"""The rubric's rules on choosing a level (``annotations/GUIDELINES.md``, *Rules* 1 to 4)."""
+"""The rubric's rules on choosing a level (``annotations/GUIDELINES.md``, *Rules* 1 to 4, 6 and 7)."""
 
 
 def _asset(name: str) -> str:

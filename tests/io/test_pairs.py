@@ -45,15 +45,19 @@ def test_loads_tsv_csv_parquet_alike(tmp_path: Path) -> None:
 
 def test_the_annotated_set_loads(repo_root: Path) -> None:
     pairs = load_pairs(repo_root / "annotations" / "thucnews_tw_pairs.tsv")
-    # the first 2,000, batch 2 (179 train, 89 validation), batch 3 (206 train, 103 validation) and
-    # batch 4 (446 train, 223 validation)
-    assert len(pairs) == 3246
-    assert pairs["split"].value_counts().to_dict() == {"train": 2231, "validation": 715, "test": 300}
+    # the first 2,000, batch 2 (179 train, 89 validation), batch 3 (206 train, 103 validation), batch 4
+    # (446 train, 223 validation) and batch 5 (221 train, 110 validation)
+    assert len(pairs) == 3577
+    assert pairs["split"].value_counts().to_dict() == {"train": 2452, "validation": 825, "test": 300}
     assert pairs["score"].between(0, 1).all()
     batch2 = pairs[pairs["pair_id"].str.startswith("b2-")]
     assert len(batch2) == 268 and batch2["notes"].str.startswith("double-scored").sum() == 28
     batch4 = pairs[pairs["pair_id"].str.startswith("b4-")]
     assert len(batch4) == 669 and (batch4["score"] >= 0.875).sum() == 86
+    batch5 = pairs[pairs["pair_id"].str.startswith("b5-")]
+    assert len(batch5) == 331 and (batch5["score"] >= 0.875).sum() == 63
+    inside_large = batch5[batch5["stratum"] == "editor-loop:cluster5+"]
+    assert len(inside_large) == 16 and (inside_large["score"] < 0.875).all()  # none the same story
 
 
 @pytest.mark.parametrize(
