@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
+from nlsim.clusters.copies import contract, expand
 from nlsim.errors import ConfigError
 
 
@@ -57,17 +58,34 @@ class ClusterRule(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def groups(self, links: Sequence[Link]) -> list[list[str]]:
-        """The rule's groups of two items or more, from ``links`` (no editor's verdict in them)."""
+    def groups(self, links: Sequence[Link], weights: Mapping[str, int] | None = None) -> list[list[str]]:
+        """The rule's groups of two items or more, from ``links`` (no editor's verdict in them); ``weights``:
+        how many items each item stands for (a group of exact copies read as its representative), 1 for
+        an item not named."""
 
-    def clusters(self, links: Iterable[Link], constraints: LinkConstraints | None = None) -> list[list[str]]:
+    def clusters(
+        self,
+        links: Iterable[Link],
+        constraints: LinkConstraints | None = None,
+        copies: Mapping[str, str] | None = None,
+    ) -> list[list[str]]:
         """The clusters of ``links`` under this rule, with the editors' ``constraints`` honoured: each a
-        sorted list of item ids, the clusters sorted by their first id."""
+        sorted list of item ids, the clusters sorted by their first id.
+
+        ``copies`` maps each exact copy to its group's representative (:mod:`nlsim.clusters.copies`): the
+        rule reads each group as its representative standing for all its items (a copy's links are its
+        representative's, and every pair of the group is linked), and every copy ends in its
+        representative's cluster (a group linked to nothing else is a cluster of its own copies)."""
         cons = constraints or LinkConstraints()
+        weights = None
+        if copies:
+            between, cons, weights = contract(links, cons, copies)
+            links = [Link(a, b, score) for a, b, score in between]
         allowed = [k for k in _unique(links) if not cons.forbids(k.a, k.b)]
-        inside = {i: n for n, g in enumerate(self.groups(allowed)) for i in g}
+        inside = {i: n for n, g in enumerate(self.groups(allowed, weights)) for i in g}
         held = [k for k in allowed if k.a in inside and inside.get(k.a) == inside.get(k.b)]
-        return _joined(held, cons)
+        joined = _joined(held, cons)
+        return expand(joined, copies) if copies else joined
 
 
 @dataclass(frozen=True)
@@ -76,7 +94,7 @@ class ConnectedComponents(ClusterRule):
 
     name: ClassVar[str] = "components"
 
-    def groups(self, links: Sequence[Link]) -> list[list[str]]:
+    def groups(self, links: Sequence[Link], weights: Mapping[str, int] | None = None) -> list[list[str]]:
         return _joined(links, LinkConstraints())
 
 
@@ -88,10 +106,10 @@ class SharedSupport(ClusterRule):
     name: ClassVar[str] = "support"
     min_share: float = 0.5
 
-    def groups(self, links: Sequence[Link]) -> list[list[str]]:
+    def groups(self, links: Sequence[Link], weights: Mapping[str, int] | None = None) -> list[list[str]]:
         out: list[list[str]] = []
         for members in ConnectedComponents().groups(links):
-            out += _average_linkage(members, links, self.min_share, self.refuse)
+            out += _average_linkage(members, links, self.min_share, self.refuse, weights)
         return out
 
     def refuse(self, size: int, mean: float) -> bool:
@@ -163,6 +181,7 @@ def _average_linkage(
     links: Sequence[Link],
     min_share: float,
     refuse: Callable[[int, float], bool] | None = None,
+    weights: Mapping[str, int] | None = None,
 ) -> list[list[str]]:
     """``members`` (one component) merged by average linkage on the links, down to ``min_share``.
 
@@ -172,9 +191,12 @@ def _average_linkage(
     candidate merges, refreshed for the neighbours of each merged group, keeps a large component fast.
     ``refuse(size, mean_score)``, when given, vetoes a merge into a group of ``size`` items whose links
     between its two halves score ``mean_score`` on average; the other merges go on
-    (:meth:`SharedSupport.refuse`)."""
+    (:meth:`SharedSupport.refuse`). ``weights``: how many items a member stands for (a group of exact
+    copies): a link between two members links every pair of their items, and a group's size counts them
+    all, so a group of copies weighs in the share as its copies would."""
     if len(members) == 2:
         return [members]
+    w = [int(weights.get(m, 1)) if weights else 1 for m in members]
     index = {m: i for i, m in enumerate(members)}
     near: dict[int, set[int]] = {i: set() for i in range(len(members))}
     pairs: list[tuple[int, int, float]] = []
@@ -188,8 +210,10 @@ def _average_linkage(
     between: dict[int, dict[int, tuple[int, int, float]]] = {i: {} for i in range(len(members))}
     for x, y, score in pairs:
         n, t, s = between[x].get(y, (0, 0, 0.0))
-        between[x][y] = between[y][x] = (n + 1, t + len(near[x] & near[y]), s + score)
-    size = dict.fromkeys(range(len(members)), 1)
+        many = w[x] * w[y]
+        closed = many * sum(w[z] for z in near[x] & near[y])
+        between[x][y] = between[y][x] = (n + many, t + closed, s + many * score)
+    size = dict(enumerate(w))
     groups: dict[int, list[str]] = {i: [m] for i, m in enumerate(members)}
     version = dict.fromkeys(range(len(members)), 0)
     heap: list[tuple[float, float, float, int, int, int, int]] = []

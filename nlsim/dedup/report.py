@@ -135,6 +135,11 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
             "id_b": frame["id"].astype(str).to_numpy()[b],
             **{c: scored[c].to_numpy() for c in SCORES},
             "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
+            "exact_copy": (
+                pairs["exact_copy"].fillna(False).astype(bool).to_numpy()
+                if "exact_copy" in pairs
+                else np.zeros(len(a), bool)
+            ),
             **{c.name: side(c, ends[c.name[-1]]) for c in columns.sides()},
         }
     )

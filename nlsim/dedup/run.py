@@ -70,6 +70,7 @@ STAGES: dict[str, StageInfo] = {
         StageInfo("model", "load the encoder, its reranker and the threshold", io=True),
         StageInfo("window", "open the state; decide which items to embed and search", io=True),
         StageInfo("convert", "OpenCC script conversion of the texts to embed"),
+        StageInfo("copies", "group the exact copies (texts the same once normalised)"),
         StageInfo("embed", "embed the texts", expensive=True),
         StageInfo("index", "build the FAISS index of the window"),
         StageInfo("neighbors", "each searched item's nearest neighbours above the threshold", expensive=True),
@@ -248,7 +249,7 @@ def _analyse(
     # read before the expensive stages: a bad file is refused first (a replayed run does not read them)
     scored = stages.judge_pairs(settings.report) if settings.report.judge_pairs else None
     editors = stages.editors(settings.clustering, window)
-    search = _search(step, settings, model, window, plan)
+    search = _search(step, settings, model, window, plan, editors)
     clustering = step("cluster", cluster, search.window, search.pairs, settings.clustering, editors)
     missed = step("near-misses", stages.near_misses, search.below, clustering, settings.report.near_misses)
     chosen = _editors_record(clustering, missed, editors)
@@ -347,6 +348,7 @@ def run_record(
         "clusters_dissolved": len(update.dissolved),
         "clusters_in_window": int(len(clustering.window_clusters)),
         "near_misses": int(len(missed)),
+        "exact_copies": 0 if window.copies is None else window.copies.count,
     }
     extra: dict[str, Any] = {"merged_into": dict(sorted(update.merged_into.items()))}
     if update.dissolved:
@@ -401,10 +403,20 @@ def _replay_committed(
 
 
 def _search(
-    step: _Steps, settings: DedupSettings, model: stages.ModelChoice, window: Window, plan: stages.EmbedPlan
+    step: _Steps,
+    settings: DedupSettings,
+    model: stages.ModelChoice,
+    window: Window,
+    plan: stages.EmbedPlan,
+    editors: EditorsInput,
 ) -> Search:
-    """Convert, embed (as ``plan`` says), index, search the neighbours and rerank them (:class:`Search`)."""
+    """Convert, group the exact copies, embed (as ``plan`` says), index, search the neighbours and rerank
+    them (:class:`Search`)."""
     texts = step("convert", stages.convert_texts, window, settings.model)
+    window = step("copies", stages.copies, window, settings.model, settings.search, editors)
+    said = stages.copies_said(window)
+    if said:
+        step.log.say(said)
     emb, hit = step("embed", stages.embed, texts, model, plan)
     info = stages.with_inference(model.info, model.encoder)
     window = step("index", stages.index, window, emb, settings.search, model)
@@ -416,6 +428,7 @@ def _search(
     if reranked:
         pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.progress)
     pairs, below = near_misses.split(pairs, model.threshold.value)
+    pairs = stages.with_copies(pairs, window)
     rerank = stages.rerank_record(model, candidates, int(len(pairs))) if reranked else None
     return Search(window, pairs, below, candidates, hit, info, rerank)
 

@@ -130,6 +130,7 @@ def search_shard(
     window: Any = None,
     threads: int | None = None,
     span: tuple[int, int] | None = None,
+    copies: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """One shard of the neighbour search, on a worker: the same pairs as
     :func:`nlsim.search.neighbors.neighbor_pairs` for these query rows.
@@ -159,5 +160,13 @@ def search_shard(
             )
         queries = np.load(queries, mmap_mode="r")[span[0] : span[1]]
     return neighbor_pairs(
-        index, queries, query_rows, k=k, threshold=threshold, times=times, window=window, progress=False
+        index,
+        queries,
+        query_rows,
+        k=k,
+        threshold=threshold,
+        times=times,
+        window=window,
+        progress=False,
+        copies=copies,
     )

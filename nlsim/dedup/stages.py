@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -35,6 +35,7 @@ import pandas as pd
 
 from nlsim.clusters.assign import ClusterUpdate, assign_groups
 from nlsim.clusters.constraints import LinkConstraints, pair_key
+from nlsim.clusters.copies import contract, find_copies
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import Link, rule_named
 from nlsim.clusters.table import cluster_table
@@ -458,6 +459,20 @@ def convert_texts(window: Window, scoring: ModelSettings) -> list[str]:
     return window.texts(window.embed_rows, scoring.convert)
 
 
+def copies(window: Window, scoring: ModelSettings, search: SearchSettings, editors: EditorsInput) -> Window:
+    """The window's exact copies (:mod:`nlsim.clusters.copies`): items whose texts, in the run's script,
+    are the same once normalised, grouped before the neighbour search; copies further apart than the
+    time window are not copies, and an editor's "not the same story" keeps two copies apart. Returns the
+    window with them (:func:`copies_said`: what the run says of them)."""
+    ids = window.ids
+    texts = window.texts(range(len(ids)), scoring.convert)
+    cannot = editors.constraints().restricted_to(ids.tolist()).cannot_link
+    found = find_copies(
+        ids, texts, window.items["published_at"], window_hours=search.window_hours, cannot=cannot
+    )
+    return replace(window, copies=found)
+
+
 @dataclass(frozen=True)
 class EmbedPlan:
     """How the embed stage goes about its texts.
@@ -563,6 +578,10 @@ def neighbors(
     sharded search)."""
     hours = timedelta(hours=opts.window_hours) if opts.window_hours else None
     q = window.query_rows
+    rep = None if window.copies is None or not window.copies.count else window.copies.rep
+    if rep is not None:
+        q = q[rep[q] == q]  # a copy's neighbours are its representative's
+    extra = {} if rep is None else {"copies": rep}
     return (search or neighbor_pairs)(
         window.index,
         window.embeddings[q],
@@ -572,7 +591,50 @@ def neighbors(
         times=window.items["published_at"] if hours is not None else None,
         window=hours,
         progress=progress,
+        **extra,
     )
+
+
+def copies_said(window: Window) -> str | None:
+    """What the run says of the window's exact copies (``None`` when it has none)."""
+    found = window.copies
+    if found is None or not found.count:
+        return None
+    groups = len(found.groups())
+    return (
+        f"exact copies: {found.count} item(s) repeat the text of another, in {groups} group(s); each group "
+        "is searched and clustered as one item"
+    )
+
+
+def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
+    """``pairs`` (at or above the threshold) with a link from each of today's copies to its representative
+    (``exact_copy`` true; score 1, the top of the scale; the cosine of their vectors; no cross-encoder
+    score: the texts are the same)."""
+    found = window.copies
+    if found is None or not found.count:
+        return pairs
+    a, b = found.pairs(window.query_rows)
+    if not len(a):
+        return pairs
+    emb = window.embeddings
+    cosine = (
+        (emb[a] * emb[b]).sum(axis=1).astype(np.float32) if emb is not None else np.ones(len(a), np.float32)
+    )
+    links = pd.DataFrame(
+        {
+            "a": a,
+            "b": b,
+            "similarity": np.ones(len(a), np.float32),
+            "cosine": cosine,
+            "cross_encoder": np.full(len(a), np.nan, np.float32),
+            "exact_copy": True,
+        }
+    )
+    scored = with_scores(pairs).assign(exact_copy=False)
+    key = scored["a"].to_numpy(np.int64) * (len(window.items) + 1) + scored["b"].to_numpy(np.int64)
+    taken = np.isin(key, a * (len(window.items) + 1) + b)
+    return pd.concat([scored[~taken], links], ignore_index=True)
 
 
 def rerank(
@@ -645,9 +707,14 @@ def cluster(
     ]
     known = editors.constraints().restricted_to(ids.tolist())
     rule = rule_named(opts.rule, opts.support)
-    groups = rule.clusters(links, known)
+    same = window.copies.rep_of() if window.copies is not None else {}
+    groups = rule.clusters(links, known, same)
     # what the rule makes without the "not the same story" verdicts: the links they cut
-    free = rule.clusters(links, LinkConstraints(must_link=known.must_link)) if known.cannot_link else groups
+    free = (
+        rule.clusters(links, LinkConstraints(must_link=known.must_link), same)
+        if known.cannot_link
+        else groups
+    )
     upd = assign_groups(
         window.previous,
         window.anchors,
@@ -687,7 +754,7 @@ def cluster(
         report_clusters,
         _clusters_state(upd, window),
         pairs[~held].reset_index(drop=True),
-        editors_record(editors, known, pairs_all, upd.assignment, cut_links(links, groups, free)),
+        editors_record(editors, known, pairs_all, upd.assignment, cut_links(links, groups, free, same)),
         editors.verdicts,
         editors.scored,
     )
@@ -716,16 +783,26 @@ def cluster_daily(
     return replace(made, report_pairs=report_pairs, window_clusters=window_clusters)
 
 
-def cut_links(links: Sequence[Link], groups: Sequence[Sequence[str]], free: Sequence[Sequence[str]]) -> int:
+def cut_links(
+    links: Sequence[Link],
+    groups: Sequence[Sequence[str]],
+    free: Sequence[Sequence[str]],
+    copies: Mapping[str, str] | None = None,
+) -> int:
     """How many ``links`` join two items that share a group of ``free`` (the rule without the editors'
     "not the same story" verdicts) and not one of ``groups`` (with them): the links the verdicts cut, a
-    direct link between the two items or a link of a chain that held them together."""
+    direct link between the two items or a link of a chain that held them together. With ``copies``
+    (:mod:`nlsim.clusters.copies`), a link to a group of copies counts once for each copy it links."""
     if groups is free:
         return 0
+    weights: Mapping[str, int] = {}
+    if copies:
+        between, _, weights = contract(links, LinkConstraints(), copies)
+        links = [Link(a, b, s) for a, b, s in between]
     final = {m: n for n, g in enumerate(groups) for m in g}
     loose = {m: n for n, g in enumerate(free) for m in g}
     return sum(
-        1
+        weights.get(k.a, 1) * weights.get(k.b, 1)
         for k in links
         if loose.get(k.a) is not None
         and loose.get(k.a) == loose.get(k.b)

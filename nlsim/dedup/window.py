@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.clusters.assign import drop_items
+from nlsim.clusters.copies import Copies
 from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import parse_time
 from nlsim.dedup.record import ModelSwitch
@@ -98,6 +99,8 @@ class Window:
     state: State | None = None
     embeddings: np.ndarray | None = None
     index: Any = None
+    copies: Copies | None = None
+    """The window's exact copies (the copies stage's; ``None`` before it ran)."""
     _converted: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """The converted texts of the rows converted so far (a cache, not part of the window's value)."""
 

@@ -228,10 +228,13 @@ def table(name: str) -> Table:
         return TABLES[name]
     if name == "pairs":
         cluster = _col("cluster_id", pa.string(), "cluster", "cluster")
+        copy = _col("exact_copy", pa.bool_(), "score", "exact copy", "flag")
         return Table(
             "pairs",
-            (*PAIR_ENDS, *SCORES, cluster, *sides()),
-            "pairs.parquet: id_a is the earlier item by the order rule (nlsim.clusters.order).",
+            (*PAIR_ENDS, *SCORES, cluster, copy, *sides()),
+            "pairs.parquet: id_a is the earlier item by the order rule (nlsim.clusters.order); exact_copy "
+            "true where the two texts are the same once normalised (linked before any score, similarity 1, "
+            "no cross-encoder score: nlsim.clusters.copies).",
         )
     if name == "near_misses":
         ends = (

@@ -3,6 +3,12 @@
 Rows are row positions in the index. A pair ``(a, b)`` has ``a < b`` and appears once, with the highest
 similarity seen for it (an approximate index can score the two directions slightly differently).
 
+Exact copies: with ``copies`` (each index row's representative, :class:`nlsim.clusters.copies.Copies`), a
+query counts k *distinct* neighbours: its own copies are not neighbours, every copy of another group is
+that group's representative, and a query whose k nearest hits hold fewer than k groups is searched again
+with more hits until it has k or the rest score below the threshold (150 copies of one headline would
+otherwise fill every copy's k neighbours). Only representatives need be queried.
+
 Time window: with ``times`` (datetime64, aligned with index rows) and ``window`` (a timedelta), a pair is
 kept only when ``|t_a - t_b| <= window``. An item without a date (NaT) cannot be placed in time, so by
 default its pairs are kept (``nat="keep"``): an undated copy of a story is still a copy. ``nat="drop"``
@@ -60,6 +66,7 @@ def neighbor_pairs(
     nat: str = "keep",
     batch_size: int = 4096,
     progress: bool = True,
+    copies: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Pairs ``(a, b, similarity)`` linking each query to its ``k`` nearest neighbours at ``>= threshold``.
 
@@ -73,6 +80,8 @@ def neighbor_pairs(
         k: neighbours per query, the query itself not counted (``k + 1`` are asked for).
         threshold: minimum similarity (inner product = cosine for unit vectors).
         times, window, nat: optional time-window filter (see the module docstring).
+        copies: each index row's representative (int64, length ``ntotal``): hits read as their
+            representatives, k distinct ones per query (see the module docstring).
         batch_size: queries searched at a time (bounds memory; an index with a ``batch_size(default)``
             method, such as a batched IVF index, may ask for more); progress: a bar in a terminal, lines
             in a log (:mod:`nlsim.progress`).
@@ -90,24 +99,41 @@ def neighbor_pairs(
     ntotal = int(index.ntotal)
     if rows.size and (rows.max() >= ntotal or rows.min() < 0):
         raise ConfigError(f"query_rows must be row positions in the index (0 .. {ntotal - 1})")
-    collect = _Collector(ntotal, k, threshold, times, window, nat)
+    if copies is not None and len(copies) != ntotal:
+        raise ConfigError(f"copies has {len(copies)} entries but the index has {ntotal} rows")
+    collect = _Collector(ntotal, k, threshold, times, window, nat, copies)
     kk = min(k + 1, max(ntotal, 1))
     m = q.shape[0]
     if hasattr(index, "batch_size"):
         batch_size = index.batch_size(batch_size, k=kk)
+    short: list[np.ndarray] = []
     with Progress(m, "neighbours", "queries", enabled=progress and m > 0) as bar:
         for start in range(0, m, batch_size):
             stop = min(start + batch_size, m)
             sims, hits = index.search(q[start:stop], kk)
-            collect.add(rows[start:stop], sims, hits)
+            short.append(start + collect.add(rows[start:stop], sims, hits))
             bar.update(stop - start)
+    again = np.concatenate(short) if short else np.zeros(0, np.int64)
+    while again.size and kk < ntotal:  # queries whose hits held fewer than k distinct groups
+        kk = min(ntotal, kk * 4)
+        sims, hits = index.search(q[again], kk)
+        again = again[collect.add(rows[again], sims, hits)]
     return collect.result()
 
 
 class _Collector:
     """Turns search results (hits sorted by similarity, per query row) into unique filtered pairs."""
 
-    def __init__(self, ntotal: int, k: int, threshold: float, times: Any, window: Any, nat: str) -> None:
+    def __init__(
+        self,
+        ntotal: int,
+        k: int,
+        threshold: float,
+        times: Any,
+        window: Any,
+        nat: str,
+        copies: np.ndarray | None = None,
+    ) -> None:
         if nat not in ("keep", "drop"):
             raise ConfigError(f"nat must be 'keep' or 'drop', got {nat!r}")
         self.ntotal, self.k, self.threshold, self.nat = ntotal, k, threshold, nat
@@ -117,21 +143,35 @@ class _Collector:
             self.win_ns = int(pd.Timedelta(window).value)
             if self.win_ns < 0:
                 raise ConfigError(f"window must not be negative, got {window}")
+        self.copies = None if copies is None else np.asarray(copies, dtype=np.int64)
         self.keys: list[np.ndarray] = []
         self.sims: list[np.ndarray] = []
 
-    def add(self, rows: np.ndarray, sims: np.ndarray, hits: np.ndarray) -> None:
+    def add(self, rows: np.ndarray, sims: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        """Collect one search's pairs; returns the positions (in ``rows``) of the queries to search again
+        with more hits: with ``copies``, those whose hits held fewer than k groups while the last hit still
+        reached the threshold."""
         own = rows[:, None]
         valid = (hits >= 0) & (hits != own)
+        found = hits  # the rows hit; with copies, ``hits`` become their representatives
+        if self.copies is not None:
+            hits = np.where(hits >= 0, self.copies[np.maximum(hits, 0)], -1)
+            own = self.copies[rows][:, None]
+            valid &= hits != own
+            valid &= _first_of_each(hits, valid, self.ntotal)
         # keep at most k hits per query besides itself (the query may not be the first of tied hits)
         valid &= np.cumsum(valid, axis=1) <= self.k
+        short = np.zeros(0, np.int64)
+        if self.copies is not None:
+            full = valid.sum(axis=1) >= self.k
+            short = np.flatnonzero(~full & (found[:, -1] >= 0) & (sims[:, -1] >= self.threshold))
         valid &= sims >= self.threshold
         qa = np.broadcast_to(own, hits.shape)[valid]
         hb = hits[valid]
         sv = sims[valid].astype(np.float32, copy=False)
         if self.use_window and qa.size:
             nat_ns = np.iinfo(np.int64).min  # NaT as int64
-            ta, tb = self.t_ns[qa], self.t_ns[hb]
+            ta, tb = self.t_ns[np.broadcast_to(rows[:, None], hits.shape)[valid]], self.t_ns[found[valid]]
             undated = (ta == nat_ns) | (tb == nat_ns)
             with np.errstate(over="ignore"):
                 close = np.abs(np.where(undated, 0, ta - tb)) <= self.win_ns
@@ -140,11 +180,24 @@ class _Collector:
         if qa.size:
             self.keys.append(np.minimum(qa, hb) * np.int64(self.ntotal) + np.maximum(qa, hb))
             self.sims.append(sv)
+        return short
 
     def result(self) -> pd.DataFrame:
         if not self.keys:
             return _empty()
         return _unique(np.concatenate(self.keys), np.concatenate(self.sims), self.ntotal)
+
+
+def _first_of_each(hits: np.ndarray, valid: np.ndarray, ntotal: int) -> np.ndarray:
+    """True at the first valid hit of each distinct value in its row (later hits of the same group are
+    not further neighbours)."""
+    first = np.zeros(hits.shape, bool)
+    flat = np.flatnonzero(valid.ravel())
+    if flat.size:
+        key = (flat // hits.shape[1]) * np.int64(ntotal + 1) + hits.ravel()[flat]
+        _, at = np.unique(key, return_index=True)
+        first.ravel()[flat[at]] = True
+    return first
 
 
 def _unique(key: np.ndarray, sim: np.ndarray, base: int) -> pd.DataFrame:

@@ -165,3 +165,41 @@ def test_merge_pairs_across_chunks(emb: np.ndarray) -> None:
     ]
     pd.testing.assert_frame_equal(merge_pairs(parts), whole)
     assert len(merge_pairs([])) == 0
+
+
+def _copies_and_others(n_copies: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n_copies`` identical vectors (rows 0..n-1, row 0 their representative) and 12 distinct vectors near
+    them (rows n..n+11), with each row's representative."""
+    rng = np.random.default_rng(seed)
+    centre = rng.normal(size=16)
+    near = centre + 0.3 * rng.normal(size=(12, 16))
+    emb = unit(np.vstack([np.repeat(centre[None], n_copies, axis=0), near]))
+    rep = np.arange(len(emb))
+    rep[:n_copies] = 0
+    return emb, rep
+
+
+@pytest.mark.parametrize("n_copies", [10, 100, 1000])
+def test_copies_count_as_one_neighbour_and_each_query_still_finds_k_others(n_copies):
+    emb, rep = _copies_and_others(n_copies)
+    index = build_index(emb, use_gpu=False)
+    queries = np.flatnonzero(rep == np.arange(len(rep)))  # the representatives
+    got = neighbor_pairs(index, emb[queries], queries, k=5, threshold=-1.0, progress=False, copies=rep)
+    pairs = set(zip(got["a"].tolist(), got["b"].tolist(), strict=True))
+    # every pair is between representatives: a copy is never a neighbour of its own group
+    assert all(rep[a] == a and rep[b] == b and a != b for a, b in pairs)
+    # the copies' representative finds 5 distinct neighbours, not 5 of its own copies
+    assert sum(1 for a, b in pairs if 0 in (a, b)) >= 5
+    # without copies, its hits are its own copies and it finds none of the others
+    plain = neighbor_pairs(index, emb[:1], np.array([0]), k=5, threshold=-1.0, progress=False)
+    assert set(plain["b"].tolist()) <= set(range(n_copies))
+
+
+def test_with_copies_and_no_duplicates_the_pairs_are_the_plain_ones():
+    rng = np.random.default_rng(3)
+    emb = unit(rng.normal(size=(60, 8)))
+    index = build_index(emb, use_gpu=False)
+    rows = np.arange(60)
+    plain = neighbor_pairs(index, emb, rows, k=4, threshold=0.2, progress=False)
+    same = neighbor_pairs(index, emb, rows, k=4, threshold=0.2, progress=False, copies=rows.copy())
+    pd.testing.assert_frame_equal(plain, same)

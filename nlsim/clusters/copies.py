@@ -1,0 +1,199 @@
+"""Exact copies: items whose texts are identical once normalised, grouped before the neighbour search.
+
+Identical wire copies are the easiest near-duplicates a newsroom has, and the ones a neighbour search
+handles worst: 150 copies of one headline fill each other's k nearest neighbours, the search finds no
+other neighbour for any of them, and a cluster rule that asks for support inside a cluster
+(:class:`~nlsim.clusters.rules.SharedSupport`) keeps a few dozen of them and leaves the rest alone. So,
+as text-dedup and SemHash do, exact duplicates are grouped first:
+
+- :func:`copy_key`: the text in the run's script (after OpenCC), NFKC, case folded, without white space,
+  punctuation or control characters. Two items with the same non-empty key are copies.
+- :func:`find_copies`: the copy groups of a window, each led by its earliest member (the order rule of
+  :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
+  window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
+  after the first member of its part), and an editor's "not the same story" between two copies wins: they
+  are put in different groups.
+- The neighbour search reads one item per group (the representative stands for every copy: the others
+  have its text) and counts k *distinct* neighbours (:func:`nlsim.search.neighbors.neighbor_pairs` with
+  ``copies``); the cluster rule reads each group as one item (:func:`contract` before the rule,
+  :func:`expand` after it), so every copy ends in its representative's cluster, and a group that links to
+  nothing else is a cluster of its own copies.
+
+Example:
+    >>> import pandas as pd
+    >>> times = pd.to_datetime(["2024-05-01 08:00", "2024-05-01 09:00", "2024-05-03 09:00", None], utc=True)
+    >>> texts = ["Rain in Taipei.", "rain in taipei", "Rain in Taipei", "x"]
+    >>> found = find_copies(["a", "b", "c", "d"], texts, times)
+    >>> found.groups()
+    [['a', 'b', 'c']]
+    >>> find_copies(["a", "b", "c", "d"], ["Rain", "rain", "rain", "x"], times, window_hours=24).groups()
+    [['a', 'b']]
+    >>> find_copies(["a", "b", "c"], ["Rain", "rain", "rain"], times[:3], cannot=[("a", "c")]).groups()
+    [['a', 'b']]
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nlsim.clusters.constraints import LinkConstraints, pair_key
+from nlsim.clusters.order import order_keys
+
+DROPPED = ("Z", "P", "C")
+"""The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
+characters (C)."""
+
+
+def copy_key(text: str) -> str:
+    """What two texts must share to be copies: NFKC, case folded, without white space, punctuation and
+    control characters (``""``: a text with nothing else is nobody's copy).
+
+    >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
+    ('rainintaipei', '颱風來了', '')
+    """
+    folded = unicodedata.normalize("NFKC", str(text)).casefold()
+    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in DROPPED)
+
+
+@dataclass(frozen=True)
+class Copies:
+    """The copy groups of a run's items: ``rep[i]`` is the row of item ``i``'s representative (``i`` itself
+    for a representative and for an item without copies); ``ids`` the items' ids, row by row."""
+
+    ids: tuple[str, ...] = ()
+    rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def count(self) -> int:
+        """Items that are a copy of another (every member of a group but its representative)."""
+        return int((self.rep != np.arange(len(self.rep))).sum())
+
+    @property
+    def representatives(self) -> np.ndarray:
+        """Rows that stand for themselves (a representative, or an item without copies)."""
+        return np.flatnonzero(self.rep == np.arange(len(self.rep)))
+
+    def rep_of(self) -> dict[str, str]:
+        """Each copy's representative, by id (items without copies left out): what a cluster rule reads."""
+        return {self.ids[i]: self.ids[int(r)] for i, r in enumerate(self.rep) if int(r) != i}
+
+    def groups(self) -> list[list[str]]:
+        """The groups of two items or more, by id, representative first, sorted by representative."""
+        members: dict[int, list[str]] = defaultdict(list)
+        for i, r in enumerate(self.rep):
+            if int(r) != i:
+                members[int(r)].append(self.ids[i])
+        members = {r: [self.ids[r], *copies] for r, copies in members.items()}
+        return [members[r] for r in sorted(members, key=lambda r: self.ids[r]) if len(members[r]) > 1]
+
+    def pairs(self, rows: Iterable[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Row pairs ``(representative, copy)`` that link each copy to its representative, each with its
+        smaller row first; only those with a side among ``rows`` when given (a daily run: today's items)."""
+        copy = np.flatnonzero(self.rep != np.arange(len(self.rep)))
+        rep = self.rep[copy]
+        if rows is not None:
+            wanted = np.zeros(len(self.rep), bool)
+            wanted[np.asarray(list(rows), dtype=np.int64)] = True
+            keep = wanted[copy] | wanted[rep]
+            copy, rep = copy[keep], rep[keep]
+        return np.minimum(copy, rep).astype(np.int64), np.maximum(copy, rep).astype(np.int64)
+
+
+def find_copies(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    times: Any = None,
+    *,
+    window_hours: float | None = None,
+    cannot: Iterable[tuple[str, str]] = (),
+) -> Copies:
+    """The copy groups of items ``ids`` with ``texts`` (in the run's script) and ``times`` (datetime-like,
+    NaT allowed; ``None``: all undated), cut by ``window_hours`` and by the editors' ``cannot`` pairs (see
+    the module docstring). Undated copies stay with the first part of their group."""
+    ids = [str(i) for i in ids]
+    n = len(ids)
+    rep = np.arange(n, dtype=np.int64)
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for i, text in enumerate(texts):
+        key = copy_key(text)
+        if key:
+            by_key[key].append(i)
+    if not any(len(rows) > 1 for rows in by_key.values()):
+        return Copies(tuple(ids), rep)
+    keys = order_keys(ids, times if times is not None else [None] * n)
+    apart = {pair_key(str(a), str(b)) for a, b in cannot}
+    window_ns = None if not window_hours else int(float(window_hours) * 3600e9)
+    for rows in by_key.values():
+        if len(rows) < 2:
+            continue
+        rows = sorted(rows, key=lambda r: keys[ids[r]])
+        parts: list[list[int]] = []
+        for r in rows:
+            home = next((p for p in parts if _fits(p, r, ids, keys, window_ns, apart)), None)
+            if home is None:
+                parts.append([r])
+            else:
+                home.append(r)
+        for part in parts:
+            rep[part] = part[0]
+    return Copies(tuple(ids), rep)
+
+
+def _fits(
+    part: list[int], r: int, ids: list[str], keys: Mapping[str, Any], window_ns: int | None, apart: set
+) -> bool:
+    """Whether row ``r`` joins ``part``: within the window of its first member, and no editor keeps it
+    apart from one of its members."""
+    first = keys[ids[part[0]]]
+    mine = keys[ids[r]]
+    if window_ns is not None and not first.undated and not mine.undated and mine.ns - first.ns > window_ns:
+        return False
+    return not any(pair_key(ids[r], ids[m]) in apart for m in part)
+
+
+def contract(
+    links: Iterable[Any], constraints: LinkConstraints, rep_of: Mapping[str, str]
+) -> tuple[list[tuple[str, str, float]], LinkConstraints, dict[str, int]]:
+    """The links ``(a, b, score)`` and constraints between representatives, and how many items each stands
+    for: each item read as its representative (a copy's links are its group's), a link inside a group
+    dropped, the highest score kept per pair; a constraint between two groups holds for the groups."""
+    best: dict[tuple[str, str], float] = {}
+    for k in links:
+        a, b = rep_of.get(k.a, k.a), rep_of.get(k.b, k.b)
+        if a == b:
+            continue
+        key = pair_key(a, b)
+        best[key] = max(best.get(key, -np.inf), float(k.score))
+
+    def lifted(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(rep_of.get(a, a), rep_of.get(b, b)) for a, b in pairs]
+
+    lifted_constraints = LinkConstraints.from_pairs(
+        must=lifted(constraints.must_link), cannot=lifted(constraints.cannot_link)
+    )
+    weights: dict[str, int] = defaultdict(lambda: 1)
+    for rep in rep_of.values():
+        weights[rep] += 1
+    return [(a, b, s) for (a, b), s in sorted(best.items())], lifted_constraints, dict(weights)
+
+
+def expand(groups: Iterable[Sequence[str]], rep_of: Mapping[str, str]) -> list[list[str]]:
+    """Groups of representatives as groups of items: each representative with its copies; a copy group
+    that no group holds is a group of its own. Sorted lists, sorted by their first id."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for copy, rep in rep_of.items():
+        members[rep].append(copy)
+    out: list[list[str]] = []
+    placed: set[str] = set()
+    for g in groups:
+        items = [i for r in g for i in (r, *members.get(r, ()))]
+        placed.update(g)
+        out.append(sorted(items))
+    out += [sorted([rep, *copies]) for rep, copies in members.items() if rep not in placed]
+    return sorted(out, key=lambda g: g[0])

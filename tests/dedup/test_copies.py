@@ -1,0 +1,132 @@
+"""Every identical copy grouped: copies of one text among other items, with the default cluster rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from incremental_helpers import HashEncoder, run_daily, state_assignment
+
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.run import run_dedup
+
+COPIED = "Ministers met on Tuesday to agree the new budget for rail and road repairs"
+
+
+def _corpus(repo_root: Path, copies: int) -> pd.DataFrame:
+    """200 BBC titles and ``copies`` copies of one wire text, some with other spacing, case and marks."""
+    bbc = pd.read_parquet(repo_root / "data/bbc.parquet").drop_duplicates("title").head(200)
+    others = pd.DataFrame({"id": bbc["id"], "title": bbc["title"]})
+    variants = [COPIED, f"  {COPIED.upper()} ", f"{COPIED}.", f"“{COPIED}”"]
+    wire = pd.DataFrame(
+        {"id": [f"wire-{i:04d}" for i in range(copies)], "title": [variants[i % 4] for i in range(copies)]}
+    )
+    return pd.concat([others, wire], ignore_index=True)
+
+
+@pytest.mark.parametrize("copies", [10, 100, 1000])
+def test_every_copy_is_in_one_cluster_with_the_default_rule(tmp_path, repo_root, fast_encoder, copies):
+    _corpus(repo_root, copies).to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = DedupConfig(
+        corpus=tmp_path / "news.parquet",
+        out=tmp_path / "out",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.95,
+        cache=False,
+        progress=False,
+        save_index=False,
+    )
+    result = run_dedup(cfg, encoder=fast_encoder)
+    holding = [set(m) for m in result.clusters["member_ids"] if "wire-0000" in m]
+    assert len(holding) == 1
+    wire = {f"wire-{i:04d}" for i in range(copies)}
+    assert wire <= holding[0], f"{len(wire - holding[0])} of {copies} copies left out"
+    # each copy has its pair in the report: a link to the group's first item, marked as an exact copy
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    copy_pairs = pairs[pairs["exact_copy"]]
+    assert len(copy_pairs) == copies - 1
+    assert set(copy_pairs["id_a"]) == {"wire-0000"} and (copy_pairs["similarity"] == 1.0).all()
+    assert copy_pairs["cross_encoder"].isna().all()
+    # the run says how many exact copies it grouped
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["counts"]["exact_copies"] == copies - 1
+    assert any(m.startswith(f"exact copies: {copies - 1} item") for m in result.messages)
+
+
+def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
+    lines = ["pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore"]
+    lines += [f"p{n}\ttrain\t{a}\t{b}\t{ta}\t{tb}\t{s}" for n, (a, b, ta, tb, s) in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_an_editors_not_the_same_story_wins_over_an_exact_copy(tmp_path):
+    news = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": ["budget agreed today", "budget agreed today", "budget agreed today", "rain falls"],
+            "published_at": pd.to_datetime(
+                ["2024-05-01 08:00", "2024-05-01 09:00", "2024-05-01 10:00", None], utc=True
+            ),
+        }
+    )
+    news.to_parquet(tmp_path / "news.parquet", index=False)
+    pairs = _pair_file(
+        tmp_path / "pairs.tsv", [("a", "c", "budget agreed today", "budget agreed today", 0.75)]
+    )
+    (tmp_path / "pairs.verdicts.csv").write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a,c,0.75,train,desk,marks.csv,\n",
+        encoding="utf-8",
+    )
+    cfg = DedupConfig(
+        corpus=tmp_path / "news.parquet",
+        out=tmp_path / "out",
+        model="hash",
+        convert="none",
+        threshold=0.7,
+        cache=False,
+        progress=False,
+        save_index=False,
+        annotated_pairs=str(pairs),
+    )
+    result = run_dedup(cfg, encoder=HashEncoder())
+    members = sorted(sorted(m) for m in result.clusters["member_ids"])
+    assert members == [["a", "b"]]  # c stays apart from a, and so from a's copy b
+    assert result.stats.counts["exact_copies"] == 1
+
+
+def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies(tmp_path):
+    days = [
+        pd.DataFrame({"id": ["a1", "z1"], "title": ["storm hits the coast", "markets rise"]}),
+        pd.DataFrame({"id": ["a2", "b2"], "title": ["Storm hits the coast!", "storm hits the coast"]}),
+        pd.DataFrame({"id": ["a3"], "title": ["storm hits the coast"]}),
+    ]
+    paths = []
+    for n, (day, hour) in enumerate(zip(days, (8, 10, 9), strict=True)):
+        day = day.assign(
+            published_at=pd.Timestamp("2024-05-01", tz="UTC") + pd.Timedelta(days=2 * n, hours=hour)
+        )
+        paths.append(tmp_path / f"day{n}.parquet")
+        day.to_parquet(paths[-1], index=False)
+
+    def config(corpus: Path) -> DedupConfig:
+        return DedupConfig(
+            corpus=corpus,
+            out=tmp_path / "out",
+            model="hash",
+            convert="none",
+            threshold=0.99,
+            window_hours=24,
+            cache=False,
+            progress=False,
+            save_index=False,
+        )
+
+    state = tmp_path / "state"
+    runs = [run_daily(config(p), state, retention_days=None, encoder=HashEncoder()) for p in paths]
+    # a2 and b2 came within the hour: copies; a1 and a3 are two days from them: each stands alone
+    assert state_assignment(state) == {"a2": "c-a2", "b2": "c-a2"}
+    assert [r.stats.counts["exact_copies"] for r in runs] == [0, 1, 1]
