@@ -109,8 +109,8 @@ RULES = (
     "answers, score lines, results or admissions. Study guides, prep tips and coaching material are not news "
     "about the sitting: two of them are 0.75, and one of them against news of the sitting is 0.75. Different "
     "years are never 1.",
-    "A product, a property project, a game or a show: the same launch, price, promotion or announcement is 1; "
-    "two different promotions, reviews, events or updates of it are 0.75.",
+    "A product, a property project, a game or a show: the same launch, price, promotion or announcement is "
+    "1; two different promotions, reviews, events or updates of it are 0.75.",
 )
 """The rubric's rules on choosing a level (``annotations/GUIDELINES.md``, *Rules* 1 to 4, 6 and 7)."""
 
