@@ -108,9 +108,11 @@ class PipelineConfig:
     cross_encoder_epochs: int = option_like(FinetuneConfig, "cross_encoder_epochs")
     cross_encoder_lr: float = option_like(FinetuneConfig, "cross_encoder_lr")
     cross_encoder_frozen_layers: int = option_like(FinetuneConfig, "cross_encoder_frozen_layers")
-    fp32_epochs: int = option_like(FinetuneConfig, "fp32_epochs")
-    fp32_cross_encoder_epochs: int = option_like(FinetuneConfig, "fp32_cross_encoder_epochs")
-    fp32_cross_encoder_frozen_layers: int = option_like(FinetuneConfig, "fp32_cross_encoder_frozen_layers")
+    fp32_epochs: int | None = option_like(FinetuneConfig, "fp32_epochs")
+    fp32_cross_encoder_epochs: int | None = option_like(FinetuneConfig, "fp32_cross_encoder_epochs")
+    fp32_cross_encoder_frozen_layers: int | None = option_like(
+        FinetuneConfig, "fp32_cross_encoder_frozen_layers"
+    )
     story_weight: float = option_like(FinetuneConfig, "story_weight")
     rerank_weight: float = option_like(FinetuneConfig, "rerank_weight")
     story_model: bool = option_like(FinetuneConfig, "story_model")

@@ -49,16 +49,16 @@ def annotations_digest(pairs: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-FP32_EPOCHS = ("fp32_epochs", "fp32_cross_encoder_epochs")
-"""FinetuneConfig fields that stand in for the epochs on a CPU without bf16 instructions: the epochs trained
-there are the setting (:func:`training_settings`), not these."""
+FP32_EPOCHS = ("fp32_epochs", "fp32_cross_encoder_epochs", "fp32_cross_encoder_frozen_layers")
+"""FinetuneConfig fields that stand in for the epochs and frozen layers on a CPU without bf16 instructions:
+the epochs and layers trained there are the setting (:func:`training_settings`), not these."""
 
 
 def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]:
     """The settings that decide the model trained from ``cfg`` on ``device`` (a CPU: this machine's): on a
-    CPU without bf16 instructions the fp32 recipe's epochs take the place of the asked ones, so a model
-    trained there is another version than one trained with bf16 or on a GPU; elsewhere the fp32 epochs
-    change nothing and are left out.
+    CPU without bf16 instructions the ``fp32_*`` epochs and frozen layers, where given, take the place of
+    the asked ones, so a model trained so is another version; elsewhere they change nothing and are left
+    out.
 
     Example:
         >>> settings = training_settings(FinetuneConfig())  # as asked: no device

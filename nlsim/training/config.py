@@ -122,9 +122,7 @@ class FinetuneConfig:
     loss: Literal["cosent", "mse"] = option(
         "cosent", help="CoSENT (default, chosen on validation) or the studies' cosine MSE"
     )
-    epochs: int = option(
-        2, help="training epochs (on a CPU without bf16 instructions: --fp32-epochs, the fp32 recipe)"
-    )
+    epochs: int = option(2, help="training epochs of the bi-encoder")
     batch_size: int = option(16, help="pairs per optimizer step")
     gpu_batch_size: int = option(
         32,
@@ -188,23 +186,22 @@ class FinetuneConfig:
     cross_encoder_frozen_layers: int = option(
         4, help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained"
     )
-    fp32_epochs: int = option(
-        1,
-        help="training epochs of the bi-encoder instead of --epochs on a CPU without bf16 instructions "
-        "(avx512_bf16 or AMX), where its steps run in fp32: the cold chain took 11-15 minutes on 2 cores "
-        "with the avx2 choices forced, at validation figures inside the intervals of the full recipe's and "
-        "0.04-0.06 lower (docs/finetuning.md)",
+    fp32_epochs: int | None = option(
+        None,
+        help="bi-encoder epochs on a CPU without bf16 instructions (avx512_bf16 or AMX), where training "
+        "runs in fp32 (default: --epochs, the same recipe as on every machine; 1, with "
+        "--fp32-cross-encoder-epochs 1 and --fp32-cross-encoder-frozen-layers 6, is the faster fp32 "
+        "recipe of earlier versions, whose reports judged 0.04-0.06 lower: docs/finetuning.md)",
     )
-    fp32_cross_encoder_epochs: int = option(
-        1,
-        help="epochs of the reranker's cross-encoder (and the silver teacher's) instead of "
-        "--cross-encoder-epochs on a CPU without bf16 instructions (as --fp32-epochs)",
+    fp32_cross_encoder_epochs: int | None = option(
+        None,
+        help="epochs of the reranker's cross-encoder (and the silver teacher's) on a CPU without bf16 "
+        "instructions (default: --cross-encoder-epochs; as --fp32-epochs)",
     )
-    fp32_cross_encoder_frozen_layers: int = option(
-        6,
-        help="lower transformer layers of the cross-encoder kept frozen instead of --cross-encoder-frozen-"
-        "layers on a CPU without bf16 instructions (avx512_bf16 or AMX), where its steps run in fp32: "
-        "a quarter fewer trained layers per step, within the validation intervals of 4 (docs/finetuning.md)",
+    fp32_cross_encoder_frozen_layers: int | None = option(
+        None,
+        help="lower transformer layers of the cross-encoder kept frozen on a CPU without bf16 instructions "
+        "(default: --cross-encoder-frozen-layers; as --fp32-epochs)",
     )
     story_weight: float = option(
         3.0,
@@ -251,9 +248,10 @@ class FinetuneConfig:
             )
         if int(self.frozen_layers) < 0:
             raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
-        if int(self.fp32_epochs) < 1:
+        if self.fp32_epochs is not None and int(self.fp32_epochs) < 1:
             raise ConfigError(f"--fp32-epochs must be >= 1, got {self.fp32_epochs}")
-        if int(self.fp32_cross_encoder_frozen_layers) < 0:
+        frozen_fp32 = self.fp32_cross_encoder_frozen_layers
+        if frozen_fp32 is not None and int(frozen_fp32) < 0:
             raise ConfigError(
                 f"fp32 cross-encoder frozen layers must be >= 0, got {self.fp32_cross_encoder_frozen_layers}"
             )
@@ -269,7 +267,7 @@ class FinetuneConfig:
             parse_level(self.calibrate_level)
         if self.train_size is not None and self.train_size < 2:
             raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
-        if self.trains_cross_encoder:
+        if self.trains_cross_encoder and self.fp32_cross_encoder_epochs is not None:
             if int(self.fp32_cross_encoder_epochs) < 1:
                 raise ConfigError(
                     f"--fp32-cross-encoder-epochs must be >= 1, got {self.fp32_cross_encoder_epochs}"
@@ -288,8 +286,9 @@ class FinetuneConfig:
         """The settings training uses on ``device``: on a GPU, ``gpu_batch_size`` pairs a step with the
         learning rates scaled by the square root of its ratio to ``batch_size``; on a CPU without bf16
         instructions (:attr:`nlsim.inference.cpu.CpuInfo.bf16_isa` is ``None``: training runs in fp32
-        there), ``fp32_epochs``, ``fp32_cross_encoder_epochs`` and ``fp32_cross_encoder_frozen_layers``;
-        elsewhere, as given.
+        there), ``fp32_epochs``, ``fp32_cross_encoder_epochs`` and ``fp32_cross_encoder_frozen_layers``
+        where they are given (by default they are not: the same recipe on every machine); elsewhere, as
+        given.
 
         Example:
             >>> cfg = FinetuneConfig(batch_size=16, gpu_batch_size=64, lr=1e-4)
@@ -314,8 +313,7 @@ class FinetuneConfig:
 
     def _for_cpu(self) -> FinetuneConfig:
         """On this CPU: the ``fp32_*`` epochs and frozen cross-encoder layers where it has no bf16
-        instructions (its training steps run in fp32 there: fewer epochs and a quarter fewer trained layers
-        bring the cold chain within 12 minutes on 2 cores), else as given."""
+        instructions and they are given (its training steps run in fp32 there), else as given."""
         fp32 = self.fp32_settings()
         if cpu_info().bf16_isa is not None or all(getattr(self, k) == v for k, v in fp32.items()):
             return self
@@ -327,16 +325,25 @@ class FinetuneConfig:
         return bool(self.reranker) or self.silver_corpus is not None
 
     def fp32_settings(self) -> dict[str, int]:
-        """The settings a CPU without bf16 instructions trains with instead of the asked ones.
+        """The settings a CPU without bf16 instructions trains with: the ``fp32_*`` ones where given, else
+        the asked ones (the default: one recipe on every machine).
 
         Example:
             >>> FinetuneConfig().fp32_settings()
-            {'epochs': 1, 'cross_encoder_epochs': 1, 'cross_encoder_frozen_layers': 6}
+            {'epochs': 2, 'cross_encoder_epochs': 3, 'cross_encoder_frozen_layers': 4}
+            >>> FinetuneConfig(fp32_epochs=1, fp32_cross_encoder_frozen_layers=6).fp32_settings()
+            {'epochs': 1, 'cross_encoder_epochs': 3, 'cross_encoder_frozen_layers': 6}
         """
+
+        def given(fp32: int | None, asked: int) -> int:
+            return int(asked if fp32 is None else fp32)
+
         return {
-            "epochs": int(self.fp32_epochs),
-            "cross_encoder_epochs": int(self.fp32_cross_encoder_epochs),
-            "cross_encoder_frozen_layers": int(self.fp32_cross_encoder_frozen_layers),
+            "epochs": given(self.fp32_epochs, self.epochs),
+            "cross_encoder_epochs": given(self.fp32_cross_encoder_epochs, self.cross_encoder_epochs),
+            "cross_encoder_frozen_layers": given(
+                self.fp32_cross_encoder_frozen_layers, self.cross_encoder_frozen_layers
+            ),
         }
 
     def silver_config(self) -> SilverConfig:

@@ -183,7 +183,7 @@ def finetune(
         encoder = call("load-base-model", load_base, cfg)
     encoder.max_length = int(cfg.max_length)
     asked = cfg
-    cfg = cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: the fp32 recipe
+    cfg = cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: the fp32_* settings where given
     fp32 = fp32_changes(asked, cfg)
     if fp32:
         log(f"{fp32}: this CPU has no bf16 instructions and trains in fp32 ({FP32_FLAGS})")

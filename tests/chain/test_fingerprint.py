@@ -15,21 +15,24 @@ AMX = "avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
 def test_a_cpu_without_bf16_knows_its_model_by_the_epochs_it_trains(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
     settings = training_settings(FinetuneConfig(), "cpu")
+    # by default the same recipe as every machine: the same version as a bf16 CPU's or a GPU's
     assert (
         settings["epochs"],
         settings["cross_encoder_epochs"],
         settings["cross_encoder_frozen_layers"],
     ) == (
-        1,
-        1,
-        6,
+        2,
+        3,
+        4,
     )
     assert not set(FP32_EPOCHS) & set(settings)
-    # asking 3 epochs there trains the same model as asking 2: the version is the same
-    assert training_settings(FinetuneConfig(epochs=3), "cpu") == settings
-    # the full recipe asked for such a CPU is another model
-    full = training_settings(FinetuneConfig(fp32_epochs=2, fp32_cross_encoder_epochs=3), "cpu")
-    assert (full["epochs"], full["cross_encoder_epochs"]) == (2, 3)
+    assert settings == training_settings(FinetuneConfig())
+    # the faster fp32 recipe asked for there is another model, known by what it trains
+    fast = FinetuneConfig(fp32_epochs=1, fp32_cross_encoder_epochs=1, fp32_cross_encoder_frozen_layers=6)
+    got = training_settings(fast, "cpu")
+    assert (got["epochs"], got["cross_encoder_epochs"], got["cross_encoder_frozen_layers"]) == (1, 1, 6)
+    # asking 3 epochs there with --fp32-epochs 1 trains the same model as asking 2: the version is the same
+    assert training_settings(FinetuneConfig(**{**fast.__dict__, "epochs": 3}), "cpu") == got
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda:0"])
@@ -46,4 +49,4 @@ def test_with_bf16_or_on_a_gpu_the_fp32_epochs_change_nothing(
     assert training_settings(FinetuneConfig(fp32_epochs=5, fp32_cross_encoder_epochs=5), device) == here
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
     if device == "cpu":
-        assert training_settings(FinetuneConfig(), device) != here
+        assert training_settings(FinetuneConfig(fp32_epochs=1), device) != here

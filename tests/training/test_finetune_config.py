@@ -15,9 +15,16 @@ AVX2_ONLY = "avx avx2 fma"
 AMX = "avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
 
 
-def test_a_cpu_without_bf16_trains_the_fp32_recipe(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cpu_without_bf16_trains_the_same_recipe_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
     cfg = FinetuneConfig()
+    assert cfg.for_device("cpu") is cfg  # 2 bi-encoder epochs, 3 cross-encoder epochs, 4 layers frozen
+    assert (cfg.epochs, cfg.cross_encoder_epochs, cfg.cross_encoder_frozen_layers) == (2, 3, 4)
+
+
+def test_a_cpu_without_bf16_trains_the_fp32_recipe_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
+    cfg = FinetuneConfig(fp32_epochs=1, fp32_cross_encoder_epochs=1, fp32_cross_encoder_frozen_layers=6)
     on_cpu = cfg.for_device("cpu")
     assert (cfg.cross_encoder_frozen_layers, on_cpu.cross_encoder_frozen_layers) == (4, 6)
     assert (cfg.epochs, on_cpu.epochs) == (2, 1)
@@ -43,15 +50,17 @@ def test_the_full_recipe_asked_for_fp32_is_the_config_itself(monkeypatch: pytest
 
 
 def test_the_fp32_changes_are_said_and_the_cross_encoders_only_with_a_reranker() -> None:
-    asked = FinetuneConfig()
+    fast = {"fp32_epochs": 1, "fp32_cross_encoder_epochs": 1, "fp32_cross_encoder_frozen_layers": 6}
+    asked = FinetuneConfig(**fast)
     used = replace(asked, **asked.fp32_settings())
     assert fp32_changes(asked, used) == (
         "bi-encoder epochs 1, not 2; cross-encoder epochs 1, not 3; cross-encoder layers frozen 6, not 4"
     )
-    alone = FinetuneConfig(reranker=False)
+    assert fp32_changes(FinetuneConfig(), replace(FinetuneConfig(), **FinetuneConfig().fp32_settings())) == ""
+    alone = FinetuneConfig(reranker=False, **fast)
     assert fp32_changes(alone, replace(alone, **alone.fp32_settings())) == "bi-encoder epochs 1, not 2"
     # the silver pairs' teacher is a cross-encoder too
-    silver = FinetuneConfig(reranker=False, silver_corpus="corpus.tsv")
+    silver = FinetuneConfig(reranker=False, silver_corpus="corpus.tsv", **fast)
     assert "cross-encoder epochs 1, not 3" in fp32_changes(silver, replace(silver, **silver.fp32_settings()))
 
 
