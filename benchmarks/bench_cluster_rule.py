@@ -58,7 +58,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -204,18 +203,6 @@ def with_verdicts(links: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([links[kept], story.assign(score=1.0)[["id_a", "id_b", "score"]]], ignore_index=True)
 
 
-@dataclass(frozen=True)
-class LargeNeedsMargin(SharedSupport):
-    """The support rule, where a merge into a group of ``size`` items or more also needs the links between
-    its two halves to score ``floor`` or more on average (``--large``)."""
-
-    size: int = 5
-    floor: float = 0.0
-
-    def refuse(self, size: int, mean: float) -> bool:
-        return size >= self.size and mean < self.floor
-
-
 def rule_groups(
     pairs: pd.DataFrame,
     ids: list[str],
@@ -245,7 +232,7 @@ def rule_groups(
         for sup in supports if tag in ("", "+veto1", "+veto") else ():
             rules[f"support-{sup:g}{tag}"] = SharedSupport(min_share=sup).clusters(chosen)
             for size, margin in large if tag == "+veto" else ():
-                rule = LargeNeedsMargin(min_share=sup, size=size, floor=t + margin)
+                rule = SharedSupport(min_share=sup, large=size, large_floor=t + margin)
                 rules[f"support-{sup:g}{tag}+large{size}-{margin:g}"] = rule.clusters(chosen)
     comps = components(ids, links)
     rules["average"] = [g for comp in comps for g in average_linkage(comp, scores, float(t))]

@@ -58,16 +58,23 @@ class ClusterRule(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def groups(self, links: Sequence[Link], weights: Mapping[str, int] | None = None) -> list[list[str]]:
+    def groups(
+        self,
+        links: Sequence[Link],
+        weights: Mapping[str, int] | None = None,
+        start: Mapping[str, str] | None = None,
+    ) -> list[list[str]]:
         """The rule's groups of two items or more, from ``links`` (no editor's verdict in them); ``weights``:
         how many items each item stands for (a group of exact copies read as its representative), 1 for
-        an item not named."""
+        an item not named; ``start``: the group each item starts in (items of one group are never parted:
+        the stories a topic rule gathers), each item alone when not named."""
 
     def clusters(
         self,
         links: Iterable[Link],
         constraints: LinkConstraints | None = None,
         copies: Mapping[str, str] | None = None,
+        start: Mapping[str, str] | None = None,
     ) -> list[list[str]]:
         """The clusters of ``links`` under this rule, with the editors' ``constraints`` honoured: each a
         sorted list of item ids, the clusters sorted by their first id.
@@ -75,14 +82,15 @@ class ClusterRule(ABC):
         ``copies`` maps each exact copy to its group's representative (:mod:`nlsim.clusters.copies`): the
         rule reads each group as its representative standing for all its items (a copy's links are its
         representative's, and every pair of the group is linked), and every copy ends in its
-        representative's cluster (a group linked to nothing else is a cluster of its own copies)."""
+        representative's cluster (a group linked to nothing else is a cluster of its own copies).
+        ``start``: the group each item starts in and is never parted from (see :meth:`groups`)."""
         cons = constraints or LinkConstraints()
         weights = None
         if copies:
             between, cons, weights = contract(links, cons, copies)
             links = [Link(a, b, score) for a, b, score in between]
         allowed = [k for k in _unique(links) if not cons.forbids(k.a, k.b)]
-        inside = {i: n for n, g in enumerate(self.groups(allowed, weights)) for i in g}
+        inside = {i: n for n, g in enumerate(self.groups(allowed, weights, start)) for i in g}
         held = [k for k in allowed if k.a in inside and inside.get(k.a) == inside.get(k.b)]
         joined = _joined(held, cons)
         return expand(joined, copies) if copies else joined
@@ -94,29 +102,56 @@ class ConnectedComponents(ClusterRule):
 
     name: ClassVar[str] = "components"
 
-    def groups(self, links: Sequence[Link], weights: Mapping[str, int] | None = None) -> list[list[str]]:
+    def groups(
+        self,
+        links: Sequence[Link],
+        weights: Mapping[str, int] | None = None,
+        start: Mapping[str, str] | None = None,
+    ) -> list[list[str]]:
         return _joined(links, LinkConstraints())
 
 
 @dataclass(frozen=True)
 class SharedSupport(ClusterRule):
     """Average linkage over the links: a cluster holds together only while at least ``min_share`` of the
-    member pairs between its two halves are linked (see the module doc)."""
+    member pairs between its two halves are linked (see the module doc).
+
+    A large cluster must also be held strongly, not by a chain at the threshold: a merge into a group of
+    ``large`` items or more needs at least ``large_share`` of the member pairs between its two halves
+    linked, and those links to score ``large_floor`` or more on average (each ``None``: no more than a
+    smaller merge needs)."""
 
     name: ClassVar[str] = "support"
     min_share: float = 0.5
+    large: int | None = None
+    large_share: float | None = None
+    large_floor: float | None = None
 
-    def groups(self, links: Sequence[Link], weights: Mapping[str, int] | None = None) -> list[list[str]]:
+    def groups(
+        self,
+        links: Sequence[Link],
+        weights: Mapping[str, int] | None = None,
+        start: Mapping[str, str] | None = None,
+    ) -> list[list[str]]:
         out: list[list[str]] = []
         for members in ConnectedComponents().groups(links):
-            out += _average_linkage(members, links, self.min_share, self.refuse, weights)
+            out += _average_linkage(members, links, self.min_share, self.refuse, weights, start)
         return out
 
-    def refuse(self, size: int, mean: float) -> bool:
-        """Whether a merge into a group of ``size`` items, whose two halves' links score ``mean`` on
-        average, is refused though its share is enough: never here; a variant may refuse some
-        (``benchmarks/bench_cluster_rule.py --large``)."""
-        return False
+    def refuse(self, size: int, share: float, mean: float) -> bool:
+        """Whether a merge into a group of ``size`` items, whose two halves link a ``share`` of their member
+        pairs with links scoring ``mean`` on average, is refused though the share reaches ``min_share``:
+        when the group is large and held too weakly (see the class doc).
+
+        >>> rule = SharedSupport(min_share=0.4, large=5, large_share=0.6, large_floor=0.9)
+        >>> merges = [(4, 0.4, 0.85), (5, 0.7, 0.95), (5, 0.5, 0.95), (6, 0.9, 0.88)]
+        >>> [rule.refuse(*merge) for merge in merges]
+        [False, False, True, True]
+        """
+        if self.large is None or size < self.large:
+            return False
+        weak_share = self.large_share is not None and share < self.large_share
+        return weak_share or (self.large_floor is not None and mean < self.large_floor)
 
 
 RULES: dict[str, type[ClusterRule]] = {r.name: r for r in (ConnectedComponents, SharedSupport)}
@@ -128,17 +163,31 @@ stories"): cluster-level F1 0.619 on average against 0.607 for connected compone
 inside clusters of 5 or more items the same story 0.68 of the time against 0.53."""
 
 
-def rule_named(name: str, min_share: float = DEFAULT_SUPPORT) -> ClusterRule:
-    """The rule called ``name``; ``min_share`` is the support rule's (the components rule has none).
+def rule_named(
+    name: str,
+    min_share: float = DEFAULT_SUPPORT,
+    large: int | None = None,
+    large_share: float | None = None,
+    large_floor: float | None = None,
+) -> ClusterRule:
+    """The rule called ``name``; ``min_share`` and what a large cluster needs (``large``, ``large_share``,
+    ``large_floor``: :class:`SharedSupport`) are the support rule's (the components rule has none).
 
-    >>> rule_named("support"), rule_named("support", 0.5), rule_named("components", 0.5)
-    (SharedSupport(min_share=0.4), SharedSupport(min_share=0.5), ConnectedComponents())
+    >>> rule_named("support").min_share, rule_named("support", 0.5).min_share, rule_named("components", 0.5)
+    (0.4, 0.5, ConnectedComponents())
+    >>> rule_named("support", 0.4, 5, 0.5, 0.9).refuse(5, 0.45, 0.95)
+    True
     """
     if name not in RULES:
         raise ConfigError(f"unknown cluster rule {name!r}; choose one of {', '.join(RULES)}")
-    if not 0.0 < min_share <= 1.0:
-        raise ConfigError(f"the support rule's share must be in (0, 1], not {min_share}")
-    return SharedSupport(min_share=min_share) if name == SharedSupport.name else RULES[name]()
+    for what, share in (("share", min_share), ("large clusters' share", large_share)):
+        if share is not None and not 0.0 < share <= 1.0:
+            raise ConfigError(f"the support rule's {what} must be in (0, 1], not {share}")
+    if large is not None and large < 3:
+        raise ConfigError(f"a large cluster has at least 3 items, not {large}")
+    if name != SharedSupport.name:
+        return RULES[name]()
+    return SharedSupport(min_share=min_share, large=large, large_share=large_share, large_floor=large_floor)
 
 
 def _unique(links: Iterable[Link]) -> list[Link]:
@@ -180,8 +229,9 @@ def _average_linkage(
     members: list[str],
     links: Sequence[Link],
     min_share: float,
-    refuse: Callable[[int, float], bool] | None = None,
+    refuse: Callable[[int, float, float], bool] | None = None,
     weights: Mapping[str, int] | None = None,
+    start: Mapping[str, str] | None = None,
 ) -> list[list[str]]:
     """``members`` (one component) merged by average linkage on the links, down to ``min_share``.
 
@@ -189,15 +239,18 @@ def _average_linkage(
     shares (two single items always share 1), the one whose links close more triangles (items linked to
     both ends), then the higher mean score: a dense core forms before a lone bridge is read. A heap of
     candidate merges, refreshed for the neighbours of each merged group, keeps a large component fast.
-    ``refuse(size, mean_score)``, when given, vetoes a merge into a group of ``size`` items whose links
-    between its two halves score ``mean_score`` on average; the other merges go on
-    (:meth:`SharedSupport.refuse`). ``weights``: how many items a member stands for (a group of exact
-    copies): a link between two members links every pair of their items, and a group's size counts them
-    all, so a group of copies weighs in the share as its copies would."""
+    ``refuse(size, share, mean_score)``, when given, vetoes a merge into a group of ``size`` items whose two
+    halves link ``share`` of their member pairs with links scoring ``mean_score`` on average; the other
+    merges go on (:meth:`SharedSupport.refuse`). ``weights``: how many items a member stands for (a group
+    of exact copies): a link between two members links every pair of their items, and a group's size
+    counts them all, so a group of copies weighs in the share as its copies would. ``start``: the group
+    each member starts in (a story, for a topic rule), else its own."""
     if len(members) == 2:
         return [members]
     w = [int(weights.get(m, 1)) if weights else 1 for m in members]
     index = {m: i for i, m in enumerate(members)}
+    first: dict[str, int] = {}
+    home = [first.setdefault(start.get(m, m) if start else m, i) for i, m in enumerate(members)]
     near: dict[int, set[int]] = {i: set() for i in range(len(members))}
     pairs: list[tuple[int, int, float]] = []
     for k in links:
@@ -206,16 +259,24 @@ def _average_linkage(
             near[x].add(y)
             near[y].add(x)
             pairs.append((x, y, k.score))
+    groups: dict[int, list[str]] = {}
+    size: dict[int, int] = {}
+    for i, m in enumerate(members):
+        groups.setdefault(home[i], []).append(m)
+        size[home[i]] = size.get(home[i], 0) + w[i]
     # between[g][h] = (links, triangles closed, summed score) between groups g and h
-    between: dict[int, dict[int, tuple[int, int, float]]] = {i: {} for i in range(len(members))}
+    between: dict[int, dict[int, tuple[int, int, float]]] = {g: {} for g in groups}
+    linked: set[tuple[int, int]] = set()
     for x, y, score in pairs:
-        n, t, s = between[x].get(y, (0, 0, 0.0))
+        g, h = sorted((home[x], home[y]))
+        if g == h:
+            continue
+        n, t, s = between[g].get(h, (0, 0, 0.0))
         many = w[x] * w[y]
         closed = many * sum(w[z] for z in near[x] & near[y])
-        between[x][y] = between[y][x] = (n + many, t + closed, s + many * score)
-    size = dict(enumerate(w))
-    groups: dict[int, list[str]] = {i: [m] for i, m in enumerate(members)}
-    version = dict.fromkeys(range(len(members)), 0)
+        between[g][h] = between[h][g] = (n + many, t + closed, s + many * score)
+        linked.add((g, h))
+    version = dict.fromkeys(groups, 0)
     heap: list[tuple[float, float, float, int, int, int, int]] = []
 
     def push(g: int, h: int) -> None:
@@ -223,15 +284,15 @@ def _average_linkage(
         n, t, s = between[x][y]
         heapq.heappush(heap, (-n / (size[x] * size[y]), -t / n, -s / n, x, y, version[x], version[y]))
 
-    for x, y, _ in pairs:
-        push(x, y)
+    for g, h in sorted(linked):
+        push(g, h)
     while heap:
         neg_share, _, neg_mean, x, y, vx, vy = heapq.heappop(heap)
         if x not in groups or y not in groups or version[x] != vx or version[y] != vy:
             continue  # a merge changed one of the two groups since this entry was pushed
         if -neg_share < min_share:
             break
-        if refuse is not None and refuse(size[x] + size[y], -neg_mean):
+        if refuse is not None and refuse(size[x] + size[y], -neg_share, -neg_mean):
             continue
         keep, gone = x, y
         groups[keep] += groups.pop(gone)
@@ -241,8 +302,8 @@ def _average_linkage(
             del between[other][gone]
             if other == keep:
                 continue
-            m, u, w = between[keep].get(other, (0, 0, 0.0))
-            between[keep][other] = between[other][keep] = (m + n, u + t, w + s)
+            m, u, v = between[keep].get(other, (0, 0, 0.0))
+            between[keep][other] = between[other][keep] = (m + n, u + t, v + s)
         for other in between[keep]:
             push(keep, other)
     return [sorted(g) for g in groups.values() if len(g) > 1]

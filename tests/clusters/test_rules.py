@@ -46,24 +46,30 @@ def test_two_stories_joined_by_one_link_fall_apart_under_support() -> None:
     ]
 
 
-class _StrongLargeClusters(SharedSupport):
-    """The support rule, refusing a merge into 5+ items whose links between the two halves score under 0.97
-    on average (as the benchmark's ``--large`` variants do)."""
-
-    def refuse(self, size: int, mean: float) -> bool:
-        return size >= 5 and mean < 0.97
-
-
-def test_a_refused_merge_stops_only_that_merge() -> None:
-    """The hook the benchmark's ``--large`` variants use: the refused merge does not happen, the smaller
-    merges go on, and a merge it does not refuse goes through."""
+def test_a_large_cluster_held_weakly_stops_below_the_large_size() -> None:
+    """A merge into 5+ items whose links between the two halves score under 0.97 on average is refused: the
+    refused merge does not happen, the smaller merges go on, and a merge held strongly goes through."""
     weak = [Link(f"i{x}", f"i{y}", 0.95) for x in range(6) for y in range(x + 1, 6)]
     strong = [Link(f"s{x}", f"s{y}", 0.99) for x in range(6) for y in range(x + 1, 6)]
     members = [f"i{j}" for j in range(6)]
     assert SharedSupport(min_share=0.4).clusters(weak) == [members]
-    held = _StrongLargeClusters(min_share=0.4).clusters(weak)
+    tight = SharedSupport(min_share=0.4, large=5, large_floor=0.97)
+    held = tight.clusters(weak)
     assert max(len(g) for g in held) <= 4 and sorted(i for g in held for i in g) == members
-    assert _StrongLargeClusters(min_share=0.4).clusters(strong) == [[f"s{j}" for j in range(6)]]
+    assert tight.clusters(strong) == [[f"s{j}" for j in range(6)]]
+
+
+def test_a_large_cluster_needs_its_share_of_linked_pairs() -> None:
+    """Two cliques of three joined by two links: 2 of the 9 pairs between them (0.22). A share of 0.2
+    merges them; with 6+ items needing 0.5, they stay two clusters, and the cliques themselves hold."""
+    a = [Link(f"a{x}", f"a{y}", 0.95) for x in range(3) for y in range(x + 1, 3)]
+    b = [Link(f"b{x}", f"b{y}", 0.95) for x in range(3) for y in range(x + 1, 3)]
+    bridge = [Link("a0", "b0", 0.95), Link("a1", "b1", 0.95)]
+    assert len(SharedSupport(min_share=0.2).clusters(a + b + bridge)) == 1
+    assert SharedSupport(min_share=0.2, large=6, large_share=0.5).clusters(a + b + bridge) == [
+        ["a0", "a1", "a2"],
+        ["b0", "b1", "b2"],
+    ]
 
 
 @pytest.mark.parametrize("rule", [ConnectedComponents(), SharedSupport()], ids=lambda r: r.name)
