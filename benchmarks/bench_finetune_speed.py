@@ -7,9 +7,10 @@ Two parts, on the same model (multilingual-e5-small), the same pairs (our traini
 ones): the one-time costs (tokenising every text or pair once, running the frozen lower layers once) and,
 per step, building the padded batch, the forward pass, the backward pass and the optimizer step; for the
 settings of each ``--variants`` (``default``: the shipped settings; ``fp32``: the same in fp32;
-``all-layers``: no layer frozen, fp32; ``before``: no layer frozen, fp32, batches in random order,
-tokenised at each step, the unfused optimizer: the loop as it was). Token counts per step tell what padding
-costs.
+``fp32-padded``: fp32, each batch padded to its longest sequence instead of packed (the loops before
+:mod:`nlsim.training.packing`); ``all-layers``: no layer frozen, fp32; ``before``: no layer frozen, fp32,
+batches in random order, tokenised at each step, the unfused optimizer, padded: the loop as it was). Token
+counts per step tell what padding costs.
 
 ``side-by-side`` alternates nlsim's loops (``train_encoder``, ``train_cross_encoder``, shipped settings) with
 sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's default) and
@@ -45,11 +46,12 @@ OUT = ROOT / "benchmarks" / "results" / "finetune_speed"
 MODEL = "multilingual-e5-small"
 BATCH = 16
 VARIANTS = {
-    # frozen layers, precision, bucketed batches, tokenised once, fused optimizer
-    "default": (4, "auto", True, True, True),
-    "fp32": (4, "fp32", True, True, True),
-    "all-layers": (0, "fp32", True, True, True),
-    "before": (0, "fp32", False, False, False),
+    # frozen layers, precision, bucketed batches, tokenised once, fused optimizer, packed tokens
+    "default": (4, "auto", True, True, True, True),
+    "fp32": (4, "fp32", True, True, True, True),
+    "fp32-padded": (4, "fp32", True, True, True, False),
+    "all-layers": (0, "fp32", True, True, True, True),
+    "before": (0, "fp32", False, False, False, False),
 }
 
 
@@ -88,13 +90,14 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     from nlsim.encoders import load_encoder
     from nlsim.encoders.batching import bucketed_batches, pad_batch
     from nlsim.encoders.encoder import mean_pool
-    from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
+    from nlsim.rerank.cross_encoder import CrossEncoder
     from nlsim.training.losses import cosent_loss
     from nlsim.training.mixed_precision import autocast, resolve
     from nlsim.training.optim import adamw
+    from nlsim.training.packing import segment_mean
     from nlsim.training.split_encoder import SplitEncoder
 
-    frozen, setting, bucketed, once, fused = VARIANTS[variant]
+    frozen, setting, bucketed, once, fused, packed = VARIANTS[variant]
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -159,7 +162,10 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
             timed = step >= 3  # the first steps set up kernels: untimed
             t = time.perf_counter()
             seq_rows = np.concatenate([seq_a[rows], seq_b[rows]]) if kind == "bi-encoder" else rows
-            if states is not None:
+            if states is not None and packed:
+                mask = None
+                t = ph.add("batch", t) if timed else time.perf_counter()
+            elif states is not None:
                 hidden0, mask = split.batch(states, seq_rows)
                 t = ph.add("batch", t) if timed else time.perf_counter()
             else:
@@ -168,16 +174,21 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
                 batch = pad_batch(batch_ids, list(range(len(seq_rows))), pad, multiple=1)
                 t = ph.add("batch", t) if timed else time.perf_counter()
             with autocast(precision, torch.device("cpu")):
-                if states is not None:
+                if mask is None:  # packed
+                    hidden, packing = split.forward_packed(states, seq_rows)
+                    pooled = segment_mean(hidden.float(), packing)
+                elif states is not None:
                     hidden = split.upper(hidden0, mask)
+                    pooled = mean_pool(hidden.float(), mask)
                 else:
                     tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
                     hidden, mask = model(**tensors).last_hidden_state, tensors["attention_mask"]
+                    pooled = mean_pool(hidden.float(), mask)
                 if kind == "bi-encoder":
-                    emb = mean_pool(hidden.float(), mask)
+                    emb = pooled
                     loss = cosent_loss(emb[: len(rows)], emb[len(rows) :], torch.rand(len(rows)))
                 else:
-                    logits = pooled_logits(head, hidden.float(), mask)
+                    logits = head(pooled).squeeze(-1)
                     loss = torch.nn.functional.binary_cross_entropy_with_logits(
                         logits.float(), torch.rand(len(rows))
                     )
@@ -188,8 +199,9 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
             optimizer.step()
             ph.add("optimizer", t) if timed else None
             if timed:
-                ph.tokens += int(mask.numel())
-                ph.real_tokens += int(mask.sum())
+                real = int(states.lengths[seq_rows].sum()) if mask is None else int(mask.sum())
+                ph.tokens += real if mask is None else int(mask.numel())
+                ph.real_tokens += real
             step += 1
     per_step = {k: round(v / steps, 4) for k, v in ph.seconds.items()}
     return {

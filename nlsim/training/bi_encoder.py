@@ -46,6 +46,7 @@ from nlsim.training.losses import get_loss
 from nlsim.training.mixed_precision import autocast
 from nlsim.training.mixed_precision import resolve as resolve_precision
 from nlsim.training.optim import adamw, linear_schedule, set_seed
+from nlsim.training.packing import segment_mean
 from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
 
@@ -63,8 +64,12 @@ def _prepared_texts(
 
 
 def _pooled(split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int) -> torch.Tensor:
-    """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order; the rows run in
-    length-sorted chunks of ``chunk``, each padded to its own longest text."""
+    """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order: packed, every text's
+    real tokens alone (:mod:`nlsim.training.packing`), where the frozen part's states are cached; else in
+    length-sorted chunks of ``chunk``, each padded to its own longest text (the embeddings train)."""
+    if states.states is not None:
+        hidden, packing = split.forward_packed(states, rows)
+        return segment_mean(hidden.float(), packing)
     order = np.argsort(states.lengths[rows], kind="stable")
     parts = []
     for start in range(0, len(order), chunk):

@@ -7,8 +7,9 @@ decay, the best validation epoch (Spearman) kept.
 
 Every pair, in both orders, is tokenised once and run once through the frozen lower layers
 (:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
-sequences of similar length (:func:`nlsim.encoders.batching.bucketed_batches`), in bf16 autocast where the
-hardware computes it (:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states.
+sequences of similar length (:func:`nlsim.encoders.batching.bucketed_batches`), their real tokens packed
+without padding (:mod:`nlsim.training.packing`), in bf16 autocast where the hardware computes it
+(:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states.
 
 Example (a few seconds with the small English model):
     >>> import pandas as pd
@@ -43,6 +44,7 @@ from nlsim.training.losses.story_ranking import story_ranking_loss
 from nlsim.training.mixed_precision import autocast
 from nlsim.training.mixed_precision import resolve as resolve_precision
 from nlsim.training.optim import adamw, linear_schedule, set_seed
+from nlsim.training.packing import segment_mean
 from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
 
@@ -61,8 +63,14 @@ def _states(ce: CrossEncoder, split: SplitEncoder, frame: pd.DataFrame) -> Froze
 def _logits(
     ce: CrossEncoder, split: SplitEncoder, states: FrozenStates, rows: Any, log_scale: torch.Tensor | None
 ) -> torch.Tensor:
-    hidden, mask = split.forward(states, rows)
-    logits = pooled_logits(ce.head, hidden.float(), mask)
+    """The head's logits of sequences ``rows``: from packed tokens (:mod:`nlsim.training.packing`) where the
+    frozen part's states are cached, else from a padded batch (the embeddings train)."""
+    if states.states is not None:
+        hidden, packing = split.forward_packed(states, rows)
+        logits = ce.head(segment_mean(hidden.float(), packing)).squeeze(-1)
+    else:
+        hidden, mask = split.forward(states, rows)
+        logits = pooled_logits(ce.head, hidden.float(), mask)
     return logits if log_scale is None else logits * log_scale.exp()
 
 

@@ -38,6 +38,7 @@ import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_batches
 from nlsim.errors import ConfigError
+from nlsim.training.packing import Packing, packed_layer
 
 WIDTH_MULTIPLE = 8
 """Batches are padded to a multiple of this many tokens (:func:`nlsim.encoders.batching.padded_width`)."""
@@ -196,3 +197,18 @@ class SplitEncoder:
         mask, with autograd through the upper layers."""
         hidden, mask = self.batch(inputs, rows)
         return self.upper(hidden, mask), mask
+
+    def forward_packed(self, inputs: FrozenStates, rows: Sequence[int]) -> tuple[torch.Tensor, Packing]:
+        """The last hidden state of sequences ``rows`` as packed tokens ``(T, hidden)`` (row 0's tokens
+        first, :mod:`nlsim.training.packing`: no padding in the linear layers) and their packing, with
+        autograd through the upper layers. Needs the frozen part's cached states (not with
+        ``train_embeddings``)."""
+        if inputs.states is None:
+            raise ConfigError("packed sequences need the frozen part's states: the embeddings train here")
+        rows = [int(r) for r in rows]
+        device = self.device
+        packing = Packing.of(inputs.lengths[rows], device)
+        hidden = torch.cat([inputs.states[r] for r in rows]).to(device)
+        for layer in self.model.encoder.layer[self.frozen_layers :]:
+            hidden = packed_layer(layer, hidden, packing)
+        return hidden, packing
