@@ -64,17 +64,19 @@ def _prepared_texts(
 
 
 def _pooled(split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int) -> torch.Tensor:
-    """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order: packed, every text's
-    real tokens alone (:mod:`nlsim.training.packing`), where the frozen part's states are cached; else in
-    length-sorted chunks of ``chunk``, each padded to its own longest text (the embeddings train)."""
-    if states.states is not None:
-        hidden, packing = split.forward_packed(states, rows)
-        return segment_mean(hidden.float(), packing)
+    """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order, in length-sorted chunks
+    of ``chunk``: packed, every text's real tokens alone (:mod:`nlsim.training.packing`), where the frozen
+    part's states are cached; else each chunk padded to its own longest text (the embeddings train)."""
     order = np.argsort(states.lengths[rows], kind="stable")
     parts = []
     for start in range(0, len(order), chunk):
-        hidden, mask = split.forward(states, rows[order[start : start + chunk]])
-        parts.append(mean_pool(hidden.float(), mask))
+        part = rows[order[start : start + chunk]]
+        if states.states is not None:
+            hidden, packing = split.forward_packed(states, part)
+            parts.append(segment_mean(hidden.float(), packing))
+        else:
+            hidden, mask = split.forward(states, part)
+            parts.append(mean_pool(hidden.float(), mask))
     inverse = torch.empty(len(order), dtype=torch.long)
     inverse[torch.from_numpy(order)] = torch.arange(len(order))
     return torch.cat(parts)[inverse.to(parts[0].device)]
@@ -90,6 +92,9 @@ class _Run:
     texts: list[str]
     """The distinct training texts, in the order of ``states``."""
     states: FrozenStates
+    val_texts: list[str]
+    """The distinct validation texts, in the order of ``val_states``."""
+    val_states: FrozenStates
     rows_a: np.ndarray
     rows_b: np.ndarray
     scores: torch.Tensor
@@ -117,11 +122,13 @@ class _Run:
 def _start(
     encoder: Any,
     train: pd.DataFrame,
+    validation: pd.DataFrame,
     cfg: FinetuneConfig,
     log: Callable[[str], None],
     on_rate: Callable[[float], None] | None,
 ) -> _Run:
-    """The encoder cut at its frozen layers, every training text run once through them, the optimizer."""
+    """The encoder cut at its frozen layers, every training and validation text run once through them, the
+    optimizer."""
     model = encoder.model
     encoder.max_length = int(cfg.max_length)
     frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0  # trained embeddings: all layers train
@@ -133,8 +140,9 @@ def _start(
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
     t_prep = time.perf_counter()
     texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train)
+    val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation)
     log(
-        f"  bi-encoder: {len(states)} distinct texts through the frozen part in "
+        f"  bi-encoder: {len(states) + len(val_states)} distinct texts through the frozen part in "
         f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(model) - split.frozen_layers} of "
         f"{layer_count(model)} layers in {precision} ({why})"
     )
@@ -145,6 +153,8 @@ def _start(
         split,
         texts,
         states,
+        val_texts,
+        val_states,
         rows_a,
         rows_b,
         scores,
@@ -160,9 +170,11 @@ def _start(
 def _validate(
     run: _Run, validation: pd.DataFrame, cfg: FinetuneConfig, epoch: int, loss: float
 ) -> dict[str, Any]:
-    """Score validation, record the row, keep the checkpoint when it is the best so far."""
-    embedded: Embeddings = {}
+    """Score validation, record the row, keep the checkpoint when it is the best so far. The validation
+    texts are embedded from the frozen part's states (only the trained layers run), as the encoder would
+    embed them."""
     with run.clock.pause():
+        embedded = _embedded(run.split, run.val_states, run.val_texts)
         m = evaluate(pair_scorer(run.encoder, kept=embedded), validation, conversion=None)
     run.last_embeddings = embedded
     row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
@@ -258,7 +270,7 @@ def train_encoder(
     set_seed(cfg.seed)
     model = encoder.model
     total_params = sum(p.numel() for p in model.parameters())
-    run = _start(encoder, train, cfg, log, on_rate)
+    run = _start(encoder, train, validation, cfg, log, on_rate)
     rng = np.random.default_rng(cfg.seed)
     seconds_per_epoch = [
         round(_train_epoch(run, validation, cfg, epoch, rng, log), 2) for epoch in range(1, cfg.epochs + 1)
@@ -289,15 +301,24 @@ def train_encoder(
     }
 
 
-def _embedded_training_texts(run: _Run, chunk: int = 64) -> Embeddings:
-    """Each distinct training text's L2-normalised embedding by the weights the run leaves (eval mode,
-    fp32), from the frozen part's states it already holds: what :meth:`Encoder.encode` gives them, to
-    float rounding, for the trained layers' work alone (about 2/3 of it for e5 with 4 layers frozen);
-    ``chunk`` texts at a time, as :meth:`Encoder.encode` batches them on a CPU."""
+def _embedded_training_texts(run: _Run) -> Embeddings:
+    """Each distinct training text's embedding by the weights the run leaves (:func:`_embedded`)."""
+    return _embedded(run.split, run.states, run.texts)
+
+
+def _embedded(split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int = 64) -> Embeddings:
+    """Each of ``texts``' L2-normalised embedding by the model's present weights (eval mode, fp32), from the
+    frozen part's ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained
+    layers' work alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
+    :meth:`Encoder.encode` batches them on a CPU."""
+    model = split.model
+    was_training = model.training
+    model.eval()
     with torch.no_grad():
-        pooled = _pooled(run.split, run.states, np.arange(len(run.texts)), chunk).float()
+        pooled = _pooled(split, states, np.arange(len(texts)), chunk).float()
         vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
-    return dict(zip(run.texts, vectors, strict=True))
+    model.train(was_training)
+    return dict(zip(texts, vectors, strict=True))
 
 
 def load_base(cfg: FinetuneConfig) -> Any:
