@@ -42,6 +42,10 @@ from nlsim.io.atomic import atomic_write_text
 from nlsim.io.records import known_fields
 
 CALIBRATION_JSON = "calibration.json"
+TOPIC_CALIBRATION_JSON = "topic_calibration.json"
+"""Beside a model: the threshold of its cosine calibrated at the topic level (``same-topic-entity``, 0.75),
+where a report's topic groups are read (:mod:`nlsim.clusters.topics`); a reranker keeps its own in
+``reranker.json``."""
 CALIBRATION_KEYS = {"threshold", "level", "n", "n_positive"}
 """Keys every calibration file nlsim writes holds (how an existing one is told from a user's file)."""
 

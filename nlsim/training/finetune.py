@@ -29,6 +29,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ import pandas as pd
 
 from nlsim.encoders.scoring import KnownScores, known_first, pair_scorer
 from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import CALIBRATION_JSON, save_calibration
+from nlsim.evaluation.calibration import CALIBRATION_JSON, TOPIC_CALIBRATION_JSON, save_calibration
 from nlsim.io.atomic import sweep_leftovers
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
@@ -51,7 +52,13 @@ from nlsim.training.model_card import model_card_markdown
 from nlsim.training.quality_check import check_model, store_checks
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
-from nlsim.training.validation import ScoredValidation, calibrate_encoder, evaluate_splits, scored_validation
+from nlsim.training.validation import (
+    ScoredValidation,
+    calibrate_encoder,
+    calibrate_topics,
+    evaluate_splits,
+    scored_validation,
+)
 
 TRAINING_JSON = "training.json"
 SILVER_PARQUET = "silver_pairs.parquet"
@@ -140,6 +147,7 @@ TRAINING_STAGES = {
         StageInfo("train", "train the bi-encoder, keep the best validation checkpoint", expensive=True),
         StageInfo("evaluate-after", "score the fine-tuned bi-encoder"),
         StageInfo("calibrate", "calibrate the threshold on validation"),
+        StageInfo("calibrate-topics", "calibrate the topic groups' threshold on validation"),
         StageInfo("reranker", "train, calibrate and score the reranker", expensive=True),
         StageInfo(
             "quality-check", "check the lossy inference paths against fp32 on validation", expensive=True
@@ -207,6 +215,7 @@ def finetune(
     cosine = pair_scorer(encoder, kept={**run["training_embeddings"], **run["validation_embeddings"]})
     meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
     cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
+    topic = call("calibrate-topics", calibrate_topics, cosine, data, cfg, **meta)
     metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))
     reranker, own_scorer = None, cosine
     if cfg.reranker:
@@ -223,7 +232,8 @@ def finetune(
     if cfg.out and cfg.precision_check:
         checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)
     if cfg.out:
-        call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, None, checks)
+        extra = {TOPIC_CALIBRATION_JSON: partial(_save_topic, topic, encoder)} if topic is not None else None
+        call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, extra, checks)
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(
         f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
@@ -266,6 +276,14 @@ def quality_check(
         split=cfg.val_split,
         pair_conversion=cfg.conversion,
     )
+
+
+def _save_topic(topic: Any, encoder: Any, path: Path) -> None:
+    """``topic_calibration.json``: the cosine's topic-level threshold, named after the saved model."""
+    topic = copy.copy(topic)
+    topic.model = encoder.model_id
+    topic.fingerprint = encoder.fingerprint
+    save_calibration(topic, path)
 
 
 def save_model_folder(

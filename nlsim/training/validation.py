@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from nlsim.evaluation.calibration import Calibration, calibrate, threshold_metrics
+from nlsim.evaluation.levels import LEVELS
 from nlsim.evaluation.metrics import metrics_from_scores, pair_similarities
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.data import PreparedPairs
@@ -71,17 +72,23 @@ def scored_validation(
     return ScoredValidation(kind, float(calibration["threshold"]), float(calibration["level"]), by_id)
 
 
-def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, **meta: Any) -> Any:
+TOPIC_LEVEL = LEVELS["same-topic-entity"]
+
+
+def calibrate_encoder(
+    encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, level: float | None = None, **meta: Any
+) -> Any:
     """Calibrate the threshold on the (converted) validation pairs (``None`` without a level).
 
-    ``encoder`` is an encoder or a pair scorer; ``meta`` goes to the calibration (e.g. ``model=``).
+    ``encoder`` is an encoder or a pair scorer; ``level``: the level to calibrate for (default: the run's
+    ``calibrate_level``); ``meta`` goes to the calibration (e.g. ``model=``).
     """
     if cfg.calibrate_level is None:
         return None
     cal = calibrate(
         encoder,
         data.validation,
-        level=cfg.calibrate_level,
+        level=cfg.calibrate_level if level is None else level,
         conversion=None,
         split=cfg.val_split,
         pairs_file=str(cfg.pairs or ""),
@@ -90,3 +97,12 @@ def calibrate_encoder(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, **
     )
     cal.conversion = cfg.conversion
     return cal
+
+
+def calibrate_topics(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, **meta: Any) -> Any:
+    """The threshold at the topic level (``same-topic-entity``, 0.75), where a report reads its topic
+    groups (:mod:`nlsim.clusters.topics`); ``None`` when the run calibrates nothing, or calibrates for that
+    level already (its threshold is the story threshold then)."""
+    if cfg.calibrate_level is None or cfg.calibrate_level <= TOPIC_LEVEL:
+        return None
+    return calibrate_encoder(encoder, data, cfg, TOPIC_LEVEL, **meta)

@@ -42,6 +42,28 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
     assert "## Reranker" in card and "reranked" in card
 
 
+def test_a_model_calibrated_for_same_story_keeps_a_topic_threshold_too(
+    tmp_path: Path, small_pairs: pd.DataFrame
+) -> None:
+    """Beside the story threshold (here at 0.8), the rerank score and the cosine are each calibrated at the
+    topic level (0.75), where a report reads its topic groups: kept in reranker.json and
+    topic_calibration.json, read back with the reranker."""
+    from nlsim.evaluation.calibration import load_calibration
+
+    out = tmp_path / "model"
+    finetune(small_reranker_config(out, calibrate_level=0.8), pairs=small_pairs, log=lambda _: None)
+    loaded = load_reranker(out)
+    assert loaded is not None and loaded.calibration is not None and loaded.topic_calibration is not None
+    assert (loaded.calibration["level"], loaded.topic_calibration["level"]) == (0.8, 0.75)
+    assert loaded.topic_calibration["model"] == "reranker"
+    topic = load_calibration(out / "topic_calibration.json")
+    assert topic is not None and topic.level == 0.75 and topic.model == f"finetuned:{out.name}"
+    # a model calibrated at the topic level or below has no threshold of its own for topics
+    low = tmp_path / "low"
+    finetune(small_reranker_config(low, calibrate_level=0.6), pairs=small_pairs, log=lambda _: None)
+    assert load_reranker(low).topic_calibration is None and not (low / "topic_calibration.json").exists()
+
+
 def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
     """Checked when the folder is written, found when it is loaded (for its very weights)."""
     from nlsim.encoders import load_encoder

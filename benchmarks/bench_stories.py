@@ -1,0 +1,329 @@
+"""Stories inside topics: tight story clusters, topic groups around them, judged on validation and folds.
+
+A report's clusters are stories; a large cluster held by a chain of links just above the threshold tells
+of one topic (an exam year, a saga, a property project's promotions), not one story. This benchmark judges,
+on the same scored pairs, the two levels a report can have:
+
+- **stories**: the support rule with the series veto (the default, ``support 0.4``), and variants where a
+  merge into a group of ``N`` items or more also needs a share ``S`` of the member pairs between its halves
+  linked and/or their links to score the threshold plus ``M`` on average (``--large N:S:M,...``; ``-`` for
+  no condition): cluster-level precision, recall and F1 (``nlsim judge``'s figures), and the purity by
+  cluster size (the share of judged pairs inside clusters of 2, 3-4, 5-9, 10+, 5+ and 3+ items that are
+  the same story);
+- **topics** around each story variant: the stories (kept whole) and single items linked at the topic
+  threshold, gathered by a topic rule (``components`` or the support rule at a share, ``--topic-shares``):
+  how many judged pairs fall inside topic groups and the share of them the editors scored at the 0.75 level
+  or above (topic precision), and the share of the pairs at 0.75 or above that a topic holds (coverage).
+  The topic threshold is calibrated on the validation pairs at the 0.75 level as the chain calibrates the
+  story threshold (:func:`nlsim.evaluation.calibration.calibrate_scores`, cross-validated F1), on the rerank
+  scores of the store's model; ``--topic-margins`` moves it.
+
+Folds: the validation pairs are cut in 5 folds (stratified by same story, seed 0); for each fold, the
+story variant is chosen on the other four (the best F1 among the variants whose 5+ purity reaches
+``--purity``, else the best F1) and judged on it; the pooled held-out figures say what choosing on
+validation is worth.
+
+The scored pairs come from a wide report of each model (``nlsim dedup --model current --model-store STORE
+--threshold FLOOR --no-series-veto --cluster-rule components --near-misses 0``; cached per model version
+in ``benchmarks/results/cache/stories/``), at a floor below the topic threshold (``--floor``, default
+0.70). Figures go to ``benchmarks/results/stories_TAG.md``/``.json`` and ``stories_TAG.png``. The test
+split is never read.
+
+    python benchmarks/bench_stories.py --model-store STORE [--model-store STORE ...] [--floor 0.70]
+        [--large 5:-:0.01,5:0.6:-] [--topic-shares 0,0.2,0.3] [--purity 0.8] [--tag NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _common import RESULTS, machine
+from bench_cluster_rule import read_scores, stratified_folds
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport  # noqa: E402
+from nlsim.clusters.topics import TOPIC_LEVEL, topic_groups  # noqa: E402
+from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402
+
+PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
+CORPUS = ROOT / "data" / "thucnews.parquet"
+CACHE = RESULTS / "cache" / "stories"
+BANDS = {"2": (2, 2), "3-4": (3, 4), "5-9": (5, 9), "10+": (10, 10**9), "5+": (5, 10**9), "3+": (3, 10**9)}
+
+
+@dataclass(frozen=True)
+class Model:
+    """One training: its store, version, story threshold, topic threshold and validation rerank scores."""
+
+    store: Path
+    version: str
+    threshold: float
+    topic_threshold: float
+    validation: pd.DataFrame
+    """The validation pairs (``id_a``, ``id_b``, ``score``) with the model's rerank score ``rerank``."""
+
+
+def model_of(store: Path) -> Model:
+    """The store's current model, its calibrated story threshold and a topic threshold calibrated at the
+    0.75 level on the validation pairs' rerank scores (what the model's scorer gives them)."""
+    from nlsim.conversion import convert
+    from nlsim.encoders import load_encoder
+    from nlsim.evaluation.calibration import calibrate_scores
+    from nlsim.io.pairs import load_pairs
+    from nlsim.rerank.reranker import load_reranker
+
+    current = json.loads((store / "CURRENT.json").read_text())
+    folder = store / "versions" / current["version"]
+    reranker = load_reranker(folder)
+    assert reranker is not None and reranker.threshold is not None
+    pairs = load_pairs(PAIRS)
+    val = pairs[pairs["split"] == "validation"].reset_index(drop=True)
+    scorer = reranker.scorer(load_encoder(str(folder)))
+    rerank = scorer(convert(val["text_a"].tolist(), "tw2sp"), convert(val["text_b"].tolist(), "tw2sp"))
+    topic = calibrate_scores(np.asarray(rerank), val["score"].to_numpy(float), level=TOPIC_LEVEL)
+    frame = val[["id_a", "id_b", "score"]].assign(rerank=rerank)
+    return Model(store, current["version"], float(reranker.threshold), float(topic.threshold), frame)
+
+
+def wide_scores(model: Model, floor: float) -> pd.DataFrame:
+    """Every candidate pair scoring ``floor`` or more with the model (no veto, components), cached."""
+    cache = CACHE / f"{model.version}-floor{floor:g}.parquet"
+    if not cache.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", f"{tmp}/r"]
+            cmd += ["--model", "current", "--model-store", str(model.store), "--threshold", str(floor)]
+            cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0"]
+            subprocess.run([*cmd, "--no-progress"], check=True, cwd=ROOT)
+            CACHE.mkdir(parents=True, exist_ok=True)
+            pd.read_parquet(f"{tmp}/r/pairs.parquet").to_parquet(cache)
+    return read_scores(cache)
+
+
+def links_of(frame: pd.DataFrame) -> list[Link]:
+    return [Link(a, b, s) for a, b, s in zip(frame["id_a"], frame["id_b"], frame["score"], strict=True)]
+
+
+def story_rules(large: list[tuple[int, float | None, float | None]], threshold: float) -> dict[str, Any]:
+    """The default rule and each ``--large`` variant at ``threshold``."""
+    rules: dict[str, Any] = {"support-0.4": SharedSupport(min_share=0.4)}
+    for size, share, margin in large:
+        name = (
+            f"support-0.4+large{size}:{'-' if share is None else share}:{'-' if margin is None else margin}"
+        )
+        floor = None if margin is None else threshold + margin
+        rules[name] = SharedSupport(min_share=0.4, large=size, large_share=share, large_floor=floor)
+    return rules
+
+
+def together(groups: list[list[str]], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For pairs ``(a, b)``: whether the two items share a group, and that group's size (0: none)."""
+    where = {m: i for i, g in enumerate(groups) for m in g}
+    size = np.array([len(g) for g in groups] + [0])
+    ga = np.array([where.get(x, -1) for x in a])
+    gb = np.array([where.get(y, -2) for y in b])
+    same = ga == gb
+    return same, np.where(same, size[ga], 0)
+
+
+def judge(groups: list[list[str]], val: pd.DataFrame) -> dict[str, Any]:
+    """Cluster-level precision, recall and F1 of ``groups`` on the judged pairs, and purity by size."""
+    a, b = val["id_a"].to_numpy(), val["id_b"].to_numpy()
+    story = val["score"].to_numpy() >= STORY - 1e-9
+    same, size = together(groups, a, b)
+    tp, inside = int((same & story).sum()), int(same.sum())
+    p, r = tp / max(1, inside), tp / max(1, int(story.sum()))
+    out: dict[str, Any] = {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(2 * p * r / (p + r), 4) if tp else 0.0,
+        "clusters": len(groups),
+        "largest": max((len(g) for g in groups), default=0),
+    }
+    for band, (lo, hi) in BANDS.items():
+        sel = same & (size >= lo) & (size <= hi)
+        out[f"n_{band}"] = int(sel.sum())
+        out[f"purity_{band}"] = round(float(story[sel].mean()), 4) if sel.any() else None
+    return out
+
+
+def judge_topics(topics: list[list[str]], val: pd.DataFrame) -> dict[str, Any]:
+    """Judged pairs inside topic groups, the share at the 0.75 level or above, and the coverage."""
+    a, b = val["id_a"].to_numpy(), val["id_b"].to_numpy()
+    topical = val["score"].to_numpy() >= TOPIC_LEVEL - 1e-9
+    same, _ = together(topics, a, b)
+    return {
+        "topics": len(topics),
+        "topic_items": int(sum(len(t) for t in topics)),
+        "largest_topic": max((len(t) for t in topics), default=0),
+        "n_topic": int(same.sum()),
+        "topic_precision": round(float(topical[same].mean()), 4) if same.any() else None,
+        "topic_coverage": round(float(same[topical].mean()), 4) if topical.any() else None,
+    }
+
+
+def measure(
+    model: Model, wide: pd.DataFrame, large: list, topic_rules: dict[str, Any], margins: list[float]
+) -> tuple[list[dict], dict[str, list[list[str]]]]:
+    """Every story variant (with the veto) and topic rule on one training's wide scores."""
+    story_links = wide[(wide["score"] >= model.threshold) & ~wide["vetoed"]]
+    val = model.validation
+    rows, kept = [], {}
+    for name, rule in story_rules(large, model.threshold).items():
+        stories = rule.clusters(links_of(story_links))
+        kept[name] = stories
+        row = {"story_rule": name, **judge(stories, val)}
+        for margin in margins:
+            t = model.topic_threshold + margin
+            topical = wide[wide["score"] >= t]
+            for tname, trule in topic_rules.items():
+                topics = topic_groups(stories, links_of(topical), trule)
+                rows.append(
+                    {**row, "topic_threshold": round(t, 6), "topic_rule": tname, **judge_topics(topics, val)}
+                )
+        print(
+            f"{model.version} {name}: F1 {row['f1']}, 5+ purity {row['purity_5+']} ({row['n_5+']})",
+            flush=True,
+        )
+    return rows, kept
+
+
+def folds(kept: dict[str, list[list[str]]], val: pd.DataFrame, purity: float) -> dict[str, Any]:
+    """Choose the story rule on four folds, judge on the fifth (pooled)."""
+    fold = stratified_folds(val)
+    story = val["score"].to_numpy() >= STORY - 1e-9
+    a, b = val["id_a"].to_numpy(), val["id_b"].to_numpy()
+    flags = {name: together(groups, a, b) for name, groups in kept.items()}
+
+    def figures(name: str, mask: np.ndarray) -> tuple[float, float | None]:
+        same, size = flags[name]
+        tp = int((same & story & mask).sum())
+        p, r = tp / max(1, int((same & mask).sum())), tp / max(1, int((story & mask).sum()))
+        big = same & mask & (size >= 5)
+        return (2 * p * r / (p + r) if tp else 0.0), (float(story[big].mean()) if big.any() else None)
+
+    tp = grouped = big_same = big_all = 0
+    chosen = []
+    for f in range(5):
+        train = fold != f
+        scored = {n: figures(n, train) for n in kept}
+        pure = [n for n, (_, pur) in scored.items() if pur is None or pur >= purity]
+        best = max(pure or list(kept), key=lambda n: (scored[n][0], n))
+        chosen.append(best)
+        same, size = flags[best]
+        test = fold == f
+        tp += int((same & story & test).sum())
+        grouped += int((same & test).sum())
+        big_same += int((same & test & (size >= 5) & story).sum())
+        big_all += int((same & test & (size >= 5)).sum())
+    p, r = tp / max(1, grouped), tp / max(1, int(story.sum()))
+    return {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(2 * p * r / (p + r), 4) if tp else 0.0,
+        "purity_5+": round(big_same / big_all, 4) if big_all else None,
+        "n_5+": big_all,
+        "chosen": chosen,
+    }
+
+
+def parse_large(text: str) -> list[tuple[int, float | None, float | None]]:
+    out = []
+    for item in filter(None, text.split(",")):
+        size, share, margin = item.split(":")
+        out.append(
+            (int(size), None if share == "-" else float(share), None if margin == "-" else float(margin))
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model-store", action="append", required=True, type=Path)
+    ap.add_argument("--floor", type=float, default=0.70)
+    ap.add_argument(
+        "--large", default="5:-:0.005,5:-:0.01,5:-:0.02,5:0.5:-,5:0.6:-,4:0.5:0.01,3:0.6:-,3:0.75:-"
+    )
+    ap.add_argument("--topic-shares", default="0,0.1,0.2,0.3,0.4")
+    ap.add_argument("--topic-margins", default="-0.02,0,0.02,0.04")
+    ap.add_argument("--purity", type=float, default=0.8)
+    ap.add_argument("--tag", default="")
+    args = ap.parse_args(argv)
+    large = parse_large(args.large)
+    topic_rules: dict[str, Any] = {}
+    for share in (float(s) for s in args.topic_shares.split(",")):
+        topic_rules["components" if share == 0 else f"support-{share:g}"] = (
+            ConnectedComponents() if share == 0 else SharedSupport(min_share=share)
+        )
+    margins = [float(m) for m in args.topic_margins.split(",")]
+    runs = []
+    for store in args.model_store:
+        model = model_of(store)
+        wide = wide_scores(model, args.floor)
+        rows, kept = measure(model, wide, large, topic_rules, margins)
+        runs.append(
+            {
+                "store": str(store),
+                "version": model.version,
+                "threshold": model.threshold,
+                "topic_threshold": model.topic_threshold,
+                "rows": rows,
+                "folds": folds(kept, model.validation, args.purity),
+            }
+        )
+    tag = f"_{args.tag}" if args.tag else ""
+    out = RESULTS / f"stories{tag}"
+    payload = {"machine": machine(), "floor": args.floor, "purity": args.purity, "runs": runs}
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str))
+    out.with_suffix(".md").write_text(markdown(payload))
+    print(markdown(payload))
+    return 0
+
+
+def markdown(payload: dict[str, Any]) -> str:
+    lines = [f"# Stories inside topics ({payload['machine']})", ""]
+    for run in payload["runs"]:
+        frame = pd.DataFrame(run["rows"])
+        lines += [f"## {run['version']} (story threshold {run['threshold']:.4f}, topic threshold "]
+        lines[-1] += f"{run['topic_threshold']:.4f})"
+        lines += [
+            "",
+            "| story rule | P | R | F1 | clusters | largest | purity 2 | 3-4 | 5-9 | 10+ | 5+ | 3+ |",
+        ]
+        lines += ["|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for _, r in frame.drop_duplicates("story_rule").iterrows():
+            pur = " | ".join(f"{r[f'purity_{b}']} ({r[f'n_{b}']})" for b in BANDS)
+            lines.append(
+                f"| {r['story_rule']} | {r['precision']} | {r['recall']} | {r['f1']} | {r['clusters']} | "
+                f"{r['largest']} | {pur} |"
+            )
+        f = run["folds"]
+        lines += ["", f"Chosen on four folds, judged on the fifth: P {f['precision']}, R {f['recall']}, "]
+        lines[-1] += f"F1 {f['f1']}, 5+ purity {f['purity_5+']} ({f['n_5+']}); chose {', '.join(f['chosen'])}"
+        lines += [
+            "",
+            "| story rule | topic threshold | topic rule | topics | items | largest | judged inside | ",
+        ]
+        lines[-1] += "at 0.75+ | coverage of 0.75+ |"
+        lines += ["|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for _, r in frame.iterrows():
+            lines.append(
+                f"| {r['story_rule']} | {r['topic_threshold']:.4f} | {r['topic_rule']} | {r['topics']} | "
+                f"{r['topic_items']} | {r['largest_topic']} | {r['n_topic']} | {r['topic_precision']} | "
+                f"{r['topic_coverage']} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
