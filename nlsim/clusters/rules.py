@@ -40,6 +40,7 @@ from typing import ClassVar
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import contract, expand
+from nlsim.clusters.cuts import CUTS, min_cut_apart
 from nlsim.errors import ConfigError
 
 
@@ -75,9 +76,12 @@ class ClusterRule(ABC):
         constraints: LinkConstraints | None = None,
         copies: Mapping[str, str] | None = None,
         start: Mapping[str, str] | None = None,
+        cut: str = "order",
     ) -> list[list[str]]:
         """The clusters of ``links`` under this rule, with the editors' ``constraints`` honoured: each a
-        sorted list of item ids, the clusters sorted by their first id.
+        sorted list of item ids, the clusters sorted by their first id. ``cut``: how a "not the same story"
+        parts a group (:mod:`nlsim.clusters.cuts`: ``order``, the weakest links on the way; ``min-cut``,
+        the cheapest set of links).
 
         ``copies`` maps each exact copy to its group's representative (:mod:`nlsim.clusters.copies`): the
         rule reads each group as its representative standing for all its items (a copy's links are its
@@ -92,7 +96,13 @@ class ClusterRule(ABC):
         allowed = [k for k in _unique(links) if not cons.forbids(k.a, k.b)]
         inside = {i: n for n, g in enumerate(self.groups(allowed, weights, start)) for i in g}
         held = [k for k in allowed if k.a in inside and inside.get(k.a) == inside.get(k.b)]
-        joined = _joined(held, cons)
+        if cut == "min-cut" and cons.cannot_link:
+            together = _joined(held, LinkConstraints(must_link=cons.must_link))
+            joined = min_cut_apart(together, held, cons.cannot_link, cons.must_link)
+        elif cut in CUTS:
+            joined = _joined(held, cons)
+        else:
+            raise ConfigError(f"unknown cut {cut!r}; choose one of {', '.join(CUTS)}")
         return expand(joined, copies) if copies else joined
 
 
