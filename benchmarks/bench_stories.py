@@ -10,6 +10,10 @@ on the same scored pairs, the two levels a report can have:
   no condition): cluster-level precision, recall and F1 (``nlsim judge``'s figures), and the purity by
   cluster size (the share of judged pairs inside clusters of 2, 3-4, 5-9, 10+, 5+ and 3+ items that are
   the same story);
+- **the editors' verdicts**, as the training pairs would give them (every training pair of the pair file a
+  verdict: same story joins, any lower level keeps apart): each story variant again with them, parting a
+  group along the weakest links (``+train-order``, today's) or by a minimum cut of the scores
+  (``+train-min-cut``, :mod:`nlsim.clusters.cuts`); ``--no-verdicts`` leaves them out;
 - **topics** around each story variant: the stories (kept whole) and single items linked at the topic
   threshold, gathered by a topic rule (``components`` or the support rule at a share, ``--topic-shares``):
   how many judged pairs fall inside topic groups and the share of them the editors scored at the 0.75 level
@@ -51,6 +55,7 @@ from bench_cluster_rule import read_scores, stratified_folds
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from nlsim.clusters.constraints import LinkConstraints  # noqa: E402
 from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport  # noqa: E402
 from nlsim.clusters.topics import TOPIC_LEVEL, topic_groups  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402
@@ -59,6 +64,21 @@ PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
 CACHE = RESULTS / "cache" / "stories"
 BANDS = {"2": (2, 2), "3-4": (3, 4), "5-9": (5, 9), "10+": (10, 10**9), "5+": (5, 10**9), "3+": (3, 10**9)}
+
+
+def training_verdicts() -> LinkConstraints:
+    """Every training pair of the pair file as an editor's verdict: same story a must-link, any lower level
+    a cannot-link (what the training labels would say if each were a verdict)."""
+    from nlsim.io.pairs import load_pairs
+
+    pairs = load_pairs(PAIRS)
+    train = pairs[pairs["split"] == "train"]
+    story = train["score"].to_numpy() >= STORY - 1e-9
+    ends = list(zip(train["id_a"].astype(str), train["id_b"].astype(str), strict=True))
+    return LinkConstraints.from_pairs(
+        must=[p for p, s in zip(ends, story, strict=True) if s],
+        cannot=[p for p, s in zip(ends, story, strict=True) if not s],
+    )
 
 
 @dataclass(frozen=True)
@@ -172,14 +192,25 @@ def judge_topics(topics: list[list[str]], val: pd.DataFrame) -> dict[str, Any]:
 
 
 def measure(
-    model: Model, wide: pd.DataFrame, large: list, topic_rules: dict[str, Any], margins: list[float]
+    model: Model,
+    wide: pd.DataFrame,
+    large: list,
+    topic_rules: dict[str, Any],
+    margins: list[float],
+    verdicts: LinkConstraints | None = None,
 ) -> tuple[list[dict], dict[str, list[list[str]]]]:
-    """Every story variant (with the veto) and topic rule on one training's wide scores."""
-    story_links = wide[(wide["score"] >= model.threshold) & ~wide["vetoed"]]
+    """Every story variant (with the veto; with the training verdicts too) and topic rule on one
+    training's wide scores."""
+    story_links = links_of(wide[(wide["score"] >= model.threshold) & ~wide["vetoed"]])
     val = model.validation
     rows, kept = [], {}
+    variants: list[tuple[str, Any, LinkConstraints | None, str]] = []
     for name, rule in story_rules(large, model.threshold).items():
-        stories = rule.clusters(links_of(story_links))
+        variants.append((name, rule, None, "order"))
+        if verdicts is not None:
+            variants += [(f"{name}+train-{cut}", rule, verdicts, cut) for cut in ("order", "min-cut")]
+    for name, rule, constraints, cut in variants:
+        stories = rule.clusters(story_links, constraints, cut=cut)
         kept[name] = stories
         row = {"story_rule": name, **judge(stories, val)}
         for margin in margins:
@@ -256,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topic-shares", default="0,0.1,0.2,0.3,0.4")
     ap.add_argument("--topic-margins", default="-0.02,0,0.02,0.04")
     ap.add_argument("--purity", type=float, default=0.8)
+    ap.add_argument("--no-verdicts", action="store_true", help="leave out the training pairs as verdicts")
     ap.add_argument("--tag", default="")
     args = ap.parse_args(argv)
     large = parse_large(args.large)
@@ -269,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     for store in args.model_store:
         model = model_of(store)
         wide = wide_scores(model, args.floor)
-        rows, kept = measure(model, wide, large, topic_rules, margins)
+        verdicts = None if args.no_verdicts else training_verdicts()
+        rows, kept = measure(model, wide, large, topic_rules, margins, verdicts)
         runs.append(
             {
                 "store": str(store),
