@@ -26,19 +26,20 @@ LAYERS: dict[str, int] = {
     "nlsim.clusters": 4,
     "nlsim.evaluation": 5,
     "nlsim.rerank": 6,
-    "nlsim.dedup": 7,
-    "nlsim.training": 7,
-    "nlsim.annotation": 7,
-    "nlsim.chain": 8,
-    "nlsim.commands": 9,
-    "nlsim.cli": 9,
-    "nlsim.__main__": 9,
+    "nlsim.report": 7,
+    "nlsim.dedup": 8,
+    "nlsim.training": 8,
+    "nlsim.annotation": 8,
+    "nlsim.chain": 9,
+    "nlsim.commands": 10,
+    "nlsim.cli": 10,
+    "nlsim.__main__": 10,
 }
 """base (errors, options, progress, orchestration, faults) -> conversion -> io -> inference (how a model
-runs) -> encoders/search/clusters -> evaluation -> rerank -> dedup/training/annotation -> chain -> commands;
-flows on top. Within a rank, a package imports only from itself (the command line's modules excepted). A
-module sits in its package's layer: no module of a package has a rank of its own."""
-TOP = 9
+runs) -> encoders/search/clusters -> evaluation -> rerank -> report -> dedup/training/annotation -> chain ->
+commands; flows on top. Within a rank, a package imports only from itself (the command line's modules
+excepted). A module sits in its package's layer: no module of a package has a rank of its own."""
+TOP = 10
 
 
 def modules(folder: str) -> dict[str, Path]:

@@ -33,12 +33,10 @@ from typing import Any
 
 import pandas as pd
 
-from nlsim.dedup import near_misses, stages
+from nlsim.dedup import stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.paths import check_paths
-from nlsim.dedup.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
-from nlsim.dedup.report import daily_report_dir
 from nlsim.dedup.settings import DedupSettings, StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
@@ -47,6 +45,9 @@ from nlsim.evaluation.judge import Judgement
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
 from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.report import near_misses
+from nlsim.report.files import daily_report_dir
+from nlsim.report.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 
 __all__ = [
     "DEFAULT_MODEL",

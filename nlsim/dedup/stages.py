@@ -40,20 +40,8 @@ from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import Link, rule_named
 from nlsim.clusters.table import cluster_table
 from nlsim.clusters.verdicts import Verdicts
-from nlsim.dedup import near_misses as near
 from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS
 from nlsim.dedup.editors import EditorsInput, editors_fingerprint, read_editors, scored_frame
-from nlsim.dedup.record import (
-    EditorsRecord,
-    ModelCard,
-    ModelInfo,
-    RerankRecord,
-    RunLog,
-    RunRecord,
-    TrainingFacts,
-)
-from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
-from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.settings import (
     ClusteringSettings,
     DedupSettings,
@@ -76,6 +64,18 @@ from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.model_store import ModelStore
 from nlsim.io.records import known_fields
 from nlsim.progress import Progress, say, warn
+from nlsim.report import near_misses as near
+from nlsim.report.files import daily_report_dir, pairs_table, publish_daily_report, write_report
+from nlsim.report.record import (
+    EditorsRecord,
+    ModelCard,
+    ModelInfo,
+    RerankRecord,
+    RunLog,
+    RunRecord,
+    TrainingFacts,
+)
+from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
 from nlsim.rerank.series import vetoed_scores
@@ -646,7 +646,7 @@ def rerank(
 ) -> pd.DataFrame:
     """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
     score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.dedup.near_misses.split`)."""
+    :func:`nlsim.report.near_misses.split`)."""
     assert model.reranker is not None
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
@@ -887,7 +887,7 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
 
 def near_misses(below: pd.DataFrame, clustering: Clustering, count: int) -> pd.DataFrame:
     """The report's near misses: the best ``count`` candidate pairs whose items are not in one
-    cluster (:mod:`nlsim.dedup.near_misses`): those below the threshold, and those at or above it that the
+    cluster (:mod:`nlsim.report.near_misses`): those below the threshold, and those at or above it that the
     cluster rule left apart (``clustering.cut``, listed first: the highest scores)."""
     labels = clustering.items["cluster_id"]
     parts = [p for p in (clustering.cut, below) if len(p)]

@@ -284,7 +284,7 @@ def _sheet_list(v: Any) -> str:
 def sheet_frame(frame: pd.DataFrame, spec: Table) -> pd.DataFrame:
     """``frame`` as a spreadsheet's cells (``pairs.csv``, ``members.csv``, ``report.xlsx``): the table's
     columns in order (missing ones empty), times as text, lists comma separated; text stays text (the
-    writers keep it from being read as a formula, :mod:`nlsim.dedup.spreadsheet`)."""
+    writers keep it from being read as a formula, :mod:`nlsim.report.spreadsheet`)."""
     out = pd.DataFrame(index=frame.index)
     for c in spec.columns:
         col = frame[c.name] if c.name in frame else pd.Series([None] * len(frame), index=frame.index)

@@ -11,7 +11,7 @@ an editor comes for, in this order:
   of clusters stay fast), with search, filters and sort; each cluster's items (linked to the article when
   the corpus has an http(s) ``url``), its daily status (new / grown / merged / regrouped, the items that
   joined, the clusters it absorbed) and the pairs, with their scores, that joined it;
-- the review panel and the rubric (:mod:`nlsim.dedup.review`);
+- the review panel and the rubric (:mod:`nlsim.report.review`);
 - the model card: which model judged (version, zero-shot or fine-tuned), its Spearman agreement with the
   annotated pairs before and after fine-tuning, precision/recall/F1 at the threshold in use and where that
   threshold came from, the learning curve when the model folder has one;
@@ -31,7 +31,7 @@ words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.dedup.record import RunRecord
+    >>> from nlsim.report.record import RunRecord
     >>> page = render_html(pd.DataFrame(columns=["cluster_id"]), pd.DataFrame(columns=["cluster_id"]),
     ...                    RunRecord(model="m", counts={"items_in": 0}))
     >>> page.startswith("<!doctype html>"), '<html lang="en">' in page
@@ -51,12 +51,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
-from nlsim.dedup import review
-from nlsim.dedup.record import ModelCard, RunRecord
-from nlsim.dedup.scores import with_scores
-from nlsim.dedup.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
 from nlsim.evaluation.judge import Judgement
 from nlsim.io import columns
+from nlsim.report import review
+from nlsim.report.record import ModelCard, RunRecord
+from nlsim.report.scores import with_scores
+from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
 
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
@@ -96,7 +96,7 @@ def iso(text: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("nlsim.dedup").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("nlsim.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 safe_url = columns.safe_url
@@ -246,7 +246,7 @@ def page_data(
     """What the page's script renders: items (objects of the ``items`` columns the report shows) and
     clusters (members, status, added items, absorbed ids, scores and the pairs that joined them), the
     columns' labels; for the review panel, the near misses and what the export records
-    (:mod:`nlsim.dedup.review`). Times and days are in the run's
+    (:mod:`nlsim.report.review`). Times and days are in the run's
     time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
     item = _Items(frame, zone)
@@ -418,7 +418,7 @@ def plain_quality(record: RunRecord) -> str:
 
 
 def _spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
-    """Which items' text the spreadsheet files changed (:mod:`nlsim.dedup.spreadsheet`), if any."""
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.report.spreadsheet`), if any."""
     fields: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
     for c in changes:
         fields[c.change].setdefault(c.item_id, []).append(c.field)
