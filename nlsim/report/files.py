@@ -64,8 +64,9 @@ from nlsim.io.atomic import (
 from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
 from nlsim.io.report_folder import PUBLISHING
-from nlsim.report.html import render_html, render_overview_png
+from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
+from nlsim.report.plots import render_overview_png
 from nlsim.report.record import RunRecord
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.report.spreadsheet import text_changes, write_csv, write_xlsx

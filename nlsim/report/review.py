@@ -42,14 +42,13 @@ Example:
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Callable, Container
 from importlib import resources
 from typing import Any
 
 import pandas as pd
 
-from nlsim.io import editor_file
+from nlsim.io import columns, editor_file
 from nlsim.report.record import EditorsRecord, RunRecord
 from nlsim.report.spreadsheet import FORMULA_START
 
@@ -119,14 +118,6 @@ def _asset(name: str) -> str:
     return resources.files("nlsim.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def _num(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else round(f, 6)
-
-
 def review_meta(record: RunRecord) -> dict[str, Any]:
     """What the panel and its export need from the run: the run id (the key of the marks), the model
     (its store version when it has one) and the threshold that showed the pairs, the levels."""
@@ -134,7 +125,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
     return {
         "runId": record.run_id,
         "model": info.version or record.model or info.model_id,
-        "threshold": _num(record.threshold),
+        "threshold": columns.page_number(record.threshold, 6),
         "score": "rerank score" if record.rerank is not None else "cosine",
         "levels": [{"v": v, "key": k, "label": label, "title": title} for v, k, label, title in LEVELS],
         "three": list(THREE),
@@ -148,7 +139,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
 def near_miss_rows(
     near_misses: pd.DataFrame | None, row: Callable[..., dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The near misses as the page's rows (``row``: :func:`nlsim.report.html.pair_row` with the page's
+    """The near misses as the page's rows (``row``: :func:`nlsim.report.page.pair_row` with the page's
     items): item A, item B, the scores, the cluster of each item; nearest the threshold first."""
     if near_misses is None or near_misses.empty:
         return []
@@ -168,7 +159,7 @@ def editors_data(
 
     def shown(rows: list[list[Any]], **flag: bool) -> list[dict[str, Any]]:
         return [
-            {"a": item(a), "b": item(b), "score": _num(score), **flag}
+            {"a": item(a), "b": item(b), "score": columns.page_number(score, 6), **flag}
             for a, b, score in rows
             if str(a) in known and str(b) in known
         ]

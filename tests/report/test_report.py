@@ -283,7 +283,7 @@ def test_page_holds_every_cluster_and_says_how_many():
 
 def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_measured_it(tmp_path):
     from nlsim.evaluation.judge import Judgement
-    from nlsim.report.html import plain_quality
+    from nlsim.report.prose import plain_quality
 
     judged = RunRecord(threshold=0.9, judge=Judgement("p.tsv", "validation", 120, 30, 0.667, 0.8, 0.727))
     line = plain_quality(judged)
