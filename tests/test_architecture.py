@@ -27,19 +27,21 @@ LAYERS: dict[str, int] = {
     "nlsim.evaluation": 5,
     "nlsim.rerank": 6,
     "nlsim.report": 7,
-    "nlsim.dedup": 8,
-    "nlsim.training": 8,
-    "nlsim.annotation": 8,
-    "nlsim.chain": 9,
-    "nlsim.commands": 10,
-    "nlsim.cli": 10,
-    "nlsim.__main__": 10,
+    "nlsim.models": 8,
+    "nlsim.dedup": 9,
+    "nlsim.training": 9,
+    "nlsim.annotation": 9,
+    "nlsim.chain": 10,
+    "nlsim.commands": 11,
+    "nlsim.cli": 11,
+    "nlsim.__main__": 11,
 }
-"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> inference (how a model
-runs) -> encoders/search/clusters -> evaluation -> rerank -> report -> dedup/training/annotation -> chain ->
-commands; flows on top. Within a rank, a package imports only from itself (the command line's modules
-excepted). A module sits in its package's layer: no module of a package has a rank of its own."""
-TOP = 10
+"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> inference (how a model runs)
+-> encoders/search/clusters -> evaluation -> rerank -> report -> models (the model a run judges with) ->
+dedup/training/annotation -> chain -> commands; flows on top. Within a rank, a package imports only from
+itself (the command line's modules excepted). A module sits in its package's layer: no module of a package has
+a rank of its own."""
+TOP = 11
 
 
 def modules(folder: str) -> dict[str, Path]:
