@@ -2,8 +2,9 @@
 
 - :mod:`~nlsim.report.files`: the report files (Parquet, CSV, XLSX, ``summary.md``, ``run.json``), each
   table as its column table declares it (:mod:`~nlsim.io.columns`); batch and daily publishing;
-- :mod:`~nlsim.report.html`: the page (``index.html``) and ``overview.png``; its review panel,
-  :mod:`~nlsim.report.review`;
+- :mod:`~nlsim.report.html`: the page (``index.html``), put together from its data
+  (:mod:`~nlsim.report.page`), its prose (:mod:`~nlsim.report.prose`) and its review panel
+  (:mod:`~nlsim.report.review`); :mod:`~nlsim.report.plots`: ``overview.png``;
 - :mod:`~nlsim.report.spreadsheet`: ``pairs.csv``, ``members.csv`` and ``report.xlsx`` cells (text stays
   text);
 - :mod:`~nlsim.report.record`: the run record (``run.json``), built once, read by the page and the summary;

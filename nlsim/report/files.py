@@ -8,8 +8,8 @@ Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/lates
   ``report.xlsx`` holds the three tables;
 - ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
   (:mod:`nlsim.report.near_misses`);
-- ``index.html`` and ``overview.png`` (:mod:`nlsim.report.html`), ``summary.md``; ``learning_curve.png``
-  when the model folder has one (shown on the page's model card);
+- ``index.html`` (:mod:`nlsim.report.html`) and ``overview.png`` (:mod:`nlsim.report.plots`), ``summary.md``;
+  ``learning_curve.png`` when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
   ``window/members.csv``;
 - ``run.json``: the run record (:class:`nlsim.report.record.RunRecord`) and the SHA-256 of every other file.
