@@ -46,8 +46,8 @@ is refused)."""
 def seed_state(folder: Path, encoder, conversion: str, threshold: float, kept: int, days: float) -> None:  # noqa: ANN001
     """A committed state holding ``kept`` random unit vectors dated over ``days`` days before AS_OF."""
     from nlsim.clusters.table import empty_table
-    from nlsim.dedup.report import pairs_table
     from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs
+    from nlsim.report.files import pairs_table
     from nlsim.search.index import build_index
 
     rng = np.random.default_rng(0)

@@ -62,10 +62,10 @@ def _restore(snap: Path | None, dest: Path) -> None:
 
 
 def main() -> int:
-    from nlsim.dedup.report import verify_report
     from nlsim.dedup.state import open_state
     from nlsim.encoders import load_encoder
     from nlsim.faults import FAULT_STAGES
+    from nlsim.report.files import verify_report
 
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-rel-"))
     t_start = time.perf_counter()

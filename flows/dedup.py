@@ -33,9 +33,9 @@ from flows.orchestration import config_flow, fail, progress_artifacts, run_from_
 from nlsim.commands.dedup import add_dedup_options
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import Call, DedupResult, run_dedup
-from nlsim.dedup.summary import render_markdown
 from nlsim.errors import NlsimError
 from nlsim.io import columns
+from nlsim.report.summary import render_markdown
 
 
 def run_date(config: DedupConfig) -> str:

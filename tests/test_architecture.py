@@ -26,19 +26,22 @@ LAYERS: dict[str, int] = {
     "nlsim.clusters": 4,
     "nlsim.evaluation": 5,
     "nlsim.rerank": 6,
-    "nlsim.dedup": 7,
-    "nlsim.training": 7,
-    "nlsim.annotation": 7,
-    "nlsim.chain": 8,
-    "nlsim.commands": 9,
-    "nlsim.cli": 9,
-    "nlsim.__main__": 9,
+    "nlsim.report": 7,
+    "nlsim.models": 8,
+    "nlsim.dedup": 9,
+    "nlsim.training": 9,
+    "nlsim.annotation": 9,
+    "nlsim.chain": 10,
+    "nlsim.commands": 11,
+    "nlsim.cli": 11,
+    "nlsim.__main__": 11,
 }
-"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> inference (how a model
-runs) -> encoders/search/clusters -> evaluation -> rerank -> dedup/training/annotation -> chain -> commands;
-flows on top. Within a rank, a package imports only from itself (the command line's modules excepted). A
-module sits in its package's layer: no module of a package has a rank of its own."""
-TOP = 9
+"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> inference (how a model runs)
+-> encoders/search/clusters -> evaluation -> rerank -> report -> models (the model a run judges with) ->
+dedup/training/annotation -> chain -> commands; flows on top. Within a rank, a package imports only from
+itself (the command line's modules excepted). A module sits in its package's layer: no module of a package has
+a rank of its own."""
+TOP = 11
 
 
 def modules(folder: str) -> dict[str, Path]:

@@ -521,7 +521,7 @@ def test_corpus_inside_out_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -> None:
-    from nlsim.dedup.report import verify_report
+    from nlsim.report.files import verify_report
 
     news(tmp_path)
     news(tmp_path, "other.csv", NEWS.replace("Football club wins the cup", "Elections called for June"))
@@ -882,9 +882,9 @@ HOSTILE_TITLE = 'Floods | <script>alert("x")</script>\nsecond line'
 
 def test_hostile_title_keeps_the_markdown_summary_table() -> None:
     from nlsim.clusters.table import batch_clusters
-    from nlsim.dedup.html import render_html
-    from nlsim.dedup.record import RunRecord
-    from nlsim.dedup.report import pairs_table, render_markdown
+    from nlsim.report.files import pairs_table, render_markdown
+    from nlsim.report.html import render_html
+    from nlsim.report.record import RunRecord
 
     frame = pd.DataFrame(
         {

@@ -51,7 +51,6 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
-from nlsim.dedup.config import CURRENT_MODEL
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.dedup.stages import judge_pairs
 from nlsim.encoders import load_encoder
@@ -70,6 +69,7 @@ from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.io.pairs import load_pairs
+from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
 from nlsim.rerank.reranker import load_reranker

@@ -6,10 +6,7 @@
 - :mod:`~nlsim.dedup.stages`: the stage functions;
 - :mod:`~nlsim.dedup.window`: which items a run embeds and searches (batch, or daily against a state);
 - :mod:`~nlsim.dedup.state`, :mod:`~nlsim.io.lock`: the state folder of daily runs and its lock;
-- :mod:`~nlsim.dedup.report`, :mod:`~nlsim.dedup.html`: the report files, each table as its column table
-  declares it (:mod:`~nlsim.io.columns`);
-- :mod:`~nlsim.dedup.record`: the run record (``run.json``), built once, read by the page and the summary;
-- :mod:`~nlsim.dedup.summary`: the run's one Markdown summary (``summary.md``, the flow's artifact);
-- :mod:`~nlsim.dedup.scores`: the score columns of a pairs frame;
 - :mod:`~nlsim.dedup.sharded`: the embedding and search stages cut into shards (the Dask flow).
+
+The report a run writes (its files, the page, the run record, the summary) is :mod:`nlsim.report`.
 """

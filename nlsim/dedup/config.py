@@ -30,24 +30,20 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from nlsim.clusters.rules import DEFAULT_RULE, DEFAULT_SUPPORT
 from nlsim.conversion import DEFAULT_MODE, Conversion, check_mode
 from nlsim.dedup.settings import (
-    Backend,
     ClusteringSettings,
     ClusterRuleName,
     DedupSettings,
     IndexKind,
     InputSettings,
-    ModelSettings,
-    Precision,
     ReportSettings,
     Representative,
     SearchSettings,
     StateSettings,
 )
 from nlsim.errors import ConfigError
+from nlsim.models.settings import DEFAULT_MODEL, Backend, ModelSettings, Precision
 from nlsim.options import option
 
-DEFAULT_MODEL = "multilingual-e5-small"
-CURRENT_MODEL = "current"
 MAX_WINDOW_HOURS = 24 * 36_525
 """The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
 MAX_RETENTION_DAYS = 36_525

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nlsim.dedup.config import CURRENT_MODEL, DedupConfig
+from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import load_calibration
@@ -27,6 +27,7 @@ from nlsim.io.ownership import (
     claim_folder,
     is_quarantine_file,
 )
+from nlsim.models.settings import CURRENT_MODEL
 
 
 def check_paths(config: DedupConfig) -> None:

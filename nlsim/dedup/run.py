@@ -33,12 +33,10 @@ from typing import Any
 
 import pandas as pd
 
-from nlsim.dedup import near_misses, stages
-from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
+from nlsim.dedup import stages
+from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.paths import check_paths
-from nlsim.dedup.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
-from nlsim.dedup.report import daily_report_dir
 from nlsim.dedup.settings import DedupSettings, StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
@@ -46,7 +44,12 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
+from nlsim.models.choice import ModelChoice, load_model, with_inference
+from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.report import near_misses
+from nlsim.report.files import daily_report_dir
+from nlsim.report.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -158,7 +161,7 @@ def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = dire
     step = _Steps(call)
     corpus = step("load", stages.load, settings.input)
     step.log.messages.extend(corpus.warnings)  # said by the corpus loader; kept for the record
-    model = step("model", stages.load_model, settings.model, encoder)
+    model = step("model", load_model, settings.model, encoder)
     window = step("window", stages.open_batch_window, settings, corpus, model)
     done = _analyse(
         step,
@@ -185,7 +188,7 @@ def run_daily(
     with _state_lock(daily, step.log, keep_editors=not settings.clustering.annotated_pairs) as carried:
         corpus = step("load", stages.load, settings.input, daily)
         step.log.messages.extend(corpus.warnings)
-        model = step("model", stages.load_model, settings.model, encoder)
+        model = step("model", load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
         kept_state = window.state
         if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
@@ -238,7 +241,7 @@ class _Analysis:
 def _analyse(
     step: _Steps,
     settings: DedupSettings,
-    model: stages.ModelChoice,
+    model: ModelChoice,
     window: Window,
     plan: stages.EmbedPlan,
     cluster: Callable[..., stages.Clustering],
@@ -320,7 +323,7 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
 def run_record(
     settings: DedupSettings,
     started: str,
-    model: stages.ModelChoice,
+    model: ModelChoice,
     search: Search,
     clustering: stages.Clustering,
     missed: pd.DataFrame,
@@ -405,7 +408,7 @@ def _replay_committed(
 def _search(
     step: _Steps,
     settings: DedupSettings,
-    model: stages.ModelChoice,
+    model: ModelChoice,
     window: Window,
     plan: stages.EmbedPlan,
     editors: EditorsInput,
@@ -418,7 +421,7 @@ def _search(
     if said:
         step.log.say(said)
     emb, hit = step("embed", stages.embed, texts, model, plan)
-    info = stages.with_inference(model.info, model.encoder)
+    info = with_inference(model.info, model.encoder)
     window = step("index", stages.index, window, emb, settings.search, model)
     reranked = model.reranker is not None
     kept = settings.report.near_misses

@@ -5,7 +5,8 @@ parameters of the ``news-dedup`` flows, one flat record (``DedupConfig.settings(
 it). The stages read the part of a run they are about, and nothing else:
 
 - :class:`InputSettings`: the corpus (its ``{date}`` filled in), the fields embedded, the quarantine file;
-- :class:`ModelSettings`: the encoder, its reranker, the threshold, how they run and their caches;
+- :class:`~nlsim.models.settings.ModelSettings` (:mod:`nlsim.models`): the encoder, its reranker, the
+  threshold, how they run and their caches;
 - :class:`SearchSettings`: the neighbours searched and the FAISS index;
 - :class:`ClusteringSettings`: the cluster rule, each cluster's representative, the editors' verdicts;
 - :class:`ReportSettings`: the report folder, the near misses, the judge, the time zone;
@@ -29,11 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nlsim.clusters.rules import DEFAULT_RULE, DEFAULT_SUPPORT
-from nlsim.conversion import DEFAULT_MODE, Conversion
+from nlsim.models.settings import ModelSettings
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
-Backend = Literal["auto", "torch", "onnx"]
-Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 Representative = Literal["earliest", "central"]
 ClusterRuleName = Literal["support", "components"]
 
@@ -48,25 +47,6 @@ class InputSettings:
     """The same path as the run's record names it: absolute, so ``nlsim judge`` finds it from any folder."""
     text_fields: tuple[str, ...] = ("title", "description")
     quarantine: str | None = None
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """The encoder and its reranker: which, the threshold of a pair, how they run, their caches."""
-
-    name: str
-    """A registry name, a model folder, ``current`` (the store's promoted model) or a hub name."""
-    store: str = "models"
-    convert: Conversion = DEFAULT_MODE
-    threshold: float | None = None
-    calibration: str | None = None
-    rerank: bool | None = None
-    backend: Backend = "auto"
-    precision: Precision = "auto"
-    batch_size: int | None = None
-    cache: bool = True
-    """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
-    series_veto: bool = True
 
 
 @dataclass(frozen=True)

@@ -4,26 +4,25 @@ them.
 load → model → window → convert → embed → index → neighbours → rerank → cluster → near misses → judge
 (with ``--judge-pairs``) → commit → report
 
-Each stage reads the settings of its own concern (:mod:`nlsim.dedup.settings`), never the whole
-configuration. ``model`` loads the encoder (``current``: the model store's promoted model), the reranker
-stored with it and the threshold, checking that a calibration was made for this very model. Where a batch
-run and a daily one differ, a stage has two forms, and :mod:`nlsim.dedup.run` composes each run from its
-own: ``window`` (:func:`open_batch_window`: every item is embedded and searched;
-:func:`open_daily_window`: today's new ones against the state's), ``embed`` (:class:`EmbedPlan`),
-``cluster`` (:func:`cluster`, :func:`cluster_daily`), ``judge`` (:class:`JudgeScope`), ``report``
-(:func:`report`, :func:`report_daily`); ``commit`` is a daily run's only.
+Each stage reads the settings of its own concern (:mod:`nlsim.dedup.settings`), never the whole configuration.
+``model`` is :func:`nlsim.models.choice.load_model`: the encoder (``current``: the model store's promoted
+model), the reranker stored with it and the threshold, checking that a calibration was made for this very
+model. Where a batch run and a daily one differ, a stage has two forms, and :mod:`nlsim.dedup.run` composes
+each run from its own: ``window`` (:func:`open_batch_window`: every item is embedded and searched;
+:func:`open_daily_window`: today's new ones against the state's), ``embed`` (:class:`EmbedPlan`), ``cluster``
+(:func:`cluster`, :func:`cluster_daily`), ``judge`` (:class:`JudgeScope`), ``report`` (:func:`report`,
+:func:`report_daily`); ``commit`` is a daily run's only.
 
 Example:
     >>> from nlsim.dedup.config import DedupConfig
     >>> cfg = DedupConfig(corpus="data/bbc.parquet", out="reports/bbc", model="paraphrase-MiniLM-L3-v2",
     ...                   convert="none", threshold=0.95)
-    >>> resolve_threshold(cfg.settings().model, None).source
-    'given with --threshold'
+    >>> EmbedPlan.batch(cfg.settings()).chunk, EmbedPlan.daily(cfg.settings()).chunk
+    (None, 512)
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -40,44 +39,33 @@ from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import Link, rule_named
 from nlsim.clusters.table import cluster_table
 from nlsim.clusters.verdicts import Verdicts
-from nlsim.dedup import near_misses as near
-from nlsim.dedup.config import CURRENT_MODEL, DEFAULT_MODEL, FUTURE_TOLERANCE_DAYS
+from nlsim.dedup.config import FUTURE_TOLERANCE_DAYS
 from nlsim.dedup.editors import EditorsInput, editors_fingerprint, read_editors, scored_frame
-from nlsim.dedup.record import (
-    EditorsRecord,
-    ModelCard,
-    ModelInfo,
-    RerankRecord,
-    RunLog,
-    RunRecord,
-    TrainingFacts,
-)
-from nlsim.dedup.report import daily_report_dir, pairs_table, publish_daily_report, write_report
-from nlsim.dedup.scores import SCORES, with_scores
 from nlsim.dedup.settings import (
     ClusteringSettings,
     DedupSettings,
     InputSettings,
-    ModelSettings,
     ReportSettings,
     SearchSettings,
     StateSettings,
 )
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window
-from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
-from nlsim.errors import ConfigError, InputError
-from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.errors import InputError
 from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.corpus import Corpus, load_corpus
-from nlsim.io.model_store import ModelStore
-from nlsim.io.records import known_fields
+from nlsim.models.choice import ModelChoice
+from nlsim.models.settings import ModelSettings
 from nlsim.progress import Progress, say, warn
+from nlsim.report import near_misses as near
+from nlsim.report.files import daily_report_dir, pairs_table, publish_daily_report, write_report
+from nlsim.report.record import EditorsRecord, RerankRecord, RunLog, RunRecord
+from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
-from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
+from nlsim.rerank.reranker import rerank_pairs
 from nlsim.rerank.series import vetoed_scores
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
@@ -85,47 +73,6 @@ from nlsim.search.neighbors import neighbor_pairs
 FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
 """An item published more than this after the wall clock is refused (a wrong date, not news)."""
 EMBED_CHUNK = 512
-
-
-@dataclass
-class Threshold:
-    """The run's threshold, where it came from, and how well it did on the editors' labels."""
-
-    value: float
-    source: str
-    calibration: Calibration | None = None
-
-
-@dataclass
-class ModelChoice:
-    """The encoder, reranker and threshold of a run, and what the report says about them."""
-
-    encoder: Any
-    reranker: Reranker | None
-    threshold: Threshold
-    info: ModelInfo = field(default_factory=ModelInfo)
-
-    @property
-    def floor(self) -> float:
-        """The cosine down to which neighbours are searched (the reranker's candidate floor)."""
-        if self.reranker is None:
-            return self.threshold.value
-        return self.reranker.candidate_floor(self.threshold.value)
-
-    def identity(self, settings: DedupSettings) -> StateIdentity:
-        """What a daily state keeps of the model and the texts, to notice a change of either."""
-        rr = ""
-        if self.reranker is not None:
-            rr = self.reranker.fingerprint
-        return StateIdentity(
-            model_id=self.encoder.model_id,
-            fingerprint=self.encoder.fingerprint,
-            dim=int(self.encoder.dim),
-            conversion=settings.model.convert,
-            text_fields=tuple(settings.input.text_fields),
-            threshold=float(self.threshold.value),
-            reranker=rr,
-        )
 
 
 @dataclass
@@ -227,207 +174,28 @@ def _dated_rows_error(corpus: Corpus, bad: np.ndarray, what: str, advice: str) -
     )
 
 
-# --- model --------------------------------------------------------------------------------------------
-
-
-def _warn_conversion(calibrated: str, used: str, where: Any) -> None:
-    if calibrated and calibrated != used:
-        warn(
-            f"the threshold in {where} was calibrated with conversion {calibrated!r}, this run uses {used!r}"
-        )
-
-
-def _check_fingerprint(cal: Calibration, encoder: Any, where: Any) -> None:
-    if cal.fingerprint and getattr(encoder, "fingerprint", None) and cal.fingerprint != encoder.fingerprint:
-        raise ConfigError(
-            f"{where} was calibrated for another model ({cal.model or 'unknown'}, fingerprint "
-            f"{cal.fingerprint[:12]}), "
-            f"not for {encoder.model_id} (fingerprint {encoder.fingerprint[:12]}): its threshold does not "
-            "apply. "
-            "Calibrate this model (nlsim calibrate) or pass --threshold"
-        )
-
-
-def resolve_threshold(
-    ms: ModelSettings, encoder: Any, reranker: Reranker | None = None, fallback: Calibration | None = None
-) -> Threshold:
-    """Pick the threshold: explicit value > calibration file > the model's own ``calibration.json``
-    (> the store's zero-shot calibration, ``fallback``). With a ``reranker`` the threshold is on the rerank
-    score: explicit value > the reranker's calibration."""
-    model_path = getattr(encoder, "path", None)
-    if reranker is not None:
-        if ms.threshold is not None:
-            return Threshold(float(ms.threshold), "given with --threshold, on the rerank score")
-        if reranker.calibration is None:
-            raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
-        cal = Calibration(**known_fields(Calibration, reranker.calibration))
-        _warn_conversion(cal.conversion, ms.convert, model_path)
-        return Threshold(
-            float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal
-        )
-    if ms.threshold is not None:
-        return Threshold(float(ms.threshold), "given with --threshold")
-    if ms.calibration is not None:
-        cal = load_calibration(ms.calibration)
-        if cal is None:
-            raise ConfigError(f"calibration file {ms.calibration} not found")
-        _check_fingerprint(cal, encoder, ms.calibration)
-        _warn_conversion(cal.conversion, ms.convert, ms.calibration)
-        return Threshold(float(cal.threshold), f"calibration file {ms.calibration}: {cal.describe()}", cal)
-    cal = load_calibration(model_path) if model_path is not None else None
-    if cal is not None:
-        _check_fingerprint(cal, encoder, Path(model_path) / "calibration.json")
-        _warn_conversion(cal.conversion, ms.convert, model_path)
-        return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal)
-    if fallback is not None:
-        _check_fingerprint(fallback, encoder, "the model store's zero-shot calibration")
-        return Threshold(
-            float(fallback.threshold),
-            f"zero-shot calibration of the model store: {fallback.describe()}",
-            fallback,
-        )
-    raise ConfigError(
-        f"no threshold for model {ms.name!r}: cosine scales differ between models, so nlsim has no "
-        "default. "
-        "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
-        "annotations/thucnews_tw_pairs.tsv --out FILE` (level same-story by default), or use a fine-tuned "
-        "model "
-        "folder (it carries calibration.json)."
-    )
-
-
-def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None:
-    if ms.rerank is False:
-        return None
-    if not has_reranker(model_path):
-        check_saved_reranker(model_path)  # saved with one that is gone: refused, not a silent bi-encoder run
-        if ms.rerank:
-            raise ConfigError(f"--rerank: model {ms.name!r} has no reranker (train one with nlsim finetune)")
-        return None
-    if ms.calibration is not None:
-        if ms.rerank:
-            raise ConfigError(
-                "--rerank with --calibration: a calibration file calibrates cosines; the rerank threshold "
-                "is the "
-                "reranker's own or --threshold"
-            )
-        say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
-        return None
-    reranker = load_reranker(model_path)
-    reranker.backend, reranker.precision = ms.backend, ms.precision
-    say(reranker.describe())
-    return reranker
-
-
-def model_summary(folder: Path | None, store_info: dict[str, Any] | None) -> ModelCard:
-    """What the report shows about a fine-tuned model: its training record and its store entry."""
-    if folder is None:
-        return ModelCard()
-    metrics, trained = None, None
-    try:
-        training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-        metrics = training.get("metrics", {})
-        keys = ("n_train", "n_validation", "seconds", "editor_labels")
-        trained = TrainingFacts(**{k: training.get(k) for k in keys})
-    except (OSError, ValueError):
-        pass
-    curve = folder / "learning_curve.png"
-    return ModelCard(metrics, trained, store_info or None, str(curve) if curve.is_file() else None)
-
-
-@dataclass(frozen=True)
-class _Requested:
-    """The encoder a run asks for, after ``current`` is resolved in the model store."""
-
-    name: str
-    zero_shot: bool | None = None
-    version: str | None = None
-    fallback: Calibration | None = None
-    store_info: dict[str, Any] | None = None
-
-
-def _resolve_current(ms: ModelSettings) -> _Requested:
-    """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
-    calibration."""
-    store = ModelStore(ms.store)
-    missing = store.missing()
-    if missing is not None and ms.threshold is None and ms.calibration is None:
-        raise ConfigError(
-            f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled (its "
-            "--model-store, default models/ under the folder it ran in), or run `nlsim pipeline "
-            f"--model-store {store.root}` to make one there"
-        )
-    current = store.current()
-    if current is not None:
-        say(f"current model of {store.root}: {current.name}")
-        return _Requested(str(current), False, current.name, store_info=store.info(current))
-    fallback = load_calibration(store.zero_shot_dir())
-    # the zero-shot model is the one the store's zero-shot calibration was made for
-    name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
-    say(
-        (f"{missing}" if missing else f"no model has been promoted in {store.root} yet")
-        + f": using zero-shot {name}"
-        + (" with the store's zero-shot calibration" if fallback is not None else "")
-    )
-    if fallback is None and ms.threshold is None and ms.calibration is None:
-        raise ConfigError(
-            f"--model current: no model was ever promoted in {store.root} and it has no zero-shot "
-            "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
-            "--calibration FILE / --threshold X"
-        )
-    return _Requested(name, True, None, fallback)
-
-
-def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
-    """The encoder (``current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
-    calibration), its reranker and the threshold; says which."""
-    asked = _resolve_current(ms) if ms.name == CURRENT_MODEL else _Requested(ms.name)
-    if encoder is None:
-        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision)
-    model_path = getattr(encoder, "path", None)
-    reranker = _reranker_for(ms, model_path)
-    threshold = resolve_threshold(ms, encoder, reranker, asked.fallback)
-    if reranker is not None:
-        check_threshold(threshold.value, "rerank threshold", low=-1.0, high=reranker.max_score())
-    say(f"model {encoder.model_id}; {threshold.source}")
-    folder = Path(model_path) if model_path is not None else None
-    zero_shot = asked.zero_shot
-    if zero_shot is None:
-        zero_shot = folder is None or not (folder / "training.json").exists()
-    info = ModelInfo(
-        requested=ms.name,
-        zero_shot=zero_shot,
-        version=asked.version,
-        model_id=encoder.model_id,
-        fingerprint=encoder.fingerprint,
-        path=str(model_path) if model_path is not None else None,
-        card=model_summary(folder, asked.store_info),
-        threshold_calibration=threshold.calibration,
-    )
-    return ModelChoice(encoder, reranker, threshold, with_inference(info, encoder))
-
-
-def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
-    """``info`` with the encoder's inference path (backend, precision, why, the quality check); before the
-    first big job decides it, what was asked."""
-    choice = getattr(encoder, "choice", None)
-    if choice is not None:
-        return replace(info, backend=choice.backend, precision=choice.precision, inference=choice.as_dict())
-    options = getattr(encoder, "options", {}) or {}
-    return replace(
-        info,
-        backend=options.get("backend", "torch"),
-        precision=options.get("precision", "fp32"),
-        inference=None,
-    )
-
-
 # --- window -------------------------------------------------------------------------------------------
+
+
+def _window_identity(model: ModelChoice, settings: DedupSettings) -> StateIdentity:
+    """What a daily state keeps of the model and the texts, to notice a change of either."""
+    rr = ""
+    if model.reranker is not None:
+        rr = model.reranker.fingerprint
+    return StateIdentity(
+        model_id=model.encoder.model_id,
+        fingerprint=model.encoder.fingerprint,
+        dim=int(model.encoder.dim),
+        conversion=settings.model.convert,
+        text_fields=tuple(settings.input.text_fields),
+        threshold=float(model.threshold.value),
+        reranker=rr,
+    )
 
 
 def open_batch_window(settings: DedupSettings, corpus: Corpus, model: ModelChoice) -> Window:
     """A batch run's window: every item of the corpus is embedded and searched (:mod:`nlsim.dedup.window`)."""
-    return batch_window(corpus, model.identity(settings), settings.window_params())
+    return batch_window(corpus, _window_identity(model, settings), settings.window_params())
 
 
 def open_daily_window(
@@ -440,7 +208,7 @@ def open_daily_window(
     # the editors' files are part of a daily run's input: a run of a committed day after a merge is a new
     # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
-    window = incremental_window(daily, corpus, state, model.identity(settings), params)
+    window = incremental_window(daily, corpus, state, _window_identity(model, settings), params)
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
@@ -646,7 +414,7 @@ def rerank(
 ) -> pd.DataFrame:
     """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
     score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.dedup.near_misses.split`)."""
+    :func:`nlsim.report.near_misses.split`)."""
     assert model.reranker is not None
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
@@ -887,7 +655,7 @@ def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
 
 def near_misses(below: pd.DataFrame, clustering: Clustering, count: int) -> pd.DataFrame:
     """The report's near misses: the best ``count`` candidate pairs whose items are not in one
-    cluster (:mod:`nlsim.dedup.near_misses`): those below the threshold, and those at or above it that the
+    cluster (:mod:`nlsim.report.near_misses`): those below the threshold, and those at or above it that the
     cluster rule left apart (``clustering.cut``, listed first: the highest scores)."""
     labels = clustering.items["cluster_id"]
     parts = [p for p in (clustering.cut, below) if len(p)]
@@ -977,7 +745,7 @@ def commit(
     """Make the run's window the state's new generation (daily runs)."""
     commit_state(
         daily.folder,
-        identity=model.identity(settings),
+        identity=_window_identity(model, settings),
         index=window.index,
         items=clustering.items,
         embeddings=window.embeddings,

@@ -47,12 +47,12 @@ from nlsim.clusters.assign import drop_items
 from nlsim.clusters.copies import Copies
 from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import parse_time
-from nlsim.dedup.record import ModelSwitch
 from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
 from nlsim.io.corpus import Corpus
+from nlsim.report.record import ModelSwitch
 
 ITEM_COLUMNS = tuple(columns.ITEMS.names)
 """The columns of a window's items as first declared (:data:`nlsim.io.columns.ITEMS`; a run reads the

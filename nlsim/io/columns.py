@@ -284,7 +284,7 @@ def _sheet_list(v: Any) -> str:
 def sheet_frame(frame: pd.DataFrame, spec: Table) -> pd.DataFrame:
     """``frame`` as a spreadsheet's cells (``pairs.csv``, ``members.csv``, ``report.xlsx``): the table's
     columns in order (missing ones empty), times as text, lists comma separated; text stays text (the
-    writers keep it from being read as a formula, :mod:`nlsim.dedup.spreadsheet`)."""
+    writers keep it from being read as a formula, :mod:`nlsim.report.spreadsheet`)."""
     out = pd.DataFrame(index=frame.index)
     for c in spec.columns:
         col = frame[c.name] if c.name in frame else pd.Series([None] * len(frame), index=frame.index)
@@ -316,7 +316,12 @@ def safe_url(value: Any) -> str | None:
 
 def page_time(value: Any, zone: tzinfo | None = None) -> str | None:
     """A time as the page shows it, ``YYYY-MM-DD HH:MM`` in ``zone`` (UTC by default; a time without a zone
-    is UTC, as the corpus loader reads it); ``None`` when there is none."""
+    is UTC, as the corpus loader reads it); ``None`` when there is none.
+
+    >>> from zoneinfo import ZoneInfo
+    >>> page_time("2024-08-01T20:30Z"), page_time("2024-08-01T20:30Z", ZoneInfo("Asia/Taipei"))
+    ('2024-08-01 20:30', '2024-08-02 04:30')
+    """
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     stamp = pd.Timestamp(value)
@@ -334,20 +339,23 @@ def page_number(value: Any, digits: int = 4) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else round(f, digits)
 
 
-def _page_text(value: Any) -> str:
+def page_text(value: Any) -> str:
+    """A text cell as the page's data holds it (``""`` for a missing one)."""
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def _page_list(value: Any) -> list[str]:
+def page_list(value: Any) -> list[str]:
+    """A list cell (a list, or a NumPy array when read from Parquet) as the page's data holds it: a list of
+    texts (``[]`` for a missing one)."""
     return [] if _missing(value) else [str(x) for x in value]
 
 
 PAGE_FORMAT: Mapping[str, Callable[[Any], Any]] = {
-    "text": _page_text,
+    "text": page_text,
     "link": safe_url,
     "integer": lambda v: None if _missing(v) else int(v),
     "flag": lambda v: None if _missing(v) else bool(v),
-    "list": _page_list,
+    "list": page_list,
 }
 """How the page's data holds a value of each format (``time`` and ``number``: :func:`page_value`)."""
 

@@ -62,7 +62,7 @@ PAGE = "report-page"
 PAIR_ID_PREFIX = "ed-"
 ESCAPED_START = ("=", "+", "-", "@", "\t", "\r")
 """A text cell beginning with one of these is written with an apostrophe in front, so that a spreadsheet
-keeps it as text instead of running it as a formula (``nlsim.dedup.spreadsheet.csv_text``, the page's
+keeps it as text instead of running it as a formula (``nlsim.report.spreadsheet.csv_text``, the page's
 export); :func:`unescape` reads such a cell back."""
 
 

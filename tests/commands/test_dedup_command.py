@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from nlsim.commands.dedup import print_result
-from nlsim.dedup.record import RunRecord
 from nlsim.dedup.run import DedupResult
+from nlsim.report.record import RunRecord
 
 
 def result(record: RunRecord, tmp_path: Path) -> DedupResult:

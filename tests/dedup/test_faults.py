@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from nlsim.dedup.report import verify_report
 from nlsim.dedup.state import open_state
 from nlsim.faults import FAULT_STAGES
 from nlsim.io.lock import read_lock
+from nlsim.report.files import verify_report
 from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, bbc_corpus, report_content, run_daily, split_days, state_content
 from tests.incremental_helpers import fault_cli_args as cli_args

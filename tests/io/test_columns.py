@@ -25,8 +25,8 @@ def _page_data(page: str) -> dict:
 
 def test_the_report_schemas_are_the_declared_tables() -> None:
     from nlsim.clusters.table import CLUSTERS_SCHEMA
-    from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
-    from nlsim.dedup.report import MEMBERS_SCHEMA, PAIRS_SCHEMA
+    from nlsim.report.files import MEMBERS_SCHEMA, PAIRS_SCHEMA
+    from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
 
     assert PAIRS_SCHEMA == columns.table("pairs").schema
     assert CLUSTERS_SCHEMA == columns.table("clusters").schema

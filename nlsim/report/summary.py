@@ -1,12 +1,12 @@
 """The run's Markdown summary: ``summary.md`` in the report, and the Prefect flow's run artifact.
 
-One summary, from the run record (:class:`nlsim.dedup.record.RunRecord`) and the report's clusters: the
+One summary, from the run record (:class:`nlsim.report.record.RunRecord`) and the report's clusters: the
 headline figures and settings, the counts, the time of each stage and the largest clusters. Every cell of
 user text (titles, ids, file and model names) is one line, its pipes escaped and no raw HTML.
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.dedup.record import RunRecord
+    >>> from nlsim.report.record import RunRecord
     >>> md = render_markdown(pd.DataFrame(), pd.DataFrame(columns=["cluster_id"]),
     ...                      RunRecord(run_id="r1", model="m", counts={"items_in": 3}))
     >>> md.splitlines()[0], "- items: 3" in md
@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from nlsim.dedup.record import RunRecord
+from nlsim.report.record import RunRecord
 
 HEADLINE = (
     "corpus",

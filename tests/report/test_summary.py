@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.dedup.record import RunLog, RunRecord
-from nlsim.dedup.summary import render_markdown
+from nlsim.report.record import RunLog, RunRecord
+from nlsim.report.summary import render_markdown
 
 
 def _clusters() -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.dedup.record import RunRecord
-from nlsim.dedup.report import pairs_table, write_report
+from nlsim.report.files import pairs_table, write_report
+from nlsim.report.record import RunRecord
 from tests.browser import Browser, require_browser
 
 pytestmark = pytest.mark.slow
@@ -236,7 +236,7 @@ TOP = """(sel => { const el = document.querySelector(sel); if (!el) return null;
 def editors_report(folder: Path) -> Path:
     """A batch report at a calibrated threshold of four decimals (0.9095, precision 0.6667 and recall 0.8125
     on validation): a story of 3 items, one of 2, and near misses at 0.909419 and 0.88."""
-    from nlsim.dedup.near_misses import near_miss_pairs, near_miss_table
+    from nlsim.report.near_misses import near_miss_pairs, near_miss_table
 
     rows = [
         ("t0", TYPHOON[0], "2024-08-01T08:00Z"),

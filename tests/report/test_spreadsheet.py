@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from openpyxl import load_workbook
 
-from nlsim.dedup.spreadsheet import FORMULA_START, csv_text, xlsx_text
+from nlsim.report.spreadsheet import FORMULA_START, csv_text, xlsx_text
 from tests.command import nlsim
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -89,14 +89,14 @@ def test_control_characters_in_titles_do_not_break_the_spreadsheet(tmp_path: Pat
 
 
 def test_a_title_longer_than_a_cell_holds_is_cut_in_the_spreadsheet_and_named_on_the_page() -> None:
-    from nlsim.dedup.html import _spreadsheet_notice
-    from nlsim.dedup.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
+    from nlsim.report.prose import spreadsheet_notice
+    from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
 
     long = "Dollar gains on Greenspan speech " + "x" * 40_000
     frame = pd.DataFrame({"id": ["a", "b"], "title": ["Dollar gains", long]})
     assert len(xlsx_text(long)) == XLSX_CELL_CHARACTERS == 32_767
     assert text_changes(frame) == [TextChange("b", "title", "cut")]
-    assert "1 item(s) are longer than a spreadsheet cell holds (32,767 characters)" in _spreadsheet_notice(
+    assert "1 item(s) are longer than a spreadsheet cell holds (32,767 characters)" in spreadsheet_notice(
         text_changes(frame)
     )
 

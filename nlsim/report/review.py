@@ -3,7 +3,7 @@
 Every pair the report shows can be marked with a level of the rubric (``annotations/GUIDELINES.md``,
 embedded in the page as :data:`RUBRIC` and :data:`RULES`: the page is one file, offline): the
 pairs that joined a cluster, every other pair of items inside a cluster, the near misses (the best pairs
-below the threshold, :mod:`nlsim.dedup.near_misses`, in a queue of their own, nearest the threshold
+below the threshold, :mod:`nlsim.report.near_misses`, in a queue of their own, nearest the threshold
 first), and any two items the editor picks, in one cluster or in two. Three levels are shown by default
 (same story, same topic and entity but not the same event, not related), all five on request; by mouse,
 or by keyboard: ``j``/``n`` next pair, ``k``/``p`` previous, ``1`` same story, ``2`` same topic and entity,
@@ -24,14 +24,14 @@ own script (no ``crypto.subtle``, which a browser gives only to a secure context
 page opened from disk, from localhost or over plain HTTP from any host). The export appends
 :data:`nlsim.io.editor_file.HASH_COLUMNS` (the SHA-256 of each item's text, for the merge to tell an edited
 text) and writes a text cell that a spreadsheet would read as a formula with an apostrophe in front
-(:func:`nlsim.dedup.spreadsheet.csv_text`'s rule).
+(:func:`nlsim.report.spreadsheet.csv_text`'s rule).
 
 This module gives the page what the panel needs (:func:`review_meta`, :func:`near_miss_rows`), the panel's
 HTML (:func:`review_section`), its script and style (``assets/review.js``, ``assets/review.css``), and the
 model card's line on the editors' labels the model was trained on (:func:`editor_labels_text`).
 
 Example:
-    >>> from nlsim.dedup.record import ModelInfo, RunRecord
+    >>> from nlsim.report.record import ModelInfo, RunRecord
     >>> review_meta(RunRecord(run_id="batch-1a2b3c4d5e", model="m", threshold=0.9,
     ...                       model_info=ModelInfo(requested="current", version="v0002-1a2b3c4d")))["model"]
     'v0002-1a2b3c4d'
@@ -42,16 +42,15 @@ Example:
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Callable, Container
 from importlib import resources
 from typing import Any
 
 import pandas as pd
 
-from nlsim.dedup.record import EditorsRecord, RunRecord
-from nlsim.dedup.spreadsheet import FORMULA_START
-from nlsim.io import editor_file
+from nlsim.io import columns, editor_file
+from nlsim.report.record import EditorsRecord, RunRecord
+from nlsim.report.spreadsheet import FORMULA_START
 
 LEVELS = (
     (1.0, "1", "same story or a very narrow shared topic", "same event, or a very narrow shared topic"),
@@ -116,15 +115,7 @@ RULES = (
 
 
 def _asset(name: str) -> str:
-    return resources.files("nlsim.dedup").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-def _num(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else round(f, 6)
+    return resources.files("nlsim.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def review_meta(record: RunRecord) -> dict[str, Any]:
@@ -134,7 +125,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
     return {
         "runId": record.run_id,
         "model": info.version or record.model or info.model_id,
-        "threshold": _num(record.threshold),
+        "threshold": columns.page_number(record.threshold, 6),
         "score": "rerank score" if record.rerank is not None else "cosine",
         "levels": [{"v": v, "key": k, "label": label, "title": title} for v, k, label, title in LEVELS],
         "three": list(THREE),
@@ -148,7 +139,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
 def near_miss_rows(
     near_misses: pd.DataFrame | None, row: Callable[..., dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The near misses as the page's rows (``row``: :func:`nlsim.dedup.html.pair_row` with the page's
+    """The near misses as the page's rows (``row``: :func:`nlsim.report.page.pair_row` with the page's
     items): item A, item B, the scores, the cluster of each item; nearest the threshold first."""
     if near_misses is None or near_misses.empty:
         return []
@@ -158,7 +149,7 @@ def near_miss_rows(
 def editors_data(
     editors: EditorsRecord | None, item: Callable[[Any], int], known: Container[str]
 ) -> dict[str, Any]:
-    """What the page takes from the editors (:class:`~nlsim.dedup.record.EditorsRecord`): the pair ids
+    """What the page takes from the editors (:class:`~nlsim.report.record.EditorsRecord`): the pair ids
     of the pairs already scored (``scored``: the review queue leaves them out; ids only, never their
     scores or splits) and the editors' decisions in this report (``decisions``: objects of ``a`` and
     ``b``, indexes into the page's items, and the verdict's ``score``, for the items the page shows; a
@@ -168,7 +159,7 @@ def editors_data(
 
     def shown(rows: list[list[Any]], **flag: bool) -> list[dict[str, Any]]:
         return [
-            {"a": item(a), "b": item(b), "score": _num(score), **flag}
+            {"a": item(a), "b": item(b), "score": columns.page_number(score, 6), **flag}
             for a, b, score in rows
             if str(a) in known and str(b) in known
         ]

@@ -11,8 +11,8 @@ import pandas as pd
 
 from nlsim.clusters.table import CLUSTERS_SCHEMA, batch_clusters, empty_table
 from nlsim.dedup.config import DedupConfig
-from nlsim.dedup.record import ModelInfo, ModelSwitch, RunRecord
-from nlsim.dedup.scores import with_scores
+from nlsim.report.record import ModelInfo, ModelSwitch, RunRecord
+from nlsim.report.scores import with_scores
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
 

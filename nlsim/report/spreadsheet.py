@@ -15,7 +15,7 @@ plain text:
   which spreadsheets show as text.
 
 :func:`text_changes` lists the items whose spreadsheet text differs from the corpus, for the page's notice
-(:mod:`nlsim.dedup.html`).
+(:mod:`nlsim.report.html`).
 
 Example:
     >>> xlsx_text("Floods\\x0bhit the north\\x07")

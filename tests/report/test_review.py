@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nlsim.dedup import review
-from nlsim.dedup.record import RunRecord
-from nlsim.dedup.spreadsheet import FORMULA_START
 from nlsim.io import editor_file
+from nlsim.report import review
+from nlsim.report.record import RunRecord
+from nlsim.report.spreadsheet import FORMULA_START
 
 GUIDELINES = Path(__file__).resolve().parents[2] / "annotations" / "GUIDELINES.md"
 

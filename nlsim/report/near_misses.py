@@ -69,7 +69,7 @@ def near_miss_pairs(below: pd.DataFrame, labels: pd.Series, limit: int) -> pd.Da
 
 def near_miss_table(report_pairs: pd.DataFrame, cluster_of: dict[str, str | None]) -> pd.DataFrame:
     """The report's table of near misses from the pairs table of the missed pairs (:func:`near_miss_pairs`
-    through :func:`nlsim.dedup.report.pairs_table`): each item's cluster instead of the pair's, nearest
+    through :func:`nlsim.report.files.pairs_table`): each item's cluster instead of the pair's, nearest
     the threshold first."""
     out = report_pairs.drop(columns=["cluster_id"], errors="ignore").copy()
     out["cluster_a"] = [cluster_of.get(str(i)) for i in out["id_a"]]

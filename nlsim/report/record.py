@@ -1,8 +1,8 @@
 """The run record: what one dedup run reports, typed.
 
 :class:`RunRecord` is what every run leaves behind, batch or incremental: the report's ``run.json``
-(:meth:`RunRecord.to_dict`), the page (:mod:`nlsim.dedup.html`), the Markdown summary
-(:func:`nlsim.dedup.summary.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
+(:meth:`RunRecord.to_dict`), the page (:mod:`nlsim.report.html`), the Markdown summary
+(:func:`nlsim.report.summary.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
 incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
 parts are records too: the model that judged (:class:`ModelInfo`, with its :class:`ModelCard`), the
 rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and the report judged against
@@ -34,10 +34,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from nlsim import progress
-from nlsim.dedup.spreadsheet import TextChange
 from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.records import known_fields
+from nlsim.report.spreadsheet import TextChange
 
 
 @dataclass(frozen=True)

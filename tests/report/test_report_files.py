@@ -17,8 +17,8 @@ import pytest
 
 from nlsim.clusters.table import batch_clusters
 from nlsim.dedup.config import DedupConfig
-from nlsim.dedup.record import RunRecord
-from nlsim.dedup.report import (
+from nlsim.dedup.run import run_dedup
+from nlsim.report.files import (
     CLUSTERS_SCHEMA,
     MEMBERS_SCHEMA,
     PAIRS_SCHEMA,
@@ -26,7 +26,7 @@ from nlsim.dedup.report import (
     verify_report,
     write_report,
 )
-from nlsim.dedup.run import run_dedup
+from nlsim.report.record import RunRecord
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
 ROOT = Path(__file__).resolve().parents[2]

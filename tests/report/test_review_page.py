@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.dedup.near_misses import near_miss_pairs, near_miss_table
-from nlsim.dedup.record import RunRecord
-from nlsim.dedup.report import pairs_table, write_report
 from nlsim.io import editor_file
 from nlsim.io.pairs import load_pairs
+from nlsim.report.files import pairs_table, write_report
+from nlsim.report.near_misses import near_miss_pairs, near_miss_table
+from nlsim.report.record import RunRecord
 from tests.browser import find_browser
 
 pytestmark = pytest.mark.slow
@@ -494,7 +494,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     }
     pairs = pd.read_parquet(folder / "pairs.parquet")
     near = pd.read_parquet(folder / "near_misses.parquet")
-    from nlsim.dedup.html import render_html
+    from nlsim.report.html import render_html
 
     frame = pd.DataFrame(
         {"id": ["t0", "t1", "t2", "b0", "b1", "l0", "l1"], "title": list("ABCDEFG"), "source": "wire"}

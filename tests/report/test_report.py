@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.dedup.html import render_html
-from nlsim.dedup.record import RunRecord
-from nlsim.dedup.report import PAIRS_SCHEMA, pairs_table, verify_report, write_report
+from nlsim.report.files import PAIRS_SCHEMA, pairs_table, verify_report, write_report
+from nlsim.report.html import render_html
+from nlsim.report.record import RunRecord
 
 
 def page_json(page: str) -> dict:
@@ -67,7 +67,7 @@ def test_failed_write_leaves_previous_report(tmp_path, report_inputs, monkeypatc
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("nlsim.dedup.report.render_markdown", boom)
+    monkeypatch.setattr("nlsim.report.files.render_markdown", boom)
     with pytest.raises(RuntimeError):
         write_report(tmp_path, table.iloc[:0], clusters.iloc[:0], RunRecord(model="other"), frame=frame)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -79,8 +79,8 @@ class Killed(BaseException):
 
 
 def test_a_move_killed_half_way_is_finished_by_the_next_run_never_left_mixed(tmp_path, report_inputs):
-    from nlsim.dedup.report import finish_publishing
     from nlsim.faults import set_fault_hook
+    from nlsim.report.files import finish_publishing
 
     frame, table, clusters = report_inputs
     write_report(tmp_path, table, clusters, RunRecord(model="old"), frame=frame)
@@ -282,8 +282,8 @@ def test_page_holds_every_cluster_and_says_how_many():
 
 
 def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_measured_it(tmp_path):
-    from nlsim.dedup.html import plain_quality
     from nlsim.evaluation.judge import Judgement
+    from nlsim.report.prose import plain_quality
 
     judged = RunRecord(threshold=0.9, judge=Judgement("p.tsv", "validation", 120, 30, 0.667, 0.8, 0.727))
     line = plain_quality(judged)

@@ -507,7 +507,7 @@
     var ids = [m.a, m.b].sort(cmpCodePoints);
     return "ed-" + sha256Hex(ids[0] + "\u001f" + ids[1]).slice(0, 16);
   }
-  function sheetText(v) {  // nlsim.dedup.spreadsheet.csv_text: text a spreadsheet would run as a formula
+  function sheetText(v) {  // nlsim.report.spreadsheet.csv_text: text a spreadsheet would run as a formula
     var text = v === null || v === undefined ? "" : String(v);
     return META.formulaStart.indexOf(text.charAt(0)) >= 0 ? "'" + text : text;
   }

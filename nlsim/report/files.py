@@ -7,12 +7,12 @@ Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/lates
   ``members.csv``: one row per cluster member (:data:`MEMBERS_SCHEMA`), for spreadsheet users;
   ``report.xlsx`` holds the three tables;
 - ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
-  (:mod:`nlsim.dedup.near_misses`);
-- ``index.html`` and ``overview.png`` (:mod:`nlsim.dedup.html`), ``summary.md``; ``learning_curve.png``
-  when the model folder has one (shown on the page's model card);
+  (:mod:`nlsim.report.near_misses`);
+- ``index.html`` (:mod:`nlsim.report.html`) and ``overview.png`` (:mod:`nlsim.report.plots`), ``summary.md``;
+  ``learning_curve.png`` when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
   ``window/members.csv``;
-- ``run.json``: the run record (:class:`nlsim.dedup.record.RunRecord`) and the SHA-256 of every other file.
+- ``run.json``: the run record (:class:`nlsim.report.record.RunRecord`) and the SHA-256 of every other file.
 
 Each Parquet file has one declared schema, the same for batch and daily runs (timestamps in microseconds,
 UTC; scores float32; lists of strings). A batch report is written into a staging folder and moved into
@@ -50,12 +50,6 @@ import pyarrow as pa
 
 from nlsim.clusters.order import order_rank
 from nlsim.clusters.table import CLUSTERS_SCHEMA
-from nlsim.dedup.html import render_html, render_overview_png
-from nlsim.dedup.near_misses import NEAR_MISSES_SCHEMA
-from nlsim.dedup.record import RunRecord
-from nlsim.dedup.scores import SCORES, with_scores
-from nlsim.dedup.spreadsheet import text_changes, write_csv, write_xlsx
-from nlsim.dedup.summary import render_markdown
 from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import (
@@ -70,6 +64,13 @@ from nlsim.io.atomic import (
 from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
 from nlsim.io.report_folder import PUBLISHING
+from nlsim.report.html import render_html
+from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
+from nlsim.report.plots import render_overview_png
+from nlsim.report.record import RunRecord
+from nlsim.report.scores import SCORES, with_scores
+from nlsim.report.spreadsheet import text_changes, write_csv, write_xlsx
+from nlsim.report.summary import render_markdown
 
 PAIRS_SCHEMA = columns.table("pairs").schema
 """``pairs.parquet`` (columns declared in :mod:`nlsim.io.columns`): ``similarity`` is the score the threshold
@@ -194,7 +195,7 @@ def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables, each
     as its column table says (:mod:`nlsim.io.columns`); the user's text in the spreadsheet files is kept as
-    text (:mod:`nlsim.dedup.spreadsheet`)."""
+    text (:mod:`nlsim.report.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters"):

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from nlsim.dedup.config import DedupConfig
-from nlsim.dedup.near_misses import COSINE_MARGIN, NEAR_MISSES_SCHEMA
 from nlsim.dedup.run import DedupResult, run_dedup
+from nlsim.report.near_misses import COSINE_MARGIN, NEAR_MISSES_SCHEMA
 
 THRESHOLD = 0.65
 

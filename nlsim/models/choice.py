@@ -1,0 +1,177 @@
+"""The model a run judges with: :func:`load_model`, the ``model`` stage of a run (:mod:`nlsim.dedup.run`).
+
+``current`` is the model store's promoted model, else the zero-shot default with the store's zero-shot
+calibration; the reranker stored with a fine-tuned model comes with it (unless the run asks for none, or a
+calibration file gives a cosine threshold); the threshold is
+:func:`nlsim.models.threshold.resolve_threshold`'s. :class:`ModelChoice` holds the three and what the report
+shows of them (:class:`~nlsim.report.record.ModelInfo`: the model card from the training record and the
+store entry, :func:`model_summary`; the inference path, :func:`with_inference`).
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> from nlsim.models.settings import ModelSettings
+    >>> encoder = SimpleNamespace(model_id="m", fingerprint="f" * 64, path=None)
+    >>> chosen = load_model(ModelSettings(name="m", threshold=0.9, rerank=False), encoder)
+    >>> chosen.threshold.value, chosen.floor, chosen.info.zero_shot, chosen.info.backend
+    (0.9, 0.9, True, 'torch')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from nlsim.encoders import load_encoder
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.io.model_store import ModelStore
+from nlsim.models.settings import CURRENT_MODEL, DEFAULT_MODEL, ModelSettings
+from nlsim.models.threshold import Threshold, resolve_threshold
+from nlsim.progress import say
+from nlsim.report.record import ModelCard, ModelInfo, TrainingFacts
+from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker
+
+
+@dataclass
+class ModelChoice:
+    """The encoder, reranker and threshold of a run, and what the report says about them."""
+
+    encoder: Any
+    reranker: Reranker | None
+    threshold: Threshold
+    info: ModelInfo = field(default_factory=ModelInfo)
+
+    @property
+    def floor(self) -> float:
+        """The cosine down to which neighbours are searched (the reranker's candidate floor)."""
+        if self.reranker is None:
+            return self.threshold.value
+        return self.reranker.candidate_floor(self.threshold.value)
+
+
+def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None:
+    if ms.rerank is False:
+        return None
+    if not has_reranker(model_path):
+        check_saved_reranker(model_path)  # saved with one that is gone: refused, not a silent bi-encoder run
+        if ms.rerank:
+            raise ConfigError(f"--rerank: model {ms.name!r} has no reranker (train one with nlsim finetune)")
+        return None
+    if ms.calibration is not None:
+        if ms.rerank:
+            raise ConfigError(
+                "--rerank with --calibration: a calibration file calibrates cosines; the rerank threshold "
+                "is the "
+                "reranker's own or --threshold"
+            )
+        say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
+        return None
+    reranker = load_reranker(model_path)
+    reranker.backend, reranker.precision = ms.backend, ms.precision
+    say(reranker.describe())
+    return reranker
+
+
+def model_summary(folder: Path | None, store_info: dict[str, Any] | None) -> ModelCard:
+    """What the report shows about a fine-tuned model: its training record and its store entry."""
+    if folder is None:
+        return ModelCard()
+    metrics, trained = None, None
+    try:
+        training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+        metrics = training.get("metrics", {})
+        keys = ("n_train", "n_validation", "seconds", "editor_labels")
+        trained = TrainingFacts(**{k: training.get(k) for k in keys})
+    except (OSError, ValueError):
+        pass
+    curve = folder / "learning_curve.png"
+    return ModelCard(metrics, trained, store_info or None, str(curve) if curve.is_file() else None)
+
+
+@dataclass(frozen=True)
+class _Requested:
+    """The encoder a run asks for, after ``current`` is resolved in the model store."""
+
+    name: str
+    zero_shot: bool | None = None
+    version: str | None = None
+    fallback: Calibration | None = None
+    store_info: dict[str, Any] | None = None
+
+
+def _resolve_current(ms: ModelSettings) -> _Requested:
+    """``--model current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
+    calibration."""
+    store = ModelStore(ms.store)
+    missing = store.missing()
+    if missing is not None and ms.threshold is None and ms.calibration is None:
+        raise ConfigError(
+            f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled (its "
+            "--model-store, default models/ under the folder it ran in), or run `nlsim pipeline "
+            f"--model-store {store.root}` to make one there"
+        )
+    current = store.current()
+    if current is not None:
+        say(f"current model of {store.root}: {current.name}")
+        return _Requested(str(current), False, current.name, store_info=store.info(current))
+    fallback = load_calibration(store.zero_shot_dir())
+    # the zero-shot model is the one the store's zero-shot calibration was made for
+    name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
+    say(
+        (f"{missing}" if missing else f"no model has been promoted in {store.root} yet")
+        + f": using zero-shot {name}"
+        + (" with the store's zero-shot calibration" if fallback is not None else "")
+    )
+    if fallback is None and ms.threshold is None and ms.calibration is None:
+        raise ConfigError(
+            f"--model current: no model was ever promoted in {store.root} and it has no zero-shot "
+            "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
+            "--calibration FILE / --threshold X"
+        )
+    return _Requested(name, True, None, fallback)
+
+
+def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
+    """The encoder (``current``: the store's promoted model, else zero-shot e5 with the store's zero-shot
+    calibration), its reranker and the threshold; says which."""
+    asked = _resolve_current(ms) if ms.name == CURRENT_MODEL else _Requested(ms.name)
+    if encoder is None:
+        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision)
+    model_path = getattr(encoder, "path", None)
+    reranker = _reranker_for(ms, model_path)
+    threshold = resolve_threshold(ms, encoder, reranker, asked.fallback)
+    if reranker is not None:
+        check_threshold(threshold.value, "rerank threshold", low=-1.0, high=reranker.max_score())
+    say(f"model {encoder.model_id}; {threshold.source}")
+    folder = Path(model_path) if model_path is not None else None
+    zero_shot = asked.zero_shot
+    if zero_shot is None:
+        zero_shot = folder is None or not (folder / "training.json").exists()
+    info = ModelInfo(
+        requested=ms.name,
+        zero_shot=zero_shot,
+        version=asked.version,
+        model_id=encoder.model_id,
+        fingerprint=encoder.fingerprint,
+        path=str(model_path) if model_path is not None else None,
+        card=model_summary(folder, asked.store_info),
+        threshold_calibration=threshold.calibration,
+    )
+    return ModelChoice(encoder, reranker, threshold, with_inference(info, encoder))
+
+
+def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:
+    """``info`` with the encoder's inference path (backend, precision, why, the quality check); before the
+    first big job decides it, what was asked."""
+    choice = getattr(encoder, "choice", None)
+    if choice is not None:
+        return replace(info, backend=choice.backend, precision=choice.precision, inference=choice.as_dict())
+    options = getattr(encoder, "options", {}) or {}
+    return replace(
+        info,
+        backend=options.get("backend", "torch"),
+        precision=options.get("precision", "fp32"),
+        inference=None,
+    )

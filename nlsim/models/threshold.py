@@ -1,0 +1,101 @@
+"""The threshold of a pair, and where it came from: :func:`resolve_threshold`.
+
+A given value (``--threshold``) comes first, then a calibration file (``--calibration``), then the
+calibration stored with the model (``calibration.json``), then the model store's zero-shot calibration.
+With a reranker, the threshold is on the rerank score: a given value, else the reranker's own calibration.
+A calibration made for another model (another fingerprint) is refused: cosine scales differ between models.
+
+Example:
+    >>> from nlsim.models.settings import ModelSettings
+    >>> ms = ModelSettings(name="paraphrase-MiniLM-L3-v2", convert="none", threshold=0.95)
+    >>> resolve_threshold(ms, None).source
+    'given with --threshold'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nlsim.errors import ConfigError
+from nlsim.evaluation.calibration import Calibration, load_calibration
+from nlsim.io.records import known_fields
+from nlsim.models.settings import ModelSettings
+from nlsim.progress import warn
+from nlsim.rerank.reranker import Reranker
+
+
+@dataclass
+class Threshold:
+    """The run's threshold, where it came from, and how well it did on the editors' labels."""
+
+    value: float
+    source: str
+    calibration: Calibration | None = None
+
+
+def _warn_conversion(calibrated: str, used: str, where: Any) -> None:
+    if calibrated and calibrated != used:
+        warn(
+            f"the threshold in {where} was calibrated with conversion {calibrated!r}, this run uses {used!r}"
+        )
+
+
+def _check_fingerprint(cal: Calibration, encoder: Any, where: Any) -> None:
+    if cal.fingerprint and getattr(encoder, "fingerprint", None) and cal.fingerprint != encoder.fingerprint:
+        raise ConfigError(
+            f"{where} was calibrated for another model ({cal.model or 'unknown'}, fingerprint "
+            f"{cal.fingerprint[:12]}), "
+            f"not for {encoder.model_id} (fingerprint {encoder.fingerprint[:12]}): its threshold does not "
+            "apply. "
+            "Calibrate this model (nlsim calibrate) or pass --threshold"
+        )
+
+
+def resolve_threshold(
+    ms: ModelSettings, encoder: Any, reranker: Reranker | None = None, fallback: Calibration | None = None
+) -> Threshold:
+    """Pick the threshold: explicit value > calibration file > the model's own ``calibration.json``
+    (> the store's zero-shot calibration, ``fallback``). With a ``reranker`` the threshold is on the rerank
+    score: explicit value > the reranker's calibration."""
+    model_path = getattr(encoder, "path", None)
+    if reranker is not None:
+        if ms.threshold is not None:
+            return Threshold(float(ms.threshold), "given with --threshold, on the rerank score")
+        if reranker.calibration is None:
+            raise ConfigError(f"the reranker of {model_path} has no calibration: pass --threshold X (0-1)")
+        cal = Calibration(**known_fields(Calibration, reranker.calibration))
+        _warn_conversion(cal.conversion, ms.convert, model_path)
+        return Threshold(
+            float(cal.threshold), f"rerank threshold stored with the model: {cal.describe()}", cal
+        )
+    if ms.threshold is not None:
+        return Threshold(float(ms.threshold), "given with --threshold")
+    if ms.calibration is not None:
+        cal = load_calibration(ms.calibration)
+        if cal is None:
+            raise ConfigError(f"calibration file {ms.calibration} not found")
+        _check_fingerprint(cal, encoder, ms.calibration)
+        _warn_conversion(cal.conversion, ms.convert, ms.calibration)
+        return Threshold(float(cal.threshold), f"calibration file {ms.calibration}: {cal.describe()}", cal)
+    cal = load_calibration(model_path) if model_path is not None else None
+    if cal is not None:
+        _check_fingerprint(cal, encoder, Path(model_path) / "calibration.json")
+        _warn_conversion(cal.conversion, ms.convert, model_path)
+        return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal)
+    if fallback is not None:
+        _check_fingerprint(fallback, encoder, "the model store's zero-shot calibration")
+        return Threshold(
+            float(fallback.threshold),
+            f"zero-shot calibration of the model store: {fallback.describe()}",
+            fallback,
+        )
+    raise ConfigError(
+        f"no threshold for model {ms.name!r}: cosine scales differ between models, so nlsim has no "
+        "default. "
+        "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
+        "annotations/thucnews_tw_pairs.tsv --out FILE` (level same-story by default), or use a fine-tuned "
+        "model "
+        "folder (it carries calibration.json)."
+    )

@@ -1,0 +1,368 @@
+"""What the report page says in words: its prose sections, as HTML (:mod:`nlsim.report.html` puts them in
+place).
+
+- the notices at the top: a zero-shot model (no fine-tuned model was ever promoted), a model switch in a
+  daily run (:func:`notices`); which items' text the spreadsheet files changed (:func:`spreadsheet_notice`);
+- one line in plain words on how far to trust the groupings (:func:`plain_quality`: "about two in three of
+  the pairs this model links are truly the same story", shares as an editor reads them: :func:`in_words`);
+- the model card (:func:`model_card_html`): which model judged (version, zero-shot or fine-tuned), its
+  threshold (:func:`threshold_text`) and where it came from, its agreement with the editors' labels there,
+  its Spearman agreement with the annotated pairs before and after fine-tuning, the learning curve, and the
+  report judged against the editors' pairs (``--judge-pairs``).
+
+User text in them (ids, file and model names) is escaped and bidi-isolated (:func:`iso`).
+
+Example:
+    >>> from nlsim.report.record import RunRecord
+    >>> plain_quality(RunRecord(model="m", threshold=0.9)).startswith("<p id='plain' class='plain'>How often")
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from nlsim.evaluation.judge import Judgement
+from nlsim.io import columns
+from nlsim.report import review
+from nlsim.report.page import score_digits
+from nlsim.report.record import ModelCard, RunRecord
+from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, TextChange
+
+LEVEL_NAMES = {1.0: "same story", 0.75: "same topic and entity"}
+esc = html.escape
+
+
+def iso(text: Any) -> str:
+    """User text (a title, a source, an id, a file name) escaped and isolated from the page's own words:
+    a right-to-left override in it cannot reorder the text around it.
+
+    >>> iso("AP\u202e <b>")
+    '<bdi>AP\u202e &lt;b&gt;</bdi>'
+    """
+    return f"<bdi>{esc(str(text))}</bdi>"
+
+
+def _level_name(level: Any) -> str:
+    lv = columns.page_number(level)
+    if lv is None:
+        return "?"
+    return LEVEL_NAMES.get(lv, f"relatedness ≥ {lv:g}") + f" (score ≥ {lv:g})"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    v = columns.page_number(value, 6)
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def threshold_text(threshold: Any) -> str:
+    """The threshold as the page shows it, with its own decimals (:func:`~nlsim.report.page.score_digits`).
+
+    >>> threshold_text(0.9095), threshold_text(0.9), threshold_text(None)
+    ('0.9095', '0.900', '–')
+    """
+    return _fmt(threshold, score_digits(threshold))
+
+
+def notices(record: RunRecord) -> list[str]:
+    """The banners at the top: zero-shot model, model switch."""
+    info = record.info
+    model = record.model_name
+    parts = []
+    if info.zero_shot:
+        if info.requested == "current":
+            parts.append(
+                "<div class='notice warn' id='zero-shot'><strong>Zero-shot model.</strong> No fine-tuned "
+                "model has been promoted in the model store yet: this report was made with the zero-shot "
+                f"<code>{iso(model)}</code>, a weaker judge of “same story” than a model fine-tuned on your "
+                "editors' pairs. Run <code>nlsim pipeline</code> to train, evaluate and promote one.</div>"
+            )
+        else:
+            parts.append(
+                "<div class='notice' id='zero-shot'><strong>Zero-shot model.</strong> "
+                f"<code>{iso(model)}</code> was not fine-tuned on annotated pairs.</div>"
+            )
+    sw = record.model_switch
+    if sw is not None:
+        what = (
+            f"all {sw.reembedded:,} items of the window were embedded again"
+            if sw.reembed
+            else "the window's items were paired again"
+        )
+        details = "; ".join(str(d) for d in sw.details)
+        parts.append(
+            "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> The state was made "
+            f"with <code>{iso(sw.from_model)}</code>; this run uses "
+            f"<code>{iso(sw.to_model)}</code> ({iso(details)}): {esc(what)}, and the clusters "
+            "were regrouped under the new model (marked “regrouped”). Scores before and after the switch "
+            "are not comparable.</div>"
+        )
+    return parts
+
+
+NUMBER_WORDS = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def in_words(share: float) -> str:
+    """A share as an editor reads it: the simplest "n in d" within 0.03 (d up to 5), else in tenths.
+
+    >>> in_words(0.667), in_words(0.8125), in_words(0.55), in_words(0.97), in_words(0.02)
+    ('about two in three', 'about four in five', 'about six in ten', 'nearly all', 'almost none')
+    """
+    if share >= 0.95:
+        return "nearly all"
+    if share < 0.05:
+        return "almost none"
+    for d in range(2, 6):
+        n = math.floor(share * d + 0.5)
+        if 0 < n < d and abs(n / d - share) <= 0.03:
+            return f"about {NUMBER_WORDS[n]} in {NUMBER_WORDS[d]}"
+    return f"about {NUMBER_WORDS[math.floor(share * 10 + 0.5)]} in ten"
+
+
+def plain_quality(record: RunRecord) -> str:
+    """The page's plain-language line: how often this report's groupings are truly one story, and how many
+    of the editors' same-story pairs it groups, from the report judged against the editors' pairs
+    (``--judge-pairs``), else from the threshold's calibration (when the threshold in use is the calibrated
+    one); without either it says that nobody measured it."""
+    judge, cal = record.judge, record.info.threshold_calibration
+    if judge is not None and judge.precision is not None:
+        share = in_words(judge.precision)
+        text = f"{share[0].upper()}{share[1:]} of the pairs this report groups together are truly one story"
+        if judge.recall is not None:
+            text += f"; it groups {in_words(judge.recall)} of the pairs editors call the same story"
+        basis = (
+            f"judged on {judge.judged_pairs:,} of the editors' scored {judge.split} pairs, "
+            f"{judge.same_story_pairs:,} of them the same story: precision {_fmt(judge.precision)}, recall "
+            f"{_fmt(judge.recall)}"
+        )
+    elif (
+        cal is not None
+        and record.threshold is not None
+        and columns.page_number(cal.threshold, 6) == columns.page_number(record.threshold, 6)
+    ):
+        what = "the same story" if cal.level >= 1.0 else f"related at least as “{_level_name(cal.level)}”"
+        share = in_words(cal.precision)
+        text = (
+            f"{share[0].upper()}{share[1:]} of the pairs this model links are truly {what}; it links "
+            f"{in_words(cal.recall)} of the pairs editors call {what}"
+        )
+        basis = (
+            f"measured on {cal.n:,} annotated {cal.split} pairs, {cal.n_positive:,} of them {what}, where "
+            f"the threshold was calibrated: precision {_fmt(cal.precision)}, recall {_fmt(cal.recall)}"
+        )
+    else:
+        return (
+            "<p id='plain' class='plain'>How often this report's groupings are truly one story was not "
+            "measured for this run (no calibration of the threshold in use, no <code>--judge-pairs</code>): "
+            "read the clusters as suggestions.</p>"
+        )
+    return (
+        f"<p id='plain' class='plain'><strong>{esc(text)}.</strong> <span class='meta'>({esc(basis)}; see "
+        "<a href='#model'>the model card</a>.)</span></p>"
+    )
+
+
+def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.report.spreadsheet`), if any."""
+    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
+    for c in changes:
+        fields[c.change].setdefault(c.item_id, []).append(c.field)
+
+    def items(kind: str) -> str:
+        named = [f"{iso(i)} ({', '.join(f)})" for i, f in list(fields[kind].items())[:shown]]
+        more = len(fields[kind]) - shown
+        return ", ".join(named) + (f" and {more:,} more" if more > 0 else "")
+
+    parts = []
+    if fields["characters"]:
+        parts.append(
+            f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
+            "characters such as Word's manual line break): in <code>report.xlsx</code> a line or page break "
+            f"became a space and the others were removed: {items('characters')}."
+        )
+    if fields["cut"]:
+        parts.append(
+            f"{len(fields['cut']):,} item(s) are longer than a spreadsheet cell holds "
+            f"({XLSX_CELL_CHARACTERS:,} characters): in <code>report.xlsx</code> they are cut there: "
+            f"{items('cut')}."
+        )
+    if fields["formula"]:
+        parts.append(
+            f"{len(fields['formula']):,} item(s) start with =, +, -, @, a tab or a carriage return, which a "
+            "spreadsheet would run as a formula: <code>report.xlsx</code> stores them as text, and in "
+            "<code>pairs.csv</code> and <code>members.csv</code> they begin with an apostrophe: "
+            f"{items('formula')}."
+        )
+    if not parts:
+        return ""
+    return (
+        "<div class='notice' id='spreadsheet-text'><strong>Text changed in the spreadsheet files.</strong> "
+        + " ".join(parts)
+        + " This page and the Parquet files show the original text.</div>"
+    )
+
+
+Row = tuple[str, str]
+"""A line of the model card: its heading and its HTML."""
+
+
+def _model_kind(record: RunRecord) -> str:
+    info = record.info
+    if info.version:
+        return f"fine-tuned, version <code>{esc(info.version)}</code> of the model store"
+    if info.zero_shot:
+        return "zero-shot (not fine-tuned)"
+    return "fine-tuned model folder" if info.card.metrics else "model folder"
+
+
+def _model_rows(record: RunRecord) -> list[Row]:
+    """Which model judged, when and on how many pairs it was trained, the editors' labels among them."""
+    rows = [("Model", f"<code>{iso(record.model_name)}</code> · {_model_kind(record)}")]
+    card = record.info.card
+    trained = card.trained
+    bits = [card.created] if card.created else []
+    if trained is not None and trained.n_train:
+        bits.append(
+            f"on {int(trained.n_train):,} annotated pairs ({int(trained.n_validation or 0):,} for validation)"
+        )
+    if bits:
+        rows.append(("Trained", esc(" ".join(bits))))
+    editors = review.editor_labels_text(trained.editor_labels if trained is not None else None)
+    if editors:
+        rows.append(("Editors’ labels", esc(editors)))
+    return rows
+
+
+def _agreement(record: RunRecord) -> str:
+    """How well the threshold agreed with the editors' labels where it was calibrated."""
+    cal = record.info.threshold_calibration
+    if cal is None:
+        if record.threshold_source.startswith("given"):
+            return "not measured: the threshold was given, not calibrated"
+        return "not recorded in this run"
+    return (
+        f"precision <strong>{_fmt(cal.precision)}</strong> · recall <strong>{_fmt(cal.recall)}</strong> · "
+        f"F1 <strong>{_fmt(cal.f1)}</strong> "
+        + esc(f"on {cal.n} {cal.split} pairs, {cal.n_positive} of them {_level_name(cal.level)}")
+    )
+
+
+def _threshold_rows(record: RunRecord) -> list[Row]:
+    """The threshold, on which score, where it came from, its agreement, the reranker, the text embedded."""
+    on = "rerank score" if record.rerank is not None else "cosine similarity"
+    rows = [
+        ("Threshold", f"<strong>{threshold_text(record.threshold)}</strong> on the {on}"),
+        ("Where it came from", iso(record.threshold_source or "?")),
+        ("Agreement at this threshold", _agreement(record)),
+    ]
+    rr = record.rerank
+    if rr is not None:
+        kept = f"{rr.kept} of {rr.candidates} candidate pairs kept (candidate floor {rr.candidate_floor})"
+        rows.append(("Reranker", esc(f"{rr.describe}; {kept}")))
+    text = [f"conversion {record.conversion}" if record.conversion else ""]
+    text.append(f"embedded fields {record.text_fields}" if record.text_fields else "")
+    if any(text):
+        rows.append(("Text", esc(", ".join(t for t in text if t))))
+    return rows
+
+
+SPEARMAN_LINES = (
+    ("zero-shot base model", "before"),
+    ("fine-tuned bi-encoder", "after"),
+    ("fine-tuned, with reranker", "reranked"),
+)
+"""The model card's Spearman table: each line's label and the training record's key."""
+
+
+def _spearman_table(card: ModelCard) -> str:
+    """Spearman ×100 on the validation and test pairs, before and after fine-tuning ("" without a record)."""
+    table = []
+    for label, key in SPEARMAN_LINES:
+        v, t = card.spearman(f"{key}/validation"), card.spearman(f"{key}/test")
+        if v is not None or t is not None:
+            table.append(
+                f"<tr><th scope='row'>{label}</th><td class='num'>{_fmt(v, 2)}</td>"
+                f"<td class='num'>{_fmt(t, 2)}</td></tr>"
+            )
+    if not table:
+        return ""
+    return (
+        "<h3>Spearman ×100 against the annotators' scores (agreement between annotators is the "
+        "ceiling)</h3><table class='metrics'><tr><th></th><th>validation</th><th>test</th></tr>"
+        + "".join(table)
+        + "</table>"
+    )
+
+
+def model_card_html(record: RunRecord, learning_curve: str | None) -> str:
+    """The page's model card: which model judged, its threshold and where it came from, its quality before
+    and after fine-tuning, its learning curve."""
+    rows = _model_rows(record) + _threshold_rows(record)
+    body = "".join(f"<tr><th scope='row'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    parts = ["<section id='model' class='panel'><h2>The judge: model and threshold</h2>"]
+    parts.append(f"<table class='card'>{body}</table>")
+    spearman = _spearman_table(record.info.card)
+    if spearman:
+        parts.append(spearman)
+    elif record.info.zero_shot:
+        parts.append("<p class='meta'>No training record: this model was not fine-tuned here.</p>")
+    if learning_curve:
+        parts.append(
+            f"<figure><img src='{esc(learning_curve)}' alt='learning curve: quality against the number of "
+            "annotated training pairs' loading='lazy'><figcaption>Learning curve of the model "
+            "folder</figcaption></figure>"
+        )
+    judged = _judgement(record.judge, window=record.mode == "incremental")
+    if judged:
+        parts.append(judged)
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _judgement(judge: Judgement | None, *, window: bool = False) -> str:
+    """The report judged at the cluster level against the editors' pairs (``--judge-pairs``), if asked;
+    ``window``: a daily report, judged on its whole retention window."""
+    if judge is None:
+        return ""
+    where = "this report's window (the items the state keeps, with this run's)" if window else "this report"
+    ci = f" (95% interval {judge.f1_ci95[0]:.3f}–{judge.f1_ci95[1]:.3f})" if judge.f1_ci95 else ""
+    rows = [
+        (
+            "precision",
+            "of the judged pairs this report puts in one cluster, the share that are the same story",
+        ),
+        ("recall", "of the judged same-story pairs, the share this report puts in one cluster"),
+        ("f1", "their harmonic mean" + ci),
+    ]
+    body = "".join(
+        f"<tr><th scope='row'>{name if name != 'f1' else 'F1'}</th>"
+        f"<td class='num'>{_fmt(getattr(judge, name), 3)}</td><td>{esc(why)}</td></tr>"
+        for name, why in rows
+    )
+    other, missing = judge.mismatched_pairs or 0, judge.pairs_not_in_corpus or 0
+    left = (
+        f" {other + missing:,} were left out: {other:,} name items whose text here is another one (a "
+        f"corrected headline, or another corpus), {missing:,} name items {esc(where)} does not hold."
+        if other + missing
+        else ""
+    )
+    by_size = (
+        "<p class='meta' id='purity'>Of the judged pairs inside clusters of "
+        + "; ".join(
+            f"{esc(p.band)} items, {_fmt(p.share, 2)} are the same story ({p.judged:,} pairs)"
+            for p in judge.purity_by_size
+        )
+        + ": large clusters that chain a topic or a series show here first.</p>"
+        if judge.purity_by_size
+        else ""
+    )
+    return (
+        f"<h3 id='judged'>Judged by the editors' pairs: same story at the cluster level</h3>"
+        f"<p class='meta'>{judge.judged_pairs:,} scored {esc(judge.split)} pairs of "
+        f"<bdi>{esc(judge.pairs)}</bdi> belong to {esc(where)}, {judge.same_story_pairs:,} of them the same "
+        f"story; a figure with nothing to divide by is shown as –.{left}</p>"
+        f"<table class='metrics'>{body}</table>{by_size}"
+    )
