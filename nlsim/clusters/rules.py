@@ -257,35 +257,7 @@ def _average_linkage(
     each member starts in (a story, for a topic rule), else its own."""
     if len(members) == 2:
         return [members]
-    w = [int(weights.get(m, 1)) if weights else 1 for m in members]
-    index = {m: i for i, m in enumerate(members)}
-    first: dict[str, int] = {}
-    home = [first.setdefault(start.get(m, m) if start else m, i) for i, m in enumerate(members)]
-    near: dict[int, set[int]] = {i: set() for i in range(len(members))}
-    pairs: list[tuple[int, int, float]] = []
-    for k in links:
-        if k.a in index and k.b in index:
-            x, y = sorted((index[k.a], index[k.b]))
-            near[x].add(y)
-            near[y].add(x)
-            pairs.append((x, y, k.score))
-    groups: dict[int, list[str]] = {}
-    size: dict[int, int] = {}
-    for i, m in enumerate(members):
-        groups.setdefault(home[i], []).append(m)
-        size[home[i]] = size.get(home[i], 0) + w[i]
-    # between[g][h] = (links, triangles closed, summed score) between groups g and h
-    between: dict[int, dict[int, tuple[int, int, float]]] = {g: {} for g in groups}
-    linked: set[tuple[int, int]] = set()
-    for x, y, score in pairs:
-        g, h = sorted((home[x], home[y]))
-        if g == h:
-            continue
-        n, t, s = between[g].get(h, (0, 0, 0.0))
-        many = w[x] * w[y]
-        closed = many * sum(w[z] for z in near[x] & near[y])
-        between[g][h] = between[h][g] = (n + many, t + closed, s + many * score)
-        linked.add((g, h))
+    groups, size, between = _start_groups(members, links, weights, start)
     version = dict.fromkeys(groups, 0)
     heap: list[tuple[float, float, float, int, int, int, int]] = []
 
@@ -294,8 +266,10 @@ def _average_linkage(
         n, t, s = between[x][y]
         heapq.heappush(heap, (-n / (size[x] * size[y]), -t / n, -s / n, x, y, version[x], version[y]))
 
-    for g, h in sorted(linked):
-        push(g, h)
+    for g in sorted(between):
+        for h in sorted(between[g]):
+            if g < h:
+                push(g, h)
     while heap:
         neg_share, _, neg_mean, x, y, vx, vy = heapq.heappop(heap)
         if x not in groups or y not in groups or version[x] != vx or version[y] != vy:
@@ -317,3 +291,41 @@ def _average_linkage(
         for other in between[keep]:
             push(keep, other)
     return [sorted(g) for g in groups.values() if len(g) > 1]
+
+
+def _start_groups(
+    members: list[str],
+    links: Sequence[Link],
+    weights: Mapping[str, int] | None,
+    start: Mapping[str, str] | None,
+) -> tuple[dict[int, list[str]], dict[int, int], dict[int, dict[int, tuple[int, int, float]]]]:
+    """Average linkage's first groups (each member alone, or in its ``start`` group), their sizes (the
+    members' ``weights`` summed) and ``between[g][h]``: the links between two groups, the triangles they
+    close and their summed score, each link counted for the item pairs it stands for."""
+    w = [int(weights.get(m, 1)) if weights else 1 for m in members]
+    index = {m: i for i, m in enumerate(members)}
+    first: dict[str, int] = {}
+    home = [first.setdefault(start.get(m, m) if start else m, i) for i, m in enumerate(members)]
+    near: dict[int, set[int]] = {i: set() for i in range(len(members))}
+    pairs: list[tuple[int, int, float]] = []
+    for k in links:
+        if k.a in index and k.b in index:
+            x, y = sorted((index[k.a], index[k.b]))
+            near[x].add(y)
+            near[y].add(x)
+            pairs.append((x, y, k.score))
+    groups: dict[int, list[str]] = {}
+    size: dict[int, int] = {}
+    for i, m in enumerate(members):
+        groups.setdefault(home[i], []).append(m)
+        size[home[i]] = size.get(home[i], 0) + w[i]
+    between: dict[int, dict[int, tuple[int, int, float]]] = {g: {} for g in groups}
+    for x, y, score in pairs:
+        g, h = sorted((home[x], home[y]))
+        if g == h:
+            continue
+        n, t, s = between[g].get(h, (0, 0, 0.0))
+        many = w[x] * w[y]
+        closed = many * sum(w[z] for z in near[x] & near[y])
+        between[g][h] = between[h][g] = (n + many, t + closed, s + many * score)
+    return groups, size, between

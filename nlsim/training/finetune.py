@@ -179,13 +179,7 @@ def finetune(
     """
     t_start = time.perf_counter()
     if cfg.out:
-        model = cfg.model if Path(cfg.model).exists() else None
-        inputs = {"--pairs": cfg.pairs, "--model": model, "--silver-corpus": cfg.silver_corpus}
-        check_outputs_apart(inputs, {"--out": cfg.out})
-        check_model_out(cfg.out)
-        out = resolved(cfg.out)
-        for path in sweep_leftovers(out.parent, out.name):  # a killed run's half-saved model (100s of MB)
-            log(f"removed {path}, left by a killed run")
+        _check_out(cfg, log)
     data = call("load-pairs", prepare_pairs, cfg, pairs)
     if encoder is None:
         encoder = call("load-base-model", load_base, cfg)
@@ -276,6 +270,18 @@ def quality_check(
         split=cfg.val_split,
         pair_conversion=cfg.conversion,
     )
+
+
+def _check_out(cfg: FinetuneConfig, log: Callable[[str], None]) -> None:
+    """Before any work: the model folder apart from every input and nlsim's own to write; what a killed run
+    left half-saved there removed."""
+    model = cfg.model if Path(cfg.model).exists() else None
+    inputs = {"--pairs": cfg.pairs, "--model": model, "--silver-corpus": cfg.silver_corpus}
+    check_outputs_apart(inputs, {"--out": cfg.out})
+    check_model_out(str(cfg.out))
+    out = resolved(str(cfg.out))
+    for path in sweep_leftovers(out.parent, out.name):  # a killed run's half-saved model (100s of MB)
+        log(f"removed {path}, left by a killed run")
 
 
 def _save_topic(topic: Any, encoder: Any, path: Path) -> None:
