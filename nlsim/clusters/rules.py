@@ -173,6 +173,13 @@ stories"): cluster-level F1 0.619 on average against 0.607 for connected compone
 inside clusters of 5 or more items the same story 0.68 of the time against 0.53."""
 
 
+DEFAULT_LARGE = 5
+DEFAULT_LARGE_SHARE: float | None = None
+DEFAULT_LARGE_MARGIN: float | None = 0.01
+"""What a large story cluster needs by default (``SharedSupport.large``, ``large_share``, the margin of
+``large_floor`` over the story threshold); docs/finetuning.md, "Stories inside topics"."""
+
+
 def rule_named(
     name: str,
     min_share: float = DEFAULT_SUPPORT,

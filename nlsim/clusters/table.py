@@ -65,6 +65,7 @@ def cluster_table(
     events: pd.DataFrame | None = None,
     representative: str = "earliest",
     default_status: str = "unchanged",
+    topics: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per cluster (``clusters``, default: every cluster in ``assignment``), largest first.
 
@@ -73,6 +74,8 @@ def cluster_table(
         assignment: cluster id of each clustered item.
         pairs: ``id_a``, ``id_b``, ``similarity`` of the pairs among the items (scores and "central").
         events: the run's ``cluster_id``, ``status``, ``added``, ``absorbed`` (others get ``default_status``).
+        topics: the topic group of each item in one (:mod:`nlsim.clusters.topics`): a cluster's is its
+            members'.
     """
     if representative not in REPRESENTATIVES:
         raise ConfigError(
@@ -101,6 +104,7 @@ def cluster_table(
             rep = members[0]
         row = columns.row(c, members, rep, ev.get(c), scores.within.get(c, []), default_status)
         row["weakest_link"] = weakest_link(scores.links.get(c, []))
+        row["topic_id"] = (topics or {}).get(ids[members[0]])
         out.append(row)
     table = pd.DataFrame(out, columns=report_columns.table("clusters").names)
     for c in ("first_published", "last_published"):
@@ -199,6 +203,54 @@ class _Columns:
             "max_similarity": max(scores) if scores else np.nan,
             "mean_similarity": float(np.mean(scores)) if scores else np.nan,
         }
+
+
+def topic_table(items: pd.DataFrame, topics: Mapping[str, str], clusters: Mapping[str, str]) -> pd.DataFrame:
+    """One row per topic group (``topics``: each member's topic id; ``clusters``: each clustered item's
+    story cluster), its items earliest first, the earliest its representative, largest first (the columns
+    of :data:`nlsim.io.columns.TOPICS`).
+
+    Example:
+        >>> frame = pd.DataFrame({"id": ["x", "y", "z"], "title": list("XYZ"),
+        ...     "published_at": pd.to_datetime(["2024-01-02", "2024-01-01", None], utc=True)})
+        >>> t = topic_table(frame, {"x": "t-y", "y": "t-y", "z": "t-y"}, {"x": "c-y", "y": "c-y"})
+        >>> t[["topic_id", "size", "stories", "representative"]].values.tolist(), t["member_ids"][0]
+        ([['t-y', 3, 2, 'y']], ['y', 'x', 'z'])
+    """
+    spec = report_columns.table("topics")
+    ids = items["id"].astype(str).to_numpy()
+    rank = order_rank(ids.tolist(), items["published_at"])
+    titles = items["title"].astype(str).to_numpy()
+    times = pd.to_datetime(items["published_at"], utc=True)
+    members: dict[str, list[int]] = {}
+    for r in np.argsort(rank, kind="stable"):
+        topic = topics.get(ids[r])
+        if topic is not None:
+            members.setdefault(topic, []).append(int(r))
+    rows = []
+    for topic, rows_of in members.items():
+        story_ids = sorted({clusters[ids[r]] for r in rows_of if ids[r] in clusters})
+        t = times.iloc[rows_of]
+        rows.append(
+            {
+                "topic_id": topic,
+                "size": len(rows_of),
+                "stories": len(story_ids) + sum(1 for r in rows_of if ids[r] not in clusters),
+                "cluster_ids": story_ids,
+                "member_ids": [ids[r] for r in rows_of],
+                "representative": ids[rows_of[0]],
+                "representative_title": titles[rows_of[0]],
+                "first_published": t.min(),
+                "last_published": t.max(),
+            }
+        )
+    table = pd.DataFrame(rows, columns=spec.names) if rows else spec.empty()
+    for c in ("first_published", "last_published"):
+        table[c] = pd.to_datetime(table[c], utc=True)
+    table = table.astype({"size": "int64", "stories": "int64"})
+    return table.sort_values(["size", "topic_id"], ascending=[False, True], kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def batch_clusters(

@@ -27,13 +27,21 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from nlsim.clusters.assign import assign_groups
 from nlsim.clusters.constraints import LinkConstraints
+from nlsim.clusters.order import CLUSTER_PREFIX, OrderKey
 from nlsim.clusters.rules import ClusterRule, Link
 
+TOPIC_PREFIX = "t-"
+"""A topic's id: ``"t-" + its key member's id`` (the earliest member, :mod:`nlsim.clusters.order`)."""
 TOPIC_LEVEL = 0.75
 """The rubric's level of "same topic and entity": the level the topic threshold is calibrated for."""
+DEFAULT_TOPIC_RULE = "support"
+DEFAULT_TOPIC_SUPPORT = 0.3
+"""The topic groups' rule and share by default (docs/finetuning.md, "Stories inside topics")."""
 APART_BELOW = 0.75
 """A verdict below this level keeps two items' topics apart; one at it or above joins them."""
 
@@ -64,4 +72,48 @@ def topic_constraints(verdicts: Iterable[tuple[str, str, float]]) -> LinkConstra
     return LinkConstraints.from_pairs(
         must=[(a, b) for a, b, s in rows if s >= APART_BELOW],
         cannot=[(a, b) for a, b, s in rows if s < APART_BELOW],
+    )
+
+
+@dataclass(frozen=True)
+class TopicUpdate:
+    """The topic of every item in a topic group (``assignment``) and each topic's anchor, its key member's
+    order key (kept across daily runs, as a cluster's is)."""
+
+    assignment: dict[str, str]
+    anchors: dict[str, OrderKey]
+
+
+def assign_topics(
+    previous: Mapping[str, str],
+    anchors: Mapping[str, OrderKey],
+    keys: Mapping[str, OrderKey],
+    *,
+    groups: Iterable[Iterable[str]],
+    new_ids: Iterable[str],
+    regrouping: bool = False,
+) -> TopicUpdate:
+    """Stable ids for topic groups, named as clusters are (:func:`nlsim.clusters.assign.assign_groups`: a
+    daily run's topics keep the ids of earlier runs, and items arriving in publication order get the ids a
+    batch run gives them), ``"t-" + key member``.
+
+    Example:
+        >>> from nlsim.clusters.order import order_key_of
+        >>> keys = {i: order_key_of(f"2024-01-0{n}", i) for n, i in enumerate("abc", start=1)}
+        >>> day1 = assign_topics({}, {}, keys, groups=[["a", "b"]], new_ids=["a", "b"])
+        >>> day2 = assign_topics(day1.assignment, day1.anchors, keys, groups=[["a", "b", "c"]], new_ids=["c"])
+        >>> day1.assignment, day2.assignment["c"]
+        ({'a': 't-a', 'b': 't-a'}, 't-a')
+    """
+    as_cluster = {i: CLUSTER_PREFIX + t[len(TOPIC_PREFIX) :] for i, t in previous.items()}
+    cluster_anchors = {CLUSTER_PREFIX + t[len(TOPIC_PREFIX) :]: k for t, k in anchors.items()}
+    upd = assign_groups(
+        as_cluster, cluster_anchors, keys, groups=groups, new_ids=new_ids, regrouping=regrouping
+    )
+
+    def topic(cid: str) -> str:
+        return TOPIC_PREFIX + cid[len(CLUSTER_PREFIX) :]
+
+    return TopicUpdate(
+        {i: topic(c) for i, c in upd.assignment.items()}, {topic(c): k for c, k in upd.anchors.items()}
     )

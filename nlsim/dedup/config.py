@@ -27,11 +27,19 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from nlsim.clusters.rules import DEFAULT_RULE, DEFAULT_SUPPORT
+from nlsim.clusters.rules import (
+    DEFAULT_LARGE,
+    DEFAULT_LARGE_MARGIN,
+    DEFAULT_LARGE_SHARE,
+    DEFAULT_RULE,
+    DEFAULT_SUPPORT,
+)
+from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.conversion import DEFAULT_MODE, Conversion, check_mode
 from nlsim.dedup.settings import (
     ClusteringSettings,
     ClusterRuleName,
+    Cut,
     DedupSettings,
     IndexKind,
     InputSettings,
@@ -122,6 +130,43 @@ class DedupConfig:
     cluster_support: float = option(
         DEFAULT_SUPPORT,
         help="the support rule's share: two groups join while at least this share of their member pairs link",
+    )
+    large_cluster: int | None = option(
+        DEFAULT_LARGE,
+        help="a story cluster of this many items or more must be held strongly, not by a chain at the "
+        "threshold (--large-cluster-margin, --large-cluster-share); 0: no more than a smaller one",
+    )
+    large_cluster_margin: float | None = option(
+        DEFAULT_LARGE_MARGIN,
+        help="how far above the threshold the links between a large cluster's two halves must score on "
+        "average",
+    )
+    large_cluster_share: float | None = option(
+        DEFAULT_LARGE_SHARE,
+        help="the share of a large cluster's member pairs between its two halves that must link (default: "
+        "--cluster-support's)",
+    )
+    cluster_cut: Cut = option(
+        "order",
+        help="how an editor's 'not the same story' parts a cluster: 'order' (the weakest links on the way) "
+        "or 'min-cut' (the cheapest set of links; nlsim/clusters/cuts.py)",
+    )
+    topics: bool = option(
+        True,
+        help="leave out the topic groups around the stories (stories and single items sharing a topic and "
+        "entity: an exam year, a saga, one product's promotions; nlsim/clusters/topics.py)",
+        flags=("--no-topics",),
+    )
+    topic_threshold: float | None = option(
+        None,
+        help="the topic groups' threshold, on the score --threshold is on (default: calibrated with the "
+        "model at the rubric's 0.75 level)",
+    )
+    topic_rule: ClusterRuleName = option(
+        DEFAULT_TOPIC_RULE, help="which stories and items make one topic group: 'support' or 'components'"
+    )
+    topic_support: float = option(
+        DEFAULT_TOPIC_SUPPORT, help="the topic rule's share of linked member pairs (as --cluster-support)"
     )
     series_veto: bool = option(
         True,
@@ -227,10 +272,21 @@ class DedupConfig:
                 raise ConfigError(f"--{name} must be >= 1, got {value}")
         if self.near_misses < 0:
             raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
-        if not (math.isfinite(self.cluster_support) and 0.0 < self.cluster_support <= 1.0):
-            raise ConfigError(
-                f"--cluster-support must be more than 0 and at most 1, got {self.cluster_support}"
-            )
+        for flag, share in (
+            ("--cluster-support", self.cluster_support),
+            ("--topic-support", self.topic_support),
+            ("--large-cluster-share", self.large_cluster_share),
+        ):
+            if share is not None and not (math.isfinite(share) and 0.0 < share <= 1.0):
+                raise ConfigError(f"{flag} must be more than 0 and at most 1, got {share}")
+        if self.large_cluster is not None and self.large_cluster != 0 and self.large_cluster < 3:
+            raise ConfigError(f"--large-cluster must be 0 (none) or at least 3, got {self.large_cluster}")
+        for flag, value in (
+            ("--topic-threshold", self.topic_threshold),
+            ("--large-cluster-margin", self.large_cluster_margin),
+        ):
+            if value is not None and not (math.isfinite(float(value)) and -1.0 <= float(value) <= 1.0):
+                raise ConfigError(f"{flag} must be a number in [-1, 1], got {value}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
         if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
@@ -273,6 +329,8 @@ class DedupConfig:
                 batch_size=self.batch_size,
                 cache=self.cache,
                 series_veto=self.series_veto,
+                topic_threshold=self.topic_threshold,
+                topics=self.topics,
             ),
             search=SearchSettings(
                 k=self.k,
@@ -287,6 +345,12 @@ class DedupConfig:
                 support=self.cluster_support,
                 representative=self.representative,
                 annotated_pairs=self.annotated_pairs,
+                large=self.large_cluster or None,
+                large_share=self.large_cluster_share,
+                large_margin=self.large_cluster_margin,
+                cut=self.cluster_cut,
+                topic_rule=self.topic_rule,
+                topic_support=self.topic_support,
             ),
             report=ReportSettings(
                 out=self.out,

@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.verdicts import Verdicts, from_frame, link_store, load_verdicts, store_path
+from nlsim.clusters.verdicts import Verdict, Verdicts, from_frame, link_store, load_verdicts, store_path
 from nlsim.errors import StateError
 from nlsim.io.editor_file import pair_id
 from nlsim.io.pairs import item_id, load_pairs
@@ -61,6 +61,11 @@ class EditorsInput:
         among ``shown`` (the items a page shows), sorted."""
         known = set(map(str, shown))
         return sorted(pair_id(a, b) for a, b in self.scored if a in known and b in known)
+
+    def acting_verdicts(self) -> list[Verdict]:
+        """The verdicts that act on clusters: on training pairs, none held out (validation and test pairs
+        of the annotated pair file never act, whatever the store says)."""
+        return [v for v in self.verdicts.acting() if v.key not in self.held_out]
 
     def constraints(self) -> LinkConstraints:
         """The acting verdicts (training pairs, none held out) as must-links and cannot-links."""

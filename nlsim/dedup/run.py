@@ -253,7 +253,9 @@ def _analyse(
     scored = stages.judge_pairs(settings.report) if settings.report.judge_pairs else None
     editors = stages.editors(settings.clustering, window)
     search = _search(step, settings, model, window, plan, editors)
-    clustering = step("cluster", cluster, search.window, search.pairs, settings.clustering, editors)
+    clustering = step(
+        "cluster", cluster, search.window, search.pairs, settings.clustering, editors, model.levels
+    )
     missed = step("near-misses", stages.near_misses, search.below, clustering, settings.report.near_misses)
     chosen = _editors_record(clustering, missed, editors)
     if chosen is not None:
@@ -352,6 +354,8 @@ def run_record(
         "clusters_in_window": int(len(clustering.window_clusters)),
         "near_misses": int(len(missed)),
         "exact_copies": 0 if window.copies is None else window.copies.count,
+        "topics": int(len(clustering.report_topics)),
+        "topic_items": int(clustering.report_topics["size"].sum()) if len(clustering.report_topics) else 0,
     }
     extra: dict[str, Any] = {"merged_into": dict(sorted(update.merged_into.items()))}
     if update.dissolved:
@@ -430,9 +434,10 @@ def _search(
     candidates = int(len(pairs))
     if reranked:
         pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.progress)
-    pairs, below = near_misses.split(pairs, model.threshold.value)
+    pairs, below = stages.linked(pairs, model.levels)
     pairs = stages.with_copies(pairs, window)
-    rerank = stages.rerank_record(model, candidates, int(len(pairs))) if reranked else None
+    story = int((pairs["similarity"].to_numpy() >= model.threshold.value).sum())
+    rerank = stages.rerank_record(model, candidates, story) if reranked else None
     return Search(window, pairs, below, candidates, hit, info, rerank)
 
 

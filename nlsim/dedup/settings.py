@@ -29,12 +29,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nlsim.clusters.rules import DEFAULT_RULE, DEFAULT_SUPPORT
+from nlsim.clusters.rules import (
+    DEFAULT_LARGE,
+    DEFAULT_LARGE_MARGIN,
+    DEFAULT_LARGE_SHARE,
+    DEFAULT_RULE,
+    DEFAULT_SUPPORT,
+    ClusterRule,
+    rule_named,
+)
+from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.models.settings import ModelSettings
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
 Representative = Literal["earliest", "central"]
 ClusterRuleName = Literal["support", "components"]
+Cut = Literal["order", "min-cut"]
 
 
 @dataclass(frozen=True)
@@ -73,10 +83,37 @@ class ClusteringSettings:
     support: float = DEFAULT_SUPPORT
     representative: Representative = "earliest"
     annotated_pairs: str | None = None
+    large: int | None = DEFAULT_LARGE
+    """A story cluster of this many items or more must be held strongly (:class:`SharedSupport`)."""
+    large_share: float | None = DEFAULT_LARGE_SHARE
+    large_margin: float | None = DEFAULT_LARGE_MARGIN
+    """How far above the story threshold the links between a large cluster's two halves must score."""
+    cut: Cut = "order"
+    """How an editor's "not the same story" parts a cluster (:mod:`nlsim.clusters.cuts`)."""
+    topic_rule: ClusterRuleName = DEFAULT_TOPIC_RULE  # type: ignore[assignment]
+    topic_support: float = DEFAULT_TOPIC_SUPPORT
 
     def describe(self) -> str:
-        """The rule as the run record names it: ``support 0.4``, or ``components``."""
-        return f"support {self.support:g}" if self.rule == "support" else self.rule
+        """The rule as the run record names it: ``support 0.4`` (with what a large cluster needs), or
+        ``components``."""
+        if self.rule != "support":
+            return self.rule
+        large = ""
+        if self.large is not None and (self.large_share is not None or self.large_margin is not None):
+            needs = [f"share {self.large_share:g}" if self.large_share is not None else ""]
+            if self.large_margin is not None:
+                needs.append(f"links {self.large_margin:+g} over the threshold")
+            large = f"; {self.large}+ items need " + " and ".join(n for n in needs if n)
+        return f"support {self.support:g}{large}"
+
+    def story_rule(self, threshold: float) -> ClusterRule:
+        """The story clusters' rule at the story ``threshold``."""
+        floor = None if self.large_margin is None else threshold + self.large_margin
+        return rule_named(self.rule, self.support, self.large, self.large_share, floor)
+
+    def topic_rule_named(self) -> ClusterRule:
+        """The topic groups' rule (:mod:`nlsim.clusters.topics`)."""
+        return rule_named(self.topic_rule, self.topic_support)
 
 
 @dataclass(frozen=True)

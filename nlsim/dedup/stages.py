@@ -36,8 +36,9 @@ from nlsim.clusters.assign import ClusterUpdate, assign_groups
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import contract, find_copies
 from nlsim.clusters.order import order_keys
-from nlsim.clusters.rules import Link, rule_named
-from nlsim.clusters.table import cluster_table
+from nlsim.clusters.rules import Link
+from nlsim.clusters.table import cluster_table, topic_table
+from nlsim.clusters.topics import TopicUpdate, assign_topics, topic_constraints, topic_groups
 from nlsim.clusters.verdicts import Verdicts
 from nlsim.dedup.config import FUTURE_TOLERANCE_DAYS
 from nlsim.dedup.editors import EditorsInput, editors_fingerprint, read_editors, scored_frame
@@ -59,6 +60,7 @@ from nlsim.io import columns
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.models.choice import ModelChoice
 from nlsim.models.settings import ModelSettings
+from nlsim.models.threshold import Levels
 from nlsim.progress import Progress, say, warn
 from nlsim.report import near_misses as near
 from nlsim.report.files import daily_report_dir, pairs_table, publish_daily_report, write_report
@@ -97,6 +99,10 @@ class Clustering:
     scored: frozenset[tuple[str, str]] = frozenset()
     """The pairs editors have scored (``pair_key``), kept in a daily state: the review queue of a later run
     skips them, with or without ``--annotated-pairs``."""
+    topics: TopicUpdate = field(default_factory=lambda: TopicUpdate({}, {}))
+    """The topic group of each item in one, and the topics' anchors (:mod:`nlsim.clusters.topics`)."""
+    report_topics: pd.DataFrame = field(default_factory=lambda: columns.table("topics").empty())
+    """The topics table (``topics.parquet``): the window's topic groups."""
 
 
 # --- load ---------------------------------------------------------------------------------------------
@@ -190,6 +196,7 @@ def _window_identity(model: ModelChoice, settings: DedupSettings) -> StateIdenti
         text_fields=tuple(settings.input.text_fields),
         threshold=float(model.threshold.value),
         reranker=rr,
+        topic_threshold=None if model.topic is None else float(model.topic.value),
     )
 
 
@@ -375,6 +382,25 @@ def copies_said(window: Window) -> str | None:
     )
 
 
+def with_topic_score(pairs: pd.DataFrame) -> pd.DataFrame:
+    """``pairs`` with ``topic_score``, the score the topic threshold applies to: the rerank stage's score
+    before the series veto, else the pair's ``similarity``."""
+    if "topic_score" in pairs:
+        return pairs
+    return pairs.assign(topic_score=pairs["similarity"].astype(np.float32))
+
+
+def linked(pairs: pd.DataFrame, levels: Levels) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The candidate pairs a run keeps (at or above the story threshold, or, with topic groups, whose
+    ``topic_score`` reaches the topic threshold) and those below the story threshold (the near misses')."""
+    pairs = with_topic_score(pairs)
+    story = pairs["similarity"].to_numpy() >= levels.story
+    keep = story.copy()
+    if levels.topic is not None:
+        keep |= pairs["topic_score"].to_numpy() >= levels.topic
+    return pairs[keep].reset_index(drop=True), pairs[~story].reset_index(drop=True)
+
+
 def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
     """``pairs`` (at or above the threshold) with a link from each of today's copies to its representative
     (``exact_copy`` true; score 1, the top of the scale; the cosine of their vectors; no cross-encoder
@@ -396,10 +422,11 @@ def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
             "similarity": np.ones(len(a), np.float32),
             "cosine": cosine,
             "cross_encoder": np.full(len(a), np.nan, np.float32),
+            "topic_score": np.ones(len(a), np.float32),
             "exact_copy": True,
         }
     )
-    scored = with_scores(pairs).assign(exact_copy=False)
+    scored = with_topic_score(with_scores(pairs)).assign(exact_copy=False)
     key = scored["a"].to_numpy(np.int64) * (len(window.items) + 1) + scored["b"].to_numpy(np.int64)
     taken = np.isin(key, a * (len(window.items) + 1) + b)
     return pd.concat([scored[~taken], links], ignore_index=True)
@@ -424,6 +451,7 @@ def rerank(
     texts = dict(zip(rows, window.texts(rows, scoring.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
     scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
+    scored = scored.assign(topic_score=scored["similarity"])  # topic groups read the score before the veto
     if scoring.series_veto and len(scored):
         scored = scored.assign(
             similarity=vetoed_scores(
@@ -455,31 +483,41 @@ def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecor
 
 
 def cluster(
-    window: Window, pairs: pd.DataFrame, opts: ClusteringSettings, editors: EditorsInput | None = None
+    window: Window,
+    pairs: pd.DataFrame,
+    opts: ClusteringSettings,
+    editors: EditorsInput | None = None,
+    levels: Levels | None = None,
 ) -> Clustering:
-    """Cluster ids from every link the window holds (the kept pairs of earlier runs and today's) under the
-    configured rule (:mod:`nlsim.clusters.rules`), honouring the editors' verdicts (``editors``, as
-    :class:`~nlsim.clusters.constraints.LinkConstraints`), named with stable ids
-    (:func:`nlsim.clusters.assign.assign_groups`); and the report's tables (a batch run's: its window is
-    its report; a daily run's: :func:`cluster_daily`)."""
+    """Story clusters from every link the window holds at or above the story threshold (the kept pairs of
+    earlier runs and today's) under the configured rule (:mod:`nlsim.clusters.rules`), honouring the
+    editors' verdicts (``editors``, as :class:`~nlsim.clusters.constraints.LinkConstraints`), named with
+    stable ids (:func:`nlsim.clusters.assign.assign_groups`); the topic groups around them, from the links
+    at the topic threshold (:func:`topics`); and the report's tables (a batch run's: its window is its
+    report; a daily run's: :func:`cluster_daily`). ``levels``: the story and topic thresholds (default:
+    every pair is a story link, no topic groups)."""
     editors = editors if editors is not None else EditorsInput()
+    pairs = with_topic_score(pairs)
+    levels = levels or Levels(float(pairs["similarity"].min()) if len(pairs) else 0.0)
+    story_pairs = pairs[pairs["similarity"].to_numpy() >= levels.story].reset_index(drop=True)
     ids = window.ids
     items = window.items
     keys = order_keys(ids.tolist(), items["published_at"])
-    a = pairs["a"].to_numpy(dtype=np.int64)
-    b = pairs["b"].to_numpy(dtype=np.int64)
+    a = story_pairs["a"].to_numpy(dtype=np.int64)
+    b = story_pairs["b"].to_numpy(dtype=np.int64)
     pairs_all = window_links(window, pairs)
+    story_all = pairs_all[pairs_all["similarity"].to_numpy() >= levels.story]
     links = [
         Link(x, y, float(s))
-        for x, y, s in zip(pairs_all["id_a"], pairs_all["id_b"], pairs_all["similarity"], strict=True)
+        for x, y, s in zip(story_all["id_a"], story_all["id_b"], story_all["similarity"], strict=True)
     ]
     known = editors.constraints().restricted_to(ids.tolist())
-    rule = rule_named(opts.rule, opts.support)
+    rule = opts.story_rule(levels.story)
     same = window.copies.rep_of() if window.copies is not None else {}
-    groups = rule.clusters(links, known, same)
+    groups = rule.clusters(links, known, same, cut=opts.cut)
     # what the rule makes without the "not the same story" verdicts: the links they cut
     free = (
-        rule.clusters(links, LinkConstraints(must_link=known.must_link), same)
+        rule.clusters(links, LinkConstraints(must_link=known.must_link), same, cut=opts.cut)
         if known.cannot_link
         else groups
     )
@@ -492,20 +530,23 @@ def cluster(
         regrouping=window.regroup,
         apart=known.cannot_link,
     )
+    topic = topics(window, upd.assignment, pairs_all, opts, editors, levels, keys)
     items = items.copy()
     items["cluster_id"] = [upd.assignment.get(i) for i in ids]
+    items["topic_id"] = [topic.assignment.get(i) for i in ids]
     labels = pd.Series([upd.assignment.get(i) for i in ids], dtype=object)
     label = labels.to_numpy()
     held = np.array([label[x] is not None and label[x] == label[y] for x, y in zip(a, b, strict=True)], bool)
-    report_pairs = pairs_table(items, pairs[held], labels)
+    report_pairs = pairs_table(items, story_pairs[held], labels)
     touched = [c for c in upd.events["cluster_id"] if c in set(upd.assignment.values())]
     report_clusters = cluster_table(
         items,
         upd.assignment,
-        pairs_all,
+        story_all,
         clusters=touched,
         events=upd.events,
         representative=opts.representative,
+        topics=topic.assignment,
     )
     if upd.dissolved:  # after a model change: the clusters it broke up, with the members they had, last
         former = {m: cid for cid, members in upd.dissolved.items() for m in members}
@@ -520,23 +561,72 @@ def cluster(
         report_pairs,
         report_clusters,
         report_clusters,
-        _clusters_state(upd, window),
-        pairs[~held].reset_index(drop=True),
-        editors_record(editors, known, pairs_all, upd.assignment, cut_links(links, groups, free, same)),
+        _clusters_state(upd, window, topic),
+        story_pairs[~held].reset_index(drop=True),
+        editors_record(editors, known, story_all, upd.assignment, cut_links(links, groups, free, same)),
         editors.verdicts,
         editors.scored,
+        topic,
+        topic_table(items, topic.assignment, upd.assignment),
+    )
+
+
+def topics(
+    window: Window,
+    clusters: Mapping[str, str],
+    pairs_all: pd.DataFrame,
+    opts: ClusteringSettings,
+    editors: EditorsInput,
+    levels: Levels,
+    keys: Mapping[str, Any],
+) -> TopicUpdate:
+    """The topic groups of the window (:mod:`nlsim.clusters.topics`): its story clusters (``clusters``:
+    each clustered item's) and single items gathered by the topic rule over the links whose score before
+    the series veto reaches the topic threshold, the editors' verdicts read at the topic level; named with
+    stable ids. None without a topic threshold."""
+    if levels.topic is None:
+        return TopicUpdate({}, {})
+    topical = pairs_all[pairs_all["topic_score"].to_numpy() >= levels.topic]
+    links = [
+        Link(x, y, float(s))
+        for x, y, s in zip(topical["id_a"], topical["id_b"], topical["topic_score"], strict=True)
+    ]
+    stories: dict[str, list[str]] = {}
+    for item, cid in clusters.items():
+        stories.setdefault(cid, []).append(item)
+    known = set(window.ids.tolist())
+    verdicts = [
+        (v.id_a, v.id_b, v.score) for v in editors.acting_verdicts() if v.id_a in known and v.id_b in known
+    ]
+    groups = topic_groups(stories.values(), links, opts.topic_rule_named(), topic_constraints(verdicts))
+    return assign_topics(
+        window.previous_topics,
+        window.topic_anchors,
+        keys,
+        groups=groups,
+        new_ids=window.today_ids,
+        regrouping=window.regroup,
     )
 
 
 def cluster_daily(
-    window: Window, pairs: pd.DataFrame, opts: ClusteringSettings, editors: EditorsInput | None = None
+    window: Window,
+    pairs: pd.DataFrame,
+    opts: ClusteringSettings,
+    editors: EditorsInput | None = None,
+    levels: Levels | None = None,
 ) -> Clustering:
     """:func:`cluster` in a daily run: the report is the clusters touched today and their pairs, and the
     window's table lists every cluster of 2 items or more that the state keeps."""
-    made = cluster(window, pairs, opts, editors)
+    made = cluster(window, pairs, opts, editors, levels)
     upd = made.update
     window_clusters = cluster_table(
-        made.items, upd.assignment, made.pairs_all, events=upd.events, representative=opts.representative
+        made.items,
+        upd.assignment,
+        made.pairs_all,
+        events=upd.events,
+        representative=opts.representative,
+        topics=made.topics.assignment,
     )
     if len(window_clusters):
         # a cluster whose other members left the window keeps its id in the state (a copy arriving later
@@ -613,14 +703,21 @@ def editors_record(
 
 def window_links(window: Window, pairs: pd.DataFrame) -> pd.DataFrame:
     """Every link of the window: the pairs earlier runs kept and today's ``pairs`` (row positions), one row
-    per pair (``id_a``, ``id_b`` in id order, the scores, ``run_id``); a pair found again keeps the new
-    score."""
+    per pair (``id_a``, ``id_b`` in id order, the scores, ``topic_score``, ``run_id``); a pair found again
+    keeps the new score."""
     ids = window.ids
-    scored = with_scores(pairs)
+    scored = with_topic_score(with_scores(pairs))
     today = pd.DataFrame(
         {"id_a": ids[pairs["a"].to_numpy(dtype=np.int64)], "id_b": ids[pairs["b"].to_numpy(dtype=np.int64)]}
-    ).assign(**{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id)
-    parts = [p for p in (window.old_pairs, today) if len(p)]
+    ).assign(
+        **{c: scored[c].to_numpy() for c in SCORES},
+        topic_score=scored["topic_score"].to_numpy(dtype=np.float32),
+        run_id=window.run_id,
+    )
+    old = window.old_pairs
+    if len(old) and "topic_score" not in old:
+        old = old.assign(topic_score=old["similarity"])
+    parts = [p for p in (old, today) if len(p)]
     pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
     if len(pairs_all):
         lo = pairs_all[["id_a", "id_b"]].min(axis=1)
@@ -630,15 +727,18 @@ def window_links(window: Window, pairs: pd.DataFrame) -> pd.DataFrame:
     return pairs_all
 
 
-def _clusters_state(upd: ClusterUpdate, window: Window) -> pd.DataFrame:
+def _clusters_state(upd: ClusterUpdate, window: Window, topic: TopicUpdate | None = None) -> pd.DataFrame:
     old = (
         window.old_clusters.set_index("cluster_id")
         if window.old_clusters is not None and len(window.old_clusters)
         else None
     )
     touched = set(upd.events["cluster_id"])
+    if topic is not None:  # a topic's anchor is kept with the clusters' (its id starts with "t-")
+        touched |= {t for i, t in topic.assignment.items() if i in set(window.today_ids)}
     rows = []
-    for cid, anchor in sorted(upd.anchors.items()):
+    anchors = {**upd.anchors, **(topic.anchors if topic is not None else {})}
+    for cid, anchor in sorted(anchors.items()):
         known = old is not None and cid in old.index
         rows.append(
             {
@@ -759,6 +859,7 @@ def commit(
             "window": clustering.window_clusters,
             "frame": report_frame(clustering, missed),
             "near_misses": near.empty_table() if missed is None else missed,
+            "topics": clustering.report_topics,
         },
         previous=window.state,
         verdicts=clustering.verdicts.frame() if len(clustering.verdicts) else None,
@@ -807,6 +908,7 @@ def report(
         report_frame(clustering, missed),
         extra={"index": writer} if settings.report.save_index else None,
         near_misses=missed,
+        topics=clustering.report_topics,
     )
     return Path(out)
 
@@ -830,6 +932,7 @@ def report_daily(
         record,
         window=clustering.window_clusters,
         near_misses=missed,
+        topics=clustering.report_topics,
     )
 
 
@@ -845,6 +948,7 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
     folder = state.report_dir()
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
+    topics = folder / "topics.parquet"  # absent in a state committed before topic groups
     return publish_daily_report(
         report.out,
         run_id,
@@ -854,4 +958,5 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
         last,
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
+        topics=pd.read_parquet(topics) if topics.is_file() else None,
     )

@@ -11,7 +11,7 @@ Layout::
         items.parquet               one row per kept item, aligned with the index rows (its text included)
         pairs.parquet               pairs among kept items (id_a, id_b, similarity, cosine, cross_encoder,
         run_id)
-        clusters.parquet            cluster id -> key member order key, created/updated run
+        clusters.parquet            cluster or topic id -> key member order key, created/updated run
         verdicts.parquet            the editors' verdicts its clusters honour (nlsim.clusters.verdicts)
         scored.parquet              the pairs editors have scored: never offered for review again
         report/                     the report tables of the run that made this generation
@@ -104,13 +104,18 @@ class StateIdentity:
     text_fields: tuple[str, ...]
     threshold: float
     reranker: str = ""
+    topic_threshold: float | None = None
+    """The topic groups' threshold (``None``: no topic groups): the kept pairs reach down to it."""
 
     def differences(self, other: StateIdentity) -> list[str]:
         """Human-readable differences, empty when the two match."""
         out = []
-        for name in ("model_id", "fingerprint", "dim", "conversion", "text_fields", "threshold", "reranker"):
+        names = ("model_id", "fingerprint", "dim", "conversion", "text_fields", "threshold", "reranker")
+        for name in (*names, "topic_threshold"):
             mine, theirs = getattr(self, name), getattr(other, name)
-            if name == "threshold":
+            if name == "topic_threshold" and (mine is None or theirs is None):
+                same = mine is None and theirs is None
+            elif name in ("threshold", "topic_threshold"):
                 same = abs(float(mine) - float(theirs)) < 1e-9
             else:
                 same = tuple(mine) == tuple(theirs) if name == "text_fields" else mine == theirs
@@ -128,6 +133,7 @@ class StateIdentity:
             text_fields=tuple(data["text_fields"]),
             threshold=float(data["threshold"]),
             reranker=str(data.get("reranker") or ""),
+            topic_threshold=None if data.get("topic_threshold") is None else float(data["topic_threshold"]),
         )
 
 
@@ -137,11 +143,12 @@ def empty_items() -> pd.DataFrame:
 
 
 def empty_pairs() -> pd.DataFrame:
-    """The kept pairs with no row: the two items and the scores of the pairs tables, and the run that
-    found the pair."""
+    """The kept pairs with no row: the two items and the scores of the pairs tables, the score the topic
+    threshold applies to (``topic_score``: before the series veto), and the run that found the pair."""
     return pd.DataFrame(
         {
             **{c.name: pd.Series(dtype=c.dtype) for c in (*columns.PAIR_ENDS, *columns.SCORES)},
+            "topic_score": pd.Series(dtype="float32"),
             "run_id": pd.Series(dtype=object),
         }
     )
@@ -347,6 +354,8 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         raise _err(folder, f"embeddings have shape {emb.shape}, expected ({len(items)}, {stored.dim})")
     for col in ("published_at", "retain_from"):
         items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
+    if "topic_score" not in pairs:  # kept before topic groups: the score before the veto is not known
+        pairs["topic_score"] = pairs["similarity"]
     as_of = pd.Timestamp(manifest["as_of"]) if manifest.get("as_of") else None
     return State(
         folder=folder,

@@ -72,7 +72,9 @@ class Window:
         n_base: kept rows (rows below it were embedded by earlier runs unless ``reembed``).
         embed_rows: rows embedded today; query_rows: rows whose neighbours are searched today.
         today_ids: ids of today's new and changed items.
-        previous, anchors, old_pairs: cluster ids, anchors and pairs kept from earlier runs.
+        previous, anchors, old_pairs: cluster ids, anchors and pairs kept from earlier runs (the pairs down
+            to the topic threshold).
+        previous_topics, topic_anchors: the topic ids and anchors kept from earlier runs.
         counts: ``items_in``, ``new``, ``changed``, ``skipped``, ``too_old``, ``expired``, ``quarantined``.
         switch: how the state's vectors or threshold differ from this run's (``None``: they match).
         reembed: the whole window is embedded again (the vectors differ); regroup: clusters are made again.
@@ -87,6 +89,8 @@ class Window:
     base_index: Any = None
     previous: dict[str, str] = field(default_factory=dict)
     anchors: dict[str, OrderKey] = field(default_factory=dict)
+    previous_topics: dict[str, str] = field(default_factory=dict)
+    topic_anchors: dict[str, OrderKey] = field(default_factory=dict)
     old_pairs: pd.DataFrame = field(default_factory=empty_pairs)
     old_clusters: pd.DataFrame | None = None
     counts: dict[str, int] = field(default_factory=dict)
@@ -299,13 +303,15 @@ def check_not_all_too_old(
     )
 
 
-def restore(state: State, expired: set[str]) -> tuple[dict[str, str], dict[str, OrderKey]]:
-    """The kept items' cluster ids and the clusters' anchors, as the state holds them, less the expired
-    items (a cluster keeps its id and anchor while any member is kept)."""
+def restore(
+    state: State, expired: set[str], column: str = "cluster_id"
+) -> tuple[dict[str, str], dict[str, OrderKey]]:
+    """The kept items' cluster ids (``column="topic_id"``: topic ids) and their anchors, as the state holds
+    them, less the expired items (a cluster or topic keeps its id and anchor while any member is kept)."""
     kept = state.items
     previous = {
         str(i): str(c)
-        for i, c in zip(kept["id"], kept["cluster_id"], strict=True)
+        for i, c in zip(kept["id"], kept[column] if column in kept else [None] * len(kept), strict=True)
         if c is not None and not pd.isna(c)
     }
     anchors = {
@@ -363,6 +369,7 @@ def incremental_window(
     check_not_all_too_old(corpus, classified, cutoff, ref)
     items, keep_mask, n_base = _window_items(kept, today, classified, run_id)
     previous, anchors = restore(state, classified.expired)
+    previous_topics, topic_anchors = restore(state, classified.expired, "topic_id")
     switch = switch_of(state.identity, identity)
     reembed = bool(switch and switch.reembed)
     if reembed:
@@ -380,6 +387,8 @@ def incremental_window(
         base_index=state.index if (not reembed and keep_mask.all()) else None,
         previous=previous,
         anchors=anchors,
+        previous_topics=previous_topics,
+        topic_anchors=topic_anchors,
         old_pairs=prune(state.pairs, classified.gone, regroup=switch is not None),
         old_clusters=state.clusters,
         counts=classified.counts(int(len(corpus.quarantined))),

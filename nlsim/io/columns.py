@@ -156,6 +156,7 @@ ITEMS = Table(
         _col("embedded_run", pa.string(), "run", "embedded in run"),
         _col("raw_text", pa.string(), "run", "text embedded"),
         _col("cluster_id", pa.string(), "cluster", "cluster"),
+        _col("topic_id", pa.string(), "cluster", "topic"),
     ),
     "The items of a run's window (the daily state's items.parquet, rows aligned with the index).",
 )
@@ -174,6 +175,7 @@ CLUSTERS = Table(
     "clusters",
     (
         _col("cluster_id", pa.string(), "cluster", "cluster", summary=True),
+        _col("topic_id", pa.string(), "cluster", "topic", summary=True),
         _col("status", pa.string(), "cluster", "status", summary=True),
         _col("size", pa.int64(), "cluster", "size", "integer", summary=True),
         _col("representative", pa.string(), "cluster", "representative item"),
@@ -191,15 +193,33 @@ CLUSTERS = Table(
     "clusters.parquet: status new/grown/merged (a batch run's clusters are all new; after a model change "
     "also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it "
     "had), added_ids the members that joined in this run, absorbed the cluster ids merged into this one, "
-    "weakest_link the lowest score among the links that hold the cluster together.",
+    "weakest_link the lowest score among the links that hold the cluster together; topic_id the topic group "
+    "the story belongs to (null: none).",
+)
+TOPICS = Table(
+    "topics",
+    (
+        _col("topic_id", pa.string(), "cluster", "topic", summary=True),
+        _col("size", pa.int64(), "cluster", "items", "integer", summary=True),
+        _col("stories", pa.int64(), "cluster", "stories", "integer", summary=True),
+        _col("cluster_ids", pa.list_(pa.string()), "cluster", "story clusters", "list"),
+        _col("member_ids", pa.list_(pa.string()), "cluster", "items", "list"),
+        _col("representative", pa.string(), "cluster", "representative item"),
+        _col("representative_title", pa.string(), "item.title", "representative", summary=True),
+        _col("first_published", TS, "item.published_at", "first published", "time"),
+        _col("last_published", TS, "item.published_at", "last published", "time"),
+    ),
+    "topics.parquet: one row per topic group, the stories and single items that share a topic and entity "
+    "(nlsim.clusters.topics): its story clusters, its items, the earliest item as its representative.",
 )
 MEMBER_OWN = (
     _col("cluster_id", pa.string(), "cluster", "cluster"),
+    _col("topic_id", pa.string(), "cluster", "topic"),
     _col("item_id", pa.string(), "item.id", "item"),
     _col("representative", pa.bool_(), "cluster", "representative", "flag"),
     _col("added", pa.bool_(), "cluster", "added in this run", "flag"),
 )
-TABLES: dict[str, Table] = {"items": ITEMS, "clusters": CLUSTERS}
+TABLES: dict[str, Table] = {"items": ITEMS, "clusters": CLUSTERS, "topics": TOPICS}
 """The declared tables; ``pairs``, ``near_misses`` and ``members`` are made from them (:func:`table`)."""
 
 
@@ -222,8 +242,8 @@ def sides(items: Table | None = None) -> list[Column]:
 
 
 def table(name: str) -> Table:
-    """The report table ``name`` as declared now (``items``, ``pairs``, ``clusters``, ``near_misses``,
-    ``members``)."""
+    """The report table ``name`` as declared now (``items``, ``pairs``, ``clusters``, ``topics``,
+    ``near_misses``, ``members``)."""
     if name in TABLES:
         return TABLES[name]
     if name == "pairs":
@@ -250,7 +270,9 @@ def table(name: str) -> Table:
     if name == "members":
         members = [replace(c, source=f"item.{c.name}", shown=False) for c in shown()]
         return Table("members", (*MEMBER_OWN, *members), "members.csv: one row per member, earliest first.")
-    raise KeyError(f"no report table {name!r}; choose from items, pairs, clusters, near_misses, members")
+    raise KeyError(
+        f"no report table {name!r}; choose from items, pairs, clusters, topics, near_misses, members"
+    )
 
 
 def conform(frame: pd.DataFrame, columns: Table | pa.Schema) -> pa.Table:

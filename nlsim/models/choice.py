@@ -25,10 +25,15 @@ from typing import Any
 
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import Calibration, check_threshold, load_calibration
+from nlsim.evaluation.calibration import (
+    TOPIC_CALIBRATION_JSON,
+    Calibration,
+    check_threshold,
+    load_calibration,
+)
 from nlsim.io.model_store import ModelStore
 from nlsim.models.settings import CURRENT_MODEL, DEFAULT_MODEL, ModelSettings
-from nlsim.models.threshold import Threshold, resolve_threshold
+from nlsim.models.threshold import Levels, Threshold, resolve_threshold, resolve_topic_threshold
 from nlsim.progress import say
 from nlsim.report.record import ModelCard, ModelInfo, TrainingFacts
 from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker
@@ -42,13 +47,23 @@ class ModelChoice:
     reranker: Reranker | None
     threshold: Threshold
     info: ModelInfo = field(default_factory=ModelInfo)
+    topic: Threshold | None = None
+    """The topic groups' threshold (:mod:`nlsim.clusters.topics`), below the story threshold; ``None``: no
+    topic groups."""
+
+    @property
+    def levels(self) -> Levels:
+        """The story and topic thresholds (:class:`~nlsim.models.threshold.Levels`)."""
+        return Levels(self.threshold.value, None if self.topic is None else self.topic.value)
 
     @property
     def floor(self) -> float:
-        """The cosine down to which neighbours are searched (the reranker's candidate floor)."""
+        """The cosine down to which neighbours are searched: the lowest at which a pair can still reach the
+        story threshold, or the topic threshold when there is one (the reranker's candidate floor)."""
+        lowest = self.threshold.value if self.topic is None else self.topic.value
         if self.reranker is None:
-            return self.threshold.value
-        return self.reranker.candidate_floor(self.threshold.value)
+            return lowest
+        return self.reranker.candidate_floor(lowest)
 
 
 def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None:
@@ -98,6 +113,7 @@ class _Requested:
     zero_shot: bool | None = None
     version: str | None = None
     fallback: Calibration | None = None
+    topic_fallback: Calibration | None = None
     store_info: dict[str, Any] | None = None
 
 
@@ -130,7 +146,8 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
             "calibration; run `nlsim pipeline` (trains, evaluates and promotes a model) or pass "
             "--calibration FILE / --threshold X"
         )
-    return _Requested(name, True, None, fallback)
+    topic = load_calibration(store.zero_shot_dir() / TOPIC_CALIBRATION_JSON)
+    return _Requested(name, True, None, fallback, topic)
 
 
 def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
@@ -145,6 +162,11 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
     if reranker is not None:
         check_threshold(threshold.value, "rerank threshold", low=-1.0, high=reranker.max_score())
     say(f"model {encoder.model_id}; {threshold.source}")
+    store_zero_shot = asked.fallback is not None and threshold.calibration is asked.fallback
+    topic_fallback = asked.topic_fallback if store_zero_shot else None
+    topic = resolve_topic_threshold(ms, encoder, threshold, reranker, topic_fallback)
+    if topic is not None:
+        say(f"topic groups: {topic.source}")
     folder = Path(model_path) if model_path is not None else None
     zero_shot = asked.zero_shot
     if zero_shot is None:
@@ -159,7 +181,7 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
         card=model_summary(folder, asked.store_info),
         threshold_calibration=threshold.calibration,
     )
-    return ModelChoice(encoder, reranker, threshold, with_inference(info, encoder))
+    return ModelChoice(encoder, reranker, threshold, with_inference(info, encoder), topic)
 
 
 def with_inference(info: ModelInfo, encoder: Any) -> ModelInfo:

@@ -41,3 +41,8 @@ class ModelSettings:
     cache: bool = True
     """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
     series_veto: bool = True
+    topic_threshold: float | None = None
+    """The topic groups' threshold given (on the rerank score with a reranker); default: calibrated with the
+    model at the topic level (:mod:`nlsim.clusters.topics`)."""
+    topics: bool = True
+    """Read topic groups around the stories (they need a topic threshold)."""

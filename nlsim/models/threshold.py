@@ -19,11 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import Calibration, load_calibration
+from nlsim.evaluation.calibration import TOPIC_CALIBRATION_JSON, Calibration, load_calibration
 from nlsim.io.records import known_fields
 from nlsim.models.settings import ModelSettings
 from nlsim.progress import warn
 from nlsim.rerank.reranker import Reranker
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The two thresholds a report reads its links at: the story clusters' and, when there are topic
+    groups, the topic groups' (lower; ``None``: none)."""
+
+    story: float
+    topic: float | None = None
 
 
 @dataclass
@@ -99,3 +108,48 @@ def resolve_threshold(
         "model "
         "folder (it carries calibration.json)."
     )
+
+
+def resolve_topic_threshold(
+    ms: ModelSettings,
+    encoder: Any,
+    story: Threshold,
+    reranker: Reranker | None = None,
+    fallback: Calibration | None = None,
+) -> Threshold | None:
+    """The threshold of the topic groups (:mod:`nlsim.clusters.topics`), on the score the story threshold
+    applies to: a given value (``--topic-threshold``) > the model's own topic calibration (the reranker's,
+    or ``topic_calibration.json`` beside the model) > the model store's zero-shot one (``fallback``, given
+    when the story threshold is the store's zero-shot one).
+    ``None`` (no topic groups) with ``--no-topics``, for a cosine threshold from a calibration file, when
+    the model has none, or when it does not lie below the story threshold (said)."""
+    if not ms.topics:
+        return None
+    if ms.topic_threshold is not None:
+        found = Threshold(float(ms.topic_threshold), "given with --topic-threshold")
+    elif reranker is not None:
+        if reranker.topic_calibration is None:
+            return None
+        cal = Calibration(**known_fields(Calibration, reranker.topic_calibration))
+        found = Threshold(
+            float(cal.threshold), f"topic threshold stored with the model: {cal.describe()}", cal
+        )
+    elif ms.calibration is not None:
+        return None
+    else:
+        model_path = getattr(encoder, "path", None)
+        cal = load_calibration(Path(model_path) / TOPIC_CALIBRATION_JSON) if model_path is not None else None
+        where = "stored with the model"
+        if cal is None and fallback is not None:
+            cal, where = fallback, "of the model store's zero-shot model"
+        if cal is None:
+            return None
+        _check_fingerprint(cal, encoder, f"the topic calibration {where}")
+        found = Threshold(float(cal.threshold), f"topic threshold {where}: {cal.describe()}", cal)
+    if found.value >= story.value:
+        warn(
+            f"the topic threshold {found.value:.4f} is not below the story threshold {story.value:.4f}: no "
+            "topic groups in this report"
+        )
+        return None
+    return found

@@ -89,6 +89,7 @@ SCHEMAS = {
 TABLE_FILES = (
     "pairs.parquet",
     "clusters.parquet",
+    "topics.parquet",
     "pairs.csv",
     "members.csv",
     "report.xlsx",
@@ -179,6 +180,7 @@ def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
             rows.append(
                 {
                     "cluster_id": c.cluster_id,
+                    "topic_id": getattr(c, "topic_id", None),
                     "item_id": m,
                     "representative": m == c.representative,
                     "added": m in added,
@@ -198,12 +200,12 @@ def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
     text (:mod:`nlsim.report.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
-    for name in ("pairs", "clusters"):
+    for name in ("pairs", "clusters", "topics"):
         pq.write_table(columns.conform(tables[name], columns.table(name)), folder / f"{name}.parquet")
     sheets = {name: columns.sheet_frame(tables[name], columns.table(name)) for name in tables}
     write_csv(sheets["pairs"], folder / "pairs.csv")
     write_csv(sheets["members"], folder / "members.csv")
-    write_xlsx({n: sheets[n] for n in ("clusters", "members", "pairs")}, folder / "report.xlsx")
+    write_xlsx({n: sheets[n] for n in ("clusters", "topics", "members", "pairs")}, folder / "report.xlsx")
 
 
 def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
@@ -225,12 +227,14 @@ def write_files(
     window: pd.DataFrame | None = None,
     extra: dict[str, Any] | None = None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> list[str]:
     """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
 
     ``window``: the whole window's clusters (daily runs), written to ``window/``. ``extra``: more files,
     as ``{name: writer(path)}`` (the batch report's ``index/`` folder). ``near_misses``: the pairs below the
-    threshold for review (none when not given).
+    threshold for review (none when not given). ``topics``: the topic groups (``topics.parquet``; none when
+    not given).
     """
     if frame is None:
         frame = pd.DataFrame(
@@ -249,7 +253,8 @@ def write_files(
         spreadsheet_changes=text_changes(frame),
     )
     members = members_table(clusters, frame)
-    _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
+    topics = topics if topics is not None else columns.table("topics").empty()
+    _write_tables(folder, {"pairs": pairs, "clusters": clusters, "topics": topics, "members": members})
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
@@ -301,6 +306,7 @@ def write_report(
     frame: pd.DataFrame | None = None,
     extra: dict[str, Any] | None = None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
     """A batch report: every file into ``out_dir`` (staged, then moved in, ``run.json`` last). Returns the
     paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
@@ -310,7 +316,9 @@ def write_report(
         finish_publishing(out)
         staging = make_temp_dir(out, ".staging-")
         try:
-            names = write_files(staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses)
+            names = write_files(
+                staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses, topics=topics
+            )
             atomic_write_text(staging / PUBLISHING, "")
         except BaseException:
             remove_tree(staging)
@@ -370,6 +378,7 @@ def publish_daily_report(
     record: RunRecord,
     window: pd.DataFrame | None = None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> Path:
     """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
     symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report."""
@@ -379,7 +388,9 @@ def publish_daily_report(
     runs = final.parent
     runs.mkdir(parents=True, exist_ok=True)
     with atomic_dir(final) as tmp:
-        write_files(tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses)
+        write_files(
+            tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses, topics=topics
+        )
     fault_point("report-publish")
     link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
     os.symlink(Path(RUNS_DIR) / run_id, link_tmp)

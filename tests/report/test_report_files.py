@@ -142,7 +142,7 @@ def test_csv_and_xlsx_for_spreadsheets(tmp_path: Path) -> None:
     assert members.set_index("item_id").loc["n3", "published_at"] == ""  # undated: empty, not NaT
 
     sheets = pd.read_excel(tmp_path / "report.xlsx", sheet_name=None, dtype=str)
-    assert list(sheets) == ["clusters", "members", "pairs"]
+    assert list(sheets) == ["clusters", "topics", "members", "pairs"]
     assert len(sheets["clusters"]) == 2 and len(sheets["members"]) == 5 and len(sheets["pairs"]) == 3
     big = sheets["clusters"].set_index("cluster_id").loc["c-n1"]
     assert big["member_ids"] == "n1, n2, n3" and big["sources"] == "中央社, 公視, 聯合報"  # lists as text
