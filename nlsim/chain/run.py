@@ -58,6 +58,7 @@ from nlsim.encoders.device import default_device
 from nlsim.encoders.scoring import KnownScores, known_scores
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import (
+    TOPIC_CALIBRATION_JSON,
     calibrate_scores,
     load_calibration,
     save_calibration,
@@ -75,7 +76,7 @@ from nlsim.progress import say
 from nlsim.rerank.reranker import load_reranker
 from nlsim.training.clock import timed_steps
 from nlsim.training.finetune import TRAINING_STAGES, finetune
-from nlsim.training.validation import ScoredValidation
+from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
 CHAIN_STAGES = {
     s.name: s
@@ -152,7 +153,8 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         except ValueError as exc:  # a cache: a torn one is made again, never a reason to stop the chain
             say(f"baseline: {cached} is unreadable ({exc}); the zero-shot figures are computed again")
             data = {}
-        if data.get("key") == key and load_calibration(folder) is not None:
+        topics_known = cfg.level <= TOPIC_LEVEL or (folder / TOPIC_CALIBRATION_JSON).is_file()
+        if data.get("key") == key and load_calibration(folder) is not None and topics_known:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
             return Baseline(data["metrics"])
     scores = pair_similarities(base, validation, cfg.convert)
@@ -183,6 +185,18 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
     }
     folder.mkdir(parents=True, exist_ok=True)
     save_calibration(cal, folder / "calibration.json")
+    if cfg.level > TOPIC_LEVEL:  # the zero-shot report's topic groups (nlsim/clusters/topics.py)
+        topic = calibrate_scores(
+            scores,
+            gold,
+            level=TOPIC_LEVEL,
+            conversion=cfg.convert or "none",
+            split="validation",
+            model=base.model_id,
+            fingerprint=base.fingerprint,
+            pairs_file=str(cfg.pairs),
+        )
+        save_calibration(topic, folder / TOPIC_CALIBRATION_JSON)
     atomic_write_text(cached, json.dumps({"key": key, "metrics": metrics}, indent=2) + "\n")
     say(
         f"baseline: zero-shot {cfg.base_model}: validation Spearman {metrics['spearman']:.2f}, "

@@ -814,6 +814,7 @@ def judge(
         split=report.judge_split,
         corpus=scope.corpus,
         none_in_items="judge" if scope.window else "refuse",
+        topics=clustering.report_topics,
     )
     judged = replace(judged, report=str(scope.folder))
     say(f"judged against {report.judge_pairs}: {describe(judged)}")

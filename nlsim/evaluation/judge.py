@@ -52,7 +52,7 @@ import pyarrow as pa
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.figures import rates
 from nlsim.evaluation.interval import f1_interval
-from nlsim.evaluation.levels import SAME_STORY
+from nlsim.evaluation.levels import LEVELS, SAME_STORY
 from nlsim.io.corpus import load_corpus
 from nlsim.io.pairs import item_id, load_pairs, normalise_text
 from nlsim.io.records import known_fields
@@ -73,7 +73,23 @@ class PairFigures:
 
 
 SIZE_BANDS: tuple[tuple[int, int | None], ...] = ((2, 2), (3, 4), (5, 9), (10, None))
-"""The cluster-size bands of the purity figures (:func:`purity_by_size`): 2, 3-4, 5-9 and 10+ items."""
+"""The cluster-size bands of the purity figures (:func:`purity_by_size`): 2, 3-4, 5-9 and 10+ items, and
+the two open bands 3+ and 5+ beside them."""
+TOPIC_LEVEL = LEVELS["same-topic-entity"]
+
+
+@dataclass(frozen=True)
+class TopicFigures:
+    """The report's topic groups judged: of the judged pairs whose two items share a topic group
+    (``judged``), how many the editors scored at the topic level (0.75) or above (``topical``) and that
+    share (``precision``); and of the judged pairs at that level, the share a topic group holds
+    (``coverage``). ``None``: nothing to divide by."""
+
+    judged: int = 0
+    topical: int = 0
+    precision: float | None = None
+    coverage: float | None = None
+    level: float = TOPIC_LEVEL
 
 
 @dataclass(frozen=True)
@@ -109,7 +125,7 @@ def purity_by_size(
 
     >>> bands = purity_by_size([["a", "b"]], [("a", "b", 1.0), ("a", "c", 1.0)])
     >>> [(p.band, p.judged, p.share) for p in bands]
-    [('2', 1, 1.0), ('3-4', 0, None), ('5-9', 0, None), ('10+', 0, None), ('5+', 0, None)]
+    [('2', 1, 1.0), ('3-4', 0, None), ('5-9', 0, None), ('10+', 0, None), ('3+', 0, None), ('5+', 0, None)]
     """
     size: dict[str, int] = {}
     cluster: dict[str, int] = {}
@@ -121,9 +137,10 @@ def purity_by_size(
     for a, b, score in scored:
         a, b = str(a), str(b)
         if a in cluster and cluster[a] == cluster.get(b):
-            for band in [size_band(size[a])] + (["5+"] if size[a] >= 5 else []):
+            wide = [f"{lo}+" for lo in (3, 5) if size[a] >= lo]
+            for band in [size_band(size[a]), *wide]:
                 inside.setdefault(band, []).append(float(score) >= same_story - 1e-9)
-    bands = [size_band(lo) for lo, _ in SIZE_BANDS] + ["5+"]
+    bands = [size_band(lo) for lo, _ in SIZE_BANDS] + ["3+", "5+"]
     return [
         SizePurity(
             band,
@@ -161,6 +178,7 @@ class Judgement:
     pairs_only: PairFigures | None = None
     same_story_level: float = SAME_STORY
     purity_by_size: list[SizePurity] | None = None
+    topics: TopicFigures | None = None
 
     @classmethod
     def of(cls, figures: Mapping[str, Any]) -> Judgement:
@@ -171,6 +189,8 @@ class Judgement:
         known = known_fields(cls, figures)
         if isinstance(known.get("pairs_only"), Mapping):
             known["pairs_only"] = PairFigures(**known_fields(PairFigures, known["pairs_only"]))
+        if isinstance(known.get("topics"), Mapping):
+            known["topics"] = TopicFigures(**known_fields(TopicFigures, known["topics"]))
         if isinstance(known.get("purity_by_size"), list):
             known["purity_by_size"] = [
                 band if isinstance(band, SizePurity) else SizePurity(**known_fields(SizePurity, band))
@@ -249,9 +269,12 @@ def judge_tables(
     *,
     items: Iterable[str] | None = None,
     same_story: float = SAME_STORY,
+    topics: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The figures of the module docstring from a report's clusters and pairs and scored pairs (``id_a``,
-    ``id_b``, ``score``). ``items``: the ids of the report's corpus (default: every judged pair counts)."""
+    ``id_b``, ``score``). ``items``: the ids of the report's corpus (default: every judged pair counts).
+    ``topics``: the report's topic groups (``member_ids``), judged at the topic level
+    (:func:`topic_figures`)."""
     cluster_of = {
         str(m): str(c)
         for c, ms in zip(clusters["cluster_id"], clusters["member_ids"], strict=True)
@@ -292,7 +315,28 @@ def judge_tables(
         "purity_by_size": purity_by_size(
             clusters["member_ids"], ((a, b, s) for (a, b), s in scores.items()), same_story
         ),
+        "topics": None if topics is None else topic_figures(topics["member_ids"], scores),
     }
+
+
+def topic_figures(groups: Iterable[Iterable[Any]], scores: Mapping[tuple[str, str], float]) -> TopicFigures:
+    """The topic groups (``groups``: their member ids) against the judged pairs' ``scores`` (by
+    :func:`_key`) at the topic level (:class:`TopicFigures`).
+
+    >>> f = topic_figures([["a", "b", "c"]], {("a", "b"): 0.75, ("a", "c"): 0.5, ("c", "d"): 1.0})
+    >>> f.judged, f.topical, f.precision, f.coverage
+    (2, 1, 0.5, 0.5)
+    """
+    topic = {str(m): i for i, members in enumerate(groups) for m in members}
+    inside = [k for k in scores if topic.get(k[0]) is not None and topic.get(k[0]) == topic.get(k[1])]
+    topical = sum(scores[k] >= TOPIC_LEVEL - 1e-9 for k in inside)
+    at_level = sum(s >= TOPIC_LEVEL - 1e-9 for s in scores.values())
+    return TopicFigures(
+        judged=len(inside),
+        topical=int(topical),
+        precision=round(topical / len(inside), 4) if inside else None,
+        coverage=round(topical / at_level, 4) if at_level else None,
+    )
 
 
 def judge_report(
@@ -318,6 +362,10 @@ def judge_report(
         folder, window if window.is_file() else folder / "clusters.parquet", ("cluster_id", "member_ids")
     )
     reported = read_report_table(folder, folder / "pairs.parquet", ("id_a", "id_b"))
+    topic_file = folder / "topics.parquet"  # absent in a report written before topic groups
+    topics = (
+        read_report_table(folder, topic_file, ("topic_id", "member_ids")) if topic_file.is_file() else None
+    )
     run = check_one_run(folder, say)  # every file the one run's: never another run's figures
     scored = scored_pairs(pairs, split)
     source = corpus or run.get("corpus")
@@ -330,7 +378,9 @@ def judge_report(
     items = load_corpus(source, text_fields=text_fields)
     check_report_corpus(folder, run, items.frame["id"], source)
     frame = items.frame.assign(text=items.texts())
-    judged = judge_items(clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source))
+    judged = judge_items(
+        clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source), topics=topics
+    )
     return replace(judged, report=str(folder))
 
 
@@ -403,6 +453,7 @@ def judge_items(
     split: str | None,
     corpus: str,
     none_in_items: Literal["refuse", "judge"] = "refuse",
+    topics: pd.DataFrame | None = None,
 ) -> Judgement:
     """Judge a report's ``clusters`` and ``reported`` pairs against the ``scored`` pairs (of ``split`` in the
     file ``pairs``; every split with ``None`` or ``"all"``) that belong to its ``items`` (``id`` and
@@ -432,7 +483,7 @@ def judge_items(
             f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
             "their ids are not in the report's corpus",
         )
-    figures = judge_tables(clusters, reported, match.judged)
+    figures = judge_tables(clusters, reported, match.judged, topics=topics)
     pairs_only = PairFigures(**figures.pop("pairs_only"))
     return Judgement(
         pairs=str(pairs),
@@ -507,6 +558,11 @@ def headline(j: Judgement) -> str:
     )
     if large is not None:
         text += f"; inside clusters of 5+ items {figure(large.share, 2)} ({large.judged} judged pairs)"
+    if j.topics is not None:
+        text += (
+            f"; inside topic groups {figure(j.topics.precision, 2)} at the topic level or above "
+            f"({j.topics.judged} judged pairs)"
+        )
     return text
 
 
@@ -527,6 +583,12 @@ def describe(j: Judgement) -> str:
     if j.purity_by_size:  # not recorded by an older nlsim
         text += "; the same story inside clusters of " + ", ".join(
             f"{p.band} items {figure(p.share, 2)} ({p.judged})" for p in j.purity_by_size
+        )
+    if j.topics is not None:
+        t = j.topics
+        text += (
+            f"; {t.judged} judged pairs inside topic groups, {figure(t.precision, 2)} of them at the topic "
+            f"level ({t.level}) or above, holding {figure(t.coverage, 2)} of the pairs at that level"
         )
     left = (j.mismatched_pairs or 0) + (j.pairs_not_in_corpus or 0)
     if left:
