@@ -29,8 +29,8 @@ validation is worth.
 
 The scored pairs come from a wide report of each model (``nlsim dedup --model current --model-store STORE
 --threshold FLOOR --no-series-veto --cluster-rule components --near-misses 0``; cached per model version
-in ``benchmarks/results/cache/stories/``), at a floor below the topic threshold (``--floor``, default
-0.70). Figures go to ``benchmarks/results/stories_TAG.md``/``.json`` and ``stories_TAG.png``. The test
+in ``benchmarks/results/cache/stories/``), at a floor below the lowest topic threshold measured
+(``--floor``). Figures go to ``benchmarks/results/stories_TAG.md``/``.json`` and ``stories_TAG.png``. The test
 split is never read.
 
     python benchmarks/bench_stories.py --model-store STORE [--model-store STORE ...] [--floor 0.70]
@@ -280,7 +280,9 @@ def parse_large(text: str) -> list[tuple[int, float | None, float | None]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-store", action="append", required=True, type=Path)
-    ap.add_argument("--floor", type=float, default=0.70)
+    ap.add_argument(
+        "--floor", type=float, default=None, help="default: the lowest topic threshold measured, less 0.005"
+    )
     ap.add_argument(
         "--large", default="5:-:0.005,5:-:0.01,5:-:0.02,5:0.5:-,5:0.6:-,4:0.5:0.01,3:0.6:-,3:0.75:-"
     )
@@ -300,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for store in args.model_store:
         model = model_of(store)
-        wide = wide_scores(model, args.floor)
+        floor = (
+            args.floor if args.floor is not None else round(model.topic_threshold + min(margins) - 0.005, 3)
+        )
+        wide = wide_scores(model, floor)
         verdicts = None if args.no_verdicts else training_verdicts()
         rows, kept = measure(model, wide, large, topic_rules, margins, verdicts)
         runs.append(
@@ -309,13 +314,14 @@ def main(argv: list[str] | None = None) -> int:
                 "version": model.version,
                 "threshold": model.threshold,
                 "topic_threshold": model.topic_threshold,
+                "floor": floor,
                 "rows": rows,
                 "folds": folds(kept, model.validation, args.purity),
             }
         )
     tag = f"_{args.tag}" if args.tag else ""
     out = RESULTS / f"stories{tag}"
-    payload = {"machine": machine(), "floor": args.floor, "purity": args.purity, "runs": runs}
+    payload = {"machine": machine(), "purity": args.purity, "runs": runs}
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str))
     out.with_suffix(".md").write_text(markdown(payload))
     print(markdown(payload))
