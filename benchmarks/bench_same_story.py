@@ -12,7 +12,7 @@ For a recipe (the cross-encoder's training settings), two measurements on the an
 Scores are saved per recipe and fold under ``benchmarks/results/cache/same_story/`` (reused when there), so
 that ``report`` can compare recipes and their combinations afterwards, and figures go to
 ``benchmarks/results/same_story.md``/``.json``/``.png``. Every recipe tried, and what it gave, is in
-docs/finetuning.md. The test split is never read.
+docs/experiments.md. The test split is never read.
 
     python benchmarks/bench_same_story.py run --name base [--mode cv|val|both] [--epochs 3] [--frozen 4]
         [--lr 1e-4] [--story-weight 3] [--seed 42] [--threads 2] [--precision auto] [--train-fraction 1]
@@ -697,7 +697,7 @@ def main() -> None:
         default=None,
         help=(
             "a saved cross-encoder to start every fold from (explore_intermediate_sts.py, in git history: "
-            "docs/finetuning.md)"
+            "docs/experiments.md)"
         ),
     )
     r.add_argument(

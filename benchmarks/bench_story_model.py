@@ -15,7 +15,7 @@ bi-encoder's, which these runs do not train), and compares, by best F1 and AP wi
   the training split (:func:`nlsim.rerank.story.fit_story_model`), its cross-fitted validation
   probabilities against the cross-encoder + veto on the same pairs.
 
-The test split is never read. Writes ``benchmarks/results/story_model.md``. Figures: docs/finetuning.md.
+The test split is never read. Writes ``benchmarks/results/story_model.md``. Figures: docs/experiments.md.
 
     python benchmarks/bench_same_story.py run --name g-f4-e3 --mode both       # or on a GPU machine:
     bash benchmarks/gpu_same_story.sh "g-f4-e3 --seed 42" "g-f4-e3-s7 --seed 7"  # (bring the cache back)

@@ -168,9 +168,9 @@ RULES: dict[str, type[ClusterRule]] = {r.name: r for r in (ConnectedComponents, 
 DEFAULT_RULE = SharedSupport.name
 DEFAULT_SUPPORT = 0.4
 """The default rule and share: chosen on five trainings of the product's model (two on a GPU, three on a
-CPU) and on folds of the validation pairs, with the series veto (docs/finetuning.md, "Clusters that are
-stories"): cluster-level F1 0.619 on average against 0.607 for connected components, and the judged pairs
-inside clusters of 5 or more items the same story 0.68 of the time against 0.53."""
+CPU) and on folds of the validation pairs, with the series veto (docs/experiments.md, "Clusters that are
+stories" and "Five trainings"): cluster-level F1 0.619 on average against 0.607 for connected components,
+and the judged pairs inside clusters of 5 or more items the same story 0.68 of the time against 0.53."""
 
 
 DEFAULT_LARGE = 5

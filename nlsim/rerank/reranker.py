@@ -13,7 +13,7 @@ The rerank score of a pair is an estimate of its relatedness on the annotation s
 ``slope``/``intercept`` map the bi-encoder's cosine onto the 0-1 scale (least squares on the gold
 *training* pairs); ``weight`` is 0.5 by default, fixed in advance (a lower weight scored about the
 same on validation but moves the candidate floor down and multiplies the pairs to rescore:
-docs/finetuning.md).
+docs/experiments.md).
 The cross-encoder's output is below 1, so a pair whose cosine is below the *candidate floor*
 ``(threshold - (1 - weight)) / weight`` mapped back to a cosine cannot reach the threshold: dedup
 rescores only pairs at or above it, and loses none.

@@ -25,7 +25,7 @@ pairs, 220 same story): the three tests fire on 201 pairs, none of them the same
 template were added after judging clusters on the validation folds of two trainings' scores; on the
 training split ``direction`` fires on 28 more pairs, 2 of them the same story (a morning and an
 afternoon session of one day), on validation on 12 more, 1 of them the same story (``python
-benchmarks/bench_cluster_rule.py --veto-only``; ``docs/finetuning.md``, "Clusters that are stories").
+benchmarks/bench_cluster_rule.py --veto-only``; ``docs/experiments.md``, "Clusters that are stories").
 :data:`FIRST_TESTS` are the three tests the veto began with.
 
 Example:

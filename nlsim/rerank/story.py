@@ -23,9 +23,9 @@ scores of pairs it was not trained on, which is what it gives a report's pairs. 
 pairs instead it would learn to trust a cross-encoder that fits them almost perfectly. The pairs'
 probabilities that calibrate its threshold are cross-fitted (five folds over validation, each scored by
 a model fitted without it): :func:`fit_story_model`. Measured on five folds over train + validation
-with out-of-fold cross-encoder scores (``benchmarks/bench_story_model.py``; docs/finetuning.md, "A story
-model decides same story"): best F1 0.634 against 0.607 for the cross-encoder with the veto (seed 42),
-0.608 against 0.603 (seed 7).
+with out-of-fold cross-encoder scores (``benchmarks/bench_story_model.py``; docs/experiments.md, "A story
+model, and the cross-encoder's recipes with batch 4"): best F1 0.634 against 0.607 for the cross-encoder
+with the veto (seed 42), 0.608 against 0.603 (seed 7).
 
 The story model re-decides the pairs the rerank score would have read, no others: it is fitted on, and
 applied to, the pairs at or above its *cosine gate*, the rerank score's candidate floor at the rerank

@@ -33,7 +33,7 @@ TEACHERS = ("ensemble", "cross-encoder")
 @dataclass
 class CrossEncoderConfig:
     """Training settings of the cross-encoder (the reranker, and the silver pairs' teacher) (what the "
-    "defaults scored on validation: docs/finetuning.md)."""
+    "defaults scored on validation: docs/experiments.md)."""
 
     epochs: int = 3
     batch_size: int = 16
@@ -51,17 +51,17 @@ class CrossEncoderConfig:
     story_weight: float = 3.0
     """Weight in the loss of a pair scored at or above ``story_level`` (same story); 1 = unweighted.
     Same-story pairs are rare (about 7% of the training pairs): weighting them x3 raised the
-    cross-encoder's same-story F1 on validation (docs/finetuning.md)."""
+    cross-encoder's same-story F1 on validation (docs/experiments.md)."""
     story_level: float = SAME_STORY
     rank_weight: float = 0.0
     """Weight of a same-story ranking term beside the graded loss (every same-story pair of a batch above
     every other pair of it: :mod:`nlsim.training.losses.story_ranking`); 0 = off, the default:
-    out of fold it was no better than without (docs/finetuning.md)."""
+    out of fold it was no better than without (docs/experiments.md)."""
     temperature_lr: float = 0.0
     """Learning rate of a learned logit scale (a temperature: the head's logit times ``exp(s)``, ``s`` from
     0), which lets the output leave the bound that the last LayerNorm and the head's weights set
     (:meth:`nlsim.rerank.cross_encoder.CrossEncoder.score_bound`) faster than the head's weights grow at
-    ``lr``; 0 = off, the default: out of fold it was no better than without (docs/finetuning.md). The
+    ``lr``; 0 = off, the default: out of fold it was no better than without (docs/experiments.md). The
     scale is folded into the head when training ends, so the saved model is an ordinary cross-encoder."""
     orders_per_epoch: int = 2
     """2: every pair is read in both orders each epoch; 1: once, in a random order (half the steps)."""
@@ -191,7 +191,7 @@ class FinetuneConfig:
         help="bi-encoder epochs on a CPU without bf16 instructions (avx512_bf16 or AMX), where training "
         "runs in fp32 (default: --epochs, the same recipe as on every machine; 1, with "
         "--fp32-cross-encoder-epochs 1 and --fp32-cross-encoder-frozen-layers 6, is the faster fp32 "
-        "recipe of earlier versions, whose reports judged 0.04-0.06 lower: docs/finetuning.md)",
+        "recipe of earlier versions, whose reports judged 0.04-0.06 lower: docs/experiments.md)",
     )
     fp32_cross_encoder_epochs: int | None = option(
         None,
@@ -217,7 +217,7 @@ class FinetuneConfig:
         help="fit a story model on validation that decides same story from the cross-encoder, the cosine "
         "and what the headlines name, for the pairs the rerank score would read (nlsim/rerank/story.py; "
         "off by default: a higher same-story F1 of the pairs, not of the report's clusters, "
-        "docs/finetuning.md)",
+        "docs/experiments.md)",
     )
     precision_check: bool = option(
         True,

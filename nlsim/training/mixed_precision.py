@@ -5,7 +5,7 @@ optimizer state, the loss and the pooled vectors in fp32. It pays off only where
 bf16 natively: a CPU with ``avx512_bf16`` or AMX-BF16 (:mod:`nlsim.inference.cpu`), or a CUDA GPU that
 supports it; elsewhere bf16 is emulated and slower, so ``auto`` stays in fp32. Evaluation, calibration
 and the saved weights are fp32 either way. The quality of bf16 training against fp32 on the annotated
-pairs is measured by ``benchmarks/bench_finetune_speed.py --quality`` (docs/finetuning.md).
+pairs is measured by ``benchmarks/bench_finetune_speed.py --quality`` (docs/experiments.md).
 
 Example:
     >>> import torch
