@@ -11,7 +11,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 # the tests' temporary folders (model copies, a session home) go under TMPDIR: say how much room there is,
 # so that a run that fills the disk says so at its start, not only in its failures
 echo "free space under ${TMPDIR:-/tmp}: $(df -Ph "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')"
-# measured (README): the suite's temporary folders and test home take up to about 2 GB at once
+# measured (docs/measurements.md): the suite's temporary folders and test home take up to about 2 GB at once
 if [ "$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')" -lt $((3 * 1024 * 1024)) ]; then
   echo "warning: less than 3 GB free under ${TMPDIR:-/tmp}; the suite's temporary folders (models, reports," \
     "the test NLSIM_HOME) take up to about 2 GB at once: tests that save a model may fail for want of room" >&2

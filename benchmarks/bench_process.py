@@ -13,7 +13,7 @@ the exact vectors, backend chosen by the probe), ``nlsim-auto`` (``nlsim embed``
 ``--precision auto``: a lossy path where the stored quality check passed it). ``nlsim-auto`` needs the
 model's quality check: ``--prepare`` runs ``nlsim calibrate`` on the annotated pairs first (it stores it).
 
-    python benchmarks/bench_process.py --prepare                       # quiet machine: the README figures
+    python benchmarks/bench_process.py --prepare     # quiet machine: the figures of docs/measurements.md
     python benchmarks/bench_process.py --variants st,nlsim-fp32,nlsim-auto --repeats 3
 
 Writes ``benchmarks/results/process.{json,md}``.
