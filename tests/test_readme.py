@@ -1,0 +1,64 @@
+"""The README stays a README: at most 250 lines, its first 60 hold the two commands and lead to the corpus
+schema, the quick start with one's own corpus and the scheduling, and the nlsim command lines it gives a
+newcomer to copy are ones nlsim accepts. Measurements and experiments belong in docs/ (measurements.md,
+experiments.md), with a short table of headline figures in the README."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from nlsim.cli import build_parser
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+MAX_LINES = 250
+TOP = 60
+
+
+def lines() -> list[str]:
+    return README.read_text(encoding="utf-8").splitlines()
+
+
+def section(title: str) -> str:
+    """The text of the README's section ``## title`` up to the next one."""
+    text = README.read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert match, f"the README has no section '## {title}'"
+    return match[1]
+
+
+def nlsim_commands(text: str) -> list[list[str]]:
+    """Every ``nlsim`` command line of a text (in code blocks or code spans), as its arguments."""
+    out = []
+    for line in re.findall(r"(?:^|`)(?:\.venv/bin/)?nlsim ([^`#\n]+)", text, re.MULTILINE):
+        out.append(shlex.split(line))
+    return out
+
+
+def test_the_readme_has_at_most_250_lines() -> None:
+    assert len(lines()) <= MAX_LINES, f"README.md has {len(lines())} lines; details go to docs/"
+
+
+def test_the_first_60_lines_hold_the_two_commands_and_lead_to_the_schema_quick_start_and_scheduling() -> None:
+    top = "\n".join(lines()[:TOP])
+    assert "bash run.sh" in top and "bash test.sh" in top
+    for anchor in ("#the-corpus-schema", "#your-own-corpus-in-ten-lines", "#schedule-it"):
+        assert f"]({anchor})" in top, anchor
+
+
+@pytest.mark.parametrize("title", ["Your own corpus in ten lines", "Schedule it"])
+def test_the_command_lines_a_newcomer_copies_are_accepted(title: str) -> None:
+    commands = nlsim_commands(section(title))
+    assert commands, f"no nlsim command in '## {title}'"
+    parser = build_parser()
+    for argv in commands:
+        parser.parse_args(argv)  # a renamed or removed option exits with status 2
+
+
+def test_a_command_line_nlsim_does_not_accept_is_found() -> None:
+    (argv,) = nlsim_commands("```\n.venv/bin/nlsim dedup --corpus my.csv --out r --modle current\n```")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)
