@@ -177,7 +177,7 @@ DEFAULT_LARGE = 5
 DEFAULT_LARGE_SHARE: float | None = None
 DEFAULT_LARGE_MARGIN: float | None = 0.01
 """What a large story cluster needs by default (``SharedSupport.large``, ``large_share``, the margin of
-``large_floor`` over the story threshold); docs/finetuning.md, "Stories inside topics"."""
+``large_floor`` over the story threshold); docs/experiments.md, "Stories inside topics"."""
 
 
 def rule_named(

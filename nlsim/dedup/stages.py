@@ -538,22 +538,7 @@ def cluster(
     label = labels.to_numpy()
     held = np.array([label[x] is not None and label[x] == label[y] for x, y in zip(a, b, strict=True)], bool)
     report_pairs = pairs_table(items, story_pairs[held], labels)
-    touched = [c for c in upd.events["cluster_id"] if c in set(upd.assignment.values())]
-    report_clusters = cluster_table(
-        items,
-        upd.assignment,
-        story_all,
-        clusters=touched,
-        events=upd.events,
-        representative=opts.representative,
-        topics=topic.assignment,
-    )
-    if upd.dissolved:  # after a model change: the clusters it broke up, with the members they had, last
-        former = {m: cid for cid, members in upd.dissolved.items() for m in members}
-        gone = cluster_table(
-            items, former, empty_pairs(), events=upd.events, representative=opts.representative
-        )
-        report_clusters = pd.concat([report_clusters, gone], ignore_index=True)
+    report_clusters = _report_clusters(items, upd, story_all, opts, topic)
     return Clustering(
         upd,
         items,
@@ -569,6 +554,30 @@ def cluster(
         topic,
         topic_table(items, topic.assignment, upd.assignment),
     )
+
+
+def _report_clusters(
+    items: pd.DataFrame, upd: ClusterUpdate, links: pd.DataFrame, opts: ClusteringSettings, topic: TopicUpdate
+) -> pd.DataFrame:
+    """The clusters table of the clusters the run touched (a batch run: every cluster), with the clusters a
+    model change broke up listed last, with the members they had."""
+    touched = [c for c in upd.events["cluster_id"] if c in set(upd.assignment.values())]
+    report_clusters = cluster_table(
+        items,
+        upd.assignment,
+        links,
+        clusters=touched,
+        events=upd.events,
+        representative=opts.representative,
+        topics=topic.assignment,
+    )
+    if upd.dissolved:
+        former = {m: cid for cid, members in upd.dissolved.items() for m in members}
+        gone = cluster_table(
+            items, former, empty_pairs(), events=upd.events, representative=opts.representative
+        )
+        report_clusters = pd.concat([report_clusters, gone], ignore_index=True)
+    return report_clusters
 
 
 def topics(
