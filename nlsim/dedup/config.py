@@ -175,8 +175,9 @@ class DedupConfig:
     )
     timezone: str = option(
         "UTC",
-        help="time zone (e.g. Asia/Taipei) in which the run's date is taken and the report page shows its "
-        "times and groups its clusters by day",
+        help="time zone (e.g. Asia/Taipei, the deployment's) in which the run's date is taken, a "
+        "published_at without an offset is read, and the report page shows its times and groups its clusters "
+        "by day",
     )
     rebuild_state: bool = option(False, help="with --state: move a broken state aside and build a fresh one")
     near_misses: int = option(
@@ -264,6 +265,7 @@ class DedupConfig:
                 corpus_named=self.corpus_named(),
                 text_fields=self.text_fields,
                 quarantine=self.quarantine,
+                timezone=self.timezone,
             ),
             model=ModelSettings(
                 name=self.model,

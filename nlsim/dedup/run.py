@@ -157,7 +157,7 @@ def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = dire
     """A batch run: every item of the corpus embedded and searched, the report written into ``OUT``."""
     step = _Steps(call)
     corpus = step("load", stages.load, settings.input)
-    step.log.messages.extend(corpus.warnings)  # said by the corpus loader; kept for the record
+    step.log.messages.extend([*corpus.warnings, *corpus.notes])  # said by the load stage; kept for the record
     model = step("model", stages.load_model, settings.model, encoder)
     window = step("window", stages.open_batch_window, settings, corpus, model)
     done = _analyse(
@@ -184,7 +184,7 @@ def run_daily(
     # which verdicts hold (removing a row from the store and rebuilding takes a verdict back)
     with _state_lock(daily, step.log, keep_editors=not settings.clustering.annotated_pairs) as carried:
         corpus = step("load", stages.load, settings.input, daily)
-        step.log.messages.extend(corpus.warnings)
+        step.log.messages.extend([*corpus.warnings, *corpus.notes])
         model = step("model", stages.load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
         kept_state = window.state

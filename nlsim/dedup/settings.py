@@ -48,6 +48,8 @@ class InputSettings:
     """The same path as the run's record names it: absolute, so ``nlsim judge`` finds it from any folder."""
     text_fields: tuple[str, ...] = ("title", "description")
     quarantine: str | None = None
+    timezone: str = "UTC"
+    """The zone on whose clock a ``published_at`` without an offset is read (``--timezone``)."""
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ from nlsim.dedup.settings import (
     StateSettings,
 )
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
-from nlsim.dedup.window import Window, batch_window, incremental_window
+from nlsim.dedup.window import Window, batch_window, incremental_window, undated_clock
 from nlsim.encoders import load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import ConfigError, InputError
@@ -159,7 +159,9 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
     a day in the future is a bad row (it would move the daily window's clock), and so, in a daily run
     (``daily``), is a lone item dated far after the rest (:func:`check_no_lone_late_items`)."""
-    corpus = load_corpus(source.corpus, text_fields=source.text_fields, quarantine=source.quarantine)
+    corpus = load_corpus(
+        source.corpus, text_fields=source.text_fields, quarantine=source.quarantine, timezone=source.timezone
+    )
     limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
     future = (corpus.frame["published_at"] > limit).to_numpy()
     if future.any():
@@ -168,6 +170,8 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
         check_no_lone_late_items(corpus, float(daily.retention_days))
     for message in corpus.warnings:
         warn(message)
+    for message in corpus.notes:
+        say(message)
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
     return corpus
@@ -440,7 +444,14 @@ def open_daily_window(
     # the editors' files are part of a daily run's input: a run of a committed day after a merge is a new
     # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
-    window = incremental_window(daily, corpus, state, model.identity(settings), params)
+    zone = settings.input.timezone
+    window = incremental_window(daily, corpus, state, model.identity(settings), params, zone)
+    if undated_clock(daily, corpus.frame["published_at"]):
+        log.say(
+            f"no item of {settings.input.corpus} has a date: the window's clock is {window.as_of} (the start "
+            f"of today in {zone}, unless the state's is later); its items are kept from the day they were "
+            "first seen (--as-of pins the clock)"
+        )
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
