@@ -14,6 +14,10 @@ clock of the run's time zone (``timezone``, the deployment's ``--timezone``; UTC
 there and kept in UTC, and :attr:`Corpus.notes` says how many were read so. A time the zone's clocks
 skip or repeat (the hour of a daylight-saving change) is refused by row: it would be guessed.
 
+A title that holds U+FFFD (the replacement character a decoder puts for bytes it could not read: the text
+was damaged before nlsim saw it) is kept as it is, and :attr:`Corpus.warnings` says how many, with the
+first ids.
+
 Every problem is reported with the file, the row (1-based data row: the first item is row 1, whatever
 the format) and the field. By default the first bad row raises :class:`~nlsim.errors.InputError`; with
 ``quarantine=PATH`` bad rows are written to that CSV file with the reason, and loading goes on. Nothing is
@@ -75,7 +79,8 @@ class Corpus:
     )
     quarantine_path: Path | None = None
     warnings: tuple[str, ...] = ()
-    """Columns that look like schema fields and are not read (:func:`lookalike_warnings`)."""
+    """Columns that look like schema fields and are not read (:func:`lookalike_warnings`), and titles that
+    hold U+FFFD (:func:`replacement_warning`)."""
     notes: tuple[str, ...] = ()
     """What the loader read one way of several, to say once: the times without an offset, read in the
     run's time zone (:func:`naive_times_note`)."""
@@ -388,6 +393,7 @@ def load_corpus(
         raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined)")
     quarantined, qpath = _write_quarantine(bad, quarantine)
     frame = frame.reset_index(drop=True)
+    damaged = replacement_warning(path, frame)
     note = naive_times_note(path, naive, len(frame), timezone)
     return Corpus(
         frame=frame,
@@ -395,7 +401,7 @@ def load_corpus(
         text_fields=text_fields,
         quarantined=quarantined,
         quarantine_path=qpath,
-        warnings=tuple(lookalike_warnings(path, list(raw.columns))),
+        warnings=(*lookalike_warnings(path, list(raw.columns)), *([damaged] if damaged else [])),
         notes=(note,) if note else (),
         naive_times=naive,
         timezone=timezone,
@@ -420,6 +426,33 @@ def naive_times_note(path: str | Path, naive: int, items: int, timezone: str) ->
         return None
     return (
         f"{path}: {naive} of {items} published_at times have no offset: read as {timezone} time (--timezone)"
+    )
+
+
+REPLACEMENT = "\ufffd"
+"""U+FFFD, the character a decoder puts where it met bytes it could not read."""
+SHOWN_IDS = 5
+
+
+def replacement_warning(path: str | Path, frame: pd.DataFrame) -> str | None:
+    """One line when items' texts hold U+FFFD (their bytes were damaged before nlsim read them: a wrong
+    encoding somewhere upstream): how many, in which fields, and the first ids.
+
+    Example:
+        >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["ok", "caf\ufffd"], "description": ["", ""]})
+        >>> replacement_warning("news.csv", frame).split(": ", 1)[1][:60]
+        '1 item(s) hold U+FFFD, the mark of bytes a decoder could not'
+    """
+    fields = [f for f in TEXT_FIELDS if f in frame.columns]
+    hit = {f: frame[f].astype(str).str.contains(REPLACEMENT, regex=False).to_numpy() for f in fields}
+    rows = np.flatnonzero(np.logical_or.reduce(list(hit.values()))) if hit else np.zeros(0, int)
+    if not len(rows):
+        return None
+    ids = ", ".join(frame["id"].iloc[rows[:SHOWN_IDS]].astype(str))
+    where = ", ".join(f for f in fields if hit[f].any())
+    return (
+        f"{path}: {len(rows)} item(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
+        f"damaged before nlsim read it; in {where}): ids {ids}{' ...' if len(rows) > SHOWN_IDS else ''}"
     )
 
 

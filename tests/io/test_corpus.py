@@ -428,3 +428,25 @@ def test_a_bad_time_zone_is_refused(tmp_path):
     path.write_text("id,title\na,A\n")
     with pytest.raises(ConfigError, match="--timezone 'Asia/Taipai': not a time zone name"):
         load_corpus(path, timezone="Asia/Taipai")
+
+
+def test_titles_holding_the_replacement_character_are_named_in_a_warning(tmp_path):
+    path = tmp_path / "c.csv"
+    rows = [f"n{i},Caf\ufffd {i}," for i in range(7)] + ["ok,Fine,", "d,Fine too,Desc \ufffd"]
+    path.write_text("id,title,description\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    corpus = load_corpus(path)
+    (warning,) = corpus.warnings
+    assert warning.startswith(f"{path}: 8 item(s) hold U+FFFD")
+    assert "in title, description" in warning and warning.endswith("ids n0, n1, n2, n3, n4 ...")
+    assert len(corpus) == 9  # kept as they are
+    path.write_text("id,title\na,Clean\n")
+    assert load_corpus(path).warnings == ()
+
+
+def test_the_bundled_corpora_say_which_titles_hold_the_replacement_character(repo_root):
+    thuc = load_corpus(repo_root / "data/thucnews.parquet")
+    damaged = thuc.frame["title"].str.contains("\ufffd", regex=False)
+    assert damaged.sum() > 0
+    (warning,) = [w for w in thuc.warnings if "U+FFFD" in w]
+    assert f"{int(damaged.sum())} item(s) hold U+FFFD" in warning
+    assert thuc.frame.loc[damaged, "id"].iloc[0] in warning
