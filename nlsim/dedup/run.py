@@ -187,6 +187,7 @@ def run_daily(
         step.log.messages.extend([*corpus.warnings, *corpus.notes])
         model = step("model", stages.load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
+        _say_day(step.log, settings, window)
         kept_state = window.state
         if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
             if not settings.clustering.annotated_pairs:
@@ -222,6 +223,27 @@ def run_daily(
             json.dumps(record.to_dict(), indent=1, default=str),
         )
     return _result(settings, folder, record, clustering=clustering)
+
+
+def all_seen(window: Window) -> bool:
+    """Every item of the day was already in the window with the same text: a daily run with nothing new."""
+    counts = window.counts
+    return bool(counts.get("items_in")) and counts.get("skipped") == counts.get("items_in")
+
+
+def _say_day(log: RunLog, settings: DedupSettings, window: Window) -> None:
+    """What a daily run says of a day run out of order, or with nothing new."""
+    if window.older_day and window.state is not None:
+        log.say(
+            f"the items of {settings.input.corpus} are all dated before this state's clock "
+            f"({window.state.as_of}): a day older than the runs before it, run after them; its report goes "
+            f"to runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
+        )
+    if all_seen(window):
+        log.say(
+            f"all {window.counts['items_in']} items of {settings.input.corpus} were already in the window "
+            "with the same text: nothing new to embed"
+        )
 
 
 @dataclass(frozen=True)
@@ -374,6 +396,8 @@ def run_record(
         timezone=settings.report.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,
+        all_seen=settings.daily and all_seen(window),
+        older_day=window.older_day,
         started_at=started,
         model_switch=window.switch,
         extra=extra,

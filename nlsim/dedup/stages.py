@@ -1061,8 +1061,8 @@ def report_daily(
     record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> Path:
-    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it. Returns
-    the folder."""
+    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
+    run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
     frame = report_frame(clustering, missed)
     return publish_daily_report(
         report.out,
@@ -1073,6 +1073,7 @@ def report_daily(
         record,
         window=clustering.window_clusters,
         near_misses=missed,
+        latest=not record.older_day,
     )
 
 
@@ -1097,4 +1098,5 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
         last,
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
+        latest=not last.older_day,
     )

@@ -80,6 +80,8 @@ class Window:
         counts: ``items_in``, ``new``, ``changed``, ``skipped``, ``too_old``, ``expired``, ``quarantined``.
         switch: how the state's vectors or threshold differ from this run's (``None``: they match).
         reembed: the whole window is embedded again (the vectors differ); regroup: clusters are made again.
+        older_day: today's items are all dated before the state's clock: a day older than the runs before
+            it, run after them (:func:`older_day`).
     """
 
     items: pd.DataFrame
@@ -105,6 +107,7 @@ class Window:
     index: Any = None
     copies: Copies | None = None
     """The window's exact copies (the copies stage's; ``None`` before it ran)."""
+    older_day: bool = False
     _converted: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """The converted texts of the rows converted so far (a cache, not part of the window's value)."""
 
@@ -206,6 +209,23 @@ def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str =
         latest = day_start(timezone)
     cands = [t for t in (state.as_of, latest) if t is not None and not pd.isna(t)]
     return max(pd.Timestamp(t) for t in cands)
+
+
+def older_day(state: State, times: pd.Series) -> bool:
+    """Whether today's items are a day older than the state's: every one dated, the latest before the
+    reference time of the runs before (days run out of order: the 26th, then the 25th). Undated items
+    have no day to compare.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> state = SimpleNamespace(as_of="2026-11-26T15:00:00+00:00")
+        >>> times = pd.Series(pd.to_datetime(["2026-11-25T09:00Z", "2026-11-25T15:00Z"]))
+        >>> older_day(state, times), older_day(state, times + pd.Timedelta(days=1))
+        (True, False)
+    """
+    if state.as_of is None or not len(times) or times.isna().any():
+        return False
+    return bool(times.max() < pd.Timestamp(state.as_of))
 
 
 def undated_clock(daily: StateSettings, times: pd.Series) -> bool:
@@ -415,4 +435,5 @@ def incremental_window(
         reembed=reembed,
         regroup=switch is not None,
         state=state,
+        older_day=older_day(state, times),
     )

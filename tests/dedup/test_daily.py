@@ -785,3 +785,38 @@ def test_a_day_without_dates_says_where_its_clock_comes_from_and_the_clock_moves
     dated.to_parquet(tmp_path / "day3.parquet", index=False)
     r3 = run_daily(config.with_(corpus=str(tmp_path / "day3.parquet")), state, retention_days=2, encoder=enc)
     assert not [m for m in r3.stats.messages if "has a date" in m]
+
+
+def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> None:
+    """Days 25, 26, then 25 again (and, in a second state, 26 before 25 was ever run): a run of an older
+    day publishes its report under runs/ and leaves latest (and LATEST) on the newer report; its record says
+    that its items were all seen before, when they were. The next day moves latest on."""
+    corpus = story_corpus().assign(published_at=lambda f: f["published_at"] + pd.DateOffset(years=21))
+    days = split_days(corpus, tmp_path / "in", ["2026-03-02", "2026-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    assert not r1.stats.older_day and not r2.stats.all_seen
+    again = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert again.run_id != r1.run_id and not again.replayed
+    assert again.stats.older_day and again.stats.all_seen
+    assert again.stats.counts["new"] == 0 and again.stats.counts["skipped"] == 6
+    assert (again.report_dir / "run.json").is_file()  # its report is written, under runs/
+    assert (out / "latest").resolve() == r2.report_dir.resolve()
+    assert (out / "LATEST").read_text().strip() == r2.run_id
+    saved = json.loads((again.report_dir / "run.json").read_text())
+    assert saved["older_day"] is True and saved["all_seen"] is True
+    assert any("a day older than the runs before it" in m for m in again.stats.messages)
+    # the same older input once more is a replay of the last commit: latest still stays
+    replay = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert replay.replayed and (out / "latest").resolve() == r2.report_dir.resolve()
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
+    assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
+
+    # a day never run before, arriving after a later one: its items are new, latest still stays
+    state2, out2 = tmp_path / "state2", tmp_path / "out2"
+    late = run_daily(_config(days[1], out2), state2, retention_days=None, encoder=enc)
+    early = run_daily(_config(days[0], out2), state2, retention_days=None, encoder=enc)
+    assert early.stats.older_day and not early.stats.all_seen and early.stats.counts["new"] == 6
+    assert (out2 / "latest").resolve() == late.report_dir.resolve()
