@@ -180,6 +180,11 @@ class DedupConfig:
         "by day",
     )
     rebuild_state: bool = option(False, help="with --state: move a broken state aside and build a fresh one")
+    accept_model_drop: bool = option(
+        False,
+        help="with --state: go on with a model whose recorded same-story F1 on the validation pairs is more "
+        "than 0.10 below that of the model of the state's last run (refused by default)",
+    )
     near_misses: int = option(
         200,
         help="keep this many of the best candidate pairs below the threshold in near_misses.parquet, for "
@@ -253,8 +258,12 @@ class DedupConfig:
         self.zone()
         if self.as_of is not None:
             check_as_of(self.as_of)
-        if not self.state and (self.as_of is not None or self.rebuild_state):
-            given = "--as-of" if self.as_of is not None else "--rebuild-state"
+        if not self.state and (self.as_of is not None or self.rebuild_state or self.accept_model_drop):
+            given = (
+                "--as-of"
+                if self.as_of is not None
+                else ("--rebuild-state" if self.rebuild_state else "--accept-model-drop")
+            )
             raise ConfigError(f"{given} works on a daily state: give --state DIR with it")
 
     def settings(self) -> DedupSettings:
@@ -309,6 +318,7 @@ class DedupConfig:
                 retention_days=self.retention_days,
                 as_of=self.as_of,
                 rebuild=self.rebuild_state,
+                accept_model_drop=self.accept_model_drop,
             ),
             progress=self.progress,
         )

@@ -36,6 +36,7 @@ import pandas as pd
 from nlsim.dedup import near_misses, stages
 from nlsim.dedup.config import DEFAULT_MODEL, DedupConfig
 from nlsim.dedup.editors import EditorsInput
+from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_paths
 from nlsim.dedup.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 from nlsim.dedup.report import daily_report_dir
@@ -187,6 +188,7 @@ def run_daily(
         step.log.messages.extend([*corpus.warnings, *corpus.notes])
         model = step("model", stages.load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
+        _check_model(step.log, daily, window, model)
         _say_day(step.log, settings, window)
         kept_state = window.state
         if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
@@ -223,6 +225,21 @@ def run_daily(
             json.dumps(record.to_dict(), indent=1, default=str),
         )
     return _result(settings, folder, record, clustering=clustering)
+
+
+def _check_model(log: RunLog, daily: StateSettings, window: Window, model: stages.ModelChoice) -> None:
+    """Refuse a model whose recorded same-story F1 is much lower than that of the model of the state's last
+    run (:mod:`nlsim.dedup.model_drop`), before anything is embedded; with ``--accept-model-drop`` say so
+    and go on."""
+    last = window.state.last_run if window.state is not None else None
+    if not last:
+        return
+    drop = model_drop(RunRecord.from_dict(last).info, model.info)
+    if drop is None:
+        return
+    if not daily.accept_model_drop:
+        raise ConfigError(refusal(drop))
+    log.say(f"{drop.describe()}: going on, as --accept-model-drop asks")
 
 
 def all_seen(window: Window) -> bool:

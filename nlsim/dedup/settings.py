@@ -121,6 +121,8 @@ class StateSettings:
     retention_days: float | None = 30.0
     as_of: str | None = None
     rebuild: bool = False
+    accept_model_drop: bool = False
+    """Go on with a model that scores much lower than the last run's (:mod:`nlsim.dedup.model_drop`)."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ OTHER = {
     "date": "2026-11-21",
     "timezone": "Asia/Taipei",
     "rebuild_state": True,
+    "accept_model_drop": True,
     "near_misses": 5,
     "judge_pairs": "judged.tsv",
     "judge_split": "all",
