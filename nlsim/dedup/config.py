@@ -140,6 +140,11 @@ class DedupConfig:
     batch_size: int | None = option(
         None, help="texts per embedding batch (default: 64 on the CPU, 256 on a GPU)"
     )
+    threads: int | None = option(
+        None,
+        help="CPU threads of torch, ONNX Runtime and FAISS (default: theirs, every core); fewer leave room "
+        "for other work on a shared machine",
+    )
     backend: Backend = option(
         "auto",
         help="how the encoder and the reranker's cross-encoder run: ONNX Runtime or torch (auto: chosen on "
@@ -243,6 +248,8 @@ class DedupConfig:
             )
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"--threads must be >= 1, got {self.threads}")
         if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
             raise ConfigError(
                 f"--window-hours must be more than 0 and at most {MAX_WINDOW_HOURS} (100 years), got "
@@ -286,6 +293,7 @@ class DedupConfig:
                 backend=self.backend,
                 precision=self.precision,
                 batch_size=self.batch_size,
+                threads=self.threads,
                 cache=self.cache,
                 series_veto=self.series_veto,
             ),
@@ -296,6 +304,7 @@ class DedupConfig:
                 nlist=self.nlist,
                 nprobe=self.nprobe,
                 use_gpu=self.use_gpu,
+                threads=self.threads,
             ),
             clustering=ClusteringSettings(
                 rule=self.cluster_rule,

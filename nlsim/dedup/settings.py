@@ -66,6 +66,8 @@ class ModelSettings:
     backend: Backend = "auto"
     precision: Precision = "auto"
     batch_size: int | None = None
+    threads: int | None = None
+    """CPU threads of torch and ONNX Runtime (``None``: theirs)."""
     cache: bool = True
     """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
     series_veto: bool = True
@@ -81,6 +83,8 @@ class SearchSettings:
     nlist: int | None = None
     nprobe: int | None = None
     use_gpu: bool | None = None
+    threads: int | None = None
+    """FAISS's CPU threads (``None``: its own, every core)."""
 
     def index_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`nlsim.search.index.build_index`."""

@@ -293,10 +293,11 @@ def resolve_threshold(
     raise ConfigError(
         f"no threshold for model {ms.name!r}: cosine scales differ between models, so nlsim has no "
         "default. "
-        "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
-        "annotations/thucnews_tw_pairs.tsv --out FILE` (level same-story by default), or use a fine-tuned "
-        "model "
-        "folder (it carries calibration.json)."
+        "Pass --model current (the model store's promoted model, with its calibration: what the daily "
+        "deployment uses; --model-store names the store `nlsim pipeline` filled), --threshold X, or "
+        "--calibration FILE made by `nlsim calibrate --model MODEL --pairs annotations/thucnews_tw_pairs.tsv "
+        "--out FILE` (level same-story by default), or use a fine-tuned model folder (it carries "
+        "calibration.json)."
     )
 
 
@@ -317,7 +318,7 @@ def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None
             )
         say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
         return None
-    reranker = load_reranker(model_path)
+    reranker = load_reranker(model_path, threads=ms.threads)
     reranker.backend, reranker.precision = ms.backend, ms.precision
     say(reranker.describe())
     return reranker
@@ -387,7 +388,7 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
     calibration), its reranker and the threshold; says which."""
     asked = _resolve_current(ms) if ms.name == CURRENT_MODEL else _Requested(ms.name)
     if encoder is None:
-        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision)
+        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision, threads=ms.threads)
     model_path = getattr(encoder, "path", None)
     reranker = _reranker_for(ms, model_path)
     threshold = resolve_threshold(ms, encoder, reranker, asked.fallback)
@@ -546,7 +547,12 @@ def embed(
 
 
 def index(window: Window, emb: np.ndarray, search: SearchSettings, model: ModelChoice) -> Window:
-    """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU)."""
+    """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU), built
+    and later searched on ``search.threads`` CPU threads when given."""
+    if search.threads:
+        import faiss  # deferred, as everywhere: FAISS's thread count is process-wide
+
+        faiss.omp_set_num_threads(int(search.threads))
     dim = int(model.encoder.dim)
     if window.reembed or window.n_base == 0:
         full = emb.astype(np.float32, copy=False)

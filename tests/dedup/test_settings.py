@@ -37,6 +37,7 @@ OTHER = {
     "series_veto": False,
     "quarantine": "bad.csv",
     "batch_size": 8,
+    "threads": 2,
     "backend": "torch",
     "precision": "fp32",
     "cache": False,
