@@ -820,3 +820,50 @@ def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> 
     early = run_daily(_config(days[0], out2), state2, retention_days=None, encoder=enc)
     assert early.stats.older_day and not early.stats.all_seen and early.stats.counts["new"] == 6
     assert (out2 / "latest").resolve() == late.report_dir.resolve()
+
+
+class AngleEncoder:
+    """Each text a unit vector in a plane at the angle its title names (``"story at 45"``): the cosines of
+    a planned link graph."""
+
+    model_id = "test:angles"
+    name = "angles"
+    path = None
+    dim = 2
+    fingerprint = "angles-v1"
+
+    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = True, **_: Any) -> np.ndarray:
+        angles = np.deg2rad([float(t.split()[-1]) for t in texts])
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+
+
+def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped(tmp_path: Path) -> None:
+    """Day 1: stories c-a (a, d) and c-b (b, c). Day 2: e and g link both, enough support to merge them:
+    c-b is absorbed into c-a. Day 3: f1 and f2 link b, c, e and g, and the support between the two halves
+    falls below the share: the rule splits them again, and the piece holding b takes c-b back, as a batch
+    run over the three days names it. The id that vanished on day 2 comes back on day 3, reported as
+    regrouped (its items were in c-a), not as a new story."""
+    angles = {"a": 0, "b": 90, "c": 85, "d": 5, "e": 45, "g": 48, "f1": 70, "f2": 72}
+    day_of = {"a": 1, "b": 1, "c": 1, "d": 1, "e": 2, "g": 2, "f1": 3, "f2": 3}
+    order = ["a", "b", "c", "d", "e", "g", "f1", "f2"]
+    corpus = pd.DataFrame(
+        {
+            "id": order,
+            "title": [f"story at {angles[i]}" for i in order],
+            "published_at": [T + pd.Timedelta(days=day_of[i] - 1, hours=n) for n, i in enumerate(order)],
+        }
+    )
+    days = split_days(corpus, tmp_path / "in", ["2024-01-02", "2024-01-03"])
+    kw = dict(model="angles", threshold=0.6, cluster_rule="support")
+    state, out = tmp_path / "state", tmp_path / "out"
+    runs = [run_daily(_config(d, out, **kw), state, encoder=AngleEncoder()) for d in days]
+    status = [dict(zip(r.clusters["cluster_id"], r.clusters["status"], strict=True)) for r in runs]
+    assert status[0] == {"c-a": "new", "c-b": "new"}
+    assert status[1] == {"c-a": "merged"} and runs[1].stats.extra["merged_into"] == {"c-b": "c-a"}
+    assert status[2] == {"c-a": "regrouped", "c-b": "regrouped"}
+    assert runs[2].stats.counts["clusters_new"] == 0
+    final = state_assignment(state)
+    assert {i for i, c in final.items() if c == "c-b"} == {"b", "c", "e", "g", "f1", "f2"}
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=AngleEncoder())
+    assert batch_assignment(batch.clusters) == final
