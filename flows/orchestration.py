@@ -24,6 +24,7 @@ import inspect
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, get_args, get_origin
 
@@ -31,6 +32,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.ephemeral import startup_failure
 from nlsim import progress
 from nlsim.commands.options import config_from_args
 from nlsim.errors import ConfigError, NlsimError
@@ -220,7 +222,14 @@ def run_from_command_line(
             params.update({o.name: getattr(config, o.name) for o in options_of(cls)})
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
-    state = flow_(**params, return_state=True)
+    try:
+        state = flow_(**params, return_state=True)
+    except RuntimeError as exc:
+        line = startup_failure(exc)
+        if line is None:
+            raise
+        print(f"{prog}: error: {line}", file=sys.stderr)
+        return 1
     return 0 if state.is_completed() else 1
 
 

@@ -440,23 +440,37 @@ def _one_parquet_type(old: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Ser
     return old, pd.Series(values, dtype=object if whole else float, index=new.index)
 
 
-def _check_items(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -> None:
-    """No item paired with itself; one text per item id within the file."""
+def _sheet(source: str | Path, row: int | None, field: str | None, reason: str) -> InputError:
+    """A problem of an editors' file, named by its sheet row (the header is sheet row 1)."""
+    return InputError(source, row, field, reason, sheet=True)
+
+
+def _check_items(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, problems: list[InputError]
+) -> None:
+    """No item paired with itself; one text per item id within the file (each problem added to
+    ``problems``; a row's empty text is its own problem, not another text)."""
     if "id_a" not in frame.columns or "id_b" not in frame.columns:
         return
     first: dict[str, tuple[str, int]] = {}
     for i, r in enumerate(frame.itertuples(index=False)):
         row = int(rownum[i])
-        a, b = str(r.id_a).strip(), str(r.id_b).strip()
+        a, b = item_id(r.id_a), item_id(r.id_b)
         if a and a == b:
-            raise InputError(source, row, "id_b", f"item {a!r} is paired with itself")
+            problems.append(_sheet(source, row, "id_b", f"item {a!r} is paired with itself"))
+            continue
         for item, text, fld in ((a, r.text_a, "text_a"), (b, r.text_b, "text_b")):
-            if not item:
+            if not item or _blank(text):
                 continue
             seen = first.setdefault(item, (str(text), row))
             if seen[0] != str(text):
-                raise InputError(
-                    source, row, fld, f"item {item!r} has another text than at row {seen[1]} ({seen[0]!r})"
+                problems.append(
+                    _sheet(
+                        source,
+                        row,
+                        fld,
+                        f"item {item!r} has another text than at sheet row {seen[1]} ({seen[0]!r})",
+                    )
                 )
 
 
@@ -497,9 +511,12 @@ def _level(value: float) -> float | None:
     return next((lv for lv in LEVELS if abs(value - lv) < 1e-9), None)
 
 
-def _fill_pair_ids(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -> pd.DataFrame:
+def _fill_pair_ids(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, problems: list[InputError]
+) -> pd.DataFrame:
     """Every row's pair id: the editor's, or when missing the id :func:`editor_file.pair_id` makes from its
-    two item ids; an ``ed-`` id that is not its items' id (a sheet sorted by some columns only) is refused.
+    two item ids; an ``ed-`` id that is not its items' id (a sheet sorted by some columns only), or none
+    at all, is a problem added to ``problems`` (the row keeps no pair id).
     """
     has_ids = "id_a" in frame.columns and "id_b" in frame.columns
     given = frame["pair_id"] if "pair_id" in frame.columns else pd.Series([None] * len(frame), dtype=object)
@@ -510,20 +527,23 @@ def _fill_pair_ids(frame: pd.DataFrame, rownum: pd.Series, source: str | Path) -
         made = editor_file.pair_id(a, b) if a and b else None
         if _blank(pid):
             if made is None:
-                raise InputError(
-                    source, int(rownum[i]), "pair_id", "pair id missing, and no id_a and id_b to make it from"
-                )
+                why = "pair id missing, and no id_a and id_b to make it from"
+                problems.append(_sheet(source, int(rownum[i]), "pair_id", why))
             out.append(made)
             continue
         pid = str(pid).strip()
         if made is not None and pid.startswith(editor_file.PAIR_ID_PREFIX) and pid != made:
-            raise InputError(
-                source,
-                int(rownum[i]),
-                "pair_id",
-                f"pair id {pid!r} is not the id of its items {a!r} and {b!r} ({made!r}); was the sheet "
-                "sorted by some columns only? Keep each row whole",
+            problems.append(
+                _sheet(
+                    source,
+                    int(rownum[i]),
+                    "pair_id",
+                    f"pair id {pid!r} is not the id of its items {a!r} and {b!r} ({made!r}); was the sheet "
+                    "sorted by some columns only? Keep each row whole",
+                )
             )
+            out.append(None)
+            continue
         out.append(pid)
     frame = frame.copy()
     if "pair_id" in frame.columns:
@@ -553,15 +573,26 @@ def _levels(
         except (TypeError, ValueError):
             level, why = None, "is not a number"
         if level is None:
-            problems.append(InputError(source, int(rownum[i]), "score", f"score {v!r} {why}"))
+            problems.append(_sheet(source, int(rownum[i]), "score", f"score {v!r} {why}"))
         levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0
     return levels
 
 
-def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool = False) -> pd.DataFrame:
+def validate_filled(
+    frame: pd.DataFrame,
+    source: str | Path,
+    *,
+    skip_blank: bool = False,
+    problems: list[InputError] | None = None,
+) -> pd.DataFrame:
     """Check an editor's filled file: texts present, pair ids unique (made from the item ids when the file
     has none), scores one of the five levels (stored as the level), no item paired with itself, one text
-    per item id. Rows are named by their row in the file, skipped blank rows counted."""
+    per item id, no pair twice. Rows are named by their sheet row (as a spreadsheet shows the file: the
+    header is sheet row 1), skipped blank rows counted. Returns the sound rows.
+
+    Every problem of every row is found in one pass: with ``problems`` they are added to it (the merge
+    adds the conflicts with the pair file and refuses once); without, they are raised together. A file
+    without a ``score`` column or without any scored row is refused at once."""
     if "score" not in frame.columns:
         if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
             raise _semicolon_error(source)
@@ -570,62 +601,112 @@ def validate_filled(frame: pd.DataFrame, source: str | Path, *, skip_blank: bool
     if frame.empty:
         raise InputError(source, None, None, "no pairs to merge (the file has a header only)")
     blank = frame["score"].map(_blank)
-    if blank.any() and not skip_blank:
-        row = int(np.flatnonzero(blank.to_numpy())[0]) + 1
-        raise InputError(
-            source,
-            row,
-            "score",
-            f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)",
-        )
     if blank.all():
         raise InputError(source, None, "score", f"no scored pairs to merge ({len(frame)} blank row(s))")
-    rownum = pd.Series(np.arange(1, len(frame) + 1))
+    found: list[InputError] = []
+    rownum = pd.Series(np.arange(2, len(frame) + 2))  # sheet rows: the header is row 1
+    if blank.any() and not skip_blank:
+        why = f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)"
+        found.extend(_sheet(source, int(r), "score", why) for r in rownum[blank.to_numpy()])
     frame, rownum = frame[~blank].reset_index(drop=True), rownum[~blank.to_numpy()].reset_index(drop=True)
     frame = frame.copy()
     for col in ("pair_id", "id_a", "id_b"):  # "n-1 " or a no-break space typed around an id
         if col in frame.columns:
             frame[col] = frame[col].map(lambda v: v.strip() if isinstance(v, str) else v)
-    problems: list[InputError] = []
-    frame["score"] = _levels(frame["score"], rownum, source, problems)
-    frame = _fill_pair_ids(frame, rownum, source)
+    frame["score"] = _levels(frame["score"], rownum, source, found)
+    frame = _fill_pair_ids(frame, rownum, source, found)
+    _row_problems(frame, rownum, source, found)
+    _check_items(frame, rownum, source, found)
+    sound = ~rownum.isin({e.row for e in found}).to_numpy()
     first: dict[str, int] = {}
     for i, pid in enumerate(frame["pair_id"]):
+        if not sound[i]:
+            continue
         if pid in first:
-            problems.append(
-                InputError(
+            found.append(
+                _sheet(
                     source,
                     int(rownum[i]),
                     "pair_id",
-                    f"duplicate pair id {pid!r} (first at row {first[pid]})",
+                    f"duplicate pair id {pid!r} (first at sheet row {first[pid]})",
                 )
             )
+            sound[i] = False
         first.setdefault(pid, int(rownum[i]))
-    _refuse(source, problems)
+    frame, rownum = frame[sound].reset_index(drop=True), rownum[sound].reset_index(drop=True)
+    checked = _whole_file(frame, rownum, source, found)
+    if checked is not None:
+        _pairs_once(checked, rownum, source, found)
+    if problems is None:
+        _refuse(source, _unique(found))
+    else:
+        problems.extend(found)
+    if checked is None:
+        checked, rownum = frame.iloc[:0].copy(), rownum.iloc[:0]
+    sound_rows = ~rownum.isin({e.row for e in found}).to_numpy()
+    checked = checked[sound_rows].reset_index(drop=True)
+    checked.attrs["rows"] = rownum[sound_rows].tolist()
+    return checked
+
+
+def _row_problems(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
+) -> None:
+    """Each row checked as a pair file's row (:func:`~nlsim.io.pairs.validate_pairs`: texts, an id without
+    a control character, a score, a split), its problem added to ``found`` (a row already named for its
+    score or pair id is not named again for it)."""
+    named = {(e.row, e.field) for e in found}
+    for i in range(len(frame)):
+        row = int(rownum[i])
+        try:
+            validate_pairs(frame.iloc[[i]].assign(pair_id=frame["pair_id"].iloc[i] or f"row-{row}"), source)
+        except InputError as exc:
+            if (row, exc.field) not in named:
+                found.append(_sheet(source, row, exc.field, exc.reason))
+
+
+def _whole_file(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
+) -> pd.DataFrame | None:
+    """The sound rows normalised as a pair table (:func:`~nlsim.io.pairs.validate_pairs`); what it still
+    finds across rows (a pair in two splits) is added to ``found``, and ``None`` returned."""
+    if frame.empty:
+        return None
     try:
-        checked = validate_pairs(frame, source)
+        return validate_pairs(frame, source)
     except InputError as exc:
         row = int(rownum[exc.row - 1]) if exc.row else None
-        raise InputError(source, row, exc.field, exc.reason) from None
-    _check_items(checked, rownum, source)
+        found.append(_sheet(source, row, exc.field, exc.reason))
+        return None
+
+
+def _pairs_once(
+    checked: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
+) -> None:
+    """No pair twice in the file (by item ids or by texts, either order)."""
     seen: dict[tuple[str, ...], int] = {}
     for i, keys in enumerate(pair_keys(checked)):
         for key in keys:
             if key in seen:
-                problems.append(
-                    InputError(
+                found.append(
+                    _sheet(
                         source,
                         int(rownum[i]),
                         "id_a" if key[0] == "id_a" else "text_a",
-                        f"the same pair as row {int(rownum[seen[key]])} appears twice in this file",
+                        f"the same pair as sheet row {int(rownum[seen[key]])} appears twice in this file",
                     )
                 )
                 break
         for key in keys:
             seen.setdefault(key, i)
-    _refuse(source, problems)
-    checked.attrs["rows"] = rownum.tolist()
-    return checked
+
+
+def _unique(problems: list[InputError]) -> list[InputError]:
+    """One problem a row and field (the first found), in the order of the rows."""
+    unique: dict[tuple[int, str], InputError] = {}
+    for e in problems:
+        unique.setdefault((e.row or 0, e.field or ""), e)
+    return sorted(unique.values(), key=lambda e: (e.row or 0, e.field or ""))
 
 
 UNESCAPED = ("pair_id", "id_a", "id_b", "stratum", "annotator", "notes")
@@ -674,12 +755,12 @@ def _hashed(
         return options
     tcol, hcol = f"text_{side}", f"sha256_{side}"
     if not SHA256_HEX.match(digest):
-        problems.append(InputError(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)"))
+        problems.append(_sheet(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)"))
         return []
     kept = [o for o in options if editor_file.text_sha256(o) == digest]
     if not kept:
         problems.append(
-            InputError(
+            _sheet(
                 filled,
                 row,
                 tcol,
@@ -725,7 +806,7 @@ def _check_texts(
             item = known.get(ids[side])
             if item is None and corpus is not None and ids[side]:
                 problems.append(
-                    InputError(
+                    _sheet(
                         filled,
                         row,
                         f"id_{side}",
@@ -741,7 +822,7 @@ def _check_texts(
                 continue
             if chosen[other].strip() == item[0].strip():
                 problems.append(
-                    InputError(
+                    _sheet(
                         filled,
                         row,
                         f"id_{side}",
@@ -751,7 +832,7 @@ def _check_texts(
                 )
                 break
             problems.append(
-                InputError(
+                _sheet(
                     filled,
                     row,
                     f"text_{side}",
@@ -789,12 +870,12 @@ def _conflicts(
         if hasattr(r, "id_a") and hasattr(r, "id_b"):
             what += f" ({r.id_a} / {r.id_b})"
         if r.pair_id in known_ids:
-            scored.append(InputError(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}"))
+            scored.append(_sheet(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}"))
         else:
             for key in keys:
                 if key in known:
                     scored.append(
-                        InputError(
+                        _sheet(
                             filled,
                             row,
                             "id_a" if key[0] == "id_a" else "text_a",
@@ -807,7 +888,7 @@ def _conflicts(
             text = str(getattr(r, tcol))
             if item in texts and texts[item] != text:
                 other.append(
-                    InputError(
+                    _sheet(
                         filled,
                         row,
                         tcol,
@@ -825,20 +906,27 @@ def _check_new(
     *,
     skip_scored: bool = False,
     found: list[InputError] | None = None,
+    early: list[InputError] | None = None,
 ) -> None:
-    """Refuse ``new`` naming every problem at once: the conflicts with the pair file (:func:`_conflicts`)
-    and ``found`` (:func:`_check_texts`' problems; one line a row and field); with ``skip_scored`` a pair
-    already annotated is no conflict (the merge skips it)."""
+    """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
+    file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`_cell_problems`),
+    the conflicts of its sound rows ``new`` with the pair file (:func:`_conflicts`) and ``found``
+    (:func:`_check_texts`' problems); with ``skip_scored`` a pair already annotated is no conflict (the
+    merge skips it, and what else its row holds)."""
     scored, other = _conflicts(new, existing, filled, pairs_file)
     found = found or []
+    early = early or []
+    if skip_scored:
+        skipped = {e.row for e in scored}
+        early = [e for e in early if e.row not in skipped]
+        found = [e for e in found if e.row not in skipped]
     texts_named = {e.row for e in found}  # a row's texts are checked once: other is the same check
-    unique: dict[tuple[int, str], InputError] = {}
-    for e in [*found, *(e for e in other if e.row not in texts_named), *([] if skip_scored else scored)]:
-        unique.setdefault((e.row or 0, e.field or ""), e)
-    problems = sorted(unique.values(), key=lambda e: (e.row or 0, e.field or ""))
+    problems = _unique(
+        [*early, *found, *(e for e in other if e.row not in texts_named), *([] if skip_scored else scored)]
+    )
     if not problems:
         return
-    what = "rows conflict with the pair file"
+    what = "problems, each to fix in the file" if early or found else "rows conflict with the pair file"
     if scored and not skip_scored:
         what += f" ({len(scored)} already annotated: pass --skip-scored to merge the others)"
     _refuse(filled, problems, what)
@@ -886,10 +974,13 @@ def _bad_char(text: str, tsv: bool) -> str | None:
     return first_control(text, allowed="" if tsv else "\t\r\n")
 
 
-def _check_cells(new: pd.DataFrame, columns: list[str], filled: str | Path, pairs_file: str | Path) -> None:
-    """Refuse, by the row and field of the editor's file, a cell the pair file cannot hold intact."""
+def _cell_problems(
+    new: pd.DataFrame, columns: list[str], filled: str | Path, pairs_file: str | Path
+) -> list[InputError]:
+    """Each cell of the editor's file the pair file cannot hold intact, by its sheet row and field."""
     tsv = table_format(pairs_file) == "tsv"
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    problems = []
     for col in (c for c in columns if c in new.columns):
         for i, value in enumerate(new[col]):
             if _blank(value):
@@ -901,12 +992,15 @@ def _check_cells(new: pd.DataFrame, columns: list[str], filled: str | Path, pair
                 what, kind = f"a tab or newline (U+{ord(ch):04X})", "the TSV pair file"
             else:
                 what, kind = describe(ch), "a pair file"
-            raise InputError(
-                filled,
-                int(rows[i]),
-                str(col),
-                f"{what} cannot be written to {kind} ({pairs_file}); remove it",
+            problems.append(
+                _sheet(
+                    filled,
+                    int(rows[i]),
+                    str(col),
+                    f"{what} cannot be written to {kind} ({pairs_file}); remove it",
+                )
             )
+    return problems
 
 
 @contextlib.contextmanager
@@ -1095,8 +1189,9 @@ def merge_annotations(
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     raw = _unescape_cells(read_filled(filled))
-    new = validate_filled(raw, filled, skip_blank=skip_blank)
-    skipped = len(raw) - len(new)
+    early: list[InputError] = []
+    new = validate_filled(raw, filled, skip_blank=skip_blank, problems=early)
+    skipped = int(raw["score"].map(_blank).sum()) if skip_blank else 0
     path = Path(pairs_file)
     target = Path(os.path.realpath(path)) if path.exists() else path
     fmt = table_format(target, ("parquet", "csv", "tsv"))
@@ -1105,22 +1200,15 @@ def merge_annotations(
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new, found = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled, corpus)
-        _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored, found=found)
+        columns, extra = _columns_of(original, new)
+        early += _cell_problems(new, columns, filled, pairs_file)
+        _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored, found=found, early=early)
         skipped_scored = 0
         if skip_scored:
             new, skipped_scored = _without_scored(new, existing, filled, pairs_file)
-        columns = list(original.columns)
-        extra: list[str] = []
-        for col in editor_file.KEPT:
-            if col in new.columns and new[col].astype(str).str.strip().ne("").any() and col not in columns:
-                original[col] = ""
-                columns.append(col)
-                extra.append(col)
-        if "split" not in columns:  # a file without splits gets the column, empty for its rows
-            original["split"] = ""
-            columns.append("split")
-            extra.append("split")
-        _check_cells(new, columns, filled, pairs_file)
+            columns, extra = _columns_of(original, new)
+        for col in extra:
+            original[col] = ""
         add = _rows_to_add(new, columns, split)
         if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
             if pd.api.types.is_numeric_dtype(original["score"]):
@@ -1146,6 +1234,21 @@ def merge_annotations(
         + (f"; the verdicts are kept in {store}" if store is not None else "")
     )
     return MergeResult(len(add), skipped, len(merged), split, path, skipped_scored, store)
+
+
+def _columns_of(original: pd.DataFrame, new: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The merged pair file's columns, and those of them it adds: the editors' columns ``new`` fills
+    (:data:`editor_file.KEPT`), and ``split`` for a file without splits (empty for its rows)."""
+    columns = list(original.columns)
+    extra: list[str] = []
+    for col in editor_file.KEPT:
+        if col in new.columns and new[col].astype(str).str.strip().ne("").any() and col not in columns:
+            columns.append(col)
+            extra.append(col)
+    if "split" not in columns:
+        columns.append("split")
+        extra.append("split")
+    return columns, extra
 
 
 def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFrame:

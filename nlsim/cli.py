@@ -36,6 +36,7 @@ COMMANDS = (
     "judge",
     "learning_curve",
     "annotate",
+    "models",
 )
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 

@@ -10,21 +10,31 @@ class NlsimError(Exception):
 
 
 class InputError(NlsimError):
-    """Bad input data: names the file, the row (1-based data row, header excluded) and the field.
+    """Bad input data: names the file, the row and the field.
+
+    A data file's row (a corpus, a pair file, any table nlsim reads) is its 1-based data row, the header
+    excluded, whatever the format: the first item is row 1. An editors' file (``nlsim annotate merge``'s
+    ``--filled``), which editors fix in a spreadsheet, is named by its *sheet row* instead (``sheet=True``):
+    the row as a spreadsheet shows it, the header being sheet row 1, and the message says ``sheet row``.
 
     Example:
         >>> str(InputError("news.csv", 3, "title", "empty text"))
         "news.csv: row 3, field 'title': empty text"
+        >>> str(InputError("marks.csv", 4, "score", "not scored", sheet=True))
+        "marks.csv: sheet row 4, field 'score': not scored"
     """
 
-    def __init__(self, file: str | Path, row: int | None, field: str | None, reason: str) -> None:
+    def __init__(
+        self, file: str | Path, row: int | None, field: str | None, reason: str, *, sheet: bool = False
+    ) -> None:
         self.file = str(file)
         self.row = row
         self.field = field
         self.reason = reason
+        self.sheet = sheet
         where = [self.file]
         if row is not None:
-            where.append(f"row {row}")
+            where.append(f"{'sheet row' if sheet else 'row'} {row}")
         if field is not None:
             where.append(f"field {field!r}")
         super().__init__(
@@ -49,7 +59,7 @@ class InputErrors(InputError):
     def __init__(self, file: str | Path, problems: list[InputError], what: str = "rows refused") -> None:
         self.problems = list(problems)
         first = self.problems[0]
-        super().__init__(first.file, first.row, first.field, first.reason)
+        super().__init__(first.file, first.row, first.field, first.reason, sheet=first.sheet)
         lines = [f"{file}: {len(self.problems)} {what}:"] + [f"  {p}" for p in self.problems]
         self.args = ("\n".join(lines),)
 

@@ -138,12 +138,13 @@ def _filled(tmp_path: Path, scores: list[str], **extra: list[str]) -> Path:
 @pytest.mark.parametrize(
     ("scores", "extra", "row", "field", "reason"),
     [
-        (["0.5", "0.6"], {}, 2, "score", "not one of the rubric's levels"),
-        (["0.5", "yes"], {}, 2, "score", "not a number"),
-        (["0.5", ""], {}, 2, "score", "not scored"),
-        (["2"], {}, 1, "score", "not one of the rubric's levels"),
-        (["0.5", "1"], {"text_b": ["乙", ""]}, 2, "text_b", "empty text"),
-        (["0.5", "1"], {"pair_id": ["e0", "e0"]}, 2, "pair_id", "duplicate pair id"),
+        # rows as a spreadsheet shows the file: the header is sheet row 1, the first pair sheet row 2
+        (["0.5", "0.6"], {}, 3, "score", "not one of the rubric's levels"),
+        (["0.5", "yes"], {}, 3, "score", "not a number"),
+        (["0.5", ""], {}, 3, "score", "not scored"),
+        (["2"], {}, 2, "score", "not one of the rubric's levels"),
+        (["0.5", "1"], {"text_b": ["乙", ""]}, 3, "text_b", "empty text"),
+        (["0.5", "1"], {"pair_id": ["e0", "e0"]}, 3, "pair_id", "duplicate pair id"),
     ],
 )
 def test_bad_filled_files_are_refused(
@@ -160,8 +161,8 @@ def test_bad_filled_files_are_refused(
     path = _filled(tmp_path, scores, **extra)
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, log=lambda _: None)
-    assert (err.value.row, err.value.field) == (row, field)
-    assert reason in err.value.reason
+    assert (err.value.row, err.value.field) == (row, field) and err.value.sheet
+    assert reason in err.value.reason and f"sheet row {row}, field '{field}'" in str(err.value)
     assert pairs.read_bytes() == before
 
 
@@ -244,9 +245,9 @@ def test_a_pair_has_one_id_in_every_draw_and_an_id_one_pair(files: tuple[Path, P
 @pytest.mark.parametrize(
     ("change", "row", "field", "words"),
     [
-        ({"id_b": "n00"}, 2, "id_b", ["paired with itself"]),  # same id, other text
-        ({"id_b": "n00", "text_b": TITLES[0]}, 2, "id_b", ["paired with itself"]),  # same id, same text
-        ({"text_a": "股市今天大漲！"}, 2, "text_a", ["'n00'", "another text"]),  # pair file: n00 is TITLES[0]
+        ({"id_b": "n00"}, 3, "id_b", ["paired with itself"]),  # same id, other text
+        ({"id_b": "n00", "text_b": TITLES[0]}, 3, "id_b", ["paired with itself"]),  # same id, same text
+        ({"text_a": "股市今天大漲！"}, 3, "text_a", ["'n00'", "another text"]),  # pair file: n00 is TITLES[0]
     ],
 )
 def test_merge_refuses_self_pairs_and_ids_with_another_text(
@@ -269,7 +270,7 @@ def test_merge_refuses_self_pairs_and_ids_with_another_text(
     frame.to_csv(filled, index=False)
     before = pairs.read_bytes()
     line = refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), *words)
-    assert f"row {row}, field '{field}'" in line
+    assert f"sheet row {row}, field '{field}'" in line
     assert pairs.read_bytes() == before
 
 
@@ -288,7 +289,7 @@ def test_merge_refuses_an_id_given_two_texts_in_one_file(files: tuple[Path, Path
     ).to_csv(filled, index=False)
     before = pairs.read_bytes()
     line = refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), "'z1'")
-    assert "row 2, field 'text_a'" in line and "row 1" in line
+    assert "sheet row 3, field 'text_a'" in line and "than at sheet row 2" in line
     assert pairs.read_bytes() == before
 
 
@@ -345,7 +346,7 @@ def test_a_text_a_tsv_pair_file_cannot_hold_is_refused_by_its_row_in_the_filled_
     path = _filled(tmp_path, ["0.5", "1"], text_b=["乙", "Storm\nupdate"])
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, log=lambda _: None)
-    assert (Path(err.value.file), err.value.row, err.value.field) == (path, 2, "text_b")
+    assert (Path(err.value.file), err.value.row, err.value.field) == (path, 3, "text_b")
     assert "tab or newline" in err.value.reason
     assert pairs.read_bytes() == before
 
@@ -500,7 +501,7 @@ def test_a_text_changed_after_the_export_is_refused_by_its_hash(
     bad[field] = "x"
     path = _export(tmp_path, [ok, bad])
     line = refused(nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, cwd=tmp_path), "sha256")
-    assert f"row 2, field '{field}'" in line and str(path.name) in line
+    assert f"sheet row 3, field '{field}'" in line and str(path.name) in line
     assert pairs.read_bytes() == before
 
 
@@ -518,7 +519,7 @@ def test_a_text_other_than_the_corpus_text_of_its_item_is_refused(
         nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, "--corpus", corpus, cwd=tmp_path),
         "n06",
     )
-    assert "row 2, field 'text_a'" in line and "corpus" in line
+    assert "sheet row 3, field 'text_a'" in line and "corpus" in line
     assert pairs.read_bytes() == before
     fine = _export(tmp_path, [_row("n02", "n05", TITLES[2], TITLES[5])], False)
     proc = nlsim("annotate", "merge", "--filled", fine, "--pairs", pairs, "--corpus", corpus, cwd=tmp_path)
@@ -540,7 +541,7 @@ def test_swapped_ids_with_their_texts_in_place_are_refused(
     line = refused(
         nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, *more, cwd=tmp_path), "swapped"
     )
-    assert "row 1" in line
+    assert "sheet row 2" in line
     assert pairs.read_bytes() == before
 
 
@@ -555,7 +556,7 @@ def test_an_editors_file_id_holding_a_control_character_is_refused(
     path = _export(tmp_path, rows, hashes=False)
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, log=lambda _: None)
-    assert (err.value.row, err.value.field) == (2, column) and "U+001F" in err.value.reason
+    assert (err.value.row, err.value.field) == (3, column) and "U+001F" in err.value.reason
     assert pairs.read_bytes() == before
 
 
@@ -578,7 +579,7 @@ def test_a_cell_a_line_reader_would_split_or_a_control_character_is_refused(
         path = _export(tmp_path, rows, hashes=False)
         with pytest.raises(InputError) as err:
             merge_annotations(path, pairs, log=lambda _: None)
-        assert (err.value.row, err.value.field) == (2, column), err.value
+        assert (err.value.row, err.value.field) == (3, column), err.value
         assert f"U+{ord(ch):04X}" in err.value.reason
         assert pairs.read_bytes() == before
 
@@ -649,8 +650,8 @@ def test_merge_names_every_conflict_at_once_and_skip_scored_merges_the_rest(
     with pytest.raises(InputError) as refused:
         merge_annotations(again, pairs, log=lambda _: None)
     text = str(refused.value)
-    assert f"{again}: row 1, field " in text and f"{again}: row 3, field " in text, text
-    assert "row 2" not in text and "--skip-scored" in text
+    assert f"{again}: sheet row 2, field " in text and f"{again}: sheet row 4, field " in text, text
+    assert "sheet row 3" not in text and "--skip-scored" in text
     assert pairs.read_bytes() == before  # refused: the pair file as it was
     assert not (tmp_path / "pairs.verdicts.csv").exists()
 
@@ -687,7 +688,7 @@ def test_merge_cli_lists_every_conflict_and_skips_scored(files: tuple[Path, Path
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bad = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
-    assert "row 1, field " in bad.stderr and "row 2, field " in bad.stderr, bad.stderr
+    assert "sheet row 2, field " in bad.stderr and "sheet row 3, field " in bad.stderr, bad.stderr
     ok = subprocess.run([*cmd, "--skip-scored"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert "added 1 pairs" in ok.stderr + ok.stdout and "2 already annotated skipped" in ok.stderr + ok.stdout
@@ -714,7 +715,8 @@ def test_merge_names_a_text_conflict_together_with_every_other_conflict(
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, corpus=corpus, log=lambda _: None)
     text = str(err.value)
-    for where in ("row 1, field ", "row 2, field 'text_a'", "row 3, field 'text_b'", "row 4, field 'id_b'"):
+    rows = ("sheet row 2, field ", "sheet row 3, field 'text_a'", "sheet row 4, field 'text_b'")
+    for where in (*rows, "sheet row 5, field 'id_b'"):
         assert where in text, text
     assert "'nosuch' is neither in the pair file nor in the corpus" in text
     assert pairs.read_bytes() == before
@@ -727,8 +729,8 @@ def test_bad_scores_and_repeated_pairs_are_named_at_once(files: tuple[Path, Path
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, log=lambda _: None)
     text = str(err.value)
-    assert "row 1, field 'score'" in text and "row 3, field 'score'" in text, text
-    assert "row 4, field 'pair_id'" in text and "duplicate pair id 'e1' (first at row 2)" in text
+    assert "sheet row 2, field 'score'" in text and "sheet row 4, field 'score'" in text, text
+    assert "sheet row 5, field 'pair_id'" in text and "duplicate pair id 'e1' (first at sheet row 3)" in text
 
 
 def test_a_verdict_store_that_cannot_be_read_refuses_the_merge_before_the_pair_file_changes(
@@ -801,3 +803,48 @@ def test_a_symlinked_pair_file_keeps_its_verdicts_beside_the_file_it_links_to(
     assert read_editors(link, None).constraints().cannot_link == both
     merge_annotations(_export(tmp_path, [_row("n08", "n09", TITLES[8], TITLES[9], "0")], False), link)
     assert read_editors(pairs, None).constraints().cannot_link == both | {("n08", "n09")}
+
+
+def test_a_merge_names_every_problem_of_the_file_in_one_refusal_by_sheet_row(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """One refusal names every problem, whatever check finds it (the file's own: a blank score, a score off
+    the rubric, an item paired with itself, an id given two texts, a pair id twice; a cell the TSV pair file
+    cannot hold; the conflicts with the pair file): the editor fixes the file once. Rows are named as a
+    spreadsheet shows the file: the header is sheet row 1."""
+    _, pairs = files
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["e1", "e2", "e3", "e4", "e5", "e1", "e7", "e8", "e9"],
+            "id_a": ["z1", "z3", "z5", "z7", "z1", "z9", "n00", "z11", "n04"],
+            "id_b": ["z2", "z4", "z5", "z8", "z10", "z20", "n01", "z12", "z13"],
+            "text_a": ["甲", "丙", "戊", "庚", "甲?", "壬", TITLES[0], "子", "not n04's text"],
+            "text_b": ["乙", "丁", "己", "辛", "癸", "丑", TITLES[1], "tab\there", "寅"],
+            "score": ["1", "", "0.6", "0", "0.5", "1", "1", "0", "0.25"],
+        }
+    )
+    path = tmp_path / "filled.csv"
+    frame.to_csv(path, index=False)
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    text = str(err.value)
+    expected = {
+        3: ("score", "not scored"),
+        4: ("score", "is not one of the rubric's levels"),
+        6: ("text_a", "has another text than at sheet row 2"),
+        7: ("pair_id", "duplicate pair id 'e1' (first at sheet row 2)"),
+        8: ("", "is already annotated in"),  # named on id_a or text_a: the ids and the texts both repeat
+        9: ("text_b", "cannot be written to the TSV pair file"),
+        10: ("text_a", "has another text than in"),
+    }
+    for row, (field, words) in expected.items():
+        line = next((ln for ln in text.splitlines() if f"sheet row {row}, field '{field}" in ln), None)
+        assert line is not None and words in line, (row, field, text.splitlines())
+    assert "sheet row 4, field 'id_b': item 'z5' is paired with itself" in text  # beside its score
+    assert text.splitlines()[0] == (
+        f"{path}: {len(expected) + 1} problems, each to fix in the file (1 already annotated: pass "
+        "--skip-scored to merge the others):"
+    )
+    assert "sheet row 2," not in text and "sheet row 5," not in text  # the sound rows
+    assert pairs.read_bytes() == before

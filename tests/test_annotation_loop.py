@@ -67,7 +67,7 @@ def test_a_cell_with_a_line_separator_is_refused_and_the_pair_file_kept(
     before = pairs.read_bytes()
     with pytest.raises(InputError) as err:
         merge_annotations(one_pair(tmp_path, **{field: f"颱風{char}登陸"}), pairs, log=quiet)
-    assert (err.value.row, err.value.field) == (1, field)
+    assert (err.value.row, err.value.field) == (2, field)  # sheet row 2: the first under the header
     assert pairs.read_bytes() == before
     merge_annotations(
         one_pair(tmp_path, "second.csv", id_a="z3", id_b="z4", pair_id="", text_a="另一"), pairs
@@ -86,7 +86,7 @@ def test_a_cell_the_pair_file_cannot_hold_is_refused_by_row_and_field(
     before = pairs.read_bytes()
     with pytest.raises(InputError) as err:
         merge_annotations(one_pair(tmp_path, notes=f"看{char}過"), pairs, log=quiet)
-    assert (err.value.row, err.value.field) == (1, "notes")
+    assert (err.value.row, err.value.field) == (2, "notes")
     assert pairs.read_bytes() == before
 
 
@@ -271,7 +271,7 @@ def test_a_pair_without_an_id_and_without_item_ids_is_refused_by_row(pairs: Path
                   score=["1", "0"])  # fmt: skip
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, log=quiet)
-    assert (err.value.row, err.value.field) == (2, "pair_id")
+    assert (err.value.row, err.value.field) == (3, "pair_id")
 
 
 def test_a_pair_id_of_other_items_is_refused_naming_the_right_one(pairs: Path, tmp_path: Path) -> None:
@@ -279,7 +279,7 @@ def test_a_pair_id_of_other_items_is_refused_naming_the_right_one(pairs: Path, t
     wrong = editor_file.pair_id("z3", "z4")
     with pytest.raises(InputError) as err:
         merge_annotations(one_pair(tmp_path, pair_id=wrong), pairs, log=quiet)
-    assert (err.value.row, err.value.field) == (1, "pair_id")
+    assert (err.value.row, err.value.field) == (2, "pair_id")
     assert editor_file.pair_id("z1", "z2") in err.value.reason
     assert pairs.read_bytes() == before
 
@@ -387,8 +387,8 @@ def test_with_skip_blank_a_duplicate_pair_id_names_the_files_rows(pairs: Path, t
                   text_b=["乙", "丁", "己", "辛"], score=["", "1", "1", "0"])  # fmt: skip
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, skip_blank=True, log=quiet)
-    assert (err.value.row, err.value.field) == (4, "pair_id")
-    assert "first at row 2" in err.value.reason
+    assert (err.value.row, err.value.field) == (5, "pair_id")
+    assert "first at sheet row 3" in err.value.reason
 
 
 # --- 9. values -------------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """How long a run of the chain will take on this machine, estimated from its first training steps.
 
 A cold chain spends its time in a few kinds of work, each a count of tokens through a count of layers: the
-frozen lower layers run once per training text or pair, the trained upper layers forward and backward
-(about three times a forward) at every step, validation and the report's embedding and reranking forward
-only. Once the bi-encoder's first steps are timed (:class:`nlsim.training.clock.TrainingClock`), the
-seconds per token-layer on this machine are known, and every other stage follows from its own count. The
-estimate is said once, before most of the work; it is rough (inference runs on a faster path than
-training, the report's candidate count is guessed from the corpus size), and each training loop says its
-own, measured, time as it goes.
+frozen lower layers run once per training text or pair, the trained upper layers forward and backward (about
+three times a forward) at every step; validation, the evaluation on the test split (and of the current model
+on new validation pairs), the quality check of the lossy inference paths and the report's embedding and
+reranking forward only. The quality check measures each lossy path worth checking where the model trained
+(none on a CPU without VNNI or bf16 instructions) against fp32 over the validation pairs, and builds each
+first (an ONNX export, an int8 copy), which costs about :data:`PATH_SETUP_PASSES` passes over them on the
+CPU. Once the bi-encoder's first steps are timed (:class:`nlsim.training.clock.TrainingClock`), the seconds
+per token-layer on this machine are known, and every other stage follows from its own count. The estimate is
+said once, before most of the work; it is rough (inference runs on a faster path than training, the report's
+candidate count is guessed from the corpus size), and each training loop says its own, measured, time as it
+goes.
 
 Example:
     >>> plan = ChainWork(train_pairs=1785, validation_pairs=492, text_tokens=24.0, pair_tokens=40.0,
@@ -16,6 +20,10 @@ Example:
     >>> est = plan.estimate(seconds_per_step=0.1)
     >>> sorted(est), est["bi-encoder"] > 0, est["cross-encoder"] > est["bi-encoder"]
     (['bi-encoder', 'cross-encoder', 'report'], True, True)
+    >>> from dataclasses import replace
+    >>> checked = replace(plan, test_pairs=300, lossy_paths=3).estimate(seconds_per_step=0.1)
+    >>> list(checked)
+    ['bi-encoder', 'cross-encoder', 'evaluation', 'quality check', 'report']
     >>> describe(est).startswith("estimated time on this machine: about")
     True
 """
@@ -34,6 +42,12 @@ CANDIDATES_PER_ITEM = 0.2
 the model of the fp32 recipe and 0.22 (2,193) for the full recipe's, since batch 4 was merged (0.24
 before). A weaker model passes many more to its reranker (one trained on 480 pairs: 3.2 an item), which
 this guess does not foresee."""
+PATH_SETUP_PASSES = 2.25
+"""What building and timing one lossy path on the CPU (an ONNX export and its check against torch, an int8
+copy, the probe) costs, in forward passes over the validation pairs: on the 2-core AMX machine, the
+shortened cold chain's quality check took 405 s for 3 lossy paths of each model, of which the passes over
+the validation pairs the check makes account for 162 s (``benchmarks/results/pipeline_cold_short.json``:
+40 s, 2.25 passes, per path and model). A GPU's half precisions need no build."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,15 @@ class ChainWork:
     cross_encoder_frozen: int
     corpus_items: int
     reranker: bool
+    test_pairs: int = 0
+    """The test split, scored after training (the bi-encoder's texts, the reranker's pairs)."""
+    lossy_paths: int = 0
+    """The lossy inference paths the quality check of the fine-tuned model measures, for each model kind."""
+    built_paths: bool = True
+    """The lossy paths are built first (on the CPU: ONNX exports, int8 copies; a GPU's are not)."""
+    incumbent_reranker: bool | None = None
+    """The current model is scored on the validation pairs (its figures for them are not kept yet), with
+    its reranker (``True``) or without; ``None``: nothing to score."""
 
     def _bi_step(self) -> float:
         """Token-layers of one bi-encoder step: 2 x batch texts, trained layers forward and backward."""
@@ -85,6 +108,11 @@ class ChainWork:
             )
             validation = self.cross_encoder_epochs * 2 * self.validation_pairs * self.pair_tokens * trained
             parts["cross-encoder"] = unit * (steps * step + frozen_pass + validation)
+        evaluation = self._evaluation()
+        if evaluation:
+            parts["evaluation"] = unit * evaluation
+        if self.lossy_paths:
+            parts["quality check"] = unit * self._quality_check()
         embed = self.corpus_items * self.text_tokens * self.layers
         rerank = self.corpus_items * CANDIDATES_PER_ITEM * 2 * self.pair_tokens * self.layers
         rerank = rerank if self.reranker else 0.0
@@ -93,6 +121,32 @@ class ChainWork:
         else:
             parts["report"] = unit * (embed + rerank)
         return parts
+
+    def _passes(self, pairs: int) -> tuple[float, float]:
+        """Token-layers of one forward pass over ``pairs``: the bi-encoder over their texts, the
+        cross-encoder over the pairs."""
+        return 2 * pairs * self.text_tokens * self.layers, pairs * self.pair_tokens * self.layers
+
+    def _evaluation(self) -> float:
+        """Token-layers of the evaluation: the test split scored by the fine-tuned model (its bi-encoder and
+        reranker), and the current model on the validation pairs when its figures for them are not kept."""
+        texts, pairs = self._passes(self.test_pairs)
+        work = texts + (pairs if self.reranker else 0.0)
+        if self.incumbent_reranker is not None:
+            texts, pairs = self._passes(self.validation_pairs)
+            work += texts + (pairs if self.incumbent_reranker else 0.0)
+        return work
+
+    def _quality_check(self) -> float:
+        """Token-layers of the quality check: for each model kind, fp32 and each lossy path over the
+        validation pairs (the reranker's check embeds the texts with the bi-encoder too), each path's build
+        on the CPU (:data:`PATH_SETUP_PASSES`)."""
+        texts, pairs = self._passes(self.validation_pairs)
+        setup = PATH_SETUP_PASSES * self.lossy_paths if self.built_paths else 0.0
+        work = (1 + self.lossy_paths + setup) * texts
+        if self.reranker:
+            work += texts + (1 + self.lossy_paths + setup) * pairs
+        return work
 
 
 def describe(parts: dict[str, float]) -> str:

@@ -66,6 +66,7 @@ from nlsim.evaluation.calibration import (
 )
 from nlsim.evaluation.judge import describe
 from nlsim.evaluation.metrics import convert_texts, metrics_from_scores, pair_similarities
+from nlsim.inference.gpu import gpu_info
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
@@ -73,7 +74,7 @@ from nlsim.io.pairs import load_pairs
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
-from nlsim.rerank.reranker import load_reranker
+from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.training.clock import timed_steps
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
@@ -256,7 +257,6 @@ def quality_marker(cfg: PipelineConfig, validation: pd.DataFrame, device: Any) -
     import torch  # deferred: heavy, loaded only when needed
 
     from nlsim.inference.cpu import cpu_info
-    from nlsim.inference.gpu import gpu_info
 
     gpu = gpu_info(device)
     where = gpu.key if gpu else f"t{int(cfg.threads or torch.get_num_threads())}"
@@ -401,9 +401,37 @@ def _test_spearman(version: Path) -> float | None:
     return None
 
 
-def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork:
-    """What this chain's fine-tuning and report will compute (:mod:`nlsim.chain.eta`), counted from the
-    pairs, the corpus and the settings."""
+def lossy_paths_here(device: Any) -> int:
+    """How many lossy inference paths the fine-tuning's quality check may measure where the model trains:
+    the candidates of ``--precision auto`` there (on a CPU, before the probe drops those not faster): none
+    on a CPU without VNNI or bf16 instructions."""
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.onnx import onnxruntime_available
+    from nlsim.inference.paths import candidates, is_lossy
+
+    found, _ = candidates("auto", "auto", cpu_info(), onnx_ok=onnxruntime_available(), gpu=gpu_info(device))
+    return sum(1 for path in found if is_lossy(path))
+
+
+def incumbent_work(cfg: PipelineConfig, store: ModelStore, validation: pd.DataFrame) -> bool | None:
+    """Whether the evaluate stage will score the current model on ``validation`` (its figures for these
+    pairs are not in its ``store.json``), with its reranker; ``None``: no current model, or its figures
+    are kept."""
+    current = store.current()
+    if current is None:
+        return None
+    kept = (store.info(current) or {}).get("validation") or {}
+    if f"{split_digest(validation)}:{cfg.convert}:{cfg.level}" in kept:
+        return None
+    return has_reranker(current)
+
+
+def chain_work(
+    cfg: PipelineConfig, base: Any, pairs: pd.DataFrame, store: ModelStore | None = None
+) -> ChainWork:
+    """What this chain's fine-tuning, evaluation and report will compute (:mod:`nlsim.chain.eta`), counted
+    from the pairs, the corpus, the settings, where the model trains and (``store``) whether the current
+    model has to be scored on these validation pairs."""
     from nlsim.training.split_encoder import frozen_layer_count, layer_count
 
     train = pairs[pairs["split"] == "train"]
@@ -433,6 +461,12 @@ def chain_work(cfg: PipelineConfig, base: Any, pairs: pd.DataFrame) -> ChainWork
         ),
         corpus_items=items if cfg.report else 0,
         reranker=cfg.reranker,
+        test_pairs=int((pairs["split"] == "test").sum()),
+        lossy_paths=lossy_paths_here(base.device) if training.precision_check else 0,
+        built_paths=gpu_info(base.device) is None,
+        incumbent_reranker=None
+        if store is None
+        else incumbent_work(cfg, store, pairs[pairs["split"] == "validation"]),
     )
 
 
@@ -609,7 +643,7 @@ def candidate_version(
         say(f"finetune: training a new version ({'; '.join(why)} since {latest.name})")
     first_seconds = before_training() if before_training is not None else None
     version = store.new_version_dir(fingerprint)
-    work = chain_work(cfg, base, pairs)
+    work = chain_work(cfg, base, pairs, store)
     # the bi-encoder's steps already run when its rate after warm-up is heard
     said_after = sum(timed_steps(work.bi_encoder_steps()))
     settings_now = cfg.finetune_config(str(version))

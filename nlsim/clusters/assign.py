@@ -198,7 +198,7 @@ def assign_groups(
         >>> day2 = assign_groups(day1.assignment, day1.anchors, keys, groups=[["a", "c"], ["b", "d"]],
         ...     new_ids=["c", "d"])
         >>> sorted(day2.assignment.items()), day2.events["status"].tolist()
-        ([('a', 'c-a'), ('b', 'c-b'), ('c', 'c-a'), ('d', 'c-b')], ['regrouped', 'new'])
+        ([('a', 'c-a'), ('b', 'c-b'), ('c', 'c-a'), ('d', 'c-b')], ['regrouped', 'regrouped'])
     """
     members = {f"g{n}": sorted(map(str, g)) for n, g in enumerate(groups)}
     members = {name: g for name, g in members.items() if len(g) > 1}
@@ -387,7 +387,9 @@ def _regroup_events(
 ) -> list[dict[str, object]]:
     """One event per regrouped cluster whose members changed: new, grown, merged or regrouped. A cluster
     absorbed another when it holds members of an old cluster whose id no group kept; a piece split off a
-    cluster that lives on absorbed nothing (with no old id of its own it is new)."""
+    cluster that lives on absorbed nothing, and is regrouped, not new, even under an id of its own: its
+    items were reported in that cluster (a merge the support rule undid, as a later day's links changed the
+    support, gives the id it absorbed back to the piece that holds its key member)."""
     events: list[dict[str, object]] = []
     kept = set(name_of.values())
     for comp, items in members.items():
@@ -398,7 +400,7 @@ def _regroup_events(
         if now == before:
             continue
         if not before and not absorbed:
-            status = "new"
+            status = "regrouped" if any(previous.get(i) is not None for i in items) else "new"
         elif before - now:
             status = "regrouped"
         elif absorbed:

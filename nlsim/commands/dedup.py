@@ -18,7 +18,7 @@ from nlsim.io.corpus_schema import SCHEMA_HELP
 if TYPE_CHECKING:
     from nlsim.dedup.run import DedupResult
 
-STATE_OPTIONS = ("state", "retention_days", "as_of", "rebuild_state")
+STATE_OPTIONS = ("state", "retention_days", "as_of", "rebuild_state", "accept_model_drop")
 
 
 def add_dedup_options(p: argparse.ArgumentParser) -> None:

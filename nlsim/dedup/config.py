@@ -181,6 +181,11 @@ class DedupConfig:
     batch_size: int | None = option(
         None, help="texts per embedding batch (default: 64 on the CPU, 256 on a GPU)"
     )
+    threads: int | None = option(
+        None,
+        help="CPU threads of torch, ONNX Runtime and FAISS (default: theirs, every core); fewer leave room "
+        "for other work on a shared machine",
+    )
     backend: Backend = option(
         "auto",
         help="how the encoder and the reranker's cross-encoder run: ONNX Runtime or torch (auto: chosen on "
@@ -216,10 +221,16 @@ class DedupConfig:
     )
     timezone: str = option(
         "UTC",
-        help="time zone (e.g. Asia/Taipei) in which the run's date is taken and the report page shows its "
-        "times and groups its clusters by day",
+        help="time zone (e.g. Asia/Taipei, the deployment's) in which the run's date is taken, a "
+        "published_at without an offset is read, and the report page shows its times and groups its clusters "
+        "by day",
     )
     rebuild_state: bool = option(False, help="with --state: move a broken state aside and build a fresh one")
+    accept_model_drop: bool = option(
+        False,
+        help="with --state: go on with a model whose recorded same-story F1 on the validation pairs is more "
+        "than 0.10 below that of the model of the state's last run (refused by default)",
+    )
     near_misses: int = option(
         200,
         help="keep this many of the best candidate pairs below the threshold in near_misses.parquet, for "
@@ -289,6 +300,8 @@ class DedupConfig:
                 raise ConfigError(f"{flag} must be a number in [-1, 1], got {value}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"--threads must be >= 1, got {self.threads}")
         if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
             raise ConfigError(
                 f"--window-hours must be more than 0 and at most {MAX_WINDOW_HOURS} (100 years), got "
@@ -304,8 +317,12 @@ class DedupConfig:
         self.zone()
         if self.as_of is not None:
             check_as_of(self.as_of)
-        if not self.state and (self.as_of is not None or self.rebuild_state):
-            given = "--as-of" if self.as_of is not None else "--rebuild-state"
+        if not self.state and (self.as_of is not None or self.rebuild_state or self.accept_model_drop):
+            given = (
+                "--as-of"
+                if self.as_of is not None
+                else ("--rebuild-state" if self.rebuild_state else "--accept-model-drop")
+            )
             raise ConfigError(f"{given} works on a daily state: give --state DIR with it")
 
     def settings(self) -> DedupSettings:
@@ -316,6 +333,7 @@ class DedupConfig:
                 corpus_named=self.corpus_named(),
                 text_fields=self.text_fields,
                 quarantine=self.quarantine,
+                timezone=self.timezone,
             ),
             model=ModelSettings(
                 name=self.model,
@@ -327,6 +345,7 @@ class DedupConfig:
                 backend=self.backend,
                 precision=self.precision,
                 batch_size=self.batch_size,
+                threads=self.threads,
                 cache=self.cache,
                 series_veto=self.series_veto,
                 topic_threshold=self.topic_threshold,
@@ -339,6 +358,7 @@ class DedupConfig:
                 nlist=self.nlist,
                 nprobe=self.nprobe,
                 use_gpu=self.use_gpu,
+                threads=self.threads,
             ),
             clustering=ClusteringSettings(
                 rule=self.cluster_rule,
@@ -367,6 +387,7 @@ class DedupConfig:
                 retention_days=self.retention_days,
                 as_of=self.as_of,
                 rebuild=self.rebuild_state,
+                accept_model_drop=self.accept_model_drop,
             ),
             progress=self.progress,
         )

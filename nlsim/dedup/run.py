@@ -36,6 +36,7 @@ import pandas as pd
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
+from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_paths
 from nlsim.dedup.settings import DedupSettings, StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
@@ -160,7 +161,7 @@ def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = dire
     """A batch run: every item of the corpus embedded and searched, the report written into ``OUT``."""
     step = _Steps(call)
     corpus = step("load", stages.load, settings.input)
-    step.log.messages.extend(corpus.warnings)  # said by the corpus loader; kept for the record
+    step.log.messages.extend([*corpus.warnings, *corpus.notes])  # said by the load stage; kept for the record
     model = step("model", load_model, settings.model, encoder)
     window = step("window", stages.open_batch_window, settings, corpus, model)
     done = _analyse(
@@ -187,9 +188,11 @@ def run_daily(
     # which verdicts hold (removing a row from the store and rebuilding takes a verdict back)
     with _state_lock(daily, step.log, keep_editors=not settings.clustering.annotated_pairs) as carried:
         corpus = step("load", stages.load, settings.input, daily)
-        step.log.messages.extend(corpus.warnings)
+        step.log.messages.extend([*corpus.warnings, *corpus.notes])
         model = step("model", load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
+        _check_model(step.log, daily, window, model)
+        _say_day(step.log, settings, window)
         kept_state = window.state
         if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
             if not settings.clustering.annotated_pairs:
@@ -225,6 +228,42 @@ def run_daily(
             json.dumps(record.to_dict(), indent=1, default=str),
         )
     return _result(settings, folder, record, clustering=clustering)
+
+
+def _check_model(log: RunLog, daily: StateSettings, window: Window, model: stages.ModelChoice) -> None:
+    """Refuse a model whose recorded same-story F1 is much lower than that of the model of the state's last
+    run (:mod:`nlsim.dedup.model_drop`), before anything is embedded; with ``--accept-model-drop`` say so
+    and go on."""
+    last = window.state.last_run if window.state is not None else None
+    if not last:
+        return
+    drop = model_drop(RunRecord.from_dict(last).info, model.info)
+    if drop is None:
+        return
+    if not daily.accept_model_drop:
+        raise ConfigError(refusal(drop))
+    log.say(f"{drop.describe()}: going on, as --accept-model-drop asks")
+
+
+def all_seen(window: Window) -> bool:
+    """Every item of the day was already in the window with the same text: a daily run with nothing new."""
+    counts = window.counts
+    return bool(counts.get("items_in")) and counts.get("skipped") == counts.get("items_in")
+
+
+def _say_day(log: RunLog, settings: DedupSettings, window: Window) -> None:
+    """What a daily run says of a day run out of order, or with nothing new."""
+    if window.older_day and window.state is not None:
+        log.say(
+            f"the items of {settings.input.corpus} are all dated before this state's clock "
+            f"({window.state.as_of}): a day older than the runs before it, run after them; its report goes "
+            f"to runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
+        )
+    if all_seen(window):
+        log.say(
+            f"all {window.counts['items_in']} items of {settings.input.corpus} were already in the window "
+            "with the same text: nothing new to embed"
+        )
 
 
 @dataclass(frozen=True)
@@ -381,6 +420,8 @@ def run_record(
         timezone=settings.report.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,
+        all_seen=settings.daily and all_seen(window),
+        older_day=window.older_day,
         started_at=started,
         model_switch=window.switch,
         extra=extra,

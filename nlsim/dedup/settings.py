@@ -57,6 +57,8 @@ class InputSettings:
     """The same path as the run's record names it: absolute, so ``nlsim judge`` finds it from any folder."""
     text_fields: tuple[str, ...] = ("title", "description")
     quarantine: str | None = None
+    timezone: str = "UTC"
+    """The zone on whose clock a ``published_at`` without an offset is read (``--timezone``)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class SearchSettings:
     nlist: int | None = None
     nprobe: int | None = None
     use_gpu: bool | None = None
+    threads: int | None = None
+    """FAISS's CPU threads (``None``: its own, every core)."""
 
     def index_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`nlsim.search.index.build_index`."""
@@ -136,6 +140,8 @@ class StateSettings:
     retention_days: float | None = 30.0
     as_of: str | None = None
     rebuild: bool = False
+    accept_model_drop: bool = False
+    """Go on with a model that scores much lower than the last run's (:mod:`nlsim.dedup.model_drop`)."""
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from nlsim.dedup.settings import (
     StateSettings,
 )
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
-from nlsim.dedup.window import Window, batch_window, incremental_window
+from nlsim.dedup.window import Window, batch_window, incremental_window, undated_clock
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.errors import InputError
 from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
@@ -112,7 +112,9 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
     a day in the future is a bad row (it would move the daily window's clock), and so, in a daily run
     (``daily``), is a lone item dated far after the rest (:func:`check_no_lone_late_items`)."""
-    corpus = load_corpus(source.corpus, text_fields=source.text_fields, quarantine=source.quarantine)
+    corpus = load_corpus(
+        source.corpus, text_fields=source.text_fields, quarantine=source.quarantine, timezone=source.timezone
+    )
     limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
     future = (corpus.frame["published_at"] > limit).to_numpy()
     if future.any():
@@ -121,6 +123,8 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
         check_no_lone_late_items(corpus, float(daily.retention_days))
     for message in corpus.warnings:
         warn(message)
+    for message in corpus.notes:
+        say(message)
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
     return corpus
@@ -215,7 +219,14 @@ def open_daily_window(
     # the editors' files are part of a daily run's input: a run of a committed day after a merge is a new
     # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
-    window = incremental_window(daily, corpus, state, _window_identity(model, settings), params)
+    zone = settings.input.timezone
+    window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone)
+    if undated_clock(daily, corpus.frame["published_at"]):
+        log.say(
+            f"no item of {settings.input.corpus} has a date: the window's clock is {window.as_of} (the start "
+            f"of today in {zone}, unless the state's is later); its items are kept from the day they were "
+            "first seen (--as-of pins the clock)"
+        )
     if window.switch is not None:
         sw = window.switch
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
@@ -310,7 +321,12 @@ def embed(
 
 
 def index(window: Window, emb: np.ndarray, search: SearchSettings, model: ModelChoice) -> Window:
-    """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU)."""
+    """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU), built
+    and later searched on ``search.threads`` CPU threads when given."""
+    if search.threads:
+        import faiss  # deferred, as everywhere: FAISS's thread count is process-wide
+
+        faiss.omp_set_num_threads(int(search.threads))
     dim = int(model.encoder.dim)
     if window.reembed or window.n_base == 0:
         full = emb.astype(np.float32, copy=False)
@@ -930,8 +946,8 @@ def report_daily(
     record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> Path:
-    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it. Returns
-    the folder."""
+    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
+    run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
     frame = report_frame(clustering, missed)
     return publish_daily_report(
         report.out,
@@ -943,6 +959,7 @@ def report_daily(
         window=clustering.window_clusters,
         near_misses=missed,
         topics=clustering.report_topics,
+        latest=not record.older_day,
     )
 
 
@@ -969,4 +986,5 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
         topics=pd.read_parquet(topics) if topics.is_file() else None,
+        latest=not last.older_day,
     )

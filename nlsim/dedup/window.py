@@ -11,11 +11,15 @@ today's corpus is classified against them:
 - kept items older than the cutoff ``expire``.
 
 The reference time ``as_of`` is ``--as-of`` when given, else the latest ``published_at`` seen so far (data
-time, so a re-run gives the same result); it never moves backwards. When the state's vectors were made
-differently from this run's (another model, conversion or text fields: e.g. after a promotion), the whole
-window is embedded again with this run's model and clustered again, keeping cluster ids where memberships
-survive (:func:`nlsim.clusters.assign.regroup`); a threshold or reranker change re-pairs the window
-without re-embedding. Either is recorded as the run's ``model_switch``.
+time, so a re-run gives the same result); it never moves backwards. A day whose items have no date moves
+it to the start of the run's day in the run's time zone (:func:`day_start`; later than the state's clock
+only), so that undated items are kept from the day they were first seen and expire by it.
+
+When the state's vectors were made differently from this run's (another model, conversion or text
+fields: e.g. after a promotion), the whole window is embedded again with this run's model and clustered
+again, keeping cluster ids where memberships survive (:func:`nlsim.clusters.assign.regroup`); a threshold
+or reranker change re-pairs the window without re-embedding. Either is recorded as the run's
+``model_switch``.
 
 :func:`incremental_window` is made of named steps: :func:`classify` (today's items against the kept
 ones), :func:`expire` (the kept items past retention), :func:`restore` (the kept cluster ids and anchors,
@@ -78,6 +82,8 @@ class Window:
         counts: ``items_in``, ``new``, ``changed``, ``skipped``, ``too_old``, ``expired``, ``quarantined``.
         switch: how the state's vectors or threshold differ from this run's (``None``: they match).
         reembed: the whole window is embedded again (the vectors differ); regroup: clusters are made again.
+        older_day: today's items are all dated before the state's clock: a day older than the runs before
+            it, run after them (:func:`older_day`).
     """
 
     items: pd.DataFrame
@@ -105,6 +111,7 @@ class Window:
     index: Any = None
     copies: Copies | None = None
     """The window's exact copies (the copies stage's; ``None`` before it ran)."""
+    older_day: bool = False
     _converted: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """The converted texts of the rows converted so far (a cache, not part of the window's value)."""
 
@@ -185,7 +192,12 @@ def batch_window(corpus: Corpus, identity: Any = None, params: dict[str, Any] | 
     )
 
 
-def _as_of(daily: StateSettings, state: State, times: pd.Series) -> pd.Timestamp:
+def day_start(timezone: str = "UTC") -> pd.Timestamp:
+    """The start of today in ``timezone``, as a UTC time: the clock of a day whose items have no date."""
+    return pd.Timestamp.now(tz=timezone).floor("D").tz_convert("UTC")
+
+
+def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str = "UTC") -> pd.Timestamp:
     if daily.as_of is not None:
         ref = parse_time(daily.as_of, "--as-of")
         if state.as_of is not None and ref < pd.Timestamp(state.as_of):
@@ -194,9 +206,36 @@ def _as_of(daily: StateSettings, state: State, times: pd.Series) -> pd.Timestamp
                 "state's time never moves backwards (retention would bring expired items back)"
             )
         return ref
-    cands = [t for t in (state.as_of, times.max()) if t is not None and not pd.isna(t)]
-    # no date anywhere (an undated corpus): the day of the run, so that first-seen times exist
-    return max(pd.Timestamp(t) for t in cands) if cands else pd.Timestamp.now(tz="UTC").floor("D")
+    latest = times.max() if len(times) else None
+    if latest is None or pd.isna(latest):
+        # no date in the day's items (an undated corpus): the day of the run, so that first-seen times exist
+        # and move on from day to day
+        latest = day_start(timezone)
+    cands = [t for t in (state.as_of, latest) if t is not None and not pd.isna(t)]
+    return max(pd.Timestamp(t) for t in cands)
+
+
+def older_day(state: State, times: pd.Series) -> bool:
+    """Whether today's items are a day older than the state's: every one dated, the latest before the
+    reference time of the runs before (days run out of order: the 26th, then the 25th). Undated items
+    have no day to compare.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> state = SimpleNamespace(as_of="2026-11-26T15:00:00+00:00")
+        >>> times = pd.Series(pd.to_datetime(["2026-11-25T09:00Z", "2026-11-25T15:00Z"]))
+        >>> older_day(state, times), older_day(state, times + pd.Timedelta(days=1))
+        (True, False)
+    """
+    if state.as_of is None or not len(times) or times.isna().any():
+        return False
+    return bool(times.max() < pd.Timestamp(state.as_of))
+
+
+def undated_clock(daily: StateSettings, times: pd.Series) -> bool:
+    """Whether the run's clock comes from the wall clock (:func:`day_start`): no ``--as-of`` and no date
+    in the day's items."""
+    return daily.as_of is None and not times.notna().any()
 
 
 def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> ModelSwitch | None:
@@ -351,13 +390,19 @@ def _window_items(
 
 
 def incremental_window(
-    daily: StateSettings, corpus: Corpus, state: State, identity: StateIdentity, params: dict[str, Any]
+    daily: StateSettings,
+    corpus: Corpus,
+    state: State,
+    identity: StateIdentity,
+    params: dict[str, Any],
+    timezone: str = "UTC",
 ) -> Window:
     """Today's corpus against the kept state (see the module docstring): classify, expire, restore the
-    kept clusters, prune the kept pairs."""
+    kept clusters, prune the kept pairs. ``timezone``: the run's, whose day starts the clock of a day
+    without dates."""
     today = corpus_items(corpus)
     times = today["published_at"]
-    ref = _as_of(daily, state, times)
+    ref = _as_of(daily, state, times, timezone)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
     key = input_key(identity, today, params)
     run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{key[:10]}"
@@ -399,4 +444,5 @@ def incremental_window(
         reembed=reembed,
         regroup=switch is not None,
         state=state,
+        older_day=older_day(state, times),
     )

@@ -338,7 +338,8 @@ def safe_url(value: Any) -> str | None:
 
 def page_time(value: Any, zone: tzinfo | None = None) -> str | None:
     """A time as the page shows it, ``YYYY-MM-DD HH:MM`` in ``zone`` (UTC by default; a time without a zone
-    is UTC, as the corpus loader reads it); ``None`` when there is none.
+    is UTC here: the corpus loader has already read a corpus's times without an offset in the run's zone
+    and holds them in UTC); ``None`` when there is none.
 
     >>> from zoneinfo import ZoneInfo
     >>> page_time("2024-08-01T20:30Z"), page_time("2024-08-01T20:30Z", ZoneInfo("Asia/Taipei"))

@@ -9,6 +9,15 @@ A column that looks like a schema field the file lacks (``pub_date`` for ``publi
 ``title``: :data:`nlsim.io.corpus_schema.LOOKALIKES`) is kept and not read, and :attr:`Corpus.warnings`
 says so, naming the field to rename it to.
 
+A ``published_at`` without an offset (``2026/11/25 16:52``, as CMS exports write it) is a time on the
+clock of the run's time zone (``timezone``, the deployment's ``--timezone``; UTC by default): it is read
+there and kept in UTC, and :attr:`Corpus.notes` says how many were read so. A time the zone's clocks
+skip or repeat (the hour of a daylight-saving change) is refused by row: it would be guessed.
+
+A title that holds U+FFFD (the replacement character a decoder puts for bytes it could not read: the text
+was damaged before nlsim saw it) is kept as it is, and :attr:`Corpus.warnings` says how many, with the
+first ids.
+
 Every problem is reported with the file, the row (1-based data row: the first item is row 1, whatever
 the format) and the field. By default the first bad row raises :class:`~nlsim.errors.InputError`; with
 ``quarantine=PATH`` bad rows are written to that CSV file with the reason, and loading goes on. Nothing is
@@ -25,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import email.utils
 import hashlib
 import math
@@ -34,11 +44,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
 
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
 from nlsim.io.cells import describe, first_control
 from nlsim.io.corpus_schema import (
@@ -68,7 +79,15 @@ class Corpus:
     )
     quarantine_path: Path | None = None
     warnings: tuple[str, ...] = ()
-    """Columns that look like schema fields and are not read (:func:`lookalike_warnings`)."""
+    """Columns that look like schema fields and are not read (:func:`lookalike_warnings`), and titles that
+    hold U+FFFD (:func:`replacement_warning`)."""
+    notes: tuple[str, ...] = ()
+    """What the loader read one way of several, to say once: the times without an offset, read in the
+    run's time zone (:func:`naive_times_note`)."""
+    naive_times: int = 0
+    """How many ``published_at`` values had no offset (read in ``timezone``)."""
+    timezone: str = "UTC"
+    """The time zone a time without an offset was read in."""
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -138,6 +157,8 @@ UTC_WORDS = frozenset({"T", "Z", "UT", "UTC", "GMT"})
 NO_TIME = frozenset({"nat", "nan", "none", "null"})
 """What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
 RFC_OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})$")
+RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
+"""An RFC 2822 time that ends with its time of day: it names no zone (``email.utils`` reads it as UTC)."""
 TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
 """The years a time can have here (what a nanosecond timestamp holds, a year of margin each side)."""
 WRITE_ISO = "write it in ISO 8601 (2024-05-01T08:00:00+08:00)"
@@ -160,7 +181,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         if names:
             return None, f"time {text!r:.40} names its zone {names[-1]!r}, not an offset: {WRITE_ISO}"
         return pd.Timestamp(text), None
-    parts = email.utils.parsedate_tz(RFC_OFFSET.sub(r"\1\2\3", text)) if names else None
+    rfc = RFC_OFFSET.sub(r"\1\2\3", text)
+    parts = email.utils.parsedate_tz(rfc) if names else None
     if parts is None:
         return None, (
             f"time {text!r:.40} is neither year first (ISO 8601: 2024-05-01T08:00:00Z) nor RFC 2822 (Wed, 01 "
@@ -170,32 +192,63 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     zone = text.split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
         return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"
-    offset = parts[9] or 0  # no zone at all: UTC, as a year-first time without one
-    return pd.Timestamp(email.utils.mktime_tz((*parts[:9], offset)), unit="s", tz="UTC"), None
+    if RFC_NO_ZONE.search(rfc):  # no zone: a time on the run's clock, as a year-first time without one
+        return pd.Timestamp(*parts[:6]), None
+    return pd.Timestamp(email.utils.mktime_tz((*parts[:9], parts[9] or 0)), unit="s", tz="UTC"), None
 
 
-def _check_time(value: Any) -> tuple[pd.Timestamp | None, str | None]:
+@dataclass(frozen=True)
+class TimeRead:
+    """One ``published_at`` cell read: the time in UTC (``NaT`` for none), or the reason it is refused;
+    ``naive``: it had no offset and was read on the clock of the run's time zone."""
+
+    time: pd.Timestamp | None
+    reason: str | None = None
+    naive: bool = False
+
+
+def _check_time(value: Any, zone: dt.tzinfo = dt.UTC) -> TimeRead:
+    """A time as UTC, or the reason it is refused; a time without an offset is read on ``zone``'s clock.
+
+    Example:
+        >>> read = _check_time("2026/11/25 16:52", ZoneInfo("Asia/Taipei"))
+        >>> str(read.time), read.naive
+        ('2026-11-25 08:52:00+00:00', True)
+        >>> str(_check_time("2026-11-25T16:52:00+08:00", ZoneInfo("Europe/London")).time)
+        '2026-11-25 08:52:00+00:00'
+    """
     if _is_missing(value) or (isinstance(value, str) and not value.strip()):
-        return pd.NaT, None
+        return TimeRead(pd.NaT)
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
-        return None, f"a number ({value!r:.40}) is not a time: write it in ISO 8601 (2024-01-01T08:00:00Z)"
+        return TimeRead(None, f"a number ({value!r:.40}) is not a time: {WRITE_ISO}")
     try:
         ts, reason = (
             _parse_time_text(value.strip()) if isinstance(value, str) else (pd.Timestamp(value), None)
         )
     except (ValueError, TypeError, OverflowError) as exc:
-        return None, f"cannot parse time {value!r:.40}: {exc}"
+        return TimeRead(None, f"cannot parse time {value!r:.40}: {exc}")
     if ts is None:
-        return None, reason
+        return TimeRead(None, reason)
     if ts is pd.NaT:
-        return pd.NaT, None
+        return TimeRead(pd.NaT)
     if not TIME_RANGE[0] <= ts.year <= TIME_RANGE[1]:
-        return None, (
+        return TimeRead(
+            None,
             f"time {value!s:.40} is outside the years {TIME_RANGE[0]}-{TIME_RANGE[1]} (a placeholder for "
-            "no date? leave the cell empty)"
+            "no date? leave the cell empty)",
         )
-    return (ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")), None
+    if ts.tzinfo is not None:
+        return TimeRead(ts.tz_convert("UTC"))
+    try:
+        return TimeRead(ts.tz_localize(zone).tz_convert("UTC"), naive=True)
+    except ValueError as exc:  # the hour a daylight-saving change skips, or the one it repeats
+        how = "skip" if "nonexistent" in str(exc) else "repeat"
+        return TimeRead(
+            None,
+            f"time {value!s:.40} has no offset, and the clocks of {zone} {how} it (a daylight-saving "
+            f"change): {WRITE_ISO}",
+        )
 
 
 def _check_columns(path: Path, raw: pd.DataFrame) -> None:
@@ -227,9 +280,12 @@ def _check_columns(path: Path, raw: pd.DataFrame) -> None:
         raise InputError(path, None, None, "the corpus has no rows")
 
 
-def _check_row(rec: dict[str, Any], seen: dict[str, int]) -> tuple[dict[str, Any], tuple[str, str] | None]:
+def _check_row(
+    rec: dict[str, Any], seen: dict[str, int], zone: dt.tzinfo = dt.UTC
+) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """One row's checked values, and its first problem (field, reason) or ``None``; ``seen``: the ids of the
-    rows kept so far, with their row numbers."""
+    rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
+    (``values["naive_time"]``: this row's was)."""
     values: dict[str, Any] = {}
     problem: tuple[str, str] | None = None
     ident, reason = _check_id(rec.get("id"))
@@ -246,10 +302,11 @@ def _check_row(rec: dict[str, Any], seen: dict[str, int]) -> tuple[dict[str, Any
             problem = (col, reason)
         values[col] = text
     if not problem:
-        ts, reason = _check_time(rec.get("published_at"))
-        if reason:
-            problem = ("published_at", reason)
-        values["published_at"] = ts
+        read = _check_time(rec.get("published_at"), zone)
+        if read.reason:
+            problem = ("published_at", read.reason)
+        values["published_at"] = read.time
+        values["naive_time"] = read.naive
     return values, problem
 
 
@@ -291,6 +348,7 @@ def load_corpus(
     *,
     text_fields: Sequence[str] = DEFAULT_TEXT_FIELDS,
     quarantine: str | Path | None = None,
+    timezone: str = "UTC",
 ) -> Corpus:
     """Load and validate a corpus; see the module docstring for the schema and error handling.
 
@@ -301,8 +359,11 @@ def load_corpus(
         quarantine: if given, bad rows go to this CSV file (row, field, reason, raw values) instead of
             stopping the load. File-level problems (unreadable file, missing ``id``/``title`` column) still
             raise.
+        timezone: the zone (``Asia/Taipei``) on whose clock a ``published_at`` without an offset is read:
+            the run's ``--timezone``.
     """
     path = Path(path)
+    zone = _zone(timezone)
     text_fields = tuple(text_fields)
     for f in text_fields:
         if f not in TEXT_FIELDS:
@@ -313,14 +374,16 @@ def load_corpus(
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     bad: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
+    naive = 0
     for rownum, rec in enumerate(raw.to_dict("records"), start=1):
-        values, problem = _check_row(rec, seen)
+        values, problem = _check_row(rec, seen, zone)
         if problem:
             if quarantine is None:
                 raise InputError(path, rownum, problem[0], problem[1])
             bad.append(_quarantine_entry(rownum, problem, rec))
             continue
         seen[values["id"]] = rownum
+        naive += int(values["naive_time"])
         for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
             columns[col].append(values[col])
         for col in extra:
@@ -329,13 +392,67 @@ def load_corpus(
     if len(frame) == 0:
         raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined)")
     quarantined, qpath = _write_quarantine(bad, quarantine)
+    frame = frame.reset_index(drop=True)
+    damaged = replacement_warning(path, frame)
+    note = naive_times_note(path, naive, len(frame), timezone)
     return Corpus(
-        frame=frame.reset_index(drop=True),
+        frame=frame,
         path=path,
         text_fields=text_fields,
         quarantined=quarantined,
         quarantine_path=qpath,
-        warnings=tuple(lookalike_warnings(path, list(raw.columns))),
+        warnings=(*lookalike_warnings(path, list(raw.columns)), *([damaged] if damaged else [])),
+        notes=(note,) if note else (),
+        naive_times=naive,
+        timezone=timezone,
+    )
+
+
+def _zone(name: str) -> dt.tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        raise ConfigError(f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)") from None
+
+
+def naive_times_note(path: str | Path, naive: int, items: int, timezone: str) -> str | None:
+    """The line a run says when some times had no offset: how many, and the zone they were read in.
+
+    Example:
+        >>> naive_times_note("day.csv", 3, 5, "Asia/Taipei")
+        'day.csv: 3 of 5 published_at times have no offset: read as Asia/Taipei time (--timezone)'
+    """
+    if not naive:
+        return None
+    return (
+        f"{path}: {naive} of {items} published_at times have no offset: read as {timezone} time (--timezone)"
+    )
+
+
+REPLACEMENT = "\ufffd"
+"""U+FFFD, the character a decoder puts where it met bytes it could not read."""
+SHOWN_IDS = 5
+
+
+def replacement_warning(path: str | Path, frame: pd.DataFrame) -> str | None:
+    """One line when items' texts hold U+FFFD (their bytes were damaged before nlsim read them: a wrong
+    encoding somewhere upstream): how many, in which fields, and the first ids.
+
+    Example:
+        >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["ok", "caf\ufffd"], "description": ["", ""]})
+        >>> replacement_warning("news.csv", frame).split(": ", 1)[1][:60]
+        '1 item(s) hold U+FFFD, the mark of bytes a decoder could not'
+    """
+    fields = [f for f in TEXT_FIELDS if f in frame.columns]
+    hit = {f: frame[f].astype(str).str.contains(REPLACEMENT, regex=False).to_numpy() for f in fields}
+    rows = np.flatnonzero(np.logical_or.reduce(list(hit.values()))) if hit else np.zeros(0, int)
+    if not len(rows):
+        return None
+    ids = ", ".join(frame["id"].iloc[rows[:SHOWN_IDS]].astype(str))
+    where = ", ".join(f for f in fields if hit[f].any())
+    return (
+        f"{path}: {len(rows)} item(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
+        f"damaged before nlsim read it; in {where}): ids {ids}{' ...' if len(rows) > SHOWN_IDS else ''}"
     )
 
 

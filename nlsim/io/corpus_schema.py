@@ -22,8 +22,8 @@ TEXT_FIELDS = ("title", "description", "body")
 
 SCHEMA_HELP = (
     "id (required, unique), title (required), description, body, source, url, lang: text; published_at: "
-    "ISO 8601 or RFC 2822 time with an offset or UTC (a time without a zone is UTC); other columns are kept "
-    "and not read"
+    "ISO 8601 or RFC 2822 time with an offset or UTC (a time without one is read in the run's --timezone, "
+    "UTC by default); other columns are kept and not read"
 )
 """The corpus schema in one line (``nlsim dedup --help``, errors)."""
 

@@ -16,6 +16,12 @@ A version's name carries the start of its *training fingerprint* (annotations co
 settings): a run whose fingerprint is already in the store reuses that version instead of training again.
 A version is *registered* once its ``store.json`` is written.
 
+Besides the chain's gate, a person moves the pointer (``nlsim models promote VERSION``, ``nlsim models
+rollback``): :meth:`ModelStore.checked_version` refuses a version that is not registered or whose files
+fail their manifest, :meth:`ModelStore.promote` records who and why, and :meth:`ModelStore.previous`
+is the version a rollback returns to: the promotions replayed as a stack (a promotion pushes its
+version, a rollback pops the current one), so a second rollback goes one further back.
+
 One run writes the store at a time: :meth:`ModelStore.lock` (:class:`nlsim.io.lock.RunLock`, the state
 folder's discipline: a live holder refuses a second run, a dead one's lock is taken over). Every file is
 written atomically, ``history.jsonl`` included (rewritten whole). Under the lock, :meth:`ModelStore.recover`
@@ -45,6 +51,7 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_write_text, leftovers, remove_tree
 from nlsim.io.lock import RunLock
+from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.ownership import claim_folder, is_owned
 
 CURRENT = "CURRENT.json"
@@ -197,15 +204,82 @@ class ModelStore:
         path = self.root / CURRENT
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
-    def promote(self, version: str | Path, reason: str) -> None:
-        """Make ``version`` the current model (one atomic write of the pointer) and log the decision."""
+    def promote(self, version: str | Path, reason: str, **extra: Any) -> None:
+        """Make ``version`` the current model (one atomic write of the pointer) and log the decision;
+        ``extra`` (who, the command, a rollback's ``rolled_back``) goes into both records."""
         v = self._dir(version)
         if not v.is_dir():
             raise ConfigError(f"cannot promote {v}: no such version")
-        record = {"version": v.name, "promoted_at": _now(), "reason": reason}
+        record = {"version": v.name, "promoted_at": _now(), "reason": reason, **extra}
         atomic_write_text(self.root / CURRENT, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
         fault_point("promote")
         self.log({"decision": "promoted", **record})
+
+    def named(self, name: str) -> Path:
+        """The version folder ``name`` names: its full name (``v0002-1a2b3c4d``) or its number (``v0002``,
+        ``2``). A :class:`ConfigError` names the versions there are when none or several match."""
+        versions = self.versions()
+        number = name[1:] if name.startswith("v") else name
+        numbers = {v.name: int(VERSION_NAME.match(v.name).group(1)) for v in versions}  # type: ignore[union-attr]
+        wanted = int(number) if number.isdigit() else None
+        found = [v for v in versions if v.name == name or numbers[v.name] == wanted]
+        if len(found) == 1:
+            return found[0]
+        known = ", ".join(v.name for v in versions) or "none"
+        raise ConfigError(f"model store {self.root} has no version {name!r} (its versions: {known})")
+
+    def checked_version(self, name: str) -> Path:
+        """The registered version ``name`` (:meth:`named`), every file it was saved with checked against its
+        manifest: what may become current. A :class:`ConfigError` when it is not there or not registered, a
+        :class:`StateError` naming the first file that fails."""
+        folder = self.named(name)
+        if self.info(folder) is None:
+            raise ConfigError(
+                f"{folder} is not registered (no {STORE_JSON}: a save a killed run left, never evaluated)"
+            )
+        manifest = read_manifest(folder)
+        if manifest is None:
+            raise StateError(f"{folder}: no readable {MANIFEST}, so its files cannot be checked")
+        check_files(folder, manifest)
+        return folder
+
+    def promotions(self) -> list[str]:
+        """The promoted versions as a stack, the current one last: ``history.jsonl`` replayed, a promotion
+        pushing its version (unless it is already on top), a rollback (a record with ``rolled_back``)
+        popping the one it left; the current version on top even when the pointer was written by hand.
+
+        Example:
+            >>> import tempfile
+            >>> store = ModelStore(tempfile.mkdtemp())
+            >>> store._write_history([
+            ...     {"decision": "promoted", "version": "v0001-aaaaaaaa"},
+            ...     {"decision": "kept, not promoted", "candidate": "v0002-bbbbbbbb"},
+            ...     {"decision": "promoted", "version": "v0003-cccccccc"},
+            ...     {"decision": "promoted", "version": "v0004-dddddddd"},
+            ...     {"decision": "promoted", "version": "v0003-cccccccc", "rolled_back": "v0004-dddddddd"},
+            ... ])
+            >>> store.promotions()
+            ['v0001-aaaaaaaa', 'v0003-cccccccc']
+        """
+        stack: list[str] = []
+        for record in self.history():
+            if record.get("decision") != "promoted" or not record.get("version"):
+                continue
+            version = str(record["version"])
+            if record.get("rolled_back") and stack and stack[-1] == record["rolled_back"]:
+                stack.pop()
+            if not stack or stack[-1] != version:
+                stack.append(version)
+        pointer = self.current_record()
+        if pointer is not None and pointer.get("version") and (not stack or stack[-1] != pointer["version"]):
+            stack.append(str(pointer["version"]))
+        return stack
+
+    def previous(self) -> str | None:
+        """The version a rollback makes current: the one promoted before the current one (``None``: no
+        earlier promotion)."""
+        stack = self.promotions()
+        return stack[-2] if len(stack) >= 2 else None
 
     def history(self) -> list[dict[str, Any]]:
         """The decisions in ``history.jsonl``, oldest first; a line that is not a JSON object (an older

@@ -83,7 +83,7 @@ def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None
             )
         say(f"the reranker stored with {model_path} is not used: --calibration gives a cosine threshold")
         return None
-    reranker = load_reranker(model_path)
+    reranker = load_reranker(model_path, threads=ms.threads)
     reranker.backend, reranker.precision = ms.backend, ms.precision
     say(reranker.describe())
     return reranker
@@ -155,7 +155,7 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
     calibration), its reranker and the threshold; says which."""
     asked = _resolve_current(ms) if ms.name == CURRENT_MODEL else _Requested(ms.name)
     if encoder is None:
-        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision)
+        encoder = load_encoder(asked.name, backend=ms.backend, precision=ms.precision, threads=ms.threads)
     model_path = getattr(encoder, "path", None)
     reranker = _reranker_for(ms, model_path)
     threshold = resolve_threshold(ms, encoder, reranker, asked.fallback)

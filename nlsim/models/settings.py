@@ -38,6 +38,8 @@ class ModelSettings:
     backend: Backend = "auto"
     precision: Precision = "auto"
     batch_size: int | None = None
+    threads: int | None = None
+    """CPU threads of torch and ONNX Runtime (``None``: theirs)."""
     cache: bool = True
     """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
     series_veto: bool = True

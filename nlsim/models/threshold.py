@@ -103,10 +103,11 @@ def resolve_threshold(
     raise ConfigError(
         f"no threshold for model {ms.name!r}: cosine scales differ between models, so nlsim has no "
         "default. "
-        "Pass --threshold X, or --calibration FILE made by `nlsim calibrate --model MODEL --pairs "
-        "annotations/thucnews_tw_pairs.tsv --out FILE` (level same-story by default), or use a fine-tuned "
-        "model "
-        "folder (it carries calibration.json)."
+        "Pass --model current (the model store's promoted model, with its calibration: what the daily "
+        "deployment uses; --model-store names the store `nlsim pipeline` filled), --threshold X, or "
+        "--calibration FILE made by `nlsim calibrate --model MODEL --pairs annotations/thucnews_tw_pairs.tsv "
+        "--out FILE` (level same-story by default), or use a fine-tuned model folder (it carries "
+        "calibration.json)."
     )
 
 

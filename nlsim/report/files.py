@@ -379,9 +379,11 @@ def publish_daily_report(
     window: pd.DataFrame | None = None,
     near_misses: pd.DataFrame | None = None,
     topics: pd.DataFrame | None = None,
+    latest: bool = True,
 ) -> Path:
     """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
-    symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report."""
+    symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report. ``latest=False``
+    (the report of a day older than the runs before it) leaves ``OUT/latest`` where it is."""
     out = Path(out)
     claim_folder(out, "daily-report", what="report folder")
     final = daily_report_dir(out, run_id)
@@ -392,10 +394,11 @@ def publish_daily_report(
             tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses, topics=topics
         )
     fault_point("report-publish")
-    link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
-    os.symlink(Path(RUNS_DIR) / run_id, link_tmp)
-    os.replace(link_tmp, out / LATEST)
-    atomic_write_text(out / "LATEST", run_id + "\n")
+    if latest:
+        link_tmp = out / f".latest-{uuid.uuid4().hex[:8]}"
+        os.symlink(Path(RUNS_DIR) / run_id, link_tmp)
+        os.replace(link_tmp, out / LATEST)
+        atomic_write_text(out / "LATEST", run_id + "\n")
     fsync_dir(out)
     sweep_staging(runs)
     for child in out.iterdir():  # links a killed switch left behind

@@ -277,6 +277,11 @@ class RunRecord:
     """The report judged against editors' scored pairs (``--judge-pairs``); ``None`` when not asked."""
     editors: EditorsRecord | None = None
     """The editors' scored pairs and verdicts the run took (``--annotated-pairs``, the state's verdicts)."""
+    all_seen: bool = False
+    """A daily run every one of whose items was already in the window with the same text: nothing new."""
+    older_day: bool = False
+    """A daily run of a day older than the runs before it (its items all dated before the state's clock):
+    its report is in ``OUT/runs/<run id>/``, and ``OUT/latest`` still names the newer report."""
 
     @property
     def daily(self) -> bool:

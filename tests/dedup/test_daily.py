@@ -714,3 +714,156 @@ def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_pa
     three = run_daily(base.with_(corpus=str(days[1]), annotated_pairs=str(pairs)), state, encoder=enc)
     assert not any("not yet the pairs they scored" in m for m in three.stats.messages)
     assert open_state(state).scored is not None
+
+
+def test_three_daily_runs_read_times_without_an_offset_in_the_runs_time_zone(tmp_path: Path) -> None:
+    """A CMS export writes the newsroom's clock without an offset (``2026/11/25 08:00``): with
+    ``--timezone Asia/Taipei`` that is 00:00 UTC, and the days, the run's clock and the retention follow the
+    instants, also beside a feed item that carries its offset. Each run says once how many it read so."""
+    story = {"A": "alpha beta gamma delta", "B": "epsilon zeta eta theta", "C": "kappa lambda mu nu"}
+    days = [
+        [("a1", "A", "2026/11/24 20:00"), ("b1", "B", "2026/11/24 21:00")],
+        [("a2", "A", "2026/11/25 08:00"), ("b2", "B", "2026/11/25 18:00")],
+        # an RSS item with its offset (02:00 UTC), and a CMS item of 06:00 Taipei (22:00 UTC the day before)
+        [("a3", "A", "Thu, 26 Nov 2026 10:00:00 +0800"), ("c1", "C", "2026/11/26 06:00")],
+    ]
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    runs = []
+    for n, rows in enumerate(days, start=1):
+        path = tmp_path / f"day{n}.csv"
+        lines = [f'{i},{story[s]},"{t}"' for i, s, t in rows]
+        path.write_text("id,title,published_at\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        config = _config(path, out, timezone="Asia/Taipei")
+        runs.append(run_daily(config, state, retention_days=1.0, encoder=enc))
+    said = [[m for m in r.stats.messages if "have no offset" in m] for r in runs]
+    assert [len(s) for s in said] == [1, 1, 1]
+    read_so = "published_at times have no offset: read as Asia/Taipei time (--timezone)"
+    assert said[0][0].endswith(f"2 of 2 {read_so}") and said[2][0].endswith(f"1 of 2 {read_so}")
+    assert runs[1].stats.as_of == "2026-11-25T10:00:00+00:00"  # b2: 18:00 in Taipei
+    # day 3's clock is the feed item's 02:00 UTC (its CMS item is earlier): the window starts at 02:00 UTC
+    # on the 25th, before which a1, b1 and a2 (00:00 UTC) were published
+    r3 = runs[2]
+    assert r3.stats.as_of == "2026-11-26T02:00:00+00:00" and r3.run_id.startswith("20261126T020000Z")
+    assert r3.stats.counts["expired"] == 3
+    items = open_state(state).items.set_index("id")
+    assert sorted(items.index) == ["a3", "b2", "c1"]
+    assert items.loc["b2", "published_at"] == pd.Timestamp("2026-11-25T10:00:00Z")
+    assert items.loc["c1", "published_at"] == pd.Timestamp("2026-11-25T22:00:00Z")
+    assert "a3" not in state_assignment(state)  # story A's earlier items left the window
+
+
+def test_a_day_without_dates_says_where_its_clock_comes_from_and_the_clock_moves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nlsim.dedup.window as window_module
+
+    corpus = story_corpus().assign(published_at=None)
+    corpus.iloc[:6].to_parquet(tmp_path / "day1.parquet", index=False)
+    corpus.iloc[6:].to_parquet(tmp_path / "day2.parquet", index=False)
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    today = pd.Timestamp("2026-11-20T16:00:00Z")  # the 21st has begun in Taipei
+    monkeypatch.setattr(
+        window_module, "day_start", lambda tz: today.tz_convert(tz).floor("D").tz_convert("UTC")
+    )
+    config = _config(tmp_path / "day1.parquet", out, timezone="Asia/Taipei")
+    r1 = run_daily(config, state, retention_days=2, encoder=enc)
+    (line,) = [m for m in r1.stats.messages if "has a date" in m]
+    assert line == (
+        f"no item of {tmp_path / 'day1.parquet'} has a date: the window's clock is 2026-11-20 16:00:00+00:00 "
+        "(the start of today in Asia/Taipei, unless the state's is later); its items are kept from the day "
+        "they were first seen (--as-of pins the clock)"
+    )
+    # three days later the clock has moved on: the first day's items expire, the second day's stay
+    today = pd.Timestamp("2026-11-23T16:00:00Z")
+    r2 = run_daily(config.with_(corpus=str(tmp_path / "day2.parquet")), state, retention_days=2, encoder=enc)
+    assert r2.stats.as_of == "2026-11-23T16:00:00+00:00"
+    assert r2.stats.counts["expired"] == 6 and r2.stats.counts["kept"] == 6
+    # a dated day says nothing of it
+    dated = story_corpus().iloc[:2].assign(id=["n1", "n2"], published_at=pd.Timestamp("2026-11-24", tz="UTC"))
+    dated.to_parquet(tmp_path / "day3.parquet", index=False)
+    r3 = run_daily(config.with_(corpus=str(tmp_path / "day3.parquet")), state, retention_days=2, encoder=enc)
+    assert not [m for m in r3.stats.messages if "has a date" in m]
+
+
+def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> None:
+    """Days 25, 26, then 25 again (and, in a second state, 26 before 25 was ever run): a run of an older
+    day publishes its report under runs/ and leaves latest (and LATEST) on the newer report; its record says
+    that its items were all seen before, when they were. The next day moves latest on."""
+    corpus = story_corpus().assign(published_at=lambda f: f["published_at"] + pd.DateOffset(years=21))
+    days = split_days(corpus, tmp_path / "in", ["2026-03-02", "2026-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    r1 = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    assert not r1.stats.older_day and not r2.stats.all_seen
+    again = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert again.run_id != r1.run_id and not again.replayed
+    assert again.stats.older_day and again.stats.all_seen
+    assert again.stats.counts["new"] == 0 and again.stats.counts["skipped"] == 6
+    assert (again.report_dir / "run.json").is_file()  # its report is written, under runs/
+    assert (out / "latest").resolve() == r2.report_dir.resolve()
+    assert (out / "LATEST").read_text().strip() == r2.run_id
+    saved = json.loads((again.report_dir / "run.json").read_text())
+    assert saved["older_day"] is True and saved["all_seen"] is True
+    assert any("a day older than the runs before it" in m for m in again.stats.messages)
+    # the same older input once more is a replay of the last commit: latest still stays
+    replay = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert replay.replayed and (out / "latest").resolve() == r2.report_dir.resolve()
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
+    assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
+
+    # a day never run before, arriving after a later one: its items are new, latest still stays
+    state2, out2 = tmp_path / "state2", tmp_path / "out2"
+    late = run_daily(_config(days[1], out2), state2, retention_days=None, encoder=enc)
+    early = run_daily(_config(days[0], out2), state2, retention_days=None, encoder=enc)
+    assert early.stats.older_day and not early.stats.all_seen and early.stats.counts["new"] == 6
+    assert (out2 / "latest").resolve() == late.report_dir.resolve()
+
+
+class AngleEncoder:
+    """Each text a unit vector in a plane at the angle its title names (``"story at 45"``): the cosines of
+    a planned link graph."""
+
+    model_id = "test:angles"
+    name = "angles"
+    path = None
+    dim = 2
+    fingerprint = "angles-v1"
+
+    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = True, **_: Any) -> np.ndarray:
+        angles = np.deg2rad([float(t.split()[-1]) for t in texts])
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+
+
+def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped(tmp_path: Path) -> None:
+    """Day 1: stories c-a (a, d) and c-b (b, c). Day 2: e and g link both, enough support to merge them:
+    c-b is absorbed into c-a. Day 3: f1 and f2 link b, c, e and g, and the support between the two halves
+    falls below the share: the rule splits them again, and the piece holding b takes c-b back, as a batch
+    run over the three days names it. The id that vanished on day 2 comes back on day 3, reported as
+    regrouped (its items were in c-a), not as a new story."""
+    angles = {"a": 0, "b": 90, "c": 85, "d": 5, "e": 45, "g": 48, "f1": 70, "f2": 72}
+    day_of = {"a": 1, "b": 1, "c": 1, "d": 1, "e": 2, "g": 2, "f1": 3, "f2": 3}
+    order = ["a", "b", "c", "d", "e", "g", "f1", "f2"]
+    corpus = pd.DataFrame(
+        {
+            "id": order,
+            "title": [f"story at {angles[i]}" for i in order],
+            "published_at": [T + pd.Timedelta(days=day_of[i] - 1, hours=n) for n, i in enumerate(order)],
+        }
+    )
+    days = split_days(corpus, tmp_path / "in", ["2024-01-02", "2024-01-03"])
+    kw = dict(model="angles", threshold=0.6, cluster_rule="support")
+    state, out = tmp_path / "state", tmp_path / "out"
+    runs = [run_daily(_config(d, out, **kw), state, encoder=AngleEncoder()) for d in days]
+    status = [dict(zip(r.clusters["cluster_id"], r.clusters["status"], strict=True)) for r in runs]
+    assert status[0] == {"c-a": "new", "c-b": "new"}
+    assert status[1] == {"c-a": "merged"} and runs[1].stats.extra["merged_into"] == {"c-b": "c-a"}
+    assert status[2] == {"c-a": "regrouped", "c-b": "regrouped"}
+    assert runs[2].stats.counts["clusters_new"] == 0
+    final = state_assignment(state)
+    assert {i for i, c in final.items() if c == "c-b"} == {"b", "c", "e", "g", "f1", "f2"}
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=AngleEncoder())
+    assert batch_assignment(batch.clusters) == final

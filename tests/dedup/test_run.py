@@ -107,9 +107,43 @@ def test_no_threshold_is_an_error_not_a_default(tmp_path, repo_root, fast_encode
         cache=False,
         progress=False,
     )
-    with pytest.raises(ConfigError, match="no threshold for model"):
+    with pytest.raises(ConfigError, match="no threshold for model") as refused:
         run_dedup(cfg, encoder=fast_encoder)
     assert not (tmp_path / "pairs.parquet").exists()
+    # the way most runs want: the model store's promoted model, with its calibration
+    assert "Pass --model current (the model store's promoted model, with its calibration" in str(
+        refused.value
+    )
+
+
+def test_threads_bound_torch_onnx_runtime_and_faiss(tmp_path, repo_root):
+    """--threads reaches every library that computes: torch and ONNX Runtime through the encoder's load,
+    FAISS before the index is built."""
+    import faiss
+    import torch
+
+    before = faiss.omp_get_max_threads()
+    corpus = tmp_path / "c.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").head(40).to_parquet(corpus, index=False)
+    cfg = DedupConfig(
+        corpus=corpus,
+        out=tmp_path / "out",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.95,
+        cache=False,
+        progress=False,
+        threads=1,
+    )
+    try:
+        torch.set_num_threads(2)
+        faiss.omp_set_num_threads(2)
+        run_dedup(cfg)
+        assert torch.get_num_threads() == 1 and faiss.omp_get_max_threads() == 1
+    finally:
+        faiss.omp_set_num_threads(before)
+    with pytest.raises(ConfigError, match="--threads must be >= 1, got 0"):
+        cfg.with_(threads=0)
 
 
 def test_calibration_file_sets_threshold(tmp_path, repo_root, fast_encoder):

@@ -2147,6 +2147,9 @@ def run_case(case: Case, work: Path) -> dict[str, Any]:
         problems.append(f"user files lost or changed: {changed[:5]}")
     lines = proc.stderr.strip().splitlines()
     message = lines[-1] if lines else ""
+    listed = [i for i, line in enumerate(lines) if ERROR_LINE.match(line)]
+    if listed and all(line.startswith("  ") for line in lines[listed[-1] + 1 :]):
+        message = "\n".join(lines[listed[-1] :])  # a refusal that lists its problems, one line each below it
     named = False
     dropped = 0
     if case.expect == "refuse":
@@ -2314,39 +2317,44 @@ def editors_files() -> list[Case]:
             "merge-export-text-changed-by-a-spreadsheet",
             merge,
             editors_file([("i2", "i3", "x", t3)], [(_sha(EVIL), _sha(t3))]),
-            ("row 1", "text_a", "sha256_a"),
+            ("sheet row 2", "text_a", "sha256_a"),
         ),
         (  # ids swapped, texts in place: the corpus knows each id's text
             "merge-swapped-ids-with-the-corpus",
             [*merge, "--corpus", "items.tsv"],
             editors_file([("i3", "i2", t2, t3)]),
-            ("row 1", "swapped"),
+            ("sheet row 2", "swapped"),
         ),
         (
             "merge-a-text-other-than-the-corpus-text",
             [*merge, "--corpus", "items.tsv"],
             editors_file([("i2", "i3", "x", t3)]),
-            ("row 1", "text_a", "corpus"),
+            ("sheet row 2", "text_a", "corpus"),
         ),
         (
             "merge-an-id-with-a-unit-separator",
             merge,
             editors_file([("i2\x1fi3", "i4", t2, t3)]),
-            ("row 1", "id_a"),
+            ("sheet row 2", "id_a"),
         ),
         (
             "merge-a-vertical-tab",
             merge,
             editors_file([("i2", "i3", t2 + "\x0bmore", t3)]),
-            ("row 1", "U+000B"),
+            ("sheet row 2", "U+000B"),
         ),
-        ("merge-a-bell", merge, editors_file([("i2", "i3", t2 + "\x07", t3)]), ("row 1", "U+0007")),
-        ("merge-an-escape", merge, editors_file([("i2", "i3", t2 + "\x1b[31m", t3)]), ("row 1", "U+001B")),
+        ("merge-a-bell", merge, editors_file([("i2", "i3", t2 + "\x07", t3)]), ("sheet row 2", "U+0007")),
+        (
+            "merge-an-escape",
+            merge,
+            editors_file([("i2", "i3", t2 + "\x1b[31m", t3)]),
+            ("sheet row 2", "U+001B"),
+        ),
         (
             "merge-a-line-separator",
             merge,
             editors_file([("i2", "i3", t2 + "\u2028more", t3)]),
-            ("row 1", "U+2028"),
+            ("sheet row 2", "U+2028"),
         ),
     ]
     out = [

@@ -4,7 +4,7 @@ import re
 import pandas as pd
 import pytest
 
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError, InputError
 from nlsim.io.corpus import load_corpus
 
 
@@ -382,3 +382,71 @@ def test_the_quarantine_file_keeps_a_formula_as_text(tmp_path):
     load_corpus(path, quarantine=q)
     row = pd.read_csv(q, dtype=str, keep_default_na=False).iloc[0]
     assert row["raw_title"] == "'" + evil and row["raw_id"] == "n2" and row["row"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("written", "naive"),
+    [
+        ("2026/11/25 16:52", True),  # a CMS export: the newsroom's clock, no offset
+        ("2026-11-25T16:52:00", True),
+        ("Wed, 25 Nov 2026 16:52:00", True),  # RFC 2822 without its zone
+        ("2026-11-25T16:52:00+08:00", False),
+        ("2026-11-25T08:52:00Z", False),
+    ],
+)
+def test_a_time_without_an_offset_is_read_in_the_runs_time_zone_and_counted(tmp_path, written, naive):
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,"{written}"\nb,Storm,\n')
+    corpus = load_corpus(path, timezone="Asia/Taipei")
+    assert corpus.frame["published_at"].iloc[0] == pd.Timestamp("2026-11-25T08:52:00Z")
+    assert corpus.naive_times == int(naive)
+    if naive:
+        (note,) = corpus.notes
+        said = "1 of 2 published_at times have no offset: read as Asia/Taipei time (--timezone)"
+        assert note == f"{path}: {said}"
+    else:
+        assert corpus.notes == ()
+    # UTC, the default: the same cell is UTC's clock, and still counted
+    utc = load_corpus(path)
+    assert utc.naive_times == int(naive) and utc.timezone == "UTC"
+
+
+def test_a_naive_time_a_daylight_saving_change_skips_or_repeats_is_refused_by_row(tmp_path):
+    path = tmp_path / "c.csv"
+    rows = ["a,A,2024-03-31 12:00", "b,B,2024-10-27 01:30", "c,C,2024-03-31 01:30"]
+    path.write_text("id,title,published_at\n" + "\n".join(rows) + "\n")
+    repeated = r"row 2, field 'published_at': .* clocks of Europe/London repeat it"
+    with pytest.raises(InputError, match=repeated):
+        load_corpus(path, timezone="Europe/London")
+    q = load_corpus(path, timezone="Europe/London", quarantine=tmp_path / "q.csv")
+    assert q.frame["id"].tolist() == ["a"] and "skip it" in q.quarantined["reason"].iloc[1]
+    assert load_corpus(path).naive_times == 3  # UTC has no such hour
+
+
+def test_a_bad_time_zone_is_refused(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("id,title\na,A\n")
+    with pytest.raises(ConfigError, match="--timezone 'Asia/Taipai': not a time zone name"):
+        load_corpus(path, timezone="Asia/Taipai")
+
+
+def test_titles_holding_the_replacement_character_are_named_in_a_warning(tmp_path):
+    path = tmp_path / "c.csv"
+    rows = [f"n{i},Caf\ufffd {i}," for i in range(7)] + ["ok,Fine,", "d,Fine too,Desc \ufffd"]
+    path.write_text("id,title,description\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    corpus = load_corpus(path)
+    (warning,) = corpus.warnings
+    assert warning.startswith(f"{path}: 8 item(s) hold U+FFFD")
+    assert "in title, description" in warning and warning.endswith("ids n0, n1, n2, n3, n4 ...")
+    assert len(corpus) == 9  # kept as they are
+    path.write_text("id,title\na,Clean\n")
+    assert load_corpus(path).warnings == ()
+
+
+def test_the_bundled_corpora_say_which_titles_hold_the_replacement_character(repo_root):
+    thuc = load_corpus(repo_root / "data/thucnews.parquet")
+    damaged = thuc.frame["title"].str.contains("\ufffd", regex=False)
+    assert damaged.sum() > 0
+    (warning,) = [w for w in thuc.warnings if "U+FFFD" in w]
+    assert f"{int(damaged.sum())} item(s) hold U+FFFD" in warning
+    assert thuc.frame.loc[damaged, "id"].iloc[0] in warning

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from nlsim.chain.eta import ChainWork, describe
 from nlsim.encoders.batching import bucketed_batches, pad_batch, padded_width, sorted_batches
@@ -226,3 +227,45 @@ def test_the_report_part_comes_from_the_first_report_when_one_was_timed() -> Non
     # with a reranker, its candidate pairs add their token-layers in proportion: 0.2 x 2 x 40 / 20 = 0.8
     reranked = ChainWork(**{**work, "reranker": True}).estimate(5.0, first_report_s=30.0)
     assert abs(reranked["report"] - 30.0 * 1.8) < 1e-9
+
+
+def test_the_chain_estimate_counts_the_evaluation_and_the_quality_check() -> None:
+    """The test split scored after training, the current model scored on new validation pairs and the
+    quality check of the lossy paths are parts of the estimate, as the passes they make (the check's
+    builds on the CPU as PATH_SETUP_PASSES passes): leaving them out said 1.5 minutes for 4.5."""
+    from nlsim.chain.eta import PATH_SETUP_PASSES
+
+    work = dict(
+        train_pairs=480, validation_pairs=492, text_tokens=24.0, pair_tokens=46.0, epochs=2,
+        cross_encoder_epochs=1, batch_size=16, layers=12, frozen=4, cross_encoder_frozen=4,
+        corpus_items=0, reranker=True,
+    )  # fmt: skip
+    unit = 1.0 / (2 * 16 * 24.0 * 8 * 3)  # seconds per token-layer at 1 s a bi-encoder step
+    texts, pairs = 2 * 492 * 24.0 * 12 * unit, 492 * 46.0 * 12 * unit  # one pass over the validation pairs
+    plain = ChainWork(**work).estimate(1.0)
+    assert "evaluation" not in plain and "quality check" not in plain  # nothing to evaluate or check
+    # three lossy paths of each model on the CPU: fp32 and each path over the pairs, each path built
+    checked = ChainWork(**{**work, "lossy_paths": 3}).estimate(1.0)
+    per_model = 1 + 3 + 3 * PATH_SETUP_PASSES
+    assert abs(checked["quality check"] - (per_model * texts + texts + per_model * pairs)) < 1e-6
+    on_gpu = ChainWork(**{**work, "lossy_paths": 2, "built_paths": False}).estimate(1.0)
+    assert abs(on_gpu["quality check"] - (3 * texts + texts + 3 * pairs)) < 1e-6
+    # the test split (300 pairs) and a current model with a reranker scored on the validation pairs
+    evaluated = ChainWork(**{**work, "test_pairs": 300, "incumbent_reranker": True}).estimate(1.0)
+    test = (2 * 300 * 24.0 * 12 + 300 * 46.0 * 12) * unit
+    assert abs(evaluated["evaluation"] - (test + texts + pairs)) < 1e-6
+    assert sum(evaluated.values()) > sum(plain.values()) + test
+
+
+def test_the_lossy_paths_counted_are_those_the_cpu_can_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None on an avx2-only CPU (the check measures nothing there), int8 and bf16 ones where the CPU has
+    VNNI and bf16 instructions."""
+    import torch
+
+    from nlsim.chain.run import lossy_paths_here
+    from nlsim.inference.onnx import onnxruntime_available
+
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")
+    assert lossy_paths_here(torch.device("cpu")) == 0
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8")
+    assert lossy_paths_here(torch.device("cpu")) == (3 if onnxruntime_available() else 2)

@@ -1,0 +1,76 @@
+"""Prefect's temporary API server, which a flow run from the command line starts when no server is set
+(``PREFECT_API_URL`` unset): time to start on a loaded machine, and one line when it still does not.
+
+Prefect waits 20 s for it by default (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``); on a loaded
+machine ``python -m flows.dedup_distributed`` died with ``Timed out while attempting to connect to
+ephemeral Prefect API server``. :func:`give_time` (called when the ``flows`` package is imported, before
+anything imports prefect, which reads its settings once) sets the margin the test suite runs with,
+:data:`STARTUP_TIMEOUT_S`, unless the user set the setting (in the environment or in the active Prefect
+profile). :func:`startup_failure` is the line a command says when the server still did not answer.
+
+This module does not import prefect.
+
+Example:
+    >>> env = {}
+    >>> give_time(env, profile_sets=lambda: False), env[SETTING]
+    ('120', '120')
+    >>> give_time({SETTING: "45"}, profile_sets=lambda: False) is None
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+
+SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+STARTUP_TIMEOUT_S = 120
+"""Seconds a command waits for Prefect's temporary server (the test suite's margin)."""
+TIMED_OUT = "Timed out while attempting to connect to ephemeral Prefect API server"
+"""How Prefect says its temporary server did not answer in time."""
+
+
+def active_profile_sets(setting: str = SETTING, environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Whether the active Prefect profile (``$PREFECT_HOME/profiles.toml``, the profile
+    ``PREFECT_PROFILE`` or the file's ``active`` names) sets ``setting``; an unreadable file sets nothing."""
+    home = Path(environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        data = tomllib.loads((home / "profiles.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    name = environ.get("PREFECT_PROFILE") or data.get("active") or "ephemeral"
+    profile = (data.get("profiles") or {}).get(name) or {}
+    return isinstance(profile, dict) and setting in profile
+
+
+def give_time(
+    environ: MutableMapping[str, str] = os.environ,
+    profile_sets: Callable[[], bool] = active_profile_sets,
+) -> str | None:
+    """Set :data:`SETTING` to :data:`STARTUP_TIMEOUT_S` in ``environ`` unless the user set it (there, or in
+    the active profile); returns the value set, or ``None``."""
+    if SETTING in environ or profile_sets():
+        return None
+    environ[SETTING] = str(STARTUP_TIMEOUT_S)
+    return environ[SETTING]
+
+
+def startup_failure(exc: BaseException, environ: MutableMapping[str, str] = os.environ) -> str | None:
+    """The one line to say when ``exc`` is Prefect's temporary server not answering in time, else ``None``.
+
+    Example:
+        >>> startup_failure(RuntimeError(TIMED_OUT + ". stdout: ..."), {SETTING: "120"})[:58]
+        "Prefect's temporary API server did not answer within 120 s"
+        >>> startup_failure(RuntimeError("another")) is None
+        True
+    """
+    if not isinstance(exc, RuntimeError) or not str(exc).startswith(TIMED_OUT):
+        return None
+    waited = environ.get(SETTING, "the profile's")
+    return (
+        f"Prefect's temporary API server did not answer within {waited} s ({SETTING}; a loaded machine?): "
+        "start one (prefect server start --host 127.0.0.1 --port 4200) and set "
+        f"PREFECT_API_URL=http://127.0.0.1:4200/api, or give {SETTING} more seconds"
+    )

@@ -1,0 +1,178 @@
+"""``nlsim models list|promote|rollback``: the model store's versions, and moving its pointer by hand.
+
+``promote VERSION`` makes a registered version current, ``rollback`` returns to the version promoted
+before the current one; each checks every file of the version against its manifest first, writes the
+pointer atomically under the store's lock (a running chain refuses it, and the other way round) and
+records who and why in ``history.jsonl`` (:mod:`nlsim.io.model_store`). The next daily run uses the
+version and embeds its window again.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="nlsim")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["models", "promote", "v0002", "--reason", "v0003 splits stories"])
+    >>> args.version, args.model_store, args.reason
+    ('v0002', 'models', 'v0003 splits stories')
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import socket
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from nlsim.commands.options import Formatter
+from nlsim.errors import ConfigError, StateError
+from nlsim.io.model_store import ModelStore
+from nlsim.progress import say
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "models",
+        help="list the model store's versions, promote one, or roll back",
+        description=textwrap.fill(
+            "promote VERSION makes a registered version of the model store current; rollback returns to the "
+            "version promoted before the current one. Each checks every file of the version against its "
+            "manifest, writes the pointer atomically under the store's lock and records who and why "
+            "(--reason) in history.jsonl. The next daily run (--model current) uses the version.",
+            100,
+        ),
+        formatter_class=Formatter,
+    )
+    sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    ls = sub.add_parser("list", help="the versions, their validation figures and which is current")
+    ls.add_argument("--json", action="store_true", help="print one JSON object")
+    pr = sub.add_parser("promote", help="make a registered version the current model")
+    pr.add_argument("version", help="the version: its name (v0002-1a2b3c4d) or its number (v0002)")
+    rb = sub.add_parser("rollback", help="make the version promoted before the current one current again")
+    for s, func in ((ls, run_list), (pr, run_promote), (rb, run_rollback)):
+        s.add_argument("--model-store", default="models", help="the model store folder (default: models)")
+        if s is not ls:
+            s.add_argument("--reason", required=True, help="why, recorded in history.jsonl with who did it")
+        s.set_defaults(func=func)
+
+
+def store_of(args: argparse.Namespace) -> ModelStore:
+    """The store ``--model-store`` names; a folder that is not there is refused by name."""
+    store = ModelStore(args.model_store)
+    missing = store.missing()
+    if missing is not None:
+        raise ConfigError(f"{missing}; give --model-store the folder `nlsim pipeline` filled")
+    return store
+
+
+def who() -> str:
+    """``user@host``: who moved the pointer, as ``history.jsonl`` records it."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        import os
+
+        user = f"uid {os.getuid()}"
+    return f"{user}@{socket.gethostname()}"
+
+
+def current_name(store: ModelStore) -> str | None:
+    """The current version's name; ``None`` when none was promoted, or when the pointer is lost (a promotion
+    by hand is how it is written back)."""
+    try:
+        current = store.current()
+    except StateError as exc:
+        say(f"{exc} (this promotion writes it again)")
+        return None
+    return None if current is None else current.name
+
+
+def run_promote(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    with store.lock() as lock:
+        if lock.message:
+            say(lock.message)
+        version = store.checked_version(args.version)
+        before = current_name(store)
+        if before == version.name:
+            print(f"{version.name} is already the current model of {store.root}: nothing changed")
+            return 0
+        store.promote(version, args.reason, by=who(), command="nlsim models promote", replaced=before)
+    print(f"promoted {version.name} in {store.root} (was {before or 'none'}): {args.reason}")
+    return 0
+
+
+def run_rollback(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    with store.lock() as lock:
+        if lock.message:
+            say(lock.message)
+        current = store.current()
+        if current is None:
+            raise ConfigError(f"model store {store.root} has no current model: nothing to roll back")
+        target = store.previous()
+        if target is None:
+            raise ConfigError(
+                f"model store {store.root}: {current.name} is the only version ever promoted; nothing to "
+                "roll back to (nlsim models promote VERSION makes another one current)"
+            )
+        version = store.checked_version(target)
+        store.promote(
+            version, args.reason, by=who(), command="nlsim models rollback", rolled_back=current.name
+        )
+    print(f"rolled back {store.root} from {current.name} to {version.name}: {args.reason}")
+    return 0
+
+
+def version_rows(store: ModelStore) -> list[dict[str, Any]]:
+    """One row per registered version, oldest first: its figures on validation (the latest the store
+    keeps), when it was made, and whether it is current, was promoted before, or never was."""
+    current = current_name(store)
+    promoted = {str(r.get("version")) for r in store.history() if r.get("decision") == "promoted"}
+    rows = []
+    for folder in store.versions():
+        info = store.info(folder)
+        if info is None:
+            continue
+        figures = list((info.get("validation") or {}).values())
+        latest = figures[-1] if figures else {}
+        rows.append(
+            {
+                "version": folder.name,
+                "created": info.get("created"),
+                "scorer": latest.get("scorer"),
+                "spearman": latest.get("spearman"),
+                "f1": latest.get("f1"),
+                "cv_f1": latest.get("cv_f1"),
+                "promoted": "current"
+                if folder.name == current
+                else ("before" if folder.name in promoted else "never"),
+            }
+        )
+    return rows
+
+
+def _cell(value: Any, digits: int) -> str:
+    return "" if value is None else f"{float(value):.{digits}f}"
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    rows = version_rows(store)
+    if args.json:
+        print(json.dumps({"store": str(Path(store.root)), "versions": rows, "rollback_to": store.previous()}))
+        return 0
+    current = next((r["version"] for r in rows if r["promoted"] == "current"), None)
+    print(f"model store {store.root}: {len(rows)} version(s), current {current or 'none (zero-shot)'}")
+    print(f"  {'version':<16} {'created':<25} {'scorer':<9} {'Spearman':>8} {'F1':>6} {'F1 cv':>6}  promoted")
+    for r in rows:
+        mark = "*" if r["promoted"] == "current" else " "
+        print(
+            f"{mark} {r['version']:<16} {r['created'] or '':<25} {r['scorer'] or '':<9} "
+            f"{_cell(r['spearman'], 2):>8} {_cell(r['f1'], 3):>6} {_cell(r['cv_f1'], 3):>6}  {r['promoted']}"
+        )
+    previous = store.previous()
+    if previous is not None:
+        print(f"nlsim models rollback would make {previous} current again")
+    return 0

@@ -1,0 +1,144 @@
+"""``nlsim models list|promote|rollback``: the pointer moved by hand, checked, locked and recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nlsim.io.manifest import saved_folder
+from nlsim.io.model_store import CURRENT, ModelStore
+from tests import command
+from tests.command import command_env, nlsim
+from tests.flows.prefect_server import stop_process
+
+
+def make_version(store: ModelStore, fingerprint: str, f1: float) -> Path:
+    """A registered version: a saved folder (marker and manifest) with a store.json holding its figures."""
+    folder = store.new_version_dir(fingerprint)
+    with saved_folder(folder, "model") as tmp:
+        (tmp / "config.json").write_text(json.dumps({"fingerprint": fingerprint}))
+        (tmp / "calibration.json").write_text(json.dumps({"threshold": 0.8, "f1": f1}))
+    key = "digest:none:1.0"
+    figures = {"scorer": "cosine", "spearman": 80.0 + f1, "f1": f1, "cv_f1": f1 - 0.02}
+    store.register(
+        folder,
+        {
+            "fingerprint": fingerprint,
+            "created": f"2026-11-2{len(store.versions())}T03:00:00+00:00",
+            "validation": {key: figures},
+        },
+    )
+    return folder
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ModelStore:
+    """Versions v0001 (promoted by the chain), v0002 (kept), v0003 (promoted, current)."""
+    s = ModelStore(tmp_path / "models")
+    s.claim()
+    v1, v2, v3 = (make_version(s, fp * 8, f1) for fp, f1 in (("a", 0.40), ("b", 0.38), ("c", 0.45)))
+    s.promote(v1, "v0001 beats zero-shot")
+    s.log({"decision": "kept, not promoted", "candidate": v2.name})
+    s.promote(v3, "v0003 beats v0001")
+    return s
+
+
+def models(store: ModelStore, *args: str) -> subprocess.CompletedProcess[str]:
+    return nlsim("models", *args, "--model-store", str(store.root), cwd=store.root.parent)
+
+
+def test_list_shows_each_version_its_figures_and_the_current_one(store: ModelStore) -> None:
+    proc = models(store, "list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"model store {store.root}: 3 version(s), current v0003-cccccccc"
+    rows = {line.split()[1] if line.startswith("*") else line.split()[0]: line for line in lines[2:5]}
+    assert rows["v0003-cccccccc"].startswith("* ") and rows["v0003-cccccccc"].endswith("current")
+    assert " 0.400 " in rows["v0001-aaaaaaaa"] and rows["v0001-aaaaaaaa"].endswith("before")
+    assert rows["v0002-bbbbbbbb"].endswith("never")
+    assert lines[-1] == "nlsim models rollback would make v0001-aaaaaaaa current again"
+    data = json.loads(models(store, "list", "--json").stdout)
+    assert [r["version"] for r in data["versions"]] == ["v0001-aaaaaaaa", "v0002-bbbbbbbb", "v0003-cccccccc"]
+    assert data["rollback_to"] == "v0001-aaaaaaaa"
+
+
+def test_promote_and_rollback_move_the_pointer_and_record_who_and_why(store: ModelStore) -> None:
+    proc = models(store, "promote", "v0002", "--reason", "v0003 splits the election stories")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        f"promoted v0002-bbbbbbbb in {store.root} (was v0003-cccccccc): v0003 splits the election stories"
+    )
+    assert store.current() == store.root / "versions" / "v0002-bbbbbbbb"
+    last = store.history()[-1]
+    assert last["decision"] == "promoted" and last["version"] == "v0002-bbbbbbbb"
+    assert last["reason"] == "v0003 splits the election stories" and "@" in last["by"]
+    assert last["command"] == "nlsim models promote" and last["replaced"] == "v0003-cccccccc"
+    # rollback returns to the version promoted before, then one further back
+    proc = models(store, "rollback", "--reason", "v0002 was worse")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout.strip()
+        == f"rolled back {store.root} from v0002-bbbbbbbb to v0003-cccccccc: v0002 was worse"
+    )
+    assert store.current().name == "v0003-cccccccc"
+    assert store.history()[-1]["rolled_back"] == "v0002-bbbbbbbb"
+    assert models(store, "rollback", "--reason", "back to the first").returncode == 0
+    assert store.current().name == "v0001-aaaaaaaa"
+    refused = command.refused(models(store, "rollback", "--reason", "again"), 2, "only version ever promoted")
+    assert refused.startswith("nlsim models: error: model store ")
+    # every line of the history parses, and the pointer names what the history last promoted
+    assert store.last_promoted()["version"] == json.loads((store.root / CURRENT).read_text())["version"]
+
+
+def test_a_version_that_is_not_there_or_fails_its_manifest_is_refused_in_one_line(store: ModelStore) -> None:
+    before = (store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()
+    message = command.refused(models(store, "promote", "v0009", "--reason", "x"), 2, "has no version 'v0009'")
+    assert message.endswith("(its versions: v0001-aaaaaaaa, v0002-bbbbbbbb, v0003-cccccccc)")
+    (store.root / "versions" / "v0001-aaaaaaaa" / "config.json").write_text("{}")  # altered after its save
+    message = command.refused(models(store, "promote", "v0001-aaaaaaaa", "--reason", "x"), 1, "config.json")
+    assert "differs from the one recorded in manifest.json" in message or "bytes, not the" in message
+    # the rollback goes to v0001 too: refused the same way
+    command.refused(models(store, "rollback", "--reason", "x"), 1, "v0001-aaaaaaaa/config.json")
+    unregistered = store.new_version_dir("dddddddd")
+    with saved_folder(unregistered, "model") as tmp:
+        (tmp / "config.json").write_text("{}")
+    command.refused(models(store, "promote", "v0004", "--reason", "x"), 2, "is not registered")
+    command.refused(
+        nlsim("models", "list", "--model-store", "modles", cwd=store.root.parent),
+        2,
+        "'modles' does not exist",
+    )
+    assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
+
+
+HOLD = """
+import sys, time
+from nlsim.io.model_store import ModelStore
+lock = ModelStore(sys.argv[1]).lock().acquire()
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_promotion_is_refused_while_a_chain_holds_the_store(store: ModelStore) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(store.root)],
+        env=command_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        before = (store.root / CURRENT).read_bytes()
+        command.refused(models(store, "promote", "v0002", "--reason", "x"), 1, "is locked by another run")
+        assert (store.root / CURRENT).read_bytes() == before
+    finally:
+        stop_process(holder, grace=5)
+    time.sleep(0.1)
+    assert models(store, "promote", "v0002", "--reason", "x").returncode == 0

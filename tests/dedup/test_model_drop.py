@@ -1,0 +1,94 @@
+"""A daily run refuses a model whose recorded same-story F1 is much lower than that of the model of the
+state's last run (``--model-store`` pointed at another store whose first version beat only its own
+zero-shot base), unless ``--accept-model-drop``; a comparable model goes on without a word."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nlsim.dedup.config import DedupConfig
+from nlsim.errors import ConfigError
+from nlsim.io.manifest import saved_folder
+from nlsim.io.model_store import ModelStore
+from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+
+def promoted_store(folder: Path, f1: float, digest: str) -> Path:
+    """A store whose one version is promoted, its figures on validation as the chain records them."""
+    store = ModelStore(folder)
+    store.claim()
+    version = store.new_version_dir(digest * 8)
+    with saved_folder(version, "model") as tmp:
+        (tmp / "config.json").write_text("{}")
+    figures = {"scorer": "reranker", "spearman": 80.0, "threshold": 0.75, "f1": f1, "cv_f1": f1, "n": 492}
+    store.register(version, {"fingerprint": digest * 8, "validation": {f"{digest}:tw2sp:1.0": figures}})
+    store.promote(version, "beats its zero-shot base")
+    return folder
+
+
+def encoder(store: Path, dim: int) -> HashEncoder:
+    """A quick encoder standing for the store's current version (loaded from its folder, as runs load it)."""
+    enc = HashEncoder(dim)
+    enc.path = str(ModelStore(store).current())  # type: ignore[misc]
+    return enc
+
+
+def config(day: Path, out: Path, store: Path, **kw: object) -> DedupConfig:
+    return DedupConfig(
+        corpus=day,
+        out=out,
+        model="current",
+        model_store=str(store),
+        convert="none",
+        threshold=0.7,
+        cache=False,
+        progress=False,
+        save_index=False,
+        text_fields=("title",),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_a_daily_run_refuses_a_model_far_below_the_last_runs_unless_asked(tmp_path: Path) -> None:
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    chinese = promoted_store(tmp_path / "models", 0.44, "a")
+    english = promoted_store(tmp_path / "models-en", 0.30, "b")
+    state, out = tmp_path / "state", tmp_path / "out"
+    first = run_daily(config(days[0], out, chinese), state, encoder=encoder(chinese, 256))
+    assert first.stats.info.version == "v0001-aaaaaaaa"
+    manifest = (state / "MANIFEST.json").read_bytes()
+    latest = (out / "LATEST").read_text()
+
+    with pytest.raises(ConfigError) as refused:
+        run_daily(config(days[1], out, english), state, encoder=encoder(english, 128))
+    line = str(refused.value)
+    assert "\n" not in line
+    assert line.startswith(
+        "model v0001-bbbbbbbb has same-story F1 0.300 (its store evaluation on 492 validation pairs), 0.140 "
+        "below the 0.440 of v0001-aaaaaaaa, the model of this state's last run"
+    )
+    assert "each on its own latest validation pairs" in line and "--accept-model-drop" in line
+    assert (state / "MANIFEST.json").read_bytes() == manifest and (out / "LATEST").read_text() == latest
+
+    accepted = run_daily(
+        config(days[1], out, english, state=str(state), accept_model_drop=True),
+        state,
+        encoder=encoder(english, 128),
+    )
+    said = [m for m in accepted.stats.messages if "as --accept-model-drop asks" in m]
+    assert len(said) == 1 and accepted.stats.model_switch is not None
+    saved = json.loads((state / "runs" / f"{accepted.run_id}.json").read_text())
+    assert saved["parameters" if "parameters" in saved else "messages"]  # the run was committed
+
+    # back to a model within 0.10 of the last run's (0.38 against 0.30: a rise): no word, no refusal
+    close = promoted_store(tmp_path / "models-close", 0.38, "c")
+    third = run_daily(config(days[2], out, close), state, encoder=HashEncoder(64))
+    assert not [m for m in third.stats.messages if "same-story F1" in m]
+
+
+def test_accept_model_drop_needs_a_state(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--accept-model-drop works on a daily state"):
+        DedupConfig(corpus="c.csv", out=str(tmp_path / "o"), threshold=0.9, accept_model_drop=True)

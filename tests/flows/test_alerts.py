@@ -1,0 +1,137 @@
+"""An alert on a failed run: ``python -m flows.alerts`` sets up the automation on a real Prefect server
+started on 127.0.0.1, a daily run that fails (its day's file is missing) reaches the webhook and the
+notification block with its one-line reason, and running the command again updates the automation instead
+of adding a second one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.flows.prefect_server import PrefectServer
+
+
+class Hooks:
+    """An HTTP server on 127.0.0.1 that keeps the JSON body of every POST, by path."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, Any]] = []
+        hooks = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    data = json.loads(body)
+                except ValueError:
+                    data = body.decode("utf-8", "replace")
+                hooks.received.append((self.path, data))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait(self, path: str, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for got, data in self.received:
+                if got == path:
+                    return data
+            time.sleep(0.5)
+        raise AssertionError(f"nothing posted to {path} within {timeout} s: {self.received}")
+
+
+def python(server: PrefectServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], env=server.client_env(), cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.mark.slow
+def test_a_failed_daily_run_reaches_the_webhook_and_the_notification_block(tmp_path: Path) -> None:
+    hooks = Hooks()
+    with PrefectServer(tmp_path / "prefect") as server:
+        try:
+            save = (
+                "from prefect.blocks.notifications import CustomWebhookNotificationBlock as B; "
+                f"B(name='desk', url='{hooks.url}/notify', "
+                "json_data={'subject': '{{subject}}', 'body': '{{body}}'}).save('desk', overwrite=True)"
+            )
+            assert python(server, tmp_path, "-c", save).returncode == 0
+            alert = [
+                "-m",
+                "flows.alerts",
+                "--webhook",
+                f"{hooks.url}/hook",
+                "--notify",
+                "custom-webhook/desk",
+            ]
+            made = python(server, tmp_path, *alert)
+            assert made.returncode == 0, made.stderr[-3000:]
+            assert made.stdout.startswith("created automation nlsim-failed-runs (")
+            assert "news-dedup" in made.stdout and "call-webhook, send-notification" in made.stdout
+            again = python(server, tmp_path, *alert)
+            assert again.returncode == 0 and again.stdout.startswith("updated automation nlsim-failed-runs")
+            listed = server.api("POST", "/automations/filter", json={})
+            assert [a["name"] for a in listed] == ["nlsim-failed-runs"]
+
+            # the daily flow, as the deployment runs it, on a day whose file is missing: Failed, in one line
+            day = [
+                "--corpus",
+                "incoming/{date}.parquet",
+                "--date",
+                "2026-11-22",
+                "--state",
+                "st",
+                "--out",
+                "r",
+            ]
+            run = python(server, tmp_path, "-m", "flows.dedup", *day, "--threshold", "0.9")
+            assert run.returncode == 1, run.stderr[-3000:]
+            posted = hooks.wait("/hook", timeout=120)
+            assert posted["flow"] == "news-dedup" and posted["flow_run"] == "news-dedup 2026-11-22 daily"
+            assert posted["state"] == "Failed"
+            assert posted["message"].startswith(
+                "no input for 2026-11-22: incoming/2026-11-22.parquet does not"
+            )
+            assert posted["text"].startswith(
+                "nlsim: news-dedup run news-dedup 2026-11-22 daily Failed: no input"
+            )
+            notified = hooks.wait("/notify", timeout=60)
+            assert notified["subject"] == "nlsim: news-dedup run news-dedup 2026-11-22 daily Failed"
+            assert notified["body"].startswith("no input for 2026-11-22")
+
+            removed = python(server, tmp_path, "-m", "flows.alerts", "--remove")
+            assert removed.stdout.strip() == "removed 1 automation(s) called nlsim-failed-runs"
+            assert server.api("POST", "/automations/filter", json={}) == []
+        finally:
+            hooks.server.shutdown()
+
+
+def test_the_alert_command_refuses_without_a_server(tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "home"), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.alerts", "--webhook", "http://127.0.0.1:9/x"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2 and "set PREFECT_API_URL" in proc.stderr.strip().splitlines()[-1]

@@ -1,0 +1,73 @@
+"""Prefect's temporary API server, started by a flow run from the command line: the users' runs get the
+test suite's margin to start it (unless they set their own), and a server that still does not answer
+ends the command in one line. Each case runs in a new interpreter, with no Prefect setting inherited."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flows.ephemeral import SETTING, STARTUP_TIMEOUT_S
+from tests.flows.prefect_server import ROOT
+
+READ = f"import flows; from prefect.settings import {SETTING} as s; print(s.value())"
+
+
+def clean_env(home: Path, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    return {
+        **env,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PYTHONPATH": str(ROOT),
+        "NLSIM_PROGRESS": "off",
+        **more,
+    }
+
+
+def read_timeout(home: Path, **env: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", READ], env=clean_env(home, **env), capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip()
+
+
+def test_a_flow_command_waits_the_suites_margin_unless_the_user_set_one(tmp_path: Path) -> None:
+    assert read_timeout(tmp_path / "home") == str(STARTUP_TIMEOUT_S)  # Prefect's own: 20
+    assert read_timeout(tmp_path / "home", **{SETTING: "45"}) == "45"
+    profiled = tmp_path / "profiled"
+    profiled.mkdir()
+    (profiled / "profiles.toml").write_text(f'active = "work"\n\n[profiles.work]\n{SETTING} = "75"\n')
+    assert read_timeout(profiled) == "75"
+
+
+@pytest.mark.slow
+def test_a_temporary_server_that_does_not_answer_ends_the_command_in_one_line(tmp_path: Path) -> None:
+    """The Dask flow as the failing user ran it, without a server; a 1 s margin stands for a loaded machine
+    (the server takes 6-20 s to start here)."""
+    args = ["--corpus", str(ROOT / "data" / "bbc.parquet"), "--out", str(tmp_path / "out")]
+    args += ["--model", "paraphrase-MiniLM-L3-v2", "--convert", "none", "--threshold", "0.9"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.dedup_distributed", *args],
+        env=clean_env(tmp_path / "home", **{SETTING: "1"}),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in lines if ": error: " in line]
+    assert errors == [
+        "python -m flows.dedup_distributed: error: Prefect's temporary API server did not answer within 1 s "
+        f"({SETTING}; a loaded machine?): start one (prefect server start --host 127.0.0.1 --port 4200) and "
+        f"set PREFECT_API_URL=http://127.0.0.1:4200/api, or give {SETTING} more seconds"
+    ], proc.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
