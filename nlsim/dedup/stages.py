@@ -78,7 +78,7 @@ from nlsim.io.records import known_fields
 from nlsim.progress import Progress, say, warn
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import Reranker, check_saved_reranker, has_reranker, load_reranker, rerank_pairs
-from nlsim.rerank.series import vetoed_scores
+from nlsim.rerank.series import veto_cap, vetoed_scores
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -646,7 +646,8 @@ def rerank(
 ) -> pd.DataFrame:
     """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
     score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.dedup.near_misses.split`)."""
+    :func:`nlsim.dedup.near_misses.split`). With the series veto a series pair is held below the threshold
+    in use (:func:`nlsim.rerank.series.veto_cap`), and the stage says how many pairs it held there."""
     assert model.reranker is not None
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
@@ -656,16 +657,24 @@ def rerank(
     texts = dict(zip(rows, window.texts(rows, scoring.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
     scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
+    threshold = model.threshold.value
+    held = 0
     if scoring.series_veto and len(scored):
-        scored = scored.assign(
-            similarity=vetoed_scores(
-                scored["similarity"].to_numpy(),
-                [texts[x] for x in scored["a"]],
-                [texts[y] for y in scored["b"]],
-            ).astype(np.float32)
+        before = scored["similarity"].to_numpy()
+        after = vetoed_scores(
+            before, [texts[x] for x in scored["a"]], [texts[y] for y in scored["b"]], threshold
+        ).astype(np.float32)
+        held = int(((before >= threshold) & (after < threshold)).sum())
+        scored = scored.assign(similarity=after)
+    kept = int((scored["similarity"].to_numpy() >= threshold).sum())
+    say(
+        f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {threshold:.4f}"
+        + (
+            f" (the series veto held {held} pair(s) below it: {veto_cap(threshold):.4f} at most)"
+            if scoring.series_veto
+            else ""
         )
-    kept = int((scored["similarity"].to_numpy() >= model.threshold.value).sum())
-    say(f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {model.threshold.value:.4f}")
+    )
     return scored
 
 
