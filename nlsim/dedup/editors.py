@@ -5,10 +5,13 @@ extends; the chain passes its own). From it a run takes:
 
 - **the scored pairs** (every split): the page's review queue never offers them again, and the page is
   given their pair ids only (:func:`nlsim.io.editor_file.pair_id`), never their scores or splits;
-- **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), which act on the clusters
-  (every rule of :mod:`nlsim.clusters.rules` honours them): "same story" joins two items, "not the same
-  story" keeps them apart. Only verdicts on training pairs act; a pair the file holds in its validation or
-  test split never does, whatever the store says (the report is judged on those pairs).
+- **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), read checked against the
+  pair file (:func:`nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold never acts,
+  a merged pair the store lost is rebuilt from the pair file, a store under an earlier name is read; the
+  run says what it found and writes nothing), which act on the clusters (every rule of
+  :mod:`nlsim.clusters.rules` honours them): "same story" joins two items, "not the same story" keeps them
+  apart. Only verdicts on training pairs act; a pair the file holds in its validation or test split never
+  does, whatever the store says (the report is judged on those pairs).
 
 A daily run keeps the verdicts and the scored pairs in its state (:mod:`nlsim.dedup.state`): a later run,
 with or without ``--annotated-pairs``, and after a model promotion, still honours the verdicts and never
@@ -33,10 +36,11 @@ from pathlib import Path
 import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.verdicts import Verdicts, from_frame, link_store, load_verdicts, store_path
+from nlsim.clusters.verdicts import Verdicts, check_store, earlier_paths, from_frame, store_path
 from nlsim.errors import StateError
 from nlsim.io.editor_file import pair_id
 from nlsim.io.pairs import item_id, load_pairs
+from nlsim.progress import say
 
 
 @dataclass(frozen=True)
@@ -65,9 +69,10 @@ class EditorsInput:
     def constraints(self) -> LinkConstraints:
         """The acting verdicts (training pairs, none held out) as must-links and cannot-links."""
         c = self.verdicts.constraints()
+        off = self.held_out
         return LinkConstraints(
-            must_link=frozenset(p for p in c.must_link if p not in self.held_out),
-            cannot_link=frozenset(p for p in c.cannot_link if p not in self.held_out),
+            must_link=frozenset(p for p in c.must_link if p not in off),
+            cannot_link=frozenset(p for p in c.cannot_link if p not in off),
         )
 
 
@@ -91,9 +96,7 @@ def editors_fingerprint(annotated_pairs: str | Path | None) -> str | None:
     if not annotated_pairs:
         return None
     h = hashlib.sha256()
-    for path in (Path(annotated_pairs), store_path(annotated_pairs), link_store(annotated_pairs)):
-        if path is None:
-            continue
+    for path in (Path(annotated_pairs), store_path(annotated_pairs), *earlier_paths(annotated_pairs)):
         h.update(path.read_bytes() if path.is_file() else b"\x00absent")
         h.update(b"\x1e")
     return h.hexdigest()
@@ -131,10 +134,12 @@ def read_editors(
                 for (a, b), good, s in zip(ids, ok, split, strict=True)
                 if good and s in ("validation", "test")
             )
-        for store in (link_store(annotated_pairs), store_path(annotated_pairs)):  # the later one wins
-            stored = load_verdicts(store) if store is not None else Verdicts()
-            if len(stored):
-                verdicts = verdicts.updated(stored.records)
-                sources.append(str(store))
+        check = check_store(annotated_pairs, pairs)
+        check.refuse_damaged()
+        for line in check.notes():
+            say(line)
+        if len(check.verdicts):
+            verdicts = verdicts.updated(check.verdicts.records)
+            sources.append(str(check.path))
     scored |= frozenset(v.key for v in verdicts.records)
     return EditorsInput(verdicts, scored, held, " and ".join(sources))
