@@ -29,8 +29,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -53,12 +53,15 @@ class EditorsInput:
             state's record, as ``pair_key``.
         held_out: the validation and test pairs of that file (``pair_key``): never constraints.
         source: where the verdicts came from (the store, the state), for the run record.
+        text_changed: the verdicts (``pair_key``) given on another text than one of their items carries now
+            (:meth:`checked_texts`): never constraints, until an editor decides on the new text.
     """
 
     verdicts: Verdicts = field(default_factory=Verdicts)
     scored: frozenset[tuple[str, str]] = frozenset()
     held_out: frozenset[tuple[str, str]] = frozenset()
     source: str = ""
+    text_changed: frozenset[tuple[str, str]] = frozenset()
 
     def scored_ids(self, shown: Iterable[str]) -> list[str]:
         """The pair ids (:func:`nlsim.io.editor_file.pair_id`) of the scored pairs whose two items are
@@ -67,13 +70,29 @@ class EditorsInput:
         return sorted(pair_id(a, b) for a, b in self.scored if a in known and b in known)
 
     def constraints(self) -> LinkConstraints:
-        """The acting verdicts (training pairs, none held out) as must-links and cannot-links."""
+        """The acting verdicts (training pairs, none held out, none whose text changed) as must-links and
+        cannot-links."""
         c = self.verdicts.constraints()
-        off = self.held_out
+        off = self.held_out | self.text_changed
         return LinkConstraints(
             must_link=frozenset(p for p in c.must_link if p not in off),
             cannot_link=frozenset(p for p in c.cannot_link if p not in off),
         )
+
+    def checked_texts(self, texts: Mapping[str, str]) -> EditorsInput:
+        """These verdicts with those given on another text than an item of theirs carries in ``texts`` (item
+        id to the text the page shows, its title) set apart: an old "not the same story" must not keep two
+        items apart that now read the same (:meth:`~nlsim.clusters.verdicts.Verdict.text_changed`).
+
+        >>> from nlsim.clusters.verdicts import Verdict
+        >>> from nlsim.io.editor_file import text_sha256
+        >>> v = Verdict("a", "b", 0.0, sha256_a=text_sha256("Floods"), sha256_b=text_sha256("Storm"))
+        >>> e = EditorsInput(Verdicts.from_records([v])).checked_texts({"a": "Floods", "b": "Floods"})
+        >>> e.text_changed, e.constraints().cannot_link
+        (frozenset({('a', 'b')}), frozenset())
+        """
+        changed = frozenset(v.key for v in self.verdicts.acting() if v.text_changed(texts))
+        return replace(self, text_changed=changed)
 
 
 SCORED_COLUMNS = ("id_a", "id_b")

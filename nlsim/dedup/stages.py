@@ -849,6 +849,7 @@ def editors_record(
         refused=len(overruled),
         decisions=[[v.id_a, v.id_b, v.score] for v in here if v.key not in overruled],
         overruled=[[v.id_a, v.id_b, v.score] for v in here if v.key in overruled],
+        text_changed=[list(k) for k in sorted(editors.text_changed)],
     )
 
 
@@ -1009,11 +1010,24 @@ def commit(
 
 def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
     """The editors' scored pairs and verdicts (``--annotated-pairs``) with those a daily state keeps, read
-    before the expensive stages (a bad file is refused first)."""
+    before the expensive stages (a bad file is refused first); a verdict given on another text than its
+    item carries in the window (its title) does not act, and the run says so."""
     state = window.state
     if state is None:
-        return read_editors(opts.annotated_pairs, None)
-    return read_editors(opts.annotated_pairs, state.verdicts, state.scored)
+        read = read_editors(opts.annotated_pairs, None)
+    else:
+        read = read_editors(opts.annotated_pairs, state.verdicts, state.scored)
+    titles = dict(zip(map(str, window.ids), window.items["title"].astype(str), strict=True))
+    checked = read.checked_texts(titles)
+    if checked.text_changed:
+        shown = ", ".join(f"{a}/{b}" for a, b in sorted(checked.text_changed)[:3])
+        more = len(checked.text_changed) - 3
+        say(
+            f"{len(checked.text_changed)} editors' verdict(s) were given on another text than an item of "
+            f"theirs carries now ({shown}{f' and {more} more' if more > 0 else ''}): they do not act until "
+            "an editor decides on the new text"
+        )
+    return checked
 
 
 def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:

@@ -739,3 +739,44 @@ def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_pa
     three = run_daily(base.with_(corpus=str(days[1]), annotated_pairs=str(pairs)), state, encoder=enc)
     assert not any("not yet the pairs they scored" in m for m in three.stats.messages)
     assert open_state(state).scored is not None
+
+
+def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Day 1: the editors say a and c are not the same story. Day 2 brings c again with a's title: the old
+    verdict would keep apart two items that now read the same. It does not act (the verdict keeps the hashes
+    of the texts it was given on), the run says so and its record lists it; the state keeps the verdict."""
+    import logging
+
+    from nlsim.annotation import merge_annotations
+
+    first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
+    for n, titles in enumerate([first, {"c": first["a"]}], start=1):
+        pd.DataFrame(
+            {
+                "id": list(titles),
+                "title": list(titles.values()),
+                "source": "wire",
+                "published_at": [T + pd.Timedelta(days=n, hours=h) for h in range(len(titles))],
+            }
+        ).to_parquet(tmp_path / f"day{n}.parquet", index=False)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
+    marks = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {"id_a": ["a"], "id_b": ["c"], "text_a": [first["a"]], "text_b": [first["c"]], "score": ["0"]}
+    ).to_csv(marks, index=False)
+    merge_annotations(marks, pairs, log=lambda _: None)
+    enc, state = HashEncoder(), tmp_path / "state"
+    one = run_daily(
+        _config(tmp_path / "day1.parquet", tmp_path / "out", annotated_pairs=str(pairs)), state, encoder=enc
+    )
+    assert one.stats.editors is not None and one.stats.editors.cannot_link == 1
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        two = run_daily(_config(tmp_path / "day2.parquet", tmp_path / "out"), state, encoder=enc)
+    got = state_assignment(state)
+    assert got.get("a") is not None and got.get("a") == got.get("c")  # the same title again: one story
+    assert two.stats.editors is not None and two.stats.editors.text_changed == [["a", "c"]]
+    assert "another text than an item of theirs carries now (a/c)" in caplog.text
+    assert len(open_state(state).verdicts) == 1  # kept: it acts again if an editor's text comes back

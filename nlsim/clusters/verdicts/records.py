@@ -5,7 +5,8 @@
 on **training** pairs act (:meth:`Verdicts.constraints`): a validation or test pair used as a constraint
 would put the editors' answer into the clusters the report is judged on. One verdict per pair: a later one
 on the same pair replaces the earlier (:meth:`Verdicts.updated`). A verdict keeps the SHA-256 of the two
-texts it was given on (:func:`nlsim.io.editor_file.text_sha256`, as the merge checks them).
+texts it was given on (:func:`nlsim.io.editor_file.text_sha256`, as the merge checks them): a verdict on a
+text that has changed since does not act (:meth:`Verdict.text_changed`).
 
 Example:
     >>> v = Verdicts.from_records([Verdict("a", "b", 1.0, "train"), Verdict("c", "a", 0.0, "train"),
@@ -26,7 +27,7 @@ import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.errors import InputError
-from nlsim.io.editor_file import pair_id
+from nlsim.io.editor_file import pair_id, text_sha256
 
 SAME_STORY = 1.0
 """The rubric level of "same story": a verdict at it is a must-link, one below it a cannot-link."""
@@ -91,6 +92,21 @@ class Verdict:
     def pair_id(self) -> str:
         """The pair's id in the editors' files (:func:`nlsim.io.editor_file.pair_id`)."""
         return pair_id(self.id_a, self.id_b)
+
+    def text_changed(self, texts: Mapping[str, str]) -> list[str]:
+        """The items of this verdict whose text in ``texts`` (item id to text) is not the one the verdict
+        was given on (by its hash; an item ``texts`` lacks, or a side without a hash, is not compared).
+
+        >>> v = Verdict("a", "b", 0.0, sha256_a=text_sha256("Floods"), sha256_b=text_sha256("Storm"))
+        >>> v.text_changed({"a": "Floods", "b": "Storm"}), v.text_changed({"a": "Floods north"})
+        ([], ['a'])
+        """
+        changed = []
+        for item, digest in ((self.id_a, self.sha256_a), (self.id_b, self.sha256_b)):
+            text = texts.get(item)
+            if digest and text is not None and digest not in (text_sha256(text), text_sha256(text.strip())):
+                changed.append(item)
+        return changed
 
 
 @dataclass(frozen=True)
