@@ -1,6 +1,8 @@
 """The chained pipeline: the one place that orders the chain, from annotated pairs to the judged report.
 
-1. **load**: the annotated pairs (validated: no pair in two splits);
+1. **load**: the annotated pairs (validated: no pair in two splits) and, with a report, every input the report
+   reads (its corpus, the pairs it is judged on, the editors' verdict store checked against the pair
+   file): a bad one is refused before any training (:func:`load_inputs`);
 2. **baseline**: the zero-shot base model scored on validation (and test) and calibrated at the report's
    level on validation (kept in the model store as its zero-shot calibration): the "before";
 3. **finetune** (before it, on a cold chain with no promoted model, the **first report**,
@@ -51,9 +53,10 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
+from nlsim.dedup import stages
 from nlsim.dedup.config import CURRENT_MODEL
+from nlsim.dedup.editors import read_editors
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
-from nlsim.dedup.stages import judge_pairs
 from nlsim.encoders import load_encoder
 from nlsim.encoders.device import default_device
 from nlsim.encoders.scoring import KnownScores, known_scores
@@ -80,7 +83,12 @@ from nlsim.training.validation import ScoredValidation
 CHAIN_STAGES = {
     s.name: s
     for s in (
-        StageInfo("chain-load", "read and validate the annotated pairs", io=True),
+        StageInfo(
+            "chain-load",
+            "read and validate the annotated pairs and every input of the report (corpus, verdict store, "
+            "judged pairs), before any training",
+            io=True,
+        ),
         StageInfo("base-model", "load the base encoder", io=True),
         StageInfo("reuse-check", "load the reused version, every file checked, before it is evaluated"),
         StageInfo("baseline", "score and calibrate the zero-shot base model on validation"),
@@ -450,6 +458,20 @@ def load_version(version: Path) -> None:
         ) from None
 
 
+def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
+    """The annotated pairs, validated, once every input the chain reads has been read and checked: with a
+    report, its corpus (as the report loads it), the pairs it is judged on (ids, split) and the editors'
+    verdicts (the store checked against the pair file). A bad row of any of them is refused now, by file,
+    row and field, not after the baseline, the training and the registration of a new version."""
+    pairs = load_pairs(cfg.pairs)
+    if cfg.report:
+        settings = cfg.dedup_config(CURRENT_MODEL).settings()
+        stages.load(settings.input)
+        stages.judge_pairs(settings.report)
+        read_editors(settings.clustering.annotated_pairs, None)
+    return pairs
+
+
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     """Run the chain (see the module docstring), holding the model store's lock."""
     check_chain_paths(cfg)
@@ -469,9 +491,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     first_call = timed_call(call, timings, dict.fromkeys(STAGES, "first-report"))
     call = timed_call(call, timings, groups)
 
-    pairs = call("chain-load", load_pairs, cfg.pairs)
-    if cfg.report:  # the pairs the report is judged on (ids, split) refused now, not after training
-        judge_pairs(cfg.dedup_config(CURRENT_MODEL))
+    pairs = call("chain-load", load_inputs, cfg)
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
