@@ -256,3 +256,15 @@ def test_a_damaged_store_is_refused_by_row_and_never_rewritten(tmp_path: Path, h
     check_verdicts(pairs, write=True, log=lambda _: None)
     assert _acting(pairs)[1] == {("n0", "n1"), ("n2", "n3")}
     assert {v.key: v.annotator for v in load_verdicts(store_path(pairs)).records}[("n2", "n3")] == "desk"
+
+
+def test_the_bundled_pair_file_and_its_store_are_in_step(repo_root: Path) -> None:
+    """A fresh clone's `bash run.sh` passes the bundled pair file to the report: its store is found under
+    today's name, every row sound, every verdict held by the pair file, nothing to rebuild or say."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = repo_root / "annotations" / "thucnews_tw_pairs.tsv"
+    check = check_store(pairs)
+    assert check.path.name == "thucnews_tw_pairs.tsv.verdicts.csv" and check.in_step and not check.notes()
+    assert (len(check.verdicts), len(check.verdicts.acting())) == (331, 221)
+    assert all(v.sha256_a and v.sha256_b for v in check.verdicts.records)
