@@ -5,7 +5,8 @@ folder, a site, a state or model folder) and runs one ``python -m nlsim ...`` co
 subprocess (:func:`run_case`). Then:
 
 - a case meant to be refused must exit with status 1 or 2 and a one-line ``nlsim CMD: error: ...`` last on
-  stderr, without a traceback, naming what the case names (the file, ``row N``, the field or option);
+  stderr, without a traceback, naming what the case names (the file, ``row N``, the field or option), and
+  pass its check where it has one (what the refusal must not have done first: train a new version);
 - a case meant to work (a corpus that is odd but valid) must exit 0 and load exactly its data rows:
   ``nlsim embed``'s sidecar lists the ids of the rows it embedded, ``nlsim dedup --json`` counts the items
   read and quarantined;
@@ -19,7 +20,9 @@ bad calibration files, bad pair files and editors' files, broken state folders, 
 file against the manifest written when nlsim saved it, the reranker's too), text that spreadsheets or the
 page must keep as text (control characters, formulas, a right-to-left override), progress in a log file,
 damaged or locked model stores and what killed chains left, reports that are not one run, pairs that do not
-belong to the report they judge, and a daily run after a model change. The model is the small
+belong to the report they judge, a daily run after a model change, the editors' verdict store lost, cut,
+torn, left by a killed merge or shared by the pair files of one stem, and the series veto under a low
+threshold. The model is the small
 ``paraphrase-MiniLM-L3-v2`` with ``--threshold``, ``--no-cache`` and tiny corpora (and a chain trained once
 on 24 headlines). A case meant to work passes only when its result is right (its check).
 

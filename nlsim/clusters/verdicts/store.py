@@ -25,6 +25,8 @@ Example:
     >>> store.name
     'news.tsv.verdicts.csv'
     >>> save_verdicts(Verdicts.from_records([Verdict("a", "b", 1.0, annotator="ed")]), store)
+    >>> [v.annotator for v in load_verdicts(store).records]
+    ['ed']
     >>> _ = store.write_text(store.read_text()[:-20])  # a writer killed in the last row
     >>> read_store_file(store).damaged[0].field
     'row_sha256'
