@@ -35,7 +35,7 @@ Example:
 from __future__ import annotations
 
 import glob
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -86,24 +86,18 @@ class PairRow:
             sha256_b=text_sha256(self.text_b),
         )
 
+    def is_verdict(self) -> bool:
+        """Whether this row can record a verdict: a rubric level in a known split."""
+        return self.split in SPLITS and any(abs(self.score - lv) < 1e-9 for lv in LEVELS)
+
     def agrees(self, v: Verdict) -> bool:
+        """Whether ``v`` gives this pair the score and split this row does."""
         return abs(v.score - self.score) < 1e-9 and v.split == self.split
 
     def hashed(self, v: Verdict) -> Verdict:
         """``v`` with the texts' hashes of this row on the side of each of its items."""
-        same = v.id_a == self.id_a
-        a, b = (self.text_a, self.text_b) if same else (self.text_b, self.text_a)
-        return Verdict(
-            v.id_a,
-            v.id_b,
-            v.score,
-            v.split,
-            v.annotator,
-            v.source,
-            v.decided_at,
-            text_sha256(a),
-            text_sha256(b),
-        )
+        a, b = (self.text_a, self.text_b) if v.id_a == self.id_a else (self.text_b, self.text_a)
+        return replace(v, sha256_a=text_sha256(a), sha256_b=text_sha256(b))
 
 
 def _cell(frame: pd.DataFrame, col: str, i: int) -> str:
@@ -214,7 +208,7 @@ class StoreCheck:
             out.append(f"{self.pairs_file} names no items (no id_a/id_b): its verdict store is not checked")
         out += _listed(
             self.dropped,
-            f"verdict(s) in {self.path} that {self.pairs_file} does not hold (a merge "
+            f"verdict(s) in {self.path} that {self.pairs_file} does not hold as one (a merge "
             "that did not finish, or a pair removed from the pair file) do not act",
         )
         out += _listed(self.corrected, f"verdict(s) take the score and split {self.pairs_file} gives them")
@@ -272,23 +266,13 @@ def check_store(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> St
             row = rows.get(v.key)
             if v.key in kept or (row is None and f.path != path):
                 continue  # today's store first; an earlier store's other pairs are another file's
-            if row is None:
+            if row is None or not row.is_verdict():  # not held, or held as no editor's level
                 dropped.append(v)
                 continue
             if not (v.sha256_a and v.sha256_b):
                 v, hashed = row.hashed(v), hashed + 1
             if not row.agrees(v):
-                v = Verdict(
-                    v.id_a,
-                    v.id_b,
-                    round(row.score, 2),
-                    row.split,
-                    v.annotator,
-                    v.source,
-                    v.decided_at,
-                    v.sha256_a,
-                    v.sha256_b,
-                )
+                v = replace(v, score=round(row.score, 2), split=row.split)
                 corrected.append(v)
             kept[v.key] = v
             if f.path != path:
@@ -322,9 +306,8 @@ def _rebuilt(
     first = min(named) if named else 0
     out = []
     for key, row in sorted(rows.items(), key=lambda kv: kv[1].index):
-        if row.merged and row.index >= first and key not in kept:
-            if row.split in SPLITS and any(abs(row.score - lv) < 1e-9 for lv in LEVELS):
-                out.append(row.verdict())
+        if row.merged and row.index >= first and key not in kept and row.is_verdict():
+            out.append(row.verdict())
     return out
 
 
