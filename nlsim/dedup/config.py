@@ -248,8 +248,9 @@ class DedupConfig:
         None,
         help="the annotated pair file (.tsv/.csv/.parquet, the one `nlsim annotate merge` extends): the "
         "page's review queue never offers its pairs again, and the editors' verdicts kept beside it "
-        "(NAME.verdicts.csv) act on the clusters: same story joins two items, not the same story keeps them "
-        "apart (training pairs only; a daily state keeps them for later runs)",
+        "(FILE.verdicts.csv, checked against the pair file) act on the clusters: same story joins two "
+        "items, not the same story keeps them apart (training pairs only; a daily state keeps them for "
+        "later runs)",
     )
     progress: bool = option(True, help="no progress output", flags=("--no-progress",))
     save_index: bool = option(True, help="keep the FAISS index in OUT/index/", cli=False)

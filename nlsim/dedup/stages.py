@@ -68,7 +68,7 @@ from nlsim.report.record import EditorsRecord, RerankRecord, RunLog, RunRecord
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import rerank_pairs
-from nlsim.rerank.series import vetoed_scores
+from nlsim.rerank.series import veto_cap, vetoed_scores
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -457,7 +457,8 @@ def rerank(
 ) -> pd.DataFrame:
     """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
     score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.report.near_misses.split`)."""
+    :func:`nlsim.report.near_misses.split`). With the series veto a series pair is held below the threshold
+    in use (:func:`nlsim.rerank.series.veto_cap`), and the stage says how many pairs it held there."""
     assert model.reranker is not None
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
@@ -468,16 +469,24 @@ def rerank(
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
     scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
     scored = scored.assign(topic_score=scored["similarity"])  # topic groups read the score before the veto
+    threshold = model.threshold.value
+    held = 0
     if scoring.series_veto and len(scored):
-        scored = scored.assign(
-            similarity=vetoed_scores(
-                scored["similarity"].to_numpy(),
-                [texts[x] for x in scored["a"]],
-                [texts[y] for y in scored["b"]],
-            ).astype(np.float32)
+        before = scored["similarity"].to_numpy()
+        after = vetoed_scores(
+            before, [texts[x] for x in scored["a"]], [texts[y] for y in scored["b"]], threshold
+        ).astype(np.float32)
+        held = int(((before >= threshold) & (after < threshold)).sum())
+        scored = scored.assign(similarity=after)
+    kept = int((scored["similarity"].to_numpy() >= threshold).sum())
+    say(
+        f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {threshold:.4f}"
+        + (
+            f" (the series veto held {held} pair(s) below it: {veto_cap(threshold):.4f} at most)"
+            if scoring.series_veto
+            else ""
         )
-    kept = int((scored["similarity"].to_numpy() >= model.threshold.value).sum())
-    say(f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {model.threshold.value:.4f}")
+    )
     return scored
 
 
@@ -723,6 +732,7 @@ def editors_record(
         refused=len(overruled),
         decisions=[[v.id_a, v.id_b, v.score] for v in here if v.key not in overruled],
         overruled=[[v.id_a, v.id_b, v.score] for v in here if v.key in overruled],
+        text_changed=[list(k) for k in sorted(editors.text_changed)],
     )
 
 
@@ -895,11 +905,24 @@ def commit(
 
 def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
     """The editors' scored pairs and verdicts (``--annotated-pairs``) with those a daily state keeps, read
-    before the expensive stages (a bad file is refused first)."""
+    before the expensive stages (a bad file is refused first); a verdict given on another text than its
+    item carries in the window (its title) does not act, and the run says so."""
     state = window.state
     if state is None:
-        return read_editors(opts.annotated_pairs, None)
-    return read_editors(opts.annotated_pairs, state.verdicts, state.scored)
+        read = read_editors(opts.annotated_pairs, None)
+    else:
+        read = read_editors(opts.annotated_pairs, state.verdicts, state.scored)
+    titles = dict(zip(map(str, window.ids), window.items["title"].astype(str), strict=True))
+    checked = read.checked_texts(titles)
+    if checked.text_changed:
+        shown = ", ".join(f"{a}/{b}" for a, b in sorted(checked.text_changed)[:3])
+        more = len(checked.text_changed) - 3
+        say(
+            f"{len(checked.text_changed)} editors' verdict(s) were given on another text than an item of "
+            f"theirs carries now ({shown}{f' and {more} more' if more > 0 else ''}): they do not act until "
+            "an editor decides on the new text"
+        )
+    return checked
 
 
 def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:

@@ -165,6 +165,8 @@ class EditorsRecord:
             verdict overruled (the page lists them apart: the two items are not joined).
         scored_ids: pair ids of the scored pairs whose two items the report shows (the review queue skips
             them).
+        text_changed: ``[id_a, id_b]`` of the training verdicts that did not act: an item of theirs carries
+            another text now than the one the verdict was given on.
     """
 
     source: str = ""
@@ -178,6 +180,7 @@ class EditorsRecord:
     decisions: list[list[Any]] = field(default_factory=list)
     scored_ids: list[str] = field(default_factory=list)
     overruled: list[list[Any]] = field(default_factory=list)
+    text_changed: list[list[str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
