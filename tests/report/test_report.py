@@ -52,7 +52,7 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     data = page_json(page)
     assert "Flood <b>north</b>" in [it["title"] for it in data["items"]]
     assert data["clusters"][0]["id"] == "c-n2" and data["clusters"][0]["pairs"][0]["similarity"] == 0.93
-    assert "| c-n2 | 2 |" in files["summary.md"].read_text()
+    assert "| c-n2 | new | 2 |" in files["summary.md"].read_text()
     assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "overview.png" in page
     assert verify_report(tmp_path)["pairs"] == 1
