@@ -61,7 +61,7 @@ from nlsim.models.choice import ModelChoice
 from nlsim.models.settings import ModelSettings
 from nlsim.progress import Progress, say, warn
 from nlsim.report import near_misses as near
-from nlsim.report.files import daily_report_dir, pairs_table, publish_daily_report, write_report
+from nlsim.report.files import daily_report_dir, finished, pairs_table, publish_daily_report, write_report
 from nlsim.report.record import EditorsRecord, RerankRecord, RunLog, RunRecord
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
@@ -788,6 +788,15 @@ def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:
     return write
 
 
+@dataclass(frozen=True)
+class Reported:
+    """A report written: its folder and the run record its ``run.json`` holds (finished:
+    :func:`nlsim.report.files.finished`)."""
+
+    folder: Path
+    record: RunRecord
+
+
 def report(
     settings: DedupSettings,
     window: Window,
@@ -795,20 +804,22 @@ def report(
     model: ModelChoice,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
-) -> Path:
-    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``. Returns the folder."""
+) -> Reported:
+    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``."""
     out = settings.report.out
     writer = _index_writer(window, model, settings.model.convert)
+    frame = report_frame(clustering, missed)
+    record = finished(record, frame)
     write_report(
         out,
         clustering.report_pairs,
         clustering.report_clusters,
         record,
-        report_frame(clustering, missed),
+        frame,
         extra={"index": writer} if settings.report.save_index else None,
         near_misses=missed,
     )
-    return Path(out)
+    return Reported(Path(out), record)
 
 
 def report_daily(
@@ -817,11 +828,11 @@ def report_daily(
     clustering: Clustering,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
-) -> Path:
-    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it. Returns
-    the folder."""
+) -> Reported:
+    """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it."""
     frame = report_frame(clustering, missed)
-    return publish_daily_report(
+    record = finished(record, frame)
+    folder = publish_daily_report(
         report.out,
         window.run_id,
         clustering.report_pairs,
@@ -831,9 +842,10 @@ def report_daily(
         window=clustering.window_clusters,
         near_misses=missed,
     )
+    return Reported(folder, record)
 
 
-def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Path:
+def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Reported:
     """Write again the stored report of a run that was already committed (a repeated input, or a run killed
     after its commit), with ``last``, the figures its commit kept (its judgement naming the folder the
     report now goes to)."""
@@ -845,7 +857,8 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
     folder = state.report_dir()
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
-    return publish_daily_report(
+    last = finished(last, tables["frame"])
+    written = publish_daily_report(
         report.out,
         run_id,
         tables["pairs"],
@@ -855,3 +868,4 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
     )
+    return Reported(written, last)

@@ -223,6 +223,19 @@ def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
     return LEARNING_CURVE
 
 
+def finished(record: RunRecord, frame: pd.DataFrame | None) -> RunRecord:
+    """The run record as its report states it: when the report was written and which text cells of the
+    shown items (``frame``) the spreadsheet files change (:func:`nlsim.report.spreadsheet.text_changes`).
+    A record already finished is the report's as it is: the run finishes its record before the report
+    is written (the record it returns is the one ``run.json`` holds)."""
+    if record.finished_at is not None:
+        return record
+    changes = text_changes(frame) if frame is not None else []
+    return replace(
+        record, finished_at=datetime.now(UTC).isoformat(timespec="seconds"), spreadsheet_changes=changes
+    )
+
+
 def write_files(
     folder: Path,
     pairs: pd.DataFrame,
@@ -235,6 +248,8 @@ def write_files(
 ) -> list[str]:
     """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
 
+    ``record`` is written as the run made it (:func:`finished` first when it is not yet).
+
     ``window``: the whole window's clusters (daily runs), written to ``window/``. ``extra``: more files,
     as ``{name: writer(path)}`` (the batch report's ``index/`` folder). ``near_misses``: the pairs below the
     threshold for review (none when not given).
@@ -243,18 +258,7 @@ def write_files(
         frame = pd.DataFrame(
             {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
         )
-    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
-    record = replace(  # the counts are those of the tables written, whatever the caller's record said
-        record,
-        counts={
-            **record.counts,
-            "pairs": int(len(pairs)),
-            "clusters": int(len(current)),
-            "clustered_items": int(current["size"].sum()) if len(current) else 0,
-        },
-        finished_at=record.finished_at or datetime.now(UTC).isoformat(timespec="seconds"),
-        spreadsheet_changes=text_changes(frame),
-    )
+    record = finished(record, frame)  # its counts are the run's (nlsim.dedup.run.run_record), never made here
     members = members_table(clusters, frame)
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "members": members})
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed

@@ -8,9 +8,9 @@ raw HTML.
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.report.record import RunRecord
+    >>> from nlsim.report.record import Counts, RunRecord
     >>> md = render_markdown(pd.DataFrame(), pd.DataFrame(columns=["cluster_id"]),
-    ...                      RunRecord(run_id="r1", model="m", counts={"items_in": 3}))
+    ...                      RunRecord(run_id="r1", model="m", counts=Counts(items_in=3)))
     >>> md.splitlines()[0], "- items: 3" in md
     ('# nlsim near-duplicate report', True)
 """
@@ -93,9 +93,10 @@ def render_markdown(
         lines.append(f"- report: `{md_cell(report_dir)}`")
     if replayed:
         lines.append("- this input was already committed; its stored report was written again")
-    if record.counts:
+    counts = record.counts.as_dict()
+    if counts:
         lines += ["", "| count | value |", "|---|---:|"]
-        lines += [f"| {md_cell(k)} | {v} |" for k, v in record.counts.items()]
+        lines += [f"| {md_cell(k)} | {v} |" for k, v in counts.items()]
     if record.timings_s:
         lines += ["", "| stage | seconds |", "|---|---:|"]
         lines += [f"| {md_cell(k)} | {v:.3f} |" for k, v in record.timings_s.items()]

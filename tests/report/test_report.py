@@ -7,7 +7,7 @@ import pytest
 from nlsim.clusters.table import batch_clusters
 from nlsim.report.files import PAIRS_SCHEMA, pairs_table, verify_report, write_report
 from nlsim.report.html import render_html
-from nlsim.report.record import RunRecord
+from nlsim.report.record import Counts, RunRecord
 
 
 def page_json(page: str) -> dict:
@@ -42,7 +42,9 @@ def test_pairs_table_orders_each_pair_earliest_first(report_inputs):
 
 def test_report_files_schema_and_html(tmp_path, report_inputs):
     frame, table, clusters = report_inputs
-    files = write_report(tmp_path, table, clusters, RunRecord(model="m", counts={"items_in": 3}), frame=frame)
+    files = write_report(
+        tmp_path, table, clusters, RunRecord(model="m", counts=Counts(items_in=3)), frame=frame
+    )
     pairs = pd.read_parquet(files["pairs.parquet"])
     assert list(pairs.columns) == PAIRS_SCHEMA.names
     got = pd.read_parquet(files["clusters.parquet"])
