@@ -71,6 +71,8 @@ first), ``added`` (those of the members that joined in this run), ``distinct`` (
 values, sorted), ``min`` and ``max`` (the lowest and highest, missing ones aside); of the scores of the
 links inside the cluster (``source="score"``), ``max``, ``mean`` and ``weakest`` (the lowest score on the
 strongest spanning tree: the link the cluster hangs on). Computed by :mod:`nlsim.clusters.table`."""
+SCORE_REDUCE = ("max", "mean", "weakest")
+"""The reductions of a column of ``source="score"``."""
 SHEET_TIME = "%Y-%m-%d %H:%M:%S%z"
 PAGE_TIME = "%Y-%m-%d %H:%M"
 
@@ -105,6 +107,10 @@ class Column:
             raise ValueError(f"column {self.name}: unknown format {self.format!r}; choose from {FORMATS}")
         if self.reduce and self.reduce not in REDUCE:
             raise ValueError(f"column {self.name}: unknown reduce {self.reduce!r}; choose from {REDUCE}")
+        if self.reduce and self.source == "score" and self.reduce not in SCORE_REDUCE:
+            raise ValueError(f"column {self.name}: a score reduces by {SCORE_REDUCE}, not {self.reduce!r}")
+        if self.reduce and self.source != "score" and not self.source.startswith("item."):
+            raise ValueError(f"column {self.name}: only an item.<column> or a score column reduces")
 
     @property
     def item_field(self) -> str | None:

@@ -44,6 +44,15 @@ def test_a_column_declares_a_known_format() -> None:
         Column("x", pa.string(), "run", "x", "currency")
 
 
+def test_a_clusters_column_declares_a_reduction_its_source_has() -> None:
+    with pytest.raises(ValueError, match="unknown reduce"):
+        Column("x", pa.string(), "item.title", "x", reduce="longest")
+    with pytest.raises(ValueError, match="a score reduces by"):
+        Column("x", pa.float32(), "score", "x", "number", reduce="distinct")
+    with pytest.raises(ValueError, match="only an item"):
+        Column("x", pa.string(), "run", "x", reduce="min")
+
+
 def test_spreadsheet_cells_follow_each_columns_format() -> None:
     spec = columns.table("clusters")
     frame = pd.DataFrame(
