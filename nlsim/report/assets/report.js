@@ -97,12 +97,12 @@
   var SEARCHED = shownOf("items").filter(function (c) { return c.format === "text"; });  // id, title, source, ...
   function hay(c) {
     if (c._hay === undefined) {
-      var parts = [c.cluster_id];
+      var words = [c.cluster_id];
       for (var k = 0; k < c.member_ids.length; k++) {
         var it = items[c.member_ids[k]];
-        SEARCHED.forEach(function (col) { parts.push(it[col.name]); });
+        SEARCHED.forEach(function (col) { words.push(it[col.name]); });
       }
-      c._hay = parts.join("\n").toLowerCase();
+      c._hay = words.join("\n").toLowerCase();
     }
     return c._hay;
   }
