@@ -123,9 +123,11 @@ def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> 
     swap = rank[a] > rank[b]
     ends = {"a": np.where(swap, b, a), "b": np.where(swap, a, b)}
     scored = with_scores(pairs)
-    out = pd.DataFrame(
-        {c.name: _pair_column(c, frame, scored, labels, ends) for c in columns.table("pairs").columns}
-    )
+    spec = columns.table("pairs")
+    out = pd.DataFrame({c.name: _pair_column(c, frame, scored, labels, ends) for c in spec.columns})
+    for c in spec.columns:
+        if c.format == "time":
+            out[c.name] = pd.to_datetime(out[c.name], utc=True)
     out = out.sort_values(
         ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
     )
@@ -146,7 +148,7 @@ def _pair_column(
         if field not in frame:
             return np.full(len(rows), None if c.format == "time" else "", dtype=object)
         if c.format == "time":
-            return pd.to_datetime(frame[field], utc=True).to_numpy()[rows]
+            return frame[field].to_numpy()[rows]
         return frame[field].astype(str).to_numpy()[rows]
     if c.source == "cluster":
         return labels.to_numpy()[rows] if len(rows) else np.array([], dtype=object)
