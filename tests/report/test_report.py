@@ -42,9 +42,8 @@ def test_pairs_table_orders_each_pair_earliest_first(report_inputs):
 
 def test_report_files_schema_and_html(tmp_path, report_inputs):
     frame, table, clusters = report_inputs
-    files = write_report(
-        tmp_path, table, clusters, RunRecord(model="m", counts=Counts(items_in=3)), frame=frame
-    )
+    counts = Counts(items_in=3, pairs=1, clusters=1, clustered_items=2)  # the run counts, the report writes
+    files = write_report(tmp_path, table, clusters, RunRecord(model="m", counts=counts), frame=frame)
     pairs = pd.read_parquet(files["pairs.parquet"])
     assert list(pairs.columns) == PAIRS_SCHEMA.names
     got = pd.read_parquet(files["clusters.parquet"])
