@@ -63,7 +63,7 @@ from nlsim.models.settings import ModelSettings
 from nlsim.models.threshold import Levels
 from nlsim.progress import Progress, say, warn
 from nlsim.report import near_misses as near
-from nlsim.report.files import daily_report_dir, pairs_table, publish_daily_report, write_report
+from nlsim.report.files import daily_report_dir, finished, pairs_table, publish_daily_report, write_report
 from nlsim.report.record import EditorsRecord, RerankRecord, RunLog, RunRecord
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
@@ -563,7 +563,7 @@ def cluster(
     label = labels.to_numpy()
     held = np.array([label[x] is not None and label[x] == label[y] for x, y in zip(a, b, strict=True)], bool)
     report_pairs = pairs_table(items, story_pairs[held], labels)
-    report_clusters = _report_clusters(items, upd, story_all, opts, topic)
+    report_clusters = _report_clusters(items, upd, story_all, opts)
     return Clustering(
         upd,
         items,
@@ -582,7 +582,7 @@ def cluster(
 
 
 def _report_clusters(
-    items: pd.DataFrame, upd: ClusterUpdate, links: pd.DataFrame, opts: ClusteringSettings, topic: TopicUpdate
+    items: pd.DataFrame, upd: ClusterUpdate, links: pd.DataFrame, opts: ClusteringSettings
 ) -> pd.DataFrame:
     """The clusters table of the clusters the run touched (a batch run: every cluster), with the clusters a
     model change broke up listed last, with the members they had."""
@@ -594,7 +594,6 @@ def _report_clusters(
         clusters=touched,
         events=upd.events,
         representative=opts.representative,
-        topics=topic.assignment,
     )
     if upd.dissolved:
         former = {m: cid for cid, members in upd.dissolved.items() for m in members}
@@ -660,7 +659,6 @@ def cluster_daily(
         made.pairs_all,
         events=upd.events,
         representative=opts.representative,
-        topics=made.topics.assignment,
     )
     if len(window_clusters):
         # a cluster whose other members left the window keeps its id in the state (a copy arriving later
@@ -938,6 +936,15 @@ def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:
     return write
 
 
+@dataclass(frozen=True)
+class Reported:
+    """A report written: its folder and the run record its ``run.json`` holds (finished:
+    :func:`nlsim.report.files.finished`)."""
+
+    folder: Path
+    record: RunRecord
+
+
 def report(
     settings: DedupSettings,
     window: Window,
@@ -945,21 +952,23 @@ def report(
     model: ModelChoice,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
-) -> Path:
-    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``. Returns the folder."""
+) -> Reported:
+    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``."""
     out = settings.report.out
     writer = _index_writer(window, model, settings.model.convert)
+    frame = report_frame(clustering, missed)
+    record = finished(record, frame)
     write_report(
         out,
         clustering.report_pairs,
         clustering.report_clusters,
         record,
-        report_frame(clustering, missed),
+        frame,
         extra={"index": writer} if settings.report.save_index else None,
         near_misses=missed,
         topics=clustering.report_topics,
     )
-    return Path(out)
+    return Reported(Path(out), record)
 
 
 def report_daily(
@@ -968,11 +977,12 @@ def report_daily(
     clustering: Clustering,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
-) -> Path:
+) -> Reported:
     """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
     run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
     frame = report_frame(clustering, missed)
-    return publish_daily_report(
+    record = finished(record, frame)
+    folder = publish_daily_report(
         report.out,
         window.run_id,
         clustering.report_pairs,
@@ -984,9 +994,10 @@ def report_daily(
         topics=clustering.report_topics,
         latest=not record.older_day,
     )
+    return Reported(folder, record)
 
 
-def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Path:
+def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Reported:
     """Write again the stored report of a run that was already committed (a repeated input, or a run killed
     after its commit), with ``last``, the figures its commit kept (its judgement naming the folder the
     report now goes to)."""
@@ -999,7 +1010,8 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     topics = folder / "topics.parquet"  # absent in a state committed before topic groups
-    return publish_daily_report(
+    last = finished(last, tables["frame"])
+    written = publish_daily_report(
         report.out,
         run_id,
         tables["pairs"],
@@ -1011,3 +1023,4 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
         topics=pd.read_parquet(topics) if topics.is_file() else None,
         latest=not last.older_day,
     )
+    return Reported(written, last)

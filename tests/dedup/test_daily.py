@@ -72,7 +72,7 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     assert a2["a3"] == "c-a1" and a2["c1"] == a2["c2"] == "c-c1"
     status = dict(zip(r2.clusters["cluster_id"], r2.clusters["status"], strict=True))
     assert status == {"c-a1": "grown", "c-c1": "new"}
-    assert r2.stats.counts["new"] == 3 and r2.stats.counts["skipped"] == 0
+    assert r2.stats.counts.new == 3 and r2.stats.counts.skipped == 0
 
     r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
     a3 = state_assignment(state)
@@ -82,7 +82,7 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     assert status == {"c-a1": "merged", "c-d1": "new"}
     merged = r3.clusters.set_index("cluster_id").loc["c-a1"]
     assert list(merged["absorbed"]) == ["c-b1"] and list(merged["added_ids"]) == ["x1"]
-    assert r3.stats.counts["clusters_merged"] == 1 and r3.stats.counts["clusters_absorbed"] == 1
+    assert r3.stats.counts.clusters_merged == 1 and r3.stats.counts.clusters_absorbed == 1
 
     # the report of the latest run is where `latest` points, and the state keeps every run's figures
     assert (out / "latest").resolve() == r3.report_dir.resolve()
@@ -132,7 +132,7 @@ def test_repeat_is_idempotent_and_edits_are_reembedded(tmp_path: Path) -> None:
     edited.to_parquet(tmp_path / "edited.parquet", index=False)
     r2 = run_daily(_config(tmp_path / "edited.parquet", out), state, retention_days=None, encoder=enc)
     c = r2.stats.counts
-    assert (c["new"], c["changed"], c["skipped"]) == (0, 1, 5)
+    assert (c.new, c.changed, c.skipped) == (0, 1, 5)
     assert state_assignment(state)["c1"] == "c-a1"
 
 
@@ -143,15 +143,15 @@ def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> N
     run_daily(_config(days[0], out), state, retention_days=1.0, encoder=enc)
     # day 3 as of 2005-03-03 06:00: day-1 items (before 03-02 06:00) leave the window
     r3 = run_daily(_config(days[2], out), state, retention_days=1.0, encoder=enc, as_of="2005-03-03 06:00")
-    assert r3.stats.counts["expired"] == 6 and r3.stats.counts["kept"] == 3
+    assert r3.stats.counts.expired == 6 and r3.stats.counts.kept == 3
     # what day 3 would have linked (A, B, d1) has left the window: no cluster remains
     assert state_assignment(state) == {}
-    assert len(open_state(state).clusters) == 0 and r3.stats.counts["pairs"] == 0
+    assert len(open_state(state).clusters) == 0 and r3.stats.counts.pairs == 0
     # a late item beside the day's own is too old, counted, and left out
     late = story_corpus().iloc[[0, 11]].assign(id=["late", "f9"])
     late.to_parquet(tmp_path / "late.parquet", index=False)
     r4 = run_daily(_config(tmp_path / "late.parquet", out), state, retention_days=1.0, encoder=enc)
-    assert r4.stats.counts["too_old"] == 1 and r4.stats.counts["new"] == 1
+    assert r4.stats.counts.too_old == 1 and r4.stats.counts.new == 1
     # a day with nothing but too-old items is a wrong clock or a wrong file: refused, the state kept
     before = (state / "MANIFEST.json").read_bytes()
     late.iloc[[0]].to_parquet(tmp_path / "only_late.parquet", index=False)
@@ -187,7 +187,7 @@ def test_daily_runs_equal_single_run_with_real_encoder(tmp_path: Path, fast_enco
     assert state_pairs(tmp_path / "state") == state_pairs(tmp_path / "state1") == batch_pairs
     emb_daily = np.load(next((tmp_path / "state").glob("generations/g000003-*/index/embeddings.npy")))
     assert emb_daily.shape == (len(corpus), fast_encoder.dim)
-    assert one.stats.counts["clusters_new"] == len(batch.clusters)
+    assert one.stats.counts.clusters_new == len(batch.clusters)
 
 
 def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
@@ -215,8 +215,8 @@ def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
         as_of=today.isoformat(),
     )
     # seen before (skipped), and now out of the window (expired): nothing is kept
-    assert r2.stats.counts["expired"] == len(corpus) and r2.stats.counts["skipped"] == len(corpus)
-    assert r2.stats.counts["kept"] == 0
+    assert r2.stats.counts.expired == len(corpus) and r2.stats.counts.skipped == len(corpus)
+    assert r2.stats.counts.kept == 0
 
 
 def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_path: Path) -> None:
@@ -229,7 +229,7 @@ def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_p
     again.to_parquet(tmp_path / "day2.parquet", index=False)
     r2 = run_daily(_config(tmp_path / "day2.parquet", out), state, retention_days=30, encoder=enc)
     counts = r2.stats.counts
-    assert counts["expired"] == len(corpus) and counts["new"] == 1 and counts["kept"] == 1
+    assert counts.expired == len(corpus) and counts.new == 1 and counts.kept == 1
     kept = open_state(state).items
     assert kept["id"].tolist() == [again["id"].iloc[0]]
 
@@ -427,7 +427,7 @@ def test_a_cluster_left_with_one_item_is_no_cluster_in_the_windows_file(tmp_path
     r2 = run_daily(_config(lone, out), state, retention_days=1.0, encoder=enc, as_of="2005-03-02 02:00")
     window = pd.read_parquet(r2.report_dir / "window" / "clusters.parquet")
     assert (window["size"] >= 2).all() and "c-a1" not in set(window["cluster_id"])
-    assert r2.stats.counts["clusters_in_window"] == len(window)
+    assert r2.stats.counts.clusters_in_window == len(window)
     assert state_assignment(state).get("a2") == "c-a1"  # the state keeps its id for a copy to come
 
 
