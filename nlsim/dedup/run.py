@@ -254,7 +254,7 @@ def _check_model(log: RunLog, daily: StateSettings, window: Window, model: stage
 def all_seen(window: Window) -> bool:
     """Every item of the day was already in the window with the same text: a daily run with nothing new."""
     counts = window.counts
-    return bool(counts.get("items_in")) and counts.get("skipped") == counts.get("items_in")
+    return bool(counts.items_in) and counts.skipped == counts.items_in
 
 
 def _say_day(log: RunLog, settings: DedupSettings, window: Window) -> None:
@@ -481,12 +481,14 @@ def _search(
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, kept)
     pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.progress)
     candidates = int(len(pairs))
+    rescored = 0
     if reranked:
         pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.progress)
+        rescored = int(pairs["cross_encoder"].notna().sum()) if len(pairs) else 0
     pairs, below = stages.linked(pairs, model.levels)
     pairs = stages.with_copies(pairs, window)
     story = int((pairs["similarity"].to_numpy() >= model.threshold.value).sum())
-    rerank = stages.rerank_record(model, candidates, story) if reranked else None
+    rerank = stages.rerank_record(model, candidates, story, rescored) if reranked else None
     return Search(window, pairs, below, candidates, hit, info, rerank)
 
 

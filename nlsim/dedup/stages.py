@@ -398,23 +398,17 @@ def copies_said(window: Window) -> str | None:
     )
 
 
-def with_topic_score(pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with ``topic_score``, the score the topic threshold applies to: the rerank stage's score
-    before the series veto, else the pair's ``similarity``."""
-    if "topic_score" in pairs:
-        return pairs
-    return pairs.assign(topic_score=pairs["similarity"].astype(np.float32))
-
-
 def linked(pairs: pd.DataFrame, levels: Levels) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The candidate pairs a run keeps (at or above the story threshold, or, with topic groups, whose
-    ``topic_score`` reaches the topic threshold) and those below the story threshold (the near misses')."""
-    pairs = with_topic_score(pairs)
-    story = pairs["similarity"].to_numpy() >= levels.story
+    """The candidate pairs a run keeps (at or above the story threshold, or, with topic groups, whose cosine
+    reaches the topic threshold) and the rescored ones below the story threshold (the near misses')."""
+    pairs = with_scores(pairs)
+    score = pairs["similarity"].to_numpy()
+    story = score >= levels.story
     keep = story.copy()
     if levels.topic is not None:
-        keep |= pairs["topic_score"].to_numpy() >= levels.topic
-    return pairs[keep].reset_index(drop=True), pairs[~story].reset_index(drop=True)
+        keep |= pairs["cosine"].to_numpy() >= levels.topic
+    below = ~story & ~np.isnan(score)  # a candidate never rescored (topic level only) is no near miss
+    return pairs[keep].reset_index(drop=True), pairs[below].reset_index(drop=True)
 
 
 def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
@@ -438,11 +432,10 @@ def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
             "similarity": np.ones(len(a), np.float32),
             "cosine": cosine,
             "cross_encoder": np.full(len(a), np.nan, np.float32),
-            "topic_score": np.ones(len(a), np.float32),
             "exact_copy": True,
         }
     )
-    scored = with_topic_score(with_scores(pairs)).assign(exact_copy=False)
+    scored = with_scores(pairs).assign(exact_copy=False)
     key = scored["a"].to_numpy(np.int64) * (len(window.items) + 1) + scored["b"].to_numpy(np.int64)
     taken = np.isin(key, a * (len(window.items) + 1) + b)
     return pd.concat([scored[~taken], links], ignore_index=True)
@@ -455,11 +448,16 @@ def rerank(
     scoring: ModelSettings,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
-    score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.report.near_misses.split`). With the series veto a series pair is held below the threshold
-    in use (:func:`nlsim.rerank.series.veto_cap`), and the stage says how many pairs it held there."""
+    """Rescore with the cross-encoder the candidate pairs that can reach the story threshold (those at or
+    above the model's story floor): each with ``similarity`` the rerank score and ``cosine`` and
+    ``cross_encoder`` beside it; the candidates below the floor, searched for the topic groups only, keep
+    their ``cosine`` and no rerank score (``similarity`` NaN). The thresholds split them afterwards
+    (:func:`linked`). With the series veto a series pair is held below the threshold in use
+    (:func:`nlsim.rerank.series.veto_cap`), and the stage says how many pairs it held there."""
     assert model.reranker is not None
+    rescore = candidates["similarity"].to_numpy() >= model.story_floor
+    topical = candidates[~rescore].reset_index(drop=True)
+    candidates = candidates[rescore].reset_index(drop=True)
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
         if len(candidates)
@@ -468,7 +466,6 @@ def rerank(
     texts = dict(zip(rows, window.texts(rows, scoring.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
     scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
-    scored = scored.assign(topic_score=scored["similarity"])  # topic groups read the score before the veto
     threshold = model.threshold.value
     held = 0
     if scoring.series_veto and len(scored):
@@ -487,20 +484,28 @@ def rerank(
             else ""
         )
     )
+    if len(topical):
+        topical = topical.assign(
+            cosine=topical["similarity"].astype(np.float32),
+            similarity=np.float32(np.nan),
+            cross_encoder=np.float32(np.nan),
+        )
+        scored = pd.concat([scored, topical], ignore_index=True)
     return scored
 
 
-def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecord:
+def rerank_record(model: ModelChoice, candidates: int, kept: int, rescored: int) -> RerankRecord:
     """What the run record keeps of the rerank stage: the combination, the candidate floor and the
     cross-encoder's score bound behind it, the counts, and the cross-encoder's inference path."""
     assert model.reranker is not None
     return RerankRecord(
         describe=model.reranker.describe(),
-        candidate_floor=round(model.floor, 6),
+        candidate_floor=round(model.story_floor, 6),
         cross_encoder_bound=round(model.reranker.cross_bound(), 6),
         candidates=candidates,
         kept=kept,
         inference=model.reranker.inference,
+        rescored=rescored,
     )
 
 
@@ -522,8 +527,8 @@ def cluster(
     report; a daily run's: :func:`cluster_daily`). ``levels``: the story and topic thresholds (default:
     every pair is a story link, no topic groups)."""
     editors = editors if editors is not None else EditorsInput()
-    pairs = with_topic_score(pairs)
-    levels = levels or Levels(float(pairs["similarity"].min()) if len(pairs) else 0.0)
+    pairs = with_scores(pairs)
+    levels = levels or Levels(float(np.nanmin(pairs["similarity"])) if len(pairs) else 0.0)
     story_pairs = pairs[pairs["similarity"].to_numpy() >= levels.story].reset_index(drop=True)
     ids = window.ids
     items = window.items
@@ -614,15 +619,15 @@ def topics(
     keys: Mapping[str, Any],
 ) -> TopicUpdate:
     """The topic groups of the window (:mod:`nlsim.clusters.topics`): its story clusters (``clusters``:
-    each clustered item's) and single items gathered by the topic rule over the links whose score before
-    the series veto reaches the topic threshold, the editors' verdicts read at the topic level; named with
-    stable ids. None without a topic threshold."""
+    each clustered item's) and single items gathered by the topic rule over the links whose cosine reaches
+    the topic threshold, the editors' verdicts read at the topic level; named with stable ids. None without
+    a topic threshold."""
     if levels.topic is None:
         return TopicUpdate({}, {})
-    topical = pairs_all[pairs_all["topic_score"].to_numpy() >= levels.topic]
+    topical = pairs_all[pairs_all["cosine"].to_numpy() >= levels.topic]
     links = [
         Link(x, y, float(s))
-        for x, y, s in zip(topical["id_a"], topical["id_b"], topical["topic_score"], strict=True)
+        for x, y, s in zip(topical["id_a"], topical["id_b"], topical["cosine"], strict=True)
     ]
     stories: dict[str, list[str]] = {}
     for item, cid in clusters.items():
@@ -736,21 +741,14 @@ def editors_record(
 
 def window_links(window: Window, pairs: pd.DataFrame) -> pd.DataFrame:
     """Every link of the window: the pairs earlier runs kept and today's ``pairs`` (row positions), one row
-    per pair (``id_a``, ``id_b`` in id order, the scores, ``topic_score``, ``run_id``); a pair found again
-    keeps the new score."""
+    per pair (``id_a``, ``id_b`` in id order, the scores, ``run_id``); a pair found again keeps the new
+    score. A topic-level link has no rerank score (``similarity`` NaN)."""
     ids = window.ids
-    scored = with_topic_score(with_scores(pairs))
+    scored = with_scores(pairs)
     today = pd.DataFrame(
         {"id_a": ids[pairs["a"].to_numpy(dtype=np.int64)], "id_b": ids[pairs["b"].to_numpy(dtype=np.int64)]}
-    ).assign(
-        **{c: scored[c].to_numpy() for c in SCORES},
-        topic_score=scored["topic_score"].to_numpy(dtype=np.float32),
-        run_id=window.run_id,
-    )
-    old = window.old_pairs
-    if len(old) and "topic_score" not in old:
-        old = old.assign(topic_score=old["similarity"])
-    parts = [p for p in (old, today) if len(p)]
+    ).assign(**{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id)
+    parts = [p for p in (window.old_pairs, today) if len(p)]
     pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
     if len(pairs_all):
         lo = pairs_all[["id_a", "id_b"]].min(axis=1)

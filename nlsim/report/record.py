@@ -258,7 +258,10 @@ class EditorsRecord:
 @dataclass(frozen=True)
 class RerankRecord:
     """The rerank stage: the score combination, the candidate floor and the cross-encoder's score bound
-    behind it, the candidate and kept pair counts, and the cross-encoder's inference path."""
+    behind it, the candidate and kept pair counts, and the cross-encoder's inference path. ``candidates``:
+    the pairs the neighbour search found (down to the topic threshold when it is lower); ``rescored``:
+    those the cross-encoder read (from the candidate floor); ``None`` in a record written before topic
+    groups (then every candidate was rescored)."""
 
     describe: str
     candidate_floor: float
@@ -266,6 +269,7 @@ class RerankRecord:
     candidates: int
     kept: int
     inference: dict[str, Any] | None = None
+    rescored: int | None = None
 
 
 @dataclass(frozen=True)
