@@ -325,8 +325,18 @@ class _Base12(_Base):
     ("flags", "fp32", "frozen", "epochs"),
     [
         ("avx avx2 fma", {}, 4, (2, 3)),
-        ("avx avx2 fma", {"fp32_epochs": 1, "fp32_cross_encoder_epochs": 1, "fp32_cross_encoder_frozen_layers": 6}, 6, (1, 1)),
-        ("avx2 avx512f avx512_bf16 amx_bf16", {"fp32_epochs": 1, "fp32_cross_encoder_frozen_layers": 6}, 4, (2, 3)),
+        (
+            "avx avx2 fma",
+            {"fp32_epochs": 1, "fp32_cross_encoder_epochs": 1, "fp32_cross_encoder_frozen_layers": 6},
+            6,
+            (1, 1),
+        ),
+        (
+            "avx2 avx512f avx512_bf16 amx_bf16",
+            {"fp32_epochs": 1, "fp32_cross_encoder_frozen_layers": 6},
+            4,
+            (2, 3),
+        ),
     ],
 )
 def test_the_estimate_counts_the_recipe_trained_on_this_cpu(
