@@ -267,7 +267,7 @@ def _say_day(log: RunLog, settings: DedupSettings, window: Window) -> None:
         )
     if all_seen(window):
         log.say(
-            f"all {window.counts['items_in']} items of {settings.input.corpus} were already in the window "
+            f"all {window.counts.items_in} items of {settings.input.corpus} were already in the window "
             "with the same text: nothing new to embed"
         )
 
