@@ -187,7 +187,8 @@ def _controls(data: dict[str, Any]) -> str:
         f"<option value=''>all</option>{period_opts}</select></label>"
         f"<label>Source <select id='f-source' data-filter='source'><option value=''>all</option>{src_opts}"
         "</select></label>"
-        "<label>Sort <select id='sort'><option value='size'>largest first</option>"
+        "<label>Sort <select id='sort'><option value='recent'>latest activity first</option>"
+        "<option value='size'>largest first</option>"
         "<option value='newest'>newest first</option><option value='oldest'>oldest first</option>"
         "<option value='score'>highest score first</option>"
         + ("<option value='status'>by status</option>" if data["daily"] else "")
@@ -202,7 +203,9 @@ def _cluster_list(data: dict[str, Any]) -> str:
     n = len(data["clusters"])
     when = f" (times in {esc(data['timeZone'])})"
     return (
-        f"<section id='list' class='panel'><h2>Clusters{when}</h2>"
+        f"<section id='list' class='panel'><h2>Stories{when}</h2>"
+        "<p class='meta'>Each story cluster, latest activity first, with its topic when it has one: open the "
+        "topic to see its other stories and its single items.</p>"
         + _controls(data)
         + "<p id='shown' class='shown' aria-live='polite'>"
         + esc(f"{n:,} clusters; the list needs JavaScript.")
@@ -210,6 +213,7 @@ def _cluster_list(data: dict[str, Any]) -> str:
         "<noscript><p class='notice'>This list is drawn by the page's script. Without it, every cluster is "
         "in <code>clusters.parquet</code>, <code>members.csv</code> and <code>report.xlsx</code> beside this "
         "page.</p></noscript>"
+        "<div id='topic-view' class='topic-view' hidden></div>"
         "<div class='pager' id='pager-top'></div><ol id='clusters' class='clusters'></ol>"
         "<div class='pager' id='pager-bottom'></div></section>"
     )
@@ -223,10 +227,12 @@ def render_html(
     *,
     learning_curve: str | None = None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> str:
     """The report page (see the module docstring). ``learning_curve``: the file name of the learning-curve
-    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review."""
-    data = page_data(pairs, clusters, record, frame, near_misses)
+    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review;
+    ``topics``: the topic groups (``topics.parquet``) the stories belong to."""
+    data = page_data(pairs, clusters, record, frame, near_misses, topics)
     when = record.finished_at or ""
     mode = "daily run " + record.run_id if data["daily"] else "batch run"
     meta = " · ".join(
@@ -268,6 +274,6 @@ def render_html(
         "<code>pairs.csv</code>, <code>report.xlsx</code>; the run record: <code>run.json</code>.</p>"
         "</footer>",
         f"<script id='nlsim-data' type='application/json'>{_json_script(data)}</script>",
-        f"<script>{_asset('report.js')}\n{review.review_script()}</script></body></html>",
+        f"<script>{_asset('report.js')}\n{_asset('rules.js')}\n{review.review_script()}</script></body></html>",
     ]
     return head + "\n".join(body) + "\n"

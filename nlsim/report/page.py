@@ -31,7 +31,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -135,7 +135,7 @@ class _Items:
 RERANK_SCORES = ("cosine", "cross_encoder")
 """The scores a run without a reranker has none of its own of (its score is the cosine; no cross-encoder):
 its page does not show them."""
-PAGE_TABLES = ("items", "pairs", "clusters", "near_misses")
+PAGE_TABLES = ("items", "pairs", "clusters", "topics", "near_misses")
 """The tables whose rows the page holds."""
 
 
@@ -190,27 +190,65 @@ def _cluster_pairs(
     return rows
 
 
+def cluster_verdicts(
+    clusters: list[dict[str, Any]], decisions: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each cluster's card of the editors' verdicts that changed it (``clusters``: the page's rows, items
+    as indexes; ``decisions``: :func:`nlsim.report.review.editors_data`'s, the verdicts that acted): a
+    same-story verdict on two of its items ``joined`` them (whatever the scores said), a not-the-same-story
+    verdict on one of its items and another item ``split`` them (the other item kept out, ``other``: the
+    cluster it is in, ``None`` for none). A same-story verdict another one overruled changed nothing.
+
+    >>> rows = [{"cluster_id": "c-a", "member_ids": [0, 1]}, {"cluster_id": "c-c", "member_ids": [2, 3]}]
+    >>> cards = cluster_verdicts(rows, [{"a": 0, "b": 1, "score": 1.0}, {"a": 1, "b": 2, "score": 0.0}])
+    >>> [(v["how"], v["b"], v["other"]) for v in cards["c-a"]], [(v["how"], v["b"]) for v in cards["c-c"]]
+    ([('joined', 1, None), ('split', 2, 'c-c')], [('split', 1)])
+    """
+    home = {i: c["cluster_id"] for c in clusters for i in c["member_ids"]}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for d in decisions:
+        if d.get("overruled"):
+            continue
+        a, b = d["a"], d["b"]
+        if d["score"] is not None and d["score"] >= 1.0:
+            if home.get(a) is not None and home.get(a) == home.get(b):
+                out.setdefault(home[a], []).append({"how": "joined", "a": a, "b": b, "other": None})
+            continue
+        for mine, other in ((a, b), (b, a)):
+            if home.get(mine) is not None and home.get(mine) != home.get(other):
+                card = {"how": "split", "a": mine, "b": other, "other": home.get(other)}
+                out.setdefault(home[mine], []).append(card)
+    return out
+
+
 def page_data(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
     record: RunRecord,
     frame: pd.DataFrame | None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """What the page's script renders (see the module docstring): the declarations of its tables
-    (``columns``), the items, the clusters with the pairs that joined them; for the review panel, the near
-    misses and what the export records (:mod:`nlsim.report.review`). Times and days are in the run's time
-    zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
+    (``columns``), the items, the clusters with the pairs that joined them and the card of the editors'
+    verdicts that changed them (``verdicts``, :func:`cluster_verdicts`), the topic groups (``topics``:
+    rows of ``topics.parquet``), the story rule the review panel's preview runs (``rule``,
+    :class:`~nlsim.report.record.StoryRule`; ``None`` for a record without it); for the review panel, the
+    near misses and what the export records (:mod:`nlsim.report.review`). Times and days are in the run's
+    time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
     tables = page_tables(record)
     item = _Items(frame, tables["items"], zone)
     pair_rows = _cluster_pairs(pairs, tables["pairs"], item, zone)
     out = page_rows(clusters, tables["clusters"], item, zone)
+    editors = review.editors_data(record.editors, item, item.known)
+    cards = cluster_verdicts(out, editors["decisions"])
     unit, periods = _periods([c["first_published"] for c in out])
     for c, p in zip(out, periods, strict=True):
         c["bucket"] = _size_bucket(int(c["size"] or 0))
         c["period"] = p
         c["pairs"] = pair_rows.get(c["cluster_id"], [])
+        c["verdicts"] = cards.get(c["cluster_id"], [])
     return {
         "daily": record.daily,
         "cjkLang": CJK_LANG.get(record.conversion, "zh"),
@@ -222,7 +260,9 @@ def page_data(
         "columns": {name: columns.page_spec(spec) for name, spec in tables.items()},
         "items": item.rows,
         "clusters": out,
+        "topics": page_rows(topics, tables["topics"], item, zone),
+        "rule": None if record.story_rule is None else asdict(record.story_rule),
         "nearMisses": page_rows(near_misses, tables["near_misses"], item, zone),
         "review": review.review_meta(record),
-        "editors": review.editors_data(record.editors, item, item.known),
+        "editors": editors,
     }
