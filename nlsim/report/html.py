@@ -7,11 +7,14 @@ an editor comes for, in this order:
 - what an editor must know first: a zero-shot model (no fine-tuned model was ever promoted), a model switch
   in a daily run;
 - one line in plain words on how far to trust the groupings (:func:`~nlsim.report.prose.plain_quality`:
-  "about two in three of the pairs this model links are truly the same story");
-- every cluster, in pages of 50 (rendered in the browser from the data embedded in the page, so thousands
-  of clusters stay fast), with search, filters and sort; each cluster's items (linked to the article when
-  the corpus has an http(s) ``url``), its daily status (new / grown / merged / regrouped, the items that
-  joined, the clusters it absorbed) and the pairs, with their scores, that joined it;
+  "about two in three of the pairs this model links are truly the same story", by cluster size when the
+  report was judged, and the topic groups' figure);
+- every story cluster, latest activity first, in pages of 50 (rendered in the browser from the data
+  embedded in the page, so thousands of clusters stay fast), with search, filters and sort; each with its
+  topic group as a label that opens the group (its stories and single items; topics never open the page),
+  its items (linked to the article when the corpus has an http(s) ``url``), its daily status (new / grown /
+  merged / regrouped, the items that joined, the clusters it absorbed), the pairs, with their scores, that
+  joined it, and a card of the editors' verdicts that joined or split it;
 - the review panel and the rubric (:mod:`nlsim.report.review`);
 - the model card: which model judged (version, zero-shot or fine-tuned), its Spearman agreement with the
   annotated pairs before and after fine-tuning, precision/recall/F1 at the threshold in use and where that
