@@ -50,7 +50,15 @@ from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
-from nlsim.report.record import ClusterChanges, EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
+from nlsim.report.record import (
+    ClusterChanges,
+    EditorsRecord,
+    ModelInfo,
+    RerankRecord,
+    RunLog,
+    RunRecord,
+    StoryRule,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -353,7 +361,12 @@ def _editors_record(
     if clustering.editors is None:
         return None
     shown = stages.report_frame(clustering, missed)["id"].astype(str)
-    return replace(clustering.editors, scored_ids=editors.scored_ids(shown))
+    return replace(
+        clustering.editors,
+        scored_ids=editors.scored_ids(shown),
+        training_ids=editors.scored_ids(shown, editors.training),
+        held_out_ids=editors.scored_ids(shown, editors.held_out),
+    )
 
 
 def _say_editors(log: RunLog, e: EditorsRecord) -> None:
@@ -434,6 +447,7 @@ def run_record(
         retention_days=None if settings.state is None else settings.state.retention_days,
         window_hours=settings.search.window_hours,
         cluster_rule=settings.clustering.describe(),
+        story_rule=StoryRule.of(settings.clustering.story_rule(model.levels.story), settings.clustering.cut),
         timezone=settings.report.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,

@@ -286,7 +286,9 @@ def write_files(
     curve = copy_learning_curve(record, folder)
     if curve:
         names.append(curve)
-    page = render_html(pairs, clusters, record, frame, learning_curve=curve, near_misses=missed)
+    page = render_html(
+        pairs, clusters, record, frame, learning_curve=curve, near_misses=missed, topics=topics
+    )
     (folder / "index.html").write_text(page, encoding="utf-8")
     (folder / "summary.md").write_text(render_markdown(pairs, clusters, record), encoding="utf-8")
     render_overview_png(pairs, clusters, record, folder / "overview.png")

@@ -157,12 +157,65 @@ def plain_quality(record: RunRecord) -> str:
         return (
             "<p id='plain' class='plain'>How often this report's groupings are truly one story was not "
             "measured for this run (no calibration of the threshold in use, no <code>--judge-pairs</code>): "
-            "read the clusters as suggestions.</p>"
+            f"read the clusters as suggestions.{_topic_words(record)}</p>"
         )
     return (
-        f"<p id='plain' class='plain'><strong>{esc(text)}.</strong> <span class='meta'>({esc(basis)}; see "
-        "<a href='#model'>the model card</a>.)</span></p>"
+        f"<p id='plain' class='plain'><strong>{esc(text)}.</strong>{_by_size(judge)}{_topic_words(record)} "
+        f"<span class='meta'>({esc(basis)}; see <a href='#model'>the model card</a>.)</span></p>"
     )
+
+
+TRUST_BANDS = ("2", "3+", "5+")
+"""The cluster sizes the plain line gives the judge's purity of
+(:func:`nlsim.evaluation.judge.purity_by_size`)."""
+WEAK_GAP = 0.1
+"""The large clusters (5+) are the weak ones when their pairs are the same story this much less often than
+the pairs of clusters of two."""
+
+
+def _by_size(judge: Judgement | None) -> str:
+    """How far to trust a cluster by its size, in words, from the judge's purity bands (2, 3+, 5+), with a
+    warning when the large clusters are the weak ones ('' without the figures)."""
+    bands = {p.band: p for p in (judge.purity_by_size or [])} if judge is not None else {}
+    known = [bands[b] for b in TRUST_BANDS if b in bands and bands[b].share is not None]
+    if not known:
+        return ""
+    parts = [
+        f"clusters of {p.band} items: {in_words(float(p.share))} pairs the same story ({p.judged:,} judged)"
+        for p in known
+    ]
+    text = f" <span id='plain-sizes'>By size: {esc('; '.join(parts))}.</span>"
+    two, large = bands.get("2"), bands.get("5+")
+    if (
+        two is not None
+        and large is not None
+        and two.share is not None
+        and large.share is not None
+        and large.share <= two.share - WEAK_GAP
+    ):
+        text += (
+            " <strong id='plain-weak' class='warn'>The large clusters are the weak ones: read clusters of 5 "
+            "or more items with care (they may chain a topic or a series).</strong>"
+        )
+    return text
+
+
+def _topic_words(record: RunRecord) -> str:
+    """The topic figure in words: how many topic groups gather the stories, and, when the report was judged,
+    how often two items of one topic group share at least a topic and entity ('' without topics)."""
+    counts = record.counts
+    if not counts.topics:
+        return ""
+    text = f"{counts.topics:,} topic group(s)" + (
+        f" gather {counts.topic_items:,} items" if counts.topic_items is not None else ""
+    )
+    figures = record.judge.topics if record.judge is not None else None
+    if figures is not None and figures.precision is not None:
+        text += (
+            f"; {in_words(figures.precision)} of the judged pairs inside one share a topic and entity or "
+            f"more ({figures.judged:,} judged)"
+        )
+    return f" <span id='plain-topics'>{esc(text[0].upper() + text[1:])}.</span>"
 
 
 def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
