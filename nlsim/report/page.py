@@ -31,8 +31,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
 from collections.abc import Callable, Container, Sequence
+from dataclasses import asdict, replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -40,7 +40,7 @@ import pandas as pd
 
 from nlsim.io import columns
 from nlsim.report import review
-from nlsim.report.record import RunRecord
+from nlsim.report.record import JOINED, ClusterChange, RunRecord
 from nlsim.report.scores import with_scores
 
 PAGE_SIZE = 50
@@ -207,7 +207,7 @@ def cluster_verdicts(
 
     >>> from nlsim.report.record import ClusterChange
     >>> rows = [{"cluster_id": "c-a", "member_ids": [0, 1]}, {"cluster_id": "c-c", "member_ids": [2, 3]}]
-    >>> changes = [ClusterChange("a", "b", 1.0, "joined"), ClusterChange("b", "c", 0.0, "split", overrules=True)]
+    >>> changes = [ClusterChange("a", "b", 1.0, "joined"), ClusterChange("b", "c", 0.0, "split")]
     >>> cards = cluster_verdicts(rows, changes, "abcd".index, "abcd")
     >>> [(v["how"], v["b"], v["other"]) for v in cards["c-a"]], [(v["how"], v["b"]) for v in cards["c-c"]]
     ([('joined', 1, None), ('split', 2, 'c-c')], [('split', 1)])
