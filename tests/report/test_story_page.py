@@ -17,7 +17,7 @@ from nlsim.clusters.table import batch_clusters
 from nlsim.io import editor_file
 from nlsim.report.files import pairs_table, write_report
 from nlsim.report.near_misses import near_miss_pairs, near_miss_table
-from nlsim.report.record import EditorsRecord, RunRecord, StoryRule
+from nlsim.report.record import JOINED, SPLIT, ClusterChange, EditorsRecord, RunRecord, StoryRule
 from tests.report.test_review_page import chromium, stored  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
@@ -231,7 +231,14 @@ def test_a_cluster_changed_by_editors_verdicts_shows_which_joined_or_split_it(
     tmp_path: Path,
 ) -> None:
     editors = EditorsRecord(
-        source="pairs.tsv", verdicts=2, acting=2, decisions=[["s0", "s2", 1.0], ["t1", "b0", 0.0]]
+        source="pairs.tsv",
+        verdicts=2,
+        acting=2,
+        decisions=[["s0", "s2", 1.0], ["t1", "b0", 0.0]],
+        cluster_changes=[
+            ClusterChange("s0", "s2", 1.0, JOINED, ["c-s0"]),
+            ClusterChange("t1", "b0", 0.0, SPLIT, ["c-t0", "c-b0"]),
+        ],
     )
     page = chromium.new_page()
     page.goto(story_report(tmp_path / "r", editors).as_uri())
