@@ -159,8 +159,8 @@ class DedupConfig:
     )
     topic_threshold: float | None = option(
         None,
-        help="the topic groups' threshold, on the score --threshold is on (default: calibrated with the "
-        "model at the rubric's 0.75 level)",
+        help="the topic groups' threshold, on the bi-encoder's cosine (default: calibrated with the model at "
+        "the rubric's 0.75 level, topic_calibration.json)",
     )
     topic_rule: ClusterRuleName = option(
         DEFAULT_TOPIC_RULE, help="which stories and items make one topic group: 'support' or 'components'"
