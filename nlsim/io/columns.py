@@ -458,7 +458,7 @@ def page_spec(spec: Table) -> list[dict[str, Any]]:
     column's name, label, format, whether the page shows it, its source and its reduction (a clusters
     column the page recomputes for a cluster split in its preview).
 
-    >>> page_spec(table("clusters"))[9]
+    >>> page_spec(table("clusters"))[10]
     {'name': 'first_published', 'label': 'first published', 'format': 'time', 'shown': True, \
 'source': 'item.published_at', 'reduce': 'min'}
     """
