@@ -31,9 +31,9 @@ def test_the_rerank_stage_holds_a_series_below_the_threshold(veto: bool, expecte
     window = SimpleNamespace(texts=lambda rows, convert: [TITLES[r] for r in rows])
     reranker = Reranker(cross_encoder=_SameCross(), slope=1.0, intercept=0.0, weight=0.0)
     model = SimpleNamespace(reranker=reranker, threshold=SimpleNamespace(value=0.9))
-    config = DedupConfig(corpus="c.parquet", out="out", cache=False, progress=False, series_veto=veto)
+    config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False, series_veto=veto)
     candidates = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.97]})
-    scored = stages.rerank(candidates, window, model, config.settings().model, False)  # type: ignore[arg-type]
+    scored = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
     np.testing.assert_allclose(scored["similarity"], expected, atol=1e-6)
     assert scored["similarity"].dtype == np.float32
     np.testing.assert_allclose(scored["cross_encoder"], [0.95, 0.95], atol=1e-6)  # the model's own score kept

@@ -20,7 +20,7 @@ def test_run_json_reads_back_as_the_record_it_was_written_from(tmp_path: Path) -
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
     for n, day in enumerate(days):
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day,
             out=tmp_path / "out",
             model="hash",
