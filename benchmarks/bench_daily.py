@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                     "run": r + 1,
                     "wall_s": round(wall, 2),
                     **{f"{k}_s": v for k, v in res.stats.timings_s.items()},
-                    **{k: res.stats.counts[k] for k in ("new", "expired", "kept", "pairs")},
+                    **{k: getattr(res.stats.counts, k) for k in ("new", "expired", "kept", "pairs")},
                 }
             )
         table = pd.DataFrame(rows)

@@ -18,22 +18,23 @@ on the same scored pairs, the two levels a report can have:
   threshold, gathered by a topic rule (``components`` or the support rule at a share, ``--topic-shares``):
   how many judged pairs fall inside topic groups and the share of them the editors scored at the 0.75 level
   or above (topic precision), and the share of the pairs at 0.75 or above that a topic holds (coverage).
-  The topic threshold is calibrated on the validation pairs at the 0.75 level as the chain calibrates the
-  story threshold (:func:`nlsim.evaluation.calibration.calibrate_scores`, cross-validated F1), on the rerank
-  scores of the store's model; ``--topic-margins`` moves it.
+  The topic threshold is on the bi-encoder's cosine, the one stored with the model (or calibrated here as
+  the training calibrates it: the validation pairs' cosines at the 0.75 level); ``--topic-margins`` moves
+  it.
 
 Folds: the validation pairs are cut in 5 folds (stratified by same story, seed 0); for each fold, the
 story variant is chosen on the other four (the best F1 among the variants whose 5+ purity reaches
 ``--purity``, else the best F1) and judged on it; the pooled held-out figures say what choosing on
 validation is worth.
 
-The scored pairs come from a wide report of each model (``nlsim dedup --model current --model-store STORE
---threshold FLOOR --no-series-veto --cluster-rule components --near-misses 0``; cached per model version
-in ``benchmarks/results/cache/stories/``), at a floor below the lowest topic threshold measured
-(``--floor``). Figures go to ``benchmarks/results/stories_TAG.md``/``.json`` and ``stories_TAG.png``. The test
+The story links come from a report of each model at its story threshold (``nlsim dedup --model current
+--model-store STORE --threshold T --no-series-veto --cluster-rule components --near-misses 0
+--no-topics``; cached per model version in ``benchmarks/results/cache/stories/``), the topic links from
+the same neighbour search over the report's cached embeddings, down to the lowest topic threshold
+measured. Figures go to ``benchmarks/results/stories_TAG.md``/``.json`` and ``stories_TAG.png``. The test
 split is never read.
 
-    python benchmarks/bench_stories.py --model-store STORE [--model-store STORE ...] [--floor 0.70]
+    python benchmarks/bench_stories.py --model-store STORE [--model-store STORE ...]
         [--large 5:-:0.01,5:0.6:-] [--topic-shares 0,0.2,0.3] [--purity 0.8] [--tag NAME]
 """
 
@@ -83,22 +84,25 @@ def training_verdicts() -> LinkConstraints:
 
 @dataclass(frozen=True)
 class Model:
-    """One training: its store, version, story threshold, topic threshold and validation rerank scores."""
+    """One training: its store, version, story threshold (on the rerank score), topic threshold (on the
+    cosine) and the validation pairs."""
 
     store: Path
     version: str
     threshold: float
     topic_threshold: float
     validation: pd.DataFrame
-    """The validation pairs (``id_a``, ``id_b``, ``score``) with the model's rerank score ``rerank``."""
+    """The validation pairs (``id_a``, ``id_b``, ``score``) with the model's ``rerank`` and ``cosine``."""
 
 
 def model_of(store: Path) -> Model:
-    """The store's current model, its calibrated story threshold and a topic threshold calibrated at the
-    0.75 level on the validation pairs' rerank scores (what the model's scorer gives them)."""
+    """The store's current model, its calibrated story threshold and its topic threshold: the one stored
+    beside it (``topic_calibration.json``), else calibrated here as the training calibrates it (the cosine
+    of the validation pairs at the 0.75 level)."""
     from nlsim.conversion import convert
     from nlsim.encoders import load_encoder
-    from nlsim.evaluation.calibration import calibrate_scores
+    from nlsim.encoders.scoring import pair_scorer
+    from nlsim.evaluation.calibration import TOPIC_CALIBRATION_JSON, calibrate_scores, load_calibration
     from nlsim.io.pairs import load_pairs
     from nlsim.rerank.reranker import load_reranker
 
@@ -108,25 +112,55 @@ def model_of(store: Path) -> Model:
     assert reranker is not None and reranker.threshold is not None
     pairs = load_pairs(PAIRS)
     val = pairs[pairs["split"] == "validation"].reset_index(drop=True)
-    scorer = reranker.scorer(load_encoder(str(folder)))
-    rerank = scorer(convert(val["text_a"].tolist(), "tw2sp"), convert(val["text_b"].tolist(), "tw2sp"))
-    topic = calibrate_scores(np.asarray(rerank), val["score"].to_numpy(float), level=TOPIC_LEVEL)
-    frame = val[["id_a", "id_b", "score"]].assign(rerank=rerank)
+    encoder = load_encoder(str(folder))
+    a, b = convert(val["text_a"].tolist(), "tw2sp"), convert(val["text_b"].tolist(), "tw2sp")
+    rerank = reranker.scorer(encoder)(a, b)
+    cosine = pair_scorer(encoder)(a, b)
+    stored = load_calibration(folder / TOPIC_CALIBRATION_JSON)
+    topic = stored or calibrate_scores(np.asarray(cosine), val["score"].to_numpy(float), level=TOPIC_LEVEL)
+    frame = val[["id_a", "id_b", "score"]].assign(rerank=rerank, cosine=cosine)
     return Model(store, current["version"], float(reranker.threshold), float(topic.threshold), frame)
 
 
-def wide_scores(model: Model, floor: float) -> pd.DataFrame:
-    """Every candidate pair scoring ``floor`` or more with the model (no veto, components), cached."""
-    cache = CACHE / f"{model.version}-floor{floor:g}.parquet"
+def wide_scores(model: Model) -> pd.DataFrame:
+    """Every candidate pair at or above the story threshold (no veto, components), cached: the links the
+    story rules read."""
+    cache = CACHE / f"{model.version}-story{model.threshold:.6f}.parquet"
     if not cache.exists():
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", f"{tmp}/r"]
-            cmd += ["--model", "current", "--model-store", str(model.store), "--threshold", str(floor)]
-            cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0"]
+            cmd += [
+                "--model",
+                "current",
+                "--model-store",
+                str(model.store),
+                "--threshold",
+                str(model.threshold),
+            ]
+            cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0", "--no-topics"]
             subprocess.run([*cmd, "--no-progress"], check=True, cwd=ROOT)
             CACHE.mkdir(parents=True, exist_ok=True)
             pd.read_parquet(f"{tmp}/r/pairs.parquet").to_parquet(cache)
     return read_scores(cache)
+
+
+def topic_links(model: Model, floor: float, k: int = 10) -> pd.DataFrame:
+    """Each item's ``k`` nearest neighbours at or above the cosine ``floor`` (``id_a``, ``id_b``, ``score``:
+    the cosine), as the report's neighbour search finds them (the embeddings from the cache the wide
+    report filled)."""
+    from nlsim.conversion import convert
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.cache import EmbeddingCache
+    from nlsim.search.index import build_index
+    from nlsim.search.neighbors import neighbor_pairs
+
+    corpus = pd.read_parquet(CORPUS)
+    texts = convert(corpus["title"].astype(str).tolist(), "tw2sp")
+    encoder = load_encoder(str(model.store / "versions" / model.version))
+    emb, _ = EmbeddingCache().get_or_compute(texts, encoder, "tw2sp", lambda: encoder.encode(texts))
+    found = neighbor_pairs(build_index(emb, use_gpu=False), emb, np.arange(len(emb)), k=k, threshold=floor)
+    ids = corpus["id"].astype(str).to_numpy()
+    return pd.DataFrame({"id_a": ids[found["a"]], "id_b": ids[found["b"]], "score": found["similarity"]})
 
 
 def links_of(frame: pd.DataFrame) -> list[Link]:
@@ -194,6 +228,7 @@ def judge_topics(topics: list[list[str]], val: pd.DataFrame) -> dict[str, Any]:
 def measure(
     model: Model,
     wide: pd.DataFrame,
+    topical: pd.DataFrame,
     large: list,
     topic_rules: dict[str, Any],
     margins: list[float],
@@ -215,9 +250,9 @@ def measure(
         row = {"story_rule": name, **judge(stories, val)}
         for margin in margins:
             t = model.topic_threshold + margin
-            topical = wide[wide["score"] >= t]
+            links = links_of(topical[topical["score"] >= t])
             for tname, trule in topic_rules.items():
-                topics = topic_groups(stories, links_of(topical), trule)
+                topics = topic_groups(stories, links, trule)
                 rows.append(
                     {**row, "topic_threshold": round(t, 6), "topic_rule": tname, **judge_topics(topics, val)}
                 )
@@ -281,13 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-store", action="append", required=True, type=Path)
     ap.add_argument(
-        "--floor", type=float, default=None, help="default: the lowest topic threshold measured, less 0.005"
-    )
-    ap.add_argument(
         "--large", default="5:-:0.005,5:-:0.01,5:-:0.02,5:0.5:-,5:0.6:-,4:0.5:0.01,3:0.6:-,3:0.75:-"
     )
     ap.add_argument("--topic-shares", default="0,0.1,0.2,0.3,0.4")
-    ap.add_argument("--topic-margins", default="-0.02,0,0.02,0.04")
+    ap.add_argument("--topic-margins", default="-0.04,0,0.04,0.08,0.12")
     ap.add_argument("--purity", type=float, default=0.8)
     ap.add_argument("--no-verdicts", action="store_true", help="leave out the training pairs as verdicts")
     ap.add_argument("--tag", default="")
@@ -302,19 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for store in args.model_store:
         model = model_of(store)
-        floor = (
-            args.floor if args.floor is not None else round(model.topic_threshold + min(margins) - 0.005, 3)
-        )
-        wide = wide_scores(model, floor)
+        wide = wide_scores(model)
+        topical = topic_links(model, model.topic_threshold + min(margins))
         verdicts = None if args.no_verdicts else training_verdicts()
-        rows, kept = measure(model, wide, large, topic_rules, margins, verdicts)
+        rows, kept = measure(model, wide, topical, large, topic_rules, margins, verdicts)
         runs.append(
             {
                 "store": str(store),
                 "version": model.version,
                 "threshold": model.threshold,
                 "topic_threshold": model.topic_threshold,
-                "floor": floor,
                 "rows": rows,
                 "folds": folds(kept, model.validation, args.purity),
             }

@@ -50,11 +50,12 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from nlsim.clusters.verdicts import Verdict, link_store, load_verdicts, save_verdicts, store_path
+from nlsim.clusters.verdicts import StoreCheck, Verdict, check_store, retire_earlier, write_store
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError, InputErrors
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.evaluation.metrics import convert_texts
+from nlsim.faults import MERGE_FAULT_STAGES, fault_point
 from nlsim.io import editor_file
 from nlsim.io.atomic import atomic_path, atomic_write_bytes, fsync_dir, sweep_leftovers
 from nlsim.io.cells import describe, first_control
@@ -1225,7 +1226,7 @@ def merge_annotations(
             else:
                 tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
 
-        with _verdicts_kept(new, path, split, filled) as store:  # read and checked before any write
+        with _verdicts_kept(new, path, existing, split, filled, log) as store:  # checked before any write
             _write_checked(target, checked, write, f"{pairs_file} merged with {filled}")
     scored_note = f", {skipped_scored} already annotated skipped" if skip_scored else ""
     log(
@@ -1269,46 +1270,33 @@ def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFr
 
 @contextlib.contextmanager
 def _verdicts_kept(
-    new: pd.DataFrame, pairs_file: Path, split: str, filled: str | Path
+    new: pd.DataFrame,
+    pairs_file: Path,
+    existing: pd.DataFrame,
+    split: str,
+    filled: str | Path,
+    log: Callable[[str], None],
 ) -> Iterator[Path | None]:
-    """Add the merged pairs that have both item ids to the verdict store beside ``pairs_file``, together
-    with the pair file's write (the body): the store is read and checked first, so a store that cannot be
-    read refuses the merge before anything is written; it is written (atomically) before the body, and put
-    back as it was when the body fails, so the pair file and the store never disagree about the merge.
-    Yields the store's path, or ``None`` when no pair had item ids."""
-    if "id_a" not in new.columns or "id_b" not in new.columns:
-        yield None
-        return
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    records = [
-        Verdict(
-            item_id(a),
-            item_id(b),
-            float(score),
-            split,
-            "" if _blank(who) else str(who),
-            Path(filled).name,
-            now,
-        )
-        for a, b, score, who in zip(
-            new["id_a"],
-            new["id_b"],
-            new["score"],
-            new["annotator"] if "annotator" in new.columns else [""] * len(new),
-            strict=True,
-        )
-        if item_id(a) and item_id(b)
-    ]
+    """Add the merged pairs that have both item ids to the verdict store of ``pairs_file``, together with
+    the pair file's write (the body). The store is read and checked against the pair file first
+    (:func:`~nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold is rolled back, a
+    merged pair the store lacks rebuilt, a store under an earlier name taken in, each said), so a store that
+    cannot be read, or holds a damaged row, refuses the merge before anything is written. The store is
+    written (atomically) before the body and put back as it was when the body fails; the pair file's rename
+    commits the merge. Yields the store's path, or ``None`` when no pair had item ids."""
+    records = _new_verdicts(new, split, filled)
     if not records:
         yield None
         return
-    store = store_path(pairs_file)
-    kept = load_verdicts(store)
-    earlier = link_store(pairs_file)  # kept beside a symbolic link by an earlier nlsim: folded in
-    if earlier is not None:
-        kept = load_verdicts(earlier).updated(kept.records)
+    check = check_store(pairs_file, existing)
+    check.refuse_damaged()
+    for line in check.notes():
+        log(line)
+    store = check.path
     before = store.read_bytes() if store.is_file() else None
-    save_verdicts(kept.updated(records), store)
+    held = check.verdicts.updated(records)
+    write_store(check, held)
+    fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
     try:
         yield store
     except BaseException:
@@ -1317,3 +1305,55 @@ def _verdicts_kept(
         else:
             atomic_write_bytes(store, before)
         raise
+    for gone in retire_earlier(check, held):
+        log(f"removed {gone}: every verdict it held is in {store} now")
+
+
+def _new_verdicts(new: pd.DataFrame, split: str, filled: str | Path) -> list[Verdict]:
+    """The merged rows that name both items as verdicts, with the hashes of the texts merged."""
+    if "id_a" not in new.columns or "id_b" not in new.columns:
+        return []
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    return [
+        Verdict(
+            item_id(a),
+            item_id(b),
+            float(score),
+            split,
+            "" if _blank(w) else str(w),
+            Path(filled).name,
+            now,
+            editor_file.text_sha256(str(ta)),
+            editor_file.text_sha256(str(tb)),
+        )
+        for a, b, ta, tb, score, w in zip(
+            new["id_a"], new["id_b"], new["text_a"], new["text_b"], new["score"], who, strict=True
+        )
+        if item_id(a) and item_id(b)
+    ]
+
+
+def check_verdicts(
+    pairs_file: str | Path, *, write: bool = False, log: Callable[[str], None] = say
+) -> StoreCheck:
+    """``nlsim annotate verdicts``: check the verdict store of ``pairs_file`` against the pair file and say
+    what holds (:func:`~nlsim.clusters.verdicts.check_store`); with ``write``, write it as it holds (a
+    store under an earlier name moved to today's, merged pairs it lacked or held damaged rebuilt, verdicts
+    the pair file does not hold taken out), under the merge lock (one merge into a folder at a time)."""
+    path = Path(pairs_file)
+    target = Path(os.path.realpath(path)) if path.exists() else path
+    with merge_lock(target):
+        check = check_store(path)
+        for line in check.notes():
+            log(line)
+        held = f"{len(check.verdicts)} verdict(s), {len(check.verdicts.acting())} on training pairs"
+        if check.in_step:
+            log(f"{check.path}: {held}; in step with {path}")
+        elif write:
+            write_store(check)
+            gone = retire_earlier(check, check.verdicts)
+            log(f"wrote {check.path}: {held}" + "".join(f"; removed {p} (all in it now)" for p in gone))
+        else:
+            log(f"{check.path} is not in step with {path} ({held} hold): --write writes it")
+    return check

@@ -18,6 +18,9 @@ Points of the model store (:data:`STORE_FAULT_STAGES`): ``model-save`` (a model 
 not yet renamed into place), ``register`` (a new version in place, its ``store.json`` not yet written) and
 ``promote`` (``CURRENT.json`` moved, the decision not yet in ``history.jsonl``).
 
+A merge (``nlsim annotate merge``) has ``merge-verdicts`` (:data:`MERGE_FAULT_STAGES`: the verdict store
+written, the pair file not yet: the merge is not committed, and a read rolls its verdicts back).
+
 Example:
     >>> fault_point("embed")  # no hook installed: nothing happens
     >>> seen = []
@@ -34,6 +37,7 @@ from collections.abc import Callable
 
 FAULT_STAGES = ("embed", "index-write", "state-write", "manifest", "report-write", "report-publish")
 STORE_FAULT_STAGES = ("model-save", "register", "promote")
+MERGE_FAULT_STAGES = ("merge-verdicts",)
 
 FaultHook = Callable[[str], None]
 """Called with the name of each fault point a run reaches."""

@@ -653,7 +653,7 @@ def test_merge_names_every_conflict_at_once_and_skip_scored_merges_the_rest(
     assert f"{again}: sheet row 2, field " in text and f"{again}: sheet row 4, field " in text, text
     assert "sheet row 3" not in text and "--skip-scored" in text
     assert pairs.read_bytes() == before  # refused: the pair file as it was
-    assert not (tmp_path / "pairs.verdicts.csv").exists()
+    assert not (tmp_path / "pairs.tsv.verdicts.csv").exists()
 
     said: list[str] = []
     res = merge_annotations(again, pairs, skip_scored=True, log=said.append)
@@ -664,7 +664,7 @@ def test_merge_names_every_conflict_at_once_and_skip_scored_merges_the_rest(
 
     from nlsim.clusters.verdicts import load_verdicts, store_path
 
-    assert res.verdicts == store_path(pairs) == tmp_path / "pairs.verdicts.csv"
+    assert res.verdicts == store_path(pairs) == tmp_path / "pairs.tsv.verdicts.csv"
     verdicts = load_verdicts(res.verdicts)
     assert [(v.id_a, v.id_b, v.score, v.split, v.annotator) for v in verdicts.records] == [
         ("n08", "n09", 0.75, "train", "ed")
@@ -720,7 +720,7 @@ def test_merge_names_a_text_conflict_together_with_every_other_conflict(
         assert where in text, text
     assert "'nosuch' is neither in the pair file nor in the corpus" in text
     assert pairs.read_bytes() == before
-    assert not (tmp_path / "pairs.verdicts.csv").exists()
+    assert not (tmp_path / "pairs.tsv.verdicts.csv").exists()
 
 
 def test_bad_scores_and_repeated_pairs_are_named_at_once(files: tuple[Path, Path], tmp_path: Path) -> None:
@@ -739,7 +739,7 @@ def test_a_verdict_store_that_cannot_be_read_refuses_the_merge_before_the_pair_f
     """The store is read before anything is written: a damaged one refuses the merge and the pair file
     stays byte for byte; once the store is mended the same file merges, into both."""
     _, pairs = files
-    store = tmp_path / "pairs.verdicts.csv"
+    store = tmp_path / "pairs.tsv.verdicts.csv"
     store.write_text(
         "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,z1,z2,0.3,train,,,\n", encoding="utf-8"
     )
@@ -764,7 +764,7 @@ def test_a_pair_file_the_merge_cannot_write_leaves_the_verdict_store_as_it_was(
 
     _, pairs = files
     merge_annotations(_export(tmp_path, [_row("n06", "n07", TITLES[6], TITLES[7], "0")], False), pairs)
-    store = tmp_path / "pairs.verdicts.csv"
+    store = tmp_path / "pairs.tsv.verdicts.csv"
     kept, before = store.read_bytes(), pairs.read_bytes()
 
     def fail(*_: object) -> None:
@@ -791,18 +791,21 @@ def test_a_symlinked_pair_file_keeps_its_verdicts_beside_the_file_it_links_to(
     link = tmp_path / "ann" / "pairs.tsv"
     link.symlink_to(pairs)
     res = merge_annotations(_export(tmp_path, [_row("n06", "n07", TITLES[6], TITLES[7], "0")], False), link)
-    assert res.verdicts == store_path(link) == store_path(pairs) == tmp_path / "pairs.verdicts.csv"
-    assert link.is_symlink() and not (tmp_path / "ann" / "pairs.verdicts.csv").exists()
+    assert res.verdicts == store_path(link) == store_path(pairs) == tmp_path / "pairs.tsv.verdicts.csv"
+    assert link.is_symlink() and not (tmp_path / "ann" / "pairs.tsv.verdicts.csv").exists()
     for given in (link, pairs):
         assert read_editors(given, None).constraints().cannot_link == frozenset({("n06", "n07")})
-    # a store an earlier nlsim kept beside the link is still read, and folded in at the next merge
-    (tmp_path / "ann" / "pairs.verdicts.csv").write_text(
-        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,n10,n11,0,train,,,\n", encoding="utf-8"
+    # a store an earlier nlsim kept beside the link (named after the stem) is still read for the pairs the
+    # pair file holds, and folded into the store at the next merge, which then removes it
+    earlier = tmp_path / "ann" / "pairs.verdicts.csv"
+    earlier.write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,n00,n01,1,train,,,\n", encoding="utf-8"
     )
-    both = frozenset({("n06", "n07"), ("n10", "n11")})
-    assert read_editors(link, None).constraints().cannot_link == both
+    assert read_editors(link, None).constraints().must_link == frozenset({("n00", "n01")})
     merge_annotations(_export(tmp_path, [_row("n08", "n09", TITLES[8], TITLES[9], "0")], False), link)
-    assert read_editors(pairs, None).constraints().cannot_link == both | {("n08", "n09")}
+    got = read_editors(pairs, None).constraints()
+    assert got.cannot_link == {("n06", "n07"), ("n08", "n09")} and got.must_link == {("n00", "n01")}
+    assert not earlier.exists()
 
 
 def test_a_merge_names_every_problem_of_the_file_in_one_refusal_by_sheet_row(

@@ -1,6 +1,8 @@
 """The chained pipeline: the one place that orders the chain, from annotated pairs to the judged report.
 
-1. **load**: the annotated pairs (validated: no pair in two splits);
+1. **load**: the annotated pairs (validated: no pair in two splits) and, with a report, every input the report
+   reads (its corpus, the pairs it is judged on, the editors' verdict store checked against the pair
+   file): a bad one is refused before any training (:func:`load_inputs`);
 2. **baseline**: the zero-shot base model scored on validation (and test) and calibrated at the report's
    level on validation (kept in the model store as its zero-shot calibration): the "before";
 3. **finetune** (before it, on a cold chain with no promoted model, the **first report**,
@@ -51,8 +53,9 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
+from nlsim.dedup import stages
+from nlsim.dedup.editors import read_editors
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
-from nlsim.dedup.stages import judge_pairs
 from nlsim.encoders import load_encoder
 from nlsim.encoders.device import default_device
 from nlsim.encoders.scoring import KnownScores, known_scores
@@ -82,7 +85,12 @@ from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 CHAIN_STAGES = {
     s.name: s
     for s in (
-        StageInfo("chain-load", "read and validate the annotated pairs", io=True),
+        StageInfo(
+            "chain-load",
+            "read and validate the annotated pairs and every input of the report (corpus, verdict store, "
+            "judged pairs), before any training",
+            io=True,
+        ),
         StageInfo("base-model", "load the base encoder", io=True),
         StageInfo("reuse-check", "load the reused version, every file checked, before it is evaluated"),
         StageInfo("baseline", "score and calibrate the zero-shot base model on validation"),
@@ -270,11 +278,50 @@ def checked_for(store: ModelStore, version: Path) -> list[str]:
     return done if isinstance(done, list) else []
 
 
-def mark_checked(store: ModelStore, version: Path, marker: str) -> None:
+def mark_checked(
+    store: ModelStore, version: Path, marker: str, relied: list[dict[str, Any]] | None = None
+) -> None:
     """Record that ``version``'s quality check is settled for ``marker`` (the latest few machine kinds are
-    kept)."""
+    kept), with the figures it relied on (``relied``: :func:`relied_on`; none beyond the version folder's
+    own records, which its manifest covers, when not given)."""
     kinds = [m for m in checked_for(store, version) if m != marker][-(MARKERS_KEPT - 1) :] + [marker]
-    store.write_info(version, {**(store.info(version) or {}), "quality_check": kinds})
+    info = store.info(version) or {}
+    kept = {m: v for m, v in (info.get("quality_check_records") or {}).items() if m in kinds}
+    kept[marker] = relied or []
+    store.write_info(version, {**info, "quality_check": kinds, "quality_check_records": kept})
+
+
+def relied_on(records: list[tuple[str, str, Path | None]]) -> list[dict[str, Any]]:
+    """The figures a settled quality check leaves a run to use: for each model part (kind, identity, folder)
+    the paths its stored record (the folder's and ``$NLSIM_HOME``'s, :func:`load_quality_check`) has figures
+    for."""
+    from nlsim.inference.quality_check import has_figures, load_quality_check
+
+    out = []
+    for kind, identity, folder in records:
+        record = load_quality_check(kind, identity, folder)[0]
+        checked = sorted(k for k in (record or {}).get("paths") or {} if has_figures(record, k))
+        out.append({"kind": kind, "identity": identity, "folder": str(folder or ""), "checked": checked})
+    return out
+
+
+def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
+    """What a settled quality check (``marker``) relied on and can no longer be read (a record under
+    ``$NLSIM_HOME`` removed or damaged: its paths would silently be lost to every later report), or
+    ``None`` when all of it is there."""
+    from nlsim.inference.quality_check import has_figures, load_quality_check
+
+    kept = (store.info(version) or {}).get("quality_check_records") or {}
+    if marker not in kept:
+        return "the records it was settled with are not listed (an earlier nlsim settled it)"
+    for entry in kept[marker]:
+        folder = Path(entry["folder"]) if entry.get("folder") else None
+        record = load_quality_check(entry["kind"], entry["identity"], folder)[0]
+        missing = [k for k in entry.get("checked") or [] if not has_figures(record, k)]
+        if missing:
+            gone = ", ".join(missing)
+            return f"the {entry['kind']}'s figures for {gone} are gone (its record was removed or damaged)"
+    return None
 
 
 def quality_check_stage(
@@ -286,7 +333,9 @@ def quality_check_stage(
     ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may then use. A fine-tuned
     folder carries its own record from ``nlsim finetune``: it is checked again here only for the paths it
     could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run
-    on one with bf16 or VNNI)."""
+    on one with bf16 or VNNI). A check settled before is taken as settled only while the figures it relied
+    on can still be read (:func:`lost_figures`: a record under ``$NLSIM_HOME`` removed or torn is made
+    again, and said, never read as fewer lossy paths for good)."""
     from nlsim.encoders.planner import encoder_target
     from nlsim.inference.quality_check import load_quality_check
     from nlsim.rerank.reranker import load_reranker
@@ -305,7 +354,10 @@ def quality_check_stage(
     marker = quality_marker(cfg, validation, default_device() if current is not None else base.device)
     done = checked_for(store, current) if current is not None else []
     if current is not None and marker in done:
-        return {"model": current.name, "reused": True}
+        lost = lost_figures(store, current, marker)
+        if lost is None:
+            return {"model": current.name, "reused": True}
+        say(f"quality check of {current.name}: {lost}; checked again")
     encoder = load_encoder(str(current), threads=cfg.recipe.threads) if current is not None else base
     reranker = load_reranker(encoder.path, threads=cfg.recipe.threads) if current is not None else None
     cal = load_calibration(current) if current is not None else zero_shot
@@ -338,7 +390,10 @@ def quality_check_stage(
             say_record(records["reranker"])
     written = [str(p) for p in store_checks(records)]
     if current is not None:
-        mark_checked(store, current, marker)
+        parts: list[tuple[str, str, Path | None]] = [("encoder", encoder.fingerprint, encoder.path)]
+        if ce is not None:
+            parts.append(("cross-encoder", ce.digest(), ce.path))
+        mark_checked(store, current, marker, relied_on(parts))
     return {"model": current.name if current is not None else cfg.base_model, "written": written}
 
 
@@ -501,6 +556,20 @@ def load_version(version: Path) -> None:
         ) from None
 
 
+def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
+    """The annotated pairs, validated, once every input the chain reads has been read and checked: with a
+    report, its corpus (as the report loads it), the pairs it is judged on (ids, split) and the editors'
+    verdicts (the store checked against the pair file). A bad row of any of them is refused now, by file,
+    row and field, not after the baseline, the training and the registration of a new version."""
+    pairs = load_pairs(cfg.pairs)
+    if cfg.make_report:
+        report = cfg.dedup_config(CURRENT_MODEL)
+        stages.load(report.input)
+        stages.judge_pairs(report.report)
+        read_editors(report.clustering.annotated_pairs, None)
+    return pairs
+
+
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     """Run the chain (see the module docstring), holding the model store's lock."""
     check_chain_paths(cfg)
@@ -520,9 +589,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     first_call = timed_call(call, timings, dict.fromkeys(STAGES, "first-report"))
     call = timed_call(call, timings, groups)
 
-    pairs = call("chain-load", load_pairs, cfg.pairs)
-    if cfg.make_report:  # the pairs the report is judged on (ids, split) refused now, not after training
-        judge_pairs(cfg.dedup_config(CURRENT_MODEL).report)
+    pairs = call("chain-load", load_inputs, cfg)
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)

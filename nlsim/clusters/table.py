@@ -7,6 +7,12 @@ Representative: the earliest member (``"earliest"``, the default; the same as th
 kept) or the member with the highest summed similarity to the cluster's other members (``"central"``;
 ties by the earliest rule).
 
+A row holds every column :mod:`nlsim.io.columns` declares for the clusters table: the cluster's id, status,
+size and absorbed ids come from the cluster rule and the run's events; every other column is made from the
+cluster's members or links as its declaration says (``Column.reduce``, :func:`cluster_row`): a column added
+to the declaration is computed with no other change. ``clusters.parquet``, the daily state, the page, its
+review panel, ``summary.md`` and the artifacts all read these rows.
+
 Example:
     >>> import pandas as pd
     >>> frame = pd.DataFrame({"id": ["x", "y", "z", "w"], "title": list("XYZW"), "source": ["s"] * 4,
@@ -19,7 +25,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +72,6 @@ def cluster_table(
     events: pd.DataFrame | None = None,
     representative: str = "earliest",
     default_status: str = "unchanged",
-    topics: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per cluster (``clusters``, default: every cluster in ``assignment``), largest first.
 
@@ -74,8 +80,6 @@ def cluster_table(
         assignment: cluster id of each clustered item.
         pairs: ``id_a``, ``id_b``, ``similarity`` of the pairs among the items (scores and "central").
         events: the run's ``cluster_id``, ``status``, ``added``, ``absorbed`` (others get ``default_status``).
-        topics: the topic group of each item in one (:mod:`nlsim.clusters.topics`): a cluster's is its
-            members'.
     """
     if representative not in REPRESENTATIVES:
         raise ConfigError(
@@ -94,7 +98,8 @@ def cluster_table(
     groups: dict[str, list[int]] = {}
     for r in rows_idx:
         groups.setdefault(cid[r], []).append(int(r))
-    columns = _Columns.of(items, ids)
+    spec = report_columns.table("clusters")
+    values = _ItemValues(items, ids)
     ev = {} if events is None else {r.cluster_id: r for r in events.itertuples()}
     out = []
     for c, members in groups.items():
@@ -102,13 +107,19 @@ def cluster_table(
             rep = max(members, key=lambda r: (scores.strength.get(ids[r], 0.0), -rank[r]))
         else:
             rep = members[0]
-        row = columns.row(c, members, rep, ev.get(c), scores.within.get(c, []), default_status)
-        row["weakest_link"] = weakest_link(scores.links.get(c, []))
-        row["topic_id"] = (topics or {}).get(ids[members[0]])
+        event = ev.get(c)
+        joined = set(event.added) if event is not None else set()
+        added = [r for r in members if ids[r] in joined]
+        parts = ClusterParts(members, rep, added, scores.links.get(c, []))
+        row = cluster_row(spec, parts, values)
+        row["cluster_id"] = c
+        row["status"] = event.status if event is not None else default_status
+        row["absorbed"] = list(event.absorbed) if event is not None else []
         out.append(row)
-    table = pd.DataFrame(out, columns=report_columns.table("clusters").names)
-    for c in ("first_published", "last_published"):
-        table[c] = pd.to_datetime(table[c], utc=True)
+    table = pd.DataFrame(out, columns=spec.names)
+    for col in spec.columns:
+        if col.format == "time":
+            table[col.name] = pd.to_datetime(table[col.name], utc=True)
     table = table.astype(number_columns())
     return table.sort_values(["size", "cluster_id"], ascending=[False, True], kind="mergesort").reset_index(
         drop=True
@@ -117,10 +128,9 @@ def cluster_table(
 
 @dataclass(frozen=True)
 class _Scores:
-    """The scores of the pairs inside the wanted clusters: each cluster's pair scores (``within``) and each
-    item's summed score to its cluster's other members (``strength``, for the central representative)."""
+    """The pairs inside the wanted clusters: each cluster's links (``(id_a, id_b, score)``) and each item's
+    summed score to its cluster's other members (``strength``, for the central representative)."""
 
-    within: dict[str, list[float]]
     strength: dict[str, float]
     links: dict[str, list[tuple[str, str, float]]]
 
@@ -131,16 +141,14 @@ class _Scores:
         sims = pairs["similarity"].to_numpy(dtype=np.float64) if len(pairs) else np.array([])
         pair_c = np.array([assignment.get(a) for a in pa_], dtype=object)
         same = np.array([assignment.get(b) for b in pb_], dtype=object) == pair_c
-        within: dict[str, list[float]] = {}
         strength: dict[str, float] = {}
         links: dict[str, list[tuple[str, str, float]]] = {}
         for a, b, c, s, ok in zip(pa_, pb_, pair_c, sims, same, strict=True):
             if ok and c in wanted:
-                within.setdefault(c, []).append(s)
                 links.setdefault(c, []).append((a, b, float(s)))
                 strength[a] = strength.get(a, 0.0) + s
                 strength[b] = strength.get(b, 0.0) + s
-        return cls(within, strength, links)
+        return cls(strength, links)
 
 
 def weakest_link(links: list[tuple[str, str, float]]) -> float:
@@ -169,40 +177,80 @@ def weakest_link(links: list[tuple[str, str, float]]) -> float:
 
 
 @dataclass(frozen=True)
-class _Columns:
-    """The item columns a cluster's row is made from, aligned with the items' rows."""
+class ClusterParts:
+    """What a cluster's row is made from: its members (rows of the items, earliest first), the
+    representative's row, the rows of the members that joined in this run, and the links inside it
+    (``(id_a, id_b, score)``)."""
 
-    ids: np.ndarray
-    titles: np.ndarray
-    sources: np.ndarray
-    times: pd.Series
+    members: list[int]
+    representative: int
+    added: list[int]
+    links: list[tuple[str, str, float]]
 
-    @classmethod
-    def of(cls, items: pd.DataFrame, ids: np.ndarray) -> _Columns:
-        sources = items["source"].astype(str).to_numpy() if "source" in items else np.full(len(items), "")
-        times = pd.to_datetime(items["published_at"], utc=True)
-        return cls(ids, items["title"].astype(str).to_numpy(), sources, times)
 
-    def row(
-        self, cid: str, members: list[int], rep: int, event: Any, scores: list[float], default_status: str
-    ) -> dict[str, Any]:
-        """One row of the clusters table (:data:`CLUSTERS_SCHEMA`)."""
-        t = self.times.iloc[members]
-        return {
-            "cluster_id": cid,
-            "status": event.status if event is not None else default_status,
-            "size": len(members),
-            "representative": self.ids[rep],
-            "representative_title": self.titles[rep],
-            "member_ids": [self.ids[r] for r in members],
-            "added_ids": list(event.added) if event is not None else [],
-            "absorbed": list(event.absorbed) if event is not None else [],
-            "sources": sorted({self.sources[r] for r in members if self.sources[r]}),
-            "first_published": t.min(),
-            "last_published": t.max(),
-            "max_similarity": max(scores) if scores else np.nan,
-            "mean_similarity": float(np.mean(scores)) if scores else np.nan,
-        }
+def _present(values: Sequence[Any]) -> list[Any]:
+    return [v for v in values if not _missing(v)]
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
+
+
+ItemReduce = Callable[[Sequence[Any], ClusterParts], Any]
+ITEM_REDUCE: dict[str, ItemReduce] = {
+    "representative": lambda v, c: v[c.representative],
+    "all": lambda v, c: [v[r] for r in c.members],
+    "added": lambda v, c: [v[r] for r in c.added],
+    "distinct": lambda v, c: sorted({x for x in _present([v[r] for r in c.members]) if x != ""}),
+    "min": lambda v, c: min(_present([v[r] for r in c.members]), default=None),
+    "max": lambda v, c: max(_present([v[r] for r in c.members]), default=None),
+}
+"""How a column of ``source="item.<column>"`` is made from its members' values (``v``: the items column,
+by row): :data:`nlsim.io.columns.REDUCE`."""
+LINK_REDUCE: dict[str, Callable[[list[tuple[str, str, float]]], float]] = {
+    "max": lambda links: max((s for *_, s in links), default=np.nan),
+    "mean": lambda links: float(np.mean([s for *_, s in links])) if links else np.nan,
+    "weakest": lambda links: weakest_link(links),
+}
+"""How a column of ``source="score"`` is made from the scores of the links inside its cluster."""
+
+
+class _ItemValues:
+    """The items' columns a cluster's row reads, by row: each read once, as the cluster column holds it
+    (a time as a UTC timestamp, text as text; missing: ``None``)."""
+
+    def __init__(self, items: pd.DataFrame, ids: np.ndarray) -> None:
+        self.items = items
+        self.cache: dict[tuple[str, bool], Sequence[Any]] = {("id", False): ids, ("id", True): ids}
+
+    def of(self, column: report_columns.Column) -> Sequence[Any]:
+        field = column.item_field
+        assert field is not None
+        timed = column.format == "time"
+        key = (field, timed)
+        if key not in self.cache:
+            if field not in self.items:
+                self.cache[key] = [None] * len(self.items)
+            elif timed:
+                self.cache[key] = list(pd.to_datetime(self.items[field], utc=True))
+            else:
+                self.cache[key] = [None if _missing(v) else str(v) for v in self.items[field].tolist()]
+        return self.cache[key]
+
+
+def cluster_row(spec: report_columns.Table, cluster: ClusterParts, values: _ItemValues) -> dict[str, Any]:
+    """The columns of one cluster's row that are made from its members and links, each as its declaration
+    says (``Column.reduce``); the cluster rule's own (id, status, absorbed) are the caller's. ``size``
+    is the number of members."""
+    row: dict[str, Any] = {"size": len(cluster.members)}
+    for column in spec.columns:
+        if not column.reduce:
+            continue
+        if column.source == "score":
+            row[column.name] = LINK_REDUCE[column.reduce](cluster.links)
+        else:
+            row[column.name] = ITEM_REDUCE[column.reduce](values.of(column), cluster)
+    return row
 
 
 def topic_table(items: pd.DataFrame, topics: Mapping[str, str], clusters: Mapping[str, str]) -> pd.DataFrame:

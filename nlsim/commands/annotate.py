@@ -1,4 +1,5 @@
-"""``nlsim annotate draw|merge``: the editors' loop (new candidate pairs to score; merge a filled file)."""
+"""``nlsim annotate draw|merge|verdicts``: the editors' loop (new candidate pairs to score; merge a filled
+file; check the verdict store against the pair file)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,18 @@ def register(subparsers: Any) -> None:
         "refusing the file",
     )
     m.set_defaults(func=run_merge)
+    v = sub.add_parser(
+        "verdicts",
+        help="check a pair file's verdict store against the pair file (lost, cut, damaged, earlier name)",
+    )
+    v.add_argument("--pairs", required=True, help="the annotated pair file whose verdict store to check")
+    v.add_argument(
+        "--write",
+        action="store_true",
+        help="write the store as it holds: moved to its name beside the pair file, merged pairs it lacked "
+        "rebuilt from the pair file, verdicts the pair file does not hold taken out",
+    )
+    v.set_defaults(func=run_verdicts)
 
 
 def run_draw(args: argparse.Namespace) -> int:
@@ -106,4 +119,11 @@ def run_merge(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         skip_scored=args.skip_scored,
     )
+    return 0
+
+
+def run_verdicts(args: argparse.Namespace) -> int:
+    from nlsim.annotation import check_verdicts  # deferred: `nlsim --help` and refusals stay fast
+
+    check_verdicts(args.pairs, write=args.write)
     return 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
-from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
@@ -29,24 +28,24 @@ def print_result(result: DedupResult) -> None:
     """The run in a few lines: where the report is, and the run record's headline counts."""
     record = result.stats
     threshold = record.threshold
-    c: defaultdict[str, int | None] = defaultdict(lambda: None, record.counts)  # None: not counted
+    c = record.counts  # None: not counted
     if record.daily:
         print(f"run {result.run_id}{' (already committed: report written again)' if result.replayed else ''}")
         print(
-            f"  items in {c['items_in']}: new {c['new']}, changed {c['changed']}, skipped {c['skipped']}, "
-            f"too old {c['too_old']}, quarantined {c['quarantined']}; expired from the window "
-            f"{c['expired']}, kept {c['kept']}"
+            f"  items in {c.items_in}: new {c.new}, changed {c.changed}, skipped {c.skipped}, "
+            f"too old {c.too_old}, quarantined {c.quarantined}; expired from the window "
+            f"{c.expired}, kept {c.kept}"
         )
         print(
-            f"  pairs {c['pairs']}; clusters new {c['clusters_new']}, grown {c['clusters_grown']}, "
-            f"merged {c['clusters_merged']}; model {record.model}, threshold {threshold}"
+            f"  pairs {c.pairs}; clusters new {c.clusters_new}, grown {c.clusters_grown}, "
+            f"merged {c.clusters_merged}; model {record.model}, threshold {threshold}"
         )
         print(f"report: {result.report_dir.resolve()}")
         return
     print(f"report: {result.report_dir.resolve()}")
     print(
-        f"  {c['items_in']} items, {c['pairs']} pairs, {c['clusters']} clusters "
-        f"({c['clustered_items']} items in clusters); threshold {threshold}"
+        f"  {c.items_in} items, {c.pairs} pairs, {c.clusters} clusters "
+        f"({c.clustered_items} items in clusters); threshold {threshold}"
     )
     for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png"):
         print(f"  {result.report_dir / name}")

@@ -5,10 +5,13 @@ extends; the chain passes its own). From it a run takes:
 
 - **the scored pairs** (every split): the page's review queue never offers them again, and the page is
   given their pair ids only (:func:`nlsim.io.editor_file.pair_id`), never their scores or splits;
-- **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), which act on the clusters
-  (every rule of :mod:`nlsim.clusters.rules` honours them): "same story" joins two items, "not the same
-  story" keeps them apart. Only verdicts on training pairs act; a pair the file holds in its validation or
-  test split never does, whatever the store says (the report is judged on those pairs).
+- **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), read checked against the
+  pair file (:func:`nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold never acts,
+  a merged pair the store lost is rebuilt from the pair file, a store under an earlier name is read; the
+  run says what it found and writes nothing), which act on the clusters (every rule of
+  :mod:`nlsim.clusters.rules` honours them): "same story" joins two items, "not the same story" keeps them
+  apart. Only verdicts on training pairs act; a pair the file holds in its validation or test split never
+  does, whatever the store says (the report is judged on those pairs).
 
 A daily run keeps the verdicts and the scored pairs in its state (:mod:`nlsim.dedup.state`): a later run,
 with or without ``--annotated-pairs``, and after a model promotion, still honours the verdicts and never
@@ -26,17 +29,18 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.verdicts import Verdict, Verdicts, from_frame, link_store, load_verdicts, store_path
+from nlsim.clusters.verdicts import Verdict, Verdicts, check_store, earlier_paths, from_frame, store_path
 from nlsim.errors import StateError
 from nlsim.io.editor_file import pair_id
 from nlsim.io.pairs import item_id, load_pairs
+from nlsim.progress import say
 
 
 @dataclass(frozen=True)
@@ -49,12 +53,15 @@ class EditorsInput:
             state's record, as ``pair_key``.
         held_out: the validation and test pairs of that file (``pair_key``): never constraints.
         source: where the verdicts came from (the store, the state), for the run record.
+        text_changed: the verdicts (``pair_key``) given on another text than one of their items carries now
+            (:meth:`checked_texts`): never constraints, until an editor decides on the new text.
     """
 
     verdicts: Verdicts = field(default_factory=Verdicts)
     scored: frozenset[tuple[str, str]] = frozenset()
     held_out: frozenset[tuple[str, str]] = frozenset()
     source: str = ""
+    text_changed: frozenset[tuple[str, str]] = frozenset()
 
     def scored_ids(self, shown: Iterable[str]) -> list[str]:
         """The pair ids (:func:`nlsim.io.editor_file.pair_id`) of the scored pairs whose two items are
@@ -68,12 +75,29 @@ class EditorsInput:
         return [v for v in self.verdicts.acting() if v.key not in self.held_out]
 
     def constraints(self) -> LinkConstraints:
-        """The acting verdicts (training pairs, none held out) as must-links and cannot-links."""
+        """The acting verdicts (training pairs, none held out, none whose text changed) as must-links and
+        cannot-links."""
         c = self.verdicts.constraints()
+        off = self.held_out | self.text_changed
         return LinkConstraints(
-            must_link=frozenset(p for p in c.must_link if p not in self.held_out),
-            cannot_link=frozenset(p for p in c.cannot_link if p not in self.held_out),
+            must_link=frozenset(p for p in c.must_link if p not in off),
+            cannot_link=frozenset(p for p in c.cannot_link if p not in off),
         )
+
+    def checked_texts(self, texts: Mapping[str, str]) -> EditorsInput:
+        """These verdicts with those given on another text than an item of theirs carries in ``texts`` (item
+        id to the text the page shows, its title) set apart: an old "not the same story" must not keep two
+        items apart that now read the same (:meth:`~nlsim.clusters.verdicts.Verdict.text_changed`).
+
+        >>> from nlsim.clusters.verdicts import Verdict
+        >>> from nlsim.io.editor_file import text_sha256
+        >>> v = Verdict("a", "b", 0.0, sha256_a=text_sha256("Floods"), sha256_b=text_sha256("Storm"))
+        >>> e = EditorsInput(Verdicts.from_records([v])).checked_texts({"a": "Floods", "b": "Floods"})
+        >>> e.text_changed, e.constraints().cannot_link
+        (frozenset({('a', 'b')}), frozenset())
+        """
+        changed = frozenset(v.key for v in self.verdicts.acting() if v.text_changed(texts))
+        return replace(self, text_changed=changed)
 
 
 SCORED_COLUMNS = ("id_a", "id_b")
@@ -96,9 +120,7 @@ def editors_fingerprint(annotated_pairs: str | Path | None) -> str | None:
     if not annotated_pairs:
         return None
     h = hashlib.sha256()
-    for path in (Path(annotated_pairs), store_path(annotated_pairs), link_store(annotated_pairs)):
-        if path is None:
-            continue
+    for path in (Path(annotated_pairs), store_path(annotated_pairs), *earlier_paths(annotated_pairs)):
         h.update(path.read_bytes() if path.is_file() else b"\x00absent")
         h.update(b"\x1e")
     return h.hexdigest()
@@ -136,10 +158,12 @@ def read_editors(
                 for (a, b), good, s in zip(ids, ok, split, strict=True)
                 if good and s in ("validation", "test")
             )
-        for store in (link_store(annotated_pairs), store_path(annotated_pairs)):  # the later one wins
-            stored = load_verdicts(store) if store is not None else Verdicts()
-            if len(stored):
-                verdicts = verdicts.updated(stored.records)
-                sources.append(str(store))
+        check = check_store(annotated_pairs, pairs)
+        check.refuse_damaged()
+        for line in check.notes():
+            say(line)
+        if len(check.verdicts):
+            verdicts = verdicts.updated(check.verdicts.records)
+            sources.append(str(check.path))
     scored |= frozenset(v.key for v in verdicts.records)
     return EditorsInput(verdicts, scored, held, " and ".join(sources))

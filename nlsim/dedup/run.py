@@ -50,7 +50,7 @@ from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
-from nlsim.report.record import EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
+from nlsim.report.record import ClusterChanges, EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -91,7 +91,9 @@ declare(*STAGES.values())
 
 @dataclass
 class DedupResult:
-    """What a run produced: where the report is, its tables, and the run record."""
+    """What a run produced: where the report is, its tables, and the run record (``stats``): the one its
+    ``run.json`` holds, counted once (:func:`run_record`), with the time of the report stage that wrote it
+    (a replayed run: the stored record, with this run's messages)."""
 
     out: Path
     report_dir: Path
@@ -171,8 +173,9 @@ def run_batch(settings: DedupConfig, *, encoder: Any = None, call: Call = direct
         stages.JudgeScope.batch(settings),
     )
     window, clustering, missed = done.search.window, done.clustering, done.missed
-    folder = step("report", stages.report, settings, window, clustering, model, done.record, missed)
-    return _result(settings, folder, done.record.timed(step.log), clustering=clustering)
+    reported = step("report", stages.report, settings, window, clustering, model, done.record, missed)
+    # the record run.json holds, with the report stage's own time (it ran while run.json was written)
+    return _result(settings, reported.folder, reported.record.timed(step.log), clustering=clustering)
 
 
 def run_daily(
@@ -217,8 +220,11 @@ def run_daily(
         window, clustering, missed = done.search.window, done.clustering, done.missed
         step("commit", stages.commit, settings, daily, window, clustering, model, done.record, missed)
         record = done.record.timed(step.log)
-        folder = step("report", stages.report_daily, settings.report, window, clustering, record, missed)
-        record = record.timed(step.log)
+        reported = step("report", stages.report_daily, settings.report, window, clustering, record, missed)
+        folder, record = (
+            reported.folder,
+            reported.record.timed(step.log),
+        )  # run.json's, with the report's time
         # the complete figures (commit and report timings included) beside the state
         atomic_write_text(
             Path(daily.folder) / "runs" / f"{window.run_id}.json",
@@ -245,7 +251,7 @@ def _check_model(log: RunLog, daily: StateSettings, window: Window, model: stage
 def all_seen(window: Window) -> bool:
     """Every item of the day was already in the window with the same text: a daily run with nothing new."""
     counts = window.counts
-    return bool(counts.get("items_in")) and counts.get("skipped") == counts.get("items_in")
+    return bool(counts.items_in) and counts.skipped == counts.items_in
 
 
 def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
@@ -375,27 +381,27 @@ def run_record(
     events = update.events["status"]
     clusters = clustering.report_clusters
     current = clusters[clusters["status"] != "dissolved"]  # a dissolved cluster is no cluster now
-    counts = {
-        **window.counts,
-        "candidates": search.candidates,
-        "kept": int(len(window.items)),
-        "pairs": int(len(clustering.report_pairs)),  # the pairs the report lists
-        "clusters": int(len(current)),
-        "clustered_items": int(current["size"].sum()) if len(current) else 0,
-        "clusters_new": int((events == "new").sum()),
-        "clusters_grown": int((events == "grown").sum()),
-        "clusters_merged": int((events == "merged").sum()),
-        "clusters_absorbed": len(update.merged_into),
-        "clusters_dissolved": len(update.dissolved),
-        "clusters_in_window": int(len(clustering.window_clusters)),
-        "near_misses": int(len(missed)),
-        "exact_copies": 0 if window.copies is None else window.copies.count,
-        "topics": int(len(clustering.report_topics)),
-        "topic_items": int(clustering.report_topics["size"].sum()) if len(clustering.report_topics) else 0,
-    }
-    extra: dict[str, Any] = {"merged_into": dict(sorted(update.merged_into.items()))}
-    if update.dissolved:
-        extra["dissolved"] = dict(sorted(update.dissolved.items()))
+    counts = replace(  # the window's counts (items read, new, ...) and the run's: counted here only
+        window.counts,
+        candidates=search.candidates,
+        kept=int(len(window.items)),
+        pairs=int(len(clustering.report_pairs)),  # the pairs the report lists
+        clusters=int(len(current)),
+        clustered_items=int(current["size"].sum()) if len(current) else 0,
+        clusters_new=int((events == "new").sum()),
+        clusters_grown=int((events == "grown").sum()),
+        clusters_merged=int((events == "merged").sum()),
+        clusters_absorbed=len(update.merged_into),
+        clusters_dissolved=len(update.dissolved),
+        clusters_in_window=int(len(clustering.window_clusters)),
+        near_misses=int(len(missed)),
+        exact_copies=0 if window.copies is None else window.copies.count,
+        topics=int(len(clustering.report_topics)),
+        topic_items=int(clustering.report_topics["size"].sum()) if len(clustering.report_topics) else 0,
+    )
+    extra = ClusterChanges(
+        merged_into=dict(sorted(update.merged_into.items())), dissolved=dict(sorted(update.dissolved.items()))
+    )
     return RunRecord(
         run_id=window.run_id,
         mode="incremental" if settings.daily else "batch",
@@ -438,8 +444,10 @@ def _replay_committed(
     last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
         log.say(f"run {window.run_id} was already committed to {daily.folder}; writing its report again")
-        folder = stages.replay_report(settings.report, window, last)
-        return _result(settings, folder, replace(last, messages=list(log.messages)), replayed=True)
+        reported = stages.replay_report(settings.report, window, last)
+        return _result(
+            settings, reported.folder, replace(reported.record, messages=list(log.messages)), replayed=True
+        )
     # the last run was killed after its commit: its report first
     if last.run_id and not (daily_report_dir(settings.report.out, last.run_id) / "run.json").exists():
         stages.replay_report(settings.report, window, last)
@@ -470,12 +478,14 @@ def _search(
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, kept)
     pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.report.progress)
     candidates = int(len(pairs))
+    rescored = 0
     if reranked:
         pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.report.progress)
+        rescored = int(pairs["cross_encoder"].notna().sum()) if len(pairs) else 0
     pairs, below = stages.linked(pairs, model.levels)
     pairs = stages.with_copies(pairs, window)
     story = int((pairs["similarity"].to_numpy() >= model.threshold.value).sum())
-    rerank = stages.rerank_record(model, candidates, story) if reranked else None
+    rerank = stages.rerank_record(model, candidates, story, rescored) if reranked else None
     return Search(window, pairs, below, candidates, hit, info, rerank)
 
 

@@ -233,8 +233,9 @@ class ClusteringSettings:
         None,
         help="the annotated pair file (.tsv/.csv/.parquet, the one `nlsim annotate merge` extends): the "
         "page's review queue never offers its pairs again, and the editors' verdicts kept beside it "
-        "(NAME.verdicts.csv) act on the clusters: same story joins two items, not the same story keeps them "
-        "apart (training pairs only; a daily state keeps them for later runs)",
+        "(FILE.verdicts.csv, checked against the pair file) act on the clusters: same story joins two "
+        "items, not the same story keeps them apart (training pairs only; a daily state keeps them for "
+        "later runs)",
     )
 
     def __post_init__(self) -> None:

@@ -62,12 +62,12 @@ from nlsim.models.settings import ModelSettings
 from nlsim.models.threshold import Levels
 from nlsim.progress import Progress, say, warn
 from nlsim.report import near_misses as near
-from nlsim.report.files import daily_report_dir, pairs_table, publish_daily_report, write_report
+from nlsim.report.files import daily_report_dir, finished, pairs_table, publish_daily_report, write_report
 from nlsim.report.record import EditorsRecord, RerankRecord, RunLog, RunRecord
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import rerank_pairs
-from nlsim.rerank.series import vetoed_scores
+from nlsim.rerank.series import veto_cap, vetoed_scores
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
@@ -404,23 +404,17 @@ def copies_said(window: Window) -> str | None:
     )
 
 
-def with_topic_score(pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with ``topic_score``, the score the topic threshold applies to: the rerank stage's score
-    before the series veto, else the pair's ``similarity``."""
-    if "topic_score" in pairs:
-        return pairs
-    return pairs.assign(topic_score=pairs["similarity"].astype(np.float32))
-
-
 def linked(pairs: pd.DataFrame, levels: Levels) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The candidate pairs a run keeps (at or above the story threshold, or, with topic groups, whose
-    ``topic_score`` reaches the topic threshold) and those below the story threshold (the near misses')."""
-    pairs = with_topic_score(pairs)
-    story = pairs["similarity"].to_numpy() >= levels.story
+    """The candidate pairs a run keeps (at or above the story threshold, or, with topic groups, whose cosine
+    reaches the topic threshold) and the rescored ones below the story threshold (the near misses')."""
+    pairs = with_scores(pairs)
+    score = pairs["similarity"].to_numpy()
+    story = score >= levels.story
     keep = story.copy()
     if levels.topic is not None:
-        keep |= pairs["topic_score"].to_numpy() >= levels.topic
-    return pairs[keep].reset_index(drop=True), pairs[~story].reset_index(drop=True)
+        keep |= pairs["cosine"].to_numpy() >= levels.topic
+    below = ~story & ~np.isnan(score)  # a candidate never rescored (topic level only) is no near miss
+    return pairs[keep].reset_index(drop=True), pairs[below].reset_index(drop=True)
 
 
 def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
@@ -444,11 +438,10 @@ def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
             "similarity": np.ones(len(a), np.float32),
             "cosine": cosine,
             "cross_encoder": np.full(len(a), np.nan, np.float32),
-            "topic_score": np.ones(len(a), np.float32),
             "exact_copy": True,
         }
     )
-    scored = with_topic_score(with_scores(pairs)).assign(exact_copy=False)
+    scored = with_scores(pairs).assign(exact_copy=False)
     key = scored["a"].to_numpy(np.int64) * (len(window.items) + 1) + scored["b"].to_numpy(np.int64)
     taken = np.isin(key, a * (len(window.items) + 1) + b)
     return pd.concat([scored[~taken], links], ignore_index=True)
@@ -461,10 +454,16 @@ def rerank(
     scoring: ModelSettings,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Rescore the candidate pairs with the cross-encoder: every candidate, with ``similarity`` the rerank
-    score and ``cosine`` and ``cross_encoder`` beside it (the threshold splits them afterwards:
-    :func:`nlsim.report.near_misses.split`)."""
+    """Rescore with the cross-encoder the candidate pairs that can reach the story threshold (those at or
+    above the model's story floor): each with ``similarity`` the rerank score and ``cosine`` and
+    ``cross_encoder`` beside it; the candidates below the floor, searched for the topic groups only, keep
+    their ``cosine`` and no rerank score (``similarity`` NaN). The thresholds split them afterwards
+    (:func:`linked`). With the series veto a series pair is held below the threshold in use
+    (:func:`nlsim.rerank.series.veto_cap`), and the stage says how many pairs it held there."""
     assert model.reranker is not None
+    rescore = candidates["similarity"].to_numpy() >= model.story_floor
+    topical = candidates[~rescore].reset_index(drop=True)
+    candidates = candidates[rescore].reset_index(drop=True)
     rows = (
         np.unique(np.concatenate([candidates["a"].to_numpy(), candidates["b"].to_numpy()]))
         if len(candidates)
@@ -473,31 +472,46 @@ def rerank(
     texts = dict(zip(rows, window.texts(rows, scoring.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
     scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
-    scored = scored.assign(topic_score=scored["similarity"])  # topic groups read the score before the veto
+    threshold = model.threshold.value
+    held = 0
     if scoring.series_veto and len(scored):
-        scored = scored.assign(
-            similarity=vetoed_scores(
-                scored["similarity"].to_numpy(),
-                [texts[x] for x in scored["a"]],
-                [texts[y] for y in scored["b"]],
-            ).astype(np.float32)
+        before = scored["similarity"].to_numpy()
+        after = vetoed_scores(
+            before, [texts[x] for x in scored["a"]], [texts[y] for y in scored["b"]], threshold
+        ).astype(np.float32)
+        held = int(((before >= threshold) & (after < threshold)).sum())
+        scored = scored.assign(similarity=after)
+    kept = int((scored["similarity"].to_numpy() >= threshold).sum())
+    say(
+        f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {threshold:.4f}"
+        + (
+            f" (the series veto held {held} pair(s) below it: {veto_cap(threshold):.4f} at most)"
+            if scoring.series_veto
+            else ""
         )
-    kept = int((scored["similarity"].to_numpy() >= model.threshold.value).sum())
-    say(f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {model.threshold.value:.4f}")
+    )
+    if len(topical):
+        topical = topical.assign(
+            cosine=topical["similarity"].astype(np.float32),
+            similarity=np.float32(np.nan),
+            cross_encoder=np.float32(np.nan),
+        )
+        scored = pd.concat([scored, topical], ignore_index=True)
     return scored
 
 
-def rerank_record(model: ModelChoice, candidates: int, kept: int) -> RerankRecord:
+def rerank_record(model: ModelChoice, candidates: int, kept: int, rescored: int) -> RerankRecord:
     """What the run record keeps of the rerank stage: the combination, the candidate floor and the
     cross-encoder's score bound behind it, the counts, and the cross-encoder's inference path."""
     assert model.reranker is not None
     return RerankRecord(
         describe=model.reranker.describe(),
-        candidate_floor=round(model.floor, 6),
+        candidate_floor=round(model.story_floor, 6),
         cross_encoder_bound=round(model.reranker.cross_bound(), 6),
         candidates=candidates,
         kept=kept,
         inference=model.reranker.inference,
+        rescored=rescored,
     )
 
 
@@ -519,8 +533,8 @@ def cluster(
     report; a daily run's: :func:`cluster_daily`). ``levels``: the story and topic thresholds (default:
     every pair is a story link, no topic groups)."""
     editors = editors if editors is not None else EditorsInput()
-    pairs = with_topic_score(pairs)
-    levels = levels or Levels(float(pairs["similarity"].min()) if len(pairs) else 0.0)
+    pairs = with_scores(pairs)
+    levels = levels or Levels(float(np.nanmin(pairs["similarity"])) if len(pairs) else 0.0)
     story_pairs = pairs[pairs["similarity"].to_numpy() >= levels.story].reset_index(drop=True)
     ids = window.ids
     items = window.items
@@ -560,7 +574,7 @@ def cluster(
     label = labels.to_numpy()
     held = np.array([label[x] is not None and label[x] == label[y] for x, y in zip(a, b, strict=True)], bool)
     report_pairs = pairs_table(items, story_pairs[held], labels)
-    report_clusters = _report_clusters(items, upd, story_all, opts, topic)
+    report_clusters = _report_clusters(items, upd, story_all, opts)
     return Clustering(
         upd,
         items,
@@ -579,7 +593,7 @@ def cluster(
 
 
 def _report_clusters(
-    items: pd.DataFrame, upd: ClusterUpdate, links: pd.DataFrame, opts: ClusteringSettings, topic: TopicUpdate
+    items: pd.DataFrame, upd: ClusterUpdate, links: pd.DataFrame, opts: ClusteringSettings
 ) -> pd.DataFrame:
     """The clusters table of the clusters the run touched (a batch run: every cluster), with the clusters a
     model change broke up listed last, with the members they had."""
@@ -591,7 +605,6 @@ def _report_clusters(
         clusters=touched,
         events=upd.events,
         representative=opts.representative,
-        topics=topic.assignment,
     )
     if upd.dissolved:
         former = {m: cid for cid, members in upd.dissolved.items() for m in members}
@@ -612,15 +625,15 @@ def topics(
     keys: Mapping[str, Any],
 ) -> TopicUpdate:
     """The topic groups of the window (:mod:`nlsim.clusters.topics`): its story clusters (``clusters``:
-    each clustered item's) and single items gathered by the topic rule over the links whose score before
-    the series veto reaches the topic threshold, the editors' verdicts read at the topic level; named with
-    stable ids. None without a topic threshold."""
+    each clustered item's) and single items gathered by the topic rule over the links whose cosine reaches
+    the topic threshold, the editors' verdicts read at the topic level; named with stable ids. None without
+    a topic threshold."""
     if levels.topic is None:
         return TopicUpdate({}, {})
-    topical = pairs_all[pairs_all["topic_score"].to_numpy() >= levels.topic]
+    topical = pairs_all[pairs_all["cosine"].to_numpy() >= levels.topic]
     links = [
         Link(x, y, float(s))
-        for x, y, s in zip(topical["id_a"], topical["id_b"], topical["topic_score"], strict=True)
+        for x, y, s in zip(topical["id_a"], topical["id_b"], topical["cosine"], strict=True)
     ]
     stories: dict[str, list[str]] = {}
     for item, cid in clusters.items():
@@ -657,7 +670,6 @@ def cluster_daily(
         made.pairs_all,
         events=upd.events,
         representative=opts.representative,
-        topics=made.topics.assignment,
     )
     if len(window_clusters):
         # a cluster whose other members left the window keeps its id in the state (a copy arriving later
@@ -729,26 +741,20 @@ def editors_record(
         refused=len(overruled),
         decisions=[[v.id_a, v.id_b, v.score] for v in here if v.key not in overruled],
         overruled=[[v.id_a, v.id_b, v.score] for v in here if v.key in overruled],
+        text_changed=[list(k) for k in sorted(editors.text_changed)],
     )
 
 
 def window_links(window: Window, pairs: pd.DataFrame) -> pd.DataFrame:
     """Every link of the window: the pairs earlier runs kept and today's ``pairs`` (row positions), one row
-    per pair (``id_a``, ``id_b`` in id order, the scores, ``topic_score``, ``run_id``); a pair found again
-    keeps the new score."""
+    per pair (``id_a``, ``id_b`` in id order, the scores, ``run_id``); a pair found again keeps the new
+    score. A topic-level link has no rerank score (``similarity`` NaN)."""
     ids = window.ids
-    scored = with_topic_score(with_scores(pairs))
+    scored = with_scores(pairs)
     today = pd.DataFrame(
         {"id_a": ids[pairs["a"].to_numpy(dtype=np.int64)], "id_b": ids[pairs["b"].to_numpy(dtype=np.int64)]}
-    ).assign(
-        **{c: scored[c].to_numpy() for c in SCORES},
-        topic_score=scored["topic_score"].to_numpy(dtype=np.float32),
-        run_id=window.run_id,
-    )
-    old = window.old_pairs
-    if len(old) and "topic_score" not in old:
-        old = old.assign(topic_score=old["similarity"])
-    parts = [p for p in (old, today) if len(p)]
+    ).assign(**{c: scored[c].to_numpy() for c in SCORES}, run_id=window.run_id)
+    parts = [p for p in (window.old_pairs, today) if len(p)]
     pairs_all = pd.concat(parts, ignore_index=True) if parts else empty_pairs()
     if len(pairs_all):
         lo = pairs_all[["id_a", "id_b"]].min(axis=1)
@@ -901,11 +907,24 @@ def commit(
 
 def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:
     """The editors' scored pairs and verdicts (``--annotated-pairs``) with those a daily state keeps, read
-    before the expensive stages (a bad file is refused first)."""
+    before the expensive stages (a bad file is refused first); a verdict given on another text than its
+    item carries in the window (its title) does not act, and the run says so."""
     state = window.state
     if state is None:
-        return read_editors(opts.annotated_pairs, None)
-    return read_editors(opts.annotated_pairs, state.verdicts, state.scored)
+        read = read_editors(opts.annotated_pairs, None)
+    else:
+        read = read_editors(opts.annotated_pairs, state.verdicts, state.scored)
+    titles = dict(zip(map(str, window.ids), window.items["title"].astype(str), strict=True))
+    checked = read.checked_texts(titles)
+    if checked.text_changed:
+        shown = ", ".join(f"{a}/{b}" for a, b in sorted(checked.text_changed)[:3])
+        more = len(checked.text_changed) - 3
+        say(
+            f"{len(checked.text_changed)} editors' verdict(s) were given on another text than an item of "
+            f"theirs carries now ({shown}{f' and {more} more' if more > 0 else ''}): they do not act until "
+            "an editor decides on the new text"
+        )
+    return checked
 
 
 def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:
@@ -921,6 +940,15 @@ def _index_writer(window: Window, model: ModelChoice, conversion: str) -> Any:
     return write
 
 
+@dataclass(frozen=True)
+class Reported:
+    """A report written: its folder and the run record its ``run.json`` holds (finished:
+    :func:`nlsim.report.files.finished`)."""
+
+    folder: Path
+    record: RunRecord
+
+
 def report(
     settings: DedupConfig,
     window: Window,
@@ -928,21 +956,23 @@ def report(
     model: ModelChoice,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
-) -> Path:
-    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``. Returns the folder."""
+) -> Reported:
+    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``."""
     out = settings.report.out
     writer = _index_writer(window, model, settings.model.convert)
+    frame = report_frame(clustering, missed)
+    record = finished(record, frame)
     write_report(
         out,
         clustering.report_pairs,
         clustering.report_clusters,
         record,
-        report_frame(clustering, missed),
+        frame,
         extra={"index": writer} if settings.report.save_index else None,
         near_misses=missed,
         topics=clustering.report_topics,
     )
-    return Path(out)
+    return Reported(Path(out), record)
 
 
 def report_daily(
@@ -951,11 +981,12 @@ def report_daily(
     clustering: Clustering,
     record: RunRecord,
     missed: pd.DataFrame | None = None,
-) -> Path:
+) -> Reported:
     """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
     run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
     frame = report_frame(clustering, missed)
-    return publish_daily_report(
+    record = finished(record, frame)
+    folder = publish_daily_report(
         report.out,
         window.run_id,
         clustering.report_pairs,
@@ -967,9 +998,10 @@ def report_daily(
         topics=clustering.report_topics,
         latest=not record.older_day,
     )
+    return Reported(folder, record)
 
 
-def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Path:
+def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Reported:
     """Write again the stored report of a run that was already committed (a repeated input, or a run killed
     after its commit), with ``last``, the figures its commit kept (its judgement naming the folder the
     report now goes to)."""
@@ -982,7 +1014,8 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     topics = folder / "topics.parquet"  # absent in a state committed before topic groups
-    return publish_daily_report(
+    last = finished(last, tables["frame"])
+    written = publish_daily_report(
         report.out,
         run_id,
         tables["pairs"],
@@ -994,3 +1027,4 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Pa
         topics=pd.read_parquet(topics) if topics.is_file() else None,
         latest=not last.older_day,
     )
+    return Reported(written, last)

@@ -143,12 +143,11 @@ def empty_items() -> pd.DataFrame:
 
 
 def empty_pairs() -> pd.DataFrame:
-    """The kept pairs with no row: the two items and the scores of the pairs tables, the score the topic
-    threshold applies to (``topic_score``: before the series veto), and the run that found the pair."""
+    """The kept pairs with no row: the two items and the scores of the pairs tables (a link kept for the
+    topic groups alone has no rerank score), and the run that found the pair."""
     return pd.DataFrame(
         {
             **{c.name: pd.Series(dtype=c.dtype) for c in (*columns.PAIR_ENDS, *columns.SCORES)},
-            "topic_score": pd.Series(dtype="float32"),
             "run_id": pd.Series(dtype=object),
         }
     )
@@ -354,8 +353,6 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         raise _err(folder, f"embeddings have shape {emb.shape}, expected ({len(items)}, {stored.dim})")
     for col in ("published_at", "retain_from"):
         items[col] = pd.to_datetime(items[col], utc=True).astype("datetime64[ns, UTC]")
-    if "topic_score" not in pairs:  # kept before topic groups: the score before the veto is not known
-        pairs["topic_score"] = pairs["similarity"]
     as_of = pd.Timestamp(manifest["as_of"]) if manifest.get("as_of") else None
     return State(
         folder=folder,

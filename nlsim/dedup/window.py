@@ -33,7 +33,7 @@ Example:
     ...     "body": ["", ""], "source": ["", ""], "lang": ["", ""], "url": ["", ""],
     ...     "published_at": pd.to_datetime([None, None], utc=True)})
     >>> w = batch_window(Corpus(frame, path="news.csv", text_fields=("title",)))
-    >>> w.embed_rows.tolist(), w.query_rows.tolist(), w.counts["new"]
+    >>> w.embed_rows.tolist(), w.query_rows.tolist(), w.counts.new
     ([0, 1], [0, 1], 2)
 """
 
@@ -56,7 +56,7 @@ from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
 from nlsim.io.corpus import Corpus
-from nlsim.report.record import ModelSwitch
+from nlsim.report.record import Counts, ModelSwitch
 
 ITEM_COLUMNS = tuple(columns.ITEMS.names)
 """The columns of a window's items as first declared (:data:`nlsim.io.columns.ITEMS`; a run reads the
@@ -79,7 +79,8 @@ class Window:
         previous, anchors, old_pairs: cluster ids, anchors and pairs kept from earlier runs (the pairs down
             to the topic threshold).
         previous_topics, topic_anchors: the topic ids and anchors kept from earlier runs.
-        counts: ``items_in``, ``new``, ``changed``, ``skipped``, ``too_old``, ``expired``, ``quarantined``.
+        counts: the run record's counts of the window (:class:`~nlsim.report.record.Counts`): ``items_in``,
+            ``quarantined``, ``new``, and in a daily run ``changed``, ``skipped``, ``too_old``, ``expired``.
         switch: how the state's vectors or threshold differ from this run's (``None``: they match).
         reembed: the whole window is embedded again (the vectors differ); regroup: clusters are made again.
         older_day: today's items are all dated before the state's clock: a day older than the runs before
@@ -99,7 +100,7 @@ class Window:
     topic_anchors: dict[str, OrderKey] = field(default_factory=dict)
     old_pairs: pd.DataFrame = field(default_factory=empty_pairs)
     old_clusters: pd.DataFrame | None = None
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: Counts = field(default_factory=Counts)
     as_of: pd.Timestamp | None = None
     run_id: str = ""
     input_key: str = ""
@@ -186,7 +187,7 @@ def batch_window(corpus: Corpus, identity: Any = None, params: dict[str, Any] | 
         embed_rows=rows,
         query_rows=rows,
         today_ids=items["id"].tolist(),
-        counts={"items_in": len(items), "new": len(items), "quarantined": int(len(corpus.quarantined))},
+        counts=Counts(items_in=len(items), quarantined=int(len(corpus.quarantined)), new=len(items)),
         run_id=f"batch-{key[:10]}",
         input_key=key,
     )
@@ -274,17 +275,17 @@ class Classified:
         """Kept ids whose rows leave the window: expired, or replaced by today's text."""
         return self.expired | self.changed
 
-    def counts(self, quarantined: int) -> dict[str, int]:
+    def counts(self, quarantined: int) -> Counts:
         """The run record's counts of the classification."""
-        return {
-            "items_in": len(self.status),
-            "quarantined": quarantined,
-            "new": int((self.status == "new").sum()),
-            "changed": len(self.changed),
-            "skipped": int((self.status == "skipped").sum()),
-            "too_old": int((self.status == "too_old").sum()),
-            "expired": len(self.expired),
-        }
+        return Counts(
+            items_in=len(self.status),
+            quarantined=quarantined,
+            new=int((self.status == "new").sum()),
+            changed=len(self.changed),
+            skipped=int((self.status == "skipped").sum()),
+            too_old=int((self.status == "too_old").sum()),
+            expired=len(self.expired),
+        )
 
 
 def expire(kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> set[str]:

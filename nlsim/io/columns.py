@@ -11,16 +11,26 @@ A report has four tables of its own (:data:`TABLES`):
 and ``members`` (``members.csv``), one row per member of a cluster, for spreadsheet users.
 
 Each :class:`Column` says its name, its Arrow type, where its value comes from, its label on the page and
-in the short tables, and its spreadsheet format. From that one declaration come the Parquet schemas
-(:meth:`Table.schema`), the pandas frames of the daily state (:meth:`Table.empty`), the spreadsheet cells
-of ``pairs.csv``, ``members.csv`` and ``report.xlsx`` (:func:`sheet_frame`), the page's rows (objects keyed
-by column name, :func:`page_value`) and the rows of the Prefect artifacts (:func:`summary_rows`).
+in the short tables, its spreadsheet format and whether the page shows it. From that one declaration come
+the Parquet schemas (:meth:`Table.schema`), the pandas frames of the daily state (:meth:`Table.empty`), the
+spreadsheet cells of ``pairs.csv``, ``members.csv`` and ``report.xlsx`` (:func:`sheet_frame`), the page's
+rows (objects keyed by column name, :func:`page_rows`) and its tables' headers and cells (the declarations
+go to the page with the rows, :func:`page_spec`), and the short tables of ``summary.md`` and the Prefect
+artifacts (:func:`summary_rows`).
+
+A ``clusters`` column made from its cluster's members declares how (``reduce``, one of :data:`REDUCE`):
+the representative's value, every member's, the distinct values, the earliest or latest, the highest, mean
+or weakest link's score. :func:`nlsim.clusters.table.cluster_table` computes every such column from its
+declaration, for ``clusters.parquet`` and so for the page, ``summary.md`` and the artifacts; the page's
+preview of a split cluster applies the same reductions to the pieces.
 
 The pairs, near-miss and members tables end with what an editor reads of each item: the ``items`` columns
 marked ``shown`` (the id aside), once per side (``title_a``, ``title_b``, ...) or once (members). A column
 added to ``items`` with ``source="corpus.<field>"`` and ``shown=True`` is read from the corpus, kept in the
 daily state and appears in every pairs table, in ``members.csv``, in ``report.xlsx`` and on the page,
-with no other change.
+with no other change; a column added to ``clusters`` with ``source="item.<column>"`` and a ``reduce`` is
+computed for every cluster, and appears in ``clusters.parquet``, ``report.xlsx``, the daily state, on the
+page (``shown``) and in the short tables (``summary``), with no other change either.
 
 Example:
     >>> [c.name for c in table("pairs").columns][:6]
@@ -29,6 +39,8 @@ Example:
     ('time', 'title of B')
     >>> str(table("clusters").schema.field("member_ids").type)
     'list<item: string>'
+    >>> c = table("clusters").column("first_published"); c.source, c.reduce
+    ('item.published_at', 'min')
 """
 
 from __future__ import annotations
@@ -52,6 +64,15 @@ FORMATS = ("text", "link", "number", "integer", "flag", "time", "list")
 (text; on the page only an absolute http(s) URL), ``number`` (a score; rounded to 4 decimals on the
 page), ``integer``, ``flag`` (true/false), ``time`` (``YYYY-MM-DD HH:MM:SS+0000`` in a spreadsheet,
 ``YYYY-MM-DD HH:MM`` UTC on the page), ``list`` (comma separated in a spreadsheet)."""
+REDUCE = ("representative", "all", "added", "distinct", "min", "max", "mean", "weakest")
+"""How a ``clusters`` column is made from its cluster (``Column.reduce``): of the members' values of its
+``item.<column>`` source, ``representative`` (the representative's), ``all`` (every member's, earliest
+first), ``added`` (those of the members that joined in this run), ``distinct`` (the distinct non-empty
+values, sorted), ``min`` and ``max`` (the lowest and highest, missing ones aside); of the scores of the
+links inside the cluster (``source="score"``), ``max``, ``mean`` and ``weakest`` (the lowest score on the
+strongest spanning tree: the link the cluster hangs on). Computed by :mod:`nlsim.clusters.table`."""
+SCORE_REDUCE = ("max", "mean", "weakest")
+"""The reductions of a column of ``source="score"``."""
 SHEET_TIME = "%Y-%m-%d %H:%M:%S%z"
 PAGE_TIME = "%Y-%m-%d %H:%M"
 
@@ -64,8 +85,11 @@ class Column:
     ``item.<column>`` (an ``items`` column of one side of a pair, or of a member), ``score`` (the search and
     the rerank), ``cluster`` (the cluster rule), ``run`` (the run itself: ids, hashes, run ids).
     ``label``: the words the page and the short tables use. ``format``: one of :data:`FORMATS`.
-    ``shown``: an ``items`` column the report shows of each item (the pairs' sides, members, the page).
-    ``summary``: in the short tables (the Prefect artifact of the clusters).
+    ``shown``: an ``items`` column the report shows of each item (the pairs' sides, members, the page);
+    a column of another table that the page shows (a column of ``source="item.id"`` holds items, which the
+    page shows by their title).
+    ``summary``: in the short tables (``summary.md``, the Prefect artifact of the clusters).
+    ``reduce``: a ``clusters`` column made from its members' values or its links' scores (:data:`REDUCE`).
     """
 
     name: str
@@ -76,10 +100,22 @@ class Column:
     shown: bool = False
     summary: bool = False
     doc: str = ""
+    reduce: str = ""
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise ValueError(f"column {self.name}: unknown format {self.format!r}; choose from {FORMATS}")
+        if self.reduce and self.reduce not in REDUCE:
+            raise ValueError(f"column {self.name}: unknown reduce {self.reduce!r}; choose from {REDUCE}")
+        if self.reduce and self.source == "score" and self.reduce not in SCORE_REDUCE:
+            raise ValueError(f"column {self.name}: a score reduces by {SCORE_REDUCE}, not {self.reduce!r}")
+        if self.reduce and self.source != "score" and not self.source.startswith("item."):
+            raise ValueError(f"column {self.name}: only an item.<column> or a score column reduces")
+
+    @property
+    def item_field(self) -> str | None:
+        """The ``items`` column the column's values come from (``source="item.<column>"``), else ``None``."""
+        return self.source.split(".", 1)[1] if self.source.startswith("item.") else None
 
     @property
     def corpus_field(self) -> str | None:
@@ -150,7 +186,7 @@ ITEMS = Table(
         _col("title", pa.string(), "corpus.title", "title", shown=True),
         _col("source", pa.string(), "corpus.source", "source", shown=True),
         _col("url", pa.string(), "corpus.url", "link", "link", shown=True),
-        _col("published_at", TS, "corpus.published_at", "published (UTC)", "time", shown=True),
+        _col("published_at", TS, "corpus.published_at", "published", "time", shown=True),
         _col("retain_from", TS, "run", "kept from", "time"),
         _col("first_seen_run", pa.string(), "run", "first seen in run"),
         _col("embedded_run", pa.string(), "run", "embedded in run"),
@@ -161,34 +197,44 @@ ITEMS = Table(
     "The items of a run's window (the daily state's items.parquet, rows aligned with the index).",
 )
 SCORES = (
-    _col("similarity", pa.float32(), "score", "score", "number"),
-    _col("cosine", pa.float32(), "score", "cosine", "number"),
-    _col("cross_encoder", pa.float32(), "score", "cross-encoder", "number"),
+    _col("similarity", pa.float32(), "score", "score", "number", shown=True),
+    _col("cosine", pa.float32(), "score", "cosine", "number", shown=True),
+    _col("cross_encoder", pa.float32(), "score", "cross-encoder", "number", shown=True),
 )
 """``similarity``: the score the threshold applies to (the rerank score when the model has a reranker, else
 the cosine); ``cosine``: the bi-encoder's; ``cross_encoder``: null without a reranker."""
 PAIR_ENDS = (
-    _col("id_a", pa.string(), "item.id", "item A"),
-    _col("id_b", pa.string(), "item.id", "item B"),
+    _col("id_a", pa.string(), "item.id", "item A", shown=True),
+    _col("id_b", pa.string(), "item.id", "item B", shown=True),
 )
+_TEXT, _TEXTS, _SCORE = pa.string(), pa.list_(pa.string()), pa.float32()
 CLUSTERS = Table(
     "clusters",
     (
-        _col("cluster_id", pa.string(), "cluster", "cluster", summary=True),
-        _col("topic_id", pa.string(), "cluster", "topic", summary=True),
-        _col("status", pa.string(), "cluster", "status", summary=True),
-        _col("size", pa.int64(), "cluster", "size", "integer", summary=True),
-        _col("representative", pa.string(), "cluster", "representative item"),
-        _col("representative_title", pa.string(), "item.title", "representative", summary=True),
-        _col("member_ids", pa.list_(pa.string()), "cluster", "members", "list"),
-        _col("added_ids", pa.list_(pa.string()), "cluster", "added", "list", summary=True),
-        _col("absorbed", pa.list_(pa.string()), "cluster", "absorbed", "list"),
-        _col("sources", pa.list_(pa.string()), "item.source", "sources", "list"),
-        _col("first_published", TS, "item.published_at", "first published", "time"),
-        _col("last_published", TS, "item.published_at", "last published", "time"),
-        _col("max_similarity", pa.float32(), "score", "max score", "number", summary=True),
-        _col("mean_similarity", pa.float32(), "score", "mean score", "number"),
-        _col("weakest_link", pa.float32(), "score", "weakest link", "number"),
+        _col("cluster_id", _TEXT, "cluster", "cluster", shown=True, summary=True),
+        _col("topic_id", _TEXT, "item.topic_id", "topic", shown=True, summary=True, reduce="representative"),
+        _col("status", _TEXT, "cluster", "status", shown=True, summary=True),
+        _col("size", pa.int64(), "cluster", "size", "integer", shown=True, summary=True),
+        _col("representative", _TEXT, "item.id", "representative item", shown=True, reduce="representative"),
+        _col(
+            "representative_title",
+            _TEXT,
+            "item.title",
+            "representative",
+            summary=True,
+            reduce="representative",
+        ),
+        _col("member_ids", _TEXTS, "item.id", "members", "list", shown=True, reduce="all"),
+        _col("added_ids", _TEXTS, "item.id", "added", "list", shown=True, summary=True, reduce="added"),
+        _col("absorbed", _TEXTS, "cluster", "absorbed", "list", shown=True),
+        _col("sources", _TEXTS, "item.source", "sources", "list", shown=True, reduce="distinct"),
+        _col("first_published", TS, "item.published_at", "first published", "time", shown=True, reduce="min"),
+        _col("last_published", TS, "item.published_at", "last published", "time", shown=True, reduce="max"),
+        _col(
+            "max_similarity", _SCORE, "score", "max score", "number", shown=True, summary=True, reduce="max"
+        ),
+        _col("mean_similarity", _SCORE, "score", "mean score", "number", reduce="mean"),
+        _col("weakest_link", _SCORE, "score", "weakest link", "number", shown=True, reduce="weakest"),
     ),
     "clusters.parquet: status new/grown/merged (a batch run's clusters are all new; after a model change "
     "also regrouped, and dissolved for a cluster the new model broke up: listed last, with the members it "
@@ -258,8 +304,8 @@ def table(name: str) -> Table:
         )
     if name == "near_misses":
         ends = (
-            _col("cluster_a", pa.string(), "cluster", "cluster of A"),
-            _col("cluster_b", pa.string(), "cluster", "cluster of B"),
+            _col("cluster_a", pa.string(), "cluster", "cluster of A", shown=True),
+            _col("cluster_b", pa.string(), "cluster", "cluster of B", shown=True),
         )
         return Table(
             "near_misses",
@@ -406,10 +452,32 @@ def page_rows(
     ]
 
 
+def page_spec(spec: Table) -> list[dict[str, Any]]:
+    """The table's columns as the page's script reads them, to draw its tables' headers and cells: each
+    column's name, label, format, whether the page shows it, its source and its reduction (a clusters
+    column the page recomputes for a cluster split in its preview).
+
+    >>> page_spec(table("clusters"))[9]
+    {'name': 'first_published', 'label': 'first published', 'format': 'time', 'shown': True, \
+'source': 'item.published_at', 'reduce': 'min'}
+    """
+    return [
+        {"name": c.name, "label": c.label, "format": c.format, "shown": c.shown, "source": c.source}
+        | ({"reduce": c.reduce} if c.reduce else {})
+        for c in spec.columns
+    ]
+
+
+def summary_columns(frame: pd.DataFrame, spec: Table) -> list[Column]:
+    """The table's ``summary`` columns that ``frame`` holds: the columns of the short tables."""
+    return [c for c in spec.columns if c.summary and c.name in frame]
+
+
 def summary_rows(frame: pd.DataFrame, spec: Table, limit: int = 100) -> list[dict[str, Any]]:
     """The first ``limit`` rows of ``frame`` with the table's ``summary`` columns, keyed by their labels,
-    as short tables show them (the Prefect artifact): lists comma separated, scores to 4 decimals."""
-    cols = [c for c in spec.columns if c.summary and c.name in frame]
+    as short tables show them (``summary.md``, the Prefect artifact): lists comma separated, scores to 4
+    decimals."""
+    cols = summary_columns(frame, spec)
     rows = []
     for r in frame.head(limit).itertuples(index=False):
         row: dict[str, Any] = {}

@@ -48,8 +48,8 @@ class ModelChoice:
     threshold: Threshold
     info: ModelInfo = field(default_factory=ModelInfo)
     topic: Threshold | None = None
-    """The topic groups' threshold (:mod:`nlsim.clusters.topics`), below the story threshold; ``None``: no
-    topic groups."""
+    """The topic groups' threshold (:mod:`nlsim.clusters.topics`), on the cosine; ``None``: no topic
+    groups."""
 
     @property
     def levels(self) -> Levels:
@@ -57,13 +57,18 @@ class ModelChoice:
         return Levels(self.threshold.value, None if self.topic is None else self.topic.value)
 
     @property
-    def floor(self) -> float:
-        """The cosine down to which neighbours are searched: the lowest at which a pair can still reach the
-        story threshold, or the topic threshold when there is one (the reranker's candidate floor)."""
-        lowest = self.threshold.value if self.topic is None else self.topic.value
+    def story_floor(self) -> float:
+        """The cosine from which a pair can reach the story threshold (the reranker's candidate floor): the
+        candidates the reranker rescores."""
         if self.reranker is None:
-            return lowest
-        return self.reranker.candidate_floor(lowest)
+            return self.threshold.value
+        return self.reranker.candidate_floor(self.threshold.value)
+
+    @property
+    def floor(self) -> float:
+        """The cosine down to which neighbours are searched: the story floor, or the topic threshold (on the
+        cosine) when it is lower."""
+        return self.story_floor if self.topic is None else min(self.story_floor, self.topic.value)
 
 
 def _reranker_for(ms: ModelSettings, model_path: Path | None) -> Reranker | None:
@@ -164,7 +169,7 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
     say(f"model {encoder.model_id}; {threshold.source}")
     store_zero_shot = asked.fallback is not None and threshold.calibration is asked.fallback
     topic_fallback = asked.topic_fallback if store_zero_shot else None
-    topic = resolve_topic_threshold(ms, encoder, threshold, reranker, topic_fallback)
+    topic = resolve_topic_threshold(ms, encoder, threshold, topic_fallback, reranker is not None)
     if topic is not None:
         say(f"topic groups: {topic.source}")
     folder = Path(model_path) if model_path is not None else None

@@ -115,28 +115,19 @@ def resolve_topic_threshold(
     ms: ModelSettings,
     encoder: Any,
     story: Threshold,
-    reranker: Reranker | None = None,
     fallback: Calibration | None = None,
+    reranked: bool = False,
 ) -> Threshold | None:
-    """The threshold of the topic groups (:mod:`nlsim.clusters.topics`), on the score the story threshold
-    applies to: a given value (``--topic-threshold``) > the model's own topic calibration (the reranker's,
-    or ``topic_calibration.json`` beside the model) > the model store's zero-shot one (``fallback``, given
-    when the story threshold is the store's zero-shot one).
-    ``None`` (no topic groups) with ``--no-topics``, for a cosine threshold from a calibration file, when
-    the model has none, or when it does not lie below the story threshold (said)."""
+    """The threshold of the topic groups (:mod:`nlsim.clusters.topics`), on the bi-encoder's cosine (a
+    neighbour search finds such pairs at no cost; the cross-encoder is trained for same story): a given
+    value (``--topic-threshold``) > the model's own topic calibration (``topic_calibration.json`` beside the
+    model) > the model store's zero-shot one (``fallback``, given when the story threshold is the store's
+    zero-shot one). ``None`` (no topic groups) with ``--no-topics``, for a model that has none, or when the
+    story threshold is a cosine (``reranked`` false) the topic threshold does not lie below (said)."""
     if not ms.topics:
         return None
     if ms.topic_threshold is not None:
-        found = Threshold(float(ms.topic_threshold), "given with --topic-threshold")
-    elif reranker is not None:
-        if reranker.topic_calibration is None:
-            return None
-        cal = Calibration(**known_fields(Calibration, reranker.topic_calibration))
-        found = Threshold(
-            float(cal.threshold), f"topic threshold stored with the model: {cal.describe()}", cal
-        )
-    elif ms.calibration is not None:
-        return None
+        found = Threshold(float(ms.topic_threshold), "given with --topic-threshold, on the cosine")
     else:
         model_path = getattr(encoder, "path", None)
         cal = load_calibration(Path(model_path) / TOPIC_CALIBRATION_JSON) if model_path is not None else None
@@ -146,8 +137,10 @@ def resolve_topic_threshold(
         if cal is None:
             return None
         _check_fingerprint(cal, encoder, f"the topic calibration {where}")
-        found = Threshold(float(cal.threshold), f"topic threshold {where}: {cal.describe()}", cal)
-    if found.value >= story.value:
+        found = Threshold(
+            float(cal.threshold), f"topic threshold {where}, on the cosine: {cal.describe()}", cal
+        )
+    if not reranked and found.value >= story.value:
         warn(
             f"the topic threshold {found.value:.4f} is not below the story threshold {story.value:.4f}: no "
             "topic groups in this report"

@@ -68,7 +68,7 @@ from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
 from nlsim.report.plots import render_overview_png
 from nlsim.report.record import RunRecord
-from nlsim.report.scores import SCORES, with_scores
+from nlsim.report.scores import with_scores
 from nlsim.report.spreadsheet import text_changes, write_csv, write_xlsx
 from nlsim.report.summary import render_markdown
 
@@ -113,45 +113,54 @@ def read_table(path: str | Path, name: str) -> pd.DataFrame:
 
 
 def pairs_table(frame: pd.DataFrame, pairs: pd.DataFrame, labels: pd.Series) -> pd.DataFrame:
-    """Turn row-position pairs (``a``, ``b``, ``similarity`` [, ``cosine``, ``cross_encoder``]) into the
-    report's ``pairs`` table (ids, titles, sources, links, times), earliest item first."""
+    """Turn row-position pairs (``a``, ``b``, ``similarity`` [, ``cosine``, ``cross_encoder``, ...]) into the
+    report's ``pairs`` table, each column as :mod:`nlsim.io.columns` declares it: the items' ids and what
+    the report shows of each (``item.<column>``, side A or B by the name's ending), the scores and any
+    other column of ``source="score"`` from ``pairs`` (one it lacks empty: NaN, false), the pair's
+    cluster (``labels``: each row's); earliest item first."""
     a = pairs["a"].to_numpy(dtype=np.int64)
     b = pairs["b"].to_numpy(dtype=np.int64)
     rank = order_rank(frame["id"].tolist(), frame["published_at"])
     swap = rank[a] > rank[b]
-    a, b = np.where(swap, b, a), np.where(swap, a, b)
-
-    def side(c: columns.Column, rows: np.ndarray) -> np.ndarray:
-        name = c.source.split(".", 1)[1]
-        if name not in frame:
-            return np.full(len(rows), None if c.format == "time" else "", dtype=object)
-        if c.format == "time":
-            return frame[name].to_numpy()[rows]
-        return frame[name].astype(str).to_numpy()[rows]
-
+    ends = {"a": np.where(swap, b, a), "b": np.where(swap, a, b)}
     scored = with_scores(pairs)
-    ends = {"a": a, "b": b}
-    out = pd.DataFrame(
-        {
-            "id_a": frame["id"].astype(str).to_numpy()[a],
-            "id_b": frame["id"].astype(str).to_numpy()[b],
-            **{c: scored[c].to_numpy() for c in SCORES},
-            "cluster_id": labels.to_numpy()[a] if len(a) else np.array([], dtype=object),
-            "exact_copy": (
-                pairs["exact_copy"].fillna(False).astype(bool).to_numpy()
-                if "exact_copy" in pairs
-                else np.zeros(len(a), bool)
-            ),
-            **{c.name: side(c, ends[c.name[-1]]) for c in columns.sides()},
-        }
-    )
-    for c in columns.sides():
+    spec = columns.table("pairs")
+    out = pd.DataFrame({c.name: _pair_column(c, frame, scored, labels, ends) for c in spec.columns})
+    for c in spec.columns:
         if c.format == "time":
             out[c.name] = pd.to_datetime(out[c.name], utc=True)
     out = out.sort_values(
         ["cluster_id", "similarity", "id_a", "id_b"], ascending=[True, False, True, True], kind="mergesort"
     )
     return out.reset_index(drop=True)
+
+
+def _pair_column(
+    c: columns.Column,
+    frame: pd.DataFrame,
+    scored: pd.DataFrame,
+    labels: pd.Series,
+    ends: dict[str, np.ndarray],
+) -> Any:
+    """One column of the pairs table (:func:`pairs_table`)."""
+    rows = ends["b" if c.name.endswith("_b") else "a"]  # a column of the pair as a whole: of its item A
+    field = c.item_field
+    if field is not None:
+        if field not in frame:
+            return np.full(len(rows), None if c.format == "time" else "", dtype=object)
+        if c.format == "time":
+            return frame[field].to_numpy()[rows]
+        return frame[field].astype(str).to_numpy()[rows]
+    if c.source == "cluster":
+        return labels.to_numpy()[rows] if len(rows) else np.array([], dtype=object)
+    if c.name in scored:
+        column = scored[c.name]
+        return column.fillna(False).astype(bool).to_numpy() if c.format == "flag" else column.to_numpy()
+    if c.format == "flag":
+        return np.zeros(len(rows), bool)
+    if c.format == "number":
+        return np.full(len(rows), np.nan, np.float32)
+    return np.full(len(rows), None, dtype=object)
 
 
 def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
@@ -218,6 +227,19 @@ def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
     return LEARNING_CURVE
 
 
+def finished(record: RunRecord, frame: pd.DataFrame | None) -> RunRecord:
+    """The run record as its report states it: when the report was written and which text cells of the
+    shown items (``frame``) the spreadsheet files change (:func:`nlsim.report.spreadsheet.text_changes`).
+    A record already finished is the report's as it is: the run finishes its record before the report
+    is written (the record it returns is the one ``run.json`` holds)."""
+    if record.finished_at is not None:
+        return record
+    changes = text_changes(frame) if frame is not None else []
+    return replace(
+        record, finished_at=datetime.now(UTC).isoformat(timespec="seconds"), spreadsheet_changes=changes
+    )
+
+
 def write_files(
     folder: Path,
     pairs: pd.DataFrame,
@@ -231,6 +253,8 @@ def write_files(
 ) -> list[str]:
     """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
 
+    ``record`` is written as the run made it (:func:`finished` first when it is not yet).
+
     ``window``: the whole window's clusters (daily runs), written to ``window/``. ``extra``: more files,
     as ``{name: writer(path)}`` (the batch report's ``index/`` folder). ``near_misses``: the pairs below the
     threshold for review (none when not given). ``topics``: the topic groups (``topics.parquet``; none when
@@ -240,18 +264,7 @@ def write_files(
         frame = pd.DataFrame(
             {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
         )
-    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
-    record = replace(  # the counts are those of the tables written, whatever the caller's record said
-        record,
-        counts={
-            **record.counts,
-            "pairs": int(len(pairs)),
-            "clusters": int(len(current)),
-            "clustered_items": int(current["size"].sum()) if len(current) else 0,
-        },
-        finished_at=record.finished_at or datetime.now(UTC).isoformat(timespec="seconds"),
-        spreadsheet_changes=text_changes(frame),
-    )
+    record = finished(record, frame)  # its counts are the run's (nlsim.dedup.run.run_record), never made here
     members = members_table(clusters, frame)
     topics = topics if topics is not None else columns.table("topics").empty()
     _write_tables(folder, {"pairs": pairs, "clusters": clusters, "topics": topics, "members": members})

@@ -32,9 +32,9 @@ words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.report.record import RunRecord
+    >>> from nlsim.report.record import Counts, RunRecord
     >>> page = render_html(pd.DataFrame(columns=["cluster_id"]), pd.DataFrame(columns=["cluster_id"]),
-    ...                    RunRecord(model="m", counts={"items_in": 0}))
+    ...                    RunRecord(model="m", counts=Counts(items_in=0)))
     >>> page.startswith("<!doctype html>"), '<html lang="en">' in page
     (True, True)
 """
@@ -61,7 +61,6 @@ from nlsim.report.prose import (
     threshold_text,
 )
 from nlsim.report.record import RunRecord
-from nlsim.report.spreadsheet import text_changes
 
 STATUS_TEXT = {
     "new": "new clusters",
@@ -98,14 +97,14 @@ def _bars(title: str, key: str, counts: list[tuple[str, int]], note: str = "") -
     return f"<div class='bars'><h3>{esc(title)}</h3>{note}<ul>{rows}</ul></div>"
 
 
-def _overview(data: dict[str, Any], record: RunRecord, pairs: pd.DataFrame) -> str:
+def _overview(data: dict[str, Any], record: RunRecord) -> str:
     clusters = [c for c in data["clusters"] if c["status"] != "dissolved"]  # the current ones
-    clustered = sum(c["size"] for c in clusters)
+    counts = record.counts  # counted once, by the run (nlsim.dedup.run.run_record)
     figures = [
-        (record.items, "items read"),
-        (len(pairs), "pairs"),
-        (len(clusters), "clusters"),
-        (clustered, "items in clusters"),
+        (counts.items_in, "items read"),
+        (counts.pairs, "pairs"),
+        (counts.clusters, "clusters"),
+        (counts.clustered_items, "items in clusters"),
     ]
     if data["daily"]:
         figures.append((record.clusters_in_window, "clusters in the window"))
@@ -120,7 +119,11 @@ def _overview(data: dict[str, Any], record: RunRecord, pairs: pd.DataFrame) -> s
         window = record.clusters_in_window
         parts.append(
             "<p class='meta'>A daily report lists the clusters this run touched"
-            + (f" ({len(clusters):,} of the window's {window:,})" if isinstance(window, int) else "")
+            + (
+                f" ({counts.clusters:,} of the window's {window:,})"
+                if isinstance(window, int) and counts.clusters is not None
+                else ""
+            )
             + ": the window's current clusters are in <code>window/clusters.parquet</code> and "
             "<code>window/members.csv</code>.</p>"
         )
@@ -256,9 +259,9 @@ def render_html(
         _cluster_list(data),
         review.review_section(data),
         review.rubric_section(),
-        spreadsheet_notice(text_changes(frame)),
+        spreadsheet_notice(record.spreadsheet_changes or []),
         model_card_html(record, learning_curve),
-        _overview(data, record, pairs),
+        _overview(data, record),
         "</main>",
         "<footer><p class='meta'>Every cluster of this report is listed above (in pages). The same data: "
         "<code>clusters.parquet</code>, <code>pairs.parquet</code>, <code>members.csv</code>, "

@@ -1,11 +1,17 @@
 """The report page's data: what the page's script draws (``index.html``, :mod:`nlsim.report.html`).
 
-The data is embedded in the page as JSON (:func:`page_data`): the items, each id once, as objects of the
-``items`` columns the report shows (keyed by column name, :mod:`nlsim.io.columns`), found by their index; the
-clusters (members, daily status, added items, absorbed ids, scores, the pairs that joined them, the day or
-month of their first item); the columns' labels; for the review panel, the near misses and what the export
-records (:mod:`nlsim.report.review`). Times, and the days clusters are grouped by, are in the run's time
-zone (:func:`page_zone`); scores are kept to :data:`SCORE_DIGITS` decimals and shown with the threshold's
+The data is embedded in the page as JSON (:func:`page_data`), with the declarations of the tables it holds
+(``columns``: each column's name, label, format, whether the page shows it, its source and, for a clusters
+column, its reduction; :mod:`nlsim.io.columns`): the page's script draws its tables' headers and cells from
+them. Every row is an object keyed by column name, with the values of the columns the page shows
+(:func:`nlsim.io.columns.page_rows`); a column of items (``source="item.id"``: a pair's two items, a
+cluster's representative, members and added items) holds their indexes into the page's items instead of
+their ids. The items, each id once, are rows of the ``items`` columns the report shows. The clusters are
+rows of the clusters table (:func:`nlsim.clusters.table.cluster_table` made them), with the size bucket,
+the day or month of their first item and the pairs that joined them (rows of the pairs table). For the
+review panel: the near misses (rows of their table) and what the export records
+(:mod:`nlsim.report.review`). Times, and the days clusters are grouped by, are in the run's time zone
+(:func:`page_zone`); scores are kept to :data:`SCORE_DIGITS` decimals and shown with the threshold's
 (:func:`score_digits`).
 
 Example:
@@ -14,14 +20,18 @@ Example:
     >>> clusters = pd.DataFrame({"cluster_id": ["c1"], "size": [2], "member_ids": [["a", "b"]],
     ...                          "representative": ["b"]})
     >>> data = page_data(pd.DataFrame(), clusters, RunRecord(model="m", threshold=0.9), None)
-    >>> [item["id"] for item in data["items"]], data["clusters"][0]["members"], data["clusters"][0]["rep"]
+    >>> cluster = data["clusters"][0]
+    >>> [item["id"] for item in data["items"]], cluster["member_ids"], cluster["representative"]
     (['a', 'b'], [0, 1], 1)
+    >>> [c["name"] for c in data["columns"]["pairs"] if c["shown"]]  # no reranker: the score alone
+    ['id_a', 'id_b', 'similarity']
     >>> data["scoreDigits"], data["timeZone"]
     (3, 'UTC')
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -96,12 +106,12 @@ def _periods(firsts: list[str | None]) -> tuple[str, list[str | None]]:
 
 
 class _Items:
-    """The page's items: each id once, as an object of the ``items`` columns the report shows (``id``,
-    ``title``, ``source``, ``url``, ``published_at``, :mod:`nlsim.io.columns`), found by its index; times
-    in ``zone``."""
+    """The page's items: each id once, as an object of the ``items`` columns the page shows (``spec``:
+    ``id``, ``title``, ``source``, ``url``, ``published_at``, :mod:`nlsim.io.columns`), found by its index;
+    times in ``zone``."""
 
-    def __init__(self, frame: pd.DataFrame | None, zone: ZoneInfo | None = None) -> None:
-        self.columns = [columns.ITEMS.column("id"), *columns.shown()]
+    def __init__(self, frame: pd.DataFrame | None, spec: columns.Table, zone: ZoneInfo | None = None) -> None:
+        self.columns = [c for c in spec.columns if c.shown]
         self.empty = {c.name: columns.page_value(c, None) for c in self.columns}
         self.known: dict[str, dict[str, Any]] = {}
         if frame is not None and len(frame):
@@ -122,51 +132,62 @@ class _Items:
         return self.index[key]
 
 
-def pair_row(row: Any, item: _Items, extra: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One pair as the page's script reads it: ``a`` and ``b`` (indexes into the page's items), its scores
-    under their column names (to :data:`SCORE_DIGITS` decimals), and the ``extra`` columns of its table."""
-    out: dict[str, Any] = {"a": item(row.id_a), "b": item(row.id_b)}
-    for c in columns.SCORES:
-        out[c.name] = columns.page_value(c, getattr(row, c.name, None), digits=SCORE_DIGITS)
-    for name in extra:
-        value = getattr(row, name, None)
-        out[name] = None if value is None or pd.isna(value) else str(value)
+RERANK_SCORES = ("cosine", "cross_encoder")
+"""The scores a run without a reranker has none of its own of (its score is the cosine; no cross-encoder):
+its page does not show them."""
+PAGE_TABLES = ("items", "pairs", "clusters", "near_misses")
+"""The tables whose rows the page holds."""
+
+
+def page_tables(record: RunRecord) -> dict[str, columns.Table]:
+    """The tables whose rows the page holds, with the columns of their own (a pairs table's items are the
+    page's items: their own columns are not repeated), those the page shows marked ``shown`` (for this
+    run: :data:`RERANK_SCORES` only with a reranker)."""
+    sides = {c.name for c in columns.sides()}
+    out = {}
+    for name in PAGE_TABLES:
+        spec = columns.table(name)
+        own = [c for c in spec.columns if c.name not in sides]
+        if record.rerank is None:
+            own = [replace(c, shown=False) if c.name in RERANK_SCORES else c for c in own]
+        out[name] = replace(spec, columns=tuple(own))
     return out
 
 
-def _cluster_pairs(pairs: pd.DataFrame, item: _Items) -> dict[str, list[dict[str, Any]]]:
-    """Each cluster's pairs as the page's rows (:func:`pair_row`)."""
-    rows: dict[str, list[dict[str, Any]]] = {}
-    if not len(pairs) or "cluster_id" not in pairs:
-        return rows
-    for r in with_scores(pairs).itertuples(index=False):
-        rows.setdefault(str(r.cluster_id), []).append(pair_row(r, item))
+def page_rows(
+    frame: pd.DataFrame | None, spec: columns.Table, item: _Items, zone: ZoneInfo | None = None
+) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as the page holds them: the values of the columns the page shows, by name (a
+    column the frame lacks: empty), the items of a column of ``source="item.id"`` as their indexes
+    (:class:`_Items`)."""
+    if frame is None or not len(frame):
+        return []
+    shown = [c for c in spec.columns if c.shown]
+    rows = columns.page_rows(frame.reindex(columns=[c.name for c in shown]), shown, zone, SCORE_DIGITS)
+    items = [c for c in shown if c.source == "item.id"]
+    for c in sorted(items, key=lambda c: c.format != "list"):  # lists first: items in member order
+        for row in rows:
+            value = row[c.name]
+            row[c.name] = (
+                [item(v) for v in value] if isinstance(value, list) else item(value) if value else None
+            )
     return rows
 
 
-def _cluster_row(
-    c: Any, item: _Items, pair_rows: dict[str, list[dict[str, Any]]], zone: ZoneInfo | None = None
-) -> dict[str, Any]:
-    """One cluster as the page's script reads it (its times in ``zone``)."""
-    members = [item(m) for m in list(c.member_ids)]  # indexed in this order: members, added, representative
-    added = [item(m) for m in columns.page_list(getattr(c, "added_ids", None))]
-    return {
-        "id": str(c.cluster_id),
-        "status": columns.page_text(getattr(c, "status", "new")) or "new",
-        "size": int(c.size),
-        "bucket": _size_bucket(int(c.size)),
-        "rep": item(c.representative),
-        "members": members,
-        "added": added,
-        "absorbed": columns.page_list(getattr(c, "absorbed", None)),
-        "sources": columns.page_list(getattr(c, "sources", None)),
-        "first": columns.page_time(getattr(c, "first_published", None), zone),
-        "last": columns.page_time(getattr(c, "last_published", None), zone),
-        "max": columns.page_number(getattr(c, "max_similarity", None), SCORE_DIGITS),
-        "mean": columns.page_number(getattr(c, "mean_similarity", None), SCORE_DIGITS),
-        "weakest": columns.page_number(getattr(c, "weakest_link", None), SCORE_DIGITS),
-        "pairs": sorted(pair_rows.get(str(c.cluster_id), []), key=lambda p: -(p["similarity"] or 0)),
-    }
+def _cluster_pairs(
+    pairs: pd.DataFrame, spec: columns.Table, item: _Items, zone: ZoneInfo | None
+) -> dict[str, list[dict[str, Any]]]:
+    """Each cluster's pairs as the page's rows, highest score first."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    if not len(pairs) or "cluster_id" not in pairs:
+        return rows
+    for cluster, row in zip(
+        pairs["cluster_id"], page_rows(with_scores(pairs), spec, item, zone), strict=True
+    ):
+        rows.setdefault(str(cluster), []).append(row)
+    for found in rows.values():
+        found.sort(key=lambda p: -(p["similarity"] or 0))
+    return rows
 
 
 def page_data(
@@ -176,34 +197,32 @@ def page_data(
     frame: pd.DataFrame | None,
     near_misses: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """What the page's script renders: items (objects of the ``items`` columns the report shows) and
-    clusters (members, status, added items, absorbed ids, scores and the pairs that joined them), the
-    columns' labels; for the review panel, the near misses and what the export records
-    (:mod:`nlsim.report.review`). Times and days are in the run's
-    time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
+    """What the page's script renders (see the module docstring): the declarations of its tables
+    (``columns``), the items, the clusters with the pairs that joined them; for the review panel, the near
+    misses and what the export records (:mod:`nlsim.report.review`). Times and days are in the run's time
+    zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
-    item = _Items(frame, zone)
-    pair_rows = _cluster_pairs(pairs, item)
-    out = [
-        _cluster_row(c, item, pair_rows, zone)
-        for c in (clusters.itertuples(index=False) if len(clusters) else ())
-    ]
-    unit, periods = _periods([c["first"] for c in out])
+    tables = page_tables(record)
+    item = _Items(frame, tables["items"], zone)
+    pair_rows = _cluster_pairs(pairs, tables["pairs"], item, zone)
+    out = page_rows(clusters, tables["clusters"], item, zone)
+    unit, periods = _periods([c["first_published"] for c in out])
     for c, p in zip(out, periods, strict=True):
+        c["bucket"] = _size_bucket(int(c["size"] or 0))
         c["period"] = p
+        c["pairs"] = pair_rows.get(c["cluster_id"], [])
     return {
         "daily": record.daily,
         "cjkLang": CJK_LANG.get(record.conversion, "zh"),
         "pageSize": PAGE_SIZE,
         "periodUnit": unit,
-        "rerank": record.rerank is not None,
         "threshold": columns.page_number(record.threshold, 6),
         "scoreDigits": score_digits(record.threshold),
         "timeZone": zone.key,
+        "columns": {name: columns.page_spec(spec) for name, spec in tables.items()},
         "items": item.rows,
-        "labels": {name: columns.table(name).labels for name in ("items", "pairs")},
         "clusters": out,
-        "nearMisses": review.near_miss_rows(near_misses, lambda r, extra: pair_row(r, item, extra)),
+        "nearMisses": page_rows(near_misses, tables["near_misses"], item, zone),
         "review": review.review_meta(record),
         "editors": review.editors_data(record.editors, item, item.known),
     }

@@ -4,10 +4,11 @@
 (:meth:`RunRecord.to_dict`), the page (:mod:`nlsim.report.html`), the Markdown summary
 (:func:`nlsim.report.summary.render_markdown`), the command's output and, from a flow, a Prefect artifact; an
 incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
-parts are records too: the model that judged (:class:`ModelInfo`, with its :class:`ModelCard`), the
-rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and the report judged against
-editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back from a
-``run.json`` (a replayed report) is :meth:`RunRecord.from_dict`.
+parts are records too: its counts (:class:`Counts`), where the clusters it absorbed or dissolved went
+(:class:`ClusterChanges`, ``run.json``'s ``extra``), the model that judged (:class:`ModelInfo`, with its
+:class:`ModelCard`), the rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and the
+report judged against editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back from
+a ``run.json`` (a replayed report; one another nlsim version wrote) is :meth:`RunRecord.from_dict`.
 
 A record is immutable: a run builds it once, from its stages' typed results
 (:func:`nlsim.dedup.run.run_record`), after the stages that decide its figures; what accrues while the
@@ -18,7 +19,7 @@ Example:
     >>> log = RunLog()
     >>> with log.stage("load"):
     ...     pass
-    >>> record = RunRecord(run_id="r1", counts={"items_in": 3}).timed(log)
+    >>> record = RunRecord(run_id="r1", counts=Counts(items_in=3)).timed(log)
     >>> sorted(record.timings_s), record.to_dict()["items"]
     (['load'], 3)
     >>> RunRecord.from_dict(record.to_dict()) == record
@@ -38,6 +39,77 @@ from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.records import known_fields
 from nlsim.report.spreadsheet import TextChange
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a run counted (``run.json``'s ``counts``); ``None``: not counted by this kind of run (a batch run
+    classifies no item as changed, skipped, too old or expired).
+
+    Attributes:
+        items_in: rows read; quarantined: bad rows set aside; new: items first seen; changed: seen before
+            with other text (embedded again); skipped: seen before, same text; too_old: older than the
+            retention window (not added); expired: kept items dropped by retention.
+        candidates: pairs searched before the rerank; kept: items in the window after the run; pairs: the
+            pairs the report lists; clusters: the clusters in the report (dissolved ones aside);
+            clustered_items: their items; clusters_new, clusters_grown, clusters_merged: by status;
+            clusters_absorbed: cluster ids merged into another; clusters_dissolved: clusters a model change
+            broke up; clusters_in_window: a daily run's clusters in the whole window; near_misses: the
+            near misses listed; exact_copies: items that repeat another's text; topics: the topic groups
+            of the window (stories and single items sharing a topic and entity); topic_items: their items.
+    """
+
+    items_in: int | None = None
+    quarantined: int | None = None
+    new: int | None = None
+    changed: int | None = None
+    skipped: int | None = None
+    too_old: int | None = None
+    expired: int | None = None
+    candidates: int | None = None
+    kept: int | None = None
+    pairs: int | None = None
+    clusters: int | None = None
+    clustered_items: int | None = None
+    clusters_new: int | None = None
+    clusters_grown: int | None = None
+    clusters_merged: int | None = None
+    clusters_absorbed: int | None = None
+    clusters_dissolved: int | None = None
+    clusters_in_window: int | None = None
+    near_misses: int | None = None
+    exact_copies: int | None = None
+    topics: int | None = None
+    topic_items: int | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts made, by name (``run.json``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Counts:
+        return cls(**known_fields(cls, data))
+
+
+@dataclass(frozen=True)
+class ClusterChanges:
+    """Where a run's clusters went that are no clusters of their own now (``run.json``'s ``extra``):
+    ``merged_into`` each absorbed cluster id and the cluster it was merged into; ``dissolved`` each cluster a
+    model change broke up and the members it had."""
+
+    merged_into: dict[str, str] = field(default_factory=dict)
+    dissolved: dict[str, list[str]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """As ``run.json`` holds it (``dissolved`` only when a cluster was)."""
+        out: dict[str, Any] = {"merged_into": dict(self.merged_into)}
+        if self.dissolved:
+            out["dissolved"] = dict(self.dissolved)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClusterChanges:
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -165,6 +237,8 @@ class EditorsRecord:
             verdict overruled (the page lists them apart: the two items are not joined).
         scored_ids: pair ids of the scored pairs whose two items the report shows (the review queue skips
             them).
+        text_changed: ``[id_a, id_b]`` of the training verdicts that did not act: an item of theirs carries
+            another text now than the one the verdict was given on.
     """
 
     source: str = ""
@@ -178,12 +252,16 @@ class EditorsRecord:
     decisions: list[list[Any]] = field(default_factory=list)
     scored_ids: list[str] = field(default_factory=list)
     overruled: list[list[Any]] = field(default_factory=list)
+    text_changed: list[list[str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class RerankRecord:
     """The rerank stage: the score combination, the candidate floor and the cross-encoder's score bound
-    behind it, the candidate and kept pair counts, and the cross-encoder's inference path."""
+    behind it, the candidate and kept pair counts, and the cross-encoder's inference path. ``candidates``:
+    the pairs the neighbour search found (down to the topic threshold when it is lower); ``rescored``:
+    those the cross-encoder read (from the candidate floor); ``None`` in a record written before topic
+    groups (then every candidate was rescored)."""
 
     describe: str
     candidate_floor: float
@@ -191,6 +269,7 @@ class RerankRecord:
     candidates: int
     kept: int
     inference: dict[str, Any] | None = None
+    rescored: int | None = None
 
 
 @dataclass(frozen=True)
@@ -232,21 +311,16 @@ class RunLog:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """Counts, timings, model, threshold and settings of one run.
+    """Counts (:class:`Counts`), timings, model, threshold and settings of one run.
 
-    Counts: ``items_in`` (rows read), ``quarantined`` (bad rows set aside), ``new`` (first seen),
-    ``changed`` (seen before with other text: re-embedded), ``skipped`` (seen before, same text),
-    ``too_old`` (older than the retention window: not added), ``expired`` (kept items dropped by retention),
-    ``kept`` (items in the window after the run), ``candidates`` (pairs searched before reranking),
-    ``pairs`` (pairs found today), ``clusters`` (clusters in the report), ``clusters_new``,
-    ``clusters_grown``, ``clusters_merged``, ``clusters_absorbed`` (ids that disappeared into another).
-    ``finished_at`` and ``spreadsheet_changes`` are set when the report is written.
+    ``finished_at`` and ``spreadsheet_changes`` are set when the report is written
+    (:func:`nlsim.report.files.finished`).
     """
 
     run_id: str = ""
     mode: str = "batch"
     corpus: str = ""
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: Counts = field(default_factory=Counts)
     timings_s: dict[str, float] = field(default_factory=dict)
     model: str = ""
     model_fingerprint: str = ""
@@ -270,7 +344,7 @@ class RunRecord:
     started_at: str = ""
     model_switch: ModelSwitch | None = None
     messages: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: ClusterChanges = field(default_factory=ClusterChanges)
     finished_at: str | None = None
     spreadsheet_changes: list[TextChange] | None = None
     judge: Judgement | None = None
@@ -300,12 +374,12 @@ class RunRecord:
     @property
     def items(self) -> int | None:
         """Rows read."""
-        return self.counts["items_in"] if "items_in" in self.counts else None
+        return self.counts.items_in
 
     @property
     def clusters_in_window(self) -> int | None:
         """A daily run's clusters in the whole window."""
-        return self.counts["clusters_in_window"] if "clusters_in_window" in self.counts else None
+        return self.counts.clusters_in_window
 
     def timed(self, log: RunLog) -> RunRecord:
         """This record with the run's timings and messages as they stand."""
@@ -317,23 +391,23 @@ class RunRecord:
         d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         c = self.counts
         d.update(
-            counts=dict(c),
+            counts=c.as_dict(),
             timings_s=dict(self.timings_s),
             model_info={} if self.model_info is None else self.model_info.as_dict(),
             rerank=None if self.rerank is None else asdict(self.rerank),
             model_switch=None if self.model_switch is None else asdict(self.model_switch),
             editors=None if self.editors is None else asdict(self.editors),
             messages=list(self.messages),
-            extra=dict(self.extra),
+            extra=self.extra.as_dict(),
         )
         for late in ("finished_at", "spreadsheet_changes", "judge"):  # after the headline figures, when set
             del d[late]
         d.update(
-            items=c.get("items_in"),
-            quarantined=c.get("quarantined", 0),
-            pairs=c.get("pairs"),
-            clusters=c.get("clusters"),
-            clustered_items=c.get("clustered_items"),
+            items=c.items_in,
+            quarantined=c.quarantined or 0,
+            pairs=c.pairs,
+            clusters=c.clusters,
+            clustered_items=c.clustered_items,
             elapsed_s=round(sum(self.timings_s.values()), 2),
         )
         if self.finished_at is not None:
@@ -348,6 +422,8 @@ class RunRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
         """A record from its ``run.json`` form (the headline counts are derived, not read)."""
         known = known_fields(cls, data)
+        known["counts"] = Counts.from_dict(known.get("counts") or {})
+        known["extra"] = ClusterChanges.from_dict(known.get("extra") or {})
         if known.get("model_info"):
             known["model_info"] = ModelInfo.from_dict(known["model_info"])
         else:

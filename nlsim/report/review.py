@@ -26,7 +26,7 @@ page opened from disk, from localhost or over plain HTTP from any host). The exp
 text) and writes a text cell that a spreadsheet would read as a formula with an apostrophe in front
 (:func:`nlsim.report.spreadsheet.csv_text`'s rule).
 
-This module gives the page what the panel needs (:func:`review_meta`, :func:`near_miss_rows`), the panel's
+This module gives the page what the panel needs (:func:`review_meta`, :func:`editors_data`), the panel's
 HTML (:func:`review_section`), its script and style (``assets/review.js``, ``assets/review.css``), and the
 model card's line on the editors' labels the model was trained on (:func:`editor_labels_text`).
 
@@ -45,8 +45,6 @@ import html
 from collections.abc import Callable, Container
 from importlib import resources
 from typing import Any
-
-import pandas as pd
 
 from nlsim.io import columns, editor_file
 from nlsim.report.record import EditorsRecord, RunRecord
@@ -134,16 +132,6 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
         "formulaStart": list(FORMULA_START),
         "stratum": editor_file.PAGE,
     }
-
-
-def near_miss_rows(
-    near_misses: pd.DataFrame | None, row: Callable[..., dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The near misses as the page's rows (``row``: :func:`nlsim.report.page.pair_row` with the page's
-    items): item A, item B, the scores, the cluster of each item; nearest the threshold first."""
-    if near_misses is None or near_misses.empty:
-        return []
-    return [row(r, ("cluster_a", "cluster_b")) for r in near_misses.itertuples(index=False)]
 
 
 def editors_data(

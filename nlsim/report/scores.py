@@ -2,9 +2,9 @@
 
 A pairs frame holds ``similarity`` (the score the threshold applies to) and, after the rerank stage,
 ``cosine`` (the bi-encoder's) and ``cross_encoder``. Without a reranker the score is the cosine and there
-is no cross-encoder score: :func:`with_scores` fills ``cosine`` from ``similarity`` and ``cross_encoder``
-with NaN, every score as float32, so the clusters, the report tables and the page read the same three
-columns.
+is no cross-encoder score: :func:`with_scores` gives every score column :mod:`nlsim.io.columns` declares
+(``SCORES``) as float32, ``cosine`` from ``similarity`` where the frame has none (:data:`SAME_AS`) and any
+other score the frame lacks as NaN, so the clusters, the report tables and the page read the same columns.
 
 Example:
     >>> import pandas as pd
@@ -31,17 +31,22 @@ SIDE_FIELDS = [(c.name, c.type) for c in columns.sides()]
 marked ``shown``, :func:`nlsim.io.columns.sides`)."""
 
 
+SAME_AS = {"cosine": "similarity"}
+"""A score a frame without it takes from another: without a reranker the score is the cosine."""
+
+
 def with_scores(pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with its three score columns as float32: ``cosine`` is ``similarity`` where the frame has
-    none (no reranker), ``cross_encoder`` NaN where it has none."""
-    similarity = _float32(pairs["similarity"])
-    cosine = _float32(pairs["cosine"]) if "cosine" in pairs else similarity
-    cross = (
-        _float32(pairs["cross_encoder"])
-        if "cross_encoder" in pairs
-        else np.full(len(pairs), np.nan, np.float32)
-    )
-    return pairs.assign(similarity=similarity, cosine=cosine, cross_encoder=cross)
+    """``pairs`` with every declared score column as float32: a score the frame lacks is the one
+    :data:`SAME_AS` names (``cosine``: ``similarity``), else NaN (``cross_encoder`` without a reranker)."""
+    scores: dict[str, np.ndarray] = {}
+    for c in columns.SCORES:
+        if c.name in pairs:
+            scores[c.name] = _float32(pairs[c.name])
+        elif c.name in SAME_AS:
+            scores[c.name] = scores[SAME_AS[c.name]]
+        else:
+            scores[c.name] = np.full(len(pairs), np.nan, np.float32)
+    return pairs.assign(**scores)
 
 
 def _float32(column: pd.Series) -> np.ndarray:

@@ -1,14 +1,16 @@
 """The run's Markdown summary: ``summary.md`` in the report, and the Prefect flow's run artifact.
 
 One summary, from the run record (:class:`nlsim.report.record.RunRecord`) and the report's clusters: the
-headline figures and settings, the counts, the time of each stage and the largest clusters. Every cell of
-user text (titles, ids, file and model names) is one line, its pipes escaped and no raw HTML.
+headline figures and settings, the counts, the time of each stage and the largest clusters (the clusters
+table's ``summary`` columns, :func:`nlsim.io.columns.summary_rows`, as the flow's table artifact shows
+them). Every cell of user text (titles, ids, file and model names) is one line, its pipes escaped and no
+raw HTML.
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.report.record import RunRecord
+    >>> from nlsim.report.record import Counts, RunRecord
     >>> md = render_markdown(pd.DataFrame(), pd.DataFrame(columns=["cluster_id"]),
-    ...                      RunRecord(run_id="r1", model="m", counts={"items_in": 3}))
+    ...                      RunRecord(run_id="r1", model="m", counts=Counts(items_in=3)))
     >>> md.splitlines()[0], "- items: 3" in md
     ('# nlsim near-duplicate report', True)
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.io import columns
 from nlsim.report.record import RunRecord
 
 HEADLINE = (
@@ -90,22 +93,19 @@ def render_markdown(
         lines.append(f"- report: `{md_cell(report_dir)}`")
     if replayed:
         lines.append("- this input was already committed; its stored report was written again")
-    if record.counts:
+    counts = record.counts.as_dict()
+    if counts:
         lines += ["", "| count | value |", "|---|---:|"]
-        lines += [f"| {md_cell(k)} | {v} |" for k, v in record.counts.items()]
+        lines += [f"| {md_cell(k)} | {v} |" for k, v in counts.items()]
     if record.timings_s:
         lines += ["", "| stage | seconds |", "|---|---:|"]
         lines += [f"| {md_cell(k)} | {v:.3f} |" for k, v in record.timings_s.items()]
-    lines += [
-        "",
-        f"## Largest clusters (top {min(top, len(clusters))})",
-        "",
-        "| cluster | size | representative | max sim |",
-        "|---|---:|---|---:|",
-    ]
-    for _, c in clusters.head(top).iterrows():
-        lines.append(
-            f"| {md_cell(c['cluster_id'])} | {int(c['size'])} | {md_cell(c['representative_title'])} | "
-            f"{c['max_similarity']:.3f} |"
-        )
+    spec = columns.table("clusters")
+    heads = columns.summary_columns(clusters, spec)
+    rows = columns.summary_rows(clusters, spec, limit=top)
+    lines += ["", f"## Largest clusters (top {len(rows)})", ""]
+    lines += ["| " + " | ".join(md_cell(c.label) for c in heads) + " |"]
+    lines += ["|" + "|".join("---:" if c.format in ("number", "integer") else "---" for c in heads) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(md_cell("" if v is None else v) for v in row.values()) + " |")
     return "\n".join(lines) + "\n"

@@ -75,9 +75,6 @@ class Reranker:
     intercept: float
     weight: float = DEFAULT_WEIGHT
     calibration: dict[str, Any] | None = None
-    topic_calibration: dict[str, Any] | None = None
-    """The rerank score's threshold at the topic level (0.75), where topic groups are read
-    (:mod:`nlsim.clusters.topics`); ``None`` for a reranker trained before topics."""
     info: dict[str, Any] = field(default_factory=dict)
     backend: str = "auto"
     """How :meth:`cross_scores` runs by default (not stored: a run setting, see
@@ -230,7 +227,6 @@ class Reranker:
             "intercept": self.intercept,
             "weight": self.weight,
             "calibration": self.calibration,
-            **({"topic_calibration": self.topic_calibration} if self.topic_calibration is not None else {}),
             "info": self.info,
             **({"story": self.story.as_dict()} if self.story is not None else {}),
         }
@@ -291,7 +287,6 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
             intercept=float(meta["intercept"]),
             weight=float(meta["weight"]),
             calibration=meta.get("calibration"),
-            topic_calibration=meta.get("topic_calibration"),
             info=meta.get("info") or {},
             story=StoryModel.from_dict(meta["story"]) if meta.get("story") is not None else None,
         )
@@ -300,12 +295,13 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
     for name in ("slope", "intercept", "weight"):
         if not np.isfinite(getattr(reranker, name)):
             raise StateError(f"{folder / RERANKER_JSON}: {name} is not a finite number")
-    for key, what in (("calibration", "rerank threshold"), ("topic_calibration", "topic threshold")):
-        cal = getattr(reranker, key)
-        if cal is not None:
-            check_threshold(
-                cal.get("threshold"), f"{folder / RERANKER_JSON}: {what}", low=-1.0, high=reranker.max_score()
-            )
+    if reranker.calibration is not None:
+        check_threshold(
+            reranker.calibration.get("threshold"),
+            f"{folder / RERANKER_JSON}: rerank threshold",
+            low=-1.0,
+            high=reranker.max_score(),
+        )
     reranker.cross_encoder = CrossEncoder.load(folder, threads=threads)
     return reranker
 

@@ -18,8 +18,10 @@ reads those things from the two texts and says when they conflict:
 - ``dates`` (only when asked for): both name a day (``5月31日``) and share none
   (:func:`nlsim.rerank.facts.date_clash`).
 
-A conflict is a *veto*: the pair's score is held at :data:`VETO_CAP`, the rubric's "same topic or
-entity, another event" (0.75), below any same-story threshold. Chosen on the training split (2,231
+A conflict is a *veto*: the pair's score is held below the threshold in use (:func:`veto_cap`): at
+:data:`VETO_CAP`, the rubric's "same topic or entity, another event" (0.75), or, under a threshold at or
+below 0.75 (a model whose scores run lower, calibrated at 0.537, say), just under that threshold, so that
+a vetoed pair never links whatever the threshold. Chosen on the training split (2,231
 pairs, 220 same story): the three tests fire on 201 pairs, none of them the same story; on validation
 (715 pairs, 85 same story) on 62, none the same story. ``direction`` and the shared code that spares a
 template were added after judging clusters on the validation folds of two trainings' scores; on the
@@ -39,6 +41,8 @@ Example:
     'direction'
     >>> vetoed_scores([0.95, 0.97], ["恒指報21330", "萬科中報"], ["恒指報15509", "萬科半年銷售"]).tolist()
     [0.75, 0.97]
+    >>> vetoed_scores([0.6], ["恒指報21330"], ["恒指報15509"], threshold=0.537).tolist()[0] < 0.537
+    True
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ import numpy as np
 from nlsim.rerank import facts
 
 VETO_CAP = 0.75
-"""The score a vetoed pair is held at: the rubric's "same topic or entity, another event"."""
+"""The highest score a vetoed pair is held at: the rubric's "same topic or entity, another event" (lower
+under a threshold at or below it: :func:`veto_cap`)."""
 
 TEMPLATE_OVERLAP = 0.5
 """Character-trigram Jaccard overlap of the number-masked texts at which two texts are one template."""
@@ -141,12 +146,36 @@ def series_conflict(
     return None
 
 
+def veto_cap(threshold: float | None = None) -> float:
+    """The score a vetoed pair is held at under ``threshold``: :data:`VETO_CAP`, or under a threshold at or
+    below it the largest float32 strictly below the threshold (a report keeps scores as float32 and a pair
+    links at ``score >= threshold``), so that a vetoed pair never reaches the threshold in use.
+
+    >>> veto_cap(), veto_cap(0.88)
+    (0.75, 0.75)
+    >>> cap = veto_cap(0.537)
+    >>> cap < 0.537, float(np.float32(cap)) == cap, round(cap, 6)
+    (True, True, 0.537)
+    """
+    if threshold is None or threshold > VETO_CAP:
+        return VETO_CAP
+    cap = np.nextafter(np.float32(threshold), np.float32(-np.inf))
+    while float(cap) >= threshold:  # float32 rounding may land on or above a float64 threshold
+        cap = np.nextafter(cap, np.float32(-np.inf))
+    return float(cap)
+
+
 def vetoed_scores(
-    scores: Sequence[float] | np.ndarray, texts_a: Sequence[str], texts_b: Sequence[str]
+    scores: Sequence[float] | np.ndarray,
+    texts_a: Sequence[str],
+    texts_b: Sequence[str],
+    threshold: float | None = None,
 ) -> np.ndarray:
-    """``scores`` with every pair that :func:`series_conflict` vetoes held at :data:`VETO_CAP` at most."""
+    """``scores`` with every pair that :func:`series_conflict` vetoes held at :func:`veto_cap` of
+    ``threshold`` at most (:data:`VETO_CAP` without one); a lower score is never raised."""
+    cap = veto_cap(threshold)
     out = np.asarray(scores, dtype=np.float64).copy()
     for i, (a, b) in enumerate(zip(texts_a, texts_b, strict=True)):
-        if out[i] > VETO_CAP and series_conflict(a, b) is not None:
-            out[i] = VETO_CAP
+        if out[i] > cap and series_conflict(a, b) is not None:
+            out[i] = cap
     return out

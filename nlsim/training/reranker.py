@@ -35,7 +35,7 @@ from nlsim.rerank.story import FEATURES, BigramIdf, fit_story_model
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.cross_encoder import train_cross_encoder
 from nlsim.training.data import PreparedPairs
-from nlsim.training.validation import calibrate_encoder, calibrate_topics, evaluate_splits
+from nlsim.training.validation import calibrate_encoder, evaluate_splits
 
 
 def cosine_to_score_map(cosines: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
@@ -106,8 +106,6 @@ def fit_reranker(
     scorer = remembered(scorer)  # calibration and evaluation score validation once
     cal = calibrate_encoder(scorer, data, cfg, model="reranker")
     reranker.calibration = cal.as_dict() if cal is not None else None
-    topic = calibrate_topics(scorer, data, cfg, model="reranker")
-    reranker.topic_calibration = topic.as_dict() if topic is not None else None
     metrics = evaluate_splits(scorer, data, "reranked", cal)
     log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
     return FittedReranker(reranker, metrics, scorer)

@@ -218,6 +218,41 @@ def test_pairs_the_report_cannot_be_judged_on_are_refused_before_training(tmp_pa
     assert not (tmp_path / "models" / "zero-shot").exists()
 
 
+class _Started(Exception):
+    """Raised by a stubbed baseline: the chain got past its checks."""
+
+
+@pytest.mark.parametrize("bad", ["verdict store", "corpus"])
+def test_every_input_of_the_report_is_checked_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: str
+) -> None:
+    """A damaged verdict store (checked against the pair file) or a bad corpus row stops the chain before
+    its baseline, its training and the registration of a new version, not at the report after them."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    if bad == "verdict store":
+        where = tmp_path / "pairs.tsv.verdicts.csv"
+        where.write_text(
+            "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,s0000,s0001,0.6,train,,,\n"
+        )
+        words = (str(where), "row 1", "'score'")
+    else:
+        items = pd.read_parquet(corpus)
+        pd.concat([items, items.iloc[[0]]], ignore_index=True).to_parquet(corpus)  # an id twice
+        words = (str(corpus), f"row {len(items) + 1}", "'id'")
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    monkeypatch.setattr(chain_run, "finetune", started)
+    with pytest.raises(InputError) as err:
+        run_pipeline(config(tmp_path, pairs, corpus))
+    assert all(w in str(err.value) for w in words), str(err.value)
+    assert not (tmp_path / "models" / "versions").exists() or not any(
+        (tmp_path / "models" / "versions").iterdir()
+    )
+
+
 @pytest.mark.parametrize("damage", ["", '{"key": ', "[]"])
 def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path, damage: str) -> None:
     from nlsim.encoders import load_encoder

@@ -88,6 +88,33 @@ def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     assert quality_check_stage(cfg, store, None, validation, None) == {"model": version.name, "reused": True}
 
 
+def test_a_settled_check_whose_record_was_lost_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store remembers the check settled for this machine kind; the figures it made live under
+    $NLSIM_HOME. A home cleared (or a record torn) must not read as "settled, with fewer paths": the stage
+    sees the figures it relied on are gone, says so and checks again."""
+    import logging
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)  # bf16 is checked: figures a report would use
+    store, version = promoted_copy(tmp_path, "f")
+    validation = stsb_sample(train=0, validation=24, test=0)
+    cfg = config(tmp_path, store)
+    first = quality_check_stage(cfg, store, None, validation, None)
+    assert len(first["written"]) == 1
+    assert quality_check_stage(cfg, store, None, validation, None) == {"model": version.name, "reused": True}
+    for damage in ("removed", "torn"):
+        record = Path(first["written"][0])
+        record.unlink() if damage == "removed" else record.write_text(record.read_text()[:40])
+        with caplog.at_level(logging.INFO, logger="nlsim"):
+            again = quality_check_stage(cfg, store, None, validation, None)
+        assert again.get("written") == first["written"], damage
+        assert "are gone" in caplog.text and "checked again" in caplog.text
+        assert quality_check_stage(cfg, store, None, validation, None)["reused"]
+
+
 def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from nlsim.commands.dedup import print_result
 from nlsim.dedup.run import DedupResult
-from nlsim.report.record import RunRecord
+from nlsim.report.record import Counts, RunRecord
 
 
 def result(record: RunRecord, tmp_path: Path) -> DedupResult:
@@ -19,7 +19,7 @@ def result(record: RunRecord, tmp_path: Path) -> DedupResult:
 
 
 def test_a_batch_run_prints_its_counts_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    counts = {"items_in": 12, "pairs": 5, "clusters": 2, "clustered_items": 6}
+    counts = Counts(items_in=12, pairs=5, clusters=2, clustered_items=6)
     print_result(result(RunRecord(counts=counts, threshold=0.9), tmp_path))
     out = capsys.readouterr().out
     assert "12 items, 5 pairs, 2 clusters (6 items in clusters); threshold 0.9" in out
@@ -30,7 +30,7 @@ def test_a_daily_run_prints_what_it_did_and_none_where_it_counted_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     record = RunRecord(
-        mode="incremental", counts={"items_in": 7, "new": 4, "kept": 30}, model="m", threshold=0.8
+        mode="incremental", counts=Counts(items_in=7, new=4, kept=30), model="m", threshold=0.8
     )
     print_result(result(record, tmp_path))
     out = capsys.readouterr().out

@@ -71,7 +71,7 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     assert a2["a3"] == "c-a1" and a2["c1"] == a2["c2"] == "c-c1"
     status = dict(zip(r2.clusters["cluster_id"], r2.clusters["status"], strict=True))
     assert status == {"c-a1": "grown", "c-c1": "new"}
-    assert r2.stats.counts["new"] == 3 and r2.stats.counts["skipped"] == 0
+    assert r2.stats.counts.new == 3 and r2.stats.counts.skipped == 0
 
     r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
     a3 = state_assignment(state)
@@ -81,7 +81,7 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     assert status == {"c-a1": "merged", "c-d1": "new"}
     merged = r3.clusters.set_index("cluster_id").loc["c-a1"]
     assert list(merged["absorbed"]) == ["c-b1"] and list(merged["added_ids"]) == ["x1"]
-    assert r3.stats.counts["clusters_merged"] == 1 and r3.stats.counts["clusters_absorbed"] == 1
+    assert r3.stats.counts.clusters_merged == 1 and r3.stats.counts.clusters_absorbed == 1
 
     # the report of the latest run is where `latest` points, and the state keeps every run's figures
     assert (out / "latest").resolve() == r3.report_dir.resolve()
@@ -131,7 +131,7 @@ def test_repeat_is_idempotent_and_edits_are_reembedded(tmp_path: Path) -> None:
     edited.to_parquet(tmp_path / "edited.parquet", index=False)
     r2 = run_daily(_config(tmp_path / "edited.parquet", out), state, retention_days=None, encoder=enc)
     c = r2.stats.counts
-    assert (c["new"], c["changed"], c["skipped"]) == (0, 1, 5)
+    assert (c.new, c.changed, c.skipped) == (0, 1, 5)
     assert state_assignment(state)["c1"] == "c-a1"
 
 
@@ -142,15 +142,15 @@ def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> N
     run_daily(_config(days[0], out), state, retention_days=1.0, encoder=enc)
     # day 3 as of 2005-03-03 06:00: day-1 items (before 03-02 06:00) leave the window
     r3 = run_daily(_config(days[2], out), state, retention_days=1.0, encoder=enc, as_of="2005-03-03 06:00")
-    assert r3.stats.counts["expired"] == 6 and r3.stats.counts["kept"] == 3
+    assert r3.stats.counts.expired == 6 and r3.stats.counts.kept == 3
     # what day 3 would have linked (A, B, d1) has left the window: no cluster remains
     assert state_assignment(state) == {}
-    assert len(open_state(state).clusters) == 0 and r3.stats.counts["pairs"] == 0
+    assert len(open_state(state).clusters) == 0 and r3.stats.counts.pairs == 0
     # a late item beside the day's own is too old, counted, and left out
     late = story_corpus().iloc[[0, 11]].assign(id=["late", "f9"])
     late.to_parquet(tmp_path / "late.parquet", index=False)
     r4 = run_daily(_config(tmp_path / "late.parquet", out), state, retention_days=1.0, encoder=enc)
-    assert r4.stats.counts["too_old"] == 1 and r4.stats.counts["new"] == 1
+    assert r4.stats.counts.too_old == 1 and r4.stats.counts.new == 1
     # a day with nothing but too-old items is a wrong clock or a wrong file: refused, the state kept
     before = (state / "MANIFEST.json").read_bytes()
     late.iloc[[0]].to_parquet(tmp_path / "only_late.parquet", index=False)
@@ -186,7 +186,7 @@ def test_daily_runs_equal_single_run_with_real_encoder(tmp_path: Path, fast_enco
     assert state_pairs(tmp_path / "state") == state_pairs(tmp_path / "state1") == batch_pairs
     emb_daily = np.load(next((tmp_path / "state").glob("generations/g000003-*/index/embeddings.npy")))
     assert emb_daily.shape == (len(corpus), fast_encoder.dim)
-    assert one.stats.counts["clusters_new"] == len(batch.clusters)
+    assert one.stats.counts.clusters_new == len(batch.clusters)
 
 
 def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
@@ -214,8 +214,8 @@ def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
         as_of=today.isoformat(),
     )
     # seen before (skipped), and now out of the window (expired): nothing is kept
-    assert r2.stats.counts["expired"] == len(corpus) and r2.stats.counts["skipped"] == len(corpus)
-    assert r2.stats.counts["kept"] == 0
+    assert r2.stats.counts.expired == len(corpus) and r2.stats.counts.skipped == len(corpus)
+    assert r2.stats.counts.kept == 0
 
 
 def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_path: Path) -> None:
@@ -228,7 +228,7 @@ def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_p
     again.to_parquet(tmp_path / "day2.parquet", index=False)
     r2 = run_daily(_config(tmp_path / "day2.parquet", out), state, retention_days=30, encoder=enc)
     counts = r2.stats.counts
-    assert counts["expired"] == len(corpus) and counts["new"] == 1 and counts["kept"] == 1
+    assert counts.expired == len(corpus) and counts.new == 1 and counts.kept == 1
     kept = open_state(state).items
     assert kept["id"].tolist() == [again["id"].iloc[0]]
 
@@ -426,7 +426,7 @@ def test_a_cluster_left_with_one_item_is_no_cluster_in_the_windows_file(tmp_path
     r2 = run_daily(_config(lone, out), state, retention_days=1.0, encoder=enc, as_of="2005-03-02 02:00")
     window = pd.read_parquet(r2.report_dir / "window" / "clusters.parquet")
     assert (window["size"] >= 2).all() and "c-a1" not in set(window["cluster_id"])
-    assert r2.stats.counts["clusters_in_window"] == len(window)
+    assert r2.stats.counts.clusters_in_window == len(window)
     assert state_assignment(state).get("a2") == "c-a1"  # the state keeps its id for a copy to come
 
 
@@ -570,7 +570,7 @@ def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> 
     corpus = story_corpus()
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     pairs = _scored_day_one(tmp_path, corpus)
-    store = pairs.with_name(pairs.name.rsplit(".", 1)[0] + ".verdicts.csv")
+    store = pairs.with_name(pairs.name + ".verdicts.csv")
     store.write_text("pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a1,b1,0.6,train,,,\n")
     config = _config(tmp_path / "all.parquet", tmp_path / "out", annotated_pairs=str(pairs))
     with pytest.raises(InputError) as err:
@@ -579,9 +579,10 @@ def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> 
     assert Counting.calls == 0 and not (tmp_path / "out" / "pairs.parquet").exists()
     # a good store: "a2 and b2 are not the same story" keeps x1's bridge from merging stories A and B; the
     # verdict on a1/b1 does not act: the pair file holds that pair in its validation split
-    store.write_text(
-        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a2,b2,0,train,,,\n,a1,b1,0,train,,,\n"
-    )
+    _store(pairs, [("a2", "b2", 0.0)])
+    from nlsim.clusters.verdicts import Verdict, load_verdicts, save_verdicts
+
+    save_verdicts(load_verdicts(store).updated([Verdict("a1", "b1", 0.0)]), store)  # the store says train
     result = run_dedup(config, encoder=Counting())
     got = batch_assignment(result.clusters)
     assert got["a1"] != got["b1"] and got["a1"] == got["a2"] and got["b1"] == got["b2"]
@@ -589,11 +590,35 @@ def test_a_bad_verdict_store_is_refused_before_any_embedding(tmp_path: Path) -> 
 
 
 def _store(pairs: Path, rows: list[tuple[str, str, float]]) -> Path:
-    """Training verdicts written straight into the verdict store beside ``pairs``."""
-    store = pairs.with_name(pairs.name.rsplit(".", 1)[0] + ".verdicts.csv")
-    lines = ["pair_id,id_a,id_b,score,split,annotator,source,decided_at"]
-    lines += [f",{a},{b},{s:g},train,desk,marks.csv," for a, b, s in rows]
-    store.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    """Training verdicts as a merge leaves them (those of an earlier call replaced): rows of the pair file
+    (``stratum`` ``editor-loop:``) and of its verdict store (with the hashes of the items' titles in
+    :func:`story_corpus`). The pair file's texts carry their ids: the story corpus repeats its titles (the
+    copies), and a training pair with the texts of a validation pair is a leak the pair file refuses."""
+    from nlsim.clusters.verdicts import Verdict, Verdicts, save_verdicts, store_path
+    from nlsim.io.editor_file import text_sha256
+
+    title = dict(zip(story_corpus()["id"], story_corpus()["title"], strict=True))
+    frame = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    if "stratum" in frame.columns:
+        frame = frame[~frame["stratum"].str.startswith("editor-loop")]
+    merged = pd.DataFrame(
+        {
+            "id_a": [a for a, _, _ in rows],
+            "id_b": [b for _, b, _ in rows],
+            "text_a": [f"{title[a]} ({a})" for a, _, _ in rows],
+            "text_b": [f"{title[b]} ({b})" for _, b, _ in rows],
+            "score": [f"{s:g}" for _, _, s in rows],
+            "split": "train",
+            "stratum": "editor-loop:marks",
+        }
+    )
+    pd.concat([frame, merged], ignore_index=True).fillna("").to_csv(pairs, sep="\t", index=False)
+    store = store_path(pairs)
+    verdicts = [
+        Verdict(a, b, s, "train", "desk", "marks.csv", "", text_sha256(title[a]), text_sha256(title[b]))
+        for a, b, s in rows
+    ]
+    save_verdicts(Verdicts.from_records(verdicts), store)
     return store
 
 
@@ -864,3 +889,44 @@ def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=AngleEncoder())
     assert batch_assignment(batch.clusters) == final
+
+
+def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Day 1: the editors say a and c are not the same story. Day 2 brings c again with a's title: the old
+    verdict would keep apart two items that now read the same. It does not act (the verdict keeps the hashes
+    of the texts it was given on), the run says so and its record lists it; the state keeps the verdict."""
+    import logging
+
+    from nlsim.annotation import merge_annotations
+
+    first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
+    for n, titles in enumerate([first, {"c": first["a"]}], start=1):
+        pd.DataFrame(
+            {
+                "id": list(titles),
+                "title": list(titles.values()),
+                "source": "wire",
+                "published_at": [T + pd.Timedelta(days=n, hours=h) for h in range(len(titles))],
+            }
+        ).to_parquet(tmp_path / f"day{n}.parquet", index=False)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
+    marks = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {"id_a": ["a"], "id_b": ["c"], "text_a": [first["a"]], "text_b": [first["c"]], "score": ["0"]}
+    ).to_csv(marks, index=False)
+    merge_annotations(marks, pairs, log=lambda _: None)
+    enc, state = HashEncoder(), tmp_path / "state"
+    one = run_daily(
+        _config(tmp_path / "day1.parquet", tmp_path / "out", annotated_pairs=str(pairs)), state, encoder=enc
+    )
+    assert one.stats.editors is not None and one.stats.editors.cannot_link == 1
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        two = run_daily(_config(tmp_path / "day2.parquet", tmp_path / "out"), state, encoder=enc)
+    got = state_assignment(state)
+    assert got.get("a") is not None and got.get("a") == got.get("c")  # the same title again: one story
+    assert two.stats.editors is not None and two.stats.editors.text_changed == [["a", "c"]]
+    assert "another text than an item of theirs carries now (a/c)" in caplog.text
+    assert len(open_state(state).verdicts) == 1  # kept: it acts again if an editor's text comes back

@@ -95,7 +95,7 @@ def test_an_editors_not_the_same_story_wins_over_an_exact_copy(tmp_path):
     result = run_dedup(cfg, encoder=HashEncoder())
     members = sorted(sorted(m) for m in result.clusters["member_ids"])
     assert members == [["a", "b"]]  # c stays apart from a, and so from a's copy b
-    assert result.stats.counts["exact_copies"] == 1
+    assert result.stats.counts.exact_copies == 1
 
 
 def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies(tmp_path):
@@ -129,4 +129,4 @@ def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies
     runs = [run_daily(config(p), state, retention_days=None, encoder=HashEncoder()) for p in paths]
     # a2 and b2 came within the hour: copies; a1 and a3 are two days from them: each stands alone
     assert state_assignment(state) == {"a2": "c-a2", "b2": "c-a2"}
-    assert [r.stats.counts["exact_copies"] for r in runs] == [0, 1, 1]
+    assert [r.stats.counts.exact_copies for r in runs] == [0, 1, 1]

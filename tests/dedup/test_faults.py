@@ -33,10 +33,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory, fast_encoder) -> dict:  
     shutil.copytree(root / "state", root / "snap-state", symlinks=True)
     shutil.copytree(root / "out", root / "snap-out", symlinks=True)
     r2 = run_daily(config(days[1], root / "out"), root / "state", retention_days=None, encoder=fast_encoder)
-    assert (
-        r2.stats.counts["pairs"] > 0
-        and r2.stats.counts["clusters_grown"] + r2.stats.counts["clusters_new"] > 0
-    )
+    assert r2.stats.counts.pairs > 0 and r2.stats.counts.clusters_grown + r2.stats.counts.clusters_new > 0
     return {
         "root": root,
         "days": days,

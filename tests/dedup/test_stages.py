@@ -1,7 +1,9 @@
-"""The rerank stage of a report holds a series at 0.75 (the series veto), unless told not to."""
+"""The rerank stage of a report holds a series below the threshold in use (the series veto: at 0.75, or just
+under a lower threshold), unless told not to."""
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 
 import numpy as np
@@ -37,3 +39,31 @@ def test_the_rerank_stage_holds_a_series_below_the_threshold(veto: bool, expecte
     np.testing.assert_allclose(scored["similarity"], expected, atol=1e-6)
     assert scored["similarity"].dtype == np.float32
     np.testing.assert_allclose(scored["cross_encoder"], [0.95, 0.95], atol=1e-6)  # the model's own score kept
+
+
+class _LowCross:
+    """A cross-encoder whose scores run low (a MiniLM version): a series at 0.6, above its threshold."""
+
+    def predict(
+        self, a: list[str], b: list[str], progress: bool = False, runner: object = None
+    ) -> np.ndarray:
+        return np.full(len(a), 0.6)
+
+
+def test_under_a_threshold_below_the_cap_a_series_is_still_held_below_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A model calibrated at 0.537: the cap of 0.75 would hold nothing; the veto holds the series just under
+    the threshold in use, keeps the story's score, and the stage says how many pairs it held."""
+    window = SimpleNamespace(texts=lambda rows, convert: [TITLES[r] for r in rows])
+    reranker = Reranker(cross_encoder=_LowCross(), slope=1.0, intercept=0.0, weight=0.0)
+    threshold = 0.537
+    model = SimpleNamespace(reranker=reranker, threshold=SimpleNamespace(value=threshold))
+    config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False)
+    candidates = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.7, 0.7]})
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        scored = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
+    got = scored["similarity"].to_numpy()
+    assert got[0] < threshold <= got[1]  # the series no longer links, the story still does
+    assert got[0] > threshold - 1e-6  # held just under it, not dropped to the floor
+    assert "the series veto held 1 pair(s) below it" in caplog.text

@@ -212,4 +212,4 @@ def test_rebuild_state_recovers_from_a_garbage_manifest(
     r = run_daily(
         _config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc, rebuild_state=True
     )
-    assert r.stats.counts["new"] == 3 and open_state(state).generation == 1
+    assert r.stats.counts.new == 3 and open_state(state).generation == 1

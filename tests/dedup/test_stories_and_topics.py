@@ -69,7 +69,7 @@ def test_a_batch_report_holds_stories_and_the_topic_around_them(tmp_path: Path) 
     assert "topics" in pd.read_excel(out / "report.xlsx", sheet_name=None)
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert (run["counts"]["topics"], run["counts"]["topic_items"]) == (1, 5)
-    assert result.stats.counts["clusters"] == 2
+    assert result.stats.counts.clusters == 2
     # without topic groups: the same stories, no topic
     plain = run_dedup(
         _config(tmp_path / "news.parquet", tmp_path / "plain", topics=False), encoder=HashEncoder()

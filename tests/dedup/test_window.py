@@ -12,6 +12,7 @@ import pytest
 from nlsim.clusters.order import OrderKey, order_key_of
 from nlsim.dedup.window import Window, batch_window, classify, expire, prune
 from nlsim.io.corpus import Corpus
+from nlsim.report.record import Counts
 
 T = pd.Timestamp("2024-03-10", tz="UTC")
 
@@ -39,15 +40,9 @@ def test_classify_and_expire_name_what_happens_to_each_item() -> None:
     assert got.status.tolist() == ["skipped", "changed", "new", "too_old"]
     assert got.expired == {"a"} and got.changed == {"c"} and got.gone == {"a", "c"}
     assert today["id"][got.todo].tolist() == ["c", "d"]
-    assert got.counts(quarantined=1) == {
-        "items_in": 4,
-        "quarantined": 1,
-        "new": 1,
-        "changed": 1,
-        "skipped": 1,
-        "too_old": 1,
-        "expired": 1,
-    }
+    assert got.counts(quarantined=1) == Counts(
+        items_in=4, quarantined=1, new=1, changed=1, skipped=1, too_old=1, expired=1
+    )
 
 
 def test_an_expired_item_that_comes_again_with_new_text_is_new_when_published_again_else_too_old() -> None:
@@ -61,7 +56,7 @@ def test_an_expired_item_that_comes_again_with_new_text_is_new_when_published_ag
     assert got.expired == {"a", "b", "u", "s"} and got.changed == set()
     assert today["id"][got.todo].tolist() == ["a"]
     counts = got.counts(quarantined=0)
-    assert counts["new"] + counts["changed"] + counts["skipped"] + counts["too_old"] == counts["items_in"]
+    assert counts.new + counts.changed + counts.skipped + counts.too_old == counts.items_in
 
 
 def test_prune_drops_pairs_of_items_that_left_and_all_pairs_on_regroup() -> None:

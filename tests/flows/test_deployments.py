@@ -133,7 +133,7 @@ def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encode
             )
             assert (manual_out / "latest" / "run.json").is_file()
             assert report_content(manual_out / "latest") == report_content(direct.report_dir)
-            assert direct.stats.counts["pairs"] > 0
+            assert direct.stats.counts.pairs > 0
             # the run's figures are in Prefect too: counts, stage timings, model and threshold
             arts = server.api(
                 "POST",

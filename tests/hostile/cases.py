@@ -5,7 +5,8 @@ folder, a site, a state or model folder) and runs one ``python -m nlsim ...`` co
 subprocess (:func:`run_case`). Then:
 
 - a case meant to be refused must exit with status 1 or 2 and a one-line ``nlsim CMD: error: ...`` last on
-  stderr, without a traceback, naming what the case names (the file, ``row N``, the field or option);
+  stderr, without a traceback, naming what the case names (the file, ``row N``, the field or option), and
+  pass its check where it has one (what the refusal must not have done first: train a new version);
 - a case meant to work (a corpus that is odd but valid) must exit 0 and load exactly its data rows:
   ``nlsim embed``'s sidecar lists the ids of the rows it embedded, ``nlsim dedup --json`` counts the items
   read and quarantined;
@@ -19,7 +20,9 @@ bad calibration files, bad pair files and editors' files, broken state folders, 
 file against the manifest written when nlsim saved it, the reranker's too), text that spreadsheets or the
 page must keep as text (control characters, formulas, a right-to-left override), progress in a log file,
 damaged or locked model stores and what killed chains left, reports that are not one run, pairs that do not
-belong to the report they judge, and a daily run after a model change. The model is the small
+belong to the report they judge, a daily run after a model change, the editors' verdict store lost, cut,
+torn, left by a killed merge or shared by the pair files of one stem, and the series veto under a low
+threshold. The model is the small
 ``paraphrase-MiniLM-L3-v2`` with ``--threshold``, ``--no-cache`` and tiny corpora (and a chain trained once
 on 24 headlines). A case meant to work passes only when its result is right (its check).
 
@@ -66,6 +69,7 @@ class Case:
     rows: int | None = None  # ok: data rows read + quarantined (dedup --json)
     outputs: tuple[str, ...] = ()  # ok: paths the run may write or change
     setup: Callable[[Path], None] | None = None
+    # ok: the result is right; refuse: what the refusal must not have done before it (trained, written)
     check: Callable[[Path, subprocess.CompletedProcess[str]], str | None] | None = None
     env: dict[str, str] = field(default_factory=dict)  # more environment for the command
 
@@ -2163,6 +2167,10 @@ def run_case(case: Case, work: Path) -> dict[str, Any]:
             problems.append(f"not a named refusal (exit {proc.returncode}): {message[:300]!r}")
         elif case.status is not None and proc.returncode != case.status:
             problems.append(f"exit {proc.returncode}, expected {case.status}: {message[:200]!r}")
+        elif case.check is not None:  # what the refusal must not have done first
+            extra = case.check(d, proc)
+            if extra:
+                problems.append(extra)
     else:
         if proc.returncode != 0:
             problems.append(f"exit {proc.returncode}: {proc.stderr[-300:]!r}")
@@ -2513,6 +2521,294 @@ def stores_chains_and_reports(template: Path) -> list[Case]:
     ]
 
 
+# --- the editors' verdict store beside the pair file, and the series veto ---------------------------------
+
+NEWS_TITLES = {f"n{i}": TITLES[i - 1] for i in range(1, 6)}
+"""The items of :data:`GOOD_CSV`: at ``--threshold 0.9`` n1/n2 and n3/n5 are linked (MiniLM-L3)."""
+MERGED_HEAD = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\tstratum\n"
+V1_STORE = "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n"
+
+
+def merged_pairs(rows: list[tuple[str, str]], first: str = "") -> str:
+    """A pair file whose ``rows`` (two item ids) were merged from an editors' file as "not the same story"
+    (``stratum`` ``editor-loop:``, split train), after ``first`` (rows of the file's own, as written)."""
+    lines = [
+        f"e{n}\t{a}\t{b}\t{NEWS_TITLES[a]}\t{NEWS_TITLES[b]}\t0\ttrain\teditor-loop:report-page:cluster\n"
+        for n, (a, b) in enumerate(rows)
+    ]
+    return MERGED_HEAD + first + "".join(lines)
+
+
+def _store_of(pairs: str, rows: list[tuple[str, str]]) -> Callable[[Path], None]:
+    """Write the verdict store of ``pairs`` as a merge leaves it: ``rows`` as "not the same story"."""
+
+    def setup(d: Path) -> None:
+        from nlsim.clusters.verdicts import Verdict, Verdicts, save_verdicts, store_path
+        from nlsim.io.editor_file import text_sha256
+
+        verdicts = [
+            Verdict(
+                a,
+                b,
+                0.0,
+                "train",
+                "desk",
+                "marks.csv",
+                "",
+                text_sha256(NEWS_TITLES[a]),
+                text_sha256(NEWS_TITLES[b]),
+            )
+            for a, b in rows
+        ]
+        save_verdicts(Verdicts.from_records(verdicts), store_path(d / pairs))
+
+    return setup
+
+
+def _together(
+    a: str, b: str, together: bool, said: str = "", folder: str = "rep"
+) -> Callable[[Path, Any], str | None]:
+    """The report's clusters put ``a`` and ``b`` together (or apart), and the run said ``said``."""
+
+    def check(d: Path, proc: Any) -> str | None:
+        import pandas as pd
+
+        clusters = pd.read_parquet(d / folder / "clusters.parquet")
+        one = any(a in set(m) and b in set(m) for m in clusters["member_ids"])
+        if one != together:
+            where = "apart" if together else "in one cluster"
+            return f"{a} and {b} are {where}: {clusters['member_ids'].tolist()}"
+        return None if said in proc.stderr else f"the run does not say {said!r}"
+
+    return check
+
+
+OWN_ROW = "p0\tn3\tn4\tStock markets fall sharply\tFootball club wins the cup\t0.25\ttrain\tlex-high\n"
+"""A scored pair of the pair file's own (no verdict)."""
+
+
+def not_the_same(export: str) -> str:
+    """:func:`editors_file`'s rows scored 0 (not the same story) instead of 1."""
+    return export.replace(",1,desk,", ",0,desk,")
+
+
+def _killed_merge(d: Path) -> None:
+    from tests.faults import fault_env
+
+    merge = ["annotate", "merge", "--filled", "export.csv", "--pairs", "pairs.tsv"]
+    proc = nlsim(merge, d, more_env=fault_env("merge-verdicts", str(ROOT)))
+    if proc.returncode != -9:
+        raise RuntimeError(
+            f"the merge was not killed at merge-verdicts: {proc.returncode} {proc.stderr[-500:]}"
+        )
+
+
+def _cut_store(pairs: str, keep: int) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        from nlsim.clusters.verdicts import store_path
+
+        store = store_path(d / pairs)
+        store.write_text("".join(store.read_text().splitlines(keepends=True)[: 1 + keep]))
+
+    return setup
+
+
+def _torn_store(pairs: str) -> Callable[[Path], None]:
+    """The store of ``pairs`` cut inside its last row (its source and time lost), as a killed writer leaves
+    it."""
+
+    def setup(d: Path) -> None:
+        from nlsim.clusters.verdicts import store_path
+
+        store = store_path(d / pairs)
+        text = store.read_text()
+        store.write_text(text[: text.rindex(",desk,") + 5])
+
+    return setup
+
+
+def _warm_chain(template: Path) -> Callable[[Path], None]:
+    """The chain template's store with its version promoted, and its pairs with one more training pair: the
+    next chain trains and registers a new version."""
+
+    def setup(d: Path) -> None:
+        import pandas as pd
+
+        shutil.copytree(template / "models", d / "models")
+        _promote(d)
+        items = pd.read_parquet(d / "corpus.parquet")
+        title = dict(zip(items["id"], items["title"], strict=True))
+        with (d / "pairs.tsv").open("a", encoding="utf-8") as fh:
+            fh.write(f"p99\ttrain\ts00\ts02\t{title['s00']}\t{title['s02']}\t0\n")
+
+    return setup
+
+
+def _no_new_version(d: Path, proc: Any) -> str | None:
+    made = [p.name for p in (d / "models" / "versions").iterdir() if not p.name.startswith(("v0001", "."))]
+    return f"refused after training and registering {made}" if made else None
+
+
+def _day_one(d: Path) -> None:
+    proc = nlsim(dedup("day1.csv", "--state", "state", "--annotated-pairs", "pairs.tsv", out="daily"), d)
+    if proc.returncode != 0:
+        raise RuntimeError(f"day 1: {proc.stderr[-1000:]}")
+
+
+def _series_template(template: Path) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        shutil.copytree(template / "finetuned", d / "finetuned")
+
+    return setup
+
+
+SERIES_CSV = HEAD + "s1,Exam results of 2010 announced,AP,\ns2,Exam results of 2011 announced,AP,\n"
+"""Two items of one series (another year): the veto keeps them apart whatever the threshold."""
+
+
+def verdict_stores(template: Path) -> list[Case]:
+    """The editors' verdict store beside the pair file: lost, cut, torn, left by a killed merge, shared by
+    the pair files of one stem or named as earlier versions named it; a chain given a damaged one; a verdict
+    whose item's text changed; and the series veto under a threshold below 0.75."""
+    g, ok = "bad pairs", "valid pairs"
+    both = [("n1", "n2"), ("n3", "n5")]
+    report = ["--annotated-pairs", "pairs.tsv"]
+    news = {"news.csv": GOOD_CSV, **USER_FILES}
+    day2 = HEAD + "n2,Floods hit the north of the country,AP,2024-05-01T06:00:00Z\n"  # n2 now reads as n1
+    chain = [*CHAIN[: CHAIN.index("--no-report")], "--out", "rep", "--no-progress"]
+    story_corpus, story_pairs = story_data()
+    return [
+        Case(  # the store holds a verdict the pair file does not: it must not act
+            "dedup-after-a-merge-killed-between-the-store-and-the-pair-file",
+            ok,
+            dedup("news.csv", *report),
+            {
+                **news,
+                "pairs.tsv": MERGED_HEAD,
+                "export.csv": editors_file([("n1", "n2", TITLES[0], TITLES[1])]),
+            },
+            expect="ok",
+            outputs=("rep",),
+            setup=_killed_merge,
+            check=_together("n1", "n2", True, "does not hold"),
+        ),
+        Case(
+            "dedup-with-the-verdict-store-deleted",
+            ok,
+            dedup("news.csv", *report),
+            {**news, "pairs.tsv": merged_pairs(both)},
+            expect="ok",
+            outputs=("rep",),
+            check=_together("n3", "n5", False, "rebuilt from the pair file"),
+        ),
+        Case(
+            "dedup-with-the-verdict-store-cut-at-a-row-boundary",
+            ok,
+            dedup("news.csv", *report),
+            {**news, "pairs.tsv": merged_pairs(both)},
+            expect="ok",
+            outputs=("rep",),
+            setup=lambda d: (_store_of("pairs.tsv", both)(d), _cut_store("pairs.tsv", 1)(d)) and None,
+            check=_together("n3", "n5", False, "rebuilt from the pair file"),
+        ),
+        Case(  # the store an earlier nlsim named after the stem holds pairs.csv's verdict, not pairs.tsv's
+            "dedup-with-the-verdict-store-of-another-pair-file-of-the-stem",
+            ok,
+            dedup("news.csv", *report),
+            {
+                **news,
+                "pairs.tsv": MERGED_HEAD + OWN_ROW,
+                "pairs.csv": merged_pairs([("n1", "n2")]).replace("\t", ","),
+                "pairs.verdicts.csv": V1_STORE + ",n1,n2,0,train,desk,marks.csv,\n",
+            },
+            expect="ok",
+            outputs=("rep",),
+            check=_together("n1", "n2", True),
+        ),
+        Case(
+            "dedup-with-the-verdict-store-under-its-earlier-name",
+            ok,
+            dedup("news.csv", *report),
+            {
+                **news,
+                "pairs.tsv": merged_pairs([("n1", "n2")]),
+                "pairs.verdicts.csv": V1_STORE + ",n1,n2,0,train,desk,marks.csv,\n",
+            },
+            expect="ok",
+            outputs=("rep",),
+            check=_together("n1", "n2", False, "pairs.verdicts.csv"),
+        ),
+        Case(  # as an earlier nlsim wrote it (no row checks): the last row ends inside its time
+            "dedup-with-an-earlier-verdict-store-torn-inside-its-last-row",
+            g,
+            dedup("news.csv", *report),
+            {
+                **news,
+                "pairs.tsv": merged_pairs(both),
+                "pairs.verdicts.csv": V1_STORE
+                + ",n1,n2,0,train,desk,a.csv,2026-11-29\n,n3,n5,0,train,desk,a.csv,20",
+            },
+            words=("pairs.verdicts.csv", "row 2", "torn", "nlsim annotate verdicts"),
+        ),
+        Case(
+            "dedup-with-a-verdict-store-torn-inside-its-last-row",
+            g,
+            dedup("news.csv", *report),
+            {**news, "pairs.tsv": merged_pairs(both)},
+            setup=lambda d: (_store_of("pairs.tsv", both)(d), _torn_store("pairs.tsv")(d)) and None,
+            words=("pairs.tsv.verdicts.csv", "row 2", "torn", "nlsim annotate verdicts"),
+        ),
+        Case(
+            "merge-into-a-verdict-store-torn-inside-its-last-row",
+            g,
+            ["annotate", "merge", "--filled", "export.csv", "--pairs", "pairs.tsv"],
+            {
+                **news,
+                "pairs.tsv": merged_pairs([("n1", "n2")]),
+                "pairs.verdicts.csv": V1_STORE + ",n1,n2,0,train,desk,a.csv,2026-11",
+                "export.csv": editors_file([("n3", "n4", TITLES[2], TITLES[3])]),
+            },
+            words=("pairs.verdicts.csv", "row 1", "torn"),
+        ),
+        Case(  # a promoted model and new pairs: the report comes after training a new version
+            "pipeline-with-a-damaged-verdict-store-is-refused-before-training",
+            "model store",
+            chain,
+            {
+                **USER_FILES,
+                "corpus.parquet": story_corpus,
+                "pairs.tsv": story_pairs,
+                "pairs.verdicts.csv": V1_STORE + ",s00,s01,0.6,train,,,\n",
+            },
+            words=("pairs.verdicts.csv", "row 1", "'score'"),
+            outputs=("models",),  # the store's own records (recovering the promotion made by hand)
+            setup=_warm_chain(template),
+            check=_no_new_version,
+        ),
+        Case(
+            "daily-run-after-a-verdicts-item-changed-its-text",
+            ok,
+            dedup("day2.csv", "--state", "state", out="daily"),
+            {"day1.csv": GOOD_CSV, "day2.csv": day2, "pairs.tsv": merged_pairs([("n1", "n2")]), **USER_FILES},
+            expect="ok",
+            outputs=("state", "daily"),
+            setup=lambda d: (_store_of("pairs.tsv", [("n1", "n2")])(d), _day_one(d)) and None,
+            check=_together("n1", "n2", True, "another text", folder="daily/latest"),
+        ),
+        Case(
+            "series-veto-under-a-threshold-below-0.75",
+            "series veto",
+            ["dedup", "--corpus", "series.csv", "--out", "rep", "--model", "finetuned", "--threshold", "0.01"]
+            + ["--convert", "none", "--no-cache", "--no-progress"],
+            {"series.csv": SERIES_CSV, **USER_FILES},
+            expect="ok",
+            outputs=("rep",),
+            setup=_series_template(template),
+            check=_together("s1", "s2", False, "the series veto held 1 pair(s)"),
+        ),
+    ]
+
+
 TEMPLATES: dict[str, Callable[[Path], None]] = {
     "_model": build_model_template,
     "_state": build_state_template,
@@ -2540,6 +2836,7 @@ def all_cases(work: Path) -> list[Case]:
         + editors_files()
         + calibration_fallback()
         + stores_chains_and_reports(work / "_chain")
+        + verdict_stores(work / "_chain")
     )
     names = [c.name for c in cases]
     assert len(set(names)) == len(names), "case names must be unique"

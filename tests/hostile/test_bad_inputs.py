@@ -29,7 +29,15 @@ WORK = Path(tempfile.gettempdir()) / f"nlsim-hostile-{uuid.uuid4().hex[:12]}"
 when the module ends (collecting the cases makes nothing)."""
 CASES = {c.name: c for c in all_cases(WORK)}
 JOBS = int(os.environ.get("NLSIM_HOSTILE_JOBS", "2"))
-TEMPLATED = ("bad state", "valid state", "bad model folder", "model store", "valid model store", "judge")
+TEMPLATED = (
+    "bad state",
+    "valid state",
+    "bad model folder",
+    "model store",
+    "valid model store",
+    "judge",
+    "series veto",
+)
 
 
 def run_and_sweep(name: str) -> dict[str, Any]:

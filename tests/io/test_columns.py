@@ -7,6 +7,7 @@ import csv
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -41,6 +42,15 @@ def test_the_report_schemas_are_the_declared_tables() -> None:
 def test_a_column_declares_a_known_format() -> None:
     with pytest.raises(ValueError, match="unknown format"):
         Column("x", pa.string(), "run", "x", "currency")
+
+
+def test_a_clusters_column_declares_a_reduction_its_source_has() -> None:
+    with pytest.raises(ValueError, match="unknown reduce"):
+        Column("x", pa.string(), "item.title", "x", reduce="longest")
+    with pytest.raises(ValueError, match="a score reduces by"):
+        Column("x", pa.float32(), "score", "x", "number", reduce="distinct")
+    with pytest.raises(ValueError, match="only an item"):
+        Column("x", pa.string(), "run", "x", reduce="min")
 
 
 def test_spreadsheet_cells_follow_each_columns_format() -> None:
@@ -119,9 +129,106 @@ def test_a_column_added_to_the_items_table_alone_reaches_every_file_and_the_stat
 
     data = _page_data((report / "index.html").read_text(encoding="utf-8"))
     assert data["items"] and all(it["lang"] == "lang-" + it["id"] for it in data["items"])
-    assert data["labels"]["items"]["lang"] == "language"
+    spec = {c["name"]: c for c in data["columns"]["items"]}  # the declaration travels with the data
+    assert spec["lang"] == {"name": "lang", "label": "language", "format": "text", "shown": True,
+                            "source": "corpus.lang"}  # fmt: skip
 
     kept = open_state(state)
     assert kept.items["lang"].tolist() == ["lang-" + i for i in kept.items["id"]]
     stored = pd.read_parquet(kept.report_dir() / "pairs.parquet")
     assert (stored["lang_a"] == "lang-" + stored["id_a"]).all()
+
+
+@pytest.mark.slow
+def test_an_item_column_and_a_cluster_column_declared_once_reach_files_state_artifacts_and_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two declarations and nothing else: an items column read from the corpus, and a clusters column made
+    from it (the distinct values of the members); found in the Parquet files, the CSV and XLSX files, the
+    daily state, the flow's artifacts (summary.md and the clusters table) and on the page a browser
+    draws (the members' table, the cluster's line)."""
+    from openpyxl import load_workbook
+
+    from flows import dedup as dedup_flow
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.state import open_state
+    from tests.browser import Browser, require_browser
+    from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
+
+    require_browser()
+    lang = Column("lang", pa.string(), "corpus.lang", "language", shown=True)
+    langs = Column(
+        "langs", pa.list_(pa.string()), "item.lang", "languages", "list", shown=True, summary=True,
+        reduce="distinct",
+    )  # fmt: skip
+    monkeypatch.setitem(columns.TABLES, "items", columns.ITEMS.adding(lang))
+    monkeypatch.setitem(columns.TABLES, "clusters", columns.CLUSTERS.adding(langs))
+
+    corpus = story_corpus()
+    corpus["lang"] = ["lang-" + i for i in corpus["id"]]
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
+    enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
+    for day in days:
+        cfg = DedupConfig.of(
+            corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
+        )
+        result = run_daily(cfg, state, retention_days=None, encoder=enc)
+    report = out / "latest"
+
+    def want(members: Any) -> list[str]:  # the cluster column: its members' languages, distinct, sorted
+        return sorted("lang-" + m for m in members)
+
+    # Parquet: the pairs (each side), the clusters, the window's clusters
+    pairs = pd.read_parquet(report / "pairs.parquet")
+    assert len(pairs) and (pairs["lang_a"] == "lang-" + pairs["id_a"]).all()
+    for name in ("clusters.parquet", "window/clusters.parquet"):
+        clusters = pq.read_table(report / name)
+        assert clusters.schema.field("langs").type == pa.list_(pa.string()), name
+        got = clusters.to_pandas()
+        assert len(got) and [list(v) for v in got["langs"]] == [want(m) for m in got["member_ids"]], name
+    # CSV: the pairs, the members
+    with (report / "pairs.csv").open(encoding="utf-8-sig", newline="") as f:
+        assert all(r["lang_b"] == "lang-" + r["id_b"] for r in csv.DictReader(f))
+    with (report / "members.csv").open(encoding="utf-8-sig", newline="") as f:
+        assert all(r["lang"] == "lang-" + r["item_id"] for r in csv.DictReader(f))
+    # XLSX: the clusters sheet lists the new column's values as text
+    sheet = list(load_workbook(report / "report.xlsx", read_only=True)["clusters"].values)
+    header, rows = list(sheet[0]), [dict(zip(sheet[0], r, strict=True)) for r in sheet[1:]]
+    assert "langs" in header and rows
+    assert all(r["langs"] == ", ".join(want(r["member_ids"].split(", "))) for r in rows)
+    # the state: the items and the report's tables it keeps
+    kept = open_state(state)
+    assert kept.items["lang"].tolist() == ["lang-" + i for i in kept.items["id"]]
+    stored = pd.read_parquet(kept.report_dir() / "clusters.parquet")
+    assert [list(v) for v in stored["langs"]] == [want(m) for m in stored["member_ids"]]
+    # the flow's artifacts: the run's Markdown summary and the clusters table
+    published: dict[str, Any] = {}
+    monkeypatch.setattr(dedup_flow, "create_markdown_artifact", lambda md, **kw: published.update(md=md))
+    monkeypatch.setattr(dedup_flow, "create_table_artifact", lambda rows, **kw: published.update(rows=rows))
+    dedup_flow.publish_artifacts(result)
+    first = result.clusters.iloc[0]
+    assert published["rows"][0]["languages"] == ", ".join(want(first["member_ids"]))
+    heads = [line for line in published["md"].splitlines() if line.startswith("| cluster | status |")]
+    assert heads and heads[0].endswith("| languages |"), heads
+    assert (report / "summary.md").read_text(encoding="utf-8").count(", ".join(want(first["member_ids"])))
+
+    # the page a browser draws: the item column in the members' table, the cluster column on its line
+    with Browser() as browser:
+        browser.open((report / "index.html").as_uri())
+        cluster = str(first["cluster_id"])
+        line = browser.evaluate(
+            f"document.querySelector(\"li[data-cluster='{cluster}'] summary .sub\").textContent"
+        )
+        assert "languages " + ", ".join(want(first["member_ids"])) in line, line
+        browser.evaluate(f"document.querySelector(\"li[data-cluster='{cluster}'] details\").open = true")
+        head = browser.evaluate(
+            f"[...document.querySelectorAll(\"li[data-cluster='{cluster}'] .cbody table\")[0]"
+            ".querySelectorAll('th')].map(th => th.textContent)"
+        )
+        assert "language" in head, head
+        cells = browser.evaluate(
+            f"[...document.querySelectorAll(\"li[data-cluster='{cluster}'] .cbody tr[data-item]\")]"
+            ".map(tr => [...tr.cells].map(td => td.textContent))"
+        )
+        column = head.index("language")
+        assert [row[column] for row in cells] == ["lang-" + m for m in first["member_ids"]], cells

@@ -4,6 +4,7 @@ pairs frame's scores are normalised in one place."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ import pandas as pd
 
 from nlsim.clusters.table import CLUSTERS_SCHEMA, batch_clusters, empty_table
 from nlsim.dedup.config import DedupConfig
-from nlsim.report.record import ModelInfo, ModelSwitch, RunRecord
+from nlsim.report.files import pairs_table, verify_report, write_report
+from nlsim.report.record import ClusterChanges, Counts, ModelInfo, ModelSwitch, RunRecord
 from nlsim.report.scores import with_scores
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
@@ -37,6 +39,56 @@ def test_run_json_reads_back_as_the_record_it_was_written_from(tmp_path: Path) -
     assert record.model_switch.reembedded == 0 and not record.model_switch.reembed
     assert {k: v for k, v in run.items() if k != "files"} == record.to_dict()
     assert record.to_dict()["counts"] == result.summary["counts"]
+
+
+def test_a_run_returns_the_record_its_run_json_holds_counted_once(tmp_path: Path) -> None:
+    """The run record is counted once, by the run: the report writes it as it is, and the result a run
+    returns is the record its ``run.json`` holds (with the time of the report stage, which was running
+    while ``run.json`` was written), a batch run's and a daily run's alike."""
+    from nlsim.dedup.run import run_dedup
+
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    config = DedupConfig.of(
+        corpus=tmp_path / "all.parquet", out=tmp_path / "batch", model="hash", convert="none",
+        threshold=0.7, cache=False, progress=False, cluster_rule="components",
+    )  # fmt: skip
+    results = [(run_dedup(config, encoder=HashEncoder()), tmp_path / "batch")]
+    for day in days:
+        daily = config.with_(corpus=str(day), out=str(tmp_path / "daily"))
+        results.append(
+            (run_daily(daily, tmp_path / "state", retention_days=None, encoder=HashEncoder()), None)
+        )
+    results[-1] = (results[-1][0], tmp_path / "daily" / "latest")
+    for result, folder in (results[0], results[-1]):
+        assert folder is not None
+        written = RunRecord.from_dict(json.loads((folder / "run.json").read_text()))
+        assert written.counts.pairs == len(result.pairs) > 0 and written.finished_at is not None
+        assert replace(result.stats, timings_s=written.timings_s) == written
+        assert set(result.stats.timings_s) == set(written.timings_s) | {"report"}
+        assert "report" not in written.timings_s
+
+
+def test_the_report_writes_the_runs_counts_as_they_are(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "id": ["x", "y"],
+            "title": ["X", "Y"],
+            "source": ["s", "s"],
+            "published_at": pd.to_datetime([None, None], utc=True),
+        }
+    )
+    raw = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.9]})
+    labels, clusters = batch_clusters(frame, raw)
+    record = RunRecord(model="m", counts=Counts(items_in=2, pairs=1, clusters=1, clustered_items=2))
+    write_report(tmp_path, pairs_table(frame, raw, labels), clusters, record, frame=frame)
+    run = verify_report(tmp_path)
+    assert run["counts"] == {"items_in": 2, "pairs": 1, "clusters": 1, "clustered_items": 2}
+    assert RunRecord.from_dict(run).counts == record.counts
+    # a record another nlsim wrote: counts it does not know are left out, those it lacks are not counted
+    old = RunRecord.from_dict({"counts": {"items_in": 3, "retired_count": 1}, "extra": {"merged_into": {}}})
+    assert old.counts == Counts(items_in=3) and old.counts.pairs is None and old.extra == ClusterChanges()
 
 
 def test_the_clusters_table_has_the_columns_of_its_schema() -> None:

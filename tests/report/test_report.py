@@ -7,7 +7,7 @@ import pytest
 from nlsim.clusters.table import batch_clusters
 from nlsim.report.files import PAIRS_SCHEMA, pairs_table, verify_report, write_report
 from nlsim.report.html import render_html
-from nlsim.report.record import RunRecord
+from nlsim.report.record import Counts, RunRecord
 
 
 def page_json(page: str) -> dict:
@@ -42,7 +42,8 @@ def test_pairs_table_orders_each_pair_earliest_first(report_inputs):
 
 def test_report_files_schema_and_html(tmp_path, report_inputs):
     frame, table, clusters = report_inputs
-    files = write_report(tmp_path, table, clusters, RunRecord(model="m", counts={"items_in": 3}), frame=frame)
+    counts = Counts(items_in=3, pairs=1, clusters=1, clustered_items=2)  # the run counts, the report writes
+    files = write_report(tmp_path, table, clusters, RunRecord(model="m", counts=counts), frame=frame)
     pairs = pd.read_parquet(files["pairs.parquet"])
     assert list(pairs.columns) == PAIRS_SCHEMA.names
     got = pd.read_parquet(files["clusters.parquet"])
@@ -51,8 +52,15 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     assert "<b>north</b>" not in page  # titles are data, never markup
     data = page_json(page)
     assert "Flood <b>north</b>" in [it["title"] for it in data["items"]]
-    assert data["clusters"][0]["id"] == "c-n2" and data["clusters"][0]["pairs"][0]["similarity"] == 0.93
-    assert "| c-n2 | 2 |" in files["summary.md"].read_text()
+    cluster = data["clusters"][0]  # the clusters table's row, keyed by column name
+    assert cluster["cluster_id"] == "c-n2" and cluster["pairs"][0]["similarity"] == 0.93
+    ids = [it["id"] for it in data["items"]]  # a column of items holds their indexes into the page's items
+    assert [ids[i] for i in cluster["member_ids"]] == ["n2", "n1"] and ids[cluster["representative"]] == "n2"
+    assert (ids[cluster["pairs"][0]["id_a"]], ids[cluster["pairs"][0]["id_b"]]) == ("n2", "n1")
+    shown = {name: [c["name"] for c in spec if c["shown"]] for name, spec in data["columns"].items()}
+    assert shown["items"] == ["id", "title", "source", "url", "published_at"]
+    assert shown["pairs"] == ["id_a", "id_b", "similarity"]  # no reranker: no cosine, no cross-encoder
+    assert "| c-n2 | new | 2 |" in files["summary.md"].read_text()
     assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "overview.png" in page
     assert verify_report(tmp_path)["pairs"] == 1
@@ -255,7 +263,10 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     data = page_json((out / "latest" / "index.html").read_text())
     assert data["daily"] is True
     ids = [it["id"] for it in data["items"]]
-    got = {c["id"]: (c["status"], [ids[i] for i in c["added"]], c["absorbed"]) for c in data["clusters"]}
+    got = {
+        c["cluster_id"]: (c["status"], [ids[i] for i in c["added_ids"]], c["absorbed"])
+        for c in data["clusters"]
+    }
     assert got == {"c-a1": ("merged", ["x1"], ["c-b1"]), "c-d1": ("new", ["d1", "d2"], [])}
     page = (out / "latest" / "index.html").read_text()
     assert "window/clusters.parquet" in page and "Clusters by status in this run" in page

@@ -368,7 +368,7 @@ def test_a_daily_page_groups_clusters_by_the_day_of_the_deployments_time_zone(tm
         data = json.loads(
             html.split("<script id='nlsim-data' type='application/json'>")[1].split("</script>")[0]
         )
-        days[name] = {c["id"]: c["period"] for c in data["clusters"]}
+        days[name] = {c["cluster_id"]: c["period"] for c in data["clusters"]}
         assert f"Clusters by day of their first item ({tz})" in html
     assert days == {
         "taipei": {"c-a1": "2024-08-02", "c-b1": "2024-08-01"},

@@ -558,3 +558,64 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     assert sizes() == {"c-t0": "2 items", "c-b0": "2 items"}
     assert errors == []
     page.close()
+
+
+def test_a_split_clusters_pieces_have_the_columns_the_clusters_table_gives_them(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """The page's preview of a split cluster computes each piece's columns by their declared reductions,
+    as :func:`nlsim.clusters.table.cluster_table` does: the pieces it draws have the values the page gets
+    for the same clusters made by the report (the weakest link is the lowest link of the strongest
+    spanning tree, not the lowest score)."""
+    from nlsim.report.page import page_data
+
+    rows = [
+        ("t0", "Typhoon lands in the east", "AP", "2024-08-01T08:00Z"),
+        ("t1", "Typhoon makes landfall in the east", "Reuters", "2024-08-01T09:00Z"),
+        ("t2", "The typhoon has landed", "AP", "2024-08-01T10:30Z"),
+        ("t3", "Typhoon: schools closed", "CNA", "2024-08-01T11:00Z"),
+        ("t4", "Schools closed for the typhoon", "BBC", "2024-08-01T12:00Z"),
+    ]
+    frame = pd.DataFrame(rows, columns=["id", "title", "source", "published_at"]).assign(url="")
+    frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+    links = [(0, 1, 0.97), (1, 2, 0.95), (0, 2, 0.93), (3, 4, 0.96), (2, 3, 0.94), (1, 3, 0.92)]
+    pairs = pd.DataFrame(links, columns=["a", "b", "similarity"])
+    labels, clusters = batch_clusters(frame, pairs)
+    assert clusters["cluster_id"].tolist() == ["c-t0"]
+    record = RunRecord.from_dict({"run_id": "batch-split0001", "model": FAST_MODEL, "threshold": 0.9})
+    write_report(tmp_path / "report", pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "report" / "index.html").as_uri())
+    open_cluster(page, "c-t0")
+    page.click("li[data-cluster='c-t0'] tr[data-item] button.rv-pick >> nth=0")  # t0 ...
+    page.click("li[data-cluster='c-t0'] tr[data-item] button.rv-pick >> nth=4")  # ... and t4
+    page.locator("#rv-picked button.rv-level[data-v='0']").click()  # not related: the cluster splits
+    drawn = page.evaluate("window.nlsimReport.data")
+    assert errors == []
+    page.close()
+
+    # the same two clusters made by the report's own code: t0, t1, t2 and t3, t4 with the links inside them
+    split = pd.Series(["c-t0"] * 3 + ["c-t3"] * 2, dtype=object)
+    inside = pairs[[split[a] == split[b] for a, b in zip(pairs["a"], pairs["b"], strict=True)]]
+    _, made = batch_clusters(frame, inside)
+    want = page_data(pairs_table(frame, inside, split), made, record, frame)
+
+    def by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        ids = [it["id"] for it in data["items"]]
+        reduced = [c["name"] for c in data["columns"]["clusters"] if c.get("reduce") and c["shown"]]
+        assert {"sources", "first_published", "max_similarity", "weakest_link"} <= set(reduced)
+        out = {}
+        for c in data["clusters"]:
+            row = {name: c[name] for name in reduced}
+            for name in ("representative", "member_ids", "added_ids"):
+                row[name] = ids[row[name]] if isinstance(row[name], int) else [ids[i] for i in row[name]]
+            out[c["cluster_id"]] = row | {"size": c["size"]}
+        return out
+
+    got, expected = by_id(drawn), by_id(want)
+    assert set(got) == {"c-t0", "c-t3"}
+    assert got == expected
+    assert got["c-t0"]["weakest_link"] == 0.95 and got["c-t0"]["sources"] == ["AP", "Reuters"]

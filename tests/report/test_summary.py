@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.table import batch_clusters
-from nlsim.report.record import RunLog, RunRecord
+from nlsim.report.record import Counts, RunLog, RunRecord
 from nlsim.report.summary import render_markdown
 
 
@@ -31,7 +31,7 @@ def test_one_summary_holds_the_figures_counts_stage_times_and_largest_clusters()
     with log.stage("load"):
         pass
     record = RunRecord(
-        run_id="batch-1", model="m", threshold=0.9, counts={"items_in": 3, "pairs": 1, "clusters": 1}
+        run_id="batch-1", model="m", threshold=0.9, counts=Counts(items_in=3, pairs=1, clusters=1)
     ).timed(log)
     md = render_markdown(pairs, clusters, record, report_dir="/r/out", replayed=True)
     lines = md.splitlines()
@@ -39,11 +39,13 @@ def test_one_summary_holds_the_figures_counts_stage_times_and_largest_clusters()
     assert "- run: batch run batch-1" in lines and "- items: 3" in lines and "- threshold: 0.9" in lines
     assert "- report: `/r/out`" in lines and any("already committed" in line for line in lines)
     assert "| items_in | 3 |" in lines and any(line.startswith("| load | 0.0") for line in lines)
-    assert "| c-a | 2 | Flood \\| north | 0.930 |" in lines
+    # the largest clusters: the clusters table's summary columns, as the flow's table artifact has them
+    assert "| cluster | status | size | representative | added | max score |" in lines
+    assert "| c-a | new | 2 | Flood \\| north | a, b | 0.93 |" in lines
 
 
 def test_a_run_record_is_built_once_and_never_changed() -> None:
-    record = RunRecord(run_id="r1", counts={"items_in": 3})
+    record = RunRecord(run_id="r1", counts=Counts(items_in=3))
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.model = "other"  # type: ignore[misc]
     log = RunLog()

@@ -42,26 +42,23 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
     assert "## Reranker" in card and "reranked" in card
 
 
-def test_a_model_calibrated_for_same_story_keeps_a_topic_threshold_too(
+def test_a_model_calibrated_for_same_story_keeps_a_topic_threshold_on_its_cosine(
     tmp_path: Path, small_pairs: pd.DataFrame
 ) -> None:
-    """Beside the story threshold (here at 0.8), the rerank score and the cosine are each calibrated at the
-    topic level (0.75), where a report reads its topic groups: kept in reranker.json and
-    topic_calibration.json, read back with the reranker."""
+    """Beside the story threshold (here at 0.8, on the rerank score), the bi-encoder's cosine is calibrated
+    at the topic level (0.75), where a report reads its topic groups: topic_calibration.json, named after
+    the model; a model calibrated at the topic level or below has none of its own."""
     from nlsim.evaluation.calibration import load_calibration
 
     out = tmp_path / "model"
     finetune(small_reranker_config(out, calibrate_level=0.8), pairs=small_pairs, log=lambda _: None)
     loaded = load_reranker(out)
-    assert loaded is not None and loaded.calibration is not None and loaded.topic_calibration is not None
-    assert (loaded.calibration["level"], loaded.topic_calibration["level"]) == (0.8, 0.75)
-    assert loaded.topic_calibration["model"] == "reranker"
+    assert loaded is not None and loaded.calibration is not None and loaded.calibration["level"] == 0.8
     topic = load_calibration(out / "topic_calibration.json")
     assert topic is not None and topic.level == 0.75 and topic.model == f"finetuned:{out.name}"
-    # a model calibrated at the topic level or below has no threshold of its own for topics
     low = tmp_path / "low"
     finetune(small_reranker_config(low, calibrate_level=0.6), pairs=small_pairs, log=lambda _: None)
-    assert load_reranker(low).topic_calibration is None and not (low / "topic_calibration.json").exists()
+    assert not (low / "topic_calibration.json").exists()
 
 
 def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
@@ -244,6 +241,30 @@ def test_dedup_with_a_reranker_keeps_exactly_the_candidates_whose_rerank_score_p
     )
     stored = pd.read_parquet(got.files["pairs.parquet"])
     assert {"cosine", "cross_encoder"} <= set(stored.columns)
+
+
+def test_topic_groups_read_the_cosine_and_the_reranker_rescores_only_the_story_candidates(
+    reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
+) -> None:
+    """With a topic threshold below the story floor, the search reaches down to it, but only the candidates
+    that can reach the story threshold are rescored (the cross-encoder's work does not grow): the others
+    are topic-level links of the cosine; the stories are the same as without topic groups."""
+    model = str(reranked_model.model_dir)
+    reranker = load_reranker(model)
+    assert reranker is not None
+    threshold = round(reranker.max_score() - 0.02, 4)  # a high story floor: few candidates to rescore
+    floor = reranker.candidate_floor(threshold)
+    without = _dedup(model, small_corpus, tmp_path / "stories", threshold=threshold, topics=False)
+    got = _dedup(model, small_corpus, tmp_path / "topics", threshold=threshold, topic_threshold=floor - 0.3)
+    story_candidates = without.summary["rerank"]["candidates"]
+    assert got.summary["rerank"]["rescored"] == story_candidates  # no more cross-encoder work
+    assert got.summary["rerank"]["candidates"] > story_candidates  # the search went down to the topic level
+    assert without.pairs[["id_a", "id_b"]].values.tolist() == got.pairs[["id_a", "id_b"]].values.tolist()
+    assert {tuple(m) for m in without.clusters["member_ids"]} == {
+        tuple(m) for m in got.clusters["member_ids"]
+    }
+    topics = pd.read_parquet(got.files["topics.parquet"])
+    assert got.summary["counts"]["topics"] == len(topics) > 0 and (topics["size"] >= 2).all()
 
 
 def test_dedup_uses_the_stored_rerank_threshold_by_default(

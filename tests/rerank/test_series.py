@@ -16,6 +16,7 @@ from nlsim.rerank.series import (
     VETO_CAP,
     codes,
     series_conflict,
+    veto_cap,
     vetoed_scores,
     years,
 )
@@ -81,6 +82,21 @@ def test_vetoed_scores_hold_a_series_at_the_cap_only() -> None:
         ["恒指全日跌53點報15509", "萬科半年銷售首破300億", "恒指全日跌53點報15509"],
     )
     assert got.tolist() == [VETO_CAP, pytest.approx(0.96), 0.5]  # a low score is never raised
+
+
+@pytest.mark.parametrize("threshold", [0.537, 0.75, 0.5, 0.3000001, 0.12])
+def test_a_vetoed_pair_stays_below_any_threshold(threshold: float) -> None:
+    """At a threshold of 0.75 or lower the cap of 0.75 held nothing below it; the cap follows the threshold
+    in use (strictly below it, as float32 scores compare), never above 0.75, and a lower score is kept."""
+    got = vetoed_scores(
+        np.array([0.96, 0.96, threshold / 2]),
+        ["2011年考研英語大綱解析", "萬科將公佈中報", "恒指全日跌53點報21330"],
+        ["2010年考研英語真題答案", "萬科半年銷售首破300億", "恒指全日跌53點報15509"],
+        threshold,
+    ).astype(np.float32)
+    assert float(got[0]) < threshold and float(got[1]) >= threshold
+    assert float(got[2]) == pytest.approx(threshold / 2)  # never raised
+    assert veto_cap(threshold) <= VETO_CAP and veto_cap(0.9) == VETO_CAP
 
 
 def test_saturated_pairs_that_clash_no_longer_link_and_a_shared_code_keeps_them() -> None:

@@ -1,12 +1,19 @@
 /* nlsim report page: draws the cluster list from the embedded JSON, one page at a time, with search,
-   filters and sort. No network; titles are set with textContent, never as markup, and user text (titles,
-   sources, ids) is bidi-isolated (<bdi>, dir=auto): a right-to-left override in it cannot reorder the
-   page's own words. */
+   filters and sort. The tables' headers and cells come from the column declarations the data carries
+   (DATA.columns, nlsim.io.columns): rows are objects keyed by column name, a column of items
+   (source "item.id") holds indexes into DATA.items. No network; titles are set with textContent, never as
+   markup, and user text (titles, sources, ids) is bidi-isolated (<bdi>, dir=auto): a right-to-left
+   override in it cannot reorder the page's own words. */
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("nlsim-data").textContent);
-  var items = DATA.items; // objects: the items columns the report shows (id, title, source, url, published_at)
-  var LABELS = DATA.labels; // each column's label: LABELS.items.title, LABELS.pairs.similarity, ...
+  var items = DATA.items; // objects: the items columns the report shows (id, title, source, url, published_at, ...)
+  var COLUMNS = DATA.columns; // each table's columns: {name, label, format, shown, source[, reduce]}
+  function shownOf(table) { return COLUMNS[table].filter(function (c) { return c.shown; }); }
+  function columnOf(table, name) { return COLUMNS[table].filter(function (c) { return c.name === name; })[0]; }
+  function isItems(c) { return c.source === "item.id"; }  // its values are indexes into DATA.items
+  // an item is shown by its title, linked to the first link column the page shows (its article)
+  var LINK = shownOf("items").filter(function (c) { return c.format === "link"; })[0];
   var all = DATA.clusters;
   var HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[\ud840-\ud87f][\udc00-\udfff]/;
   var state = { q: "", status: "", bucket: "", period: "", source: "", sort: "size", page: 0, per: DATA.pageSize };
@@ -42,13 +49,14 @@
     var p = Math.pow(10, DATA.scoreDigits);
     return (Math.floor(Number(v) * p + 1e-7) / p).toFixed(DATA.scoreDigits);
   }
+  function safeLink(url) { return typeof url === "string" && /^https?:\/\//i.test(url) ? url : null; }
   function title(i, withLink) {
     var it = items[i];
     var text = String(it.title || "").replace(/\s+/g, " ").trim() || "(no title)";
-    var node;
-    if (withLink && it.url && /^https?:\/\//i.test(it.url)) {
+    var node, url = withLink && LINK ? safeLink(it[LINK.name]) : null;
+    if (url) {
       node = el("a", "t", text);
-      node.href = it.url;
+      node.href = url;
       node.target = "_blank";
       node.rel = "noopener noreferrer";
     } else {
@@ -58,14 +66,43 @@
     node.dir = "auto";  // isolated from the words around it, and right-to-left titles read right to left
     return node;
   }
+  // a value of a column as the page shows it, by the column's format: the page's words (strings) and user
+  // text (nodes); [] when there is none
+  function parts(c, v) {
+    if (v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)) return [];
+    if (isItems(c)) return Array.isArray(v) ? interleave(v.map(function (i) { return [title(i, true)]; }), ", ") : [title(v, true)];
+    if (c.format === "number") return [score(v)];
+    if (c.format === "integer") return [fmt(v)];
+    if (c.format === "flag") return [v ? "yes" : "no"];
+    if (c.format === "time") return [String(v)];
+    if (c.format === "list") return isolated(v, ", ");
+    if (c.format === "link") {
+      var url = safeLink(v);
+      if (!url) return [];
+      var a = el("a", null, url);
+      a.href = url; a.target = "_blank"; a.rel = "noopener noreferrer";
+      return [a];
+    }
+    return [bdi(v)];
+  }
+  function head(c) {  // a column's header: its label; a time says the zone the page shows it in
+    return c.format === "time" ? c.label + " (" + DATA.timeZone + ")" : c.label;
+  }
+  function cell(c, v) {  // a table cell of a column's value (a missing score: "–")
+    if (c.format === "number") return el("td", "score", score(v));
+    var td = el("td", c.format === "time" ? "when" : isItems(c) ? "t" : null);
+    parts(c, v).forEach(function (p) { td.appendChild(typeof p === "string" ? document.createTextNode(p) : p); });
+    return td;
+  }
+  var SEARCHED = shownOf("items").filter(function (c) { return c.format === "text"; });  // id, title, source, ...
   function hay(c) {
     if (c._hay === undefined) {
-      var parts = [c.id];
-      for (var k = 0; k < c.members.length; k++) {
-        var it = items[c.members[k]];
-        parts.push(it.id, it.title, it.source);
+      var words = [c.cluster_id];
+      for (var k = 0; k < c.member_ids.length; k++) {
+        var it = items[c.member_ids[k]];
+        SEARCHED.forEach(function (col) { words.push(it[col.name]); });
       }
-      c._hay = parts.join("\n").toLowerCase();
+      c._hay = words.join("\n").toLowerCase();
     }
     return c._hay;
   }
@@ -83,12 +120,12 @@
   var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, dissolved: 4, unchanged: 5 };
   function cmp(a, b) {
     var s = state.sort, d = 0;
-    if (s === "newest") d = (b.last || "").localeCompare(a.last || "");
-    else if (s === "oldest") d = (a.first || "\uffff").localeCompare(b.first || "\uffff");
-    else if (s === "score") d = (b.max || 0) - (a.max || 0);
+    if (s === "newest") d = (b.last_published || "").localeCompare(a.last_published || "");
+    else if (s === "oldest") d = (a.first_published || "\uffff").localeCompare(b.first_published || "\uffff");
+    else if (s === "score") d = (b.max_similarity || 0) - (a.max_similarity || 0);
     else if (s === "status") d = (STATUS_ORDER[a.status] || 9) - (STATUS_ORDER[b.status] || 9);
     if (!d) d = b.size - a.size;
-    if (!d) d = a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    if (!d) d = a.cluster_id < b.cluster_id ? -1 : a.cluster_id > b.cluster_id ? 1 : 0;
     return d;
   }
   function apply(keepPage) {
@@ -99,25 +136,38 @@
     draw();
   }
   function span(c) {
-    var t = c.first ? c.first : "undated";
-    if (c.last && c.last !== c.first) t += " – " + (c.last.slice(0, 10) === t.slice(0, 10) ? c.last.slice(11) : c.last);
-    return t + (c.first ? " " + DATA.timeZone : "");
+    var first = c.first_published, last = c.last_published;
+    var t = first ? first : "undated";
+    if (last && last !== first) t += " – " + (last.slice(0, 10) === t.slice(0, 10) ? last.slice(11) : last);
+    return t + (first ? " " + DATA.timeZone : "");
   }
+  // the cluster's line lays out the clusters columns it names; every other column the page shows follows
+  // them, as "label value"
+  var LAID_OUT = {
+    cluster_id: 1, status: 1, size: 1, representative: 1, member_ids: 1, added_ids: 1, absorbed: 1,
+    sources: 1, first_published: 1, last_published: 1, max_similarity: 1, weakest_link: 1,
+  };
+  var MORE = shownOf("clusters").filter(function (c) { return !LAID_OUT[c.name]; });
+  function label(name) { return columnOf("clusters", name).label; }
   function summaryRow(c) {
     var s = el("summary");
     s.appendChild(el("span", "size", c.size + " items"));
     var rep = el("span", "rep");
     if (DATA.daily) rep.appendChild(el("span", "badge " + c.status, c.status));
     if (c.preview) rep.appendChild(el("span", "badge preview", c.preview));  // split by an editor's mark (review.js)
-    rep.appendChild(title(c.rep, false));
+    rep.appendChild(title(c.representative, false));
     s.appendChild(rep);
     s.appendChild(el("span", "meta", span(c)));
     var sub = [isolated(c.sources.slice(0, 4), ", ").concat(c.sources.length > 4 ? [" +" + (c.sources.length - 4)] : [])];
-    sub.push(["max score " + score(c.max)]);
-    if (c.weakest !== null && c.weakest !== undefined) sub.push(["weakest link " + score(c.weakest)]);
-    if (DATA.daily && c.added.length && c.status !== "new") sub.push([c.added.length + " added in this run"]);
-    if (c.absorbed.length) sub.push(["absorbed "].concat(isolated(c.absorbed, ", ")));
-    sub.push([bdi(c.id)]);
+    sub.push([label("max_similarity") + " " + score(c.max_similarity)]);
+    if (c.weakest_link !== null && c.weakest_link !== undefined) sub.push([label("weakest_link") + " " + score(c.weakest_link)]);
+    if (DATA.daily && c.added_ids.length && c.status !== "new") sub.push([c.added_ids.length + " added in this run"]);
+    if (c.absorbed.length) sub.push([label("absorbed") + " "].concat(isolated(c.absorbed, ", ")));
+    MORE.forEach(function (col) {
+      var v = parts(col, c[col.name]);
+      if (v.length) sub.push([col.label + " "].concat(v));
+    });
+    sub.push([bdi(c.cluster_id)]);
     s.appendChild(line("span", "sub", interleave(sub.filter(function (p) { return p.length; }), " · ")));
     return s;
   }
@@ -127,33 +177,39 @@
     t.appendChild(el("thead")).appendChild(tr);
     return t;
   }
+  // the members' table: the item's title first (linked), its id last, the other items columns the page
+  // shows between, in their declared order
+  var ID = columnOf("items", "id"), TITLE = columnOf("items", "title");
+  var MEMBER_COLUMNS = shownOf("items").filter(function (c) { return c !== ID && c !== TITLE && c !== LINK; });
+  // the pairs' table: the pair's own columns the page shows (its scores), then its two items
+  var PAIR_COLUMNS = shownOf("pairs").filter(function (c) { return !isItems(c); })
+    .concat(shownOf("pairs").filter(isItems));
   function body(c) {
     var b = el("div", "cbody");
     var link = el("a", "permalink", "link to this cluster");
-    link.href = "#cluster-" + encodeURIComponent(c.id);
+    link.href = "#cluster-" + encodeURIComponent(c.cluster_id);
     b.appendChild(link);
     if (DATA.daily && c.status !== "new" && c.status !== "unchanged") {
       var what = [];
-      if (c.added.length) what.push([c.added.length + " item(s) joined in this run (highlighted)"]);
+      if (c.added_ids.length) what.push([c.added_ids.length + " item(s) joined in this run (highlighted)"]);
       if (c.absorbed.length) what.push(["clusters "].concat(isolated(c.absorbed, ", "), [" were merged into it"]));
       if (what.length) b.appendChild(line("p", "meta", interleave(what, "; ").concat(["."])));
     }
     var added = {};  // a new cluster's members all joined it in this run: marked only in older clusters
-    if (DATA.daily && c.status !== "new") c.added.forEach(function (i) { added[i] = true; });
-    var t = table(["", LABELS.items.title, LABELS.items.source, "published (" + DATA.timeZone + ")", LABELS.items.id]);
+    if (DATA.daily && c.status !== "new") c.added_ids.forEach(function (i) { added[i] = true; });
+    var t = table([""].concat([head(TITLE)], MEMBER_COLUMNS.map(head), [head(ID)]));
     var tb = t.appendChild(el("tbody"));
-    c.members.forEach(function (i) {
+    c.member_ids.forEach(function (i) {
       var tr = el("tr", added[i] ? "added" : null);
       tr.dataset.item = i;  // the review panel (review.js) adds its "pick" button to the row
       var mark = el("td");
-      if (i === c.rep) mark.appendChild(el("span", null, "★")).title = "representative";
+      if (i === c.representative) mark.appendChild(el("span", null, "★")).title = "representative";
       if (added[i]) mark.appendChild(el("span", "badge added", "added"));
       tr.appendChild(mark);
       var td = el("td", "t");
       td.appendChild(title(i, true));
       tr.appendChild(td);
-      tr.appendChild(el("td")).appendChild(bdi(items[i].source));
-      tr.appendChild(el("td", "when", items[i].published_at || ""));
+      MEMBER_COLUMNS.forEach(function (col) { tr.appendChild(cell(col, items[i][col.name])); });
       tr.appendChild(el("td", "id")).appendChild(bdi(items[i].id));
       tb.appendChild(tr);
     });
@@ -171,20 +227,16 @@
       b.appendChild(el("p", "meta", "No new pair in this run: the cluster changed through a merge or a regroup."));
       return b;
     }
-    var L = LABELS.pairs;
-    var head = DATA.rerank ? [L.similarity, L.cosine, L.cross_encoder, L.id_a, L.id_b] : [L.similarity, L.id_a, L.id_b];
-    var pt = table(head);
+    var pt = table(PAIR_COLUMNS.map(head));
     var pb = pt.appendChild(el("tbody"));
     var limit = 30;
     function rows(n) {
       pb.textContent = "";
       c.pairs.slice(0, n).forEach(function (p) {
         var tr = el("tr");
-        tr.dataset.a = p.a; tr.dataset.b = p.b;  // a pair to review (review.js)
+        tr.dataset.a = p.id_a; tr.dataset.b = p.id_b;  // a pair to review (review.js)
         if (p.similarity !== null) tr.dataset.score = p.similarity;
-        tr.appendChild(el("td", "score", score(p.similarity)));
-        if (DATA.rerank) { tr.appendChild(el("td", "score", score(p.cosine))); tr.appendChild(el("td", "score", score(p.cross_encoder))); }
-        [p.a, p.b].forEach(function (i) { var td = el("td", "t"); td.appendChild(title(i, true)); tr.appendChild(td); });
+        PAIR_COLUMNS.forEach(function (col) { tr.appendChild(cell(col, p[col.name])); });
         pb.appendChild(tr);
       });
     }
@@ -200,8 +252,8 @@
   }
   function card(c) {
     var li = el("li", "cluster");
-    li.id = "cluster-" + c.id;
-    li.dataset.cluster = c.id;
+    li.id = "cluster-" + c.cluster_id;
+    li.dataset.cluster = c.cluster_id;
     var d = el("details");
     d.appendChild(summaryRow(c));
     d.addEventListener("toggle", function () {
@@ -281,12 +333,12 @@
   function openFromHash() {
     var h = decodeURIComponent(location.hash.slice(1));
     if (h.indexOf("cluster-") !== 0) return;
-    var id = h.slice(8), k = view.findIndex(function (c) { return c.id === id; });
+    var id = h.slice(8), k = view.findIndex(function (c) { return c.cluster_id === id; });
     if (k < 0) {
       state.q = q.value = "";
       ["status", "bucket", "period", "source"].forEach(function (key) { state[key] = ""; syncSelect(key); });
       apply(false);
-      k = view.findIndex(function (c) { return c.id === id; });
+      k = view.findIndex(function (c) { return c.cluster_id === id; });
       if (k < 0) return;
     }
     state.page = Math.floor(k / state.per);
@@ -304,7 +356,8 @@
       if (open[li.dataset.cluster]) li.querySelector("details").open = true;
     });
   }
-  window.nlsimReport = { data: DATA, title: title, score: score, redraw: redraw };  // for the review panel (review.js)
+  // for the review panel (review.js): the data, how an item's title and a score are shown, the list drawn again
+  window.nlsimReport = { data: DATA, title: title, score: score, redraw: redraw };
   window.addEventListener("hashchange", openFromHash);
   apply(false);
   if (location.hash) openFromHash();

@@ -15,7 +15,7 @@
   var index = {};
   items.forEach(function (it, i) { index[it.id] = i; });
   var clusters = {};
-  DATA.clusters.forEach(function (c) { clusters[c.id] = c; });
+  DATA.clusters.forEach(function (c) { clusters[c.cluster_id] = c; });
   var status = document.getElementById("rv-status");
   var EDITORS = DATA.editors || { scored: [], decisions: [] };
   var SCORED = {};  // pair ids of the pairs an editor already scored: never offered for review again
@@ -222,7 +222,7 @@
   var ORIGINAL = DATA.clusters.slice();
   function pieces(c, cannot, must) {  // the cluster cut along the marks: the weakest links between them go
     var parent = {}, mem = {}, apart = {};
-    c.members.forEach(function (i) { parent[i] = i; mem[i] = [i]; apart[i] = {}; });
+    c.member_ids.forEach(function (i) { parent[i] = i; mem[i] = [i]; apart[i] = {}; });
     function find(x) { while (parent[x] !== x) { parent[x] = parent[parent[x]]; x = parent[x]; } return x; }
     function join(ra, rb) {
       if (mem[rb].some(function (i) { return apart[ra][i]; })) return false;
@@ -233,51 +233,96 @@
     }
     cannot.forEach(function (p) { apart[find(p[0])][p[1]] = true; apart[find(p[1])][p[0]] = true; });
     var edges = must.map(function (p) { return [p[0], p[1], Infinity]; })
-      .concat(c.pairs.map(function (p) { return [p.a, p.b, p.similarity === null ? -1 : p.similarity]; }));
+      .concat(c.pairs.map(function (p) { return [p.id_a, p.id_b, p.similarity === null ? -1 : p.similarity]; }));
     edges.sort(function (x, y) { return y[2] - x[2] || x[0] - y[0] || x[1] - y[1]; });
     edges.forEach(function (e) { var ra = find(e[0]), rb = find(e[1]); if (ra !== rb) join(ra, rb); });
-    var home = find(c.rep);  // a member no link the page has holds stays with the representative
-    c.members.forEach(function (i) { if (mem[find(i)].length === 1 && find(i) !== home) join(home, find(i)); });
+    var home = find(c.representative);  // a member no link the page has holds stays with the representative
+    c.member_ids.forEach(function (i) { if (mem[find(i)].length === 1 && find(i) !== home) join(home, find(i)); });
     var groups = {};
-    c.members.forEach(function (i) { var r = find(i); (groups[r] = groups[r] || []).push(i); });
+    c.member_ids.forEach(function (i) { var r = find(i); (groups[r] = groups[r] || []).push(i); });
     return Object.keys(groups).map(function (r) { return groups[r]; });
+  }
+  // the clusters columns made from their members' values or their links' scores, each by its declared
+  // reduction (DATA.columns.clusters: reduce; nlsim.io.columns.REDUCE), as nlsim.clusters.table.cluster_row
+  // makes them for clusters.parquet: a piece of a split cluster gets them again from its own members and
+  // links (a value of an items column the page does not hold is unknown: null)
+  var REDUCED = DATA.columns.clusters.filter(function (col) { return col.shown && col.reduce; });
+  var HELD = {};
+  DATA.columns.items.forEach(function (col) { if (col.shown) HELD[col.name] = true; });
+  function present(values) { return values.filter(function (v) { return v !== null && v !== undefined && v !== ""; }); }
+  function order(x, y) { return typeof x === "number" ? x - y : x < y ? -1 : x > y ? 1 : 0; }
+  function weakestLink(links) {  // the lowest score on the strongest spanning forest (weakest_link in Python)
+    var root = {}, weakest = null;
+    function find(x) { if (root[x] === undefined) root[x] = x; while (root[x] !== x) { root[x] = root[root[x]]; x = root[x]; } return x; }
+    links.slice().sort(function (x, y) { return y[2] - x[2]; }).forEach(function (l) {
+      var ra = find(l[0]), rb = find(l[1]);
+      if (ra !== rb) { root[ra] = rb; weakest = l[2]; }
+    });
+    return weakest;
+  }
+  var ITEM_REDUCE = {  // v(i): the value of item i; p: the piece
+    representative: function (v, p) { return v(p.representative); },
+    all: function (v, p) { return p.member_ids.map(v); },
+    added: function (v, p) { return p.added_ids.map(v); },
+    distinct: function (v, p) {
+      var seen = {};
+      present(p.member_ids.map(v)).forEach(function (x) { seen[x] = true; });
+      return Object.keys(seen).sort(cmpCodePoints);
+    },
+    min: function (v, p) { var x = present(p.member_ids.map(v)).sort(order); return x.length ? x[0] : null; },
+    max: function (v, p) { var x = present(p.member_ids.map(v)).sort(order); return x.length ? x[x.length - 1] : null; },
+  };
+  var LINK_REDUCE = {  // links: [a, b, score] inside the piece
+    max: function (links) { return links.length ? Math.max.apply(null, links.map(function (l) { return l[2]; })) : null; },
+    mean: function (links) {
+      return links.length ? links.reduce(function (t, l) { return t + l[2]; }, 0) / links.length : null;
+    },
+    weakest: weakestLink,
+  };
+  function reduced(col, p) {
+    if (col.source === "score") {
+      var links = p.pairs.filter(function (q) { return q.similarity !== null; })
+        .map(function (q) { return [q.id_a, q.id_b, q.similarity]; });
+      return LINK_REDUCE[col.reduce](links);
+    }
+    var field = col.source.slice("item.".length);
+    if (field !== "id" && !HELD[field]) return null;
+    return ITEM_REDUCE[col.reduce](function (i) { return field === "id" ? i : items[i][field]; }, p);
   }
   function piece(c, members, keep) {
     var inP = {};
     members.forEach(function (i) { inP[i] = true; });
-    var pairs = c.pairs.filter(function (p) { return inP[p.a] && inP[p.b]; });
-    var scores = pairs.map(function (p) { return p.similarity; }).filter(function (v) { return v !== null; });
-    var times = members.map(function (i) { return items[i].published_at; }).filter(Boolean).sort();
-    var sources = {};
-    members.forEach(function (i) { if (items[i].source) sources[items[i].source] = true; });
-    return Object.assign({}, c, {
-      id: keep ? c.id : "c-" + items[members[0]].id, size: members.length, members: members,
-      rep: inP[c.rep] ? c.rep : members[0], added: c.added.filter(function (i) { return inP[i]; }),
-      absorbed: keep ? c.absorbed : [], sources: Object.keys(sources).sort(), pairs: pairs,
-      first: times.length ? times[0] : null, last: times.length ? times[times.length - 1] : null,
-      max: scores.length ? Math.max.apply(null, scores) : null, weakest: scores.length ? Math.min.apply(null, scores) : null,
+    var p = Object.assign({}, c, {  // the cluster rule's own columns: a new piece is named by its earliest item
+      cluster_id: keep ? c.cluster_id : "c-" + items[members[0]].id, size: members.length, member_ids: members,
+      representative: inP[c.representative] ? c.representative : members[0],
+      added_ids: c.added_ids.filter(function (i) { return inP[i]; }), absorbed: keep ? c.absorbed : [],
+      pairs: c.pairs.filter(function (q) { return inP[q.id_a] && inP[q.id_b]; }),
       preview: keep ? "split by your mark (preview)" : "split off by your mark (preview)", _hay: undefined,
     });
+    REDUCED.forEach(function (col) { p[col.name] = reduced(col, p); });
+    return p;
   }
   function preview() {  // DATA.clusters from the report's clusters and the marks; whether anything changed
     var out = [];
     ORIGINAL.forEach(function (c) {
       var inC = {}, cannot = [], must = [];
-      c.members.forEach(function (i) { inC[i] = true; });
+      c.member_ids.forEach(function (i) { inC[i] = true; });
       Object.keys(marks).forEach(function (k) {
         var m = marks[k], a = index[m.a], b = index[m.b];
         if (a !== undefined && b !== undefined && inC[a] && inC[b]) (m.v < 1 ? cannot : must).push([a, b]);
       });
-      var parts = cannot.length ? pieces(c, cannot, must) : [c.members];
+      var parts = cannot.length ? pieces(c, cannot, must) : [c.member_ids];
       if (parts.length === 1) { out.push(c); return; }
-      parts.sort(function (x, y) { return (y.indexOf(c.rep) >= 0) - (x.indexOf(c.rep) >= 0) || y.length - x.length; });
+      parts.sort(function (x, y) {
+        return (y.indexOf(c.representative) >= 0) - (x.indexOf(c.representative) >= 0) || y.length - x.length;
+      });
       parts.forEach(function (p, k) { if (p.length > 1) out.push(piece(c, p, k === 0)); });
     });
     var changed = out.length !== DATA.clusters.length || out.some(function (c, k) { return c !== DATA.clusters[k]; });
     DATA.clusters.length = 0;
     Array.prototype.push.apply(DATA.clusters, out);
     clusters = {};
-    DATA.clusters.forEach(function (c) { clusters[c.id] = c; });
+    DATA.clusters.forEach(function (c) { clusters[c.cluster_id] = c; });
     return changed;
   }
 
@@ -316,16 +361,16 @@
   });
 
   // --- the near misses: a queue of their own, nearest the threshold first ------------------------------
-  var near = DATA.nearMisses.filter(function (p) { return !isScored(p.a, p.b); }), nearShown = 0;
+  var near = DATA.nearMisses.filter(function (p) { return !isScored(p.id_a, p.id_b); }), nearShown = 0;
   var nearScored = DATA.nearMisses.length - near.length;
   var nearBody = document.querySelector("#rv-near tbody"), nearMore = document.getElementById("rv-near-more");
   function moreNear(n) {
     near.slice(nearShown, nearShown + n).forEach(function (p) {
       var tr = el("tr");
       tr.appendChild(el("td", "num", fixed(p.similarity)));
-      tr.appendChild(cell(p.a, p.cluster_a));
-      tr.appendChild(cell(p.b, p.cluster_b));
-      nearBody.appendChild(reviewable(tr, p.a, p.b, "near-miss", p.similarity));
+      tr.appendChild(cell(p.id_a, p.cluster_a));
+      tr.appendChild(cell(p.id_b, p.cluster_b));
+      nearBody.appendChild(reviewable(tr, p.id_a, p.id_b, "near-miss", p.similarity));
     });
     nearShown = Math.min(near.length, nearShown + n);
     nearMore.textContent = "";
@@ -345,25 +390,27 @@
   // --- doubtful clusters first: each cluster's weakest unscored link, nearest the threshold first --------
   var doubtful = [];
   ORIGINAL.forEach(function (c) {
-    var open = c.pairs.filter(function (p) { return p.similarity !== null && !isScored(p.a, p.b); });
+    var open = c.pairs.filter(function (p) { return p.similarity !== null && !isScored(p.id_a, p.id_b); });
     if (!open.length) return;
     var low = open.reduce(function (w, p) { return p.similarity < w.similarity ? p : w; }).similarity;
-    var weak = c.weakest === null || c.weakest === undefined ? low : c.weakest;
+    var weak = c.weakest_link === null || c.weakest_link === undefined ? low : c.weakest_link;
     var weakest = open.reduce(function (w, p) {
       return Math.abs(p.similarity - weak) < Math.abs(w.similarity - weak) ? p : w;
     });
     doubtful.push({ c: c, p: weakest, weak: weak });  // the link the cluster would fall apart at
   });
-  doubtful.sort(function (x, y) { return x.weak - y.weak || y.c.size - x.c.size || (x.c.id < y.c.id ? -1 : 1); });
+  doubtful.sort(function (x, y) {
+    return x.weak - y.weak || y.c.size - x.c.size || (x.c.cluster_id < y.c.cluster_id ? -1 : 1);
+  });
   var doubtBody = document.querySelector("#rv-doubtful tbody"), doubtMore = document.getElementById("rv-doubtful-more");
   var doubtShown = 0;
   function moreDoubtful(n) {
     doubtful.slice(doubtShown, doubtShown + n).forEach(function (d) {
       var tr = el("tr");
       tr.appendChild(el("td", "num", fixed(d.weak)));
-      tr.appendChild(cell(d.p.a, d.c.id + " (" + d.c.size + " items)"));
-      tr.appendChild(cell(d.p.b, d.c.id));
-      doubtBody.appendChild(reviewable(tr, d.p.a, d.p.b, "weakest-link", d.p.similarity));
+      tr.appendChild(cell(d.p.id_a, d.c.cluster_id + " (" + d.c.size + " items)"));
+      tr.appendChild(cell(d.p.id_b, d.c.cluster_id));
+      doubtBody.appendChild(reviewable(tr, d.p.id_a, d.p.id_b, "weakest-link", d.p.similarity));
     });
     doubtShown = Math.min(doubtful.length, doubtShown + n);
     doubtMore.textContent = "";
@@ -430,7 +477,7 @@
     if (b.textContent !== text) b.textContent = text;  // only on a change: the list's observer sees it
   }
   function clusterOf(i) {
-    for (var id in clusters) if (clusters[id].members.indexOf(i) >= 0) return id;
+    for (var id in clusters) if (clusters[id].member_ids.indexOf(i) >= 0) return id;
     return null;
   }
   function pick(i) {
@@ -443,12 +490,11 @@
   // --- the rows of the cluster list (drawn by the list script as clusters are opened) ------------------------
   function insidePairs(c, body) {
     var linked = {};
-    c.pairs.forEach(function (p) { linked[pairKey(p.a, p.b)] = true; });
-    var others = [];
-    for (var x = 0; x < c.members.length; x++)
-      for (var y = x + 1; y < c.members.length; y++)
-        if (!linked[pairKey(c.members[x], c.members[y])] && !isScored(c.members[x], c.members[y]))
-          others.push({ a: c.members[x], b: c.members[y] });
+    c.pairs.forEach(function (p) { linked[pairKey(p.id_a, p.id_b)] = true; });
+    var others = [], m = c.member_ids;
+    for (var x = 0; x < m.length; x++)
+      for (var y = x + 1; y < m.length; y++)
+        if (!linked[pairKey(m[x], m[y])] && !isScored(m[x], m[y])) others.push({ a: m[x], b: m[y] });
     if (!others.length) return;
     var LIMIT = 200;
     var d = el("details", "rv-inside");

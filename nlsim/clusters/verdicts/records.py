@@ -1,0 +1,208 @@
+"""The editors' verdicts as records: one :class:`Verdict` per pair of items, :class:`Verdicts` for a store's
+(or a daily state's) set, and the constraints they make.
+
+"Same story" (level 1) is a must-link, any lower level ("not the same story") a cannot-link. Only verdicts
+on **training** pairs act (:meth:`Verdicts.constraints`): a validation or test pair used as a constraint
+would put the editors' answer into the clusters the report is judged on. One verdict per pair: a later one
+on the same pair replaces the earlier (:meth:`Verdicts.updated`). A verdict keeps the SHA-256 of the two
+texts it was given on (:func:`nlsim.io.editor_file.text_sha256`, as the merge checks them): a verdict on a
+text that has changed since does not act (:meth:`Verdict.text_changed`).
+
+Example:
+    >>> v = Verdicts.from_records([Verdict("a", "b", 1.0, "train"), Verdict("c", "a", 0.0, "train"),
+    ...                            Verdict("d", "e", 0.0, "validation")])
+    >>> c = v.constraints()
+    >>> c.requires("a", "b"), c.forbids("a", "c"), c.forbids("d", "e"), len(v), len(v.acting())
+    (True, True, False, 3, 2)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from nlsim.clusters.constraints import LinkConstraints, pair_key
+from nlsim.errors import InputError
+from nlsim.io.editor_file import pair_id, text_sha256
+
+SAME_STORY = 1.0
+"""The rubric level of "same story": a verdict at it is a must-link, one below it a cannot-link."""
+LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+ACTING_SPLIT = "train"
+"""The only split whose verdicts act on clusters (see the module docstring)."""
+SPLITS = ("train", "validation", "test")
+COLUMNS = (
+    "pair_id",
+    "id_a",
+    "id_b",
+    "score",
+    "split",
+    "annotator",
+    "source",
+    "decided_at",
+    "sha256_a",
+    "sha256_b",
+)
+"""A verdict's fields as a table's columns, in order (a store adds its row check:
+:data:`nlsim.clusters.verdicts.store.ROW_CHECK`)."""
+REQUIRED = ("id_a", "id_b", "score", "split")
+"""The columns without which a table holds no verdict."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One editor's verdict on a pair of items.
+
+    Attributes:
+        id_a, id_b: the two items (either order).
+        score: the rubric level the editor gave (1 same story; below 1 not the same story).
+        split: the split the pair was merged into (only ``train`` verdicts act on clusters).
+        annotator: who gave it ('' when unknown).
+        source: the editors' file it came from ('' when unknown).
+        decided_at: when it was merged (ISO 8601, '' when unknown).
+        sha256_a, sha256_b: the SHA-256 of the texts of ``id_a`` and ``id_b`` the verdict was given on
+            ('' when unknown: a verdict kept before the hashes were).
+    """
+
+    id_a: str
+    id_b: str
+    score: float
+    split: str = ACTING_SPLIT
+    annotator: str = ""
+    source: str = ""
+    decided_at: str = ""
+    sha256_a: str = ""
+    sha256_b: str = ""
+
+    @property
+    def same_story(self) -> bool:
+        """Whether the editor said the two items are the same story (a must-link)."""
+        return self.score >= SAME_STORY
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The pair as :func:`~nlsim.clusters.constraints.pair_key`."""
+        return pair_key(self.id_a, self.id_b)
+
+    @property
+    def pair_id(self) -> str:
+        """The pair's id in the editors' files (:func:`nlsim.io.editor_file.pair_id`)."""
+        return pair_id(self.id_a, self.id_b)
+
+    def text_changed(self, texts: Mapping[str, str]) -> list[str]:
+        """The items of this verdict whose text in ``texts`` (item id to text) is not the one the verdict
+        was given on (by its hash; an item ``texts`` lacks, or a side without a hash, is not compared).
+
+        >>> v = Verdict("a", "b", 0.0, sha256_a=text_sha256("Floods"), sha256_b=text_sha256("Storm"))
+        >>> v.text_changed({"a": "Floods", "b": "Storm"}), v.text_changed({"a": "Floods north"})
+        ([], ['a'])
+        """
+        changed = []
+        for item, digest in ((self.id_a, self.sha256_a), (self.id_b, self.sha256_b)):
+            text = texts.get(item)
+            if digest and text is not None and digest not in (text_sha256(text), text_sha256(text.strip())):
+                changed.append(item)
+        return changed
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The verdicts of a store, one per pair (by :attr:`Verdict.key`), in the order they were given."""
+
+    records: tuple[Verdict, ...] = ()
+
+    @classmethod
+    def from_records(cls, records: Iterable[Verdict]) -> Verdicts:
+        """Verdicts from records in the order given; a later verdict on a pair replaces an earlier one."""
+        return cls().updated(records)
+
+    def updated(self, records: Iterable[Verdict]) -> Verdicts:
+        """These verdicts with ``records`` added (a verdict on a pair already here replaces it)."""
+        by_key = {v.key: v for v in self.records}
+        for v in records:
+            by_key.pop(v.key, None)  # the newer verdict goes last
+            by_key[v.key] = v
+        return Verdicts(tuple(by_key.values()))
+
+    def acting(self) -> tuple[Verdict, ...]:
+        """The verdicts that act on clusters: those on training pairs."""
+        return tuple(v for v in self.records if v.split == ACTING_SPLIT)
+
+    def constraints(self) -> LinkConstraints:
+        """The acting verdicts as must-links (same story) and cannot-links (not the same story)."""
+        acting = self.acting()
+        return LinkConstraints.from_pairs(
+            must=[(v.id_a, v.id_b) for v in acting if v.same_story],
+            cannot=[(v.id_a, v.id_b) for v in acting if not v.same_story],
+        )
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def frame(self) -> pd.DataFrame:
+        """The verdicts as a table of :data:`COLUMNS` (what a daily state keeps)."""
+        return pd.DataFrame(
+            {
+                "pair_id": [v.pair_id for v in self.records],
+                "id_a": [v.id_a for v in self.records],
+                "id_b": [v.id_b for v in self.records],
+                "score": pd.Series([v.score for v in self.records], dtype="float64"),
+                **{c: [getattr(v, c) for v in self.records] for c in COLUMNS[4:]},
+            },
+            columns=list(COLUMNS),
+        )
+
+
+def _cell(r: Mapping[str, object], name: str) -> str:
+    value = r.get(name)
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> Verdict:
+    """One verdict from a table row of :data:`COLUMNS` (cells as read; a column the row lacks is empty),
+    checked: both item ids, a rubric level, a known split, a pair id that is its items' id, hashes of 64 hex
+    digits. A bad cell is refused by ``source``, ``row`` and field."""
+    ids = [_cell(r, "id_a").strip(), _cell(r, "id_b").strip()]
+    for name, value in zip(("id_a", "id_b"), ids, strict=True):
+        if not value or value == "nan":
+            raise InputError(source, row, name, "item id missing")
+    if ids[0] == ids[1]:
+        raise InputError(source, row, "id_b", f"item {ids[0]!r} paired with itself")
+    try:
+        score = float(_cell(r, "score"))
+    except ValueError:
+        raise InputError(source, row, "score", f"score {_cell(r, 'score')!r} is not a number") from None
+    if math.isnan(score) or not any(abs(score - lv) < 1e-9 for lv in LEVELS):
+        raise InputError(
+            source, row, "score", f"score {_cell(r, 'score')!r} is not one of the rubric's levels"
+        )
+    split = _cell(r, "split").strip()
+    if split not in SPLITS:
+        raise InputError(source, row, "split", f"split {split!r} is not one of {', '.join(SPLITS)}")
+    given = _cell(r, "pair_id").strip()
+    if given and given != pair_id(*ids):
+        raise InputError(
+            source, row, "pair_id", f"pair id {given!r} is not the id of {ids[0]!r} and {ids[1]!r}"
+        )
+    text = {k: _cell(r, k) for k in COLUMNS[5:]}
+    for side in ("sha256_a", "sha256_b"):
+        digest = text[side]
+        if digest and (len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest)):
+            raise InputError(source, row, side, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
+    return Verdict(ids[0], ids[1], round(score, 2), split, **text)
+
+
+def from_frame(frame: pd.DataFrame, source: str | Path) -> Verdicts:
+    """Verdicts from a table of :data:`COLUMNS` (a daily state's copy; one kept before the text hashes were
+    has no hash columns), each row checked (:func:`verdict_from_row`)."""
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(
+            source, None, missing[0], f"missing column (a verdict table has {', '.join(COLUMNS)})"
+        )
+    rows = frame.to_dict("records")
+    return Verdicts.from_records(verdict_from_row(r, source, n) for n, r in enumerate(rows, start=1))
