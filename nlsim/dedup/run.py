@@ -264,7 +264,7 @@ def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
         )
     if all_seen(window):
         log.say(
-            f"all {window.counts['items_in']} items of {settings.input.corpus_path} were already in the "
+            f"all {window.counts.items_in} items of {settings.input.corpus_path} were already in the "
             "window with the same text: nothing new to embed"
         )
 

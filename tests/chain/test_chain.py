@@ -322,18 +322,37 @@ class _Base12(_Base):
 
 
 @pytest.mark.parametrize(
-    ("flags", "frozen", "epochs"),
-    [("avx avx2 fma", 6, (1, 1)), ("avx2 avx512f avx512_bf16 amx_bf16", 4, (2, 3))],
+    ("flags", "fp32", "frozen", "epochs"),
+    [
+        ("avx avx2 fma", {}, 4, (2, 3)),
+        (
+            "avx avx2 fma",
+            {"fp32_epochs": 1, "fp32_cross_encoder_epochs": 1, "fp32_cross_encoder_frozen_layers": 6},
+            6,
+            (1, 1),
+        ),
+        (
+            "avx2 avx512f avx512_bf16 amx_bf16",
+            {"fp32_epochs": 1, "fp32_cross_encoder_frozen_layers": 6},
+            4,
+            (2, 3),
+        ),
+    ],
 )
 def test_the_estimate_counts_the_recipe_trained_on_this_cpu(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str, frozen: int, epochs: tuple[int, int]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flags: str,
+    fp32: dict[str, int],
+    frozen: int,
+    epochs: tuple[int, int],
 ) -> None:
-    """Without bf16 instructions training takes the fp32 recipe: ``fp32_cross_encoder_frozen_layers`` (6)
-    frozen, ``fp32_epochs`` and ``fp32_cross_encoder_epochs`` (1 and 1); the time estimate must count what
-    training will run there, not the options' 4 layers and 2 and 3 epochs."""
+    """Every CPU trains the full recipe unless ``fp32_*`` options are given; where given, a CPU without bf16
+    instructions takes them (a CPU with bf16 ignores them). The time estimate must count what training will
+    run there, not the options' 4 layers and 2 and 3 epochs when the fp32 ones apply."""
     monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
     pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
-    cfg = config(tmp_path, pairs, corpus, epochs=2, cross_encoder_epochs=3)
+    cfg = config(tmp_path, pairs, corpus, epochs=2, cross_encoder_epochs=3, **fp32)
     work = chain_run.chain_work(cfg, _Base12(), pd.read_csv(pairs, sep="\t"))
     assert (work.layers, work.frozen, work.cross_encoder_frozen) == (12, 4, frozen)
     assert (work.epochs, work.cross_encoder_epochs) == epochs

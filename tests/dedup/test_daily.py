@@ -767,7 +767,7 @@ def test_three_daily_runs_read_times_without_an_offset_in_the_runs_time_zone(tmp
     # on the 25th, before which a1, b1 and a2 (00:00 UTC) were published
     r3 = runs[2]
     assert r3.stats.as_of == "2026-11-26T02:00:00+00:00" and r3.run_id.startswith("20261126T020000Z")
-    assert r3.stats.counts["expired"] == 3
+    assert r3.stats.counts.expired == 3
     items = open_state(state).items.set_index("id")
     assert sorted(items.index) == ["a3", "b2", "c1"]
     assert items.loc["b2", "published_at"] == pd.Timestamp("2026-11-25T10:00:00Z")
@@ -801,7 +801,7 @@ def test_a_day_without_dates_says_where_its_clock_comes_from_and_the_clock_moves
     today = pd.Timestamp("2026-11-23T16:00:00Z")
     r2 = run_daily(config.with_(corpus=str(tmp_path / "day2.parquet")), state, retention_days=2, encoder=enc)
     assert r2.stats.as_of == "2026-11-23T16:00:00+00:00"
-    assert r2.stats.counts["expired"] == 6 and r2.stats.counts["kept"] == 6
+    assert r2.stats.counts.expired == 6 and r2.stats.counts.kept == 6
     # a dated day says nothing of it
     dated = story_corpus().iloc[:2].assign(id=["n1", "n2"], published_at=pd.Timestamp("2026-11-24", tz="UTC"))
     dated.to_parquet(tmp_path / "day3.parquet", index=False)
@@ -823,7 +823,7 @@ def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> 
     again = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
     assert again.run_id != r1.run_id and not again.replayed
     assert again.stats.older_day and again.stats.all_seen
-    assert again.stats.counts["new"] == 0 and again.stats.counts["skipped"] == 6
+    assert again.stats.counts.new == 0 and again.stats.counts.skipped == 6
     assert (again.report_dir / "run.json").is_file()  # its report is written, under runs/
     assert (out / "latest").resolve() == r2.report_dir.resolve()
     assert (out / "LATEST").read_text().strip() == r2.run_id
@@ -840,7 +840,7 @@ def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> 
     state2, out2 = tmp_path / "state2", tmp_path / "out2"
     late = run_daily(_config(days[1], out2), state2, retention_days=None, encoder=enc)
     early = run_daily(_config(days[0], out2), state2, retention_days=None, encoder=enc)
-    assert early.stats.older_day and not early.stats.all_seen and early.stats.counts["new"] == 6
+    assert early.stats.older_day and not early.stats.all_seen and early.stats.counts.new == 6
     assert (out2 / "latest").resolve() == late.report_dir.resolve()
 
 
@@ -883,7 +883,7 @@ def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped
     assert status[0] == {"c-a": "new", "c-b": "new"}
     assert status[1] == {"c-a": "merged"} and runs[1].stats.extra["merged_into"] == {"c-b": "c-a"}
     assert status[2] == {"c-a": "regrouped", "c-b": "regrouped"}
-    assert runs[2].stats.counts["clusters_new"] == 0
+    assert runs[2].stats.counts.clusters_new == 0
     final = state_assignment(state)
     assert {i for i, c in final.items() if c == "c-b"} == {"b", "c", "e", "g", "f1", "f2"}
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
