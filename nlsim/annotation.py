@@ -42,7 +42,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,19 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from nlsim.clusters.verdicts import StoreCheck, Verdict, check_store, retire_earlier, write_store
+from nlsim.clusters.constraints import pair_key
+from nlsim.clusters.verdicts import (
+    ACTING_SPLIT,
+    PairRow,
+    StoreCheck,
+    Verdict,
+    check_store,
+    holds_already,
+    overruling,
+    pair_rows,
+    retire_earlier,
+    write_store,
+)
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError, InputErrors
 from nlsim.evaluation.calibration import load_calibration
@@ -899,6 +911,95 @@ def _conflicts(
     return scored, other
 
 
+def _overrule_rows(
+    raw: pd.DataFrame, filled: str | Path, early: list[InputError], *, every: bool
+) -> set[int]:
+    """The sheet rows of the editors' file ``raw`` whose editor means to overrule a pair already scored:
+    every row with ``every`` (``--overrule``), else those whose :data:`editor_file.OVERRULE` cell is true
+    (a cell that is neither true nor false is a problem added to ``early``)."""
+    rows = range(2, len(raw) + 2)  # sheet rows: the header is row 1
+    if every:
+        return set(rows)
+    if editor_file.OVERRULE not in raw.columns:
+        return set()
+    marked = set()
+    for row, cell in zip(rows, raw[editor_file.OVERRULE], strict=True):
+        said = editor_file.overrule_cell(cell)
+        if said is None:
+            why = f"{str(cell)[:40]!r} is neither true nor false (does the editor mean to overrule?)"
+            early.append(_sheet(filled, row, editor_file.OVERRULE, why))
+        elif said:
+            marked.add(row)
+    return marked
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """The rows of an editors' file whose pair the pair file already scores, by sheet row."""
+
+    conflicts: tuple[InputError, ...] = ()
+    """Each such row, named (already annotated), but those merged as overruling verdicts."""
+    overrules: dict[int, PairRow] = field(default_factory=dict)
+    """The rows merged as an editor's newer decision, each with its pair's row of the pair file."""
+    refused: tuple[InputError, ...] = ()
+    """Rows meant to overrule a pair that cannot be overruled (validation or test; other item ids)."""
+    could: int = 0
+    """Rows of :attr:`conflicts` on training pairs, which ``--overrule`` would merge."""
+
+    @property
+    def skipped(self) -> set[int]:
+        """The rows ``--skip-scored`` skips: the conflicts and the refused overrules."""
+        return {e.row for e in (*self.conflicts, *self.refused) if e.row is not None}
+
+
+def _scored(
+    new: pd.DataFrame,
+    existing: pd.DataFrame,
+    conflicts: list[InputError],
+    filled: str | Path,
+    intent: set[int],
+) -> _Scored:
+    """The rows of ``new`` the pair file already scores (``conflicts``, by :func:`_conflicts`), parted:
+    those meant to overrule (``intent``, sheet rows) whose pair the pair file holds by the same item ids in
+    its training split are overrules; one on a validation or test pair, or on a pair the pair file holds
+    under other item ids, is refused by name; the rest stay conflicts."""
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    at = {int(r): i for i, r in enumerate(rows)}
+    held = pair_rows(existing)
+    overrules: dict[int, PairRow] = {}
+    refused: list[InputError] = []
+    plain: list[InputError] = []
+    could = 0
+    for e in conflicts:
+        i = at[int(e.row or 0)]
+        key = pair_key(item_id(new["id_a"].iloc[i]), item_id(new["id_b"].iloc[i])) if "id_a" in new else None
+        row = held.get(key) if key else None
+        trainable = row is not None and row.split == ACTING_SPLIT
+        if e.row not in intent:
+            plain.append(e)
+            could += trainable
+        elif trainable and row is not None:
+            overrules[int(e.row or 0)] = row
+        else:
+            refused.append(_unoverruled(e, row, filled))
+    return _Scored(tuple(plain), overrules, tuple(refused), could)
+
+
+def _unoverruled(e: InputError, row: PairRow | None, filled: str | Path) -> InputError:
+    """Why the row of conflict ``e`` cannot overrule the pair file's ``row`` of its pair."""
+    if row is None:
+        why = (
+            f"{e.reason}, but not under these item ids: an overrule names the pair by the item ids the pair "
+            "file gives it"
+        )
+    else:
+        why = (
+            f"{e.reason} in its {row.split or 'unnamed'} split: only a training pair is overruled "
+            "(validation and test pairs judge the reports and the models, as the annotators scored them)"
+        )
+    return _sheet(filled, e.row, e.field, why)
+
+
 def _check_new(
     new: pd.DataFrame,
     existing: pd.DataFrame,
@@ -908,45 +1009,68 @@ def _check_new(
     skip_scored: bool = False,
     found: list[InputError] | None = None,
     early: list[InputError] | None = None,
-) -> None:
+    intent: set[int] | None = None,
+) -> _Scored:
     """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
     file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`_cell_problems`),
     the conflicts of its sound rows ``new`` with the pair file (:func:`_conflicts`) and ``found``
-    (:func:`_check_texts`' problems); with ``skip_scored`` a pair already annotated is no conflict (the
-    merge skips it, and what else its row holds)."""
-    scored, other = _conflicts(new, existing, filled, pairs_file)
+    (:func:`_check_texts`' problems); a row meant to overrule (``intent``, sheet rows) a training pair is
+    no conflict (:func:`_scored`); with ``skip_scored`` a pair already annotated is no conflict (the
+    merge skips it, and what else its row holds). Returns the rows the pair file already scores."""
+    conflicts, other = _conflicts(new, existing, filled, pairs_file)
+    scored = _scored(new, existing, conflicts, filled, intent or set())
     found = found or []
     early = early or []
     if skip_scored:
-        skipped = {e.row for e in scored}
-        early = [e for e in early if e.row not in skipped]
-        found = [e for e in found if e.row not in skipped]
+        early = [e for e in early if e.row not in scored.skipped]
+        found = [e for e in found if e.row not in scored.skipped]
     texts_named = {e.row for e in found}  # a row's texts are checked once: other is the same check
     problems = _unique(
-        [*early, *found, *(e for e in other if e.row not in texts_named), *([] if skip_scored else scored)]
+        [
+            *early,
+            *found,
+            *(e for e in other if e.row not in texts_named),
+            *([] if skip_scored else [*scored.conflicts, *scored.refused]),
+        ]
     )
     if not problems:
-        return
+        return scored
     what = "problems, each to fix in the file" if early or found else "rows conflict with the pair file"
-    if scored and not skip_scored:
-        what += f" ({len(scored)} already annotated: pass --skip-scored to merge the others)"
+    if scored.conflicts and not skip_scored:
+        hint = f"{len(scored.conflicts)} already annotated: pass --skip-scored to merge the others"
+        if scored.could:
+            hint += (
+                f", or --overrule to merge the {scored.could} training pair(s) among them as the editor's "
+                "newer decision"
+            )
+        what += f" ({hint})"
+        if len(problems) == 1:  # one refusal: the row itself says what else to do
+            e = problems[0]
+            problems = [InputError(e.file, e.row, e.field, f"{e.reason} ({hint})", sheet=e.sheet)]
     _refuse(filled, problems, what)
+    return scored
 
 
-def _without_scored(
-    new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
-) -> tuple[pd.DataFrame, int]:
-    """``new`` without the rows whose pair is already annotated (``--skip-scored``), and how many."""
-    drop = {e.row for e in _conflicts(new, existing, filled, pairs_file)[0]}
-    if not drop:
-        return new, 0
-    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-    keep = [r not in drop for r in rows]
+def _parted(
+    new: pd.DataFrame, scored: _Scored, skip_scored: bool, filled: str | Path, pairs_file: str | Path
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """``new`` parted into the rows the pair file does not score yet (appended to it) and the overruling
+    ones (:attr:`_Scored.overrules`: the verdict store only), without those ``--skip-scored`` skips; and
+    how many it skipped."""
+    rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
+    skip = scored.skipped if skip_scored else set()
+    fresh = _rows_of(new, rows, [r not in scored.overrules and r not in skip for r in rows])
+    newer = _rows_of(new, rows, [r in scored.overrules for r in rows])
+    if fresh.empty and newer.empty:
+        raise InputError(filled, None, None, f"every pair of the file is already annotated in {pairs_file}")
+    return fresh, newer, len(skip & set(rows))
+
+
+def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFrame:
+    """The rows of ``new`` that ``keep`` says, with their sheet rows."""
     out = new[keep].reset_index(drop=True)
     out.attrs["rows"] = [r for r, k in zip(rows, keep, strict=True) if k]
-    if out.empty:
-        raise InputError(filled, None, None, f"every pair of the file is already annotated in {pairs_file}")
-    return out, len(drop)
+    return out
 
 
 @dataclass
@@ -962,6 +1086,10 @@ class MergeResult:
     """Rows skipped because their pair was already annotated (``--skip-scored``)."""
     verdicts: Path | None = None
     """The verdict store the merged pairs were added to (beside the pair file)."""
+    overruled: int = 0
+    """Training pairs the pair file already scored whose verdict is now the editor's newer decision."""
+    already_held: int = 0
+    """Overruling rows whose decision already held (merged before from the same file): nothing new."""
 
 
 BOM = b"\xef\xbb\xbf"
@@ -1169,6 +1297,7 @@ def merge_annotations(
     skip_blank: bool = False,
     corpus: str | Path | None = None,
     skip_scored: bool = False,
+    overrule: bool = False,
     log: Callable[[str], None] = say,
 ) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
@@ -1186,11 +1315,19 @@ def merge_annotations(
     Every conflict with the pair file is named at once; ``skip_scored`` skips (and counts) the rows whose
     pair is already annotated instead. The merged pairs are also the editors' verdicts, added to the
     store beside the pair file (:mod:`nlsim.clusters.verdicts`) that later reports honour.
+
+    ``overrule`` (or a row's ``overrule`` cell, :data:`editor_file.OVERRULE`): a row whose pair the pair
+    file already scores in its training split is the editor's newer decision. It is recorded in the
+    verdict store as the pair's verdict, the decisions it overrules kept with it
+    (:func:`~nlsim.clusters.verdicts.overruling`), and the pair file is left as it is; a validation or test
+    pair is never overruled (refused by name). A row whose decision already holds (the same score from the
+    same editor and file: a file merged again) adds nothing and is counted.
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     raw = _unescape_cells(read_filled(filled))
     early: list[InputError] = []
+    intent = _overrule_rows(raw, filled, early, every=overrule)
     new = validate_filled(raw, filled, skip_blank=skip_blank, problems=early)
     skipped = int(raw["score"].map(_blank).sum()) if skip_blank else 0
     path = Path(pairs_file)
@@ -1201,40 +1338,85 @@ def merge_annotations(
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new, found = _check_texts(new, _known_texts(existing, pairs_file, corpus), filled, corpus)
-        columns, extra = _columns_of(original, new)
-        early += _cell_problems(new, columns, filled, pairs_file)
-        _check_new(new, existing, filled, pairs_file, skip_scored=skip_scored, found=found, early=early)
-        skipped_scored = 0
-        if skip_scored:
-            new, skipped_scored = _without_scored(new, existing, filled, pairs_file)
-            columns, extra = _columns_of(original, new)
-        for col in extra:
-            original[col] = ""
-        add = _rows_to_add(new, columns, split)
-        if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
-            if pd.api.types.is_numeric_dtype(original["score"]):
-                add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
-            for col in columns:
-                if col != "score":
-                    original[col], add[col] = _one_parquet_type(original[col], add[col])
-        merged = pd.concat([original, add], ignore_index=True)
-        checked = validate_pairs(merged, f"{pairs_file} merged with {filled}")  # before the file is replaced
-
-        def write(tmp: Path) -> None:
-            if fmt == "parquet":
-                merged.to_parquet(tmp, index=False)
-            else:
-                tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
-
-        with _verdicts_kept(new, path, existing, split, filled, log) as store:  # checked before any write
-            _write_checked(target, checked, write, f"{pairs_file} merged with {filled}")
-    scored_note = f", {skipped_scored} already annotated skipped" if skip_scored else ""
-    log(
-        f"added {len(add)} pairs to {path} as {split!r} "
-        f"({skipped} blank rows skipped{scored_note}); now {len(merged)} pairs"
-        + (f"; the verdicts are kept in {store}" if store is not None else "")
+        early += _cell_problems(new, _columns_of(original, new)[0], filled, pairs_file)
+        scored = _check_new(
+            new,
+            existing,
+            filled,
+            pairs_file,
+            skip_scored=skip_scored,
+            found=found,
+            early=early,
+            intent=intent,
+        )
+        fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
+        label = f"{pairs_file} merged with {filled}"
+        body = _appended(original, fresh, split, fmt, data, label) if len(fresh) else None
+        # the verdicts are checked and written before the pair file: its rename commits the merge
+        with _verdicts_kept(fresh, newer, scored.overrules, path, existing, split, filled, log) as kept:
+            if body is not None:
+                _write_checked(target, body.checked, body.write, label)
+    total = len(body.checked) if body is not None else len(existing)
+    result = MergeResult(
+        len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled, kept.already
     )
-    return MergeResult(len(add), skipped, len(merged), split, path, skipped_scored, store)
+    log(_merge_said(result, skip_scored))
+    return result
+
+
+def _merge_said(result: MergeResult, skip_scored: bool) -> str:
+    """What a merge says it did, in one line."""
+    scored_note = f", {result.skipped_scored} already annotated skipped" if skip_scored else ""
+    said = (
+        f"added {result.added} pairs to {result.path} as {result.split!r} "
+        f"({result.skipped_blank} blank rows skipped{scored_note}); now {result.total} pairs"
+    )
+    if result.overruled:
+        said += (
+            f"; {result.overruled} training pair(s) overruled: the editor's newer decision is their verdict "
+            f"in {result.verdicts} (the earlier kept with it; the pair file keeps its score) and the next "
+            "training reads it"
+        )
+    if result.already_held:
+        said += f"; {result.already_held} overruling decision(s) already held (merged before): nothing new"
+    if result.verdicts is not None and not result.overruled:
+        said += f"; the verdicts are kept in {result.verdicts}"
+    return said
+
+
+@dataclass(frozen=True)
+class _Body:
+    """The pair file as a merge leaves it (validated) and the writer of its bytes."""
+
+    checked: pd.DataFrame
+    write: Callable[[Path], None]
+
+
+def _appended(
+    original: pd.DataFrame, fresh: pd.DataFrame, split: str, fmt: str, data: bytes, label: str
+) -> _Body:
+    """The pair file ``original`` (its bytes ``data`` for a text file) with the rows ``fresh`` appended in
+    ``split``, validated before anything is written (no pair twice, none in two splits)."""
+    columns, extra = _columns_of(original, fresh)
+    for col in extra:
+        original[col] = ""
+    add = _rows_to_add(fresh, columns, split)
+    if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
+        if pd.api.types.is_numeric_dtype(original["score"]):
+            add["score"] = add["score"].astype(float)  # a text score column takes the editor's as text
+        for col in columns:
+            if col != "score":
+                original[col], add[col] = _one_parquet_type(original[col], add[col])
+    merged = pd.concat([original, add], ignore_index=True)
+    checked = validate_pairs(merged, label)  # before the file is replaced
+
+    def write(tmp: Path) -> None:
+        if fmt == "parquet":
+            merged.to_parquet(tmp, index=False)
+        else:
+            tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
+
+    return _Body(checked, write)
 
 
 def _columns_of(original: pd.DataFrame, new: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -1268,37 +1450,65 @@ def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFr
     return add
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """What a merge did to the verdict store: its path (``None``: no verdict to keep), the training pairs
+    overruled, and the overruling rows whose decision already held."""
+
+    store: Path | None = None
+    overruled: int = 0
+    already: int = 0
+
+
 @contextlib.contextmanager
 def _verdicts_kept(
-    new: pd.DataFrame,
+    fresh: pd.DataFrame,
+    newer: pd.DataFrame,
+    rows: dict[int, PairRow],
     pairs_file: Path,
     existing: pd.DataFrame,
     split: str,
     filled: str | Path,
     log: Callable[[str], None],
-) -> Iterator[Path | None]:
-    """Add the merged pairs that have both item ids to the verdict store of ``pairs_file``, together with
-    the pair file's write (the body). The store is read and checked against the pair file first
-    (:func:`~nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold is rolled back, a
-    merged pair the store lacks rebuilt, a store under an earlier name taken in, each said), so a store that
-    cannot be read, or holds a damaged row, refuses the merge before anything is written. The store is
-    written (atomically) before the body and put back as it was when the body fails; the pair file's rename
-    commits the merge. Yields the store's path, or ``None`` when no pair had item ids."""
-    records = _new_verdicts(new, split, filled)
-    if not records:
-        yield None
+) -> Iterator[_Kept]:
+    """Add the merged pairs that have both item ids (``fresh``) and the overruling rows (``newer``, each
+    with its pair's row of the pair file in ``rows``, by sheet row) to the verdict store of ``pairs_file``,
+    together with the pair file's write (the body). The store is read and checked against the pair file
+    first (:func:`~nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold is rolled
+    back, a merged pair the store lacks rebuilt, a store under an earlier name taken in, each said), so a
+    store that cannot be read, or holds a damaged row, refuses the merge before anything is written. An
+    overruling row becomes the pair's verdict with the decisions it overrules
+    (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds. The store is written
+    (atomically) before the body and put back as it was when the body fails; the pair file's rename commits
+    the merge's new pairs (its overrules are committed with the store: a merge stopped in between is merged
+    again whole, the overrules holding already). Yields what it did."""
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    records = _new_verdicts(fresh, split, filled, now)
+    wanted = _new_verdicts(newer, ACTING_SPLIT, filled, now)
+    if not records and not wanted:
+        yield _Kept()
         return
     check = check_store(pairs_file, existing)
     check.refuse_damaged()
     for line in check.notes():
         log(line)
+    by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
+    overrules = [
+        overruling(v, check.verdicts.get(v.key), by_key[v.key], pairs_file)
+        for v in wanted
+        if not holds_already(v, check.verdicts.get(v.key))
+    ]
     store = check.path
+    kept = _Kept(store, len(overrules), len(wanted) - len(overrules))
+    if not records and not overrules:
+        yield kept  # every overrule holds already: nothing to write
+        return
     before = store.read_bytes() if store.is_file() else None
-    held = check.verdicts.updated(records)
+    held = check.verdicts.updated([*records, *overrules])
     write_store(check, held)
     fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
     try:
-        yield store
+        yield kept
     except BaseException:
         if before is None:
             store.unlink(missing_ok=True)
@@ -1309,11 +1519,11 @@ def _verdicts_kept(
         log(f"removed {gone}: every verdict it held is in {store} now")
 
 
-def _new_verdicts(new: pd.DataFrame, split: str, filled: str | Path) -> list[Verdict]:
-    """The merged rows that name both items as verdicts, with the hashes of the texts merged."""
+def _new_verdicts(new: pd.DataFrame, split: str, filled: str | Path, now: str) -> list[Verdict]:
+    """The merged rows that name both items as verdicts, merged at ``now``, with the hashes of the texts
+    merged."""
     if "id_a" not in new.columns or "id_b" not in new.columns:
         return []
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
     return [
         Verdict(
@@ -1348,6 +1558,8 @@ def check_verdicts(
         for line in check.notes():
             log(line)
         held = f"{len(check.verdicts)} verdict(s), {len(check.verdicts.acting())} on training pairs"
+        if check.verdicts.overruling():
+            held += f" ({len(check.verdicts.overruling())} overruling the score the pair file gives them)"
         if check.in_step:
             log(f"{check.path}: {held}; in step with {path}")
         elif write:

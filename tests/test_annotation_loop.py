@@ -114,9 +114,9 @@ def test_two_merges_at_once_keep_both_editors_pairs(
 ) -> None:
     slow_check = annotation._check_new
 
-    def slow(*args: object, **kwargs: object) -> None:
+    def slow(*args: object, **kwargs: object) -> object:
         time.sleep(0.4)  # both merges have read the pair file before either writes, without a lock
-        slow_check(*args, **kwargs)  # type: ignore[arg-type]
+        return slow_check(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(annotation, "_check_new", slow)
     files = [

@@ -2,8 +2,11 @@
 
 A model's fingerprint is the SHA-256 of three parts: the annotated pairs' content (each pair's id, texts,
 score and split, in pair-id order: a file rewritten with other line endings or column order is the same
-content), the base model's fingerprint (its weights, tokenizer and settings), and the training settings.
-The model store keeps the parts beside each version, so a run can say *what* changed since a cached model.
+content; the pairs as training reads them, :func:`nlsim.clusters.verdicts.training_pairs`, so a training
+pair an editor overruled counts with the editor's newer score and an overrule that changes a score is
+another fingerprint), the base model's fingerprint (its weights, tokenizer and settings), and the training
+settings. The model store keeps the parts beside each version, so a run can say *what* changed since a
+cached model.
 
 Example:
     >>> import pandas as pd

@@ -53,6 +53,7 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
+from nlsim.clusters.verdicts import training_pairs
 from nlsim.dedup import stages
 from nlsim.dedup.editors import read_editors
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
@@ -79,6 +80,7 @@ from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
 from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.training.clock import timed_steps
+from nlsim.training.data import overruled_note
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
@@ -560,14 +562,19 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     """The annotated pairs, validated, once every input the chain reads has been read and checked: with a
     report, its corpus (as the report loads it), the pairs it is judged on (ids, split) and the editors'
     verdicts (the store checked against the pair file). A bad row of any of them is refused now, by file,
-    row and field, not after the baseline, the training and the registration of a new version."""
+    row and field, not after the baseline, the training and the registration of a new version. The pairs
+    are returned as training reads them (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
+    an editor overruled with its newer score), so that the training fingerprint changes with an overrule."""
     pairs = load_pairs(cfg.pairs)
     if cfg.make_report:
         report = cfg.dedup_config(CURRENT_MODEL)
         stages.load(report.input)
         stages.judge_pairs(report.report)
         read_editors(report.clustering.annotated_pairs, None)
-    return pairs
+    read = training_pairs(cfg.pairs, pairs)
+    if read.overruled:
+        say(overruled_note(len(read.overruled)))
+    return read.pairs
 
 
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:

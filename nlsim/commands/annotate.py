@@ -44,6 +44,23 @@ def register(subparsers: Any) -> None:
     d.add_argument("--text-field", default=None, help="text column (default: title_zh_tw, title or text)")
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=run_draw)
+    _merge_parser(sub)
+    v = sub.add_parser(
+        "verdicts",
+        help="check a pair file's verdict store against the pair file (lost, cut, damaged, earlier name)",
+    )
+    v.add_argument("--pairs", required=True, help="the annotated pair file whose verdict store to check")
+    v.add_argument(
+        "--write",
+        action="store_true",
+        help="write the store as it holds: moved to its name beside the pair file, merged pairs it lacked "
+        "rebuilt from the pair file, verdicts the pair file does not hold taken out",
+    )
+    v.set_defaults(func=run_verdicts)
+
+
+def _merge_parser(sub: Any) -> None:
+    """``nlsim annotate merge`` and its options."""
     m = sub.add_parser("merge", help="validate a filled CSV and add its pairs to the pair file")
     m.add_argument(
         "--filled",
@@ -74,19 +91,15 @@ def register(subparsers: Any) -> None:
         help="skip the rows whose pair is already annotated (say how many) and merge the rest, instead of "
         "refusing the file",
     )
-    m.set_defaults(func=run_merge)
-    v = sub.add_parser(
-        "verdicts",
-        help="check a pair file's verdict store against the pair file (lost, cut, damaged, earlier name)",
-    )
-    v.add_argument("--pairs", required=True, help="the annotated pair file whose verdict store to check")
-    v.add_argument(
-        "--write",
+    m.add_argument(
+        "--overrule",
         action="store_true",
-        help="write the store as it holds: moved to its name beside the pair file, merged pairs it lacked "
-        "rebuilt from the pair file, verdicts the pair file does not hold taken out",
+        help="a row whose pair the pair file already scores in its training split is the editor's newer "
+        "decision: kept in the verdict store as the pair's verdict (the earlier decisions kept with it), the "
+        "pair file left as it is; it acts in the next reports and the next training reads it (a page export "
+        "says so per row in its `overrule` column). Validation and test pairs are never overruled",
     )
-    v.set_defaults(func=run_verdicts)
+    m.set_defaults(func=run_merge)
 
 
 def run_draw(args: argparse.Namespace) -> int:
@@ -118,6 +131,7 @@ def run_merge(args: argparse.Namespace) -> int:
         skip_blank=args.skip_blank,
         corpus=args.corpus,
         skip_scored=args.skip_scored,
+        overrule=args.overrule,
     )
     return 0
 

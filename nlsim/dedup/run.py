@@ -361,6 +361,17 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
         f"{e.must_link} same story (joined {e.joined} items no link joined), {e.cannot_link} not the same "
         f"story ({e.links_cut} link(s) cut)"
         + (f"; {e.refused} same-story verdict(s) overruled" if e.refused else "")
+        + (
+            f"; {e.annotators_overruled} training pair(s) take an editor's newer decision over the pair "
+            "file's score"
+            if e.annotators_overruled
+            else ""
+        )
+        + (
+            f"; the verdicts changed {len({c for ch in e.cluster_changes for c in ch.clusters})} cluster(s)"
+            if e.cluster_changes
+            else ""
+        )
     )
 
 

@@ -36,10 +36,10 @@ from nlsim.clusters.assign import ClusterUpdate, assign_groups
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import contract, find_copies
 from nlsim.clusters.order import order_keys
-from nlsim.clusters.rules import Link
+from nlsim.clusters.rules import ClusterRule, Link
 from nlsim.clusters.table import cluster_table, topic_table
 from nlsim.clusters.topics import TopicUpdate, assign_topics, topic_constraints, topic_groups
-from nlsim.clusters.verdicts import Verdicts
+from nlsim.clusters.verdicts import Verdict, Verdicts
 from nlsim.dedup.config import FUTURE_TOLERANCE_DAYS, DedupConfig
 from nlsim.dedup.editors import EditorsInput, editors_fingerprint, read_editors, scored_frame
 from nlsim.dedup.settings import (
@@ -63,7 +63,15 @@ from nlsim.models.threshold import Levels
 from nlsim.progress import Progress, say, warn
 from nlsim.report import near_misses as near
 from nlsim.report.files import daily_report_dir, finished, pairs_table, publish_daily_report, write_report
-from nlsim.report.record import EditorsRecord, RerankRecord, RunLog, RunRecord
+from nlsim.report.record import (
+    JOINED,
+    SPLIT,
+    ClusterChange,
+    EditorsRecord,
+    RerankRecord,
+    RunLog,
+    RunRecord,
+)
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import rerank_pairs
@@ -548,15 +556,9 @@ def cluster(
         for x, y, s in zip(story_all["id_a"], story_all["id_b"], story_all["similarity"], strict=True)
     ]
     known = editors.constraints().restricted_to(ids.tolist())
-    rule = opts.story_rule(levels.story)
     same = window.copies.rep_of() if window.copies is not None else {}
-    groups = rule.clusters(links, known, same, cut=opts.cut)
-    # what the rule makes without the "not the same story" verdicts: the links they cut
-    free = (
-        rule.clusters(links, LinkConstraints(must_link=known.must_link), same, cut=opts.cut)
-        if known.cannot_link
-        else groups
-    )
+    grouped = grouped_by_rule(opts.story_rule(levels.story), links, known, same, opts.cut)
+    groups = grouped.groups
     upd = assign_groups(
         window.previous,
         window.anchors,
@@ -584,7 +586,14 @@ def cluster(
         report_clusters,
         _clusters_state(upd, window, topic),
         story_pairs[~held].reset_index(drop=True),
-        editors_record(editors, known, story_all, upd.assignment, cut_links(links, groups, free, same)),
+        editors_record(
+            editors,
+            known,
+            story_all,
+            upd.assignment,
+            cut_links(links, groups, grouped.free, same),
+            grouped.changes(editors.acting_verdicts(), known, upd.assignment),
+        ),
         editors.verdicts,
         editors.scored,
         topic,
@@ -684,6 +693,65 @@ def cluster_daily(
     return replace(made, report_pairs=report_pairs, window_clusters=window_clusters)
 
 
+@dataclass(frozen=True)
+class Grouped:
+    """The cluster rule's groups with the editors' verdicts, and without them: ``free`` without the
+    not-the-same-story verdicts (the links they cut), ``bare`` without any (what the same-story ones
+    joined). Without verdicts of a kind the groups are the same objects."""
+
+    groups: Sequence[Sequence[str]]
+    free: Sequence[Sequence[str]]
+    bare: Sequence[Sequence[str]]
+
+    def changes(
+        self, verdicts: Sequence[Verdict], known: LinkConstraints, assignment: Mapping[str, str]
+    ) -> list[ClusterChange]:
+        """What each of the acting ``verdicts`` among the window's items (``known``) changed in the
+        clusters: a same-story verdict whose two items are together with the verdicts and apart in ``bare``
+        joined them; a not-the-same-story one whose items are apart with the verdicts and together in
+        ``free`` split them. Each with the ids (``assignment``) of the clusters its items are in."""
+        final, loose, plain = (_group_of(g) for g in (self.groups, self.free, self.bare))
+        out = []
+        for v in verdicts:
+            a, b = v.key
+            if v.key in known.must_link and _together(final, a, b) and not _together(plain, a, b):
+                change = JOINED
+            elif v.key in known.cannot_link and _together(loose, a, b) and not _together(final, a, b):
+                change = SPLIT
+            else:
+                continue
+            clusters = sorted({c for c in (assignment.get(a), assignment.get(b)) if c is not None})
+            out.append(ClusterChange(v.id_a, v.id_b, v.score, change, clusters, v.overrules))
+        return out
+
+
+def _group_of(groups: Sequence[Sequence[str]]) -> dict[str, int]:
+    return {m: n for n, g in enumerate(groups) for m in g}
+
+
+def _together(group: Mapping[str, int], a: str, b: str) -> bool:
+    return group.get(a) is not None and group.get(a) == group.get(b)
+
+
+def grouped_by_rule(
+    rule: ClusterRule,
+    links: Sequence[Link],
+    known: LinkConstraints,
+    same: Mapping[str, str],
+    cut: str,
+) -> Grouped:
+    """The groups ``rule`` makes of ``links`` (``same``: the groups of copies) with the verdicts ``known``,
+    and without them (:class:`Grouped`)."""
+    groups = rule.clusters(links, known, same, cut=cut)
+    free = (
+        rule.clusters(links, LinkConstraints(must_link=known.must_link), same, cut=cut)
+        if known.cannot_link
+        else groups
+    )
+    bare = rule.clusters(links, LinkConstraints(), same, cut=cut) if known.must_link else free
+    return Grouped(groups, free, bare)
+
+
 def cut_links(
     links: Sequence[Link],
     groups: Sequence[Sequence[str]],
@@ -717,12 +785,15 @@ def editors_record(
     links: pd.DataFrame,
     assignment: dict[str, str],
     links_cut: int = 0,
+    changes: list[ClusterChange] | None = None,
 ) -> EditorsRecord | None:
     """What the run's record and page say of the editors' verdicts (``None`` when the run had no verdict
     and no scored pair): the verdicts known and acting, those among the window's items, the links the
     not-the-same-story verdicts cut (``links_cut``: :func:`cut_links`), the same-story verdicts that joined
-    items no link joined or that a not-the-same-story verdict overruled, and the decisions the page lists
-    (the verdicts that acted, and apart the same-story ones overruled)."""
+    items no link joined or that a not-the-same-story verdict overruled, the decisions the page lists
+    (the verdicts that acted, and apart the same-story ones overruled), what each verdict changed in the
+    clusters (``changes``: :meth:`Grouped.changes`) and how many acting verdicts overrule the pair file's
+    score of a training pair."""
     if not len(editors.verdicts) and not editors.scored:
         return None
     linked = {pair_key(str(a), str(b)) for a, b in zip(links["id_a"], links["id_b"], strict=True)}
@@ -742,6 +813,10 @@ def editors_record(
         decisions=[[v.id_a, v.id_b, v.score] for v in here if v.key not in overruled],
         overruled=[[v.id_a, v.id_b, v.score] for v in here if v.key in overruled],
         text_changed=[list(k) for k in sorted(editors.text_changed)],
+        cluster_changes=list(changes or []),
+        annotators_overruled=sum(
+            1 for v in editors.acting_verdicts() if v.overrules and v.key not in editors.text_changed
+        ),
     )
 
 

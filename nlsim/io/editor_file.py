@@ -5,7 +5,8 @@ report page's export (the pairs an editor marked, ``score`` filled). One format 
 (:data:`COLUMNS`): the pair's id, the two items' ids and texts, the model's score of the pair
 (``similarity``, empty when no model scored it), where the pair came from (``stratum``), the editor's
 ``score`` (a rubric level), ``annotator`` and ``notes``, and the model (version) and threshold that showed
-the pair.
+the pair. The report page's export adds the texts' hashes (:data:`HASH_COLUMNS`) and whether the editor
+means to overrule (:data:`OVERRULE`).
 
 A pair's id is made from its two item ids alone (:func:`pair_id`), in either order: the same pair gets the
 same id in every draw and every export, and two different pairs never share one. The report page computes
@@ -51,6 +52,11 @@ HASH_COLUMNS = ("sha256_a", "sha256_b")
 as the page showed them (before any spreadsheet escaping), so that a merge can tell a text edited on the
 way (a spreadsheet that ran a formula, a typo fixed by hand). A file with or without them is an editors'
 file."""
+OVERRULE = "overrule"
+"""Appended by the report page's export after :data:`HASH_COLUMNS`: ``true`` on a mark the editor made on a
+pair already scored, meaning to overrule its score with a newer decision (``nlsim annotate merge`` takes
+such a row as ``--overrule`` takes every row: :mod:`nlsim.clusters.verdicts.overrule`), ``false`` (or
+empty) otherwise. Read by :func:`overrule_cell`."""
 KEPT = ("stratum", "annotator", "notes")
 """Columns of an editors' file that a merge keeps in the pair file beside the pairs (added, empty for the
 older rows, when the pair file has none and the editors' file has values). The model and threshold that
@@ -85,6 +91,23 @@ def unescape(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:].startswith(ESCAPED_START) else cell
 
 
+def overrule_cell(value: Any) -> bool | None:
+    """What an :data:`OVERRULE` cell says: ``True`` (``true``, ``yes``, ``1``, in any case, as a spreadsheet
+    may save it), ``False`` (``false``, ``no``, ``0``, empty), ``None`` for anything else.
+
+    >>> overrule_cell("TRUE"), overrule_cell(""), overrule_cell(0), overrule_cell("maybe")
+    (True, False, False, None)
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        return False
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1", "1.0"):
+        return True
+    if text in ("false", "no", "0", "0.0", ""):
+        return False
+    return None
+
+
 def pair_id(id_a: Any, id_b: Any) -> str:
     """The id of the pair of items ``id_a`` and ``id_b`` (either order): ``ed-`` and the first 16 hex
     digits of the SHA-256 of the two ids, in code point order, joined by U+001F."""
@@ -104,8 +127,8 @@ def text_sha256(text: str) -> str:
 
 def scores_held(path: str | Path) -> int | None:
     """How many filled ``score`` cells the editors' file ``path`` holds; ``None`` when ``path`` is not an
-    editors' file (its header is not exactly :data:`COLUMNS`, with or without :data:`HASH_COLUMNS`, or it
-    cannot be read as CSV).
+    editors' file (its header is not exactly :data:`COLUMNS`, with or without :data:`HASH_COLUMNS` and
+    :data:`OVERRULE` after them, or it cannot be read as CSV).
 
     ``nlsim annotate draw`` replaces an existing ``--out`` only when this is 0: a drawn file nobody has
     scored yet. Anything else is the user's (or an editor's work) and is kept.
@@ -117,7 +140,8 @@ def scores_held(path: str | Path) -> int | None:
         frame = read_table(path, allowed=("csv",))
     except (NlsimError, OSError, ValueError):
         return None
-    if [str(c) for c in frame.columns] not in (list(COLUMNS), list(COLUMNS + HASH_COLUMNS)):
+    exports = (list(COLUMNS), list(COLUMNS + HASH_COLUMNS), [*COLUMNS, *HASH_COLUMNS, OVERRULE])
+    if [str(c) for c in frame.columns] not in exports:
         return None
     return int(sum(1 for v in frame["score"] if str(v).strip() != ""))
 

@@ -6,9 +6,10 @@
 incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
 parts are records too: its counts (:class:`Counts`), where the clusters it absorbed or dissolved went
 (:class:`ClusterChanges`, ``run.json``'s ``extra``), the model that judged (:class:`ModelInfo`, with its
-:class:`ModelCard`), the rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`) and the
-report judged against editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back from
-a ``run.json`` (a replayed report; one another nlsim version wrote) is :meth:`RunRecord.from_dict`.
+:class:`ModelCard`), the rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`), what
+the editors' verdicts did (:class:`EditorsRecord`, each change to a cluster a :class:`ClusterChange`) and
+the report judged against editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back
+from a ``run.json`` (a replayed report; one another nlsim version wrote) is :meth:`RunRecord.from_dict`.
 
 A record is immutable: a run builds it once, from its stages' typed results
 (:func:`nlsim.dedup.run.run_record`), after the stages that decide its figures; what accrues while the
@@ -220,6 +221,34 @@ class ModelInfo:
         return cls(**known)
 
 
+JOINED = "joined"
+"""A :class:`ClusterChange` of a same-story verdict: its two items are one cluster only because of it."""
+SPLIT = "split"
+"""A :class:`ClusterChange` of a not-the-same-story verdict: the cluster was cut along it."""
+
+
+@dataclass(frozen=True)
+class ClusterChange:
+    """What one acting verdict changed in the report's clusters (what a cluster's card says of the editors).
+
+    Attributes:
+        id_a, id_b, score: the verdict's pair and the rubric level the editor gave.
+        change: :data:`JOINED` (a same-story verdict: without the verdicts the rule keeps the two apart) or
+            :data:`SPLIT` (a not-the-same-story verdict: the rule without it puts the two together).
+        clusters: the ids of the clusters it touched, as the run names them: the cluster it joined, or
+            the cluster(s) its two items are in after the cut (an item left alone has none).
+        overrules: the verdict is an editor's newer decision over the score the pair file gives a training
+            pair (``nlsim annotate merge --overrule``).
+    """
+
+    id_a: str
+    id_b: str
+    score: float
+    change: str
+    clusters: list[str] = field(default_factory=list)
+    overrules: bool = False
+
+
 @dataclass(frozen=True)
 class EditorsRecord:
     """The editors' part of a run (``--annotated-pairs``, a daily state's verdicts): what the page needs
@@ -239,6 +268,11 @@ class EditorsRecord:
             them).
         text_changed: ``[id_a, id_b]`` of the training verdicts that did not act: an item of theirs carries
             another text now than the one the verdict was given on.
+        cluster_changes: what each acting verdict changed in the clusters (:class:`ClusterChange`: the pairs
+            it joined or split, and the clusters it touched); a verdict the rule would have followed anyway
+            changed nothing and is not listed.
+        annotators_overruled: acting verdicts that overrule the score the pair file gives a training pair
+            (an editor's newer decision; not :attr:`overruled`, a same-story verdict another one refused).
     """
 
     source: str = ""
@@ -253,6 +287,17 @@ class EditorsRecord:
     scored_ids: list[str] = field(default_factory=list)
     overruled: list[list[Any]] = field(default_factory=list)
     text_changed: list[list[str]] = field(default_factory=list)
+    cluster_changes: list[ClusterChange] = field(default_factory=list)
+    annotators_overruled: int = 0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EditorsRecord:
+        """The record from its ``run.json`` form (one written before a field was kept reads its default)."""
+        known = known_fields(cls, data)
+        known["cluster_changes"] = [
+            ClusterChange(**known_fields(ClusterChange, c)) for c in known.get("cluster_changes") or []
+        ]
+        return cls(**known)
 
 
 @dataclass(frozen=True)
@@ -433,7 +478,7 @@ class RunRecord:
         if known.get("model_switch") is not None:
             known["model_switch"] = ModelSwitch(**known_fields(ModelSwitch, known["model_switch"]))
         if known.get("editors") is not None:
-            known["editors"] = EditorsRecord(**known_fields(EditorsRecord, known["editors"]))
+            known["editors"] = EditorsRecord.from_dict(known["editors"])
         if known.get("spreadsheet_changes") is not None:
             known["spreadsheet_changes"] = [TextChange(**t) for t in known["spreadsheet_changes"]]
         if known.get("judge") is not None:

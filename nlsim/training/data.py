@@ -1,5 +1,10 @@
 """The data of a fine-tuning run: the annotated pairs, split, converted to one script, checked.
 
+The pairs are read as training reads them (:func:`nlsim.clusters.verdicts.training_pairs`): a training
+pair an editor overruled (``nlsim annotate merge --overrule``) takes the editor's newer score from the
+verdict store beside the pair file, which is then one of the run's data files; validation and test pairs
+are read as the pair file has them.
+
 Refused before any training: a split that is missing, a training or validation split too small or with
 a single score value (nothing to learn, or nothing to choose the checkpoint on), and a validation split
 without pairs on both sides of the calibration level.
@@ -19,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from nlsim.clusters.verdicts import training_pairs
 from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
@@ -111,17 +117,37 @@ class PreparedPairs:
     data_files: dict[str, str]
     held_out: set[str] = field(default_factory=set)
     annotated: set[tuple[str, str]] = field(default_factory=set)
+    overruled: int = 0
+    """Training pairs read with an editor's newer score over the pair file's (overruled)."""
+
+
+def overruled_note(n: int) -> str:
+    """What a training run says of the ``n`` training pairs an editor overruled.
+
+    >>> overruled_note(2)[:56]
+    "2 training pair(s) read with an editor's newer score (ov"
+    """
+    return (
+        f"{n} training pair(s) read with an editor's newer score (overruled in the verdict store; the pair "
+        "file keeps the annotators')"
+    )
 
 
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
-    """Load (or take) the pairs, split them, draw the training subset and convert the script."""
+    """Load (or take) the pairs, split them, draw the training subset and convert the script. Loaded from
+    ``cfg.data.pairs``, each training pair an editor overruled takes the editor's newer score (the module
+    docstring); a table given is taken as it is."""
     cfg.check()
     data_files: dict[str, str] = {}
+    overruled = 0
     if pairs is None:
         if not cfg.data.pairs:
             raise ConfigError("no pairs given (cfg.data.pairs or pairs=)")
-        pairs = load_pairs(cfg.data.pairs)
+        read = training_pairs(cfg.data.pairs, load_pairs(cfg.data.pairs))
+        pairs, overruled = read.pairs, len(read.overruled)
         data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
+        if read.store is not None:
+            data_files[str(read.store)] = file_sha256(read.store)
     else:
         pairs = validate_pairs(pairs, "<pairs>")
     every = convert_pairs(pairs, cfg.data.conversion)  # converted once, then split
@@ -134,4 +160,4 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
     annotated = {(min(a, b), max(a, b)) for a, b in zip(every["text_a"], every["text_b"], strict=True)}
     if not cfg.evaluation.eval_test:
         test = test.iloc[0:0]
-    return PreparedPairs(train, val, test, data_files, held_out, annotated)
+    return PreparedPairs(train, val, test, data_files, held_out, annotated, overruled)

@@ -47,7 +47,7 @@ from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FP32_FLAGS, FinetuneConfig, fp32_changes
-from nlsim.training.data import PreparedPairs, prepare_pairs
+from nlsim.training.data import PreparedPairs, overruled_note, prepare_pairs
 from nlsim.training.model_card import model_card_markdown
 from nlsim.training.quality_check import check_model, store_checks
 from nlsim.training.reranker import fit_reranker
@@ -194,6 +194,8 @@ def finetune(
         f"{cfg.bi_encoder.epochs} epoch(s), lr {cfg.bi_encoder.lr}, bs {cfg.recipe.batch_size}, frozen "
         f"embeddings {cfg.recipe.freeze_embeddings}, seed {cfg.recipe.seed}"
     )
+    if data.overruled:
+        log(overruled_note(data.overruled))
     metrics: dict[str, dict[str, Any]] = {}
     if cfg.evaluation.eval_before:  # the caller's base model scores where they cover the splits (the chain's)
         metrics = call("evaluate-before", evaluate_splits, known_first(before or {}, encoder), data, "before")

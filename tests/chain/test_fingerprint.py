@@ -50,3 +50,32 @@ def test_with_bf16_or_on_a_gpu_the_fp32_epochs_change_nothing(
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
     if device == "cpu":
         assert training_settings(FinetuneConfig.of(fp32_epochs=1), device) != here
+
+
+def test_an_overrule_that_changes_a_training_score_is_another_annotations_digest() -> None:
+    """The digest is of the pairs as training reads them: an editor's newer score on a training pair makes
+    another one; a verdict on a validation pair, even one recorded as an overrule, changes nothing."""
+    import pandas as pd
+
+    from nlsim.chain.fingerprint import annotations_digest
+    from nlsim.clusters.verdicts import Decision, Verdict, Verdicts, with_overrules
+
+    pairs = pd.DataFrame(
+        {
+            "pair_id": ["p1", "p2"],
+            "id_a": ["a", "c"],
+            "id_b": ["b", "d"],
+            "text_a": ["Floods north", "Stocks up"],
+            "text_b": ["Floods south", "Stocks down"],
+            "score": [0.75, 0.75],
+            "split": ["train", "validation"],
+        }
+    )
+    earlier = (Decision(0.75, "", "pairs.tsv"),)
+    first = annotations_digest(with_overrules(pairs, Verdicts()).pairs)
+    held_out = Verdicts.from_records([Verdict("c", "d", 0.0, "validation", earlier=earlier)])
+    assert annotations_digest(with_overrules(pairs, held_out).pairs) == first
+    newer = Verdicts.from_records([Verdict("a", "b", 0.0, earlier=earlier)])
+    read = with_overrules(pairs, newer)
+    assert annotations_digest(read.pairs) != first and len(read.overruled) == 1
+    assert pairs["score"].tolist() == [0.75, 0.75]  # the table given is not changed

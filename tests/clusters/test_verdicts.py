@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -268,3 +269,202 @@ def test_the_bundled_pair_file_and_its_store_are_in_step(repo_root: Path) -> Non
     assert check.path.name == "thucnews_tw_pairs.tsv.verdicts.csv" and check.in_step and not check.notes()
     assert (len(check.verdicts), len(check.verdicts.acting())) == (331, 221)
     assert all(v.sha256_a and v.sha256_b for v in check.verdicts.records)
+
+
+# --- an editor overrules the score the pair file gives a training pair -----------------------------------
+
+
+def _scored_file(path: Path) -> Path:
+    """A pair file the annotators scored: two training pairs (0.75 and their mean 0.625) and a validation
+    pair, none of them a verdict."""
+    t = TITLES
+    path.write_text(
+        "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\tstratum\tannotator\n"
+        f"p0\tn0\tn1\t{t['n0']}\t{t['n1']}\t0.75\ttrain\tlex-high\t\n"
+        f"p1\tn2\tn3\t{t['n2']}\t{t['n3']}\t0.625\ttrain\tlex-mid\t\n"
+        f"p2\tn4\tn5\t{t['n4']}\t{t['n5']}\t1\tvalidation\tlex-high\t\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_an_overrule_is_the_newer_verdict_with_the_earlier_kept_and_the_pair_file_unchanged(
+    tmp_path: Path,
+) -> None:
+    """The annotators scored n0/n1 0.75 (same topic, another event): without --overrule an editor's "not
+    the same story" is refused, naming --overrule; with it the store holds the editor's decision as the
+    pair's verdict, the annotators' score its history, and the pair file is byte for byte as it was. A
+    second editor overrules again: both earlier decisions are kept, oldest first."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        _merge(pairs, [("n0", "n1", "0")])
+    assert "already annotated" in str(err.value) and "--overrule" in str(err.value)
+    assert not store_path(pairs).exists() and pairs.read_bytes() == before
+    said = _merge(pairs, [("n0", "n1", "0"), ("n2", "n3", "1")], overrule=True)
+    assert pairs.read_bytes() == before  # the annotators' scores stay theirs
+    assert any("2 training pair(s) overruled" in line for line in said), said
+    got = {v.key: v for v in load_verdicts(store_path(pairs)).records}
+    first = got[("n0", "n1")]
+    assert (first.score, first.split, first.annotator, first.source) == (0.0, "train", "desk", "marks.csv")
+    assert [(d.score, d.source) for d in first.earlier] == [(0.75, "news.tsv")]
+    assert [d.score for d in got[("n2", "n3")].earlier] == [0.625]  # an annotators' mean is kept as it is
+    assert _acting(pairs) == ({("n2", "n3")}, {("n0", "n1")})
+    _merge(pairs, [("n0", "n1", "0.25")], name="second.csv", overrule=True)
+    again = {v.key: v for v in load_verdicts(store_path(pairs)).records}[("n0", "n1")]
+    assert again.score == 0.25 and [(d.score, d.source) for d in again.earlier] == [
+        (0.75, "news.tsv"),
+        (0.0, "marks.csv"),
+    ]
+    assert pairs.read_bytes() == before
+
+
+def test_validation_and_test_pairs_are_never_overruled(tmp_path: Path) -> None:
+    pairs = _scored_file(tmp_path / "news.tsv")
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        _merge(pairs, [("n4", "n5", "0")], overrule=True)
+    assert "validation split" in str(err.value) and "only a training pair is overruled" in str(err.value)
+    assert pairs.read_bytes() == before and not store_path(pairs).exists()
+    # --skip-scored skips it and merges the rest
+    said = _merge(pairs, [("n4", "n5", "0"), ("n0", "n1", "1")], overrule=True, skip_scored=True)
+    assert any(
+        "1 already annotated skipped" in line and "1 training pair(s) overruled" in line for line in said
+    )
+    assert {v.key for v in load_verdicts(store_path(pairs)).records} == {("n0", "n1")}
+
+
+def test_a_page_export_row_marked_overrule_merges_without_the_option(tmp_path: Path) -> None:
+    """The page sets `overrule` true on a mark made on a pair already scored: that row is merged as the
+    editor's newer decision, the other rows as any export's (a new pair appended); a row marked false on a
+    scored pair is still refused, and a cell that is neither true nor false is named."""
+    from nlsim.annotation import merge_annotations
+    from nlsim.io import editor_file
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    before = pairs.read_text(encoding="utf-8")
+    rows = [("n0", "n1", "0", "TRUE"), ("n6", "n7", "1", "false")]
+
+    def export(rows: list[tuple[str, str, str, str]]) -> Path:
+        path = tmp_path / "marks-r1.csv"
+        frame = pd.DataFrame(
+            {
+                "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
+                "id_a": [a for a, _, _, _ in rows],
+                "id_b": [b for _, b, _, _ in rows],
+                "text_a": [TITLES[a] for a, _, _, _ in rows],
+                "text_b": [TITLES[b] for _, b, _, _ in rows],
+                "similarity": "",
+                "stratum": "report-page:inside",
+                "score": [s for _, _, s, _ in rows],
+                "annotator": "desk",
+                "notes": "",
+                "model": "v0001",
+                "threshold": "0.8",
+                "sha256_a": [editor_file.text_sha256(TITLES[a]) for a, _, _, _ in rows],
+                "sha256_b": [editor_file.text_sha256(TITLES[b]) for _, b, _, _ in rows],
+                editor_file.OVERRULE: [o for _, _, _, o in rows],
+            }
+        )
+        frame.to_csv(path, index=False)
+        return path
+
+    with pytest.raises(InputError) as err:
+        merge_annotations(export([("n2", "n3", "1", "false")]), pairs, log=lambda _: None)
+    assert "already annotated" in str(err.value) and "--overrule" in str(err.value)
+    with pytest.raises(InputError) as err:
+        merge_annotations(export([("n2", "n3", "1", "maybe")]), pairs, log=lambda _: None)
+    assert "sheet row 2, field 'overrule': 'maybe' is neither true nor false" in str(err.value)
+    assert editor_file.scores_held(export(rows)) == 2  # still an editors' file
+    result = merge_annotations(export(rows), pairs, log=lambda _: None)
+    assert (result.added, result.overruled) == (1, 1)
+    text = pairs.read_text(encoding="utf-8")
+    assert text.startswith(before) and "n6\tn7" in text.removeprefix(before)  # only the new pair appended
+    assert _acting(pairs) == ({("n6", "n7")}, {("n0", "n1")})
+    # the same export merged again: every decision holds already, nothing changes
+    kept = (pairs.read_bytes(), store_path(pairs).read_bytes())
+    again = merge_annotations(export(rows), pairs, skip_scored=True, log=lambda _: None)
+    assert (again.added, again.overruled, again.already_held) == (0, 0, 1)
+    assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
+
+
+def test_merge_cli_overrule(tmp_path: Path) -> None:
+    """`nlsim annotate merge --overrule` on the command line."""
+    import subprocess
+    import sys
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    filled = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {"id_a": ["n0"], "id_b": ["n1"], "text_a": [TITLES["n0"]], "text_b": [TITLES["n1"]], "score": ["0"]}
+    ).to_csv(filled, index=False)
+    cmd = [sys.executable, "-m", "nlsim", "annotate", "merge", "--filled", str(filled), "--pairs", str(pairs)]
+    refused = subprocess.run(cmd, capture_output=True, text=True)
+    assert refused.returncode != 0 and "--overrule" in refused.stderr
+    done = subprocess.run([*cmd, "--overrule"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "1 training pair(s) overruled" in done.stderr
+    assert load_verdicts(store_path(pairs)).records[0].earlier[0].score == 0.75
+
+
+def test_the_store_check_holds_an_overrule_and_still_refuses_a_hand_edit(tmp_path: Path) -> None:
+    """An overruling verdict disagrees with the pair file and holds; a non-overruling verdict given another
+    score (its check made again, as by a hand that knows how) takes the pair file's; the overrule row edited
+    by hand fails its integrity check and is refused by row and field; and one the pair file contradicts
+    since (its pair moved to validation) does not hold, and is said."""
+    from nlsim.clusters.verdicts import check_store
+    from nlsim.clusters.verdicts.store import ROW_CHECK, row_check
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], overrule=True)
+    _merge(pairs, [("n6", "n7", "1")], name="new.csv")
+    check = check_store(pairs)
+    assert not check.notes() and check.in_step
+    assert {v.key: v.score for v in check.verdicts.records} == {("n0", "n1"): 0.0, ("n6", "n7"): 1.0}
+    store = store_path(pairs)
+    text = store.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    overrule_line = next(n for n, line in enumerate(lines) if ",n0,n1," in line)
+    # the score of the overrule edited by hand: its row check fails
+    store.write_text(text.replace(",n0,n1,0,train,", ",n0,n1,1,train,"), encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        _acting(pairs)
+    assert (err.value.file, err.value.row, err.value.field) == (str(store), overrule_line, ROW_CHECK)
+    # a merged verdict rescored by hand with its check made again: the pair file's score holds
+    header = lines[0].rstrip("\n").split(",")
+    rows = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False).to_dict("records")
+    for r in rows:
+        if r["id_a"] == "n6":
+            r["score"] = "0"
+            r[ROW_CHECK] = row_check(r)
+    pd.DataFrame(rows, columns=header).to_csv(store, index=False, lineterminator="\n")
+    check = check_store(pairs)
+    assert [v.key for v in check.corrected] == [("n6", "n7")]
+    assert {v.key: v.score for v in check.verdicts.records} == {("n0", "n1"): 0.0, ("n6", "n7"): 1.0}
+    # the pair moved to validation by hand since: the overrule does not hold
+    pairs.write_text(pairs.read_text(encoding="utf-8").replace("0.75\ttrain", "0.75\tvalidation"))
+    check = check_store(pairs)
+    assert [v.key for v in check.unheld] == [("n0", "n1")] and ("n0", "n1") not in {
+        v.key for v in check.verdicts.records
+    }
+    assert any("do not hold" in line and "n0/n1" in line for line in check.notes())
+
+
+def test_a_store_without_overrules_is_written_and_read_as_before(tmp_path: Path) -> None:
+    """A store without an overrule keeps the columns it had (a store an earlier nlsim wrote stays in step
+    and readable by it), and the stores earlier nlsim versions wrote, with row checks and without, read."""
+    from nlsim.clusters.verdicts import check_store
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n6", "n7", "1")])
+    header = store_path(pairs).read_text(encoding="utf-8").splitlines()[0]
+    assert header == "pair_id,id_a,id_b,score,split,annotator,source,decided_at,sha256_a,sha256_b,row_sha256"
+    assert check_store(pairs).in_step
+    store_path(pairs).write_text(V1_HEADER + ",n6,n7,1,train,desk,new.csv,\n", encoding="utf-8")
+    got = load_verdicts(store_path(pairs)).records
+    assert [(v.key, v.score, v.earlier) for v in got] == [(("n6", "n7"), 1.0, ())]
+    _merge(pairs, [("n0", "n1", "0")], overrule=True)  # the old store taken in, the overrule added
+    assert {v.key: v.overrules for v in load_verdicts(store_path(pairs)).records} == {
+        ("n6", "n7"): False,
+        ("n0", "n1"): True,
+    }

@@ -656,6 +656,58 @@ def test_links_cut_count_a_chain_and_an_overruled_verdict_is_listed_apart(tmp_pa
     assert run["editors"]["overruled"] == [["a3", "b1", 1.0]]
 
 
+def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_it(tmp_path: Path) -> None:
+    """The annotators scored x1/b1 0.75 (same topic, another event) in the training split: no verdict, so x1
+    bridges stories A and B into one cluster and the pair is refused at merge. Merged with --overrule as
+    "not the same story" (with a fresh "same story" c1/e1), the report cuts the cluster along it and joins
+    c1's cluster with e1; the record says which clusters each verdict changed, and how many verdicts
+    overrule the annotators, and run.json reads back as the same record. The pair file keeps x1/b1's 0.75."""
+    from nlsim.annotation import merge_annotations
+    from nlsim.report.record import JOINED, SPLIT, ClusterChange, RunRecord
+
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus)
+    title = dict(zip(corpus["id"], corpus["title"], strict=True))
+    scored = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    own = pd.DataFrame(
+        {"id_a": ["x1"], "id_b": ["b1"], "text_a": [title["x1"]], "text_b": [title["b1"]], "score": ["0.75"],
+         "split": ["train"]}
+    )  # fmt: skip
+    pd.concat([scored, own], ignore_index=True).to_csv(pairs, sep="\t", index=False)
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", annotated_pairs=str(pairs))
+    before = batch_assignment(run_dedup(config, encoder=HashEncoder()).clusters)
+    assert len({before[i] for i in ("a1", "a2", "a3", "b1", "b2", "x1")}) == 1  # bridged by x1
+
+    marks = tmp_path / "marks.csv"
+    rows = [("x1", "b1", "0"), ("c1", "e1", "1")]
+    pd.DataFrame(
+        {"id_a": [a for a, _, _ in rows], "id_b": [b for _, b, _ in rows],
+         "text_a": [title[a] for a, _, _ in rows], "text_b": [title[b] for _, b, _ in rows],
+         "score": [s for _, _, s in rows], "annotator": "desk"}
+    ).to_csv(marks, index=False)  # fmt: skip
+    with pytest.raises(InputError, match="--overrule"):
+        merge_annotations(marks, pairs, log=lambda _: None)
+    merge_annotations(marks, pairs, overrule=True, log=lambda _: None)
+    after = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    assert after[["id_a", "id_b", "score"]].values.tolist()[-2:] == [["x1", "b1", "0.75"], ["c1", "e1", "1"]]
+
+    result = run_dedup(config, encoder=HashEncoder())
+    got = batch_assignment(result.clusters)
+    assert got.get("x1") != got["b1"] and got["a1"] != got["b1"] and got["b1"] == got["b2"]
+    assert got["c1"] == got["c2"] == got["e1"]
+    e = result.stats.editors
+    assert e is not None and e.annotators_overruled == 1
+    split_clusters = sorted({c for c in (got.get("x1"), got["b1"]) if c is not None})
+    assert e.cluster_changes == [
+        ClusterChange("c1", "e1", 1.0, JOINED, [got["c1"]], False),
+        ClusterChange("x1", "b1", 0.0, SPLIT, split_clusters, True),
+    ]
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["editors"]["cluster_changes"][1]["change"] == "split"
+    assert RunRecord.from_dict(run).editors == e
+
+
 def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_verdicts(
     tmp_path: Path,
 ) -> None:

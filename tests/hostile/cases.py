@@ -2565,6 +2565,38 @@ def _store_of(pairs: str, rows: list[tuple[str, str]]) -> Callable[[Path], None]
     return setup
 
 
+OVERRULED_ROW = f"p0\tn1\tn2\t{NEWS_TITLES['n1']}\t{NEWS_TITLES['n2']}\t0.75\ttrain\tlex-high\n"
+"""A training pair the annotators scored 0.75 (no verdict), which an editor's verdict overrules."""
+
+
+def _torn_overrule(pairs: str) -> Callable[[Path], None]:
+    """The store of ``pairs`` holding an editor's overruling verdict on n1/n2 (the annotators' 0.75 kept
+    as its earlier decision), its row torn before its row check, as a writer killed in it leaves it."""
+
+    def setup(d: Path) -> None:
+        from nlsim.clusters.verdicts import Decision, Verdict, Verdicts, save_verdicts, store_path
+        from nlsim.io.editor_file import text_sha256
+
+        store = store_path(d / pairs)
+        newer = Verdict(
+            "n1",
+            "n2",
+            0.0,
+            "train",
+            "desk",
+            "marks.csv",
+            "2026-11-29T10:00:00+00:00",
+            text_sha256(NEWS_TITLES["n1"]),
+            text_sha256(NEWS_TITLES["n2"]),
+            earlier=(Decision(0.75, "", pairs),),
+        )
+        save_verdicts(Verdicts.from_records([newer]), store)
+        text = store.read_text()
+        store.write_text(text[: text.rindex(",")])
+
+    return setup
+
+
 def _together(
     a: str, b: str, together: bool, said: str = "", folder: str = "rep"
 ) -> Callable[[Path, Any], str | None]:
@@ -2769,6 +2801,37 @@ def verdict_stores(template: Path) -> list[Case]:
                 "export.csv": editors_file([("n3", "n4", TITLES[2], TITLES[3])]),
             },
             words=("pairs.verdicts.csv", "row 1", "torn"),
+        ),
+        Case(  # the editor's newer decision is only in the store: refused, and the way back is said
+            "dedup-with-an-overruling-verdict-torn-inside-its-row",
+            g,
+            dedup("news.csv", *report),
+            {**news, "pairs.tsv": MERGED_HEAD + OVERRULED_ROW},
+            setup=_torn_overrule("pairs.tsv"),
+            words=("pairs.tsv.verdicts.csv", "row 1", "torn", "--overrule"),
+        ),
+        Case(
+            "merge-overrule-into-a-store-whose-overruling-verdict-is-torn",
+            g,
+            ["annotate", "merge", "--filled", "export.csv", "--pairs", "pairs.tsv", "--overrule"],
+            {
+                **news,
+                "pairs.tsv": MERGED_HEAD + OVERRULED_ROW,
+                "export.csv": editors_file([("n1", "n2", NEWS_TITLES["n1"], NEWS_TITLES["n2"])]),
+            },
+            setup=_torn_overrule("pairs.tsv"),
+            words=("pairs.tsv.verdicts.csv", "row 1", "torn"),
+        ),
+        Case(  # validation pairs judge the report: never overruled, refused by name
+            "merge-overrule-of-a-validation-pair",
+            g,
+            ["annotate", "merge", "--filled", "export.csv", "--pairs", "pairs.tsv", "--overrule"],
+            {
+                **news,
+                "pairs.tsv": MERGED_HEAD + OVERRULED_ROW.replace("\ttrain\t", "\tvalidation\t"),
+                "export.csv": editors_file([("n1", "n2", NEWS_TITLES["n1"], NEWS_TITLES["n2"])]),
+            },
+            words=("export.csv", "sheet row 2", "validation", "only a training pair is overruled"),
         ),
         Case(  # a promoted model and new pairs: the report comes after training a new version
             "pipeline-with-a-damaged-verdict-store-is-refused-before-training",

@@ -91,3 +91,79 @@ def test_scoring_the_trained_model_on_validation_and_fitting_its_reranker_embed_
     assert set(test["text_a"]) - held <= set(after)  # the test split is embedded: the spy sees the scoring
     fresh = 100 * spearmanr(pair_similarities(encoder, validation), validation["score"]).statistic
     assert result.metrics["after/validation"]["spearman"] == pytest.approx(fresh, abs=0.005)  # 2 decimals
+
+
+def _overruled_pair_file(tmp_path: Path) -> Path:
+    """A pair file with item ids (train, validation, test) and an editor's merge file overruling the
+    annotators' 0.75 of the training pair t0/t1 with "not the same story"."""
+    scores = {("train", "t"): [0.75, 1, 0, 0.5, 0.25, 1], ("validation", "v"): [1, 0, 1, 0.25]}
+    scores[("test", "x")] = [1, 0]
+    rows = [
+        (split, f"{item}{2 * n}", f"{item}{2 * n + 1}", s)
+        for (split, item), given in scores.items()
+        for n, s in enumerate(given)
+    ]
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(
+        {
+            "pair_id": [f"p{n}" for n in range(len(rows))],
+            "split": [r[0] for r in rows],
+            "id_a": [r[1] for r in rows],
+            "id_b": [r[2] for r in rows],
+            "text_a": [f"headline {r[1]}" for r in rows],
+            "text_b": [f"headline {r[2]}" for r in rows],
+            "score": [r[3] for r in rows],
+        }
+    ).to_csv(pairs, sep="\t", index=False)
+    return pairs
+
+
+def _overrule(pairs: Path, a: str, b: str, score: str, name: str = "marks.csv") -> None:
+    from nlsim.annotation import merge_annotations
+
+    filled = pairs.parent / name
+    pd.DataFrame(
+        {"id_a": [a], "id_b": [b], "text_a": [f"headline {a}"], "text_b": [f"headline {b}"], "score": [score]}
+    ).to_csv(filled, index=False)
+    merge_annotations(filled, pairs, overrule=True, log=lambda _: None)
+
+
+def test_prepare_pairs_reads_an_overruled_training_pair_with_the_editors_score(tmp_path: Path) -> None:
+    """The next training reads the editor's newer decision: the overruled training pair comes with the
+    editor's score (the pair file keeping the annotators'), the store is one of the data files, and the
+    validation and test pairs are as the pair file has them (an overrule there is refused at merge)."""
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    pairs = _overruled_pair_file(tmp_path)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="none", eval_test=True)
+    before = prepare_pairs(cfg)
+    assert before.overruled == 0 and list(before.data_files) == [str(pairs)]
+    original = pairs.read_bytes()
+    _overrule(pairs, "t0", "t1", "0")
+    after = prepare_pairs(cfg)
+    assert pairs.read_bytes() == original
+    score = dict(zip(after.train["pair_id"], after.train["score"], strict=True))
+    assert score["p0"] == 0.0 and after.overruled == 1
+    assert {k: v for k, v in score.items() if k != "p0"} == {
+        k: v for k, v in zip(before.train["pair_id"], before.train["score"], strict=True) if k != "p0"
+    }
+    assert after.validation["score"].tolist() == before.validation["score"].tolist()
+    assert after.test["score"].tolist() == before.test["score"].tolist()
+    assert list(after.data_files) == [str(pairs), str(pairs) + ".verdicts.csv"]
+
+
+def test_the_training_fingerprint_changes_when_an_editor_overrules_a_pair(tmp_path: Path) -> None:
+    """The chain's pairs are read as training reads them: an overrule that changes a score is another
+    fingerprint (the chain trains again), a store without one is the same."""
+    from nlsim.chain.config import PipelineConfig
+    from nlsim.chain.fingerprint import annotations_digest
+    from nlsim.chain.run import load_inputs
+
+    pairs = _overruled_pair_file(tmp_path)
+    cfg = PipelineConfig.of(pairs=str(pairs), corpus=str(tmp_path / "corpus.parquet"), report=False)
+    first = annotations_digest(load_inputs(cfg))
+    _overrule(pairs, "t4", "t5", "0")  # the annotators gave 0 too: the training data is the same
+    assert annotations_digest(load_inputs(cfg)) == first
+    _overrule(pairs, "t0", "t1", "0", name="second.csv")
+    assert annotations_digest(load_inputs(cfg)) != first

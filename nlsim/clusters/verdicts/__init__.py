@@ -11,6 +11,11 @@ into :class:`~nlsim.clusters.constraints.LinkConstraints` (:mod:`nlsim.clusters.
 story" (level 1) is a must-link, any lower level a cannot-link. A daily run keeps a copy in its state, so
 the verdicts act in every later run, across model promotions, whether or not the next run names the file.
 
+An editor may overrule the score the pair file gives a training pair (``nlsim annotate merge --overrule``):
+the newer decision is the pair's verdict in the store, the earlier ones kept with it, and the pair file is
+not changed (:mod:`nlsim.clusters.verdicts.overrule`); it acts in the reports, and training reads the
+editor's score (:func:`training_pairs`).
+
 Only verdicts on **training** pairs act (:meth:`Verdicts.constraints`): a validation or test pair used as a
 constraint would put the editors' answer into the clusters the report is judged on, and the judged figures
 would mean nothing. A verdict on such a pair is kept in the store (it is the editors' work) and listed as
@@ -22,13 +27,29 @@ Example:
     (True, 'news.parquet.verdicts.csv')
 """
 
-from nlsim.clusters.verdicts.pair_file import StoreCheck, check_store, retire_earlier, write_store
+from nlsim.clusters.verdicts.overrule import (
+    TrainingPairs,
+    holds_already,
+    overruling,
+    training_pairs,
+    with_overrules,
+)
+from nlsim.clusters.verdicts.pair_file import (
+    PairRow,
+    StoreCheck,
+    check_store,
+    pair_rows,
+    retire_earlier,
+    write_store,
+)
 from nlsim.clusters.verdicts.records import (
     ACTING_SPLIT,
     COLUMNS,
+    EARLIER,
     LEVELS,
     SAME_STORY,
     SPLITS,
+    Decision,
     Verdict,
     Verdicts,
     from_frame,
@@ -44,19 +65,28 @@ from nlsim.clusters.verdicts.store import (
 __all__ = [
     "ACTING_SPLIT",
     "COLUMNS",
+    "EARLIER",
     "LEVELS",
     "SAME_STORY",
     "SPLITS",
     "SUFFIX",
+    "Decision",
+    "PairRow",
     "StoreCheck",
+    "TrainingPairs",
     "Verdict",
     "Verdicts",
     "check_store",
     "earlier_paths",
     "from_frame",
+    "holds_already",
     "load_verdicts",
+    "overruling",
+    "pair_rows",
     "retire_earlier",
     "save_verdicts",
     "store_path",
+    "training_pairs",
+    "with_overrules",
     "write_store",
 ]

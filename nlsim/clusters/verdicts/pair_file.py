@@ -7,7 +7,12 @@ from, when, the texts' hashes). :func:`check_store` reads both and makes them ag
 
 - a verdict the pair file does not hold (a merge killed between the store's rename and the pair file's,
   or a pair removed from the pair file by hand) does not act: the merge is rolled back (``dropped``);
-- a pair the pair file holds with another score or split takes the pair file's (``corrected``);
+- a pair the pair file holds with another score or split takes the pair file's (``corrected``), unless
+  the verdict overrules it (:attr:`~nlsim.clusters.verdicts.records.Verdict.overrules`: an editor's newer
+  decision on a training pair, ``nlsim annotate merge --overrule``): an overruling verdict holds when the
+  pair file holds its pair in the training split with the score the verdict overruled (its first earlier
+  decision: the pair file's row is older than the verdict). One the pair file contradicts (the pair moved to
+  another split, or given another score since) does not hold (``unheld``): the pair file's row does;
 - a merged pair the store lacks (a store deleted, cut at a row boundary, or a row damaged: torn or edited)
   is rebuilt from its row of the pair file, without its source and time (``rebuilt``): from the first
   merged row the store holds on, or every merged row when the store holds none (a store lost whole);
@@ -35,13 +40,13 @@ Example:
 from __future__ import annotations
 
 import glob
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from nlsim.clusters.constraints import pair_key
-from nlsim.clusters.verdicts.records import LEVELS, SPLITS, Verdict, Verdicts
+from nlsim.clusters.verdicts.records import ACTING_SPLIT, LEVELS, SPLITS, Verdict, Verdicts
 from nlsim.clusters.verdicts.store import (
     STORE_COLUMNS,
     SUFFIX,
@@ -93,6 +98,16 @@ class PairRow:
     def agrees(self, v: Verdict) -> bool:
         """Whether ``v`` gives this pair the score and split this row does."""
         return abs(v.score - self.score) < 1e-9 and v.split == self.split
+
+    def overruled_by(self, v: Verdict) -> bool:
+        """Whether ``v`` overrules this row and holds: a training pair here and in ``v``, and the first
+        decision ``v`` overruled is this row's score (the row is older than the verdict)."""
+        return (
+            v.overrules
+            and self.split == ACTING_SPLIT
+            and v.split == ACTING_SPLIT
+            and abs(v.earlier[0].score - self.score) < 1e-6
+        )
 
     def hashed(self, v: Verdict) -> Verdict:
         """``v`` with the texts' hashes of this row on the side of each of its items."""
@@ -146,6 +161,8 @@ class StoreCheck:
         rebuilt: merged pairs the store lacked, rebuilt from the pair file.
         dropped: verdicts the pair file does not hold (they do not act).
         corrected: verdicts given the pair file's score or split (as they now hold).
+        unheld: overruling verdicts the pair file contradicts (their pair in another split, or scored
+            otherwise than what they overruled): the pair file's row holds instead.
         migrated: verdicts taken from a store under an earlier name.
         hashed: how many verdicts were given their texts' hashes from the pair file.
         unchecked: the pair file names no items: the store could not be checked against it.
@@ -161,6 +178,7 @@ class StoreCheck:
     migrated: tuple[Verdict, ...] = ()
     hashed: int = 0
     unchecked: bool = False
+    unheld: tuple[Verdict, ...] = ()
 
     @property
     def damaged(self) -> tuple[InputError, ...]:
@@ -186,7 +204,8 @@ class StoreCheck:
             bad.field,
             f"{bad.reason}{more}; restore the verdict store from a copy, or rebuild it from the pair file "
             f"with `nlsim annotate verdicts --pairs {self.pairs_file} --write` (the damaged rows' source "
-            "and time are lost)",
+            "and time are lost, and so is an editor's overruling verdict among them: the pair file holds "
+            "the score it overruled; merge the editor's file again with --overrule)",
         )
 
     @property
@@ -196,7 +215,8 @@ class StoreCheck:
         if today is None:
             return not len(self.verdicts)
         return self.path.read_text(encoding="utf-8-sig") == store_text(self.verdicts) or (
-            bool(self.unknown) and not (self.rebuilt or self.dropped or self.corrected or self.damaged)
+            bool(self.unknown)
+            and not (self.rebuilt or self.dropped or self.corrected or self.damaged or self.unheld)
         )
 
     def notes(self) -> list[str]:
@@ -212,6 +232,11 @@ class StoreCheck:
             "that did not finish, or a pair removed from the pair file) do not act",
         )
         out += _listed(self.corrected, f"verdict(s) take the score and split {self.pairs_file} gives them")
+        out += _listed(
+            self.unheld,
+            f"overruling verdict(s) do not hold: {self.pairs_file} holds their pair in another split, or "
+            "with another score than the one they overruled (changed since); its row holds",
+        )
         if self.rebuilt:
             why = "no verdict store" if not self.files else "missing or damaged in the store"
             out += _listed(
@@ -256,40 +281,56 @@ def check_store(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> St
     if "id_a" not in table.columns or "id_b" not in table.columns:  # nothing to check against
         held = Verdicts().updated(v for f in reversed(files) for v in f.verdicts.records)
         return StoreCheck(Path(pairs_file), path, held, tuple(files), unchecked=bool(files))
-    kept: dict[tuple[str, str], Verdict] = {}
-    dropped: list[Verdict] = []
-    corrected: list[Verdict] = []
-    migrated: list[Verdict] = []
-    hashed = 0
+    found = _Found()
     for f in [*today, *(f for f in files if f.path != path)]:
         for v in f.verdicts.records:
             row = rows.get(v.key)
-            if v.key in kept or (row is None and f.path != path):
+            if v.key in found.kept or (row is None and f.path != path):
                 continue  # today's store first; an earlier store's other pairs are another file's
-            if row is None or not row.is_verdict():  # not held, or held as no editor's level
-                dropped.append(v)
-                continue
-            if not (v.sha256_a and v.sha256_b):
-                v, hashed = row.hashed(v), hashed + 1
-            if not row.agrees(v):
-                v = replace(v, score=round(row.score, 2), split=row.split)
-                corrected.append(v)
-            kept[v.key] = v
-            if f.path != path:
-                migrated.append(v)
-    rebuilt = _rebuilt(rows, kept, files)
-    verdicts = Verdicts.from_records([*kept.values(), *rebuilt])
+            found.take(v, row, migrated=f.path != path)
+    rebuilt = _rebuilt(rows, found.kept, files)
+    verdicts = Verdicts.from_records([*found.kept.values(), *rebuilt])
     return StoreCheck(
         Path(pairs_file),
         path,
         verdicts,
         tuple(files),
         tuple(rebuilt),
-        tuple(dropped),
-        tuple(corrected),
-        tuple(migrated),
-        hashed,
+        tuple(found.dropped),
+        tuple(found.corrected),
+        tuple(found.migrated),
+        found.hashed,
+        unheld=tuple(found.unheld),
     )
+
+
+@dataclass
+class _Found:
+    """What :func:`check_store` finds, verdict by verdict (:meth:`take`)."""
+
+    kept: dict[tuple[str, str], Verdict] = field(default_factory=dict)
+    dropped: list[Verdict] = field(default_factory=list)
+    corrected: list[Verdict] = field(default_factory=list)
+    migrated: list[Verdict] = field(default_factory=list)
+    unheld: list[Verdict] = field(default_factory=list)
+    hashed: int = 0
+
+    def take(self, v: Verdict, row: PairRow | None, *, migrated: bool) -> None:
+        """Keep ``v`` as the pair file's ``row`` of its pair says it holds (see the module docstring)."""
+        if row is None or not (row.is_verdict() or v.overrules):  # not held, or held as no editor's level
+            self.dropped.append(v)
+            return
+        if not (v.sha256_a and v.sha256_b):
+            v, self.hashed = row.hashed(v), self.hashed + 1
+        if v.overrules and not row.overruled_by(v):
+            self.unheld.append(v)  # the pair file's row holds: rebuilt from it when it is a merged one
+            return
+        if not v.overrules and not row.agrees(v):
+            v = replace(v, score=round(row.score, 2), split=row.split)
+            self.corrected.append(v)
+        self.kept[v.key] = v
+        if migrated:
+            self.migrated.append(v)
 
 
 def _rebuilt(
@@ -301,7 +342,7 @@ def _rebuilt(
         rows[k].index
         for f in files
         for k in [*(v.key for v in f.verdicts.records), *f.damaged_keys]
-        if k in rows
+        if k in rows and rows[k].merged  # an overruled pair of the annotators' says nothing of the merges
     ]
     first = min(named) if named else 0
     out = []

@@ -8,6 +8,11 @@ on the same pair replaces the earlier (:meth:`Verdicts.updated`). A verdict keep
 texts it was given on (:func:`nlsim.io.editor_file.text_sha256`, as the merge checks them): a verdict on a
 text that has changed since does not act (:meth:`Verdict.text_changed`).
 
+A verdict on a training pair the pair file already scores (``nlsim annotate merge --overrule``) is the
+editor's newer decision: it **overrules** the earlier ones, which it keeps (:attr:`Verdict.earlier`: each
+a :class:`Decision`, its score, who, where from and when; the first is the pair file's own). The pair file
+is not changed; what holds is the newer decision (:mod:`nlsim.clusters.verdicts.overrule`).
+
 Example:
     >>> v = Verdicts.from_records([Verdict("a", "b", 1.0, "train"), Verdict("c", "a", 0.0, "train"),
     ...                            Verdict("d", "e", 0.0, "validation")])
@@ -18,9 +23,10 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -46,11 +52,62 @@ COLUMNS = (
     "decided_at",
     "sha256_a",
     "sha256_b",
+    "earlier",
 )
 """A verdict's fields as a table's columns, in order (a store adds its row check:
-:data:`nlsim.clusters.verdicts.store.ROW_CHECK`)."""
+:data:`nlsim.clusters.verdicts.store.ROW_CHECK`, and leaves out :data:`EARLIER` while no verdict has
+earlier decisions)."""
+EARLIER = "earlier"
+"""The column of an overruling verdict's earlier decisions (:meth:`Verdict.cell`): a JSON list of
+:class:`Decision` objects, oldest first; empty for a verdict that overrules nothing."""
 REQUIRED = ("id_a", "id_b", "score", "split")
 """The columns without which a table holds no verdict."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An earlier decision on a pair that a newer verdict overruled: the score given (the annotators' may
+    be any number in [0, 1], their levels' mean), who gave it, where it came from (the editors' file, or
+    the pair file for the annotators' own score) and when it was merged ('' when unknown).
+
+    >>> Decision.from_cell('[{"score": 0.625, "annotator": "", "source": "p.tsv", "decided_at": ""}]')
+    (Decision(score=0.625, annotator='', source='p.tsv', decided_at=''),)
+    """
+
+    score: float
+    annotator: str = ""
+    source: str = ""
+    decided_at: str = ""
+
+    @staticmethod
+    def cell(decisions: tuple[Decision, ...]) -> str:
+        """``decisions`` as the text of an :data:`EARLIER` cell ('' for none)."""
+        if not decisions:
+            return ""
+        return json.dumps([asdict(d) for d in decisions], ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_cell(cls, text: str) -> tuple[Decision, ...]:
+        """The decisions of an :data:`EARLIER` cell; :class:`ValueError` saying why a cell is not one."""
+        if not text.strip():
+            return ()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError("not a JSON list of earlier decisions") from None
+        if not isinstance(data, list) or not data:
+            raise ValueError("not a list of earlier decisions")
+        out = []
+        for d in data:
+            if not isinstance(d, dict) or set(d) != {"score", "annotator", "source", "decided_at"}:
+                raise ValueError(f"{d!r} is not a decision (score, annotator, source, decided_at)")
+            score = d["score"]
+            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+                raise ValueError(f"earlier score {score!r} is not a number in [0, 1]")
+            if not all(isinstance(d[k], str) for k in ("annotator", "source", "decided_at")):
+                raise ValueError(f"{d!r}: annotator, source and decided_at are text")
+            out.append(cls(float(score), d["annotator"], d["source"], d["decided_at"]))
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -66,6 +123,8 @@ class Verdict:
         decided_at: when it was merged (ISO 8601, '' when unknown).
         sha256_a, sha256_b: the SHA-256 of the texts of ``id_a`` and ``id_b`` the verdict was given on
             ('' when unknown: a verdict kept before the hashes were).
+        earlier: the decisions this verdict overrules, oldest first (the pair file's score first); empty
+            for a verdict that overrules none (:attr:`overrules`).
     """
 
     id_a: str
@@ -77,6 +136,32 @@ class Verdict:
     decided_at: str = ""
     sha256_a: str = ""
     sha256_b: str = ""
+    earlier: tuple[Decision, ...] = ()
+
+    @property
+    def overrules(self) -> bool:
+        """Whether this verdict is an editor's newer decision on a pair already scored (it keeps the
+        decisions it overrules in :attr:`earlier`)."""
+        return bool(self.earlier)
+
+    @property
+    def decision(self) -> Decision:
+        """This verdict as a :class:`Decision` (what a later verdict on its pair keeps)."""
+        return Decision(self.score, self.annotator, self.source, self.decided_at)
+
+    def cell(self, column: str) -> str:
+        """The text of this verdict's cell in ``column`` (one of :data:`COLUMNS`), as a store writes it.
+
+        >>> Verdict("a", "b", 1.0).cell("score"), Verdict("a", "b", 1.0).cell("pair_id")
+        ('1', 'ed-f04cdced9736a69d')
+        """
+        if column == "pair_id":
+            return self.pair_id
+        if column == "score":
+            return f"{self.score:g}"
+        if column == EARLIER:
+            return Decision.cell(self.earlier)
+        return str(getattr(self, column))
 
     @property
     def same_story(self) -> bool:
@@ -120,6 +205,14 @@ class Verdicts:
         """Verdicts from records in the order given; a later verdict on a pair replaces an earlier one."""
         return cls().updated(records)
 
+    def get(self, key: tuple[str, str]) -> Verdict | None:
+        """The verdict on the pair ``key`` (:func:`~nlsim.clusters.constraints.pair_key`), or ``None``."""
+        return next((v for v in self.records if v.key == key), None)
+
+    def overruling(self) -> tuple[Verdict, ...]:
+        """The acting verdicts that overrule an earlier decision on their pair (:attr:`Verdict.overrules`)."""
+        return tuple(v for v in self.acting() if v.overrules)
+
     def updated(self, records: Iterable[Verdict]) -> Verdicts:
         """These verdicts with ``records`` added (a verdict on a pair already here replaces it)."""
         by_key = {v.key: v for v in self.records}
@@ -151,7 +244,7 @@ class Verdicts:
                 "id_a": [v.id_a for v in self.records],
                 "id_b": [v.id_b for v in self.records],
                 "score": pd.Series([v.score for v in self.records], dtype="float64"),
-                **{c: [getattr(v, c) for v in self.records] for c in COLUMNS[4:]},
+                **{c: [v.cell(c) for v in self.records] for c in COLUMNS[4:]},
             },
             columns=list(COLUMNS),
         )
@@ -165,7 +258,8 @@ def _cell(r: Mapping[str, object], name: str) -> str:
 def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> Verdict:
     """One verdict from a table row of :data:`COLUMNS` (cells as read; a column the row lacks is empty),
     checked: both item ids, a rubric level, a known split, a pair id that is its items' id, hashes of 64 hex
-    digits. A bad cell is refused by ``source``, ``row`` and field."""
+    digits, earlier decisions (:class:`Decision`) as a store writes them. A bad cell is refused by
+    ``source``, ``row`` and field."""
     ids = [_cell(r, "id_a").strip(), _cell(r, "id_b").strip()]
     for name, value in zip(("id_a", "id_b"), ids, strict=True):
         if not value or value == "nan":
@@ -188,12 +282,16 @@ def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> V
         raise InputError(
             source, row, "pair_id", f"pair id {given!r} is not the id of {ids[0]!r} and {ids[1]!r}"
         )
-    text = {k: _cell(r, k) for k in COLUMNS[5:]}
+    text = {k: _cell(r, k) for k in ("annotator", "source", "decided_at", "sha256_a", "sha256_b")}
     for side in ("sha256_a", "sha256_b"):
         digest = text[side]
         if digest and (len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest)):
             raise InputError(source, row, side, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)")
-    return Verdict(ids[0], ids[1], round(score, 2), split, **text)
+    try:
+        earlier = Decision.from_cell(_cell(r, EARLIER))
+    except ValueError as exc:
+        raise InputError(source, row, EARLIER, str(exc)) from None
+    return Verdict(ids[0], ids[1], round(score, 2), split, **text, earlier=earlier)
 
 
 def from_frame(frame: pd.DataFrame, source: str | Path) -> Verdicts:

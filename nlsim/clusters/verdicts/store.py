@@ -11,7 +11,10 @@ never read as a verdict with empty fields. The check covers every column of the 
 add columns (read by name); a store with columns this nlsim does not know is read, and never rewritten by
 it (:attr:`StoreFile.unknown`). A store written before the checks (and before the text hashes) has no
 :data:`ROW_CHECK` column: its rows are read as they are, a row with fewer fields than the header (or a
-last row without its line end) as torn.
+last row without its line end) as torn. The column of the decisions an overruling verdict keeps
+(:data:`~nlsim.clusters.verdicts.records.EARLIER`) is written only while a verdict has some: a store
+without overrules is written as before them, and one with them is never rewritten by an nlsim that does
+not know them (it reads their pairs' verdicts as the pair file scores them).
 
 The stores an earlier nlsim named after the pair file's name without its extension (``news.verdicts.csv``,
 one for every pair file of that stem; beside a symbolic link instead of the file it links to, earlier
@@ -41,7 +44,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from nlsim.clusters.verdicts.records import COLUMNS, REQUIRED, Verdict, Verdicts, verdict_from_row
+from nlsim.clusters.verdicts.records import COLUMNS, EARLIER, REQUIRED, Verdict, Verdicts, verdict_from_row
 from nlsim.errors import InputError
 from nlsim.io.atomic import atomic_write_text
 
@@ -209,13 +212,14 @@ def load_verdicts(path: str | Path) -> Verdicts:
 
 
 def store_text(verdicts: Verdicts) -> str:
-    """The store's text for ``verdicts``: :data:`STORE_COLUMNS`, each row with its check."""
+    """The store's text for ``verdicts``: :data:`STORE_COLUMNS` (without :data:`EARLIER` while no verdict
+    overrules an earlier decision), each row with its check."""
+    columns = [c for c in COLUMNS if c != EARLIER or any(v.overrules for v in verdicts.records)]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(STORE_COLUMNS)
+    writer.writerow([*columns, ROW_CHECK])
     for v in verdicts.records:
-        cells = {c: str(getattr(v, c)) for c in COLUMNS}
-        cells["score"] = f"{v.score:g}"
+        cells = {c: v.cell(c) for c in columns}
         writer.writerow([*cells.values(), row_check(cells)])
     return buf.getvalue()
 

@@ -1,0 +1,121 @@
+"""An editor's overruling verdict: the newer decision on a training pair that the pair file already scores
+(the annotators' score, or an earlier editor's merged verdict), and the pairs as training reads them.
+
+``nlsim annotate merge --overrule`` (or an editors' file row whose ``overrule`` cell is true: the report
+page sets it on a pair marked where it was already scored) records the editor's score as the pair's verdict
+(:func:`overruling`), keeping the decisions it overrules, oldest first, the pair file's own first
+(:attr:`~nlsim.clusters.verdicts.records.Verdict.earlier`). The pair file is not changed: it keeps what the
+annotators gave. The verdict store holds the newer decision (:mod:`nlsim.clusters.verdicts.pair_file`
+checks that it was made on the pair file's row), so it acts in every later report as any verdict does, and
+the next training reads it: :func:`training_pairs` is the pair table with each overruled training pair
+given the editor's score. Validation and test pairs are never overruled: they judge the reports and the
+models.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> from nlsim.clusters.verdicts.pair_file import pair_rows
+    >>> from nlsim.clusters.verdicts.store import save_verdicts, store_path
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> pairs = d / "p.tsv"
+    >>> _ = pairs.write_text("pair_id\\tid_a\\tid_b\\ttext_a\\ttext_b\\tscore\\tsplit\\n"
+    ...                      "p1\\ta\\tb\\tFloods\\tStorm\\t0.75\\ttrain\\n")
+    >>> row = pair_rows(load_pairs(pairs))[("a", "b")]
+    >>> newer = overruling(Verdict("a", "b", 0.0, annotator="desk"), None, row, pairs)
+    >>> newer.earlier[0].score, newer.earlier[0].source
+    (0.75, 'p.tsv')
+    >>> save_verdicts(Verdicts.from_records([row.hashed(newer)]), store_path(pairs))
+    >>> read = training_pairs(pairs)
+    >>> read.pairs["score"].tolist(), len(read.overruled)
+    ([0.0], 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+
+from nlsim.clusters.constraints import pair_key
+from nlsim.clusters.verdicts.pair_file import PairRow, check_store
+from nlsim.clusters.verdicts.records import ACTING_SPLIT, Decision, Verdict, Verdicts
+from nlsim.io.pairs import item_id, load_pairs
+
+
+def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file: str | Path) -> Verdict:
+    """``verdict`` (an editor's, merged now) as the newer decision on the pair of the pair file's ``row``:
+    it keeps the decisions it overrules, oldest first: the earlier ones of ``prior`` (the verdict that held
+    on the pair) and ``prior`` itself, or, with no verdict held, the pair file's score (its annotator, the
+    pair file's name as the source)."""
+    if prior is None:
+        earlier: tuple[Decision, ...] = (Decision(round(row.score, 6), row.annotator, Path(pairs_file).name),)
+    else:
+        earlier = (*prior.earlier, prior.decision)
+    return replace(verdict, split=row.split, earlier=earlier)
+
+
+def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
+    """Whether ``prior`` (the verdict that holds on the pair) is ``verdict``'s decision already: the same
+    score by the same editor from the same file (a file merged again, or a merge run again after it was
+    stopped): nothing new to overrule with."""
+    return (
+        prior is not None
+        and abs(prior.score - verdict.score) < 1e-9
+        and (prior.annotator, prior.source) == (verdict.annotator, verdict.source)
+    )
+
+
+@dataclass(frozen=True)
+class TrainingPairs:
+    """The annotated pairs as training reads them.
+
+    Attributes:
+        pairs: the pair table (validated), each training pair an acting overruling verdict holds on given
+            the editor's score (every other row as the pair file has it).
+        overruled: the overruling verdicts applied (on training pairs only).
+        store: the verdict store they came from (``None`` when none applied).
+    """
+
+    pairs: pd.DataFrame
+    overruled: tuple[Verdict, ...] = ()
+    store: Path | None = None
+
+
+def training_pairs(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> TrainingPairs:
+    """The pairs of ``pairs_file`` (``pairs``: already read and validated) with the scores of the training
+    pairs an editor overruled taken from its verdict store, checked against the pair file
+    (:func:`~nlsim.clusters.verdicts.pair_file.check_store`). A store with a damaged row is refused (it may
+    hold an overrule). Validation and test pairs are read as the pair file has them."""
+    table = pairs if pairs is not None else load_pairs(pairs_file)
+    if "id_a" not in table.columns or "id_b" not in table.columns:
+        return TrainingPairs(table)  # no item ids: no verdict names a pair of it
+    check = check_store(pairs_file, table)
+    check.refuse_damaged()
+    return with_overrules(table, check.verdicts, check.path)
+
+
+def with_overrules(pairs: pd.DataFrame, verdicts: Verdicts, store: Path | None = None) -> TrainingPairs:
+    """``pairs`` with the score of each training pair ``verdicts`` overrule replaced by the editor's.
+
+    >>> table = pd.DataFrame({"id_a": ["a", "c"], "id_b": ["b", "d"], "score": [0.75, 0.75],
+    ...                       "split": ["train", "validation"]})
+    >>> earlier = (Decision(0.75),)
+    >>> v = Verdicts.from_records([Verdict("b", "a", 0.0, earlier=earlier),
+    ...                            Verdict("c", "d", 0.0, "validation", earlier=earlier)])
+    >>> with_overrules(table, v).pairs["score"].tolist()
+    [0.0, 0.75]
+    """
+    scores = {v.key: v.score for v in verdicts.overruling()}
+    if not scores:
+        return TrainingPairs(pairs)
+    keys = [pair_key(item_id(a), item_id(b)) for a, b in zip(pairs["id_a"], pairs["id_b"], strict=True)]
+    train = (pairs["split"].astype(str) == ACTING_SPLIT).to_numpy()
+    hit = [bool(t) and k in scores for k, t in zip(keys, train, strict=True)]
+    if not any(hit):
+        return TrainingPairs(pairs)
+    out = pairs.copy()
+    out["score"] = [
+        scores[k] if h else s for k, h, s in zip(keys, hit, pairs["score"].astype(float), strict=True)
+    ]
+    applied = {k for k, h in zip(keys, hit, strict=True) if h}
+    return TrainingPairs(out, tuple(v for v in verdicts.overruling() if v.key in applied), store)
