@@ -155,7 +155,9 @@ def test_finetune_out_holding_its_own_pairs_is_refused(tmp_path: Path, pairs_fil
 
     model = user_folder(tmp_path / "model", {MARKER: json.dumps(marker_record("model"))})
     shutil.copy(pairs_file, model / "pairs.tsv")
-    cfg = FinetuneConfig(pairs=str(model / "pairs.tsv"), out=str(model), model=FAST_MODEL, conversion="none")
+    cfg = FinetuneConfig.of(
+        pairs=str(model / "pairs.tsv"), out=str(model), model=FAST_MODEL, conversion="none"
+    )
     with pytest.raises(ConfigError, match="contains --pairs"):
         finetune(cfg)
 
@@ -257,7 +259,7 @@ def _daily(tmp_path: Path, corpus: pd.DataFrame, name: str, **changes: object) -
 
     path = tmp_path / f"{name}.parquet"
     corpus.to_parquet(path, index=False)
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=str(path),
         out=str(tmp_path / "out"),
         model="x",
@@ -300,11 +302,11 @@ def test_a_clock_or_retention_that_would_empty_every_later_window_is_refused_up_
     """A state's clock never moves back: an --as-of typed in the future would make every later day's items
     too old, for good. A retention beyond what time arithmetic holds crashed."""
     with pytest.raises(ConfigError, match=re.escape(words)):
-        DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), state=str(tmp_path / "st"), **{option: value})
+        DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), state=str(tmp_path / "st"), **{option: value})
     now, st = pd.Timestamp.now(tz="UTC").isoformat(), str(tmp_path / "st")
-    DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), state=st, as_of=now, retention_days=36_525)
+    DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), state=st, as_of=now, retention_days=36_525)
     with pytest.raises(ConfigError, match="--as-of works on a daily state: give --state DIR"):
-        DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
+        DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
 
 
 def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) -> None:

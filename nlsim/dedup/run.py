@@ -38,7 +38,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_paths
-from nlsim.dedup.settings import DedupSettings, StateSettings
+from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
@@ -139,19 +139,16 @@ class Search:
 
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
     """Run every stage in order and write the report (see the module docstring): :func:`run_batch`, or
-    :func:`run_daily` when ``config.state`` names a state folder.
+    :func:`run_daily` when ``config.state.folder`` names a state folder.
 
     ``encoder``: an already loaded encoder (tests, flows); default: the one ``config.model`` names.
     """
-    if config.retention_days is not None and config.retention_days < 0:
-        raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
-    if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
-        config = config.with_(date=config.run_date().isoformat())
+    if config.input.date is None and "{date" in config.input.corpus:
+        config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
     check_paths(config)
-    settings = config.settings()
-    if settings.state is None:
-        return run_batch(settings, encoder=encoder, call=call)
-    return run_daily(settings, settings.state, encoder=encoder, call=call)
+    if not config.daily:
+        return run_batch(config, encoder=encoder, call=call)
+    return run_daily(config, config.state, encoder=encoder, call=call)
 
 
 class _Steps:
@@ -167,7 +164,7 @@ class _Steps:
             return self.call(name, fn, *args)
 
 
-def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = direct) -> DedupResult:
+def run_batch(settings: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
     """A batch run: every item of the corpus embedded and searched, the report written into ``OUT``."""
     step = _Steps(call)
     corpus = step("load", stages.load, settings.input)
@@ -190,7 +187,7 @@ def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = dire
 
 
 def run_daily(
-    settings: DedupSettings, daily: StateSettings, *, encoder: Any = None, call: Call = direct
+    settings: DedupConfig, daily: StateSettings, *, encoder: Any = None, call: Call = direct
 ) -> DedupResult:
     """A daily run: today's new items matched against the window the state keeps, cluster ids kept
     stable, the state's next generation committed, the report written into ``OUT/runs/<run id>/``."""
@@ -265,18 +262,18 @@ def all_seen(window: Window) -> bool:
     return bool(counts.items_in) and counts.skipped == counts.items_in
 
 
-def _say_day(log: RunLog, settings: DedupSettings, window: Window) -> None:
+def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
     """What a daily run says of a day run out of order, or with nothing new."""
     if window.older_day and window.state is not None:
         log.say(
-            f"the items of {settings.input.corpus} are all dated before this state's clock "
+            f"the items of {settings.input.corpus_path} are all dated before this state's clock "
             f"({window.state.as_of}): a day older than the runs before it, run after them; its report goes "
             f"to runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
         )
     if all_seen(window):
         log.say(
-            f"all {window.counts.items_in} items of {settings.input.corpus} were already in the window "
-            "with the same text: nothing new to embed"
+            f"all {window.counts.items_in} items of {settings.input.corpus_path} were already in the "
+            "window with the same text: nothing new to embed"
         )
 
 
@@ -293,7 +290,7 @@ class _Analysis:
 
 def _analyse(
     step: _Steps,
-    settings: DedupSettings,
+    settings: DedupConfig,
     model: ModelChoice,
     window: Window,
     plan: stages.EmbedPlan,
@@ -392,7 +389,7 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
 
 
 def run_record(
-    settings: DedupSettings,
+    settings: DedupConfig,
     started: str,
     model: ModelChoice,
     search: Search,
@@ -431,7 +428,7 @@ def run_record(
     )
     return RunRecord(
         run_id=window.run_id,
-        mode="batch" if settings.state is None else "incremental",
+        mode="incremental" if settings.daily else "batch",
         corpus=settings.input.corpus_named,  # `nlsim judge` finds it from any folder
         counts=counts,
         model=model.encoder.model_id,
@@ -444,11 +441,11 @@ def run_record(
         rerank=search.rerank,
         index=window.index.describe(),
         embedding_cache_hit=search.embedding_cache_hit,
-        retention_days=None if settings.state is None else settings.state.retention_days,
+        retention_days=settings.state.retention_days if settings.daily else None,
         window_hours=settings.search.window_hours,
         cluster_rule=settings.clustering.describe(),
         story_rule=StoryRule.of(settings.clustering.story_rule(model.levels.story), settings.clustering.cut),
-        timezone=settings.report.timezone,
+        timezone=settings.input.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,
         all_seen=settings.daily and all_seen(window),
@@ -462,7 +459,7 @@ def run_record(
 
 
 def _replay_committed(
-    settings: DedupSettings, daily: StateSettings, window: Window, log: RunLog
+    settings: DedupConfig, daily: StateSettings, window: Window, log: RunLog
 ) -> DedupResult | None:
     """A daily input already committed: its stored report written again (the result, else ``None``). The
     report of a previous run killed after its commit is written first."""
@@ -485,7 +482,7 @@ def _replay_committed(
 
 def _search(
     step: _Steps,
-    settings: DedupSettings,
+    settings: DedupConfig,
     model: ModelChoice,
     window: Window,
     plan: stages.EmbedPlan,
@@ -500,15 +497,15 @@ def _search(
         step.log.say(said)
     emb, hit = step("embed", stages.embed, texts, model, plan)
     info = with_inference(model.info, model.encoder)
-    window = step("index", stages.index, window, emb, settings.search, model)
+    window = step("index", stages.index, window, emb, settings.search, model, settings.model.threads)
     reranked = model.reranker is not None
     kept = settings.report.near_misses
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, kept)
-    pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.progress)
+    pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.report.progress)
     candidates = int(len(pairs))
     rescored = 0
     if reranked:
-        pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.progress)
+        pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.report.progress)
         rescored = int(pairs["cross_encoder"].notna().sum()) if len(pairs) else 0
     pairs, below = stages.linked(pairs, model.levels)
     pairs = stages.with_copies(pairs, window)
@@ -518,7 +515,7 @@ def _search(
 
 
 def _result(
-    settings: DedupSettings,
+    settings: DedupConfig,
     folder: Path,
     record: RunRecord,
     *,

@@ -3,7 +3,6 @@ completed on a CPU that has the instructions it lacked, once per CPU kind."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -26,7 +25,7 @@ BF16 = "avx avx2 fma avx512f avx512bw avx512_bf16"
 
 def config(folder: Path, store: ModelStore) -> PipelineConfig:
     """The chain's options as the stage reads them (the pairs and corpus are never opened here)."""
-    return PipelineConfig(
+    return PipelineConfig.of(
         pairs="pairs.tsv",
         corpus="corpus.parquet",
         out=str(folder / "report"),
@@ -160,7 +159,7 @@ def test_a_check_settled_at_one_thread_count_is_settled_again_at_another(
     store, version = promoted_copy(tmp_path, "d")
     validation = stsb_sample(train=0, validation=24, test=0)
     one = config(tmp_path, store)
-    two = dataclasses.replace(one, threads=2)
+    two = one.with_(threads=2)
     reused = {"model": version.name, "reused": True}
     assert "written" in quality_check_stage(one, store, None, validation, None)
     assert quality_check_stage(one, store, None, validation, None) == reused
@@ -193,7 +192,7 @@ def test_a_lossy_path_that_pays_only_at_another_thread_count_is_checked_there(
     bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
     assert "spearman" not in bf16 and "not faster" in bf16["not_checked"]
 
-    done = quality_check_stage(dataclasses.replace(one, threads=2), store, None, validation, None)
+    done = quality_check_stage(one.with_(threads=2), store, None, validation, None)
     assert len(done["written"]) == 1
     bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
     assert "spearman" in bf16

@@ -31,7 +31,7 @@ def test_command_defaults_are_the_config_defaults() -> None:
     from nlsim.training.config import FinetuneConfig, LearningCurveConfig
 
     ft = parse(["finetune", "--pairs", "p.tsv", "--out", "model"])
-    assert config_from_args(FinetuneConfig, ft) == FinetuneConfig(pairs="p.tsv", out="model")
+    assert config_from_args(FinetuneConfig, ft) == FinetuneConfig.of(pairs="p.tsv", out="model")
     lc = parse(["learning-curve", "--pairs", "p.tsv", "--out", "curve"])
     assert config_from_args(LearningCurveConfig, lc) == LearningCurveConfig(pairs="p.tsv", out="curve")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
         cluster_rule="components",  # story_corpus's bridge x1 joins A and B under this rule only
     )
     base.update(kw)
-    return DedupConfig(corpus=corpus, out=out, **base)
+    return DedupConfig.of(corpus=corpus, out=out, **base)
 
 
 def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
@@ -300,7 +299,7 @@ def test_a_run_reads_one_days_file_even_past_midnight(
     import datetime
     import types
 
-    import nlsim.dedup.config as config_module
+    import nlsim.dedup.settings as config_module
 
     days = iter([datetime.date(2005, 3, 1)])
 
@@ -491,7 +490,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
     state, out = tmp_path / "state", tmp_path / "out"
 
     def config(day: Path, **kw: object) -> DedupConfig:
-        return DedupConfig(
+        return DedupConfig.of(
             corpus=day, out=out, state=state, model="current", model_store=str(tmp_path / "models"),
             convert="none", threshold=0.9, cache=False, progress=False, save_index=False,
             text_fields=("title",), backend="torch", **kw,
@@ -555,9 +554,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
     every = pd.concat([pd.read_parquet(d) for d in days], ignore_index=True)
     every.to_parquet(tmp_path / "all.parquet", index=False)
     batch = run_dedup(
-        replace(
-            config(tmp_path / "all.parquet", annotated_pairs=str(pairs)), state=None, out=tmp_path / "batch"
-        )
+        config(tmp_path / "all.parquet", annotated_pairs=str(pairs)).with_(state=None, out=tmp_path / "batch")
     )
     assert batch_assignment(batch.clusters) == day3
 

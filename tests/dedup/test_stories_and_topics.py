@@ -52,7 +52,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
         text_fields=("title",),
     )
     settings.update(kw)
-    return DedupConfig(corpus=corpus, out=out, **settings)  # type: ignore[arg-type]
+    return DedupConfig.of(corpus=corpus, out=out, **settings)  # type: ignore[arg-type]
 
 
 def test_a_batch_report_holds_stories_and_the_topic_around_them(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ THRESHOLD = 0.65
 
 
 def _run(corpus: Path, out: Path, encoder: object = None, **kw: object) -> DedupResult:
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=str(corpus),
         out=str(out),
         model=kw.pop("model", "paraphrase-MiniLM-L3-v2"),
@@ -108,7 +108,7 @@ def test_a_daily_report_keeps_its_near_misses_when_written_again(
     from tests.incremental_helpers import run_daily, split_days, story_corpus
 
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=days[0],
         out=str(tmp_path / "out"),
         model="paraphrase-MiniLM-L3-v2",
@@ -128,4 +128,4 @@ def test_a_negative_count_of_near_misses_is_refused() -> None:
     from nlsim.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--near-misses must be >= 0"):
-        DedupConfig(corpus="c.parquet", out="out", threshold=0.9, near_misses=-1)
+        DedupConfig.of(corpus="c.parquet", out="out", threshold=0.9, near_misses=-1)

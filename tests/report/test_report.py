@@ -250,7 +250,7 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
     for day in days:
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day,
             out=out,
             model="hash",

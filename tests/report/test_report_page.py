@@ -211,7 +211,7 @@ def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> 
 
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     for day in days:
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day,
             out=tmp_path / "out",
             model="hash",
@@ -366,7 +366,7 @@ def test_a_daily_page_groups_clusters_by_the_day_of_the_deployments_time_zone(tm
     corpus.to_parquet(tmp_path / "day.parquet")
     days = {}
     for name, tz in (("taipei", zone), ("utc", "UTC")):
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=tmp_path / "day.parquet", out=tmp_path / name, model="hash", convert="none",
             threshold=0.7, cache=False, progress=False, timezone=tz,
         )  # fmt: skip

@@ -196,7 +196,7 @@ def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 -
     from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
 
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=corpus,
         out=out,
         model=model,
