@@ -933,7 +933,7 @@ def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped
     runs = [run_daily(_config(d, out, **kw), state, encoder=AngleEncoder()) for d in days]
     status = [dict(zip(r.clusters["cluster_id"], r.clusters["status"], strict=True)) for r in runs]
     assert status[0] == {"c-a": "new", "c-b": "new"}
-    assert status[1] == {"c-a": "merged"} and runs[1].stats.extra["merged_into"] == {"c-b": "c-a"}
+    assert status[1] == {"c-a": "merged"} and runs[1].stats.extra.merged_into == {"c-b": "c-a"}
     assert status[2] == {"c-a": "regrouped", "c-b": "regrouped"}
     assert runs[2].stats.counts.clusters_new == 0
     final = state_assignment(state)

@@ -211,14 +211,15 @@ def test_purity_by_size_counts_the_judged_pairs_inside_clusters_of_each_size() -
         "3-4": (1, 0, 0.0),
         "5-9": (4, 2, 0.5),
         "10+": (0, 0, None),
+        "3+": (5, 2, 0.4),
         "5+": (4, 2, 0.5),
     }
     assert figures["precision"] == pytest.approx(3 / 6)  # pooled: the five's half and the pairs' all
     j = Judgement.of({**figures, "pairs": "pairs.tsv", "split": "all"})
     assert Judgement.of(json.loads(json.dumps(j.to_dict()))) == j  # run.json keeps it
     text = describe(j)
-    bands = "2 items 1.00 (1), 3-4 items 0.00 (1), 5-9 items 0.50 (4), 10+ items undefined (0), 5+ items 0.50"
-    assert f"the same story inside clusters of {bands} (4)" in text, text
+    bands = "2 items 1.00 (1), 3-4 items 0.00 (1), 5-9 items 0.50 (4), 10+ items undefined (0), 3+ items 0.40"
+    assert f"the same story inside clusters of {bands} (5), 5+ items 0.50 (4)" in text, text
 
 
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
@@ -278,7 +279,7 @@ def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report
     for name in ("precision", "recall", "f1", "f1_ci95", "judged_pairs", "same_story_pairs", "corpus"):
         assert shown[name] == out[name], name
     assert shown["purity_by_size"] == out["purity_by_size"]
-    assert [b["band"] for b in out["purity_by_size"]] == ["2", "3-4", "5-9", "10+", "5+"]
+    assert [b["band"] for b in out["purity_by_size"]] == ["2", "3-4", "5-9", "10+", "3+", "5+"]
     assert shown["corpus"] == str(report / "corpus.parquet")  # one name for the corpus, from any folder
     page = (report / "judged" / "index.html").read_text()
     assert "Judged by the editors' pairs" in page and f"{out['f1']:.3f}" in page
