@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlsim.annotation import draw_candidates, merge_annotations, select_candidates
+from nlsim.annotation.draw import draw_candidates, select_candidates
+from nlsim.annotation.merge import merge_annotations
 from nlsim.errors import InputError
 from nlsim.io import editor_file
 from nlsim.io.model_store import ModelStore
@@ -759,7 +760,7 @@ def test_a_verdict_store_that_cannot_be_read_refuses_the_merge_before_the_pair_f
 def test_a_pair_file_the_merge_cannot_write_leaves_the_verdict_store_as_it_was(
     files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nlsim.annotation as annotation
+    from nlsim.annotation import merge
     from nlsim.clusters.verdicts import load_verdicts
 
     _, pairs = files
@@ -770,7 +771,7 @@ def test_a_pair_file_the_merge_cannot_write_leaves_the_verdict_store_as_it_was(
     def fail(*_: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(annotation, "_write_checked", fail)
+    monkeypatch.setattr(merge, "write_checked", fail)
     with pytest.raises(OSError, match="disk full"):
         merge_annotations(_export(tmp_path, [_row("n08", "n09", TITLES[8], TITLES[9], "1")], False), pairs)
     assert store.read_bytes() == kept and pairs.read_bytes() == before

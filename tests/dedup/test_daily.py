@@ -475,7 +475,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
     never act). A new model is promoted. Day 3 (not naming the pair file): the window is embedded again
     with the new model and the verdicts, kept in the state, still act: a4 (a copy of a2) groups with a2,
     never with a1."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
     from nlsim.io.model_store import ModelStore
 
     store = ModelStore(tmp_path / "models")
@@ -662,7 +662,7 @@ def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_
     "not the same story" (with a fresh "same story" c1/e1), the report cuts the cluster along it and joins
     c1's cluster with e1; the record says which clusters each verdict changed, and how many verdicts
     overrule the annotators, and run.json reads back as the same record. The pair file keeps x1/b1's 0.75."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
     from nlsim.report.record import JOINED, SPLIT, ClusterChange, RunRecord
 
     corpus = story_corpus()
@@ -951,7 +951,7 @@ def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     of the texts it was given on), the run says so and its record lists it; the state keeps the verdict."""
     import logging
 
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
 
     first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
     for n, titles in enumerate([first, {"c": first["a"]}], start=1):

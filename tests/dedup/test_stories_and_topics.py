@@ -202,7 +202,7 @@ def test_stories_topics_and_a_verdict_keep_their_ids_across_a_promotion(tmp_path
     regrouped; the story keeps its cluster id, the topic its topic id, the verdict (kept in the state, the
     pair file no longer named) still keeps v1 apart, and the run record and the report say the model
     switched."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
 
     days = []
     for n, rows in enumerate(PROMOTION_DAYS, start=1):

@@ -119,7 +119,7 @@ def _overruled_pair_file(tmp_path: Path) -> Path:
 
 
 def _overrule(pairs: Path, a: str, b: str, score: str, name: str = "marks.csv") -> None:
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
 
     filled = pairs.parent / name
     pd.DataFrame(
