@@ -297,7 +297,7 @@ def relied_on(records: list[tuple[str, str, Path | None]]) -> list[dict[str, Any
     """The figures a settled quality check leaves a run to use: for each model part (kind, identity, folder)
     the paths its stored record (the folder's and ``$NLSIM_HOME``'s, :func:`load_quality_check`) has figures
     for."""
-    from nlsim.inference.quality_check import has_figures, load_quality_check
+    from nlsim.inference.lossy_verdict import has_figures, load_quality_check
 
     out = []
     for kind, identity, folder in records:
@@ -311,7 +311,7 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
     """What a settled quality check (``marker``) relied on and can no longer be read (a record under
     ``$NLSIM_HOME`` removed or damaged: its paths would silently be lost to every later report), or
     ``None`` when all of it is there."""
-    from nlsim.inference.quality_check import has_figures, load_quality_check
+    from nlsim.inference.lossy_verdict import has_figures, load_quality_check
 
     kept = (store.info(version) or {}).get("quality_check_records") or {}
     if marker not in kept:
@@ -329,7 +329,7 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
 def quality_check_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
-    """The quality check of the lossy inference paths (:mod:`nlsim.training.quality_check`) of the model
+    """The quality check of the lossy inference paths (:mod:`nlsim.training.lossy_check`) of the model
     the report uses (the current one, else the zero-shot base), made on the validation pairs once per model
     and machine kind (the CPU's and the thread count, or the GPU's where the model runs on one) and kept under
     ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may then use. A fine-tuned
@@ -339,10 +339,10 @@ def quality_check_stage(
     on can still be read (:func:`lost_figures`: a record under ``$NLSIM_HOME`` removed or torn is made
     again, and said, never read as fewer lossy paths for good)."""
     from nlsim.encoders.planner import encoder_target
-    from nlsim.inference.quality_check import load_quality_check
+    from nlsim.inference.lossy_verdict import load_quality_check
     from nlsim.rerank.reranker import load_reranker
     from nlsim.rerank.target import cross_encoder_target
-    from nlsim.training.quality_check import (
+    from nlsim.training.lossy_check import (
         check_cross_encoder,
         check_encoder,
         say_record,

@@ -52,10 +52,10 @@ def print_result(result: DedupResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.dedup.paths import check_paths  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.dedup.paths import check_run_paths  # deferred: `nlsim --help` and refusals stay fast
 
     config = config_from_args(DedupConfig, args)
-    check_paths(config)  # a bad path is refused before torch and faiss are even imported
+    check_run_paths(config)  # a bad path is refused before torch and faiss are even imported
 
     from nlsim.dedup.run import run_dedup  # deferred: loads torch and faiss, `nlsim --help` stays fast
 

@@ -6,7 +6,7 @@ that ``nlsim dedup`` refuses a bad path in a second, before the encoder and the 
 Example:
     >>> from nlsim.dedup.config import DedupConfig
     >>> cfg = DedupConfig.of(corpus="news.csv", out="rep", quarantine="news.csv", threshold=0.9)
-    >>> check_paths(cfg)
+    >>> check_run_paths(cfg)
     Traceback (most recent call last):
     ...
     nlsim.errors.ConfigError: --quarantine news.csv is the same path as --corpus news.csv; refusing ...
@@ -30,7 +30,7 @@ from nlsim.io.ownership import (
 from nlsim.models.settings import CURRENT_MODEL
 
 
-def check_paths(config: DedupConfig) -> None:
+def check_run_paths(config: DedupConfig) -> None:
     """Refuse, before any work, outputs that would overwrite an input or a folder nlsim did not write, a
     calibration file that is missing or holds no usable threshold, and a state whose manifest is unreadable,
     of another format or names a generation nlsim did not write."""

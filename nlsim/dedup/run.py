@@ -13,7 +13,7 @@ the ``call``, the stages, their order and their results are the same. :data:`STA
 (what it does, whether it is I/O to retry, whether it is long enough to need a timeout).
 
 Before any stage runs, every output path is checked against every input path and against folders nlsim
-did not write (:func:`nlsim.dedup.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
+did not write (:func:`nlsim.dedup.paths.check_run_paths`, :mod:`nlsim.io.ownership`): nothing of the
 user's is overwritten.
 
 Example:
@@ -37,7 +37,7 @@ from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.model_drop import model_drop, refusal
-from nlsim.dedup.paths import check_paths
+from nlsim.dedup.paths import check_run_paths
 from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
@@ -67,7 +67,7 @@ __all__ = [
     "DedupConfig",
     "DedupResult",
     "Search",
-    "check_paths",
+    "check_run_paths",
     "direct",
     "run_batch",
     "run_daily",
@@ -145,7 +145,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     """
     if config.input.date is None and "{date" in config.input.corpus:
         config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
-    check_paths(config)
+    check_run_paths(config)
     if not config.daily:
         return run_batch(config, encoder=encoder, call=call)
     return run_daily(config, config.state, encoder=encoder, call=call)

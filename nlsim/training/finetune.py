@@ -48,8 +48,8 @@ from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FP32_FLAGS, FinetuneConfig, fp32_changes
 from nlsim.training.data import PreparedPairs, overruled_note, prepare_pairs
+from nlsim.training.lossy_check import check_model, store_checks
 from nlsim.training.model_card import model_card_markdown
-from nlsim.training.quality_check import check_model, store_checks
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
 from nlsim.training.validation import (
@@ -258,7 +258,7 @@ def quality_check(
 ) -> dict[str, dict[str, Any]]:
     """The quality check of the lossy inference paths (int8, bf16, fp16) of the trained bi-encoder and
     reranker against fp32 on the (converted) validation pairs, at the calibrated thresholds, on the device
-    they trained on (:mod:`nlsim.training.quality_check`); stored in the model folder as
+    they trained on (:mod:`nlsim.training.lossy_check`); stored in the model folder as
     ``quality_check.json``."""
     return check_model(
         encoder,

@@ -15,7 +15,7 @@ from nlsim.chain.run import quality_check_stage
 from nlsim.encoders import load_encoder
 from nlsim.encoders.planner import encoder_target
 from nlsim.inference.choice import select
-from nlsim.inference.quality_check import QUALITY_CHECK_JSON, load_quality_check, quality_verdict
+from nlsim.inference.lossy_verdict import QUALITY_CHECK_JSON, load_quality_check, quality_verdict
 from nlsim.io.model_store import ModelStore
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -120,7 +120,7 @@ def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
 ) -> None:
     """With no promoted model (the zero-shot base: no marker in the store), a path whose check could not
     run is recorded with its error, and the next run does not check again."""
-    import nlsim.training.quality_check as made
+    import nlsim.training.lossy_check as made
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NLSIM_PROBE", "off")

@@ -128,7 +128,7 @@ def test_finetune_then_evaluate_and_calibrate(
     assert cal["method"] == "cross-validated" and cal["f1_ci95"][0] <= cal["f1"] <= cal["f1_ci95"][1]
     # the quality check of the model's int8/bf16 paths, made on the same pairs and kept for later runs
     from nlsim.encoders import load_encoder
-    from nlsim.inference.quality_check import load_quality_check
+    from nlsim.inference.lossy_verdict import load_quality_check
 
     record, where = load_quality_check("encoder", load_encoder("paraphrase-MiniLM-L3-v2").fingerprint)
     assert record is not None and where.startswith(str(tmp_path / "home" / "quality-check"))

@@ -20,16 +20,16 @@ from nlsim.encoders.cache import EmbeddingCache
 from nlsim.encoders.planner import encoder_target
 from nlsim.inference.choice import LOSSY_MIN_GAIN, decide, select
 from nlsim.inference.cpu import CpuInfo, cpu_info, parse_cpuinfo
-from nlsim.inference.paths import candidates
-from nlsim.inference.probe import save_probe
-from nlsim.inference.quality_check import (
+from nlsim.inference.lossy_verdict import (
     MIN_COSINE,
     RECORD_FORMAT,
     load_quality_check,
     quality_verdict,
     save_quality_check,
 )
-from nlsim.training.quality_check import check_encoder, describe_record
+from nlsim.inference.paths import candidates
+from nlsim.inference.probe import save_probe
+from nlsim.training.lossy_check import check_encoder, describe_record
 
 pytest.importorskip("onnxruntime")
 
