@@ -42,6 +42,7 @@ from nlsim.io.pairs import (
 from nlsim.io.tables import table_format
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
 
 
 def known_pairs(frame: pd.DataFrame) -> dict[tuple[str, ...], str]:
@@ -54,6 +55,7 @@ def known_pairs(frame: pd.DataFrame) -> dict[tuple[str, ...], str]:
 
 
 def is_blank(value: Any) -> bool:
+    """An empty cell: ``None``, NaN, ``pd.NA``, ``pd.NaT`` or only white space."""
     if value is None or value is pd.NA or value is pd.NaT:
         return True
     return (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
