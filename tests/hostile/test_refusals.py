@@ -24,6 +24,7 @@ import pytest
 
 from nlsim.dedup.config import DedupConfig
 from nlsim.errors import ConfigError, InputError, StateError
+from tests.command import refused
 from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
 from tests.stsb_helpers import stsb_sample, write_stsb_sample
@@ -60,19 +61,6 @@ def nlsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproces
         text=True,
         timeout=600,
     )
-
-
-def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
-    """Assert a refusal: ``status``, a last stderr line ``nlsim ...: error: ...`` holding ``words``, no
-    traceback. Returns the message."""
-    lines = proc.stderr.strip().splitlines()
-    message = lines[-1] if lines else ""
-    assert proc.returncode == status, f"exit {proc.returncode}; stderr: {proc.stderr[-1500:]}"
-    assert message.startswith("nlsim ") and ": error: " in message, proc.stderr[-1500:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-1500:]
-    for word in words:
-        assert word in message, f"{word!r} not in {message!r}"
-    return message
 
 
 def snapshot(folder: Path) -> dict[str, str]:
