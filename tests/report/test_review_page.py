@@ -285,7 +285,9 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     assert again.returncode == 1 and "already annotated" in again.stderr and "Traceback" not in again.stderr
     lines = again.stderr.strip().splitlines()  # every conflict at once: a header, then one line per row
     # each named by its sheet row (the header is sheet row 1)
-    assert len(lines) == 4 and all(f"{export}: sheet row {n + 1}, field " in lines[n] for n in (1, 2, 3)), lines
+    assert len(lines) == 4 and all(f"{export}: sheet row {n + 1}, field " in lines[n] for n in (1, 2, 3)), (
+        lines
+    )
     assert copy.read_bytes() == merged_bytes
 
     # the chain sees new annotations: a new fingerprint, a new version trained on the editors' labels
