@@ -54,6 +54,7 @@ from nlsim.report.record import (
     ClusterChanges,
     EditorsRecord,
     ModelInfo,
+    ModelSwitch,
     RerankRecord,
     RunLog,
     RunRecord,
@@ -451,11 +452,19 @@ def run_record(
         all_seen=settings.daily and all_seen(window),
         older_day=window.older_day,
         started_at=started,
-        model_switch=window.switch,
+        model_switch=_switch(window, search.model_info),
         extra=extra,
         judge=judged,
         editors=editors,
     )
+
+
+def _switch(window: Window, now: ModelInfo) -> ModelSwitch | None:
+    """The window's model switch with the model-store versions before (the state's last run's) and now."""
+    if window.switch is None:
+        return None
+    last = window.state.last_run if window.state is not None else None
+    return window.switch.with_versions(RunRecord.from_dict(last).info if last else None, now)
 
 
 def _replay_committed(

@@ -5,7 +5,9 @@ prose (:mod:`nlsim.report.prose`) and its review panel (:mod:`nlsim.report.revie
 an editor comes for, in this order:
 
 - what an editor must know first: a zero-shot model (no fine-tuned model was ever promoted), a model switch
-  in a daily run;
+  in a daily run, a day run after a later one or with nothing new;
+- the day in brief (:mod:`nlsim.report.brief`): the items, the stories (new and grown today), the largest
+  stories and the topic groups, each a link;
 - one line in plain words on how far to trust the groupings (:func:`~nlsim.report.prose.plain_quality`:
   "about two in three of the pairs this model links are truly the same story", by cluster size when the
   report was judged, and the topic groups' figure);
@@ -20,7 +22,7 @@ an editor comes for, in this order:
   annotated pairs before and after fine-tuning, precision/recall/F1 at the threshold in use and where that
   threshold came from, the learning curve when the model folder has one;
 - an overview: counts, clusters by size, by day (or month) of their first item and by daily status, each a
-  filter; ``overview.png`` (:mod:`nlsim.report.plots`).
+  filter; ``overview.png`` and ``stories.png`` side by side (:mod:`nlsim.report.plots`).
 
 Times, and the days clusters are grouped by, are in the run's time zone (``--timezone``, the daily
 deployment's ``timezone``; :func:`~nlsim.report.page.page_zone`). Scores are shown with the threshold's
@@ -53,6 +55,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.report import review
+from nlsim.report.brief import day_brief
 from nlsim.report.page import SIZE_BUCKETS, page_data
 from nlsim.report.prose import (
     esc,
@@ -152,10 +155,12 @@ def _overview(data: dict[str, Any], record: RunRecord) -> str:
             )
         )
     parts.append("</div>")
+    stories = "stories by the hour or day of their first item" + (", new and grown" if data["daily"] else "")
     parts.append(
-        "<details class='plot'><summary>Score and size distributions (overview.png)</summary>"
-        "<img src='overview.png' alt='pair similarities against the threshold, and cluster sizes' "
-        "loading='lazy'></details></section>"
+        "<div class='plots'><figure><img src='overview.png' alt='pair similarities against the threshold, "
+        "and cluster sizes' loading='lazy'><figcaption>Scores and sizes (overview.png)</figcaption></figure>"
+        f"<figure id='stories-plot'><img src='stories.png' alt='{esc(stories)}' loading='lazy'>"
+        "<figcaption>Stories over time (stories.png)</figcaption></figure></div></section>"
     )
     return "".join(parts)
 
@@ -264,6 +269,7 @@ def render_html(
         "<a href='#model'>Model</a> · <a href='#overview'>Overview</a></nav></header><main>",
         # what an editor comes for first: the warnings, how far to trust the groupings, the clusters
         *notices(record),
+        day_brief(data, record),
         plain_quality(record),
         _cluster_list(data),
         review.review_section(data),
@@ -274,7 +280,8 @@ def render_html(
         "</main>",
         "<footer><p class='meta'>Every cluster of this report is listed above (in pages). The same data: "
         "<code>clusters.parquet</code>, <code>pairs.parquet</code>, <code>members.csv</code>, "
-        "<code>pairs.csv</code>, <code>report.xlsx</code>; the run record: <code>run.json</code>.</p>"
+        "<code>pairs.csv</code>, <code>report.xlsx</code>; the stories as JSON for other systems: "
+        "<code>stories.json</code>; the run record: <code>run.json</code>.</p>"
         "</footer>",
         f"<script id='nlsim-data' type='application/json'>{_json_script(data)}</script>",
         f"<script>{_asset('report.js')}\n{_asset('rules.js')}\n{review.review_script()}</script></body></html>",

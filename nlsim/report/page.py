@@ -175,6 +175,32 @@ def page_rows(
     return rows
 
 
+def first_screen_order(clusters: pd.DataFrame, zone: ZoneInfo | None = None) -> list[int]:
+    """The row positions of ``clusters`` in the order the page's list opens on (``assets/report.js``,
+    sort "latest activity first"): the last item's time as the page shows it (in ``zone``; none last), then
+    the strongest link, the larger story, the cluster id.
+
+    >>> clusters = pd.DataFrame({"cluster_id": ["c-a", "c-b", "c-c"], "size": [2, 3, 2],
+    ...     "last_published": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T08:00Z", None], utc=True),
+    ...     "max_similarity": [0.95, 0.95, 0.99]})
+    >>> first_screen_order(clusters)
+    [1, 0, 2]
+    """
+    if not len(clusters):
+        return []
+    n = len(clusters)
+    last = clusters["last_published"].tolist() if "last_published" in clusters else [None] * n
+    best = clusters["max_similarity"].tolist() if "max_similarity" in clusters else [None] * n
+    sizes, ids = clusters["size"].tolist(), clusters["cluster_id"].astype(str).tolist()
+
+    def key(k: int) -> tuple[Any, ...]:
+        when = columns.page_time(last[k], zone) or ""
+        inverted = tuple(-ord(ch) for ch in when) + (1,)  # later first; a missing time after every one
+        return inverted, -(columns.page_number(best[k], SCORE_DIGITS) or 0), -int(sizes[k] or 0), ids[k]
+
+    return sorted(range(n), key=key)
+
+
 def _cluster_pairs(
     pairs: pd.DataFrame, spec: columns.Table, item: _Items, zone: ZoneInfo | None
 ) -> dict[str, list[dict[str, Any]]]:

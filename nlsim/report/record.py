@@ -186,6 +186,8 @@ class ModelInfo:
     backend: str = ""
     precision: str = ""
     inference: dict[str, Any] | None = None
+    promoted_at: str | None = None
+    """When the model-store version was promoted (``CURRENT.json``'s ``promoted_at``; ``None``: unknown)."""
 
     @property
     def from_store(self) -> bool:
@@ -196,6 +198,8 @@ class ModelInfo:
         out: dict[str, Any] = {"requested": self.requested, "zero_shot": self.zero_shot}
         if self.from_store:
             out["version"] = self.version
+            if self.promoted_at is not None:
+                out["promoted_at"] = self.promoted_at
         out.update(
             model_id=self.model_id,
             fingerprint=self.fingerprint,
@@ -358,8 +362,11 @@ class RerankRecord:
 
 @dataclass(frozen=True)
 class ModelSwitch:
-    """How the state's vectors or threshold differ from this run's: the models, what changed, whether
-    the window is embedded again (``reembed``) and how many items that was."""
+    """How the state's vectors or threshold differ from this run's: the models, what changed (the names of
+    the state's identity fields: ``model_id``, ``fingerprint``, ``threshold``, ...), whether the window is
+    embedded again (``reembed``) and how many items that was; the model-store versions before and now and
+    when each was promoted, where known (:meth:`with_versions`; ``None``: not a promoted model, or a state
+    whose last run did not record it)."""
 
     from_model: str
     to_model: str
@@ -369,6 +376,32 @@ class ModelSwitch:
     details: list[str] = field(default_factory=list)
     reembed: bool = False
     reembedded: int = 0
+    from_version: str | None = None
+    to_version: str | None = None
+    from_promoted_at: str | None = None
+    to_promoted_at: str | None = None
+    from_zero_shot: bool | None = None
+    to_zero_shot: bool | None = None
+
+    def with_versions(self, before: ModelInfo | None, now: ModelInfo) -> ModelSwitch:
+        """The switch with the model-store versions of the model before (the state's last run's, ``None``
+        when it recorded none) and now, when each was promoted and whether each is zero-shot.
+
+        >>> switch = ModelSwitch("m", "m", changed=["fingerprint"])
+        >>> now = ModelInfo(requested="current", version="v0002-bb", promoted_at="2026-03-02T10:00:00+00:00")
+        >>> later = switch.with_versions(ModelInfo(requested="current", version="v0001-aa"), now)
+        >>> later.from_version, later.to_version, later.to_promoted_at
+        ('v0001-aa', 'v0002-bb', '2026-03-02T10:00:00+00:00')
+        """
+        return replace(
+            self,
+            from_version=None if before is None else before.version,
+            from_promoted_at=None if before is None else before.promoted_at,
+            from_zero_shot=None if before is None else before.zero_shot,
+            to_version=now.version,
+            to_promoted_at=now.promoted_at,
+            to_zero_shot=now.zero_shot,
+        )
 
 
 @dataclass

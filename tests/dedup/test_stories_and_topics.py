@@ -283,8 +283,13 @@ def test_stories_topics_and_a_verdict_keep_their_ids_across_a_promotion(tmp_path
     assert record["model_info"]["version"] == second_model
     assert record["model_switch"]["changed"] == ["fingerprint"] and record["model_switch"]["reembed"]
     assert record["model_switch"]["to_fingerprint"] == _stand_in(store).fingerprint
+    switch_record = record["model_switch"]
+    assert (switch_record["from_version"], switch_record["to_version"]) == (first_model, second_model)
+    assert switch_record["to_promoted_at"] == record["model_info"]["promoted_at"] is not None
     page = (out / "latest" / "index.html").read_text(encoding="utf-8")
     assert "id='model-switch'><strong>Model switch.</strong>" in page
+    assert f"version <code><bdi>{first_model}</bdi></code> of the model store, promoted" in page
+    assert "What changed: the model was retrained (a newer version was promoted)." in page
 
     # the ids are the state's: one batch run over the three days' items names the story and the topic
     # after a0, and keeps v1 apart as the daily runs do

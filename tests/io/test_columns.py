@@ -208,7 +208,7 @@ def test_an_item_column_and_a_cluster_column_declared_once_reach_files_state_art
     dedup_flow.publish_artifacts(result)
     first = result.clusters.iloc[0]
     assert published["rows"][0]["languages"] == ", ".join(want(first["member_ids"]))
-    heads = [line for line in published["md"].splitlines() if line.startswith("| cluster | status |")]
+    heads = [line for line in published["md"].splitlines() if line.startswith("| cluster | topic | status |")]
     assert heads and heads[0].endswith("| languages |"), heads
     assert (report / "summary.md").read_text(encoding="utf-8").count(", ".join(want(first["member_ids"])))
 

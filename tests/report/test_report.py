@@ -61,7 +61,7 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     shown = {name: [c["name"] for c in spec if c["shown"]] for name, spec in data["columns"].items()}
     assert shown["items"] == ["id", "title", "source", "url", "published_at"]
     assert shown["pairs"] == ["id_a", "id_b", "similarity"]  # no reranker: no cosine, no cross-encoder
-    assert "| c-n2 | new | 2 |" in files["summary.md"].read_text()
+    assert "| c-n2 |  | new | 2 |" in files["summary.md"].read_text()  # no topic: the cell left empty
     assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "overview.png" in page
     assert verify_report(tmp_path)["pairs"] == 1

@@ -436,6 +436,7 @@
   });
   function openFromHash() {
     var h = decodeURIComponent(location.hash.slice(1));
+    if (h.indexOf("topic-") === 0) { openTopic(h.slice(6)); return; }  // a topic group of the day's summary
     if (h.indexOf("cluster-") !== 0) return;
     var id = h.slice(8), k = view.findIndex(function (c) { return c.cluster_id === id; });
     if (k < 0) {
