@@ -19,9 +19,19 @@ fi
 echo "style: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-if [ $# -gt 0 ]; then
-  exec .venv/bin/python -m pytest "$@"
+# NLSIM_TEST_WORKERS=N: the tests run in N pytest-xdist workers, a test module on one worker (its fixtures'
+# models are then trained once); each worker has its own test home, Prefect home and temporary folders,
+# and torch and faiss get the cores shared out among the workers (tests/conftest.py)
+workers=${NLSIM_TEST_WORKERS:-1}
+xdist=()
+if [ "$workers" != 1 ]; then
+  xdist=(-n "$workers" --dist loadfile)
 fi
-.venv/bin/python -m pytest
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest ${xdist[@]+"${xdist[@]}"} "$@"
+fi
+# --durations: the slowest tests (and fixtures' set-ups) are listed at the end, to see where the time goes
+.venv/bin/python -m pytest ${xdist[@]+"${xdist[@]}"} --durations=30
 echo "again as on an avx2-only CPU: the cpu_features tests with NLSIM_CPU_FLAGS='avx avx2 fma'"
-NLSIM_CPU_FLAGS="avx avx2 fma" exec .venv/bin/python -m pytest -m cpu_features -p no:cacheprovider
+NLSIM_CPU_FLAGS="avx avx2 fma" exec .venv/bin/python -m pytest ${xdist[@]+"${xdist[@]}"} -m cpu_features \
+  -p no:cacheprovider

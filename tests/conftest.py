@@ -20,6 +20,15 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# run by pytest-xdist (`pytest -n N`: N workers, each its own process importing this file, so each gets
+# its own PREFECT_HOME and NLSIM_HOME below and its own temporary folders from pytest): the machine's cores
+# are shared out, so that N workers each using every core do not oversubscribe it. Set before torch (and
+# faiss) is imported, and inherited by the commands the tests run in subprocesses, so that results compared
+# across processes (the kill tests) are computed with the same thread count.
+XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if XDIST_WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ["OMP_NUM_THREADS"] = str(max(1, cores // XDIST_WORKERS))
 # the inference path is chosen from cached speed probes only (tests that probe say so): no timing noise
 os.environ.setdefault("NLSIM_PROBE", "cached")
 # a temporary nlsim home for the whole session, whatever the shell set: converted models, caches, quality

@@ -72,6 +72,8 @@ class Case:
     # ok: the result is right; refuse: what the refusal must not have done before it (trained, written)
     check: Callable[[Path, subprocess.CompletedProcess[str]], str | None] | None = None
     env: dict[str, str] = field(default_factory=dict)  # more environment for the command
+    # the command must run in a process of its own (a lock naming the process that set the case up)
+    process: bool = False
 
 
 # --- corpora ------------------------------------------------------------------------------------------
@@ -561,7 +563,7 @@ def dangerous_paths() -> list[Case]:
             words=("--out", "notes.txt"),
             status=2,
         ),
-        # an --out that cannot be made is a runtime failure (exit 1; tests/test_hostile_inputs.py)
+        # an --out that cannot be made is a runtime failure (exit 1; tests/hostile/test_refusals.py)
         Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=1),
         Case(
             "out-with-a-forged-marker",
@@ -1943,7 +1945,16 @@ def model_files_and_store(template: Path) -> list[Case]:
         ),
     ]
     out += [
-        Case(name, "model store", argv, base, words=words, status=1, setup=store(*steps))
+        Case(
+            name,
+            "model store",
+            argv,
+            base,
+            words=words,
+            status=1,
+            setup=store(*steps),
+            process=_locked_by_this_process in steps,
+        )
         for name, argv, steps, words in refusals
     ]
     leftover, unregistered = ".v0002-0badf00d.tmp-k3x9a2bq", "v0002-0badf00d"
@@ -2113,6 +2124,64 @@ def nlsim(
     )
 
 
+def needs_process(case: Case) -> bool:
+    """Whether ``case``'s command must run in a process of its own (:func:`nlsim`), not in this one
+    (:func:`nlsim_in_process`): it sets environment variables, or its set-up names this process."""
+    return case.process or bool(case.env)
+
+
+def nlsim_in_process(
+    argv: list[str], cwd: Path, more_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGV`` run by :func:`nlsim.cli.main` in this process, in ``cwd``, as :func:`nlsim`
+    runs it in a subprocess: the same environment, ``sys.argv``, stdout and stderr captured, the exit
+    status of ``sys.exit(main())`` (an uncaught exception prints its traceback and gives 1, as Python
+    does). The process-wide state a command changes (working folder, environment, ``sys.argv``, the
+    ``nlsim`` logger, torch's thread count) is put back afterwards. Not thread-safe: one at a time."""
+    import contextlib
+    import io
+    import logging
+    import traceback
+
+    import torch
+
+    from nlsim.cli import main
+
+    env = {"PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
+    env.update(more_env or {})
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    log = logging.getLogger("nlsim")
+    saved_log = (log.handlers[:], log.level, log.propagate)
+    threads = torch.get_num_threads()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = [str(ROOT / "nlsim" / "__main__.py"), *argv]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(argv)
+            except SystemExit as exc:  # argparse's usage errors, sys.exit in a command
+                if exc.code is None or isinstance(exc.code, int):
+                    status = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    status = 1
+            except Exception:
+                traceback.print_exc()
+                status = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+        log.handlers[:], log.level, log.propagate = saved_log
+        torch.set_num_threads(threads)
+    return subprocess.CompletedProcess(
+        [sys.executable, "-m", "nlsim", *argv], status, out.getvalue(), err.getvalue()
+    )
+
+
 def snapshot(folder: Path) -> dict[str, str]:
     out = {}
     for p in sorted(folder.rglob("*")):
@@ -2129,7 +2198,10 @@ def case_folder(case: Case, work: Path) -> Path:
     return work / re.sub(r"[^\w.-]", "_", case.name)
 
 
-def run_case(case: Case, work: Path) -> dict[str, Any]:
+def run_case(case: Case, work: Path, in_process: bool = False) -> dict[str, Any]:
+    """Run ``case`` in its folder under ``work`` and check it: its result row. ``in_process``: the command
+    runs in this process (:func:`nlsim_in_process`) unless the case :func:`needs_process`; else in a
+    subprocess."""
     d = case_folder(case, work)
     d.mkdir(parents=True)
     for rel, data in case.files.items():
@@ -2140,7 +2212,10 @@ def run_case(case: Case, work: Path) -> dict[str, Any]:
         case.setup(d)
     before = snapshot(d)
     t = time.perf_counter()
-    proc = nlsim(case.argv, d, more_env=case.env)
+    if in_process and not needs_process(case):
+        proc = nlsim_in_process(case.argv, d, more_env=case.env)
+    else:
+        proc = nlsim(case.argv, d, more_env=case.env)
     seconds = time.perf_counter() - t
     after = snapshot(d)
     problems: list[str] = []

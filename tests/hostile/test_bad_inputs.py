@@ -1,12 +1,17 @@
 """Every hostile-input case (``tests/hostile/cases.py``) through the real command line, one slow test each.
 
 A case meant to be refused must be refused by name (one line, no traceback); a case meant to work must
-give the right result; in every case no user file may change. The selected cases run two at a time (real
-subprocesses on a 2-core machine) in one module fixture, so that ``-k NAME`` runs just those; the
-templates some cases copy (a saved model, a state folder, a trained chain) are built once, when a
-selected case needs them. A case's folder goes as soon as the case passed (a failed one's stays until the
-module ends), and the templates when the module ends: the cases' copies of models and stores came to
-about 4 GB over the run when they stayed to the end of the session.
+give the right result; in every case no user file may change. The selected cases run in one module
+fixture, so that ``-k NAME`` runs just those: each command runs ``nlsim.cli.main`` in this process, one
+at a time, as ``python -m nlsim`` would (its exit status, stdout and stderr; an uncaught exception's
+traceback on stderr), which saves starting Python, torch and transformers again for each of the ~290
+cases; the cases that need a process of their own (environment variables, a lock naming the process that
+set the case up: :func:`~tests.hostile.cases.needs_process`) run as real subprocesses, two at a time, and
+``NLSIM_HOSTILE_PROCESS=1`` runs every case so. The templates some cases copy (a saved model, a state
+folder, a trained chain) are built once, when a selected case needs them. A case's folder goes as soon
+as the case passed (a failed one's stays until the module ends), and the templates when the module ends:
+the cases' copies of models and stores came to about 4 GB over the run when they stayed to the end of the
+session.
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from typing import Any
 
 import pytest
 
-from tests.hostile.cases import all_cases, build_templates, case_folder, run_case
+from tests.hostile.cases import all_cases, build_templates, case_folder, needs_process, run_case
 
 WORK = Path(tempfile.gettempdir()) / f"nlsim-hostile-{uuid.uuid4().hex[:12]}"
 """Where the templates and the cases' folders go: made by :func:`results` when a case runs, and removed
 when the module ends (collecting the cases makes nothing)."""
 CASES = {c.name: c for c in all_cases(WORK)}
 JOBS = int(os.environ.get("NLSIM_HOSTILE_JOBS", "2"))
+"""How many of the cases that run as subprocesses run at a time."""
+IN_PROCESS = os.environ.get("NLSIM_HOSTILE_PROCESS", "") not in ("1", "true", "yes")
+"""Whether the cases that need no process of their own run in this process (the default)."""
 TEMPLATED = (
     "bad state",
     "valid state",
@@ -42,7 +50,7 @@ TEMPLATED = (
 
 def run_and_sweep(name: str) -> dict[str, Any]:
     """Run one case; its folder goes once the case passed (its row holds all the test reads)."""
-    row = run_case(CASES[name], WORK / "cases")
+    row = run_case(CASES[name], WORK / "cases", in_process=IN_PROCESS)
     if row["ok"] and not row["user_files_changed"]:
         shutil.rmtree(case_folder(CASES[name], WORK / "cases"), ignore_errors=True)
     return row
@@ -62,8 +70,10 @@ def results(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, Any]
     try:
         if any(CASES[n].group in TEMPLATED or CASES[n].group.startswith("valid judge") for n in names):
             build_templates(WORK)
-        with ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
-            rows = list(pool.map(run_and_sweep, names))
+        apart = [n for n in names if not IN_PROCESS or needs_process(CASES[n])]
+        with ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:  # subprocesses: two at a time
+            rows = list(pool.map(run_and_sweep, apart))
+        rows += [run_and_sweep(n) for n in names if n not in apart]  # in this process: one at a time
         yield {r["case"]: r for r in rows}
     finally:
         if home is None:
