@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             as_of = AS_OF + pd.Timedelta(days=r)
             corpus = work / f"day{r + 1}.parquet"
             new_items(args.new, r * args.new, as_of).to_parquet(corpus, index=False)
-            cfg = DedupConfig(
+            cfg = DedupConfig.of(
                 corpus=corpus,
                 out=work / "out",
                 model=args.model,

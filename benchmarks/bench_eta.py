@@ -128,7 +128,7 @@ def main() -> int:
     instrument(loops)
     host = machine() + ("; avx2 choices forced" if args.avx2_only else "")
     print(f"machine: {host}")
-    cfg = FinetuneConfig(
+    cfg = FinetuneConfig.of(
         model=args.model,
         out=None,
         epochs=args.epochs,

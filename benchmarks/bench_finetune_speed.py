@@ -260,7 +260,7 @@ def ours(kind: str, train: Any, args: argparse.Namespace) -> float:
         from nlsim.training.bi_encoder import train_encoder
 
         enc = load_encoder(MODEL, backend="torch", threads=args.threads)
-        cfg = FinetuneConfig(epochs=1, batch_size=BATCH, threads=args.threads, log_every=0, seed=1)
+        cfg = FinetuneConfig.of(epochs=1, batch_size=BATCH, threads=args.threads, log_every=0, seed=1)
         out = train_encoder(enc, train, val, cfg, log=lambda _: None)
         return out["seconds_per_epoch"][0] / out["steps"]
     from nlsim.training.cross_encoder import train_cross_encoder

@@ -108,7 +108,7 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
     path = RESULTS / folder / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
-    cfg = FinetuneConfig(
+    cfg = FinetuneConfig.of(
         out=str(TRAINED / folder / name),
         progress_file=str(RESULTS / folder / f"{name}.progress"),
         eval_test=False,

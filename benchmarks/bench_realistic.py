@@ -594,10 +594,10 @@ def dask_child(n: int, params: dict[str, Any], k: int, threshold: float, sample:
     os.environ["PREFECT_API_URL"] = server.api_url
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            config = DedupConfig(corpus="synthetic", out=tmp, k=k, threshold=threshold, progress=False)
+            config = DedupConfig.of(corpus="synthetic", out=tmp, k=k, threshold=threshold, progress=False)
             call = dask_call(DaskOptions(n_workers=workers, threads_per_worker=1))
             t = time.perf_counter()
-            pairs = call("neighbors", stages.neighbors, window, config, threshold)
+            pairs = call("neighbors", stages.neighbors, window, config.search, threshold)
             row["graph_s"] = time.perf_counter() - t
     finally:
         server.stop()

@@ -9,7 +9,7 @@ finetuned/e5-thucnews``, or ``python benchmarks/bench_quality.py final``, which 
    ONNX Runtime fp32 and int8, torch bf16 and int8; both text orders, length-sorted batches); prints pairs/s
    and the largest score difference from torch fp32, beside each path's quality on the validation pairs
    (Spearman ×100 of the rerank score, same-story F1 at the reranker's threshold: the figures of the
-   quality check, :mod:`nlsim.training.quality_check`).
+   quality check, :mod:`nlsim.training.lossy_check`).
 2. With ``--full``: ``nlsim dedup`` on the corpus with the model, in fresh processes, ``--no-cache``:
    ``--precision fp32`` and ``--precision auto`` (the default); prints the wall time, the stages, the
    candidates (and the floor that bounds them), the path the cross-encoder ran on, and how many reported
@@ -69,11 +69,11 @@ def candidate_pairs(model: str, corpus: str, n: int, threads: int) -> tuple[list
 
 def throughput(model: str, a: list[str], b: list[str], threads: int, paths: list[str]) -> list[dict]:
     from nlsim.encoders import load_encoder
-    from nlsim.inference.quality_check import entry_key
+    from nlsim.inference.lossy_verdict import entry_key
     from nlsim.io.pairs import load_pairs
     from nlsim.rerank.reranker import load_reranker
     from nlsim.rerank.target import cross_encoder_target
-    from nlsim.training.quality_check import check_cross_encoder
+    from nlsim.training.lossy_check import check_cross_encoder
 
     reranker = load_reranker(model, threads=threads)
     ce = reranker.cross_encoder

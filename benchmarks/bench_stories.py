@@ -24,7 +24,8 @@ on the same scored pairs, the two levels a report can have:
 
 Folds: the validation pairs are cut in 5 folds (stratified by same story, seed 0); for each fold, the
 story variant is chosen on the other four (the best F1 among the variants whose 5+ purity reaches
-``--purity``, else the best F1) and judged on it; the pooled held-out figures say what choosing on
+``--purity``; where none does, the purest at 5+ among those whose F1 is within 0.01 of the one-level
+rule's, the first variant) and judged on it; the pooled held-out figures say what choosing on
 validation is worth.
 
 The story links come from a report of each model at its story threshold (``nlsim dedup --model current
@@ -283,7 +284,12 @@ def folds(kept: dict[str, list[list[str]]], val: pd.DataFrame, purity: float) ->
         train = fold != f
         scored = {n: figures(n, train) for n in kept}
         pure = [n for n, (_, pur) in scored.items() if pur is None or pur >= purity]
-        best = max(pure or list(kept), key=lambda n: (scored[n][0], n))
+        if pure:
+            best = max(pure, key=lambda n: (scored[n][0], n))
+        else:  # none reaches the purity: the purest whose F1 is within 0.01 of the one-level rule's
+            floor = scored[next(iter(kept))][0] - 0.01
+            near = [n for n, (f1, _) in scored.items() if f1 >= floor]
+            best = max(near, key=lambda n: (scored[n][1] or 0.0, scored[n][0], n))
         chosen.append(best)
         same, size = flags[best]
         test = fold == f

@@ -1,7 +1,8 @@
 """Prefect flow ``news-dedup``: the near-duplicate report, one task per stage of
 :func:`nlsim.dedup.run.run_dedup`.
 
-Its parameters are the fields of :class:`nlsim.dedup.config.DedupConfig` (the options of ``nlsim dedup``).
+Its parameters are the settings of :class:`nlsim.dedup.config.DedupConfig` by their flat names (the options of
+``nlsim dedup``).
 With ``state`` it is the daily incremental run (the ``news-dedup/daily`` deployment): the day's corpus is
 ``corpus`` with ``{date}`` filled in from the scheduled time, in ``timezone``; a day without its file ends
 in one clear failed-run message. Runs on one state folder queue on a Prefect global concurrency limit
@@ -35,16 +36,17 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import Call, DedupResult, run_dedup
 from nlsim.errors import NlsimError
 from nlsim.io import columns
+from nlsim.options import options_of
 from nlsim.report.summary import render_markdown
 
 
 def run_date(config: DedupConfig) -> str:
-    """The run's date: ``config.date``, else the flow run's scheduled start (or now) in "
-    "``config.timezone``."""
-    if config.date:
-        return config.date
+    """The run's date: ``config.input.date``, else the flow run's scheduled start (or now) in
+    ``config.input.timezone``."""
+    if config.input.date:
+        return config.input.date
     when = flow_run.scheduled_start_time or dt.datetime.now(dt.UTC)
-    return dt.datetime.fromisoformat(str(when)).astimezone(config.zone()).date().isoformat()
+    return dt.datetime.fromisoformat(str(when)).astimezone(config.input.zone()).date().isoformat()
 
 
 def run_name() -> str:
@@ -57,7 +59,8 @@ def run_name() -> str:
     params = flow_run.parameters or {}
     mode = "daily" if params.get("state") else "batch"
     try:
-        config = DedupConfig(**{k: v for k, v in params.items() if k in DedupConfig.__dataclass_fields__})
+        names = {o.name for o in options_of(DedupConfig)}
+        config = DedupConfig.of(**{k: v for k, v in params.items() if k in names})
         day = run_date(config)
     except Exception:  # noqa: BLE001 - a bad parameter fails the run with its own message
         given = params.get("date")
@@ -125,16 +128,16 @@ def publish_artifacts(result: DedupResult) -> None:
 
 def dedup_run(config: DedupConfig, call: Call = task_call, encoder: Any = None) -> Any:
     """The body of the dedup flows: resolve the day's input, hold the state's slot, run, publish."""
-    if "{date" in config.corpus:
+    if "{date" in config.input.corpus:
         config = config.with_(date=run_date(config))
-        path = Path(config.corpus_path())
+        path = Path(config.input.corpus_path)
         if not path.exists():
             return fail(
-                f"no input for {config.date}: {path} does not exist (nothing was run; the state and the "
-                "last report are unchanged)"
+                f"no input for {config.input.date}: {path} does not exist (nothing was run; the state and "
+                "the last report are unchanged)"
             )
     try:
-        with one_run_per_state(config.state), progress_artifacts("news-dedup"):
+        with one_run_per_state(config.state.folder), progress_artifacts("news-dedup"):
             result = run_dedup(config, call=call, encoder=encoder)
     except NlsimError as exc:
         return fail(f"{type(exc).__name__}: {exc}")
@@ -148,7 +151,7 @@ def dedup_run(config: DedupConfig, call: Call = task_call, encoder: Any = None) 
 
 
 news_dedup = config_flow(
-    lambda **params: dedup_run(DedupConfig(**params)),
+    lambda **params: dedup_run(DedupConfig.of(**params)),
     (DedupConfig,),
     name="news-dedup",
     description="Near-duplicate report for a corpus (batch), or the daily incremental run with `state`.",

@@ -169,7 +169,7 @@ def dask_call(options: DaskOptions) -> Call:
 def _body(**params: Any) -> Any:
     names = {f.name for f in fields(DaskOptions)}
     options = DaskOptions(**{k: v for k, v in params.items() if k in names})
-    config = DedupConfig(**{k: v for k, v in params.items() if k not in names})
+    config = DedupConfig.of(**{k: v for k, v in params.items() if k not in names})
     where = (
         options.dask_address
         or f"local Dask cluster, {options.n_workers} workers x {options.threads_per_worker} threads"
@@ -189,7 +189,7 @@ news_dedup_distributed = config_flow(
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     add_dedup_options(parser)
-    add_config_options(parser.add_argument_group("Dask"), DaskOptions)
+    add_config_options(parser, DaskOptions, group="Dask")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,9 @@
 """Prefect flow ``finetune``: [silver pairs ->] train -> evaluate -> calibrate [-> reranker] -> save.
 
 :func:`nlsim.training.finetune.finetune` runs the steps; this flow passes the ``call`` that makes each a
-task, and publishes the metrics table and the model card as artifacts. Its parameters are the fields of
-:class:`nlsim.training.config.FinetuneConfig` (the options of ``nlsim finetune``). Run it without a server::
+task, and publishes the metrics table and the model card as artifacts. Its parameters are the settings of
+:class:`nlsim.training.config.FinetuneConfig` by their flat names (the options of ``nlsim finetune``). Run
+it without a server::
 
     python -m flows.finetune --pairs annotations/thucnews_tw_pairs.tsv --out finetuned/e5-thucnews
 """
@@ -30,7 +31,7 @@ def publish_artifacts(result: FinetuneResult) -> None:
 
 
 def _body(**params: Any) -> Any:
-    config = FinetuneConfig(**params)
+    config = FinetuneConfig.of(**params)
     try:
         with progress_artifacts("finetune"):
             result = finetune(config, call=task_call)

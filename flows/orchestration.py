@@ -4,9 +4,9 @@ derived from nlsim's configuration dataclasses, progress artifacts, readable fai
 * :func:`task_call` is the ``call`` of :func:`nlsim.dedup.run.run_dedup` (and of the chained pipeline):
   each stage becomes a task named after it, I/O stages retried, expensive stages under a timeout
   (``NLSIM_TASK_TIMEOUT_S``, default 4 hours).
-* :func:`config_flow` builds a flow whose parameters are the fields of configuration dataclasses (names,
-  types, defaults, descriptions and enum choices in the deployment schema), so no parameter list is written
-  twice.
+* :func:`config_flow` builds a flow whose parameters are the settings of configuration dataclasses, by their
+  flat names (names, types, defaults, descriptions and enum choices in the deployment schema), so no
+  parameter list is written twice.
 * :func:`progress_artifacts` turns :mod:`nlsim.progress` into Prefect progress artifacts.
 * :func:`report_failure` is every flow's ``on_failure`` hook: a Markdown artifact with the error in one
   readable line.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import inspect
 import logging
 import os
@@ -36,7 +35,7 @@ from flows.ephemeral import startup_failure
 from nlsim import progress
 from nlsim.commands.options import config_from_args
 from nlsim.errors import ConfigError, NlsimError
-from nlsim.options import options_of
+from nlsim.options import options_of, parameters
 from nlsim.orchestration import stage_info
 
 IO_RETRIES = 2
@@ -157,9 +156,10 @@ def config_flow(
     exclude: tuple[str, ...] = (),
     **flow_options: Any,
 ) -> Any:
-    """A flow whose keyword parameters are the fields of ``classes``; ``body(**params)`` runs it.
+    """A flow whose keyword parameters are the settings of ``classes``, by their flat names (the fields of
+    their records: :func:`nlsim.options.options_of`); ``body(**params)`` runs it.
 
-    The flow's signature, annotations and ``Args:`` docstring are made from the fields' types, defaults and
+    The flow's signature, annotations and ``Args:`` docstring are made from the settings' types, defaults and
     help texts, so Prefect's parameter schema shows each with its description and, for ``Literal`` fields,
     its allowed values.
     """
@@ -168,12 +168,10 @@ def config_flow(
     annotations: dict[str, Any] = {}
     seen: set[str] = set()
     for cls in classes:
-        hints = {o.name: o for o in options_of(cls)}
-        for f in dataclasses.fields(cls):
-            if f.name in seen or f.name in exclude or f.name not in hints:
+        for opt in options_of(cls):
+            if opt.name in seen or opt.name in exclude:
                 continue
-            seen.add(f.name)
-            opt = hints[f.name]
+            seen.add(opt.name)
             default = inspect.Parameter.empty if opt.required else opt.default
             kind = opt.type
             if isinstance(default, tuple) or get_origin(opt.base_type) is tuple:
@@ -181,10 +179,10 @@ def config_flow(
                 item = (get_args(opt.base_type) or (str,))[0]
                 kind = list[item] | str  # a list, or "a,b,c" as on the command line
             params.append(
-                inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+                inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
             )
-            annotations[f.name] = kind
-            docs.append(f"    {f.name}: {' '.join(opt.help.split())}")
+            annotations[opt.name] = kind
+            docs.append(f"    {opt.name}: {' '.join(opt.help.split())}")
     params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
 
     def fn(**kwargs: Any) -> Any:
@@ -218,8 +216,7 @@ def run_from_command_line(
     params: dict[str, Any] = {}
     try:
         for cls in classes:
-            config = config_from_args(cls, args)
-            params.update({o.name: getattr(config, o.name) for o in options_of(cls)})
+            params.update(parameters(config_from_args(cls, args)))
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
     try:

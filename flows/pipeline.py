@@ -1,9 +1,9 @@
 """Prefect flow ``news-pipeline``: the chain of :func:`nlsim.chain.run.run_pipeline`, every stage a task.
 
 load + convert → baseline → fine-tune (cached by fingerprint) → evaluate → promote → index → report (judged).
-Its parameters are the fields of :class:`nlsim.chain.config.PipelineConfig` (the options of
-``nlsim pipeline``). Served as ``news-pipeline/weekly`` (retrain when the annotations change; the gate
-decides whether the daily report's model changes). Run it without a server::
+Its parameters are the settings of :class:`nlsim.chain.config.PipelineConfig` by their flat names (the
+options of ``nlsim pipeline``). Served as ``news-pipeline/weekly`` (retrain when the annotations change;
+the gate decides whether the daily report's model changes). Run it without a server::
 
     python -m flows.pipeline --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet
 """
@@ -25,7 +25,7 @@ from nlsim.evaluation.judge import Judgement, describe
 
 
 def _body(**params: Any) -> Any:
-    config = PipelineConfig(**params)
+    config = PipelineConfig.of(**params)
     try:
         with progress_artifacts("news-pipeline"):
             result = run_pipeline(config, call=task_call)

@@ -1,18 +1,36 @@
 """Typed run configurations that describe their own options.
 
-A configuration is a dataclass whose fields carry their help text and command-line spelling in the
-field's metadata (:func:`option`). The command line (:mod:`nlsim.commands.options`) and the Prefect flows'
-parameters (``config_flow`` in ``flows/orchestration.py``) are derived from it, and ``prefect.yaml`` may
-only name its fields (``tests/flows/test_deployments.py``), so a run's parameters are written once.
+A setting is declared once, as a field of the record of its concern (:func:`option`: its default, help
+text and command-line spelling in the field's metadata). A configuration is a dataclass of such records
+(:func:`concern`), and may have settings of its own. Every setting has a flat name, unique in the
+configuration (the field's name unless the field says otherwise): the command line's ``--flag``
+(:mod:`nlsim.commands.options`), the Prefect flows' parameter (``config_flow`` in
+``flows/orchestration.py``) and the key of :func:`parameters`. ``prefect.yaml`` may only name them
+(``tests/flows/test_deployments.py``), so a run's parameters are written once.
+
+:func:`options_of` walks a configuration's records; :func:`build` makes one from flat values, and
+:func:`parameters` gives them back. A configuration that composes another's records (the chain's, of the
+fine-tuning's and the report's) takes their settings as they are, and may leave out the ones it sets itself
+(``omit``) or give some another default and help (``defaults``, ``helps``).
 
 Example:
     >>> from dataclasses import dataclass
-    >>> @dataclass
-    ... class Demo:
-    ...     corpus: str = option(help="the corpus file")
+    >>> @dataclass(frozen=True, kw_only=True)
+    ... class Search:
     ...     k: int = option(10, help="neighbours per item")
-    >>> [(o.name, o.flags, o.help) for o in options_of(Demo)]
-    [('corpus', ('--corpus',), 'the corpus file'), ('k', ('--k',), 'neighbours per item')]
+    ...     gpu: bool = option(False, help="search on the GPU", name="use_gpu", flags=("--gpu",))
+    >>> @dataclass(frozen=True, kw_only=True)
+    ... class Demo(Configuration):
+    ...     corpus: str = option(help="the corpus file")
+    ...     search: Search = concern(Search, title="search")
+    >>> [(o.name, o.path, o.flags) for o in options_of(Demo)]  # doctest: +NORMALIZE_WHITESPACE
+    [('corpus', ('corpus',), ('--corpus',)), ('k', ('search', 'k'), ('--k',)),
+     ('use_gpu', ('search', 'gpu'), ('--gpu',))]
+    >>> cfg = Demo.of(corpus="news.csv", use_gpu=True)
+    >>> cfg.search.gpu, cfg.parameters()
+    (True, {'corpus': 'news.csv', 'k': 10, 'use_gpu': True})
+    >>> cfg.with_(k=5).search
+    Search(k=5, gpu=True)
 """
 
 from __future__ import annotations
@@ -20,8 +38,13 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass
-from typing import Any, Literal, get_args, get_origin
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+T = TypeVar("T")
+C = TypeVar("C", bound="Configuration")
 
 
 def option(
@@ -32,33 +55,73 @@ def option(
     cli: bool = True,
     metavar: str | None = None,
     default_factory: Any = MISSING,
+    name: str | None = None,
 ) -> Any:
     """A dataclass field with its help text and command-line flags.
 
-    ``flags``: the spelling on the command line (default ``--field-name``). For a ``bool | None`` field, two
-    flags set it to True and False (``("--gpu", "--cpu")``); for a ``bool`` field whose default is True,
-    one flag turns it off (``("--no-cache",)``). ``cli=False`` keeps a field off the command line (still a
-    flow parameter).
+    ``name``: the setting's flat name (the flows' parameter, the command line's destination, the key of
+    :func:`parameters`; default: the field's name). ``flags``: the spelling on the command line (default
+    ``--flat-name``). For a ``bool | None`` field, two flags set it to True and False (``("--gpu",
+    "--cpu")``); for a ``bool`` field whose default is True, one flag turns it off (``("--no-cache",)``).
+    ``cli=False`` keeps a field off the command line (still a flow parameter).
     """
-    meta = {"help": help, "flags": flags, "cli": cli, "metavar": metavar}
+    meta = {"help": help, "flags": flags, "cli": cli, "metavar": metavar, "name": name}
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
+def concern(
+    record: type,
+    *,
+    title: str,
+    description: str | None = None,
+    omit: tuple[str, ...] = (),
+    defaults: Mapping[str, Any] | None = None,
+    helps: Mapping[str, str] | None = None,
+) -> Any:
+    """A field holding the record of one concern: its settings are options of the configuration.
+
+    ``title`` and ``description`` head the record's group in ``--help``. ``omit``: the flat names of the
+    record's settings that the configuration sets itself (they are no options of it, and keep the record's
+    defaults until it sets them); ``defaults`` and ``helps``: another default or help text of some, by flat
+    name. The field has a default when every setting of the record has one.
+    """
+    meta = {
+        "concern": record,
+        "title": title,
+        "description": description,
+        "omit": tuple(omit),
+        "defaults": dict(defaults or {}),
+        "helps": dict(helps or {}),
+    }
+    known = {o.name for o in options_of(record)}
+    unknown = (set(meta["omit"]) | set(meta["defaults"]) | set(meta["helps"])) - known
+    if unknown:
+        raise TypeError(f"{record.__name__} has no setting {', '.join(sorted(unknown))}")
+    if any(o.required and o.name not in meta["defaults"] for o in options_of(record)):
+        return dataclasses.field(metadata=meta)
+    return dataclasses.field(
+        default_factory=lambda: _build(record, {}, meta["omit"], meta["defaults"]), metadata=meta
+    )
+
+
 def option_like(cls: type, name: str) -> Any:
-    """A field with the default and help of ``cls``'s field ``name`` (for a configuration that shares it)."""
-    f = {f.name: f for f in dataclasses.fields(cls)}[name]
-    if f.default_factory is not MISSING:
-        return dataclasses.field(default_factory=f.default_factory, metadata=f.metadata)
-    return dataclasses.field(default=f.default, metadata=f.metadata)
+    """A field with the default, help and flags of ``cls``'s setting ``name`` (for a configuration that
+    shares it without composing its record)."""
+    opt = {o.name: o for o in options_of(cls)}[name]
+    meta = {"help": opt.help, "flags": opt.flags, "cli": opt.cli, "metavar": opt.metavar, "name": None}
+    return dataclasses.field(default=opt.default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class Option:
-    """One field of a configuration, as the command line and the flows see it."""
+    """One setting of a configuration, as the command line and the flows see it."""
 
     name: str
+    """The flat name: the flows' parameter, the command line's destination, the key of :func:`parameters`."""
+    path: tuple[str, ...]
+    """The attributes that lead to it from the configuration (``("search", "k")``)."""
     type: Any
     default: Any
     required: bool
@@ -66,6 +129,10 @@ class Option:
     flags: tuple[str, ...]
     cli: bool
     metavar: str | None
+    concern: str | None = None
+    """The title of its record's group (``None``: a setting of the configuration itself)."""
+    description: str | None = None
+    """The description of its record's group."""
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
@@ -90,28 +157,151 @@ def literal_choices(tp: Any) -> tuple[Any, ...] | None:
     return None
 
 
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
 def options_of(cls: type) -> list[Option]:
-    """The fields of a configuration dataclass, in order, with their metadata."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    out = []
+    """The settings of a configuration dataclass, in order, its records' included (see the module
+    docstring); two settings with one flat name are refused."""
+    out = _walk(cls, (), None, None, (), {}, {})
+    seen: dict[str, Option] = {}
+    for opt in out:
+        if opt.name in seen:
+            raise TypeError(
+                f"{cls.__name__}: two settings named {opt.name!r} ({'.'.join(seen[opt.name].path)} and "
+                f"{'.'.join(opt.path)}): give one another name"
+            )
+        seen[opt.name] = opt
+    return out
+
+
+def _walk(
+    cls: type,
+    prefix: tuple[str, ...],
+    title: str | None,
+    description: str | None,
+    omit: tuple[str, ...],
+    defaults: Mapping[str, Any],
+    helps: Mapping[str, str],
+) -> list[Option]:
+    records = {f.metadata["concern"] for f in dataclasses.fields(cls) if "concern" in f.metadata}
+    hints = typing.get_type_hints(cls, localns={r.__name__: r for r in records}, include_extras=True)
+    out: list[Option] = []
     for f in dataclasses.fields(cls):
-        if "help" not in f.metadata:
+        meta = f.metadata
+        if "concern" in meta:
+            out += _walk(
+                meta["concern"],
+                (*prefix, f.name),
+                meta["title"],
+                meta["description"],
+                (*omit, *meta["omit"]),
+                {**meta["defaults"], **defaults},
+                {**meta["helps"], **helps},
+            )
             continue
-        default = (
-            f.default
-            if f.default is not MISSING
-            else (f.default_factory() if f.default_factory is not MISSING else MISSING)
-        )
+        if "help" not in meta:
+            continue
+        name = meta.get("name") or f.name
+        if name in omit:
+            continue
+        default = defaults[name] if name in defaults else _default(f)
         out.append(
             Option(
-                name=f.name,
+                name=name,
+                path=(*prefix, f.name),
                 type=hints[f.name],
                 default=default,
                 required=default is MISSING,
-                help=f.metadata["help"],
-                flags=tuple(f.metadata.get("flags") or (f"--{f.name.replace('_', '-')}",)),
-                cli=bool(f.metadata.get("cli", True)),
-                metavar=f.metadata.get("metavar"),
+                help=helps.get(name, meta["help"]),
+                flags=tuple(meta.get("flags") or (f"--{name.replace('_', '-')}",)),
+                cli=bool(meta.get("cli", True)),
+                metavar=meta.get("metavar"),
+                concern=title,
+                description=description,
             )
         )
     return out
+
+
+def build(cls: type[T], values: Mapping[str, Any]) -> T:
+    """An instance of the configuration ``cls`` from its settings' values by flat name (the others take
+    their defaults); a name that is no setting of ``cls`` is refused."""
+    left = dict(values)
+    made = _build(cls, left, (), {})
+    if left:
+        raise TypeError(f"{cls.__name__} has no setting {', '.join(sorted(left))}")
+    return made
+
+
+def _build(cls: type[T], left: dict[str, Any], omit: tuple[str, ...], defaults: Mapping[str, Any]) -> T:
+    """``cls`` from the values ``left`` (each taken out as it is used), ``defaults`` where none is given."""
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        if "concern" in meta:
+            inner = {**meta["defaults"], **defaults}
+            kwargs[f.name] = _build(meta["concern"], left, (*omit, *meta["omit"]), inner)
+            continue
+        name = meta.get("name") or f.name
+        if "help" not in meta or name in omit:
+            continue
+        if name in left:
+            kwargs[f.name] = left.pop(name)
+        elif name in defaults:
+            kwargs[f.name] = defaults[name]
+    return cls(**kwargs)  # type: ignore[call-arg]
+
+
+def parameters(config: Any) -> dict[str, Any]:
+    """The settings of a configuration as plain values by flat name (:func:`build` makes it back)."""
+    out = {}
+    for opt in options_of(type(config)):
+        value = config
+        for attr in opt.path:
+            value = getattr(value, attr)
+        out[opt.name] = value
+    return out
+
+
+def assign(record: Any, name: str, value: Any) -> None:
+    """Set a field of a frozen record while it is being made (``__post_init__``'s normalising)."""
+    object.__setattr__(record, name, value)
+
+
+def text_paths(record: Any, *names: str) -> None:
+    """The fields ``names`` of ``record`` as text where a ``Path`` was given (one spelling in records)."""
+    for name in names:
+        value = getattr(record, name)
+        if isinstance(value, Path):
+            assign(record, name, str(value))
+
+
+def comma_tuple(value: Any) -> tuple[str, ...]:
+    """``"title,description"`` or a list -> ``("title", "description")``."""
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    return tuple(value)
+
+
+class Configuration:
+    """What every configuration of records can do: be made from flat values (:meth:`of`), give them back
+    (:meth:`parameters`) and be copied with some changed (:meth:`with_`)."""
+
+    @classmethod
+    def of(cls: type[C], **values: Any) -> C:
+        """The configuration with these settings, by flat name (the others take their defaults)."""
+        return build(cls, values)
+
+    def parameters(self) -> dict[str, Any]:
+        """The settings as plain values by flat name (the flows' parameters; ``training.json``)."""
+        return parameters(self)
+
+    def with_(self: C, **changes: Any) -> C:
+        """A copy with some settings changed, by flat name."""
+        return build(type(self), {**self.parameters(), **changes})

@@ -5,7 +5,7 @@ models, so the check runs wherever torch, transformers, pandas and scipy are ins
 needed). On the GPU it:
 
 1. makes the quality check of the bi-encoder and of a cross-encoder over the same model, on the GPU
-   (``nlsim.training.quality_check``): the record must hold ``torch-bf16@cuda`` (where the GPU has bf16) and
+   (``nlsim.training.lossy_check``): the record must hold ``torch-bf16@cuda`` (where the GPU has bf16) and
    ``torch-fp16@cuda`` with their figures, and the CPU-only paths marked not checked;
 2. embeds 3,000 texts with ``--precision auto`` and with bf16 and fp16 forced, and scores 5,000-pair jobs
    with the cross-encoder the same way: the choice must be a half precision on the GPU where the check
@@ -49,7 +49,7 @@ from nlsim.inference.choice import LOSSY_MIN_GAIN  # noqa: E402
 from nlsim.inference.gpu import gpu_info  # noqa: E402
 from nlsim.rerank.cross_encoder import CrossEncoder  # noqa: E402
 from nlsim.rerank.target import cross_encoder_inference  # noqa: E402
-from nlsim.training.quality_check import check_cross_encoder, check_encoder, store_checks  # noqa: E402
+from nlsim.training.lossy_check import check_cross_encoder, check_encoder, store_checks  # noqa: E402
 
 DEVICE = os.environ.get("DEVICE", "cuda")
 WORDS = [f"w{i}" for i in range(300)]

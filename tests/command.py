@@ -39,13 +39,27 @@ def last_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[-1] if lines else ""
 
 
-def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
+def refused(
+    proc: subprocess.CompletedProcess[str],
+    status: int | str = 1,
+    *words: str,
+    command: str = "",
+    alone: bool = False,
+) -> str:
     """Assert a refusal: exit ``status``, a last stderr line ``nlsim CMD: error: ...`` holding ``words``, no
-    traceback. Returns the message."""
+    traceback. Returns the message.
+
+    ``status`` may be left out: exit 1 (a first argument that is text is the first word). ``command`` is the
+    ``CMD`` the line must name (any without); with ``alone`` that line is all stderr holds."""
+    if isinstance(status, str):
+        status, words = 1, (status, *words)
     message = last_line(proc)
     assert proc.returncode == status, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    assert message.startswith("nlsim ") and ": error: " in message, proc.stderr[-2000:]
+    assert message.startswith(f"nlsim {command}: error: " if command else "nlsim "), proc.stderr[-2000:]
+    assert ": error: " in message, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    if alone:
+        assert proc.stderr.strip() == message, proc.stderr[-2000:]
     for word in words:
         assert word in message, (word, message)
     return message

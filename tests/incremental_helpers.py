@@ -209,7 +209,7 @@ def fault_config(corpus: Path, out: Path) -> Any:
     """The ``DedupConfig`` of an in-process run in the kill tests and the reliability benchmark."""
     from nlsim.dedup.config import DedupConfig
 
-    return DedupConfig(
+    return DedupConfig.of(
         corpus=corpus,
         out=out,
         model=FAST_MODEL,

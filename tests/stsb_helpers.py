@@ -30,7 +30,7 @@ def small_reranker_config(out: Path, **changes: object) -> FinetuneConfig:
         cross_encoder_epochs=1,
         seed=5,
     )
-    return FinetuneConfig(**epochs_on_any_cpu({**settings, **changes}))  # type: ignore[arg-type]
+    return FinetuneConfig.of(**epochs_on_any_cpu({**settings, **changes}))  # type: ignore[arg-type]
 
 
 def stsb_sample(train: int, validation: int, test: int) -> pd.DataFrame:

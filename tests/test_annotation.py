@@ -12,11 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlsim.annotation import draw_candidates, merge_annotations, select_candidates
+from nlsim.annotation.draw import draw_candidates, select_candidates
+from nlsim.annotation.merge import merge_annotations
 from nlsim.errors import InputError
 from nlsim.io import editor_file
 from nlsim.io.model_store import ModelStore
 from nlsim.io.pairs import load_pairs
+from tests.command import refused
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -186,17 +188,6 @@ def nlsim(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    """The one-line error of a refused command (exit 1, no traceback), checked to name ``words``."""
-    assert proc.returncode == 1, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("nlsim annotate: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
-
-
 def _fill(path: Path, scores: list[str] | None = None) -> pd.DataFrame:
     todo = pd.read_csv(path, dtype=str, keep_default_na=False)
     todo["score"] = scores or [["0", "0.25", "0.5", "0.75", "1"][i % 5] for i in range(len(todo))]
@@ -269,7 +260,12 @@ def test_merge_refuses_self_pairs_and_ids_with_another_text(
         frame.loc[1, col] = value
     frame.to_csv(filled, index=False)
     before = pairs.read_bytes()
-    line = refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), *words)
+    line = refused(
+        nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path),
+        *words,
+        command="annotate",
+        alone=True,
+    )
     assert f"sheet row {row}, field '{field}'" in line
     assert pairs.read_bytes() == before
 
@@ -288,7 +284,12 @@ def test_merge_refuses_an_id_given_two_texts_in_one_file(files: tuple[Path, Path
         }
     ).to_csv(filled, index=False)
     before = pairs.read_bytes()
-    line = refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), "'z1'")
+    line = refused(
+        nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path),
+        "'z1'",
+        command="annotate",
+        alone=True,
+    )
     assert "sheet row 3, field 'text_a'" in line and "than at sheet row 2" in line
     assert pairs.read_bytes() == before
 
@@ -298,7 +299,12 @@ def test_merge_refuses_a_file_without_pairs(files: tuple[Path, Path], tmp_path: 
     filled = tmp_path / "filled.csv"
     filled.write_text("pair_id,id_a,id_b,text_a,text_b,similarity,stratum,score,annotator,notes\n")
     before = pairs.read_bytes()
-    refused(nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path), "no pairs")
+    refused(
+        nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs, cwd=tmp_path),
+        "no pairs",
+        command="annotate",
+        alone=True,
+    )
     assert pairs.read_bytes() == before
 
 
@@ -500,7 +506,12 @@ def test_a_text_changed_after_the_export_is_refused_by_its_hash(
     bad = _row("z3", "z4", "丙", "丁") | {"sha256_a": _sha("丙"), "sha256_b": _sha("丁")}
     bad[field] = "x"
     path = _export(tmp_path, [ok, bad])
-    line = refused(nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, cwd=tmp_path), "sha256")
+    line = refused(
+        nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, cwd=tmp_path),
+        "sha256",
+        command="annotate",
+        alone=True,
+    )
     assert f"sheet row 3, field '{field}'" in line and str(path.name) in line
     assert pairs.read_bytes() == before
 
@@ -518,6 +529,8 @@ def test_a_text_other_than_the_corpus_text_of_its_item_is_refused(
     line = refused(
         nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, "--corpus", corpus, cwd=tmp_path),
         "n06",
+        command="annotate",
+        alone=True,
     )
     assert "sheet row 3, field 'text_a'" in line and "corpus" in line
     assert pairs.read_bytes() == before
@@ -539,7 +552,10 @@ def test_swapped_ids_with_their_texts_in_place_are_refused(
     path = _export(tmp_path, [_row(b, a, ta, tb) | {"sha256_a": _sha(ta), "sha256_b": _sha(tb)}])
     more = ["--corpus", corpus] if where == "corpus" else []
     line = refused(
-        nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, *more, cwd=tmp_path), "swapped"
+        nlsim("annotate", "merge", "--filled", path, "--pairs", pairs, *more, cwd=tmp_path),
+        "swapped",
+        command="annotate",
+        alone=True,
     )
     assert "sheet row 2" in line
     assert pairs.read_bytes() == before
@@ -759,7 +775,7 @@ def test_a_verdict_store_that_cannot_be_read_refuses_the_merge_before_the_pair_f
 def test_a_pair_file_the_merge_cannot_write_leaves_the_verdict_store_as_it_was(
     files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nlsim.annotation as annotation
+    from nlsim.annotation import merge
     from nlsim.clusters.verdicts import load_verdicts
 
     _, pairs = files
@@ -770,7 +786,7 @@ def test_a_pair_file_the_merge_cannot_write_leaves_the_verdict_store_as_it_was(
     def fail(*_: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(annotation, "_write_checked", fail)
+    monkeypatch.setattr(merge, "write_checked", fail)
     with pytest.raises(OSError, match="disk full"):
         merge_annotations(_export(tmp_path, [_row("n08", "n09", TITLES[8], TITLES[9], "1")], False), pairs)
     assert store.read_bytes() == kept and pairs.read_bytes() == before

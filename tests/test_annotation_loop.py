@@ -14,8 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nlsim import annotation
-from nlsim.annotation import draw_candidates, merge_annotations
+from nlsim.annotation import merge, pair_file
+from nlsim.annotation.draw import DrawResult, draw_candidates
+from nlsim.annotation.merge import merge_annotations
 from nlsim.errors import ConfigError, InputError, NlsimError
 from nlsim.io import editor_file
 from nlsim.io.pairs import load_pairs, normalise_text, pair_keys
@@ -98,7 +99,7 @@ def test_a_merged_file_that_does_not_read_back_whole_is_not_put_in_place(
     def torn(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame) -> bytes:
         return data  # a writer that lost the new rows
 
-    monkeypatch.setattr(annotation, "_text_bytes", torn, raising=False)
+    monkeypatch.setattr(pair_file, "_text_bytes", torn)
     before = pairs.read_bytes()
     with pytest.raises(InputError, match="reads back as 2 pairs, not the 3"):
         merge_annotations(one_pair(tmp_path), pairs, log=quiet)
@@ -112,13 +113,13 @@ def test_a_merged_file_that_does_not_read_back_whole_is_not_put_in_place(
 def test_two_merges_at_once_keep_both_editors_pairs(
     pairs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    slow_check = annotation._check_new
+    slow_check = merge.check_new
 
     def slow(*args: object, **kwargs: object) -> object:
         time.sleep(0.4)  # both merges have read the pair file before either writes, without a lock
         return slow_check(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(annotation, "_check_new", slow)
+    monkeypatch.setattr(merge, "check_new", slow)
     files = [
         one_pair(tmp_path, "one.csv"),
         one_pair(tmp_path, "two.csv", pair_id=editor_file.pair_id("z3", "z4"), id_a="z3", id_b="z4",
@@ -147,7 +148,7 @@ def test_two_merges_at_once_keep_both_editors_pairs(
 def test_a_merge_waits_for_the_lock_and_then_gives_up_clearly(
     pairs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(annotation, "MERGE_LOCK_WAIT", 0.3, raising=False)
+    monkeypatch.setattr(merge, "MERGE_LOCK_WAIT", 0.3)
     before = pairs.read_bytes()
     fd = os.open(tmp_path, os.O_RDONLY)
     try:
@@ -182,7 +183,7 @@ def corpus_file(tmp_path: Path, titles: list[str], name: str = "corpus.tsv") -> 
     return path
 
 
-def draw(corpus: Path, out: Path, pairs: Path | None = None, n: int = 6) -> annotation.DrawResult:
+def draw(corpus: Path, out: Path, pairs: Path | None = None, n: int = 6) -> DrawResult:
     """A quick TF-IDF draw."""
     return draw_candidates(
         corpus, pairs, out, n=n, scorer="tfidf-char2", conversion="none", threshold=0.3, k=5, log=quiet

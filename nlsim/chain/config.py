@@ -1,77 +1,61 @@
 """The configuration of the chained pipeline: :class:`PipelineConfig`.
 
-Every option of ``nlsim pipeline`` and every parameter of the ``news-pipeline`` flow is a field here. The
-training settings are :class:`~nlsim.training.config.FinetuneConfig`'s and the report's are
-:class:`~nlsim.dedup.config.DedupConfig`'s (same names, same defaults, same help).
+The chain is a fine-tuning run and a report run, and its configuration is composed of their records: the
+bi-encoder's, the reranker's and the training steps' of :class:`~nlsim.training.config.FinetuneConfig`, and
+the input, model, search, clustering and report records of :class:`~nlsim.dedup.config.DedupConfig`, each
+setting as its record declares it. A setting added to one of them is an option of ``nlsim pipeline`` and a
+parameter of the ``news-pipeline`` flow with no line here. The chain's own settings are what it adds: the
+pairs (trained on, and judged against), the model store, the base model, one script conversion for both
+runs, the level, and when to train and report. It sets some settings of the records itself (they are no
+options of it: :data:`SET_BY_THE_CHAIN`): the report's model (the promoted one), model store and
+conversion, its judged pairs and the editors' verdicts (the pairs), and gives the report's corpus and
+folder the chain's defaults.
 
 Example:
-    >>> cfg = PipelineConfig(out="reports/x")
-    >>> cfg.finetune_config("models/versions/v0001-1a2b3c4d").calibrate_level
+    >>> cfg = PipelineConfig.of(out="reports/x", k=5)
+    >>> cfg.finetune_config("models/versions/v0001-1a2b3c4d").evaluation.calibrate_level
     1.0
-    >>> cfg.dedup_config("models/versions/v0001-1a2b3c4d").model
-    'models/versions/v0001-1a2b3c4d'
+    >>> report = cfg.dedup_config("models/versions/v0001-1a2b3c4d")
+    >>> report.model.name, report.search.k, report.report.out, report.report.judge_pairs
+    ('models/versions/v0001-1a2b3c4d', 5, 'reports/x', 'annotations/thucnews_tw_pairs.tsv')
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
 
 from nlsim.conversion import Conversion
-from nlsim.dedup.config import Backend, ClusterRuleName, DedupConfig, IndexKind, Precision, Representative
+from nlsim.dedup.config import DedupConfig
+from nlsim.dedup.settings import ClusteringSettings, InputSettings, ReportSettings, SearchSettings
 from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
-from nlsim.options import option, option_like
-from nlsim.training.config import FinetuneConfig
-
-TRAINING_FIELDS = (
-    "loss",
-    "epochs",
-    "batch_size",
-    "gpu_batch_size",
-    "lr",
-    "max_length",
-    "freeze_embeddings",
-    "frozen_layers",
-    "train_precision",
-    "seed",
-    "reranker",
-    "cross_encoder_epochs",
-    "cross_encoder_lr",
-    "cross_encoder_frozen_layers",
-    "fp32_epochs",
-    "fp32_cross_encoder_epochs",
-    "fp32_cross_encoder_frozen_layers",
-    "story_weight",
-    "rerank_weight",
-    "story_model",
-)
-REPORT_FIELDS = (
-    "text_fields",
-    "k",
-    "window_hours",
-    "index_kind",
-    "use_gpu",
-    "representative",
-    "cluster_rule",
-    "cluster_support",
-    "series_veto",
-    "cache",
-    "progress",
-    "backend",
-    "precision",
-    "near_misses",
+from nlsim.models.settings import ModelSettings
+from nlsim.options import Configuration, assign, concern, option
+from nlsim.training.config import (
+    BiEncoderSettings,
+    CrossEncoderSettings,
+    DataSettings,
+    EvaluationSettings,
+    FinetuneConfig,
+    RecipeSettings,
 )
 
+SET_BY_THE_CHAIN = {
+    "model": ("model", "model_store", "convert", "threshold", "calibration", "batch_size", "threads"),
+    "clustering": ("annotated_pairs",),
+    "report": ("judge_pairs",),
+}
+"""The report's settings the chain sets itself (by flat name): the model (the store's promoted one, with its
+calibrated threshold), the store and the conversion (the chain's), the judged pairs and the editors'
+verdicts (the chain's pairs); the report's embedding batches and threads are left at their defaults."""
 
-@dataclass
-class PipelineConfig:
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineConfig(Configuration):
     """Parameters of one run of the chain (see the module docstring)."""
 
     pairs: str = option(
         "annotations/thucnews_tw_pairs.tsv", help="the annotated pairs (with train/validation/test)"
     )
-    corpus: str = option("data/thucnews.parquet", help="the corpus the report is made for")
-    out: str = option("reports/thucnews", help="report folder")
     model_store: str = option("models", help="model store: versioned models and the current-model pointer")
     base_model: str = option(
         "multilingual-e5-small", help="the encoder fine-tuning starts from (and the zero-shot baseline)"
@@ -85,82 +69,67 @@ class PipelineConfig:
     force_train: bool = option(
         False, help="train a new model even when one exists for the same annotations, base model and settings"
     )
-    report: bool = option(True, help="stop after the promotion (no report)", flags=("--no-report",))
+    make_report: bool = option(
+        True, help="stop after the promotion (no report)", flags=("--no-report",), name="report"
+    )
     first_report: bool = option(
         True,
         help="no report until training ends (by default a store with no promoted model gets the zero-shot "
         "report first, replaced by the fine-tuned one)",
         flags=("--no-first-report",),
     )
-    judge_split: str = option("validation", help="split of the scored pairs the report is judged on")
-    threads: int | None = option(None, help="torch threads")
-    loss: Literal["cosent", "mse"] = option_like(FinetuneConfig, "loss")
-    epochs: int = option_like(FinetuneConfig, "epochs")
-    batch_size: int = option_like(FinetuneConfig, "batch_size")
-    gpu_batch_size: int = option_like(FinetuneConfig, "gpu_batch_size")
-    lr: float = option_like(FinetuneConfig, "lr")
-    max_length: int = option_like(FinetuneConfig, "max_length")
-    freeze_embeddings: bool = option_like(FinetuneConfig, "freeze_embeddings")
-    frozen_layers: int = option_like(FinetuneConfig, "frozen_layers")
-    train_precision: Literal["auto", "fp32", "bf16"] = option_like(FinetuneConfig, "train_precision")
-    seed: int = option_like(FinetuneConfig, "seed")
-    reranker: bool = option_like(FinetuneConfig, "reranker")
-    cross_encoder_epochs: int = option_like(FinetuneConfig, "cross_encoder_epochs")
-    cross_encoder_lr: float = option_like(FinetuneConfig, "cross_encoder_lr")
-    cross_encoder_frozen_layers: int = option_like(FinetuneConfig, "cross_encoder_frozen_layers")
-    fp32_epochs: int | None = option_like(FinetuneConfig, "fp32_epochs")
-    fp32_cross_encoder_epochs: int | None = option_like(FinetuneConfig, "fp32_cross_encoder_epochs")
-    fp32_cross_encoder_frozen_layers: int | None = option_like(
-        FinetuneConfig, "fp32_cross_encoder_frozen_layers"
+    bi_encoder: BiEncoderSettings = concern(BiEncoderSettings, title="bi-encoder")
+    cross_encoder: CrossEncoderSettings = concern(
+        CrossEncoderSettings,
+        title="reranker",
+        description="a cross-encoder trained beside the bi-encoder and saved with it in reranker/: the "
+        "report rescores the pairs the bi-encoder finds (see docs/finetuning.md)",
     )
-    story_weight: float = option_like(FinetuneConfig, "story_weight")
-    rerank_weight: float = option_like(FinetuneConfig, "rerank_weight")
-    story_model: bool = option_like(FinetuneConfig, "story_model")
-    text_fields: tuple[str, ...] = option_like(DedupConfig, "text_fields")
-    k: int = option_like(DedupConfig, "k")
-    window_hours: float | None = option_like(DedupConfig, "window_hours")
-    index_kind: IndexKind = option_like(DedupConfig, "index_kind")
-    use_gpu: bool | None = option_like(DedupConfig, "use_gpu")
-    representative: Representative = option_like(DedupConfig, "representative")
-    cluster_rule: ClusterRuleName = option_like(DedupConfig, "cluster_rule")
-    cluster_support: float = option_like(DedupConfig, "cluster_support")
-    series_veto: bool = option_like(DedupConfig, "series_veto")
-    cache: bool = option_like(DedupConfig, "cache")
-    progress: bool = option_like(DedupConfig, "progress")
-    backend: Backend = option_like(DedupConfig, "backend")
-    precision: Precision = option_like(DedupConfig, "precision")
-    near_misses: int = option_like(DedupConfig, "near_misses")
+    recipe: RecipeSettings = concern(RecipeSettings, title="training steps (both encoders)")
+    input: InputSettings = concern(
+        InputSettings,
+        title="the report's input",
+        defaults={"corpus": "data/thucnews.parquet"},
+        helps={"corpus": "the corpus the report is made for"},
+    )
+    model: ModelSettings = concern(ModelSettings, title="the report's model", omit=SET_BY_THE_CHAIN["model"])
+    search: SearchSettings = concern(SearchSettings, title="neighbour search")
+    clustering: ClusteringSettings = concern(
+        ClusteringSettings, title="clusters", omit=SET_BY_THE_CHAIN["clustering"]
+    )
+    report: ReportSettings = concern(
+        ReportSettings,
+        title="report",
+        omit=SET_BY_THE_CHAIN["report"],
+        defaults={"out": "reports/thucnews"},
+        helps={"out": "report folder", "judge_split": "split of the scored pairs the report is judged on"},
+    )
 
     def __post_init__(self) -> None:
-        self.level = parse_level(self.level)
-        if isinstance(self.text_fields, str):
-            self.text_fields = tuple(f.strip() for f in self.text_fields.split(",") if f.strip())
-        self.text_fields = tuple(self.text_fields)
+        assign(self, "level", parse_level(self.level))
         self.finetune_config(None).check()
         self.dedup_config(self.base_model)
 
     def finetune_config(self, out: str | None) -> FinetuneConfig:
         """The fine-tuning run of the chain (its model goes to ``out``)."""
         return FinetuneConfig(
-            pairs=self.pairs,
             out=out,
             model=self.base_model,
-            conversion=self.convert,
-            calibrate_level=self.level,
-            threads=self.threads,
-            **{name: getattr(self, name) for name in TRAINING_FIELDS},
+            data=DataSettings(pairs=self.pairs, conversion=self.convert),
+            bi_encoder=self.bi_encoder,
+            cross_encoder=self.cross_encoder,
+            recipe=self.recipe,
+            evaluation=EvaluationSettings(calibrate_level=self.level),
         )
 
     def dedup_config(self, model: str) -> DedupConfig:
-        """The report run of the chain with ``model``."""
+        """The report run of the chain with ``model``: judged against the chain's pairs, whose editors'
+        verdicts act on its clusters."""
+        pairs = str(self.pairs) if self.pairs else None
         return DedupConfig(
-            corpus=self.corpus,
-            out=self.out,
-            model=model,
-            model_store=self.model_store,
-            convert=self.convert,
-            judge_pairs=str(self.pairs) if self.pairs else None,
-            judge_split=self.judge_split or "all",
-            annotated_pairs=str(self.pairs) if self.pairs else None,  # scored pairs, editors' verdicts
-            **{name: getattr(self, name) for name in REPORT_FIELDS},
+            input=self.input,
+            model=replace(self.model, name=model, store=self.model_store, convert=self.convert),
+            search=self.search,
+            clustering=replace(self.clustering, annotated_pairs=pairs),
+            report=replace(self.report, judge_pairs=pairs, judge_split=self.report.judge_split or "all"),
         )

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
@@ -38,7 +37,7 @@ NOT_TRAINING = (
     "eval_before",
     "precision_check",
 )
-"""FinetuneConfig fields that do not change the trained model."""
+"""FinetuneConfig settings (by flat name) that do not change the trained model."""
 
 
 def annotations_digest(pairs: pd.DataFrame) -> str:
@@ -53,7 +52,7 @@ def annotations_digest(pairs: pd.DataFrame) -> str:
 
 
 FP32_EPOCHS = ("fp32_epochs", "fp32_cross_encoder_epochs", "fp32_cross_encoder_frozen_layers")
-"""FinetuneConfig fields that stand in for the epochs and frozen layers on a CPU without bf16 instructions:
+"""FinetuneConfig settings that stand in for the epochs and frozen layers on a CPU without bf16 instructions:
 the epochs and layers trained there are the setting (:func:`training_settings`), not these."""
 
 
@@ -68,11 +67,11 @@ def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]
         >>> settings["epochs"], settings["cross_encoder_epochs"], "fp32_epochs" in settings
         (2, 3, False)
     """
-    used = cfg if device is None else cfg.for_device(device)
-    settings = {k: v for k, v in asdict(cfg).items() if k not in NOT_TRAINING + FP32_EPOCHS}
+    used = (cfg if device is None else cfg.for_device(device)).parameters()
+    settings = {k: v for k, v in cfg.parameters().items() if k not in NOT_TRAINING + FP32_EPOCHS}
     if not settings.get("story_model"):  # off: the models trained before it existed, the same versions
         settings.pop("story_model", None)
-    return {**settings, **{k: getattr(used, k) for k in cfg.fp32_settings()}}
+    return {**settings, **{k: used[k] for k in cfg.fp32_settings()}}
 
 
 def training_fingerprint(

@@ -269,7 +269,7 @@ def quality_marker(cfg: PipelineConfig, validation: pd.DataFrame, device: Any) -
     from nlsim.inference.cpu import cpu_info
 
     gpu = gpu_info(device)
-    where = gpu.key if gpu else f"t{int(cfg.threads or torch.get_num_threads())}"
+    where = gpu.key if gpu else f"t{int(cfg.recipe.threads or torch.get_num_threads())}"
     return f"{split_digest(validation)}:{cfg.convert}:{cpu_info().key}:{where}"
 
 
@@ -297,7 +297,7 @@ def relied_on(records: list[tuple[str, str, Path | None]]) -> list[dict[str, Any
     """The figures a settled quality check leaves a run to use: for each model part (kind, identity, folder)
     the paths its stored record (the folder's and ``$NLSIM_HOME``'s, :func:`load_quality_check`) has figures
     for."""
-    from nlsim.inference.quality_check import has_figures, load_quality_check
+    from nlsim.inference.lossy_verdict import has_figures, load_quality_check
 
     out = []
     for kind, identity, folder in records:
@@ -311,7 +311,7 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
     """What a settled quality check (``marker``) relied on and can no longer be read (a record under
     ``$NLSIM_HOME`` removed or damaged: its paths would silently be lost to every later report), or
     ``None`` when all of it is there."""
-    from nlsim.inference.quality_check import has_figures, load_quality_check
+    from nlsim.inference.lossy_verdict import has_figures, load_quality_check
 
     kept = (store.info(version) or {}).get("quality_check_records") or {}
     if marker not in kept:
@@ -329,7 +329,7 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
 def quality_check_stage(
     cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
 ) -> dict[str, Any]:
-    """The quality check of the lossy inference paths (:mod:`nlsim.training.quality_check`) of the model
+    """The quality check of the lossy inference paths (:mod:`nlsim.training.lossy_check`) of the model
     the report uses (the current one, else the zero-shot base), made on the validation pairs once per model
     and machine kind (the CPU's and the thread count, or the GPU's where the model runs on one) and kept under
     ``$NLSIM_HOME/quality-check/``; what the report's ``--precision auto`` may then use. A fine-tuned
@@ -339,10 +339,10 @@ def quality_check_stage(
     on can still be read (:func:`lost_figures`: a record under ``$NLSIM_HOME`` removed or torn is made
     again, and said, never read as fewer lossy paths for good)."""
     from nlsim.encoders.planner import encoder_target
-    from nlsim.inference.quality_check import load_quality_check
+    from nlsim.inference.lossy_verdict import load_quality_check
     from nlsim.rerank.reranker import load_reranker
     from nlsim.rerank.target import cross_encoder_target
-    from nlsim.training.quality_check import (
+    from nlsim.training.lossy_check import (
         check_cross_encoder,
         check_encoder,
         say_record,
@@ -350,8 +350,8 @@ def quality_check_stage(
         unchecked_here,
     )
 
-    if cfg.precision != "auto":
-        return {"skipped": f"--precision {cfg.precision}"}
+    if cfg.model.precision != "auto":
+        return {"skipped": f"--precision {cfg.model.precision}"}
     current = store.current()
     marker = quality_marker(cfg, validation, default_device() if current is not None else base.device)
     done = checked_for(store, current) if current is not None else []
@@ -360,19 +360,19 @@ def quality_check_stage(
         if lost is None:
             return {"model": current.name, "reused": True}
         say(f"quality check of {current.name}: {lost}; checked again")
-    encoder = load_encoder(str(current), threads=cfg.threads) if current is not None else base
-    reranker = load_reranker(encoder.path, threads=cfg.threads) if current is not None else None
+    encoder = load_encoder(str(current), threads=cfg.recipe.threads) if current is not None else base
+    reranker = load_reranker(encoder.path, threads=cfg.recipe.threads) if current is not None else None
     cal = load_calibration(current) if current is not None else zero_shot
     records: dict[str, dict[str, Any]] = {}
     found = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]
-    if found is None or unchecked_here(found, encoder_target(encoder), cfg.threads):
+    if found is None or unchecked_here(found, encoder_target(encoder), cfg.recipe.threads):
         records["encoder"] = check_encoder(
             encoder,
             validation,
             conversion=cfg.convert,
             threshold=cal.threshold if cal is not None else None,
             threshold_source="the model's calibration" if cal is not None else "",
-            threads=cfg.threads,
+            threads=cfg.recipe.threads,
             pairs_file=str(cfg.pairs),
             split="validation",
         )
@@ -380,13 +380,13 @@ def quality_check_stage(
     ce = getattr(reranker, "cross_encoder", None)
     if ce is not None:
         found = load_quality_check("cross-encoder", ce.digest(), ce.path)[0]
-        if found is None or unchecked_here(found, cross_encoder_target(ce), cfg.threads):
+        if found is None or unchecked_here(found, cross_encoder_target(ce), cfg.recipe.threads):
             records["reranker"] = check_cross_encoder(
                 reranker,
                 encoder,
                 validation,
                 conversion=cfg.convert,
-                threads=cfg.threads,
+                threads=cfg.recipe.threads,
                 pairs_file=str(cfg.pairs),
             )
             say_record(records["reranker"])
@@ -496,9 +496,8 @@ def chain_work(
     text_tokens = float(np.mean([len(x) for x in base.token_ids(texts)])) if texts else 0.0
     pair_tokens = 2 * text_tokens - 2  # each text's own start token and the pair's separators
     try:
-        items = (
-            int(pq.ParquetFile(cfg.corpus).metadata.num_rows) if str(cfg.corpus).endswith(".parquet") else 0
-        )
+        corpus = cfg.input.corpus_path
+        items = int(pq.ParquetFile(corpus).metadata.num_rows) if str(corpus).endswith(".parquet") else 0
     except (OSError, ValueError):
         items = 0
     layers = layer_count(base.model) or 12
@@ -508,18 +507,20 @@ def chain_work(
         validation_pairs=int((pairs["split"] == "validation").sum()),
         text_tokens=text_tokens,
         pair_tokens=pair_tokens,
-        epochs=training.epochs,
-        cross_encoder_epochs=training.cross_encoder_epochs,
-        batch_size=training.batch_size,
+        epochs=training.bi_encoder.epochs,
+        cross_encoder_epochs=training.cross_encoder.epochs,
+        batch_size=training.recipe.batch_size,
         layers=layers,
-        frozen=frozen_layer_count(layers, cfg.frozen_layers, cfg.freeze_embeddings),  # what training freezes
+        frozen=frozen_layer_count(
+            layers, cfg.bi_encoder.frozen_layers, cfg.recipe.freeze_embeddings
+        ),  # what training freezes
         cross_encoder_frozen=frozen_layer_count(
-            layers, training.cross_encoder_frozen_layers, cfg.freeze_embeddings
+            layers, training.cross_encoder.frozen_layers, cfg.recipe.freeze_embeddings
         ),
-        corpus_items=items if cfg.report else 0,
-        reranker=cfg.reranker,
+        corpus_items=items if cfg.make_report else 0,
+        reranker=cfg.cross_encoder.reranker,
         test_pairs=int((pairs["split"] == "test").sum()),
-        lossy_paths=lossy_paths_here(base.device) if training.precision_check else 0,
+        lossy_paths=lossy_paths_here(base.device) if training.evaluation.precision_check else 0,
         built_paths=gpu_info(base.device) is None,
         incumbent_reranker=None
         if store is None
@@ -529,16 +530,18 @@ def chain_work(
 
 def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
-    inputs = {"--pairs": cfg.pairs, "--corpus": cfg.corpus}
-    check_outputs_apart(inputs, {"--out": cfg.out if cfg.report else None, "--model-store": cfg.model_store})
-    for name, path in (("--pairs", cfg.pairs), ("--corpus", cfg.corpus)):
+    inputs = {"--pairs": cfg.pairs, "--corpus": cfg.input.corpus_path}
+    check_outputs_apart(
+        inputs, {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
+    )
+    for name, path in (("--pairs", cfg.pairs), ("--corpus", cfg.input.corpus_path)):
         if not Path(path).is_file():
             raise ConfigError(f"{name} {path}: no such file")
     check_writable(cfg.model_store, what="--model-store")
     ModelStore(cfg.model_store).claim()
-    if cfg.report:
-        check_writable(cfg.out, what="--out")
-        claim_folder(cfg.out, "report", what="--out")
+    if cfg.make_report:
+        check_writable(cfg.report.out, what="--out")
+        claim_folder(cfg.report.out, "report", what="--out")
 
 
 def load_version(version: Path) -> None:
@@ -563,11 +566,11 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     are returned as training reads them (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
     an editor overruled with its newer score), so that the training fingerprint changes with an overrule."""
     pairs = load_pairs(cfg.pairs)
-    if cfg.report:
-        settings = cfg.dedup_config(CURRENT_MODEL).settings()
-        stages.load(settings.input)
-        stages.judge_pairs(settings.report)
-        read_editors(settings.clustering.annotated_pairs, None)
+    if cfg.make_report:
+        report = cfg.dedup_config(CURRENT_MODEL)
+        stages.load(report.input)
+        stages.judge_pairs(report.report)
+        read_editors(report.clustering.annotated_pairs, None)
     read = training_pairs(cfg.pairs, pairs)
     if read.overruled:
         say(overruled_note(len(read.overruled)))
@@ -603,8 +606,9 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
         first.update(first_report(cfg, store, first_call))
         return first.get("seconds")
 
+    known = baseline.for_training(base, cfg.bi_encoder.max_length)
     version, fingerprint, trained = candidate_version(
-        cfg, store, call, base, pairs, started, before_training, baseline.for_training(base, cfg.max_length)
+        cfg, store, call, base, pairs, started, before_training, known
     )
     zero_shot = load_calibration(store.zero_shot_dir())
     candidate, incumbent, name = call(
@@ -632,7 +636,7 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     table = before_after_table(record)
     say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
     report = None
-    if cfg.report:
+    if cfg.make_report:
         record["quality_check"] = call(
             "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot
         )
@@ -644,10 +648,10 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
             report={"folder": str(report.report_dir), "summary": report.summary}, judge=judged.to_dict()
         )
         atomic_write_text(
-            Path(cfg.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
+            Path(cfg.report.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
         )
         atomic_write_text(
-            Path(cfg.out) / "pipeline.md", f"# nlsim pipeline\n\n{table}\n\n{describe(judged)}\n"
+            Path(cfg.report.out) / "pipeline.md", f"# nlsim pipeline\n\n{table}\n\n{describe(judged)}\n"
         )
     return PipelineResult(record=record, report=report, table=table)
 
@@ -660,7 +664,7 @@ def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) ->
     counted as ``first-report``, apart from the final report's).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
     ``--no-first-report``, or a promoted model whose report the folder already has)."""
-    if not (cfg.report and cfg.first_report) or store.current() is not None:
+    if not (cfg.make_report and cfg.first_report) or store.current() is not None:
         return {}
     say(
         f"first report: the zero-shot {cfg.base_model} report (not fine-tuned) is written now, before "
@@ -734,7 +738,7 @@ def candidate_version(
     validation = pairs[pairs["split"] == "validation"]
     if result.validation_scores is not None:
         seed_figures(cfg, store, version, validation, result.validation_scores)
-    if settings_now.precision_check:  # its training checked its lossy paths here, moments ago
+    if settings_now.evaluation.precision_check:  # its training checked its lossy paths here, moments ago
         mark_checked(store, version, quality_marker(cfg, validation, default_device()))
     return version, fingerprint, True
 

@@ -175,7 +175,7 @@ and the judged pairs inside clusters of 5 or more items the same story 0.68 of t
 
 DEFAULT_LARGE = 5
 DEFAULT_LARGE_SHARE: float | None = None
-DEFAULT_LARGE_MARGIN: float | None = 0.01
+DEFAULT_LARGE_MARGIN: float | None = 0.02
 """What a large story cluster needs by default (``SharedSupport.large``, ``large_share``, the margin of
 ``large_floor`` over the story threshold); docs/experiments.md, "Stories inside topics"."""
 

@@ -40,7 +40,7 @@ TOPIC_PREFIX = "t-"
 TOPIC_LEVEL = 0.75
 """The rubric's level of "same topic and entity": the level the topic threshold is calibrated for."""
 DEFAULT_TOPIC_RULE = "support"
-DEFAULT_TOPIC_SUPPORT = 0.3
+DEFAULT_TOPIC_SUPPORT = 0.2
 """The topic groups' rule and share by default (docs/experiments.md, "Stories inside topics")."""
 APART_BELOW = 0.75
 """A verdict below this level keeps two items' topics apart; one at it or above joins them."""

@@ -103,7 +103,7 @@ def _merge_parser(sub: Any) -> None:
 
 
 def run_draw(args: argparse.Namespace) -> int:
-    from nlsim.annotation import draw_candidates  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.annotation.draw import draw_candidates  # deferred: `nlsim --help` and refusals stay fast
 
     draw_candidates(
         args.corpus,
@@ -122,7 +122,7 @@ def run_draw(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    from nlsim.annotation import merge_annotations  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.annotation.merge import merge_annotations  # deferred: `nlsim --help` and refusals stay fast
 
     merge_annotations(
         args.filled,
@@ -137,7 +137,7 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def run_verdicts(args: argparse.Namespace) -> int:
-    from nlsim.annotation import check_verdicts  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.annotation.merge import check_verdicts  # deferred: `nlsim --help` and refusals stay fast
 
     check_verdicts(args.pairs, write=args.write)
     return 0

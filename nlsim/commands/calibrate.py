@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.precision_check:
         # deferred: `nlsim --help` and refusals stay fast
         from nlsim.rerank.reranker import load_reranker
-        from nlsim.training.quality_check import check_model, store_checks
+        from nlsim.training.lossy_check import check_model, store_checks
 
         reranker = load_reranker(enc.path if model is not None else None, threads=args.threads)
         checks = check_model(

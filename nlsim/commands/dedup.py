@@ -1,6 +1,6 @@
 """``nlsim dedup``: the near-duplicate report for a corpus (batch, or daily with ``--state``).
 
-Every option is a field of :class:`nlsim.dedup.config.DedupConfig`.
+Every option is a setting of :class:`nlsim.dedup.config.DedupConfig`, declared in the record of its concern.
 """
 
 from __future__ import annotations
@@ -17,14 +17,11 @@ from nlsim.io.corpus_schema import SCHEMA_HELP
 if TYPE_CHECKING:
     from nlsim.dedup.run import DedupResult
 
-STATE_OPTIONS = ("state", "retention_days", "as_of", "rebuild_state", "accept_model_drop")
-
 
 def add_dedup_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``nlsim dedup`` (also ``python -m flows.dedup``'s): the fields of ``DedupConfig``."""
-    add_config_options(p, DedupConfig, skip=STATE_OPTIONS)
-    g = p.add_argument_group("incremental runs (a state folder kept between runs)")
-    add_config_options(g, DedupConfig, only=STATE_OPTIONS)
+    """The options of ``nlsim dedup`` (also ``python -m flows.dedup``'s): the settings of ``DedupConfig``,
+    one group per concern (input, model, neighbour search, clusters, report, incremental runs)."""
+    add_config_options(p, DedupConfig)
 
 
 def print_result(result: DedupResult) -> None:
@@ -55,10 +52,10 @@ def print_result(result: DedupResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.dedup.paths import check_paths  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.dedup.paths import check_run_paths  # deferred: `nlsim --help` and refusals stay fast
 
     config = config_from_args(DedupConfig, args)
-    check_paths(config)  # a bad path is refused before torch and faiss are even imported
+    check_run_paths(config)  # a bad path is refused before torch and faiss are even imported
 
     from nlsim.dedup.run import run_dedup  # deferred: loads torch and faiss, `nlsim --help` stays fast
 

@@ -1,6 +1,7 @@
 """``nlsim finetune``: fine-tune a bi-encoder (and its reranker) on annotated pairs and save the model folder.
 
-Every option is a field of :class:`nlsim.training.config.FinetuneConfig`.
+Every option is a setting of :class:`nlsim.training.config.FinetuneConfig`, declared in the record of its
+concern.
 """
 
 from __future__ import annotations
@@ -11,27 +12,14 @@ from typing import Any
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
 from nlsim.training.config import FinetuneConfig
 
-SILVER_OPTIONS = ("silver_corpus", "silver_text_field", "silver_anchors", "silver_teacher")
-RERANKER_OPTIONS = ("reranker", "cross_encoder_epochs", "fp32_cross_encoder_epochs", "cross_encoder_lr")
-
 
 def add_finetune_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``nlsim finetune`` and ``python -m flows.finetune``."""
-    add_config_options(p, FinetuneConfig, skip=SILVER_OPTIONS + RERANKER_OPTIONS)
+    """Options shared by ``nlsim finetune`` and ``python -m flows.finetune``: the settings of
+    ``FinetuneConfig``, one group per concern (data, bi-encoder, training steps, evaluation, silver pairs,
+    reranker)."""
+    add_config_options(p, FinetuneConfig)
     for key in ("pairs", "out"):
         p._option_string_actions[f"--{key}"].required = True  # required on the command line
-    g = p.add_argument_group(
-        "silver pairs",
-        "widen the gold training pairs with corpus pairs scored by teachers trained on them "
-        "(a cross-encoder and a first bi-encoder; see docs/finetuning.md)",
-    )
-    add_config_options(g, FinetuneConfig, only=SILVER_OPTIONS)
-    r = p.add_argument_group(
-        "reranker",
-        "a cross-encoder trained beside the bi-encoder and saved with it in reranker/: dedup rescores the "
-        "pairs the bi-encoder finds (see docs/finetuning.md)",
-    )
-    add_config_options(r, FinetuneConfig, only=RERANKER_OPTIONS)
 
 
 def register(subparsers: Any) -> None:

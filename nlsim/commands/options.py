@@ -1,23 +1,24 @@
 """Command-line options derived from a configuration dataclass (:mod:`nlsim.options`).
 
+Each setting is one option, spelled by its flat name (``--k``, ``--cluster-rule``) or its own flags; the
+settings of one record are one group of ``--help``, headed by the record's concern.
+
 Example:
     >>> import argparse
     >>> from nlsim.dedup.config import DedupConfig
     >>> p = argparse.ArgumentParser()
     >>> add_config_options(p, DedupConfig)
     >>> cfg = config_from_args(DedupConfig, p.parse_args(["--corpus", "c.csv", "--out", "o", "--cpu"]))
-    >>> cfg.corpus, cfg.use_gpu, cfg.text_fields
+    >>> cfg.input.corpus, cfg.search.use_gpu, cfg.input.text_fields
     ('c.csv', False, ('title', 'description'))
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from collections.abc import Iterable
 from typing import Any, get_args, get_origin
 
-from nlsim.options import Option, options_of
+from nlsim.options import Option, build, options_of
 
 
 def comma_list(value: str) -> tuple[str, ...]:
@@ -39,7 +40,7 @@ def _help(opt: Option, extra: str = "") -> str:
 
 
 def add_option(parser: Any, opt: Option) -> None:
-    """Add one configuration field to an argparse parser or group."""
+    """Add one setting of a configuration to an argparse parser or group."""
     base = opt.base_type
     if base is bool and len(opt.flags) == 2:
         group = parser.add_mutually_exclusive_group()
@@ -74,22 +75,24 @@ def add_option(parser: Any, opt: Option) -> None:
     parser.add_argument(*opt.flags, **kwargs)
 
 
-def add_config_options(
-    parser: Any, cls: type, *, only: Iterable[str] | None = None, skip: Iterable[str] = ()
-) -> None:
-    """Add the command-line fields of ``cls`` (optionally ``only`` some, or all but ``skip``)."""
-    wanted = set(only) if only is not None else None
+def add_config_options(parser: Any, cls: type, *, group: str | None = None) -> None:
+    """Add the command-line settings of ``cls``: its own to ``parser`` (or to a group titled ``group``),
+    each record's to a group headed by its concern."""
+    groups: dict[str | None, Any] = {None: parser.add_argument_group(group) if group else parser}
     for opt in options_of(cls):
-        if not opt.cli or opt.name in skip or (wanted is not None and opt.name not in wanted):
+        if not opt.cli:
             continue
-        add_option(parser, opt)
+        if opt.concern not in groups:
+            groups[opt.concern] = parser.add_argument_group(opt.concern, opt.description)
+        add_option(groups[opt.concern], opt)
 
 
 def config_from_args(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
-    """An instance of ``cls`` from parsed arguments (fields the parser did not define keep their defaults)."""
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    """An instance of ``cls`` from parsed arguments (settings the parser did not define keep their
+    defaults); ``overrides`` by flat name."""
+    values = {o.name: getattr(args, o.name) for o in options_of(cls) if hasattr(args, o.name)}
     values.update(overrides)
-    return cls(**values)
+    return build(cls, values)
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):

@@ -1,7 +1,8 @@
 """``nlsim pipeline``: the whole chain, from the annotated pairs to the judged report (see
 :mod:`nlsim.chain.run`).
 
-Every option is a field of :class:`nlsim.chain.config.PipelineConfig`.
+Every option is a setting of :class:`nlsim.chain.config.PipelineConfig`: the chain's own, and those of the
+fine-tuning and report records it is composed of.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The near-duplicate pipeline: load → convert → embed → index → neighbours → rerank → cluster → report.
 
-- :mod:`~nlsim.dedup.config`: :class:`~nlsim.dedup.config.DedupConfig`, the parameters of a run;
+- :mod:`~nlsim.dedup.config`: :class:`~nlsim.dedup.config.DedupConfig`, the parameters of a run, made of
+  the records of :mod:`~nlsim.dedup.settings` (one per concern, each setting declared once);
 - :mod:`~nlsim.dedup.run`: :func:`~nlsim.dedup.run.run_dedup`, the one place that orders the stages;
 - :mod:`~nlsim.dedup.paths`: the path and calibration checks made before any work (light to import);
 - :mod:`~nlsim.dedup.stages`: the stage functions;

@@ -4,7 +4,9 @@
 extends; the chain passes its own). From it a run takes:
 
 - **the scored pairs** (every split): the page's review queue never offers them again, and the page is
-  given their pair ids only (:func:`nlsim.io.editor_file.pair_id`), never their scores or splits;
+  given their pair ids (:func:`nlsim.io.editor_file.pair_id`) and the kind of split they are in (training,
+  or held out: validation and test), never their scores: an editor may overrule a training pair's score
+  in the page, never a held-out one's;
 - **the verdicts** kept beside it (:func:`nlsim.clusters.verdicts.store_path`), read checked against the
   pair file (:func:`nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold never acts,
   a merged pair the store lost is rebuilt from the pair file, a store under an earlier name is read; the
@@ -51,7 +53,9 @@ class EditorsInput:
         verdicts: every verdict known to the run (the store's, and a daily state's copy).
         scored: every scored pair of the annotated pair file (any split), of the verdicts and of a daily
             state's record, as ``pair_key``.
-        held_out: the validation and test pairs of that file (``pair_key``): never constraints.
+        held_out: the validation and test pairs of that file and of the verdicts (``pair_key``): never
+            constraints.
+        training: the training pairs of that file and of the verdicts (``pair_key``).
         source: where the verdicts came from (the store, the state), for the run record.
         text_changed: the verdicts (``pair_key``) given on another text than one of their items carries now
             (:meth:`checked_texts`): never constraints, until an editor decides on the new text.
@@ -62,12 +66,19 @@ class EditorsInput:
     held_out: frozenset[tuple[str, str]] = frozenset()
     source: str = ""
     text_changed: frozenset[tuple[str, str]] = frozenset()
+    training: frozenset[tuple[str, str]] = frozenset()
 
-    def scored_ids(self, shown: Iterable[str]) -> list[str]:
-        """The pair ids (:func:`nlsim.io.editor_file.pair_id`) of the scored pairs whose two items are
-        among ``shown`` (the items a page shows), sorted."""
+    def scored_ids(self, shown: Iterable[str], among: Iterable[tuple[str, str]] | None = None) -> list[str]:
+        """The pair ids (:func:`nlsim.io.editor_file.pair_id`) of the scored pairs (``among`` them: of one
+        kind of split) whose two items are among ``shown`` (the items a page shows), sorted.
+
+        >>> e = EditorsInput(scored=frozenset({("a", "b"), ("a", "c")}), held_out=frozenset({("a", "c")}))
+        >>> e.scored_ids(["a", "b", "c"], e.held_out) == [pair_id("a", "c")]
+        True
+        """
         known = set(map(str, shown))
-        return sorted(pair_id(a, b) for a, b in self.scored if a in known and b in known)
+        pairs = self.scored if among is None else self.scored & frozenset(among)
+        return sorted(pair_id(a, b) for a, b in pairs if a in known and b in known)
 
     def acting_verdicts(self) -> list[Verdict]:
         """The verdicts that act on clusters: on training pairs, none held out (validation and test pairs
@@ -146,6 +157,7 @@ def read_editors(
             pair_key(str(a), str(b)) for a, b in zip(kept_scored["id_a"], kept_scored["id_b"], strict=True)
         )
     held: frozenset[tuple[str, str]] = frozenset()
+    training: frozenset[tuple[str, str]] = frozenset()
     if annotated_pairs:
         pairs = load_pairs(annotated_pairs)
         if "id_a" in pairs.columns and "id_b" in pairs.columns:
@@ -158,6 +170,11 @@ def read_editors(
                 for (a, b), good, s in zip(ids, ok, split, strict=True)
                 if good and s in ("validation", "test")
             )
+            training = frozenset(
+                pair_key(a, b)
+                for (a, b), good, s in zip(ids, ok, split, strict=True)
+                if good and s == "train"
+            )
         check = check_store(annotated_pairs, pairs)
         check.refuse_damaged()
         for line in check.notes():
@@ -166,4 +183,6 @@ def read_editors(
             verdicts = verdicts.updated(check.verdicts.records)
             sources.append(str(check.path))
     scored |= frozenset(v.key for v in verdicts.records)
-    return EditorsInput(verdicts, scored, held, " and ".join(sources))
+    held |= frozenset(v.key for v in verdicts.records if v.split in ("validation", "test"))
+    training |= frozenset(v.key for v in verdicts.records if v.split == "train") - held
+    return EditorsInput(verdicts, scored, held, " and ".join(sources), training=training)

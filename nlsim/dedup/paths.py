@@ -5,8 +5,8 @@ that ``nlsim dedup`` refuses a bad path in a second, before the encoder and the 
 
 Example:
     >>> from nlsim.dedup.config import DedupConfig
-    >>> cfg = DedupConfig(corpus="news.csv", out="rep", quarantine="news.csv", threshold=0.9)
-    >>> check_paths(cfg)
+    >>> cfg = DedupConfig.of(corpus="news.csv", out="rep", quarantine="news.csv", threshold=0.9)
+    >>> check_run_paths(cfg)
     Traceback (most recent call last):
     ...
     nlsim.errors.ConfigError: --quarantine news.csv is the same path as --corpus news.csv; refusing ...
@@ -30,32 +30,33 @@ from nlsim.io.ownership import (
 from nlsim.models.settings import CURRENT_MODEL
 
 
-def check_paths(config: DedupConfig) -> None:
+def check_run_paths(config: DedupConfig) -> None:
     """Refuse, before any work, outputs that would overwrite an input or a folder nlsim did not write, a
     calibration file that is missing or holds no usable threshold, and a state whose manifest is unreadable,
     of another format or names a generation nlsim did not write."""
-    model = config.model if config.model not in (CURRENT_MODEL,) and Path(config.model).exists() else None
+    source, ms, report, state = config.input, config.model, config.report, config.state
+    model = ms.name if ms.name not in (CURRENT_MODEL,) and Path(ms.name).exists() else None
     inputs = {
-        "--corpus": config.corpus_path(),
-        "--calibration": config.calibration,
+        "--corpus": source.corpus_path,
+        "--calibration": ms.calibration,
         "--model": model,
-        "--judge-pairs": config.judge_pairs,
-        "--annotated-pairs": config.annotated_pairs,
+        "--judge-pairs": report.judge_pairs,
+        "--annotated-pairs": config.clustering.annotated_pairs,
     }
-    if config.model == CURRENT_MODEL:
-        inputs["--model-store"] = config.model_store
-    outputs = {"--out": config.out, "--quarantine": config.quarantine, "--state": config.state}
+    if ms.name == CURRENT_MODEL:
+        inputs["--model-store"] = ms.store
+    outputs = {"--out": report.out, "--quarantine": source.quarantine, "--state": state.folder}
     check_outputs_apart(inputs, outputs)
     for name, path in outputs.items():
         if path:
             check_writable(path, what=name)
-    if config.quarantine:
-        check_replaceable(config.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
-    if config.calibration is not None and config.threshold is None:  # its threshold is checked on load
-        if load_calibration(config.calibration) is None:
-            raise ConfigError(f"--calibration {config.calibration}: file not found")
-    if config.state:
-        claim_state(config.state, rebuild=config.rebuild_state)
-        if not config.rebuild_state:
-            read_manifest(config.state)  # an unreadable or edited manifest is refused now (its files later)
-    claim_folder(config.out, "daily-report" if config.state else "report", what="--out")
+    if source.quarantine:
+        check_replaceable(source.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
+    if ms.calibration is not None and ms.threshold is None:  # its threshold is checked on load
+        if load_calibration(ms.calibration) is None:
+            raise ConfigError(f"--calibration {ms.calibration}: file not found")
+    if state.folder:
+        claim_state(state.folder, rebuild=state.rebuild)
+        if not state.rebuild:
+            read_manifest(state.folder)  # an unreadable or edited manifest is refused now (its files later)
+    claim_folder(report.out, "daily-report" if state.folder else "report", what="--out")

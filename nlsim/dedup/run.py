@@ -13,7 +13,7 @@ the ``call``, the stages, their order and their results are the same. :data:`STA
 (what it does, whether it is I/O to retry, whether it is long enough to need a timeout).
 
 Before any stage runs, every output path is checked against every input path and against folders nlsim
-did not write (:func:`nlsim.dedup.paths.check_paths`, :mod:`nlsim.io.ownership`): nothing of the
+did not write (:func:`nlsim.dedup.paths.check_run_paths`, :mod:`nlsim.io.ownership`): nothing of the
 user's is overwritten.
 
 Example:
@@ -37,8 +37,8 @@ from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.model_drop import model_drop, refusal
-from nlsim.dedup.paths import check_paths
-from nlsim.dedup.settings import DedupSettings, StateSettings
+from nlsim.dedup.paths import check_run_paths
+from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
@@ -50,7 +50,16 @@ from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
-from nlsim.report.record import ClusterChanges, EditorsRecord, ModelInfo, RerankRecord, RunLog, RunRecord
+from nlsim.report.record import (
+    ClusterChanges,
+    EditorsRecord,
+    ModelInfo,
+    ModelSwitch,
+    RerankRecord,
+    RunLog,
+    RunRecord,
+    StoryRule,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -59,7 +68,7 @@ __all__ = [
     "DedupConfig",
     "DedupResult",
     "Search",
-    "check_paths",
+    "check_run_paths",
     "direct",
     "run_batch",
     "run_daily",
@@ -131,19 +140,16 @@ class Search:
 
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
     """Run every stage in order and write the report (see the module docstring): :func:`run_batch`, or
-    :func:`run_daily` when ``config.state`` names a state folder.
+    :func:`run_daily` when ``config.state.folder`` names a state folder.
 
     ``encoder``: an already loaded encoder (tests, flows); default: the one ``config.model`` names.
     """
-    if config.retention_days is not None and config.retention_days < 0:
-        raise ConfigError(f"--retention-days must be >= 0, got {config.retention_days}")
-    if config.date is None and "{date" in config.corpus:  # one date for the whole run, even past midnight
-        config = config.with_(date=config.run_date().isoformat())
-    check_paths(config)
-    settings = config.settings()
-    if settings.state is None:
-        return run_batch(settings, encoder=encoder, call=call)
-    return run_daily(settings, settings.state, encoder=encoder, call=call)
+    if config.input.date is None and "{date" in config.input.corpus:
+        config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
+    check_run_paths(config)
+    if not config.daily:
+        return run_batch(config, encoder=encoder, call=call)
+    return run_daily(config, config.state, encoder=encoder, call=call)
 
 
 class _Steps:
@@ -159,7 +165,7 @@ class _Steps:
             return self.call(name, fn, *args)
 
 
-def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = direct) -> DedupResult:
+def run_batch(settings: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
     """A batch run: every item of the corpus embedded and searched, the report written into ``OUT``."""
     step = _Steps(call)
     corpus = step("load", stages.load, settings.input)
@@ -182,7 +188,7 @@ def run_batch(settings: DedupSettings, *, encoder: Any = None, call: Call = dire
 
 
 def run_daily(
-    settings: DedupSettings, daily: StateSettings, *, encoder: Any = None, call: Call = direct
+    settings: DedupConfig, daily: StateSettings, *, encoder: Any = None, call: Call = direct
 ) -> DedupResult:
     """A daily run: today's new items matched against the window the state keeps, cluster ids kept
     stable, the state's next generation committed, the report written into ``OUT/runs/<run id>/``."""
@@ -257,18 +263,18 @@ def all_seen(window: Window) -> bool:
     return bool(counts.items_in) and counts.skipped == counts.items_in
 
 
-def _say_day(log: RunLog, settings: DedupSettings, window: Window) -> None:
+def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
     """What a daily run says of a day run out of order, or with nothing new."""
     if window.older_day and window.state is not None:
         log.say(
-            f"the items of {settings.input.corpus} are all dated before this state's clock "
+            f"the items of {settings.input.corpus_path} are all dated before this state's clock "
             f"({window.state.as_of}): a day older than the runs before it, run after them; its report goes "
             f"to runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
         )
     if all_seen(window):
         log.say(
-            f"all {window.counts.items_in} items of {settings.input.corpus} were already in the window "
-            "with the same text: nothing new to embed"
+            f"all {window.counts.items_in} items of {settings.input.corpus_path} were already in the "
+            "window with the same text: nothing new to embed"
         )
 
 
@@ -285,7 +291,7 @@ class _Analysis:
 
 def _analyse(
     step: _Steps,
-    settings: DedupSettings,
+    settings: DedupConfig,
     model: ModelChoice,
     window: Window,
     plan: stages.EmbedPlan,
@@ -353,7 +359,12 @@ def _editors_record(
     if clustering.editors is None:
         return None
     shown = stages.report_frame(clustering, missed)["id"].astype(str)
-    return replace(clustering.editors, scored_ids=editors.scored_ids(shown))
+    return replace(
+        clustering.editors,
+        scored_ids=editors.scored_ids(shown),
+        training_ids=editors.scored_ids(shown, editors.training),
+        held_out_ids=editors.scored_ids(shown, editors.held_out),
+    )
 
 
 def _say_editors(log: RunLog, e: EditorsRecord) -> None:
@@ -379,7 +390,7 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
 
 
 def run_record(
-    settings: DedupSettings,
+    settings: DedupConfig,
     started: str,
     model: ModelChoice,
     search: Search,
@@ -418,7 +429,7 @@ def run_record(
     )
     return RunRecord(
         run_id=window.run_id,
-        mode="batch" if settings.state is None else "incremental",
+        mode="incremental" if settings.daily else "batch",
         corpus=settings.input.corpus_named,  # `nlsim judge` finds it from any folder
         counts=counts,
         model=model.encoder.model_id,
@@ -431,24 +442,33 @@ def run_record(
         rerank=search.rerank,
         index=window.index.describe(),
         embedding_cache_hit=search.embedding_cache_hit,
-        retention_days=None if settings.state is None else settings.state.retention_days,
+        retention_days=settings.state.retention_days if settings.daily else None,
         window_hours=settings.search.window_hours,
         cluster_rule=settings.clustering.describe(),
-        timezone=settings.report.timezone,
+        story_rule=StoryRule.of(settings.clustering.story_rule(model.levels.story), settings.clustering.cut),
+        timezone=settings.input.timezone,
         as_of=None if window.as_of is None else window.as_of.isoformat(),
         input_key=window.input_key,
         all_seen=settings.daily and all_seen(window),
         older_day=window.older_day,
         started_at=started,
-        model_switch=window.switch,
+        model_switch=_switch(window, search.model_info),
         extra=extra,
         judge=judged,
         editors=editors,
     )
 
 
+def _switch(window: Window, now: ModelInfo) -> ModelSwitch | None:
+    """The window's model switch with the model-store versions before (the state's last run's) and now."""
+    if window.switch is None:
+        return None
+    last = window.state.last_run if window.state is not None else None
+    return window.switch.with_versions(RunRecord.from_dict(last).info if last else None, now)
+
+
 def _replay_committed(
-    settings: DedupSettings, daily: StateSettings, window: Window, log: RunLog
+    settings: DedupConfig, daily: StateSettings, window: Window, log: RunLog
 ) -> DedupResult | None:
     """A daily input already committed: its stored report written again (the result, else ``None``). The
     report of a previous run killed after its commit is written first."""
@@ -471,7 +491,7 @@ def _replay_committed(
 
 def _search(
     step: _Steps,
-    settings: DedupSettings,
+    settings: DedupConfig,
     model: ModelChoice,
     window: Window,
     plan: stages.EmbedPlan,
@@ -486,15 +506,15 @@ def _search(
         step.log.say(said)
     emb, hit = step("embed", stages.embed, texts, model, plan)
     info = with_inference(model.info, model.encoder)
-    window = step("index", stages.index, window, emb, settings.search, model)
+    window = step("index", stages.index, window, emb, settings.search, model, settings.model.threads)
     reranked = model.reranker is not None
     kept = settings.report.near_misses
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, kept)
-    pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.progress)
+    pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.report.progress)
     candidates = int(len(pairs))
     rescored = 0
     if reranked:
-        pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.progress)
+        pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.report.progress)
         rescored = int(pairs["cross_encoder"].notna().sum()) if len(pairs) else 0
     pairs, below = stages.linked(pairs, model.levels)
     pairs = stages.with_copies(pairs, window)
@@ -504,7 +524,7 @@ def _search(
 
 
 def _result(
-    settings: DedupSettings,
+    settings: DedupConfig,
     folder: Path,
     record: RunRecord,
     *,

@@ -1,33 +1,36 @@
-"""A near-duplicate run's settings, one frozen record per concern: :class:`DedupSettings`.
+"""A near-duplicate run's settings, one frozen record per concern, each setting declared once in its
+record (its default, help text, flags and check; :func:`nlsim.options.option`).
 
-:class:`~nlsim.dedup.config.DedupConfig` is what a user types: the options of ``nlsim dedup`` and the
-parameters of the ``news-dedup`` flows, one flat record (``DedupConfig.settings()`` checks it and splits
-it). The stages read the part of a run they are about, and nothing else:
+:class:`~nlsim.dedup.config.DedupConfig` is the run's configuration, made of these records. The stages
+read the part of a run they are about, and nothing else:
 
-- :class:`InputSettings`: the corpus (its ``{date}`` filled in), the fields embedded, the quarantine file;
+- :class:`InputSettings`: the corpus (its ``{date}`` filled in: :attr:`InputSettings.corpus_path`), the
+  fields embedded, the quarantine file, the run's date and time zone;
 - :class:`~nlsim.models.settings.ModelSettings` (:mod:`nlsim.models`): the encoder, its reranker, the
   threshold, how they run and their caches;
 - :class:`SearchSettings`: the neighbours searched and the FAISS index;
 - :class:`ClusteringSettings`: the cluster rule, each cluster's representative, the editors' verdicts;
-- :class:`ReportSettings`: the report folder, the near misses, the judge, the time zone;
-- :class:`StateSettings`: the daily state. A batch run has none: ``DedupSettings.state`` is ``None``, and
-  :mod:`nlsim.dedup.run` composes the stages of a batch run or of a daily one from it
+- :class:`ReportSettings`: the report folder, the near misses, the judge, the progress shown;
+- :class:`StateSettings`: the daily state. A batch run names no state folder (``DedupConfig.daily`` is
+  false), and :mod:`nlsim.dedup.run` composes the stages of a batch run or of a daily one from it
   (:func:`~nlsim.dedup.run.run_batch`, :func:`~nlsim.dedup.run.run_daily`).
 
 Example:
-    >>> s = DedupSettings(
-    ...     input=InputSettings(corpus="news.parquet", corpus_named="/data/news.parquet"),
-    ...     model=ModelSettings(name="multilingual-e5-small", threshold=0.9),
-    ...     report=ReportSettings(out="reports/news"),
-    ... )
-    >>> s.daily, s.search.k, s.clustering.rule, s.search.index_options()["kind"]
-    (False, 10, 'support', 'auto')
+    >>> source = InputSettings(corpus="incoming/{date}.parquet", date="2026-11-22")
+    >>> source.corpus_path, source.text_fields
+    ('incoming/2026-11-22.parquet', ('title', 'description'))
+    >>> SearchSettings(k=5).index_options()["kind"], ClusteringSettings().rule, StateSettings().folder
+    ('auto', 'support', None)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import datetime as dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from nlsim.clusters.rules import (
     DEFAULT_LARGE,
@@ -39,63 +42,221 @@ from nlsim.clusters.rules import (
     rule_named,
 )
 from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
-from nlsim.models.settings import ModelSettings
+from nlsim.errors import ConfigError
+from nlsim.options import assign, comma_tuple, option, text_paths
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
 Representative = Literal["earliest", "central"]
 ClusterRuleName = Literal["support", "components"]
 Cut = Literal["order", "min-cut"]
 
+MAX_WINDOW_HOURS = 24 * 36_525
+"""The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
+MAX_RETENTION_DAYS = 36_525
+"""The longest --retention-days (100 years), for the same reason."""
+FUTURE_TOLERANCE_DAYS = 1
+"""An item's time or an --as-of up to this many days after now passes (clocks and time zones differ)."""
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class InputSettings:
-    """The corpus a run reads."""
+    """The corpus a run reads, and the day and time zone it is read in."""
 
-    corpus: str
-    """The corpus path, ``{date}`` filled in."""
-    corpus_named: str
-    """The same path as the run's record names it: absolute, so ``nlsim judge`` finds it from any folder."""
-    text_fields: tuple[str, ...] = ("title", "description")
-    quarantine: str | None = None
-    timezone: str = "UTC"
-    """The zone on whose clock a ``published_at`` without an offset is read (``--timezone``)."""
+    corpus: str = option(
+        help="corpus file: .parquet, .csv, .tsv or .jsonl; {date} in the path is replaced by the run's date"
+    )
+    """The corpus path as given: ``{date}`` in it is the run's date (:attr:`corpus_path`)."""
+    text_fields: tuple[str, ...] = option(
+        ("title", "description"),
+        help="comma-separated fields to embed: title, description, body",
+        metavar="FIELDS",
+    )
+    quarantine: str | None = option(
+        None, help="write bad rows to this CSV with the reason and go on (default: stop at the first)"
+    )
+    date: str | None = option(
+        None,
+        help="the run's date (YYYY-MM-DD) put into {date} in --corpus (default: the scheduled or "
+        "current date)",
+    )
+    timezone: str = option(
+        "UTC",
+        help="time zone (e.g. Asia/Taipei, the deployment's) in which the run's date is taken, a "
+        "published_at without an offset is read, and the report page shows its times and groups its clusters "
+        "by day",
+    )
+    """The zone on whose clock a ``published_at`` without an offset is read, and the report's days."""
+
+    def __post_init__(self) -> None:
+        text_paths(self, "corpus", "quarantine")
+        assign(self, "text_fields", comma_tuple(self.text_fields))
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        if not self.text_fields:
+            raise ConfigError("--text-fields: give at least one field, e.g. title,description")
+        if self.date is not None:
+            parse_date(self.date, "--date")
+        self.zone()
+
+    def zone(self) -> dt.tzinfo:
+        """The time zone of :attr:`timezone`."""
+        try:
+            return ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                f"--timezone {self.timezone!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
+            ) from None
+
+    def run_date(self) -> dt.date:
+        """The run's date: ``date``, else today in ``timezone``."""
+        return parse_date(self.date, "--date") if self.date else dt.datetime.now(self.zone()).date()
+
+    @property
+    def corpus_path(self) -> str:
+        """The corpus path with ``{date}`` filled in."""
+        if "{date" not in self.corpus:
+            return self.corpus
+        try:
+            return self.corpus.format(date=self.run_date())
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"--corpus {self.corpus!r}: only {{date}} may be filled in ({exc})") from None
+
+    @property
+    def corpus_named(self) -> str:
+        """:attr:`corpus_path` as a run's record names it: absolute (``..`` and links kept as given), so
+        that ``nlsim judge`` finds the corpus from any folder."""
+        return str(Path(self.corpus_path).absolute())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchSettings:
-    """The neighbours each item searches, and the FAISS index they are searched in."""
+    """The neighbours each item searches, and the FAISS index they are searched in (on the CPU threads of
+    :attr:`ModelSettings.threads <nlsim.models.settings.ModelSettings.threads>`)."""
 
-    k: int = 10
-    window_hours: float | None = None
-    index_kind: IndexKind = "auto"
-    nlist: int | None = None
-    nprobe: int | None = None
-    use_gpu: bool | None = None
-    threads: int | None = None
-    """FAISS's CPU threads (``None``: its own, every core)."""
+    k: int = option(10, help="neighbours searched per item")
+    window_hours: float | None = option(None, help="only pair items published at most this many hours apart")
+    index_kind: IndexKind = option(
+        "auto",
+        help="FAISS index: exact flat, or approximate IVF/HNSW (auto: by corpus size)",
+        flags=("--index",),
+    )
+    nlist: int | None = option(
+        None, help="IVF lists (default: the power of two nearest 2 x sqrt(items); IVF indexes only)"
+    )
+    nprobe: int | None = option(
+        None,
+        help="IVF lists searched per item (default 16; 12 is about a third faster at 1M items, recall@10 "
+        "0.95 instead of 0.97 in docs/scale.md; IVF indexes only)",
+    )
+    use_gpu: bool | None = option(
+        None,
+        help="FAISS on the GPU (required) or on the CPU (default: GPU when the GPU build sees one)",
+        flags=("--gpu", "--cpu"),
+    )
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        if self.k < 1:
+            raise ConfigError(f"--k must be >= 1, got {self.k}")
+        for name in ("nlist", "nprobe"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"--{name} must be >= 1, got {value}")
+        if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
+            raise ConfigError(
+                f"--window-hours must be more than 0 and at most {MAX_WINDOW_HOURS} (100 years), got "
+                f"{self.window_hours}; leave it out to pair items whenever they were published"
+            )
 
     def index_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`nlsim.search.index.build_index`."""
         return {"kind": self.index_kind, "use_gpu": self.use_gpu, "nlist": self.nlist, "nprobe": self.nprobe}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClusteringSettings:
     """Which linked items make one cluster, which item stands for it, and the editors' verdicts."""
 
-    rule: ClusterRuleName = DEFAULT_RULE  # type: ignore[assignment]
-    support: float = DEFAULT_SUPPORT
-    representative: Representative = "earliest"
-    annotated_pairs: str | None = None
-    large: int | None = DEFAULT_LARGE
-    """A story cluster of this many items or more must be held strongly (:class:`SharedSupport`)."""
-    large_share: float | None = DEFAULT_LARGE_SHARE
-    large_margin: float | None = DEFAULT_LARGE_MARGIN
+    representative: Representative = option("earliest", help="each cluster's representative item")
+    rule: ClusterRuleName = option(
+        DEFAULT_RULE,
+        help="which linked items make one cluster: 'support' (average linkage: a share of the member pairs "
+        "between two groups must link, --cluster-support) or 'components' (every chain of links); "
+        "nlsim/clusters/rules.py",
+        name="cluster_rule",
+    )
+    support: float = option(
+        DEFAULT_SUPPORT,
+        help="the support rule's share: two groups join while at least this share of their member pairs link",
+        name="cluster_support",
+    )
+    large: int | None = option(
+        DEFAULT_LARGE,
+        help="a story cluster of this many items or more must be held strongly, not by a chain at the "
+        "threshold (--large-cluster-margin, --large-cluster-share); 0: no more than a smaller one",
+        name="large_cluster",
+    )
+    """A story cluster of this many items or more must be held strongly (:class:`SharedSupport`); ``None``
+    (given as 0): no more than a smaller one."""
+    large_margin: float | None = option(
+        DEFAULT_LARGE_MARGIN,
+        help="how far above the threshold the links between a large cluster's two halves must score on "
+        "average",
+        name="large_cluster_margin",
+    )
     """How far above the story threshold the links between a large cluster's two halves must score."""
-    cut: Cut = "order"
+    large_share: float | None = option(
+        DEFAULT_LARGE_SHARE,
+        help="the share of a large cluster's member pairs between its two halves that must link (default: "
+        "--cluster-support's)",
+        name="large_cluster_share",
+    )
+    cut: Cut = option(
+        "order",
+        help="how an editor's 'not the same story' parts a cluster: 'order' (the weakest links on the way) "
+        "or 'min-cut' (the cheapest set of links; nlsim/clusters/cuts.py)",
+        name="cluster_cut",
+    )
     """How an editor's "not the same story" parts a cluster (:mod:`nlsim.clusters.cuts`)."""
-    topic_rule: ClusterRuleName = DEFAULT_TOPIC_RULE  # type: ignore[assignment]
-    topic_support: float = DEFAULT_TOPIC_SUPPORT
+    topic_rule: ClusterRuleName = option(
+        DEFAULT_TOPIC_RULE, help="which stories and items make one topic group: 'support' or 'components'"
+    )
+    topic_support: float = option(
+        DEFAULT_TOPIC_SUPPORT, help="the topic rule's share of linked member pairs (as --cluster-support)"
+    )
+    annotated_pairs: str | None = option(
+        None,
+        help="the annotated pair file (.tsv/.csv/.parquet, the one `nlsim annotate merge` extends): the "
+        "page's review queue never offers its pairs again, and the editors' verdicts kept beside it "
+        "(FILE.verdicts.csv, checked against the pair file) act on the clusters: same story joins two "
+        "items, not the same story keeps them apart (training pairs only; a daily state keeps them for "
+        "later runs)",
+    )
+
+    def __post_init__(self) -> None:
+        self.check()
+        if self.large == 0:
+            assign(self, "large", None)  # 0 and None both ask nothing more of a large cluster: one spelling
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        for flag, share in (
+            ("--cluster-support", self.support),
+            ("--topic-support", self.topic_support),
+            ("--large-cluster-share", self.large_share),
+        ):
+            if share is not None and not (math.isfinite(share) and 0.0 < share <= 1.0):
+                raise ConfigError(f"{flag} must be more than 0 and at most 1, got {share}")
+        if self.large is not None and self.large != 0 and self.large < 3:
+            raise ConfigError(f"--large-cluster must be 0 (none) or at least 3, got {self.large}")
+        margin = self.large_margin
+        if margin is not None and not (math.isfinite(float(margin)) and -1.0 <= float(margin) <= 1.0):
+            raise ConfigError(f"--large-cluster-margin must be a number in [-1, 1], got {margin}")
 
     def describe(self) -> str:
         """The rule as the run record names it: ``support 0.4`` (with what a large cluster needs), or
@@ -120,53 +281,126 @@ class ClusteringSettings:
         return rule_named(self.topic_rule, self.topic_support)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReportSettings:
-    """Where the report goes and what it holds beside the clusters."""
+    """Where the report goes, what it holds beside the clusters, and the progress shown while it is made."""
 
-    out: str
-    near_misses: int = 200
-    judge_pairs: str | None = None
-    judge_split: str = "validation"
-    save_index: bool = True
-    timezone: str = "UTC"
+    out: str = option(
+        help="report folder (pairs.parquet, clusters.parquet, index.html, ...); with --state the reports go "
+        "to OUT/runs/<run id>/ and OUT/latest"
+    )
+    near_misses: int = option(
+        200,
+        help="keep this many of the best candidate pairs below the threshold in near_misses.parquet, for "
+        "editors to review (0: none)",
+    )
+    judge_pairs: str | None = option(
+        None,
+        help="editors' scored pairs with item ids (.tsv/.csv/.parquet): the report is judged against them at "
+        "the cluster level, and the page and run.json show precision, recall and F1",
+    )
+    judge_split: str = option(
+        "validation", help="the split of --judge-pairs to judge against ('all': every pair)"
+    )
+    progress: bool = option(True, help="no progress output", flags=("--no-progress",))
+    save_index: bool = option(True, help="keep the FAISS index in OUT/index/", cli=False)
+
+    def __post_init__(self) -> None:
+        text_paths(self, "out")
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        if self.near_misses < 0:
+            raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StateSettings:
-    """The state folder of a daily run: the kept window, and how long items stay in it."""
+    """The state folder of a daily run: the kept window, and how long items stay in it (a batch run names
+    no folder)."""
 
-    folder: str
-    retention_days: float | None = 30.0
-    as_of: str | None = None
-    rebuild: bool = False
-    accept_model_drop: bool = False
+    folder: str | None = option(
+        None,
+        help="state folder: embed only items not seen before, match them against the kept window, keep "
+        "cluster ids stable; the report goes to OUT/runs/<run id>/ and OUT/latest",
+        name="state",
+    )
+    retention_days: float | None = option(
+        30.0, help="with --state: drop items older than this many days from the window (0 keeps everything)"
+    )
+    as_of: str | None = option(
+        None, help="with --state: the run's reference time (default: the latest published_at seen)"
+    )
+    rebuild: bool = option(
+        False, help="with --state: move a broken state aside and build a fresh one", name="rebuild_state"
+    )
+    accept_model_drop: bool = option(
+        False,
+        help="with --state: go on with a model whose recorded same-story F1 on the validation pairs is more "
+        "than 0.10 below that of the model of the state's last run (refused by default)",
+    )
     """Go on with a model that scores much lower than the last run's (:mod:`nlsim.dedup.model_drop`)."""
 
+    def __post_init__(self) -> None:
+        text_paths(self, "folder")
+        if self.retention_days == 0:
+            assign(self, "retention_days", None)  # 0 and None both keep everything: one spelling
+        self.check()
 
-@dataclass(frozen=True)
-class DedupSettings:
-    """Every setting of one run, by concern (see the module docstring)."""
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        if self.retention_days is not None and not 0 <= self.retention_days <= MAX_RETENTION_DAYS:
+            raise ConfigError(
+                f"--retention-days must be a number from 0 (0 keeps everything) to {MAX_RETENTION_DAYS} "
+                f"(100 years), got {self.retention_days}"
+            )
+        if self.as_of is not None:
+            check_as_of(self.as_of)
+        if not self.folder and (self.as_of is not None or self.rebuild or self.accept_model_drop):
+            given = (
+                "--as-of"
+                if self.as_of is not None
+                else ("--rebuild-state" if self.rebuild else "--accept-model-drop")
+            )
+            raise ConfigError(f"{given} works on a daily state: give --state DIR with it")
 
-    input: InputSettings
-    model: ModelSettings
-    report: ReportSettings
-    search: SearchSettings = field(default_factory=SearchSettings)
-    clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
-    state: StateSettings | None = None
-    progress: bool = True
 
-    @property
-    def daily(self) -> bool:
-        """A daily (incremental) run: one with a state folder."""
-        return self.state is not None
+def parse_date(value: str, what: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise ConfigError(f"{what} {value!r}: not a date; give YYYY-MM-DD, e.g. 2026-11-22") from None
 
-    def window_params(self) -> dict[str, Any]:
-        """The settings a daily state keeps and compares with the next run's (a change pairs the window
-        again)."""
-        return {
-            "k": self.search.k,
-            "window_hours": self.search.window_hours,
-            "index_kind": self.search.index_kind,
-            "representative": self.clustering.representative,
-        }
+
+def check_as_of(value: str) -> Any:
+    """``--as-of`` as a UTC ``pandas.Timestamp``, refused beyond now plus ``FUTURE_TOLERANCE_DAYS``: the
+    reference time of a state never moves back, so a time typed in the future would expire every item of
+    every later run until it is reached."""
+    import pandas as pd  # deferred, as in parse_time
+
+    ts = parse_time(value, "--as-of")
+    limit = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
+    if ts > limit:
+        raise ConfigError(
+            f"--as-of {value} is more than {FUTURE_TOLERANCE_DAYS} day after now ({limit.floor('s')} UTC at "
+            "the latest): a state's time never moves backwards, so every later run's items would be too old "
+            "for its window"
+        )
+    return ts
+
+
+def parse_time(value: Any, what: str) -> Any:
+    """A UTC ``pandas.Timestamp`` from an ISO date or time; a clear error for anything else."""
+    import pandas as pd  # deferred: the settings are imported by the command line before pandas is needed
+
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        ts = pd.NaT
+    if ts is pd.NaT or pd.isna(ts):
+        raise ConfigError(
+            f"{what} {value!r}: not a date or time; give ISO 8601, e.g. 2026-11-22 or "
+            "2026-11-22T06:30:00+08:00"
+        )
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")

@@ -15,9 +15,9 @@ each run from its own: ``window`` (:func:`open_batch_window`: every item is embe
 
 Example:
     >>> from nlsim.dedup.config import DedupConfig
-    >>> cfg = DedupConfig(corpus="data/bbc.parquet", out="reports/bbc", model="paraphrase-MiniLM-L3-v2",
-    ...                   convert="none", threshold=0.95)
-    >>> EmbedPlan.batch(cfg.settings()).chunk, EmbedPlan.daily(cfg.settings()).chunk
+    >>> cfg = DedupConfig.of(corpus="data/bbc.parquet", out="reports/bbc", model="paraphrase-MiniLM-L3-v2",
+    ...                      convert="none", threshold=0.95)
+    >>> EmbedPlan.batch(cfg).chunk, EmbedPlan.daily(cfg).chunk
     (None, 512)
 """
 
@@ -40,11 +40,10 @@ from nlsim.clusters.rules import ClusterRule, Link
 from nlsim.clusters.table import cluster_table, topic_table
 from nlsim.clusters.topics import TopicUpdate, assign_topics, topic_constraints, topic_groups
 from nlsim.clusters.verdicts import Verdict, Verdicts
-from nlsim.dedup.config import FUTURE_TOLERANCE_DAYS
+from nlsim.dedup.config import FUTURE_TOLERANCE_DAYS, DedupConfig
 from nlsim.dedup.editors import EditorsInput, editors_fingerprint, read_editors, scored_frame
 from nlsim.dedup.settings import (
     ClusteringSettings,
-    DedupSettings,
     InputSettings,
     ReportSettings,
     SearchSettings,
@@ -121,7 +120,10 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     a day in the future is a bad row (it would move the daily window's clock), and so, in a daily run
     (``daily``), is a lone item dated far after the rest (:func:`check_no_lone_late_items`)."""
     corpus = load_corpus(
-        source.corpus, text_fields=source.text_fields, quarantine=source.quarantine, timezone=source.timezone
+        source.corpus_path,
+        text_fields=source.text_fields,
+        quarantine=source.quarantine,
+        timezone=source.timezone,
     )
     limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
     future = (corpus.frame["published_at"] > limit).to_numpy()
@@ -195,7 +197,7 @@ def _dated_rows_error(corpus: Corpus, bad: np.ndarray, what: str, advice: str) -
 # --- window -------------------------------------------------------------------------------------------
 
 
-def _window_identity(model: ModelChoice, settings: DedupSettings) -> StateIdentity:
+def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity:
     """What a daily state keeps of the model and the texts, to notice a change of either."""
     rr = ""
     if model.reranker is not None:
@@ -212,13 +214,13 @@ def _window_identity(model: ModelChoice, settings: DedupSettings) -> StateIdenti
     )
 
 
-def open_batch_window(settings: DedupSettings, corpus: Corpus, model: ModelChoice) -> Window:
+def open_batch_window(settings: DedupConfig, corpus: Corpus, model: ModelChoice) -> Window:
     """A batch run's window: every item of the corpus is embedded and searched (:mod:`nlsim.dedup.window`)."""
     return batch_window(corpus, _window_identity(model, settings), settings.window_params())
 
 
 def open_daily_window(
-    settings: DedupSettings, daily: StateSettings, corpus: Corpus, model: ModelChoice, log: RunLog
+    settings: DedupConfig, daily: StateSettings, corpus: Corpus, model: ModelChoice, log: RunLog
 ) -> Window:
     """A daily run's window: the state's kept items with today's, of which today's new ones are embedded
     and searched (:mod:`nlsim.dedup.window`); a change of model or settings told through the run's
@@ -231,9 +233,9 @@ def open_daily_window(
     window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone)
     if undated_clock(daily, corpus.frame["published_at"]):
         log.say(
-            f"no item of {settings.input.corpus} has a date: the window's clock is {window.as_of} (the start "
-            f"of today in {zone}, unless the state's is later); its items are kept from the day they were "
-            "first seen (--as-of pins the clock)"
+            f"no item of {settings.input.corpus_path} has a date: the window's clock is {window.as_of} (the "
+            f"start of today in {zone}, unless the state's is later); its items are kept from the day they "
+            "were first seen (--as-of pins the clock)"
         )
     if window.switch is not None:
         sw = window.switch
@@ -284,13 +286,15 @@ class EmbedPlan:
     progress: bool = True
 
     @classmethod
-    def batch(cls, settings: DedupSettings) -> EmbedPlan:
+    def batch(cls, settings: DedupConfig) -> EmbedPlan:
         m = settings.model
-        return cls(m.batch_size, None, m.cache, m.convert, settings.progress)
+        return cls(m.batch_size, None, m.cache, m.convert, settings.report.progress)
 
     @classmethod
-    def daily(cls, settings: DedupSettings) -> EmbedPlan:
-        return cls(settings.model.batch_size, EMBED_CHUNK, False, settings.model.convert, settings.progress)
+    def daily(cls, settings: DedupConfig) -> EmbedPlan:
+        return cls(
+            settings.model.batch_size, EMBED_CHUNK, False, settings.model.convert, settings.report.progress
+        )
 
 
 def embed(
@@ -328,13 +332,15 @@ def embed(
     return out
 
 
-def index(window: Window, emb: np.ndarray, search: SearchSettings, model: ModelChoice) -> Window:
+def index(
+    window: Window, emb: np.ndarray, search: SearchSettings, model: ModelChoice, threads: int | None = None
+) -> Window:
     """The window's embeddings (kept + today's) and its FAISS index (exact or approximate, CPU or GPU), built
-    and later searched on ``search.threads`` CPU threads when given."""
-    if search.threads:
+    and later searched on ``threads`` CPU threads when given (the run's ``--threads``)."""
+    if threads:
         import faiss  # deferred, as everywhere: FAISS's thread count is process-wide
 
-        faiss.omp_set_num_threads(int(search.threads))
+        faiss.omp_set_num_threads(int(threads))
     dim = int(model.encoder.dim)
     if window.reembed or window.n_base == 0:
         full = emb.astype(np.float32, copy=False)
@@ -896,11 +902,11 @@ class JudgeScope:
     """The report folder, named in the judgement."""
 
     @classmethod
-    def batch(cls, settings: DedupSettings) -> JudgeScope:
+    def batch(cls, settings: DedupConfig) -> JudgeScope:
         return cls(False, settings.input.corpus_named, Path(settings.report.out))
 
     @classmethod
-    def daily(cls, settings: DedupSettings, daily: StateSettings, run_id: str) -> JudgeScope:
+    def daily(cls, settings: DedupConfig, daily: StateSettings, run_id: str) -> JudgeScope:
         corpus = f"{settings.input.corpus_named} with the window kept in {daily.folder}"
         return cls(True, corpus, daily_report_dir(settings.report.out, run_id))
 
@@ -941,7 +947,7 @@ def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> 
 
 
 def commit(
-    settings: DedupSettings,
+    settings: DedupConfig,
     daily: StateSettings,
     window: Window,
     clustering: Clustering,
@@ -1019,7 +1025,7 @@ class Reported:
 
 
 def report(
-    settings: DedupSettings,
+    settings: DedupConfig,
     window: Window,
     clustering: Clustering,
     model: ModelChoice,

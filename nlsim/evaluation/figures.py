@@ -5,7 +5,7 @@ Every figure nlsim reports of a model on graded pairs comes from here: the metri
 (:mod:`nlsim.evaluation.calibration`), a report judged at the cluster level
 (:mod:`nlsim.evaluation.judge`), the cross-encoder's validation Spearman per epoch
 (:mod:`nlsim.training.cross_encoder`) and the quality check of the lossy inference paths
-(:mod:`nlsim.training.quality_check`). A correlation is shown with :data:`CORRELATION_DIGITS` decimals,
+(:mod:`nlsim.training.lossy_check`). A correlation is shown with :data:`CORRELATION_DIGITS` decimals,
 a precision, recall or F1 with :data:`RATE_DIGITS`.
 
 Example:

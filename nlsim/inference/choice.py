@@ -12,7 +12,7 @@ The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
 1. **candidates**: what the options allow, pruned by the CPU's features (:mod:`nlsim.inference.cpu`): int8
    only with VNNI or AMX-INT8, bf16 only with ``avx512_bf16`` or AMX-BF16, ONNX only with onnxruntime; for
    a model on a GPU (:mod:`nlsim.inference.gpu`), torch fp32 and the half precisions the GPU has;
-2. **the quality check** (:mod:`nlsim.inference.quality_check`): a lossy path stays a candidate only when
+2. **the quality check** (:mod:`nlsim.inference.lossy_verdict`): a lossy path stays a candidate only when
    the model's stored quality check passed it (on the device the model is on); no record, no lossy path;
 3. **the probe** (:mod:`nlsim.inference.probe`): when more than one candidate is left, each is timed on
    a few synthetic batches once per CPU kind, thread count and model architecture (where only the exact
@@ -52,15 +52,15 @@ from typing import Any
 from nlsim.errors import ConfigError
 from nlsim.inference.cpu import CpuInfo, cpu_info
 from nlsim.inference.gpu import gpu_info
-from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
-from nlsim.inference.probe import probe_mode, probe_rates, too_small_to_probe
-from nlsim.inference.quality_check import (
+from nlsim.inference.lossy_verdict import (
     Verdict,
     entry_key,
     load_quality_check,
     quality_verdict,
     record_entry,
 )
+from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
+from nlsim.inference.probe import probe_mode, probe_rates, too_small_to_probe
 from nlsim.inference.target import Target
 from nlsim.progress import say, warn
 

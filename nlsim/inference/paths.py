@@ -4,7 +4,7 @@
 ``onnx-int8`` (ONNX Runtime, dynamic int8, per-channel weights, attention products and embeddings kept in
 fp32), ``torch-bf16`` (the model cast to bfloat16, pooling in fp32), ``torch-fp16`` (cast to float16, on a
 GPU only) and ``torch-int8`` (``torch.ao`` dynamic int8 linear layers, on the CPU only) are lossy: a run
-takes one only where the model's quality check passed it (:mod:`nlsim.inference.quality_check`).
+takes one only where the model's quality check passed it (:mod:`nlsim.inference.lossy_verdict`).
 
 Example:
     >>> split_path("onnx-int8"), is_lossy("onnx-int8"), is_lossy("torch-fp32")

@@ -245,18 +245,19 @@ CLUSTERS = Table(
 TOPICS = Table(
     "topics",
     (
-        _col("topic_id", pa.string(), "cluster", "topic", summary=True),
-        _col("size", pa.int64(), "cluster", "items", "integer", summary=True),
-        _col("stories", pa.int64(), "cluster", "stories", "integer", summary=True),
-        _col("cluster_ids", pa.list_(pa.string()), "cluster", "story clusters", "list"),
-        _col("member_ids", pa.list_(pa.string()), "cluster", "items", "list"),
-        _col("representative", pa.string(), "cluster", "representative item"),
+        _col("topic_id", pa.string(), "cluster", "topic", shown=True, summary=True),
+        _col("size", pa.int64(), "cluster", "items", "integer", shown=True, summary=True),
+        _col("stories", pa.int64(), "cluster", "stories", "integer", shown=True, summary=True),
+        _col("cluster_ids", pa.list_(pa.string()), "cluster", "story clusters", "list", shown=True),
+        _col("member_ids", pa.list_(pa.string()), "item.id", "items", "list", shown=True),
+        _col("representative", pa.string(), "item.id", "representative item", shown=True),
         _col("representative_title", pa.string(), "item.title", "representative", summary=True),
-        _col("first_published", TS, "item.published_at", "first published", "time"),
-        _col("last_published", TS, "item.published_at", "last published", "time"),
+        _col("first_published", TS, "item.published_at", "first published", "time", shown=True),
+        _col("last_published", TS, "item.published_at", "last published", "time", shown=True),
     ),
     "topics.parquet: one row per topic group, the stories and single items that share a topic and entity "
-    "(nlsim.clusters.topics): its story clusters, its items, the earliest item as its representative.",
+    "(nlsim.clusters.topics): its story clusters, its items, the earliest item as its representative; "
+    "stories counts its story clusters and its single items (a story of one).",
 )
 MEMBER_OWN = (
     _col("cluster_id", pa.string(), "cluster", "cluster"),
@@ -457,7 +458,7 @@ def page_spec(spec: Table) -> list[dict[str, Any]]:
     column's name, label, format, whether the page shows it, its source and its reduction (a clusters
     column the page recomputes for a cluster split in its preview).
 
-    >>> page_spec(table("clusters"))[9]
+    >>> page_spec(table("clusters"))[10]
     {'name': 'first_published', 'label': 'first published', 'format': 'time', 'shown': True, \
 'source': 'item.published_at', 'reduce': 'min'}
     """

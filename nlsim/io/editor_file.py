@@ -53,10 +53,11 @@ as the page showed them (before any spreadsheet escaping), so that a merge can t
 way (a spreadsheet that ran a formula, a typo fixed by hand). A file with or without them is an editors'
 file."""
 OVERRULE = "overrule"
-"""Appended by the report page's export after :data:`HASH_COLUMNS`: ``true`` on a mark the editor made on a
-pair already scored, meaning to overrule its score with a newer decision (``nlsim annotate merge`` takes
-such a row as ``--overrule`` takes every row: :mod:`nlsim.clusters.verdicts.overrule`), ``false`` (or
-empty) otherwise. Read by :func:`overrule_cell`."""
+"""Appended by the report page's export after :data:`HASH_COLUMNS` when one of its marks overrules: ``true``
+on a mark an editor made on a training pair an annotator already scored, meaning to overrule its score with
+a newer decision (``nlsim annotate merge`` takes such a row as ``--overrule`` takes every row:
+:mod:`nlsim.clusters.verdicts.overrule`), ``false`` (or empty) on the others. An export of no such mark has
+no ``overrule`` column. Read by :func:`overrule_cell`."""
 KEPT = ("stratum", "annotator", "notes")
 """Columns of an editors' file that a merge keeps in the pair file beside the pairs (added, empty for the
 older rows, when the pair file has none and the editors' file has values). The model and threshold that

@@ -120,6 +120,7 @@ class _Requested:
     fallback: Calibration | None = None
     topic_fallback: Calibration | None = None
     store_info: dict[str, Any] | None = None
+    promoted_at: str | None = None
 
 
 def _resolve_current(ms: ModelSettings) -> _Requested:
@@ -136,7 +137,11 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
     current = store.current()
     if current is not None:
         say(f"current model of {store.root}: {current.name}")
-        return _Requested(str(current), False, current.name, store_info=store.info(current))
+        pointer = store.current_record() or {}
+        promoted = str(pointer["promoted_at"]) if "promoted_at" in pointer else None  # when it became current
+        return _Requested(
+            str(current), False, current.name, store_info=store.info(current), promoted_at=promoted
+        )
     fallback = load_calibration(store.zero_shot_dir())
     # the zero-shot model is the one the store's zero-shot calibration was made for
     name = (fallback.model if fallback is not None and fallback.model else None) or DEFAULT_MODEL
@@ -180,6 +185,7 @@ def load_model(ms: ModelSettings, encoder: Any = None) -> ModelChoice:
         requested=ms.name,
         zero_shot=zero_shot,
         version=asked.version,
+        promoted_at=asked.promoted_at,
         model_id=encoder.model_id,
         fingerprint=encoder.fingerprint,
         path=str(model_path) if model_path is not None else None,

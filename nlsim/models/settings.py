@@ -1,5 +1,5 @@
-"""What a run asks of its model: :class:`ModelSettings`, one of a run's settings by concern
-(:mod:`nlsim.dedup.settings`), and the model names a run starts from (:data:`DEFAULT_MODEL`,
+"""What a run asks of its model: :class:`ModelSettings`, one of a run's records of settings by concern
+(:class:`~nlsim.dedup.config.DedupConfig`), and the model names a run starts from (:data:`DEFAULT_MODEL`,
 :data:`CURRENT_MODEL`).
 
 Example:
@@ -10,10 +10,13 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
-from nlsim.conversion import DEFAULT_MODE, Conversion
+from nlsim.conversion import DEFAULT_MODE, Conversion, check_mode
+from nlsim.errors import ConfigError
+from nlsim.options import option, text_paths
 
 DEFAULT_MODEL = "multilingual-e5-small"
 """The encoder of a run that names none (zero-shot)."""
@@ -24,27 +27,87 @@ Backend = Literal["auto", "torch", "onnx"]
 Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelSettings:
     """The encoder and its reranker: which, the threshold of a pair, how they run, their caches."""
 
-    name: str
+    name: str = option(
+        DEFAULT_MODEL,
+        help="registry name, fine-tuned model folder, 'current' (the model store's promoted model, zero-shot "
+        "e5 until one is promoted), local Hugging Face folder or hub name",
+        name="model",
+    )
     """A registry name, a model folder, ``current`` (the store's promoted model) or a hub name."""
-    store: str = "models"
-    convert: Conversion = DEFAULT_MODE
-    threshold: float | None = None
-    calibration: str | None = None
-    rerank: bool | None = None
-    backend: Backend = "auto"
-    precision: Precision = "auto"
-    batch_size: int | None = None
-    threads: int | None = None
-    """CPU threads of torch and ONNX Runtime (``None``: theirs)."""
-    cache: bool = True
-    """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
-    series_veto: bool = True
-    topic_threshold: float | None = None
-    """The topic groups' threshold given (on the rerank score with a reranker); default: calibrated with the
-    model at the topic level (:mod:`nlsim.clusters.topics`)."""
-    topics: bool = True
+    store: str = option("models", help="model store folder, read for --model current", name="model_store")
+    convert: Conversion = option(DEFAULT_MODE, help="OpenCC script conversion before embedding")
+    threshold: float | None = option(
+        None,
+        help="threshold of a pair: a cosine, or with a reranker the 0-1 rerank score (default: the "
+        "calibration file, else the model's own calibration)",
+    )
+    calibration: str | None = option(
+        None, help="calibration JSON from `nlsim calibrate` (a cosine threshold)"
+    )
+    rerank: bool | None = option(
+        None,
+        help="rescore the pairs with the reranker stored with the model (default: when it has one); "
+        "--threshold is then on the 0-1 rerank score",
+        flags=("--rerank", "--no-rerank"),
+    )
+    topics: bool = option(
+        True,
+        help="leave out the topic groups around the stories (stories and single items sharing a topic and "
+        "entity: an exam year, a saga, one product's promotions; nlsim/clusters/topics.py)",
+        flags=("--no-topics",),
+    )
     """Read topic groups around the stories (they need a topic threshold)."""
+    topic_threshold: float | None = option(
+        None,
+        help="the topic groups' threshold, on the bi-encoder's cosine (default: calibrated with the model at "
+        "the rubric's 0.75 level, topic_calibration.json)",
+    )
+    """The topic groups' threshold given, on the bi-encoder's cosine (with or without a reranker); default:
+    calibrated with the model at the topic level (:mod:`nlsim.clusters.topics`)."""
+    series_veto: bool = option(
+        True,
+        help="keep the rerank score of a pair whose headlines name other years, model codes or figures of "
+        "one template, or one a rise and the other a fall (by default held at 0.75: a series, not one "
+        "story; nlsim/rerank/series.py)",
+        flags=("--no-series-veto",),
+    )
+    batch_size: int | None = option(
+        None, help="texts per embedding batch (default: 64 on the CPU, 256 on a GPU)"
+    )
+    threads: int | None = option(
+        None,
+        help="CPU threads of torch, ONNX Runtime and FAISS (default: theirs, every core); fewer leave room "
+        "for other work on a shared machine",
+    )
+    """CPU threads of torch, ONNX Runtime and the FAISS index (``None``: theirs)."""
+    backend: Backend = option(
+        "auto",
+        help="how the encoder and the reranker's cross-encoder run: ONNX Runtime or torch (auto: chosen on "
+        "this machine by a cached speed probe)",
+    )
+    precision: Precision = option(
+        "auto",
+        help="their precision: fp32 (exact), bf16, fp16 (GPU), int8 (CPU); auto takes a lossy one only where "
+        "the model's stored quality check passed it and, on a CPU, it is faster (see docs/encoders.md)",
+    )
+    cache: bool = option(True, help="do not reuse cached embeddings", flags=("--no-cache",))
+    """Reuse the embeddings and cross-encoder scores of texts seen before (content-hash caches)."""
+
+    def __post_init__(self) -> None:
+        text_paths(self, "store", "calibration")
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any work is done)."""
+        check_mode(self.convert)
+        for flag, value in (("--threshold", self.threshold), ("--topic-threshold", self.topic_threshold)):
+            if value is not None and not (math.isfinite(float(value)) and -1.0 <= float(value) <= 1.0):
+                raise ConfigError(f"{flag} must be a number in [-1, 1], got {value}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"--threads must be >= 1, got {self.threads}")

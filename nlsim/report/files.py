@@ -8,7 +8,9 @@ Files (batch run: in ``OUT/``; daily run: in ``OUT/runs/<run id>/``, ``OUT/lates
   ``report.xlsx`` holds the three tables;
 - ``near_misses.parquet``: the best candidate pairs below the threshold, for editors to review
   (:mod:`nlsim.report.near_misses`);
-- ``index.html`` (:mod:`nlsim.report.html`) and ``overview.png`` (:mod:`nlsim.report.plots`), ``summary.md``;
+- ``stories.json``: the day's stories for a CMS or a chat bot (:mod:`nlsim.report.feed`);
+- ``index.html`` (:mod:`nlsim.report.html`), ``overview.png`` and ``stories.png`` (:mod:`nlsim.report.plots`),
+  ``summary.md``;
   ``learning_curve.png`` when the model folder has one (shown on the page's model card);
 - a daily run also publishes the whole window's current clusters: ``window/clusters.parquet`` and
   ``window/members.csv``;
@@ -64,9 +66,10 @@ from nlsim.io.atomic import (
 from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
 from nlsim.io.report_folder import PUBLISHING
+from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
-from nlsim.report.plots import render_overview_png
+from nlsim.report.plots import render_overview_png, render_stories_png
 from nlsim.report.record import RunRecord
 from nlsim.report.scores import with_scores
 from nlsim.report.spreadsheet import text_changes, write_csv, write_xlsx
@@ -94,8 +97,9 @@ TABLE_FILES = (
     "members.csv",
     "report.xlsx",
     "near_misses.parquet",
+    FEED,
 )
-PAGE_FILES = ("index.html", "summary.md", "overview.png")
+PAGE_FILES = ("index.html", "summary.md", "overview.png", "stories.png")
 
 LEARNING_CURVE = "learning_curve.png"
 RUNS_DIR = "runs"
@@ -272,6 +276,7 @@ def write_files(
 
     missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
     pq.write_table(columns.conform(missed, columns.table("near_misses")), folder / "near_misses.parquet")
+    write_stories_json(folder / FEED, clusters, record, frame)
     names = list(TABLE_FILES)
     if window is not None:
         (folder / "window").mkdir()
@@ -286,10 +291,13 @@ def write_files(
     curve = copy_learning_curve(record, folder)
     if curve:
         names.append(curve)
-    page = render_html(pairs, clusters, record, frame, learning_curve=curve, near_misses=missed)
+    page = render_html(
+        pairs, clusters, record, frame, learning_curve=curve, near_misses=missed, topics=topics
+    )
     (folder / "index.html").write_text(page, encoding="utf-8")
     (folder / "summary.md").write_text(render_markdown(pairs, clusters, record), encoding="utf-8")
     render_overview_png(pairs, clusters, record, folder / "overview.png")
+    render_stories_png(clusters, record, folder / "stories.png")
     names += list(PAGE_FILES)
     for name, writer in (extra or {}).items():
         writer(folder / name)

@@ -5,19 +5,24 @@ prose (:mod:`nlsim.report.prose`) and its review panel (:mod:`nlsim.report.revie
 an editor comes for, in this order:
 
 - what an editor must know first: a zero-shot model (no fine-tuned model was ever promoted), a model switch
-  in a daily run;
+  in a daily run, a day run after a later one or with nothing new;
+- the day in brief (:mod:`nlsim.report.brief`): the items, the stories (new and grown today), the largest
+  stories and the topic groups, each a link;
 - one line in plain words on how far to trust the groupings (:func:`~nlsim.report.prose.plain_quality`:
-  "about two in three of the pairs this model links are truly the same story");
-- every cluster, in pages of 50 (rendered in the browser from the data embedded in the page, so thousands
-  of clusters stay fast), with search, filters and sort; each cluster's items (linked to the article when
-  the corpus has an http(s) ``url``), its daily status (new / grown / merged / regrouped, the items that
-  joined, the clusters it absorbed) and the pairs, with their scores, that joined it;
+  "about two in three of the pairs this model links are truly the same story", by cluster size when the
+  report was judged, and the topic groups' figure);
+- every story cluster, latest activity first, in pages of 50 (rendered in the browser from the data
+  embedded in the page, so thousands of clusters stay fast), with search, filters and sort; each with its
+  topic group as a label that opens the group (its stories and single items; topics never open the page),
+  its items (linked to the article when the corpus has an http(s) ``url``), its daily status (new / grown /
+  merged / regrouped, the items that joined, the clusters it absorbed), the pairs, with their scores, that
+  joined it, and a card of the editors' verdicts that joined or split it;
 - the review panel and the rubric (:mod:`nlsim.report.review`);
 - the model card: which model judged (version, zero-shot or fine-tuned), its Spearman agreement with the
   annotated pairs before and after fine-tuning, precision/recall/F1 at the threshold in use and where that
   threshold came from, the learning curve when the model folder has one;
 - an overview: counts, clusters by size, by day (or month) of their first item and by daily status, each a
-  filter; ``overview.png`` (:mod:`nlsim.report.plots`).
+  filter; ``overview.png`` and ``stories.png`` side by side (:mod:`nlsim.report.plots`).
 
 Times, and the days clusters are grouped by, are in the run's time zone (``--timezone``, the daily
 deployment's ``timezone``; :func:`~nlsim.report.page.page_zone`). Scores are shown with the threshold's
@@ -50,6 +55,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.report import review
+from nlsim.report.brief import day_brief
 from nlsim.report.page import SIZE_BUCKETS, page_data
 from nlsim.report.prose import (
     esc,
@@ -149,10 +155,12 @@ def _overview(data: dict[str, Any], record: RunRecord) -> str:
             )
         )
     parts.append("</div>")
+    stories = "stories by the hour or day of their first item" + (", new and grown" if data["daily"] else "")
     parts.append(
-        "<details class='plot'><summary>Score and size distributions (overview.png)</summary>"
-        "<img src='overview.png' alt='pair similarities against the threshold, and cluster sizes' "
-        "loading='lazy'></details></section>"
+        "<div class='plots'><figure><img src='overview.png' alt='pair similarities against the threshold, "
+        "and cluster sizes' loading='lazy'><figcaption>Scores and sizes (overview.png)</figcaption></figure>"
+        f"<figure id='stories-plot'><img src='stories.png' alt='{esc(stories)}' loading='lazy'>"
+        "<figcaption>Stories over time (stories.png)</figcaption></figure></div></section>"
     )
     return "".join(parts)
 
@@ -187,7 +195,8 @@ def _controls(data: dict[str, Any]) -> str:
         f"<option value=''>all</option>{period_opts}</select></label>"
         f"<label>Source <select id='f-source' data-filter='source'><option value=''>all</option>{src_opts}"
         "</select></label>"
-        "<label>Sort <select id='sort'><option value='size'>largest first</option>"
+        "<label>Sort <select id='sort'><option value='recent'>latest activity first</option>"
+        "<option value='size'>largest first</option>"
         "<option value='newest'>newest first</option><option value='oldest'>oldest first</option>"
         "<option value='score'>highest score first</option>"
         + ("<option value='status'>by status</option>" if data["daily"] else "")
@@ -202,7 +211,9 @@ def _cluster_list(data: dict[str, Any]) -> str:
     n = len(data["clusters"])
     when = f" (times in {esc(data['timeZone'])})"
     return (
-        f"<section id='list' class='panel'><h2>Clusters{when}</h2>"
+        f"<section id='list' class='panel'><h2>Stories{when}</h2>"
+        "<p class='meta'>Each story cluster, latest activity first, with its topic when it has one: open the "
+        "topic to see its other stories and its single items.</p>"
         + _controls(data)
         + "<p id='shown' class='shown' aria-live='polite'>"
         + esc(f"{n:,} clusters; the list needs JavaScript.")
@@ -210,6 +221,7 @@ def _cluster_list(data: dict[str, Any]) -> str:
         "<noscript><p class='notice'>This list is drawn by the page's script. Without it, every cluster is "
         "in <code>clusters.parquet</code>, <code>members.csv</code> and <code>report.xlsx</code> beside this "
         "page.</p></noscript>"
+        "<div id='topic-view' class='topic-view' hidden></div>"
         "<div class='pager' id='pager-top'></div><ol id='clusters' class='clusters'></ol>"
         "<div class='pager' id='pager-bottom'></div></section>"
     )
@@ -223,10 +235,12 @@ def render_html(
     *,
     learning_curve: str | None = None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> str:
     """The report page (see the module docstring). ``learning_curve``: the file name of the learning-curve
-    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review."""
-    data = page_data(pairs, clusters, record, frame, near_misses)
+    PNG copied beside the page, if any; ``near_misses``: the pairs below the threshold, for review;
+    ``topics``: the topic groups (``topics.parquet``) the stories belong to."""
+    data = page_data(pairs, clusters, record, frame, near_misses, topics)
     when = record.finished_at or ""
     mode = "daily run " + record.run_id if data["daily"] else "batch run"
     meta = " · ".join(
@@ -255,6 +269,7 @@ def render_html(
         "<a href='#model'>Model</a> · <a href='#overview'>Overview</a></nav></header><main>",
         # what an editor comes for first: the warnings, how far to trust the groupings, the clusters
         *notices(record),
+        day_brief(data, record),
         plain_quality(record),
         _cluster_list(data),
         review.review_section(data),
@@ -265,9 +280,10 @@ def render_html(
         "</main>",
         "<footer><p class='meta'>Every cluster of this report is listed above (in pages). The same data: "
         "<code>clusters.parquet</code>, <code>pairs.parquet</code>, <code>members.csv</code>, "
-        "<code>pairs.csv</code>, <code>report.xlsx</code>; the run record: <code>run.json</code>.</p>"
+        "<code>pairs.csv</code>, <code>report.xlsx</code>; the stories as JSON for other systems: "
+        "<code>stories.json</code>; the run record: <code>run.json</code>.</p>"
         "</footer>",
         f"<script id='nlsim-data' type='application/json'>{_json_script(data)}</script>",
-        f"<script>{_asset('report.js')}\n{review.review_script()}</script></body></html>",
+        f"<script>{_asset('report.js')}\n{_asset('rules.js')}\n{review.review_script()}</script></body></html>",
     ]
     return head + "\n".join(body) + "\n"

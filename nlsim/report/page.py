@@ -16,7 +16,7 @@ review panel: the near misses (rows of their table) and what the export records
 
 Example:
     >>> import pandas as pd
-    >>> from nlsim.report.record import RunRecord
+    >>> from nlsim.report.record import JOINED, ClusterChange, RunRecord
     >>> clusters = pd.DataFrame({"cluster_id": ["c1"], "size": [2], "member_ids": [["a", "b"]],
     ...                          "representative": ["b"]})
     >>> data = page_data(pd.DataFrame(), clusters, RunRecord(model="m", threshold=0.9), None)
@@ -31,7 +31,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Container, Sequence
+from dataclasses import asdict, replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -39,7 +40,7 @@ import pandas as pd
 
 from nlsim.io import columns
 from nlsim.report import review
-from nlsim.report.record import RunRecord
+from nlsim.report.record import JOINED, ClusterChange, RunRecord
 from nlsim.report.scores import with_scores
 
 PAGE_SIZE = 50
@@ -135,7 +136,7 @@ class _Items:
 RERANK_SCORES = ("cosine", "cross_encoder")
 """The scores a run without a reranker has none of its own of (its score is the cosine; no cross-encoder):
 its page does not show them."""
-PAGE_TABLES = ("items", "pairs", "clusters", "near_misses")
+PAGE_TABLES = ("items", "pairs", "clusters", "topics", "near_misses")
 """The tables whose rows the page holds."""
 
 
@@ -174,6 +175,32 @@ def page_rows(
     return rows
 
 
+def first_screen_order(clusters: pd.DataFrame, zone: ZoneInfo | None = None) -> list[int]:
+    """The row positions of ``clusters`` in the order the page's list opens on (``assets/report.js``,
+    sort "latest activity first"): the last item's time as the page shows it (in ``zone``; none last), then
+    the strongest link, the larger story, the cluster id.
+
+    >>> clusters = pd.DataFrame({"cluster_id": ["c-a", "c-b", "c-c"], "size": [2, 3, 2],
+    ...     "last_published": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T08:00Z", None], utc=True),
+    ...     "max_similarity": [0.95, 0.95, 0.99]})
+    >>> first_screen_order(clusters)
+    [1, 0, 2]
+    """
+    if not len(clusters):
+        return []
+    n = len(clusters)
+    last = clusters["last_published"].tolist() if "last_published" in clusters else [None] * n
+    best = clusters["max_similarity"].tolist() if "max_similarity" in clusters else [None] * n
+    sizes, ids = clusters["size"].tolist(), clusters["cluster_id"].astype(str).tolist()
+
+    def key(k: int) -> tuple[Any, ...]:
+        when = columns.page_time(last[k], zone) or ""
+        inverted = tuple(-ord(ch) for ch in when) + (1,)  # later first; a missing time after every one
+        return inverted, -(columns.page_number(best[k], SCORE_DIGITS) or 0), -int(sizes[k] or 0), ids[k]
+
+    return sorted(range(n), key=key)
+
+
 def _cluster_pairs(
     pairs: pd.DataFrame, spec: columns.Table, item: _Items, zone: ZoneInfo | None
 ) -> dict[str, list[dict[str, Any]]]:
@@ -190,27 +217,74 @@ def _cluster_pairs(
     return rows
 
 
+def cluster_verdicts(
+    clusters: list[dict[str, Any]],
+    changes: Sequence[ClusterChange],
+    item: Callable[[Any], int],
+    known: Container[str],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each cluster's card of the editors' verdicts that changed it (``clusters``: the page's rows, items
+    as indexes; ``changes``: the run record's :class:`~nlsim.report.record.ClusterChange`, each acting
+    verdict the rule without the verdicts would not have followed; ``item``: an item's index on the page,
+    ``known``: the ids the page holds): a same-story verdict ``joined`` two of its items, a not-the-same-story
+    verdict ``split`` one of its items from another (``other``: the cluster the other item is in, ``None``
+    for none); ``overrules``: the verdict overrules an annotator's score. A verdict the rule would have
+    followed anyway changed nothing and has no card.
+
+    >>> from nlsim.report.record import ClusterChange
+    >>> rows = [{"cluster_id": "c-a", "member_ids": [0, 1]}, {"cluster_id": "c-c", "member_ids": [2, 3]}]
+    >>> changes = [ClusterChange("a", "b", 1.0, "joined"), ClusterChange("b", "c", 0.0, "split")]
+    >>> cards = cluster_verdicts(rows, changes, "abcd".index, "abcd")
+    >>> [(v["how"], v["b"], v["other"]) for v in cards["c-a"]], [(v["how"], v["b"]) for v in cards["c-c"]]
+    ([('joined', 1, None), ('split', 2, 'c-c')], [('split', 1)])
+    """
+    home = {i: c["cluster_id"] for c in clusters for i in c["member_ids"]}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for change in changes:
+        if str(change.id_a) not in known or str(change.id_b) not in known:
+            continue
+        a, b = item(change.id_a), item(change.id_b)
+        if change.change == JOINED:
+            if home.get(a) is not None:
+                card = {"how": "joined", "a": a, "b": b, "other": None, "overrules": change.overrules}
+                out.setdefault(home[a], []).append(card)
+            continue
+        for mine, other in ((a, b), (b, a)):
+            if home.get(mine) is not None:
+                card = {"how": "split", "a": mine, "b": other, "other": home.get(other)}
+                out.setdefault(home[mine], []).append(card | {"overrules": change.overrules})
+    return out
+
+
 def page_data(
     pairs: pd.DataFrame,
     clusters: pd.DataFrame,
     record: RunRecord,
     frame: pd.DataFrame | None,
     near_misses: pd.DataFrame | None = None,
+    topics: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """What the page's script renders (see the module docstring): the declarations of its tables
-    (``columns``), the items, the clusters with the pairs that joined them; for the review panel, the near
-    misses and what the export records (:mod:`nlsim.report.review`). Times and days are in the run's time
-    zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
+    (``columns``), the items, the clusters with the pairs that joined them and the card of the editors'
+    verdicts that changed them (``verdicts``, :func:`cluster_verdicts`), the topic groups (``topics``:
+    rows of ``topics.parquet``), the story rule the review panel's preview runs (``rule``,
+    :class:`~nlsim.report.record.StoryRule`; ``None`` for a record without it); for the review panel, the
+    near misses and what the export records (:mod:`nlsim.report.review`). Times and days are in the run's
+    time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
     tables = page_tables(record)
     item = _Items(frame, tables["items"], zone)
     pair_rows = _cluster_pairs(pairs, tables["pairs"], item, zone)
     out = page_rows(clusters, tables["clusters"], item, zone)
+    editors = review.editors_data(record.editors, item, item.known)
+    changes = record.editors.cluster_changes if record.editors is not None else []
+    cards = cluster_verdicts(out, changes, item, item.known)
     unit, periods = _periods([c["first_published"] for c in out])
     for c, p in zip(out, periods, strict=True):
         c["bucket"] = _size_bucket(int(c["size"] or 0))
         c["period"] = p
         c["pairs"] = pair_rows.get(c["cluster_id"], [])
+        c["verdicts"] = cards.get(c["cluster_id"], [])
     return {
         "daily": record.daily,
         "cjkLang": CJK_LANG.get(record.conversion, "zh"),
@@ -222,7 +296,9 @@ def page_data(
         "columns": {name: columns.page_spec(spec) for name, spec in tables.items()},
         "items": item.rows,
         "clusters": out,
+        "topics": page_rows(topics, tables["topics"], item, zone),
+        "rule": None if record.story_rule is None else asdict(record.story_rule),
         "nearMisses": page_rows(near_misses, tables["near_misses"], item, zone),
         "review": review.review_meta(record),
-        "editors": review.editors_data(record.editors, item, item.known),
+        "editors": editors,
     }

@@ -1,5 +1,6 @@
-"""The report's overview plot (``overview.png``, behind the page's overview): the pair similarities
-against the threshold, and the cluster sizes.
+"""The report's plots, beside the page's overview: ``overview.png``, the pair similarities against the
+threshold and the cluster sizes; ``stories.png``, the stories by the hour or day of their first item (in
+the run's time zone), new and grown apart in a daily run.
 
 matplotlib is imported when a plot is drawn, never before: it costs about a second to import, and only the
 report needs it.
@@ -11,7 +12,92 @@ from pathlib import Path
 
 import pandas as pd
 
+from nlsim.report.page import MAX_DAYS, page_zone
 from nlsim.report.record import RunRecord
+
+HOURLY_SPAN = pd.Timedelta(hours=48)
+"""Stories whose first items all fall within this span are counted by hour, else by day (by month beyond
+:data:`~nlsim.report.page.MAX_DAYS` days)."""
+STORY_KINDS = (("new", "#228833"), ("grown", "#cc8800"), ("other", "#8995a3"))
+"""A daily run's stories in ``stories.png``: new, grown, and every other change (merged, regrouped), with
+their colours."""
+
+
+def story_periods(clusters: pd.DataFrame, zone_name: str | None) -> tuple[str, pd.Series]:
+    """Each story's period of its first item in the run's time zone (``hour``, ``day`` or ``month``, as
+    :data:`HOURLY_SPAN` and :data:`~nlsim.report.page.MAX_DAYS` say), as a label (``None``: undated);
+    dissolved clusters left out.
+
+    >>> clusters = pd.DataFrame({"status": ["new", "new", "dissolved"], "first_published":
+    ...     pd.to_datetime(["2024-08-01T23:30Z", None, "2024-08-01T01:00Z"], utc=True)})
+    >>> unit, periods = story_periods(clusters, "Asia/Taipei")
+    >>> unit, periods.tolist()
+    ('hour', ['2024-08-02 07:00', None])
+    """
+    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
+    column = current["first_published"] if "first_published" in current else pd.Series(None, current.index)
+    firsts = pd.to_datetime(column, utc=True).dt.tz_convert(page_zone(zone_name))
+    dated = firsts.dropna()
+    span = dated.max() - dated.min() if len(dated) else pd.Timedelta(0)
+    unit = "hour" if span <= HOURLY_SPAN else "day" if span <= pd.Timedelta(days=MAX_DAYS) else "month"
+    fmt = PERIOD_FREQ[unit][1]
+    labels = firsts.dt.strftime(fmt)
+    return unit, labels.astype(object).where(firsts.notna(), None)
+
+
+PERIOD_FREQ = {"hour": ("h", "%Y-%m-%d %H:00"), "day": ("D", "%Y-%m-%d"), "month": ("MS", "%Y-%m")}
+
+
+def every_period(unit: str, labels: pd.Index) -> list[str]:
+    """Every period from the first label to the last (the days without a story are bars of none).
+
+    >>> every_period("day", pd.Index(["2024-08-01", "2024-08-03"]))
+    ['2024-08-01', '2024-08-02', '2024-08-03']
+    """
+    if not len(labels):
+        return []
+    freq, fmt = PERIOD_FREQ[unit]
+    return list(pd.date_range(min(labels), max(labels), freq=freq).strftime(fmt))
+
+
+def render_stories_png(clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:
+    """The stories by the period of their first item (:func:`story_periods`); a daily run's new, grown and
+    otherwise changed stories stacked."""
+    import matplotlib  # deferred: matplotlib costs ~1 s to import and only the report needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
+    from matplotlib.ticker import MaxNLocator
+
+    zone = page_zone(record.timezone).key
+    unit, periods = story_periods(clusters, record.timezone)
+    kind = pd.Series("new", index=periods.index)
+    if record.daily and "status" in clusters:
+        status = clusters.loc[periods.index, "status"]
+        kind = status.where(status.isin(["new", "grown"]), "other")
+    dated = periods.notna()
+    counts = pd.crosstab(periods[dated], kind[dated]) if dated.any() else pd.DataFrame()
+    counts = counts.reindex(every_period(unit, counts.index), fill_value=0)
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    bottom = None
+    for name, colour in STORY_KINDS if record.daily else STORY_KINDS[:1]:
+        if name in counts:
+            values = counts[name].to_numpy()
+            label = {"new": "new", "grown": "grown", "other": "merged or regrouped"}[name]
+            ax.bar(range(len(counts)), values, bottom=bottom, color=colour, label=label)
+            bottom = values if bottom is None else bottom + values
+    if len(counts):
+        step = max(1, len(counts) // 12)
+        ax.set_xticks(range(0, len(counts), step), counts.index[::step], rotation=30, ha="right", fontsize=8)
+    if record.daily and len(counts):
+        ax.legend(loc="upper left")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    undated = int(periods.isna().sum())
+    more = f" ({undated:,} undated)" if undated else ""
+    ax.set(title=f"{len(periods):,} stories by {unit} of their first item ({zone}){more}", ylabel="stories")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
 
 
 def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:

@@ -2,7 +2,9 @@
 place).
 
 - the notices at the top: a zero-shot model (no fine-tuned model was ever promoted), a model switch in a
-  daily run (:func:`notices`); which items' text the spreadsheet files changed (:func:`spreadsheet_notice`);
+  daily run, in words (:func:`switch_notice`), a day older than the runs before it or whose items were all
+  seen before (:func:`day_notices`); which items' text the spreadsheet files changed
+  (:func:`spreadsheet_notice`);
 - one line in plain words on how far to trust the groupings (:func:`plain_quality`: "about two in three of
   the pairs this model links are truly the same story", shares as an editor reads them: :func:`in_words`);
 - the model card (:func:`model_card_html`): which model judged (version, zero-shot or fine-tuned), its
@@ -28,7 +30,7 @@ from nlsim.evaluation.judge import Judgement
 from nlsim.io import columns
 from nlsim.report import review
 from nlsim.report.page import score_digits
-from nlsim.report.record import ModelCard, RunRecord
+from nlsim.report.record import ModelCard, ModelSwitch, RunRecord
 from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, TextChange
 
 LEVEL_NAMES = {1.0: "same story", 0.75: "same topic and entity"}
@@ -67,7 +69,7 @@ def threshold_text(threshold: Any) -> str:
 
 
 def notices(record: RunRecord) -> list[str]:
-    """The banners at the top: zero-shot model, model switch."""
+    """The banners at the top: zero-shot model, model switch, an older day or one with nothing new."""
     info = record.info
     model = record.model_name
     parts = []
@@ -84,22 +86,98 @@ def notices(record: RunRecord) -> list[str]:
                 "<div class='notice' id='zero-shot'><strong>Zero-shot model.</strong> "
                 f"<code>{iso(model)}</code> was not fine-tuned on annotated pairs.</div>"
             )
-    sw = record.model_switch
-    if sw is not None:
-        what = (
-            f"all {sw.reembedded:,} items of the window were embedded again"
-            if sw.reembed
-            else "the window's items were paired again"
-        )
-        details = "; ".join(str(d) for d in sw.details)
-        parts.append(
-            "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> The state was made "
-            f"with <code>{iso(sw.from_model)}</code>; this run uses "
-            f"<code>{iso(sw.to_model)}</code> ({iso(details)}): {esc(what)}, and the clusters "
-            "were regrouped under the new model (marked “regrouped”). Scores before and after the switch "
-            "are not comparable.</div>"
-        )
+    if record.model_switch is not None:
+        parts.append(switch_notice(record.model_switch))
+    parts.extend(day_notices(record))
     return parts
+
+
+def day_notices(record: RunRecord) -> list[str]:
+    """What a daily run says at the top of a day run out of order (``older_day``) and of a day whose items
+    were all already seen (``all_seen``)."""
+    items = record.counts.items_in
+    older, seen = "", ""
+    if record.older_day:
+        older = (
+            "<strong>An older day.</strong> Every item of this run is dated before the runs already made: "
+            "this day was run after a later one. This report is kept under <code>runs/"
+            f"{iso(record.run_id)}/</code>; <code>latest</code> still shows the newer report."
+        )
+    if record.all_seen:
+        n = f"all {items:,} items" if isinstance(items, int) else "all the items"
+        seen = (
+            f"<strong>Nothing new.</strong> {esc(n[0].upper() + n[1:])} of this run were already in the "
+            "window with the same text: none was embedded again, and no story grew from them."
+        )
+    if not older and not seen:
+        return []
+    return [f"<div class='notice warn' id='day-notice'>{' '.join(x for x in (older, seen) if x)}</div>"]
+
+
+SWITCH_WORDS = {
+    "conversion": "the Chinese script conversion changed",
+    "text_fields": "the fields that are embedded changed",
+    "dim": "the vectors have another size",
+    "threshold": "the threshold changed",
+    "reranker": "the reranker changed",
+    "topic_threshold": "the topic groups' threshold changed",
+}
+"""What a model switch changed, in words, by the state's identity field (the model itself: :func:`_which`)."""
+
+
+def _model_words(name: str, version: str | None, promoted: str | None, zero_shot: bool | None) -> str:
+    """A model as the switch banner names it: its name, its model-store version and when it was promoted."""
+    bits = [f"version <code>{iso(version)}</code> of the model store"] if version else []
+    if promoted:
+        bits.append(f"promoted {esc(promoted[:10])}")
+    if zero_shot and not version:
+        bits.append("zero-shot")
+    return f"<code>{iso(name)}</code>" + (f" ({', '.join(bits)})" if bits else "")
+
+
+def _which(sw: ModelSwitch) -> str:
+    """What changed about the model itself, in words ('' when the model is the same)."""
+    if "model_id" in sw.changed:
+        return "another model"
+    if "fingerprint" not in sw.changed:
+        return ""
+    if sw.from_version and sw.to_version and sw.from_version != sw.to_version:
+        return "the model was retrained (a newer version was promoted)"
+    return "the model was retrained (same model, new weights)"
+
+
+def switch_notice(sw: ModelSwitch) -> str:
+    """The model-switch banner: which model was used before and now (versions and promotion dates where
+    known), what changed, in words, and what the run did about it; the fingerprints and the raw differences
+    folded away."""
+    before = _model_words(sw.from_model, sw.from_version, sw.from_promoted_at, sw.from_zero_shot)
+    now = _model_words(sw.to_model, sw.to_version, sw.to_promoted_at, sw.to_zero_shot)
+    changes = [_which(sw)] + [SWITCH_WORDS[c] for c in SWITCH_WORDS if c in sw.changed]
+    what = "; ".join(c for c in changes if c) or "the model's settings changed"
+    if sw.reembed:
+        done = (
+            f"All {sw.reembedded:,} items of the window were embedded again with the new model, and the "
+            "stories were regrouped (marked “regrouped”)."
+        )
+    else:
+        done = (
+            "The vectors are the same: the window's items were paired again under the new settings, and the "
+            "stories were regrouped (marked “regrouped”)."
+        )
+    facts = [
+        f"fingerprint before: {sw.from_fingerprint or '?'}",
+        f"fingerprint now: {sw.to_fingerprint or '?'}",
+    ]
+    rows = "".join(f"<li>{iso(x)}</li>" for x in [*facts, *map(str, sw.details)])
+    return (
+        "<div class='notice warn' id='model-switch'><strong>Model switch.</strong> "
+        f"<span id='switch-before'>Before this run the stories were made with {before}</span>; "
+        f"<span id='switch-now'>this run uses {now}</span>. "
+        f"<span id='switch-what'>What changed: {esc(what)}.</span> {esc(done)} Scores before and after the "
+        "switch are not comparable."
+        f"<details class='switch-details'><summary>Fingerprints and settings</summary><ul>{rows}</ul>"
+        "</details></div>"
+    )
 
 
 NUMBER_WORDS = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -157,12 +235,65 @@ def plain_quality(record: RunRecord) -> str:
         return (
             "<p id='plain' class='plain'>How often this report's groupings are truly one story was not "
             "measured for this run (no calibration of the threshold in use, no <code>--judge-pairs</code>): "
-            "read the clusters as suggestions.</p>"
+            f"read the clusters as suggestions.{_topic_words(record)}</p>"
         )
     return (
-        f"<p id='plain' class='plain'><strong>{esc(text)}.</strong> <span class='meta'>({esc(basis)}; see "
-        "<a href='#model'>the model card</a>.)</span></p>"
+        f"<p id='plain' class='plain'><strong>{esc(text)}.</strong>{_by_size(judge)}{_topic_words(record)} "
+        f"<span class='meta'>({esc(basis)}; see <a href='#model'>the model card</a>.)</span></p>"
     )
+
+
+TRUST_BANDS = ("2", "3+", "5+")
+"""The cluster sizes the plain line gives the judge's purity of
+(:func:`nlsim.evaluation.judge.purity_by_size`)."""
+WEAK_GAP = 0.1
+"""The large clusters (5+) are the weak ones when their pairs are the same story this much less often than
+the pairs of clusters of two."""
+
+
+def _by_size(judge: Judgement | None) -> str:
+    """How far to trust a cluster by its size, in words, from the judge's purity bands (2, 3+, 5+), with a
+    warning when the large clusters are the weak ones ('' without the figures)."""
+    bands = {p.band: p for p in (judge.purity_by_size or [])} if judge is not None else {}
+    known = [bands[b] for b in TRUST_BANDS if b in bands and bands[b].share is not None]
+    if not known:
+        return ""
+    parts = [
+        f"clusters of {p.band} items: {in_words(float(p.share))} pairs the same story ({p.judged:,} judged)"
+        for p in known
+    ]
+    text = f" <span id='plain-sizes'>By size: {esc('; '.join(parts))}.</span>"
+    two, large = bands.get("2"), bands.get("5+")
+    if (
+        two is not None
+        and large is not None
+        and two.share is not None
+        and large.share is not None
+        and large.share <= two.share - WEAK_GAP
+    ):
+        text += (
+            " <strong id='plain-weak' class='warn'>The large clusters are the weak ones: read clusters of 5 "
+            "or more items with care (they may chain a topic or a series).</strong>"
+        )
+    return text
+
+
+def _topic_words(record: RunRecord) -> str:
+    """The topic figure in words: how many topic groups gather the stories, and, when the report was judged,
+    how often two items of one topic group share at least a topic and entity ('' without topics)."""
+    counts = record.counts
+    if not counts.topics:
+        return ""
+    text = f"{counts.topics:,} topic group(s)" + (
+        f" gather {counts.topic_items:,} items" if counts.topic_items is not None else ""
+    )
+    figures = record.judge.topics if record.judge is not None else None
+    if figures is not None and figures.precision is not None:
+        text += (
+            f"; {in_words(figures.precision)} of the judged pairs inside one share a topic and entity or "
+            f"more ({figures.judged:,} judged)"
+        )
+    return f" <span id='plain-topics'>{esc(text[0].upper() + text[1:])}.</span>"
 
 
 def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:

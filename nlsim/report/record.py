@@ -6,10 +6,11 @@
 incremental run also keeps it in its state (``runs/<run_id>.json`` and the manifest's ``last_run``). Its
 parts are records too: its counts (:class:`Counts`), where the clusters it absorbed or dissolved went
 (:class:`ClusterChanges`, ``run.json``'s ``extra``), the model that judged (:class:`ModelInfo`, with its
-:class:`ModelCard`), the rerank stage (:class:`RerankRecord`), a model switch (:class:`ModelSwitch`), what
-the editors' verdicts did (:class:`EditorsRecord`, each change to a cluster a :class:`ClusterChange`) and
-the report judged against editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back
-from a ``run.json`` (a replayed report; one another nlsim version wrote) is :meth:`RunRecord.from_dict`.
+:class:`ModelCard`), the rule that made the story clusters (:class:`StoryRule`), the rerank stage
+(:class:`RerankRecord`), a model switch (:class:`ModelSwitch`), what the editors' verdicts did
+(:class:`EditorsRecord`, each change to a cluster a :class:`ClusterChange`) and the report judged against
+editors' pairs (:class:`nlsim.evaluation.judge.Judgement`). A record read back from a ``run.json`` (a
+replayed report; one another nlsim version wrote) is :meth:`RunRecord.from_dict`.
 
 A record is immutable: a run builds it once, from its stages' typed results
 (:func:`nlsim.dedup.run.run_record`), after the stages that decide its figures; what accrues while the
@@ -36,6 +37,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from nlsim import progress
+from nlsim.clusters.rules import ClusterRule, SharedSupport
 from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.records import known_fields
@@ -184,6 +186,8 @@ class ModelInfo:
     backend: str = ""
     precision: str = ""
     inference: dict[str, Any] | None = None
+    promoted_at: str | None = None
+    """When the model-store version was promoted (``CURRENT.json``'s ``promoted_at``; ``None``: unknown)."""
 
     @property
     def from_store(self) -> bool:
@@ -194,6 +198,8 @@ class ModelInfo:
         out: dict[str, Any] = {"requested": self.requested, "zero_shot": self.zero_shot}
         if self.from_store:
             out["version"] = self.version
+            if self.promoted_at is not None:
+                out["promoted_at"] = self.promoted_at
         out.update(
             model_id=self.model_id,
             fingerprint=self.fingerprint,
@@ -250,6 +256,38 @@ class ClusterChange:
 
 
 @dataclass(frozen=True)
+class StoryRule:
+    """The rule that made a run's story clusters, with its settings (:mod:`nlsim.clusters.rules`): what the
+    page's preview of an editor's mark runs (``assets/rules.js``, a port of the rule).
+
+    Attributes:
+        name: ``support`` (:class:`~nlsim.clusters.rules.SharedSupport`) or ``components``.
+        min_share, large, large_share, large_floor: the support rule's share and what a large cluster needs
+            (``None`` for the components rule, or a condition not set).
+        cut: how an editor's "not the same story" parts a group (``order``, ``min-cut``:
+            :mod:`nlsim.clusters.cuts`).
+
+    >>> StoryRule.of(SharedSupport(min_share=0.4, large=5, large_floor=0.94), "order")
+    StoryRule(name='support', min_share=0.4, large=5, large_share=None, large_floor=0.94, cut='order')
+    """
+
+    name: str
+    min_share: float | None = None
+    large: int | None = None
+    large_share: float | None = None
+    large_floor: float | None = None
+    cut: str = "order"
+
+    @classmethod
+    def of(cls, rule: ClusterRule, cut: str) -> StoryRule:
+        """The record of ``rule`` and ``cut``."""
+        if isinstance(rule, SharedSupport):
+            floor = None if rule.large_floor is None else round(float(rule.large_floor), 6)
+            return cls(rule.name, rule.min_share, rule.large, rule.large_share, floor, cut)
+        return cls(rule.name, cut=cut)
+
+
+@dataclass(frozen=True)
 class EditorsRecord:
     """The editors' part of a run (``--annotated-pairs``, a daily state's verdicts): what the page needs
     for its review queue and its list of the editors' decisions, and what the verdicts did to the clusters.
@@ -266,6 +304,9 @@ class EditorsRecord:
             verdict overruled (the page lists them apart: the two items are not joined).
         scored_ids: pair ids of the scored pairs whose two items the report shows (the review queue skips
             them).
+        training_ids, held_out_ids: of them, those of the training split (an editor's mark on one overrules
+            its score) and those of the validation and test splits (they judge the report: never marked);
+            a scored pair of neither is one whose split the run does not know (a daily state's record).
         text_changed: ``[id_a, id_b]`` of the training verdicts that did not act: an item of theirs carries
             another text now than the one the verdict was given on.
         cluster_changes: what each acting verdict changed in the clusters (:class:`ClusterChange`: the pairs
@@ -287,6 +328,8 @@ class EditorsRecord:
     scored_ids: list[str] = field(default_factory=list)
     overruled: list[list[Any]] = field(default_factory=list)
     text_changed: list[list[str]] = field(default_factory=list)
+    training_ids: list[str] = field(default_factory=list)
+    held_out_ids: list[str] = field(default_factory=list)
     cluster_changes: list[ClusterChange] = field(default_factory=list)
     annotators_overruled: int = 0
 
@@ -319,8 +362,11 @@ class RerankRecord:
 
 @dataclass(frozen=True)
 class ModelSwitch:
-    """How the state's vectors or threshold differ from this run's: the models, what changed, whether
-    the window is embedded again (``reembed``) and how many items that was."""
+    """How the state's vectors or threshold differ from this run's: the models, what changed (the names of
+    the state's identity fields: ``model_id``, ``fingerprint``, ``threshold``, ...), whether the window is
+    embedded again (``reembed``) and how many items that was; the model-store versions before and now and
+    when each was promoted, where known (:meth:`with_versions`; ``None``: not a promoted model, or a state
+    whose last run did not record it)."""
 
     from_model: str
     to_model: str
@@ -330,6 +376,32 @@ class ModelSwitch:
     details: list[str] = field(default_factory=list)
     reembed: bool = False
     reembedded: int = 0
+    from_version: str | None = None
+    to_version: str | None = None
+    from_promoted_at: str | None = None
+    to_promoted_at: str | None = None
+    from_zero_shot: bool | None = None
+    to_zero_shot: bool | None = None
+
+    def with_versions(self, before: ModelInfo | None, now: ModelInfo) -> ModelSwitch:
+        """The switch with the model-store versions of the model before (the state's last run's, ``None``
+        when it recorded none) and now, when each was promoted and whether each is zero-shot.
+
+        >>> switch = ModelSwitch("m", "m", changed=["fingerprint"])
+        >>> now = ModelInfo(requested="current", version="v0002-bb", promoted_at="2026-03-02T10:00:00+00:00")
+        >>> later = switch.with_versions(ModelInfo(requested="current", version="v0001-aa"), now)
+        >>> later.from_version, later.to_version, later.to_promoted_at
+        ('v0001-aa', 'v0002-bb', '2026-03-02T10:00:00+00:00')
+        """
+        return replace(
+            self,
+            from_version=None if before is None else before.version,
+            from_promoted_at=None if before is None else before.promoted_at,
+            from_zero_shot=None if before is None else before.zero_shot,
+            to_version=now.version,
+            to_promoted_at=now.promoted_at,
+            to_zero_shot=now.zero_shot,
+        )
 
 
 @dataclass
@@ -383,6 +455,8 @@ class RunRecord:
     as_of: str | None = None
     cluster_rule: str = ""
     """The rule that made the clusters (``support 0.4``: the support rule at that share; ``components``)."""
+    story_rule: StoryRule | None = None
+    """The same rule with its settings, as the page's preview runs it (``None``: a record written before)."""
     timezone: str = "UTC"
     """The time zone of the report's days and times (``--timezone``; the daily deployment's ``timezone``)."""
     input_key: str = ""
@@ -440,6 +514,7 @@ class RunRecord:
             timings_s=dict(self.timings_s),
             model_info={} if self.model_info is None else self.model_info.as_dict(),
             rerank=None if self.rerank is None else asdict(self.rerank),
+            story_rule=None if self.story_rule is None else asdict(self.story_rule),
             model_switch=None if self.model_switch is None else asdict(self.model_switch),
             editors=None if self.editors is None else asdict(self.editors),
             messages=list(self.messages),
@@ -475,6 +550,8 @@ class RunRecord:
             known.pop("model_info", None)
         if known.get("rerank") is not None:
             known["rerank"] = RerankRecord(**known_fields(RerankRecord, known["rerank"]))
+        if known.get("story_rule") is not None:
+            known["story_rule"] = StoryRule(**known_fields(StoryRule, known["story_rule"]))
         if known.get("model_switch") is not None:
             known["model_switch"] = ModelSwitch(**known_fields(ModelSwitch, known["model_switch"]))
         if known.get("editors") is not None:

@@ -10,11 +10,17 @@ or by keyboard: ``j``/``n`` next pair, ``k``/``p`` previous, ``1`` same story, `
 ``3`` same topic or entity only, ``4`` same general area, ``0`` not related, ``x`` clears.
 
 Doubtful clusters come first: each cluster's weakest link (:mod:`nlsim.clusters.weakest_link`), nearest
-the threshold first. A pair an editor already scored is never offered: the page is given the pair ids of
-the scored pairs (:func:`editors_data`), never their scores, and checks a pair's id in the browser. A mark
+the threshold first. A pair an editor already scored is never offered in the queues: the page is given the
+pair ids of the scored pairs (:func:`editors_data`), never their scores, and checks a pair's id in the
+browser. Where the page shows a scored training pair (a cluster's pairs), an editor may still mark it: the
+mark overrules the annotator's score (the export's :data:`nlsim.io.editor_file.OVERRULE` column says so).
+A validation or test pair shows no buttons, and says why: it is held out to measure the model. A mark
 below *same story* on two items of one cluster splits the cluster in the page at once (a preview, computed
-in ``review.js`` as :mod:`nlsim.clusters.rules` does: the weakest links between them cut); the merged
-verdict makes it last (:mod:`nlsim.clusters.verdicts`).
+in ``review.js`` as :mod:`nlsim.clusters.rules` does: the weakest links between them cut); a *same story*
+mark on items of two clusters (or of a cluster and an item of none) joins them in the page at once, as
+the run's story rule would (``assets/rules.js``, a port of :mod:`nlsim.clusters.rules` run on the two
+clusters' links with the marks as verdicts); the merged verdict makes it last
+(:mod:`nlsim.clusters.verdicts`).
 
 The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload and
 can be cleared. The export downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that
@@ -129,6 +135,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
         "three": list(THREE),
         "columns": list(editor_file.COLUMNS),
         "hashColumns": list(editor_file.HASH_COLUMNS),
+        "overruleColumn": editor_file.OVERRULE,
         "formulaStart": list(FORMULA_START),
         "stratum": editor_file.PAGE,
     }
@@ -139,11 +146,13 @@ def editors_data(
 ) -> dict[str, Any]:
     """What the page takes from the editors (:class:`~nlsim.report.record.EditorsRecord`): the pair ids
     of the pairs already scored (``scored``: the review queue leaves them out; ids only, never their
-    scores or splits) and the editors' decisions in this report (``decisions``: objects of ``a`` and
-    ``b``, indexes into the page's items, and the verdict's ``score``, for the items the page shows; a
-    same-story verdict another verdict overruled carries ``overruled``: its items are not joined)."""
+    scores), of them the training pairs (``training``: an editor may still mark one, the mark overrules
+    its score) and the validation and test pairs (``heldOut``: held out to measure the model, never
+    marked), and the editors' decisions in this report (``decisions``: objects of ``a`` and ``b``, indexes
+    into the page's items, and the verdict's ``score``, for the items the page shows; a same-story verdict
+    another verdict overruled carries ``overruled``: its items are not joined)."""
     if editors is None:
-        return {"scored": [], "decisions": []}
+        return {"scored": [], "training": [], "heldOut": [], "decisions": []}
 
     def shown(rows: list[list[Any]], **flag: bool) -> list[dict[str, Any]]:
         return [
@@ -153,7 +162,12 @@ def editors_data(
         ]
 
     decisions = shown(editors.decisions) + shown(editors.overruled, overruled=True)
-    return {"scored": list(editors.scored_ids), "decisions": decisions}
+    return {
+        "scored": list(editors.scored_ids),
+        "training": list(editors.training_ids),
+        "heldOut": list(editors.held_out_ids),
+        "decisions": decisions,
+    }
 
 
 def review_section(data: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """Training: fine-tune the bi-encoder and its reranker on the annotated pairs, and the learning curve.
 
-- :mod:`~nlsim.training.config`: :class:`~nlsim.training.config.FinetuneConfig`;
+- :mod:`~nlsim.training.config`: :class:`~nlsim.training.config.FinetuneConfig` and its records by concern;
 - :mod:`~nlsim.training.data`: the pairs of a run (split, converted, checked);
 - :mod:`~nlsim.training.bi_encoder`: the bi-encoder loop; :mod:`~nlsim.training.losses`: CoSENT, MSE;
 - :mod:`~nlsim.training.cross_encoder`, :mod:`~nlsim.training.reranker`: the reranker;

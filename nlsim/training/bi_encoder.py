@@ -13,7 +13,7 @@ Example (a few seconds with the small English model):
     ...                       "text_b": ["a kitten", "a puppy", "markets drop", "football"] * 2,
     ...                       "score": [1.0, 0.9, 0.8, 0.0] * 2})
     >>> enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
-    >>> run = train_encoder(enc, pairs, pairs, FinetuneConfig(epochs=1, batch_size=4, log_every=0),
+    >>> run = train_encoder(enc, pairs, pairs, FinetuneConfig.of(epochs=1, batch_size=4, log_every=0),
     ...                     log=lambda m: None)
     >>> run["steps"], run["best"]["epoch"]
     (2, 1)
@@ -130,14 +130,15 @@ def _start(
     """The encoder cut at its frozen layers, every training and validation text run once through them, the
     optimizer."""
     model = encoder.model
-    encoder.max_length = int(cfg.max_length)
-    frozen = int(cfg.frozen_layers) if cfg.freeze_embeddings else 0  # trained embeddings: all layers train
-    split = SplitEncoder(model, frozen, train_embeddings=not cfg.freeze_embeddings, pad_id=encoder.pad_id())
-    precision, why = resolve_precision(cfg.train_precision, split.device)
+    encoder.max_length = int(cfg.bi_encoder.max_length)
+    train_embeddings = not cfg.recipe.freeze_embeddings  # then every layer trains
+    frozen = 0 if train_embeddings else int(cfg.bi_encoder.frozen_layers)
+    split = SplitEncoder(model, frozen, train_embeddings=train_embeddings, pad_id=encoder.pad_id())
+    precision, why = resolve_precision(cfg.recipe.train_precision, split.device)
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    optimizer = adamw(params, cfg.lr, cfg.weight_decay)
-    total = math.ceil(len(train) / cfg.batch_size) * cfg.epochs
-    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
+    optimizer = adamw(params, cfg.bi_encoder.lr, cfg.bi_encoder.weight_decay)
+    total = math.ceil(len(train) / cfg.recipe.batch_size) * cfg.bi_encoder.epochs
+    scheduler = linear_schedule(optimizer, int(round(cfg.bi_encoder.warmup_ratio * total)), total)
     t_prep = time.perf_counter()
     texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train)
     val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation)
@@ -147,7 +148,7 @@ def _start(
         f"{layer_count(model)} layers in {precision} ({why})"
     )
     scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(split.device)
-    clock = TrainingClock("bi-encoder", total, cfg.epochs, log, on_rate=on_rate)
+    clock = TrainingClock("bi-encoder", total, cfg.bi_encoder.epochs, log, on_rate=on_rate)
     return _Run(
         encoder,
         split,
@@ -179,8 +180,8 @@ def _validate(
     run.last_embeddings = embedded
     row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
     run.history.append(row)
-    if cfg.progress_file:
-        atomic_write_text(cfg.progress_file, json.dumps({"history": run.history}, indent=2))
+    if cfg.evaluation.progress_file:
+        atomic_write_text(cfg.evaluation.progress_file, json.dumps({"history": run.history}, indent=2))
     if m.spearman > run.best["spearman"]:
         run.best = dict(row)
         names = {n for n, _ in run.params}
@@ -200,37 +201,44 @@ def _train_epoch(
     rng: np.random.Generator,
     log: Callable[[str], None],
 ) -> float:
-    """One epoch of optimizer steps (validating every ``cfg.eval_every`` steps when set); returns the
-    seconds spent training, validation left out."""
-    loss_fn = get_loss(cfg.loss)
+    """One epoch of optimizer steps (validating every ``cfg.evaluation.eval_every`` steps when set); returns
+    the seconds spent training, validation left out."""
+    loss_fn = get_loss(cfg.bi_encoder.loss)
     device = run.split.device
-    steps_per_epoch = run.total // cfg.epochs
+    steps_per_epoch = run.total // cfg.bi_encoder.epochs
     t0, eval_time = time.perf_counter(), 0.0
     losses: list[float] = []
     run.encoder.model.train()
     for rows in bucketed_batches(
-        run.states.lengths[run.rows_a] + run.states.lengths[run.rows_b], cfg.batch_size, rng
+        run.states.lengths[run.rows_a] + run.states.lengths[run.rows_b], cfg.recipe.batch_size, rng
     ):
         with autocast(run.precision, device):
             emb = _pooled(
-                run.split, run.states, np.concatenate([run.rows_a[rows], run.rows_b[rows]]), cfg.batch_size
+                run.split,
+                run.states,
+                np.concatenate([run.rows_a[rows], run.rows_b[rows]]),
+                cfg.recipe.batch_size,
             )
         loss = loss_fn(emb[: len(rows)], emb[len(rows) :], run.scores[torch.from_numpy(rows).to(device)])
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_([p for _, p in run.params], cfg.max_grad_norm)
+        if cfg.bi_encoder.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_([p for _, p in run.params], cfg.bi_encoder.max_grad_norm)
         run.optimizer.step()
         run.mark_changed()
         run.scheduler.step()
         run.step += 1
         run.clock.step()
         losses.append(float(loss.detach()))
-        if cfg.log_every and run.step % cfg.log_every == 0:
-            log(f"  step {run.step}/{run.total}: loss {np.mean(losses[-cfg.log_every :]):.4f}")
-        if cfg.eval_every and run.step % cfg.eval_every == 0 and run.step % steps_per_epoch:
+        if cfg.bi_encoder.log_every and run.step % cfg.bi_encoder.log_every == 0:
+            log(f"  step {run.step}/{run.total}: loss {np.mean(losses[-cfg.bi_encoder.log_every :]):.4f}")
+        if (
+            cfg.evaluation.eval_every
+            and run.step % cfg.evaluation.eval_every == 0
+            and run.step % steps_per_epoch
+        ):
             te = time.perf_counter()
-            _validate(run, validation, cfg, epoch, float(np.mean(losses[-cfg.eval_every :])))
+            _validate(run, validation, cfg, epoch, float(np.mean(losses[-cfg.evaluation.eval_every :])))
             eval_time += time.perf_counter() - te
     seconds = time.perf_counter() - t0 - eval_time
     row = _validate(run, validation, cfg, epoch, float(np.mean(losses)))
@@ -253,9 +261,9 @@ def train_encoder(
 ) -> dict[str, Any]:
     """Fine-tune ``encoder`` in place on already-converted pairs; the best checkpoint is loaded at the end.
 
-    The embedding block and the lower ``cfg.frozen_layers`` layers stay frozen and run once per distinct
-    text (:mod:`nlsim.training.split_encoder`); batches hold pairs of similar length
-    (:func:`nlsim.encoders.batching.bucketed_batches`); the step runs in ``cfg.train_precision``
+    The embedding block and the lower ``cfg.bi_encoder.frozen_layers`` layers stay frozen and run once per
+    distinct text (:mod:`nlsim.training.split_encoder`); batches hold pairs of similar length
+    (:func:`nlsim.encoders.batching.bucketed_batches`); the step runs in ``cfg.recipe.train_precision``
     (:mod:`nlsim.training.mixed_precision`). Returns ``{"best": {...}, "history": [...],
     "seconds_per_epoch": [...], "steps": n, ...}``, with ``"validation_embeddings"``: the validation texts'
     embeddings by the weights it leaves (:data:`nlsim.encoders.scoring.Embeddings`, from the validation pass
@@ -265,15 +273,16 @@ def train_encoder(
     Spearman picks the checkpoint (ties: the earlier one). ``on_rate`` hears the measured seconds per step
     once (:class:`TrainingClock`).
     """
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
-    set_seed(cfg.seed)
+    if cfg.recipe.threads:
+        torch.set_num_threads(int(cfg.recipe.threads))
+    set_seed(cfg.recipe.seed)
     model = encoder.model
     total_params = sum(p.numel() for p in model.parameters())
     run = _start(encoder, train, validation, cfg, log, on_rate)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(cfg.recipe.seed)
     seconds_per_epoch = [
-        round(_train_epoch(run, validation, cfg, epoch, rng, log), 2) for epoch in range(1, cfg.epochs + 1)
+        round(_train_epoch(run, validation, cfg, epoch, rng, log), 2)
+        for epoch in range(1, cfg.bi_encoder.epochs + 1)
     ]
     model.eval()
     for p in model.parameters():
@@ -322,7 +331,7 @@ def _embedded(split: SplitEncoder, states: FrozenStates, texts: list[str], chunk
 
 
 def load_base(cfg: FinetuneConfig) -> Any:
-    """The base encoder, with ``cfg.max_length``."""
-    encoder = load_encoder(cfg.model, threads=cfg.threads, device=default_device())
-    encoder.max_length = int(cfg.max_length)
+    """The base encoder, with ``cfg.bi_encoder.max_length``."""
+    encoder = load_encoder(cfg.model, threads=cfg.recipe.threads, device=default_device())
+    encoder.max_length = int(cfg.bi_encoder.max_length)
     return encoder

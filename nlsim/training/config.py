@@ -1,13 +1,19 @@
 """The configuration of a fine-tuning run: :class:`FinetuneConfig`.
 
-Every option of ``nlsim finetune`` and every parameter of the ``finetune`` flow is a field here with its
-help text (:func:`nlsim.options.option`). The defaults are the settings chosen on the validation split of
-``annotations/thucnews_tw_pairs.tsv`` (``benchmarks/bench_quality.py select``).
+A run's settings are records by concern: the pairs (:class:`DataSettings`), the bi-encoder's training
+(:class:`BiEncoderSettings`), the reranker's (:class:`CrossEncoderSettings`), what both share
+(:class:`RecipeSettings`), the silver pairs (:class:`SilverSettings`) and what is scored and calibrated
+(:class:`EvaluationSettings`), each setting declared once with its help text (:func:`nlsim.options.option`).
+Every option of ``nlsim finetune`` and every parameter of the ``finetune`` flow is one of them, by its flat
+name (``--cross-encoder-epochs`` is ``cross_encoder.epochs``). The defaults are the settings chosen on the
+validation split of ``annotations/thucnews_tw_pairs.tsv`` (``benchmarks/bench_quality.py select``).
 
 Example:
-    >>> cfg = FinetuneConfig(pairs="pairs.tsv", out="models/x", calibrate_level="same-story")
-    >>> cfg.calibrate_level, cfg.loss, cfg.reranker
+    >>> cfg = FinetuneConfig.of(pairs="pairs.tsv", out="models/x", calibrate_level="same-story")
+    >>> cfg.evaluation.calibrate_level, cfg.bi_encoder.loss, cfg.cross_encoder.reranker
     (1.0, 'cosent', True)
+    >>> cfg.parameters()["cross_encoder_epochs"]
+    3
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +29,7 @@ from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
-from nlsim.options import option, option_like
+from nlsim.options import Configuration, assign, concern, option, option_like
 
 DEFAULT_BASE = "multilingual-e5-small"
 LOSSES = ("cosent", "mse")
@@ -102,89 +108,40 @@ class SilverConfig:
             raise ConfigError(f"unknown teacher {self.teacher!r} (use {', '.join(TEACHERS)})")
 
 
-@dataclass
-class FinetuneConfig:
-    """Everything that decides a fine-tuning run (saved in ``training.json`` and the card).
-
-    ``train_size`` takes that many training pairs (a random subset drawn with ``subset_seed``, default
-    ``seed``; nested: a smaller subset is a prefix of a larger one for one seed). ``eval_every`` = 0
-    validates at the end of each epoch; N > 0 validates every N optimizer steps and at each epoch end.
-    The defaults (CoSENT, lr 1e-4, 2 epochs, frozen word embeddings, ``tw2sp``, and a reranker beside the
-    bi-encoder) are the settings chosen on the validation split of ``annotations/thucnews_tw_pairs.tsv``
-    (``benchmarks/bench_quality.py select``); ``loss="mse"`` is the studies' cosine-MSE recipe.
-    ``reranker=False`` trains the bi-encoder alone (about a quarter of the time).
-    """
+@dataclass(frozen=True, kw_only=True)
+class DataSettings:
+    """The annotated pairs a run trains, chooses and scores on, and the script conversion of their texts."""
 
     pairs: str | None = option(None, help="pair file (.tsv/.csv/.parquet) with a split column")
-    out: str | None = option(None, help="model folder to write")
-    model: str = option(DEFAULT_BASE, help="base model: registry name or folder")
     conversion: Conversion = option("tw2sp", help="script conversion of the pair texts", flags=("--convert",))
+    train_size: int | None = option(None, help="use a random subset of this many training pairs")
+    subset_seed: int | None = option(None, help="seed of the subset draw (default: --seed)", cli=False)
+    train_split: str = option("train", help="split trained on", cli=False)
+    val_split: str = option("validation", help="split the checkpoint and threshold are chosen on", cli=False)
+    test_split: str = option("test", help="split scored once at the end", cli=False)
+
+    def check(self) -> None:
+        check_mode(self.conversion)
+        if self.train_size is not None and self.train_size < 2:
+            raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BiEncoderSettings:
+    """How the bi-encoder trains: its loss, epochs, learning rate and schedule, text length, frozen layers."""
+
     loss: Literal["cosent", "mse"] = option(
         "cosent", help="CoSENT (default, chosen on validation) or the studies' cosine MSE"
     )
     epochs: int = option(2, help="training epochs of the bi-encoder")
-    batch_size: int = option(16, help="pairs per optimizer step")
-    gpu_batch_size: int = option(
-        32,
-        help="pairs per optimizer step when training runs on a GPU, where a step's time is set by kernel "
-        "launches rather than arithmetic: half the steps of --batch-size 16; the learning rates are "
-        "scaled by the square root of its ratio to --batch-size",
-    )
     lr: float = option(1e-4, help="peak learning rate (AdamW, linear warm-up and decay)")
     warmup_ratio: float = option(0.1, help="share of the steps spent warming up")
     weight_decay: float = option(0.01, help="AdamW weight decay")
     max_grad_norm: float = option(1.0, help="gradient clipping norm", cli=False)
     max_length: int = option(64, help="tokens per text, prefix included")
-    freeze_embeddings: bool = option(
-        True,
-        help="also train the word-embedding table (about 4x slower for e5; every layer then trains)",
-        flags=("--unfreeze-embeddings",),
-    )
     frozen_layers: int = option(
         4,
         help="lower transformer layers of the bi-encoder kept frozen: run once per text, not trained",
-    )
-    train_precision: Literal["auto", "fp32", "bf16"] = option(
-        "auto",
-        help="arithmetic of the training steps: bf16 autocast where the CPU or GPU computes bf16 (auto), or "
-        "fp32",
-    )
-    eval_every: int = option(0, help="validate every N steps (default: each epoch)")
-    seed: int = option(42, help="random seed (data order, initialisation)")
-    train_size: int | None = option(None, help="use a random subset of this many training pairs")
-    subset_seed: int | None = option(None, help="seed of the subset draw (default: --seed)", cli=False)
-    threads: int | None = option(None, help="torch threads")
-    train_split: str = option("train", help="split trained on", cli=False)
-    val_split: str = option("validation", help="split the checkpoint and threshold are chosen on", cli=False)
-    test_split: str = option("test", help="split scored once at the end", cli=False)
-    eval_test: bool = option(True, help="do not score the test split", flags=("--no-test",))
-    eval_before: bool = option(True, help="score the base model before training", cli=False)
-    calibrate_level: float | str | None = option(
-        DEFAULT_LEVEL,
-        help="relatedness level the threshold is calibrated for: same-story (1.0, the default) or "
-        "same-topic-entity (0.75), or a number",
-        flags=("--level",),
-    )
-    log_every: int = option(25, help="log the loss every N steps", cli=False)
-    progress_file: str | None = option(None, help="JSON file updated with the validation history", cli=False)
-    silver_corpus: str | None = option(
-        None,
-        help="corpus (.tsv/.csv/.parquet with id and a text column) to draw silver pairs from; texts of "
-        "validation/test pairs are left out",
-    )
-    silver_text_field: str | None = option(None, help="text column of the silver corpus")
-    silver_anchors: int = option(1200, help="silver anchor texts drawn (about 5 pairs each)")
-    silver_teacher: Literal["ensemble", "cross-encoder"] = option(
-        "ensemble", help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)"
-    )
-    cross_encoder_epochs: int = option(
-        3,
-        help="epochs of the reranker's cross-encoder (and the silver teacher's; on a CPU without bf16 "
-        "instructions: --fp32-cross-encoder-epochs)",
-    )
-    cross_encoder_lr: float = option(1e-4, help="learning rate of the cross-encoder")
-    cross_encoder_frozen_layers: int = option(
-        4, help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained"
     )
     fp32_epochs: int | None = option(
         None,
@@ -193,15 +150,61 @@ class FinetuneConfig:
         "--fp32-cross-encoder-epochs 1 and --fp32-cross-encoder-frozen-layers 6, is the faster fp32 "
         "recipe of earlier versions, whose reports judged 0.04-0.06 lower: docs/experiments.md)",
     )
-    fp32_cross_encoder_epochs: int | None = option(
+    log_every: int = option(25, help="log the loss every N steps", cli=False)
+
+    def check(self) -> None:
+        if self.loss not in LOSSES:
+            raise ConfigError(f"unknown loss {self.loss!r} (use {', '.join(LOSSES)})")
+        for name in ("epochs", "max_length"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_length < 4:  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
+            raise ConfigError(
+                f"max_length must be at least 4 (two special tokens and the text), got {self.max_length}"
+            )
+        if int(self.frozen_layers) < 0:
+            raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
+        if self.fp32_epochs is not None and int(self.fp32_epochs) < 1:
+            raise ConfigError(f"--fp32-epochs must be >= 1, got {self.fp32_epochs}")
+        if not self.lr > 0:
+            raise ConfigError(f"lr must be > 0, got {self.lr}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossEncoderSettings:
+    """The reranker: whether a cross-encoder trains beside the bi-encoder, how, and how its score is read
+    (its training: :class:`CrossEncoderConfig`)."""
+
+    reranker: bool = option(
+        True,
+        help="train the bi-encoder alone (the reranker, trained by default, takes about 3/4 of the time)",
+        flags=("--no-reranker",),
+    )
+    epochs: int = option(
+        3,
+        help="epochs of the reranker's cross-encoder (and the silver teacher's; on a CPU without bf16 "
+        "instructions: --fp32-cross-encoder-epochs)",
+        name="cross_encoder_epochs",
+    )
+    lr: float = option(1e-4, help="learning rate of the cross-encoder", name="cross_encoder_lr")
+    frozen_layers: int = option(
+        4,
+        help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained",
+        name="cross_encoder_frozen_layers",
+    )
+    fp32_epochs: int | None = option(
         None,
         help="epochs of the reranker's cross-encoder (and the silver teacher's) on a CPU without bf16 "
         "instructions (default: --cross-encoder-epochs; as --fp32-epochs)",
+        name="fp32_cross_encoder_epochs",
     )
-    fp32_cross_encoder_frozen_layers: int | None = option(
+    fp32_frozen_layers: int | None = option(
         None,
         help="lower transformer layers of the cross-encoder kept frozen on a CPU without bf16 instructions "
         "(default: --cross-encoder-frozen-layers; as --fp32-epochs)",
+        name="fp32_cross_encoder_frozen_layers",
     )
     story_weight: float = option(
         3.0,
@@ -219,66 +222,151 @@ class FinetuneConfig:
         "off by default: a higher same-story F1 of the pairs, not of the report's clusters, "
         "docs/experiments.md)",
     )
+
+    def check(self) -> None:
+        if self.fp32_frozen_layers is not None and int(self.fp32_frozen_layers) < 0:
+            raise ConfigError(f"fp32 cross-encoder frozen layers must be >= 0, got {self.fp32_frozen_layers}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecipeSettings:
+    """What the training steps of both encoders share: pairs per step, frozen word embeddings, arithmetic,
+    seed and threads."""
+
+    batch_size: int = option(16, help="pairs per optimizer step")
+    gpu_batch_size: int = option(
+        32,
+        help="pairs per optimizer step when training runs on a GPU, where a step's time is set by kernel "
+        "launches rather than arithmetic: half the steps of --batch-size 16; the learning rates are "
+        "scaled by the square root of its ratio to --batch-size",
+    )
+    freeze_embeddings: bool = option(
+        True,
+        help="also train the word-embedding table (about 4x slower for e5; every layer then trains)",
+        flags=("--unfreeze-embeddings",),
+    )
+    train_precision: Literal["auto", "fp32", "bf16"] = option(
+        "auto",
+        help="arithmetic of the training steps: bf16 autocast where the CPU or GPU computes bf16 (auto), or "
+        "fp32",
+    )
+    seed: int = option(42, help="random seed (data order, initialisation)")
+    threads: int | None = option(None, help="torch threads")
+
+    def check(self) -> None:
+        for name in ("batch_size", "gpu_batch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.train_precision not in ("auto", "fp32", "bf16"):
+            raise ConfigError(f"unknown training precision {self.train_precision!r} (use auto, fp32, bf16)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SilverSettings:
+    """Silver pairs: corpus pairs scored by teachers trained on the gold ones, added to the training pairs
+    (drawn and labelled as :class:`SilverConfig` says)."""
+
+    corpus: str | None = option(
+        None,
+        help="corpus (.tsv/.csv/.parquet with id and a text column) to draw silver pairs from; texts of "
+        "validation/test pairs are left out",
+        name="silver_corpus",
+    )
+    text_field: str | None = option(None, help="text column of the silver corpus", name="silver_text_field")
+    anchors: int = option(1200, help="silver anchor texts drawn (about 5 pairs each)", name="silver_anchors")
+    teacher: Literal["ensemble", "cross-encoder"] = option(
+        "ensemble",
+        help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)",
+        name="silver_teacher",
+    )
+
+    def check(self) -> None:
+        if self.corpus is not None and not Path(self.corpus).is_file():
+            raise ConfigError(f"silver corpus {self.corpus}: no such file")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluationSettings:
+    """What a run scores and calibrates: validation during training, the level of the threshold, the test
+    split, the base model before training, the quality check of the lossy inference paths."""
+
+    calibrate_level: float | str | None = option(
+        DEFAULT_LEVEL,
+        help="relatedness level the threshold is calibrated for: same-story (1.0, the default) or "
+        "same-topic-entity (0.75), or a number",
+        flags=("--level",),
+    )
+    eval_every: int = option(0, help="validate every N steps (default: each epoch)")
+    eval_test: bool = option(True, help="do not score the test split", flags=("--no-test",))
+    eval_before: bool = option(True, help="score the base model before training", cli=False)
     precision_check: bool = option(
         True,
         help="skip the quality check of the lossy inference paths (int8, bf16, fp16) against fp32 on "
         "validation when saving (without the check, runs use the exact fp32 paths only)",
         flags=("--no-precision-check",),
     )
-    reranker: bool = option(
-        True,
-        help="train the bi-encoder alone (the reranker, trained by default, takes about 3/4 of the time)",
-        flags=("--no-reranker",),
-    )
+    progress_file: str | None = option(None, help="JSON file updated with the validation history", cli=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.calibrate_level, str):
-            self.calibrate_level = parse_level(self.calibrate_level)
+            assign(self, "calibrate_level", parse_level(self.calibrate_level))
 
     def check(self) -> None:
-        check_mode(self.conversion)
-        if self.loss not in LOSSES:
-            raise ConfigError(f"unknown loss {self.loss!r} (use {', '.join(LOSSES)})")
-        for name in ("epochs", "batch_size", "gpu_batch_size", "max_length"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_length < 4:  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
-            raise ConfigError(
-                f"max_length must be at least 4 (two special tokens and the text), got {self.max_length}"
-            )
-        if int(self.frozen_layers) < 0:
-            raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
-        if self.fp32_epochs is not None and int(self.fp32_epochs) < 1:
-            raise ConfigError(f"--fp32-epochs must be >= 1, got {self.fp32_epochs}")
-        frozen_fp32 = self.fp32_cross_encoder_frozen_layers
-        if frozen_fp32 is not None and int(frozen_fp32) < 0:
-            raise ConfigError(
-                f"fp32 cross-encoder frozen layers must be >= 0, got {self.fp32_cross_encoder_frozen_layers}"
-            )
-        if self.train_precision not in ("auto", "fp32", "bf16"):
-            raise ConfigError(f"unknown training precision {self.train_precision!r} (use auto, fp32, bf16)")
-        if self.batch_size < 2 and self.loss == "cosent":
-            raise ConfigError("cosent needs batch_size >= 2")
-        if not self.lr > 0:
-            raise ConfigError(f"lr must be > 0, got {self.lr}")
-        if not 0 <= self.warmup_ratio < 1:
-            raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.calibrate_level is not None:
             parse_level(self.calibrate_level)
-        if self.train_size is not None and self.train_size < 2:
-            raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
-        if self.trains_cross_encoder and self.fp32_cross_encoder_epochs is not None:
-            if int(self.fp32_cross_encoder_epochs) < 1:
-                raise ConfigError(
-                    f"--fp32-cross-encoder-epochs must be >= 1, got {self.fp32_cross_encoder_epochs}"
-                )
-        if self.reranker:
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetuneConfig(Configuration):
+    """Everything that decides a fine-tuning run, by concern (saved flat in ``training.json`` and the card:
+    :meth:`parameters`).
+
+    ``data.train_size`` takes that many training pairs (a random subset drawn with ``subset_seed``, default
+    ``seed``; nested: a smaller subset is a prefix of a larger one for one seed). ``evaluation.eval_every``
+    = 0 validates at the end of each epoch; N > 0 validates every N optimizer steps and at each epoch end.
+    The defaults (CoSENT, lr 1e-4, 2 epochs, frozen word embeddings, ``tw2sp``, and a reranker beside the
+    bi-encoder) are the settings chosen on the validation split of ``annotations/thucnews_tw_pairs.tsv``
+    (``benchmarks/bench_quality.py select``); ``loss="mse"`` is the studies' cosine-MSE recipe.
+    ``reranker=False`` trains the bi-encoder alone (about a quarter of the time).
+    """
+
+    out: str | None = option(None, help="model folder to write")
+    model: str = option(DEFAULT_BASE, help="base model: registry name or folder")
+    data: DataSettings = concern(DataSettings, title="data")
+    bi_encoder: BiEncoderSettings = concern(BiEncoderSettings, title="bi-encoder")
+    recipe: RecipeSettings = concern(RecipeSettings, title="training steps (both encoders)")
+    evaluation: EvaluationSettings = concern(EvaluationSettings, title="evaluation")
+    silver: SilverSettings = concern(
+        SilverSettings,
+        title="silver pairs",
+        description="widen the gold training pairs with corpus pairs scored by teachers trained on them "
+        "(a cross-encoder and a first bi-encoder; see docs/finetuning.md)",
+    )
+    cross_encoder: CrossEncoderSettings = concern(
+        CrossEncoderSettings,
+        title="reranker",
+        description="a cross-encoder trained beside the bi-encoder and saved with it in reranker/: dedup "
+        "rescores the pairs the bi-encoder finds (see docs/finetuning.md)",
+    )
+
+    def check(self) -> None:
+        """Refuse values that cannot work (before any training)."""
+        self.data.check()
+        self.bi_encoder.check()
+        self.recipe.check()
+        self.cross_encoder.check()
+        self.evaluation.check()
+        if self.recipe.batch_size < 2 and self.bi_encoder.loss == "cosent":
+            raise ConfigError("cosent needs batch_size >= 2")
+        fp32_epochs = self.cross_encoder.fp32_epochs
+        if self.trains_cross_encoder and fp32_epochs is not None and int(fp32_epochs) < 1:
+            raise ConfigError(f"--fp32-cross-encoder-epochs must be >= 1, got {fp32_epochs}")
+        if self.cross_encoder.reranker:
             self.cross_encoder_config().check()
-            if not 0 <= self.rerank_weight <= 1:
-                raise ConfigError(f"rerank weight must be in [0, 1], got {self.rerank_weight}")
-        if self.silver_corpus is not None:
-            if not Path(self.silver_corpus).is_file():
-                raise ConfigError(f"silver corpus {self.silver_corpus}: no such file")
+            if not 0 <= self.cross_encoder.rerank_weight <= 1:
+                raise ConfigError(f"rerank weight must be in [0, 1], got {self.cross_encoder.rerank_weight}")
+        if self.silver.corpus is not None:
+            self.silver.check()
             self.silver_config().check()
             self.cross_encoder_config().check()
 
@@ -291,75 +379,75 @@ class FinetuneConfig:
         given.
 
         Example:
-            >>> cfg = FinetuneConfig(batch_size=16, gpu_batch_size=64, lr=1e-4)
+            >>> cfg = FinetuneConfig.of(batch_size=16, gpu_batch_size=64, lr=1e-4)
             >>> gpu = cfg.for_device("cuda:0")
-            >>> gpu.batch_size, round(gpu.lr, 6), round(gpu.cross_encoder_lr, 6)
+            >>> gpu.recipe.batch_size, round(gpu.bi_encoder.lr, 6), round(gpu.cross_encoder.lr, 6)
             (64, 0.0002, 0.0002)
-            >>> gpu.cross_encoder_frozen_layers  # bf16 or not, a GPU keeps the default's
+            >>> gpu.cross_encoder.frozen_layers  # bf16 or not, a GPU keeps the default's
             4
         """
         kind = getattr(device, "type", str(device).split(":")[0])
         if kind == "cpu":
             return self._for_cpu()
-        if kind != "cuda" or self.gpu_batch_size == self.batch_size:
+        recipe = self.recipe
+        if kind != "cuda" or recipe.gpu_batch_size == recipe.batch_size:
             return self
-        scale = math.sqrt(self.gpu_batch_size / self.batch_size)
-        return replace(
-            self,
-            batch_size=self.gpu_batch_size,
-            lr=self.lr * scale,
-            cross_encoder_lr=self.cross_encoder_lr * scale,
+        scale = math.sqrt(recipe.gpu_batch_size / recipe.batch_size)
+        return self.with_(
+            batch_size=recipe.gpu_batch_size,
+            lr=self.bi_encoder.lr * scale,
+            cross_encoder_lr=self.cross_encoder.lr * scale,
         )
 
     def _for_cpu(self) -> FinetuneConfig:
         """On this CPU: the ``fp32_*`` epochs and frozen cross-encoder layers where it has no bf16
         instructions and they are given (its training steps run in fp32 there), else as given."""
         fp32 = self.fp32_settings()
-        if cpu_info().bf16_isa is not None or all(getattr(self, k) == v for k, v in fp32.items()):
+        asked = self.parameters()
+        if cpu_info().bf16_isa is not None or all(asked[k] == v for k, v in fp32.items()):
             return self
-        return replace(self, **fp32)
+        return self.with_(**fp32)
 
     @property
     def trains_cross_encoder(self) -> bool:
         """Whether the run trains a cross-encoder: the reranker's, or the silver pairs' teacher."""
-        return bool(self.reranker) or self.silver_corpus is not None
+        return bool(self.cross_encoder.reranker) or self.silver.corpus is not None
 
     def fp32_settings(self) -> dict[str, int]:
-        """The settings a CPU without bf16 instructions trains with: the ``fp32_*`` ones where given, else
-        the asked ones (the default: one recipe on every machine).
+        """The settings a CPU without bf16 instructions trains with, by flat name: the ``fp32_*`` ones where
+        given, else the asked ones (the default: one recipe on every machine).
 
         Example:
             >>> FinetuneConfig().fp32_settings()
             {'epochs': 2, 'cross_encoder_epochs': 3, 'cross_encoder_frozen_layers': 4}
-            >>> FinetuneConfig(fp32_epochs=1, fp32_cross_encoder_frozen_layers=6).fp32_settings()
+            >>> FinetuneConfig.of(fp32_epochs=1, fp32_cross_encoder_frozen_layers=6).fp32_settings()
             {'epochs': 1, 'cross_encoder_epochs': 3, 'cross_encoder_frozen_layers': 6}
         """
 
         def given(fp32: int | None, asked: int) -> int:
             return int(asked if fp32 is None else fp32)
 
+        bi, ce = self.bi_encoder, self.cross_encoder
         return {
-            "epochs": given(self.fp32_epochs, self.epochs),
-            "cross_encoder_epochs": given(self.fp32_cross_encoder_epochs, self.cross_encoder_epochs),
-            "cross_encoder_frozen_layers": given(
-                self.fp32_cross_encoder_frozen_layers, self.cross_encoder_frozen_layers
-            ),
+            "epochs": given(bi.fp32_epochs, bi.epochs),
+            "cross_encoder_epochs": given(ce.fp32_epochs, ce.epochs),
+            "cross_encoder_frozen_layers": given(ce.fp32_frozen_layers, ce.frozen_layers),
         }
 
     def silver_config(self) -> SilverConfig:
-        return SilverConfig(anchors=self.silver_anchors, teacher=self.silver_teacher, seed=self.seed)
+        return SilverConfig(anchors=self.silver.anchors, teacher=self.silver.teacher, seed=self.recipe.seed)
 
     def cross_encoder_config(self) -> CrossEncoderConfig:
         return CrossEncoderConfig(
-            epochs=self.cross_encoder_epochs,
-            lr=self.cross_encoder_lr,
-            batch_size=self.batch_size,
-            freeze_embeddings=self.freeze_embeddings,
-            frozen_layers=self.cross_encoder_frozen_layers,
-            train_precision=self.train_precision,
-            seed=self.seed,
-            threads=self.threads,
-            story_weight=self.story_weight,
+            epochs=self.cross_encoder.epochs,
+            lr=self.cross_encoder.lr,
+            batch_size=self.recipe.batch_size,
+            freeze_embeddings=self.recipe.freeze_embeddings,
+            frozen_layers=self.cross_encoder.frozen_layers,
+            train_precision=self.recipe.train_precision,
+            seed=self.recipe.seed,
+            threads=self.recipe.threads,
+            story_weight=self.cross_encoder.story_weight,
         )
 
 
@@ -408,7 +496,7 @@ class LearningCurveConfig:
         self.finetune_config(self.sizes[0], self.seeds[0]).check()
 
     def finetune_config(self, size: int, seed: int) -> Any:
-        return FinetuneConfig(
+        return FinetuneConfig.of(
             pairs=self.pairs,
             out=None,
             model=self.model,
@@ -452,23 +540,24 @@ def fp32_changes(asked: FinetuneConfig, used: FinetuneConfig) -> str:
     silver pairs' teacher).
 
     Example:
-        >>> asked = FinetuneConfig(epochs=2)
-        >>> fp32_changes(asked, replace(asked, epochs=1, cross_encoder_frozen_layers=6))
+        >>> asked = FinetuneConfig.of(epochs=2)
+        >>> fp32_changes(asked, asked.with_(epochs=1, cross_encoder_frozen_layers=6))
         'bi-encoder epochs 1, not 2; cross-encoder layers frozen 6, not 4'
         >>> fp32_changes(asked, asked)
         ''
     """
+    was, now = asked.parameters(), used.parameters()
     parts = [
-        f"{_FP32_WORDS[name]} {getattr(used, name)}, not {getattr(asked, name)}"
+        f"{_FP32_WORDS[name]} {now[name]}, not {was[name]}"
         for name in asked.fp32_settings()
-        if getattr(used, name) != getattr(asked, name) and (name == "epochs" or used.trains_cross_encoder)
+        if now[name] != was[name] and (name == "epochs" or used.trains_cross_encoder)
     ]
     return "; ".join(parts)
 
 
 def epochs_on_any_cpu(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` (:class:`FinetuneConfig` fields) with the fp32 recipe's epochs set to the epochs they
-    ask for, unless given: a run that measures a recipe (a benchmark's candidate, a test) then trains the
+    """``settings`` (:class:`FinetuneConfig`'s, by flat name) with the fp32 recipe's epochs set to the epochs
+    they ask for, unless given: a run that measures a recipe (a benchmark's candidate, a test) then trains the
     same epochs on every kind of CPU.
 
     Example:

@@ -60,19 +60,19 @@ def convert_pairs(pairs: pd.DataFrame, conversion: str) -> pd.DataFrame:
 def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train (subset), validation and test frames from one pair table with a ``split`` column."""
     parts = []
-    for name in (cfg.train_split, cfg.val_split, cfg.test_split):
+    for name in (cfg.data.train_split, cfg.data.val_split, cfg.data.test_split):
         parts.append(pairs[pairs["split"] == name].reset_index(drop=True))
     train, val, test = parts
-    source = cfg.pairs or "<pairs>"
+    source = cfg.data.pairs or "<pairs>"
     if train.empty:
-        raise ConfigError(f"{source}: no pairs in split {cfg.train_split!r}{split_counts(pairs)}")
+        raise ConfigError(f"{source}: no pairs in split {cfg.data.train_split!r}{split_counts(pairs)}")
     if val.empty:
         raise ConfigError(
-            f"{source}: no pairs in split {cfg.val_split!r}{split_counts(pairs)}: the best checkpoint is "
-            "chosen on it"
+            f"{source}: no pairs in split {cfg.data.val_split!r}{split_counts(pairs)}: the best checkpoint "
+            "is chosen on it"
         )
-    sub_seed = cfg.seed if cfg.subset_seed is None else cfg.subset_seed
-    return select_train_subset(train, cfg.train_size, sub_seed), val, test
+    sub_seed = cfg.recipe.seed if cfg.data.subset_seed is None else cfg.data.subset_seed
+    return select_train_subset(train, cfg.data.train_size, sub_seed), val, test
 
 
 def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: FinetuneConfig, source: str) -> None:
@@ -91,7 +91,7 @@ def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: Finetune
                 "differ "
                 "(there is nothing to learn or to choose the checkpoint on)"
             )
-    level = cfg.calibrate_level
+    level = cfg.evaluation.calibrate_level
     if level is not None:
         above = int((validation["score"] >= float(level) - 1e-9).sum())
         if above in (0, len(validation)):
@@ -135,29 +135,29 @@ def overruled_note(n: int) -> str:
 
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
     """Load (or take) the pairs, split them, draw the training subset and convert the script. Loaded from
-    ``cfg.pairs``, each training pair an editor overruled takes the editor's newer score (the module
+    ``cfg.data.pairs``, each training pair an editor overruled takes the editor's newer score (the module
     docstring); a table given is taken as it is."""
     cfg.check()
     data_files: dict[str, str] = {}
     overruled = 0
     if pairs is None:
-        if not cfg.pairs:
-            raise ConfigError("no pairs given (cfg.pairs or pairs=)")
-        read = training_pairs(cfg.pairs, load_pairs(cfg.pairs))
+        if not cfg.data.pairs:
+            raise ConfigError("no pairs given (cfg.data.pairs or pairs=)")
+        read = training_pairs(cfg.data.pairs, load_pairs(cfg.data.pairs))
         pairs, overruled = read.pairs, len(read.overruled)
-        data_files[str(cfg.pairs)] = file_sha256(cfg.pairs)
+        data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
         if read.store is not None:
             data_files[str(read.store)] = file_sha256(read.store)
     else:
         pairs = validate_pairs(pairs, "<pairs>")
-    every = convert_pairs(pairs, cfg.conversion)  # converted once, then split
+    every = convert_pairs(pairs, cfg.data.conversion)  # converted once, then split
     train, val, test = split_pairs(every, cfg)
-    check_trainable(train, val, cfg, str(cfg.pairs or "<pairs>"))
+    check_trainable(train, val, cfg, str(cfg.data.pairs or "<pairs>"))
     held_out: set[str] = set()
     for frame in (val, test):
         for col in ("text_a", "text_b", "orig_text_a", "orig_text_b"):
             held_out.update(frame[col].astype(str))
     annotated = {(min(a, b), max(a, b)) for a, b in zip(every["text_a"], every["text_b"], strict=True)}
-    if not cfg.eval_test:
+    if not cfg.evaluation.eval_test:
         test = test.iloc[0:0]
     return PreparedPairs(train, val, test, data_files, held_out, annotated, overruled)

@@ -14,8 +14,8 @@ Example (a few seconds with the small English model):
     ...                       "score": [1.0, 0.9, 0.8, 0.0] * 4,
     ...                       "split": ["train"] * 12 + ["validation"] * 4})
     >>> pairs["text_a"] = pairs["text_a"] + pairs.index.astype(str)
-    >>> cfg = FinetuneConfig(model="paraphrase-MiniLM-L3-v2", epochs=1, batch_size=4, conversion="none",
-    ...                      out=None, calibrate_level=None, eval_test=False, reranker=False, log_every=0)
+    >>> cfg = FinetuneConfig.of(model="paraphrase-MiniLM-L3-v2", epochs=1, batch_size=4, conversion="none",
+    ...                         out=None, calibrate_level=None, eval_test=False, reranker=False, log_every=0)
     >>> res = finetune(cfg, pairs=pairs, log=lambda m: None)
     >>> res.best["epoch"], res.n_train
     (1, 12)
@@ -48,8 +48,8 @@ from nlsim.rerank.reranker import reranker_summary
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FP32_FLAGS, FinetuneConfig, fp32_changes
 from nlsim.training.data import PreparedPairs, overruled_note, prepare_pairs
+from nlsim.training.lossy_check import check_model, store_checks
 from nlsim.training.model_card import model_card_markdown
-from nlsim.training.quality_check import check_model, store_checks
 from nlsim.training.reranker import fit_reranker
 from nlsim.training.silver import make_silver_pairs
 from nlsim.training.validation import (
@@ -117,7 +117,7 @@ def make_result(
     """The run's record; with ``silver``, ``n_train`` counts the gold pairs and ``silver`` says the rest."""
     n_silver = len(silver.pairs) if silver is not None else 0
     return FinetuneResult(
-        config=asdict(cfg),
+        config=cfg.parameters(),
         best=run["best"],
         history=run["history"],
         metrics=metrics,
@@ -170,7 +170,7 @@ def finetune(
 ) -> FinetuneResult:
     """Train on the train split, choose on validation, evaluate, calibrate and (with ``cfg.out``) save.
 
-    ``pairs`` overrides ``cfg.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``;
+    ``pairs`` overrides ``cfg.data.pairs`` (a loaded table); ``encoder`` overrides loading ``cfg.model``;
     ``before``: the base model's scores of the (converted) validation and test pairs, when the caller has
     them (the chain's zero-shot baseline): a split they cover is not embedded again.
     Metrics before and after fine-tuning go in ``result.metrics`` keyed ``"{before|after}/{split}"``. Each
@@ -183,28 +183,29 @@ def finetune(
     data = call("load-pairs", prepare_pairs, cfg, pairs)
     if encoder is None:
         encoder = call("load-base-model", load_base, cfg)
-    encoder.max_length = int(cfg.max_length)
-    asked = cfg
-    cfg = cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: the fp32_* settings where given
+    encoder.max_length = int(cfg.bi_encoder.max_length)
+    asked, cfg = cfg, cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: the fp32_* settings given
     fp32 = fp32_changes(asked, cfg)
     if fp32:
         log(f"{fp32}: this CPU has no bf16 instructions and trains in fp32 ({FP32_FLAGS})")
     log(
         f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
-        f"test {len(data.test)}), conversion {cfg.conversion}, loss {cfg.loss}, {cfg.epochs} epoch(s), "
-        f"lr {cfg.lr}, bs {cfg.batch_size}, frozen embeddings {cfg.freeze_embeddings}, seed {cfg.seed}"
+        f"test {len(data.test)}), conversion {cfg.data.conversion}, loss {cfg.bi_encoder.loss}, "
+        f"{cfg.bi_encoder.epochs} epoch(s), lr {cfg.bi_encoder.lr}, bs {cfg.recipe.batch_size}, frozen "
+        f"embeddings {cfg.recipe.freeze_embeddings}, seed {cfg.recipe.seed}"
     )
     if data.overruled:
         log(overruled_note(data.overruled))
     metrics: dict[str, dict[str, Any]] = {}
-    if cfg.eval_before:  # the caller's scores of the base model when they cover the splits (the chain's)
+    if cfg.evaluation.eval_before:  # the caller's base model scores where they cover the splits (the chain's)
         metrics = call("evaluate-before", evaluate_splits, known_first(before or {}, encoder), data, "before")
     silver = None
-    if cfg.silver_corpus:
+    if cfg.silver.corpus:
         silver = call("silver-pairs", make_silver_pairs, data, cfg, log)
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
-    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate, cfg.reranker)
+    with_reranker = cfg.cross_encoder.reranker
+    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate, with_reranker)
     # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
     # validation pass, and the training texts (the reranker's line is fitted on them) from training's
     # frozen states
@@ -214,7 +215,7 @@ def finetune(
     topic = call("calibrate-topics", calibrate_topics, cosine, data, cfg, **meta)
     metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))
     reranker, own_scorer = None, cosine
-    if cfg.reranker:
+    if cfg.cross_encoder.reranker:
         fitted = call("reranker", fit_reranker, cosine, data, cfg, log)
         reranker = fitted.reranker
         metrics.update(fitted.metrics)
@@ -225,7 +226,7 @@ def finetune(
     else:
         result.validation_scores = scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
     checks = None
-    if cfg.out and cfg.precision_check:
+    if cfg.out and cfg.evaluation.precision_check:
         checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)
     if cfg.out:
         extra = {TOPIC_CALIBRATION_JSON: partial(_save_topic, topic, encoder)} if topic is not None else None
@@ -257,7 +258,7 @@ def quality_check(
 ) -> dict[str, dict[str, Any]]:
     """The quality check of the lossy inference paths (int8, bf16, fp16) of the trained bi-encoder and
     reranker against fp32 on the (converted) validation pairs, at the calibrated thresholds, on the device
-    they trained on (:mod:`nlsim.training.quality_check`); stored in the model folder as
+    they trained on (:mod:`nlsim.training.lossy_check`); stored in the model folder as
     ``quality_check.json``."""
     return check_model(
         encoder,
@@ -266,11 +267,11 @@ def quality_check(
         conversion=None,
         threshold=cal.threshold if cal is not None else None,
         threshold_source="calibration.json" if cal is not None else "",
-        threads=cfg.threads,
-        pairs_file=str(cfg.pairs or ""),
+        threads=cfg.recipe.threads,
+        pairs_file=str(cfg.data.pairs or ""),
         pairs_sha256=next(iter(data.data_files.values()), ""),
-        split=cfg.val_split,
-        pair_conversion=cfg.conversion,
+        split=cfg.data.val_split,
+        pair_conversion=cfg.data.conversion,
     )
 
 
@@ -278,7 +279,7 @@ def _check_out(cfg: FinetuneConfig, log: Callable[[str], None]) -> None:
     """Before any work: the model folder apart from every input and nlsim's own to write; what a killed run
     left half-saved there removed."""
     model = cfg.model if Path(cfg.model).exists() else None
-    inputs = {"--pairs": cfg.pairs, "--model": model, "--silver-corpus": cfg.silver_corpus}
+    inputs = {"--pairs": cfg.data.pairs, "--model": model, "--silver-corpus": cfg.silver.corpus}
     check_outputs_apart(inputs, {"--out": cfg.out})
     check_model_out(str(cfg.out))
     out = resolved(str(cfg.out))

@@ -95,10 +95,12 @@ def fit_reranker(
     of its cosine), calibrate its score on validation, and score it. The cross-encoder's validation scores
     come from its training's validation pass of the kept epoch (fp32), not from a second pass over
     the same pairs."""
-    reranker, known = train_reranker(encoder, data.train, data.validation, cfg, cfg.rerank_weight, log)
+    reranker, known = train_reranker(
+        encoder, data.train, data.validation, cfg, cfg.cross_encoder.rerank_weight, log
+    )
     scorer = reranker.scorer(encoder, known)
-    if cfg.story_model and cfg.calibrate_level is not None:
-        held = fit_story(reranker, encoder, data, cfg.calibrate_level, known, log)
+    if cfg.cross_encoder.story_model and cfg.evaluation.calibrate_level is not None:
+        held = fit_story(reranker, encoder, data, cfg.evaluation.calibrate_level, known, log)
         if held is not None:  # validation is scored by models fitted without each pair's fold
             scorer = known_first(held, scorer)
     scorer = remembered(scorer)  # calibration and evaluation score validation once

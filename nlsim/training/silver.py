@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -164,23 +163,21 @@ class SilverPairs:
 def make_silver_pairs(
     data: PreparedPairs, cfg: FinetuneConfig, log: Callable[[str], None] = say
 ) -> SilverPairs:
-    """Train the teachers on ``data.train`` (gold), draw silver pairs from ``cfg.silver_corpus``, label them.
+    """Train the teachers on ``data.train`` (gold), draw silver pairs from ``cfg.silver.corpus``, label them.
 
     ``data`` is :class:`nlsim.training.PreparedPairs` (converted text), ``cfg`` a
     :class:`nlsim.training.FinetuneConfig`. The teachers are a bi-encoder trained with ``cfg``'s own
-    settings and a cross-encoder (``cfg.cross_encoder_*``); both pick their best epoch on validation.
+    settings and a cross-encoder (``cfg.cross_encoder``); both pick their best epoch on validation.
     """
     t0 = time.perf_counter()
-    items = load_items(cfg.silver_corpus, cfg.silver_text_field)
-    texts = convert_texts(items["text"].tolist(), cfg.conversion)
+    items = load_items(cfg.silver.corpus, cfg.silver.text_field)
+    texts = convert_texts(items["text"].tolist(), cfg.data.conversion)
     categories = items["category"].tolist() if "category" in items.columns else None
     pool = silver_pool(texts, data.held_out, categories)
     log(f"silver pool: {len(pool)} of {len(items)} corpus texts (validation/test texts left out)")
 
     log("teacher 1/2: bi-encoder on the gold training pairs")
-    teacher_cfg = copy.copy(cfg)
-    teacher_cfg.log_every = 0
-    teacher_cfg.progress_file = None
+    teacher_cfg = cfg.with_(log_every=0, progress_file=None)
     bi = load_base(teacher_cfg)
     bi_run = train_encoder(bi, data.train, data.validation, teacher_cfg, log=log)
     log("teacher 2/2: cross-encoder on the gold training pairs")
@@ -192,11 +189,11 @@ def make_silver_pairs(
     drawn = draw_silver_pairs(pool["text"].tolist(), emb, cfg.silver_config(), categories, data.annotated)
     text_a = pool["text"].to_numpy()[drawn["a"].to_numpy()].tolist()
     text_b = pool["text"].to_numpy()[drawn["b"].to_numpy()].tolist()
-    log(f"labelling {len(drawn)} silver pairs with the {cfg.silver_teacher} teacher")
+    log(f"labelling {len(drawn)} silver pairs with the {cfg.silver.teacher} teacher")
     cross = ce.predict(text_a, text_b, progress=True)
     cosines = (emb[drawn["a"].to_numpy()] * emb[drawn["b"].to_numpy()]).sum(axis=1)
     cos_map = cosine_to_score_map(pair_similarities(bi, data.train), data.train["score"].to_numpy())
-    scores = label_silver_pairs(cross, cosines, cfg.silver_teacher, cos_map)
+    scores = label_silver_pairs(cross, cosines, cfg.silver.teacher, cos_map)
     pairs = pd.DataFrame(
         {
             "pair_id": [f"silver-{i:05d}" for i in range(len(drawn))],
@@ -211,10 +208,10 @@ def make_silver_pairs(
     )
     return SilverPairs(
         pairs=pairs,
-        corpus=str(cfg.silver_corpus),
-        corpus_sha256=file_sha256(cfg.silver_corpus),
+        corpus=str(cfg.silver.corpus),
+        corpus_sha256=file_sha256(cfg.silver.corpus),
         pool_size=len(pool),
-        teacher=cfg.silver_teacher,
+        teacher=cfg.silver.teacher,
         cos_map=cos_map,
         teacher_bi_encoder={k: bi_run["best"][k] for k in ("epoch", "step", "spearman")},
         cross_encoder_history=ce_history,

@@ -83,19 +83,19 @@ def calibrate_encoder(
     ``encoder`` is an encoder or a pair scorer; ``level``: the level to calibrate for (default: the run's
     ``calibrate_level``); ``meta`` goes to the calibration (e.g. ``model=``).
     """
-    if cfg.calibrate_level is None:
+    if cfg.evaluation.calibrate_level is None:
         return None
     cal = calibrate(
         encoder,
         data.validation,
-        level=cfg.calibrate_level if level is None else level,
+        level=cfg.evaluation.calibrate_level if level is None else level,
         conversion=None,
-        split=cfg.val_split,
-        pairs_file=str(cfg.pairs or ""),
+        split=cfg.data.val_split,
+        pairs_file=str(cfg.data.pairs or ""),
         pairs_sha256=next(iter(data.data_files.values()), ""),
         **meta,
     )
-    cal.conversion = cfg.conversion
+    cal.conversion = cfg.data.conversion
     return cal
 
 
@@ -103,6 +103,6 @@ def calibrate_topics(encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, **m
     """The threshold at the topic level (``same-topic-entity``, 0.75), where a report reads its topic
     groups (:mod:`nlsim.clusters.topics`); ``None`` when the run calibrates nothing, or calibrates for that
     level already (its threshold is the story threshold then)."""
-    if cfg.calibrate_level is None or cfg.calibrate_level <= TOPIC_LEVEL:
+    if cfg.evaluation.calibrate_level is None or cfg.evaluation.calibrate_level <= TOPIC_LEVEL:
         return None
     return calibrate_encoder(encoder, data, cfg, TOPIC_LEVEL, **meta)

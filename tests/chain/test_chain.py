@@ -51,7 +51,7 @@ def config(folder: Path, pairs: Path, corpus: Path, **kw: object) -> PipelineCon
         progress=False,
     )
     base.update(kw)
-    return PipelineConfig(**base)
+    return PipelineConfig.of(**base)
 
 
 @pytest.mark.slow
@@ -299,7 +299,7 @@ def test_the_estimate_counts_the_layers_training_uses_with_fewer_layers_than_fro
     "about 121179507 h more" for a 35-second run)."""
     pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
     cfg = config(tmp_path, pairs, corpus, frozen_layers=4, cross_encoder_frozen_layers=6)
-    cfg.freeze_embeddings = freeze
+    cfg = cfg.with_(freeze_embeddings=freeze)
     work = chain_run.chain_work(cfg, _Base(), pd.read_csv(pairs, sep="\t"))
     assert work.layers == 3
     assert (work.frozen, work.cross_encoder_frozen) == ((2, 2) if freeze else (0, 0))

@@ -1,33 +1,48 @@
-"""The chain's configuration is composed of the fine-tuning and report configurations: an option it shares
-with them has their default and help, and reaches the run it belongs to."""
+"""The chain's configuration is composed of the fine-tuning and report records: a setting of those records
+is an option of the chain with its record's default and help (unless the chain sets it itself), and reaches
+the run it belongs to."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
-
 import pytest
 
-from nlsim.chain.config import REPORT_FIELDS, TRAINING_FIELDS, PipelineConfig
+from nlsim.chain.config import SET_BY_THE_CHAIN, PipelineConfig
 from nlsim.dedup.config import DedupConfig
+from nlsim.options import Option, options_of
 from nlsim.training.config import FinetuneConfig
 
-OWNERS = [(name, FinetuneConfig) for name in TRAINING_FIELDS] + [
-    (name, DedupConfig) for name in REPORT_FIELDS
-]
+COMPOSED = {"bi_encoder": FinetuneConfig, "cross_encoder": FinetuneConfig, "recipe": FinetuneConfig} | {
+    name: DedupConfig for name in ("input", "model", "search", "clustering", "report")
+}
+"""The records the chain takes from each run's configuration."""
+CHAIN_DEFAULTS = {"corpus", "out", "judge_split"}
+"""The report's settings the chain gives its own default or help (its corpus and folder)."""
 
 
-def _field(cls: type, name: str):  # noqa: ANN202 - a dataclasses.Field
-    return {f.name: f for f in fields(cls)}[name]
+def _owned() -> list[tuple[Option, type]]:
+    """The settings of the composed records, as their run's configuration declares them."""
+    return [
+        (o, owner)
+        for owner in (FinetuneConfig, DedupConfig)
+        for o in options_of(owner)
+        if o.path[0] in COMPOSED
+    ]
 
 
-@pytest.mark.parametrize(("name", "owner"), OWNERS)
-def test_a_shared_option_has_its_owners_default_and_help(name: str, owner: type) -> None:
-    mine, theirs = _field(PipelineConfig, name), _field(owner, name)
-    assert mine.metadata["help"] == theirs.metadata["help"]
-    if theirs.default_factory is not MISSING:
-        assert mine.default_factory() == theirs.default_factory()
-    else:
-        assert mine.default == theirs.default
+def _set_by_the_chain(opt: Option) -> bool:
+    return opt.name in SET_BY_THE_CHAIN.get(opt.path[0], ())
+
+
+def test_every_setting_of_a_composed_record_is_an_option_of_the_chain() -> None:
+    mine = {o.name: o for o in options_of(PipelineConfig)}
+    for theirs, _ in _owned():
+        if _set_by_the_chain(theirs):
+            assert theirs.name not in mine or mine[theirs.name].path != theirs.path, theirs.name
+            continue
+        assert mine[theirs.name].path == theirs.path, theirs.name
+        assert mine[theirs.name].flags == theirs.flags
+        if theirs.name not in CHAIN_DEFAULTS:
+            assert (mine[theirs.name].default, mine[theirs.name].help) == (theirs.default, theirs.help)
 
 
 def _other(value: object) -> object:
@@ -46,23 +61,70 @@ def _other(value: object) -> object:
         "components": "support",
         "support": "components",
         "earliest": "central",
+        "order": "min-cut",
+        "validation": "test",
+        "UTC": "Asia/Taipei",
+        "data/thucnews.parquet": "data/bbc.parquet",
+        "reports/thucnews": "reports/x",
     }[value]
 
 
-@pytest.mark.parametrize(("name", "owner"), OWNERS)
-def test_a_shared_option_reaches_its_run(name: str, owner: type) -> None:
-    default = _field(PipelineConfig, name).default
-    value = {"window_hours": 48.0, "use_gpu": False}.get(name) if default is None else _other(default)
-    cfg = PipelineConfig(**{name: value})
+NONE_TO = {
+    "window_hours": 48.0,
+    "use_gpu": False,
+    "nlist": 64,
+    "nprobe": 8,
+    "fp32_epochs": 1,
+    "fp32_cross_encoder_epochs": 1,
+    "fp32_cross_encoder_frozen_layers": 6,
+    "threads": 2,
+    "quarantine": "bad.csv",
+    "date": "2026-11-22",
+    "rerank": False,
+    "topic_threshold": 0.6,
+    "large_cluster_share": 0.5,
+}
+"""A value for the settings whose default is None."""
+
+
+@pytest.mark.parametrize(
+    ("name", "owner"),
+    [(o.name, owner) for o, owner in _owned() if not any(o.name in s for s in SET_BY_THE_CHAIN.values())],
+)
+def test_a_composed_option_reaches_its_run(name: str, owner: type) -> None:
+    default = {o.name: o.default for o in options_of(PipelineConfig)}[name]
+    value = NONE_TO[name] if default is None else _other(default)
+    cfg = PipelineConfig.of(**{name: value})
     made = cfg.finetune_config("m") if owner is FinetuneConfig else cfg.dedup_config("m")
-    assert getattr(made, name) == value
+    assert made.parameters()[name] == value
 
 
-def test_every_option_of_the_chain_is_its_own_or_composed() -> None:
-    """An option the chain declares again, with the same name as a fine-tuning or report option, must be
-    listed as composed (so that its value reaches the run)."""
-    shared = {f.name for f in fields(PipelineConfig)} & (
-        {f.name for f in fields(FinetuneConfig)} | {f.name for f in fields(DedupConfig)}
+def test_the_chain_sets_the_report_model_its_pairs_and_its_conversion() -> None:
+    cfg = PipelineConfig.of(pairs="p.tsv", model_store="store", convert="none", base_model="base", level=0.75)
+    report = cfg.dedup_config("models/versions/v0001").parameters()
+    assert (report["model"], report["model_store"], report["convert"]) == (
+        "models/versions/v0001",
+        "store",
+        "none",
     )
-    own = {"pairs", "corpus", "out", "model_store", "convert", "judge_split", "threads"}
-    assert shared - own == set(TRAINING_FIELDS) | set(REPORT_FIELDS)
+    assert report["judge_pairs"] == report["annotated_pairs"] == "p.tsv"
+    assert (report["threshold"], report["calibration"], report["state"]) == (None, None, None)
+    training = cfg.finetune_config("models/versions/v0002").parameters()
+    assert (training["pairs"], training["conversion"], training["model"]) == ("p.tsv", "none", "base")
+    assert (training["out"], training["calibrate_level"]) == ("models/versions/v0002", 0.75)
+
+
+def test_the_chain_declares_only_what_it_adds() -> None:
+    """The chain's own settings are those no run has (or has otherwise: its pairs, store, base model,
+    conversion and level)."""
+    own = {o.name for o in options_of(PipelineConfig) if len(o.path) == 1}
+    assert own == {
+        "pairs",
+        "model_store",
+        "base_model",
+        "convert",
+        "level",
+        "force_train",
+        "report",
+        "first_report",
+    }

@@ -28,11 +28,11 @@ def test_a_cpu_without_bf16_knows_its_model_by_the_epochs_it_trains(monkeypatch:
     assert not set(FP32_EPOCHS) & set(settings)
     assert settings == training_settings(FinetuneConfig())
     # the faster fp32 recipe asked for there is another model, known by what it trains
-    fast = FinetuneConfig(fp32_epochs=1, fp32_cross_encoder_epochs=1, fp32_cross_encoder_frozen_layers=6)
+    fast = FinetuneConfig.of(fp32_epochs=1, fp32_cross_encoder_epochs=1, fp32_cross_encoder_frozen_layers=6)
     got = training_settings(fast, "cpu")
     assert (got["epochs"], got["cross_encoder_epochs"], got["cross_encoder_frozen_layers"]) == (1, 1, 6)
     # asking 3 epochs there with --fp32-epochs 1 trains the same model as asking 2: the version is the same
-    assert training_settings(FinetuneConfig(**{**fast.__dict__, "epochs": 3}), "cpu") == got
+    assert training_settings(fast.with_(epochs=3), "cpu") == got
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda:0"])
@@ -46,10 +46,10 @@ def test_with_bf16_or_on_a_gpu_the_fp32_epochs_change_nothing(
     here = training_settings(FinetuneConfig(), device)
     assert here == training_settings(FinetuneConfig())
     assert (here["epochs"], here["cross_encoder_epochs"], here["cross_encoder_frozen_layers"]) == (2, 3, 4)
-    assert training_settings(FinetuneConfig(fp32_epochs=5, fp32_cross_encoder_epochs=5), device) == here
+    assert training_settings(FinetuneConfig.of(fp32_epochs=5, fp32_cross_encoder_epochs=5), device) == here
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
     if device == "cpu":
-        assert training_settings(FinetuneConfig(fp32_epochs=1), device) != here
+        assert training_settings(FinetuneConfig.of(fp32_epochs=1), device) != here
 
 
 def test_an_overrule_that_changes_a_training_score_is_another_annotations_digest() -> None:

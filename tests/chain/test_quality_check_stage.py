@@ -3,7 +3,6 @@ completed on a CPU that has the instructions it lacked, once per CPU kind."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -16,7 +15,7 @@ from nlsim.chain.run import quality_check_stage
 from nlsim.encoders import load_encoder
 from nlsim.encoders.planner import encoder_target
 from nlsim.inference.choice import select
-from nlsim.inference.quality_check import QUALITY_CHECK_JSON, load_quality_check, quality_verdict
+from nlsim.inference.lossy_verdict import QUALITY_CHECK_JSON, load_quality_check, quality_verdict
 from nlsim.io.model_store import ModelStore
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -26,7 +25,7 @@ BF16 = "avx avx2 fma avx512f avx512bw avx512_bf16"
 
 def config(folder: Path, store: ModelStore) -> PipelineConfig:
     """The chain's options as the stage reads them (the pairs and corpus are never opened here)."""
-    return PipelineConfig(
+    return PipelineConfig.of(
         pairs="pairs.tsv",
         corpus="corpus.parquet",
         out=str(folder / "report"),
@@ -121,7 +120,7 @@ def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
 ) -> None:
     """With no promoted model (the zero-shot base: no marker in the store), a path whose check could not
     run is recorded with its error, and the next run does not check again."""
-    import nlsim.training.quality_check as made
+    import nlsim.training.lossy_check as made
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NLSIM_PROBE", "off")
@@ -160,7 +159,7 @@ def test_a_check_settled_at_one_thread_count_is_settled_again_at_another(
     store, version = promoted_copy(tmp_path, "d")
     validation = stsb_sample(train=0, validation=24, test=0)
     one = config(tmp_path, store)
-    two = dataclasses.replace(one, threads=2)
+    two = one.with_(threads=2)
     reused = {"model": version.name, "reused": True}
     assert "written" in quality_check_stage(one, store, None, validation, None)
     assert quality_check_stage(one, store, None, validation, None) == reused
@@ -193,7 +192,7 @@ def test_a_lossy_path_that_pays_only_at_another_thread_count_is_checked_there(
     bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
     assert "spearman" not in bf16 and "not faster" in bf16["not_checked"]
 
-    done = quality_check_stage(dataclasses.replace(one, threads=2), store, None, validation, None)
+    done = quality_check_stage(one.with_(threads=2), store, None, validation, None)
     assert len(done["written"]) == 1
     bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
     assert "spearman" in bf16

@@ -68,7 +68,7 @@ def test_the_zero_shot_baseline_gives_the_measured_figures(tmp_path: Path) -> No
     from nlsim.io.model_store import ModelStore
     from nlsim.io.pairs import load_pairs
 
-    cfg = PipelineConfig(model_store=str(tmp_path / "models"), out=str(tmp_path / "report"))
+    cfg = PipelineConfig.of(model_store=str(tmp_path / "models"), out=str(tmp_path / "report"))
     store = ModelStore(cfg.model_store)
     store.claim()
     base = load_encoder(cfg.base_model)

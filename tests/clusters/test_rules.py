@@ -149,16 +149,14 @@ def test_the_default_rule_needs_support_inside_a_cluster() -> None:
     from nlsim.dedup.config import DedupConfig
 
     chain = [Link("a", "b", 0.95), Link("b", "c", 0.95), Link("a", "c", 0.93), Link("c", "d", 0.99)]
-    default = DedupConfig(corpus="news.parquet", out="out").settings().clustering
+    default = DedupConfig.of(corpus="news.parquet", out="out").clustering
     assert (default.rule, default.support) == ("support", 0.4)
     assert rule_named(default.rule, default.support).clusters(chain) == [["a", "b", "c"]]
-    components = (
-        DedupConfig(corpus="news.parquet", out="out", cluster_rule="components").settings().clustering
-    )
+    components = DedupConfig.of(corpus="news.parquet", out="out", cluster_rule="components").clustering
     assert rule_named(components.rule, components.support).clusters(chain) == [["a", "b", "c", "d"]]
     # two of the four member pairs between {a, b} and {c, d} linked: joined at 0.4 and 0.5, not at 0.7
     square = [Link("a", "b", 0.9), Link("c", "d", 0.9), Link("a", "c", 0.9), Link("b", "d", 0.9)]
     assert rule_named("support", 0.4).clusters(square) == [["a", "b", "c", "d"]]
     assert rule_named("support", 0.7).clusters(square) != [["a", "b", "c", "d"]]
     with pytest.raises(ConfigError, match="cluster-support"):
-        DedupConfig(corpus="news.parquet", out="out", cluster_support=0.0)
+        DedupConfig.of(corpus="news.parquet", out="out", cluster_support=0.0)

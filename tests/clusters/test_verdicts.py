@@ -93,7 +93,7 @@ def _pair_file(path: Path, merged_before: bool = False) -> Path:
 
 def _merge(pairs: Path, rows: list[tuple[str, str, str]], name: str = "marks.csv", **kw: object) -> list[str]:
     """Merge an editors' file of ``rows`` (id_a, id_b, score) into ``pairs``; what the merge said."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
 
     filled = pairs.parent / name
     pd.DataFrame(
@@ -246,7 +246,7 @@ def test_a_damaged_store_is_refused_by_row_and_never_rewritten(tmp_path: Path, h
         store.write_text(text[0] + text[1] + text[2].replace(",0,train,", ",1,train,", 1), encoding="utf-8")
     with pytest.raises(InputError) as err:
         _acting(pairs)
-    from nlsim.annotation import check_verdicts
+    from nlsim.annotation.merge import check_verdicts
 
     assert (err.value.file, err.value.row) == (str(store), 2) and err.value.field
     assert "nlsim annotate verdicts" in str(err.value)
@@ -338,7 +338,7 @@ def test_a_page_export_row_marked_overrule_merges_without_the_option(tmp_path: P
     """The page sets `overrule` true on a mark made on a pair already scored: that row is merged as the
     editor's newer decision, the other rows as any export's (a new pair appended); a row marked false on a
     scored pair is still refused, and a cell that is neither true nor false is named."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
     from nlsim.io import editor_file
 
     pairs = _scored_file(tmp_path / "news.tsv")

@@ -31,7 +31,7 @@ def test_command_defaults_are_the_config_defaults() -> None:
     from nlsim.training.config import FinetuneConfig, LearningCurveConfig
 
     ft = parse(["finetune", "--pairs", "p.tsv", "--out", "model"])
-    assert config_from_args(FinetuneConfig, ft) == FinetuneConfig(pairs="p.tsv", out="model")
+    assert config_from_args(FinetuneConfig, ft) == FinetuneConfig.of(pairs="p.tsv", out="model")
     lc = parse(["learning-curve", "--pairs", "p.tsv", "--out", "curve"])
     assert config_from_args(LearningCurveConfig, lc) == LearningCurveConfig(pairs="p.tsv", out="curve")
 
@@ -128,7 +128,7 @@ def test_finetune_then_evaluate_and_calibrate(
     assert cal["method"] == "cross-validated" and cal["f1_ci95"][0] <= cal["f1"] <= cal["f1_ci95"][1]
     # the quality check of the model's int8/bf16 paths, made on the same pairs and kept for later runs
     from nlsim.encoders import load_encoder
-    from nlsim.inference.quality_check import load_quality_check
+    from nlsim.inference.lossy_verdict import load_quality_check
 
     record, where = load_quality_check("encoder", load_encoder("paraphrase-MiniLM-L3-v2").fingerprint)
     assert record is not None and where.startswith(str(tmp_path / "home" / "quality-check"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
         cluster_rule="components",  # story_corpus's bridge x1 joins A and B under this rule only
     )
     base.update(kw)
-    return DedupConfig(corpus=corpus, out=out, **base)
+    return DedupConfig.of(corpus=corpus, out=out, **base)
 
 
 def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
@@ -300,7 +299,7 @@ def test_a_run_reads_one_days_file_even_past_midnight(
     import datetime
     import types
 
-    import nlsim.dedup.config as config_module
+    import nlsim.dedup.settings as config_module
 
     days = iter([datetime.date(2005, 3, 1)])
 
@@ -476,7 +475,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
     never act). A new model is promoted. Day 3 (not naming the pair file): the window is embedded again
     with the new model and the verdicts, kept in the state, still act: a4 (a copy of a2) groups with a2,
     never with a1."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
     from nlsim.io.model_store import ModelStore
 
     store = ModelStore(tmp_path / "models")
@@ -491,7 +490,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
     state, out = tmp_path / "state", tmp_path / "out"
 
     def config(day: Path, **kw: object) -> DedupConfig:
-        return DedupConfig(
+        return DedupConfig.of(
             corpus=day, out=out, state=state, model="current", model_store=str(tmp_path / "models"),
             convert="none", threshold=0.9, cache=False, progress=False, save_index=False,
             text_fields=("title",), backend="torch", **kw,
@@ -555,9 +554,7 @@ def test_editors_verdicts_act_at_once_and_persist_across_days_and_a_promotion(
     every = pd.concat([pd.read_parquet(d) for d in days], ignore_index=True)
     every.to_parquet(tmp_path / "all.parquet", index=False)
     batch = run_dedup(
-        replace(
-            config(tmp_path / "all.parquet", annotated_pairs=str(pairs)), state=None, out=tmp_path / "batch"
-        )
+        config(tmp_path / "all.parquet", annotated_pairs=str(pairs)).with_(state=None, out=tmp_path / "batch")
     )
     assert batch_assignment(batch.clusters) == day3
 
@@ -665,7 +662,7 @@ def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_
     "not the same story" (with a fresh "same story" c1/e1), the report cuts the cluster along it and joins
     c1's cluster with e1; the record says which clusters each verdict changed, and how many verdicts
     overrule the annotators, and run.json reads back as the same record. The pair file keeps x1/b1's 0.75."""
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
     from nlsim.report.record import JOINED, SPLIT, ClusterChange, RunRecord
 
     corpus = story_corpus()
@@ -936,7 +933,7 @@ def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped
     runs = [run_daily(_config(d, out, **kw), state, encoder=AngleEncoder()) for d in days]
     status = [dict(zip(r.clusters["cluster_id"], r.clusters["status"], strict=True)) for r in runs]
     assert status[0] == {"c-a": "new", "c-b": "new"}
-    assert status[1] == {"c-a": "merged"} and runs[1].stats.extra["merged_into"] == {"c-b": "c-a"}
+    assert status[1] == {"c-a": "merged"} and runs[1].stats.extra.merged_into == {"c-b": "c-a"}
     assert status[2] == {"c-a": "regrouped", "c-b": "regrouped"}
     assert runs[2].stats.counts.clusters_new == 0
     final = state_assignment(state)
@@ -954,7 +951,7 @@ def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     of the texts it was given on), the run says so and its record lists it; the state keeps the verdict."""
     import logging
 
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
 
     first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
     for n, titles in enumerate([first, {"c": first["a"]}], start=1):

@@ -29,7 +29,7 @@ def _corpus(repo_root: Path, copies: int) -> pd.DataFrame:
 @pytest.mark.parametrize("copies", [10, 100, 1000])
 def test_every_copy_is_in_one_cluster_with_the_default_rule(tmp_path, repo_root, fast_encoder, copies):
     _corpus(repo_root, copies).to_parquet(tmp_path / "news.parquet", index=False)
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=tmp_path / "news.parquet",
         out=tmp_path / "out",
         model="paraphrase-MiniLM-L3-v2",
@@ -81,7 +81,7 @@ def test_an_editors_not_the_same_story_wins_over_an_exact_copy(tmp_path):
         "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a,c,0.75,train,desk,marks.csv,\n",
         encoding="utf-8",
     )
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=tmp_path / "news.parquet",
         out=tmp_path / "out",
         model="hash",
@@ -113,7 +113,7 @@ def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies
         day.to_parquet(paths[-1], index=False)
 
     def config(corpus: Path) -> DedupConfig:
-        return DedupConfig(
+        return DedupConfig.of(
             corpus=corpus,
             out=tmp_path / "out",
             model="hash",

@@ -37,7 +37,7 @@ def encoder(store: Path, dim: int) -> HashEncoder:
 
 
 def config(day: Path, out: Path, store: Path, **kw: object) -> DedupConfig:
-    return DedupConfig(
+    return DedupConfig.of(
         corpus=day,
         out=out,
         model="current",
@@ -91,4 +91,4 @@ def test_a_daily_run_refuses_a_model_far_below_the_last_runs_unless_asked(tmp_pa
 
 def test_accept_model_drop_needs_a_state(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--accept-model-drop works on a daily state"):
-        DedupConfig(corpus="c.csv", out=str(tmp_path / "o"), threshold=0.9, accept_model_drop=True)
+        DedupConfig.of(corpus="c.csv", out=str(tmp_path / "o"), threshold=0.9, accept_model_drop=True)

@@ -16,7 +16,7 @@ E5 = "multilingual-e5-small"
 def bbc_report(tmp_path_factory, fast_encoder, repo_root):
     out = tmp_path_factory.mktemp("bbc")
     # The lead paragraph is what the wire copies share; 12 of the identical-body pairs carry rewritten titles.
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=repo_root / "data/bbc.parquet",
         out=out,
         model="paraphrase-MiniLM-L3-v2",
@@ -53,8 +53,9 @@ def test_report_files_written(bbc_report):
     assert clusters["size"].sum() == len(set(clusters["member_ids"].explode()))
     assert bbc_report.summary["threshold_source"] == "given with --threshold"
     # the rule that made the clusters is named in the record and the summary (the default here)
-    assert bbc_report.summary["cluster_rule"] == "support 0.4"
-    assert "- cluster rule: support 0.4" in (out / "summary.md").read_text()
+    rule = "support 0.4; 5+ items need links +0.02 over the threshold"
+    assert bbc_report.summary["cluster_rule"] == rule
+    assert f"- cluster rule: {rule}" in (out / "summary.md").read_text()
 
 
 @pytest.mark.slow
@@ -74,7 +75,7 @@ def test_simplified_and_traditional_copies_cluster_only_with_conversion(tmp_path
     together = {}
     for mode in ("tw2sp", "none"):
         result = run_dedup(
-            DedupConfig(
+            DedupConfig.of(
                 corpus=tmp_path / "mixed.parquet",
                 out=tmp_path / mode,
                 model=E5,
@@ -99,7 +100,7 @@ def test_simplified_and_traditional_copies_cluster_only_with_conversion(tmp_path
 
 
 def test_no_threshold_is_an_error_not_a_default(tmp_path, repo_root, fast_encoder):
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=repo_root / "data/bbc.parquet",
         out=tmp_path,
         model="paraphrase-MiniLM-L3-v2",
@@ -125,7 +126,7 @@ def test_threads_bound_torch_onnx_runtime_and_faiss(tmp_path, repo_root):
     before = faiss.omp_get_max_threads()
     corpus = tmp_path / "c.parquet"
     pd.read_parquet(repo_root / "data/bbc.parquet").head(40).to_parquet(corpus, index=False)
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=corpus,
         out=tmp_path / "out",
         model="paraphrase-MiniLM-L3-v2",
@@ -167,7 +168,7 @@ def test_calibration_file_sets_threshold(tmp_path, repo_root, fast_encoder):
     small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:60]
     small.to_parquet(tmp_path / "small.parquet")
     res = run_dedup(
-        DedupConfig(
+        DedupConfig.of(
             corpus=tmp_path / "small.parquet",
             out=tmp_path / "out",
             convert="none",
@@ -197,7 +198,7 @@ def test_bad_input_leaves_previous_report_byte_for_byte(tmp_path, repo_root, fas
     good = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:40]
     good.to_parquet(tmp_path / "good.parquet")
     run_dedup(
-        DedupConfig(
+        DedupConfig.of(
             corpus=tmp_path / "good.parquet",
             out=out,
             convert="none",
@@ -216,7 +217,7 @@ def test_bad_input_leaves_previous_report_byte_for_byte(tmp_path, repo_root, fas
         bad.write_text(BAD_INPUTS[name])
     with pytest.raises(InputError) as info:
         run_dedup(
-            DedupConfig(corpus=bad, out=out, convert="none", threshold=0.9, cache=False, progress=False),
+            DedupConfig.of(corpus=bad, out=out, convert="none", threshold=0.9, cache=False, progress=False),
             encoder=fast_encoder,
         )
     assert str(bad) in str(info.value)
@@ -237,14 +238,14 @@ def test_rerun_on_unchanged_input_reuses_embeddings(tmp_path, repo_root, fast_en
 
     monkeypatch.setattr(fast_encoder, "encode", counting_encode)
     cfg = dict(corpus=tmp_path / "small.parquet", convert="none", threshold=0.9, progress=False)
-    first = run_dedup(DedupConfig(out=tmp_path / "r1", **cfg), encoder=fast_encoder)
-    second = run_dedup(DedupConfig(out=tmp_path / "r2", **cfg), encoder=fast_encoder)
+    first = run_dedup(DedupConfig.of(out=tmp_path / "r1", **cfg), encoder=fast_encoder)
+    second = run_dedup(DedupConfig.of(out=tmp_path / "r2", **cfg), encoder=fast_encoder)
     assert calls == [50]
     assert (first.summary["embedding_cache_hit"], second.summary["embedding_cache_hit"]) == (False, True)
     pd.testing.assert_frame_equal(first.pairs, second.pairs)
     small.loc[0, "title"] = "A completely different headline"
     small.to_parquet(tmp_path / "small.parquet")
-    third = run_dedup(DedupConfig(out=tmp_path / "r3", **cfg), encoder=fast_encoder)
+    third = run_dedup(DedupConfig.of(out=tmp_path / "r3", **cfg), encoder=fast_encoder)
     assert calls == [50, 50] and not third.summary["embedding_cache_hit"]
 
 
@@ -254,7 +255,7 @@ def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
 
     small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:400]
     small.to_parquet(tmp_path / "small.parquet")
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=tmp_path / "small.parquet",
         out=tmp_path / "out",
         model="paraphrase-MiniLM-L3-v2",
@@ -272,4 +273,4 @@ def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
     assert meta["params"]["nlist"] == 4 and meta["params"]["nprobe"] == 3
     assert meta["params"]["search"] == "batched"
     with pytest.raises(ConfigError, match="--nprobe must be >= 1"):
-        DedupConfig(corpus="c.parquet", out="o", nprobe=0)
+        DedupConfig.of(corpus="c.parquet", out="o", nprobe=0)

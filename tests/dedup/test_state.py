@@ -30,7 +30,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
     )
     base["cluster_rule"] = "components"  # story_corpus's bridge x1 joins A and B under this rule only
     base.update(kw)
-    return DedupConfig(corpus=corpus, out=out, **base)
+    return DedupConfig.of(corpus=corpus, out=out, **base)
 
 
 @pytest.fixture()

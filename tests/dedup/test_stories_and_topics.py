@@ -1,9 +1,12 @@
-"""Two levels in one report: story clusters inside topic groups, in a batch run and over daily runs."""
+"""Two levels in one report: story clusters inside topic groups, in a batch run and over daily runs (across
+a model promotion too)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from incremental_helpers import HashEncoder, run_daily
@@ -49,7 +52,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
         text_fields=("title",),
     )
     settings.update(kw)
-    return DedupConfig(corpus=corpus, out=out, **settings)  # type: ignore[arg-type]
+    return DedupConfig.of(corpus=corpus, out=out, **settings)  # type: ignore[arg-type]
 
 
 def test_a_batch_report_holds_stories_and_the_topic_around_them(tmp_path: Path) -> None:
@@ -129,3 +132,173 @@ def test_an_editors_verdict_below_the_topic_level_keeps_two_stories_in_other_top
     clusters = pd.read_parquet(tmp_path / "out" / "clusters.parquet")
     topic_of = {tuple(m): t for m, t in zip(clusters["member_ids"], clusters["topic_id"], strict=True)}
     assert topic_of[("a1", "a2")] != topic_of[("b1", "b2")]
+
+
+# --- three daily runs across a model promotion ----------------------------------------------------------
+
+# with HashEncoder: the registration story (a*, 0.83 between any two), the answers story (b*, 0.83), the
+# two linked at 0.5 (one topic); v1 reads as the registration story (0.83) but an editor said a1/v1 are
+# not the same story; x (0.55 to every a and b) joins the topic alone. a0 arrives on day 2 published
+# before a1: the story and the topic keep the ids they had (a batch run would name them after a0)
+PROMOTION_DAYS = [
+    [
+        ("a1", "exam 2010 sitting registration opens monday", "2024-05-01T08:00Z"),
+        ("b1", "exam 2010 sitting answers published math", "2024-05-01T09:00Z"),
+        ("a2", "exam 2010 sitting registration opens today", "2024-05-01T10:00Z"),
+        ("b2", "exam 2010 sitting answers published english", "2024-05-01T11:00Z"),
+        ("a3", "exam 2010 sitting registration opens online", "2024-05-01T12:00Z"),
+        ("v1", "exam 2010 sitting registration opens tonight", "2024-05-01T13:00Z"),
+    ],
+    [
+        ("a0", "exam 2010 sitting registration opens early", "2024-04-30T20:00Z"),
+        ("b3", "exam 2010 sitting answers published physics", "2024-05-02T08:00Z"),
+        ("x", "exam 2010 sitting venues announced", "2024-05-02T09:00Z"),
+    ],
+    [
+        ("a4", "exam 2010 sitting registration opens now", "2024-05-03T08:00Z"),
+        ("z", "heavy rain in the south", "2024-05-03T09:00Z"),
+    ],
+]
+
+
+def _stand_in(store: Path) -> HashEncoder:
+    """The store's current version as a run loads it, its vectors HashEncoder's: a promotion changes the
+    fingerprint, not the vectors."""
+    from nlsim.io.model_store import ModelStore
+
+    current = ModelStore(store).current()
+    assert current is not None
+    enc = HashEncoder()
+    enc.path = str(current)  # type: ignore[assignment]
+    enc.fingerprint = hashlib.sha256(current.name.encode()).hexdigest()
+    return enc
+
+
+def _topic_stories(report: Path) -> dict[str, list[str]]:
+    """Each topic of a report folder's topics table and the ids of its stories."""
+    table = pd.read_parquet(report / "topics.parquet")
+    return {t: sorted(c) for t, c in zip(table["topic_id"], table["cluster_ids"], strict=True)}
+
+
+def _new_version(store: Path, n: int) -> str:
+    """A new version in the model store, promoted; its name."""
+    from nlsim.io.manifest import saved_folder
+    from nlsim.io.model_store import ModelStore
+
+    models = ModelStore(store)
+    models.claim()
+    version = models.new_version_dir(f"{n:08x}" * 8)
+    with saved_folder(version, "model") as tmp:
+        (tmp / "config.json").write_text("{}", encoding="utf-8")
+    models.register(version, {"fingerprint": f"{n:08x}" * 8})
+    models.promote(version, "test")
+    return version.name
+
+
+def test_stories_topics_and_a_verdict_keep_their_ids_across_a_promotion(tmp_path: Path) -> None:
+    """Day 1: a story of three items and a topic around it with another story; an editor's "not the same
+    story" keeps v1 out of the story. Day 2: new items join the story (one published before its first) and
+    the topic, under the ids they had. A new model is promoted. Day 3: the window is embedded again and
+    regrouped; the story keeps its cluster id, the topic its topic id, the verdict (kept in the state, the
+    pair file no longer named) still keeps v1 apart, and the run record and the report say the model
+    switched."""
+    from nlsim.annotation.merge import merge_annotations
+
+    days = []
+    for n, rows in enumerate(PROMOTION_DAYS, start=1):
+        frame = pd.DataFrame(rows, columns=["id", "title", "published_at"])
+        frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+        frame.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+        days.append(tmp_path / f"day{n}.parquet")
+    store, state, out = tmp_path / "models", tmp_path / "state", tmp_path / "out"
+    first_model = _new_version(store, 1)
+    titles = {i: t for rows in PROMOTION_DAYS for i, t, _ in rows}
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\nq1\ttrain\tq1\tq2\tone\ttwo\t0\n",
+        encoding="utf-8",
+    )
+    marks = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {"id_a": ["a1"], "id_b": ["v1"], "text_a": [titles["a1"]], "text_b": [titles["v1"]], "score": ["0"]}
+    ).assign(annotator="desk").to_csv(marks, index=False)
+    merge_annotations(marks, pairs, log=lambda _: None)
+
+    def run(day: Path, **kw: object) -> Any:
+        return run_daily(
+            _config(day, out, model="current", model_store=str(store), **kw),
+            state,
+            retention_days=None,
+            encoder=_stand_in(store),
+        )
+
+    def levels() -> tuple[dict[str, str], dict[str, str]]:
+        """Item id -> cluster id, and item id -> topic id, as the state keeps them."""
+        items = open_state(state).items
+
+        def of(col: str) -> dict[str, str]:
+            return {str(i): str(c) for i, c in zip(items["id"], items[col], strict=True) if pd.notna(c)}
+
+        return of("cluster_id"), of("topic_id")
+
+    def anchor_of(cid: str) -> str:
+        kept = open_state(state).clusters.set_index("cluster_id")
+        return str(kept.loc[cid, "anchor_id"])
+
+    # day 1: story c-a1 (three items) and c-b1 in topic t-a1; v1, kept out of the story by the verdict, is
+    # kept out of its topic too (a "not the same story" below the topic level)
+    r1 = run(days[0], annotated_pairs=str(pairs))
+    assert r1.stats.editors is not None and r1.stats.editors.cannot_link == 1
+    clusters, topics = levels()
+    assert clusters == {**dict.fromkeys(["a1", "a2", "a3"], "c-a1"), **dict.fromkeys(["b1", "b2"], "c-b1")}
+    assert topics == dict.fromkeys(["a1", "a2", "a3", "b1", "b2"], "t-a1")
+    assert _topic_stories(out / "latest") == {"t-a1": ["c-a1", "c-b1"]}
+
+    # day 2: a0 (published before a1) and b3 join the stories, x the topic; every id stays
+    run(days[1], annotated_pairs=str(pairs))
+    clusters, topics = levels()
+    story_a, story_b = ["a0", "a1", "a2", "a3"], ["b1", "b2", "b3"]
+    assert clusters == {**dict.fromkeys(story_a, "c-a1"), **dict.fromkeys(story_b, "c-b1")}
+    assert topics == dict.fromkeys([*story_a, *story_b, "x"], "t-a1")
+    assert anchor_of("c-a1") == anchor_of("t-a1") == "a1"
+
+    # a new model is promoted; day 3 (the pair file not named: the state's verdict acts)
+    second_model = _new_version(store, 2)
+    assert second_model != first_model
+    r3 = run(days[2])
+    switch = r3.stats.model_switch
+    assert switch is not None and switch.reembed and switch.reembedded == 11  # the whole window
+    clusters, topics = levels()
+    story_a.append("a4")
+    assert clusters == {**dict.fromkeys(story_a, "c-a1"), **dict.fromkeys(story_b, "c-b1")}
+    assert topics == dict.fromkeys([*story_a, *story_b, "x"], "t-a1")
+    assert "v1" not in clusters and "v1" not in topics  # the editor's verdict still holds
+    assert anchor_of("c-a1") == anchor_of("t-a1") == "a1"
+    assert r3.stats.editors is not None and r3.stats.editors.source == "the state"
+    assert r3.stats.editors.cannot_link == 1
+    assert _topic_stories(out / "latest") == {"t-a1": ["c-a1", "c-b1"]}
+    day3 = pd.read_parquet(out / "latest" / "clusters.parquet").set_index("cluster_id")
+    assert day3.loc["c-a1", "topic_id"] == "t-a1" and "a4" in list(day3.loc["c-a1", "member_ids"])
+    record = json.loads((out / "latest" / "run.json").read_text(encoding="utf-8"))
+    assert record["model_info"]["version"] == second_model
+    assert record["model_switch"]["changed"] == ["fingerprint"] and record["model_switch"]["reembed"]
+    assert record["model_switch"]["to_fingerprint"] == _stand_in(store).fingerprint
+    switch_record = record["model_switch"]
+    assert (switch_record["from_version"], switch_record["to_version"]) == (first_model, second_model)
+    assert switch_record["to_promoted_at"] == record["model_info"]["promoted_at"] is not None
+    page = (out / "latest" / "index.html").read_text(encoding="utf-8")
+    assert "id='model-switch'><strong>Model switch.</strong>" in page
+    assert f"version <code><bdi>{first_model}</bdi></code> of the model store, promoted" in page
+    assert "What changed: the model was retrained (a newer version was promoted)." in page
+
+    # the ids are the state's: one batch run over the three days' items names the story and the topic
+    # after a0, and keeps v1 apart as the daily runs do
+    every = pd.concat([pd.read_parquet(d) for d in days], ignore_index=True)
+    every.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "batch", annotated_pairs=str(pairs)),
+        encoder=HashEncoder(),
+    )
+    stories = zip(batch.clusters["cluster_id"], batch.clusters["member_ids"], strict=True)
+    assert {c: sorted(m) for c, m in stories} == {"c-a0": story_a, "c-b1": story_b}
+    assert _topic_stories(tmp_path / "batch") == {"t-a0": ["c-a0", "c-b1"]}

@@ -21,8 +21,7 @@ from nlsim.encoders import load_encoder
 from nlsim.errors import StateError
 from nlsim.io.manifest import MANIFEST, read_manifest
 from nlsim.io.model_store import ModelStore
-from tests import command
-from tests.command import nlsim
+from tests.command import nlsim, refused
 from tests.stsb_helpers import stsb_sample
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -33,12 +32,6 @@ n3,Stock markets fall sharply,Reuters
 n4,Football club wins the cup,BBC
 n5,Stock markets fall sharply on Monday,AP
 """
-
-
-def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    message = command.refused(proc, 1, *words)
-    assert message.startswith("nlsim dedup: error: ")
-    return message
 
 
 def dedup(folder: Path, model: str, *more: str) -> subprocess.CompletedProcess[str]:
@@ -103,7 +96,7 @@ def test_a_missing_or_altered_file_is_refused(saved: Path, tmp_path: Path, how: 
         path.unlink()
     with pytest.raises(StateError, match="restore"):
         load_encoder(str(model), backend="torch")
-    message = refused(dedup(tmp_path, "models/m", "--threshold", "0.9"), word)
+    message = refused(dedup(tmp_path, "models/m", "--threshold", "0.9"), word, command="dedup")
     assert f"models/m/{name}" in message
     assert not (tmp_path / "rep" / "pairs.parquet").exists()
 
@@ -129,7 +122,7 @@ def test_a_folder_saved_before_manifests_needs_its_tokenizer(saved: Path, tmp_pa
     tokenizer from the vocabulary, and every cosine comes out near 1."""
     model = before_manifests(copy(saved, tmp_path))
     (model / "tokenizer.json").unlink()
-    refused(dedup(tmp_path, "models/m", "--threshold", "0.9"), "models/m/tokenizer.json")
+    refused(dedup(tmp_path, "models/m", "--threshold", "0.9"), "models/m/tokenizer.json", command="dedup")
 
 
 @pytest.mark.slow
@@ -142,11 +135,11 @@ def test_a_damaged_reranker_is_refused(finetuned: Path, tmp_path: Path, name: st
     shutil.rmtree(tmp_path / "rep")
     target = model / name
     shutil.rmtree(target) if target.is_dir() else target.unlink()
-    refused(dedup(tmp_path, "models/m"), "reranker/")
+    refused(dedup(tmp_path, "models/m"), "reranker/", command="dedup")
     assert not (tmp_path / "rep" / "pairs.parquet").exists()
     # --no-rerank asks for the bi-encoder alone: the damaged reranker is not used, but the folder is
     # still the folder nlsim saved, minus files it listed: refused too
-    refused(dedup(tmp_path, "models/m", "--no-rerank"), "reranker/")
+    refused(dedup(tmp_path, "models/m", "--no-rerank"), "reranker/", command="dedup")
 
 
 @pytest.mark.slow
@@ -162,10 +155,10 @@ def test_the_promoted_model_without_its_reranker_is_refused(finetuned: Path, tmp
     assert json.loads(before.stdout.strip().splitlines()[-1])["rerank"]  # the reranker scored the pairs
     shutil.rmtree(tmp_path / "rep")
     shutil.rmtree(version / "reranker")
-    refused(dedup(tmp_path, "current"), "reranker/")
+    refused(dedup(tmp_path, "current"), "reranker/", command="dedup")
     # a folder saved before manifests: its training record names the reranker it was trained with
     before_manifests(version)
-    refused(dedup(tmp_path, "current"), "reranker", "training.json")
+    refused(dedup(tmp_path, "current"), "reranker", "training.json", command="dedup")
     assert not (tmp_path / "rep" / "pairs.parquet").exists()
     proc = dedup(tmp_path, "current", "--no-rerank", "--json")  # the bi-encoder alone, asked for
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -175,4 +168,4 @@ def test_the_promoted_model_without_its_reranker_is_refused(finetuned: Path, tmp
 def test_a_reranker_saved_before_manifests_needs_its_tokenizer(finetuned: Path, tmp_path: Path) -> None:
     model = before_manifests(copy(finetuned, tmp_path))
     (model / "reranker" / "tokenizer.json").unlink()
-    refused(dedup(tmp_path, "models/m"), "models/m/reranker/tokenizer.json")
+    refused(dedup(tmp_path, "models/m"), "models/m/reranker/tokenizer.json", command="dedup")

@@ -20,16 +20,16 @@ from nlsim.encoders.cache import EmbeddingCache
 from nlsim.encoders.planner import encoder_target
 from nlsim.inference.choice import LOSSY_MIN_GAIN, decide, select
 from nlsim.inference.cpu import CpuInfo, cpu_info, parse_cpuinfo
-from nlsim.inference.paths import candidates
-from nlsim.inference.probe import save_probe
-from nlsim.inference.quality_check import (
+from nlsim.inference.lossy_verdict import (
     MIN_COSINE,
     RECORD_FORMAT,
     load_quality_check,
     quality_verdict,
     save_quality_check,
 )
-from nlsim.training.quality_check import check_encoder, describe_record
+from nlsim.inference.paths import candidates
+from nlsim.inference.probe import save_probe
+from nlsim.training.lossy_check import check_encoder, describe_record
 
 pytest.importorskip("onnxruntime")
 
@@ -248,14 +248,14 @@ def test_the_run_record_and_the_log_name_the_choice(
         progress=False,
     )
     caplog.set_level("INFO", logger="nlsim")
-    auto = run_dedup(DedupConfig(out=str(home / "auto"), **common))
+    auto = run_dedup(DedupConfig.of(out=str(home / "auto"), **common))
     inference = auto.summary["model_info"]["inference"]
     assert inference["path"] == "onnx-int8" and inference["quality_check"].startswith("passed")
     assert auto.summary["model_info"]["precision"] == "int8"
     run_json = json.loads((home / "auto" / "run.json").read_text())
     assert run_json["model_info"]["inference"]["path"] == "onnx-int8"
     assert "embedding with" in caplog.text and "onnx-int8" in caplog.text
-    exact = run_dedup(DedupConfig(out=str(home / "exact"), precision="fp32", **common))
+    exact = run_dedup(DedupConfig.of(out=str(home / "exact"), precision="fp32", **common))
     assert exact.summary["model_info"]["inference"]["path"] == "onnx-fp32"
     # the pairs of the checked int8 run and the exact run: the same, or a measured few apart
     key = ["id_a", "id_b"]

@@ -27,9 +27,8 @@ from nlsim.evaluation.judge import (
     match_corpus,
     scored_pairs,
 )
-from tests import command
 from tests.chain.test_chain import make_data
-from tests.command import nlsim
+from tests.command import nlsim, refused
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 
@@ -43,12 +42,6 @@ def strict_json(text: str) -> dict[str, object]:
 
 def judge(folder: Path, pairs: str, *more: str) -> subprocess.CompletedProcess[str]:
     return nlsim("judge", "--report", "rep", "--pairs", pairs, *more, cwd=folder)
-
-
-def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
-    message = command.refused(proc, status, *words)
-    assert message.startswith("nlsim judge: error: ")
-    return message
 
 
 def write_report(folder: Path) -> Path:
@@ -97,12 +90,20 @@ def test_pairs_whose_ids_name_other_texts_are_not_judged(report: Path) -> None:
 
 def test_pairs_of_another_corpus_are_refused(report: Path) -> None:
     shifted(report, 80, "other.tsv")
-    message = refused(judge(report, "other.tsv"), 1, "other.tsv", "row ", "'text_a'", "corpus.parquet")
+    message = refused(
+        judge(report, "other.tsv"), 1, "other.tsv", "row ", "'text_a'", "corpus.parquet", command="judge"
+    )
     assert "none of the 80 scored validation pairs" in message
     unrelated = pd.read_csv(report / "pairs.tsv", sep="\t", dtype=str, keep_default_na=False)
     unrelated["id_a"] = "x-" + unrelated["id_a"]
     unrelated.to_csv(report / "unrelated.tsv", sep="\t", index=False)
-    refused(judge(report, "unrelated.tsv", "--json"), 1, "unrelated.tsv", "not in the report's corpus")
+    refused(
+        judge(report, "unrelated.tsv", "--json"),
+        1,
+        "unrelated.tsv",
+        "not in the report's corpus",
+        command="judge",
+    )
 
 
 def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Path) -> None:
@@ -149,7 +150,14 @@ def test_pairs_without_ids_are_counted_as_not_in_the_corpus(report: Path) -> Non
     table.to_csv(report / "train-no-ids.tsv", sep="\t", index=False)
     out = strict_json(judge(report, "train-no-ids.tsv", "--split", "all", "--json").stdout)
     assert out["pairs_not_in_corpus"] == 20 and out["judged_pairs"] == 90
-    refused(judge(report, "train-no-ids.tsv", "--split", "train"), 1, "train-no-ids.tsv", "'id_a'", "none of")
+    refused(
+        judge(report, "train-no-ids.tsv", "--split", "train"),
+        1,
+        "train-no-ids.tsv",
+        "'id_a'",
+        "none of",
+        command="judge",
+    )
 
 
 def test_the_judgement_holds_every_figure_judge_tables_gives(report: Path) -> None:
@@ -211,14 +219,15 @@ def test_purity_by_size_counts_the_judged_pairs_inside_clusters_of_each_size() -
         "3-4": (1, 0, 0.0),
         "5-9": (4, 2, 0.5),
         "10+": (0, 0, None),
+        "3+": (5, 2, 0.4),
         "5+": (4, 2, 0.5),
     }
     assert figures["precision"] == pytest.approx(3 / 6)  # pooled: the five's half and the pairs' all
     j = Judgement.of({**figures, "pairs": "pairs.tsv", "split": "all"})
     assert Judgement.of(json.loads(json.dumps(j.to_dict()))) == j  # run.json keeps it
     text = describe(j)
-    bands = "2 items 1.00 (1), 3-4 items 0.00 (1), 5-9 items 0.50 (4), 10+ items undefined (0), 5+ items 0.50"
-    assert f"the same story inside clusters of {bands} (4)" in text, text
+    bands = "2 items 1.00 (1), 3-4 items 0.00 (1), 5-9 items 0.50 (4), 10+ items undefined (0), 3+ items 0.40"
+    assert f"the same story inside clusters of {bands} (5), 5+ items 0.50 (4)" in text, text
 
 
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
@@ -228,7 +237,7 @@ def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: 
     run = json.loads((moved / "rep" / "run.json").read_text())
     run["corpus"] = str(tmp_path / "gone" / "corpus.parquet")  # the corpus was moved away since
     (moved / "rep" / "run.json").write_text(json.dumps(run))
-    refused(judge(moved, "pairs.tsv"), 2, "--corpus", "gone/corpus.parquet")
+    refused(judge(moved, "pairs.tsv"), 2, "--corpus", "gone/corpus.parquet", command="judge")
     proc = judge(moved, "pairs.tsv", "--corpus", str(report / "corpus.parquet"), "--json")
     assert proc.returncode == 0 and strict_json(proc.stdout)["judged_pairs"] == 80
 
@@ -245,6 +254,7 @@ def test_a_corpus_other_than_the_reports_is_refused_not_judged_as_misses(report:
         "is not the corpus the report",
         "3 of its",
         "index/ids.parquet",
+        command="judge",
     )
 
 
@@ -278,7 +288,7 @@ def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report
     for name in ("precision", "recall", "f1", "f1_ci95", "judged_pairs", "same_story_pairs", "corpus"):
         assert shown[name] == out[name], name
     assert shown["purity_by_size"] == out["purity_by_size"]
-    assert [b["band"] for b in out["purity_by_size"]] == ["2", "3-4", "5-9", "10+", "5+"]
+    assert [b["band"] for b in out["purity_by_size"]] == ["2", "3-4", "5-9", "10+", "3+", "5+"]
     assert shown["corpus"] == str(report / "corpus.parquet")  # one name for the corpus, from any folder
     page = (report / "judged" / "index.html").read_text()
     assert "Judged by the editors' pairs" in page and f"{out['f1']:.3f}" in page
@@ -345,5 +355,5 @@ def test_an_item_paired_with_itself_is_refused_by_row(report: Path) -> None:
     row = int(table.index[table["split"] == "validation"][3])
     table.loc[row, "id_b"] = table.loc[row, "id_a"]
     table.to_csv(report / "self.tsv", sep="\t", index=False)
-    message = refused(judge(report, "self.tsv"), 1, "self.tsv", "paired with itself")
+    message = refused(judge(report, "self.tsv"), 1, "self.tsv", "paired with itself", command="judge")
     assert f"row {row + 1}, field 'id_b'" in message

@@ -57,7 +57,7 @@ def test_two_worker_cluster_matches_single_process(
         k=5,
         cache=False,
     )
-    config = DedupConfig(out=str(tmp_path / "single"), progress=False, **common)
+    config = DedupConfig.of(out=str(tmp_path / "single"), progress=False, **common)
     single = run_dedup(config, encoder=fast_encoder)
     summary = news_dedup_distributed(out=str(tmp_path / "dask"), n_workers=2, shard_size=60, **common)
     assert summary["embedding_runner"].startswith("local Dask cluster, 2 workers")
@@ -97,7 +97,7 @@ def test_a_separate_scheduler_and_two_worker_processes_give_the_single_process_r
         cache=False,
     )
     single = run_dedup(
-        DedupConfig(out=str(tmp_path / "single"), progress=False, **common), encoder=fast_encoder
+        DedupConfig.of(out=str(tmp_path / "single"), progress=False, **common), encoder=fast_encoder
     )
     with DaskCluster(tmp_path / "cluster", workers=2) as cluster:
         summary = news_dedup_distributed(

@@ -20,7 +20,7 @@ def test_flow_report_equals_library_report(prefect_harness, small_corpus, tmp_pa
     params = dict(model="paraphrase-MiniLM-L3-v2", convert="none", threshold=0.8)
     summary = news_dedup(corpus=str(small_corpus), out=str(tmp_path / "flow"), cache=False, **params)
     direct = run_dedup(
-        DedupConfig(corpus=small_corpus, out=tmp_path / "direct", cache=False, progress=False, **params)
+        DedupConfig.of(corpus=small_corpus, out=tmp_path / "direct", cache=False, progress=False, **params)
     )
     assert summary["pairs"] == len(direct.pairs) > 0
     for name in ("pairs.parquet", "clusters.parquet"):

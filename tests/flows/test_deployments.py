@@ -117,7 +117,7 @@ def test_served_deployment_runs_from_cli_and_on_cron(tmp_path: Path, fast_encode
             assert "Completed" in proc.stdout + proc.stderr
             # its report exists and matches a direct run of the same thing
             direct = run_daily(
-                DedupConfig(
+                DedupConfig.of(
                     corpus=corpus,
                     out=tmp_path / "direct-out",
                     model=FAST_MODEL,

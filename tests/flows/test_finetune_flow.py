@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def config(pairs_file: Path, out: Path | None) -> FinetuneConfig:
-    return FinetuneConfig(
+    return FinetuneConfig.of(
         pairs=str(pairs_file),
         out=str(out) if out else None,
         model="paraphrase-MiniLM-L3-v2",
@@ -32,7 +31,7 @@ def config(pairs_file: Path, out: Path | None) -> FinetuneConfig:
 
 
 def params(cfg: FinetuneConfig) -> dict:
-    return dataclasses.asdict(cfg)
+    return cfg.parameters()
 
 
 def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
@@ -78,7 +77,7 @@ def test_flow_with_silver_corpus(prefect_harness, pairs_file: Path, tmp_path: Pa
 
     corpus = write_stsb_corpus(tmp_path / "corpus.tsv", skip=16, n=40)
     cfg = config(pairs_file, tmp_path / "model")
-    cfg.silver_corpus, cfg.silver_anchors, cfg.cross_encoder_epochs = str(corpus), 10, 1
+    cfg = cfg.with_(silver_corpus=str(corpus), silver_anchors=10, cross_encoder_epochs=1)
     result = finetune_flow(**params(cfg))
     assert result["n_train"] == 16 and result["silver"]["pairs"] >= 10
     assert result["steps"] == -(-(16 + result["silver"]["pairs"]) // 8)
@@ -101,7 +100,7 @@ def test_flow_with_reranker_then_dedup_flow_reranks(
     from nlsim.rerank.reranker import has_reranker
 
     cfg = config(pairs_file, tmp_path / "model")
-    cfg.reranker, cfg.cross_encoder_epochs = True, 1
+    cfg = cfg.with_(reranker=True, cross_encoder_epochs=1)
     result = finetune_flow(**params(cfg))
     assert has_reranker(tmp_path / "model")
     assert {"reranked/validation", "reranked/test"} <= set(result["metrics"])
@@ -110,7 +109,7 @@ def test_flow_with_reranker_then_dedup_flow_reranks(
     common = dict(model=str(tmp_path / "model"), convert="none", threshold=0.5, text_fields="title", k=5)
     summary = news_dedup(corpus=str(corpus), out=str(tmp_path / "flow"), cache=False, **common)
     direct = run_dedup(
-        DedupConfig(corpus=corpus, out=tmp_path / "direct", cache=False, progress=False, **common)
+        DedupConfig.of(corpus=corpus, out=tmp_path / "direct", cache=False, progress=False, **common)
     )
     assert summary["rerank"]["candidates"] == direct.summary["rerank"]["candidates"] > 0
     pd.testing.assert_frame_equal(

@@ -438,8 +438,11 @@ def _summary_table(clusters: int) -> Callable[[Path, Any], str | None]:
     def check(d: Path, proc: Any) -> str | None:
         md = (d / "rep" / "summary.md").read_text()
         rows = [line for line in md.splitlines() if line.startswith("| c-")]
-        if len(rows) != clusters or any(r.replace("\\|", "").count("|") != 5 for r in rows):
-            return f"summary.md table broken: {rows}"
+        lines = md.splitlines()
+        head = lines[lines.index(rows[0]) - 2] if rows else ""  # the table's header, above its rule
+        cells = head.count("|")  # the table's own header: as many cells in each row
+        if len(rows) != clusters or any(r.replace("\\|", "").count("|") != cells for r in rows):
+            return f"summary.md table broken: {rows} under {head!r}"
         if "<script>" in md or "<script>alert" in (d / "rep" / "index.html").read_text():
             return "raw HTML from a title in summary.md or index.html"
         return None
@@ -560,7 +563,7 @@ def dangerous_paths() -> list[Case]:
             words=("--out", "notes.txt"),
             status=2,
         ),
-        # an --out that cannot be made is a runtime failure (exit 1; tests/test_hostile_inputs.py)
+        # an --out that cannot be made is a runtime failure (exit 1; tests/hostile/test_refusals.py)
         Case("out-under-a-file", g, dedup("news.csv", out="notes.txt/rep"), base, words=("--out",), status=1),
         Case(
             "out-with-a-forged-marker",
@@ -1517,7 +1520,9 @@ def _xlsx_clean(report: str, expected: dict[str, str]) -> Callable[[Path, Any], 
             formulas = [n for n in z.namelist() if n.startswith("xl/worksheets/") and b"<f" in z.read(n)]
         if formulas:
             return f"formula cells in {formulas}"
-        titles = {row[1]: row[4] for row in _sheets(path)["members"][1:]}
+        members = _sheets(path)["members"]
+        item, title = members[0].index("item_id"), members[0].index("title")
+        titles = {row[item]: row[title] for row in members[1:]}
         wrong = {i: titles.get(i) for i, t in expected.items() if titles.get(i) != t}
         if wrong:
             return f"report.xlsx titles {wrong}, expected {[expected[i] for i in wrong]}"

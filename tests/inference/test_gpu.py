@@ -14,13 +14,13 @@ import pytest
 import torch
 
 import nlsim.inference.choice as choice_module
-import nlsim.training.quality_check as making
+import nlsim.training.lossy_check as making
 from nlsim.errors import ConfigError
 from nlsim.inference.choice import select, worth_checking
 from nlsim.inference.cpu import CpuInfo
 from nlsim.inference.gpu import GpuInfo
+from nlsim.inference.lossy_verdict import RECORD_FORMAT, quality_verdict, save_quality_check
 from nlsim.inference.paths import candidates
-from nlsim.inference.quality_check import RECORD_FORMAT, quality_verdict, save_quality_check
 from nlsim.inference.target import Target
 
 H100 = GpuInfo("NVIDIA H100 80GB HBM3", bf16=True)
@@ -174,7 +174,7 @@ def test_the_quality_check_runs_the_half_precisions_on_the_gpu(fake_gpu: Path) -
         return dict(GOOD)
 
     record = {"kind": "encoder", "reference": {"spearman": 80.0, "f1": 0.5}}
-    making.check_paths(record, target, making.plan_paths(target, None, 1), 1, measure)
+    making.check_lossy_paths(record, target, making.plan_paths(target, None, 1), 1, measure)
     assert seen == ["bf16", "fp16"] and record["gpu"]["name"] == H100.name
     assert record["paths"]["torch-bf16@cuda"]["passed"] and record["paths"]["torch-fp16@cuda"]["passed"]
     assert "CPU only" in record["paths"]["torch-int8"]["not_checked"]

@@ -103,7 +103,7 @@ def test_a_column_added_to_the_items_table_alone_reaches_every_file_and_the_stat
     days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
     enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
     for day in days:
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
         )
         run_daily(cfg, state, retention_days=None, encoder=enc)
@@ -169,7 +169,7 @@ def test_an_item_column_and_a_cluster_column_declared_once_reach_files_state_art
     days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
     enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
     for day in days:
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day, out=out, model="hash", convert="none", threshold=0.7, cache=False, progress=False
         )
         result = run_daily(cfg, state, retention_days=None, encoder=enc)
@@ -208,7 +208,7 @@ def test_an_item_column_and_a_cluster_column_declared_once_reach_files_state_art
     dedup_flow.publish_artifacts(result)
     first = result.clusters.iloc[0]
     assert published["rows"][0]["languages"] == ", ".join(want(first["member_ids"]))
-    heads = [line for line in published["md"].splitlines() if line.startswith("| cluster | status |")]
+    heads = [line for line in published["md"].splitlines() if line.startswith("| cluster | topic | status |")]
     assert heads and heads[0].endswith("| languages |"), heads
     assert (report / "summary.md").read_text(encoding="utf-8").count(", ".join(want(first["member_ids"])))
 

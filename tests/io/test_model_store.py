@@ -26,9 +26,8 @@ import pytest
 from nlsim.errors import StateError
 from nlsim.io.lock import RunLock
 from nlsim.io.model_store import ModelStore
-from tests import command
 from tests.chain.test_chain import make_data
-from tests.command import command_env, nlsim
+from tests.command import command_env, nlsim, refused
 from tests.faults import fault_env
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -52,12 +51,6 @@ def env(**more: str) -> dict[str, str]:
 
 def pipeline(folder: Path, *more: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     return nlsim("pipeline", *CHAIN, *more, cwd=folder, OMP_NUM_THREADS="1", **extra_env)
-
-
-def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    message = command.refused(proc, 1, *words)
-    assert message.startswith("nlsim pipeline: error: ")
-    return message
 
 
 def history(folder: Path) -> list[dict[str, object]]:
@@ -117,7 +110,7 @@ def test_a_damaged_reused_version_is_refused_not_promoted(trained: Path, tmp_pat
     (folder / "models" / "CURRENT.json").unlink(missing_ok=True)  # the store started over: nothing promoted
     (folder / "models" / "history.jsonl").write_text("")
     records = (folder / "models" / "history.jsonl").read_bytes()
-    refused(pipeline(folder), version.name, name, "--force-train")
+    refused(pipeline(folder), version.name, name, "--force-train", command="pipeline")
     assert not (folder / "models" / "CURRENT.json").exists()
     assert (folder / "models" / "history.jsonl").read_bytes() == records
 
@@ -134,7 +127,9 @@ def test_a_second_chain_on_a_locked_store_is_refused(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         t = time.perf_counter()
         proc = pipeline(folder)
-        message = refused(proc, "model store", "models", "locked by another run", f"pid {holder.pid}")
+        message = refused(
+            proc, "model store", "models", "locked by another run", f"pid {holder.pid}", command="pipeline"
+        )
         assert "lock.json" in message and time.perf_counter() - t < 60  # refused before any training
         assert not (folder / "models" / "versions").exists()
     finally:
@@ -161,7 +156,7 @@ def test_two_chains_at_once_train_one_version(tmp_path: Path) -> None:
     second = pipeline(folder)
     _, err = first.communicate(timeout=900)
     assert first.returncode == 0, err[-2000:]
-    refused(second, "model store", "locked by another run")
+    refused(second, "model store", "locked by another run", command="pipeline")
     versions = ModelStore(folder / "models").versions()
     assert [v.name[:6] for v in versions] == ["v0001-"]
     assert len([r for r in history(folder) if r["decision"] != "unreadable record"]) == 1

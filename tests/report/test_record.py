@@ -22,7 +22,7 @@ def test_run_json_reads_back_as_the_record_it_was_written_from(tmp_path: Path) -
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
     for n, day in enumerate(days):
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day,
             out=tmp_path / "out",
             model="hash",
@@ -50,7 +50,7 @@ def test_a_run_returns_the_record_its_run_json_holds_counted_once(tmp_path: Path
     corpus = story_corpus()
     corpus.to_parquet(tmp_path / "all.parquet", index=False)
     days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
-    config = DedupConfig(
+    config = DedupConfig.of(
         corpus=tmp_path / "all.parquet", out=tmp_path / "batch", model="hash", convert="none",
         threshold=0.7, cache=False, progress=False, cluster_rule="components",
     )  # fmt: skip

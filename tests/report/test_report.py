@@ -1,5 +1,6 @@
 import json
 import re
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -60,7 +61,7 @@ def test_report_files_schema_and_html(tmp_path, report_inputs):
     shown = {name: [c["name"] for c in spec if c["shown"]] for name, spec in data["columns"].items()}
     assert shown["items"] == ["id", "title", "source", "url", "published_at"]
     assert shown["pairs"] == ["id_a", "id_b", "similarity"]  # no reranker: no cosine, no cross-encoder
-    assert "| c-n2 | new | 2 |" in files["summary.md"].read_text()
+    assert "| c-n2 |  | new | 2 |" in files["summary.md"].read_text()  # no topic: the cell left empty
     assert files["overview.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "overview.png" in page
     assert verify_report(tmp_path)["pairs"] == 1
@@ -249,7 +250,7 @@ def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
     for day in days:
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day,
             out=out,
             model="hash",
@@ -308,3 +309,27 @@ def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_me
     assert "links about three in four of the pairs editors call the same story" in line
     given = RunRecord.from_dict({**summary, "threshold": 0.95})  # not the calibrated one
     assert "was not measured for this run" in plain_quality(given)
+
+
+def test_the_plain_line_trusts_clusters_by_size_warns_when_large_ones_are_weak_and_gives_topics() -> None:
+    from nlsim.evaluation.judge import Judgement, SizePurity, TopicFigures
+    from nlsim.report.prose import plain_quality
+
+    def judged(two: float, large: float) -> RunRecord:
+        bands = [SizePurity("2", 40, int(40 * two), two), SizePurity("3-4", 10, 8, 0.8)]
+        bands += [SizePurity("3+", 30, 20, 0.667), SizePurity("5+", 20, int(20 * large), large)]
+        judge = Judgement("p.tsv", "validation", 120, 30, 0.667, 0.8, 0.727, purity_by_size=bands)
+        judge = replace(judge, topics=TopicFigures(judged=50, topical=40, precision=0.8, coverage=0.6))
+        return RunRecord(threshold=0.9, judge=judge, counts=Counts(topics=4, topic_items=30))
+
+    line = plain_quality(judged(0.9, 0.55))
+    assert "clusters of 2 items: about nine in ten pairs the same story (40 judged)" in line
+    assert "clusters of 3+ items: about two in three" in line
+    assert "clusters of 5+ items: about six in ten" in line
+    assert "3-4" not in line  # the bands 2, 3+ and 5+ only
+    assert "The large clusters are the weak ones" in line
+    assert "4 topic group(s) gather 30 items; about four in five of the judged pairs inside one" in line
+    assert "weak ones" not in plain_quality(judged(0.9, 0.85))  # large clusters nearly as pure: no warning
+    unjudged = plain_quality(RunRecord(threshold=0.9, counts=Counts(topics=4, topic_items=30)))
+    assert "was not measured" in unjudged and "4 topic group(s) gather 30 items." in unjudged
+    assert "By size" not in unjudged and "topic group" not in plain_quality(RunRecord(threshold=0.9))

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _config(corpus: Path, out: Path, threshold: float = 0.7) -> DedupConfig:
-    return DedupConfig(
+    return DedupConfig.of(
         corpus=corpus,
         out=out,
         model="hash",
@@ -168,7 +168,7 @@ pairs = write_stsb_sample(root / "in", train=16, validation=16, test=8)
 store = ModelStore(root / "models")
 store.claim()
 version = store.new_version_dir("0123456789abcdef")
-finetune(FinetuneConfig(pairs=str(pairs), out=str(version), model="paraphrase-MiniLM-L3-v2",
+finetune(FinetuneConfig.of(pairs=str(pairs), out=str(version), model="paraphrase-MiniLM-L3-v2",
                         conversion="none", epochs=1, batch_size=8, calibrate_level=0.6, threads=1))
 store.write_info(version, {"fingerprint": "0123456789abcdef"})
 store.promote(version, "test")
@@ -180,8 +180,8 @@ corpus.write_text("id,title,published_at\n1,Floods hit the north,2024-01-01\n"
                   "2,Floods hit the north!,2024-01-01\n")
 common = dict(corpus=corpus, model="current", model_store=str(root / "models"), convert="none",
               threshold=0.5, progress=False)
-run_dedup(DedupConfig(out=str(root / "report"), **common))
-run_dedup(DedupConfig(out=str(root / "daily"), state=str(root / "state"), **common))
+run_dedup(DedupConfig.of(out=str(root / "report"), **common))
+run_dedup(DedupConfig.of(out=str(root / "daily"), state=str(root / "state"), **common))
 """
 
 

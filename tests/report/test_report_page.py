@@ -119,9 +119,16 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return chinese_report(tmp_path_factory.mktemp("page") / "report")
 
 
+LARGEST_FIRST = (
+    "const s = document.getElementById('sort'); s.value = 'size'; s.dispatchEvent(new Event('change'))"
+)
+"""The list sorted largest first (it opens on the latest activity): the typhoon story c-t0 on page one."""
+
+
 def test_chinese_titles_render_as_glyphs(page: Path, tmp_path: Path) -> None:
     with Browser() as browser:
         browser.open(page.as_uri())
+        browser.evaluate(LARGEST_FIRST)
         shot = browser.screenshot(tmp_path / "report.png")
         assert shot.stat().st_size > 10_000
         assert browser.evaluate("document.documentElement.lang") == "en"
@@ -141,6 +148,7 @@ def test_chinese_titles_render_as_glyphs(page: Path, tmp_path: Path) -> None:
     conf.write_text(NO_CJK_FONTS)
     with Browser(env={"FONTCONFIG_FILE": str(conf)}) as blind:
         blind.open(page.as_uri())
+        blind.evaluate(LARGEST_FIRST)
         fonts = blind.platform_fonts(HAN_PROBE)
         boxes = glyph_crops(blind, HAN_PROBE, tmp_path / "boxes.png")
     assert not [f for f in fonts if "CJK" in f["familyName"]], fonts
@@ -175,6 +183,7 @@ def test_search_filters_pages_and_escapes(page: Path, tmp_path: Path) -> None:
         assert browser.evaluate(SHOWN) == "No cluster matches (120 in this report)."
         browser.evaluate("document.getElementById('reset').click()")
         assert len(browser.evaluate(VISIBLE)) == 50
+        browser.evaluate(LARGEST_FIRST)
 
         # a cluster opened: its items (links only for http(s)), and the pairs with their scores
         browser.evaluate(
@@ -202,7 +211,7 @@ def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> 
 
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     for day in days:
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=day,
             out=tmp_path / "out",
             model="hash",
@@ -357,7 +366,7 @@ def test_a_daily_page_groups_clusters_by_the_day_of_the_deployments_time_zone(tm
     corpus.to_parquet(tmp_path / "day.parquet")
     days = {}
     for name, tz in (("taipei", zone), ("utc", "UTC")):
-        cfg = DedupConfig(
+        cfg = DedupConfig.of(
             corpus=tmp_path / "day.parquet", out=tmp_path / name, model="hash", convert="none",
             threshold=0.7, cache=False, progress=False, timezone=tz,
         )  # fmt: skip

@@ -40,8 +40,8 @@ def test_one_summary_holds_the_figures_counts_stage_times_and_largest_clusters()
     assert "- report: `/r/out`" in lines and any("already committed" in line for line in lines)
     assert "| items_in | 3 |" in lines and any(line.startswith("| load | 0.0") for line in lines)
     # the largest clusters: the clusters table's summary columns, as the flow's table artifact has them
-    assert "| cluster | status | size | representative | added | max score |" in lines
-    assert "| c-a | new | 2 | Flood \\| north | a, b | 0.93 |" in lines
+    assert "| cluster | topic | status | size | representative | added | max score |" in lines
+    assert "| c-a |  | new | 2 | Flood \\| north | a, b | 0.93 |" in lines
 
 
 def test_a_run_record_is_built_once_and_never_changed() -> None:

@@ -186,8 +186,8 @@ def test_lossy_cross_encoder_paths_follow_the_quality_check_and_the_probe(
     import torch
 
     from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.lossy_verdict import RECORD_FORMAT, save_quality_check
     from nlsim.inference.probe import save_probe
-    from nlsim.inference.quality_check import RECORD_FORMAT, save_quality_check
     from nlsim.rerank.target import cross_encoder_target
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))

@@ -64,7 +64,7 @@ def test_a_model_calibrated_for_same_story_keeps_a_topic_threshold_on_its_cosine
 def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: FinetuneResult) -> None:
     """Checked when the folder is written, found when it is loaded (for its very weights)."""
     from nlsim.encoders import load_encoder
-    from nlsim.inference.quality_check import load_quality_check, quality_verdict
+    from nlsim.inference.lossy_verdict import load_quality_check, quality_verdict
 
     out = Path(str(reranked_model.model_dir))
     enc = load_encoder(out)
@@ -196,7 +196,7 @@ def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 -
     from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
 
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=corpus,
         out=out,
         model=model,

@@ -146,7 +146,7 @@ def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 -
     from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
 
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=corpus, out=out, model=model, convert="none", text_fields=("title",), k=5, cache=False,
         progress=False, save_index=False, cluster_rule="components", **kw,
     )  # fmt: skip
@@ -200,6 +200,6 @@ def test_the_story_model_is_asked_for_and_leaves_the_versions_trained_without_it
     from nlsim.chain.fingerprint import training_settings
     from nlsim.training.config import FinetuneConfig
 
-    assert FinetuneConfig().story_model is False
+    assert FinetuneConfig().cross_encoder.story_model is False
     assert "story_model" not in training_settings(FinetuneConfig())  # the fingerprints from before it
-    assert training_settings(FinetuneConfig(story_model=True))["story_model"] is True
+    assert training_settings(FinetuneConfig.of(story_model=True))["story_model"] is True

@@ -44,7 +44,7 @@ def cfg(**kw: object) -> FinetuneConfig:
         reranker=False,  # tests/test_rerank.py covers it
     )
     base.update(kw)
-    return FinetuneConfig(**epochs_on_any_cpu(base))  # type: ignore[arg-type]
+    return FinetuneConfig.of(**epochs_on_any_cpu(base))  # type: ignore[arg-type]
 
 
 def weights_hash(model: torch.nn.Module) -> str:

@@ -119,7 +119,7 @@ def _overruled_pair_file(tmp_path: Path) -> Path:
 
 
 def _overrule(pairs: Path, a: str, b: str, score: str, name: str = "marks.csv") -> None:
-    from nlsim.annotation import merge_annotations
+    from nlsim.annotation.merge import merge_annotations
 
     filled = pairs.parent / name
     pd.DataFrame(
@@ -136,7 +136,7 @@ def test_prepare_pairs_reads_an_overruled_training_pair_with_the_editors_score(t
     from nlsim.training.data import prepare_pairs
 
     pairs = _overruled_pair_file(tmp_path)
-    cfg = FinetuneConfig(pairs=str(pairs), conversion="none", eval_test=True)
+    cfg = FinetuneConfig.of(pairs=str(pairs), conversion="none", eval_test=True)
     before = prepare_pairs(cfg)
     assert before.overruled == 0 and list(before.data_files) == [str(pairs)]
     original = pairs.read_bytes()
@@ -161,7 +161,7 @@ def test_the_training_fingerprint_changes_when_an_editor_overrules_a_pair(tmp_pa
     from nlsim.chain.run import load_inputs
 
     pairs = _overruled_pair_file(tmp_path)
-    cfg = PipelineConfig(pairs=str(pairs), corpus=str(tmp_path / "corpus.parquet"), report=False)
+    cfg = PipelineConfig.of(pairs=str(pairs), corpus=str(tmp_path / "corpus.parquet"), report=False)
     first = annotations_digest(load_inputs(cfg))
     _overrule(pairs, "t4", "t5", "0")  # the annotators gave 0 too: the training data is the same
     assert annotations_digest(load_inputs(cfg)) == first

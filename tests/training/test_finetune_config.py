@@ -3,7 +3,6 @@ settings training uses on the device and CPU in hand, and fp32_changes, what the
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,55 +18,64 @@ def test_a_cpu_without_bf16_trains_the_same_recipe_by_default(monkeypatch: pytes
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
     cfg = FinetuneConfig()
     assert cfg.for_device("cpu") is cfg  # 2 bi-encoder epochs, 3 cross-encoder epochs, 4 layers frozen
-    assert (cfg.epochs, cfg.cross_encoder_epochs, cfg.cross_encoder_frozen_layers) == (2, 3, 4)
+    assert (cfg.bi_encoder.epochs, cfg.cross_encoder.epochs, cfg.cross_encoder.frozen_layers) == (2, 3, 4)
 
 
 def test_a_cpu_without_bf16_trains_the_fp32_recipe_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
-    cfg = FinetuneConfig(fp32_epochs=1, fp32_cross_encoder_epochs=1, fp32_cross_encoder_frozen_layers=6)
+    cfg = FinetuneConfig.of(fp32_epochs=1, fp32_cross_encoder_epochs=1, fp32_cross_encoder_frozen_layers=6)
     on_cpu = cfg.for_device("cpu")
-    assert (cfg.cross_encoder_frozen_layers, on_cpu.cross_encoder_frozen_layers) == (4, 6)
-    assert (cfg.epochs, on_cpu.epochs) == (2, 1)
-    assert (cfg.cross_encoder_epochs, on_cpu.cross_encoder_epochs) == (3, 1)
+    assert (cfg.cross_encoder.frozen_layers, on_cpu.cross_encoder.frozen_layers) == (4, 6)
+    assert (cfg.bi_encoder.epochs, on_cpu.bi_encoder.epochs) == (2, 1)
+    assert (cfg.cross_encoder.epochs, on_cpu.cross_encoder.epochs) == (3, 1)
     assert (on_cpu.cross_encoder_config().frozen_layers, on_cpu.cross_encoder_config().epochs) == (6, 1)
     # only those: the bi-encoder's frozen layers, the step size and the learning rates are the default's
-    assert (on_cpu.frozen_layers, on_cpu.batch_size, on_cpu.lr, on_cpu.cross_encoder_lr) == (
+    assert (
+        on_cpu.bi_encoder.frozen_layers,
+        on_cpu.recipe.batch_size,
+        on_cpu.bi_encoder.lr,
+        on_cpu.cross_encoder.lr,
+    ) == (
         4,
         16,
         1e-4,
         1e-4,
     )
-    asked = FinetuneConfig(fp32_epochs=2, fp32_cross_encoder_epochs=3, fp32_cross_encoder_frozen_layers=2)
+    asked = FinetuneConfig.of(fp32_epochs=2, fp32_cross_encoder_epochs=3, fp32_cross_encoder_frozen_layers=2)
     on_cpu = asked.for_device("cpu")
-    assert (on_cpu.epochs, on_cpu.cross_encoder_epochs, on_cpu.cross_encoder_frozen_layers) == (2, 3, 2)
+    assert (on_cpu.bi_encoder.epochs, on_cpu.cross_encoder.epochs, on_cpu.cross_encoder.frozen_layers) == (
+        2,
+        3,
+        2,
+    )
     assert fp32_changes(asked, on_cpu) == "cross-encoder layers frozen 2, not 4"
 
 
 def test_the_full_recipe_asked_for_fp32_is_the_config_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
-    cfg = FinetuneConfig(fp32_epochs=2, fp32_cross_encoder_epochs=3, fp32_cross_encoder_frozen_layers=4)
+    cfg = FinetuneConfig.of(fp32_epochs=2, fp32_cross_encoder_epochs=3, fp32_cross_encoder_frozen_layers=4)
     assert cfg.for_device("cpu") is cfg
 
 
 def test_the_fp32_changes_are_said_and_the_cross_encoders_only_with_a_reranker() -> None:
     fast = {"fp32_epochs": 1, "fp32_cross_encoder_epochs": 1, "fp32_cross_encoder_frozen_layers": 6}
-    asked = FinetuneConfig(**fast)
-    used = replace(asked, **asked.fp32_settings())
+    asked = FinetuneConfig.of(**fast)
+    used = asked.with_(**asked.fp32_settings())
     assert fp32_changes(asked, used) == (
         "bi-encoder epochs 1, not 2; cross-encoder epochs 1, not 3; cross-encoder layers frozen 6, not 4"
     )
-    assert fp32_changes(FinetuneConfig(), replace(FinetuneConfig(), **FinetuneConfig().fp32_settings())) == ""
-    alone = FinetuneConfig(reranker=False, **fast)
-    assert fp32_changes(alone, replace(alone, **alone.fp32_settings())) == "bi-encoder epochs 1, not 2"
+    assert fp32_changes(FinetuneConfig(), FinetuneConfig().with_(**FinetuneConfig().fp32_settings())) == ""
+    alone = FinetuneConfig.of(reranker=False, **fast)
+    assert fp32_changes(alone, alone.with_(**alone.fp32_settings())) == "bi-encoder epochs 1, not 2"
     # the silver pairs' teacher is a cross-encoder too
-    silver = FinetuneConfig(reranker=False, silver_corpus="corpus.tsv", **fast)
-    assert "cross-encoder epochs 1, not 3" in fp32_changes(silver, replace(silver, **silver.fp32_settings()))
+    silver = FinetuneConfig.of(reranker=False, silver_corpus="corpus.tsv", **fast)
+    assert "cross-encoder epochs 1, not 3" in fp32_changes(silver, silver.with_(**silver.fp32_settings()))
 
 
 @pytest.mark.parametrize("flags", [AMX, "avx2 avx512f avx512_bf16"])
 def test_a_cpu_with_bf16_keeps_the_recipe_asked(monkeypatch: pytest.MonkeyPatch, flags: str) -> None:
     monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
-    cfg = FinetuneConfig(cross_encoder_frozen_layers=3)
+    cfg = FinetuneConfig.of(cross_encoder_frozen_layers=3)
     assert cfg.for_device("cpu") is cfg
 
 
@@ -75,14 +83,14 @@ def test_a_gpu_keeps_the_cross_encoder_frozen_layers_whatever_the_cpu(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX2_ONLY)
-    gpu = FinetuneConfig(batch_size=16, gpu_batch_size=32).for_device("cuda:0")
-    assert (gpu.cross_encoder_frozen_layers, gpu.batch_size) == (4, 32)
-    assert (gpu.epochs, gpu.cross_encoder_epochs) == (2, 3)
+    gpu = FinetuneConfig.of(batch_size=16, gpu_batch_size=32).for_device("cuda:0")
+    assert (gpu.cross_encoder.frozen_layers, gpu.recipe.batch_size) == (4, 32)
+    assert (gpu.bi_encoder.epochs, gpu.cross_encoder.epochs) == (2, 3)
 
 
 def test_a_negative_fp32_frozen_count_is_refused() -> None:
     with pytest.raises(ConfigError, match="fp32 cross-encoder frozen layers must be >= 0, got -1"):
-        FinetuneConfig(fp32_cross_encoder_frozen_layers=-1).check()
+        FinetuneConfig.of(fp32_cross_encoder_frozen_layers=-1).check()
 
 
 @pytest.mark.parametrize(
@@ -94,13 +102,13 @@ def test_a_negative_fp32_frozen_count_is_refused() -> None:
 )
 def test_a_zero_fp32_epoch_count_is_refused_naming_its_flag(field: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        FinetuneConfig(**{field: 0}).check()
+        FinetuneConfig.of(**{field: 0}).check()
 
 
 def test_the_fp32_cross_encoder_epochs_are_checked_only_where_a_cross_encoder_trains(tmp_path: Path) -> None:
     """As --cross-encoder-epochs: without a reranker or silver pairs no cross-encoder trains."""
-    FinetuneConfig(reranker=False, fp32_cross_encoder_epochs=0).check()
+    FinetuneConfig.of(reranker=False, fp32_cross_encoder_epochs=0).check()
     corpus = tmp_path / "corpus.tsv"
     corpus.write_text("id\ttext\n1\ta\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="--fp32-cross-encoder-epochs"):
-        FinetuneConfig(reranker=False, silver_corpus=str(corpus), fp32_cross_encoder_epochs=0).check()
+        FinetuneConfig.of(reranker=False, silver_corpus=str(corpus), fp32_cross_encoder_epochs=0).check()

@@ -57,7 +57,7 @@ def test_curve_then_resume_without_retraining(
     real = nlsim.training.learning_curve.finetune
 
     def counting(cfg, **kw):  # noqa: ANN001, ANN202
-        calls.append((cfg.train_size, cfg.seed))
+        calls.append((cfg.data.train_size, cfg.recipe.seed))
         return real(cfg, **kw)
 
     monkeypatch.setattr(nlsim.training.learning_curve, "finetune", counting)
@@ -152,4 +152,4 @@ def test_a_curve_trains_the_epochs_asked_on_a_cpu_without_bf16(
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")
     cfg = config(pairs_file, tmp_path / "lc", seeds=(1,))
     cfg.epochs = 3
-    assert cfg.finetune_config(8, 1).for_device("cpu").epochs == 3
+    assert cfg.finetune_config(8, 1).for_device("cpu").bi_encoder.epochs == 3

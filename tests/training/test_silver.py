@@ -53,7 +53,7 @@ def test_draw_needs_three_texts_and_valid_settings() -> None:
 
 def test_a_missing_silver_corpus_fails_before_any_training(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no-such.tsv: no such file"):
-        FinetuneConfig(silver_corpus=str(tmp_path / "no-such.tsv")).check()
+        FinetuneConfig.of(silver_corpus=str(tmp_path / "no-such.tsv")).check()
 
 
 def test_labels_follow_the_teacher() -> None:
@@ -74,7 +74,7 @@ def test_finetune_with_silver_pairs_never_draws_held_out_texts(tmp_path: Path) -
     pairs = stsb_sample(train=24, validation=12, test=8)
     held = set(pairs.loc[pairs["split"] != "train", ["text_a", "text_b"]].to_numpy().ravel())
     corpus = write_stsb_corpus(tmp_path / "corpus.tsv", skip=24, n=56, extra=sorted(held))
-    cfg = FinetuneConfig(
+    cfg = FinetuneConfig.of(
         model="paraphrase-MiniLM-L3-v2",
         conversion="none",
         epochs=1,

@@ -16,7 +16,12 @@
   var LINK = shownOf("items").filter(function (c) { return c.format === "link"; })[0];
   var all = DATA.clusters;
   var HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[\ud840-\ud87f][\udc00-\udfff]/;
-  var state = { q: "", status: "", bucket: "", period: "", source: "", sort: "size", page: 0, per: DATA.pageSize };
+  var state = {
+    q: "", status: "", bucket: "", period: "", source: "", topic: "", sort: "recent", page: 0, per: DATA.pageSize,
+  };
+  // the topic groups (topics.parquet) by id: a story's label opens its group (its stories and single items)
+  var TOPICS = {};
+  (DATA.topics || []).forEach(function (t) { TOPICS[t.topic_id] = t; });
   var list = document.getElementById("clusters");
   var shown = document.getElementById("shown");
   var q = document.getElementById("q");
@@ -111,6 +116,7 @@
     if (state.bucket && c.bucket !== state.bucket) return false;
     if (state.period && (c.period || "undated") !== state.period) return false;
     if (state.source && c.sources.indexOf(state.source) < 0) return false;
+    if (state.topic && c.topic_id !== state.topic) return false;
     if (terms.length) {
       var h = hay(c);
       for (var t = 0; t < terms.length; t++) if (h.indexOf(terms[t]) < 0) return false;
@@ -120,7 +126,10 @@
   var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, dissolved: 4, unchanged: 5 };
   function cmp(a, b) {
     var s = state.sort, d = 0;
-    if (s === "newest") d = (b.last_published || "").localeCompare(a.last_published || "");
+    // latest activity first: the story's last item, then its strongest link (a stronger story first)
+    if (s === "recent") d = (b.last_published || "").localeCompare(a.last_published || "") ||
+      (b.max_similarity || 0) - (a.max_similarity || 0);
+    else if (s === "newest") d = (b.last_published || "").localeCompare(a.last_published || "");
     else if (s === "oldest") d = (a.first_published || "\uffff").localeCompare(b.first_published || "\uffff");
     else if (s === "score") d = (b.max_similarity || 0) - (a.max_similarity || 0);
     else if (s === "status") d = (STATUS_ORDER[a.status] || 9) - (STATUS_ORDER[b.status] || 9);
@@ -145,17 +154,81 @@
   // them, as "label value"
   var LAID_OUT = {
     cluster_id: 1, status: 1, size: 1, representative: 1, member_ids: 1, added_ids: 1, absorbed: 1,
-    sources: 1, first_published: 1, last_published: 1, max_similarity: 1, weakest_link: 1,
+    sources: 1, first_published: 1, last_published: 1, max_similarity: 1, weakest_link: 1, topic_id: 1,
   };
   var MORE = shownOf("clusters").filter(function (c) { return !LAID_OUT[c.name]; });
   function label(name) { return columnOf("clusters", name).label; }
+  // --- topics: a story's label names its topic group; opened, the group lists its stories and single items
+  function topicLabel(id) {
+    var t = TOPICS[id], b = el("button", "topic-label");
+    b.type = "button";
+    b.dataset.topic = id;
+    b.appendChild(document.createTextNode("topic: "));
+    if (t && t.representative !== null) b.appendChild(title(t.representative, false));
+    else b.appendChild(bdi(id));
+    if (t) b.appendChild(document.createTextNode(" · " + fmt(t.stories) + " stories"));
+    b.title = "open this topic: its stories and single items";
+    b.addEventListener("click", function (e) { e.preventDefault(); e.stopPropagation(); openTopic(id); });
+    return b;
+  }
+  function byId() { var out = {}; all.forEach(function (c) { out[c.cluster_id] = c; }); return out; }
+  function drawTopic() {
+    var box = document.getElementById("topic-view");
+    if (!box) return;
+    box.textContent = "";
+    box.hidden = !state.topic;
+    if (!state.topic) return;
+    var t = TOPICS[state.topic], here = byId();
+    var head = el("h3", null, "Topic: ");
+    if (t && t.representative !== null) head.appendChild(title(t.representative, true)); else head.appendChild(bdi(state.topic));
+    box.appendChild(head);
+    var mine = all.filter(function (c) { return c.topic_id === state.topic; });
+    var ids = t ? t.cluster_ids.slice() : [];
+    mine.forEach(function (c) { if (ids.indexOf(c.cluster_id) < 0) ids.push(c.cluster_id); });
+    if (t) {
+      var when = t.first_published ? " · " + t.first_published + (t.last_published && t.last_published !== t.first_published ? " – " + t.last_published : "") + " " + DATA.timeZone : "";
+      box.appendChild(el("p", "meta", fmt(t.size) + " items · " + fmt(t.stories) + " stories (its story clusters and its single items)" + when));
+    }
+    box.appendChild(el("h4", null, "Its stories (" + ids.length + ")"));
+    var ul = box.appendChild(el("ul", "topic-stories")), inStory = {};
+    ids.forEach(function (id) {
+      var c = here[id], li = ul.appendChild(el("li"));
+      li.dataset.cluster = id;
+      if (!c) { li.appendChild(bdi(id)); li.appendChild(document.createTextNode(" (not in this report)")); return; }
+      c.member_ids.forEach(function (i) { inStory[i] = true; });
+      var a = el("a", "topic-story");
+      a.href = "#cluster-" + encodeURIComponent(id);
+      a.appendChild(title(c.representative, false));
+      li.appendChild(a);
+      li.appendChild(document.createTextNode(" · " + c.size + " items"));
+    });
+    var single = t ? t.member_ids.filter(function (i) { return !inStory[i]; }) : [];
+    var complete = ids.every(function (id) { return here[id]; });
+    box.appendChild(el("h4", null, (complete ? "Its single items (" : "Its items in no story of this report (") + single.length + ")"));
+    var singles = box.appendChild(el("ul", "topic-singles"));
+    single.forEach(function (i) { var li = singles.appendChild(el("li")); li.dataset.item = i; li.appendChild(title(i, true)); });
+    if (!single.length) singles.appendChild(el("li", "meta", "none"));
+    var close = el("button", null, "back to every story");
+    close.type = "button";
+    close.id = "topic-close";
+    close.onclick = function () { openTopic(""); };
+    box.appendChild(close);
+  }
+  function openTopic(id) {
+    state.topic = id;
+    apply(false);
+    var box = document.getElementById("topic-view");
+    if (box && id) box.scrollIntoView({ block: "nearest" });
+  }
   function summaryRow(c) {
     var s = el("summary");
     s.appendChild(el("span", "size", c.size + " items"));
     var rep = el("span", "rep");
     if (DATA.daily) rep.appendChild(el("span", "badge " + c.status, c.status));
     if (c.preview) rep.appendChild(el("span", "badge preview", c.preview));  // split by an editor's mark (review.js)
+    if (c.verdicts && c.verdicts.length) rep.appendChild(el("span", "badge verdicts", "changed by editors"));
     rep.appendChild(title(c.representative, false));
+    if (c.topic_id) rep.appendChild(topicLabel(c.topic_id));
     s.appendChild(rep);
     s.appendChild(el("span", "meta", span(c)));
     var sub = [isolated(c.sources.slice(0, 4), ", ").concat(c.sources.length > 4 ? [" +" + (c.sources.length - 4)] : [])];
@@ -184,6 +257,33 @@
   // the pairs' table: the pair's own columns the page shows (its scores), then its two items
   var PAIR_COLUMNS = shownOf("pairs").filter(function (c) { return !isItems(c); })
     .concat(shownOf("pairs").filter(isItems));
+  // the card of the editors' verdicts that changed a cluster: which joined two of its items, which split one
+  // of them from another item (nlsim.report.page.cluster_verdicts)
+  function verdictCard(c) {
+    var box = el("div", "verdict-card");
+    box.appendChild(el("h3", null, "Changed by editors’ verdicts"));
+    var ul = box.appendChild(el("ul"));
+    c.verdicts.forEach(function (v) {
+      var li = ul.appendChild(el("li", v.how));
+      if (v.how === "joined") {
+        li.appendChild(document.createTextNode("joined: an editor said "));
+        li.appendChild(title(v.a, false));
+        li.appendChild(document.createTextNode(" and "));
+        li.appendChild(title(v.b, false));
+        li.appendChild(document.createTextNode(" are the same story"));
+      } else {
+        li.appendChild(document.createTextNode("split: an editor said "));
+        li.appendChild(title(v.a, false));
+        li.appendChild(document.createTextNode(" is not the same story as "));
+        li.appendChild(title(v.b, false));
+        li.appendChild(document.createTextNode(", kept out of this cluster ("));
+        li.appendChild(v.other ? bdi("in " + v.other) : document.createTextNode("in no cluster"));
+        li.appendChild(document.createTextNode(")"));
+      }
+      if (v.overrules) li.appendChild(document.createTextNode(" (overruling the annotators’ score)"));
+    });
+    return box;
+  }
   function body(c) {
     var b = el("div", "cbody");
     var link = el("a", "permalink", "link to this cluster");
@@ -195,6 +295,7 @@
       if (c.absorbed.length) what.push(["clusters "].concat(isolated(c.absorbed, ", "), [" were merged into it"]));
       if (what.length) b.appendChild(line("p", "meta", interleave(what, "; ").concat(["."])));
     }
+    if (c.verdicts && c.verdicts.length) b.appendChild(verdictCard(c));
     var added = {};  // a new cluster's members all joined it in this run: marked only in older clusters
     if (DATA.daily && c.status !== "new") c.added_ids.forEach(function (i) { added[i] = true; });
     var t = table([""].concat([head(TITLE)], MEMBER_COLUMNS.map(head), [head(ID)]));
@@ -297,10 +398,12 @@
     for (var k = start; k < end; k++) frag.appendChild(card(view[k]));
     list.appendChild(frag);
     var filtered = view.length !== all.length;
+    var topicName = state.topic ? " of this topic" : "";
     shown.textContent = view.length
       ? "Showing clusters " + fmt(start + 1) + "–" + fmt(end) + " of " + fmt(view.length) +
-        (filtered ? " matching (" + fmt(all.length) + " in this report)" : " (all clusters of this report)")
+        (filtered ? topicName + " matching (" + fmt(all.length) + " in this report)" : " (all clusters of this report)")
       : (all.length ? "No cluster matches (" + fmt(all.length) + " in this report)." : "This report has no cluster.");
+    drawTopic();
     pager(document.getElementById("pager-top"), pages);
     pager(document.getElementById("pager-bottom"), pages);
     document.querySelectorAll("button.bar").forEach(function (b) {
@@ -327,15 +430,18 @@
   });
   document.getElementById("reset").addEventListener("click", function () {
     state.q = q.value = "";
+    state.topic = "";
     ["status", "bucket", "period", "source"].forEach(function (k) { state[k] = ""; syncSelect(k); });
     apply(false);
   });
   function openFromHash() {
     var h = decodeURIComponent(location.hash.slice(1));
+    if (h.indexOf("topic-") === 0) { openTopic(h.slice(6)); return; }  // a topic group of the day's summary
     if (h.indexOf("cluster-") !== 0) return;
     var id = h.slice(8), k = view.findIndex(function (c) { return c.cluster_id === id; });
     if (k < 0) {
       state.q = q.value = "";
+      state.topic = "";
       ["status", "bucket", "period", "source"].forEach(function (key) { state[key] = ""; syncSelect(key); });
       apply(false);
       k = view.findIndex(function (c) { return c.cluster_id === id; });

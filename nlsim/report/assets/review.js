@@ -17,9 +17,12 @@
   var clusters = {};
   DATA.clusters.forEach(function (c) { clusters[c.cluster_id] = c; });
   var status = document.getElementById("rv-status");
-  var EDITORS = DATA.editors || { scored: [], decisions: [] };
-  var SCORED = {};  // pair ids of the pairs an editor already scored: never offered for review again
+  var EDITORS = DATA.editors || { scored: [], training: [], heldOut: [], decisions: [] };
+  var SCORED = {};  // pair ids of the pairs an editor already scored: never offered in the queues again
   EDITORS.scored.forEach(function (id) { SCORED[id] = true; });
+  var TRAINING = {}, HELD_OUT = {};  // of them, training pairs (a mark overrules) and held-out ones (never marked)
+  (EDITORS.training || []).forEach(function (id) { TRAINING[id] = true; });
+  (EDITORS.heldOut || []).forEach(function (id) { HELD_OUT[id] = true; });
 
   // --- the marks, kept in localStorage -----------------------------------------------------------------
   var memory = {}, kept = true;
@@ -102,6 +105,8 @@
     return pairIds[k];
   }
   function isScored(a, b) { return !!SCORED[pairIdOf(a, b)]; }
+  function isHeldOut(a, b) { return !!HELD_OUT[pairIdOf(a, b)]; }
+  function isTraining(a, b) { return !!TRAINING[pairIdOf(a, b)]; }
 
   // --- one row per pair to review ----------------------------------------------------------------------
   function el(tag, cls, text) {
@@ -155,7 +160,15 @@
     return td;
   }
   function reviewable(tr, a, b, src, score) {
-    if (isScored(a, b)) {  // an editor scored it already: nothing to review
+    if (isHeldOut(a, b)) {  // a validation or test pair: it measures the model, an editor never decides it
+      tr.classList.add("rv-scored", "rv-held");
+      var why = el("td", "rv meta", "held out: no verdict here");
+      why.title = "a validation or test pair: held out to measure the model, so it is never marked or overruled";
+      tr.appendChild(why);
+      return tr;
+    }
+    var overrule = isScored(a, b);
+    if (overrule && !isTraining(a, b)) {  // scored, its split not known to this run: left as it is
       tr.classList.add("rv-scored");
       tr.appendChild(el("td", "rv meta", "already scored"));
       return tr;
@@ -166,7 +179,9 @@
     tr.dataset.src = src;
     tr.dataset.key = pairKey(a, b);
     if (score !== null && score !== undefined && score !== "") tr.dataset.score = score;
+    if (overrule) tr.dataset.overrule = "1";  // a training pair an annotator scored: a mark overrules it
     tr.appendChild(reviewCell(tr));
+    if (overrule) tr.lastChild.insertBefore(el("span", "rv-overrule", "scored by an annotator: your verdict overrules it"), tr.lastChild.firstChild);
     tr.addEventListener("click", function (e) {
       if (!e.target.closest("a, button, input")) current(tr);
     });
@@ -211,6 +226,7 @@
         a: items[a].id, b: items[b].id, v: v, src: old ? old.src : tr.dataset.src,
         score: tr.dataset.score === undefined ? null : Number(tr.dataset.score),
         notes: old ? old.notes || "" : "", at: new Date().toISOString(), exported: false,
+        overrule: tr.dataset.overrule === "1",
       };
     }
     save();
@@ -302,9 +318,111 @@
     REDUCED.forEach(function (col) { p[col.name] = reduced(col, p); });
     return p;
   }
+  // --- the preview of a join: "same story" marks between two clusters (or a cluster and an item of none)
+  // join them as the run's story rule would (rules.js, a port of nlsim.clusters.rules: the clusters' links,
+  // the marks among their items as must-links and cannot-links) ---------------------------------------------
+  var RULE = DATA.rule || { name: "components", cut: "order" };
+  function earliest(x, y) {  // the order rule: earliest first, undated last, ties by id
+    var tx = items[x].published_at || "\uffff", ty = items[y].published_at || "\uffff";
+    return tx < ty ? -1 : tx > ty ? 1 : cmpCodePoints(items[x].id, items[y].id);
+  }
+  function blank(members) {  // a cluster of items of no cluster: the clusters columns, nothing yet
+    var c = { cluster_id: "c-" + items[members[0]].id, status: "new", absorbed: [], added_ids: [], pairs: [],
+      representative: members[0], member_ids: members, size: members.length, bucket: "", period: null };
+    DATA.columns.clusters.forEach(function (col) { if (!(col.name in c)) c[col.name] = null; });
+    return c;
+  }
+  function joins() {  // the groups of clusters (and lone items) that "same story" marks join: [{parts, must, cannot}]
+    var home = {}, root = {};
+    ORIGINAL.forEach(function (c) { c.member_ids.forEach(function (i) { home[i] = c.cluster_id; }); });
+    function key(i) { return home[i] !== undefined ? "c:" + home[i] : "i:" + i; }
+    function find(k) {
+      if (root[k] === undefined) root[k] = k;
+      while (root[k] !== k) { root[k] = root[root[k]]; k = root[k]; }
+      return k;
+    }
+    var pairs = [];
+    Object.keys(marks).forEach(function (k) {
+      var m = marks[k], a = index[m.a], b = index[m.b];
+      if (a === undefined || b === undefined) return;
+      pairs.push([a, b, m.v]);
+      if (m.v >= 1 && key(a) !== key(b)) root[find(key(a))] = find(key(b));
+    });
+    var groups = {};
+    Object.keys(root).forEach(function (k) { (groups[find(k)] = groups[find(k)] || []).push(k); });
+    return Object.keys(groups).filter(function (g) { return groups[g].length > 1; }).map(function (g) {
+      var keys = {};
+      groups[g].forEach(function (k) { keys[k] = true; });
+      var inside = pairs.filter(function (p) { return keys[key(p[0])] && keys[key(p[1])]; });
+      return {
+        keys: groups[g],
+        must: inside.filter(function (p) { return p[2] >= 1; }), cannot: inside.filter(function (p) { return p[2] < 1; }),
+      };
+    });
+  }
+  function joined(j, byId) {  // the clusters the rule makes of one join's clusters, lone items and marks
+    var parts = j.keys.map(function (k) { return k.charAt(0) === "c" ? byId[k.slice(2)] : null; });
+    var lone = j.keys.filter(function (k) { return k.charAt(0) === "i"; }).map(function (k) { return Number(k.slice(2)); });
+    var links = [], from = {};
+    parts.forEach(function (c) {
+      if (!c) return;
+      c.member_ids.forEach(function (i) { from[i] = c; });
+      c.pairs.forEach(function (p) { if (p.similarity !== null) links.push([items[p.id_a].id, items[p.id_b].id, p.similarity]); });
+    });
+    function ids(ps) { return ps.map(function (p) { return [items[p[0]].id, items[p[1]].id]; }); }
+    var groups = window.nlsimRules.clusters(RULE, links, { must: ids(j.must), cannot: ids(j.cannot) }, {}, RULE.cut || "order")
+      .map(function (g) { return g.map(function (id) { return index[id]; }); });
+    var placed = {};
+    groups.forEach(function (g) { g.forEach(function (i) { placed[i] = true; }); });
+    parts.forEach(function (c) {  // a member the page's links do not hold (a daily run's older links) stays home
+      if (!c) return;
+      var left = c.member_ids.filter(function (i) { return !placed[i]; });
+      if (!left.length) return;
+      var g = groups.filter(function (g) { return g.indexOf(c.representative) >= 0; })[0];
+      if (g) Array.prototype.push.apply(g, left); else groups.push(left);
+      left.forEach(function (i) { placed[i] = true; });
+    });
+    var out = [], taken = {};
+    groups.sort(function (x, y) { return y.length - x.length; });  // the largest keeps its cluster's id
+    groups.forEach(function (g) {
+      if (g.length < 2) return;
+      g.sort(earliest);
+      var mine = [];
+      parts.forEach(function (c) { if (c && g.some(function (i) { return from[i] === c; })) mine.push(c); });
+      mine.sort(function (x, y) { return y.size - x.size || earliest(x.member_ids[0], y.member_ids[0]); });
+      // a group keeps the id of a cluster whose key member (its earliest item) it holds, as the order rule
+      // names clusters (nlsim.clusters.order); else it is named by its own earliest item
+      var inG = {};
+      g.forEach(function (i) { inG[i] = true; });
+      var named = mine.filter(function (c) { return inG[c.member_ids[0]] && !taken[c.cluster_id]; })[0];
+      var base = named || (mine.length ? mine[0] : blank(g));
+      var merged = Object.assign({}, base, {
+        pairs: [].concat.apply([], mine.map(function (c) { return c.pairs; })),
+        added_ids: [].concat.apply([], mine.map(function (c) { return c.added_ids; })),
+      });
+      var p = piece(merged, g, !!named);
+      if (named) taken[named.cluster_id] = true;
+      var others = mine.filter(function (c) { return c.cluster_id !== p.cluster_id; }).map(function (c) { return c.cluster_id; });
+      var grew = mine.length > 1 || g.some(function (i) { return !from[i]; }) || !mine.length;
+      if (grew) {
+        p.joined = others;
+        p.preview = "joined by your mark" + (others.length ? " with " + others.join(", ") : "") + " (preview)";
+      } else if (named && g.length === named.size) {
+        p = named;  // the cluster as it was
+      }
+      out.push(p);
+    });
+    return out;
+  }
   function preview() {  // DATA.clusters from the report's clusters and the marks; whether anything changed
-    var out = [];
+    var out = [], byId = {}, done = {};
+    ORIGINAL.forEach(function (c) { byId[c.cluster_id] = c; });
+    if (window.nlsimRules) joins().forEach(function (j) {
+      j.keys.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
+      Array.prototype.push.apply(out, joined(j, byId));
+    });
     ORIGINAL.forEach(function (c) {
+      if (done[c.cluster_id]) return;
       var inC = {}, cannot = [], must = [];
       c.member_ids.forEach(function (i) { inC[i] = true; });
       Object.keys(marks).forEach(function (k) {
@@ -494,7 +612,8 @@
     var others = [], m = c.member_ids;
     for (var x = 0; x < m.length; x++)
       for (var y = x + 1; y < m.length; y++)
-        if (!linked[pairKey(m[x], m[y])] && !isScored(m[x], m[y])) others.push({ a: m[x], b: m[y] });
+        if (!linked[pairKey(m[x], m[y])] && (!isScored(m[x], m[y]) || isTraining(m[x], m[y])))
+          others.push({ a: m[x], b: m[y] });
     if (!others.length) return;
     var LIMIT = 200;
     var d = el("details", "rv-inside");
@@ -559,7 +678,7 @@
   }
   function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
   var NUMBERS = { similarity: true, score: true, threshold: true };  // numbers stay numbers
-  function exportRow(m, name) {  // one line of the export: META.columns, then META.hashColumns
+  function exportRow(m, name, overrules) {  // one line: META.columns, META.hashColumns[, overrule]
     var a = items[index[m.a]], b = items[index[m.b]], textA = String(a.title), textB = String(b.title);
     var row = {
       pair_id: pairId(m), id_a: m.a, id_b: m.b, text_a: textA, text_b: textB,
@@ -568,7 +687,9 @@
       threshold: META.threshold === null ? "" : META.threshold,
     };
     var cells = META.columns.map(function (c) { return field(NUMBERS[c] ? row[c] : sheetText(row[c])); });
-    return cells.concat([field(sha256Hex(textA)), field(sha256Hex(textB))]).join(",");
+    cells = cells.concat([field(sha256Hex(textA)), field(sha256Hex(textB))]);
+    if (overrules) cells.push(field(m.overrule ? "true" : "false"));
+    return cells.join(",");
   }
   function annotator() {
     var input = document.getElementById("rv-annotator");
@@ -591,8 +712,11 @@
     var name = annotator();
     if (!name) { say("The export needs your name (the annotator column)."); return; }
     keys.sort(function (x, y) { return marks[x].at < marks[y].at ? -1 : 1; });
-    var lines = [META.columns.concat(META.hashColumns).join(",")];
-    keys.forEach(function (k) { lines.push(exportRow(marks[k], name)); });
+    // the overrule column only when a mark overrules an annotator's score: else the export is as before
+    var overrules = keys.some(function (k) { return marks[k].overrule; });
+    var head = META.columns.concat(META.hashColumns, overrules ? [META.overruleColumn] : []);
+    var lines = [head.join(",")];
+    keys.forEach(function (k) { lines.push(exportRow(marks[k], name, overrules)); });
     var blob = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], { type: "text/csv;charset=utf-8" });
     var link = el("a");
     var stamp = new Date().toISOString().replace(/[-:]/g, "").slice(0, 15);

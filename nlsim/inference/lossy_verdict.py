@@ -1,12 +1,12 @@
-"""The quality check of a model's lossy inference paths, as a run reads it: where it is stored, today's
-limits, and the verdict on each path.
+"""Whether a lossy inference path may run: the quality check of a model's lossy paths as a run reads it
+(where it is stored), today's limits, and the verdict on each path.
 
 A lossy path (``onnx-int8``, ``torch-bf16``, ``torch-int8``, and on a GPU ``torch-bf16`` and
 ``torch-fp16``; :mod:`nlsim.inference.paths`) stays a candidate only when the model's quality check passed
 it (:func:`quality_verdict`: on the annotated validation pairs, Spearman ×100 at most
 :data:`MAX_SPEARMAN_LOSS` below fp32, same-story F1 at the calibrated threshold not lower, and the vectors
 within :data:`MIN_COSINE` of fp32, or cross-encoder scores within :data:`MAX_SCORE_DIFF` of fp32's and
-:data:`MEAN_SCORE_DIFF` on average). The check itself (:mod:`nlsim.training.quality_check`) is made where
+:data:`MEAN_SCORE_DIFF` on average). The check itself (:mod:`nlsim.training.lossy_check`) is made where
 pairs are at hand (``nlsim finetune`` when it writes the model folder, ``nlsim calibrate``, the chain) and
 stored: ``MODEL/quality_check.json`` (``MODEL/reranker/quality_check.json``) or
 ``$NLSIM_HOME/quality-check/``. Records stored under their earlier names (``precision.json``,

@@ -24,6 +24,7 @@ import pytest
 
 from nlsim.dedup.config import DedupConfig
 from nlsim.errors import ConfigError, InputError, StateError
+from tests.command import refused
 from tests.faults import fault_env
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
 from tests.stsb_helpers import stsb_sample, write_stsb_sample
@@ -60,19 +61,6 @@ def nlsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproces
         text=True,
         timeout=600,
     )
-
-
-def refused(proc: subprocess.CompletedProcess[str], status: int, *words: str) -> str:
-    """Assert a refusal: ``status``, a last stderr line ``nlsim ...: error: ...`` holding ``words``, no
-    traceback. Returns the message."""
-    lines = proc.stderr.strip().splitlines()
-    message = lines[-1] if lines else ""
-    assert proc.returncode == status, f"exit {proc.returncode}; stderr: {proc.stderr[-1500:]}"
-    assert message.startswith("nlsim ") and ": error: " in message, proc.stderr[-1500:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-1500:]
-    for word in words:
-        assert word in message, f"{word!r} not in {message!r}"
-    return message
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -155,7 +143,9 @@ def test_finetune_out_holding_its_own_pairs_is_refused(tmp_path: Path, pairs_fil
 
     model = user_folder(tmp_path / "model", {MARKER: json.dumps(marker_record("model"))})
     shutil.copy(pairs_file, model / "pairs.tsv")
-    cfg = FinetuneConfig(pairs=str(model / "pairs.tsv"), out=str(model), model=FAST_MODEL, conversion="none")
+    cfg = FinetuneConfig.of(
+        pairs=str(model / "pairs.tsv"), out=str(model), model=FAST_MODEL, conversion="none"
+    )
     with pytest.raises(ConfigError, match="contains --pairs"):
         finetune(cfg)
 
@@ -257,7 +247,7 @@ def _daily(tmp_path: Path, corpus: pd.DataFrame, name: str, **changes: object) -
 
     path = tmp_path / f"{name}.parquet"
     corpus.to_parquet(path, index=False)
-    cfg = DedupConfig(
+    cfg = DedupConfig.of(
         corpus=str(path),
         out=str(tmp_path / "out"),
         model="x",
@@ -300,11 +290,11 @@ def test_a_clock_or_retention_that_would_empty_every_later_window_is_refused_up_
     """A state's clock never moves back: an --as-of typed in the future would make every later day's items
     too old, for good. A retention beyond what time arithmetic holds crashed."""
     with pytest.raises(ConfigError, match=re.escape(words)):
-        DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), state=str(tmp_path / "st"), **{option: value})
+        DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), state=str(tmp_path / "st"), **{option: value})
     now, st = pd.Timestamp.now(tz="UTC").isoformat(), str(tmp_path / "st")
-    DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), state=st, as_of=now, retention_days=36_525)
+    DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), state=st, as_of=now, retention_days=36_525)
     with pytest.raises(ConfigError, match="--as-of works on a daily state: give --state DIR"):
-        DedupConfig(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
+        DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
 
 
 def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nlsim.inference.quality_check import (
+from nlsim.inference.lossy_verdict import (
     QUALITY_CHECK_JSON,
     RECORD_FORMAT,
     load_quality_check,
@@ -58,7 +58,7 @@ def test_a_path_left_unchecked_where_the_model_was_trained_takes_a_later_check(
 ) -> None:
     """A folder's record made on an avx2-only CPU leaves bf16 unchecked; a record made here under
     ``$NLSIM_HOME`` fills that path, judged against its own fp32 reference; what the folder checked wins."""
-    from nlsim.inference.quality_check import quality_verdict
+    from nlsim.inference.lossy_verdict import quality_verdict
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     folder = tmp_path / "model"
@@ -91,8 +91,8 @@ def test_a_record_stored_again_under_the_home_keeps_what_another_cpu_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two CPU kinds sharing one ``$NLSIM_HOME``: each one's check keeps the other's figures."""
-    from nlsim.inference.quality_check import quality_verdict
-    from nlsim.training.quality_check import store_checks
+    from nlsim.inference.lossy_verdict import quality_verdict
+    from nlsim.training.lossy_check import store_checks
 
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     bf16_cpu = record("m") | {

@@ -8,7 +8,7 @@ threshold`` (the model's calibrated threshold; gold ``>= 1.0``), and the lowest 
 text's vector and its fp32 vector. A cross-encoder's (:func:`check_cross_encoder`, the bi-encoder's fp32
 cosine in both): Spearman ×100 of the rerank score, its same-story F1 at the reranker's calibrated
 threshold, and the largest and mean difference of the cross-encoder's scores from fp32's.
-:func:`nlsim.inference.quality_check.quality_verdict` judges the figures (what a run reads lives there, in
+:func:`nlsim.inference.lossy_verdict.quality_verdict` judges the figures (what a run reads lives there, in
 the inference room; making the check runs both model kinds, so it lives here, above them);
 :func:`check_model` checks both of a model and :func:`store_checks` writes the records as
 ``quality_check.json`` in a model folder or under ``$NLSIM_HOME/quality-check/``, where the run that loads
@@ -44,8 +44,7 @@ from nlsim.evaluation.metrics import convert_texts
 from nlsim.inference.choice import worth_checking
 from nlsim.inference.cpu import cpu_info
 from nlsim.inference.gpu import gpu_info
-from nlsim.inference.paths import LOSSY, split_path
-from nlsim.inference.quality_check import (
+from nlsim.inference.lossy_verdict import (
     MAX_SCORE_DIFF,
     MAX_SPEARMAN_LOSS,
     MEAN_SCORE_DIFF,
@@ -61,6 +60,7 @@ from nlsim.inference.quality_check import (
     save_quality_check,
     was_tried,
 )
+from nlsim.inference.paths import LOSSY, split_path
 from nlsim.inference.target import Target
 from nlsim.progress import say
 from nlsim.rerank.target import cross_encoder_target
@@ -164,7 +164,7 @@ def check_encoder(
             "mean_cosine": round(float(agree.mean()), 6),
         }
 
-    return check_paths(record, target, plan, threads, measure)
+    return check_lossy_paths(record, target, plan, threads, measure)
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None)
 
 def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int | None = None) -> list[str]:
     """The lossy paths worth checking where ``target`` runs (:func:`nlsim.inference.choice.worth_checking`)
-    that ``record`` (a stored record, as :func:`nlsim.inference.quality_check.load_quality_check` reads it)
+    that ``record`` (a stored record, as :func:`nlsim.inference.lossy_verdict.load_quality_check` reads it)
     holds no figures for: those a check here would add. A record made on an avx2-only CPU leaves bf16 and
     int8 to a CPU that has the instructions; with no record, every path worth checking.
 
@@ -231,7 +231,7 @@ def unscored(record: dict[str, Any], target: Target, plan: PathPlan) -> dict[str
     return record
 
 
-def check_paths(
+def check_lossy_paths(
     record: dict[str, Any],
     target: Target,
     plan: PathPlan,
@@ -241,7 +241,7 @@ def check_paths(
     """Fill ``record["paths"]``: each path ``plan`` chose, built by ``target`` on the model's device, its
     figures from ``measure(runner)``, and the verdict; each path it did not choose as not checked, with why.
     A path that cannot be built or run is recorded with its error, and ``auto`` never takes it. Figures
-    measured on a GPU are keyed ``path@cuda`` (:func:`nlsim.inference.quality_check.entry_key`)."""
+    measured on a GPU are keyed ``path@cuda`` (:func:`nlsim.inference.lossy_verdict.entry_key`)."""
     _record_not_checked(record, target, plan)
     device = str(target.device)
     entry: dict[str, Any]
@@ -344,7 +344,7 @@ def check_cross_encoder(
             "mean_score_diff": round(float(diff.mean()), 6),
         }
 
-    return check_paths(record, target, plan, threads, measure)
+    return check_lossy_paths(record, target, plan, threads, measure)
 
 
 def check_model(
@@ -386,7 +386,7 @@ def store_checks(records: dict[str, dict[str, Any]], folder: Path | None = None)
     """Write the records: into ``folder`` (a model folder being written: ``quality_check.json`` and
     ``reranker/quality_check.json``), else under ``$NLSIM_HOME/quality-check/``, where a record made on
     another CPU kind may be already: the paths it checked and the new one did not are kept
-    (:func:`nlsim.inference.quality_check.borrow_checked`), so that machines sharing one home do not undo
+    (:func:`nlsim.inference.lossy_verdict.borrow_checked`), so that machines sharing one home do not undo
     each other's checks."""
     written = []
     for name, record in records.items():

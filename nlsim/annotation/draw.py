@@ -1,0 +1,354 @@
+"""Drawing new candidate pairs for the editors to score (``nlsim annotate draw``).
+
+Every corpus item's nearest neighbours (cosine of the chosen encoder, or character-bigram TF-IDF) plus random
+pairs make the candidate pool; pairs already annotated (either order, by id or by text) are removed. When the
+model carries a reranker (a fine-tuned model folder, or ``current``: the model store's promoted model), the
+pool is scored as the report scores it, on the rerank score, and the threshold is the reranker's; otherwise
+on the cosine. Then half the budget goes to the pairs nearest the threshold (where the model is least sure)
+and the rest is spread evenly over score strata. The CSV (the editors' file, :mod:`nlsim.io.editor_file`)
+lists the near-threshold pairs first, with an empty ``score`` column for the editor (one of the rubric's
+five levels: 0, 0.25, 0.5, 0.75, 1; see ``annotations/GUIDELINES.md``). A pair's id is made from its item
+ids: the same in every draw.
+
+Drawing refuses, before any work, an ``--out`` that is not a ``.csv`` name, a folder, or an existing file
+that is not an unscored editors' file (an editor's scores are never overwritten), and ``-n`` below 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from nlsim.annotation.validate import known_pairs
+from nlsim.encoders import load_encoder
+from nlsim.errors import ConfigError, InputError
+from nlsim.evaluation.calibration import load_calibration
+from nlsim.evaluation.metrics import convert_texts
+from nlsim.io import editor_file
+from nlsim.io.atomic import atomic_path
+from nlsim.io.corpus import load_items
+from nlsim.io.model_store import ModelStore
+from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable
+from nlsim.io.pairs import (
+    load_pairs,
+    normalise_text,
+    pair_keys,
+)
+from nlsim.progress import say
+from nlsim.rerank.reranker import Reranker, load_reranker
+
+TFIDF = "tfidf-char2"
+
+
+CURRENT = "current"
+
+
+def candidate_pool(
+    emb: np.ndarray, k: int = 10, n_random: int = 2000, seed: int = 0, block: int = 1024
+) -> pd.DataFrame:
+    """Rows ``a < b`` and their cosine: each item's ``k`` nearest neighbours + ``n_random`` random pairs."""
+    n = len(emb)
+    found: dict[tuple[int, int], float] = {}
+    kk = min(k + 1, n)
+    for start in range(0, n, block):
+        sims = emb[start : start + block] @ emb.T
+        for r in range(sims.shape[0]):
+            sims[r, start + r] = -np.inf
+        top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+        for r in range(sims.shape[0]):
+            i = start + r
+            for j in top[r]:
+                if j != i and np.isfinite(sims[r, j]):
+                    found[(min(i, int(j)), max(i, int(j)))] = float(sims[r, j])
+    rng = np.random.default_rng(seed)
+    for _ in range(n_random):
+        i, j = (int(x) for x in rng.choice(n, size=2, replace=False))
+        a, b = min(i, j), max(i, j)
+        found.setdefault((a, b), float(emb[a] @ emb[b]))
+    rows = np.array(list(found.keys()), dtype=np.int64).reshape(-1, 2)
+    return pd.DataFrame({"a": rows[:, 0], "b": rows[:, 1], "similarity": list(found.values())})
+
+
+def select_candidates(
+    pool: pd.DataFrame,
+    n: int,
+    threshold: float,
+    *,
+    strata: int = 5,
+    near_fraction: float = 0.5,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``n`` rows of ``pool``: the ``near_fraction`` nearest ``threshold`` first, the rest stratified.
+
+    Strata are equal-count bins of similarity over the pool; each gets an equal share (drawn at random
+    within the bin). Adds ``stratum`` (``near-threshold`` or ``sim-bin-K``).
+
+    Example:
+        >>> pool = pd.DataFrame({"a": range(10), "b": range(1, 11), "similarity": np.linspace(0, 0.9, 10)})
+        >>> select_candidates(pool, 4, 0.5, strata=2, near_fraction=0.5)["stratum"].tolist()[:2]
+        ['near-threshold', 'near-threshold']
+    """
+    if n < 1:
+        raise ConfigError(f"n must be >= 1, got {n}")
+    pool = pool.reset_index(drop=True)
+    n = min(n, len(pool))
+    n_near = int(round(n * near_fraction))
+    dist = (pool["similarity"] - threshold).abs()
+    near = dist.sort_values(kind="stable").index[:n_near]
+    chosen = pool.loc[near].assign(stratum="near-threshold")
+    rest = pool.drop(index=near)
+    n_rest = n - n_near
+    parts = [chosen]
+    if n_rest > 0 and len(rest):
+        rng = np.random.default_rng(seed)
+        bins = pd.qcut(rest["similarity"].rank(method="first"), q=min(strata, len(rest)), labels=False)
+        per = np.full(int(bins.max()) + 1, n_rest // (int(bins.max()) + 1))
+        per[: n_rest - per.sum()] += 1
+        for b, count in enumerate(per):
+            idx = rest.index[bins.to_numpy() == b]
+            take = rng.choice(idx, size=min(int(count), len(idx)), replace=False)
+            parts.append(rest.loc[np.sort(take)].assign(stratum=f"sim-bin-{b + 1}"))
+    out = pd.concat(parts)
+    return out.reset_index(drop=True)
+
+
+@dataclass
+class DrawResult:
+    """Where the drawn pairs went, how many, and the threshold (and its score) they were drawn around."""
+
+    path: Path
+    n: int
+    threshold: float
+    threshold_source: str
+    score: str = "cosine"
+    """What ``similarity`` is: ``rerank`` (the reranker's score), ``cosine`` or ``tfidf``."""
+
+
+@dataclass
+class DrawModel:
+    """The scorer of a draw: the encoder (``None`` for TF-IDF), its reranker, and its name in the file."""
+
+    name: str
+    path: str
+    encoder: Any = None
+    reranker: Reranker | None = None
+
+
+def draw_model(scorer: str, model_store: str | Path, rerank: bool | None) -> DrawModel:
+    """Load the scorer: TF-IDF, an encoder (with its reranker unless ``rerank`` is False), or ``current``,
+    the model store's promoted model."""
+    if scorer == TFIDF:
+        if rerank:
+            raise ConfigError(f"--rerank: {TFIDF} has no reranker")
+        return DrawModel(TFIDF, TFIDF)
+    name, path = scorer, scorer
+    if scorer == CURRENT:
+        store = ModelStore(model_store)
+        missing = store.missing()
+        if missing is not None:
+            raise ConfigError(
+                f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled"
+            )
+        current = store.current()
+        if current is None:
+            raise ConfigError(
+                f"--model current: no model has been promoted in {model_store} yet; name a model or a "
+                "fine-tuned model folder"
+            )
+        name, path = current.name, str(current)
+    encoder = load_encoder(path)
+    reranker = None if rerank is False else load_reranker(getattr(encoder, "path", None) or path)
+    if rerank and reranker is None:
+        raise ConfigError(f"--rerank: model {scorer!r} has no reranker (train one with nlsim finetune)")
+    if reranker is not None:
+        say(reranker.describe())
+    return DrawModel(name, path, encoder, reranker)
+
+
+def rerank_pool(pool: pd.DataFrame, texts: list[str], reranker: Reranker) -> pd.DataFrame:
+    """The pool scored as a report scores its candidates: ``similarity`` becomes the rerank score, with the
+    bi-encoder's ``cosine`` and the ``cross_encoder`` score beside it."""
+    if pool.empty:
+        return pool.assign(cosine=pool["similarity"], cross_encoder=pool["similarity"])
+    a = [texts[i] for i in pool["a"]]
+    b = [texts[i] for i in pool["b"]]
+    say(f"scoring {len(pool)} candidate pairs with the reranker")
+    cross = reranker.cross_scores(a, b, progress=True, precision="fp32")
+    cosine = pool["similarity"].to_numpy(dtype=np.float64)
+    similarity = reranker.pair_scores(cosine, cross, a, b).astype(np.float64)
+    return pool.assign(cosine=cosine, cross_encoder=cross, similarity=similarity)
+
+
+def embed_items(texts: list[str], model: DrawModel) -> np.ndarray:
+    """The items' vectors: the model's encoder, or character-bigram TF-IDF without one."""
+    if model.encoder is None:
+        mat = TfidfVectorizer(analyzer="char", ngram_range=(2, 2), sublinear_tf=True).fit_transform(texts)
+        return mat.astype(np.float32).toarray()
+    return model.encoder.encode(texts, progress=True)
+
+
+def unannotated_pool(
+    emb: np.ndarray, items: pd.DataFrame, done: set[Any], *, k: int, seed: int, log: Callable[[str], None]
+) -> pd.DataFrame:
+    """The candidate pool of ``emb``'s neighbours, less what a merge would refuse: the pairs already
+    annotated (``done``: keys of :func:`~nlsim.io.pairs.pair_keys`), the pairs of two texts that are the
+    same once normalised (:func:`~nlsim.io.pairs.normalise_text`), and a second pair with the same key as
+    one kept before it (two items of one text, each paired with a third)."""
+    pool = candidate_pool(emb, k=k, seed=seed)
+    ids = items["id"].to_numpy()
+    raw = items["text"].to_numpy()
+    norm = [normalise_text(t) for t in raw]
+    keys = pair_keys(pd.DataFrame({"id_a": ids[pool["a"]], "id_b": ids[pool["b"]],
+                                   "text_a": raw[pool["a"]], "text_b": raw[pool["b"]]}))  # fmt: skip
+    taken: set[Any] = set(done)
+    keep: list[bool] = []
+    for key, a, b in zip(keys, pool["a"], pool["b"], strict=True):
+        ok = not (key & taken) and norm[a] != norm[b]
+        keep.append(ok)
+        if ok:
+            taken |= key
+    log(
+        f"{sum(keep)} candidate pairs not yet annotated "
+        f"({sum(not x for x in keep)} already annotated, repeated or of two equal texts)"
+    )
+    return pool[keep].reset_index(drop=True)
+
+
+def score_pool(
+    pool: pd.DataFrame, texts: list[str], model: DrawModel, threshold: float | None
+) -> tuple[pd.DataFrame, float, str, str]:
+    """The pool on the score pairs are drawn on (the rerank score with a reranker), the threshold they are
+    drawn around and where it comes from (given; the reranker's or the encoder's calibration; else the
+    pool's median), and the score's name."""
+    score = "tfidf" if model.encoder is None else "cosine"
+    source = "given"
+    if model.reranker is not None:
+        pool = rerank_pool(pool, texts, model.reranker)
+        score = "rerank"
+        if threshold is None and model.reranker.threshold is not None:
+            threshold, source = model.reranker.threshold, f"rerank threshold stored with {model.name}"
+    elif threshold is None and model.encoder is not None:
+        cal = load_calibration(getattr(model.encoder, "path", None) or model.path)
+        if cal is not None:
+            threshold, source = cal.threshold, f"calibration of {model.name}"
+    if threshold is None:
+        threshold, source = float(pool["similarity"].median()), "median score of the pool"
+    return pool, float(threshold), source, score
+
+
+def editor_rows(picked: pd.DataFrame, items: pd.DataFrame, model: str, threshold: float) -> pd.DataFrame:
+    """The drawn pairs as rows of the editors' file, ``score`` left blank for the editor."""
+    ids = items["id"].to_numpy()
+    raw = items["text"].to_numpy()
+    return pd.DataFrame(
+        {
+            "pair_id": [
+                editor_file.pair_id(ids[a], ids[b]) for a, b in zip(picked["a"], picked["b"], strict=True)
+            ],
+            "id_a": ids[picked["a"]],
+            "id_b": ids[picked["b"]],
+            "text_a": raw[picked["a"]],
+            "text_b": raw[picked["b"]],
+            "similarity": picked["similarity"].round(4).to_numpy(),
+            "stratum": picked["stratum"].to_numpy(),
+            "score": "",
+            "annotator": "",
+            "notes": "",
+            "model": model,
+            "threshold": round(float(threshold), 6),
+        },
+        columns=list(editor_file.COLUMNS),
+    )
+
+
+def draw_candidates(
+    corpus: str | Path,
+    annotated: str | Path | None,
+    out: str | Path,
+    *,
+    n: int = 100,
+    scorer: str = "multilingual-e5-small",
+    conversion: str = "tw2sp",
+    threshold: float | None = None,
+    text_field: str | None = None,
+    k: int = 10,
+    seed: int = 0,
+    rerank: bool | None = None,
+    model_store: str | Path = "models",
+    log: Callable[[str], None] = say,
+) -> DrawResult:
+    """Write ``n`` new candidate pairs from ``corpus`` to the CSV ``out`` for an editor to score.
+
+    ``scorer`` is an encoder name or folder, ``current`` (the promoted model of ``model_store``) or
+    ``tfidf-char2``. With a reranker (unless ``rerank`` is False) the pairs are drawn on the rerank score
+    around ``threshold`` (default: the reranker's calibrated threshold); otherwise on the cosine around
+    ``threshold`` (default: the encoder's ``calibration.json``, else the median of the pool). ``out`` must
+    not be one of the inputs (refused before any work).
+    """
+    if n < 1:
+        raise ConfigError(f"-n must be at least 1, got {n}")
+    check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
+    check_out(out)
+    check_writable(out, what="--out")
+    items = load_items(corpus, text_field)
+    if len(items) < 2:
+        raise InputError(corpus, None, None, f"{len(items)} item(s): drawing pairs needs at least 2")
+    done = set(known_pairs(load_pairs(annotated))) if annotated else set()
+    model = draw_model(scorer, model_store, rerank)
+    texts = convert_texts(items["text"].tolist(), conversion)
+    try:
+        emb = embed_items(texts, model)
+    except ValueError as exc:
+        if model.encoder is not None:
+            raise
+        raise InputError(
+            corpus,
+            None,
+            text_field,
+            f"{TFIDF} finds no two characters in a row in any text ({exc}); use an encoder (--model)",
+        ) from None
+    pool = unannotated_pool(emb, items, done, k=k, seed=seed, log=log)
+    if pool.empty:
+        raise InputError(
+            corpus,
+            None,
+            None,
+            "no candidate pair left to draw: every pair found is already annotated"
+            + (f" in {annotated}" if annotated else "")
+            + " or pairs two equal texts; nothing was written",
+        )
+    pool, threshold, source, score = score_pool(pool, texts, model, threshold)
+    frame = editor_rows(select_candidates(pool, n, threshold, seed=seed), items, model.name, threshold)
+    out = Path(out)
+    cells = frame.copy()  # opened in a spreadsheet: a text it would run as a formula is kept as text
+    for col in ("pair_id", "id_a", "id_b", "text_a", "text_b", "stratum", "model"):
+        cells[col] = cells[col].map(lambda v: editor_file.escape(v) if isinstance(v, str) else v)
+    with atomic_path(out, suffix=".csv") as tmp:
+        cells.to_csv(tmp, index=False, encoding="utf-8-sig")
+    log(
+        f"wrote {len(frame)} pairs to {out} (drawn on the {score} score around {threshold:.4f}, from "
+        f"{source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
+    )
+    return DrawResult(out, len(frame), float(threshold), source, score)
+
+
+def check_out(out: str | Path) -> None:
+    """Refuse, before any work, a ``--out`` draw must not write: a name not ending in ``.csv``, a folder,
+    a file that is not an editors' file nlsim drew, or a drawn file that already holds scores (an
+    editor's work, to be merged first)."""
+    path = Path(out)
+    if path.suffix.lower() != ".csv":
+        raise ConfigError(f"--out {out}: draw writes a CSV file; give a name ending in .csv")
+    held = editor_file.scores_held(path) if path.exists() and not path.is_dir() else None
+    if held:
+        raise ConfigError(
+            f"--out {out} already holds {held} score(s) filled in by an editor; refusing to overwrite "
+            "them: merge it first (nlsim annotate merge) or choose another --out"
+        )
+    check_replaceable(path, lambda _: held == 0, what="--out", kind="editors' file (nlsim annotate draw)")

@@ -1,0 +1,353 @@
+"""Merging an editors' filled file into the pair file (``nlsim annotate merge``), and checking the verdict
+store against the pair file (``nlsim annotate verdicts``).
+
+The filled file is checked first (:mod:`~nlsim.annotation.validate`); its pairs are appended to the pair
+file with split ``train`` unless told otherwise (:mod:`~nlsim.annotation.pair_file`), and added to the
+verdict store beside it (:mod:`nlsim.clusters.verdicts`); a row overruling a training pair already scored
+goes into the verdict store only. All of it under a lock on the pair file's folder (one merge at a time): a
+refused merge changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from nlsim.annotation.pair_file import appended, columns_of, write_checked
+from nlsim.annotation.validate import (
+    Scored,
+    cell_problems,
+    check_new,
+    check_texts,
+    is_blank,
+    known_texts,
+    overrule_rows,
+    read_filled,
+    unescape_cells,
+    validate_filled,
+)
+from nlsim.clusters.constraints import pair_key
+from nlsim.clusters.verdicts import (
+    ACTING_SPLIT,
+    PairRow,
+    StoreCheck,
+    Verdict,
+    check_store,
+    holds_already,
+    overruling,
+    retire_earlier,
+    write_store,
+)
+from nlsim.errors import ConfigError, InputError
+from nlsim.faults import MERGE_FAULT_STAGES, fault_point
+from nlsim.io import editor_file
+from nlsim.io.atomic import atomic_write_bytes
+from nlsim.io.lock import LockedError
+from nlsim.io.pairs import (
+    SPLITS,
+    item_id,
+    read_pair_table,
+    validate_pairs,
+)
+from nlsim.io.tables import table_format
+from nlsim.progress import say
+
+MERGE_LOCK_WAIT = 60.0
+"""Seconds a merge waits for another merge into the same folder before it gives up."""
+
+
+@contextlib.contextmanager
+def merge_lock(target: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the folder of ``target`` (one merge into it at a time), waiting up to
+    :data:`MERGE_LOCK_WAIT` seconds; the kernel drops it when the process ends, so it never stays stuck.
+    A folder that cannot be opened for reading (write and search permission only) gets the lock on
+    ``target`` itself; a ``target`` that cannot be opened either is refused by name."""
+    try:
+        fd = os.open(target.parent, os.O_RDONLY)
+    except OSError:  # a folder that may be written but not listed: lock the pair file itself
+        try:
+            fd = os.open(target, os.O_RDONLY)
+        except OSError as exc:
+            raise InputError(target, None, None, f"cannot be opened ({exc.strerror or exc})") from None
+    try:
+        deadline = time.monotonic() + MERGE_LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"another merge into {target} is running (waited {MERGE_LOCK_WAIT:g} s); try again "
+                        "once it has finished"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@dataclass
+class MergeResult:
+    """What a merge did: pairs added, blank rows skipped, pairs in the file now, their split, the file."""
+
+    added: int
+    skipped_blank: int
+    total: int
+    split: str
+    path: Path
+    skipped_scored: int = 0
+    """Rows skipped because their pair was already annotated (``--skip-scored``)."""
+    verdicts: Path | None = None
+    """The verdict store the merged pairs were added to (beside the pair file)."""
+    overruled: int = 0
+    """Training pairs the pair file already scored whose verdict is now the editor's newer decision."""
+    already_held: int = 0
+    """Overruling rows whose decision already held (merged before from the same file): nothing new."""
+
+
+def merge_annotations(
+    filled: str | Path,
+    pairs_file: str | Path,
+    *,
+    split: str = "train",
+    skip_blank: bool = False,
+    corpus: str | Path | None = None,
+    skip_scored: bool = False,
+    overrule: bool = False,
+    log: Callable[[str], None] = say,
+) -> MergeResult:
+    """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
+
+    Each text is checked against its item's known text (the pair file, ``corpus``):
+    :func:`~nlsim.annotation.validate.check_texts`.
+
+    The editor's ``stratum`` (prefixed ``editor-loop:``), ``annotator`` and ``notes`` are kept (as columns
+    of the pair file, empty for older rows). The merged table is validated (no pair twice, none in two
+    splits), written beside the pair file, read back and compared before it replaces the file, atomically:
+    a refused merge leaves the pair file as it was. A TSV or CSV pair file keeps its existing rows byte for
+    byte (byte-order mark and line endings included), and every pair file keeps its permissions; a
+    symbolic link is followed (its target is rewritten). One merge into a folder at a time: the pair file
+    is read under a lock (:func:`merge_lock`).
+
+    Every conflict with the pair file is named at once; ``skip_scored`` skips (and counts) the rows whose
+    pair is already annotated instead. The merged pairs are also the editors' verdicts, added to the
+    store beside the pair file (:mod:`nlsim.clusters.verdicts`) that later reports honour.
+
+    ``overrule`` (or a row's ``overrule`` cell, :data:`editor_file.OVERRULE`): a row whose pair the pair
+    file already scores in its training split is the editor's newer decision. It is recorded in the
+    verdict store as the pair's verdict, the decisions it overrules kept with it
+    (:func:`~nlsim.clusters.verdicts.overruling`), and the pair file is left as it is; a validation or test
+    pair is never overruled (refused by name). A row whose decision already holds (the same score from the
+    same editor and file: a file merged again) adds nothing and is counted.
+    """
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
+    raw = unescape_cells(read_filled(filled))
+    early: list[InputError] = []
+    intent = overrule_rows(raw, filled, early, every=overrule)
+    new = validate_filled(raw, filled, skip_blank=skip_blank, problems=early)
+    skipped = int(raw["score"].map(is_blank).sum()) if skip_blank else 0
+    path = Path(pairs_file)
+    target = Path(os.path.realpath(path)) if path.exists() else path
+    fmt = table_format(target, ("parquet", "csv", "tsv"))
+    with merge_lock(target):
+        data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
+        original = read_pair_table(target)  # existing rows are written back exactly as read
+        existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
+        new, found = check_texts(new, known_texts(existing, pairs_file, corpus), filled, corpus)
+        early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
+        scored = check_new(
+            new,
+            existing,
+            filled,
+            pairs_file,
+            skip_scored=skip_scored,
+            found=found,
+            early=early,
+            intent=intent,
+        )
+        fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
+        label = f"{pairs_file} merged with {filled}"
+        body = appended(original, fresh, split, fmt, data, label) if len(fresh) else None
+        # the verdicts are checked and written before the pair file: its rename commits the merge
+        with _verdicts_kept(fresh, newer, scored.overrules, path, existing, split, filled, log) as kept:
+            if body is not None:
+                write_checked(target, body.checked, body.write, label)
+    total = len(body.checked) if body is not None else len(existing)
+    result = MergeResult(
+        len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled, kept.already
+    )
+    log(_merge_said(result, skip_scored))
+    return result
+
+
+def _merge_said(result: MergeResult, skip_scored: bool) -> str:
+    """What a merge says it did, in one line."""
+    scored_note = f", {result.skipped_scored} already annotated skipped" if skip_scored else ""
+    said = (
+        f"added {result.added} pairs to {result.path} as {result.split!r} "
+        f"({result.skipped_blank} blank rows skipped{scored_note}); now {result.total} pairs"
+    )
+    if result.overruled:
+        said += (
+            f"; {result.overruled} training pair(s) overruled: the editor's newer decision is their verdict "
+            f"in {result.verdicts} (the earlier kept with it; the pair file keeps its score) and the next "
+            "training reads it"
+        )
+    if result.already_held:
+        said += f"; {result.already_held} overruling decision(s) already held (merged before): nothing new"
+    if result.verdicts is not None and not result.overruled:
+        said += f"; the verdicts are kept in {result.verdicts}"
+    return said
+
+
+def _parted(
+    new: pd.DataFrame, scored: Scored, skip_scored: bool, filled: str | Path, pairs_file: str | Path
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """``new`` parted into the rows the pair file does not score yet (appended to it) and the overruling
+    ones (:attr:`~nlsim.annotation.validate.Scored.overrules`: the verdict store only), without those
+    ``--skip-scored`` skips; and how many it skipped."""
+    rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
+    skip = scored.skipped if skip_scored else set()
+    fresh = _rows_of(new, rows, [r not in scored.overrules and r not in skip for r in rows])
+    newer = _rows_of(new, rows, [r in scored.overrules for r in rows])
+    if fresh.empty and newer.empty:
+        raise InputError(filled, None, None, f"every pair of the file is already annotated in {pairs_file}")
+    return fresh, newer, len(skip & set(rows))
+
+
+def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFrame:
+    """The rows of ``new`` that ``keep`` says, with their sheet rows."""
+    out = new[keep].reset_index(drop=True)
+    out.attrs["rows"] = [r for r, k in zip(rows, keep, strict=True) if k]
+    return out
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What a merge did to the verdict store: its path (``None``: no verdict to keep), the training pairs
+    overruled, and the overruling rows whose decision already held."""
+
+    store: Path | None = None
+    overruled: int = 0
+    already: int = 0
+
+
+@contextlib.contextmanager
+def _verdicts_kept(
+    fresh: pd.DataFrame,
+    newer: pd.DataFrame,
+    rows: dict[int, PairRow],
+    pairs_file: Path,
+    existing: pd.DataFrame,
+    split: str,
+    filled: str | Path,
+    log: Callable[[str], None],
+) -> Iterator[_Kept]:
+    """Add the merged pairs that have both item ids (``fresh``) and the overruling rows (``newer``, each
+    with its pair's row of the pair file in ``rows``, by sheet row) to the verdict store of ``pairs_file``,
+    together with the pair file's write (the body). The store is read and checked against the pair file
+    first (:func:`~nlsim.clusters.verdicts.check_store`: a verdict the pair file does not hold is rolled
+    back, a merged pair the store lacks rebuilt, a store under an earlier name taken in, each said), so a
+    store that cannot be read, or holds a damaged row, refuses the merge before anything is written. An
+    overruling row becomes the pair's verdict with the decisions it overrules
+    (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds. The store is written
+    (atomically) before the body and put back as it was when the body fails; the pair file's rename commits
+    the merge's new pairs (its overrules are committed with the store: a merge stopped in between is merged
+    again whole, the overrules holding already). Yields what it did."""
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    records = _new_verdicts(fresh, split, filled, now)
+    wanted = _new_verdicts(newer, ACTING_SPLIT, filled, now)
+    if not records and not wanted:
+        yield _Kept()
+        return
+    check = check_store(pairs_file, existing)
+    check.refuse_damaged()
+    for line in check.notes():
+        log(line)
+    by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
+    overrules = [
+        overruling(v, check.verdicts.get(v.key), by_key[v.key], pairs_file)
+        for v in wanted
+        if not holds_already(v, check.verdicts.get(v.key))
+    ]
+    store = check.path
+    kept = _Kept(store, len(overrules), len(wanted) - len(overrules))
+    if not records and not overrules:
+        yield kept  # every overrule holds already: nothing to write
+        return
+    before = store.read_bytes() if store.is_file() else None
+    held = check.verdicts.updated([*records, *overrules])
+    write_store(check, held)
+    fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
+    try:
+        yield kept
+    except BaseException:
+        if before is None:
+            store.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(store, before)
+        raise
+    for gone in retire_earlier(check, held):
+        log(f"removed {gone}: every verdict it held is in {store} now")
+
+
+def _new_verdicts(new: pd.DataFrame, split: str, filled: str | Path, now: str) -> list[Verdict]:
+    """The merged rows that name both items as verdicts, merged at ``now``, with the hashes of the texts
+    merged."""
+    if "id_a" not in new.columns or "id_b" not in new.columns:
+        return []
+    who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    return [
+        Verdict(
+            item_id(a),
+            item_id(b),
+            float(score),
+            split,
+            "" if is_blank(w) else str(w),
+            Path(filled).name,
+            now,
+            editor_file.text_sha256(str(ta)),
+            editor_file.text_sha256(str(tb)),
+        )
+        for a, b, ta, tb, score, w in zip(
+            new["id_a"], new["id_b"], new["text_a"], new["text_b"], new["score"], who, strict=True
+        )
+        if item_id(a) and item_id(b)
+    ]
+
+
+def check_verdicts(
+    pairs_file: str | Path, *, write: bool = False, log: Callable[[str], None] = say
+) -> StoreCheck:
+    """``nlsim annotate verdicts``: check the verdict store of ``pairs_file`` against the pair file and say
+    what holds (:func:`~nlsim.clusters.verdicts.check_store`); with ``write``, write it as it holds (a
+    store under an earlier name moved to today's, merged pairs it lacked or held damaged rebuilt, verdicts
+    the pair file does not hold taken out), under the merge lock (one merge into a folder at a time)."""
+    path = Path(pairs_file)
+    target = Path(os.path.realpath(path)) if path.exists() else path
+    with merge_lock(target):
+        check = check_store(path)
+        for line in check.notes():
+            log(line)
+        held = f"{len(check.verdicts)} verdict(s), {len(check.verdicts.acting())} on training pairs"
+        if check.verdicts.overruling():
+            held += f" ({len(check.verdicts.overruling())} overruling the score the pair file gives them)"
+        if check.in_step:
+            log(f"{check.path}: {held}; in step with {path}")
+        elif write:
+            write_store(check)
+            gone = retire_earlier(check, check.verdicts)
+            log(f"wrote {check.path}: {held}" + "".join(f"; removed {p} (all in it now)" for p in gone))
+        else:
+            log(f"{check.path} is not in step with {path} ({held} hold): --write writes it")
+    return check

@@ -1,0 +1,694 @@
+"""Reading and checking an editors' filled file (a drawn file, or the report page's export) before a merge.
+
+The file is checked row by row (``InputError`` with file/row/field, a row named by its sheet row): scores on
+the rubric, no item paired with itself, one text per item id (in the file, against the pair file and the
+corpus), no pair already annotated (named with the pair it repeats) unless the row overrules a training
+pair, and no cell the pair file cannot hold. Every problem of every row is named at once. A file without
+pair ids gets each pair's id made from its item ids (:func:`editor_file.pair_id`).
+
+Example:
+    >>> frame = pd.DataFrame({"pair_id": ["x1"], "id_a": ["a"], "id_b": ["b"], "text_a": ["甲"],
+    ...                       "text_b": ["乙"], "score": ["0.75"]})
+    >>> validate_filled(frame, "filled.csv")["score"].tolist()
+    [0.75]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nlsim.clusters.constraints import pair_key
+from nlsim.clusters.verdicts import (
+    ACTING_SPLIT,
+    PairRow,
+    pair_rows,
+)
+from nlsim.errors import InputError, InputErrors
+from nlsim.io import editor_file
+from nlsim.io.cells import describe, first_control
+from nlsim.io.corpus import load_items
+from nlsim.io.pairs import (
+    item_id,
+    pair_keys,
+    read_pair_table,
+    validate_pairs,
+)
+from nlsim.io.tables import table_format
+
+LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
+
+
+def known_pairs(frame: pd.DataFrame) -> dict[tuple[str, ...], str]:
+    """Every key of every pair of ``frame`` (ids and normalised texts, either order) -> its pair id."""
+    known: dict[tuple[str, ...], str] = {}
+    for pid, keys in zip(frame["pair_id"], pair_keys(frame), strict=True):
+        for key in keys:
+            known.setdefault(key, str(pid))
+    return known
+
+
+def is_blank(value: Any) -> bool:
+    """An empty cell: ``None``, NaN, ``pd.NA``, ``pd.NaT`` or only white space."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
+
+
+def _sheet(source: str | Path, row: int | None, field: str | None, reason: str) -> InputError:
+    """A problem of an editors' file, named by its sheet row (the header is sheet row 1)."""
+    return InputError(source, row, field, reason, sheet=True)
+
+
+def _check_items(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, problems: list[InputError]
+) -> None:
+    """No item paired with itself; one text per item id within the file (each problem added to
+    ``problems``; a row's empty text is its own problem, not another text)."""
+    if "id_a" not in frame.columns or "id_b" not in frame.columns:
+        return
+    first: dict[str, tuple[str, int]] = {}
+    for i, r in enumerate(frame.itertuples(index=False)):
+        row = int(rownum[i])
+        a, b = item_id(r.id_a), item_id(r.id_b)
+        if a and a == b:
+            problems.append(_sheet(source, row, "id_b", f"item {a!r} is paired with itself"))
+            continue
+        for item, text, fld in ((a, r.text_a, "text_a"), (b, r.text_b, "text_b")):
+            if not item or is_blank(text):
+                continue
+            seen = first.setdefault(item, (str(text), row))
+            if seen[0] != str(text):
+                problems.append(
+                    _sheet(
+                        source,
+                        row,
+                        fld,
+                        f"item {item!r} has another text than at sheet row {seen[1]} ({seen[0]!r})",
+                    )
+                )
+
+
+def _semicolon_separated(path: str | Path) -> bool:
+    """True when the first line of the text file ``path`` has a ``;`` and no comma: a CSV saved by a
+    European Excel, separated by semicolons."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536).decode("utf-8", errors="replace").lstrip("\ufeff")
+    except OSError:
+        return False
+    line = head.split("\n", 1)[0]
+    return ";" in line and "," not in line
+
+
+def _semicolon_error(source: str | Path) -> InputError:
+    return InputError(
+        source,
+        None,
+        None,
+        "the file looks separated by ';' (as Excel saves CSV in some countries), not by commas: save it as "
+        "comma-separated CSV (CSV UTF-8) and merge again",
+    )
+
+
+def read_filled(path: str | Path) -> pd.DataFrame:
+    """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such."""
+    try:
+        return read_pair_table(path)
+    except InputError:
+        if table_format(path) == "csv" and _semicolon_separated(path):
+            raise _semicolon_error(path) from None
+        raise
+
+
+def _level(value: float) -> float | None:
+    """The rubric level ``value`` stands for (within 1e-9), or ``None``."""
+    return next((lv for lv in LEVELS if abs(value - lv) < 1e-9), None)
+
+
+def _fill_pair_ids(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, problems: list[InputError]
+) -> pd.DataFrame:
+    """Every row's pair id: the editor's, or when missing the id :func:`editor_file.pair_id` makes from its
+    two item ids; an ``ed-`` id that is not its items' id (a sheet sorted by some columns only), or none
+    at all, is a problem added to ``problems`` (the row keeps no pair id).
+    """
+    has_ids = "id_a" in frame.columns and "id_b" in frame.columns
+    given = frame["pair_id"] if "pair_id" in frame.columns else pd.Series([None] * len(frame), dtype=object)
+    out: list[Any] = []
+    for i, pid in enumerate(given):
+        a = item_id(frame["id_a"].iloc[i]) if has_ids else ""
+        b = item_id(frame["id_b"].iloc[i]) if has_ids else ""
+        made = editor_file.pair_id(a, b) if a and b else None
+        if is_blank(pid):
+            if made is None:
+                why = "pair id missing, and no id_a and id_b to make it from"
+                problems.append(_sheet(source, int(rownum[i]), "pair_id", why))
+            out.append(made)
+            continue
+        pid = str(pid).strip()
+        if made is not None and pid.startswith(editor_file.PAIR_ID_PREFIX) and pid != made:
+            problems.append(
+                _sheet(
+                    source,
+                    int(rownum[i]),
+                    "pair_id",
+                    f"pair id {pid!r} is not the id of its items {a!r} and {b!r} ({made!r}); was the sheet "
+                    "sorted by some columns only? Keep each row whole",
+                )
+            )
+            out.append(None)
+            continue
+        out.append(pid)
+    frame = frame.copy()
+    if "pair_id" in frame.columns:
+        frame["pair_id"] = out
+    else:
+        frame.insert(0, "pair_id", out)
+    return frame
+
+
+def _refuse(source: str | Path, problems: list[InputError], what: str = "rows refused") -> None:
+    """Raise every problem found at once (one line a row), or nothing when there is none."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise InputErrors(source, problems, what)
+
+
+def _levels(
+    scores: pd.Series, rownum: pd.Series, source: str | Path, problems: list[InputError]
+) -> list[float]:
+    """Each score as its rubric level (NaN where it is none, the problem added to ``problems``)."""
+    levels: list[float] = []
+    for i, v in enumerate(scores):
+        try:
+            level = _level(float(v))
+            why = "is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1"
+        except (TypeError, ValueError):
+            level, why = None, "is not a number"
+        if level is None:
+            problems.append(_sheet(source, int(rownum[i]), "score", f"score {v!r} {why}"))
+        levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0
+    return levels
+
+
+def validate_filled(
+    frame: pd.DataFrame,
+    source: str | Path,
+    *,
+    skip_blank: bool = False,
+    problems: list[InputError] | None = None,
+) -> pd.DataFrame:
+    """Check an editor's filled file: texts present, pair ids unique (made from the item ids when the file
+    has none), scores one of the five levels (stored as the level), no item paired with itself, one text
+    per item id, no pair twice. Rows are named by their sheet row (as a spreadsheet shows the file: the
+    header is sheet row 1), skipped blank rows counted. Returns the sound rows.
+
+    Every problem of every row is found in one pass: with ``problems`` they are added to it (the merge
+    adds the conflicts with the pair file and refuses once); without, they are raised together. A file
+    without a ``score`` column or without any scored row is refused at once."""
+    if "score" not in frame.columns:
+        if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
+            raise _semicolon_error(source)
+        raise InputError(source, None, "score", "missing column")
+    frame = frame.reset_index(drop=True)
+    if frame.empty:
+        raise InputError(source, None, None, "no pairs to merge (the file has a header only)")
+    blank = frame["score"].map(is_blank)
+    if blank.all():
+        raise InputError(source, None, "score", f"no scored pairs to merge ({len(frame)} blank row(s))")
+    found: list[InputError] = []
+    rownum = pd.Series(np.arange(2, len(frame) + 2))  # sheet rows: the header is row 1
+    if blank.any() and not skip_blank:
+        why = f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)"
+        found.extend(_sheet(source, int(r), "score", why) for r in rownum[blank.to_numpy()])
+    frame, rownum = frame[~blank].reset_index(drop=True), rownum[~blank.to_numpy()].reset_index(drop=True)
+    frame = frame.copy()
+    for col in ("pair_id", "id_a", "id_b"):  # "n-1 " or a no-break space typed around an id
+        if col in frame.columns:
+            frame[col] = frame[col].map(lambda v: v.strip() if isinstance(v, str) else v)
+    frame["score"] = _levels(frame["score"], rownum, source, found)
+    frame = _fill_pair_ids(frame, rownum, source, found)
+    _row_problems(frame, rownum, source, found)
+    _check_items(frame, rownum, source, found)
+    sound = ~rownum.isin({e.row for e in found}).to_numpy()
+    first: dict[str, int] = {}
+    for i, pid in enumerate(frame["pair_id"]):
+        if not sound[i]:
+            continue
+        if pid in first:
+            found.append(
+                _sheet(
+                    source,
+                    int(rownum[i]),
+                    "pair_id",
+                    f"duplicate pair id {pid!r} (first at sheet row {first[pid]})",
+                )
+            )
+            sound[i] = False
+        first.setdefault(pid, int(rownum[i]))
+    frame, rownum = frame[sound].reset_index(drop=True), rownum[sound].reset_index(drop=True)
+    checked = _whole_file(frame, rownum, source, found)
+    if checked is not None:
+        _pairs_once(checked, rownum, source, found)
+    if problems is None:
+        _refuse(source, _unique(found))
+    else:
+        problems.extend(found)
+    if checked is None:
+        checked, rownum = frame.iloc[:0].copy(), rownum.iloc[:0]
+    sound_rows = ~rownum.isin({e.row for e in found}).to_numpy()
+    checked = checked[sound_rows].reset_index(drop=True)
+    checked.attrs["rows"] = rownum[sound_rows].tolist()
+    return checked
+
+
+def _row_problems(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
+) -> None:
+    """Each row checked as a pair file's row (:func:`~nlsim.io.pairs.validate_pairs`: texts, an id without
+    a control character, a score, a split), its problem added to ``found`` (a row already named for its
+    score or pair id is not named again for it)."""
+    named = {(e.row, e.field) for e in found}
+    for i in range(len(frame)):
+        row = int(rownum[i])
+        try:
+            validate_pairs(frame.iloc[[i]].assign(pair_id=frame["pair_id"].iloc[i] or f"row-{row}"), source)
+        except InputError as exc:
+            if (row, exc.field) not in named:
+                found.append(_sheet(source, row, exc.field, exc.reason))
+
+
+def _whole_file(
+    frame: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
+) -> pd.DataFrame | None:
+    """The sound rows normalised as a pair table (:func:`~nlsim.io.pairs.validate_pairs`); what it still
+    finds across rows (a pair in two splits) is added to ``found``, and ``None`` returned."""
+    if frame.empty:
+        return None
+    try:
+        return validate_pairs(frame, source)
+    except InputError as exc:
+        row = int(rownum[exc.row - 1]) if exc.row else None
+        found.append(_sheet(source, row, exc.field, exc.reason))
+        return None
+
+
+def _pairs_once(
+    checked: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
+) -> None:
+    """No pair twice in the file (by item ids or by texts, either order)."""
+    seen: dict[tuple[str, ...], int] = {}
+    for i, keys in enumerate(pair_keys(checked)):
+        for key in keys:
+            if key in seen:
+                found.append(
+                    _sheet(
+                        source,
+                        int(rownum[i]),
+                        "id_a" if key[0] == "id_a" else "text_a",
+                        f"the same pair as sheet row {int(rownum[seen[key]])} appears twice in this file",
+                    )
+                )
+                break
+        for key in keys:
+            seen.setdefault(key, i)
+
+
+def _unique(problems: list[InputError]) -> list[InputError]:
+    """One problem a row and field (the first found), in the order of the rows."""
+    unique: dict[tuple[int, str], InputError] = {}
+    for e in problems:
+        unique.setdefault((e.row or 0, e.field or ""), e)
+    return sorted(unique.values(), key=lambda e: (e.row or 0, e.field or ""))
+
+
+UNESCAPED = ("pair_id", "id_a", "id_b", "stratum", "annotator", "notes")
+"""Cells of an editors' file read without the apostrophe an export put in front of a text a spreadsheet
+would run as a formula (:func:`nlsim.io.editor_file.unescape`); ``text_a``/``text_b`` are read so too,
+unless the text's hash or known text says the apostrophe is its own (:func:`check_texts`)."""
+
+
+def unescape_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    for col in (c for c in UNESCAPED if c in frame.columns):
+        frame[col] = frame[col].map(lambda v: editor_file.unescape(v) if isinstance(v, str) else v)
+    return frame
+
+
+def _corpus_texts(corpus: str | Path) -> dict[str, str]:
+    """Each item's text in ``corpus`` (as ``nlsim annotate draw`` reads it), by id."""
+    items = load_items(corpus)
+    return {str(i): str(t) for i, t in zip(items["id"], items["text"], strict=True)}
+
+
+def known_texts(
+    existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None
+) -> dict[str, tuple[str, str]]:
+    """Each item's known text and where it is known: the pair file first, then the corpus."""
+    known: dict[str, tuple[str, str]] = {}
+    if "id_a" in existing.columns and "id_b" in existing.columns:
+        for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
+            for item, text in zip(existing[col], existing[tcol], strict=True):
+                if not is_blank(item):
+                    known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
+    for item, text in (_corpus_texts(corpus) if corpus is not None else {}).items():
+        known.setdefault(item, (text, f"the corpus {corpus}"))
+    return known
+
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _hashed(
+    options: list[str], digest: str, filled: str | Path, row: int, side: str, problems: list[InputError]
+) -> list[str]:
+    """The readings of a text cell whose SHA-256 is ``digest`` (all of them without one); a bad or
+    unmatched hash is added to ``problems``."""
+    if not digest:
+        return options
+    tcol, hcol = f"text_{side}", f"sha256_{side}"
+    if not SHA256_HEX.match(digest):
+        problems.append(_sheet(filled, row, hcol, f"{digest[:70]!r} is not a SHA-256 (64 hex digits)"))
+        return []
+    kept = [o for o in options if editor_file.text_sha256(o) == digest]
+    if not kept:
+        problems.append(
+            _sheet(
+                filled,
+                row,
+                tcol,
+                f"the text is not the one the report page exported (its {hcol} differs): it was changed "
+                "after the export (a spreadsheet that ran it as a formula keeps the result); export the pair "
+                "again, or restore the text",
+            )
+        )
+    return kept
+
+
+def check_texts(
+    new: pd.DataFrame,
+    known: dict[str, tuple[str, str]],
+    filled: str | Path,
+    corpus: str | Path | None = None,
+) -> tuple[pd.DataFrame, list[InputError]]:
+    """Each row's texts as the editors' file means them, checked against what is known of its items, and
+    every problem found (none raised here: the merge names them all at once, :func:`check_new`).
+
+    A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
+    its item's known text is the cell as written. With a hash column (:data:`editor_file.HASH_COLUMNS`) the
+    text must be the one exported (a spreadsheet that ran a formula saves its value instead); where the
+    item's text is known (``known``: the pair file, the corpus) the text must be that one, and a row whose
+    two ids were swapped with their texts left in place is named as such (the pair id is the same in either
+    order, so only the texts tell). With a ``corpus``, an item id that neither the pair file nor the
+    corpus holds is a problem too (a mistyped id could never act). Problems name the file, the row and the
+    field."""
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    problems: list[InputError] = []
+    has_ids = "id_a" in new.columns and "id_b" in new.columns
+    texts: dict[str, list[str]] = {"a": [], "b": []}
+    for i in range(len(new)):
+        row = int(rows[i])
+        ids = {s: item_id(new[f"id_{s}"].iloc[i]) if has_ids else "" for s in "ab"}
+        chosen: dict[str, str] = {}
+        for side in "ab":
+            tcol, hcol = f"text_{side}", f"sha256_{side}"
+            raw = str(new[tcol].iloc[i])
+            options = list(dict.fromkeys([raw, editor_file.unescape(raw)]))
+            digest = "" if hcol not in new.columns or is_blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
+            options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
+            item = known.get(ids[side])
+            if item is None and corpus is not None and ids[side]:
+                problems.append(
+                    _sheet(
+                        filled,
+                        row,
+                        f"id_{side}",
+                        f"item {ids[side]!r} is neither in the pair file nor in the corpus {corpus}",
+                    )
+                )
+            if item is not None:
+                options = [o for o in options if o.strip() == item[0].strip()] or options
+            chosen[side] = options[-1]
+        for side, other in (("a", "b"), ("b", "a")):
+            item = known.get(ids[side])
+            if item is None or chosen[side].strip() == item[0].strip():
+                continue
+            if chosen[other].strip() == item[0].strip():
+                problems.append(
+                    _sheet(
+                        filled,
+                        row,
+                        f"id_{side}",
+                        f"id_a {ids['a']!r} and id_b {ids['b']!r} look swapped: text_{other} is the text of "
+                        f"{ids[side]!r} in {item[1]}; keep each id beside its own text",
+                    )
+                )
+                break
+            problems.append(
+                _sheet(
+                    filled,
+                    row,
+                    f"text_{side}",
+                    f"item {ids[side]!r} has another text than in {item[1]} ({item[0]!r})",
+                )
+            )
+        texts["a"].append(chosen["a"])
+        texts["b"].append(chosen["b"])
+    out = new.copy()
+    out["text_a"], out["text_b"] = texts["a"], texts["b"]
+    out.attrs = dict(new.attrs)
+    return out, problems
+
+
+def _conflicts(
+    new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
+) -> tuple[list[InputError], list[InputError]]:
+    """Every conflict of ``new`` with the pair file at once: the rows whose pair is already annotated (by
+    pair id, item ids or texts), and the rows naming an item id whose text differs from the pair file's.
+    Returns ``(already annotated, other conflicts)``, each problem named by file, row and field."""
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    known_ids = set(existing["pair_id"])
+    known = known_pairs(existing)
+    texts: dict[str, str] = {}
+    if "id_a" in existing.columns and "id_b" in existing.columns:
+        for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
+            for item, text in zip(existing[col], existing[tcol], strict=True):
+                if not is_blank(item):
+                    texts.setdefault(str(item).strip(), str(text))
+    scored: list[InputError] = []
+    other: list[InputError] = []
+    for i, (r, keys) in enumerate(zip(new.itertuples(index=False), pair_keys(new), strict=True)):
+        row = int(rows[i])
+        what = f"pair {r.pair_id!r}"
+        if hasattr(r, "id_a") and hasattr(r, "id_b"):
+            what += f" ({r.id_a} / {r.id_b})"
+        if r.pair_id in known_ids:
+            scored.append(_sheet(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}"))
+        else:
+            for key in keys:
+                if key in known:
+                    scored.append(
+                        _sheet(
+                            filled,
+                            row,
+                            "id_a" if key[0] == "id_a" else "text_a",
+                            f"{what} is already annotated in {pairs_file} as {known[key]!r}",
+                        )
+                    )
+                    break
+        for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
+            item = str(getattr(r, col, "") or "").strip()
+            text = str(getattr(r, tcol))
+            if item in texts and texts[item] != text:
+                other.append(
+                    _sheet(
+                        filled,
+                        row,
+                        tcol,
+                        f"item {item!r} has another text than in {pairs_file} ({texts[item]!r})",
+                    )
+                )
+    return scored, other
+
+
+def overrule_rows(raw: pd.DataFrame, filled: str | Path, early: list[InputError], *, every: bool) -> set[int]:
+    """The sheet rows of the editors' file ``raw`` whose editor means to overrule a pair already scored:
+    every row with ``every`` (``--overrule``), else those whose :data:`editor_file.OVERRULE` cell is true
+    (a cell that is neither true nor false is a problem added to ``early``)."""
+    rows = range(2, len(raw) + 2)  # sheet rows: the header is row 1
+    if every:
+        return set(rows)
+    if editor_file.OVERRULE not in raw.columns:
+        return set()
+    marked = set()
+    for row, cell in zip(rows, raw[editor_file.OVERRULE], strict=True):
+        said = editor_file.overrule_cell(cell)
+        if said is None:
+            why = f"{str(cell)[:40]!r} is neither true nor false (does the editor mean to overrule?)"
+            early.append(_sheet(filled, row, editor_file.OVERRULE, why))
+        elif said:
+            marked.add(row)
+    return marked
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The rows of an editors' file whose pair the pair file already scores, by sheet row."""
+
+    conflicts: tuple[InputError, ...] = ()
+    """Each such row, named (already annotated), but those merged as overruling verdicts."""
+    overrules: dict[int, PairRow] = field(default_factory=dict)
+    """The rows merged as an editor's newer decision, each with its pair's row of the pair file."""
+    refused: tuple[InputError, ...] = ()
+    """Rows meant to overrule a pair that cannot be overruled (validation or test; other item ids)."""
+    could: int = 0
+    """Rows of :attr:`conflicts` on training pairs, which ``--overrule`` would merge."""
+
+    @property
+    def skipped(self) -> set[int]:
+        """The rows ``--skip-scored`` skips: the conflicts and the refused overrules."""
+        return {e.row for e in (*self.conflicts, *self.refused) if e.row is not None}
+
+
+def _scored(
+    new: pd.DataFrame,
+    existing: pd.DataFrame,
+    conflicts: list[InputError],
+    filled: str | Path,
+    intent: set[int],
+) -> Scored:
+    """The rows of ``new`` the pair file already scores (``conflicts``, by :func:`_conflicts`), parted:
+    those meant to overrule (``intent``, sheet rows) whose pair the pair file holds by the same item ids in
+    its training split are overrules; one on a validation or test pair, or on a pair the pair file holds
+    under other item ids, is refused by name; the rest stay conflicts."""
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    at = {int(r): i for i, r in enumerate(rows)}
+    held = pair_rows(existing)
+    overrules: dict[int, PairRow] = {}
+    refused: list[InputError] = []
+    plain: list[InputError] = []
+    could = 0
+    for e in conflicts:
+        i = at[int(e.row or 0)]
+        key = pair_key(item_id(new["id_a"].iloc[i]), item_id(new["id_b"].iloc[i])) if "id_a" in new else None
+        row = held.get(key) if key else None
+        trainable = row is not None and row.split == ACTING_SPLIT
+        if e.row not in intent:
+            plain.append(e)
+            could += trainable
+        elif trainable and row is not None:
+            overrules[int(e.row or 0)] = row
+        else:
+            refused.append(_unoverruled(e, row, filled))
+    return Scored(tuple(plain), overrules, tuple(refused), could)
+
+
+def _unoverruled(e: InputError, row: PairRow | None, filled: str | Path) -> InputError:
+    """Why the row of conflict ``e`` cannot overrule the pair file's ``row`` of its pair."""
+    if row is None:
+        why = (
+            f"{e.reason}, but not under these item ids: an overrule names the pair by the item ids the pair "
+            "file gives it"
+        )
+    else:
+        why = (
+            f"{e.reason} in its {row.split or 'unnamed'} split: only a training pair is overruled "
+            "(validation and test pairs judge the reports and the models, as the annotators scored them)"
+        )
+    return _sheet(filled, e.row, e.field, why)
+
+
+def check_new(
+    new: pd.DataFrame,
+    existing: pd.DataFrame,
+    filled: str | Path,
+    pairs_file: str | Path,
+    *,
+    skip_scored: bool = False,
+    found: list[InputError] | None = None,
+    early: list[InputError] | None = None,
+    intent: set[int] | None = None,
+) -> Scored:
+    """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
+    file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`cell_problems`),
+    the conflicts of its sound rows ``new`` with the pair file (:func:`_conflicts`) and ``found``
+    (:func:`check_texts`' problems); a row meant to overrule (``intent``, sheet rows) a training pair is
+    no conflict (:func:`_scored`); with ``skip_scored`` a pair already annotated is no conflict (the
+    merge skips it, and what else its row holds). Returns the rows the pair file already scores."""
+    conflicts, other = _conflicts(new, existing, filled, pairs_file)
+    scored = _scored(new, existing, conflicts, filled, intent or set())
+    found = found or []
+    early = early or []
+    if skip_scored:
+        early = [e for e in early if e.row not in scored.skipped]
+        found = [e for e in found if e.row not in scored.skipped]
+    texts_named = {e.row for e in found}  # a row's texts are checked once: other is the same check
+    problems = _unique(
+        [
+            *early,
+            *found,
+            *(e for e in other if e.row not in texts_named),
+            *([] if skip_scored else [*scored.conflicts, *scored.refused]),
+        ]
+    )
+    if not problems:
+        return scored
+    what = "problems, each to fix in the file" if early or found else "rows conflict with the pair file"
+    if scored.conflicts and not skip_scored:
+        hint = f"{len(scored.conflicts)} already annotated: pass --skip-scored to merge the others"
+        if scored.could:
+            hint += (
+                f", or --overrule to merge the {scored.could} training pair(s) among them as the editor's "
+                "newer decision"
+            )
+        what += f" ({hint})"
+        if len(problems) == 1:  # one refusal: the row itself says what else to do
+            e = problems[0]
+            problems = [InputError(e.file, e.row, e.field, f"{e.reason} ({hint})", sheet=e.sheet)]
+    _refuse(filled, problems, what)
+    return scored
+
+
+def _bad_char(text: str, tsv: bool) -> str | None:
+    """The first character of ``text`` a pair file must not hold, or ``None``: a control character or a
+    line or paragraph separator (:func:`nlsim.io.cells.first_control`: a NUL ends a text in many tools, a
+    vertical tab, form feed or U+2028 ends a row for a line reader, others show nothing), and in a TSV pair
+    file (it has no quoting) a tab, carriage return or newline too; a CSV or Parquet cell may hold those."""
+    return first_control(text, allowed="" if tsv else "\t\r\n")
+
+
+def cell_problems(
+    new: pd.DataFrame, columns: list[str], filled: str | Path, pairs_file: str | Path
+) -> list[InputError]:
+    """Each cell of the editor's file the pair file cannot hold intact, by its sheet row and field."""
+    tsv = table_format(pairs_file) == "tsv"
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    problems = []
+    for col in (c for c in columns if c in new.columns):
+        for i, value in enumerate(new[col]):
+            if is_blank(value):
+                continue
+            ch = _bad_char(str(value), tsv)
+            if ch is None:
+                continue
+            if ch in "\t\r\n":
+                what, kind = f"a tab or newline (U+{ord(ch):04X})", "the TSV pair file"
+            else:
+                what, kind = describe(ch), "a pair file"
+            problems.append(
+                _sheet(
+                    filled,
+                    int(rows[i]),
+                    str(col),
+                    f"{what} cannot be written to {kind} ({pairs_file}); remove it",
+                )
+            )
+    return problems
