@@ -2183,6 +2183,7 @@ def nlsim_in_process(
 
 
 def snapshot(folder: Path) -> dict[str, str]:
+    """Every file below ``folder`` (links included, not followed) with the SHA-256 of its bytes."""
     out = {}
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder).as_posix()

@@ -9,7 +9,6 @@ cases were checked against the code before the fixes).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.errors import ConfigError, InputError, StateError
 from tests.command import refused
 from tests.faults import fault_env
+from tests.hostile.cases import snapshot
 from tests.incremental_helpers import ROOT, HashEncoder, story_corpus
 from tests.stsb_helpers import stsb_sample, write_stsb_sample
 
@@ -61,18 +61,6 @@ def nlsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproces
         text=True,
         timeout=600,
     )
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every file below ``folder`` (links included, not followed) with the SHA-256 of its bytes."""
-    out = {}
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder).as_posix()
-        if p.is_symlink():
-            out[rel] = "link:" + os.readlink(p)
-        elif p.is_file():
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
 
 
 def news(folder: Path, name: str = "news.csv", text: str = NEWS) -> Path:
