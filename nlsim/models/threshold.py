@@ -22,7 +22,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import TOPIC_CALIBRATION_JSON, Calibration, load_calibration
 from nlsim.io.records import known_fields
 from nlsim.models.settings import ModelSettings
-from nlsim.progress import warn
+from nlsim.progress import say, warn
 from nlsim.rerank.reranker import Reranker
 
 
@@ -135,6 +135,12 @@ def resolve_topic_threshold(
         if cal is None and fallback is not None:
             cal, where = fallback, "of the model store's zero-shot model"
         if cal is None:
+            if model_path is not None and (Path(model_path) / "calibration.json").is_file():
+                say(
+                    "no topic groups: the model has a calibration but no topic calibration beside it "
+                    f"({TOPIC_CALIBRATION_JSON}, which nlsim finetune writes; a model trained before it has "
+                    "none); give --topic-threshold (a cosine) to have them"
+                )
             return None
         _check_fingerprint(cal, encoder, f"the topic calibration {where}")
         found = Threshold(

@@ -133,3 +133,25 @@ def test_a_negative_count_of_near_misses_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="--near-misses must be >= 0"):
         DedupConfig.of(corpus="c.parquet", out="out", threshold=0.9, near_misses=-1)
+
+
+def test_a_model_trained_before_topic_calibrations_says_it_makes_no_topic_groups(
+    corpus: Path, tmp_path: Path, small_reranked_model: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fine-tuned model folder without ``topic_calibration.json`` (trained by an earlier nlsim): the report
+    has no topic groups, and says why and what to give; with ``--topic-threshold`` it has them again."""
+    import logging
+    import shutil
+
+    older = tmp_path / "older-model"
+    shutil.copytree(small_reranked_model, older)
+    (older / "topic_calibration.json").unlink(missing_ok=True)
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        got = _run(corpus, tmp_path / "r", model=str(older))
+    assert "no topic groups: the model has a calibration but no topic calibration" in caplog.text
+    assert "--topic-threshold" in caplog.text
+    assert got.summary["counts"]["topics"] in (0, None)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        _run(corpus, tmp_path / "r2", model=str(older), topic_threshold=0.5)
+    assert "no topic groups" not in caplog.text
