@@ -26,19 +26,25 @@ def _corpus(repo_root: Path, copies: int) -> pd.DataFrame:
     return pd.concat([others, wire], ignore_index=True)
 
 
-@pytest.mark.parametrize("copies", [10, 100, 1000])
-def test_every_copy_is_in_one_cluster_with_the_default_rule(tmp_path, repo_root, fast_encoder, copies):
-    _corpus(repo_root, copies).to_parquet(tmp_path / "news.parquet", index=False)
-    cfg = DedupConfig.of(
-        corpus=tmp_path / "news.parquet",
-        out=tmp_path / "out",
-        model="paraphrase-MiniLM-L3-v2",
+def _config(corpus: Path, out: Path, model: str, threshold: float, **kw: object) -> DedupConfig:
+    """A report of ``corpus`` into ``out`` with ``model`` at ``threshold``, nothing cached or shown."""
+    return DedupConfig.of(
+        corpus=corpus,
+        out=out,
+        model=model,
         convert="none",
-        threshold=0.95,
+        threshold=threshold,
         cache=False,
         progress=False,
         save_index=False,
+        **kw,
     )
+
+
+@pytest.mark.parametrize("copies", [10, 100, 1000])
+def test_every_copy_is_in_one_cluster_with_the_default_rule(tmp_path, repo_root, fast_encoder, copies):
+    _corpus(repo_root, copies).to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "paraphrase-MiniLM-L3-v2", 0.95)
     result = run_dedup(cfg, encoder=fast_encoder)
     holding = [set(m) for m in result.clusters["member_ids"] if "wire-0000" in m]
     assert len(holding) == 1
@@ -81,17 +87,7 @@ def test_an_editors_not_the_same_story_wins_over_an_exact_copy(tmp_path):
         "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a,c,0.75,train,desk,marks.csv,\n",
         encoding="utf-8",
     )
-    cfg = DedupConfig.of(
-        corpus=tmp_path / "news.parquet",
-        out=tmp_path / "out",
-        model="hash",
-        convert="none",
-        threshold=0.7,
-        cache=False,
-        progress=False,
-        save_index=False,
-        annotated_pairs=str(pairs),
-    )
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "hash", 0.7, annotated_pairs=str(pairs))
     result = run_dedup(cfg, encoder=HashEncoder())
     members = sorted(sorted(m) for m in result.clusters["member_ids"])
     assert members == [["a", "b"]]  # c stays apart from a, and so from a's copy b
@@ -112,21 +108,16 @@ def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies
         paths.append(tmp_path / f"day{n}.parquet")
         day.to_parquet(paths[-1], index=False)
 
-    def config(corpus: Path) -> DedupConfig:
-        return DedupConfig.of(
-            corpus=corpus,
-            out=tmp_path / "out",
-            model="hash",
-            convert="none",
-            threshold=0.99,
-            window_hours=24,
-            cache=False,
-            progress=False,
-            save_index=False,
-        )
-
     state = tmp_path / "state"
-    runs = [run_daily(config(p), state, retention_days=None, encoder=HashEncoder()) for p in paths]
+    runs = [
+        run_daily(
+            _config(p, tmp_path / "out", "hash", 0.99, window_hours=24),
+            state,
+            retention_days=None,
+            encoder=HashEncoder(),
+        )
+        for p in paths
+    ]
     # a2 and b2 came within the hour: copies; a1 and a3 are two days from them: each stands alone
     assert state_assignment(state) == {"a2": "c-a2", "b2": "c-a2"}
     assert [r.stats.counts.exact_copies for r in runs] == [0, 1, 1]
