@@ -58,8 +58,14 @@ from bench_cluster_rule import read_scores, stratified_folds
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nlsim.clusters.constraints import LinkConstraints  # noqa: E402
-from nlsim.clusters.rules import ConnectedComponents, Link, SharedSupport  # noqa: E402
-from nlsim.clusters.topics import TOPIC_LEVEL, topic_groups  # noqa: E402
+from nlsim.clusters.rules import (  # noqa: E402
+    DEFAULT_LARGE,
+    DEFAULT_LARGE_MARGIN,
+    ConnectedComponents,
+    Link,
+    SharedSupport,
+)
+from nlsim.clusters.topics import DEFAULT_TOPIC_SUPPORT, TOPIC_LEVEL, topic_groups  # noqa: E402
 from nlsim.evaluation.levels import SAME_STORY as STORY  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -329,6 +335,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--purity", type=float, default=0.8)
     ap.add_argument("--no-verdicts", action="store_true", help="leave out the training pairs as verdicts")
     ap.add_argument("--tag", default="")
+    ap.add_argument(
+        "--summary-story",
+        default=f"support-0.4+large{DEFAULT_LARGE}:-:{DEFAULT_LARGE_MARGIN:g}",
+        help="the story rule whose figures are summed up across the models (several --model-store)",
+    )
+    ap.add_argument("--summary-topic", default=f"support-{DEFAULT_TOPIC_SUPPORT:g}")
     args = ap.parse_args(argv)
     large = parse_large(args.large)
     topic_rules: dict[str, Any] = {}
@@ -356,11 +368,59 @@ def main(argv: list[str] | None = None) -> int:
         )
     tag = f"_{args.tag}" if args.tag else ""
     out = RESULTS / f"stories{tag}"
-    payload = {"machine": machine(), "purity": args.purity, "runs": runs}
+    payload = {
+        "machine": machine(),
+        "purity": args.purity,
+        "story_rule": args.summary_story,
+        "topic_rule": args.summary_topic,
+        "runs": runs,
+    }
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str))
     out.with_suffix(".md").write_text(markdown(payload))
     print(markdown(payload))
     return 0
+
+
+def across(payload: dict[str, Any], story_rule: str, topic_rule: str) -> list[str]:
+    """The one-level rule (the first), ``story_rule`` and ``topic_rule`` at each model's stored topic
+    threshold, model by model, with their mean and spread (highest less lowest): markdown lines."""
+    rows = []
+    for run in payload["runs"]:
+        frame = pd.DataFrame(run["rows"])
+        one = frame.iloc[0]
+        mine = frame[frame["story_rule"] == story_rule]
+        topic = mine[
+            (mine["topic_rule"] == topic_rule) & np.isclose(mine["topic_threshold"], run["topic_threshold"])
+        ]
+        if mine.empty or topic.empty:
+            return []
+        s, t = mine.iloc[0], topic.iloc[0]
+        rows.append(
+            {
+                "model": run["version"],
+                "one-level F1": one["f1"],
+                "story F1": s["f1"],
+                "5+": s["purity_5+"],
+                "n 5+": s["n_5+"],
+                "3+": s["purity_3+"],
+                "n 3+": s["n_3+"],
+                "folds F1": run["folds"]["f1"],
+                "folds 5+": run["folds"]["purity_5+"],
+                "folds n 5+": run["folds"]["n_5+"],
+                "topic 0.75+": t["topic_precision"],
+                "n topic": t["n_topic"],
+            }
+        )
+    frame = pd.DataFrame(rows)
+    cols = list(frame.columns[1:])
+    lines = [f"## Across the models: {story_rule}, topics {topic_rule} at the stored topic threshold", ""]
+    lines += ["| model | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for _, r in frame.iterrows():
+        lines.append(f"| {r['model']} | " + " | ".join(f"{r[c]}" for c in cols) + " |")
+    num = frame[cols].apply(pd.to_numeric, errors="coerce")
+    lines.append("| mean | " + " | ".join(f"{v:.4f}" for v in num.mean()) + " |")
+    lines.append("| spread | " + " | ".join(f"{v:.4f}" for v in num.max() - num.min()) + " |")
+    return [*lines, ""]
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -396,6 +456,8 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"{r['topic_coverage']} |"
             )
         lines.append("")
+    if len(payload["runs"]) > 1:
+        lines += across(payload, payload["story_rule"], payload["topic_rule"])
     return "\n".join(lines)
 
 

@@ -195,6 +195,7 @@ def _fill(path: Path, scores: list[str] | None = None) -> pd.DataFrame:
     return todo
 
 
+@pytest.mark.slow
 def test_two_draws_in_one_minute_give_distinct_ids_and_both_merge(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -213,6 +214,7 @@ def test_two_draws_in_one_minute_give_distinct_ids_and_both_merge(
     assert len(load_pairs(pairs)) == 2 + len(one) + len(two)
 
 
+@pytest.mark.slow
 def test_a_pair_has_one_id_in_every_draw_and_an_id_one_pair(files: tuple[Path, Path], tmp_path: Path) -> None:
     corpus, _ = files
     ids = []
@@ -233,6 +235,7 @@ def test_a_pair_has_one_id_in_every_draw_and_an_id_one_pair(files: tuple[Path, P
     assert len(set(every.values())) == len(every) > len(ids[0])  # ... and one id, one pair
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "row", "field", "words"),
     [
@@ -270,6 +273,7 @@ def test_merge_refuses_self_pairs_and_ids_with_another_text(
     assert pairs.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_merge_refuses_an_id_given_two_texts_in_one_file(files: tuple[Path, Path], tmp_path: Path) -> None:
     _, pairs = files
     filled = tmp_path / "filled.csv"
@@ -294,6 +298,7 @@ def test_merge_refuses_an_id_given_two_texts_in_one_file(files: tuple[Path, Path
     assert pairs.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_merge_refuses_a_file_without_pairs(files: tuple[Path, Path], tmp_path: Path) -> None:
     _, pairs = files
     filled = tmp_path / "filled.csv"
@@ -494,6 +499,7 @@ def test_a_text_that_begins_with_an_apostrophe_of_its_own_is_kept_when_the_hash_
     assert load_pairs(pairs)["text_a"].iloc[-1] == own
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field", ["text_a", "text_b"])
 def test_a_text_changed_after_the_export_is_refused_by_its_hash(
     files: tuple[Path, Path], tmp_path: Path, field: str
@@ -516,6 +522,7 @@ def test_a_text_changed_after_the_export_is_refused_by_its_hash(
     assert pairs.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_text_other_than_the_corpus_text_of_its_item_is_refused(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -539,6 +546,7 @@ def test_a_text_other_than_the_corpus_text_of_its_item_is_refused(
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["corpus", "pair file"])
 def test_swapped_ids_with_their_texts_in_place_are_refused(
     files: tuple[Path, Path], tmp_path: Path, where: str
@@ -688,6 +696,7 @@ def test_merge_names_every_conflict_at_once_and_skip_scored_merges_the_rest(
     assert verdicts.constraints().forbids("n09", "n08")
 
 
+@pytest.mark.slow
 def test_merge_cli_lists_every_conflict_and_skips_scored(files: tuple[Path, Path], tmp_path: Path) -> None:
     _, pairs = files
     again = tmp_path / "again.csv"

@@ -17,6 +17,7 @@ FLOWS = sorted(m.name for m in pkgutil.walk_packages(flows.__path__, prefix="flo
 """The flows' modules too: their examples (reading ``prefect.yaml``) need no server."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES + FLOWS)
 def test_docstring_examples(name, repo_root, monkeypatch, tmp_path):
     monkeypatch.chdir(repo_root)

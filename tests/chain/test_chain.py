@@ -253,6 +253,7 @@ def test_every_input_of_the_report_is_checked_before_training(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["", '{"key": ', "[]"])
 def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path, damage: str) -> None:
     from nlsim.encoders import load_encoder
@@ -362,6 +363,7 @@ class TrainingStopped(Exception):
     """Raised by the stand-in for fine-tuning: the chain stops where training would start."""
 
 
+@pytest.mark.slow
 def test_a_cold_chain_writes_the_zero_shot_report_before_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

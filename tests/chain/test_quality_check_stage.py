@@ -47,6 +47,7 @@ def promoted_copy(folder: Path, digest: str) -> tuple[ModelStore, Path]:
     return store, version
 
 
+@pytest.mark.slow
 def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -88,6 +89,7 @@ def test_a_record_made_on_an_avx2_cpu_is_completed_where_bf16_pays(
     assert quality_check_stage(cfg, store, None, validation, None) == {"model": version.name, "reused": True}
 
 
+@pytest.mark.slow
 def test_a_settled_check_whose_record_was_lost_is_made_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -115,6 +117,7 @@ def test_a_settled_check_whose_record_was_lost_is_made_again(
         assert quality_check_stage(cfg, store, None, validation, None)["reused"]
 
 
+@pytest.mark.slow
 def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,6 +171,7 @@ def test_a_check_settled_at_one_thread_count_is_settled_again_at_another(
         assert quality_check_stage(cfg, store, None, validation, None) == reused
 
 
+@pytest.mark.slow
 def test_a_lossy_path_that_pays_only_at_another_thread_count_is_checked_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

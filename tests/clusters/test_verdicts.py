@@ -118,6 +118,7 @@ def _acting(pairs: Path) -> tuple[frozenset[tuple[str, str]], frozenset[tuple[st
     return c.must_link, c.cannot_link
 
 
+@pytest.mark.slow
 def test_a_merge_killed_between_the_store_and_the_pair_file_leaves_no_verdict_acting(tmp_path: Path) -> None:
     """The store is written first and the pair file's rename commits the merge: killed in between, the
     store holds a verdict no pair file holds. It never acts (nor reaches a daily state, which keeps what
@@ -388,6 +389,7 @@ def test_a_page_export_row_marked_overrule_merges_without_the_option(tmp_path: P
     assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
 
 
+@pytest.mark.slow
 def test_merge_cli_overrule(tmp_path: Path) -> None:
     """`nlsim annotate merge --overrule` on the command line."""
     import subprocess

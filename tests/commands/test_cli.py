@@ -64,6 +64,7 @@ def test_help_shows_defaults_and_logging_options() -> None:
         assert shown in text, shown
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(corpus: Path, tmp_path: Path) -> None:
     proc = nlsim("dedup", "--corpus", str(corpus))  # --out missing: argparse
     assert proc.returncode == 2 and "usage: nlsim dedup" in proc.stderr and "Traceback" not in proc.stderr
@@ -76,6 +77,7 @@ def test_usage_errors_exit_2(corpus: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no threshold" in one_error_line(proc, "dedup")
 
 
+@pytest.mark.slow
 def test_runtime_failures_exit_1_in_one_line(corpus: Path, tmp_path: Path) -> None:
     base = ["dedup", "--model", FAST_MODEL, "--threshold", "0.9", "--convert", "none"]
     proc = nlsim(*base, "--corpus", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o"))
@@ -135,6 +137,7 @@ def test_progress_in_a_log_is_lines_without_carriage_returns(monkeypatch: pytest
     assert progress.style() == "lines"
 
 
+@pytest.mark.slow
 def test_embedding_progress_in_a_log_is_one_line_per_step(tmp_path: Path) -> None:
     """``bash run.sh > run.log 2>&1``: the report's embedding progress is plain lines in the log, not tqdm's
     carriage-return frames run together on one line."""
@@ -156,6 +159,7 @@ def test_embedding_progress_in_a_log_is_one_line_per_step(tmp_path: Path) -> Non
     assert embed and embed[-1].startswith(f"embed {FAST_MODEL}: 3/3 texts (100%)"), proc.stderr
 
 
+@pytest.mark.slow
 def test_a_model_store_that_does_not_exist_is_named_not_read_as_never_promoted(
     corpus: Path, tmp_path: Path
 ) -> None:
@@ -172,6 +176,7 @@ def test_a_model_store_that_does_not_exist_is_named_not_read_as_never_promoted(
     assert proc.returncode == 2 and "no model was ever promoted" in one_error_line(proc, "dedup")
 
 
+@pytest.mark.slow
 def test_dedup_help_lists_the_corpus_schema_and_a_lookalike_column_is_warned_about(tmp_path: Path) -> None:
     text = " ".join(nlsim("dedup", "--help").stdout.split())
     for field in (

@@ -67,6 +67,7 @@ def test_list_shows_each_version_its_figures_and_the_current_one(store: ModelSto
     assert data["rollback_to"] == "v0001-aaaaaaaa"
 
 
+@pytest.mark.slow
 def test_promote_and_rollback_move_the_pointer_and_record_who_and_why(store: ModelStore) -> None:
     proc = models(store, "promote", "v0002", "--reason", "v0003 splits the election stories")
     assert proc.returncode == 0, proc.stderr
@@ -95,6 +96,7 @@ def test_promote_and_rollback_move_the_pointer_and_record_who_and_why(store: Mod
     assert store.last_promoted()["version"] == json.loads((store.root / CURRENT).read_text())["version"]
 
 
+@pytest.mark.slow
 def test_a_version_that_is_not_there_or_fails_its_manifest_is_refused_in_one_line(store: ModelStore) -> None:
     before = (store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()
     message = command.refused(models(store, "promote", "v0009", "--reason", "x"), 2, "has no version 'v0009'")
@@ -125,6 +127,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_promotion_is_refused_while_a_chain_holds_the_store(store: ModelStore) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(store.root)],

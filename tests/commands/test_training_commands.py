@@ -64,6 +64,7 @@ def test_evaluate_json(pairs_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert out["n"] == 12
 
 
+@pytest.mark.slow
 def test_finetune_then_evaluate_and_calibrate(
     pairs_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,6 +55,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
     return DedupConfig.of(corpus=corpus, out=out, **base)
 
 
+@pytest.mark.slow
 def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
@@ -98,6 +99,7 @@ def test_three_daily_runs_keep_ids_and_report_changes(tmp_path: Path) -> None:
     assert batch_assignment(batch.clusters) == a3
 
 
+@pytest.mark.slow
 def test_a_bridging_item_does_not_merge_two_stories_under_the_support_rule(tmp_path: Path) -> None:
     """The support rule reads every link of the window: x1 links to both stories but is no member of
     either strongly enough to join them, and three daily runs still equal one batch run."""
@@ -116,6 +118,7 @@ def test_a_bridging_item_does_not_merge_two_stories_under_the_support_rule(tmp_p
     assert batch_assignment(batch.clusters) == daily
 
 
+@pytest.mark.slow
 def test_repeat_is_idempotent_and_edits_are_reembedded(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
@@ -135,6 +138,7 @@ def test_repeat_is_idempotent_and_edits_are_reembedded(tmp_path: Path) -> None:
     assert state_assignment(state)["c1"] == "c-a1"
 
 
+@pytest.mark.slow
 def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
@@ -189,6 +193,7 @@ def test_daily_runs_equal_single_run_with_real_encoder(tmp_path: Path, fast_enco
     assert one.stats.counts.clusters_new == len(batch.clusters)
 
 
+@pytest.mark.slow
 def test_undated_items_expire_by_the_day_first_seen(tmp_path: Path) -> None:
     corpus = story_corpus().assign(published_at=None)
     corpus.to_parquet(tmp_path / "undated.parquet", index=False)
@@ -233,6 +238,7 @@ def test_an_item_published_again_with_new_text_after_it_expired_comes_back(tmp_p
     assert kept["id"].tolist() == [again["id"].iloc[0]]
 
 
+@pytest.mark.slow
 def test_a_daily_run_records_its_judgement_and_a_replay_keeps_it(tmp_path: Path) -> None:
     """The judgement names the day's corpus file (``{date}`` filled in) and the run's own report folder;
     it is made before the commit, so writing a committed run's report again (a repeated input, or a run
@@ -344,6 +350,7 @@ def _scored_day_one(folder: Path, corpus: pd.DataFrame) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_window_that_no_longer_holds_the_scored_pairs_is_judged_on_none(tmp_path: Path) -> None:
     """Daily runs go on when retention has dropped every item the editors scored: 0 judged pairs (the
     figures undefined), recorded, and the state moves on."""
@@ -708,6 +715,7 @@ def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_
     assert RunRecord.from_dict(run).editors == e
 
 
+@pytest.mark.slow
 def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_verdicts(
     tmp_path: Path,
 ) -> None:
@@ -751,6 +759,7 @@ def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_
     assert back["a1"] == back["a2"] == back["a3"]
 
 
+@pytest.mark.slow
 def test_a_committed_day_run_again_after_a_merge_takes_the_new_verdicts(tmp_path: Path) -> None:
     """The same day with the same pair file is a replay of the committed run; once a verdict is merged
     into the pair file's store, running the day again is a new run, in which the verdict acts and is kept."""
@@ -769,6 +778,7 @@ def test_a_committed_day_run_again_after_a_merge_takes_the_new_verdicts(tmp_path
     assert len(open_state(state).verdicts) == 2
 
 
+@pytest.mark.slow
 def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_path: Path) -> None:
     corpus = story_corpus()
     days = split_days(corpus, tmp_path / "in", ["2005-03-02"])
@@ -790,6 +800,7 @@ def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_pa
     assert open_state(state).scored is not None
 
 
+@pytest.mark.slow
 def test_three_daily_runs_read_times_without_an_offset_in_the_runs_time_zone(tmp_path: Path) -> None:
     """A CMS export writes the newsroom's clock without an offset (``2026/11/25 08:00``): with
     ``--timezone Asia/Taipei`` that is 00:00 UTC, and the days, the run's clock and the retention follow the
@@ -827,6 +838,7 @@ def test_three_daily_runs_read_times_without_an_offset_in_the_runs_time_zone(tmp
     assert "a3" not in state_assignment(state)  # story A's earlier items left the window
 
 
+@pytest.mark.slow
 def test_a_day_without_dates_says_where_its_clock_comes_from_and_the_clock_moves_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -861,6 +873,7 @@ def test_a_day_without_dates_says_where_its_clock_comes_from_and_the_clock_moves
     assert not [m for m in r3.stats.messages if "has a date" in m]
 
 
+@pytest.mark.slow
 def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> None:
     """Days 25, 26, then 25 again (and, in a second state, 26 before 25 was ever run): a run of an older
     day publishes its report under runs/ and leaves latest (and LATEST) on the newer report; its record says
@@ -911,6 +924,7 @@ class AngleEncoder:
         return np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped(tmp_path: Path) -> None:
     """Day 1: stories c-a (a, d) and c-b (b, c). Day 2: e and g link both, enough support to merge them:
     c-b is absorbed into c-a. Day 3: f1 and f2 link b, c, e and g, and the support between the two halves

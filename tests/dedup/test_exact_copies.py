@@ -41,6 +41,7 @@ def _config(corpus: Path, out: Path, model: str, threshold: float, **kw: object)
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("copies", [10, 100, 1000])
 def test_every_copy_is_in_one_cluster_with_the_default_rule(tmp_path, repo_root, fast_encoder, copies):
     _corpus(repo_root, copies).to_parquet(tmp_path / "news.parquet", index=False)
@@ -94,6 +95,7 @@ def test_an_editors_not_the_same_story_wins_over_an_exact_copy(tmp_path):
     assert result.stats.counts.exact_copies == 1
 
 
+@pytest.mark.slow
 def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies(tmp_path):
     days = [
         pd.DataFrame({"id": ["a1", "z1"], "title": ["storm hits the coast", "markets rise"]}),

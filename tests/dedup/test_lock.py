@@ -107,6 +107,7 @@ def test_process_start_time_reads_proc() -> None:
     assert process_start_time(os.getpid()) == t
 
 
+@pytest.mark.slow
 def test_second_dedup_run_on_a_state_is_refused(tmp_path: Path) -> None:
     """`nlsim dedup --state` while another run holds the state: exit status 1 (the run failed) and a clear
     message."""

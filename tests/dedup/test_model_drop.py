@@ -52,6 +52,7 @@ def config(day: Path, out: Path, store: Path, **kw: object) -> DedupConfig:
     )
 
 
+@pytest.mark.slow
 def test_a_daily_run_refuses_a_model_far_below_the_last_runs_unless_asked(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     chinese = promoted_store(tmp_path / "models", 0.44, "a")

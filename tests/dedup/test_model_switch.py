@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.command import nlsim
 
@@ -34,6 +35,7 @@ def dedup(folder: Path, corpus: str, threshold: str) -> dict[str, object]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_cluster_the_new_model_dissolves_is_reported(tmp_path: Path) -> None:
     write(tmp_path / "day1.parquet", DAY1)
     write(tmp_path / "day2.parquet", DAY2)

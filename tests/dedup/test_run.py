@@ -29,6 +29,7 @@ def bbc_report(tmp_path_factory, fast_encoder, repo_root):
     return run_dedup(cfg, encoder=fast_encoder)
 
 
+@pytest.mark.slow
 def test_every_identical_body_pair_is_a_duplicate_in_one_cluster(bbc_report, repo_root):
     corpus = pd.read_parquet(repo_root / "data/bbc.parquet")
     groups = corpus.groupby("body")["id"].apply(list)
@@ -225,6 +226,7 @@ def test_bad_input_leaves_previous_report_byte_for_byte(tmp_path, repo_root, fas
     assert after == before
 
 
+@pytest.mark.slow
 def test_rerun_on_unchanged_input_reuses_embeddings(tmp_path, repo_root, fast_encoder, monkeypatch):
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:50]
@@ -249,6 +251,7 @@ def test_rerun_on_unchanged_input_reuses_embeddings(tmp_path, repo_root, fast_en
     assert calls == [50, 50] and not third.summary["embedding_cache_hit"]
 
 
+@pytest.mark.slow
 def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
     """``--index ivf --nlist --nprobe`` build the index the run searches and saves."""
     import json

@@ -85,6 +85,7 @@ def test_unfinished_generation_is_ignored_and_removed(two_days: tuple[Path, list
     assert not junk.exists() and not orphan.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["g000000-000000/NOTES.txt", "g000003-fedcba/report/notes.txt"])
 def test_a_generation_folder_holding_a_users_file_is_never_deleted(
     two_days: tuple[Path, list[Path]], where: str
@@ -100,6 +101,7 @@ def test_a_generation_folder_holding_a_users_file_is_never_deleted(
     assert notes.read_text() == "my notes"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "victim",
     ["index/embeddings.npy", "index/index.faiss", "items.parquet", "pairs.parquet", "clusters.parquet"],
@@ -139,6 +141,7 @@ def test_garbage_manifest_and_unknown_version(two_days: tuple[Path, list[Path]])
         open_state(state)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -155,6 +158,7 @@ def test_mismatched_state_refused(two_days: tuple[Path, list[Path]], change: dic
     assert "--rebuild-state" in str(err.value)
 
 
+@pytest.mark.slow
 def test_run_with_other_model_reembeds_the_window_and_keeps_ids(
     two_days: tuple[Path, list[Path]], tmp_path: Path
 ) -> None:
@@ -177,6 +181,7 @@ def test_run_with_other_model_reembeds_the_window_and_keeps_ids(
     assert run["model_switch"]["to_fingerprint"] == other.fingerprint
 
 
+@pytest.mark.slow
 def test_rebuild_state_moves_the_old_one_aside(two_days: tuple[Path, list[Path]], tmp_path: Path) -> None:
     state, days = two_days
     r = run_daily(
@@ -201,6 +206,7 @@ def test_corrupt_state_never_used_by_a_run(two_days: tuple[Path, list[Path]], tm
         run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
 
 
+@pytest.mark.slow
 def test_rebuild_state_recovers_from_a_garbage_manifest(
     two_days: tuple[Path, list[Path]], tmp_path: Path
 ) -> None:

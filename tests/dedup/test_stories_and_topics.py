@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from incremental_helpers import HashEncoder, run_daily
 
 from nlsim.dedup.config import DedupConfig
@@ -81,6 +82,7 @@ def test_a_batch_report_holds_stories_and_the_topic_around_them(tmp_path: Path) 
     assert plain.clusters["topic_id"].isna().all()
 
 
+@pytest.mark.slow
 def test_daily_runs_keep_story_and_topic_ids_and_equal_a_batch_run(tmp_path: Path) -> None:
     corpus = _corpus()
     state, out = tmp_path / "state", tmp_path / "daily"
@@ -195,6 +197,7 @@ def _new_version(store: Path, n: int) -> str:
     return version.name
 
 
+@pytest.mark.slow
 def test_stories_topics_and_a_verdict_keep_their_ids_across_a_promotion(tmp_path: Path) -> None:
     """Day 1: a story of three items and a topic around it with another story; an editor's "not the same
     story" keeps v1 out of the story. Day 2: new items join the story (one published before its first) and

@@ -34,6 +34,7 @@ def corpus(tmp_path: Path) -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_writes_rows_in_corpus_order(corpus: Path, tmp_path: Path, l3, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
     out = tmp_path / "emb.npy"

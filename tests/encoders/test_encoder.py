@@ -47,6 +47,7 @@ def test_matches_unsorted_single_batch_reference(l3: Encoder) -> None:
     np.testing.assert_allclose(l3.encode(TEXTS, progress=False), reference_embeddings(l3, TEXTS), atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 64])
 def test_rows_follow_input_order_whatever_the_batching(l3: Encoder, batch_size: int) -> None:
     base = l3.encode(TEXTS, batch_size=64, progress=False)

@@ -80,6 +80,7 @@ def test_failed_build_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_corrupt_converted_model_is_rebuilt(tmp_path: Path) -> None:
     folder = ensure_minilm_l3(root=tmp_path)
     weights = folder / "model.safetensors"

@@ -71,6 +71,7 @@ def test_saving_writes_a_manifest_of_every_file(saved: Path) -> None:
     assert json.loads((saved / "nlsim.json").read_text())["manifest"] == MANIFEST
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("how", "word"),
     [
@@ -110,6 +111,7 @@ def before_manifests(model: Path) -> Path:
     return model
 
 
+@pytest.mark.slow
 def test_a_folder_saved_before_manifests_still_loads(saved: Path, tmp_path: Path) -> None:
     before_manifests(copy(saved, tmp_path))
     proc = dedup(tmp_path, "models/m", "--threshold", "0.9", "--json")
@@ -117,6 +119,7 @@ def test_a_folder_saved_before_manifests_still_loads(saved: Path, tmp_path: Path
     assert json.loads(proc.stdout.strip().splitlines()[-1])["pairs"] == 2
 
 
+@pytest.mark.slow
 def test_a_folder_saved_before_manifests_needs_its_tokenizer(saved: Path, tmp_path: Path) -> None:
     """nlsim has always saved the fast tokenizer's ``tokenizer.json``: without it transformers builds another
     tokenizer from the vocabulary, and every cosine comes out near 1."""

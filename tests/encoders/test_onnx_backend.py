@@ -34,6 +34,7 @@ def onnx_l3(home: Path, l3: Encoder) -> Encoder:
     return load_encoder(l3.path, backend="onnx", threads=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 4, 64])
 def test_same_vectors_as_torch(onnx_l3: Encoder, l3: Encoder, batch_size: int) -> None:
     assert onnx_l3.options["backend"] == "onnx"
@@ -44,6 +45,7 @@ def test_same_vectors_as_torch(onnx_l3: Encoder, l3: Encoder, batch_size: int) -
     assert onnx_l3.fingerprint == l3.fingerprint  # the backend changes speed, not the numbers
 
 
+@pytest.mark.slow
 def test_export_is_cached_and_verified(home: Path, l3: Encoder) -> None:
     load_encoder(l3.path, backend="onnx")
     [folder] = list((home / "onnx").iterdir())
@@ -71,6 +73,7 @@ def test_falls_back_to_torch_when_weights_change(onnx_l3: Encoder) -> None:
     np.testing.assert_allclose(after, ref, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="backend"):
         load_encoder(l3.path, backend="tensorrt")
@@ -93,6 +96,7 @@ def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> No
         load_encoder(l3.path, backend="onnx")
 
 
+@pytest.mark.slow
 def test_auto_sets_up_onnx_only_for_big_jobs(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,6 +110,7 @@ def test_auto_sets_up_onnx_only_for_big_jobs(
     np.testing.assert_allclose(big, l3.encode(TEXTS, progress=False), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_old_exports_are_evicted(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

@@ -119,6 +119,7 @@ def test_quality_verdicts() -> None:
     assert quality_verdict(None, "onnx-fp32")[0]  # exact paths need no check
 
 
+@pytest.mark.slow
 def test_choice_is_deterministic_given_a_cached_probe(home: Path, l3: Encoder) -> None:
     save_quality_check(
         stored_check(l3.fingerprint, {"onnx-int8": GOOD, "torch-bf16": GOOD, "torch-int8": GOOD})
@@ -159,6 +160,7 @@ def test_a_failing_or_missing_quality_check_falls_back_to_fp32(home: Path, l3: E
     assert forced.path == "torch-int8" and forced.forced and forced.quality_check.startswith("failed")
 
 
+@pytest.mark.slow
 def test_a_path_that_cannot_be_set_up_is_left_out(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,6 +182,7 @@ def test_a_path_that_cannot_be_set_up_is_left_out(
     np.testing.assert_allclose(out[: len(TEXTS)], l3.encode(TEXTS, progress=False), atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["onnx-int8", "torch-bf16", "torch-int8"])
 def test_lossy_vectors_stay_close_to_fp32(home: Path, l3: Encoder, path: str) -> None:
     """The stated bound: where the quality check passes a path, its vectors are within cosine
@@ -203,6 +206,7 @@ def test_lossy_vectors_stay_close_to_fp32(home: Path, l3: Encoder, path: str) ->
         assert entry["min_cosine"] >= MIN_COSINE
 
 
+@pytest.mark.slow
 def test_check_encoder_record_is_stored_and_found(home: Path, l3: Encoder) -> None:
     pairs = stsb_sample(train=0, validation=60, test=0)
     record = check_encoder(l3, pairs, paths=["onnx-int8", "torch-bf16"], pairs_file="stsb")
@@ -217,6 +221,7 @@ def test_check_encoder_record_is_stored_and_found(home: Path, l3: Encoder) -> No
     assert found == json.loads(path.read_text()) and where == str(path)
 
 
+@pytest.mark.slow
 def test_embedding_cache_keeps_lossy_vectors_apart(home: Path, l3: Encoder) -> None:
     cache = EmbeddingCache(home / "emb")
     texts = TEXTS * 200
@@ -228,6 +233,7 @@ def test_embedding_cache_keeps_lossy_vectors_apart(home: Path, l3: Encoder) -> N
     assert hit3 and np.array_equal(again, exact)
 
 
+@pytest.mark.slow
 def test_the_run_record_and_the_log_name_the_choice(
     home: Path, l3: Encoder, repo_root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -282,6 +288,7 @@ def test_only_the_lossy_paths_that_can_pay_off_are_checked(home: Path, l3: Encod
     assert "not faster on this CPU" in skipped["onnx-int8"]
 
 
+@pytest.mark.slow
 def test_a_cpu_with_no_lossy_path_to_check_makes_no_fp32_pass(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -306,6 +313,7 @@ def test_a_cpu_with_no_lossy_path_to_check_makes_no_fp32_pass(
     assert "torch" in calls and "spearman" in record["reference"]
 
 
+@pytest.mark.slow
 def test_a_job_too_small_to_repay_the_probe_is_not_timed_and_a_big_one_is(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -326,6 +334,7 @@ def test_a_job_too_small_to_repay_the_probe_is_not_timed_and_a_big_one_is(
     assert again.probe == pytest.approx(big.probe, abs=0.11) and "not timed" not in again.reason
 
 
+@pytest.mark.slow
 def test_a_small_job_is_still_timed_where_a_lossy_path_could_win(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -101,6 +101,7 @@ def test_sentence_transformers_prompt_is_used_when_no_nlsim_json(tmp_path: Path,
     assert load_encoder(dst, prefix="").prefix == ""
 
 
+@pytest.mark.slow
 def test_int8_option(l3_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     fp32 = load_encoder(l3_root / "paraphrase-MiniLM-L3-v2", backend="torch")

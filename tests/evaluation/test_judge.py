@@ -71,6 +71,7 @@ def shifted(folder: Path, moved: int, name: str) -> Path:
     return folder / name
 
 
+@pytest.mark.slow
 def test_every_pair_of_the_report_is_judged(report: Path) -> None:
     proc = judge(report, "pairs.tsv", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -78,6 +79,7 @@ def test_every_pair_of_the_report_is_judged(report: Path) -> None:
     assert out["judged_pairs"] == 80 and out["mismatched_pairs"] == 0 and out["pairs_not_in_corpus"] == 0
 
 
+@pytest.mark.slow
 def test_pairs_whose_ids_name_other_texts_are_not_judged(report: Path) -> None:
     shifted(report, 72, "mixed.tsv")
     proc = judge(report, "mixed.tsv", "--json")
@@ -88,6 +90,7 @@ def test_pairs_whose_ids_name_other_texts_are_not_judged(report: Path) -> None:
     assert "72 of the 80 scored validation pairs were not judged" in text.stdout, text.stdout
 
 
+@pytest.mark.slow
 def test_pairs_of_another_corpus_are_refused(report: Path) -> None:
     shifted(report, 80, "other.tsv")
     message = refused(
@@ -106,6 +109,7 @@ def test_pairs_of_another_corpus_are_refused(report: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Path) -> None:
     # a report with no cluster: no judged pair is grouped, so precision has nothing to divide by
     args = ["dedup", "--corpus", "corpus.parquet", "--out", "empty", "--model", FAST_MODEL]
@@ -128,6 +132,7 @@ def test_figures_without_a_denominator_are_undefined(report: Path, tmp_path: Pat
     assert "recall undefined" in describe(Judgement.of({**j, "pairs": "pairs.tsv", "split": "all"}))
 
 
+@pytest.mark.slow
 def test_a_report_run_judged_on_every_split_agrees_with_nlsim_judge(report: Path) -> None:
     """``--judge-split all`` (also the chain's ``--judge-split all``) judges on the pairs of every split."""
     args = ["dedup", "--corpus", "corpus.parquet", "--out", "judged-all", "--model", FAST_MODEL]
@@ -142,6 +147,7 @@ def test_a_report_run_judged_on_every_split_agrees_with_nlsim_judge(report: Path
     assert (shown["f1"], shown["f1_ci95"]) == (out["f1"], out["f1_ci95"])
 
 
+@pytest.mark.slow
 def test_pairs_without_ids_are_counted_as_not_in_the_corpus(report: Path) -> None:
     """A few pairs without ids (a benchmark set mixed in) are left out and counted; a split none of
     whose pairs has both ids is refused."""
@@ -230,6 +236,7 @@ def test_purity_by_size_counts_the_judged_pairs_inside_clusters_of_each_size() -
     assert f"the same story inside clusters of {bands} (5), 5+ items 0.50 (4)" in text, text
 
 
+@pytest.mark.slow
 def test_a_report_whose_corpus_is_gone_needs_the_corpus(report: Path, tmp_path: Path) -> None:
     moved = tmp_path / "work"
     shutil.copytree(report / "rep", moved / "rep")
@@ -258,6 +265,7 @@ def test_a_corpus_other_than_the_reports_is_refused_not_judged_as_misses(report:
     )
 
 
+@pytest.mark.slow
 def test_the_f1_comes_with_its_95_percent_interval(report: Path) -> None:
     out = strict_json(judge(report, "pairs.tsv", "--json").stdout)
     lo, hi = out["f1_ci95"]
@@ -266,6 +274,7 @@ def test_the_f1_comes_with_its_95_percent_interval(report: Path) -> None:
     assert f"[{lo:.3f}, {hi:.3f}] 95%" in text, text
 
 
+@pytest.mark.slow
 def test_a_report_run_with_judge_pairs_shows_the_same_figures_in_its_page(report: Path) -> None:
     args = [
         "dedup",
@@ -336,6 +345,7 @@ def test_float_item_ids_are_refused_by_row(tmp_path: Path) -> None:
         scored_pairs(tmp_path / "pairs.parquet", "validation")
 
 
+@pytest.mark.slow
 def test_a_report_is_judged_from_any_folder(report: Path, tmp_path: Path) -> None:
     """The report was made with a relative ``--corpus``: its run.json names the file so that ``nlsim
     judge`` finds it from another folder too."""

@@ -57,6 +57,7 @@ def damage(report: Path, name: str, how: object) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(DAMAGE))
 def test_damaged_report_file_is_named_not_a_traceback(report: Path, case: str) -> None:
     name, how, words = DAMAGE[case]
@@ -75,6 +76,7 @@ def test_nlsim_judge_on_a_damaged_report_exits_with_one_line(report: Path, case:
     refused(judge(report, "pairs.tsv"), 1, name, words, "damaged", "write the report again")
 
 
+@pytest.mark.slow
 def test_nlsim_judge_refuses_one_pair_scored_twice_differently(report: Path) -> None:
     """Which score counted depended on the row order; now the second row is named by its score."""
     table = pd.read_csv(report / "pairs.tsv", sep="\t", dtype=str, keep_default_na=False)

@@ -45,6 +45,7 @@ def report(written: Path, tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["clusters.parquet", "pairs.parquet"])
 def test_a_file_copied_in_from_another_report_is_refused_by_name(report: Path, name: str) -> None:
     shutil.copy(report / "other" / name, report / "rep" / name)

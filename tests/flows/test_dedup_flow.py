@@ -14,6 +14,7 @@ def small_corpus(tmp_path_factory, repo_root):
     return path
 
 
+@pytest.mark.slow
 def test_flow_report_equals_library_report(prefect_harness, small_corpus, tmp_path):
     from flows.dedup import news_dedup
 
@@ -30,6 +31,7 @@ def test_flow_report_equals_library_report(prefect_harness, small_corpus, tmp_pa
     assert (tmp_path / "flow" / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_flow_publishes_artifacts(prefect_harness, small_corpus, tmp_path):
     from prefect.client.orchestration import get_client
 

@@ -38,6 +38,7 @@ def read_timeout(home: Path, **env: str) -> str:
     return proc.stdout.strip()
 
 
+@pytest.mark.slow
 def test_a_flow_command_waits_the_suites_margin_unless_the_user_set_one(tmp_path: Path) -> None:
     assert read_timeout(tmp_path / "home") == str(STARTUP_TIMEOUT_S)  # Prefect's own: 20
     assert read_timeout(tmp_path / "home", **{SETTING: "45"}) == "45"

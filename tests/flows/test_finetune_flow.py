@@ -34,6 +34,7 @@ def params(cfg: FinetuneConfig) -> dict:
     return cfg.parameters()
 
 
+@pytest.mark.slow
 def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from prefect.client.orchestration import get_client
 
@@ -71,6 +72,7 @@ def test_flow_saves_model_and_publishes_artifacts(prefect_harness, pairs_file: P
     } <= tasks  # one task per step of nlsim.training.finetune.finetune
 
 
+@pytest.mark.slow
 def test_flow_with_silver_corpus(prefect_harness, pairs_file: Path, tmp_path: Path) -> None:  # noqa: ANN001
     from flows.finetune import finetune_flow
     from nlsim.training.finetune import SILVER_PARQUET
@@ -84,6 +86,7 @@ def test_flow_with_silver_corpus(prefect_harness, pairs_file: Path, tmp_path: Pa
     assert (tmp_path / "model" / SILVER_PARQUET).is_file()
 
 
+@pytest.mark.slow
 def test_flow_with_reranker_then_dedup_flow_reranks(
     prefect_harness,  # noqa: ANN001
     pairs_file: Path,

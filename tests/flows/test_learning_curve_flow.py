@@ -15,6 +15,7 @@ def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_stsb_sample(tmp_path_factory.mktemp("lcflow"), train=8, validation=8, test=8)
 
 
+@pytest.mark.slow
 def test_learning_curve_flow(
     prefect_harness,
     pairs_file: Path,

@@ -28,6 +28,7 @@ def _flow_run(state):  # noqa: ANN001, ANN202
     return asyncio.run(read())
 
 
+@pytest.mark.slow
 def test_the_days_file_comes_from_the_date_and_a_missing_day_fails_clearly(
     prefect_harness, tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_the_days_file_comes_from_the_date_and_a_missing_day_fails_clearly(
     assert sorted(p.name for p in (tmp_path / "out" / "runs").iterdir()) == before  # nothing was run
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_state_folder_queue_instead_of_failing(prefect_harness, tmp_path: Path) -> None:
     from flows.dedup import news_dedup
 

@@ -91,6 +91,7 @@ FINETUNE += ["--level", "0.6"]
 # --- 1. finetune --out replaces only a model folder nlsim wrote ---------------------------------------
 
 
+@pytest.mark.slow
 def test_finetune_out_with_user_files_is_refused_before_training(tmp_path: Path, pairs_file: Path) -> None:
     project = user_folder(
         tmp_path / "project",
@@ -155,6 +156,7 @@ def test_quarantine_on_the_corpus_is_refused(tmp_path: Path, spelling: str) -> N
     assert snapshot(tmp_path) == before and corpus.read_text() == NEWS
 
 
+@pytest.mark.slow
 def test_quarantine_never_overwrites_a_file_nlsim_did_not_write(tmp_path: Path) -> None:
     """A user's file or the judged pairs as --quarantine are refused before any work; nlsim's own
     quarantine file from an earlier run is replaced."""
@@ -178,6 +180,7 @@ def test_quarantine_never_overwrites_a_file_nlsim_did_not_write(tmp_path: Path) 
     assert (tmp_path / "q.csv").read_text().startswith("row,field,reason")
 
 
+@pytest.mark.slow
 def test_calibrate_and_embed_never_overwrite_a_user_file(tmp_path: Path) -> None:
     news(tmp_path)
     pairs = write_stsb_sample(tmp_path, 5, 20, 0)
@@ -194,6 +197,7 @@ def test_calibrate_and_embed_never_overwrite_a_user_file(tmp_path: Path) -> None
 # --- 3. time: no future item, no negative retention, as_of never moved by an outlier --------------------
 
 
+@pytest.mark.slow
 def test_future_item_is_refused_naming_it_and_the_window_is_kept(tmp_path: Path) -> None:
     news(tmp_path, "day1.csv")
     ok = nlsim("dedup", "--corpus", "day1.csv", "--state", "st", "--out", "out", *DEDUP, cwd=tmp_path)
@@ -285,6 +289,7 @@ def test_a_clock_or_retention_that_would_empty_every_later_window_is_refused_up_
         DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
 
 
+@pytest.mark.slow
 def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) -> None:
     """A typo in one item's year would move the daily clock a year on: every kept item would expire and the
     day's own items would be too old, for every later run too. It is refused by row; the state is kept."""
@@ -354,6 +359,7 @@ def test_a_time_window_that_cannot_work_is_refused(tmp_path: Path, hours: str) -
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_time_window_is_in_the_run_record(tmp_path: Path) -> None:
     news(tmp_path)
     proc = nlsim("dedup", "--corpus", "news.csv", "--out", "out", "--window-hours", "2", *DEDUP, cwd=tmp_path)
@@ -364,6 +370,7 @@ def test_the_time_window_is_in_the_run_record(tmp_path: Path) -> None:
 # --- 4. the state folder: only what the manifest or the marker proves is nlsim's is swept ----------------
 
 
+@pytest.mark.slow
 def test_missing_manifest_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
     news(tmp_path)
     ok = nlsim("dedup", "--corpus", "news.csv", "--state", "st", "--out", "out", *DEDUP, cwd=tmp_path)
@@ -416,6 +423,7 @@ def test_edited_generation_dir_never_deletes_the_current_generation(tmp_path: Pa
     assert snapshot(state / "generations") == before
 
 
+@pytest.mark.slow
 def test_first_run_killed_before_its_manifest_is_swept_and_done_again(tmp_path: Path) -> None:
     """What a first run killed after writing its generation leaves: generation 1, no manifest, no run
     record. The next run sweeps it (nlsim's, by the marker and the names) and starts the state."""
@@ -539,6 +547,7 @@ TSV_WITH_QUOTE = 'id\ttitle\tsource\nt1\t"Quoted start of a title\tAP\nt2\tSecon
 TSV_WITH_QUOTE += 't4\tFourth\tAP\nt5\tFifth"\tAP\n'
 
 
+@pytest.mark.slow
 def test_tsv_quote_is_an_ordinary_character_no_row_merged(tmp_path: Path) -> None:
     news(tmp_path, "news.tsv", TSV_WITH_QUOTE)
     proc = nlsim(
@@ -569,6 +578,7 @@ def test_tsv_titles_keep_their_quotes(tmp_path: Path) -> None:
     assert corpus.frame["title"].tolist()[0] == '"Quoted start of a title' and len(corpus) == 5
 
 
+@pytest.mark.slow
 def test_csv_first_row_with_an_extra_comma_is_refused(tmp_path: Path) -> None:
     news(tmp_path, "news.csv", "id,title,source\n1,Floods, north,AP\n2,Storm,AFP\n")
     proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
@@ -624,6 +634,7 @@ def test_calibration_threshold_that_is_not_a_cosine_is_refused(tmp_path: Path, t
     assert "embed" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_calibration_made_for_another_model_is_refused(tmp_path: Path) -> None:
     news(tmp_path)
     _calibration(tmp_path / "cal.json", model="intfloat/multilingual-e5-small", fingerprint="0" * 64)
@@ -712,6 +723,7 @@ def test_damaged_model_weights_are_refused(
 # --- 10. a pair in two splits is refused ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("copy", ["plain", "swapped"])
 def test_test_pair_copied_into_train_is_refused(tmp_path: Path, copy: str) -> None:
     pairs = stsb_sample(train=16, validation=16, test=12)
@@ -774,12 +786,14 @@ def test_non_utf8_byte_names_its_row_and_offset(
     assert ("in the header" in str(err.value)) == (row is None)
 
 
+@pytest.mark.slow
 def test_non_utf8_corpus_on_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "news.csv").write_bytes(b"id,title\n1,ok\n2,caf\xe9\n")
     proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
     refused(proc, 1, "news.csv: row 2", "not valid UTF-8", "byte 0xe9 at byte offset 19")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("corpus", "words"),
     [("incoming", "is a folder"), ("news.csv", "is a folder"), ("loop.csv", "a symbolic link loop")],
@@ -811,6 +825,7 @@ def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, o
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("train", "validation", "constant", "words"),
     [
@@ -831,6 +846,7 @@ def test_finetune_pairs_that_cannot_train_are_refused_before_training(
     assert "fine-tuning" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_evaluate_on_one_pair_is_refused(tmp_path: Path) -> None:
     stsb_sample(train=0, validation=0, test=1).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
     proc = nlsim(
@@ -840,6 +856,7 @@ def test_evaluate_on_one_pair_is_refused(tmp_path: Path) -> None:
     assert "nan" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_model_path_that_does_not_exist_is_an_error_not_a_hub_lookup(tmp_path: Path) -> None:
     news(tmp_path)
     proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, "--model", "models/x", cwd=tmp_path)

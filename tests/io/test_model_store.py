@@ -118,6 +118,7 @@ def test_a_damaged_reused_version_is_refused_not_promoted(trained: Path, tmp_pat
 # --- one chain at a time -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_chain_on_a_locked_store_is_refused(tmp_path: Path) -> None:
     folder = data(tmp_path / "chain")
     holder = subprocess.Popen(

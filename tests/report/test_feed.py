@@ -60,6 +60,7 @@ def test_a_daily_runs_feed_matches_its_clusters_file(tmp_path: Path) -> None:
             assert _when(story[name]) == _when(getattr(row, name))
 
 
+@pytest.mark.slow
 def test_a_failed_daily_run_leaves_the_previous_feed_intact(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     state, out, enc = tmp_path / "state", tmp_path / "out", HashEncoder()

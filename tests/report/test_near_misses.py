@@ -54,6 +54,7 @@ def _ids(pairs: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(zip(pairs["id_a"], pairs["id_b"], strict=True))
 
 
+@pytest.mark.slow
 def test_a_cosine_report_lists_the_best_pairs_below_its_threshold(
     corpus: Path, tmp_path: Path, fast_encoder: object
 ) -> None:
@@ -135,6 +136,7 @@ def test_a_negative_count_of_near_misses_is_refused() -> None:
         DedupConfig.of(corpus="c.parquet", out="out", threshold=0.9, near_misses=-1)
 
 
+@pytest.mark.slow
 def test_a_model_trained_before_topic_calibrations_says_it_makes_no_topic_groups(
     corpus: Path, tmp_path: Path, small_reranked_model: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

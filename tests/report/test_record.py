@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from nlsim.clusters.table import CLUSTERS_SCHEMA, batch_clusters, empty_table
 from nlsim.dedup.config import DedupConfig
@@ -18,6 +19,7 @@ from nlsim.report.scores import with_scores
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus
 
 
+@pytest.mark.slow
 def test_run_json_reads_back_as_the_record_it_was_written_from(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
@@ -41,6 +43,7 @@ def test_run_json_reads_back_as_the_record_it_was_written_from(tmp_path: Path) -
     assert record.to_dict()["counts"] == result.summary["counts"]
 
 
+@pytest.mark.slow
 def test_a_run_returns_the_record_its_run_json_holds_counted_once(tmp_path: Path) -> None:
     """The run record is counted once, by the run: the report writes it as it is, and the result a run
     returns is the record its ``run.json`` holds (with the time of the report stage, which was running

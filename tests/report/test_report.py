@@ -243,6 +243,7 @@ def test_page_says_zero_shot_and_model_switch_first(tmp_path, report_inputs):
     assert "zero-shot (not fine-tuned)" in main and "learning_curve.png" not in main
 
 
+@pytest.mark.slow
 def test_daily_page_shows_status_added_items_and_absorbed(tmp_path):
     from nlsim.dedup.config import DedupConfig
     from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus

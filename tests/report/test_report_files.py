@@ -51,6 +51,7 @@ def _schema(path: Path):  # noqa: ANN202
     return pq.read_schema(path).remove_metadata()
 
 
+@pytest.mark.slow
 def test_batch_and_daily_reports_share_one_schema_per_table(tmp_path: Path) -> None:
     enc = HashEncoder()
     story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
@@ -78,6 +79,7 @@ def test_batch_and_daily_reports_share_one_schema_per_table(tmp_path: Path) -> N
     assert {str(f.type) for f in PAIRS_SCHEMA if "similarity" in f.name or f.name == "cosine"} == {"float"}
 
 
+@pytest.mark.slow
 def test_daily_report_publishes_the_whole_window(tmp_path: Path) -> None:
     enc = HashEncoder()
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])

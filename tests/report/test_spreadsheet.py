@@ -67,6 +67,7 @@ def test_cell_text_rules() -> None:
     assert csv_text("plain") == "plain" and csv_text("") == "" and csv_text("a=b") == "a=b"
 
 
+@pytest.mark.slow
 def test_control_characters_in_titles_do_not_break_the_spreadsheet(tmp_path: Path) -> None:
     corpus(tmp_path, CONTROL)
     proc = nlsim("dedup", "--corpus", "news.parquet", "--out", "rep", *RUN, cwd=tmp_path)
@@ -118,6 +119,7 @@ def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Pat
     assert titles["v3"] == "Floods hit the north of the country"
 
 
+@pytest.mark.slow
 def test_formulas_are_written_as_text(tmp_path: Path) -> None:
     corpus(tmp_path, FORMULAS)
     proc = nlsim("dedup", "--corpus", "news.parquet", "--out", "rep", *RUN, cwd=tmp_path)

@@ -30,6 +30,7 @@ def trained(small_pairs: pd.DataFrame) -> tuple[CrossEncoder, list[dict]]:
     return run.ce, run.history
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_keeps_the_best_epoch(
     trained: tuple[CrossEncoder, list[dict]], small_pairs: pd.DataFrame
 ) -> None:
@@ -82,6 +83,7 @@ def _train_scores(
     return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train, history
 
 
+@pytest.mark.slow
 def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -> None:
     """Only the loss weight of the pairs at or above the story level differs: the weighted model fits those
     pairs closer (their squared error falls) at the cost of the rest."""
@@ -96,6 +98,7 @@ def test_story_weight_pulls_the_same_story_pairs_up(small_pairs: pd.DataFrame) -
     assert story_weighted < story_plain and rest_weighted > rest_plain
 
 
+@pytest.mark.slow
 def test_rank_weight_sets_the_same_story_pairs_apart(small_pairs: pd.DataFrame) -> None:
     """Only the weight of the same-story ranking term differs: with it, the training pairs at or above the
     story level stand further above the rest."""
@@ -107,6 +110,7 @@ def test_rank_weight_sets_the_same_story_pairs_apart(small_pairs: pd.DataFrame) 
     assert gaps[1] > gaps[0]
 
 
+@pytest.mark.slow
 def test_a_learned_logit_scale_moves_and_widens_the_scores(small_pairs: pd.DataFrame) -> None:
     """Only the learned logit scale differs: it moves away from 1 (recorded per epoch), and the saved model,
     with the scale folded into its head, spreads its training pairs' logits wider than without it."""
@@ -137,6 +141,7 @@ def test_the_learned_scale_is_folded_into_the_head(trained: tuple[CrossEncoder, 
             ce.head.load_state_dict(head)
 
 
+@pytest.mark.slow
 def test_onnx_runner_gives_torch_scores(
     trained: tuple[CrossEncoder, list[dict]],
     small_pairs: pd.DataFrame,
@@ -156,6 +161,7 @@ def test_onnx_runner_gives_torch_scores(
     ce.__dict__.pop("_inference", None)
 
 
+@pytest.mark.slow
 def test_score_bound_holds_for_any_input(trained: tuple[CrossEncoder, list[dict]]) -> None:
     """The bound comes from the weights (final LayerNorm and head): no pair, however odd, scores above it."""
     ce, _ = trained
@@ -177,6 +183,7 @@ def test_score_bound_holds_for_any_input(trained: tuple[CrossEncoder, list[dict]
     assert (1 / (1 + np.exp(-logits))).max() <= bound
 
 
+@pytest.mark.slow
 def test_lossy_cross_encoder_paths_follow_the_quality_check_and_the_probe(
     trained: tuple[CrossEncoder, list[dict]],
     small_pairs: pd.DataFrame,

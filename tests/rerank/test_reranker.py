@@ -30,6 +30,7 @@ def reranked_model(tmp_path_factory: pytest.TempPathFactory, small_pairs: pd.Dat
     return finetune(cfg, pairs=small_pairs, log=lambda _: None)
 
 
+@pytest.mark.slow
 def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: FinetuneResult) -> None:
     out = Path(str(reranked_model.model_dir))
     assert has_reranker(out) and (out / "reranker" / "head.safetensors").is_file()
@@ -42,6 +43,7 @@ def test_finetune_saves_a_calibrated_reranker_beside_the_model(reranked_model: F
     assert "## Reranker" in card and "reranked" in card
 
 
+@pytest.mark.slow
 def test_a_model_calibrated_for_same_story_keeps_a_topic_threshold_on_its_cosine(
     tmp_path: Path, small_pairs: pd.DataFrame
 ) -> None:
@@ -212,6 +214,7 @@ def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 -
     return run_dedup(cfg)
 
 
+@pytest.mark.slow
 def test_dedup_with_a_reranker_keeps_exactly_the_candidates_whose_rerank_score_passes(
     reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
 ) -> None:
@@ -243,6 +246,7 @@ def test_dedup_with_a_reranker_keeps_exactly_the_candidates_whose_rerank_score_p
     assert {"cosine", "cross_encoder"} <= set(stored.columns)
 
 
+@pytest.mark.slow
 def test_topic_groups_read_the_cosine_and_the_reranker_rescores_only_the_story_candidates(
     reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
 ) -> None:
@@ -275,6 +279,7 @@ def test_dedup_uses_the_stored_rerank_threshold_by_default(
     assert got.summary["threshold_source"].startswith("rerank threshold stored with the model")
 
 
+@pytest.mark.slow
 def test_a_daily_run_reranks_like_a_batch_run(
     reranked_model: FinetuneResult, small_corpus: Path, tmp_path: Path
 ) -> None:

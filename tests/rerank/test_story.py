@@ -114,6 +114,7 @@ def story_model(tmp_path_factory: pytest.TempPathFactory) -> FinetuneResult:
     return finetune(cfg, pairs=stsb_sample(train=96, validation=60, test=16), log=lambda _: None)
 
 
+@pytest.mark.slow
 def test_finetune_fits_the_story_model_on_validation_and_calibrates_it(story_model: FinetuneResult) -> None:
     reranker = load_reranker(story_model.model_dir)
     assert reranker is not None and reranker.story is not None
@@ -153,6 +154,7 @@ def _dedup(model: str, corpus: Path, out: Path, **kw: object):  # noqa: ANN202 -
     return run_dedup(cfg)
 
 
+@pytest.mark.slow
 def test_a_report_keeps_exactly_the_candidates_whose_story_probability_passes_daily_as_batch(
     story_model: FinetuneResult, repo_root: Path, tmp_path: Path
 ) -> None:

@@ -23,6 +23,7 @@ def pairs() -> pd.DataFrame:
     return stsb_sample(train=32, validation=24, test=16)
 
 
+@pytest.mark.slow
 def test_the_callers_scores_of_the_base_model_stand_for_a_second_pass_when_they_cover_a_split(
     pairs: pd.DataFrame, tmp_path: Path
 ) -> None:
@@ -44,6 +45,7 @@ def test_the_callers_scores_of_the_base_model_stand_for_a_second_pass_when_they_
     assert mixed.metrics["before/test"]["spearman"] == pytest.approx(expected, abs=0.01)
 
 
+@pytest.mark.slow
 def test_the_trained_models_validation_scores_are_what_the_saved_model_gives_them(
     pairs: pd.DataFrame, tmp_path: Path
 ) -> None:
@@ -63,6 +65,7 @@ def test_the_trained_models_validation_scores_are_what_the_saved_model_gives_the
     assert cosine_only.validation_scores is not None and cosine_only.validation_scores.scorer == "cosine"
 
 
+@pytest.mark.slow
 def test_scoring_the_trained_model_on_validation_and_fitting_its_reranker_embed_no_text_again(
     pairs: pd.DataFrame, tmp_path: Path
 ) -> None:

@@ -36,6 +36,7 @@ def config(pairs_file: Path, out: Path, seeds: tuple[int, ...]) -> LearningCurve
     )
 
 
+@pytest.mark.slow
 def test_curve_then_resume_without_retraining(
     pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

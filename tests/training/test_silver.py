@@ -70,6 +70,7 @@ def test_labels_follow_the_teacher() -> None:
         label_silver_pairs(cross, None, "ensemble")
 
 
+@pytest.mark.slow
 def test_finetune_with_silver_pairs_never_draws_held_out_texts(tmp_path: Path) -> None:
     pairs = stsb_sample(train=24, validation=12, test=8)
     held = set(pairs.loc[pairs["split"] != "train", ["text_a", "text_b"]].to_numpy().ravel())
