@@ -19,13 +19,11 @@ fi
 echo "style: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# The tests run in pytest-xdist workers, a test module on one worker (its fixtures' models are then trained
-# once): by default 2 where the machine has 2 cores or more (much of a test's time is spent waiting on a
-# subprocess or a Prefect server, which the other worker fills), NLSIM_TEST_WORKERS=N for N, 1 for none.
-# Each worker has its own test home, Prefect home and temporary folders, and torch and faiss get the cores
-# shared out among the workers (tests/conftest.py)
-cores=$(nproc 2>/dev/null || echo 1)
-workers=${NLSIM_TEST_WORKERS:-$((cores >= 2 ? 2 : 1))}
+# NLSIM_TEST_WORKERS=N: the tests run in N pytest-xdist workers, a test module on one worker (its fixtures'
+# models are then trained once); each worker has its own test home, Prefect home and temporary folders,
+# and torch and faiss get the cores shared out among the workers (tests/conftest.py). One process by
+# default: on 2 cores, 2 workers took as long as one process (docs/measurements.md, "The test suite")
+workers=${NLSIM_TEST_WORKERS:-1}
 xdist=()
 if [ "$workers" != 1 ]; then
   xdist=(-n "$workers" --dist loadfile)
