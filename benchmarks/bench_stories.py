@@ -61,6 +61,7 @@ from nlsim.clusters.constraints import LinkConstraints  # noqa: E402
 from nlsim.clusters.rules import (  # noqa: E402
     DEFAULT_LARGE,
     DEFAULT_LARGE_MARGIN,
+    DEFAULT_LARGE_SHARE,
     ConnectedComponents,
     Link,
     SharedSupport,
@@ -174,13 +175,16 @@ def links_of(frame: pd.DataFrame) -> list[Link]:
     return [Link(a, b, s) for a, b, s in zip(frame["id_a"], frame["id_b"], frame["score"], strict=True)]
 
 
+def large_rule_name(size: int, share: float | None, margin: float | None) -> str:
+    """The name of a ``--large`` variant of the default rule (``-``: no condition)."""
+    return f"support-0.4+large{size}:{'-' if share is None else share}:{'-' if margin is None else margin}"
+
+
 def story_rules(large: list[tuple[int, float | None, float | None]], threshold: float) -> dict[str, Any]:
     """The default rule and each ``--large`` variant at ``threshold``."""
     rules: dict[str, Any] = {"support-0.4": SharedSupport(min_share=0.4)}
     for size, share, margin in large:
-        name = (
-            f"support-0.4+large{size}:{'-' if share is None else share}:{'-' if margin is None else margin}"
-        )
+        name = large_rule_name(size, share, margin)
         floor = None if margin is None else threshold + margin
         rules[name] = SharedSupport(min_share=0.4, large=size, large_share=share, large_floor=floor)
     return rules
@@ -337,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tag", default="")
     ap.add_argument(
         "--summary-story",
-        default=f"support-0.4+large{DEFAULT_LARGE}:-:{DEFAULT_LARGE_MARGIN:g}",
+        default=large_rule_name(DEFAULT_LARGE, DEFAULT_LARGE_SHARE, DEFAULT_LARGE_MARGIN),
         help="the story rule whose figures are summed up across the models (several --model-store)",
     )
     ap.add_argument("--summary-topic", default=f"support-{DEFAULT_TOPIC_SUPPORT:g}")

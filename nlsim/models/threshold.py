@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import TOPIC_CALIBRATION_JSON, Calibration, load_calibration
+from nlsim.evaluation.calibration import (
+    CALIBRATION_JSON,
+    TOPIC_CALIBRATION_JSON,
+    Calibration,
+    load_calibration,
+)
 from nlsim.io.records import known_fields
 from nlsim.models.settings import ModelSettings
 from nlsim.progress import say, warn
@@ -90,7 +95,7 @@ def resolve_threshold(
         return Threshold(float(cal.threshold), f"calibration file {ms.calibration}: {cal.describe()}", cal)
     cal = load_calibration(model_path) if model_path is not None else None
     if cal is not None:
-        _check_fingerprint(cal, encoder, Path(model_path) / "calibration.json")
+        _check_fingerprint(cal, encoder, Path(model_path) / CALIBRATION_JSON)
         _warn_conversion(cal.conversion, ms.convert, model_path)
         return Threshold(float(cal.threshold), f"calibration stored with the model: {cal.describe()}", cal)
     if fallback is not None:
@@ -135,7 +140,7 @@ def resolve_topic_threshold(
         if cal is None and fallback is not None:
             cal, where = fallback, "of the model store's zero-shot model"
         if cal is None:
-            if model_path is not None and (Path(model_path) / "calibration.json").is_file():
+            if model_path is not None and (Path(model_path) / CALIBRATION_JSON).is_file():
                 say(
                     "no topic groups: the model has a calibration but no topic calibration beside it "
                     f"({TOPIC_CALIBRATION_JSON}, which nlsim finetune writes; a model trained before it has "
