@@ -1,37 +1,131 @@
-"""``python -m nlsim ...`` as a user runs it, for the command-line tests: a subprocess on this checkout (in
-the session's temporary ``NLSIM_HOME``), and the one-line refusal a bad input must get."""
+"""``python -m nlsim ...`` as a user runs it, for the command-line tests (in the session's temporary
+``NLSIM_HOME``), and the one-line refusal a bad input must get.
+
+A command runs by :func:`nlsim.cli.main` in the test process (:func:`run_in_process`) unless it needs a
+process of its own: one given environment variables (read once per process, at import or by caches) or one
+whose test asks for a process (``process=True``: a kill, a lock naming the process, what a fresh
+interpreter prints). That saves starting Python, torch and transformers again for each command (about 2 s
+of CPU before any work); ``NLSIM_TEST_SUBPROCESS=1`` runs every command as a subprocess
+(:func:`run_subprocess`), as a user's shell would.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import subprocess
 import sys
+import traceback
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+IN_PROCESS = os.environ.get("NLSIM_TEST_SUBPROCESS", "") not in ("1", "true", "yes")
+"""Whether :func:`nlsim` runs commands that need no process of their own in the test process."""
 
 
-def command_env(**more: str) -> dict[str, str]:
-    """The environment of a command: this checkout on the path, no progress lines unless asked."""
-    return {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TOKENIZERS_PARALLELISM": "false",
-        "NLSIM_PROGRESS": "off",
-        **more,
-    }
+def command_env(*, plain: bool = False, **more: str) -> dict[str, str]:
+    """The environment of a command: this checkout on the path, no progress lines unless asked (``plain``:
+    this checkout on the path and nothing else, as a user's shell leaves it)."""
+    quiet = {} if plain else {"TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
+    return {**os.environ, "PYTHONPATH": str(ROOT), **quiet, **more}
 
 
-def nlsim(*args: str, cwd: Path, timeout: float = 900, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m nlsim ARGS`` in ``cwd``; ``env`` is added to :func:`command_env`."""
+def nlsim(
+    *args: str | Path, cwd: Path, timeout: float = 900, process: bool = False, plain: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGS`` in ``cwd``; ``env`` is added to :func:`command_env` (``plain``: see there).
+    In the test process (:data:`IN_PROCESS`) unless ``env`` is given or ``process`` asks for a process of
+    its own."""
+    argv = [str(a) for a in args]
+    if IN_PROCESS and not env and not process:
+        return run_in_process(argv, cwd, plain=plain)
+    return run_subprocess(argv, cwd, timeout=timeout, plain=plain, **env)
+
+
+def run_subprocess(
+    argv: list[str], cwd: Path, timeout: float = 900, plain: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGV`` in a process of its own, in ``cwd``, with :func:`command_env`."""
     return subprocess.run(
-        [sys.executable, "-m", "nlsim", *args],
+        [sys.executable, "-m", "nlsim", *argv],
         cwd=cwd,
-        env=command_env(**env),
+        env=command_env(plain=plain, **env),
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def _print_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    """Print a warning to (the redirected) ``sys.stderr``, as Python does in a process of its own."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def run_in_process(
+    argv: list[str], cwd: Path, more_env: dict[str, str] | None = None, plain: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGV`` run by :func:`nlsim.cli.main` in this process, in ``cwd``, as
+    :func:`run_subprocess` runs it: the same environment, ``sys.argv``, stdout and stderr captured, the exit
+    status of ``sys.exit(main())`` (an uncaught exception prints its traceback and gives 1, as Python does),
+    and warnings printed to that stderr under Python's default filters, as a fresh interpreter prints them
+    (pytest would otherwise collect them). The process-wide state a command changes (working folder,
+    environment, ``sys.argv``, the ``nlsim`` logger, torch's thread count) is put back afterwards. Not
+    thread-safe: one at a time."""
+    import torch
+
+    from nlsim.cli import main
+
+    env = command_env(plain=plain, **(more_env or {}))
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    log = logging.getLogger("nlsim")
+    saved_log = (log.handlers[:], log.level, log.propagate)
+    threads = torch.get_num_threads()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = [str(ROOT / "nlsim" / "__main__.py"), *argv]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()  # Python's own defaults: what `python -m nlsim` shows
+            for action, category in (
+                ("ignore", DeprecationWarning),
+                ("ignore", PendingDeprecationWarning),
+                ("ignore", ImportWarning),
+                ("ignore", ResourceWarning),
+            ):
+                warnings.simplefilter(action, category)  # type: ignore[arg-type]
+            warnings.showwarning = _print_warning
+            try:
+                status = main(argv)
+            except SystemExit as exc:  # argparse's usage errors, sys.exit in a command
+                if exc.code is None or isinstance(exc.code, int):
+                    status = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    status = 1
+            except Exception:
+                traceback.print_exc()
+                status = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+        log.handlers[:], log.level, log.propagate = saved_log
+        torch.set_num_threads(threads)
+    args = [sys.executable, "-m", "nlsim", *argv]
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
 def last_line(proc: subprocess.CompletedProcess[str]) -> str:

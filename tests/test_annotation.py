@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +15,7 @@ from nlsim.errors import InputError
 from nlsim.io import editor_file
 from nlsim.io.model_store import ModelStore
 from nlsim.io.pairs import load_pairs
-from tests.command import refused
+from tests.command import nlsim, refused
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,14 +175,6 @@ def test_blank_rows_skipped_when_asked(files: tuple[Path, Path], tmp_path: Path)
 
 
 # --- through the command line (python -m nlsim annotate ...) ---------------------------------------------
-
-
-def nlsim(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m nlsim ARGS`` in ``cwd``, this checkout first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLSIM_PROGRESS": "off", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
-    )
 
 
 def _fill(path: Path, scores: list[str] | None = None) -> pd.DataFrame:
@@ -709,12 +698,11 @@ def test_merge_cli_lists_every_conflict_and_skips_scored(files: tuple[Path, Path
             "score": ["1", "0.75", "1"],
         }
     ).to_csv(again, index=False)
-    cmd = [sys.executable, "-m", "nlsim", "annotate", "merge", "--filled", str(again), "--pairs", str(pairs)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    bad = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    cmd = ["annotate", "merge", "--filled", str(again), "--pairs", str(pairs)]
+    bad = nlsim(*cmd, cwd=tmp_path, plain=True)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert "sheet row 2, field " in bad.stderr and "sheet row 3, field " in bad.stderr, bad.stderr
-    ok = subprocess.run([*cmd, "--skip-scored"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    ok = nlsim(*cmd, "--skip-scored", cwd=tmp_path, plain=True)
     assert ok.returncode == 0, ok.stderr
     assert "added 1 pairs" in ok.stderr + ok.stdout and "2 already annotated skipped" in ok.stderr + ok.stdout
 

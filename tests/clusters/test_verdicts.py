@@ -10,6 +10,7 @@ import pytest
 
 from nlsim.clusters.verdicts import Verdict, Verdicts, load_verdicts, save_verdicts, store_path
 from nlsim.errors import InputError
+from tests.command import nlsim
 
 
 def test_round_trip_and_a_later_verdict_replaces_the_earlier(tmp_path: Path) -> None:
@@ -392,18 +393,15 @@ def test_a_page_export_row_marked_overrule_merges_without_the_option(tmp_path: P
 @pytest.mark.slow
 def test_merge_cli_overrule(tmp_path: Path) -> None:
     """`nlsim annotate merge --overrule` on the command line."""
-    import subprocess
-    import sys
-
     pairs = _scored_file(tmp_path / "news.tsv")
     filled = tmp_path / "marks.csv"
     pd.DataFrame(
         {"id_a": ["n0"], "id_b": ["n1"], "text_a": [TITLES["n0"]], "text_b": [TITLES["n1"]], "score": ["0"]}
     ).to_csv(filled, index=False)
-    cmd = [sys.executable, "-m", "nlsim", "annotate", "merge", "--filled", str(filled), "--pairs", str(pairs)]
-    refused = subprocess.run(cmd, capture_output=True, text=True)
+    cmd = ["annotate", "merge", "--filled", str(filled), "--pairs", str(pairs)]
+    refused = nlsim(*cmd, cwd=tmp_path)
     assert refused.returncode != 0 and "--overrule" in refused.stderr
-    done = subprocess.run([*cmd, "--overrule"], capture_output=True, text=True)
+    done = nlsim(*cmd, "--overrule", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "1 training pair(s) overruled" in done.stderr
     assert load_verdicts(store_path(pairs)).records[0].earlier[0].score == 0.75

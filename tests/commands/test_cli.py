@@ -1,7 +1,7 @@
-"""The command line as a user meets it, through ``python -m nlsim`` subprocesses: defaults in ``--help``,
-``--quiet`` / ``--log-level``, ``dedup --json``, exit status 1 for a failed run and 2 for a wrong command,
-one line and no traceback for an expected failure (an unwritable ``--out`` included), and progress that
-stays line-oriented in a log (no carriage returns)."""
+"""The command line as a user meets it, through ``python -m nlsim`` (:func:`tests.command.nlsim`):
+defaults in ``--help``, ``--quiet`` / ``--log-level``, ``dedup --json``, exit status 1 for a failed run and
+2 for a wrong command, one line and no traceback for an expected failure (an unwritable ``--out``
+included), and progress that stays line-oriented in a log (no carriage returns)."""
 
 from __future__ import annotations
 
@@ -16,20 +16,15 @@ import pandas as pd
 import pytest
 
 from nlsim import progress
+from tests import command
 from tests.incremental_helpers import FAST_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def nlsim(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``python -m nlsim ARGS`` from the checkout's root, the environment as a user's shell leaves it."""
+    return command.nlsim(*args, cwd=ROOT, timeout=600, plain=True, **env)
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], command: str) -> str:

@@ -38,12 +38,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.command import run_in_process, run_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "paraphrase-MiniLM-L3-v2"
@@ -2112,74 +2113,15 @@ def _locked_by_this_process(d: Path) -> None:
 def nlsim(
     argv: list[str], cwd: Path, timeout: float = 600, more_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
-    env.update(more_env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """``python -m nlsim ARGV`` in a process of its own (:func:`tests.command.run_subprocess`)."""
+    return run_subprocess(argv, cwd, timeout=timeout, **(more_env or {}))
 
 
 def needs_process(case: Case) -> bool:
     """Whether ``case``'s command must run in a process of its own (:func:`nlsim`), not in this one
-    (:func:`nlsim_in_process`): it sets environment variables, or its set-up names this process."""
+    (:func:`tests.command.run_in_process`): it sets environment variables, or its set-up names this
+    process."""
     return case.process or bool(case.env)
-
-
-def nlsim_in_process(
-    argv: list[str], cwd: Path, more_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``python -m nlsim ARGV`` run by :func:`nlsim.cli.main` in this process, in ``cwd``, as :func:`nlsim`
-    runs it in a subprocess: the same environment, ``sys.argv``, stdout and stderr captured, the exit
-    status of ``sys.exit(main())`` (an uncaught exception prints its traceback and gives 1, as Python
-    does). The process-wide state a command changes (working folder, environment, ``sys.argv``, the
-    ``nlsim`` logger, torch's thread count) is put back afterwards. Not thread-safe: one at a time."""
-    import contextlib
-    import io
-    import logging
-    import traceback
-
-    import torch
-
-    from nlsim.cli import main
-
-    env = {"PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "NLSIM_PROGRESS": "off"}
-    env.update(more_env or {})
-    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
-    log = logging.getLogger("nlsim")
-    saved_log = (log.handlers[:], log.level, log.propagate)
-    threads = torch.get_num_threads()
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        os.environ.update(env)
-        os.chdir(cwd)
-        sys.argv = [str(ROOT / "nlsim" / "__main__.py"), *argv]
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = main(argv)
-            except SystemExit as exc:  # argparse's usage errors, sys.exit in a command
-                if exc.code is None or isinstance(exc.code, int):
-                    status = exc.code or 0
-                else:
-                    print(exc.code, file=sys.stderr)
-                    status = 1
-            except Exception:
-                traceback.print_exc()
-                status = 1
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-        sys.argv = saved_argv
-        log.handlers[:], log.level, log.propagate = saved_log
-        torch.set_num_threads(threads)
-    return subprocess.CompletedProcess(
-        [sys.executable, "-m", "nlsim", *argv], status, out.getvalue(), err.getvalue()
-    )
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -2201,8 +2143,8 @@ def case_folder(case: Case, work: Path) -> Path:
 
 def run_case(case: Case, work: Path, in_process: bool = False) -> dict[str, Any]:
     """Run ``case`` in its folder under ``work`` and check it: its result row. ``in_process``: the command
-    runs in this process (:func:`nlsim_in_process`) unless the case :func:`needs_process`; else in a
-    subprocess."""
+    runs in this process (:func:`tests.command.run_in_process`) unless the case :func:`needs_process`; else
+    in a subprocess."""
     d = case_folder(case, work)
     d.mkdir(parents=True)
     for rel, data in case.files.items():
@@ -2214,7 +2156,7 @@ def run_case(case: Case, work: Path, in_process: bool = False) -> dict[str, Any]
     before = snapshot(d)
     t = time.perf_counter()
     if in_process and not needs_process(case):
-        proc = nlsim_in_process(case.argv, d, more_env=case.env)
+        proc = run_in_process(case.argv, d, more_env=case.env)
     else:
         proc = nlsim(case.argv, d, more_env=case.env)
     seconds = time.perf_counter() - t

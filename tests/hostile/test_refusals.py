@@ -1,10 +1,11 @@
 """Never lose a user's file: one regression test per case of the hostile-input probe.
 
-Where a case names a command, the case runs through the real command line (``python -m nlsim ...`` in
-a subprocess) against files in a temporary folder, and checks the exit status, the one-line
-``nlsim CMD: error: ...`` message (no traceback) and that every file of the user's is byte for byte as it
-was. ``NLSIM_HOSTILE_SRC=/path/to/checkout`` runs those command lines against another checkout (how the
-cases were checked against the code before the fixes).
+Where a case names a command, the case runs through the real command line (``python -m nlsim ...``, as
+:func:`tests.command.nlsim` runs it: in the test process, or a subprocess where it needs one) against
+files in a temporary folder, and checks the exit status, the one-line ``nlsim CMD: error: ...`` message
+(no traceback) and that every file of the user's is byte for byte as it was.
+``NLSIM_HOSTILE_SRC=/path/to/checkout`` runs those command lines against another checkout, each in a
+subprocess (how the cases were checked against the code before the fixes).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +23,7 @@ import pytest
 
 from nlsim.dedup.config import DedupConfig
 from nlsim.errors import ConfigError, InputError, StateError
+from tests import command
 from tests.command import refused
 from tests.faults import fault_env
 from tests.hostile.cases import snapshot
@@ -44,23 +45,11 @@ n5,Stock markets fall sharply,AP,2024-05-01T12:00:00Z
 # --- helpers -------------------------------------------------------------------------------------------
 
 
-def nlsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m nlsim ARGS`` in ``cwd`` (the checkout under test on PYTHONPATH)."""
-    full_env = {
-        **os.environ,
-        "PYTHONPATH": SRC,
-        "TOKENIZERS_PARALLELISM": "false",
-        "NLSIM_PROGRESS": "off",
-        **(env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def nlsim(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """:func:`tests.command.nlsim`; with ``NLSIM_HOSTILE_SRC``, a subprocess on that checkout."""
+    if SRC != str(ROOT):
+        env.setdefault("PYTHONPATH", SRC)
+    return command.nlsim(*args, cwd=cwd, timeout=600, **env)
 
 
 def news(folder: Path, name: str = "news.csv", text: str = NEWS) -> Path:
@@ -524,7 +513,7 @@ def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -
         "rep",
         *DEDUP,
         cwd=tmp_path,
-        env=fault_env("report-write", SRC),
+        **fault_env("report-write", SRC),
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-1500:]
     after = snapshot(tmp_path / "rep")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from nlsim.report.files import pairs_table, write_report
 from nlsim.report.near_misses import near_miss_pairs, near_miss_table
 from nlsim.report.record import RunRecord
 from tests.browser import find_browser
+from tests.command import nlsim
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,13 +179,6 @@ def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: An
     assert page.text_content("#rv-count") == "0 marked"
     assert errors == []
     page.close()
-
-
-def nlsim(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLSIM_PROGRESS": "off", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(
-        [sys.executable, "-m", "nlsim", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
-    )
 
 
 STORY = [
