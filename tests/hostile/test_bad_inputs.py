@@ -4,10 +4,11 @@ A case meant to be refused must be refused by name (one line, no traceback); a c
 give the right result; in every case no user file may change. The selected cases run in one module
 fixture, so that ``-k NAME`` runs just those: each command runs ``nlsim.cli.main`` in this process, one
 at a time, as ``python -m nlsim`` would (its exit status, stdout and stderr; an uncaught exception's
-traceback on stderr), which saves starting Python, torch and transformers again for each of the ~290
-cases; the cases that need a process of their own (environment variables, a lock naming the process that
-set the case up: :func:`~tests.hostile.cases.needs_process`) run as real subprocesses, two at a time, and
-``NLSIM_HOSTILE_PROCESS=1`` runs every case so. The templates some cases copy (a saved model, a state
+traceback on stderr: :func:`tests.command.run_in_process`), which saves starting Python, torch and
+transformers again for each of the ~290 cases; the cases that need a process of their own (environment
+variables, a lock naming the process that set the case up: :func:`~tests.hostile.cases.needs_process`) run
+as real subprocesses, two at a time, and ``NLSIM_HOSTILE_PROCESS=1`` (or ``NLSIM_TEST_SUBPROCESS=1``, for
+every command-line test) runs every case so. The templates some cases copy (a saved model, a state
 folder, a trained chain) are built once, when a selected case needs them. A case's folder goes as soon
 as the case passed (a failed one's stays until the module ends), and the templates when the module ends:
 the cases' copies of models and stores came to about 4 GB over the run when they stayed to the end of the
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests import command
 from tests.hostile.cases import all_cases, build_templates, case_folder, needs_process, run_case
 
 WORK = Path(tempfile.gettempdir()) / f"nlsim-hostile-{uuid.uuid4().hex[:12]}"
@@ -35,8 +37,9 @@ when the module ends (collecting the cases makes nothing)."""
 CASES = {c.name: c for c in all_cases(WORK)}
 JOBS = int(os.environ.get("NLSIM_HOSTILE_JOBS", "2"))
 """How many of the cases that run as subprocesses run at a time."""
-IN_PROCESS = os.environ.get("NLSIM_HOSTILE_PROCESS", "") not in ("1", "true", "yes")
-"""Whether the cases that need no process of their own run in this process (the default)."""
+IN_PROCESS = command.IN_PROCESS and os.environ.get("NLSIM_HOSTILE_PROCESS", "") not in ("1", "true", "yes")
+"""Whether the cases that need no process of their own run in this process (the default;
+``NLSIM_TEST_SUBPROCESS=1`` or ``NLSIM_HOSTILE_PROCESS=1``: every case in a subprocess)."""
 TEMPLATED = (
     "bad state",
     "valid state",
