@@ -1,12 +1,12 @@
 """``python -m nlsim ...`` as a user runs it, for the command-line tests (in the session's temporary
 ``NLSIM_HOME``), and the one-line refusal a bad input must get.
 
-A command runs by :func:`nlsim.cli.main` in the test process (:func:`run_in_process`) unless it needs a
-process of its own: one given environment variables (read once per process, at import or by caches) or one
-whose test asks for a process (``process=True``: a kill, a lock naming the process, what a fresh
-interpreter prints). That saves starting Python, torch and transformers again for each command (about 2 s
-of CPU before any work); ``NLSIM_TEST_SUBPROCESS=1`` runs every command as a subprocess
-(:func:`run_subprocess`), as a user's shell would.
+A command runs by :func:`nlsim.cli.main` in the test process (:func:`run_in_process`) unless it is given
+environment variables: those are read once per process (at import or by caches), so such a command runs
+in a process of its own (:func:`run_subprocess`), as does every command of a test that needs a process
+boundary (a kill, a lock naming the process) through its own ``subprocess`` call. That saves starting
+Python, torch and transformers again for each command (about 2 s of CPU before any work);
+``NLSIM_TEST_SUBPROCESS=1`` runs every command as a subprocess, as a user's shell would.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ def command_env(*, plain: bool = False, **more: str) -> dict[str, str]:
 
 
 def nlsim(
-    *args: str | Path, cwd: Path, timeout: float = 900, process: bool = False, plain: bool = False, **env: str
+    *args: str | Path, cwd: Path, timeout: float = 900, plain: bool = False, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """``python -m nlsim ARGS`` in ``cwd``; ``env`` is added to :func:`command_env` (``plain``: see there).
-    In the test process (:data:`IN_PROCESS`) unless ``env`` is given or ``process`` asks for a process of
-    its own."""
+    In the test process (:data:`IN_PROCESS`) unless ``env`` is given."""
     argv = [str(a) for a in args]
-    if IN_PROCESS and not env and not process:
+    if IN_PROCESS and not env:
         return run_in_process(argv, cwd, plain=plain)
     return run_subprocess(argv, cwd, timeout=timeout, plain=plain, **env)
 
