@@ -24,7 +24,6 @@ from tests.browser import find_browser
 from tests.command import nlsim
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
 TRICKY = "He said \"no\" <i>twice</i> & left, 'again' </script><b>x</b>"
 """A title with markup, quotes of both kinds, a comma and an ampersand: it must come back unchanged."""
