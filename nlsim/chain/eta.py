@@ -26,6 +26,9 @@ Example:
     ['bi-encoder', 'cross-encoder', 'evaluation', 'quality check', 'report']
     >>> describe(est).startswith("estimated time on this machine: about")
     True
+    >>> shorter = replace(plan, cross_encoder_drops_easy=True).estimate(seconds_per_step=0.1)
+    >>> shorter["cross-encoder"] < est["cross-encoder"]
+    True
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ CANDIDATES_PER_ITEM = 0.2
 the model of the fp32 recipe and 0.22 (2,193) for the full recipe's, since batch 4 was merged (0.24
 before). A weaker model passes many more to its reranker (one trained on 480 pairs: 3.2 an item), which
 this guess does not foresee."""
+LATER_EPOCH_SHARE = 0.6
+"""The share of its pair sequences the cross-encoder trains on in an epoch after the first when it leaves
+the easy ones out (``--cross-encoder-drop-easy``, :mod:`nlsim.training.easy_pairs`): on the bundled pairs
+(batches 1-5, margin 0.1, a quarter of the easy ones drawn) 0.69 in the second epoch and 0.53 in the third,
+on AMD EPYC avx2 in fp32 (docs/experiments.md, "Easy pairs left out of later epochs")."""
 PATH_SETUP_PASSES = 2.25
 """What building and timing one lossy path on the CPU (an ONNX export and its check against torch, an int8
 copy, the probe) costs, in forward passes over the validation pairs: on the 2-core AMX machine, the
@@ -74,6 +82,9 @@ class ChainWork:
     """The lossy inference paths the quality check of the fine-tuned model measures, for each model kind."""
     built_paths: bool = True
     """The lossy paths are built first (on the CPU: ONNX exports, int8 copies; a GPU's are not)."""
+    cross_encoder_drops_easy: bool = False
+    """The cross-encoder's epochs after the first leave the easy pairs out (about
+    :data:`LATER_EPOCH_SHARE` of the steps each)."""
     incumbent_reranker: bool | None = None
     """The current model is scored on the validation pairs (its figures for them are not kept yet), with
     its reranker (``True``) or without; ``None``: nothing to score."""
@@ -102,7 +113,9 @@ class ChainWork:
             sequences = 2 * self.train_pairs
             trained = self.layers - self.cross_encoder_frozen
             step = self.batch_size * self.pair_tokens * trained * (1 + BACKWARD)
-            steps = math.ceil(sequences / self.batch_size) * self.cross_encoder_epochs
+            later = LATER_EPOCH_SHARE if self.cross_encoder_drops_easy else 1.0
+            epochs = 1 + later * (self.cross_encoder_epochs - 1) if self.cross_encoder_epochs else 0
+            steps = math.ceil(sequences / self.batch_size) * epochs
             frozen_pass = (
                 (sequences + 2 * self.validation_pairs) * self.pair_tokens * self.cross_encoder_frozen
             )

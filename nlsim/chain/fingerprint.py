@@ -71,6 +71,12 @@ def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]
     settings = {k: v for k, v in cfg.parameters().items() if k not in NOT_TRAINING + FP32_EPOCHS}
     if not settings.get("story_model"):  # off: the models trained before it existed, the same versions
         settings.pop("story_model", None)
+    if not settings.get("drop_easy"):  # off: the same versions as before it existed
+        settings.pop("drop_easy", None)
+        settings.pop("easy_sample", None)
+    if not settings.get("cross_encoder_drop_easy"):  # off: its share of easy pairs changes nothing
+        settings.pop("cross_encoder_drop_easy", None)
+        settings.pop("cross_encoder_easy_sample", None)
     return {**settings, **{k: used[k] for k in cfg.fp32_settings()}}
 
 

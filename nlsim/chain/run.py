@@ -519,6 +519,7 @@ def chain_work(
         ),
         corpus_items=items if cfg.make_report else 0,
         reranker=cfg.cross_encoder.reranker,
+        cross_encoder_drops_easy=bool(training.cross_encoder.drop_easy),
         test_pairs=int((pairs["split"] == "test").sum()),
         lossy_paths=lossy_paths_here(base.device) if training.evaluation.precision_check else 0,
         built_paths=gpu_info(base.device) is None,

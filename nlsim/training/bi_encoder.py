@@ -4,7 +4,8 @@ Loss = CoSENT or MSE between the cosine and the gold score (:mod:`nlsim.training
 warm-up and decay; validation every epoch (or every N steps) with the best checkpoint (validation
 Spearman) kept; seeds fixed, so a run on the same machine and thread count repeats exactly. The
 word-embedding table (96M of e5's 118M parameters) can be frozen, which cuts the step time ~4x and the
-optimizer memory by ~1 GB.
+optimizer memory by ~1 GB. With ``drop_easy``, an epoch after the first leaves out the pairs already scored
+right (:mod:`nlsim.training.easy_pairs`).
 
 Example (a few seconds with the small English model):
     >>> import pandas as pd
@@ -37,15 +38,17 @@ from nlsim.encoders.batching import bucketed_batches
 from nlsim.encoders.device import default_device
 from nlsim.encoders.encoder import mean_pool
 from nlsim.encoders.scoring import Embeddings, pair_scorer
+from nlsim.evaluation.levels import SAME_STORY
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_write_text
 from nlsim.progress import say
 from nlsim.training.clock import TrainingClock
 from nlsim.training.config import FinetuneConfig
+from nlsim.training.easy_pairs import line_errors, sample_easy, still_hard
 from nlsim.training.losses import get_loss
 from nlsim.training.mixed_precision import autocast
 from nlsim.training.mixed_precision import resolve as resolve_precision
-from nlsim.training.optim import adamw, linear_schedule, set_seed
+from nlsim.training.optim import EpochProgress, adamw, linear_schedule, set_seed
 from nlsim.training.packing import segment_mean
 from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
@@ -104,6 +107,14 @@ class _Run:
     scheduler: Any
     clock: TrainingClock
     total: int
+    progress: EpochProgress
+    story: np.ndarray
+    """True where a training pair is the same story (kept by ``drop_easy``)."""
+    cosines: np.ndarray
+    """Each training pair's cosine when the model last trained on it (inf: not yet)."""
+    sampled: torch.Tensor | None = None
+    """This epoch's loss weight of each pair for the easy ones drawn (``1 / easy_sample``), else 1; None:
+    every pair weighs 1 (no pair left out)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     best: dict[str, Any] = field(default_factory=lambda: {"spearman": -math.inf})
     best_state: dict[str, torch.Tensor] | None = None
@@ -137,8 +148,10 @@ def _start(
     precision, why = resolve_precision(cfg.recipe.train_precision, split.device)
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     optimizer = adamw(params, cfg.bi_encoder.lr, cfg.bi_encoder.weight_decay)
-    total = math.ceil(len(train) / cfg.recipe.batch_size) * cfg.bi_encoder.epochs
-    scheduler = linear_schedule(optimizer, int(round(cfg.bi_encoder.warmup_ratio * total)), total)
+    per_epoch = math.ceil(len(train) / cfg.recipe.batch_size)
+    total = per_epoch * cfg.bi_encoder.epochs
+    progress = EpochProgress(per_epoch)
+    scheduler = linear_schedule(optimizer, int(round(cfg.bi_encoder.warmup_ratio * total)), total, progress)
     t_prep = time.perf_counter()
     texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train)
     val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation)
@@ -165,6 +178,9 @@ def _start(
         scheduler,
         clock,
         total,
+        progress,
+        train["score"].to_numpy(dtype=np.float64) >= SAME_STORY - 1e-9,
+        np.full(len(train), np.inf),
     )
 
 
@@ -193,6 +209,33 @@ def _validate(
     return row
 
 
+def _plan_epoch(
+    run: _Run, epoch: int, cfg: FinetuneConfig, rng: np.random.Generator, log: Callable[[str], None]
+) -> list[np.ndarray]:
+    """The epoch's batches of pair rows; from the second epoch on with ``drop_easy``, only the pairs
+    :func:`still_hard` keeps (:mod:`nlsim.training.easy_pairs`), the schedule and the clock told of the
+    shorter epoch."""
+    pairs = np.arange(len(run.rows_a))
+    margin, share = cfg.bi_encoder.drop_easy, cfg.bi_encoder.easy_sample
+    if margin and epoch > 1:
+        hard = still_hard(line_errors(run.cosines, run.scores.cpu().numpy()), run.story, margin)
+        keep, weight = sample_easy(hard, share, rng)
+        run.sampled = torch.from_numpy(weight.astype(np.float32)).to(run.split.device)
+        pairs = pairs[keep]
+    lengths = run.states.lengths[run.rows_a[pairs]] + run.states.lengths[run.rows_b[pairs]]
+    batches = [pairs[b] for b in bucketed_batches(lengths, cfg.recipe.batch_size, rng)]
+    if margin and epoch > 1:
+        run.progress.begin_epoch(run.step, epoch, len(batches))
+        run.clock.replan(run.step + len(batches) * (cfg.bi_encoder.epochs - epoch + 1))
+        run.total = run.clock.total_steps
+        log(
+            f"  bi-encoder epoch {epoch}: {len(pairs)} of {len(run.rows_a)} pairs, {len(batches)} steps: "
+            f"{int(hard.sum())} off their cosine's line by {margin:g} or more (or the same story), "
+            f"{len(pairs) - int(hard.sum())} of the others drawn ({share:g}), weighted by its inverse"
+        )
+    return batches
+
+
 def _train_epoch(
     run: _Run,
     validation: pd.DataFrame,
@@ -202,16 +245,15 @@ def _train_epoch(
     log: Callable[[str], None],
 ) -> float:
     """One epoch of optimizer steps (validating every ``cfg.evaluation.eval_every`` steps when set); returns
-    the seconds spent training, validation left out."""
+    the seconds spent training, validation left out. Each pair's cosine, as this forward pass saw it, goes
+    to ``run.cosines``."""
     loss_fn = get_loss(cfg.bi_encoder.loss)
     device = run.split.device
-    steps_per_epoch = run.total // cfg.bi_encoder.epochs
+    steps_per_epoch = run.progress.per_epoch
     t0, eval_time = time.perf_counter(), 0.0
     losses: list[float] = []
     run.encoder.model.train()
-    for rows in bucketed_batches(
-        run.states.lengths[run.rows_a] + run.states.lengths[run.rows_b], cfg.recipe.batch_size, rng
-    ):
+    for rows in _plan_epoch(run, epoch, cfg, rng, log):
         with autocast(run.precision, device):
             emb = _pooled(
                 run.split,
@@ -219,7 +261,14 @@ def _train_epoch(
                 np.concatenate([run.rows_a[rows], run.rows_b[rows]]),
                 cfg.recipe.batch_size,
             )
-        loss = loss_fn(emb[: len(rows)], emb[len(rows) :], run.scores[torch.from_numpy(rows).to(device)])
+        with torch.no_grad():
+            pair_cos = torch.nn.functional.cosine_similarity(
+                emb[: len(rows)].float(), emb[len(rows) :].float()
+            )
+            run.cosines[rows] = pair_cos.cpu().numpy()
+        idx = torch.from_numpy(rows).to(device)
+        weights = None if run.sampled is None else run.sampled[idx]
+        loss = loss_fn(emb[: len(rows)], emb[len(rows) :], run.scores[idx], weights=weights)
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.bi_encoder.max_grad_norm:

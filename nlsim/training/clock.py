@@ -103,6 +103,7 @@ class TrainingClock:
         self.heartbeat_s = float(heartbeat_s)
         self.now = now
         self.steps = 0
+        self.epoch = 1  # the epoch the next step belongs to
         self.started = now()
         self.paused = 0.0  # time spent outside the steps (validation), not part of the step rate
         self._warm_at: tuple[float, float] | None = None  # (elapsed, paused) when the warm-up ended
@@ -137,8 +138,7 @@ class TrainingClock:
         when nothing was said for :attr:`heartbeat_s` seconds."""
         self.steps += 1
         if self._rate_at is not None and self.now() - self.last_said >= self.heartbeat_s:
-            per_epoch = self.total_steps / self.epochs
-            epoch = min(self.epochs, int((self.steps - 1) // per_epoch) + 1)
+            epoch = self.epoch
             left = self.remaining()
             rest = f", about {clock_text(left)} left" if left is not None else ""
             self.say(
@@ -159,6 +159,11 @@ class TrainingClock:
             if self.on_rate is not None:
                 self.on_rate(rate)
 
+    def replan(self, total_steps: int) -> None:
+        """The loop will take ``total_steps`` steps in all, not the number it started with (an epoch that
+        trains on fewer pairs)."""
+        self.total_steps = max(self.steps, int(total_steps))
+
     def pause(self) -> PausedClock:
         """A context for work between steps (validation) that the step rate leaves out."""
         return PausedClock(self)
@@ -167,6 +172,7 @@ class TrainingClock:
         """Say the epoch's figures, its time, the time elapsed and the time left."""
         now = self.now()
         took, self.epoch_started = now - self.epoch_started, now
+        self.epoch = min(self.epochs, epoch + 1)
         left = self.remaining()
         rest = f", about {clock_text(left)} left" if left is not None and epoch < self.epochs else ""
         self.say(

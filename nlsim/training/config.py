@@ -71,6 +71,16 @@ class CrossEncoderConfig:
     scale is folded into the head when training ends, so the saved model is an ordinary cross-encoder."""
     orders_per_epoch: int = 2
     """2: every pair is read in both orders each epoch; 1: once, in a random order (half the steps)."""
+    drop_easy: float = 0.0
+    """From the second epoch on, leave out the training sequences the model already scored within this
+    much of their graded score when it last trained on them (:mod:`nlsim.training.easy_pairs`); the
+    learning rate still moves by a whole epoch over a shortened one. 0 = off (every pair, every epoch):
+    this function's default; the chain and ``nlsim finetune`` train with 0.1
+    (``--cross-encoder-drop-easy``)."""
+    easy_sample: float = 0.25
+    """With ``drop_easy``: the share of the easy sequences an epoch still trains on, drawn afresh each
+    epoch, their loss weighted by its inverse, so that the epoch's loss stays an unbiased estimate of the
+    whole epoch's (without them, the scores of the pairs left out drift); 0 = leave every easy one out."""
     keep_best: bool = True
     """Keep the epoch with the best validation Spearman (else the last epoch: cross-validation folds, whose
     held-out pairs must not choose anything)."""
@@ -91,6 +101,10 @@ class CrossEncoderConfig:
             raise ConfigError(f"cross-encoder rank weight must be >= 0, got {self.rank_weight}")
         if not self.temperature_lr >= 0:
             raise ConfigError(f"cross-encoder temperature lr must be >= 0, got {self.temperature_lr}")
+        if not 0 <= self.drop_easy < 1:
+            raise ConfigError(f"cross-encoder drop-easy margin must be in [0, 1), got {self.drop_easy}")
+        if not 0 <= self.easy_sample <= 1:
+            raise ConfigError(f"cross-encoder easy sample must be in [0, 1], got {self.easy_sample}")
 
 
 @dataclass
@@ -150,6 +164,17 @@ class BiEncoderSettings:
         "--fp32-cross-encoder-epochs 1 and --fp32-cross-encoder-frozen-layers 6, is the faster fp32 "
         "recipe of earlier versions, whose reports judged 0.04-0.06 lower: docs/experiments.md)",
     )
+    drop_easy: float = option(
+        0.0,
+        help="from its second epoch on, the bi-encoder leaves out the training pairs whose score lies within "
+        "this much of the line that maps their cosine onto the score scale when it last trained on them; "
+        "same-story pairs always stay (0 = off: every pair every epoch; nlsim/training/easy_pairs.py)",
+    )
+    easy_sample: float = option(
+        0.25,
+        help="with --drop-easy: the share of the easy pairs an epoch still trains on, drawn afresh each "
+        "epoch, their loss weighted by its inverse (0 = leave all of them out)",
+    )
     log_every: int = option(25, help="log the loss every N steps", cli=False)
 
     def check(self) -> None:
@@ -166,6 +191,10 @@ class BiEncoderSettings:
             raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
         if self.fp32_epochs is not None and int(self.fp32_epochs) < 1:
             raise ConfigError(f"--fp32-epochs must be >= 1, got {self.fp32_epochs}")
+        if not 0 <= self.drop_easy < 1:
+            raise ConfigError(f"--drop-easy must be in [0, 1), got {self.drop_easy}")
+        if not 0 <= self.easy_sample <= 1:
+            raise ConfigError(f"--easy-sample must be in [0, 1], got {self.easy_sample}")
         if not self.lr > 0:
             raise ConfigError(f"lr must be > 0, got {self.lr}")
         if not 0 <= self.warmup_ratio < 1:
@@ -210,6 +239,20 @@ class CrossEncoderSettings:
         3.0,
         help="loss weight of the same-story training pairs (score >= 0.875) in the cross-encoder "
         "(1 = unweighted)",
+    )
+    drop_easy: float = option(
+        0.1,
+        help="from its second epoch on, the cross-encoder leaves out the training pairs (one text order at a "
+        "time) it already scored within this much of their score when it last trained on them, but for a "
+        "drawn share of them (--cross-encoder-easy-sample); same-story pairs always stay (0 = off: every "
+        "pair every epoch; nlsim/training/easy_pairs.py; chosen on validation: docs/experiments.md)",
+        name="cross_encoder_drop_easy",
+    )
+    easy_sample: float = option(
+        0.25,
+        help="with --cross-encoder-drop-easy: the share of the easy pairs an epoch still trains on, drawn "
+        "afresh each epoch, their loss weighted by its inverse (0 = leave all of them out)",
+        name="cross_encoder_easy_sample",
     )
     rerank_weight: float = option(
         0.5,
@@ -448,6 +491,8 @@ class FinetuneConfig(Configuration):
             seed=self.recipe.seed,
             threads=self.recipe.threads,
             story_weight=self.cross_encoder.story_weight,
+            drop_easy=self.cross_encoder.drop_easy,
+            easy_sample=self.cross_encoder.easy_sample,
         )
 
 

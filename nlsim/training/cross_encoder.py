@@ -3,7 +3,10 @@
 Binary cross-entropy against the graded score (soft labels), the rare same-story pairs weighted up
 (``story_weight``), optionally a same-story ranking term beside it (``rank_weight``) and a learned logit
 scale (``temperature_lr``, folded into the head at the end), both text orders, AdamW with linear warm-up and
-decay, the best validation epoch (Spearman) kept.
+decay, the best validation epoch (Spearman) kept. With ``drop_easy``, an epoch after the first leaves out
+most of the sequences the model already scored within that margin of their score when it last trained on
+them: a share ``easy_sample`` of them is drawn each epoch and weighted by its inverse (the same-story
+pairs always stay: :mod:`nlsim.training.easy_pairs`).
 
 Every pair, in both orders, is tokenised once and run once through the frozen lower layers
 (:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
@@ -40,10 +43,11 @@ from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
 from nlsim.training.clock import TrainingClock
 from nlsim.training.config import CrossEncoderConfig
+from nlsim.training.easy_pairs import sample_easy, still_hard
 from nlsim.training.losses.story_ranking import story_ranking_loss
 from nlsim.training.mixed_precision import autocast
 from nlsim.training.mixed_precision import resolve as resolve_precision
-from nlsim.training.optim import adamw, linear_schedule, set_seed
+from nlsim.training.optim import EpochProgress, adamw, linear_schedule, set_seed
 from nlsim.training.packing import segment_mean
 from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
@@ -75,14 +79,21 @@ def _logits(
 
 
 def _epoch_batches(
-    states: FrozenStates, n_pairs: int, cfg: CrossEncoderConfig, rng: np.random.Generator
+    states: FrozenStates,
+    n_pairs: int,
+    cfg: CrossEncoderConfig,
+    rng: np.random.Generator,
+    keep: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """One epoch's batches of sequence rows: every pair in both orders (``orders_per_epoch=2``), or each
-    pair once, in an order drawn at random (``1``: half the steps; over epochs both orders are seen)."""
+    pair once, in an order drawn at random (``1``: half the steps; over epochs both orders are seen); only
+    the rows where ``keep`` is true, when given."""
     if cfg.orders_per_epoch == 2:
         rows = np.arange(len(states))
     else:
         rows = np.arange(n_pairs) + n_pairs * rng.integers(0, 2, size=n_pairs)
+    if keep is not None:
+        rows = rows[keep[rows]]
     return [rows[b] for b in bucketed_batches(states.lengths[rows], cfg.batch_size, rng)]
 
 
@@ -128,6 +139,11 @@ class _Run:
     scheduler: Any
     clock: TrainingClock
     per_epoch: int
+    progress: EpochProgress
+    errors: np.ndarray
+    """Each training sequence's |sigmoid(logit) - score| when the model last trained on it (inf: not yet)."""
+    sampled: torch.Tensor
+    """This epoch's loss weight of each sequence for the easy ones drawn (``1 / easy_sample``), else 1."""
 
 
 def _start(
@@ -169,7 +185,8 @@ def _start(
         optimizer.add_param_group({"params": [log_scale], "lr": cfg.temperature_lr, "weight_decay": 0.0})
     per_epoch = math.ceil(len(train) * cfg.orders_per_epoch / cfg.batch_size)
     total = per_epoch * cfg.epochs
-    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total)
+    progress = EpochProgress(per_epoch)
+    scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total, progress)
     clock = TrainingClock("cross-encoder", total, cfg.epochs, log, on_rate=on_rate)
     params = [p for _, p in named]
     return _Run(
@@ -187,28 +204,60 @@ def _start(
         scheduler,
         clock,
         per_epoch,
+        progress,
+        np.full(len(states), np.inf),
+        torch.ones(len(states), device=device),
     )
 
 
-def _train_epoch(
+def _plan_epoch(
     run: _Run,
     epoch: int,
     n_pairs: int,
     cfg: CrossEncoderConfig,
     rng: np.random.Generator,
     log: Callable[[str], None],
+) -> list[np.ndarray]:
+    """The epoch's batches; from the second epoch on with ``cfg.drop_easy``, only the sequences
+    :func:`still_hard` keeps, the schedule and the clock told of the shorter epoch."""
+    if not cfg.drop_easy or epoch == 1:
+        return _epoch_batches(run.states, n_pairs, cfg, rng)
+    hard = still_hard(run.errors, run.story.cpu().numpy(), cfg.drop_easy)
+    keep, weight = sample_easy(hard, cfg.easy_sample, rng)
+    run.sampled = torch.from_numpy(weight.astype(np.float32)).to(run.split.device)
+    batches = _epoch_batches(run.states, n_pairs, cfg, rng, keep)
+    run.progress.begin_epoch(run.clock.steps, epoch, len(batches))
+    run.clock.replan(run.clock.steps + len(batches) * (cfg.epochs - epoch + 1))
+    log(
+        f"  cross-encoder epoch {epoch}: {int(keep.sum())} of {len(keep)} pair sequences, {len(batches)} "
+        f"steps: {int(hard.sum())} still off their score by {cfg.drop_easy:g} or more (or the same story), "
+        f"{int((keep & ~hard).sum())} of the others drawn ({cfg.easy_sample:g}), weighted by its inverse"
+    )
+    return batches
+
+
+def _train_epoch(
+    run: _Run,
+    epoch: int,
+    batches: list[np.ndarray],
+    cfg: CrossEncoderConfig,
+    log: Callable[[str], None],
 ) -> float:
-    """One epoch of optimizer steps; returns its mean loss."""
+    """One epoch of optimizer steps over ``batches``; returns its mean loss. Each sequence's distance from
+    its score, as this forward pass saw it, goes to ``run.errors``."""
     loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
     device = run.split.device
     losses: list[float] = []
     run.ce.model.train()
-    for k, rows in enumerate(_epoch_batches(run.states, n_pairs, cfg, rng)):
+    for k, rows in enumerate(batches):
         idx = torch.from_numpy(rows).to(device)
         with autocast(run.precision, device):
             logits = _logits(run.ce, run.split, run.states, rows, run.log_scale).float()
         per_pair = loss_fn(logits, run.scores[idx])
-        loss = (per_pair * run.weights[idx]).sum() / run.weights[idx].sum()
+        with torch.no_grad():
+            run.errors[rows] = (torch.sigmoid(logits) - run.scores[idx]).abs().cpu().numpy()
+        weights = run.weights[idx] * run.sampled[idx]
+        loss = (per_pair * weights).sum() / weights.sum()
         if cfg.rank_weight:
             loss = loss + cfg.rank_weight * story_ranking_loss(logits, run.story[idx])
         run.optimizer.zero_grad(set_to_none=True)
@@ -221,7 +270,7 @@ def _train_epoch(
         losses.append(float(loss.detach()))
         if cfg.log_every and (k + 1) % cfg.log_every == 0:
             recent = np.mean(losses[-cfg.log_every :])
-            log(f"  cross-encoder epoch {epoch} step {k + 1}/{run.per_epoch}: loss {recent:.4f}")
+            log(f"  cross-encoder epoch {epoch} step {k + 1}/{len(batches)}: loss {recent:.4f}")
     return float(np.mean(losses))
 
 
@@ -285,7 +334,8 @@ def train_cross_encoder(
     kept = np.zeros(len(validation), dtype=np.float64)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
-        train_loss = _train_epoch(run, epoch, len(train), cfg, rng, log)
+        batches = _plan_epoch(run, epoch, len(train), cfg, rng, log)
+        train_loss = _train_epoch(run, epoch, batches, cfg, log)
         seconds = time.perf_counter() - t0
         with run.clock.pause():
             pred = predict_states(run.ce, run.split, run.val_states, log_scale=run.log_scale)

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -54,12 +54,46 @@ def adamw(named: Iterable[tuple[str, torch.nn.Parameter]], lr: float, weight_dec
         return torch.optim.AdamW(groups, lr=lr)
 
 
-def linear_schedule(optimizer: Any, warmup: int, total: int) -> Any:
-    """LambdaLR: linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
+def linear_schedule(
+    optimizer: Any, warmup: int, total: int, progress: Callable[[int], float] | None = None
+) -> Any:
+    """LambdaLR: linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``; ``progress``
+    maps the optimizer steps taken onto the schedule's steps where they differ (an epoch shortened by
+    :class:`EpochProgress`)."""
 
-    def factor(step: int) -> float:
+    def factor(taken: int) -> float:
+        step = taken if progress is None else progress(taken)
         if warmup > 0 and step < warmup:
             return (step + 1) / warmup
         return max(0.0, (total - step) / max(1, total - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class EpochProgress:
+    """Where in a schedule planned in whole epochs of ``per_epoch`` steps a loop is whose epochs may take
+    fewer steps: a shortened epoch still moves the schedule by one epoch.
+
+    Example:
+        >>> progress = EpochProgress(per_epoch=10)
+        >>> progress(5)  # an epoch of the planned length: one step is one schedule step
+        5
+        >>> progress.begin_epoch(steps_taken=10, epoch=2, steps=4)  # the second epoch takes 4 steps
+        >>> progress(10), progress(12), progress(14)
+        (10.0, 15.0, 20.0)
+    """
+
+    def __init__(self, per_epoch: int) -> None:
+        self.per_epoch = per_epoch
+        self.start_step = 0
+        self.start: float = 0
+        self.stride: float = 1
+
+    def begin_epoch(self, steps_taken: int, epoch: int, steps: int) -> None:
+        """Epoch ``epoch`` (from 1) starts after ``steps_taken`` optimizer steps and takes ``steps``."""
+        self.start_step = steps_taken
+        self.start = float((epoch - 1) * self.per_epoch)
+        self.stride = self.per_epoch / max(1, steps)
+
+    def __call__(self, taken: int) -> float:
+        return self.start + (taken - self.start_step) * self.stride

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -65,6 +67,8 @@ def test_mismatched_inputs_and_bad_settings_are_rejected(trained: tuple[CrossEnc
         CrossEncoderConfig(rank_weight=-1).check()
     with pytest.raises(ConfigError, match="temperature lr"):
         CrossEncoderConfig(temperature_lr=-0.1).check()
+    with pytest.raises(ConfigError, match="drop-easy"):
+        CrossEncoderConfig(drop_easy=1.0).check()
 
 
 def _train_scores(
@@ -81,6 +85,45 @@ def _train_scores(
     run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     ce, history = run.ce, run.history
     return ce.predict(train["text_a"].tolist(), train["text_b"].tolist()), train, history
+
+
+def _kept_sequences(lines: list[str]) -> list[tuple[int, int]]:
+    """``(kept, all)`` of each epoch that left sequences out, from the training's log lines."""
+    said = [re.search(r"epoch \d+: (\d+) of (\d+) pair sequences", line) for line in lines]
+    return [(int(m.group(1)), int(m.group(2))) for m in said if m]
+
+
+@pytest.mark.slow
+def test_drop_easy_trains_later_epochs_on_the_pairs_still_missed(small_pairs: pd.DataFrame) -> None:
+    """From the second epoch on, the sequences scored within the margin leave, but for the share of them
+    drawn; same-story pairs stay even when every other sequence is easy; without a margin every epoch
+    trains on every sequence."""
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    story = 2 * int((train["score"] >= 0.7).sum())  # both text orders
+    every = 2 * len(train)
+    kept: dict[tuple[float, float], list[tuple[int, int]]] = {}
+    for margin, share in ((0.0, 0.25), (0.15, 0.0), (0.99, 0.0), (0.99, 0.5)):
+        lines: list[str] = []
+        cfg = CrossEncoderConfig(
+            epochs=3,
+            batch_size=8,
+            threads=1,
+            log_every=0,
+            seed=3,
+            story_level=0.7,
+            drop_easy=margin,
+            easy_sample=share,
+        )
+        run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lines.append)
+        assert [h["epoch"] for h in run.history] == [1, 2, 3]
+        kept[margin, share] = _kept_sequences(lines)
+    assert kept[0.0, 0.25] == []
+    (second, total), (third, _) = kept[0.15, 0.0]
+    assert total == every and story <= third <= second < every
+    assert kept[0.99, 0.0] == [(story, every), (story, every)]
+    drawn = [n - story for n, _ in kept[0.99, 0.5]]  # about half of the others, drawn afresh each epoch
+    assert all(0.25 * (every - story) < n < 0.75 * (every - story) for n in drawn), drawn
 
 
 @pytest.mark.slow

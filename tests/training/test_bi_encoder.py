@@ -230,3 +230,27 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
     fresh = enc.encode(list(kept), progress=False)
     assert np.allclose(np.stack(list(kept.values())), fresh, atol=1e-5)
     assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}
+
+
+def test_drop_easy_trains_the_second_epoch_on_the_pairs_still_off_the_line(small_pairs: pd.DataFrame) -> None:
+    """From the second epoch on, the pairs whose score lies near their cosine's line leave (fewer steps),
+    but for the share of them drawn; the same-story pairs stay even when every other pair leaves; without
+    a margin nothing leaves."""
+    train = small_pairs[small_pairs["split"] == "train"]
+    story = int((train["score"] >= 0.875).sum())
+    assert 0 < story < len(train)
+    steps, said = {}, {}
+    for margin, share in ((0.0, 0.25), (0.1, 0.0), (0.99, 0.0), (0.99, 0.5)):
+        lines: list[str] = []
+        res = finetune(
+            cfg(epochs=3, drop_easy=margin, easy_sample=share), pairs=small_pairs, log=lines.append
+        )
+        steps[margin, share] = res.steps
+        said[margin, share] = [line for line in lines if "pairs, " in line and "bi-encoder epoch" in line]
+    assert steps[0.0, 0.25] == 3 * 4 and said[0.0, 0.25] == []
+    assert len(said[0.99, 0.0]) == 2
+    assert all(f"epoch {e}: {story} of {len(train)} pairs" in said[0.99, 0.0][e - 2] for e in (2, 3))
+    # 9 same-story pairs: 2 steps an epoch or more
+    assert 4 + 2 < steps[0.99, 0.0] <= steps[0.1, 0.0] < steps[0.0, 0.25]
+    assert steps[0.99, 0.0] <= steps[0.99, 0.5] <= steps[0.0, 0.25]
+    assert not any(f"epoch {e}: {story} of" in said[0.99, 0.5][e - 2] for e in (2, 3))  # easy ones drawn

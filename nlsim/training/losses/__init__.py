@@ -1,7 +1,8 @@
 """Training losses for a bi-encoder on graded pairs: CoSENT (the default, chosen on validation) and cosine-MSE
 (the studies' recipe, ``--loss mse``).
 
-Each loss takes the two batches of (un-normalised) sentence vectors and the gold scores in [0, 1].
+Each loss takes the two batches of (un-normalised) sentence vectors and the gold scores in [0, 1], and
+optionally each pair's weight (``weights=``).
 ``story_ranking_loss`` is the cross-encoder's optional same-story ranking term (on its logits).
 
 Example:
@@ -22,7 +23,7 @@ from nlsim.training.losses.cosent import cosent_loss
 from nlsim.training.losses.cosine_mse import cosine_mse_loss
 from nlsim.training.losses.story_ranking import story_ranking_loss
 
-LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+LossFn = Callable[..., torch.Tensor]
 LOSSES: dict[str, LossFn] = {"mse": cosine_mse_loss, "cosent": cosent_loss}
 
 

@@ -14,7 +14,13 @@ import torch
 import torch.nn.functional as F
 
 
-def cosine_mse_loss(u: torch.Tensor, v: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """Mean squared error between ``cos(u_i, v_i)`` and ``scores_i``."""
+def cosine_mse_loss(
+    u: torch.Tensor, v: torch.Tensor, scores: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Mean squared error between ``cos(u_i, v_i)`` and ``scores_i``; with ``weights``, their weighted
+    mean."""
     cos = F.cosine_similarity(u, v, dim=-1)
-    return F.mse_loss(cos, scores.to(cos.dtype))
+    if weights is None:
+        return F.mse_loss(cos, scores.to(cos.dtype))
+    w = weights.to(cos.dtype)
+    return ((cos - scores.to(cos.dtype)) ** 2 * w).sum() / w.sum()
