@@ -39,12 +39,17 @@ if TYPE_CHECKING:
 PROBE_FORMAT = 1
 PROBE_REPEATS = 3
 """Timed passes over the probe's batches, after one warm-up pass; the best counts."""
-PROBE_PAYOFF = 4
-"""The paths the cached probe lacks are timed only for a job of at least this many times the items the
-timing runs itself (every pass over the probe's batches, for each path it lacks): on a smaller job the
-timing would cost a large share of what the fastest path could save. The cross-encoder of the bundled
-report reads 3,276 pairs; timing its two exact paths on a 2-core CPU with avx2 kernels reads 1,536 and
-took 39 s, against 33-44 s for the job itself."""
+PROBE_PAYOFF = 10
+"""The paths the cached probe lacks, all exact CPU paths, are timed only for a job of at least this many
+times the items the timing runs itself (every pass over the probe's batches, for each path it lacks). The
+exact paths give the same numbers, so the timing can only pay back in speed, and the faster one was 7%
+and 17% faster on a 2-core AMD EPYC with avx2 only (e5's embedding: ONNX Runtime 71 items a second,
+torch 66; the cross-encoder: 54 and 46): a timing that costs more than a tenth of the job cannot repay
+itself. Measured there in cold ``bash run.sh`` runs: with the payoff at 4 (before), the cross-encoder's
+two exact paths were timed (1,536 pair readings) before a job of 9,206 readings; the rerank stage took
+138 s, its readings 95 s, so about 43 s went to the rest, against 11 s in a run whose job was too small to
+time (56 s, readings 45 s): the timing took about 32 s, more than the 17% it could save
+(docs/measurements.md)."""
 
 
 def probe_file(arch: str, threads: int, cpu: CpuInfo, gpu: GpuInfo | None = None) -> Path:
@@ -131,9 +136,9 @@ def too_small_to_probe(target: Target, paths: list[str], threads: int, cpu: CpuI
         >>> batch = {"input_ids": np.zeros((64, 8), dtype=np.int64)}
         >>> t = SimpleNamespace(architecture=lambda: "doc-example", probe_batches=lambda: ([batch], []))
         >>> cpu = CpuInfo("a CPU", ())
-        >>> too_small_to_probe(t, ["onnx-fp32", "torch-fp32"], 1, cpu, 1500)
-        'a job of 1,500 items, under 4 times the 512 the probe would time'
         >>> too_small_to_probe(t, ["onnx-fp32", "torch-fp32"], 1, cpu, 5000)
+        'a job of 5,000 items, under 10 times the 512 the probe would time'
+        >>> too_small_to_probe(t, ["onnx-fp32", "torch-fp32"], 1, cpu, 5120)
         ''
     """
     if job_items <= 0:
