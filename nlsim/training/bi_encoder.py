@@ -245,8 +245,8 @@ def _train_epoch(
     log: Callable[[str], None],
 ) -> float:
     """One epoch of optimizer steps (validating every ``cfg.evaluation.eval_every`` steps when set); returns
-    the seconds spent training, validation left out. Each pair's cosine, as this forward pass saw it, goes
-    to ``run.cosines``."""
+    the seconds spent training, validation left out. With ``drop_easy``, each pair's cosine, as this
+    forward pass saw it, goes to ``run.cosines``."""
     loss_fn = get_loss(cfg.bi_encoder.loss)
     device = run.split.device
     steps_per_epoch = run.progress.per_epoch
@@ -261,11 +261,12 @@ def _train_epoch(
                 np.concatenate([run.rows_a[rows], run.rows_b[rows]]),
                 cfg.recipe.batch_size,
             )
-        with torch.no_grad():
-            pair_cos = torch.nn.functional.cosine_similarity(
-                emb[: len(rows)].float(), emb[len(rows) :].float()
-            )
-            run.cosines[rows] = pair_cos.cpu().numpy()
+        if cfg.bi_encoder.drop_easy:  # only a later epoch that leaves pairs out reads them
+            with torch.no_grad():
+                pair_cos = torch.nn.functional.cosine_similarity(
+                    emb[: len(rows)].float(), emb[len(rows) :].float()
+                )
+                run.cosines[rows] = pair_cos.cpu().numpy()
         idx = torch.from_numpy(rows).to(device)
         weights = None if run.sampled is None else run.sampled[idx]
         loss = loss_fn(emb[: len(rows)], emb[len(rows) :], run.scores[idx], weights=weights)
