@@ -40,6 +40,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from nlsim.clusters.verdicts import training_pairs
 from nlsim.dedup import stages
 from nlsim.dedup.editors import read_editors
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
-from nlsim.encoders import load_encoder
+from nlsim.encoders import load_encoder, lower_states
 from nlsim.encoders.device import default_device
 from nlsim.encoders.scoring import KnownScores, known_scores
 from nlsim.errors import ConfigError, StateError
@@ -458,6 +459,22 @@ def _test_spearman(version: Path) -> float | None:
     return None
 
 
+def reusable_lower_layers(cfg: PipelineConfig, base: Any) -> int:
+    """How many lower layers of the base model the fine-tuned bi-encoder keeps frozen, when the chain's two
+    reports can share the corpus's states after them (:mod:`nlsim.encoders.lower_states`): on a CPU with
+    no lossy inference path (there the final report would embed in exact fp32 anyway), with the report's
+    inference path left to ``auto``; else 0."""
+    model = cfg.dedup_config(CURRENT_MODEL).model
+    if model.backend != "auto" or model.precision != "auto" or base.device.type != "cpu":
+        return 0
+    if lossy_paths_here(base.device):
+        return 0
+    from nlsim.training.split_encoder import frozen_layer_count, layer_count
+
+    layers = layer_count(base.model)
+    return frozen_layer_count(layers, cfg.bi_encoder.frozen_layers, cfg.recipe.freeze_embeddings)
+
+
 def lossy_paths_here(device: Any) -> int:
     """How many lossy inference paths the fine-tuning's quality check may measure where the model trains:
     the candidates of ``--precision auto`` there (on a CPU, before the probe drops those not faster): none
@@ -591,6 +608,11 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
 
 
 def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult:
+    with ExitStack() as kept:  # the lower-layer states of the texts embedded, from the baseline to the report
+        return _chain_kept(cfg, store, call, kept)
+
+
+def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitStack) -> PipelineResult:
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
     groups = {**dict.fromkeys(TRAINING_STAGES, "finetune"), **dict.fromkeys(STAGES, "report")}
@@ -600,6 +622,9 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
     pairs = call("chain-load", load_inputs, cfg)
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
+    layers = reusable_lower_layers(cfg, base)
+    if layers and cfg.make_report and cfg.first_report and store.current() is None:  # a cold chain
+        kept.enter_context(lower_states.kept(base.model, layers))
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
     first: dict[str, Any] = {}
 
@@ -641,7 +666,14 @@ def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult
         record["quality_check"] = call(
             "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot
         )
+        states = lower_states.current()
+        reused = states.reused if states is not None else 0
         report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
+        if states is not None and states.reused > reused:
+            say(
+                f"report: {states.reused - reused:,} text(s) embedded from the states the zero-shot model "
+                f"left after the {states.layers} frozen lower layers (only the layers above them run again)"
+            )
         judged = report.stats.judge
         if judged is None:  # the chain's report is always run with its pairs (PipelineConfig.dedup_config)
             raise RuntimeError(f"the report {report.report_dir} was not judged against {cfg.pairs}")

@@ -97,11 +97,17 @@ def weights_digest(model: torch.nn.Module) -> str:
     """
     h = hashlib.sha256()
     state = model.state_dict()
-    for name in sorted(state):
-        if name.startswith("pooler.") or name.endswith("position_ids"):
-            continue
-        _hash_value(h, name, state[name])
+    hash_tensors(h, "", {k: v for k, v in state.items() if not k.startswith("pooler.")})
     return h.hexdigest()
+
+
+def hash_tensors(h: Any, prefix: str, state: dict[str, Any]) -> None:
+    """Feed ``state``'s tensors (names with ``prefix``, dtypes, shapes and bytes) into the hash ``h``, in
+    name order; ``position_ids`` buffers are left out (a constant range, absent from some files)."""
+    for name in sorted(state):
+        if name.endswith("position_ids"):
+            continue
+        _hash_value(h, prefix + name, state[name])
 
 
 class Encoder:
@@ -164,6 +170,7 @@ class Encoder:
         self._runner_version = 0
         self._planner_version = 0
         self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
+        self._lower: tuple[tuple[int, int], str] | None = None  # ((weights version, layers), lower_digest)
         self.dim = int(model.config.hidden_size)
 
     def __repr__(self) -> str:
@@ -225,7 +232,7 @@ class Encoder:
         the quality check are cached); ``None`` while the job is too small to be worth it (plain torch
         fp32)."""
         planner = self._planner
-        if self.choice is not None or planner is None:
+        if self.choice is not None or planner is None or self._lower_runner() is not None:
             return self.choice
         if self._weights_version() != self._planner_version:
             self._planner = None  # trained since loading: the probe and the quality check were for the old
@@ -275,6 +282,19 @@ class Encoder:
             self.options.pop("precision", None)
             return None
         return self._runner
+
+    def _lower_runner(self) -> Any:
+        """The runner of the lower-layer states kept for this model's frozen part
+        (:mod:`nlsim.encoders.lower_states`), else ``None``; the digest is computed once per weights."""
+        from nlsim.encoders import lower_states  # it builds on this module
+
+        record = lower_states.current()
+        if record is None:
+            return None
+        key = (self._weights_version(), record.layers)
+        if self._lower is None or self._lower[0] != key:
+            self._lower = (key, lower_states.lower_digest(self.model, record.layers))
+        return record.runner(self.model) if self._lower[1] == record.digest else None
 
     def _compute_fingerprint(self) -> str:
         payload = {
@@ -394,6 +414,8 @@ class Encoder:
         batches = sorted_batches(lengths, batch_size, max_tokens)
         pad_id = self.pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
+        if runner is None:
+            runner = self._lower_runner()  # kept lower-layer states (a cold chain's second report)
         if runner is None:
             self.plan(n)
             runner = self._active_runner()

@@ -84,7 +84,7 @@ class FrozenStates:
         return len(self.ids)
 
 
-def _mask4d(model: Any, hidden: torch.Tensor, mask: torch.Tensor) -> Any:
+def layer_mask(model: Any, hidden: torch.Tensor, mask: torch.Tensor) -> Any:
     """The attention mask the model's layers take, built as the model builds it."""
     from transformers.masking_utils import create_bidirectional_mask  # deferred: heavy module
 
@@ -150,7 +150,7 @@ class SplitEncoder:
                 padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
                 hidden, mask = self._embed(padded, device)
                 if self.frozen_layers:
-                    mask4 = _mask4d(self.model, hidden, mask)
+                    mask4 = layer_mask(self.model, hidden, mask)
                     for layer in self.model.encoder.layer[: self.frozen_layers]:
                         hidden = layer(hidden, attention_mask=mask4)
                 hidden = hidden.float().cpu()
@@ -187,7 +187,7 @@ class SplitEncoder:
 
     def upper(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The upper layers' last hidden state from :meth:`batch`'s output, with autograd."""
-        mask4 = _mask4d(self.model, hidden, mask)
+        mask4 = layer_mask(self.model, hidden, mask)
         for layer in self.model.encoder.layer[self.frozen_layers :]:
             hidden = layer(hidden, attention_mask=mask4)
         return hidden

@@ -409,3 +409,31 @@ def test_no_first_report_when_asked_or_when_a_model_is_promoted(
     store.promote(promoted, "a model trained before")
     assert chain_run.first_report(config(tmp_path, pairs, corpus), store) == {}
     assert not (tmp_path / "report" / "index.html").exists()
+
+
+@pytest.mark.slow
+def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where the final report embeds in exact fp32 (a CPU with no lossy path), the fine-tuned model starts
+    from the states the zero-shot model left after the frozen layers, and its report is the one the whole
+    model gives."""
+    pairs, corpus = make_data(tmp_path, train=24, validation=24, test=8)
+    monkeypatch.setattr(chain_run, "lossy_paths_here", lambda device: 0)  # as on a CPU with avx2 only
+    monkeypatch.setattr(chain_run, "decide", lambda *a, **k: (True, "promoted for the test"))
+    cfg = config(tmp_path, pairs, corpus, cache=False)
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        result = run_pipeline(cfg)
+    assert result.record["decision"]["promoted"] and result.report.summary["model_info"]["zero_shot"] is False
+    texts = pd.read_parquet(corpus)["title"].nunique()
+    assert (
+        f"report: {texts} text(s) embedded from the states the zero-shot model left after the 2 frozen"
+        in (caplog.text)
+    )
+    from nlsim.dedup.run import run_dedup
+
+    reported = pd.read_parquet(tmp_path / "report" / "pairs.parquet")
+    again = run_dedup(cfg.dedup_config(chain_run.CURRENT_MODEL)).report_dir  # nothing kept: the whole model
+    plain = pd.read_parquet(Path(again) / "pairs.parquet")
+    assert len(reported) and reported[["id_a", "id_b"]].equals(plain[["id_a", "id_b"]])
+    np.testing.assert_allclose(reported["similarity"], plain["similarity"], atol=1e-5)
