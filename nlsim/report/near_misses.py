@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -54,15 +56,28 @@ def split(pairs: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataF
     return pairs[reach].reset_index(drop=True), pairs[~reach].reset_index(drop=True)
 
 
+def together_in(labels: pd.Series) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``together(a, b)``: whether each pair of window rows is in one cluster (``labels``: each row's
+    cluster id, ``None`` outside any).
+
+    >>> together_in(pd.Series(["c1", "c1", None, None]))(np.array([0, 2]), np.array([1, 3])).tolist()
+    [True, False]
+    """
+    cluster = labels.to_numpy(dtype=object)
+
+    def together(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        ca, cb = cluster[np.asarray(a, dtype=np.int64)], cluster[np.asarray(b, dtype=np.int64)]
+        return np.array([x is not None and x == y for x, y in zip(ca, cb, strict=True)], dtype=bool)
+
+    return together
+
+
 def near_miss_pairs(below: pd.DataFrame, labels: pd.Series, limit: int) -> pd.DataFrame:
     """The best ``limit`` pairs of ``below`` (row positions ``a``, ``b``) whose items are not already in one
     cluster (``labels``: each window row's cluster id, ``None`` outside any), highest score first."""
     if limit <= 0 or below.empty:
         return below.iloc[:0]
-    cluster = labels.to_numpy(dtype=object)
-    ca, cb = cluster[below["a"].to_numpy()], cluster[below["b"].to_numpy()]
-    apart = np.array([x is None or x != y for x, y in zip(ca, cb, strict=True)], dtype=bool)
-    missed = below[apart]
+    missed = below[~together_in(labels)(below["a"].to_numpy(), below["b"].to_numpy())]
     order = np.lexsort((missed["b"].to_numpy(), missed["a"].to_numpy(), -missed["similarity"].to_numpy()))
     return missed.iloc[order[:limit]].reset_index(drop=True)
 

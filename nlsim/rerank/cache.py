@@ -99,6 +99,24 @@ class PairScoreCache:
             say(f"cross-encoder: {len(keys) - len(missing):,} of {len(keys):,} pairs scored before (cache)")
         return out
 
+    def lookup(self, texts_a: Sequence[str], texts_b: Sequence[str], tag: str = "") -> np.ndarray:
+        """The cached score of each pair, NaN where none is."""
+        known = self.known(tag)
+        return np.array(
+            [known.get(pair_key(a, b), np.nan) for a, b in zip(texts_a, texts_b, strict=True)],
+            dtype=np.float64,
+        )
+
+    def store(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], scores: np.ndarray, tag: str = ""
+    ) -> None:
+        """Keep the scores of these pairs (NaN ones are not kept) and write the cache."""
+        known = self.known(tag)
+        for a, b, s in zip(texts_a, texts_b, np.asarray(scores, dtype=np.float64), strict=True):
+            if not np.isnan(s):
+                known[pair_key(a, b)] = float(s)
+        self._save()
+
     def _save(self) -> None:
         known = self.known(self._tag)
         items = list(known.items())[-MAX_ROWS:]

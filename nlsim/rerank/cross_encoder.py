@@ -165,20 +165,39 @@ class CrossEncoder:
         if len(texts_a) != len(texts_b):
             raise ConfigError(f"{len(texts_a)} texts_a but {len(texts_b)} texts_b")
         n = len(texts_a)
+        probs = self.read(
+            list(texts_a) + list(texts_b), list(texts_b) + list(texts_a), batch_size, progress, runner
+        )
+        return (probs[:n] + probs[n:]) / 2
+
+    def read(
+        self,
+        first: Sequence[str],
+        second: Sequence[str],
+        batch_size: int | None = None,
+        progress: bool = False,
+        runner: Callable[[dict[str, np.ndarray]], Any] | None = None,
+    ) -> np.ndarray:
+        """The probability of each pair read in one order, ``first[i]`` then ``second[i]``; float64
+        ``(n,)``. :meth:`predict` is the mean of both orders' readings; the rerank stage reads a pair's
+        second order only where it can matter (:mod:`nlsim.rerank.second_reading`)."""
+        if len(first) != len(second):
+            raise ConfigError(f"{len(first)} first texts but {len(second)} second texts")
+        n = len(first)
         if n == 0:
             return np.zeros(0, dtype=np.float64)
-        ids, types = self.pair_ids(list(texts_a) + list(texts_b), list(texts_b) + list(texts_a))
+        ids, types = self.pair_ids(first, second)
         lengths = lengths_of(ids)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        logits = np.zeros(2 * n, dtype=np.float64)
+        logits = np.zeros(n, dtype=np.float64)
         was_training = self.model.training
         self.model.eval()
         device = next(self.model.parameters()).device
         batch_size = batch_size_for(device) if batch_size is None else batch_size
-        batches = sorted_batches(lengths, max(1, 2 * int(batch_size)))
+        batches = sorted_batches(lengths, max(1, 2 * int(batch_size)))  # as many as predict
         try:
             with torch.inference_mode():
-                bar = Progress(2 * n, "cross-encoder", "pair readings", enabled=progress)
+                bar = Progress(n, "cross-encoder", "pair readings", enabled=progress)
                 for rows in batches:
                     batch = pad_batch(ids, rows, pad, types)
                     if runner is not None:
@@ -191,8 +210,7 @@ class CrossEncoder:
                 bar.close()
         finally:
             self.model.train(was_training)
-        probs = 1.0 / (1.0 + np.exp(-logits))
-        return (probs[:n] + probs[n:]) / 2
+        return 1.0 / (1.0 + np.exp(-logits))
 
     def pair_ids(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list[list[int]], Any]:
         """Token ids of each pair read as ``texts_a[i]`` then ``texts_b[i]`` (truncated at ``max_length``,

@@ -173,6 +173,24 @@ class Reranker:
             return cache.scores(a, b, score, tag=choice.tag)
         return score(a, b)
 
+    def cross_readings(
+        self,
+        first: Sequence[str],
+        second: Sequence[str],
+        progress: bool = False,
+        backend: str | None = None,
+        precision: str | None = None,
+    ) -> np.ndarray:
+        """The cross-encoder's probability of each pair read in one order (``first[i]`` then
+        ``second[i]``), on the path :meth:`cross_scores` would take for a job of as many pairs; no cache
+        (it keeps scores of both orders)."""
+        a, b = list(first), list(second)
+        choice, runner = cross_encoder_inference(
+            self.cross_encoder, len(a), backend or self.backend, precision or self.precision
+        )
+        self.inference = choice.as_dict()
+        return self.cross_encoder.read(a, b, progress=progress, runner=runner)
+
     @property
     def fingerprint(self) -> str:
         """What the rerank score depends on: the cross-encoder's weights and the combination."""

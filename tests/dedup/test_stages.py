@@ -35,7 +35,7 @@ def test_the_rerank_stage_holds_a_series_below_the_threshold(veto: bool, expecte
     model = SimpleNamespace(reranker=reranker, threshold=SimpleNamespace(value=0.9), story_floor=0.0)
     config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False, series_veto=veto)
     candidates = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.97]})
-    scored = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
+    scored, _ = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
     np.testing.assert_allclose(scored["similarity"], expected, atol=1e-6)
     assert scored["similarity"].dtype == np.float32
     np.testing.assert_allclose(scored["cross_encoder"], [0.95, 0.95], atol=1e-6)  # the model's own score kept
@@ -62,7 +62,7 @@ def test_under_a_threshold_below_the_cap_a_series_is_still_held_below_it(
     config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False)
     candidates = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.7, 0.7]})
     with caplog.at_level(logging.INFO, logger="nlsim"):
-        scored = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
+        scored, _ = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
     got = scored["similarity"].to_numpy()
     assert got[0] < threshold <= got[1]  # the series no longer links, the story still does
     assert got[0] > threshold - 1e-6  # held just under it, not dropped to the floor

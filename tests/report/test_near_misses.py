@@ -157,3 +157,34 @@ def test_a_model_trained_before_topic_calibrations_says_it_makes_no_topic_groups
     with caplog.at_level(logging.INFO, logger="nlsim"):
         _run(corpus, tmp_path / "r2", model=str(older), topic_threshold=0.5)
     assert "no topic groups" not in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("count", [0, 20, 500])
+def test_a_pair_read_in_one_order_changes_nothing_in_the_report(
+    corpus: Path,
+    tmp_path: Path,
+    small_reranked_model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    count: int,
+) -> None:
+    """The rerank stage reads a pair's second order only where it can reach the threshold, and the near
+    misses finish those they may need: the pairs and the near misses are those of reading every pair
+    twice."""
+    import logging
+
+    from nlsim.rerank import second_reading
+
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        got = _run(corpus, tmp_path / "once", model=str(small_reranked_model), near_misses=count)
+    waited = [line for line in caplog.text.splitlines() if "waits (they cannot reach the threshold" in line]
+    assert waited and " 0 of them in both orders" not in waited[0]
+    monkeypatch.setattr(second_reading, "needs_second", lambda bounds, threshold: np.ones(len(bounds), bool))
+    both = _run(corpus, tmp_path / "twice", model=str(small_reranked_model), near_misses=count)
+    for name in ("pairs.parquet", "near_misses.parquet"):
+        one, two = (pd.read_parquet(r.report_dir / name) for r in (got, both))
+        assert one[["id_a", "id_b"]].equals(two[["id_a", "id_b"]]), name
+        np.testing.assert_allclose(one["similarity"], two["similarity"], atol=1e-6)
+        np.testing.assert_allclose(one["cross_encoder"], two["cross_encoder"], atol=1e-6)
+    assert got.summary["rerank"]["rescored"] == both.summary["rerank"]["rescored"]
