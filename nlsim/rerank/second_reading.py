@@ -114,8 +114,9 @@ def read_candidates(
 ) -> tuple[pd.DataFrame, Unread | None]:
     """Rescore candidate pairs (``a``, ``b`` window rows, ``similarity`` their cosine) as
     :func:`nlsim.rerank.reranker.rerank_pairs` does, reading a pair's second order only where its bound
-    reaches ``threshold`` (the module doc). Returns the pairs with their exact rerank score (``similarity``,
-    with ``cosine`` and ``cross_encoder`` beside it) and the :class:`Unread` ones; ``None`` for those where
+    reaches ``threshold`` (the module doc). Returns every pair with its ``cosine``, and its exact rerank
+    score (``similarity``, with ``cross_encoder`` beside it) where it was read twice, NaN where once; and
+    the pairs read once, :class:`Unread`; ``None`` for those where
     every pair is read twice (a lossy path, a story model, a scorer that reads no single order)."""
     from nlsim.rerank.reranker import rerank_pairs  # the reranker builds on this package's modules
 
@@ -160,4 +161,6 @@ def read_candidates(
             cache.store(x, y, scores)
         return scores
 
-    return out[~once].reset_index(drop=True), Unread(unread.reset_index(drop=True), second, reranker.combine)
+    # a pair read once stays a candidate with its cosine (the topic groups' links), without a rerank score
+    out.loc[once, ["similarity", "cross_encoder"]] = np.float32(np.nan)
+    return out, Unread(unread.reset_index(drop=True), second, reranker.combine)

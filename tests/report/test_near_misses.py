@@ -176,12 +176,15 @@ def test_a_pair_read_in_one_order_changes_nothing_in_the_report(
 
     from nlsim.rerank import second_reading
 
+    model = small_reranked_model
     with caplog.at_level(logging.INFO, logger="nlsim"):
-        got = _run(corpus, tmp_path / "once", model=str(small_reranked_model), near_misses=count)
+        got = _run(corpus, tmp_path / "once", model=str(model), near_misses=count, topic_threshold=0.5)
     waited = [line for line in caplog.text.splitlines() if "waits (they cannot reach the threshold" in line]
     assert waited and " 0 of them in both orders" not in waited[0]
     monkeypatch.setattr(second_reading, "needs_second", lambda bounds, threshold: np.ones(len(bounds), bool))
-    both = _run(corpus, tmp_path / "twice", model=str(small_reranked_model), near_misses=count)
+    both = _run(corpus, tmp_path / "twice", model=str(model), near_misses=count, topic_threshold=0.5)
+    topics = [pd.read_parquet(r.report_dir / "topics.parquet") for r in (got, both)]
+    assert len(topics[0]) and topics[0].equals(topics[1])  # the topic groups keep the pairs read once
     for name in ("pairs.parquet", "near_misses.parquet"):
         one, two = (pd.read_parquet(r.report_dir / name) for r in (got, both))
         assert one[["id_a", "id_b"]].equals(two[["id_a", "id_b"]]), name

@@ -49,9 +49,12 @@ def test_the_bound_holds_and_every_pair_that_can_reach_the_threshold_is_read_twi
         rr.cross_encoder.predict([TEXTS[i] for i in pairs["a"]], [TEXTS[i] for i in pairs["b"]]),
     )
     threshold = float(np.quantile(full, 0.7))
-    scored, unread = read_candidates(pairs, texts, rr, threshold, None)
+    out, unread = read_candidates(pairs, texts, rr, threshold, None)
     assert unread is not None and 0 < len(unread) < len(pairs)
-    assert len(scored) + len(unread) == len(pairs)
+    assert keys(out) == keys(pairs)  # every candidate stays, with its cosine (the topic groups' links)
+    np.testing.assert_allclose(out["cosine"], pairs["similarity"], atol=1e-6)
+    scored = out[out["similarity"].notna()]
+    assert len(scored) + len(unread) == len(pairs) and out["cross_encoder"].notna().sum() == len(scored)
     exact = dict(zip(keys(pairs), full, strict=True))
     np.testing.assert_allclose(scored["similarity"], [exact[k] for k in keys(scored)], atol=1e-6)
     assert {k for k, s in exact.items() if s >= threshold} <= set(keys(scored))
