@@ -108,15 +108,29 @@ def predict_states(
     out), the mean over both orders: what :meth:`CrossEncoder.predict` gives (fp32), from the cached
     states; logits times ``exp(log_scale)`` while a learned scale is not yet folded into the head."""
     n = len(states) // 2
-    logits = np.zeros(len(states), dtype=np.float64)
+    probs = sequence_probabilities(ce, split, states, np.arange(2 * n), batch_size, log_scale)
+    return (probs[:n] + probs[n:]) / 2
+
+
+def sequence_probabilities(
+    ce: CrossEncoder,
+    split: SplitEncoder,
+    states: FrozenStates,
+    rows: np.ndarray,
+    batch_size: int = 128,
+    log_scale: torch.Tensor | None = None,
+) -> np.ndarray:
+    """The probabilities of the sequences ``rows`` of ``states`` (fp32, from the cached states), in the
+    order of ``rows``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    logits = np.zeros(len(rows), dtype=np.float64)
     was_training = ce.model.training
     ce.model.eval()
     with torch.no_grad():
-        for rows in sorted_batches(states.lengths, batch_size):
-            logits[rows] = _logits(ce, split, states, rows, log_scale).float().cpu().numpy()
+        for batch in sorted_batches(states.lengths[rows], batch_size):
+            logits[batch] = _logits(ce, split, states, rows[batch], log_scale).float().cpu().numpy()
     ce.model.train(was_training)
-    probs = 1.0 / (1.0 + np.exp(-logits))
-    return (probs[:n] + probs[n:]) / 2
+    return 1.0 / (1.0 + np.exp(-logits))
 
 
 @dataclass
@@ -315,7 +329,9 @@ def train_cross_encoder(
     on_rate: Callable[[float], None] | None = None,
 ) -> TrainedCrossEncoder:
     """Train on ``train`` (both orders), validate each epoch, keep the best epoch (validation Spearman; the
-    last one with ``cfg.keep_best=False``).
+    last one with ``cfg.keep_best=False``). Every epoch is judged by the Spearman of its A-B readings of the
+    validation pairs (an epoch before the last reads only those: half the pass); the last epoch, or the one
+    kept, reads both orders too, for the validation scores handed on.
 
     Pairs must already be script-converted. Returns the cross-encoder (best weights loaded), the per-epoch
     history (``epoch``, ``train_loss``, ``spearman``, ``seconds``) and the kept epoch's validation scores
@@ -329,28 +345,39 @@ def train_cross_encoder(
     run = _start(base, train, validation, cfg, log, on_rate)
     rng = np.random.default_rng(cfg.seed)
     gold = validation["score"].to_numpy()
+    n = len(validation)
     history: list[dict[str, Any]] = []
     best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
-    kept = np.zeros(len(validation), dtype=np.float64)
+    kept: np.ndarray | None = None
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         batches = _plan_epoch(run, epoch, len(train), cfg, rng, log)
         train_loss = _train_epoch(run, epoch, batches, cfg, log)
         seconds = time.perf_counter() - t0
-        with run.clock.pause():
-            pred = predict_states(run.ce, run.split, run.val_states, log_scale=run.log_scale)
-        rho = spearman_raw(pred, gold)
+        last = epoch == cfg.epochs
+        with run.clock.pause():  # an epoch before the last is judged on one text order (A-B): half the pass
+            probs = sequence_probabilities(
+                run.ce, run.split, run.val_states, np.arange(2 * n if last else n), log_scale=run.log_scale
+            )
+        pred = (probs[:n] + probs[n:]) / 2 if last else None
+        rho = spearman_raw(probs[:n], gold)  # every epoch's criterion: the A-B reading's Spearman
         rho = rho if math.isfinite(rho) else -math.inf
         row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, CORRELATION_DIGITS)}
+        if pred is not None:
+            both = spearman_raw(pred, gold)
+            row["spearman_both_orders"] = round(both, CORRELATION_DIGITS) if math.isfinite(both) else None
         note = ""
         if run.log_scale is not None:
             scale = float(run.log_scale.detach().exp())
             row["logit_scale"] = round(scale, 4)
             note = f", logit scale {scale:.2f}"
         history.append({**row, "seconds": round(seconds, 1)})
-        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{note}")
+        both_said = f" (both orders {row['spearman_both_orders']:.2f})" if pred is not None else ""
+        run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{both_said}{note}")
         if rho > best[0] or best[1] is None or not cfg.keep_best:
             best, kept = (rho, _trained_state(run.ce, run.log_scale)), pred
     assert best[1] is not None
     _restore(run.ce, best[1])
+    if kept is None:  # an epoch before the last was kept: its scores of both orders
+        kept = predict_states(run.ce, run.split, run.val_states)
     return TrainedCrossEncoder(run.ce, history, kept)

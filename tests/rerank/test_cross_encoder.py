@@ -42,8 +42,14 @@ def test_training_lowers_the_loss_and_keeps_the_best_epoch(
     assert [h["epoch"] for h in history] == [1, 2, 3]
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     val = small_pairs[small_pairs["split"] == "validation"]
-    rho = spearmanr(ce.predict(val["text_a"].tolist(), val["text_b"].tolist()), val["score"]).statistic
+    a, b = val["text_a"].tolist(), val["text_b"].tolist()
+    # every epoch is judged by its A-B readings; the last reads both orders too
+    rho = spearmanr(ce.read(a, b), val["score"]).statistic
     assert round(float(rho) * 100, 2) == max(h["spearman"] for h in history)
+    both = spearmanr(ce.predict(a, b), val["score"]).statistic
+    assert [("spearman_both_orders" in h) for h in history] == [False, False, True]
+    if history[-1]["spearman"] == max(h["spearman"] for h in history):  # the last epoch kept
+        assert round(float(both) * 100, 2) == history[-1]["spearman_both_orders"]
 
 
 def test_scores_are_symmetric_probabilities(trained: tuple[CrossEncoder, list[dict]]) -> None:
@@ -302,3 +308,30 @@ def test_training_hands_back_the_kept_epochs_validation_scores_as_predict_gives_
     predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
     assert run.validation_scores.shape == (len(val),)
     assert np.allclose(run.validation_scores, predicted, atol=1e-5)
+
+
+def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
+    small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first epoch judged best (its A-B Spearman highest): its weights come back, and the validation
+    scores handed on are its readings of both orders, as predict gives them."""
+    import nlsim.training.cross_encoder as training
+
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    judged: list[int] = []
+    real = training.spearman_raw
+
+    def falling(pred: np.ndarray, gold: np.ndarray) -> float:
+        judged.append(len(pred))
+        return real(pred, gold) - 10.0 * len(judged)  # each epoch judged worse than the one before
+
+    monkeypatch.setattr(training, "spearman_raw", falling)
+    cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5)
+    run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    assert judged == [len(val)] * 3  # epoch 1 (A-B), epoch 2 (A-B, then both orders)
+    predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
+    np.testing.assert_allclose(run.validation_scores, predicted, atol=1e-5)
+    monkeypatch.undo()
+    last = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
+    assert not np.allclose(last.validation_scores, run.validation_scores, atol=1e-4)  # another epoch's
