@@ -26,6 +26,7 @@ import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.device import batch_size_for
+from nlsim.encoders.layers import hash_tensors, mean_pool
 from nlsim.errors import ConfigError
 from nlsim.inference.target import WeightsWatch, config_digest
 from nlsim.io.atomic import file_sha256
@@ -34,20 +35,6 @@ from nlsim.io.ownership import is_owned
 from nlsim.progress import Progress
 
 NLSIM_JSON = "nlsim.json"
-
-
-def mean_pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Average the token vectors where ``attention_mask`` is 1.
-
-    Example:
-        >>> h = torch.tensor([[[1.0, 0.0], [3.0, 2.0], [9.0, 9.0]]])
-        >>> mean_pool(h, torch.tensor([[1, 1, 0]])).tolist()
-        [[2.0, 1.0]]
-    """
-    mask = attention_mask.unsqueeze(-1).to(last_hidden.dtype)
-    summed = (last_hidden * mask).sum(dim=1)
-    counts = mask.sum(dim=1).clamp(min=1e-9)
-    return summed / counts
 
 
 def _tokenizer_digest(tokenizer: Any) -> str:
@@ -60,26 +47,6 @@ def _tokenizer_digest(tokenizer: Any) -> str:
         spec.pop("padding", None)
         payload = json.dumps(spec, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _hash_value(h: Any, name: str, value: Any) -> None:
-    if isinstance(value, torch.Tensor):
-        t = value.detach()
-        if t.is_quantized:
-            t = t.dequantize()
-        t = t.to("cpu").contiguous().reshape(-1)
-        h.update(f"{name}:{t.dtype}:{tuple(value.shape)}".encode())
-        if t.numel():
-            h.update(t.view(torch.uint8).numpy().tobytes())
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            _hash_value(h, f"{name}[{i}]", v)
-    elif isinstance(value, (int, float, str, bool, type(None))):
-        h.update(f"{name}={value!r}".encode())
-    elif hasattr(value, "__getstate__") and type(value).__name__.endswith("PackedParams"):
-        _hash_value(h, name, value.__getstate__())
-    else:
-        h.update(f"{name}:{type(value).__name__}".encode())
 
 
 def weight_files_sha256(folder: str | Path) -> dict[str, str]:
@@ -99,15 +66,6 @@ def weights_digest(model: torch.nn.Module) -> str:
     state = model.state_dict()
     hash_tensors(h, "", {k: v for k, v in state.items() if not k.startswith("pooler.")})
     return h.hexdigest()
-
-
-def hash_tensors(h: Any, prefix: str, state: dict[str, Any]) -> None:
-    """Feed ``state``'s tensors (names with ``prefix``, dtypes, shapes and bytes) into the hash ``h``, in
-    name order; ``position_ids`` buffers are left out (a constant range, absent from some files)."""
-    for name in sorted(state):
-        if name.endswith("position_ids"):
-            continue
-        _hash_value(h, prefix + name, state[name])
 
 
 class Encoder:
@@ -283,6 +241,22 @@ class Encoder:
             return None
         return self._runner
 
+    def _job_runner(self, runner: Any, n_texts: int) -> Any:
+        """The runner of an :meth:`encode` job (``None``: plain torch fp32): the one asked for (``"torch"``:
+        none), else the kept lower-layer states' (a cold chain's, :mod:`nlsim.encoders.lower_states`), else
+        the inference path planned for ``n_texts`` texts."""
+        if isinstance(runner, str):
+            if runner != "torch":
+                raise ConfigError(f"runner must be 'torch' or a runner object, got {runner!r}")
+            return None
+        if runner is not None:
+            return runner
+        kept = self._lower_runner()
+        if kept is not None:
+            return kept
+        self.plan(n_texts)
+        return self._active_runner()
+
     def _lower_runner(self) -> Any:
         """The runner of the lower-layer states kept for this model's frozen part
         (:mod:`nlsim.encoders.lower_states`), else ``None``; the digest is computed once per weights."""
@@ -414,15 +388,7 @@ class Encoder:
         batches = sorted_batches(lengths, batch_size, max_tokens)
         pad_id = self.pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
-        if runner is None:
-            runner = self._lower_runner()  # kept lower-layer states (a cold chain's second report)
-        if runner is None:
-            self.plan(n)
-            runner = self._active_runner()
-        elif isinstance(runner, str):
-            if runner != "torch":
-                raise ConfigError(f"runner must be 'torch' or a runner object, got {runner!r}")
-            runner = None
+        runner = self._job_runner(runner, n)
         was_training = self.model.training
         self.model.eval()
         # a tqdm bar in a terminal, plain lines in a log (nlsim.progress decides from stderr)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.encoders.encoder import hash_tensors, mean_pool
+from nlsim.encoders.layers import hash_tensors, layer_mask, mean_pool
 
 
 def lower_digest(model: Any, layers: int) -> str:
@@ -118,8 +118,6 @@ class LowerStatesRunner:
         self.model = model
 
     def __call__(self, features: dict[str, np.ndarray]) -> np.ndarray:
-        from nlsim.training.split_encoder import layer_mask  # deferred: training imports encoders
-
         ids, mask = features["input_ids"], features["attention_mask"]
         lengths = mask.sum(axis=1).astype(np.int64)
         keys = [ids[j, : lengths[j]].astype(np.int64).tobytes() for j in range(len(ids))]

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_batches
+from nlsim.encoders.layers import layer_mask
 from nlsim.errors import ConfigError
 from nlsim.training.packing import Packing, packed_layer
 
@@ -82,13 +83,6 @@ class FrozenStates:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-
-def layer_mask(model: Any, hidden: torch.Tensor, mask: torch.Tensor) -> Any:
-    """The attention mask the model's layers take, built as the model builds it."""
-    from transformers.masking_utils import create_bidirectional_mask  # deferred: heavy module
-
-    return create_bidirectional_mask(config=model.config, inputs_embeds=hidden, attention_mask=mask)
 
 
 class SplitEncoder:

@@ -310,6 +310,7 @@ def test_training_hands_back_the_kept_epochs_validation_scores_as_predict_gives_
     assert np.allclose(run.validation_scores, predicted, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
     small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
