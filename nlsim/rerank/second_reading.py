@@ -17,7 +17,8 @@ not with a story model (its score is no combination of the two); otherwise every
 Example (bounds of three first readings at cosine 0.9, a line ``cosine`` → score of slope 1, weight 0.5,
 bound 0.95):
     >>> import numpy as np
-    >>> upper_bounds(np.array([0.9, 0.9, 0.9]), np.array([0.1, 0.5, 0.95]), 0.5, 1.0, 0.0, 0.95).round(4)
+    >>> line = lambda cos, cross: 0.5 * (1.0 * cos + 0.0) + 0.5 * cross
+    >>> upper_bounds(line, np.array([0.9, 0.9, 0.9]), np.array([0.1, 0.5, 0.95]), 0.95).round(4)
     array([0.7125, 0.8125, 0.925 ])
 """
 
@@ -39,14 +40,15 @@ BOUND_SLACK = 1e-6
 
 
 def upper_bounds(
-    cosines: np.ndarray, first: np.ndarray, weight: float, slope: float, intercept: float, bound: float
+    combine: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    cosines: np.ndarray,
+    first: np.ndarray,
+    bound: float,
 ) -> np.ndarray:
-    """The highest rerank score ``weight * (slope * cosine + intercept) + (1 - weight) * cross`` each pair
-    can get when its cross-encoder score is the mean of the first reading ``first`` and a second one of at
-    most ``bound``."""
-    mapped = slope * np.asarray(cosines, dtype=np.float64) + intercept
-    cross = (np.asarray(first, dtype=np.float64) + bound + BOUND_SLACK) / 2
-    return weight * mapped + (1.0 - weight) * cross
+    """The highest rerank score (``combine(cosines, cross)``, :meth:`nlsim.rerank.reranker.Reranker.combine`)
+    each pair can get when its cross-encoder score is the mean of the first reading ``first`` and a second
+    one of at most ``bound``."""
+    return combine(cosines, (np.asarray(first, dtype=np.float64) + bound + BOUND_SLACK) / 2)
 
 
 @dataclass
@@ -132,15 +134,14 @@ def read_candidates(
     first = np.full(len(a), np.nan)
     rows = np.flatnonzero(todo)
     first[rows] = reranker.cross_readings([a[i] for i in rows], [b[i] for i in rows], progress=progress)
-    bound = upper_bounds(
-        cos, first, reranker.weight, reranker.slope, reranker.intercept, reranker.cross_bound()
-    )
-    again = np.flatnonzero(todo & needs_second(bound, threshold))
+    bound = upper_bounds(reranker.combine, cos, first, reranker.cross_bound())
+    decides = needs_second(bound, threshold)
+    again = np.flatnonzero(todo & decides)
     x, y = [a[i] for i in again], [b[i] for i in again]
     cross[again] = (first[again] + reranker.cross_readings(y, x, progress=progress)) / 2
     if cache is not None:
         cache.store(x, y, cross[again])
-    once = todo & ~needs_second(bound, threshold)
+    once = todo & ~decides
     say(
         f"cross-encoder: {len(a):,} candidate pairs, {len(a) - len(rows):,} scored before (cache), "
         f"{len(rows):,} read, {len(again):,} of them in both orders; the second reading of the other "

@@ -87,5 +87,5 @@ def test_the_near_misses_finish_the_pairs_that_may_be_among_them() -> None:
 
 
 def test_upper_bounds() -> None:
-    got = upper_bounds(np.array([1.0]), np.array([0.5]), 0.5, 1.0, 0.0, 0.9)
+    got = upper_bounds(reranker().combine, np.array([1.0]), np.array([0.5]), 0.9)
     np.testing.assert_allclose(got, [0.5 + 0.5 * 0.7], atol=1e-5)
