@@ -60,7 +60,7 @@ from nlsim.dedup.editors import read_editors
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.encoders import load_encoder, lower_states
 from nlsim.encoders.device import default_device
-from nlsim.encoders.scoring import KnownScores, known_scores
+from nlsim.encoders.scoring import Embeddings, KnownScores, known_scores, pair_scorer
 from nlsim.errors import ConfigError, StateError
 from nlsim.evaluation.calibration import (
     TOPIC_CALIBRATION_JSON,
@@ -144,6 +144,20 @@ class Baseline:
         return self.known if longest < min(int(base.max_length), int(max_length)) else {}
 
 
+def zero_shot_scores(
+    cfg: PipelineConfig, base: Any, validation: pd.DataFrame, test: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """The base model's cosines of the validation and test pairs (none for 2 test pairs or fewer), each text
+    embedded once; its vectors are kept for a cold chain's first report (:mod:`nlsim.encoders.lower_states`).
+    """
+    embedded: Embeddings = {}
+    scorer = pair_scorer(base, kept=embedded)
+    scores = pair_similarities(scorer, validation, cfg.convert)
+    test_scores = pair_similarities(scorer, test, cfg.convert) if len(test) > 2 else np.zeros(0)
+    lower_states.keep_vectors(base, embedded)
+    return scores, test_scores
+
+
 def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> Baseline:
     """The zero-shot figures and calibration (cached in the store's ``zero-shot/`` by what they depend on)."""
     validation = pairs[pairs["split"] == "validation"]
@@ -169,8 +183,7 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         if data.get("key") == key and load_calibration(folder) is not None and topics_known:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
             return Baseline(data["metrics"])
-    scores = pair_similarities(base, validation, cfg.convert)
-    test_scores = pair_similarities(base, test, cfg.convert) if len(test) > 2 else np.zeros(0)
+    scores, test_scores = zero_shot_scores(cfg, base, validation, test)
     gold = validation["score"].to_numpy()
     cal = calibrate_scores(  # the scores above: validation is embedded once
         scores,
@@ -667,12 +680,14 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
             "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot
         )
         states = lower_states.current()
-        reused = states.reused if states is not None else 0
+        reused, taken = (states.reused, states.taken) if states is not None else (0, 0)
         report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
-        if states is not None and states.reused > reused:
+        if states is not None and (states.reused > reused or states.taken > taken):
             say(
                 f"report: {states.reused - reused:,} text(s) embedded from the states the zero-shot model "
-                f"left after the {states.layers} frozen lower layers (only the layers above them run again)"
+                f"left after the {states.layers} frozen lower layers (only the layers above them run again); "
+                f"{states.taken - taken:,} taken as fine-tuning embedded them (its training, validation and "
+                "test texts: no layer runs again)"
             )
         judged = report.stats.judge
         if judged is None:  # the chain's report is always run with its pairs (PipelineConfig.dedup_config)
@@ -704,8 +719,12 @@ def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) ->
         "training; the fine-tuned model's report replaces it when the chain ends"
     )
     t0 = time.perf_counter()
+    states = lower_states.current()
+    taken = states.taken if states is not None else 0
     report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
     seconds = round(time.perf_counter() - t0, 2)
+    if states is not None and states.taken > taken:
+        say(f"first report: {states.taken - taken:,} text(s) taken as the baseline embedded them")
     judged = report.stats.judge
     page = Path(report.report_dir) / "index.html"
     say(

@@ -241,25 +241,27 @@ class Encoder:
             return None
         return self._runner
 
-    def _job_runner(self, runner: Any, n_texts: int) -> Any:
+    def _job_runner(self, runner: Any, n_texts: int, kept_vectors: bool = True) -> Any:
         """The runner of an :meth:`encode` job (``None``: plain torch fp32): the one asked for (``"torch"``:
-        none), else the kept lower-layer states' (a cold chain's, :mod:`nlsim.encoders.lower_states`), else
-        the inference path planned for ``n_texts`` texts."""
+        none), else the kept lower-layer states' (a cold chain's, :mod:`nlsim.encoders.lower_states`; with
+        ``kept_vectors``, for a job that normalises, taking the vectors kept for this encoder), else the
+        inference path planned for ``n_texts`` texts."""
         if isinstance(runner, str):
             if runner != "torch":
                 raise ConfigError(f"runner must be 'torch' or a runner object, got {runner!r}")
             return None
         if runner is not None:
             return runner
-        kept = self._lower_runner()
+        kept = self._lower_runner(kept_vectors)
         if kept is not None:
             return kept
         self.plan(n_texts)
         return self._active_runner()
 
-    def _lower_runner(self) -> Any:
+    def _lower_runner(self, kept_vectors: bool = False) -> Any:
         """The runner of the lower-layer states kept for this model's frozen part
-        (:mod:`nlsim.encoders.lower_states`), else ``None``; the digest is computed once per weights."""
+        (:mod:`nlsim.encoders.lower_states`), else ``None``; the digest is computed once per weights. With
+        ``kept_vectors`` it takes the whole vectors kept for this encoder's fingerprint."""
         from nlsim.encoders import lower_states  # it builds on this module
 
         record = lower_states.current()
@@ -268,7 +270,9 @@ class Encoder:
         key = (self._weights_version(), record.layers)
         if self._lower is None or self._lower[0] != key:
             self._lower = (key, lower_states.lower_digest(self.model, record.layers))
-        return record.runner(self.model) if self._lower[1] == record.digest else None
+        if self._lower[1] != record.digest:
+            return None
+        return record.runner(self.model, self.fingerprint if kept_vectors and record.vectors else "")
 
     def _compute_fingerprint(self) -> str:
         payload = {
@@ -388,7 +392,7 @@ class Encoder:
         batches = sorted_batches(lengths, batch_size, max_tokens)
         pad_id = self.pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
-        runner = self._job_runner(runner, n)
+        runner = self._job_runner(runner, n, kept_vectors=normalize)
         was_training = self.model.training
         self.model.eval()
         # a tqdm bar in a terminal, plain lines in a log (nlsim.progress decides from stderr)

@@ -10,6 +10,11 @@ runs only the upper layers (the second): the same vectors as the whole model com
 for e5's 4 of 12 frozen layers. A text is keyed by its token ids (prefix and truncation included), so a
 text tokenised otherwise is simply computed again.
 
+Fine-tuning itself embeds the training, validation and test texts with the trained weights (the reranker
+is fitted on their cosines); :func:`keep_vectors` keeps those vectors beside the states, by the trained
+encoder's fingerprint, and the report's encoder with that fingerprint takes them as they are: no layer runs
+for them (their vectors come from the same weights along another batching, equal to float rounding).
+
 Example (the small English model: a second encoder with the same lower layer and another top layer):
     >>> import copy, torch
     >>> from nlsim.encoders import load_encoder
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,10 +81,16 @@ class LowerStates:
     """Texts run through the whole model, their states kept."""
     reused: int = 0
     """Texts that started from kept states (only the upper layers run)."""
+    vectors: dict[str, dict[bytes, np.ndarray]] = field(default_factory=dict)
+    """Whole L2-normalised vectors by the fingerprint of the encoder that gave them, then by token ids
+    (:func:`keep_vectors`)."""
+    taken: int = 0
+    """Texts whose vector was taken as kept (no layer ran)."""
 
-    def runner(self, model: Any) -> LowerStatesRunner:
-        """The runner :meth:`~nlsim.encoders.encoder.Encoder.encode` calls for ``model``'s batches."""
-        return LowerStatesRunner(self, model)
+    def runner(self, model: Any, fingerprint: str = "") -> LowerStatesRunner:
+        """The runner :meth:`~nlsim.encoders.encoder.Encoder.encode` calls for ``model``'s batches; with the
+        encoder's ``fingerprint``, the vectors kept for it are taken (its output normalised)."""
+        return LowerStatesRunner(self, model, self.vectors.get(fingerprint, {}) if fingerprint else {})
 
 
 _kept: LowerStates | None = None
@@ -108,19 +119,57 @@ def current() -> LowerStates | None:
     return _kept
 
 
-class LowerStatesRunner:
-    """``runner(features) -> pooled (n, dim)`` (not normalised) for one padded batch: from the kept states
-    when every text of the batch has them (the upper layers only), else through the whole model, keeping
-    the states of the texts that had none."""
+def keep_vectors(encoder: Any, embeddings: Mapping[str, np.ndarray]) -> int:
+    """While states are kept (:func:`kept`), keep ``embeddings`` (text -> L2-normalised vector by
+    ``encoder``'s present weights) for the encoder with ``encoder``'s fingerprint: its :meth:`encode` takes
+    them instead of running the model. Returns how many were kept (none outside :func:`kept`)."""
+    record = current()
+    if record is None or not embeddings:
+        return 0
+    texts = list(embeddings)
+    kept_here = record.vectors.setdefault(encoder.fingerprint, {})
+    for ids, text in zip(encoder.token_ids(texts), texts, strict=True):
+        kept_here[np.asarray(ids, dtype=np.int64).tobytes()] = np.asarray(embeddings[text], dtype=np.float32)
+    return len(texts)
 
-    def __init__(self, record: LowerStates, model: Any) -> None:
+
+class LowerStatesRunner:
+    """``runner(features) -> pooled (n, dim)`` for one padded batch: a text's kept vector where ``vectors``
+    has one (normalised: for an encoder that normalises), the others from the kept states when every one of
+    them has them (the upper layers only), else through the whole model, keeping the states of the texts
+    that had none."""
+
+    def __init__(
+        self, record: LowerStates, model: Any, vectors: dict[bytes, np.ndarray] | None = None
+    ) -> None:
         self.record = record
         self.model = model
+        self.vectors = vectors or {}
 
     def __call__(self, features: dict[str, np.ndarray]) -> np.ndarray:
-        ids, mask = features["input_ids"], features["attention_mask"]
+        mask = features["attention_mask"]
         lengths = mask.sum(axis=1).astype(np.int64)
-        keys = [ids[j, : lengths[j]].astype(np.int64).tobytes() for j in range(len(ids))]
+        keys = [features["input_ids"][j, : lengths[j]].astype(np.int64).tobytes() for j in range(len(mask))]
+        have = [self.vectors.get(k) for k in keys]
+        todo = np.asarray([j for j, v in enumerate(have) if v is None], dtype=np.int64)
+        self.record.taken += len(keys) - len(todo)
+        if len(todo) == len(keys):
+            return self._run(features, keys, lengths)
+        if not len(todo):
+            return np.stack(have)
+        width = int(lengths[todo].max())
+        part = {name: np.ascontiguousarray(a[todo, :width]) for name, a in features.items()}
+        pooled = self._run(part, [keys[j] for j in todo], lengths[todo])
+        out = np.empty((len(keys), pooled.shape[1]), dtype=pooled.dtype)
+        out[todo] = pooled
+        for j, v in enumerate(have):
+            if v is not None:
+                out[j] = v
+        return out
+
+    def _run(self, features: dict[str, np.ndarray], keys: list[bytes], lengths: np.ndarray) -> np.ndarray:
+        """The pooled vectors of a padded batch none of whose vectors is kept."""
+        ids, mask = features["input_ids"], features["attention_mask"]
         layers = self.model.encoder.layer
         cut = self.record.layers
         device = next(self.model.parameters()).device

@@ -17,7 +17,8 @@ The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
 3. **the probe** (:mod:`nlsim.inference.probe`): when more than one candidate is left, each is timed on
    a few synthetic batches once per CPU kind, thread count and model architecture (where only the exact
    CPU paths are left, not for a job too small to repay the timing:
-   :func:`nlsim.inference.probe.too_small_to_probe`; the exact ONNX path is then taken);
+   :func:`nlsim.inference.probe.too_small_to_probe`; the first exact path is then taken: ONNX on a CPU
+   with AVX-512, torch without, :data:`nlsim.inference.paths.ONNX_FP32_ISA`);
 4. **the pick** (:func:`decide`, deterministic given the probe): the fastest lossless candidate, unless a
    lossy one that passed the quality check is at least :data:`LOSSY_MIN_GAIN` times faster. A model on a
    GPU is probed too (once per GPU kind and architecture): a half precision is not always faster there.
@@ -138,7 +139,7 @@ def decide(
         allowed = ["torch-fp32"]  # always possible
     if on_gpu and not any(probe.get(p, 0.0) > 0 for p in allowed if not is_lossy(p)):
         return _decide_on_gpu(allowed, excluded, checks)
-    order = {p: i for i, p in enumerate(PATHS)}
+    order = {p: i for i, p in reversed(list(enumerate([*cands, *PATHS])))}  # cands' order, then PATHS'
 
     def rate(p: str) -> float:
         return probe.get(p, 0.0)

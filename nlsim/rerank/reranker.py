@@ -47,7 +47,7 @@ import pandas as pd
 
 from nlsim.encoders.encoder import NLSIM_JSON
 from nlsim.encoders.registry import check_tokenizer_file
-from nlsim.encoders.scoring import KnownScores, PairScorer, as_pair_scorer, known_first
+from nlsim.encoders.scoring import KnownScores, PairScorer, as_pair_scorer, known_first, known_scores
 from nlsim.errors import StateError
 from nlsim.evaluation.calibration import check_threshold
 from nlsim.io.atomic import atomic_write_text
@@ -199,16 +199,21 @@ class Reranker:
             blob += ":" + json.dumps(self.story.as_dict(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def scorer(self, encoder: Any, known: KnownScores | None = None) -> PairScorer:
+    def scorer(
+        self, encoder: Any, known: KnownScores | None = None, seen: KnownScores | None = None
+    ) -> PairScorer:
         """A pair scorer (for :func:`nlsim.evaluation.metrics.evaluate` and calibration): the rerank score.
 
         ``encoder``: the bi-encoder, or a pair scorer of its cosine; ``known``: the cross-encoder's fp32
         scores of pairs already scored (training's validation pass of the kept epoch), used for a call they
-        cover."""
+        cover; ``seen``: where the cross-encoder's scores this scorer computes are added."""
         cosine = as_pair_scorer(encoder)
 
         def fp32(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-            return self.cross_scores(texts_a, texts_b, precision="fp32")  # measurements: the exact numbers
+            got = self.cross_scores(texts_a, texts_b, precision="fp32")  # measurements: the exact numbers
+            if seen is not None:
+                seen.update(known_scores(texts_a, texts_b, got))
+            return got
 
         cross = known_first(known, fp32) if known else fp32
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.encoders import lower_states
 from nlsim.encoders.scoring import KnownScores, known_first, pair_scorer
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, TOPIC_CALIBRATION_JSON, save_calibration
@@ -209,7 +210,8 @@ def finetune(
     # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
     # validation pass, and the training texts (the reranker's line is fitted on them) from training's
     # frozen states
-    cosine = pair_scorer(encoder, kept={**run["training_embeddings"], **run["validation_embeddings"]})
+    embedded = {**run["training_embeddings"], **run["validation_embeddings"]}
+    cosine = pair_scorer(encoder, kept=embedded)
     meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
     cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
     topic = call("calibrate-topics", calibrate_topics, cosine, data, cfg, **meta)
@@ -225,18 +227,34 @@ def finetune(
         result.validation_scores = scored_validation(own_scorer, data, "reranker", reranker.calibration)
     else:
         result.validation_scores = scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
-    checks = None
-    if cfg.out and cfg.evaluation.precision_check:
-        checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)
     if cfg.out:
-        extra = {TOPIC_CALIBRATION_JSON: partial(_save_topic, topic, encoder)} if topic is not None else None
-        call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, extra, checks)
+        _check_and_save(cfg, call, encoder, data, result, cal, topic, silver, reranker)
+    lower_states.keep_vectors(encoder, embedded)  # a cold chain's report takes these vectors
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(
         f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
         f"(epoch {run['best']['epoch']}, step {run['best']['step']})"
     )
     return result
+
+
+def _check_and_save(
+    cfg: FinetuneConfig,
+    call: Call,
+    encoder: Any,
+    data: PreparedPairs,
+    result: FinetuneResult,
+    cal: Any,
+    topic: Any,
+    silver: Any,
+    reranker: Any,
+) -> None:
+    """The quality check of the lossy paths (when asked), then the model folder ``cfg.out``."""
+    checks = None
+    if cfg.evaluation.precision_check:
+        checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)
+    extra = {TOPIC_CALIBRATION_JSON: partial(_save_topic, topic, encoder)} if topic is not None else None
+    call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, extra, checks)
 
 
 def check_model_out(out: str | Path) -> None:

@@ -30,6 +30,7 @@ from nlsim.encoders.scoring import (
 from nlsim.evaluation.calibration import calibrate_scores
 from nlsim.evaluation.metrics import pair_similarities
 from nlsim.progress import say
+from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.reranker import DEFAULT_WEIGHT, Reranker
 from nlsim.rerank.story import FEATURES, BigramIdf, fit_story_model
 from nlsim.training.config import FinetuneConfig
@@ -98,7 +99,8 @@ def fit_reranker(
     reranker, known = train_reranker(
         encoder, data.train, data.validation, cfg, cfg.cross_encoder.rerank_weight, log
     )
-    scorer = reranker.scorer(encoder, known)
+    seen = dict(known)  # the cross-encoder's scores of validation, and of the pairs scored below
+    scorer = reranker.scorer(encoder, known, seen)
     if cfg.cross_encoder.story_model and cfg.evaluation.calibrate_level is not None:
         held = fit_story(reranker, encoder, data, cfg.evaluation.calibrate_level, known, log)
         if held is not None:  # validation is scored by models fitted without each pair's fold
@@ -108,7 +110,19 @@ def fit_reranker(
     reranker.calibration = cal.as_dict() if cal is not None else None
     metrics = evaluate_splits(scorer, data, "reranked", cal)
     log(f"{reranker.describe()}; validation Spearman {metrics['reranked/validation']['spearman']:.2f}")
+    keep_cross_scores(reranker, seen)
     return FittedReranker(reranker, metrics, scorer)
+
+
+def keep_cross_scores(reranker: Reranker, scores: KnownScores) -> None:
+    """The cross-encoder's fp32 scores fine-tuning computed (validation's in its training's last pass, the
+    test split's when it was scored) put in the pair-score cache (:class:`nlsim.rerank.cache.PairScoreCache`,
+    under the cross-encoder's digest), so that a report with this cross-encoder does not read those pairs
+    again."""
+    if scores:
+        a, b = zip(*scores, strict=True)
+        cache = PairScoreCache(None, reranker.cross_encoder.digest())
+        cache.store(list(a), list(b), np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
 
 
 def fit_story(

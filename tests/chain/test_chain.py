@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,14 @@ def test_a_version_trained_now_is_judged_and_checked_by_what_its_training_gave_n
     for key in ("threshold", "precision", "recall", "f1", "cv_f1", "n", "split_digest", "level"):
         assert seeded[key] == pytest.approx(fresh[key], abs=1e-6), key
     assert seeded["spearman"] == pytest.approx(fresh["spearman"], abs=0.01)
+    # the cross-encoder's scores of validation and test went to the pair-score cache, for the report
+    from nlsim.rerank.cache import PairScoreCache
+    from nlsim.rerank.reranker import load_reranker
+
+    ce = load_reranker(version).cross_encoder
+    judged = load_pairs(pairs).query("split != 'train'")
+    a, b = judged["text_a"].tolist(), judged["text_b"].tolist()
+    np.testing.assert_allclose(PairScoreCache(None, ce.digest()).lookup(a, b), ce.predict(a, b), atol=1e-5)
     # the card's zero-shot figures are the baseline's own scores, not a second pass over the base model
     card = json.loads((version / "training.json").read_text())["metrics"]["before/validation"]
     assert card["spearman"] == pytest.approx(rec["baseline"]["spearman"], abs=0.01)
@@ -416,20 +425,29 @@ def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Where the final report embeds in exact fp32 (a CPU with no lossy path), the fine-tuned model starts
-    from the states the zero-shot model left after the frozen layers, and its report is the one the whole
-    model gives."""
+    from the states the zero-shot model left after the frozen layers, takes the vectors fine-tuning gave
+    its own texts, and its report is the one the whole model gives."""
     pairs, corpus = make_data(tmp_path, train=24, validation=24, test=8)
+    items = pd.read_parquet(corpus)
+    pair_texts = set(items["title"])  # every text of every split is an item
+    more = stsb_sample(train=60, validation=0, test=0)
+    others = [t for t in dict.fromkeys([*more["text_a"], *more["text_b"]]) if t not in pair_texts]
+    extra = pd.DataFrame({"id": [f"x{i:04d}" for i in range(len(others))], "title": others, "source": "stsb"})
+    pd.concat([items, extra], ignore_index=True).to_parquet(corpus)
     monkeypatch.setattr(chain_run, "lossy_paths_here", lambda device: 0)  # as on a CPU with avx2 only
     monkeypatch.setattr(chain_run, "decide", lambda *a, **k: (True, "promoted for the test"))
     cfg = config(tmp_path, pairs, corpus, cache=False)
     with caplog.at_level(logging.INFO, logger="nlsim"):
         result = run_pipeline(cfg)
     assert result.record["decision"]["promoted"] and result.report.summary["model_info"]["zero_shot"] is False
-    texts = pd.read_parquet(corpus)["title"].nunique()
-    assert (
-        f"report: {texts} text(s) embedded from the states the zero-shot model left after the 2 frozen"
-        in (caplog.text)
+    said = re.search(
+        r"report: (\d+) text\(s\) embedded from the states .*?; (\d+) taken as fine-tuning", caplog.text
     )
+    assert said is not None and "after the 2 frozen lower layers" in caplog.text
+    assert (int(said[1]), int(said[2])) == (len(others), len(pair_texts))  # fine-tuning embedded every split
+    judged = pd.read_csv(pairs, sep="\t").query("split != 'train'")  # the baseline embedded these
+    baseline = len(set(judged["text_a"]) | set(judged["text_b"]))
+    assert f"first report: {baseline} text(s) taken as the baseline embedded them" in caplog.text
     from nlsim.dedup.run import run_dedup
 
     reported = pd.read_parquet(tmp_path / "report" / "pairs.parquet")

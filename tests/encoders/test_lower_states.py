@@ -75,3 +75,21 @@ def test_no_layers_keeps_nothing(layers: int) -> None:
     enc = load_encoder(FAST_MODEL, backend="torch")
     with kept(enc.model, layers=layers) as record:
         assert lower_states.current() is None and record.digest == ""
+
+
+def test_vectors_kept_for_an_encoder_are_taken_by_that_encoder_alone() -> None:
+    first, second, third = load_encoder(FAST_MODEL, backend="torch"), upper_changed(), upper_changed(layer=1)
+    whole = second.encode(TEXTS, progress=False)
+    marked = {t: -v for t, v in zip(TEXTS[:2], whole[:2], strict=True)}  # recognisable if taken
+    with kept(first.model, layers=1) as record:
+        first.encode(TEXTS, progress=False)
+        assert lower_states.keep_vectors(second, marked) == 2
+        got = second.encode(TEXTS, progress=False, batch_size=4)  # a batch with two taken, two computed
+        assert record.taken == 2 and record.reused == len(TEXTS) - 2
+        np.testing.assert_allclose(got[:2], -whole[:2], atol=1e-6)
+        np.testing.assert_allclose(got[2:], whole[2:], atol=1e-5)
+        raw = second.encode(TEXTS[:2], progress=False, normalize=False)  # not the normalised ones kept
+        assert not np.allclose(raw, -whole[:2], atol=1e-3)
+        other = third.encode(TEXTS[:2], progress=False)  # another fingerprint: computed
+        assert record.taken == 2 and not np.allclose(other, -whole[:2], atol=1e-3)
+    assert lower_states.keep_vectors(second, marked) == 0  # nothing is kept outside the block

@@ -100,6 +100,7 @@ def test_options(home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch) -> No
 def test_auto_sets_up_onnx_only_for_big_jobs(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx512f")  # where ONNX Runtime's fp32 goes first
     enc = load_encoder(l3.path)  # backend="auto"
     monkeypatch.setattr(enc, "AUTO_ONNX_MIN_TEXTS", 5)
     small = enc.encode(TEXTS[:4], progress=False)
@@ -108,6 +109,13 @@ def test_auto_sets_up_onnx_only_for_big_jobs(
     assert enc.options["backend"] == "onnx" and (home / "onnx").is_dir()
     np.testing.assert_allclose(big[:4], small, atol=1e-5)
     np.testing.assert_allclose(big, l3.encode(TEXTS, progress=False), atol=1e-5)
+    # without AVX-512 the two read at the same speed: a job too small to time them stays on torch, no export
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2")
+    monkeypatch.setenv("NLSIM_HOME", str(home / "avx2"))
+    plain = load_encoder(l3.path)
+    monkeypatch.setattr(plain, "AUTO_ONNX_MIN_TEXTS", 5)
+    plain.encode(TEXTS, progress=False)
+    assert plain.options["backend"] == "torch" and not (home / "avx2" / "onnx").exists()
 
 
 @pytest.mark.slow
