@@ -139,7 +139,7 @@ def decide(
         allowed = ["torch-fp32"]  # always possible
     if on_gpu and not any(probe.get(p, 0.0) > 0 for p in allowed if not is_lossy(p)):
         return _decide_on_gpu(allowed, excluded, checks)
-    order = {p: i for i, p in reversed(list(enumerate([*cands, *PATHS])))}  # cands' order, then PATHS'
+    order = {p: i for i, p in enumerate(dict.fromkeys([*cands, *PATHS]))}  # cands' order, then PATHS'
 
     def rate(p: str) -> float:
         return probe.get(p, 0.0)
