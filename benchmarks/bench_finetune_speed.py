@@ -7,10 +7,11 @@ Two parts, on the same model (multilingual-e5-small), the same pairs (our traini
 ones): the one-time costs (tokenising every text or pair once, running the frozen lower layers once) and,
 per step, building the padded batch, the forward pass, the backward pass and the optimizer step; for the
 settings of each ``--variants`` (``default``: the shipped settings; ``fp32``: the same in fp32;
-``fp32-padded``: fp32, each batch padded to its longest sequence instead of packed (the loops before
-:mod:`nlsim.training.packing`); ``all-layers``: no layer frozen, fp32; ``before``: no layer frozen, fp32,
-batches in random order, tokenised at each step, the unfused optimizer, padded: the loop as it was). Token
-counts per step tell what padding costs.
+``fp32-torch-masks``: fp32, packed, with torch's own dropout masks instead of
+:mod:`nlsim.training.dropout`'s; ``fp32-padded``: fp32, each batch padded to its longest sequence instead of
+packed (the loops before :mod:`nlsim.training.packing`); ``all-layers``: no layer frozen, fp32; ``before``:
+no layer frozen, fp32, batches in random order, tokenised at each step, the unfused optimizer, padded: the
+loop as it was). Token counts per step tell what padding costs.
 
 ``side-by-side`` alternates nlsim's loops (``train_encoder``, ``train_cross_encoder``, shipped settings) with
 sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's default) and
@@ -46,12 +47,13 @@ OUT = ROOT / "benchmarks" / "results" / "finetune_speed"
 MODEL = "multilingual-e5-small"
 BATCH = 16
 VARIANTS = {
-    # frozen layers, precision, bucketed batches, tokenised once, fused optimizer, packed tokens
-    "default": (4, "auto", True, True, True, True),
-    "fp32": (4, "fp32", True, True, True, True),
-    "fp32-padded": (4, "fp32", True, True, True, False),
-    "all-layers": (0, "fp32", True, True, True, True),
-    "before": (0, "fp32", False, False, False, False),
+    # frozen layers, precision, bucketed batches, tokenised once, fused optimizer, packed tokens, bit masks
+    "default": (4, "auto", True, True, True, True, True),
+    "fp32": (4, "fp32", True, True, True, True, True),
+    "fp32-torch-masks": (4, "fp32", True, True, True, True, False),
+    "fp32-padded": (4, "fp32", True, True, True, False, False),
+    "all-layers": (0, "fp32", True, True, True, True, True),
+    "before": (0, "fp32", False, False, False, False, False),
 }
 
 
@@ -97,7 +99,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     from nlsim.training.packing import segment_mean
     from nlsim.training.split_encoder import SplitEncoder
 
-    frozen, setting, bucketed, once, fused, packed = VARIANTS[variant]
+    frozen, setting, bucketed, once, fused, packed, bits = VARIANTS[variant]
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -127,7 +129,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
             return ce.pair_ids([first[i] for i in rows], [second[i] for i in rows])[0]
 
         all_rows = np.arange(n_rows)
-    split = SplitEncoder(model, frozen, pad_id=pad)
+    split = SplitEncoder(model, frozen, pad_id=pad, bit_masks=None if bits else False)
     precision, _ = resolve(setting, torch.device("cpu"))
     t0 = time.perf_counter()
     ids = tokenise(all_rows) if once else None

@@ -42,6 +42,7 @@ split is never read.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -97,6 +98,9 @@ class Model:
 
     store: Path
     version: str
+    trained: str
+    """A digest of the version's ``training.json``: two trainings that share a version name (the same
+    recipe and data, other arithmetic or dropout masks) keep apart in the cache."""
     threshold: float
     topic_threshold: float
     validation: pd.DataFrame
@@ -127,13 +131,15 @@ def model_of(store: Path) -> Model:
     stored = load_calibration(folder / TOPIC_CALIBRATION_JSON)
     topic = stored or calibrate_scores(np.asarray(cosine), val["score"].to_numpy(float), level=TOPIC_LEVEL)
     frame = val[["id_a", "id_b", "score"]].assign(rerank=rerank, cosine=cosine)
-    return Model(store, current["version"], float(reranker.threshold), float(topic.threshold), frame)
+    record = folder / "training.json"
+    trained = hashlib.sha256(record.read_bytes()).hexdigest()[:8] if record.exists() else "unknown"
+    return Model(store, current["version"], trained, float(reranker.threshold), float(topic.threshold), frame)
 
 
 def wide_scores(model: Model) -> pd.DataFrame:
     """Every candidate pair at or above the story threshold (no veto, components), cached: the links the
     story rules read."""
-    cache = CACHE / f"{model.version}-story{model.threshold:.6f}.parquet"
+    cache = CACHE / f"{model.version}-{model.trained}-story{model.threshold:.6f}.parquet"
     if not cache.exists():
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", f"{tmp}/r"]

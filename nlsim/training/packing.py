@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+
+from nlsim.training.dropout import attention, dropout
 
 
 @dataclass(frozen=True)
@@ -82,19 +83,25 @@ def _padded(t: torch.Tensor, p: Packing, heads: int) -> torch.Tensor:
     return out.view(p.rows, p.width, heads, -1).transpose(1, 2)
 
 
-def packed_layer(layer: Any, x: torch.Tensor, p: Packing) -> torch.Tensor:
+def packed_layer(layer: Any, x: torch.Tensor, p: Packing, *, bit_masks: bool | None = None) -> torch.Tensor:
     """One ``BertLayer`` over packed tokens ``x`` ``(T, hidden)``: what the layer gives each real token of a
-    padded batch, computed on the real tokens alone (dropout as the layer's modules are in train mode)."""
+    padded batch, computed on the real tokens alone (dropout as the layer's modules are in train mode, its
+    masks drawn as :mod:`nlsim.training.dropout` draws them; ``bit_masks=False``: torch's own)."""
     att = layer.attention.self
     heads = int(att.num_attention_heads)
     q, k, v = (_padded(proj(x), p, heads) for proj in (att.query, att.key, att.value))
-    drop = float(att.dropout.p) if att.training else 0.0
-    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=p.keys, dropout_p=drop, scale=float(att.scaling))
+    ctx = attention(q, k, v, p.keys, _rate(att.dropout), float(att.scaling), bit_masks=bit_masks)
     ctx = ctx.transpose(1, 2).reshape(p.rows * p.width, -1).index_select(0, p.slots)
     out = layer.attention.output
-    h = out.LayerNorm(out.dropout(out.dense(ctx)) + x)
+    h = out.LayerNorm(dropout(out.dense(ctx), _rate(out.dropout), bit_masks=bit_masks) + x)
     ffn = layer.output
-    return ffn.LayerNorm(ffn.dropout(ffn.dense(layer.intermediate(h))) + h)
+    up = ffn.dense(layer.intermediate(h))
+    return ffn.LayerNorm(dropout(up, _rate(ffn.dropout), bit_masks=bit_masks) + h)
+
+
+def _rate(module: Any) -> float:
+    """A dropout module's rate while it trains, 0 in eval mode."""
+    return float(module.p) if module.training else 0.0
 
 
 def segment_mean(x: torch.Tensor, p: Packing) -> torch.Tensor:

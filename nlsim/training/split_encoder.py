@@ -90,7 +90,12 @@ class SplitEncoder:
     once per sequence (see the module docstring)."""
 
     def __init__(
-        self, model: Any, frozen_layers: int = 0, train_embeddings: bool = False, pad_id: int | None = None
+        self,
+        model: Any,
+        frozen_layers: int = 0,
+        train_embeddings: bool = False,
+        pad_id: int | None = None,
+        bit_masks: bool | None = None,
     ) -> None:
         if not can_split(model):
             raise ConfigError(f"{type(model).__name__} is not a BERT-style encoder; it cannot be split")
@@ -103,6 +108,7 @@ class SplitEncoder:
         self.frozen_layers = frozen_layer_count(layer_count(model), frozen_layers)  # the top layer trains
         self.asked_frozen = frozen_layers
         self.train_embeddings = bool(train_embeddings)
+        self.bit_masks = bit_masks  # packed layers' dropout masks (nlsim.training.dropout); None: by device
         pad = getattr(model.config, "pad_token_id", None) if pad_id is None else pad_id
         self.pad_id = int(pad) if pad is not None else 0
         for p in model.parameters():
@@ -204,5 +210,5 @@ class SplitEncoder:
         packing = Packing.of(inputs.lengths[rows], device)
         hidden = torch.cat([inputs.states[r] for r in rows]).to(device)
         for layer in self.model.encoder.layer[self.frozen_layers :]:
-            hidden = packed_layer(layer, hidden, packing)
+            hidden = packed_layer(layer, hidden, packing, bit_masks=self.bit_masks)
         return hidden, packing
