@@ -20,9 +20,10 @@ sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's de
 alike; each block times its optimizer steps only. Prints s/step per block, medians, and the implied time per
 epoch of our 1,785 training pairs (the cross-encoders read both orders: 3,570 sequences).
 
-Results: ``benchmarks/results/finetune_speed.json`` / ``.md``. Needs ``pip install -e '.[bench]'``.
+Results: ``benchmarks/results/finetune_speed_{profile,side-by-side}[_TAG].json`` / ``.md``. Needs
+``pip install -e '.[bench]'``.
 
-    python benchmarks/bench_finetune_speed.py profile [--steps 40] [--threads 2] [--variants default,fp32,...]
+    python benchmarks/bench_finetune_speed.py profile [--steps 40] [--threads 2] [--variants V,...] [--tag T]
     python benchmarks/bench_finetune_speed.py side-by-side [--steps 20] [--rounds 2] [--threads 2]
 """
 
@@ -407,6 +408,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--tag", default="", help="results go to finetune_speed_profile_TAG.{md,json}")
     s = sub.add_parser("side-by-side")
     s.add_argument("--steps", type=int, default=20)
     s.add_argument("--rounds", type=int, default=2)
@@ -416,7 +418,8 @@ def main() -> None:
     result = profile(args) if args.cmd == "profile" else side_by_side(args)
     print("\n" + result["markdown"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    path = OUT.parent / f"{OUT.name}_{args.cmd}"
+    tag = f"_{args.tag}" if getattr(args, "tag", "") else ""
+    path = OUT.parent / f"{OUT.name}_{args.cmd}{tag}"
     path.with_suffix(".json").write_text(
         json.dumps({"cpu": cpu_name(), "settings": vars(args), **result}, indent=2), encoding="utf-8"
     )

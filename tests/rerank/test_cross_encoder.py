@@ -325,7 +325,7 @@ def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
 
     def falling(pred: np.ndarray, gold: np.ndarray) -> float:
         judged.append(len(pred))
-        return real(pred, gold) - 10.0 * len(judged)  # each epoch judged worse than the one before
+        return real(pred, gold) - 1000.0 * len(judged)  # each epoch judged worse than the one before
 
     monkeypatch.setattr(training, "spearman_raw", falling)
     cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5)
@@ -333,6 +333,12 @@ def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
     assert judged == [len(val)] * 3  # epoch 1 (A-B), epoch 2 (A-B, then both orders)
     predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
     np.testing.assert_allclose(run.validation_scores, predicted, atol=1e-5)
-    monkeypatch.undo()
+    judged.clear()
+
+    def rising(pred: np.ndarray, gold: np.ndarray) -> float:
+        judged.append(len(pred))
+        return real(pred, gold) + 1000.0 * len(judged)  # each epoch judged better: the last one is kept
+
+    monkeypatch.setattr(training, "spearman_raw", rising)
     last = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     assert not np.allclose(last.validation_scores, run.validation_scores, atol=1e-4)  # another epoch's
