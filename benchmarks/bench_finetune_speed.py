@@ -24,7 +24,7 @@ Results: ``benchmarks/results/finetune_speed_{profile,side-by-side}[_TAG].json``
 ``pip install -e '.[bench]'``.
 
     python benchmarks/bench_finetune_speed.py profile [--steps 40] [--threads 2] [--variants V,...] [--tag T]
-    python benchmarks/bench_finetune_speed.py side-by-side [--steps 20] [--rounds 2] [--threads 2]
+    python benchmarks/bench_finetune_speed.py side-by-side [--steps 20] [--rounds 2] [--threads 2] [--tag T]
 """
 
 from __future__ import annotations
@@ -408,17 +408,18 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--variants", default=",".join(VARIANTS))
-    p.add_argument("--tag", default="", help="results go to finetune_speed_profile_TAG.{md,json}")
     s = sub.add_parser("side-by-side")
     s.add_argument("--steps", type=int, default=20)
     s.add_argument("--rounds", type=int, default=2)
     s.add_argument("--threads", type=int, default=2)
+    for part in (p, s):
+        part.add_argument("--tag", default="", help="results go to finetune_speed_CMD_TAG.{md,json}")
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     result = profile(args) if args.cmd == "profile" else side_by_side(args)
     print("\n" + result["markdown"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    tag = f"_{args.tag}" if getattr(args, "tag", "") else ""
+    tag = f"_{args.tag}" if args.tag else ""
     path = OUT.parent / f"{OUT.name}_{args.cmd}{tag}"
     path.with_suffix(".json").write_text(
         json.dumps({"cpu": cpu_name(), "settings": vars(args), **result}, indent=2), encoding="utf-8"

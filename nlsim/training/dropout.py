@@ -39,6 +39,11 @@ def bit_masks_for(device: torch.device | str) -> bool:
     return torch.device(device).type == "cpu"
 
 
+def _own_masks(device: torch.device, bit_masks: bool | None) -> bool:
+    """``bit_masks`` where given, else :func:`bit_masks_for` ``device``."""
+    return bit_masks_for(device) if bit_masks is None else bit_masks
+
+
 def drop_threshold(p: float) -> int:
     """A lane whose low :data:`LANE_BITS` bits fall below this is dropped: ``p`` on a 15-bit scale."""
     if not 0.0 <= p < 1.0:
@@ -63,7 +68,7 @@ def dropout(x: torch.Tensor, p: float, *, bit_masks: bool | None = None) -> torc
     :func:`bit_masks_for` ``x``'s device)."""
     if p == 0.0:
         return x
-    if not (bit_masks_for(x.device) if bit_masks is None else bit_masks):
+    if not _own_masks(x.device, bit_masks):
         return F.dropout(x, p, training=True)
     return x * keep_scale(x.shape, p, dtype=x.dtype, device=x.device)
 
@@ -82,7 +87,7 @@ def attention(
     attention probabilities' dropout mask from 64-bit draws where ``bit_masks`` (``None``:
     :func:`bit_masks_for` ``q``'s device). ``keys`` is a boolean mask, true where a key may be read; every
     query must have one. Without dropout it is torch's own call (its fused kernel)."""
-    if p == 0.0 or not (bit_masks_for(q.device) if bit_masks is None else bit_masks):
+    if p == 0.0 or not _own_masks(q.device, bit_masks):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=p, scale=scale)
     scores = torch.matmul(q * scale, k.transpose(-1, -2)).masked_fill(~keys, float("-inf"))
     probs = scores.softmax(dim=-1)
