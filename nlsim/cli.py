@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from nlsim import __version__
 from nlsim.errors import ConfigError, NlsimError
@@ -49,17 +50,37 @@ def build_parser() -> argparse.ArgumentParser:
         "annotated pairs.",
     )
     parser.add_argument("--version", action="version", version=f"nlsim {__version__}")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
-    parser.add_argument(
-        "--log-level",
-        default=None,
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="messages shown (default INFO)",
-    )
+    _message_options(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"nlsim.commands.{name}").register(sub)
+    for command in _commands(parser):  # `nlsim dedup ... -q` as well as `nlsim -q dedup ...`
+        _message_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def _message_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """``-q``/``--quiet`` and ``--log-level``; a command's own take ``default`` :data:`argparse.SUPPRESS`, so
+    that given before the command they still hold."""
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="only warnings and errors on stderr"
+    )
+    parser.add_argument(
+        "--log-level",
+        default=default,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="messages shown (default INFO)",
+    )
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every command and subcommand parser below ``parser`` (``dedup``, ``annotate``, ``annotate merge``)."""
+    found = []
+    for action in parser._actions:  # argparse lists a parser's commands only here
+        if isinstance(action, argparse._SubParsersAction):
+            for command in dict.fromkeys(action.choices.values()):
+                found += [command, *_commands(command)]
+    return found
 
 
 def setup_logging(level: str) -> None:

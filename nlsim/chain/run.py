@@ -76,6 +76,7 @@ from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.io.pairs import load_pairs
+from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
@@ -573,6 +574,7 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     if cfg.make_report:
         check_writable(cfg.report.out, what="--out")
         claim_folder(cfg.report.out, "report", what="--out")
+        check_report_replaceable(cfg.report.out)
 
 
 def load_version(version: Path) -> None:

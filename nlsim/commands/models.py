@@ -28,6 +28,7 @@ from typing import Any
 from nlsim.commands.options import Formatter
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.model_store import ModelStore
+from nlsim.io.ownership import MARKER, is_owned
 from nlsim.progress import say
 
 
@@ -63,6 +64,11 @@ def store_of(args: argparse.Namespace) -> ModelStore:
     missing = store.missing()
     if missing is not None:
         raise ConfigError(f"{missing}; give --model-store the folder `nlsim pipeline` filled")
+    if not is_owned(store.root, "model-store"):  # nothing is written (not even a lock) into a user's folder
+        raise ConfigError(
+            f"model store '{store.root}' is not a model store nlsim wrote (no {MARKER}); give --model-store "
+            "the folder `nlsim pipeline` filled"
+        )
     return store
 
 

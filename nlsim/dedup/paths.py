@@ -27,7 +27,9 @@ from nlsim.io.ownership import (
     claim_folder,
     is_quarantine_file,
 )
+from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.settings import CURRENT_MODEL
+from nlsim.report.files import LATEST, RUNS_DIR
 
 
 def check_run_paths(config: DedupConfig) -> None:
@@ -60,3 +62,13 @@ def check_run_paths(config: DedupConfig) -> None:
         if not state.rebuild:
             read_manifest(state.folder)  # an unreadable or edited manifest is refused now (its files later)
     claim_folder(report.out, "daily-report" if state.folder else "report", what="--out")
+    if not state.folder:  # a batch report replaces its files (a daily run's are checked as it publishes)
+        check_report_replaceable(report.out)
+    latest = Path(report.out) / LATEST
+    if state.folder and latest.exists() and not latest.is_symlink():
+        kind = "folder" if latest.is_dir() else "file"
+        raise ConfigError(
+            f"--out {latest} is a {kind}, not the link nlsim keeps to the latest report (a copy or a backup "
+            f"may have made it one); move it away (every report is under {Path(report.out) / RUNS_DIR}), "
+            "then run again"
+        )

@@ -487,7 +487,7 @@ def _replay_committed(
         return None
     last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
-        log.say(f"run {window.run_id} was already committed to {daily.folder}; writing its report again")
+        log.say(f"run {last.run_id} was already committed to {daily.folder}; writing its report again")
         reported = stages.replay_report(settings.report, window, last)
         return _result(
             settings, reported.folder, replace(reported.record, messages=list(log.messages)), replayed=True

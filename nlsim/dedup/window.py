@@ -56,7 +56,7 @@ from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
 from nlsim.io.corpus import Corpus
-from nlsim.report.record import Counts, ModelSwitch
+from nlsim.report.record import Counts, ModelSwitch, RunRecord
 
 ITEM_COLUMNS = tuple(columns.ITEMS.names)
 """The columns of a window's items as first declared (:data:`nlsim.io.columns.ITEMS`; a run reads the
@@ -174,6 +174,23 @@ def input_key(identity: Any, items: pd.DataFrame, params: dict[str, Any]) -> str
         h.update("\x1f".join(row).encode("utf-8"))
         h.update(b"\x1e")
     return h.hexdigest()
+
+
+def run_key(key: str, previous: str) -> str:
+    """What names an incremental run: its input's ``key`` after the state's last commit (``previous``, that
+    run's id; empty for a state's first run). The same input after another commit is another run, under
+    another id, so a day run again after a different day never takes the id (and the published report) of
+    its first run; an exact replay of the last commit keeps that commit's id. A state's first run is named
+    by its input alone.
+
+    >>> run_key("abc", "")
+    'abc'
+    >>> run_key("abc", "r1") == run_key("abc", "r2")
+    False
+    """
+    if not previous:
+        return key
+    return hashlib.sha256(f"{key}\n{previous}".encode()).hexdigest()
 
 
 def batch_window(corpus: Corpus, identity: Any = None, params: dict[str, Any] | None = None) -> Window:
@@ -406,7 +423,8 @@ def incremental_window(
     ref = _as_of(daily, state, times, timezone)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
     key = input_key(identity, today, params)
-    run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{key[:10]}"
+    previous = RunRecord.from_dict(state.last_run).run_id if state.last_run else ""
+    run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{run_key(key, previous)[:10]}"
     kept = state.items.reset_index(drop=True)
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)

@@ -171,6 +171,11 @@ def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -
         for other, opath2 in outs.items():
             if other != oname and opath == opath2:
                 raise ConfigError(f"{oname} and {other} are the same path {outputs[oname]}")
+            if other != oname and opath in opath2.parents:
+                raise ConfigError(
+                    f"{other} {outputs[other]} lies inside {oname} {outputs[oname]}; each output needs a "
+                    f"place of its own (nothing is written yet): choose {other} outside {outputs[oname]}"
+                )
 
 
 def check_replaceable(path: str | Path, ours: Callable[[Path], bool], *, what: str, kind: str) -> None:

@@ -26,11 +26,11 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nlsim.errors import StateError
+from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.lock import LOCK_NAME, holder_is_alive, read_lock
 
@@ -106,3 +106,72 @@ def check_one_run(folder: str | Path, say: Callable[[str], None] | None = None) 
     if stale and say is not None:
         say(f"{stale[0]}: left by a run killed while writing its report; the report is the last whole run's")
     return run
+
+
+def recorded_files(folder: Path) -> dict[str, str] | None:
+    """The files ``folder``'s ``run.json`` lists with their SHA-256; ``None`` when it lists none (no run yet,
+    or a record nlsim cannot read: nothing in the folder can be told to be nlsim's)."""
+    path = folder / RUN_JSON
+    if not path.is_file():
+        return None
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = run.get("files") if isinstance(run, dict) else None
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) and files else None
+
+
+def check_report_replaceable(
+    folder: str | Path, names: Sequence[str] | None = None, *, what: str = "--out"
+) -> None:
+    """Refuse (:class:`ConfigError`, naming the file) to write a report over files that are not as nlsim wrote
+    them: a file of the report that changed since its run wrote it (an editor's note added to
+    ``pairs.csv``: its SHA-256 is not the one ``run.json`` records), and a file inside one of the report's
+    own folders (``index/``, which a report replaces whole) that ``run.json`` does not list. ``names``: the
+    top-level names the new report writes (default: every name the folder's ``run.json`` lists; ``["."]``:
+    the whole folder, as a daily run's ``runs/<run id>/`` is replaced). A folder with no readable
+    ``run.json``, or one a killed run left half moved (the next run finishes the move first), is not checked
+    here. Files beside the report's own (a ``notes.txt`` at the top) are never touched, and not checked.
+
+    Example:
+        >>> import tempfile
+        >>> from nlsim.io.atomic import file_sha256
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "pairs.csv").write_text("id_a,id_b\\n")
+        >>> files = {"pairs.csv": file_sha256(d / "pairs.csv")}
+        >>> _ = (d / "run.json").write_text(json.dumps({"files": files}))
+        >>> check_report_replaceable(d)
+        >>> _ = (d / "pairs.csv").write_text("id_a,id_b\\nchecked by the desk\\n")
+        >>> check_report_replaceable(d)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --out .../pairs.csv changed since nlsim wrote it (...): ...
+    """
+    folder = Path(folder)
+    files = recorded_files(folder)
+    if files is None or half_moved(folder):
+        return
+    tops = sorted({n.split("/")[0] for n in files}) if names is None else list(names)
+    for top in tops:
+        start = folder if top == "." else folder / top
+        if start.is_symlink() or not start.exists():
+            continue
+        found = [start] if start.is_file() else sorted(p for p in start.rglob("*") if not p.is_dir())
+        for path in found:
+            name = path.relative_to(folder).as_posix()
+            if top == "." and (name == RUN_JSON or "/" not in name and name.startswith(".")):
+                continue  # the record itself, nlsim's markers and temporaries
+            digest = files.get(name)
+            if digest is None:
+                raise ConfigError(
+                    f"{what} {path}: not a file nlsim wrote (the report's {RUN_JSON} does not list it), "
+                    f"inside {start}, which a new report replaces whole; move it out of the report folder, "
+                    "then run again"
+                )
+            if path.is_symlink() or file_sha256(path) != digest:
+                raise ConfigError(
+                    f"{what} {path} changed since nlsim wrote it (its SHA-256 is not the one the report's "
+                    f"{RUN_JSON} records): a new report would replace it; move or rename it to keep the "
+                    "change, or delete it, then run again"
+                )

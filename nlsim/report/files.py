@@ -65,7 +65,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.lock import RunLock
 from nlsim.io.ownership import claim_folder
-from nlsim.io.report_folder import PUBLISHING
+from nlsim.io.report_folder import PUBLISHING, check_report_replaceable
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
@@ -340,13 +340,14 @@ def write_report(
             names = write_files(
                 staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses, topics=topics
             )
+            top = sorted({n.split("/")[0] for n in names})
+            check_report_replaceable(out, top, what="report folder")  # what it replaces is nlsim's, unchanged
             atomic_write_text(staging / PUBLISHING, "")
         except BaseException:
             remove_tree(staging)
             raise
         # from here the staging folder holds the whole report: a move that fails or is killed half way is
         # finished by the next run into this folder (finish_publishing), never left mixed
-        top = sorted({n.split("/")[0] for n in names})
         publish_files(staging, out, [*top, "run.json"], last="run.json")
         remove_tree(staging)
         sweep_staging(out)
@@ -410,6 +411,7 @@ def publish_daily_report(
     final = daily_report_dir(out, run_id)
     runs = final.parent
     runs.mkdir(parents=True, exist_ok=True)
+    check_report_replaceable(final, ["."], what="report folder")  # a run's report again: only nlsim's files
     with atomic_dir(final) as tmp:
         write_files(
             tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses, topics=topics

@@ -319,6 +319,11 @@ def test_an_overrule_is_the_newer_verdict_with_the_earlier_kept_and_the_pair_fil
         (0.0, "marks.csv"),
     ]
     assert pairs.read_bytes() == before
+    # the first file merged again: its decision was merged before and overruled since; the later one stands
+    store = store_path(pairs).read_bytes()
+    said = _merge(pairs, [("n0", "n1", "0")], overrule=True)
+    assert store_path(pairs).read_bytes() == store, said
+    assert {v.key: v for v in load_verdicts(store_path(pairs)).records}[("n0", "n1")].score == 0.25
 
 
 def test_validation_and_test_pairs_are_never_overruled(tmp_path: Path) -> None:

@@ -114,6 +114,14 @@ def test_dedup_json_quiet_and_log_level(corpus: Path, tmp_path: Path) -> None:
     assert json.loads(quiet.stdout)["pairs"] == 1
     loud = nlsim("--log-level", "WARNING", *args, "--out", str(tmp_path / "c"))
     assert loud.returncode == 0 and loud.stderr == "" and "report:" in loud.stdout
+    # the same options after the command, as the rest of its options are given
+    after = nlsim(*args, "--out", str(tmp_path / "d"), "--json", "-q")
+    assert after.returncode == 0 and after.stderr == "", after.stderr
+    level = nlsim(*args, "--out", str(tmp_path / "e"), "--log-level", "WARNING")
+    assert level.returncode == 0 and level.stderr == "" and "report:" in level.stdout
+    # a command's own default does not undo what was said before it
+    before = nlsim("-q", *args, "--out", str(tmp_path / "f"))
+    assert before.returncode == 0 and before.stderr == "", before.stderr
 
 
 def test_progress_in_a_log_is_lines_without_carriage_returns(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -118,6 +118,18 @@ def test_a_version_that_is_not_there_or_fails_its_manifest_is_refused_in_one_lin
     assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
 
 
+def test_a_folder_that_is_not_a_model_store_is_refused_and_nothing_is_written_into_it(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "a.txt").write_text("x")
+    for args in (("promote", "v0001", "--reason", "x"), ("rollback", "--reason", "x"), ("list",)):
+        message = command.refused(
+            nlsim("models", *args, "--model-store", str(mine), cwd=tmp_path), 2, "is not a model store"
+        )
+        assert "no .nlsim.json" in message
+        assert sorted(p.name for p in mine.iterdir()) == ["a.txt"]
+
+
 HOLD = """
 import sys, time
 from nlsim.io.model_store import ModelStore

@@ -898,6 +898,13 @@ def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> 
     # the same older input once more is a replay of the last commit: latest still stays
     replay = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
     assert replay.replayed and (out / "latest").resolve() == r2.report_dir.resolve()
+    # the second day again, after another commit: a new run under a new id (nothing new in it), and the
+    # report first published for that day stays as it was
+    published = {p.name: p.read_bytes() for p in r2.report_dir.iterdir() if p.is_file()}
+    second = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    assert not second.replayed and second.run_id != r2.run_id and second.stats.all_seen
+    assert {p.name: p.read_bytes() for p in r2.report_dir.iterdir() if p.is_file()} == published
+    assert json.loads((r2.report_dir / "run.json").read_text())["run_id"] == r2.run_id
     r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=enc)
     assert not r3.stats.older_day and (out / "latest").resolve() == r3.report_dir.resolve()
 

@@ -58,6 +58,14 @@ def test_content_hash_changes_with_text(tmp_path):
     ("name", "content", "row", "field", "reason"),
     [
         ("missing.csv", "id,headline\n1,Floods\n", None, "title", "required column missing"),
+        (  # a comma-separated file named .tsv: one column, and the hint says so
+            "commas.tsv",
+            "id,title\n1,Floods\n",
+            None,
+            "id",
+            "required column missing (columns: id,title); the header holds commas: the file looks "
+            "comma-separated, but a .tsv is read tab-separated: rename it .csv",
+        ),
         (
             "dup.csv",
             "id,title\n1,Floods\n2,Storm\n1,Fire\n",

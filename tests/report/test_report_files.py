@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from nlsim.clusters.table import batch_clusters
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import run_dedup
+from nlsim.errors import ConfigError
 from nlsim.report.files import (
     CLUSTERS_SCHEMA,
     MEMBERS_SCHEMA,
@@ -227,3 +229,78 @@ def test_written_files_follow_the_umask(tmp_path: Path) -> None:
     assert (daily / "LATEST").is_file() and (daily / "latest" / "index.html").is_file()
     assert (tmp_path / "state" / "MANIFEST.json").is_file() or any((tmp_path / "state").glob("MANIFEST*"))
     assert all(checked.get(k, 0) > 1 for k in ("models", "report", "daily", "state", "home")), checked
+
+
+def test_a_report_run_again_refuses_to_replace_a_file_someone_changed_or_put_inside_its_folders(
+    tmp_path: Path,
+) -> None:
+    """A file inside the report's index/ that nlsim did not write, and a report file an editor changed, stop
+    the next run into the folder before any work, naming the file; both are still there, and the folder is
+    the earlier run's. A note beside the report's files is left alone, and once the changed files are moved
+    away the run goes on."""
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    out = tmp_path / "rep"
+    cfg = _config(tmp_path / "all.parquet", out).with_(save_index=True)
+    run_dedup(cfg, encoder=enc)
+    (out / "notes.txt").write_text("the desk's notes\n")
+    folders = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert [p.name for p in folders] == ["index"]
+    for folder in folders:
+        mine = folder / "mine.txt"
+        mine.write_text("kept by an editor\n")
+        with pytest.raises(ConfigError, match=r"mine\.txt: not a file nlsim wrote"):
+            run_dedup(cfg, encoder=enc)
+        assert mine.read_text() == "kept by an editor\n"
+        mine.unlink()
+    before = (out / "run.json").read_bytes()
+    with (out / "pairs.csv").open("a", encoding="utf-8") as fh:
+        fh.write("checked by the desk\n")
+    with pytest.raises(ConfigError, match=r"pairs\.csv changed since nlsim wrote it"):
+        run_dedup(cfg, encoder=enc)
+    assert (out / "pairs.csv").read_text(encoding="utf-8").endswith("checked by the desk\n")
+    assert (out / "run.json").read_bytes() == before
+    (out / "pairs.csv").rename(tmp_path / "pairs-checked.csv")
+    run_dedup(cfg, encoder=enc)
+    assert verify_report(out)["files"] and (out / "notes.txt").read_text() == "the desk's notes\n"
+
+
+def test_a_daily_report_written_again_refuses_to_drop_a_file_put_in_its_run_folder(tmp_path: Path) -> None:
+    """A replay writes its run's report again (OUT/runs/<run id>/ replaced whole): a file someone put in
+    that folder, or one changed there, stops it, naming the file, and is still there after."""
+    enc = HashEncoder()
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    cfg, state = _config(days[0], tmp_path / "out"), tmp_path / "state"
+    first = run_daily(cfg, state, retention_days=None, encoder=enc)
+    note = first.report_dir / "window" / "notes.txt"
+    note.write_text("mine\n")
+    with pytest.raises(ConfigError, match=r"notes\.txt: not a file nlsim wrote"):
+        run_daily(cfg, state, retention_days=None, encoder=enc)
+    assert note.read_text() == "mine\n"
+    note.unlink()
+    assert run_daily(cfg, state, retention_days=None, encoder=enc).replayed
+
+
+def test_a_state_inside_the_report_folder_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    out = tmp_path / "r5"
+    with pytest.raises(ConfigError, match=r"--state .*r5/state lies inside --out .*r5"):
+        run_daily(_config(tmp_path / "all.parquet", out), out / "state", encoder=enc)
+    assert not out.exists()
+
+
+def test_a_latest_that_became_a_folder_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A copy or backup tool turned OUT/latest (a link) into a folder: the next daily run is refused before
+    it commits anything, naming it, and the state and the folder are as they were."""
+    enc = HashEncoder()
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    out, state = tmp_path / "out", tmp_path / "state"
+    first = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    (out / "latest").unlink()
+    shutil.copytree(first.report_dir, out / "latest")
+    manifest = (state / "MANIFEST.json").read_bytes()
+    with pytest.raises(ConfigError, match=r"latest is a folder, not the link nlsim keeps"):
+        run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    assert (state / "MANIFEST.json").read_bytes() == manifest
+    assert (out / "latest" / "run.json").is_file() and not list(out.glob(".latest-*"))

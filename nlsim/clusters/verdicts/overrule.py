@@ -55,13 +55,24 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
 
 
 def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
-    """Whether ``prior`` (the verdict that holds on the pair) is ``verdict``'s decision already: the same
-    score by the same editor from the same file (a file merged again, or a merge run again after it was
-    stopped): nothing new to overrule with."""
-    return (
-        prior is not None
-        and abs(prior.score - verdict.score) < 1e-9
-        and (prior.annotator, prior.source) == (verdict.annotator, verdict.source)
+    """Whether ``verdict``'s decision was merged already: ``prior`` (the verdict that holds on the pair) is
+    it, or one of the decisions ``prior`` overruled is (the same score by the same editor from the same
+    file: a file merged again, or a merge run again after it was stopped). Nothing new to overrule with: a
+    file merged again never undoes a later decision, such as an editor's taking an overrule back.
+
+    >>> earlier = (Decision(0.25, "", "p.tsv"), Decision(0.0, "ed1", "monday.csv"))
+    >>> taken_back = Verdict("a", "b", 0.25, annotator="ed2", source="tuesday.csv", earlier=earlier)
+    >>> holds_already(Verdict("a", "b", 0.0, annotator="ed1", source="monday.csv"), taken_back)
+    True
+    >>> holds_already(Verdict("a", "b", 0.0, annotator="ed1", source="wednesday.csv"), taken_back)
+    False
+    """
+    if prior is None:
+        return False
+    decisions = [*prior.earlier, prior.decision]
+    return any(
+        abs(d.score - verdict.score) < 1e-9 and (d.annotator, d.source) == (verdict.annotator, verdict.source)
+        for d in decisions
     )
 
 
