@@ -204,7 +204,10 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             "training reads it"
         )
     if result.already_held:
-        said += f"; {result.already_held} overruling decision(s) already held (merged before): nothing new"
+        said += (
+            f"; {result.already_held} overruling decision(s) merged before (the same score by the same "
+            "editor from a file of this name): nothing new"
+        )
     if result.verdicts is not None and not result.overruled:
         said += f"; the verdicts are kept in {result.verdicts}"
     return said

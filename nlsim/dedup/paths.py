@@ -48,7 +48,7 @@ def check_run_paths(config: DedupConfig) -> None:
     if ms.name == CURRENT_MODEL:
         inputs["--model-store"] = ms.store
     outputs = {"--out": report.out, "--quarantine": source.quarantine, "--state": state.folder}
-    check_outputs_apart(inputs, outputs)
+    check_outputs_apart(inputs, outputs, folders=("--out", "--state"))
     for name, path in outputs.items():
         if path:
             check_writable(path, what=name)

@@ -45,6 +45,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import RunLock
+from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.choice import ModelChoice, load_model, with_inference
 from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
@@ -230,6 +231,8 @@ def run_daily(
             stages.JudgeScope.daily(settings, daily, window.run_id),
         )
         window, clustering, missed = done.search.window, done.clustering, done.missed
+        # its report folder is written whole after the commit: what it would replace is checked first
+        check_report_replaceable(daily_report_dir(settings.report.out, window.run_id), ["."])
         step("commit", stages.commit, settings, daily, window, clustering, model, done.record, missed)
         record = done.record.timed(step.log)
         reported = step("report", stages.report_daily, settings.report, window, clustering, record, missed)

@@ -423,8 +423,12 @@ def incremental_window(
     ref = _as_of(daily, state, times, timezone)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
     key = input_key(identity, today, params)
-    previous = RunRecord.from_dict(state.last_run).run_id if state.last_run else ""
-    run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{run_key(key, previous)[:10]}"
+    last = RunRecord.from_dict(state.last_run) if state.last_run else None
+    if last is not None and last.run_id and last.input_key == key:
+        run_id = last.run_id  # the last commit's input again: a replay, under that commit's id
+    else:
+        previous = last.run_id if last is not None else ""
+        run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{run_key(key, previous)[:10]}"
     kept = state.items.reset_index(drop=True)
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)

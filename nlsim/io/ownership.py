@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +143,12 @@ def check_writable(path: str | Path, *, what: str = "output") -> None:
         raise OutputError(f"{what} {path} cannot be written: {probe} is not a writable folder")
 
 
-def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
-    """Refuse an output path that equals or contains an input path, or another output path.
+def check_outputs_apart(
+    inputs: Mapping[str, Any], outputs: Mapping[str, Any], folders: Collection[str] = ()
+) -> None:
+    """Refuse an output path that equals or contains an input path, or another output path, and an output
+    folder inside another (``folders``: the names of ``outputs`` that are folders; a file output such as
+    ``--quarantine`` may lie in a report folder, beside the report's own files).
 
     ``inputs``/``outputs`` map a name (an option, e.g. ``--corpus``) to a path or ``None`` (skipped).
 
@@ -171,7 +175,7 @@ def check_outputs_apart(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -
         for other, opath2 in outs.items():
             if other != oname and opath == opath2:
                 raise ConfigError(f"{oname} and {other} are the same path {outputs[oname]}")
-            if other != oname and opath in opath2.parents:
+            if other != oname and {other, oname} <= set(folders) and opath in opath2.parents:
                 raise ConfigError(
                     f"{other} {outputs[other]} lies inside {oname} {outputs[oname]}; each output needs a "
                     f"place of its own (nothing is written yet): choose {other} outside {outputs[oname]}"

@@ -40,6 +40,8 @@ STAGING_PREFIX = ".staging-"
 PUBLISHING = ".publishing"
 """Written into a staging folder once it holds the whole report, before its files are moved in: a staging
 folder holding it was being moved in when its run stopped."""
+OS_LITTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
+"""What file browsers leave in folders they show (with a Mac's ``._NAME``): never refused as a user's file."""
 AGAIN = (
     "write the report again (run the nlsim dedup or nlsim pipeline that wrote it; it also finishes a move)"
 )
@@ -157,12 +159,20 @@ def check_report_replaceable(
         start = folder if top == "." else folder / top
         if start.is_symlink() or not start.exists():
             continue
-        found = [start] if start.is_file() else sorted(p for p in start.rglob("*") if not p.is_dir())
+        if start.is_file():
+            found = [start]  # a report file; one its run.json does not list (an older run's) is replaced
+        elif any(n.startswith(f"{top}/") for n in files) or top == ".":
+            found = sorted(p for p in start.rglob("*") if not p.is_dir() and p.name not in OS_LITTER)
+            found = [p for p in found if not p.name.startswith("._")]  # a Mac's resource forks
+        else:
+            continue  # a folder its run.json does not list (an older nlsim's report): not checked
         for path in found:
             name = path.relative_to(folder).as_posix()
             if top == "." and (name == RUN_JSON or "/" not in name and name.startswith(".")):
                 continue  # the record itself, nlsim's markers and temporaries
             digest = files.get(name)
+            if digest is None and start.is_file():
+                continue
             if digest is None:
                 raise ConfigError(
                     f"{what} {path}: not a file nlsim wrote (the report's {RUN_JSON} does not list it), "

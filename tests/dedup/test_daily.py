@@ -898,6 +898,7 @@ def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> 
     # the same older input once more is a replay of the last commit: latest still stays
     replay = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
     assert replay.replayed and (out / "latest").resolve() == r2.report_dir.resolve()
+    assert replay.run_id == again.run_id and any(again.run_id in m for m in replay.stats.messages)
     # the second day again, after another commit: a new run under a new id (nothing new in it), and the
     # report first published for that day stays as it was
     published = {p.name: p.read_bytes() for p in r2.report_dir.iterdir() if p.is_file()}

@@ -20,6 +20,7 @@ from nlsim.clusters.table import batch_clusters
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import run_dedup
 from nlsim.errors import ConfigError
+from nlsim.io.atomic import file_sha256
 from nlsim.report.files import (
     CLUSTERS_SCHEMA,
     MEMBERS_SCHEMA,
@@ -304,3 +305,39 @@ def test_a_latest_that_became_a_folder_is_refused_before_any_work(tmp_path: Path
         run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
     assert (state / "MANIFEST.json").read_bytes() == manifest
     assert (out / "latest" / "run.json").is_file() and not list(out.glob(".latest-*"))
+
+
+def test_what_the_report_check_lets_through(tmp_path: Path) -> None:
+    """A top-level report file an earlier run wrote and the last run.json does not list (a learning curve
+    left by a model that had one) is replaced as before; a folder an older nlsim's run.json did not list is
+    not checked; what a file browser leaves inside the report's folders is not a user's file."""
+    from nlsim.io.report_folder import check_report_replaceable
+
+    out = tmp_path / "rep"
+    (out / "index").mkdir(parents=True)
+    (out / "pairs.csv").write_text("id_a,id_b\n")
+    (out / "index" / "ids.json").write_text("[]")
+    (out / "window").mkdir()
+    (out / "window" / "old.parquet").write_text("older nlsim")
+    files = {
+        "pairs.csv": file_sha256(out / "pairs.csv"),
+        "index/ids.json": file_sha256(out / "index/ids.json"),
+    }
+    (out / "run.json").write_text(json.dumps({"files": files}))
+    (out / "learning_curve.png").write_bytes(b"an earlier run's")
+    (out / "index" / ".DS_Store").write_bytes(b"finder")
+    (out / "index" / "._ids.json").write_bytes(b"a resource fork")
+    check_report_replaceable(out, ["index", "learning_curve.png", "pairs.csv", "window"])
+    check_report_replaceable(out)
+    (out / "index" / "mine.txt").write_text("x")
+    with pytest.raises(ConfigError, match=r"index/mine\.txt: not a file nlsim wrote"):
+        check_report_replaceable(out)
+
+
+def test_a_quarantine_file_may_lie_in_the_report_folder_but_a_state_may_not() -> None:
+    from nlsim.io.ownership import check_outputs_apart
+
+    outputs = {"--out": "rep", "--quarantine": "rep/quarantine.csv", "--state": None}
+    check_outputs_apart({}, outputs, folders=("--out", "--state"))
+    with pytest.raises(ConfigError, match="lies inside"):
+        check_outputs_apart({}, {"--out": "rep", "--state": "rep/state"}, folders=("--out", "--state"))
