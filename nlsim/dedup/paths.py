@@ -62,7 +62,7 @@ def check_run_paths(config: DedupConfig) -> None:
         if not state.rebuild:
             read_manifest(state.folder)  # an unreadable or edited manifest is refused now (its files later)
     claim_folder(report.out, "daily-report" if state.folder else "report", what="--out")
-    if not state.folder:  # a batch report replaces its files (a daily run's are checked as it publishes)
+    if not state.folder:  # a batch report replaces its files (a daily run's folder: before its commit)
         check_report_replaceable(report.out)
     latest = Path(report.out) / LATEST
     if state.folder and latest.exists() and not latest.is_symlink():
