@@ -11,8 +11,9 @@ passed over, and one that is missing from the list is compiled when it is first 
 The list is what importing nlsim loads: every nlsim module, then every library module an nlsim module
 imports anywhere (read from the source, so an import inside a function counts). ``--write-list`` imports
 them and writes the list again (after a dependency changes); ``--check-list`` says which loaded files the
-list lacks, and fails when it lacks more than 5% of them (the test suite runs it). Bytecode is written
-whatever ``PYTHONDONTWRITEBYTECODE`` says.
+list lacks, and fails when it lacks more than 5% of them (the test suite runs it) while the libraries are
+the versions the list was written for (its ``# versions:`` line); with other versions it only says so.
+Bytecode is written whatever ``PYTHONDONTWRITEBYTECODE`` says (``py_compile`` does not read it).
 
 Usage: ``.venv/bin/python scripts/compile_imports.py [--write-list | --check-list]``
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import os
 import pkgutil
 import py_compile
@@ -78,14 +80,14 @@ def import_all() -> list[str]:
     sys.path.insert(0, str(ROOT))
     import nlsim
 
-    walk = pkgutil.walk_packages(nlsim.__path__, "nlsim.")
+    left_out: list[str] = []
+    walk = pkgutil.walk_packages(nlsim.__path__, "nlsim.", onerror=left_out.append)
     modules = [m.name for m in walk if not m.name.endswith("__main__")]  # __main__ would run the CLI
     imports: dict[tuple[str, tuple[str, ...]], None] = {}
     for path in nlsim_sources():
         for module, names in imported_names(path.read_text(encoding="utf-8")):
             if module.split(".")[0] != "nlsim":
                 imports[(module, names)] = None
-    left_out = []
     for name in modules:
         try:
             importlib.import_module(name)
@@ -116,6 +118,27 @@ def loaded_files() -> list[str]:
     return sorted(out)
 
 
+def versions(files: list[str]) -> str:
+    """``name==version`` of the distributions that hold ``files`` (paths inside site-packages), sorted.
+
+    >>> versions(["numpy/__init__.py"]).startswith("numpy==")
+    True
+    """
+    owners = importlib.metadata.packages_distributions()
+    tops = {f.split("/")[0].removesuffix(".py") for f in files}
+    dists = sorted({d for top in tops for d in owners.get(top, [])})
+    return " ".join(f"{d}=={importlib.metadata.version(d)}" for d in dists)
+
+
+def listed_versions(path: Path | None = None) -> str:
+    """The list's ``# versions:`` line (empty where it has none)."""
+    path = path or LIST
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return next(
+        (line.removeprefix("# versions:").strip() for line in lines if line.startswith("# versions:")), ""
+    )
+
+
 def listed_files(path: Path | None = None) -> list[str]:
     """The paths of the list (``path``, else :data:`LIST`), comments and blank lines left out."""
     path = path or LIST
@@ -141,7 +164,7 @@ def compile_listed() -> tuple[int, int]:
     site = site_packages()
     files = [str(p) for p in nlsim_sources()]
     files += [str(site / f) for f in listed_files() if (site / f).is_file()]
-    workers = max(1, os.cpu_count() or 1)
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     chunks = [files[i :: workers * 8] for i in range(workers * 8)]
     with ProcessPoolExecutor(workers) as pool:
         failed = sum(pool.map(_compile, chunks))
@@ -149,7 +172,6 @@ def compile_listed() -> tuple[int, int]:
 
 
 def main(argv: list[str]) -> int:
-    sys.dont_write_bytecode = False  # this script's whole point; PYTHONDONTWRITEBYTECODE is for the rest
     if not argv:
         n, failed = compile_listed()
         note = f" ({failed} could not be compiled)" if failed else ""
@@ -164,9 +186,15 @@ def main(argv: list[str]) -> int:
     files = loaded_files()
     if argv[0] == "--write-list":
         tmp = LIST.with_name(LIST.name + ".tmp")
-        tmp.write_text(HEADER + "".join(f"{f}\n" for f in files), encoding="utf-8")
+        text = HEADER + f"# versions: {versions(files)}\n" + "".join(f"{f}\n" for f in files)
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(LIST)
         print(f"{LIST.name}: {len(files):,} library files")
+        return 0
+    written_for, here = listed_versions(), versions(listed_files())
+    if written_for != here:
+        changed = sorted(set(here.split()) - set(written_for.split()))
+        print(f"{LIST.name} was written for other library versions (here: {' '.join(changed)}): not checked")
         return 0
     missing = sorted(set(files) - set(listed_files()))
     for f in missing:

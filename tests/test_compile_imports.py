@@ -43,13 +43,21 @@ def test_imports_inside_functions_are_found_and_relative_ones_left_to_the_packag
     ]
 
 
-def test_a_lazy_name_or_a_submodule_is_loaded() -> None:
+def test_a_lazy_name_or_a_submodule_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "nlsim_probe_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("LAZY = 1\n", encoding="utf-8")
+    (package / "sub.py").write_text("X = 2\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
     load = _script().load  # type: ignore[attr-defined]
-    sys.modules.pop("email.mime.text", None)
-    load("email.mime", ("text",))  # a submodule, not an attribute until imported
-    assert "email.mime.text" in sys.modules
-    with pytest.raises(ModuleNotFoundError):
-        load("email.mime", ("no_such_part",))
+    try:
+        load("nlsim_probe_pkg", ("LAZY", "sub"))  # an attribute, then a submodule (not an attribute yet)
+        assert "nlsim_probe_pkg.sub" in sys.modules
+        with pytest.raises(ModuleNotFoundError):
+            load("nlsim_probe_pkg", ("no_such_part",))
+    finally:
+        for name in ("nlsim_probe_pkg.sub", "nlsim_probe_pkg"):
+            sys.modules.pop(name, None)
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -87,8 +95,10 @@ def test_the_list_holds_what_importing_nlsim_loads() -> None:
 def test_a_list_that_lacks_files_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script = _script()
     listed = tmp_path / "list.txt"
-    listed.write_text("# a comment\n\ntorch/__init__.py\n", encoding="utf-8")
+    written_for = script.versions(["torch/__init__.py"])  # type: ignore[attr-defined]
+    listed.write_text(f"# a comment\n# versions: {written_for}\n\ntorch/__init__.py\n", encoding="utf-8")
     assert script.listed_files(listed) == ["torch/__init__.py"]  # type: ignore[attr-defined]
+    assert script.listed_versions(listed) == written_for  # type: ignore[attr-defined]
     monkeypatch.setattr(script, "LIST", listed)
     monkeypatch.setattr(script, "import_all", lambda: [])
     monkeypatch.setattr(script, "loaded_files", lambda: ["torch/__init__.py", "scipy/stats/__init__.py"])
@@ -96,3 +106,17 @@ def test_a_list_that_lacks_files_fails_the_check(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(script, "loaded_files", lambda: ["torch/__init__.py"])
     assert script.main(["--check-list"]) == 0  # type: ignore[attr-defined]
     assert script.main(["--no-such-option"]) == 2  # type: ignore[attr-defined]
+
+
+def test_a_list_written_for_other_versions_is_not_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dependency's new release moves files: the list then says so instead of failing the suite."""
+    script = _script()
+    listed = tmp_path / "list.txt"
+    listed.write_text("# versions: torch==0.0.1\ntorch/__init__.py\n", encoding="utf-8")
+    monkeypatch.setattr(script, "LIST", listed)
+    monkeypatch.setattr(script, "import_all", lambda: [])
+    monkeypatch.setattr(script, "loaded_files", lambda: ["torch/__init__.py", "scipy/stats/__init__.py"])
+    assert script.main(["--check-list"]) == 0  # type: ignore[attr-defined]
+    assert "written for other library versions (here: torch==" in capsys.readouterr().out
