@@ -130,10 +130,15 @@ def versions(files: list[str]) -> str:
     return " ".join(f"{d}=={importlib.metadata.version(d)}" for d in dists)
 
 
+def _lines(path: Path | None) -> list[str]:
+    """The lines of the list ``path`` (else :data:`LIST`); none where it is missing."""
+    path = path or LIST
+    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+
+
 def listed_versions(path: Path | None = None) -> str:
     """The list's ``# versions:`` line (empty where it has none)."""
-    path = path or LIST
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    lines = _lines(path)
     return next(
         (line.removeprefix("# versions:").strip() for line in lines if line.startswith("# versions:")), ""
     )
@@ -141,9 +146,7 @@ def listed_versions(path: Path | None = None) -> str:
 
 def listed_files(path: Path | None = None) -> list[str]:
     """The paths of the list (``path``, else :data:`LIST`), comments and blank lines left out."""
-    path = path or LIST
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    return [line for line in lines if line.strip() and not line.startswith("#")]
+    return [line for line in _lines(path) if line.strip() and not line.startswith("#")]
 
 
 def _compile(files: list[str]) -> int:
@@ -185,18 +188,19 @@ def main(argv: list[str]) -> int:
         print(f"not imported here: {line}")
     files = loaded_files()
     if argv[0] == "--write-list":
-        tmp = LIST.with_name(LIST.name + ".tmp")
-        text = HEADER + f"# versions: {versions(files)}\n" + "".join(f"{f}\n" for f in files)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(LIST)
+        from nlsim.io.atomic import atomic_write_text  # nlsim is importable once import_all has run
+
+        listing = "".join(f"{f}\n" for f in files)
+        atomic_write_text(LIST, HEADER + f"# versions: {versions(files)}\n" + listing)
         print(f"{LIST.name}: {len(files):,} library files")
         return 0
-    written_for, here = listed_versions(), versions(listed_files())
+    listed = listed_files()
+    written_for, here = listed_versions(), versions(listed)
     if written_for != here:
         changed = sorted(set(here.split()) - set(written_for.split()))
         print(f"{LIST.name} was written for other library versions (here: {' '.join(changed)}): not checked")
         return 0
-    missing = sorted(set(files) - set(listed_files()))
+    missing = sorted(set(files) - set(listed))
     for f in missing:
         print(f"not in {LIST.name}: {f}")
     share = 1 - len(missing) / max(1, len(files))
