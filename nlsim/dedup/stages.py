@@ -849,7 +849,8 @@ def _clusters_state(upd: ClusterUpdate, window: Window, topic: TopicUpdate | Non
     )
     touched = set(upd.events["cluster_id"])
     if topic is not None:  # a topic's anchor is kept with the clusters' (its id starts with "t-")
-        touched |= {t for i, t in topic.assignment.items() if i in set(window.today_ids)}
+        today = set(window.today_ids)
+        touched |= {t for i, t in topic.assignment.items() if i in today}
     rows = []
     anchors = {**upd.anchors, **(topic.anchors if topic is not None else {})}
     for cid, anchor in sorted(anchors.items()):

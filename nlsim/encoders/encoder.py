@@ -37,16 +37,27 @@ from nlsim.progress import Progress
 NLSIM_JSON = "nlsim.json"
 
 
+_SPEC_DIGESTS: dict[str, str] = {}
+"""The digest of each tokenizer serialisation seen, by its SHA-256: an e5 tokenizer's (8 MB of JSON) takes
+about a second to parse and dump again, and each load of a model asks for it."""
+
+
 def _tokenizer_digest(tokenizer: Any) -> str:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:  # pragma: no cover - slow tokenizers are refused at load time
         payload = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False)
-    else:
-        spec = json.loads(backend.to_str())
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    raw = backend.to_str()
+    key = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    if key not in _SPEC_DIGESTS:
+        spec = json.loads(raw)
         spec.pop("truncation", None)
         spec.pop("padding", None)
         payload = json.dumps(spec, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        if len(_SPEC_DIGESTS) >= 16:  # a handful of tokenizers in one process; never a growing store
+            _SPEC_DIGESTS.clear()
+        _SPEC_DIGESTS[key] = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return _SPEC_DIGESTS[key]
 
 
 def weight_files_sha256(folder: str | Path) -> dict[str, str]:

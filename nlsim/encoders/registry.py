@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from nlsim.encoders.encoder import NLSIM_JSON, Encoder
+from nlsim.encoders.tokenizer_cache import load_tokenizer
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
@@ -234,14 +235,14 @@ def _load_from_folder(
     local_files_only: bool = True,
 ) -> Encoder:
     from safetensors import SafetensorError  # deferred: heavy or optional, loaded only when needed
-    from transformers import AutoModel, AutoTokenizer  # deferred: ~5 s to import, only loading needs it
+    from transformers import AutoModel  # deferred: ~5 s to import, only loading needs it
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # its bars flood logs with carriage returns; nlsim shows its own
 
     src = _transformer_subfolder(folder) if folder.is_dir() else folder
     try:
-        tok = AutoTokenizer.from_pretrained(str(src), use_fast=True, local_files_only=local_files_only)
+        tok = load_tokenizer(src, local_files_only=local_files_only)
     except (OSError, ValueError) as exc:  # a garbled config.json or tokenizer file
         raise StateError(f"{src}: the model folder cannot be read ({type(exc).__name__}: {exc})") from None
     kwargs: dict[str, Any] = {"local_files_only": local_files_only}

@@ -1,0 +1,36 @@
+"""A model folder's tokenizer is loaded once per content of its files (nlsim.encoders.tokenizer_cache)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from nlsim.encoders.registry import registry_folder
+from nlsim.encoders.tokenizer_cache import content_key, load_tokenizer
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    return Path(shutil.copytree(registry_folder("paraphrase-MiniLM-L3-v2"), tmp_path / name))
+
+
+def test_the_same_files_give_the_same_tokenizer(tmp_path: Path) -> None:
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    assert load_tokenizer(a) is load_tokenizer(b)
+
+
+def test_a_changed_file_loads_again(tmp_path: Path) -> None:
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    special = b / "special_tokens_map.json"
+    special.write_text(special.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert content_key(a) != content_key(b)
+    first, second = load_tokenizer(a), load_tokenizer(b)
+    assert first is not second
+    assert first("a cat")["input_ids"] == second("a cat")["input_ids"]
+
+
+def test_the_weights_are_not_part_of_the_key(tmp_path: Path) -> None:
+    a = _copy(tmp_path, "a")
+    before = content_key(a)
+    (a / "model.safetensors").write_bytes(b"other weights")
+    assert content_key(a) == before
+    assert not any(k.startswith("model.safetensors:") for k in before)
