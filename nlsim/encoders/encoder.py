@@ -27,6 +27,7 @@ import torch
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.device import batch_size_for
 from nlsim.encoders.layers import hash_tensors, mean_pool
+from nlsim.encoders.tokenizer_cache import save_tokenizer
 from nlsim.errors import ConfigError
 from nlsim.inference.target import WeightsWatch, config_digest
 from nlsim.io.atomic import file_sha256
@@ -476,7 +477,7 @@ class Encoder:
         ):
             raise ConfigError("a quantized model cannot be saved; save the fp32 model and quantize on load")
         self.model.save_pretrained(folder, safe_serialization=True)
-        self.tokenizer.save_pretrained(folder)
+        save_tokenizer(self.tokenizer, folder)
         self._write_st_files(folder)
         meta = {
             "format": 1,

@@ -3,7 +3,8 @@
 A cold chain loads the e5 folder four times (the baseline, the first report, fine-tuning, the reranker's
 cross-encoder), and ``AutoTokenizer.from_pretrained`` takes one to two seconds for e5's 250,000 pieces. The
 tokenizer of a folder whose files (all but the weights) hold the same bytes as at an earlier load is that
-load's object: callers never change a tokenizer; they pass truncation and padding with each call.
+load's object: callers set truncation and padding with each call and change nothing else, and a saved
+tokenizer leaves the last call's settings out (:func:`save_tokenizer`).
 
 Example:
     >>> from nlsim.encoders.registry import registry_folder
@@ -49,3 +50,14 @@ def load_tokenizer(folder: str | Path, *, local_files_only: bool = True) -> Any:
             _loaded.pop(next(iter(_loaded)))
         _loaded[key] = tok
     return tok
+
+
+def save_tokenizer(tokenizer: Any, folder: str | Path) -> None:
+    """``tokenizer.save_pretrained(folder)`` without the truncation and padding its last call set: a loaded
+    tokenizer serves several encoders, and each call sets its own; the saved files do not depend on which
+    encoder called last."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        backend.no_truncation()
+        backend.no_padding()
+    tokenizer.save_pretrained(folder)

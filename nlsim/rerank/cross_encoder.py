@@ -29,6 +29,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.device import batch_size_for
 from nlsim.encoders.encoder import mean_pool, weights_digest
+from nlsim.encoders.tokenizer_cache import save_tokenizer
 from nlsim.errors import ConfigError, StateError
 from nlsim.inference.target import WeightsWatch
 from nlsim.progress import Progress
@@ -102,7 +103,7 @@ class CrossEncoder:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(folder)
-        self.tokenizer.save_pretrained(folder)
+        save_tokenizer(self.tokenizer, folder)
         save_file({k: v.detach().contiguous() for k, v in self.head.state_dict().items()}, str(folder / HEAD))
         (folder / CONFIG_JSON).write_text(
             json.dumps({"max_length": self.max_length, "pooling": "mean", "head": "linear+sigmoid"}, indent=2)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 from nlsim.encoders.registry import registry_folder
-from nlsim.encoders.tokenizer_cache import content_key, load_tokenizer
+from nlsim.encoders.tokenizer_cache import content_key, load_tokenizer, save_tokenizer
 
 
 def _copy(tmp_path: Path, name: str) -> Path:
@@ -34,3 +35,17 @@ def test_the_weights_are_not_part_of_the_key(tmp_path: Path) -> None:
     (a / "model.safetensors").write_bytes(b"other weights")
     assert content_key(a) == before
     assert not any(k.startswith("model.safetensors:") for k in before)
+
+
+def test_a_folder_without_tokenizer_json_loads_each_time(tmp_path: Path) -> None:
+    a = _copy(tmp_path, "a")
+    (a / "tokenizer.json").unlink()
+    assert load_tokenizer(a) is not load_tokenizer(a)
+
+
+def test_a_saved_tokenizer_leaves_the_last_calls_settings_out(tmp_path: Path) -> None:
+    tok = load_tokenizer(_copy(tmp_path, "a"))
+    tok(["a cat sits on the mat"], truncation=True, max_length=3, padding="max_length")
+    save_tokenizer(tok, tmp_path / "saved")
+    spec = json.loads((tmp_path / "saved" / "tokenizer.json").read_text(encoding="utf-8"))
+    assert spec["truncation"] is None and spec["padding"] is None
