@@ -15,9 +15,10 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
+
+from nlsim.io.model_cache import known_sha256
 
 WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".onnx", ".pt", ".pth", ".h5", ".msgpack", ".ot"})
 """Files a tokenizer never reads (the weights), left out of the key."""
@@ -28,12 +29,9 @@ _loaded: dict[tuple[str, ...], Any] = {}
 
 def content_key(folder: str | Path) -> tuple[str, ...]:
     """Each file's name and SHA-256 in ``folder`` (not its subfolders), the weights left out, in name
-    order."""
-    key = []
-    for path in sorted(Path(folder).iterdir()):
-        if path.is_file() and path.suffix not in WEIGHT_SUFFIXES:
-            key.append(f"{path.name}:{hashlib.sha256(path.read_bytes()).hexdigest()}")
-    return tuple(key)
+    order: :func:`nlsim.io.model_cache.known_sha256`, which the model files' check hashes with too."""
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.suffix not in WEIGHT_SUFFIXES)
+    return tuple(f"{path.name}:{known_sha256(path)}" for path in files)
 
 
 def load_tokenizer(folder: str | Path, *, local_files_only: bool = True) -> Any:
