@@ -155,10 +155,16 @@ def _start(
     t_prep = time.perf_counter()
     texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train)
     val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation)
+    n, kept = len(states) + len(val_states), states.kept + val_states.kept
+    where = (
+        f"{n} distinct texts: {kept} from the states the zero-shot model's embedding passes kept, "
+        f"{n - kept} through the frozen part"
+        if kept
+        else f"{n} distinct texts through the frozen part"
+    )
     log(
-        f"  bi-encoder: {len(states) + len(val_states)} distinct texts through the frozen part in "
-        f"{time.perf_counter() - t_prep:.1f} s; training {layer_count(model) - split.frozen_layers} of "
-        f"{layer_count(model)} layers in {precision} ({why})"
+        f"  bi-encoder: {where} in {time.perf_counter() - t_prep:.1f} s; training "
+        f"{layer_count(model) - split.frozen_layers} of {layer_count(model)} layers in {precision} ({why})"
     )
     scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(split.device)
     clock = TrainingClock("bi-encoder", total, cfg.bi_encoder.epochs, log, on_rate=on_rate)

@@ -61,7 +61,7 @@ def both_orders(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
 def _states(ce: CrossEncoder, split: SplitEncoder, frame: pd.DataFrame) -> FrozenStates:
     first, second = both_orders(frame)
     ids, types = ce.pair_ids(first, second)
-    return split.prepare(ids, types)
+    return split.prepare(ids, types, reuse_kept=False)  # no embedding pass keeps a pair's states
 
 
 def _logits(

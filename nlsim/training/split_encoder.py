@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nlsim.encoders import lower_states
 from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_batches
 from nlsim.encoders.layers import layer_mask
 from nlsim.errors import ConfigError
@@ -80,6 +81,9 @@ class FrozenStates:
     types: list[list[int]] | None
     lengths: np.ndarray
     states: list[torch.Tensor] | None
+    kept: int = 0
+    """How many of ``states`` were taken from :mod:`nlsim.encoders.lower_states` (the frozen part did not
+    run for them)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -133,20 +137,30 @@ class SplitEncoder:
         ids: Sequence[Sequence[int]],
         types: Sequence[Sequence[int]] | None = None,
         batch_size: int = 128,
+        reuse_kept: bool = True,
     ) -> FrozenStates:
         """Run the frozen part once over tokenised sequences (``types``: token type ids, where the model
-        reads them)."""
+        reads them). A sequence whose states after this frozen part are kept (:mod:`nlsim.encoders.
+        lower_states`: the zero-shot embedding passes of a cold chain keep every text's) takes them as they
+        are: what the frozen part computes for it, to float rounding (the batch a text is padded in moves
+        the last bits, about 1e-6). ``reuse_kept=False``: run every sequence (pair sequences, which no
+        embedding pass keeps)."""
         ids = [list(x) for x in ids]
         type_rows = [list(x) for x in types] if types is not None else None
         lengths = lengths_of(ids)
         if self.train_embeddings:
             return FrozenStates(ids, type_rows, lengths, None)
         states: list[torch.Tensor | None] = [None] * len(ids)
+        kept = self._kept_states() if reuse_kept and type_rows is None else {}
+        for i, x in enumerate(ids):
+            states[i] = kept.get(np.asarray(x, dtype=np.int64).tobytes()) if kept else None
+        todo = np.asarray([i for i, s in enumerate(states) if s is None], dtype=np.int64)
         was_training = self.model.training
         self.model.eval()
         device = self.device
         with torch.no_grad():
-            for rows in sorted_batches(lengths, batch_size):
+            for part in sorted_batches(lengths[todo], batch_size):
+                rows = todo[part]
                 padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
                 hidden, mask = self._embed(padded, device)
                 if self.frozen_layers:
@@ -157,7 +171,18 @@ class SplitEncoder:
                 for j, r in enumerate(rows):
                     states[r] = hidden[j, : lengths[r]].clone()
         self.model.train(was_training)
-        return FrozenStates(ids, type_rows, lengths, [s for s in states if s is not None])
+        done = [s for s in states if s is not None]
+        return FrozenStates(ids, type_rows, lengths, done, kept=len(ids) - len(todo))
+
+    def _kept_states(self) -> dict[bytes, torch.Tensor]:
+        """The states :mod:`nlsim.encoders.lower_states` keeps now for this frozen part (by token ids), or
+        none: none are kept, or they are another lower part's."""
+        record = lower_states.current()
+        if record is None or record.layers != self.frozen_layers or not record.states:
+            return {}
+        if record.digest != lower_states.lower_digest(self.model, self.frozen_layers):
+            return {}
+        return record.states
 
     def _embed(self, batch: dict[str, np.ndarray], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from nlsim.encoders import load_encoder
+from nlsim.encoders import load_encoder, lower_states
 from nlsim.errors import ConfigError
 from nlsim.training.split_encoder import SplitEncoder, can_split, layer_count
 
@@ -89,3 +89,33 @@ def test_states_are_computed_once_per_sequence(encoder) -> None:  # noqa: ANN001
     assert len(states) == len(TEXTS)
     assert [s.shape[0] for s in states.states] == list(states.lengths)
     assert np.array_equal(states.lengths, [len(x) for x in encoder.token_ids(TEXTS)])
+
+
+def test_the_frozen_part_takes_the_states_an_embedding_pass_kept() -> None:
+    enc = load_encoder(FAST_MODEL, backend="torch")
+    ids = enc.token_ids(TEXTS)
+    with lower_states.kept(enc.model, 1) as record:
+        enc.encode(TEXTS[:3], progress=False)
+        split = SplitEncoder(enc.model, 1, pad_id=enc.pad_id())
+        states = split.prepare(ids)
+        assert states.kept == 3 and states.states is not None
+        for i in range(3):
+            assert states.states[i] is record.states[np.asarray(ids[i], dtype=np.int64).tobytes()]
+        alone = split.prepare(ids, reuse_kept=False)
+        assert alone.kept == 0 and alone.states is not None
+        for a, b in zip(states.states, alone.states, strict=True):
+            assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
+        deeper = SplitEncoder(enc.model, 2, pad_id=enc.pad_id())  # states after another layer: not these
+        assert deeper.prepare(ids).kept == 0
+    assert split.prepare(ids).kept == 0  # nothing is kept outside the block
+
+
+def test_another_lower_part_takes_no_kept_states() -> None:
+    first, second = load_encoder(FAST_MODEL, backend="torch"), load_encoder(FAST_MODEL, backend="torch")
+    with torch.no_grad():
+        second.model.encoder.layer[0].output.dense.weight.mul_(1.5)
+    with lower_states.kept(first.model, 1):
+        first.encode(TEXTS, progress=False)
+        states = SplitEncoder(second.model, 1, pad_id=second.pad_id()).prepare(second.token_ids(TEXTS))
+        assert states.kept == 0
+        assert SplitEncoder(first.model, 1, pad_id=first.pad_id()).prepare(first.token_ids(TEXTS)).kept == 4
