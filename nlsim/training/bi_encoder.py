@@ -2,7 +2,9 @@
 
 Loss = CoSENT or MSE between the cosine and the gold score (:mod:`nlsim.training.losses`); AdamW with linear
 warm-up and decay; validation every epoch (or every N steps) with the best checkpoint (validation
-Spearman) kept; seeds fixed, so a run on the same machine and thread count repeats exactly. The
+Spearman) kept; seeds fixed, so a run on the same machine and thread count repeats exactly (in a cold
+chain the frozen part's states are those its zero-shot reports kept, equal to its own to float rounding:
+such a run repeats exactly too, and differs from a run alone by that rounding). The
 word-embedding table (96M of e5's 118M parameters) can be frozen, which cuts the step time ~4x and the
 optimizer memory by ~1 GB. With ``drop_easy``, an epoch after the first leaves out the pairs already scored
 right (:mod:`nlsim.training.easy_pairs`).
@@ -138,8 +140,8 @@ def _start(
     log: Callable[[str], None],
     on_rate: Callable[[float], None] | None,
 ) -> _Run:
-    """The encoder cut at its frozen layers, every training and validation text run once through them, the
-    optimizer."""
+    """The encoder cut at its frozen layers, every training and validation text run once through them (or
+    its states taken where an embedding pass kept them, :meth:`SplitEncoder.prepare`), the optimizer."""
     model = encoder.model
     encoder.max_length = int(cfg.bi_encoder.max_length)
     train_embeddings = not cfg.recipe.freeze_embeddings  # then every layer trains

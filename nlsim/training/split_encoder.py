@@ -3,8 +3,9 @@
 Fine-tuning on a few thousand short headlines spends most of a step in the encoder's lower layers, and
 when those do not move their output for a given sequence is the same at every epoch. :class:`SplitEncoder`
 runs the embedding block and the first ``frozen_layers`` transformer layers once per sequence (no
-gradients, no dropout) and keeps their output (:class:`FrozenStates`); each training step then runs only
-the upper layers, with autograd, from those states. With ``frozen_layers=0`` every transformer layer
+gradients, no dropout; a sequence whose output an embedding pass kept takes it,
+:meth:`SplitEncoder.prepare`) and keeps their output (:class:`FrozenStates`); each training step then
+runs only the upper layers, with autograd, from those states. With ``frozen_layers=0`` every transformer layer
 trains and only the embedding block (its word, position and type embeddings and their LayerNorm) is run
 once; with ``train_embeddings=True`` nothing is cached and the whole model trains. At least the top layer
 always trains: a model with no more layers than ``frozen_layers`` keeps all but its top layer frozen

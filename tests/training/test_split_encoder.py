@@ -105,6 +105,8 @@ def test_the_frozen_part_takes_the_states_an_embedding_pass_kept() -> None:
         assert alone.kept == 0 and alone.states is not None
         for a, b in zip(states.states, alone.states, strict=True):
             assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
+        typed = split.prepare(ids, [[0] * len(x) for x in ids])  # pair sequences with token types: not kept
+        assert typed.kept == 0
         deeper = SplitEncoder(enc.model, 2, pad_id=enc.pad_id())  # states after another layer: not these
         assert deeper.prepare(ids).kept == 0
     assert split.prepare(ids).kept == 0  # nothing is kept outside the block
