@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -254,3 +255,21 @@ def test_drop_easy_trains_the_second_epoch_on_the_pairs_still_off_the_line(small
     assert 4 + 2 < steps[0.99, 0.0] <= steps[0.1, 0.0] < steps[0.0, 0.25]
     assert steps[0.99, 0.0] <= steps[0.99, 0.5] <= steps[0.0, 0.25]
     assert not any(f"epoch {e}: {story} of" in said[0.99, 0.5][e - 2] for e in (2, 3))  # easy ones drawn
+
+
+def test_training_from_kept_states_takes_them_and_leaves_them_as_they_were(small_pairs: pd.DataFrame) -> None:
+    from nlsim.encoders import load_encoder, lower_states
+
+    train = small_pairs[small_pairs["split"] == "train"]
+    validation = small_pairs[small_pairs["split"] == "validation"]
+    texts = list(dict.fromkeys(pd.concat([train, validation])[["text_a", "text_b"]].to_numpy().ravel()))
+    enc = load_encoder(FAST_MODEL, backend="torch")
+    logs: list[str] = []
+    with lower_states.kept(enc.model, 2) as record:  # MiniLM-L3 keeps 2 of its 3 layers frozen
+        enc.encode(texts, progress=False)
+        before = {k: v.clone() for k, v in record.states.items()}
+        train_encoder(enc, train, validation, cfg(epochs=1, max_length=128), log=logs.append)
+    taken = r"(\d+) distinct texts: \1 from the states .*, 0 through the frozen part"
+    assert any(re.search(taken, m) for m in logs), logs  # every text from the kept states
+    assert record.states.keys() == before.keys()
+    assert all(torch.equal(record.states[k], v) for k, v in before.items())  # training wrote none of them
