@@ -8,7 +8,10 @@ reranking forward only. The quality check measures each lossy path worth checkin
 (none on a CPU without VNNI or bf16 instructions) against fp32 over the validation pairs, and builds each
 first (an ONNX export, an int8 copy), which costs about :data:`PATH_SETUP_PASSES` passes over them on the
 CPU. Once the bi-encoder's first steps are timed (:class:`nlsim.training.clock.TrainingClock`), the seconds
-per token-layer on this machine are known, and every other stage follows from its own count. The estimate is
+per token-layer on this machine are known, and every other stage follows from its own count. When the two
+models train side by side (:mod:`nlsim.training.side_by_side`) that rate is measured on half the threads:
+the cross-encoder's first part counts only where it outlasts the bi-encoder, and the work on all the
+threads runs :data:`SIDE_BY_SIDE_GAIN` times faster. The estimate is
 said once, before most of the work; it is rough (inference runs on a faster path than training, the report's
 candidate count is guessed from the corpus size), and each training loop says its own, measured, time as it
 goes.
@@ -28,6 +31,9 @@ Example:
     True
     >>> shorter = replace(plan, cross_encoder_drops_easy=True).estimate(seconds_per_step=0.1)
     >>> shorter["cross-encoder"] < est["cross-encoder"]
+    True
+    >>> beside = replace(plan, side_by_side=True).estimate(seconds_per_step=0.16)  # measured on half
+    >>> sum(beside.values()) < sum(plan.estimate(seconds_per_step=0.1).values())
     True
 """
 
@@ -50,6 +56,11 @@ LATER_EPOCH_SHARE = 0.6
 the easy ones out (``--cross-encoder-drop-easy``, :mod:`nlsim.training.easy_pairs`): on the bundled pairs
 (batches 1-5, margin 0.1, a quarter of the easy ones drawn) 0.69 in the second epoch and 0.53 in the third,
 on AMD EPYC avx2 in fp32 (docs/experiments.md, "Easy pairs left out of later epochs")."""
+SIDE_BY_SIDE_GAIN = 1.6
+"""How much faster a step runs on all the threads than on half of them beside the other training, when the
+two models train side by side (:mod:`nlsim.training.side_by_side`; the bi-encoder's rate is then measured
+on its half): on the AMD EPYC with 2 cores, 2 threads against 1, the bi-encoder 0.546 against 0.888 s a
+step, the cross-encoder 0.510 against 0.773 (``benchmarks/bench_finetune_speed.py profile``)."""
 PATH_SETUP_PASSES = 2.25
 """What building and timing one lossy path on the CPU (an ONNX export and its check against torch, an int8
 copy, the probe) costs, in forward passes over the validation pairs: on the 2-core AMX machine, the
@@ -88,6 +99,9 @@ class ChainWork:
     incumbent_reranker: bool | None = None
     """The current model is scored on the validation pairs (its figures for them are not kept yet), with
     its reranker (``True``) or without; ``None``: nothing to score."""
+    side_by_side: bool = False
+    """The cross-encoder's frozen pass and first epoch run beside the bi-encoder, each on half the threads,
+    its later epochs and everything after on all of them (:mod:`nlsim.training.side_by_side`)."""
 
     def _bi_step(self) -> float:
         """Token-layers of one bi-encoder step: 2 x batch texts, trained layers forward and backward."""
@@ -105,22 +119,29 @@ class ChainWork:
         first report of the same corpus took (the same encoder size, no reranker); the report's part is then
         that time, plus its reranking in proportion to its token-layers, instead of the training rate's
         guess (inference runs on a faster path than training: a GPU several times faster)."""
-        unit = seconds_per_step / max(self._bi_step(), 1e-9)  # seconds per token-layer
+        half = seconds_per_step / max(self._bi_step(), 1e-9)  # seconds per token-layer, as measured
+        unit = half / SIDE_BY_SIDE_GAIN if self.side_by_side else half  # ... on all the threads
         val_texts = 2 * self.validation_pairs * self.text_tokens * self.layers
         bi_steps = max(0, self.bi_encoder_steps() - bi_steps_done)
-        parts = {"bi-encoder": unit * (bi_steps * self._bi_step() + self.epochs * val_texts)}
+        bi = half * (bi_steps * self._bi_step() + self.epochs * val_texts)
+        parts = {"bi-encoder": bi}
         if self.reranker:
             sequences = 2 * self.train_pairs
             trained = self.layers - self.cross_encoder_frozen
             step = self.batch_size * self.pair_tokens * trained * (1 + BACKWARD)
+            per_epoch = math.ceil(sequences / self.batch_size) * step
             later = LATER_EPOCH_SHARE if self.cross_encoder_drops_easy else 1.0
-            epochs = 1 + later * (self.cross_encoder_epochs - 1) if self.cross_encoder_epochs else 0
-            steps = math.ceil(sequences / self.batch_size) * epochs
+            n_later = max(0, self.cross_encoder_epochs - 1)
             frozen_pass = (
                 (sequences + 2 * self.validation_pairs) * self.pair_tokens * self.cross_encoder_frozen
             )
-            validation = self.cross_encoder_epochs * 2 * self.validation_pairs * self.pair_tokens * trained
-            parts["cross-encoder"] = unit * (steps * step + frozen_pass + validation)
+            validation = 2 * self.validation_pairs * self.pair_tokens * trained  # one epoch's
+            first = frozen_pass + (per_epoch + validation if self.cross_encoder_epochs else 0.0)
+            rest = n_later * (later * per_epoch + validation)
+            if self.side_by_side:  # its first part runs beside the bi-encoder; only what outlasts it counts
+                parts["cross-encoder"] = max(0.0, half * first - bi) + unit * rest
+            else:
+                parts["cross-encoder"] = unit * (first + rest)
         evaluation = self._evaluation()
         if evaluation:
             parts["evaluation"] = unit * evaluation

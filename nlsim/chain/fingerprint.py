@@ -31,6 +31,7 @@ NOT_TRAINING = (
     "pairs",
     "out",
     "threads",
+    "side_by_side",
     "log_every",
     "progress_file",
     "eval_test",

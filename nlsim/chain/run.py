@@ -81,6 +81,7 @@ from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
 from nlsim.rerank.reranker import has_reranker, load_reranker
+from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
 from nlsim.training.data import overruled_note
 from nlsim.training.finetune import TRAINING_STAGES, finetune
@@ -551,6 +552,7 @@ def chain_work(
         corpus_items=items if cfg.make_report else 0,
         reranker=cfg.cross_encoder.reranker,
         cross_encoder_drops_easy=bool(training.cross_encoder.drop_easy),
+        side_by_side=side_by_side.applies(training, base.device),
         test_pairs=int((pairs["split"] == "test").sum()),
         lossy_paths=lossy_paths_here(base.device) if training.evaluation.precision_check else 0,
         built_paths=gpu_info(base.device) is None,

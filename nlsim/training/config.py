@@ -296,6 +296,13 @@ class RecipeSettings:
     )
     seed: int = option(42, help="random seed (data order, initialisation)")
     threads: int | None = option(None, help="torch threads")
+    side_by_side: bool = option(
+        True,
+        help="train the reranker's cross-encoder one model at a time after the bi-encoder (by default, on a "
+        "CPU with 2+ threads, its first epoch trains beside the bi-encoder on half the threads: "
+        "nlsim/training/side_by_side.py)",
+        flags=("--one-model-at-a-time",),
+    )
 
     def check(self) -> None:
         for name in ("batch_size", "gpu_batch_size"):

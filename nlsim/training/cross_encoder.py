@@ -12,7 +12,9 @@ Every pair, in both orders, is tokenised once and run once through the frozen lo
 (:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
 sequences of similar length (:func:`nlsim.encoders.batching.bucketed_batches`), their real tokens packed
 without padding (:mod:`nlsim.training.packing`), in bf16 autocast where the hardware computes it
-(:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states.
+(:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states. Beside another training
+in the same process (:class:`Beside`, :mod:`nlsim.training.side_by_side`) it draws its dropout masks from a
+generator of its own and lets the caller pace its epochs.
 
 Example (a few seconds with the small English model):
     >>> import pandas as pd
@@ -29,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,7 @@ from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
 from nlsim.training.clock import TrainingClock
 from nlsim.training.config import CrossEncoderConfig
+from nlsim.training.dropout import drawn_from
 from nlsim.training.easy_pairs import sample_easy, still_hard
 from nlsim.training.losses.story_ranking import story_ranking_loss
 from nlsim.training.mixed_precision import autocast
@@ -56,6 +60,20 @@ def both_orders(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     """``(first, second)`` texts of every pair read as A-B, then of every pair read as B-A."""
     a, b = frame["text_a"].tolist(), frame["text_b"].tolist()
     return a + b, b + a
+
+
+@dataclass(frozen=True)
+class Beside:
+    """How a cross-encoder trains beside another training of the same process
+    (:mod:`nlsim.training.side_by_side`): its dropout masks come from its own ``generator``, and torch's
+    default generator, which the other training draws from, is neither seeded nor read (the caller built
+    the cross-encoder, its head drawn, before either training began); ``before_epoch(epoch)`` is called
+    before each epoch (it may wait, and change the threads), ``after_step()`` after each optimizer step (it
+    may raise, to stop the training)."""
+
+    generator: torch.Generator
+    before_epoch: Callable[[int], None]
+    after_step: Callable[[], None]
 
 
 def _states(ce: CrossEncoder, split: SplitEncoder, frame: pd.DataFrame) -> FrozenStates:
@@ -158,6 +176,8 @@ class _Run:
     """Each training sequence's |sigmoid(logit) - score| when the model last trained on it (inf: not yet)."""
     sampled: torch.Tensor
     """This epoch's loss weight of each sequence for the easy ones drawn (``1 / easy_sample``), else 1."""
+    after_step: Callable[[], None] = lambda: None
+    """Called after each optimizer step (:attr:`Beside.after_step`)."""
 
 
 def _start(
@@ -281,6 +301,7 @@ def _train_epoch(
         run.ce.mark_weights_changed()  # a fused step leaves torch's version counters alone
         run.scheduler.step()
         run.clock.step()
+        run.after_step()
         losses.append(float(loss.detach()))
         if cfg.log_every and (k + 1) % cfg.log_every == 0:
             recent = np.mean(losses[-cfg.log_every :])
@@ -327,6 +348,7 @@ def train_cross_encoder(
     cfg: CrossEncoderConfig,
     log: Callable[[str], None] = say,
     on_rate: Callable[[float], None] | None = None,
+    beside: Beside | None = None,
 ) -> TrainedCrossEncoder:
     """Train on ``train`` (both orders), validate each epoch, keep the best epoch (validation Spearman; the
     last one with ``cfg.keep_best=False``). Every epoch is judged by the Spearman of its A-B readings of the
@@ -336,13 +358,31 @@ def train_cross_encoder(
     Pairs must already be script-converted. Returns the cross-encoder (best weights loaded), the per-epoch
     history (``epoch``, ``train_loss``, ``spearman``, ``seconds``) and the kept epoch's validation scores
     (:class:`TrainedCrossEncoder`). ``on_rate`` hears the measured seconds per step once
-    (:class:`nlsim.training.clock.TrainingClock`).
+    (:class:`nlsim.training.clock.TrainingClock`). ``beside``: it trains beside another training of this
+    process (:class:`Beside`; ``base`` is then the cross-encoder already built).
     """
     cfg.check()
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    set_seed(cfg.seed)
+    if beside is None:
+        set_seed(cfg.seed)
+    with drawn_from(beside.generator) if beside is not None else nullcontext():
+        return _train(base, train, validation, cfg, log, on_rate, beside)
+
+
+def _train(
+    base: str | CrossEncoder,
+    train: pd.DataFrame,
+    validation: pd.DataFrame,
+    cfg: CrossEncoderConfig,
+    log: Callable[[str], None],
+    on_rate: Callable[[float], None] | None,
+    beside: Beside | None,
+) -> TrainedCrossEncoder:
+    """:func:`train_cross_encoder`'s work, once the threads are set and the masks' generator chosen."""
     run = _start(base, train, validation, cfg, log, on_rate)
+    if beside is not None:
+        run.after_step = beside.after_step
     rng = np.random.default_rng(cfg.seed)
     gold = validation["score"].to_numpy()
     n = len(validation)
@@ -350,6 +390,8 @@ def train_cross_encoder(
     best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
     kept: np.ndarray | None = None
     for epoch in range(1, cfg.epochs + 1):
+        if beside is not None:
+            beside.before_epoch(epoch)
         t0 = time.perf_counter()
         batches = _plan_epoch(run, epoch, len(train), cfg, rng, log)
         train_loss = _train_epoch(run, epoch, batches, cfg, log)

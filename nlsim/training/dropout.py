@@ -8,8 +8,10 @@ time there. Here one 64-bit draw of torch's own generator gives four 16-bit lane
 decide one element: dropped when below ``round(p * 32768)``, so the dropout rate is ``p`` to within
 1/65,536 (0.1 → 0.100006) and the kept elements are scaled by the exact inverse of the rate kept.
 Everything else is dropout as torch does it: the masks follow ``torch.manual_seed``, they are drawn afresh
-at each call, and the backward pass multiplies by the same mask. On a GPU torch's fused dropout is fast
-already and is used as it is (:func:`bit_masks_for`).
+at each call, and the backward pass multiplies by the same mask. Inside :func:`drawn_from` a thread draws its
+masks from a generator of its own instead (two trainings side by side, :mod:`nlsim.training.side_by_side`,
+then never take each other's numbers). On a GPU torch's fused dropout is fast already and is used as it is
+(:func:`bit_masks_for`).
 
 Example:
     >>> import torch
@@ -23,6 +25,9 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -31,6 +36,31 @@ LANE_BITS = 15
 """The bits of a 16-bit lane that decide one element (a 63-bit draw leaves each lane's low 15 uniform)."""
 LANES = 4
 """16-bit lanes in one 64-bit draw."""
+
+
+_drawing = threading.local()
+"""This thread's own generator of dropout masks (:func:`drawn_from`), if it has one."""
+
+
+@contextmanager
+def drawn_from(generator: torch.Generator) -> Iterator[None]:
+    """Inside the block, the masks this thread draws (:func:`dropout`, :func:`attention`) come from
+    ``generator``, not from torch's default one; other threads are not affected.
+
+    Example:
+        >>> with drawn_from(torch.Generator().manual_seed(3)):
+        ...     a = dropout(torch.ones(64), 0.5)
+        >>> with drawn_from(torch.Generator().manual_seed(3)):
+        ...     b = dropout(torch.ones(64), 0.5)
+        >>> bool(torch.equal(a, b))
+        True
+    """
+    before = getattr(_drawing, "generator", None)
+    _drawing.generator = generator
+    try:
+        yield
+    finally:
+        _drawing.generator = before
 
 
 def bit_masks_for(device: torch.device | str) -> bool:
@@ -57,7 +87,8 @@ def keep_scale(
     """A mask of ``shape``: 0 where an element is dropped, ``1 / (1 - rate)`` where it is kept."""
     threshold = drop_threshold(p)
     n = math.prod(shape)
-    draws = torch.empty((n + LANES - 1) // LANES, dtype=torch.int64, device=device).random_()
+    own = getattr(_drawing, "generator", None)  # None: torch's default generator
+    draws = torch.empty((n + LANES - 1) // LANES, dtype=torch.int64, device=device).random_(generator=own)
     lanes = draws.view(torch.int16)[:n].view(shape)
     keep = (lanes & ((1 << LANE_BITS) - 1)) >= threshold
     return keep.to(dtype).mul_((1 << LANE_BITS) / ((1 << LANE_BITS) - threshold))

@@ -46,6 +46,7 @@ from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, re
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
+from nlsim.training import side_by_side
 from nlsim.training.bi_encoder import load_base, train_encoder
 from nlsim.training.config import FP32_FLAGS, FinetuneConfig, fp32_changes
 from nlsim.training.data import PreparedPairs, overruled_note, prepare_pairs
@@ -145,7 +146,12 @@ TRAINING_STAGES = {
         StageInfo("load-base-model", "load the base encoder", io=True),
         StageInfo("evaluate-before", "score the base model on validation (and test)"),
         StageInfo("silver-pairs", "train teachers and label corpus pairs (silver)", expensive=True),
-        StageInfo("train", "train the bi-encoder, keep the best validation checkpoint", expensive=True),
+        StageInfo(
+            "train",
+            "train the bi-encoder, keep the best validation checkpoint (on a CPU, the reranker's "
+            "cross-encoder begins beside it)",
+            expensive=True,
+        ),
         StageInfo("evaluate-after", "score the fine-tuned bi-encoder"),
         StageInfo("calibrate", "calibrate the threshold on validation"),
         StageInfo("calibrate-topics", "calibrate the topic groups' threshold on validation"),
@@ -206,22 +212,25 @@ def finetune(
         add_silver_pairs(data, silver)
         log(f"training on {len(data.train)} pairs: gold + {len(silver.pairs)} silver")
     with_reranker = cfg.cross_encoder.reranker
-    run = call("train", train_encoder, encoder, data.train, data.validation, cfg, log, on_rate, with_reranker)
-    # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
-    # validation pass, and the training texts (the reranker's line is fitted on them) from training's
-    # frozen states
-    embedded = {**run["training_embeddings"], **run["validation_embeddings"]}
-    cosine = pair_scorer(encoder, kept=embedded)
-    meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
-    cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
-    topic = call("calibrate-topics", calibrate_topics, cosine, data, cfg, **meta)
-    metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))
-    reranker, own_scorer = None, cosine
-    if cfg.cross_encoder.reranker:
-        fitted = call("reranker", fit_reranker, cosine, data, cfg, log)
-        reranker = fitted.reranker
-        metrics.update(fitted.metrics)
-        own_scorer = fitted.scorer
+    with side_by_side.started(cfg, data, encoder.device, log) as beside:
+        bi_cfg = beside.bi_encoder_config(cfg) if beside is not None else cfg
+        run = call(
+            "train", train_encoder, encoder, data.train, data.validation, bi_cfg, log, on_rate, with_reranker
+        )
+        # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
+        # validation pass, and the training texts (the reranker's line is fitted on them) from training's
+        # frozen states
+        embedded = {**run["training_embeddings"], **run["validation_embeddings"]}
+        cosine = pair_scorer(encoder, kept=embedded)
+        meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
+        cal = call("calibrate", calibrate_encoder, cosine, data, cfg, **meta)
+        topic = call("calibrate-topics", calibrate_topics, cosine, data, cfg, **meta)
+        metrics.update(call("evaluate-after", evaluate_splits, cosine, data, "after", cal))
+        reranker, own_scorer = None, cosine
+        if with_reranker:
+            fitted = call("reranker", fit_reranker, cosine, data, cfg, log, beside)
+            reranker, own_scorer = fitted.reranker, fitted.scorer
+            metrics.update(fitted.metrics)
     result = make_result(cfg, data, run, metrics, cal, time.perf_counter() - t_start, silver, reranker)
     if reranker is not None and reranker.calibration is not None:  # what a report of it scores with
         result.validation_scores = scored_validation(own_scorer, data, "reranker", reranker.calibration)

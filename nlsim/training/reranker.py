@@ -36,6 +36,7 @@ from nlsim.rerank.story import FEATURES, BigramIdf, fit_story_model
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.cross_encoder import train_cross_encoder
 from nlsim.training.data import PreparedPairs
+from nlsim.training.side_by_side import SideBySide
 from nlsim.training.validation import calibrate_encoder, evaluate_splits
 
 
@@ -57,6 +58,7 @@ def train_reranker(
     cfg: Any,
     weight: float = DEFAULT_WEIGHT,
     log: Callable[[str], None] = say,
+    beside: SideBySide | None = None,
 ) -> tuple[Reranker, KnownScores]:
     """Train the cross-encoder on ``train`` from ``cfg.model`` and fit the cosine line for ``encoder`` (the
     bi-encoder, or a pair scorer of its cosine).
@@ -64,10 +66,15 @@ def train_reranker(
     ``cfg`` is a :class:`nlsim.training.FinetuneConfig` (its ``cross_encoder_*`` settings); pairs are
     already converted. Returns the reranker, not yet calibrated (the cross-encoder's epoch history is in
     its ``info``), and the cross-encoder's fp32 scores of the validation pairs, which its training
-    computed (:class:`nlsim.training.cross_encoder.TrainedCrossEncoder`).
+    computed (:class:`nlsim.training.cross_encoder.TrainedCrossEncoder`). ``beside``: the cross-encoder
+    already training beside the bi-encoder (:mod:`nlsim.training.side_by_side`), on the same pairs.
     """
-    log(f"reranker: training a cross-encoder from {cfg.model} on {len(train)} pairs (both orders)")
-    trained = train_cross_encoder(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
+    if beside is not None:
+        log("reranker: the cross-encoder's later epochs take every thread")
+        trained = beside.trained()
+    else:
+        log(f"reranker: training a cross-encoder from {cfg.model} on {len(train)} pairs (both orders)")
+        trained = train_cross_encoder(cfg.model, train, validation, cfg.cross_encoder_config(), log=log)
     slope, intercept = cosine_to_score_map(pair_similarities(encoder, train), train["score"].to_numpy())
     best = max(trained.history, key=lambda h: h["spearman"])
     info = {
@@ -90,14 +97,18 @@ class FittedReranker:
 
 
 def fit_reranker(
-    encoder: Any, data: PreparedPairs, cfg: FinetuneConfig, log: Callable[[str], None] = say
+    encoder: Any,
+    data: PreparedPairs,
+    cfg: FinetuneConfig,
+    log: Callable[[str], None] = say,
+    beside: SideBySide | None = None,
 ) -> FittedReranker:
     """Train the reranker (:mod:`nlsim.rerank.reranker`) beside the fine-tuned ``encoder`` (or a pair scorer
     of its cosine), calibrate its score on validation, and score it. The cross-encoder's validation scores
     come from its training's validation pass of the kept epoch (fp32), not from a second pass over
-    the same pairs."""
+    the same pairs. ``beside``: the cross-encoder already training (:mod:`nlsim.training.side_by_side`)."""
     reranker, known = train_reranker(
-        encoder, data.train, data.validation, cfg, cfg.cross_encoder.rerank_weight, log
+        encoder, data.train, data.validation, cfg, cfg.cross_encoder.rerank_weight, log, beside
     )
     seen = dict(known)  # the cross-encoder's scores of validation, and of the pairs scored below
     scorer = reranker.scorer(encoder, known, seen)

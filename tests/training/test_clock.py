@@ -72,6 +72,26 @@ def test_the_estimate_grows_with_the_work() -> None:
     assert "about" in describe(small)
 
 
+def test_side_by_side_the_cross_encoder_counts_only_what_outlasts_the_bi_encoder() -> None:
+    from nlsim.chain.eta import SIDE_BY_SIDE_GAIN
+
+    work = dict(
+        train_pairs=1000, validation_pairs=300, text_tokens=24.0, pair_tokens=40.0, epochs=2,
+        cross_encoder_epochs=3, batch_size=16, layers=12, frozen=4, cross_encoder_frozen=4,
+        corpus_items=0, reranker=True,
+    )  # fmt: skip
+    alone = ChainWork(**work).estimate(1.0)  # one at a time, the rate on all the threads
+    beside = ChainWork(**{**work, "side_by_side": True}).estimate(SIDE_BY_SIDE_GAIN)  # on half of them
+    assert beside["bi-encoder"] == pytest.approx(SIDE_BY_SIDE_GAIN * alone["bi-encoder"])
+    assert beside["cross-encoder"] < alone["cross-encoder"]
+    # its first part (the frozen pass and one epoch of three) runs beside: the whole is less than the sum
+    assert sum(beside.values()) < sum(alone.values())
+    one_epoch = ChainWork(**{**work, "side_by_side": True, "cross_encoder_epochs": 1}).estimate(
+        SIDE_BY_SIDE_GAIN
+    )
+    assert one_epoch["cross-encoder"] < beside["cross-encoder"]
+
+
 def test_batches_cover_every_row_once() -> None:
     lengths = np.array([5, 30, 7, 22, 9, 31, 4])
     rng = np.random.default_rng(0)

@@ -1,13 +1,16 @@
 """Dropout with masks from 64-bit draws (nlsim/training/dropout.py): torch's dropout in distribution, the
-seed's masks, the same mask forwards and backwards, and attention that is torch's own without dropout."""
+seed's masks, the same mask forwards and backwards, attention that is torch's own without dropout, and a
+thread's own generator."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from nlsim.training.dropout import attention, bit_masks_for, drop_threshold, dropout, keep_scale
+from nlsim.training.dropout import attention, bit_masks_for, drawn_from, drop_threshold, dropout, keep_scale
 
 
 def _qkv_keys() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -85,3 +88,23 @@ def test_attention_drops_probabilities_with_the_drawn_mask_and_is_unbiased() -> 
 def test_bit_masks_are_drawn_on_cpus_only() -> None:
     assert bit_masks_for("cpu") and bit_masks_for(torch.device("cpu"))
     assert not bit_masks_for("cuda") and not bit_masks_for("cuda:0")
+
+
+def test_masks_drawn_from_a_threads_own_generator_leave_torchs_default_one_and_other_threads_alone() -> None:
+    torch.manual_seed(7)
+    alone = dropout(torch.ones(4096), 0.1)  # what torch's default generator gives next, undisturbed
+    torch.manual_seed(7)
+    own: list[torch.Tensor] = []
+
+    def beside() -> None:
+        with drawn_from(torch.Generator().manual_seed(3)):
+            own.extend(dropout(torch.ones(4096), 0.1) for _ in range(50))
+
+    worker = threading.Thread(target=beside)
+    worker.start()
+    worker.join()
+    assert torch.equal(dropout(torch.ones(4096), 0.1), alone)
+    with drawn_from(torch.Generator().manual_seed(3)):
+        again = dropout(torch.ones(4096), 0.1)
+    assert torch.equal(again, own[0])
+    assert not torch.equal(own[0], own[1])  # drawn afresh at each call

@@ -1,0 +1,163 @@
+"""The reranker's cross-encoder trained beside the bi-encoder: the same models whatever the timing, no
+random number taken from the other training, the threads shared and given back, and a failure on either
+side reaching the caller with nothing left running."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import torch
+from stsb_helpers import small_reranker_config, stsb_sample
+
+from nlsim.training import bi_encoder, finetune, side_by_side
+from nlsim.training.config import CrossEncoderConfig, FinetuneConfig
+from nlsim.training.cross_encoder import Beside, train_cross_encoder
+from nlsim.training.data import prepare_pairs
+
+
+@pytest.fixture(scope="module")
+def pairs() -> pd.DataFrame:
+    return stsb_sample(train=48, validation=24, test=0)
+
+
+def _config(out: Path, **changes: object) -> FinetuneConfig:
+    """Two threads to share, two cross-encoder epochs (the second waits for the bi-encoder)."""
+    settings: dict[str, object] = {"threads": 2, "cross_encoder_epochs": 2, "eval_test": False, **changes}
+    return small_reranker_config(out, **settings)
+
+
+def _digest(module: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().float().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _models(out: Path) -> tuple[str, str]:
+    """Digests of the saved bi-encoder's and cross-encoder's weights."""
+    from nlsim.encoders import load_encoder
+    from nlsim.rerank.reranker import load_reranker
+
+    reranker = load_reranker(out)
+    assert reranker is not None
+    ce = reranker.cross_encoder
+    return _digest(load_encoder(str(out)).model), _digest(ce.model) + _digest(ce.head)
+
+
+def _no_cross_encoder_thread() -> bool:
+    return not any(t.name == "nlsim-cross-encoder" for t in threading.enumerate())
+
+
+def test_it_applies_on_a_cpu_with_two_threads_and_a_reranker_only(tmp_path: Path) -> None:
+    assert side_by_side.applies(_config(tmp_path), "cpu")
+    assert not side_by_side.applies(_config(tmp_path, threads=1), "cpu")
+    assert not side_by_side.applies(_config(tmp_path), "cuda")
+    assert not side_by_side.applies(_config(tmp_path, reranker=False), "cpu")
+    assert not side_by_side.applies(_config(tmp_path, side_by_side=False), "cpu")
+
+
+@pytest.mark.slow
+def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
+    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int] = []
+    real_epoch = bi_encoder._train_epoch
+
+    def epoch(*args: Any, **kwargs: Any) -> float:
+        seen.append(torch.get_num_threads())
+        return real_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(bi_encoder, "_train_epoch", epoch)
+    train = bi_encoder.train_encoder
+
+    finetune.finetune(_config(tmp_path / "plain"), pairs=pairs)
+    assert torch.get_num_threads() == 2  # given back
+    plain = _models(tmp_path / "plain")
+
+    def slow_train(*args: Any, **kwargs: Any) -> dict[str, Any]:  # the cross-encoder waits at its gate
+        time.sleep(3.0)
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(finetune, "train_encoder", slow_train)
+    finetune.finetune(_config(tmp_path / "slow-bi"), pairs=pairs)
+    assert _models(tmp_path / "slow-bi") == plain
+
+    real_step = side_by_side.SideBySide._after_step
+
+    def slow_step(self: side_by_side.SideBySide) -> None:  # the bi-encoder finishes first
+        time.sleep(0.2)
+        real_step(self)
+
+    monkeypatch.setattr(finetune, "train_encoder", train)
+    monkeypatch.setattr(side_by_side.SideBySide, "_after_step", slow_step)
+    finetune.finetune(_config(tmp_path / "slow-ce"), pairs=pairs)
+    assert _models(tmp_path / "slow-ce") == plain
+    assert seen == [1, 1, 1]  # the bi-encoder trained on its half of the threads each time
+    assert _no_cross_encoder_thread()
+
+
+@pytest.mark.slow
+def test_one_model_at_a_time_trains_as_without_it(pairs: pd.DataFrame, tmp_path: Path) -> None:
+    finetune.finetune(_config(tmp_path / "beside"), pairs=pairs)
+    finetune.finetune(_config(tmp_path / "one", side_by_side=False), pairs=pairs)
+    finetune.finetune(_config(tmp_path / "one-thread", threads=1), pairs=pairs)
+    bi_beside, ce_beside = _models(tmp_path / "beside")
+    bi_one, ce_one = _models(tmp_path / "one")
+    # one model at a time on two threads: neither model is the side-by-side run's (other masks, other sums)
+    assert ce_one != ce_beside
+    # the side-by-side bi-encoder trains on one thread, drawing from torch's seeded generator as alone
+    assert bi_beside == _models(tmp_path / "one-thread")[0]
+
+
+def test_a_cross_encoder_beside_draws_no_number_from_torchs_default_generator(pairs: pd.DataFrame) -> None:
+    cfg = FinetuneConfig.of(model="paraphrase-MiniLM-L3-v2", conversion="none", max_length=48)
+    data = prepare_pairs(cfg, pairs)
+    from nlsim.rerank.cross_encoder import CrossEncoder
+
+    ce = CrossEncoder.from_base("paraphrase-MiniLM-L3-v2", 48)
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    epochs: list[int] = []
+    beside = Beside(torch.Generator().manual_seed(1), epochs.append, lambda: None)
+    ce_cfg = CrossEncoderConfig(epochs=2, batch_size=8, log_every=0, drop_easy=0.1)
+    train_cross_encoder(ce, data.train, data.validation, ce_cfg, log=lambda m: None, beside=beside)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert epochs == [1, 2]
+
+
+@pytest.mark.slow
+def test_a_failing_bi_encoder_stops_the_cross_encoder_beside_it(
+    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        time.sleep(1.0)  # the cross-encoder is under way
+        raise RuntimeError("the bi-encoder broke")
+
+    monkeypatch.setattr(finetune, "train_encoder", failing)
+    with pytest.raises(RuntimeError, match="the bi-encoder broke"):
+        finetune.finetune(_config(tmp_path / "m"), pairs=pairs)
+    assert _no_cross_encoder_thread()
+    assert torch.get_num_threads() == 2
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_a_failing_cross_encoder_fails_the_run_with_its_own_error(
+    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("the cross-encoder broke")
+
+    monkeypatch.setattr(side_by_side, "train_cross_encoder", failing)
+    with pytest.raises(ValueError, match="the cross-encoder broke"):
+        finetune.finetune(_config(tmp_path / "m"), pairs=pairs)
+    assert _no_cross_encoder_thread()
+    assert torch.get_num_threads() == 2
+    assert not (tmp_path / "m").exists()
