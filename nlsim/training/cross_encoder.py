@@ -12,9 +12,9 @@ Every pair, in both orders, is tokenised once and run once through the frozen lo
 (:mod:`nlsim.training.split_encoder`); a step trains the upper layers and the head on a batch of
 sequences of similar length (:func:`nlsim.encoders.batching.bucketed_batches`), their real tokens packed
 without padding (:mod:`nlsim.training.packing`), in bf16 autocast where the hardware computes it
-(:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states. Beside another training
-in the same process (:class:`Beside`, :mod:`nlsim.training.side_by_side`) it draws its dropout masks from a
-generator of its own and lets the caller pace its epochs.
+(:mod:`nlsim.training.mixed_precision`). Validation reads the same cached states.
+:class:`CrossEncoderTraining` is one run an epoch at a time (:mod:`nlsim.training.side_by_side` trains the
+first epoch in a thread of its own, beside the bi-encoder, and the rest in the caller's).
 
 Example (a few seconds with the small English model):
     >>> import pandas as pd
@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +45,6 @@ from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
 from nlsim.training.clock import TrainingClock
 from nlsim.training.config import CrossEncoderConfig
-from nlsim.training.dropout import drawn_from
 from nlsim.training.easy_pairs import sample_easy, still_hard
 from nlsim.training.losses.story_ranking import story_ranking_loss
 from nlsim.training.mixed_precision import autocast
@@ -60,20 +58,6 @@ def both_orders(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     """``(first, second)`` texts of every pair read as A-B, then of every pair read as B-A."""
     a, b = frame["text_a"].tolist(), frame["text_b"].tolist()
     return a + b, b + a
-
-
-@dataclass(frozen=True)
-class Beside:
-    """How a cross-encoder trains beside another training of the same process
-    (:mod:`nlsim.training.side_by_side`): its dropout masks come from its own ``generator``, and torch's
-    default generator, which the other training draws from, is neither seeded nor read (the caller built
-    the cross-encoder, its head drawn, before either training began); ``before_epoch(epoch)`` is called
-    before each epoch (it may wait, and change the threads), ``after_step()`` after each optimizer step (it
-    may raise, to stop the training)."""
-
-    generator: torch.Generator
-    before_epoch: Callable[[int], None]
-    after_step: Callable[[], None]
 
 
 def _states(ce: CrossEncoder, split: SplitEncoder, frame: pd.DataFrame) -> FrozenStates:
@@ -177,7 +161,7 @@ class _Run:
     sampled: torch.Tensor
     """This epoch's loss weight of each sequence for the easy ones drawn (``1 / easy_sample``), else 1."""
     after_step: Callable[[], None] = lambda: None
-    """Called after each optimizer step (:attr:`Beside.after_step`)."""
+    """Called after each optimizer step (it may raise, to stop the training)."""
 
 
 def _start(
@@ -348,7 +332,6 @@ def train_cross_encoder(
     cfg: CrossEncoderConfig,
     log: Callable[[str], None] = say,
     on_rate: Callable[[float], None] | None = None,
-    beside: Beside | None = None,
 ) -> TrainedCrossEncoder:
     """Train on ``train`` (both orders), validate each epoch, keep the best epoch (validation Spearman; the
     last one with ``cfg.keep_best=False``). Every epoch is judged by the Spearman of its A-B readings of the
@@ -358,43 +341,58 @@ def train_cross_encoder(
     Pairs must already be script-converted. Returns the cross-encoder (best weights loaded), the per-epoch
     history (``epoch``, ``train_loss``, ``spearman``, ``seconds``) and the kept epoch's validation scores
     (:class:`TrainedCrossEncoder`). ``on_rate`` hears the measured seconds per step once
-    (:class:`nlsim.training.clock.TrainingClock`). ``beside``: it trains beside another training of this
-    process (:class:`Beside`; ``base`` is then the cross-encoder already built).
+    (:class:`nlsim.training.clock.TrainingClock`).
     """
     cfg.check()
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    if beside is None:
-        set_seed(cfg.seed)
-    with drawn_from(beside.generator) if beside is not None else nullcontext():
-        return _train(base, train, validation, cfg, log, on_rate, beside)
+    set_seed(cfg.seed)
+    training = CrossEncoderTraining(base, train, validation, cfg, log, on_rate)
+    while not training.done:
+        training.epoch()
+    return training.result()
 
 
-def _train(
-    base: str | CrossEncoder,
-    train: pd.DataFrame,
-    validation: pd.DataFrame,
-    cfg: CrossEncoderConfig,
-    log: Callable[[str], None],
-    on_rate: Callable[[float], None] | None,
-    beside: Beside | None,
-) -> TrainedCrossEncoder:
-    """:func:`train_cross_encoder`'s work, once the threads are set and the masks' generator chosen."""
-    run = _start(base, train, validation, cfg, log, on_rate)
-    if beside is not None:
-        run.after_step = beside.after_step
-    rng = np.random.default_rng(cfg.seed)
-    gold = validation["score"].to_numpy()
-    n = len(validation)
-    history: list[dict[str, Any]] = []
-    best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
-    kept: np.ndarray | None = None
-    for epoch in range(1, cfg.epochs + 1):
-        if beside is not None:
-            beside.before_epoch(epoch)
+class CrossEncoderTraining:
+    """One training run of the cross-encoder (:func:`train_cross_encoder`), an epoch at a time: built with
+    the frozen part run over both splits, then :meth:`epoch` until :attr:`done`, then :meth:`result`. The
+    caller sets the threads and the seed (or a thread's own dropout generator,
+    :func:`nlsim.training.dropout.drawn_from`) around each call; ``after_step`` is called after each
+    optimizer step (it may raise, to stop the training)."""
+
+    def __init__(
+        self,
+        base: str | CrossEncoder,
+        train: pd.DataFrame,
+        validation: pd.DataFrame,
+        cfg: CrossEncoderConfig,
+        log: Callable[[str], None] = say,
+        on_rate: Callable[[float], None] | None = None,
+        after_step: Callable[[], None] | None = None,
+    ) -> None:
+        cfg.check()
+        self.cfg, self.log, self.n_train = cfg, log, len(train)
+        self.run = _start(base, train, validation, cfg, log, on_rate)
+        if after_step is not None:
+            self.run.after_step = after_step
+        self.rng = np.random.default_rng(cfg.seed)
+        self.gold = validation["score"].to_numpy()
+        self.history: list[dict[str, Any]] = []
+        self.best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
+        self.kept: np.ndarray | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether every epoch has trained."""
+        return len(self.history) >= self.cfg.epochs
+
+    def epoch(self) -> None:
+        """Train the next epoch, validate it, and keep its weights when it is the best so far."""
+        run, cfg, n = self.run, self.cfg, len(self.gold)
+        epoch = len(self.history) + 1
         t0 = time.perf_counter()
-        batches = _plan_epoch(run, epoch, len(train), cfg, rng, log)
-        train_loss = _train_epoch(run, epoch, batches, cfg, log)
+        batches = _plan_epoch(run, epoch, self.n_train, cfg, self.rng, self.log)
+        train_loss = _train_epoch(run, epoch, batches, cfg, self.log)
         seconds = time.perf_counter() - t0
         last = epoch == cfg.epochs
         with run.clock.pause():  # an epoch before the last is judged on one text order (A-B): half the pass
@@ -402,24 +400,28 @@ def _train(
                 run.ce, run.split, run.val_states, np.arange(2 * n if last else n), log_scale=run.log_scale
             )
         pred = (probs[:n] + probs[n:]) / 2 if last else None
-        rho = spearman_raw(probs[:n], gold)  # every epoch's criterion: the A-B reading's Spearman
+        rho = spearman_raw(probs[:n], self.gold)  # every epoch's criterion: the A-B reading's Spearman
         rho = rho if math.isfinite(rho) else -math.inf
         row = {"epoch": epoch, "train_loss": round(train_loss, 5), "spearman": round(rho, CORRELATION_DIGITS)}
         if pred is not None:
-            both = spearman_raw(pred, gold)
+            both = spearman_raw(pred, self.gold)
             row["spearman_both_orders"] = round(both, CORRELATION_DIGITS) if math.isfinite(both) else None
         note = ""
         if run.log_scale is not None:
             scale = float(run.log_scale.detach().exp())
             row["logit_scale"] = round(scale, 4)
             note = f", logit scale {scale:.2f}"
-        history.append({**row, "seconds": round(seconds, 1)})
+        self.history.append({**row, "seconds": round(seconds, 1)})
         both_said = f" (both orders {row['spearman_both_orders']:.2f})" if pred is not None else ""
         run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{both_said}{note}")
-        if rho > best[0] or best[1] is None or not cfg.keep_best:
-            best, kept = (rho, _trained_state(run.ce, run.log_scale)), pred
-    assert best[1] is not None
-    _restore(run.ce, best[1])
-    if kept is None:  # an epoch before the last was kept: its scores of both orders
-        kept = predict_states(run.ce, run.split, run.val_states)
-    return TrainedCrossEncoder(run.ce, history, kept)
+        if rho > self.best[0] or self.best[1] is None or not cfg.keep_best:
+            self.best, self.kept = (rho, _trained_state(run.ce, run.log_scale)), pred
+
+    def result(self) -> TrainedCrossEncoder:
+        """The kept epoch's weights loaded, the history and its validation scores."""
+        assert self.best[1] is not None
+        _restore(self.run.ce, self.best[1])
+        kept = self.kept
+        if kept is None:  # an epoch before the last was kept: its scores of both orders
+            kept = predict_states(self.run.ce, self.run.split, self.run.val_states)
+        return TrainedCrossEncoder(self.run.ce, self.history, kept)

@@ -11,9 +11,9 @@ against 0.84 alone). The recipe's two models do not depend on each other until t
 2. a worker thread runs its frozen pass and its first epoch on half the threads (rounded up), drawing its
    dropout masks from a generator of its own (:func:`nlsim.training.dropout.drawn_from`), while the
    calling thread trains the bi-encoder on the other half;
-3. before its second epoch the cross-encoder waits until the caller has finished with the bi-encoder
-   (:meth:`SideBySide.trained`: the caller's calibration and evaluation of it run on their half too), then
-   trains its later epochs on all the threads.
+3. once the caller has finished with the bi-encoder (its calibration and evaluation run on its half too),
+   :meth:`SideBySide.trained` waits for that first epoch and trains the later ones in the calling thread, on
+   all the threads, with the same generator.
 
 The schedule does not depend on which training is faster, so a run repeats to the bit on the same machine;
 but the arithmetic is not a one-model-at-a-time run's (one thread sums in another order than two, and the
@@ -52,8 +52,9 @@ import torch
 from nlsim.encoders.device import default_device
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.training.config import FinetuneConfig
-from nlsim.training.cross_encoder import Beside, TrainedCrossEncoder, train_cross_encoder
+from nlsim.training.cross_encoder import CrossEncoderTraining, TrainedCrossEncoder
 from nlsim.training.data import PreparedPairs
+from nlsim.training.dropout import drawn_from
 from nlsim.training.optim import set_seed
 
 
@@ -78,7 +79,8 @@ def total_threads(cfg: FinetuneConfig) -> int:
 
 
 class SideBySide:
-    """The cross-encoder training in its thread (made by :func:`start`); :meth:`trained` hands it over."""
+    """The cross-encoder's first epoch training in its thread (made by :func:`start`); :meth:`trained`
+    trains the rest in the calling thread and hands it over."""
 
     def __init__(
         self,
@@ -90,26 +92,27 @@ class SideBySide:
         self.threads = total_threads(cfg)
         self.bi_threads = self.threads // 2
         self.cross_encoder_threads = self.threads - self.bi_threads
-        self._released = threading.Event()
         self._stopped = threading.Event()
-        self._result: TrainedCrossEncoder | None = None
+        self._generator = torch.Generator().manual_seed(int(cfg.recipe.seed))
+        self._training: CrossEncoderTraining | None = None
         self._error: BaseException | None = None
-        ce_cfg = dataclasses.replace(cfg.cross_encoder_config(), threads=self.cross_encoder_threads)
-        beside = Beside(
-            torch.Generator().manual_seed(int(cfg.recipe.seed)), self._before_epoch, self._after_step
-        )
+        ce_cfg = cfg.cross_encoder_config()
 
-        def work() -> None:
+        def first_epoch() -> None:
             try:
-                self._result = train_cross_encoder(
-                    ce, data.train, data.validation, ce_cfg, log, beside=beside
-                )
+                torch.set_num_threads(self.cross_encoder_threads)
+                with drawn_from(self._generator):
+                    training = CrossEncoderTraining(
+                        ce, data.train, data.validation, ce_cfg, log, after_step=self._after_step
+                    )
+                    training.epoch()
+                self._training = training
             except BaseException as exc:  # handed to the caller by trained()
                 self._error = exc
 
         context = contextvars.copy_context()  # the caller's run context (a Prefect task's logger) goes along
         self._thread = threading.Thread(
-            target=context.run, args=(work,), name="nlsim-cross-encoder", daemon=True
+            target=context.run, args=(first_epoch,), name="nlsim-cross-encoder", daemon=True
         )
         self._thread.start()
 
@@ -117,37 +120,30 @@ class SideBySide:
         """``cfg`` with the bi-encoder's share of the threads."""
         return dataclasses.replace(cfg, recipe=dataclasses.replace(cfg.recipe, threads=self.bi_threads))
 
-    def _before_epoch(self, epoch: int) -> None:
-        """Before the second epoch: wait for the caller to be done with the bi-encoder, then take every
-        thread."""
-        if epoch != 2:
-            return
-        while not self._released.wait(0.5):
-            self._after_step()
-        self._after_step()
-        torch.set_num_threads(self.threads)
-
     def _after_step(self) -> None:
         if self._stopped.is_set():
             raise Stopped("the bi-encoder's training stopped; the cross-encoder beside it stops too")
 
     def trained(self) -> TrainedCrossEncoder:
-        """The trained cross-encoder: lets it take every thread for its later epochs, waits for it, and
-        gives the calling thread every thread back; raises what its training raised."""
-        self._released.set()
+        """The trained cross-encoder: waits for its first epoch, then trains its later epochs in the calling
+        thread on every thread (one team of threads, the caller's: a second team beside it made each
+        step wait on threads put to sleep), and raises what its training raised."""
         self._thread.join()
         torch.set_num_threads(self.threads)
         if self._error is not None:
             raise self._error
-        assert self._result is not None
-        return self._result
+        training = self._training
+        assert training is not None
+        with drawn_from(self._generator):
+            while not training.done:
+                training.epoch()
+        return training.result()
 
     def close(self) -> None:
-        """Stop the cross-encoder if it still trains (the caller failed), and give the calling thread every
-        thread back."""
+        """Stop the cross-encoder's first epoch if it still trains (the caller failed), and give the calling
+        thread every thread back."""
         if self._thread.is_alive():
             self._stopped.set()
-            self._released.set()
             self._thread.join()
         torch.set_num_threads(self.threads)
 

@@ -15,10 +15,11 @@ import pytest
 import torch
 from stsb_helpers import small_reranker_config, stsb_sample
 
-from nlsim.training import bi_encoder, finetune, side_by_side
+from nlsim.training import bi_encoder, cross_encoder, finetune, side_by_side
 from nlsim.training.config import CrossEncoderConfig, FinetuneConfig
-from nlsim.training.cross_encoder import Beside, train_cross_encoder
+from nlsim.training.cross_encoder import CrossEncoderTraining
 from nlsim.training.data import prepare_pairs
+from nlsim.training.dropout import drawn_from
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,24 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
 
 
 @pytest.mark.slow
+def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_rest_in_the_callers_on_all(
+    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where: list[tuple[str, int]] = []
+    real_epoch = cross_encoder._train_epoch
+
+    def epoch(*args: Any, **kwargs: Any) -> float:
+        where.append((threading.current_thread().name, torch.get_num_threads()))
+        return real_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(cross_encoder, "_train_epoch", epoch)
+    finetune.finetune(_config(tmp_path / "m", cross_encoder_epochs=3), pairs=pairs)
+    caller = threading.current_thread().name
+    assert where == [("nlsim-cross-encoder", 1), (caller, 2), (caller, 2)]
+    assert _no_cross_encoder_thread()
+
+
+@pytest.mark.slow
 def test_one_model_at_a_time_trains_as_without_it(pairs: pd.DataFrame, tmp_path: Path) -> None:
     finetune.finetune(_config(tmp_path / "beside"), pairs=pairs)
     finetune.finetune(_config(tmp_path / "one", side_by_side=False), pairs=pairs)
@@ -124,12 +143,13 @@ def test_a_cross_encoder_beside_draws_no_number_from_torchs_default_generator(pa
     ce = CrossEncoder.from_base("paraphrase-MiniLM-L3-v2", 48)
     torch.manual_seed(123)
     before = torch.get_rng_state()
-    epochs: list[int] = []
-    beside = Beside(torch.Generator().manual_seed(1), epochs.append, lambda: None)
     ce_cfg = CrossEncoderConfig(epochs=2, batch_size=8, log_every=0, drop_easy=0.1)
-    train_cross_encoder(ce, data.train, data.validation, ce_cfg, log=lambda m: None, beside=beside)
+    with drawn_from(torch.Generator().manual_seed(1)):
+        training = CrossEncoderTraining(ce, data.train, data.validation, ce_cfg, log=lambda m: None)
+        while not training.done:
+            training.epoch()
     assert torch.equal(torch.get_rng_state(), before)
-    assert epochs == [1, 2]
+    assert [h["epoch"] for h in training.result().history] == [1, 2]
 
 
 @pytest.mark.slow
@@ -155,7 +175,7 @@ def test_a_failing_cross_encoder_fails_the_run_with_its_own_error(
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("the cross-encoder broke")
 
-    monkeypatch.setattr(side_by_side, "train_cross_encoder", failing)
+    monkeypatch.setattr(side_by_side, "CrossEncoderTraining", failing)
     with pytest.raises(ValueError, match="the cross-encoder broke"):
         finetune.finetune(_config(tmp_path / "m"), pairs=pairs)
     assert _no_cross_encoder_thread()
