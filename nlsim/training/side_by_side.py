@@ -1,10 +1,11 @@
 """The reranker's cross-encoder trained beside the bi-encoder, on a CPU with two threads or more.
 
-On a 2-core CPU a training step's matrix products run only about 1.6 times faster on two threads than on
-one (the bi-encoder 0.55 against 0.89 s a step, the cross-encoder 0.51 against 0.77), while two trainings
-of one thread each, side by side in one process, keep nearly all of their speed (0.83-0.89 s a step each
-against 0.84 alone). The recipe's two models do not depend on each other until the reranker is fitted, so
-:func:`start` runs them side by side:
+On a 2-core CPU a training step runs only about 1.6 times faster on two threads than on one (the
+bi-encoder 0.55 against 0.89 s a step, the cross-encoder 0.51 against 0.77), while two trainings of one
+thread each, side by side in one process, keep most of their speed (in the chain on the AMD EPYC, avx2
+only: the bi-encoder 0.93-1.10 s a step, the cross-encoder 0.80-0.82; docs/experiments.md). The recipe's
+two models do not depend on each other until the reranker is fitted, so :func:`start` runs them side by
+side:
 
 1. the cross-encoder is built first, in the calling thread (its base weights loaded, its head drawn from
    the recipe's seed), before the bi-encoder's training seeds torch;
@@ -140,8 +141,8 @@ class SideBySide:
         return training.result()
 
     def close(self) -> None:
-        """Stop the cross-encoder's first epoch if it still trains (the caller failed), and give the calling
-        thread every thread back."""
+        """Stop the cross-encoder's first epoch if it still trains (the caller failed; it stops after its
+        next step, or after its frozen pass), and give the calling thread every thread back."""
         if self._thread.is_alive():
             self._stopped.set()
             self._thread.join()

@@ -152,6 +152,16 @@ def test_a_cross_encoder_beside_draws_no_number_from_torchs_default_generator(pa
     assert [h["epoch"] for h in training.result().history] == [1, 2]
 
 
+def _fails_cleanly(pairs: pd.DataFrame, out: Path, error: type[Exception], message: str) -> None:
+    """The run raises ``error``, leaves no cross-encoder thread and no model folder, and gives the threads
+    back."""
+    with pytest.raises(error, match=message):
+        finetune.finetune(_config(out), pairs=pairs)
+    assert _no_cross_encoder_thread()
+    assert torch.get_num_threads() == 2
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_a_failing_bi_encoder_stops_the_cross_encoder_beside_it(
     pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -161,11 +171,7 @@ def test_a_failing_bi_encoder_stops_the_cross_encoder_beside_it(
         raise RuntimeError("the bi-encoder broke")
 
     monkeypatch.setattr(finetune, "train_encoder", failing)
-    with pytest.raises(RuntimeError, match="the bi-encoder broke"):
-        finetune.finetune(_config(tmp_path / "m"), pairs=pairs)
-    assert _no_cross_encoder_thread()
-    assert torch.get_num_threads() == 2
-    assert not (tmp_path / "m").exists()
+    _fails_cleanly(pairs, tmp_path / "m", RuntimeError, "the bi-encoder broke")
 
 
 @pytest.mark.slow
@@ -176,8 +182,4 @@ def test_a_failing_cross_encoder_fails_the_run_with_its_own_error(
         raise ValueError("the cross-encoder broke")
 
     monkeypatch.setattr(side_by_side, "CrossEncoderTraining", failing)
-    with pytest.raises(ValueError, match="the cross-encoder broke"):
-        finetune.finetune(_config(tmp_path / "m"), pairs=pairs)
-    assert _no_cross_encoder_thread()
-    assert torch.get_num_threads() == 2
-    assert not (tmp_path / "m").exists()
+    _fails_cleanly(pairs, tmp_path / "m", ValueError, "the cross-encoder broke")
