@@ -42,6 +42,7 @@ Example (a few seconds with the small English model):
 from __future__ import annotations
 
 import contextvars
+import copy
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator
@@ -65,11 +66,15 @@ class Stopped(Exception):
 
 def applies(cfg: FinetuneConfig, device: Any) -> bool:
     """Whether ``cfg`` (resolved for ``device``) trains its two models side by side: a reranker is trained,
-    on a CPU, with two threads or more, and ``--one-model-at-a-time`` was not given."""
+    both models on a CPU, with two threads or more, the word embeddings frozen (unfrozen, every layer runs
+    transformers' own dropout, from torch's shared generator), and ``--one-model-at-a-time`` was not
+    given."""
     return (
         bool(cfg.cross_encoder.reranker)
         and bool(cfg.recipe.side_by_side)
+        and bool(cfg.recipe.freeze_embeddings)
         and torch.device(device).type == "cpu"
+        and torch.device(default_device()).type == "cpu"
         and total_threads(cfg) >= 2
     )
 
@@ -101,6 +106,8 @@ class SideBySide:
 
         def first_epoch() -> None:
             try:
+                # a thread's first parallel call takes the count last set by any thread: make it now
+                torch.get_num_threads()
                 torch.set_num_threads(self.cross_encoder_threads)
                 with drawn_from(self._generator):
                     training = CrossEncoderTraining(
@@ -161,6 +168,9 @@ def start(
     ce_cfg = cfg.cross_encoder_config()
     set_seed(ce_cfg.seed)  # the head's weights drawn as a one-model-at-a-time run draws them
     ce = CrossEncoder.from_base(cfg.model, ce_cfg.max_length, None, device=default_device())
+    # a tokenizer of its own: a loaded tokenizer is shared (nlsim.encoders.tokenizer_cache), and each call
+    # sets its truncation on it before encoding, which two threads must not do to one object at once
+    ce.tokenizer = copy.deepcopy(ce.tokenizer)
     pending = SideBySide(ce, data, cfg, log)
     log(
         f"  the cross-encoder trains its first epoch beside the bi-encoder ({pending.cross_encoder_threads} "

@@ -62,6 +62,8 @@ def test_it_applies_on_a_cpu_with_two_threads_and_a_reranker_only(tmp_path: Path
     assert not side_by_side.applies(_config(tmp_path), "cuda")
     assert not side_by_side.applies(_config(tmp_path, reranker=False), "cpu")
     assert not side_by_side.applies(_config(tmp_path, side_by_side=False), "cpu")
+    # unfrozen word embeddings: every layer runs transformers' own dropout, from torch's shared generator
+    assert not side_by_side.applies(_config(tmp_path, freeze_embeddings=False), "cpu")
 
 
 @pytest.mark.slow
@@ -105,21 +107,37 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("threads", [2, 3])
 def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_rest_in_the_callers_on_all(
-    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
     where: list[tuple[str, int]] = []
+    tokenizers: list[Any] = []
     real_epoch = cross_encoder._train_epoch
+    real_train, real_training = bi_encoder.train_encoder, side_by_side.CrossEncoderTraining
 
     def epoch(*args: Any, **kwargs: Any) -> float:
         where.append((threading.current_thread().name, torch.get_num_threads()))
         return real_epoch(*args, **kwargs)
 
+    def train(encoder: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        tokenizers.append(encoder.tokenizer)
+        return real_train(encoder, *args, **kwargs)
+
+    def training(ce: Any, *args: Any, **kwargs: Any) -> CrossEncoderTraining:
+        tokenizers.append(ce.tokenizer)
+        return real_training(ce, *args, **kwargs)
+
     monkeypatch.setattr(cross_encoder, "_train_epoch", epoch)
-    finetune.finetune(_config(tmp_path / "m", cross_encoder_epochs=3), pairs=pairs)
+    monkeypatch.setattr(finetune, "train_encoder", train)
+    monkeypatch.setattr(side_by_side, "CrossEncoderTraining", training)
+    finetune.finetune(_config(tmp_path / "m", cross_encoder_epochs=3, threads=threads), pairs=pairs)
     caller = threading.current_thread().name
-    assert where == [("nlsim-cross-encoder", 1), (caller, 2), (caller, 2)]
+    beside = threads - threads // 2
+    assert where == [("nlsim-cross-encoder", beside), (caller, threads), (caller, threads)]
     assert _no_cross_encoder_thread()
+    # each training tokenises with its own tokenizer object (each call sets its truncation on it)
+    assert len(tokenizers) == 2 and tokenizers[0] is not tokenizers[1]
 
 
 @pytest.mark.slow
