@@ -3,14 +3,18 @@
 #   1. the cold chain on the bundled data (`python -m nlsim pipeline`, fresh NLSIM_HOME and model store),
 #      then the warm rerun;
 #   2. embedding against sentence-transformers on the same GPU (benchmarks/bench_gpu.py embed);
-#   3. FAISS on the GPU at 1M vectors where the installed FAISS build sees a GPU (bench_gpu.py search).
+#   3. FAISS on the GPU at 1M vectors where the installed FAISS build sees a GPU (bench_gpu.py search);
+#   4. with GPU_CHECK_PROFILE=1, the cold chain once more under cProfile (a fresh NLSIM_HOME and store):
+#      chain_profile.txt, the functions that took the time.
+# GPU_CHECK_WARM=0 leaves out the warm rerun, GPU_CHECK_EMBED=0 the embedding benchmark.
 # It writes one summary, gpu_check.md, with the logs and JSON records beside it, into $OUT (or the folder
 # given as the first argument, default gpu-check/).
 #
 # On a machine that has nlsim installed (pip install -e '.[gpu]' or '.[gpu-cu12]'), run it as it is. On a
 # bare machine with torch, transformers and the scientific stack but without opencc, faiss, openpyxl or
 # e5's weights, first run `python scripts/gpu_bundle.py` where pip works, and bring the folder .gpu/ along:
-# this script installs it into /tmp/nlsim-site.
+# this script installs it into /tmp/nlsim-site. FAISS's GPU build for CUDA 13 comes as parts
+# (`python scripts/gpu_bundle.py --faiss-gpu`, .gpu-faiss/), brought over several calls (gpu_site.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUTDIR=${1:-${OUT:-gpu-check}}
@@ -27,6 +31,7 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 # shellcheck source=scripts/gpu_site.sh
 . scripts/gpu_site.sh
 gpu_site "$PY" || exit 1
+gpu_faiss "$PY" | tee -a "$SUMMARY"
 
 say "# GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
 say ""
@@ -80,11 +85,23 @@ for guard in sorted([*(work / "models").glob("versions/*/**/quality_check.json")
     print(f"- quality check {guard.relative_to(work)}: {json.dumps(verdicts, ensure_ascii=False)}")
 EOF
 say ""
-say "## Embedding: nlsim against sentence-transformers, same GPU and weights"
-stage "embedding benchmark" bench_embed.log "$PY" benchmarks/bench_gpu.py embed --n 50000 --out "$OUTDIR/gpu_embed.json"
-say ""
 say "## FAISS on the GPU, 1M vectors"
 stage "search benchmark" bench_search.log "$PY" benchmarks/bench_gpu.py search --n 1000000 --out "$OUTDIR/gpu_search.json"
+if [ "${GPU_CHECK_EMBED:-1}" != 0 ]; then
+  say ""
+  say "## Embedding: nlsim against sentence-transformers, same GPU and weights"
+  stage "embedding benchmark" bench_embed.log "$PY" benchmarks/bench_gpu.py embed --n 50000 --out "$OUTDIR/gpu_embed.json"
+fi
+if [ "${GPU_CHECK_PROFILE:-0}" != 0 ]; then
+  say ""
+  say "## The cold chain under cProfile (chain_profile.txt)"
+  rm -rf "$WORK/home" "$WORK/profiled"
+  stage "profiled cold chain" chain_profiled.log "$PY" -m cProfile -o "$OUTDIR/chain.prof" -m nlsim pipeline \
+    --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet --out "$WORK/profiled/report" \
+    --model-store "$WORK/profiled/models"
+  "$PY" -c 'import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats("cumulative").print_stats(120); s.sort_stats("tottime").print_stats(60)' \
+    "$OUTDIR/chain.prof" > "$OUTDIR/chain_profile.txt" 2>&1
+fi
 "$PY" - "$OUTDIR" >> "$SUMMARY" 2>&1 <<'EOF'
 import json, sys
 from pathlib import Path

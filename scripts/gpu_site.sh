@@ -17,3 +17,29 @@ gpu_site() {
     export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
   fi
 }
+
+# `gpu_faiss PYTHON`: where the parts of FAISS's GPU build were brought (python scripts/gpu_bundle.py
+# --faiss-gpu writes .gpu-faiss/faiss-gpu.tar.xz.NN; parts carried by earlier calls may wait in
+# /tmp/nlsim-faiss-parts), join and unpack them once into /tmp/nlsim-faiss-gpu and put that first on
+# PYTHONPATH, with the CUDA 13 libraries of the machine's torch (nvidia/cu13, nvidia/nccl) where cuVS looks
+# for them. It says what it did, and leaves the CPU build in place when the GPU build does not load.
+gpu_faiss() {
+  local py=$1 dest=/tmp/nlsim-faiss-gpu parts=/tmp/nlsim-faiss-parts nvidia libs
+  if [ ! -d "$dest/faiss-gpu/faiss" ]; then
+    mkdir -p "$parts"
+    [ -d .gpu-faiss ] && cp -n .gpu-faiss/faiss-gpu.tar.xz.* "$parts"/ 2>/dev/null
+    ls "$parts"/faiss-gpu.tar.xz.* > /dev/null 2>&1 || { echo "FAISS GPU build: not brought"; return 0; }
+    rm -rf "$dest" && mkdir -p "$dest"
+    cat "$parts"/faiss-gpu.tar.xz.* | xz -dc | tar x -C "$dest" || { echo "FAISS GPU build: parts missing or broken ($(ls "$parts" | tr '\n' ' '))"; rm -rf "$dest"; return 0; }
+  fi
+  nvidia=$("$py" -c 'import nvidia, os; print([p for p in nvidia.__path__ if os.path.isdir(os.path.join(p, "cu13")) and not p.startswith("/tmp/nlsim-faiss-gpu")][0])' 2>/dev/null)
+  [ -n "$nvidia" ] || { echo "FAISS GPU build: torch's CUDA 13 libraries (nvidia/cu13) not found"; return 0; }
+  ln -sfn "$nvidia" "$dest/faiss-gpu/nvidia"
+  libs=$nvidia/cu13/lib:$nvidia/nccl/lib
+  if LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$dest/faiss-gpu:$PYTHONPATH \
+    "$py" -c 'import faiss; n = faiss.get_num_gpus(); print("FAISS GPU build:", faiss.__version__, "sees", n, "GPU(s)"); assert n > 0'; then
+    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$dest/faiss-gpu:$PYTHONPATH
+  else
+    echo "FAISS GPU build: does not load here; the CPU build stays"
+  fi
+}
