@@ -127,4 +127,5 @@ def test_the_chain_declares_only_what_it_adds() -> None:
         "force_train",
         "report",
         "first_report",
+        "first_report_on_gpu",
     }

@@ -67,3 +67,25 @@ def test_under_a_threshold_below_the_cap_a_series_is_still_held_below_it(
     assert got[0] < threshold <= got[1]  # the series no longer links, the story still does
     assert got[0] > threshold - 1e-6  # held just under it, not dropped to the floor
     assert "the series veto held 1 pair(s) below it" in caplog.text
+
+
+def test_window_links_put_each_pair_in_id_order_and_keep_the_score_found_last() -> None:
+    from nlsim.dedup.state import empty_pairs
+    from nlsim.dedup.window import Window
+
+    items = pd.DataFrame({"id": ["b", "a", "c", "é"]})
+    old = pd.concat(
+        [
+            empty_pairs(),
+            pd.DataFrame(
+                {"id_a": ["c", "a"], "id_b": ["a", "é"], "similarity": [0.5, 0.6], "run_id": ["r0", "r0"]}
+            ),
+        ],
+        ignore_index=True,
+    ).astype({"id_a": "str", "id_b": "str"})
+    window = Window(items, 0, np.arange(4), np.arange(4), ["b", "a", "c", "é"], old_pairs=old, run_id="r1")
+    today = pd.DataFrame({"a": [0, 2], "b": [1, 1], "similarity": [0.9, 0.7]})  # b-a, then c-a again
+    links = stages.window_links(window, today)
+    got = {(r.id_a, r.id_b): (round(float(r.similarity), 2), r.run_id) for r in links.itertuples()}
+    assert got == {("a", "é"): (0.6, "r0"), ("a", "b"): (0.9, "r1"), ("a", "c"): (0.7, "r1")}
+    assert links["id_a"].dtype == old["id_a"].dtype

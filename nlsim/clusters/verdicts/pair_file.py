@@ -115,11 +115,13 @@ class PairRow:
         return replace(v, sha256_a=text_sha256(a), sha256_b=text_sha256(b))
 
 
-def _cell(frame: pd.DataFrame, col: str, i: int) -> str:
+def _texts(frame: pd.DataFrame, col: str) -> list[str]:
+    """A column's cells as stripped text ("" for an empty cell or a column the table lacks)."""
     if col not in frame.columns:
-        return ""
-    value = frame[col].iloc[i]
-    return "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
+        return [""] * len(frame)
+    return [
+        "" if v is None or (isinstance(v, float) and v != v) else str(v).strip() for v in frame[col].tolist()
+    ]
 
 
 def pair_rows(pairs: pd.DataFrame) -> dict[tuple[str, str], PairRow]:
@@ -128,22 +130,32 @@ def pair_rows(pairs: pd.DataFrame) -> dict[tuple[str, str], PairRow]:
     out: dict[tuple[str, str], PairRow] = {}
     if "id_a" not in pairs.columns or "id_b" not in pairs.columns:
         return out
-    for i in range(len(pairs)):
-        a, b = item_id(pairs["id_a"].iloc[i]), item_id(pairs["id_b"].iloc[i])
+    columns = zip(
+        pairs["id_a"].tolist(),
+        pairs["id_b"].tolist(),
+        pairs["score"].tolist(),
+        pairs["split"].tolist(),
+        pairs["text_a"].tolist(),
+        pairs["text_b"].tolist(),
+        _texts(pairs, "annotator"),
+        _texts(pairs, "stratum"),
+        strict=True,
+    )  # whole columns at once: a cell at a time took 1.7 s for a 4,600-pair file
+    for i, (id_a, id_b, score, split, text_a, text_b, annotator, stratum) in enumerate(columns):
+        a, b = item_id(id_a), item_id(id_b)
         if not a or not b or a == b:
             continue
-        stratum = _cell(pairs, "stratum", i)
         out.setdefault(
             pair_key(a, b),
             PairRow(
                 i,
                 a,
                 b,
-                float(pairs["score"].iloc[i]),
-                str(pairs["split"].iloc[i]),
-                str(pairs["text_a"].iloc[i]),
-                str(pairs["text_b"].iloc[i]),
-                _cell(pairs, "annotator", i),
+                float(score),
+                str(split),
+                str(text_a),
+                str(text_b),
+                annotator,
                 stratum == MERGED or stratum.startswith(MERGED + ":"),
             ),
         )
