@@ -78,12 +78,6 @@ class PipelineConfig(Configuration):
         "report first, replaced by the fine-tuned one)",
         flags=("--no-first-report",),
     )
-    first_report_on_gpu: bool = option(
-        False,
-        help="write the zero-shot first report on a GPU too (by default it is left out there: the whole "
-        "chain takes about a minute, and the first report would only delay the fine-tuned one)",
-        flags=("--first-report-on-gpu",),
-    )
     bi_encoder: BiEncoderSettings = concern(BiEncoderSettings, title="bi-encoder")
     cross_encoder: CrossEncoderSettings = concern(
         CrossEncoderSettings,

@@ -640,7 +640,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     layers = reusable_lower_layers(cfg, base)
-    if layers and wants_first_report(cfg) and store.current() is None:  # a cold chain
+    if layers and cfg.make_report and cfg.first_report and store.current() is None:  # a cold chain
         kept.enter_context(lower_states.kept(base.model, layers))
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
     first: dict[str, Any] = {}
@@ -708,19 +708,6 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     return PipelineResult(record=record, report=report, table=table)
 
 
-def on_gpu_only(cfg: PipelineConfig) -> bool:
-    """Whether the first report is left out only because training runs on a GPU (``cuda``)."""
-    wanted = cfg.make_report and cfg.first_report and not cfg.first_report_on_gpu
-    return wanted and default_device().type == "cuda"
-
-
-def wants_first_report(cfg: PipelineConfig) -> bool:
-    """Whether a cold chain writes the zero-shot report before training: it does unless ``--no-report`` or
-    ``--no-first-report``, or training runs on a GPU (there the whole chain took 85 s on an H200, and the
-    first report 16 s of it) without ``--first-report-on-gpu``."""
-    return cfg.make_report and cfg.first_report and not on_gpu_only(cfg)
-
-
 def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) -> dict[str, Any]:
     """The zero-shot report, written before training when the store has no promoted model (a cold chain),
     so that editors have a report within minutes instead of after the fine-tuning; the fine-tuned model's
@@ -728,14 +715,8 @@ def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) ->
     published together, ``run.json`` last). Its stages go through ``call`` (the chain's, with their seconds
     counted as ``first-report``, apart from the final report's).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
-    ``--no-first-report``, training on a GPU (:func:`wants_first_report`), or a promoted model whose report
-    the folder already has)."""
-    if not wants_first_report(cfg) or store.current() is not None:
-        if on_gpu_only(cfg) and store.current() is None:
-            say(
-                "first report: left out, since training runs on the GPU and the fine-tuned report follows "
-                "within about a minute (--first-report-on-gpu writes it first)"
-            )
+    ``--no-first-report``, or a promoted model whose report the folder already has)."""
+    if not (cfg.make_report and cfg.first_report) or store.current() is not None:
         return {}
     say(
         f"first report: the zero-shot {cfg.base_model} report (not fine-tuned) is written now, before "

@@ -420,22 +420,6 @@ def test_no_first_report_when_asked_or_when_a_model_is_promoted(
     assert not (tmp_path / "report" / "index.html").exists()
 
 
-def test_on_a_gpu_the_first_report_is_left_out_unless_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
-    store = ModelStore(tmp_path / "models")
-    monkeypatch.setattr(chain_run, "default_device", lambda: torch.device("cuda"))
-    caplog.set_level(logging.INFO)
-    assert chain_run.first_report(config(tmp_path, pairs, corpus), store) == {}
-    assert "left out, since training runs on the GPU" in caplog.text
-    assert not (tmp_path / "report" / "index.html").exists()
-    assert chain_run.wants_first_report(config(tmp_path, pairs, corpus, first_report_on_gpu=True))
-    assert not chain_run.wants_first_report(config(tmp_path, pairs, corpus, first_report=False))
-    monkeypatch.setattr(chain_run, "default_device", lambda: torch.device("cpu"))
-    assert chain_run.wants_first_report(config(tmp_path, pairs, corpus))
-
-
 @pytest.mark.slow
 def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture

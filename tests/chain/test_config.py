@@ -127,5 +127,4 @@ def test_the_chain_declares_only_what_it_adds() -> None:
         "force_train",
         "report",
         "first_report",
-        "first_report_on_gpu",
     }
