@@ -31,7 +31,8 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 # shellcheck source=scripts/gpu_site.sh
 . scripts/gpu_site.sh
 gpu_site "$PY" || exit 1
-gpu_faiss "$PY" | tee -a "$SUMMARY"
+gpu_faiss "$PY" > "$WORK/faiss_gpu.txt" 2>&1  # not in a pipe: its exports must reach this shell
+tee -a "$SUMMARY" < "$WORK/faiss_gpu.txt"
 
 say "# GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
 say ""
