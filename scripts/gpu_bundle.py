@@ -131,7 +131,7 @@ def pack_faiss_gpu(out: Path, part_mib: int) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
         parts, size, data = [], part_mib * 2**20, archive.read_bytes()
         for i in range(0, len(data), size):
-            parts.append(out / f"faiss-gpu.tar.xz.{i // size:02d}")
+            parts.append(out / f"faiss-gpu.tar.xz.{i // size:03d}")  # in order as the shell sorts them
             parts[-1].write_bytes(data[i : i + size])
     return parts
 
@@ -142,6 +142,8 @@ def main() -> None:
     ap.add_argument("--faiss-gpu", action="store_true", help="also pack FAISS's GPU build into .gpu-faiss/")
     ap.add_argument("--part-mib", type=int, default=44, help="the size of each part of the FAISS GPU pack")
     args = ap.parse_args()
+    if args.part_mib < 1:
+        ap.error("--part-mib: at least 1")
     if args.faiss_gpu:
         shutil.rmtree(ROOT / ".gpu-faiss", ignore_errors=True)
         parts = pack_faiss_gpu(ROOT / ".gpu-faiss", args.part_mib)

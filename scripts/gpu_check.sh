@@ -97,9 +97,18 @@ if [ "${GPU_CHECK_PROFILE:-0}" != 0 ]; then
   say ""
   say "## The cold chain under cProfile (chain_profile.txt)"
   rm -rf "$WORK/home" "$WORK/profiled"
-  stage "profiled cold chain" chain_profiled.log "$PY" -m cProfile -o "$OUTDIR/chain.prof" -m nlsim pipeline \
-    --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet --out "$WORK/profiled/report" \
-    --model-store "$WORK/profiled/models"
+  # cProfile's own `-m` runs the module and exits 0 whatever it exited with: this keeps the exit status
+  stage "profiled cold chain" chain_profiled.log "$PY" -c '
+import cProfile, runpy, sys
+out, sys.argv = sys.argv[1], ["nlsim", *sys.argv[2:]]
+profile, status = cProfile.Profile(), 0
+try:
+    profile.runcall(runpy.run_module, "nlsim", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+profile.dump_stats(out)
+sys.exit(status)' "$OUTDIR/chain.prof" pipeline --pairs annotations/thucnews_tw_pairs.tsv \
+    --corpus data/thucnews.parquet --out "$WORK/profiled/report" --model-store "$WORK/profiled/models"
   "$PY" -c 'import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats("cumulative").print_stats(120); s.sort_stats("tottime").print_stats(60)' \
     "$OUTDIR/chain.prof" > "$OUTDIR/chain_profile.txt" 2>&1
 fi

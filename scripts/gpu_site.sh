@@ -27,18 +27,24 @@ gpu_faiss() {
   local py=$1 dest=/tmp/nlsim-faiss-gpu parts=/tmp/nlsim-faiss-parts nvidia libs
   if [ ! -d "$dest/faiss-gpu/faiss" ]; then
     mkdir -p "$parts"
-    [ -d .gpu-faiss ] && cp -n .gpu-faiss/faiss-gpu.tar.xz.* "$parts"/ 2>/dev/null
+    [ -d .gpu-faiss ] && cp -f .gpu-faiss/faiss-gpu.tar.xz.* "$parts"/ 2>/dev/null  # the parts brought now win
     ls "$parts"/faiss-gpu.tar.xz.* > /dev/null 2>&1 || { echo "FAISS GPU build: not brought"; return 0; }
-    rm -rf "$dest" && mkdir -p "$dest"
-    cat "$parts"/faiss-gpu.tar.xz.* | xz -dc | tar x -C "$dest" || { echo "FAISS GPU build: parts missing or broken ($(ls "$parts" | tr '\n' ' '))"; rm -rf "$dest"; return 0; }
+    rm -rf "$dest" "$dest.tmp" && mkdir -p "$dest.tmp"
+    # unpacked beside, then moved: a cut-short unpack is never taken for a whole one
+    if ! cat "$parts"/faiss-gpu.tar.xz.* | xz -dc | tar x -C "$dest.tmp"; then
+      echo "FAISS GPU build: parts missing, broken or from two packs ($(ls "$parts" | tr '\n' ' ')): bring them all again"
+      rm -rf "$dest.tmp" "$parts"
+      return 0
+    fi
+    mv "$dest.tmp" "$dest"
   fi
   nvidia=$("$py" -c 'import nvidia, os; print([p for p in nvidia.__path__ if os.path.isdir(os.path.join(p, "cu13")) and not p.startswith("/tmp/nlsim-faiss-gpu")][0])' 2>/dev/null)
   [ -n "$nvidia" ] || { echo "FAISS GPU build: torch's CUDA 13 libraries (nvidia/cu13) not found"; return 0; }
   ln -sfn "$nvidia" "$dest/faiss-gpu/nvidia"
   libs=$nvidia/cu13/lib:$nvidia/nccl/lib
-  if LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$dest/faiss-gpu:$PYTHONPATH \
+  if LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$dest/faiss-gpu${PYTHONPATH:+:$PYTHONPATH} \
     "$py" -c 'import faiss; n = faiss.get_num_gpus(); print("FAISS GPU build:", faiss.__version__, "sees", n, "GPU(s)"); assert n > 0'; then
-    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$dest/faiss-gpu:$PYTHONPATH
+    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONPATH=$dest/faiss-gpu${PYTHONPATH:+:$PYTHONPATH}
   else
     echo "FAISS GPU build: does not load here; the CPU build stays"
   fi

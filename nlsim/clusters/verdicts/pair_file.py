@@ -120,7 +120,7 @@ def _texts(frame: pd.DataFrame, col: str) -> list[str]:
     if col not in frame.columns:
         return [""] * len(frame)
     return [
-        "" if v is None or (isinstance(v, float) and v != v) else str(v).strip() for v in frame[col].tolist()
+        "" if v is None or (isinstance(v, float) and v != v) else str(v).strip() for v in frame[col].array
     ]
 
 
@@ -130,13 +130,13 @@ def pair_rows(pairs: pd.DataFrame) -> dict[tuple[str, str], PairRow]:
     out: dict[tuple[str, str], PairRow] = {}
     if "id_a" not in pairs.columns or "id_b" not in pairs.columns:
         return out
-    columns = zip(
-        pairs["id_a"].tolist(),
-        pairs["id_b"].tolist(),
-        pairs["score"].tolist(),
-        pairs["split"].tolist(),
-        pairs["text_a"].tolist(),
-        pairs["text_b"].tolist(),
+    columns = zip(  # each cell as .iloc gives it (numpy scalars stay numpy scalars)
+        pairs["id_a"].array,
+        pairs["id_b"].array,
+        pairs["score"].array,
+        pairs["split"].array,
+        pairs["text_a"].array,
+        pairs["text_b"].array,
         _texts(pairs, "annotator"),
         _texts(pairs, "stratum"),
         strict=True,
