@@ -38,7 +38,7 @@ gpu_faiss() {
     fi
     mv "$dest.tmp" "$dest"
   fi
-  nvidia=$("$py" -c 'import nvidia, os; print([p for p in nvidia.__path__ if os.path.isdir(os.path.join(p, "cu13")) and not p.startswith("/tmp/nlsim-faiss-gpu")][0])' 2>/dev/null)
+  nvidia=$("$py" -c 'import nvidia, os, sys; print([p for p in nvidia.__path__ if os.path.isdir(os.path.join(p, "cu13")) and not p.startswith(sys.argv[1])][0])' "$dest" 2>/dev/null)
   [ -n "$nvidia" ] || { echo "FAISS GPU build: torch's CUDA 13 libraries (nvidia/cu13) not found"; return 0; }
   ln -sfn "$nvidia" "$dest/faiss-gpu/nvidia"
   libs=$nvidia/cu13/lib:$nvidia/nccl/lib
