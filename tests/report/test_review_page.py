@@ -95,6 +95,28 @@ def stored(page: Any, run_id: str) -> dict[tuple[str, str], float]:
     return {(m["a"], m["b"]): m["v"] for m in page.evaluate(MARKS % json.dumps(run_id))}
 
 
+STORAGE = "JSON.stringify(Object.keys(localStorage).sort().map(k => [k, localStorage.getItem(k)]))"
+
+
+def reload_once_stored(page: Any) -> None:
+    """Reload ``page`` once what its localStorage holds can be read from another page of its origin.
+
+    Chromium applies a page's localStorage writes at once in the page's own process and hands them to the
+    browser process after; a reload that starts a new renderer can read the storage before the last writes
+    arrive (seen once with two pytest-xdist workers: the four marks made just before the reload were
+    gone). An editor does not reload within milliseconds of a click; this waits as the editor does, and
+    fails if the marks never reach the browser's storage. ``page`` comes from ``browser.new_context()``
+    (a page from ``browser.new_page()`` owns its context, which then opens no other page)."""
+    held = page.evaluate(STORAGE)
+    probe = page.context.new_page()  # the same origin in a page (a renderer) of its own, in the same context
+    try:
+        probe.goto(page.url)  # the report page writes nothing until an editor marks a pair
+        probe.wait_for_function(f"held => ({STORAGE}) === held", arg=held, timeout=15_000)
+    finally:
+        probe.close()
+    page.reload()
+
+
 def open_cluster(page: Any, cluster: str) -> str:
     """Open a cluster of the list; returns the selector of its body (drawn once the cluster is open)."""
     page.click(f"li[data-cluster='{cluster}'] summary")
@@ -112,7 +134,7 @@ def levels(page: Any, selector: str) -> list[str | None]:
 
 def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: Any, tmp_path: Path) -> None:
     page_path = review_report(tmp_path / "report")
-    page = chromium.new_page()
+    page = chromium.new_context().new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(page_path.as_uri())
@@ -154,7 +176,7 @@ def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: An
     assert stored(page, "batch-review0001") == want
 
     # a reload finds them all, on every row that shows a marked pair
-    page.reload()
+    reload_once_stored(page)
     assert stored(page, "batch-review0001") == want
     assert levels(page, "#rv-near") == ["1", None, "0.25"]
     assert page.text_content("#rv-count") == "4 marked · 4 not exported yet"
@@ -164,8 +186,8 @@ def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: An
     page.wait_for_selector("#rv-marked tr.rv-row")
     assert sorted(levels(page, "#rv-marked")) == ["0", "0.25", "1", "1"]
 
-    # another report (another run id) has marks of its own
-    other = chromium.new_page()
+    # another report (another run id) has marks of its own, in the same browser storage as this one's
+    other = page.context.new_page()
     other.goto(review_report(tmp_path / "other", run_id="batch-review0002").as_uri())
     assert other.text_content("#rv-count") == "0 marked" and levels(other, "#rv-near") == [None] * 3
     other.close()
@@ -174,10 +196,10 @@ def test_marks_by_click_and_key_survive_a_reload_and_can_be_cleared(chromium: An
     page.once("dialog", lambda d: d.accept())
     page.click("#rv-clear")
     assert stored(page, "batch-review0001") == {} and levels(page, "#rv-near") == [None] * 3
-    page.reload()
+    reload_once_stored(page)
     assert page.text_content("#rv-count") == "0 marked"
     assert errors == []
-    page.close()
+    page.context.close()
 
 
 STORY = [
@@ -213,7 +235,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     story_pairs = shown[shown["id_a"].isin(["x1", "x2", "y1", "y2"])]
     assert sorted(zip(story_pairs["id_a"], story_pairs["id_b"], strict=True)) == [("x1", "x2"), ("y1", "y2")]
 
-    page = chromium.new_page(accept_downloads=True)
+    page = chromium.new_context(accept_downloads=True).new_page()
     page.goto((out / "index.html").as_uri())
     page.fill("#q", "Rotterdam")
     open_cluster(page, "c-y1")
@@ -233,7 +255,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     page.keyboard.press("0")
     page.locator("#rv-picked input.rv-note").fill('unrelated: "strike" ≠ <i>quote</i>')
     page.keyboard.press("Tab")
-    page.reload()
+    reload_once_stored(page)
     assert page.text_content("#rv-count") == "3 marked · 3 not exported yet"
 
     # the name is asked once, at the first export
@@ -244,7 +266,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     download.value.save_as(export)
     assert page.text_content("#rv-count") == "3 marked · 0 not exported yet"
     assert page.input_value("#rv-annotator") == 'Lin, "Desk" <3>'
-    page.close()
+    page.context.close()
 
     marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     assert list(marks.columns) == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS]
@@ -497,7 +519,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     page_path.write_text(
         render_html(pairs, clusters, RunRecord.from_dict(run), frame, near_misses=near), encoding="utf-8"
     )
-    page = chromium.new_page()
+    page = chromium.new_context().new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(page_path.as_uri())
@@ -537,7 +559,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     assert "split by your mark (preview)" in page.text_content("li[data-cluster='c-t0'] summary")
     assert page.locator("li[data-cluster='c-b0'] details").get_attribute("open") is not None  # kept open
     # kept over a reload (the marks are), and undone when the mark is cleared
-    page.reload()
+    reload_once_stored(page)
     assert sizes() == {"c-t0": "2 items", "c-b0": "2 items"}
     page.locator(
         "#rv-doubtful tr.rv-row button.rv-level[data-v='0']"
@@ -551,7 +573,7 @@ def test_a_not_the_same_story_mark_splits_its_cluster_in_the_page_at_once(
     page.locator("#rv-picked button.rv-level[data-v='0.75']").click()
     assert sizes() == {"c-t0": "2 items", "c-b0": "2 items"}
     assert errors == []
-    page.close()
+    page.context.close()
 
 
 def test_a_split_clusters_pieces_have_the_columns_the_clusters_table_gives_them(
