@@ -20,11 +20,14 @@ fi
 echo "style: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# NLSIM_TEST_WORKERS=N: the tests run in N pytest-xdist workers, a test module on one worker (its fixtures'
-# models are then trained once); each worker has its own test home, Prefect home and temporary folders,
-# and torch and faiss get the cores shared out among the workers (tests/conftest.py). One process by
-# default: on 2 cores, 2 workers took as long as one process (docs/measurements.md, "The test suite")
-workers=${NLSIM_TEST_WORKERS:-1}
+# The tests run in pytest-xdist workers, a test module on one worker (its fixtures' models are then trained
+# once); each worker has its own test home, Prefect home and temporary folders, and torch and faiss get the
+# cores shared out among the workers (tests/conftest.py). 2 workers where the machine has 2 cores or more:
+# on 2 cores the suite took 17.5 min in 2 workers against 27.5 min in one process, much of a process's
+# time being one thread's (imports, servers, subprocesses; docs/measurements.md, "The test suite").
+# NLSIM_TEST_WORKERS=N sets the number (1: one process, no workers)
+cores=$(nproc 2>/dev/null || echo 1)
+workers=${NLSIM_TEST_WORKERS:-$((cores >= 2 ? 2 : 1))}
 xdist=()
 if [ "$workers" != 1 ]; then
   xdist=(-n "$workers" --dist loadfile)
