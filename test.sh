@@ -6,6 +6,29 @@
 # CPU whose flags are already those, the first pass was that pass, and it is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")"
+# The tests run in pytest-xdist workers, a test module on one worker (its fixtures' models are then trained
+# once); each worker has its own test home, Prefect home and temporary folders, and torch and faiss get the
+# cores shared out among the workers (tests/conftest.py). 2 workers where the machine has 2 cores or more:
+# on 2 cores the suite took 16-17 min in 2 workers against 27.5 min in one process, much of a process's
+# time being one thread's (imports, servers, subprocesses; docs/measurements.md, "The test suite").
+# NLSIM_TEST_WORKERS=N sets the number (0 or 1: one process, no workers). Read before the set-up, so that a
+# bad value stops at once. One process too when the arguments debug (--pdb, --trace, -s: xdist's workers
+# take no debugger and pass no output through) or choose xdist's options themselves (-n, --dist, no:xdist)
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)  # nproc obeys OMP_NUM_THREADS
+[[ $cores =~ ^[0-9]+$ ]] || cores=1
+workers=${NLSIM_TEST_WORKERS:-$((cores >= 2 ? 2 : 1))}
+workers=${workers// /}
+if ! [[ $workers =~ ^[0-9]+$ ]]; then
+  echo "test.sh: NLSIM_TEST_WORKERS='${NLSIM_TEST_WORKERS:-}' is not a number of workers (1: one process)" >&2
+  exit 2
+fi
+workers=$((10#$workers))
+for arg in "$@"; do
+  case $arg in
+    --pdb | --trace | -s | -s[a-zA-Z]* | --capture=no | -n | -n?* | --numprocesses* | --dist* | *no:xdist)
+      workers=1 ;;
+  esac
+done
 bash scripts/setup.sh --all-bytecode  # the tests also read what the main job does not (Prefect's server)
 bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
@@ -20,16 +43,8 @@ fi
 echo "style: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# The tests run in pytest-xdist workers, a test module on one worker (its fixtures' models are then trained
-# once); each worker has its own test home, Prefect home and temporary folders, and torch and faiss get the
-# cores shared out among the workers (tests/conftest.py). 2 workers where the machine has 2 cores or more:
-# on 2 cores the suite took 17.5 min in 2 workers against 27.5 min in one process, much of a process's
-# time being one thread's (imports, servers, subprocesses; docs/measurements.md, "The test suite").
-# NLSIM_TEST_WORKERS=N sets the number (1: one process, no workers)
-cores=$(nproc 2>/dev/null || echo 1)
-workers=${NLSIM_TEST_WORKERS:-$((cores >= 2 ? 2 : 1))}
 xdist=()
-if [ "$workers" != 1 ]; then
+if [ "$workers" -gt 1 ]; then
   xdist=(-n "$workers" --dist loadfile)
 fi
 if [ $# -gt 0 ]; then

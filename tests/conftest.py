@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-if "PREFECT_HOME" not in os.environ:  # made here, removed when the session ends
-    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="nlsim-prefect-home-")
+# made here, removed when the session ends; a pytest-xdist worker makes its own rather than take the one the
+# controlling process made (and passed down in the environment)
+MADE_HOME = "NLSIM_TEST_MADE_PREFECT_HOME"
+if "PREFECT_HOME" not in os.environ or os.environ.get(MADE_HOME) == os.environ["PREFECT_HOME"]:
+    os.environ["PREFECT_HOME"] = os.environ[MADE_HOME] = tempfile.mkdtemp(prefix="nlsim-prefect-home-")
     atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")

@@ -101,12 +101,14 @@ STORAGE = "JSON.stringify(Object.keys(localStorage).sort().map(k => [k, localSto
 def reload_once_stored(page: Any) -> None:
     """Reload ``page`` once what its localStorage holds can be read from another page of its origin.
 
-    Chromium applies a page's localStorage writes at once in the page's own process and hands them to the
-    browser process after; a reload that starts a new renderer can read the storage before the last writes
-    arrive (seen once with two pytest-xdist workers: the four marks made just before the reload were
-    gone). An editor does not reload within milliseconds of a click; this waits as the editor does, and
-    fails if the marks never reach the browser's storage. ``page`` comes from ``browser.new_context()``
-    (a page from ``browser.new_page()`` owns its context, which then opens no other page)."""
+    Chromium applies a page's localStorage writes at once in the page's renderer and hands them to the
+    browser process after. A page that reads the storage through another renderer can come before the last
+    writes (the likely cause of a failure seen once with two pytest-xdist workers: the four marks made just
+    before the reload were gone after it). The probe page has a renderer of its own, so it reads what the
+    browser holds. An editor does not reload within milliseconds of a click; this waits as the editor
+    does, and fails if the marks never reach the browser's storage. ``page`` comes from
+    ``browser.new_context()`` (a page from ``browser.new_page()`` owns its context, which then opens no
+    other page)."""
     held = page.evaluate(STORAGE)
     probe = page.context.new_page()  # the same origin in a page (a renderer) of its own, in the same context
     try:
