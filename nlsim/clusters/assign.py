@@ -208,7 +208,10 @@ def assign_groups(
         return regroup(previous, anchors, keys, pairs=spanning, new_ids=new_set)
     group_of = {m: name for name, g in members.items() for m in g}
     old_members = _members(previous)
-    if all(len({group_of.get(m) for m in ms}) == 1 for ms in old_members.values() if len(ms) > 1):
+    # an old cluster none of whose kept members a group holds (a verdict that joined them no longer acts)
+    # is no longer together: not a case of groups that only grow
+    together = ({group_of.get(m) for m in ms} for ms in old_members.values() if len(ms) > 1)
+    if all(len(g) == 1 and None not in g for g in together):
         return update_clusters(previous, anchors, keys, new_ids=new_set, pairs=spanning)
     kept = {c: ms for c, ms in old_members.items() if len(ms) == 1 and ms[0] not in group_of}
     name_of, out_anchors = _name_by_claims(members, previous, anchors, keys, new_set, apart)

@@ -21,6 +21,7 @@ from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import load_calibration
 from nlsim.io.ownership import (
+    check_claimable,
     check_outputs_apart,
     check_replaceable,
     check_writable,
@@ -57,18 +58,20 @@ def check_run_paths(config: DedupConfig) -> None:
     if ms.calibration is not None and ms.threshold is None:  # its threshold is checked on load
         if load_calibration(ms.calibration) is None:
             raise ConfigError(f"--calibration {ms.calibration}: file not found")
+    kind = "daily-report" if state.folder else "report"
+    check_claimable(report.out, kind, what="--out")  # before the state is claimed: a refusal writes nothing
+    latest = Path(report.out) / LATEST
+    if state.folder and latest.exists() and not latest.is_symlink():
+        found = "folder" if latest.is_dir() else "file"
+        raise ConfigError(
+            f"--out {latest} is a {found}, not the link nlsim keeps to the latest report (a copy or a backup "
+            f"may have made it one); move it away (every report is under {Path(report.out) / RUNS_DIR}), "
+            "then run again"
+        )
     if state.folder:
         claim_state(state.folder, rebuild=state.rebuild)
         if not state.rebuild:
             read_manifest(state.folder)  # an unreadable or edited manifest is refused now (its files later)
-    claim_folder(report.out, "daily-report" if state.folder else "report", what="--out")
+    claim_folder(report.out, kind, what="--out")
     if not state.folder:  # a batch report replaces its files (a daily run's folder: before its commit)
         check_report_replaceable(report.out)
-    latest = Path(report.out) / LATEST
-    if state.folder and latest.exists() and not latest.is_symlink():
-        kind = "folder" if latest.is_dir() else "file"
-        raise ConfigError(
-            f"--out {latest} is a {kind}, not the link nlsim keeps to the latest report (a copy or a backup "
-            f"may have made it one); move it away (every report is under {Path(report.out) / RUNS_DIR}), "
-            "then run again"
-        )

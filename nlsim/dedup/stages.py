@@ -953,8 +953,9 @@ def judge(
 
 
 def report_frame(clustering: Clustering, missed: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The items a report shows (members of its clusters, ends of its pairs and of its near misses)."""
-    tables = (clustering.report_clusters, clustering.window_clusters)
+    """The items a report shows (members of its clusters and of its topic groups, ends of its pairs and of
+    its near misses)."""
+    tables = (clustering.report_clusters, clustering.window_clusters, clustering.report_topics)
     members = {m for t in tables for ms in t["member_ids"] for m in ms}
     ends = set(clustering.report_pairs["id_a"]) | set(clustering.report_pairs["id_b"])
     if missed is not None and len(missed):

@@ -112,6 +112,15 @@ def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") 
         raise OutputError(f"{what} {typed} cannot be written: {exc.strerror or exc}") from exc
 
 
+def check_claimable(folder: str | Path, kind: str, *, what: str = "output folder") -> None:
+    """Refuse ``folder`` as :func:`claim_folder` would, writing nothing (a run checks every output before
+    it makes any)."""
+    typed = Path(folder)
+    if typed.is_symlink() and not typed.exists():
+        raise ConfigError(f"{what} {typed} is a broken symbolic link")
+    _check_claimable(resolved(typed), kind, what, typed)
+
+
 def resolved(path: str | Path) -> Path:
     """Where ``path`` leads: absolute, links followed, ``..`` taken after them (a ``..`` behind a folder that
     does not exist yet leads where it will once that folder is made). Every output is checked there."""

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import html as html_lib
 from typing import Any
 
 import pandas as pd
@@ -43,17 +42,19 @@ HEADLINE = (
 
 
 def md_cell(value: Any) -> str:
-    """A Markdown table cell: one line, pipes escaped, no raw HTML.
+    """A Markdown table cell: one line, pipes escaped, no raw HTML (``&`` and ``<`` as entities; ``>``, which
+    opens no tag inside a line, stays as it reads).
 
-    >>> md_cell("a | <b>\\nc")
-    'a \\\\| &lt;b&gt; c'
+    >>> md_cell("a | <b>\\nc >= 1 & d")
+    'a \\\\| &lt;b> c >= 1 &amp; d'
     """
     text = " ".join(str(value).split())
-    return html_lib.escape(text, quote=False).replace("|", "\\|")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
 
 
 def _settings(record: RunRecord) -> list[str]:
     lines = [f"- {key.replace('_', ' ')}: {md_cell(v)}" for key, v in _headline(record) if v is not None]
+    lines.append(f"- time zone: {md_cell(record.timezone)} (the report's days and times)")
     if record.daily:
         lines.append(f"- retention: {md_cell(record.retention_days)} days, as of {md_cell(record.as_of)}")
     if record.window_hours is not None:
@@ -93,6 +94,8 @@ def render_markdown(
         lines.append(f"- report: `{md_cell(report_dir)}`")
     if replayed:
         lines.append("- this input was already committed; its stored report was written again")
+    if record.messages:  # what the run told its user (times read in --timezone, columns not read, ...)
+        lines += ["", "## Messages", ""] + [f"- {md_cell(m)}" for m in record.messages]
     counts = record.counts.as_dict()
     if counts:
         lines += ["", "| count | value |", "|---|---:|"]

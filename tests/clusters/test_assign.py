@@ -160,3 +160,18 @@ def test_a_verdict_that_splits_a_cluster_leaves_the_id_to_the_larger_piece() -> 
         ["c-a", "regrouped"],
         ["c-b", "regrouped"],  # split off c-a: its items were reported there, it is no new story
     ]
+
+
+def test_a_cluster_whose_members_no_group_holds_any_more_dissolves_as_in_a_batch_run() -> None:
+    """c-a held a and b only through an editor's "same story" (no link joins them); once that verdict stops
+    acting (one item's text changed), the rule leaves both alone. The cluster is reported dissolved, as a
+    batch run over the same items would have no cluster; a group elsewhere does not keep it either."""
+    keys = _keys({"a": 1, "b": 2, "c": 3, "d": 4})
+    d1 = assign_groups({}, {}, keys, groups=[["a", "b"]], new_ids=["a", "b"])
+    for groups in ([], [["c", "d"]]):
+        d2 = assign_groups(
+            d1.assignment, d1.anchors, keys, groups=groups, new_ids=["a", "c", "d"][: 1 + 2 * len(groups)]
+        )
+        assert "a" not in d2.assignment and "b" not in d2.assignment
+        assert d2.dissolved == {"c-a": ["a", "b"]}
+        assert ["c-a", "dissolved"] in d2.events[["cluster_id", "status"]].values.tolist()

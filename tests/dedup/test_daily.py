@@ -1004,3 +1004,42 @@ def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     assert two.stats.editors is not None and two.stats.editors.text_changed == [["a", "c"]]
     assert "another text than an item of theirs carries now (a/c)" in caplog.text
     assert len(open_state(state).verdicts) == 1  # kept: it acts again if an editor's text comes back
+
+
+def test_a_story_joined_only_by_a_verdict_dissolves_once_the_verdict_stops_acting(tmp_path: Path) -> None:
+    """Day 1: the editors say a and e are the same story; no link joins them, the verdict makes the cluster.
+    Day 2 brings e again with another title: the verdict was given on e's old text and stops acting, so the
+    cluster dissolves (the state keeps no story the rule does not make), as a batch run over the same items
+    and verdicts has none."""
+    from nlsim.annotation.merge import merge_annotations
+
+    first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
+    days = [first, {"e": "omicron pi rho sigma tau"}]
+    for n, titles in enumerate(days, start=1):
+        pd.DataFrame(
+            {
+                "id": list(titles),
+                "title": list(titles.values()),
+                "source": "wire",
+                "published_at": [T + pd.Timedelta(days=n, hours=h) for h in range(len(titles))],
+            }
+        ).to_parquet(tmp_path / f"day{n}.parquet", index=False)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
+    marks = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {"id_a": ["a"], "id_b": ["e"], "text_a": [first["a"]], "text_b": [first["e"]], "score": ["1"]}
+    ).to_csv(marks, index=False)
+    merge_annotations(marks, pairs, log=lambda _: None)
+    enc, state = HashEncoder(), tmp_path / "state"
+    kw = {"annotated_pairs": str(pairs)}
+    run_daily(_config(tmp_path / "day1.parquet", tmp_path / "out", **kw), state, encoder=enc)
+    assert state_assignment(state) == {"a": "c-a", "e": "c-a"}  # joined by the verdict alone
+    two = run_daily(_config(tmp_path / "day2.parquet", tmp_path / "out", **kw), state, encoder=enc)
+    assert two.stats.editors is not None and two.stats.editors.text_changed == [["a", "e"]]
+    assert state_assignment(state) == {}
+    assert two.stats.counts.clusters_dissolved == 1
+    final = pd.concat([pd.read_parquet(tmp_path / f"day{n}.parquet") for n in (1, 2)])
+    final.drop_duplicates("id", keep="last").to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=enc)
+    assert batch_assignment(batch.clusters) == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,21 @@ def test_a_batch_report_holds_stories_and_the_topic_around_them(tmp_path: Path) 
     assert "topics" in pd.read_excel(out / "report.xlsx", sheet_name=None)
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert (run["counts"]["topics"], run["counts"]["topic_items"]) == (1, 5)
+    # the page shows every item of a topic group with its title, the single item x too (no near miss
+    # shows it here), and the day's summary names the topic by its representative's title
+    run_dedup(_config(tmp_path / "news.parquet", tmp_path / "bare", near_misses=0), encoder=HashEncoder())
+    page = (tmp_path / "bare" / "index.html").read_text(encoding="utf-8")
+    data = json.loads(
+        re.search(r"<script id='nlsim-data' type='application/json'>(.*?)</script>", page, re.S)[1]
+    )
+    titles = {item["id"]: item["title"] for item in data["items"]}
+    assert titles["x"] == "exam 2010 sitting venues announced"
+    assert (
+        titles[data["items"][data["topics"][0]["representative"]]["id"]]
+        == "exam 2010 sitting registration opens monday"
+    )
+    brief = re.search(r"class='brief-topic'[^>]*>(.*?)</a>", page)
+    assert brief and re.sub(r"<[^>]+>", "", brief[1]) == "exam 2010 sitting registration opens monday"
     assert result.stats.counts.clusters == 2
     # without topic groups: the same stories, no topic
     plain = run_dedup(

@@ -798,18 +798,22 @@ def test_folder_or_link_loop_as_corpus(tmp_path: Path, corpus: str, words: str) 
     refused(proc, 1, f"{corpus}: {words}")
 
 
-@pytest.mark.parametrize("out", ["news.csv", "afile/rep", "ro/rep"])
-def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, out: str) -> None:
+@pytest.mark.parametrize("daily", [False, True], ids=["batch", "daily"])
+@pytest.mark.parametrize("out", ["news.csv", "afile/rep", "ro/rep", "afile", "mine"])
+def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, out: str, daily: bool) -> None:
     news(tmp_path)
     (tmp_path / "afile").write_text("a file, not a folder")
+    news(tmp_path / "mine", "notes.csv")  # a folder of the user's
     if out.startswith("ro/"):
         if os.geteuid() == 0:
             pytest.skip("root writes into read-only folders")
         (tmp_path / "ro").mkdir(mode=0o555)
     before = snapshot(tmp_path)
-    proc = nlsim("dedup", "--corpus", "news.csv", "--out", out, *DEDUP, cwd=tmp_path)
-    # the corpus as --out is a usage error (2); a folder that cannot be made is a runtime failure (1)
-    refused(proc, 2 if out == "news.csv" else 1, "--out")
+    state = ["--state", "st"] if daily else []  # a daily run: no state folder is made for a refused --out
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", out, *state, *DEDUP, cwd=tmp_path)
+    # the corpus, a file or a folder of the user's as --out is a usage error (2); a folder that cannot be
+    # made is a runtime failure (1)
+    refused(proc, 1 if "/" in out else 2, "--out")
     assert "model " not in proc.stderr and "embed" not in proc.stderr  # before the model was even loaded
     assert snapshot(tmp_path) == before
 

@@ -42,6 +42,29 @@ def test_one_summary_holds_the_figures_counts_stage_times_and_largest_clusters()
     # the largest clusters: the clusters table's summary columns, as the flow's table artifact has them
     assert "| cluster | topic | status | size | representative | added | max score |" in lines
     assert "| c-a |  | new | 2 | Flood \\| north | a, b | 0.93 |" in lines
+    assert "- time zone: UTC (the report's days and times)" in lines and "## Messages" not in lines
+
+
+def test_the_summary_names_the_time_zone_and_what_the_run_told_its_user() -> None:
+    pairs, clusters = _clusters()
+    log = RunLog()
+    log.say("news.csv: 7 of 21 published_at times have no offset: read as Asia/Taipei time (--timezone)")
+    record = RunRecord(
+        model="m",
+        threshold=0.9,
+        timezone="Asia/Taipei",
+        counts=Counts(items_in=21),
+        threshold_source="threshold 0.9 calibrated for level >= 1.0 (<b>)",
+    ).timed(log)
+    lines = render_markdown(pairs, clusters, record).splitlines()
+    assert "- time zone: Asia/Taipei (the report's days and times)" in lines
+    assert (
+        "- news.csv: 7 of 21 published_at times have no offset: read as Asia/Taipei time (--timezone)"
+        in lines
+    )
+    assert lines.index("## Messages") < lines.index("| count | value |")
+    # Markdown that reads as it renders: ">=" kept, "<" an entity (no raw HTML)
+    assert "- threshold source: threshold 0.9 calibrated for level >= 1.0 (&lt;b>)" in lines
 
 
 def test_a_run_record_is_built_once_and_never_changed() -> None:
