@@ -410,7 +410,13 @@ def _regroup_events(
             status = "merged"
         else:
             status = "grown"
-        added = sorted(i for i in now - before if i in new_ids or i not in previous or previous[i] != cid)
+        if status == "regrouped" and not before:  # a piece split off: its items were reported in a cluster
+            # of before, so only today's items and those that were in none joined it
+            added = sorted(
+                i for i in now if i in new_ids or len(old_members.get(previous.get(i, ""), ())) < 2
+            )
+        else:
+            added = sorted(i for i in now - before if i in new_ids or i not in previous or previous[i] != cid)
         events.append({"cluster_id": cid, "status": status, "added": added, "absorbed": absorbed})
     return events
 

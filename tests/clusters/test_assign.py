@@ -160,6 +160,8 @@ def test_a_verdict_that_splits_a_cluster_leaves_the_id_to_the_larger_piece() -> 
         ["c-a", "regrouped"],
         ["c-b", "regrouped"],  # split off c-a: its items were reported there, it is no new story
     ]
+    added = dict(zip(d2.events["cluster_id"], d2.events["added"].map(list), strict=True))
+    assert added == {"c-a": [], "c-b": []}  # no item joined either piece: both were in c-a
 
 
 def test_a_cluster_whose_members_no_group_holds_any_more_dissolves_as_in_a_batch_run() -> None:
