@@ -36,6 +36,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from flows.ephemeral import api_failure
+
 NAME = "nlsim-failed-runs"
 FAILED_EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed")
 RUN = "flow_run.name"
@@ -189,6 +191,18 @@ def main(argv: list[str] | None = None) -> int:
             "set PREFECT_API_URL to the server the deployments run on (an alert on Prefect's temporary "
             "server would go with it)"
         )
+    try:
+        return _act(args, parser)
+    except Exception as exc:
+        line = api_failure(exc)
+        if line is None:
+            raise
+        print(f"{parser.prog}: error: {line}", file=sys.stderr)
+        return 1
+
+
+def _act(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """What ``main`` was asked: list, remove, or create or update the automation."""
     if args.list:
         found = existing(args.name)
         print("\n".join(describe(a) for a in found) if found else f"no automation called {args.name}")

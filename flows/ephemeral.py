@@ -74,3 +74,54 @@ def startup_failure(exc: BaseException, environ: MutableMapping[str, str] = os.e
         "start one (prefect server start --host 127.0.0.1 --port 4200) and set "
         f"PREFECT_API_URL=http://127.0.0.1:4200/api, or give {SETTING} more seconds"
     )
+
+
+UNREACHABLE = "Failed to reach API at"
+"""How Prefect's client begins the error it raises when the server ``PREFECT_API_URL`` names does not
+answer."""
+CONNECT_ERRORS = frozenset({"ConnectError", "ConnectTimeout"})
+"""httpx's errors for a server that does not answer (named: this module imports neither httpx nor prefect)."""
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc``, its causes and contexts, and the members of exception groups among them."""
+    out: list[BaseException] = []
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if any(e is seen for seen in out):
+            continue
+        out.append(e)
+        todo += [c for c in (e.__cause__, e.__context__) if c is not None]
+        todo += list(getattr(e, "exceptions", ()))
+    return out
+
+
+def unreachable_api(exc: BaseException, environ: MutableMapping[str, str] = os.environ) -> str | None:
+    """The one line to say when ``exc`` is a Prefect API server that does not answer (``PREFECT_API_URL``
+    set before the server is up, or to a wrong port), else ``None``.
+
+    Example:
+        >>> unreachable_api(RuntimeError("Failed to reach API at http://127.0.0.1:9/api/"),
+        ...                 {"PREFECT_API_URL": "http://127.0.0.1:9/api"})[:60]
+        'the Prefect API at http://127.0.0.1:9/api does not answer: s'
+        >>> unreachable_api(ValueError("another")) is None
+        True
+    """
+    for e in _causes(exc):
+        if (isinstance(e, RuntimeError) and str(e).startswith(UNREACHABLE)) or type(
+            e
+        ).__name__ in CONNECT_ERRORS:
+            url = environ.get("PREFECT_API_URL") or "the profile's PREFECT_API_URL"
+            return (
+                f"the Prefect API at {url} does not answer: start the server (prefect server start --host "
+                "127.0.0.1 --port 4200) and run again, or unset PREFECT_API_URL for a run on a temporary "
+                "server"
+            )
+    return None
+
+
+def api_failure(exc: BaseException, environ: MutableMapping[str, str] = os.environ) -> str | None:
+    """The one line for a Prefect server that cannot be reached or started (:func:`unreachable_api`,
+    :func:`startup_failure`), else ``None``: the error is another's and goes on."""
+    return startup_failure(exc, environ) or unreachable_api(exc, environ)

@@ -31,7 +31,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.ephemeral import startup_failure
+from flows.ephemeral import api_failure
 from nlsim import progress
 from nlsim.commands.options import config_from_args
 from nlsim.errors import ConfigError, NlsimError
@@ -221,8 +221,8 @@ def run_from_command_line(
         parser.error(str(exc))
     try:
         state = flow_(**params, return_state=True)
-    except RuntimeError as exc:
-        line = startup_failure(exc)
+    except Exception as exc:
+        line = api_failure(exc)
         if line is None:
             raise
         print(f"{prog}: error: {line}", file=sys.stderr)

@@ -29,18 +29,35 @@ from typing import Any
 
 import yaml
 
+from flows.ephemeral import api_failure
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FILE = ROOT / "prefect.yaml"
 
 
+class SpecError(ValueError):
+    """A ``prefect.yaml`` that cannot be read or holds a deployment entry serve cannot use."""
+
+
 def load_specs(path: str | Path = DEFAULT_FILE) -> list[dict[str, Any]]:
-    """The ``deployments`` entries of a ``prefect.yaml``."""
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    specs = data.get("deployments") or []
+    """The ``deployments`` entries of a ``prefect.yaml`` (a :class:`SpecError` naming the file otherwise)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise SpecError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot be read: {exc}") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise SpecError(f"{path}: not valid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
+    specs = data.get("deployments") if isinstance(data, dict) else None
+    if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
+        raise SpecError(f"{path}: no list of deployment entries under 'deployments'")
     for spec in specs:
         for key in ("name", "entrypoint"):
             if not spec.get(key):
-                raise ValueError(f"{path}: a deployment lacks {key!r}: {spec}")
+                raise SpecError(f"{path}: a deployment lacks {key!r}: {spec}")
     return specs
 
 
@@ -150,11 +167,22 @@ def main(argv: list[str] | None = None) -> int:
         "--list", action="store_true", help="print the deployments and their schedules, then exit"
     )
     args = parser.parse_args(argv)
-    specs = load_specs(args.file)
+    try:
+        specs = load_specs(args.file)
+    except SpecError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     if args.list:
-        for spec in specs:
-            if args.only and f"{flow_name(spec)}/{spec['name']}" not in args.only:
-                continue
+        listed = [
+            s for s in specs if not args.only or {f"{flow_name(s)}/{s['name']}", s["name"]} & set(args.only)
+        ]
+        if args.only and not listed:
+            print(
+                f"{parser.prog}: error: no deployment named {', '.join(args.only)} in the file",
+                file=sys.stderr,
+            )
+            return 1
+        for spec in listed:
             sched = (
                 "; ".join(
                     f"cron {s['cron']} ({s.get('timezone', 'UTC')})"
@@ -169,7 +197,14 @@ def main(argv: list[str] | None = None) -> int:
 
     deployments = build_deployments(specs, args.only)
     print("serving " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
-    serve(*deployments)
+    try:
+        serve(*deployments)
+    except Exception as exc:
+        line = api_failure(exc)
+        if line is None:
+            raise
+        print(f"{parser.prog}: error: {line}", file=sys.stderr)
+        return 1
     return 0
 
 

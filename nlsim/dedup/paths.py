@@ -29,6 +29,7 @@ from nlsim.io.ownership import (
     is_quarantine_file,
 )
 from nlsim.io.report_folder import check_report_replaceable
+from nlsim.io.tables import check_input_file
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.report.files import LATEST, RUNS_DIR
 
@@ -55,6 +56,9 @@ def check_run_paths(config: DedupConfig) -> None:
             check_writable(path, what=name)
     if source.quarantine:
         check_replaceable(source.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
+    for name in ("--judge-pairs", "--annotated-pairs"):  # read after the model loads: checked now
+        if inputs[name]:
+            check_input_file(inputs[name])
     if ms.calibration is not None and ms.threshold is None:  # its threshold is checked on load
         if load_calibration(ms.calibration) is None:
             raise ConfigError(f"--calibration {ms.calibration}: file not found")

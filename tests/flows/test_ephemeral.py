@@ -72,3 +72,79 @@ def test_a_temporary_server_that_does_not_answer_ends_the_command_in_one_line(tm
         f"set PREFECT_API_URL=http://127.0.0.1:4200/api, or give {SETTING} more seconds"
     ], proc.stderr[-3000:]
     assert not (tmp_path / "out").exists()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound, then closed: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["flows.dedup", "--corpus", "news.csv", "--out", "out", "--model", "paraphrase-MiniLM-L3-v2"]
+        + ["--convert", "none", "--threshold", "0.9"],
+        ["flows.serve", "--only", "news-dedup/daily"],
+        ["flows.alerts", "--list"],
+    ],
+    ids=["dedup", "serve", "alerts"],
+)
+def test_a_server_that_is_not_up_ends_the_command_in_one_line(tmp_path: Path, command: list[str]) -> None:
+    """PREFECT_API_URL exported before the server is started (the README's terminals 2 and 3 before
+    terminal 1): one line naming the URL and what to do, exit 1, no traceback and no report."""
+    (tmp_path / "news.csv").write_text("id,title\na,Storm hits the coast\nb,Storm hits the coast today\n")
+    url = f"http://127.0.0.1:{_free_port()}/api"
+    proc = subprocess.run(
+        [sys.executable, "-m", *command],
+        env=clean_env(tmp_path / "home", PREFECT_API_URL=url),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if ": error: " in line]
+    assert errors == [
+        f"python -m {command[0]}: error: the Prefect API at {url} does not answer: start the server (prefect "
+        "server start --host 127.0.0.1 --port 4200) and run again, or unset PREFECT_API_URL for a run on a "
+        "temporary server"
+    ], proc.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "words"),
+    [
+        (None, 2, "file not found"),
+        ("deployments: [\n", 2, "not valid YAML (line 2)"),
+        ("deployments: 3\n", 2, "no list of deployment entries under 'deployments'"),
+        (
+            "deployments:\n- name: daily\n  entrypoint: flows/dedup.py:news_dedup\n",
+            1,
+            "no deployment named x/y",
+        ),
+    ],
+    ids=["missing", "broken", "not-a-list", "unknown-name"],
+)
+def test_serve_list_refuses_a_file_it_cannot_read_in_one_line(
+    tmp_path: Path, text: str | None, code: int, words: str
+) -> None:
+    path = tmp_path / "prefect.yaml"
+    if text is not None:
+        path.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.serve", "--list", "--file", str(path), "--only", "x/y"],
+        env=clean_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == code, proc.stderr[-3000:]
+    assert proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr

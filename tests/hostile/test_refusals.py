@@ -798,6 +798,16 @@ def test_folder_or_link_loop_as_corpus(tmp_path: Path, corpus: str, words: str) 
     refused(proc, 1, f"{corpus}: {words}")
 
 
+@pytest.mark.parametrize("option", ["--judge-pairs", "--annotated-pairs"])
+def test_a_missing_pair_file_is_refused_before_the_model_loads(tmp_path: Path, option: str) -> None:
+    news(tmp_path)
+    before = snapshot(tmp_path)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", option, "gone.tsv", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, "gone.tsv: file not found")
+    assert "model " not in proc.stderr and "embed" not in proc.stderr
+    assert snapshot(tmp_path) == before  # no report folder made
+
+
 @pytest.mark.parametrize("daily", [False, True], ids=["batch", "daily"])
 @pytest.mark.parametrize("out", ["news.csv", "afile/rep", "ro/rep", "afile", "mine"])
 def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path, out: str, daily: bool) -> None:
