@@ -87,8 +87,9 @@ def markdown(payload: dict[str, Any]) -> str:
     oracle = [max(r["f1"] for r in run["rows"]) for run in payload["runs"]]
     lines += [
         "",
-        f"Spread (highest less lowest) at the calibrated thresholds: {max(calibrated) - min(calibrated):.3f}; "
-        f"at each training's best offset: {max(oracle) - min(oracle):.3f}.",
+        "Spread (highest less lowest) at the calibrated thresholds: "
+        f"{max(calibrated) - min(calibrated):.3f}; at each training's best offset: "
+        f"{max(oracle) - min(oracle):.3f}.",
         "",
         "| training | offset | threshold | P | R | F1 | judged in 5+ | 5+ purity |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -137,9 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     for store in args.model_store:
         model = model_of(store)
         if model.threshold + min(offsets) < args.floor:
-            ap.error(f"{store}: threshold {model.threshold:.4f} {min(offsets):+} is below --floor {args.floor}")
+            ap.error(
+                f"{store}: threshold {model.threshold:.4f}{min(offsets):+} is below --floor {args.floor}"
+            )
         rows = sweep(model, floor_scores(model, args.floor), offsets)
-        runs.append({"store": str(store), "version": model.version, "threshold": model.threshold, "rows": rows})
+        run = {"store": str(store), "version": model.version, "threshold": model.threshold, "rows": rows}
+        runs.append(run)
         print(f"{model.version}: F1 {[r['f1'] for r in rows]}", flush=True)
     payload = {"machine": machine(), "floor": args.floor, "runs": runs}
     out = RESULTS / f"story_threshold{'_' + args.tag if args.tag else ''}"
