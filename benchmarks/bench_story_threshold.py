@@ -66,7 +66,7 @@ def parse_offsets(text: str) -> list[float]:
     """``lo:hi:step`` (both ends included) or a comma list."""
     if ":" in text:
         lo, hi, step = (float(x) for x in text.split(":"))
-        return [round(float(x), 4) for x in np.arange(lo, hi + step / 2, step)]
+        return [round(float(x), 4) + 0.0 for x in np.arange(lo, hi + step / 2, step)]  # no -0.0
     return [float(x) for x in text.split(",")]
 
 

@@ -77,6 +77,7 @@ from nlsim.io.model_store import ModelStore
 from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
 from nlsim.io.pairs import load_pairs
 from nlsim.io.report_folder import check_report_replaceable
+from nlsim.io.tables import check_input_file
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
@@ -568,9 +569,8 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     check_outputs_apart(
         inputs, {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
     )
-    for name, path in (("--pairs", cfg.pairs), ("--corpus", cfg.input.corpus_path)):
-        if not Path(path).is_file():
-            raise ConfigError(f"{name} {path}: no such file")
+    for path in (cfg.pairs, cfg.input.corpus_path):  # a missing input: exit 1, as every command says it
+        check_input_file(path)
     check_writable(cfg.model_store, what="--model-store")
     ModelStore(cfg.model_store).claim()
     if cfg.make_report:

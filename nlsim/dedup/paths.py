@@ -19,7 +19,7 @@ from pathlib import Path
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
-from nlsim.evaluation.calibration import load_calibration
+from nlsim.evaluation.calibration import CALIBRATION_JSON, load_calibration
 from nlsim.io.ownership import (
     check_claimable,
     check_outputs_apart,
@@ -60,8 +60,10 @@ def check_run_paths(config: DedupConfig) -> None:
         if inputs[name]:
             check_input_file(inputs[name])
     if ms.calibration is not None and ms.threshold is None:  # its threshold is checked on load
+        if not Path(ms.calibration).is_dir():  # a model folder holds calibration.json
+            check_input_file(ms.calibration)
         if load_calibration(ms.calibration) is None:
-            raise ConfigError(f"--calibration {ms.calibration}: file not found")
+            raise ConfigError(f"--calibration {ms.calibration}: a folder without {CALIBRATION_JSON}")
     kind = "daily-report" if state.folder else "report"
     check_claimable(report.out, kind, what="--out")  # before the state is claimed: a refusal writes nothing
     latest = Path(report.out) / LATEST
