@@ -62,8 +62,9 @@ TS = pa.timestamp("us", tz="UTC")
 FORMATS = ("text", "link", "number", "integer", "flag", "time", "list")
 """Spreadsheet formats (and how the page shows a value): ``text`` (kept as text, never a formula), ``link``
 (text; on the page only an absolute http(s) URL), ``number`` (a score; rounded to 4 decimals on the
-page), ``integer``, ``flag`` (true/false), ``time`` (``YYYY-MM-DD HH:MM:SS+0000`` in a spreadsheet,
-``YYYY-MM-DD HH:MM`` UTC on the page), ``list`` (comma separated in a spreadsheet)."""
+page), ``integer``, ``flag`` (true/false), ``time`` (ISO 8601 with the offset of the run's time zone in a
+spreadsheet, ``2024-08-01T16:00:00+08:00``, as ``stories.json`` has it; ``YYYY-MM-DD HH:MM`` in the run's
+time zone on the page), ``list`` (comma separated in a spreadsheet)."""
 REDUCE = ("representative", "all", "added", "distinct", "min", "max", "mean", "weakest")
 """How a ``clusters`` column is made from its cluster (``Column.reduce``): of the members' values of its
 ``item.<column>`` source, ``representative`` (the representative's), ``all`` (every member's, earliest
@@ -73,7 +74,6 @@ links inside the cluster (``source="score"``), ``max``, ``mean`` and ``weakest``
 strongest spanning tree: the link the cluster hangs on). Computed by :mod:`nlsim.clusters.table`."""
 SCORE_REDUCE = ("max", "mean", "weakest")
 """The reductions of a column of ``source="score"``."""
-SHEET_TIME = "%Y-%m-%d %H:%M:%S%z"
 PAGE_TIME = "%Y-%m-%d %H:%M"
 
 
@@ -350,15 +350,26 @@ def _sheet_list(v: Any) -> str:
     return "" if v is None or (isinstance(v, float) and np.isnan(v)) else ", ".join(map(str, v))
 
 
-def sheet_frame(frame: pd.DataFrame, spec: Table) -> pd.DataFrame:
+def sheet_time(values: pd.Series, zone: str = "UTC") -> pd.Series:
+    """Times as a spreadsheet's text: ISO 8601 to the second with ``zone``'s offset ('' for none).
+
+    >>> sheet_time(pd.Series(["2024-08-01T08:00Z", None]), "Asia/Taipei").tolist()
+    ['2024-08-01T16:00:00+08:00', '']
+    """
+    times = pd.to_datetime(values, utc=True).dt.tz_convert(zone)
+    return times.map(lambda t: "" if pd.isna(t) else t.isoformat(timespec="seconds")).astype(object)
+
+
+def sheet_frame(frame: pd.DataFrame, spec: Table, zone: str = "UTC") -> pd.DataFrame:
     """``frame`` as a spreadsheet's cells (``pairs.csv``, ``members.csv``, ``report.xlsx``): the table's
-    columns in order (missing ones empty), times as text, lists comma separated; text stays text (the
-    writers keep it from being read as a formula, :mod:`nlsim.report.spreadsheet`)."""
+    columns in order (missing ones empty), times as text in ``zone`` (:func:`sheet_time`), lists comma
+    separated; text stays text (the writers keep it from being read as a formula,
+    :mod:`nlsim.report.spreadsheet`)."""
     out = pd.DataFrame(index=frame.index)
     for c in spec.columns:
         col = frame[c.name] if c.name in frame else pd.Series([None] * len(frame), index=frame.index)
         if c.format == "time":
-            col = pd.to_datetime(col, utc=True).dt.strftime(SHEET_TIME).fillna("")
+            col = sheet_time(col, zone)
         elif c.format == "list":
             col = col.map(_sheet_list)
         out[c.name] = col

@@ -282,7 +282,7 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(
-                path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc.msg}"
+                path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc}"
             ) from None
         if not isinstance(obj, dict):
             raise InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")

@@ -107,7 +107,7 @@ def stories_feed(clusters: pd.DataFrame, record: RunRecord, frame: pd.DataFrame 
         "schema_version": FEED_SCHEMA_VERSION,
         "run_id": record.run_id,
         "mode": "daily" if record.daily else "batch",
-        "written_at": record.finished_at,
+        "written_at": iso_time(record.finished_at, zone),
         "as_of": iso_time(record.as_of, zone),
         "timezone": zone.key,
         "model": {

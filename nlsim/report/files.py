@@ -69,6 +69,7 @@ from nlsim.io.report_folder import PUBLISHING, check_report_replaceable
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
+from nlsim.report.page import page_zone
 from nlsim.report.plots import render_overview_png, render_stories_png
 from nlsim.report.record import RunRecord
 from nlsim.report.scores import with_scores
@@ -207,15 +208,15 @@ def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _write_tables(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
+def _write_tables(folder: Path, tables: dict[str, pd.DataFrame], zone: str) -> None:
     """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables, each
-    as its column table says (:mod:`nlsim.io.columns`); the user's text in the spreadsheet files is kept as
-    text (:mod:`nlsim.report.spreadsheet`)."""
+    as its column table says (:mod:`nlsim.io.columns`; the spreadsheets' times in ``zone``, the run's); the
+    user's text in the spreadsheet files is kept as text (:mod:`nlsim.report.spreadsheet`)."""
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name in ("pairs", "clusters", "topics"):
         pq.write_table(columns.conform(tables[name], columns.table(name)), folder / f"{name}.parquet")
-    sheets = {name: columns.sheet_frame(tables[name], columns.table(name)) for name in tables}
+    sheets = {name: columns.sheet_frame(tables[name], columns.table(name), zone) for name in tables}
     write_csv(sheets["pairs"], folder / "pairs.csv")
     write_csv(sheets["members"], folder / "members.csv")
     write_xlsx({n: sheets[n] for n in ("clusters", "topics", "members", "pairs")}, folder / "report.xlsx")
@@ -271,7 +272,8 @@ def write_files(
     record = finished(record, frame)  # its counts are the run's (nlsim.dedup.run.run_record), never made here
     members = members_table(clusters, frame)
     topics = topics if topics is not None else columns.table("topics").empty()
-    _write_tables(folder, {"pairs": pairs, "clusters": clusters, "topics": topics, "members": members})
+    tables = {"pairs": pairs, "clusters": clusters, "topics": topics, "members": members}
+    _write_tables(folder, tables, page_zone(record.timezone).key)
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
@@ -285,7 +287,9 @@ def write_files(
         pq.write_table(
             columns.conform(window, columns.table("clusters")), folder / "window" / "clusters.parquet"
         )
-        members = columns.sheet_frame(members_table(window, frame), columns.table("members"))
+        members = columns.sheet_frame(
+            members_table(window, frame), columns.table("members"), page_zone(record.timezone).key
+        )
         write_csv(members, folder / "window" / "members.csv")
         names += ["window/clusters.parquet", "window/members.csv"]
     curve = copy_learning_curve(record, folder)

@@ -66,7 +66,7 @@ def test_spreadsheet_cells_follow_each_columns_format() -> None:
     cells = columns.sheet_frame(frame, spec)
     assert list(cells.columns) == spec.names  # every column, in order; the missing ones empty
     row = cells.iloc[0]
-    assert row["member_ids"] == "a, b" and row["first_published"] == "2024-01-02 03:04:05+0000"
+    assert row["member_ids"] == "a, b" and row["first_published"] == "2024-01-02T03:04:05+00:00"
     assert row["max_similarity"] == 0.5 and row["last_published"] == "" and row["absorbed"] == ""
 
 

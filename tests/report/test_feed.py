@@ -41,7 +41,12 @@ def test_a_daily_runs_feed_matches_its_clusters_file(tmp_path: Path) -> None:
     assert feed["schema_version"] == FEED_SCHEMA_VERSION and feed["run_id"] == r2.run_id
     assert feed["mode"] == "daily" and feed["timezone"] == "Asia/Taipei"
     assert feed["model"]["name"] == enc.model_id and feed["model"]["fingerprint"] == enc.fingerprint
-    assert feed["as_of"].endswith("+08:00")
+    assert feed["as_of"].endswith("+08:00") and feed["written_at"].endswith("+08:00")
+    # the spreadsheets give the same times as the feed: ISO 8601 with the run's offset
+    sheet = pd.read_csv(folder / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    times = {s["representative"]["id"]: s["representative"]["published_at"] for s in feed["stories"]}
+    assert {i: sheet.set_index("item_id").loc[i, "published_at"] for i in times} == times
+    assert all(t.endswith("+08:00") for t in times.values())
 
     clusters = pd.read_parquet(folder / "clusters.parquet")
     titles = dict(zip(story_corpus()["id"], story_corpus()["title"], strict=True))

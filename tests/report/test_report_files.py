@@ -131,7 +131,7 @@ def test_csv_and_xlsx_for_spreadsheets(tmp_path: Path) -> None:
     pairs = pd.read_csv(tmp_path / "pairs.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
     assert list(pairs.columns) == PAIRS_SCHEMA.names and len(pairs) == 3
     assert set(pairs["title_b"]) >= {'海葵颱風登陸臺東, "快訊"\n更新'}  # quoting and newlines survive
-    assert pairs.loc[pairs["id_a"] == "n1", "published_at_a"].item() == "2024-08-01 08:00:00+0000"
+    assert pairs.loc[pairs["id_a"] == "n1", "published_at_a"].item() == "2024-08-01T08:00:00+00:00"
 
     members = pd.read_csv(tmp_path / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
     assert list(members.columns) == MEMBERS_SCHEMA.names
