@@ -117,18 +117,15 @@ class Clustering:
 
 def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
-    a day in the future is a bad row (it would move the daily window's clock), and so, in a daily run
-    (``daily``), is a lone item dated far after the rest (:func:`check_no_lone_late_items`)."""
+    a day in the future is a bad row (it would move the daily window's clock); in a daily run (``daily``),
+    a lone item dated far after the rest is refused (:func:`check_no_lone_late_items`)."""
     corpus = load_corpus(
         source.corpus_path,
         text_fields=source.text_fields,
         quarantine=source.quarantine,
         timezone=source.timezone,
+        not_after=pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE,
     )
-    limit = pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE
-    future = (corpus.frame["published_at"] > limit).to_numpy()
-    if future.any():
-        raise _dated_rows_error(corpus, future, "dated in the future", "fix their dates")
     if daily is not None and daily.retention_days and daily.as_of is None:  # --as-of fixes the clock
         check_no_lone_late_items(corpus, float(daily.retention_days))
     for message in corpus.warnings:

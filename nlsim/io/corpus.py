@@ -305,11 +305,14 @@ def _separator_hint(path: Any, header: str) -> str:
 
 
 def _check_row(
-    rec: dict[str, Any], seen: dict[str, int], zone: dt.tzinfo = dt.UTC
+    rec: dict[str, Any],
+    seen: dict[str, int],
+    zone: dt.tzinfo = dt.UTC,
+    not_after: pd.Timestamp | None = None,
 ) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """One row's checked values, and its first problem (field, reason) or ``None``; ``seen``: the ids of the
     rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
-    (``values["naive_time"]``: this row's was)."""
+    (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future)."""
     values: dict[str, Any] = {}
     problem: tuple[str, str] | None = None
     ident, reason = _check_id(rec.get("id"))
@@ -329,6 +332,9 @@ def _check_row(
         read = _check_time(rec.get("published_at"), zone)
         if read.reason:
             problem = ("published_at", read.reason)
+        elif not_after is not None and read.time is not None and not pd.isna(read.time):
+            if read.time > not_after:
+                problem = ("published_at", f"item {ident} is dated in the future ({read.time}): fix its date")
         values["published_at"] = read.time
         values["naive_time"] = read.naive
     return values, problem
@@ -373,6 +379,7 @@ def load_corpus(
     text_fields: Sequence[str] = DEFAULT_TEXT_FIELDS,
     quarantine: str | Path | None = None,
     timezone: str = "UTC",
+    not_after: pd.Timestamp | None = None,
 ) -> Corpus:
     """Load and validate a corpus; see the module docstring for the schema and error handling.
 
@@ -385,6 +392,8 @@ def load_corpus(
             raise.
         timezone: the zone (``Asia/Taipei``) on whose clock a ``published_at`` without an offset is read:
             the run's ``--timezone``.
+        not_after: a ``published_at`` after this time (UTC) makes its row a bad row, refused or quarantined
+            as any other: an item dated in the future.
     """
     path = Path(path)
     zone = _zone(timezone)
@@ -400,7 +409,7 @@ def load_corpus(
     seen: dict[str, int] = {}
     naive = 0
     for rownum, rec in enumerate(raw.to_dict("records"), start=1):
-        values, problem = _check_row(rec, seen, zone)
+        values, problem = _check_row(rec, seen, zone, not_after)
         if problem:
             if quarantine is None:
                 raise InputError(path, rownum, problem[0], problem[1])

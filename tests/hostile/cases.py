@@ -836,7 +836,8 @@ def bad_options() -> list[Case]:
         (
             "calibration-missing",
             dedup("news.csv", "--calibration", "nothere.json", threshold=None),
-            ("nothere.json",),
+            ("nothere.json", "file not found"),
+            1,  # a missing input file, as --corpus: a runtime failure
         ),
         ("missing-corpus-option", ["dedup", "--out", "rep"], ("--corpus",)),
         ("embed-batch-size-0", embed("news.csv", "--batch-size", "0"), ("--batch-size",)),
@@ -933,7 +934,7 @@ def bad_calibrations() -> list[Case]:
             g,
             dedup("news.csv", "--calibration", "project", threshold=None),
             {"news.csv": GOOD_CSV, **USER_FILES},
-            words=("project", "not found"),
+            words=("project", "a folder without calibration.json"),
             status=2,
         )
     )

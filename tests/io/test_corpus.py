@@ -157,6 +157,25 @@ def test_quarantine_keeps_good_rows_and_records_bad_ones(tmp_path):
     assert len(corpus.quarantined) == 2
 
 
+def test_an_item_dated_in_the_future_is_a_bad_row_refused_by_row_or_quarantined(tmp_path):
+    text = "id,title,published_at\n1,Floods,2024-01-01T00:00Z\n2,,2024-01-01T00:00Z\n3,Typo,2099-01-01\n"
+    path = write_csv(tmp_path / "news.csv", text)
+    now = pd.Timestamp("2026-01-01", tz="UTC")
+    assert load_corpus(path, quarantine=tmp_path / "q.csv").ids == ["1", "3"]  # no limit: no future
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv", not_after=now)
+    assert corpus.ids == ["1"]
+    bad = pd.read_csv(tmp_path / "q.csv")
+    assert bad[["row", "field"]].values.tolist() == [[2, "title"], [3, "published_at"]]
+    assert "item 3 is dated in the future (2099-01-01 00:00:00+00:00)" in bad["reason"].iloc[1]
+    only_future = write_csv(
+        tmp_path / "late.csv", "id,title,published_at\n1,Floods,2024-01-01\n3,Typo,2099-01-01\n"
+    )
+    with pytest.raises(
+        InputError, match=r"late.csv: row 2, field 'published_at': item 3 is dated in the future"
+    ):
+        load_corpus(only_future, not_after=now)
+
+
 def test_integer_ids_become_text(tmp_path):
     pd.DataFrame({"id": [10, 11], "title": ["a", "b"]}).to_parquet(tmp_path / "i.parquet")
     assert load_corpus(tmp_path / "i.parquet").ids == ["10", "11"]
