@@ -36,7 +36,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from flows.ephemeral import api_failure
+from flows.ephemeral import exit_on_api_failure
 
 NAME = "nlsim-failed-runs"
 FAILED_EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed")
@@ -191,14 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             "set PREFECT_API_URL to the server the deployments run on (an alert on Prefect's temporary "
             "server would go with it)"
         )
-    try:
-        return _act(args, parser)
-    except Exception as exc:
-        line = api_failure(exc)
-        if line is None:
-            raise
-        print(f"{parser.prog}: error: {line}", file=sys.stderr)
-        return 1
+    return exit_on_api_failure(parser.prog, lambda: _act(args, parser))
 
 
 def _act(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
@@ -119,6 +120,19 @@ def unreachable_api(exc: BaseException, environ: MutableMapping[str, str] = os.e
                 "server"
             )
     return None
+
+
+def exit_on_api_failure(prog: str, call: Callable[[], int]) -> int:
+    """``call()``'s exit status; a Prefect server that cannot be reached or started (:func:`api_failure`)
+    ends it in one line on stderr (``PROG: error: ...``) and exit status 1 instead of a traceback."""
+    try:
+        return call()
+    except Exception as exc:
+        line = api_failure(exc)
+        if line is None:
+            raise
+        print(f"{prog}: error: {line}", file=sys.stderr)
+        return 1
 
 
 def api_failure(exc: BaseException, environ: MutableMapping[str, str] = os.environ) -> str | None:

@@ -23,7 +23,6 @@ import inspect
 import logging
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, get_args, get_origin
 
@@ -31,7 +30,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.ephemeral import api_failure
+from flows.ephemeral import exit_on_api_failure
 from nlsim import progress
 from nlsim.commands.options import config_from_args
 from nlsim.errors import ConfigError, NlsimError
@@ -219,15 +218,7 @@ def run_from_command_line(
             params.update(parameters(config_from_args(cls, args)))
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
-    try:
-        state = flow_(**params, return_state=True)
-    except Exception as exc:
-        line = api_failure(exc)
-        if line is None:
-            raise
-        print(f"{prog}: error: {line}", file=sys.stderr)
-        return 1
-    return 0 if state.is_completed() else 1
+    return exit_on_api_failure(prog, lambda: 0 if flow_(**params, return_state=True).is_completed() else 1)
 
 
 def fail(message: str) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from flows.ephemeral import api_failure
+from flows.ephemeral import exit_on_api_failure
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FILE = ROOT / "prefect.yaml"
@@ -197,15 +197,12 @@ def main(argv: list[str] | None = None) -> int:
 
     deployments = build_deployments(specs, args.only)
     print("serving " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
-    try:
+
+    def run() -> int:
         serve(*deployments)
-    except Exception as exc:
-        line = api_failure(exc)
-        if line is None:
-            raise
-        print(f"{parser.prog}: error: {line}", file=sys.stderr)
-        return 1
-    return 0
+        return 0
+
+    return exit_on_api_failure(parser.prog, run)
 
 
 if __name__ == "__main__":

@@ -965,6 +965,32 @@ def test_a_merge_the_support_rule_undoes_gives_the_absorbed_id_back_as_regrouped
     assert batch_assignment(batch.clusters) == final
 
 
+def _days_and_a_verdict(folder: Path, days: list[dict[str, str]], verdict: tuple[str, str, str]) -> Path:
+    """``dayN.parquet`` for each day's ``{id: title}`` (N from 1), and a pair file holding one editors'
+    verdict ``(id_a, id_b, score)`` on the first day's texts, merged as an editor merges it."""
+    from nlsim.annotation.merge import merge_annotations
+
+    for n, titles in enumerate(days, start=1):
+        pd.DataFrame(
+            {
+                "id": list(titles),
+                "title": list(titles.values()),
+                "source": "wire",
+                "published_at": [T + pd.Timedelta(days=n, hours=h) for h in range(len(titles))],
+            }
+        ).to_parquet(folder / f"day{n}.parquet", index=False)
+    pairs = folder / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
+    a, b, score = verdict
+    texts = days[0]
+    marks = folder / "marks.csv"
+    pd.DataFrame(
+        {"id_a": [a], "id_b": [b], "text_a": [texts[a]], "text_b": [texts[b]], "score": [score]}
+    ).to_csv(marks, index=False)
+    merge_annotations(marks, pairs, log=lambda _: None)
+    return pairs
+
+
 def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -973,25 +999,8 @@ def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     of the texts it was given on), the run says so and its record lists it; the state keeps the verdict."""
     import logging
 
-    from nlsim.annotation.merge import merge_annotations
-
     first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
-    for n, titles in enumerate([first, {"c": first["a"]}], start=1):
-        pd.DataFrame(
-            {
-                "id": list(titles),
-                "title": list(titles.values()),
-                "source": "wire",
-                "published_at": [T + pd.Timedelta(days=n, hours=h) for h in range(len(titles))],
-            }
-        ).to_parquet(tmp_path / f"day{n}.parquet", index=False)
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
-    marks = tmp_path / "marks.csv"
-    pd.DataFrame(
-        {"id_a": ["a"], "id_b": ["c"], "text_a": [first["a"]], "text_b": [first["c"]], "score": ["0"]}
-    ).to_csv(marks, index=False)
-    merge_annotations(marks, pairs, log=lambda _: None)
+    pairs = _days_and_a_verdict(tmp_path, [first, {"c": first["a"]}], ("a", "c", "0"))
     enc, state = HashEncoder(), tmp_path / "state"
     one = run_daily(
         _config(tmp_path / "day1.parquet", tmp_path / "out", annotated_pairs=str(pairs)), state, encoder=enc
@@ -1011,26 +1020,9 @@ def test_a_story_joined_only_by_a_verdict_dissolves_once_the_verdict_stops_actin
     Day 2 brings e again with another title: the verdict was given on e's old text and stops acting, so the
     cluster dissolves (the state keeps no story the rule does not make), as a batch run over the same items
     and verdicts has none."""
-    from nlsim.annotation.merge import merge_annotations
 
     first = {"a": "alpha beta gamma delta", "c": "kappa lambda mu nu", "e": "omicron pi rho sigma"}
-    days = [first, {"e": "omicron pi rho sigma tau"}]
-    for n, titles in enumerate(days, start=1):
-        pd.DataFrame(
-            {
-                "id": list(titles),
-                "title": list(titles.values()),
-                "source": "wire",
-                "published_at": [T + pd.Timedelta(days=n, hours=h) for h in range(len(titles))],
-            }
-        ).to_parquet(tmp_path / f"day{n}.parquet", index=False)
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
-    marks = tmp_path / "marks.csv"
-    pd.DataFrame(
-        {"id_a": ["a"], "id_b": ["e"], "text_a": [first["a"]], "text_b": [first["e"]], "score": ["1"]}
-    ).to_csv(marks, index=False)
-    merge_annotations(marks, pairs, log=lambda _: None)
+    pairs = _days_and_a_verdict(tmp_path, [first, {"e": "omicron pi rho sigma tau"}], ("a", "e", "1"))
     enc, state = HashEncoder(), tmp_path / "state"
     kw = {"annotated_pairs": str(pairs)}
     run_daily(_config(tmp_path / "day1.parquet", tmp_path / "out", **kw), state, encoder=enc)
