@@ -56,8 +56,8 @@ def check_run_paths(config: DedupConfig) -> None:
             check_writable(path, what=name)
     if source.quarantine:
         check_replaceable(source.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
-    for name in ("--judge-pairs", "--annotated-pairs"):  # read after the model loads: checked now
-        if inputs[name]:
+    for name in ("--judge-pairs", "--annotated-pairs"):  # read after the model loads: checked now in a
+        if inputs[name] and not state.folder:  # batch run (a daily run's repeated input reads neither)
             check_input_file(inputs[name])
     if ms.calibration is not None and ms.threshold is None:  # its threshold is checked on load
         if not Path(ms.calibration).is_dir():  # a model folder holds calibration.json
