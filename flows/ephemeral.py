@@ -110,9 +110,8 @@ def unreachable_api(exc: BaseException, environ: MutableMapping[str, str] = os.e
         True
     """
     for e in _causes(exc):
-        if (isinstance(e, RuntimeError) and str(e).startswith(UNREACHABLE)) or type(
-            e
-        ).__name__ in CONNECT_ERRORS:
+        from_prefect = isinstance(e, RuntimeError) and str(e).startswith(UNREACHABLE)
+        if from_prefect or type(e).__name__ in CONNECT_ERRORS:
             url = environ.get("PREFECT_API_URL") or "the profile's PREFECT_API_URL"
             return (
                 f"the Prefect API at {url} does not answer: start the server (prefect server start --host "

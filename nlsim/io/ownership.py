@@ -96,10 +96,8 @@ def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") 
     not write (its files are the user's).
     """
     typed = Path(folder)
-    if typed.is_symlink() and not typed.exists():
-        raise ConfigError(f"{what} {typed} is a broken symbolic link")
+    check_claimable(typed, kind, what=what)
     real = resolved(typed)  # "site/new/../../site" is site/ once new/ is made: check where writes land
-    _check_claimable(real, kind, what, typed)
     try:
         typed.mkdir(parents=True, exist_ok=True)
         if resolved(typed) != real:  # a folder made on the way (or a link changed) moved the target

@@ -272,8 +272,9 @@ def write_files(
     record = finished(record, frame)  # its counts are the run's (nlsim.dedup.run.run_record), never made here
     members = members_table(clusters, frame)
     topics = topics if topics is not None else columns.table("topics").empty()
+    zone = page_zone(record.timezone).key  # the spreadsheets' times are the run's
     tables = {"pairs": pairs, "clusters": clusters, "topics": topics, "members": members}
-    _write_tables(folder, tables, page_zone(record.timezone).key)
+    _write_tables(folder, tables, zone)
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
@@ -287,9 +288,7 @@ def write_files(
         pq.write_table(
             columns.conform(window, columns.table("clusters")), folder / "window" / "clusters.parquet"
         )
-        members = columns.sheet_frame(
-            members_table(window, frame), columns.table("members"), page_zone(record.timezone).key
-        )
+        members = columns.sheet_frame(members_table(window, frame), columns.table("members"), zone)
         write_csv(members, folder / "window" / "members.csv")
         names += ["window/clusters.parquet", "window/members.csv"]
     curve = copy_learning_curve(record, folder)
