@@ -26,6 +26,7 @@ import torch
 
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.device import batch_size_for
+from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.encoders.layers import hash_tensors, mean_pool
 from nlsim.encoders.tokenizer_cache import save_tokenizer
 from nlsim.errors import ConfigError
@@ -409,29 +410,29 @@ class Encoder:
         self.model.eval()
         # a tqdm bar in a terminal, plain lines in a log (nlsim.progress decides from stderr)
         bar = Progress(n, f"embed {self.name}", "texts") if progress else None
+
+        def embed_rows(rows: np.ndarray) -> None:
+            padded = pad_batch(ids, rows, pad_id)
+            if runner is not None:
+                v = np.asarray(runner(padded), dtype=np.float32)
+                if normalize:
+                    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+                out[rows] = v
+                return
+            feats = {
+                "input_ids": torch.from_numpy(padded["input_ids"]).to(self.device),
+                "attention_mask": torch.from_numpy(padded["attention_mask"]).to(self.device),
+            }
+            if uses_types:
+                feats["token_type_ids"] = torch.zeros_like(feats["input_ids"])
+            vec = self.embed(feats).float()
+            if normalize:
+                vec = torch.nn.functional.normalize(vec, p=2, dim=1)
+            out[rows] = vec.cpu().numpy()
+
         try:
-            with torch.inference_mode():
-                for rows in batches:
-                    padded = pad_batch(ids, rows, pad_id)
-                    input_ids, mask = padded["input_ids"], padded["attention_mask"]
-                    if runner is not None:
-                        v = np.asarray(runner(padded), dtype=np.float32)
-                        if normalize:
-                            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-                        out[rows] = v
-                    else:
-                        feats = {
-                            "input_ids": torch.from_numpy(input_ids).to(self.device),
-                            "attention_mask": torch.from_numpy(mask).to(self.device),
-                        }
-                        if uses_types:
-                            feats["token_type_ids"] = torch.zeros_like(feats["input_ids"])
-                        vec = self.embed(feats).float()
-                        if normalize:
-                            vec = torch.nn.functional.normalize(vec, p=2, dim=1)
-                        out[rows] = vec.cpu().numpy()
-                    if bar is not None:
-                        bar.update(len(rows))
+            lanes = lanes_for(self.device, runner, len(batches))
+            run_batches(batches, embed_rows, lanes, bar.update if bar is not None else None)
         finally:
             if bar is not None:
                 bar.close()

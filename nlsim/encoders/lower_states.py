@@ -139,12 +139,17 @@ class LowerStatesRunner:
     them has them (the upper layers only), else through the whole model, keeping the states of the texts
     that had none."""
 
+    torch_cpu = True
+    """A torch model: an inference job on the CPU may run its batches in lanes (:mod:`nlsim.encoders.lanes`),
+    each batch's counts added under a lock."""
+
     def __init__(
         self, record: LowerStates, model: Any, vectors: dict[bytes, np.ndarray] | None = None
     ) -> None:
         self.record = record
         self.model = model
         self.vectors = vectors or {}
+        self._lock = threading.Lock()
 
     def __call__(self, features: dict[str, np.ndarray]) -> np.ndarray:
         mask = features["attention_mask"]
@@ -152,7 +157,8 @@ class LowerStatesRunner:
         keys = [features["input_ids"][j, : lengths[j]].astype(np.int64).tobytes() for j in range(len(mask))]
         have = [self.vectors.get(k) for k in keys]
         todo = np.asarray([j for j, v in enumerate(have) if v is None], dtype=np.int64)
-        self.record.taken += len(keys) - len(todo)
+        with self._lock:
+            self.record.taken += len(keys) - len(todo)
         if len(todo) == len(keys):
             return self._run(features, keys, lengths)
         if not len(todo):
@@ -181,7 +187,8 @@ class LowerStatesRunner:
                 for j, s in enumerate(found):
                     hidden[j, : len(s)] = s
                 hidden = hidden.to(device)
-                self.record.reused += len(keys)
+                with self._lock:
+                    self.record.reused += len(keys)
                 below = None
             else:
                 types = features.get("token_type_ids")
@@ -195,10 +202,11 @@ class LowerStatesRunner:
                 for layer in below:
                     hidden = layer(hidden, attention_mask=mask4)
                 states = hidden.float().cpu()
-                for j, k in enumerate(keys):
-                    if found[j] is None:
-                        self.record.states[k] = states[j, : lengths[j]].clone()
-                        self.record.computed += 1
+                with self._lock:
+                    for j, k in enumerate(keys):
+                        if found[j] is None:
+                            self.record.states[k] = states[j, : lengths[j]].clone()
+                            self.record.computed += 1
             for layer in layers[cut:]:
                 hidden = layer(hidden, attention_mask=mask4)
             return mean_pool(hidden.float(), attention).cpu().numpy()

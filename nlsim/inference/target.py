@@ -171,6 +171,8 @@ class TorchRunner:
         self.forward = forward
         self.precision = precision
         self.device = model_device(model)
+        # torch on the CPU: an inference job may run its batches in lanes (nlsim.encoders.lanes)
+        self.torch_cpu = torch.device(self.device).type == "cpu"
 
     def __call__(self, feats: Features) -> np.ndarray:
         with torch.inference_mode():

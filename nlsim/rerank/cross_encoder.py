@@ -29,6 +29,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.device import batch_size_for
 from nlsim.encoders.encoder import mean_pool, weights_digest
+from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.encoders.tokenizer_cache import save_tokenizer
 from nlsim.errors import ConfigError, StateError
 from nlsim.inference.target import WeightsWatch
@@ -196,19 +197,20 @@ class CrossEncoder:
         device = next(self.model.parameters()).device
         batch_size = batch_size_for(device) if batch_size is None else batch_size
         batches = sorted_batches(lengths, max(1, 2 * int(batch_size)))  # as many as predict
+
+        def read_rows(rows: np.ndarray) -> None:
+            batch = pad_batch(ids, rows, pad, types)
+            if runner is not None:
+                out = runner(batch)
+            else:
+                tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+                out = pair_logits(self.model, self.head, tensors).float().cpu().numpy()
+            logits[rows] = np.asarray(out, dtype=np.float64).reshape(-1)
+
         try:
-            with torch.inference_mode():
-                bar = Progress(n, "cross-encoder", "pair readings", enabled=progress)
-                for rows in batches:
-                    batch = pad_batch(ids, rows, pad, types)
-                    if runner is not None:
-                        out = runner(batch)
-                    else:
-                        tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
-                        out = pair_logits(self.model, self.head, tensors).float().cpu().numpy()
-                    logits[rows] = np.asarray(out, dtype=np.float64).reshape(-1)
-                    bar.update(len(rows))
-                bar.close()
+            bar = Progress(n, "cross-encoder", "pair readings", enabled=progress)
+            run_batches(batches, read_rows, lanes_for(device, runner, len(batches)), bar.update)
+            bar.close()
         finally:
             self.model.train(was_training)
         return 1.0 / (1.0 + np.exp(-logits))

@@ -39,6 +39,7 @@ from nlsim.encoders import load_encoder
 from nlsim.encoders.batching import bucketed_batches
 from nlsim.encoders.device import default_device
 from nlsim.encoders.encoder import mean_pool
+from nlsim.encoders.lanes import run_batches
 from nlsim.encoders.scoring import Embeddings, pair_scorer
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.evaluation.metrics import evaluate
@@ -124,6 +125,10 @@ class _Run:
     """The validation texts' embeddings by the best checkpoint (its validation pass)."""
     last_embeddings: Embeddings = field(default_factory=dict)
     """The same by the last validation pass (handed on when no checkpoint was kept: the last weights stay)."""
+    spare: Callable[[], int] | None = None
+    """Threads beside this training that have nothing left to do (the cross-encoder's, once its first epoch
+    is over: :meth:`nlsim.training.side_by_side.SideBySide.spare_threads`); an embedding pass runs that many
+    more lanes."""
     step: int = 0
 
     def mark_changed(self) -> None:
@@ -199,7 +204,7 @@ def _validate(
     texts are embedded from the frozen part's states (only the trained layers run), as the encoder would
     embed them."""
     with run.clock.pause():
-        embedded = _embedded(run.split, run.val_states, run.val_texts)
+        embedded = _embedded(run.split, run.val_states, run.val_texts, lanes=_lanes(run))
         m = evaluate(pair_scorer(run.encoder, kept=embedded), validation, conversion=None)
     run.last_embeddings = embedded
     row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
@@ -316,6 +321,7 @@ def train_encoder(
     log: Callable[[str], None] = say,
     on_rate: Callable[[float], None] | None = None,
     embed_training_texts: bool = False,
+    spare: Callable[[], int] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune ``encoder`` in place on already-converted pairs; the best checkpoint is loaded at the end.
 
@@ -329,7 +335,9 @@ def train_encoder(
     ``embed_training_texts`` ``"training_embeddings"``: the training texts' by the same weights, from the
     frozen part's states (only the trained layers run; a caller fitting on the training pairs). Validation
     Spearman picks the checkpoint (ties: the earlier one). ``on_rate`` hears the measured seconds per step
-    once (:class:`TrainingClock`).
+    once (:class:`TrainingClock`). ``spare()``: the threads beside this training that are idle now (the
+    side-by-side cross-encoder's, once its first epoch is over): the embedding passes of validation and of
+    the training texts run in that many more lanes, with the same numbers (:func:`_embedded`).
     """
     if cfg.recipe.threads:
         torch.set_num_threads(int(cfg.recipe.threads))
@@ -337,6 +345,7 @@ def train_encoder(
     model = encoder.model
     total_params = sum(p.numel() for p in model.parameters())
     run = _start(encoder, train, validation, cfg, log, on_rate)
+    run.spare = spare
     rng = np.random.default_rng(cfg.recipe.seed)
     seconds_per_epoch = [
         round(_train_epoch(run, validation, cfg, epoch, rng, log), 2)
@@ -370,14 +379,49 @@ def train_encoder(
 
 def _embedded_training_texts(run: _Run) -> Embeddings:
     """Each distinct training text's embedding by the weights the run leaves (:func:`_embedded`)."""
-    return _embedded(run.split, run.states, run.texts)
+    return _embedded(run.split, run.states, run.texts, lanes=_lanes(run))
 
 
-def _embedded(split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int = 64) -> Embeddings:
+def _lanes(run: _Run) -> int:
+    """The lanes of an embedding pass now: one, plus the threads beside the training that are idle."""
+    return 1 + (run.spare() if run.spare is not None else 0)
+
+
+def _embedded(
+    split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int = 64, lanes: int = 1
+) -> Embeddings:
     """Each of ``texts``' L2-normalised embedding by the model's present weights (eval mode, fp32), from the
     frozen part's ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained
     layers' work alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
-    :meth:`Encoder.encode` batches them on a CPU."""
+    :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` above one the chunks run in that many
+    lanes of one thread each (:mod:`nlsim.encoders.lanes`; for a caller on one thread, the same numbers)."""
+    if lanes <= 1 or states.states is None:
+        return _embedded_here(split, states, texts, chunk)
+    order = np.argsort(states.lengths, kind="stable")
+    chunks = [order[start : start + chunk] for start in range(0, len(order), chunk)]
+    parts: list[torch.Tensor | None] = [None] * len(chunks)
+    model = split.model
+    was_training = model.training
+    model.eval()
+
+    def pool(k: np.ndarray) -> None:  # k: the chunk's number, as a one-row batch
+        hidden, packing = split.forward_packed(states, chunks[int(k[0])])
+        parts[int(k[0])] = segment_mean(hidden.float(), packing)
+
+    try:
+        run_batches([np.array([k]) for k in range(len(chunks))], pool, min(lanes, len(chunks)))
+    finally:
+        model.train(was_training)
+    with torch.no_grad():
+        inverse = torch.empty(len(order), dtype=torch.long)
+        inverse[torch.from_numpy(order)] = torch.arange(len(order))
+        pooled = torch.cat([p for p in parts if p is not None])[inverse].float()
+        vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
+    return dict(zip(texts, vectors, strict=True))
+
+
+def _embedded_here(split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int) -> Embeddings:
+    """:func:`_embedded` on the calling thread."""
     model = split.model
     was_training = model.training
     model.eval()

@@ -40,6 +40,7 @@ import torch
 
 from nlsim.encoders.batching import bucketed_batches, sorted_batches
 from nlsim.encoders.device import default_device
+from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.evaluation.figures import CORRELATION_DIGITS, spearman_raw
 from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
@@ -128,10 +129,15 @@ def sequence_probabilities(
     logits = np.zeros(len(rows), dtype=np.float64)
     was_training = ce.model.training
     ce.model.eval()
-    with torch.no_grad():
-        for batch in sorted_batches(states.lengths[rows], batch_size):
-            logits[batch] = _logits(ce, split, states, rows[batch], log_scale).float().cpu().numpy()
-    ce.model.train(was_training)
+    batches = sorted_batches(states.lengths[rows], batch_size)
+
+    def read_rows(batch: np.ndarray) -> None:
+        logits[batch] = _logits(ce, split, states, rows[batch], log_scale).float().cpu().numpy()
+
+    try:
+        run_batches(batches, read_rows, lanes_for(split.device, None, len(batches)))
+    finally:
+        ce.model.train(was_training)
     return 1.0 / (1.0 + np.exp(-logits))
 
 

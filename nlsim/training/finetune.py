@@ -191,18 +191,7 @@ def finetune(
     if encoder is None:
         encoder = call("load-base-model", load_base, cfg)
     encoder.max_length = int(cfg.bi_encoder.max_length)
-    asked, cfg = cfg, cfg.for_device(encoder.device)  # GPU: larger steps; no bf16: the fp32_* settings given
-    fp32 = fp32_changes(asked, cfg)
-    if fp32:
-        log(f"{fp32}: this CPU has no bf16 instructions and trains in fp32 ({FP32_FLAGS})")
-    log(
-        f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
-        f"test {len(data.test)}), conversion {cfg.data.conversion}, loss {cfg.bi_encoder.loss}, "
-        f"{cfg.bi_encoder.epochs} epoch(s), lr {cfg.bi_encoder.lr}, bs {cfg.recipe.batch_size}, frozen "
-        f"embeddings {cfg.recipe.freeze_embeddings}, seed {cfg.recipe.seed}"
-    )
-    if data.overruled:
-        log(overruled_note(data.overruled))
+    cfg = _for_device(cfg, encoder, data, log)
     metrics: dict[str, dict[str, Any]] = {}
     if cfg.evaluation.eval_before:  # the caller's base model scores where they cover the splits (the chain's)
         metrics = call("evaluate-before", evaluate_splits, known_first(before or {}, encoder), data, "before")
@@ -214,8 +203,18 @@ def finetune(
     with_reranker = cfg.cross_encoder.reranker
     with side_by_side.started(cfg, data, encoder.device, log) as beside:
         bi_cfg = beside.bi_encoder_config(cfg) if beside is not None else cfg
+        spare = beside.spare_threads if beside is not None else None
         run = call(
-            "train", train_encoder, encoder, data.train, data.validation, bi_cfg, log, on_rate, with_reranker
+            "train",
+            train_encoder,
+            encoder,
+            data.train,
+            data.validation,
+            bi_cfg,
+            log,
+            on_rate,
+            with_reranker,
+            spare,
         )
         # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
         # validation pass, and the training texts (the reranker's line is fitted on them) from training's
@@ -245,6 +244,26 @@ def finetune(
         f"(epoch {run['best']['epoch']}, step {run['best']['step']})"
     )
     return result
+
+
+def _for_device(
+    cfg: FinetuneConfig, encoder: Any, data: PreparedPairs, log: Callable[[str], None]
+) -> FinetuneConfig:
+    """``cfg`` for the encoder's device (a GPU: larger steps; a CPU without bf16: the ``fp32_*`` settings
+    given), said in the log with what the run trains on."""
+    asked, cfg = cfg, cfg.for_device(encoder.device)
+    fp32 = fp32_changes(asked, cfg)
+    if fp32:
+        log(f"{fp32}: this CPU has no bf16 instructions and trains in fp32 ({FP32_FLAGS})")
+    log(
+        f"fine-tuning {encoder.name} on {len(data.train)} pairs (validation {len(data.validation)}, "
+        f"test {len(data.test)}), conversion {cfg.data.conversion}, loss {cfg.bi_encoder.loss}, "
+        f"{cfg.bi_encoder.epochs} epoch(s), lr {cfg.bi_encoder.lr}, bs {cfg.recipe.batch_size}, frozen "
+        f"embeddings {cfg.recipe.freeze_embeddings}, seed {cfg.recipe.seed}"
+    )
+    if data.overruled:
+        log(overruled_note(data.overruled))
+    return cfg
 
 
 def _check_and_save(

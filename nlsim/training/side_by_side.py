@@ -12,9 +12,10 @@ side:
 2. a worker thread runs its frozen pass and its first epoch on half the threads (rounded up), drawing its
    dropout masks from a generator of its own (:func:`nlsim.training.dropout.drawn_from`), while the
    calling thread trains the bi-encoder on the other half;
-3. once the caller has finished with the bi-encoder (its calibration and evaluation run on its half too),
-   :meth:`SideBySide.trained` waits for that first epoch and trains the later ones in the calling thread, on
-   all the threads, with the same generator.
+3. once the caller has finished with the bi-encoder (its calibration and evaluation run on its half too;
+   its embedding passes take the cross-encoder's thread as a second lane once that first epoch is over,
+   :meth:`SideBySide.spare_threads`), :meth:`SideBySide.trained` waits for that first epoch and trains the
+   later ones in the calling thread, on all the threads, with the same generator.
 
 The schedule does not depend on which training is faster, so a run repeats to the bit on the same machine;
 but the arithmetic is not a one-model-at-a-time run's (one thread sums in another order than two, and the
@@ -127,6 +128,11 @@ class SideBySide:
     def bi_encoder_config(self, cfg: FinetuneConfig) -> FinetuneConfig:
         """``cfg`` with the bi-encoder's share of the threads."""
         return dataclasses.replace(cfg, recipe=dataclasses.replace(cfg.recipe, threads=self.bi_threads))
+
+    def spare_threads(self) -> int:
+        """The cross-encoder's threads when its first epoch is over (they idle until :meth:`trained`), else
+        0: the bi-encoder's embedding passes may run in that many more lanes meanwhile."""
+        return self.cross_encoder_threads if not self._thread.is_alive() and self._error is None else 0
 
     def _after_step(self) -> None:
         if self._stopped.is_set():

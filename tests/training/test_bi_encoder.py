@@ -233,6 +233,40 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
     assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}
 
 
+def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
+    small_pairs: pd.DataFrame,
+) -> None:
+    """A thread beside the training that has nothing left to do (the side-by-side cross-encoder's after its
+    first epoch) takes chunks of the validation and training-text passes as a second lane: every number the
+    run hands on is the one-thread run's, to the bit."""
+    from nlsim.encoders import load_encoder
+
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    settings = cfg(epochs=1, frozen_layers=1)
+    asked: list[int] = []
+
+    def spare() -> int:
+        asked.append(1)
+        return 1
+
+    runs = []
+    for given in (None, spare):
+        enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+        runs.append(
+            train_encoder(
+                enc, train, val, settings, log=lambda _: None, embed_training_texts=True, spare=given
+            )
+        )
+    alone, beside = runs
+    assert len(asked) == 2  # the validation pass and the training texts' pass asked
+    assert torch.get_num_threads() == 1  # the caller's share given back after each pass
+    for key in ("training_embeddings", "validation_embeddings"):
+        assert alone[key].keys() == beside[key].keys()
+        assert all(np.array_equal(alone[key][t], beside[key][t]) for t in alone[key])
+    assert alone["best"]["spearman"] == beside["best"]["spearman"]
+
+
 def test_drop_easy_trains_the_second_epoch_on_the_pairs_still_off_the_line(small_pairs: pd.DataFrame) -> None:
     """From the second epoch on, the pairs whose score lies near their cosine's line leave (fewer steps),
     but for the share of them drawn; the same-story pairs stay even when every other pair leaves; without

@@ -41,15 +41,17 @@ def _digest(module: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
-def _models(out: Path) -> tuple[str, str]:
-    """Digests of the saved bi-encoder's and cross-encoder's weights."""
+def _models(out: Path) -> tuple[str, str, float, float]:
+    """Digests of the saved bi-encoder's and cross-encoder's weights, and the reranker's cosine line (fitted
+    on the training texts' embeddings, which the cross-encoder's idle thread helps compute)."""
     from nlsim.encoders import load_encoder
     from nlsim.rerank.reranker import load_reranker
 
     reranker = load_reranker(out)
     assert reranker is not None
     ce = reranker.cross_encoder
-    return _digest(load_encoder(str(out)).model), _digest(ce.model) + _digest(ce.head)
+    models = _digest(load_encoder(str(out)).model), _digest(ce.model) + _digest(ce.head)
+    return (*models, reranker.slope, reranker.intercept)
 
 
 def _no_cross_encoder_thread() -> bool:
@@ -145,8 +147,8 @@ def test_one_model_at_a_time_trains_as_without_it(pairs: pd.DataFrame, tmp_path:
     finetune.finetune(_config(tmp_path / "beside"), pairs=pairs)
     finetune.finetune(_config(tmp_path / "one", side_by_side=False), pairs=pairs)
     finetune.finetune(_config(tmp_path / "one-thread", threads=1), pairs=pairs)
-    bi_beside, ce_beside = _models(tmp_path / "beside")
-    bi_one, ce_one = _models(tmp_path / "one")
+    bi_beside, ce_beside, *_ = _models(tmp_path / "beside")
+    bi_one, ce_one, *_ = _models(tmp_path / "one")
     # one model at a time on two threads: neither model is the side-by-side run's (other masks, other sums)
     assert ce_one != ce_beside
     # the side-by-side bi-encoder trains on one thread, drawing from torch's seeded generator as alone
