@@ -27,6 +27,28 @@ def lengths_of(ids: Sequence[Sequence[int]]) -> np.ndarray:
     return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
 
 
+def first_of_each(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose token ids no row before them has (int64, in order), and each other row with the
+    earlier row it repeats (int64 ``(k, 2)``: row, first row with its ids).
+
+    Example:
+        >>> first, copies = first_of_each([[1, 2], [3], [1, 2], [3], [4]])
+        >>> first.tolist(), copies.tolist()
+        ([0, 1, 4], [[2, 0], [3, 1]])
+    """
+    seen: dict[tuple[int, ...], int] = {}
+    first: list[int] = []
+    copies: list[tuple[int, int]] = []
+    for row, x in enumerate(ids):
+        key = tuple(x)
+        earlier = seen.setdefault(key, row)
+        if earlier == row:
+            first.append(row)
+        else:
+            copies.append((row, earlier))
+    return np.asarray(first, dtype=np.int64), np.asarray(copies, dtype=np.int64).reshape(-1, 2)
+
+
 def sorted_batches(lengths: np.ndarray, batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
     """Row indices cut into batches of at most ``batch_size`` rows, longest sequences first.
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nlsim.encoders.batching import lengths_of, pad_batch, sorted_batches
+from nlsim.encoders.batching import first_of_each, lengths_of, pad_batch, sorted_batches
 from nlsim.encoders.device import batch_size_for
 from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.encoders.layers import hash_tensors, mean_pool
@@ -377,7 +377,9 @@ class Encoder:
     ) -> np.ndarray:
         """Embed ``texts``: float32 ``(n, dim)``, L2-normalised, rows in input order.
 
-        Texts are tokenised once, sorted by token length and cut into batches of ``batch_size`` (default:
+        Texts are tokenised once; a text whose token ids another text before it has takes that one's vector
+        (so no two batches hold the same ids, whichever order lanes run them in). The others are sorted by
+        token length and cut into batches of ``batch_size`` (default:
         :func:`nlsim.encoders.device.batch_size_for` the encoder's device; fewer when ``max_tokens`` caps
         tokens per batch), each padded only to its own longest text. The job runs
         on the encoder's inference path (:attr:`choice`, decided at the first job big enough, see
@@ -401,8 +403,8 @@ class Encoder:
         if n == 0:
             return out
         ids = self.token_ids(texts)
-        lengths = lengths_of(ids)
-        batches = sorted_batches(lengths, batch_size, max_tokens)
+        first, copies = first_of_each(ids)  # a text tokenised as another is computed once
+        batches = [first[b] for b in sorted_batches(lengths_of(ids)[first], batch_size, max_tokens)]
         pad_id = self.pad_id()
         uses_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", [])
         runner = self._job_runner(runner, n, kept_vectors=normalize)
@@ -433,6 +435,10 @@ class Encoder:
         try:
             lanes = lanes_for(self.device, runner, len(batches))
             run_batches(batches, embed_rows, lanes, bar.update if bar is not None else None)
+            if len(copies):
+                out[copies[:, 0]] = out[copies[:, 1]]
+                if bar is not None:
+                    bar.update(len(copies))
         finally:
             if bar is not None:
                 bar.close()

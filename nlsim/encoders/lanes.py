@@ -39,6 +39,8 @@ import torch
 
 _forced: int | None = None
 _lock = threading.Lock()
+_inside = threading.local()
+"""``_inside.lane`` is true in a lane's thread: a job started there runs in its one lane."""
 
 
 @contextmanager
@@ -60,7 +62,7 @@ def forced(lanes: int | None) -> Iterator[None]:
 def lanes_for(device: Any, runner: Any = None, batches: int = 2) -> int:
     """How many lanes a job of ``batches`` batches on ``device`` runs in, through ``runner`` (``None``:
     torch's own forward pass; a runner says it runs a torch model with ``torch_cpu = True``)."""
-    if batches < 2 or torch.device(device).type != "cpu":
+    if batches < 2 or torch.device(device).type != "cpu" or getattr(_inside, "lane", False):
         return 1
     if runner is not None and not getattr(runner, "torch_cpu", False):
         return 1
@@ -71,6 +73,7 @@ def lanes_for(device: Any, runner: Any = None, batches: int = 2) -> int:
 def _one_thread() -> None:
     torch.get_num_threads()  # a thread's first parallel call takes the count last set by any thread: make it
     torch.set_num_threads(1)
+    _inside.lane = True
 
 
 def run_batches(
@@ -81,9 +84,10 @@ def run_batches(
 ) -> None:
     """Call ``work(rows)`` for each batch of row indices (it stores its own results), under torch's
     inference mode: in order on the calling thread with one lane, else in ``lanes`` worker threads of one
-    torch thread each. ``on_done(len(rows))`` runs on the calling thread after each batch (a progress
-    bar). The first error stops the batches not yet begun and is raised here; the calling thread keeps
-    its thread count."""
+    torch thread each. ``on_done(len(rows))`` runs on the calling thread after each batch, in batch order
+    (a progress bar). An error is raised here when its batch's turn comes, and the batches not yet begun
+    then are cancelled; the calling thread keeps its thread count. A job started inside a lane runs in
+    that lane (:func:`lanes_for`)."""
 
     def one(rows: np.ndarray) -> int:
         with torch.inference_mode():

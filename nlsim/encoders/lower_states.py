@@ -86,6 +86,9 @@ class LowerStates:
     (:func:`keep_vectors`)."""
     taken: int = 0
     """Texts whose vector was taken as kept (no layer ran)."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Held while a batch adds its states and counts (a job's batches may run in lanes,
+    :mod:`nlsim.encoders.lanes`)."""
 
     def runner(self, model: Any, fingerprint: str = "") -> LowerStatesRunner:
         """The runner :meth:`~nlsim.encoders.encoder.Encoder.encode` calls for ``model``'s batches; with the
@@ -140,8 +143,9 @@ class LowerStatesRunner:
     that had none."""
 
     torch_cpu = True
-    """A torch model: an inference job on the CPU may run its batches in lanes (:mod:`nlsim.encoders.lanes`),
-    each batch's counts added under a lock."""
+    """A torch model: an inference job on the CPU may run its batches in lanes (:mod:`nlsim.encoders.lanes`;
+    each batch adds its states and counts under the record's lock, and :meth:`Encoder.encode` gives no two
+    batches of a job the same token ids, so a text's kept state never depends on which lane ran first)."""
 
     def __init__(
         self, record: LowerStates, model: Any, vectors: dict[bytes, np.ndarray] | None = None
@@ -149,7 +153,6 @@ class LowerStatesRunner:
         self.record = record
         self.model = model
         self.vectors = vectors or {}
-        self._lock = threading.Lock()
 
     def __call__(self, features: dict[str, np.ndarray]) -> np.ndarray:
         mask = features["attention_mask"]
@@ -157,7 +160,7 @@ class LowerStatesRunner:
         keys = [features["input_ids"][j, : lengths[j]].astype(np.int64).tobytes() for j in range(len(mask))]
         have = [self.vectors.get(k) for k in keys]
         todo = np.asarray([j for j, v in enumerate(have) if v is None], dtype=np.int64)
-        with self._lock:
+        with self.record.lock:
             self.record.taken += len(keys) - len(todo)
         if len(todo) == len(keys):
             return self._run(features, keys, lengths)
@@ -187,7 +190,7 @@ class LowerStatesRunner:
                 for j, s in enumerate(found):
                     hidden[j, : len(s)] = s
                 hidden = hidden.to(device)
-                with self._lock:
+                with self.record.lock:
                     self.record.reused += len(keys)
                 below = None
             else:
@@ -202,7 +205,7 @@ class LowerStatesRunner:
                 for layer in below:
                     hidden = layer(hidden, attention_mask=mask4)
                 states = hidden.float().cpu()
-                with self._lock:
+                with self.record.lock:
                     for j, k in enumerate(keys):
                         if found[j] is None:
                             self.record.states[k] = states[j, : lengths[j]].clone()

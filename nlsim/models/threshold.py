@@ -74,6 +74,7 @@ def resolve_threshold(
     (> the store's zero-shot calibration, ``fallback``). With a ``reranker`` the threshold is on the rerank
     score: explicit value > the reranker's calibration."""
     model_path = getattr(encoder, "path", None)
+    _say_unused_calibration(ms, reranker)
     if reranker is not None:
         if ms.threshold is not None:
             return Threshold(float(ms.threshold), "given with --threshold, on the rerank score")
@@ -114,6 +115,20 @@ def resolve_threshold(
         "--out FILE` (level same-story by default), or use a fine-tuned model folder (it carries "
         "calibration.json)."
     )
+
+
+def _say_unused_calibration(ms: ModelSettings, reranker: Reranker | None) -> None:
+    """Warn when ``--calibration`` is given but another threshold comes first: ``--threshold``, or the
+    reranker's own calibration (the rerank score's scale is not the cosine's)."""
+    if ms.calibration is None:
+        return
+    if ms.threshold is not None:
+        warn(f"--calibration {ms.calibration} is not used: --threshold {ms.threshold:g} comes first")
+    elif reranker is not None:
+        warn(
+            f"--calibration {ms.calibration} is not used: the model's reranker scores pairs on its own scale "
+            "and reads its own calibration (give --threshold to set the rerank threshold)"
+        )
 
 
 def resolve_topic_threshold(

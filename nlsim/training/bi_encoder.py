@@ -382,21 +382,29 @@ def _embedded_training_texts(run: _Run) -> Embeddings:
     return _embedded(run.split, run.states, run.texts, lanes=_lanes(run))
 
 
-def _lanes(run: _Run) -> int:
-    """The lanes of an embedding pass now: one, plus the threads beside the training that are idle."""
-    return 1 + (run.spare() if run.spare is not None else 0)
+def _lanes(run: _Run) -> int | None:
+    """The lanes of an embedding pass now, when the training runs beside another (``run.spare`` given):
+    the training's own threads plus those beside it that are idle, each chunk on one thread whatever their
+    number, so that the numbers do not depend on the timing; ``None`` otherwise (the calling thread, on
+    all its threads)."""
+    if run.spare is None:
+        return None
+    return torch.get_num_threads() + run.spare()
 
 
 def _embedded(
-    split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int = 64, lanes: int = 1
+    split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int = 64, lanes: int | None = None
 ) -> Embeddings:
     """Each of ``texts``' L2-normalised embedding by the model's present weights (eval mode, fp32), from the
     frozen part's ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained
     layers' work alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
-    :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` above one the chunks run in that many
-    lanes of one thread each (:mod:`nlsim.encoders.lanes`; for a caller on one thread, the same numbers)."""
-    if lanes <= 1 or states.states is None:
+    :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` given, the chunks run in that many lanes,
+    each chunk on one thread (:mod:`nlsim.encoders.lanes`; one lane: the calling thread, which then has
+    one): the same numbers whatever ``lanes`` is."""
+    if lanes is None or states.states is None or not texts:
         return _embedded_here(split, states, texts, chunk)
+    if lanes < 2 and torch.get_num_threads() > 1:
+        lanes = 2  # each chunk on one thread, as when the other lanes are free
     order = np.argsort(states.lengths, kind="stable")
     chunks = [order[start : start + chunk] for start in range(0, len(order), chunk)]
     parts: list[torch.Tensor | None] = [None] * len(chunks)
@@ -409,13 +417,14 @@ def _embedded(
         parts[int(k[0])] = segment_mean(hidden.float(), packing)
 
     try:
-        run_batches([np.array([k]) for k in range(len(chunks))], pool, min(lanes, len(chunks)))
+        run_batches([np.array([k]) for k in range(len(chunks))], pool, lanes)
     finally:
         model.train(was_training)
     with torch.no_grad():
         inverse = torch.empty(len(order), dtype=torch.long)
         inverse[torch.from_numpy(order)] = torch.arange(len(order))
-        pooled = torch.cat([p for p in parts if p is not None])[inverse].float()
+        done = [p for p in parts if p is not None]
+        pooled = torch.cat(done)[inverse.to(done[0].device)].float()
         vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
     return dict(zip(texts, vectors, strict=True))
 

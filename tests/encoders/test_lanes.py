@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from nlsim.encoders import lanes, load_encoder
+from nlsim.encoders import lanes, load_encoder, lower_states
 from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.rerank.cross_encoder import CrossEncoder
 
@@ -108,3 +108,53 @@ def test_cross_encoder_reads_in_lanes_as_in_one_pass(two_threads):
         two = ce.predict(a, b, batch_size=4)
     assert np.abs(one - two).max() < 1e-6
     assert torch.get_num_threads() == 2
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_lanes_give_the_one_thread_numbers_to_the_bit(one_thread):
+    enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+    ce = CrossEncoder.from_base("paraphrase-MiniLM-L3-v2", 64, None, device="cpu")
+    with lanes.forced(1):
+        vectors, scores = enc.encode(TEXTS, batch_size=4, progress=False), ce.predict(TEXTS, TEXTS[::-1], 4)
+    with lanes.forced(3):
+        assert np.array_equal(enc.encode(TEXTS, batch_size=4, progress=False), vectors)
+        assert np.array_equal(ce.predict(TEXTS, TEXTS[::-1], 4), scores)
+    assert torch.get_num_threads() == 1
+
+
+def test_kept_states_in_lanes_are_the_one_lane_states_and_repeated_ids_run_once(one_thread):
+    """Repeated texts (and texts tokenised alike) straddle batch boundaries: each id sequence is computed
+    once, so its kept state never depends on which lane finished first."""
+    texts = [t for t in TEXTS[:30] for _ in range(3)] + [t.upper() for t in TEXTS[:5]]  # uncased: same ids
+    kept_states = []
+    for n in (1, 2):
+        enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+        with lanes.forced(n), lower_states.kept(enc.model, layers=1) as record:
+            v = enc.encode(texts, batch_size=4, progress=False)
+            again = enc.encode(texts, batch_size=4, progress=False)
+        assert record.computed == len({tuple(x) for x in enc.token_ids(texts)}) == 30
+        assert record.reused == 30
+        assert np.array_equal(v, again)
+        assert np.array_equal(v[0], v[1]) and np.array_equal(v[0], v[90])  # repeats: the first's vector
+        kept_states.append((v, record.states))
+    (v1, s1), (v2, s2) = kept_states
+    assert np.array_equal(v1, v2)
+    assert s1.keys() == s2.keys() and all(torch.equal(s1[k], s2[k]) for k in s1)
+
+
+def test_a_job_inside_a_lane_runs_in_that_lane(two_threads):
+    inner: list[int] = []
+
+    def work(rows: np.ndarray) -> None:
+        inner.append(lanes_for("cpu", None, 8))
+
+    with lanes.forced(2):
+        run_batches([np.array([0]), np.array([1])], work, lanes=2)
+    assert inner == [1, 1]

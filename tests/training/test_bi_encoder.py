@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -233,25 +234,29 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
     assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
-    small_pairs: pd.DataFrame,
+    small_pairs: pd.DataFrame, threads: int
 ) -> None:
     """A thread beside the training that has nothing left to do (the side-by-side cross-encoder's after its
-    first epoch) takes chunks of the validation and training-text passes as a second lane: every number the
-    run hands on is the one-thread run's, to the bit."""
+    first epoch) takes chunks of the validation and training-text passes as another lane: every number the
+    run hands on is the same whether a spare thread was there or not, on one training thread or more."""
     from nlsim.encoders import load_encoder
 
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
-    settings = cfg(epochs=1, frozen_layers=1)
+    settings = cfg(epochs=1, frozen_layers=1, threads=threads)
     asked: list[int] = []
 
-    def spare() -> int:
-        asked.append(1)
-        return 1
+    def spare(n: int) -> Callable[[], int]:
+        def idle() -> int:
+            asked.append(n)
+            return n
+
+        return idle
 
     runs = []
-    for given in (None, spare):
+    for given in (spare(0), spare(1)):
         enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
         runs.append(
             train_encoder(
@@ -259,8 +264,8 @@ def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
             )
         )
     alone, beside = runs
-    assert len(asked) == 2  # the validation pass and the training texts' pass asked
-    assert torch.get_num_threads() == 1  # the caller's share given back after each pass
+    assert asked == [0, 0, 1, 1]  # the validation pass and the training texts' pass asked, in each run
+    assert torch.get_num_threads() == threads  # the caller's share given back after each pass
     for key in ("training_embeddings", "validation_embeddings"):
         assert alone[key].keys() == beside[key].keys()
         assert all(np.array_equal(alone[key][t], beside[key][t]) for t in alone[key])

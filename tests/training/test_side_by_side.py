@@ -90,9 +90,18 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
         time.sleep(3.0)
         return train(*args, **kwargs)
 
+    spare: list[int] = []
+    real_spare = side_by_side.SideBySide.spare_threads
+
+    def told(self: side_by_side.SideBySide) -> int:
+        spare.append(real_spare(self))
+        return spare[-1]
+
+    monkeypatch.setattr(side_by_side.SideBySide, "spare_threads", told)
     monkeypatch.setattr(finetune, "train_encoder", slow_train)
     finetune.finetune(_config(tmp_path / "slow-bi"), pairs=pairs)
     assert _models(tmp_path / "slow-bi") == plain
+    assert 1 in spare  # the cross-encoder's idle thread ran as a second lane of the bi-encoder's passes
 
     real_step = side_by_side.SideBySide._after_step
 
