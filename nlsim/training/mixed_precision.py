@@ -7,6 +7,15 @@ supports it; elsewhere bf16 is emulated and slower, so ``auto`` stays in fp32. E
 and the saved weights are fp32 either way. The quality of bf16 training against fp32 on the annotated
 pairs is measured by ``benchmarks/bench_finetune_speed.py --quality`` (docs/experiments.md).
 
+The autocast here keeps no cache of the weights' bf16 copies. torch keeps that cache for the whole process
+(pytorch/pytorch#86136 made it global) and empties it whenever any thread leaves its outermost autocast
+block: with two trainings side by side (:mod:`nlsim.training.side_by_side`), the other training's step
+could empty it in the middle of this one's forward pass, so that a weight used twice (two chunks of a
+batch) was cast once or twice depending on the timing, and its gradient summed in bf16 or in fp32: models
+that differed in the sixth digit from one run to the next. Without the cache, each use casts the weight
+afresh, whatever the other thread does (one cast of the trained weights per chunk: a small cost beside
+the products).
+
 Example:
     >>> import torch
     >>> resolve("fp32", torch.device("cpu"))
@@ -46,7 +55,8 @@ def resolve(setting: str, device: torch.device) -> tuple[str, str]:
 
 
 def autocast(precision: str, device: torch.device) -> Any:
-    """A context that runs the forward pass in ``precision`` (a no-op for fp32)."""
+    """A context that runs the forward pass in ``precision`` (a no-op for fp32), without the cache of cast
+    weights (see the module docstring: the same numbers whatever another thread does)."""
     if precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=False)
     return contextlib.nullcontext()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -27,3 +29,32 @@ def test_bf16_autocast_computes_matrix_products_in_bf16() -> None:
         assert (a @ a).dtype == torch.bfloat16
     with autocast("fp32", torch.device("cpu")):
         assert (a @ a).dtype == torch.float32
+
+
+def _weight_gradient(other_thread_leaves_autocast: bool) -> torch.Tensor:
+    """The gradient of a weight used twice in one bf16 forward pass, another thread entering and leaving an
+    autocast block between the two uses or not."""
+    gen = torch.Generator().manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(128, 128, generator=gen))
+    x1, x2 = torch.randn(32, 128, generator=gen), torch.randn(32, 128, generator=gen)
+
+    def other() -> None:
+        with autocast("bf16", torch.device("cpu")):
+            pass
+
+    with autocast("bf16", torch.device("cpu")):
+        y1 = x1 @ w
+        if other_thread_leaves_autocast:
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+        y2 = x2 @ w
+    (y1.float().sum() + y2.float().pow(2).sum()).backward()
+    assert w.grad is not None
+    return w.grad
+
+
+def test_another_threads_autocast_does_not_change_the_gradient() -> None:
+    # torch's cache of cast weights is the process's: another thread leaving autocast empties it mid-pass
+    assert torch.equal(_weight_gradient(False), _weight_gradient(True))
+    assert torch.equal(_weight_gradient(False), _weight_gradient(False))
