@@ -4,6 +4,7 @@ one thread, the caller's thread count kept, errors raised."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,12 +17,21 @@ from nlsim.rerank.cross_encoder import CrossEncoder
 TEXTS = [f"headline {i} about {'markets' if i % 3 else 'the weather'} today" * (1 + i % 4) for i in range(70)]
 
 
-@pytest.fixture
-def two_threads():
+def _threads(n: int) -> Iterator[None]:
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(n)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def two_threads() -> Iterator[None]:
+    yield from _threads(2)
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    yield from _threads(1)
 
 
 def test_lanes_for_decides_by_device_runner_and_batches(two_threads):
@@ -108,14 +118,6 @@ def test_cross_encoder_reads_in_lanes_as_in_one_pass(two_threads):
         two = ce.predict(a, b, batch_size=4)
     assert np.abs(one - two).max() < 1e-6
     assert torch.get_num_threads() == 2
-
-
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_lanes_give_the_one_thread_numbers_to_the_bit(one_thread):
