@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError, InputError
 from nlsim.io.cells import describe, first_control
 from nlsim.io.tables import read_table
 
@@ -238,11 +238,12 @@ def _check_same_score(source: str | Path, i: int, j: int, scores: list[float]) -
 
 def load_pairs(path: str | Path, split: str | None = None) -> pd.DataFrame:
     """Load and validate a pair file (one pair twice in a split with two scores refused too); ``split``
-    keeps only that split (error if it has no rows)."""
+    keeps only that split (error if it has no rows). An unknown ``split`` is the asker's mistake (a
+    command's ``--split``), refused before the file is read, not blamed on the file."""
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse")
     if split is not None:
-        if split not in SPLITS:
-            raise InputError(path, None, "split", f"unknown split {split!r} (use {', '.join(SPLITS)})")
         kept = frame[frame["split"] == split].reset_index(drop=True)
         if kept.empty:
             raise InputError(path, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")

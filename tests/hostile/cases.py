@@ -849,8 +849,8 @@ def bad_options() -> list[Case]:
         (
             "evaluate-unknown-split",
             ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--split", "dev"],
-            ("dev",),
-            1,
+            ("--split 'dev'", "unknown split"),
+            2,  # a bad option, not a bad pair file
         ),
         (
             "calibrate-level-7",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nlsim.errors import InputError
+from nlsim.errors import ConfigError, InputError
 from nlsim.io.pairs import load_pairs, validate_pairs
 
 HEADER = "pair_id\ttext_a\ttext_b\tscore\tsplit\n"
@@ -145,3 +145,12 @@ def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str
         load_pairs(path)
     assert (err.value.row, err.value.field) == (2, field), err.value
     assert f"U+{ord(ch):04X}" in err.value.reason
+
+
+def test_an_unknown_split_asked_for_is_refused_as_the_option_not_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "p1\ta\tb\t0.5\ttrain\n")
+    with pytest.raises(ConfigError, match=r"--split 'bogus': unknown split") as err:
+        load_pairs(path, split="bogus")
+    assert str(path) not in str(err.value)
+    with pytest.raises(ConfigError, match="unknown split"):  # said before a missing file is looked for
+        load_pairs(tmp_path / "nope.tsv", split="bogus")
