@@ -69,20 +69,33 @@ def _prepared_texts(
     return unique, states, rows_a, rows_b
 
 
-def _pooled(split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int) -> torch.Tensor:
+def _pooled(
+    split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int, lanes: int = 1
+) -> torch.Tensor:
     """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order, in length-sorted chunks
     of ``chunk``: packed, every text's real tokens alone (:mod:`nlsim.training.packing`), where the frozen
-    part's states are cached; else each chunk padded to its own longest text (the embeddings train)."""
+    part's states are cached; else each chunk padded to its own longest text (the embeddings train). With
+    ``lanes`` > 1 (an inference pass: no autograd), the chunks run in that many lanes of one thread each
+    (:func:`nlsim.encoders.lanes.run_batches`)."""
     order = np.argsort(states.lengths[rows], kind="stable")
-    parts = []
-    for start in range(0, len(order), chunk):
-        part = rows[order[start : start + chunk]]
+    chunks = [rows[order[start : start + chunk]] for start in range(0, len(order), chunk)]
+    parts: list[torch.Tensor] = [torch.empty(0)] * len(chunks)
+
+    def pool(k: np.ndarray) -> None:  # k: the chunk's number, as a one-row batch
+        part = chunks[int(k[0])]
         if states.states is not None:
             hidden, packing = split.forward_packed(states, part)
-            parts.append(segment_mean(hidden.float(), packing))
+            parts[int(k[0])] = segment_mean(hidden.float(), packing)
         else:
             hidden, mask = split.forward(states, part)
-            parts.append(mean_pool(hidden.float(), mask))
+            parts[int(k[0])] = mean_pool(hidden.float(), mask)
+
+    numbers = [np.array([k]) for k in range(len(chunks))]
+    if lanes > 1:
+        run_batches(numbers, pool, lanes)
+    else:
+        for k in numbers:
+            pool(k)
     inverse = torch.empty(len(order), dtype=torch.long)
     inverse[torch.from_numpy(order)] = torch.arange(len(order))
     return torch.cat(parts)[inverse.to(parts[0].device)]
@@ -398,46 +411,21 @@ def _embedded(
     """Each of ``texts``' L2-normalised embedding by the model's present weights (eval mode, fp32), from the
     frozen part's ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained
     layers' work alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
-    :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` given, the chunks run in that many lanes,
-    each chunk on one thread (:mod:`nlsim.encoders.lanes`; one lane: the calling thread, which then has
-    one): the same numbers whatever ``lanes`` is."""
-    if lanes is None or states.states is None or not texts:
-        return _embedded_here(split, states, texts, chunk)
-    if lanes < 2 and torch.get_num_threads() > 1:
-        lanes = 2  # each chunk on one thread, as when the other lanes are free
-    order = np.argsort(states.lengths, kind="stable")
-    chunks = [order[start : start + chunk] for start in range(0, len(order), chunk)]
-    parts: list[torch.Tensor | None] = [None] * len(chunks)
+    :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` given (and the states cached), each chunk
+    runs on one thread, in that many lanes (:mod:`nlsim.encoders.lanes`; one lane: the calling thread, which
+    then has one): the same numbers whatever ``lanes`` is. Without, the calling thread on all its threads."""
+    in_lanes = 1
+    if lanes is not None and states.states is not None and texts:
+        in_lanes = 2 if lanes < 2 and torch.get_num_threads() > 1 else lanes  # one thread a chunk, always
     model = split.model
     was_training = model.training
     model.eval()
-
-    def pool(k: np.ndarray) -> None:  # k: the chunk's number, as a one-row batch
-        hidden, packing = split.forward_packed(states, chunks[int(k[0])])
-        parts[int(k[0])] = segment_mean(hidden.float(), packing)
-
     try:
-        run_batches([np.array([k]) for k in range(len(chunks))], pool, lanes)
+        with torch.no_grad():
+            pooled = _pooled(split, states, np.arange(len(texts)), chunk, in_lanes).float()
+            vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
     finally:
         model.train(was_training)
-    with torch.no_grad():
-        inverse = torch.empty(len(order), dtype=torch.long)
-        inverse[torch.from_numpy(order)] = torch.arange(len(order))
-        done = [p for p in parts if p is not None]
-        pooled = torch.cat(done)[inverse.to(done[0].device)].float()
-        vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
-    return dict(zip(texts, vectors, strict=True))
-
-
-def _embedded_here(split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int) -> Embeddings:
-    """:func:`_embedded` on the calling thread."""
-    model = split.model
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        pooled = _pooled(split, states, np.arange(len(texts)), chunk).float()
-        vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
-    model.train(was_training)
     return dict(zip(texts, vectors, strict=True))
 
 
