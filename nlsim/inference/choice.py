@@ -334,9 +334,22 @@ def settle(
     return choice, runner
 
 
-def worth_checking(
-    target: Target, threads: int | None = None, cpu: CpuInfo | None = None
-) -> tuple[list[str], dict[str, str]]:
+@dataclass
+class LossyWorth:
+    """Which lossy paths can pay off where a model runs (:func:`weigh_lossy`): those worth a quality check
+    (``keep``, fastest first where the probe timed them), why each other cannot (``skipped``), the probe's
+    items per second by path (``rates``; empty without a probe, or on a GPU) and the runners the probe built
+    on the way (``runners``), so that a quality check does not build them again."""
+
+    keep: list[str]
+    skipped: dict[str, str]
+    rates: dict[str, float] = field(default_factory=dict)
+    runners: dict[str, Any] = field(default_factory=dict)
+
+
+def weigh_lossy(
+    target: Target, threads: int | None = None, cpu: CpuInfo | None = None, *, keep_runners: bool = False
+) -> LossyWorth:
     """The lossy paths that can pay off where ``target`` runs, and why each other lossy path cannot.
 
     On a GPU: the half precisions it has (:meth:`nlsim.inference.gpu.GpuInfo.half_paths`), checked there.
@@ -345,7 +358,7 @@ def worth_checking(
     at least :data:`LOSSY_MIN_GAIN` times faster than the best lossless path: ``auto`` would never take
     any other. On a CPU without VNNI or bf16 instructions nothing is left, and nothing is probed. Without
     a probe (``NLSIM_PROBE=off``, or ``cached`` with nothing cached) every CPU candidate is checked: nothing
-    says it cannot pay off.
+    says it cannot pay off. ``keep_runners``: keep the runners the probe built (else they are let go).
     """
     import torch  # deferred: heavy or optional, loaded only when needed
 
@@ -358,18 +371,25 @@ def worth_checking(
     skipped = {p: why for p, why in excluded.items() if is_lossy(p)}
     lossy = [p for p in cands if is_lossy(p)]
     if not lossy or gpu is not None:
-        return lossy, skipped
-    return _worth_on_cpu(target, cands, lossy, skipped, threads, cpu)
+        return LossyWorth(lossy, skipped)
+    return _worth_on_cpu(target, cands, lossy, skipped, threads, cpu, keep_runners)
 
 
 def _worth_on_cpu(
-    target: Target, cands: list[str], lossy: list[str], skipped: dict[str, str], threads: int, cpu: CpuInfo
-) -> tuple[list[str], dict[str, str]]:
-    """:func:`worth_checking` for a model on the CPU: the probe decides."""
+    target: Target,
+    cands: list[str],
+    lossy: list[str],
+    skipped: dict[str, str],
+    threads: int,
+    cpu: CpuInfo,
+    keep_runners: bool,
+) -> LossyWorth:
+    """:func:`weigh_lossy` for a model on the CPU: the probe decides."""
     mode = probe_mode()
     rates: dict[str, float] = {}
+    runners: dict[str, Any] = {}
     if mode != "off":
-        rates = probe_rates(target, cands, threads, cpu, {}, skipped, time_missing=mode == "on")
+        rates = probe_rates(target, cands, threads, cpu, runners, skipped, time_missing=mode == "on")
     best = max((rates.get(p, 0.0) for p in cands if not is_lossy(p)), default=0.0)
     keep = []
     for path in lossy:
@@ -383,7 +403,10 @@ def _worth_on_cpu(
             )
         else:
             keep.append(path)
-    return keep, skipped
+    order = {p: i for i, p in enumerate(keep)}
+    keep.sort(key=lambda p: (-rates.get(p, 0.0), order[p]))  # fastest first; the unmeasured in path order
+    kept = {p: r for p, r in runners.items() if p in keep} if keep_runners else {}
+    return LossyWorth(keep, skipped, {p: r for p, r in rates.items() if r > 0}, kept)
 
 
 def announce(what: str, choice: Choice) -> None:

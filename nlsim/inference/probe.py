@@ -38,7 +38,11 @@ if TYPE_CHECKING:
 
 PROBE_FORMAT = 1
 PROBE_REPEATS = 3
-"""Timed passes over the probe's batches, after one warm-up pass; the best counts."""
+"""Timed passes over the probe's batches at most, after one warm-up pass; the best counts."""
+PROBE_ENOUGH_S = 2.0
+"""The timed passes stop once they have lasted this many seconds together: a pass of seconds is timed well
+enough once (a fine-tuned cross-encoder's fp32 pass takes about 5 s on 2 cores; the ranks the probe decides
+are 1.1 times apart or more), a pass of a fraction of a second is timed :data:`PROBE_REPEATS` times."""
 PROBE_PAYOFF = 10
 """The paths the cached probe lacks, all exact CPU paths, are timed only for a job of at least this many
 times the items the timing runs itself (every pass over the probe's batches, for each path it lacks). The
@@ -104,18 +108,25 @@ def save_probe(
 
 
 def time_runner(
-    run: Callable[[Any], Any], batches: list[dict[str, np.ndarray]], repeats: int = PROBE_REPEATS
+    run: Callable[[Any], Any],
+    batches: list[dict[str, np.ndarray]],
+    repeats: int = PROBE_REPEATS,
+    enough_s: float = PROBE_ENOUGH_S,
 ) -> float:
-    """Items per second of ``run`` over ``batches`` (one warm-up pass, then the best of ``repeats``)."""
+    """Items per second of ``run`` over ``batches``: one warm-up pass, then the best of at most ``repeats``
+    timed passes, fewer once they have lasted ``enough_s`` seconds together."""
     items = sum(int(b["input_ids"].shape[0]) for b in batches)
     for b in batches:
         run(b)
-    best = math.inf
+    best, spent = math.inf, 0.0
     for _ in range(repeats):
         t = time.perf_counter()
         for b in batches:
             run(b)
-        best = min(best, time.perf_counter() - t)
+        took = time.perf_counter() - t
+        best, spent = min(best, took), spent + took
+        if spent >= enough_s:
+            break
     return items / max(best, 1e-9)
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.encoders import lower_states
-from nlsim.encoders.scoring import KnownScores, known_first, pair_scorer
+from nlsim.encoders.scoring import Embeddings, KnownScores, known_first, pair_scorer
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, TOPIC_CALIBRATION_JSON, save_calibration
 from nlsim.io.atomic import sweep_leftovers
@@ -236,7 +236,7 @@ def finetune(
     else:
         result.validation_scores = scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
     if cfg.out:
-        _check_and_save(cfg, call, encoder, data, result, cal, topic, silver, reranker)
+        _check_and_save(cfg, call, encoder, data, result, cal, topic, silver, reranker, embedded)
     lower_states.keep_vectors(encoder, embedded)  # a cold chain's report takes these vectors
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(
@@ -276,11 +276,13 @@ def _check_and_save(
     topic: Any,
     silver: Any,
     reranker: Any,
+    embedded: Embeddings | None = None,
 ) -> None:
-    """The quality check of the lossy paths (when asked), then the model folder ``cfg.out``."""
+    """The quality check of the lossy paths (when asked; ``embedded``: the trained bi-encoder's fp32
+    vectors its training computed, the check's reference), then the model folder ``cfg.out``."""
     checks = None
     if cfg.evaluation.precision_check:
-        checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg)
+        checks = call("quality-check", quality_check, encoder, reranker, data, cal, cfg, embedded)
     extra = {TOPIC_CALIBRATION_JSON: partial(_save_topic, topic, encoder)} if topic is not None else None
     call("save-model", save_model_folder, encoder, cfg.out, result, cal, silver, reranker, extra, checks)
 
@@ -300,12 +302,18 @@ def check_model_out(out: str | Path) -> None:
 
 
 def quality_check(
-    encoder: Any, reranker: Any, data: PreparedPairs, cal: Any, cfg: FinetuneConfig
+    encoder: Any,
+    reranker: Any,
+    data: PreparedPairs,
+    cal: Any,
+    cfg: FinetuneConfig,
+    embedded: Embeddings | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The quality check of the lossy inference paths (int8, bf16, fp16) of the trained bi-encoder and
     reranker against fp32 on the (converted) validation pairs, at the calibrated thresholds, on the device
     they trained on (:mod:`nlsim.training.lossy_check`); stored in the model folder as
-    ``quality_check.json``."""
+    ``quality_check.json``. Its fp32 reference takes what training computed: the bi-encoder's vectors
+    (``embedded``) and the cross-encoder's validation scores (the pair-score cache)."""
     return check_model(
         encoder,
         reranker,
@@ -318,6 +326,7 @@ def quality_check(
         pairs_sha256=next(iter(data.data_files.values()), ""),
         split=cfg.data.val_split,
         pair_conversion=cfg.data.conversion,
+        known=embedded,
     )
 
 

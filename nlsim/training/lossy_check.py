@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import calibrate_scores
 from nlsim.evaluation.figures import rates_at, spearman
 from nlsim.evaluation.metrics import convert_texts
-from nlsim.inference.choice import worth_checking
+from nlsim.inference.choice import weigh_lossy
 from nlsim.inference.cpu import cpu_info
 from nlsim.inference.gpu import gpu_info
 from nlsim.inference.lossy_verdict import (
@@ -63,6 +63,7 @@ from nlsim.inference.lossy_verdict import (
 from nlsim.inference.paths import LOSSY, split_path
 from nlsim.inference.target import Target
 from nlsim.progress import say
+from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.target import cross_encoder_target
 
 
@@ -135,12 +136,15 @@ def check_encoder(
     threshold_source: str = "",
     paths: Sequence[str] | None = None,
     threads: int | None = None,
+    known: dict[str, np.ndarray] | None = None,
     **meta: Any,
 ) -> dict[str, Any]:
     """The quality check record of ``encoder``'s lossy paths on ``pairs`` (``text_a``, ``text_b``, ``score``;
     converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
-    calibrated here, on the fp32 cosines, at the same-story level). ``meta`` goes into the record (e.g.
-    ``pairs_file``)."""
+    calibrated here, on the fp32 cosines, at the same-story level). ``known``: fp32 vectors of texts by
+    these weights already computed (fine-tuning's validation pass), taken as the reference instead of
+    embedding them again, and completed with those embedded here (:func:`fp32_vectors`). ``meta`` goes into
+    the record (e.g. ``pairs_file``)."""
     target = encoder_target(encoder)
     plan = plan_paths(target, paths, threads)
     ids = dict(model_id=encoder.model_id, conversion=conversion or "none", **meta)
@@ -148,7 +152,7 @@ def check_encoder(
         record = record_base("encoder", encoder.fingerprint, len(pairs), threshold, threshold_source, **ids)
         return unscored(record, target, plan)
     unique, ia, ib, gold = pair_texts(pairs, conversion)
-    ref = encoder.encode(unique, progress=False, runner="torch")
+    ref = fp32_vectors(encoder, unique, known)
     cos_ref = pair_cosines(ref, ia, ib)
     if threshold is None:
         threshold, threshold_source = same_story_threshold(cos_ref, gold)
@@ -169,13 +173,16 @@ def check_encoder(
 
 @dataclass(frozen=True)
 class PathPlan:
-    """Which lossy paths a quality check measures (``chosen``), and those it records as not checked, each
-    with why (``not_checked``)."""
+    """Which lossy paths a quality check measures (``chosen``, fastest first where the probe timed them),
+    those it records as not checked, each with why (``not_checked``), the probe's items per second by path
+    (``rates``) and the runners the probe built (``runners``: not built again)."""
 
     chosen: list[str]
     not_checked: dict[str, str]
     auto: bool = True
     """Chosen by what pays off here (``paths=None``), not asked for by name."""
+    rates: dict[str, float] = field(default_factory=dict)
+    runners: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def nothing_to_compare(self) -> bool:
@@ -186,32 +193,60 @@ class PathPlan:
 def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None) -> PathPlan:
     """The lossy paths to measure for ``target`` (an encoder's or a cross-encoder's): ``paths``, or with
     ``paths=None`` only those that can pay off where the model runs
-    (:func:`nlsim.inference.choice.worth_checking`); the others are recorded as not checked, with why, and
-    ``auto`` never takes them."""
+    (:func:`nlsim.inference.choice.weigh_lossy`), fastest first; the others are recorded as not checked,
+    with why, and ``auto`` never takes them."""
     chosen = lossy_paths(paths)
     if paths is not None:
         return PathPlan(chosen, {}, auto=False)
-    keep, skipped = worth_checking(target, threads)
-    return PathPlan([p for p in chosen if p in keep], {p: why for p, why in skipped.items() if p in chosen})
+    worth = weigh_lossy(target, threads, keep_runners=True)
+    return PathPlan(
+        [p for p in worth.keep if p in chosen],
+        {p: why for p, why in worth.skipped.items() if p in chosen},
+        rates=worth.rates,
+        runners=worth.runners,
+    )
+
+
+def outranked(path: str, passed: str, rates: dict[str, float]) -> str:
+    """Why ``path`` needs no quality check here, or ``""``: the probe timed it no faster than ``passed``,
+    a lossy path that passed, so that ``auto`` would never take it on this CPU (unmeasured, it is checked).
+
+    >>> outranked("torch-int8", "torch-bf16", {"torch-bf16": 150.0, "torch-int8": 99.0})
+    'slower here than torch-bf16, which passed (99 items/s in the probe against 150)'
+    >>> outranked("onnx-int8", "torch-bf16", {"torch-bf16": 150.0})
+    ''
+    """
+    rate, best = rates.get(path, 0.0), rates.get(passed, 0.0)
+    if not 0 < rate <= best:
+        return ""
+    return f"slower here than {passed}, which passed ({rate:.0f} items/s in the probe against {best:.0f})"
 
 
 def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int | None = None) -> list[str]:
-    """The lossy paths worth checking where ``target`` runs (:func:`nlsim.inference.choice.worth_checking`)
+    """The lossy paths worth checking where ``target`` runs (:func:`nlsim.inference.choice.weigh_lossy`)
     that ``record`` (a stored record, as :func:`nlsim.inference.lossy_verdict.load_quality_check` reads it)
     holds no figures for: those a check here would add. A record made on an avx2-only CPU leaves bf16 and
-    int8 to a CPU that has the instructions; with no record, every path worth checking.
+    int8 to a CPU that has the instructions; with no record, every path worth checking. A path the probe
+    here finds no faster than one the record passed is not among them (:func:`outranked`).
 
     Example:
         >>> from nlsim.encoders import load_encoder
         >>> from nlsim.encoders.planner import encoder_target
         >>> target = encoder_target(load_encoder("paraphrase-MiniLM-L3-v2"))
-        >>> unchecked_here({"paths": {}}, target) == worth_checking(target)[0]
+        >>> unchecked_here({"paths": {}}, target) == weigh_lossy(target).keep
         True
     """
     device = str(target.device)
-    keep, _ = worth_checking(target, threads)
-    # a path tried and failed (its error recorded) counts as checked: trying again would fail again
-    return [p for p in keep if not was_tried(record, entry_key(p, device))]
+    worth = weigh_lossy(target, threads)
+    passed = [p for p in worth.keep if quality_verdict(record, p, device)[0]]
+    # a path tried and failed (its error recorded) counts as checked: trying again would fail again; one
+    # the probe finds no faster here than a path that passed would never be taken: it needs no check
+    return [
+        p
+        for p in worth.keep
+        if not was_tried(record, entry_key(p, device))
+        and not any(outranked(p, q, worth.rates) for q in passed)
+    ]
 
 
 def _record_not_checked(record: dict[str, Any], target: Target, plan: PathPlan) -> None:
@@ -238,21 +273,39 @@ def check_lossy_paths(
     threads: int | None,
     measure: Callable[[Any], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Fill ``record["paths"]``: each path ``plan`` chose, built by ``target`` on the model's device, its
-    figures from ``measure(runner)``, and the verdict; each path it did not choose as not checked, with why.
-    A path that cannot be built or run is recorded with its error, and ``auto`` never takes it. Figures
-    measured on a GPU are keyed ``path@cuda`` (:func:`nlsim.inference.lossy_verdict.entry_key`)."""
+    """Fill ``record["paths"]``: each path ``plan`` chose, fastest first, built by ``target`` on the
+    model's device (or the probe's runner), its figures from ``measure(runner)``, and the verdict, until one
+    passes: a chosen path the probe timed no faster than that one is recorded as not checked, with why
+    (:func:`outranked`: ``auto`` would never take it here); each path ``plan`` did not choose as not
+    checked, with why. A path that cannot be built or run is recorded with its error, and ``auto`` never
+    takes it. Figures measured on a GPU are keyed ``path@cuda``
+    (:func:`nlsim.inference.lossy_verdict.entry_key`)."""
     _record_not_checked(record, target, plan)
     device = str(target.device)
     entry: dict[str, Any]
+    passed: str = ""
     for path in plan.chosen:
+        why = outranked(path, passed, plan.rates) if passed and plan.auto else ""
+        if why:
+            record["paths"][entry_key(path, device)] = {
+                "not_checked": why,
+                "passed": False,
+                "verdict": f"not checked ({why})",
+            }
+            continue
         try:
-            entry = measure(target.build(path, threads))
+            runner = plan.runners.pop(path, None) or target.build(path, threads)
+            entry = measure(runner)
         except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
             entry = {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            runner = None  # an ONNX session holds hundreds of MB: let it go before the next path's
         record["paths"][entry_key(path, device)] = entry
         ok, why, _ = quality_verdict(record, path, device)
         entry["passed"], entry["verdict"] = ok, why
+        if ok and not passed:
+            passed = path
+    plan.runners.clear()
     return record
 
 
@@ -268,6 +321,25 @@ def pair_texts(
     ia = np.fromiter((where[t] for t in a), dtype=np.int64, count=len(a))
     ib = np.fromiter((where[t] for t in b), dtype=np.int64, count=len(b))
     return unique, ia, ib, pairs["score"].to_numpy(dtype=np.float64)
+
+
+def fp32_vectors(encoder: Any, texts: list[str], known: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """The torch fp32 vectors of ``texts`` by ``encoder``: those in ``known`` (text -> vector by the same
+    weights, e.g. fine-tuning's validation pass, which gives what :meth:`encode` gives) taken, the others
+    embedded and added to ``known``.
+
+    Example:
+        >>> from nlsim.encoders import load_encoder
+        >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+        >>> known = {"a": np.ones(384, dtype=np.float32)}
+        >>> fp32_vectors(enc, ["a", "b"], known)[0, :2], sorted(known)
+        (array([1., 1.], dtype=float32), ['a', 'b'])
+    """
+    known = {} if known is None else known
+    todo = list(dict.fromkeys(t for t in texts if t not in known))
+    if todo:
+        known.update(zip(todo, encoder.encode(todo, progress=False, runner="torch"), strict=True))
+    return np.stack([np.asarray(known[t], dtype=np.float32) for t in texts])
 
 
 def pair_cosines(vectors: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
@@ -308,10 +380,14 @@ def check_cross_encoder(
     threshold: float | None = None,
     paths: Sequence[str] | None = None,
     threads: int | None = None,
+    known: dict[str, np.ndarray] | None = None,
     **meta: Any,
 ) -> dict[str, Any]:
     """The quality check record of the reranker's cross-encoder paths on ``pairs`` (converted with
-    ``conversion``); ``threshold`` defaults to the reranker's calibrated one."""
+    ``conversion``); ``threshold`` defaults to the reranker's calibrated one. The fp32 reference takes the
+    cross-encoder's exact scores already in the pair-score cache (:class:`nlsim.rerank.cache.PairScoreCache`:
+    fine-tuning leaves its validation pass's there) and reads only the others, keeping them there; the
+    bi-encoder's fp32 vectors come from ``known`` where it has them (:func:`fp32_vectors`)."""
     ce = reranker.cross_encoder
     target = cross_encoder_target(ce)
     plan = plan_paths(target, paths, threads)
@@ -327,8 +403,8 @@ def check_cross_encoder(
         )
     unique, ia, ib, gold = pair_texts(pairs, conversion)
     a, b = [unique[i] for i in ia], [unique[i] for i in ib]
-    cos = pair_cosines(encoder.encode(unique, progress=False, runner="torch"), ia, ib)
-    ref_ce = ce.predict(a, b)
+    cos = pair_cosines(fp32_vectors(encoder, unique, known), ia, ib)
+    ref_ce = fp32_pair_scores(ce, a, b)
     ref = reranker.pair_scores(cos, ref_ce, a, b)
     if threshold is None:
         threshold, source = same_story_threshold(ref, gold)
@@ -347,6 +423,18 @@ def check_cross_encoder(
     return check_lossy_paths(record, target, plan, threads, measure)
 
 
+def fp32_pair_scores(ce: Any, a: list[str], b: list[str]) -> np.ndarray:
+    """The cross-encoder's exact scores of the pairs: those in its pair-score cache taken, the others read
+    with torch fp32 (:meth:`CrossEncoder.predict`) and kept there."""
+    cache = PairScoreCache(None, ce.digest())
+    ref = cache.lookup(a, b)
+    todo = np.flatnonzero(np.isnan(ref))
+    if len(todo):
+        ref[todo] = ce.predict([a[i] for i in todo], [b[i] for i in todo])
+        cache.store([a[i] for i in todo], [b[i] for i in todo], ref[todo])
+    return ref
+
+
 def check_model(
     encoder: Any,
     reranker: Any,
@@ -357,10 +445,14 @@ def check_model(
     threshold_source: str = "",
     paths: Sequence[str] | None = None,
     threads: int | None = None,
+    known: dict[str, np.ndarray] | None = None,
     **meta: Any,
 ) -> dict[str, dict[str, Any]]:
     """The quality check records of a model: ``{"encoder": ..., "reranker": ...}`` (the second only with a
-    reranker). ``threshold`` is the bi-encoder's calibrated cosine threshold (the reranker has its own)."""
+    reranker). ``threshold`` is the bi-encoder's calibrated cosine threshold (the reranker has its own).
+    ``known``: the bi-encoder's fp32 vectors of texts already computed (:func:`fp32_vectors`); both checks
+    share them, and those either check embeds, so that no text is embedded in fp32 twice."""
+    known = dict(known or {})
     out = {
         "encoder": check_encoder(
             encoder,
@@ -370,13 +462,14 @@ def check_model(
             threshold_source=threshold_source,
             paths=paths,
             threads=threads,
+            known=known,
             **meta,
         )
     }
     say_record(out["encoder"])
     if reranker is not None:
         out["reranker"] = check_cross_encoder(
-            reranker, encoder, pairs, conversion=conversion, paths=paths, threads=threads, **meta
+            reranker, encoder, pairs, conversion=conversion, paths=paths, threads=threads, known=known, **meta
         )
         say_record(out["reranker"])
     return out

@@ -276,19 +276,21 @@ def test_the_run_record_and_the_log_name_the_choice(
 
 
 def test_only_the_lossy_paths_that_can_pay_off_are_checked(home: Path, l3: Encoder) -> None:
-    from nlsim.inference.choice import worth_checking
+    from nlsim.inference.choice import weigh_lossy
 
     target = encoder_target(l3)
     # a CPU without VNNI or bf16: no lossy path is checked, each named with its reason, nothing probed
-    keep, skipped = worth_checking(target, cpu=CpuInfo("old", ("avx2",), 2))
+    worth = weigh_lossy(target, cpu=CpuInfo("old", ("avx2",), 2))
+    keep, skipped = worth.keep, worth.skipped
     assert keep == [] and {"onnx-int8", "torch-int8", "torch-bf16"} <= set(skipped)
     assert all(skipped.values())
     # VNNI and bf16, no probe cached: nothing says a path cannot pay off, so each is checked
-    keep, _ = worth_checking(target)
+    keep = weigh_lossy(target).keep
     assert "torch-bf16" in keep and "onnx-int8" in keep
     # a probe that finds a lossy path no faster than fp32: that path is not checked, and why is said
     write_probe(l3, {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 320.0, "torch-bf16": 600.0})
-    keep, skipped = worth_checking(target)
+    worth = weigh_lossy(target)
+    keep, skipped = worth.keep, worth.skipped
     assert "torch-bf16" in keep and "onnx-int8" not in keep
     assert "not faster on this CPU" in skipped["onnx-int8"]
 
@@ -353,3 +355,90 @@ def test_a_small_job_is_still_timed_where_a_lossy_path_could_win(
     choice = select(target, job_items=10).choice  # far too small to repay timing two exact paths
     assert probe_file(target.architecture(), torch.get_num_threads(), cpu_info()).exists()
     assert "not timed" not in choice.reason and choice.probe.get("onnx-int8", 0) > 0
+
+
+def test_the_check_stops_at_the_fastest_path_that_passes(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fastest first (the probe): a path that fails (here: cannot be built) gives way to the next; once one
+    passes, each slower path is recorded as not checked, with why, and a run here would not check it again;
+    on a CPU where a slower-checked path ranks first, it would."""
+    from nlsim.inference.target import Target
+    from nlsim.training.lossy_check import unchecked_here
+
+    rates = {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 700.0, "torch-bf16": 600.0}
+    write_probe(l3, {**rates, "torch-int8": 400.0})
+    build = Target.build
+    built: list[str] = []
+
+    def failing_int8(self: Target, path: str, threads: int | None = None) -> object:
+        built.append(path)
+        if path == "onnx-int8":
+            raise RuntimeError("no ONNX here")
+        return build(self, path, threads)
+
+    monkeypatch.setattr(Target, "build", failing_int8)
+    record = check_encoder(l3, stsb_sample(train=0, validation=40, test=0))
+    paths = record["paths"]
+    assert built == ["onnx-int8", "torch-bf16"]  # torch-int8 was never built
+    assert "RuntimeError" in paths["onnx-int8"]["error"] and paths["torch-bf16"]["passed"]
+    assert paths["torch-int8"]["not_checked"].startswith("slower here than torch-bf16, which passed")
+    assert not quality_verdict(record, "torch-int8")[0]
+    target = encoder_target(l3)
+    assert unchecked_here(record, target) == []  # int8 is slower here than bf16: never taken
+    write_probe(l3, {**rates, "torch-int8": 900.0})
+    assert unchecked_here(record, target) == ["torch-int8"]  # where int8 is the faster, it is checked
+
+
+def test_the_check_takes_the_fp32_vectors_it_is_given(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference of a check given every text's fp32 vector (fine-tuning's validation pass) embeds
+    nothing in fp32, and its figures are those of a check that embedded them."""
+    from nlsim.training.lossy_check import pair_texts
+
+    pairs = stsb_sample(train=0, validation=40, test=0)
+    unique = pair_texts(pairs, None)[0]
+    known = dict(zip(unique, l3.encode(unique, progress=False, runner="torch"), strict=True))
+    runners: list[str] = []
+    encode = l3.encode
+    monkeypatch.setattr(l3, "encode", lambda *a, **k: runners.append(str(k.get("runner"))) or encode(*a, **k))
+    given = check_encoder(l3, pairs, paths=["torch-bf16"], known=dict(known))
+    assert "torch" not in runners
+    embedded = check_encoder(l3, pairs, paths=["torch-bf16"])
+    assert "torch" in runners
+    assert given["reference"] == embedded["reference"] and given["paths"] == embedded["paths"]
+
+
+def test_the_cross_encoders_reference_reads_only_the_pairs_not_cached(home: Path) -> None:
+    from nlsim.rerank.cache import PairScoreCache
+    from nlsim.training.lossy_check import fp32_pair_scores
+
+    read: list[tuple[str, str]] = []
+
+    class Scorer:
+        def digest(self) -> str:
+            return "a-cross-encoder"
+
+        def predict(self, a: list[str], b: list[str]) -> np.ndarray:
+            read.extend(zip(a, b, strict=True))
+            return np.array([len(x) / (len(x) + len(y)) for x, y in zip(a, b, strict=True)])
+
+    PairScoreCache(None, "a-cross-encoder").store(["cat"], ["a dog"], np.array([0.25]))
+    got = fp32_pair_scores(Scorer(), ["cat", "sun", "moon"], ["a dog", "rain", "stars"])
+    assert got.tolist() == [0.25, 3 / 7, 4 / 9]  # the cached score taken, not read again
+    assert read == [("sun", "rain"), ("moon", "stars")]
+    again = fp32_pair_scores(Scorer(), ["rain", "moon"], ["sun", "stars"])  # either order: one pair
+    assert again.tolist() == [3 / 7, 4 / 9] and len(read) == 2
+
+
+def test_the_probe_times_a_long_pass_once_and_a_short_one_best_of_three() -> None:
+    from nlsim.inference.probe import PROBE_REPEATS, time_runner
+
+    batch = {"input_ids": np.zeros((4, 8), dtype=np.int64)}
+    calls: list[int] = []
+    time_runner(lambda b: calls.append(1), [batch], enough_s=60.0)
+    assert len(calls) == 1 + PROBE_REPEATS
+    calls.clear()
+    time_runner(lambda b: calls.append(1), [batch], enough_s=0.0)
+    assert len(calls) == 2  # the warm-up and one timed pass

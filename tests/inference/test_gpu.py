@@ -16,7 +16,7 @@ import torch
 import nlsim.inference.choice as choice_module
 import nlsim.training.lossy_check as making
 from nlsim.errors import ConfigError
-from nlsim.inference.choice import select, worth_checking
+from nlsim.inference.choice import select, weigh_lossy
 from nlsim.inference.cpu import CpuInfo
 from nlsim.inference.gpu import GpuInfo
 from nlsim.inference.lossy_verdict import RECORD_FORMAT, quality_verdict, save_quality_check
@@ -162,7 +162,8 @@ def test_the_probe_of_a_gpu_is_cached_per_gpu_kind(tmp_path: Path, monkeypatch: 
 
 def test_the_quality_check_runs_the_half_precisions_on_the_gpu(fake_gpu: Path) -> None:
     target = gpu_target()
-    keep, skipped = worth_checking(target)
+    worth = weigh_lossy(target)
+    keep, skipped = worth.keep, worth.skipped
     assert keep == ["torch-bf16", "torch-fp16"]
     assert all("CPU only" in skipped[p] for p in ("onnx-int8", "torch-int8"))
     seen: list[str] = []
