@@ -61,12 +61,15 @@ SIDE_BY_SIDE_GAIN = 1.6
 two models train side by side (:mod:`nlsim.training.side_by_side`; the bi-encoder's rate is then measured
 on its half): on the AMD EPYC with 2 cores, 2 threads against 1, the bi-encoder 0.546 against 0.888 s a
 step, the cross-encoder 0.510 against 0.773 (``benchmarks/bench_finetune_speed.py profile``)."""
-PATH_SETUP_PASSES = 2.25
+PATH_SETUP_PASSES = 1.0
 """What building and timing one lossy path on the CPU (an ONNX export and its check against torch, an int8
-copy, the probe) costs, in forward passes over the validation pairs: on the 2-core AMX machine, the
-shortened cold chain's quality check took 405 s for 3 lossy paths of each model, of which the passes over
-the validation pairs the check makes account for 162 s (``benchmarks/results/pipeline_cold_short.json``:
-40 s, 2.25 passes, per path and model). A GPU's half precisions need no build."""
+copy, the probe) costs, in forward passes over the validation pairs. The check measures the paths fastest
+first and stops at the first that passes (:func:`nlsim.training.lossy_check.check_lossy_paths`), and takes
+its fp32 reference from what training computed, so it makes about one pass over the pairs per model kind
+besides the builds: on the 2-core AMX machine, a cold ``bash run.sh`` (2026-12-01) checked the encoder in
+35 s and the cross-encoder in 69 s, 3 lossy paths of each built and timed, torch-bf16 the first measured
+and passed; the estimate before, which counted every path measured and an fp32 pass, said 4 min 52 s for
+what had taken 211 s. A GPU's half precisions need no build."""
 
 
 @dataclass(frozen=True)
@@ -172,15 +175,16 @@ class ChainWork:
         return work
 
     def _quality_check(self) -> float:
-        """Token-layers of the quality check: for each model kind, fp32 and each lossy path over the
-        validation pairs (the reranker's check embeds the texts with the bi-encoder too), each path's build
-        on the CPU (:data:`PATH_SETUP_PASSES`)."""
+        """Token-layers of the quality check, for each model kind: the lossy paths' passes over the
+        validation pairs (on the CPU one: the fastest that passes ends the check; a GPU's half precisions
+        all, unprobed), each path's build on the CPU (:data:`PATH_SETUP_PASSES`); the fp32 reference comes
+        from training."""
         texts, pairs = self._passes(self.validation_pairs)
-        setup = PATH_SETUP_PASSES * self.lossy_paths if self.built_paths else 0.0
-        work = (1 + self.lossy_paths + setup) * texts
-        if self.reranker:
-            work += texts + (1 + self.lossy_paths + setup) * pairs
-        return work
+        if self.built_paths:
+            passes = min(1, self.lossy_paths) + PATH_SETUP_PASSES * self.lossy_paths
+        else:
+            passes = self.lossy_paths
+        return passes * (texts + pairs) if self.reranker else passes * texts
 
 
 def describe(parts: dict[str, float]) -> str:
