@@ -633,7 +633,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
     groups = {**dict.fromkeys(TRAINING_STAGES, "finetune"), **dict.fromkeys(STAGES, "report")}
-    first_call = timed_call(call, timings, dict.fromkeys(STAGES, "first-report"))
+    first_call = timed_call(call, timings, dict.fromkeys([*STAGES, "quality-check"], "first-report"))
     call = timed_call(call, timings, groups)
 
     pairs = call("chain-load", load_inputs, cfg)
@@ -646,7 +646,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     first: dict[str, Any] = {}
 
     def before_training() -> float | None:
-        first.update(first_report(cfg, store, first_call))
+        first.update(first_report(cfg, store, first_call, base, validation))
         return first.get("seconds")
 
     known = baseline.for_training(base, cfg.bi_encoder.max_length)
@@ -708,12 +708,21 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     return PipelineResult(record=record, report=report, table=table)
 
 
-def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) -> dict[str, Any]:
+def first_report(
+    cfg: PipelineConfig,
+    store: ModelStore,
+    call: Call = direct,
+    base: Any = None,
+    validation: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """The zero-shot report, written before training when the store has no promoted model (a cold chain),
     so that editors have a report within minutes instead of after the fine-tuning; the fine-tuned model's
     report replaces it in the same folder when the chain ends (both written as every report is: the files
     published together, ``run.json`` last). Its stages go through ``call`` (the chain's, with their seconds
-    counted as ``first-report``, apart from the final report's).
+    counted as ``first-report``, apart from the final report's). On a CPU where a lossy inference path can
+    pay off, the zero-shot ``base`` model's quality check on ``validation`` comes first
+    (:func:`quality_check_stage`; :func:`zero_shot_check_first`), so that the report may embed on a path
+    that passed it, and the probe it times is the fine-tuned encoder's too (one architecture).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
     ``--no-first-report``, or a promoted model whose report the folder already has)."""
     if not (cfg.make_report and cfg.first_report) or store.current() is not None:
@@ -723,16 +732,21 @@ def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) ->
         "training; the fine-tuned model's report replaces it when the chain ends"
     )
     t0 = time.perf_counter()
+    if base is not None and validation is not None and zero_shot_check_first(cfg, base):
+        zero_shot = load_calibration(store.zero_shot_dir())
+        call("quality-check", quality_check_stage, cfg, store, base, validation, zero_shot)
+    checked = time.perf_counter()
     states = lower_states.current()
     taken = states.taken if states is not None else 0
     report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
-    seconds = round(time.perf_counter() - t0, 2)
+    seconds = round(time.perf_counter() - checked, 2)  # the report alone: the estimate's measure of one
+    ready = time.perf_counter() - t0
     if states is not None and states.taken > taken:
         say(f"first report: {states.taken - taken:,} text(s) taken as the baseline embedded them")
     judged = report.stats.judge
     page = Path(report.report_dir) / "index.html"
     say(
-        f"first report ready in {seconds:.0f} s: {page} (zero-shot {cfg.base_model}"
+        f"first report ready in {ready:.0f} s: {page} (zero-shot {cfg.base_model}"
         + (f", judged same-story F1 {judged.f1:.3f}" if judged is not None and judged.f1 is not None else "")
         + "); it will be replaced by the fine-tuned model's report when training ends"
     )
@@ -740,8 +754,21 @@ def first_report(cfg: PipelineConfig, store: ModelStore, call: Call = direct) ->
         "folder": str(report.report_dir),
         "model": f"zero-shot {cfg.base_model}",
         "seconds": seconds,
+        "quality_check_seconds": round(checked - t0, 2),
         "judge": judged.to_dict() if judged is not None else None,
     }
+
+
+def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
+    """Whether a cold chain checks the zero-shot model's lossy paths before its first report: on a CPU
+    where one can pay off (:func:`lossy_paths_here`: bf16 or VNNI instructions), with the report's
+    precision left to ``auto``, and where the chain does not share the lower layers' states between its
+    reports (:func:`reusable_lower_layers`: exact fp32 there). Measured on a 2-core AMX CPU: the check's
+    cost is about what the report's embedding in bf16 saves, and the probe it times is cached for the
+    fine-tuned encoder's check (docs/measurements.md)."""
+    if cfg.dedup_config(CURRENT_MODEL).model.precision != "auto" or base.device.type != "cpu":
+        return False
+    return lossy_paths_here(base.device) > 0 and reusable_lower_layers(cfg, base) == 0
 
 
 def candidate_version(

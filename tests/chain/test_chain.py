@@ -398,6 +398,54 @@ def test_a_cold_chain_writes_the_zero_shot_report_before_training(
     assert json.loads((tmp_path / "report" / "run.json").read_text()) == seen[0]  # left as it was
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", ["avx avx2 fma", "avx avx2 fma avx512f avx512bw avx512_vnni avx512_bf16"])
+def test_where_bf16_pays_the_first_report_embeds_on_the_checked_zero_shot_bf16(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str
+) -> None:
+    """On a CPU with bf16 (and a probe that finds it the fastest) the zero-shot model's lossy paths are
+    checked before the first report, which then embeds its 1,000+ texts in bf16; on a CPU with avx2 only
+    nothing is checked and the report embeds in exact fp32."""
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.planner import encoder_target
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.lossy_verdict import load_quality_check
+    from nlsim.inference.probe import save_probe
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
+    monkeypatch.setenv("NLSIM_PROBE", "cached")
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    more = stsb_sample(train=700, validation=0, test=0)
+    texts = [t for t in dict.fromkeys([*more["text_a"], *more["text_b"]])]
+    items = pd.read_parquet(corpus)
+    extra = pd.DataFrame({"id": [f"x{i:04d}" for i in range(len(texts))], "title": texts, "source": "stsb"})
+    pd.concat([items, extra], ignore_index=True).drop_duplicates("title").to_parquet(corpus)
+    base = load_encoder(FAST_MODEL)
+    rates = {"onnx-fp32": 100.0, "torch-fp32": 90.0, "torch-bf16": 400.0, "onnx-int8": 200.0}
+    rates["torch-int8"] = 150.0
+    for threads in {1, torch.get_num_threads()}:  # the chain's check's, and the report's
+        save_probe(encoder_target(base).architecture(), threads, cpu_info(), rates, [])
+    seen: list[dict] = []
+
+    def training(*args: object, **kwargs: object) -> None:
+        seen.append(json.loads((tmp_path / "report" / "run.json").read_text()))
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "finetune", training)
+    with pytest.raises(TrainingStopped):
+        run_pipeline(config(tmp_path, pairs, corpus))
+    record, _ = load_quality_check("encoder", base.fingerprint, base.path)
+    info = seen[0]["model_info"]
+    if "avx512_bf16" in flags:
+        paths = record["paths"]
+        assert paths["torch-bf16"]["passed"] and "slower here" in paths["onnx-int8"]["verdict"]
+        assert info["inference"]["path"] == "torch-bf16"
+        assert info["inference"]["quality_check"].startswith("passed")
+    else:  # the lower layers' states shared with the fine-tuned model's report: exact fp32
+        assert record is None and info["precision"] == "fp32"
+
+
 def test_no_first_report_when_asked_or_when_a_model_is_promoted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
