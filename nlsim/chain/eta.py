@@ -96,6 +96,9 @@ class ChainWork:
     """The lossy inference paths the quality check of the fine-tuned model measures, for each model kind."""
     built_paths: bool = True
     """The lossy paths are built first (on the CPU: ONNX exports, int8 copies; a GPU's are not)."""
+    encoder_probed: bool = False
+    """The zero-shot model's check before the first report has timed the encoder's paths (one
+    architecture): the fine-tuned encoder's check builds only the path it measures."""
     cross_encoder_drops_easy: bool = False
     """The cross-encoder's epochs after the first leave the easy pairs out (about
     :data:`LATER_EPOCH_SHARE` of the steps each)."""
@@ -177,14 +180,16 @@ class ChainWork:
     def _quality_check(self) -> float:
         """Token-layers of the quality check, for each model kind: the lossy paths' passes over the
         validation pairs (on the CPU one: the fastest that passes ends the check; a GPU's half precisions
-        all, unprobed), each path's build on the CPU (:data:`PATH_SETUP_PASSES`); the fp32 reference comes
-        from training."""
+        all, unprobed), each path's build and timing on the CPU (:data:`PATH_SETUP_PASSES`; none for the
+        encoder whose probe the zero-shot check made, ``encoder_probed``); the fp32 reference comes from
+        training."""
         texts, pairs = self._passes(self.validation_pairs)
-        if self.built_paths:
-            passes = min(1, self.lossy_paths) + PATH_SETUP_PASSES * self.lossy_paths
-        else:
-            passes = self.lossy_paths
-        return passes * (texts + pairs) if self.reranker else passes * texts
+        if not self.built_paths:
+            return self.lossy_paths * (texts + pairs if self.reranker else texts)
+        measured = min(1, self.lossy_paths)
+        setup = PATH_SETUP_PASSES * self.lossy_paths
+        work = (measured + (0.0 if self.encoder_probed else setup)) * texts
+        return work + (measured + setup) * pairs if self.reranker else work
 
 
 def describe(parts: dict[str, float]) -> str:

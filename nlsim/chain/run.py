@@ -557,6 +557,13 @@ def chain_work(
         test_pairs=int((pairs["split"] == "test").sum()),
         lossy_paths=lossy_paths_here(base.device) if training.evaluation.precision_check else 0,
         built_paths=gpu_info(base.device) is None,
+        encoder_probed=bool(
+            store is not None
+            and cfg.make_report
+            and cfg.first_report
+            and store.current() is None
+            and zero_shot_check_first(cfg, base)
+        ),
         incumbent_reranker=None
         if store is None
         else incumbent_work(cfg, store, pairs[pairs["split"] == "validation"]),
@@ -761,14 +768,17 @@ def first_report(
 
 def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
     """Whether a cold chain checks the zero-shot model's lossy paths before its first report: on a CPU
-    where one can pay off (:func:`lossy_paths_here`: bf16 or VNNI instructions), with the report's
-    precision left to ``auto``, and where the chain does not share the lower layers' states between its
-    reports (:func:`reusable_lower_layers`: exact fp32 there). Measured on a 2-core AMX CPU: the check's
-    cost is about what the report's embedding in bf16 saves, and the probe it times is cached for the
-    fine-tuned encoder's check (docs/measurements.md)."""
+    with bf16 instructions (``avx512_bf16`` or AMX-BF16; there the chain does not share the lower layers'
+    states between its reports, :func:`reusable_lower_layers`), with the report's precision left to
+    ``auto``. Measured on a 2-core AMX CPU: the check took 38 s, the first report's embedding in bf16 22 s
+    against 66 s in onnx-fp32, and the probe it times is cached for the fine-tuned encoder's check
+    (docs/measurements.md). On a CPU with VNNI and no bf16 only the int8 paths would be checked, and
+    nothing measured says they repay their builds before a first report: not there."""
+    from nlsim.inference.cpu import cpu_info
+
     if cfg.dedup_config(CURRENT_MODEL).model.precision != "auto" or base.device.type != "cpu":
         return False
-    return lossy_paths_here(base.device) > 0 and reusable_lower_layers(cfg, base) == 0
+    return cpu_info().bf16_isa is not None
 
 
 def candidate_version(

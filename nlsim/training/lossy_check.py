@@ -287,6 +287,7 @@ def check_lossy_paths(
     for path in plan.chosen:
         why = outranked(path, passed, plan.rates) if passed and plan.auto else ""
         if why:
+            plan.runners.pop(path, None)  # built by the probe, not needed: let it go now
             record["paths"][entry_key(path, device)] = {
                 "not_checked": why,
                 "passed": False,
