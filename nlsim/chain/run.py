@@ -557,12 +557,8 @@ def chain_work(
         test_pairs=int((pairs["split"] == "test").sum()),
         lossy_paths=lossy_paths_here(base.device) if training.evaluation.precision_check else 0,
         built_paths=gpu_info(base.device) is None,
-        encoder_probed=bool(
-            store is not None
-            and cfg.make_report
-            and cfg.first_report
-            and store.current() is None
-            and zero_shot_check_first(cfg, base)
+        encoder_probed=(
+            store is not None and first_report_due(cfg, store) and zero_shot_check_first(cfg, base)
         ),
         incumbent_reranker=None
         if store is None
@@ -647,7 +643,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     validation = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     base = call("base-model", load_encoder, cfg.base_model)
     layers = reusable_lower_layers(cfg, base)
-    if layers and cfg.make_report and cfg.first_report and store.current() is None:  # a cold chain
+    if layers and first_report_due(cfg, store):  # a cold chain
         kept.enter_context(lower_states.kept(base.model, layers))
     baseline = call("baseline", baseline_stage, cfg, store, base, pairs)
     first: dict[str, Any] = {}
@@ -726,13 +722,13 @@ def first_report(
     so that editors have a report within minutes instead of after the fine-tuning; the fine-tuned model's
     report replaces it in the same folder when the chain ends (both written as every report is: the files
     published together, ``run.json`` last). Its stages go through ``call`` (the chain's, with their seconds
-    counted as ``first-report``, apart from the final report's). On a CPU where a lossy inference path can
-    pay off, the zero-shot ``base`` model's quality check on ``validation`` comes first
+    counted as ``first-report``, apart from the final report's). On a CPU with bf16 instructions, the
+    zero-shot ``base`` model's quality check on ``validation`` comes first
     (:func:`quality_check_stage`; :func:`zero_shot_check_first`), so that the report may embed on a path
     that passed it, and the probe it times is the fine-tuned encoder's too (one architecture).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
     ``--no-first-report``, or a promoted model whose report the folder already has)."""
-    if not (cfg.make_report and cfg.first_report) or store.current() is not None:
+    if not first_report_due(cfg, store):
         return {}
     say(
         f"first report: the zero-shot {cfg.base_model} report (not fine-tuned) is written now, before "
@@ -764,6 +760,12 @@ def first_report(
         "quality_check_seconds": round(checked - t0, 2),
         "judge": judged.to_dict() if judged is not None else None,
     }
+
+
+def first_report_due(cfg: PipelineConfig, store: ModelStore) -> bool:
+    """Whether the chain writes a first report (:func:`first_report`): a report is asked for, the first one
+    is not turned off, and the store has no promoted model (a cold chain)."""
+    return cfg.make_report and cfg.first_report and store.current() is None
 
 
 def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:

@@ -73,10 +73,12 @@ class PairScoreCache:
         texts_b: Sequence[str],
         score: Callable[[list[str], list[str]], np.ndarray],
         tag: str = "",
+        *,
+        say_hits: bool = True,
     ) -> np.ndarray:
         """The scores of the pairs: cached ones looked up, the others computed with ``score`` and stored.
         ``tag`` names a lossy inference path (its scores are kept apart from the exact ones). A pair that
-        occurs twice is scored once."""
+        occurs twice is scored once. ``say_hits``: say how many were cached."""
         known = self.known(tag)
         keys = [pair_key(a, b) for a, b in zip(texts_a, texts_b, strict=True)]
         first: dict[str, int] = {}
@@ -95,7 +97,7 @@ class PairScoreCache:
             # later occurrences of a missing key (the same pair twice) take the computed score
             out = np.array([known[k] for k in keys], dtype=np.float64)
             self._save()
-        if len(keys):
+        if len(keys) and say_hits:
             say(f"cross-encoder: {len(keys) - len(missing):,} of {len(keys):,} pairs scored before (cache)")
         return out
 

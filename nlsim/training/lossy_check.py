@@ -427,13 +427,7 @@ def check_cross_encoder(
 def fp32_pair_scores(ce: Any, a: list[str], b: list[str]) -> np.ndarray:
     """The cross-encoder's exact scores of the pairs: those in its pair-score cache taken, the others read
     with torch fp32 (:meth:`CrossEncoder.predict`) and kept there."""
-    cache = PairScoreCache(None, ce.digest())
-    ref = cache.lookup(a, b)
-    todo = np.flatnonzero(np.isnan(ref))
-    if len(todo):
-        ref[todo] = ce.predict([a[i] for i in todo], [b[i] for i in todo])
-        cache.store([a[i] for i in todo], [b[i] for i in todo], ref[todo])
-    return ref
+    return PairScoreCache(None, ce.digest()).scores(a, b, ce.predict, say_hits=False)
 
 
 def check_model(
