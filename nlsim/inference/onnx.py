@@ -158,6 +158,21 @@ class OnnxRunner:
         return self.session.run(None, {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs})[0]
 
 
+def export_source(target: Exportable) -> str:
+    """What an export of ``target`` is made from (its manifest's ``source``): the weights, the export's
+    version, torch's."""
+    return json.dumps(
+        {"weights": target.weights(), "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
+    )
+
+
+def export_made(target: Any) -> bool:
+    """Whether the fp32 export of ``target`` (a :class:`~nlsim.inference.target.Target`) is in the cache
+    already, by its manifest (the files are verified when it is opened)."""
+    folder = (target.onnx_root or nlsim_home() / "onnx") / target.export_name()
+    return (read_manifest(folder) or {}).get("source") == export_source(target)
+
+
 def onnx_runner(
     target: Exportable, *, threads: int | None = None, root: Path | None = None, precision: str = "fp32"
 ) -> OnnxRunner:
@@ -167,12 +182,9 @@ def onnx_runner(
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
     if precision not in ("fp32", "int8"):
         raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
-    source = json.dumps(
-        {"weights": target.weights(), "export": EXPORT_VERSION, "torch": torch.__version__}, sort_keys=True
-    )
     cache = root or nlsim_home() / "onnx"
     folder = ensure_model_folder(
-        cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=source
+        cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=export_source(target)
     )
     path = quantized_model(folder, cache) if precision == "int8" else folder / "model.onnx"
     runner = OnnxRunner(path, threads)

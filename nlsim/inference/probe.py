@@ -176,21 +176,27 @@ def probe_rates(
 ) -> dict[str, float]:
     """Items per second of each of ``paths`` on this machine: the cached probe (per CPU kind, thread count
     and architecture; per GPU kind and architecture where ``gpu`` says the model sits on one), the paths
-    it lacks timed now (``time_missing``) and added to it. A path that cannot be built gets rate 0 and
-    goes to ``excluded`` with why; runners built go to ``runners``. Outputs come back to host memory, so
-    a GPU's work is timed to its end."""
+    it lacks timed now (``time_missing``) and added to it. The paths are timed on the model's stand-in
+    (:meth:`Target.stand_in`: its word-embedding table cut to a few thousand rows, its ONNX exports cached
+    by architecture under ``$NLSIM_HOME/probes/onnx``); where that is the model itself, the runners built go
+    to ``runners``. A path that cannot be built gets rate 0 and goes to ``excluded`` with why. Outputs come
+    back to host memory, so a GPU's work is timed to its end."""
     arch = target.architecture()
     probe = load_probe(arch, threads, cpu, gpu)
     missing = [p for p in paths if p not in probe]
     if missing and time_missing:
-        batches, shapes = target.probe_batches()
+        timed = target.stand_in(onnx_root=nlsim_home() / "probes" / "onnx")
+        batches, shapes = timed.probe_batches()
         for path in missing:
             try:
-                runner = runners[path] = target.build(path, threads)
+                runner = timed.build(path, threads)
             except Exception as exc:  # noqa: BLE001 - a path that cannot be built is left out, with why
                 excluded[path] = f"could not be set up ({type(exc).__name__}: {exc})"
                 probe[path] = 0.0
                 continue
-            probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
+            if timed is target:
+                runners[path] = runner
+            probe[path] = time_runner(lambda b, r=runner: timed.run(r, b), batches)
+            runner = None  # a stand-in's runner scores nothing: let it go before the next path's
         save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes, gpu)
     return probe

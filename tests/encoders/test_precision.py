@@ -342,6 +342,19 @@ def test_a_job_too_small_to_repay_the_probe_is_not_timed_and_a_big_one_is(
 
 
 @pytest.mark.slow
+def test_a_small_job_takes_torch_fp32_until_the_onnx_export_is_made(home: Path, l3: Encoder) -> None:
+    """Without a timing, a small job on a CPU with AVX-512 (ONNX first in the exact paths' order) takes torch
+    fp32 while the export is not made (it could not repay it), and ONNX once it is."""
+    target = encoder_target(l3)
+    first = select(target, job_items=10).choice
+    assert first.path == "torch-fp32" and "no ONNX export yet" in first.reason
+    assert not (home / "onnx").exists()  # nothing was exported for it
+    target.build("onnx-fp32", 1)
+    again = select(target, job_items=10).choice
+    assert again.path == "onnx-fp32" and "no ONNX export" not in again.reason and "not timed" in again.reason
+
+
+@pytest.mark.slow
 def test_a_small_job_is_still_timed_where_a_lossy_path_could_win(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

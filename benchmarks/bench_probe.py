@@ -1,0 +1,115 @@
+"""The speed probe of a cold ``NLSIM_HOME``, timed on the model's stand-in against the model itself.
+
+The probe (``nlsim.inference.probe``) times each candidate inference path of a model architecture once per
+CPU kind and thread count; its builds (the ONNX export and its int8 copy above all) cost more than its
+timing where the model has a large word-embedding table. ``Target.stand_in`` cuts that table to
+``PROBE_VOCAB`` rows for the timing. This script runs the whole probe of the bundled zero-shot e5 and of a
+cross-encoder built on it, each in a fresh ``NLSIM_HOME``, both ways, alternating, and prints the seconds
+and the items a second each path was timed at (the ranks must not change).
+
+    python benchmarks/bench_probe.py [--model multilingual-e5-small] [--repeats 2] [--threads 2]
+
+Writes ``benchmarks/results/probe_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from _common import RESULTS, cpu_family, machine, machine_record, print_table  # noqa: E402
+
+
+def probe_once(target: Any, threads: int, stand_in: bool) -> tuple[float, dict[str, float]]:
+    """Seconds of one whole probe of ``target`` (every CPU candidate path) in a fresh ``NLSIM_HOME``, and
+    its rates; ``stand_in=False`` times the model itself, as the probe did before."""
+    from contextlib import nullcontext
+    from unittest import mock
+
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.paths import candidates
+    from nlsim.inference.probe import probe_rates
+    from nlsim.inference.target import Target
+
+    cpu = cpu_info()
+    paths, _ = candidates("auto", "auto", cpu, onnx_ok=True)
+    with tempfile.TemporaryDirectory(prefix="nlsim-probe-") as home:
+        os.environ["NLSIM_HOME"] = home
+        own = mock.patch.object(Target, "stand_in", lambda self, onnx_root=None: self)
+        with nullcontext() if stand_in else own:
+            t = time.perf_counter()
+            rates = probe_rates(target, paths, threads, cpu, {}, {})
+            return time.perf_counter() - t, rates
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="multilingual-e5-small")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    import torch
+
+    from nlsim.encoders import load_encoder
+    from nlsim.encoders.planner import encoder_target
+    from nlsim.rerank.cross_encoder import CrossEncoder
+    from nlsim.rerank.target import cross_encoder_target
+
+    torch.set_num_threads(args.threads)
+    targets = {
+        "encoder": encoder_target(load_encoder(args.model, backend="torch")),
+        "cross-encoder": cross_encoder_target(CrossEncoder.from_base(args.model)),
+    }
+    record: dict[str, Any] = {"machine": machine_record(), "threads": args.threads, "models": {}}
+    rows = []
+    for name, target in targets.items():
+        runs: dict[str, list[float]] = {"stand-in": [], "the model": []}
+        rates: dict[str, list[dict[str, float]]] = {"stand-in": [], "the model": []}
+        for _ in range(args.repeats):
+            for way in runs:
+                seconds, got = probe_once(target, args.threads, way == "stand-in")
+                runs[way].append(round(seconds, 1))
+                rates[way].append({k: round(v, 1) for k, v in got.items()})
+                print(f"{name}, {way}: {seconds:.1f} s, {rates[way][-1]}", flush=True)
+        for way in runs:
+            ranked = [sorted(r, key=r.get, reverse=True) for r in rates[way]]
+            rows.append(
+                {
+                    "model": name,
+                    "timed on": way,
+                    "probe seconds (median)": statistics.median(runs[way]),
+                    "runs": ", ".join(f"{s:.1f}" for s in runs[way]),
+                    "fastest first (each run)": " / ".join(" > ".join(r) for r in ranked),
+                }
+            )
+        record["models"][name] = {"seconds": runs, "rates": rates}
+    columns = ["model", "timed on", "probe seconds (median)", "runs", "fastest first (each run)"]
+    table = print_table(rows, columns)
+    family = cpu_family().split(",")[0].lower().replace(" ", "_")
+    flags = record["machine"].get("flags") or []
+    kind = "bf16" if record["machine"].get("amx") or any("bf16" in f for f in flags) else "avx2"
+    stem = RESULTS / f"probe_{family}_{kind}"
+    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    head = (
+        f"# The probe on a cold NLSIM_HOME: the stand-in against the model\n\n{machine()}; {args.threads} "
+        f"torch threads; {args.model}; {args.repeats} runs each, alternating.\n\n"
+    )
+    stem.with_suffix(".md").write_text(head + table + "\n", encoding="utf-8")
+    print(f"wrote {stem}.json and .md")
+
+
+if __name__ == "__main__":
+    main()
