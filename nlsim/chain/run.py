@@ -131,11 +131,13 @@ class PipelineResult:
 class Baseline:
     """The zero-shot baseline: its figures (the record's ``baseline``), and its scores of the converted
     validation and test pairs when this run computed them (fine-tuning then does not score the base model
-    again: :func:`nlsim.training.finetune.finetune`'s ``before``); none when the figures came from the
-    cache."""
+    again: :func:`nlsim.training.finetune.finetune`'s ``before``), and the base model's vectors of their
+    texts (``vectors``: the zero-shot quality check's fp32 reference, :func:`first_report`); none when the
+    figures came from the cache."""
 
     metrics: dict[str, Any]
     known: KnownScores = field(default_factory=dict)
+    vectors: Embeddings = field(default_factory=dict)
 
     def for_training(self, base: Any, max_length: int) -> KnownScores:
         """:attr:`known`, when fine-tuning would score these texts the same: none of them is cut at
@@ -149,16 +151,16 @@ class Baseline:
 
 def zero_shot_scores(
     cfg: PipelineConfig, base: Any, validation: pd.DataFrame, test: pd.DataFrame
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, Embeddings]:
     """The base model's cosines of the validation and test pairs (none for 2 test pairs or fewer), each text
-    embedded once; its vectors are kept for a cold chain's first report (:mod:`nlsim.encoders.lower_states`).
-    """
+    embedded once on an exact path, and those vectors (converted text -> vector), also kept for a cold
+    chain's first report (:mod:`nlsim.encoders.lower_states`)."""
     embedded: Embeddings = {}
     scorer = pair_scorer(base, kept=embedded)
     scores = pair_similarities(scorer, validation, cfg.convert)
     test_scores = pair_similarities(scorer, test, cfg.convert) if len(test) > 2 else np.zeros(0)
     lower_states.keep_vectors(base, embedded)
-    return scores, test_scores
+    return scores, test_scores, embedded
 
 
 def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.DataFrame) -> Baseline:
@@ -186,7 +188,7 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
         if data.get("key") == key and load_calibration(folder) is not None and topics_known:
             say(f"baseline: zero-shot {cfg.base_model} figures reused ({cached})")
             return Baseline(data["metrics"])
-    scores, test_scores = zero_shot_scores(cfg, base, validation, test)
+    scores, test_scores, vectors = zero_shot_scores(cfg, base, validation, test)
     gold = validation["score"].to_numpy()
     cal = calibrate_scores(  # the scores above: validation is embedded once
         scores,
@@ -238,6 +240,7 @@ def baseline_stage(cfg: PipelineConfig, store: ModelStore, base: Any, pairs: pd.
             convert_texts(scored["text_b"].tolist(), cfg.convert),
             np.concatenate([scores, test_scores]),
         ),
+        vectors,
     )
 
 
@@ -344,7 +347,12 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
 
 
 def quality_check_stage(
-    cfg: PipelineConfig, store: ModelStore, base: Any, validation: pd.DataFrame, zero_shot: Any
+    cfg: PipelineConfig,
+    store: ModelStore,
+    base: Any,
+    validation: pd.DataFrame,
+    zero_shot: Any,
+    known: Embeddings | None = None,
 ) -> dict[str, Any]:
     """The quality check of the lossy inference paths (:mod:`nlsim.training.lossy_check`) of the model
     the report uses (the current one, else the zero-shot base), made on the validation pairs once per model
@@ -354,7 +362,9 @@ def quality_check_stage(
     could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run
     on one with bf16 or VNNI). A check settled before is taken as settled only while the figures it relied
     on can still be read (:func:`lost_figures`: a record under ``$NLSIM_HOME`` removed or torn is made
-    again, and said, never read as fewer lossy paths for good)."""
+    again, and said, never read as fewer lossy paths for good). ``known``: the base model's fp32 vectors of
+    texts it already embedded (the baseline's, :class:`Baseline`), taken as the zero-shot check's fp32
+    reference instead of embedding them again."""
     from nlsim.encoders.planner import encoder_target
     from nlsim.inference.lossy_verdict import load_quality_check
     from nlsim.rerank.reranker import load_reranker
@@ -392,6 +402,7 @@ def quality_check_stage(
             threads=cfg.recipe.threads,
             pairs_file=str(cfg.pairs),
             split="validation",
+            known=dict(known or {}) if current is None else None,
         )
         say_record(records["encoder"])
     ce = getattr(reranker, "cross_encoder", None)
@@ -649,7 +660,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     first: dict[str, Any] = {}
 
     def before_training() -> float | None:
-        first.update(first_report(cfg, store, first_call, base, validation))
+        first.update(first_report(cfg, store, first_call, base, validation, baseline.vectors))
         return first.get("seconds")
 
     known = baseline.for_training(base, cfg.bi_encoder.max_length)
@@ -717,6 +728,7 @@ def first_report(
     call: Call = direct,
     base: Any = None,
     validation: pd.DataFrame | None = None,
+    known: Embeddings | None = None,
 ) -> dict[str, Any]:
     """The zero-shot report, written before training when the store has no promoted model (a cold chain),
     so that editors have a report within minutes instead of after the fine-tuning; the fine-tuned model's
@@ -725,7 +737,8 @@ def first_report(
     counted as ``first-report``, apart from the final report's). On a CPU with bf16 instructions, the
     zero-shot ``base`` model's quality check on ``validation`` comes first
     (:func:`quality_check_stage`; :func:`zero_shot_check_first`), so that the report may embed on a path
-    that passed it, and the probe it times is the fine-tuned encoder's too (one architecture).
+    that passed it, and the probe it times is the fine-tuned encoder's too (one architecture); its fp32
+    reference takes ``known``, the baseline's vectors (:attr:`Baseline.vectors`).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
     ``--no-first-report``, or a promoted model whose report the folder already has)."""
     if not first_report_due(cfg, store):
@@ -737,7 +750,7 @@ def first_report(
     t0 = time.perf_counter()
     if base is not None and validation is not None and zero_shot_check_first(cfg, base):
         zero_shot = load_calibration(store.zero_shot_dir())
-        call("quality-check", quality_check_stage, cfg, store, base, validation, zero_shot)
+        call("quality-check", quality_check_stage, cfg, store, base, validation, zero_shot, known)
     checked = time.perf_counter()
     states = lower_states.current()
     taken = states.taken if states is not None else 0

@@ -200,3 +200,42 @@ def test_a_lossy_path_that_pays_only_at_another_thread_count_is_checked_there(
     assert len(done["written"]) == 1
     bf16 = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
     assert "spearman" in bf16
+
+
+@pytest.mark.slow
+def test_the_zero_shot_check_takes_the_baselines_vectors_as_its_fp32_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The baseline embedded the validation texts with the base model on an exact path: the zero-shot check
+    compares the lossy paths with those vectors, and embeds none of them in fp32 again."""
+    from nlsim.chain.run import zero_shot_scores
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)
+    store = ModelStore(tmp_path / "models")
+    base = load_encoder(FAST_MODEL, backend="torch")
+    validation = stsb_sample(train=0, validation=24, test=0)
+    cfg = config(tmp_path, store)
+    scores, _, vectors = zero_shot_scores(cfg, base, validation, validation.iloc[:0])
+    texts = set(validation["text_a"]) | set(validation["text_b"])
+    assert set(vectors) == texts and len(scores) == len(validation)
+    fp32: list[str] = []
+    encode = base.encode
+
+    def counted(texts: list[str], *args: object, **kwargs: object) -> object:
+        if kwargs.get("runner") == "torch":
+            fp32.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(base, "encode", counted)
+    quality_check_stage(cfg, store, base, validation, None, vectors)
+    record, _ = load_quality_check("encoder", base.fingerprint, base.path)
+    assert fp32 == [] and record["paths"]["torch-bf16"]["passed"]
+    assert record["reference"]["spearman"] == pytest.approx(100 * _spearman(scores, validation), abs=0.006)
+
+
+def _spearman(scores: object, pairs: object) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(scores, pairs["score"]).statistic)  # type: ignore[index]
