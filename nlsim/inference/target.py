@@ -73,6 +73,29 @@ PROBE_VOCAB = 8192
 depend on the table's size (a batch looks up a few thousand rows of it), but exporting and quantizing
 e5-small's 250,037 rows (96 of its 118 million weights) took two thirds of a cross-encoder's probe."""
 
+
+def _cut_table(model: torch.nn.Module) -> torch.nn.Module | None:
+    """A deep copy of ``model`` whose word-embedding table (``get_input_embeddings``) keeps its first
+    :data:`PROBE_VOCAB` rows, the large table never copied; ``None`` where the table is no larger or is not
+    an ``nn.Embedding``."""
+    get = getattr(model, "get_input_embeddings", None)
+    table = get() if callable(get) else None
+    if type(table) is not torch.nn.Embedding or table.num_embeddings <= PROBE_VOCAB:
+        return None
+    pad = table.padding_idx if table.padding_idx is not None and table.padding_idx < PROBE_VOCAB else None
+    weight = table.weight
+    small = torch.nn.Embedding(
+        PROBE_VOCAB, table.embedding_dim, padding_idx=pad, device=weight.device, dtype=weight.dtype
+    )
+    with torch.no_grad():
+        small.weight.copy_(weight[:PROBE_VOCAB])
+    small.weight.requires_grad_(weight.requires_grad)
+    # the table, and its weight wherever else it is tied, become the small one's: never copied
+    cut = copy.deepcopy(model, memo={id(table): small, id(weight): small.weight})
+    cut.config.vocab_size = PROBE_VOCAB
+    return cut
+
+
 GPU_PROBE_ROWS = 4
 """The probe's batches on a GPU have this many times the rows (a GPU job's batch is 256 texts or pair
 readings against a CPU's 64: :func:`nlsim.encoders.device.batch_size_for`)."""
@@ -236,8 +259,10 @@ class Target:
         """What the probe times in place of this model: a copy whose word-embedding table keeps its first
         :data:`PROBE_VOCAB` rows, keyed by this model's architecture, its ONNX exports cached under
         ``onnx_root`` by that architecture, so that any weights of it reuse them; this target itself where
-        the table is no larger (or the model has none). Every layer that runs per token is this model's
-        (copied), so each path runs it as fast; only its runners cannot score anything.
+        the table is no larger, where the model has none it names, or where it cannot be copied so. Every
+        layer that runs per token is this model's (copied), so each path runs it as fast; only its runners
+        cannot score anything, and the token ids it is given must lie in its table (:meth:`probe_batches`
+        keeps them there).
 
         Example:
             >>> from nlsim.encoders import load_encoder
@@ -249,20 +274,12 @@ class Target:
             >>> stand.architecture() == target.architecture(), stand.weights() == target.weights()
             (True, False)
         """
-        get = getattr(self.model, "get_input_embeddings", None)
-        table = get() if callable(get) else None
-        if not isinstance(table, torch.nn.Embedding) or table.num_embeddings <= PROBE_VOCAB:
+        try:
+            model = _cut_table(self.model)
+        except Exception:  # noqa: BLE001 - a model it cannot cut (no table it can name, no deep copy)
+            model = None
+        if model is None:
             return self
-        pad = table.padding_idx if table.padding_idx is not None and table.padding_idx < PROBE_VOCAB else None
-        weight = table.weight
-        small = torch.nn.Embedding(
-            PROBE_VOCAB, table.embedding_dim, padding_idx=pad, device=weight.device, dtype=weight.dtype
-        )
-        with torch.no_grad():
-            small.weight.copy_(table.weight[:PROBE_VOCAB])
-        small.weight.requires_grad_(table.weight.requires_grad)
-        model = copy.deepcopy(self.model, memo={id(table): small})  # the large table is never copied
-        model.config.vocab_size = PROBE_VOCAB
         arch = self.architecture()
         check_batches = self.check_batches
 
@@ -310,6 +327,8 @@ class Target:
         tok = self.tokenizer
         vocab = int(getattr(self.model.config, "vocab_size", 0) or len(tok))
         first = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
+        if first is not None and first >= vocab:  # a stand-in's table is cut (stand_in): an id inside it
+            first = first % vocab
         rng = np.random.default_rng(0)
         scale = GPU_PROBE_ROWS if self.device.type == "cuda" else 1
         batches, shapes = [], []
