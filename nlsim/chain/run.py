@@ -362,9 +362,10 @@ def quality_check_stage(
     could not check where it was trained (:func:`unchecked_here`: a model trained on an avx2-only CPU, run
     on one with bf16 or VNNI). A check settled before is taken as settled only while the figures it relied
     on can still be read (:func:`lost_figures`: a record under ``$NLSIM_HOME`` removed or torn is made
-    again, and said, never read as fewer lossy paths for good). ``known``: the base model's fp32 vectors of
-    texts it already embedded (the baseline's, :class:`Baseline`), taken as the zero-shot check's fp32
-    reference instead of embedding them again."""
+    again, and said, never read as fewer lossy paths for good). ``known``: the base model's vectors of
+    texts it already embedded on an exact path (the baseline's, :class:`Baseline`: torch fp32, or ONNX
+    Runtime fp32 where its export was made before, the same numbers to the export check's 1e-4), taken as
+    the zero-shot check's fp32 reference instead of embedding them again."""
     from nlsim.encoders.planner import encoder_target
     from nlsim.inference.lossy_verdict import load_quality_check
     from nlsim.rerank.reranker import load_reranker
