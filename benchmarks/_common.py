@@ -60,6 +60,15 @@ def cpu_family() -> str:
     return f"{vendor}, {'AMX' if info.has_amx else 'no AMX'}"
 
 
+def results_stem(name: str, record: dict[str, Any]) -> Path:
+    """``benchmarks/results/<name>_<cpu family>_<avx2|bf16>`` for a benchmark's JSON and Markdown, from its
+    :func:`machine_record` (figures are never compared across CPU kinds)."""
+    family = cpu_family().split(",")[0].lower().replace(" ", "_")
+    flags = record.get("flags") or []
+    kind = "bf16" if record.get("amx") or any("bf16" in f for f in flags) else "avx2"
+    return RESULTS / f"{name}_{family}_{kind}"
+
+
 def machine() -> str:
     """One line naming the machine the figures come from: CPU model, the ISA flags that decide which
     precision pays off (avx512*, VNNI, bf16, AMX), cores, memory, load."""

@@ -28,7 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, cpu_family, machine, machine_record, print_table  # noqa: E402
+from _common import machine, machine_record, print_table, results_stem  # noqa: E402
 
 
 def measure(job: Any, n: int, layouts: list[int], repeats: int) -> tuple[dict[int, list[float]], float]:
@@ -100,10 +100,7 @@ def main() -> None:
         record["jobs"][name] = {"rates": rates, "median": medians, "gain": gain, "max_abs_diff": diff}
         print(f"{name}: largest difference between the layouts' outputs {diff:.2g}", flush=True)
     table = print_table(rows, ["job", "layout", "per second (median)"])
-    family = cpu_family().split(",")[0].lower().replace(" ", "_")
-    flags = record["machine"].get("flags") or []
-    kind = "bf16" if record["machine"].get("amx") or any("bf16" in f for f in flags) else "avx2"
-    stem = RESULTS / f"lanes_{family}_{kind}"
+    stem = results_stem("lanes", record["machine"])
     stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     head = (
         f"# Inference in lanes\n\n{machine()}; {threads} torch threads; {args.repeats} runs each, "

@@ -29,7 +29,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, cpu_family, machine, machine_record, print_table  # noqa: E402
+from _common import machine, machine_record, print_table, results_stem  # noqa: E402
 
 
 def probe_once(target: Any, threads: int, stand_in: bool) -> tuple[float, dict[str, float]]:
@@ -98,10 +98,7 @@ def main() -> None:
         record["models"][name] = {"seconds": runs, "rates": rates}
     columns = ["model", "timed on", "probe seconds (median)", "runs", "fastest first (each run)"]
     table = print_table(rows, columns)
-    family = cpu_family().split(",")[0].lower().replace(" ", "_")
-    flags = record["machine"].get("flags") or []
-    kind = "bf16" if record["machine"].get("amx") or any("bf16" in f for f in flags) else "avx2"
-    stem = RESULTS / f"probe_{family}_{kind}"
+    stem = results_stem("probe", record["machine"])
     stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     head = (
         f"# The probe on a cold NLSIM_HOME: the stand-in against the model\n\n{machine()}; {args.threads} "
