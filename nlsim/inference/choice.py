@@ -255,8 +255,7 @@ def select(
     runners: dict[str, Any] = {}
     alive = [p for p in cands if forced_precision or checks.get(p, (True,))[0]]
     probe: dict[str, float] = {}
-    small = ""
-    unexported = ""
+    small, untimed, unexported = "", False, ""  # untimed: a job too small to time, its paths untimed
     if len(alive) > 1 and use_probe:
         exact_cpu = gpu is None and not any(is_lossy(p) for p in alive)  # else the timing picks precision
         small = (
@@ -266,10 +265,11 @@ def select(
             target, alive, threads, cpu, runners, excluded, time_missing=probe_missing and not small, gpu=gpu
         )
         cands = [p for p in cands if p not in excluded]
-        if small and not any(probe.get(p, 0.0) > 0 for p in alive):
+        untimed = bool(small) and not any(probe.get(p, 0.0) > 0 for p in alive)
+        if untimed:
             cands, unexported = no_export_first(target, cands)
     choice = decide(cands, excluded, probe, checks, forced_precision=forced_precision, on_gpu=gpu is not None)
-    if small and not any(probe.get(p, 0.0) > 0 for p in alive):
+    if untimed:
         choice.reason += f"; not timed: {small}{unexported}"
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
     choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"

@@ -166,10 +166,16 @@ def export_source(target: Exportable) -> str:
     )
 
 
+def export_cache(root: Path | None = None) -> Path:
+    """Where ONNX exports are cached: ``root``, else ``$NLSIM_HOME/onnx``."""
+    return root or nlsim_home() / "onnx"
+
+
 def export_made(target: Any) -> bool:
     """Whether the fp32 export of ``target`` (a :class:`~nlsim.inference.target.Target`) is in the cache
-    already, by its manifest (the files are verified when it is opened)."""
-    folder = (target.onnx_root or nlsim_home() / "onnx") / target.export_name()
+    already, where :func:`onnx_runner` makes it, by its manifest (the files are verified when it is
+    opened)."""
+    folder = export_cache(target.onnx_root) / target.export_name()
     return (read_manifest(folder) or {}).get("source") == export_source(target)
 
 
@@ -182,7 +188,7 @@ def onnx_runner(
         raise ConfigError("backend='onnx' needs the onnxruntime package (pip install onnxruntime)")
     if precision not in ("fp32", "int8"):
         raise ConfigError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
-    cache = root or nlsim_home() / "onnx"
+    cache = export_cache(root)
     folder = ensure_model_folder(
         cache / target.export_name(), lambda tmp: export_onnx(target, tmp), source=export_source(target)
     )
