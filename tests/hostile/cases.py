@@ -38,13 +38,14 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.command import run_in_process, run_subprocess
+from tests.command import IN_PROCESS, run_in_process, run_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "paraphrase-MiniLM-L3-v2"
@@ -1322,7 +1323,7 @@ def build_state_template(folder: Path) -> None:
     (folder / "day1.csv").write_text(HEAD + csv_rows(5))
     (folder / "day2.csv").write_text(HEAD + csv_rows(4, 6))
     for day in ("day1.csv", "day2.csv"):
-        proc = nlsim(dedup(day, "--state", "st", out="out"), folder)
+        proc = prepare(dedup(day, "--state", "st", out="out"), folder)
         if proc.returncode != 0:
             raise RuntimeError(f"state template: {proc.stderr[-2000:]}")
 
@@ -1710,7 +1711,7 @@ def build_chain_template(folder: Path) -> None:
         [*report, "--out", "rep", "--threshold", "0.8"],
         [*report, "--out", "empty", "--threshold", "0.99999"],
     ):
-        proc = nlsim(argv, folder)
+        proc = prepare(argv, folder)
         if proc.returncode != 0:
             raise RuntimeError(f"chain template: {proc.stderr[-2000:]}")
     shutil.copytree(_version(folder), folder / "finetuned")
@@ -2078,7 +2079,7 @@ def model_files_and_store(template: Path) -> list[Case]:
             "published_at": [r[2] for r in day1],
         }
         (d / "day1.parquet").write_bytes(parquet_bytes(frame))
-        proc = nlsim(dedup("day1.parquet", "--state", "st", out="daily"), d)
+        proc = prepare(dedup("day1.parquet", "--state", "st", out="daily"), d)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
 
@@ -2118,11 +2119,29 @@ def nlsim(
     return run_subprocess(argv, cwd, timeout=timeout, **(more_env or {}))
 
 
+def prepare(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m nlsim ARGV`` that builds a template or sets a case up (not a command under test): in this
+    process where commands run in it (:data:`tests.command.IN_PROCESS`) and this is the main thread, else in
+    a process of its own. The cases that need a process of their own are set up two at a time, in threads,
+    and :func:`~tests.command.run_in_process` takes one command at a time. A command run here saves starting
+    Python, torch and transformers again: about 5 s each, 5 for the templates."""
+    if IN_PROCESS and threading.current_thread() is threading.main_thread():
+        return run_in_process(argv, cwd)
+    return nlsim(argv, cwd)
+
+
+READ_PER_CALL = ("NLSIM_DEVICE",)
+"""Environment variables nlsim reads each time it needs them (``default_device``), not once per process: a
+case that sets only these runs in this process, with them set (:func:`~tests.command.run_in_process` sets a
+command's environment for its run). Were one of them read once and kept, its case would fail here, not
+pass unseen: a kept value is that of a run without the variable."""
+
+
 def needs_process(case: Case) -> bool:
     """Whether ``case``'s command must run in a process of its own (:func:`nlsim`), not in this one
-    (:func:`tests.command.run_in_process`): it sets environment variables, or its set-up names this
-    process."""
-    return case.process or bool(case.env)
+    (:func:`tests.command.run_in_process`): it sets environment variables that nlsim may read once per
+    process (any but :data:`READ_PER_CALL`), or its set-up names this process."""
+    return case.process or any(name not in READ_PER_CALL for name in case.env)
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -2706,7 +2725,7 @@ def _no_new_version(d: Path, proc: Any) -> str | None:
 
 
 def _day_one(d: Path) -> None:
-    proc = nlsim(dedup("day1.csv", "--state", "state", "--annotated-pairs", "pairs.tsv", out="daily"), d)
+    proc = prepare(dedup("day1.csv", "--state", "state", "--annotated-pairs", "pairs.tsv", out="daily"), d)
     if proc.returncode != 0:
         raise RuntimeError(f"day 1: {proc.stderr[-1000:]}")
 

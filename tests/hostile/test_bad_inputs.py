@@ -6,10 +6,12 @@ fixture, so that ``-k NAME`` runs just those: each command runs ``nlsim.cli.main
 at a time, as ``python -m nlsim`` would (its exit status, stdout and stderr; an uncaught exception's
 traceback on stderr: :func:`tests.command.run_in_process`), which saves starting Python, torch and
 transformers again for each of the ~290 cases; the cases that need a process of their own (environment
-variables, a lock naming the process that set the case up: :func:`~tests.hostile.cases.needs_process`) run
-as real subprocesses, two at a time, and ``NLSIM_HOSTILE_PROCESS=1`` (or ``NLSIM_TEST_SUBPROCESS=1``, for
-every command-line test) runs every case so. The templates some cases copy (a saved model, a state
-folder, a trained chain) are built once, when a selected case needs them. A case's folder goes as soon
+variables nlsim may read once per process, a lock naming the process that set the case up:
+:func:`~tests.hostile.cases.needs_process`) run as real subprocesses, two at a time, and
+``NLSIM_HOSTILE_PROCESS=1`` (or ``NLSIM_TEST_SUBPROCESS=1``, for every command-line test) runs every case
+so. The templates some cases copy (a saved model, a state folder, a trained chain) are built once, when a
+selected case needs them, by commands run in this process too (:func:`~tests.hostile.cases.prepare`). A
+case's folder goes as soon
 as the case passed (a failed one's stays until the module ends), and the templates when the module ends:
 the cases' copies of models and stores came to about 4 GB over the run when they stayed to the end of the
 session.
