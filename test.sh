@@ -45,7 +45,9 @@ echo "style: ruff check and ruff format --check"
 .venv/bin/ruff format --check .
 xdist=()
 if [ "$workers" -gt 1 ]; then
-  xdist=(-n "$workers" --dist loadfile)
+  # --no-loadscope-reorder: the workers take the modules in the collection's order, the slowest first
+  # (tests/conftest.py, SLOWEST_FIRST), not xdist's (most tests first, which left the slowest modules last)
+  xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 fi
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest ${xdist[@]+"${xdist[@]}"} "$@"
