@@ -95,11 +95,12 @@ def _module(item: pytest.Item) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = {item.nodeid: _module(item) for item in items}
     for item in items:
-        if _module(item) in CPU_FEATURE_MODULES:
+        if modules[item.nodeid] in CPU_FEATURE_MODULES:
             item.add_marker(pytest.mark.cpu_features)
     rank = {module: i for i, module in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_module(item), len(rank)))  # stable: a module's order is kept
+    items.sort(key=lambda item: rank.get(modules[item.nodeid], len(rank)))  # stable: a module's order kept
 
 
 @pytest.fixture(scope="session")

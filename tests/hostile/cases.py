@@ -45,7 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.command import IN_PROCESS, run_in_process, run_subprocess
+from tests import command
+from tests.command import run_in_process, run_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "paraphrase-MiniLM-L3-v2"
@@ -2121,12 +2122,13 @@ def nlsim(
 
 def prepare(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """``python -m nlsim ARGV`` that builds a template or sets a case up (not a command under test): in this
-    process where commands run in it (:data:`tests.command.IN_PROCESS`) and this is the main thread, else in
-    a process of its own. The cases that need a process of their own are set up two at a time, in threads,
-    and :func:`~tests.command.run_in_process` takes one command at a time. A command run here saves starting
-    Python, torch and transformers again: about 5 s each, 5 for the templates."""
-    if IN_PROCESS and threading.current_thread() is threading.main_thread():
-        return run_in_process(argv, cwd)
+    process on the main thread, as :func:`tests.command.nlsim` runs a command (unless
+    ``NLSIM_TEST_SUBPROCESS=1``), else in a process of its own. The cases that need a process of their own
+    are set up two at a time, in threads, and :func:`~tests.command.run_in_process` takes one command at a
+    time. A command run here saves starting Python, torch and transformers again: about 5 s each, 5 for the
+    templates."""
+    if threading.current_thread() is threading.main_thread():
+        return command.nlsim(*argv, cwd=cwd)
     return nlsim(argv, cwd)
 
 
