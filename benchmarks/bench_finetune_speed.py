@@ -11,7 +11,9 @@ settings of each ``--variants`` (``default``: the shipped settings; ``fp32``: th
 :mod:`nlsim.training.dropout`'s; ``fp32-padded``: fp32, each batch padded to its longest sequence instead of
 packed (the loops before :mod:`nlsim.training.packing`); ``all-layers``: no layer frozen, fp32; ``before``:
 no layer frozen, fp32, batches in random order, tokenised at each step, the unfused optimizer, padded: the
-loop as it was). Token counts per step tell what padding costs.
+loop as it was; ``default-unpadded``: the shipped settings with the packed rows not padded to a multiple
+of :data:`nlsim.training.packing.PACK_MULTIPLE` and every frozen pass in fp32, as before they were). Token
+counts per step tell what padding costs.
 
 ``side-by-side`` alternates nlsim's loops (``train_encoder``, ``train_cross_encoder``, shipped settings) with
 sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's default) and
@@ -55,7 +57,12 @@ VARIANTS = {
     "fp32-padded": (4, "fp32", True, True, True, False, False),
     "all-layers": (0, "fp32", True, True, True, True, True),
     "before": (0, "fp32", False, False, False, False, False),
+    "default-unpadded": (4, "auto", True, True, True, True, True),
 }
+UNPADDED = {"default-unpadded"}
+"""Variants as shipped before the packed rows were padded for oneDNN's kernel cache and the cross-encoder's
+training pairs went through the frozen part in the training's arithmetic: packed rows unpadded, every
+frozen pass in fp32."""
 
 
 def cpu_name() -> str:
@@ -86,6 +93,12 @@ class Phases:
         return now
 
 
+def _shipped_pack_multiple() -> Any:
+    from nlsim.training.packing import pack_multiple
+
+    return pack_multiple
+
+
 def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) -> dict[str, Any]:
     """One loop's phases (see the module docstring), mirroring nlsim's training step."""
     import torch
@@ -94,6 +107,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     from nlsim.encoders.batching import bucketed_batches, pad_batch
     from nlsim.encoders.encoder import mean_pool
     from nlsim.rerank.cross_encoder import CrossEncoder
+    from nlsim.training import split_encoder as split_module
     from nlsim.training.losses import cosent_loss
     from nlsim.training.mixed_precision import autocast, resolve
     from nlsim.training.optim import adamw
@@ -132,11 +146,16 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
         all_rows = np.arange(n_rows)
     split = SplitEncoder(model, frozen, pad_id=pad, bit_masks=None if bits else False)
     precision, _ = resolve(setting, torch.device("cpu"))
+    before = variant in UNPADDED
+    if before:  # the packed rows as they were: no padding to a round number
+        split_module.pack_multiple = lambda device: 1
     t0 = time.perf_counter()
     ids = tokenise(all_rows) if once else None
     one_time["tokenise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    states = split.prepare(ids) if ids is not None else None
+    frozen_precision = "fp32" if kind == "bi-encoder" or before else precision  # as the trainings do
+    with autocast(frozen_precision, torch.device("cpu")):
+        states = split.prepare(ids) if ids is not None else None
     one_time["frozen layers" if frozen else "embedding block"] = time.perf_counter() - t0
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if head is not None:
@@ -206,6 +225,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
                 ph.tokens += real if mask is None else int(mask.numel())
                 ph.real_tokens += real
             step += 1
+    split_module.pack_multiple = _shipped_pack_multiple()
     per_step = {k: round(v / steps, 4) for k, v in ph.seconds.items()}
     return {
         "loop": kind,

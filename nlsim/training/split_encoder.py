@@ -41,7 +41,7 @@ from nlsim.encoders import lower_states
 from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_batches
 from nlsim.encoders.layers import layer_mask
 from nlsim.errors import ConfigError
-from nlsim.training.packing import Packing, packed_layer
+from nlsim.training.packing import Packing, pack_multiple, packed_layer
 
 WIDTH_MULTIPLE = 8
 """Batches are padded to a multiple of this many tokens (:func:`nlsim.encoders.batching.padded_width`)."""
@@ -228,13 +228,17 @@ class SplitEncoder:
         """The last hidden state of sequences ``rows`` as packed tokens ``(T, hidden)`` (row 0's tokens
         first, :mod:`nlsim.training.packing`: no padding in the linear layers) and their packing, with
         autograd through the upper layers. Needs the frozen part's cached states (not with
-        ``train_embeddings``)."""
+        ``train_embeddings``). Inside a CPU's bf16 autocast the packed rows are padded to a round number
+        (:func:`nlsim.training.packing.pack_multiple`)."""
         if inputs.states is None:
             raise ConfigError("packed sequences need the frozen part's states: the embeddings train here")
         rows = [int(r) for r in rows]
         device = self.device
-        packing = Packing.of(inputs.lengths[rows], device)
-        hidden = torch.cat([inputs.states[r] for r in rows]).to(device)
+        packing = Packing.of(inputs.lengths[rows], device, pack_multiple(device))
+        parts = [inputs.states[r] for r in rows]
+        if packing.pad:
+            parts.append(parts[0].new_zeros((packing.pad, parts[0].shape[-1])))
+        hidden = torch.cat(parts).to(device)
         for layer in self.model.encoder.layer[self.frozen_layers :]:
             hidden = packed_layer(layer, hidden, packing, bit_masks=self.bit_masks)
         return hidden, packing

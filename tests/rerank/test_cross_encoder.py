@@ -342,3 +342,18 @@ def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
     monkeypatch.setattr(training, "spearman_raw", rising)
     last = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     assert not np.allclose(last.validation_scores, run.validation_scores, atol=1e-4)  # another epoch's
+
+
+def test_a_bf16_training_runs_its_training_pairs_frozen_pass_in_bf16_and_keeps_validation_fp32(
+    small_pairs: pd.DataFrame,
+) -> None:
+    """On a CPU the training pairs' frozen pass takes the training's bf16; the validation pairs' stays
+    fp32, so the scores handed on (the quality check's fp32 reference) are still what predict gives."""
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    cfg = CrossEncoderConfig(epochs=1, batch_size=8, threads=1, log_every=0, seed=5, train_precision="bf16")
+    lines: list[str] = []
+    run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lines.append)
+    assert any("through the frozen part (the training pairs' in bf16)" in line for line in lines)
+    predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
+    np.testing.assert_allclose(run.validation_scores, predicted, atol=1e-5)
