@@ -10,7 +10,9 @@ in a padded ``(rows, width)`` layout for the one call of ``scaled_dot_product_at
 back out. What a layer computes for a real token is what the model's own layer computes for it
 (:func:`packed_layer` follows transformers' ``BertLayer``: self-attention, dense, dropout, residual and
 LayerNorm, then the feed-forward block the same way; tested against it); mean pooling is a sum per row
-(:func:`segment_mean`).
+(:func:`segment_mean`). Inside a CPU's bf16 autocast the matrix gets rows of nothing after the real
+tokens, up to a multiple of :data:`PACK_MULTIPLE` (:func:`pack_multiple`, :meth:`Packing.of`): they change
+nothing the real tokens compute, and spare oneDNN a kernel compiled for every new token count.
 
 Example:
     >>> import torch
