@@ -40,6 +40,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -93,12 +94,6 @@ class Phases:
         return now
 
 
-def _shipped_pack_multiple() -> Any:
-    from nlsim.training.packing import pack_multiple
-
-    return pack_multiple
-
-
 def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) -> dict[str, Any]:
     """One loop's phases (see the module docstring), mirroring nlsim's training step."""
     import torch
@@ -147,8 +142,9 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     split = SplitEncoder(model, frozen, pad_id=pad, bit_masks=None if bits else False)
     precision, _ = resolve(setting, torch.device("cpu"))
     before = variant in UNPADDED
+    unpadded = mock.patch.object(split_module, "pack_multiple", lambda device: 1)
     if before:  # the packed rows as they were: no padding to a round number
-        split_module.pack_multiple = lambda device: 1
+        unpadded.start()
     t0 = time.perf_counter()
     ids = tokenise(all_rows) if once else None
     one_time["tokenise"] = time.perf_counter() - t0
@@ -225,7 +221,8 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
                 ph.tokens += real if mask is None else int(mask.numel())
                 ph.real_tokens += real
             step += 1
-    split_module.pack_multiple = _shipped_pack_multiple()
+    if before:
+        unpadded.stop()
     per_step = {k: round(v / steps, 4) for k, v in ph.seconds.items()}
     return {
         "loop": kind,

@@ -48,7 +48,7 @@ class Packing:
     ``lengths[b]``: the tokens of row ``b``; the packed matrix holds row 0's tokens, then row 1's, and so on.
     ``slots``: each packed token's place ``b * width + t`` in the padded ``(rows, width)`` layout the
     attention reads; ``segment``: each packed token's row; ``keys``: ``(rows, 1, 1, width)``, true where a
-    key is a real token. ``pad``: rows of no token after the real ones (:data:`tokens` of them), so that the
+    key is a real token. ``pad``: rows of no token after the real ones (:attr:`tokens` of them), so that the
     packed matrix has a round number of rows (see :meth:`of`); they reach neither the attention nor the
     pooled vectors, and the gradient they pass back is zero.
     """
@@ -155,8 +155,6 @@ def _with_pad(t: torch.Tensor, p: Packing) -> torch.Tensor:
 def _dropout(t: torch.Tensor, rate: float, p: Packing, bit_masks: bool | None) -> torch.Tensor:
     """Dropout of the real tokens' rows; the padding rows are zeros. Masks are drawn for the real rows
     alone, so a run draws the same masks whatever the padding."""
-    if not p.pad:
-        return dropout(t, rate, bit_masks=bit_masks)
     return _with_pad(dropout(t[: p.tokens], rate, bit_masks=bit_masks), p)
 
 
