@@ -57,13 +57,13 @@ from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
 
 def _prepared_texts(
-    encoder: Any, split: SplitEncoder, train: pd.DataFrame
+    encoder: Any, split: SplitEncoder, train: pd.DataFrame, lanes: int = 1
 ) -> tuple[list[str], FrozenStates, np.ndarray, np.ndarray]:
-    """Every distinct training text, the frozen part's states of each (prefix added, tokenised once), and
-    each pair's two rows into them."""
+    """Every distinct training text, the frozen part's states of each (prefix added, tokenised once; in
+    ``lanes`` lanes, :meth:`SplitEncoder.prepare`), and each pair's two rows into them."""
     unique = list(dict.fromkeys(train["text_a"].tolist() + train["text_b"].tolist()))
     where = {t: i for i, t in enumerate(unique)}
-    states = split.prepare(encoder.token_ids(unique))
+    states = split.prepare(encoder.token_ids(unique), lanes=lanes)
     rows_a = np.fromiter((where[t] for t in train["text_a"]), dtype=np.int64, count=len(train))
     rows_b = np.fromiter((where[t] for t in train["text_b"]), dtype=np.int64, count=len(train))
     return unique, states, rows_a, rows_b
@@ -157,9 +157,13 @@ def _start(
     cfg: FinetuneConfig,
     log: Callable[[str], None],
     on_rate: Callable[[float], None] | None,
+    spare: Callable[[], int] | None = None,
+    begin: Callable[[], None] | None = None,
 ) -> _Run:
     """The encoder cut at its frozen layers, every training and validation text run once through them (or
-    its states taken where an embedding pass kept them, :meth:`SplitEncoder.prepare`), the optimizer."""
+    its states taken where an embedding pass kept them, :meth:`SplitEncoder.prepare`), the optimizer. With
+    ``spare``, the frozen pass runs in lanes on the training's threads and ``spare()`` more, then
+    ``begin()`` (the side-by-side cross-encoder's threads, idle until then)."""
     model = encoder.model
     encoder.max_length = int(cfg.bi_encoder.max_length)
     train_embeddings = not cfg.recipe.freeze_embeddings  # then every layer trains
@@ -173,8 +177,11 @@ def _start(
     progress = EpochProgress(per_epoch)
     scheduler = linear_schedule(optimizer, int(round(cfg.bi_encoder.warmup_ratio * total)), total, progress)
     t_prep = time.perf_counter()
-    texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train)
-    val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation)
+    lanes = torch.get_num_threads() + spare() if spare is not None else 1
+    texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train, lanes)
+    val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation, lanes)
+    if begin is not None:
+        begin()
     n, kept = len(states) + len(val_states), states.kept + val_states.kept
     where = (
         f"{n} distinct texts: {kept} from the states the zero-shot model's embedding passes kept, "
@@ -183,7 +190,9 @@ def _start(
         else f"{n} distinct texts through the frozen part"
     )
     log(
-        f"  bi-encoder: {where} in {time.perf_counter() - t_prep:.1f} s; training "
+        f"  bi-encoder: {where} in {time.perf_counter() - t_prep:.1f} s"
+        + (f" ({lanes} lanes)" if lanes > 1 else "")
+        + "; training "
         f"{layer_count(model) - split.frozen_layers} of {layer_count(model)} layers in {precision} ({why})"
     )
     scores = torch.tensor(train["score"].to_numpy(dtype=np.float32)).to(split.device)
@@ -335,6 +344,7 @@ def train_encoder(
     on_rate: Callable[[float], None] | None = None,
     embed_training_texts: bool = False,
     spare: Callable[[], int] | None = None,
+    begin: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune ``encoder`` in place on already-converted pairs; the best checkpoint is loaded at the end.
 
@@ -349,15 +359,17 @@ def train_encoder(
     frozen part's states (only the trained layers run; a caller fitting on the training pairs). Validation
     Spearman picks the checkpoint (ties: the earlier one). ``on_rate`` hears the measured seconds per step
     once (:class:`TrainingClock`). ``spare()``: the threads beside this training that are idle now (the
-    side-by-side cross-encoder's, once its first epoch is over): the embedding passes of validation and of
-    the training texts run in that many more lanes, with the same numbers (:func:`_embedded`).
+    side-by-side cross-encoder's, before it begins and once its first epoch is over): the frozen pass and
+    the embedding passes of validation and of the training texts run in that many more lanes, with the
+    same numbers (:func:`_embedded`); ``begin()`` is called once the frozen pass is over (the cross-encoder
+    beside it then begins).
     """
     if cfg.recipe.threads:
         torch.set_num_threads(int(cfg.recipe.threads))
     set_seed(cfg.recipe.seed)
     model = encoder.model
     total_params = sum(p.numel() for p in model.parameters())
-    run = _start(encoder, train, validation, cfg, log, on_rate)
+    run = _start(encoder, train, validation, cfg, log, on_rate, spare, begin)
     run.spare = spare
     rng = np.random.default_rng(cfg.recipe.seed)
     seconds_per_epoch = [

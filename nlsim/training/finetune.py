@@ -204,6 +204,7 @@ def finetune(
     with side_by_side.started(cfg, data, encoder.device, log) as beside:
         bi_cfg = beside.bi_encoder_config(cfg) if beside is not None else cfg
         spare = beside.spare_threads if beside is not None else None
+        begin = beside.begin if beside is not None else None
         run = call(
             "train",
             train_encoder,
@@ -215,6 +216,7 @@ def finetune(
             on_rate,
             with_reranker,
             spare,
+            begin,
         )
         # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
         # validation pass, and the training texts (the reranker's line is fitted on them) from training's

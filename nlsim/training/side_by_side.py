@@ -9,9 +9,11 @@ side:
 
 1. the cross-encoder is built first, in the calling thread (its base weights loaded, its head drawn from
    the recipe's seed), before the bi-encoder's training seeds torch;
-2. a worker thread runs its frozen pass and its first epoch on half the threads (rounded up), drawing its
-   dropout masks from a generator of its own (:func:`nlsim.training.dropout.drawn_from`), while the
-   calling thread trains the bi-encoder on the other half;
+2. the bi-encoder's frozen pass runs first, its batches in lanes on every thread (the worker's threads are
+   :meth:`SideBySide.spare_threads` until :meth:`SideBySide.begin`); then a worker thread runs the
+   cross-encoder's frozen pass and its first epoch on half the threads (rounded up), drawing its dropout
+   masks from a generator of its own (:func:`nlsim.training.dropout.drawn_from`), while the calling thread
+   trains the bi-encoder on the other half;
 3. once the caller has finished with the bi-encoder (its calibration and evaluation run on its half too;
    its embedding passes take the cross-encoder's thread as a second lane once that first epoch is over,
    :meth:`SideBySide.spare_threads`), :meth:`SideBySide.trained` waits for that first epoch and trains the
@@ -100,6 +102,7 @@ class SideBySide:
         self.bi_threads = self.threads // 2
         self.cross_encoder_threads = self.threads - self.bi_threads
         self._stopped = threading.Event()
+        self._begun = threading.Event()
         self._generator = torch.Generator().manual_seed(int(cfg.recipe.seed))
         self._training: CrossEncoderTraining | None = None
         self._error: BaseException | None = None
@@ -110,6 +113,8 @@ class SideBySide:
                 # a thread's first parallel call takes the count last set by any thread: make it now
                 torch.get_num_threads()
                 torch.set_num_threads(self.cross_encoder_threads)
+                self._begun.wait()  # the bi-encoder's frozen pass takes these threads as lanes meanwhile
+                self._after_step()
                 with drawn_from(self._generator):
                     training = CrossEncoderTraining(
                         ce, data.train, data.validation, ce_cfg, log, after_step=self._after_step
@@ -130,9 +135,15 @@ class SideBySide:
         return dataclasses.replace(cfg, recipe=dataclasses.replace(cfg.recipe, threads=self.bi_threads))
 
     def spare_threads(self) -> int:
-        """The cross-encoder's threads when its first epoch is over (they idle until :meth:`trained`), else
-        0: the bi-encoder's embedding passes may run in that many more lanes meanwhile."""
-        return self.cross_encoder_threads if not self._thread.is_alive() and self._error is None else 0
+        """The cross-encoder's threads while they idle, else 0: before :meth:`begin` (the bi-encoder's
+        frozen pass), and when its first epoch is over (until :meth:`trained`). The bi-encoder's frozen and
+        embedding passes may run in that many more lanes meanwhile."""
+        idle = not self._begun.is_set() or not self._thread.is_alive()
+        return self.cross_encoder_threads if idle and self._error is None else 0
+
+    def begin(self) -> None:
+        """The bi-encoder's frozen pass is over: the cross-encoder's thread begins its own."""
+        self._begun.set()
 
     def _after_step(self) -> None:
         if self._stopped.is_set():
@@ -142,6 +153,7 @@ class SideBySide:
         """The trained cross-encoder: waits for its first epoch, then trains its later epochs in the calling
         thread on every thread (one team of threads, the caller's: a second team beside it made each
         step wait on threads put to sleep), and raises what its training raised."""
+        self.begin()
         self._thread.join()
         torch.set_num_threads(self.threads)
         if self._error is not None:
@@ -158,6 +170,7 @@ class SideBySide:
         next step, or after its frozen pass), and give the calling thread every thread back."""
         if self._thread.is_alive():
             self._stopped.set()
+            self.begin()
             self._thread.join()
         torch.set_num_threads(self.threads)
 
@@ -167,8 +180,9 @@ def start(
 ) -> SideBySide | None:
     """Build the cross-encoder here and start its training in a thread of its own, when ``cfg`` trains
     side by side on ``device`` (:func:`applies`); ``None`` otherwise. Call it before the bi-encoder's
-    training, give that training :meth:`SideBySide.bi_encoder_config`, and end with
-    :meth:`SideBySide.trained` or :meth:`SideBySide.close`."""
+    training, give that training :meth:`SideBySide.bi_encoder_config`, :meth:`SideBySide.spare_threads`
+    and :meth:`SideBySide.begin` (its thread waits for that call, or for :meth:`SideBySide.trained`), and
+    end with :meth:`SideBySide.trained` or :meth:`SideBySide.close`."""
     if not applies(cfg, device):
         return None
     ce_cfg = cfg.cross_encoder_config()
@@ -180,7 +194,8 @@ def start(
     pending = SideBySide(ce, data, cfg, log)
     log(
         f"  the cross-encoder trains its first epoch beside the bi-encoder ({pending.cross_encoder_threads} "
-        f"and {pending.bi_threads} of {pending.threads} threads), then on all {pending.threads}"
+        f"and {pending.bi_threads} of {pending.threads} threads) once the bi-encoder's frozen pass is over "
+        f"(on all {pending.threads}), then on all {pending.threads}"
     )
     return pending
 

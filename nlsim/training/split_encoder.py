@@ -39,6 +39,7 @@ import torch
 
 from nlsim.encoders import lower_states
 from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_batches
+from nlsim.encoders.lanes import run_batches
 from nlsim.encoders.layers import layer_mask
 from nlsim.errors import ConfigError
 from nlsim.training.packing import Packing, pack_multiple, packed_layer
@@ -139,13 +140,15 @@ class SplitEncoder:
         types: Sequence[Sequence[int]] | None = None,
         batch_size: int = 128,
         reuse_kept: bool = True,
+        lanes: int = 1,
     ) -> FrozenStates:
         """Run the frozen part once over tokenised sequences (``types``: token type ids, where the model
         reads them). A sequence whose states after this frozen part are kept (:mod:`nlsim.encoders.
         lower_states`: the zero-shot embedding passes of a cold chain keep every text's) takes them as they
         are: what the frozen part computes for it, to float rounding (the batch a text is padded in moves
         the last bits, about 1e-6). ``reuse_kept=False``: run every sequence (pair sequences, which no
-        embedding pass keeps)."""
+        embedding pass keeps). ``lanes`` > 1: the batches run in that many lanes of one thread each
+        (:func:`nlsim.encoders.lanes.run_batches`), the same numbers as on one thread."""
         ids = [list(x) for x in ids]
         type_rows = [list(x) for x in types] if types is not None else None
         lengths = lengths_of(ids)
@@ -159,18 +162,27 @@ class SplitEncoder:
         was_training = self.model.training
         self.model.eval()
         device = self.device
-        with torch.no_grad():
-            for part in sorted_batches(lengths[todo], batch_size):
-                rows = todo[part]
-                padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
-                hidden, mask = self._embed(padded, device)
-                if self.frozen_layers:
-                    mask4 = layer_mask(self.model, hidden, mask)
-                    for layer in self.model.encoder.layer[: self.frozen_layers]:
-                        hidden = layer(hidden, attention_mask=mask4)
-                hidden = hidden.float().cpu()
-                for j, r in enumerate(rows):
-                    states[r] = hidden[j, : lengths[r]].clone()
+
+        def run(rows: np.ndarray) -> None:
+            padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
+            hidden, mask = self._embed(padded, device)
+            if self.frozen_layers:
+                mask4 = layer_mask(self.model, hidden, mask)
+                for layer in self.model.encoder.layer[: self.frozen_layers]:
+                    hidden = layer(hidden, attention_mask=mask4)
+            hidden = hidden.float().cpu()
+            for j, r in enumerate(rows):
+                states[r] = hidden[j, : lengths[r]]
+
+        batches = [todo[part] for part in sorted_batches(lengths[todo], batch_size)]
+        if lanes > 1 and len(batches) > 1:
+            run_batches(batches, run, lanes)
+        else:
+            with torch.no_grad():
+                for rows in batches:
+                    run(rows)
+        for r in todo:  # each its own tensor, made outside the lanes' inference mode: training reads them
+            states[r] = states[r].clone()  # type: ignore[union-attr]
         self.model.train(was_training)
         done = [s for s in states if s is not None]
         return FrozenStates(ids, type_rows, lengths, done, kept=len(ids) - len(todo))

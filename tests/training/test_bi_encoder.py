@@ -238,9 +238,10 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
 def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
     small_pairs: pd.DataFrame, threads: int
 ) -> None:
-    """A thread beside the training that has nothing left to do (the side-by-side cross-encoder's after its
-    first epoch) takes chunks of the validation and training-text passes as another lane: every number the
-    run hands on is the same whether a spare thread was there or not, on one training thread or more."""
+    """A thread beside the training that has nothing left to do (the side-by-side cross-encoder's before it
+    begins and after its first epoch) takes batches of the frozen pass and chunks of the validation and
+    training-text passes as another lane: every number the run hands on is the same whether a spare thread
+    was there or not, on one training thread or more."""
     from nlsim.encoders import load_encoder
 
     train = small_pairs[small_pairs["split"] == "train"]
@@ -264,7 +265,7 @@ def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
             )
         )
     alone, beside = runs
-    assert asked == [0, 0, 1, 1]  # the validation pass and the training texts' pass asked, in each run
+    assert asked == [0, 0, 0, 1, 1, 1]  # the frozen pass, validation's and the training texts', in each run
     assert torch.get_num_threads() == threads  # the caller's share given back after each pass
     for key in ("training_embeddings", "validation_embeddings"):
         assert alone[key].keys() == beside[key].keys()

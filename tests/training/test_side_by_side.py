@@ -20,6 +20,7 @@ from nlsim.training.config import CrossEncoderConfig, FinetuneConfig
 from nlsim.training.cross_encoder import CrossEncoderTraining
 from nlsim.training.data import prepare_pairs
 from nlsim.training.dropout import drawn_from
+from nlsim.training.split_encoder import SplitEncoder
 
 
 @pytest.fixture(scope="module")
@@ -80,28 +81,29 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
         return real_epoch(*args, **kwargs)
 
     monkeypatch.setattr(bi_encoder, "_train_epoch", epoch)
-    train = bi_encoder.train_encoder
 
     finetune.finetune(_config(tmp_path / "plain"), pairs=pairs)
     assert torch.get_num_threads() == 2  # given back
     plain = _models(tmp_path / "plain")
 
-    def slow_train(*args: Any, **kwargs: Any) -> dict[str, Any]:  # the cross-encoder waits at its gate
+    def slow_epoch(*args: Any, **kwargs: Any) -> float:  # the cross-encoder's first epoch ends first
         time.sleep(3.0)
-        return train(*args, **kwargs)
+        return epoch(*args, **kwargs)
 
-    spare: list[int] = []
+    spare: list[tuple[bool, int]] = []  # (the cross-encoder's thread had begun, its threads idle)
     real_spare = side_by_side.SideBySide.spare_threads
 
     def told(self: side_by_side.SideBySide) -> int:
-        spare.append(real_spare(self))
-        return spare[-1]
+        spare.append((self._begun.is_set(), real_spare(self)))
+        return spare[-1][1]
 
     monkeypatch.setattr(side_by_side.SideBySide, "spare_threads", told)
-    monkeypatch.setattr(finetune, "train_encoder", slow_train)
+    monkeypatch.setattr(bi_encoder, "_train_epoch", slow_epoch)
     finetune.finetune(_config(tmp_path / "slow-bi"), pairs=pairs)
+    monkeypatch.setattr(bi_encoder, "_train_epoch", epoch)
     assert _models(tmp_path / "slow-bi") == plain
-    assert 1 in spare  # the cross-encoder's idle thread ran as a second lane of the bi-encoder's passes
+    assert (False, 1) in spare  # the cross-encoder's thread, not yet begun: a lane of the frozen pass
+    assert (True, 1) in spare  # and idle after its first epoch: a lane of the embedding passes
 
     real_step = side_by_side.SideBySide._after_step
 
@@ -109,7 +111,6 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
         time.sleep(0.2)
         real_step(self)
 
-    monkeypatch.setattr(finetune, "train_encoder", train)
     monkeypatch.setattr(side_by_side.SideBySide, "_after_step", slow_step)
     finetune.finetune(_config(tmp_path / "slow-ce"), pairs=pairs)
     assert _models(tmp_path / "slow-ce") == plain
@@ -137,15 +138,31 @@ def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_res
 
     def training(ce: Any, *args: Any, **kwargs: Any) -> CrossEncoderTraining:
         tokenizers.append(ce.tokenizer)
+        where.append(("cross-encoder begins", torch.get_num_threads()))
         return real_training(ce, *args, **kwargs)
+
+    real_prepare = SplitEncoder.prepare
+
+    def prepare(self: SplitEncoder, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name != "nlsim-cross-encoder":
+            where.append(("bi-encoder's frozen pass", kwargs.get("lanes", 1)))
+        return real_prepare(self, *args, **kwargs)
 
     monkeypatch.setattr(cross_encoder, "_train_epoch", epoch)
     monkeypatch.setattr(finetune, "train_encoder", train)
     monkeypatch.setattr(side_by_side, "CrossEncoderTraining", training)
+    monkeypatch.setattr(SplitEncoder, "prepare", prepare)
     finetune.finetune(_config(tmp_path / "m", cross_encoder_epochs=3, threads=threads), pairs=pairs)
     caller = threading.current_thread().name
     beside = threads - threads // 2
-    assert where == [("nlsim-cross-encoder", beside), (caller, threads), (caller, threads)]
+    # the bi-encoder's frozen passes (training and validation texts) first, in lanes on every thread
+    assert where[:2] == [("bi-encoder's frozen pass", threads)] * 2
+    assert where[2:] == [
+        ("cross-encoder begins", beside),
+        ("nlsim-cross-encoder", beside),
+        (caller, threads),
+        (caller, threads),
+    ]
     assert _no_cross_encoder_thread()
     # each training tokenises with its own tokenizer object (each call sets its truncation on it)
     assert len(tokenizers) == 2 and tokenizers[0] is not tokenizers[1]

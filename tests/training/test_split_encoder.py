@@ -8,6 +8,7 @@ import torch
 
 from nlsim.encoders import load_encoder, lower_states
 from nlsim.errors import ConfigError
+from nlsim.training import split_encoder as split_module
 from nlsim.training.split_encoder import SplitEncoder, can_split, layer_count
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
@@ -89,6 +90,29 @@ def test_states_are_computed_once_per_sequence(encoder) -> None:  # noqa: ANN001
     assert len(states) == len(TEXTS)
     assert [s.shape[0] for s in states.states] == list(states.lengths)
     assert np.array_equal(states.lengths, [len(x) for x in encoder.token_ids(TEXTS)])
+
+
+def test_the_frozen_pass_in_lanes_computes_what_one_thread_does(encoder) -> None:  # noqa: ANN001
+    """Each batch on one thread either way (the side-by-side bi-encoder's frozen pass, whose other lane is
+    the cross-encoder's thread before it begins): the same states to the bit, tensors training can read."""
+    texts = [f"{t} {i}" for i in range(12) for t in TEXTS]  # several batches of 8
+    split = SplitEncoder(encoder.model, 2, pad_id=encoder.pad_id())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one = split.prepare(encoder.token_ids(texts), batch_size=8)
+    finally:
+        torch.set_num_threads(threads)
+    calls: list[int] = []
+    real = split_module.run_batches
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(split_module, "run_batches", lambda b, w, lanes: (calls.append(lanes), real(b, w, lanes)))
+        two = split.prepare(encoder.token_ids(texts), batch_size=8, lanes=2)
+    assert calls == [2]
+    assert all(torch.equal(a, b) for a, b in zip(one.states, two.states, strict=True))
+    assert not any(s.is_inference() for s in two.states)
+    x = two.states[0].requires_grad_(False) @ torch.ones(two.states[0].shape[-1], 1, requires_grad=True)
+    x.sum().backward()  # an inference tensor could not be saved for backward
 
 
 def test_the_frozen_part_takes_the_states_an_embedding_pass_kept() -> None:
