@@ -203,8 +203,7 @@ def finetune(
     with_reranker = cfg.cross_encoder.reranker
     with side_by_side.started(cfg, data, encoder.device, log) as beside:
         bi_cfg = beside.bi_encoder_config(cfg) if beside is not None else cfg
-        spare = beside.spare_threads if beside is not None else None
-        begin = beside.begin if beside is not None else None
+        spare, begin = (beside.spare_threads, beside.begin) if beside is not None else (None, None)
         run = call(
             "train",
             train_encoder,
