@@ -69,6 +69,16 @@ def results_stem(name: str, record: dict[str, Any]) -> Path:
     return RESULTS / f"{name}_{family}_{kind}"
 
 
+def write_results(name: str, record: dict[str, Any], markdown: str) -> Path:
+    """Write a benchmark's ``record`` (JSON, its ``machine`` from :func:`machine_record`) and ``markdown`` to
+    :func:`results_stem` ``.json`` and ``.md``, say so, and return the stem."""
+    stem = results_stem(name, record["machine"])
+    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    stem.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
+    print(f"wrote {stem}.json and .md")
+    return stem
+
+
 def machine() -> str:
     """One line naming the machine the figures come from: CPU model, the ISA flags that decide which
     precision pays off (avx512*, VNNI, bf16, AMX), cores, memory, load."""

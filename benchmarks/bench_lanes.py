@@ -16,7 +16,6 @@ Writes ``benchmarks/results/lanes_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -28,7 +27,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, print_table, results_stem  # noqa: E402
+from _common import machine, machine_record, print_table, write_results  # noqa: E402
 
 
 def measure(job: Any, n: int, layouts: list[int], repeats: int) -> tuple[dict[int, list[float]], float]:
@@ -100,8 +99,6 @@ def main() -> None:
         record["jobs"][name] = {"rates": rates, "median": medians, "gain": gain, "max_abs_diff": diff}
         print(f"{name}: largest difference between the layouts' outputs {diff:.2g}", flush=True)
     table = print_table(rows, ["job", "layout", "per second (median)"])
-    stem = results_stem("lanes", record["machine"])
-    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     head = (
         f"# Inference in lanes\n\n{machine()}; {threads} torch threads; {args.repeats} runs each, "
         "alternating.\n\n"
@@ -109,8 +106,7 @@ def main() -> None:
     diffs = "\n".join(
         f"- {k}: largest output difference {v['max_abs_diff']:.2g}" for k, v in record["jobs"].items()
     )
-    stem.with_suffix(".md").write_text(head + table + "\n\n" + diffs + "\n", encoding="utf-8")
-    print(f"wrote {stem}.json and .md")
+    write_results("lanes", record, head + table + "\n\n" + diffs)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Writes ``benchmarks/results/probe_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -29,7 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, print_table, results_stem  # noqa: E402
+from _common import machine, machine_record, print_table, write_results  # noqa: E402
 
 
 def probe_once(target: Any, threads: int, stand_in: bool) -> tuple[float, dict[str, float]]:
@@ -98,14 +97,11 @@ def main() -> None:
         record["models"][name] = {"seconds": runs, "rates": rates}
     columns = ["model", "timed on", "probe seconds (median)", "runs", "fastest first (each run)"]
     table = print_table(rows, columns)
-    stem = results_stem("probe", record["machine"])
-    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     head = (
         f"# The probe on a cold NLSIM_HOME: the stand-in against the model\n\n{machine()}; {args.threads} "
         f"torch threads; {args.model}; {args.repeats} runs each, alternating.\n\n"
     )
-    stem.with_suffix(".md").write_text(head + table + "\n", encoding="utf-8")
-    print(f"wrote {stem}.json and .md")
+    write_results("probe", record, head + table)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Writes ``benchmarks/results/probe_rounds_<cpu family>_<avx2|bf16>.{json,md}`` (t
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import statistics
 import sys
@@ -34,7 +33,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, print_table, results_stem  # noqa: E402
+from _common import machine, machine_record, print_table, write_results  # noqa: E402
 
 
 def spells(
@@ -190,8 +189,6 @@ def main() -> None:
         "quiet": quiet,
         "moving": moved,
     }
-    stem = results_stem("probe_rounds", record["machine"])
-    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     head = (
         "# The probe's ranking on a moving host: paths timed back to back (the probe) against in rounds\n\n"
         f"{machine()}; "
@@ -200,8 +197,7 @@ def main() -> None:
         f"{args.spell[0]:g}-{args.spell[1]:g} s, {args.gap[0]:g}-{args.gap[1]:g} s apart (drawn from seed "
         f"{args.seed}); items a second: median (range).\n\n"
     )
-    stem.with_suffix(".md").write_text(head + table + "\n", encoding="utf-8")
-    print(f"wrote {stem}.json and .md")
+    write_results("probe_rounds", record, head + table)
 
 
 if __name__ == "__main__":
