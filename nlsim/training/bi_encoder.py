@@ -177,7 +177,7 @@ def _start(
     progress = EpochProgress(per_epoch)
     scheduler = linear_schedule(optimizer, int(round(cfg.bi_encoder.warmup_ratio * total)), total, progress)
     t_prep = time.perf_counter()
-    lanes = torch.get_num_threads() + spare() if spare is not None else 1
+    lanes = _lanes(spare) or 1
     texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train, lanes)
     val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation, lanes)
     if begin is not None:
@@ -216,6 +216,7 @@ def _start(
         progress,
         train["score"].to_numpy(dtype=np.float64) >= SAME_STORY - 1e-9,
         np.full(len(train), np.inf),
+        spare=spare,
     )
 
 
@@ -226,7 +227,7 @@ def _validate(
     texts are embedded from the frozen part's states (only the trained layers run), as the encoder would
     embed them."""
     with run.clock.pause():
-        embedded = _embedded(run.split, run.val_states, run.val_texts, lanes=_lanes(run))
+        embedded = _embedded(run.split, run.val_states, run.val_texts, lanes=_lanes(run.spare))
         m = evaluate(pair_scorer(run.encoder, kept=embedded), validation, conversion=None)
     run.last_embeddings = embedded
     row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
@@ -370,7 +371,6 @@ def train_encoder(
     model = encoder.model
     total_params = sum(p.numel() for p in model.parameters())
     run = _start(encoder, train, validation, cfg, log, on_rate, spare, begin)
-    run.spare = spare
     rng = np.random.default_rng(cfg.recipe.seed)
     seconds_per_epoch = [
         round(_train_epoch(run, validation, cfg, epoch, rng, log), 2)
@@ -404,17 +404,17 @@ def train_encoder(
 
 def _embedded_training_texts(run: _Run) -> Embeddings:
     """Each distinct training text's embedding by the weights the run leaves (:func:`_embedded`)."""
-    return _embedded(run.split, run.states, run.texts, lanes=_lanes(run))
+    return _embedded(run.split, run.states, run.texts, lanes=_lanes(run.spare))
 
 
-def _lanes(run: _Run) -> int | None:
-    """The lanes of an embedding pass now, when the training runs beside another (``run.spare`` given):
-    the training's own threads plus those beside it that are idle, each chunk on one thread whatever their
-    number, so that the numbers do not depend on the timing; ``None`` otherwise (the calling thread, on
-    all its threads)."""
-    if run.spare is None:
+def _lanes(spare: Callable[[], int] | None) -> int | None:
+    """The lanes of a frozen or embedding pass now, when the training runs beside another (``spare``, the
+    run's, given): the training's own threads plus those beside it that are idle, each batch or chunk on
+    one thread whatever their number, so that the numbers do not depend on the timing; ``None`` otherwise
+    (the calling thread, on all its threads)."""
+    if spare is None:
         return None
-    return torch.get_num_threads() + run.spare()
+    return torch.get_num_threads() + spare()
 
 
 def _embedded(

@@ -175,12 +175,7 @@ class SplitEncoder:
                 states[r] = hidden[j, : lengths[r]]
 
         batches = [todo[part] for part in sorted_batches(lengths[todo], batch_size)]
-        if lanes > 1 and len(batches) > 1:
-            run_batches(batches, run, lanes)
-        else:
-            with torch.no_grad():
-                for rows in batches:
-                    run(rows)
+        run_batches(batches, run, min(lanes, len(batches)))  # one lane: in order, on this thread
         for r in todo:  # each its own tensor, made outside the lanes' inference mode: training reads them
             states[r] = states[r].clone()  # type: ignore[union-attr]
         self.model.train(was_training)

@@ -111,8 +111,8 @@ def test_the_frozen_pass_in_lanes_computes_what_one_thread_does(encoder) -> None
     assert calls == [2]
     assert all(torch.equal(a, b) for a, b in zip(one.states, two.states, strict=True))
     assert not any(s.is_inference() for s in two.states)
-    x = two.states[0].requires_grad_(False) @ torch.ones(two.states[0].shape[-1], 1, requires_grad=True)
-    x.sum().backward()  # an inference tensor could not be saved for backward
+    weight = torch.ones(two.states[0].shape[-1], 1, requires_grad=True)
+    (two.states[0] @ weight).sum().backward()  # an inference tensor could not be saved for backward
 
 
 def test_the_frozen_part_takes_the_states_an_embedding_pass_kept() -> None:
