@@ -95,7 +95,8 @@ class ChainWork:
     lossy_paths: int = 0
     """The lossy inference paths the quality check of the fine-tuned model measures, for each model kind."""
     built_paths: bool = True
-    """The lossy paths are built first (on the CPU: ONNX exports, int8 copies; a GPU's are not)."""
+    """The lossy paths are built and timed first (on the CPU: ONNX exports, int8 copies, the probe; not a
+    GPU's, nor the one a CPU with AMX-BF16 takes untimed, :func:`nlsim.inference.choice.untimed_path`)."""
     encoder_probed: bool = False
     """The zero-shot model's check before the first report has timed the encoder's paths (one
     architecture): the fine-tuned encoder's check builds only the path it measures."""

@@ -495,7 +495,7 @@ def reusable_lower_layers(cfg: PipelineConfig, base: Any) -> int:
     model = cfg.dedup_config(CURRENT_MODEL).model
     if model.backend != "auto" or model.precision != "auto" or base.device.type != "cpu":
         return 0
-    if lossy_paths_here(base.device):
+    if lossy_paths_here(base.device)[0]:
         return 0
     from nlsim.training.split_encoder import frozen_layer_count, layer_count
 
@@ -503,16 +503,24 @@ def reusable_lower_layers(cfg: PipelineConfig, base: Any) -> int:
     return frozen_layer_count(layers, cfg.bi_encoder.frozen_layers, cfg.recipe.freeze_embeddings)
 
 
-def lossy_paths_here(device: Any) -> int:
-    """How many lossy inference paths the fine-tuning's quality check may measure where the model trains:
-    the candidates of ``--precision auto`` there (on a CPU, before the probe drops those not faster): none
-    on a CPU without VNNI or bf16 instructions."""
+def lossy_paths_here(device: Any) -> tuple[int, bool]:
+    """How many lossy inference paths the fine-tuning's quality check may measure where the model trains
+    (the candidates of ``--precision auto`` there, on a CPU before the probe drops those not faster: none
+    on a CPU without VNNI or bf16 instructions; one where the CPU's features pick it untimed,
+    :func:`nlsim.inference.choice.untimed_path`), and whether they are built and timed first (on a CPU
+    that probes them)."""
+    from nlsim.inference.choice import untimed_path
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.onnx import onnxruntime_available
     from nlsim.inference.paths import candidates, is_lossy
+    from nlsim.inference.probe import probe_mode
 
-    found, _ = candidates("auto", "auto", cpu_info(), onnx_ok=onnxruntime_available(), gpu=gpu_info(device))
-    return sum(1 for path in found if is_lossy(path))
+    cpu, gpu = cpu_info(), gpu_info(device)
+    found, _ = candidates("auto", "auto", cpu, onnx_ok=onnxruntime_available(), gpu=gpu)
+    lossy = [path for path in found if is_lossy(path)]
+    if untimed_path(lossy, cpu, gpu is not None, probe_mode()):
+        return 1, False
+    return len(lossy), gpu is None
 
 
 def incumbent_work(cfg: PipelineConfig, store: ModelStore, validation: pd.DataFrame) -> bool | None:
@@ -547,6 +555,7 @@ def chain_work(
         items = 0
     layers = layer_count(base.model) or 12
     training = cfg.finetune_config(None).for_device(base.device)  # what fine-tuning will use here
+    lossy, built = lossy_paths_here(base.device) if training.evaluation.precision_check else (0, False)
     return ChainWork(
         train_pairs=len(train),
         validation_pairs=int((pairs["split"] == "validation").sum()),
@@ -567,8 +576,8 @@ def chain_work(
         cross_encoder_drops_easy=bool(training.cross_encoder.drop_easy),
         side_by_side=side_by_side.applies(training, base.device),
         test_pairs=int((pairs["split"] == "test").sum()),
-        lossy_paths=lossy_paths_here(base.device) if training.evaluation.precision_check else 0,
-        built_paths=gpu_info(base.device) is None,
+        lossy_paths=lossy,
+        built_paths=built,
         encoder_probed=(
             store is not None and first_report_due(cfg, store) and zero_shot_check_first(cfg, base)
         ),

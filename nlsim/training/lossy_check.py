@@ -184,6 +184,8 @@ class PathPlan:
     """Chosen by what pays off here (``paths=None``), not asked for by name."""
     rates: dict[str, float] = field(default_factory=dict)
     runners: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    enough: str = ""
+    """A path that, once passed, leaves the others unchecked (:attr:`LossyWorth.enough`)."""
 
     @property
     def nothing_to_compare(self) -> bool:
@@ -205,18 +207,25 @@ def plan_paths(target: Target, paths: Sequence[str] | None, threads: int | None)
         {p: why for p, why in worth.skipped.items() if p in chosen},
         rates=worth.rates,
         runners=worth.runners,
+        enough=worth.enough if worth.enough in chosen else "",
     )
 
 
-def outranked(path: str, passed: str, rates: dict[str, float]) -> str:
+def outranked(path: str, passed: str, rates: dict[str, float], enough: str = "") -> str:
     """Why ``path`` needs no quality check here, or ``""``: the probe timed it no faster than ``passed``,
-    a lossy path that passed, so that ``auto`` would never take it on this CPU (unmeasured, it is checked).
+    a lossy path that passed, so that ``auto`` would never take it on this CPU (unmeasured, it is checked),
+    or ``passed`` is the path the CPU's features pick untimed (``enough``,
+    :func:`nlsim.inference.choice.untimed_path`).
 
     >>> outranked("torch-int8", "torch-bf16", {"torch-bf16": 150.0, "torch-int8": 99.0})
     'slower here than torch-bf16, which passed (99 items/s in the probe against 150)'
     >>> outranked("onnx-int8", "torch-bf16", {"torch-bf16": 150.0})
     ''
+    >>> outranked("onnx-int8", "torch-bf16", {}, enough="torch-bf16")
+    'torch-bf16 passed, and a CPU with AMX-BF16 takes it without timing the others'
     """
+    if enough and passed == enough:
+        return f"{passed} passed, and a CPU with AMX-BF16 takes it without timing the others"
     rate, best = rates.get(path, 0.0), rates.get(passed, 0.0)
     if not 0 < rate <= best:
         return ""
@@ -246,7 +255,7 @@ def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int |
         p
         for p in worth.keep
         if not was_tried(record, entry_key(p, device))
-        and not any(outranked(p, q, worth.rates) for q in passed)
+        and not any(outranked(p, q, worth.rates, worth.enough) for q in passed)
     ]
 
 
@@ -286,7 +295,7 @@ def check_lossy_paths(
     entry: dict[str, Any]
     passed: str = ""
     for path in plan.chosen:
-        why = outranked(path, passed, plan.rates) if passed and plan.auto else ""
+        why = outranked(path, passed, plan.rates, plan.enough) if passed and plan.auto else ""
         if why:
             plan.runners.pop(path, None)  # built by the probe, not needed: let it go now
             record["paths"][entry_key(path, device)] = {

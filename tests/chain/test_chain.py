@@ -490,7 +490,7 @@ def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
     others = [t for t in dict.fromkeys([*more["text_a"], *more["text_b"]]) if t not in pair_texts]
     extra = pd.DataFrame({"id": [f"x{i:04d}" for i in range(len(others))], "title": others, "source": "stsb"})
     pd.concat([items, extra], ignore_index=True).to_parquet(corpus)
-    monkeypatch.setattr(chain_run, "lossy_paths_here", lambda device: 0)  # as on a CPU with avx2 only
+    monkeypatch.setattr(chain_run, "lossy_paths_here", lambda device: (0, True))  # as on a CPU with avx2 only
     monkeypatch.setattr(chain_run, "decide", lambda *a, **k: (True, "promoted for the test"))
     cfg = config(tmp_path, pairs, corpus, cache=False)
     with caplog.at_level(logging.INFO, logger="nlsim"):

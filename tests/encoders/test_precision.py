@@ -403,6 +403,73 @@ def test_the_check_stops_at_the_fastest_path_that_passes(
     assert unchecked_here(record, target) == ["torch-int8"]  # where int8 is the faster, it is checked
 
 
+AMX = "avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
+
+
+def test_a_cpu_with_amx_takes_bf16_untimed_once_it_passed(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the probe would time (``NLSIM_PROBE=on``), a CPU with AMX-BF16 times nothing: the check
+    measures torch-bf16 first and, once it passes, no other lossy path; a job takes it; no probe is
+    written. Where it failed, the probe's (here cached) figures pick among what is left."""
+    from nlsim.inference.probe import probe_file
+    from nlsim.inference.target import Target
+    from nlsim.training.lossy_check import unchecked_here
+
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AMX)
+    monkeypatch.setenv("NLSIM_PROBE", "on")
+    build = Target.build
+    built: list[str] = []
+
+    def counted(self: Target, path: str, threads: int | None = None) -> object:
+        built.append(path)
+        return build(self, path, threads)
+
+    monkeypatch.setattr(Target, "build", counted)
+    record = check_encoder(l3, stsb_sample(train=0, validation=40, test=0))
+    target = encoder_target(l3)
+    stored = probe_file(target.architecture(), torch.get_num_threads(), cpu_info())
+    assert built == ["torch-bf16"] and record["paths"]["torch-bf16"]["passed"] and not stored.exists()
+    for path in ("onnx-int8", "torch-int8"):
+        assert "AMX-BF16 takes it without timing" in record["paths"][path]["not_checked"]
+    assert unchecked_here(record, target) == []
+    save_quality_check(record)
+    choice = select(target, job_items=100_000).choice
+    assert choice.path == "torch-bf16" and "without a probe" in choice.reason and choice.probe == {}
+    assert not stored.exists()
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX512_VNNI_BF16)  # no AMX: the same record, the probe decides
+    write_probe(l3, {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 400.0, "torch-bf16": 600.0})
+    assert select(target, job_items=100_000).choice.reason.startswith("fastest in the probe")
+
+
+def test_a_cpu_with_amx_checks_the_others_unmeasured_where_bf16_fails(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.inference.target import Target
+
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", AMX)
+    monkeypatch.setenv("NLSIM_PROBE", "on")
+    build = Target.build
+    built: list[str] = []
+
+    def failing(self: Target, path: str, threads: int | None = None) -> object:
+        built.append(path)
+        if path in ("torch-bf16", "onnx-int8"):
+            raise RuntimeError(f"no {path} here")
+        return build(self, path, threads)
+
+    monkeypatch.setattr(Target, "build", failing)
+    record = check_encoder(l3, stsb_sample(train=0, validation=40, test=0))
+    assert built == ["torch-bf16", "onnx-int8", "torch-int8"]  # nothing timed, each checked in turn
+    assert "spearman" in record["paths"]["torch-int8"] and "error" in record["paths"]["torch-bf16"]
+    failed = {**GOOD, "spearman": 70.0}
+    save_quality_check(stored_check(l3.fingerprint, {"torch-bf16": failed, "torch-int8": GOOD}))
+    rates = {"onnx-fp32": 300.0, "torch-fp32": 200.0, "torch-int8": 500.0}
+    write_probe(l3, rates)  # cached: "on" times nothing more
+    choice = select(encoder_target(l3), job_items=100_000).choice
+    assert choice.path == "torch-int8" and choice.reason.startswith("fastest in the probe")
+
+
 def test_the_check_takes_the_fp32_vectors_it_is_given(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -285,13 +285,20 @@ def test_the_chain_estimate_counts_the_evaluation_and_the_quality_check() -> Non
 
 def test_the_lossy_paths_counted_are_those_the_cpu_can_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """None on an avx2-only CPU (the check measures nothing there), int8 and bf16 ones where the CPU has
-    VNNI and bf16 instructions."""
+    VNNI and bf16 instructions, each built and timed first; on a CPU with AMX-BF16 one, bf16, untimed
+    (where the probe would time: ``NLSIM_PROBE=on``)."""
     import torch
 
     from nlsim.chain.run import lossy_paths_here
     from nlsim.inference.onnx import onnxruntime_available
 
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("NLSIM_PROBE", "on")
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx avx2 fma")
-    assert lossy_paths_here(torch.device("cpu")) == 0
+    assert lossy_paths_here(cpu) == (0, True)
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx512_vnni avx512_bf16")
+    assert lossy_paths_here(cpu) == ((3 if onnxruntime_available() else 2), True)
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8")
-    assert lossy_paths_here(torch.device("cpu")) == (3 if onnxruntime_available() else 2)
+    assert lossy_paths_here(cpu) == (1, False)
+    monkeypatch.setenv("NLSIM_PROBE", "cached")  # the tests' mode: the probe's cache decides
+    assert lossy_paths_here(cpu) == ((3 if onnxruntime_available() else 2), True)
