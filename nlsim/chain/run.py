@@ -747,7 +747,8 @@ def first_report(
     counted as ``first-report``, apart from the final report's). On a CPU with bf16 instructions, the
     zero-shot ``base`` model's quality check on ``validation`` comes first
     (:func:`quality_check_stage`; :func:`zero_shot_check_first`), so that the report may embed on a path
-    that passed it, and the probe it times is the fine-tuned encoder's too (one architecture); its fp32
+    that passed it, and the probe it times (none where the CPU has AMX-BF16) is the fine-tuned encoder's
+    too (one architecture); its fp32
     reference takes ``known``, the baseline's vectors (:attr:`Baseline.vectors`).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
     ``--no-first-report``, or a promoted model whose report the folder already has)."""
@@ -795,10 +796,11 @@ def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
     """Whether a cold chain checks the zero-shot model's lossy paths before its first report: on a CPU
     with bf16 instructions (``avx512_bf16`` or AMX-BF16; there the chain does not share the lower layers'
     states between its reports, :func:`reusable_lower_layers`), with the report's precision left to
-    ``auto``. Measured on a 2-core AMX CPU: the check took 38 s, the first report's embedding in bf16 22 s
-    against 66 s in onnx-fp32, and the probe it times is cached for the fine-tuned encoder's check
-    (docs/measurements.md). On a CPU with VNNI and no bf16 only the int8 paths would be checked, and
-    nothing measured says they repay their builds before a first report: not there."""
+    ``auto``. Measured on a 2-core AMX CPU: the check took 38 s with the probe it timed (3 s since such a
+    CPU takes torch-bf16 untimed, :func:`nlsim.inference.choice.untimed_path`), the first report's
+    embedding in bf16 22 s against 66 s in onnx-fp32 (docs/measurements.md). On a CPU with VNNI and no
+    bf16 only the int8 paths would be checked, and nothing measured says they repay their builds before a
+    first report: not there."""
     from nlsim.inference.cpu import cpu_info
 
     if cfg.dedup_config(CURRENT_MODEL).model.precision != "auto" or base.device.type != "cpu":
