@@ -99,7 +99,8 @@ class ChainWork:
     GPU's, nor the one a CPU with AMX-BF16 takes untimed, :func:`nlsim.inference.choice.untimed_path`)."""
     encoder_probed: bool = False
     """The zero-shot model's check before the first report has timed the encoder's paths (one
-    architecture): the fine-tuned encoder's check builds only the path it measures."""
+    architecture): the fine-tuned encoder's check builds only the path it measures (with ``built_paths``
+    only: where nothing is built or timed, nothing is counted for it either way)."""
     cross_encoder_drops_easy: bool = False
     """The cross-encoder's epochs after the first leave the easy pairs out (about
     :data:`LATER_EPOCH_SHARE` of the steps each)."""

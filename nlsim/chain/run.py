@@ -507,8 +507,8 @@ def lossy_paths_here(device: Any) -> tuple[int, bool]:
     """How many lossy inference paths the fine-tuning's quality check may measure where the model trains
     (the candidates of ``--precision auto`` there, on a CPU before the probe drops those not faster: none
     on a CPU without VNNI or bf16 instructions; one where the CPU's features pick it untimed,
-    :func:`nlsim.inference.choice.untimed_path`), and whether they are built and timed first (on a CPU
-    that probes them)."""
+    :func:`nlsim.inference.choice.untimed_path`: more only where it fails its check, which the estimate
+    does not foresee), and whether they are built and timed first (on a CPU that probes them)."""
     from nlsim.inference.choice import untimed_path
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.onnx import onnxruntime_available

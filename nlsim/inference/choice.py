@@ -26,7 +26,7 @@ The choice (:func:`select`), for ``backend="auto"`` / ``precision="auto"``:
    precision that passed win unmeasured on a GPU (tensor cores), bf16 before fp16.
 
 Where the CPU's features settle the order (:func:`untimed_path`: ``torch-bf16`` on a CPU with AMX-BF16,
-``NLSIM_PROBE=on``), nothing is timed: that path is the first the quality check measures, and once it
+unless ``NLSIM_PROBE=off``), nothing is timed: that path is the first the quality check measures, and once it
 passes it is taken, and the other lossy paths need no check; where it fails, the others are checked
 unmeasured and the probe times what is left when a job chooses.
 
@@ -82,25 +82,30 @@ UNTIMED_ON_AMX = "torch-bf16"
 
 def untimed_path(cands: list[str], cpu: CpuInfo, on_gpu: bool, mode: str) -> str:
     """The lossy path the CPU's features pick without timing, or ``""``: ``torch-bf16`` where the CPU has
-    AMX-BF16, the model runs on the CPU, ``torch-bf16`` is among ``cands`` and the probe would time
-    (``mode`` ``on``; ``cached`` and ``off`` keep their rules). AMX's tiles multiply bf16 several times
-    faster than the CPU's fp32 units: on the Intel Xeon measured (2 cores) every probe ranked it first,
-    for both model kinds, 152 items a second for e5-small against 139 for onnx-int8 and 73 for torch-fp32,
-    264 pair readings against 110 and 46 for the cross-encoder, and torch's inference lanes widen its lead
-    in a job (the probe times one batch at a time). Timing them cost 25 s and 38 s of a cold chain, and
-    onnx-int8 an ONNX export besides.
+    AMX-BF16 (and the process may use its tiles, :func:`nlsim.inference.cpu.amx_usable`), the model runs
+    on the CPU, ``torch-bf16`` is among ``cands`` and probes are read at all (``mode`` ``on`` or ``cached``:
+    this rule times nothing either; ``off`` keeps its rule, the first candidate in path order).
+
+    AMX's tiles multiply bf16 several times faster than the CPU's fp32 units. On the Intel Xeon measured
+    (2 cores, 2 threads) every probe ranked torch-bf16 first for both models
+    (``benchmarks/results/probe_intel_xeon_bf16.md``: e5-small 170-309 texts a second against 156-186 for
+    onnx-int8 and 58-65 for torch-fp32; the cross-encoder 143-226 pair readings against 101-133 and 43-60),
+    and a job widens its lead: torch runs its batches in inference lanes, the probe one batch at a time
+    (the chain's reports embedded 550-600 texts a second in bf16). Timing them cost a cold chain about a
+    minute (docs/measurements.md), onnx-int8's exports included.
 
     Example:
         >>> amx = CpuInfo("Xeon", ("avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"), 2)
-        >>> untimed_path(["onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16"], amx, False, "on")
-        'torch-bf16'
-        >>> untimed_path(["onnx-fp32", "torch-bf16"], amx, False, "cached")
-        ''
+        >>> cands = ["onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16"]
+        >>> untimed_path(cands, amx, False, "on"), untimed_path(cands, amx, False, "cached")
+        ('torch-bf16', 'torch-bf16')
+        >>> untimed_path(cands, amx, False, "off"), untimed_path(cands, amx, True, "on")
+        ('', '')
         >>> zen4 = CpuInfo("EPYC", ("avx512_vnni", "avx512_bf16"), 2)
-        >>> untimed_path(["onnx-fp32", "torch-fp32", "onnx-int8", "torch-bf16"], zen4, False, "on")
+        >>> untimed_path(cands, zen4, False, "on")
         ''
     """
-    if on_gpu or mode != "on" or "amx_bf16" not in cpu.flags or UNTIMED_ON_AMX not in cands:
+    if on_gpu or mode == "off" or "amx_bf16" not in cpu.flags or UNTIMED_ON_AMX not in cands:
         return ""
     return UNTIMED_ON_AMX
 
@@ -307,7 +312,7 @@ def select(
     runners: dict[str, Any] = {}
     alive = [p for p in cands if forced_precision or checks.get(p, (True,))[0]]
     probe: dict[str, float] = {}
-    small, untimed, unexported = "", False, ""  # untimed: a job too small to time, its paths untimed
+    small, too_small, unexported = "", False, ""  # too_small: a job too small to time, its paths untimed
     mode = "off" if not use_probe else "on" if probe_missing else "cached"
     settled = "" if forced_precision else untimed_path(alive, cpu, gpu is not None, mode)
     if len(alive) > 1 and use_probe and not settled:
@@ -319,8 +324,8 @@ def select(
             target, alive, threads, cpu, runners, excluded, time_missing=probe_missing and not small, gpu=gpu
         )
         cands = [p for p in cands if p not in excluded]
-        untimed = bool(small) and not any(probe.get(p, 0.0) > 0 for p in alive)
-        if untimed:
+        too_small = bool(small) and not any(probe.get(p, 0.0) > 0 for p in alive)
+        if too_small:
             cands, unexported = no_export_first(target, cands)
     choice = decide(
         cands,
@@ -331,7 +336,7 @@ def select(
         on_gpu=gpu is not None,
         untimed=settled,
     )
-    if untimed:
+    if too_small:
         choice.reason += f"; not timed: {small}{unexported}"
     choice.requested, choice.forced = requested, backend != "auto" and precision != "auto"
     choice.cpu, choice.device = cpu.describe(), device if gpu is None else f"{device}: {gpu.describe()}"
@@ -463,7 +468,9 @@ def weigh_lossy(
     at least :data:`LOSSY_MIN_GAIN` times faster than the best lossless path: ``auto`` would never take
     any other. On a CPU without VNNI or bf16 instructions nothing is left, and nothing is probed. Without
     a probe (``NLSIM_PROBE=off``, or ``cached`` with nothing cached) every CPU candidate is checked: nothing
-    says it cannot pay off. ``keep_runners``: keep the runners the probe built (else they are let go).
+    says it cannot pay off. On a CPU with AMX-BF16 nothing is probed (:func:`untimed_path`): torch-bf16
+    first, the others after it unmeasured, and ``enough`` says that once it passes they need no check.
+    ``keep_runners``: keep the runners the probe built (else they are let go).
     """
     import torch  # deferred: heavy or optional, loaded only when needed
 

@@ -5,7 +5,8 @@ Low precision is only fast where the CPU has the instructions for it: int8 needs
 multiply-add sequences (and ONNX Runtime's u8×s8 path can saturate); bf16 needs ``avx512_bf16`` or
 AMX-BF16 (``amx_bf16``), otherwise oneDNN emulates it with fp32 arithmetic. :func:`cpu_info` reads
 ``/proc/cpuinfo`` once (Linux; elsewhere the model name from :mod:`platform` and no flags, so only the
-lossless paths are tried). ``NLSIM_CPU_FLAGS`` (space-separated) replaces the flags read, for tests and
+lossless paths are tried), and leaves out the AMX flags where the kernel does not let the process use
+AMX's tiles (:func:`amx_usable`). ``NLSIM_CPU_FLAGS`` (space-separated) replaces the flags read, for tests and
 for trying another machine's rules.
 
 Example:
@@ -104,12 +105,28 @@ def parse_cpuinfo(text: str) -> tuple[str, set[str]]:
     return model, flags
 
 
+AMX_FLAGS = ("amx_tile", "amx_bf16", "amx_int8")
+
+
+def amx_usable() -> bool:
+    """Whether the kernel lets this process use AMX's tiles (Linux asks each process to request them; a
+    virtual machine may list the flags and refuse): torch's own request, as its kernels make it."""
+    import torch  # deferred: heavy, and loaded by every caller that would use AMX anyway
+
+    init = getattr(getattr(torch._C, "_cpu", None), "_init_amx", None)
+    return bool(init()) if init is not None else True
+
+
 @functools.lru_cache(maxsize=1)
 def _read() -> tuple[str, frozenset[str]]:
+    """The model name and flags of ``/proc/cpuinfo``, the AMX flags left out where this process may not use
+    the tiles (:func:`amx_usable`)."""
     try:
         model, flags = parse_cpuinfo(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
     except OSError:
         model, flags = "", set()
+    if flags & set(AMX_FLAGS) and not amx_usable():
+        flags -= set(AMX_FLAGS)
     return model or platform.processor() or platform.machine() or "unknown CPU", frozenset(flags)
 
 

@@ -6,7 +6,9 @@ CPU kind, thread count and model architecture, or once per GPU kind and architec
 ``$NLSIM_HOME/probes/`` (made again when torch or onnxruntime change). ``NLSIM_PROBE`` says whether a run
 may time what the cache lacks (:func:`probe_mode`). Where only the exact CPU paths are left (ONNX and torch
 fp32: the same numbers), a job smaller than :data:`PROBE_PAYOFF` times what the timing itself would run is
-not worth it (:func:`too_small_to_probe`): the exact ONNX path is taken without timing.
+not worth it (:func:`too_small_to_probe`): the exact ONNX path is taken without timing. On a CPU with
+AMX-BF16 nothing is timed: torch-bf16 is taken once its quality check passed it
+(:func:`nlsim.inference.choice.untimed_path`).
 
 Example:
     >>> import numpy as np

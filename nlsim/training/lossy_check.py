@@ -237,7 +237,8 @@ def unchecked_here(record: dict[str, Any] | None, target: Target, threads: int |
     that ``record`` (a stored record, as :func:`nlsim.inference.lossy_verdict.load_quality_check` reads it)
     holds no figures for: those a check here would add. A record made on an avx2-only CPU leaves bf16 and
     int8 to a CPU that has the instructions; with no record, every path worth checking. A path the probe
-    here finds no faster than one the record passed is not among them (:func:`outranked`).
+    here finds no faster than one the record passed is not among them (:func:`outranked`), nor any other
+    once the path a CPU with AMX-BF16 takes untimed passed (``enough``).
 
     Example:
         >>> from nlsim.encoders import load_encoder

@@ -437,9 +437,28 @@ def test_a_cpu_with_amx_takes_bf16_untimed_once_it_passed(
     choice = select(target, job_items=100_000).choice
     assert choice.path == "torch-bf16" and "without a probe" in choice.reason and choice.probe == {}
     assert not stored.exists()
+    off = select(target, job_items=100_000, probe_missing=False, use_probe=False)  # NLSIM_PROBE=off: no rule
+    assert off.choice.path == "onnx-fp32"  # the first candidate in the table's order
+    cached = select(target, job_items=100_000, probe_missing=False)  # cached: the rule, nothing timed
+    assert cached.choice.path == "torch-bf16" and not stored.exists()
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AVX512_VNNI_BF16)  # no AMX: the same record, the probe decides
     write_probe(l3, {"onnx-fp32": 300.0, "torch-fp32": 200.0, "onnx-int8": 400.0, "torch-bf16": 600.0})
     assert select(target, job_items=100_000).choice.reason.startswith("fastest in the probe")
+
+
+def test_amx_flags_count_only_where_the_process_may_use_the_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nlsim.inference import cpu as cpu_module
+
+    monkeypatch.delenv("NLSIM_CPU_FLAGS", raising=False)
+    text = "model name\t: Xeon\nflags\t\t: avx2 avx512f avx512_bf16 amx_tile amx_bf16 amx_int8\n"
+    monkeypatch.setattr(cpu_module, "Path", lambda _: type("F", (), {"read_text": lambda *a, **k: text})())
+    for usable, expected in ((True, True), (False, False)):
+        monkeypatch.setattr(cpu_module, "amx_usable", lambda usable=usable: usable)
+        cpu_module._read.cache_clear()
+        found = cpu_info()
+        assert found.has_amx is expected and ("amx_bf16" in found.flags) is expected
+        assert "avx512_bf16" in found.flags  # what AVX-512 gives stays
+    cpu_module._read.cache_clear()
 
 
 def test_a_cpu_with_amx_checks_the_others_unmeasured_where_bf16_fails(

@@ -286,7 +286,7 @@ def test_the_chain_estimate_counts_the_evaluation_and_the_quality_check() -> Non
 def test_the_lossy_paths_counted_are_those_the_cpu_can_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """None on an avx2-only CPU (the check measures nothing there), int8 and bf16 ones where the CPU has
     VNNI and bf16 instructions, each built and timed first; on a CPU with AMX-BF16 one, bf16, untimed
-    (where the probe would time: ``NLSIM_PROBE=on``)."""
+    (unless ``NLSIM_PROBE=off``)."""
     import torch
 
     from nlsim.chain.run import lossy_paths_here
@@ -300,5 +300,7 @@ def test_the_lossy_paths_counted_are_those_the_cpu_can_check(monkeypatch: pytest
     assert lossy_paths_here(cpu) == ((3 if onnxruntime_available() else 2), True)
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx2 avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8")
     assert lossy_paths_here(cpu) == (1, False)
-    monkeypatch.setenv("NLSIM_PROBE", "cached")  # the tests' mode: the probe's cache decides
+    monkeypatch.setenv("NLSIM_PROBE", "cached")  # times nothing either: the same rule
+    assert lossy_paths_here(cpu) == (1, False)
+    monkeypatch.setenv("NLSIM_PROBE", "off")  # no rule: every path, in the table's order
     assert lossy_paths_here(cpu) == ((3 if onnxruntime_available() else 2), True)
