@@ -406,26 +406,35 @@ def test_the_check_stops_at_the_fastest_path_that_passes(
 AMX = "avx2 avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8"
 
 
+def recorded_builds(monkeypatch: pytest.MonkeyPatch, failing: tuple[str, ...] = ()) -> list[str]:
+    """The paths a quality check or a choice builds, in order, from here on; those in ``failing`` raise."""
+    from nlsim.inference.target import Target
+
+    build = Target.build
+    built: list[str] = []
+
+    def recorded(self: Target, path: str, threads: int | None = None) -> object:
+        built.append(path)
+        if path in failing:
+            raise RuntimeError(f"no {path} here")
+        return build(self, path, threads)
+
+    monkeypatch.setattr(Target, "build", recorded)
+    return built
+
+
 def test_a_cpu_with_amx_takes_bf16_untimed_once_it_passed(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where the probe would time (``NLSIM_PROBE=on``), a CPU with AMX-BF16 times nothing: the check
+    """A CPU with AMX-BF16 times nothing (``NLSIM_PROBE=on`` or ``cached``; not ``off``): the check
     measures torch-bf16 first and, once it passes, no other lossy path; a job takes it; no probe is
-    written. Where it failed, the probe's (here cached) figures pick among what is left."""
+    written. A CPU without AMX reads the same record and lets the probe decide."""
     from nlsim.inference.probe import probe_file
-    from nlsim.inference.target import Target
     from nlsim.training.lossy_check import unchecked_here
 
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AMX)
     monkeypatch.setenv("NLSIM_PROBE", "on")
-    build = Target.build
-    built: list[str] = []
-
-    def counted(self: Target, path: str, threads: int | None = None) -> object:
-        built.append(path)
-        return build(self, path, threads)
-
-    monkeypatch.setattr(Target, "build", counted)
+    built = recorded_builds(monkeypatch)
     record = check_encoder(l3, stsb_sample(train=0, validation=40, test=0))
     target = encoder_target(l3)
     stored = probe_file(target.architecture(), torch.get_num_threads(), cpu_info())
@@ -464,20 +473,9 @@ def test_amx_flags_count_only_where_the_process_may_use_the_tiles(monkeypatch: p
 def test_a_cpu_with_amx_checks_the_others_unmeasured_where_bf16_fails(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nlsim.inference.target import Target
-
     monkeypatch.setenv("NLSIM_CPU_FLAGS", AMX)
     monkeypatch.setenv("NLSIM_PROBE", "on")
-    build = Target.build
-    built: list[str] = []
-
-    def failing(self: Target, path: str, threads: int | None = None) -> object:
-        built.append(path)
-        if path in ("torch-bf16", "onnx-int8"):
-            raise RuntimeError(f"no {path} here")
-        return build(self, path, threads)
-
-    monkeypatch.setattr(Target, "build", failing)
+    built = recorded_builds(monkeypatch, failing=("torch-bf16", "onnx-int8"))
     record = check_encoder(l3, stsb_sample(train=0, validation=40, test=0))
     assert built == ["torch-bf16", "onnx-int8", "torch-int8"]  # nothing timed, each checked in turn
     assert "spearman" in record["paths"]["torch-int8"] and "error" in record["paths"]["torch-bf16"]
