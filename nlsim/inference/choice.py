@@ -229,32 +229,38 @@ def _decide_on_gpu(allowed: list[str], excluded: dict[str, str], checks: dict[st
     tensor cores), else torch fp32."""
     lossy = [p for p in PATHS if p in allowed and is_lossy(p)]
     best = lossy[0] if lossy else "torch-fp32"
-    for p in allowed:
-        if p != best:
-            excluded.setdefault(p, "not chosen")
-    verdict = checks.get(best)
     reason = "half precision on the GPU" if lossy else "the exact path on the GPU"
-    return Choice(
-        path=best,
-        reason=reason if len(allowed) > 1 else "the only candidate",
-        quality_check=verdict[1] if verdict and is_lossy(best) else "",
-        quality_check_figures=verdict[2] if verdict else None,
-        excluded=excluded,
-    )
+    reason = reason if len(allowed) > 1 else "the only candidate"
+    return _unweighed(best, reason, "not chosen", allowed, excluded, checks)
 
 
 def _decide_untimed(
     path: str, allowed: list[str], excluded: dict[str, str], checks: dict[str, Verdict]
 ) -> Choice:
     """The pick where the CPU's features settle it (:func:`untimed_path`): ``path``, which passed."""
+    reason = f"the CPU has AMX-BF16: {path} taken without a probe"
+    return _unweighed(
+        path, reason, f"not timed: {path} is taken on a CPU with AMX-BF16", allowed, excluded, checks
+    )
+
+
+def _unweighed(
+    best: str,
+    reason: str,
+    why_not: str,
+    allowed: list[str],
+    excluded: dict[str, str],
+    checks: dict[str, Verdict],
+) -> Choice:
+    """The choice of ``best`` made without a probe, each other allowed path excluded with ``why_not``."""
     for p in allowed:
-        if p != path:
-            excluded.setdefault(p, f"not timed: {path} is taken on a CPU with AMX-BF16")
-    verdict = checks.get(path)
+        if p != best:
+            excluded.setdefault(p, why_not)
+    verdict = checks.get(best)
     return Choice(
-        path=path,
-        reason=f"the CPU has AMX-BF16: {path} taken without a probe",
-        quality_check=verdict[1] if verdict else "",
+        path=best,
+        reason=reason,
+        quality_check=verdict[1] if verdict and is_lossy(best) else "",
         quality_check_figures=verdict[2] if verdict else None,
         excluded=excluded,
     )
@@ -499,10 +505,10 @@ def _worth_on_cpu(
     """:func:`weigh_lossy` for a model on the CPU: the probe decides, unless the CPU's features settle the
     order (:func:`untimed_path`: then nothing is timed, that path first, the others after it unmeasured)."""
     mode = probe_mode()
-    first = untimed_path([p for p in lossy if p not in skipped], cpu, False, mode)
+    open_paths = [p for p in lossy if p not in skipped]
+    first = untimed_path(open_paths, cpu, False, mode)
     if first:
-        rest = [p for p in lossy if p not in skipped and p != first]
-        return LossyWorth([first, *rest], skipped, enough=first)
+        return LossyWorth([first, *(p for p in open_paths if p != first)], skipped, enough=first)
     rates: dict[str, float] = {}
     runners: dict[str, Any] = {}
     if mode != "off":
