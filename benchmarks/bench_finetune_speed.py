@@ -12,8 +12,11 @@ settings of each ``--variants`` (``default``: the shipped settings; ``fp32``: th
 packed (the loops before :mod:`nlsim.training.packing`); ``all-layers``: no layer frozen, fp32; ``before``:
 no layer frozen, fp32, batches in random order, tokenised at each step, the unfused optimizer, padded: the
 loop as it was; ``default-unpadded``: the shipped settings with the packed rows not padded to a multiple
-of :data:`nlsim.training.packing.PACK_MULTIPLE` and every frozen pass in fp32, as before they were). Token
-counts per step tell what padding costs.
+of :data:`nlsim.training.packing.PACK_MULTIPLE` and every frozen pass in fp32, as before they were;
+``default-chunked``: the shipped settings with the bi-encoder's step in chunks of 16 texts and its frozen
+pass in fp32, as before a CPU's bf16 step took its batch as one chunk). Token counts per step tell what
+padding costs. The bi-encoder's step runs nlsim's own ``_pooled`` with nlsim's chunk (``_chunk``), and its
+frozen pass takes the training texts that validation or the test split reads too in fp32, as training does.
 
 ``side-by-side`` alternates nlsim's loops (``train_encoder``, ``train_cross_encoder``, shipped settings) with
 sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's default) and
@@ -25,7 +28,8 @@ epoch of our 1,785 training pairs (the cross-encoders read both orders: 3,570 se
 Results: ``benchmarks/results/finetune_speed_{profile,side-by-side}[_TAG].json`` / ``.md``. Needs
 ``pip install -e '.[bench]'``.
 
-    python benchmarks/bench_finetune_speed.py profile [--steps 40] [--threads 2] [--variants V,...] [--tag T]
+    python benchmarks/bench_finetune_speed.py profile [--steps 40] [--threads 2] [--variants V,...]
+        [--loops bi-encoder,cross-encoder] [--tag T]
     python benchmarks/bench_finetune_speed.py side-by-side [--steps 20] [--rounds 2] [--threads 2] [--tag T]
 """
 
@@ -59,11 +63,16 @@ VARIANTS = {
     "all-layers": (0, "fp32", True, True, True, True, True),
     "before": (0, "fp32", False, False, False, False, False),
     "default-unpadded": (4, "auto", True, True, True, True, True),
+    "default-chunked": (4, "auto", True, True, True, True, True),
 }
 UNPADDED = {"default-unpadded"}
 """Variants as shipped before the packed rows were padded for oneDNN's kernel cache and the cross-encoder's
 training pairs went through the frozen part in the training's arithmetic: packed rows unpadded, every
 frozen pass in fp32."""
+CHUNKED = {"default-chunked"}
+"""Variants as shipped before a CPU's bf16 bi-encoder step took its batch as one packed chunk and the
+training texts no evaluation reads went through the frozen part in bf16: chunks of 16 texts, the frozen
+pass in fp32."""
 
 
 def cpu_name() -> str:
@@ -77,7 +86,10 @@ def training_pairs() -> Any:
     from nlsim.training.data import convert_pairs
 
     pairs = convert_pairs(load_pairs(PAIRS), "tw2sp")
-    return pairs[pairs["split"] == "train"].reset_index(drop=True)
+    train = pairs[pairs["split"] == "train"].reset_index(drop=True)
+    held = pairs[pairs["split"] != "train"]
+    train.attrs["evaluated"] = {*held["text_a"], *held["text_b"]}  # kept in fp32 by a bf16 training
+    return train
 
 
 class Phases:
@@ -103,6 +115,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     from nlsim.encoders.encoder import mean_pool
     from nlsim.rerank.cross_encoder import CrossEncoder
     from nlsim.training import split_encoder as split_module
+    from nlsim.training.bi_encoder import _pooled as pooled_rows
     from nlsim.training.losses import cosent_loss
     from nlsim.training.mixed_precision import autocast, resolve
     from nlsim.training.optim import adamw
@@ -149,9 +162,12 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     ids = tokenise(all_rows) if once else None
     one_time["tokenise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    frozen_precision = "fp32" if kind == "bi-encoder" or before else precision  # as the trainings do
-    with autocast(frozen_precision, torch.device("cpu")):
-        states = split.prepare(ids) if ids is not None else None
+    chunked = variant in CHUNKED
+    frozen_precision = "fp32" if before or chunked else precision  # as the trainings do
+    exact: list[int] = []
+    if kind == "bi-encoder":
+        exact = [i for i, t in enumerate(texts) if t in train.attrs.get("evaluated", ())]
+    states = split.prepare(ids, precision=frozen_precision, exact=exact) if ids is not None else None
     one_time["frozen layers" if frozen else "embedding block"] = time.perf_counter() - t0
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if head is not None:
@@ -192,7 +208,11 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
                 batch = pad_batch(batch_ids, list(range(len(seq_rows))), pad, multiple=1)
                 t = ph.add("batch", t) if timed else time.perf_counter()
             with autocast(precision, torch.device("cpu")):
-                if mask is None:  # packed
+                if mask is None and kind == "bi-encoder":  # packed, in nlsim's chunks
+                    pooled = pooled_rows(
+                        split, states, seq_rows, BATCH if chunked or precision != "bf16" else 2 * BATCH
+                    )
+                elif mask is None:  # packed
                     hidden, packing = split.forward_packed(states, seq_rows)
                     pooled = segment_mean(hidden.float(), packing)
                 elif states is not None:
@@ -241,7 +261,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
 def profile(args: argparse.Namespace) -> dict[str, Any]:
     train = training_pairs()
     rows = []
-    for kind in ("bi-encoder", "cross-encoder"):
+    for kind in args.loops.split(","):
         for variant in args.variants.split(","):
             r = profile_loop(kind, variant, train, args.steps, args.threads)
             rows.append(r)
@@ -425,6 +445,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--loops", default="bi-encoder,cross-encoder", help="the loops profiled, comma-separated")
     s = sub.add_parser("side-by-side")
     s.add_argument("--steps", type=int, default=20)
     s.add_argument("--rounds", type=int, default=2)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,38 +57,52 @@ from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
 
 
 def _prepared_texts(
-    encoder: Any, split: SplitEncoder, train: pd.DataFrame, lanes: int = 1
+    encoder: Any,
+    split: SplitEncoder,
+    train: pd.DataFrame,
+    lanes: int = 1,
+    precision: str = "fp32",
+    exact: Collection[str] = (),
 ) -> tuple[list[str], FrozenStates, np.ndarray, np.ndarray]:
     """Every distinct training text, the frozen part's states of each (prefix added, tokenised once; in
-    ``lanes`` lanes, :meth:`SplitEncoder.prepare`), and each pair's two rows into them."""
+    ``lanes`` lanes, in ``precision`` but for the texts in ``exact``, :meth:`SplitEncoder.prepare`), and
+    each pair's two rows into them."""
     unique = list(dict.fromkeys(train["text_a"].tolist() + train["text_b"].tolist()))
     where = {t: i for i, t in enumerate(unique)}
-    states = split.prepare(encoder.token_ids(unique), lanes=lanes)
+    fp32 = [i for i, t in enumerate(unique) if t in exact]
+    states = split.prepare(encoder.token_ids(unique), lanes=lanes, precision=precision, exact=fp32)
     rows_a = np.fromiter((where[t] for t in train["text_a"]), dtype=np.int64, count=len(train))
     rows_b = np.fromiter((where[t] for t in train["text_b"]), dtype=np.int64, count=len(train))
     return unique, states, rows_a, rows_b
 
 
 def _pooled(
-    split: SplitEncoder, states: FrozenStates, rows: np.ndarray, chunk: int, lanes: int = 1
+    split: SplitEncoder,
+    states: FrozenStates,
+    rows: np.ndarray,
+    chunk: int,
+    lanes: int = 1,
+    precision: str = "fp32",
 ) -> torch.Tensor:
     """Mean-pooled vectors (with autograd) of text rows ``rows``, in their order, in length-sorted chunks
     of ``chunk``: packed, every text's real tokens alone (:mod:`nlsim.training.packing`), where the frozen
     part's states are cached; else each chunk padded to its own longest text (the embeddings train). With
     ``lanes`` > 1 (an inference pass: no autograd), the chunks run in that many lanes of one thread each
-    (:func:`nlsim.encoders.lanes.run_batches`)."""
+    (:func:`nlsim.encoders.lanes.run_batches`); each chunk in ``precision``
+    (:func:`nlsim.training.mixed_precision.autocast`, in whichever thread runs it)."""
     order = np.argsort(states.lengths[rows], kind="stable")
     chunks = [rows[order[start : start + chunk]] for start in range(0, len(order), chunk)]
     parts: list[torch.Tensor] = [torch.empty(0)] * len(chunks)
 
     def pool(k: np.ndarray) -> None:  # k: the chunk's number, as a one-row batch
         part = chunks[int(k[0])]
-        if states.states is not None:
-            hidden, packing = split.forward_packed(states, part)
-            parts[int(k[0])] = segment_mean(hidden.float(), packing)
-        else:
-            hidden, mask = split.forward(states, part)
-            parts[int(k[0])] = mean_pool(hidden.float(), mask)
+        with autocast(precision, split.device):
+            if states.states is not None:
+                hidden, packing = split.forward_packed(states, part)
+                parts[int(k[0])] = segment_mean(hidden.float(), packing)
+            else:
+                hidden, mask = split.forward(states, part)
+                parts[int(k[0])] = mean_pool(hidden.float(), mask)
 
     numbers = [np.array([k]) for k in range(len(chunks))]
     if lanes > 1:
@@ -138,6 +152,12 @@ class _Run:
     """The validation texts' embeddings by the best checkpoint (its validation pass)."""
     last_embeddings: Embeddings = field(default_factory=dict)
     """The same by the last validation pass (handed on when no checkpoint was kept: the last weights stay)."""
+    training_pass: str = "fp32"
+    """The arithmetic of the passes over training texts that feed training alone (their frozen pass, and
+    the embedding pass the reranker's line is fitted on): bf16 on a CPU that trains in bf16."""
+    exact: Collection[str] = ()
+    """Training texts an evaluation reads too (validation's and the test split's): those passes stay fp32
+    for them."""
     spare: Callable[[], int] | None = None
     """Threads beside this training that have nothing left to do (the cross-encoder's, once its first epoch
     is over: :meth:`nlsim.training.side_by_side.SideBySide.spare_threads`); an embedding pass runs that many
@@ -159,11 +179,15 @@ def _start(
     on_rate: Callable[[float], None] | None,
     spare: Callable[[], int] | None = None,
     begin: Callable[[], None] | None = None,
+    evaluated: Collection[str] = (),
 ) -> _Run:
     """The encoder cut at its frozen layers, every training and validation text run once through them (or
     its states taken where an embedding pass kept them, :meth:`SplitEncoder.prepare`), the optimizer. With
     ``spare``, the frozen pass runs in lanes on the training's threads and ``spare()`` more, then
-    ``begin()`` (the side-by-side cross-encoder's threads, idle until then)."""
+    ``begin()`` (the side-by-side cross-encoder's threads, idle until then). On a CPU that trains in bf16
+    the training texts go through the frozen part in bf16 (their states feed the training steps, which
+    multiply in bf16 anyway), but for those validation or ``evaluated`` (the test split's) holds too:
+    their vectors are evaluated, in fp32, as validation's are."""
     model = encoder.model
     encoder.max_length = int(cfg.bi_encoder.max_length)
     train_embeddings = not cfg.recipe.freeze_embeddings  # then every layer trains
@@ -178,7 +202,9 @@ def _start(
     scheduler = linear_schedule(optimizer, int(round(cfg.bi_encoder.warmup_ratio * total)), total, progress)
     t_prep = time.perf_counter()
     lanes = _lanes(spare) or 1
-    texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train, lanes)
+    exact = {*validation["text_a"], *validation["text_b"], *evaluated}
+    frozen_precision = precision if split.device.type == "cpu" else "fp32"  # a GPU's pass takes a second
+    texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train, lanes, frozen_precision, exact)
     val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation, lanes)
     if begin is not None:
         begin()
@@ -189,6 +215,12 @@ def _start(
         if kept
         else f"{n} distinct texts through the frozen part"
     )
+    if frozen_precision != "fp32":
+        lossy = sum(t not in exact for t in texts)
+        where += (
+            f" ({lossy} of the {len(texts)} training texts in {frozen_precision}; those an evaluation reads "
+            "too, and validation's, in fp32)"
+        )
     log(
         f"  bi-encoder: {where} in {time.perf_counter() - t_prep:.1f} s"
         + (f" ({lanes} lanes)" if lanes > 1 else "")
@@ -216,6 +248,8 @@ def _start(
         progress,
         train["score"].to_numpy(dtype=np.float64) >= SAME_STORY - 1e-9,
         np.full(len(train), np.inf),
+        training_pass=frozen_precision,
+        exact=exact,
         spare=spare,
     )
 
@@ -292,10 +326,7 @@ def _train_epoch(
     for rows in _plan_epoch(run, epoch, cfg, rng, log):
         with autocast(run.precision, device):
             emb = _pooled(
-                run.split,
-                run.states,
-                np.concatenate([run.rows_a[rows], run.rows_b[rows]]),
-                cfg.recipe.batch_size,
+                run.split, run.states, np.concatenate([run.rows_a[rows], run.rows_b[rows]]), _chunk(run, cfg)
             )
         if cfg.bi_encoder.drop_easy:  # only a later epoch that leaves pairs out reads them
             with torch.no_grad():
@@ -336,6 +367,17 @@ def _train_epoch(
     return seconds
 
 
+def _chunk(run: _Run, cfg: FinetuneConfig) -> int:
+    """How many texts of a step's batch go through the upper layers together: the whole batch (both sides
+    of its pairs) where it trains packed in bf16 on a CPU (each chunk casts every trained weight to bf16
+    afresh, :mod:`nlsim.training.mixed_precision`; packed, one chunk pads nothing more), else chunks of
+    the batch size (fp32 and a GPU keep the arithmetic they were measured with)."""
+    packed = run.states.states is not None
+    if packed and run.precision == "bf16" and run.split.device.type == "cpu":
+        return 2 * cfg.recipe.batch_size
+    return cfg.recipe.batch_size
+
+
 def train_encoder(
     encoder: Any,
     train: pd.DataFrame,
@@ -346,6 +388,7 @@ def train_encoder(
     embed_training_texts: bool = False,
     spare: Callable[[], int] | None = None,
     begin: Callable[[], None] | None = None,
+    evaluated: Collection[str] = (),
 ) -> dict[str, Any]:
     """Fine-tune ``encoder`` in place on already-converted pairs; the best checkpoint is loaded at the end.
 
@@ -363,14 +406,15 @@ def train_encoder(
     side-by-side cross-encoder's, before it begins and once its first epoch is over): the frozen pass and
     the embedding passes of validation and of the training texts run in that many more lanes, with the
     same numbers (:func:`_embedded`); ``begin()`` is called once the frozen pass is over (the cross-encoder
-    beside it then begins).
+    beside it then begins). ``evaluated``: texts an evaluation reads besides validation's (the test
+    split's), whose passes stay fp32 where the training runs in bf16 (:func:`_start`).
     """
     if cfg.recipe.threads:
         torch.set_num_threads(int(cfg.recipe.threads))
     set_seed(cfg.recipe.seed)
     model = encoder.model
     total_params = sum(p.numel() for p in model.parameters())
-    run = _start(encoder, train, validation, cfg, log, on_rate, spare, begin)
+    run = _start(encoder, train, validation, cfg, log, on_rate, spare, begin, evaluated)
     rng = np.random.default_rng(cfg.recipe.seed)
     seconds_per_epoch = [
         round(_train_epoch(run, validation, cfg, epoch, rng, log), 2)
@@ -403,8 +447,18 @@ def train_encoder(
 
 
 def _embedded_training_texts(run: _Run) -> Embeddings:
-    """Each distinct training text's embedding by the weights the run leaves (:func:`_embedded`)."""
-    return _embedded(run.split, run.states, run.texts, lanes=_lanes(run.spare))
+    """Each distinct training text's embedding by the weights the run leaves (:func:`_embedded`): in the
+    run's ``training_pass`` arithmetic, but for the texts an evaluation reads (``exact``: fp32)."""
+    lanes = _lanes(run.spare)
+    if run.training_pass == "fp32":
+        return _embedded(run.split, run.states, run.texts, lanes=lanes)
+    rows = np.arange(len(run.texts))
+    exact = np.fromiter((t in run.exact for t in run.texts), dtype=bool, count=len(run.texts))
+    vectors = _embedded(run.split, run.states, run.texts, lanes=lanes, rows=rows[exact])
+    vectors.update(
+        _embedded(run.split, run.states, run.texts, lanes=lanes, rows=rows[~exact], precision="bf16")
+    )
+    return vectors
 
 
 def _lanes(spare: Callable[[], int] | None) -> int | None:
@@ -418,27 +472,38 @@ def _lanes(spare: Callable[[], int] | None) -> int | None:
 
 
 def _embedded(
-    split: SplitEncoder, states: FrozenStates, texts: list[str], chunk: int = 64, lanes: int | None = None
+    split: SplitEncoder,
+    states: FrozenStates,
+    texts: list[str],
+    chunk: int = 64,
+    lanes: int | None = None,
+    rows: np.ndarray | None = None,
+    precision: str = "fp32",
 ) -> Embeddings:
     """Each of ``texts``' L2-normalised embedding by the model's present weights (eval mode, fp32), from the
     frozen part's ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained
     layers' work alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
     :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` given (and the states cached), each chunk
     runs on one thread, in that many lanes (:mod:`nlsim.encoders.lanes`; one lane: the calling thread, which
-    then has one): the same numbers whatever ``lanes`` is. Without, the calling thread on all its threads."""
+    then has one): the same numbers whatever ``lanes`` is. Without, the calling thread on all its threads.
+    ``rows``: only those texts (default: all); ``precision``: the pass's arithmetic (bf16: vectors that
+    feed a fit on the training pairs, never an evaluation)."""
+    rows = np.arange(len(texts)) if rows is None else rows
+    if not len(rows):
+        return {}
     in_lanes = 1
-    if lanes is not None and states.states is not None and texts:
+    if lanes is not None and states.states is not None:
         in_lanes = 2 if lanes < 2 and torch.get_num_threads() > 1 else lanes  # one thread a chunk, always
     model = split.model
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            pooled = _pooled(split, states, np.arange(len(texts)), chunk, in_lanes).float()
+            pooled = _pooled(split, states, rows, chunk, in_lanes, precision).float()
             vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy()
     finally:
         model.train(was_training)
-    return dict(zip(texts, vectors, strict=True))
+    return dict(zip([texts[i] for i in rows], vectors, strict=True))
 
 
 def load_base(cfg: FinetuneConfig) -> Any:

@@ -70,8 +70,7 @@ def _states(
     """The frozen part's states of ``frame``'s pairs in both orders, its products in ``precision``."""
     first, second = both_orders(frame)
     ids, types = ce.pair_ids(first, second)
-    with autocast(precision, split.device):
-        return split.prepare(ids, types, reuse_kept=False)  # no embedding pass keeps a pair's states
+    return split.prepare(ids, types, reuse_kept=False, precision=precision)  # no pass keeps a pair's states
 
 
 def _logits(
@@ -395,6 +394,9 @@ class CrossEncoderTraining:
         self.history: list[dict[str, Any]] = []
         self.best: tuple[float, dict[str, torch.Tensor] | None] = (-math.inf, None)
         self.kept: np.ndarray | None = None
+        self.kept_first: np.ndarray | None = None
+        """The kept epoch's readings of the validation pairs in the A-B order, when it was not the last
+        (:meth:`result` reads the B-A order then)."""
 
     @property
     def done(self) -> bool:
@@ -431,12 +433,21 @@ class CrossEncoderTraining:
         run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{both_said}{note}")
         if rho > self.best[0] or self.best[1] is None or not cfg.keep_best:
             self.best, self.kept = (rho, _trained_state(run.ce, run.log_scale)), pred
+            self.kept_first = probs[:n] if pred is None else None
 
     def result(self) -> TrainedCrossEncoder:
         """The kept epoch's weights loaded, the history and its validation scores."""
         assert self.best[1] is not None
         _restore(self.run.ce, self.best[1])
         kept = self.kept
-        if kept is None:  # an epoch before the last was kept: its scores of both orders
-            kept = predict_states(self.run.ce, self.run.split, self.run.val_states)
+        if kept is None:  # an epoch before the last was kept: its B-A readings, beside its A-B ones
+            n = len(self.gold)
+            first = self.kept_first
+            if first is None:
+                kept = predict_states(self.run.ce, self.run.split, self.run.val_states)
+            else:
+                run = self.run
+                kept = (
+                    first + sequence_probabilities(run.ce, run.split, run.val_states, np.arange(n, 2 * n))
+                ) / 2
         return TrainedCrossEncoder(self.run.ce, self.history, kept)

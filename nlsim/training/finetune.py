@@ -216,6 +216,7 @@ def finetune(
             with_reranker,
             spare,
             begin,
+            evaluated={*data.test["text_a"], *data.test["text_b"]},
         )
         # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
         # validation pass, and the training texts (the reranker's line is fitted on them) from training's

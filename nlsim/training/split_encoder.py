@@ -42,6 +42,7 @@ from nlsim.encoders.batching import lengths_of, pad_batch, padded_width, sorted_
 from nlsim.encoders.lanes import run_batches
 from nlsim.encoders.layers import layer_mask
 from nlsim.errors import ConfigError
+from nlsim.training.mixed_precision import autocast
 from nlsim.training.packing import Packing, pack_multiple, packed_layer
 
 WIDTH_MULTIPLE = 8
@@ -141,6 +142,8 @@ class SplitEncoder:
         batch_size: int = 128,
         reuse_kept: bool = True,
         lanes: int = 1,
+        precision: str = "fp32",
+        exact: Sequence[int] = (),
     ) -> FrozenStates:
         """Run the frozen part once over tokenised sequences (``types``: token type ids, where the model
         reads them). A sequence whose states after this frozen part are kept (:mod:`nlsim.encoders.
@@ -148,7 +151,10 @@ class SplitEncoder:
         are: what the frozen part computes for it, to float rounding (the batch a text is padded in moves
         the last bits, about 1e-6). ``reuse_kept=False``: run every sequence (pair sequences, which no
         embedding pass keeps). ``lanes`` > 1: the batches run in that many lanes of one thread each
-        (:func:`nlsim.encoders.lanes.run_batches`), the same numbers as on one thread."""
+        (:func:`nlsim.encoders.lanes.run_batches`), the same numbers as on one thread. ``precision``: the
+        pass's arithmetic (:func:`nlsim.training.mixed_precision.autocast`, in each lane), for states that
+        feed only training steps; the rows ``exact`` run in fp32 whatever it is, in batches of their own
+        (states an evaluation reads)."""
         ids = [list(x) for x in ids]
         type_rows = [list(x) for x in types] if types is not None else None
         lengths = lengths_of(ids)
@@ -159,22 +165,26 @@ class SplitEncoder:
         for i, x in enumerate(ids):
             states[i] = kept.get(np.asarray(x, dtype=np.int64).tobytes()) if kept else None
         todo = np.asarray([i for i, s in enumerate(states) if s is None], dtype=np.int64)
+        lossy = np.full(len(ids), precision != "fp32")
+        lossy[np.asarray(exact, dtype=np.int64)] = False
         was_training = self.model.training
         self.model.eval()
         device = self.device
 
         def run(rows: np.ndarray) -> None:
             padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
-            hidden, mask = self._embed(padded, device)
-            if self.frozen_layers:
-                mask4 = layer_mask(self.model, hidden, mask)
-                for layer in self.model.encoder.layer[: self.frozen_layers]:
-                    hidden = layer(hidden, attention_mask=mask4)
+            with autocast(precision if lossy[rows[0]] else "fp32", device):
+                hidden, mask = self._embed(padded, device)
+                if self.frozen_layers:
+                    mask4 = layer_mask(self.model, hidden, mask)
+                    for layer in self.model.encoder.layer[: self.frozen_layers]:
+                        hidden = layer(hidden, attention_mask=mask4)
             hidden = hidden.float().cpu()
             for j, r in enumerate(rows):
                 states[r] = hidden[j, : lengths[r]]
 
-        batches = [todo[part] for part in sorted_batches(lengths[todo], batch_size)]
+        groups = [g for g in (todo[lossy[todo]], todo[~lossy[todo]]) if len(g)]  # fp32 alone: as before
+        batches = [g[part] for g in groups for part in sorted_batches(lengths[g], batch_size)]
         run_batches(batches, run, min(lanes, len(batches)))  # one lane: in order, on this thread
         for r in todo:  # each its own tensor, made outside the lanes' inference mode: training reads them
             states[r] = states[r].clone()  # type: ignore[union-attr]

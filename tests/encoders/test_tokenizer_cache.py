@@ -49,3 +49,23 @@ def test_a_saved_tokenizer_leaves_the_last_calls_settings_out(tmp_path: Path) ->
     save_tokenizer(tok, tmp_path / "saved")
     spec = json.loads((tmp_path / "saved" / "tokenizer.json").read_text(encoding="utf-8"))
     assert spec["truncation"] is None and spec["padding"] is None
+
+
+def test_a_saved_tokenizer_keys_as_the_folder_it_was_loaded_from(tmp_path: Path) -> None:
+    """A fine-tuned model's folder holds its base's tokenizer beside files of its own (a card, a
+    calibration): it takes the base's loaded tokenizer (the base folder's tokenizer files written by nlsim,
+    as the bundled e5's are)."""
+    original = _copy(tmp_path, "original")
+    base = tmp_path / "base"
+    save_tokenizer(load_tokenizer(original), base)
+    shutil.copy(original / "config.json", base / "config.json")
+    tok = load_tokenizer(base)
+    assert tok.init_kwargs.get("local_files_only")  # transformers records how it was loaded
+    saved = tmp_path / "saved"
+    save_tokenizer(tok, saved)
+    shutil.copy(original / "config.json", saved / "config.json")
+    (saved / "calibration.json").write_text("{}", encoding="utf-8")
+    (saved / "README.md").write_text("a card", encoding="utf-8")
+    assert "local_files_only" not in (saved / "tokenizer_config.json").read_text(encoding="utf-8")
+    assert content_key(saved) == content_key(base)
+    assert load_tokenizer(saved) is tok

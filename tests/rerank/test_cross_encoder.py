@@ -328,9 +328,20 @@ def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
         return real(pred, gold) - 1000.0 * len(judged)  # each epoch judged worse than the one before
 
     monkeypatch.setattr(training, "spearman_raw", falling)
+    read: list[int] = []
+    reading = training.sequence_probabilities
+
+    def counted(*args: object, **kwargs: object) -> np.ndarray:
+        probs = reading(*args, **kwargs)  # type: ignore[arg-type]
+        read.append(len(probs))
+        return probs
+
+    monkeypatch.setattr(training, "sequence_probabilities", counted)
     cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5)
     run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     assert judged == [len(val)] * 3  # epoch 1 (A-B), epoch 2 (A-B, then both orders)
+    n = len(val)
+    assert read == [n, 2 * n, n]  # the kept first epoch's B-A readings alone at the end: its A-B ones kept
     predicted = run.ce.predict(val["text_a"].tolist(), val["text_b"].tolist(), progress=False)
     np.testing.assert_allclose(run.validation_scores, predicted, atol=1e-5)
     judged.clear()

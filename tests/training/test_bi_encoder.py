@@ -225,13 +225,40 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
     enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]
-    settings = cfg(epochs=1, frozen_layers=1)
+    settings = cfg(epochs=1, frozen_layers=1, train_precision="fp32")
     out = train_encoder(enc, train, val, settings, log=lambda _: None, embed_training_texts=True)
     kept = out["training_embeddings"]
     assert sorted(kept) == sorted(set(train["text_a"]) | set(train["text_b"]))
     fresh = enc.encode(list(kept), progress=False)
     assert np.allclose(np.stack(list(kept.values())), fresh, atol=1e-5)
     assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}
+
+
+def test_a_bf16_training_embeds_in_bf16_only_the_texts_no_evaluation_reads(small_pairs: pd.DataFrame) -> None:
+    """On a CPU that trains in bf16 the training texts go through the frozen part, and through the trained
+    layers for the reranker's line, in bf16; a text validation or the test split reads too stays fp32."""
+    from nlsim.encoders import load_encoder
+
+    enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+    train = small_pairs[small_pairs["split"] == "train"].reset_index(drop=True)
+    val = small_pairs[small_pairs["split"] == "validation"].reset_index(drop=True)
+    val.loc[0, "text_a"] = train.loc[0, "text_a"]  # a training text validation reads too
+    tested = str(train.loc[1, "text_b"])  # and one the test split reads
+    settings = cfg(epochs=1, frozen_layers=1, train_precision="bf16")
+    logged: list[str] = []
+    out = train_encoder(
+        enc, train, val, settings, log=logged.append, embed_training_texts=True, evaluated={tested}
+    )
+    kept = out["training_embeddings"]
+    fresh = dict(zip(kept, enc.encode(list(kept), progress=False), strict=True))
+    exact = set(kept) & {*val["text_a"], *val["text_b"], tested}
+    assert {str(train.loc[0, "text_a"]), tested} <= exact
+    for text, vector in kept.items():
+        gap = float(np.abs(vector - fresh[text]).max())
+        assert gap < 1e-5 if text in exact else float(vector @ fresh[text]) > 0.99, (text, gap)
+    assert max(float(np.abs(kept[t] - fresh[t]).max()) for t in kept if t not in exact) > 1e-4  # bf16 ran
+    said = f"({len(kept) - len(exact)} of the {len(kept)} training texts in bf16;"
+    assert any(said in m for m in logged), logged
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -313,3 +340,29 @@ def test_training_from_kept_states_takes_them_and_leaves_them_as_they_were(small
     assert any(re.search(taken, m) for m in logs), logs  # every text from the kept states
     assert record.states.keys() == before.keys()
     assert all(torch.equal(record.states[k], v) for k, v in before.items())  # training wrote none of them
+
+
+@pytest.mark.parametrize(("precision", "chunks"), [("fp32", 2), ("bf16", 1)])
+def test_a_bf16_step_on_a_cpu_runs_its_batch_as_one_packed_chunk(
+    small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, precision: str, chunks: int
+) -> None:
+    """Each chunk of a step casts every trained weight to bf16 afresh: a CPU's bf16 step takes its whole
+    batch (both sides of its pairs) in one chunk; fp32 keeps chunks of the batch size."""
+    from nlsim.encoders import load_encoder
+    from nlsim.training.split_encoder import SplitEncoder
+
+    calls: list[int] = []
+    forward = SplitEncoder.forward_packed
+
+    def counted(self: SplitEncoder, inputs: object, rows: list[int]) -> object:
+        if torch.is_grad_enabled():  # a training step's, not a validation pass's
+            calls.append(len(rows))
+        return forward(self, inputs, rows)
+
+    monkeypatch.setattr(SplitEncoder, "forward_packed", counted)
+    enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
+    train = small_pairs[small_pairs["split"] == "train"]
+    val = small_pairs[small_pairs["split"] == "validation"]
+    out = train_encoder(enc, train, val, cfg(epochs=1, train_precision=precision), log=lambda _: None)
+    assert len(calls) == chunks * out["steps"]
+    assert sum(calls) == 2 * len(train)
