@@ -15,8 +15,9 @@ loop as it was; ``default-unpadded``: the shipped settings with the packed rows 
 of :data:`nlsim.training.packing.PACK_MULTIPLE` and every frozen pass in fp32, as before they were;
 ``default-chunked``: the shipped settings with the bi-encoder's step in chunks of 16 texts and its frozen
 pass in fp32, as before a CPU's bf16 step took its batch as one chunk). Token counts per step tell what
-padding costs. The bi-encoder's step runs nlsim's own ``_pooled`` with nlsim's chunk (``_chunk``), and its
-frozen pass takes the training texts that validation or the test split reads too in fp32, as training does.
+padding costs. The bi-encoder's step runs nlsim's own ``_pooled`` in the chunks ``_chunk`` takes (the whole
+batch in bf16 on a CPU, else 16 texts), and its frozen pass takes the training texts that validation or the
+test split reads too in fp32, as training does.
 
 ``side-by-side`` alternates nlsim's loops (``train_encoder``, ``train_cross_encoder``, shipped settings) with
 sentence-transformers' ``SentenceTransformerTrainer`` (CoSENTLoss, as nlsim's default) and
@@ -163,7 +164,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     one_time["tokenise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     chunked = variant in CHUNKED
-    frozen_precision = "fp32" if before or chunked else precision  # as the trainings do
+    frozen_precision = "fp32" if before or (chunked and kind == "bi-encoder") else precision  # as shipped
     exact: list[int] = []
     if kind == "bi-encoder":
         exact = [i for i, t in enumerate(texts) if t in train.attrs.get("evaluated", ())]

@@ -35,12 +35,14 @@ _loaded: dict[tuple[str, ...], Any] = {}
 
 def _read_by_tokenizers(path: Path) -> bool:
     """Whether a tokenizer may read ``path``: the model's ``config.json``, the special and added tokens,
-    and every file named for tokens, vocabularies or a sentencepiece model (not the weights, and not what
-    a model folder says about its training: its card, calibrations, checks)."""
+    and every file named for tokens, vocabularies, merges, BPE codes, a chat template or a sentencepiece
+    model (not the weights, and not what a model folder says about its training: its card, calibrations,
+    checks)."""
     name = path.name.lower()
     if path.suffix in WEIGHT_SUFFIXES:
         return False
-    return name in READ_BY_TOKENIZERS or "token" in name or "vocab" in name or name.endswith(".model")
+    named = ("token", "vocab", "template", "bpe", "merges")
+    return name in READ_BY_TOKENIZERS or any(n in name for n in named) or name.endswith((".model", ".spm"))
 
 
 def content_key(folder: str | Path) -> tuple[str, ...]:

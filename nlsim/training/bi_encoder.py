@@ -156,8 +156,8 @@ class _Run:
     """The arithmetic of the passes over training texts that feed training alone (their frozen pass, and
     the embedding pass the reranker's line is fitted on): bf16 on a CPU that trains in bf16."""
     exact: Collection[str] = ()
-    """Training texts an evaluation reads too (validation's and the test split's): those passes stay fp32
-    for them."""
+    """The texts an evaluation reads (validation's and the test split's): those passes stay fp32 for the
+    training texts among them."""
     spare: Callable[[], int] | None = None
     """Threads beside this training that have nothing left to do (the cross-encoder's, once its first epoch
     is over: :meth:`nlsim.training.side_by_side.SideBySide.spare_threads`); an embedding pass runs that many
@@ -208,19 +208,7 @@ def _start(
     val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation, lanes)
     if begin is not None:
         begin()
-    n, kept = len(states) + len(val_states), states.kept + val_states.kept
-    where = (
-        f"{n} distinct texts: {kept} from the states the zero-shot model's embedding passes kept, "
-        f"{n - kept} through the frozen part"
-        if kept
-        else f"{n} distinct texts through the frozen part"
-    )
-    if frozen_precision != "fp32":
-        lossy = sum(t not in exact for t in texts)
-        where += (
-            f" ({lossy} of the {len(texts)} training texts in {frozen_precision}; those an evaluation reads "
-            "too, and validation's, in fp32)"
-        )
+    where = _frozen_pass_said(texts, states, val_states, frozen_precision, exact)
     log(
         f"  bi-encoder: {where} in {time.perf_counter() - t_prep:.1f} s"
         + (f" ({lanes} lanes)" if lanes > 1 else "")
@@ -252,6 +240,26 @@ def _start(
         exact=exact,
         spare=spare,
     )
+
+
+def _frozen_pass_said(
+    texts: list[str], states: FrozenStates, val_states: FrozenStates, precision: str, exact: Collection[str]
+) -> str:
+    """What the frozen pass over the training texts (``states``) and validation's did, for the log."""
+    n, kept = len(states) + len(val_states), states.kept + val_states.kept
+    where = (
+        f"{n} distinct texts: {kept} from the states the zero-shot model's embedding passes kept, "
+        f"{n - kept} through the frozen part"
+        if kept
+        else f"{n} distinct texts through the frozen part"
+    )
+    if precision != "fp32" and states.states is not None and not states.kept:
+        lossy = sum(t not in exact for t in texts)
+        where += (
+            f" ({lossy} of the {len(texts)} training texts in {precision}; those an evaluation reads "
+            "too, and validation's, in fp32)"
+        )
+    return where
 
 
 def _validate(
@@ -400,7 +408,9 @@ def train_encoder(
     embeddings by the weights it leaves (:data:`nlsim.encoders.scoring.Embeddings`, from the validation pass
     of the kept checkpoint, so that scoring validation again embeds nothing), and with
     ``embed_training_texts`` ``"training_embeddings"``: the training texts' by the same weights, from the
-    frozen part's states (only the trained layers run; a caller fitting on the training pairs). Validation
+    frozen part's states (only the trained layers run; a caller fitting on the training pairs), and
+    ``"lossy_embeddings"``: those of them embedded in the training's bf16 (:func:`_embedded_training_texts`),
+    which no evaluation and no report may take. Validation
     Spearman picks the checkpoint (ties: the earlier one). ``on_rate`` hears the measured seconds per step
     once (:class:`TrainingClock`). ``spare()``: the threads beside this training that are idle now (the
     side-by-side cross-encoder's, before it begins and once its first epoch is over): the frozen pass and
@@ -443,6 +453,9 @@ def train_encoder(
         "train_precision": run.precision,
         "validation_embeddings": embedded,
         "training_embeddings": trained_texts,
+        "lossy_embeddings": {t for t in trained_texts if t not in run.exact}
+        if run.training_pass != "fp32"
+        else set(),
     }
 
 
@@ -455,10 +468,10 @@ def _embedded_training_texts(run: _Run) -> Embeddings:
     rows = np.arange(len(run.texts))
     exact = np.fromiter((t in run.exact for t in run.texts), dtype=bool, count=len(run.texts))
     vectors = _embedded(run.split, run.states, run.texts, lanes=lanes, rows=rows[exact])
-    vectors.update(
-        _embedded(run.split, run.states, run.texts, lanes=lanes, rows=rows[~exact], precision="bf16")
+    lossy = _embedded(
+        run.split, run.states, run.texts, lanes=lanes, rows=rows[~exact], precision=run.training_pass
     )
-    return vectors
+    return vectors | lossy
 
 
 def _lanes(spare: Callable[[], int] | None) -> int | None:
@@ -480,9 +493,10 @@ def _embedded(
     rows: np.ndarray | None = None,
     precision: str = "fp32",
 ) -> Embeddings:
-    """Each of ``texts``' L2-normalised embedding by the model's present weights (eval mode, fp32), from the
-    frozen part's ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained
-    layers' work alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
+    """The L2-normalised embedding of each of ``texts`` (of those ``rows`` when given) by the model's
+    present weights (eval mode; fp32 unless ``precision`` says otherwise), from the frozen part's
+    ``states``: what :meth:`Encoder.encode` gives them, to float rounding, for the trained layers' work
+    alone (about 2/3 of it for e5 with 4 layers frozen); ``chunk`` texts at a time, as
     :meth:`Encoder.encode` batches them on a CPU. With ``lanes`` given (and the states cached), each chunk
     runs on one thread, in that many lanes (:mod:`nlsim.encoders.lanes`; one lane: the calling thread, which
     then has one): the same numbers whatever ``lanes`` is. Without, the calling thread on all its threads.

@@ -218,9 +218,8 @@ def finetune(
             begin,
             evaluated={*data.test["text_a"], *data.test["text_b"]},
         )
-        # the trained weights: each text embedded once from here; validation's by the kept checkpoint's own
-        # validation pass, and the training texts (the reranker's line is fitted on them) from training's
-        # frozen states
+        # each text embedded once from here: validation's by the kept checkpoint, the training texts from
+        # training's frozen states (the reranker's line is fitted on them)
         embedded = {**run["training_embeddings"], **run["validation_embeddings"]}
         cosine = pair_scorer(encoder, kept=embedded)
         meta = {"model": encoder.model_id, "fingerprint": encoder.fingerprint}
@@ -239,13 +238,19 @@ def finetune(
         result.validation_scores = scored_validation(cosine, data, "cosine", cal.as_dict() if cal else None)
     if cfg.out:
         _check_and_save(cfg, call, encoder, data, result, cal, topic, silver, reranker, embedded)
-    lower_states.keep_vectors(encoder, embedded)  # a cold chain's report takes these vectors
+    lower_states.keep_vectors(encoder, _fp32_only(embedded, run))  # a cold chain's report takes these
     result.seconds = round(time.perf_counter() - t_start, 1)
     log(
         f"done in {result.seconds:.0f} s; best validation Spearman {run['best']['spearman']:.2f} "
         f"(epoch {run['best']['epoch']}, step {run['best']['step']})"
     )
     return result
+
+
+def _fp32_only(embedded: Embeddings, run: dict[str, Any]) -> Embeddings:
+    """The vectors of ``embedded`` that are fp32: not those the training embedded in bf16 (``run``'s
+    ``lossy_embeddings``, :func:`nlsim.training.bi_encoder.train_encoder`), which no report may take."""
+    return {t: v for t, v in embedded.items() if t not in run["lossy_embeddings"]}
 
 
 def _for_device(

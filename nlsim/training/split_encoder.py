@@ -30,6 +30,7 @@ Example (the small English model):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,8 +154,8 @@ class SplitEncoder:
         embedding pass keeps). ``lanes`` > 1: the batches run in that many lanes of one thread each
         (:func:`nlsim.encoders.lanes.run_batches`), the same numbers as on one thread. ``precision``: the
         pass's arithmetic (:func:`nlsim.training.mixed_precision.autocast`, in each lane), for states that
-        feed only training steps; the rows ``exact`` run in fp32 whatever it is, in batches of their own
-        (states an evaluation reads)."""
+        feed only training steps; where it is lossy, the rows ``exact`` run in fp32 (whatever autocast the
+        caller is in), in batches of their own (states an evaluation reads)."""
         ids = [list(x) for x in ids]
         type_rows = [list(x) for x in types] if types is not None else None
         lengths = lengths_of(ids)
@@ -166,14 +167,22 @@ class SplitEncoder:
             states[i] = kept.get(np.asarray(x, dtype=np.int64).tobytes()) if kept else None
         todo = np.asarray([i for i, s in enumerate(states) if s is None], dtype=np.int64)
         lossy = np.full(len(ids), precision != "fp32")
-        lossy[np.asarray(exact, dtype=np.int64)] = False
+        fp32 = np.zeros(len(ids), dtype=bool)  # rows kept apart from a lossy pass (none in an fp32 one)
+        fp32[np.asarray(exact if precision != "fp32" else (), dtype=np.int64)] = True
+        lossy &= ~fp32
         was_training = self.model.training
         self.model.eval()
         device = self.device
 
         def run(rows: np.ndarray) -> None:
             padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
-            with autocast(precision if lossy[rows[0]] else "fp32", device):
+            if lossy[rows[0]]:
+                arithmetic = autocast(precision, device)
+            elif fp32[rows[0]]:  # fp32 even inside a caller's autocast
+                arithmetic = torch.autocast(device.type, enabled=False)
+            else:
+                arithmetic = contextlib.nullcontext()
+            with arithmetic:
                 hidden, mask = self._embed(padded, device)
                 if self.frozen_layers:
                     mask4 = layer_mask(self.model, hidden, mask)
@@ -183,7 +192,8 @@ class SplitEncoder:
             for j, r in enumerate(rows):
                 states[r] = hidden[j, : lengths[r]]
 
-        groups = [g for g in (todo[lossy[todo]], todo[~lossy[todo]]) if len(g)]  # fp32 alone: as before
+        parts = (todo[lossy[todo]], todo[fp32[todo]], todo[~lossy[todo] & ~fp32[todo]])
+        groups = [g for g in parts if len(g)]  # neither given: one group, as before
         batches = [g[part] for g in groups for part in sorted_batches(lengths[g], batch_size)]
         run_batches(batches, run, min(lanes, len(batches)))  # one lane: in order, on this thread
         for r in todo:  # each its own tensor, made outside the lanes' inference mode: training reads them

@@ -477,12 +477,14 @@ def test_no_first_report_when_asked_or_when_a_model_is_promoted(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, precision: str
 ) -> None:
     """Where the final report embeds in exact fp32 (a CPU with no lossy path), the fine-tuned model starts
     from the states the zero-shot model left after the frozen layers, takes the vectors fine-tuning gave
-    its own texts, and its report is the one the whole model gives."""
+    its own texts, and its report is the one the whole model gives. A training asked to run in bf16 there
+    hands on only its fp32 vectors (those of the texts an evaluation reads): the report is the same."""
     pairs, corpus = make_data(tmp_path, train=24, validation=24, test=8)
     items = pd.read_parquet(corpus)
     pair_texts = set(items["title"])  # every text of every split is an item
@@ -492,7 +494,8 @@ def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
     pd.concat([items, extra], ignore_index=True).to_parquet(corpus)
     monkeypatch.setattr(chain_run, "lossy_paths_here", lambda device: (0, True))  # as on a CPU with avx2 only
     monkeypatch.setattr(chain_run, "decide", lambda *a, **k: (True, "promoted for the test"))
-    cfg = config(tmp_path, pairs, corpus, cache=False)
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")
+    cfg = config(tmp_path, pairs, corpus, cache=False, train_precision=precision)
     with caplog.at_level(logging.INFO, logger="nlsim"):
         result = run_pipeline(cfg)
     assert result.record["decision"]["promoted"] and result.report.summary["model_info"]["zero_shot"] is False
@@ -500,7 +503,10 @@ def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
         r"report: (\d+) text\(s\) embedded from the states .*?; (\d+) taken as fine-tuning", caplog.text
     )
     assert said is not None and "after the 2 frozen lower layers" in caplog.text
-    assert (int(said[1]), int(said[2])) == (len(others), len(pair_texts))  # fine-tuning embedded every split
+    if precision == "fp32":  # fine-tuning embedded every split
+        assert (int(said[1]), int(said[2])) == (len(others), len(pair_texts))
+    else:  # its training texts no evaluation reads were embedded in bf16: the report embeds them itself
+        assert int(said[1]) + int(said[2]) == len(others) + len(pair_texts) and int(said[1]) > len(others)
     judged = pd.read_csv(pairs, sep="\t").query("split != 'train'")  # the baseline embedded these
     baseline = len(set(judged["text_a"]) | set(judged["text_b"]))
     assert f"first report: {baseline} text(s) taken as the baseline embedded them" in caplog.text

@@ -69,3 +69,16 @@ def test_a_saved_tokenizer_keys_as_the_folder_it_was_loaded_from(tmp_path: Path)
     assert "local_files_only" not in (saved / "tokenizer_config.json").read_text(encoding="utf-8")
     assert content_key(saved) == content_key(base)
     assert load_tokenizer(saved) is tok
+
+
+def test_a_saved_encoder_keys_as_the_folder_it_was_loaded_from(tmp_path: Path) -> None:
+    """An encoder saved, loaded and saved again (a fine-tuned model's folder from its base's): its folder's
+    tokenizer files hold the same bytes, so the second folder takes the first one's tokenizer."""
+    from nlsim.encoders import load_encoder
+
+    first = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch").save(tmp_path / "first")
+    again = load_encoder(str(first), backend="torch")
+    second = again.save(tmp_path / "second")
+    (second / "training.json").write_text("{}", encoding="utf-8")
+    assert content_key(second) == content_key(first)
+    assert load_tokenizer(second) is load_tokenizer(first)

@@ -337,7 +337,8 @@ def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
         return probs
 
     monkeypatch.setattr(training, "sequence_probabilities", counted)
-    cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5)
+    # a learned logit scale: the kept A-B readings are scaled, the B-A ones read with the scale folded in
+    cfg = CrossEncoderConfig(epochs=2, batch_size=8, threads=1, log_every=0, seed=5, temperature_lr=1e-2)
     run = train_cross_encoder(FAST_MODEL, train, val, cfg, log=lambda _: None)
     assert judged == [len(val)] * 3  # epoch 1 (A-B), epoch 2 (A-B, then both orders)
     n = len(val)

@@ -234,11 +234,16 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
     assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}
 
 
-def test_a_bf16_training_embeds_in_bf16_only_the_texts_no_evaluation_reads(small_pairs: pd.DataFrame) -> None:
+@pytest.mark.parametrize("spare", [None, 1])
+def test_a_bf16_training_embeds_in_bf16_only_the_texts_no_evaluation_reads(
+    small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, spare: int | None
+) -> None:
     """On a CPU that trains in bf16 the training texts go through the frozen part, and through the trained
-    layers for the reranker's line, in bf16; a text validation or the test split reads too stays fp32."""
+    layers for the reranker's line, in bf16; a text validation or the test split reads too stays fp32. With
+    a spare thread beside the training the passes run in lanes (autocast is per thread): the same holds."""
     from nlsim.encoders import load_encoder
 
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")
     enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
     train = small_pairs[small_pairs["split"] == "train"].reset_index(drop=True)
     val = small_pairs[small_pairs["split"] == "validation"].reset_index(drop=True)
@@ -246,8 +251,16 @@ def test_a_bf16_training_embeds_in_bf16_only_the_texts_no_evaluation_reads(small
     tested = str(train.loc[1, "text_b"])  # and one the test split reads
     settings = cfg(epochs=1, frozen_layers=1, train_precision="bf16")
     logged: list[str] = []
+    lanes = None if spare is None else (lambda: spare)
     out = train_encoder(
-        enc, train, val, settings, log=logged.append, embed_training_texts=True, evaluated={tested}
+        enc,
+        train,
+        val,
+        settings,
+        log=logged.append,
+        embed_training_texts=True,
+        evaluated={tested},
+        spare=lanes,
     )
     kept = out["training_embeddings"]
     fresh = dict(zip(kept, enc.encode(list(kept), progress=False), strict=True))
@@ -360,6 +373,7 @@ def test_a_bf16_step_on_a_cpu_runs_its_batch_as_one_packed_chunk(
         return forward(self, inputs, rows)
 
     monkeypatch.setattr(SplitEncoder, "forward_packed", counted)
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")  # a CPU's rule
     enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
     train = small_pairs[small_pairs["split"] == "train"]
     val = small_pairs[small_pairs["split"] == "validation"]

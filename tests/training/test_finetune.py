@@ -170,3 +170,39 @@ def test_the_training_fingerprint_changes_when_an_editor_overrules_a_pair(tmp_pa
     assert annotations_digest(load_inputs(cfg)) == first
     _overrule(pairs, "t0", "t1", "0", name="second.csv")
     assert annotations_digest(load_inputs(cfg)) != first
+
+
+@pytest.mark.slow
+def test_a_bf16_training_keeps_its_bf16_vectors_from_every_evaluation_and_report(
+    pairs: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test split's texts go to the bi-encoder's training as texts an evaluation reads (their passes
+    stay fp32), and the training texts it embedded in bf16 are never kept for a report."""
+    import nlsim.encoders.lower_states as lower_states
+    import nlsim.training.finetune as finetune_module
+
+    told: dict[str, object] = {}
+    training = finetune_module.train_encoder
+
+    def heard(*args: object, **kwargs: object) -> dict[str, object]:
+        told["evaluated"] = kwargs.get("evaluated")
+        run = training(*args, **kwargs)  # type: ignore[arg-type]
+        told["run"] = run
+        return run
+
+    kept: list[set[str]] = []
+    monkeypatch.setattr(finetune_module, "train_encoder", heard)
+    monkeypatch.setattr(lower_states, "keep_vectors", lambda encoder, vectors: kept.append(set(vectors)) or 0)
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")  # the bf16 passes are a CPU's
+    settings = {
+        "train_precision": "bf16",
+        "eval_test": True,
+    }  # the reranker's line: the training texts embedded
+    finetune(small_reranker_config(tmp_path / "m", **settings), pairs=pairs)
+    test = pairs[pairs["split"] == "test"]
+    assert told["evaluated"] == {*test["text_a"], *test["text_b"]}
+    run = told["run"]
+    assert isinstance(run, dict)
+    lossy = run["lossy_embeddings"]
+    assert lossy and not lossy & {*test["text_a"], *test["text_b"]}
+    assert kept and kept[0] and not kept[0] & lossy
