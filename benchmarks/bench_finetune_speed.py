@@ -116,6 +116,7 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
     from nlsim.encoders.encoder import mean_pool
     from nlsim.rerank.cross_encoder import CrossEncoder
     from nlsim.training import split_encoder as split_module
+    from nlsim.training.bi_encoder import _chunk as step_chunk
     from nlsim.training.bi_encoder import _pooled as pooled_rows
     from nlsim.training.losses import cosent_loss
     from nlsim.training.mixed_precision import autocast, resolve
@@ -210,9 +211,8 @@ def profile_loop(kind: str, variant: str, train: Any, steps: int, threads: int) 
                 t = ph.add("batch", t) if timed else time.perf_counter()
             with autocast(precision, torch.device("cpu")):
                 if mask is None and kind == "bi-encoder":  # packed, in nlsim's chunks
-                    pooled = pooled_rows(
-                        split, states, seq_rows, BATCH if chunked or precision != "bf16" else 2 * BATCH
-                    )
+                    chunk = BATCH if chunked else step_chunk(BATCH, precision, torch.device("cpu"), True)
+                    pooled = pooled_rows(split, states, seq_rows, chunk)
                 elif mask is None:  # packed
                     hidden, packing = split.forward_packed(states, seq_rows)
                     pooled = segment_mean(hidden.float(), packing)

@@ -63,17 +63,21 @@ def _prepared_texts(
     lanes: int = 1,
     precision: str = "fp32",
     exact: Collection[str] = (),
-) -> tuple[list[str], FrozenStates, np.ndarray, np.ndarray]:
+) -> tuple[list[str], FrozenStates, np.ndarray, np.ndarray, np.ndarray]:
     """Every distinct training text, the frozen part's states of each (prefix added, tokenised once; in
-    ``lanes`` lanes, in ``precision`` but for the texts in ``exact``, :meth:`SplitEncoder.prepare`), and
-    each pair's two rows into them."""
+    ``lanes`` lanes, in ``precision`` but for the texts in ``exact``, :meth:`SplitEncoder.prepare`), each
+    pair's two rows into them, and where each text's states are lossy (``precision`` not fp32, the text not
+    in ``exact``)."""
     unique = list(dict.fromkeys(train["text_a"].tolist() + train["text_b"].tolist()))
     where = {t: i for i, t in enumerate(unique)}
-    fp32 = [i for i, t in enumerate(unique) if t in exact]
+    lossy = np.fromiter(
+        (precision != "fp32" and t not in exact for t in unique), dtype=bool, count=len(unique)
+    )
+    fp32 = np.flatnonzero(~lossy)  # (an fp32 pass runs them all alike)
     states = split.prepare(encoder.token_ids(unique), lanes=lanes, precision=precision, exact=fp32)
     rows_a = np.fromiter((where[t] for t in train["text_a"]), dtype=np.int64, count=len(train))
     rows_b = np.fromiter((where[t] for t in train["text_b"]), dtype=np.int64, count=len(train))
-    return unique, states, rows_a, rows_b
+    return unique, states, rows_a, rows_b, lossy
 
 
 def _pooled(
@@ -155,9 +159,9 @@ class _Run:
     training_pass: str = "fp32"
     """The arithmetic of the passes over training texts that feed training alone (their frozen pass, and
     the embedding pass the reranker's line is fitted on): bf16 on a CPU that trains in bf16."""
-    exact: Collection[str] = ()
-    """The texts an evaluation reads (validation's and the test split's): those passes stay fp32 for the
-    training texts among them."""
+    lossy: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Where a training text (in the order of ``texts``) runs those passes in ``training_pass``: not one an
+    evaluation reads too (validation's and the test split's stay fp32)."""
     spare: Callable[[], int] | None = None
     """Threads beside this training that have nothing left to do (the cross-encoder's, once its first epoch
     is over: :meth:`nlsim.training.side_by_side.SideBySide.spare_threads`); an embedding pass runs that many
@@ -204,11 +208,13 @@ def _start(
     lanes = _lanes(spare) or 1
     exact = {*validation["text_a"], *validation["text_b"], *evaluated}
     frozen_precision = precision if split.device.type == "cpu" else "fp32"  # a GPU's pass takes a second
-    texts, states, rows_a, rows_b = _prepared_texts(encoder, split, train, lanes, frozen_precision, exact)
-    val_texts, val_states, _, _ = _prepared_texts(encoder, split, validation, lanes)
+    texts, states, rows_a, rows_b, lossy = _prepared_texts(
+        encoder, split, train, lanes, frozen_precision, exact
+    )
+    val_texts, val_states, _, _, _ = _prepared_texts(encoder, split, validation, lanes)
     if begin is not None:
         begin()
-    where = _frozen_pass_said(texts, states, val_states, frozen_precision, exact)
+    where = _frozen_pass_said(states, val_states, frozen_precision, int(lossy.sum()))
     log(
         f"  bi-encoder: {where} in {time.perf_counter() - t_prep:.1f} s"
         + (f" ({lanes} lanes)" if lanes > 1 else "")
@@ -237,15 +243,14 @@ def _start(
         train["score"].to_numpy(dtype=np.float64) >= SAME_STORY - 1e-9,
         np.full(len(train), np.inf),
         training_pass=frozen_precision,
-        exact=exact,
+        lossy=lossy,
         spare=spare,
     )
 
 
-def _frozen_pass_said(
-    texts: list[str], states: FrozenStates, val_states: FrozenStates, precision: str, exact: Collection[str]
-) -> str:
-    """What the frozen pass over the training texts (``states``) and validation's did, for the log."""
+def _frozen_pass_said(states: FrozenStates, val_states: FrozenStates, precision: str, lossy: int) -> str:
+    """What the frozen pass over the training texts (``states``, ``lossy`` of them in ``precision``) and
+    validation's did, for the log."""
     n, kept = len(states) + len(val_states), states.kept + val_states.kept
     where = (
         f"{n} distinct texts: {kept} from the states the zero-shot model's embedding passes kept, "
@@ -253,10 +258,9 @@ def _frozen_pass_said(
         if kept
         else f"{n} distinct texts through the frozen part"
     )
-    if precision != "fp32" and states.states is not None and not states.kept:
-        lossy = sum(t not in exact for t in texts)
+    if lossy and states.states is not None and not states.kept:
         where += (
-            f" ({lossy} of the {len(texts)} training texts in {precision}; those an evaluation reads "
+            f" ({lossy} of the {len(states)} training texts in {precision}; those an evaluation reads "
             "too, and validation's, in fp32)"
         )
     return where
@@ -331,11 +335,10 @@ def _train_epoch(
     t0, eval_time = time.perf_counter(), 0.0
     losses: list[float] = []
     run.encoder.model.train()
+    chunk = _chunk(cfg.recipe.batch_size, run.precision, device, run.states.states is not None)
     for rows in _plan_epoch(run, epoch, cfg, rng, log):
         with autocast(run.precision, device):
-            emb = _pooled(
-                run.split, run.states, np.concatenate([run.rows_a[rows], run.rows_b[rows]]), _chunk(run, cfg)
-            )
+            emb = _pooled(run.split, run.states, np.concatenate([run.rows_a[rows], run.rows_b[rows]]), chunk)
         if cfg.bi_encoder.drop_easy:  # only a later epoch that leaves pairs out reads them
             with torch.no_grad():
                 pair_cos = torch.nn.functional.cosine_similarity(
@@ -375,15 +378,15 @@ def _train_epoch(
     return seconds
 
 
-def _chunk(run: _Run, cfg: FinetuneConfig) -> int:
-    """How many texts of a step's batch go through the upper layers together: the whole batch (both sides
-    of its pairs) where it trains packed in bf16 on a CPU (each chunk casts every trained weight to bf16
-    afresh, :mod:`nlsim.training.mixed_precision`; packed, one chunk pads nothing more), else chunks of
-    the batch size (fp32 and a GPU keep the arithmetic they were measured with)."""
-    packed = run.states.states is not None
-    if packed and run.precision == "bf16" and run.split.device.type == "cpu":
-        return 2 * cfg.recipe.batch_size
-    return cfg.recipe.batch_size
+def _chunk(batch_size: int, precision: str, device: torch.device, packed: bool) -> int:
+    """How many texts of a step's batch (``batch_size`` pairs) go through the upper layers together: the
+    whole batch (both sides of its pairs) where it trains ``packed`` in bf16 on a CPU (each chunk casts
+    every trained weight to bf16 afresh, :mod:`nlsim.training.mixed_precision`; packed, one chunk pads
+    nothing more), else chunks of the batch size (fp32 and a GPU keep the arithmetic they were measured
+    with)."""
+    if packed and precision == "bf16" and device.type == "cpu":
+        return 2 * batch_size
+    return batch_size
 
 
 def train_encoder(
@@ -453,23 +456,20 @@ def train_encoder(
         "train_precision": run.precision,
         "validation_embeddings": embedded,
         "training_embeddings": trained_texts,
-        "lossy_embeddings": {t for t in trained_texts if t not in run.exact}
-        if run.training_pass != "fp32"
-        else set(),
+        "lossy_embeddings": {run.texts[i] for i in np.flatnonzero(run.lossy)} if trained_texts else set(),
     }
 
 
 def _embedded_training_texts(run: _Run) -> Embeddings:
     """Each distinct training text's embedding by the weights the run leaves (:func:`_embedded`): in the
-    run's ``training_pass`` arithmetic, but for the texts an evaluation reads (``exact``: fp32)."""
+    run's ``training_pass`` arithmetic where ``lossy``, else in fp32 (the texts an evaluation reads)."""
     lanes = _lanes(run.spare)
-    if run.training_pass == "fp32":
+    if not run.lossy.any():
         return _embedded(run.split, run.states, run.texts, lanes=lanes)
     rows = np.arange(len(run.texts))
-    exact = np.fromiter((t in run.exact for t in run.texts), dtype=bool, count=len(run.texts))
-    vectors = _embedded(run.split, run.states, run.texts, lanes=lanes, rows=rows[exact])
+    vectors = _embedded(run.split, run.states, run.texts, lanes=lanes, rows=rows[~run.lossy])
     lossy = _embedded(
-        run.split, run.states, run.texts, lanes=lanes, rows=rows[~exact], precision=run.training_pass
+        run.split, run.states, run.texts, lanes=lanes, rows=rows[run.lossy], precision=run.training_pass
     )
     return vectors | lossy
 

@@ -106,21 +106,6 @@ def _epoch_batches(
     return [rows[b] for b in bucketed_batches(states.lengths[rows], cfg.batch_size, rng)]
 
 
-def predict_states(
-    ce: CrossEncoder,
-    split: SplitEncoder,
-    states: FrozenStates,
-    batch_size: int = 128,
-    log_scale: torch.Tensor | None = None,
-) -> np.ndarray:
-    """Scores in (0, 1) of the pairs behind ``states`` (both orders, as :func:`both_orders` lays them
-    out), the mean over both orders: what :meth:`CrossEncoder.predict` gives (fp32), from the cached
-    states; logits times ``exp(log_scale)`` while a learned scale is not yet folded into the head."""
-    n = len(states) // 2
-    probs = sequence_probabilities(ce, split, states, np.arange(2 * n), batch_size, log_scale)
-    return (probs[:n] + probs[n:]) / 2
-
-
 def sequence_probabilities(
     ce: CrossEncoder,
     split: SplitEncoder,
@@ -440,14 +425,9 @@ class CrossEncoderTraining:
         assert self.best[1] is not None
         _restore(self.run.ce, self.best[1])
         kept = self.kept
-        if kept is None:  # an epoch before the last was kept: its B-A readings, beside its A-B ones
-            n = len(self.gold)
-            first = self.kept_first
-            if first is None:
-                kept = predict_states(self.run.ce, self.run.split, self.run.val_states)
-            else:
-                run = self.run
-                kept = (
-                    first + sequence_probabilities(run.ce, run.split, run.val_states, np.arange(n, 2 * n))
-                ) / 2
+        if kept is None:  # an epoch before the last was kept: its B-A readings beside its A-B ones
+            assert self.kept_first is not None
+            run, n = self.run, len(self.gold)
+            second = sequence_probabilities(run.ce, run.split, run.val_states, np.arange(n, 2 * n))
+            kept = (self.kept_first + second) / 2
         return TrainedCrossEncoder(self.run.ce, self.history, kept)

@@ -144,7 +144,7 @@ class SplitEncoder:
         reuse_kept: bool = True,
         lanes: int = 1,
         precision: str = "fp32",
-        exact: Sequence[int] = (),
+        exact: Sequence[int] | np.ndarray = (),
     ) -> FrozenStates:
         """Run the frozen part once over tokenised sequences (``types``: token type ids, where the model
         reads them). A sequence whose states after this frozen part are kept (:mod:`nlsim.encoders.
@@ -166,22 +166,21 @@ class SplitEncoder:
         for i, x in enumerate(ids):
             states[i] = kept.get(np.asarray(x, dtype=np.int64).tobytes()) if kept else None
         todo = np.asarray([i for i, s in enumerate(states) if s is None], dtype=np.int64)
-        lossy = np.full(len(ids), precision != "fp32")
+        lossy = precision != "fp32"
         fp32 = np.zeros(len(ids), dtype=bool)  # rows kept apart from a lossy pass (none in an fp32 one)
-        fp32[np.asarray(exact if precision != "fp32" else (), dtype=np.int64)] = True
-        lossy &= ~fp32
+        fp32[np.asarray(exact if lossy else (), dtype=np.int64)] = True
         was_training = self.model.training
         self.model.eval()
         device = self.device
 
         def run(rows: np.ndarray) -> None:
             padded = pad_batch(ids, rows, self.pad_id, type_rows, WIDTH_MULTIPLE)
-            if lossy[rows[0]]:
-                arithmetic = autocast(precision, device)
+            if not lossy:
+                arithmetic: Any = contextlib.nullcontext()
             elif fp32[rows[0]]:  # fp32 even inside a caller's autocast
                 arithmetic = torch.autocast(device.type, enabled=False)
             else:
-                arithmetic = contextlib.nullcontext()
+                arithmetic = autocast(precision, device)
             with arithmetic:
                 hidden, mask = self._embed(padded, device)
                 if self.frozen_layers:
@@ -192,8 +191,7 @@ class SplitEncoder:
             for j, r in enumerate(rows):
                 states[r] = hidden[j, : lengths[r]]
 
-        parts = (todo[lossy[todo]], todo[fp32[todo]], todo[~lossy[todo] & ~fp32[todo]])
-        groups = [g for g in parts if len(g)]  # neither given: one group, as before
+        groups = [g for g in (todo[~fp32[todo]], todo[fp32[todo]]) if len(g)]  # an fp32 pass: one, as before
         batches = [g[part] for g in groups for part in sorted_batches(lengths[g], batch_size)]
         run_batches(batches, run, min(lanes, len(batches)))  # one lane: in order, on this thread
         for r in todo:  # each its own tensor, made outside the lanes' inference mode: training reads them
