@@ -49,6 +49,10 @@ HOME_FOLDER = "quality-check"
 EARLIER_NAMES = ("precision.json", "precision")
 """The file and ``$NLSIM_HOME`` folder names the record had before: read, never written."""
 
+FIRST_LOOK = "first_look"
+"""The entry's field when its check stopped after a first look (:mod:`nlsim.training.first_look`): the rows
+``read``, ``of`` how many, and their ``unit`` (texts, pairs)."""
+
 Verdict = tuple[bool, str, dict[str, Any] | None]
 """Whether a path passed, why (one phrase), and its recorded figures."""
 
@@ -91,6 +95,8 @@ def quality_verdict(record: dict[str, Any] | None, path: str, device: str = "cpu
         return False, f"the check could not run it ({entry['error']})", entry
     if entry.get("not_checked"):
         return False, f"not checked ({entry['not_checked']})", entry
+    if entry.get(FIRST_LOOK):
+        return _first_look_verdict(record.get("kind"), entry)
     ref = entry.get("reference") or record.get("reference") or {}
     fails = []
     loss = _num(ref.get("spearman")) - _num(entry.get("spearman"))
@@ -106,20 +112,63 @@ def quality_verdict(record: dict[str, Any] | None, path: str, device: str = "cpu
     return True, f"passed: Spearman {-loss:+.2f}{f1_text}, {agree}", entry
 
 
+def item_limit_fails(kind: str | None, entry: dict[str, Any]) -> list[str]:
+    """The limits ``entry``'s figures break that hold item by item: a bi-encoder's lowest cosine to fp32, a
+    cross-encoder's largest score difference. A part of the items that breaks one breaks it for the whole
+    (:mod:`nlsim.training.first_look` stops there).
+
+    >>> item_limit_fails("encoder", {"min_cosine": 0.95})
+    ['lowest cosine to fp32 0.9500 (floor 0.98)']
+    >>> item_limit_fails("cross-encoder", {"max_score_diff": 0.1})
+    []
+    """
+    if kind == "cross-encoder":
+        diff = _num(entry.get("max_score_diff"), math.inf)
+        if diff <= MAX_SCORE_DIFF:
+            return []
+        return [f"scores differ by up to {diff:.4f} (limit {MAX_SCORE_DIFF})"]
+    low = _num(entry.get("min_cosine"))
+    return [] if low >= MIN_COSINE else [f"lowest cosine to fp32 {low:.4f} (floor {MIN_COSINE})"]
+
+
 def _agreement(kind: str | None, entry: dict[str, Any], fails: list[str]) -> str:
     """How close a lossy path's outputs are to fp32's (one phrase); the limits it breaks go to ``fails``."""
+    fails.extend(item_limit_fails(kind, entry))
     if kind == "cross-encoder":
         diff = _num(entry.get("max_score_diff"), math.inf)
         mean = _num(entry.get("mean_score_diff"), math.inf)
-        if not diff <= MAX_SCORE_DIFF:
-            fails.append(f"scores differ by up to {diff:.4f} (limit {MAX_SCORE_DIFF})")
         if not mean <= MEAN_SCORE_DIFF:
             fails.append(f"scores differ by {mean:.4f} on average (limit {MEAN_SCORE_DIFF})")
         return f"score difference {mean:.4f} on average, {diff:.4f} at most"
-    low = _num(entry.get("min_cosine"))
-    if not low >= MIN_COSINE:
-        fails.append(f"lowest cosine to fp32 {low:.4f} (floor {MIN_COSINE})")
-    return f"lowest cosine {low:.4f}"
+    return f"lowest cosine {_num(entry.get('min_cosine')):.4f}"
+
+
+def _first_look_verdict(kind: str | None, entry: dict[str, Any]) -> Verdict:
+    """The verdict on a path whose check stopped after a first look (``entry[FIRST_LOOK]``): failed where its
+    figures break an item-by-item limit today; else (a limit since loosened) not checked in full.
+
+    >>> look = {"read": 64, "of": 900, "unit": "texts"}
+    >>> _first_look_verdict("encoder", {"min_cosine": 0.9, "first_look": look})[1]
+    'failed on a first look at 64 of 900 texts: lowest cosine to fp32 0.9000 (floor 0.98); the rest not read'
+    """
+    look = entry[FIRST_LOOK]
+    seen = f"{int(look.get('read', 0)):,} of {int(look.get('of', 0)):,} {look.get('unit', 'items')}"
+    fails = item_limit_fails(kind, entry)
+    if fails:
+        return False, f"failed on a first look at {seen}: {'; '.join(fails)}; the rest not read", entry
+    return False, f"not checked in full (a first look at {seen} stopped under an earlier limit)", entry
+
+
+def stale_first_look(record: dict[str, Any] | None, key: str) -> bool:
+    """Whether the check in ``record`` stopped the path ``key`` after a first look under a limit that today's
+    limits no longer break: its figures decide nothing, and a check here reads it again.
+
+    >>> stale_first_look({"kind": "encoder", "paths": {"onnx-int8": {"min_cosine": 0.99,
+    ...     "first_look": {"read": 64, "of": 900}}}}, "onnx-int8")
+    True
+    """
+    entry = record_entry(record, key)
+    return bool(entry.get(FIRST_LOOK)) and not item_limit_fails((record or {}).get("kind"), entry)
 
 
 def _num(value: Any, default: float = math.nan) -> float:
@@ -177,9 +226,10 @@ def record_entry(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
 
 def was_tried(record: dict[str, Any] | None, key: str) -> bool:
     """Whether the check in ``record`` ran the path ``key``: figures, or the error it stopped at; not a path
-    recorded as not checked (or not named)."""
+    recorded as not checked (or not named), nor one stopped after a first look that today's limits would
+    let go on (:func:`stale_first_look`)."""
     entry = record_entry(record, key)
-    return bool(entry) and not entry.get("not_checked")
+    return bool(entry) and not entry.get("not_checked") and not stale_first_look(record, key)
 
 
 def has_figures(record: dict[str, Any] | None, key: str) -> bool:

@@ -45,6 +45,7 @@ from nlsim.inference.choice import weigh_lossy
 from nlsim.inference.cpu import cpu_info
 from nlsim.inference.gpu import gpu_info
 from nlsim.inference.lossy_verdict import (
+    FIRST_LOOK,
     MAX_SCORE_DIFF,
     MAX_SPEARMAN_LOSS,
     MEAN_SCORE_DIFF,
@@ -55,6 +56,7 @@ from nlsim.inference.lossy_verdict import (
     borrow_checked,
     entry_key,
     home_file,
+    item_limit_fails,
     load_quality_check,
     quality_verdict,
     save_quality_check,
@@ -65,6 +67,7 @@ from nlsim.inference.target import Target
 from nlsim.progress import say
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.target import cross_encoder_target
+from nlsim.training.first_look import FirstLook, read_with_first_look
 
 
 def lossy_paths(paths: Sequence[str] | None = None) -> list[str]:
@@ -137,14 +140,17 @@ def check_encoder(
     paths: Sequence[str] | None = None,
     threads: int | None = None,
     known: dict[str, np.ndarray] | None = None,
+    look_first: bool = True,
     **meta: Any,
 ) -> dict[str, Any]:
     """The quality check record of ``encoder``'s lossy paths on ``pairs`` (``text_a``, ``text_b``, ``score``;
     converted with ``conversion`` first). ``threshold``: the model's calibrated cosine threshold (default:
     calibrated here, on the fp32 cosines, at the same-story level). ``known``: fp32 vectors of texts by
     these weights already computed (fine-tuning's validation pass), taken as the reference instead of
-    embedding them again, and completed with those embedded here (:func:`fp32_vectors`). ``meta`` goes into
-    the record (e.g. ``pairs_file``)."""
+    embedding them again, and completed with those embedded here (:func:`fp32_vectors`). Each path reads a
+    fifth of the texts first and stops where they break the cosine floor
+    (:mod:`nlsim.training.first_look`; ``look_first=False``: every text, for every path's figures).
+    ``meta`` goes into the record (e.g. ``pairs_file``)."""
     target = encoder_target(encoder)
     plan = plan_paths(target, paths, threads)
     ids = dict(model_id=encoder.model_id, conversion=conversion or "none", **meta)
@@ -159,14 +165,21 @@ def check_encoder(
     record = record_base("encoder", encoder.fingerprint, len(pairs), threshold, threshold_source, **ids)
     record["reference"] = {"path": "torch-fp32", **score_figures(cos_ref, gold, threshold)}
 
+    def agreement(rows: np.ndarray, vec: np.ndarray) -> dict[str, Any]:
+        agree = (vec * ref[rows]).sum(axis=1)
+        return {"min_cosine": round(float(agree.min()), 6), "mean_cosine": round(float(agree.mean()), 6)}
+
     def measure(runner: Any) -> dict[str, Any]:
-        vec = encoder.encode(unique, progress=False, runner=runner)
-        agree = (vec * ref).sum(axis=1)
-        return {
-            **score_figures(pair_cosines(vec, ia, ib), gold, threshold),
-            "min_cosine": round(float(agree.min()), 6),
-            "mean_cosine": round(float(agree.mean()), 6),
-        }
+        look = read_with_first_look(
+            len(unique),
+            lambda rows: encoder.encode([unique[i] for i in rows], progress=False, runner=runner),
+            lambda rows, vec: bool(item_limit_fails("encoder", agreement(rows, vec))),
+            look_first,
+        )
+        figures = agreement(look.rows, look.outputs)
+        if look.stopped:
+            return {**figures, FIRST_LOOK: first_look_figures(look, "texts")}
+        return {**score_figures(pair_cosines(look.outputs, ia, ib), gold, threshold), **figures}
 
     return check_lossy_paths(record, target, plan, threads, measure)
 
@@ -393,13 +406,16 @@ def check_cross_encoder(
     paths: Sequence[str] | None = None,
     threads: int | None = None,
     known: dict[str, np.ndarray] | None = None,
+    look_first: bool = True,
     **meta: Any,
 ) -> dict[str, Any]:
     """The quality check record of the reranker's cross-encoder paths on ``pairs`` (converted with
     ``conversion``); ``threshold`` defaults to the reranker's calibrated one. The fp32 reference takes the
     cross-encoder's exact scores already in the pair-score cache (:class:`nlsim.rerank.cache.PairScoreCache`:
     fine-tuning leaves its validation pass's there) and reads only the others, keeping them there; the
-    bi-encoder's fp32 vectors come from ``known`` where it has them (:func:`fp32_vectors`)."""
+    bi-encoder's fp32 vectors come from ``known`` where it has them (:func:`fp32_vectors`). Each path reads
+    a fifth of the pairs first and stops where they break the largest score difference allowed
+    (``look_first``: as :func:`check_encoder`)."""
     ce = reranker.cross_encoder
     target = cross_encoder_target(ce)
     plan = plan_paths(target, paths, threads)
@@ -423,16 +439,31 @@ def check_cross_encoder(
     record = record_base("cross-encoder", ce.digest(), len(pairs), threshold, source, **ids)
     record["reference"] = {"path": "torch-fp32", **score_figures(ref, gold, threshold)}
 
-    def measure(runner: Any) -> dict[str, Any]:
-        got = ce.predict(a, b, runner=runner)
-        diff = np.abs(got - ref_ce)
+    def agreement(rows: np.ndarray, got: np.ndarray) -> dict[str, Any]:
+        diff = np.abs(got - ref_ce[rows])
         return {
-            **score_figures(reranker.pair_scores(cos, got, a, b), gold, threshold),
             "max_score_diff": round(float(diff.max()), 6),
             "mean_score_diff": round(float(diff.mean()), 6),
         }
 
+    def measure(runner: Any) -> dict[str, Any]:
+        look = read_with_first_look(
+            len(a),
+            lambda rows: ce.predict([a[i] for i in rows], [b[i] for i in rows], runner=runner),
+            lambda rows, got: bool(item_limit_fails("cross-encoder", agreement(rows, got))),
+            look_first,
+        )
+        figures = agreement(look.rows, look.outputs)
+        if look.stopped:
+            return {**figures, FIRST_LOOK: first_look_figures(look, "pairs")}
+        return {**score_figures(reranker.pair_scores(cos, look.outputs, a, b), gold, threshold), **figures}
+
     return check_lossy_paths(record, target, plan, threads, measure)
+
+
+def first_look_figures(look: FirstLook, unit: str) -> dict[str, Any]:
+    """How much of a path's pass a check read before a first look failed it (the entry's ``first_look``)."""
+    return {"read": int(len(look.rows)), "of": int(look.of), "unit": unit}
 
 
 def fp32_pair_scores(ce: Any, a: list[str], b: list[str]) -> np.ndarray:

@@ -539,3 +539,43 @@ def test_the_probe_times_a_long_pass_once_and_a_short_one_best_of_three() -> Non
     calls.clear()
     time_runner(lambda b: calls.append(1), [batch], enough_s=0.0)
     assert len(calls) == 2  # the warm-up and one timed pass
+
+
+def test_a_path_that_breaks_the_cosine_floor_on_a_first_look_is_not_read_further(
+    home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lowest cosine of all the texts is at most that of a fifth of them: once a first look breaks the
+    floor, the verdict is known and the path reads no more (nlsim/training/first_look.py). Under a looser
+    floor that figure decides nothing, and the path is checked again, every text read once."""
+    from nlsim.inference import lossy_verdict
+    from nlsim.inference.lossy_verdict import was_tried
+    from nlsim.training.first_look import first_look_rows
+    from nlsim.training.lossy_check import pair_texts
+
+    pairs = stsb_sample(train=0, validation=200, test=0)
+    unique = pair_texts(pairs, None)[0]
+    look = len(first_look_rows(len(unique)))
+    assert 2 * look <= len(unique)
+    read: list[str] = []
+    encode = l3.encode
+
+    def recorded(texts: list[str], **kwargs: object) -> np.ndarray:
+        if kwargs.get("runner") != "torch":  # the lossy path's reads, not the fp32 reference's
+            read.extend(texts)
+        return encode(texts, **kwargs)
+
+    monkeypatch.setattr(l3, "encode", recorded)
+    monkeypatch.setattr(lossy_verdict, "MIN_COSINE", 0.9999999)  # bf16 cannot keep to it
+    record = check_encoder(l3, pairs, paths=["torch-bf16"])
+    entry = record["paths"]["torch-bf16"]
+    assert entry["first_look"] == {"read": look, "of": len(unique), "unit": "texts"}
+    assert len(read) == look and "spearman" not in entry and entry["passed"] is False
+    ok, why, _ = quality_verdict(record, "torch-bf16")
+    assert not ok and why.startswith(f"failed on a first look at {look} of {len(unique)} texts: lowest")
+    assert was_tried(record, "torch-bf16")
+    monkeypatch.setattr(lossy_verdict, "MIN_COSINE", 0.98)  # the floor loosened since: not a verdict
+    ok, why, _ = quality_verdict(record, "torch-bf16")
+    assert not ok and "not checked in full" in why and not was_tried(record, "torch-bf16")
+    read.clear()
+    again = check_encoder(l3, pairs, paths=["torch-bf16"])["paths"]["torch-bf16"]
+    assert "first_look" not in again and "spearman" in again and sorted(read) == sorted(unique)

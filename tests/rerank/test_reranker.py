@@ -90,6 +90,40 @@ def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: Fine
         assert ("max_score_diff" in entry) != bool(entry.get("not_checked"))
 
 
+def test_a_cross_encoder_path_that_breaks_the_score_limit_on_a_first_look_reads_no_more(
+    reranked_model: FinetuneResult, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The largest score difference of all the pairs is at least that of a fifth of them: once a first look
+    breaks the limit, the cross-encoder's path reads no more pairs (nlsim/training/first_look.py)."""
+    from nlsim.encoders import load_encoder
+    from nlsim.inference import lossy_verdict
+    from nlsim.inference.lossy_verdict import quality_verdict
+    from nlsim.training.first_look import first_look_rows
+    from nlsim.training.lossy_check import check_cross_encoder
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    out = str(reranked_model.model_dir)
+    reranker = load_reranker(out, threads=1)
+    assert reranker is not None
+    pairs = stsb_sample(train=0, validation=200, test=0)
+    ce, read = reranker.cross_encoder, []
+    predict = ce.predict
+
+    def recorded(a: list[str], b: list[str], **kwargs: object) -> np.ndarray:
+        if kwargs.get("runner") is not None:  # the lossy path's reads, not the fp32 reference's
+            read.extend(a)
+        return predict(a, b, **kwargs)
+
+    monkeypatch.setattr(ce, "predict", recorded)
+    monkeypatch.setattr(lossy_verdict, "MAX_SCORE_DIFF", 1e-9)  # bf16 cannot keep to it
+    record = check_cross_encoder(reranker, load_encoder(out), pairs, paths=["torch-bf16"])
+    entry, look = record["paths"]["torch-bf16"], len(first_look_rows(len(pairs)))
+    assert entry["first_look"] == {"read": look, "of": len(pairs), "unit": "pairs"} and len(read) == look
+    assert "spearman" not in entry and entry["max_score_diff"] > 1e-9
+    why = quality_verdict(record, "torch-bf16")[1]
+    assert why.startswith(f"failed on a first look at {look} of {len(pairs)} pairs: scores differ by up to")
+
+
 def test_a_loaded_reranker_scores_as_the_trained_one(
     reranked_model: FinetuneResult, small_pairs: pd.DataFrame
 ) -> None:
