@@ -159,6 +159,17 @@ def _first_look_verdict(kind: str | None, entry: dict[str, Any]) -> Verdict:
     return False, f"not checked in full (a first look at {seen} stopped under an earlier limit)", entry
 
 
+def stale_paths(record: dict[str, Any] | None) -> list[str]:
+    """The paths (entry keys) of ``record`` stopped after a first look under a limit that today's limits no
+    longer break (:func:`stale_first_look`): a check here reads them again.
+
+    >>> stale_paths({"kind": "cross-encoder", "paths": {"onnx-int8": {"max_score_diff": 0.1,
+    ...     "first_look": {"read": 64, "of": 900}}, "torch-bf16": {"max_score_diff": 0.01}}})
+    ['onnx-int8']
+    """
+    return [key for key in (record or {}).get("paths") or {} if stale_first_look(record, key)]
+
+
 def stale_first_look(record: dict[str, Any] | None, key: str) -> bool:
     """Whether the check in ``record`` stopped the path ``key`` after a first look under a limit that today's
     limits no longer break: its figures decide nothing, and a check here reads it again.

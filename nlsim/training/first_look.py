@@ -5,10 +5,13 @@ The quality check (:mod:`nlsim.training.lossy_check`) compares each lossy path's
 every validation text (a bi-encoder) or pair (a cross-encoder). Two of its limits hold item by item: the
 lowest cosine between a text's vector and its fp32 vector, and the largest difference between a
 cross-encoder score and fp32's. Once a first look breaks one of them, the whole pass would break it too
-(the lowest cosine of all the texts is at most that of a part of them), so the verdict is known and the
-rest is not read: a path that fails (int8 on most fine-tuned models) costs a fifth of its pass. Where the
-first look keeps to them, the rest is read and the path is judged on every row, its outputs in the rows'
-order as one pass would give them.
+(the lowest cosine of the texts read is at most that of a part of them), so the verdict is known and the
+rest is not read: a path that fails (int8 on the fine-tuned model measured) costs a fifth of its pass.
+Where the first look keeps to them, the rest is read and the path is judged on every row, the two reads'
+outputs put back in the rows' order. A path whose outputs depend on the batch they are read in (dynamic
+int8 scales its activations by the batch's range; bf16 sums in another order in another shape) gives
+figures a little different from one pass over all the rows; whatever batches they came from, a text's
+vector below the floor is one the path gave, and a first look that found one fails the path.
 
 Example:
     >>> import numpy as np
@@ -75,11 +78,12 @@ def read_with_first_look(
 ) -> FirstLook:
     """Read ``n`` rows with ``read(rows)`` (one output row per row, e.g. vectors or scores): the first look's
     rows (:func:`first_look_rows`) first, and, unless ``broken(rows, outputs)`` says they break a limit
-    that a part breaks only if the whole does, the rest; with ``look_first=False`` every row at once (a
-    benchmark that prints every path's figures)."""
-    look = first_look_rows(n) if look_first else np.arange(n)
+    that a part breaks only if the whole does, the rest. ``look_first=False`` reads the rest whatever the
+    first look found (a benchmark that prints every path's figures): the same reads, so the same outputs,
+    as a check that goes on."""
+    look = first_look_rows(n)
     seen = np.asarray(read(look))
-    if len(look) == n or broken(look, seen):
+    if len(look) == n or (look_first and broken(look, seen)):
         return FirstLook(look, seen, n)
     rest = np.setdiff1d(np.arange(n), look, assume_unique=True)
     more = np.asarray(read(rest))

@@ -118,6 +118,51 @@ def test_a_settled_check_whose_record_was_lost_is_made_again(
 
 
 @pytest.mark.slow
+def test_a_path_stopped_after_a_first_look_under_a_limit_since_loosened_is_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A version the chain trained is settled by its training's check (its folder's record); where that
+    record holds a path stopped after a first look (the cosine floor broken on a fifth of the texts), it
+    stays settled while the floor stands. Once the floor is loosened, that figure decides nothing: the stage
+    says so and checks the path again, in full, and the figures made then settle it."""
+    import logging
+
+    from nlsim.chain.run import mark_checked, quality_marker
+    from nlsim.encoders.device import default_device
+    from nlsim.inference import lossy_verdict
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)
+    store, version = promoted_copy(tmp_path, "e")
+    encoder = load_encoder(str(version))
+    look = {"read": 64, "of": 400, "unit": "texts"}
+    stopped = {"min_cosine": 0.95, "mean_cosine": 0.99, "first_look": look}
+    folder_record = {
+        "format": 1,
+        "kind": "encoder",
+        "identity": encoder.fingerprint,
+        "reference": {"path": "torch-fp32", "spearman": 80.0, "f1": 0.5},
+        "paths": {"torch-bf16": stopped},
+    }
+    (version / QUALITY_CHECK_JSON).write_text(json.dumps(folder_record), encoding="utf-8")
+    validation = stsb_sample(train=0, validation=24, test=0)
+    cfg = config(tmp_path, store)
+    mark_checked(store, version, quality_marker(cfg, validation, default_device()))  # as training does
+    assert quality_check_stage(cfg, store, None, validation, None)["reused"]
+    monkeypatch.setattr(lossy_verdict, "MIN_COSINE", 0.9)  # the floor loosened: 0.95 keeps to it now
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        again = quality_check_stage(cfg, store, None, validation, None)
+    assert "stopped after a first look under a limit since loosened" in caplog.text
+    assert len(again["written"]) == 1
+    record = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]
+    assert "spearman" in record["paths"]["torch-bf16"] and "first_look" not in record["paths"]["torch-bf16"]
+    # the folder's record stays as it was saved; the figures made here settle the check from now on
+    assert json.loads((version / QUALITY_CHECK_JSON).read_text())["paths"]["torch-bf16"] == stopped
+    assert quality_check_stage(cfg, store, None, validation, None)["reused"]
+
+
+@pytest.mark.slow
 def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,3 +44,19 @@ def test_a_first_look_within_the_limits_reads_the_rest_once_in_order() -> None:
     assert np.array_equal(look.outputs, read(np.arange(1000)))
     small = read_with_first_look(50, read, lambda rows, out: True)  # one pass: nothing left to spare
     assert not small.stopped and len(small.rows) == 50
+
+
+def test_a_check_that_goes_on_whatever_it_finds_reads_as_one_that_goes_on() -> None:
+    """``look_first=False`` (a benchmark's every figure): the same reads, so the same outputs, as a first
+    look within the limits, even where the first look breaks them."""
+    reads: list[np.ndarray] = []
+
+    def read(rows: np.ndarray) -> np.ndarray:
+        reads.append(rows)
+        return rows.astype(np.float64) ** 2
+
+    on = read_with_first_look(1000, read, lambda rows, out: True, look_first=False)
+    assert not on.stopped and [len(r) for r in reads] == [200, 800]
+    reads.clear()
+    within = read_with_first_look(1000, read, lambda rows, out: False)
+    assert [len(r) for r in reads] == [200, 800] and np.array_equal(on.outputs, within.outputs)
