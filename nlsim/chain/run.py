@@ -343,8 +343,9 @@ def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
     for entry in kept[marker]:
         folder = Path(entry["folder"]) if entry.get("folder") else None
         record = load_quality_check(entry["kind"], entry["identity"], folder)[0]
-        if stale_paths(record):
-            return f"the {entry['kind']}'s {', '.join(stale_paths(record))} {LOOSENED}"
+        stale_here = stale_paths(record)
+        if stale_here:
+            return f"the {entry['kind']}'s {', '.join(stale_here)} {LOOSENED}"
         missing = [k for k in entry.get("checked") or [] if not has_figures(record, k)]
         if missing:
             gone = ", ".join(missing)

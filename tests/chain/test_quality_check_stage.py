@@ -163,6 +163,40 @@ def test_a_path_stopped_after_a_first_look_under_a_limit_since_loosened_is_check
 
 
 @pytest.mark.slow
+def test_a_check_settled_on_a_first_look_kept_under_the_home_is_made_again_once_the_limit_loosens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder with no record of its own is checked by the stage, its record kept under $NLSIM_HOME: a path
+    stopped there after a first look settles the check while the floor stands, and is read again in full
+    once it is loosened."""
+    import logging
+
+    from nlsim.inference import lossy_verdict
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NLSIM_PROBE", "off")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", BF16)
+    store, version = promoted_copy(tmp_path, "d")
+    encoder = load_encoder(str(version))
+    validation = stsb_sample(train=0, validation=200, test=0)  # enough texts for a first look
+    cfg = config(tmp_path, store)
+    monkeypatch.setattr(lossy_verdict, "MIN_COSINE", 0.9999999)  # bf16 cannot keep to it
+    first = quality_check_stage(cfg, store, None, validation, None)
+    assert len(first["written"]) == 1 and first["written"][0].startswith(str(tmp_path / "home"))
+    stopped = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]["paths"]["torch-bf16"]
+    assert "first_look" in stopped and "spearman" not in stopped
+    assert quality_check_stage(cfg, store, None, validation, None)["reused"]
+    monkeypatch.setattr(lossy_verdict, "MIN_COSINE", 0.98)
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        again = quality_check_stage(cfg, store, None, validation, None)
+    assert "torch-bf16 stopped after a first look under a limit since loosened" in caplog.text
+    assert again["written"] == first["written"]
+    record = load_quality_check("encoder", encoder.fingerprint, encoder.path)[0]
+    assert "spearman" in record["paths"]["torch-bf16"] and "first_look" not in record["paths"]["torch-bf16"]
+    assert quality_check_stage(cfg, store, None, validation, None)["reused"]
+
+
+@pytest.mark.slow
 def test_a_path_that_failed_to_run_is_not_tried_on_every_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
