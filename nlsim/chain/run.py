@@ -330,49 +330,45 @@ def relied_on(records: list[tuple[str, str, Path | None]]) -> list[dict[str, Any
 def lost_figures(store: ModelStore, version: Path, marker: str) -> str | None:
     """What a settled quality check (``marker``) relied on and can no longer be read (a record under
     ``$NLSIM_HOME`` removed or damaged: its paths would silently be lost to every later report), or a path
-    of its records stopped after a first look under a limit since loosened (:func:`stale_looks`), or
-    ``None`` when all of it holds."""
+    of those records, or of the version's own (:func:`own_records`), stopped after a first look under a
+    limit that today's limits no longer break (:func:`nlsim.inference.lossy_verdict.stale_paths`: a check
+    here reads it again; once it has, the figures kept under ``$NLSIM_HOME`` settle it, the folder's record
+    never being rewritten); ``None`` when all of it holds."""
     from nlsim.inference.lossy_verdict import has_figures, load_quality_check, stale_paths
 
     kept = (store.info(version) or {}).get("quality_check_records") or {}
     if marker not in kept:
         return "the records it was settled with are not listed (an earlier nlsim settled it)"
-    stale = stale_looks(version)
-    if stale is not None:
-        return stale
-    for entry in kept[marker]:
-        folder = Path(entry["folder"]) if entry.get("folder") else None
-        record = load_quality_check(entry["kind"], entry["identity"], folder)[0]
-        stale_here = stale_paths(record)
-        if stale_here:
-            return f"the {entry['kind']}'s {', '.join(stale_here)} {LOOSENED}"
-        missing = [k for k in entry.get("checked") or [] if not has_figures(record, k)]
+    relied = [
+        (e["kind"], e["identity"], Path(e["folder"]) if e.get("folder") else None, e.get("checked") or [])
+        for e in kept[marker]
+    ]
+    for kind, identity, folder, checked in relied + own_records(version):
+        record = load_quality_check(kind, identity, folder)[0]
+        stale = stale_paths(record)
+        if stale:
+            return f"the {kind}'s {', '.join(stale)} stopped after a first look under a limit since loosened"
+        missing = [k for k in checked if not has_figures(record, k)]
         if missing:
             gone = ", ".join(missing)
-            return f"the {entry['kind']}'s figures for {gone} are gone (its record was removed or damaged)"
+            return f"the {kind}'s figures for {gone} are gone (its record was removed or damaged)"
     return None
 
 
-LOOSENED = "stopped after a first look under a limit since loosened"
+def own_records(version: Path) -> list[tuple[str, str, Path, list[str]]]:
+    """The quality check records ``version``'s folder holds (its ``quality_check.json`` and the
+    reranker's, written when it was trained), as :func:`lost_figures` reads them: kind, identity, folder,
+    and no paths it must have (the folder's manifest covers its files)."""
+    from nlsim.inference.lossy_verdict import QUALITY_CHECK_JSON
 
-
-def stale_looks(version: Path) -> str | None:
-    """Which path of ``version``'s quality check records (its own, ``quality_check.json`` and the
-    reranker's, each read with what ``$NLSIM_HOME`` adds: :func:`load_quality_check`) stopped after a first
-    look under a limit that today's limits no longer break, said in a phrase; ``None`` when none did
-    (:func:`nlsim.inference.lossy_verdict.stale_paths`). A path checked again since, whose figures are kept
-    under ``$NLSIM_HOME``, is no longer stale: the folder's record is never rewritten."""
-    from nlsim.inference.lossy_verdict import QUALITY_CHECK_JSON, load_quality_check, stale_paths
-
+    out = []
     for kind, folder in (("encoder", version), ("cross-encoder", version / "reranker")):
         try:
             identity = json.loads((folder / QUALITY_CHECK_JSON).read_text(encoding="utf-8"))["identity"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # no record, or a damaged one: the manifest check of the folder says so
-        stale = stale_paths(load_quality_check(kind, str(identity), folder)[0])
-        if stale:
-            return f"the {kind}'s {', '.join(stale)} {LOOSENED}"
-    return None
+        out.append((kind, str(identity), folder, []))
+    return out
 
 
 def quality_check_stage(
