@@ -769,12 +769,10 @@ def first_report(
     so that editors have a report within minutes instead of after the fine-tuning; the fine-tuned model's
     report replaces it in the same folder when the chain ends (both written as every report is: the files
     published together, ``run.json`` last). Its stages go through ``call`` (the chain's, with their seconds
-    counted as ``first-report``, apart from the final report's). On a CPU with bf16 instructions, the
-    zero-shot ``base`` model's quality check on ``validation`` comes first
-    (:func:`quality_check_stage`; :func:`zero_shot_check_first`), so that the report may embed on a path
-    that passed it, and the probe it times (none where the CPU has AMX-BF16) is the fine-tuned encoder's
-    too (one architecture); its fp32
-    reference takes ``known``, the baseline's vectors (:attr:`Baseline.vectors`).
+    counted as ``first-report``, apart from the final report's). On a CPU with AMX-BF16, the zero-shot
+    ``base`` model's quality check on ``validation`` comes first (:func:`quality_check_stage`;
+    :func:`zero_shot_check_first`), so that the report may embed in bf16, which such a CPU takes without
+    a probe; its fp32 reference takes ``known``, the baseline's vectors (:attr:`Baseline.vectors`).
     Returns what it wrote, or nothing when there is no first report to write (``--no-report``,
     ``--no-first-report``, or a promoted model whose report the folder already has)."""
     if not first_report_due(cfg, store):
@@ -819,18 +817,21 @@ def first_report_due(cfg: PipelineConfig, store: ModelStore) -> bool:
 
 def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
     """Whether a cold chain checks the zero-shot model's lossy paths before its first report: on a CPU
-    with bf16 instructions (``avx512_bf16`` or AMX-BF16; there the chain does not share the lower layers'
-    states between its reports, :func:`reusable_lower_layers`), with the report's precision left to
-    ``auto``. Measured on a 2-core AMX CPU: the check took 38 s with the probe it timed (3 s since such a
-    CPU takes torch-bf16 untimed, :func:`nlsim.inference.choice.untimed_path`), the first report's
-    embedding in bf16 22 s against 66 s in onnx-fp32 (docs/measurements.md). On a CPU with VNNI and no
-    bf16 only the int8 paths would be checked, and nothing measured says they repay their builds before a
-    first report: not there."""
+    with AMX-BF16 (:func:`nlsim.inference.choice.untimed_path` names the path it takes untimed; there the
+    chain does not share the lower layers' states between its reports, :func:`reusable_lower_layers`), with
+    the report's precision left to ``auto``. Measured on a 2-core AMX CPU: the check took 38 s with the
+    probe it timed (3 s since such a CPU takes torch-bf16 untimed), the first report's embedding in bf16
+    22 s against 66 s in onnx-fp32 (docs/measurements.md). On a CPU with avx512_bf16 and no AMX (a 2-core
+    AMD EPYC) the check took 54 s and failed every lossy path (bf16 by one validation pair), and the
+    fastest path that could pass saves at most 17 s on the 10,000 titles (the fine-tuned report embedded
+    them at 299 a second in bf16 against 198 in onnx-fp32): not there, nor on a CPU with VNNI and no
+    bf16, where only the int8 paths would be checked and nothing measured says they repay their builds
+    before a first report. The fine-tuned model's check after training measures them there."""
     from nlsim.inference.cpu import cpu_info
 
     if cfg.dedup_config(CURRENT_MODEL).model.precision != "auto" or base.device.type != "cpu":
         return False
-    return cpu_info().bf16_isa is not None
+    return cpu_info().bf16_isa == "amx_bf16"
 
 
 def candidate_version(
