@@ -97,10 +97,6 @@ class ChainWork:
     built_paths: bool = True
     """The lossy paths are built and timed first (on the CPU: ONNX exports, int8 copies, the probe; not a
     GPU's, nor the one a CPU with AMX-BF16 takes untimed, :func:`nlsim.inference.choice.untimed_path`)."""
-    encoder_probed: bool = False
-    """The zero-shot model's check before the first report has timed the encoder's paths (one
-    architecture): the fine-tuned encoder's check builds only the path it measures (with ``built_paths``
-    only: where nothing is built or timed, nothing is counted for it either way)."""
     cross_encoder_drops_easy: bool = False
     """The cross-encoder's epochs after the first leave the easy pairs out (about
     :data:`LATER_EPOCH_SHARE` of the steps each)."""
@@ -182,16 +178,14 @@ class ChainWork:
     def _quality_check(self) -> float:
         """Token-layers of the quality check, for each model kind: the lossy paths' passes over the
         validation pairs (on the CPU one: the fastest that passes ends the check; a GPU's half precisions
-        all, unprobed), each path's build and timing on the CPU (:data:`PATH_SETUP_PASSES`; none for the
-        encoder whose probe the zero-shot check made, ``encoder_probed``); the fp32 reference comes from
-        training."""
+        all, unprobed), each path's build and timing on the CPU (:data:`PATH_SETUP_PASSES`); the fp32
+        reference comes from training."""
         texts, pairs = self._passes(self.validation_pairs)
         if not self.built_paths:
             return self.lossy_paths * (texts + pairs if self.reranker else texts)
         measured = min(1, self.lossy_paths)
         setup = PATH_SETUP_PASSES * self.lossy_paths
-        work = (measured + (0.0 if self.encoder_probed else setup)) * texts
-        return work + (measured + setup) * pairs if self.reranker else work
+        return (measured + setup) * (texts + pairs if self.reranker else texts)
 
 
 def describe(parts: dict[str, float]) -> str:

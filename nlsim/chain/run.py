@@ -603,9 +603,6 @@ def chain_work(
         test_pairs=int((pairs["split"] == "test").sum()),
         lossy_paths=lossy,
         built_paths=built,
-        encoder_probed=(
-            store is not None and first_report_due(cfg, store) and zero_shot_check_first(cfg, base)
-        ),
         incumbent_reranker=None
         if store is None
         else incumbent_work(cfg, store, pairs[pairs["split"] == "validation"]),
@@ -728,9 +725,9 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     table = before_after_table(record)
     say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
     report = None
-    if cfg.make_report:
+    if cfg.make_report:  # the baseline's vectors: the fp32 reference where the report is zero-shot
         record["quality_check"] = call(
-            "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot
+            "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot, baseline.vectors
         )
         states = lower_states.current()
         reused, taken = (states.reused, states.taken) if states is not None else (0, 0)
@@ -822,16 +819,21 @@ def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
     the report's precision left to ``auto``. Measured on a 2-core AMX CPU: the check took 38 s with the
     probe it timed (3 s since such a CPU takes torch-bf16 untimed), the first report's embedding in bf16
     22 s against 66 s in onnx-fp32 (docs/measurements.md). On a CPU with avx512_bf16 and no AMX (a 2-core
-    AMD EPYC) the check took 54 s and failed every lossy path (bf16 by one validation pair), and the
-    fastest path that could pass saves at most 17 s on the 10,000 titles (the fine-tuned report embedded
-    them at 299 a second in bf16 against 198 in onnx-fp32): not there, nor on a CPU with VNNI and no
-    bf16, where only the int8 paths would be checked and nothing measured says they repay their builds
-    before a first report. The fine-tuned model's check after training measures them there."""
+    AMD EPYC) the check took 54 s and failed every lossy path (bf16 by one validation pair), and its
+    leaving out made the first report 35 s sooner, while a pass could save 17-22 s on the 10,000 titles
+    (embedded at 299-326 a second in bf16 against 190-198 in onnx-fp32): not there, nor on a CPU with
+    VNNI and no bf16, where only the int8 paths would be checked and nothing measured says they repay
+    their builds before a first report. The fine-tuned model's check after training measures them
+    there. Nor where the report's backend is ONNX (no torch-bf16), or where probes are off
+    (``NLSIM_PROBE=off``: the first candidate in path order, never torch-bf16, would run the report)."""
+    from nlsim.inference.choice import UNTIMED_ON_AMX, untimed_path
     from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.probe import probe_mode
 
-    if cfg.dedup_config(CURRENT_MODEL).model.precision != "auto" or base.device.type != "cpu":
+    model = cfg.dedup_config(CURRENT_MODEL).model
+    if model.precision != "auto" or model.backend == "onnx" or base.device.type != "cpu":
         return False
-    return cpu_info().bf16_isa == "amx_bf16"
+    return untimed_path([UNTIMED_ON_AMX], cpu_info(), False, probe_mode()) == UNTIMED_ON_AMX
 
 
 def candidate_version(

@@ -17,6 +17,7 @@ import nlsim.chain.run as chain_run
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.promotion import cross_validated_f1, decide
 from nlsim.chain.run import promote_stage, run_pipeline
+from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.judge import judge_report
 from nlsim.io.model_store import ModelStore
@@ -454,6 +455,29 @@ def test_where_bf16_pays_the_first_report_embeds_on_the_checked_zero_shot_bf16(
         assert info["inference"]["quality_check"].startswith("passed")
     else:
         assert record is None and info["precision"] == "fp32"
+
+
+@pytest.mark.parametrize(
+    ("flags", "probe", "options", "checked"),
+    [
+        ("avx avx2 fma avx512f avx512_bf16 amx_tile amx_bf16", "on", {}, True),
+        ("avx avx2 fma avx512f avx512_bf16 amx_tile amx_bf16", "cached", {"backend": "torch"}, True),
+        ("avx avx2 fma avx512f avx512_bf16 amx_tile amx_bf16", "off", {}, False),
+        ("avx avx2 fma avx512f avx512_bf16 amx_tile amx_bf16", "on", {"backend": "onnx"}, False),
+        ("avx avx2 fma avx512f avx512_bf16 amx_tile amx_bf16", "on", {"precision": "fp32"}, False),
+        ("avx avx2 fma avx512f avx512_bf16", "on", {}, False),
+    ],
+)
+def test_the_zero_shot_model_is_checked_first_only_where_the_report_could_take_bf16_untimed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str, probe: str, options: dict, checked: bool
+) -> None:
+    """Only a CPU with AMX-BF16, probes read and the report free to run torch-bf16 checks the zero-shot
+    model before the first report: with probes off or an ONNX backend the report could not take bf16, and
+    on a CPU with avx512_bf16 alone the check costs more than it can save."""
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", flags)
+    monkeypatch.setenv("NLSIM_PROBE", probe)
+    cfg = config(tmp_path, tmp_path / "pairs.tsv", tmp_path / "corpus.parquet", **options)
+    assert chain_run.zero_shot_check_first(cfg, load_encoder(FAST_MODEL)) is checked
 
 
 def test_no_first_report_when_asked_or_when_a_model_is_promoted(

@@ -273,9 +273,6 @@ def test_the_chain_estimate_counts_the_evaluation_and_the_quality_check() -> Non
     assert abs(on_gpu["quality check"] - 2 * (texts + pairs)) < 1e-6  # each half precision, no build
     alone = ChainWork(**{**work, "lossy_paths": 3, "reranker": False}).estimate(1.0)
     assert abs(alone["quality check"] - per_model * texts) < 1e-6
-    # the zero-shot check before the first report timed the encoder's paths: only the cross-encoder's built
-    probed = ChainWork(**{**work, "lossy_paths": 3, "encoder_probed": True}).estimate(1.0)
-    assert abs(probed["quality check"] - (texts + per_model * pairs)) < 1e-6
     # the test split (300 pairs) and a current model with a reranker scored on the validation pairs
     evaluated = ChainWork(**{**work, "test_pairs": 300, "incumbent_reranker": True}).estimate(1.0)
     test = (2 * 300 * 24.0 * 12 + 300 * 46.0 * 12) * unit
