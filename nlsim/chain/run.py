@@ -826,14 +826,18 @@ def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
     their builds before a first report. The fine-tuned model's check after training measures them
     there. Nor where the report's backend is ONNX (no torch-bf16), or where probes are off
     (``NLSIM_PROBE=off``: the first candidate in path order, never torch-bf16, would run the report)."""
-    from nlsim.inference.choice import UNTIMED_ON_AMX, untimed_path
+    from nlsim.inference.choice import untimed_path
     from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.onnx import onnxruntime_available
+    from nlsim.inference.paths import candidates
     from nlsim.inference.probe import probe_mode
 
     model = cfg.dedup_config(CURRENT_MODEL).model
-    if model.precision != "auto" or model.backend == "onnx" or base.device.type != "cpu":
+    if model.precision != "auto" or base.device.type != "cpu":
         return False
-    return untimed_path([UNTIMED_ON_AMX], cpu_info(), False, probe_mode()) == UNTIMED_ON_AMX
+    cpu = cpu_info()
+    found, _ = candidates(model.backend, model.precision, cpu, onnx_ok=onnxruntime_available())
+    return bool(untimed_path(found, cpu, False, probe_mode()))
 
 
 def candidate_version(

@@ -266,7 +266,6 @@ def test_every_input_of_the_report_is_checked_before_training(
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["", '{"key": ', "[]"])
 def test_a_torn_zero_shot_cache_is_computed_again_not_a_traceback(tmp_path: Path, damage: str) -> None:
-    from nlsim.encoders import load_encoder
     from nlsim.io.pairs import load_pairs
 
     pairs, corpus = make_data(tmp_path, train=8, validation=24, test=8)
@@ -417,7 +416,6 @@ def test_where_bf16_pays_the_first_report_embeds_on_the_checked_zero_shot_bf16(
     VNNI and no bf16 (int8 alone would not repay its builds there), or with avx512_bf16 and no AMX (even
     a probe that finds bf16 the fastest: the check would cost more than it can save), nothing is checked
     and the report embeds in exact fp32."""
-    from nlsim.encoders import load_encoder
     from nlsim.encoders.planner import encoder_target
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.lossy_verdict import load_quality_check
