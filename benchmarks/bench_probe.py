@@ -1,11 +1,11 @@
-"""The speed probe of a cold ``NLSIM_HOME``, timed on the model's stand-in against the model itself.
+"""The speed probe of a cold ``NLSIM_HOME``: its seconds, builds included, and each path's items a second.
 
 The probe (``nlsim.inference.probe``) times each candidate inference path of a model architecture once per
-CPU kind and thread count; its builds (the ONNX export and its int8 copy above all) cost more than its
-timing where the model has a large word-embedding table. ``Target.stand_in`` cuts that table to
-``PROBE_VOCAB`` rows for the timing. This script runs the whole probe of the bundled zero-shot e5 and of a
-cross-encoder built on it, each in a fresh ``NLSIM_HOME``, both ways, alternating, and prints the seconds
-and the items a second each path was timed at (the ranks must not change).
+CPU kind and thread count, on the model itself; its builds (the ONNX export and its int8 copy above all)
+are part of its cost, and the runners it builds are the ones a quality check or a job then runs. This
+script runs the whole probe of the bundled zero-shot e5 and of a cross-encoder built on it, each in a fresh
+``NLSIM_HOME``, ``--repeats`` times, and prints the seconds and the items a second each path was timed at
+(the ranks must not change from run to run).
 
     python benchmarks/bench_probe.py [--model multilingual-e5-small] [--repeats 2] [--threads 2]
 
@@ -31,26 +31,20 @@ sys.path.insert(0, str(ROOT))
 from _common import machine, machine_record, print_table, write_results  # noqa: E402
 
 
-def probe_once(target: Any, threads: int, stand_in: bool) -> tuple[float, dict[str, float]]:
-    """Seconds of one whole probe of ``target`` (every CPU candidate path) in a fresh ``NLSIM_HOME``, and
-    its rates; ``stand_in=False`` times the model itself, as the probe did before."""
-    from contextlib import nullcontext
-    from unittest import mock
-
+def probe_once(target: Any, threads: int) -> tuple[float, dict[str, float]]:
+    """Seconds of one whole probe of ``target`` (every CPU candidate path, builds included) in a fresh
+    ``NLSIM_HOME``, and its rates."""
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.paths import candidates
     from nlsim.inference.probe import probe_rates
-    from nlsim.inference.target import Target
 
     cpu = cpu_info()
     paths, _ = candidates("auto", "auto", cpu, onnx_ok=True)
     with tempfile.TemporaryDirectory(prefix="nlsim-probe-") as home:
         os.environ["NLSIM_HOME"] = home
-        own = mock.patch.object(Target, "stand_in", lambda self, onnx_root=None: self)
-        with nullcontext() if stand_in else own:
-            t = time.perf_counter()
-            rates = probe_rates(target, paths, threads, cpu, {}, {})
-            return time.perf_counter() - t, rates
+        t = time.perf_counter()
+        rates = probe_rates(target, paths, threads, cpu, {}, {})
+        return time.perf_counter() - t, rates
 
 
 def main() -> None:
@@ -75,31 +69,28 @@ def main() -> None:
     record: dict[str, Any] = {"machine": machine_record(), "threads": args.threads, "models": {}}
     rows = []
     for name, target in targets.items():
-        runs: dict[str, list[float]] = {"stand-in": [], "the model": []}
-        rates: dict[str, list[dict[str, float]]] = {"stand-in": [], "the model": []}
+        runs: list[float] = []
+        rates: list[dict[str, float]] = []
         for _ in range(args.repeats):
-            for way in runs:
-                seconds, got = probe_once(target, args.threads, way == "stand-in")
-                runs[way].append(round(seconds, 1))
-                rates[way].append({k: round(v, 1) for k, v in got.items()})
-                print(f"{name}, {way}: {seconds:.1f} s, {rates[way][-1]}", flush=True)
-        for way in runs:
-            ranked = [sorted(r, key=r.get, reverse=True) for r in rates[way]]
-            rows.append(
-                {
-                    "model": name,
-                    "timed on": way,
-                    "probe seconds (median)": statistics.median(runs[way]),
-                    "runs": ", ".join(f"{s:.1f}" for s in runs[way]),
-                    "fastest first (each run)": " / ".join(" > ".join(r) for r in ranked),
-                }
-            )
+            seconds, got = probe_once(target, args.threads)
+            runs.append(round(seconds, 1))
+            rates.append({k: round(v, 1) for k, v in got.items()})
+            print(f"{name}: {seconds:.1f} s, {rates[-1]}", flush=True)
+        ranked = [sorted(r, key=r.get, reverse=True) for r in rates]
+        rows.append(
+            {
+                "model": name,
+                "probe seconds (median)": statistics.median(runs),
+                "runs": ", ".join(f"{s:.1f}" for s in runs),
+                "fastest first (each run)": " / ".join(" > ".join(r) for r in ranked),
+            }
+        )
         record["models"][name] = {"seconds": runs, "rates": rates}
-    columns = ["model", "timed on", "probe seconds (median)", "runs", "fastest first (each run)"]
+    columns = ["model", "probe seconds (median)", "runs", "fastest first (each run)"]
     table = print_table(rows, columns)
     head = (
-        f"# The probe on a cold NLSIM_HOME: the stand-in against the model\n\n{machine()}; {args.threads} "
-        f"torch threads; {args.model}; {args.repeats} runs each, alternating.\n\n"
+        f"# The probe on a cold NLSIM_HOME, builds included\n\n{machine()}; {args.threads} "
+        f"torch threads; {args.model}; {args.repeats} runs each.\n\n"
     )
     write_results("probe", record, head + table)
 

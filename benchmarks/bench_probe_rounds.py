@@ -4,9 +4,9 @@ The probe (``nlsim.inference.probe``) ranks a model's inference paths by items a
 ranking for every later run. It times each path back to back (``time_runner``: a warm-up pass, then up to
 three timed passes, the best counting). Timing the paths side by side instead, in rounds (every path's
 warm-up, then one timed pass of each path a round; :func:`time_in_rounds` here), spreads one path's passes
-over the whole timing; tried and not kept (docs/experiments.md). This script builds the stand-in's runners
-of every CPU candidate path of the bundled zero-shot e5 once (as the probe does on a CPU with VNNI or
-bf16), ranks them on a quiet machine both ways, then again ``--runs`` times each way, alternating, while
+over the whole timing; tried and not kept (docs/experiments.md). This script builds the runners of every
+CPU candidate path of the bundled zero-shot e5 once (as the probe does on a CPU with VNNI or bf16), ranks
+them on a quiet machine both ways, then again ``--runs`` times each way, alternating, while
 ``--hogs`` processes hold the CPU in spells of random length at random times (``--spell``, ``--gap``: a
 host whose speed moves, as a shared one does). It prints how often each way found the quiet ranking's
 fastest path, how many of the rates it timed were within a fifth of the quiet ones, and each path's items
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -121,8 +122,9 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     paths, _ = candidates("auto", "auto", cpu_info(), onnx_ok=True)
-    with tempfile.TemporaryDirectory(prefix="nlsim-probe-rounds-") as onnx_root:
-        timed = encoder_target(load_encoder(args.model, backend="torch")).stand_in(onnx_root=Path(onnx_root))
+    with tempfile.TemporaryDirectory(prefix="nlsim-probe-rounds-") as home:
+        os.environ["NLSIM_HOME"] = home  # the model's ONNX exports go there, not into the real home
+        timed = encoder_target(load_encoder(args.model, backend="torch"))
         batches, _ = timed.probe_batches()
         built = {p: timed.build(p, args.threads) for p in paths}
         runs = {p: (lambda b, r=r: timed.run(r, b)) for p, r in built.items()}
@@ -192,7 +194,7 @@ def main() -> None:
     head = (
         "# The probe's ranking on a moving host: paths timed back to back (the probe) against in rounds\n\n"
         f"{machine()}; "
-        f"{args.threads} torch threads; the stand-in of {args.model}, every CPU candidate path; {args.runs} "
+        f"{args.threads} torch threads; {args.model}, every CPU candidate path; {args.runs} "
         f"runs each way, alternating, while {args.hogs} processes held the CPU in spells of "
         f"{args.spell[0]:g}-{args.spell[1]:g} s, {args.gap[0]:g}-{args.gap[1]:g} s apart (drawn from seed "
         f"{args.seed}); items a second: median (range).\n\n"

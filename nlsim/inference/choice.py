@@ -451,8 +451,7 @@ class LossyWorth:
     """Which lossy paths can pay off where a model runs (:func:`weigh_lossy`): those worth a quality check
     (``keep``, fastest first where the probe timed them), why each other cannot (``skipped``), the probe's
     items per second by path (``rates``; empty without a probe, or on a GPU) and the runners the probe built
-    on the way (``runners``; only where it timed the model itself, not a stand-in:
-    :meth:`nlsim.inference.target.Target.stand_in`), so that a quality check does not build them again."""
+    on the way (``runners``), so that a quality check does not build them again."""
 
     keep: list[str]
     skipped: dict[str, str]

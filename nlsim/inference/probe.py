@@ -32,7 +32,6 @@ import numpy as np
 
 from nlsim.inference.cpu import CpuInfo
 from nlsim.inference.gpu import GpuInfo
-from nlsim.inference.paths import is_lossy, split_path
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_cache import nlsim_home
 
@@ -166,20 +165,6 @@ def too_small_to_probe(target: Target, paths: list[str], threads: int, cpu: CpuI
     return f"a job of {job_items:,} items, under {PROBE_PAYOFF} times the {cost:,} the probe would time"
 
 
-def stand_in_pays(paths: list[str]) -> bool:
-    """Whether the probe times ``paths`` on the model's stand-in (:meth:`Target.stand_in`): where it builds
-    an ONNX export to time (the stand-in's is a fifth of the size) and a lossy path competes with the exact
-    ones, so that the export is seldom the path taken. Where only exact paths are timed (a CPU without VNNI
-    or bf16), an ONNX path often wins, and the export the probe builds of the model itself is the one the
-    job then runs, not built twice.
-
-    Example:
-        >>> stand_in_pays(["onnx-fp32", "torch-fp32"]), stand_in_pays(["onnx-int8", "torch-bf16"])
-        (False, True)
-    """
-    return any(split_path(p)[0] == "onnx" for p in paths) and any(is_lossy(p) for p in paths)
-
-
 def probe_rates(
     target: Target,
     paths: list[str],
@@ -193,29 +178,24 @@ def probe_rates(
 ) -> dict[str, float]:
     """Items per second of each of ``paths`` on this machine: the cached probe (per CPU kind, thread count
     and architecture; per GPU kind and architecture where ``gpu`` says the model sits on one), the paths
-    it lacks timed now (``time_missing``) and added to it. Where :func:`stand_in_pays`, the paths are timed
-    on the model's stand-in (:meth:`Target.stand_in`: its word-embedding table cut to a few thousand rows,
-    its ONNX exports cached by architecture under ``$NLSIM_HOME/probes/onnx``); where they are timed on the
-    model itself, the runners built go to ``runners``. A path that cannot be built gets rate 0 and goes to
+    it lacks timed now (``time_missing``) and added to it. They are timed on the model itself, and the
+    runners built go to ``runners``: a quality check or a job that takes one does not build it again (an
+    ONNX export holds no word-embedding table, :func:`nlsim.inference.onnx.table_outside`, so that the
+    model's own is small and quick to make). A path that cannot be built gets rate 0 and goes to
     ``excluded`` with why. Outputs come back to host memory, so a GPU's work is timed to its end."""
     arch = target.architecture()
     probe = load_probe(arch, threads, cpu, gpu)
     missing = [p for p in paths if p not in probe]
     if missing and time_missing:
-        timed = target
-        if stand_in_pays(missing):
-            timed = target.stand_in(onnx_root=nlsim_home() / "probes" / "onnx")
-        batches, shapes = timed.probe_batches()
+        batches, shapes = target.probe_batches()
         for path in missing:
             try:
-                runner = timed.build(path, threads)
+                runner = target.build(path, threads)
             except Exception as exc:  # noqa: BLE001 - a path that cannot be built is left out, with why
                 excluded[path] = f"could not be set up ({type(exc).__name__}: {exc})"
                 probe[path] = 0.0
                 continue
-            if timed is target:
-                runners[path] = runner
-            probe[path] = time_runner(lambda b, r=runner: timed.run(r, b), batches)
-            runner = None  # a stand-in's runner scores nothing: let it go before the next path's
+            runners[path] = runner
+            probe[path] = time_runner(lambda b, r=runner: target.run(r, b), batches)
         save_probe(arch, threads, cpu, {k: v for k, v in probe.items() if v > 0}, shapes, gpu)
     return probe

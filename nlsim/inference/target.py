@@ -26,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import json
 import warnings
@@ -67,34 +66,6 @@ VOLATILE_CONFIG_KEYS = frozenset(
     }
 )
 """Config keys that do not change what the model computes (left out of fingerprints and probe keys)."""
-
-PROBE_VOCAB = 8192
-"""Rows of the word-embedding table in the model the probe times (:meth:`Target.stand_in`): speed does not
-depend on the table's size (a batch looks up a few thousand rows of it), but exporting and quantizing
-e5-small's 250,037 rows (96 of its 118 million weights) took two thirds of a cross-encoder's probe."""
-
-
-def _cut_table(model: torch.nn.Module) -> torch.nn.Module | None:
-    """A deep copy of ``model`` whose word-embedding table (``get_input_embeddings``) keeps its first
-    :data:`PROBE_VOCAB` rows, the large table never copied; ``None`` where the table is no larger or is not
-    an ``nn.Embedding``."""
-    get = getattr(model, "get_input_embeddings", None)
-    table = get() if callable(get) else None
-    if type(table) is not torch.nn.Embedding or table.num_embeddings <= PROBE_VOCAB:
-        return None
-    pad = table.padding_idx if table.padding_idx is not None and table.padding_idx < PROBE_VOCAB else None
-    weight = table.weight
-    small = torch.nn.Embedding(
-        PROBE_VOCAB, table.embedding_dim, padding_idx=pad, device=weight.device, dtype=weight.dtype
-    )
-    with torch.no_grad():
-        small.weight.copy_(weight[:PROBE_VOCAB])
-    small.weight.requires_grad_(weight.requires_grad)
-    # the table, and its weight wherever else it is tied, become the small one's: never copied
-    cut = copy.deepcopy(model, memo={id(table): small, id(weight): small.weight})
-    cut.config.vocab_size = PROBE_VOCAB
-    return cut
-
 
 GPU_PROBE_ROWS = 4
 """The probe's batches on a GPU have this many times the rows (a GPU job's batch is 256 texts or pair
@@ -221,9 +192,7 @@ class Target:
     ``token_types``: whether the features carry ``token_type_ids``; ``output``: the ONNX output's name;
     ``check_batches``: a few padded batches of different shapes that an ONNX export must reproduce;
     ``probe_shapes``: (rows, tokens) of the probe's synthetic batches; ``path``: the model's folder (its
-    ``quality_check.json`` holds the quality check); ``probe_key``: the architecture a stand-in is timed for
-    (:meth:`stand_in`; empty: its own); ``onnx_root``: where its ONNX exports are cached (``None``:
-    ``$NLSIM_HOME/onnx``)."""
+    ``quality_check.json`` holds the quality check)."""
 
     kind: str
     identity: Callable[[], str]
@@ -238,8 +207,6 @@ class Target:
     head: torch.nn.Module | None = None
     token_types: bool = False
     path: Path | str | None = None
-    probe_key: str = ""
-    onnx_root: Path | None = None
 
     @property
     def device(self) -> torch.device:
@@ -251,53 +218,7 @@ class Target:
 
     def architecture(self) -> str:
         """What the probe is keyed by (speed depends on the architecture, not on the weights' values)."""
-        if self.probe_key:
-            return self.probe_key
         return architecture_digest(self.kind, config_digest(self.model.config), self.probe_shapes)
-
-    def stand_in(self, onnx_root: Path | None = None) -> Target:
-        """What the probe times in place of this model: a copy whose word-embedding table keeps its first
-        :data:`PROBE_VOCAB` rows, keyed by this model's architecture, its ONNX exports cached under
-        ``onnx_root`` by that architecture, so that any weights of it reuse them; this target itself where
-        the table is no larger, where the model has none it names, or where it cannot be copied so. Every
-        layer that runs per token is this model's (copied), so each path runs it as fast; only its runners
-        cannot score anything, and the token ids it is given must lie in its table (:meth:`probe_batches`
-        keeps them there).
-
-        Example:
-            >>> from nlsim.encoders import load_encoder
-            >>> from nlsim.encoders.planner import encoder_target
-            >>> target = encoder_target(load_encoder("paraphrase-MiniLM-L3-v2"))
-            >>> stand = target.stand_in()
-            >>> stand.model.get_input_embeddings().num_embeddings, target.model.config.vocab_size
-            (8192, 30522)
-            >>> stand.architecture() == target.architecture(), stand.weights() == target.weights()
-            (True, False)
-        """
-        try:
-            model = _cut_table(self.model)
-        except Exception:  # noqa: BLE001 - a model it cannot cut (no table it can name, no deep copy)
-            model = None
-        if model is None:
-            return self
-        arch = self.architecture()
-        check_batches = self.check_batches
-
-        def in_table() -> list[Features]:
-            batches = check_batches()
-            return [{k: v % PROBE_VOCAB if k == "input_ids" else v for k, v in b.items()} for b in batches]
-
-        key = f"probe-{arch[:18]}"  # the export's folder name keeps 24 characters
-        return dataclasses.replace(
-            self,
-            identity=lambda: key,
-            weights=lambda: key,
-            model=model,
-            check_batches=in_table,
-            path=None,
-            probe_key=arch,
-            onnx_root=onnx_root,
-        )
 
     def folder(self) -> Path | None:
         """The model folder whose ``quality_check.json`` holds the quality check (``None``: only
@@ -318,7 +239,7 @@ class Target:
         if backend == "onnx":
             from nlsim.inference import onnx  # deferred: onnxruntime is optional
 
-            return onnx.onnx_runner(self, threads=threads, precision=precision, root=self.onnx_root)
+            return onnx.onnx_runner(self, threads=threads, precision=precision)
         return TorchRunner(lossy_copy(self.model, precision), self.forward, precision)
 
     def probe_batches(self) -> tuple[list[Features], list[list[int]]]:
@@ -327,8 +248,6 @@ class Target:
         tok = self.tokenizer
         vocab = int(getattr(self.model.config, "vocab_size", 0) or len(tok))
         first = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
-        if first is not None and first >= vocab:  # a stand-in's table is cut (stand_in): an id inside it
-            first = first % vocab
         rng = np.random.default_rng(0)
         scale = GPU_PROBE_ROWS if self.device.type == "cuda" else 1
         batches, shapes = [], []

@@ -188,8 +188,7 @@ def check_encoder(
 class PathPlan:
     """Which lossy paths a quality check measures (``chosen``, fastest first where the probe timed them),
     those it records as not checked, each with why (``not_checked``), the probe's items per second by path
-    (``rates``) and the runners the probe built (``runners``: not built again; none where the probe timed a
-    stand-in of the model, :meth:`nlsim.inference.target.Target.stand_in`)."""
+    (``rates``) and the runners the probe built (``runners``: not built again)."""
 
     chosen: list[str]
     not_checked: dict[str, str]
