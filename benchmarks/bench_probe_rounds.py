@@ -122,9 +122,9 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     paths, _ = candidates("auto", "auto", cpu_info(), onnx_ok=True)
+    timed = encoder_target(load_encoder(args.model, backend="torch"))  # from the home's model cache
     with tempfile.TemporaryDirectory(prefix="nlsim-probe-rounds-") as home:
         os.environ["NLSIM_HOME"] = home  # the model's ONNX exports go there, not into the real home
-        timed = encoder_target(load_encoder(args.model, backend="torch"))
         batches, _ = timed.probe_batches()
         built = {p: timed.build(p, args.threads) for p in paths}
         runs = {p: (lambda b, r=r: timed.run(r, b)) for p, r in built.items()}

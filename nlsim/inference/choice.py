@@ -379,8 +379,9 @@ def no_export_first(target: Target, cands: list[str]) -> tuple[list[str], str]:
     """``cands`` for a job too small to time them (:func:`too_small_to_probe`), with ``torch-fp32`` first
     where the ONNX export is not made yet, and the words that say so (else ``""``): the exact paths give the
     same numbers, and ONNX Runtime was at most 17% faster than torch on the CPUs measured, while e5-small's
-    export takes 10-15 s, which a job under :data:`~nlsim.inference.probe.PROBE_PAYOFF` times the probe's
-    items cannot repay (the baseline's 1,236 validation and test texts: about 19 s in torch fp32)."""
+    export takes about 3 s on 2 cores (its word-embedding table left out; 10-15 s with it), which a job
+    under :data:`~nlsim.inference.probe.PROBE_PAYOFF` times the probe's items cannot repay (the baseline's
+    1,236 validation and test texts: about 19 s in torch fp32)."""
     onnx_first = [p for p in cands if split_path(p)[0] == "onnx"][:1] == cands[:1]
     if "torch-fp32" not in cands or not onnx_first:
         return cands, ""

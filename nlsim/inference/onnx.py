@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -84,38 +85,57 @@ class _GivenRows(torch.nn.Module):
 
 
 def word_table(model: torch.nn.Module) -> torch.nn.Embedding | None:
-    """The model's word-embedding table, or ``None`` where it names none that is a plain embedding it can
-    also be given back (``get_input_embeddings`` and ``set_input_embeddings``, as transformers' models)."""
+    """The model's word-embedding table, or ``None`` where it names none that is a plain
+    ``nn.Embedding`` (a subclass may scale or change its rows in its own ``forward``, which a lookup
+    outside the graph would miss: its table stays in the graph)."""
     getter = getattr(model, "get_input_embeddings", None)
-    if not callable(getter) or not callable(getattr(model, "set_input_embeddings", None)):
-        return None
-    table = getter()
-    return table if isinstance(table, torch.nn.Embedding) else None
+    table = getter() if callable(getter) else None
+    return table if type(table) is torch.nn.Embedding else None
 
 
-@contextlib.contextmanager
-def table_outside(model: torch.nn.Module) -> Any:
-    """While it lasts, ``model``'s word-embedding table is a :class:`_GivenRows` (yielded; ``None`` and
-    nothing changed where the model has no plain table): the graph then takes the rows as an input."""
+def table_outside(model: torch.nn.Module) -> tuple[torch.nn.Module, _GivenRows | None]:
+    """A copy of ``model`` for the export whose word-embedding table is a :class:`_GivenRows`, and that
+    module (the graph then takes the rows as an input); a plain copy and ``None`` where it has no plain
+    table (:func:`word_table`). ``model`` is never changed, so that a forward of it in another thread
+    during an export computes what it always does; the copy shares the table's weight, not copied, and
+    copies the rest (e5-small: 22 of its 118 million weights).
+
+    Example:
+        >>> emb = torch.nn.Embedding(10, 4)
+        >>> model = torch.nn.Sequential(emb, torch.nn.Linear(4, 2))
+        >>> model.get_input_embeddings = lambda: model[0]
+        >>> graph, given = table_outside(model)
+        >>> type(graph[0]).__name__, model[0] is emb, graph[1] is model[1]
+        ('_GivenRows', True, False)
+    """
     table = word_table(model)
     if table is None:
-        yield None
-        return
+        return copy.deepcopy(model), None
     given = _GivenRows()
-    model.set_input_embeddings(given)
-    try:
-        yield given
-    finally:
-        model.set_input_embeddings(table)
+    return copy.deepcopy(model, memo={id(table): given, id(table.weight): table.weight}), given
+
+
+def _reference_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` that computes what it computes (its word-embedding table shared, not copied), to
+    set in eval mode without changing ``model``."""
+    table = word_table(model)
+    return copy.deepcopy(model, memo={} if table is None else {id(table): table})
 
 
 class _Graph(torch.nn.Module):
     """A target's ``forward`` as a module with positional tensor inputs (``names``), for the export; with
-    ``given`` (:func:`table_outside`) one more input last, the ids' word-embedding rows."""
+    ``given`` (:func:`table_outside`) it runs ``model`` (the copy whose table is ``given``) and takes one
+    more input last, the ids' word-embedding rows."""
 
-    def __init__(self, target: Exportable, names: list[str], given: _GivenRows | None = None) -> None:
+    def __init__(
+        self,
+        target: Exportable,
+        names: list[str],
+        given: _GivenRows | None = None,
+        model: torch.nn.Module | None = None,
+    ) -> None:
         super().__init__()
-        self.model = target.model
+        self.model = target.model if model is None else model
         self.head = target.head  # registered, so that the exporter sees its weights as the graph's
         self.fn = target.forward
         self.names = names
@@ -142,47 +162,48 @@ def eager_attention(model: torch.nn.Module) -> Any:
 
 def export_onnx(target: Exportable, out_dir: Path) -> None:
     """Export ``target``'s model and forward to ``out_dir/model.onnx``, its word-embedding table left out
-    (:func:`table_outside`), and check it against torch."""
+    (:func:`table_outside`: the export runs a copy, the model is never changed), and check it against
+    torch."""
     batches = target.check_batches()
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batches[0]]
-    was_training = target.model.training
-    target.model.eval()
+    table = _table_array(target.model)
+    model, given = table_outside(target.model)
+    ref_model = _reference_copy(target.model).eval()
+    refs = [_torch_outputs(target, ref_model, batch, names) for batch in batches]
     path = out_dir / "model.onnx"
-    try:
-        refs = [_torch_outputs(target, batch, names) for batch in batches]
-        table = _table_array(target.model)
-        with table_outside(target.model) as given, eager_attention(target.model), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wrapper = _Graph(target, names, given).eval()
-            sample = [torch.from_numpy(batches[1][n]) for n in names]
-            inputs = names
-            if given is not None:
-                sample.append(torch.from_numpy(table_rows(table, batches[1]["input_ids"])))  # type: ignore[arg-type]
-                inputs = [*names, TABLE_INPUT]
-            with torch.no_grad():
-                torch.onnx.export(
-                    wrapper,
-                    tuple(sample),
-                    str(path),
-                    dynamo=False,
-                    input_names=inputs,
-                    output_names=[target.output],
-                    dynamic_axes={**{n: {0: "batch", 1: "seq"} for n in inputs}, target.output: {0: "batch"}},
-                    opset_version=17,
-                )
-        runner = OnnxRunner(path, threads=1, table=table)
-        worst = max(float(np.abs(runner(b) - ref).max()) for b, ref in zip(batches, refs, strict=True))
-        if not worst < MAX_ABS_DIFF:
-            raise StateError(f"ONNX export differs from torch by {worst:.2e} (limit {MAX_ABS_DIFF})")
-        (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
-    finally:
-        target.model.train(was_training)
+    with eager_attention(model), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wrapper = _Graph(target, names, given, model.eval()).eval()
+        sample = [torch.from_numpy(batches[1][n]) for n in names]
+        inputs = names
+        if given is not None:
+            sample.append(torch.from_numpy(table_rows(table, batches[1]["input_ids"])))  # type: ignore[arg-type]
+            inputs = [*names, TABLE_INPUT]
+        with torch.no_grad():
+            torch.onnx.export(
+                wrapper,
+                tuple(sample),
+                str(path),
+                dynamo=False,
+                input_names=inputs,
+                output_names=[target.output],
+                dynamic_axes={**{n: {0: "batch", 1: "seq"} for n in inputs}, target.output: {0: "batch"}},
+                opset_version=17,
+            )
+    runner = OnnxRunner(path, threads=1, table=table)
+    worst = max(float(np.abs(runner(b) - ref).max()) for b, ref in zip(batches, refs, strict=True))
+    if not worst < MAX_ABS_DIFF:
+        raise StateError(f"ONNX export differs from torch by {worst:.2e} (limit {MAX_ABS_DIFF})")
+    (out_dir / "check.json").write_text(json.dumps({"max_abs_diff": worst}) + "\n", encoding="utf-8")
 
 
-def _torch_outputs(target: Exportable, batch: Features, names: list[str]) -> np.ndarray:
-    """``target``'s fp32 torch outputs of ``batch``: what the export must give."""
+def _torch_outputs(
+    target: Exportable, model: torch.nn.Module, batch: Features, names: list[str]
+) -> np.ndarray:
+    """``target``'s fp32 torch outputs of ``batch`` with ``model`` (a copy of its model in eval mode): what
+    the export must give."""
     with torch.inference_mode():
-        return _Graph(target, names)(*(torch.from_numpy(batch[n]) for n in names)).numpy()
+        return _Graph(target, names, model=model)(*(torch.from_numpy(batch[n]) for n in names)).numpy()
 
 
 def _table_array(model: torch.nn.Module) -> np.ndarray | None:
@@ -231,8 +252,8 @@ class OnnxRunner:
 
     def __call__(self, feats: Features) -> np.ndarray:
         given = {k: np.asarray(feats[k], dtype=np.int64) for k in self.inputs if k != TABLE_INPUT}
-        if TABLE_INPUT in self.inputs:
-            given[TABLE_INPUT] = table_rows(self.table, given["input_ids"])  # type: ignore[arg-type]
+        if TABLE_INPUT in self.inputs:  # the ids' rows, whether or not the graph kept the ids as an input
+            given[TABLE_INPUT] = table_rows(self.table, feats["input_ids"])  # type: ignore[arg-type]
         return self.session.run(None, given)[0]
 
 
@@ -273,6 +294,7 @@ def onnx_runner(
     path = quantized_model(folder, cache) if precision == "int8" else folder / "model.onnx"
     runner = OnnxRunner(path, threads, table=_table_array(target.model))
     evict_old_exports(cache, keep=[folder, path.parent])
+    drop_stand_in_exports()
     return runner
 
 
@@ -336,6 +358,21 @@ def quantized_model(fp32_folder: Path, cache: Path) -> Path:
 
     ensure_model_folder(folder, build, source=json.dumps(settings, sort_keys=True))
     return folder / "model.onnx"
+
+
+def drop_stand_in_exports(home: Path | None = None) -> None:
+    """Remove ``$NLSIM_HOME/probes/onnx/``, where earlier versions of the probe kept the ONNX exports of
+    the models' stand-ins (copies with a cut word-embedding table, a few hundred MB in all), which nothing
+    reads since exports leave the table out: only the folders nlsim made (by their manifest), and the
+    folder itself once empty."""
+    root = (home or nlsim_home()) / "probes" / "onnx"
+    if not root.is_dir():
+        return
+    for folder in root.iterdir():
+        if folder.is_dir() and read_manifest(folder):
+            remove_tree(folder)
+    with contextlib.suppress(OSError):
+        root.rmdir()
 
 
 def evict_old_exports(cache: Path, keep: Path | list[Path]) -> None:

@@ -323,7 +323,7 @@ def check_lossy_paths(
         except Exception as exc:  # noqa: BLE001 - recorded: the path is then never taken by auto
             entry = {"error": f"{type(exc).__name__}: {exc}"}
         finally:
-            runner = None  # an ONNX session holds hundreds of MB: let it go before the next path's
+            runner = None  # a lossy copy or an ONNX session holds tens to hundreds of MB: let it go now
         record["paths"][entry_key(path, device)] = entry
         ok, why, _ = quality_verdict(record, path, device)
         entry["passed"], entry["verdict"] = ok, why

@@ -6,6 +6,7 @@ reach the caller."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -74,3 +75,115 @@ def test_the_probe_times_the_model_itself_and_hands_its_runners_back(
     assert load_probe(target.architecture(), 1, cpu) == pytest.approx(rates, abs=0.01)
     assert [p.name for p in (tmp_path / "onnx").iterdir()] == [target.export_name()]
     assert not (tmp_path / "probes" / "onnx").exists()  # no export of any other model is made
+
+
+def _tiny_target(model: torch.nn.Module, name: str) -> SimpleNamespace:
+    """What an export needs of a model (:class:`nlsim.inference.onnx.Exportable`), for a tiny random one:
+    the first token's hidden state out, two padded batches to check."""
+    rng = np.random.default_rng(0)
+
+    def batches() -> list[dict[str, np.ndarray]]:
+        out = []
+        for rows, length in ((3, 5), (2, 9)):
+            ids = rng.integers(2, 50, size=(rows, length), dtype=np.int64)
+            mask = np.ones_like(ids)
+            mask[0, length // 2 :] = 0  # padded
+            out.append({"input_ids": ids, "attention_mask": mask})
+        return out
+
+    def forward(m: torch.nn.Module, f: dict[str, torch.Tensor]) -> torch.Tensor:
+        return m(input_ids=f["input_ids"], attention_mask=f["attention_mask"]).last_hidden_state[:, 0]
+
+    return SimpleNamespace(
+        model=model.eval(),
+        head=None,
+        forward=forward,
+        output="y",
+        check_batches=batches,
+        weights=lambda: name,
+        export_name=lambda: name,
+    )
+
+
+def _tiny_distilbert() -> torch.nn.Module:
+    from transformers import DistilBertConfig, DistilBertModel
+
+    torch.manual_seed(0)
+    config = DistilBertConfig(vocab_size=50, dim=16, n_layers=1, n_heads=2, hidden_dim=32)
+    return DistilBertModel(config)
+
+
+def test_a_model_whose_ids_feed_only_the_table_runs_without_them(tmp_path: Path) -> None:
+    """DistilBERT (T5's encoder, Llama-style embedders) uses the ids for the table alone: once the table is
+    out, the exporter leaves the ids out of the graph, and the runner still looks their rows up."""
+    from nlsim.inference.onnx import TABLE_INPUT, onnx_runner
+
+    target = _tiny_target(_tiny_distilbert(), "tiny-distilbert")
+    runner = onnx_runner(target, threads=1, root=tmp_path)  # type: ignore[arg-type]
+    assert TABLE_INPUT in runner.inputs
+    for batch in target.check_batches():
+        with torch.inference_mode():
+            ref = target.forward(target.model, {k: torch.from_numpy(v) for k, v in batch.items()}).numpy()
+        np.testing.assert_allclose(runner(batch), ref, atol=1e-5)
+
+
+def test_an_export_never_changes_the_model_another_thread_may_be_running(tmp_path: Path) -> None:
+    """The export runs a copy whose table is given its rows: the model itself keeps its table (and its
+    mode) throughout, so that a forward of it elsewhere computes what it always does."""
+    from nlsim.inference.onnx import onnx_runner
+
+    model = _tiny_distilbert().train()
+    table = model.get_input_embeddings()
+    target = _tiny_target(model, "tiny-distilbert-live")
+    model.train()  # as a model in training is
+    seen: list[tuple[bool, bool]] = []
+    forward = target.forward
+
+    def watching(m: torch.nn.Module, f: dict[str, torch.Tensor]) -> torch.Tensor:
+        seen.append((model.get_input_embeddings() is table, model.training))
+        return forward(m, f)
+
+    target.forward = watching
+    onnx_runner(target, threads=1, root=tmp_path)  # type: ignore[arg-type]
+    assert seen and all(seen_table and training for seen_table, training in seen)
+
+
+def test_a_table_that_changes_its_rows_stays_in_the_graph(tmp_path: Path) -> None:
+    """A subclass of ``nn.Embedding`` with a ``forward`` of its own (a scaled table, as BART's or Gemma's)
+    is not looked up outside the graph, where its scaling would be missed: the export keeps it."""
+    from nlsim.inference.onnx import TABLE_INPUT, onnx_runner
+
+    class Scaled(torch.nn.Embedding):
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return super().forward(ids) * 8.0
+
+    model = _tiny_distilbert()
+    old = model.get_input_embeddings()
+    scaled = Scaled(old.num_embeddings, old.embedding_dim)
+    scaled.weight.data.copy_(old.weight.data)
+    model.set_input_embeddings(scaled)
+    target = _tiny_target(model, "tiny-distilbert-scaled")
+    runner = onnx_runner(target, threads=1, root=tmp_path)  # type: ignore[arg-type]
+    assert TABLE_INPUT not in runner.inputs
+    batch = target.check_batches()[1]
+    with torch.inference_mode():
+        ref = target.forward(model, {k: torch.from_numpy(v) for k, v in batch.items()}).numpy()
+    np.testing.assert_allclose(runner(batch), ref, atol=1e-5)
+
+
+def test_the_stand_in_exports_an_earlier_probe_left_are_removed_and_nothing_else(
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Earlier versions kept the ONNX exports of the models' stand-ins under ``probes/onnx``; nothing reads
+    them now. Building an ONNX runner removes the folders there that nlsim made, and no other."""
+    from nlsim.io.model_cache import ensure_model_folder
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
+    old = tmp_path / "probes" / "onnx"
+    ensure_model_folder(old / "probe-0123", lambda tmp: (tmp / "model.onnx").write_bytes(b"x"), source="old")
+    foreign = old / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("not nlsim's", encoding="utf-8")
+    target.build("onnx-fp32", 1)
+    assert sorted(p.name for p in old.iterdir()) == ["mine"]
+    assert (foreign / "notes.txt").read_text(encoding="utf-8") == "not nlsim's"
