@@ -116,10 +116,10 @@ def table_outside(model: torch.nn.Module) -> tuple[torch.nn.Module, _GivenRows |
 
 
 def _reference_copy(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` that computes what it computes (its word-embedding table shared, not copied), to
-    set in eval mode without changing ``model``."""
+    """A copy of ``model`` (one with a plain table, :func:`word_table`) that computes what it computes, its
+    word-embedding table shared, not copied, to set in eval mode without changing ``model``."""
     table = word_table(model)
-    return copy.deepcopy(model, memo={} if table is None else {id(table): table})
+    return copy.deepcopy(model, memo={id(table): table})
 
 
 class _Graph(torch.nn.Module):
@@ -168,7 +168,8 @@ def export_onnx(target: Exportable, out_dir: Path) -> None:
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in batches[0]]
     table = _table_array(target.model)
     model, given = table_outside(target.model)
-    ref_model = _reference_copy(target.model).eval()
+    # without a table outside, the export's copy computes what the model does: no second copy for the check
+    ref_model = model.eval() if given is None else _reference_copy(target.model).eval()
     refs = [_torch_outputs(target, ref_model, batch, names) for batch in batches]
     path = out_dir / "model.onnx"
     with eager_attention(model), warnings.catch_warnings():
