@@ -43,6 +43,8 @@ import math
 from dataclasses import dataclass
 
 from nlsim.training.clock import clock_text
+from nlsim.training.easy_pairs import LATER_EPOCH_SHARE
+from nlsim.training.side_by_side import SIDE_BY_SIDE_GAIN
 
 BACKWARD = 2.0
 """A backward pass costs about twice its forward pass."""
@@ -51,16 +53,6 @@ CANDIDATES_PER_ITEM = 0.2
 the model of the fp32 recipe and 0.22 (2,193) for the full recipe's, since batch 4 was merged (0.24
 before). A weaker model passes many more to its reranker (one trained on 480 pairs: 3.2 an item), which
 this guess does not foresee."""
-LATER_EPOCH_SHARE = 0.6
-"""The share of its pair sequences the cross-encoder trains on in an epoch after the first when it leaves
-the easy ones out (``--cross-encoder-drop-easy``, :mod:`nlsim.training.easy_pairs`): on the bundled pairs
-(batches 1-5, margin 0.1, a quarter of the easy ones drawn) 0.69 in the second epoch and 0.53 in the third,
-on AMD EPYC avx2 in fp32 (docs/experiments.md, "Easy pairs left out of later epochs")."""
-SIDE_BY_SIDE_GAIN = 1.6
-"""How much faster a step runs on all the threads than on half of them beside the other training, when the
-two models train side by side (:mod:`nlsim.training.side_by_side`; the bi-encoder's rate is then measured
-on its half): on the AMD EPYC with 2 cores, 2 threads against 1, the bi-encoder 0.546 against 0.888 s a
-step, the cross-encoder 0.510 against 0.773 (``benchmarks/bench_finetune_speed.py profile``)."""
 PATH_SETUP_PASSES = 1.0
 """What building and timing one lossy path on the CPU (an ONNX export and its check against torch, an int8
 copy, the probe) costs, in forward passes over the validation pairs. The check measures the paths fastest

@@ -12,6 +12,14 @@ that long).
 that knows what else a run will do (the chain, :mod:`nlsim.chain.eta`) can estimate the whole run.
 ``now`` is the clock read (``time.perf_counter``; a test passes a stand-in).
 
+A loop whose later epochs differ from its first says so with an :class:`Outlook`: each later epoch about a
+``share`` of the first's steps (the cross-encoder leaves most easy pairs out,
+:mod:`nlsim.training.easy_pairs`), each at ``pace`` times the first epoch's seconds a step (the
+cross-encoder's later epochs run on every thread, its first beside the bi-encoder on half of them,
+:mod:`nlsim.training.side_by_side`). The estimates reckon with it until the later epochs have begun; then
+:meth:`TrainingClock.replan` gives the real step count and :meth:`TrainingClock.repace` has the rate
+measured again on the new pace (the first estimate's pace standing in until then).
+
 Example:
     >>> lines = []
     >>> clock = TrainingClock("demo", total_steps=4, epochs=2, log=lines.append, first_steps=2)
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 WARMUP_STEPS = 5
 """Steps left out of the rate: the first steps are slower (kernels chosen per batch shape, allocation)."""
@@ -78,6 +87,27 @@ def clock_text(seconds: float) -> str:
     return f"{s // 3600} h {(s % 3600) // 60:02d} min"
 
 
+@dataclass(frozen=True)
+class Outlook:
+    """The later epochs of a loop against its first (see the module docstring): about ``share`` of the
+    first epoch's ``first_epoch_steps`` each, at ``pace`` times its seconds a step; ``said``: how the
+    first estimate's line tells it (``"its later epochs on all 2 threads"``).
+
+    Example (the first epoch at 1 s a step, two later ones of half its steps at 0.5 s a step):
+        >>> Outlook(100, share=0.5, pace=0.5).later_seconds(1.0, epochs=3)
+        50.0
+    """
+
+    first_epoch_steps: int
+    share: float = 1.0
+    pace: float = 1.0
+    said: str = ""
+
+    def later_seconds(self, rate: float, epochs: int) -> float:
+        """The seconds of every epoch after the first, at the first epoch's ``rate`` (seconds a step)."""
+        return rate * self.pace * self.share * self.first_epoch_steps * max(0, int(epochs) - 1)
+
+
 class TrainingClock:
     """Steps, epochs and time of one training loop (see the module docstring)."""
 
@@ -93,6 +123,7 @@ class TrainingClock:
         on_rate: Callable[[float], None] | None = None,
         heartbeat_s: float = HEARTBEAT_S,
         now: Callable[[], float] = time.perf_counter,
+        outlook: Outlook | None = None,
     ) -> None:
         self.what = what
         self.total_steps = max(1, int(total_steps))
@@ -110,24 +141,42 @@ class TrainingClock:
         self._rate_at: float | None = None
         self.epoch_started = self.started
         self.last_said = self.started
+        self.outlook = outlook
+        self._later = False  # the later epochs have begun: the outlook no longer stands in for them
+        self._warm_from = 0  # the step the rate's warm-up counts from (moved by repace)
+        self._stand_in: float | None = None  # the rate until it is measured again on a new pace
         if self.warmup_steps == 0:
             self._warm_at = (0.0, 0.0)
 
     def elapsed(self) -> float:
         return self.now() - self.started
 
+    @property
+    def paced_from(self) -> int:
+        """The step the rate is measured from (its warm-up first): 0, or where :meth:`repace` was called."""
+        return self._warm_from
+
     def seconds_per_step(self) -> float | None:
         """The measured seconds per step after the warm-up (validation time left out), once the warm-up
-        steps and the timed steps after them ran."""
-        if self._warm_at is None or self.steps < self.warmup_steps + self.first_steps:
-            return None
+        steps and the timed steps after them ran (after :meth:`repace`, on the new pace; until then the
+        rate before times the outlook's pace)."""
+        counted = self.steps - self._warm_from
+        if self._warm_at is None or counted < self.warmup_steps + self.first_steps:
+            return self._stand_in
         elapsed, paused = self._warm_at
         busy = (self.elapsed() - elapsed) - (self.paused - paused)
-        return max(busy, 1e-9) / (self.steps - self.warmup_steps)
+        return max(busy, 1e-9) / (counted - self.warmup_steps)
 
     def remaining(self) -> float | None:
+        """Seconds left at the measured rate; within the first epoch (and at its end) with the
+        :class:`Outlook`'s later epochs."""
         rate = self.seconds_per_step()
-        return None if rate is None else rate * (self.total_steps - self.steps)
+        if rate is None:
+            return None
+        o = self.outlook
+        if o is not None and not self._later and self.steps <= o.first_epoch_steps:
+            return rate * (o.first_epoch_steps - self.steps) + o.later_seconds(rate, self.epochs)
+        return rate * (self.total_steps - self.steps)
 
     def say(self, line: str) -> None:
         self.last_said = self.now()
@@ -145,24 +194,54 @@ class TrainingClock:
                 f"{self.what}: step {self.steps}/{self.total_steps} (epoch {epoch}/{self.epochs}), "
                 f"{clock_text(self.elapsed())} elapsed{rest}"
             )
-        if self._warm_at is None and self.steps >= self.warmup_steps:
+        if self._warm_at is None and self.steps - self._warm_from >= self.warmup_steps:
             self._warm_at = (self.elapsed(), self.paused)
-        if self._rate_at is None and self.steps >= self.warmup_steps + self.first_steps:
+        if self._rate_at is None and self.steps - self._warm_from >= self.warmup_steps + self.first_steps:
             rate = self.seconds_per_step()
             assert rate is not None
             self._rate_at = rate
+            left = self.remaining()
+            assert left is not None
+            o = self.outlook
+            most = " at most" if o is not None and o.share < 1 and not self._later else ""
+            said = f"; {o.said}" if o is not None and o.said and not self._later else ""
             self.say(
-                f"{self.what}: {self.total_steps} steps in {self.epochs} epoch(s), about "
-                f"{clock_text(self.elapsed() + rate * (self.total_steps - self.steps))} on this machine "
-                f"({rate:.2f} s/step after {self.warmup_steps} warm-up steps)"
+                f"{self.what}: {self.total_steps} steps{most} in {self.epochs} epoch(s), about "
+                f"{clock_text(self.elapsed() + left)} on this machine "
+                f"({rate:.2f} s/step after {self.warmup_steps} warm-up steps{said})"
             )
             if self.on_rate is not None:
                 self.on_rate(rate)
 
     def replan(self, total_steps: int) -> None:
         """The loop will take ``total_steps`` steps in all, not the number it started with (an epoch that
-        trains on fewer pairs)."""
+        trains on fewer pairs); the later epochs have begun, so the outlook no longer stands in."""
         self.total_steps = max(self.steps, int(total_steps))
+        self._later = True
+
+    def repace(self) -> None:
+        """The steps from here run at another pace (the later epochs on more threads): the rate is measured
+        again, after a warm-up of its own; the rate so far times the outlook's pace stands in until then.
+
+        Example (1 s a step, then twice as fast from step 10 on):
+            >>> now = [0.0]
+            >>> clock = TrainingClock("x", 40, 2, lambda _: None, now=lambda: now[0], warmup_steps=0,
+            ...                       first_steps=2, outlook=Outlook(20, pace=0.5))
+            >>> for k in range(40):
+            ...     if k == 10:
+            ...         clock.repace()
+            ...         stand_in = clock.seconds_per_step()
+            ...     now[0] += 1.0 if k < 10 else 0.5
+            ...     clock.step()
+            >>> stand_in, clock.seconds_per_step()
+            (0.5, 0.5)
+        """
+        rate = self.seconds_per_step()
+        pace = self.outlook.pace if self.outlook is not None else 1.0
+        self._stand_in = None if rate is None else rate * pace
+        self._warm_from = self.steps
+        self._warm_at = (self.elapsed(), self.paused) if self.warmup_steps == 0 else None
+        self._later = True
 
     def pause(self) -> PausedClock:
         """A context for work between steps (validation) that the step rate leaves out."""

@@ -47,9 +47,9 @@ from nlsim.encoders.lanes import lanes_for, run_batches
 from nlsim.evaluation.figures import CORRELATION_DIGITS, spearman_raw
 from nlsim.progress import say
 from nlsim.rerank.cross_encoder import CrossEncoder, pooled_logits
-from nlsim.training.clock import TrainingClock
+from nlsim.training.clock import Outlook, TrainingClock
 from nlsim.training.config import CrossEncoderConfig
-from nlsim.training.easy_pairs import sample_easy, still_hard
+from nlsim.training.easy_pairs import LATER_EPOCH_SHARE, sample_easy, still_hard
 from nlsim.training.losses.story_ranking import story_ranking_loss
 from nlsim.training.mixed_precision import autocast
 from nlsim.training.mixed_precision import resolve as resolve_precision
@@ -168,8 +168,11 @@ def _start(
     cfg: CrossEncoderConfig,
     log: Callable[[str], None],
     on_rate: Callable[[float], None] | None,
+    later_pace: tuple[float, str] = (1.0, ""),
 ) -> _Run:
-    """The cross-encoder, its frozen part run once over both splits' pairs, the optimizer and the clock."""
+    """The cross-encoder, its frozen part run once over both splits' pairs, the optimizer and the clock
+    (``later_pace``: the later epochs' seconds a step against the first's, and how the estimate says so).
+    """
     if isinstance(base, CrossEncoder):
         ce = base
     else:
@@ -204,7 +207,9 @@ def _start(
     total = per_epoch * cfg.epochs
     progress = EpochProgress(per_epoch)
     scheduler = linear_schedule(optimizer, int(round(cfg.warmup_ratio * total)), total, progress)
-    clock = TrainingClock("cross-encoder", total, cfg.epochs, log, on_rate=on_rate)
+    clock = TrainingClock(
+        "cross-encoder", total, cfg.epochs, log, on_rate=on_rate, outlook=_outlook(cfg, per_epoch, later_pace)
+    )
     params = [p for _, p in named]
     return _Run(
         ce,
@@ -225,6 +230,16 @@ def _start(
         np.full(len(states), np.inf),
         torch.ones(len(states), device=device),
     )
+
+
+def _outlook(cfg: CrossEncoderConfig, per_epoch: int, later_pace: tuple[float, str]) -> Outlook:
+    """The later epochs as the clock's estimates foresee them: about :data:`LATER_EPOCH_SHARE` of the
+    first's steps each where the easy pairs are left out, at ``later_pace``."""
+    pace, said = later_pace
+    share = LATER_EPOCH_SHARE if cfg.drop_easy and cfg.epochs > 1 else 1.0
+    if share < 1:
+        said = ", ".join(s for s in (said, "without most easy pairs") if s)
+    return Outlook(per_epoch, share=share, pace=pace, said=said)
 
 
 def _plan_epoch(
@@ -368,10 +383,11 @@ class CrossEncoderTraining:
         log: Callable[[str], None] = say,
         on_rate: Callable[[float], None] | None = None,
         after_step: Callable[[], None] | None = None,
+        later_pace: tuple[float, str] = (1.0, ""),
     ) -> None:
         cfg.check()
         self.cfg, self.log, self.n_train = cfg, log, len(train)
-        self.run = _start(base, train, validation, cfg, log, on_rate)
+        self.run = _start(base, train, validation, cfg, log, on_rate, later_pace)
         if after_step is not None:
             self.run.after_step = after_step
         self.rng = np.random.default_rng(cfg.seed)

@@ -27,6 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
+LATER_EPOCH_SHARE = 0.6
+"""About the share of its pair sequences the cross-encoder trains on in an epoch after the first when it
+leaves the easy ones out (its time estimates reckon with it): on the bundled pairs (batches 1-5, margin
+0.1, a quarter of the easy ones drawn) 0.69 in the second epoch and 0.53-0.54 in the third, on the AMD EPYC
+(avx2, fp32; docs/experiments.md, "Easy pairs left out of later epochs")."""
+
 
 def still_hard(errors: np.ndarray, story: np.ndarray, margin: float) -> np.ndarray:
     """The pairs (or sequences) an epoch keeps under ``drop_easy=margin``: those last scored ``margin`` or

@@ -62,6 +62,12 @@ from nlsim.training.data import PreparedPairs
 from nlsim.training.dropout import drawn_from
 from nlsim.training.optim import set_seed
 
+SIDE_BY_SIDE_GAIN = 1.6
+"""How much faster a step runs on all the threads than on half of them beside the other training: on the
+AMD EPYC with 2 cores, 2 threads against 1, the bi-encoder 0.546 against 0.888 s a step, the cross-encoder
+0.510 against 0.773 (``benchmarks/bench_finetune_speed.py profile``). The time estimates reckon with it
+(:mod:`nlsim.chain.eta`, the cross-encoder's own :class:`nlsim.training.clock.Outlook`)."""
+
 
 class Stopped(Exception):
     """Raised inside the cross-encoder's thread when the caller gave up on it (:meth:`SideBySide.close`)."""
@@ -117,7 +123,13 @@ class SideBySide:
                 self._after_step()
                 with drawn_from(self._generator):
                     training = CrossEncoderTraining(
-                        ce, data.train, data.validation, ce_cfg, log, after_step=self._after_step
+                        ce,
+                        data.train,
+                        data.validation,
+                        ce_cfg,
+                        log,
+                        after_step=self._after_step,
+                        later_pace=self.later_pace(),
                     )
                     training.epoch()
                 self._training = training
@@ -129,6 +141,12 @@ class SideBySide:
             target=context.run, args=(first_epoch,), name="nlsim-cross-encoder", daemon=True
         )
         self._thread.start()
+
+    def later_pace(self) -> tuple[float, str]:
+        """The cross-encoder's later epochs against its first: their seconds a step on every thread, as a
+        share of the first's beside the bi-encoder (:data:`SIDE_BY_SIDE_GAIN`), and how its estimate says
+        so."""
+        return 1 / SIDE_BY_SIDE_GAIN, f"its later epochs on all {self.threads} threads"
 
     def bi_encoder_config(self, cfg: FinetuneConfig) -> FinetuneConfig:
         """``cfg`` with the bi-encoder's share of the threads."""
@@ -160,6 +178,7 @@ class SideBySide:
             raise self._error
         training = self._training
         assert training is not None
+        training.run.clock.repace()  # every thread from here: its rate is measured again
         with drawn_from(self._generator):
             while not training.done:
                 training.epoch()

@@ -301,3 +301,64 @@ def test_the_lossy_paths_counted_are_those_the_cpu_can_check(monkeypatch: pytest
     assert lossy_paths_here(cpu) == (1, False)
     monkeypatch.setenv("NLSIM_PROBE", "off")  # no rule: every path, in the table's order
     assert lossy_paths_here(cpu) == ((3 if onnxruntime_available() else 2), True)
+
+
+def _side_by_side_loop(clock: TrainingClock, now: FakeClock, replan: bool) -> list[float | None]:
+    """A cross-encoder's three epochs as the chain runs them side by side: a first epoch of 100 steps at
+    1 s a step on half the threads, then later epochs of 60 and 50 steps at 0.6 s a step on all of them.
+    Returns the time left the clock said after each step."""
+    left: list[float | None] = []
+    for epoch, (steps, rate) in enumerate([(100, 1.0), (60, 0.6), (50, 0.6)], start=1):
+        if epoch == 2:
+            clock.repace()
+        if replan and epoch > 1:
+            clock.replan(clock.steps + steps * (3 - epoch + 1))
+        for _ in range(steps):
+            now.t += rate
+            clock.step()
+            left.append(clock.remaining())
+        clock.epoch_done(epoch, "loss 0.5")
+    return left
+
+
+def test_the_estimate_foresees_shorter_later_epochs_on_more_threads() -> None:
+    """The cross-encoder's first estimate, said in its first epoch beside the bi-encoder, reckons with its
+    later epochs' fewer steps and faster pace (the estimate before said 300 steps at 1 s: 5 min, for a
+    loop of 166 s); once they begin, the rate is measured again on their pace."""
+    from nlsim.training.clock import Outlook
+
+    now, lines = FakeClock(), []
+    outlook = Outlook(
+        100, share=0.6, pace=0.6, said="its later epochs on all 2 threads, without most easy pairs"
+    )
+    clock = TrainingClock("cross-encoder", 300, 3, lines.append, now=now, outlook=outlook)
+    left = _side_by_side_loop(clock, now, replan=True)
+    took = 100 * 1.0 + 110 * 0.6  # 166 s
+    assert lines[0] == (
+        "cross-encoder: 300 steps at most in 3 epoch(s), about 2 min 52 s on this machine (1.00 s/step "
+        "after 5 warm-up steps; its later epochs on all 2 threads, without most easy pairs)"
+    )  # 100 s for the first epoch and 2 x 60 steps at 0.6 s: 172 s, against the 166 s it took
+    assert abs(left[12] - (took - 13.0)) <= 0.05 * took
+    first_epoch = next(line for line in lines if line.startswith("cross-encoder epoch 1/3: loss 0.5;"))
+    assert first_epoch.endswith("about 1 min 12 s left")  # 2 x 60 steps at 0.6 s
+    assert left[100] == pytest.approx(0.6 * 119)  # the rate before times the pace stands in
+    assert left[-20] == pytest.approx(0.6 * 19)  # measured again on the new pace
+    blind = TrainingClock("cross-encoder", 300, 3, lambda _: None, now=FakeClock())
+    assert blind.outlook is None
+    left_blind = _side_by_side_loop(blind, blind.now, replan=True)  # type: ignore[arg-type]
+    assert left_blind[12] == pytest.approx(287.0)  # what the estimate said before: 300 steps at 1 s
+    assert left_blind[100] > 1.5 * left[100]  # its later epochs read at the first's pace
+
+
+def test_a_pace_change_before_the_rate_was_measured_times_the_new_pace() -> None:
+    now, lines = FakeClock(), []
+    clock = TrainingClock("x", 40, 2, lines.append, now=now, warmup_steps=2, first_steps=4)
+    for _ in range(3):
+        now.t += 1.0
+        clock.step()
+    clock.repace()
+    assert clock.seconds_per_step() is None and not lines
+    for _ in range(6):
+        now.t += 0.5
+        clock.step()
+    assert clock.seconds_per_step() == 0.5 and len(lines) == 1 and "0.50 s/step" in lines[0]

@@ -125,6 +125,7 @@ def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_res
 ) -> None:
     where: list[tuple[str, int]] = []
     tokenizers: list[Any] = []
+    trainings: list[CrossEncoderTraining] = []
     real_epoch = cross_encoder._train_epoch
     real_train, real_training = bi_encoder.train_encoder, side_by_side.CrossEncoderTraining
 
@@ -139,7 +140,8 @@ def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_res
     def training(ce: Any, *args: Any, **kwargs: Any) -> CrossEncoderTraining:
         tokenizers.append(ce.tokenizer)
         where.append(("cross-encoder begins", torch.get_num_threads()))
-        return real_training(ce, *args, **kwargs)
+        trainings.append(real_training(ce, *args, **kwargs))
+        return trainings[-1]
 
     real_prepare = SplitEncoder.prepare
 
@@ -166,6 +168,11 @@ def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_res
     assert _no_cross_encoder_thread()
     # each training tokenises with its own tokenizer object (each call sets its truncation on it)
     assert len(tokenizers) == 2 and tokenizers[0] is not tokenizers[1]
+    # its clock foresaw the later epochs on every thread, and measured their rate afresh when they began
+    clock = trainings[0].run.clock
+    assert clock.outlook is not None and clock.outlook.pace == 1 / side_by_side.SIDE_BY_SIDE_GAIN
+    assert clock.outlook.said.startswith(f"its later epochs on all {threads} threads")
+    assert clock.paced_from == trainings[0].run.per_epoch > 0
 
 
 @pytest.mark.slow
