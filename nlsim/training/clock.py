@@ -141,9 +141,10 @@ class TrainingClock:
         self._rate_at: float | None = None
         self.epoch_started = self.started
         self.last_said = self.started
-        self.outlook = outlook
+        self.outlook = outlook if self.epochs > 1 else None  # no later epochs to foresee
         self._later = False  # the later epochs have begun: the outlook no longer stands in for them
         self._warm_from = 0  # the step the rate's warm-up counts from (moved by repace)
+        self._skip = self.warmup_steps  # the steps left out from there (none after repace)
         self._stand_in: float | None = None  # the rate until it is measured again on a new pace
         if self.warmup_steps == 0:
             self._warm_at = (0.0, 0.0)
@@ -161,11 +162,11 @@ class TrainingClock:
         steps and the timed steps after them ran (after :meth:`repace`, on the new pace; until then the
         rate before times the outlook's pace)."""
         counted = self.steps - self._warm_from
-        if self._warm_at is None or counted < self.warmup_steps + self.first_steps:
+        if self._warm_at is None or counted < self._skip + self.first_steps:
             return self._stand_in
         elapsed, paused = self._warm_at
         busy = (self.elapsed() - elapsed) - (self.paused - paused)
-        return max(busy, 1e-9) / (counted - self.warmup_steps)
+        return max(busy, 1e-9) / (counted - self._skip)
 
     def remaining(self) -> float | None:
         """Seconds left at the measured rate; within the first epoch (and at its end) with the
@@ -194,9 +195,9 @@ class TrainingClock:
                 f"{self.what}: step {self.steps}/{self.total_steps} (epoch {epoch}/{self.epochs}), "
                 f"{clock_text(self.elapsed())} elapsed{rest}"
             )
-        if self._warm_at is None and self.steps - self._warm_from >= self.warmup_steps:
+        if self._warm_at is None and self.steps - self._warm_from >= self._skip:
             self._warm_at = (self.elapsed(), self.paused)
-        if self._rate_at is None and self.steps - self._warm_from >= self.warmup_steps + self.first_steps:
+        if self._rate_at is None and self.steps - self._warm_from >= self._skip + self.first_steps:
             rate = self.seconds_per_step()
             assert rate is not None
             self._rate_at = rate
@@ -208,7 +209,7 @@ class TrainingClock:
             self.say(
                 f"{self.what}: {self.total_steps} steps{most} in {self.epochs} epoch(s), about "
                 f"{clock_text(self.elapsed() + left)} on this machine "
-                f"({rate:.2f} s/step after {self.warmup_steps} warm-up steps{said})"
+                f"({rate:.2f} s/step after {self._skip} warm-up steps{said})"
             )
             if self.on_rate is not None:
                 self.on_rate(rate)
@@ -221,7 +222,8 @@ class TrainingClock:
 
     def repace(self) -> None:
         """The steps from here run at another pace (the later epochs on more threads): the rate is measured
-        again, after a warm-up of its own; the rate so far times the outlook's pace stands in until then.
+        again over the next ``first_steps`` steps (no warm-up: the batch shapes are the loop's own already,
+        and the later epochs may be short); the rate so far times the outlook's pace stands in until then.
 
         Example (1 s a step, then twice as fast from step 10 on):
             >>> now = [0.0]
@@ -239,8 +241,8 @@ class TrainingClock:
         rate = self.seconds_per_step()
         pace = self.outlook.pace if self.outlook is not None else 1.0
         self._stand_in = None if rate is None else rate * pace
-        self._warm_from = self.steps
-        self._warm_at = (self.elapsed(), self.paused) if self.warmup_steps == 0 else None
+        self._warm_from, self._skip = self.steps, 0
+        self._warm_at = (self.elapsed(), self.paused)
         self._later = True
 
     def pause(self) -> PausedClock:

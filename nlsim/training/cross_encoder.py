@@ -236,7 +236,7 @@ def _outlook(cfg: CrossEncoderConfig, per_epoch: int, later_pace: tuple[float, s
     """The later epochs as the clock's estimates foresee them: about :data:`LATER_EPOCH_SHARE` of the
     first's steps each where the easy pairs are left out, at ``later_pace``."""
     pace, said = later_pace
-    share = LATER_EPOCH_SHARE if cfg.drop_easy and cfg.epochs > 1 else 1.0
+    share = LATER_EPOCH_SHARE if cfg.drop_easy else 1.0  # (a one-epoch clock has no outlook)
     if share < 1:
         said = ", ".join(s for s in (said, "without most easy pairs") if s)
     return Outlook(per_epoch, share=share, pace=pace, said=said)

@@ -362,3 +362,37 @@ def test_a_pace_change_before_the_rate_was_measured_times_the_new_pace() -> None
         now.t += 0.5
         clock.step()
     assert clock.seconds_per_step() == 0.5 and len(lines) == 1 and "0.50 s/step" in lines[0]
+
+
+def test_a_one_epoch_loop_foresees_no_later_epochs() -> None:
+    from nlsim.training.clock import Outlook
+
+    now, lines = FakeClock(), []
+    outlook = Outlook(20, share=0.6, pace=0.6, said="its later epochs on all 2 threads")
+    clock = TrainingClock("x", 20, 1, lines.append, now=now, warmup_steps=0, first_steps=2, outlook=outlook)
+    for _ in range(2):
+        now.t += 1.0
+        clock.step()
+    assert clock.outlook is None
+    assert lines == [
+        "x: 20 steps in 1 epoch(s), about 20 s on this machine (1.00 s/step after 0 warm-up steps)"
+    ]
+
+
+def test_short_later_epochs_on_a_new_pace_still_get_an_estimate() -> None:
+    """A first epoch of 10 steps (under the 5 warm-up and 8 timed ones) and two later epochs of 6 steps
+    after the pace changed: their rate is timed without a second warm-up."""
+    from nlsim.training.clock import Outlook
+
+    now, lines = FakeClock(), []
+    clock = TrainingClock("ce", 30, 3, lines.append, now=now, outlook=Outlook(10, share=0.6, pace=0.6))
+    for epoch, steps in enumerate((10, 6, 6), start=1):
+        if epoch == 2:
+            clock.repace()
+            clock.replan(clock.steps + 2 * steps)
+        for _ in range(steps):
+            now.t += 1.0 if epoch == 1 else 0.5
+            clock.step()
+        clock.epoch_done(epoch, "loss")
+    assert clock.seconds_per_step() == 0.5
+    assert any(line.startswith("ce: 22 steps in 3 epoch(s), about") for line in lines)

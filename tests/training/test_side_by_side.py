@@ -170,7 +170,8 @@ def test_the_cross_encoders_first_epoch_trains_in_its_thread_on_half_and_the_res
     assert len(tokenizers) == 2 and tokenizers[0] is not tokenizers[1]
     # its clock foresaw the later epochs on every thread, and measured their rate afresh when they began
     clock = trainings[0].run.clock
-    assert clock.outlook is not None and clock.outlook.pace == 1 / side_by_side.SIDE_BY_SIDE_GAIN
+    gain = min(side_by_side.SIDE_BY_SIDE_GAIN, threads / beside)  # 3 threads: from 2 to 3, 1.5
+    assert clock.outlook is not None and clock.outlook.pace == 1 / gain
     assert clock.outlook.said.startswith(f"its later epochs on all {threads} threads")
     assert clock.paced_from == trainings[0].run.per_epoch > 0
 
@@ -236,3 +237,13 @@ def test_a_failing_cross_encoder_fails_the_run_with_its_own_error(
 
     monkeypatch.setattr(side_by_side, "CrossEncoderTraining", failing)
     _fails_cleanly(pairs, tmp_path / "m", ValueError, "the cross-encoder broke")
+
+
+def test_the_later_pace_never_exceeds_what_the_threads_grow(pairs: pd.DataFrame, tmp_path: Path) -> None:
+    paces = {}
+    for threads in (2, 3):
+        beside = side_by_side.SideBySide.__new__(side_by_side.SideBySide)
+        beside.threads, beside.cross_encoder_threads = threads, threads - threads // 2
+        paces[threads] = beside.later_pace()[0]
+    assert paces[2] == 1 / side_by_side.SIDE_BY_SIDE_GAIN
+    assert paces[3] == pytest.approx(2 / 3)  # from 2 of 3 threads to 3: 1.5 times at most
