@@ -42,9 +42,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from nlsim.training.clock import clock_text
+from nlsim.training.clock import SIDE_BY_SIDE_GAIN, clock_text
 from nlsim.training.easy_pairs import LATER_EPOCH_SHARE
-from nlsim.training.side_by_side import SIDE_BY_SIDE_GAIN
 
 BACKWARD = 2.0
 """A backward pass costs about twice its forward pass."""

@@ -55,6 +55,11 @@ FIRST_STEPS = 8
 """Steps timed after the warm-up before the loop's duration is estimated."""
 HEARTBEAT_S = 60.0
 """Seconds between two heartbeat lines of a loop (steps done, time left) when no other line was said."""
+SIDE_BY_SIDE_GAIN = 1.6
+"""How much faster a step runs on all the threads than on half of them beside the other training: on the
+AMD EPYC with 2 cores, 2 threads against 1, the bi-encoder 0.546 against 0.888 s a step, the cross-encoder
+0.510 against 0.773 (``benchmarks/bench_finetune_speed.py profile``). The time estimates reckon with it
+(:mod:`nlsim.chain.eta`, the cross-encoder's own :class:`Outlook`, :mod:`nlsim.training.side_by_side`)."""
 
 
 def timed_steps(

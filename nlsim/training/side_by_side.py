@@ -56,17 +56,12 @@ import torch
 
 from nlsim.encoders.device import default_device
 from nlsim.rerank.cross_encoder import CrossEncoder
+from nlsim.training.clock import SIDE_BY_SIDE_GAIN
 from nlsim.training.config import FinetuneConfig
 from nlsim.training.cross_encoder import CrossEncoderTraining, TrainedCrossEncoder
 from nlsim.training.data import PreparedPairs
 from nlsim.training.dropout import drawn_from
 from nlsim.training.optim import set_seed
-
-SIDE_BY_SIDE_GAIN = 1.6
-"""How much faster a step runs on all the threads than on half of them beside the other training: on the
-AMD EPYC with 2 cores, 2 threads against 1, the bi-encoder 0.546 against 0.888 s a step, the cross-encoder
-0.510 against 0.773 (``benchmarks/bench_finetune_speed.py profile``). The time estimates reckon with it
-(:mod:`nlsim.chain.eta`, the cross-encoder's own :class:`nlsim.training.clock.Outlook`)."""
 
 
 class Stopped(Exception):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -73,7 +76,7 @@ def test_the_estimate_grows_with_the_work() -> None:
 
 
 def test_side_by_side_the_cross_encoder_counts_only_what_outlasts_the_bi_encoder() -> None:
-    from nlsim.chain.eta import SIDE_BY_SIDE_GAIN
+    from nlsim.training.clock import SIDE_BY_SIDE_GAIN
 
     work = dict(
         train_pairs=1000, validation_pairs=300, text_tokens=24.0, pair_tokens=40.0, epochs=2,
@@ -396,3 +399,11 @@ def test_short_later_epochs_on_a_new_pace_still_get_an_estimate() -> None:
         clock.epoch_done(epoch, "loss")
     assert clock.seconds_per_step() == 0.5
     assert any(line.startswith("ce: 22 steps in 3 epoch(s), about") for line in lines)
+
+
+def test_the_estimates_load_without_torch() -> None:
+    """The chain's estimate and the clock are arithmetic: importing them loads no torch (a fresh interpreter,
+    since this one has torch loaded already)."""
+    code = "import sys, nlsim.chain.eta, nlsim.training.clock; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
