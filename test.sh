@@ -29,7 +29,8 @@ for arg in "$@"; do
       workers=1 ;;
   esac
 done
-bash scripts/setup.sh --all-bytecode  # the tests also read what the main job does not (Prefect's server)
+bash scripts/setup.sh --all-bytecode --no-model  # the tests also read what the main job does not (Prefect's
+# server); they convert the default model into their own home
 bash scripts/setup_browser.sh  # chromium-headless-shell and fonts-noto-cjk for the report-page tests
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 # the tests' temporary folders (model copies, a session home) go under TMPDIR: say how much room there is,

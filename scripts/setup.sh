@@ -4,7 +4,8 @@
 # installer's own output is cut to one line a package (no progress bars: they flood a log file).
 # The packages are installed with uv (put into .venv by pip first): the same versions pip resolves, in about
 # half the time (docs/measurements.md, "Set-up"); where uv cannot install them, pip does, as before.
-# NLSIM_SETUP_INSTALLER=pip installs with pip alone.
+# NLSIM_SETUP_INSTALLER=pip installs with pip alone. The default model's files are unpacked last
+# (--no-model: not).
 # Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
 # compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).
 set -euo pipefail
@@ -44,11 +45,12 @@ compile_bytecode() {  # every installed package's bytecode, as pip writes it, le
   .venv/bin/python -m compileall -q -j 0 -x "$SKIP_COMPILE" "$purelib" > /dev/null 2>&1 || rc=$?
   [ "$rc" -le 1 ]
 }
-all_bytecode=0
+all_bytecode=0 unpack_model=1
 for arg in "$@"; do
   case $arg in
     --all-bytecode) all_bytecode=1 ;;
-    *) echo "setup: unknown option $arg (known: --all-bytecode)" >&2; exit 2 ;;
+    --no-model) unpack_model=0 ;;
+    *) echo "setup: unknown option $arg (known: --all-bytecode, --no-model)" >&2; exit 2 ;;
   esac
 done
 PY=${PYTHON:-python3}
@@ -91,4 +93,15 @@ if [ "$all_bytecode" = 1 ] && [ "$(cat "$all_stamp" 2>/dev/null)" != "$want" ]; 
   fi
 fi
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect}
-step "ready ($(.venv/bin/python -c 'import nlsim, torch, faiss; print("nlsim", nlsim.__version__, "torch", torch.__version__, "faiss", faiss.__version__)'))"
+# The default model's fp32 folder, converted once from the 4-bit file its package bundles into
+# $NLSIM_HOME/models (about 10 s the first time, a check of its files after; docs/encoders.md, "Caching"),
+# so that the main job starts from it. --no-model: not (the tests convert it into their own home)
+check='import nlsim, torch, faiss
+print(f"setup: ready (nlsim {nlsim.__version__} torch {torch.__version__} faiss {faiss.__version__})")'
+if [ "$unpack_model" = 1 ]; then  # one interpreter: the check's imports are the conversion's too
+  check="from nlsim.encoders.registry import registry_folder
+from nlsim.training.config import DEFAULT_BASE
+print('setup: the default model in', registry_folder(DEFAULT_BASE), flush=True)
+$check"
+fi
+.venv/bin/python -c "$check"

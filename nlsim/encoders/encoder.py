@@ -50,7 +50,7 @@ def _tokenizer_digest(tokenizer: Any) -> str:
         payload = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
     raw = backend.to_str()
-    key = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    key = hashlib.sha256(_without_run_settings(raw).encode("utf-8")).hexdigest()
     if key not in _SPEC_DIGESTS:
         spec = json.loads(raw)
         spec.pop("truncation", None)
@@ -60,6 +60,32 @@ def _tokenizer_digest(tokenizer: Any) -> str:
             _SPEC_DIGESTS.clear()
         _SPEC_DIGESTS[key] = hashlib.sha256(payload.encode("utf-8")).hexdigest()
     return _SPEC_DIGESTS[key]
+
+
+_RUN_SETTINGS = ("truncation", "padding")
+"""What a tokenizer's serialisation holds of how it was last run, not of what it computes: left out of its
+digest (:func:`_tokenizer_digest`)."""
+
+
+def _without_run_settings(raw: str) -> str:
+    """A tokenizer's serialisation less its leading ``truncation`` and ``padding`` values, found without
+    parsing the rest: the key of the digest cache, so that a tokenizer that has encoded (and so holds its
+    truncation) finds the digest its fresh load computed. Where the serialisation does not begin as the
+    tokenizers library writes it, ``raw`` itself (the cache then keys on the whole text, as before)."""
+    decoder = json.JSONDecoder()
+    out, at = [], 0
+    for name in _RUN_SETTINGS:
+        head = f'"{name}":'
+        start = raw.find(head, at, at + 200)
+        if start < 0:
+            return raw
+        try:
+            _, end = decoder.raw_decode(raw, start + len(head))
+        except ValueError:
+            return raw
+        out.append(raw[at:start])
+        at = end
+    return "".join(out) + raw[at:]
 
 
 def weight_files_sha256(folder: str | Path) -> dict[str, str]:

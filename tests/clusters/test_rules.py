@@ -160,3 +160,28 @@ def test_the_default_rule_needs_support_inside_a_cluster() -> None:
     assert rule_named("support", 0.7).clusters(square) != [["a", "b", "c", "d"]]
     with pytest.raises(ConfigError, match="cluster-support"):
         DedupConfig.of(corpus="news.parquet", out="out", cluster_support=0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_triangles_a_link_closes_are_counted_with_their_weights(seed: int) -> None:
+    from nlsim.clusters.rules import _closed
+
+    rng = random.Random(seed)
+    n = 30
+    pairs = [(x, y, 0.9) for x in range(n) for y in range(x + 1, n) if rng.random() < 0.2]
+    pairs += pairs[:3]  # a pair given twice links once
+    w = [rng.randint(1, 4) for _ in range(n)]
+    near: dict[int, set[int]] = {i: set() for i in range(n)}
+    for x, y, _ in pairs:
+        near[x].add(y)
+        near[y].add(x)
+    assert _closed(n, pairs, w) == [sum(w[z] for z in near[x] & near[y]) for x, y, _ in pairs]
+    assert _closed(n, [], w) == []
+
+
+def test_each_component_is_merged_on_its_own_links() -> None:
+    links = [Link("a", "b", 0.9), Link("b", "c", 0.9), Link("a", "c", 0.9)]
+    links += [Link("x", "y", 0.9), Link("y", "z", 0.9)]
+    rule = SharedSupport(min_share=0.6)
+    assert rule.groups(links) == [["a", "b", "c"], ["x", "y"]]  # z: one of its two pairs linked
+    assert rule.groups(links[:3]) + rule.groups(links[3:]) == rule.groups(links)

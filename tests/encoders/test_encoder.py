@@ -147,3 +147,34 @@ def test_fingerprint_stable_and_sensitive(l3: Encoder, with_prefix: Encoder) -> 
         again.model.embeddings.LayerNorm.bias[0] += 0.01
     assert again.fingerprint == before  # cached until refreshed
     assert again.refresh_fingerprint() != before
+
+
+def test_a_tokenizer_that_has_run_finds_its_digest_without_parsing(
+    l3: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.encoders import encoder as module
+    from nlsim.encoders import load_encoder
+
+    fresh = load_encoder(l3.path)
+    digest = module._tokenizer_digest(fresh.tokenizer)
+    fresh.encode(TEXTS, progress=False)  # the backend now holds its truncation
+    backend = fresh.tokenizer.backend_tokenizer
+    assert '"truncation":null' not in backend.to_str()[:200]
+
+    def parsed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the serialisation was parsed again")
+
+    monkeypatch.setattr(module.json, "loads", parsed)
+    assert module._tokenizer_digest(fresh.tokenizer) == digest
+    monkeypatch.undo()
+    module._SPEC_DIGESTS.clear()  # parsed afresh: the same digest, the run settings left out
+    assert module._tokenizer_digest(fresh.tokenizer) == digest
+
+
+def test_the_digest_key_keeps_what_is_not_a_run_setting() -> None:
+    from nlsim.encoders.encoder import _without_run_settings
+
+    raw = '{"version":"1.0","truncation":{"max_length":8,"s":[1,{"a":"}"}]},"padding":null,"model":{"x":1}}'
+    assert _without_run_settings(raw) == '{"version":"1.0",,,"model":{"x":1}}'
+    assert _without_run_settings('{"model":{"truncation":1}}') == '{"model":{"truncation":1}}'
+    assert _without_run_settings('{"truncation":{bad') == '{"truncation":{bad'
