@@ -94,14 +94,22 @@ if [ "$all_bytecode" = 1 ] && [ "$(cat "$all_stamp" 2>/dev/null)" != "$want" ]; 
 fi
 export PREFECT_HOME=${PREFECT_HOME:-$PWD/.prefect}
 # The default model's fp32 folder, converted once from the 4-bit file its package bundles into
-# $NLSIM_HOME/models (about 10 s the first time, a check of its files after; docs/encoders.md, "Caching"),
-# so that the main job starts from it. --no-model: not (the tests convert it into their own home)
+# $NLSIM_HOME/models (about 10 s the first time, a check of its files after; docs/encoders.md, "Caching"):
+# the main job then starts from it, its first report sooner; the job converts it itself where this could
+# not. --no-model: not (the tests convert it into their own home)
 check='import nlsim, torch, faiss
 print(f"setup: ready (nlsim {nlsim.__version__} torch {torch.__version__} faiss {faiss.__version__})")'
 if [ "$unpack_model" = 1 ]; then  # one interpreter: the check's imports are the conversion's too
-  check="from nlsim.encoders.registry import registry_folder
+  step "the default model's files (converted the first time)"
+  check="import time
+began = time.perf_counter()
+from nlsim.encoders.registry import registry_folder
 from nlsim.training.config import DEFAULT_BASE
-print('setup: the default model in', registry_folder(DEFAULT_BASE), flush=True)
+try:
+    folder = registry_folder(DEFAULT_BASE)
+    print(f'setup: the default model in {folder} ({time.perf_counter() - began:.0f} s)', flush=True)
+except Exception as exc:  # the main job converts it when it starts, and says what stops it there
+    print(f'setup: the default model was not converted ({type(exc).__name__}: {exc}); the job will', flush=True)
 $check"
 fi
 .venv/bin/python -c "$check"

@@ -38,6 +38,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+from scipy import sparse
+
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.copies import contract, expand
 from nlsim.clusters.cuts import CUTS, min_cut_apart
@@ -346,11 +349,11 @@ def _start_groups(
 
 def _closed(n: int, pairs: Sequence[tuple[int, int, float]], w: Sequence[int]) -> list[int]:
     """For each linked pair ``(x, y, _)`` of ``n`` members, the weight of the members linked to both (the
-    triangles the link closes, each third member counted ``w`` times): one sparse product, not a set
-    intersection a link (a topic's component of 10,000 items and 70,000 links: 0.5 s to 0.1 s)."""
-    import numpy as np  # deferred: heavy or optional, loaded only when needed
-    from scipy import sparse  # deferred: heavy or optional, loaded only when needed
-
+    triangles the link closes, each third member counted ``w`` times). A sparse product of the two ends'
+    rows where their sizes are alike (a topic's component of 10,000 items and 73,000 links: 0.5 s with a
+    set intersection a link, 0.1 s), in slices of at most :data:`_ROW_ENTRIES` entries; a set intersection,
+    which walks the smaller end only, where one end links many more items than the other (a hub linked to
+    20,000 items: the product would read the hub's row for each of its links)."""
     if not pairs:
         return []
     xs = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
@@ -360,4 +363,29 @@ def _closed(n: int, pairs: Sequence[tuple[int, int, float]], w: Sequence[int]) -
     ).tocsr()
     linked.data[:] = 1  # a pair given twice links once
     weighted = linked @ sparse.diags(np.asarray(w, dtype=np.int64), dtype=np.int64)
-    return np.asarray(linked[xs].multiply(weighted[ys]).sum(axis=1)).ravel().tolist()
+    degree = np.diff(linked.indptr)
+    ends = degree[xs] + degree[ys]
+    alike = ends <= _ALIKE * np.minimum(degree[xs], degree[ys])
+    closed = np.zeros(len(pairs), dtype=np.int64)
+    rows = np.flatnonzero(alike)
+    cut = np.searchsorted(np.cumsum(ends[rows]), np.arange(_ROW_ENTRIES, int(ends[rows].sum()), _ROW_ENTRIES))
+    for part in np.split(rows, cut):
+        if len(part):
+            closed[part] = np.asarray(linked[xs[part]].multiply(weighted[ys[part]]).sum(axis=1)).ravel()
+    near: dict[int, set[int]] = {}
+
+    def around(i: int) -> set[int]:
+        if i not in near:
+            near[i] = set(linked.indices[linked.indptr[i] : linked.indptr[i + 1]].tolist())
+        return near[i]
+
+    for j in np.flatnonzero(~alike).tolist():
+        closed[j] = sum(w[z] for z in around(int(xs[j])) & around(int(ys[j])))
+    return closed.tolist()
+
+
+_ALIKE = 8
+""":func:`_closed` multiplies the rows of a link's two ends when together they hold at most this many times
+the smaller one's entries (what a set intersection walks), else intersects their sets."""
+_ROW_ENTRIES = 4_000_000
+"""The most row entries :func:`_closed` multiplies at once (a few tens of MB)."""

@@ -68,24 +68,26 @@ digest (:func:`_tokenizer_digest`)."""
 
 
 def _without_run_settings(raw: str) -> str:
-    """A tokenizer's serialisation less its leading ``truncation`` and ``padding`` values, found without
-    parsing the rest: the key of the digest cache, so that a tokenizer that has encoded (and so holds its
-    truncation) finds the digest its fresh load computed. Where the serialisation does not begin as the
-    tokenizers library writes it, ``raw`` itself (the cache then keys on the whole text, as before)."""
+    """A tokenizer's serialisation less its top-level ``truncation`` and ``padding`` values, which the
+    tokenizers library writes right after ``version`` (``{"version":…,"truncation":…,"padding":…,``), found
+    without parsing the rest: the key of the digest cache, so that a tokenizer that has encoded (and so
+    holds its truncation) finds the digest its fresh load computed. Where the text does not begin so,
+    ``raw`` itself (the cache then keys on the whole text, as before)."""
     decoder = json.JSONDecoder()
-    out, at = [], 0
-    for name in _RUN_SETTINGS:
-        head = f'"{name}":'
-        start = raw.find(head, at, at + 200)
-        if start < 0:
-            return raw
-        try:
-            _, end = decoder.raw_decode(raw, start + len(head))
-        except ValueError:
-            return raw
-        out.append(raw[at:start])
-        at = end
-    return "".join(out) + raw[at:]
+    head = '{"version":'
+    if not raw.startswith(head):
+        return raw
+    try:
+        _, at = decoder.raw_decode(raw, len(head))
+        version = raw[:at]
+        for name in _RUN_SETTINGS:
+            key = f',"{name}":'
+            if not raw.startswith(key, at):
+                return raw
+            _, at = decoder.raw_decode(raw, at + len(key))
+    except ValueError:
+        return raw
+    return version + raw[at:]
 
 
 def weight_files_sha256(folder: str | Path) -> dict[str, str]:
