@@ -101,15 +101,17 @@ check='import nlsim, torch, faiss
 print(f"setup: ready (nlsim {nlsim.__version__} torch {torch.__version__} faiss {faiss.__version__})")'
 if [ "$unpack_model" = 1 ]; then  # one interpreter: the check's imports are the conversion's too
   step "the default model's files (converted the first time)"
-  check="import time
-began = time.perf_counter()
+  check="import sys, time
 from nlsim.encoders.registry import registry_folder
+from nlsim.errors import NlsimError
 from nlsim.training.config import DEFAULT_BASE
+began = time.perf_counter()
 try:
     folder = registry_folder(DEFAULT_BASE)
     print(f'setup: the default model in {folder} ({time.perf_counter() - began:.0f} s)', flush=True)
-except Exception as exc:  # the main job converts it when it starts, and says what stops it there
-    print(f'setup: the default model was not converted ({type(exc).__name__}: {exc}); the job will', flush=True)
+except (OSError, NlsimError) as exc:  # the machine's (room, rights, a package): the job converts it itself
+    print(f'setup: the default model was not converted ({exc}); the main job converts it when it starts',
+          file=sys.stderr, flush=True)
 $check"
 fi
 .venv/bin/python -c "$check"

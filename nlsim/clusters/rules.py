@@ -388,4 +388,5 @@ _ALIKE = 8
 """:func:`_closed` multiplies the rows of a link's two ends when together they hold at most this many times
 the smaller one's entries (what a set intersection walks), else intersects their sets."""
 _ROW_ENTRIES = 4_000_000
-"""The most row entries :func:`_closed` multiplies at once (a few tens of MB)."""
+"""The most row entries :func:`_closed` multiplies at once (about 30 bytes an entry: 124 MB at most, measured
+on a clique of 300 items)."""
