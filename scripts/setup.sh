@@ -4,7 +4,7 @@
 # installer's own output is cut to one line a package (no progress bars: they flood a log file).
 # The packages are installed with uv (put into .venv by pip first): the same versions pip resolves, in about
 # half the time (docs/measurements.md, "Set-up"); where uv cannot install them, pip does, as before.
-# NLSIM_SETUP_INSTALLER=pip installs with pip alone. The default model's files are unpacked last
+# NLSIM_SETUP_INSTALLER=pip installs with pip alone. The default model is converted into $NLSIM_HOME last
 # (--no-model: not).
 # Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
 # compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).

@@ -36,7 +36,7 @@ import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from scipy import sparse
@@ -46,6 +46,9 @@ from nlsim.clusters.copies import contract, expand
 from nlsim.clusters.cuts import CUTS, min_cut_apart
 from nlsim.errors import ConfigError
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 @dataclass(frozen=True)
 class Link:
@@ -54,6 +57,14 @@ class Link:
     a: str
     b: str
     score: float
+
+
+def links_of(pairs: pd.DataFrame, score: str) -> list[Link]:
+    """The rows of ``pairs`` (``id_a``, ``id_b``) as links scored by their column ``score``, read as lists,
+    not as columns (iterating an arrow column yields its values one call at a time: 0.3 s for a zero-shot
+    topic's 73,000 pairs, 0.23 s as lists)."""
+    ids_a, ids_b = pairs["id_a"].tolist(), pairs["id_b"].tolist()
+    return [Link(a, b, float(s)) for a, b, s in zip(ids_a, ids_b, pairs[score].tolist(), strict=True)]
 
 
 class ClusterRule(ABC):

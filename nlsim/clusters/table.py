@@ -35,7 +35,7 @@ import pandas as pd
 
 from nlsim.clusters.assign import assign_groups
 from nlsim.clusters.order import order_keys, order_rank
-from nlsim.clusters.rules import ClusterRule, ConnectedComponents, Link
+from nlsim.clusters.rules import ClusterRule, ConnectedComponents, links_of
 from nlsim.errors import ConfigError
 from nlsim.io import columns as report_columns
 
@@ -322,8 +322,7 @@ def batch_clusters(
             "similarity": pairs["similarity"].to_numpy(),
         }
     )
-    links = zip(id_pairs["id_a"], id_pairs["id_b"], id_pairs["similarity"], strict=True)
-    groups = (rule or ConnectedComponents()).clusters(Link(x, y, float(s)) for x, y, s in links)
+    groups = (rule or ConnectedComponents()).clusters(links_of(id_pairs, "similarity"))
     upd = assign_groups({}, {}, keys, groups=groups, new_ids=ids)
     labels = pd.Series([upd.assignment.get(i) for i in ids], dtype=object)
     return labels, cluster_table(
