@@ -144,6 +144,8 @@ def _filled(tmp_path: Path, scores: list[str], **extra: list[str]) -> Path:
         (["2"], {}, 2, "score", "not one of the rubric's levels"),
         (["0.5", "1"], {"text_b": ["乙", ""]}, 3, "text_b", "empty text"),
         (["0.5", "1"], {"pair_id": ["e0", "e0"]}, 3, "pair_id", "duplicate pair id"),
+        (["0.5", "1"], {"id_a": ["z00", ""]}, 3, "id_a", "a pair names both its items or neither"),
+        (["0.5", "1"], {"id_b": ["", "z11"]}, 2, "id_b", "a pair names both its items or neither"),
     ],
 )
 def test_bad_filled_files_are_refused(
@@ -162,6 +164,20 @@ def test_bad_filled_files_are_refused(
         merge_annotations(path, pairs, log=lambda _: None)
     assert (err.value.row, err.value.field) == (row, field) and err.value.sheet
     assert reason in err.value.reason and f"sheet row {row}, field '{field}'" in str(err.value)
+    assert pairs.read_bytes() == before
+
+
+@pytest.mark.parametrize("dropped", ["text_a", "text_b", "id_a", "id_b"])
+def test_a_filled_file_without_a_text_or_one_id_column_is_refused_by_its_field(
+    files: tuple[Path, Path], tmp_path: Path, dropped: str
+) -> None:
+    _, pairs = files
+    before = pairs.read_bytes()
+    path = _filled(tmp_path, ["0.5"])
+    pd.read_csv(path, dtype=str).drop(columns=[dropped]).to_csv(path, index=False)
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=lambda _: None)
+    assert (err.value.row, err.value.field) == (None, dropped) and "missing column" in err.value.reason
     assert pairs.read_bytes() == before
 
 

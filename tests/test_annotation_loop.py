@@ -272,6 +272,11 @@ def test_a_pair_without_an_id_and_without_item_ids_is_refused_by_row(pairs: Path
                   score=["1", "0"])  # fmt: skip
     with pytest.raises(InputError) as err:
         merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (3, "id_a")  # the empty id named, not the id made from it
+    path = filled(tmp_path, id_a=["z1", ""], id_b=["z2", ""], text_a=["甲", "丙"], text_b=["乙", "丁"],
+                  score=["1", "0"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
     assert (err.value.row, err.value.field) == (3, "pair_id")
 
 

@@ -146,6 +146,12 @@ def _fill_pair_ids(
         a = item_id(frame["id_a"].iloc[i]) if has_ids else ""
         b = item_id(frame["id_b"].iloc[i]) if has_ids else ""
         made = editor_file.pair_id(a, b) if a and b else None
+        if bool(a) != bool(b):
+            blank, named = ("id_a", b) if not a else ("id_b", a)
+            why = f"empty, while the row's other item is {named!r}: a pair names both its items or neither"
+            problems.append(_sheet(source, int(rownum[i]), blank, why))
+            out.append(None)
+            continue
         if is_blank(pid):
             if made is None:
                 why = "pair id missing, and no id_a and id_b to make it from"
@@ -218,6 +224,16 @@ def validate_filled(
         if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
             raise _semicolon_error(source)
         raise InputError(source, None, "score", "missing column")
+    for col in ("text_a", "text_b"):
+        if col not in frame.columns:
+            raise InputError(
+                source, None, col, "missing column (each row holds the two texts its editor read)"
+            )
+    for col, other in (("id_a", "id_b"), ("id_b", "id_a")):
+        if other in frame.columns and col not in frame.columns:
+            raise InputError(
+                source, None, col, f"missing column (the file has {other}: a pair names both items)"
+            )
     frame = frame.reset_index(drop=True)
     if frame.empty:
         raise InputError(source, None, None, "no pairs to merge (the file has a header only)")

@@ -27,11 +27,27 @@ from nlsim.io.ownership import (
     check_writable,
     claim_folder,
     is_quarantine_file,
+    resolved,
 )
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file
 from nlsim.models.settings import CURRENT_MODEL
-from nlsim.report.files import LATEST, RUNS_DIR
+from nlsim.report.files import LATEST, PAGE_FILES, RUNS_DIR, TABLE_FILES
+
+REPORT_NAMES = frozenset(
+    (
+        *TABLE_FILES,
+        *PAGE_FILES,
+        "run.json",
+        "pipeline.json",
+        "pipeline.md",
+        "lock.json",
+        "index",
+        RUNS_DIR,
+        LATEST,
+    )
+)
+"""The names a report (or the chain around it) writes at the top of its folder: none for another output."""
 
 
 def check_run_paths(config: DedupConfig) -> None:
@@ -55,6 +71,7 @@ def check_run_paths(config: DedupConfig) -> None:
         if path:
             check_writable(path, what=name)
     if source.quarantine:
+        check_quarantine_beside(source.quarantine, report.out, state.folder)
         check_replaceable(source.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
     for name in ("--judge-pairs", "--annotated-pairs"):  # read after the model loads: checked now in a
         if inputs[name] and not state.folder:  # batch run (a daily run's repeated input reads neither)
@@ -81,3 +98,38 @@ def check_run_paths(config: DedupConfig) -> None:
     claim_folder(report.out, kind, what="--out")
     if not state.folder:  # a batch report replaces its files (a daily run's folder: before its commit)
         check_report_replaceable(report.out)
+
+
+def check_quarantine_beside(quarantine: str | Path, out: str | Path, state: str | Path | None = None) -> None:
+    """Refuse a ``--quarantine`` file that the report or the daily state would write over or sweep away:
+    one inside ``--state``, one in a subfolder of ``--out`` (``index/``, ``runs/``: the report replaces them
+    whole), or one at the top of ``--out`` named as a report file. Beside the report's own files, under a
+    name of its own, it is kept.
+
+    Example:
+        >>> check_quarantine_beside("rep/pairs.csv", "rep")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --quarantine rep/pairs.csv is the report's own file pairs.csv in --out ...
+        >>> check_quarantine_beside("rep/bad_rows.csv", "rep")
+    """
+    path, folder = resolved(quarantine), resolved(out)
+    if state is not None and resolved(state) in path.parents:
+        raise ConfigError(
+            f"--quarantine {quarantine} lies inside --state {state}, which nlsim manages whole; "
+            "choose a quarantine file outside it (nothing is written yet)"
+        )
+    if folder not in path.parents:
+        return
+    if path.parent != folder:
+        raise ConfigError(
+            f"--quarantine {quarantine} lies in a subfolder of --out {out}, which a report replaces whole; "
+            f"choose a file beside the report's own ({Path(out) / 'bad_rows.csv'}) or elsewhere "
+            "(nothing is written yet)"
+        )
+    if path.name in REPORT_NAMES or path.name.startswith("."):
+        raise ConfigError(
+            f"--quarantine {quarantine} is the report's own file {path.name} in --out {out}; the report "
+            f"would write over the quarantined rows: choose another name ({Path(out) / 'bad_rows.csv'}) "
+            "(nothing is written yet)"
+        )

@@ -403,6 +403,14 @@ def load_corpus(
             raise InputError(path, None, f, f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}")
     raw = read_table(path)
     _check_columns(path, raw)
+    if not any(f in raw.columns for f in text_fields):
+        raise InputError(
+            path,
+            None,
+            text_fields[0],
+            f"column missing: none of the fields to embed ({', '.join(text_fields)}) is a column of the "
+            "file, so every item would be embedded as empty text; choose fields it has (--text-fields title)",
+        )
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     bad: list[dict[str, Any]] = []

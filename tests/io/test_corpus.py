@@ -477,3 +477,13 @@ def test_the_bundled_corpora_say_which_titles_hold_the_replacement_character(rep
     (warning,) = [w for w in thuc.warnings if "U+FFFD" in w]
     assert f"{int(damaged.sum())} item(s) hold U+FFFD" in warning
     assert thuc.frame.loc[damaged, "id"].iloc[0] in warning
+
+
+@pytest.mark.parametrize("fields", [("body",), ("description",), ("description", "body")])
+def test_text_fields_the_file_lacks_entirely_are_refused_not_embedded_empty(tmp_path, fields):
+    path = tmp_path / "news.csv"
+    path.write_text("id,title\na,颱風登陸\nb,股市大漲\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_corpus(path, text_fields=fields)
+    assert err.value.field == fields[0] and "column missing" in err.value.reason
+    assert load_corpus(path, text_fields=("title", *fields)).texts() == ["颱風登陸", "股市大漲"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -341,3 +342,26 @@ def test_a_quarantine_file_may_lie_in_the_report_folder_but_a_state_may_not() ->
     check_outputs_apart({}, outputs, folders=("--out", "--state"))
     with pytest.raises(ConfigError, match="lies inside"):
         check_outputs_apart({}, {"--out": "rep", "--state": "rep/state"}, folders=("--out", "--state"))
+
+
+@pytest.mark.parametrize(
+    ("quarantine", "state", "reason"),
+    [
+        ("rep/pairs.csv", None, "the report's own file pairs.csv"),
+        ("rep/run.json", None, "the report's own file run.json"),
+        ("rep/index/q.csv", None, "a subfolder of --out"),
+        ("rep/runs/q.csv", None, "a subfolder of --out"),
+        ("st/q.csv", "st", "inside --state"),
+    ],
+)
+def test_a_quarantine_file_the_report_would_write_over_is_refused_before_any_work(
+    tmp_path, quarantine, state, reason
+) -> None:
+    from nlsim.dedup.paths import check_quarantine_beside
+
+    with pytest.raises(ConfigError, match=re.escape(reason)):
+        check_quarantine_beside(
+            tmp_path / quarantine, tmp_path / "rep", None if state is None else tmp_path / state
+        )
+    check_quarantine_beside(tmp_path / "rep" / "bad_rows.csv", tmp_path / "rep", tmp_path / "st")
+    check_quarantine_beside(tmp_path / "elsewhere.csv", tmp_path / "rep")
