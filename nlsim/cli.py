@@ -1,7 +1,9 @@
 """The ``nlsim`` command line: one subcommand per module in :mod:`nlsim.commands`.
 
 Exit status: 0 done; 1 the run failed (bad input data, a broken state, a file that cannot be written);
-2 the command was used wrongly (an unknown or impossible option); 130 interrupted. Errors are one line on
+2 the command was used wrongly (an unknown or impossible option); 130 interrupted (Ctrl-C), 143 stopped by
+SIGTERM (``kill``, a scheduler's timeout), either way after the run's clean-up, as a failure leaves things:
+no lock, no staging folder, the previous report intact. Errors are one line on
 stderr, naming the file, row and field where there is one, never a traceback for an expected failure.
 Messages go to stderr (``--quiet`` keeps only warnings, ``--log-level`` chooses); results to stdout.
 
@@ -20,8 +22,10 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from nlsim import __version__
@@ -39,7 +43,39 @@ COMMANDS = (
     "annotate",
     "models",
 )
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 130, 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that a run stopped by ``kill``
+    cleans up as an interrupted one does (its locks released, its staging folders removed)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the clean-up short
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` for the length of the command (the handler before is put back;
+    a handler the host process installed is left alone, as is any thread but the main one)."""
+    try:
+        before = signal.getsignal(signal.SIGTERM)
+    except ValueError:
+        before = None
+    if before != signal.SIG_DFL:
+        yield
+        return
+    try:
+        signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if logging.getLevelName(level) >= logging.WARNING:  # progress lines are information too
         os.environ.setdefault("NLSIM_PROGRESS", "off")
     try:
-        return int(args.func(args) or 0)
+        with _sigterm_stops_the_run():
+            return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -113,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"nlsim {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
+    except Terminated:
+        print(f"nlsim {args.command}: stopped (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print(f"nlsim {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

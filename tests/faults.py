@@ -16,7 +16,9 @@ HOOK_DIR = Path(__file__).resolve().parent / "fault_hook"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fault_env(stage: str, pythonpath: str = str(ROOT)) -> dict[str, str]:
+def fault_env(stage: str, pythonpath: str = str(ROOT), signal: str = "KILL") -> dict[str, str]:
     """The environment variables that make a subprocess kill itself at ``stage`` (``pythonpath``: where
-    the process finds nlsim; the hook's folder goes in front of it)."""
-    return {FAULT_ENV: stage, "PYTHONPATH": os.pathsep.join([str(HOOK_DIR), pythonpath])}
+    the process finds nlsim; the hook's folder goes in front of it; ``signal``: ``KILL``, or ``TERM`` for
+    a stop the process may clean up after)."""
+    path = os.pathsep.join([str(HOOK_DIR), pythonpath])
+    return {FAULT_ENV: stage, "NLSIM_FAULT_SIGNAL": signal, "PYTHONPATH": path}

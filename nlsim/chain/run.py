@@ -40,7 +40,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,7 @@ from nlsim.io.tables import check_input_file
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
+from nlsim.report.files import hold_report_folder
 from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
@@ -659,10 +660,13 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
 
 
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
-    """Run the chain (see the module docstring), holding the model store's lock."""
+    """Run the chain (see the module docstring), holding the model store's lock and, with a report, the
+    report folder's (:func:`~nlsim.report.files.hold_report_folder`: a second run into it is refused now,
+    not after the training)."""
     check_chain_paths(cfg)
     store = ModelStore(cfg.model_store)
-    with store.lock() as lock:
+    report = hold_report_folder(cfg.report.out) if cfg.make_report else nullcontext()
+    with store.lock() as lock, report:
         if lock.message:
             say(lock.message)
         for done in store.recover():

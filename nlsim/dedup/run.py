@@ -50,7 +50,7 @@ from nlsim.models.choice import ModelChoice, load_model, with_inference
 from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.report import near_misses
-from nlsim.report.files import daily_report_dir
+from nlsim.report.files import daily_report_dir, hold_report_folder
 from nlsim.report.record import (
     ClusterChanges,
     EditorsRecord,
@@ -150,9 +150,10 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     """
     if config.input.date is None and "{date" in config.input.corpus:
         config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
+    if not config.daily:  # one batch run at a time into OUT, refused before any work
+        with hold_report_folder(config.report.out, check=lambda: check_run_paths(config)):
+            return run_batch(config, encoder=encoder, call=call)
     check_run_paths(config)
-    if not config.daily:
-        return run_batch(config, encoder=encoder, call=call)
     return run_daily(config, config.state, encoder=encoder, call=call)
 
 
@@ -170,7 +171,8 @@ class _Steps:
 
 
 def run_batch(settings: DedupConfig, *, encoder: Any = None, call: Call = direct) -> DedupResult:
-    """A batch run: every item of the corpus embedded and searched, the report written into ``OUT``."""
+    """A batch run: every item of the corpus embedded and searched, the report written into ``OUT`` (which
+    :func:`run_dedup` holds for it from the start: :func:`~nlsim.report.files.hold_report_folder`)."""
     step = _Steps(call)
     corpus = step("load", stages.load, settings.input)
     step.log.messages.extend([*corpus.warnings, *corpus.notes])  # said by the load stage; kept for the record

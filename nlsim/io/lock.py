@@ -153,6 +153,13 @@ def read_lock(folder: str | Path) -> LockInfo | None:
         )
 
 
+def held_here(folder: str | Path) -> bool:
+    """True when this process holds ``folder``'s lock (taken for a whole run, before the step that would
+    otherwise take it for itself)."""
+    held, me = read_lock(folder), current_holder_info()
+    return held is not None and (held.pid, held.hostname, held.started) == (me.pid, me.hostname, me.started)
+
+
 @contextlib.contextmanager
 def _guard(folder: Path) -> Iterator[None]:
     fd = os.open(folder / GUARD_NAME, os.O_RDWR | os.O_CREAT, 0o644)

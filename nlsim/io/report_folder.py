@@ -6,7 +6,8 @@ killed while moving its report in leaves some new files beside the earlier run's
 staging folder, marked :data:`PUBLISHING`, holding the rest), and a file copied in from another report
 looks like the folder's own. :func:`check_one_run` refuses both, naming the file that differs, and says what
 a killed run left: a half-moved staging folder (refused: the next run into the folder finishes the move),
-a lock whose run is alive (refused: it is writing now) or dead (said; the folder is judged if whole).
+a lock whose run is alive and writing (refused), alive and still at its work (said: a batch run holds its
+folder from its start; the folder is the last run's) or dead (said; the folder is judged if whole).
 
 Example:
     >>> import json, tempfile, pathlib
@@ -70,18 +71,22 @@ def check_one_run(folder: str | Path, say: Callable[[str], None] | None = None) 
             f"run.json may still be the earlier run's): the folder is not one run; {AGAIN}"
         )
     lock = read_lock(folder) if (folder / LOCK_NAME).exists() else None
+    staged = [p for p in folder.glob(STAGING_PREFIX + "*") if p.is_dir()]
     if lock is not None:
         alive, why = holder_is_alive(lock)
-        if alive:
+        if alive and staged:
             raise StateError(
                 f"{folder / LOCK_NAME}: a run is writing the report {folder} now ({lock.describe()}); "
                 "read it once that run is done"
             )
+        # a batch run holds its folder from its start: until it stages, the folder is the last run's report
         if say is not None:
-            say(
-                f"{folder / LOCK_NAME}: left by a run that was killed ({why}); the report is the last "
-                "whole run's"
+            said = (
+                f"a run is under way ({lock.describe()})"
+                if alive
+                else f"left by a run that was killed ({why})"
             )
+            say(f"{folder / LOCK_NAME}: {said}; the report is the last whole run's")
     path = folder / RUN_JSON
     if not path.is_file():
         raise StateError(f"{path}: missing, so {folder} cannot be checked as one run's report; {AGAIN}")
@@ -104,9 +109,8 @@ def check_one_run(folder: str | Path, say: Callable[[str], None] | None = None) 
                 "report (a file copied in from another report, or a run killed while moving its report "
                 f"in?); {AGAIN}"
             )
-    stale = [p for p in folder.glob(STAGING_PREFIX + "*") if p.is_dir()]
-    if stale and say is not None:
-        say(f"{stale[0]}: left by a run killed while writing its report; the report is the last whole run's")
+    if staged and say is not None:
+        say(f"{staged[0]}: left by a run killed while writing its report; the report is the last whole run's")
     return run
 
 

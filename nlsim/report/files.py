@@ -37,10 +37,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,8 +65,8 @@ from nlsim.io.atomic import (
     publish_files,
     remove_tree,
 )
-from nlsim.io.lock import RunLock
-from nlsim.io.ownership import claim_folder
+from nlsim.io.lock import GUARD_NAME, RunLock, held_here
+from nlsim.io.ownership import MARKER, claim_folder
 from nlsim.io.report_folder import PUBLISHING, check_report_replaceable
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
@@ -336,7 +338,11 @@ def write_report(
     paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
     out = Path(out_dir)
     claim_folder(out, "report", what="report folder")
-    with RunLock(out, what="report folder"):  # two runs into one folder: the second is refused, by name
+    # two runs into one folder: the second is refused, by name (a batch run holds it from its start:
+    # hold_report_folder)
+    held = out.resolve() in _HELD and held_here(out)
+    lock = contextlib.nullcontext() if held else RunLock(out, what="report folder")
+    with lock:
         finish_publishing(out)
         staging = make_temp_dir(out, ".staging-")
         try:
@@ -355,6 +361,66 @@ def write_report(
         remove_tree(staging)
         sweep_staging(out)
     return {n: out / n for n in [*names, "run.json"] if "/" not in n}
+
+
+_HELD: set[Path] = set()
+"""The report folders this process holds for a run (:func:`hold_report_folder`)."""
+
+
+@contextlib.contextmanager
+def hold_report_folder(out_dir: str | Path, check: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold a batch run's report folder from the run's start to its end: a second run into the folder is
+    refused before it does any work, not after it (:class:`~nlsim.io.lock.RunLock`, ``lock.json``), and
+    :func:`write_report` inside finds the lock its own. A run that fails or is stopped leaves nothing of the
+    hold behind: its lock is released, and the folder is made (and marked) only for the run, so a new one
+    is removed again, and a user's empty folder is left as empty as it was. ``check`` runs first, inside
+    the hold (a run's checks of its paths, which may claim the folder themselves). A hold inside a hold of
+    the same folder (a chain's report runs, inside the chain's hold) is the outer one.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+        >>> try:
+        ...     with hold_report_folder(out):
+        ...         raise ValueError("a bad row")
+        ... except ValueError:
+        ...     pass
+        >>> out.exists()
+        False
+    """
+    out = Path(out_dir)
+    if out.resolve() in _HELD and held_here(out):  # held already, for a whole chain: one hold
+        if check is not None:
+            check()
+        yield
+        return
+    made = not out.exists()
+    before = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    try:
+        if check is not None:
+            check()
+        claim_folder(out, "report", what="report folder")
+        with RunLock(out, what="report folder"):
+            _HELD.add(out.resolve())
+            try:
+                yield
+            finally:
+                _HELD.discard(out.resolve())
+    except BaseException:
+        _unhold(out, before, made)
+        raise
+
+
+def _unhold(out: Path, before: set[str], made: bool) -> None:
+    """Remove what :func:`hold_report_folder` added to ``out`` (its marker and lock guard), when they are
+    all the run added; and ``out`` itself when the run made it and it is empty again."""
+    with contextlib.suppress(OSError):
+        added = {p.name for p in out.iterdir()} - before
+        if added <= {MARKER, GUARD_NAME}:
+            for name in added:
+                (out / name).unlink(missing_ok=True)
+            if made and not any(out.iterdir()):
+                out.rmdir()
 
 
 def finish_publishing(out: Path) -> list[str]:

@@ -232,6 +232,36 @@ class _Started(Exception):
     """Raised by a stubbed baseline: the chain got past its checks."""
 
 
+def test_a_chain_into_a_report_folder_another_run_holds_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain holds its --out from its start, as a batch run does: a second run into it is refused now,
+    not after its baseline and training, and the holder's lock is untouched."""
+    from nlsim.io.lock import LockedError, read_lock
+    from nlsim.io.ownership import claim_folder
+    from tests.dedup.test_lock import _start_holder
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    cfg = config(tmp_path, pairs, corpus)
+    claim_folder(tmp_path / "report", "report")  # a report folder, as the other run made it
+    holder = _start_holder(tmp_path / "report")
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(chain_run, "baseline_stage", started)
+    try:
+        with pytest.raises(
+            LockedError, match=rf"report folder .*report is locked by another run: pid {holder.pid}"
+        ):
+            run_pipeline(cfg)
+        assert read_lock(tmp_path / "report").pid == holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+    assert read_lock(tmp_path / "models") is None  # the store's lock is released too
+
+
 @pytest.mark.parametrize("bad", ["verdict store", "corpus"])
 def test_every_input_of_the_report_is_checked_before_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: str

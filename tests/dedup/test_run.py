@@ -277,3 +277,93 @@ def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
     assert meta["params"]["search"] == "batched"
     with pytest.raises(ConfigError, match="--nprobe must be >= 1"):
         DedupConfig.of(corpus="c.parquet", out="o", nprobe=0)
+
+
+# --- one batch run at a time into a report folder, held from the run's start -----------------------------
+
+
+HOLDER = """
+import sys, time
+from nlsim.io.lock import RunLock
+lock = RunLock(sys.argv[1], what="report folder").acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def _hash_config(tmp_path, out):
+    from tests.incremental_helpers import story_corpus
+
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    return DedupConfig.of(
+        corpus=tmp_path / "all.parquet",
+        out=out,
+        model="hash",
+        convert="none",
+        threshold=0.7,
+        cache=False,
+        progress=False,
+        save_index=False,
+        text_fields=("title",),
+    )
+
+
+class _Counting:
+    """A :class:`~tests.incremental_helpers.HashEncoder` that counts its calls."""
+
+    def __new__(cls):
+        from tests.incremental_helpers import HashEncoder
+
+        class Counting(HashEncoder):
+            calls = 0
+
+            def encode(self, texts, *args, **kw):
+                Counting.calls += 1
+                return super().encode(texts)
+
+        return Counting()
+
+
+def test_a_second_batch_run_into_a_held_folder_is_refused_before_any_work(tmp_path):
+    """Two overlapping runs into one --out: the second is refused at its start, before it embeds anything
+    (not after its work, when the first may be done and the last would win), and the first run's folder is
+    left as it was."""
+    import subprocess
+    import sys
+
+    from nlsim.io.lock import LockedError, read_lock
+
+    out = tmp_path / "out"
+    cfg = _hash_config(tmp_path, out)
+    run_dedup(cfg, encoder=_Counting())
+    before = sorted(p.name for p in out.iterdir())
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        encoder = _Counting()
+        with pytest.raises(
+            LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
+        ):
+            run_dedup(cfg, encoder=encoder)
+        assert type(encoder).calls == 0
+        assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
+        assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("kind", ["new", "empty"])
+def test_a_batch_run_that_fails_leaves_no_trace_of_its_hold(tmp_path, kind):
+    """A run that fails after its start (a corpus row it refuses) releases the folder it held, and leaves a
+    new folder not made, a user's empty folder empty."""
+    out = tmp_path / "out"
+    if kind == "empty":
+        out.mkdir()
+    cfg = _hash_config(tmp_path, out)
+    pd.DataFrame({"id": ["a", "b"], "title": ["Storm hits the coast", ""]}).to_csv(
+        tmp_path / "bad.csv", index=False
+    )
+    with pytest.raises(InputError, match="row 2"):
+        run_dedup(cfg.with_(corpus=str(tmp_path / "bad.csv")), encoder=_Counting())
+    assert (list(out.iterdir()) == []) if kind == "empty" else not out.exists()

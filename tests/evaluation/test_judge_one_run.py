@@ -73,3 +73,23 @@ def test_a_run_killed_while_its_report_was_moved_in_is_named_not_judged(report: 
     line = refused(judge(report, "pairs.tsv"), 1, "killed")
     assert ".staging-" in line and "rep" in line
     assert (report / "rep" / LOCK_NAME).exists()  # the killed run's lock: stale, and said to be
+
+
+def test_a_report_folder_held_by_a_run_at_its_work_is_judged_and_one_being_written_is_not(
+    report: Path,
+) -> None:
+    """A batch run holds its folder from its start: until it stages its report, the folder is the last
+    whole run's, judged with a word that a run is under way; once it stages, the folder is refused."""
+    from tests.dedup.test_lock import _start_holder
+
+    holder = _start_holder(report / "rep")
+    try:
+        proc = judge(report, "pairs.tsv")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"a run is under way (pid {holder.pid}" in proc.stderr
+        (report / "rep" / ".staging-0123").mkdir()
+        line = refused(judge(report, "pairs.tsv"), 1, "is writing the report")
+        assert f"pid {holder.pid}" in line
+    finally:
+        holder.kill()
+        holder.wait()

@@ -529,6 +529,26 @@ def test_killed_batch_run_leaves_the_previous_report_and_index(tmp_path: Path) -
     assert verify_report(tmp_path / "rep")["items"] == 5
 
 
+@pytest.mark.slow
+def test_a_batch_run_stopped_by_sigterm_cleans_up_and_leaves_the_previous_report(tmp_path: Path) -> None:
+    """``kill`` (or a scheduler's timeout) half way through the report's write: exit status 143 after the
+    clean-up an interrupted run does, no lock and no staging folder left, the previous report as it was."""
+    from nlsim.report.files import verify_report
+
+    news(tmp_path)
+    news(tmp_path, "other.csv", NEWS.replace("Football club wins the cup", "Elections called for June"))
+    first = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *DEDUP, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-1500:]
+    before = snapshot(tmp_path / "rep")
+    stop = fault_env("report-write", SRC, signal="TERM")
+    stopped = nlsim("dedup", "--corpus", "other.csv", "--out", "rep", *DEDUP, cwd=tmp_path, **stop)
+    assert stopped.returncode == 143, stopped.stderr[-1500:]
+    assert stopped.stderr.strip().splitlines()[-1] == "nlsim dedup: stopped (SIGTERM)"
+    assert "Traceback" not in stopped.stderr
+    assert snapshot(tmp_path / "rep") == before  # no lock.json, no .staging-*, every file the first run's
+    verify_report(tmp_path / "rep")
+
+
 # --- 8. corpora: explicit quoting rules, every row's field count checked --------------------------------
 
 
