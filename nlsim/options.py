@@ -56,6 +56,7 @@ def option(
     metavar: str | None = None,
     default_factory: Any = MISSING,
     name: str | None = None,
+    needs: str | None = None,
 ) -> Any:
     """A dataclass field with its help text and command-line flags.
 
@@ -63,9 +64,11 @@ def option(
     :func:`parameters`; default: the field's name). ``flags``: the spelling on the command line (default
     ``--flat-name``). For a ``bool | None`` field, two flags set it to True and False (``("--gpu",
     "--cpu")``); for a ``bool`` field whose default is True, one flag turns it off (``("--no-cache",)``).
-    ``cli=False`` keeps a field off the command line (still a flow parameter).
+    ``cli=False`` keeps a field off the command line (still a flow parameter). ``needs``: the flat name of
+    a setting without which this one does nothing: given on the command line without it, it is refused
+    (where the configuration has that setting as an option; one that sets it itself is not asked).
     """
-    meta = {"help": help, "flags": flags, "cli": cli, "metavar": metavar, "name": name}
+    meta = {"help": help, "flags": flags, "cli": cli, "metavar": metavar, "name": name, "needs": needs}
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -111,6 +114,7 @@ def option_like(cls: type, name: str) -> Any:
     shares it without composing its record)."""
     opt = {o.name: o for o in options_of(cls)}[name]
     meta = {"help": opt.help, "flags": opt.flags, "cli": opt.cli, "metavar": opt.metavar, "name": None}
+    meta["needs"] = opt.needs
     return dataclasses.field(default=opt.default, metadata=meta)
 
 
@@ -133,6 +137,8 @@ class Option:
     """The title of its record's group (``None``: a setting of the configuration itself)."""
     description: str | None = None
     """The description of its record's group."""
+    needs: str | None = None
+    """The flat name of the setting without which this one does nothing (:func:`option`)."""
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
@@ -224,6 +230,7 @@ def _walk(
                 metavar=meta.get("metavar"),
                 concern=title,
                 description=description,
+                needs=meta.get("needs"),
             )
         )
     return out

@@ -74,7 +74,7 @@ from nlsim.evaluation.metrics import convert_texts, metrics_from_scores, pair_si
 from nlsim.inference.gpu import gpu_info
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_store import ModelStore
-from nlsim.io.ownership import check_outputs_apart, check_writable, claim_folder
+from nlsim.io.ownership import check_claimable, check_outputs_apart, check_writable
 from nlsim.io.pairs import load_pairs
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file
@@ -83,6 +83,7 @@ from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
 from nlsim.report.files import hold_report_folder
 from nlsim.rerank.reranker import has_reranker, load_reranker
+from nlsim.search.index import check_device
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
 from nlsim.training.data import overruled_note
@@ -612,6 +613,7 @@ def chain_work(
 
 def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
+    check_device(cfg.search.use_gpu, cfg.search.index_kind)  # --gpu without a GPU: not after the training
     inputs = {"--pairs": cfg.pairs, "--corpus": cfg.input.corpus_path}
     check_outputs_apart(
         inputs, {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
@@ -622,7 +624,7 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     ModelStore(cfg.model_store).claim()
     if cfg.make_report:
         check_writable(cfg.report.out, what="--out")
-        claim_folder(cfg.report.out, "report", what="--out")
+        check_claimable(cfg.report.out, "report", what="--out")  # claimed by the run's hold of it
         check_report_replaceable(cfg.report.out)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from nlsim.commands.options import threshold_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 
 
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
     d.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
     d.add_argument(
         "--threshold",
-        type=float,
+        type=threshold_arg,
         default=None,
         help="score to draw around: the rerank score with a reranker, else the cosine (default: the "
         "reranker's or the model's calibrated threshold, else the pool median)",

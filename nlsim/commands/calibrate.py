@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from nlsim.commands.options import threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.evaluation.levels import parse_level
 from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
@@ -43,7 +44,7 @@ def register(subparsers: Any) -> None:
         help="where the threshold goes: where the F1 averaged over held-out folds is best (default), or "
         "the plain best cut on all the pairs",
     )
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--threads", type=threads_arg, default=None)
     p.add_argument(
         "--no-precision-check",
         dest="precision_check",

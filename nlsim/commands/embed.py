@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nlsim.commands.options import max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
@@ -42,6 +43,20 @@ def _is_sidecar(path: Path) -> bool:
     return is_json_record(path, SIDECAR_KEYS)
 
 
+def _path_asked(args: argparse.Namespace) -> tuple[str, str]:
+    """The backend and precision asked: ``--quantize int8`` is the old spelling of ``--backend torch
+    --precision int8``, refused beside a ``--backend`` or ``--precision`` that says otherwise."""
+    if not args.quantize:
+        return args.backend, args.precision
+    for flag, value, means in (("--backend", args.backend, "torch"), ("--precision", args.precision, "int8")):
+        if value not in ("auto", means):
+            raise ConfigError(
+                f"--quantize int8 means --backend torch --precision int8, not {flag} {value}: "
+                "give one or the other"
+            )
+    return "torch", "int8"
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, convert, embed (cached unless ``--no-cache``), and write the matrix atomically."""
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
@@ -55,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out must end in .npy, got {out}")
     if args.batch_size is not None and args.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    backend, precision = _path_asked(args)
     sidecar = out.with_suffix(".json")
     check_outputs_apart({"--corpus": args.corpus}, {"--out": out, "the --out sidecar": sidecar})
     if sidecar.exists() and not _is_sidecar(sidecar):
@@ -72,9 +88,6 @@ def run(args: argparse.Namespace) -> int:
     )  # after the checks: a bad path or row is refused before torch loads
     from nlsim.encoders.cache import EmbeddingCache  # deferred: `nlsim --help` and refusals stay fast
 
-    backend, precision = args.backend, args.precision
-    if args.quantize:  # the old spelling of --backend torch --precision int8
-        backend, precision = "torch", "int8"
     encoder = load_encoder(
         args.model, max_length=args.max_length, threads=args.threads, backend=backend, precision=precision
     )
@@ -145,7 +158,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--batch-size", type=int, default=None, help="texts per batch (default: 64 on the CPU, 256 on a GPU)"
     )
-    p.add_argument("--max-length", type=int, default=None, help="truncate at this many tokens (default 256)")
+    p.add_argument(
+        "--max-length", type=max_length_arg, default=None, help="truncate at this many tokens (default 256)"
+    )
     p.add_argument(
         "--backend",
         choices=("auto", "torch", "onnx"),
@@ -165,7 +180,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="the same as --backend torch --precision int8 (kept for old scripts)",
     )
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--threads", type=threads_arg, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--no-cache", dest="cache", action="store_false", help="do not reuse cached embeddings")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=run)

@@ -7,7 +7,9 @@ import json
 import sys
 from typing import Any
 
+from nlsim.commands.options import max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
+from nlsim.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:
@@ -27,8 +29,8 @@ def register(subparsers: Any) -> None:
         "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"
     )
     p.add_argument("--split", default="test", help="split to score, or 'all' (default test)")
-    p.add_argument("--max-length", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--max-length", type=max_length_arg, default=None)
+    p.add_argument("--threads", type=threads_arg, default=None)
     p.add_argument(
         "--no-rerank",
         dest="rerank",
@@ -45,6 +47,12 @@ def load_scorer(name: str, threads: int | None = None, max_length: int | None = 
     from nlsim.evaluation.baselines import BASELINES, get_baseline
 
     if name in BASELINES:
+        if max_length is not None:  # a baseline has no token limit: the option would do nothing
+            raise ConfigError(f"--max-length: the baseline {name} reads whole texts, it has no token limit")
+        if name == "use-m3" and threads is not None:
+            return get_baseline(name, threads=threads)
+        if threads is not None:
+            raise ConfigError(f"--threads: the baseline {name} has no threads to set (a sparse TF-IDF)")
         return get_baseline(name)
     return load_encoder(name, threads=threads, max_length=max_length)
 

@@ -16,14 +16,79 @@ Example:
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, get_args, get_origin
 
+from nlsim.errors import ConfigError
+from nlsim.models.settings import check_max_length, check_threads
 from nlsim.options import Option, build, options_of
 
 
 def comma_list(value: str) -> tuple[str, ...]:
     """``"title,description"`` -> ``("title", "description")`` (``""`` -> ``()``)."""
     return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _checked_int(value: str, check: Any, flag: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    try:
+        check(number)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag} ")) from None  # argparse names it
+    return number
+
+
+def threads_arg(value: str) -> int:
+    """An argparse type for ``--threads``: a whole number of at least 1.
+
+    Example:
+        >>> threads_arg("2")
+        2
+        >>> threads_arg("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be >= 1 (the CPU threads to use), got 0
+    """
+    return _checked_int(value, check_threads, "--threads")
+
+
+def max_length_arg(value: str) -> int:
+    """An argparse type for ``--max-length``: a whole number of at least 4 tokens.
+
+    Example:
+        >>> max_length_arg("64")
+        64
+        >>> max_length_arg("2")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be at least 4 (two special tokens and the text), got 2
+    """
+    return _checked_int(value, check_max_length, "--max-length")
+
+
+def threshold_arg(value: str) -> float:
+    """An argparse type for a similarity threshold: a number in [-1, 1] (a cosine or a rerank score).
+
+    Example:
+        >>> threshold_arg("0.85")
+        0.85
+        >>> threshold_arg("85")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a number in [-1, 1] (a cosine or a rerank score), got 85
+    """
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not (math.isfinite(number) and -1.0 <= number <= 1.0):
+        raise argparse.ArgumentTypeError(
+            f"must be a number in [-1, 1] (a cosine or a rerank score), got {value}"
+        )
+    return number
 
 
 def _shown(value: Any) -> str:
@@ -72,7 +137,46 @@ def add_option(parser: Any, opt: Option) -> None:
         kwargs["type"] = base
     elif get_origin(base) is not None and get_args(base):
         kwargs["type"] = str
+    if opt.needs:
+        kwargs["action"] = _Given
     parser.add_argument(*opt.flags, **kwargs)
+
+
+GIVEN = "given_options"
+"""The attribute of parsed arguments that names the settings given on the command line with a ``needs``."""
+
+
+class _Given(argparse._StoreAction):
+    """Store the value, and note that the setting was given (its default is no sign that it was not)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        super().__call__(parser, namespace, values, option)
+        setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), self.dest})
+
+
+def check_needs(cls: type, args: argparse.Namespace) -> None:
+    """Refuse a setting given on the command line without the setting it needs (``option(needs=...)``),
+    where ``cls`` has that one as an option.
+
+    Example:
+        >>> from nlsim.dedup.config import DedupConfig
+        >>> p = argparse.ArgumentParser()
+        >>> add_config_options(p, DedupConfig)
+        >>> args = p.parse_args(["--corpus", "c.csv", "--out", "o", "--retention-days", "7"])
+        >>> check_needs(DedupConfig, args)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --retention-days works with --state: give --state with it, or leave ...
+    """
+    options = {o.name: o for o in options_of(cls) if o.cli}
+    for name in sorted(getattr(args, GIVEN, ())):
+        opt = options.get(name)
+        needed = options.get(opt.needs) if opt and opt.needs else None
+        if needed is not None and getattr(args, needed.name, None) in (None, "", False):
+            flag, other = opt.flags[0], needed.flags[0]
+            raise ConfigError(
+                f"{flag} works with {other}: give {other} with it, or leave {flag} out (nothing is done yet)"
+            )
 
 
 def add_config_options(parser: Any, cls: type, *, group: str | None = None) -> None:
@@ -90,6 +194,7 @@ def add_config_options(parser: Any, cls: type, *, group: str | None = None) -> N
 def config_from_args(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
     """An instance of ``cls`` from parsed arguments (settings the parser did not define keep their
     defaults); ``overrides`` by flat name."""
+    check_needs(cls, args)
     values = {o.name: getattr(args, o.name) for o in options_of(cls) if hasattr(args, o.name)}
     values.update(overrides)
     return build(cls, values)

@@ -33,6 +33,7 @@ from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.report.files import LATEST, PAGE_FILES, RUNS_DIR, TABLE_FILES
+from nlsim.search.index import check_device
 
 REPORT_NAMES = frozenset(
     (
@@ -55,6 +56,7 @@ def check_run_paths(config: DedupConfig) -> None:
     calibration file that is missing or holds no usable threshold, and a state whose manifest is unreadable,
     of another format or names a generation nlsim did not write."""
     source, ms, report, state = config.input, config.model, config.report, config.state
+    check_device(config.search.use_gpu, config.search.index_kind)  # --gpu without a GPU: now, not at search
     model = ms.name if ms.name not in (CURRENT_MODEL,) and Path(ms.name).exists() else None
     inputs = {
         "--corpus": source.corpus_path,

@@ -300,7 +300,9 @@ class ReportSettings:
         "the cluster level, and the page and run.json show precision, recall and F1",
     )
     judge_split: str = option(
-        "validation", help="the split of --judge-pairs to judge against ('all': every pair)"
+        "validation",
+        help="the split of --judge-pairs to judge against ('all': every pair)",
+        needs="judge_pairs",
     )
     progress: bool = option(True, help="no progress output", flags=("--no-progress",))
     save_index: bool = option(True, help="keep the FAISS index in OUT/index/", cli=False)
@@ -327,7 +329,9 @@ class StateSettings:
         name="state",
     )
     retention_days: float | None = option(
-        30.0, help="with --state: drop items older than this many days from the window (0 keeps everything)"
+        30.0,
+        help="with --state: drop items older than this many days from the window (0 keeps everything)",
+        needs="state",
     )
     as_of: str | None = option(
         None, help="with --state: the run's reference time (default: the latest published_at seen)"

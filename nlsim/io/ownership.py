@@ -22,9 +22,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,39 @@ def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") 
         write_marker(real, kind)
     except OSError as exc:
         raise OutputError(f"{what} {typed} cannot be written: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def claimed(folder: str | Path, kind: str, *, what: str = "output folder") -> Iterator[Path]:
+    """:func:`claim_folder` for one run: a run that fails having written nothing but the claim leaves no
+    trace of it (the marker it added; the folder, when the run made it and it is empty again).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "curve"
+        >>> try:
+        ...     with claimed(out, "learning-curve", what="--out"):
+        ...         raise ValueError("the model cannot load")
+        ... except ValueError:
+        ...     pass
+        >>> out.exists()
+        False
+    """
+    typed = Path(folder)
+    made = not typed.exists()
+    before = {p.name for p in typed.iterdir()} if typed.is_dir() else set()
+    claim_folder(typed, kind, what=what)
+    try:
+        yield typed
+    except BaseException:
+        with contextlib.suppress(OSError):
+            added = {p.name for p in typed.iterdir()} - before
+            if added <= {MARKER}:
+                for name in added:
+                    (typed / name).unlink(missing_ok=True)
+                if made and not any(typed.iterdir()):
+                    typed.rmdir()
+        raise
 
 
 def check_claimable(folder: str | Path, kind: str, *, what: str = "output folder") -> None:

@@ -27,6 +27,34 @@ Backend = Literal["auto", "torch", "onnx"]
 Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 
 
+def check_threads(threads: int | None, flag: str = "--threads") -> None:
+    """Refuse a thread count below 1 (``None``: torch's own choice).
+
+    Example:
+        >>> check_threads(2); check_threads(None)
+        >>> check_threads(0)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --threads must be >= 1 (the CPU threads to use), got 0
+    """
+    if threads is not None and int(threads) < 1:
+        raise ConfigError(f"{flag} must be >= 1 (the CPU threads to use), got {threads}")
+
+
+def check_max_length(max_length: int | None, flag: str = "--max-length") -> None:
+    """Refuse a token limit below 4: a text needs its two special tokens, a prefix token and itself.
+
+    Example:
+        >>> check_max_length(64); check_max_length(None)
+        >>> check_max_length(2)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --max-length must be at least 4 (two special tokens and the text), got 2
+    """
+    if max_length is not None and int(max_length) < 4:
+        raise ConfigError(f"{flag} must be at least 4 (two special tokens and the text), got {max_length}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelSettings:
     """The encoder and its reranker: which, the threshold of a pair, how they run, their caches."""
@@ -109,5 +137,4 @@ class ModelSettings:
                 raise ConfigError(f"{flag} must be a number in [-1, 1], got {value}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
-        if self.threads is not None and self.threads < 1:
-            raise ConfigError(f"--threads must be >= 1, got {self.threads}")
+        check_threads(self.threads)

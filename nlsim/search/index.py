@@ -212,16 +212,35 @@ def _to_gpus(cpu_index: Any, ngpu: int) -> tuple[Any, str]:
     return gpu_index, ("gpu:0" if ngpu == 1 else f"gpu x{ngpu}")
 
 
-def _resolve_device(use_gpu: bool | None, kind: str) -> int:
+def check_device(use_gpu: bool | None, kind: str = "auto") -> int:
+    """Refuse a search asked for on a GPU (``--gpu``, ``use_gpu=True``) that cannot run there: no GPU seen
+    by FAISS, or an HNSW index (CPU only). Returns the GPUs FAISS sees.
+
+    Example:
+        >>> check_device(None) >= 0 and check_device(False, "hnsw") >= 0
+        True
+    """
     ngpu = gpu_count()
     if use_gpu is True and ngpu == 0:
-        build = "GPU build" if hasattr(faiss, "StandardGpuResources") else "CPU-only build (faiss-cpu)"
+        build = (
+            "FAISS's GPU build sees none"
+            if hasattr(faiss, "StandardGpuResources")
+            else "the installed FAISS is its CPU build, faiss-cpu"
+        )
         raise ConfigError(
-            f"use_gpu=True but FAISS sees no GPU (this is the {build}); install faiss-gpu instead of "
-            "faiss-cpu on a machine with a CUDA GPU, or pass use_gpu=False / leave it unset"
+            f"--gpu asks for the search on a GPU, and there is none to use ({build}); leave --gpu out "
+            "(the default uses a GPU when FAISS sees one, else the CPU), or run on a machine with a CUDA GPU "
+            "and FAISS's GPU build (docs/scale.md)"
         )
     if use_gpu is True and kind == "hnsw":
-        raise ConfigError("HNSW indexes run on the CPU only; use kind='flat' or 'ivf' on GPUs")
+        raise ConfigError(
+            "--gpu with --index hnsw: HNSW indexes run on the CPU only; use --index flat or ivf"
+        )
+    return ngpu
+
+
+def _resolve_device(use_gpu: bool | None, kind: str) -> int:
+    ngpu = check_device(use_gpu, kind)
     if use_gpu is False or kind == "hnsw":
         return 0
     return ngpu

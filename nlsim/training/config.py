@@ -29,6 +29,7 @@ from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
+from nlsim.models.settings import check_max_length, check_threads
 from nlsim.options import Configuration, assign, concern, option, option_like
 
 DEFAULT_BASE = "multilingual-e5-small"
@@ -181,13 +182,9 @@ class BiEncoderSettings:
     def check(self) -> None:
         if self.loss not in LOSSES:
             raise ConfigError(f"unknown loss {self.loss!r} (use {', '.join(LOSSES)})")
-        for name in ("epochs", "max_length"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_length < 4:  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
-            raise ConfigError(
-                f"max_length must be at least 4 (two special tokens and the text), got {self.max_length}"
-            )
+        if int(self.epochs) < 1:
+            raise ConfigError(f"--epochs must be >= 1, got {self.epochs}")
+        check_max_length(self.max_length)  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
         if int(self.frozen_layers) < 0:
             raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
         if self.fp32_epochs is not None and int(self.fp32_epochs) < 1:
@@ -308,6 +305,7 @@ class RecipeSettings:
         for name in ("batch_size", "gpu_batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_threads(self.threads)
         if self.train_precision not in ("auto", "fp32", "bf16"):
             raise ConfigError(f"unknown training precision {self.train_precision!r} (use auto, fp32, bf16)")
 
@@ -546,6 +544,11 @@ class LearningCurveConfig:
                 )
         if min(self.sizes) < 2:
             raise ConfigError(f"--sizes: every size must be >= 2, got {min(self.sizes)}")
+        unknown = [b for b in self.baselines if b not in DEFAULT_BASELINES]
+        if unknown:
+            raise ConfigError(
+                f"--baselines: unknown baseline {unknown[0]!r} (use {', '.join(DEFAULT_BASELINES)})"
+            )
         self.finetune_config(self.sizes[0], self.seeds[0]).check()
 
     def finetune_config(self, size: int, seed: int) -> Any:

@@ -29,7 +29,7 @@ from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
-from nlsim.io.ownership import claim_folder
+from nlsim.io.ownership import check_claimable, claimed
 from nlsim.io.pairs import load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
@@ -230,17 +230,18 @@ def run_learning_curve(
 ) -> LearningCurveResult:
     """All points (skipping finished ones), the baselines, the summary table (.md + .csv) and the plot;
     each step through ``call`` (:mod:`nlsim.orchestration`)."""
-    claim_folder(cfg.out, "learning-curve", what="--out")  # never into a folder of the user's
+    check_claimable(cfg.out, "learning-curve", what="--out")  # never into a folder of the user's
     pairs = call("load-pairs", load_pairs, cfg.pairs)
-    check_curve_splits(pairs, cfg)
-    baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
-    rows, trained = [], 0
-    for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds
-        for size in cfg.sizes:
-            existed = run_path(cfg, size, seed).is_file()
-            rows.append(call("train-point", run_one, cfg, size, seed, pairs, log))
-            trained += not existed
-    return call("summarize", write_summary, cfg, rows, baselines, trained)
+    check_curve_splits(pairs, cfg)  # the inputs are checked before --out is made
+    with claimed(cfg.out, "learning-curve", what="--out"):  # a failed first step leaves no empty --out
+        baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
+        rows, trained = [], 0
+        for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds
+            for size in cfg.sizes:
+                existed = run_path(cfg, size, seed).is_file()
+                rows.append(call("train-point", run_one, cfg, size, seed, pairs, log))
+                trained += not existed
+        return call("summarize", write_summary, cfg, rows, baselines, trained)
 
 
 def write_summary(

@@ -144,7 +144,7 @@ def test_threads_bound_torch_onnx_runtime_and_faiss(tmp_path, repo_root):
         assert torch.get_num_threads() == 1 and faiss.omp_get_max_threads() == 1
     finally:
         faiss.omp_set_num_threads(before)
-    with pytest.raises(ConfigError, match="--threads must be >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"--threads must be >= 1 \(the CPU threads to use\), got 0"):
         cfg.with_(threads=0)
 
 

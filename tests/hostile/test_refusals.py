@@ -923,3 +923,153 @@ def test_hostile_title_keeps_the_markdown_summary_table() -> None:
     assert "<script>" not in md and "&lt;script>" in md  # "<" an entity: no tag can open
     page = render_html(pairs_table(frame, pairs, labels), clusters, RunRecord(model="m"), frame)
     assert "<script>alert" not in page
+
+
+# --- options that cannot work, or do nothing without another, are refused before any work ---------------
+
+OPTION_CASES = {
+    "embed-threads-0": (["embed", "--corpus", "news.csv", "--out", "e.npy", "--threads", "0"], "--threads"),
+    "evaluate-threads-negative": (
+        ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--threads", "-1"],
+        "--threads: must be >= 1",
+    ),
+    "calibrate-threads-0": (
+        ["calibrate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--out", "cal.json", "--threads", "0"],
+        "--threads: must be >= 1",
+    ),
+    "embed-max-length-2": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--max-length", "2"],
+        "--max-length: must be at least 4",
+    ),
+    "evaluate-max-length-0": (
+        ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--max-length", "0"],
+        "--max-length: must be at least 4",
+    ),
+    "evaluate-baseline-max-length": (
+        ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--max-length", "64"],
+        "--max-length: the baseline tfidf-char2 reads whole texts",
+    ),
+    "evaluate-baseline-threads": (
+        ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--threads", "2"],
+        "--threads: the baseline tfidf-char2 has no threads to set",
+    ),
+    "finetune-threads-0": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--threads", "0"],
+        "--threads must be >= 1",
+    ),
+    "finetune-max-length-3": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--max-length", "3"],
+        "--max-length must be at least 4",
+    ),
+    "curve-threads-0": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--threads", "0"],
+        "--threads must be >= 1",
+    ),
+    "curve-unknown-baseline": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--baselines", "bm25"],
+        "--baselines: unknown baseline 'bm25'",
+    ),
+    "quantize-and-precision": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--quantize", "int8", "--precision", "bf16"],
+        "--quantize int8 means --backend torch --precision int8, not --precision bf16",
+    ),
+    "quantize-and-backend": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--quantize", "int8", "--backend", "onnx"],
+        "not --backend onnx",
+    ),
+    "retention-without-state": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--retention-days", "7", *DEDUP],
+        "--retention-days works with --state",
+    ),
+    "judge-split-without-judge-pairs": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--judge-split", "test", *DEDUP],
+        "--judge-split works with --judge-pairs",
+    ),
+    "draw-threshold-out-of-range": (
+        ["annotate", "draw", "--corpus", "news.csv", "--out", "draw.csv", "--threshold", "5"],
+        "--threshold: must be a number in [-1, 1]",
+    ),
+    "dedup-gpu-without-gpu": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--gpu", *DEDUP],
+        "--gpu asks for the search on a GPU, and there is none to use",
+    ),
+    "pipeline-gpu-without-gpu": (
+        [
+            "pipeline",
+            "--pairs",
+            "pairs.tsv",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "rep",
+            "--model-store",
+            "st",
+            "--gpu",
+        ],
+        "--gpu asks for the search on a GPU, and there is none to use",
+    ),
+}
+
+
+def entries(folder: Path) -> list[str]:
+    """Every file and folder below ``folder`` (an empty folder made by a refused run shows here)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("case", sorted(OPTION_CASES))
+def test_an_option_that_cannot_work_is_refused_before_any_work(tmp_path: Path, case: str) -> None:
+    args, words = OPTION_CASES[case]
+    if "--gpu" in args:
+        from nlsim.search.index import gpu_count
+
+        if gpu_count():
+            pytest.skip("a GPU is visible")
+    news(tmp_path)
+    write_stsb_sample(tmp_path, 16, 16, 12)
+    before, names = snapshot(tmp_path), entries(tmp_path)
+    proc = nlsim(*args, cwd=tmp_path)
+    refused(proc, 2, words)
+    said = [line for line in proc.stderr.splitlines()[:-1] if not line.startswith(("usage:", " "))]
+    assert not [line for line in said if line.strip()], said  # the refusal alone: nothing loaded or run
+    assert snapshot(tmp_path) == before and entries(tmp_path) == names  # nothing made: no --out, store, state
+
+
+def test_a_pipeline_refused_on_a_bad_row_leaves_no_report_folder(tmp_path: Path) -> None:
+    news(tmp_path, text=NEWS.replace("2024-05-01T10:00:00Z", "2024-13-45"))
+    write_stsb_sample(tmp_path, 16, 16, 12)
+    proc = nlsim(
+        "pipeline",
+        "--pairs",
+        "pairs.tsv",
+        "--corpus",
+        "news.csv",
+        "--out",
+        "rep",
+        "--model-store",
+        "st",
+        cwd=tmp_path,
+    )
+    refused(proc, 1, "news.csv", "published_at")
+    assert not (tmp_path / "rep").exists()  # the chain made it for its hold, and took it away again
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["new", "empty"])
+def test_a_batch_run_failing_after_its_checks_leaves_no_trace_of_its_hold(tmp_path: Path, made: bool) -> None:
+    news(tmp_path)
+    if not made:
+        (tmp_path / "rep").mkdir()
+    before = snapshot(tmp_path)
+    args = [a for a in DEDUP if a not in ("--threshold", "0.9")]  # no threshold: refused once the model loads
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *args, cwd=tmp_path)
+    refused(proc, 2, "no threshold for model")
+    assert snapshot(tmp_path) == before  # no marker, no lock; a folder the run made is gone
+    assert (tmp_path / "rep").is_dir() is not made
+
+
+def test_a_learning_curve_whose_model_cannot_load_leaves_no_out(tmp_path: Path) -> None:
+    write_stsb_sample(tmp_path, 16, 16, 12)
+    before, names = snapshot(tmp_path), entries(tmp_path)
+    args = ["--sizes", "4", "--seeds", "1", "--baselines", "zero-shot", "--model", "models/x"]
+    proc = nlsim("learning-curve", "--pairs", "pairs.tsv", "--out", "curve", *args, cwd=tmp_path)
+    refused(proc, 2, "models/x")
+    assert snapshot(tmp_path) == before and entries(tmp_path) == names

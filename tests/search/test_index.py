@@ -91,7 +91,7 @@ def test_auto_rule(monkeypatch: pytest.MonkeyPatch, emb: np.ndarray) -> None:
 def test_use_gpu_without_gpu_is_clear(emb: np.ndarray) -> None:
     if nindex.gpu_count():
         pytest.skip("a GPU is visible")
-    with pytest.raises(ConfigError, match="no GPU"):
+    with pytest.raises(ConfigError, match="--gpu asks for the search on a GPU, and there is none to use"):
         build_index(emb, use_gpu=True)
 
 

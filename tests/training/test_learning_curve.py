@@ -101,7 +101,7 @@ def test_summary_mean_and_sd() -> None:
         ({"sizes": (8, 8)}, "--sizes 8,8: a value twice"),
         ({"seeds": (1, 1)}, "--seeds 1,1: a value twice"),
         ({"seeds": ()}, "--seeds: give at least one"),
-        ({"max_length": 3}, "max_length must be at least 4"),
+        ({"max_length": 3}, "--max-length must be at least 4"),
     ],
 )
 def test_settings_that_cannot_make_a_curve_are_refused_up_front(
