@@ -121,9 +121,12 @@ def read_filled(path: str | Path) -> pd.DataFrame:
     """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such."""
     try:
         return read_pair_table(path)
-    except InputError:
+    except InputError as exc:
         if table_format(path) == "csv" and _semicolon_separated(path):
             raise _semicolon_error(path) from None
+        if exc.row is not None and not exc.sheet and not isinstance(exc, InputErrors):
+            # the reader counts data rows; an editor fixes the file in a spreadsheet, header at row 1
+            raise _sheet(exc.file, exc.row + 1, exc.field, exc.reason) from None
         raise
 
 

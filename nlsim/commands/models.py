@@ -64,6 +64,7 @@ def store_of(args: argparse.Namespace) -> ModelStore:
     missing = store.missing()
     if missing is not None:
         raise ConfigError(f"{missing}; give --model-store the folder `nlsim pipeline` filled")
+    store.check_kind()
     if not is_owned(store.root, "model-store"):  # nothing is written (not even a lock) into a user's folder
         raise ConfigError(
             f"model store '{store.root}' is not a model store nlsim wrote (no {MARKER}); give --model-store "

@@ -131,6 +131,8 @@ def _transformer_subfolder(folder: Path) -> Path:
                         return sub
         except (ValueError, AttributeError):
             pass
+    if (folder / MANIFEST).is_file() or (folder / NLSIM_JSON).is_file():
+        check_model_files(folder)  # a folder nlsim saved: the missing file by name, as its manifest lists it
     raise ConfigError(f"{folder}: not a model folder (no config.json)")
 
 

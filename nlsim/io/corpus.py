@@ -152,6 +152,9 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
 YEAR_FIRST = re.compile(r"\d{4}(\d{4}|[-/.]\d{1,2}[-/.]\d{1,2})")
 """How a year-first date begins (``2024-05-01``, ``2024/5/1``, ``20240501``): the one order of year,
 month and day that is never read two ways."""
+BARE_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+"""A cell that is a number written as text (a Unix time ``1700000000`` in a CSV file): no unit, not a time;
+eight digits alone are ISO 8601's basic date (``20240501``)."""
 UTC_WORDS = frozenset({"T", "Z", "UT", "UTC", "GMT"})
 """The words a time may hold besides numbers: ISO 8601's ``T`` and the names of UTC."""
 NO_TIME = frozenset({"nat", "nan", "none", "null"})
@@ -176,6 +179,11 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
+    if BARE_NUMBER.fullmatch(text) and not re.fullmatch(r"\d{8}", text):
+        return (
+            None,
+            f"a number ({text!r:.40}) is not a time (seconds? milliseconds? since when?): {WRITE_ISO}",
+        )
     names = _zone_names(text)
     if YEAR_FIRST.match(text):
         if names:

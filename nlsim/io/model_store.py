@@ -52,7 +52,7 @@ from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_write_text, leftovers, remove_tree
 from nlsim.io.lock import RunLock
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
-from nlsim.io.ownership import claim_folder, is_owned
+from nlsim.io.ownership import claim_folder, is_owned, read_marker
 
 CURRENT = "CURRENT.json"
 VERSIONS = "versions"
@@ -86,6 +86,29 @@ class ModelStore:
     def claim(self) -> None:
         """Create the store (or check that ``root`` is one) before writing into it."""
         claim_folder(self.root, "model-store", what="model store")
+
+    def check_kind(self, what: str = "--model-store") -> None:
+        """Refuse a folder nlsim wrote as something else (a report folder, a model folder, a daily state)
+        named as the store, saying what it is: its advice would otherwise be a store's (train into it).
+
+        Example:
+            >>> import tempfile
+            >>> from nlsim.io.ownership import claim_folder
+            >>> folder = tempfile.mkdtemp()
+            >>> claim_folder(folder, "report")
+            >>> ModelStore(folder).check_kind()
+            Traceback (most recent call last):
+            ...
+            nlsim.errors.ConfigError: --model-store ... is a report folder nlsim wrote, not a model store; ...
+        """
+        marker = read_marker(self.root)
+        if marker is not None and marker["kind"] != "model-store":
+            kind = str(marker["kind"]).replace("-", " ")
+            raise ConfigError(
+                f"{what} {self.root} is a {kind} folder nlsim wrote, not a model store; give --model-store "
+                "the folder `nlsim pipeline` filled (its --model-store, default models/ under the folder it "
+                "ran in)"
+            )
 
     def lock(self) -> RunLock:
         """The store's run lock (use it as a context manager): one run writes the store at a time."""
@@ -151,15 +174,7 @@ class ModelStore:
                 "would fall back to the zero-shot model and gate a new one against that alone. "
                 f"{self._restore_hint(last)}"
             )
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            name = str(data["version"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            last = self.last_promoted()
-            raise StateError(
-                f"{path}: unreadable ({exc}). "
-                + (self._restore_hint(last) if last else "Delete it: no promotion is recorded in the history")
-            ) from exc
+        name = str(self._pointer(path)["version"])
         if not VERSION_NAME.match(name) or not (self.root / VERSIONS / name).is_dir():
             last = self.last_promoted()
             raise StateError(
@@ -201,8 +216,25 @@ class ModelStore:
         )
 
     def current_record(self) -> dict[str, Any] | None:
+        """The promotion ``CURRENT.json`` records (``None``: none); a damaged one is a :class:`StateError`
+        naming it, with what to do."""
         path = self.root / CURRENT
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        return self._pointer(path) if path.exists() else None
+
+    def _pointer(self, path: Path) -> dict[str, Any]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise TypeError(f"a JSON {type(data).__name__}, not an object")
+            str(data["version"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            why = "no 'version' key" if isinstance(exc, KeyError) else str(exc)
+            last = self.last_promoted()
+            raise StateError(
+                f"{path}: unreadable ({why}). "
+                + (self._restore_hint(last) if last else "Delete it: no promotion is recorded in the history")
+            ) from None
+        return data
 
     def promote(self, version: str | Path, reason: str, **extra: Any) -> None:
         """Make ``version`` the current model (one atomic write of the pointer) and log the decision;

@@ -134,6 +134,7 @@ def _resolve_current(ms: ModelSettings) -> _Requested:
             "--model-store, default models/ under the folder it ran in), or run `nlsim pipeline "
             f"--model-store {store.root}` to make one there"
         )
+    store.check_kind()
     current = store.current()
     if current is not None:
         say(f"current model of {store.root}: {current.name}")
