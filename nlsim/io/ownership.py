@@ -134,14 +134,21 @@ def claimed(folder: str | Path, kind: str, *, what: str = "output folder") -> It
     try:
         yield typed
     except BaseException:
-        with contextlib.suppress(OSError):
-            added = {p.name for p in typed.iterdir()} - before
-            if added <= {MARKER}:
-                for name in added:
-                    (typed / name).unlink(missing_ok=True)
-                if made and not any(typed.iterdir()):
-                    typed.rmdir()
+        unclaim(typed, before, made)
         raise
+
+
+def unclaim(folder: Path, before: Collection[str], made: bool, also: Collection[str] = ()) -> None:
+    """Take back what a failed run added to ``folder`` when that is only its claim: the marker (and the
+    names in ``also``, a lock's guard), none of them in ``before``; and the folder itself when the run
+    made it (``made``) and it is empty again. Anything else the run wrote is kept."""
+    with contextlib.suppress(OSError):
+        added = {p.name for p in folder.iterdir()} - set(before)
+        if added <= {MARKER, *also}:
+            for name in added:
+                (folder / name).unlink(missing_ok=True)
+            if made and not any(folder.iterdir()):
+                folder.rmdir()
 
 
 def check_claimable(folder: str | Path, kind: str, *, what: str = "output folder") -> None:

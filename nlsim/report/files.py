@@ -66,7 +66,7 @@ from nlsim.io.atomic import (
     remove_tree,
 )
 from nlsim.io.lock import GUARD_NAME, RunLock, held_here
-from nlsim.io.ownership import MARKER, claim_folder
+from nlsim.io.ownership import claim_folder, unclaim
 from nlsim.io.report_folder import PUBLISHING, check_report_replaceable
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
@@ -407,20 +407,8 @@ def hold_report_folder(out_dir: str | Path, check: Callable[[], None] | None = N
             finally:
                 _HELD.discard(out.resolve())
     except BaseException:
-        _unhold(out, before, made)
+        unclaim(out, before, made, also=(GUARD_NAME,))  # its marker and lock guard, and a folder it made
         raise
-
-
-def _unhold(out: Path, before: set[str], made: bool) -> None:
-    """Remove what :func:`hold_report_folder` added to ``out`` (its marker and lock guard), when they are
-    all the run added; and ``out`` itself when the run made it and it is empty again."""
-    with contextlib.suppress(OSError):
-        added = {p.name for p in out.iterdir()} - before
-        if added <= {MARKER, GUARD_NAME}:
-            for name in added:
-                (out / name).unlink(missing_ok=True)
-            if made and not any(out.iterdir()):
-                out.rmdir()
 
 
 def finish_publishing(out: Path) -> list[str]:
