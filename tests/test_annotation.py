@@ -881,3 +881,17 @@ def test_a_merge_names_every_problem_of_the_file_in_one_refusal_by_sheet_row(
     )
     assert "sheet row 2," not in text and "sheet row 5," not in text  # the sound rows
     assert pairs.read_bytes() == before
+
+
+def test_a_filled_file_the_reader_refuses_is_named_by_its_sheet_row(tmp_path: Path) -> None:
+    """An editors' file saved as GB18030, or with a row of another number of fields: the row named as the
+    file's every other problem is, by the sheet row a spreadsheet shows (the header is sheet row 1)."""
+    from nlsim.annotation.validate import read_filled
+
+    head = "pair_id,id_a,id_b,text_a,text_b,score\np1,a,b,Floods,Floods hit,1\np2,c,d,Storm,Storm hits,0.5\n"
+    (tmp_path / "gb.csv").write_bytes((head + "p3,e,f,股市大跌,股市下跌,0\n").encode("gb18030"))
+    with pytest.raises(InputError, match=r"gb\.csv: sheet row 4: not valid UTF-8 text: .*\(line 4\)"):
+        read_filled(tmp_path / "gb.csv")
+    (tmp_path / "wide.csv").write_text(head + "p3,e,f,Rain,Rain falls,0,extra\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"wide\.csv: sheet row 4: 7 fields, the header has 6"):
+        read_filled(tmp_path / "wide.csv")

@@ -155,6 +155,7 @@ def draw_model(scorer: str, model_store: str | Path, rerank: bool | None) -> Dra
             raise ConfigError(
                 f"--model current: {missing}; give --model-store the folder `nlsim pipeline` filled"
             )
+        store.check_kind()
         current = store.current()
         if current is None:
             raise ConfigError(

@@ -118,14 +118,15 @@ def _semicolon_error(source: str | Path) -> InputError:
 
 
 def read_filled(path: str | Path) -> pd.DataFrame:
-    """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such."""
+    """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such. A row
+    the reader refuses (a byte that is not UTF-8, a row of another number of fields) is named by its sheet
+    row, as every other problem of the file is: the reader's data row, plus the header's."""
     try:
         return read_pair_table(path)
     except InputError as exc:
         if table_format(path) == "csv" and _semicolon_separated(path):
             raise _semicolon_error(path) from None
-        if exc.row is not None and not exc.sheet and not isinstance(exc, InputErrors):
-            # the reader counts data rows; an editor fixes the file in a spreadsheet, header at row 1
+        if exc.row is not None and not exc.sheet:
             raise _sheet(exc.file, exc.row + 1, exc.field, exc.reason) from None
         raise
 

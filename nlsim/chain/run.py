@@ -621,6 +621,7 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     for path in (cfg.pairs, cfg.input.corpus_path):  # a missing input: exit 1, as every command says it
         check_input_file(path)
     check_writable(cfg.model_store, what="--model-store")
+    ModelStore(cfg.model_store).check_kind()
     ModelStore(cfg.model_store).claim()
     if cfg.make_report:
         check_writable(cfg.report.out, what="--out")

@@ -134,8 +134,11 @@ def run_rollback(args: argparse.Namespace) -> int:
 
 def version_rows(store: ModelStore) -> list[dict[str, Any]]:
     """One row per registered version, oldest first: its figures on validation (the latest the store
-    keeps), when it was made, and whether it is current, was promoted before, or never was."""
-    current = current_name(store)
+    keeps), when it was made, and whether it is current, was promoted before, or never was. A damaged
+    ``CURRENT.json`` is a :class:`StateError` naming it, with what to do (the list could not say which
+    version is current)."""
+    pointer = store.current()
+    current = None if pointer is None else pointer.name
     promoted = {str(r.get("version")) for r in store.history() if r.get("decision") == "promoted"}
     rows = []
     for folder in store.versions():

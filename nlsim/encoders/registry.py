@@ -35,6 +35,8 @@ from nlsim.io.model_cache import known_sha256
 
 DEFAULT_MODEL = "multilingual-e5-small"
 TOKENIZER_JSON = "tokenizer.json"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
+"""The names a Hugging Face folder's weights have."""
 DEFAULT_MAX_LENGTH = 256
 log = logging.getLogger(__name__)
 
@@ -131,9 +133,73 @@ def _transformer_subfolder(folder: Path) -> Path:
                         return sub
         except (ValueError, AttributeError):
             pass
-    if (folder / MANIFEST).is_file() or (folder / NLSIM_JSON).is_file():
-        check_model_files(folder)  # a folder nlsim saved: the missing file by name, as its manifest lists it
-    raise ConfigError(f"{folder}: not a model folder (no config.json)")
+    raise _without_config(folder)
+
+
+def _saved_by_nlsim(folder: Path) -> bool:
+    """Whether nlsim saved ``folder`` (its manifest, or the ``nlsim.json`` of a folder saved before
+    manifests): its files are checked against that record, and a missing one is named by it."""
+    return (folder / MANIFEST).is_file() or (folder / NLSIM_JSON).is_file()
+
+
+def _without_config(folder: Path) -> Exception:
+    """The error for a folder without ``config.json``: a model folder nlsim saved names the file as its
+    manifest lists it (:func:`check_model_files`); a folder holding a model's other files (its weights, its
+    tokenizer) is a model folder that lost it (:class:`StateError`); any other folder is not a model
+    folder at all (:class:`ConfigError`)."""
+    config = folder / "config.json"
+    if _saved_by_nlsim(folder):
+        check_model_files(folder)
+        return StateError(
+            f"{config}: missing; nlsim saved this folder with it (the model's configuration). Restore the "
+            "model folder or train again"
+        )
+    found = [name for name in (*WEIGHT_FILES, TOKENIZER_JSON) if (folder / name).is_file()]
+    if found:
+        return StateError(
+            f"{config}: missing; the folder holds a model's {', '.join(found)} but not its configuration. "
+            "Restore the model folder whole (copy it again)"
+        )
+    return ConfigError(f"{folder}: not a model folder (no config.json)")
+
+
+def _has_vocabulary(folder: Path) -> bool:
+    """Whether ``folder`` holds a file a tokenizer is built from: ``tokenizer.json``, or a slow tokenizer's
+    vocabulary (``vocab.txt``, ``vocab.json`` with ``merges.txt``, a sentencepiece ``.model``), which
+    transformers converts."""
+    for path in folder.iterdir():
+        name = path.name.lower()
+        if path.is_file() and (
+            name == TOKENIZER_JSON or "vocab" in name or name.endswith((".model", ".spm"))
+        ):
+            return True
+    return False
+
+
+def check_tokenizer_files(folder: Path, src: Path) -> None:
+    """Refuse a model folder whose tokenizer has no file left (``src``: the folder holding its
+    ``config.json``), before transformers builds one anyway: a tokenizer knowing no word but its special
+    tokens, with which every text embeds alike. A folder nlsim saved names the missing file as its manifest
+    lists it (:func:`check_model_files`), as for any other file of the folder.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text("{}")
+        >>> check_tokenizer_files(d, d)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: .../tokenizer.json: missing, and the folder holds no other tokenizer file ...
+    """
+    if _has_vocabulary(src):
+        return
+    if _saved_by_nlsim(folder):
+        check_model_files(folder)
+    raise StateError(
+        f"{src / TOKENIZER_JSON}: missing, and the folder holds no other tokenizer file (a vocabulary such "
+        "as vocab.txt or a sentencepiece .model): the model would read every text as unknown words. Restore "
+        "the model folder whole (copy it again)"
+    )
 
 
 def _model_type(folder: Path) -> str | None:
@@ -243,6 +309,8 @@ def _load_from_folder(
     hf_logging.disable_progress_bar()  # its bars flood logs with carriage returns; nlsim shows its own
 
     src = _transformer_subfolder(folder) if folder.is_dir() else folder
+    if folder.is_dir():
+        check_tokenizer_files(folder, src)
     try:
         tok = load_tokenizer(src, local_files_only=local_files_only)
     except (OSError, ValueError) as exc:  # a garbled config.json or tokenizer file

@@ -153,8 +153,10 @@ YEAR_FIRST = re.compile(r"\d{4}(\d{4}|[-/.]\d{1,2}[-/.]\d{1,2})")
 """How a year-first date begins (``2024-05-01``, ``2024/5/1``, ``20240501``): the one order of year,
 month and day that is never read two ways."""
 BARE_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-"""A cell that is a number written as text (a Unix time ``1700000000`` in a CSV file): no unit, not a time;
-eight digits alone are ISO 8601's basic date (``20240501``)."""
+"""A cell that is a number written as text (``1700000000``, ``1714550400000``, ``1.7e9``)."""
+DIGIT_DATE = re.compile(r"[0-9]{8}([0-9]{4}([0-9]{2})?)?")
+"""The numbers read as a time: a date written year first in digits alone, ``20240501`` (ISO 8601's basic
+form), with its time of day ``202405010800`` or ``20240501080000``; never seconds or milliseconds."""
 UTC_WORDS = frozenset({"T", "Z", "UT", "UTC", "GMT"})
 """The words a time may hold besides numbers: ISO 8601's ``T`` and the names of UTC."""
 NO_TIME = frozenset({"nat", "nan", "none", "null"})
@@ -167,6 +169,31 @@ TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
 WRITE_ISO = "write it in ISO 8601 (2024-05-01T08:00:00+08:00)"
 
 
+def _number_reason(value: Any, text: bool = False) -> str:
+    """Why a number is refused as a time: it has no unit (seconds? milliseconds?) nor a start; pandas would
+    read an integer as nanoseconds after 1970, a long text of digits as a year past 9999."""
+    digits = "; digits alone are read only as a date written year first, 20240501" if text else ""
+    return f"a number ({value!r:.40}) is not a time (seconds? milliseconds? since when?{digits}): {WRITE_ISO}"
+
+
+def _parse_number_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
+    """A cell holding a number: a date written year first in digits (:data:`DIGIT_DATE`), or the reason
+    it is refused (a Unix time, an eight-digit number that is no date).
+
+    Example:
+        >>> _parse_number_text("20240501")
+        (Timestamp('2024-05-01 00:00:00'), None)
+        >>> _parse_number_text("1714550400")[1]  # doctest: +ELLIPSIS
+        "a number ('1714550400') is not a time (seconds? milliseconds? since when?; ..."
+    """
+    if DIGIT_DATE.fullmatch(text):
+        try:
+            return pd.Timestamp(text), None
+        except ValueError:  # 17000000: eight digits, but no month 01-12 in them
+            pass
+    return None, _number_reason(text, text=True)
+
+
 def _zone_names(text: str) -> list[str]:
     """The words of ``text`` that name a time zone other than UTC (``CST`` is China's or US Central's)."""
     return [w for w in re.findall(r"[A-Za-z]+", text) if w.upper() not in UTC_WORDS]
@@ -174,16 +201,14 @@ def _zone_names(text: str) -> list[str]:
 
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
-    ``20240501T080000Z``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00 +0800``, RSS), with the reason when it
-    is neither or names its zone by a name that is not one offset (``CST``, ``HKT``): ``12/05/2024`` could
-    be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year."""
+    ``20240501T080000Z``, ``20240501``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00 +0800``, RSS), with the
+    reason when it is neither, is a number (``1714550400``: seconds or milliseconds?) or names its zone by a
+    name that is not one offset (``CST``, ``HKT``): ``12/05/2024`` could be the 12th of May or the 5th of
+    December, ``113/05/01`` is a Minguo year."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
-    if BARE_NUMBER.fullmatch(text) and not re.fullmatch(r"\d{8}", text):
-        return (
-            None,
-            f"a number ({text!r:.40}) is not a time (seconds? milliseconds? since when?): {WRITE_ISO}",
-        )
+    if BARE_NUMBER.fullmatch(text):
+        return _parse_number_text(text)
     names = _zone_names(text)
     if YEAR_FIRST.match(text):
         if names:
@@ -229,7 +254,7 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC) -> TimeRead:
         return TimeRead(pd.NaT)
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         # a bare number has no unit (seconds? milliseconds?): pandas would read it as nanoseconds, 1970
-        return TimeRead(None, f"a number ({value!r:.40}) is not a time: {WRITE_ISO}")
+        return TimeRead(None, _number_reason(value))
     try:
         ts, reason = (
             _parse_time_text(value.strip()) if isinstance(value, str) else (pd.Timestamp(value), None)

@@ -53,6 +53,7 @@ from nlsim.io.atomic import atomic_write_text, leftovers, remove_tree
 from nlsim.io.lock import RunLock
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.ownership import claim_folder, is_owned, read_marker
+from nlsim.io.report_folder import recorded_files
 
 CURRENT = "CURRENT.json"
 VERSIONS = "versions"
@@ -61,6 +62,14 @@ STORE_JSON = "store.json"
 HISTORY = "history.jsonl"
 UNREADABLE = "unreadable record"
 VERSION_NAME = re.compile(r"^v(\d{4,})-([0-9a-f]{8})$")
+OTHER_FOLDERS = {
+    "report": "a report folder (the --out of nlsim dedup or nlsim pipeline: its run.json, pairs, clusters)",
+    "daily-report": "a daily report folder (the --out of a daily nlsim dedup --state: its runs/ and latest)",
+    "model": "a model folder (give it to --model instead)",
+    "state": "a daily state folder (nlsim dedup's --state)",
+    "learning-curve": "a learning curve's folder (the --out of nlsim learning-curve)",
+}
+"""What a folder nlsim wrote as something else than a model store is, by the kind its marker names."""
 
 
 class ModelStore:
@@ -87,27 +96,36 @@ class ModelStore:
         """Create the store (or check that ``root`` is one) before writing into it."""
         claim_folder(self.root, "model-store", what="model store")
 
-    def check_kind(self, what: str = "--model-store") -> None:
-        """Refuse a folder nlsim wrote as something else (a report folder, a model folder, a daily state)
-        named as the store, saying what it is: its advice would otherwise be a store's (train into it).
+    def other_kind(self) -> str | None:
+        """What ``root`` is, when nlsim wrote it as something else than a model store (its marker's kind, or
+        a report's ``run.json`` listing its files: a report written before markers, a daily run's
+        ``latest``); ``None`` otherwise.
 
         Example:
             >>> import tempfile
-            >>> from nlsim.io.ownership import claim_folder
             >>> folder = tempfile.mkdtemp()
             >>> claim_folder(folder, "report")
-            >>> ModelStore(folder).check_kind()
-            Traceback (most recent call last):
-            ...
-            nlsim.errors.ConfigError: --model-store ... is a report folder nlsim wrote, not a model store; ...
+            >>> ModelStore(folder).other_kind()
+            'a report folder (the --out of nlsim dedup or nlsim pipeline: its run.json, pairs, clusters)'
         """
+        if not self.root.is_dir():
+            return None
         marker = read_marker(self.root)
-        if marker is not None and marker["kind"] != "model-store":
-            kind = str(marker["kind"]).replace("-", " ")
+        if marker is not None:
+            return OTHER_FOLDERS.get(str(marker["kind"]))
+        if recorded_files(self.root) is not None:
+            return OTHER_FOLDERS["report"]
+        return OTHER_FOLDERS["model"] if is_owned(self.root, "model") else None
+
+    def check_kind(self, what: str = "--model-store") -> None:
+        """Refuse, before anything is read or written, a folder nlsim wrote as something else (a report
+        folder, a model folder, a daily state) named as the model store: read as a store, it would be one
+        where no model was ever promoted, and the advice would be to train into it."""
+        other = self.other_kind()
+        if other is not None:
             raise ConfigError(
-                f"{what} {self.root} is a {kind} folder nlsim wrote, not a model store; give --model-store "
-                "the folder `nlsim pipeline` filled (its --model-store, default models/ under the folder it "
-                "ran in)"
+                f"{what} {self.root} is {other}, not a model store; give {what} the folder nlsim pipeline "
+                "trains and promotes models in (its --model-store, models by default)"
             )
 
     def lock(self) -> RunLock:
@@ -176,12 +194,38 @@ class ModelStore:
             )
         name = str(self._pointer(path)["version"])
         if not VERSION_NAME.match(name) or not (self.root / VERSIONS / name).is_dir():
-            last = self.last_promoted()
             raise StateError(
-                f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}"
-                + (f". {self._restore_hint(last)}" if last else "")
+                f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}. "
+                + self._damaged_pointer_hint()
             )
         return self.root / VERSIONS / name
+
+    def _pointer(self, path: Path) -> dict[str, Any]:
+        """``CURRENT.json`` read: a JSON object naming its ``version``; anything else (not JSON, cut short,
+        another shape) is a :class:`StateError` naming the file, with what to do."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            why = f"not valid JSON ({exc})" if isinstance(exc, ValueError) else (exc.strerror or str(exc))
+        else:
+            if not isinstance(data, dict):
+                why = f"a JSON {type(data).__name__}, not an object naming the current version"
+            elif not isinstance(data.get("version"), str) or not data["version"]:
+                why = "it names no version (no 'version' text)"
+            else:
+                return data
+        raise StateError(f"{path}: damaged: {why}. {self._damaged_pointer_hint()}")
+
+    def _damaged_pointer_hint(self) -> str:
+        """What to do about a ``CURRENT.json`` that names no version of the store: write the last promotion
+        back, or delete it when none is recorded."""
+        last = self.last_promoted()
+        if last is not None:
+            return self._restore_hint(last)
+        return (
+            f"No promotion is recorded in {self.root / HISTORY}: delete {self.root / CURRENT} (the store "
+            "then uses the zero-shot model), or make a version current with nlsim models promote VERSION"
+        )
 
     def last_promoted(self) -> dict[str, Any] | None:
         """The last ``promoted`` record of ``history.jsonl`` (``None``: no model was ever promoted)."""
@@ -216,25 +260,10 @@ class ModelStore:
         )
 
     def current_record(self) -> dict[str, Any] | None:
-        """The promotion ``CURRENT.json`` records (``None``: none); a damaged one is a :class:`StateError`
-        naming it, with what to do."""
+        """The promotion ``CURRENT.json`` records (``None``: no model was ever promoted); a damaged one is a
+        :class:`StateError` naming it, with what to do."""
         path = self.root / CURRENT
         return self._pointer(path) if path.exists() else None
-
-    def _pointer(self, path: Path) -> dict[str, Any]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise TypeError(f"a JSON {type(data).__name__}, not an object")
-            str(data["version"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            why = "no 'version' key" if isinstance(exc, KeyError) else str(exc)
-            last = self.last_promoted()
-            raise StateError(
-                f"{path}: unreadable ({why}). "
-                + (self._restore_hint(last) if last else "Delete it: no promotion is recorded in the history")
-            ) from None
-        return data
 
     def promote(self, version: str | Path, reason: str, **extra: Any) -> None:
         """Make ``version`` the current model (one atomic write of the pointer) and log the decision;

@@ -171,12 +171,18 @@ def _split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _row_at(prefix: str, fmt: str) -> int | None:
+def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
     """The data row (``None``: the header) holding the character that follows ``prefix``, counted as the
     readers below count rows (CSV: records, a quoted field may span lines; TSV and JSONL: non-blank
-    lines, the TSV header excluded)."""
+    lines, the TSV header excluded, ended by ``newline``: ``"\\r"`` in a file that has no ``"\\n"``, as
+    :func:`_split_lines` reads it).
+
+    Example:
+        >>> _row_at("id\\ttitle\\rn1\\tFloods\\rn2\\t", "tsv", "\\r")
+        2
+    """
     if fmt in ("jsonl", "tsv"):  # rows are the non-blank lines (the header first, for TSV)
-        lines = prefix.split("\n")
+        lines = prefix.split(newline)
         n = sum(1 for line in lines[:-1] if line.strip()) + (1 if fmt == "jsonl" else 0)
         return n or None
     # a sentinel keeps the record holding the bad byte from being empty; non-strict: it may be inside quotes
@@ -191,8 +197,9 @@ def _decode(path: Path, data: bytes, fmt: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         start = exc.start + bom  # the offset in the file (the codec counts after the byte-order mark)
-        line = data.count(b"\n", 0, start) + 1
-        row = _row_at(data[bom:start].decode("utf-8"), fmt)
+        newline = "\n" if b"\n" in data or b"\r" not in data else "\r"  # old Mac line endings: "\r" only
+        line = data.count(newline.encode(), 0, start) + 1
+        row = _row_at(data[bom:start].decode("utf-8"), fmt, newline)
         raise InputError(
             path,
             row,

@@ -132,3 +132,33 @@ def test_e5_loads_with_prefix_and_handles_chinese() -> None:
     )
     assert e[0] @ e[1] > 0.9
     assert e[0] @ e[1] > e[0] @ e[2] and e[0] @ e[1] > e[0] @ e[3]
+
+
+def test_a_folder_without_its_tokenizer_or_config_files_is_refused_by_the_missing_file(
+    tmp_path: Path,
+) -> None:
+    """A folder not saved by nlsim that lost its tokenizer's files would load with a tokenizer knowing no
+    word (every text embedding alike); one that lost config.json beside its weights is a damaged model
+    folder, not "not a model folder"; a folder with neither is no model folder."""
+    from nlsim.encoders.registry import _transformer_subfolder, check_tokenizer_files
+    from nlsim.errors import StateError
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizer"}')
+    with pytest.raises(
+        StateError, match=r"m/tokenizer\.json: missing, and the folder holds no other tokenizer"
+    ):
+        check_tokenizer_files(folder, folder)
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nfloods\n")  # a slow tokenizer's vocabulary
+    check_tokenizer_files(folder, folder)
+    (folder / "config.json").unlink()
+    (folder / "model.safetensors").write_bytes(b"weights")
+    with pytest.raises(
+        StateError, match=r"m/config\.json: missing; the folder holds a model's model\.safetensors"
+    ):
+        _transformer_subfolder(folder)
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(ConfigError, match=r"m: not a model folder \(no config\.json\)"):
+        _transformer_subfolder(folder)

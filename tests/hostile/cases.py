@@ -19,10 +19,10 @@ folders nlsim did not write, paths through folders not made yet), bad options (d
 bad calibration files, bad pair files and editors' files, broken state folders, damaged model folders (any
 file against the manifest written when nlsim saved it, the reranker's too), text that spreadsheets or the
 page must keep as text (control characters, formulas, a right-to-left override), progress in a log file,
-damaged or locked model stores and what killed chains left, reports that are not one run, pairs that do not
-belong to the report they judge, a daily run after a model change, the editors' verdict store lost, cut,
-torn, left by a killed merge or shared by the pair files of one stem, and the series veto under a low
-threshold. The model is the small
+damaged, locked or misnamed model stores (a report folder given as one) and what killed chains left,
+reports that are not one run, pairs that do not belong to the report they judge, a daily run after a model
+change, the editors' verdict store lost, cut, torn, left by a killed merge or shared by the pair files of one
+stem, and the series veto under a low threshold. The model is the small
 ``paraphrase-MiniLM-L3-v2`` with ``--threshold``, ``--no-cache`` and tiny corpora (and a chain trained once
 on 24 headlines). A case meant to work passes only when its result is right (its check).
 
@@ -199,6 +199,18 @@ def bad_corpora() -> list[Case]:
         ),
         ("csv-placeholder-date", "news.csv", HEAD + csv_rows(1) + "n2,Floods,AP,0001-01-01\n", ("row 2",)),
         (
+            "csv-unix-seconds-date",
+            "news.csv",
+            HEAD + csv_rows(1) + "n2,Floods,AP,1700000000\n",
+            ("row 2", "'published_at'", "a number", "ISO 8601"),
+        ),
+        (
+            "csv-unix-milliseconds-date",
+            "news.csv",
+            HEAD + csv_rows(2) + "n3,Floods,AP,1714550400000\n",
+            ("row 3", "'published_at'", "a number", "ISO 8601"),
+        ),
+        (
             "csv-published-at-spelt-otherwise",
             "news.csv",
             "id,title,Published_At\nn1,Floods,2024-05-01\n",
@@ -211,6 +223,12 @@ def bad_corpora() -> list[Case]:
         ("tsv-field-count", "news.tsv", "id\ttitle\nn1\tFloods\nn2\tStorm\tAP\n", ("row 2", "fields")),
         ("tsv-tab-in-title", "news.tsv", "id\ttitle\tsource\nn1\tFloods\tnorth\tAP\n", ("row 1", "fields")),
         ("tsv-latin-1-header", "news.tsv", "id\ttitl\xe9\nn1\ta\n".encode("latin-1"), ("header", "UTF-8")),
+        (  # old Mac line endings (only "\r"), as Excel for Mac writes: the row is counted as the reader does
+            "tsv-gb18030-old-mac-line-endings",
+            "news.tsv",
+            "id\ttitle\rn1\tFloods\rn2\tStorm\rn3\t股市大跌\r".encode("gb18030"),
+            ("row 3", "line 4", "UTF-8"),
+        ),
         ("jsonl-invalid-line", "news.jsonl", jsonl(GOOD_RECORDS[:2]) + "{id: 3}\n", ("row 3", "JSON")),
         (
             "jsonl-truncated-last-line",
@@ -1758,6 +1776,12 @@ def _legacy(folder: Path) -> None:
     (folder / "nlsim.json").write_text(json.dumps(meta))
 
 
+def _foreign(folder: Path) -> None:
+    """The folder as a plain Hugging Face folder, not saved by nlsim (no manifest, marker nor nlsim.json)."""
+    for name in ("manifest.json", ".nlsim.json", "nlsim.json"):
+        (folder / name).unlink()
+
+
 def _tear_history(d: Path) -> None:
     """A last line an older writer left torn, killed in the middle of an append."""
     path = d / "models" / "history.jsonl"
@@ -1873,6 +1897,26 @@ def model_files_and_store(template: Path) -> list[Case]:
             "model-saved-before-manifests-without-tokenizer-json",
             lambda m: (_legacy(m), _unlink(m / "tokenizer.json")),
             ("tokenizer.json",),
+        ),
+        (
+            "model-config-json-deleted",
+            lambda m: _unlink(m / "config.json"),
+            ("config.json: missing", "manifest.json"),
+        ),
+        (
+            "model-saved-before-manifests-without-config-json",
+            lambda m: (_legacy(m), _unlink(m / "config.json")),
+            ("config.json: missing", "nlsim saved this folder with it"),
+        ),
+        (  # transformers would build a tokenizer knowing no word: every text would embed alike
+            "model-not-saved-by-nlsim-without-tokenizer-json",
+            lambda m: (_foreign(m), _unlink(m / "tokenizer.json")),
+            ("tokenizer.json: missing", "no other tokenizer file"),
+        ),
+        (
+            "model-not-saved-by-nlsim-without-config-json",
+            lambda m: (_foreign(m), _unlink(m / "config.json")),
+            ("config.json: missing", "model.safetensors"),
         ),
     ):
         model_case(name, plain, damage, words)
@@ -2397,6 +2441,14 @@ def editors_files() -> list[Case]:
             ("sheet row 2", "U+000B"),
         ),
         ("merge-a-bell", merge, editors_file([("i2", "i3", t2 + "\x07", t3)]), ("sheet row 2", "U+0007")),
+        (  # saved as GB18030, not UTF-8: the row named as every other problem of the file is, by sheet row
+            "merge-an-export-saved-as-gb18030",
+            merge,
+            editors_file(
+                [("i2", "i3", t2, t3), ("i4", "i5", t2, t3), ("i6", "i7", "股市大跌", "股市下跌")]
+            ).encode("gb18030"),
+            ("export.csv", "sheet row 4", "line 4", "UTF-8"),
+        ),
         (
             "merge-an-escape",
             merge,
@@ -2925,6 +2977,76 @@ TEMPLATES: dict[str, Callable[[Path], None]] = {
 """The folders some cases copy, built once per run by :func:`build_templates` (the chain's trains a model)."""
 
 
+def _store_folder(d: Path) -> None:
+    """``models/`` (which holds the case's CURRENT.json) marked as the model store nlsim made."""
+    from nlsim.io.ownership import write_marker
+
+    write_marker(d / "models", "model-store")
+
+
+def _report_folder(d: Path) -> None:
+    from nlsim.io.ownership import claim_folder
+
+    claim_folder(d / "rep", "report")
+
+
+def _report_before_markers(d: Path) -> None:
+    """A report folder as an nlsim before markers wrote it: its run.json lists its files' SHA-256."""
+    from nlsim.io.atomic import file_sha256
+
+    (d / "rep").mkdir()
+    (d / "rep" / "pairs.csv").write_text("id_a,id_b,similarity\nn1,n2,0.95\n")
+    files = {"pairs.csv": file_sha256(d / "rep" / "pairs.csv")}
+    (d / "rep" / "run.json").write_text(json.dumps({"files": files}))
+
+
+def stores_named_wrongly() -> list[Case]:
+    """A model store whose CURRENT.json is damaged (not JSON, another shape), and a report folder given as
+    the model store: each named, with what to do."""
+    g = "bad model store"
+    listing = ["models", "list", "--model-store", "models"]
+    out = [
+        Case(
+            f"models-list-with-current-json-{name}",
+            g,
+            listing,
+            {"models/CURRENT.json": text, **USER_FILES},
+            words=("models/CURRENT.json", "damaged", why, "nlsim models promote"),
+            status=1,
+            setup=_store_folder,
+        )
+        for name, text, why in (
+            ("not-json", '{"version": ', "not valid JSON"),
+            ("a-list", '["v0001-0badf00d"]', "a JSON list"),
+            ("without-a-version", '{"promoted_at": "2026-11-20T03:00:00+00:00"}', "names no version"),
+        )
+    ]
+    named = ("--model-store rep", "is a report folder", "not a model store")
+    for how, setup in (("", _report_folder), ("-written-before-markers", _report_before_markers)):
+        for which, argv in (
+            ("models-list", ["models", "list", "--model-store", "rep"]),
+            ("dedup-current", dedup("news.csv", "--model-store", "rep", out="out", threshold=None)),
+            (
+                "pipeline",
+                ["pipeline", "--pairs", "pairs.tsv", "--corpus", "news.csv", "--model-store", "rep"],
+            ),
+        ):
+            if which == "dedup-current":
+                argv[argv.index(MODEL)] = "current"
+            out.append(
+                Case(
+                    f"{which}-with-a-report-folder{how}-as-the-model-store",
+                    g,
+                    argv,
+                    {"news.csv": GOOD_CSV, "pairs.tsv": pair_table(), **USER_FILES},
+                    words=named,
+                    status=2,
+                    setup=setup,
+                )
+            )
+    return out
+
+
 def all_cases(work: Path) -> list[Case]:
     """Every case, its templates under ``work`` (built later by :func:`build_templates`, only for the cases
     that run). Case names are unique."""
@@ -2945,6 +3067,7 @@ def all_cases(work: Path) -> list[Case]:
         + calibration_fallback()
         + stores_chains_and_reports(work / "_chain")
         + verdict_stores(work / "_chain")
+        + stores_named_wrongly()
     )
     names = [c.name for c in cases]
     assert len(set(names)) == len(names), "case names must be unique"

@@ -487,3 +487,17 @@ def test_text_fields_the_file_lacks_entirely_are_refused_not_embedded_empty(tmp_
         load_corpus(path, text_fields=fields)
     assert err.value.field == fields[0] and "column missing" in err.value.reason
     assert load_corpus(path, text_fields=("title", *fields)).texts() == ["颱風登陸", "股市大漲"]
+
+
+@pytest.mark.parametrize("cell", ["1700000000", "1714550400000", "1.7e9", "2024", "17000000", "-5"])
+def test_a_number_written_as_text_is_not_a_time(tmp_path, cell):
+    """A CSV cell of digits is text: a Unix time in seconds or milliseconds is refused by its row as a number
+    (not as a year past 9999), while a date written year first in digits alone is read as that date."""
+    path = write_csv(tmp_path / "c.csv", f"id,title,published_at\na,Floods,20240501\nb,Storm,{cell}\n")
+    with pytest.raises(InputError, match=rf"row 2, field 'published_at': a number \('{re.escape(cell)}'\)"):
+        load_corpus(path)
+    path = write_csv(
+        tmp_path / "d.csv", "id,title,published_at\na,Floods,20240501\nb,Storm,202405010830\nc,Rain,\n"
+    )
+    read = load_corpus(path).frame["published_at"]
+    assert [str(t) for t in read[:2]] == ["2024-05-01 00:00:00+00:00", "2024-05-01 08:30:00+00:00"]

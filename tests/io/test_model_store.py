@@ -319,3 +319,46 @@ def test_what_a_killed_save_leaves_is_swept(tmp_path: Path, point: str) -> None:
     now = sorted(p.name for p in versions.iterdir())
     assert len(now) == 1 and now[0].startswith("v0001-") and (versions / now[0] / "store.json").is_file()
     assert ModelStore(folder / "models").find(ModelStore(folder / "models").info(now[0])["fingerprint"])
+
+
+@pytest.mark.parametrize(
+    ("pointer", "why"),
+    [
+        ('{"version": ', "not valid JSON"),
+        ('["v0001-aaaaaaaa"]', "a JSON list, not an object"),
+        ('"v0001-aaaaaaaa"', "a JSON str, not an object"),
+        ('{"version": 1}', "it names no version"),
+    ],
+)
+def test_a_damaged_pointer_is_named_with_what_to_do_wherever_it_is_read(
+    tmp_path: Path, pointer: str, why: str
+) -> None:
+    """CURRENT.json that is not an object naming a version: every reader (the current version, the pointer's
+    record, the rollback stack) names the file, why, and what to do; none fails on its shape."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    (tmp_path / "models" / "CURRENT.json").write_text(pointer)
+    for read in (store.current, store.current_record, store.previous):
+        with pytest.raises(StateError, match=rf"CURRENT\.json: damaged: {why}.*nlsim models promote") as err:
+            read()
+        assert "delete" in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["report", "daily-report", "model", "state", "learning-curve"])
+def test_a_folder_nlsim_wrote_as_another_kind_is_not_taken_for_a_model_store(
+    tmp_path: Path, kind: str
+) -> None:
+    """Read as a store, a report folder would be one where no model was ever promoted, and the advice
+    would be to train into it: it is named as what it is, and nothing is written into it."""
+    from nlsim.errors import ConfigError
+    from nlsim.io.ownership import claim_folder
+
+    claim_folder(tmp_path / "x", kind)
+    store = ModelStore(tmp_path / "x")
+    with pytest.raises(ConfigError, match=r"--model-store .*x is a .*, not a model store") as err:
+        store.check_kind()
+    assert kind.replace("-", " ") in str(err.value)
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [".nlsim.json"]  # nothing written
+    ModelStore(tmp_path / "models").check_kind()  # not there yet: a store the chain makes
+    claim_folder(tmp_path / "models", "model-store")
+    ModelStore(tmp_path / "models").check_kind()

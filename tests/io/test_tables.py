@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from nlsim.errors import InputError
 from nlsim.io.tables import read_table
 
 
@@ -52,3 +54,16 @@ def test_a_file_with_old_mac_line_endings_is_read_by_row(tmp_path: Path) -> None
     for name in ("cr.tsv", "cr.csv", "cr.jsonl"):
         frame = read_table(tmp_path / name)
         assert frame["id"].tolist() == ["n1", "n2"], name
+
+
+def test_a_byte_that_is_not_utf8_in_a_file_with_old_mac_line_endings_is_named_by_its_row(
+    tmp_path: Path,
+) -> None:
+    """A GB18030 TSV or JSONL with CR alone: the bad byte's data row and line, as the file is read by row
+    (not "in the header", as when only "\\n" counted)."""
+    (tmp_path / "cr.tsv").write_bytes("id\ttitle\rn1\tA\rn2\tB\rn3\t股市大跌\r".encode("gb18030"))
+    rows = "".join(f'{{"id": "n{i}", "title": "{t}"}}\r' for i, t in ((1, "A"), (2, "B"), (3, "股市大跌")))
+    (tmp_path / "cr.jsonl").write_bytes(rows.encode("gb18030"))
+    for name, line in (("cr.tsv", 4), ("cr.jsonl", 3)):
+        with pytest.raises(InputError, match=rf"{name}: row 3: not valid UTF-8 text: .*\(line {line}\)"):
+            read_table(tmp_path / name)
