@@ -49,6 +49,7 @@ from nlsim.dedup.sharded import (
     write_shard_inputs,
 )
 from nlsim.encoders import MODELS
+from nlsim.errors import ConfigError
 from nlsim.options import option
 from nlsim.search.neighbors import merge_pairs
 
@@ -69,6 +70,12 @@ class DaskOptions:
         "tasks (default: a temporary folder for a local cluster; an existing cluster without it gets them "
         "as bytes in every task)",
     )
+
+    def __post_init__(self) -> None:
+        counts = {"--n-workers": self.n_workers, "--threads-per-worker": self.threads_per_worker}
+        for flag, value in {**counts, "--shard-size": self.shard_size}.items():
+            if int(value) < 1:  # a cluster of no worker or thread waits for ever; a shard of none loops
+                raise ConfigError(f"{flag} must be >= 1, got {value}")
 
 
 def make_task_runner(options: DaskOptions) -> Any:

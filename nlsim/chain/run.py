@@ -73,8 +73,9 @@ from nlsim.evaluation.judge import describe
 from nlsim.evaluation.metrics import convert_texts, metrics_from_scores, pair_similarities
 from nlsim.inference.gpu import gpu_info
 from nlsim.io.atomic import atomic_write_text
+from nlsim.io.lock import GUARD_NAME
 from nlsim.io.model_store import ModelStore
-from nlsim.io.ownership import check_claimable, check_outputs_apart, check_writable
+from nlsim.io.ownership import check_claimable, check_outputs_apart, check_writable, claimed
 from nlsim.io.pairs import load_pairs
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file
@@ -622,7 +623,7 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
         check_input_file(path)
     check_writable(cfg.model_store, what="--model-store")
     ModelStore(cfg.model_store).check_kind()
-    ModelStore(cfg.model_store).claim()
+    check_claimable(cfg.model_store, "model-store", what="model store")  # claimed by the run
     if cfg.make_report:
         check_writable(cfg.report.out, what="--out")
         check_claimable(cfg.report.out, "report", what="--out")  # claimed by the run's hold of it
@@ -665,11 +666,13 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     """Run the chain (see the module docstring), holding the model store's lock and, with a report, the
     report folder's (:func:`~nlsim.report.files.hold_report_folder`: a second run into it is refused now,
-    not after the training)."""
+    not after the training). A chain that fails before it writes the store leaves no trace of its claim
+    of it (:func:`~nlsim.io.ownership.claimed`)."""
     check_chain_paths(cfg)
     store = ModelStore(cfg.model_store)
     report = hold_report_folder(cfg.report.out) if cfg.make_report else nullcontext()
-    with store.lock() as lock, report:
+    claim = claimed(store.root, "model-store", what="model store", also=(GUARD_NAME,))
+    with claim, store.lock() as lock, report:
         if lock.message:
             say(lock.message)
         for done in store.recover():

@@ -112,9 +112,12 @@ def claim_folder(folder: str | Path, kind: str, *, what: str = "output folder") 
 
 
 @contextlib.contextmanager
-def claimed(folder: str | Path, kind: str, *, what: str = "output folder") -> Iterator[Path]:
+def claimed(
+    folder: str | Path, kind: str, *, what: str = "output folder", also: Collection[str] = ()
+) -> Iterator[Path]:
     """:func:`claim_folder` for one run: a run that fails having written nothing but the claim leaves no
-    trace of it (the marker it added; the folder, when the run made it and it is empty again).
+    trace of it (the marker it added, and the names in ``also``, a lock's guard; the folder, when the run
+    made it and it is empty again).
 
     Example:
         >>> import tempfile, pathlib
@@ -134,7 +137,7 @@ def claimed(folder: str | Path, kind: str, *, what: str = "output folder") -> It
     try:
         yield typed
     except BaseException:
-        unclaim(typed, before, made)
+        unclaim(typed, before, made, also)
         raise
 
 

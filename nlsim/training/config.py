@@ -176,6 +176,7 @@ class BiEncoderSettings:
         0.25,
         help="with --drop-easy: the share of the easy pairs an epoch still trains on, drawn afresh each "
         "epoch, their loss weighted by its inverse (0 = leave all of them out)",
+        needs="drop_easy",
     )
     log_every: int = option(25, help="log the loss every N steps", cli=False)
 
@@ -251,6 +252,7 @@ class CrossEncoderSettings:
         help="with --cross-encoder-drop-easy: the share of the easy pairs an epoch still trains on, drawn "
         "afresh each epoch, their loss weighted by its inverse (0 = leave all of them out)",
         name="cross_encoder_easy_sample",
+        needs="cross_encoder_drop_easy",
     )
     rerank_weight: float = option(
         0.5,

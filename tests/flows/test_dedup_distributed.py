@@ -20,6 +20,18 @@ def test_task_runner_choice() -> None:
     assert local.cluster_kwargs["processes"] is True
 
 
+@pytest.mark.parametrize("flag", ["--n-workers", "--threads-per-worker", "--shard-size"])
+def test_a_count_below_one_is_refused_before_any_work(tmp_path, capsys, flag: str) -> None:
+    from flows.dedup_distributed import main
+
+    out = tmp_path / "rep"
+    with pytest.raises(SystemExit) as exited:
+        main(["--corpus", str(tmp_path / "news.csv"), "--out", str(out), flag, "0"])
+    assert exited.value.code == 2
+    assert f"{flag} must be >= 1, got 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
     from flows.dedup_distributed import embed_shard_task
 

@@ -985,6 +985,28 @@ OPTION_CASES = {
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--judge-split", "test", *DEDUP],
         "--judge-split works with --judge-pairs",
     ),
+    "easy-sample-without-drop-easy": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--easy-sample", "0.5"],
+        "--easy-sample works with --drop-easy",
+    ),
+    "cross-encoder-easy-sample-with-drop-easy-off": (
+        [
+            "pipeline",
+            "--pairs",
+            "pairs.tsv",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "rep",
+            "--model-store",
+            "st",
+            "--cross-encoder-drop-easy",
+            "0",
+            "--cross-encoder-easy-sample",
+            "0.5",
+        ],
+        "--cross-encoder-easy-sample works with --cross-encoder-drop-easy",
+    ),
     "draw-threshold-out-of-range": (
         ["annotate", "draw", "--corpus", "news.csv", "--out", "draw.csv", "--threshold", "5"],
         "--threshold: must be a number in [-1, 1]",
@@ -1051,6 +1073,20 @@ def test_a_pipeline_refused_on_a_bad_row_leaves_no_report_folder(tmp_path: Path)
     )
     refused(proc, 1, "news.csv", "published_at")
     assert not (tmp_path / "rep").exists()  # the chain made it for its hold, and took it away again
+    assert not (tmp_path / "st").exists()  # and its claim of the model store, which it had not written
+
+
+def test_a_pipeline_refused_on_its_report_folder_leaves_a_users_empty_store_as_it_was(tmp_path: Path) -> None:
+    news(tmp_path)
+    write_stsb_sample(tmp_path, 16, 16, 12)
+    (tmp_path / "st").mkdir()
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "notes.txt").write_text("an editor's notes\n", encoding="utf-8")
+    args = ("--pairs", "pairs.tsv", "--corpus", "news.csv", "--out", "rep", "--model-store", "st")
+    proc = nlsim("pipeline", *args, cwd=tmp_path)
+    refused(proc, 2, "rep")
+    assert entries(tmp_path / "st") == []  # no marker, no lock guard: the user's folder as it was
+    assert entries(tmp_path / "rep") == ["notes.txt"]
 
 
 @pytest.mark.parametrize("made", [True, False], ids=["new", "empty"])
