@@ -927,6 +927,7 @@ def test_hostile_title_keeps_the_markdown_summary_table() -> None:
 
 # --- options that cannot work, or do nothing without another, are refused before any work ---------------
 
+PIPELINE = ["pipeline", "--pairs", "pairs.tsv", "--corpus", "news.csv", "--out", "rep", "--model-store", "st"]
 OPTION_CASES = {
     "embed-threads-0": (["embed", "--corpus", "news.csv", "--out", "e.npy", "--threads", "0"], "--threads"),
     "evaluate-threads-negative": (
@@ -990,21 +991,7 @@ OPTION_CASES = {
         "--easy-sample works with --drop-easy",
     ),
     "cross-encoder-easy-sample-with-drop-easy-off": (
-        [
-            "pipeline",
-            "--pairs",
-            "pairs.tsv",
-            "--corpus",
-            "news.csv",
-            "--out",
-            "rep",
-            "--model-store",
-            "st",
-            "--cross-encoder-drop-easy",
-            "0",
-            "--cross-encoder-easy-sample",
-            "0.5",
-        ],
+        [*PIPELINE, "--cross-encoder-drop-easy", "0", "--cross-encoder-easy-sample", "0.5"],
         "--cross-encoder-easy-sample works with --cross-encoder-drop-easy",
     ),
     "draw-threshold-out-of-range": (
@@ -1016,18 +1003,7 @@ OPTION_CASES = {
         "--gpu asks for the search on a GPU, and there is none to use",
     ),
     "pipeline-gpu-without-gpu": (
-        [
-            "pipeline",
-            "--pairs",
-            "pairs.tsv",
-            "--corpus",
-            "news.csv",
-            "--out",
-            "rep",
-            "--model-store",
-            "st",
-            "--gpu",
-        ],
+        [*PIPELINE, "--gpu"],
         "--gpu asks for the search on a GPU, and there is none to use",
     ),
 }
