@@ -67,13 +67,28 @@ def flow_name(spec: dict[str, Any]) -> str:
 
 
 def load_flow(spec: dict[str, Any]) -> Any:
+    """The flow an entry's ``entrypoint`` (``FILE.py:FUNCTION``, relative to the repository) names; a
+    :class:`SpecError` naming the entry when the file or the flow is not there."""
+    from prefect.exceptions import PrefectException
     from prefect.flows import load_flow_from_entrypoint
 
-    module_file, func = spec["entrypoint"].split(":")
+    entry = str(spec["entrypoint"])
+    module_file, _, func = entry.rpartition(":")
+    if not module_file or not func or not module_file.endswith(".py"):
+        raise SpecError(f"deployment {spec['name']!r}: entrypoint {entry!r}: give FILE.py:FUNCTION")
     path = Path(module_file)
     if not path.is_absolute():
         path = ROOT / path
-    return load_flow_from_entrypoint(f"{path}:{func}", use_placeholder_flow=False)
+    if not path.is_file():
+        raise SpecError(f"deployment {spec['name']!r}: entrypoint {entry!r}: {path} does not exist")
+    try:
+        return load_flow_from_entrypoint(f"{path}:{func}", use_placeholder_flow=False)
+    except PrefectException as exc:  # no such flow in the file, or the file fails to import
+        cause = exc.__cause__ or exc
+        raise SpecError(
+            f"deployment {spec['name']!r}: entrypoint {entry!r} cannot be loaded: "
+            f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+        ) from None
 
 
 def deployment_names(specs: list[dict[str, Any]]) -> list[str]:
@@ -82,23 +97,40 @@ def deployment_names(specs: list[dict[str, Any]]) -> list[str]:
 
 
 def schedules_of(spec: dict[str, Any]) -> list[Any]:
-    """The entry's schedules as Prefect ``Cron``/``Interval`` objects (time zone included)."""
+    """The entry's schedules as Prefect ``Cron``/``Interval`` objects (time zone included); a
+    :class:`SpecError` for a schedule serve would drop or the server would refuse only later."""
     from datetime import timedelta
+    from zoneinfo import ZoneInfo
 
     from prefect.schedules import Cron, Interval
 
+    where = f"deployment {spec['name']!r}: schedule"
     out = []
-    for s in spec.get("schedules") or []:
+    for i, s in enumerate(spec.get("schedules") or [], 1):
+        if not isinstance(s, dict) or bool(s.get("cron")) == bool(s.get("interval")):
+            raise SpecError(f"{where} {i}: give either 'cron' or 'interval' (seconds), got {s!r}")
+        unknown = set(s) - {"cron", "interval", "timezone", "active"}
+        if unknown:
+            raise SpecError(f"{where} {i}: keys not understood by serve: {', '.join(sorted(unknown))}")
+        zone = s.get("timezone")
+        try:
+            if zone is not None:
+                ZoneInfo(str(zone))
+        except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+            raise SpecError(f"{where} {i}: unknown time zone {zone!r} (e.g. Asia/Taipei, UTC)") from None
+        active = s.get("active", True)
+        if not isinstance(active, bool):
+            raise SpecError(f"{where} {i}: 'active' must be true or false, got {active!r}")
         if s.get("cron"):
-            out.append(Cron(s["cron"], timezone=s.get("timezone"), active=s.get("active", True)))
-        elif s.get("interval"):
-            out.append(
-                Interval(
-                    timedelta(seconds=float(s["interval"])),
-                    timezone=s.get("timezone"),
-                    active=s.get("active", True),
-                )
-            )
+            try:
+                out.append(Cron(str(s["cron"]), timezone=zone, active=active))
+            except ValueError as exc:
+                raise SpecError(f"{where} {i}: {exc}") from None
+            continue
+        seconds = s["interval"]
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+            raise SpecError(f"{where} {i}: 'interval' must be a number of seconds > 0, got {seconds!r}")
+        out.append(Interval(timedelta(seconds=float(seconds)), timezone=zone, active=active))
     return out
 
 
@@ -110,45 +142,79 @@ IGNORED = ("work_pool", "build", "push", "pull", "job_variables")
 
 
 def concurrency_of(spec: dict[str, Any]) -> Any:
-    """The entry's ``concurrency_limit`` (a number, or ``{limit, collision_strategy}``) for "
-    "``to_deployment``."""
+    """The entry's ``concurrency_limit`` (a number, or ``{limit, collision_strategy}``) for
+    ``to_deployment``; a :class:`SpecError` for any other value."""
     value = spec.get("concurrency_limit")
-    if value is None or isinstance(value, int):
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         return value
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 
-    return ConcurrencyLimitConfig(
-        limit=int(value["limit"]),
-        collision_strategy=ConcurrencyLimitStrategy(value.get("collision_strategy", "ENQUEUE")),
-    )
+    strategies = [s.value for s in ConcurrencyLimitStrategy]
+    limit = value.get("limit") if isinstance(value, dict) else None
+    strategy = value.get("collision_strategy", "ENQUEUE") if isinstance(value, dict) else None
+    if (
+        not isinstance(value, dict)
+        or set(value) - {"limit", "collision_strategy"}
+        or isinstance(limit, bool)
+        or not isinstance(limit, int)
+        or limit < 1
+        or strategy not in strategies
+    ):
+        raise SpecError(
+            f"deployment {spec['name']!r}: concurrency_limit must be a whole number >= 1 or "
+            f"{{limit: N, collision_strategy: {' or '.join(strategies)}}}, got {value!r}"
+        )
+    return ConcurrencyLimitConfig(limit=limit, collision_strategy=ConcurrencyLimitStrategy(strategy))
+
+
+def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
+    """The entry's ``parameters``, each the name of a parameter of its flow (a misspelt one would make
+    every run of the deployment fail, the first one hours later on its schedule)."""
+    params = spec.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise SpecError(f"deployment {spec['name']!r}: 'parameters' must be a mapping of name: value")
+    known = set(flow.parameters.properties)
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise SpecError(
+            f"deployment {spec['name']!r}: {', '.join(unknown)}: not a parameter of the flow {flow.name!r} "
+            "(its parameters: the settings of its configuration by their flat names, e.g. "
+            f"{', '.join(sorted(known)[:6])}, ...)"
+        )
+    return params
 
 
 def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None) -> list[Any]:
-    """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``)."""
+    """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``); a
+    :class:`SpecError` for an entry that cannot be served as it is written, before any is served."""
     deployments = []
     for spec in specs:
         unknown = set(spec) - set(PASSED) - set(HANDLED) - set(IGNORED)
         if unknown:
-            raise SystemExit(
+            raise SpecError(
                 f"deployment {spec['name']!r}: keys not understood by serve: {', '.join(sorted(unknown))}"
             )
         flow = load_flow(spec)
         full = f"{flow.name}/{spec['name']}"
+        schedules, limit, params = schedules_of(spec), concurrency_of(spec), check_parameters(spec, flow)
         if only and full not in only and spec["name"] not in only:
             continue
         options = {k: spec[k] for k in PASSED if k in spec}
-        options["parameters"] = spec.get("parameters") or {}
+        options["parameters"] = params
         deployments.append(
-            flow.to_deployment(
-                name=spec["name"],
-                schedules=schedules_of(spec),
-                concurrency_limit=concurrency_of(spec),
-                **options,
-            )
+            flow.to_deployment(name=spec["name"], schedules=schedules, concurrency_limit=limit, **options)
         )
     if only and not deployments:
-        raise SystemExit(f"no deployment named {', '.join(only)} in the file")
+        raise SpecError(f"no deployment named {', '.join(only)} in the file")
     return deployments
+
+
+def describe(deployment: Any, entrypoint: str) -> str:
+    """One line of ``--list``: the deployment, its entry point and its schedules."""
+    scheds = [s.schedule for s in deployment.schedules]
+    said = [f"cron {s.cron} ({s.timezone or 'UTC'})" for s in scheds if getattr(s, "cron", None)]
+    said += [f"every {s.interval} ({s.timezone or 'UTC'})" for s in scheds if getattr(s, "interval", None)]
+    return f"{deployment.flow_name}/{deployment.name}: {entrypoint} - {'; '.join(said) or 'manual'}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,35 +233,18 @@ def main(argv: list[str] | None = None) -> int:
         "--list", action="store_true", help="print the deployments and their schedules, then exit"
     )
     args = parser.parse_args(argv)
-    try:
+    try:  # every entry is checked before any is served: a refusal serves nothing (exit status 2)
         specs = load_specs(args.file)
+        deployments = build_deployments(specs, args.only)
     except SpecError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.list:
-        listed = [
-            s for s in specs if not args.only or {f"{flow_name(s)}/{s['name']}", s["name"]} & set(args.only)
-        ]
-        if args.only and not listed:
-            print(
-                f"{parser.prog}: error: no deployment named {', '.join(args.only)} in the file",
-                file=sys.stderr,
-            )
-            return 1
-        for spec in listed:
-            sched = (
-                "; ".join(
-                    f"cron {s['cron']} ({s.get('timezone', 'UTC')})"
-                    for s in spec.get("schedules") or []
-                    if s.get("cron")
-                )
-                or "manual"
-            )
-            print(f"{flow_name(spec)}/{spec['name']}: {spec['entrypoint']} - {sched}")
+        entries = {s["name"]: s["entrypoint"] for s in specs}
+        print("\n".join(describe(d, entries[d.name]) for d in deployments))
         return 0
     from prefect import serve
 
-    deployments = build_deployments(specs, args.only)
     print("serving " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
 
     def run() -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.serve import DEFAULT_FILE, build_deployments, deployment_names, load_specs
+from flows.serve import DEFAULT_FILE, build_deployments, deployment_names, load_specs, main
 from tests.flows.prefect_server import PREFECT, ROOT, PrefectServer, stop_process
 from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content
 
@@ -47,6 +47,59 @@ def test_prefect_yaml_parameters_are_config_fields() -> None:
     assert daily["convert"]["enum"] == ["none", "s2t", "t2s", "s2twp", "tw2sp"]
     assert daily["index_kind"]["enum"] == ["auto", "flat", "ivf", "hnsw"]
     assert "OpenCC" in daily["convert"]["description"]
+
+
+ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("deployments:\n- name: x\n  entrypoint: flows/nope.py:f\n", "nope.py does not exist"),
+        ("deployments:\n- name: x\n  entrypoint: flows/dedup.py\n", "give FILE.py:FUNCTION"),
+        ("deployments:\n- name: x\n  entrypoint: flows/dedup.py:nothing\n", "cannot be loaded"),
+        (ENTRY + "  schedules:\n  - cron: 'not a cron'\n", "schedule 1: Invalid cron string"),
+        (ENTRY + "  schedules:\n  - corn: '0 3 * * *'\n", "give either 'cron' or 'interval'"),
+        (ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    timezone: Mars/Base\n", "unknown time zone"),
+        (ENTRY + "  schedules:\n  - interval: -5\n", "'interval' must be a number of seconds > 0"),
+        (ENTRY + "  concurrency_limit: abc\n", "concurrency_limit must be"),
+        (ENTRY + "  parameters:\n    corpus: a.parquet\n    colour: red\n", "colour: not a parameter"),
+        (ENTRY + "  colour: red\n", "keys not understood by serve: colour"),
+    ],
+    ids=["no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"],
+)
+@pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])
+def test_serve_refuses_an_entry_it_cannot_serve_in_one_line_before_serving(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    words: str,
+    listing: list[str],
+) -> None:
+    """A deployment entry serve would drop (a misspelt schedule), that the server would refuse at its first
+    run (a parameter the flow lacks, a time zone) or that cannot load is one line and exit status 2, in
+    --list as when serving, before anything is served (it was a traceback, or a schedule silently gone)."""
+    import prefect
+
+    def served(*deployments: object) -> None:
+        raise AssertionError(f"served {len(deployments)} deployment(s)")
+
+    monkeypatch.setattr(prefect, "serve", served)
+    path = tmp_path / "prefect.yaml"
+    path.write_text(text)
+    assert main(["--file", str(path), *listing]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("python -m flows.serve: error: deployment 'x': ") and words in err, err
+
+
+def test_serve_refuses_an_unknown_only_as_an_option_that_cannot_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--only", "news-dedup/nightly"]) == 2
+    err = capsys.readouterr().err
+    assert err == "python -m flows.serve: error: no deployment named news-dedup/nightly in the file\n"
 
 
 def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: ANN001, ANN202

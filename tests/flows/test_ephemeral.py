@@ -125,7 +125,7 @@ def test_a_server_that_is_not_up_ends_the_command_in_one_line(tmp_path: Path, co
         ("deployments: 3\n", 2, "no list of deployment entries under 'deployments'"),
         (
             "deployments:\n- name: daily\n  entrypoint: flows/dedup.py:news_dedup\n",
-            1,
+            2,
             "no deployment named x/y",
         ),
     ],
