@@ -23,6 +23,7 @@ import inspect
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, get_args, get_origin
 
@@ -218,7 +219,31 @@ def run_from_command_line(
             params.update(parameters(config_from_args(cls, args)))
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
-    return exit_on_api_failure(prog, lambda: 0 if flow_(**params, return_state=True).is_completed() else 1)
+    return exit_on_api_failure(prog, lambda: exit_status(prog, flow_(**params, return_state=True)))
+
+
+USAGE = f"{ConfigError.__name__}: "
+"""How the message of a run that nlsim refused for an option that cannot work begins (:func:`fail`)."""
+
+
+def exit_status(prog: str, state: Any) -> int:
+    """The exit status of ``python -m flows.X`` for the flow run's final ``state``, as ``nlsim`` has it: 0
+    completed; 2 a value that cannot work (:class:`~nlsim.errors.ConfigError`), refused before any work; 1
+    any other failure. A failed run's reason ends the output, once, as ``PROG: error: ...``.
+
+    Example:
+        >>> from prefect.states import Completed, Failed
+        >>> exit_status("python -m flows.dedup", Completed())
+        0
+        >>> exit_status("python -m flows.dedup", Failed(message="ConfigError: --out x is a file"))
+        2
+    """
+    if state.is_completed():
+        return 0
+    message = " ".join(str(state.message or state.name).split())
+    usage = message.startswith(USAGE)
+    print(f"{prog}: error: {message.removeprefix(USAGE) if usage else message}", file=sys.stderr)
+    return 2 if usage else 1
 
 
 def fail(message: str) -> Any:

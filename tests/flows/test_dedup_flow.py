@@ -75,3 +75,26 @@ def test_a_flow_refuses_a_value_that_cannot_work_in_one_line_with_exit_2(main, a
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err and err.count("error:") == 1
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "status", "words"),
+    [
+        ("flows.dedup", ["--out", "{corpus}", "--threshold", "0.9"], 2, "is the same path as --corpus"),
+        ("flows.dedup", ["--corpus", "{tmp}/none.parquet", "--threshold", "0.9"], 1, "none.parquet"),
+    ],
+    ids=["option", "input"],
+)
+def test_a_run_refused_inside_the_flow_exits_as_nlsim_does_with_its_line_last(
+    prefect_harness, small_corpus, tmp_path, capsys, main, argv, words, status
+):
+    """An option nlsim refuses once the run has started (a path check) is exit status 2, a bad input 1, and
+    the reason is the command's last line (it was exit status 1 for both, the reason among the log lines)."""
+    import importlib
+
+    fill = {"corpus": str(small_corpus), "tmp": str(tmp_path)}
+    argv = ["--corpus", "{corpus}", "--out", "{tmp}/out", "--model", "paraphrase-MiniLM-L3-v2", *argv]
+    assert importlib.import_module(main).main([a.format(**fill) for a in argv]) == status
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"python -m {main}: error: ") and words in last, last
+    assert "ConfigError" not in last
