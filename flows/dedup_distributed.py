@@ -22,6 +22,7 @@ Run it::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from dataclasses import dataclass, fields
@@ -76,6 +77,38 @@ class DaskOptions:
         for flag, value in {**counts, "--shard-size": self.shard_size}.items():
             if int(value) < 1:  # a cluster of no worker or thread waits for ever; a shard of none loops
                 raise ConfigError(f"{flag} must be >= 1, got {value}")
+        shared = Path(self.shared_dir) if self.shared_dir else None
+        if shared is not None and not (shared.is_dir() and os.access(shared, os.W_OK | os.X_OK)):
+            found = (
+                "a file" if shared.is_file() else "not a writable folder" if shared.is_dir() else "missing"
+            )
+            raise ConfigError(  # the search tasks write into it, after the whole embedding: say it now
+                f"--shared-dir {self.shared_dir}: {found}; give an existing folder every worker can read"
+            )
+
+
+SCHEDULER_TIMEOUT_S = 10
+"""Seconds the flow waits for the scheduler at ``--dask-address`` to answer before any work."""
+
+
+def check_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT_S) -> None:
+    """Refuse, before any work, a ``--dask-address`` no Dask scheduler answers at (the first shard's task
+    found out 30 s after the corpus was read and the model loaded, with a traceback)."""
+    import asyncio
+
+    from distributed.comm import connect  # deferred: only this flow needs dask
+
+    async def knock() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(knock())
+    except (OSError, ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"--dask-address {address}: no Dask scheduler answers there ({' '.join(str(exc).split())}); "
+            "start one (dask scheduler) or leave --dask-address out for a local cluster"
+        ) from None
 
 
 def make_task_runner(options: DaskOptions) -> Any:
@@ -177,6 +210,8 @@ def _body(**params: Any) -> Any:
     names = {f.name for f in fields(DaskOptions)}
     options = DaskOptions(**{k: v for k, v in params.items() if k in names})
     config = DedupConfig.of(**{k: v for k, v in params.items() if k not in names})
+    if options.dask_address:
+        check_scheduler(options.dask_address)
     where = (
         options.dask_address
         or f"local Dask cluster, {options.n_workers} workers x {options.threads_per_worker} threads"

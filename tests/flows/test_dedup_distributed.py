@@ -32,6 +32,47 @@ def test_a_count_below_one_is_refused_before_any_work(tmp_path, capsys, flag: st
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("where", "words"), [("none", "missing"), ("file.txt", "a file")])
+def test_a_shared_dir_that_is_not_a_folder_is_refused_before_any_work(tmp_path, capsys, where, words) -> None:
+    """The search tasks write into it after the whole embedding: it failed there, with a traceback."""
+    from flows.dedup_distributed import main
+
+    (tmp_path / "file.txt").write_text("notes")
+    out = tmp_path / "rep"
+    with pytest.raises(SystemExit) as exited:
+        main(
+            ["--corpus", str(tmp_path / "news.csv"), "--out", str(out), "--shared-dir", str(tmp_path / where)]
+        )
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--shared-dir {tmp_path / where}: {words}" in err and "Traceback" not in err, err
+    assert not out.exists() and (tmp_path / "file.txt").read_text() == "notes"
+
+
+def test_a_scheduler_that_does_not_answer_is_refused_before_any_work(
+    prefect_harness, repo_root, tmp_path, capsys
+) -> None:
+    """It was found by the first shard's task, 30 s after the corpus was read and the model loaded, and said
+    with a traceback (exit status 1)."""
+    import socket
+
+    from flows.dedup_distributed import main
+
+    corpus = tmp_path / "news.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:50].to_parquet(corpus)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    out = tmp_path / "rep"
+    argv = ["--corpus", str(corpus), "--out", str(out), "--model", FAST_MODEL, "--threshold", "0.9"]
+    assert main([*argv, "--dask-address", address]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"python -m flows.dedup_distributed: error: --dask-address {address}: no Dask")
+    assert not out.exists()
+
+
 def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
     from flows.dedup_distributed import embed_shard_task
 
