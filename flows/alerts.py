@@ -92,6 +92,10 @@ def webhook_action(name: str, url: str) -> Any:
     return CallWebhook(block_document_id=block_id, payload=WEBHOOK_PAYLOAD)
 
 
+class AlertError(ValueError):
+    """An option of ``python -m flows.alerts`` that cannot work (said in one line, exit status 2)."""
+
+
 def notify_action(slug_name: str) -> Any:
     """The action sending :data:`SUBJECT` and :data:`BODY` through the notification block ``TYPE/NAME``
     already saved on the server."""
@@ -100,14 +104,34 @@ def notify_action(slug_name: str) -> Any:
     from prefect.blocks.core import Block
 
     if "/" not in slug_name:
-        raise SystemExit(f"--notify {slug_name!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom")
+        raise AlertError(f"--notify {slug_name!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom")
     try:
         block = Block.load(slug_name)
     except ValueError as exc:
-        raise SystemExit(f"--notify {slug_name!r}: no such block on the server ({exc})") from None
+        raise AlertError(f"--notify {slug_name!r}: no such block on the server ({exc})") from None
     if not isinstance(block, NotificationBlock):
-        raise SystemExit(f"--notify {slug_name!r}: a {type(block).__name__} block sends no notification")
+        raise AlertError(f"--notify {slug_name!r}: a {type(block).__name__} block sends no notification")
     return SendNotification(block_document_id=block._block_document_id, subject=SUBJECT, body=BODY)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse, before the server is asked anything, options that cannot work together or at all: an action
+    beside ``--list`` or ``--remove`` (it was ignored), a ``--notify`` that is not ``TYPE/NAME``, a
+    ``--webhook`` that is not an http(s) URL (the server would call it at the first failed run only)."""
+    from urllib.parse import urlsplit
+
+    modes = [flag for flag, on in (("--list", args.list), ("--remove", args.remove)) if on]
+    actions = [flag for flag, on in (("--webhook", args.webhook), ("--notify", args.notify)) if on]
+    if len(modes) > 1 or (modes and actions):
+        raise AlertError(f"{' and '.join(modes + actions)} do not go together: give one of them")
+    if args.notify is not None and "/" not in args.notify:
+        raise AlertError(
+            f"--notify {args.notify!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom"
+        )
+    if args.webhook is not None:
+        url = urlsplit(args.webhook)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise AlertError(f"--webhook {args.webhook!r}: not an http(s) URL (https://hooks.example/...)")
 
 
 def existing(name: str) -> list[Any]:
@@ -186,12 +210,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the automation, and exit")
     parser.add_argument("--remove", action="store_true", help="delete the automation, and exit")
     args = parser.parse_args(argv)
+    try:
+        check_options(args)
+    except AlertError as exc:
+        parser.error(str(exc))
     if not api_url():
         parser.error(
             "set PREFECT_API_URL to the server the deployments run on (an alert on Prefect's temporary "
             "server would go with it)"
         )
-    return exit_on_api_failure(parser.prog, lambda: _act(args, parser))
+    try:
+        return exit_on_api_failure(parser.prog, lambda: _act(args, parser))
+    except AlertError as exc:  # a --notify block that is not on the server, or sends nothing
+        parser.error(str(exc))
 
 
 def _act(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -206,9 +237,8 @@ def _act(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not (args.webhook or args.notify):
         parser.error("give --webhook URL and/or --notify TYPE/NAME (or --list, --remove)")
     flows = args.flow or deployed_flows()
-    actions = ([webhook_action(args.name, args.webhook)] if args.webhook else []) + (
-        [notify_action(args.notify)] if args.notify else []
-    )
+    notify = [notify_action(args.notify)] if args.notify else []  # checked before the webhook block is saved
+    actions = ([webhook_action(args.name, args.webhook)] if args.webhook else []) + notify
     automation_id, created = ensure_alert(args.name, flows, actions)
     what = ", ".join(a.type for a in actions)
     print(

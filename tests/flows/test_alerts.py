@@ -135,3 +135,55 @@ def test_the_alert_command_refuses_without_a_server(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 2 and "set PREFECT_API_URL" in proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--list", "--webhook", "https://hooks.example/x"], "--list and --webhook do not go together"),
+        (["--remove", "--notify", "email/desk"], "--remove and --notify do not go together"),
+        (["--list", "--remove"], "--list and --remove do not go together"),
+        (["--notify", "slack"], "--notify 'slack': give the block as TYPE/NAME"),
+        (["--webhook", "hooks.slack.com/services/x"], "not an http(s) URL"),
+    ],
+    ids=["list-webhook", "remove-notify", "list-remove", "notify-form", "webhook-url"],
+)
+def test_options_that_cannot_work_are_refused_before_the_server_is_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], words: str
+) -> None:
+    """An action beside --list or --remove was ignored (the command listed, or removed, and exited 0); a bad
+    --notify was a bare line, exit status 1; a --webhook that is no URL was saved, to fail at the first
+    failed run."""
+    import flows.alerts as alerts
+
+    def acted(*args: object) -> int:
+        raise AssertionError("the server was asked")
+
+    monkeypatch.setattr(alerts, "api_url", lambda: "http://127.0.0.1:9/api")
+    monkeypatch.setattr(alerts, "_act", acted)
+    with pytest.raises(SystemExit) as exited:
+        alerts.main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("python -m flows.alerts: error: ") and words in err, err
+
+
+def test_a_notification_block_refused_saves_no_webhook_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--webhook with a --notify block that is not on the server: the webhook block was saved first."""
+    import argparse
+
+    import flows.alerts as alerts
+
+    saved: list[str] = []
+
+    def missing(slug: str) -> None:
+        raise alerts.AlertError(f"--notify {slug!r}: no such block on the server")
+
+    monkeypatch.setattr(alerts, "notify_action", missing)
+    monkeypatch.setattr(alerts, "webhook_action", lambda name, url: saved.append(url))
+    args = argparse.Namespace(
+        list=False, remove=False, webhook="https://hooks.example/x", notify="email/desk", name="n", flow=["f"]
+    )
+    with pytest.raises(alerts.AlertError):
+        alerts._act(args, argparse.ArgumentParser())
+    assert saved == []
