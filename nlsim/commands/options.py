@@ -29,6 +29,39 @@ def comma_list(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
+KINDS = {int: "whole numbers", float: "numbers"}
+"""How a list option's items are named when one cannot be read (:func:`list_of`)."""
+
+
+def list_of(item: type) -> Any:
+    """The argparse type of a comma-separated list of ``item`` (``"350,700"`` -> ``(350, 700)``), whose
+    refusal names the item that is not one.
+
+    Example:
+        >>> list_of(int)("350, 700")
+        (350, 700)
+        >>> list_of(int)("350,seven")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: 'seven' is not one of the whole numbers asked, separated by commas
+    """
+
+    def typed(value: str) -> tuple[Any, ...]:
+        out = []
+        for part in comma_list(value):
+            try:
+                out.append(item(part))
+            except ValueError:
+                kind = KINDS.get(item, item.__name__)
+                raise argparse.ArgumentTypeError(
+                    f"{part!r} is not one of the {kind} asked, separated by commas"
+                ) from None
+        return tuple(out)
+
+    typed.__name__ = f"list of {KINDS.get(item, item.__name__)}"
+    return typed
+
+
 def _checked_int(value: str, check: Any, flag: str) -> int:
     try:
         number = int(value)
@@ -132,7 +165,7 @@ def add_option(parser: Any, opt: Option) -> None:
         kwargs["choices"] = opt.choices
     elif get_origin(base) is tuple or base is tuple:
         item = (get_args(base) or (str,))[0]
-        kwargs["type"] = comma_list if item is str else (lambda v, t=item: tuple(t(x) for x in comma_list(v)))
+        kwargs["type"] = comma_list if item is str else list_of(item)
     elif base in (int, float):
         kwargs["type"] = base
     elif get_origin(base) is not None and get_args(base):

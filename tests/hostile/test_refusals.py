@@ -966,6 +966,10 @@ OPTION_CASES = {
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--threads", "0"],
         "--threads must be >= 1",
     ),
+    "curve-sizes-not-numbers": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "100,abc"],
+        "--sizes: 'abc' is not one of the whole numbers asked, separated by commas",
+    ),
     "curve-unknown-baseline": (
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--baselines", "bm25"],
         "--baselines: unknown baseline 'bm25'",
