@@ -138,7 +138,7 @@ class DataSettings:
     def check(self) -> None:
         check_mode(self.conversion)
         if self.train_size is not None and self.train_size < 2:
-            raise ConfigError(f"train_size must be >= 2, got {self.train_size}")
+            raise ConfigError(f"--train-size must be >= 2, got {self.train_size}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,7 +187,7 @@ class BiEncoderSettings:
             raise ConfigError(f"--epochs must be >= 1, got {self.epochs}")
         check_max_length(self.max_length)  # what the encoder needs to load (nlsim.encoders.encoder.Encoder)
         if int(self.frozen_layers) < 0:
-            raise ConfigError(f"frozen layers must be >= 0, got {self.frozen_layers}")
+            raise ConfigError(f"--frozen-layers must be >= 0, got {self.frozen_layers}")
         if self.fp32_epochs is not None and int(self.fp32_epochs) < 1:
             raise ConfigError(f"--fp32-epochs must be >= 1, got {self.fp32_epochs}")
         if not 0 <= self.drop_easy < 1:
@@ -195,9 +195,9 @@ class BiEncoderSettings:
         if not 0 <= self.easy_sample <= 1:
             raise ConfigError(f"--easy-sample must be in [0, 1], got {self.easy_sample}")
         if not self.lr > 0:
-            raise ConfigError(f"lr must be > 0, got {self.lr}")
+            raise ConfigError(f"--lr must be > 0, got {self.lr}")
         if not 0 <= self.warmup_ratio < 1:
-            raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+            raise ConfigError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,8 +267,22 @@ class CrossEncoderSettings:
     )
 
     def check(self) -> None:
+        if int(self.epochs) < 1:
+            raise ConfigError(f"--cross-encoder-epochs must be >= 1, got {self.epochs}")
+        if int(self.frozen_layers) < 0:
+            raise ConfigError(f"--cross-encoder-frozen-layers must be >= 0, got {self.frozen_layers}")
+        if not self.lr > 0:
+            raise ConfigError(f"--cross-encoder-lr must be > 0, got {self.lr}")
+        if not self.story_weight > 0:
+            raise ConfigError(f"--story-weight must be > 0, got {self.story_weight}")
+        if not 0 <= self.drop_easy < 1:
+            raise ConfigError(f"--cross-encoder-drop-easy must be in [0, 1), got {self.drop_easy}")
+        if not 0 <= self.easy_sample <= 1:
+            raise ConfigError(f"--cross-encoder-easy-sample must be in [0, 1], got {self.easy_sample}")
         if self.fp32_frozen_layers is not None and int(self.fp32_frozen_layers) < 0:
-            raise ConfigError(f"fp32 cross-encoder frozen layers must be >= 0, got {self.fp32_frozen_layers}")
+            raise ConfigError(
+                f"--fp32-cross-encoder-frozen-layers must be >= 0, got {self.fp32_frozen_layers}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -306,10 +320,10 @@ class RecipeSettings:
     def check(self) -> None:
         for name in ("batch_size", "gpu_batch_size"):
             if int(getattr(self, name)) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         check_threads(self.threads)
         if self.train_precision not in ("auto", "fp32", "bf16"):
-            raise ConfigError(f"unknown training precision {self.train_precision!r} (use auto, fp32, bf16)")
+            raise ConfigError(f"--train-precision: unknown {self.train_precision!r} (use auto, fp32, bf16)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -408,14 +422,15 @@ class FinetuneConfig(Configuration):
         self.cross_encoder.check()
         self.evaluation.check()
         if self.recipe.batch_size < 2 and self.bi_encoder.loss == "cosent":
-            raise ConfigError("cosent needs batch_size >= 2")
+            raise ConfigError("--loss cosent needs --batch-size >= 2 (it compares the pairs of a batch)")
         fp32_epochs = self.cross_encoder.fp32_epochs
         if self.trains_cross_encoder and fp32_epochs is not None and int(fp32_epochs) < 1:
             raise ConfigError(f"--fp32-cross-encoder-epochs must be >= 1, got {fp32_epochs}")
         if self.cross_encoder.reranker:
             self.cross_encoder_config().check()
-            if not 0 <= self.cross_encoder.rerank_weight <= 1:
-                raise ConfigError(f"rerank weight must be in [0, 1], got {self.cross_encoder.rerank_weight}")
+            weight = self.cross_encoder.rerank_weight
+            if not 0 <= weight <= 1:
+                raise ConfigError(f"--rerank-weight must be in [0, 1], got {weight}")
         if self.silver.corpus is not None:
             self.silver.check()
             self.silver_config().check()

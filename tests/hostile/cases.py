@@ -883,9 +883,9 @@ def bad_options() -> list[Case]:
             ("similar",),
         ),
         ("finetune-epochs-0", finetune("pairs.tsv", "model", "--epochs", "0"), ("epochs",)),
-        ("finetune-lr-negative", finetune("pairs.tsv", "model", "--lr", "-1"), ("lr",)),
-        ("finetune-batch-size-1", finetune("pairs.tsv", "model", "--batch-size", "1"), ("batch_size",)),
-        ("finetune-train-size-1", finetune("pairs.tsv", "model", "--train-size", "1"), ("train_size",)),
+        ("finetune-lr-negative", finetune("pairs.tsv", "model", "--lr", "-1"), ("--lr must be > 0",)),
+        ("finetune-batch-size-1", finetune("pairs.tsv", "model", "--batch-size", "1"), ("--batch-size",)),
+        ("finetune-train-size-1", finetune("pairs.tsv", "model", "--train-size", "1"), ("--train-size",)),
         (
             "finetune-silver-corpus-missing",
             finetune("pairs.tsv", "model", "--silver-corpus", "nothere.tsv"),

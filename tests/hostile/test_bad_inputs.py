@@ -53,6 +53,12 @@ TEMPLATED = (
 )
 
 
+def _templated(case: Any) -> bool:
+    """Whether ``case`` may need the templates: its group's cases do, or it sets its folder up (a
+    dangerous-path case copies the saved model, so ``-k`` can select one without its group)."""
+    return case.group in TEMPLATED or case.group.startswith("valid judge") or case.setup is not None
+
+
 def run_and_sweep(name: str) -> dict[str, Any]:
     """Run one case; its folder goes once the case passed (its row holds all the test reads)."""
     row = run_case(CASES[name], WORK / "cases", in_process=IN_PROCESS)
@@ -73,7 +79,7 @@ def results(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, Any]
     os.environ["NLSIM_HOME"] = str(WORK / "_home")  # the cases' caches and probes stay in WORK
     WORK.mkdir()
     try:
-        if any(CASES[n].group in TEMPLATED or CASES[n].group.startswith("valid judge") for n in names):
+        if any(_templated(CASES[n]) for n in names):
             build_templates(WORK)
         apart = [n for n in names if not IN_PROCESS or needs_process(CASES[n])]
         with ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:  # subprocesses: two at a time

@@ -89,8 +89,30 @@ def test_a_gpu_keeps_the_cross_encoder_frozen_layers_whatever_the_cpu(
 
 
 def test_a_negative_fp32_frozen_count_is_refused() -> None:
-    with pytest.raises(ConfigError, match="fp32 cross-encoder frozen layers must be >= 0, got -1"):
+    with pytest.raises(ConfigError, match="--fp32-cross-encoder-frozen-layers must be >= 0, got -1"):
         FinetuneConfig.of(fp32_cross_encoder_frozen_layers=-1).check()
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "flag"),
+    [
+        ("lr", 0.0, "--lr must be > 0"),
+        ("warmup_ratio", 1.0, "--warmup-ratio must be in [0, 1)"),
+        ("frozen_layers", -1, "--frozen-layers must be >= 0"),
+        ("batch_size", 0, "--batch-size must be >= 1"),
+        ("train_precision", "fp16", "--train-precision: unknown 'fp16'"),
+        ("cross_encoder_epochs", 0, "--cross-encoder-epochs must be >= 1"),
+        ("cross_encoder_lr", -1e-4, "--cross-encoder-lr must be > 0"),
+        ("cross_encoder_frozen_layers", -2, "--cross-encoder-frozen-layers must be >= 0"),
+        ("story_weight", 0.0, "--story-weight must be > 0"),
+        ("cross_encoder_drop_easy", 1.0, "--cross-encoder-drop-easy must be in [0, 1)"),
+        ("rerank_weight", 1.5, "--rerank-weight must be in [0, 1]"),
+    ],
+)
+def test_a_setting_that_cannot_work_is_refused_by_its_flag(setting: str, value: object, flag: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        FinetuneConfig.of(**{setting: value}).check()
+    assert str(err.value).startswith(flag), err.value
 
 
 @pytest.mark.parametrize(
