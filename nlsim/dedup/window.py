@@ -312,21 +312,36 @@ def expire(kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> set[str]:
     return set(kept.loc[(kept["retain_from"] < cutoff).to_numpy(), "id"].astype(str))
 
 
+def _time_changed(kept: Any, today: Any) -> bool:
+    """Whether today's ``published_at`` corrects the kept one: dated, and another instant than the kept
+    time (or the kept item had none). A row sent again without its date keeps the kept date.
+
+    >>> t = pd.Timestamp("2024-03-01T08:00Z")
+    >>> _time_changed(t, t.tz_convert("Asia/Taipei")), _time_changed(t, pd.NaT), _time_changed(pd.NaT, t)
+    (False, False, True)
+    """
+    if pd.isna(today):
+        return False
+    return bool(pd.isna(kept) or pd.Timestamp(kept) != pd.Timestamp(today))
+
+
 def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> Classified:
     """Today's items against the kept ones (see the module docstring).
 
-    A kept item that expires today and comes again with the same text is ``skipped`` (and expires); with
-    other text it is judged as if it had not been kept: ``new`` when today's row is dated within the window
+    A known id is ``changed`` when its text or its ``published_at`` changed (a corrected time is read
+    again, as a corrected text is: the report, the pairs' order and retention use it). A kept item that
+    expires today and comes again with the same text and time is ``skipped`` (and expires); otherwise it
+    is judged as if it had not been kept: ``new`` when today's row is dated within the window
     (published again), else ``too_old`` (an undated item keeps the time it was first seen, past the cutoff).
     """
     expired = expire(kept, cutoff)
     prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
+    prev_time = dict(zip(kept["id"].astype(str), kept["published_at"], strict=True))
     status = []
-    rows = zip(
-        today["id"], today["content_hash"], today["retain_from"], today["published_at"].notna(), strict=True
-    )
-    for i, h, rf, dated in rows:
-        if i in prev_hash and prev_hash[i] == h:
+    rows = zip(today["id"], today["content_hash"], today["retain_from"], today["published_at"], strict=True)
+    for i, h, rf, published in rows:
+        dated = not pd.isna(published)
+        if i in prev_hash and prev_hash[i] == h and not _time_changed(prev_time[i], published):
             status.append("skipped")
         elif i in prev_hash and i not in expired:
             status.append("changed")

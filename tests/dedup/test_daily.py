@@ -139,6 +139,27 @@ def test_repeat_is_idempotent_and_edits_are_reembedded(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_an_item_sent_again_with_a_corrected_time_takes_it(tmp_path: Path) -> None:
+    """Same id, same text, another published_at: the window, the report and retention take the new time
+    (it was skipped, and the window kept the old one for good)."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    resent = pd.read_parquet(days[0]).query("id == 'a2'")
+    fixed = resent["published_at"].iloc[0] + pd.Timedelta(hours=30)
+    resent.assign(published_at=fixed).to_parquet(tmp_path / "resent.parquet", index=False)
+    r2 = run_daily(_config(tmp_path / "resent.parquet", out), state, retention_days=None, encoder=enc)
+    c = r2.stats.counts
+    assert (c.new, c.changed, c.skipped) == (0, 1, 0)
+    items = open_state(state).items.set_index("id")
+    assert items.loc["a2", "published_at"] == fixed and items.loc["a2", "retain_from"] == fixed
+    assert state_assignment(state)["a2"] == "c-a1"  # the story keeps its id
+    window = pd.read_parquet(r2.report_dir / "window" / "clusters.parquet").set_index("cluster_id")
+    assert window.loc["c-a1", "last_published"] == fixed
+
+
+@pytest.mark.slow
 def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()

@@ -33,7 +33,7 @@ def _items(rows: list[tuple[str, str, int]], undated: tuple[str, ...] = ()) -> p
 
 def test_classify_and_expire_name_what_happens_to_each_item() -> None:
     kept = _items([("a", "h1", 40), ("b", "h2", 2), ("c", "h3", 1)])
-    today = _items([("b", "h2", 0), ("c", "new text", 0), ("d", "h4", 0), ("e", "h5", 50)])
+    today = _items([("b", "h2", 2), ("c", "new text", 0), ("d", "h4", 0), ("e", "h5", 50)])
     cutoff = T - pd.Timedelta(days=30)
     assert expire(kept, cutoff) == {"a"} and expire(kept, None) == set()
     got = classify(today, kept, cutoff)
@@ -43,6 +43,16 @@ def test_classify_and_expire_name_what_happens_to_each_item() -> None:
     assert got.counts(quarantined=1) == Counts(
         items_in=4, quarantined=1, new=1, changed=1, skipped=1, too_old=1, expired=1
     )
+
+
+def test_an_item_sent_again_with_a_corrected_time_is_changed_and_one_without_its_date_is_skipped() -> None:
+    kept = _items([("a", "h1", 3), ("b", "h2", 3), ("u", "h3", 3), ("x", "h4", 40)], undated=("u",))
+    today = _items([("a", "h1", 1), ("b", "h2", 3), ("u", "h3", 1), ("x", "h4", 2)], undated=("b",))
+    got = classify(today, kept, T - pd.Timedelta(days=30))
+    # a: a corrected time; b: sent again without its date (the kept date stays); u: dated at last;
+    # x: expired, and published again within the window with the same text
+    assert got.status.tolist() == ["changed", "skipped", "changed", "new"]
+    assert got.changed == {"a", "u"} and today["id"][got.todo].tolist() == ["a", "u", "x"]
 
 
 def test_an_expired_item_that_comes_again_with_new_text_is_new_when_published_again_else_too_old() -> None:
