@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -86,26 +87,34 @@ class CrossEncoderConfig:
     """Keep the epoch with the best validation Spearman (else the last epoch: cross-validation folds, whose
     held-out pairs must not choose anything)."""
 
-    def check(self) -> None:
+    def check(self, flags: Mapping[str, str] | None = None) -> None:
+        """Refuse a setting that cannot work. ``flags``: the command-line flag of a field, named in its
+        refusal in place of the field's own words (:data:`CROSS_ENCODER_FLAGS`)."""
+        said = dict(flags or {})
         for name in ("epochs", "batch_size", "max_length"):
             if int(getattr(self, name)) < 1:
-                raise ConfigError(f"cross-encoder {name} must be >= 1, got {getattr(self, name)}")
+                flag = said.get(name, f"cross-encoder {name}")
+                raise ConfigError(f"{flag} must be >= 1, got {getattr(self, name)}")
         if int(self.frozen_layers) < 0:
-            raise ConfigError(f"cross-encoder frozen layers must be >= 0, got {self.frozen_layers}")
+            flag = said.get("frozen_layers", "cross-encoder frozen layers")
+            raise ConfigError(f"{flag} must be >= 0, got {self.frozen_layers}")
         if self.orders_per_epoch not in (1, 2):
             raise ConfigError(f"cross-encoder orders per epoch must be 1 or 2, got {self.orders_per_epoch}")
         if not self.lr > 0:
-            raise ConfigError(f"cross-encoder lr must be > 0, got {self.lr}")
+            raise ConfigError(f"{said.get('lr', 'cross-encoder lr')} must be > 0, got {self.lr}")
         if not self.story_weight > 0:
-            raise ConfigError(f"cross-encoder story weight must be > 0, got {self.story_weight}")
+            flag = said.get("story_weight", "cross-encoder story weight")
+            raise ConfigError(f"{flag} must be > 0, got {self.story_weight}")
         if not self.rank_weight >= 0:
             raise ConfigError(f"cross-encoder rank weight must be >= 0, got {self.rank_weight}")
         if not self.temperature_lr >= 0:
             raise ConfigError(f"cross-encoder temperature lr must be >= 0, got {self.temperature_lr}")
         if not 0 <= self.drop_easy < 1:
-            raise ConfigError(f"cross-encoder drop-easy margin must be in [0, 1), got {self.drop_easy}")
+            flag = said.get("drop_easy", "cross-encoder drop-easy margin")
+            raise ConfigError(f"{flag} must be in [0, 1), got {self.drop_easy}")
         if not 0 <= self.easy_sample <= 1:
-            raise ConfigError(f"cross-encoder easy sample must be in [0, 1], got {self.easy_sample}")
+            flag = said.get("easy_sample", "cross-encoder easy sample")
+            raise ConfigError(f"{flag} must be in [0, 1], got {self.easy_sample}")
 
 
 @dataclass
@@ -267,22 +276,22 @@ class CrossEncoderSettings:
     )
 
     def check(self) -> None:
-        if int(self.epochs) < 1:
-            raise ConfigError(f"--cross-encoder-epochs must be >= 1, got {self.epochs}")
-        if int(self.frozen_layers) < 0:
-            raise ConfigError(f"--cross-encoder-frozen-layers must be >= 0, got {self.frozen_layers}")
-        if not self.lr > 0:
-            raise ConfigError(f"--cross-encoder-lr must be > 0, got {self.lr}")
-        if not self.story_weight > 0:
-            raise ConfigError(f"--story-weight must be > 0, got {self.story_weight}")
-        if not 0 <= self.drop_easy < 1:
-            raise ConfigError(f"--cross-encoder-drop-easy must be in [0, 1), got {self.drop_easy}")
-        if not 0 <= self.easy_sample <= 1:
-            raise ConfigError(f"--cross-encoder-easy-sample must be in [0, 1], got {self.easy_sample}")
         if self.fp32_frozen_layers is not None and int(self.fp32_frozen_layers) < 0:
             raise ConfigError(
                 f"--fp32-cross-encoder-frozen-layers must be >= 0, got {self.fp32_frozen_layers}"
             )
+
+
+CROSS_ENCODER_FLAGS = {
+    "epochs": "--cross-encoder-epochs",
+    "lr": "--cross-encoder-lr",
+    "frozen_layers": "--cross-encoder-frozen-layers",
+    "story_weight": "--story-weight",
+    "drop_easy": "--cross-encoder-drop-easy",
+    "easy_sample": "--cross-encoder-easy-sample",
+}
+"""The command-line flag of each :class:`CrossEncoderConfig` field a :class:`CrossEncoderSettings` option
+sets (:meth:`FinetuneConfig.cross_encoder_config`), named when the field is refused."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -427,14 +436,14 @@ class FinetuneConfig(Configuration):
         if self.trains_cross_encoder and fp32_epochs is not None and int(fp32_epochs) < 1:
             raise ConfigError(f"--fp32-cross-encoder-epochs must be >= 1, got {fp32_epochs}")
         if self.cross_encoder.reranker:
-            self.cross_encoder_config().check()
+            self.cross_encoder_config().check(CROSS_ENCODER_FLAGS)
             weight = self.cross_encoder.rerank_weight
             if not 0 <= weight <= 1:
                 raise ConfigError(f"--rerank-weight must be in [0, 1], got {weight}")
         if self.silver.corpus is not None:
             self.silver.check()
             self.silver_config().check()
-            self.cross_encoder_config().check()
+            self.cross_encoder_config().check(CROSS_ENCODER_FLAGS)
 
     def for_device(self, device: Any) -> FinetuneConfig:
         """The settings training uses on ``device``: on a GPU, ``gpu_batch_size`` pairs a step with the
