@@ -96,6 +96,12 @@ class AlertError(ValueError):
     """An option of ``python -m flows.alerts`` that cannot work (said in one line, exit status 2)."""
 
 
+def check_slug(slug_name: str) -> None:
+    """Refuse a ``--notify`` block that is not written ``TYPE/NAME``."""
+    if "/" not in slug_name:
+        raise AlertError(f"--notify {slug_name!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom")
+
+
 def notify_action(slug_name: str) -> Any:
     """The action sending :data:`SUBJECT` and :data:`BODY` through the notification block ``TYPE/NAME``
     already saved on the server."""
@@ -103,8 +109,7 @@ def notify_action(slug_name: str) -> Any:
     from prefect.blocks.abstract import NotificationBlock
     from prefect.blocks.core import Block
 
-    if "/" not in slug_name:
-        raise AlertError(f"--notify {slug_name!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom")
+    check_slug(slug_name)
     try:
         block = Block.load(slug_name)
     except ValueError as exc:
@@ -124,10 +129,8 @@ def check_options(args: argparse.Namespace) -> None:
     actions = [flag for flag, on in (("--webhook", args.webhook), ("--notify", args.notify)) if on]
     if len(modes) > 1 or (modes and actions):
         raise AlertError(f"{' and '.join(modes + actions)} do not go together: give one of them")
-    if args.notify is not None and "/" not in args.notify:
-        raise AlertError(
-            f"--notify {args.notify!r}: give the block as TYPE/NAME, e.g. slack-webhook/newsroom"
-        )
+    if args.notify is not None:
+        check_slug(args.notify)
     if args.webhook is not None:
         url = urlsplit(args.webhook)
         if url.scheme not in ("http", "https") or not url.hostname:
