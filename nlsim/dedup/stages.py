@@ -118,13 +118,15 @@ class Clustering:
 def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
     a day in the future is a bad row (it would move the daily window's clock); in a daily run (``daily``),
-    a lone item dated far after the rest is refused (:func:`check_no_lone_late_items`)."""
+    a lone item dated far after the rest is refused (:func:`check_no_lone_late_items`), and a file with no
+    row is a day without news (the window is kept; :func:`nlsim.dedup.window.incremental_window`)."""
     corpus = load_corpus(
         source.corpus_path,
         text_fields=source.text_fields,
         quarantine=source.quarantine,
         timezone=source.timezone,
         not_after=pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE,
+        allow_empty=daily is not None,
     )
     if daily is not None and daily.retention_days and daily.as_of is None:  # --as-of fixes the clock
         check_no_lone_late_items(corpus, float(daily.retention_days))
@@ -134,6 +136,8 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
         say(message)
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
+    if not len(corpus.frame):
+        say(f"{corpus.path}: no items (a day without news): the window is kept as it was")
     return corpus
 
 

@@ -13,7 +13,9 @@ today's corpus is classified against them:
 The reference time ``as_of`` is ``--as-of`` when given, else the latest ``published_at`` seen so far (data
 time, so a re-run gives the same result); it never moves backwards. A day whose items have no date moves
 it to the start of the run's day in the run's time zone (:func:`day_start`; later than the state's clock
-only), so that undated items are kept from the day they were first seen and expire by it.
+only), so that undated items are kept from the day they were first seen and expire by it. A day without
+news (a file with the schema's columns and no row) leaves it where it was: nothing is added, nothing
+expires, and the window is reported as it stands (``--as-of`` still moves it).
 
 When the state's vectors were made differently from this run's (another model, conversion or text
 fields: e.g. after a promotion), the whole window is embedded again with this run's model and clustered
@@ -170,8 +172,9 @@ def input_key(identity: Any, items: pd.DataFrame, params: dict[str, Any]) -> str
     h = hashlib.sha256()
     h.update(json.dumps({"identity": repr(identity), **params}, sort_keys=True, default=str).encode())
     stamps = ["" if pd.isna(x) else pd.Timestamp(x).isoformat() for x in items["published_at"]]
-    for row in sorted(zip(items["id"].astype(str), items["content_hash"].astype(str), stamps, strict=True)):
-        h.update("\x1f".join(row).encode("utf-8"))
+    ids, hashes = items["id"].astype(str), items["content_hash"].astype(str)
+    for row in sorted(zip(ids, hashes, stamps, _details(items), strict=True)):
+        h.update("\x1f".join((*row[:3], *row[3])).encode("utf-8"))
         h.update(b"\x1e")
     return h.hexdigest()
 
@@ -224,6 +227,8 @@ def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str =
                 "state's time never moves backwards (retention would bring expired items back)"
             )
         return ref
+    if not len(times) and state.as_of is not None:
+        return pd.Timestamp(state.as_of)  # a day without news: its data time stands still
     latest = times.max() if len(times) else None
     if latest is None or pd.isna(latest):
         # no date in the day's items (an undated corpus): the day of the run, so that first-seen times exist
@@ -325,11 +330,37 @@ def _time_changed(kept: Any, today: Any) -> bool:
     return bool(pd.isna(kept) or pd.Timestamp(kept) != pd.Timestamp(today))
 
 
+SHOWN_DETAILS = ("title", "source", "url")
+"""The corpus fields an editor reads of an item beside its text and time (the report's title, source and
+link): a row sent again with one of them corrected is ``changed``, so that the report shows the correction
+(the title is in the text hash only when it is embedded, ``--text-fields``)."""
+
+
+def _details(items: pd.DataFrame) -> list[tuple[str, ...]]:
+    """Each row's :data:`SHOWN_DETAILS`, as text ('' for a field the table lacks or leaves empty)."""
+    blank = [""] * len(items)
+    cols = [items[c].fillna("").astype(str).tolist() if c in items else blank for c in SHOWN_DETAILS]
+    return list(zip(*cols, strict=True))
+
+
+def _details_changed(kept: tuple[str, ...], today: tuple[str, ...]) -> bool:
+    """Whether today's row corrects a kept item's :data:`SHOWN_DETAILS`: a field given, and another than the
+    kept one. A row sent again without a field keeps the kept value, as it keeps the kept date.
+
+    >>> _details_changed(("t", "cna", "http://a"), ("t", "cna", "http://b"))
+    True
+    >>> _details_changed(("t", "cna", "http://a"), ("t", "", ""))
+    False
+    """
+    return any(new and new != old for old, new in zip(kept, today, strict=True))
+
+
 def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> Classified:
     """Today's items against the kept ones (see the module docstring).
 
-    A known id is ``changed`` when its text or its ``published_at`` changed (a corrected time is read
-    again, as a corrected text is: the report, the pairs' order and retention use it). A kept item that
+    A known id is ``changed`` when its text, its ``published_at`` or one of its :data:`SHOWN_DETAILS`
+    changed (a corrected time, title, source or link is read again, as a corrected text is: the report,
+    the pairs' order and retention use it). A kept item that
     expires today and comes again with the same text and time is ``skipped`` (and expires); otherwise it
     is judged as if it had not been kept: ``new`` when today's row is dated within the window
     (published again), else ``too_old`` (an undated item keeps the time it was first seen, past the cutoff).
@@ -337,11 +368,14 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
     expired = expire(kept, cutoff)
     prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
     prev_time = dict(zip(kept["id"].astype(str), kept["published_at"], strict=True))
+    prev_details = dict(zip(kept["id"].astype(str), _details(kept), strict=True))
     status = []
-    rows = zip(today["id"], today["content_hash"], today["retain_from"], today["published_at"], strict=True)
-    for i, h, rf, published in rows:
+    fields = (today["id"], today["content_hash"], today["retain_from"], today["published_at"])
+    rows = zip(*fields, _details(today), strict=True)
+    for i, h, rf, published, details in rows:
         dated = not pd.isna(published)
-        if i in prev_hash and prev_hash[i] == h and not _time_changed(prev_time[i], published):
+        same = i in prev_hash and prev_hash[i] == h and not _details_changed(prev_details[i], details)
+        if same and not _time_changed(prev_time[i], published):
             status.append("skipped")
         elif i in prev_hash and i not in expired:
             status.append("changed")
@@ -435,6 +469,14 @@ def incremental_window(
     without dates."""
     today = corpus_items(corpus)
     times = today["published_at"]
+    if not len(today) and not len(state.items):
+        raise InputError(
+            corpus.path,
+            None,
+            None,
+            "the corpus has no rows and the state keeps no items: nothing to report (a day without news "
+            "keeps the window of the days before it)",
+        )
     ref = _as_of(daily, state, times, timezone)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
     key = input_key(identity, today, params)

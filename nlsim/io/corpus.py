@@ -284,10 +284,10 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC) -> TimeRead:
         )
 
 
-def _check_columns(path: Path, raw: pd.DataFrame) -> None:
-    """The file has the required columns and at least one row, and no column that is one of the schema's
-    spelt otherwise (``Published_At``, ``description ``: read as an extra column, its values would be left
-    out without a word)."""
+def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) -> None:
+    """The file has the required columns and at least one row (unless ``allow_empty``), and no column that
+    is one of the schema's spelt otherwise (``Published_At``, ``description ``: read as an extra column, its
+    values would be left out without a word)."""
     known = (*REQUIRED, *OPTIONAL_TEXT, "published_at")
     for col in raw.columns:
         like = str(col).strip().lower().replace(" ", "_").replace("-", "_")
@@ -311,7 +311,7 @@ def _check_columns(path: Path, raw: pd.DataFrame) -> None:
                 f"required column missing (columns: {', '.join(map(str, raw.columns))}){hint}; the schema: "
                 + SCHEMA_HELP,
             )
-    if len(raw) == 0:
+    if len(raw) == 0 and not allow_empty:
         raise InputError(path, None, None, "the corpus has no rows")
 
 
@@ -413,6 +413,7 @@ def load_corpus(
     quarantine: str | Path | None = None,
     timezone: str = "UTC",
     not_after: pd.Timestamp | None = None,
+    allow_empty: bool = False,
 ) -> Corpus:
     """Load and validate a corpus; see the module docstring for the schema and error handling.
 
@@ -427,6 +428,8 @@ def load_corpus(
             the run's ``--timezone``.
         not_after: a ``published_at`` after this time (UTC) makes its row a bad row, refused or quarantined
             as any other: an item dated in the future.
+        allow_empty: a file with the schema's columns and no row is a corpus of no items (a daily run's day
+            without news), not an error. A file whose every row was refused is an error still.
     """
     path = Path(path)
     zone = _zone(timezone)
@@ -435,7 +438,7 @@ def load_corpus(
         if f not in TEXT_FIELDS:
             raise InputError(path, None, f, f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}")
     raw = read_table(path)
-    _check_columns(path, raw)
+    _check_columns(path, raw, allow_empty=allow_empty)
     if not any(f in raw.columns for f in text_fields):
         raise InputError(
             path,
@@ -463,7 +466,7 @@ def load_corpus(
         for col in extra:
             columns[col].append(rec.get(col))
     frame = _items_frame(columns, extra)
-    if len(frame) == 0:
+    if len(frame) == 0 and len(raw):
         raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined)")
     quarantined, qpath = _write_quarantine(bad, quarantine)
     frame = frame.reset_index(drop=True)
