@@ -6,7 +6,6 @@ Every option is a setting of :class:`nlsim.dedup.config.DedupConfig`, declared i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import textwrap
 from typing import TYPE_CHECKING, Any
@@ -53,16 +52,12 @@ def print_result(result: DedupResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nlsim.dedup.paths import check_run_paths  # deferred: `nlsim --help` and refusals stay fast
-    from nlsim.report.files import hold_report_folder
+    from nlsim.dedup.paths import held_paths  # deferred: `nlsim --help` and refusals stay fast
 
     config = config_from_args(DedupConfig, args)
-    if config.daily:
-        held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-        check_run_paths(config)  # a bad path is refused before torch and faiss are even imported
-    else:  # the same checks, the folder then held: a run that fails leaves no trace of its hold
-        held = hold_report_folder(config.report.out, check=lambda: check_run_paths(config))
-    with held:
+    # a bad path is refused before torch and faiss are even imported; the outputs are then held, and a run
+    # that fails leaves no trace of its hold
+    with held_paths(config):
         from nlsim.dedup.run import run_dedup  # deferred: loads torch and faiss, `nlsim --help` stays fast
 
         result = run_dedup(config)

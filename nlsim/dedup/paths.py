@@ -14,12 +14,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, load_calibration
+from nlsim.io.lock import GUARD_NAME
 from nlsim.io.ownership import (
     check_claimable,
     check_outputs_apart,
@@ -28,11 +31,12 @@ from nlsim.io.ownership import (
     claim_folder,
     is_quarantine_file,
     resolved,
+    traceless,
 )
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file
 from nlsim.models.settings import CURRENT_MODEL
-from nlsim.report.files import LATEST, PAGE_FILES, RUNS_DIR, TABLE_FILES
+from nlsim.report.files import LATEST, PAGE_FILES, RUNS_DIR, TABLE_FILES, hold_report_folder
 from nlsim.search.index import check_device
 
 REPORT_NAMES = frozenset(
@@ -49,6 +53,21 @@ REPORT_NAMES = frozenset(
     )
 )
 """The names a report (or the chain around it) writes at the top of its folder: none for another output."""
+
+
+@contextlib.contextmanager
+def held_paths(config: DedupConfig) -> Iterator[None]:
+    """:func:`check_run_paths`, then what the run writes into held for the block: a batch run's report folder
+    (:func:`~nlsim.report.files.hold_report_folder`), a daily run's ``--out`` and ``--state`` as claimed.
+    A run that fails having written nothing but its claims leaves no trace of them (a first day's file
+    refused by row leaves no marked folders behind); what it did write stays."""
+    if not config.daily:
+        with hold_report_folder(config.report.out, check=lambda: check_run_paths(config)):
+            yield
+        return
+    with traceless([config.report.out, config.state.folder], also=(GUARD_NAME,)):
+        check_run_paths(config)
+        yield
 
 
 def check_run_paths(config: DedupConfig) -> None:

@@ -37,7 +37,7 @@ from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.model_drop import model_drop, refusal
-from nlsim.dedup.paths import check_run_paths
+from nlsim.dedup.paths import check_run_paths, held_paths
 from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
@@ -50,7 +50,7 @@ from nlsim.models.choice import ModelChoice, load_model, with_inference
 from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.report import near_misses
-from nlsim.report.files import daily_report_dir, hold_report_folder
+from nlsim.report.files import daily_report_dir
 from nlsim.report.record import (
     ClusterChanges,
     EditorsRecord,
@@ -150,11 +150,10 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     """
     if config.input.date is None and "{date" in config.input.corpus:
         config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
-    if not config.daily:  # one batch run at a time into OUT, refused before any work
-        with hold_report_folder(config.report.out, check=lambda: check_run_paths(config)):
+    with held_paths(config):  # one batch run at a time into OUT; no trace of a run refused before any work
+        if not config.daily:
             return run_batch(config, encoder=encoder, call=call)
-    check_run_paths(config)
-    return run_daily(config, config.state, encoder=encoder, call=call)
+        return run_daily(config, config.state, encoder=encoder, call=call)
 
 
 class _Steps:

@@ -131,14 +131,43 @@ def claimed(
         False
     """
     typed = Path(folder)
-    made = not typed.exists()
-    before = {p.name for p in typed.iterdir()} if typed.is_dir() else set()
-    claim_folder(typed, kind, what=what)
-    try:
+    with traceless([typed], also):
+        claim_folder(typed, kind, what=what)
         yield typed
+
+
+@contextlib.contextmanager
+def traceless(folders: Collection[str | Path], also: Collection[str] = ()) -> Iterator[None]:
+    """A block that fails having written nothing into ``folders`` but their claims leaves no trace of them:
+    :func:`unclaim` of each against what it held when the block began (its marker, the names in ``also``,
+    and the folder itself when the block made it). A daily run claims ``--out`` and ``--state`` in its path
+    checks; refused on its first day's file, it leaves neither behind.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> base = pathlib.Path(tempfile.mkdtemp())
+        >>> try:
+        ...     with traceless([base / "out", base / "state"]):
+        ...         claim_folder(base / "out", "daily-report")
+        ...         claim_folder(base / "state", "state")
+        ...         raise ValueError("a bad row")
+        ... except ValueError:
+        ...     pass
+        >>> sorted(p.name for p in base.iterdir())
+        []
+    """
+    seen = [(Path(f), not Path(f).exists(), _names(Path(f))) for f in folders]
+    try:
+        yield
     except BaseException:
-        unclaim(typed, before, made, also)
+        for folder, made, before in seen:
+            unclaim(folder, before, made, also)
         raise
+
+
+def _names(folder: Path) -> set[str]:
+    """The names in ``folder`` (none when it is not a folder)."""
+    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
 
 
 def unclaim(folder: Path, before: Collection[str], made: bool, also: Collection[str] = ()) -> None:

@@ -160,6 +160,66 @@ def test_an_item_sent_again_with_a_corrected_time_takes_it(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+def test_an_item_sent_again_with_a_corrected_link_or_source_takes_it(tmp_path: Path) -> None:
+    """Same id, text and time, another url or source: the report shows the correction (it was skipped, and
+    the report kept the old link for good); a row sent again without its url keeps the kept one."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    first = pd.read_parquet(days[0]).assign(url=lambda d: "https://news.example/old/" + d["id"])
+    first.to_parquet(tmp_path / "day1.parquet", index=False)
+    run_daily(_config(tmp_path / "day1.parquet", out), state, retention_days=None, encoder=enc)
+    resent = first.query("id in ['a2', 'b1', 'c1']").copy()
+    resent.loc[resent["id"] == "a2", "url"] = "https://news.example/fixed/a2"
+    resent.loc[resent["id"] == "b1", "source"] = "cna"
+    resent.loc[resent["id"] == "c1", "url"] = ""  # not given again: the kept link stays
+    resent.to_parquet(tmp_path / "resent.parquet", index=False)
+    r2 = run_daily(_config(tmp_path / "resent.parquet", out), state, retention_days=None, encoder=enc)
+    c = r2.stats.counts
+    assert (c.new, c.changed, c.skipped) == (0, 2, 1)
+    items = open_state(state).items.set_index("id")
+    assert items.loc["a2", "url"] == "https://news.example/fixed/a2" and items.loc["b1", "source"] == "cna"
+    assert items.loc["c1", "url"] == "https://news.example/old/c1"
+    assert state_assignment(state)["a2"] == "c-a1" and state_assignment(state)["b1"] == "c-b1"
+    members = pd.read_csv(r2.report_dir / "window" / "members.csv").set_index("item_id")
+    assert members.loc["a2", "url"] == "https://news.example/fixed/a2"
+    assert members.loc["b1", "source"] == "cna"
+    # the same rows again after another day: the corrections are kept, nothing is changed again
+    run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    r4 = run_daily(_config(tmp_path / "resent.parquet", out), state, retention_days=None, encoder=enc)
+    assert (r4.stats.counts.changed, r4.stats.counts.skipped) == (0, 3)
+
+
+@pytest.mark.slow
+def test_a_day_without_news_keeps_the_window_and_a_first_day_without_news_is_refused(tmp_path: Path) -> None:
+    """A day's file with the schema's columns and no row: nothing added, nothing expired, the clock stands
+    still and the window is reported as it was; with no window yet there is nothing to report."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    empty = tmp_path / "empty.csv"
+    pd.read_parquet(days[0]).head(0).to_csv(empty, index=False)
+    with pytest.raises(InputError, match="empty.csv: the corpus has no rows and the state keeps no items"):
+        run_daily(_config(empty, out), state, retention_days=1.0, encoder=enc)
+    assert not state.exists() and not out.exists()  # a refused first day leaves no claimed folder behind
+    with pytest.raises(InputError, match="empty.csv: the corpus has no rows$"):
+        run_dedup(_config(empty, tmp_path / "batch"), encoder=enc)  # a batch run has nothing to report
+    run_daily(_config(days[0], out), state, retention_days=1.0, encoder=enc)
+    before = open_state(state)
+    quiet = run_daily(_config(empty, out), state, retention_days=1.0, encoder=enc)
+    c = quiet.stats.counts
+    assert (c.items_in, c.new, c.expired, c.kept) == (0, 0, 0, len(before.items))
+    after = open_state(state)
+    assert after.as_of == before.as_of
+    assert state_assignment(state) == {"a1": "c-a1", "a2": "c-a1", "b1": "c-b1", "b2": "c-b1"}
+    window = pd.read_parquet(quiet.report_dir / "window" / "clusters.parquet")
+    assert sorted(window["cluster_id"]) == ["c-a1", "c-b1"]
+    # the next day goes on from the kept window as if the quiet day had not been
+    r3 = run_daily(_config(days[1], out), state, retention_days=1.0, encoder=enc)
+    assert r3.stats.counts.new == 3 and state_assignment(state)["a3"] == "c-a1"
+
+
+@pytest.mark.slow
 def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> None:
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
