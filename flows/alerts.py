@@ -68,6 +68,33 @@ def deployed_flows() -> list[str]:
     return sorted({flow_name(spec) for spec in load_specs()})
 
 
+def project_flows() -> list[str]:
+    """Every flow the project defines (the modules of ``flows/``), by name: what ``--flow`` may watch."""
+    import importlib
+    import pkgutil
+
+    from prefect import Flow
+
+    import flows as package
+
+    names: set[str] = set()
+    for module in pkgutil.iter_modules(package.__path__):
+        found = vars(importlib.import_module(f"{package.__name__}.{module.name}")).values()
+        names |= {f.name for f in found if isinstance(f, Flow)}
+    return sorted(names)
+
+
+def check_flows(asked: Sequence[str]) -> None:
+    """Refuse a ``--flow`` that names no flow of the project: the automation would watch it for good and
+    never fire (a misspelt ``news-dedupe`` alerts on nothing)."""
+    known = project_flows()
+    for name in asked:
+        if name not in known:
+            raise AlertError(
+                f"--flow {name!r}: no flow of this project is called that (its flows: {', '.join(known)})"
+            )
+
+
 def alert_trigger(flows: Sequence[str]) -> Any:
     """A flow run of one of ``flows`` entering Failed or Crashed, each run on its own."""
     from prefect.events.schemas.automations import EventTrigger, Posture
@@ -122,7 +149,8 @@ def notify_action(slug_name: str) -> Any:
 def check_options(args: argparse.Namespace) -> None:
     """Refuse, before the server is asked anything, options that cannot work together or at all: an action
     beside ``--list`` or ``--remove`` (it was ignored), a ``--notify`` that is not ``TYPE/NAME``, a
-    ``--webhook`` that is not an http(s) URL (the server would call it at the first failed run only)."""
+    ``--webhook`` that is not an http(s) URL (the server would call it at the first failed run only), a
+    ``--flow`` that names no flow of the project."""
     from urllib.parse import urlsplit
 
     modes = [flag for flag, on in (("--list", args.list), ("--remove", args.remove)) if on]
@@ -135,6 +163,8 @@ def check_options(args: argparse.Namespace) -> None:
         url = urlsplit(args.webhook)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise AlertError(f"--webhook {args.webhook!r}: not an http(s) URL (https://hooks.example/...)")
+    if args.flow:
+        check_flows(args.flow)
 
 
 def existing(name: str) -> list[Any]:

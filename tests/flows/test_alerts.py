@@ -145,15 +145,19 @@ def test_the_alert_command_refuses_without_a_server(tmp_path: Path) -> None:
         (["--list", "--remove"], "--list and --remove do not go together"),
         (["--notify", "slack"], "--notify 'slack': give the block as TYPE/NAME"),
         (["--webhook", "hooks.slack.com/services/x"], "not an http(s) URL"),
+        (
+            ["--webhook", "https://hooks.example/x", "--flow", "news-dedup", "--flow", "news-dedupe"],
+            "--flow 'news-dedupe': no flow of this project is called that (its flows: ",
+        ),
     ],
-    ids=["list-webhook", "remove-notify", "list-remove", "notify-form", "webhook-url"],
+    ids=["list-webhook", "remove-notify", "list-remove", "notify-form", "webhook-url", "flow-name"],
 )
 def test_options_that_cannot_work_are_refused_before_the_server_is_asked(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], words: str
 ) -> None:
     """An action beside --list or --remove was ignored (the command listed, or removed, and exited 0); a bad
     --notify was a bare line, exit status 1; a --webhook that is no URL was saved, to fail at the first
-    failed run."""
+    failed run; a misspelt --flow was watched for good, and never fired."""
     import flows.alerts as alerts
 
     def acted(*args: object) -> int:
