@@ -257,8 +257,8 @@ def older_day(state: State, times: pd.Series) -> bool:
 
 def undated_clock(daily: StateSettings, times: pd.Series) -> bool:
     """Whether the run's clock comes from the wall clock (:func:`day_start`): no ``--as-of`` and no date
-    in the day's items."""
-    return daily.as_of is None and not times.notna().any()
+    in the day's items (a day without items keeps the state's clock)."""
+    return daily.as_of is None and bool(len(times)) and not times.notna().any()
 
 
 def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> ModelSwitch | None:
