@@ -437,6 +437,36 @@ def prune(pairs: pd.DataFrame, gone: set[str], regroup: bool) -> pd.DataFrame:
     return pairs.reset_index(drop=True)
 
 
+def keep_kept(add: pd.DataFrame, kept: pd.DataFrame, changed: set[str]) -> pd.DataFrame:
+    """Today's rows to add, each ``changed`` item's empty :data:`SHOWN_DETAILS` and missing date taken from
+    its kept row (its ``retain_from`` too, when the date is missing): a row sent again without a field keeps
+    the kept value, as :func:`classify` reads it, whatever else the row corrects.
+
+    >>> t = pd.Timestamp("2024-03-01T08:00Z")
+    >>> kept = pd.DataFrame({"id": ["a"], "title": ["x"], "source": ["cna"], "url": ["http://a"],
+    ...     "published_at": [t], "retain_from": [t]})
+    >>> later = t + pd.Timedelta("1D")
+    >>> today = kept.assign(url="http://b", source="", published_at=pd.NaT, retain_from=later)
+    >>> row = keep_kept(today, kept, {"a"}).iloc[0]
+    >>> row["source"], row["url"], row["published_at"] == t, row["retain_from"] == t
+    ('cna', 'http://b', True, True)
+    """
+    ids = add["id"].astype(str)
+    mine = ids.isin(changed).to_numpy()
+    if not mine.any():
+        return add
+    prev = kept.assign(id=kept["id"].astype(str)).set_index("id")
+    add = add.copy()
+    for c in SHOWN_DETAILS:
+        if c in add and c in prev:
+            empty = mine & add[c].fillna("").astype(str).eq("").to_numpy()
+            add.loc[empty, c] = ids[empty].map(prev[c]).fillna("").astype(str)
+    undated = mine & add["published_at"].isna().to_numpy()
+    for c in ("published_at", "retain_from"):
+        add[c] = pd.to_datetime(add[c], utc=True).where(~undated, pd.to_datetime(ids.map(prev[c]), utc=True))
+    return add
+
+
 def _window_items(
     kept: pd.DataFrame, today: pd.DataFrame, classified: Classified, run_id: str
 ) -> tuple[pd.DataFrame, np.ndarray, int]:
@@ -444,7 +474,7 @@ def _window_items(
     how many they are."""
     keep_mask = ~kept["id"].astype(str).isin(classified.gone).to_numpy()
     base = kept.loc[keep_mask].reset_index(drop=True)
-    add = today.loc[classified.todo].reset_index(drop=True)
+    add = keep_kept(today.loc[classified.todo].reset_index(drop=True), kept, classified.changed)
     first_seen = dict(zip(kept["id"].astype(str), kept["first_seen_run"], strict=True))
     add["first_seen_run"] = [first_seen.get(i, run_id) for i in add["id"]]
     add["embedded_run"] = run_id

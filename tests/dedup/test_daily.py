@@ -191,6 +191,41 @@ def test_an_item_sent_again_with_a_corrected_link_or_source_takes_it(tmp_path: P
 
 
 @pytest.mark.slow
+def test_a_changed_item_keeps_the_kept_values_its_row_leaves_empty(tmp_path: Path) -> None:
+    """A row sent again with one field corrected and another left empty keeps the kept value of the empty
+    one, whatever made it changed: its source or link was dropped (the report lost them), and a source
+    corrected without the date lost the item's date and moved its retention to the run's clock."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    first = pd.read_parquet(days[0]).assign(url=lambda d: "https://news.example/old/" + d["id"], source="cna")
+    first.to_parquet(tmp_path / "day1.parquet", index=False)
+    run_daily(_config(tmp_path / "day1.parquet", out), state, retention_days=30.0, encoder=enc)
+    kept = open_state(state).items.set_index("id")
+    resent = first.query("id in ['a2', 'b1', 'c1']").copy()
+    a2, b1, c1 = (resent["id"] == i for i in ("a2", "b1", "c1"))
+    resent.loc[a2, ["url", "source"]] = ["https://news.example/fixed/a2", ""]  # link corrected, no source
+    resent.loc[b1, ["title", "url", "source"]] = [f"{resent.loc[b1, 'title'].iloc[0]} eta", "", ""]  # text
+    resent.loc[c1, ["source", "published_at"]] = ["reuters", pd.NaT]  # source corrected, no date
+    resent.to_parquet(tmp_path / "resent.parquet", index=False)
+    r2 = run_daily(_config(tmp_path / "resent.parquet", out), state, retention_days=30.0, encoder=enc)
+    assert (r2.stats.counts.changed, r2.stats.counts.skipped) == (3, 0)
+    items = open_state(state).items.set_index("id")
+    assert items.loc["a2", "url"] == "https://news.example/fixed/a2" and items.loc["a2", "source"] == "cna"
+    assert items.loc["b1", "title"].endswith(" eta") and items.loc["b1", "url"] == kept.loc["b1", "url"]
+    assert items.loc["b1", "source"] == "cna"
+    assert items.loc["c1", "source"] == "reuters"
+    assert items.loc["c1", "published_at"] == kept.loc["c1", "published_at"]
+    assert items.loc["c1", "retain_from"] == kept.loc["c1", "retain_from"]
+    members = pd.read_csv(r2.report_dir / "window" / "members.csv").set_index("item_id")
+    assert members.loc["a2", "source"] == "cna" and members.loc["b1", "url"] == kept.loc["b1", "url"]
+    # the same rows again after another day: nothing is changed again
+    run_daily(_config(days[1], out), state, retention_days=30.0, encoder=enc)
+    r4 = run_daily(_config(tmp_path / "resent.parquet", out), state, retention_days=30.0, encoder=enc)
+    assert (r4.stats.counts.changed, r4.stats.counts.skipped) == (0, 3)
+
+
+@pytest.mark.slow
 def test_a_day_without_news_keeps_the_window_and_a_first_day_without_news_is_refused(tmp_path: Path) -> None:
     """A day's file with the schema's columns and no row: nothing added, nothing expired, the clock stands
     still and the window is reported as it was; with no window yet there is nothing to report."""
