@@ -119,7 +119,7 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
     a day in the future is a bad row (it would move the daily window's clock); in a daily run (``daily``),
     a lone item dated far after the rest is refused (:func:`check_no_lone_late_items`), and a file with no
-    row is a day without news (the window is kept; :func:`nlsim.dedup.window.incremental_window`)."""
+    row is a day without news (the window is kept: :func:`open_daily_window`)."""
     corpus = load_corpus(
         source.corpus_path,
         text_fields=source.text_fields,
@@ -136,8 +136,6 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
         say(message)
     if len(corpus.quarantined):
         say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
-    if not len(corpus.frame):
-        say(f"{corpus.path}: no items (a day without news): the window is kept as it was")
     return corpus
 
 
@@ -232,6 +230,8 @@ def open_daily_window(
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
     zone = settings.input.timezone
     window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone)
+    if not len(corpus.frame):
+        log.say(f"{settings.input.corpus_path}: no items (a day without news): the window is kept as it was")
     if undated_clock(daily, corpus.frame["published_at"]):
         log.say(
             f"no item of {settings.input.corpus_path} has a date: the window's clock is {window.as_of} (the "

@@ -499,12 +499,12 @@ def incremental_window(
     without dates."""
     today = corpus_items(corpus)
     times = today["published_at"]
-    if not len(today) and not len(state.items):
+    if not len(today) and not state.last_run:
         raise InputError(
             corpus.path,
             None,
             None,
-            "the corpus has no rows and the state keeps no items: nothing to report (a day without news "
+            "the corpus has no rows and the state has no run yet: nothing to report (a day without news "
             "keeps the window of the days before it)",
         )
     ref = _as_of(daily, state, times, timezone)

@@ -438,6 +438,8 @@ def load_corpus(
         if f not in TEXT_FIELDS:
             raise InputError(path, None, f, f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}")
     raw = read_table(path)
+    if raw.empty and not len(raw.columns):  # a JSONL file of no record (it has no header): no rows
+        raw = pd.DataFrame(columns=list(REQUIRED))
     _check_columns(path, raw, allow_empty=allow_empty)
     if not any(f in raw.columns for f in text_fields):
         raise InputError(
@@ -466,9 +468,9 @@ def load_corpus(
         for col in extra:
             columns[col].append(rec.get(col))
     frame = _items_frame(columns, extra)
+    quarantined, qpath = _write_quarantine(bad, quarantine)  # written first: it says why each row went
     if len(frame) == 0 and len(raw):
-        raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined)")
-    quarantined, qpath = _write_quarantine(bad, quarantine)
+        raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined -> {qpath})")
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)
     note = naive_times_note(path, naive, len(frame), timezone)

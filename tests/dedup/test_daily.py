@@ -234,7 +234,7 @@ def test_a_day_without_news_keeps_the_window_and_a_first_day_without_news_is_ref
     state, out = tmp_path / "state", tmp_path / "out"
     empty = tmp_path / "empty.csv"
     pd.read_parquet(days[0]).head(0).to_csv(empty, index=False)
-    with pytest.raises(InputError, match="empty.csv: the corpus has no rows and the state keeps no items"):
+    with pytest.raises(InputError, match="empty.csv: the corpus has no rows and the state has no run yet"):
         run_daily(_config(empty, out), state, retention_days=1.0, encoder=enc)
     assert not state.exists() and not out.exists()  # a refused first day leaves no claimed folder behind
     with pytest.raises(InputError, match="empty.csv: the corpus has no rows$"):
@@ -252,6 +252,10 @@ def test_a_day_without_news_keeps_the_window_and_a_first_day_without_news_is_ref
     # the next day goes on from the kept window as if the quiet day had not been
     r3 = run_daily(_config(days[1], out), state, retention_days=1.0, encoder=enc)
     assert r3.stats.counts.new == 3 and state_assignment(state)["a3"] == "c-a1"
+    # a window emptied by retention is a window still: a day without news after it is reported, not refused
+    run_daily(_config(empty, out), state, retention_days=1.0, encoder=enc, as_of="2005-03-09")
+    assert len(open_state(state).items) == 0
+    assert run_daily(_config(empty, out), state, retention_days=1.0, encoder=enc).stats.counts.kept == 0
 
 
 @pytest.mark.slow

@@ -246,7 +246,7 @@ def bad_corpora() -> list[Case]:
         ("jsonl-id-bool", "news.jsonl", jsonl([{"id": True, "title": "Floods"}]), ("row 1", "'id'")),
         ("jsonl-id-null", "news.jsonl", jsonl([{"id": None, "title": "Floods"}]), ("row 1", "'id'")),
         ("jsonl-id-float", "news.jsonl", jsonl([{"id": 1.5, "title": "Floods"}]), ("row 1", "'id'")),
-        ("jsonl-empty", "news.jsonl", "", ("'id'",)),
+        ("jsonl-empty", "news.jsonl", "", ("no rows",)),
         (
             "jsonl-future-date",
             "news.jsonl",

@@ -1,5 +1,6 @@
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -501,3 +502,26 @@ def test_a_number_written_as_text_is_not_a_time(tmp_path, cell):
     )
     read = load_corpus(path).frame["published_at"]
     assert [str(t) for t in read[:2]] == ["2024-05-01 00:00:00+00:00", "2024-05-01 08:30:00+00:00"]
+
+
+def test_a_file_of_no_row_is_refused_unless_empty_is_allowed_and_jsonl_has_none_without_a_header(
+    tmp_path: Path,
+) -> None:
+    """A day without news: a CSV of its header alone, or a JSONL file of no record (JSONL has no header:
+    it was refused as 'required column missing (columns: )')."""
+    csv, jsonl = tmp_path / "day.csv", tmp_path / "day.jsonl"
+    csv.write_text("id,title,source\n", encoding="utf-8")
+    jsonl.write_text("\n", encoding="utf-8")
+    for path in (csv, jsonl):
+        with pytest.raises(InputError, match=f"{path.name}: the corpus has no rows$"):
+            load_corpus(path)
+        assert len(load_corpus(path, allow_empty=True).frame) == 0
+
+
+def test_every_row_rejected_still_writes_the_quarantine_that_says_why(tmp_path: Path) -> None:
+    """The file of reasons was not written when no row was left: the error counted the rows it had."""
+    path, q = tmp_path / "news.csv", tmp_path / "q.csv"
+    path.write_text("id,title\n,a\nb,\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"every row was rejected \(2 quarantined -> .*q\.csv\)"):
+        load_corpus(path, quarantine=q)
+    assert pd.read_csv(q)["row"].tolist() == [1, 2]
