@@ -229,7 +229,8 @@ def open_daily_window(
     # run (its verdicts act, its scored pairs are kept), not a replay of the committed one
     params = {**settings.window_params(), "editors": editors_fingerprint(settings.clustering.annotated_pairs)}
     zone = settings.input.timezone
-    window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone)
+    day = settings.input.run_date() if settings.input.date else None
+    window = incremental_window(daily, corpus, state, _window_identity(model, settings), params, zone, day)
     if not len(corpus.frame):
         log.say(f"{settings.input.corpus_path}: no items (a day without news): the window is kept as it was")
     if undated_clock(daily, corpus.frame["published_at"]):

@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
@@ -238,10 +239,12 @@ def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str =
     return max(pd.Timestamp(t) for t in cands)
 
 
-def older_day(state: State, times: pd.Series) -> bool:
+def older_day(state: State, times: pd.Series, day_end: pd.Timestamp | None = None) -> bool:
     """Whether today's items are a day older than the state's: every one dated, the latest before the
     reference time of the runs before (days run out of order: the 26th, then the 25th). Undated items
-    have no day to compare.
+    have no day to compare. A day without items is older when the run's ``--date`` ended (``day_end``,
+    midnight after it in the run's time zone) by the state's reference time: a quiet day run again after
+    a later one.
 
     Example:
         >>> from types import SimpleNamespace
@@ -249,10 +252,28 @@ def older_day(state: State, times: pd.Series) -> bool:
         >>> times = pd.Series(pd.to_datetime(["2026-11-25T09:00Z", "2026-11-25T15:00Z"]))
         >>> older_day(state, times), older_day(state, times + pd.Timedelta(days=1))
         (True, False)
+        >>> quiet = pd.Series([], dtype="datetime64[ns, UTC]")
+        >>> older_day(state, quiet, pd.Timestamp("2026-11-26T00:00Z")), older_day(state, quiet)
+        (True, False)
     """
-    if state.as_of is None or not len(times) or times.isna().any():
+    if state.as_of is None:
+        return False
+    if not len(times):
+        return day_end is not None and bool(day_end <= pd.Timestamp(state.as_of))
+    if times.isna().any():
         return False
     return bool(times.max() < pd.Timestamp(state.as_of))
+
+
+def day_end(day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
+    """The end of ``day`` (midnight after it) in ``timezone``, as a UTC time; ``None`` for no day.
+
+    >>> str(day_end(dt.date(2026, 11, 25), "Asia/Taipei"))
+    '2026-11-25 16:00:00+00:00'
+    """
+    if day is None:
+        return None
+    return (pd.Timestamp(day, tz=timezone) + pd.Timedelta(days=1)).tz_convert("UTC")
 
 
 def undated_clock(daily: StateSettings, times: pd.Series) -> bool:
@@ -493,10 +514,12 @@ def incremental_window(
     identity: StateIdentity,
     params: dict[str, Any],
     timezone: str = "UTC",
+    day: dt.date | None = None,
 ) -> Window:
     """Today's corpus against the kept state (see the module docstring): classify, expire, restore the
     kept clusters, prune the kept pairs. ``timezone``: the run's, whose day starts the clock of a day
-    without dates."""
+    without dates. ``day``: the run's ``--date`` when given, which tells whether a day without items is
+    older than the runs before it (:func:`older_day`)."""
     today = corpus_items(corpus)
     times = today["published_at"]
     if not len(today) and not state.last_run:
@@ -509,6 +532,8 @@ def incremental_window(
         )
     ref = _as_of(daily, state, times, timezone)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
+    if not len(today) and day is not None:  # a day without items is told from another by its date alone
+        params["day"] = day.isoformat()
     key = input_key(identity, today, params)
     last = RunRecord.from_dict(state.last_run) if state.last_run else None
     if last is not None and last.run_id and last.input_key == key:
@@ -554,5 +579,5 @@ def incremental_window(
         reembed=reembed,
         regroup=switch is not None,
         state=state,
-        older_day=older_day(state, times),
+        older_day=older_day(state, times, day_end(day, timezone)),
     )

@@ -98,10 +98,15 @@ def day_notices(record: RunRecord) -> list[str]:
     items = record.counts.items_in
     older, seen = "", ""
     if record.older_day:
+        which = (
+            "This run's day had no items and ended before the runs already made"
+            if items == 0
+            else "Every item of this run is dated before the runs already made"
+        )
         older = (
-            "<strong>An older day.</strong> Every item of this run is dated before the runs already made: "
-            "this day was run after a later one. This report is kept under <code>runs/"
-            f"{iso(record.run_id)}/</code>; <code>latest</code> still shows the newer report."
+            f"<strong>An older day.</strong> {which}: this day was run after a later one. This report is "
+            f"kept under <code>runs/{iso(record.run_id)}/</code>; <code>latest</code> still shows the newer "
+            "report."
         )
     if record.all_seen:
         n = f"all {items:,} items" if isinstance(items, int) else "all the items"
