@@ -272,17 +272,16 @@ def all_seen(window: Window) -> bool:
 
 def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
     """What a daily run says of a day run out of order, or with nothing new."""
-    if window.older_day and window.state is not None and not window.counts.items_in:
-        log.say(
-            f"{settings.input.corpus_path} has no items, and its day ({settings.input.date}) ended by this "
-            f"state's clock ({window.state.as_of}): a day older than the runs before it, run after them; its "
-            f"report goes to runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
+    if window.older_day and window.state is not None:
+        clock, path = window.state.as_of, settings.input.corpus_path
+        why = (
+            f"{path} has no items, and its day ({settings.input.date}) ended by this state's clock ({clock})"
+            if not window.counts.items_in
+            else f"the items of {path} are all dated before this state's clock ({clock})"
         )
-    elif window.older_day and window.state is not None:
         log.say(
-            f"the items of {settings.input.corpus_path} are all dated before this state's clock "
-            f"({window.state.as_of}): a day older than the runs before it, run after them; its report goes "
-            f"to runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
+            f"{why}: a day older than the runs before it, run after them; its report goes to "
+            f"runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
         )
     if all_seen(window):
         log.say(

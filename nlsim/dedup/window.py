@@ -387,9 +387,10 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
     (published again), else ``too_old`` (an undated item keeps the time it was first seen, past the cutoff).
     """
     expired = expire(kept, cutoff)
-    prev_hash = dict(zip(kept["id"].astype(str), kept["content_hash"], strict=True))
-    prev_time = dict(zip(kept["id"].astype(str), kept["published_at"], strict=True))
-    prev_details = dict(zip(kept["id"].astype(str), _details(kept), strict=True))
+    kept_ids = kept["id"].astype(str)
+    prev_hash = dict(zip(kept_ids, kept["content_hash"], strict=True))
+    prev_time = dict(zip(kept_ids, kept["published_at"], strict=True))
+    prev_details = dict(zip(kept_ids, _details(kept), strict=True))
     status = []
     fields = (today["id"], today["content_hash"], today["retain_from"], today["published_at"])
     rows = zip(*fields, _details(today), strict=True)

@@ -66,7 +66,7 @@ from nlsim.io.atomic import (
     remove_tree,
 )
 from nlsim.io.lock import GUARD_NAME, RunLock, held_here
-from nlsim.io.ownership import claim_folder, unclaim
+from nlsim.io.ownership import claim_folder, traceless
 from nlsim.io.report_folder import PUBLISHING, check_report_replaceable
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
@@ -394,9 +394,7 @@ def hold_report_folder(out_dir: str | Path, check: Callable[[], None] | None = N
             check()
         yield
         return
-    made = not out.exists()
-    before = {p.name for p in out.iterdir()} if out.is_dir() else set()
-    try:
+    with traceless([out], also=(GUARD_NAME,)):  # its marker and lock guard, and a folder it made
         if check is not None:
             check()
         claim_folder(out, "report", what="report folder")
@@ -406,9 +404,6 @@ def hold_report_folder(out_dir: str | Path, check: Callable[[], None] | None = N
                 yield
             finally:
                 _HELD.discard(out.resolve())
-    except BaseException:
-        unclaim(out, before, made, also=(GUARD_NAME,))  # its marker and lock guard, and a folder it made
-        raise
 
 
 def finish_publishing(out: Path) -> list[str]:
