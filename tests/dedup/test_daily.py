@@ -257,6 +257,7 @@ def test_a_day_without_news_keeps_the_window_and_a_first_day_without_news_is_ref
     old = run_daily(_config(empty, out, date="2005-03-01"), state, retention_days=1.0, encoder=enc)
     assert old.stats.older_day and (out / "latest").resolve() == newest
     assert any("has no items, and its day (2005-03-01) ended by" in m for m in old.stats.messages)
+    assert "This run's day had no items" in (old.report_dir / "index.html").read_text(encoding="utf-8")
     today = run_daily(_config(empty, out, date="2005-03-02"), state, retention_days=1.0, encoder=enc)
     assert not today.stats.older_day and (out / "latest").resolve() == today.report_dir.resolve()
     # a window emptied by retention is a window still: a day without news after it is reported, not refused
