@@ -82,13 +82,16 @@ def concern(
     omit: tuple[str, ...] = (),
     defaults: Mapping[str, Any] | None = None,
     helps: Mapping[str, str] | None = None,
+    needs: str | None = None,
 ) -> Any:
     """A field holding the record of one concern: its settings are options of the configuration.
 
     ``title`` and ``description`` head the record's group in ``--help``. ``omit``: the flat names of the
     record's settings that the configuration sets itself (they are no options of it, and keep the record's
     defaults until it sets them); ``defaults`` and ``helps``: another default or help text of some, by flat
-    name. The field has a default when every setting of the record has one.
+    name; ``needs``: the flat name of the configuration's setting without which the record's settings do
+    nothing (each one's own ``needs`` stays, unless the configuration sets that one itself). The field has a
+    default when every setting of the record has one.
     """
     meta = {
         "concern": record,
@@ -97,6 +100,7 @@ def concern(
         "omit": tuple(omit),
         "defaults": dict(defaults or {}),
         "helps": dict(helps or {}),
+        "needs": needs,
     }
     known = {o.name for o in options_of(record)}
     unknown = (set(meta["omit"]) | set(meta["defaults"]) | set(meta["helps"])) - known
@@ -174,7 +178,7 @@ def _default(f: dataclasses.Field) -> Any:
 def options_of(cls: type) -> list[Option]:
     """The settings of a configuration dataclass, in order, its records' included (see the module
     docstring); two settings with one flat name are refused."""
-    out = _walk(cls, (), None, None, (), {}, {})
+    out = _walk(cls, (), None, None, (), {}, {}, None)
     seen: dict[str, Option] = {}
     for opt in out:
         if opt.name in seen:
@@ -194,6 +198,7 @@ def _walk(
     omit: tuple[str, ...],
     defaults: Mapping[str, Any],
     helps: Mapping[str, str],
+    needs: str | None,
 ) -> list[Option]:
     records = {f.metadata["concern"] for f in dataclasses.fields(cls) if "concern" in f.metadata}
     hints = typing.get_type_hints(cls, localns={r.__name__: r for r in records}, include_extras=True)
@@ -209,6 +214,7 @@ def _walk(
                 (*omit, *meta["omit"]),
                 {**meta["defaults"], **defaults},
                 {**meta["helps"], **helps},
+                meta["needs"] or needs,
             )
             continue
         if "help" not in meta:
@@ -230,7 +236,7 @@ def _walk(
                 metavar=meta.get("metavar"),
                 concern=title,
                 description=description,
-                needs=meta.get("needs"),
+                needs=meta["needs"] if meta.get("needs") and meta["needs"] not in omit else needs,
             )
         )
     return out

@@ -92,10 +92,12 @@ class PipelineConfig(Configuration):
         defaults={"corpus": "data/thucnews.parquet"},
         helps={"corpus": "the corpus the report is made for"},
     )
-    model: ModelSettings = concern(ModelSettings, title="the report's model", omit=SET_BY_THE_CHAIN["model"])
-    search: SearchSettings = concern(SearchSettings, title="neighbour search")
+    model: ModelSettings = concern(
+        ModelSettings, title="the report's model", omit=SET_BY_THE_CHAIN["model"], needs="report"
+    )
+    search: SearchSettings = concern(SearchSettings, title="neighbour search", needs="report")
     clustering: ClusteringSettings = concern(
-        ClusteringSettings, title="clusters", omit=SET_BY_THE_CHAIN["clustering"]
+        ClusteringSettings, title="clusters", omit=SET_BY_THE_CHAIN["clustering"], needs="report"
     )
     report: ReportSettings = concern(
         ReportSettings,

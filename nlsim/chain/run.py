@@ -615,12 +615,14 @@ def chain_work(
 def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
     check_device(cfg.search.use_gpu, cfg.search.index_kind)  # --gpu without a GPU: not after the training
-    inputs = {"--pairs": cfg.pairs, "--corpus": cfg.input.corpus_path}
+    corpus = cfg.input.corpus_path if cfg.make_report else None  # --no-report reads no corpus
+    inputs = {"--pairs": cfg.pairs, "--corpus": corpus}
     check_outputs_apart(
         inputs, {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
     )
-    for path in (cfg.pairs, cfg.input.corpus_path):  # a missing input: exit 1, as every command says it
-        check_input_file(path)
+    for path in (cfg.pairs, corpus):  # a missing input: exit 1, as every command says it
+        if path is not None:
+            check_input_file(path)
     check_writable(cfg.model_store, what="--model-store")
     ModelStore(cfg.model_store).check_kind()
     check_claimable(cfg.model_store, "model-store", what="model store")  # claimed by the run

@@ -140,19 +140,18 @@ def _help(opt: Option, extra: str = "") -> str:
 def add_option(parser: Any, opt: Option) -> None:
     """Add one setting of a configuration to an argparse parser or group."""
     base = opt.base_type
+    const = _GivenConst if opt.needs else argparse._StoreConstAction
     if base is bool and len(opt.flags) == 2:
         group = parser.add_mutually_exclusive_group()
         on, off = opt.flags
-        group.add_argument(
-            on, dest=opt.name, action="store_const", const=True, default=opt.default, help=opt.help
-        )
-        group.add_argument(
-            off, dest=opt.name, action="store_const", const=False, help=f"the opposite of {on}"
-        )
+        group.add_argument(on, dest=opt.name, action=const, const=True, default=opt.default, help=opt.help)
+        group.add_argument(off, dest=opt.name, action=const, const=False, help=f"the opposite of {on}")
         return
     if base is bool:
-        action = "store_false" if opt.default is True else "store_true"
-        parser.add_argument(*opt.flags, dest=opt.name, action=action, default=opt.default, help=opt.help)
+        said = opt.default is not True  # the flag says the opposite of the default
+        parser.add_argument(
+            *opt.flags, dest=opt.name, action=const, const=said, default=opt.default, help=opt.help
+        )
         return
     kwargs: dict[str, Any] = {"dest": opt.name, "help": _help(opt)}
     if opt.metavar:
@@ -187,6 +186,14 @@ class _Given(argparse._StoreAction):
         setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), self.dest})
 
 
+class _GivenConst(argparse._StoreConstAction):
+    """A flag's :class:`_Given`: store its value, and note that the setting was given."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        super().__call__(parser, namespace, values, option)
+        setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), self.dest})
+
+
 def check_needs(cls: type, args: argparse.Namespace) -> None:
     """Refuse a setting given on the command line without the setting it needs (``option(needs=...)``),
     where ``cls`` has that one as an option.
@@ -205,11 +212,23 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
     for name in sorted(getattr(args, GIVEN, ())):
         opt = options.get(name)
         needed = options.get(opt.needs) if opt and opt.needs else None
-        if needed is not None and getattr(args, needed.name, None) in (None, "", False):
-            flag, other = opt.flags[0], needed.flags[0]
+        if needed is None or getattr(args, needed.name, None) not in (None, "", False):
+            continue
+        flag, other = _given_flag(opt, args), needed.flags[0]
+        if needed.default is True:  # a setting on by default, turned off by its flag (--no-report)
             raise ConfigError(
-                f"{flag} works with {other}: give {other} with it, or leave {flag} out (nothing is done yet)"
+                f"{flag} does nothing with {other}: leave one of them out (nothing is done yet)"
             )
+        raise ConfigError(
+            f"{flag} works with {other}: give {other} with it, or leave {flag} out (nothing is done yet)"
+        )
+
+
+def _given_flag(opt: Option, args: argparse.Namespace) -> str:
+    """The flag of ``opt`` that gave its value in ``args`` (the second of a pair like ``--gpu``/``--cpu``
+    when it gave ``False``)."""
+    value = getattr(args, opt.name, None)
+    return opt.flags[1] if len(opt.flags) == 2 and opt.base_type is bool and value is False else opt.flags[0]
 
 
 def add_config_options(parser: Any, cls: type, *, group: str | None = None) -> None:

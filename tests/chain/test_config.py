@@ -4,6 +4,8 @@ the run it belongs to."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nlsim.chain.config import SET_BY_THE_CHAIN, PipelineConfig
@@ -128,3 +130,28 @@ def test_the_chain_declares_only_what_it_adds() -> None:
         "report",
         "first_report",
     }
+
+
+def test_the_report_settings_that_do_nothing_without_the_report_need_it() -> None:
+    """The report's model, search and clusters need the report (``--no-report`` refuses them); training's
+    settings and the report's paths do not."""
+    needs = {o.name: o.needs for o in options_of(PipelineConfig)}
+    for name in ("precision", "use_gpu", "k", "cluster_support", "topic_threshold", "cluster_cut"):
+        assert needs[name] == "report", name
+    for name in ("epochs", "cross_encoder_epochs", "threads", "corpus", "out", "progress", "first_report"):
+        assert needs[name] != "report", name
+
+
+def test_a_chain_without_its_report_does_not_ask_for_the_corpus(tmp_path: Path) -> None:
+    from nlsim.chain.run import check_chain_paths
+    from nlsim.errors import InputError
+
+    (tmp_path / "pairs.tsv").write_text("pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\n")
+    missing = str(tmp_path / "no-corpus.parquet")
+    store = str(tmp_path / "models")
+    check_chain_paths(PipelineConfig.of(pairs=str(tmp_path / "pairs.tsv"), corpus=missing, model_store=store,
+                                        report=False))  # fmt: skip
+    with pytest.raises(InputError, match="no-corpus.parquet"):
+        check_chain_paths(
+            PipelineConfig.of(pairs=str(tmp_path / "pairs.tsv"), corpus=missing, model_store=store)
+        )

@@ -1010,6 +1010,11 @@ OPTION_CASES = {
         [*PIPELINE, "--gpu"],
         "--gpu asks for the search on a GPU, and there is none to use",
     ),
+    "pipeline-no-report-cpu": ([*PIPELINE, "--no-report", "--cpu"], "--cpu does nothing with --no-report"),
+    "pipeline-cluster-support-no-report": (
+        [*PIPELINE, "--cluster-support", "0.5", "--no-report"],
+        "--cluster-support does nothing with --no-report",
+    ),
 }
 
 
