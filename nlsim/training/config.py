@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
@@ -36,6 +36,11 @@ from nlsim.options import Configuration, assign, concern, option, option_like
 DEFAULT_BASE = "multilingual-e5-small"
 LOSSES = ("cosent", "mse")
 TEACHERS = ("ensemble", "cross-encoder")
+
+TrainPrecision = Literal["auto", "fp32", "bf16"]
+TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
+"""The arithmetic of the training steps: bf16 autocast where the hardware computes it (auto), or as named
+(:mod:`nlsim.training.mixed_precision`)."""
 
 
 @dataclass
@@ -311,7 +316,7 @@ class RecipeSettings:
         help="also train the word-embedding table (about 4x slower for e5; every layer then trains)",
         flags=("--unfreeze-embeddings",),
     )
-    train_precision: Literal["auto", "fp32", "bf16"] = option(
+    train_precision: TrainPrecision = option(
         "auto",
         help="arithmetic of the training steps: bf16 autocast where the CPU or GPU computes bf16 (auto), or "
         "fp32",
@@ -331,8 +336,9 @@ class RecipeSettings:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         check_threads(self.threads)
-        if self.train_precision not in ("auto", "fp32", "bf16"):
-            raise ConfigError(f"--train-precision: unknown {self.train_precision!r} (use auto, fp32, bf16)")
+        if self.train_precision not in TRAIN_PRECISIONS:
+            choices = ", ".join(TRAIN_PRECISIONS)
+            raise ConfigError(f"--train-precision: unknown {self.train_precision!r} (use {choices})")
 
 
 @dataclass(frozen=True, kw_only=True)

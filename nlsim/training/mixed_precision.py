@@ -34,8 +34,7 @@ import torch
 
 from nlsim.errors import ConfigError
 from nlsim.inference.cpu import cpu_info
-
-TRAIN_PRECISIONS = ("auto", "fp32", "bf16")
+from nlsim.training.config import TRAIN_PRECISIONS
 
 
 def resolve(setting: str, device: torch.device) -> tuple[str, str]:
