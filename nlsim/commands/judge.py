@@ -18,7 +18,12 @@ def register(subparsers: Any) -> None:
         formatter_class=Formatter,
     )
     p.add_argument("--report", required=True, help="report folder (written by nlsim dedup or nlsim pipeline)")
-    p.add_argument("--pairs", required=True, help="scored pair file with id_a, id_b, score (and split)")
+    p.add_argument(
+        "--pairs",
+        required=True,
+        help="scored pair file in the annotations' format (id_a, id_b, text_a, text_b, score, split); a pair "
+        "is judged where its ids hold its texts in the corpus",
+    )
     p.add_argument("--split", default="validation", help="split to judge on, or 'all' (default validation)")
     p.add_argument("--corpus", default=None, help="the report's corpus (default: the one its run.json names)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
