@@ -2,7 +2,7 @@
 
 A *judged* pair is a scored pair (of the chosen split) whose two ids are items of the report's corpus
 holding the pair's two texts (compared as :func:`nlsim.io.pairs.normalise_text` does, with the item's
-title or its embedded text); it is *same story* when its score is at least 0.875
+title or its embedded text, in either Chinese script); it is *same story* when its score is at least 0.875
 (:data:`nlsim.evaluation.levels.SAME_STORY`). A pair whose ids name other texts in the corpus, or items it
 does not hold, is not judged and is counted (``mismatched_pairs``, ``pairs_not_in_corpus``); when no
 pair belongs to the corpus the pairs are refused (they are another corpus's), as is a report whose corpus
@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nlsim.conversion import convert
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.figures import rates
 from nlsim.evaluation.interval import f1_interval
@@ -252,7 +253,7 @@ def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) ->
             missing += 1
             keep.append(False)
             continue
-        wrong = [(side, item, text) for side, item, text in ends if normalise_text(text) not in texts[item]]
+        wrong = [(side, item, text) for side, item, text in ends if not _holds(texts[item], text)]
         if wrong and first is None:
             side, item, text = wrong[0]
             held = corpus.loc[corpus["id"].astype(str) == item, "title"].iloc[0]
@@ -260,6 +261,24 @@ def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) ->
         mismatched += bool(wrong)
         keep.append(not wrong)
     return PairMatch(len(scored), scored[keep].reset_index(drop=True), mismatched, missing, first)
+
+
+def _holds(held: set[str], text: Any) -> bool:
+    """Whether an item whose texts are ``held`` (normalised) is the pair member ``text``: the same text, or
+    the same in one script (a pair scored in Simplified Chinese on an item kept in Traditional, or the
+    other way round: both read as :func:`nlsim.conversion.convert` ``tw2sp`` reads them).
+
+    Example:
+        >>> _holds({normalise_text("颱風凱米今晚登陸")}, "台风凯米今晚登陆")
+        True
+        >>> _holds({normalise_text("颱風凱米今晚登陸")}, "台风凯米明晚登陆")
+        False
+    """
+    mine = normalise_text(text)
+    if mine in held:
+        return True
+    one_script = convert([mine, *sorted(held)], "tw2sp")
+    return one_script[0] in one_script[1:]
 
 
 def judge_tables(

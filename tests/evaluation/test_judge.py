@@ -367,3 +367,34 @@ def test_an_item_paired_with_itself_is_refused_by_row(report: Path) -> None:
     table.to_csv(report / "self.tsv", sep="\t", index=False)
     message = refused(judge(report, "self.tsv"), 1, "self.tsv", "paired with itself", command="judge")
     assert f"row {row + 1}, field 'id_b'" in message
+
+
+def test_a_pair_scored_in_the_other_chinese_script_still_names_its_items(tmp_path: Path) -> None:
+    """The corpus in Traditional Chinese, the pairs scored on its Simplified texts (and one the other way
+    round): judged. A pair whose text is another one in any script is not."""
+    columns = {
+        "pair_id": ["p1", "p2", "p3"],
+        "split": ["validation"] * 3,
+        "id_a": ["n1", "n3", "n1"],
+        "id_b": ["n2", "n4", "n3"],
+        "text_a": [
+            "台风凯米今晚登陆 全台停班停课",
+            "台積電第二季營收創新高",
+            "台风凯米明晚登陆 全台停班停课",
+        ],
+        "text_b": ["凯米台风今晚登陆", "台积电第二季营收再创新高", "台积电第二季营收创新高"],
+        "score": [1.0, 1.0, 0.0],
+    }
+    pd.DataFrame(columns).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    scored = scored_pairs(tmp_path / "pairs.tsv", "validation")
+    titles = [
+        "颱風凱米今晚登陸 全台停班停課",
+        "凱米颱風今晚登陸",
+        "台積電第二季營收創新高",
+        "台積電第二季營收再創新高",
+    ]
+    corpus = pd.DataFrame({"id": ["n1", "n2", "n3", "n4"], "title": titles})
+    match = match_corpus(scored, corpus.assign(text=corpus["title"]), [1, 2, 3])
+    assert match.judged["pair_id"].tolist() == ["p1", "p2"]
+    assert (match.not_in_corpus, match.mismatched) == (0, 1)
+    assert match.first_mismatch is not None and match.first_mismatch[:3] == (3, "text_a", "n1")
