@@ -196,6 +196,7 @@ def config_flow(
     fn.__name__ = fn.__qualname__ = name.replace("-", "_")
     fn.__module__ = body.__module__
     fn.__doc__ = f"{description}\n\nArgs:\n" + "\n".join(docs) + "\n"
+    fn.configurations = classes  # type: ignore[attr-defined]  # what a deployment's parameters are checked by
     flow_options.setdefault("on_failure", [report_failure])
     quiet_failed_runs()
     return flow(name=name, description=description, log_prints=True, **flow_options)(fn)

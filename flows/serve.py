@@ -30,6 +30,8 @@ from typing import Any
 import yaml
 
 from flows.ephemeral import exit_on_api_failure
+from nlsim.commands.options import needless
+from nlsim.options import options_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FILE = ROOT / "prefect.yaml"
@@ -169,7 +171,8 @@ def concurrency_of(spec: dict[str, Any]) -> Any:
 
 def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
     """The entry's ``parameters``, each the name of a parameter of its flow (a misspelt one would make
-    every run of the deployment fail, the first one hours later on its schedule)."""
+    every run of the deployment fail, the first one hours later on its schedule), and none that does
+    nothing as the others stand (``use_gpu`` with ``report: false``), as the command line refuses it."""
     params = spec.get("parameters") or {}
     if not isinstance(params, dict):
         raise SpecError(f"deployment {spec['name']!r}: 'parameters' must be a mapping of name: value")
@@ -181,6 +184,16 @@ def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
             "(its parameters: the settings of its configuration by their flat names, e.g. "
             f"{', '.join(sorted(known)[:6])}, ...)"
         )
+    for cls in getattr(flow.fn, "configurations", ()):
+        values = {o.name: o.default for o in options_of(cls)} | params
+        found = needless(cls, params, values.get)
+        if found is not None:  # refused on the command line too: the run would ignore it
+            opt, needed = found
+            stands = "false" if values[needed.name] is False else "not set"
+            raise SpecError(
+                f"deployment {spec['name']!r}: {opt.name} does nothing while {needed.name} is {stands}: "
+                f"leave {opt.name} out, or set {needed.name}"
+            )
     return params
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin
 
 from nlsim.errors import ConfigError
@@ -208,20 +209,40 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
         ...
         nlsim.errors.ConfigError: --retention-days works with --state: give --state with it, or leave ...
     """
-    options = {o.name: o for o in options_of(cls) if o.cli}
-    for name in sorted(getattr(args, GIVEN, ())):
+    found = needless(cls, getattr(args, GIVEN, ()), lambda name: getattr(args, name, None), cli=True)
+    if found is None:
+        return
+    opt, needed = found
+    flag, other = _given_flag(opt, args), needed.flags[0]
+    if needed.default is True:  # a setting on by default, turned off by its flag (--no-report)
+        raise ConfigError(f"{flag} does nothing with {other}: leave one of them out (nothing is done yet)")
+    raise ConfigError(
+        f"{flag} works with {other}: give {other} with it, or leave {flag} out (nothing is done yet)"
+    )
+
+
+def needless(
+    cls: type, given: Iterable[str], value: Callable[[str], Any], *, cli: bool = False
+) -> tuple[Option, Option] | None:
+    """The first setting of ``cls`` among those ``given`` (flat names) that does nothing as the setting it
+    needs (``option(needs=...)``) stands (``value(name)`` empty, false or None), with that one; else None.
+    ``cli``: only the command line's settings count (one off it keeps its default there).
+
+    Example:
+        >>> from nlsim.chain.config import PipelineConfig
+        >>> opt, needed = needless(PipelineConfig, ["use_gpu"], {"use_gpu": True, "report": False}.get)
+        >>> opt.name, needed.name
+        ('use_gpu', 'report')
+        >>> needless(PipelineConfig, ["use_gpu"], {"use_gpu": True, "report": True}.get) is None
+        True
+    """
+    options = {o.name: o for o in options_of(cls) if o.cli or not cli}
+    for name in sorted(given):
         opt = options.get(name)
         needed = options.get(opt.needs) if opt and opt.needs else None
-        if needed is None or getattr(args, needed.name, None) not in (None, "", False):
-            continue
-        flag, other = _given_flag(opt, args), needed.flags[0]
-        if needed.default is True:  # a setting on by default, turned off by its flag (--no-report)
-            raise ConfigError(
-                f"{flag} does nothing with {other}: leave one of them out (nothing is done yet)"
-            )
-        raise ConfigError(
-            f"{flag} works with {other}: give {other} with it, or leave {flag} out (nothing is done yet)"
-        )
+        if needed is not None and value(needed.name) in (None, "", False):
+            return opt, needed
+    return None
 
 
 def _given_flag(opt: Option, args: argparse.Namespace) -> str:

@@ -65,8 +65,20 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
         (ENTRY + "  concurrency_limit: abc\n", "concurrency_limit must be"),
         (ENTRY + "  parameters:\n    corpus: a.parquet\n    colour: red\n", "colour: not a parameter"),
         (ENTRY + "  colour: red\n", "keys not understood by serve: colour"),
+        (
+            ENTRY + "  parameters:\n    corpus: a.parquet\n    retention_days: 7\n",
+            "retention_days does nothing while state is not set",
+        ),
+        (
+            "deployments:\n- name: x\n  entrypoint: flows/pipeline.py:news_pipeline\n  parameters:\n"
+            "    report: false\n    use_gpu: true\n",
+            "use_gpu does nothing while report is false",
+        ),
     ],
-    ids=["no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"],
+    ids=[
+        *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"),
+        *("needs-state", "needs-report"),
+    ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])
 def test_serve_refuses_an_entry_it_cannot_serve_in_one_line_before_serving(
