@@ -161,6 +161,9 @@ UTC_WORDS = frozenset({"T", "Z", "UT", "UTC", "GMT"})
 """The words a time may hold besides numbers: ISO 8601's ``T`` and the names of UTC."""
 NO_TIME = frozenset({"nat", "nan", "none", "null"})
 """What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
+UTC_AND_OFFSET = re.compile(r"(UTC|GMT|UT|Z)\s*[+-]\s*\d[\d:]*", re.IGNORECASE)
+"""A name of UTC followed by an offset (``GMT+8``, ``UTC-3``, ``Z+08:00``): read two ways, POSIX's (``GMT+8``
+is 8 hours behind UTC, how the date parser reads it) and the way people write it (8 hours ahead)."""
 RFC_OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})$")
 RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 """An RFC 2822 time that ends with its time of day: it names no zone (``email.utils`` reads it as UTC)."""
@@ -213,6 +216,13 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     if YEAR_FIRST.match(text):
         if names:
             return None, f"time {text!r:.40} names its zone {names[-1]!r}, not an offset: {WRITE_ISO}"
+        posix = UTC_AND_OFFSET.search(text)
+        if posix:
+            return None, (
+                f"time {text!r:.40} puts an offset after {posix.group(1)!r} ({posix.group(0)!r}), which "
+                "reads two ways: the offset as written, or its opposite (POSIX's rule, the date parser's): "
+                + WRITE_ISO
+            )
         return pd.Timestamp(text), None
     rfc = RFC_OFFSET.sub(r"\1\2\3", text)
     parts = email.utils.parsedate_tz(rfc) if names else None

@@ -276,6 +276,11 @@ def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
         ("2024-05-01 08:00 HKT", "names its zone 'HKT', not an offset"),
         ("0001-01-01T00:00:00", "is outside the years 1678-2261"),  # a database's placeholder for no date
         ("2300-01-01T00:00:00Z", "is outside the years 1678-2261"),
+        # the date parser reads these the POSIX way, 8 hours behind UTC, where a newsroom means ahead
+        ("2024-05-01 16:00 GMT+8", r"puts an offset after 'GMT' \('GMT\+8'\), which reads two ways"),
+        ("2024-05-01T16:00:00 UTC+08:00", r"puts an offset after 'UTC' \('UTC\+08:00'\)"),
+        ("2024-05-01 03:00 GMT-0500", r"puts an offset after 'GMT' \('GMT-0500'\)"),
+        ("2024-05-01T08:00:00Z+08:00", r"puts an offset after 'Z' \('Z\+08:00'\)"),
     ],
 )
 def test_a_time_that_would_be_guessed_or_cannot_be_held_is_refused_by_row(tmp_path, written, reason):
