@@ -18,8 +18,10 @@ Rules, so that no row is ever silently merged, split or shifted:
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule.
 * Text must be UTF-8 (a byte-order mark is ignored); a bad byte is reported with its data row, line and
-  byte offset. Empty cells stay empty strings; nothing is turned into NaN. A compressed file (gzip, zip,
-  zstd, bzip2, xz) is refused as such: decompress it first.
+  byte offset, and so is a Parquet text cell holding bytes that are not UTF-8 (by row and column) and a
+  JSONL ``\\u`` escape of half a surrogate pair (``"\\ud83c"`` alone: not a character; by row and field).
+  Empty cells stay empty strings; nothing is turned into NaN. A compressed file (gzip, zip, zstd, bzip2, xz)
+  is refused as such: decompress it first.
 
 Example:
     >>> import tempfile, pathlib
@@ -45,6 +47,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nlsim.errors import InputError
@@ -279,6 +282,40 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
     return _frame(path, rows, header)
 
 
+def _surrogate(value: object) -> str | None:
+    """The first lone surrogate in a JSON value, its keys included (``"\\ud83c"`` escaped without its other
+    half: half a character, which no UTF-8 writer takes), or ``None``.
+
+    Example:
+        >>> _surrogate({"id": "a", "title": ["ok", "x\\ud83c"]})
+        '\\ud83c'
+    """
+    if isinstance(value, str):
+        return next((ch for ch in value if "\ud800" <= ch <= "\udfff"), None)
+    if isinstance(value, dict):
+        parts: list[object] = [*value.keys(), *value.values()]
+    else:
+        parts = value if isinstance(value, list) else []
+    return next((ch for ch in map(_surrogate, parts) if ch is not None), None)
+
+
+def _check_surrogates(path: Path, row: int, obj: dict, lineno: int) -> None:
+    """An :class:`InputError` naming the row and field of a JSON record that holds a lone surrogate: pandas
+    and every writer of the report would fail on it later, without saying where."""
+    for key, value in obj.items():
+        in_key = _surrogate(key)
+        bad = in_key or _surrogate(value)
+        if bad is not None:
+            raise InputError(
+                path,
+                row,
+                None if in_key else key,
+                f"holds U+{ord(bad):04X}{' in a column name' if in_key else ''} (line {lineno}), half of a "
+                "UTF-16 surrogate pair written as a \\u escape without its other half: not a character (the "
+                "text was cut or damaged before it was written); fix or remove it",
+            )
+
+
 def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     records = []
     for lineno, line in enumerate(_split_lines(text), start=1):
@@ -293,6 +330,7 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
             ) from None
         if not isinstance(obj, dict):
             raise InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
+        _check_surrogates(path, row, obj, lineno)
         records.append(obj)
     frame = pd.DataFrame.from_records(records)
     for col in frame.columns:  # integers stay integers (with empty cells, or beside fractions), as written
@@ -327,7 +365,36 @@ def _read_parquet(path: Path) -> pd.DataFrame:
             pass
         raise InputError(path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}") from None
     _duplicate_parquet_column(path, table.column_names)
+    _check_parquet_text(path, table)
     return table.to_pandas(integer_object_nulls=True)
+
+
+def _check_parquet_text(path: Path, table: pa.Table) -> None:
+    """An :class:`InputError` naming the row and column of a text cell that is not UTF-8 (a writer that does
+    not check its text stored other bytes under a string type): pandas would fail on it later, without
+    saying where."""
+    try:
+        table.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                _check_utf8_cells(path, name, column.cast(pa.large_binary()).to_pylist())  # bytes as stored
+        raise InputError(path, None, None, f"the Parquet file holds invalid data: {exc}") from None
+
+
+def _check_utf8_cells(path: Path, name: str, cells: list[bytes | None]) -> None:
+    """An :class:`InputError` naming the first of ``cells`` (column ``name``) that is not UTF-8."""
+    for row, value in enumerate(cells, start=1):
+        try:
+            (value or b"").decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise InputError(
+                path,
+                row,
+                name,
+                f"not valid UTF-8 text: byte 0x{bad.object[bad.start]:02x} at byte {bad.start} of the cell; "
+                "write the file with its text as UTF-8",
+            ) from None
 
 
 def read_table(

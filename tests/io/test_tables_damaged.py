@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 import zipfile
 from pathlib import Path
 
@@ -121,3 +122,39 @@ def test_csv_header_with_trailing_empty_names_says_so_by_position(tmp_path: Path
     assert info.value.field == "title"
     (tmp_path / "one.csv").write_text("id,title,\n1,A,\n", encoding="utf-8")  # one empty name: read as before
     assert read_table(tmp_path / "one.csv").columns.tolist() == ["id", "title", ""]
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "what"),
+    [
+        ('{"id": "b", "title": "Floods \\ud83c in the north"}', "title", "U+D83C"),
+        ('{"id": "b", "title": "Floods", "tags": ["ok", "\\udc00"]}', "tags", "U+DC00"),
+        ('{"id": "b", "title": "Floods", "ta\\ud800g": "x"}', None, "U+D800 in a column name"),
+    ],
+)
+def test_jsonl_lone_surrogate_escape_is_refused_by_row_and_field(
+    tmp_path: Path, line: str, field: str | None, what: str
+) -> None:
+    """JSON may escape half of a surrogate pair (a text cut between the two halves of an emoji); Python reads
+    it as a lone surrogate, which pandas, Parquet and the report's writers refuse later with a traceback."""
+    from nlsim.io.corpus import load_corpus
+
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "title": "Storm"}\n' + line + "\n", encoding="utf-8")
+    expected = f"row 2.*holds {re.escape(what)} \\(line 2\\), half of a UTF-16"
+    with pytest.raises(InputError, match=expected) as info:
+        load_corpus(path, text_fields=("title",))
+    assert info.value.row == 2 and info.value.field == field
+
+
+def test_parquet_text_that_is_not_utf8_is_refused_by_row_and_column(tmp_path: Path) -> None:
+    """A Parquet writer that does not check its text can store other bytes under a string type; pandas
+    fails on them later, without naming the row."""
+    from nlsim.io.corpus import load_corpus
+
+    data = b"ok" + b"Storm" + b"caf\xe9"  # Latin-1 bytes
+    offsets = pa.array([0, 2, 7, 11], pa.int32()).buffers()[1]
+    titles = pa.Array.from_buffers(pa.string(), 3, [None, offsets, pa.py_buffer(data)])
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "title": titles}), tmp_path / "c.parquet")
+    with pytest.raises(InputError, match=r"row 3, field 'title': not valid UTF-8 text: byte 0xe9 at byte 3"):
+        load_corpus(tmp_path / "c.parquet", text_fields=("title",))
