@@ -7,7 +7,8 @@ Rules, so that no row is ever silently merged, split or shifted:
   :class:`~nlsim.errors.InputError` naming the file and the 1-based data row.
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
-* **JSONL**: one JSON object a line.
+* **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line; a file of one JSON array is named
+  as such.
 * Only ``\\n`` (or ``\\r\\n``) ends a TSV or JSONL line: a U+2028, U+2029 or U+0085 inside a field (which
   ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character. A CSV field may be of any
   length (a long body is not refused at the ``csv`` module's default of 131,072 characters).
@@ -317,6 +318,14 @@ def _check_surrogates(path: Path, row: int, obj: dict, lineno: int) -> None:
 
 
 def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
+    if text.lstrip().startswith("["):  # a .json file of one array: its first line alone is no JSON
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a JSON array, not JSON Lines (one JSON object a line, how a {path.suffix} file is read): write "
+            "it so (jq -c '.[]' FILE > FILE.jsonl)",
+        )
     records = []
     for lineno, line in enumerate(_split_lines(text), start=1):
         if not line.strip():

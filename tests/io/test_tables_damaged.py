@@ -158,3 +158,17 @@ def test_parquet_text_that_is_not_utf8_is_refused_by_row_and_column(tmp_path: Pa
     pq.write_table(pa.table({"id": ["a", "b", "c"], "title": titles}), tmp_path / "c.parquet")
     with pytest.raises(InputError, match=r"row 3, field 'title': not valid UTF-8 text: byte 0xe9 at byte 3"):
         load_corpus(tmp_path / "c.parquet", text_fields=("title",))
+
+
+ARRAYS = ['[\n  {"id": "a", "title": "Storm"}\n]\n', '[{"id": "a", "title": "Storm"}]']
+
+
+@pytest.mark.parametrize("text", ARRAYS, ids=["pretty-printed", "one-line"])
+def test_a_json_array_is_named_as_such_not_as_a_truncated_line(tmp_path: Path, text: str) -> None:
+    """A CMS's .json export is one array, pretty-printed or on one line: said so, with how to write it as
+    JSON Lines, not blamed on its first line."""
+    (tmp_path / "c.json").write_text("\ufeff" + text, encoding="utf-8")
+    expected = r"c\.json: a JSON array, not JSON Lines \(.*\(jq -c '\.\[\]'"
+    with pytest.raises(InputError, match=expected) as info:
+        read_table(tmp_path / "c.json")
+    assert info.value.row is None
