@@ -128,8 +128,33 @@ def recorded_files(folder: Path) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) and files else None
 
 
+def _refuse_kind(path: Path, found: str, wanted: str, what: str) -> None:
+    """Refuse a report's name that holds a ``found`` (a user's) where the report writes a ``wanted``: the
+    move would set the user's file aside, or fail half way through the report's files."""
+    raise ConfigError(
+        f"{what} {path}: a {found} where the report writes its {wanted} of that name, so not one nlsim "
+        f"wrote; a new report would put its {wanted} there: move or rename the {found}, then run again"
+    )
+
+
+def _check_kinds(folder: Path, staged: Path, names: Sequence[str], what: str) -> None:
+    """Each of ``names`` in ``folder`` is what the new report (staged in ``staged``) writes there: a file
+    for a file, a folder for a folder (:func:`_refuse_kind`)."""
+    for name in names:
+        path, new = folder / name, staged / name
+        if name == "." or path.is_symlink() or not path.exists() or not new.exists():
+            continue
+        if path.is_dir() != new.is_dir():
+            kinds = ("folder", "file") if path.is_dir() else ("file", "folder")
+            _refuse_kind(path, *kinds, what)
+
+
 def check_report_replaceable(
-    folder: str | Path, names: Sequence[str] | None = None, *, what: str = "--out"
+    folder: str | Path,
+    names: Sequence[str] | None = None,
+    *,
+    what: str = "--out",
+    staged: str | Path | None = None,
 ) -> None:
     """Refuse (:class:`ConfigError`, naming the file) to write a report over files that are not as nlsim wrote
     them: a file of the report that changed since its run wrote it (an editor's note added to
@@ -138,7 +163,10 @@ def check_report_replaceable(
     top-level names the new report writes (default: every name the folder's ``run.json`` lists; ``["."]``:
     the whole folder, as a daily run's ``runs/<run id>/`` is replaced). A folder with no readable
     ``run.json``, or one a killed run left half moved (the next run finishes the move first), is not checked
-    here. Files beside the report's own (a ``notes.txt`` at the top) are never touched, and not checked.
+    here. Files beside the report's own (a ``notes.txt`` at the top) are never touched, and not checked. A
+    name of the report that holds a folder where the report writes a file, or a file where it writes a
+    folder (``index``), is refused too: as ``run.json`` lists it, and, with ``staged`` (the folder the new
+    report is staged in), as the new report writes it.
 
     Example:
         >>> import tempfile
@@ -155,6 +183,8 @@ def check_report_replaceable(
         nlsim.errors.ConfigError: --out .../pairs.csv changed since nlsim wrote it (...): ...
     """
     folder = Path(folder)
+    if staged is not None:
+        _check_kinds(folder, Path(staged), names or [], what)
     files = recorded_files(folder)
     if files is None or half_moved(folder):
         return
@@ -163,11 +193,16 @@ def check_report_replaceable(
         start = folder if top == "." else folder / top
         if start.is_symlink() or not start.exists():
             continue
+        as_folder = any(n.startswith(f"{top}/") for n in files)
+        if start.is_file() and as_folder:
+            _refuse_kind(start, "file", "folder", what)
         if start.is_file():
             found = [start]  # a report file; one its run.json does not list (an older run's) is replaced
-        elif any(n.startswith(f"{top}/") for n in files) or top == ".":
+        elif as_folder or top == ".":
             found = sorted(p for p in start.rglob("*") if not p.is_dir() and p.name not in OS_LITTER)
             found = [p for p in found if not p.name.startswith("._")]  # a Mac's resource forks
+        elif top in files:
+            _refuse_kind(start, "folder", "file", what)
         else:
             continue  # a folder its run.json does not list (an older nlsim's report): not checked
         for path in found:

@@ -350,7 +350,8 @@ def write_report(
                 staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses, topics=topics
             )
             top = sorted({n.split("/")[0] for n in names})
-            check_report_replaceable(out, top, what="report folder")  # what it replaces is nlsim's, unchanged
+            # what it replaces is nlsim's, unchanged, and of the kind it writes (a file for a file)
+            check_report_replaceable(out, top, what="report folder", staged=staging)
             atomic_write_text(staging / PUBLISHING, "")
         except BaseException:
             remove_tree(staging)

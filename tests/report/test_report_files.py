@@ -267,6 +267,48 @@ def test_a_report_run_again_refuses_to_replace_a_file_someone_changed_or_put_ins
     assert verify_report(out)["files"] and (out / "notes.txt").read_text() == "the desk's notes\n"
 
 
+def test_a_report_name_holding_a_folder_for_a_file_or_a_file_for_a_folder_is_refused_before_any_move(
+    tmp_path: Path,
+) -> None:
+    """A file an editor saved as ``index`` where the report keeps its folder was set aside under a hidden
+    name, and a folder at a report file's name (``pairs.csv/``) stopped the move half way, the folder mixed,
+    every later run stopped the same way. Both are refused by name, before the model or any move; the
+    user's file and folder are as they were, and so is the report."""
+    from nlsim.io.report_folder import check_report_replaceable
+
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    out = tmp_path / "rep"
+    cfg = _config(tmp_path / "all.parquet", out).with_(save_index=True)
+    run_dedup(cfg, encoder=enc)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "pairs.csv"}
+    shutil.rmtree(out / "index")
+    (out / "index").write_text("the desk's index of stories\n")
+    with pytest.raises(ConfigError, match=r"rep/index: a file where the report writes its folder"):
+        run_dedup(cfg, encoder=enc)
+    assert (out / "index").read_text() == "the desk's index of stories\n"
+    (out / "index").unlink()
+    (out / "pairs.csv").unlink()
+    (out / "pairs.csv").mkdir()
+    (out / "pairs.csv" / "mine.txt").write_text("kept\n")
+    with pytest.raises(ConfigError, match=r"rep/pairs\.csv: a folder where the report writes its file"):
+        run_dedup(cfg, encoder=enc)
+    assert (out / "pairs.csv" / "mine.txt").read_text() == "kept\n"
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert not list(out.glob(".staging-*")) and not list(out.glob(".*.old-*"))
+    staged = tmp_path / "staged"  # a name the last run.json does not list: checked against the new report
+    staged.mkdir()
+    (staged / "stories.png").write_bytes(b"png")
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    del record["files"]["stories.png"]  # as an older report, without the plot
+    (out / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    (out / "stories.png").unlink()
+    (out / "stories.png").mkdir()
+    check_report_replaceable(out, ["stories.png"])
+    with pytest.raises(ConfigError, match=r"rep/stories\.png: a folder where the report writes its file"):
+        check_report_replaceable(out, ["stories.png"], staged=staged)
+
+
 def test_a_daily_report_written_again_refuses_to_drop_a_file_put_in_its_run_folder(tmp_path: Path) -> None:
     """A replay writes its run's report again (OUT/runs/<run id>/ replaced whole): a file someone put in
     that folder, or one changed there, stops it, naming the file, and is still there after."""
