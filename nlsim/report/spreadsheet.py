@@ -128,14 +128,36 @@ def _cell(sheet: Any, value: Any) -> Any:
     return cell
 
 
+XLSX_SHEET_ROWS = 1_048_576
+"""The most rows a spreadsheet's sheet holds, its header row included (Excel's limit: a file with more rows
+in a sheet is one Excel will not open whole)."""
+
+
+def sheet_names(name: str, rows: int, per_sheet: int | None = None) -> list[str]:
+    """The sheets a table of ``rows`` rows takes: ``name``, then ``name 2``, ``name 3``... for the rows past
+    a sheet's :data:`XLSX_SHEET_ROWS` (each sheet with its header row).
+
+    Example:
+        >>> sheet_names("pairs", 2_500_000)
+        ['pairs', 'pairs 2', 'pairs 3']
+        >>> sheet_names("topics", 0)
+        ['topics']
+    """
+    per_sheet = per_sheet or XLSX_SHEET_ROWS - 1
+    return [name if n == 0 else f"{name} {n + 1}" for n in range(max(1, -(-rows // per_sheet)))]
+
+
 def write_xlsx(tables: Mapping[str, pd.DataFrame], path: str | Path) -> None:
-    """One sheet per table (its name), a header row of the column names, every text cell stored as text."""
+    """One sheet per table (its name; a table longer than a sheet holds goes on in more sheets:
+    :func:`sheet_names`), a header row of the column names on each, every text cell stored as text."""
     from openpyxl import Workbook  # deferred: only the report needs openpyxl
 
     book = Workbook(write_only=True)
+    per_sheet = XLSX_SHEET_ROWS - 1
     for name, frame in tables.items():
-        sheet = book.create_sheet(name)
-        sheet.append([_cell(sheet, str(c)) for c in frame.columns])
-        for row in frame.itertuples(index=False, name=None):
-            sheet.append([_cell(sheet, v) for v in row])
+        for n, title in enumerate(sheet_names(name, len(frame), per_sheet)):
+            sheet = book.create_sheet(title)
+            sheet.append([_cell(sheet, str(c)) for c in frame.columns])
+            for row in frame.iloc[n * per_sheet : (n + 1) * per_sheet].itertuples(index=False, name=None):
+                sheet.append([_cell(sheet, v) for v in row])
     book.save(path)

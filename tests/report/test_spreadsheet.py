@@ -151,3 +151,23 @@ def test_formulas_are_written_as_text(tmp_path: Path) -> None:
     page = (rep / "index.html").read_text(encoding="utf-8")
     notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
     assert notice is not None and "apostrophe" in notice.group(1)
+
+
+def test_a_table_longer_than_a_sheet_holds_goes_on_in_more_sheets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Excel's sheet holds 1,048,576 rows: a pairs table longer than that (a corpus of a million items) made a
+    report.xlsx Excel does not open whole. The rows go on in 'pairs 2', 'pairs 3', ..., each sheet with its
+    header; no row is lost. (The limit is made 4 rows here, a header and 3 rows.)"""
+    from nlsim.report import spreadsheet
+
+    monkeypatch.setattr(spreadsheet, "XLSX_SHEET_ROWS", 4, raising=False)
+    pairs = pd.DataFrame({"id_a": [f"a{i}" for i in range(7)], "similarity": [0.9] * 7})
+    topics = pd.DataFrame({"topic_id": pd.Series([], dtype=object)})
+    spreadsheet.write_xlsx({"pairs": pairs, "topics": topics}, tmp_path / "r.xlsx")
+    book = load_workbook(tmp_path / "r.xlsx", read_only=True)
+    assert book.sheetnames == ["pairs", "pairs 2", "pairs 3", "topics"]
+    rows = {name: [r for r in book[name].iter_rows(values_only=True)] for name in book.sheetnames}
+    assert all(len(r) <= 4 and r[0] == ("id_a", "similarity") for n, r in rows.items() if n != "topics")
+    assert [r[0] for n in ("pairs", "pairs 2", "pairs 3") for r in rows[n][1:]] == pairs["id_a"].tolist()
+    assert rows["topics"] == [("topic_id",)]
