@@ -412,7 +412,7 @@ def _write_quarantine(
     qpath = Path(quarantine)
     cells = quarantined.map(lambda v: escape(v) if isinstance(v, str) else v)  # opened in a spreadsheet
     with atomic_path(qpath, suffix=".csv") as tmp:
-        cells.to_csv(tmp, index=False)
+        cells.to_csv(tmp, index=False, encoding="utf-8-sig")  # with a byte-order mark: Excel reads CJK text
     return quarantined, qpath
 
 
@@ -431,7 +431,8 @@ def load_corpus(
         path: a ``.parquet``, ``.csv``, ``.tsv`` or ``.jsonl`` file.
         text_fields: the fields whose text is embedded (``title`` plus ``description`` by default; a field
             other than ``title`` may be absent from the file, then it is empty for every item).
-        quarantine: if given, bad rows go to this CSV file (row, field, reason, raw values) instead of
+        quarantine: if given, bad rows go to this CSV file (row, field, reason, raw values; UTF-8 with a
+            byte-order mark, as the report's CSV files, so that a spreadsheet reads CJK text) instead of
             stopping the load. File-level problems (unreadable file, missing ``id``/``title`` column) still
             raise.
         timezone: the zone (``Asia/Taipei``) on whose clock a ``published_at`` without an offset is read:

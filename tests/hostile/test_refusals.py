@@ -166,7 +166,7 @@ def test_quarantine_never_overwrites_a_file_nlsim_did_not_write(tmp_path: Path) 
             "dedup", "--corpus", "news.csv", "--out", "rep", "--quarantine", "q.csv", *DEDUP, cwd=tmp_path
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (tmp_path / "q.csv").read_text().startswith("row,field,reason")
+    assert (tmp_path / "q.csv").read_text(encoding="utf-8-sig").startswith("row,field,reason")
 
 
 @pytest.mark.slow

@@ -417,6 +417,21 @@ def test_the_quarantine_file_keeps_a_formula_as_text(tmp_path):
     assert row["raw_title"] == "'" + evil and row["raw_id"] == "n2" and row["row"] == "2"
 
 
+def test_the_quarantine_file_begins_with_a_byte_order_mark_so_a_spreadsheet_reads_cjk_text(tmp_path):
+    """As pairs.csv and members.csv: without the mark Excel reads a UTF-8 CSV in the machine's code page, and
+    a quarantined Chinese headline shows as mojibake. The file is still recognised as a quarantine file
+    (written over by the next run) and read back as before."""
+    from nlsim.io.ownership import is_quarantine_file
+
+    path = write_csv(tmp_path / "news.csv", "id,title\nn1,颱風凱米登陸\nn1,颱風凱米登陸 全台停班停課\n")
+    q = tmp_path / "q.csv"
+    load_corpus(path, quarantine=q)
+    assert q.read_bytes().startswith(b"\xef\xbb\xbfrow,field,reason,")
+    assert is_quarantine_file(q)
+    assert pd.read_csv(q)["raw_title"].tolist() == ["颱風凱米登陸 全台停班停課"]
+    load_corpus(path, quarantine=q)  # its own file: replaced
+
+
 @pytest.mark.parametrize(
     ("written", "naive"),
     [
