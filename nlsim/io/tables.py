@@ -8,7 +8,7 @@ Rules, so that no row is ever silently merged, split or shifted:
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
 * **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line; a file of one JSON array is named
-  as such.
+  as such, and an object that names a field twice is an error naming its row and the field.
 * Only ``\\n`` (or ``\\r\\n``) ends a TSV or JSONL line: a U+2028, U+2029 or U+0085 inside a field (which
   ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character. A CSV field may be of any
   length (a long body is not refused at the ``csv`` module's default of 131,072 characters).
@@ -317,6 +317,25 @@ def _check_surrogates(path: Path, row: int, obj: dict, lineno: int) -> None:
             )
 
 
+class _NamedTwice(ValueError):
+    """A JSON object that names a field twice (its name the message): ``json`` keeps the last value."""
+
+
+def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object as a dict, or :class:`_NamedTwice` when it names a field twice (a CSV header that does
+    is refused too).
+
+    Example:
+        >>> _json_object([("id", "a"), ("title", "Floods")])
+        {'id': 'a', 'title': 'Floods'}
+    """
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        names = [k for k, _ in pairs]
+        raise _NamedTwice(next(k for k in names if names.count(k) > 1))
+    return obj
+
+
 def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     if text.lstrip().startswith("["):  # a .json file of one array: its first line alone is no JSON
         raise InputError(
@@ -332,7 +351,15 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
             continue
         row = len(records) + 1
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_json_object)
+        except _NamedTwice as exc:
+            raise InputError(
+                path,
+                row,
+                str(exc),
+                f"the JSON object names this field twice (line {lineno}): one value would be dropped "
+                "without a word; keep one",
+            ) from None
         except json.JSONDecodeError as exc:
             raise InputError(
                 path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc}"

@@ -172,3 +172,15 @@ def test_a_json_array_is_named_as_such_not_as_a_truncated_line(tmp_path: Path, t
     with pytest.raises(InputError, match=expected) as info:
         read_table(tmp_path / "c.json")
     assert info.value.row is None
+
+
+def test_a_jsonl_object_naming_a_field_twice_is_refused_by_row_and_field(tmp_path: Path) -> None:
+    """JSON keeps the last of two values of one name, so the first title was dropped without a word (a CSV
+    header naming a column twice is refused already)."""
+    path = tmp_path / "c.jsonl"
+    lines = ['{"id": "a", "title": "Storm"}', '{"id": "b", "title": "Floods", "title": "Floods, later"}']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = r"row 2, field 'title': the JSON object names this field twice \(line 2\)"
+    with pytest.raises(InputError, match=expected) as info:
+        read_table(path)
+    assert info.value.row == 2
