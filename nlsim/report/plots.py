@@ -38,8 +38,10 @@ def story_periods(clusters: pd.DataFrame, zone_name: str | None) -> tuple[str, p
     column = current["first_published"] if "first_published" in current else pd.Series(None, current.index)
     firsts = pd.to_datetime(column, utc=True).dt.tz_convert(page_zone(zone_name))
     dated = firsts.dropna()
-    span = dated.max() - dated.min() if len(dated) else pd.Timedelta(0)
-    unit = "hour" if span <= HOURLY_SPAN else "day" if span <= pd.Timedelta(days=MAX_DAYS) else "month"
+    # in nanoseconds as Python integers: the times read span up to 583 years, a Timedelta holds 292
+    span = dated.max().value - dated.min().value if len(dated) else 0
+    days = pd.Timedelta(days=MAX_DAYS).value
+    unit = "hour" if span <= HOURLY_SPAN.value else "day" if span <= days else "month"
     fmt = PERIOD_FREQ[unit][1]
     labels = firsts.dt.strftime(fmt)
     return unit, labels.astype(object).where(firsts.notna(), None)
