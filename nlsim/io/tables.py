@@ -18,9 +18,10 @@ Rules, so that no row is ever silently merged, split or shifted:
   integers instead of turning into floats: an id ``101`` stays ``101``, not ``101.0`` (Python ints with
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule.
-* Text must be UTF-8 (a byte-order mark is ignored); a bad byte is reported with its data row, line and
-  byte offset, and so is a Parquet text cell holding bytes that are not UTF-8 (by row and column) and a
-  JSONL ``\\u`` escape of half a surrogate pair (``"\\ud83c"`` alone: not a character; by row and field).
+* Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", is named as
+  such); a bad byte is reported with its data row, line and byte offset, and so is a Parquet text cell
+  holding bytes that are not UTF-8 (by row and column) and a JSONL ``\\u`` escape of half a surrogate pair
+  (``"\\ud83c"`` alone: not a character; by row and field).
   Empty cells stay empty strings; nothing is turned into NaN. A compressed file (gzip, zip, zstd, bzip2, xz)
   is refused as such: decompress it first.
 
@@ -196,6 +197,14 @@ def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
 
 def _decode(path: Path, data: bytes, fmt: str) -> str:
     _refuse_compressed(path, data)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode Text" writes
+        raise InputError(
+            path,
+            None,
+            None,
+            "a UTF-16 text file (its byte-order mark says so; Excel saves 'Unicode Text' so), not UTF-8: "
+            "save it as UTF-8 (Excel: CSV UTF-8)",
+        )
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
         return data.decode("utf-8-sig")

@@ -184,3 +184,15 @@ def test_a_jsonl_object_naming_a_field_twice_is_refused_by_row_and_field(tmp_pat
     with pytest.raises(InputError, match=expected) as info:
         read_table(path)
     assert info.value.row == 2
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_file_is_named_as_such(tmp_path: Path, encoding: str) -> None:
+    """Excel's 'Unicode Text' is UTF-16 with a byte-order mark: said so, not blamed on byte 0xff of the
+    header."""
+    path = tmp_path / "c.txt"
+    text = "id\ttitle\r\n1\t颱風凱米登陸\r\n"
+    path.write_bytes(text.encode(encoding) if encoding == "utf-16" else b"\xfe\xff" + text.encode(encoding))
+    with pytest.raises(InputError, match=r"c\.txt: a UTF-16 text file .*save it as UTF-8") as info:
+        read_table(path)
+    assert info.value.row is None
