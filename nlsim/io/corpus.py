@@ -161,6 +161,9 @@ UTC_WORDS = frozenset({"T", "Z", "UT", "UTC", "GMT"})
 """The words a time may hold besides numbers: ISO 8601's ``T`` and the names of UTC."""
 NO_TIME = frozenset({"nat", "nan", "none", "null"})
 """What a table writer puts for a missing time (``df.astype(str)``, JSON ``null`` as text)."""
+TWELVE_HOUR = re.compile(r"(?<![A-Za-z])([AaPp]\.?[Mm]\.?)(?![A-Za-z])|上午|下午|午前|午後|오전|오후")
+"""The marks of a 12-hour clock (``PM``, ``p.m.``, ``下午``): a zone name to the zone check, a word the date
+parser does not know."""
 UTC_AND_OFFSET = re.compile(r"(UTC|GMT|UT|Z)\s*[+-]\s*\d[\d:]*", re.IGNORECASE)
 """A name of UTC followed by an offset (``GMT+8``, ``UTC-3``, ``Z+08:00``): read two ways, POSIX's (``GMT+8``
 is 8 hours behind UTC, how the date parser reads it) and the way people write it (8 hours ahead)."""
@@ -212,6 +215,9 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         return pd.NaT, None
     if BARE_NUMBER.fullmatch(text):
         return _parse_number_text(text)
+    twelve = TWELVE_HOUR.search(text)
+    if twelve:
+        return None, f"time {text!r:.40} is on a 12-hour clock ({twelve.group(0)!r}): {WRITE_ISO}, 24-hour"
     names = _zone_names(text)
     if YEAR_FIRST.match(text):
         if names:

@@ -281,6 +281,10 @@ def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
         ("2024-05-01T16:00:00 UTC+08:00", r"puts an offset after 'UTC' \('UTC\+08:00'\)"),
         ("2024-05-01 03:00 GMT-0500", r"puts an offset after 'GMT' \('GMT-0500'\)"),
         ("2024-05-01T08:00:00Z+08:00", r"puts an offset after 'Z' \('Z\+08:00'\)"),
+        # a 12-hour clock, as Excel in Taiwan writes it: was "cannot parse", or "names its zone 'PM'"
+        ("2024/5/1 下午 04:52:00", r"is on a 12-hour clock \('下午'\)"),
+        ("2024-05-01 04:52 PM", r"is on a 12-hour clock \('PM'\)"),
+        ("2024-05-01 4:52 p.m.", r"is on a 12-hour clock \('p\.m\.'\)"),
     ],
 )
 def test_a_time_that_would_be_guessed_or_cannot_be_held_is_refused_by_row(tmp_path, written, reason):
