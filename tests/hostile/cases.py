@@ -253,7 +253,7 @@ def bad_corpora() -> list[Case]:
             jsonl([{"id": "n1", "title": "x", "published_at": "2099-01-01"}]),
             ("n1",),
         ),
-        ("json-pretty-printed", "news.json", json.dumps(GOOD_RECORDS, indent=2), ("row 1",)),
+        ("json-pretty-printed", "news.json", json.dumps(GOOD_RECORDS, indent=2), ("a JSON array",)),
         ("parquet-garbage", "news.parquet", "id,title\nn1,not parquet\n", ("Parquet",)),
         ("parquet-no-title", "news.parquet", parquet_bytes({"id": ["n1"], "source": ["AP"]}), ("'title'",)),
         (
