@@ -75,8 +75,6 @@ def training_settings(cfg: FinetuneConfig, device: Any = None) -> dict[str, Any]
     if not settings.get("drop_easy"):  # off: the same versions as before it existed
         settings.pop("drop_easy", None)
         settings.pop("easy_sample", None)
-    if not settings.get("weight_average"):  # off: the same versions as before it existed
-        settings.pop("weight_average", None)
     if not settings.get("cross_encoder_drop_easy"):  # off: its share of easy pairs changes nothing
         settings.pop("cross_encoder_drop_easy", None)
         settings.pop("cross_encoder_easy_sample", None)

@@ -54,7 +54,6 @@ from nlsim.training.mixed_precision import resolve as resolve_precision
 from nlsim.training.optim import EpochProgress, adamw, linear_schedule, set_seed
 from nlsim.training.packing import segment_mean
 from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
-from nlsim.training.weight_average import WeightAverage, maybe_applied
 
 
 def _prepared_texts(
@@ -167,9 +166,6 @@ class _Run:
     """Threads beside this training that have nothing left to do (the cross-encoder's, once its first epoch
     is over: :meth:`nlsim.training.side_by_side.SideBySide.spare_threads`); an embedding pass runs that many
     more lanes."""
-    average: WeightAverage | None = None
-    """The moving average of the trained weights that validation reads and the best checkpoint keeps
-    (``cfg.recipe.weight_average``), else None."""
     step: int = 0
 
     def mark_changed(self) -> None:
@@ -249,13 +245,6 @@ def _start(
         training_pass=frozen_precision,
         lossy=lossy,
         spare=spare,
-        average=None
-        if not cfg.recipe.weight_average
-        else WeightAverage(
-            [p for _, p in params],
-            cfg.recipe.weight_average,
-            changed=getattr(encoder, "mark_weights_changed", lambda: None),
-        ),
     )
 
 
@@ -283,22 +272,20 @@ def _validate(
     """Score validation, record the row, keep the checkpoint when it is the best so far. The validation
     texts are embedded from the frozen part's states (only the trained layers run), as the encoder would
     embed them."""
-    with run.clock.pause(), maybe_applied(run.average):
+    with run.clock.pause():
         embedded = _embedded(run.split, run.val_states, run.val_texts, lanes=_lanes(run.spare))
         m = evaluate(pair_scorer(run.encoder, kept=embedded), validation, conversion=None)
-        best = m.spearman > run.best["spearman"]
-        if best:
-            names = {n for n, _ in run.params}
-            run.best_state = {
-                n: t.detach().clone() for n, t in run.encoder.model.state_dict().items() if n in names
-            }
     run.last_embeddings = embedded
     row = {"epoch": epoch, "step": run.step, "train_loss": round(loss, 5), **m.as_dict()}
     run.history.append(row)
     if cfg.evaluation.progress_file:
         atomic_write_text(cfg.evaluation.progress_file, json.dumps({"history": run.history}, indent=2))
-    if best:
+    if m.spearman > run.best["spearman"]:
         run.best = dict(row)
+        names = {n for n, _ in run.params}
+        run.best_state = {
+            n: t.detach().clone() for n, t in run.encoder.model.state_dict().items() if n in names
+        }
         run.best_embeddings = embedded
     run.encoder.model.train()
     return row
@@ -368,8 +355,6 @@ def _train_epoch(
         run.optimizer.step()
         run.mark_changed()
         run.scheduler.step()
-        if run.average is not None:
-            run.average.update()
         run.step += 1
         run.clock.step()
         losses.append(float(loss.detach()))
@@ -457,8 +442,6 @@ def train_encoder(
         run.mark_changed()
     else:  # validation Spearman undefined throughout (constant scores): keep the last weights
         best, embedded = dict(run.history[-1]), run.last_embeddings
-        if run.average is not None:  # those validation read
-            run.average.put()
     if hasattr(encoder, "refresh_fingerprint"):
         encoder.refresh_fingerprint()
     trained_texts = _embedded_training_texts(run) if embed_training_texts else {}

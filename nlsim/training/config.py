@@ -88,9 +88,6 @@ class CrossEncoderConfig:
     """With ``drop_easy``: the share of the easy sequences an epoch still trains on, drawn afresh each
     epoch, their loss weighted by its inverse, so that the epoch's loss stays an unbiased estimate of the
     whole epoch's (without them, the scores of the pairs left out drift); 0 = leave every easy one out."""
-    weight_average: float = 0.0
-    """Validate and keep the moving average of the trained weights with this decay per step
-    (:mod:`nlsim.training.weight_average`); 0 = off, the stepped weights."""
     keep_best: bool = True
     """Keep the epoch with the best validation Spearman (else the last epoch: cross-validation folds, whose
     held-out pairs must not choose anything)."""
@@ -123,8 +120,6 @@ class CrossEncoderConfig:
         if not 0 <= self.easy_sample <= 1:
             flag = said.get("easy_sample", "cross-encoder easy sample")
             raise ConfigError(f"{flag} must be in [0, 1], got {self.easy_sample}")
-        if not 0 <= self.weight_average < 1:
-            raise ConfigError(f"--weight-average must be >= 0 and < 1 (0: off), got {self.weight_average}")
 
 
 @dataclass
@@ -327,11 +322,6 @@ class RecipeSettings:
         "fp32",
     )
     seed: int = option(42, help="random seed (data order, initialisation)")
-    weight_average: float = option(
-        0.0,
-        help="validate and keep an exponential moving average of each model's trained weights with this "
-        "decay per step (0: off, the stepped weights; nlsim/training/weight_average.py)",
-    )
     threads: int | None = option(None, help="torch threads")
     side_by_side: bool = option(
         True,
@@ -346,8 +336,6 @@ class RecipeSettings:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         check_threads(self.threads)
-        if not (0.0 <= self.weight_average < 1.0):
-            raise ConfigError(f"--weight-average must be >= 0 and < 1 (0: off), got {self.weight_average}")
         if self.train_precision not in TRAIN_PRECISIONS:
             choices = ", ".join(TRAIN_PRECISIONS)
             raise ConfigError(f"--train-precision: unknown {self.train_precision!r} (use {choices})")
@@ -543,7 +531,6 @@ class FinetuneConfig(Configuration):
             story_weight=self.cross_encoder.story_weight,
             drop_easy=self.cross_encoder.drop_easy,
             easy_sample=self.cross_encoder.easy_sample,
-            weight_average=self.recipe.weight_average,
         )
 
 

@@ -56,7 +56,6 @@ from nlsim.training.mixed_precision import resolve as resolve_precision
 from nlsim.training.optim import EpochProgress, adamw, linear_schedule, set_seed
 from nlsim.training.packing import segment_mean
 from nlsim.training.split_encoder import FrozenStates, SplitEncoder, layer_count
-from nlsim.training.weight_average import WeightAverage, maybe_applied
 
 
 def both_orders(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -160,9 +159,6 @@ class _Run:
     """This epoch's loss weight of each sequence for the easy ones drawn (``1 / easy_sample``), else 1."""
     after_step: Callable[[], None] = lambda: None
     """Called after each optimizer step (it may raise, to stop the training)."""
-    average: WeightAverage | None = None
-    """The moving average of the trained weights that validation reads and the kept epoch keeps
-    (``cfg.weight_average``), else None."""
 
 
 def _start(
@@ -215,10 +211,6 @@ def _start(
         "cross-encoder", total, cfg.epochs, log, on_rate=on_rate, outlook=_outlook(cfg, per_epoch, later_pace)
     )
     params = [p for _, p in named]
-    average = None
-    if cfg.weight_average:
-        tensors = params if log_scale is None else [*params, log_scale]
-        average = WeightAverage(tensors, cfg.weight_average, changed=ce.mark_weights_changed)
     return _Run(
         ce,
         split,
@@ -237,7 +229,6 @@ def _start(
         progress,
         np.full(len(states), np.inf),
         torch.ones(len(states), device=device),
-        average=average,
     )
 
 
@@ -307,8 +298,6 @@ def _train_epoch(
         run.optimizer.step()
         run.ce.mark_weights_changed()  # a fused step leaves torch's version counters alone
         run.scheduler.step()
-        if run.average is not None:
-            run.average.update()
         run.clock.step()
         run.after_step()
         losses.append(float(loss.detach()))
@@ -424,14 +413,10 @@ class CrossEncoderTraining:
         train_loss = _train_epoch(run, epoch, batches, cfg, self.log)
         seconds = time.perf_counter() - t0
         last = epoch == cfg.epochs
-        with (
-            run.clock.pause(),
-            maybe_applied(run.average),
-        ):  # an epoch before the last: one order, half the pass
+        with run.clock.pause():  # an epoch before the last is judged on one text order (A-B): half the pass
             probs = sequence_probabilities(
                 run.ce, run.split, run.val_states, np.arange(2 * n if last else n), log_scale=run.log_scale
             )
-            state = _trained_state(run.ce, run.log_scale)  # what keeping this epoch keeps
         pred = (probs[:n] + probs[n:]) / 2 if last else None
         rho = spearman_raw(probs[:n], self.gold)  # every epoch's criterion: the A-B reading's Spearman
         rho = rho if math.isfinite(rho) else -math.inf
@@ -448,7 +433,7 @@ class CrossEncoderTraining:
         both_said = f" (both orders {row['spearman_both_orders']:.2f})" if pred is not None else ""
         run.clock.epoch_done(epoch, f"loss {train_loss:.4f}, validation Spearman {rho:.2f}{both_said}{note}")
         if rho > self.best[0] or self.best[1] is None or not cfg.keep_best:
-            self.best, self.kept = (rho, state), pred
+            self.best, self.kept = (rho, _trained_state(run.ce, run.log_scale)), pred
             self.kept_first = probs[:n] if pred is None else None
 
     def result(self) -> TrainedCrossEncoder:
