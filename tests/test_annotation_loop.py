@@ -409,3 +409,24 @@ def test_scores_are_stored_as_their_level_and_ids_trimmed(pairs: Path, tmp_path:
     assert [c[6] for c in cells] == ["0", "0"]
     assert [(c[2], c[3]) for c in cells] == [("z1", "z2"), ("z3", "z4")]
     assert [c[0] for c in cells] == [editor_file.pair_id("z1", "z2"), editor_file.pair_id("z3", "z4")]
+
+
+@pytest.mark.parametrize("where", ["pair file", "corpus"])
+def test_a_text_with_white_space_around_it_is_stored_as_its_items_text(
+    pairs: Path, tmp_path: Path, where: str
+) -> None:
+    """A spreadsheet that kept a trailing space, or an ideographic space typed in front, leaves a text that
+    is its item's known text but for white space: the merge stores the item's own text, so that the pair
+    file keeps one text per item and the verdict acts in the next report (its hashes are the text's)."""
+    from nlsim.clusters.verdicts import load_verdicts, store_path
+
+    corpus = corpus_file(tmp_path, ["颱風登陸", "颱風來了"])
+    item, text, other = ("n00", "股市今天大漲", "z9") if where == "pair file" else ("c-1", "颱風登陸", "c-2")
+    path = filled(
+        tmp_path, id_a=[item], id_b=[other], text_a=[f"\u3000{text} "], text_b=["颱風來了"], score=["0"]
+    )
+    merge_annotations(path, pairs, corpus=corpus if where == "corpus" else None, log=quiet)
+    assert load_pairs(pairs)["text_a"].iloc[-1] == text
+    (verdict,) = load_verdicts(store_path(pairs)).records
+    assert verdict.sha256_a == editor_file.text_sha256(text)
+    assert verdict.text_changed({item: text, other: "颱風來了"}) == []

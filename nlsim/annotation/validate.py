@@ -423,13 +423,15 @@ def check_texts(
     every problem found (none raised here: the merge names them all at once, :func:`check_new`).
 
     A text cell with an apostrophe in front of a formula character is read without it, unless its hash or
-    its item's known text is the cell as written. With a hash column (:data:`editor_file.HASH_COLUMNS`) the
-    text must be the one exported (a spreadsheet that ran a formula saves its value instead); where the
-    item's text is known (``known``: the pair file, the corpus) the text must be that one, and a row whose
-    two ids were swapped with their texts left in place is named as such (the pair id is the same in either
-    order, so only the texts tell). With a ``corpus``, an item id that neither the pair file nor the
-    corpus holds is a problem too (a mistyped id could never act). Problems name the file, the row and the
-    field."""
+    its item's known text is the cell as written. A text that is its item's known text but for white space
+    around it (a trailing space, an ideographic space U+3000 typed in front) is read as the known text, so
+    that the pair file holds one text per item and the verdict's hashes are those of the item's text.
+    With a hash column (:data:`editor_file.HASH_COLUMNS`) the text must be the one exported (a spreadsheet
+    that ran a formula saves its value instead); where the item's text is known (``known``: the pair file, the
+    corpus) the text must be that one, and a row whose two ids were swapped with their texts left in place is
+    named as such (the pair id is the same in either order, so only the texts tell). With a ``corpus``, an
+    item id that neither the pair file nor the corpus holds is a problem too (a mistyped id could never act).
+    Problems name the file, the row and the field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     problems: list[InputError] = []
     has_ids = "id_a" in new.columns and "id_b" in new.columns
@@ -454,8 +456,8 @@ def check_texts(
                         f"item {ids[side]!r} is neither in the pair file nor in the corpus {corpus}",
                     )
                 )
-            if item is not None:
-                options = [o for o in options if o.strip() == item[0].strip()] or options
+            if item is not None and any(o.strip() == item[0].strip() for o in options):
+                options = [item[0]]  # white space a spreadsheet kept around it aside: the item's own text
             chosen[side] = options[-1]
         for side, other in (("a", "b"), ("b", "a")):
             item = known.get(ids[side])
