@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.clusters.verdicts import training_pairs
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
@@ -34,6 +35,7 @@ from nlsim.io.pairs import load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
+from nlsim.training.data import overruled_note
 from nlsim.training.finetune import finetune
 
 
@@ -46,6 +48,16 @@ def _read_json(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise StateError(f"{path}: unreadable ({exc}); delete it to rerun that point") from exc
+
+
+def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -> pd.DataFrame:
+    """The annotated pairs as training reads them, as ``nlsim finetune`` reads them: each training pair an
+    editor overruled with the editor's newer score (:func:`~nlsim.clusters.verdicts.training_pairs`), said
+    when there is one."""
+    read = training_pairs(pairs_file, load_pairs(pairs_file))
+    if read.overruled:
+        log(overruled_note(len(read.overruled)))
+    return read.pairs
 
 
 def run_one(
@@ -231,7 +243,7 @@ def run_learning_curve(
     """All points (skipping finished ones), the baselines, the summary table (.md + .csv) and the plot;
     each step through ``call`` (:mod:`nlsim.orchestration`)."""
     check_claimable(cfg.out, "learning-curve", what="--out")  # never into a folder of the user's
-    pairs = call("load-pairs", load_pairs, cfg.pairs)
+    pairs = call("load-pairs", load_curve_pairs, cfg.pairs, log)
     check_curve_splits(pairs, cfg)  # the inputs are checked before --out is made
     with claimed(cfg.out, "learning-curve", what="--out"):  # a failed first step leaves no empty --out
         baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}

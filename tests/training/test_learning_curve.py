@@ -154,3 +154,43 @@ def test_a_curve_trains_the_epochs_asked_on_a_cpu_without_bf16(
     cfg = config(pairs_file, tmp_path / "lc", seeds=(1,))
     cfg.epochs = 3
     assert cfg.finetune_config(8, 1).for_device("cpu").bi_encoder.epochs == 3
+
+
+def test_a_curve_trains_on_an_editors_newer_score_of_an_overruled_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A training pair an editor overruled (``nlsim annotate merge --overrule``) is read with the editor's
+    score, as ``nlsim finetune`` reads it, and the curve says how many it read so."""
+    from nlsim.annotation.merge import merge_annotations
+
+    titles = {f"n{i}": f"Headline number {i} of the day" for i in range(8)}
+    rows = [("n0", "n1", "0.75", "train"), ("n2", "n3", "0.5", "train"), ("n4", "n5", "1", "validation")]
+    rows.append(("n6", "n7", "0", "test"))
+    pairs = tmp_path / "news.tsv"
+    lines = ["pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit"]
+    lines += [f"p{i}\t{a}\t{b}\t{titles[a]}\t{titles[b]}\t{s}\t{sp}" for i, (a, b, s, sp) in enumerate(rows)]
+    pairs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    filled = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {"id_a": ["n0"], "id_b": ["n1"], "text_a": [titles["n0"]], "text_b": [titles["n1"]], "score": ["0"]}
+    ).to_csv(filled, index=False)
+    merge_annotations(filled, pairs, overrule=True, log=lambda _: None)
+    trained_on: list[pd.DataFrame] = []
+
+    class Stop(Exception):
+        pass
+
+    def capture(cfg, *, pairs, log):  # noqa: ANN001, ANN202
+        trained_on.append(pairs)
+        raise Stop
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", capture)
+    cfg = LearningCurveConfig(
+        pairs=str(pairs), out=str(tmp_path / "curve"), sizes=(2,), seeds=(1,), baselines=()
+    )
+    said: list[str] = []
+    with pytest.raises(Stop):
+        run_learning_curve(cfg, log=said.append)
+    train = trained_on[0][trained_on[0]["split"] == "train"]
+    assert dict(zip(train["id_a"], train["score"].astype(float), strict=True)) == {"n0": 0.0, "n2": 0.5}
+    assert any("1 training pair(s) read with an editor's newer score" in line for line in said), said
