@@ -430,3 +430,29 @@ def test_a_text_with_white_space_around_it_is_stored_as_its_items_text(
     (verdict,) = load_verdicts(store_path(pairs)).records
     assert verdict.sha256_a == editor_file.text_sha256(text)
     assert verdict.text_changed({item: text, other: "颱風來了"}) == []
+
+
+@pytest.mark.parametrize("suffix", ["csv", "tsv"])
+def test_rows_after_an_empty_line_are_named_by_the_row_a_spreadsheet_shows(
+    pairs: Path, tmp_path: Path, suffix: str
+) -> None:
+    """An empty line (a file edited in a text editor, two files pasted together) is a row of the sheet the
+    editor opens: the rows below it are named by their sheet row, the reader's refusals too, and a row
+    marked to overrule is still that row."""
+    sep = "," if suffix == "csv" else "\t"
+    path = tmp_path / f"filled.{suffix}"
+    head = sep.join(["id_a", "id_b", "text_a", "text_b", "score", "overrule"])
+    rows = [sep.join(["z1", "z2", "颱風來了", "颱風登陸", "1", "false"]), ""]
+    bad = sep.join(["z3", "z4", "地震", "餘震", "7", "false"])
+    path.write_text("\n".join([head, *rows, "", bad]) + "\n", encoding="utf-8")  # rows 2, 3, 4 empty, 5
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (5, "score")
+    path.write_text("\n".join([head, *rows, bad + sep + "x"]) + "\n", encoding="utf-8")  # a field too many
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert err.value.row == 4
+    overrule = sep.join(["n00", "n01", "股市今天大漲", "股市今日大漲三成", "0", "true"])
+    path.write_text("\n".join([head, *rows, overrule]) + "\n", encoding="utf-8")
+    result = merge_annotations(path, pairs, log=quiet)
+    assert (result.added, result.overruled) == (1, 1)

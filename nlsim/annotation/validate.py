@@ -39,7 +39,7 @@ from nlsim.io.pairs import (
     read_pair_table,
     validate_pairs,
 )
-from nlsim.io.tables import table_format
+from nlsim.io.tables import sheet_rows, table_format
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
@@ -120,15 +120,29 @@ def _semicolon_error(source: str | Path) -> InputError:
 def read_filled(path: str | Path) -> pd.DataFrame:
     """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such. A row
     the reader refuses (a byte that is not UTF-8, a row of another number of fields) is named by its sheet
-    row, as every other problem of the file is: the reader's data row, plus the header's."""
+    row, as every other problem of the file is. Each row's sheet row is kept (``attrs["sheet_rows"]``,
+    :func:`~nlsim.io.tables.sheet_rows`): an empty line the reader skips is still a row of the sheet an
+    editor looks at."""
     try:
-        return read_pair_table(path)
+        frame = read_pair_table(path)
     except InputError as exc:
         if table_format(path) == "csv" and _semicolon_separated(path):
             raise _semicolon_error(path) from None
         if exc.row is not None and not exc.sheet:
-            raise _sheet(exc.file, exc.row + 1, exc.field, exc.reason) from None
+            rows = sheet_rows(path) if table_format(path) in ("csv", "tsv") else []
+            row = rows[exc.row - 1] if 0 < exc.row <= len(rows) else exc.row + 1
+            raise _sheet(exc.file, row, exc.field, exc.reason) from None
         raise
+    if table_format(path) in ("csv", "tsv"):
+        frame.attrs["sheet_rows"] = sheet_rows(path)
+    return frame
+
+
+def _sheet_rows(frame: pd.DataFrame) -> list[int]:
+    """Each row's sheet row (the header is sheet row 1): as :func:`read_filled` found them in the file (an
+    empty line it skipped is a row of the sheet), else the rows in order from 2."""
+    rows = frame.attrs.get("sheet_rows")
+    return list(rows) if rows and len(rows) == len(frame) else list(range(2, len(frame) + 2))
 
 
 def _level(value: float) -> float | None:
@@ -245,7 +259,7 @@ def validate_filled(
     if blank.all():
         raise InputError(source, None, "score", f"no scored pairs to merge ({len(frame)} blank row(s))")
     found: list[InputError] = []
-    rownum = pd.Series(np.arange(2, len(frame) + 2))  # sheet rows: the header is row 1
+    rownum = pd.Series(_sheet_rows(frame))  # sheet rows: the header is row 1
     if blank.any() and not skip_blank:
         why = f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)"
         found.extend(_sheet(source, int(r), "score", why) for r in rownum[blank.to_numpy()])
@@ -545,7 +559,7 @@ def overrule_rows(raw: pd.DataFrame, filled: str | Path, early: list[InputError]
     """The sheet rows of the editors' file ``raw`` whose editor means to overrule a pair already scored:
     every row with ``every`` (``--overrule``), else those whose :data:`editor_file.OVERRULE` cell is true
     (a cell that is neither true nor false is a problem added to ``early``)."""
-    rows = range(2, len(raw) + 2)  # sheet rows: the header is row 1
+    rows = _sheet_rows(raw)  # sheet rows: the header is row 1
     if every:
         return set(rows)
     if editor_file.OVERRULE not in raw.columns:

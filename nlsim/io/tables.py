@@ -345,6 +345,30 @@ def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return obj
 
 
+def sheet_rows(path: str | Path) -> list[int]:
+    """The row a spreadsheet shows each data row of the CSV or TSV file ``path`` on (the header is row 1),
+    as :func:`read_table` reads the file: the empty lines it skips are rows of the sheet, and a CSV record
+    whose quoted field spans lines is one row. ``[]`` for a file that cannot be read so (:func:`read_table`
+    says why).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+        >>> _ = p.write_text('id,title\\n1,"Floods,\\nagain"\\n\\n2,Storm\\n', encoding="utf-8")
+        >>> sheet_rows(p)
+        [2, 4]
+    """
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+        if table_format(path, ("csv", "tsv")) == "tsv":
+            blank = [not line.strip() for line in _split_lines(text)]
+        else:
+            blank = [not f or f == [""] for f in csv.reader(io.StringIO(text, newline=""), strict=True)]
+    except (OSError, UnicodeDecodeError, csv.Error, InputError):
+        return []
+    return [row for row, skipped in enumerate(blank[1:], start=2) if not skipped]
+
+
 def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     if text.lstrip().startswith("["):  # a .json file of one array: its first line alone is no JSON
         raise InputError(
