@@ -456,3 +456,25 @@ def test_rows_after_an_empty_line_are_named_by_the_row_a_spreadsheet_shows(
     path.write_text("\n".join([head, *rows, overrule]) + "\n", encoding="utf-8")
     result = merge_annotations(path, pairs, log=quiet)
     assert (result.added, result.overruled) == (1, 1)
+
+
+def test_merge_checks_the_texts_against_the_corpus_column_the_pairs_were_drawn_with(
+    pairs: Path, tmp_path: Path
+) -> None:
+    """A file drawn with ``--text-field title_zh_cn`` holds the corpus's Simplified titles: merged with
+    ``--corpus`` alone every row is checked against the first text column (``title_zh_tw``) and refused;
+    ``--text-field`` names the column the pairs were drawn with, as draw takes it."""
+    from nlsim.cli import build_parser
+
+    corpus = tmp_path / "corpus.tsv"
+    titles = {"title_zh_cn": ["台风登陆", "台风来了"], "title_zh_tw": ["颱風登陸", "颱風來了"]}
+    pd.DataFrame({"id": ["c-1", "c-2"], **titles}).to_csv(corpus, sep="\t", index=False)
+    path = filled(tmp_path, id_a=["c-1"], id_b=["c-2"], text_a=["台风登陆"], text_b=["台风来了"], score=["1"])
+    with pytest.raises(InputError, match="another text than in the corpus"):
+        merge_annotations(path, pairs, corpus=corpus, log=quiet)
+    with pytest.raises(ConfigError, match="--text-field"):
+        merge_annotations(path, pairs, text_field="title_zh_cn", log=quiet)
+    merge_annotations(path, pairs, corpus=corpus, text_field="title_zh_cn", log=quiet)
+    assert load_pairs(pairs)["text_a"].iloc[-1] == "台风登陆"
+    args = ["annotate", "merge", "--filled", "f.csv", "--pairs", "p.tsv", "--text-field", "title_zh_cn"]
+    assert build_parser().parse_args(args).text_field == "title_zh_cn"

@@ -123,11 +123,13 @@ def merge_annotations(
     corpus: str | Path | None = None,
     skip_scored: bool = False,
     overrule: bool = False,
+    text_field: str | None = None,
     log: Callable[[str], None] = say,
 ) -> MergeResult:
     """Validate ``filled`` and append its pairs to ``pairs_file`` with ``split``.
 
-    Each text is checked against its item's known text (the pair file, ``corpus``):
+    Each text is checked against its item's known text (the pair file, ``corpus``: its ``text_field``, or
+    the first text column :func:`~nlsim.io.corpus.load_items` finds, as ``nlsim annotate draw`` reads it):
     :func:`~nlsim.annotation.validate.check_texts`.
 
     The editor's ``stratum`` (prefixed ``editor-loop:``), ``annotator`` and ``notes`` are kept (as columns
@@ -151,6 +153,8 @@ def merge_annotations(
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
+    if text_field is not None and corpus is None:
+        raise ConfigError(f"--text-field {text_field}: a column of --corpus, which is not given")
     raw = unescape_cells(read_filled(filled))
     early: list[InputError] = []
     intent = overrule_rows(raw, filled, early, every=overrule)
@@ -163,7 +167,7 @@ def merge_annotations(
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
         original = read_pair_table(target)  # existing rows are written back exactly as read
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
-        new, found = check_texts(new, known_texts(existing, pairs_file, corpus), filled, corpus)
+        new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
         scored = check_new(
             new,

@@ -377,24 +377,27 @@ def unescape_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _corpus_texts(corpus: str | Path) -> dict[str, str]:
-    """Each item's text in ``corpus`` (as ``nlsim annotate draw`` reads it), by id."""
-    items = load_items(corpus)
+def _corpus_texts(corpus: str | Path, text_field: str | None = None) -> dict[str, str]:
+    """Each item's text in ``corpus`` (its ``text_field``, or the first text column it has: as ``nlsim
+    annotate draw`` reads it), by id."""
+    items = load_items(corpus, text_field)
     return {str(i): str(t) for i, t in zip(items["id"], items["text"], strict=True)}
 
 
 def known_texts(
-    existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None
+    existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None, text_field: str | None = None
 ) -> dict[str, tuple[str, str]]:
-    """Each item's known text and where it is known: the pair file first, then the corpus."""
+    """Each item's known text and where it is known: the pair file first, then the corpus (its
+    ``text_field``, or the first text column it has)."""
     known: dict[str, tuple[str, str]] = {}
     if "id_a" in existing.columns and "id_b" in existing.columns:
         for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
             for item, text in zip(existing[col], existing[tcol], strict=True):
                 if not is_blank(item):
                     known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
-    for item, text in (_corpus_texts(corpus) if corpus is not None else {}).items():
-        known.setdefault(item, (text, f"the corpus {corpus}"))
+    where = f"the corpus {corpus}" + (f" (column {text_field!r})" if text_field else "")
+    for item, text in (_corpus_texts(corpus, text_field) if corpus is not None else {}).items():
+        known.setdefault(item, (text, where))
     return known
 
 

@@ -87,6 +87,12 @@ def _merge_parser(sub: Any) -> None:
         "(a row with swapped ids or a text changed in a spreadsheet is refused)",
     )
     m.add_argument(
+        "--text-field",
+        default=None,
+        help="the corpus's text column the pairs were drawn with (default: title_zh_tw, title or text, as "
+        "draw reads it)",
+    )
+    m.add_argument(
         "--skip-scored",
         action="store_true",
         help="skip the rows whose pair is already annotated (say how many) and merge the rest, instead of "
@@ -133,6 +139,7 @@ def run_merge(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         skip_scored=args.skip_scored,
         overrule=args.overrule,
+        text_field=args.text_field,
     )
     return 0
 
