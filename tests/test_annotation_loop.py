@@ -478,3 +478,23 @@ def test_merge_checks_the_texts_against_the_corpus_column_the_pairs_were_drawn_w
     assert load_pairs(pairs)["text_a"].iloc[-1] == "台风登陆"
     args = ["annotate", "merge", "--filled", "f.csv", "--pairs", "p.tsv", "--text-field", "title_zh_cn"]
     assert build_parser().parse_args(args).text_field == "title_zh_cn"
+
+
+def test_a_row_whose_split_cell_names_another_split_than_the_merges_is_refused(
+    pairs: Path, tmp_path: Path
+) -> None:
+    """An editors' file has no split column; one added by hand says where its rows belong. The merge puts
+    every pair into ``--split`` (train by default): a row marked test is refused by row and field, not
+    merged into train, where it would train the model and act in the reports. A cell naming the merge's
+    split, or empty, merges."""
+    before = pairs.read_bytes()
+    path = one_pair(tmp_path, split="test")
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (2, "split") and "--split test" in err.value.reason
+    assert pairs.read_bytes() == before
+    merge_annotations(path, pairs, split="test", log=quiet)
+    assert load_pairs(pairs)["split"].iloc[-1] == "test"
+    more = one_pair(tmp_path, "more.csv", id_a="z3", id_b="z4", pair_id="", text_a="另一", split="")
+    merge_annotations(more, pairs, log=quiet)
+    assert load_pairs(pairs)["split"].iloc[-1] == "train"

@@ -31,6 +31,7 @@ from nlsim.annotation.validate import (
     known_texts,
     overrule_rows,
     read_filled,
+    split_problems,
     unescape_cells,
     validate_filled,
 )
@@ -151,14 +152,12 @@ def merge_annotations(
     pair is never overruled (refused by name). A row whose decision already holds (the same score from the
     same editor and file: a file merged again) adds nothing and is counted.
     """
-    if split not in SPLITS:
-        raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
-    if text_field is not None and corpus is None:
-        raise ConfigError(f"--text-field {text_field}: a column of --corpus, which is not given")
+    _check_options(split, corpus, text_field)
     raw = unescape_cells(read_filled(filled))
     early: list[InputError] = []
     intent = overrule_rows(raw, filled, early, every=overrule)
     new = validate_filled(raw, filled, skip_blank=skip_blank, problems=early)
+    early += split_problems(new, split, filled)
     skipped = int(raw["score"].map(is_blank).sum()) if skip_blank else 0
     path = Path(pairs_file)
     target = Path(os.path.realpath(path)) if path.exists() else path
@@ -192,6 +191,14 @@ def merge_annotations(
     )
     log(_merge_said(result, skip_scored))
     return result
+
+
+def _check_options(split: str, corpus: str | Path | None, text_field: str | None) -> None:
+    """Refuse a merge's options that cannot be followed: an unknown split, a text column without a corpus."""
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
+    if text_field is not None and corpus is None:
+        raise ConfigError(f"--text-field {text_field}: a column of --corpus, which is not given")
 
 
 def _merge_said(result: MergeResult, skip_scored: bool) -> str:

@@ -304,6 +304,26 @@ def validate_filled(
     return checked
 
 
+def split_problems(new: pd.DataFrame, split: str, filled: str | Path) -> list[InputError]:
+    """Each row of ``new`` (the sound rows of an editors' file) whose own ``split`` cell names another split
+    than the one the merge adds its pairs to (``split``, ``--split``): a pair is never put into a split its
+    file does not say (a test pair merged into train would train the model and act in the reports). An
+    empty cell, or no ``split`` column (an editors' file has none), says nothing."""
+    if "split" not in new.columns:
+        return []
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    problems = []
+    for row, cell in zip(rows, new["split"], strict=True):
+        said = "" if is_blank(cell) else str(cell).strip()
+        if said and said != split:
+            why = (
+                f"the row says split {said!r}, and this merge adds its pairs to {split!r} (--split): merge "
+                f"the {said} rows as a file of their own with --split {said}, or empty the cell"
+            )
+            problems.append(_sheet(filled, int(row), "split", why))
+    return problems
+
+
 def _row_problems(
     frame: pd.DataFrame, rownum: pd.Series, source: str | Path, found: list[InputError]
 ) -> None:
