@@ -275,9 +275,10 @@ def _verdicts_kept(
     store that cannot be read, or holds a damaged row, refuses the merge before anything is written. An
     overruling row becomes the pair's verdict with the decisions it overrules
     (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds. The store is written
-    (atomically) before the body and put back as it was when the body fails; the pair file's rename commits
-    the merge's new pairs (its overrules are committed with the store: a merge stopped in between is merged
-    again whole, the overrules holding already). Yields what it did."""
+    (atomically) before the body and put back as it was when the body fails or the merge is stopped (Ctrl-C,
+    SIGTERM) before the body is in place; the pair file's rename commits the merge's new pairs (its
+    overrules are committed with the store: a merge killed in between is merged again whole, the overrules
+    holding already). Yields what it did."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records = _new_verdicts(fresh, split, filled, now)
     wanted = _new_verdicts(newer, ACTING_SPLIT, filled, now)
@@ -301,9 +302,9 @@ def _verdicts_kept(
         return
     before = store.read_bytes() if store.is_file() else None
     held = check.verdicts.updated([*records, *overrules])
-    write_store(check, held)
-    fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
-    try:
+    try:  # a merge stopped (Ctrl-C, SIGTERM) once the store is written puts it back, as a failure does
+        write_store(check, held)
+        fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
         yield kept
     except BaseException:
         if before is None:

@@ -156,6 +156,33 @@ def test_a_merge_killed_between_the_store_and_the_pair_file_leaves_no_verdict_ac
     assert {v.key for v in load_verdicts(store_path(pairs)).records} == {("n0", "n1"), ("n4", "n5")}
 
 
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_a_merge_stopped_between_the_store_and_the_pair_file_puts_the_store_back(
+    tmp_path: Path, stop: type[BaseException]
+) -> None:
+    """Ctrl-C (or SIGTERM, raised as an exception by the command) once the store is written and before the
+    pair file is: the merge says it was stopped, and the store is as it was before it, so the overrule it
+    held does not act in the next report or training (a stop is cleaned up after as a failure is)."""
+    from nlsim.faults import set_fault_hook
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n6", "n7", "1")], name="first.csv")
+    before = (pairs.read_bytes(), store_path(pairs).read_bytes())
+
+    def halt(point: str) -> None:
+        if point == "merge-verdicts":
+            raise stop
+
+    set_fault_hook(halt)
+    try:
+        with pytest.raises(stop):
+            _merge(pairs, [("n0", "n1", "0"), ("n8", "n9", "1")], overrule=True)
+    finally:
+        set_fault_hook(None)
+    assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == before
+    assert _acting(pairs) == ({("n6", "n7")}, frozenset())
+
+
 def test_a_verdict_the_pair_file_does_not_hold_never_acts(tmp_path: Path) -> None:
     """What a merge killed after the store's rename leaves: a verdict in the store that no row of the pair
     file holds. Reports take nothing from it, and say so."""

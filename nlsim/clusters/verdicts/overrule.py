@@ -57,7 +57,7 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
 def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     """Whether ``verdict``'s decision was merged already: ``prior`` (the verdict that holds on the pair) is
     it, or one of the decisions ``prior`` overruled is (the same score by the same editor from the same
-    file: a file merged again, or a merge run again after it was stopped). Nothing new to overrule with: a
+    file: a file merged again, or a merge run again after it was killed). Nothing new to overrule with: a
     file merged again never undoes a later decision, such as an editor's taking an overrule back.
 
     >>> earlier = (Decision(0.25, "", "p.tsv"), Decision(0.0, "ed1", "monday.csv"))
