@@ -498,3 +498,29 @@ def test_a_row_whose_split_cell_names_another_split_than_the_merges_is_refused(
     more = one_pair(tmp_path, "more.csv", id_a="z3", id_b="z4", pair_id="", text_a="另一", split="")
     merge_annotations(more, pairs, log=quiet)
     assert load_pairs(pairs)["split"].iloc[-1] == "train"
+
+
+def test_draw_reads_a_headline_in_either_script_as_one_text(tmp_path: Path) -> None:
+    """A corpus holding one headline in Traditional and in Simplified characters (two outlets): the model
+    reads both as one text (``--convert tw2sp``), so draw never proposes the two as a pair to score, nor a
+    pair again in the other script, nor a pair the pair file already scores in the other script."""
+    from nlsim.evaluation.metrics import convert_texts
+
+    titles = ["颱風登陸福建", "台风登陆福建", "地震發生", "股市大漲", "股市大涨", "籃球比賽結果"]
+    corpus = corpus_file(tmp_path, titles)
+    scored = tmp_path / "pairs.tsv"
+    scored.write_text(
+        "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\np1\tc-3\tc-4\t地震發生\t股市大漲\t0\ttrain\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "to-score.csv"
+    draw_candidates(corpus, scored, out, n=30, scorer="tfidf-char2", conversion="tw2sp", k=5, log=quiet)
+    drawn = pd.read_csv(out, dtype=str)
+    read = [
+        tuple(sorted(normalise_text(t) for t in convert_texts([a, b], "tw2sp")))
+        for a, b in zip(drawn["text_a"], drawn["text_b"], strict=True)
+    ]
+    assert all(a != b for a, b in read), read
+    assert len(set(read)) == len(read), read
+    assert tuple(sorted(convert_texts(["地震發生", "股市大漲"], "tw2sp"))) not in read
+    assert len(read) > 0

@@ -194,23 +194,52 @@ def embed_items(texts: list[str], model: DrawModel) -> np.ndarray:
     return model.encoder.encode(texts, progress=True)
 
 
+READ = "read"
+"""The key of a pair by its two texts as the model reads them (converted to one script, normalised): a pair
+of a headline in Traditional characters is the same pair to score as in Simplified."""
+
+
+def read_keys(text_a: list[str], text_b: list[str], conversion: str) -> list[tuple[str, str, str]]:
+    """Each pair's :data:`READ` key: its two texts converted (``conversion``) and normalised, in order.
+
+    >>> read_keys(["颱風登陸"], ["台风来了"], "tw2sp") == read_keys(["台风来了"], ["台风登陆"], "tw2sp")
+    True
+    """
+    a = [normalise_text(t) for t in convert_texts(list(text_a), conversion)]
+    b = [normalise_text(t) for t in convert_texts(list(text_b), conversion)]
+    return [(READ, *sorted((x, y))) for x, y in zip(a, b, strict=True)]  # type: ignore[misc]
+
+
 def unannotated_pool(
-    emb: np.ndarray, items: pd.DataFrame, done: set[Any], *, k: int, seed: int, log: Callable[[str], None]
+    emb: np.ndarray,
+    items: pd.DataFrame,
+    done: set[Any],
+    *,
+    k: int,
+    seed: int,
+    log: Callable[[str], None],
+    texts: list[str] | None = None,
 ) -> pd.DataFrame:
     """The candidate pool of ``emb``'s neighbours, less what a merge would refuse: the pairs already
-    annotated (``done``: keys of :func:`~nlsim.io.pairs.pair_keys`), the pairs of two texts that are the
-    same once normalised (:func:`~nlsim.io.pairs.normalise_text`), and a second pair with the same key as
-    one kept before it (two items of one text, each paired with a third)."""
+    annotated (``done``: keys of :func:`~nlsim.io.pairs.pair_keys`, and :func:`read_keys`), the pairs of two
+    texts that are the same once normalised (:func:`~nlsim.io.pairs.normalise_text`), and a second pair with
+    the same key as one kept before it (two items of one text, each paired with a third). With ``texts``
+    (the items' texts as the model reads them: converted to one script) a text and a pair are compared so
+    too: one headline in Traditional and in Simplified characters is no pair to score, nor a pair again."""
     pool = candidate_pool(emb, k=k, seed=seed)
     ids = items["id"].to_numpy()
     raw = items["text"].to_numpy()
     norm = [normalise_text(t) for t in raw]
+    read = norm if texts is None else [normalise_text(t) for t in texts]
     keys = pair_keys(pd.DataFrame({"id_a": ids[pool["a"]], "id_b": ids[pool["b"]],
                                    "text_a": raw[pool["a"]], "text_b": raw[pool["b"]]}))  # fmt: skip
+    if texts is not None:
+        for key, a, b in zip(keys, pool["a"], pool["b"], strict=True):
+            key.add((READ, *sorted((read[a], read[b]))))
     taken: set[Any] = set(done)
     keep: list[bool] = []
     for key, a, b in zip(keys, pool["a"], pool["b"], strict=True):
-        ok = not (key & taken) and norm[a] != norm[b]
+        ok = not (key & taken) and norm[a] != norm[b] and read[a] != read[b]
         keep.append(ok)
         if ok:
             taken |= key
@@ -300,7 +329,10 @@ def draw_candidates(
     items = load_items(corpus, text_field)
     if len(items) < 2:
         raise InputError(corpus, None, None, f"{len(items)} item(s): drawing pairs needs at least 2")
-    done = set(known_pairs(load_pairs(annotated))) if annotated else set()
+    done: set[Any] = set()
+    if annotated:
+        scored = load_pairs(annotated)
+        done = set(known_pairs(scored)) | set(read_keys(scored["text_a"], scored["text_b"], conversion))
     model = draw_model(scorer, model_store, rerank)
     texts = convert_texts(items["text"].tolist(), conversion)
     try:
@@ -314,7 +346,7 @@ def draw_candidates(
             text_field,
             f"{TFIDF} finds no two characters in a row in any text ({exc}); use an encoder (--model)",
         ) from None
-    pool = unannotated_pool(emb, items, done, k=k, seed=seed, log=log)
+    pool = unannotated_pool(emb, items, done, k=k, seed=seed, log=log, texts=texts)
     if pool.empty:
         raise InputError(
             corpus,
