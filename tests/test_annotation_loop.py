@@ -524,3 +524,20 @@ def test_draw_reads_a_headline_in_either_script_as_one_text(tmp_path: Path) -> N
     assert len(set(read)) == len(read), read
     assert tuple(sorted(convert_texts(["地震發生", "股市大漲"], "tw2sp"))) not in read
     assert len(read) > 0
+
+
+@pytest.mark.parametrize("suffix", [".xlsx", ".ods", ".doc"])
+def test_a_file_that_is_no_csv_is_refused_saying_what_to_save_it_as(
+    pairs: Path, tmp_path: Path, suffix: str
+) -> None:
+    """An editor who pressed Save in a spreadsheet program sends its workbook: the merge says to save the
+    sheet as CSV UTF-8; another suffix is refused naming only the formats a merge reads (not JSON Lines,
+    which it would refuse next)."""
+    path = tmp_path / f"filled{suffix}"
+    path.write_bytes(b"PK\x03\x04 a workbook")
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    if suffix == ".doc":
+        assert ".csv" in err.value.reason and ".jsonl" not in err.value.reason
+    else:
+        assert "save the sheet as CSV UTF-8" in err.value.reason and str(err.value.file) == str(path)

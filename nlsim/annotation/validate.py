@@ -39,7 +39,7 @@ from nlsim.io.pairs import (
     read_pair_table,
     validate_pairs,
 )
-from nlsim.io.tables import sheet_rows, table_format
+from nlsim.io.tables import FORMATS, sheet_rows, table_format
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
@@ -117,23 +117,34 @@ def _semicolon_error(source: str | Path) -> InputError:
     )
 
 
+WORKBOOKS = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
+"""Suffixes of a spreadsheet program's own files: an editor who pressed Save kept the sheet in one."""
+
+
 def read_filled(path: str | Path) -> pd.DataFrame:
-    """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV is named as such. A row
-    the reader refuses (a byte that is not UTF-8, a row of another number of fields) is named by its sheet
-    row, as every other problem of the file is. Each row's sheet row is kept (``attrs["sheet_rows"]``,
-    :func:`~nlsim.io.tables.sheet_rows`): an empty line the reader skips is still a row of the sheet an
-    editor looks at."""
+    """Read an editors' filled file (CSV, TSV or Parquet); a semicolon-separated CSV, or a spreadsheet
+    workbook (:data:`WORKBOOKS`), is named as such. A row the reader refuses (a byte that is not UTF-8, a
+    row of another number of fields) is named by its sheet row, as every other problem of the file is. Each
+    row's sheet row is kept (``attrs["sheet_rows"]``, :func:`~nlsim.io.tables.sheet_rows`): an empty line
+    the reader skips is still a row of the sheet an editor looks at."""
+    if Path(path).suffix.lower() in WORKBOOKS and Path(path).is_file():
+        why = (
+            f"a spreadsheet workbook ({Path(path).suffix}), not a CSV file: save the sheet as CSV UTF-8 "
+            "(comma-separated) and merge that file"
+        )
+        raise InputError(path, None, None, why)
+    fmt = FORMATS.get(Path(path).suffix.lower())
     try:
         frame = read_pair_table(path)
     except InputError as exc:
-        if table_format(path) == "csv" and _semicolon_separated(path):
+        if fmt == "csv" and _semicolon_separated(path):
             raise _semicolon_error(path) from None
         if exc.row is not None and not exc.sheet:
-            rows = sheet_rows(path) if table_format(path) in ("csv", "tsv") else []
+            rows = sheet_rows(path) if fmt in ("csv", "tsv") else []
             row = rows[exc.row - 1] if 0 < exc.row <= len(rows) else exc.row + 1
             raise _sheet(exc.file, row, exc.field, exc.reason) from None
         raise
-    if table_format(path) in ("csv", "tsv"):
+    if fmt in ("csv", "tsv"):
         frame.attrs["sheet_rows"] = sheet_rows(path)
     return frame
 
