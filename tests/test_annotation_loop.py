@@ -541,3 +541,22 @@ def test_a_file_that_is_no_csv_is_refused_saying_what_to_save_it_as(
         assert ".csv" in err.value.reason and ".jsonl" not in err.value.reason
     else:
         assert "save the sheet as CSV UTF-8" in err.value.reason and str(err.value.file) == str(path)
+
+
+@pytest.mark.parametrize("with_corpus", [False, True])
+def test_an_item_id_typed_in_full_width_characters_is_refused_naming_the_id_meant(
+    pairs: Path, tmp_path: Path, with_corpus: bool
+) -> None:
+    """An input method left on types ``ｎ００`` for ``n00``: without a corpus the row would add an item no
+    report holds (its verdict never acts) with the text of ``n00``; the merge names the id meant."""
+    corpus = corpus_file(tmp_path, ["颱風登陸"]) if with_corpus else None
+    before = pairs.read_bytes()
+    path = filled(
+        tmp_path, id_a=["ｎ００"], id_b=["z9"], text_a=["股市今天大漲"], text_b=["新聞"], score=["0"]
+    )
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, corpus=corpus, log=quiet)
+    problems = getattr(err.value, "problems", None) or [err.value]
+    named = [e for e in problems if e.field == "id_a"]
+    assert named and named[0].row == 2 and "'n00'" in named[0].reason, [str(e) for e in problems]
+    assert pairs.read_bytes() == before

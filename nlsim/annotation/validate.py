@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -461,6 +462,20 @@ def _hashed(
     return kept
 
 
+def _unknown_id(item: str, known: dict[str, tuple[str, str]], corpus: str | Path | None) -> str | None:
+    """Why the item id ``item`` of a row names no item it should, or ``None``: an id typed in full-width
+    characters (an input method left on) where the pair file or the corpus knows it in half-width ones (it
+    would name a new item that no report ever holds), or, with a ``corpus``, an id neither holds."""
+    if not item or item in known:
+        return None
+    narrow = unicodedata.normalize("NFKC", item)
+    if narrow != item and narrow in known:
+        return f"item {item!r} is not known, {narrow!r} is (typed in full-width characters?): write that"
+    if corpus is not None:
+        return f"item {item!r} is neither in the pair file nor in the corpus {corpus}"
+    return None
+
+
 def check_texts(
     new: pd.DataFrame,
     known: dict[str, tuple[str, str]],
@@ -495,15 +510,9 @@ def check_texts(
             digest = "" if hcol not in new.columns or is_blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
             options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
             item = known.get(ids[side])
-            if item is None and corpus is not None and ids[side]:
-                problems.append(
-                    _sheet(
-                        filled,
-                        row,
-                        f"id_{side}",
-                        f"item {ids[side]!r} is neither in the pair file nor in the corpus {corpus}",
-                    )
-                )
+            why = _unknown_id(ids[side], known, corpus)
+            if why is not None:
+                problems.append(_sheet(filled, row, f"id_{side}", why))
             if item is not None and any(o.strip() == item[0].strip() for o in options):
                 options = [item[0]]  # white space a spreadsheet kept around it aside: the item's own text
             chosen[side] = options[-1]
