@@ -8,7 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nlsim.clusters.verdicts import Verdict, Verdicts, load_verdicts, save_verdicts, store_path
+from nlsim.clusters.verdicts import (
+    Verdict,
+    Verdicts,
+    load_verdicts,
+    save_verdicts,
+    store_path,
+    training_pairs,
+)
 from nlsim.errors import InputError
 from tests.command import nlsim
 
@@ -437,6 +444,27 @@ def test_merge_cli_overrule(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "1 training pair(s) overruled" in done.stderr
     assert load_verdicts(store_path(pairs)).records[0].earlier[0].score == 0.75
+
+
+def test_a_lost_store_brought_back_by_merging_its_file_again_overrules_only_what_it_overruled(
+    tmp_path: Path,
+) -> None:
+    """A store lost and rebuilt from the pair file loses its overrules; merging the editors' file again with
+    --overrule brings them back (as the docs say). The file's new pairs, rebuilt from the pair file with
+    the same score by the same editor, are not overruled by themselves: one overrule, as merged first."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    first = _merge(pairs, [("n0", "n1", "0"), ("n6", "n7", "1")], overrule=True)
+    assert any("1 training pair(s) overruled" in line for line in first), first
+    store_path(pairs).unlink()
+    check_verdicts(pairs, write=True, log=lambda _: None)
+    again = _merge(pairs, [("n0", "n1", "0"), ("n6", "n7", "1")], overrule=True)
+    assert any("1 training pair(s) overruled" in line for line in again), again
+    got = {v.key: v for v in load_verdicts(store_path(pairs)).records}
+    assert [d.score for d in got[("n0", "n1")].earlier] == [0.75]
+    assert not got[("n6", "n7")].overrules
+    assert len(training_pairs(pairs).overruled) == 1
 
 
 def test_the_store_check_holds_an_overrule_and_still_refuses_a_hand_edit(tmp_path: Path) -> None:

@@ -57,7 +57,9 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
 def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     """Whether ``verdict``'s decision was merged already: ``prior`` (the verdict that holds on the pair) is
     it, or one of the decisions ``prior`` overruled is (the same score by the same editor from the same
-    file: a file merged again, or a merge run again after it was killed). Nothing new to overrule with: a
+    file: a file merged again, or a merge run again after it was killed), or ``prior`` is a verdict rebuilt
+    from the pair file (no source: a store lost and rebuilt) giving the pair this score by this editor (the
+    file that merged it, merged again to bring back the store's overrules). Nothing new to overrule with: a
     file merged again never undoes a later decision, such as an editor's taking an overrule back.
 
     >>> earlier = (Decision(0.25, "", "p.tsv"), Decision(0.0, "ed1", "monday.csv"))
@@ -69,6 +71,8 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     """
     if prior is None:
         return False
+    if not prior.source and prior.annotator == verdict.annotator and abs(prior.score - verdict.score) < 1e-9:
+        return True  # rebuilt from the pair file (its source not kept there): this decision, as it holds
     decisions = [*prior.earlier, prior.decision]
     return any(
         abs(d.score - verdict.score) < 1e-9 and (d.annotator, d.source) == (verdict.annotator, verdict.source)
