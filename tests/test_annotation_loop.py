@@ -560,3 +560,18 @@ def test_an_item_id_typed_in_full_width_characters_is_refused_naming_the_id_mean
     named = [e for e in problems if e.field == "id_a"]
     assert named and named[0].row == 2 and "'n00'" in named[0].reason, [str(e) for e in problems]
     assert pairs.read_bytes() == before
+
+
+def test_a_pair_given_twice_with_two_scores_is_named_by_its_items_and_both_scores(
+    pairs: Path, tmp_path: Path
+) -> None:
+    """One pair in two rows (the second with its items the other way round, the pair id left empty for the
+    merge to make) scored 0 and 1: the refusal names the second row, the pair's items and both scores, so
+    that the editor knows which verdict to keep."""
+    path = filled(tmp_path, id_a=["z1", "z2"], id_b=["z2", "z1"], text_a=["甲", "乙"], text_b=["乙", "甲"],
+                  score=["0", "1"])  # fmt: skip
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (3, "pair_id")
+    assert "(first at sheet row 2): the pair z1 / z2 again" in err.value.reason
+    assert "scored 0 there and 1 here" in err.value.reason

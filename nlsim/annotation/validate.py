@@ -285,21 +285,7 @@ def validate_filled(
     _row_problems(frame, rownum, source, found)
     _check_items(frame, rownum, source, found)
     sound = ~rownum.isin({e.row for e in found}).to_numpy()
-    first: dict[str, int] = {}
-    for i, pid in enumerate(frame["pair_id"]):
-        if not sound[i]:
-            continue
-        if pid in first:
-            found.append(
-                _sheet(
-                    source,
-                    int(rownum[i]),
-                    "pair_id",
-                    f"duplicate pair id {pid!r} (first at sheet row {first[pid]})",
-                )
-            )
-            sound[i] = False
-        first.setdefault(pid, int(rownum[i]))
+    _ids_once(frame, rownum, sound, source, found)
     frame, rownum = frame[sound].reset_index(drop=True), rownum[sound].reset_index(drop=True)
     checked = _whole_file(frame, rownum, source, found)
     if checked is not None:
@@ -334,6 +320,38 @@ def split_problems(new: pd.DataFrame, split: str, filled: str | Path) -> list[In
             )
             problems.append(_sheet(filled, int(row), "split", why))
     return problems
+
+
+def _items(frame: pd.DataFrame, i: int) -> tuple[str, str] | None:
+    """The item ids of row ``i`` of ``frame`` in code point order, or ``None`` when it does not name both."""
+    if "id_a" not in frame.columns or "id_b" not in frame.columns:
+        return None
+    a, b = item_id(frame["id_a"].iloc[i]), item_id(frame["id_b"].iloc[i])
+    return (min(a, b), max(a, b)) if a and b else None
+
+
+def _ids_once(
+    frame: pd.DataFrame, rownum: pd.Series, sound: np.ndarray, source: str | Path, found: list[InputError]
+) -> None:
+    """No pair id twice among the ``sound`` rows: a second row of one pair is a problem added to ``found``
+    (and no longer sound), naming the pair's items and, when the two rows score it differently, both scores
+    (an editor who gave one pair two verdicts says which holds)."""
+    first: dict[str, int] = {}
+    for i, pid in enumerate(frame["pair_id"]):
+        if not sound[i]:
+            continue
+        if pid in first:
+            j = first[pid]
+            why = f"duplicate pair id {pid!r} (first at sheet row {int(rownum[j])})"
+            items = [_items(frame, k) for k in (i, j)]
+            here, there = frame["score"].iloc[i], frame["score"].iloc[j]
+            if items[0] is not None and items[0] == items[1]:
+                why += f": the pair {' / '.join(items[0])} again"
+                if here == here and there == there and abs(here - there) > 1e-9:  # two levels, not NaN
+                    why += f", scored {there:g} there and {here:g} here: keep the row whose score holds"
+            found.append(_sheet(source, int(rownum[i]), "pair_id", why))
+            sound[i] = False
+        first.setdefault(pid, i)
 
 
 def _row_problems(
