@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.io.pairs import annotations_digest
 from nlsim.training.config import FinetuneConfig
 
 NOT_TRAINING = (
@@ -39,17 +40,6 @@ NOT_TRAINING = (
     "precision_check",
 )
 """FinetuneConfig settings (by flat name) that do not change the trained model."""
-
-
-def annotations_digest(pairs: pd.DataFrame) -> str:
-    """SHA-256 of the pairs' content (id, texts, score, split), independent of file layout and row order."""
-    cols = ["pair_id", "text_a", "text_b", "score", "split"]
-    rows = pairs[cols].astype({"score": float}).sort_values("pair_id", kind="mergesort")
-    h = hashlib.sha256()
-    for r in rows.itertuples(index=False):
-        h.update("\x1f".join([str(r.pair_id), r.text_a, r.text_b, f"{r.score:.6g}", str(r.split)]).encode())
-        h.update(b"\x1e")
-    return h.hexdigest()
 
 
 FP32_EPOCHS = ("fp32_epochs", "fp32_cross_encoder_epochs", "fp32_cross_encoder_frozen_layers")

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import unicodedata
 from pathlib import Path
@@ -266,3 +267,24 @@ def split_counts(frame: pd.DataFrame) -> str:
     if counts.index.tolist() == [""]:
         return f" (no pair names its split: give the file a 'split' column of {', '.join(SPLITS)})"
     return " (the file holds " + ", ".join(f"{name or 'no split'}: {n}" for name, n in counts.items()) + ")"
+
+
+def annotations_digest(pairs: pd.DataFrame) -> str:
+    """SHA-256 of the pairs' content (id, texts, score, split), independent of file layout and row order:
+    what a model or a learning curve was trained on.
+
+    Example:
+        >>> one = pd.DataFrame({"pair_id": ["p1", "p2"], "text_a": ["a", "c"], "text_b": ["b", "d"],
+        ...                     "score": [0.5, 1], "split": ["train", "test"]})
+        >>> annotations_digest(one) == annotations_digest(one.iloc[::-1])
+        True
+        >>> annotations_digest(one) == annotations_digest(one.assign(score=[0.75, 1]))
+        False
+    """
+    cols = ["pair_id", "text_a", "text_b", "score", "split"]
+    rows = pairs[cols].astype({"score": float}).sort_values("pair_id", kind="mergesort")
+    h = hashlib.sha256()
+    for r in rows.itertuples(index=False):
+        h.update("\x1f".join([str(r.pair_id), r.text_a, r.text_b, f"{r.score:.6g}", str(r.split)]).encode())
+        h.update(b"\x1e")
+    return h.hexdigest()

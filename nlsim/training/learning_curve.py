@@ -4,9 +4,10 @@ Fixed validation and test sets; training subsets of growing size (default 350, 7
 for one seed) x several seeds (default 3). Each (size, seed) run fine-tunes the base model with the same
 settings, keeps its best validation checkpoint and scores the test pairs; its result is written to
 ``runs/size{N}_seed{S}.json`` as soon as it ends, so an interrupted curve resumes where it stopped (a
-finished run is never retrained). The unsupervised baselines (zero-shot base model, character-bigram
-TF-IDF, Universal Sentence Encoder) are scored once on the same test pairs. The summary gives mean +/- sd
-per size as a Markdown/CSV table and a PNG plot with the baselines as horizontal lines.
+finished run is never retrained; a curve whose pairs changed since, merged or overruled, is refused before
+any work, as one made with other settings is). The unsupervised baselines (zero-shot base model,
+character-bigram TF-IDF, Universal Sentence Encoder) are scored once on the same test pairs. The summary
+gives mean +/- sd per size as a Markdown/CSV table and a PNG plot with the baselines as horizontal lines.
 
 Example:
     >>> cfg = LearningCurveConfig(pairs="annotations/thucnews_tw_pairs.tsv", out="lc", sizes=(350, 700))
@@ -31,7 +32,7 @@ from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.ownership import check_claimable, claimed
-from nlsim.io.pairs import load_pairs
+from nlsim.io.pairs import annotations_digest, load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
@@ -65,12 +66,10 @@ def run_one(
 ) -> dict[str, Any]:
     """Train one (size, seed) point, or return the stored result when it has been done already."""
     path = run_path(cfg, size, seed)
+    data = annotations_digest(pairs)
     if path.is_file():
         done = _read_json(path)
-        if done.get("settings") != cfg.settings_key():
-            raise StateError(
-                f"{path}: made with other settings; use another --out folder or delete {path.parent}"
-            )
+        check_point(path, done, cfg, data)
         log(f"size {size} seed {seed}: done already (test Spearman {done['test']['spearman']}), skipped")
         return done
     res = finetune(cfg.finetune_config(size, seed), pairs=pairs, log=log)
@@ -78,6 +77,7 @@ def run_one(
         "size": size,
         "seed": seed,
         "settings": cfg.settings_key(),
+        "data": data,
         "validation": res.best,
         "test": res.metrics["after/test"],
         "seconds": res.seconds,
@@ -89,6 +89,31 @@ def run_one(
     return row
 
 
+def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data: str) -> None:
+    """Refuse a finished point made with other settings, or trained on other pairs than the pair file
+    holds now (``data``: their :func:`~nlsim.io.pairs.annotations_digest`; pairs merged or overruled since
+    would make one curve of two data sets). A point written before points recorded their pairs is taken."""
+    if done.get("settings") != cfg.settings_key():
+        raise StateError(
+            f"{path}: made with other settings; use another --out folder or delete {path.parent}"
+        )
+    if done.get("data", data) != data:
+        raise StateError(
+            f"{path}: trained on other pairs than {cfg.pairs} holds now (pairs merged or overruled since); "
+            f"use another --out folder, or delete {path.parent} to train the curve again"
+        )
+
+
+def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None:
+    """:func:`check_point` for every finished point of the curve, before any work."""
+    data = annotations_digest(pairs)
+    for seed in cfg.seeds:
+        for size in cfg.sizes:
+            path = run_path(cfg, size, seed)
+            if path.is_file():
+                check_point(path, _read_json(path), cfg, data)
+
+
 def run_baselines(
     cfg: LearningCurveConfig, pairs: pd.DataFrame, log: Callable[[str], None] = say
 ) -> dict[str, dict[str, Any]]:
@@ -96,9 +121,10 @@ def run_baselines(
     path = Path(cfg.out) / "baselines.json"
     stored: dict[str, dict[str, Any]] = _read_json(path) if path.is_file() else {}
     test = pairs[pairs["split"] == "test"].reset_index(drop=True)
+    data = annotations_digest(test)
     for name in cfg.baselines:
         key = f"{name}/{cfg.conversion}" + (f"/{cfg.model}" if name == "zero-shot" else "")
-        if key in stored:
+        if key in stored and stored[key].get("data", data) == data:  # scored on these test pairs
             continue
         log(f"baseline {name} ({cfg.conversion}) on {len(test)} test pairs")
         scorer = load_encoder(cfg.model, threads=cfg.threads) if name == "zero-shot" else get_baseline(name)
@@ -107,6 +133,7 @@ def run_baselines(
         stored[key] = {
             "name": name,
             "conversion": cfg.conversion,
+            "data": data,
             **evaluate(scorer, test, cfg.conversion).as_dict(),
         }
         atomic_write_text(path, json.dumps(stored, indent=2))
@@ -245,6 +272,7 @@ def run_learning_curve(
     check_claimable(cfg.out, "learning-curve", what="--out")  # never into a folder of the user's
     pairs = call("load-pairs", load_curve_pairs, cfg.pairs, log)
     check_curve_splits(pairs, cfg)  # the inputs are checked before --out is made
+    check_finished_points(cfg, pairs)
     with claimed(cfg.out, "learning-curve", what="--out"):  # a failed first step leaves no empty --out
         baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
         rows, trained = [], 0

@@ -57,8 +57,8 @@ def test_an_overrule_that_changes_a_training_score_is_another_annotations_digest
     another one; a verdict on a validation pair, even one recorded as an overrule, changes nothing."""
     import pandas as pd
 
-    from nlsim.chain.fingerprint import annotations_digest
     from nlsim.clusters.verdicts import Decision, Verdict, Verdicts, with_overrules
+    from nlsim.io.pairs import annotations_digest
 
     pairs = pd.DataFrame(
         {

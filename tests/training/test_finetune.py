@@ -160,8 +160,8 @@ def test_the_training_fingerprint_changes_when_an_editor_overrules_a_pair(tmp_pa
     """The chain's pairs are read as training reads them: an overrule that changes a score is another
     fingerprint (the chain trains again), a store without one is the same."""
     from nlsim.chain.config import PipelineConfig
-    from nlsim.chain.fingerprint import annotations_digest
     from nlsim.chain.run import load_inputs
+    from nlsim.io.pairs import annotations_digest
 
     pairs = _overruled_pair_file(tmp_path)
     cfg = PipelineConfig.of(pairs=str(pairs), corpus=str(tmp_path / "corpus.parquet"), report=False)

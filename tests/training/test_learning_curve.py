@@ -80,6 +80,31 @@ def test_other_settings_in_the_same_folder_are_refused(pairs_file: Path, tmp_pat
         run_learning_curve(cfg, log=lambda _: None)
 
 
+def test_a_curve_whose_pairs_changed_since_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pairs merged into the pair file since the curve's first points (here: one more training pair) would
+    make one curve of two data sets: refused by the finished point, before any training or baseline."""
+    out, mine = tmp_path / "curve", tmp_path / "pairs.tsv"
+    mine.write_bytes(pairs_file.read_bytes())
+    cfg = config(mine, out, (1,))
+    cfg.sizes = (8,)
+    run_learning_curve(cfg, log=lambda _: None)
+    table = pd.read_csv(mine, sep="\t", dtype=str, keep_default_na=False)
+    extra = table[table["split"] == "train"].iloc[[0]].assign(pair_id="merged-1", text_b="merged since")
+    pd.concat([table, extra]).to_csv(mine, sep="\t", index=False)  # as a merge writes it: the same file
+
+    def no_work(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("trained or scored before the refusal")
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", no_work)
+    monkeypatch.setattr(nlsim.training.learning_curve, "get_baseline", no_work)
+    with pytest.raises(StateError, match="trained on other pairs than .*pairs.tsv holds now"):
+        run_learning_curve(cfg, log=lambda _: None)
+    table.to_csv(mine, sep="\t", index=False)  # the same pairs again: the finished point is taken
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 0
+
+
 def test_summary_mean_and_sd() -> None:
     rows = [
         {
