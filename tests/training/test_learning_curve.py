@@ -219,3 +219,27 @@ def test_a_curve_trains_on_an_editors_newer_score_of_an_overruled_pair(
     train = trained_on[0][trained_on[0]["split"] == "train"]
     assert dict(zip(train["id_a"], train["score"].astype(float), strict=True)) == {"n0": 0.0, "n2": 0.5}
     assert any("1 training pair(s) read with an editor's newer score" in line for line in said), said
+
+
+def test_a_baseline_is_scored_again_when_the_test_pairs_changed(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.learning_curve import run_baselines
+
+    cfg = config(pairs_file, tmp_path, (1,))
+    pairs = load_pairs(pairs_file)
+    scored: list[str] = []
+    real = nlsim.training.learning_curve.get_baseline
+
+    def counting(name: str):  # noqa: ANN202
+        scored.append(name)
+        return real(name)
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "get_baseline", counting)
+    first = run_baselines(cfg, pairs, log=lambda _: None)
+    assert run_baselines(cfg, pairs, log=lambda _: None) == first and scored == ["tfidf-char2"]
+    test = pairs["split"] == "test"
+    changed = pairs.assign(score=pairs["score"].where(~test, 1.0 - pairs["score"]))  # other test pairs
+    again = run_baselines(cfg, changed, log=lambda _: None)
+    assert scored == ["tfidf-char2", "tfidf-char2"] and again != first
