@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -275,10 +276,13 @@ def _holds(held: set[str], text: Any) -> bool:
         False
     """
     mine = normalise_text(text)
-    if mine in held:
-        return True
-    one_script = convert([mine, *sorted(held)], "tw2sp")
-    return one_script[0] in one_script[1:]
+    return mine in held or _one_script(mine) in {_one_script(t) for t in held}
+
+
+@lru_cache(maxsize=1 << 16)
+def _one_script(text: str) -> str:
+    """``text`` as OpenCC ``tw2sp`` reads it, converted once however many pairs name its item."""
+    return convert([text], "tw2sp")[0]
 
 
 def judge_tables(
