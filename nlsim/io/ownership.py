@@ -140,15 +140,16 @@ def claimed(
 def traceless(folders: Collection[str | Path], also: Collection[str] = ()) -> Iterator[None]:
     """A block that fails having written nothing into ``folders`` but their claims leaves no trace of them:
     :func:`unclaim` of each against what it held when the block began (its marker, the names in ``also``,
-    and the folder itself when the block made it). A daily run claims ``--out`` and ``--state`` in its path
-    checks; refused on its first day's file, it leaves neither behind.
+    and the folder itself when the block made it, with the parent folders it made for it, when empty). A
+    daily run claims ``--out`` and ``--state`` in its path checks; refused on its first day's file, it
+    leaves neither behind.
 
     Example:
         >>> import tempfile, pathlib
         >>> base = pathlib.Path(tempfile.mkdtemp())
         >>> try:
-        ...     with traceless([base / "out", base / "state"]):
-        ...         claim_folder(base / "out", "daily-report")
+        ...     with traceless([base / "new" / "out", base / "state"]):
+        ...         claim_folder(base / "new" / "out", "daily-report")
         ...         claim_folder(base / "state", "state")
         ...         raise ValueError("a bad row")
         ... except ValueError:
@@ -156,13 +157,27 @@ def traceless(folders: Collection[str | Path], also: Collection[str] = ()) -> It
         >>> sorted(p.name for p in base.iterdir())
         []
     """
-    seen = [(Path(f), not Path(f).exists(), _names(Path(f))) for f in folders]
+    seen = [(Path(f), not Path(f).exists(), _names(Path(f)), _missing_parents(Path(f))) for f in folders]
     try:
         yield
     except BaseException:
-        for folder, made, before in seen:
+        for folder, made, before, parents in seen:
             unclaim(folder, before, made, also)
+            for parent in parents:  # the deepest first: each one the block made, left empty again
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
         raise
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """The parent folders of ``folder`` that are not there yet, the deepest first (a block that makes
+    ``folder`` makes them too)."""
+    missing = []
+    parent = Path(os.path.abspath(folder)).parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    return missing
 
 
 def _names(folder: Path) -> set[str]:

@@ -1074,17 +1074,26 @@ def test_a_pipeline_refused_on_its_report_folder_leaves_a_users_empty_store_as_i
     assert entries(tmp_path / "rep") == ["notes.txt"]
 
 
-@pytest.mark.parametrize("made", [True, False], ids=["new", "empty"])
-def test_a_batch_run_failing_after_its_checks_leaves_no_trace_of_its_hold(tmp_path: Path, made: bool) -> None:
+@pytest.mark.parametrize("out", ["rep", "empty", "new/deeper/rep"])
+def test_a_batch_run_failing_after_its_checks_leaves_no_trace_of_its_hold(tmp_path: Path, out: str) -> None:
     news(tmp_path)
-    if not made:
-        (tmp_path / "rep").mkdir()
-    before = snapshot(tmp_path)
+    if out == "empty":
+        (tmp_path / out).mkdir()
+    before, names = snapshot(tmp_path), entries(tmp_path)
     args = [a for a in DEDUP if a not in ("--threshold", "0.9")]  # no threshold: refused once the model loads
-    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "rep", *args, cwd=tmp_path)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", out, *args, cwd=tmp_path)
     refused(proc, 2, "no threshold for model")
     assert snapshot(tmp_path) == before  # no marker, no lock; a folder the run made is gone
-    assert (tmp_path / "rep").is_dir() is not made
+    assert entries(tmp_path) == names  # and so are the parent folders it made for it
+    assert (tmp_path / out).is_dir() is (out == "empty")
+
+
+def test_a_refused_corpus_row_leaves_no_parent_folders_of_a_new_out(tmp_path: Path) -> None:
+    (tmp_path / "news.csv").write_text("id,title\nn1,Floods hit the north\nn1,Stocks\n", encoding="utf-8")
+    names = entries(tmp_path)
+    proc = nlsim("dedup", "--corpus", "news.csv", "--out", "reports/today/rep", *DEDUP, cwd=tmp_path)
+    refused(proc, 1, "row 2, field 'id'")
+    assert entries(tmp_path) == names
 
 
 def test_a_learning_curve_whose_model_cannot_load_leaves_no_out(tmp_path: Path) -> None:
