@@ -27,7 +27,7 @@ from typing import Any
 
 from nlsim.commands.options import Formatter
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.model_store import ModelStore
+from nlsim.io.model_store import STORE_JSON, ModelStore
 from nlsim.io.ownership import MARKER, is_owned
 from nlsim.progress import say
 
@@ -145,8 +145,7 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
         info = store.info(folder)
         if info is None:
             continue
-        figures = list((info.get("validation") or {}).values())
-        latest = figures[-1] if figures else {}
+        latest = latest_figures(folder / STORE_JSON, info)
         rows.append(
             {
                 "version": folder.name,
@@ -161,6 +160,34 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def latest_figures(path: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """The latest validation figures a version's ``store.json`` (``path``) keeps (``{}``: none); a
+    ``validation`` that is not an object of objects, or a figure that is not a number, is a
+    :class:`StateError` naming the file and the field.
+
+    Example:
+        >>> latest_figures(Path("store.json"), {"validation": {"old": {"f1": 0.4}, "new": {"f1": 0.5}}})
+        {'f1': 0.5}
+        >>> latest_figures(Path("store.json"), {"validation": {"new": {"f1": "n/a"}}})
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: store.json: field 'validation.new.f1': 'n/a' is not a number
+    """
+    validation = info.get("validation") or {}
+    if not isinstance(validation, dict):
+        raise StateError(f"{path}: field 'validation': not an object of figures by validation pairs")
+    if not validation:
+        return {}
+    key, latest = list(validation.items())[-1]
+    if not isinstance(latest, dict):
+        raise StateError(f"{path}: field 'validation.{key}': not an object of figures")
+    for name in ("spearman", "f1", "cv_f1"):
+        value = latest.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise StateError(f"{path}: field 'validation.{key}.{name}': {value!r} is not a number")
+    return latest
 
 
 def _cell(value: Any, digits: int) -> str:

@@ -149,14 +149,22 @@ class ModelStore:
         return None
 
     def info(self, version: str | Path) -> dict[str, Any] | None:
-        """A version's ``store.json`` (fingerprint, its parts, metrics), or ``None`` when it has none."""
+        """A version's ``store.json`` (fingerprint, its parts, metrics), or ``None`` when it has none; one
+        that is not a JSON object (edited by hand, another file copied over it) is a :class:`StateError`
+        naming it."""
         path = self._dir(version) / STORE_JSON
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
             raise StateError(f"{path}: unreadable ({exc})") from exc
+        if not isinstance(data, dict):
+            raise StateError(
+                f"{path}: damaged: a JSON {type(data).__name__}, not an object (the version's fingerprint "
+                "and validation figures); restore it from a backup, or train the version again"
+            )
+        return data
 
     def write_info(self, version: str | Path, info: dict[str, Any]) -> None:
         atomic_write_text(

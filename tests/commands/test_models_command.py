@@ -157,3 +157,25 @@ def test_a_promotion_is_refused_while_a_chain_holds_the_store(store: ModelStore)
         stop_process(holder, grace=5)
     time.sleep(0.1)
     assert models(store, "promote", "v0002", "--reason", "x").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[]", "store.json: damaged: a JSON list, not an object"),
+        ("null", "store.json: damaged: a JSON NoneType, not an object"),
+        ('{"validation": [0.4]}', "store.json: field 'validation': not an object"),
+        ('{"validation": {"digest:x": 0.4}}', "store.json: field 'validation.digest:x': not an object"),
+        ('{"validation": {"k": {"f1": "n/a"}}}', "field 'validation.k.f1': 'n/a' is not a number"),
+    ],
+)
+def test_a_version_whose_store_json_is_damaged_is_named_with_its_field_not_a_traceback(
+    store: ModelStore, text: str, words: str
+) -> None:
+    (store.root / "versions" / "v0002-bbbbbbbb" / "store.json").write_text(text)
+    message = command.refused(models(store, "list"), 1, words, alone=True)
+    assert "v0002-bbbbbbbb" in message
+    if "damaged" in words:  # not taken for a save never registered, nor promoted
+        before = (store.root / CURRENT).read_bytes()
+        command.refused(models(store, "promote", "v0002", "--reason", "x"), 1, words)
+        assert (store.root / CURRENT).read_bytes() == before
