@@ -73,6 +73,24 @@ def store_of(args: argparse.Namespace) -> ModelStore:
     return store
 
 
+def check_reason(reason: str) -> None:
+    """Refuse a ``--reason`` that says nothing: ``history.jsonl`` would record who moved the pointer, but not
+    why.
+
+    Example:
+        >>> check_reason("v0003 splits stories")
+        >>> check_reason("  ")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --reason is blank: say why the pointer moves (history.jsonl records it ...
+    """
+    if not reason.strip():
+        raise ConfigError(
+            "--reason is blank: say why the pointer moves (history.jsonl records it with who did it), "
+            'e.g. --reason "v0003 splits the election stories"'
+        )
+
+
 def who() -> str:
     """``user@host``: who moved the pointer, as ``history.jsonl`` records it."""
     try:
@@ -96,6 +114,7 @@ def current_name(store: ModelStore) -> str | None:
 
 
 def run_promote(args: argparse.Namespace) -> int:
+    check_reason(args.reason)
     store = store_of(args)
     with store.lock() as lock:
         if lock.message:
@@ -111,6 +130,7 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def run_rollback(args: argparse.Namespace) -> int:
+    check_reason(args.reason)
     store = store_of(args)
     with store.lock() as lock:
         if lock.message:

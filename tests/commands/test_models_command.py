@@ -179,3 +179,11 @@ def test_a_version_whose_store_json_is_damaged_is_named_with_its_field_not_a_tra
         before = (store.root / CURRENT).read_bytes()
         command.refused(models(store, "promote", "v0002", "--reason", "x"), 1, words)
         assert (store.root / CURRENT).read_bytes() == before
+
+
+@pytest.mark.parametrize("reason", ["", "   ", "\t\n"])
+def test_a_blank_reason_is_refused_before_the_pointer_moves(store: ModelStore, reason: str) -> None:
+    before = (store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()
+    for args in (("promote", "v0002"), ("rollback",)):
+        command.refused(models(store, *args, "--reason", reason), 2, "--reason is blank", alone=True)
+    assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
