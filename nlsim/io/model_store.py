@@ -138,7 +138,7 @@ class ModelStore:
         if not folder.is_dir():
             return []
         found = [p for p in folder.iterdir() if p.is_dir() and VERSION_NAME.match(p.name)]
-        return sorted(found, key=lambda p: int(VERSION_NAME.match(p.name).group(1)))  # type: ignore[union-attr]
+        return sorted(found, key=lambda p: (int(VERSION_NAME.match(p.name).group(1)), p.name))  # type: ignore[union-attr]
 
     def find(self, fingerprint: str) -> Path | None:
         """The version trained with this fingerprint (complete, with its ``store.json``), or ``None``."""
@@ -290,10 +290,16 @@ class ModelStore:
         versions = self.versions()
         number = name[1:] if name.startswith("v") else name
         numbers = {v.name: int(VERSION_NAME.match(v.name).group(1)) for v in versions}  # type: ignore[union-attr]
-        wanted = int(number) if number.isdigit() else None
-        found = [v for v in versions if v.name == name or numbers[v.name] == wanted]
+        wanted = int(number) if number.isascii() and number.isdigit() else None  # not "²": int() refuses it
+        exact = [v for v in versions if v.name == name]
+        found = exact or [v for v in versions if numbers[v.name] == wanted]
         if len(found) == 1:
             return found[0]
+        if found:  # a version folder copied in by hand under a number the store had already given
+            raise ConfigError(
+                f"model store {self.root}: {name!r} is the number of several versions "
+                f"({', '.join(v.name for v in found)}); give its full name"
+            )
         known = ", ".join(v.name for v in versions) or "none"
         raise ConfigError(f"model store {self.root} has no version {name!r} (its versions: {known})")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -187,3 +188,18 @@ def test_a_blank_reason_is_refused_before_the_pointer_moves(store: ModelStore, r
     for args in (("promote", "v0002"), ("rollback",)):
         command.refused(models(store, *args, "--reason", reason), 2, "--reason is blank", alone=True)
     assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
+
+
+def test_a_version_number_two_folders_share_is_named_as_such_and_odd_digits_are_no_traceback(
+    store: ModelStore,
+) -> None:
+    versions = store.root / "versions"
+    shutil.copytree(versions / "v0002-bbbbbbbb", versions / "v0002-dddddddd")  # a folder copied in by hand
+    message = command.refused(models(store, "promote", "v0002", "--reason", "x"), 2, alone=True)
+    assert "'v0002' is the number of several versions (v0002-bbbbbbbb, v0002-dddddddd)" in message
+    assert "give its full name" in message
+    for odd in ("v²", "³"):
+        command.refused(
+            models(store, "promote", odd, "--reason", "x"), 2, f"has no version {odd!r}", alone=True
+        )
+    assert store.current().name == "v0003-cccccccc"
