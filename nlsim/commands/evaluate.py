@@ -41,12 +41,20 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def load_scorer(name: str, threads: int | None = None, max_length: int | None = None) -> Any:
-    """A baseline by name, else an encoder."""
+def load_scorer(
+    name: str, threads: int | None = None, max_length: int | None = None, rerank: bool = True
+) -> Any:
+    """A baseline by name, else an encoder; an option a baseline has no use for (``--max-length``,
+    ``--threads`` but use-m3's, ``--no-rerank``: ``rerank=False``) is refused, it would do nothing."""
     from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
     from nlsim.evaluation.baselines import BASELINES, get_baseline
 
     if name in BASELINES:
+        if not rerank:
+            raise ConfigError(
+                f"--no-rerank: the baseline {name} has no reranker, it scores the pairs itself (--no-rerank "
+                "is for a model folder that carries one)"
+            )
         if max_length is not None:  # a baseline has no token limit: the option would do nothing
             raise ConfigError(f"--max-length: the baseline {name} reads whole texts, it has no token limit")
         if name == "use-m3" and threads is not None:
@@ -73,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.rerank.reranker import load_reranker
 
     check_scorable(frame, f"{args.pairs} ({args.split})")
-    scorer = load_scorer(args.model, args.threads, args.max_length)
+    scorer = load_scorer(args.model, args.threads, args.max_length, args.rerank)
     kind = "bi-encoder" if hasattr(scorer, "encode") else "baseline"
     if args.rerank and kind == "bi-encoder":
         reranker = load_reranker(getattr(scorer, "path", None), threads=args.threads)

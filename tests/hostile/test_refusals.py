@@ -954,6 +954,10 @@ OPTION_CASES = {
         ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--threads", "2"],
         "--threads: the baseline tfidf-char2 has no threads to set",
     ),
+    "evaluate-baseline-no-rerank": (
+        ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--no-rerank"],
+        "--no-rerank: the baseline tfidf-char2 has no reranker",
+    ),
     "finetune-threads-0": (
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--threads", "0"],
         "--threads must be >= 1",
