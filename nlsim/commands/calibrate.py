@@ -57,7 +57,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
-    from nlsim.evaluation.calibration import CALIBRATION_JSON, CALIBRATION_KEYS, calibrate, save_calibration
+    from nlsim.evaluation.calibration import (
+        CALIBRATION_JSON,
+        CALIBRATION_KEYS,
+        calibrate,
+        check_calibratable,
+        save_calibration,
+    )
     from nlsim.io.atomic import file_sha256
     from nlsim.io.pairs import load_pairs
 
@@ -70,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"
     )
     frame = load_pairs(args.pairs, split=None if args.split == "all" else args.split)
+    check_calibratable(frame, level, args.pairs, args.split)  # before the model loads and embeds them
     enc = load_encoder(args.model, threads=args.threads)
     cal = calibrate(
         enc,

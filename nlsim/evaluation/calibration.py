@@ -228,6 +228,29 @@ def threshold_metrics(
     return {**at.as_dict(), "n": int(len(np.asarray(scores))), "n_positive": positives}
 
 
+def check_calibratable(pairs: pd.DataFrame, level: float, source: str | Path, split: str) -> None:
+    """Refuse, before a model is loaded and the pairs embedded, pairs no threshold can be calibrated on:
+    none at all, or none on one side of ``level``; the message names the file and the split.
+
+    Example:
+        >>> check_calibratable(pd.DataFrame({"score": [0.5, 0.25]}), 1.0, "p.tsv", "test")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: p.tsv: split 'test': none of its 2 pairs is at or above level 1.0; a ...
+    """
+    if pairs.empty:
+        raise ConfigError(f"{source}: no pairs to calibrate on (the file holds a header only)")
+    above = int((pairs["score"].to_numpy(dtype=np.float64) >= level - 1e-9).sum())
+    if 0 < above < len(pairs):
+        return
+    where = f"{source}: split {split!r}" if split != "all" else f"{source}"
+    which = "none of its {} pairs is" if above == 0 else "all of its {} pairs are"
+    raise ConfigError(
+        f"{where}: {which.format(len(pairs))} at or above level {level}; "
+        "a threshold needs pairs on both sides of it (another --level, or another --split)"
+    )
+
+
 def calibrate(
     encoder: Any,
     pairs: pd.DataFrame,

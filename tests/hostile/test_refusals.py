@@ -183,6 +183,33 @@ def test_calibrate_and_embed_never_overwrite_a_user_file(tmp_path: Path) -> None
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    ("rows", "split", "words"),
+    [
+        ("", "all", "pairs.tsv: no pairs to calibrate on (the file holds a header only)"),
+        (
+            "a\tb\t0.5\ttest\nc\td\t0.25\ttest\n",
+            "test",
+            "split 'test': none of its 2 pairs is at or above level 1.0",
+        ),
+        (
+            "a\tb\t1\ttest\nc\td\t1\ttest\n",
+            "test",
+            "split 'test': all of its 2 pairs are at or above level 1.0",
+        ),
+    ],
+)
+def test_calibrate_on_pairs_that_cannot_give_a_threshold_is_refused_naming_the_file_before_the_model_loads(
+    tmp_path: Path, rows: str, split: str, words: str
+) -> None:
+    (tmp_path / "pairs.tsv").write_text("text_a\ttext_b\tscore\tsplit\n" + rows, encoding="utf-8")
+    # a model that is not there: refused on the pairs, it was never looked for
+    args = ["--model", "models/none", "--pairs", "pairs.tsv", "--split", split, "--out", "cal.json"]
+    message = refused(nlsim("calibrate", *args, cwd=tmp_path), 2, words, alone=True)
+    assert "models/none" not in message
+    assert entries(tmp_path) == ["pairs.tsv"]
+
+
 # --- 3. time: no future item, no negative retention, as_of never moved by an outlier --------------------
 
 
