@@ -20,6 +20,7 @@ from typing import Any
 from nlsim.commands.options import max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
+from nlsim.io.corpus_schema import text_fields_problem
 from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
 
 # the same as nlsim.encoders.DEFAULT_MODEL, not imported so that `nlsim --help` stays fast
@@ -28,8 +29,9 @@ DEFAULT_MODEL = "multilingual-e5-small"
 
 def _fields(value: str) -> tuple[str, ...]:
     fields = tuple(f.strip() for f in value.split(",") if f.strip())
-    if not fields:
-        raise argparse.ArgumentTypeError("give at least one field, e.g. title,description")
+    problem = text_fields_problem(fields)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return fields
 
 

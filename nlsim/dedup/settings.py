@@ -43,6 +43,7 @@ from nlsim.clusters.rules import (
 )
 from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.errors import ConfigError
+from nlsim.io.corpus_schema import text_fields_problem
 from nlsim.options import assign, comma_tuple, option, text_paths
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
@@ -94,8 +95,9 @@ class InputSettings:
 
     def check(self) -> None:
         """Refuse values that cannot work (before any work is done)."""
-        if not self.text_fields:
-            raise ConfigError("--text-fields: give at least one field, e.g. title,description")
+        problem = text_fields_problem(self.text_fields)
+        if problem is not None:
+            raise ConfigError(f"--text-fields: {problem}")
         if self.date is not None:
             parse_date(self.date, "--date")
         self.zone()

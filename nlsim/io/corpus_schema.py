@@ -20,6 +20,30 @@ REQUIRED = ("id", "title")
 OPTIONAL_TEXT = ("description", "body", "source", "lang", "url")
 TEXT_FIELDS = ("title", "description", "body")
 
+
+def text_fields_problem(fields: Sequence[str]) -> str | None:
+    """What is wrong with the fields asked to embed (``--text-fields``): none, one that cannot be embedded,
+    or one given twice (its text would be embedded twice over, another text than the model was calibrated
+    on); ``None`` when they can be embedded.
+
+    Example:
+        >>> text_fields_problem(("title", "body")) is None
+        True
+        >>> text_fields_problem(("title", "teaser"))
+        "cannot embed field 'teaser'; choose from title, description, body"
+        >>> text_fields_problem(("title", "title"))
+        "'title' is given twice (each field's text is embedded once)"
+    """
+    if not fields:
+        return "give at least one field, e.g. title,description"
+    for i, f in enumerate(fields):
+        if f not in TEXT_FIELDS:
+            return f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}"
+        if f in fields[:i]:
+            return f"{f!r} is given twice (each field's text is embedded once)"
+    return None
+
+
 SCHEMA_HELP = (
     "id (required, unique), title (required), description, body, source, url, lang: text; published_at: "
     "ISO 8601 or RFC 2822 time with an offset or UTC (a time without one is read in the run's --timezone, "

@@ -981,6 +981,22 @@ OPTION_CASES = {
         ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--threads", "2"],
         "--threads: the baseline tfidf-char2 has no threads to set",
     ),
+    "embed-text-fields-twice": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--text-fields", "title,description,title"],
+        "--text-fields: 'title' is given twice",
+    ),
+    "embed-text-fields-unknown": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--text-fields", "title,teaser"],
+        "--text-fields: cannot embed field 'teaser'; choose from title, description, body",
+    ),
+    "dedup-text-fields-twice": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--text-fields", "title, title", *DEDUP],
+        "--text-fields: 'title' is given twice",
+    ),
+    "dedup-text-fields-unknown": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--text-fields", "headline", *DEDUP],
+        "--text-fields: cannot embed field 'headline'",
+    ),
     "evaluate-baseline-no-rerank": (
         ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--no-rerank"],
         "--no-rerank: the baseline tfidf-char2 has no reranker",
