@@ -27,7 +27,7 @@ from typing import Any
 
 from nlsim.commands.options import Formatter
 from nlsim.errors import ConfigError, StateError
-from nlsim.io.model_store import STORE_JSON, ModelStore
+from nlsim.io.model_store import HISTORY, STORE_JSON, VERSIONS, ModelStore
 from nlsim.io.ownership import MARKER, is_owned
 from nlsim.progress import say
 
@@ -143,6 +143,13 @@ def run_rollback(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"model store {store.root}: {current.name} is the only version ever promoted; nothing to "
                 "roll back to (nlsim models promote VERSION makes another one current)"
+            )
+        if target not in {v.name for v in store.versions()}:
+            raise StateError(
+                f"model store {store.root}: cannot roll back to {target}, the version promoted before "
+                f"{current.name} ({store.root / HISTORY}): it is no longer in {store.root / VERSIONS}; make "
+                "a version that is there current with nlsim models promote VERSION (nlsim models list shows "
+                "them)"
             )
         version = store.checked_version(target)
         store.promote(

@@ -203,3 +203,15 @@ def test_a_version_number_two_folders_share_is_named_as_such_and_odd_digits_are_
             models(store, "promote", odd, "--reason", "x"), 2, f"has no version {odd!r}", alone=True
         )
     assert store.current().name == "v0003-cccccccc"
+
+
+def test_a_rollback_whose_version_is_gone_says_so_naming_the_history(
+    store: ModelStore, tmp_path: Path
+) -> None:
+    shutil.move(store.root / "versions" / "v0001-aaaaaaaa", tmp_path / "v0001-aaaaaaaa")  # deleted by hand
+    before = (store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()
+    message = command.refused(models(store, "rollback", "--reason", "x"), 1, alone=True)
+    assert "cannot roll back to v0001-aaaaaaaa, the version promoted before v0003-cccccccc" in message
+    assert f"{store.root / 'history.jsonl'}" in message and "is no longer in" in message
+    assert "nlsim models promote VERSION" in message
+    assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
