@@ -49,7 +49,7 @@ from typing import Any
 
 from nlsim.errors import ConfigError, StateError
 from nlsim.faults import fault_point
-from nlsim.io.atomic import atomic_write_text, leftovers, remove_tree
+from nlsim.io.atomic import atomic_write_bytes, atomic_write_text, leftovers, remove_tree
 from nlsim.io.lock import RunLock
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
 from nlsim.io.ownership import claim_folder, is_owned, read_marker
@@ -275,14 +275,28 @@ class ModelStore:
 
     def promote(self, version: str | Path, reason: str, **extra: Any) -> None:
         """Make ``version`` the current model (one atomic write of the pointer) and log the decision;
-        ``extra`` (who, the command, a rollback's ``rolled_back``) goes into both records."""
+        ``extra`` (who, the command, a rollback's ``rolled_back``) goes into both records.
+
+        The history is read before the pointer moves, and a history that cannot be written puts the pointer
+        back as it was: a promotion that fails leaves the store as it was (one killed between the two is
+        recorded by the next :meth:`recover`)."""
         v = self._dir(version)
         if not v.is_dir():
             raise ConfigError(f"cannot promote {v}: no such version")
+        records = self.history()
+        pointer = self.root / CURRENT
+        before = pointer.read_bytes() if pointer.is_file() else None
         record = {"version": v.name, "promoted_at": _now(), "reason": reason, **extra}
-        atomic_write_text(self.root / CURRENT, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-        fault_point("promote")
-        self.log({"decision": "promoted", **record})
+        atomic_write_text(pointer, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        try:
+            fault_point("promote")
+            self._write_history([*records, {"at": _now(), "decision": "promoted", **record}])
+        except BaseException:  # a full disk, Ctrl-C: the pointer as it was, the record never written
+            if before is None:
+                pointer.unlink(missing_ok=True)
+            else:
+                atomic_write_bytes(pointer, before)
+            raise
 
     def named(self, name: str) -> Path:
         """The version folder ``name`` names: its full name (``v0002-1a2b3c4d``) or its number (``v0002``,

@@ -215,3 +215,29 @@ def test_a_rollback_whose_version_is_gone_says_so_naming_the_history(
     assert f"{store.root / 'history.jsonl'}" in message and "is no longer in" in message
     assert "nlsim models promote VERSION" in message
     assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
+
+
+def test_a_promotion_whose_history_cannot_be_read_or_written_leaves_the_pointer_as_it_was(
+    store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = (store.root / CURRENT).read_bytes()
+    history = store.root / "history.jsonl"
+    kept = history.read_bytes()
+    history.unlink()
+    history.mkdir()  # cannot be read: as one another account wrote 0600
+    command.refused(models(store, "promote", "v0002", "--reason", "x"), 1, "history.jsonl", alone=True)
+    assert (store.root / CURRENT).read_bytes() == before
+    history.rmdir()
+    history.write_bytes(kept)
+
+    def full(records: object) -> None:
+        raise OSError(28, "No space left on device", str(history))
+
+    monkeypatch.setattr(store, "_write_history", full)
+    with pytest.raises(OSError, match="No space left"):
+        store.promote(store.root / "versions" / "v0002-bbbbbbbb", "x")
+    assert (store.root / CURRENT).read_bytes() == before and history.read_bytes() == kept
+    (store.root / CURRENT).unlink()  # no model promoted yet: none is left behind either
+    with pytest.raises(OSError, match="No space left"):
+        store.promote(store.root / "versions" / "v0002-bbbbbbbb", "x")
+    assert not (store.root / CURRENT).exists()
