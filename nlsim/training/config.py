@@ -352,12 +352,20 @@ class SilverSettings:
         "validation/test pairs are left out",
         name="silver_corpus",
     )
-    text_field: str | None = option(None, help="text column of the silver corpus", name="silver_text_field")
-    anchors: int = option(1200, help="silver anchor texts drawn (about 5 pairs each)", name="silver_anchors")
+    text_field: str | None = option(
+        None, help="text column of the silver corpus", name="silver_text_field", needs="silver_corpus"
+    )
+    anchors: int = option(
+        1200,
+        help="silver anchor texts drawn (about 5 pairs each)",
+        name="silver_anchors",
+        needs="silver_corpus",
+    )
     teacher: Literal["ensemble", "cross-encoder"] = option(
         "ensemble",
         help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)",
         name="silver_teacher",
+        needs="silver_corpus",
     )
 
     def check(self) -> None:

@@ -1041,6 +1041,18 @@ OPTION_CASES = {
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--easy-sample", "0.5"],
         "--easy-sample works with --drop-easy",
     ),
+    "silver-anchors-without-silver-corpus": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--silver-anchors", "3000"],
+        "--silver-anchors works with --silver-corpus",
+    ),
+    "silver-teacher-without-silver-corpus": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--silver-teacher", "cross-encoder"],
+        "--silver-teacher works with --silver-corpus",
+    ),
+    "silver-text-field-without-silver-corpus": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--silver-text-field", "title"],
+        "--silver-text-field works with --silver-corpus",
+    ),
     "cross-encoder-easy-sample-with-drop-easy-off": (
         [*PIPELINE, "--cross-encoder-drop-easy", "0", "--cross-encoder-easy-sample", "0.5"],
         "--cross-encoder-easy-sample works with --cross-encoder-drop-easy",
