@@ -271,6 +271,7 @@ class CrossEncoderSettings:
     rerank_weight: float = option(
         0.5,
         help="share of the bi-encoder's mapped cosine in the rerank score (the rest is the cross-encoder's)",
+        needs="reranker",
     )
     story_model: bool = option(
         False,
@@ -278,6 +279,7 @@ class CrossEncoderSettings:
         "and what the headlines name, for the pairs the rerank score would read (nlsim/rerank/story.py; "
         "off by default: a higher same-story F1 of the pairs, not of the report's clusters, "
         "docs/experiments.md)",
+        needs="reranker",
     )
 
     def check(self) -> None:
@@ -329,6 +331,7 @@ class RecipeSettings:
         "CPU with 2+ threads, its first epoch trains beside the bi-encoder on half the threads: "
         "nlsim/training/side_by_side.py)",
         flags=("--one-model-at-a-time",),
+        needs="reranker",
     )
 
     def check(self) -> None:

@@ -1053,6 +1053,22 @@ OPTION_CASES = {
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--silver-text-field", "title"],
         "--silver-text-field works with --silver-corpus",
     ),
+    "rerank-weight-without-reranker": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--no-reranker", "--rerank-weight", "0.3"],
+        "--rerank-weight does nothing with --no-reranker",
+    ),
+    "story-model-without-reranker": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--no-reranker", "--story-model"],
+        "--story-model does nothing with --no-reranker",
+    ),
+    "one-model-at-a-time-without-reranker": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--no-reranker", "--one-model-at-a-time"],
+        "--one-model-at-a-time does nothing with --no-reranker",
+    ),
+    "pipeline-rerank-weight-without-reranker": (
+        [*PIPELINE, "--no-reranker", "--rerank-weight", "0.3"],
+        "--rerank-weight does nothing with --no-reranker",
+    ),
     "cross-encoder-easy-sample-with-drop-easy-off": (
         [*PIPELINE, "--cross-encoder-drop-easy", "0", "--cross-encoder-easy-sample", "0.5"],
         "--cross-encoder-easy-sample works with --cross-encoder-drop-easy",
