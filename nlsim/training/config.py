@@ -301,6 +301,24 @@ CROSS_ENCODER_FLAGS = {
 sets (:meth:`FinetuneConfig.cross_encoder_config`), named when the field is refused."""
 
 
+MAX_SEED = 2**32 - 1
+"""The largest seed training takes (numpy's global generator, which training seeds, takes no larger)."""
+
+
+def check_seed(seed: int, flag: str) -> None:
+    """Refuse a seed that training cannot take (a negative one, or one above :data:`MAX_SEED`), naming
+    ``flag``.
+
+    Example:
+        >>> check_seed(-1, "--seed")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --seed must be a whole number from 0 to 4294967295, got -1
+    """
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise ConfigError(f"{flag} must be a whole number from 0 to {MAX_SEED}, got {seed}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class RecipeSettings:
     """What the training steps of both encoders share: pairs per step, frozen word embeddings, arithmetic,
@@ -338,6 +356,7 @@ class RecipeSettings:
         for name in ("batch_size", "gpu_batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        check_seed(self.seed, "--seed")
         check_threads(self.threads)
         if self.train_precision not in TRAIN_PRECISIONS:
             choices = ", ".join(TRAIN_PRECISIONS)
@@ -587,6 +606,8 @@ class LearningCurveConfig:
                 )
         if min(self.sizes) < 2:
             raise ConfigError(f"--sizes: every size must be >= 2, got {min(self.sizes)}")
+        for seed in self.seeds:  # each point trains with its own: every one is checked, not the first
+            check_seed(seed, "--seeds")
         unknown = [b for b in self.baselines if b not in DEFAULT_BASELINES]
         if unknown:
             raise ConfigError(

@@ -1017,6 +1017,18 @@ OPTION_CASES = {
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "100,abc"],
         "--sizes: 'abc' is not one of the whole numbers asked, separated by commas",
     ),
+    "finetune-seed-negative": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--seed", "-1"],
+        "--seed must be a whole number from 0 to 4294967295, got -1",
+    ),
+    "finetune-seed-too-large": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--seed", "4294967296"],
+        "--seed must be a whole number from 0 to 4294967295, got 4294967296",
+    ),
+    "curve-second-seed-negative": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--seeds=1,-1", "--baselines", ""],
+        "--seeds must be a whole number from 0 to 4294967295, got -1",
+    ),
     "curve-unknown-baseline": (
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--baselines", "bm25"],
         "--baselines: unknown baseline 'bm25'",
