@@ -34,6 +34,8 @@ from nlsim.models.settings import check_max_length, check_threads
 from nlsim.options import Configuration, assign, concern, option, option_like
 
 DEFAULT_BASE = "multilingual-e5-small"
+MIN_TRAIN_PAIRS = 4
+"""The fewest training pairs a run trains on (:func:`nlsim.training.data.check_trainable`)."""
 LOSSES = ("cosent", "mse")
 TEACHERS = ("ensemble", "cross-encoder")
 
@@ -151,8 +153,8 @@ class DataSettings:
 
     def check(self) -> None:
         check_mode(self.conversion)
-        if self.train_size is not None and self.train_size < 2:
-            raise ConfigError(f"--train-size must be >= 2, got {self.train_size}")
+        if self.train_size is not None and self.train_size < MIN_TRAIN_PAIRS:
+            raise ConfigError(f"--train-size must be >= {MIN_TRAIN_PAIRS}, got {self.train_size}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -604,8 +606,11 @@ class LearningCurveConfig:
                 raise ConfigError(
                     f"{name} {','.join(map(str, values))}: a value twice would be one run counted twice"
                 )
-        if min(self.sizes) < 2:
-            raise ConfigError(f"--sizes: every size must be >= 2, got {min(self.sizes)}")
+        if min(self.sizes) < MIN_TRAIN_PAIRS:
+            raise ConfigError(
+                f"--sizes: every size must be >= {MIN_TRAIN_PAIRS} (the fewest pairs a point trains on), "
+                f"got {min(self.sizes)}"
+            )
         for seed in self.seeds:  # each point trains with its own: every one is checked, not the first
             check_seed(seed, "--seeds")
         unknown = [b for b in self.baselines if b not in DEFAULT_BASELINES]

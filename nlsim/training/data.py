@@ -29,9 +29,8 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
 from nlsim.io.pairs import load_pairs, split_counts, validate_pairs
-from nlsim.training.config import FinetuneConfig
+from nlsim.training.config import MIN_TRAIN_PAIRS, FinetuneConfig
 
-MIN_TRAIN_PAIRS = 4
 MIN_VALIDATION_PAIRS = 3
 
 

@@ -36,7 +36,7 @@ from nlsim.io.pairs import annotations_digest, load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
-from nlsim.training.data import overruled_note
+from nlsim.training.data import check_trainable, overruled_note, split_pairs
 from nlsim.training.finetune import finetune
 
 
@@ -249,7 +249,9 @@ declare(
 
 def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     """Refuse a pair file a curve cannot use, before the first point trains: each point trains on train,
-    keeps its best epoch on validation and is scored on test; the largest size must fit in train."""
+    keeps its best epoch on validation and is scored on test (at least 3 test pairs, not all of one
+    score); the largest size must fit in train, and every point must be able to train
+    (:func:`check_points_trainable`)."""
     for split in ("train", "validation", "test"):
         if not (pairs["split"] == split).any():
             raise InputError(
@@ -262,6 +264,34 @@ def check_curve_splits(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
     n_train = int((pairs["split"] == "train").sum())
     if max(cfg.sizes) > n_train:
         raise ConfigError(f"--sizes {max(cfg.sizes)}: more than the {n_train} train pairs of {cfg.pairs}")
+    test = pairs[pairs["split"] == "test"]
+    if len(test) < 3 or test["score"].nunique() < 2:  # every point's figure would be NaN
+        scores = f"all with the score {test['score'].iloc[0]:g}" if len(test) >= 3 else "fewer than 3"
+        raise InputError(
+            cfg.pairs,
+            None,
+            "score",
+            f"{len(test)} test pair(s), {scores}: Spearman needs at least 3 test pairs with different "
+            "scores to score a point",
+        )
+    check_points_trainable(pairs, cfg)
+
+
+def check_points_trainable(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> None:
+    """Refuse, before any work, a point whose training cannot start (what ``nlsim finetune`` refuses: a
+    validation split too small or of one score, a training subset whose pairs all have one score), so
+    that no baseline is scored and no earlier point trained for a curve that stops there."""
+    scores = pairs.loc[pairs["split"] == "train", "score"].nunique()
+    for seed in cfg.seeds:
+        for size in cfg.sizes:
+            point = cfg.finetune_config(size, seed)
+            train, validation, _ = split_pairs(pairs, point)
+            if train["score"].nunique() < 2 <= scores:  # one score in the split: check_trainable says so
+                raise ConfigError(
+                    f"--sizes {size} with seed {seed}: the {size} training pairs drawn from {cfg.pairs} all "
+                    f"have the score {train['score'].iloc[0]:g}; nothing to learn (give a larger size)"
+                )
+            check_trainable(train, validation, point, cfg.pairs)
 
 
 def run_learning_curve(

@@ -1009,6 +1009,14 @@ OPTION_CASES = {
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--max-length", "3"],
         "--max-length must be at least 4",
     ),
+    "finetune-train-size-3": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--train-size", "3"],
+        "--train-size must be >= 4, got 3",
+    ),
+    "curve-size-3": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "3,8"],
+        "--sizes: every size must be >= 4",
+    ),
     "curve-threads-0": (
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--threads", "0"],
         "--threads must be >= 1",

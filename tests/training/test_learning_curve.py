@@ -127,6 +127,7 @@ def test_summary_mean_and_sd() -> None:
         ({"seeds": (1, 1)}, "--seeds 1,1: a value twice"),
         ({"seeds": ()}, "--seeds: give at least one"),
         ({"max_length": 3}, "--max-length must be at least 4"),
+        ({"sizes": (3, 8)}, "--sizes: every size must be >= 4 (the fewest pairs a point trains on), got 3"),
     ],
 )
 def test_settings_that_cannot_make_a_curve_are_refused_up_front(
@@ -188,9 +189,11 @@ def test_a_curve_trains_on_an_editors_newer_score_of_an_overruled_pair(
     score, as ``nlsim finetune`` reads it, and the curve says how many it read so."""
     from nlsim.annotation.merge import merge_annotations
 
-    titles = {f"n{i}": f"Headline number {i} of the day" for i in range(8)}
+    titles = {f"n{i}": f"Headline number {i} of the day" for i in range(20)}
     rows = [("n0", "n1", "0.75", "train"), ("n2", "n3", "0.5", "train"), ("n4", "n5", "1", "validation")]
-    rows.append(("n6", "n7", "0", "test"))
+    rows += [("n8", "n9", "0.25", "train"), ("n10", "n11", "1", "train")]
+    rows += [("n12", "n13", "0", "validation"), ("n14", "n15", "0.5", "validation")]
+    rows += [("n6", "n7", "0", "test"), ("n16", "n17", "1", "test"), ("n18", "n19", "0.5", "test")]
     pairs = tmp_path / "news.tsv"
     lines = ["pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit"]
     lines += [f"p{i}\t{a}\t{b}\t{titles[a]}\t{titles[b]}\t{s}\t{sp}" for i, (a, b, s, sp) in enumerate(rows)]
@@ -211,13 +214,14 @@ def test_a_curve_trains_on_an_editors_newer_score_of_an_overruled_pair(
 
     monkeypatch.setattr(nlsim.training.learning_curve, "finetune", capture)
     cfg = LearningCurveConfig(
-        pairs=str(pairs), out=str(tmp_path / "curve"), sizes=(2,), seeds=(1,), baselines=()
+        pairs=str(pairs), out=str(tmp_path / "curve"), sizes=(4,), seeds=(1,), baselines=()
     )
     said: list[str] = []
     with pytest.raises(Stop):
         run_learning_curve(cfg, log=said.append)
     train = trained_on[0][trained_on[0]["split"] == "train"]
-    assert dict(zip(train["id_a"], train["score"].astype(float), strict=True)) == {"n0": 0.0, "n2": 0.5}
+    read = dict(zip(train["id_a"], train["score"].astype(float), strict=True))
+    assert read == {"n0": 0.0, "n2": 0.5, "n8": 0.25, "n10": 1.0}
     assert any("1 training pair(s) read with an editor's newer score" in line for line in said), said
 
 
@@ -243,3 +247,78 @@ def test_a_baseline_is_scored_again_when_the_test_pairs_changed(
     changed = pairs.assign(score=pairs["score"].where(~test, 1.0 - pairs["score"]))  # other test pairs
     again = run_baselines(cfg, changed, log=lambda _: None)
     assert scored == ["tfidf-char2", "tfidf-char2"] and again != first
+
+
+def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make training a point or scoring a baseline fail the test: a refusal must come before either."""
+
+    def no_work(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("trained or scored before the refusal")
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", no_work)
+    monkeypatch.setattr(nlsim.training.learning_curve, "get_baseline", no_work)
+    monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", no_work)
+
+
+def _with_scores(pairs_file: Path, folder: Path, split: str, scores: list[float]) -> Path:
+    """The sample pair file with the scores of ``split`` replaced by ``scores`` (cycled)."""
+    table = pd.read_csv(pairs_file, sep="\t", dtype=str, keep_default_na=False)
+    rows = table.index[table["split"] == split]
+    table.loc[rows, "score"] = [str(scores[i % len(scores)]) for i in range(len(rows))]
+    path = folder / f"{split}_scores.tsv"
+    table.to_csv(path, sep="\t", index=False)
+    return path
+
+
+def test_a_test_split_of_one_score_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every point is scored on test: with one score there, each point's Spearman would be NaN, the curve
+    trained for nothing. Refused by the pair file's name before a baseline or a point, and no --out made."""
+    from nlsim.errors import InputError
+
+    flat = _with_scores(pairs_file, tmp_path, "test", [0.6])
+    _no_work(monkeypatch)
+    cfg = config(flat, tmp_path / "curve", (1,))
+    with pytest.raises(
+        InputError, match=r"test_scores\.tsv: field 'score': 12 test pair\(s\), all with the score"
+    ):
+        run_learning_curve(cfg, log=lambda _: None)
+    assert not (tmp_path / "curve").exists()
+
+
+def test_a_validation_split_of_one_score_is_refused_before_the_baselines(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each point keeps its best epoch on validation: one score there is what ``nlsim finetune`` refuses;
+    the curve refuses it before the baselines are scored, not at its first point."""
+    from nlsim.errors import ConfigError
+
+    flat = _with_scores(pairs_file, tmp_path, "validation", [0.4])
+    _no_work(monkeypatch)
+    with pytest.raises(
+        ConfigError, match=r"validation_scores\.tsv: every validation pair has the score 0\.4"
+    ):
+        run_learning_curve(config(flat, tmp_path / "curve", (1,)), log=lambda _: None)
+    assert not (tmp_path / "curve").exists()
+
+
+def test_a_later_point_drawing_pairs_of_one_score_is_refused_before_the_first_trains(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small size can draw training pairs that all have one score (nothing to learn): the curve says
+    which point, before the first point trains, rather than failing there hours later."""
+    import numpy as np
+
+    from nlsim.errors import ConfigError
+
+    mostly = _with_scores(pairs_file, tmp_path, "train", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    seed = next(
+        s for s in range(1000) if all(i % 8 != 7 for i in np.random.default_rng(s).permutation(16)[:4])
+    )
+    _no_work(monkeypatch)
+    cfg = config(mostly, tmp_path / "curve", (seed,))
+    cfg.sizes = (16, 4)
+    with pytest.raises(ConfigError, match=rf"--sizes 4 with seed {seed}: the 4 training pairs drawn from"):
+        run_learning_curve(cfg, log=lambda _: None)
+    assert not (tmp_path / "curve").exists()
