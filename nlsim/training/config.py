@@ -643,10 +643,13 @@ class LearningCurveConfig:
             calibrate_level=None,
         )
 
-    def settings_key(self) -> str:
-        """Hash of what makes runs comparable (everything but sizes, seeds, baselines, out, threads)."""
+    def settings_key(self, *, with_pairs: bool = False) -> str:
+        """Hash of what makes runs comparable (everything but the pair file's name, sizes, seeds, baselines,
+        out, threads): the pairs are compared by what they hold (each point records their digest), so one
+        pair file named another way (``./pairs.tsv``, its absolute path) resumes the curve. ``with_pairs``:
+        the key as points written before this hashed it, the pair file's name as given included."""
         d = asdict(self)
-        for k in ("sizes", "seeds", "baselines", "out", "threads"):
+        for k in ("sizes", "seeds", "baselines", "out", "threads", *(() if with_pairs else ("pairs",))):
             d.pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -92,8 +92,9 @@ def run_one(
 def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data: str) -> None:
     """Refuse a finished point made with other settings, or trained on other pairs than the pair file
     holds now (``data``: their :func:`~nlsim.io.pairs.annotations_digest`; pairs merged or overruled since
-    would make one curve of two data sets). A point written before points recorded their pairs is taken."""
-    if done.get("settings") != cfg.settings_key():
+    would make one curve of two data sets). A point written before points recorded their pairs is taken, and
+    so is one whose settings were hashed with the pair file's name (as then given) among them."""
+    if done.get("settings") not in (cfg.settings_key(), cfg.settings_key(with_pairs=True)):
         raise StateError(
             f"{path}: made with other settings; use another --out folder or delete {path.parent}"
         )

@@ -322,3 +322,34 @@ def test_a_later_point_drawing_pairs_of_one_score_is_refused_before_the_first_tr
     with pytest.raises(ConfigError, match=rf"--sizes 4 with seed {seed}: the 4 training pairs drawn from"):
         run_learning_curve(cfg, log=lambda _: None)
     assert not (tmp_path / "curve").exists()
+
+
+def _finetuned(cfg, *, pairs, log):  # noqa: ANN001, ANN202
+    """A point's fine-tuning as the curve reads its result, without training (for the tests of resuming)."""
+    from types import SimpleNamespace
+
+    test = {"spearman": 40.0, "pearson": 41.0, "mse": 0.1, "mae": 0.2, "n": 12}
+    best = {"spearman": 50.0, "epoch": 1, "step": 2}
+    return SimpleNamespace(best=best, metrics={"after/test": test}, seconds=1.0, seconds_per_epoch=[1.0])
+
+
+def test_the_same_pair_file_named_another_way_resumes_the_curve(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve started with ``--pairs pairs.tsv`` and resumed with the file's absolute path (a scheduled
+    job, another working folder) is one curve on the same pairs: its finished points are taken, not refused
+    as made with other settings (the pairs are compared by what they hold)."""
+    import json
+    from dataclasses import replace
+
+    monkeypatch.chdir(pairs_file.parent)
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(Path(pairs_file.name), tmp_path / "curve", (1,)), baselines=())
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 2
+    _no_work(monkeypatch)
+    again = replace(cfg, pairs=str(pairs_file.resolve()))
+    assert run_learning_curve(again, log=lambda _: None).trained == 0
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"  # written before: the name in its settings
+    done = json.loads(point.read_text(encoding="utf-8"))
+    point.write_text(json.dumps({**done, "settings": cfg.settings_key(with_pairs=True)}), encoding="utf-8")
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 0
