@@ -169,18 +169,24 @@ def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return out.reset_index()
 
 
+def _mean_sd(mean: float, sd: float, runs: int, digits: int) -> str:
+    """``mean ± sd``; the mean alone for one run, whose spread nothing measured (not ``± 0``)."""
+    return f"{mean:.{digits}f}" if runs < 2 else f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
 def summary_markdown(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]]) -> str:
-    """Markdown table: test metrics mean +/- sd per size, then the baselines."""
+    """Markdown table: test metrics mean +/- sd per size (the figure alone where one seed ran), then the
+    baselines."""
     lines = [
         "| training pairs | runs | test Spearman | Pearson | MSE | MAE | validation Spearman |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in summary.itertuples(index=False):
-        lines.append(
-            f"| {r.size} | {r.runs} | {r.spearman_mean:.2f} ± {r.spearman_sd:.2f} | "
-            f"{r.pearson_mean:.2f} ± {r.pearson_sd:.2f} | {r.mse_mean:.4f} ± {r.mse_sd:.4f} | "
-            f"{r.mae_mean:.4f} ± {r.mae_sd:.4f} | {r.val_spearman_mean:.2f} ± {r.val_spearman_sd:.2f} |"
-        )
+        cells = [
+            _mean_sd(getattr(r, f"{k}_mean"), getattr(r, f"{k}_sd"), r.runs, digits)
+            for k, digits in (("spearman", 2), ("pearson", 2), ("mse", 4), ("mae", 4), ("val_spearman", 2))
+        ]
+        lines.append(f"| {r.size} | {r.runs} | " + " | ".join(cells) + " |")
     for b in baselines.values():
         lines.append(
             f"| baseline: {b['name']} | 1 | {b['spearman']:.2f} | {b['pearson']:.2f} | {b['mse']:.4f} | "
@@ -200,13 +206,15 @@ def plot(
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     if not summary.empty:
+        runs = sorted(set(summary["runs"]))
+        seeds = f"{runs[0]} seeds" if len(runs) == 1 else f"{runs[0]}-{runs[-1]} seeds"
         ax.errorbar(
             summary["size"],
             summary["spearman_mean"],
             yerr=summary["spearman_sd"],
             marker="o",
             capsize=4,
-            label="fine-tuned (mean ± sd over seeds)",
+            label="fine-tuned (one seed)" if runs == [1] else f"fine-tuned (mean ± sd over {seeds})",
         )
     styles = ["--", ":", "-."]
     for i, b in enumerate(baselines.values()):
@@ -327,7 +335,8 @@ def write_summary(
     atomic_write_text(
         out / "learning_curve.md",
         f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
-        f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr})\n\n{md}\n",
+        f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr}, batch size {cfg.batch_size}, "
+        f"max length {cfg.max_length}; seeds {', '.join(map(str, cfg.seeds))})\n\n{md}\n",
     )
     with atomic_path(out / "learning_curve.csv", suffix=".csv") as tmp:
         summary.to_csv(tmp, index=False)

@@ -120,6 +120,20 @@ def test_summary_mean_and_sd() -> None:
     assert summary["spearman_sd"].tolist() == [2.0]
 
 
+def test_a_size_of_one_run_shows_its_figures_without_a_spread() -> None:
+    """One seed measures no spread: the table gives its figures alone, not "± 0.00" (a spread of zero,
+    which a reader takes for a curve that no seed moves); two runs give their sd."""
+    from nlsim.training.learning_curve import summary_markdown
+
+    def row(size: int, seed: int, v: float) -> dict[str, object]:
+        test = {"spearman": v, "pearson": v + 1, "mse": 0.1, "mae": 0.2}
+        return {"size": size, "seed": seed, "test": test, "validation": {"spearman": v - 1}}
+
+    md = summary_markdown(summarize([row(10, 1, 80.0), row(20, 1, 84.0), row(20, 2, 86.0)]), {})
+    assert "| 10 | 1 | 80.00 | 81.00 | 0.1000 | 0.2000 | 79.00 |" in md, md
+    assert "| 20 | 2 | 85.00 ± 1.41 | 86.00 ± 1.41 |" in md, md
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [
