@@ -42,7 +42,7 @@ from nlsim.evaluation.calibration import CALIBRATION_JSON, TOPIC_CALIBRATION_JSO
 from nlsim.io.atomic import sweep_leftovers
 from nlsim.io.editor_file import editor_labels
 from nlsim.io.manifest import saved_folder
-from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, resolved
+from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, read_marker, resolved
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.rerank.reranker import reranker_summary
@@ -335,6 +335,22 @@ def quality_check(
         pair_conversion=cfg.data.conversion,
         known=embedded,
     )
+
+
+def check_outside_stores(out: str | Path) -> None:
+    """Refuse, before any work, a model folder of ``nlsim finetune`` (and its flow) inside a model store
+    (``nlsim models``): its versions are saved, registered (``store.json``) and promoted by the chain alone
+    (which fine-tunes into its new version with :func:`finetune` itself). A model saved over one of them
+    would replace the model the store recorded, or the promoted one, without a record; and one saved beside
+    them, never registered, is removed by the store's next run as a killed run's leftover."""
+    for folder in resolved(out).parents:  # the store itself is no model folder: check_model_out says so
+        marker = read_marker(folder)
+        if marker is not None and marker["kind"] == "model-store":
+            raise ConfigError(
+                f"--out {out} lies inside the model store {folder}, whose versions only nlsim pipeline saves "
+                "and registers (nlsim models promotes them); refusing to write there: give a folder outside "
+                "it"
+            )
 
 
 def _check_out(cfg: FinetuneConfig, log: Callable[[str], None]) -> None:

@@ -128,6 +128,30 @@ def test_finetune_out_holding_its_own_pairs_is_refused(tmp_path: Path, pairs_fil
         finetune(cfg)
 
 
+@pytest.mark.parametrize("version", ["v0001-01234567", "v0002-new"])
+def test_finetune_out_inside_a_model_store_is_refused_before_training(
+    tmp_path: Path, pairs_file: Path, version: str
+) -> None:
+    """A model store's versions are saved and registered by the chain: ``nlsim finetune --out`` over one
+    (here the promoted one) would put another model in its place without a record, and one saved beside
+    them, never registered, would be removed by the store's next run. Refused, the store as it was."""
+    from nlsim.io.model_store import ModelStore
+    from nlsim.io.ownership import MARKER, marker_record
+
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    kept = store.new_version_dir("0123456789abcdef")
+    user_folder(kept, {MARKER: json.dumps(marker_record("model")), "config.json": "{}"})
+    store.write_info(kept, {"fingerprint": "0123456789abcdef"})
+    (tmp_path / "models" / "CURRENT.json").write_text(json.dumps({"version": kept.name}), encoding="utf-8")
+    before, names = snapshot(tmp_path / "models"), entries(tmp_path / "models")
+    out = tmp_path / "models" / "versions" / version
+    proc = nlsim("finetune", "--pairs", str(pairs_file), "--out", str(out), *FINETUNE, cwd=tmp_path)
+    refused(proc, 2, str(out), "lies inside the model store")
+    assert "fine-tuning" not in proc.stderr  # refused before training started
+    assert snapshot(tmp_path / "models") == before and entries(tmp_path / "models") == names
+
+
 # --- 2. an output path never equals or contains an input path --------------------------------------------
 
 
