@@ -106,13 +106,16 @@ def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data
 
 
 def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None:
-    """:func:`check_point` for every finished point of the curve, before any work."""
+    """:func:`check_point` for every finished point in ``--out``, before any work: those of the sizes and
+    seeds asked, and the others too (a folder is one curve: new sizes or seeds trained with other settings,
+    or on other pairs, beside its points would make two curves of one folder, its baselines scored for one
+    of them)."""
     data = annotations_digest(pairs)
-    for seed in cfg.seeds:
-        for size in cfg.sizes:
-            path = run_path(cfg, size, seed)
-            if path.is_file():
-                check_point(path, _read_json(path), cfg, data)
+    asked = [run_path(cfg, size, seed) for seed in cfg.seeds for size in cfg.sizes]
+    others = sorted((Path(cfg.out) / "runs").glob("size*_seed*.json"))
+    for path in dict.fromkeys([*asked, *others]):
+        if path.is_file():
+            check_point(path, _read_json(path), cfg, data)
 
 
 def run_baselines(

@@ -367,3 +367,22 @@ def test_the_same_pair_file_named_another_way_resumes_the_curve(
     done = json.loads(point.read_text(encoding="utf-8"))
     point.write_text(json.dumps({**done, "settings": cfg.settings_key(with_pairs=True)}), encoding="utf-8")
     assert run_learning_curve(cfg, log=lambda _: None).trained == 0
+
+
+def test_new_sizes_with_other_settings_in_a_curves_folder_are_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder is one curve: a size it has no point of yet, asked with another learning rate, would train
+    beside points made with the first one (and take their baselines); refused before any work, as a
+    finished point of that size would be, and the curve's points left as they were."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    before = sorted(p.name for p in (tmp_path / "curve" / "runs").iterdir())
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=r"size8_seed1\.json: made with other settings"):
+        run_learning_curve(replace(cfg, sizes=(16,), lr=1e-3), log=lambda _: None)
+    assert sorted(p.name for p in (tmp_path / "curve" / "runs").iterdir()) == before
+    assert run_learning_curve(replace(cfg, sizes=(8,)), log=lambda _: None).trained == 0
