@@ -56,7 +56,7 @@ def option(
     metavar: str | None = None,
     default_factory: Any = MISSING,
     name: str | None = None,
-    needs: str | None = None,
+    needs: str | tuple[str, ...] | None = None,
 ) -> Any:
     """A dataclass field with its help text and command-line flags.
 
@@ -66,7 +66,8 @@ def option(
     "--cpu")``); for a ``bool`` field whose default is True, one flag turns it off (``("--no-cache",)``).
     ``cli=False`` keeps a field off the command line (still a flow parameter). ``needs``: the flat name of
     a setting without which this one does nothing: given on the command line without it, it is refused
-    (where the configuration has that setting as an option; one that sets it itself is not asked).
+    (where the configuration has that setting as an option; one that sets it itself is not asked); several
+    names: any one of them makes it do something (refused when none of them is on).
     """
     meta = {"help": help, "flags": flags, "cli": cli, "metavar": metavar, "name": name, "needs": needs}
     if default_factory is not MISSING:
@@ -141,8 +142,9 @@ class Option:
     """The title of its record's group (``None``: a setting of the configuration itself)."""
     description: str | None = None
     """The description of its record's group."""
-    needs: str | None = None
-    """The flat name of the setting without which this one does nothing (:func:`option`)."""
+    needs: str | tuple[str, ...] | None = None
+    """The flat name of the setting without which this one does nothing, or the names of the settings
+    without all of which it does nothing (:func:`option`)."""
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
@@ -236,10 +238,25 @@ def _walk(
                 metavar=meta.get("metavar"),
                 concern=title,
                 description=description,
-                needs=meta["needs"] if meta.get("needs") and meta["needs"] not in omit else needs,
+                needs=_needs(meta.get("needs"), omit) or needs,
             )
         )
     return out
+
+
+def _needs(needs: str | tuple[str, ...] | None, omit: tuple[str, ...]) -> str | tuple[str, ...] | None:
+    """What a setting needs (:func:`option`) less the settings a configuration sets itself (``omit``)."""
+    if isinstance(needs, tuple):
+        kept = tuple(n for n in needs if n not in omit)
+        return kept if len(kept) > 1 else (kept[0] if kept else None)
+    return needs if needs and needs not in omit else None
+
+
+def needed_names(needs: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The flat names in an :attr:`Option.needs` (none, one or several)."""
+    if not needs:
+        return ()
+    return needs if isinstance(needs, tuple) else (needs,)
 
 
 def build(cls: type[T], values: Mapping[str, Any]) -> T:

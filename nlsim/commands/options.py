@@ -22,7 +22,7 @@ from typing import Any, get_args, get_origin
 
 from nlsim.errors import ConfigError
 from nlsim.models.settings import check_max_length, check_threads
-from nlsim.options import Option, build, options_of
+from nlsim.options import Option, build, needed_names, options_of
 
 
 def comma_list(value: str) -> tuple[str, ...]:
@@ -214,6 +214,14 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
         return
     opt, needed = found
     flag, other = _given_flag(opt, args), needed.flags[0]
+    options = {o.name: o for o in options_of(cls) if o.cli}
+    also = [options[n].flags[0] for n in needed_names(opt.needs) if n in options and n != needed.name]
+    if needed.default is True and also:  # --no-reranker, unless --silver-corpus gives it something to do
+        given = " or ".join(also)
+        raise ConfigError(
+            f"{flag} does nothing with {other} unless {given} is given: leave {flag} out, or give {given} "
+            "(nothing is done yet)"
+        )
     if needed.default is True:  # a setting on by default, turned off by its flag (--no-report)
         raise ConfigError(f"{flag} does nothing with {other}: leave one of them out (nothing is done yet)")
     raise ConfigError(
@@ -225,7 +233,8 @@ def needless(
     cls: type, given: Iterable[str], value: Callable[[str], Any], *, cli: bool = False
 ) -> tuple[Option, Option] | None:
     """The first setting of ``cls`` among those ``given`` (flat names) that does nothing as the setting it
-    needs (``option(needs=...)``) stands (``value(name)`` empty, false or None), with that one; else None.
+    needs (``option(needs=...)``) stands (``value(name)`` empty, false or None), with that one (of several
+    it needs any one of, the first, where all are off); else None.
     ``cli``: only the command line's settings count (one off it keeps its default there).
 
     Example:
@@ -239,9 +248,11 @@ def needless(
     options = {o.name: o for o in options_of(cls) if o.cli or not cli}
     for name in sorted(given):
         opt = options.get(name)
-        needed = options.get(opt.needs) if opt and opt.needs else None
-        if needed is not None and value(needed.name) in (None, "", False):
-            return opt, needed
+        if opt is None:
+            continue
+        needed = [options[n] for n in needed_names(opt.needs) if n in options]
+        if needed and all(value(n.name) in (None, "", False) for n in needed):
+            return opt, needed[0]
     return None
 
 

@@ -216,6 +216,11 @@ class BiEncoderSettings:
             raise ConfigError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
 
 
+CROSS_ENCODER_TRAINS = ("reranker", "silver_corpus")
+"""What a cross-encoder trains for: the reranker, or the silver pairs' teacher; its training settings do
+nothing without either (:func:`nlsim.options.option`'s ``needs``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class CrossEncoderSettings:
     """The reranker: whether a cross-encoder trains beside the bi-encoder, how, and how its score is read
@@ -231,29 +236,36 @@ class CrossEncoderSettings:
         help="epochs of the reranker's cross-encoder (and the silver teacher's; on a CPU without bf16 "
         "instructions: --fp32-cross-encoder-epochs)",
         name="cross_encoder_epochs",
+        needs=CROSS_ENCODER_TRAINS,
     )
-    lr: float = option(1e-4, help="learning rate of the cross-encoder", name="cross_encoder_lr")
+    lr: float = option(
+        1e-4, help="learning rate of the cross-encoder", name="cross_encoder_lr", needs=CROSS_ENCODER_TRAINS
+    )
     frozen_layers: int = option(
         4,
         help="lower transformer layers of the cross-encoder kept frozen: run once per pair, not trained",
         name="cross_encoder_frozen_layers",
+        needs=CROSS_ENCODER_TRAINS,
     )
     fp32_epochs: int | None = option(
         None,
         help="epochs of the reranker's cross-encoder (and the silver teacher's) on a CPU without bf16 "
         "instructions (default: --cross-encoder-epochs; as --fp32-epochs)",
         name="fp32_cross_encoder_epochs",
+        needs=CROSS_ENCODER_TRAINS,
     )
     fp32_frozen_layers: int | None = option(
         None,
         help="lower transformer layers of the cross-encoder kept frozen on a CPU without bf16 instructions "
         "(default: --cross-encoder-frozen-layers; as --fp32-epochs)",
         name="fp32_cross_encoder_frozen_layers",
+        needs=CROSS_ENCODER_TRAINS,
     )
     story_weight: float = option(
         3.0,
         help="loss weight of the same-story training pairs (score >= 0.875) in the cross-encoder "
         "(1 = unweighted)",
+        needs=CROSS_ENCODER_TRAINS,
     )
     drop_easy: float = option(
         0.1,
@@ -262,6 +274,7 @@ class CrossEncoderSettings:
         "drawn share of them (--cross-encoder-easy-sample); same-story pairs always stay (0 = off: every "
         "pair every epoch; nlsim/training/easy_pairs.py; chosen on validation: docs/experiments.md)",
         name="cross_encoder_drop_easy",
+        needs=CROSS_ENCODER_TRAINS,
     )
     easy_sample: float = option(
         0.25,

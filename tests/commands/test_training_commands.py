@@ -36,6 +36,35 @@ def test_command_defaults_are_the_config_defaults() -> None:
     assert config_from_args(LearningCurveConfig, lc) == LearningCurveConfig(pairs="p.tsv", out="curve")
 
 
+@pytest.mark.parametrize(
+    ("more", "refusal"),
+    [
+        (
+            ["--no-reranker", "--cross-encoder-epochs", "5"],
+            "--cross-encoder-epochs does nothing with --no-reranker",
+        ),
+        (["--no-reranker", "--story-weight", "2"], "--story-weight does nothing with --no-reranker"),
+        (["--no-reranker", "--silver-corpus", "c.tsv", "--cross-encoder-epochs", "2"], None),  # the teacher's
+        (["--cross-encoder-epochs", "2"], None),  # the reranker's
+    ],
+)
+def test_cross_encoder_settings_need_a_cross_encoder_to_train(more: list[str], refusal: str | None) -> None:
+    """The cross-encoder's training settings act on the reranker, or on the silver pairs' teacher: with
+    --no-reranker and no --silver-corpus no cross-encoder trains, and they are refused (the command's
+    mistake, nothing done yet) rather than ignored."""
+    from nlsim.commands.options import config_from_args
+    from nlsim.errors import ConfigError
+    from nlsim.training.config import FinetuneConfig
+
+    args = parse(["finetune", "--pairs", "p.tsv", "--out", "model", *more])
+    if refusal is None:
+        config_from_args(FinetuneConfig, args)
+        return
+    with pytest.raises(ConfigError) as err:
+        config_from_args(FinetuneConfig, args)
+    assert str(err.value).startswith(f"{refusal} unless --silver-corpus is given"), err.value
+
+
 @pytest.fixture(scope="module")
 def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_stsb_sample(tmp_path_factory.mktemp("cli"), train=16, validation=16, test=12)

@@ -1113,6 +1113,23 @@ OPTION_CASES = {
         [*PIPELINE, "--no-reranker", "--rerank-weight", "0.3"],
         "--rerank-weight does nothing with --no-reranker",
     ),
+    "cross-encoder-epochs-without-a-cross-encoder": (
+        [
+            "finetune",
+            "--pairs",
+            "pairs.tsv",
+            "--out",
+            "model",
+            "--no-reranker",
+            "--cross-encoder-epochs",
+            "5",
+        ],
+        "--cross-encoder-epochs does nothing with --no-reranker unless --silver-corpus is given",
+    ),
+    "pipeline-story-weight-without-reranker": (
+        [*PIPELINE, "--no-reranker", "--story-weight", "2"],
+        "--story-weight does nothing with --no-reranker: leave one of them out",
+    ),
     "cross-encoder-easy-sample-with-drop-easy-off": (
         [*PIPELINE, "--cross-encoder-drop-easy", "0", "--cross-encoder-easy-sample", "0.5"],
         "--cross-encoder-easy-sample works with --cross-encoder-drop-easy",
