@@ -70,7 +70,9 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
     if kind == "learning-curve":  # a curve written before markers: its points (resumed) or its table
-        return (folder / "learning_curve.csv").is_file() or any((folder / "runs").glob("size*_seed*.json"))
+        return _curve_table(folder / "learning_curve.csv") or any(
+            _curve_point(p) for p in (folder / "runs").glob("size*_seed*.json")
+        )
     if kind == "model":
         try:
             meta = json.loads((folder / "nlsim.json").read_text(encoding="utf-8"))
@@ -78,6 +80,28 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
             return False
         return isinstance(meta, dict) and meta.get("format") == 1 and "model_id" in meta
     return False
+
+
+CURVE_COLUMNS = "size,runs,spearman_mean,spearman_sd,"
+"""How the table of a learning curve begins (``learning_curve.csv``, :mod:`nlsim.training.learning_curve`)."""
+
+
+def _curve_table(path: Path) -> bool:
+    """Whether ``path`` is a learning curve's table as nlsim writes it (not a user's file of that name)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().startswith(CURVE_COLUMNS)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _curve_point(path: Path) -> bool:
+    """Whether ``path`` is a learning curve's point as nlsim writes it (``runs/size8_seed1.json``)."""
+    try:
+        point = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(point, dict) and {"size", "seed", "test"} <= point.keys()
 
 
 def is_owned(folder: str | Path, kind: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -386,3 +387,33 @@ def test_new_sizes_with_other_settings_in_a_curves_folder_are_refused_before_any
         run_learning_curve(replace(cfg, sizes=(16,), lr=1e-3), log=lambda _: None)
     assert sorted(p.name for p in (tmp_path / "curve" / "runs").iterdir()) == before
     assert run_learning_curve(replace(cfg, sizes=(8,)), log=lambda _: None).trained == 0
+
+
+def test_a_users_folder_holding_a_learning_curve_csv_of_their_own_is_refused(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve written before folders were marked is known by its table or its points as nlsim writes them,
+    not by a file's name: a user's own ``learning_curve.csv`` (the table nlsim would overwrite) does not
+    make their folder a curve's; refused before any work, their files as they were."""
+    from nlsim.errors import ConfigError
+    from nlsim.io.ownership import is_owned
+
+    mine = tmp_path / "analysis"
+    mine.mkdir()
+    (mine / "learning_curve.csv").write_text("model,pairs,score\nours,350,0.71\n", encoding="utf-8")
+    (mine / "notes.md").write_text("my notes\n", encoding="utf-8")
+    _no_work(monkeypatch)
+    with pytest.raises(ConfigError, match="not empty and was not written by nlsim"):
+        run_learning_curve(config(pairs_file, mine, (1,)), log=lambda _: None)
+    assert sorted(p.name for p in mine.iterdir()) == ["learning_curve.csv", "notes.md"]
+    assert (mine / "learning_curve.csv").read_text(encoding="utf-8") == "model,pairs,score\nours,350,0.71\n"
+    old = tmp_path / "old-curve"  # one nlsim wrote before markers is still its own
+    (old / "runs").mkdir(parents=True)
+    point = {"size": 8, "seed": 1, "test": {"spearman": 40.0}, "validation": {"spearman": 41.0}}
+    (old / "runs" / "size8_seed1.json").write_text(json.dumps(point), encoding="utf-8")
+    assert is_owned(old, "learning-curve")
+    (old / "runs" / "size8_seed1.json").unlink()
+    (old / "learning_curve.csv").write_text(
+        "size,runs,spearman_mean,spearman_sd,pearson_mean\n8,1,40.0,0.0,41\n"
+    )
+    assert is_owned(old, "learning-curve")
