@@ -107,11 +107,11 @@ class CrossEncoderConfig:
             raise ConfigError(f"{flag} must be >= 0, got {self.frozen_layers}")
         if self.orders_per_epoch not in (1, 2):
             raise ConfigError(f"cross-encoder orders per epoch must be 1 or 2, got {self.orders_per_epoch}")
-        if not self.lr > 0:
-            raise ConfigError(f"{said.get('lr', 'cross-encoder lr')} must be > 0, got {self.lr}")
-        if not self.story_weight > 0:
+        if not 0 < self.lr < math.inf:
+            raise ConfigError(f"{said.get('lr', 'cross-encoder lr')} must be > 0 and finite, got {self.lr}")
+        if not 0 < self.story_weight < math.inf:
             flag = said.get("story_weight", "cross-encoder story weight")
-            raise ConfigError(f"{flag} must be > 0, got {self.story_weight}")
+            raise ConfigError(f"{flag} must be > 0 and finite, got {self.story_weight}")
         if not self.rank_weight >= 0:
             raise ConfigError(f"cross-encoder rank weight must be >= 0, got {self.rank_weight}")
         if not self.temperature_lr >= 0:
@@ -210,8 +210,10 @@ class BiEncoderSettings:
             raise ConfigError(f"--drop-easy must be in [0, 1), got {self.drop_easy}")
         if not 0 <= self.easy_sample <= 1:
             raise ConfigError(f"--easy-sample must be in [0, 1], got {self.easy_sample}")
-        if not self.lr > 0:
-            raise ConfigError(f"--lr must be > 0, got {self.lr}")
+        if not 0 < self.lr < math.inf:
+            raise ConfigError(f"--lr must be > 0 and finite, got {self.lr}")
+        if not 0 <= self.weight_decay < math.inf:  # AdamW would grow the weights, or make them NaN
+            raise ConfigError(f"--weight-decay must be >= 0 and finite, got {self.weight_decay}")
         if not 0 <= self.warmup_ratio < 1:
             raise ConfigError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
 

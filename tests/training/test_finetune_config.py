@@ -107,6 +107,11 @@ def test_a_negative_fp32_frozen_count_is_refused() -> None:
         ("story_weight", 0.0, "--story-weight must be > 0"),
         ("cross_encoder_drop_easy", 1.0, "--cross-encoder-drop-easy must be in [0, 1)"),
         ("rerank_weight", 1.5, "--rerank-weight must be in [0, 1]"),
+        ("weight_decay", -0.01, "--weight-decay must be >= 0 and finite, got -0.01"),
+        ("weight_decay", float("nan"), "--weight-decay must be >= 0 and finite, got nan"),
+        ("lr", float("inf"), "--lr must be > 0 and finite, got inf"),
+        ("cross_encoder_lr", float("inf"), "--cross-encoder-lr must be > 0 and finite, got inf"),
+        ("story_weight", float("inf"), "--story-weight must be > 0 and finite, got inf"),
     ],
 )
 def test_a_setting_that_cannot_work_is_refused_by_its_flag(setting: str, value: object, flag: str) -> None:
