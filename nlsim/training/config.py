@@ -441,6 +441,8 @@ class EvaluationSettings:
     def check(self) -> None:
         if self.calibrate_level is not None:
             parse_level(self.calibrate_level)
+        if int(self.eval_every) < 0:
+            raise ConfigError(f"--eval-every must be >= 0 (0: each epoch), got {self.eval_every}")
 
 
 @dataclass(frozen=True, kw_only=True)

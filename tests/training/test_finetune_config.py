@@ -112,6 +112,7 @@ def test_a_negative_fp32_frozen_count_is_refused() -> None:
         ("lr", float("inf"), "--lr must be > 0 and finite, got inf"),
         ("cross_encoder_lr", float("inf"), "--cross-encoder-lr must be > 0 and finite, got inf"),
         ("story_weight", float("inf"), "--story-weight must be > 0 and finite, got inf"),
+        ("eval_every", -5, "--eval-every must be >= 0 (0: each epoch), got -5"),
     ],
 )
 def test_a_setting_that_cannot_work_is_refused_by_its_flag(setting: str, value: object, flag: str) -> None:
