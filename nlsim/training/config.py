@@ -647,6 +647,7 @@ class LearningCurveConfig:
             epochs=self.epochs,
             fp32_epochs=self.epochs,  # a curve is a measurement: the epochs asked on every CPU
             batch_size=self.batch_size,
+            gpu_batch_size=self.batch_size,  # and the batch size and learning rate asked on a GPU too
             lr=self.lr,
             warmup_ratio=self.warmup_ratio,
             max_length=self.max_length,

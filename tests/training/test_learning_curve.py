@@ -197,6 +197,17 @@ def test_a_curve_trains_the_epochs_asked_on_a_cpu_without_bf16(
     assert cfg.finetune_config(8, 1).for_device("cpu").bi_encoder.epochs == 3
 
 
+def test_a_curve_trains_the_batch_size_and_learning_rate_asked_on_a_gpu(
+    pairs_file: Path, tmp_path: Path
+) -> None:
+    """Fine-tuning on a GPU takes --gpu-batch-size (32) with its learning rate scaled up; a curve's points
+    train the batch size and learning rate it asked for, which its table names, on every device (a curve
+    resumed on a GPU would otherwise mix points of two recipes under one settings key)."""
+    cfg = config(pairs_file, tmp_path / "lc", seeds=(1,))
+    used = cfg.finetune_config(8, 1).for_device("cuda:0")
+    assert (used.recipe.batch_size, used.bi_encoder.lr) == (cfg.batch_size, cfg.lr)
+
+
 def test_a_curve_trains_on_an_editors_newer_score_of_an_overruled_pair(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
