@@ -46,3 +46,20 @@ def describe(ch: str) -> str:
     else:
         what = "a control character"
     return f"U+{ord(ch):04X} ({what})"
+
+
+INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+"""Unicode categories that show nothing: format and control characters and separators."""
+
+
+def invisible_only(text: str) -> str | None:
+    """The code points of ``text`` when none of its characters shows anything (zero-width spaces, soft
+    hyphens, byte-order marks: a text with nothing to read), for a message; ``None`` when one does.
+
+    Example:
+        >>> invisible_only("\u200b\u00ad"), invisible_only("a\u200b")
+        ('U+00AD, U+200B', None)
+    """
+    if any(unicodedata.category(ch) not in INVISIBLE for ch in text):
+        return None
+    return ", ".join(sorted({f"U+{ord(ch):04X}" for ch in text}))

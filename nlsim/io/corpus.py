@@ -51,7 +51,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import describe, first_control
+from nlsim.io.cells import INVISIBLE, describe, first_control
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -112,10 +112,6 @@ def _is_missing(value: Any) -> bool:
     if isinstance(value, float) and math.isnan(value):
         return True
     return value is pd.NaT or (not isinstance(value, (str, bytes, list, dict)) and pd.isna(value) is True)
-
-
-INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
-"""Unicode categories that show nothing: format and control characters and separators."""
 
 
 def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
-from nlsim.io.cells import describe, first_control
+from nlsim.io.cells import describe, first_control, invisible_only
 from nlsim.io.tables import read_table
 
 REQUIRED = ("text_a", "text_b", "score")
@@ -100,6 +100,9 @@ def validate_pairs(
         for field in ("text_a", "text_b"):
             if _is_missing(rec[field]):
                 raise InputError(source, n, field, "empty text")
+            unseen = invisible_only(str(rec[field]).strip())
+            if unseen is not None:  # as a corpus refuses it: nothing to embed, every such text one another's
+                raise InputError(source, n, field, f"empty text (only invisible characters: {unseen:.60})")
         raw = rec["score"]
         if _is_missing(raw):
             raise InputError(source, n, "score", "missing score")

@@ -69,6 +69,12 @@ def test_the_annotated_set_loads(repo_root: Path) -> None:
         ("p1\ta\tb\thigh\ttrain\n", 1, "score", "not a number"),
         ("p1\ta\tb\t0.5\ttrain\np2\t  \td\t0.5\ttrain\n", 2, "text_a", "empty text"),
         ("p1\ta\t\t0.5\ttrain\n", 1, "text_b", "empty text"),
+        (
+            "p1\ta\tb\t0.5\ttrain\np2\tc\t\u200b\ufeff\t0.5\ttrain\n",
+            2,
+            "text_b",
+            "empty text (only invisible characters: U+200B, U+FEFF)",
+        ),
         ("p1\ta\tb\t0.5\ttrain\np1\tc\td\t0.5\ttest\n", 2, "pair_id", "duplicate pair id 'p1'"),
         ("p1\ta\tb\t0.5\tdev\n", 1, "split", "unknown split"),
     ],
