@@ -70,8 +70,14 @@ def split_pairs(pairs: pd.DataFrame, cfg: FinetuneConfig) -> tuple[pd.DataFrame,
             f"{source}: no pairs in split {cfg.data.val_split!r}{split_counts(pairs)}: the best checkpoint "
             "is chosen on it"
         )
+    size = cfg.data.train_size
+    if size is not None and size > len(train):
+        raise ConfigError(
+            f"--train-size {size}: more than the {len(train)} pairs in split {cfg.data.train_split!r} of "
+            f"{source}"
+        )
     sub_seed = cfg.recipe.seed if cfg.data.subset_seed is None else cfg.data.subset_seed
-    return select_train_subset(train, cfg.data.train_size, sub_seed), val, test
+    return select_train_subset(train, size, sub_seed), val, test
 
 
 def check_trainable(train: pd.DataFrame, validation: pd.DataFrame, cfg: FinetuneConfig, source: str) -> None:

@@ -1037,6 +1037,10 @@ OPTION_CASES = {
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--train-size", "3"],
         "--train-size must be >= 4, got 3",
     ),
+    "finetune-train-size-above-the-split": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--train-size", "500"],
+        "--train-size 500: more than the 16 pairs in split 'train' of pairs.tsv",
+    ),
     "curve-size-3": (
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "3,8"],
         "--sizes: every size must be >= 4",
