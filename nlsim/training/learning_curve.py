@@ -46,9 +46,12 @@ def run_path(cfg: LearningCurveConfig, size: int, seed: int) -> Path:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise StateError(f"{path}: unreadable ({exc}); delete it to rerun that point") from exc
+    if not isinstance(record, dict):  # valid JSON, but no record nlsim wrote (a list, a number)
+        raise StateError(f"{path}: not a record nlsim wrote (a JSON {type(record).__name__}); delete it")
+    return record
 
 
 def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -> pd.DataFrame:

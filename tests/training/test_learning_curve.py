@@ -428,3 +428,22 @@ def test_a_users_folder_holding_a_learning_curve_csv_of_their_own_is_refused(
         "size,runs,spearman_mean,spearman_sd,pearson_mean\n8,1,40.0,0.0,41\n"
     )
     assert is_owned(old, "learning-curve")
+
+
+@pytest.mark.parametrize("damaged", ["[1, 2]", "40.5", '"done"'])
+def test_a_point_file_holding_other_json_is_refused_by_name(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: str
+) -> None:
+    """A finished point whose file holds valid JSON that is no point record (a list, a number: edited or
+    overwritten by another tool) is refused naming the file, as an unreadable one is, not with a traceback;
+    nothing is trained or scored first."""
+    from nlsim.io.ownership import write_marker
+
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"
+    point.parent.mkdir(parents=True)
+    write_marker(tmp_path / "curve", "learning-curve")  # a curve's folder
+    point.write_text(damaged, encoding="utf-8")
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=r"size8_seed1\.json: not a record nlsim wrote"):
+        run_learning_curve(config(pairs_file, tmp_path / "curve", (1,)), log=lambda _: None)
+    assert point.read_text(encoding="utf-8") == damaged
