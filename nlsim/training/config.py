@@ -480,6 +480,8 @@ class FinetuneConfig(Configuration):
 
     def check(self) -> None:
         """Refuse values that cannot work (before any training)."""
+        if self.out is not None and not str(self.out).strip():  # None: the caller saves nothing, on purpose
+            raise ConfigError("--out is empty: give the model folder to write (the run would save nothing)")
         self.data.check()
         self.bi_encoder.check()
         self.recipe.check()
@@ -616,6 +618,9 @@ class LearningCurveConfig:
 
     def check(self) -> None:
         """Refuse what cannot make a curve, before any training."""
+        for flag, path in (("--pairs", self.pairs), ("--out", self.out)):
+            if not str(path).strip():
+                raise ConfigError(f"{flag} is empty: give a {'pair file' if flag == '--pairs' else 'folder'}")
         for name, values in (("--sizes", self.sizes), ("--seeds", self.seeds)):
             if not values:
                 raise ConfigError(f"{name}: give at least one")

@@ -1041,6 +1041,14 @@ OPTION_CASES = {
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--train-size", "500"],
         "--train-size 500: more than the 16 pairs in split 'train' of pairs.tsv",
     ),
+    "finetune-out-empty": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", ""],
+        "--out is empty: give the model folder to write (the run would save nothing)",
+    ),
+    "curve-out-empty": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", " "],
+        "--out is empty: give a folder",
+    ),
     "curve-size-3": (
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "3,8"],
         "--sizes: every size must be >= 4",
