@@ -86,8 +86,17 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
     assert torch.get_num_threads() == 2  # given back
     plain = _models(tmp_path / "plain")
 
+    begun: list[side_by_side.SideBySide] = []
+    real_begin = side_by_side.SideBySide.begin
+
+    def begin(self: side_by_side.SideBySide) -> None:
+        begun.append(self)
+        real_begin(self)
+
     def slow_epoch(*args: Any, **kwargs: Any) -> float:  # the cross-encoder's first epoch ends first
-        time.sleep(3.0)
+        deadline = time.monotonic() + 300  # waited for, not slept for: a loaded machine is no faster
+        while not (begun and not begun[-1]._thread.is_alive()) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return epoch(*args, **kwargs)
 
     spare: list[tuple[bool, int]] = []  # (the cross-encoder's thread had begun, its threads idle)
@@ -98,6 +107,7 @@ def test_the_models_are_the_same_to_the_bit_whichever_training_is_slower(
         return spare[-1][1]
 
     monkeypatch.setattr(side_by_side.SideBySide, "spare_threads", told)
+    monkeypatch.setattr(side_by_side.SideBySide, "begin", begin)
     monkeypatch.setattr(bi_encoder, "_train_epoch", slow_epoch)
     finetune.finetune(_config(tmp_path / "slow-bi"), pairs=pairs)
     monkeypatch.setattr(bi_encoder, "_train_epoch", epoch)
