@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The GPU checks in one command, prepared to finish within 8 minutes on a machine with one GPU:
-#   1. the cold chain on the bundled data (`python -m nlsim pipeline`, fresh NLSIM_HOME and model store),
-#      then the warm rerun;
+#   0. the set-up, timed apart, as scripts/setup.sh does it for `bash run.sh`: the packages the machine lacks,
+#      the bytecode of what nlsim imports, the default model's fp32 folder in NLSIM_HOME (gpu_site.sh);
+#   1. the cold chain on the bundled data (`python -m nlsim pipeline`, a fresh model store and report folder:
+#      no promoted model), GPU_CHECK_COLD times (default 1), then the warm rerun; with GPU_CHECK_FRESH_HOME=1
+#      one more cold chain from an empty NLSIM_HOME (the model converted inside the chain);
 #   2. embedding against sentence-transformers on the same GPU (benchmarks/bench_gpu.py embed);
 #   3. FAISS on the GPU at 1M vectors where the installed FAISS build sees a GPU (bench_gpu.py search);
 #   4. with GPU_CHECK_PROFILE=1, the cold chain once more under cProfile (a fresh NLSIM_HOME and store):
 #      chain_profile.txt, the functions that took the time.
-# GPU_CHECK_WARM=0 leaves out the warm rerun, GPU_CHECK_EMBED=0 the embedding benchmark.
+# GPU_CHECK_WARM=0 leaves out the warm rerun, GPU_CHECK_EMBED=0 the embedding benchmark, GPU_CHECK_SEARCH=0
+# the FAISS benchmark.
 # It writes one summary, gpu_check.md, with the logs and JSON records beside it, into $OUT (or the folder
 # given as the first argument, default gpu-check/).
 #
@@ -30,7 +34,10 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 
 # shellcheck source=scripts/gpu_site.sh
 . scripts/gpu_site.sh
+setup_start=$SECONDS
 gpu_site "$PY" || exit 1
+gpu_setup "$PY" > "$OUTDIR/setup.log" 2>&1 || { tail -n 15 "$OUTDIR/setup.log"; exit 1; }
+setup_seconds=$((SECONDS - setup_start))
 gpu_faiss "$PY" > "$WORK/faiss_gpu.txt" 2>&1  # not in a pipe: its exports must reach this shell
 tee -a "$SUMMARY" < "$WORK/faiss_gpu.txt"
 
@@ -52,9 +59,19 @@ stage() {  # stage NAME LOG COMMAND...: run, time, keep the log's tail in the su
 }
 
 say "## The chain (bundled data)"
+say "- set-up: $setup_seconds s (packages, bytecode, the default model's fp32 folder; log: setup.log)"
 stage "cold chain" chain_cold.log "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv \
   --corpus data/thucnews.parquet --out "$WORK/report" --model-store "$WORK/models" --json
 cp "$WORK/report/pipeline.json" "$OUTDIR/pipeline.json" 2>/dev/null
+for i in $(seq 2 "${GPU_CHECK_COLD:-1}"); do  # more cold chains: each its own new store and report folder
+  stage "cold chain $i" "chain_cold$i.log" "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv \
+    --corpus data/thucnews.parquet --out "$WORK/cold$i/report" --model-store "$WORK/cold$i/models"
+done
+if [ "${GPU_CHECK_FRESH_HOME:-0}" != 0 ]; then  # the model converted inside the chain, as without set-up
+  NLSIM_HOME=$WORK/fresh-home stage "cold chain from an empty NLSIM_HOME" chain_fresh_home.log \
+    "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv --corpus data/thucnews.parquet \
+    --out "$WORK/fresh/report" --model-store "$WORK/fresh/models"
+fi
 if [ "${GPU_CHECK_WARM:-1}" != 0 ]; then  # GPU_CHECK_WARM=0 skips the warm rerun
   stage "warm rerun" chain_warm.log "$PY" -m nlsim pipeline --pairs annotations/thucnews_tw_pairs.tsv \
     --corpus data/thucnews.parquet --out "$WORK/report" --model-store "$WORK/models"
@@ -65,6 +82,10 @@ grep -E "first report|time left|estimated|more \(|done in|elapsed" "$OUTDIR/chai
 import json, sys
 from pathlib import Path
 work = Path(sys.argv[1])
+for p in sorted(work.glob("*/report/pipeline.json")):  # the further cold chains: times and figures
+    rec = json.loads(p.read_text())
+    f1 = (rec.get("judge") or {}).get("f1")
+    print(f"- {p.parent.parent.name}: {rec['candidate']['version']}, F1 {f1}, timings_s {json.dumps(rec['timings_s'])}")
 p = work / "report" / "pipeline.json"
 if p.is_file():
     rec = json.loads(p.read_text())
@@ -85,9 +106,11 @@ for guard in sorted([*(work / "models").glob("versions/*/**/quality_check.json")
     verdicts = {k: v.get("verdict", v.get("passed")) for k, v in g.get("paths", {}).items()}
     print(f"- quality check {guard.relative_to(work)}: {json.dumps(verdicts, ensure_ascii=False)}")
 EOF
-say ""
-say "## FAISS on the GPU, 1M vectors"
-stage "search benchmark" bench_search.log "$PY" benchmarks/bench_gpu.py search --n 1000000 --out "$OUTDIR/gpu_search.json"
+if [ "${GPU_CHECK_SEARCH:-1}" != 0 ]; then
+  say ""
+  say "## FAISS on the GPU, 1M vectors"
+  stage "search benchmark" bench_search.log "$PY" benchmarks/bench_gpu.py search --n 1000000 --out "$OUTDIR/gpu_search.json"
+fi
 if [ "${GPU_CHECK_EMBED:-1}" != 0 ]; then
   say ""
   say "## Embedding: nlsim against sentence-transformers, same GPU and weights"

