@@ -130,7 +130,7 @@ def run_baselines(
     test = pairs[pairs["split"] == "test"].reset_index(drop=True)
     data = annotations_digest(test)
     for name in cfg.baselines:
-        key = f"{name}/{cfg.conversion}" + (f"/{cfg.model}" if name == "zero-shot" else "")
+        key = _baseline_key(cfg, name)
         if key in stored and stored[key].get("data", data) == data:  # scored on these test pairs
             continue
         log(f"baseline {name} ({cfg.conversion}) on {len(test)} test pairs")
@@ -141,18 +141,31 @@ def run_baselines(
             "name": name,
             "conversion": cfg.conversion,
             "data": data,
+            **({"model": cfg.model, "max_length": cfg.max_length} if name == "zero-shot" else {}),
             **evaluate(scorer, test, cfg.conversion).as_dict(),
         }
         atomic_write_text(path, json.dumps(stored, indent=2))
-    return {
-        k: v
-        for k, v in stored.items()
-        if v["conversion"] == cfg.conversion and (v["name"] != "zero-shot" or k.endswith(cfg.model))
-    }
+    keys = {_baseline_key(cfg, name) for name in cfg.baselines}
+    return {k: v for k, v in stored.items() if k in keys}
+
+
+def _baseline_key(cfg: LearningCurveConfig, name: str) -> str:
+    """A baseline's key in ``baselines.json``: its name and conversion, and for the zero-shot encoder its
+    model and ``--max-length`` too (the length it embeds at moves its figures; the other baselines read
+    whole texts).
+
+    >>> cfg = LearningCurveConfig(pairs="p.tsv", out="curve", max_length=64)
+    >>> _baseline_key(cfg, "zero-shot").endswith("/max64"), _baseline_key(cfg, "tfidf-char2")
+    (True, 'tfidf-char2/tw2sp')
+    """
+    if name != "zero-shot":
+        return f"{name}/{cfg.conversion}"
+    return f"{name}/{cfg.conversion}/{cfg.model}/max{cfg.max_length}"
 
 
 def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Mean and sd of the test metrics per size (over seeds)."""
+    """Mean and sd of the test metrics per size (over seeds); the sd of a size that one seed ran is empty
+    (NaN: nothing measured its spread), not 0."""
     flat = pd.DataFrame(
         [
             {
@@ -171,7 +184,7 @@ def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
     out["runs"] = g["seed"].count()
     for k in ("spearman", "pearson", "mse", "mae", "val_spearman"):
         out[f"{k}_mean"] = g[k].mean()
-        out[f"{k}_sd"] = g[k].std(ddof=1).fillna(0.0)
+        out[f"{k}_sd"] = g[k].std(ddof=1)
     return out.reset_index()
 
 
@@ -217,7 +230,7 @@ def plot(
         ax.errorbar(
             summary["size"],
             summary["spearman_mean"],
-            yerr=summary["spearman_sd"],
+            yerr=summary["spearman_sd"].fillna(0.0),  # a size of one run: its point, no bar
             marker="o",
             capsize=4,
             label="fine-tuned (one seed)" if runs == [1] else f"fine-tuned (mean ± sd over {seeds})",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -130,7 +131,10 @@ def test_a_size_of_one_run_shows_its_figures_without_a_spread() -> None:
         test = {"spearman": v, "pearson": v + 1, "mse": 0.1, "mae": 0.2}
         return {"size": size, "seed": seed, "test": test, "validation": {"spearman": v - 1}}
 
-    md = summary_markdown(summarize([row(10, 1, 80.0), row(20, 1, 84.0), row(20, 2, 86.0)]), {})
+    summary = summarize([row(10, 1, 80.0), row(20, 1, 84.0), row(20, 2, 86.0)])
+    assert summary["spearman_sd"].isna().tolist() == [True, False]  # the CSV's cell is empty, not 0.0
+    assert summary.to_csv(index=False).splitlines()[1].startswith("10,1,80.0,,"), summary.to_csv(index=False)
+    md = summary_markdown(summary, {})
     assert "| 10 | 1 | 80.00 | 81.00 | 0.1000 | 0.2000 | 79.00 |" in md, md
     assert "| 20 | 2 | 85.00 ± 1.41 | 86.00 ± 1.41 |" in md, md
 
@@ -273,6 +277,40 @@ def test_a_baseline_is_scored_again_when_the_test_pairs_changed(
     changed = pairs.assign(score=pairs["score"].where(~test, 1.0 - pairs["score"]))  # other test pairs
     again = run_baselines(cfg, changed, log=lambda _: None)
     assert scored == ["tfidf-char2", "tfidf-char2"] and again != first
+
+
+def test_the_zero_shot_baseline_is_scored_again_at_another_max_length(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zero-shot encoder's figures depend on the length it embeds at: a curve resumed in its folder with
+    another ``--max-length`` scores it again, and its table shows the figure of the length asked, not the
+    one stored first. A resume at the length stored scores nothing."""
+    from dataclasses import replace
+
+    from nlsim.io.pairs import load_pairs
+    from nlsim.training.learning_curve import run_baselines
+
+    cfg = replace(config(pairs_file, tmp_path, (1,)), baselines=("zero-shot",), max_length=64)
+    pairs = load_pairs(pairs_file)
+    lengths: list[int] = []
+
+    class Scorer:
+        max_length = 0
+
+    def fake_load(name: str, **kw: object) -> Scorer:
+        return Scorer()
+
+    def fake_evaluate(scorer: Scorer, test: pd.DataFrame, conversion: str) -> object:
+        lengths.append(scorer.max_length)
+        return SimpleNamespace(as_dict=lambda: {"spearman": float(scorer.max_length)})
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", fake_load)
+    monkeypatch.setattr(nlsim.training.learning_curve, "evaluate", fake_evaluate)
+    first = run_baselines(cfg, pairs, log=lambda _: None)
+    assert [b["spearman"] for b in first.values()] == [64.0]
+    longer = run_baselines(replace(cfg, max_length=128), pairs, log=lambda _: None)
+    assert lengths == [64, 128] and [b["spearman"] for b in longer.values()] == [128.0]
+    assert run_baselines(cfg, pairs, log=lambda _: None) == first and lengths == [64, 128]
 
 
 def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
