@@ -47,10 +47,10 @@ from nlsim.clusters.verdicts import (
     retire_earlier,
     write_store,
 )
+from nlsim.clusters.verdicts.store import write_store_bytes
 from nlsim.errors import ConfigError, InputError
 from nlsim.faults import MERGE_FAULT_STAGES, fault_point
 from nlsim.io import editor_file
-from nlsim.io.atomic import atomic_write_bytes
 from nlsim.io.lock import LockedError
 from nlsim.io.pairs import (
     SPLITS,
@@ -307,10 +307,7 @@ def _verdicts_kept(
         fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
         yield kept
     except BaseException:
-        if before is None:
-            store.unlink(missing_ok=True)
-        else:
-            atomic_write_bytes(store, before)
+        write_store_bytes(store, before)  # as it was: its link and permissions kept, or none
         raise
     for gone in retire_earlier(check, held):
         log(f"removed {gone}: every verdict it held is in {store} now")

@@ -186,10 +186,11 @@ def remove_tree(path: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
+def atomic_path(path: str | Path, *, suffix: str = "", mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success move it over ``path`` atomically.
 
-    The temporary name ends with ``suffix`` (writers such as pyarrow pick the format from it). On any
+    The temporary name ends with ``suffix`` (writers such as pyarrow pick the format from it). A file gets
+    the permissions ``mode`` (default: the umask's, :func:`file_mode`) before it is moved. On any
     exception the temporary file is removed and ``path`` is untouched.
     """
     target = Path(path)
@@ -201,7 +202,7 @@ def atomic_path(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
         fcntl.flock(fd, fcntl.LOCK_EX)  # held until this writer ends (sweep_leftovers spares it)
         yield tmp
         if tmp.is_file():
-            os.chmod(tmp, file_mode())
+            os.chmod(tmp, file_mode() if mode is None else mode)
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -279,9 +280,9 @@ def publish_files(
     fsync_dir(out)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically."""
-    with atomic_path(path) as tmp:
+def atomic_write_bytes(path: str | Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` atomically (with the permissions ``mode``: default the umask's)."""
+    with atomic_path(path, mode=mode) as tmp:
         tmp.write_bytes(data)
 
 

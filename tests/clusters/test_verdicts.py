@@ -258,6 +258,49 @@ def test_pair_files_of_one_stem_keep_their_own_verdicts(tmp_path: Path) -> None:
     assert _acting(csv_file) == ({("n6", "n7")}, {("n2", "n3")})
 
 
+def test_a_store_that_is_a_link_keeps_its_link_and_its_mode(tmp_path: Path) -> None:
+    """A verdict store kept elsewhere (a symbolic link beside the pair file) and readable by a group only:
+    a merge, a merge stopped before the pair file is written and ``nlsim annotate verdicts --write`` each
+    write the file it links to, keeping its permissions, and leave the link in place."""
+    import os
+    import stat
+
+    from nlsim.annotation.merge import check_verdicts
+    from nlsim.faults import set_fault_hook
+
+    pairs = _pair_file(tmp_path / "news.tsv", merged_before=True)
+    kept = tmp_path / "shared" / "news-verdicts.csv"
+    kept.parent.mkdir()
+    _merge(pairs, [("n0", "n1", "0")], name="first.csv")
+    store = store_path(pairs)
+    store.rename(kept)
+    store.symlink_to(kept)
+    os.chmod(kept, 0o640)
+    _merge(pairs, [("n2", "n3", "1")], name="second.csv")
+    assert store.is_symlink() and store.resolve() == kept.resolve()
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o640
+    assert {v.key for v in load_verdicts(kept).records} == {("n0", "n1"), ("n2", "n3"), ("n8", "n9")}
+    before = kept.read_bytes()
+
+    def halt(point: str) -> None:
+        if point == "merge-verdicts":
+            raise KeyboardInterrupt
+
+    set_fault_hook(halt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _merge(pairs, [("n4", "n5", "1")], name="third.csv")
+    finally:
+        set_fault_hook(None)
+    assert store.is_symlink() and kept.read_bytes() == before
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o640
+    kept.write_text(V1_HEADER + ",n0,n1,0,train,desk,first.csv,\n")  # written before the row checks
+    os.chmod(kept, 0o640)
+    check_verdicts(pairs, write=True, log=lambda _: None)
+    assert store.is_symlink() and stat.S_IMODE(os.stat(kept).st_mode) == 0o640
+    assert {v.key for v in load_verdicts(kept).records} == {("n0", "n1"), ("n2", "n3")}
+
+
 @pytest.mark.parametrize(
     "how", ["torn inside its last row", "torn, an earlier store", "a score edited by hand"]
 )

@@ -41,12 +41,13 @@ import csv
 import hashlib
 import io
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from nlsim.clusters.verdicts.records import COLUMNS, EARLIER, REQUIRED, Verdict, Verdicts, verdict_from_row
 from nlsim.errors import InputError
-from nlsim.io.atomic import atomic_write_text
+from nlsim.io.atomic import atomic_write_bytes
 
 SUFFIX = ".verdicts.csv"
 ROW_CHECK = "row_sha256"
@@ -226,5 +227,19 @@ def store_text(verdicts: Verdicts) -> str:
 
 def save_verdicts(verdicts: Verdicts, path: str | Path) -> None:
     """Write the store atomically (a temporary file beside it, then a rename): a failed write leaves the
-    previous store as it was."""
-    atomic_write_text(path, store_text(verdicts))
+    previous store as it was. A store that is a symbolic link (kept elsewhere) keeps its link: the file it
+    links to is written; an existing store keeps its permissions (:func:`write_store_bytes`)."""
+    write_store_bytes(path, store_text(verdicts).encode("utf-8"))
+
+
+def write_store_bytes(path: str | Path, data: bytes | None) -> None:
+    """Write ``data`` as the store file ``path``, atomically, keeping what the user made of the store: a
+    symbolic link stays in place (the file it links to is written) and an existing file keeps its
+    permissions. ``None`` removes the file (the link stays): a store put back as it was, none."""
+    link = Path(path)
+    target = Path(os.path.realpath(link)) if link.is_symlink() else link
+    if data is None:
+        target.unlink(missing_ok=True)
+        return
+    mode = stat.S_IMODE(os.stat(target).st_mode) if target.is_file() else None
+    atomic_write_bytes(target, data, mode=mode)
