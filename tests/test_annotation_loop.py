@@ -3,6 +3,7 @@ pairs, draw never overwrites an editor's work and never proposes what merge refu
 
 from __future__ import annotations
 
+import csv
 import fcntl
 import io
 import os
@@ -386,6 +387,37 @@ def test_a_semicolon_separated_file_is_named_as_such(pairs: Path, tmp_path: Path
         path.write_text("\ufeff" + body, encoding="utf-8")
         with pytest.raises(InputError, match="separated by ';'"):
             merge_annotations(path, pairs, log=quiet)
+
+
+@pytest.mark.parametrize(
+    ("header", "words"),
+    [
+        ("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore", "separated by tabs"),
+        ("pair_id,id_a,id_b,text_a,text_b,Score", "'Score'"),
+        ("pair_id,id_a,id_b,text_a,text_b,score ", "'score '"),
+        ("pair_id,id_a,id_b,Text_A,text_b,score", "'Text_A'"),
+    ],
+)
+@pytest.mark.parametrize("text_a", ["颱風來了", "颱風, 來了"])
+def test_a_header_a_spreadsheet_changed_is_named_as_such(
+    pairs: Path, tmp_path: Path, header: str, words: str, text_a: str
+) -> None:
+    """A sheet saved as tab-separated text under a .csv name (a title with a comma in it or not), or a
+    column renamed by a capital letter or a space typed after it: the column is there to the editor's eye,
+    so the refusal names what the file has instead of saying the column is missing, or naming a row of
+    another number of fields, and the pair file stays as it was."""
+    sep = "\t" if "\t" in header else ","
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=sep, lineterminator="\n").writerow(
+        [editor_file.pair_id("z1", "z2"), "z1", "z2", text_a, "颱風登陸", "0.5"]
+    )
+    path = tmp_path / "filled.csv"
+    path.write_text(header + "\n" + buf.getvalue(), encoding="utf-8")
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert words in str(err.value) and "missing column" not in str(err.value)
+    assert pairs.read_bytes() == before
 
 
 def test_with_skip_blank_a_duplicate_pair_id_names_the_files_rows(pairs: Path, tmp_path: Path) -> None:

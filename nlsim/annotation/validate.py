@@ -96,16 +96,19 @@ def _check_items(
                 )
 
 
-def _semicolon_separated(path: str | Path) -> bool:
-    """True when the first line of the text file ``path`` has a ``;`` and no comma: a CSV saved by a
-    European Excel, separated by semicolons."""
+def _separated_by(path: str | Path) -> str | None:
+    """The separator of a ``.csv`` file that is not a comma: ``;`` when the first line of the text file
+    ``path`` has one and no comma (a CSV saved by a European Excel), a tab when it has one and no comma
+    (a sheet saved as tab-separated text under a .csv name); else ``None``."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536).decode("utf-8", errors="replace").lstrip("\ufeff")
     except OSError:
-        return False
+        return None
     line = head.split("\n", 1)[0]
-    return ";" in line and "," not in line
+    if "," in line:
+        return None
+    return next((sep for sep in (";", "\t") if sep in line), None)
 
 
 def _semicolon_error(source: str | Path) -> InputError:
@@ -116,6 +119,29 @@ def _semicolon_error(source: str | Path) -> InputError:
         "the file looks separated by ';' (as Excel saves CSV in some countries), not by commas: save it as "
         "comma-separated CSV (CSV UTF-8) and merge again",
     )
+
+
+def _tab_error(source: str | Path) -> InputError:
+    return InputError(
+        source,
+        None,
+        None,
+        "the file looks separated by tabs (saved as tab-separated text), not by commas: save it as "
+        "comma-separated CSV (CSV UTF-8), or name it .tsv, and merge again",
+    )
+
+
+def _refuse_renamed(frame: pd.DataFrame, source: str | Path, col: str) -> None:
+    """Refuse a file whose column ``col`` is there but for case or white space (``Score``, ``score `` with
+    a space typed after it), naming the column as the file has it; nothing when there is none such."""
+    near = [str(c) for c in frame.columns if str(c).strip().lower() == col]
+    if near:
+        raise InputError(
+            source,
+            None,
+            near[0],
+            f"the column is named {near[0]!r}, not {col!r}: name it {col} and merge again",
+        )
 
 
 WORKBOOKS = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
@@ -138,8 +164,9 @@ def read_filled(path: str | Path) -> pd.DataFrame:
     try:
         frame = read_pair_table(path)
     except InputError as exc:
-        if fmt == "csv" and _semicolon_separated(path):
-            raise _semicolon_error(path) from None
+        sep = _separated_by(path) if fmt == "csv" else None
+        if sep is not None:
+            raise (_semicolon_error(path) if sep == ";" else _tab_error(path)) from None
         if exc.row is not None and not exc.sheet:
             rows = sheet_rows(path) if fmt in ("csv", "tsv") else []
             row = rows[exc.row - 1] if 0 < exc.row <= len(rows) else exc.row + 1
@@ -253,14 +280,19 @@ def validate_filled(
     if "score" not in frame.columns:
         if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
             raise _semicolon_error(source)
+        if len(frame.columns) == 1 and "\t" in str(frame.columns[0]):
+            raise _tab_error(source)
+        _refuse_renamed(frame, source, "score")
         raise InputError(source, None, "score", "missing column")
     for col in ("text_a", "text_b"):
         if col not in frame.columns:
+            _refuse_renamed(frame, source, col)
             raise InputError(
                 source, None, col, "missing column (each row holds the two texts its editor read)"
             )
     for col, other in (("id_a", "id_b"), ("id_b", "id_a")):
         if other in frame.columns and col not in frame.columns:
+            _refuse_renamed(frame, source, col)
             raise InputError(
                 source, None, col, f"missing column (the file has {other}: a pair names both items)"
             )
