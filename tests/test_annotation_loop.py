@@ -311,6 +311,35 @@ def test_merge_keeps_the_link_the_mode_the_bom_and_crlf(tmp_path: Path) -> None:
     assert load_pairs(link)["pair_id"].tolist() == ["p1", "p2", editor_file.pair_id("z1", "z2")]
 
 
+@pytest.mark.parametrize("suffix", ["tsv", "parquet"])
+def test_a_pair_file_without_item_ids_keeps_the_ids_the_editors_gave(tmp_path: Path, suffix: str) -> None:
+    """A pair file of texts only (no id_a/id_b, as a benchmark's): the merged pairs keep the item ids of
+    the editors' file (the older rows empty), so the verdicts they made are checked against the pair file
+    and act, instead of the ids being dropped from it."""
+    from nlsim.annotation.merge import check_verdicts
+    from nlsim.dedup.editors import read_editors
+
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["q1"],
+            "text_a": ["股市今天大漲"],
+            "text_b": ["股市今日大漲三成"],
+            "score": [1.0],
+            "split": ["train"],
+        }
+    )
+    pairs = tmp_path / f"pairs.{suffix}"
+    frame.to_parquet(pairs) if suffix == "parquet" else frame.to_csv(pairs, sep="\t", index=False)
+    merge_annotations(one_pair(tmp_path, score="0"), pairs, log=quiet)
+    back = load_pairs(pairs)
+    assert back["id_a"].fillna("").astype(str).tolist() == ["", "z1"]
+    assert back["id_b"].fillna("").astype(str).tolist() == ["", "z2"]
+    said: list[str] = []
+    check = check_verdicts(pairs, log=said.append)
+    assert not check.unchecked and check.in_step, said
+    assert read_editors(pairs, None).constraints().forbids("z1", "z2")
+
+
 def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.csv"
     text = 'pair_id,split,text_a,text_b,score\r\np1,train,"two\r\nlines, ""quoted""",乙,1\r\n'
@@ -319,7 +348,8 @@ def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: P
     back = load_pairs(pairs)
     assert back["text_a"].tolist() == ['two\r\nlines, "quoted"', "颱風來了"]
     assert back["notes"].tolist() == ["", "看過"]
-    assert pairs.read_bytes().startswith(b'pair_id,split,text_a,text_b,score,notes\r\np1,train,"two\r\nlines')
+    head = b'pair_id,split,text_a,text_b,score,id_a,id_b,notes\r\np1,train,"two\r\nlines'
+    assert pairs.read_bytes().startswith(head)
 
 
 @pytest.mark.parametrize(

@@ -70,11 +70,13 @@ def appended(
 
 
 def columns_of(original: pd.DataFrame, new: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The merged pair file's columns, and those of them it adds: the editors' columns ``new`` fills
-    (:data:`editor_file.KEPT`), and ``split`` for a file without splits (empty for its rows)."""
+    """The merged pair file's columns, and those of them it adds: the editors' columns ``new`` fills (the
+    item ids ``id_a`` and ``id_b`` for a pair file of texts only, :data:`editor_file.KEPT`), and ``split``
+    for a file without splits (empty for its rows)."""
     columns = list(original.columns)
     extra: list[str] = []
-    for col in editor_file.KEPT:
+    ids = ("id_a", "id_b") if "id_a" not in columns and "id_b" not in columns else ()
+    for col in (*ids, *editor_file.KEPT):
         if col in new.columns and new[col].astype(str).str.strip().ne("").any() and col not in columns:
             columns.append(col)
             extra.append(col)
