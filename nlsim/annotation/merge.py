@@ -41,6 +41,7 @@ from nlsim.clusters.verdicts import (
     PairRow,
     StoreCheck,
     Verdict,
+    Verdicts,
     check_store,
     holds_already,
     overruling,
@@ -274,11 +275,12 @@ def _verdicts_kept(
     back, a merged pair the store lacks rebuilt, a store under an earlier name taken in, each said), so a
     store that cannot be read, or holds a damaged row, refuses the merge before anything is written. An
     overruling row becomes the pair's verdict with the decisions it overrules
-    (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds. The store is written
-    (atomically) before the body and put back as it was when the body fails or the merge is stopped (Ctrl-C,
-    SIGTERM) before the body is in place; the pair file's rename commits the merge's new pairs (its
-    overrules are committed with the store: a merge killed in between is merged again whole, the overrules
-    holding already). Yields what it did."""
+    (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds. An overruling verdict
+    the pair file contradicts for now (:attr:`~nlsim.clusters.verdicts.StoreCheck.unheld`) is kept, not
+    acting: the store is its only record. The store is written (atomically) before the body and put back as
+    it was when the body fails or the merge is stopped (Ctrl-C, SIGTERM) before the body is in place; the
+    pair file's rename commits the merge's new pairs (its overrules are committed with the store: a merge
+    killed in between is merged again whole, the overrules holding already). Yields what it did."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records = _new_verdicts(fresh, split, filled, now)
     wanted = _new_verdicts(newer, ACTING_SPLIT, filled, now)
@@ -301,7 +303,8 @@ def _verdicts_kept(
         yield kept  # every overrule holds already: nothing to write
         return
     before = store.read_bytes() if store.is_file() else None
-    held = check.verdicts.updated([*records, *overrules])
+    # an overrule the pair file contradicts for now stays (not acting): the store is its only record
+    held = Verdicts.from_records(check.unheld).updated([*check.verdicts.records, *records, *overrules])
     try:  # a merge stopped (Ctrl-C, SIGTERM) once the store is written puts it back, as a failure does
         write_store(check, held)
         fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet

@@ -403,6 +403,30 @@ def test_an_overrule_is_the_newer_verdict_with_the_earlier_kept_and_the_pair_fil
     assert {v.key: v for v in load_verdicts(store_path(pairs)).records}[("n0", "n1")].score == 0.25
 
 
+def test_a_merge_keeps_an_overrule_the_pair_file_contradicts_for_now(tmp_path: Path) -> None:
+    """An editor overruled n0/n1; then the pair file's score of it was changed by hand. The overrule does
+    not hold (said), and a merge of another file keeps it in the store all the same: it lives nowhere else,
+    so once the pair file gives the pair back its score the editor's decision acts again. Only `nlsim
+    annotate verdicts --write` takes it out."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], overrule=True)
+    scored = pairs.read_text(encoding="utf-8")
+    pairs.write_text(scored.replace("\t0.75\ttrain", "\t0.5\ttrain"), encoding="utf-8")
+    said = _merge(pairs, [("n6", "n7", "1")], name="next.csv")
+    assert any("do not hold" in line and "n0/n1" in line for line in said), said
+    assert _acting(pairs) == ({("n6", "n7")}, frozenset())
+    kept = load_verdicts(store_path(pairs)).get(("n0", "n1"))
+    assert kept is not None and kept.score == 0.0 and [d.score for d in kept.earlier] == [0.75]
+    merged = pairs.read_text(encoding="utf-8")
+    pairs.write_text(merged.replace("\t0.5\ttrain", "\t0.75\ttrain"), encoding="utf-8")
+    assert _acting(pairs) == ({("n6", "n7")}, {("n0", "n1")})
+    pairs.write_text(merged, encoding="utf-8")
+    check_verdicts(pairs, write=True, log=lambda _: None)
+    assert load_verdicts(store_path(pairs)).get(("n0", "n1")) is None
+
+
 def test_validation_and_test_pairs_are_never_overruled(tmp_path: Path) -> None:
     pairs = _scored_file(tmp_path / "news.tsv")
     before = pairs.read_bytes()
