@@ -340,6 +340,41 @@ def test_a_pair_file_without_item_ids_keeps_the_ids_the_editors_gave(tmp_path: P
     assert read_editors(pairs, None).constraints().forbids("z1", "z2")
 
 
+@pytest.mark.parametrize("suffix", ["tsv", "csv", "parquet"])
+def test_a_parquet_editors_file_with_empty_cells_merges_them_empty(
+    pairs: Path, tmp_path: Path, suffix: str
+) -> None:
+    """An editors' file saved as Parquet leaves a note, an annotator or a stratum nobody gave as a null
+    cell (and a blank score, with --skip-blank): the merge stores them as empty cells, never as 'nan' or
+    'None', and does not stop with a Python error."""
+    target = tmp_path / f"pairs.{suffix}"
+    frame = load_pairs(pairs)[["pair_id", "split", "id_a", "id_b", "text_a", "text_b", "score", "stratum"]]
+    frame.to_parquet(target) if suffix == "parquet" else frame.to_csv(
+        target, sep="\t" if suffix == "tsv" else ",", index=False
+    )
+    path = tmp_path / "marks.parquet"
+    pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id("z1", "z2"), editor_file.pair_id("z3", "z4"), ""],
+            "id_a": ["z1", "z3", "z5"],
+            "id_b": ["z2", "z4", "z6"],
+            "text_a": ["颱風來了", "股市大跌", "足球"],
+            "text_b": ["颱風登陸", "股市下跌", "籃球"],
+            "stratum": ["near-miss", None, None],
+            "score": [0.5, 1.0, None],
+            "annotator": [None, "desk", None],
+            "notes": ["看過", None, None],
+        }
+    ).to_parquet(path)
+    merge_annotations(path, target, skip_blank=True, log=quiet)
+    back = load_pairs(target).fillna("")
+    new = back[back["pair_id"].str.startswith("ed-")]
+    assert new["notes"].tolist() == ["看過", ""]
+    assert new["annotator"].tolist() == ["", "desk"]
+    assert new["stratum"].tolist() == ["editor-loop:near-miss", "editor-loop"]
+    assert not back.astype(str).isin(["nan", "None", "<NA>"]).any().any()
+
+
 def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.csv"
     text = 'pair_id,split,text_a,text_b,score\r\np1,train,"two\r\nlines, ""quoted""",乙,1\r\n'

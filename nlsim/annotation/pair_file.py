@@ -77,7 +77,7 @@ def columns_of(original: pd.DataFrame, new: pd.DataFrame) -> tuple[list[str], li
     extra: list[str] = []
     ids = ("id_a", "id_b") if "id_a" not in columns and "id_b" not in columns else ()
     for col in (*ids, *editor_file.KEPT):
-        if col in new.columns and new[col].astype(str).str.strip().ne("").any() and col not in columns:
+        if col in new.columns and not new[col].map(is_blank).all() and col not in columns:
             columns.append(col)
             extra.append(col)
     if "split" not in columns:
@@ -88,18 +88,21 @@ def columns_of(original: pd.DataFrame, new: pd.DataFrame) -> tuple[list[str], li
 
 def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFrame:
     """The editors' rows as the pair file's rows (its ``columns``, as text), in ``split``."""
-    add = pd.DataFrame({c: new[c].astype(str) if c in new.columns else "" for c in columns})
+    add = pd.DataFrame({c: new[c].map(_text) if c in new.columns else "" for c in columns}, dtype=object)
     add["split"] = split
     add["score"] = new["score"].map(lambda s: f"{s + 0.0:g}")
     if "annotations" in columns:
         add["annotations"] = add["score"]
     if "stratum" in columns:
-        add["stratum"] = (
-            (f"{editor_file.MERGED}:" + new["stratum"].astype(str))
-            if "stratum" in new.columns
-            else editor_file.MERGED
-        )
+        given = new["stratum"].map(_text) if "stratum" in new.columns else pd.Series([""] * len(new))
+        add["stratum"] = [f"{editor_file.MERGED}:{s}" if s else editor_file.MERGED for s in given]
     return add
+
+
+def _text(value: object) -> str:
+    """A cell of the editors' file as the pair file's text: an empty cell (a Parquet null, NaN) is empty,
+    never ``nan`` or ``None``."""
+    return "" if is_blank(value) else str(value)
 
 
 def _one_parquet_type(old: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:
