@@ -375,6 +375,32 @@ def test_a_parquet_editors_file_with_empty_cells_merges_them_empty(
     assert not back.astype(str).isin(["nan", "None", "<NA>"]).any().any()
 
 
+@pytest.mark.parametrize("export", [False, True])
+def test_an_editors_file_given_as_the_pair_file_is_refused_untouched(tmp_path: Path, export: bool) -> None:
+    """Two editors' files given the wrong way round (``--pairs marks-1.csv --filled marks-2.csv``): the
+    delivered file is kept as delivered, never given a split column, the other file's rows and a verdict
+    store of its own; the refusal says which option it belongs to (exit 2, as for options that cannot
+    work)."""
+    from nlsim.annotation.merge import check_verdicts
+
+    delivered = one_pair(tmp_path, "marks-1.csv", score="1")  # a drawn file, scored
+    frame = pd.read_csv(delivered, dtype=str, keep_default_na=False)
+    frame = frame.reindex(columns=list(editor_file.COLUMNS), fill_value="")
+    if export:  # the report page's export: the texts' hashes and the overrule column after the others
+        frame["sha256_a"] = editor_file.text_sha256("颱風來了")
+        frame["sha256_b"] = editor_file.text_sha256("颱風登陸")
+        frame["overrule"] = "false"
+    frame.to_csv(delivered, index=False)
+    before = delivered.read_bytes()
+    other = one_pair(tmp_path, "marks-2.csv", id_a="z3", id_b="z4", pair_id="", text_a="股市大跌")
+    with pytest.raises(ConfigError, match="--filled"):
+        merge_annotations(other, delivered, log=quiet)
+    with pytest.raises(ConfigError, match="--filled"):
+        check_verdicts(delivered, write=True, log=quiet)
+    assert delivered.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["marks-1.csv", "marks-2.csv"]
+
+
 def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.csv"
     text = 'pair_id,split,text_a,text_b,score\r\np1,train,"two\r\nlines, ""quoted""",乙,1\r\n'

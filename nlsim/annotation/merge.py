@@ -166,6 +166,7 @@ def merge_annotations(
     with merge_lock(target):
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
         original = read_pair_table(target)  # existing rows are written back exactly as read
+        _refuse_editors_file(pairs_file, original)
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
@@ -200,6 +201,17 @@ def _check_options(split: str, corpus: str | Path | None, text_field: str | None
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     if text_field is not None and corpus is None:
         raise ConfigError(f"--text-field {text_field}: a column of --corpus, which is not given")
+
+
+def _refuse_editors_file(pairs_file: str | Path, table: pd.DataFrame) -> None:
+    """Refuse a ``--pairs`` that is an editors' file (a drawn file or a page export, by its columns: no
+    pair file has exactly those), which a merge or ``--write`` would rewrite: two editors' files given
+    the wrong way round. The file is kept as delivered."""
+    if editor_file.is_editors_header(table.columns):
+        raise ConfigError(
+            f"--pairs {pairs_file} is an editors' file (nlsim annotate draw, or a report page's export), not "
+            "an annotated pair file: give it as --filled, and the pair file it goes into as --pairs"
+        )
 
 
 def _merge_said(result: MergeResult, skip_scored: bool) -> str:
@@ -351,6 +363,8 @@ def check_verdicts(
     path = Path(pairs_file)
     target = Path(os.path.realpath(path)) if path.exists() else path
     with merge_lock(target):
+        if path.exists():
+            _refuse_editors_file(pairs_file, read_pair_table(target))
         check = check_store(path)
         for line in check.notes():
             log(line)

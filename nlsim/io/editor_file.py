@@ -126,6 +126,17 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def is_editors_header(columns: Any) -> bool:
+    """Whether ``columns`` are exactly an editors' file's: :data:`COLUMNS`, with or without
+    :data:`HASH_COLUMNS` and :data:`OVERRULE` after them (a pair file a merge wrote has a ``split``).
+
+    >>> is_editors_header(COLUMNS), is_editors_header([*COLUMNS, "split"])
+    (True, False)
+    """
+    exports = (list(COLUMNS), list(COLUMNS + HASH_COLUMNS), [*COLUMNS, *HASH_COLUMNS, OVERRULE])
+    return [str(c) for c in columns] in exports
+
+
 def scores_held(path: str | Path) -> int | None:
     """How many filled ``score`` cells the editors' file ``path`` holds; ``None`` when ``path`` is not an
     editors' file (its header is not exactly :data:`COLUMNS`, with or without :data:`HASH_COLUMNS` and
@@ -141,8 +152,7 @@ def scores_held(path: str | Path) -> int | None:
         frame = read_table(path, allowed=("csv",))
     except (NlsimError, OSError, ValueError):
         return None
-    exports = (list(COLUMNS), list(COLUMNS + HASH_COLUMNS), [*COLUMNS, *HASH_COLUMNS, OVERRULE])
-    if [str(c) for c in frame.columns] not in exports:
+    if not is_editors_header(frame.columns):
         return None
     return int(sum(1 for v in frame["score"] if str(v).strip() != ""))
 
