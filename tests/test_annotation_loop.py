@@ -401,6 +401,29 @@ def test_an_editors_file_given_as_the_pair_file_is_refused_untouched(tmp_path: P
     assert sorted(p.name for p in tmp_path.iterdir()) == ["marks-1.csv", "marks-2.csv"]
 
 
+def test_a_pair_scored_in_traditional_is_scored_in_simplified(pairs: Path, tmp_path: Path) -> None:
+    """The test pair p2 (足球聯賽閉幕 / 足球聯賽開幕) scored again from a corpus in Simplified
+    characters, under other item ids: models read both scripts as one (tw2sp), so merged into train it would
+    train on a test pair. The merge names it as already annotated, as draw never proposes it; --skip-scored
+    skips it."""
+    before = pairs.read_bytes()
+    path = filled(
+        tmp_path,
+        id_a=["s04", "z1"],
+        id_b=["s03", "z2"],
+        text_a=["足球联赛闭幕", "颱風來了"],
+        text_b=["足球联赛开幕", "颱風登陸"],
+        score=["0.5", "1"],
+    )
+    with pytest.raises(InputError) as err:
+        merge_annotations(path, pairs, log=quiet)
+    assert (err.value.row, err.value.field) == (2, "text_a") and "'p2'" in err.value.reason
+    assert pairs.read_bytes() == before
+    result = merge_annotations(path, pairs, skip_scored=True, log=quiet)
+    assert (result.added, result.skipped_scored) == (1, 1)
+    assert load_pairs(pairs)["pair_id"].tolist() == ["p1", "p2", editor_file.pair_id("z1", "z2")]
+
+
 def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.csv"
     text = 'pair_id,split,text_a,text_b,score\r\np1,train,"two\r\nlines, ""quoted""",乙,1\r\n'

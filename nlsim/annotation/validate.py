@@ -30,12 +30,14 @@ from nlsim.clusters.verdicts import (
     PairRow,
     pair_rows,
 )
+from nlsim.conversion import DEFAULT_MODE, convert
 from nlsim.errors import InputError, InputErrors
 from nlsim.io import editor_file
 from nlsim.io.cells import describe, first_control
 from nlsim.io.corpus import load_items
 from nlsim.io.pairs import (
     item_id,
+    normalise_text,
     pair_keys,
     read_pair_table,
     validate_pairs,
@@ -597,6 +599,19 @@ def check_texts(
     return out, problems
 
 
+SCRIPT = "script"
+"""The key of a pair by its two texts converted to one script (:data:`~nlsim.conversion.DEFAULT_MODE`, as
+models read them by default) and normalised: a pair in Traditional characters is the pair in Simplified
+ones, as ``nlsim annotate draw`` counts them."""
+
+
+def script_keys(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    """Each row's :data:`SCRIPT` key (its two texts in one script, normalised, in order)."""
+    a = [normalise_text(t) for t in convert([str(t) for t in frame["text_a"]], DEFAULT_MODE)]
+    b = [normalise_text(t) for t in convert([str(t) for t in frame["text_b"]], DEFAULT_MODE)]
+    return [(SCRIPT, *sorted((x, y))) for x, y in zip(a, b, strict=True)]
+
+
 def _conflicts(
     new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
 ) -> tuple[list[InputError], list[InputError]]:
@@ -606,6 +621,9 @@ def _conflicts(
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     known_ids = set(existing["pair_id"])
     known = known_pairs(existing)
+    for key, pid in zip(script_keys(existing), existing["pair_id"], strict=True):
+        known.setdefault(key, str(pid))
+    read = script_keys(new)
     texts: dict[str, str] = {}
     if "id_a" in existing.columns and "id_b" in existing.columns:
         for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
@@ -615,6 +633,7 @@ def _conflicts(
     scored: list[InputError] = []
     other: list[InputError] = []
     for i, (r, keys) in enumerate(zip(new.itertuples(index=False), pair_keys(new), strict=True)):
+        keys = [*sorted(keys), read[i]]  # the script's key last: a pair known as written is named so
         row = int(rows[i])
         what = f"pair {r.pair_id!r}"
         if hasattr(r, "id_a") and hasattr(r, "id_b"):
@@ -624,12 +643,17 @@ def _conflicts(
         else:
             for key in keys:
                 if key in known:
+                    how = (
+                        f" (its texts in another script: {DEFAULT_MODE}, as models read them)"
+                        if key[0] == SCRIPT
+                        else ""
+                    )
                     scored.append(
                         _sheet(
                             filled,
                             row,
                             "id_a" if key[0] == "id_a" else "text_a",
-                            f"{what} is already annotated in {pairs_file} as {known[key]!r}",
+                            f"{what} is already annotated in {pairs_file} as {known[key]!r}{how}",
                         )
                     )
                     break
