@@ -205,7 +205,7 @@ def test_draw_never_overwrites_an_editors_scores_or_a_foreign_file(tmp_path: Pat
     assert out.read_bytes() == before
     mine = tmp_path / "mine.csv"
     mine.write_text("my,notes\n1,2\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="not a"):
+    with pytest.raises(ConfigError, match="is not a drawn editors' file"):
         draw(corpus, mine)
     assert mine.read_text(encoding="utf-8") == "my,notes\n1,2\n"
     with pytest.raises(ConfigError, match="is the same path as --corpus"):  # named for what it is

@@ -384,4 +384,6 @@ def check_out(out: str | Path) -> None:
             f"--out {out} already holds {held} score(s) filled in by an editor; refusing to overwrite "
             "them: merge it first (nlsim annotate merge) or choose another --out"
         )
-    check_replaceable(path, lambda _: held == 0, what="--out", kind="editors' file (nlsim annotate draw)")
+    check_replaceable(
+        path, lambda _: held == 0, what="--out", kind="drawn editors' file (nlsim annotate draw)"
+    )
