@@ -424,6 +424,35 @@ def test_a_pair_scored_in_traditional_is_scored_in_simplified(pairs: Path, tmp_p
     assert load_pairs(pairs)["pair_id"].tolist() == ["p1", "p2", editor_file.pair_id("z1", "z2")]
 
 
+def test_a_new_pair_under_a_pair_id_the_pair_file_gives_another_pair_is_never_skipped(
+    pairs: Path, tmp_path: Path
+) -> None:
+    """An editors' file numbering its pairs by hand (p1, q2) names a new pair z1/z2 'p1', the id of the pair
+    file's n00/n01: the merge says the id is taken by another pair, never that z1/z2 is already annotated,
+    and --skip-scored does not drop it unmerged as if it were. The same pair under its own id still is
+    already annotated."""
+    before = pairs.read_bytes()
+    path = filled(
+        tmp_path,
+        pair_id=["p1", "q2"],
+        id_a=["z1", "z3"],
+        id_b=["z2", "z4"],
+        text_a=["颱風來了", "股市大跌"],
+        text_b=["颱風登陸", "股市下跌"],
+        score=["0.5", "1"],
+    )
+    for skip in (False, True):
+        with pytest.raises(InputError) as err:
+            merge_annotations(path, pairs, skip_scored=skip, log=quiet)
+        assert (err.value.row, err.value.field) == (2, "pair_id")
+        assert "another pair" in err.value.reason and "already annotated" not in err.value.reason
+    assert pairs.read_bytes() == before
+    again = filled(tmp_path, "again.csv", pair_id=["p1"], id_a=["n01"], id_b=["n00"],
+                   text_a=["股市今日大漲三成"], text_b=["股市今天大漲"], score=["0"])  # fmt: skip
+    with pytest.raises(InputError, match="already annotated"):
+        merge_annotations(again, pairs, log=quiet)
+
+
 def test_a_csv_pair_file_given_new_columns_keeps_every_existing_cell(tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.csv"
     text = 'pair_id,split,text_a,text_b,score\r\np1,train,"two\r\nlines, ""quoted""",乙,1\r\n'

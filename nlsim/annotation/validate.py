@@ -616,12 +616,18 @@ def _conflicts(
     new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
 ) -> tuple[list[InputError], list[InputError]]:
     """Every conflict of ``new`` with the pair file at once: the rows whose pair is already annotated (by
-    pair id, item ids or texts), and the rows naming an item id whose text differs from the pair file's.
+    pair id, item ids or texts), and the others: a row naming an item id whose text differs from the pair
+    file's, a new pair under the pair id the pair file gives another pair.
     Returns ``(already annotated, other conflicts)``, each problem named by file, row and field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-    known_ids = set(existing["pair_id"])
+    scripts = script_keys(existing)
+    by_id: dict[str, tuple[set[tuple[str, ...]], str]] = {}  # each pair id: its pair's keys, and the pair
+    for r, keys, script in zip(existing.itertuples(index=False), pair_keys(existing), scripts, strict=True):
+        ids = (item_id(getattr(r, "id_a", "")), item_id(getattr(r, "id_b", "")))
+        named = " / ".join(ids) if all(ids) else f"{r.text_a} / {r.text_b}"
+        by_id.setdefault(str(r.pair_id), ({*keys, script}, named))
     known = known_pairs(existing)
-    for key, pid in zip(script_keys(existing), existing["pair_id"], strict=True):
+    for key, pid in zip(scripts, existing["pair_id"], strict=True):
         known.setdefault(key, str(pid))
     read = script_keys(new)
     texts: dict[str, str] = {}
@@ -638,8 +644,15 @@ def _conflicts(
         what = f"pair {r.pair_id!r}"
         if hasattr(r, "id_a") and hasattr(r, "id_b"):
             what += f" ({r.id_a} / {r.id_b})"
-        if r.pair_id in known_ids:
+        held = by_id.get(str(r.pair_id))
+        if held is not None and held[0] & set(keys):
             scored.append(_sheet(filled, row, "pair_id", f"{what} is already annotated in {pairs_file}"))
+        elif held is not None and not any(key in known for key in keys):
+            why = (
+                f"pair id {r.pair_id!r} is the id of another pair in {pairs_file} ({held[1]}), not of this "
+                "one: give this pair another id, or empty the cell (its id is then made from its items)"
+            )
+            other.append(_sheet(filled, row, "pair_id", why))
         else:
             for key in keys:
                 if key in known:
