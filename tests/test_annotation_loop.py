@@ -563,6 +563,20 @@ def test_a_header_a_spreadsheet_changed_is_named_as_such(
     assert pairs.read_bytes() == before
 
 
+def test_a_header_repeated_inside_the_file_is_named_as_such(pairs: Path, tmp_path: Path) -> None:
+    """Two editors' files joined into one (``cat a.csv b.csv``): the second header is a row of the sheet.
+    The refusal names that row as the header again, not as a score that is not a number."""
+    first = one_pair(tmp_path, "a.csv")
+    second = one_pair(tmp_path, "b.csv", id_a="z3", id_b="z4", pair_id="", text_a="股市大跌")
+    joined = tmp_path / "both.csv"
+    joined.write_bytes(first.read_bytes() + second.read_bytes())
+    before = pairs.read_bytes()
+    with pytest.raises(InputError) as err:
+        merge_annotations(joined, pairs, log=quiet)
+    assert err.value.row == 3 and "header" in err.value.reason and "not a number" not in str(err.value)
+    assert pairs.read_bytes() == before
+
+
 def test_with_skip_blank_a_duplicate_pair_id_names_the_files_rows(pairs: Path, tmp_path: Path) -> None:
     path = filled(tmp_path, pair_id=["e1", "e9", "e3", "e9"], text_a=["甲", "丙", "戊", "庚"],
                   text_b=["乙", "丁", "己", "辛"], score=["", "1", "1", "0"])  # fmt: skip

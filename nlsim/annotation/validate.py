@@ -310,6 +310,11 @@ def validate_filled(
         why = f"not scored ({int(blank.sum())} blank row(s); score them or pass --skip-blank)"
         found.extend(_sheet(source, int(r), "score", why) for r in rownum[blank.to_numpy()])
     frame, rownum = frame[~blank].reset_index(drop=True), rownum[~blank.to_numpy()].reset_index(drop=True)
+    again = np.array([_repeats_header(r, frame.columns) for r in frame.itertuples(index=False)], dtype=bool)
+    if again.any():  # two files joined into one (cat a.csv b.csv): the second header is a row of the sheet
+        why = "the header again (two editors' files joined into one?): remove the row, or merge each file"
+        found.extend(_sheet(source, int(r), None, why) for r in rownum[again])
+        frame, rownum = frame[~again].reset_index(drop=True), rownum[~again].reset_index(drop=True)
     frame = frame.copy()
     for col in ("pair_id", "id_a", "id_b"):  # "n-1 " or a no-break space typed around an id
         if col in frame.columns:
@@ -334,6 +339,15 @@ def validate_filled(
     checked = checked[sound_rows].reset_index(drop=True)
     checked.attrs["rows"] = rownum[sound_rows].tolist()
     return checked
+
+
+def _repeats_header(row: tuple[Any, ...], columns: pd.Index) -> bool:
+    """Whether a row of an editors' file is its header again: its score cell says ``score`` and every
+    other cell it fills is its column's name."""
+    cells = dict(zip((str(c) for c in columns), row, strict=True))
+    if str(cells.get("score", "")).strip().lower() != "score":
+        return False
+    return all(is_blank(v) or str(v).strip().lower() == c.strip().lower() for c, v in cells.items())
 
 
 def split_problems(new: pd.DataFrame, split: str, filled: str | Path) -> list[InputError]:
