@@ -397,16 +397,20 @@ def check_as_of(value: str) -> Any:
 
 
 def parse_time(value: Any, what: str) -> Any:
-    """A UTC ``pandas.Timestamp`` from an ISO date or time; a clear error for anything else."""
+    """A UTC ``pandas.Timestamp`` from a date or time written as a ``published_at`` is read (year first or
+    RFC 2822; without an offset, UTC): ``12/05/2024``, ``2024-05-01 16:00 GMT+8`` or a placeholder year
+    would be guessed, and a state's clock never moves back, so each is refused with the reason."""
     import pandas as pd  # deferred: the settings are imported by the command line before pandas is needed
 
-    try:
-        ts = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        ts = pd.NaT
-    if ts is pd.NaT or pd.isna(ts):
+    from nlsim.io.corpus import TIME_RANGE, read_time
+
+    # a year far ahead is left to check_as_of, which says why it is refused (after now)
+    read = read_time(value.strip() if isinstance(value, str) else value, years=(TIME_RANGE[0], 9999))
+    if read.reason is not None:
+        raise ConfigError(f"{what} {value!r}: {read.reason}")
+    if read.time is None or pd.isna(read.time):
         raise ConfigError(
             f"{what} {value!r}: not a date or time; give ISO 8601, e.g. 2026-11-22 or "
             "2026-11-22T06:30:00+08:00"
         )
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return read.time

@@ -252,7 +252,7 @@ class TimeRead:
     naive: bool = False
 
 
-def _check_time(value: Any, zone: dt.tzinfo = dt.UTC) -> TimeRead:
+def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIME_RANGE) -> TimeRead:
     """A time as UTC, or the reason it is refused; a time without an offset is read on ``zone``'s clock.
 
     Example:
@@ -277,10 +277,10 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC) -> TimeRead:
         return TimeRead(None, reason)
     if ts is pd.NaT:
         return TimeRead(pd.NaT)
-    if not TIME_RANGE[0] <= ts.year <= TIME_RANGE[1]:
+    if not years[0] <= ts.year <= years[1]:
         return TimeRead(
             None,
-            f"time {value!s:.40} is outside the years {TIME_RANGE[0]}-{TIME_RANGE[1]} (a placeholder for "
+            f"time {value!s:.40} is outside the years {years[0]}-{years[1]} (a placeholder for "
             "no date? leave the cell empty)",
         )
     if ts.tzinfo is not None:
@@ -294,6 +294,21 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC) -> TimeRead:
             f"time {value!s:.40} has no offset, and the clocks of {zone} {how} it (a daylight-saving "
             f"change): {WRITE_ISO}",
         )
+
+
+def read_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIME_RANGE) -> TimeRead:
+    """A time given by hand (``--as-of``) read as a ``published_at`` cell is: year first or RFC 2822, with
+    an offset or on ``zone``'s clock, in the years a time can have; never guessed (``12/05/2024``,
+    ``GMT+8``, a zone name), the reason said instead. ``years``: the years a time may have (a caller that
+    refuses a far future itself, with its own reason, lets later years through).
+
+    Example:
+        >>> str(read_time("2024-05-01T08:00:00+08:00").time)
+        '2024-05-01 00:00:00+00:00'
+        >>> read_time("12/05/2024").reason  # doctest: +ELLIPSIS
+        "time '12/05/2024' is neither year first ..."
+    """
+    return _check_time(value, zone, years)
 
 
 def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) -> None:

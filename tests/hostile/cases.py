@@ -832,6 +832,21 @@ def bad_options() -> list[Case]:
             dedup("news.csv", "--state", "st", "--as-of", "yesterday"),
             ("--as-of", "yesterday"),
         ),
+        (  # the 12th of May or the 5th of December? a state's clock never moves back: never guessed
+            "as-of-day-first",
+            dedup("news.csv", "--state", "st", "--as-of", "12/05/2024"),
+            ("--as-of", "12/05/2024", "year first"),
+        ),
+        (  # POSIX reads GMT+8 as 8 hours behind UTC, a newsroom means ahead
+            "as-of-gmt-plus-offset",
+            dedup("news.csv", "--state", "st", "--as-of", "2024-05-01 16:00 GMT+8"),
+            ("--as-of", "GMT+8"),
+        ),
+        (  # a placeholder year: no clock a state can hold
+            "as-of-year-one",
+            dedup("news.csv", "--state", "st", "--as-of", "0001-01-01"),
+            ("--as-of", "0001-01-01"),
+        ),
         ("date-impossible", dedup("news-{date}.csv", "--date", "2024-13-45"), ("--date",)),
         ("corpus-other-placeholder", dedup("news-{day}.csv"), ("news-{day}.csv",), 1),
         ("timezone-unknown", dedup("news.csv", "--timezone", "Mars/Base"), ("--timezone",)),
