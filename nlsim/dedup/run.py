@@ -267,7 +267,7 @@ def _check_model(log: RunLog, daily: StateSettings, window: Window, model: stage
 def all_seen(window: Window) -> bool:
     """Every item of the day was already in the window with the same text: a daily run with nothing new."""
     counts = window.counts
-    return bool(counts.items_in) and counts.skipped == counts.items_in
+    return bool(counts.items_in) and counts.skipped == counts.items_in and not window.held
 
 
 def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
@@ -282,6 +282,15 @@ def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
         log.say(
             f"{why}: a day older than the runs before it, run after them; its report goes to "
             f"runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"
+        )
+    if window.held:
+        shown = ", ".join(window.held[:10]) + (
+            f" and {len(window.held) - 10} more" if len(window.held) > 10 else ""
+        )
+        log.say(
+            f"{len(window.held)} item(s) of {settings.input.corpus_path} differ from the window's copies, "
+            f"which a later day's run read ({shown}): kept as the window holds them (a day run out of order "
+            "does not undo a later correction; send a correction with the current day's file)"
         )
     if all_seen(window):
         log.say(

@@ -116,6 +116,9 @@ class Window:
     copies: Copies | None = None
     """The window's exact copies (the copies stage's; ``None`` before it ran)."""
     older_day: bool = False
+    held: tuple[str, ...] = ()
+    """Ids of an older day's items that differ from the window's copies, which a later day's run read: kept
+    as the window holds them (:func:`later_versions`)."""
     _converted: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """The converted texts of the rows converted so far (a cache, not part of the window's value)."""
 
@@ -312,6 +315,8 @@ class Classified:
     expired: set[str]
     changed: set[str]
     todo: np.ndarray
+    held: tuple[str, ...] = ()
+    """Known ids whose row differs but whose kept copy is newer (``keep`` of :func:`classify`): skipped."""
 
     @property
     def gone(self) -> set[str]:
@@ -376,8 +381,14 @@ def _details_changed(kept: tuple[str, ...], today: tuple[str, ...]) -> bool:
     return any(new and new != old for old, new in zip(kept, today, strict=True))
 
 
-def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | None) -> Classified:
+def classify(
+    today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | None, keep: frozenset[str] = frozenset()
+) -> Classified:
     """Today's items against the kept ones (see the module docstring).
+
+    ``keep``: kept ids whose kept copy is newer than today's row (a later day's, when today is an older day:
+    :func:`later_versions`): such a row that differs is ``skipped`` and named in ``held``, never ``changed``
+    (a day run out of order does not undo a later day's correction).
 
     A known id is ``changed`` when its text, its ``published_at`` or one of its :data:`SHOWN_DETAILS`
     changed (a corrected time, title, source or link is read again, as a corrected text is: the report,
@@ -392,6 +403,7 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
     prev_time = dict(zip(kept_ids, kept["published_at"], strict=True))
     prev_details = dict(zip(kept_ids, _details(kept), strict=True))
     status = []
+    held = []
     fields = (today["id"], today["content_hash"], today["retain_from"], today["published_at"])
     rows = zip(*fields, _details(today), strict=True)
     for i, h, rf, published, details in rows:
@@ -399,6 +411,9 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
         same = i in prev_hash and prev_hash[i] == h and not _details_changed(prev_details[i], details)
         if same and not _time_changed(prev_time[i], published):
             status.append("skipped")
+        elif i in keep and i not in expired:
+            status.append("skipped")
+            held.append(str(i))
         elif i in prev_hash and i not in expired:
             status.append("changed")
         elif cutoff is not None and (rf < cutoff or (i in expired and not dated)):
@@ -408,7 +423,36 @@ def classify(today: pd.DataFrame, kept: pd.DataFrame, cutoff: pd.Timestamp | Non
     status_s = pd.Series(status, dtype=object)
     changed = set(today.loc[(status_s == "changed").to_numpy(), "id"])
     todo = status_s.isin(["new", "changed"]).to_numpy()
-    return Classified(status_s, expired, changed, todo)
+    return Classified(status_s, expired, changed, todo, tuple(held))
+
+
+RUN_CLOCK = "%Y%m%dT%H%M%SZ"
+"""How an incremental run's id begins: its clock (``as_of``) in UTC (:func:`incremental_window`)."""
+
+
+def later_versions(kept: pd.DataFrame, latest: Any, timezone: str = "UTC") -> frozenset[str]:
+    """The kept ids whose copy a run of a later day than ``latest`` (the latest time of an older day's
+    items) read: its clock (the start of its ``embedded_run`` id) falls on a later date in ``timezone``.
+    Such a copy is newer than the older day's row of the item, which must not replace it; a copy the older
+    day's own run read (a corrected file of that day run again) is not among them.
+
+    >>> kept = pd.DataFrame({"id": ["a", "b", "c"], "embedded_run": ["20260326T090000Z-ab",
+    ...     "20260325T200000Z-cd", "not-a-run-id"]})
+    >>> sorted(later_versions(kept, pd.Timestamp("2026-03-25T08:00Z")))
+    ['a']
+    """
+    if pd.isna(latest) or "embedded_run" not in kept:
+        return frozenset()
+    day = pd.Timestamp(latest).tz_convert(timezone).date()
+    out = set()
+    for i, run in zip(kept["id"].astype(str), kept["embedded_run"].fillna("").astype(str), strict=True):
+        try:
+            clock = pd.Timestamp(dt.datetime.strptime(run.split("-", 1)[0], RUN_CLOCK), tz="UTC")
+        except ValueError:
+            continue
+        if clock.tz_convert(timezone).date() > day:
+            out.add(i)
+    return frozenset(out)
 
 
 def check_not_all_too_old(
@@ -541,12 +585,14 @@ def incremental_window(
         run_id = last.run_id  # the last commit's input again: a replay, under that commit's id
     else:
         previous = last.run_id if last is not None else ""
-        run_id = f"{ref.strftime('%Y%m%dT%H%M%SZ')}-{run_key(key, previous)[:10]}"
+        run_id = f"{ref.strftime(RUN_CLOCK)}-{run_key(key, previous)[:10]}"
     kept = state.items.reset_index(drop=True)
     cutoff = ref - pd.Timedelta(days=float(daily.retention_days)) if daily.retention_days else None
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
-    classified = classify(today, kept, cutoff)
+    older = older_day(state, times, day_end(day, timezone))
+    keep = later_versions(kept, times.max(), timezone) if older and len(times) else frozenset()
+    classified = classify(today, kept, cutoff, keep)
     check_not_all_too_old(corpus, classified, cutoff, ref)
     items, keep_mask, n_base = _window_items(kept, today, classified, run_id)
     previous, anchors = restore(state, classified.expired)
@@ -580,5 +626,6 @@ def incremental_window(
         reembed=reembed,
         regroup=switch is not None,
         state=state,
-        older_day=older_day(state, times, day_end(day, timezone)),
+        older_day=older,
+        held=classified.held,
     )

@@ -1045,6 +1045,42 @@ def test_a_day_run_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> 
     assert (out2 / "latest").resolve() == late.report_dir.resolve()
 
 
+@pytest.mark.slow
+def test_a_day_run_after_a_later_one_does_not_undo_the_later_days_correction(tmp_path: Path) -> None:
+    """The 25th, then the 26th with a corrected headline of an item of the 25th, then the 25th run again: the
+    window keeps the 26th's headline (the older day's copy of the item is older), and says so; a corrected
+    file of the 25th itself run again still corrects what the 25th's own run read."""
+    corpus = story_corpus().assign(published_at=lambda f: f["published_at"] + pd.DateOffset(years=21))
+    days = split_days(corpus, tmp_path / "in", ["2026-03-02", "2026-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    day1 = pd.read_parquet(days[0])
+    fixed = day1[day1["id"] == "c1"].assign(title="kappa lambda mu corrected")
+    day2 = pd.concat([pd.read_parquet(days[1]), fixed], ignore_index=True)
+    day2.to_parquet(tmp_path / "day2.parquet", index=False)
+    r2 = run_daily(_config(tmp_path / "day2.parquet", out), state, retention_days=None, encoder=enc)
+    assert r2.stats.counts.changed == 1
+
+    def title(item: str) -> str:
+        items = open_state(state).items
+        return str(items.loc[items["id"] == item, "title"].iloc[0])
+
+    assert title("c1") == "kappa lambda mu corrected"
+    again = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert again.stats.older_day and again.stats.counts.changed == 0
+    assert title("c1") == "kappa lambda mu corrected"  # it went back to the 25th's headline
+    assert any("c1" in m and "later day" in m for m in again.stats.messages)
+    assert not again.stats.all_seen
+    # the 25th's file corrected and run again: what only the 25th's run read is corrected
+    day1.assign(title=day1["title"].where(day1["id"] != "d1", "omicron pi rho fixed")).to_parquet(
+        tmp_path / "day1-fixed.parquet", index=False
+    )
+    fix = run_daily(_config(tmp_path / "day1-fixed.parquet", out), state, retention_days=None, encoder=enc)
+    assert fix.stats.older_day and fix.stats.counts.changed == 1 and title("d1") == "omicron pi rho fixed"
+    assert title("c1") == "kappa lambda mu corrected"
+
+
 class AngleEncoder:
     """Each text a unit vector in a plane at the angle its title names (``"story at 45"``): the cosines of
     a planned link graph."""
