@@ -217,9 +217,16 @@ def batch_window(corpus: Corpus, identity: Any = None, params: dict[str, Any] | 
     )
 
 
-def day_start(timezone: str = "UTC") -> pd.Timestamp:
-    """The start of today in ``timezone``, as a UTC time: the clock of a day whose items have no date."""
-    return pd.Timestamp.now(tz=timezone).floor("D").tz_convert("UTC")
+def day_start(timezone: str = "UTC", now: pd.Timestamp | None = None) -> pd.Timestamp:
+    """The start of today (the day of ``now``, default the wall clock) in ``timezone``, as a UTC time: the
+    clock of a day whose items have no date. On a day whose clocks skip or repeat midnight (a daylight-saving
+    change at 00:00, as in Cairo or Havana) it is the day's first instant.
+
+    >>> str(day_start("Africa/Cairo", pd.Timestamp("2024-04-26T10:00Z")))
+    '2024-04-25 22:00:00+00:00'
+    """
+    today = (pd.Timestamp.now(tz=timezone) if now is None else pd.Timestamp(now).tz_convert(timezone)).date()
+    return pd.Timestamp(today, tz=timezone).tz_convert("UTC")
 
 
 def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str = "UTC") -> pd.Timestamp:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from nlsim.clusters.order import OrderKey, order_key_of
-from nlsim.dedup.window import Window, batch_window, classify, expire, prune
+from nlsim.dedup.window import Window, batch_window, classify, day_start, expire, prune
 from nlsim.io.corpus import Corpus
 from nlsim.report.record import Counts
 
@@ -106,3 +106,20 @@ def test_order_keys_have_named_fields_and_sort_by_the_order_rule() -> None:
         "2024-01-02", tz="UTC"
     ).value
     assert sorted([undated, dated]) == [dated, undated]
+
+
+@pytest.mark.parametrize(
+    ("zone", "now", "start"),
+    [
+        ("Africa/Cairo", "2024-04-26T10:00Z", "2024-04-25T22:00Z"),  # 00:00 skipped: clocks go to 01:00
+        ("America/Havana", "2024-03-10T17:00Z", "2024-03-10T05:00Z"),
+        ("America/Havana", "2024-11-03T17:00Z", "2024-11-03T04:00Z"),  # 00:00 twice: the first
+        ("Asia/Taipei", "2024-04-26T10:00Z", "2024-04-25T16:00Z"),
+    ],
+)
+def test_the_start_of_a_day_whose_midnight_a_clock_change_skips_or_repeats(
+    zone: str, now: str, start: str
+) -> None:
+    """An undated day run in Cairo on the day its clocks go from 00:00 to 01:00 stopped with a traceback
+    (pandas cannot floor to a midnight that does not exist)."""
+    assert day_start(zone, pd.Timestamp(now)) == pd.Timestamp(start)
