@@ -183,7 +183,8 @@ def assign_groups(
     rule. When the rule split an old cluster (a support rule can, as links arrive or expire), each group
     takes the earliest of its claims: an old cluster whose key member it holds (or, when that member
     expired, whose kept members it holds most of), or an old item's own would-be id (``"c-" + id``) for an
-    old item that is alone or whose cluster's key member went elsewhere; a group of today's items only
+    old item (one in ``previous`` read again today with a corrected text too) that is alone or whose
+    cluster's key member went elsewhere; a group of today's items only
     takes its key member's id. An old cluster that holds two members kept ``apart`` (editors' "not the same
     story" verdicts that came after it was made, as :func:`~nlsim.clusters.constraints.pair_key` pairs) is
     split along them, and its id goes to the group holding most of its kept members (ties: the key
@@ -257,7 +258,9 @@ def _name_by_claims(
             claims.append((anchor, cid, home))
     for item, g in group_of.items():
         own = cluster_id_for(item)  # a key member's would-be id is its cluster's: held above, if at all
-        if item not in new_ids and held.get(previous.get(item, "")) != g and own not in held:
+        # an old item read again today (a corrected text) is old: it claims its own id as it would unchanged
+        old = item not in new_ids or item in previous
+        if old and held.get(previous.get(item, "")) != g and own not in held:
             claims.append((keys[item], own, g))
     name_of: dict[str, str] = {}
     out_anchors: dict[str, OrderKey] = {}

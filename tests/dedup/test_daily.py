@@ -1081,6 +1081,39 @@ def test_a_day_run_after_a_later_one_does_not_undo_the_later_days_correction(tmp
     assert title("c1") == "kappa lambda mu corrected"
 
 
+@pytest.mark.slow
+def test_a_cluster_split_by_a_corrected_headline_is_named_as_a_batch_run_names_it(tmp_path: Path) -> None:
+    """a1, a2, a3 one story on the first day; on the second a1's headline is corrected to another story
+    (with b1) and a2's lightly: the story left behind is a2 and a3, named by its earliest member, c-a2, as
+    a batch run over the corrected items names it (it was c-a3: a2, read again, could not claim its id)."""
+    a, b = "alpha beta gamma delta", "epsilon zeta eta theta"
+
+    def day(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "id": [r[0] for r in rows],
+                "title": [r[1] for r in rows],
+                "description": "",
+                "source": "wire",
+                "published_at": [T + pd.Timedelta(hours=r[2]) for r in rows],
+            }
+        )
+
+    d1 = day([("a1", a, 1), ("a2", a, 2), ("a3", a, 3)])
+    d2 = day([("a1", b, 1), ("b1", b, 26), ("a2", a + " kappa", 2)])
+    d1.to_parquet(tmp_path / "d1.parquet", index=False)
+    d2.to_parquet(tmp_path / "d2.parquet", index=False)
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(tmp_path / "d1.parquet", out), state, retention_days=None, encoder=enc)
+    run_daily(_config(tmp_path / "d2.parquet", out), state, retention_days=None, encoder=enc)
+    everything = pd.concat([d1[~d1["id"].isin(d2["id"])], d2], ignore_index=True)
+    everything.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc)
+    assert batch_assignment(batch.clusters) == {"a1": "c-a1", "b1": "c-a1", "a2": "c-a2", "a3": "c-a2"}
+    assert state_assignment(state) == batch_assignment(batch.clusters)
+
+
 class AngleEncoder:
     """Each text a unit vector in a plane at the angle its title names (``"story at 45"``): the cosines of
     a planned link graph."""
