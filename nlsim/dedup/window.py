@@ -500,6 +500,22 @@ def restore(
     return drop_items(previous, anchors, expired)
 
 
+def relinked(items: pd.DataFrame, n_base: int, pairs: pd.DataFrame, changed: set[str]) -> np.ndarray:
+    """The rows of the kept items (the first ``n_base`` of ``items``) linked by a kept pair to an item whose
+    text changed today: their links with its old text go (an exact copy's every link, found through the
+    item it copied), so they are searched again.
+
+    >>> pairs = pd.DataFrame({"id_a": ["a", "b", "c"], "id_b": ["b", "c", "d"]})
+    >>> relinked(pd.DataFrame({"id": ["a", "c", "d", "b"]}), 3, pairs, {"b"}).tolist()
+    [0, 1]
+    """
+    if not changed or not len(pairs):
+        return np.arange(0)
+    a, b = pairs["id_a"].astype(str), pairs["id_b"].astype(str)
+    near = (set(b[a.isin(changed)]) | set(a[b.isin(changed)])) - changed
+    return np.flatnonzero(items["id"].iloc[:n_base].astype(str).isin(near).to_numpy())
+
+
 def prune(pairs: pd.DataFrame, gone: set[str], regroup: bool) -> pd.DataFrame:
     """The kept pairs still valid: none touching an item that left the window, none at all when the
     window is paired again."""
@@ -611,11 +627,12 @@ def incremental_window(
     if switch is not None:
         switch = replace(switch, reembedded=int(len(items)) if reembed else 0)
     all_rows, new_rows = np.arange(len(items)), np.arange(n_base, len(items))
+    again = relinked(items, n_base, state.pairs, classified.changed)  # they lost links: searched again
     return Window(
         items=items,
         n_base=n_base,
         embed_rows=all_rows if reembed else new_rows,
-        query_rows=all_rows if switch is not None else new_rows,
+        query_rows=all_rows if switch is not None else np.union1d(again, new_rows),
         today_ids=items["id"].iloc[n_base:].tolist(),
         base_embeddings=state.embeddings[keep_mask] if not reembed and state.embeddings is not None else None,
         base_index=state.index if (not reembed and keep_mask.all()) else None,

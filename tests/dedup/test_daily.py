@@ -1114,6 +1114,43 @@ def test_a_cluster_split_by_a_corrected_headline_is_named_as_a_batch_run_names_i
     assert state_assignment(state) == batch_assignment(batch.clusters)
 
 
+@pytest.mark.slow
+def test_a_copy_keeps_its_links_when_the_item_it_copied_is_corrected(tmp_path: Path) -> None:
+    """b1 copies a1's headline the day after a1 (an exact copy: searched through a1, its links a1's); the
+    third day a1's headline is corrected to another story. b1 is still the same story as c1 (cosine 0.75),
+    as a batch run over the corrected items finds: the daily run lost every link of b1 with a1's old text
+    and never searched b1, so b1 fell out of its story."""
+    x, y = "delta gamma zeta beta", "gamma eps zeta delta"
+
+    def day(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "id": [r[0] for r in rows],
+                "title": [r[1] for r in rows],
+                "description": "",
+                "source": "wire",
+                "published_at": [T + pd.Timedelta(hours=r[2]) for r in rows],
+            }
+        )
+
+    days = [
+        day([("a1", x, 1), ("c1", y, 2)]),
+        day([("b1", x, 26)]),
+        day([("a1", "omega psi chi phi", 1), ("d1", "unrelated words here", 50)]),
+    ]
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    for n, d in enumerate(days):
+        d.to_parquet(tmp_path / f"d{n}.parquet", index=False)
+        run_daily(_config(tmp_path / f"d{n}.parquet", out), state, retention_days=None, encoder=enc)
+    everything = pd.concat([days[0][days[0]["id"] != "a1"], days[1], days[2]], ignore_index=True)
+    everything.to_parquet(tmp_path / "all.parquet", index=False)
+    batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch"), encoder=enc)
+    assert batch_assignment(batch.clusters) == {"c1": "c-c1", "b1": "c-c1"}
+    assert state_assignment(state) == batch_assignment(batch.clusters)
+    assert ("b1", "c1") in state_pairs(state)
+
+
 class AngleEncoder:
     """Each text a unit vector in a plane at the angle its title names (``"story at 45"``): the cosines of
     a planned link graph."""
