@@ -1081,6 +1081,19 @@ def test_a_day_run_after_a_later_one_does_not_undo_the_later_days_correction(tmp
     assert title("c1") == "kappa lambda mu corrected"
 
 
+def _day(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
+    """A day's items from ``(id, title, hours after T)`` rows, from one source."""
+    return pd.DataFrame(
+        {
+            "id": [r[0] for r in rows],
+            "title": [r[1] for r in rows],
+            "description": "",
+            "source": "wire",
+            "published_at": [T + pd.Timedelta(hours=r[2]) for r in rows],
+        }
+    )
+
+
 @pytest.mark.slow
 def test_a_cluster_split_by_a_corrected_headline_is_named_as_a_batch_run_names_it(tmp_path: Path) -> None:
     """a1, a2, a3 one story on the first day; on the second a1's headline is corrected to another story
@@ -1088,19 +1101,8 @@ def test_a_cluster_split_by_a_corrected_headline_is_named_as_a_batch_run_names_i
     a batch run over the corrected items names it (it was c-a3: a2, read again, could not claim its id)."""
     a, b = "alpha beta gamma delta", "epsilon zeta eta theta"
 
-    def day(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                "id": [r[0] for r in rows],
-                "title": [r[1] for r in rows],
-                "description": "",
-                "source": "wire",
-                "published_at": [T + pd.Timedelta(hours=r[2]) for r in rows],
-            }
-        )
-
-    d1 = day([("a1", a, 1), ("a2", a, 2), ("a3", a, 3)])
-    d2 = day([("a1", b, 1), ("b1", b, 26), ("a2", a + " kappa", 2)])
+    d1 = _day([("a1", a, 1), ("a2", a, 2), ("a3", a, 3)])
+    d2 = _day([("a1", b, 1), ("b1", b, 26), ("a2", a + " kappa", 2)])
     d1.to_parquet(tmp_path / "d1.parquet", index=False)
     d2.to_parquet(tmp_path / "d2.parquet", index=False)
     enc = HashEncoder()
@@ -1122,21 +1124,10 @@ def test_a_copy_keeps_its_links_when_the_item_it_copied_is_corrected(tmp_path: P
     and never searched b1, so b1 fell out of its story."""
     x, y = "delta gamma zeta beta", "gamma eps zeta delta"
 
-    def day(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                "id": [r[0] for r in rows],
-                "title": [r[1] for r in rows],
-                "description": "",
-                "source": "wire",
-                "published_at": [T + pd.Timedelta(hours=r[2]) for r in rows],
-            }
-        )
-
     days = [
-        day([("a1", x, 1), ("c1", y, 2)]),
-        day([("b1", x, 26)]),
-        day([("a1", "omega psi chi phi", 1), ("d1", "unrelated words here", 50)]),
+        _day([("a1", x, 1), ("c1", y, 2)]),
+        _day([("b1", x, 26)]),
+        _day([("a1", "omega psi chi phi", 1), ("d1", "unrelated words here", 50)]),
     ]
     enc = HashEncoder()
     state, out = tmp_path / "state", tmp_path / "out"
