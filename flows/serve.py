@@ -201,6 +201,7 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
     """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``); a
     :class:`SpecError` for an entry that cannot be served as it is written, before any is served."""
     deployments = []
+    named: set[str] = set()
     for spec in specs:
         unknown = set(spec) - set(PASSED) - set(HANDLED) - set(IGNORED)
         if unknown:
@@ -209,6 +210,7 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
             )
         flow = load_flow(spec)
         full = f"{flow.name}/{spec['name']}"
+        named |= {full, spec["name"]}
         schedules, limit, params = schedules_of(spec), concurrency_of(spec), check_parameters(spec, flow)
         if only and full not in only and spec["name"] not in only:
             continue
@@ -217,8 +219,9 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
         deployments.append(
             flow.to_deployment(name=spec["name"], schedules=schedules, concurrency_limit=limit, **options)
         )
-    if only and not deployments:
-        raise SpecError(f"no deployment named {', '.join(only)} in the file")
+    unknown = [name for name in only or () if name not in named]
+    if unknown:  # one misspelt among several: the others would be served and that one silently not
+        raise SpecError(f"no deployment named {', '.join(unknown)} in the file")
     return deployments
 
 

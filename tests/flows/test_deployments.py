@@ -114,6 +114,27 @@ def test_serve_refuses_an_unknown_only_as_an_option_that_cannot_work(
     assert err == "python -m flows.serve: error: no deployment named news-dedup/nightly in the file\n"
 
 
+def test_serve_refuses_a_misspelt_only_beside_a_right_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two --only, one misspelt: nothing is served and the misspelt one is named (the right one was served
+    alone, and the misspelt one dropped without a word)."""
+    import prefect
+
+    def served(*deployments: object) -> None:
+        raise AssertionError(f"served {len(deployments)} deployment(s)")
+
+    monkeypatch.setattr(prefect, "serve", served)
+    for listing in (["--list"], []):
+        argv = ["--only", "news-dedup/daily", "--only", "news-pipeline/weekyl", *listing]
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert (
+            out == ""
+            and err == "python -m flows.serve: error: no deployment named news-pipeline/weekyl in the file\n"
+        )
+
+
 def _wait(predicate, timeout: float, what: str, every: float = 1.0):  # noqa: ANN001, ANN202
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
