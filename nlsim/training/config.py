@@ -31,7 +31,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
 from nlsim.models.settings import check_max_length, check_threads
-from nlsim.options import Configuration, assign, concern, option, option_like
+from nlsim.options import Configuration, assign, comma_tuple, concern, option, option_like
 
 DEFAULT_BASE = "multilingual-e5-small"
 MIN_TRAIN_PAIRS = 4
@@ -585,6 +585,32 @@ class FinetuneConfig(Configuration):
         )
 
 
+def whole_numbers(value: Any, flag: str) -> tuple[int, ...]:
+    """A list of whole numbers given as a list, or as the command line writes it (``"350,700"``: the
+    ``learning-curve`` flow's parameters take that too); an item that is not one is refused, naming ``flag``.
+
+    Example:
+        >>> whole_numbers("350, 700", "--sizes"), whole_numbers([1, 2], "--seeds")
+        ((350, 700), (1, 2))
+        >>> whole_numbers("350,seven", "--sizes")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --sizes: 'seven' is not a whole number; give them separated by commas
+    """
+    out = []
+    for part in comma_tuple(value):
+        if isinstance(part, int) and not isinstance(part, bool):
+            out.append(part)
+            continue
+        try:
+            out.append(int(str(part).strip()))
+        except ValueError:
+            raise ConfigError(
+                f"{flag}: {part!r} is not a whole number; give them separated by commas"
+            ) from None
+    return tuple(out)
+
+
 DEFAULT_SIZES = (350, 700, 1050, 1400)
 DEFAULT_SEEDS = (1, 2, 3)
 DEFAULT_BASELINES = ("zero-shot", "tfidf-char2", "use-m3")
@@ -614,6 +640,10 @@ class LearningCurveConfig:
     threads: int | None = option_like(FinetuneConfig, "threads")
 
     def __post_init__(self) -> None:
+        # "350,700" as on the command line (a flow parameter given so) is the list it names, not characters
+        self.sizes = whole_numbers(self.sizes, "--sizes")
+        self.seeds = whole_numbers(self.seeds, "--seeds")
+        self.baselines = comma_tuple(self.baselines)
         self.check()
 
     def check(self) -> None:

@@ -50,3 +50,19 @@ def test_learning_curve_flow(
 
     monkeypatch.setattr(nlsim.training.learning_curve, "finetune", no_training)
     assert learning_curve_flow(**dataclasses.asdict(cfg))["points"] == 2
+
+
+def test_list_parameters_written_as_on_the_command_line_are_the_lists_they_name() -> None:
+    """`prefect deployment run 'learning-curve/manual' --param sizes=350,700` (the schema takes "a,b,c", as
+    the command line writes it): the sizes 350 and 700, not the characters of the text (refused as "a value
+    twice", a seed "," a traceback, a baseline 'z' unknown)."""
+    from flows.learning_curve import learning_curve_flow
+    from nlsim.errors import ConfigError
+
+    given = {"sizes": "350,700", "seeds": "1, 2", "baselines": "zero-shot,tfidf-char2"}
+    params = learning_curve_flow.validate_parameters({"pairs": "p.tsv", "out": "lc", **given})
+    cfg = LearningCurveConfig(**params)
+    assert (cfg.sizes, cfg.seeds, cfg.baselines) == ((350, 700), (1, 2), ("zero-shot", "tfidf-char2"))
+    assert LearningCurveConfig(**{**params, "baselines": ""}).baselines == ()
+    with pytest.raises(ConfigError, match="--seeds: 'x' is not a whole number"):
+        LearningCurveConfig(**{**params, "seeds": "1,x"})
