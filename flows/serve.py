@@ -172,7 +172,8 @@ def concurrency_of(spec: dict[str, Any]) -> Any:
 def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
     """The entry's ``parameters``, each the name of a parameter of its flow (a misspelt one would make
     every run of the deployment fail, the first one hours later on its schedule), and none that does
-    nothing as the others stand (``use_gpu`` with ``report: false``), as the command line refuses it."""
+    nothing as the others stand (``use_gpu`` with ``report: false``), as the command line refuses it, and
+    every value a run would refuse (:func:`check_values`)."""
     params = spec.get("parameters") or {}
     if not isinstance(params, dict):
         raise SpecError(f"deployment {spec['name']!r}: 'parameters' must be a mapping of name: value")
@@ -194,7 +195,58 @@ def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
                 f"deployment {spec['name']!r}: {opt.name} does nothing while {needed.name} is {stands}: "
                 f"leave {opt.name} out, or set {needed.name}"
             )
+        check_values(spec, flow, cls, params)
     return params
+
+
+def scheduled(spec: dict[str, Any]) -> bool:
+    """Whether the entry's runs start on their own (an active schedule, the deployment not paused)."""
+    if spec.get("paused") is True:
+        return False
+    return any(
+        isinstance(s, dict) and s.get("active", True) is not False for s in spec.get("schedules") or []
+    )
+
+
+def check_values(spec: dict[str, Any], flow: Any, cls: type, params: dict[str, Any]) -> None:
+    """Refuse what every run of the entry would be refused for, before any is served: a value of the wrong
+    type (``k: ten``) or one the configuration ``cls`` refuses (``timezone: Asia/Taipe``, ``k: 0``, a
+    ``date`` that is not one), and, on a schedule, a required setting left out (each scheduled run would
+    fail on it). An entry run by hand may leave required settings to each run's ``--param``: its values are
+    then checked by each run."""
+    from pydantic import TypeAdapter, ValidationError
+    from pydantic_core import to_jsonable_python
+
+    from nlsim.errors import ConfigError
+    from nlsim.options import build
+
+    where = f"deployment {spec['name']!r}"
+    options = options_of(cls)
+    missing = [o.name for o in options if o.required and o.name not in params]
+    if missing:
+        if scheduled(spec):
+            raise SpecError(
+                f"{where}: {', '.join(missing)}: required by the flow {flow.name!r} and not given: every "
+                "scheduled run would fail; give it under 'parameters'"
+            )
+        return
+    values = {}
+    for opt in options:
+        if opt.name not in params:
+            continue
+        sent = to_jsonable_python(params[opt.name])  # as the server hands it to each run
+        try:
+            values[opt.name] = TypeAdapter(flow.fn.__annotations__[opt.name]).validate_python(sent)
+        except ValidationError as exc:
+            reason = " ".join(str(exc.errors()[0]["msg"]).split())
+            raise SpecError(
+                f"{where}: {opt.name}: {reason[:1].lower()}{reason[1:]}, got {params[opt.name]!r} (every run "
+                "would fail on it)"
+            ) from None
+    try:
+        build(cls, values)
+    except ConfigError as exc:
+        raise SpecError(f"{where}: parameters: {exc} (every run would fail on it)") from None
 
 
 def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None) -> list[Any]:

@@ -74,10 +74,27 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             "    report: false\n    use_gpu: true\n",
             "use_gpu does nothing while report is false",
         ),
+        (
+            ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: Asia/Taipe\n",
+            "--timezone 'Asia/Taipe': not a time zone name",
+        ),
+        (ENTRY + "  parameters:\n    corpus: a.parquet\n    out: o\n    k: 0\n", "--k must be >= 1, got 0"),
+        (
+            ENTRY + "  parameters:\n    corpus: a.parquet\n    out: o\n    k: ten\n",
+            "k: input should be a valid",
+        ),
+        (
+            ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    date: 2026/11/22\n",
+            "--date '2026/11/22': not a date",
+        ),
+        (
+            ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n  parameters:\n    corpus: a/{date}.parquet\n",
+            "out: required by the flow 'news-dedup' and not given: every scheduled run would fail",
+        ),
     ],
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"),
-        *("needs-state", "needs-report"),
+        *("needs-state", "needs-report", "timezone-value", "k-value", "k-type", "date-value", "required"),
     ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])
@@ -104,6 +121,17 @@ def test_serve_refuses_an_entry_it_cannot_serve_in_one_line_before_serving(
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("python -m flows.serve: error: deployment 'x': ") and words in err, err
+
+
+def test_serve_lists_an_entry_run_by_hand_that_leaves_required_parameters_to_each_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a schedule, a required parameter may come with each run (--param), and a date written in
+    YAML without quotes (read as a date) is the date it names."""
+    path = tmp_path / "prefect.yaml"
+    path.write_text(ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    date: 2026-11-22\n")
+    assert main(["--file", str(path), "--list"]) == 0
+    assert capsys.readouterr().out == "news-dedup/x: flows/dedup.py:news_dedup - manual\n"
 
 
 def test_serve_refuses_an_unknown_only_as_an_option_that_cannot_work(
