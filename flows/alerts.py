@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -150,7 +151,7 @@ def check_options(args: argparse.Namespace) -> None:
     """Refuse, before the server is asked anything, options that cannot work together or at all: an action
     beside ``--list`` or ``--remove`` (it was ignored), a ``--notify`` that is not ``TYPE/NAME``, a
     ``--webhook`` that is not an http(s) URL (the server would call it at the first failed run only), a
-    ``--flow`` that names no flow of the project."""
+    ``--name`` its Webhook block cannot be named after, a ``--flow`` that names no flow of the project."""
     from urllib.parse import urlsplit
 
     modes = [flag for flag, on in (("--list", args.list), ("--remove", args.remove)) if on]
@@ -163,6 +164,11 @@ def check_options(args: argparse.Namespace) -> None:
         url = urlsplit(args.webhook)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise AlertError(f"--webhook {args.webhook!r}: not an http(s) URL (https://hooks.example/...)")
+        if not re.fullmatch(r"[a-z0-9-]+", args.name or ""):  # the server refuses the block's name
+            raise AlertError(
+                f"--name {args.name!r}: with --webhook it names the Webhook block '{args.name}-webhook' too, "
+                "which may hold only lowercase letters, digits and dashes (e.g. newsroom-alerts)"
+            )
     if args.flow:
         check_flows(args.flow)
 

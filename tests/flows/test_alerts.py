@@ -149,15 +149,20 @@ def test_the_alert_command_refuses_without_a_server(tmp_path: Path) -> None:
             ["--webhook", "https://hooks.example/x", "--flow", "news-dedup", "--flow", "news-dedupe"],
             "--flow 'news-dedupe': no flow of this project is called that (its flows: ",
         ),
+        (
+            ["--webhook", "https://hooks.example/x", "--name", "Desk Alerts"],
+            "--name 'Desk Alerts': with --webhook it names the Webhook block 'Desk Alerts-webhook' too",
+        ),
     ],
-    ids=["list-webhook", "remove-notify", "list-remove", "notify-form", "webhook-url", "flow-name"],
+    ids=["list-webhook", "remove-notify", "list-remove", "notify-form", "webhook-url", "flow-name", "name"],
 )
 def test_options_that_cannot_work_are_refused_before_the_server_is_asked(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], words: str
 ) -> None:
     """An action beside --list or --remove was ignored (the command listed, or removed, and exited 0); a bad
     --notify was a bare line, exit status 1; a --webhook that is no URL was saved, to fail at the first
-    failed run; a misspelt --flow was watched for good, and never fired."""
+    failed run; a misspelt --flow was watched for good, and never fired; a --name the webhook block cannot
+    take stopped with a traceback when the server refused the block."""
     import flows.alerts as alerts
 
     def acted(*args: object) -> int:
