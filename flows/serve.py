@@ -278,11 +278,15 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
 
 
 def describe(deployment: Any, entrypoint: str) -> str:
-    """One line of ``--list``: the deployment, its entry point and its schedules."""
-    scheds = [s.schedule for s in deployment.schedules]
-    said = [f"cron {s.cron} ({s.timezone or 'UTC'})" for s in scheds if getattr(s, "cron", None)]
-    said += [f"every {s.interval} ({s.timezone or 'UTC'})" for s in scheds if getattr(s, "interval", None)]
-    return f"{deployment.flow_name}/{deployment.name}: {entrypoint} - {'; '.join(said) or 'manual'}"
+    """One line of ``--list``: the deployment, its entry point and its schedules; a schedule written
+    ``active: false`` and a deployment written ``paused: true`` start no run, and the line says so."""
+    said = []
+    for entry in deployment.schedules:
+        s = entry.schedule
+        when = f"cron {s.cron}" if getattr(s, "cron", None) else f"every {s.interval}"
+        said.append(f"{when} ({s.timezone or 'UTC'})" + ("" if entry.active is not False else " inactive"))
+    line = f"{deployment.flow_name}/{deployment.name}: {entrypoint} - {'; '.join(said) or 'manual'}"
+    return line + (" - paused: no scheduled run starts" if deployment.paused else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -134,6 +134,23 @@ def test_serve_lists_an_entry_run_by_hand_that_leaves_required_parameters_to_eac
     assert capsys.readouterr().out == "news-dedup/x: flows/dedup.py:news_dedup - manual\n"
 
 
+def test_serve_list_says_an_inactive_schedule_and_a_paused_deployment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--list printed a schedule written `active: false`, and a deployment written `paused: true`, as one
+    that runs."""
+    path = tmp_path / "prefect.yaml"
+    schedules = "  schedules:\n  - cron: '0 3 * * *'\n    active: false\n  - interval: 3600\n"
+    params = "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n"
+    path.write_text(ENTRY + schedules + params)
+    assert main(["--file", str(path), "--list"]) == 0
+    line = "news-dedup/x: flows/dedup.py:news_dedup - cron 0 3 * * * (UTC) inactive; every 1:00:00 (UTC)"
+    assert capsys.readouterr().out == line + "\n"
+    path.write_text(ENTRY + "  paused: true\n" + schedules + params)
+    assert main(["--file", str(path), "--list"]) == 0
+    assert capsys.readouterr().out == line + " - paused: no scheduled run starts\n"
+
+
 def test_serve_refuses_an_unknown_only_as_an_option_that_cannot_work(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
