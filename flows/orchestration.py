@@ -3,7 +3,8 @@ derived from nlsim's configuration dataclasses, progress artifacts, readable fai
 
 * :func:`task_call` is the ``call`` of :func:`nlsim.dedup.run.run_dedup` (and of the chained pipeline):
   each stage becomes a task named after it, I/O stages retried, expensive stages under a timeout
-  (``NLSIM_TASK_TIMEOUT_S``, default 4 hours).
+  (``NLSIM_TASK_TIMEOUT_S``, default 4 hours; a value that is not a number of seconds above 0 fails the run
+  in one line: :func:`task_timeout`).
 * :func:`config_flow` builds a flow whose parameters are the settings of configuration dataclasses, by their
   flat names (names, types, defaults, descriptions and enum choices in the deployment schema), so no
   parameter list is written twice.
@@ -21,10 +22,11 @@ import argparse
 import contextlib
 import inspect
 import logging
+import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, get_args, get_origin
 
 from prefect import flow, get_run_logger, task
@@ -39,7 +41,38 @@ from nlsim.options import options_of, parameters
 from nlsim.orchestration import stage_info
 
 IO_RETRIES = 2
-TIMEOUT_S = float(os.environ.get("NLSIM_TASK_TIMEOUT_S", 4 * 3600))
+TIMEOUT_VARIABLE = "NLSIM_TASK_TIMEOUT_S"
+TIMEOUT_S = 4 * 3600.0
+"""The default seconds an expensive stage may run (:data:`TIMEOUT_VARIABLE` sets others)."""
+
+
+def task_timeout(environ: Mapping[str, str] = os.environ) -> float:
+    """The seconds an expensive stage may run: :data:`TIMEOUT_VARIABLE`, else :data:`TIMEOUT_S`; a value
+    that is not a number of seconds above 0 is a :class:`ConfigError` naming the variable (it stopped every
+    flow with a traceback as the module was imported, and 0 timed out every long stage at once).
+
+    Example:
+        >>> task_timeout({}), task_timeout({TIMEOUT_VARIABLE: "600"})
+        (14400.0, 600.0)
+        >>> try:
+        ...     task_timeout({TIMEOUT_VARIABLE: "4h"})
+        ... except ConfigError as exc:
+        ...     print(str(exc)[:52])
+        NLSIM_TASK_TIMEOUT_S='4h': not a number of seconds a
+    """
+    given = environ.get(TIMEOUT_VARIABLE)
+    if given is None or not given.strip():
+        return TIMEOUT_S
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(
+            f"{TIMEOUT_VARIABLE}={given!r}: not a number of seconds above 0 (default {TIMEOUT_S:.0f}), the "
+            "seconds a long stage may run"
+        )
+    return seconds
 
 
 def retry_io_only(task_: Any, task_run: Any, state: Any) -> bool:
@@ -61,7 +94,7 @@ def task_call(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
     if info is not None and info.io:
         options.update(retries=IO_RETRIES, retry_delay_seconds=2, retry_condition_fn=retry_io_only)
     if info is not None and info.expensive:
-        options["timeout_seconds"] = TIMEOUT_S
+        options["timeout_seconds"] = task_timeout()
     return task(fn, **options)(*args, **kwargs)
 
 

@@ -135,3 +135,32 @@ def test_flow_parameters_carry_descriptions(name: str) -> None:
     flow = load_flow({"entrypoint": entry[name], "name": "x"})
     props = flow.parameters.model_dump_for_openapi()["properties"]
     assert props and all(p.get("description") for p in props.values()), name
+
+
+@pytest.mark.parametrize("given", ["4h", "0"])
+def test_a_task_timeout_that_is_not_seconds_fails_the_run_in_one_line_naming_the_variable(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NLSIM_TASK_TIMEOUT_S=4h stopped every flow module as it was imported (serve said only that the entry
+    point cannot be loaded: ValueError: could not convert string to float), and 0 timed out every long stage
+    at once. The flows now load, and a stage refuses the value by the variable's name before it runs."""
+    import os
+    import subprocess
+    import sys
+
+    import nlsim.dedup.run  # noqa: F401 - declares its stages, "embed" among the long ones
+    from flows import orchestration
+    from nlsim.errors import ConfigError
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "NLSIM_TASK_TIMEOUT_S": given}
+    listed = subprocess.run(
+        [sys.executable, "-m", "flows.serve", "--list"], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert listed.returncode == 0 and "news-dedup/daily" in listed.stdout, listed.stderr[-2000:]
+
+    monkeypatch.setenv("NLSIM_TASK_TIMEOUT_S", given)
+    ran: list[int] = []
+    with pytest.raises(ConfigError, match=f"NLSIM_TASK_TIMEOUT_S='{given}': not a number of seconds above 0"):
+        orchestration.task_call("embed", lambda: ran.append(1))
+    assert ran == []
