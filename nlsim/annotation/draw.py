@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from nlsim.annotation.validate import known_pairs
+from nlsim.annotation.validate import READ, known_pairs, read_keys
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError
 from nlsim.evaluation.calibration import load_calibration
@@ -192,22 +192,6 @@ def embed_items(texts: list[str], model: DrawModel) -> np.ndarray:
         mat = TfidfVectorizer(analyzer="char", ngram_range=(2, 2), sublinear_tf=True).fit_transform(texts)
         return mat.astype(np.float32).toarray()
     return model.encoder.encode(texts, progress=True)
-
-
-READ = "read"
-"""The key of a pair by its two texts as the model reads them (converted to one script, normalised): a pair
-of a headline in Traditional characters is the same pair to score as in Simplified."""
-
-
-def read_keys(text_a: list[str], text_b: list[str], conversion: str) -> list[tuple[str, str, str]]:
-    """Each pair's :data:`READ` key: its two texts converted (``conversion``) and normalised, in order.
-
-    >>> read_keys(["颱風登陸"], ["台风来了"], "tw2sp") == read_keys(["台风来了"], ["台风登陆"], "tw2sp")
-    True
-    """
-    a = [normalise_text(t) for t in convert_texts(list(text_a), conversion)]
-    b = [normalise_text(t) for t in convert_texts(list(text_b), conversion)]
-    return [(READ, *sorted((x, y))) for x, y in zip(a, b, strict=True)]  # type: ignore[misc]
 
 
 def unannotated_pool(

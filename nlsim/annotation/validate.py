@@ -48,6 +48,24 @@ LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
 
 
+READ = "read"
+"""The key of a pair by its two texts as the model reads them (converted to one script, normalised): a pair
+of a headline in Traditional characters is the same pair to score as in Simplified."""
+
+
+def read_keys(text_a: Any, text_b: Any, conversion: str) -> list[tuple[str, str, str]]:
+    """Each pair's :data:`READ` key: its two texts converted (``conversion``) and normalised, in order.
+    ``nlsim annotate draw`` proposes no pair an annotated one has, and a merge names such a pair as
+    already annotated.
+
+    >>> read_keys(["颱風登陸"], ["台风来了"], "tw2sp") == read_keys(["台风来了"], ["台风登陆"], "tw2sp")
+    True
+    """
+    a = [normalise_text(t) for t in convert([str(t) for t in text_a], conversion or "none")]
+    b = [normalise_text(t) for t in convert([str(t) for t in text_b], conversion or "none")]
+    return [(READ, *sorted((x, y))) for x, y in zip(a, b, strict=True)]  # type: ignore[misc]
+
+
 def known_pairs(frame: pd.DataFrame) -> dict[tuple[str, ...], str]:
     """Every key of every pair of ``frame`` (ids and normalised texts, either order) -> its pair id."""
     known: dict[tuple[str, ...], str] = {}
@@ -613,19 +631,6 @@ def check_texts(
     return out, problems
 
 
-SCRIPT = "script"
-"""The key of a pair by its two texts converted to one script (:data:`~nlsim.conversion.DEFAULT_MODE`, as
-models read them by default) and normalised: a pair in Traditional characters is the pair in Simplified
-ones, as ``nlsim annotate draw`` counts them."""
-
-
-def script_keys(frame: pd.DataFrame) -> list[tuple[str, ...]]:
-    """Each row's :data:`SCRIPT` key (its two texts in one script, normalised, in order)."""
-    a = [normalise_text(t) for t in convert([str(t) for t in frame["text_a"]], DEFAULT_MODE)]
-    b = [normalise_text(t) for t in convert([str(t) for t in frame["text_b"]], DEFAULT_MODE)]
-    return [(SCRIPT, *sorted((x, y))) for x, y in zip(a, b, strict=True)]
-
-
 def _conflicts(
     new: pd.DataFrame, existing: pd.DataFrame, filled: str | Path, pairs_file: str | Path
 ) -> tuple[list[InputError], list[InputError]]:
@@ -634,7 +639,7 @@ def _conflicts(
     file's, a new pair under the pair id the pair file gives another pair.
     Returns ``(already annotated, other conflicts)``, each problem named by file, row and field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-    scripts = script_keys(existing)
+    scripts = read_keys(existing["text_a"], existing["text_b"], DEFAULT_MODE)
     by_id: dict[str, tuple[set[tuple[str, ...]], str]] = {}  # each pair id: its pair's keys, and the pair
     for r, keys, script in zip(existing.itertuples(index=False), pair_keys(existing), scripts, strict=True):
         ids = (item_id(getattr(r, "id_a", "")), item_id(getattr(r, "id_b", "")))
@@ -643,7 +648,7 @@ def _conflicts(
     known = known_pairs(existing)
     for key, pid in zip(scripts, existing["pair_id"], strict=True):
         known.setdefault(key, str(pid))
-    read = script_keys(new)
+    read = read_keys(new["text_a"], new["text_b"], DEFAULT_MODE)
     texts: dict[str, str] = {}
     if "id_a" in existing.columns and "id_b" in existing.columns:
         for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
@@ -672,7 +677,7 @@ def _conflicts(
                 if key in known:
                     how = (
                         f" (its texts in another script: {DEFAULT_MODE}, as models read them)"
-                        if key[0] == SCRIPT
+                        if key[0] == READ
                         else ""
                     )
                     scored.append(
