@@ -319,6 +319,31 @@ def comma_tuple(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def typed_items(value: Any, item: type) -> tuple[Any, ...]:
+    """``"350,700"`` or a list -> its items as ``item`` (``(350, 700)``); an item that is not one is a
+    ``ValueError`` whose argument is that item, for the caller's message (the command line's, a
+    configuration's).
+
+    Example:
+        >>> typed_items("350, 700", int), typed_items([1, 2], int)
+        ((350, 700), (1, 2))
+        >>> typed_items("350,seven", int)
+        Traceback (most recent call last):
+        ...
+        ValueError: seven
+    """
+    out = []
+    for part in comma_tuple(value):
+        if isinstance(part, item) and not isinstance(part, bool):
+            out.append(part)
+            continue
+        try:
+            out.append(item(str(part).strip()))
+        except ValueError:
+            raise ValueError(part) from None
+    return tuple(out)
+
+
 class Configuration:
     """What every configuration of records can do: be made from flat values (:meth:`of`), give them back
     (:meth:`parameters`) and be copied with some changed (:meth:`with_`)."""

@@ -22,12 +22,12 @@ from typing import Any, get_args, get_origin
 
 from nlsim.errors import ConfigError
 from nlsim.models.settings import check_max_length, check_threads
-from nlsim.options import Option, build, needed_names, options_of
+from nlsim.options import Option, build, comma_tuple, needed_names, options_of, typed_items
 
 
 def comma_list(value: str) -> tuple[str, ...]:
     """``"title,description"`` -> ``("title", "description")`` (``""`` -> ``()``)."""
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+    return comma_tuple(value)
 
 
 KINDS = {int: "whole numbers", float: "numbers"}
@@ -48,16 +48,13 @@ def list_of(item: type) -> Any:
     """
 
     def typed(value: str) -> tuple[Any, ...]:
-        out = []
-        for part in comma_list(value):
-            try:
-                out.append(item(part))
-            except ValueError:
-                kind = KINDS.get(item, item.__name__)
-                raise argparse.ArgumentTypeError(
-                    f"{part!r} is not one of the {kind} asked, separated by commas"
-                ) from None
-        return tuple(out)
+        try:
+            return typed_items(value, item)
+        except ValueError as exc:
+            kind = KINDS.get(item, item.__name__)
+            raise argparse.ArgumentTypeError(
+                f"{exc.args[0]!r} is not one of the {kind} asked, separated by commas"
+            ) from None
 
     typed.__name__ = f"list of {KINDS.get(item, item.__name__)}"
     return typed

@@ -31,7 +31,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
 from nlsim.models.settings import check_max_length, check_threads
-from nlsim.options import Configuration, assign, comma_tuple, concern, option, option_like
+from nlsim.options import Configuration, assign, comma_tuple, concern, option, option_like, typed_items
 
 DEFAULT_BASE = "multilingual-e5-small"
 MIN_TRAIN_PAIRS = 4
@@ -597,18 +597,12 @@ def whole_numbers(value: Any, flag: str) -> tuple[int, ...]:
         ...
         nlsim.errors.ConfigError: --sizes: 'seven' is not a whole number; give them separated by commas
     """
-    out = []
-    for part in comma_tuple(value):
-        if isinstance(part, int) and not isinstance(part, bool):
-            out.append(part)
-            continue
-        try:
-            out.append(int(str(part).strip()))
-        except ValueError:
-            raise ConfigError(
-                f"{flag}: {part!r} is not a whole number; give them separated by commas"
-            ) from None
-    return tuple(out)
+    try:
+        return typed_items(value, int)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{flag}: {exc.args[0]!r} is not a whole number; give them separated by commas"
+        ) from None
 
 
 DEFAULT_SIZES = (350, 700, 1050, 1400)
