@@ -15,12 +15,11 @@ pair ids of the scored pairs (:func:`editors_data`), never their scores, and che
 browser. Where the page shows a scored training pair (a cluster's pairs), an editor may still mark it: the
 mark overrules the annotator's score (the export's :data:`nlsim.io.editor_file.OVERRULE` column says so).
 A validation or test pair shows no buttons, and says why: it is held out to measure the model. A mark
-below *same story* on two items of one cluster splits the cluster in the page at once (a preview, computed
-in ``review.js`` as :mod:`nlsim.clusters.rules` does: the weakest links between them cut); a *same story*
-mark on items of two clusters (or of a cluster and an item of none) joins them in the page at once, as
-the run's story rule would (``assets/rules.js``, a port of :mod:`nlsim.clusters.rules` run on the two
-clusters' links with the marks as verdicts); the merged verdict makes it last
-(:mod:`nlsim.clusters.verdicts`).
+below *same story* on two items of one cluster splits the cluster in the page at once, and a *same story*
+mark on items of two clusters (or of a cluster and an item of none) joins them: a preview, the groups the
+run's story rule makes (``assets/rules.js``, a port of :mod:`nlsim.clusters.rules`, with the run's rule
+and cut) of the cluster's links, or the two clusters', with the editors' verdicts the report honours and
+the marks as verdicts; the merged verdict makes it last (:mod:`nlsim.clusters.verdicts`).
 
 The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload and
 can be cleared. The export downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that

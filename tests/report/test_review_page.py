@@ -638,3 +638,75 @@ def test_a_split_clusters_pieces_have_the_columns_the_clusters_table_gives_them(
     assert set(got) == {"c-t0", "c-t3"}
     assert got == expected
     assert got["c-t0"]["weakest_link"] == 0.95 and got["c-t0"]["sources"] == ["AP", "Reuters"]
+
+
+def test_a_split_preview_follows_the_runs_rule_and_the_editors_verdicts(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """The page's preview of a "not the same story" mark groups a cluster's items as the run's rule would
+    (:meth:`nlsim.clusters.rules.ClusterRule.clusters` on the cluster's links): under the support rule the
+    link the mark removes can leave too little support for the rest, and the editors' verdicts merged
+    earlier (the decisions the report honours) still bind: a same-story verdict keeps its two items
+    together, so the mark cuts the other item away."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import Link, SharedSupport
+    from nlsim.report.html import render_html
+
+    ids = ["s-a", "s-b", "s-c", "s-d", "s-e", "m0", "m1", "m2"]
+    frame = pd.DataFrame({"id": ids, "title": [f"title {i}" for i in ids], "source": "wire", "url": ""})
+    frame["published_at"] = pd.Timestamp("2024-08-01", tz="UTC")
+    at = {i: k for k, i in enumerate(ids)}
+    links = [
+        ("s-a", "s-b", 0.91), ("s-a", "s-e", 0.97), ("s-b", "s-c", 0.91), ("s-b", "s-d", 0.97),
+        ("s-c", "s-d", 0.96), ("s-c", "s-e", 0.96), ("s-d", "s-e", 0.98),
+        ("m1", "m2", 0.883), ("m0", "m2", 0.868), ("m0", "m1", 0.857),
+    ]  # fmt: skip
+    pairs = pd.DataFrame([(at[a], at[b], s) for a, b, s in links], columns=["a", "b", "similarity"])
+    labels, clusters = batch_clusters(frame, pairs)
+    assert sorted(clusters["cluster_id"]) == ["c-m0", "c-s-a"]
+    rule = SharedSupport(min_share=0.5)
+    support = [Link(a, b, s) for a, b, s in links if a.startswith("s-")]
+    assert rule.clusters(support) == [ids[:5]]  # one cluster under the rule too
+    run = {
+        "run_id": "batch-rule0001",
+        "model": FAST_MODEL,
+        "threshold": 0.85,
+        "story_rule": {"name": "support", "min_share": 0.5, "cut": "order"},
+        "editors": {
+            "source": "pairs.verdicts.csv",
+            "verdicts": 1,
+            "acting": 1,
+            "must_link": 1,
+            "decisions": [["m0", "m2", 1.0]],
+            "scored_ids": [editor_file.pair_id("m0", "m2")],
+        },
+    }
+    page_path = tmp_path / "page.html"
+    page_path.write_text(
+        render_html(pairs_table(frame, pairs, labels), clusters, RunRecord.from_dict(run), frame),
+        encoding="utf-8",
+    )
+    page = chromium.new_context().new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_path.as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")  # the page's own item order
+
+    def mark_apart(cluster: str, a: str, b: str) -> None:
+        open_cluster(page, cluster)
+        for item in (a, b):
+            page.click(f"li[data-cluster='{cluster}'] tr[data-item='{held.index(item)}'] button.rv-pick")
+        page.locator("#rv-picked button.rv-level[data-v='0']").click()  # not related
+
+    def groups() -> list[list[str]]:
+        drawn = page.evaluate("window.nlsimReport.data.clusters.map(c => c.member_ids)")
+        return sorted(sorted(held[i] for i in g) for g in drawn)
+
+    mark_apart("c-s-a", "s-c", "s-b")
+    want = rule.clusters(support, LinkConstraints.from_pairs(cannot=[("s-c", "s-b")]))
+    assert want == [["s-a", "s-b"], ["s-c", "s-d", "s-e"]]
+    assert groups() == [["m0", "m1", "m2"], *want]
+    mark_apart("c-m0", "m1", "m0")  # the editors' same story m0-m2 holds: m1 is cut away, not m0
+    assert groups() == [["m0", "m2"], *want]
+    assert errors == []
+    page.context.close()

@@ -236,27 +236,59 @@
 
   // --- the preview: a "not the same story" mark splits its cluster in this page at once ----------------
   var ORIGINAL = DATA.clusters.slice();
-  function pieces(c, cannot, must) {  // the cluster cut along the marks: the weakest links between them go
-    var parent = {}, mem = {}, apart = {};
-    c.member_ids.forEach(function (i) { parent[i] = i; mem[i] = [i]; apart[i] = {}; });
-    function find(x) { while (parent[x] !== x) { parent[x] = parent[parent[x]]; x = parent[x]; } return x; }
-    function join(ra, rb) {
-      if (mem[rb].some(function (i) { return apart[ra][i]; })) return false;
-      parent[rb] = ra;
-      mem[ra] = mem[ra].concat(mem[rb]);
-      Object.keys(apart[rb]).forEach(function (i) { apart[ra][i] = true; });
-      return true;
+  // the preview groups a cluster's items (or the items a join brings together) as the run's story rule does
+  // (rules.js, a port of nlsim.clusters.rules) on the links the page holds, with the editors' verdicts the
+  // report honours (its decisions) and the marks (a mark on a decided pair stands in for the decision)
+  var RULE = DATA.rule || { name: "components", cut: "order" };
+  var DECIDED = {};
+  EDITORS.decisions.forEach(function (d) { DECIDED[pairKey(d.a, d.b)] = [d.a, d.b, d.score]; });
+  function verdictsAmong(inside, marked) {  // {must, cannot}: the verdicts on two items of inside (indexes)
+    var all = {};
+    Object.keys(DECIDED).forEach(function (k) { all[k] = DECIDED[k]; });
+    if (marked) Object.keys(marks).forEach(function (k) {
+      var m = marks[k], a = index[m.a], b = index[m.b];
+      if (a !== undefined && b !== undefined) all[pairKey(a, b)] = [a, b, m.v];
+    });
+    var out = { must: [], cannot: [] };
+    Object.keys(all).forEach(function (k) {
+      var v = all[k];
+      if (inside[v[0]] && inside[v[1]]) (v[2] >= 1 ? out.must : out.cannot).push([v[0], v[1]]);
+    });
+    return out;
+  }
+  function ruleGroups(parts, inside) {  // the groups (indexes, 2 items or more) of the parts' items and links
+    var links = [];
+    parts.forEach(function (c) {
+      c.pairs.forEach(function (p) {
+        if (p.similarity !== null) links.push([items[p.id_a].id, items[p.id_b].id, p.similarity]);
+      });
+    });
+    function ids(ps) { return ps.map(function (p) { return [items[p[0]].id, items[p[1]].id]; }); }
+    function run(v) {
+      return window.nlsimRules.clusters(RULE, links, { must: ids(v.must), cannot: ids(v.cannot) }, {}, RULE.cut || "order")
+        .map(function (g) { return g.map(function (id) { return index[id]; }); });
     }
-    cannot.forEach(function (p) { apart[find(p[0])][p[1]] = true; apart[find(p[1])][p[0]] = true; });
-    var edges = must.map(function (p) { return [p[0], p[1], Infinity]; })
-      .concat(c.pairs.map(function (p) { return [p.id_a, p.id_b, p.similarity === null ? -1 : p.similarity]; }));
-    edges.sort(function (x, y) { return y[2] - x[2] || x[0] - y[0] || x[1] - y[1]; });
-    edges.forEach(function (e) { var ra = find(e[0]), rb = find(e[1]); if (ra !== rb) join(ra, rb); });
-    var home = find(c.representative);  // a member no link the page has holds stays with the representative
-    c.member_ids.forEach(function (i) { if (mem[find(i)].length === 1 && find(i) !== home) join(home, find(i)); });
-    var groups = {};
-    c.member_ids.forEach(function (i) { var r = find(i); (groups[r] = groups[r] || []).push(i); });
-    return Object.keys(groups).map(function (r) { return groups[r]; });
+    var verdicts = verdictsAmong(inside, true), groups = run(verdicts), placed = {}, before = {}, apart = {};
+    groups.forEach(function (g) { g.forEach(function (i) { placed[i] = true; }); });
+    run(verdictsAmong(inside, false)).forEach(function (g) { g.forEach(function (i) { before[i] = true; }); });
+    verdicts.cannot.forEach(function (p) {
+      (apart[p[0]] = apart[p[0]] || {})[p[1]] = true;
+      (apart[p[1]] = apart[p[1]] || {})[p[0]] = true;
+    });
+    // a member the rule leaves alone even without the marks is held by links the page does not have (a daily
+    // run's older links, links to items of no cluster): it stays with the representative, unless a verdict
+    // keeps it apart from one of them
+    parts.forEach(function (c) {
+      var home = groups.filter(function (g) { return g.indexOf(c.representative) >= 0; })[0];
+      c.member_ids.forEach(function (i) {
+        if (placed[i] || before[i] || i === c.representative) return;
+        if (!home) { home = [c.representative]; placed[c.representative] = true; groups.push(home); }
+        if (home.some(function (j) { return apart[i] && apart[i][j]; })) return;
+        home.push(i);
+        placed[i] = true;
+      });
+    });
+    return groups.filter(function (g) { return g.length > 1; });
   }
   // the clusters columns made from their members' values or their links' scores, each by its declared
   // reduction (DATA.columns.clusters: reduce; nlsim.io.columns.REDUCE), as nlsim.clusters.table.cluster_row
@@ -319,9 +351,7 @@
     return p;
   }
   // --- the preview of a join: "same story" marks between two clusters (or a cluster and an item of none)
-  // join them as the run's story rule would (rules.js, a port of nlsim.clusters.rules: the clusters' links,
-  // the marks among their items as must-links and cannot-links) ---------------------------------------------
-  var RULE = DATA.rule || { name: "components", cut: "order" };
+  // join them as the run's story rule would (ruleGroups: the clusters' links, the verdicts among their items)
   function earliest(x, y) {  // the order rule: earliest first, undated last, ties by id
     var tx = items[x].published_at || "\uffff", ty = items[y].published_at || "\uffff";
     return tx < ty ? -1 : tx > ty ? 1 : cmpCodePoints(items[x].id, items[y].id);
@@ -332,7 +362,7 @@
     DATA.columns.clusters.forEach(function (col) { if (!(col.name in c)) c[col.name] = null; });
     return c;
   }
-  function joins() {  // the groups of clusters (and lone items) that "same story" marks join: [{parts, must, cannot}]
+  function joins() {  // the groups of clusters (and lone items) that "same story" marks join: [{keys}]
     var home = {}, root = {};
     ORIGINAL.forEach(function (c) { c.member_ids.forEach(function (i) { home[i] = c.cluster_id; }); });
     function key(i) { return home[i] !== undefined ? "c:" + home[i] : "i:" + i; }
@@ -341,47 +371,24 @@
       while (root[k] !== k) { root[k] = root[root[k]]; k = root[k]; }
       return k;
     }
-    var pairs = [];
     Object.keys(marks).forEach(function (k) {
       var m = marks[k], a = index[m.a], b = index[m.b];
       if (a === undefined || b === undefined) return;
-      pairs.push([a, b, m.v]);
       if (m.v >= 1 && key(a) !== key(b)) root[find(key(a))] = find(key(b));
     });
     var groups = {};
     Object.keys(root).forEach(function (k) { (groups[find(k)] = groups[find(k)] || []).push(k); });
     return Object.keys(groups).filter(function (g) { return groups[g].length > 1; }).map(function (g) {
-      var keys = {};
-      groups[g].forEach(function (k) { keys[k] = true; });
-      var inside = pairs.filter(function (p) { return keys[key(p[0])] && keys[key(p[1])]; });
-      return {
-        keys: groups[g],
-        must: inside.filter(function (p) { return p[2] >= 1; }), cannot: inside.filter(function (p) { return p[2] < 1; }),
-      };
+      return { keys: groups[g] };
     });
   }
   function joined(j, byId) {  // the clusters the rule makes of one join's clusters, lone items and marks
     var parts = j.keys.map(function (k) { return k.charAt(0) === "c" ? byId[k.slice(2)] : null; });
     var lone = j.keys.filter(function (k) { return k.charAt(0) === "i"; }).map(function (k) { return Number(k.slice(2)); });
-    var links = [], from = {};
-    parts.forEach(function (c) {
-      if (!c) return;
-      c.member_ids.forEach(function (i) { from[i] = c; });
-      c.pairs.forEach(function (p) { if (p.similarity !== null) links.push([items[p.id_a].id, items[p.id_b].id, p.similarity]); });
-    });
-    function ids(ps) { return ps.map(function (p) { return [items[p[0]].id, items[p[1]].id]; }); }
-    var groups = window.nlsimRules.clusters(RULE, links, { must: ids(j.must), cannot: ids(j.cannot) }, {}, RULE.cut || "order")
-      .map(function (g) { return g.map(function (id) { return index[id]; }); });
-    var placed = {};
-    groups.forEach(function (g) { g.forEach(function (i) { placed[i] = true; }); });
-    parts.forEach(function (c) {  // a member the page's links do not hold (a daily run's older links) stays home
-      if (!c) return;
-      var left = c.member_ids.filter(function (i) { return !placed[i]; });
-      if (!left.length) return;
-      var g = groups.filter(function (g) { return g.indexOf(c.representative) >= 0; })[0];
-      if (g) Array.prototype.push.apply(g, left); else groups.push(left);
-      left.forEach(function (i) { placed[i] = true; });
-    });
+    var from = {}, inside = {};
+    parts.forEach(function (c) { if (c) c.member_ids.forEach(function (i) { from[i] = c; inside[i] = true; }); });
+    lone.forEach(function (i) { inside[i] = true; });
+    var groups = ruleGroups(parts.filter(Boolean), inside);
     var out = [], taken = {};
     groups.sort(function (x, y) { return y.length - x.length; });  // the largest keeps its cluster's id
     groups.forEach(function (g) {
@@ -423,14 +430,15 @@
     });
     ORIGINAL.forEach(function (c) {
       if (done[c.cluster_id]) return;
-      var inC = {}, cannot = [], must = [];
-      c.member_ids.forEach(function (i) { inC[i] = true; });
+      var inC = {}, at = {}, apart = false;
+      c.member_ids.forEach(function (i, k) { inC[i] = true; at[i] = k; });
       Object.keys(marks).forEach(function (k) {
         var m = marks[k], a = index[m.a], b = index[m.b];
-        if (a !== undefined && b !== undefined && inC[a] && inC[b]) (m.v < 1 ? cannot : must).push([a, b]);
+        if (a !== undefined && b !== undefined && inC[a] && inC[b] && m.v < 1) apart = true;
       });
-      var parts = cannot.length ? pieces(c, cannot, must) : [c.member_ids];
-      if (parts.length === 1) { out.push(c); return; }
+      var parts = apart ? ruleGroups([c], inC) : [c.member_ids];
+      if (parts.length === 1 && parts[0].length === c.member_ids.length) { out.push(c); return; }
+      parts.forEach(function (p) { p.sort(function (x, y) { return at[x] - at[y]; }); });  // in member order
       parts.sort(function (x, y) {
         return (y.indexOf(c.representative) >= 0) - (x.indexOf(c.representative) >= 0) || y.length - x.length;
       });
