@@ -710,3 +710,35 @@ def test_a_split_preview_follows_the_runs_rule_and_the_editors_verdicts(
     assert groups() == [["m0", "m2"], *want]
     assert errors == []
     page.context.close()
+
+
+def test_a_huge_cluster_opens_at_once(chromium: Any, tmp_path: Path) -> None:
+    """Opening a cluster of 3,000 items (4.5 million pairs inside it) draws it at once: the other pairs of
+    its items are not hashed one by one to be counted (that held the page for over a minute); the first
+    200 are listed to mark, and the count says how many pairs no link joins."""
+    import time
+
+    n = 3000
+    frame = pd.DataFrame({"id": [f"h{i:05d}" for i in range(n)], "title": [f"story {i}" for i in range(n)]})
+    frame = frame.assign(source="wire", url="", published_at=pd.Timestamp("2024-08-01", tz="UTC"))
+    pairs = pd.DataFrame({"a": range(n - 1), "b": range(1, n), "similarity": 0.95})  # one chain
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord.from_dict({"run_id": "batch-huge0001", "model": FAST_MODEL, "threshold": 0.9})
+    write_report(tmp_path / "report", pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "report" / "index.html").as_uri())
+    start = time.monotonic()
+    page.click("li[data-cluster='c-h00000'] summary")
+    page.wait_for_selector("li[data-cluster='c-h00000'] details.rv-inside", timeout=120_000)
+    took = time.monotonic() - start
+    summary = page.text_content("li[data-cluster='c-h00000'] details.rv-inside summary")
+    assert (
+        summary == "The other pairs of its items (4,495,501 not linked, some perhaps already scored), to mark"
+    )
+    page.click("li[data-cluster='c-h00000'] details.rv-inside summary")
+    assert page.locator("li[data-cluster='c-h00000'] details.rv-inside tr.rv-row").count() == 200
+    assert took < 20, f"opening the cluster took {took:.1f} s"
+    assert errors == []
+    page.close()

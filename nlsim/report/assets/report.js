@@ -463,7 +463,7 @@
     });
   }
   // for the review panel (review.js): the data, how an item's title and a score are shown, the list drawn again
-  window.nlsimReport = { data: DATA, title: title, score: score, redraw: redraw };
+  window.nlsimReport = { data: DATA, title: title, score: score, fmt: fmt, redraw: redraw };
   window.addEventListener("hashchange", openFromHash);
   apply(false);
   if (location.hash) openFromHash();

@@ -614,32 +614,41 @@
   }
 
   // --- the rows of the cluster list (drawn by the list script as clusters are opened) ------------------------
+  var LIMIT = 200, COUNTED = 20000;  // the other pairs shown; a cluster with more is not counted pair by pair
   function insidePairs(c, body) {
-    var linked = {};
+    var linked = {}, m = c.member_ids;
     c.pairs.forEach(function (p) { linked[pairKey(p.id_a, p.id_b)] = true; });
-    var others = [], m = c.member_ids;
-    for (var x = 0; x < m.length; x++)
-      for (var y = x + 1; y < m.length; y++)
-        if (!linked[pairKey(m[x], m[y])] && (!isScored(m[x], m[y]) || isTraining(m[x], m[y])))
-          others.push({ a: m[x], b: m[y] });
-    if (!others.length) return;
-    var LIMIT = 200;
+    var unlinked = m.length * (m.length - 1) / 2 - Object.keys(linked).length;
+    if (unlinked <= 0) return;
+    function others(limit) {  // the first limit pairs not linked and not scored (or a training pair)
+      var out = [];
+      for (var x = 0; x < m.length && out.length < limit; x++)
+        for (var y = x + 1; y < m.length && out.length < limit; y++)
+          if (!linked[pairKey(m[x], m[y])] && (!isScored(m[x], m[y]) || isTraining(m[x], m[y])))
+            out.push({ a: m[x], b: m[y] });
+      return out;
+    }
+    // a large cluster's pairs are not all hashed to be counted (a million pairs would hold the page for
+    // seconds): its count is of the pairs no link joins, scored ones among them
+    var n = unlinked <= COUNTED ? others(Infinity).length : null;
+    if (n === 0) return;
     var d = el("details", "rv-inside");
-    d.appendChild(el("summary", null, "The other pairs of its items (" + others.length + "), to mark"));
+    d.appendChild(el("summary", null, "The other pairs of its items (" +
+      (n === null ? R.fmt(unlinked) + " not linked, some perhaps already scored" : R.fmt(n)) + "), to mark"));
     d.addEventListener("toggle", function () {
       if (!d.open || d.querySelector("table")) return;
       var t = el("table", "rv-table"), head = el("tr");
       ["item A", "item B", "your verdict"].forEach(function (h) { head.appendChild(el("th", null, h)); });
       t.appendChild(el("thead")).appendChild(head);
-      var tb = t.appendChild(el("tbody"));
-      others.slice(0, LIMIT).forEach(function (p) {
+      var tb = t.appendChild(el("tbody")), shown = others(LIMIT + 1);
+      shown.slice(0, LIMIT).forEach(function (p) {
         var tr = el("tr");
         tr.appendChild(cell(p.a));
         tr.appendChild(cell(p.b));
         tb.appendChild(reviewable(tr, p.a, p.b, "inside", null));
       });
       d.appendChild(t);
-      if (others.length > LIMIT)
+      if (shown.length > LIMIT)
         d.appendChild(el("p", "meta", "The first " + LIMIT + " shown: pick two items above to mark any other pair."));
     });
     body.appendChild(d);
