@@ -169,12 +169,33 @@ def editors_data(
     }
 
 
+def _near_heading(data: dict[str, Any], threshold: str) -> str:
+    """The near misses' heading: how many are below the threshold and how many at or above it (pairs the
+    cluster rule or an editor's verdict kept in two clusters, :func:`nlsim.dedup.stages.near_misses`)."""
+    meta = data["review"]
+    near = data.get("nearMisses") or []
+    score = html.escape(meta["score"])
+    at = meta["threshold"]
+    above = (
+        0 if at is None else sum(1 for p in near if p.get("similarity") is not None and p["similarity"] >= at)
+    )
+    if not above:
+        return (
+            f"<h3>Near misses: the {len(near):,} best pairs below the threshold ({score} "
+            f"&lt; {html.escape(threshold)}), nearest first</h3>"
+        )
+    return (
+        f"<h3>Near misses: the {len(near):,} best pairs the report left apart, highest score first: "
+        f"{above:,} at or above the threshold ({score} ≥ {html.escape(threshold)}) that the cluster rule or "
+        f"an editor’s verdict kept in two clusters, {len(near) - above:,} below it</h3>"
+    )
+
+
 def review_section(data: dict[str, Any]) -> str:
     """The review panel: instructions, the annotator's name, the levels shown, export and clear, the
     picked pair, the near-miss queue and the list of marks (filled in by ``review.js``)."""
     meta = data["review"]
     keys = " · ".join(f"<kbd>{html.escape(k)}</kbd> {html.escape(label)}" for _, k, label, _ in LEVELS)
-    n_near = len(data.get("nearMisses") or [])
     digits = data.get("scoreDigits", 3)
     threshold = "?" if meta["threshold"] is None else f"{meta['threshold']:.{digits}f}"
     return (
@@ -207,9 +228,8 @@ def review_section(data: dict[str, Any]) -> str:
         "<table class='rv-table' id='rv-doubtful'><thead><tr><th>weakest link</th><th>item A</th>"
         "<th>item B</th><th>your verdict</th></tr></thead><tbody></tbody></table>"
         "<div id='rv-doubtful-more'></div>"
-        f"<h3>Near misses: the {n_near:,} best pairs below the threshold ({html.escape(meta['score'])} "
-        f"&lt; {html.escape(threshold)}), nearest first</h3>"
-        "<p class='meta'>Pairs the model came close to grouping and did not: mark those that are the same "
+        + _near_heading(data, threshold)
+        + "<p class='meta'>Pairs the model came close to grouping and did not: mark those that are the same "
         "story.</p>"
         "<table class='rv-table' id='rv-near'><thead><tr><th>score</th><th>item A</th><th>item B</th>"
         "<th>your verdict</th></tr></thead><tbody></tbody></table>"

@@ -52,3 +52,27 @@ def test_the_rubric_section_is_folded_and_escaped() -> None:
     assert section.startswith("<section id='rubric'") and "<details id='rubric-levels'>" in section
     assert "reports the same event or a very narrow shared topic" in section
     assert "&quot;country&quot;" in section  # the rules' quotes are text
+
+
+def test_the_near_miss_heading_counts_the_pairs_at_or_above_the_threshold() -> None:
+    """Near misses at or above the threshold (pairs the cluster rule or an editor's verdict kept in two
+    clusters, listed first) are not called pairs below it: the heading counts both kinds."""
+    meta = review.review_meta(RunRecord(run_id="batch-1", model="m", threshold=0.85))
+    near = [{"similarity": s} for s in (0.95, 0.9, 0.85, 0.84, 0.8)]
+    heading = re.search(
+        r"<h3>Near misses[^<]*</h3>", review.review_section({"review": meta, "nearMisses": near})
+    )
+    assert heading is not None
+    assert heading.group(0) == (
+        "<h3>Near misses: the 5 best pairs the report left apart, highest score first: 3 at or above the "
+        "threshold (cosine ≥ 0.850) that the cluster rule or an editor’s verdict kept in two clusters, 2 "
+        "below it</h3>"
+    )
+    below = near[3:]
+    heading = re.search(
+        r"<h3>Near misses[^<]*</h3>", review.review_section({"review": meta, "nearMisses": below})
+    )
+    assert heading is not None
+    assert heading.group(0) == (
+        "<h3>Near misses: the 2 best pairs below the threshold (cosine &lt; 0.850), nearest first</h3>"
+    )
