@@ -22,7 +22,10 @@ and cut) of the cluster's links, or the two clusters', with the editors' verdict
 the marks as verdicts; the merged verdict makes it last (:mod:`nlsim.clusters.verdicts`).
 
 The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload and
-can be cleared. The export downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that
+can be cleared; each keeps the two texts it was marked with, so a mark kept from another report of the same
+run id (another cluster rule, the editors' verdicts merged since) is exported even where this page does not
+hold its items (a mark kept without them is left out of the export, and the page says so). The export
+downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that
 ``nlsim annotate merge`` reads: nothing needs a server, the page stays one file. The pair ids are computed
 in the browser as :func:`nlsim.io.editor_file.pair_id` computes them, with a SHA-256 written in the page's
 own script (no ``crypto.subtle``, which a browser gives only to a secure context: the export works on a

@@ -742,3 +742,46 @@ def test_a_huge_cluster_opens_at_once(chromium: Any, tmp_path: Path) -> None:
     assert took < 20, f"opening the cluster took {took:.1f} s"
     assert errors == []
     page.close()
+
+
+def test_marks_of_items_this_page_does_not_hold_do_not_stop_the_export(chromium: Any, tmp_path: Path) -> None:
+    """The marks are kept by run id, and two reports of one corpus, model and threshold share it (another
+    cluster rule, the editors' verdicts merged since): a mark kept from the other report whose items this
+    page does not hold is exported with the texts it was marked with, and one kept without them is left out
+    and said; the export of the rest goes on (it stopped at the first such mark, saying nothing)."""
+    review_report(tmp_path / "report")
+    page = chromium.new_context(accept_downloads=True).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "report" / "index.html").as_uri())
+    page.locator("#rv-near tr.rv-row").first.locator("button.rv-level[data-v='1']").click()
+    kept = {
+        "gone1\u001fgone2": {"a": "gone1", "b": "gone2", "v": 0, "src": "near-miss", "score": 0.8,
+                             "notes": "", "at": "2024-01-01T00:00:00Z", "exported": False, "overrule": False},
+        "gone3\u001fgone4": {"a": "gone3", "b": "gone4", "v": 1, "src": "picked", "score": None, "notes": "",
+                             "at": "2024-01-02T00:00:00Z", "exported": False, "overrule": False,
+                             "ta": "Title three", "tb": "Title four"},
+    }  # fmt: skip
+    page.evaluate(
+        """kept => {
+            const key = 'nlsim-review:batch-review0001', now = JSON.parse(localStorage.getItem(key));
+            localStorage.setItem(key, JSON.stringify({version: 1, marks: Object.assign(now.marks, kept)}));
+            localStorage.setItem('nlsim-review:annotator', 'Lin');
+        }""",
+        kept,
+    )
+    page.reload()
+    assert page.text_content("#rv-count") == "3 marked · 3 not exported yet"
+    with page.expect_download() as download:
+        page.click("#rv-export")
+    export = tmp_path / "marks.csv"
+    download.value.save_as(export)
+    marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    assert sorted(zip(marks["id_a"], marks["id_b"], strict=True)) == [("gone3", "gone4"), ("l0", "l1")]
+    row = marks[marks["id_a"] == "gone3"].iloc[0]
+    assert (row.text_a, row.text_b) == ("Title three", "Title four")
+    assert row.sha256_a == editor_file.text_sha256("Title three")
+    status = page.text_content("#rv-status")
+    assert status.startswith("Exported 2 mark(s)") and "1 mark(s) left out" in status, status
+    assert errors == []
+    page.context.close()

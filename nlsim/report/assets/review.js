@@ -227,6 +227,7 @@
         score: tr.dataset.score === undefined ? null : Number(tr.dataset.score),
         notes: old ? old.notes || "" : "", at: new Date().toISOString(), exported: false,
         overrule: tr.dataset.overrule === "1",
+        ta: String(items[a].title), tb: String(items[b].title),  // exported even from a page without the items
       };
     }
     save();
@@ -695,8 +696,13 @@
   }
   function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
   var NUMBERS = { similarity: true, score: true, threshold: true };  // numbers stay numbers
+  function texts(m) {  // the mark's two texts: its items' on this page, else those it was marked with
+    var a = items[index[m.a]], b = items[index[m.b]];
+    var ta = a ? String(a.title) : m.ta, tb = b ? String(b.title) : m.tb;
+    return typeof ta === "string" && typeof tb === "string" ? [ta, tb] : null;
+  }
   function exportRow(m, name, overrules) {  // one line: META.columns, META.hashColumns[, overrule]
-    var a = items[index[m.a]], b = items[index[m.b]], textA = String(a.title), textB = String(b.title);
+    var both = texts(m), textA = both[0], textB = both[1];
     var row = {
       pair_id: pairId(m), id_a: m.a, id_b: m.b, text_a: textA, text_b: textB,
       similarity: m.score === null ? "" : m.score, stratum: META.stratum + ":" + m.src, score: String(m.v),
@@ -720,7 +726,13 @@
   }
   function exportMarks(all) {
     var keys = Object.keys(marks).filter(function (k) { return all || !marks[k].exported; });
-    if (!keys.length) { say("No mark to export."); return; }
+    // a mark kept from another report of this run id (another rule, verdicts merged since) can name items
+    // this page does not hold: without the texts it was marked with, it cannot be exported from here
+    var away = keys.filter(function (k) { return !texts(marks[k]); }).length;
+    keys = keys.filter(function (k) { return texts(marks[k]); });
+    var awaySaid = away ? " " + away + " mark(s) left out: their items are not in this report (export them " +
+      "from the report they were marked in)." : "";
+    if (!keys.length) { say("No mark to export." + awaySaid); return; }
     if (!window.TextEncoder || !window.Blob || !window.URL) {
       say("This browser is too old to write the export (no TextEncoder, Blob or URL): open the page in a " +
           "current Chrome, Edge, Firefox or Safari.");
@@ -745,7 +757,8 @@
     keys.forEach(function (k) { marks[k].exported = true; });
     save();
     refresh();
-    say("Exported " + keys.length + " mark(s) to " + link.download + ": merge it with nlsim annotate merge.");
+    say("Exported " + keys.length + " mark(s) to " + link.download + ": merge it with nlsim annotate merge." +
+      awaySaid);
   }
   document.getElementById("rv-export").addEventListener("click", function () { exportMarks(false); });
   document.getElementById("rv-export-all").addEventListener("click", function () { exportMarks(true); });
