@@ -31,13 +31,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+import re
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
+from nlsim.conversion import convert
 from nlsim.io import columns
 from nlsim.report import review
 from nlsim.report.record import JOINED, ClusterChange, RunRecord
@@ -57,6 +59,27 @@ MAX_DAYS = 62
 """Clusters are counted by day of their first item up to this many days, by month beyond."""
 CJK_LANG = {"tw2sp": "zh-Hant", "t2s": "zh-Hant", "s2t": "zh-Hans", "s2twp": "zh-Hans"}
 """The ``lang`` of Chinese titles, from the run's conversion (its source script); ``zh`` otherwise."""
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+
+
+def script_fold(texts: Iterable[str]) -> dict[str, str]:
+    """What the page's search reads Traditional and Simplified Chinese as one with: each Han character of
+    ``texts``, and its Traditional forms (OpenCC ``s2t``, ``s2twp``), mapped to its Simplified form (``t2s``,
+    character by character) where that differs. An editor typing either script finds a title written in
+    the other.
+
+    >>> fold = script_fold(["颱風登陸臺東", "台风"])
+    >>> "".join(fold.get(ch, ch) for ch in "颱風 台風 臺东")
+    '台风 台风 台东'
+    """
+    han = sorted({ch for text in texts for ch in text if HAN.match(ch)})
+    if not han:
+        return {}
+    forms = set(han)
+    for mode in ("s2t", "s2twp"):
+        forms.update(t for t in convert(han, mode) if len(t) == 1)
+    chars = sorted(forms)
+    return {ch: s for ch, s in zip(chars, convert(chars, "t2s"), strict=True) if len(s) == 1 and s != ch}
 
 
 def page_zone(name: str | None) -> ZoneInfo:
@@ -269,8 +292,9 @@ def page_data(
     verdicts that changed them (``verdicts``, :func:`cluster_verdicts`), the topic groups (``topics``:
     rows of ``topics.parquet``), the story rule the review panel's preview runs (``rule``,
     :class:`~nlsim.report.record.StoryRule`; ``None`` for a record without it); for the review panel, the
-    near misses and what the export records (:mod:`nlsim.report.review`). Times and days are in the run's
-    time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
+    near misses and what the export records (:mod:`nlsim.report.review`); what the search reads
+    Traditional and Simplified Chinese as one with (``fold``, :func:`script_fold`). Times and days are in
+    the run's time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
     tables = page_tables(record)
     item = _Items(frame, tables["items"], zone)
@@ -295,6 +319,7 @@ def page_data(
         "timeZone": zone.key,
         "columns": {name: columns.page_spec(spec) for name, spec in tables.items()},
         "items": item.rows,
+        "fold": script_fold(str(v) for row in item.rows for v in row.values() if isinstance(v, str)),
         "clusters": out,
         "topics": page_rows(topics, tables["topics"], item, zone),
         "rule": None if record.story_rule is None else asdict(record.story_rule),

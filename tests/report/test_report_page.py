@@ -205,6 +205,18 @@ def test_search_filters_pages_and_escapes(page: Path, tmp_path: Path) -> None:
         browser.screenshot(tmp_path / "opened.png")
 
 
+def test_search_finds_a_title_in_either_chinese_script(page: Path) -> None:
+    """The page's titles are Traditional (the corpus's script); an editor typing Simplified finds them too,
+    and a mixed query as well: the search reads Traditional and Simplified characters as one."""
+    with Browser() as browser:
+        browser.open(page.as_uri())
+        for query in ("台风", "颱風", "台風", "三读通过", "三讀通過", "立法院三读", "停课"):
+            browser.evaluate("document.getElementById('q').select()")
+            browser.type_text("#q", query)
+            want = ["c-b0"] if "三" in query else ["c-t0"]
+            assert browser.evaluate(VISIBLE) == want, query
+
+
 def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> None:
     from nlsim.dedup.config import DedupConfig
     from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus

@@ -100,6 +100,15 @@
     return td;
   }
   var SEARCHED = shownOf("items").filter(function (c) { return c.format === "text"; });  // id, title, source, ...
+  // Traditional and Simplified Chinese read as one: each character the page holds (and its Traditional forms)
+  // as its Simplified form (DATA.fold, nlsim.report.page.script_fold), in the titles and in the query alike
+  var FOLD = DATA.fold || {}, FOLDS = Object.keys(FOLD).length > 0;
+  function fold(text) {
+    if (!FOLDS) return text;
+    var out = "";
+    for (var ch of text) out += Object.prototype.hasOwnProperty.call(FOLD, ch) ? FOLD[ch] : ch;
+    return out;
+  }
   function hay(c) {
     if (c._hay === undefined) {
       var words = [c.cluster_id];
@@ -107,7 +116,7 @@
         var it = items[c.member_ids[k]];
         SEARCHED.forEach(function (col) { words.push(it[col.name]); });
       }
-      c._hay = words.join("\n").toLowerCase();
+      c._hay = fold(words.join("\n")).toLowerCase();
     }
     return c._hay;
   }
@@ -138,7 +147,7 @@
     return d;
   }
   function apply(keepPage) {
-    var terms = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+    var terms = fold(state.q).toLowerCase().split(/\s+/).filter(Boolean);
     view = all.filter(function (c) { return matches(c, terms); });
     view.sort(cmp);
     if (!keepPage) state.page = 0;
