@@ -785,3 +785,31 @@ def test_marks_of_items_this_page_does_not_hold_do_not_stop_the_export(chromium:
     assert status.startswith("Exported 2 mark(s)") and "1 mark(s) left out" in status, status
     assert errors == []
     page.context.close()
+
+
+def test_a_doubtful_row_shows_the_score_of_the_pair_it_offers(chromium: Any, tmp_path: Path) -> None:
+    """A cluster whose weakest link an editor already scored is offered its open link nearest to it: the
+    row shows that pair's own score (the one in pairs.parquet), and says the weakest link is scored."""
+    folder = tmp_path / "report"
+    review_report(folder)
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run["editors"] = {"source": "pairs.verdicts.csv", "scored_ids": [editor_file.pair_id("t1", "t2")]}
+    pairs = pd.read_parquet(folder / "pairs.parquet")
+    clusters = pd.read_parquet(folder / "clusters.parquet")
+    assert clusters.set_index("cluster_id").at["c-t0", "weakest_link"] == pytest.approx(0.96)
+    from nlsim.report.html import render_html
+
+    frame = pd.DataFrame({"id": ["t0", "t1", "t2", "b0", "b1"], "title": list("ABCDE"), "source": "wire"})
+    page_path = tmp_path / "page.html"
+    page_path.write_text(render_html(pairs, clusters, RunRecord.from_dict(run), frame), encoding="utf-8")
+    page = chromium.new_page()
+    page.goto(page_path.as_uri())
+    rows = page.eval_on_selector_all(
+        "#rv-doubtful tbody tr.rv-row", "rows => rows.map(r => [r.cells[0].textContent, r.dataset.key])"
+    )
+    page.close()
+    shown = dict(zip(pairs["id_a"] + "\u001f" + pairs["id_b"], pairs["similarity"], strict=True))
+    offered = {key: text for text, key in rows}
+    assert offered["t0\u001ft1"].startswith(f"{shown['t0' + chr(31) + 't1']:.3f}")  # 0.970, not 0.960
+    assert "weakest link 0.960 already scored" in offered["t0\u001ft1"]
+    assert offered["b0\u001fb1"] == "0.930"

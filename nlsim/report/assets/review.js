@@ -533,8 +533,12 @@
   var doubtShown = 0;
   function moreDoubtful(n) {
     doubtful.slice(doubtShown, doubtShown + n).forEach(function (d) {
-      var tr = el("tr");
-      tr.appendChild(el("td", "num", fixed(d.weak)));
+      var tr = el("tr"), td = tr.appendChild(el("td", "num", fixed(d.p.similarity)));  // the offered pair's score
+      if (fixed(d.p.similarity) !== fixed(d.weak)) {  // the weakest link is not offered: its open link nearest it
+        var held = d.c.pairs.some(function (p) { return p.similarity !== null && fixed(p.similarity) === fixed(d.weak); });
+        td.appendChild(el("span", "meta rv-weak", " (weakest link " + fixed(d.weak) +
+          (held ? " already scored)" : " not among this page's pairs)")));
+      }
       tr.appendChild(cell(d.p.id_a, d.c.cluster_id + " (" + d.c.size + " items)"));
       tr.appendChild(cell(d.p.id_b, d.c.cluster_id));
       doubtBody.appendChild(reviewable(tr, d.p.id_a, d.p.id_b, "weakest-link", d.p.similarity));
