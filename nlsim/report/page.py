@@ -240,6 +240,17 @@ def _cluster_pairs(
     return rows
 
 
+def _copies(pairs: pd.DataFrame, item: _Items) -> dict[int, int]:
+    """Each exact copy's representative (:mod:`nlsim.clusters.copies`), as indexes into the page's items:
+    the pairs marked ``exact_copy`` link a copy to its group's representative, its earliest item, which the
+    pairs table puts first (``id_a``). The review panel's preview reads a group as the run's rule does."""
+    if not len(pairs) or "exact_copy" not in pairs:
+        return {}
+    copy = pairs["exact_copy"].fillna(False).astype(bool).to_numpy()
+    found = pairs[copy]
+    return {item(b): item(a) for a, b in zip(found["id_a"], found["id_b"], strict=True)}
+
+
 def cluster_verdicts(
     clusters: list[dict[str, Any]],
     changes: Sequence[ClusterChange],
@@ -291,15 +302,17 @@ def page_data(
     (``columns``), the items, the clusters with the pairs that joined them and the card of the editors'
     verdicts that changed them (``verdicts``, :func:`cluster_verdicts`), the topic groups (``topics``:
     rows of ``topics.parquet``), the story rule the review panel's preview runs (``rule``,
-    :class:`~nlsim.report.record.StoryRule`; ``None`` for a record without it); for the review panel, the
-    near misses and what the export records (:mod:`nlsim.report.review`); what the search reads
-    Traditional and Simplified Chinese as one with (``fold``, :func:`script_fold`). Times and days are in
-    the run's time zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
+    :class:`~nlsim.report.record.StoryRule`; ``None`` for a record without it) and each exact copy's
+    representative it reads the copies as (``copies``, :func:`_copies`); for the review panel, the near
+    misses and what the export records (:mod:`nlsim.report.review`); what the search reads Traditional and
+    Simplified Chinese as one with (``fold``, :func:`script_fold`). Times and days are in the run's time
+    zone (``timeZone``); scores are shown with ``scoreDigits`` decimals."""
     zone = page_zone(record.timezone)
     tables = page_tables(record)
     item = _Items(frame, tables["items"], zone)
     pair_rows = _cluster_pairs(pairs, tables["pairs"], item, zone)
     out = page_rows(clusters, tables["clusters"], item, zone)
+    copies = _copies(pairs, item)
     editors = review.editors_data(record.editors, item, item.known)
     changes = record.editors.cluster_changes if record.editors is not None else []
     cards = cluster_verdicts(out, changes, item, item.known)
@@ -323,6 +336,7 @@ def page_data(
         "clusters": out,
         "topics": page_rows(topics, tables["topics"], item, zone),
         "rule": None if record.story_rule is None else asdict(record.story_rule),
+        "copies": copies,
         "nearMisses": page_rows(near_misses, tables["near_misses"], item, zone),
         "review": review.review_meta(record),
         "editors": editors,

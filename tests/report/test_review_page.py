@@ -813,3 +813,57 @@ def test_a_doubtful_row_shows_the_score_of_the_pair_it_offers(chromium: Any, tmp
     assert offered["t0\u001ft1"].startswith(f"{shown['t0' + chr(31) + 't1']:.3f}")  # 0.970, not 0.960
     assert "weakest link 0.960 already scored" in offered["t0\u001ft1"]
     assert offered["b0\u001fb1"] == "0.930"
+
+
+def test_a_split_preview_reads_exact_copies_as_the_run_does(chromium: Any, tmp_path: Path) -> None:
+    """Exact copies are read by the run's rule as their representative standing for all of them
+    (:mod:`nlsim.clusters.copies`): the page's preview of a "not the same story" mark does the same, so
+    its pieces are the rule's (the copies' single links to their representative read as items of their
+    own gave the support rule other shares: the copies and an item dropped)."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.rules import Link, SharedSupport
+
+    ids = ["a", "a2", "a3", "x0", "x1", "x2", "x3"]
+    frame = pd.DataFrame(
+        {"id": ids, "title": ["Rain in Taipei"] * 3 + ["w", "x", "y", "z"], "source": "wire"}
+    )
+    frame = frame.assign(url="", published_at=pd.date_range("2024-08-01", periods=7, freq="h", tz="UTC"))
+    at = {i: k for k, i in enumerate(ids)}
+    scored = [
+        ("a", "x0", 0.97), ("a", "x1", 0.98), ("a", "x2", 0.92), ("a", "x3", 0.92), ("x1", "x2", 0.92),
+        ("x1", "x3", 0.98), ("x2", "x3", 0.91),
+    ]  # fmt: skip
+    copies = [("a", "a2", 1.0), ("a", "a3", 1.0)]
+    pairs = pd.DataFrame(
+        [(at[x], at[y], s, False) for x, y, s in scored] + [(at[x], at[y], s, True) for x, y, s in copies],
+        columns=["a", "b", "similarity", "exact_copy"],
+    )
+    labels, clusters = batch_clusters(frame, pairs)
+    assert clusters["cluster_id"].tolist() == ["c-a"]
+    rule, rep = SharedSupport(min_share=0.5), {"a2": "a", "a3": "a"}
+    links = [Link(x, y, s) for x, y, s in scored + copies]
+    assert rule.clusters(links, copies=rep) == [sorted(ids)]
+    want = rule.clusters(links, LinkConstraints.from_pairs(cannot=[("x0", "x2")]), copies=rep)
+    assert want == [["a", "a2", "a3", "x0", "x1", "x3"]]  # x2 cut away, not x0
+    record = RunRecord.from_dict(
+        {
+            "run_id": "batch-copies001",
+            "model": FAST_MODEL,
+            "threshold": 0.9,
+            "story_rule": {"name": "support", "min_share": 0.5, "cut": "order"},
+        }
+    )
+    write_report(tmp_path / "report", pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "report" / "index.html").as_uri())
+    held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
+    open_cluster(page, "c-a")
+    for item in ("x0", "x2"):
+        page.click(f"li[data-cluster='c-a'] tr[data-item='{held.index(item)}'] button.rv-pick")
+    page.locator("#rv-picked button.rv-level[data-v='0']").click()  # not related
+    drawn = page.evaluate("window.nlsimReport.data.clusters.map(c => c.member_ids)")
+    assert sorted(sorted(held[i] for i in g) for g in drawn) == want
+    assert errors == []
+    page.close()

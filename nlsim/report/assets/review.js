@@ -241,6 +241,7 @@
   // (rules.js, a port of nlsim.clusters.rules) on the links the page holds, with the editors' verdicts the
   // report honours (its decisions) and the marks (a mark on a decided pair stands in for the decision)
   var RULE = DATA.rule || { name: "components", cut: "order" };
+  var COPIES = DATA.copies || {};  // each exact copy's representative (indexes)
   var DECIDED = {};
   EDITORS.decisions.forEach(function (d) { DECIDED[pairKey(d.a, d.b)] = [d.a, d.b, d.score]; });
   function verdictsAmong(inside, marked) {  // {must, cannot}: the verdicts on two items of inside (indexes)
@@ -265,8 +266,12 @@
       });
     });
     function ids(ps) { return ps.map(function (p) { return [items[p[0]].id, items[p[1]].id]; }); }
+    var repOf = {};  // the exact copies among them, each read as its representative (nlsim.clusters.copies)
+    Object.keys(COPIES).forEach(function (i) {
+      if (inside[i] && inside[COPIES[i]]) repOf[items[i].id] = items[COPIES[i]].id;
+    });
     function run(v) {
-      return window.nlsimRules.clusters(RULE, links, { must: ids(v.must), cannot: ids(v.cannot) }, {}, RULE.cut || "order")
+      return window.nlsimRules.clusters(RULE, links, { must: ids(v.must), cannot: ids(v.cannot) }, repOf, RULE.cut || "order")
         .map(function (g) { return g.map(function (id) { return index[id]; }); });
     }
     var verdicts = verdictsAmong(inside, true), groups = run(verdicts), placed = {}, before = {}, apart = {};
