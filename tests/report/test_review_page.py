@@ -867,3 +867,28 @@ def test_a_split_preview_reads_exact_copies_as_the_run_does(chromium: Any, tmp_p
     assert sorted(sorted(held[i] for i in g) for g in drawn) == want
     assert errors == []
     page.close()
+
+
+def test_clearing_the_marks_undoes_their_preview(chromium: Any, tmp_path: Path) -> None:
+    """Clear marks takes back what the marks did to the list at once: a cluster a mark split is whole
+    again (it stayed split, or gone, until the page was reloaded)."""
+    page = chromium.new_context().new_page()
+    page.goto(review_report(tmp_path / "report").as_uri())
+
+    def sizes() -> dict[str, str]:
+        return dict(
+            page.eval_on_selector_all(
+                "#clusters li.cluster",
+                "lis => lis.map(li => [li.dataset.cluster, li.querySelector('.size').textContent])",
+            )
+        )
+
+    assert sizes() == {"c-t0": "3 items", "c-b0": "2 items"}
+    page.locator("#rv-doubtful tr.rv-row").first.locator("button.rv-level[data-v='0']").click()
+    assert sizes() == {"c-t0": "3 items"}  # b0 and b1 not the same story: c-b0 is gone
+    page.once("dialog", lambda d: d.accept())
+    page.click("#rv-clear")
+    assert page.text_content("#rv-count") == "0 marked"
+    assert sizes() == {"c-t0": "3 items", "c-b0": "2 items"}
+    assert "preview" not in page.text_content("li[data-cluster='c-b0'] summary")
+    page.context.close()

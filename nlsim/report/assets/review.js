@@ -777,6 +777,7 @@
     marks = {};
     storageSet(KEY, null);
     refresh();
+    if (preview()) R.redraw();  // the clusters the marks split or joined are as the report has them again
     say("Cleared " + n + " mark(s).");
   });
 
