@@ -21,8 +21,9 @@ run's story rule makes (``assets/rules.js``, a port of :mod:`nlsim.clusters.rule
 and cut) of the cluster's links, or the two clusters', with the editors' verdicts the report honours and
 the marks as verdicts; the merged verdict makes it last (:mod:`nlsim.clusters.verdicts`).
 
-The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload and
-can be cleared; each keeps the two texts it was marked with, so a mark kept from another report of the same
+The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload,
+are shared by the tabs the report is open in (each takes in the others' marks as they are made) and can be
+cleared; each keeps the two texts it was marked with, so a mark kept from another report of the same
 run id (another cluster rule, the editors' verdicts merged since) is exported even where this page does not
 hold its items (a mark kept without them is left out of the export, and the page says so). The export
 downloads them as the editors' file (:mod:`nlsim.io.editor_file`) that

@@ -892,3 +892,22 @@ def test_clearing_the_marks_undoes_their_preview(chromium: Any, tmp_path: Path) 
     assert sizes() == {"c-t0": "3 items", "c-b0": "2 items"}
     assert "preview" not in page.text_content("li[data-cluster='c-b0'] summary")
     page.context.close()
+
+
+def test_marks_made_in_two_tabs_of_one_report_are_all_kept(chromium: Any, tmp_path: Path) -> None:
+    """An editor with the report open in two tabs marks in both: each tab takes in the other's marks as
+    they are made, so neither tab's next mark writes the other's away (the last tab to mark kept only its
+    own)."""
+    path = review_report(tmp_path / "report").as_uri()
+    context = chromium.new_context()
+    first, second = context.new_page(), context.new_page()
+    first.goto(path)
+    second.goto(path)
+    first.locator("#rv-near tr.rv-row").nth(0).locator("button.rv-level[data-v='1']").click()
+    first.locator("#rv-near tr.rv-row").nth(1).locator("button.rv-level[data-v='0']").click()
+    second.wait_for_function("document.getElementById('rv-count').textContent.startsWith('2 marked')")
+    second.locator("#rv-doubtful tr.rv-row").nth(0).locator("button.rv-level[data-v='1']").click()
+    first.wait_for_function("document.getElementById('rv-count').textContent.startsWith('3 marked')")
+    assert len(stored(first, "batch-review0001")) == 3
+    assert second.text_content("#rv-count") == "3 marked · 3 not exported yet"
+    context.close()

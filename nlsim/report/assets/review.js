@@ -801,6 +801,17 @@
   }
   setLevels(storageGet(LEVELS_KEY));
   levels.addEventListener("change", function () { storageSet(LEVELS_KEY, levels.value); setLevels(levels.value); });
+  // the report open in another tab: its marks are taken in as it makes them, so that this tab's next mark
+  // does not write them away
+  window.addEventListener("storage", function (e) {
+    if (e.key === KEY) {
+      try { marks = (JSON.parse(e.newValue || "{}").marks) || {}; } catch (err) { return; }
+      refresh();
+      if (preview()) R.redraw();
+    } else if (e.key === NAME_KEY && document.activeElement !== nameInput) {
+      nameInput.value = e.newValue || "";
+    }
+  });
   refresh();
   if (preview()) R.redraw();  // the marks kept from an earlier visit split their clusters again
   if (!kept) say("This browser does not keep the marks (storage refused): export them before you close the page.");
