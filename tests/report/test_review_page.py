@@ -911,3 +911,22 @@ def test_marks_made_in_two_tabs_of_one_report_are_all_kept(chromium: Any, tmp_pa
     assert len(stored(first, "batch-review0001")) == 3
     assert second.text_content("#rv-count") == "3 marked · 3 not exported yet"
     context.close()
+
+
+def test_a_note_with_a_tab_is_exported_as_the_pair_file_can_hold_it(chromium: Any, tmp_path: Path) -> None:
+    """A note pasted with a tab (a cell copied from a spreadsheet) is kept with a space instead: the TSV
+    pair file holds no tab in a cell, and ``nlsim annotate merge`` refused the whole export for it."""
+    page = chromium.new_context(accept_downloads=True).new_page()
+    page.goto(review_report(tmp_path / "report").as_uri())
+    row = page.locator("#rv-near tr.rv-row").first
+    row.locator("button.rv-level[data-v='1']").click()
+    row.locator("input.rv-note").fill("same strike\tsee desk notes")
+    row.locator("input.rv-note").press("Tab")
+    page.fill("#rv-annotator", "Lin")
+    with page.expect_download() as download:
+        page.click("#rv-export")
+    export = tmp_path / "marks.csv"
+    download.value.save_as(export)
+    page.context.close()
+    marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    assert marks["notes"].tolist() == ["same strike see desk notes"]

@@ -151,6 +151,7 @@
     note.addEventListener("change", function () {
       var m = marks[tr.dataset.key];
       if (!m) return;
+      note.value = note.value.replace(/[\t\r\n]+/g, " ");  // a cell of the TSV pair file holds none of them
       m.notes = note.value;
       m.exported = false;
       save();
