@@ -48,6 +48,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -435,7 +436,36 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         raise InputError(path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}") from None
     _duplicate_parquet_column(path, table.column_names)
     _check_parquet_text(path, table)
+    _check_parquet_dates(path, table)
     return table.to_pandas(integer_object_nulls=True)
+
+
+DAYS_1970 = (-719_162, 2_932_896)
+"""The dates a date can be (0001-01-01 to 9999-12-31), in days after 1970-01-01 (Parquet's ``date32``)."""
+
+
+def _check_parquet_dates(path: Path, table: pa.Table) -> None:
+    """An :class:`InputError` naming the row and column of the first ``date32``/``date64`` cell past the
+    years a date can have (1-9999): a number of seconds or milliseconds stored as days, which no reader
+    turns into a date (the conversion would fail without saying where)."""
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        per_day = 1 if pa.types.is_date32(kind) else 86_400_000 if pa.types.is_date64(kind) else 0
+        if not per_day or not len(column):
+            continue
+        stored = column.cast(pa.int32() if per_day == 1 else pa.int64()).fill_null(0)
+        days = stored.to_numpy().astype(np.int64) // per_day
+        outside = np.flatnonzero((days < DAYS_1970[0]) | (days > DAYS_1970[1]))
+        if len(outside):
+            row = int(outside[0])
+            year = 1970 + int(days[row] / 365.2425)
+            raise InputError(
+                path,
+                row + 1,
+                name,
+                f"a date about the year {year:,}, past the years a date can have (1-9999): a number of "
+                "seconds or milliseconds stored as days? Write the dates as dates (or the cell empty)",
+            )
 
 
 def _check_parquet_text(path: Path, table: pa.Table) -> None:

@@ -132,6 +132,24 @@ def test_truncated_and_garbage_parquet(tmp_path):
             load_corpus(tmp_path / name)
 
 
+@pytest.mark.parametrize("kind", ["date32", "date64"])
+def test_parquet_date_past_year_9999_is_refused_by_row_and_field(tmp_path, kind):
+    """A date column whose values were written in another unit (seconds stored as days) holds years no
+    date type of Python holds: refused by file, row and field, not a traceback from the conversion."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    days = [19_000, 19_001, 86_400 * 19_000]  # the third: seconds written as days, year 4,496,518
+    values = pa.array(days, pa.int32()).cast(pa.date32())
+    if kind == "date64":
+        values = pa.array([d * 86_400_000 for d in days], pa.int64()).cast(pa.date64())
+    table = pa.table({"id": ["a", "b", "c"], "title": ["Floods", "Storm", "Rain"], "published_at": values})
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(InputError, match=r"d\.parquet: row 3, field 'published_at': .*year") as info:
+        load_corpus(tmp_path / "d.parquet")
+    assert (info.value.row, info.value.field) == (3, "published_at")
+
+
 def test_missing_file_and_unknown_format(tmp_path):
     with pytest.raises(InputError, match="file not found"):
         load_corpus(tmp_path / "nope.csv")
