@@ -353,7 +353,8 @@ def _separator_hint(path: Any, header: str) -> str:
     ''
     """
     suffix = Path(str(path)).suffix.lower()
-    reads = {".csv": "comma-separated", ".tsv": "tab-separated"}.get(suffix)
+    reads = {".csv": "comma-separated", ".tsv": "tab-separated", ".tab": "tab-separated"}.get(suffix)
+    reads = reads or ("tab-separated" if suffix == ".txt" else None)  # Excel's "Text": tab-separated
     found = [(s, n) for s, n in ((",", "comma"), ("\t", "tab"), (";", "semicolon")) if s in header]
     if reads is None or not found or reads.startswith(found[0][1]):
         return ""

@@ -67,6 +67,14 @@ def test_content_hash_changes_with_text(tmp_path):
             "required column missing (columns: id,title); the header holds commas: the file looks "
             "comma-separated, but a .tsv is read tab-separated: rename it .csv",
         ),
+        (  # Excel's "Text" export is read as tab-separated: a comma-separated .txt is told so
+            "commas.txt",
+            "id,title\n1,Floods\n",
+            None,
+            "id",
+            "required column missing (columns: id,title); the header holds commas: the file looks "
+            "comma-separated, but a .txt is read tab-separated: rename it .csv",
+        ),
         (
             "dup.csv",
             "id,title\n1,Floods\n2,Storm\n1,Fire\n",
