@@ -180,6 +180,29 @@ def sweep_leftovers(folder: str | Path, name: str) -> list[Path]:
     return removed
 
 
+@contextlib.contextmanager
+def naming(folder: str | Path, doing: str) -> Iterator[None]:
+    """An :class:`OSError` of the block that names no file (a write into a file already open that failed:
+    the disk filled, a quota was reached) names ``folder``, and says what was being done (``doing``), so
+    that the user knows which disk to look at; one that names its file is left as it is.
+
+    Example:
+        >>> import errno
+        >>> try:
+        ...     with naming("reports/daily", "writing the report"):
+        ...         raise OSError(errno.ENOSPC, "No space left on device")
+        ... except OSError as exc:
+        ...     print(exc.filename, "|", exc.strerror)
+        reports/daily | No space left on device (writing the report)
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, f"{exc.strerror or exc} ({doing})", str(folder)) from exc
+
+
 def remove_tree(path: str | Path) -> None:
     """Delete a folder nlsim made (a temporary or superseded one); a missing one is fine."""
     shutil.rmtree(path, ignore_errors=True)

@@ -62,6 +62,7 @@ from nlsim.io.atomic import (
     file_sha256,
     fsync_dir,
     make_temp_dir,
+    naming,
     publish_files,
     remove_tree,
 )
@@ -346,9 +347,17 @@ def write_report(
         finish_publishing(out)
         staging = make_temp_dir(out, ".staging-")
         try:
-            names = write_files(
-                staging, pairs, clusters, record, frame, extra=extra, near_misses=near_misses, topics=topics
-            )
+            with naming(out, "writing the report; the report that was there is left as it was"):
+                names = write_files(
+                    staging,
+                    pairs,
+                    clusters,
+                    record,
+                    frame,
+                    extra=extra,
+                    near_misses=near_misses,
+                    topics=topics,
+                )
             top = sorted({n.split("/")[0] for n in names})
             # what it replaces is nlsim's, unchanged, and of the kind it writes (a file for a file)
             check_report_replaceable(out, top, what="report folder", staged=staging)
@@ -465,7 +474,7 @@ def publish_daily_report(
     runs = final.parent
     runs.mkdir(parents=True, exist_ok=True)
     check_report_replaceable(final, ["."], what="report folder")  # a run's report again: only nlsim's files
-    with atomic_dir(final) as tmp:
+    with atomic_dir(final) as tmp, naming(final, "writing the day's report"):
         write_files(
             tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses, topics=topics
         )

@@ -267,6 +267,37 @@ def test_a_report_run_again_refuses_to_replace_a_file_someone_changed_or_put_ins
     assert verify_report(out)["files"] and (out / "notes.txt").read_text() == "the desk's notes\n"
 
 
+def test_a_disk_that_fills_while_the_report_is_written_is_named_and_the_earlier_report_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that runs out of space raises an OSError naming no file (the file was opened; its write
+    failed): the error names the report folder, so that the user knows which disk filled, and the earlier
+    report is left whole, with no staging folder beside it."""
+    import errno
+
+    import nlsim.report.files as files
+
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    out = tmp_path / "rep"
+    cfg = _config(tmp_path / "all.parquet", out)
+    run_dedup(cfg, encoder=enc)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files, "write_stories_json", full)
+    with pytest.raises(OSError, match="No space left on device") as info:
+        run_dedup(cfg, encoder=enc)
+    assert info.value.errno == errno.ENOSPC
+    assert info.value.filename == str(out)
+    assert "report" in str(info.value)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert not list(out.glob(".staging-*"))
+    verify_report(out)
+
+
 def test_a_report_name_holding_a_folder_for_a_file_or_a_file_for_a_folder_is_refused_before_any_move(
     tmp_path: Path,
 ) -> None:
