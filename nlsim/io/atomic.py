@@ -214,7 +214,8 @@ def atomic_path(path: str | Path, *, suffix: str = "", mode: int | None = None) 
 
     The temporary name ends with ``suffix`` (writers such as pyarrow pick the format from it). A file gets
     the permissions ``mode`` (default: the umask's, :func:`file_mode`) before it is moved. On any
-    exception the temporary file is removed and ``path`` is untouched.
+    exception the temporary file is removed and ``path`` is untouched; an :class:`OSError` that names no
+    file (the disk filled) names ``path`` (:func:`naming`).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -222,14 +223,15 @@ def atomic_path(path: str | Path, *, suffix: str = "", mode: int | None = None) 
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}", dir=target.parent)
     tmp = Path(tmp_name)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # held until this writer ends (sweep_leftovers spares it)
-        yield tmp
-        if tmp.is_file():
-            os.chmod(tmp, file_mode() if mode is None else mode)
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        fsync_dir(target.parent)
+        with naming(target, "not written; the file there, if any, is left as it was"):
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held until this writer ends (sweep_leftovers spares it)
+            yield tmp
+            if tmp.is_file():
+                os.chmod(tmp, file_mode() if mode is None else mode)
+                with open(tmp, "rb") as fh:
+                    os.fsync(fh.fileno())
+            os.replace(tmp, target)
+            fsync_dir(target.parent)
     except BaseException:
         if tmp.is_dir():
             remove_tree(tmp)

@@ -50,3 +50,24 @@ def test_a_killed_file_write_is_swept_by_the_next_write_of_that_file(tmp_path: P
     atomic_write_text(tmp_path / "CURRENT.json", "{}")
     atomic_save_npy(tmp_path / "emb.npy", np.zeros(3))
     assert sorted(os.listdir(tmp_path)) == ["CURRENT.json", "emb.npy"]
+
+
+def test_a_write_that_runs_out_of_space_names_its_file_and_leaves_the_old_one(tmp_path: Path) -> None:
+    """A writer's OSError that names no file (its write failed once the file was open: the disk filled)
+    names the file being written (the quarantine file, a state's table), and the file there is unchanged
+    with nothing left beside it."""
+    import errno
+
+    import pytest
+
+    from nlsim.io.atomic import atomic_path
+
+    target = tmp_path / "bad_rows.csv"
+    target.write_text("row,field,reason\n")
+    with pytest.raises(OSError, match="No space left on device") as info:
+        with atomic_path(target) as tmp:
+            tmp.write_text("row,field,reason\n1,title,empty text\n")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert (info.value.errno, info.value.filename) == (errno.ENOSPC, str(target))
+    assert target.read_text() == "row,field,reason\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["bad_rows.csv"]
