@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from nlsim.errors import StateError
-from nlsim.io.atomic import atomic_save_npy, atomic_write_text, file_sha256
+from nlsim.io.atomic import atomic_save_npy, atomic_write_text, file_sha256, why_not_kept
 
 log = logging.getLogger(__name__)
 FORMAT = 1
@@ -144,7 +144,18 @@ class EmbeddingCache:
         if n is not None and arr.shape[0] != n:
             raise StateError(f"compute_fn returned {arr.shape[0]} rows for {n} texts")
         info = {k: v for k, v in key_parts.items() if k != "texts"}
-        self.store(key, arr, info=info)
+        try:
+            self.store(key, arr, info=info)
+        except (
+            OSError
+        ) as exc:  # a full or read-only NLSIM_HOME: the vectors are in hand, the cache is a saving
+            npy, meta_path = self.paths(key)
+            meta_path.unlink(missing_ok=True)  # no sidecar: a half-written entry is never read
+            log.warning(
+                "embedding cache: %s not kept (%s); the run goes on with the vectors it computed",
+                npy,
+                why_not_kept(exc),
+            )
         return arr, False
 
     def get_or_compute(

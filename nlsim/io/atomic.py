@@ -203,6 +203,16 @@ def naming(folder: str | Path, doing: str) -> Iterator[None]:
         raise OSError(exc.errno, f"{exc.strerror or exc} ({doing})", str(folder)) from exc
 
 
+def why_not_kept(exc: OSError) -> str:
+    """What stopped a write, in one line, as the system said it (before :func:`naming` added to it).
+
+    >>> why_not_kept(OSError(28, "No space left on device", "cache.npy")), why_not_kept(OSError("short"))
+    ('No space left on device', 'short')
+    """
+    cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+    return " ".join(str(cause.strerror or cause).split())
+
+
 def remove_tree(path: str | Path) -> None:
     """Delete a folder nlsim made (a temporary or superseded one); a missing one is fine."""
     shutil.rmtree(path, ignore_errors=True)

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nlsim.io.atomic import atomic_write_parquet
+from nlsim.io.atomic import atomic_write_parquet, why_not_kept
 from nlsim.io.model_cache import nlsim_home
-from nlsim.progress import say
+from nlsim.progress import say, warn
 
 MAX_ROWS = 2_000_000
 """Scores kept per cross-encoder (the most recent)."""
@@ -125,4 +125,10 @@ class PairScoreCache:
         frame = pd.DataFrame(
             {"key": [k for k, _ in items], "score": np.array([s for _, s in items], np.float64)}
         )
-        atomic_write_parquet(frame, self.path)
+        try:
+            atomic_write_parquet(frame, self.path)
+        except OSError as exc:  # a full or read-only NLSIM_HOME: the scores are in hand; the cache only saves
+            warn(
+                f"cross-encoder cache: {self.path} not kept ({why_not_kept(exc)}); the run goes on with "
+                "its scores"
+            )

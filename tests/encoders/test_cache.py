@@ -116,3 +116,24 @@ def test_encoder_form_uses_fingerprint_and_max_length(tmp_path: Path) -> None:
 def test_default_root_under_nlsim_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path))
     assert EmbeddingCache().root == tmp_path / "embeddings"
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_vectors_to_the_run(
+    tmp_path: Path, emb: np.ndarray, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk under NLSIM_HOME (numpy's short write: '23040 requested and 4064 written') once the
+    vectors are computed: the run gets them, and is told the cache did not keep them; no entry is left
+    half written, so the next run computes them again."""
+    import nlsim.encoders.cache as cache_module
+
+    def full(path: object, arr: object) -> None:
+        raise OSError("23040 requested and 4064 written")
+
+    monkeypatch.setattr(cache_module, "atomic_save_npy", full)
+    cache, fn = EmbeddingCache(tmp_path), Counter(emb)
+    with caplog.at_level("WARNING", logger="nlsim"):
+        out, hit = cache.get_or_compute_parts(PARTS, fn)
+    assert np.array_equal(out, emb) and hit is False
+    assert "not kept" in caplog.text and "23040 requested" in caplog.text
+    monkeypatch.undo()
+    assert cache.get_or_compute_parts(PARTS, fn)[1] is False and fn.calls == 2
