@@ -183,7 +183,8 @@ def sweep_leftovers(folder: str | Path, name: str) -> list[Path]:
 @contextlib.contextmanager
 def naming(folder: str | Path, doing: str) -> Iterator[None]:
     """An :class:`OSError` of the block that names no file (a write into a file already open that failed:
-    the disk filled, a quota was reached) names ``folder``, and says what was being done (``doing``), so
+    the disk filled, a quota was reached; numpy's short write, '23040 requested and 4064 written', which has
+    no error number) names ``folder``, and says what was being done (``doing``), so
     that the user knows which disk to look at; one that names its file is left as it is.
 
     Example:
@@ -198,7 +199,7 @@ def naming(folder: str | Path, doing: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.filename is not None or exc.errno is None:
+        if exc.filename is not None:
             raise
         raise OSError(exc.errno, f"{exc.strerror or exc} ({doing})", str(folder)) from exc
 
