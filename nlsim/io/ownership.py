@@ -237,18 +237,33 @@ def resolved(path: str | Path) -> Path:
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
+BROWSER_LITTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
+"""What file browsers leave in a folder they show (with a Mac's ``._NAME``): a folder holding nothing else is
+empty to its user, and to nlsim."""
+SHOWN_NAMES = 3
+
+
+def held_names(folder: Path) -> list[str]:
+    """The names in ``folder`` but what a file browser left (:data:`BROWSER_LITTER`), sorted."""
+    names = (p.name for p in folder.iterdir())
+    return sorted(n for n in names if n not in BROWSER_LITTER and not n.startswith("._"))
+
+
 def _check_claimable(real: Path, kind: str, what: str, typed: Path) -> None:
     shown = str(typed) if real == Path(os.path.abspath(typed)) else f"{typed} (that is {real})"
     if real.exists() and not real.is_dir():
         raise ConfigError(f"{what} {shown} is a file, not a folder")
-    if real.is_dir() and any(real.iterdir()):
+    if real.is_dir() and held_names(real):
         marker = read_marker(real)
         if marker is not None and marker["kind"] != kind:
             raise ConfigError(f"{what} {shown} is an nlsim {marker['kind']} folder, not a {kind} folder")
         if not is_owned(real, kind):
+            names = held_names(real)
+            more = f", ... ({len(names)} in all)" if len(names) > SHOWN_NAMES else ""
             raise ConfigError(
-                f"{what} {shown} is not empty and was not written by nlsim (no {MARKER}); refusing to "
-                "write into it. Give an empty or new folder."
+                f"{what} {shown} is not empty and was not written by nlsim (no {MARKER}; it holds "
+                f"{', '.join(names[:SHOWN_NAMES])}{more}); refusing to write into it. Give an empty or new "
+                "folder."
             )
 
 

@@ -72,3 +72,26 @@ def test_an_output_file_through_a_folder_not_made_yet_is_checked_where_it_leads(
         )
     assert notes.read_text() == "precious,notes\n"
     assert not (tmp_path / "site" / "new").exists()
+
+
+@pytest.mark.parametrize("litter", [".DS_Store", "Thumbs.db", "._notes.txt"])
+def test_a_folder_holding_only_what_a_file_browser_left_is_empty(tmp_path: Path, litter: str) -> None:
+    """A folder made for the report and opened in Finder or Explorer holds a .DS_Store or Thumbs.db: it is
+    as empty as it looks, so the report is written into it, and the browser's file is left as it was."""
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / litter).write_bytes(b"browser")
+    claim_folder(out, "report", what="--out")
+    assert (out / ".nlsim.json").is_file() and (out / litter).read_bytes() == b"browser"
+
+
+def test_a_folder_nlsim_refuses_is_told_by_what_it_holds(tmp_path: Path) -> None:
+    """The refusal names what makes the folder not empty (a hidden file the user does not see)."""
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / ".gitkeep").write_bytes(b"")
+    (out / ".DS_Store").write_bytes(b"browser")
+    with pytest.raises(
+        ConfigError, match=r"not empty and was not written by nlsim \(no \.nlsim\.json; it holds \.gitkeep\)"
+    ):
+        claim_folder(out, "report", what="--out")
