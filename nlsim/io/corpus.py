@@ -163,6 +163,9 @@ parser does not know."""
 UTC_AND_OFFSET = re.compile(r"(UTC|GMT|UT|Z)\s*[+-]\s*\d[\d:]*", re.IGNORECASE)
 """A name of UTC followed by an offset (``GMT+8``, ``UTC-3``, ``Z+08:00``): read two ways, POSIX's (``GMT+8``
 is 8 hours behind UTC, how the date parser reads it) and the way people write it (8 hours ahead)."""
+CJK_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]\s*")
+"""A date written year first in Chinese or Japanese (``2024年5月1日 08:00``, as CMS exports in Taiwan, China
+and Japan write it): read as ``2024-5-1 08:00``."""
 RFC_OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})$")
 RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 """An RFC 2822 time that ends with its time of day: it names no zone (``email.utils`` reads it as UTC)."""
@@ -203,19 +206,21 @@ def _zone_names(text: str) -> list[str]:
 
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
-    ``20240501T080000Z``, ``20240501``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00 +0800``, RSS), with the
-    reason when it is neither, is a number (``1714550400``: seconds or milliseconds?) or names its zone by a
-    name that is not one offset (``CST``, ``HKT``): ``12/05/2024`` could be the 12th of May or the 5th of
-    December, ``113/05/01`` is a Minguo year."""
+    ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
+    +0800``, RSS), with the reason when it is neither, is a number (``1714550400``: seconds or
+    milliseconds?) or names its zone by a name that is not one offset (``CST``, ``HKT``): ``12/05/2024``
+    could be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
+    cjk = CJK_DATE.match(text)
+    ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + text[cjk.end() :]).rstrip()
     if BARE_NUMBER.fullmatch(text):
         return _parse_number_text(text)
     twelve = TWELVE_HOUR.search(text)
     if twelve:
         return None, f"time {text!r:.40} is on a 12-hour clock ({twelve.group(0)!r}): {WRITE_ISO}, 24-hour"
     names = _zone_names(text)
-    if YEAR_FIRST.match(text):
+    if YEAR_FIRST.match(ymd):
         if names:
             return None, f"time {text!r:.40} names its zone {names[-1]!r}, not an offset: {WRITE_ISO}"
         posix = UTC_AND_OFFSET.search(text)
@@ -225,7 +230,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 "reads two ways: the offset as written, or its opposite (POSIX's rule, the date parser's): "
                 + WRITE_ISO
             )
-        return pd.Timestamp(text), None
+        return pd.Timestamp(ymd), None
     rfc = RFC_OFFSET.sub(r"\1\2\3", text)
     parts = email.utils.parsedate_tz(rfc) if names else None
     if parts is None:

@@ -468,6 +468,10 @@ def test_the_quarantine_file_begins_with_a_byte_order_mark_so_a_spreadsheet_read
         ("2026/11/25 16:52", True),  # a CMS export: the newsroom's clock, no offset
         ("2026-11-25T16:52:00", True),
         ("Wed, 25 Nov 2026 16:52:00", True),  # RFC 2822 without its zone
+        ("2026年11月25日 16:52", True),  # Chinese and Japanese CMS exports: year first, read one way only
+        ("2026年11月25日16:52:00", True),
+        ("2026 年 11 月 25 日 16:52", True),
+        ("2026年11月25日 16:52:00+08:00", False),
         ("2026-11-25T16:52:00+08:00", False),
         ("2026-11-25T08:52:00Z", False),
     ],
