@@ -68,7 +68,7 @@ from nlsim.io.atomic import (
 )
 from nlsim.io.lock import GUARD_NAME, RunLock, held_here
 from nlsim.io.ownership import claim_folder, traceless
-from nlsim.io.report_folder import PUBLISHING, check_report_replaceable
+from nlsim.io.report_folder import PUBLISHING, check_report_replaceable, recorded_files
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
@@ -365,12 +365,33 @@ def write_report(
         except BaseException:
             remove_tree(staging)
             raise
+        earlier = recorded_files(out) or {}
         # from here the staging folder holds the whole report: a move that fails or is killed half way is
         # finished by the next run into this folder (finish_publishing), never left mixed
         publish_files(staging, out, [*top, "run.json"], last="run.json")
         remove_tree(staging)
         sweep_staging(out)
+        drop_earlier_files(out, earlier, top)
     return {n: out / n for n in [*names, "run.json"] if "/" not in n}
+
+
+def drop_earlier_files(out: Path, earlier: dict[str, str], written: list[str]) -> list[str]:
+    """Remove from ``out`` the files the earlier report listed (``earlier``: its ``run.json``'s names and
+    SHA-256) under a top-level name the new report does not write (``written``): the earlier model's
+    ``learning_curve.png`` must not stand beside a report of another model. Only a file that still has the
+    SHA-256 the earlier run recorded is removed (what nlsim wrote, unchanged). Returns the names removed."""
+    removed = []
+    for name, digest in sorted(earlier.items()):
+        path = out / name
+        if name.split("/")[0] in written or path.is_symlink() or not path.is_file():
+            continue
+        if file_sha256(path) == digest:
+            path.unlink()
+            removed.append(name)
+            with contextlib.suppress(OSError):  # a folder of the earlier report's, empty now
+                if path.parent != out:
+                    path.parent.rmdir()
+    return removed
 
 
 _HELD: set[Path] = set()

@@ -302,6 +302,27 @@ def test_a_disk_that_fills_while_the_report_is_written_is_named_and_the_earlier_
     verify_report(out)
 
 
+def test_a_file_the_earlier_report_wrote_and_the_new_one_does_not_is_taken_away(tmp_path: Path) -> None:
+    """The earlier run's model had a learning curve (learning_curve.png, listed in its run.json); the new
+    run's has none: the new report does not leave the other model's curve beside it. A file nlsim never
+    wrote is left alone (one of the earlier run's that was changed since stops the run: see above)."""
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    out = tmp_path / "rep"
+    cfg = _config(tmp_path / "all.parquet", out)
+    run_dedup(cfg, encoder=enc)
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    for name in ("learning_curve.png", "older.md"):  # as an earlier run wrote and listed them
+        (out / name).write_bytes(name.encode())
+        record["files"][name] = file_sha256(out / name)
+    (out / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    (out / "notes.txt").write_text("the desk's notes\n")
+    run_dedup(cfg, encoder=enc)
+    assert not (out / "learning_curve.png").exists() and not (out / "older.md").exists()
+    assert (out / "notes.txt").read_text() == "the desk's notes\n"
+    assert "learning_curve.png" not in verify_report(out)["files"]
+
+
 def test_a_report_name_holding_a_folder_for_a_file_or_a_file_for_a_folder_is_refused_before_any_move(
     tmp_path: Path,
 ) -> None:
