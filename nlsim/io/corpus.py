@@ -406,6 +406,20 @@ def _check_row(
     return values, problem
 
 
+def _nothing_to_embed(values: dict[str, Any], text_fields: tuple[str, ...]) -> tuple[str, str] | None:
+    """The problem of a row whose fields to embed (``--text-fields``) hold no visible text (``None`` when
+    they do): embedded as empty text, every such item would be one vector, and one story."""
+    text = " ".join(str(values.get(f) or "") for f in text_fields)
+    if any(unicodedata.category(ch) not in INVISIBLE for ch in text):
+        return None
+    listed = ",".join(text_fields)
+    more = "" if "title" in text_fields else f" or embed the title too (--text-fields title,{listed})"
+    verb = "holds" if len(text_fields) == 1 else "hold"
+    return text_fields[
+        0
+    ], f"nothing to embed: {listed} {verb} no text (--text-fields {listed}); give it text{more}"
+
+
 def _quarantine_entry(rownum: int, problem: tuple[str, str], rec: dict[str, Any]) -> dict[str, Any]:
     """A quarantined row: where, why, and its raw values."""
     return {
@@ -490,6 +504,7 @@ def load_corpus(
     naive = 0
     for rownum, rec in enumerate(raw.to_dict("records"), start=1):
         values, problem = _check_row(rec, seen, zone, not_after)
+        problem = problem or _nothing_to_embed(values, text_fields)
         if problem:
             if quarantine is None:
                 raise InputError(path, rownum, problem[0], problem[1])

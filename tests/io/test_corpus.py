@@ -579,3 +579,19 @@ def test_every_row_rejected_still_writes_the_quarantine_that_says_why(tmp_path: 
     with pytest.raises(InputError, match=r"every row was rejected \(2 quarantined -> .*q\.csv\)"):
         load_corpus(path, quarantine=q)
     assert pd.read_csv(q)["row"].tolist() == [1, 2]
+
+
+def test_an_item_with_nothing_to_embed_is_a_bad_row(tmp_path):
+    """With --text-fields description, an item whose description is empty would be embedded as empty text,
+    and every such item would be the same vector: a report would put 'Floods' and 'Election results' in one
+    story. Such an item is a bad row (named by row and field, or quarantined), as an empty title is."""
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title,description\n1,Floods,\n2,Storm,Winds along the coast\n3,Election results,\u200b\n",
+    )
+    with pytest.raises(InputError, match=r"c\.csv: row 1, field 'description': nothing to embed") as info:
+        load_corpus(path, text_fields=("description",))
+    assert "--text-fields" in str(info.value)
+    corpus = load_corpus(path, text_fields=("description",), quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["2"] and corpus.quarantined["row"].tolist() == [1, 3]
+    assert load_corpus(path).ids == ["1", "2", "3"]  # the title is embedded too: something to embed
