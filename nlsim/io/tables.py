@@ -5,6 +5,8 @@ Rules, so that no row is ever silently merged, split or shifted:
 * **CSV** follows RFC 4180: fields may be quoted with ``"`` (a quote inside is doubled) and then may hold
   commas and newlines. A quote left open, or a row with more or fewer fields than the header, is an
   :class:`~nlsim.errors.InputError` naming the file and the 1-based data row.
+* A blank line is skipped, and so is a CSV row whose every cell is empty (``,,,``: the rows below a table
+  that a spreadsheet once formatted); rows are counted without them.
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
 * **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line; a file of one JSON array is named
@@ -177,6 +179,12 @@ def _split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _blank_record(fields: list[str]) -> bool:
+    """A CSV record that is a blank line: no field, or every field empty (``,,,``: the rows below a table
+    that a spreadsheet once formatted, invisible in the sheet), as a TSV line of tabs alone is."""
+    return not any(f.strip() for f in fields)
+
+
 def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
     """The data row (``None``: the header) holding the character that follows ``prefix``, counted as the
     readers below count rows (CSV: records, a quoted field may span lines; TSV and JSONL: non-blank
@@ -192,7 +200,7 @@ def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
         n = sum(1 for line in lines[:-1] if line.strip()) + (1 if fmt == "jsonl" else 0)
         return n or None
     # a sentinel keeps the record holding the bad byte from being empty; non-strict: it may be inside quotes
-    records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if r and r != [""]]
+    records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if not _blank_record(r)]
     return (len(records) - 1) or None
 
 
@@ -279,7 +287,7 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
             raise InputError(
                 path, n + 1, None, f"cannot be read as CSV ({exc}; an unbalanced quote?)"
             ) from None
-        if not fields or fields == [""]:
+        if _blank_record(fields):
             continue
         n += 1
         if len(fields) != len(header):
@@ -364,7 +372,7 @@ def sheet_rows(path: str | Path) -> list[int]:
         if table_format(path, ("csv", "tsv")) == "tsv":
             blank = [not line.strip() for line in _split_lines(text)]
         else:
-            blank = [not f or f == [""] for f in csv.reader(io.StringIO(text, newline=""), strict=True)]
+            blank = [_blank_record(f) for f in csv.reader(io.StringIO(text, newline=""), strict=True)]
     except (OSError, UnicodeDecodeError, csv.Error, InputError):
         return []
     return [row for row, skipped in enumerate(blank[1:], start=2) if not skipped]

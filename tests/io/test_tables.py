@@ -67,3 +67,18 @@ def test_a_byte_that_is_not_utf8_in_a_file_with_old_mac_line_endings_is_named_by
     for name, line in (("cr.tsv", 4), ("cr.jsonl", 3)):
         with pytest.raises(InputError, match=rf"{name}: row 3: not valid UTF-8 text: .*\(line {line}\)"):
             read_table(tmp_path / name)
+
+
+def test_rows_of_empty_cells_a_spreadsheet_left_are_blank_lines(tmp_path: Path) -> None:
+    """Excel writes the rows below a table it once formatted as ',,,' (every cell empty): invisible in the
+    sheet, they are blank lines, not items with an empty id; the rows around them keep their numbers, and
+    a spreadsheet's row numbers still count them."""
+    from nlsim.io.tables import sheet_rows
+
+    path = tmp_path / "news.csv"
+    path.write_text("id,title,source\r\n1,Floods,AP\r\n,,\r\n2,Storm,AP\r\n,,\r\n , ,\r\n", encoding="utf-8")
+    assert read_table(path)["id"].tolist() == ["1", "2"]
+    assert sheet_rows(path) == [2, 4]
+    path.write_text("id,title,source\n,,\n1,Floods,AP,x\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 1: 4 fields"):
+        read_table(path)
