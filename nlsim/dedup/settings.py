@@ -226,10 +226,14 @@ class ClusteringSettings:
     )
     """How an editor's "not the same story" parts a cluster (:mod:`nlsim.clusters.cuts`)."""
     topic_rule: ClusterRuleName = option(
-        DEFAULT_TOPIC_RULE, help="which stories and items make one topic group: 'support' or 'components'"
+        DEFAULT_TOPIC_RULE,
+        help="which stories and items make one topic group: 'support' or 'components'",
+        needs="topics",
     )
     topic_support: float = option(
-        DEFAULT_TOPIC_SUPPORT, help="the topic rule's share of linked member pairs (as --cluster-support)"
+        DEFAULT_TOPIC_SUPPORT,
+        help="the topic rule's share of linked member pairs (as --cluster-support)",
+        needs="topics",
     )
     annotated_pairs: str | None = option(
         None,

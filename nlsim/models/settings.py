@@ -93,6 +93,7 @@ class ModelSettings:
         None,
         help="the topic groups' threshold, on the bi-encoder's cosine (default: calibrated with the model at "
         "the rubric's 0.75 level, topic_calibration.json)",
+        needs="topics",
     )
     """The topic groups' threshold given, on the bi-encoder's cosine (with or without a reranker); default:
     calibrated with the model at the topic level (:mod:`nlsim.clusters.topics`)."""

@@ -1089,6 +1089,14 @@ OPTION_CASES = {
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--retention-days", "7", *DEDUP],
         "--retention-days works with --state",
     ),
+    "topic-threshold-with-no-topics": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--no-topics", "--topic-threshold", "0.7", *DEDUP],
+        "--topic-threshold does nothing with --no-topics: leave one of them out",
+    ),
+    "topic-rule-with-no-topics": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--no-topics", "--topic-support", "0.5", *DEDUP],
+        "--topic-support does nothing with --no-topics: leave one of them out",
+    ),
     "judge-split-without-judge-pairs": (
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--judge-split", "test", *DEDUP],
         "--judge-split works with --judge-pairs",
