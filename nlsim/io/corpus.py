@@ -406,6 +406,14 @@ def _check_row(
     return values, problem
 
 
+def _repeats_header(rec: dict[str, Any]) -> tuple[str, str] | None:
+    """The problem of a row that holds the file's header (``id,title,...``, a byte-order mark aside): two
+    files joined into one (``cat day1.csv day2.csv``), whose second header would be read as an item."""
+    if all(isinstance(v, str) and v.lstrip("\ufeff").strip() == str(k) for k, v in rec.items()):
+        return "id", "the row repeats the header (two files joined into one?): delete it"
+    return None
+
+
 def _nothing_to_embed(values: dict[str, Any], text_fields: tuple[str, ...]) -> tuple[str, str] | None:
     """The problem of a row whose fields to embed (``--text-fields``) hold no visible text (``None`` when
     they do): embedded as empty text, every such item would be one vector, and one story."""
@@ -504,7 +512,7 @@ def load_corpus(
     naive = 0
     for rownum, rec in enumerate(raw.to_dict("records"), start=1):
         values, problem = _check_row(rec, seen, zone, not_after)
-        problem = problem or _nothing_to_embed(values, text_fields)
+        problem = _repeats_header(rec) or problem or _nothing_to_embed(values, text_fields)
         if problem:
             if quarantine is None:
                 raise InputError(path, rownum, problem[0], problem[1])

@@ -595,3 +595,16 @@ def test_an_item_with_nothing_to_embed_is_a_bad_row(tmp_path):
     corpus = load_corpus(path, text_fields=("description",), quarantine=tmp_path / "q.csv")
     assert corpus.ids == ["2"] and corpus.quarantined["row"].tolist() == [1, 3]
     assert load_corpus(path).ids == ["1", "2", "3"]  # the title is embedded too: something to embed
+
+
+@pytest.mark.parametrize("bom", ["", "\ufeff"])
+def test_a_row_repeating_the_header_is_a_bad_row(tmp_path, bom):
+    """Two day files joined into one (cat day1.csv day2.csv) hold the second file's header as a row: read
+    as an item, it would be the news item 'title' with the id 'id'. It is a bad row, named, or quarantined."""
+    path = write_csv(
+        tmp_path / "c.csv", f"{bom}id,title,source\n1,Floods,AP\n{bom}id,title,source\n2,Storm,AP\n"
+    )
+    with pytest.raises(InputError, match=r"c\.csv: row 2, field 'id': the row repeats the header"):
+        load_corpus(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "2"] and corpus.quarantined["row"].tolist() == [2]
