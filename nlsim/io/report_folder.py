@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,16 @@ def check_report_replaceable(
     tops = sorted({n.split("/")[0] for n in files}) if names is None else list(names)
     for top in tops:
         start = folder if top == "." else folder / top
+        if (
+            start.is_symlink()
+            and top != "."
+            and (top in files or any(n.startswith(f"{top}/") for n in files))
+        ):
+            raise ConfigError(
+                f"{what} {start}: a symbolic link (to {os.readlink(start)}) where the report writes its own "
+                f"{top}: a new report replaces {top} whole, and would set the link aside, not write through "
+                "it; move the link away (and what it links to back in, to keep it), then run again"
+            )
         if start.is_symlink() or not start.exists():
             continue
         as_folder = any(n.startswith(f"{top}/") for n in files)

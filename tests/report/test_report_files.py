@@ -323,6 +323,27 @@ def test_a_file_the_earlier_report_wrote_and_the_new_one_does_not_is_taken_away(
     assert "learning_curve.png" not in verify_report(out)["files"]
 
 
+@pytest.mark.parametrize("name", ["index", "pairs.csv"])
+def test_a_report_name_made_a_symbolic_link_is_refused_before_any_work(tmp_path: Path, name: str) -> None:
+    """The report's index/ moved to another disk and linked back (or pairs.csv linked to a shared copy): a
+    new report replaces the name whole, so it would set the user's link aside under a hidden name and
+    write the files beside it. The run stops before any work, naming the link; link and target are kept."""
+    enc = HashEncoder()
+    story_corpus().to_parquet(tmp_path / "all.parquet", index=False)
+    out = tmp_path / "rep"
+    cfg = _config(tmp_path / "all.parquet", out).with_(save_index=True)
+    run_dedup(cfg, encoder=enc)
+    elsewhere = tmp_path / "other-disk" / name
+    elsewhere.parent.mkdir()
+    (out / name).rename(elsewhere)
+    (out / name).symlink_to(elsewhere)
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ConfigError, match=rf"{re.escape(name)}: a symbolic link"):
+        run_dedup(cfg, encoder=enc)
+    assert (out / name).is_symlink() and (out / name).resolve() == elsewhere.resolve()
+    assert sorted(p.name for p in out.iterdir()) == before and elsewhere.exists()
+
+
 def test_a_report_name_holding_a_folder_for_a_file_or_a_file_for_a_folder_is_refused_before_any_move(
     tmp_path: Path,
 ) -> None:
