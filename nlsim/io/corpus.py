@@ -497,14 +497,7 @@ def load_corpus(
     if raw.empty and not len(raw.columns):  # a JSONL file of no record (it has no header): no rows
         raw = pd.DataFrame(columns=list(REQUIRED))
     _check_columns(path, raw, allow_empty=allow_empty)
-    if not any(f in raw.columns for f in text_fields):
-        raise InputError(
-            path,
-            None,
-            text_fields[0],
-            f"column missing: none of the fields to embed ({', '.join(text_fields)}) is a column of the "
-            "file, so every item would be embedded as empty text; choose fields it has (--text-fields title)",
-        )
+    _check_text_columns(path, raw, text_fields)
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     bad: list[dict[str, Any]] = []
@@ -542,6 +535,18 @@ def load_corpus(
         naive_times=naive,
         timezone=timezone,
     )
+
+
+def _check_text_columns(path: Path, raw: pd.DataFrame, text_fields: tuple[str, ...]) -> None:
+    """Refuse a file none of whose columns is a field to embed: every item would be embedded as empty text."""
+    if not any(f in raw.columns for f in text_fields):
+        raise InputError(
+            path,
+            None,
+            text_fields[0],
+            f"column missing: none of the fields to embed ({', '.join(text_fields)}) is a column of the "
+            "file, so every item would be embedded as empty text; choose fields it has (--text-fields title)",
+        )
 
 
 def _zone(name: str) -> dt.tzinfo:

@@ -150,6 +150,17 @@ def _check_kinds(folder: Path, staged: Path, names: Sequence[str], what: str) ->
             _refuse_kind(path, *kinds, what)
 
 
+def _refuse_link(start: Path, top: str, files: dict[str, str], what: str) -> None:
+    """Refuse a symbolic link where the report (whose ``run.json`` lists ``files``) writes its own ``top``:
+    a new report replaces it whole, and would set the link aside, not write through it."""
+    if start.is_symlink() and (top in files or any(n.startswith(f"{top}/") for n in files)):
+        raise ConfigError(
+            f"{what} {start}: a symbolic link (to {os.readlink(start)}) where the report writes its own "
+            f"{top}: a new report replaces {top} whole, and would set the link aside, not write through "
+            "it; move the link away (and what it links to back in, to keep it), then run again"
+        )
+
+
 def check_report_replaceable(
     folder: str | Path,
     names: Sequence[str] | None = None,
@@ -192,16 +203,8 @@ def check_report_replaceable(
     tops = sorted({n.split("/")[0] for n in files}) if names is None else list(names)
     for top in tops:
         start = folder if top == "." else folder / top
-        if (
-            start.is_symlink()
-            and top != "."
-            and (top in files or any(n.startswith(f"{top}/") for n in files))
-        ):
-            raise ConfigError(
-                f"{what} {start}: a symbolic link (to {os.readlink(start)}) where the report writes its own "
-                f"{top}: a new report replaces {top} whole, and would set the link aside, not write through "
-                "it; move the link away (and what it links to back in, to keep it), then run again"
-            )
+        if top != ".":
+            _refuse_link(start, top, files, what)
         if start.is_symlink() or not start.exists():
             continue
         as_folder = any(n.startswith(f"{top}/") for n in files)
