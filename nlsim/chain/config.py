@@ -8,8 +8,8 @@ parameter of the ``news-pipeline`` flow with no line here. The chain's own setti
 pairs (trained on, and judged against), the model store, the base model, one script conversion for both
 runs, the level, and when to train and report. It sets some settings of the records itself (they are no
 options of it: :data:`SET_BY_THE_CHAIN`): the report's model (the promoted one), model store and
-conversion, its judged pairs and the editors' verdicts (the pairs), and gives the report's corpus and
-folder the chain's defaults.
+conversion, its judged pairs and the editors' verdicts (the pairs) and its CPU threads (the chain's
+``--threads``), and gives the report's corpus and folder the chain's defaults.
 
 Example:
     >>> cfg = PipelineConfig.of(out="reports/x", k=5)
@@ -46,7 +46,8 @@ SET_BY_THE_CHAIN = {
 }
 """The report's settings the chain sets itself (by flat name): the model (the store's promoted one, with its
 calibrated threshold), the store and the conversion (the chain's), the judged pairs and the editors'
-verdicts (the chain's pairs); the report's embedding batches and threads are left at their defaults."""
+verdicts (the chain's pairs), and its CPU threads (the chain's ``--threads``, which bounds training and both
+reports alike); the report's embedding batches are left at their default."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +86,14 @@ class PipelineConfig(Configuration):
         description="a cross-encoder trained beside the bi-encoder and saved with it in reranker/: the "
         "report rescores the pairs the bi-encoder finds (see docs/finetuning.md)",
     )
-    recipe: RecipeSettings = concern(RecipeSettings, title="training steps (both encoders)")
+    recipe: RecipeSettings = concern(
+        RecipeSettings,
+        title="training steps (both encoders)",
+        helps={
+            "threads": "CPU threads of the training and of the reports (torch, ONNX Runtime, FAISS; default: "
+            "theirs, every core); fewer leave room for other work"
+        },
+    )
     input: InputSettings = concern(
         InputSettings,
         title="the report's input",
@@ -130,7 +138,13 @@ class PipelineConfig(Configuration):
         pairs = str(self.pairs) if self.pairs else None
         return DedupConfig(
             input=self.input,
-            model=replace(self.model, name=model, store=self.model_store, convert=self.convert),
+            model=replace(
+                self.model,
+                name=model,
+                store=self.model_store,
+                convert=self.convert,
+                threads=self.recipe.threads,
+            ),
             search=self.search,
             clustering=replace(self.clustering, annotated_pairs=pairs),
             report=replace(self.report, judge_pairs=pairs, judge_split=self.report.judge_split or "all"),

@@ -17,8 +17,9 @@ COMPOSED = {"bi_encoder": FinetuneConfig, "cross_encoder": FinetuneConfig, "reci
     name: DedupConfig for name in ("input", "model", "search", "clustering", "report")
 }
 """The records the chain takes from each run's configuration."""
-CHAIN_DEFAULTS = {"corpus", "out", "judge_split"}
-"""The report's settings the chain gives its own default or help (its corpus and folder)."""
+CHAIN_DEFAULTS = {"corpus", "out", "judge_split", "threads"}
+"""The settings the chain gives its own default or help (the report's corpus and folder, the threads of
+training and reports)."""
 
 
 def _owned() -> list[tuple[Option, type]]:
@@ -155,3 +156,12 @@ def test_a_chain_without_its_report_does_not_ask_for_the_corpus(tmp_path: Path) 
         check_chain_paths(
             PipelineConfig.of(pairs=str(tmp_path / "pairs.tsv"), corpus=missing, model_store=store)
         )
+
+
+def test_the_chains_threads_bound_its_reports_too() -> None:
+    """``--threads N`` on a machine the chain shares bounds its reports (the first, zero-shot one and the
+    fine-tuned model's), not only its training: left out, the report's torch, ONNX Runtime and FAISS take
+    every core."""
+    assert PipelineConfig.of(threads=1).dedup_config("m").model.threads == 1
+    assert PipelineConfig.of().dedup_config("m").model.threads is None
+    assert PipelineConfig.of(threads=1).finetune_config("m").recipe.threads == 1
