@@ -115,6 +115,8 @@ CHAIN_STAGES = {
 }
 declare(*CHAIN_STAGES.values())
 RECORD = "pipeline.json"
+PAGE_TITLE = "# nlsim pipeline\n\n"
+"""How the chain's page (``pipeline.md``) begins."""
 MARKERS_KEPT = 8
 """How many machine kinds a model's store entry remembers its quality check was settled for."""
 
@@ -760,9 +762,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
         atomic_write_text(
             Path(cfg.report.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
         )
-        atomic_write_text(
-            Path(cfg.report.out) / "pipeline.md", f"# nlsim pipeline\n\n{table}\n\n{describe(judged)}\n"
-        )
+        atomic_write_text(Path(cfg.report.out) / CHAIN_PAGE, f"{PAGE_TITLE}{table}\n\n{describe(judged)}\n")
     return PipelineResult(record=record, report=report, table=table)
 
 
@@ -798,6 +798,8 @@ def first_report(
     states = lower_states.current()
     taken = states.taken if states is not None else 0
     report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
+    for gone in drop_chain_record(Path(report.report_dir)):
+        say(f"first report: removed {gone}, an earlier chain's record of the report it replaced")
     seconds = round(time.perf_counter() - checked, 2)  # the report alone: the estimate's measure of one
     ready = time.perf_counter() - t0
     if states is not None and states.taken > taken:
@@ -816,6 +818,34 @@ def first_report(
         "quality_check_seconds": round(checked - t0, 2),
         "judge": judged.to_dict() if judged is not None else None,
     }
+
+
+CHAIN_PAGE = "pipeline.md"
+"""The chain's before/after table and judgement, beside its record (:data:`RECORD`) in the report folder."""
+
+
+def drop_chain_record(folder: Path) -> list[Path]:
+    """Remove an earlier chain's record from the report ``folder`` (its :data:`RECORD` and
+    :data:`CHAIN_PAGE`), once a report that is not that chain's replaced the one they describe: they would
+    name a model and a judgement the folder no longer holds. Only files that read as the chain wrote them
+    (a JSON object with its ``decision``, a page under its title); returns those removed."""
+    removed = []
+    record, page = folder / RECORD, folder / CHAIN_PAGE
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and "decision" in data and record.is_file() and not record.is_symlink():
+        record.unlink()
+        removed.append(record)
+    try:
+        ours = page.read_text(encoding="utf-8").startswith(PAGE_TITLE)
+    except (OSError, ValueError):
+        ours = False
+    if ours and page.is_file() and not page.is_symlink():
+        page.unlink()
+        removed.append(page)
+    return removed
 
 
 def first_report_due(cfg: PipelineConfig, store: ModelStore) -> bool:

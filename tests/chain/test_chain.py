@@ -429,6 +429,38 @@ def test_a_cold_chain_writes_the_zero_shot_report_before_training(
 
 
 @pytest.mark.slow
+def test_the_first_report_takes_away_the_record_of_the_report_it_replaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold chain (a store started over) into a folder that holds an earlier chain's report: once the
+    zero-shot report replaces that report, the earlier chain's pipeline.json and pipeline.md, which name a
+    fine-tuned model and its judgement, are gone with it, during the training and after a failed one; the
+    user's own files stay."""
+    from nlsim.io.ownership import claim_folder
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    out = tmp_path / "report"
+    claim_folder(out, "report")
+    earlier = {"decision": {"promoted": True, "current": "v0003-aaaaaaaa"}, "judge": {"f1": 0.9}}
+    (out / "pipeline.json").write_text(json.dumps(earlier))
+    (out / "pipeline.md").write_text("# nlsim pipeline\n\n| candidate v0003-aaaaaaaa | ... |\n")
+    (out / "notes.txt").write_text("the desk's notes")
+    seen: list[list[str]] = []
+
+    def training(*args: object, **kwargs: object) -> None:
+        seen.append(sorted(p.name for p in out.glob("pipeline.*")))
+        raise TrainingStopped
+
+    monkeypatch.setattr(chain_run, "finetune", training)
+    with pytest.raises(TrainingStopped):
+        run_pipeline(config(tmp_path, pairs, corpus))
+    assert seen == [[]]
+    assert not (out / "pipeline.json").exists() and not (out / "pipeline.md").exists()
+    assert (out / "notes.txt").read_text() == "the desk's notes"
+    assert json.loads((out / "run.json").read_text())["model_info"]["zero_shot"] is True
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags",
     [
