@@ -6,6 +6,8 @@
 # half the time (docs/measurements.md, "Set-up"); where uv cannot install them, pip does, as before.
 # NLSIM_SETUP_INSTALLER=pip installs with pip alone. The default model is converted into $NLSIM_HOME last
 # (--no-model: not).
+# PYTHON names the Python .venv is made with (default python3; 3.11 or 3.12, as pyproject.toml requires): another
+# one, or a .venv made with one, is refused before anything is installed, with what to do.
 # Bytecode: what nlsim imports is compiled as it is installed (scripts/compile_imports.py); --all-bytecode
 # compiles the other installed packages too (once), as the tests and Prefect's server read them (test.sh).
 set -euo pipefail
@@ -54,10 +56,32 @@ for arg in "$@"; do
   esac
 done
 PY=${PYTHON:-python3}
+NEED="Python 3.11 or 3.12"  # pyproject.toml's requires-python
+py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true; }
+supported() { case $1 in 3.11 | 3.12) return 0 ;; *) return 1 ;; esac; }
+said() { if [ -n "$2" ]; then echo "$1 is Python $2"; else echo "$1 does not run"; fi; }  # PY VERSION
 start=$SECONDS
 if [ ! -x .venv/bin/python ]; then
+  if ! command -v "$PY" > /dev/null 2>&1; then
+    echo "setup: $PY not found; nlsim needs $NEED: install one, or name it with PYTHON" \
+      "(e.g. PYTHON=python3.11 bash run.sh)" >&2
+    exit 2
+  fi
+  version=$(py_version "$PY")
+  if ! supported "$version"; then
+    echo "setup: $(said "$PY" "$version"); nlsim needs $NEED: install one, or name it" \
+      "with PYTHON (e.g. PYTHON=python3.11 bash run.sh)" >&2
+    exit 2
+  fi
   step "creating .venv with $($PY --version)"
   "$PY" -m venv .venv
+else
+  version=$(py_version .venv/bin/python)
+  if ! supported "$version"; then
+    echo "setup: $(said .venv/bin/python "$version"); nlsim needs $NEED: remove .venv" \
+      "(rm -rf .venv), then run again (PYTHON=python3.11 names the Python to make it with)" >&2
+    exit 2
+  fi
 fi
 stamp=.venv/.nlsim-installed
 want=$(cat pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)

@@ -1,0 +1,60 @@
+"""``scripts/setup.sh`` (which ``bash run.sh`` and ``bash test.sh`` run first) refuses a Python nlsim does
+not run on (``requires-python`` in pyproject.toml), before it makes ``.venv`` with it, and names a ``.venv``
+made with one: a later run with the right Python would otherwise keep that ``.venv`` and fail again."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fake_python(path: Path, version: str) -> Path:
+    """A stand-in interpreter that says it is Python ``version`` (and does nothing else)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho {version}\n")
+    path.chmod(0o755)
+    return path
+
+
+def setup(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
+    return subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **env},
+    )
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.13"])
+def test_a_python_nlsim_does_not_run_on_is_refused_before_the_venv_is_made(
+    tmp_path: Path, version: str
+) -> None:
+    py = fake_python(tmp_path / "bin" / "python3", version)
+    done = setup(tmp_path, PYTHON=str(py))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{py} is Python {version}; nlsim needs Python 3.11 or 3.12" in done.stderr
+    assert "PYTHON=python3.11 bash run.sh" in done.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_a_missing_python_is_named(tmp_path: Path) -> None:
+    done = setup(tmp_path, PYTHON="no-such-python3")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no-such-python3 not found" in done.stderr and "nlsim needs Python 3.11 or 3.12" in done.stderr
+
+
+def test_a_venv_made_with_another_python_is_named_with_what_to_do(tmp_path: Path) -> None:
+    fake_python(tmp_path / ".venv" / "bin" / "python", "3.10")
+    done = setup(tmp_path, PYTHON=str(fake_python(tmp_path / "bin" / "python3", "3.11")))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ".venv/bin/python is Python 3.10; nlsim needs Python 3.11 or 3.12" in done.stderr
+    assert "remove .venv" in done.stderr
+    assert (tmp_path / ".venv" / "bin" / "python").is_file()  # left for the user to remove
