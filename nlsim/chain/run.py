@@ -694,6 +694,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     timings: dict[str, float] = {}
     groups = {**dict.fromkeys(TRAINING_STAGES, "finetune"), **dict.fromkeys(STAGES, "report")}
     first_call = timed_call(call, timings, dict.fromkeys([*STAGES, "quality-check"], "first-report"))
+    check_call = timed_call(call, timings)  # the report model's check, apart from fine-tuning's own
     call = timed_call(call, timings, groups)
 
     pairs = call("chain-load", load_inputs, cfg)
@@ -740,7 +741,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     say("before/after on validation (test: recorded once, when each model was trained):\n" + table)
     report = None
     if cfg.make_report:  # the baseline's vectors: the fp32 reference where the report is zero-shot
-        record["quality_check"] = call(
+        record["quality_check"] = check_call(
             "quality-check", quality_check_stage, cfg, store, base, validation, zero_shot, baseline.vectors
         )
         states = lower_states.current()

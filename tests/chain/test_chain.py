@@ -429,6 +429,33 @@ def test_a_cold_chain_writes_the_zero_shot_report_before_training(
 
 
 @pytest.mark.slow
+def test_the_quality_check_before_the_report_is_timed_as_itself_not_as_fine_tuning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pipeline.json's seconds: a run that trains nothing records no fine-tuning time, and the quality check
+    of the report's model is counted under its own name."""
+    import time
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    version = tmp_path / "models" / "versions" / "v0001-ffffffff"
+    figures = {"scorer": "cosine", "spearman": 50.0, "threshold": 0.5, "f1": 0.5}
+
+    def checked(*args: object, **kwargs: object) -> dict:
+        time.sleep(0.3)
+        return {"model": "zero-shot", "written": []}
+
+    monkeypatch.setattr(chain_run, "candidate_version", lambda *a, **k: (version, "f" * 64, False))
+    monkeypatch.setattr(chain_run, "evaluate_both", lambda *a, **k: (figures, figures, "zero-shot"))
+    monkeypatch.setattr(chain_run, "promote_stage", lambda *a, **k: {"promoted": False, "reason": "kept"})
+    monkeypatch.setattr(chain_run, "quality_check_stage", checked)
+    timings = run_pipeline(config(tmp_path, pairs, corpus, first_report=False)).record["timings_s"]
+    assert "finetune" not in timings
+    assert timings["quality-check"] >= 0.3
+    written = json.loads((tmp_path / "report" / "pipeline.json").read_text())["timings_s"]
+    assert written == timings
+
+
+@pytest.mark.slow
 def test_the_first_report_takes_away_the_record_of_the_report_it_replaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
