@@ -461,8 +461,9 @@ def quality_check_stage(
 def promote_stage(
     store: ModelStore, candidate: Path, figures: dict[str, Any], incumbent: dict[str, Any], name: str
 ) -> dict[str, Any]:
-    """Promote ``candidate`` when it beats the incumbent (see :mod:`nlsim.chain.promotion`); log either "
-    "way."""
+    """Promote ``candidate`` when it beats the incumbent (see :mod:`nlsim.chain.promotion`) and no person
+    made it not current (:meth:`~nlsim.io.model_store.ModelStore.demoted_by_hand`: a rollback by hand is
+    not undone by the next chain that reuses the version); log either way."""
     current = store.current()
     if current is not None and current.name == candidate.name:
         decision = {
@@ -472,6 +473,15 @@ def promote_stage(
         }
     else:
         ok, reason = decide(figures, incumbent, name)
+        demoted = store.demoted_by_hand(candidate.name)
+        if ok and demoted is not None:  # a person's rollback stands until a person undoes it
+            ok = False
+            reason = (
+                f"{reason}, but was made not current by hand ({demoted.get('command') or 'by hand'} by "
+                f"{demoted.get('by')} at {demoted.get('promoted_at') or demoted.get('at')}: "
+                f"{demoted.get('reason')}); the gate leaves it so: nlsim models promote {candidate.name} "
+                "makes it current again"
+            )
         decision = {"promoted": ok, "candidate": candidate.name, "reason": f"{candidate.name} {reason}"}
         if ok:
             store.promote(candidate, decision["reason"])

@@ -370,6 +370,35 @@ class ModelStore:
         stack = self.promotions()
         return stack[-2] if len(stack) >= 2 else None
 
+    def demoted_by_hand(self, name: str) -> dict[str, Any] | None:
+        """The ``history.jsonl`` record of the move by hand (``nlsim models rollback``, or ``promote`` of
+        another version: a record with who did it, ``by``) that made version ``name`` no longer current,
+        while it still stands (no later promotion of ``name``); ``None`` otherwise. The chain's gate does
+        not promote such a version back on its figures.
+
+        Example:
+            >>> import tempfile
+            >>> store = ModelStore(tempfile.mkdtemp())
+            >>> store._write_history([
+            ...     {"decision": "promoted", "version": "v0002-bbbbbbbb"},
+            ...     {"decision": "promoted", "version": "v0001-aaaaaaaa", "rolled_back": "v0002-bbbbbbbb",
+            ...      "by": "ed@desk", "reason": "v0002 splits stories"},
+            ... ])
+            >>> store.demoted_by_hand("v0002-bbbbbbbb")["reason"]
+            'v0002 splits stories'
+            >>> store.demoted_by_hand("v0001-aaaaaaaa") is None
+            True
+        """
+        found = None
+        for record in self.history():
+            if record.get("decision") != "promoted":
+                continue
+            if record.get("version") == name:
+                found = None
+            elif record.get("by") and name in (record.get("rolled_back"), record.get("replaced")):
+                found = record
+        return found
+
     def history(self) -> list[dict[str, Any]]:
         """The decisions in ``history.jsonl``, oldest first; a line that is not a JSON object (an older
         writer's killed append) comes back as ``{"decision": "unreadable record", "text": line}``."""

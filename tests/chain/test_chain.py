@@ -172,6 +172,33 @@ def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:
     assert d["promoted"] and store.current() == worse
 
 
+@pytest.mark.parametrize("by_hand", ["rollback", "promote"])
+def test_the_gate_does_not_undo_a_rollback_by_hand(tmp_path: Path, by_hand: str) -> None:
+    """A version a person made not current (``nlsim models rollback``, or ``promote`` of another one) is
+    reused by the next chain on the same annotations: the gate keeps it out, says who did what and how to
+    make it current again, instead of promoting it back on its figures every week."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    old, new = store.new_version_dir("a" * 64), None
+    old.mkdir(parents=True)
+    store.promote(old, "beats zero-shot")
+    new = store.new_version_dir("b" * 64)
+    new.mkdir(parents=True)
+    store.promote(new, "beats v0001")
+    extra = {"rolled_back": new.name} if by_hand == "rollback" else {"replaced": new.name}
+    store.promote(old, "v0002 splits stories", by="ed@desk", command=f"nlsim models {by_hand}", **extra)
+    better = {"spearman": 91.0, "f1": 0.80}
+    d = promote_stage(store, new, better, {"spearman": 90.0, "f1": 0.70}, f"the current model {old.name}")
+    assert not d["promoted"] and store.current() == old
+    assert f"nlsim models {by_hand}" in d["reason"] and "ed@desk" in d["reason"]
+    assert "v0002 splits stories" in d["reason"] and f"nlsim models promote {new.name}" in d["reason"]
+    assert store.history()[-1]["decision"] == "kept, not promoted"
+    # once a person makes it current again, the gate judges it as any version
+    store.promote(new, "fixed after all", by="ed@desk", command="nlsim models promote", replaced=old.name)
+    store.promote(old, "beats v0002")
+    assert promote_stage(store, new, better, {"spearman": 90.0, "f1": 0.70}, old.name)["promoted"]
+
+
 def test_the_gate_compares_the_cross_validated_f1_when_both_models_have_it() -> None:
     # a lucky threshold (F1 at the threshold better) does not promote a model worse out of fold
     lucky = {"spearman": 90.0, "f1": 0.90, "cv_f1": 0.60}
