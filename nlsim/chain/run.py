@@ -57,6 +57,7 @@ from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_mod
 from nlsim.clusters.verdicts import training_pairs
 from nlsim.dedup import stages
 from nlsim.dedup.editors import read_editors
+from nlsim.dedup.paths import check_quarantine_beside
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
 from nlsim.encoders import load_encoder, lower_states
 from nlsim.encoders.device import default_device
@@ -75,7 +76,14 @@ from nlsim.inference.gpu import gpu_info
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.lock import GUARD_NAME
 from nlsim.io.model_store import ModelStore
-from nlsim.io.ownership import check_claimable, check_outputs_apart, check_writable, claimed
+from nlsim.io.ownership import (
+    check_claimable,
+    check_outputs_apart,
+    check_replaceable,
+    check_writable,
+    claimed,
+    is_quarantine_file,
+)
 from nlsim.io.pairs import load_pairs
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file
@@ -628,13 +636,17 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
     check_device(cfg.search.use_gpu, cfg.search.index_kind)  # --gpu without a GPU: not after the training
     corpus = cfg.input.corpus_path if cfg.make_report else None  # --no-report reads no corpus
+    quarantine = cfg.input.quarantine if cfg.make_report else None  # written as the corpus is read: first
     inputs = {"--pairs": cfg.pairs, "--corpus": corpus}
-    check_outputs_apart(
-        inputs, {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
-    )
+    outputs = {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
+    check_outputs_apart(inputs, {**outputs, "--quarantine": quarantine})
     for path in (cfg.pairs, corpus):  # a missing input: exit 1, as every command says it
         if path is not None:
             check_input_file(path)
+    if quarantine:  # as nlsim dedup checks it, before the chain's first step reads the corpus
+        check_writable(quarantine, what="--quarantine")
+        check_quarantine_beside(quarantine, cfg.report.out)
+        check_replaceable(quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
     check_writable(cfg.model_store, what="--model-store")
     ModelStore(cfg.model_store).check_kind()
     check_claimable(cfg.model_store, "model-store", what="model store")  # claimed by the run

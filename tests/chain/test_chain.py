@@ -227,6 +227,35 @@ def test_a_pointer_to_a_missing_version_is_an_error(tmp_path: Path) -> None:
         store.current()
 
 
+def test_a_quarantine_file_that_would_overwrite_an_input_or_a_users_file_is_refused_before_any_work(
+    tmp_path: Path,
+) -> None:
+    """``--quarantine`` is written as the corpus is read, which the chain does first of all: a path that is
+    the pair file, the corpus, a file of the report or of the model store, or a user's file is refused
+    before that, and the file is left as it was (the editors' pairs were once replaced by an empty
+    quarantine CSV)."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    (tmp_path / "models" / "history.jsonl").write_text('{"decision": "kept, not promoted"}\n')
+    (tmp_path / "report").mkdir()
+    (tmp_path / "notes.csv").write_text("the desk's notes\n")
+    cases = {
+        pairs: "same path as --pairs",
+        corpus: "same path as --corpus",
+        tmp_path / "report" / "pairs.csv": "the report's own file",
+        tmp_path / "report" / "index" / "bad.csv": "subfolder of --out",
+        tmp_path / "models" / "history.jsonl": "--quarantine",
+        tmp_path / "notes.csv": "--quarantine",
+    }
+    for path, said in cases.items():
+        before = path.read_bytes() if path.exists() else None
+        with pytest.raises(ConfigError, match=said):
+            run_pipeline(config(tmp_path, pairs, corpus, quarantine=str(path)))
+        assert (path.read_bytes() if path.exists() else None) == before, path
+    # with --no-report the corpus is not read, and nothing is written to --quarantine
+
+
 def test_bad_paths_are_refused_before_any_work(tmp_path: Path) -> None:
     pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
     with pytest.raises(ConfigError, match="contains --pairs"):
