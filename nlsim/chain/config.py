@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from nlsim.conversion import Conversion
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.settings import ClusteringSettings, InputSettings, ReportSettings, SearchSettings
+from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, parse_level
 from nlsim.models.settings import ModelSettings
 from nlsim.options import Configuration, assign, concern, option
@@ -117,6 +118,11 @@ class PipelineConfig(Configuration):
 
     def __post_init__(self) -> None:
         assign(self, "level", parse_level(self.level))
+        if self.model.rerank is True and not self.cross_encoder.reranker:
+            raise ConfigError(
+                "--rerank asks the report to rescore with the model's reranker, and --no-reranker trains a "
+                "model without one: leave one of them out (nothing is done yet)"
+            )
         self.finetune_config(None).check()
         self.dedup_config(self.base_model)
 

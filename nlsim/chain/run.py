@@ -41,7 +41,7 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from nlsim.chain.fingerprint import training_fingerprint, training_settings, wha
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
 from nlsim.clusters.verdicts import training_pairs
 from nlsim.dedup import stages
+from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import read_editors
 from nlsim.dedup.paths import check_quarantine_beside
 from nlsim.dedup.run import STAGES, DedupResult, run_dedup
@@ -768,7 +769,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
         )
         states = lower_states.current()
         reused, taken = (states.reused, states.taken) if states is not None else (0, 0)
-        report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
+        report = run_dedup(report_config(cfg, store), call=call)
         if states is not None and (states.reused > reused or states.taken > taken):
             say(
                 f"report: {states.reused - reused:,} text(s) embedded from the states the zero-shot model "
@@ -820,7 +821,7 @@ def first_report(
     checked = time.perf_counter()
     states = lower_states.current()
     taken = states.taken if states is not None else 0
-    report = run_dedup(cfg.dedup_config(CURRENT_MODEL), call=call)
+    report = run_dedup(report_config(cfg, store), call=call)
     for gone in drop_chain_record(Path(report.report_dir)):
         say(f"first report: removed {gone}, an earlier chain's record of the report it replaced")
     seconds = round(time.perf_counter() - checked, 2)  # the report alone: the estimate's measure of one
@@ -869,6 +870,20 @@ def drop_chain_record(folder: Path) -> list[Path]:
         page.unlink()
         removed.append(page)
     return removed
+
+
+def report_config(cfg: PipelineConfig, store: ModelStore) -> DedupConfig:
+    """The chain's report run, with the store's current model: ``--rerank`` asks for the reranker stored
+    with it, and a zero-shot report (no model promoted yet: the first report, or a candidate the gate kept
+    out) has none, so it is made without one, and the run says so, instead of stopping the chain."""
+    report = cfg.dedup_config(CURRENT_MODEL)
+    if report.model.rerank is True and store.current() is None:
+        say(
+            f"--rerank: no model is promoted in {store.root} yet, and the zero-shot model has no reranker: "
+            "this report is made without one"
+        )
+        return replace(report, model=replace(report.model, rerank=None))
+    return report
 
 
 def first_report_due(cfg: PipelineConfig, store: ModelStore) -> bool:

@@ -512,6 +512,29 @@ def test_the_quality_check_before_the_report_is_timed_as_itself_not_as_fine_tuni
 
 
 @pytest.mark.slow
+def test_rerank_asked_of_a_cold_chain_writes_its_zero_shot_first_report_and_trains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--rerank`` (the report rescores with the model's reranker) on a store with no promoted model: the
+    first report is the zero-shot model's, which has no reranker, so it is made without one, and said; the
+    chain goes on to train the model that will have one (it stopped there, telling the user to train one
+    with nlsim finetune)."""
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    monkeypatch.setattr(chain_run, "finetune", lambda *a, **k: (_ for _ in ()).throw(TrainingStopped()))
+    with caplog.at_level(logging.INFO, logger="nlsim"), pytest.raises(TrainingStopped):
+        run_pipeline(config(tmp_path, pairs, corpus, rerank=True))
+    run = json.loads((tmp_path / "report" / "run.json").read_text())
+    assert run["model_info"]["zero_shot"] is True
+    assert "--rerank: no model is promoted in" in caplog.text and "has no reranker" in caplog.text
+
+
+def test_rerank_with_no_reranker_is_refused_before_any_work() -> None:
+    with pytest.raises(ConfigError, match="--rerank .*--no-reranker"):
+        PipelineConfig.of(reranker=False, rerank=True)
+    assert PipelineConfig.of(reranker=False, rerank=False).model.rerank is False
+
+
+@pytest.mark.slow
 def test_the_first_report_takes_away_the_record_of_the_report_it_replaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
