@@ -636,6 +636,7 @@ def chain_work(
 def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
     check_device(cfg.search.use_gpu, cfg.search.index_kind)  # --gpu without a GPU: not after the training
+    check_inference_here(cfg)  # --precision fp16 on a CPU: not after the training either
     corpus = cfg.input.corpus_path if cfg.make_report else None  # --no-report reads no corpus
     quarantine = cfg.input.quarantine if cfg.make_report else None  # written as the corpus is read: first
     inputs = {"--pairs": cfg.pairs, "--corpus": corpus}
@@ -655,6 +656,34 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
         check_writable(cfg.report.out, what="--out")
         check_claimable(cfg.report.out, "report", what="--out")  # claimed by the run's hold of it
         check_report_replaceable(cfg.report.out)
+
+
+def check_inference_here(cfg: PipelineConfig) -> None:
+    """Refuse, before any work, a report ``--backend``/``--precision`` no inference path of this machine
+    runs (fp16 on a CPU, int8 or ONNX Runtime on a GPU, ONNX Runtime not installed), which the report's
+    model stage would refuse only once the chain had trained and promoted a model."""
+    model = cfg.dedup_config(CURRENT_MODEL).model
+    if not cfg.make_report or (model.backend, model.precision) == ("auto", "auto"):
+        return
+    from nlsim.inference.cpu import cpu_info
+    from nlsim.inference.onnx import onnxruntime_available
+    from nlsim.inference.paths import candidates
+
+    gpu = gpu_info(default_device())
+    found, left = candidates(
+        model.backend, model.precision, cpu_info(), onnx_ok=onnxruntime_available(), gpu=gpu
+    )
+    if not found:
+        asked = " ".join(
+            f"--{name} {value}"
+            for name, value in (("backend", model.backend), ("precision", model.precision))
+            if value != "auto"
+        )
+        where = "here" if gpu is None else f"on the GPU ({gpu.name})"
+        raise ConfigError(
+            f"{asked}: no way to run the report's model {where} (nothing is done yet): "
+            + "; ".join(f"{path}: {why}" for path, why in left.items() if why)
+        )
 
 
 def load_version(version: Path) -> None:

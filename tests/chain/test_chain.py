@@ -256,6 +256,18 @@ def test_a_quarantine_file_that_would_overwrite_an_input_or_a_users_file_is_refu
     # with --no-report the corpus is not read, and nothing is written to --quarantine
 
 
+def test_a_precision_this_machine_cannot_run_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--precision fp16`` on a CPU (a GPU precision): refused before the baseline and the training, not by
+    the report once a model was trained and promoted."""
+    monkeypatch.setenv("NLSIM_DEVICE", "cpu")
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    with pytest.raises(ConfigError, match="--precision fp16: no way to run the report's model here"):
+        run_pipeline(config(tmp_path, pairs, corpus, precision="fp16"))
+    assert not (tmp_path / "models").exists() and not (tmp_path / "report").exists()
+
+
 def test_bad_paths_are_refused_before_any_work(tmp_path: Path) -> None:
     pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
     with pytest.raises(ConfigError, match="contains --pairs"):
