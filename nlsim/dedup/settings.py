@@ -44,6 +44,7 @@ from nlsim.clusters.rules import (
 from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.errors import ConfigError
 from nlsim.io.corpus_schema import text_fields_problem
+from nlsim.io.pairs import SPLITS
 from nlsim.options import assign, comma_tuple, option, text_paths
 
 IndexKind = Literal["auto", "flat", "ivf", "hnsw"]
@@ -321,6 +322,11 @@ class ReportSettings:
         """Refuse values that cannot work (before any work is done)."""
         if self.near_misses < 0:
             raise ConfigError(f"--near-misses must be >= 0, got {self.near_misses}")
+        if self.judge_split not in (*SPLITS, "all"):
+            raise ConfigError(
+                f"--judge-split {self.judge_split!r}: unknown split (a pair file's splits are "
+                f"{', '.join(SPLITS)}; 'all': every pair)"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
