@@ -764,3 +764,55 @@ def test_a_pair_given_twice_with_two_scores_is_named_by_its_items_and_both_score
     assert (err.value.row, err.value.field) == (3, "pair_id")
     assert "(first at sheet row 2): the pair z1 / z2 again" in err.value.reason
     assert "scored 0 there and 1 here" in err.value.reason
+
+
+def page_export(path: Path, rows: list[tuple[str, str, str, str, str]], annotator: str = "Lin") -> Path:
+    """An export as the report page writes it: every cell quoted, CRLF line ends, a byte-order mark, the texts
+    as the page showed them and their SHA-256 (rows of id_a, id_b, text_a, text_b, score)."""
+    with open(path, "w", encoding="utf-8-sig", newline="") as fh:
+        out = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+        out.writerow([*editor_file.COLUMNS, *editor_file.HASH_COLUMNS])
+        for a, b, ta, tb, score in rows:
+            out.writerow(
+                [editor_file.pair_id(a, b), a, b, ta, tb, "0.95", "report-page:reported", score, annotator]
+                + ["", "v0001", "0.9", editor_file.text_sha256(ta), editor_file.text_sha256(tb)]
+            )
+    return path
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\t", " \n "])
+@pytest.mark.parametrize("with_corpus", [True, False])
+def test_a_title_with_a_line_break_or_a_tab_merges_with_a_space_and_is_known_again(
+    pairs: Path, tmp_path: Path, brk: str, with_corpus: bool
+) -> None:
+    """A CMS headline with a line break (or a tab) is shown and exported as the corpus has it; the TSV pair
+    file cannot hold it, and removing it by hand broke the text's checks, so the mark could never merge.
+    The merge reads such a run as one space: checked against the corpus and the page's hash, written with
+    a space, its verdict acting on the corpus text, and known again (not merged twice, not drawn again)."""
+    from nlsim.clusters.verdicts import load_verdicts, store_path
+
+    titles = [f"颱風海葵登陸臺東{brk}全臺停班停課", "海葵颱風登陸臺東，全臺停班停課", "股市今天大漲三成"]
+    corpus = tmp_path / "corpus.csv"
+    pd.DataFrame({"id": ["c-1", "c-2", "c-3"], "title": titles}).to_csv(corpus, index=False)
+    flat = "颱風海葵登陸臺東 全臺停班停課"
+    export = page_export(tmp_path / "marks-1.csv", [("c-1", "c-2", titles[0], titles[1], "1")])
+    result = merge_annotations(export, pairs, corpus=corpus if with_corpus else None, log=quiet)
+    assert result.added == 1
+    merged = load_pairs(pairs)
+    assert merged["text_a"].iloc[-1] == flat and len(merged) == 3
+    (verdict,) = load_verdicts(store_path(pairs)).records
+    assert verdict.sha256_a == editor_file.text_sha256(flat)
+    assert verdict.text_changed({"c-1": titles[0], "c-2": titles[1]}) == []  # it acts on the corpus text
+    assert verdict.text_changed({"c-1": "颱風海葵登陸臺東", "c-2": titles[1]}) == ["c-1"]
+    # the text by hand without the break, as the merge asked before: another text than the corpus's
+    typed = page_export(tmp_path / "typed.csv", [("c-1", "c-3", flat.replace(" ", ""), titles[2], "0")])
+    with pytest.raises(InputError, match="another text than in"):
+        merge_annotations(typed, pairs, corpus=corpus, log=quiet)
+    before = pairs.read_bytes()
+    with pytest.raises(InputError, match="already annotated"):  # the pair again: known, not added twice
+        merge_annotations(export, pairs, corpus=corpus, log=quiet)
+    assert pairs.read_bytes() == before
+    two = tmp_path / "two.csv"  # draw proposes no pair already scored: c-1 / c-2 is one
+    pd.DataFrame({"id": ["c-1", "c-2"], "title": titles[:2]}).to_csv(two, index=False)
+    with pytest.raises(InputError, match="no candidate pair left"):
+        draw(two, tmp_path / "todo.csv", pairs)

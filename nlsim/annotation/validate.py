@@ -33,7 +33,7 @@ from nlsim.clusters.verdicts import (
 from nlsim.conversion import DEFAULT_MODE, convert
 from nlsim.errors import InputError, InputErrors
 from nlsim.io import editor_file
-from nlsim.io.cells import describe, first_control
+from nlsim.io.cells import describe, first_control, one_line
 from nlsim.io.corpus import load_items
 from nlsim.io.pairs import (
     item_id,
@@ -503,8 +503,9 @@ def _corpus_texts(corpus: str | Path, text_field: str | None = None) -> dict[str
 def known_texts(
     existing: pd.DataFrame, pairs_file: str | Path, corpus: str | Path | None, text_field: str | None = None
 ) -> dict[str, tuple[str, str]]:
-    """Each item's known text and where it is known: the pair file first, then the corpus (its
-    ``text_field``, or the first text column it has)."""
+    """Each item's known text and where it is known: the pair file first, as it has it, then the corpus
+    (its ``text_field``, or the first text column it has), each run of white space holding a tab or a line
+    break read as one space (:func:`~nlsim.io.cells.one_line`): the text a pair file holds for it."""
     known: dict[str, tuple[str, str]] = {}
     if "id_a" in existing.columns and "id_b" in existing.columns:
         for col, tcol in (("id_a", "text_a"), ("id_b", "text_b")):
@@ -513,8 +514,14 @@ def known_texts(
                     known.setdefault(str(item).strip(), (str(text), str(pairs_file)))
     where = f"the corpus {corpus}" + (f" (column {text_field!r})" if text_field else "")
     for item, text in (_corpus_texts(corpus, text_field) if corpus is not None else {}).items():
-        known.setdefault(item, (text, where))
+        known.setdefault(item, (one_line(text, every_break=True), where))
     return known
+
+
+def same_text(text: str, known: str) -> bool:
+    """Whether ``text`` is the ``known`` text of its item but for white space around it and runs of white
+    space holding a tab or a line break (read as one space: :func:`~nlsim.io.cells.one_line`)."""
+    return one_line(text, every_break=True).strip() == one_line(known, every_break=True).strip()
 
 
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -573,11 +580,17 @@ def check_texts(
     its item's known text is the cell as written. A text that is its item's known text but for white space
     around it (a trailing space, an ideographic space U+3000 typed in front) is read as the known text, so
     that the pair file holds one text per item and the verdict's hashes are those of the item's text.
-    With a hash column (:data:`editor_file.HASH_COLUMNS`) the text must be the one exported (a spreadsheet
-    that ran a formula saves its value instead); where the item's text is known (``known``: the pair file, the
-    corpus) the text must be that one, and a row whose two ids were swapped with their texts left in place is
-    named as such (the pair id is the same in either order, so only the texts tell). With a ``corpus``, an
-    item id that neither the pair file nor the corpus holds is a problem too (a mistyped id could never act).
+    A run of white space holding a tab or a line break is read as one space (:func:`~nlsim.io.cells.one_line`)
+    in a text's comparison with its item's known text (the corpus's read so too, :func:`known_texts`), and
+    in the text kept when it is the known text or the one the page exported (its hash): a CMS headline with
+    a line break, shown and exported as the corpus has it, is the same text with a space, which a TSV pair
+    file can hold. A text nothing vouches for keeps it (refused for a TSV pair file: to remove by hand,
+    :func:`cell_problems`). With a hash column (:data:`editor_file.HASH_COLUMNS`) the text must be the
+    one exported (a spreadsheet that ran a formula saves its value instead); where the item's text is known
+    (``known``: the pair file, the corpus) the text must be that one, and a row whose two ids were swapped
+    with their texts left in place is named as such (the pair id is the same in either order, so only the
+    texts tell). With a ``corpus``, an item id that neither the pair file nor the corpus holds is a problem
+    too (a mistyped id could never act).
     Problems name the file, the row and the field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     problems: list[InputError] = []
@@ -593,18 +606,22 @@ def check_texts(
             options = list(dict.fromkeys([raw, editor_file.unescape(raw)]))
             digest = "" if hcol not in new.columns or is_blank(new[hcol].iloc[i]) else str(new[hcol].iloc[i])
             options = _hashed(options, digest.strip().lower(), filled, row, side, problems) or [raw]
+            hashed = bool(digest) and editor_file.text_sha256(options[-1]) == digest.strip().lower()
             item = known.get(ids[side])
             why = _unknown_id(ids[side], known, corpus)
             if why is not None:
                 problems.append(_sheet(filled, row, f"id_{side}", why))
-            if item is not None and any(o.strip() == item[0].strip() for o in options):
-                options = [item[0]]  # white space a spreadsheet kept around it aside: the item's own text
-            chosen[side] = options[-1]
+            if item is not None and any(same_text(o, item[0]) for o in options):
+                chosen[side] = item[0]  # white space a spreadsheet kept around it aside: the item's own text
+            elif hashed:  # the text the page showed: a line break or a tab in it read as a space
+                chosen[side] = one_line(options[-1])
+            else:
+                chosen[side] = options[-1]  # typed: a line break or a tab is refused, to remove by hand
         for side, other in (("a", "b"), ("b", "a")):
             item = known.get(ids[side])
-            if item is None or chosen[side].strip() == item[0].strip():
+            if item is None or same_text(chosen[side], item[0]):
                 continue
-            if chosen[other].strip() == item[0].strip():
+            if same_text(chosen[other], item[0]):
                 problems.append(
                     _sheet(
                         filled,

@@ -18,10 +18,28 @@ Example:
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 LINE_BREAKING = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 """Characters ``str.splitlines`` ends a line at."""
+
+
+_TSV_RUN = re.compile(r"\s*[\t\r\n]\s*")
+_BREAK_RUN = re.compile("\\s*[\t" + re.escape("".join(sorted(LINE_BREAKING))) + "]\\s*")
+
+
+def one_line(text: str, *, every_break: bool = False) -> str:
+    """``text`` with each run of white space that holds a tab, carriage return or newline (with
+    ``every_break``, any character of :data:`LINE_BREAKING` too) read as one space: a headline a CMS
+    exported with a line break in it, as a TSV cell holds it.
+
+    >>> one_line("Floods in the north\\r\\n  more rain"), one_line("a\\tb"), one_line("a\\u2028b")
+    ('Floods in the north more rain', 'a b', 'a\\u2028b')
+    >>> one_line("a\\u2028b", every_break=True)
+    'a b'
+    """
+    return (_BREAK_RUN if every_break else _TSV_RUN).sub(" ", text)
 
 
 def first_control(text: str, *, allowed: str = "") -> str | None:

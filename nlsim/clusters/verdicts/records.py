@@ -33,6 +33,7 @@ import pandas as pd
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.errors import InputError
+from nlsim.io.cells import one_line
 from nlsim.io.editor_file import pair_id, text_sha256
 
 SAME_STORY = 1.0
@@ -189,9 +190,17 @@ class Verdict:
         changed = []
         for item, digest in ((self.id_a, self.sha256_a), (self.id_b, self.sha256_b)):
             text = texts.get(item)
-            if digest and text is not None and digest not in (text_sha256(text), text_sha256(text.strip())):
+            if digest and text is not None and digest not in _hashes(text):
                 changed.append(item)
         return changed
+
+
+def _hashes(text: str) -> set[str]:
+    """The hashes a verdict given on ``text`` may carry: of the text, without white space around it, and
+    with each run of white space holding a tab or a line break read as one space (as a merge writes it:
+    :func:`nlsim.io.cells.one_line`)."""
+    flat = one_line(text, every_break=True)
+    return {text_sha256(t) for t in (text, text.strip(), flat, flat.strip())}
 
 
 @dataclass(frozen=True)
