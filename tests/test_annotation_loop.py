@@ -816,3 +816,40 @@ def test_a_title_with_a_line_break_or_a_tab_merges_with_a_space_and_is_known_aga
     pd.DataFrame({"id": ["c-1", "c-2"], "title": titles[:2]}).to_csv(two, index=False)
     with pytest.raises(InputError, match="no candidate pair left"):
         draw(two, tmp_path / "todo.csv", pairs)
+
+
+def test_marks_exported_again_merge_the_new_ones_and_skip_those_merged_from_an_earlier_export(
+    pairs: Path, tmp_path: Path
+) -> None:
+    """*Export all marks* after a merge exports the marks merged already with the new ones: the whole file
+    was refused (already annotated), so the editor could not merge the new marks from it. The marks merged
+    from an earlier file with the same score by the same editor are skipped and counted; one scored
+    otherwise since is still refused (--skip-scored or --overrule, as before), and the same file merged a
+    second time is still refused."""
+    from nlsim.clusters.verdicts import load_verdicts, store_path
+
+    t = {"z1": "颱風來了", "z2": "颱風登陸", "z3": "地震", "z4": "餘震", "z5": "股市", "z6": "股災"}
+    first = page_export(tmp_path / "marks-1.csv", [("z1", "z2", t["z1"], t["z2"], "1")])
+    merge_annotations(first, pairs, log=quiet)
+    rows = [("z1", "z2", t["z1"], t["z2"], "1"), ("z3", "z4", t["z3"], t["z4"], "0.75")]
+    said: list[str] = []
+    result = merge_annotations(page_export(tmp_path / "marks-2.csv", rows), pairs, log=said.append)
+    assert (result.added, result.merged_before) == (1, 1)
+    assert "1 pair(s) merged before from another file" in said[-1], said
+    merged = load_pairs(pairs)
+    assert len(merged) == 4 and merged["id_a"].tolist()[-2:] == ["z1", "z3"]
+    assert [v.source for v in load_verdicts(store_path(pairs)).records] == ["marks-1.csv", "marks-2.csv"]
+    before = pairs.read_bytes()
+    # nothing new at all: merged, nothing written
+    again = merge_annotations(page_export(tmp_path / "marks-3.csv", rows), pairs, log=quiet)
+    assert (again.added, again.merged_before) == (0, 2) and pairs.read_bytes() == before
+    # another score, or another editor, is a conflict as before; the same file again is refused as before
+    for name, rows3, who in (
+        ("marks-4.csv", [("z1", "z2", t["z1"], t["z2"], "0.5")], "Lin"),
+        ("marks-5.csv", [("z1", "z2", t["z1"], t["z2"], "1")], "Wang"),
+    ):
+        with pytest.raises(InputError, match="already annotated"):
+            merge_annotations(page_export(tmp_path / name, rows3 + [rows[1]], who), pairs, log=quiet)
+    with pytest.raises(InputError, match="already annotated"):
+        merge_annotations(tmp_path / "marks-2.csv", pairs, log=quiet)
+    assert pairs.read_bytes() == before

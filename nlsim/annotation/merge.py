@@ -45,6 +45,7 @@ from nlsim.clusters.verdicts import (
     check_store,
     holds_already,
     overruling,
+    pair_rows,
     retire_earlier,
     write_store,
 )
@@ -114,6 +115,9 @@ class MergeResult:
     """Training pairs the pair file already scored whose verdict is now the editor's newer decision."""
     already_held: int = 0
     """Overruling rows whose decision already held (merged before from the same file): nothing new."""
+    merged_before: int = 0
+    """Rows whose pair was merged before from another file with the same score by the same editor, in
+    this split (marks exported again from the report page): skipped."""
 
 
 def merge_annotations(
@@ -170,6 +174,7 @@ def merge_annotations(
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
+        again = _merged_before(new, existing, split, filled, path, intent)
         scored = check_new(
             new,
             existing,
@@ -179,6 +184,7 @@ def merge_annotations(
             found=found,
             early=early,
             intent=intent,
+            again=again,
         )
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
@@ -189,7 +195,16 @@ def merge_annotations(
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
     result = MergeResult(
-        len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled, kept.already
+        len(fresh),
+        skipped,
+        total,
+        split,
+        path,
+        skipped_scored,
+        kept.store,
+        kept.overruled,
+        kept.already,
+        len(scored.again),
     )
     log(_merge_said(result, skip_scored))
     return result
@@ -232,6 +247,11 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             f"; {result.already_held} overruling decision(s) merged before (the same score by the same "
             "editor from a file of this name): nothing new"
         )
+    if result.merged_before:
+        said += (
+            f"; {result.merged_before} pair(s) merged before from another file with the same score by the "
+            "same editor (marks exported again): skipped"
+        )
     if result.verdicts is not None and not result.overruled:
         said += f"; the verdicts are kept in {result.verdicts}"
     return said
@@ -245,11 +265,52 @@ def _parted(
     ``--skip-scored`` skips; and how many it skipped."""
     rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
     skip = scored.skipped if skip_scored else set()
-    fresh = _rows_of(new, rows, [r not in scored.overrules and r not in skip for r in rows])
+    gone = skip | scored.again
+    fresh = _rows_of(new, rows, [r not in scored.overrules and r not in gone for r in rows])
     newer = _rows_of(new, rows, [r in scored.overrules for r in rows])
-    if fresh.empty and newer.empty:
+    if fresh.empty and newer.empty and not scored.again:
         raise InputError(filled, None, None, f"every pair of the file is already annotated in {pairs_file}")
     return fresh, newer, len(skip & set(rows))
+
+
+def _merged_before(
+    new: pd.DataFrame,
+    existing: pd.DataFrame,
+    split: str,
+    filled: str | Path,
+    pairs_file: Path,
+    intent: set[int],
+) -> set[int]:
+    """The sheet rows of ``new`` (not meant to overrule) whose verdict a merge of another file gave already:
+    the pair file holds the pair under the same item ids as a merged pair (``editor-loop:``) in ``split``,
+    with the same score by the same annotator, and the verdict store's verdict on it (if any) came from a
+    file of another name. The report page's *Export all marks* exports the marks merged before with the new
+    ones; those are skipped, not refused. The same file merged again is refused as before, and a pair
+    scored otherwise (another level, another editor) stays a conflict."""
+    if "id_a" not in new.columns or "id_b" not in new.columns:
+        return set()
+    held = pair_rows(existing)
+    if not held:
+        return set()
+    try:
+        verdicts = check_store(pairs_file, existing).verdicts
+    except InputError:  # a store that cannot be read refuses the merge later, by name
+        verdicts = Verdicts()
+    who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    again: set[int] = set()
+    for row, a, b, score, w in zip(rows, new["id_a"], new["id_b"], new["score"], who, strict=True):
+        key = pair_key(item_id(a), item_id(b))
+        pair = held.get(key) if item_id(a) and item_id(b) else None
+        if int(row) in intent or pair is None or not pair.merged or pair.split != split:
+            continue
+        annotator = "" if is_blank(w) else str(w).strip()
+        if abs(pair.score - float(score)) > 1e-9 or pair.annotator != annotator:
+            continue
+        v = verdicts.get(key)
+        if v is None or v.source != Path(filled).name:
+            again.add(int(row))
+    return again
 
 
 def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFrame:

@@ -753,6 +753,9 @@ class Scored:
     """Rows meant to overrule a pair that cannot be overruled (validation or test; other item ids)."""
     could: int = 0
     """Rows of :attr:`conflicts` on training pairs, which ``--overrule`` would merge."""
+    again: frozenset[int] = frozenset()
+    """Rows whose verdict was merged before from another file (marks exported again): skipped, no
+    conflict."""
 
     @property
     def skipped(self) -> set[int]:
@@ -766,11 +769,13 @@ def _scored(
     conflicts: list[InputError],
     filled: str | Path,
     intent: set[int],
+    again: set[int] | None = None,
 ) -> Scored:
     """The rows of ``new`` the pair file already scores (``conflicts``, by :func:`_conflicts`), parted:
     those meant to overrule (``intent``, sheet rows) whose pair the pair file holds by the same item ids in
     its training split are overrules; one on a validation or test pair, or on a pair the pair file holds
-    under other item ids, is refused by name; the rest stay conflicts."""
+    under other item ids, is refused by name; those ``again`` names (sheet rows: the verdict merged before
+    from another file) are skipped; the rest stay conflicts."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     at = {int(r): i for i, r in enumerate(rows)}
     held = pair_rows(existing)
@@ -778,7 +783,11 @@ def _scored(
     refused: list[InputError] = []
     plain: list[InputError] = []
     could = 0
+    skipped: set[int] = set()
     for e in conflicts:
+        if int(e.row or 0) in (again or set()):
+            skipped.add(int(e.row or 0))
+            continue
         i = at[int(e.row or 0)]
         key = pair_key(item_id(new["id_a"].iloc[i]), item_id(new["id_b"].iloc[i])) if "id_a" in new else None
         row = held.get(key) if key else None
@@ -790,7 +799,7 @@ def _scored(
             overrules[int(e.row or 0)] = row
         else:
             refused.append(_unoverruled(e, row, filled))
-    return Scored(tuple(plain), overrules, tuple(refused), could)
+    return Scored(tuple(plain), overrules, tuple(refused), could, frozenset(skipped))
 
 
 def _unoverruled(e: InputError, row: PairRow | None, filled: str | Path) -> InputError:
@@ -818,15 +827,17 @@ def check_new(
     found: list[InputError] | None = None,
     early: list[InputError] | None = None,
     intent: set[int] | None = None,
+    again: set[int] | None = None,
 ) -> Scored:
     """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
     file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`cell_problems`),
     the conflicts of its sound rows ``new`` with the pair file (:func:`_conflicts`) and ``found``
     (:func:`check_texts`' problems); a row meant to overrule (``intent``, sheet rows) a training pair is
-    no conflict (:func:`_scored`); with ``skip_scored`` a pair already annotated is no conflict (the
+    no conflict (:func:`_scored`), nor a row ``again`` names (sheet rows whose verdict was merged before
+    from another file: skipped); with ``skip_scored`` a pair already annotated is no conflict (the
     merge skips it, and what else its row holds). Returns the rows the pair file already scores."""
     conflicts, other = _conflicts(new, existing, filled, pairs_file)
-    scored = _scored(new, existing, conflicts, filled, intent or set())
+    scored = _scored(new, existing, conflicts, filled, intent or set(), again)
     found = found or []
     early = early or []
     if skip_scored:
