@@ -595,3 +595,21 @@ def test_a_store_without_overrules_is_written_and_read_as_before(tmp_path: Path)
         ("n6", "n7"): False,
         ("n0", "n1"): True,
     }
+
+
+def test_an_overrule_exported_again_from_another_file_overrules_nothing_again(tmp_path: Path) -> None:
+    """*Export all marks* after a merge exports an overruling mark again, under a new file name: it was
+    merged as a second overrule of the editor's own decision (said as overruled, and the decision kept
+    twice, once as the earlier of itself). The decision that holds is the row's (same score, same editor):
+    nothing new, counted as already held (another score from a new file still overrules it: taking an
+    overrule back, above)."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], name="marks-1.csv", overrule=True)
+    held = store_path(pairs).read_bytes()
+    said = _merge(pairs, [("n0", "n1", "0")], name="marks-2.csv", overrule=True)
+    assert not any("overruled" in line for line in said), said
+    assert any("1 overruling decision(s) merged before" in line for line in said), said
+    assert store_path(pairs).read_bytes() == held
+    got = load_verdicts(store_path(pairs)).get(("n0", "n1"))
+    assert got is not None and (got.score, got.source) == (0.0, "marks-1.csv")
+    assert [d.score for d in got.earlier] == [0.75]

@@ -60,7 +60,9 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     file: a file merged again, or a merge run again after it was killed), or ``prior`` is a verdict rebuilt
     from the pair file (no source: a store lost and rebuilt) giving the pair this score by this editor (the
     file that merged it, merged again to bring back the store's overrules). Nothing new to overrule with: a
-    file merged again never undoes a later decision, such as an editor's taking an overrule back.
+    file merged again never undoes a later decision, such as an editor's taking an overrule back. The
+    decision that holds, the same score by the same editor from another file (the report page's *Export all
+    marks* exports it again with the new marks), is nothing new either.
 
     >>> earlier = (Decision(0.25, "", "p.tsv"), Decision(0.0, "ed1", "monday.csv"))
     >>> taken_back = Verdict("a", "b", 0.25, annotator="ed2", source="tuesday.csv", earlier=earlier)
@@ -68,11 +70,13 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     True
     >>> holds_already(Verdict("a", "b", 0.0, annotator="ed1", source="wednesday.csv"), taken_back)
     False
+    >>> holds_already(Verdict("a", "b", 0.25, annotator="ed2", source="friday.csv"), taken_back)
+    True
     """
     if prior is None:
         return False
-    if not prior.source and prior.annotator == verdict.annotator and abs(prior.score - verdict.score) < 1e-9:
-        return True  # rebuilt from the pair file (its source not kept there): this decision, as it holds
+    if prior.annotator == verdict.annotator and abs(prior.score - verdict.score) < 1e-9:
+        return True  # the decision that holds, by this editor (exported again, or rebuilt from the pair file)
     decisions = [*prior.earlier, prior.decision]
     return any(
         abs(d.score - verdict.score) < 1e-9 and (d.annotator, d.source) == (verdict.annotator, verdict.source)
