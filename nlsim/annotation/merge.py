@@ -194,18 +194,8 @@ def merge_annotations(
             if body is not None:
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
-    result = MergeResult(
-        len(fresh),
-        skipped,
-        total,
-        split,
-        path,
-        skipped_scored,
-        kept.store,
-        kept.overruled,
-        kept.already,
-        len(scored.again),
-    )
+    result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
+    result.already_held, result.merged_before = kept.already, len(scored.again)
     log(_merge_said(result, skip_scored))
     return result
 
