@@ -22,9 +22,14 @@ def register(subparsers: Any) -> None:
         "--model",
         default="multilingual-e5-small",
         help="encoder name or fine-tuned model folder, 'current' (the model store's promoted model), or "
-        "tfidf-char2; with a reranker the pairs are drawn on the rerank score",
+        "tfidf-char2; with a reranker the pairs are drawn on the rerank score "
+        "(default: multilingual-e5-small)",
     )
-    d.add_argument("--model-store", default="models", help="model store folder, read for --model current")
+    d.add_argument(
+        "--model-store",
+        default="models",
+        help="model store folder, read for --model current (default: models)",
+    )
     d.add_argument(
         "--rerank",
         dest="rerank",
@@ -34,7 +39,9 @@ def register(subparsers: Any) -> None:
         help="draw on the rerank score (default: when the model has a reranker)",
     )
     d.add_argument("--no-rerank", dest="rerank", action="store_const", const=False, help="draw on the cosine")
-    d.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
+    d.add_argument(
+        "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default: {DEFAULT_MODE})"
+    )
     d.add_argument(
         "--threshold",
         type=threshold_arg,

@@ -28,14 +28,16 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--model", required=True, help="registry name or model folder")
     p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet)")
-    p.add_argument("--split", default="validation")
+    p.add_argument("--split", default="validation", help="split to calibrate on (default: validation)")
     p.add_argument(
         "--level",
         default="same-story",
         help="relatedness level: same-story (1.0, the question of a duplicate report; default), "
         "same-topic-entity (0.75), or a number",
     )
-    p.add_argument("--convert", default=DEFAULT_MODE, choices=MODES)
+    p.add_argument(
+        "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default: {DEFAULT_MODE})"
+    )
     p.add_argument("--out", required=True, help="calibration JSON to write (a folder gets calibration.json)")
     p.add_argument(
         "--method",

@@ -59,6 +59,28 @@ def test_help_shows_defaults_and_logging_options() -> None:
         assert shown in text, shown
 
 
+def test_every_option_with_a_default_names_it_in_its_help() -> None:
+    """The README says `nlsim COMMAND --help` lists every option with its default: an option that has one
+    (not a flag) says so in its help line."""
+    import argparse
+
+    from nlsim.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}")
+            elif action.option_strings and action.default not in (None, False, True, argparse.SUPPRESS):
+                if "default" not in (action.help or "").lower():
+                    missing.append(f"{name} {action.option_strings[0]}")
+
+    walk(build_parser(), "nlsim")
+    assert not missing, missing
+
+
 @pytest.mark.slow
 def test_usage_errors_exit_2(corpus: Path, tmp_path: Path) -> None:
     proc = nlsim("dedup", "--corpus", str(corpus))  # --out missing: argparse
