@@ -145,6 +145,10 @@ class Option:
     needs: str | tuple[str, ...] | None = None
     """The flat name of the setting without which this one does nothing, or the names of the settings
     without all of which it does nothing (:func:`option`)."""
+    within: str | None = None
+    """The flat name of the setting its record needs (a report's settings need ``report``), where the
+    setting has a need of its own (:attr:`needs`, the topic threshold's ``topics``): it does nothing without
+    either."""
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
@@ -239,6 +243,7 @@ def _walk(
                 concern=title,
                 description=description,
                 needs=_needs(meta.get("needs"), omit) or needs,
+                within=needs if needs and _needs(meta.get("needs"), omit) not in (None, needs) else None,
             )
         )
     return out

@@ -212,7 +212,8 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
     opt, needed = found
     flag, other = _given_flag(opt, args), needed.flags[0]
     options = {o.name: o for o in options_of(cls) if o.cli}
-    also = [options[n].flags[0] for n in needed_names(opt.needs) if n in options and n != needed.name]
+    group = opt.within if needed.name == opt.within else opt.needs
+    also = [options[n].flags[0] for n in needed_names(group) if n in options and n != needed.name]
     if needed.default is True and also:  # --no-reranker, unless --silver-corpus gives it something to do
         given = " or ".join(also)
         raise ConfigError(
@@ -247,9 +248,10 @@ def needless(
         opt = options.get(name)
         if opt is None:
             continue
-        needed = [options[n] for n in needed_names(opt.needs) if n in options]
-        if needed and all(value(n.name) in (None, "", False) for n in needed):
-            return opt, needed[0]
+        for group in (opt.within, opt.needs):  # the record's need first (--no-report), then its own
+            needed = [options[n] for n in needed_names(group) if n in options]
+            if needed and all(value(n.name) in (None, "", False) for n in needed):
+                return opt, needed[0]
     return None
 
 

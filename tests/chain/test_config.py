@@ -136,11 +136,12 @@ def test_the_chain_declares_only_what_it_adds() -> None:
 def test_the_report_settings_that_do_nothing_without_the_report_need_it() -> None:
     """The report's model, search and clusters need the report (``--no-report`` refuses them); training's
     settings and the report's paths do not."""
-    needs = {o.name: o.needs for o in options_of(PipelineConfig)}
+    needs = {o.name: (o.within, o.needs) for o in options_of(PipelineConfig)}
     for name in ("precision", "use_gpu", "k", "cluster_support", "topic_threshold", "cluster_cut"):
-        assert needs[name] == "report", name
+        assert "report" in needs[name], name
     for name in ("epochs", "cross_encoder_epochs", "threads", "corpus", "out", "progress", "first_report"):
-        assert needs[name] != "report", name
+        assert "report" not in needs[name], name
+    assert needs["topic_threshold"] == ("report", "topics")  # the topic groups' own need as well
 
 
 def test_a_chain_without_its_report_does_not_ask_for_the_corpus(tmp_path: Path) -> None:
