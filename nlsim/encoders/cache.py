@@ -146,9 +146,7 @@ class EmbeddingCache:
         info = {k: v for k, v in key_parts.items() if k != "texts"}
         try:
             self.store(key, arr, info=info)
-        except (
-            OSError
-        ) as exc:  # a full or read-only NLSIM_HOME: the vectors are in hand, the cache is a saving
+        except OSError as exc:  # a full or read-only NLSIM_HOME: the vectors are in hand; the cache saves
             npy, meta_path = self.paths(key)
             meta_path.unlink(missing_ok=True)  # no sidecar: a half-written entry is never read
             log.warning(

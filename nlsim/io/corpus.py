@@ -423,9 +423,8 @@ def _nothing_to_embed(values: dict[str, Any], text_fields: tuple[str, ...]) -> t
     listed = ",".join(text_fields)
     more = "" if "title" in text_fields else f" or embed the title too (--text-fields title,{listed})"
     verb = "holds" if len(text_fields) == 1 else "hold"
-    return text_fields[
-        0
-    ], f"nothing to embed: {listed} {verb} no text (--text-fields {listed}); give it text{more}"
+    why = f"nothing to embed: {listed} {verb} no text (--text-fields {listed}); give it text{more}"
+    return text_fields[0], why
 
 
 def _quarantine_entry(rownum: int, problem: tuple[str, str], rec: dict[str, Any]) -> dict[str, Any]:

@@ -243,22 +243,31 @@ empty to its user, and to nlsim."""
 SHOWN_NAMES = 3
 
 
+def left_by_a_browser(name: str) -> bool:
+    """Whether a file named ``name`` is what a file browser leaves (:data:`BROWSER_LITTER`, a Mac's
+    resource fork ``._NAME``): never a user's file.
+
+    >>> left_by_a_browser(".DS_Store"), left_by_a_browser("._pairs.csv"), left_by_a_browser("notes.txt")
+    (True, True, False)
+    """
+    return name in BROWSER_LITTER or name.startswith("._")
+
+
 def held_names(folder: Path) -> list[str]:
-    """The names in ``folder`` but what a file browser left (:data:`BROWSER_LITTER`), sorted."""
-    names = (p.name for p in folder.iterdir())
-    return sorted(n for n in names if n not in BROWSER_LITTER and not n.startswith("._"))
+    """The names in ``folder`` but what a file browser left (:func:`left_by_a_browser`), sorted."""
+    return sorted(p.name for p in folder.iterdir() if not left_by_a_browser(p.name))
 
 
 def _check_claimable(real: Path, kind: str, what: str, typed: Path) -> None:
     shown = str(typed) if real == Path(os.path.abspath(typed)) else f"{typed} (that is {real})"
     if real.exists() and not real.is_dir():
         raise ConfigError(f"{what} {shown} is a file, not a folder")
-    if real.is_dir() and held_names(real):
+    names = held_names(real) if real.is_dir() else []
+    if names:
         marker = read_marker(real)
         if marker is not None and marker["kind"] != kind:
             raise ConfigError(f"{what} {shown} is an nlsim {marker['kind']} folder, not a {kind} folder")
         if not is_owned(real, kind):
-            names = held_names(real)
             more = f", ... ({len(names)} in all)" if len(names) > SHOWN_NAMES else ""
             raise ConfigError(
                 f"{what} {shown} is not empty and was not written by nlsim (no {MARKER}; it holds "

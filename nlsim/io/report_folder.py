@@ -35,6 +35,7 @@ from typing import Any
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.lock import LOCK_NAME, holder_is_alive, read_lock
+from nlsim.io.ownership import left_by_a_browser
 
 RUN_JSON = "run.json"
 STAGING_PREFIX = ".staging-"
@@ -42,8 +43,6 @@ STAGING_PREFIX = ".staging-"
 PUBLISHING = ".publishing"
 """Written into a staging folder once it holds the whole report, before its files are moved in: a staging
 folder holding it was being moved in when its run stopped."""
-OS_LITTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
-"""What file browsers leave in folders they show (with a Mac's ``._NAME``): never refused as a user's file."""
 AGAIN = (
     "write the report again (run the nlsim dedup or nlsim pipeline that wrote it; it also finishes a move)"
 )
@@ -213,8 +212,7 @@ def check_report_replaceable(
         if start.is_file():
             found = [start]  # a report file; one its run.json does not list (an older run's) is replaced
         elif as_folder or top == ".":
-            found = sorted(p for p in start.rglob("*") if not p.is_dir() and p.name not in OS_LITTER)
-            found = [p for p in found if not p.name.startswith("._")]  # a Mac's resource forks
+            found = sorted(p for p in start.rglob("*") if not p.is_dir() and not left_by_a_browser(p.name))
         elif top in files:
             _refuse_kind(start, "folder", "file", what)
         else:
