@@ -42,6 +42,7 @@ from nlsim.dedup.settings import (
     parse_date,
     parse_time,
 )
+from nlsim.errors import ConfigError
 from nlsim.models.settings import Backend, ModelSettings, Precision
 from nlsim.options import Configuration, concern
 
@@ -73,6 +74,14 @@ class DedupConfig(Configuration):
     clustering: ClusteringSettings = concern(ClusteringSettings, title="clusters")
     report: ReportSettings = concern(ReportSettings, title="report")
     state: StateSettings = concern(StateSettings, title=STATE_TITLE)
+
+    def __post_init__(self) -> None:
+        if self.input.date is not None and "{date" not in self.input.corpus and not self.daily:
+            raise ConfigError(
+                f"--date {self.input.date} does nothing here: --corpus {self.input.corpus} has no {{date}} "
+                "to fill in, and a batch run (no --state) has no day of its own; name the day's file in "
+                "--corpus (incoming/{date}.parquet), or leave --date out"
+            )
 
     @property
     def daily(self) -> bool:

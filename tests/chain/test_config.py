@@ -88,6 +88,8 @@ NONE_TO = {
     "large_cluster_share": 0.5,
 }
 """A value for the settings whose default is None."""
+WITH = {"date": {"corpus": "incoming/{date}.parquet"}}
+"""What a setting needs beside it to do something (a run's date: a corpus path with the day in it)."""
 
 
 @pytest.mark.parametrize(
@@ -97,7 +99,7 @@ NONE_TO = {
 def test_a_composed_option_reaches_its_run(name: str, owner: type) -> None:
     default = {o.name: o.default for o in options_of(PipelineConfig)}[name]
     value = NONE_TO[name] if default is None else _other(default)
-    cfg = PipelineConfig.of(**{name: value})
+    cfg = PipelineConfig.of(**{name: value}, **WITH.get(name, {}))
     made = cfg.finetune_config("m") if owner is FinetuneConfig else cfg.dedup_config("m")
     assert made.parameters()[name] == value
 

@@ -1158,6 +1158,14 @@ OPTION_CASES = {
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--no-topics", "--topic-support", "0.5", *DEDUP],
         "--topic-support does nothing with --no-topics: leave one of them out",
     ),
+    "date-without-a-date-in-the-corpus": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--date", "2024-05-02", *DEDUP],
+        "--date 2024-05-02 does nothing here: --corpus news.csv has no {date} to fill in, and a batch run",
+    ),
+    "pipeline-date-without-a-date-in-the-corpus": (
+        [*PIPELINE, "--date", "2024-05-02"],
+        "--date 2024-05-02 does nothing here: --corpus news.csv has no {date} to fill in, and a batch run",
+    ),
     "judge-split-without-judge-pairs": (
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--judge-split", "test", *DEDUP],
         "--judge-split works with --judge-pairs",
