@@ -415,3 +415,22 @@ def test_a_daily_page_groups_clusters_by_the_day_of_the_deployments_time_zone(tm
             "[...document.querySelectorAll('#clusters td.when')].map(td => td.textContent)"
         )
         assert times == ["2024-08-02 00:30", "2024-08-02 01:10"]
+
+
+def test_a_link_to_a_cluster_opens_it_and_a_mistyped_one_throws_nothing(page: Path) -> None:
+    """``index.html#cluster-<id>`` (the day's summary links so, and editors paste such links) opens that
+    cluster; a link typed by hand with a stray ``%`` is no percent-escape, and the page reads it as typed
+    instead of throwing in the console."""
+    opened = (
+        "[...document.querySelectorAll('li.cluster details[open]')].map(d => d.closest('li').dataset.cluster)"
+    )
+    with Browser() as browser:
+        browser.open(page.as_uri() + "#cluster-c-b0")
+        assert browser.evaluate(opened) == ["c-b0"]
+        browser.evaluate("location.hash = '#cluster-c-t0%'")
+        browser.evaluate("new Promise(r => setTimeout(r, 200))")
+        thrown = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
+        assert thrown == []
+        browser.evaluate("location.hash = '#cluster-c-t0'")
+        browser.evaluate("new Promise(r => setTimeout(r, 200))")
+        assert "c-t0" in browser.evaluate(opened)

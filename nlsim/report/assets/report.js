@@ -444,7 +444,8 @@
     apply(false);
   });
   function openFromHash() {
-    var h = decodeURIComponent(location.hash.slice(1));
+    var h = location.hash.slice(1);
+    try { h = decodeURIComponent(h); } catch (e) { /* a link typed by hand with a stray %: read as typed */ }
     if (h.indexOf("topic-") === 0) { openTopic(h.slice(6)); return; }  // a topic group of the day's summary
     if (h.indexOf("cluster-") !== 0) return;
     var id = h.slice(8), k = view.findIndex(function (c) { return c.cluster_id === id; });
