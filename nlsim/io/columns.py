@@ -485,10 +485,25 @@ def summary_columns(frame: pd.DataFrame, spec: Table) -> list[Column]:
     return [c for c in spec.columns if c.summary and c.name in frame]
 
 
+SUMMARY_TEXT = 120
+"""The characters of a text cell a short table shows (a longer one ends in "…")."""
+SUMMARY_LIST = 10
+"""The items of a list cell a short table shows (a longer one says how many there are in all)."""
+
+
 def summary_rows(frame: pd.DataFrame, spec: Table, limit: int = 100) -> list[dict[str, Any]]:
     """The first ``limit`` rows of ``frame`` with the table's ``summary`` columns, keyed by their labels,
     as short tables show them (``summary.md``, the Prefect artifact): lists comma separated, scores to 4
-    decimals."""
+    decimals; a text cell cut at :data:`SUMMARY_TEXT` characters and a list at :data:`SUMMARY_LIST` items
+    (the report's files keep them whole).
+
+    >>> spec = table("clusters")
+    >>> frame = pd.DataFrame({"cluster_id": ["c-1"], "representative_title": ["x" * 200],
+    ...                       "added_ids": [[f"n{i}" for i in range(12)]]})
+    >>> row = summary_rows(frame, spec)[0]
+    >>> len(row["representative"]), row["representative"][-1], row["added"][-21:]
+    (120, '…', 'n8, n9, … (12 in all)')
+    """
     cols = summary_columns(frame, spec)
     rows = []
     for r in frame.head(limit).itertuples(index=False):
@@ -496,10 +511,19 @@ def summary_rows(frame: pd.DataFrame, spec: Table, limit: int = 100) -> list[dic
         for c in cols:
             v = getattr(r, c.name)
             if c.format == "list":
-                row[c.label] = _sheet_list(v)
+                row[c.label] = _short_list(v)
             elif c.format == "time":
                 row[c.label] = page_time(v)
             else:
                 row[c.label] = page_value(c, v)
+            if isinstance(row[c.label], str) and len(row[c.label]) > SUMMARY_TEXT and c.format != "list":
+                row[c.label] = row[c.label][: SUMMARY_TEXT - 1] + "…"
         rows.append(row)
     return rows
+
+
+def _short_list(v: Any) -> str:
+    """A list cell of a short table: its first :data:`SUMMARY_LIST` items, and how many in all."""
+    if v is None or (isinstance(v, float) and np.isnan(v)) or len(v) <= SUMMARY_LIST:
+        return _sheet_list(v)
+    return f"{_sheet_list(list(v)[:SUMMARY_LIST])}, … ({len(v)} in all)"

@@ -80,3 +80,27 @@ def test_a_run_record_is_built_once_and_never_changed() -> None:
     assert record.messages == [] and record.timings_s == {}  # the record it was made from is unchanged
     log.messages.append("later")
     assert timed.messages == ["told"]  # a copy of the log as it stood
+
+
+def test_a_long_title_or_a_long_list_is_shortened_in_the_summarys_table() -> None:
+    """A headline of thousands of characters (a body pasted into the title column) or a daily cluster
+    that gained hundreds of items made the largest-clusters table one unreadable line; the table shows
+    the start of each and says how much more there is (the report's files keep them whole)."""
+    long_title = "颱風海葵登陸臺東" * 400
+    frame = pd.DataFrame(
+        {
+            "id": [f"n{i}" for i in range(40)],
+            "title": [long_title] + [f"short {i}" for i in range(39)],
+            "source": ["AP"] * 40,
+            "published_at": pd.to_datetime([None] * 40, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0] * 39, "b": list(range(1, 40)), "similarity": [0.95] * 39})
+    clusters = batch_clusters(frame, pairs)[1]
+    clusters["added_ids"] = [[f"n{i}" for i in range(40)]]
+    record = RunRecord(run_id="batch-1", model="m", counts=Counts(items_in=40))
+    row = next(line for line in render_markdown(pairs, clusters, record).splitlines() if "颱風" in line)
+    assert len(row) < 400, len(row)
+    assert "颱風海葵登陸臺東颱風" in row and "…" in row
+    assert "n0, n1" in row and "(40 in all)" in row
+    assert len(clusters["representative_title"].iloc[0]) == len(long_title)  # the table's frame unchanged
