@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import asdict, replace
+from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -62,15 +63,36 @@ CJK_LANG = {"tw2sp": "zh-Hant", "t2s": "zh-Hant", "s2t": "zh-Hans", "s2twp": "zh
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 
+HAN_BLOCKS = ((0x3400, 0x4DC0), (0x4E00, 0xA000), (0xF900, 0xFB00))
+"""The Han blocks whose characters the page's search reads in either script: CJK Unified Ideographs,
+Extension A and the compatibility ideographs."""
+
+
+@cache
+def traditional_forms() -> dict[str, tuple[str, ...]]:
+    """Each Simplified character and the characters of :data:`HAN_BLOCKS` that OpenCC ``t2s`` turns into it
+    (``台``: ``檯 臺 颱``; ``发``: ``發 髮``), built once (about 0.1 s)."""
+    chars = [chr(c) for start, end in HAN_BLOCKS for c in range(start, end)]
+    forms: dict[str, list[str]] = {}
+    for ch, simple in zip(chars, convert(chars, "t2s"), strict=True):
+        if len(simple) == 1 and simple != ch:
+            forms.setdefault(simple, []).append(ch)
+    return {simple: tuple(chs) for simple, chs in forms.items()}
+
+
 def script_fold(texts: Iterable[str]) -> dict[str, str]:
     """What the page's search reads Traditional and Simplified Chinese as one with: each Han character of
-    ``texts``, and its Traditional forms (OpenCC ``s2t``, ``s2twp``), mapped to its Simplified form (``t2s``,
-    character by character) where that differs. An editor typing either script finds a title written in
-    the other.
+    ``texts``, its Traditional forms (OpenCC ``s2t``, ``s2twp``) and every character ``t2s`` turns into
+    the same Simplified one (:func:`traditional_forms`), mapped to its Simplified form (``t2s``, character
+    by character) where that differs. An editor typing either script finds a title written in the other,
+    also where the page holds no title in the script typed (颱風 finds 台风, 頭髮 finds 头发).
 
     >>> fold = script_fold(["颱風登陸臺東", "台风"])
     >>> "".join(fold.get(ch, ch) for ch in "颱風 台風 臺东")
     '台风 台风 台东'
+    >>> fold = script_fold(["台风 头发"])
+    >>> "".join(fold.get(ch, ch) for ch in "颱風 頭髮")
+    '台风 头发'
     """
     han = sorted({ch for text in texts for ch in text if HAN.match(ch)})
     if not han:
@@ -78,6 +100,9 @@ def script_fold(texts: Iterable[str]) -> dict[str, str]:
     forms = set(han)
     for mode in ("s2t", "s2twp"):
         forms.update(t for t in convert(han, mode) if len(t) == 1)
+    every = traditional_forms()
+    for simple in convert(han, "t2s"):
+        forms.update(every.get(simple, ()))
     chars = sorted(forms)
     return {ch: s for ch, s in zip(chars, convert(chars, "t2s"), strict=True) if len(s) == 1 and s != ch}
 
