@@ -59,7 +59,8 @@ SIZE_BUCKETS = (
 MAX_DAYS = 62
 """Clusters are counted by day of their first item up to this many days, by month beyond."""
 CJK_LANG = {"tw2sp": "zh-Hant", "t2s": "zh-Hant", "s2t": "zh-Hans", "s2twp": "zh-Hans"}
-"""The ``lang`` of Chinese titles, from the run's conversion (its source script); ``zh`` otherwise."""
+"""The ``lang`` of Chinese titles, from the run's conversion (its source script); ``zh`` otherwise: the
+titles whose own script says otherwise are marked with it (:func:`title_langs`)."""
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 
@@ -105,6 +106,36 @@ def script_fold(texts: Iterable[str]) -> dict[str, str]:
         forms.update(every.get(simple, ()))
     chars = sorted(forms)
     return {ch: s for ch, s in zip(chars, convert(chars, "t2s"), strict=True) if len(s) == 1 and s != ch}
+
+
+def script_of(text: str) -> str | None:
+    """The script a Chinese ``text`` is written in, as a ``lang`` tag: ``zh-Hant`` when OpenCC ``t2s``
+    changes it, ``zh-Hans`` when ``s2t`` does, ``None`` when neither does (no Han character, or one that
+    reads the same in both scripts).
+
+    >>> script_of("颱風登陸"), script_of("台风登陆"), script_of("大人"), script_of("Typhoon")
+    ('zh-Hant', 'zh-Hans', None, None)
+    """
+    if not HAN.search(text):
+        return None
+    if convert([text], "t2s")[0] != text:
+        return "zh-Hant"
+    if convert([text], "s2t")[0] != text:
+        return "zh-Hans"
+    return None
+
+
+def title_langs(rows: Sequence[dict[str, Any]], default: str) -> dict[str, str]:
+    """The ``lang`` of each item's title (by the item's index) whose script (:func:`script_of`) is not
+    ``default``, the run's (:data:`CJK_LANG`): in a day of Traditional and Simplified headlines each
+    title is marked with its own script."""
+    out = {}
+    for i, row in enumerate(rows):
+        title = row.get("title")
+        lang = script_of(title) if isinstance(title, str) else None
+        if lang is not None and lang != default:
+            out[str(i)] = lang
+    return out
 
 
 def page_zone(name: str | None) -> ZoneInfo:
@@ -347,9 +378,11 @@ def page_data(
         c["period"] = p
         c["pairs"] = pair_rows.get(c["cluster_id"], [])
         c["verdicts"] = cards.get(c["cluster_id"], [])
+    cjk_lang = CJK_LANG.get(record.conversion, "zh")
     return {
         "daily": record.daily,
-        "cjkLang": CJK_LANG.get(record.conversion, "zh"),
+        "cjkLang": cjk_lang,
+        "titleLang": title_langs(item.rows, cjk_lang),
         "pageSize": PAGE_SIZE,
         "periodUnit": unit,
         "threshold": columns.page_number(record.threshold, 6),

@@ -334,3 +334,27 @@ def test_the_plain_line_trusts_clusters_by_size_warns_when_large_ones_are_weak_a
     unjudged = plain_quality(RunRecord(threshold=0.9, counts=Counts(topics=4, topic_items=30)))
     assert "was not measured" in unjudged and "4 topic group(s) gather 30 items." in unjudged
     assert "By size" not in unjudged and "topic group" not in plain_quality(RunRecord(threshold=0.9))
+
+
+@pytest.mark.parametrize("conversion", ["tw2sp", "s2t", "none"])
+def test_each_chinese_title_is_marked_with_its_own_script_in_a_mixed_corpus(tmp_path, conversion):
+    """A newsroom's day holds Traditional and Simplified headlines side by side: each title on the page is
+    marked with its own script (the font's glyph forms and a screen reader's voice follow it), whatever
+    the run's conversion; a title that reads the same in both scripts keeps the run's."""
+    frame = pd.DataFrame(
+        {
+            "id": ["tw", "cn", "en", "both"],
+            "title": ["颱風凱米登陸 全臺停班停課", "台风凯米登陆 全台停班停课", "Typhoon lands", "大人"],
+            "published_at": pd.to_datetime(["2024-07-24T08:00Z"] * 4, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.97, 0.96]})
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord(model="m", conversion=conversion)
+    files = write_report(tmp_path, pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    data = page_json(files["index.html"].read_text())
+    lang = {
+        it["id"]: data.get("titleLang", {}).get(str(i), data["cjkLang"]) for i, it in enumerate(data["items"])
+    }
+    assert (lang["tw"], lang["cn"]) == ("zh-Hant", "zh-Hans")
+    assert lang["both"] == data["cjkLang"]

@@ -67,7 +67,8 @@
     } else {
       node = el("span", "t", text);
     }
-    if (HAN.test(text)) node.lang = DATA.cjkLang;
+    // each title in its own script (nlsim.report.page.title_langs), else the run's
+    if (HAN.test(text)) node.lang = (DATA.titleLang || {})[i] || DATA.cjkLang;
     node.dir = "auto";  // isolated from the words around it, and right-to-left titles read right to left
     return node;
   }
