@@ -46,4 +46,12 @@ def convert(texts: Sequence[str], mode: str = DEFAULT_MODE) -> list[str]:
     if mode == "none":
         return list(texts)
     conv = _converter(mode)
-    return [conv.convert(t) for t in texts]
+    return [_convert_one(conv, t) for t in texts]
+
+
+def _convert_one(conv: opencc.OpenCC, text: str) -> str:
+    """``text`` converted by ``conv``, each stretch between NULs on its own: OpenCC's two-step modes
+    (``tw2sp``, ``s2twp``) stop at a NUL and drop the rest of the text."""
+    if "\x00" not in text:
+        return conv.convert(text)
+    return "\x00".join(conv.convert(part) for part in text.split("\x00"))

@@ -35,3 +35,15 @@ def test_round_trip_is_not_identity():
 def test_unknown_mode():
     with pytest.raises(ConfigError, match="unknown conversion mode 'x2y'"):
         convert(["a"], "x2y")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_nul_in_a_text_does_not_cut_what_follows_it(mode):
+    """A NUL a bad export left in a headline: OpenCC's tw2sp and s2twp stopped at it, so two different
+    headlines that began alike were embedded as one text and grouped as exact copies."""
+    from nlsim.clusters.copies import copy_key
+
+    texts = ["颱風\x00登陸花蓮 停班停課", "颱風\x00海葵來襲 台北停課"]
+    out = convert(texts, mode)
+    assert [t.split("\x00")[1] for t in out] == convert([t.split("\x00")[1] for t in texts], mode)
+    assert copy_key(out[0]) != copy_key(out[1])
