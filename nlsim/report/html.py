@@ -32,8 +32,9 @@ Titles are text, never markup: the page builds the list with ``textContent``, an
 JSON with ``<``, ``>`` and ``&`` escaped. User text (titles, sources, ids, file and model names) is
 bidi-isolated (``<bdi>``, ``dir=auto``, isolate marks in ``<option>``): a right-to-left override in it
 reorders only itself, never the page's own words around it. ``lang`` is set on the page (``en``, its own
-words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans`` from the run's conversion, else
-``zh``), and the font stack names CJK fonts of every platform.
+words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans``: the title's own script,
+:func:`~nlsim.report.page.title_langs`; for a title that reads the same in both, the run's conversion's
+source script, else ``zh``), and the font stack names CJK fonts of every platform.
 
 Example:
     >>> import pandas as pd
