@@ -209,7 +209,8 @@ def plain_quality(record: RunRecord) -> str:
     """The page's plain-language line: how often this report's groupings are truly one story, and how many
     of the editors' same-story pairs it groups, from the report judged against the editors' pairs
     (``--judge-pairs``), else from the threshold's calibration (when the threshold in use is the calibrated
-    one); without either it says that nobody measured it."""
+    one; it says so when the calibration's texts were converted otherwise than this run's, ``--convert``);
+    without either it says that nobody measured it."""
     judge, cal = record.judge, record.info.threshold_calibration
     if judge is not None and judge.precision is not None:
         share = in_words(judge.precision)
@@ -236,6 +237,11 @@ def plain_quality(record: RunRecord) -> str:
             f"measured on {cal.n:,} annotated {cal.split} pairs, {cal.n_positive:,} of them {what}, where "
             f"the threshold was calibrated: precision {_fmt(cal.precision)}, recall {_fmt(cal.recall)}"
         )
+        if cal.conversion and record.conversion and cal.conversion != record.conversion:
+            basis += (
+                f"; measured on texts converted by OpenCC {cal.conversion}, this run's by "
+                f"{record.conversion}: they may not hold for it"
+            )
     else:
         return (
             "<p id='plain' class='plain'>How often this report's groupings are truly one story was not "

@@ -358,3 +358,16 @@ def test_each_chinese_title_is_marked_with_its_own_script_in_a_mixed_corpus(tmp_
     }
     assert (lang["tw"], lang["cn"]) == ("zh-Hant", "zh-Hans")
     assert lang["both"] == data["cjkLang"]
+
+
+def test_the_plain_line_says_when_the_threshold_was_measured_on_texts_converted_otherwise(tmp_path):
+    """A model calibrated on tw2sp texts, run on a mixed day with --convert none: the page's first line of
+    trust gives the calibration's figures, and says they were measured on texts converted otherwise."""
+    from nlsim.report.prose import plain_quality
+
+    summary = _card_summary(tmp_path)
+    summary["model_info"]["threshold_calibration"]["conversion"] = "tw2sp"
+    assert "converted" not in plain_quality(RunRecord.from_dict(summary))
+    line = plain_quality(RunRecord.from_dict({**summary, "conversion": "none"}))
+    assert "About four in five of the pairs this model links" in line
+    assert "measured on texts converted by OpenCC tw2sp, this run&#x27;s by none" in line
