@@ -190,7 +190,8 @@ def check_parameters(spec: dict[str, Any], flow: Any) -> dict[str, Any]:
         found = needless(cls, params, values.get)
         if found is not None:  # refused on the command line too: the run would ignore it
             opt, needed = found
-            stands = "false" if values[needed.name] is False else "not set"
+            value = values[needed.name]
+            stands = "false" if value is False else (repr(value) if value in needed.off else "not set")
             raise SpecError(
                 f"deployment {spec['name']!r}: {opt.name} does nothing while {needed.name} is {stands}: "
                 f"leave {opt.name} out, or set {needed.name}"

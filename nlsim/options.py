@@ -57,6 +57,7 @@ def option(
     default_factory: Any = MISSING,
     name: str | None = None,
     needs: str | tuple[str, ...] | None = None,
+    off: tuple[Any, ...] = (),
 ) -> Any:
     """A dataclass field with its help text and command-line flags.
 
@@ -67,9 +68,12 @@ def option(
     ``cli=False`` keeps a field off the command line (still a flow parameter). ``needs``: the flat name of
     a setting without which this one does nothing: given on the command line without it, it is refused
     (where the configuration has that setting as an option; one that sets it itself is not asked); several
-    names: any one of them makes it do something (refused when none of them is on).
+    names: any one of them makes it do something (refused when none of them is on). ``off``: the values
+    of this setting, besides empty, false and None, that leave the settings needing it nothing to do
+    (``--index flat`` for ``--nprobe``, which needs ``index_kind``).
     """
     meta = {"help": help, "flags": flags, "cli": cli, "metavar": metavar, "name": name, "needs": needs}
+    meta["off"] = tuple(off)
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -119,7 +123,7 @@ def option_like(cls: type, name: str) -> Any:
     shares it without composing its record)."""
     opt = {o.name: o for o in options_of(cls)}[name]
     meta = {"help": opt.help, "flags": opt.flags, "cli": opt.cli, "metavar": opt.metavar, "name": None}
-    meta["needs"] = opt.needs
+    meta["needs"], meta["off"] = opt.needs, opt.off
     return dataclasses.field(default=opt.default, metadata=meta)
 
 
@@ -149,6 +153,13 @@ class Option:
     """The flat name of the setting its record needs (a report's settings need ``report``), where the
     setting has a need of its own (:attr:`needs`, the topic threshold's ``topics``): it does nothing without
     either."""
+    off: tuple[Any, ...] = ()
+    """The values, besides empty, false and None, at which the settings that need this one do nothing
+    (:func:`option`)."""
+
+    def is_off(self, value: Any) -> bool:
+        """Whether the settings that need this one do nothing while it has ``value``."""
+        return value in (None, "", False) or value in self.off
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
@@ -244,6 +255,7 @@ def _walk(
                 description=description,
                 needs=_needs(meta.get("needs"), omit) or needs,
                 within=needs if needs and _needs(meta.get("needs"), omit) not in (None, needs) else None,
+                off=tuple(meta.get("off") or ()),
             )
         )
     return out

@@ -220,6 +220,11 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
             f"{flag} does nothing with {other} unless {given} is given: leave {flag} out, or give {given} "
             "(nothing is done yet)"
         )
+    stands = getattr(args, needed.name, None)
+    if stands in needed.off:  # a value that leaves it nothing to do (--index flat for --nprobe)
+        raise ConfigError(
+            f"{flag} does nothing with {other} {stands}: leave one of them out (nothing is done yet)"
+        )
     if needed.default is True:  # a setting on by default, turned off by its flag (--no-report)
         raise ConfigError(f"{flag} does nothing with {other}: leave one of them out (nothing is done yet)")
     raise ConfigError(
@@ -231,7 +236,8 @@ def needless(
     cls: type, given: Iterable[str], value: Callable[[str], Any], *, cli: bool = False
 ) -> tuple[Option, Option] | None:
     """The first setting of ``cls`` among those ``given`` (flat names) that does nothing as the setting it
-    needs (``option(needs=...)``) stands (``value(name)`` empty, false or None), with that one (of several
+    needs (``option(needs=...)``) stands (``value(name)`` empty, false, None or one of its ``off``
+    values: ``--index flat`` for ``--nprobe``), with that one (of several
     it needs any one of, the first, where all are off); else None.
     ``cli``: only the command line's settings count (one off it keeps its default there).
 
@@ -250,7 +256,7 @@ def needless(
             continue
         for group in (opt.within, opt.needs):  # the record's need first (--no-report), then its own
             needed = [options[n] for n in needed_names(group) if n in options]
-            if needed and all(value(n.name) in (None, "", False) for n in needed):
+            if needed and all(n.is_off(value(n.name)) for n in needed):
                 return opt, needed[0]
     return None
 

@@ -144,14 +144,18 @@ class SearchSettings:
         "auto",
         help="FAISS index: exact flat, or approximate IVF/HNSW (auto: by corpus size)",
         flags=("--index",),
+        off=("flat", "hnsw"),  # no lists: --nlist and --nprobe would do nothing
     )
     nlist: int | None = option(
-        None, help="IVF lists (default: the power of two nearest 2 x sqrt(items); IVF indexes only)"
+        None,
+        help="IVF lists (default: the power of two nearest 2 x sqrt(items); IVF indexes only)",
+        needs="index_kind",
     )
     nprobe: int | None = option(
         None,
         help="IVF lists searched per item (default 16; 12 is about a third faster at 1M items, recall@10 "
         "0.95 instead of 0.97 in docs/scale.md; IVF indexes only)",
+        needs="index_kind",
     )
     use_gpu: bool | None = option(
         None,

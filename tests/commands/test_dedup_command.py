@@ -37,3 +37,39 @@ def test_a_daily_run_prints_what_it_did_and_none_where_it_counted_nothing(
     assert "items in 7: new 4, changed None," in out
     assert "kept 30" in out
     assert "model m, threshold 0.8" in out
+
+
+@pytest.mark.parametrize(
+    ("more", "refusal"),
+    [
+        (["--index", "flat", "--nprobe", "4"], "--nprobe does nothing with --index flat"),
+        (["--index", "hnsw", "--nprobe", "4"], "--nprobe does nothing with --index hnsw"),
+        (["--index", "flat", "--nlist", "64"], "--nlist does nothing with --index flat"),
+        (["--index", "ivf", "--nlist", "64", "--nprobe", "4"], None),
+        (["--index", "auto", "--nprobe", "4"], None),  # IVF above 100,000 items
+        (["--nprobe", "4"], None),
+        (["--index", "flat"], None),
+    ],
+)
+def test_the_ivf_settings_are_refused_with_an_index_that_has_no_lists(
+    more: list[str], refusal: str | None
+) -> None:
+    """``--nlist`` and ``--nprobe`` set an IVF index's lists: with ``--index flat`` or ``hnsw`` they would
+    do nothing, and are refused before any work rather than ignored."""
+    import argparse
+
+    from nlsim.commands.dedup import add_dedup_options
+    from nlsim.commands.options import config_from_args
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.errors import ConfigError
+
+    parser = argparse.ArgumentParser()
+    add_dedup_options(parser)
+    args = parser.parse_args(["--corpus", "c.csv", "--out", "rep", *more])
+    if refusal is None:
+        config_from_args(DedupConfig, args)
+        return
+    with pytest.raises(ConfigError) as err:
+        config_from_args(DedupConfig, args)
+    assert str(err.value).startswith(f"{refusal}: leave one of them out"), err.value
+    assert "nothing is done yet" in str(err.value)

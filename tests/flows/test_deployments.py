@@ -70,6 +70,10 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             "retention_days does nothing while state is not set",
         ),
         (
+            ENTRY + "  parameters:\n    corpus: a.parquet\n    index_kind: flat\n    nprobe: 8\n",
+            "nprobe does nothing while index_kind is 'flat'",
+        ),
+        (
             "deployments:\n- name: x\n  entrypoint: flows/pipeline.py:news_pipeline\n  parameters:\n"
             "    report: false\n    use_gpu: true\n",
             "use_gpu does nothing while report is false",
@@ -94,7 +98,8 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
     ],
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"),
-        *("needs-state", "needs-report", "timezone-value", "k-value", "k-type", "date-value", "required"),
+        *("needs-state", "needs-ivf", "needs-report", "timezone-value", "k-value", "k-type", "date-value"),
+        "required",
     ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])

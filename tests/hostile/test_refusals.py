@@ -1166,6 +1166,32 @@ OPTION_CASES = {
         [*PIPELINE, "--date", "2024-05-02"],
         "--date 2024-05-02 does nothing here: --corpus news.csv has no {date} to fill in, and a batch run",
     ),
+    "nprobe-with-a-flat-index": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--index", "flat", "--nprobe", "4", *DEDUP],
+        "--nprobe does nothing with --index flat: leave one of them out",
+    ),
+    "nlist-with-an-hnsw-index": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--index", "hnsw", "--nlist", "64", *DEDUP],
+        "--nlist does nothing with --index hnsw: leave one of them out",
+    ),
+    "pipeline-nprobe-with-a-flat-index": (
+        [
+            "pipeline",
+            "--pairs",
+            "pairs.tsv",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "rep",
+            "--model-store",
+            "st",
+            "--index",
+            "flat",
+            "--nprobe",
+            "4",
+        ],
+        "--nprobe does nothing with --index flat: leave one of them out",
+    ),
     "judge-split-without-judge-pairs": (
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--judge-split", "test", *DEDUP],
         "--judge-split works with --judge-pairs",
