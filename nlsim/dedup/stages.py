@@ -76,7 +76,7 @@ from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.second_reading import Unread, finish_near_misses, read_candidates
 from nlsim.rerank.series import veto_cap, vetoed_scores
-from nlsim.search.index import IndexMeta, build_index, save_index
+from nlsim.search.index import IndexMeta, SearchIndex, build_index, default_nprobe, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
 FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
@@ -352,23 +352,37 @@ def index(
             window.base_embeddings if window.base_embeddings is not None else np.zeros((0, dim), np.float32)
         )
         full = np.vstack([base, emb]).astype(np.float32, copy=False)
-        built = window.base_index
+        built = kept_index(window.base_index, search)
         if built is None:
             built = build_index(base, dim=dim, **search.index_options())
-        else:
-            if search.nprobe:
-                built.set_search_params(nprobe=search.nprobe)  # the kept index, searched as this run asks
-            if search.nlist and built.kind == "ivf" and built.params.get("nlist") != search.nlist:
-                kept = built.params.get("nlist")
-                say(
-                    f"index: --nlist {search.nlist} not applied: the kept index has {kept} lists (it is "
-                    "rebuilt with the new count when the window is embedded again)"
-                )
         built.add(emb)
     if (search.nlist or search.nprobe) and built.kind != "ivf":
         say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
     say(f"index: {built.describe()}")
     return replace(window, embeddings=full, index=built)
+
+
+def kept_index(kept: SearchIndex | None, search: SearchSettings) -> SearchIndex | None:
+    """The index a daily state kept, searched as this run asks (``None``: build one from the kept vectors):
+    another ``--index`` than the kept one's kind is built again, and an IVF index visits ``--nprobe`` lists,
+    else the default for its lists (not the count an earlier run asked for)."""
+    if kept is None:
+        return None
+    if search.index_kind not in ("auto", kept.kind):
+        say(
+            f"index: the state's kept index is {kept.kind}, this run asks for --index {search.index_kind}: "
+            f"built again from the {kept.ntotal:,} kept vectors"
+        )
+        return None
+    if kept.kind == "ivf":
+        nlist = int(kept.params["nlist"])
+        kept.set_search_params(nprobe=search.nprobe or default_nprobe(nlist))
+        if search.nlist and nlist != search.nlist:
+            say(
+                f"index: --nlist {search.nlist} not applied: the kept index has {nlist} lists (it is "
+                "rebuilt with the new count when the window is embedded again)"
+            )
+    return kept
 
 
 def neighbors(

@@ -1260,3 +1260,29 @@ def test_a_story_joined_only_by_a_verdict_dissolves_once_the_verdict_stops_actin
     final.drop_duplicates("id", keep="last").to_parquet(tmp_path / "all.parquet", index=False)
     batch = run_dedup(_config(tmp_path / "all.parquet", tmp_path / "batch", **kw), encoder=enc)
     assert batch_assignment(batch.clusters) == {}
+
+
+def test_a_daily_run_searches_the_index_it_asks_for_not_the_one_an_earlier_run_kept(tmp_path: Path) -> None:
+    """A day run with ``--index hnsw`` on a state whose kept index is flat searched the flat one (nothing
+    had expired, so the kept index was reused) and kept it; an IVF index kept from a day run with
+    ``--nprobe 2`` was searched with 2 probes on every later day that left ``--nprobe`` out (the default
+    visits ``default_nprobe`` lists). Each day's run now searches the index and the probes it asks for."""
+    from nlsim.search.index import default_nprobe
+
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out, index_kind="flat"), state, retention_days=None, encoder=enc)
+    assert open_state(state).index.kind == "flat"
+    second = run_daily(_config(days[1], out, index_kind="hnsw"), state, retention_days=None, encoder=enc)
+    assert open_state(state).index.kind == "hnsw"
+    assert second.stats.index.startswith("approximate HNSW"), second.stats.index
+    # the same day again, searched in an IVF index with 2 probes (another --index: a new run, no replay)
+    run_daily(
+        _config(days[1], out, index_kind="ivf", nlist=4, nprobe=2), state, retention_days=None, encoder=enc
+    )
+    kept = open_state(state).index
+    assert (kept.kind, kept.params["nlist"], kept.params["nprobe"]) == ("ivf", 4, 2)
+    again = run_daily(_config(days[2], out, index_kind="ivf"), state, retention_days=None, encoder=enc)
+    assert open_state(state).index.params["nprobe"] == default_nprobe(4) == 4
+    assert "nprobe 4" in again.stats.index, again.stats.index
