@@ -76,7 +76,7 @@ from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.second_reading import Unread, finish_near_misses, read_candidates
 from nlsim.rerank.series import veto_cap, vetoed_scores
-from nlsim.search.index import IndexMeta, SearchIndex, build_index, default_nprobe, save_index
+from nlsim.search.index import IndexMeta, SearchIndex, build_index, default_nprobe, on_device, save_index
 from nlsim.search.neighbors import neighbor_pairs
 
 FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
@@ -364,7 +364,8 @@ def index(
 
 def kept_index(kept: SearchIndex | None, search: SearchSettings) -> SearchIndex | None:
     """The index a daily state kept, searched as this run asks (``None``: build one from the kept vectors):
-    another ``--index`` than the kept one's kind is built again, and an IVF index visits ``--nprobe`` lists,
+    another ``--index`` than the kept one's kind is built again, the kept one goes where a new one would
+    (the GPUs unless ``--cpu``; it is kept in its CPU form), and an IVF index visits ``--nprobe`` lists,
     else the default for its lists (not the count an earlier run asked for)."""
     if kept is None:
         return None
@@ -374,6 +375,7 @@ def kept_index(kept: SearchIndex | None, search: SearchSettings) -> SearchIndex 
             f"built again from the {kept.ntotal:,} kept vectors"
         )
         return None
+    kept = on_device(kept, search.use_gpu)
     if kept.kind == "ivf":
         nlist = int(kept.params["nlist"])
         kept.set_search_params(nprobe=search.nprobe or default_nprobe(nlist))

@@ -246,6 +246,25 @@ def _resolve_device(use_gpu: bool | None, kind: str) -> int:
     return ngpu
 
 
+def on_device(index: SearchIndex, use_gpu: bool | None = None) -> SearchIndex:
+    """``index`` (as loaded: on the CPU) where :func:`build_index` would put a new one with ``use_gpu``: on
+    every GPU FAISS sees, unless ``use_gpu`` is False or the index is HNSW (CPU only).
+
+    Example:
+        >>> import numpy as np
+        >>> on_device(build_index(np.eye(4, dtype="float32"), use_gpu=False), use_gpu=False).device
+        'cpu'
+    """
+    ngpu = _resolve_device(use_gpu, index.kind)
+    if not ngpu or index.device != "cpu":
+        return index
+    moved, device = _to_gpus(index.index, ngpu)
+    out = SearchIndex(moved, index.kind, device, index.dim, index.params)
+    if index.kind == "ivf":
+        out.set_search_params(nprobe=int(index.params["nprobe"]))
+    return out
+
+
 def new_index(
     dim: int,
     *,

@@ -1286,3 +1286,32 @@ def test_a_daily_run_searches_the_index_it_asks_for_not_the_one_an_earlier_run_k
     again = run_daily(_config(days[2], out, index_kind="ivf"), state, retention_days=None, encoder=enc)
     assert open_state(state).index.params["nprobe"] == default_nprobe(4) == 4
     assert "nprobe 4" in again.stats.index, again.stats.index
+
+
+def test_a_daily_run_searches_the_kept_index_on_the_gpus_a_batch_run_would_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state's index is saved in its CPU form and loaded on the CPU: a later day's run searched it
+    there even where FAISS sees GPUs (with ``--gpu`` too), where a batch run and a day whose index is built
+    again search on the GPUs. Without a GPU here, a stand-in for the GPU build's functions checks the
+    plumbing (as ``tests/search/test_index.py`` does)."""
+    import types
+
+    import faiss
+
+    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 2)
+    monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", lambda: types.SimpleNamespace(), raising=False)
+    monkeypatch.setattr(
+        faiss, "index_cpu_to_all_gpus", lambda index, co=None, ngpu=-1: faiss.clone_index(index)
+    )
+    monkeypatch.setattr(faiss, "index_gpu_to_cpu", lambda index: faiss.clone_index(index), raising=False)
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    first = run_daily(_config(days[0], out), state, retention_days=None, encoder=enc)
+    assert first.stats.index.endswith("on gpu x2, 6 vectors"), first.stats.index
+    second = run_daily(_config(days[1], out, use_gpu=True), state, retention_days=None, encoder=enc)
+    assert "on gpu x2" in second.stats.index, second.stats.index
+    third = run_daily(_config(days[2], out, use_gpu=False), state, retention_days=None, encoder=enc)
+    assert "on cpu" in third.stats.index, third.stats.index
