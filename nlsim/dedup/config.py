@@ -89,8 +89,9 @@ class DedupConfig(Configuration):
         return bool(self.state.folder)
 
     def window_params(self) -> dict[str, Any]:
-        """The settings a daily state keeps and compares with the next run's (a change pairs the window
-        again)."""
+        """The settings that decide a run's result besides its items and its vectors (part of a daily run's
+        input: a change is a new run, not a replay; a change of ``k`` or ``window_hours`` also pairs the
+        window again, :class:`~nlsim.dedup.state.StateIdentity`)."""
         return {
             "k": self.search.k,
             "window_hours": self.search.window_hours,

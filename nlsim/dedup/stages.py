@@ -197,7 +197,8 @@ def _dated_rows_error(corpus: Corpus, bad: np.ndarray, what: str, advice: str) -
 
 
 def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity:
-    """What a daily state keeps of the model and the texts, to notice a change of either."""
+    """What a daily state keeps of the model, the texts and the neighbour search, to notice a change of
+    any."""
     rr = ""
     if model.reranker is not None:
         rr = model.reranker.fingerprint
@@ -210,6 +211,7 @@ def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity
         threshold=float(model.threshold.value),
         reranker=rr,
         topic_threshold=None if model.topic is None else float(model.topic.value),
+        search={"k": settings.search.k, "window_hours": settings.search.window_hours},
     )
 
 

@@ -106,6 +106,9 @@ class StateIdentity:
     reranker: str = ""
     topic_threshold: float | None = None
     """The topic groups' threshold (``None``: no topic groups): the kept pairs reach down to it."""
+    search: dict[str, Any] | None = None
+    """How the kept pairs were searched: ``k`` and ``window_hours`` (``None``: a state written before they
+    were kept, taken to match)."""
 
     def differences(self, other: StateIdentity) -> list[str]:
         """Human-readable differences, empty when the two match."""
@@ -121,6 +124,11 @@ class StateIdentity:
                 same = tuple(mine) == tuple(theirs) if name == "text_fields" else mine == theirs
             if not same:
                 out.append(f"{name}: state has {mine!r}, this run uses {theirs!r}")
+        if self.search is not None and other.search is not None:
+            for name in sorted(set(self.search) | set(other.search)):
+                mine, theirs = self.search.get(name), other.search.get(name)
+                if mine != theirs:
+                    out.append(f"{name}: state has {mine!r}, this run uses {theirs!r}")
         return out
 
     @classmethod
@@ -134,6 +142,7 @@ class StateIdentity:
             threshold=float(data["threshold"]),
             reranker=str(data.get("reranker") or ""),
             topic_threshold=None if data.get("topic_threshold") is None else float(data["topic_threshold"]),
+            search=dict(data["search"]) if isinstance(data.get("search"), dict) else None,
         )
 
 

@@ -126,6 +126,8 @@ SWITCH_WORDS = {
     "threshold": "the threshold changed",
     "reranker": "the reranker changed",
     "topic_threshold": "the topic groups' threshold changed",
+    "k": "the neighbours searched per item changed (--k)",
+    "window_hours": "the time window of a pair changed (--window-hours)",
 }
 """What a model switch changed, in words, by the state's identity field (the model itself: :func:`_which`)."""
 

@@ -1315,3 +1315,22 @@ def test_a_daily_run_searches_the_kept_index_on_the_gpus_a_batch_run_would_use(
     assert "on gpu x2" in second.stats.index, second.stats.index
     third = run_daily(_config(days[2], out, use_gpu=False), state, retention_days=None, encoder=enc)
     assert "on cpu" in third.stats.index, third.stats.index
+
+
+def test_a_daily_run_with_another_time_window_pairs_the_kept_items_again(tmp_path: Path) -> None:
+    """A day run without the --window-hours of the runs before it left the kept items paired under the
+    old window (a1 and a2, two hours apart, stayed unpaired beside their new copy a3; so did b1 and b2):
+    the state's pairs mixed two settings until the items expired. A change of --k or --window-hours now
+    pairs the window again, as a change of threshold does (the vectors are kept), and the run says so."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out, window_hours=1.0), state, retention_days=None, encoder=enc)
+    assert ("a1", "a2") not in state_pairs(state)  # two hours apart
+    second = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    assert {("a1", "a2"), ("b1", "b2"), ("a1", "a3")} <= state_pairs(state)  # a1's copies, and b1's
+    said = " ".join(second.stats.messages)
+    assert "window_hours: state has 1.0, this run uses None" in said and "pairing the window again" in said
+    assert second.stats.model_switch is not None and not second.stats.model_switch.reembed
+    third = run_daily(_config(days[2], out, k=3), state, retention_days=None, encoder=enc)
+    assert "k: state has 20, this run uses 3" in " ".join(third.stats.messages)
