@@ -76,7 +76,15 @@ from nlsim.report.scores import SCORES, with_scores
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.second_reading import Unread, finish_near_misses, read_candidates
 from nlsim.rerank.series import veto_cap, vetoed_scores
-from nlsim.search.index import IndexMeta, SearchIndex, build_index, default_nprobe, on_device, save_index
+from nlsim.search.index import (
+    IndexMeta,
+    SearchIndex,
+    build_index,
+    default_nprobe,
+    on_device,
+    resolved_kind,
+    save_index,
+)
 from nlsim.search.neighbors import neighbor_pairs
 
 FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
@@ -366,15 +374,20 @@ def index(
 
 def kept_index(kept: SearchIndex | None, search: SearchSettings) -> SearchIndex | None:
     """The index a daily state kept, searched as this run asks (``None``: build one from the kept vectors):
-    another ``--index`` than the kept one's kind is built again, the kept one goes where a new one would
-    (the GPUs unless ``--cpu``; it is kept in its CPU form), and an IVF index visits ``--nprobe`` lists,
-    else the default for its lists (not the count an earlier run asked for)."""
+    another kind than the kept one's (``--index``, or what ``auto`` picks for the kept vectors, as a day
+    whose index is built again gets) is built again, the kept one goes where a new one would (the GPUs
+    unless ``--cpu``; it is kept in its CPU form), and an IVF index visits ``--nprobe`` lists, else the
+    default for its lists (not the count an earlier run asked for)."""
     if kept is None:
         return None
-    if search.index_kind not in ("auto", kept.kind):
+    wanted = resolved_kind(search.index_kind, kept.ntotal, search.use_gpu)
+    if wanted != kept.kind:
+        asked = f"--index {search.index_kind}" + (
+            f" ({wanted} at this size)" if wanted != search.index_kind else ""
+        )
         say(
-            f"index: the state's kept index is {kept.kind}, this run asks for --index {search.index_kind}: "
-            f"built again from the {kept.ntotal:,} kept vectors"
+            f"index: the state's kept index is {kept.kind}, this run asks for {asked}: built again from the "
+            f"{kept.ntotal:,} kept vectors"
         )
         return None
     kept = on_device(kept, search.use_gpu)

@@ -239,6 +239,19 @@ def check_device(use_gpu: bool | None, kind: str = "auto") -> int:
     return ngpu
 
 
+def resolved_kind(kind: str, n: int, use_gpu: bool | None = None) -> str:
+    """The index ``kind`` builds for ``n`` vectors: ``"auto"`` by the size rule (the module docstring),
+    any other kind as it is.
+
+    Example:
+        >>> resolved_kind("auto", 1_000, use_gpu=False), resolved_kind("auto", 200_000, use_gpu=False)
+        ('flat', 'ivf')
+    """
+    if kind != "auto":
+        return kind
+    return "flat" if n <= (GPU_FLAT_MAX if _resolve_device(use_gpu, kind) else FLAT_MAX) else "ivf"
+
+
 def _resolve_device(use_gpu: bool | None, kind: str) -> int:
     ngpu = check_device(use_gpu, kind)
     if use_gpu is False or kind == "hnsw":
@@ -300,8 +313,7 @@ def new_index(
     if d <= 0:
         raise ConfigError(f"cannot build an index of dimension {dim}")
     ngpu = _resolve_device(use_gpu, kind)
-    if kind == "auto":
-        kind = "flat" if n <= (GPU_FLAT_MAX if ngpu else FLAT_MAX) else "ivf"
+    kind = resolved_kind(kind, n, use_gpu)
     params: dict[str, Any] = {}
     if kind == "flat":
         cpu = faiss.IndexFlatIP(d)

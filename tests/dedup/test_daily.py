@@ -1334,3 +1334,19 @@ def test_a_daily_run_with_another_time_window_pairs_the_kept_items_again(tmp_pat
     assert second.stats.model_switch is not None and not second.stats.model_switch.reembed
     third = run_daily(_config(days[2], out, k=3), state, retention_days=None, encoder=enc)
     assert "k: state has 20, this run uses 3" in " ".join(third.stats.messages)
+
+
+def test_a_daily_run_with_the_automatic_index_does_not_keep_an_approximate_one_a_small_state_would_not_get(
+    tmp_path: Path,
+) -> None:
+    """``--index auto`` picks the index by the window's size (exact up to 100,000 items): a day run with
+    it after a day run with ``--index ivf`` kept searching the approximate IVF index (nothing had expired),
+    where a day whose index is built again gets the exact one."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc = HashEncoder()
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out, index_kind="ivf", nlist=2), state, retention_days=None, encoder=enc)
+    assert open_state(state).index.kind == "ivf"
+    second = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
+    assert open_state(state).index.kind == "flat"
+    assert second.stats.index.startswith("exact flat"), second.stats.index
