@@ -126,6 +126,11 @@ class SearchIndex:
         return int(self.index.ntotal)
 
     @property
+    def max_k(self) -> int | None:
+        """The most hits one query can ask for: :data:`GPU_MAX_K` on GPUs, else no bound (``None``)."""
+        return GPU_MAX_K if self.device.startswith("gpu") else None
+
+    @property
     def exact(self) -> bool:
         """True for the exact (flat) index."""
         return self.kind == "flat"
@@ -212,9 +217,10 @@ def _to_gpus(cpu_index: Any, ngpu: int) -> tuple[Any, str]:
     return gpu_index, ("gpu:0" if ngpu == 1 else f"gpu x{ngpu}")
 
 
-def check_device(use_gpu: bool | None, kind: str = "auto") -> int:
+def check_device(use_gpu: bool | None, kind: str = "auto", k: int | None = None) -> int:
     """Refuse a search asked for on a GPU (``--gpu``, ``use_gpu=True``) that cannot run there: no GPU seen
-    by FAISS, or an HNSW index (CPU only). Returns the GPUs FAISS sees.
+    by FAISS, or an HNSW index (CPU only); and ``k`` neighbours per item (``--k``, the item itself one more
+    hit) that the GPU indexes it will run on do not return. Returns the GPUs FAISS sees.
 
     Example:
         >>> check_device(None) >= 0 and check_device(False, "hnsw") >= 0
@@ -235,6 +241,12 @@ def check_device(use_gpu: bool | None, kind: str = "auto") -> int:
     if use_gpu is True and kind == "hnsw":
         raise ConfigError(
             "--gpu with --index hnsw: HNSW indexes run on the CPU only; use --index flat or ivf"
+        )
+    if ngpu and use_gpu is not False and kind != "hnsw" and k is not None and k + 1 > GPU_MAX_K:
+        raise ConfigError(
+            f"--k {k}: FAISS GPU indexes return at most {GPU_MAX_K} neighbours (the item itself and "
+            f"{GPU_MAX_K - 1} others), and the search would run on this machine's GPU; give --k "
+            f"{GPU_MAX_K - 1} or less, or --cpu, or --index hnsw (CPU only) (nothing is done yet)"
         )
     return ngpu
 

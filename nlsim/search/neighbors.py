@@ -7,7 +7,8 @@ Exact copies: with ``copies`` (each index row's representative, :class:`nlsim.cl
 query counts k *distinct* neighbours: its own copies are not neighbours, every copy of another group is
 that group's representative, and a query whose k nearest hits hold fewer than k groups is searched again
 with more hits until it has k or the rest score below the threshold (150 copies of one headline would
-otherwise fill every copy's k neighbours). Only representatives need be queried.
+otherwise fill every copy's k neighbours), or it asked for all the hits the index returns (2,048 on GPUs).
+Only representatives need be queried.
 
 Time window: with ``times`` (datetime64, aligned with index rows) and ``window`` (a timedelta), a pair is
 kept only when ``|t_a - t_b| <= window``. An item without a date (NaT) cannot be placed in time, so by
@@ -114,8 +115,9 @@ def neighbor_pairs(
             short.append(start + collect.add(rows[start:stop], sims, hits))
             bar.update(stop - start)
     again = np.concatenate(short) if short else np.zeros(0, np.int64)
-    while again.size and kk < ntotal:  # queries whose hits held fewer than k distinct groups
-        kk = min(ntotal, kk * 4)
+    most = min(ntotal, getattr(index, "max_k", None) or ntotal)  # a GPU index returns 2,048 hits at most
+    while again.size and kk < most:  # queries whose hits held fewer than k distinct groups
+        kk = min(most, kk * 4)
         sims, hits = index.search(q[again], kk)
         again = again[collect.add(rows[again], sims, hits)]
     return collect.result()

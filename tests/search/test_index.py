@@ -222,3 +222,30 @@ def test_load_missing(tmp_path) -> None:
 def test_save_checks_ids(tmp_path, emb: np.ndarray) -> None:
     with pytest.raises(ConfigError, match="ids"):
         save_index(tmp_path, build_index(emb, use_gpu=False), range(3), meta_for(32))
+
+
+def test_a_k_no_gpu_index_returns_is_refused_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """FAISS GPU indexes return at most 2,048 neighbours (k + 1 with the item itself): ``nlsim dedup --k
+    3000`` on a machine with GPUs embedded the whole corpus, then failed at the search. It is refused before
+    any work now, naming --k and the ways out (--cpu, or HNSW, which runs on the CPU)."""
+    import faiss
+
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.paths import check_run_paths
+
+    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    (tmp_path / "news.csv").write_text("id,title\nn1,a\n")
+    config = DedupConfig.of(
+        corpus=str(tmp_path / "news.csv"), out=str(tmp_path / "rep"), k=3000, threshold=0.9
+    )
+    with pytest.raises(ConfigError, match=r"--k 3000: FAISS GPU indexes return at most 2048 neighbours"):
+        check_run_paths(config)
+    assert not (tmp_path / "rep").exists()
+    nindex.check_device(None, "auto", k=2047)  # 2,048 hits with the item itself
+    nindex.check_device(False, "auto", k=3000)  # --cpu
+    nindex.check_device(None, "hnsw", k=3000)  # HNSW runs on the CPU
+    with pytest.raises(ConfigError, match="--k 2048"):
+        nindex.check_device(True, "flat", k=2048)

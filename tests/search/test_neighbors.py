@@ -203,3 +203,24 @@ def test_with_copies_and_no_duplicates_the_pairs_are_the_plain_ones():
     plain = neighbor_pairs(index, emb, rows, k=4, threshold=0.2, progress=False)
     same = neighbor_pairs(index, emb, rows, k=4, threshold=0.2, progress=False, copies=rows.copy())
     pd.testing.assert_frame_equal(plain, same)
+
+
+def test_copies_searched_again_on_a_gpu_stop_at_its_largest_k() -> None:
+    """A query whose hits are all copies of its own text is searched again with four times the hits, until
+    it finds k other groups; past 2,100 copies of one headline the search asked a GPU index for more than
+    the 2,048 neighbours FAISS GPU indexes return, and the run failed after its embedding. It now asks a
+    GPU index for 2,048 at most and keeps what they hold (here a stand-in: a CPU index that refuses as a
+    GPU one does)."""
+    from nlsim.search.index import GPU_MAX_K
+
+    group = np.tile(np.eye(3, dtype=np.float32)[:1], (2100, 1))  # one headline 2,100 times
+    others = unit(np.array([[1, 0.1, 0], [1, 0, 0.1]]))  # two items close to it
+    emb = np.vstack([group, others])
+    index = build_index(emb, use_gpu=False)
+    index.device = "gpu:0"  # SearchIndex.search refuses k above GPU_MAX_K on a GPU
+    copies = np.r_[np.zeros(2100, np.int64), [2100, 2101]]
+    rows = np.array([0, 2100, 2101])
+    pairs = neighbor_pairs(index, emb[rows], rows, k=2, threshold=0.9, progress=False, copies=copies)
+    found = set(zip(pairs["a"].tolist(), pairs["b"].tolist(), strict=True))
+    assert {(0, 2100), (0, 2101)} <= found
+    assert GPU_MAX_K == 2048
