@@ -196,17 +196,20 @@ class ClusteringSettings:
         "between two groups must link, --cluster-support) or 'components' (every chain of links); "
         "nlsim/clusters/rules.py",
         name="cluster_rule",
+        off=("components",),  # no shares and no large clusters: the support rule's settings do nothing
     )
     support: float = option(
         DEFAULT_SUPPORT,
         help="the support rule's share: two groups join while at least this share of their member pairs link",
         name="cluster_support",
+        needs="cluster_rule",
     )
     large: int | None = option(
         DEFAULT_LARGE,
         help="a story cluster of this many items or more must be held strongly, not by a chain at the "
         "threshold (--large-cluster-margin, --large-cluster-share); 0: no more than a smaller one",
         name="large_cluster",
+        needs="cluster_rule",
     )
     """A story cluster of this many items or more must be held strongly (:class:`SharedSupport`); ``None``
     (given as 0): no more than a smaller one."""
@@ -215,6 +218,7 @@ class ClusteringSettings:
         help="how far above the threshold the links between a large cluster's two halves must score on "
         "average",
         name="large_cluster_margin",
+        needs="cluster_rule",
     )
     """How far above the story threshold the links between a large cluster's two halves must score."""
     large_share: float | None = option(
@@ -222,6 +226,7 @@ class ClusteringSettings:
         help="the share of a large cluster's member pairs between its two halves that must link (default: "
         "--cluster-support's)",
         name="large_cluster_share",
+        needs="cluster_rule",
     )
     cut: Cut = option(
         "order",

@@ -1166,6 +1166,25 @@ OPTION_CASES = {
         [*PIPELINE, "--date", "2024-05-02"],
         "--date 2024-05-02 does nothing here: --corpus news.csv has no {date} to fill in, and a batch run",
     ),
+    "cluster-support-with-the-components-rule": (
+        [
+            "dedup",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "rep",
+            "--cluster-rule",
+            "components",
+            "--cluster-support",
+            "0.6",
+            *DEDUP,
+        ],
+        "--cluster-support does nothing with --cluster-rule components: leave one of them out",
+    ),
+    "pipeline-large-cluster-margin-with-the-components-rule": (
+        [*PIPELINE, "--cluster-rule", "components", "--large-cluster-margin", "0.05"],
+        "--large-cluster-margin does nothing with --cluster-rule components: leave one of them out",
+    ),
     "nprobe-with-a-flat-index": (
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--index", "flat", "--nprobe", "4", *DEDUP],
         "--nprobe does nothing with --index flat: leave one of them out",
