@@ -30,6 +30,7 @@ def print_result(result: DedupResult) -> None:
     threshold = record.threshold
     c = record.counts  # None: not counted
     if record.daily:
+        dissolved = f", dissolved {c.clusters_dissolved}" if c.clusters_dissolved else ""  # a model change
         print(f"run {result.run_id}{' (already committed: report written again)' if result.replayed else ''}")
         print(
             f"  items in {c.items_in}: new {c.new}, changed {c.changed}, skipped {c.skipped}, "
@@ -38,7 +39,7 @@ def print_result(result: DedupResult) -> None:
         )
         print(
             f"  pairs {c.pairs}; clusters new {c.clusters_new}, grown {c.clusters_grown}, "
-            f"merged {c.clusters_merged}; model {record.model}, threshold {threshold}"
+            f"merged {c.clusters_merged}{dissolved}; model {record.model}, threshold {threshold}"
         )
         print(f"report: {result.report_dir.resolve()}")
         return

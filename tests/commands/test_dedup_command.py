@@ -39,6 +39,19 @@ def test_a_daily_run_prints_what_it_did_and_none_where_it_counted_nothing(
     assert "model m, threshold 0.8" in out
 
 
+def test_a_daily_run_that_broke_up_clusters_says_how_many(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A day after a change of model or --convert breaks up kept clusters; its summary line said only
+    "clusters new 0, grown 0, merged 0", as if nothing had changed."""
+    counts = Counts(items_in=7, clusters_new=0, clusters_grown=0, clusters_merged=0, clusters_dissolved=18)
+    print_result(result(RunRecord(mode="incremental", counts=counts, model="m", threshold=0.8), tmp_path))
+    assert "clusters new 0, grown 0, merged 0, dissolved 18;" in capsys.readouterr().out
+    quiet = Counts(items_in=7, clusters_new=1, clusters_grown=0, clusters_merged=0, clusters_dissolved=0)
+    print_result(result(RunRecord(mode="incremental", counts=quiet, model="m", threshold=0.8), tmp_path))
+    assert "dissolved" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("more", "refusal"),
     [
