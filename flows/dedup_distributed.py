@@ -93,22 +93,35 @@ SCHEDULER_TIMEOUT_S = 10
 
 def check_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT_S) -> None:
     """Refuse, before any work, a ``--dask-address`` no Dask scheduler answers at (the first shard's task
-    found out 30 s after the corpus was read and the model loaded, with a traceback)."""
+    found out 30 s after the corpus was read and the model loaded, with a traceback), within ``timeout``
+    seconds in all: a port where something else listens takes the connection and never answers Dask's
+    handshake (the check waited for ever), and a worker's address answers as a worker, not a scheduler."""
     import asyncio
 
     from distributed.comm import connect  # deferred: only this flow needs dask
 
-    async def knock() -> None:
+    async def knock() -> str:
         comm = await connect(address, timeout=timeout)
-        await comm.close()
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            reply = await comm.read()
+        finally:
+            comm.abort()
+        return str(reply.get("type", "")) if isinstance(reply, dict) else ""
 
     try:
-        asyncio.run(knock())
-    except (OSError, ValueError, TypeError) as exc:
+        kind = asyncio.run(asyncio.wait_for(knock(), timeout))
+    except (OSError, ValueError, TypeError) as exc:  # a timeout included (TimeoutError is an OSError)
+        why = " ".join(str(exc).split()) or f"no answer within {timeout:g} s"
         raise ConfigError(
-            f"--dask-address {address}: no Dask scheduler answers there ({' '.join(str(exc).split())}); "
+            f"--dask-address {address}: no Dask scheduler answers there ({why}); "
             "start one (dask scheduler) or leave --dask-address out for a local cluster"
         ) from None
+    if kind != "Scheduler":
+        raise ConfigError(
+            f"--dask-address {address}: not a Dask scheduler (it answers as {kind or 'something else'}); "
+            "give the scheduler's address (dask scheduler prints it: 'Scheduler at: tcp://...')"
+        )
 
 
 def make_task_runner(options: DaskOptions) -> Any:

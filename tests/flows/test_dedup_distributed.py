@@ -73,6 +73,60 @@ def test_a_scheduler_that_does_not_answer_is_refused_before_any_work(
     assert not out.exists()
 
 
+def _check_in_thread(address: str, timeout: float, wait: float = 30.0) -> BaseException | None:
+    """``check_scheduler(address, timeout)`` in a thread: what it raised (``None``: it accepted); a check
+    still running after ``wait`` seconds fails the test instead of hanging it."""
+    import threading
+
+    from flows.dedup_distributed import check_scheduler
+
+    raised: list[BaseException | None] = []
+
+    def knock() -> None:
+        try:
+            check_scheduler(address, timeout=timeout)
+            raised.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            raised.append(exc)
+
+    thread = threading.Thread(target=knock, daemon=True)
+    thread.start()
+    thread.join(wait)
+    assert not thread.is_alive(), f"check_scheduler({address!r}) still waits after {wait} s"
+    return raised[0]
+
+
+def test_an_address_that_takes_the_connection_but_never_answers_is_refused_in_time() -> None:
+    """A port where something else listens (a web server, the dashboard's port) takes the connection and
+    never answers Dask's handshake: the check waited for ever, and so did the run."""
+    import socket
+
+    from nlsim.errors import ConfigError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+        raised = _check_in_thread(address, timeout=1)
+    assert isinstance(raised, ConfigError), raised
+    assert str(raised).startswith(f"--dask-address {address}: no Dask scheduler answers")
+
+
+def test_a_scheduler_is_accepted_and_a_worker_address_refused() -> None:
+    """The address must be the scheduler's: a worker's answers Dask's handshake too, and the run would
+    then have waited on it for a scheduler's replies."""
+    from distributed import LocalCluster
+
+    from nlsim.errors import ConfigError
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        assert _check_in_thread(cluster.scheduler_address, timeout=5) is None
+        worker = next(iter(cluster.scheduler_info["workers"]))
+        raised = _check_in_thread(worker, timeout=5)
+    assert isinstance(raised, ConfigError), raised
+    assert f"--dask-address {worker}: " in str(raised) and "not a Dask scheduler" in str(raised), raised
+
+
 def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
     from flows.dedup_distributed import embed_shard_task
 
