@@ -4,7 +4,8 @@ over Dask.
 The run is :func:`nlsim.dedup.run.run_dedup`, as in ``news-dedup``; only its ``call`` differs: the
 ``embed`` and ``neighbors`` stages cut their work into shards (:mod:`nlsim.dedup.sharded`) and run each
 shard as a task on a Dask worker (``DaskTaskRunner`` from ``prefect-dask``); every other stage is a task of
-the flow as usual. Both flows write the same report.
+the flow as usual. Both flows write the same report (on a lossy inference path, ``--precision int8``, its
+vectors depend on which texts share a batch, and shards batch them otherwise: docs/scale.md, section 4).
 
 Where the shards run is a flow parameter:
 
@@ -44,6 +45,7 @@ from nlsim.dedup.sharded import (
     embed_shard,
     index_bytes,
     index_info,
+    inference_path,
     search_shard,
     search_shard_size,
     shard_slices,
@@ -175,10 +177,11 @@ def dask_call(options: DaskOptions) -> Call:
             texts, model, plan = args
 
             def encode(part: list[str], batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+                path = inference_path(model.encoder)  # --backend, --precision: as the run settled them
                 jobs = [
                     {
                         "args": (part[a:b], model_ref(model.encoder)),
-                        "kwargs": {"batch_size": batch_size, "threads": threads},
+                        "kwargs": {"batch_size": batch_size, "threads": threads, **path},
                     }
                     for a, b in shard_slices(len(part), size)
                 ]

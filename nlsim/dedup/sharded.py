@@ -41,21 +41,44 @@ def shard_slices(n: int, shard_size: int) -> list[tuple[int, int]]:
 
 
 @functools.lru_cache(maxsize=2)
-def cached_encoder(model: str, threads: int | None = None) -> Any:
-    """``load_encoder(model)``, loaded once per process (a worker keeps its copy between shards)."""
-    return load_encoder(model, threads=threads)
+def cached_encoder(
+    model: str, threads: int | None = None, backend: str = "auto", precision: str = "fp32"
+) -> Any:
+    """``load_encoder(model)`` on the inference path ``backend`` / ``precision``, loaded once per process
+    (a worker keeps its copy between shards)."""
+    return load_encoder(model, threads=threads, backend=backend, precision=precision)
 
 
 def embed_shard(
-    texts: Sequence[str], model: str, *, batch_size: int | None = None, threads: int | None = None
+    texts: Sequence[str],
+    model: str,
+    *,
+    batch_size: int | None = None,
+    threads: int | None = None,
+    backend: str = "auto",
+    precision: str = "fp32",
 ) -> np.ndarray:
-    """Embed one shard of (already converted) texts with the named model: what each worker runs.
+    """Embed one shard of (already converted) texts with the named model: what each worker runs, on the
+    inference path the run settled in its own process (:func:`inference_path`), so that every shard's
+    vectors are the ones the run's own encoder gives.
 
     Example:
         >>> embed_shard(["hello"], "paraphrase-MiniLM-L3-v2").shape
         (1, 384)
     """
-    return cached_encoder(model, threads).encode(list(texts), batch_size=batch_size, progress=False)
+    encoder = cached_encoder(model, threads, backend, precision)
+    return encoder.encode(list(texts), batch_size=batch_size, progress=False)
+
+
+def inference_path(encoder: Any) -> dict[str, str]:
+    """The ``backend`` and ``precision`` a worker loads the run's ``encoder`` with: the path the encoder
+    settled (:meth:`~nlsim.encoders.encoder.Encoder.plan`: ``--backend``, ``--precision`` or the machine's
+    choice for the whole job), else the defaults, which stay on torch fp32 as the encoder does for a job
+    too small to choose (a shard is never bigger than its job)."""
+    choice = getattr(encoder, "choice", None)
+    if choice is None:
+        return {"backend": "auto", "precision": "fp32"}
+    return {"backend": str(choice.backend), "precision": str(choice.precision)}
 
 
 def search_shard_size(

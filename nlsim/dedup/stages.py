@@ -318,10 +318,9 @@ def embed(
     ``encode(texts, batch_size=, progress=)`` replaces the encoder's own (the Dask flow's sharded one).
     """
     encoder = model.encoder
-    own = encode is None
     encode = encode or encoder.encode
-    if own and hasattr(encoder, "plan"):
-        encoder.plan(len(texts))  # the whole job's size decides the inference path, not one chunk's
+    if hasattr(encoder, "plan"):  # the whole job's size decides the inference path, not one chunk's (nor
+        encoder.plan(len(texts))  # one shard's: the Dask flow's workers embed on the path settled here)
 
     def compute() -> np.ndarray:
         chunk = plan.chunk or max(len(texts), 1)

@@ -135,6 +135,38 @@ def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
     np.testing.assert_allclose(got, fast_encoder.encode(texts, progress=False), atol=1e-5)
 
 
+def test_the_workers_embed_on_the_runs_inference_path(monkeypatch) -> None:
+    """``--precision int8`` (or ``--backend``): the workers loaded the model with the defaults and embedded
+    in fp32, while run.json said int8 and ``nlsim dedup`` with the same options embedded in int8 (another
+    report: 134 pairs instead of 129 on 300 THUCNews items). The shards now run on the path the run
+    settled, in the flow's own process as in ``nlsim dedup``."""
+    from types import SimpleNamespace
+
+    import flows.dedup_distributed as dd
+    from nlsim.dedup import stages
+    from nlsim.dedup.sharded import embed_shard
+    from nlsim.encoders import load_encoder
+
+    def in_process(kind: str, jobs: list[dict]) -> list:  # the shards' tasks, run here
+        return [embed_shard(*job["args"], **job["kwargs"]) for job in jobs]
+
+    monkeypatch.setattr(dd, "run_shards", SimpleNamespace(with_options=lambda **_: in_process))
+    texts = [
+        "Floods in the north",
+        "Storm warning for the coast",
+        "Markets fall",
+        "Rain again",
+        "Banks rally",
+    ]
+    model = SimpleNamespace(encoder=load_encoder(FAST_MODEL, backend="torch", precision="int8"))
+    plan = stages.EmbedPlan(batch_size=2, progress=False)
+    want, _ = stages.embed(texts, model, plan)
+    got, _ = dd.dask_call(dd.DaskOptions(shard_size=2))("embed", stages.embed, texts, model, plan)
+    fp32 = load_encoder(FAST_MODEL, backend="torch").encode(texts, progress=False)
+    assert np.abs(want - fp32).max() > 1e-3  # int8 is not fp32: the comparison below can tell them apart
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 @pytest.fixture()
 def small_corpus(tmp_path, repo_root):
     frame = pd.read_parquet(repo_root / "data" / "bbc.parquet")
