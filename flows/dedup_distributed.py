@@ -126,21 +126,58 @@ def check_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT_S) -> None:
         )
 
 
-def make_task_runner(options: DaskOptions) -> Any:
-    """A ``DaskTaskRunner``: on the scheduler at ``dask_address``, or on a new local cluster."""
+def local_cluster_options(options: DaskOptions) -> dict[str, Any]:
+    """The ``LocalCluster`` of a run without ``--dask-address``: ``n_workers`` processes."""
+    return {
+        "n_workers": int(options.n_workers),
+        "threads_per_worker": int(options.threads_per_worker),
+        "processes": True,
+        "dashboard_address": None,
+    }
+
+
+def make_task_runner(options: DaskOptions, address: str | None = None) -> Any:
+    """A ``DaskTaskRunner``: on the scheduler at ``address`` (a run's own local cluster) or
+    ``dask_address``, else on a new local cluster of its own (started and stopped with each flow it
+    runs)."""
     from prefect_dask import DaskTaskRunner  # deferred: only this flow needs dask
 
-    if options.dask_address:
-        return DaskTaskRunner(address=options.dask_address)
+    if address or options.dask_address:
+        return DaskTaskRunner(address=address or options.dask_address)
     return DaskTaskRunner(
-        cluster_class="distributed.LocalCluster",
-        cluster_kwargs={
-            "n_workers": int(options.n_workers),
-            "threads_per_worker": int(options.threads_per_worker),
-            "processes": True,
-            "dashboard_address": None,
-        },
+        cluster_class="distributed.LocalCluster", cluster_kwargs=local_cluster_options(options)
     )
+
+
+class RunCluster:
+    """Where a run's shards go: the scheduler at ``--dask-address``, or one local cluster for the whole run,
+    started at its first shard and stopped when the run ends, failed or not (``with``). A task runner that
+    starts a cluster of its own does so for each flow it runs: one for the embedding and one for the search,
+    and in a daily run one for every 512 texts, each worker loading the model again every time."""
+
+    def __init__(self, options: DaskOptions) -> None:
+        self.options = options
+        self.cluster: Any = None
+
+    def task_runner(self) -> Any:
+        if self.options.dask_address:
+            return make_task_runner(self.options)
+        if self.cluster is None:
+            import distributed  # deferred: only this flow needs dask
+
+            self.cluster = distributed.LocalCluster(**local_cluster_options(self.options))
+        return make_task_runner(self.options, address=self.cluster.scheduler_address)
+
+    def close(self) -> None:
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            cluster.close()
+
+    def __enter__(self) -> RunCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 embed_shard_task = task(
@@ -166,9 +203,16 @@ def model_ref(encoder: Any) -> str:
     return encoder.name if encoder.name in MODELS else str(encoder.path)
 
 
-def dask_call(options: DaskOptions) -> Call:
-    """The ``call`` of :func:`nlsim.dedup.run.run_dedup` that shards ``embed`` and ``neighbors``."""
-    sharded = run_shards.with_options(task_runner=make_task_runner(options))
+def dask_call(options: DaskOptions, cluster: RunCluster | None = None) -> Call:
+    """The ``call`` of :func:`nlsim.dedup.run.run_dedup` that shards ``embed`` and ``neighbors``, on
+    ``cluster`` (default: a task runner that starts a local cluster of its own for each stage it shards)."""
+    runner = cluster.task_runner if cluster is not None else lambda: make_task_runner(options)
+
+    def sharded(kind: str, jobs: list[dict[str, Any]]) -> list[Any]:
+        if not jobs:  # nothing to search (a daily run of items all seen before): no cluster to start
+            return []
+        return run_shards.with_options(task_runner=runner())(kind, jobs)
+
     size = int(options.shard_size)
     threads = int(options.threads_per_worker)
 
@@ -233,7 +277,8 @@ def _body(**params: Any) -> Any:
         or f"local Dask cluster, {options.n_workers} workers x {options.threads_per_worker} threads"
     )
     print(f"embedding and search sharded on {where}")
-    result = dedup_run(config, call=dask_call(options))
+    with RunCluster(options) as cluster:
+        result = dedup_run(config, call=dask_call(options, cluster))
     return {**result, "embedding_runner": where} if isinstance(result, dict) else result
 
 

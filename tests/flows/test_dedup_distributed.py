@@ -167,6 +167,68 @@ def test_the_workers_embed_on_the_runs_inference_path(monkeypatch) -> None:
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+@pytest.mark.parametrize("fails", [False, True], ids=["completed", "failed"])
+def test_one_local_cluster_serves_the_whole_run_and_is_stopped_after_it(
+    prefect_harness, repo_root, tmp_path, monkeypatch, fails: bool
+) -> None:
+    """Without --dask-address every stage the run shards ran on a task runner that started a local cluster
+    of its own (the embedding, then the search; a daily run one for every 512 texts), whose workers loaded
+    the model again each time; the docs say one, started for the run and stopped after it, failed or not.
+    Here the cluster is a stand-in and the shards run in this process: what is checked is where the run
+    sends them."""
+    from types import SimpleNamespace
+
+    import distributed
+
+    import flows.dedup_distributed as dd
+    from nlsim.dedup.sharded import embed_shard, search_shard
+    from nlsim.errors import ConfigError
+
+    started: list[SimpleNamespace] = []
+
+    def cluster(**kwargs) -> SimpleNamespace:
+        made = SimpleNamespace(scheduler_address=f"tcp://127.0.0.1:{9000 + len(started)}", closed=False)
+        made.close = lambda: setattr(made, "closed", True)
+        started.append(made)
+        return made
+
+    runners: list = []
+
+    def with_options(task_runner) -> object:
+        runners.append(task_runner)
+        return lambda kind, jobs: [
+            (embed_shard if kind == "embed" else search_shard)(*job["args"], **job["kwargs"]) for job in jobs
+        ]
+
+    monkeypatch.setattr(distributed, "LocalCluster", cluster)
+    monkeypatch.setattr(dd, "run_shards", SimpleNamespace(with_options=with_options))
+    if fails:
+
+        def broken(frames: list) -> None:
+            raise ConfigError("the search shards could not be merged")
+
+        monkeypatch.setattr(dd, "merge_pairs", broken)
+    corpus = tmp_path / "news.parquet"
+    pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:40].to_parquet(corpus)
+    state = dd.news_dedup_distributed(
+        corpus=str(corpus),
+        out=str(tmp_path / "rep"),
+        model=FAST_MODEL,
+        convert="none",
+        threshold=0.9,
+        text_fields="title",
+        cache=False,
+        n_workers=1,
+        shard_size=20,
+        return_state=True,
+    )
+    assert state.is_failed() == fails, state.message
+    assert len(runners) == 2  # the embedding's shards, the search's
+    assert len(started) == 1, f"{len(started)} local clusters for one run"
+    assert [r.address for r in runners] == [started[0].scheduler_address] * 2
+    assert started[0].closed
+
+
 @pytest.fixture()
 def small_corpus(tmp_path, repo_root):
     frame = pd.read_parquet(repo_root / "data" / "bbc.parquet")
