@@ -199,8 +199,12 @@ def run_shards(kind: str, jobs: list[dict[str, Any]]) -> list[Any]:
 
 
 def model_ref(encoder: Any) -> str:
-    """How a worker loads the same encoder: its registry name, else its folder."""
-    return encoder.name if encoder.name in MODELS else str(encoder.path)
+    """How a worker loads the same encoder: its registry name, else its folder by its full path (a worker
+    started in another folder reads a relative one under its own), else the hub name it was loaded by."""
+    if encoder.name in MODELS:
+        return str(encoder.name)
+    folder = Path(encoder.path)
+    return str(folder.resolve()) if folder.exists() else str(encoder.path)
 
 
 def dask_call(options: DaskOptions, cluster: RunCluster | None = None) -> Call:

@@ -127,6 +127,25 @@ def test_a_scheduler_is_accepted_and_a_worker_address_refused() -> None:
     assert f"--dask-address {worker}: " in str(raised) and "not a Dask scheduler" in str(raised), raised
 
 
+def test_a_model_folder_given_by_a_relative_path_reaches_the_workers_by_its_full_path(
+    tmp_path, monkeypatch
+) -> None:
+    """``--model models/versions/V`` (or ``--model current`` with the default store ``models``): the tasks
+    named the folder as given, and a worker of another folder (``dask worker`` started elsewhere, the model
+    store mounted at the same path as the docs ask) looked for it under its own folder and failed."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from flows.dedup_distributed import model_ref
+
+    (tmp_path / "models" / "versions" / "v1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    folder = SimpleNamespace(name="v1", path=Path("models/versions/v1"))
+    assert model_ref(folder) == str((tmp_path / "models" / "versions" / "v1").resolve())
+    assert model_ref(SimpleNamespace(name="org/model", path="org/model")) == "org/model"  # a hub name
+    assert model_ref(SimpleNamespace(name=FAST_MODEL, path=Path("elsewhere"))) == FAST_MODEL
+
+
 def test_embed_shard_task_equals_encoder(fast_encoder) -> None:
     from flows.dedup_distributed import embed_shard_task
 
