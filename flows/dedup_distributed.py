@@ -43,6 +43,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import Call
 from nlsim.dedup.sharded import (
     embed_shard,
+    embed_shard_size,
     index_bytes,
     index_info,
     inference_path,
@@ -223,6 +224,7 @@ def dask_call(options: DaskOptions, cluster: RunCluster | None = None) -> Call:
     def call(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         if name == "embed":
             texts, model, plan = args
+            workers = None if options.dask_address else int(options.n_workers)
 
             def encode(part: list[str], batch_size: int | None = None, progress: bool = False) -> np.ndarray:
                 path = inference_path(model.encoder)  # --backend, --precision: as the run settled them
@@ -231,7 +233,7 @@ def dask_call(options: DaskOptions, cluster: RunCluster | None = None) -> Call:
                         "args": (part[a:b], model_ref(model.encoder)),
                         "kwargs": {"batch_size": batch_size, "threads": threads, **path},
                     }
-                    for a, b in shard_slices(len(part), size)
+                    for a, b in shard_slices(len(part), embed_shard_size(len(part), size, workers))
                 ]
                 parts = sharded("embed", jobs)
                 return np.concatenate(parts) if parts else np.zeros((0, int(model.encoder.dim)), np.float32)

@@ -40,6 +40,23 @@ def shard_slices(n: int, shard_size: int) -> list[tuple[int, int]]:
     return [(s, min(s + shard_size, n)) for s in range(0, n, shard_size)]
 
 
+def embed_shard_size(n_texts: int, shard_size: int, workers: int | None) -> int:
+    """Texts per embedding task of a call of ``n_texts``: ``shard_size`` at most, fewer so that each of
+    ``workers`` gets a share (``None``: unknown, e.g. a remote cluster: ``shard_size``). A daily run embeds
+    512 texts a call, and a batch run of fewer texts than ``shard_size`` all in one: as one task each, one
+    worker embedded while the others waited.
+
+    Example:
+        >>> embed_shard_size(512, 2000, 2), embed_shard_size(10_000, 2000, 2)
+        (256, 2000)
+        >>> embed_shard_size(512, 2000, None)
+        2000
+    """
+    if not workers:
+        return int(shard_size)
+    return max(1, min(int(shard_size), -(-int(n_texts) // int(workers))))
+
+
 @functools.lru_cache(maxsize=2)
 def cached_encoder(
     model: str, threads: int | None = None, backend: str = "auto", precision: str = "fp32"

@@ -186,6 +186,37 @@ def test_the_workers_embed_on_the_runs_inference_path(monkeypatch) -> None:
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+def test_every_local_worker_gets_a_share_of_each_embedding_call(monkeypatch, fast_encoder) -> None:
+    """A daily run embeds 512 texts at a time, and a batch run of fewer texts than --shard-size (2,000) in
+    one call: each call was one task, so one worker embedded while the others waited. Each call is now cut
+    into at least one shard per local worker (at most --shard-size texts each), and the vectors are the
+    same."""
+    from types import SimpleNamespace
+
+    import flows.dedup_distributed as dd
+    from nlsim.dedup import stages
+    from nlsim.dedup.sharded import embed_shard
+
+    sizes: list[list[int]] = []
+
+    def in_process(kind: str, jobs: list[dict]) -> list:
+        sizes.append([len(job["args"][0]) for job in jobs])
+        return [embed_shard(*job["args"], **job["kwargs"]) for job in jobs]
+
+    monkeypatch.setattr(dd, "run_shards", SimpleNamespace(with_options=lambda **_: in_process))
+    texts = [f"Storm warning number {i} for the coast" for i in range(11)]
+    model = SimpleNamespace(encoder=fast_encoder)
+    plan = stages.EmbedPlan(chunk=5, progress=False)  # a daily run's chunks, smaller
+    call = dd.dask_call(dd.DaskOptions(n_workers=2, shard_size=2000))
+    got, _ = call("embed", stages.embed, texts, model, plan)
+    assert sizes == [[3, 2], [3, 2], [1]]
+    np.testing.assert_allclose(got, fast_encoder.encode(texts, progress=False), atol=1e-5)
+    sizes.clear()
+    remote = dd.dask_call(dd.DaskOptions(dask_address="tcp://10.0.0.5:8786", shard_size=4))
+    remote("embed", stages.embed, texts, model, stages.EmbedPlan(progress=False))
+    assert sizes == [[4, 4, 3]]  # a cluster of unknown size: --shard-size as given
+
+
 @pytest.mark.parametrize("fails", [False, True], ids=["completed", "failed"])
 def test_one_local_cluster_serves_the_whole_run_and_is_stopped_after_it(
     prefect_harness, repo_root, tmp_path, monkeypatch, fails: bool
