@@ -57,12 +57,16 @@ def embed_shard_size(n_texts: int, shard_size: int, workers: int | None) -> int:
     return max(1, min(int(shard_size), -(-int(n_texts) // int(workers))))
 
 
-@functools.lru_cache(maxsize=2)
 def cached_encoder(
     model: str, threads: int | None = None, backend: str = "auto", precision: str = "fp32"
 ) -> Any:
     """``load_encoder(model)`` on the inference path ``backend`` / ``precision``, loaded once per process
-    (a worker keeps its copy between shards)."""
+    (a worker keeps its copy between shards), however the arguments are given."""
+    return _cached_encoder(model, threads, backend, precision)
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_encoder(model: str, threads: int | None, backend: str, precision: str) -> Any:
     return load_encoder(model, threads=threads, backend=backend, precision=precision)
 
 

@@ -68,3 +68,13 @@ def test_a_queries_file_needs_its_span(tmp_path: Path) -> None:
         search_shard(
             index_path, index_info(index), query_path, rows[50:100], k=3, threshold=0.7, span=(0, 10)
         )
+
+
+def test_a_worker_loads_the_encoder_once_however_it_is_asked() -> None:
+    """``embed_shard`` asks for the encoder with its inference path; a caller that loaded it first without
+    one (``benchmarks/bench_scale.py``, before its clock) got a second copy, loaded inside the timing."""
+    from nlsim.dedup.sharded import cached_encoder
+
+    first = cached_encoder("paraphrase-MiniLM-L3-v2", 1)
+    assert cached_encoder("paraphrase-MiniLM-L3-v2", 1, "auto", "fp32") is first
+    assert cached_encoder("paraphrase-MiniLM-L3-v2", threads=1, precision="fp32") is first
