@@ -81,7 +81,8 @@ UNREACHABLE = "Failed to reach API at"
 """How Prefect's client begins the error it raises when the server ``PREFECT_API_URL`` names does not
 answer."""
 CONNECT_ERRORS = frozenset({"ConnectError", "ConnectTimeout"})
-"""httpx's errors for a server that does not answer (named: this module imports neither httpx nor prefect)."""
+"""httpx's errors for a server that does not answer (named: this module imports httpx only to probe an
+address, in :func:`probe_api`)."""
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -122,8 +123,9 @@ def unreachable_api(exc: BaseException, environ: MutableMapping[str, str] = os.e
 
 
 def exit_on_api_failure(prog: str, call: Callable[[], int]) -> int:
-    """``call()``'s exit status; a Prefect server that cannot be reached or started (:func:`api_failure`)
-    ends it in one line on stderr (``PROG: error: ...``) and exit status 1 instead of a traceback."""
+    """``call()``'s exit status; a Prefect server that cannot be reached or started, or an address that is
+    not one (:func:`api_failure`), ends it in one line on stderr (``PROG: error: ...``) and exit status 1
+    instead of a traceback."""
     try:
         return call()
     except Exception as exc:
@@ -134,7 +136,75 @@ def exit_on_api_failure(prog: str, call: Callable[[], int]) -> int:
         return 1
 
 
-def api_failure(exc: BaseException, environ: MutableMapping[str, str] = os.environ) -> str | None:
+def api_failure(
+    exc: BaseException,
+    environ: MutableMapping[str, str] = os.environ,
+    probe: Callable[[str], str | None] | None = None,
+) -> str | None:
     """The one line for a Prefect server that cannot be reached or started (:func:`unreachable_api`,
-    :func:`startup_failure`), else ``None``: the error is another's and goes on."""
-    return startup_failure(exc, environ) or unreachable_api(exc, environ)
+    :func:`startup_failure`), or for a ``PREFECT_API_URL`` that is not a Prefect API (:func:`wrong_api`),
+    else ``None``: the error is another's and goes on."""
+    return (
+        startup_failure(exc, environ)
+        or wrong_api(exc, environ, probe or probe_api)
+        or unreachable_api(exc, environ)
+    )
+
+
+API_ERRORS = frozenset({"UnsupportedProtocol", "InvalidURL", "HTTPStatusError", "PrefectHTTPStatusError"})
+"""Errors of httpx and Prefect's client that an address which is not a Prefect API gives: no http(s)
+scheme, or an HTTP error status for every request (named, as :data:`CONNECT_ERRORS`)."""
+
+
+def wrong_api(
+    exc: BaseException, environ: MutableMapping[str, str], probe: Callable[[str], str | None]
+) -> str | None:
+    """The one line to say when ``exc`` came from a ``PREFECT_API_URL`` that is not a Prefect API (the
+    server's address without ``/api``, or without ``http://``), else ``None``; ``probe(url)`` says what the
+    address is when it is not one (:func:`probe_api`).
+
+    Example:
+        >>> wrong_api(RuntimeError("Failed to reach API at 127.0.0.1:4200/api/"),
+        ...           {"PREFECT_API_URL": "127.0.0.1:4200/api"}, probe_api)[:64]
+        'PREFECT_API_URL=127.0.0.1:4200/api is not an http(s) URL: give t'
+        >>> wrong_api(ValueError("another"), {"PREFECT_API_URL": "x"}, probe_api) is None
+        True
+    """
+    url = environ.get("PREFECT_API_URL")
+    if not url:
+        return None
+    causes = _causes(exc)
+    reached = any(isinstance(e, RuntimeError) and str(e).startswith(UNREACHABLE) for e in causes)
+    if not reached and not any(type(e).__name__ in API_ERRORS for e in causes):
+        return None
+    what = probe(url)
+    if what is None:  # a Prefect API after all (the error is another's), or no answer at all
+        return None
+    return (
+        f"PREFECT_API_URL={url} is {what}: give the server's API address, http(s)://HOST:PORT/api "
+        "(e.g. http://127.0.0.1:4200/api)"
+    )
+
+
+def probe_api(url: str) -> str | None:
+    """What ``url`` is when it is not a Prefect API (``not an http(s) URL``, ``not a Prefect API (GET
+    URL/health answered 404 Not Found)``); ``None`` when it is one (its ``/health`` answers ``true``) or
+    when nothing answers there (:func:`unreachable_api` says that)."""
+    from urllib.parse import urlsplit
+
+    split = urlsplit(url)
+    if split.scheme not in ("http", "https") or not split.hostname:
+        return "not an http(s) URL"
+    import httpx
+
+    health = f"{url.rstrip('/')}/health"
+    try:
+        answer = httpx.get(health, timeout=10)
+    except httpx.HTTPError:
+        return None
+    try:
+        if answer.json() is True:
+            return None
+    except ValueError:
+        pass
+    return f"not a Prefect API (GET {health} answered {answer.status_code} {answer.reason_phrase})"

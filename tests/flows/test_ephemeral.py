@@ -148,3 +148,71 @@ def test_serve_list_refuses_a_file_it_cannot_read_in_one_line(
     assert proc.returncode == code, proc.stderr[-3000:]
     assert proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+
+
+class NotAnApi:
+    """An HTTP server on 127.0.0.1 that answers 404 to everything: a Prefect server's address without its
+    ``/api`` (``http://127.0.0.1:4200``, the UI's address)."""
+
+    def __enter__(self) -> str:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"detail": "Not Found"}')
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815 - http.server's names
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "address"),
+    [
+        (["flows.alerts", "--list"], "path"),
+        (["flows.serve", "--only", "learning-curve/manual"], "path"),
+        (["flows.dedup", "--corpus", "news.csv", "--out", "out", "--threshold", "0.9"], "path"),
+        (["flows.alerts", "--list"], "scheme"),
+    ],
+    ids=["alerts-without-api", "serve-without-api", "dedup-without-api", "alerts-without-http"],
+)
+def test_an_api_url_that_is_not_the_api_ends_the_command_in_one_line(
+    tmp_path: Path, command: list[str], address: str
+) -> None:
+    """PREFECT_API_URL set to the server's address without /api (the UI's), or without http://: the
+    commands stopped with a traceback (a 404 from /automations/filter, httpx's UnsupportedProtocol), or
+    said that a server which answers does not answer."""
+    with NotAnApi() as root:
+        url = root if address == "path" else root.removeprefix("http://") + "/api"
+        proc = subprocess.run(
+            [sys.executable, "-m", *command],
+            env=clean_env(tmp_path / "home", PREFECT_API_URL=url),
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=600,
+        )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if ": error: " in line]
+    what = f"not a Prefect API (GET {url}/health answered 404 Not Found)"
+    what = what if address == "path" else "not an http(s) URL"
+    assert errors == [
+        f"python -m {command[0]}: error: PREFECT_API_URL={url} is {what}: give the server's API address, "
+        "http(s)://HOST:PORT/api (e.g. http://127.0.0.1:4200/api)"
+    ], proc.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
