@@ -37,6 +37,20 @@ def test_prefect_yaml_declares_the_deployments() -> None:
     assert by_name["news-dedup/daily"].concurrency_limit == 1
 
 
+def test_every_prefect_deploy_the_docs_give_sets_the_repository_the_runs_start_in() -> None:
+    """prefect.yaml's pull step starts each run in ``{{ $NLSIM_REPO }}``, which ``prefect deploy`` fills in
+    from its environment (else the worker's, at each run); its own header said ``prefect deploy --all``
+    without it, and every run a worker started without it crashed (``os.chdir('')``)."""
+    import re
+
+    (step,) = yaml.safe_load(DEFAULT_FILE.read_text())["pull"]
+    assert step["prefect.deployments.steps.set_working_directory"]["directory"] == "{{ $NLSIM_REPO }}"
+    for path in (DEFAULT_FILE, ROOT / "README.md", ROOT / "docs" / "operations.md"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for command in re.findall(r"`([^`]*prefect deploy\b[^`]*)`", line):
+                assert command.startswith("NLSIM_REPO=$PWD prefect deploy"), f"{path.name}: {line}"
+
+
 def test_prefect_yaml_parameters_are_config_fields() -> None:
     """prefect.yaml only gives values: every parameter is a field of the flow's configuration."""
     specs = load_specs(DEFAULT_FILE)
