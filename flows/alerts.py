@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -46,20 +47,49 @@ TEXT = (
     '("nlsim: " ~ flow.name ~ " run " ~ flow_run.name ~ " " ~ flow_run.state.name ~ ": " ~ '
     '(flow_run.state.message or "no message"))'
 )
-WEBHOOK_PAYLOAD = (
-    "{"
-    f'"text": {{{{ {TEXT} | tojson }}}}, '
-    '"flow": {{ flow.name | tojson }}, '
-    '"flow_run": {{ flow_run.name | tojson }}, '
-    '"state": {{ flow_run.state.name | tojson }}, '
-    '"message": {{ (flow_run.state.message or "") | tojson }}, '
-    '"flow_run_id": "{{ flow_run.id }}", '
-    '"url": {{ (flow_run | ui_url) | tojson }}'
-    "}"
-)
-"""The JSON the webhook receives (a Jinja template the server renders for each failed run)."""
 SUBJECT = "nlsim: {{ flow.name }} run {{ flow_run.name }} {{ flow_run.state.name }}"
-BODY = "{{ flow_run.state.message or 'no message' }}\n\nflow run {{ flow_run.id }}: {{ flow_run | ui_url }}"
+
+
+def run_address(ui: str | None) -> str:
+    """A Jinja expression for the failed run's page in the UI: the server's own address for it when the
+    server knows its UI (its ``PREFECT_UI_URL``, or its ``PREFECT_API_URL``), else the page under ``ui``
+    (the UI of the server this command set the alert up on); a server started as docs/operations.md
+    starts it knows none."""
+    if not ui:
+        return "(flow_run | ui_url)"
+    return f"((flow_run | ui_url) or ({json.dumps(ui.rstrip('/') + '/runs/flow-run/')} ~ flow_run.id))"
+
+
+def webhook_payload(ui: str | None) -> str:
+    """The JSON the webhook receives (a Jinja template the server renders for each failed run)."""
+    return (
+        "{"
+        f'"text": {{{{ {TEXT} | tojson }}}}, '
+        '"flow": {{ flow.name | tojson }}, '
+        '"flow_run": {{ flow_run.name | tojson }}, '
+        '"state": {{ flow_run.state.name | tojson }}, '
+        '"message": {{ (flow_run.state.message or "") | tojson }}, '
+        '"flow_run_id": "{{ flow_run.id }}", '
+        f'"url": {{{{ {run_address(ui)} | tojson }}}}'
+        "}"
+    )
+
+
+def body(ui: str | None) -> str:
+    """The notification's body: the run's reason, its id and its page (when an address is known)."""
+    address = run_address(ui)
+    return (
+        "{{ flow_run.state.message or 'no message' }}\n\nflow run {{ flow_run.id }}"
+        f"{{% if {address} %}}: {{{{ {address} }}}}{{% endif %}}"
+    )
+
+
+def ui_address() -> str | None:
+    """The UI of the server this command talks to (``PREFECT_UI_URL``, else ``PREFECT_API_URL`` without
+    its ``/api``)."""
+    from prefect.settings import PREFECT_UI_URL
+
+    return PREFECT_UI_URL.value()
 
 
 def deployed_flows() -> list[str]:
@@ -111,13 +141,13 @@ def alert_trigger(flows: Sequence[str]) -> Any:
 
 def webhook_action(name: str, url: str) -> Any:
     """Save the Webhook block ``<name>-webhook`` calling ``url`` (replaced when it exists) and the action
-    that calls it with :data:`WEBHOOK_PAYLOAD`."""
+    that calls it with :func:`webhook_payload`."""
     from prefect.automations import CallWebhook
     from prefect.blocks.webhook import Webhook
 
     block = Webhook(method="POST", url=url, headers={"Content-Type": "application/json"})
     block_id = block.save(f"{name}-webhook", overwrite=True)
-    return CallWebhook(block_document_id=block_id, payload=WEBHOOK_PAYLOAD)
+    return CallWebhook(block_document_id=block_id, payload=webhook_payload(ui_address()))
 
 
 class AlertError(ValueError):
@@ -131,7 +161,7 @@ def check_slug(slug_name: str) -> None:
 
 
 def notify_action(slug_name: str) -> Any:
-    """The action sending :data:`SUBJECT` and :data:`BODY` through the notification block ``TYPE/NAME``
+    """The action sending :data:`SUBJECT` and :func:`body` through the notification block ``TYPE/NAME``
     already saved on the server."""
     from prefect.automations import SendNotification
     from prefect.blocks.abstract import NotificationBlock
@@ -144,7 +174,9 @@ def notify_action(slug_name: str) -> Any:
         raise AlertError(f"--notify {slug_name!r}: no such block on the server ({exc})") from None
     if not isinstance(block, NotificationBlock):
         raise AlertError(f"--notify {slug_name!r}: a {type(block).__name__} block sends no notification")
-    return SendNotification(block_document_id=block._block_document_id, subject=SUBJECT, body=BODY)
+    return SendNotification(
+        block_document_id=block._block_document_id, subject=SUBJECT, body=body(ui_address())
+    )
 
 
 def check_options(args: argparse.Namespace) -> None:

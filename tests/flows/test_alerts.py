@@ -104,6 +104,8 @@ def test_a_failed_daily_run_reaches_the_webhook_and_the_notification_block(tmp_p
             posted = hooks.wait("/hook", timeout=120)
             assert posted["flow"] == "news-dedup" and posted["flow_run"] == "news-dedup 2026-11-22 daily"
             assert posted["state"] == "Failed"
+            ui = server.api_url.removesuffix("/api")  # the server knows no UI address of its own
+            assert posted["url"] == f"{ui}/runs/flow-run/{posted['flow_run_id']}"
             assert posted["message"].startswith(
                 "no input for 2026-11-22: incoming/2026-11-22.parquet does not"
             )
@@ -113,6 +115,7 @@ def test_a_failed_daily_run_reaches_the_webhook_and_the_notification_block(tmp_p
             notified = hooks.wait("/notify", timeout=60)
             assert notified["subject"] == "nlsim: news-dedup run news-dedup 2026-11-22 daily Failed"
             assert notified["body"].startswith("no input for 2026-11-22")
+            assert notified["body"].endswith(f"flow run {posted['flow_run_id']}: {posted['url']}")
 
             removed = python(server, tmp_path, "-m", "flows.alerts", "--remove")
             assert removed.stdout.strip() == "removed 1 automation(s) called nlsim-failed-runs"
@@ -196,3 +199,43 @@ def test_a_notification_block_refused_saves_no_webhook_block(monkeypatch: pytest
     with pytest.raises(alerts.AlertError):
         alerts._act(args, argparse.ArgumentParser())
     assert saved == []
+
+
+def render(template: str, server_ui: str | None) -> str:
+    """``template`` as the server renders it for a failed daily run, the server's own UI address being
+    ``server_ui`` (``None``: the server was started without PREFECT_UI_URL or PREFECT_API_URL)."""
+    import uuid
+    from types import SimpleNamespace
+
+    from prefect.server.events.jinja_filters import all_filters
+    from prefect.server.utilities.user_templates import _sync_template_environment
+
+    env = _sync_template_environment.overlay()
+    env.filters.update(all_filters)
+    env.filters["ui_url"] = lambda run: server_ui and f"{server_ui}/runs/flow-run/{run.id}"
+    run = SimpleNamespace(
+        id=uuid.UUID("08eb9eb8-0f11-40b7-907c-d7bb8c607958"),
+        name="news-dedup 2026-11-22 daily",
+        state=SimpleNamespace(name="Failed", message="no input for 2026-11-22: ..."),
+    )
+    return env.from_string(template).render(flow=SimpleNamespace(name="news-dedup"), flow_run=run)
+
+
+@pytest.mark.parametrize("server_ui", [None, "http://desk:4200"], ids=["server-knows-none", "server-knows"])
+def test_the_alert_gives_the_runs_address_when_the_server_knows_no_ui(server_ui: str | None) -> None:
+    """A server started as docs/operations.md starts it (PREFECT_API_URL exported in another terminal)
+    knows no UI address: the webhook's url was null and the notification's body ended 'flow run ID: None'.
+    The address is now the UI of the server the command set the alert up on, unless the server knows its
+    own."""
+    import flows.alerts as alerts
+
+    ui = server_ui or "http://127.0.0.1:4200"
+    run = f"{ui}/runs/flow-run/08eb9eb8-0f11-40b7-907c-d7bb8c607958"
+    posted = json.loads(render(alerts.webhook_payload("http://127.0.0.1:4200"), server_ui))
+    assert posted["url"] == run
+    assert posted["flow_run_id"] == "08eb9eb8-0f11-40b7-907c-d7bb8c607958"
+    body = render(alerts.body("http://127.0.0.1:4200"), server_ui)
+    assert body.endswith(f"flow run 08eb9eb8-0f11-40b7-907c-d7bb8c607958: {run}")
+    alone = render(alerts.body(None), None)  # no address anywhere: none said
+    assert alone.endswith("flow run 08eb9eb8-0f11-40b7-907c-d7bb8c607958") and "None" not in alone
+    assert json.loads(render(alerts.webhook_payload(None), None))["url"] is None
