@@ -181,13 +181,18 @@ def notify_action(slug_name: str) -> Any:
 
 def check_options(args: argparse.Namespace) -> None:
     """Refuse, before the server is asked anything, options that cannot work together or at all: an action
-    beside ``--list`` or ``--remove`` (it was ignored), a ``--notify`` that is not ``TYPE/NAME``, a
+    or a ``--flow`` beside ``--list`` or ``--remove`` (it was ignored: ``--remove --flow`` removed the alert
+    on every flow), a ``--notify`` that is not ``TYPE/NAME``, a
     ``--webhook`` that is not an http(s) URL (the server would call it at the first failed run only), a
     ``--name`` its Webhook block cannot be named after, a ``--flow`` that names no flow of the project."""
     from urllib.parse import urlsplit
 
     modes = [flag for flag, on in (("--list", args.list), ("--remove", args.remove)) if on]
-    actions = [flag for flag, on in (("--webhook", args.webhook), ("--notify", args.notify)) if on]
+    actions = [
+        flag
+        for flag, on in (("--webhook", args.webhook), ("--notify", args.notify), ("--flow", args.flow))
+        if on
+    ]
     if len(modes) > 1 or (modes and actions):
         raise AlertError(f"{' and '.join(modes + actions)} do not go together: give one of them")
     if args.notify is not None:
