@@ -182,7 +182,7 @@ def notify_action(slug_name: str) -> Any:
 def check_options(args: argparse.Namespace) -> None:
     """Refuse, before the server is asked anything, options that cannot work together or at all: an action
     or a ``--flow`` beside ``--list`` or ``--remove`` (it was ignored: ``--remove --flow`` removed the alert
-    on every flow), a ``--notify`` that is not ``TYPE/NAME``, a
+    on every flow), a blank ``--name``, a ``--notify`` that is not ``TYPE/NAME``, a
     ``--webhook`` that is not an http(s) URL (the server would call it at the first failed run only), a
     ``--name`` its Webhook block cannot be named after, a ``--flow`` that names no flow of the project."""
     from urllib.parse import urlsplit
@@ -195,6 +195,8 @@ def check_options(args: argparse.Namespace) -> None:
     ]
     if len(modes) > 1 or (modes and actions):
         raise AlertError(f"{' and '.join(modes + actions)} do not go together: give one of them")
+    if not args.name.strip():  # an unset variable: an automation no --list of the default name shows
+        raise AlertError(f"--name {args.name!r}: give the automation a name (default: {NAME})")
     if args.notify is not None:
         check_slug(args.notify)
     if args.webhook is not None:

@@ -147,6 +147,7 @@ def test_the_alert_command_refuses_without_a_server(tmp_path: Path) -> None:
         (["--remove", "--notify", "email/desk"], "--remove and --notify do not go together"),
         (["--list", "--remove"], "--list and --remove do not go together"),
         (["--remove", "--flow", "news-dedup"], "--remove and --flow do not go together"),
+        (["--notify", "email/desk", "--name", " "], "--name ' ': give the automation a name"),
         (["--list", "--flow", "news-dedup"], "--list and --flow do not go together"),
         (["--notify", "slack"], "--notify 'slack': give the block as TYPE/NAME"),
         (["--webhook", "hooks.slack.com/services/x"], "not an http(s) URL"),
@@ -164,6 +165,7 @@ def test_the_alert_command_refuses_without_a_server(tmp_path: Path) -> None:
         "remove-notify",
         "list-remove",
         "remove-flow",
+        "blank-name",
         "list-flow",
         "notify-form",
         "webhook-url",
@@ -175,7 +177,8 @@ def test_options_that_cannot_work_are_refused_before_the_server_is_asked(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], words: str
 ) -> None:
     """An action beside --list or --remove was ignored (the command listed, or removed, and exited 0), and so
-    was --flow (--remove --flow news-dedup removed the alert on every flow); a bad
+    was --flow (--remove --flow news-dedup removed the alert on every flow); a blank --name (an unset
+    variable) made an automation no --list showed; a bad
     --notify was a bare line, exit status 1; a --webhook that is no URL was saved, to fail at the first
     failed run; a misspelt --flow was watched for good, and never fired; a --name the webhook block cannot
     take stopped with a traceback when the server refused the block."""
