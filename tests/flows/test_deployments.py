@@ -51,6 +51,16 @@ def test_every_prefect_deploy_the_docs_give_sets_the_repository_the_runs_start_i
                 assert command.startswith("NLSIM_REPO=$PWD prefect deploy"), f"{path.name}: {line}"
 
 
+def test_the_readme_gives_each_schedule_with_its_time_zone() -> None:
+    """The README's table of deployments said the weekly run starts 'Mondays 03:00': a reader on UTC read
+    03:00 UTC, where prefect.yaml starts it at 03:00 Asia/Taipei (19:00 UTC on Sundays)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    for name, spec in zip(deployment_names(load_specs()), load_specs(), strict=True):
+        for schedule in spec.get("schedules") or []:
+            (row,) = [line for line in readme if line.startswith(f"| `{name}` |")]
+            assert schedule["timezone"] in row.rsplit("|", 2)[-2], row
+
+
 def test_prefect_yaml_parameters_are_config_fields() -> None:
     """prefect.yaml only gives values: every parameter is a field of the flow's configuration."""
     specs = load_specs(DEFAULT_FILE)
