@@ -523,6 +523,10 @@ def rerank(
         ).astype(np.float32)
         held = int(((before >= threshold) & (after < threshold)).sum())
         scored = scored.assign(similarity=after)
+    if scoring.series_veto and unread is not None:  # the pairs the near misses finish later, held alike
+        unread.hold = lambda rows, scores: vetoed_scores(
+            scores, [texts[x] for x in rows["a"]], [texts[y] for y in rows["b"]], threshold
+        )
     kept = int((scored["similarity"].to_numpy() >= threshold).sum())
     say(
         f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {threshold:.4f}"

@@ -62,6 +62,10 @@ class Unread:
     second: Callable[[pd.DataFrame], np.ndarray]
     combine: Callable[[np.ndarray, np.ndarray], np.ndarray]
     """The rerank score from the cosines and the cross-encoder's scores."""
+    hold: Callable[[pd.DataFrame, np.ndarray], np.ndarray] | None = None
+    """What the rerank stage does to a score read twice, done to the finished pairs' scores as well
+    (``hold(rows, scores)``: the series veto, :func:`nlsim.rerank.series.vetoed_scores`), so that a pair
+    finished later scores as one read twice at once."""
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -75,11 +79,14 @@ class Unread:
             return rows.reindex(columns=["a", "b", "similarity", "cosine", "cross_encoder"])
         cross = np.asarray(self.second(rows), dtype=np.float64)
         cos = rows["cosine"].to_numpy(dtype=np.float64)
+        scores = self.combine(cos, cross)
+        if self.hold is not None:
+            scores = self.hold(rows, scores)
         return pd.DataFrame(
             {
                 "a": rows["a"].to_numpy(),
                 "b": rows["b"].to_numpy(),
-                "similarity": self.combine(cos, cross).astype(np.float32),
+                "similarity": np.asarray(scores).astype(np.float32),
                 "cosine": cos.astype(np.float32),
                 "cross_encoder": cross.astype(np.float32),
             }

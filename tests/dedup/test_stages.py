@@ -89,3 +89,40 @@ def test_window_links_put_each_pair_in_id_order_and_keep_the_score_found_last() 
     got = {(r.id_a, r.id_b): (round(float(r.similarity), 2), r.run_id) for r in links.itertuples()}
     assert got == {("a", "é"): (0.6, "r0"), ("a", "b"): (0.9, "r1"), ("a", "c"): (0.7, "r1")}
     assert links["id_a"].dtype == old["id_a"].dtype
+
+
+class _OneOrderCross:
+    """A cross-encoder read one order at a time (as the real one is), every reading 0.7, bounded by 1."""
+
+    def read(
+        self, first: list[str], second: list[str], progress: bool = False, runner: object = None
+    ) -> np.ndarray:
+        return np.full(len(first), 0.7)
+
+    def predict(
+        self, a: list[str], b: list[str], progress: bool = False, runner: object = None
+    ) -> np.ndarray:
+        return np.full(len(a), 0.7)
+
+    def score_bound(self) -> float:
+        return 1.0
+
+
+def test_a_series_pair_the_near_misses_finish_is_held_as_one_read_twice_at_once_is() -> None:
+    """A candidate whose first reading cannot reach the threshold waits for its second reading until the
+    near misses need it; the series veto held it only when it was read twice at once (a warm pair-score
+    cache), so the same input gave other near misses from a cold cache (a series pair at 0.80, not 0.75)."""
+    window = SimpleNamespace(texts=lambda rows, convert: [TITLES[r] for r in rows])
+    reranker = Reranker(cross_encoder=_OneOrderCross(), slope=1.0, intercept=0.0, weight=0.5)
+    model = SimpleNamespace(reranker=reranker, threshold=SimpleNamespace(value=0.9), story_floor=0.0)
+    config = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False)
+    candidates = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.9, 0.9]})
+    scored, unread = stages.rerank(candidates, window, model, config.model, False)  # type: ignore[arg-type]
+    assert unread is not None and len(unread) == 2 and scored["similarity"].isna().all()
+    done = unread.finish(np.ones(2, dtype=bool))
+    np.testing.assert_allclose(done["similarity"], [VETO_CAP, 0.8], atol=1e-6)  # the series, the story
+    np.testing.assert_allclose(done["cross_encoder"], [0.7, 0.7], atol=1e-6)  # the model's own score kept
+    plain = DedupConfig.of(corpus="c.parquet", out="out", cache=False, progress=False, series_veto=False)
+    _, unread = stages.rerank(candidates, window, model, plain.model, False)  # type: ignore[arg-type]
+    assert unread is not None
+    np.testing.assert_allclose(unread.finish(np.ones(2, dtype=bool))["similarity"], [0.8, 0.8], atol=1e-6)
