@@ -254,11 +254,15 @@ def test_a_day_without_news_keeps_the_window_and_a_first_day_without_news_is_ref
     assert r3.stats.counts.new == 3 and state_assignment(state)["a3"] == "c-a1"
     # a quiet day run again after a later one (its --date ended by the state's clock) leaves latest alone
     newest = (out / "latest").resolve()
-    old = run_daily(_config(empty, out, date="2005-03-01"), state, retention_days=1.0, encoder=enc)
+    old = run_daily(
+        _config(empty, out, date="2005-03-01", state=str(state)), state, retention_days=1.0, encoder=enc
+    )
     assert old.stats.older_day and (out / "latest").resolve() == newest
     assert any("has no items, and its day (2005-03-01) ended by" in m for m in old.stats.messages)
     assert "This run's day had no items" in (old.report_dir / "index.html").read_text(encoding="utf-8")
-    today = run_daily(_config(empty, out, date="2005-03-02"), state, retention_days=1.0, encoder=enc)
+    today = run_daily(
+        _config(empty, out, date="2005-03-02", state=str(state)), state, retention_days=1.0, encoder=enc
+    )
     assert not today.stats.older_day and (out / "latest").resolve() == today.report_dir.resolve()
     # a window emptied by retention is a window still: a day without news after it is reported, not refused
     run_daily(_config(empty, out), state, retention_days=1.0, encoder=enc, as_of="2005-03-09")
