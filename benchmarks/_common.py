@@ -115,7 +115,14 @@ def load_base() -> np.ndarray:
     """The real e5 embeddings of the 10,000 THUCNews titles (``make_vectors.py`` writes them)."""
     if not BASE_VECTORS.is_file():
         sys.exit(f"{BASE_VECTORS} is missing: run `python benchmarks/make_vectors.py` first")
-    return np.load(BASE_VECTORS)
+    base = np.load(BASE_VECTORS)
+    items = json.loads(BASE_META.read_text())["items"]
+    if len(base) != items:
+        sys.exit(
+            f"{BASE_VECTORS} holds {len(base):,} vectors where {BASE_META.name} records {items:,}: "
+            "run `python benchmarks/make_vectors.py` (no --limit) again"
+        )
+    return base
 
 
 def base_noise() -> float:

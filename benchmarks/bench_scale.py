@@ -4,8 +4,9 @@
 the model loaded once and kept) on the first ``--e5-items`` THUCNews titles, converted with ``tw2sp``
 (``nlsim.conversion.convert``) and cut into shards of ``--e5-chunk`` texts (measured, not extrapolated).
 Each shard's vectors are dropped once counted, as a worker hands its shard back, so the peak RSS is that of
-one worker (the model and one shard), whatever the corpus size. Writes ``embed_e5.json`` and
-``embed_e5_<items>.json``.
+one worker (the model and one shard), whatever the corpus size. Writes ``embed_e5_<items>.json``, and
+``embed_e5.json`` (the record ``plot`` reads) only from a run of at least ``FULL_ITEMS`` (10,000) titles,
+the smallest size on the cost curve: a quick check with fewer never replaces the curve's figures.
 
 ``plot``: the cost curve (time and memory against corpus size for embedding and for search) from the
 saved results of this script, ``make_vectors.py`` and ``bench_search.py``; embedding time at sizes above the
@@ -38,6 +39,7 @@ from _common import BASE_META, RESULTS, machine, peak_rss_mb, print_table  # noq
 E5_JSON = RESULTS / "embed_e5.json"
 STREAM_E5_JSON = RESULTS / "stream_e5.json"  # the streaming module's measurement (before it was removed)
 E5_MODEL = "multilingual-e5-small"
+FULL_ITEMS = 10_000  # the smallest size on the cost curve: a run with fewer items does not feed it
 SEARCH_JSON = RESULTS / "search.json"
 PLOT = RESULTS / "cost_curve.png"
 
@@ -79,10 +81,20 @@ def cmd_e5(args: argparse.Namespace) -> None:
         "machine": where,
         "date": when,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / E5_JSON.name).write_text(json.dumps(row, indent=1))
-    (args.out / f"{E5_JSON.stem}_{done}.json").write_text(json.dumps(row, indent=1))
     print(json.dumps(row, indent=1))
+    for path in e5_paths(args.out, done):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(row, indent=1))
+        print(f"wrote {path}")
+
+
+def e5_paths(out: Path, items: int) -> list[Path]:
+    """The files an e5 run of ``items`` titles writes into ``out``: ``embed_e5_<items>.json``, and
+    ``embed_e5.json`` (what ``plot`` reads) only from a run of at least :data:`FULL_ITEMS`."""
+    paths = [out / f"{E5_JSON.stem}_{items}.json"]
+    if items >= FULL_ITEMS:
+        paths.append(out / E5_JSON.name)
+    return paths
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
@@ -199,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     pl = sub.add_parser("plot", help="the cost curve from the saved results")
     pl.add_argument("--out", type=Path, default=RESULTS, help="folder for cost_curve.png and cost_curve.md")
     args = ap.parse_args(argv)
+    if args.cmd == "e5" and min(args.e5_items, args.e5_chunk, args.threads) < 1:
+        ap.error("--e5-items, --e5-chunk and --threads must be at least 1")
     {"e5": cmd_e5, "plot": cmd_plot}[args.cmd](args)
     return 0
 

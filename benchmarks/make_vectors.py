@@ -3,6 +3,8 @@ replicate, and the measured encoder throughput the cost curve uses.
 
 Writes ``benchmarks/results/cache/thucnews_e5.npy`` (15 MB, git-ignored) and
 ``benchmarks/results/thucnews_e5.json`` (model, fingerprint, throughput, peak RSS, the replication noise).
+With ``--limit N`` below the corpus size it writes ``thucnews_e5_<N>.npy`` and ``thucnews_e5_<N>.json``
+beside them instead: a quick check never replaces the vectors and figures the benchmarks use.
 
 The texts are what the dedup pipeline embeds by default: ``data/thucnews.parquet`` titles converted with
 ``tw2sp``. Replication noise (used by ``bench_search.py``/``bench_scale.py``): chosen so that two noisy
@@ -27,6 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import BASE_META, BASE_VECTORS, machine, peak_rss_mb, replicate  # noqa: E402
+
+
+def output_paths(items: int, corpus_items: int) -> tuple[Path, Path]:
+    """Where the vectors and their record go: the base files for the whole corpus, else files tagged with
+    the count (``thucnews_e5_<items>``), so a quick check never replaces the vectors the benchmarks use."""
+    if items >= corpus_items:
+        return BASE_VECTORS, BASE_META
+    return (
+        BASE_VECTORS.with_name(f"{BASE_VECTORS.stem}_{items}.npy"),
+        BASE_META.with_name(f"{BASE_META.stem}_{items}.json"),
+    )
 
 
 def choose_noise(base: np.ndarray, seed: int = 0) -> dict[str, float]:
@@ -60,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--limit", type=int, default=None, help="embed only the first N titles (a quick check)")
     args = ap.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        ap.error(f"--limit must be a positive number of titles, not {args.limit}")
 
     import pandas as pd
     import torch
@@ -69,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     where = machine()
-    titles = pd.read_parquet(args.corpus, columns=["title"])["title"].tolist()[: args.limit]
+    all_titles = pd.read_parquet(args.corpus, columns=["title"])["title"].tolist()
+    titles = all_titles[: args.limit]
+    vectors_path, meta_path = output_paths(len(titles), len(all_titles))
     texts = convert(titles, args.convert)
     t = time.perf_counter()
     enc = load_encoder(args.model, threads=args.threads)
@@ -77,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     emb = enc.encode(texts, batch_size=args.batch_size, progress=True)
     secs = time.perf_counter() - t
-    BASE_VECTORS.parent.mkdir(parents=True, exist_ok=True)
-    np.save(BASE_VECTORS, emb)
+    vectors_path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(vectors_path, emb)
     meta = {
         "model": enc.model_id,
         "fingerprint": enc.fingerprint,
@@ -96,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "replication": choose_noise(emb),
     }
-    BASE_META.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
     print(json.dumps(meta, indent=2, ensure_ascii=False))
+    print(f"wrote {vectors_path} and {meta_path}")
     return 0
 
 

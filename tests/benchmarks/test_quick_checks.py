@@ -1,0 +1,56 @@
+"""A quick check of a benchmark at a small size never replaces the figures and vectors the others use."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import _common  # noqa: E402
+import bench_scale  # noqa: E402
+import make_vectors  # noqa: E402
+
+
+def test_a_limited_make_vectors_run_writes_beside_the_base_vectors() -> None:
+    assert make_vectors.output_paths(10_000, 10_000) == (_common.BASE_VECTORS, _common.BASE_META)
+    vectors, meta = make_vectors.output_paths(300, 10_000)
+    assert (vectors.name, meta.name) == ("thucnews_e5_300.npy", "thucnews_e5_300.json")
+    assert vectors.parent == _common.BASE_VECTORS.parent and meta.parent == _common.BASE_META.parent
+
+
+def test_a_small_e5_run_does_not_write_the_record_the_cost_curve_reads(tmp_path: Path) -> None:
+    assert bench_scale.e5_paths(tmp_path, 200) == [tmp_path / "embed_e5_200.json"]
+    assert tmp_path / "embed_e5.json" in bench_scale.e5_paths(tmp_path, 10_000)
+
+
+def test_a_vector_cache_of_another_count_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors, meta = tmp_path / "v.npy", tmp_path / "v.json"
+    np.save(vectors, np.zeros((300, 4), np.float32))
+    meta.write_text(json.dumps({"items": 10_000}))
+    monkeypatch.setattr(_common, "BASE_VECTORS", vectors)
+    monkeypatch.setattr(_common, "BASE_META", meta)
+    with pytest.raises(SystemExit, match="holds 300 vectors where v.json records 10,000"):
+        _common.load_base()
+    meta.write_text(json.dumps({"items": 300}))
+    assert _common.load_base().shape == (300, 4)
+
+
+@pytest.mark.parametrize(
+    "argv", [["e5", "--e5-items", "0"], ["e5", "--e5-chunk", "-1"], ["e5", "--e5-items", "x"]]
+)
+def test_bad_sizes_are_refused_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench_scale.main(argv)
+    assert exc.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def test_a_zero_limit_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        make_vectors.main(["--limit", "0"])
+    assert exc.value.code == 2 and "--limit" in capsys.readouterr().err
