@@ -18,6 +18,7 @@ Writes ``benchmarks/results/reliability.json`` and ``reliability.md`` and prints
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -61,7 +62,9 @@ def _restore(snap: Path | None, dest: Path) -> None:
         shutil.copytree(snap, dest, symlinks=True)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)  # no options: --help, and a mistyped option, end here before any work
     from nlsim.dedup.state import open_state
     from nlsim.encoders import load_encoder
     from nlsim.faults import FAULT_STAGES

@@ -54,3 +54,28 @@ def test_a_zero_limit_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         make_vectors.main(["--limit", "0"])
     assert exc.value.code == 2 and "--limit" in capsys.readouterr().err
+
+
+def test_the_reliability_benchmark_answers_help_without_running() -> None:
+    """``bench_reliability.py --help`` read no arguments and ran the whole benchmark (minutes of daily runs
+    killed at every stage), ending by overwriting the committed ``reliability.json`` and ``.md``."""
+    import subprocess
+
+    results = BENCH / "results"
+    before = {p: p.stat().st_mtime_ns for p in results.glob("reliability.*")}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_reliability.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "usage:" in proc.stdout and "reference:" not in proc.stdout
+    assert {p: p.stat().st_mtime_ns for p in results.glob("reliability.*")} == before
+    bad = subprocess.run(
+        [sys.executable, str(BENCH / "bench_reliability.py"), "--days", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "unrecognized arguments: --days 2" in bad.stderr
