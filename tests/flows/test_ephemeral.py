@@ -82,6 +82,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _error_lines(tmp_path: Path, command: list[str], url: str) -> list[str]:
+    """The ``: error: `` lines of ``python -m COMMAND`` run with ``PREFECT_API_URL=url``, which must end in
+    status 1 without a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", *command],
+        env=clean_env(tmp_path / "home", PREFECT_API_URL=url),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return [line for line in proc.stderr.splitlines() if ": error: " in line]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
@@ -98,22 +114,12 @@ def test_a_server_that_is_not_up_ends_the_command_in_one_line(tmp_path: Path, co
     terminal 1): one line naming the URL and what to do, exit 1, no traceback and no report."""
     (tmp_path / "news.csv").write_text("id,title\na,Storm hits the coast\nb,Storm hits the coast today\n")
     url = f"http://127.0.0.1:{_free_port()}/api"
-    proc = subprocess.run(
-        [sys.executable, "-m", *command],
-        env=clean_env(tmp_path / "home", PREFECT_API_URL=url),
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-    )
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if ": error: " in line]
+    errors = _error_lines(tmp_path, command, url)
     assert errors == [
         f"python -m {command[0]}: error: the Prefect API at {url} does not answer: start the server (prefect "
         "server start --host 127.0.0.1 --port 4200) and run again, or unset PREFECT_API_URL for a run on a "
         "temporary server"
-    ], proc.stderr[-3000:]
+    ], errors
     assert not (tmp_path / "out").exists()
 
 
@@ -198,21 +204,11 @@ def test_an_api_url_that_is_not_the_api_ends_the_command_in_one_line(
     said that a server which answers does not answer."""
     with NotAnApi() as root:
         url = root if address == "path" else root.removeprefix("http://") + "/api"
-        proc = subprocess.run(
-            [sys.executable, "-m", *command],
-            env=clean_env(tmp_path / "home", PREFECT_API_URL=url),
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            timeout=600,
-        )
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if ": error: " in line]
+        errors = _error_lines(tmp_path, command, url)
     what = f"not a Prefect API (GET {url}/health answered 404 Not Found)"
     what = what if address == "path" else "not an http(s) URL"
     assert errors == [
         f"python -m {command[0]}: error: PREFECT_API_URL={url} is {what}: give the server's API address, "
         "http(s)://HOST:PORT/api (e.g. http://127.0.0.1:4200/api)"
-    ], proc.stderr[-3000:]
+    ], errors
     assert not (tmp_path / "out").exists()
