@@ -434,3 +434,32 @@ def test_a_link_to_a_cluster_opens_it_and_a_mistyped_one_throws_nothing(page: Pa
         browser.evaluate("location.hash = '#cluster-c-t0'")
         browser.evaluate("new Promise(r => setTimeout(r, 200))")
         assert "c-t0" in browser.evaluate(opened)
+
+
+def test_each_title_is_drawn_in_its_own_script(tmp_path: Path) -> None:
+    """A day of Traditional and Simplified headlines, run with tw2sp: the page's title nodes carry each
+    title's own ``lang`` (the font's glyph forms follow it), not the run's source script for all."""
+    require_browser()
+    frame = pd.DataFrame(
+        {
+            "id": ["tw", "tw2", "cn", "cn2"],
+            "title": [
+                "颱風凱米登陸 全臺停班停課",
+                "颱風凱米登陸臺灣",
+                "台风凯米登陆 全台停班停课",
+                "台风凯米登陆",
+            ],
+            "published_at": pd.to_datetime(["2024-07-24T08:00Z"] * 4, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.97, 0.96]})
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord(model="m", conversion="tw2sp")
+    write_report(tmp_path, pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    with Browser() as browser:
+        browser.open((tmp_path / "index.html").as_uri())
+        langs = browser.evaluate(
+            "Object.fromEntries([...document.querySelectorAll('li.cluster')]"
+            ".map(li => [li.dataset.cluster, li.querySelector('.rep .t').lang]))"
+        )
+    assert langs == {"c-tw": "zh-Hant", "c-cn": "zh-Hans"}
