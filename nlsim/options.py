@@ -68,7 +68,9 @@ def option(
     ``cli=False`` keeps a field off the command line (still a flow parameter). ``needs``: the flat name of
     a setting without which this one does nothing: given on the command line without it, it is refused
     (where the configuration has that setting as an option; one that sets it itself is not asked); several
-    names: any one of them makes it do something (refused when none of them is on). ``off``: the values
+    names: any one of them makes it do something (refused when none of them is on); a need that does
+    nothing itself, for want of its own need, counts as off (``--topic-support`` needs ``--topic-rule``,
+    which needs ``--topics``). ``off``: the values
     of this setting, besides empty, false and None, that leave the settings needing it nothing to do
     (``--index flat`` for ``--nprobe``, which needs ``index_kind``).
     """

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, get_args, get_origin
 
 from nlsim.errors import ConfigError
@@ -212,7 +212,10 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
     opt, needed = found
     flag, other = _given_flag(opt, args), needed.flags[0]
     options = {o.name: o for o in options_of(cls) if o.cli}
-    group = opt.within if needed.name == opt.within else opt.needs
+    direct = needed.name in needed_names(
+        opt.needs
+    )  # else a need of what it needs (--topics for --topic-support)
+    group = opt.within if needed.name == opt.within else opt.needs if direct else None
     also = [options[n].flags[0] for n in needed_names(group) if n in options and n != needed.name]
     if needed.default is True and also:  # --no-reranker, unless --silver-corpus gives it something to do
         given = " or ".join(also)
@@ -252,12 +255,22 @@ def needless(
     options = {o.name: o for o in options_of(cls) if o.cli or not cli}
     for name in sorted(given):
         opt = options.get(name)
-        if opt is None:
+        if opt is not None and (idle := _idle_need(opt, options, value)) is not None:
+            return opt, idle
+    return None
+
+
+def _idle_need(opt: Option, options: Mapping[str, Option], value: Callable[[str], Any]) -> Option | None:
+    """The setting that leaves ``opt`` nothing to do, following what its needs need in turn
+    (``--topic-support`` needs ``--topic-rule``, which needs ``--topics``): of a group where every member
+    is off or idle itself, the first off one (or the first member's own idle need); else None."""
+    for group in (opt.within, opt.needs):  # the record's need first (--no-report), then its own
+        needed = [options[n] for n in needed_names(group) if n in options and n != opt.name]
+        if not needed:
             continue
-        for group in (opt.within, opt.needs):  # the record's need first (--no-report), then its own
-            needed = [options[n] for n in needed_names(group) if n in options]
-            if needed and all(n.is_off(value(n.name)) for n in needed):
-                return opt, needed[0]
+        idle = [n if n.is_off(value(n.name)) else _idle_need(n, options, value) for n in needed]
+        if all(i is not None for i in idle):
+            return idle[0]
     return None
 
 

@@ -239,11 +239,12 @@ class ClusteringSettings:
         DEFAULT_TOPIC_RULE,
         help="which stories and items make one topic group: 'support' or 'components'",
         needs="topics",
+        off=("components",),  # no share: --topic-support does nothing
     )
     topic_support: float = option(
         DEFAULT_TOPIC_SUPPORT,
         help="the topic rule's share of linked member pairs (as --cluster-support)",
-        needs="topics",
+        needs="topic_rule",
     )
     annotated_pairs: str | None = option(
         None,

@@ -1185,6 +1185,38 @@ OPTION_CASES = {
         [*PIPELINE, "--cluster-rule", "components", "--large-cluster-margin", "0.05"],
         "--large-cluster-margin does nothing with --cluster-rule components: leave one of them out",
     ),
+    "topic-support-with-the-components-topic-rule": (
+        [
+            "dedup",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "rep",
+            "--topic-rule",
+            "components",
+            "--topic-support",
+            "0.3",
+            *DEDUP,
+        ],
+        "--topic-support does nothing with --topic-rule components: leave one of them out",
+    ),
+    "pipeline-topic-support-with-the-components-topic-rule": (
+        [*PIPELINE, "--topic-rule", "components", "--topic-support", "0.3"],
+        "--topic-support does nothing with --topic-rule components: leave one of them out",
+    ),
+    "pipeline-cluster-support-with-no-report": (
+        [
+            "pipeline",
+            "--pairs",
+            "pairs.tsv",
+            "--model-store",
+            "st",
+            "--no-report",
+            "--cluster-support",
+            "0.5",
+        ],
+        "--cluster-support does nothing with --no-report: leave one of them out",
+    ),
     "nprobe-with-a-flat-index": (
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--index", "flat", "--nprobe", "4", *DEDUP],
         "--nprobe does nothing with --index flat: leave one of them out",
