@@ -57,6 +57,9 @@ from nlsim.errors import ConfigError
 from nlsim.options import option
 from nlsim.search.neighbors import merge_pairs
 
+LOCAL_WORKERS = 2
+"""Workers of the local cluster a run starts when neither ``--dask-address`` nor ``--n-workers`` is given."""
+
 
 @dataclass
 class DaskOptions:
@@ -65,7 +68,11 @@ class DaskOptions:
     dask_address: str | None = option(
         None, help="scheduler address of an existing Dask cluster (default: start a local one)"
     )
-    n_workers: int = option(2, help="workers of the local cluster")
+    n_workers: int | None = option(
+        None,
+        help=f"workers of the local cluster (default {LOCAL_WORKERS}; not with --dask-address, whose cluster "
+        "has the workers it has)",
+    )
     threads_per_worker: int = option(1, help="threads per worker (and torch threads in it)")
     shard_size: int = option(2000, help="texts (or queries) per task")
     shared_dir: str | None = option(
@@ -76,7 +83,12 @@ class DaskOptions:
     )
 
     def __post_init__(self) -> None:
-        counts = {"--n-workers": self.n_workers, "--threads-per-worker": self.threads_per_worker}
+        if self.dask_address and self.n_workers is not None:  # it would be ignored: the cluster has its own
+            raise ConfigError(
+                f"--n-workers {self.n_workers} does nothing with --dask-address {self.dask_address}: that "
+                "cluster has the workers it has; leave one of them out (nothing is done yet)"
+            )
+        counts = {"--n-workers": self.local_workers, "--threads-per-worker": self.threads_per_worker}
         for flag, value in {**counts, "--shard-size": self.shard_size}.items():
             if int(value) < 1:  # a cluster of no worker or thread waits for ever; a shard of none loops
                 raise ConfigError(f"{flag} must be >= 1, got {value}")
@@ -88,6 +100,11 @@ class DaskOptions:
             raise ConfigError(  # the search tasks write into it, after the whole embedding: say it now
                 f"--shared-dir {self.shared_dir}: {found}; give an existing folder every worker can read"
             )
+
+    @property
+    def local_workers(self) -> int:
+        """The workers of the local cluster (``--n-workers``, or :data:`LOCAL_WORKERS`)."""
+        return LOCAL_WORKERS if self.n_workers is None else int(self.n_workers)
 
 
 SCHEDULER_TIMEOUT_S = 10
@@ -130,7 +147,7 @@ def check_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT_S) -> None:
 def local_cluster_options(options: DaskOptions) -> dict[str, Any]:
     """The ``LocalCluster`` of a run without ``--dask-address``: ``n_workers`` processes."""
     return {
-        "n_workers": int(options.n_workers),
+        "n_workers": options.local_workers,
         "threads_per_worker": int(options.threads_per_worker),
         "processes": True,
         "dashboard_address": None,
@@ -224,7 +241,7 @@ def dask_call(options: DaskOptions, cluster: RunCluster | None = None) -> Call:
     def call(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         if name == "embed":
             texts, model, plan = args
-            workers = None if options.dask_address else int(options.n_workers)
+            workers = None if options.dask_address else options.local_workers
 
             def encode(part: list[str], batch_size: int | None = None, progress: bool = False) -> np.ndarray:
                 path = inference_path(model.encoder)  # --backend, --precision: as the run settled them
@@ -247,7 +264,7 @@ def dask_call(options: DaskOptions, cluster: RunCluster | None = None) -> Call:
                 kw.pop("progress", None)
                 if not options.dask_address:
                     kw["threads"] = threads  # local workers share this machine's cores
-                workers = None if options.dask_address else int(options.n_workers)
+                workers = None if options.dask_address else options.local_workers
                 per_task = search_shard_size(index, len(rows), size, workers, k=int(kw["k"]) + 1)
                 slices = shard_slices(len(rows), per_task)
                 if not by_file:
@@ -280,7 +297,7 @@ def _body(**params: Any) -> Any:
         check_scheduler(options.dask_address)
     where = (
         options.dask_address
-        or f"local Dask cluster, {options.n_workers} workers x {options.threads_per_worker} threads"
+        or f"local Dask cluster, {options.local_workers} workers x {options.threads_per_worker} threads"
     )
     print(f"embedding and search sharded on {where}")
     with RunCluster(options) as cluster:

@@ -32,6 +32,27 @@ def test_a_count_below_one_is_refused_before_any_work(tmp_path, capsys, flag: st
     assert not out.exists()
 
 
+def test_n_workers_beside_a_dask_address_is_refused_before_any_work(tmp_path, capsys) -> None:
+    """An existing cluster has the workers it has: --n-workers beside its address was silently ignored."""
+    from flows.dedup_distributed import DaskOptions, main
+
+    out = tmp_path / "rep"
+    argv = [
+        "--corpus",
+        str(tmp_path / "news.csv"),
+        "--out",
+        str(out),
+        "--dask-address",
+        "tcp://10.0.0.5:8786",
+    ]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--n-workers", "8"])
+    assert exited.value.code == 2
+    assert "--n-workers 8 does nothing with --dask-address tcp://10.0.0.5:8786" in capsys.readouterr().err
+    assert not out.exists()
+    assert DaskOptions().local_workers == 2 and DaskOptions(n_workers=5).local_workers == 5
+
+
 @pytest.mark.parametrize(("where", "words"), [("none", "missing"), ("file.txt", "a file")])
 def test_a_shared_dir_that_is_not_a_folder_is_refused_before_any_work(tmp_path, capsys, where, words) -> None:
     """The search tasks write into it after the whole embedding: it failed there, with a traceback."""
