@@ -300,8 +300,9 @@ def table(name: str) -> Table:
             "pairs",
             (*PAIR_ENDS, *SCORES, cluster, copy, *sides()),
             "pairs.parquet: id_a is the earlier item by the order rule (nlsim.clusters.order); exact_copy "
-            "true where the two texts are the same once normalised (linked before any score, similarity 1, "
-            "no cross-encoder score: nlsim.clusters.copies).",
+            "true for the link of an exact copy to its group's first item (the same text once normalised, "
+            "within --window-hours of that item; linked before any score, similarity 1, no cross-encoder "
+            "score: nlsim.clusters.copies); the same text further apart is scored as any pair.",
         )
     if name == "near_misses":
         ends = (

@@ -172,17 +172,39 @@ class _Collector:
         hb = hits[valid]
         sv = sims[valid].astype(np.float32, copy=False)
         if self.use_window and qa.size:
-            nat_ns = np.iinfo(np.int64).min  # NaT as int64
-            ta, tb = self.t_ns[np.broadcast_to(rows[:, None], hits.shape)[valid]], self.t_ns[found[valid]]
-            undated = (ta == nat_ns) | (tb == nat_ns)
-            with np.errstate(over="ignore"):
-                close = np.abs(np.where(undated, 0, ta - tb)) <= self.win_ns
+            ra, rb = np.broadcast_to(rows[:, None], hits.shape)[valid], found[valid]  # the rows themselves
+            undated, close = self._close(ra, rb)
             keep = np.where(undated, self.nat == "keep", close)
             qa, hb, sv = qa[keep], hb[keep], sv[keep]
+            if self.copies is not None:
+                qa, hb = self._within(qa, hb, ra[keep], rb[keep])
         if qa.size:
             self.keys.append(np.minimum(qa, hb) * np.int64(self.ntotal) + np.maximum(qa, hb))
             self.sims.append(sv)
         return short
+
+    def _close(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether rows ``a`` and ``b`` are undated (either), and whether they are within the window."""
+        nat_ns = np.iinfo(np.int64).min  # NaT as int64
+        ta, tb = self.t_ns[a], self.t_ns[b]
+        undated = (ta == nat_ns) | (tb == nat_ns)
+        with np.errstate(over="ignore"):
+            close = np.abs(np.where(undated, 0, ta - tb)) <= self.win_ns
+        return undated, close
+
+    def _within(
+        self, qa: np.ndarray, hb: np.ndarray, ra: np.ndarray, rb: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ends a pair is reported with: the two representatives where they are within the window of
+        each other, else the rows that were (a copy 22 hours after the next group's copy, 44 after its
+        first item, pairs with that copy, not with the first item, in a 24-hour window)."""
+        for a, b in ((ra, hb), (qa.copy(), rb), (ra, rb)):  # the representatives' ends as found
+            undated, close = self._close(qa, hb)
+            far = ~(undated | close)
+            if not far.any():
+                break
+            qa, hb = np.where(far, a, qa), np.where(far, b, hb)
+        return qa, hb
 
     def result(self) -> pd.DataFrame:
         if not self.keys:

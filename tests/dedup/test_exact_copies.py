@@ -123,3 +123,33 @@ def test_in_a_daily_run_copies_further_apart_than_the_time_window_are_not_copies
     # a2 and b2 came within the hour: copies; a1 and a3 are two days from them: each stands alone
     assert state_assignment(state) == {"a2": "c-a2", "b2": "c-a2"}
     assert [r.stats.counts.exact_copies for r in runs] == [0, 1, 1]
+
+
+def test_a_copy_past_the_window_of_its_groups_first_item_pairs_with_the_copy_inside_it(tmp_path):
+    """Copies A, B (+22 h) and C (+44 h) with a 24-hour window: A and B are one group, and C, 22 hours
+    after B, was reported as a pair with A, 44 hours apart."""
+    times = ["2024-05-01 00:00", "2024-05-01 22:00", "2024-05-02 20:00", "2024-05-01 12:00"]
+    news = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": [
+                "storm hits the coast",
+                "storm hits the coast",
+                "Storm hits the coast!",
+                "markets rise",
+            ],
+            "published_at": pd.to_datetime(times, utc=True),
+        }
+    )
+    news.to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "hash", 0.7, window_hours=24)
+    result = run_dedup(cfg, encoder=HashEncoder())
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["a", "b", "c"]]
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    apart = (pairs["published_at_b"] - pairs["published_at_a"]).abs()
+    assert (apart <= pd.Timedelta(hours=24)).all(), pairs[
+        ["id_a", "id_b", "published_at_a", "published_at_b"]
+    ]
+    assert sorted(zip(pairs["id_a"], pairs["id_b"], strict=True)) == [("a", "b"), ("b", "c")]
+    # a and b are one copy group; c, past the window of a, is scored as any pair (its own group)
+    assert pairs.set_index("id_b")["exact_copy"].to_dict() == {"b": True, "c": False}
