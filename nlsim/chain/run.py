@@ -47,7 +47,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.eta import ChainWork
@@ -87,7 +86,7 @@ from nlsim.io.ownership import (
 )
 from nlsim.io.pairs import load_pairs
 from nlsim.io.report_folder import check_report_replaceable
-from nlsim.io.tables import check_input_file
+from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
@@ -598,9 +597,8 @@ def chain_work(
     text_tokens = float(np.mean([len(x) for x in base.token_ids(texts)])) if texts else 0.0
     pair_tokens = 2 * text_tokens - 2  # each text's own start token and the pair's separators
     try:
-        corpus = cfg.input.corpus_path
-        items = int(pq.ParquetFile(corpus).metadata.num_rows) if str(corpus).endswith(".parquet") else 0
-    except (OSError, ValueError):
+        items = estimated_rows(cfg.input.corpus_path)
+    except ValueError:  # a {date} the corpus cannot take: said where the report reads it
         items = 0
     layers = layer_count(base.model) or 12
     training = cfg.finetune_config(None).for_device(base.device)  # what fine-tuning will use here

@@ -415,6 +415,21 @@ def test_the_estimate_counts_the_layers_training_uses_with_fewer_layers_than_fro
     assert all(0 < s < 600 for s in parts.values()), parts
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_the_estimate_counts_the_corpus_items_of_every_format(tmp_path: Path, suffix: str) -> None:
+    """The report's share of the estimate counts the corpus's items: a CSV or JSONL corpus counted none,
+    so the estimate left the report out."""
+    pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
+    frame = pd.read_parquet(corpus)
+    if suffix != ".parquet":
+        corpus = corpus.with_suffix(suffix)
+        frame.to_csv(corpus, index=False) if suffix == ".csv" else frame.to_json(
+            corpus, orient="records", lines=True, force_ascii=False
+        )
+    work = chain_run.chain_work(config(tmp_path, pairs, corpus), _Base(), pd.read_csv(pairs, sep="\t"))
+    assert work.corpus_items == pytest.approx(len(frame), abs=1)
+
+
 class _TwelveLayers(torch.nn.Module):
     """A BERT-style model of twelve layers (multilingual-e5-small's count)."""
 
