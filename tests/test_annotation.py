@@ -15,6 +15,7 @@ from nlsim.errors import InputError
 from nlsim.io import editor_file
 from nlsim.io.model_store import ModelStore
 from nlsim.io.pairs import load_pairs
+from nlsim.io.tables import read_table
 from tests.command import nlsim, refused
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -895,3 +896,30 @@ def test_a_filled_file_the_reader_refuses_is_named_by_its_sheet_row(tmp_path: Pa
     (tmp_path / "wide.csv").write_text(head + "p3,e,f,Rain,Rain falls,0,extra\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"wide\.csv: sheet row 4: 7 fields, the header has 6"):
         read_filled(tmp_path / "wide.csv")
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv"])
+def test_a_note_typed_on_two_lines_is_merged_as_one_line(
+    files: tuple[Path, Path], tmp_path: Path, fmt: str
+) -> None:
+    """A note typed in a spreadsheet with Alt+Enter holds a line break: the merge refused the whole file for
+    it ("remove it") when the pair file is TSV. A note is free text: a TSV pair file (one line a row) takes
+    each run of white space holding a tab or a line break as one space, and the merge says so; a CSV pair
+    file keeps the note as typed."""
+    _, pairs = files
+    if fmt == "csv":
+        csv_pairs = tmp_path / "pairs.csv"
+        pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False).to_csv(csv_pairs, index=False)
+        pairs = csv_pairs
+    rows = [
+        _row("z1", "z2", "甲", "乙", notes="first line\nsecond line"),
+        _row("z3", "z4", "丙", "丁", notes="a \r\n b\tc"),
+    ]
+    said: list[str] = []
+    merge_annotations(_export(tmp_path, rows, hashes=False), pairs, log=said.append)
+    merged = read_table(pairs)
+    if fmt == "tsv":
+        assert merged["notes"].tolist()[-2:] == ["first line second line", "a b c"]
+        assert any("2 note(s)" in line and "one space" in line for line in said), said
+    else:
+        assert merged["notes"].tolist()[-2:] == ["first line\nsecond line", "a \r\n b\tc"]

@@ -29,6 +29,7 @@ from nlsim.annotation.validate import (
     check_texts,
     is_blank,
     known_texts,
+    one_line_notes,
     overrule_rows,
     read_filled,
     split_problems,
@@ -120,6 +121,20 @@ class MergeResult:
     this split (marks exported again from the report page): skipped."""
 
 
+def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.DataFrame:
+    """``new`` as a pair file of format ``fmt`` takes its notes: a TSV one, one line a row, with each run of
+    white space holding a tab or a line break read as one space (:func:`one_line_notes`), said in ``log``."""
+    if fmt != "tsv":
+        return new
+    new, folded = one_line_notes(new)
+    if folded:
+        log(
+            f"{folded} note(s) held a tab or a line break: each run of them is read as one space "
+            "(a TSV pair file holds one line a row)"
+        )
+    return new
+
+
 def merge_annotations(
     filled: str | Path,
     pairs_file: str | Path,
@@ -173,6 +188,7 @@ def merge_annotations(
         _refuse_editors_file(pairs_file, original)
         existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
+        new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
         again = _merged_before(new, existing, split, filled, path, intent)
         scored = check_new(

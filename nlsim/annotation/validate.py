@@ -870,6 +870,25 @@ def check_new(
     return scored
 
 
+NOTES = "notes"
+"""The editors' free-text column: a TSV pair file takes a note's line breaks and tabs as spaces."""
+
+
+def one_line_notes(new: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``new`` with each note's runs of white space holding a tab or a line break read as one space (a note
+    typed on two lines in a spreadsheet, for a TSV pair file, one line a row), and how many notes changed."""
+    if NOTES not in new.columns:
+        return new, 0
+    notes = new[NOTES].map(lambda v: one_line(v) if isinstance(v, str) else v)
+    changed = int((notes != new[NOTES]).fillna(False).sum())
+    if not changed:
+        return new, 0
+    out = new.copy()
+    out[NOTES] = notes
+    out.attrs = dict(new.attrs)
+    return out, changed
+
+
 def _bad_char(text: str, tsv: bool) -> str | None:
     """The first character of ``text`` a pair file must not hold, or ``None``: a control character or a
     line or paragraph separator (:func:`nlsim.io.cells.first_control`: a NUL ends a text in many tools, a
