@@ -5,6 +5,7 @@ Not part of the library: benchmarks only.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -179,3 +180,53 @@ def print_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     text = "\n".join(lines)
     print(text)
     return text
+
+
+def numbers(
+    parser: argparse.ArgumentParser,
+    option: str,
+    text: str,
+    kind: type = float,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> list[Any]:
+    """The comma list ``text`` of ``option`` as numbers of ``kind``, each within ``[lo, hi]``; anything else
+    ends the run with argparse's one-line error naming the option (exit 2), before any work."""
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        try:
+            value = kind(item)
+        except ValueError:
+            parser.error(f"argument {option}: {item!r} is not {'an integer' if kind is int else 'a number'}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            span = f"between {lo:g} and {hi:g}" if lo is not None and hi is not None else f"at least {lo:g}"
+            parser.error(f"argument {option}: {item} is out of range (each must be {span})")
+        out.append(value)
+    return out
+
+
+def check_model_stores(parser: argparse.ArgumentParser, stores: list[Path]) -> None:
+    """Each ``--model-store`` is a folder with a promoted model, checked for all of them before any work (a
+    mistyped second store would otherwise end the run after the first store's minutes)."""
+    sys.path.insert(0, str(HERE.parent))
+    from nlsim.errors import NlsimError
+    from nlsim.io.model_store import ModelStore
+
+    for store in stores:
+        models = ModelStore(store)
+        try:
+            why = models.missing() or (None if models.current() else f"{store}: no model has been promoted")
+        except NlsimError as exc:
+            why = str(exc).splitlines()[0]
+        if why:
+            parser.error(f"argument --model-store: {why}")
+
+
+def check_files(parser: argparse.ArgumentParser, option: str, paths: list[Path]) -> None:
+    """Each of ``paths`` (given by ``option``) is a readable file, checked before any work."""
+    for path in paths:
+        if not Path(path).is_file():
+            what = "is not a file" if Path(path).exists() else "does not exist"
+            parser.error(f"argument {option}: {path} {what}")

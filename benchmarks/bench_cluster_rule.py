@@ -62,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, machine
+from _common import RESULTS, check_files, check_model_stores, machine, numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -510,7 +510,21 @@ def calibrated_threshold(store: Path) -> float | None:
         return None
 
 
-def main() -> None:
+def parse_large(parser: argparse.ArgumentParser, text: str) -> list[tuple[int, float]]:
+    """``--large N:M,...``: a group size N (2 or more) and a margin M above the threshold, per variant."""
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        try:
+            size, margin = item.split(":")
+            out.append((int(size), float(margin)))
+        except ValueError:
+            parser.error(f"argument --large: {item!r} is not N:M (a group size and a margin, e.g. 5:0.01)")
+        if out[-1][0] < 2:
+            parser.error(f"argument --large: {item!r}: the group size must be 2 or more")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-store", type=Path, default=ROOT / "models")
     parser.add_argument("--floor", type=float, default=0.84, help="lowest rerank score kept (default 0.84)")
@@ -549,15 +563,21 @@ def main() -> None:
         help="judge only RULE (e.g. components+veto, the default), at each set's --threshold, on the test "
         "split: once, for the rule chosen on validation and folds (cluster_rule_test_once[_TAG].md/.json)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.veto_only:
         from nlsim.io.pairs import load_pairs
 
         print(veto_on_annotated(load_pairs(PAIRS)))
         return
-    shares = [float(x) for x in args.shares.split(",") if x]
-    supports = [float(x) for x in args.supports.split(",") if x]
-    large = [(int(n), float(m)) for n, m in (x.split(":") for x in args.large.split(",") if x)]
+    shares = numbers(parser, "--shares", args.shares, float, 0, 1)
+    supports = numbers(parser, "--supports", args.supports, float, 0, 1)
+    large = parse_large(parser, args.large)
+    if args.scores:
+        check_files(parser, "--scores", args.scores)
+    else:
+        check_model_stores(parser, [args.model_store])
+    if args.threshold and len(args.threshold) != len(args.scores or [args.model_store]):
+        parser.error("argument --threshold: give one per --scores (or one for the store's current model)")
     from nlsim.io.pairs import load_pairs
 
     header = machine()

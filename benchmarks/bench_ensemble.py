@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import CACHE, RESULTS, machine
+from _common import CACHE, RESULTS, check_model_stores, machine
 from bench_cluster_rule import CORPUS, PAIRS, held, judged, rule_groups, with_vetoes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -235,7 +235,7 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-store", type=Path, action="append", required=True, help="two or more")
     parser.add_argument("--names", default="", help="a short name per store (default 1, 2, ...)")
@@ -244,11 +244,14 @@ def main() -> None:
     )
     parser.add_argument("--k", type=int, default=10, help="neighbours searched per item (default 10)")
     parser.add_argument("--tag", default="", help="write ensemble_TAG.md/.json/.png instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     stores = [s.resolve() for s in args.model_store]
     names = args.names.split(",") if args.names else [str(i + 1) for i in range(len(stores))]
     if len(stores) < 2 or len(names) != len(stores):
-        raise SystemExit("give two or more --model-store, and as many --names if any")
+        parser.error("give two or more --model-store, and as many --names if any")
+    if args.k < 1:
+        parser.error(f"argument --k: {args.k} is out of range (at least 1)")
+    check_model_stores(parser, stores)
     corpus = pd.read_parquet(CORPUS, columns=["id", "title"]).astype(str)
     models = [_model(s, corpus["title"].tolist()) for s in stores]
     weights = {float(m[1].weight) for m in models}

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, machine
+from _common import RESULTS, check_model_stores, machine, numbers
 from bench_stories import STORY, Model, folds, judge, links_of, model_of
 from bench_story_threshold import floor_scores
 
@@ -179,10 +179,6 @@ def plot(payload: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def numbers(text: str, kind: type) -> list:
-    return [kind(x) for x in text.split(",") if x.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-store", action="append", required=True, type=Path)
@@ -192,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutual", default="5,7", help="mutual top-m neighbours ('' for none; default 5,7)")
     ap.add_argument("--tag", default="")
     args = ap.parse_args(argv)
+    ks, alphas = numbers(ap, "--ks", args.ks, int, 1), numbers(ap, "--alphas", args.alphas, float, 0)
+    mutual = numbers(ap, "--mutual", args.mutual, int, 1)
+    check_model_stores(ap, args.model_store)
     runs = []
     for store in args.model_store:
         model = model_of(store)
@@ -200,9 +199,9 @@ def main(argv: list[str] | None = None) -> int:
             model,
             scores,
             args.floor,
-            numbers(args.ks, int),
-            numbers(args.alphas, float),
-            numbers(args.mutual, int),
+            ks,
+            alphas,
+            mutual,
         )
         run = {"store": str(store), "version": model.version, "threshold": model.threshold, "rows": rows}
         runs.append({**run, "folds": folds(kept, model.validation, 0.8)})

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, machine
+from _common import RESULTS, check_model_stores, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -29,10 +29,11 @@ OUT = RESULTS / "rerank_weight"
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-store", type=Path, default=ROOT / "models")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    check_model_stores(parser, [args.model_store])
     from dataclasses import replace
 
     from scipy.stats import spearmanr

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, machine
+from _common import RESULTS, check_model_stores, machine, numbers
 from bench_cluster_rule import read_scores, stratified_folds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,13 +324,19 @@ def folds(kept: dict[str, list[list[str]]], val: pd.DataFrame, purity: float) ->
     }
 
 
-def parse_large(text: str) -> list[tuple[int, float | None, float | None]]:
+def parse_large(parser: argparse.ArgumentParser, text: str) -> list[tuple[int, float | None, float | None]]:
+    """``--large N:S:M,...``: a group size N (2 or more), a support share S and a margin M (``-``: none)."""
     out = []
-    for item in filter(None, text.split(",")):
-        size, share, margin = item.split(":")
-        out.append(
-            (int(size), None if share == "-" else float(share), None if margin == "-" else float(margin))
-        )
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        try:
+            size, share, margin = item.split(":")
+            out.append(
+                (int(size), None if share == "-" else float(share), None if margin == "-" else float(margin))
+            )
+        except ValueError:
+            parser.error(f"argument --large: {item!r} is not N:S:M (a size, a share or -, a margin or -)")
+        if out[-1][0] < 2 or not 0 <= (out[-1][1] or 0) <= 1:
+            parser.error(f"argument --large: {item!r}: the size must be 2 or more, the share within 0..1")
     return out
 
 
@@ -352,13 +358,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--summary-topic", default=f"support-{DEFAULT_TOPIC_SUPPORT:g}")
     args = ap.parse_args(argv)
-    large = parse_large(args.large)
+    large = parse_large(ap, args.large)
     topic_rules: dict[str, Any] = {}
-    for share in (float(s) for s in args.topic_shares.split(",")):
+    for share in numbers(ap, "--topic-shares", args.topic_shares, float, 0, 1):
         topic_rules["components" if share == 0 else f"support-{share:g}"] = (
             ConnectedComponents() if share == 0 else SharedSupport(min_share=share)
         )
-    margins = [float(m) for m in args.topic_margins.split(",")]
+    margins = numbers(ap, "--topic-margins", args.topic_margins)
+    if not topic_rules or not margins:
+        ap.error("--topic-shares and --topic-margins need one value or more each")
+    if not 0 < args.purity <= 1:
+        ap.error(f"argument --purity: {args.purity} is out of range (between 0 and 1)")
+    check_model_stores(ap, args.model_store)
     runs = []
     for store in args.model_store:
         model = model_of(store)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import machine
+from _common import check_model_stores, machine
 from bench_same_story import best_f1, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -257,7 +257,7 @@ def plot(runs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-store", type=Path, action="append", required=True, help="repeat for more")
     parser.add_argument("--floor", type=float, default=0.84, help="the wide report's floor (default 0.84)")
@@ -265,9 +265,10 @@ def main() -> None:
         "--k", type=int, default=10, help=f"neighbours the report searches (default 10, at most {RANKS})"
     )
     parser.add_argument("--tag", default="", help="write story_misses_TAG.md/.json/.png instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not 1 <= args.k <= RANKS:
         parser.error(f"--k must be between 1 and {RANKS}")
+    check_model_stores(parser, args.model_store)
     runs = [measure(store, args.floor, args.k) for store in args.model_store]
     tag = f"_{args.tag}" if args.tag else ""
     write_results(f"story_misses{tag}", markdown(runs, args.floor, args.k), runs, plot)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, machine
+from _common import RESULTS, check_model_stores, machine, numbers
 from bench_cluster_rule import read_scores
 from bench_stories import CACHE, CORPUS, ROOT, Model, judge, links_of, model_of
 
@@ -62,12 +62,17 @@ def sweep(model: Model, scores: pd.DataFrame, offsets: list[float]) -> list[dict
     return rows
 
 
-def parse_offsets(text: str) -> list[float]:
+def parse_offsets(parser: argparse.ArgumentParser, text: str) -> list[float]:
     """``lo:hi:step`` (both ends included) or a comma list."""
     if ":" in text:
-        lo, hi, step = (float(x) for x in text.split(":"))
+        try:
+            lo, hi, step = (float(x) for x in text.split(":"))
+        except ValueError:
+            parser.error(f"argument --offsets: {text!r} is not lo:hi:step (three numbers) or a comma list")
+        if step <= 0 or hi < lo:
+            parser.error(f"argument --offsets: {text!r}: the step must be above 0 and hi at least lo")
         return [round(float(x), 4) + 0.0 for x in np.arange(lo, hi + step / 2, step)]  # no -0.0
-    return [float(x) for x in text.split(",")]
+    return numbers(parser, "--offsets", text)
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -131,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offsets", default="-0.04:0.04:0.005", help="lo:hi:step or a comma list")
     ap.add_argument("--tag", default="")
     args = ap.parse_args(argv)
-    offsets = parse_offsets(args.offsets)
+    offsets = parse_offsets(ap, args.offsets)
+    check_model_stores(ap, args.model_store)
     if 0.0 not in offsets:
         offsets = sorted([*offsets, 0.0])
     runs = []

@@ -1,0 +1,128 @@
+"""A benchmark given a bad argument says which, in one line, with exit code 2, before any work and without
+writing anything."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import bench_cluster_rule  # noqa: E402
+import bench_ensemble  # noqa: E402
+import bench_local_scaling  # noqa: E402
+import bench_rerank_weight  # noqa: E402
+import bench_stories  # noqa: E402
+import bench_story_misses  # noqa: E402
+import bench_story_threshold  # noqa: E402
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A model store with a promoted model (the benchmarks' checks read no further than the pointer)."""
+    (tmp_path / "models" / "versions" / "v0001-9708f408").mkdir(parents=True)
+    (tmp_path / "models" / "CURRENT.json").write_text(json.dumps({"version": "v0001-9708f408"}))
+    return tmp_path / "models"
+
+
+def _refused(main, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:  # noqa: ANN001
+    results = BENCH / "results"
+    before = {p: p.stat().st_mtime_ns for p in results.iterdir()} if results.is_dir() else {}
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert "Traceback" not in err
+    after = {p: p.stat().st_mtime_ns for p in results.iterdir()} if results.is_dir() else {}
+    assert after == before
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--large", "5:x:0.02"], "--large"),
+        (["--large", "1:0.01"], "--large"),
+        (["--supports", "a,b"], "--supports"),
+        (["--supports", "2"], "--supports"),
+        (["--shares", "0.3,x"], "--shares"),
+        (["--scores", "/no/such/pairs.parquet"], "/no/such/pairs.parquet"),
+        (["--model-store", "/no/such/models"], "/no/such/models"),
+        (["--threshold", "0.9", "--threshold", "0.8"], "--threshold"),
+    ],
+)
+def test_the_cluster_rule_benchmark_refuses_a_bad_argument_in_one_line(
+    argv: list[str], named: str, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if "--model-store" not in argv and "--scores" not in argv:
+        argv = [*argv, "--model-store", str(store)]
+    assert named in _refused(bench_cluster_rule.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--large", "5:x:0.02"], "--large"),
+        (["--large", "5:0.02"], "--large"),
+        (["--topic-shares", "a,b"], "--topic-shares"),
+        (["--topic-shares", "1.5"], "--topic-shares"),
+        (["--topic-margins", "0,x"], "--topic-margins"),
+        (["--purity", "0"], "--purity"),
+        (["--model-store", "/no/such/models"], "/no/such/models"),
+    ],
+)
+def test_the_stories_benchmark_refuses_a_bad_argument_in_one_line(
+    argv: list[str], named: str, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--model-store", str(store), *argv]
+    assert named in _refused(bench_stories.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "named"),
+    [
+        (bench_story_threshold.main, ["--offsets", "0:0.1:0"], "--offsets"),
+        (bench_story_threshold.main, ["--offsets", "0:x:0.1"], "--offsets"),
+        (bench_story_threshold.main, ["--offsets", "0,x"], "--offsets"),
+        (bench_local_scaling.main, ["--ks", "5,x"], "--ks"),
+        (bench_local_scaling.main, ["--ks", "0"], "--ks"),
+        (bench_local_scaling.main, ["--mutual", "-1"], "--mutual"),
+        (bench_local_scaling.main, ["--alphas", "a"], "--alphas"),
+        (bench_ensemble.main, ["--k", "0"], "--k"),
+    ],
+)
+def test_list_and_count_options_are_refused_in_one_line(
+    main,
+    argv: list[str],
+    named: str,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],  # noqa: ANN001
+) -> None:
+    argv = ["--model-store", str(store), "--model-store", str(store), *argv]
+    assert named in _refused(main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    "main",
+    [
+        bench_stories.main,
+        bench_story_threshold.main,
+        bench_local_scaling.main,
+        bench_ensemble.main,
+        bench_story_misses.main,
+        bench_rerank_weight.main,
+    ],
+)
+def test_a_missing_model_store_is_named_before_any_work(
+    main,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],  # noqa: ANN001
+) -> None:
+    """The second store is checked before the first one's minutes of scoring, not after."""
+    stores = ["--model-store", str(store)] if main is not bench_rerank_weight.main else []
+    line = _refused(main, [*stores, "--model-store", "/no/such/models"], capsys)
+    assert "--model-store" in line and "/no/such/models" in line
