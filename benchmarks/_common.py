@@ -230,3 +230,34 @@ def check_files(parser: argparse.ArgumentParser, option: str, paths: list[Path])
         if not Path(path).is_file():
             what = "is not a file" if Path(path).exists() else "does not exist"
             parser.error(f"argument {option}: {path} {what}")
+
+
+def positive(kind: type = int) -> Any:
+    """An argparse ``type`` for a count or size: a number of ``kind`` above 0 (``--runs 0``, ``--kept -5``
+    are refused by argparse in one line naming the option, exit 2)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text} is not above 0")
+        return value
+
+    return parse
+
+
+def sized_stem(stem: str, parser: argparse.ArgumentParser, args: argparse.Namespace, dests: list[str]) -> str:
+    """``stem`` when each of ``dests`` is at its default, else ``stem`` followed by those that are not (e.g.
+    ``embedding-n200``): a quick run at another size or setting writes beside the committed figures, never
+    over them."""
+    import re
+
+    changed = [
+        f"{dest.replace('_', '-')}{re.sub(r'[^A-Za-z0-9.]+', '_', str(getattr(args, dest)))}"
+        for dest in dests
+        if getattr(args, dest) != parser.get_default(dest)
+    ]
+    return "-".join([stem, *changed])

@@ -16,7 +16,9 @@ reference time moves on a day each run, so from run 2 on about ``kept / days`` i
     python benchmarks/bench_daily.py --model paraphrase-MiniLM-L3-v2 --convert none --threshold 0.9 \
         --kept 300 --new 50 --runs 2 --out /tmp/daily-check          # a quick check of the script
 
-Writes ``daily.json`` and ``daily.md`` into ``--out`` (default ``benchmarks/results/``) and prints the table.
+Writes ``daily.json`` and ``daily.md`` (with the CPU's model name) into ``--out`` (default
+``benchmarks/results/``, where a run at other sizes or settings than the defaults writes
+``daily-<what differs>.json`` and ``.md`` beside the committed figures) and prints the table.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import machine, machine_record, positive, sized_stem  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 AS_OF = pd.Timestamp.now(tz="UTC").floor("D") - pd.Timedelta(days=60) + pd.Timedelta(hours=6)
@@ -134,26 +138,33 @@ def main(argv: list[str] | None = None) -> int:
         default=0.93,
         help="pair threshold (timing barely depends on it; e5's calibrated thresholds sit near 0.9)",
     )
-    p.add_argument("--kept", type=int, default=30_000)
-    p.add_argument("--new", type=int, default=1_000)
-    p.add_argument("--days", type=float, default=30.0)
-    p.add_argument("--runs", type=int, default=3, help="consecutive daily runs, each with --new fresh items")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--kept", type=positive(), default=30_000)
+    p.add_argument("--new", type=positive(), default=1_000)
+    p.add_argument("--days", type=positive(float), default=30.0)
+    p.add_argument(
+        "--runs", type=positive(), default=3, help="consecutive daily runs, each with --new fresh items"
+    )
+    p.add_argument("--threads", type=positive(), default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--backend", default="auto", help="encoder backend: auto (as a real run), torch, onnx")
     p.add_argument("--precision", default="auto", help="encoder precision: auto (as a real run), fp32, ...")
     p.add_argument(
         "--out",
         type=Path,
         default=RESULTS,
-        help="folder for daily.json and daily.md (default: benchmarks/results)",
+        help="folder for daily.json and daily.md (default: benchmarks/results, where a run at other sizes or "
+        "settings writes daily-<what differs>.json and .md beside the committed figures)",
     )
     args = p.parse_args(argv)
+    settings = ["kept", "new", "runs", "days", "model", "convert", "threads", "backend", "precision"]
+    stem = sized_stem("daily", p, args, settings) if args.out.resolve() == RESULTS.resolve() else "daily"
+    host = machine()  # the CPU and the load average before the benchmark's own work
 
     import torch
 
     from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
     from nlsim.encoders import load_encoder
+    from nlsim.io.atomic import atomic_write_text
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -211,21 +222,22 @@ def main(argv: list[str] | None = None) -> int:
             "seed_state_s": round(seed_s, 2),
             "torch_threads": torch.get_num_threads(),
             "cpus": os.cpu_count(),
-            "machine": platform.machine(),
+            "machine": host,
+            "cpu": machine_record(),
             "python": platform.python_version(),
             "date": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
             "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         }
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "daily.json").write_text(json.dumps({"setup": info, "runs": rows}, indent=1))
+        atomic_write_text(args.out / f"{stem}.json", json.dumps({"setup": info, "runs": rows}, indent=1))
         md = (
             "# Daily incremental run: time per stage\n\n"
-            + "\n".join(f"- {k}: {v}" for k, v in info.items())
+            + "\n".join(f"- {k}: {v}" for k, v in info.items() if k != "cpu")
             + "\n\n"
             + markdown_table(table)
             + "\n"
         )
-        (args.out / "daily.md").write_text(md)
+        atomic_write_text(args.out / f"{stem}.md", md)
         print(md)
     finally:
         shutil.rmtree(work, ignore_errors=True)
