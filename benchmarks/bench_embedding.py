@@ -29,7 +29,8 @@ Usage::
     python benchmarks/bench_embedding.py --sets thucnews --tag precision \
         --variants st,st-onnx,st-onnx-int8,nlsim-auto,nlsim,nlsim-torch,nlsim-onnx-int8,nlsim-bf16,nlsim-int8
 
-Writes ``benchmarks/results/embedding[-TAG].json`` and ``.md``.
+Writes ``benchmarks/results/embedding[-TAG].json`` and ``.md``; without ``--tag``, a run of ``--n`` texts or
+other ``--sets`` writes ``embedding-nN[-setsS].json`` and ``.md`` beside the committed figures.
 """
 
 from __future__ import annotations
@@ -52,7 +53,16 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, machine, machine_record, peak_rss_mb, print_table, run_child  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    machine,
+    machine_record,
+    peak_rss_mb,
+    positive,
+    print_table,
+    run_child,
+    sized_stem,
+)
 
 VARIANTS = (
     "st",
@@ -253,17 +263,22 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variants", default="st,nlsim", help=f"comma-separated, from {', '.join(VARIANTS)}")
     ap.add_argument("--sets", default="thucnews,bbc")
-    ap.add_argument("--n", type=int, default=None, help="only the first N texts of each set")
+    ap.add_argument("--n", type=positive(), default=None, help="only the first N texts of each set")
     ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=positive(), default=2)
+    ap.add_argument("--batch-size", type=positive(), default=64)
+    ap.add_argument("--repeats", type=positive(), default=1)
     ap.add_argument("--no-quality", dest="quality", action="store_false")
-    ap.add_argument("--tag", default="", help="results file suffix: embedding-TAG.json")
+    ap.add_argument(
+        "--tag",
+        default="",
+        help="results file suffix: embedding-TAG.json (without it, a run of --n texts or other --sets writes "
+        "embedding-nN[-setsS].json beside the committed figures)",
+    )
     ap.add_argument(
         "--peer-python",
         default=None,
@@ -271,7 +286,18 @@ def main() -> None:
     )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--emb-dir", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    return ap
+
+
+def stem_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The results' file name: ``embedding-TAG``, else ``embedding`` with the sizes that differ from the
+    defaults (a quick ``--n 200`` run never replaces the committed figures)."""
+    return f"embedding-{args.tag}" if args.tag else sized_stem("embedding", ap, args, ["n", "sets"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
+    args = ap.parse_args(argv)
     if args.child:
         child(args)
         return
@@ -374,7 +400,7 @@ def main() -> None:
     table = print_table(rows, cols)
     cmd_line = "python benchmarks/bench_embedding.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = "embedding" + (f"-{args.tag}" if args.tag else "")
+    stem = stem_of(ap, args)
     payload = {
         "command": cmd_line.strip(),
         "machine": where,

@@ -27,7 +27,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, print_table, write_results  # noqa: E402
+from _common import machine, machine_record, positive, print_table, write_results  # noqa: E402
 
 
 def measure(job: Any, n: int, layouts: list[int], repeats: int) -> tuple[dict[int, list[float]], float]:
@@ -50,16 +50,21 @@ def measure(job: Any, n: int, layouts: list[int], repeats: int) -> tuple[dict[in
     return rates, diff
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", default="multilingual-e5-small")
-    parser.add_argument("--texts", type=int, default=3000, help="titles embedded per run")
-    parser.add_argument("--pairs", type=int, default=1500, help="pairs read (one order) per run")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--texts", type=positive(), default=3000, help="titles embedded per run")
+    parser.add_argument("--pairs", type=positive(), default=1500, help="pairs read (one order) per run")
+    parser.add_argument("--repeats", type=positive(), default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
 
     import pandas as pd
     import torch

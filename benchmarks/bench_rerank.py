@@ -23,7 +23,8 @@ trained before ``nlsim finetune`` made it.
 
     python benchmarks/bench_rerank.py --model finetuned/e5-thucnews --prepare --full [--level 1.0]
 
-Writes ``benchmarks/results/rerank[-TAG].{json,md}``.
+Writes ``benchmarks/results/rerank[-TAG].{json,md}``; without ``--tag``, other ``--pairs`` or another
+``--corpus`` write ``rerank-pairsN[-corpusC].{json,md}`` beside the committed figures.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, machine_record, print_table  # noqa: E402
+from _common import RESULTS, machine, machine_record, positive, print_table, sized_stem  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 PATHS = "torch-fp32,onnx-fp32,onnx-int8,torch-bf16,torch-int8"
@@ -217,19 +218,34 @@ def compare_reports(a: str, b: str) -> dict:
     }
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="benchmarks/results/cache/models/e5-thucnews")
     ap.add_argument("--corpus", default="data/thucnews.parquet")
-    ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--pairs", type=positive(), default=2000)
     ap.add_argument("--paths", default=PATHS)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=positive(), default=2)
     ap.add_argument("--full", action="store_true", help="also time whole reranked dedup runs (fp32, auto)")
     ap.add_argument("--no-throughput", dest="throughput", action="store_false")
     ap.add_argument("--level", type=float, default=None, help="recalibrate a copy's reranker at this level")
     ap.add_argument("--prepare", action="store_true", help="store the folder's quality check first")
-    ap.add_argument("--tag", default="")
-    ns = ap.parse_args()
+    ap.add_argument(
+        "--tag",
+        default="",
+        help="results file suffix: rerank-TAG.json (without it, a run of other --pairs or another --corpus "
+        "writes rerank-pairsN[-corpusC].json beside the committed figures)",
+    )
+    return ap
+
+
+def stem_of(ap: argparse.ArgumentParser, ns: argparse.Namespace) -> str:
+    """The results' file name: ``rerank-TAG``, else ``rerank`` with the sizes that differ from defaults."""
+    return f"rerank-{ns.tag}" if ns.tag else sized_stem("rerank", ap, ns, ["pairs", "corpus"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
+    ns = ap.parse_args(argv)
     import torch
 
     torch.set_num_threads(ns.threads)
@@ -281,7 +297,7 @@ def main() -> None:
         md += line
     from nlsim.io.atomic import atomic_write_text
 
-    stem = "rerank" + (f"-{ns.tag}" if ns.tag else "")
+    stem = stem_of(ap, ns)
     RESULTS.mkdir(exist_ok=True)
     atomic_write_text(RESULTS / f"{stem}.json", json.dumps(result, indent=2, default=str) + "\n")
     atomic_write_text(RESULTS / f"{stem}.md", md)

@@ -13,6 +13,9 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import _common  # noqa: E402
+import bench_embedding  # noqa: E402
+import bench_lanes  # noqa: E402
+import bench_rerank  # noqa: E402
 import bench_scale  # noqa: E402
 import make_vectors  # noqa: E402
 
@@ -79,3 +82,44 @@ def test_the_reliability_benchmark_answers_help_without_running() -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "unrecognized arguments: --days 2" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "stem"),
+    [
+        (bench_embedding, ["--variants", "st,nlsim,nlsim-torch"], "embedding"),
+        (bench_embedding, ["--n", "200"], "embedding-n200"),
+        (bench_embedding, ["--sets", "thucnews", "--n", "50"], "embedding-n50-setsthucnews"),
+        (bench_embedding, ["--n", "2000", "--tag", "prelim-2000"], "embedding-prelim-2000"),
+        (bench_rerank, [], "rerank"),
+        (bench_rerank, ["--pairs", "100"], "rerank-pairs100"),
+        (bench_rerank, ["--pairs", "1000", "--tag", "avx2int8"], "rerank-avx2int8"),
+    ],
+)
+def test_a_quick_run_writes_beside_the_committed_figures(module, argv: list[str], stem: str) -> None:  # noqa: ANN001
+    """``bench_embedding.py --n 200`` and ``bench_rerank.py --pairs 100`` replaced the committed
+    ``embedding.json``/``rerank.json`` (every text, 2,000 pairs) with a quick run's figures."""
+    parser = module.build_parser()
+    assert module.stem_of(parser, parser.parse_args(argv)) == stem
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        (bench_embedding, ["--n", "0"]),
+        (bench_embedding, ["--repeats", "-1"]),
+        (bench_embedding, ["--batch-size", "0"]),
+        (bench_rerank, ["--pairs", "0"]),
+        (bench_lanes, ["--texts", "0"]),
+        (bench_lanes, ["--repeats", "0"]),
+    ],
+)
+def test_a_count_below_one_is_refused_in_one_line(
+    module,
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],  # noqa: ANN001
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        module.build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and argv[0] in err and "not above 0" in err
