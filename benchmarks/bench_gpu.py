@@ -1,7 +1,7 @@
 """GPU figures: embedding against sentence-transformers on the same GPU, and FAISS on the GPU at 1M vectors.
 
 Run by ``scripts/gpu_check.sh`` on a machine whose torch sees a CUDA GPU; each subcommand prints a table
-and writes a JSON record (``--out``).
+and writes a JSON record (``--out``) that names the CPU and the GPU.
 
 - ``embed``: N distinct texts (the bundled THUCNews titles, copies numbered to make them distinct) embedded
   by nlsim (``load_encoder(..., device="cuda", precision=P)`` for each precision asked) and by
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import machine  # noqa: E402
+
 MODEL = "multilingual-e5-small"
 
 
@@ -172,7 +176,7 @@ def _search_row(
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("embed")
@@ -186,8 +190,9 @@ def main() -> None:
     s.add_argument("--sample", type=int, default=2000)
     for p in (e, s):
         p.add_argument("--out", default=None, help="JSON record")
-    args = ap.parse_args()
-    record = embed(args) if args.cmd == "embed" else search(args)
+    args = ap.parse_args(argv)
+    host = machine()  # the CPU (and the GPU torch sees) and the load average before the work
+    record = {"machine": host, **(embed(args) if args.cmd == "embed" else search(args))}
     print(json.dumps(record, ensure_ascii=False, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

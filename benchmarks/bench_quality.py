@@ -21,6 +21,8 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from _common import machine
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results" / "quality"
@@ -124,6 +126,7 @@ def train_candidate(name: str, folder: str, settings: dict, table: object = None
         "history": res.history,
         "seconds_per_epoch": res.seconds_per_epoch,
         "seconds": res.seconds,
+        "machine": machine(),  # the CPU (and GPU): a training's precision and speed depend on it
     }
     if res.reranker is not None:
         row["reranked"] = res.metrics["reranked/validation"]
@@ -204,6 +207,7 @@ def stage_final(args: argparse.Namespace) -> None:
             "model": str(out.relative_to(ROOT)),
             "before": before,
             "after": after,
+            "machine": machine(),
         }
         if best.get("reranked"):
             row["reranked_validation"] = best["reranked"]
@@ -279,7 +283,7 @@ def stage_baselines(args: argparse.Namespace) -> None:
                 scorer = enc
             else:
                 scorer = get_baseline(name)
-            done[key] = evaluate(scorer, test, mode).as_dict()
+            done[key] = {**evaluate(scorer, test, mode).as_dict(), "machine": machine()}
             _write(path, done)
             print(key, done[key], flush=True)
     print("\n## Unsupervised baselines on our test split (300 pairs)\n")
@@ -341,7 +345,13 @@ def stage_stsb(args: argparse.Namespace) -> None:
                 metrics[f"{when}/{split}"] = evaluate(enc, load_stsb(split), "none").as_dict()
         _write(
             path,
-            {"chosen": best["name"], "settings": best["settings"], "best": best["best"], "metrics": metrics},
+            {
+                "chosen": best["name"],
+                "settings": best["settings"],
+                "best": best["best"],
+                "metrics": metrics,
+                "machine": machine(),
+            },
         )
     res = json.loads(path.read_text())
     print(f"\n## STS Benchmark (English), multilingual-e5-small; chosen on dev: {res['chosen']}\n")

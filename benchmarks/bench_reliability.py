@@ -13,7 +13,8 @@ SIGKILLs it there, and then:
 
     nice -n 10 python benchmarks/bench_reliability.py        # 18 kill points, ~5-10 min on 2 cores
 
-Writes ``benchmarks/results/reliability.json`` and ``reliability.md`` and prints the table.
+Writes ``benchmarks/results/reliability.json`` and ``reliability.md`` (with the CPU's model name) and prints
+the table.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ from tests.incremental_helpers import (  # noqa: E402
     state_content,
 )
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import machine  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 POST_COMMIT = {"report-write", "report-publish"}
 
@@ -70,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from nlsim.faults import FAULT_STAGES
     from nlsim.report.files import verify_report
 
+    host = machine()  # the CPU and the load average before the benchmark's own work
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-rel-"))
     t_start = time.perf_counter()
     try:
@@ -151,33 +156,45 @@ def main(argv: list[str] | None = None) -> int:
             "model": FAST_MODEL,
             "elapsed_s": round(time.perf_counter() - t_start, 1),
         }
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "reliability.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
-        cols = [
-            "day",
-            "stage",
-            "killed",
-            "state_usable",
-            "last_report_intact",
-            "runs_compared",
-            "runs_equal",
-            "items_lost",
-            "survived",
-        ]
-        lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
-        md = (
-            "# Kill-point reliability of daily runs\n\n"
-            + "\n".join(f"- {k}: {v}" for k, v in summary.items())
-            + "\n\n"
-            + "\n".join(lines)
-            + "\n"
-        )
-        (RESULTS / "reliability.md").write_text(md)
+        md = write(summary, rows, host)
         print(md)
         return 0 if summary["survived"] == summary["kill_points_tried"] else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def write(summary: dict, rows: list[dict], host: str) -> str:
+    """``reliability.json`` and ``.md``, both naming the machine (``host``: the CPU's model and flags),
+    written atomically; returns the Markdown."""
+    from nlsim.io.atomic import atomic_write_text
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        RESULTS / "reliability.json",
+        json.dumps({"machine": host, "summary": summary, "rows": rows}, indent=1),
+    )
+    cols = [
+        "day",
+        "stage",
+        "killed",
+        "state_usable",
+        "last_report_intact",
+        "runs_compared",
+        "runs_equal",
+        "items_lost",
+        "survived",
+    ]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+    md = (
+        f"# Kill-point reliability of daily runs\n\n{host}\n\n"
+        + "\n".join(f"- {k}: {v}" for k, v in summary.items())
+        + "\n\n"
+        + "\n".join(lines)
+        + "\n"
+    )
+    atomic_write_text(RESULTS / "reliability.md", md)
+    return md
 
 
 if __name__ == "__main__":

@@ -61,3 +61,46 @@ def test_the_daily_benchmark_refuses_a_count_below_one(
     err = capsys.readouterr().err
     assert exc.value.code == 2 and argv[0] in err and "Traceback" not in err
     assert not fake_daily.exists()
+
+
+def test_the_reliability_record_names_the_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``reliability.json`` and ``.md`` gave their elapsed time without the machine it was measured on."""
+    import bench_reliability
+
+    monkeypatch.setattr(bench_reliability, "RESULTS", tmp_path)
+    host = bench_reliability.machine()
+    bench_reliability.write({"kill_points_tried": 1, "elapsed_s": 3.0}, [{"day": 1, "stage": "embed"}], host)
+    model = cpu_info().model
+    assert model in (tmp_path / "reliability.md").read_text()
+    assert model in json.loads((tmp_path / "reliability.json").read_text())["machine"]
+
+
+def test_the_gpu_records_name_the_cpu_beside_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench_gpu.py`` named the GPU only: its CPU-side figures (exact search, the host) had no CPU."""
+    import bench_gpu
+
+    monkeypatch.setattr(
+        bench_gpu, "search", lambda args: {"what": "search", "gpu": "no CUDA GPU", "rows": []}
+    )
+    bench_gpu.main(["search", "--out", str(tmp_path / "search.json")])
+    record = json.loads((tmp_path / "search.json").read_text())
+    assert cpu_info().model in record["machine"] and record["gpu"] == "no CUDA GPU"
+
+
+def test_a_quality_step_names_the_machine_it_trained_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate's JSON under ``results/quality/`` gave seconds per epoch (and the precision the CPU chose
+    decides its scores) without naming the CPU."""
+    import bench_quality
+
+    import nlsim.training.finetune
+
+    done = SimpleNamespace(best={}, history=[], seconds_per_epoch=[1.0], seconds=1.0, reranker=None)
+    monkeypatch.setattr(nlsim.training.finetune, "finetune", lambda *a, **k: done)
+    monkeypatch.setattr(bench_quality, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_quality, "TRAINED", tmp_path / "models")
+    (tmp_path / "select").mkdir()
+    row = bench_quality.train_candidate("c", "select", {"loss": "cosent"}, pairs=str(bench_quality.PAIRS))
+    assert cpu_info().model in row["machine"]
+    assert cpu_info().model in json.loads((tmp_path / "select" / "c.json").read_text())["machine"]
