@@ -51,6 +51,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import positive  # noqa: E402
+
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 OUT = ROOT / "benchmarks" / "results" / "finetune_speed"
 MODEL = "multilingual-e5-small"
@@ -439,21 +442,41 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     return {"rows": rows, "markdown": "\n".join(lines)}
 
 
-def main() -> None:
+def one_of(choices: list[str]) -> Any:
+    """An argparse ``type`` for a comma list whose every item is one of ``choices`` (a typo is refused in one
+    line before any timing, not met as a traceback after the variants before it were timed)."""
+
+    def parse(text: str) -> str:
+        unknown = [x for x in text.split(",") if x not in choices]
+        if unknown or not text:
+            raise argparse.ArgumentTypeError(
+                f"{', '.join(unknown) or text!r}: choose from {', '.join(choices)}"
+            )
+        return text
+
+    return parse
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("profile")
-    p.add_argument("--steps", type=int, default=40)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--variants", default=",".join(VARIANTS))
-    p.add_argument("--loops", default="bi-encoder,cross-encoder", help="the loops profiled, comma-separated")
+    p.add_argument("--steps", type=positive(), default=40)
+    p.add_argument("--threads", type=positive(), default=2)
+    p.add_argument("--variants", type=one_of(list(VARIANTS)), default=",".join(VARIANTS))
+    p.add_argument(
+        "--loops",
+        type=one_of(["bi-encoder", "cross-encoder"]),
+        default="bi-encoder,cross-encoder",
+        help="the loops profiled, comma-separated",
+    )
     s = sub.add_parser("side-by-side")
-    s.add_argument("--steps", type=int, default=20)
-    s.add_argument("--rounds", type=int, default=2)
-    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--steps", type=positive(), default=20)
+    s.add_argument("--rounds", type=positive(), default=2)
+    s.add_argument("--threads", type=positive(), default=2)
     for part in (p, s):
         part.add_argument("--tag", default="", help="results go to finetune_speed_CMD_TAG.{md,json}")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     result = profile(args) if args.cmd == "profile" else side_by_side(args)
     print("\n" + result["markdown"])

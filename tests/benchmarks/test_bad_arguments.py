@@ -126,3 +126,22 @@ def test_a_missing_model_store_is_named_before_any_work(
     stores = ["--model-store", str(store)] if main is not bench_rerank_weight.main else []
     line = _refused(main, [*stores, "--model-store", "/no/such/models"], capsys)
     assert "--model-store" in line and "/no/such/models" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["profile", "--variants", "fp32,fp23"], "--variants"),
+        (["profile", "--loops", "bi-encoder,cross"], "--loops"),
+        (["profile", "--steps", "0"], "--steps"),
+        (["side-by-side", "--rounds", "-1"], "--rounds"),
+    ],
+)
+def test_the_training_step_benchmark_refuses_a_typo_before_timing_anything(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``profile --variants fp32,fp23`` timed fp32 for minutes, then ended in a KeyError; a mistyped loop ran
+    the cross-encoder's loop under the typo's name."""
+    import bench_finetune_speed
+
+    assert named in _refused(bench_finetune_speed.main, argv, capsys)
