@@ -87,6 +87,7 @@ from _common import (  # noqa: E402
     load_base,
     machine,
     machine_record,
+    numbers,
     peak_rss_mb,
     print_table,
     replicate,
@@ -1273,6 +1274,21 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per child process")
 
 
+def check_lists(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The comma lists and sizes of the public commands, checked before any work: a bad one is argparse's
+    one-line error naming the option (exit 2), not a traceback after the model was fitted."""
+    if args.cmd in ("make", "graph", "dask") and args.n < 1:
+        ap.error(f"argument --n: {args.n} is out of range (at least 1)")
+    if args.cmd == "make":
+        numbers(ap, "--taus", args.taus, float, 0)
+    if args.cmd == "curve":
+        numbers(ap, "--sizes", args.sizes, int, 1)
+    if args.cmd == "graph":
+        numbers(ap, "--nlists", args.nlists or "", int, 1)
+        for option in ("--nprobes", "--ms", "--ef-constructions", "--ef-searches"):
+            numbers(ap, option, getattr(args, option[2:].replace("-", "_")), int, 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1337,6 +1353,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd in ("graph", "curve") and args.sample < 1000:
         ap.error("--sample: recall needs at least 1,000 query rows")
+    check_lists(ap, args)
     if args.cmd == "make":
         return cmd_make(args)
     if args.cmd == "graph":

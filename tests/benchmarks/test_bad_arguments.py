@@ -145,3 +145,22 @@ def test_the_training_step_benchmark_refuses_a_typo_before_timing_anything(
     import bench_finetune_speed
 
     assert named in _refused(bench_finetune_speed.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["make", "--taus", "0,x"], "--taus"),
+        (["make", "--n", "0"], "--n"),
+        (["curve", "--sizes", "10000,1e5"], "--sizes"),
+        (["graph", "--n", "1000", "--sweep", "--nprobes", "1,x"], "--nprobes"),
+        (["graph", "--n", "1000", "--ms", "16,0"], "--ms"),
+    ],
+)
+def test_the_realistic_benchmark_refuses_a_bad_list_before_any_work(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``make --taus 0,x`` fitted the model to the real vectors first, then ended in a ValueError."""
+    import bench_realistic
+
+    assert named in _refused(bench_realistic.main, argv, capsys)
