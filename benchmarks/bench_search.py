@@ -30,7 +30,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import RESULTS, base_noise, load_base, machine, peak_rss_mb, print_table, replicate, run_child  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    base_noise,
+    load_base,
+    machine,
+    peak_rss_mb,
+    positive,
+    print_table,
+    replicate,
+    run_child,
+)
 
 THREADS = 2
 
@@ -154,24 +164,39 @@ def one(method: str, n: int, k: int, threshold: float, sample: int, params: dict
     return row
 
 
+METHODS = ("exact", "exact-sample", "ivf", "hnsw", "st")
+
+
+def method_name(text: str) -> str:
+    """An argparse ``type``: one of :data:`METHODS`, or ``ivf:NPROBE`` (a typo is refused before any run, not
+    met by a child process after the methods before it ran, their rows lost)."""
+    kind, colon, probe = text.partition(":")
+    if text in METHODS or (kind == "ivf" and colon and probe.isdigit() and int(probe) > 0):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(METHODS)}, ivf:NPROBE")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--sizes", type=positive(), nargs="+", default=[100_000, 1_000_000])
     ap.add_argument(
         "--methods",
         nargs="+",
+        type=method_name,
         default=None,
         help="exact, exact-sample, ivf, ivf:NPROBE, hnsw, st (default: exact+ivf+hnsw+st at "
         "<=100k, exact-sample+ivf at larger sizes)",
     )
-    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--k", type=positive(), default=10)
     ap.add_argument(
         "--threshold",
         type=float,
         default=0.9,
         help="cosine cut-off of the graph (0.9: about where e5 title neighbours sit)",
     )
-    ap.add_argument("--sample", type=int, default=2000, help="queries for recall (and exact extrapolation)")
+    ap.add_argument(
+        "--sample", type=positive(), default=2000, help="queries for recall (and exact extrapolation)"
+    )
     ap.add_argument("--nlist", type=int, default=None)
     ap.add_argument("--nprobe", type=int, default=None)
     ap.add_argument("--ef-search", type=int, default=None)

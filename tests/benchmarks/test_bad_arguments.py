@@ -164,3 +164,28 @@ def test_the_realistic_benchmark_refuses_a_bad_list_before_any_work(
     import bench_realistic
 
     assert named in _refused(bench_realistic.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--sizes", "10000", "--methods", "ivf", "hsnw"], "--methods"),
+        (["--sizes", "10000", "--methods", "ivf:x"], "--methods"),
+        (["--sizes", "0"], "--sizes"),
+        (["--k", "0"], "--k"),
+    ],
+)
+def test_the_search_benchmark_refuses_a_typo_before_any_run(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--methods ivf hsnw`` ran ivf (minutes at 1M), then the typo's child failed with a traceback and
+    the ivf row was never written."""
+    import bench_search
+
+    assert named in _refused(bench_search.main, argv, capsys)
+
+
+def test_the_search_benchmark_takes_the_documented_methods() -> None:
+    import bench_search
+
+    assert [bench_search.method_name(m) for m in ("exact", "ivf:2", "st")] == ["exact", "ivf:2", "st"]
