@@ -3,7 +3,8 @@
 Runs ``nlsim dedup`` on the bundled THUCNews corpus (10,000 headlines) with multilingual-e5-small and
 ``tw2sp``, in a fresh process each time: once with the embedding cache off (everything computed), once
 reusing the cache (a rerun on unchanged input). Prints a table and writes
-``benchmarks/results/dedup.{json,md}``.
+``benchmarks/results/dedup.{json,md}`` (another ``--corpus`` or ``--threshold``:
+``dedup-corpusC[-thresholdT].{json,md}`` beside them).
 
     python benchmarks/bench_dedup.py [--corpus data/thucnews.parquet] [--threshold 0.95]
 """
@@ -21,20 +22,25 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, print_table  # noqa: E402
+from _common import RESULTS, check_files, machine, print_table, sized_stem  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def run_once(args: list[str], env: dict[str, str]) -> tuple[float, float, dict]:
     """Wall seconds, peak RSS (MB) of the child, and its run.json."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "nlsim", "dedup", *args],
-        check=True,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    if proc.returncode != 0:  # nlsim's own one-line error, not a CalledProcessError with the reason hidden
+        lines = proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"]
+        raise SystemExit(f"bench_dedup.py: nlsim dedup failed: {lines[-1]}")
     wall = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out = Path(args[args.index("--out") + 1])
@@ -42,11 +48,25 @@ def run_once(args: list[str], env: dict[str, str]) -> tuple[float, float, dict]:
     return wall, max(peak, before) / 1024, json.loads((out / "run.json").read_text())
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="data/thucnews.parquet")
     ap.add_argument("--threshold", type=float, default=0.95, help="fixed, so the timing ignores calibration")
-    ns = ap.parse_args()
+    return ap
+
+
+def stem_of(ap: argparse.ArgumentParser, ns: argparse.Namespace) -> str:
+    """``dedup``: the committed figures are the bundled corpus at 0.95; another corpus or threshold writes
+    ``dedup-corpusC[-thresholdT]`` beside them."""
+    return sized_stem("dedup", ap, ns, ["corpus", "threshold"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
+    ns = ap.parse_args(argv)
+    check_files(ap, "--corpus", [Path(ns.corpus)])
+    stem = stem_of(ap, ns)
+    host = machine()  # the load average before the benchmark's own runs
     env = {**os.environ, "NLSIM_HOME": os.environ.get("NLSIM_HOME", str(Path.home() / ".cache/nlsim"))}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,11 +106,14 @@ def main() -> None:
         "cluster_s",
         "pairs",
     ]
-    print(f"machine: {machine()}")
+    print(f"machine: {host}")
     table = print_table(rows, cols)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dedup.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
-    (RESULTS / "dedup.md").write_text(f"machine: {machine()}\n\n{table}\n")
+    from nlsim.io.atomic import atomic_write_text
+
+    atomic_write_text(RESULTS / f"{stem}.json", json.dumps({"machine": host, "rows": rows}, indent=2))
+    atomic_write_text(RESULTS / f"{stem}.md", f"machine: {host}\n\n{table}\n")
+    print(f"wrote {RESULTS / stem}.json and .md")
 
 
 if __name__ == "__main__":

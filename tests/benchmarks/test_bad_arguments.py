@@ -189,3 +189,38 @@ def test_the_search_benchmark_takes_the_documented_methods() -> None:
     import bench_search
 
     assert [bench_search.method_name(m) for m in ("exact", "ivf:2", "st")] == ["exact", "ivf:2", "st"]
+
+
+def test_the_dedup_benchmark_names_a_missing_corpus(capsys: pytest.CaptureFixture[str]) -> None:
+    import bench_dedup
+
+    assert "/no/such/corpus.parquet" in _refused(
+        bench_dedup.main, ["--corpus", "/no/such/corpus.parquet"], capsys
+    )
+
+
+def test_the_dedup_benchmark_says_why_nlsim_failed(tmp_path: Path) -> None:
+    """A run that nlsim refused ended in ``CalledProcessError: ... returned non-zero exit status 2``, its
+    reason thrown away (the child's stderr went to /dev/null)."""
+    import os
+
+    import bench_dedup
+
+    bad = tmp_path / "titles.parquet"
+    bad.write_text("id,title\n1,a\n")
+    env = {**os.environ, "NLSIM_HOME": str(tmp_path / "home")}
+    with pytest.raises(SystemExit) as exc:
+        bench_dedup.run_once(["--corpus", str(bad), "--out", str(tmp_path / "out")], env)
+    message = str(exc.value.code)
+    assert message.startswith("bench_dedup.py: nlsim dedup failed: ") and "titles.parquet" in message
+    assert "\n" not in message
+
+
+def test_a_dedup_run_on_another_corpus_writes_beside_the_committed_figures() -> None:
+    import bench_dedup
+
+    parser = bench_dedup.build_parser()
+    assert bench_dedup.stem_of(parser, parser.parse_args([])) == "dedup"
+    assert bench_dedup.stem_of(parser, parser.parse_args(["--corpus", "/tmp/small.parquet"])) == (
+        "dedup-corpus_tmp_small.parquet"
+    )
