@@ -35,8 +35,9 @@ and judged on it; the pooled held-out figures say what choosing on validation is
 The scored pairs come from a report run at a lower threshold (``--floor``, default 0.84) with the store's
 current model and its reranker, without the veto and with the components rule (``nlsim dedup --model
 current --no-series-veto --cluster-rule components``), cached in
-``benchmarks/results/cache/cluster_rule/``; or from ``--scores FILE`` (a ``pairs.parquet`` of such a
-run; repeat it for several trainings, e.g. seeds: each is judged, and the spread is printed). Figures go
+``benchmarks/results/cache/cluster_rule/`` per model version and training record; or from ``--scores FILE``
+(a ``pairs.parquet`` of such a run; repeat it for several trainings, e.g. seeds: each is judged, and the
+spread is printed). Figures go
 to ``benchmarks/results/cluster_rule.md``/``.json`` and a plot ``cluster_rule.png``. The test split is
 never read, but by ``--test-once RULE``: the rule chosen on validation and folds, judged on the test
 pairs once (``cluster_rule_test_once.md``/``.json``).
@@ -80,9 +81,7 @@ def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
     """Every candidate pair of the corpus scoring ``floor`` or more, with its score and titles (``id_a``,
     ``id_b``, ``score``, ``title_a``, ``title_b``), from a report run with the store's current model, the
     veto off (it is applied here) and the components rule; cached per model version."""
-    current = json.loads((store / "CURRENT.json").read_text()) if (store / "CURRENT.json").exists() else {}
-    tag = str(current.get("version", "current"))
-    cache = CACHE / f"{tag}-floor{floor:g}.parquet"
+    cache = scores_cache(store, floor)
     if not cache.exists():
         cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", str(folder)]
         cmd += ["--model", "current", "--model-store", str(store), "--threshold", str(floor), "--no-progress"]
@@ -91,6 +90,19 @@ def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
         CACHE.mkdir(parents=True, exist_ok=True)
         pd.read_parquet(folder / "pairs.parquet").to_parquet(cache)
     return read_scores(cache)
+
+
+def scores_cache(store: Path, floor: float) -> Path:
+    """The cached scored pairs of the store's current model at ``floor``: named by its version and a digest of
+    its ``training.json``, so that two trainings sharing a version name (the same recipe and data, another
+    seed's arithmetic) never read each other's scores."""
+    import hashlib
+
+    current = json.loads((store / "CURRENT.json").read_text()) if (store / "CURRENT.json").exists() else {}
+    tag = str(current.get("version", "current"))
+    record = store / "versions" / tag / "training.json"
+    trained = hashlib.sha256(record.read_bytes()).hexdigest()[:8] if record.is_file() else "unknown"
+    return CACHE / f"{tag}-{trained}-floor{floor:g}.parquet"
 
 
 def read_scores(path: Path) -> pd.DataFrame:

@@ -224,3 +224,17 @@ def test_a_dedup_run_on_another_corpus_writes_beside_the_committed_figures() -> 
     assert bench_dedup.stem_of(parser, parser.parse_args(["--corpus", "/tmp/small.parquet"])) == (
         "dedup-corpus_tmp_small.parquet"
     )
+
+
+def test_two_trainings_sharing_a_version_name_never_read_each_others_scores(tmp_path: Path) -> None:
+    """The cluster rule benchmark cached a store's scored pairs by version name alone: a second seed's store
+    (the same recipe, so the same name) was judged on the first one's scores, silently."""
+    stores = []
+    for seed in (42, 7):
+        store = tmp_path / f"models-{seed}"
+        (store / "versions" / "v0001-9708f408").mkdir(parents=True)
+        (store / "CURRENT.json").write_text(json.dumps({"version": "v0001-9708f408"}))
+        (store / "versions" / "v0001-9708f408" / "training.json").write_text(json.dumps({"seed": seed}))
+        stores.append(store)
+    a, b = (bench_cluster_rule.scores_cache(s, 0.84) for s in stores)
+    assert a != b and a.name.startswith("v0001-9708f408-") and a.name.endswith("-floor0.84.parquet")
