@@ -94,8 +94,8 @@ def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
 
 def scores_cache(store: Path, floor: float) -> Path:
     """The cached scored pairs of the store's current model at ``floor``: named by its version and a digest of
-    its ``training.json``, so that two trainings sharing a version name (the same recipe and data, another
-    seed's arithmetic) never read each other's scores."""
+    its ``training.json``, so that two trainings sharing a version name (the same recipe and data, trained
+    again or on another machine's arithmetic) never read each other's scores."""
     import hashlib
 
     current = json.loads((store / "CURRENT.json").read_text()) if (store / "CURRENT.json").exists() else {}

@@ -82,6 +82,15 @@ def _found(reranker: object, emb: np.ndarray, k: int, floor: float) -> np.ndarra
     return np.unique(np.sort(graph[["a", "b"]].to_numpy().astype(np.int64), axis=1), axis=0)
 
 
+def cache_tag(models: list[tuple], names: list[str], k: int, floor: float) -> str:
+    """The scores' cache key: the settings and each training's own vectors (not its version name alone,
+    which two trainings of one recipe and data share: a store trained again, or on another machine)."""
+    digest = hashlib.sha256(f"{[m[0] for m in models]}|{names}|{k}|{floor}".encode())
+    for m in models:
+        digest.update(np.ascontiguousarray(m[2]).tobytes())
+    return digest.hexdigest()[:12]
+
+
 def scores(
     models: list[tuple], ids: pd.Series, names: list[str], k: int, floor: float
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -91,8 +100,7 @@ def scores(
     :func:`_model`'s for each store, ``ids``: the corpus's item ids."""
     from nlsim.io.pairs import load_pairs
 
-    tag = hashlib.sha256(f"{[m[0] for m in models]}|{names}|{k}|{floor}".encode()).hexdigest()[:12]
-    cache = CACHE / "ensemble" / tag
+    cache = CACHE / "ensemble" / cache_tag(models, names, k, floor)
     if (cache / "candidates.parquet").exists():
         return pd.read_parquet(cache / "validation.parquet"), pd.read_parquet(cache / "candidates.parquet")
     pos = {item: i for i, item in enumerate(ids)}

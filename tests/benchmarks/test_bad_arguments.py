@@ -228,7 +228,8 @@ def test_a_dedup_run_on_another_corpus_writes_beside_the_committed_figures() -> 
 
 def test_two_trainings_sharing_a_version_name_never_read_each_others_scores(tmp_path: Path) -> None:
     """The cluster rule benchmark cached a store's scored pairs by version name alone: a second seed's store
-    (the same recipe, so the same name) was judged on the first one's scores, silently."""
+    (the same recipe and data trained again or elsewhere: the same name) was judged on the first one's
+    scores, silently."""
     stores = []
     for seed in (42, 7):
         store = tmp_path / f"models-{seed}"
@@ -238,3 +239,15 @@ def test_two_trainings_sharing_a_version_name_never_read_each_others_scores(tmp_
         stores.append(store)
     a, b = (bench_cluster_rule.scores_cache(s, 0.84) for s in stores)
     assert a != b and a.name.startswith("v0001-9708f408-") and a.name.endswith("-floor0.84.parquet")
+
+
+def test_an_ensemble_of_other_trainings_under_the_same_names_is_scored_afresh() -> None:
+    """bench_ensemble.py keyed its cached scores by the version names, --names, k and floor: stores trained
+    again (the same recipe and data: the same version names) were judged on the earlier trainings' scores."""
+    import numpy as np
+
+    first = [("v0001-9708f408", None, np.zeros((3, 2), np.float32), []) for _ in range(2)]
+    again = [("v0001-9708f408", None, np.ones((3, 2), np.float32), []) for _ in range(2)]
+    key = bench_ensemble.cache_tag(first, ["42", "7"], 10, 0.84)
+    assert key == bench_ensemble.cache_tag(first, ["42", "7"], 10, 0.84)
+    assert key != bench_ensemble.cache_tag(again, ["42", "7"], 10, 0.84)
