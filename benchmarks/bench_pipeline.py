@@ -12,8 +12,10 @@ Runs ``nlsim pipeline`` (what ``bash run.sh`` runs, without the package install)
 
 Prints the seconds of each run and of each chain stage, and the same-story precision, recall and F1 of each
 report on the merged validation pairs (``nlsim judge``); writes ``benchmarks/results/pipeline.json`` and
-``.md``. Targets: the promoted model's report, judged at the cluster level, same-story F1 >= 0.78 at
-precision >= 0.80 (what two editors reach with each other); cold <= 20 min and warm <= 2 min on 2 cores.
+``.md`` (``pipeline_TAG`` with ``--tag``; a shorter chain, ``--train-pairs``, ``--epochs`` or
+``--cross-encoder-epochs`` without a tag, ``pipeline-<what differs>``). Targets: the promoted model's
+report, judged at the cluster level, same-story F1 >= 0.78 at precision >= 0.80 (what two editors reach
+with each other); cold <= 20 min and warm <= 2 min on 2 cores.
 
 The cold run's log is kept line by line with the second each line came (``bench.log``), from which the
 script also prints when the first (zero-shot) report was ready, and the chain's estimate of the time left
@@ -40,7 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import RESULTS, machine, print_table
+from _common import RESULTS, machine, print_table, sized_stem
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -192,7 +194,7 @@ def cold_markdown(host: str, runs: list[dict], cold: dict[str, float | None], re
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -221,7 +223,22 @@ def main() -> int:
         default=None,
         help="the cross-encoder's epochs on any CPU, the fp32 recipe's included (default: nlsim's)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def results_name(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """``pipeline[_cold]_TAG``; without ``--tag``, ``pipeline[_cold]`` followed by the shorter chain's options
+    that differ from the defaults: a short chain never replaces the committed figures of the whole one."""
+    stem = "pipeline_cold" if args.cold_only else "pipeline"
+    if args.tag:
+        return f"{stem}_{args.tag}"
+    return sized_stem(stem, parser, args, ["train_pairs", "epochs", "cross_encoder_epochs"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    name = results_name(parser, args)
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
     env = {
@@ -281,7 +298,6 @@ def main() -> int:
             j = record["judge"]
             print(f"report judged: P {j['precision']} R {j['recall']} F1 {j['f1']} {j.get('f1_ci95')}")
     if args.cold_only:
-        name = f"pipeline_cold{('_' + args.tag) if args.tag else ''}"
         result = {"machine": host, "runs": runs, "cold": cold_figures, "work": str(work), "record": record}
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
@@ -349,8 +365,8 @@ def main() -> int:
         "work": str(work),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pipeline.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    (RESULTS / "pipeline.md").write_text(
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    (RESULTS / f"{name}.md").write_text(
         f"# The chain (`python benchmarks/bench_pipeline.py`)\n\nMachine: {host}\n\n{table1}\n\n"
         f"Same story on the validation pairs, at the cluster level (`nlsim judge`):\n\n{table2}\n",
         encoding="utf-8",

@@ -123,3 +123,25 @@ def test_a_count_below_one_is_refused_in_one_line(
         module.build_parser().parse_args(argv)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and argv[0] in err and "not above 0" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        ([], "pipeline"),
+        (["--tag", "seed7"], "pipeline_seed7"),
+        (["--train-pairs", "200"], "pipeline-train-pairs200"),
+        (
+            ["--avx2-only", "--cold-only", "--threads", "2", "--tag", "avx2_threads2"],
+            "pipeline_cold_avx2_threads2",
+        ),
+        (["--cold-only", "--epochs", "1"], "pipeline_cold-epochs1"),
+    ],
+)
+def test_a_short_chain_never_replaces_the_whole_chains_figures(argv: list[str], name: str) -> None:
+    """``bench_pipeline.py --train-pairs 200`` (a shorter chain) wrote over the committed ``pipeline.json``
+    and ``.md``, and ``--tag`` was ignored unless ``--cold-only`` was given."""
+    import bench_pipeline
+
+    parser = bench_pipeline.build_parser()
+    assert bench_pipeline.results_name(parser, parser.parse_args(argv)) == name
