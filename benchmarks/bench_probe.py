@@ -28,7 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, print_table, write_results  # noqa: E402
+from _common import machine, machine_record, positive, print_table, write_results  # noqa: E402
 
 
 def probe_once(target: Any, threads: int) -> tuple[float, dict[str, float]]:
@@ -47,12 +47,12 @@ def probe_once(target: Any, threads: int) -> tuple[float, dict[str, float]]:
         return time.perf_counter() - t, rates
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
+    ap.add_argument("--repeats", type=positive(), default=2)
+    ap.add_argument("--threads", type=positive(), default=2)
+    args = ap.parse_args(argv)
 
     import torch
 

@@ -34,7 +34,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, print_table, write_results  # noqa: E402
+from _common import machine, machine_record, positive, print_table, write_results  # noqa: E402
 
 
 def spells(
@@ -99,16 +99,16 @@ def said(rates: dict[str, float]) -> str:
     return " > ".join(f"{p} {rates[p]:.0f}" for p in rank(rates))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--runs", type=positive(), default=8)
     ap.add_argument("--hogs", type=int, default=2)
     ap.add_argument("--spell", type=float, nargs=2, default=(2.0, 6.0), help="a spell's seconds: least, most")
     ap.add_argument("--gap", type=float, nargs=2, default=(4.0, 12.0), help="seconds between spells")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
+    ap.add_argument("--threads", type=positive(), default=2)
+    args = ap.parse_args(argv)
 
     import tempfile
 

@@ -39,7 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, machine, machine_record, print_table  # noqa: E402
+from _common import RESULTS, check_files, machine, machine_record, positive, print_table  # noqa: E402
 
 VARIANTS = ("st", "st-onnx", "st-onnx-int8", "nlsim-fp32", "nlsim-auto")
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -135,21 +135,22 @@ def prepare(args: argparse.Namespace) -> None:
         )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variants", default="st,nlsim-fp32,nlsim-auto")
     ap.add_argument("--model", default="multilingual-e5-small")
     ap.add_argument("--corpus", default="data/thucnews.parquet")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=positive(), default=2)
+    ap.add_argument("--repeats", type=positive(), default=3)
     ap.add_argument("--prepare", action="store_true", help="run nlsim calibrate first (the quality check)")
     ap.add_argument("--no-quality", dest="quality", action="store_false")
     ap.add_argument("--tag", default="")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     variants = args.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
-            raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+            ap.error(f"argument --variants: unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+    check_files(ap, "--corpus", [Path(args.corpus)])
     where = machine()
     print(f"machine: {where}; threads {args.threads}; model {args.model}", flush=True)
     if args.prepare:

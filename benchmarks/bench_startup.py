@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
+from _common import check_files, positive  # noqa: E402
 
 
 def child(args: argparse.Namespace) -> None:
@@ -86,17 +87,18 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps({"marks": marks, "path": path}))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="multilingual-e5-small")
     ap.add_argument("--corpus", default="data/thucnews.parquet")
     ap.add_argument("--convert", default="none")
     ap.add_argument("--precision", default="auto")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=positive(), default=2)
+    ap.add_argument("--repeats", type=positive(), default=3)
     ap.add_argument("--out", default="/tmp/nlsim-bench-startup.npy")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    check_files(ap, "--corpus", [Path(args.corpus)])
     if args.child:
         child(args)
         return

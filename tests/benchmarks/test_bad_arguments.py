@@ -251,3 +251,25 @@ def test_an_ensemble_of_other_trainings_under_the_same_names_is_scored_afresh() 
     key = bench_ensemble.cache_tag(first, ["42", "7"], 10, 0.84)
     assert key == bench_ensemble.cache_tag(first, ["42", "7"], 10, 0.84)
     assert key != bench_ensemble.cache_tag(again, ["42", "7"], 10, 0.84)
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "named"),
+    [
+        ("bench_startup", ["--repeats", "0"], "--repeats"),
+        ("bench_startup", ["--corpus", "/no/such/titles.parquet"], "/no/such/titles.parquet"),
+        ("bench_process", ["--repeats", "0"], "--repeats"),
+        ("bench_process", ["--variants", "st,nlsim-fp23"], "--variants"),
+        ("bench_process", ["--corpus", "/no/such/titles.parquet"], "/no/such/titles.parquet"),
+        ("bench_probe", ["--repeats", "-1"], "--repeats"),
+        ("bench_probe_rounds", ["--runs", "0"], "--runs"),
+    ],
+)
+def test_the_speed_benchmarks_refuse_an_empty_run_up_front(
+    script: str, argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench_startup.py --repeats 0`` started and timed the warm-up run, then ended in an IndexError over no
+    runs; ``bench_process.py --repeats 0`` and ``--variants`` typos likewise, or with exit 1."""
+    import importlib
+
+    assert named in _refused(importlib.import_module(script).main, argv, capsys)
