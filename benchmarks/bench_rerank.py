@@ -44,7 +44,15 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, machine_record, positive, print_table, sized_stem  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    check_files,
+    machine,
+    machine_record,
+    positive,
+    print_table,
+    sized_stem,
+)
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 PATHS = "torch-fp32,onnx-fp32,onnx-int8,torch-bf16,torch-int8"
@@ -246,6 +254,14 @@ def stem_of(ap: argparse.ArgumentParser, ns: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = build_parser()
     ns = ap.parse_args(argv)
+    from nlsim.inference.paths import PATHS as KNOWN
+
+    unknown = [p for p in ns.paths.split(",") if p not in KNOWN]
+    if unknown:
+        ap.error(f"argument --paths: unknown path {', '.join(unknown)}; choose from {', '.join(KNOWN)}")
+    check_files(ap, "--corpus", [Path(ns.corpus)])
+    if not Path(ns.model).is_dir():
+        ap.error(f"argument --model: {ns.model} is not a model folder (a trained model with its reranker)")
     import torch
 
     torch.set_num_threads(ns.threads)

@@ -273,3 +273,22 @@ def test_the_speed_benchmarks_refuse_an_empty_run_up_front(
     import importlib
 
     assert named in _refused(importlib.import_module(script).main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--model", "/no/such/model", "--corpus", "data/thucnews.parquet"], "/no/such/model"),
+        (["--paths", "torch-fp32,onnx-fp23"], "onnx-fp23"),
+        (["--corpus", "/no/such/titles.parquet"], "/no/such/titles.parquet"),
+    ],
+)
+def test_the_reranker_benchmark_refuses_a_typo_before_searching_the_corpus(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_rerank.py --paths torch-fp32,onnx-fp23`` searched the corpus for candidates and timed
+    torch-fp32 before the typo ended it in a traceback."""
+    import bench_rerank
+
+    monkeypatch.chdir(BENCH.parent)
+    assert named in _refused(bench_rerank.main, argv, capsys)
