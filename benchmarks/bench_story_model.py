@@ -66,12 +66,18 @@ def line(name: str, s: np.ndarray, y: np.ndarray, base: np.ndarray | None) -> st
     return f"| {name} | {average_precision_score(y, s):.3f} | {f1:.3f} ({p:.2f} / {r:.2f}) | {gain} |"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from nlsim.rerank.story import BigramIdf, feature_matrix, fit_logistic, fit_story_model
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--names", required=True, help="recipes run with bench_same_story.py --mode both")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    missing = [n for n in args.names.split(",") if scores(n, "cv") is None or scores(n, "val") is None]
+    if missing:  # before the zero-shot cosines of every pair, not after them
+        ap.error(
+            f"argument --names: no cached scores for {', '.join(missing)}: run "
+            f"`bench_same_story.py run --name NAME --mode both` first"
+        )
     pairs = load()
     fold = folds(pairs)
     y = pairs["score"].to_numpy() >= STORY

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, machine
+from _common import RESULTS, check_files, machine
 from bench_same_story import write_results
 from sklearn.metrics import average_precision_score
 
@@ -145,12 +145,13 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--misses", type=Path, default=RESULTS / "story_misses_avx2_seeds.json")
     parser.add_argument("--min-positives", type=int, default=3)
     parser.add_argument("--tag", default="", help="write story_scores_TAG.md/.json/.png instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    check_files(parser, "--misses", [args.misses])
     runs = [r for r in json.loads(args.misses.read_text(encoding="utf-8")) if not r["story_model"]]
     if not runs:
         raise SystemExit(f"{args.misses}: no store without a story model")

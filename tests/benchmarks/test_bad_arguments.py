@@ -292,3 +292,20 @@ def test_the_reranker_benchmark_refuses_a_typo_before_searching_the_corpus(
 
     monkeypatch.chdir(BENCH.parent)
     assert named in _refused(bench_rerank.main, argv, capsys)
+
+
+def test_the_story_model_benchmark_names_an_unrun_recipe_before_scoring(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``bench_story_model.py --names typo`` loaded e5 and scored every annotated pair first, then said so."""
+    import bench_story_model
+
+    line = _refused(bench_story_model.main, ["--names", "no-such-recipe"], capsys)
+    assert "--names" in line and "no-such-recipe" in line
+
+
+def test_the_story_scores_benchmark_names_a_missing_misses_file(capsys: pytest.CaptureFixture[str]) -> None:
+    import bench_story_scores
+
+    line = _refused(bench_story_scores.main, ["--misses", "/no/such/misses.json"], capsys)
+    assert "--misses" in line and "/no/such/misses.json" in line
