@@ -669,7 +669,7 @@ def paired_gain(
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
@@ -747,8 +747,24 @@ def main() -> None:
     cmp.add_argument("--b", required=True)
     cmp.add_argument("--resamples", type=int, default=1000)
     cmp.set_defaults(func=compare)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if args.cmd in ("report", "curve", "batches"):
+        check_recipes(ap, args.names)
     args.func(args)
+
+
+def check_recipes(ap: argparse.ArgumentParser, names: str) -> None:
+    """Each recipe of ``--names`` (``a+b``: an ensemble, ``a@orig``: one of its views) was run, checked before
+    any work: a typo otherwise ended in a traceback, or, for ``report``, in an empty table written over the
+    committed ``same_story.md``."""
+    if not names:
+        if not CACHE.is_dir() or not any(p.is_dir() for p in CACHE.iterdir()):
+            ap.error(f"no recipe has been run yet (nothing in {CACHE}): run `bench_same_story.py run` first")
+        return
+    recipes = {m.partition("@")[0] for name in names.split(",") for m in name.split("+")}
+    missing = sorted(r for r in recipes if not (CACHE / r).is_dir())
+    if missing:
+        ap.error(f"argument --names: no recipe run as {', '.join(missing)} (in {CACHE})")
 
 
 if __name__ == "__main__":

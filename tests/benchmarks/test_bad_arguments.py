@@ -309,3 +309,25 @@ def test_the_story_scores_benchmark_names_a_missing_misses_file(capsys: pytest.C
 
     line = _refused(bench_story_scores.main, ["--misses", "/no/such/misses.json"], capsys)
     assert "--misses" in line and "/no/such/misses.json" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "--names", "f4-e3,no-such-recipe"],
+        ["report", "--names", "no-such-recipe+f4-e3@orig", "--tag", "x"],
+        ["curve", "--names", "no-such-recipe"],
+        ["batches", "--names", "no-such-recipe"],
+    ],
+)
+def test_the_same_story_benchmark_names_a_recipe_never_run(
+    argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report --names typo`` wrote an empty table over the committed ``same_story.md`` (exit 0); ``curve``
+    and ``batches`` ended in a FileNotFoundError traceback."""
+    import bench_same_story
+
+    (tmp_path / "f4-e3").mkdir()
+    monkeypatch.setattr(bench_same_story, "CACHE", tmp_path)
+    line = _refused(bench_same_story.main, argv, capsys)
+    assert "--names" in line and "no-such-recipe" in line and "f4-e3" not in line
