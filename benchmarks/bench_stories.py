@@ -340,6 +340,24 @@ def parse_large(parser: argparse.ArgumentParser, text: str) -> list[tuple[int, f
     return out
 
 
+def check_summary_rules(
+    ap: argparse.ArgumentParser, args: argparse.Namespace, large: list[tuple], topics: list[str]
+) -> None:
+    """With several stores, ``--summary-story`` and ``--summary-topic`` must name rules this run measures:
+    an unknown one left the summary across the models out of the results without a word."""
+    if len(args.model_store) < 2:
+        return
+    stories = list(story_rules(large, 0.0))
+    if args.summary_story not in stories:
+        ap.error(
+            f"argument --summary-story: {args.summary_story!r} is not measured (rules: {', '.join(stories)})"
+        )
+    if args.summary_topic not in topics:
+        ap.error(
+            f"argument --summary-topic: {args.summary_topic!r} is not measured (rules: {', '.join(topics)})"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-store", action="append", required=True, type=Path)
@@ -369,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--topic-shares and --topic-margins need one value or more each")
     if not 0 < args.purity <= 1:
         ap.error(f"argument --purity: {args.purity} is out of range (between 0 and 1)")
+    check_summary_rules(ap, args, large, list(topic_rules))
     check_model_stores(ap, args.model_store)
     runs = []
     for store in args.model_store:

@@ -3,6 +3,7 @@ writing anything."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -331,3 +332,33 @@ def test_the_same_story_benchmark_names_a_recipe_never_run(
     monkeypatch.setattr(bench_same_story, "CACHE", tmp_path)
     line = _refused(bench_same_story.main, argv, capsys)
     assert "--names" in line and "no-such-recipe" in line and "f4-e3" not in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--summary-story", "support-0.4+large5:-:0.2"], "--summary-story"),
+        (["--large", "5:-:0.01", "--summary-topic", "support-0.3"], "--summary-story"),
+        (["--topic-shares", "0,0.3"], "--summary-topic"),
+    ],
+)
+def test_the_stories_summary_across_models_names_a_rule_that_is_not_measured(
+    argv: list[str], named: str, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With several stores, a --summary-story or --summary-topic that the run does not measure (a typo, or
+    the default rule left out of --large) dropped the summary across the models without a word."""
+    argv = ["--model-store", str(store), "--model-store", str(store), *argv]
+    assert named in _refused(bench_stories.main, argv, capsys)
+
+
+def test_the_documented_stories_command_measures_its_summary_rules() -> None:
+    """experiments.md's three-seed command: ``--large 5:-:0.02 --topic-shares 0.2 --topic-margins 0``."""
+    parser = argparse.ArgumentParser()
+    args = argparse.Namespace(
+        model_store=[Path("a"), Path("b"), Path("c")],
+        summary_story=bench_stories.large_rule_name(5, None, 0.02),
+        summary_topic="support-0.2",
+    )
+    bench_stories.check_summary_rules(
+        parser, args, bench_stories.parse_large(parser, "5:-:0.02"), ["support-0.2"]
+    )
