@@ -261,3 +261,12 @@ def sized_stem(stem: str, parser: argparse.ArgumentParser, args: argparse.Namesp
         if getattr(args, dest) != parser.get_default(dest)
     ]
     return "-".join([stem, *changed])
+
+
+def run_nlsim(cmd: list[str], cwd: Path) -> None:
+    """Run an ``nlsim`` command whose own messages go to the terminal; when it fails, end with one line
+    saying which command (its error is the line above), not a ``CalledProcessError`` traceback."""
+    proc = subprocess.run(cmd, cwd=cwd)
+    if proc.returncode != 0:
+        shown = f"nlsim {cmd[3]}" if cmd[1:3] == ["-m", "nlsim"] else " ".join(cmd[:2])
+        raise SystemExit(f"{shown} failed (exit {proc.returncode}); its error is above")

@@ -55,7 +55,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -63,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_files, check_model_stores, machine, numbers
+from _common import RESULTS, check_files, check_model_stores, machine, numbers, run_nlsim
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -86,7 +85,7 @@ def scored_pairs(store: Path, floor: float, folder: Path) -> pd.DataFrame:
         cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", str(folder)]
         cmd += ["--model", "current", "--model-store", str(store), "--threshold", str(floor), "--no-progress"]
         cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0"]
-        subprocess.run(cmd, check=True, cwd=ROOT)
+        run_nlsim(cmd, ROOT)
         CACHE.mkdir(parents=True, exist_ok=True)
         pd.read_parquet(folder / "pairs.parquet").to_parquet(cache)
     return read_scores(cache)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_model_stores, machine, numbers
+from _common import RESULTS, check_model_stores, machine, numbers, run_nlsim
 from bench_cluster_rule import read_scores, stratified_folds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +120,8 @@ def model_of(store: Path) -> Model:
     current = json.loads((store / "CURRENT.json").read_text())
     folder = store / "versions" / current["version"]
     reranker = load_reranker(folder)
-    assert reranker is not None and reranker.threshold is not None
+    if reranker is None or reranker.threshold is None:
+        raise SystemExit(f"{folder}: no calibrated reranker (the story threshold is the reranker's)")
     pairs = load_pairs(PAIRS)
     val = pairs[pairs["split"] == "validation"].reset_index(drop=True)
     encoder = load_encoder(str(folder))
@@ -152,7 +152,7 @@ def wide_scores(model: Model) -> pd.DataFrame:
                 str(model.threshold),
             ]
             cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0", "--no-topics"]
-            subprocess.run([*cmd, "--no-progress"], check=True, cwd=ROOT)
+            run_nlsim([*cmd, "--no-progress"], ROOT)
             CACHE.mkdir(parents=True, exist_ok=True)
             pd.read_parquet(f"{tmp}/r/pairs.parquet").to_parquet(cache)
     return read_scores(cache)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import RESULTS, check_model_stores, machine, numbers
+from _common import RESULTS, check_model_stores, machine, numbers, run_nlsim
 from bench_cluster_rule import read_scores
 from bench_stories import CACHE, CORPUS, ROOT, Model, judge, links_of, model_of
 
@@ -44,7 +43,7 @@ def floor_scores(model: Model, floor: float) -> pd.DataFrame:
             cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(CORPUS), "--out", f"{tmp}/r"]
             cmd += ["--model", "current", "--model-store", str(model.store), "--threshold", str(floor)]
             cmd += ["--no-series-veto", "--cluster-rule", "components", "--near-misses", "0", "--no-topics"]
-            subprocess.run([*cmd, "--no-progress"], check=True, cwd=ROOT)
+            run_nlsim([*cmd, "--no-progress"], ROOT)
             CACHE.mkdir(parents=True, exist_ok=True)
             pd.read_parquet(f"{tmp}/r/pairs.parquet").to_parquet(cache)
     return read_scores(cache)

@@ -362,3 +362,22 @@ def test_the_documented_stories_command_measures_its_summary_rules() -> None:
     bench_stories.check_summary_rules(
         parser, args, bench_stories.parse_large(parser, "5:-:0.02"), ["support-0.2"]
     )
+
+
+def test_a_store_without_a_reranker_is_named_not_an_assertion(store: Path) -> None:
+    """The story benchmarks met a current model without a calibrated reranker with a bare AssertionError."""
+    with pytest.raises(SystemExit, match="v0001-9708f408: no calibrated reranker"):
+        bench_stories.model_of(store)
+
+
+def test_a_failed_nlsim_run_ends_in_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A wide report that nlsim refused ended the cluster and story benchmarks in a CalledProcessError
+    traceback below nlsim's own error."""
+    import _common
+
+    cmd = [sys.executable, "-m", "nlsim", "dedup", "--corpus", str(tmp_path / "none.parquet")]
+    cmd += ["--out", str(tmp_path / "r")]
+    with pytest.raises(SystemExit) as exc:
+        _common.run_nlsim(cmd, BENCH.parent)
+    assert str(exc.value.code) == "nlsim dedup failed (exit 1); its error is above"
+    assert "none.parquet" in capfd.readouterr().err
