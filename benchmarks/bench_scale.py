@@ -97,6 +97,13 @@ def e5_paths(out: Path, items: int) -> list[Path]:
     return paths
 
 
+def source_machines(records: list[dict]) -> str:
+    """The machines (CPU, cores, memory: each record's ``machine`` line less its load) the figures of
+    ``records`` were measured on: the plot redraws saved figures, so the machine drawing it is not theirs."""
+    lines = [str(r["machine"]).split(", load")[0] for r in records if r.get("machine")]
+    return "; ".join(dict.fromkeys(lines)) or "a machine not recorded"
+
+
 def cmd_plot(args: argparse.Namespace) -> None:
     import matplotlib
 
@@ -120,7 +127,14 @@ def cmd_plot(args: argparse.Namespace) -> None:
         per_worker = "streaming peak per worker measured at {:,} items (constant in N, see the stream table)"
     else:
         per_worker = "peak of one embedding worker measured at {:,} items (the model and one shard)"
-    search = json.loads(SEARCH_JSON.read_text())["runs"] if SEARCH_JSON.is_file() else []
+    search_record = json.loads(SEARCH_JSON.read_text()) if SEARCH_JSON.is_file() else {}
+    search = search_record.get("runs", [])
+    embedding = [e5] if e5 else []
+    if e5 is None or e5["items"] < base["items"]:  # make_vectors' own measurement stands in a row
+        embedding.append(base)
+    measured_on = source_machines(
+        [*embedding, *search_record.get("meta", {}).get("runs_by_date", {}).values()]
+    )
     rows = []
     # embedding: a size measured by the e5 run (bench_scale.py e5) or by make_vectors.py is shown as
     # measured; other sizes are extrapolated from the e5 run's throughput (else make_vectors')
@@ -188,14 +202,14 @@ def cmd_plot(args: argparse.Namespace) -> None:
         ax.grid(True, which="both", alpha=0.3)
     ax1.set_yscale("log")
     ax1.legend(fontsize=8)
-    fig.suptitle(f"nlsim cost curve, 384-d e5 vectors; {machine().split(', load')[0]}")
+    fig.suptitle(f"nlsim cost curve, 384-d e5 vectors; measured on {measured_on}")
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     plot = args.out / PLOT.name
     fig.savefig(plot, dpi=110)
     print(f"saved {plot}\n")
     table = print_table(rows, ["stage", "n", "seconds", "peak_rss_mb", "note"])
-    (args.out / "cost_curve.md").write_text(table + "\n")
+    (args.out / "cost_curve.md").write_text(f"Measured on {measured_on}.\n\n{table}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,3 +104,30 @@ def test_a_quality_step_names_the_machine_it_trained_on(
     row = bench_quality.train_candidate("c", "select", {"loss": "cosent"}, pairs=str(bench_quality.PAIRS))
     assert cpu_info().model in row["machine"]
     assert cpu_info().model in json.loads((tmp_path / "select" / "c.json").read_text())["machine"]
+
+
+def test_the_cost_curve_names_the_machines_its_figures_were_measured_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_scale.py plot`` titled the redrawn curve with the CPU of the machine drawing it, not of those
+    that measured the figures, and ``cost_curve.md`` named none."""
+    import bench_scale
+
+    chip = "CPU Test Chip 9000 (2 cores), 24 GiB RAM"
+    base = {"items": 10_000, "items_per_s": 14.3, "encode_s": 700.0, "peak_rss_mb": 1800.0}
+    e5 = {"items": 10_000, "seconds": 86.0, "items_per_s": 116.0, "peak_rss_mb": 2100.0, "method": "x"}
+    search = {
+        "runs": [{"method": "ivf", "n": 10_000, "total_s": 1.0, "peak_rss_mb": 900.0, "recall": 0.99}],
+        "meta": {"runs_by_date": {"2026-11-22 03:47 UTC": {"machine": f"{chip}, load average at start 1.0"}}},
+    }
+    for name, record in (("base.json", base), ("e5.json", {**e5, "machine": f"{chip}, load average 2.0"})):
+        (tmp_path / name).write_text(json.dumps(record))
+    (tmp_path / "search.json").write_text(json.dumps(search))
+    monkeypatch.setattr(bench_scale, "BASE_META", tmp_path / "base.json")
+    monkeypatch.setattr(bench_scale, "E5_JSON", tmp_path / "e5.json")
+    monkeypatch.setattr(bench_scale, "STREAM_E5_JSON", tmp_path / "none.json")
+    monkeypatch.setattr(bench_scale, "SEARCH_JSON", tmp_path / "search.json")
+    bench_scale.main(["plot", "--out", str(tmp_path / "out")])
+    md = (tmp_path / "out" / "cost_curve.md").read_text()
+    assert md.startswith(f"Measured on {chip}.\n")
+    assert cpu_info().model not in md
