@@ -521,6 +521,20 @@ def calibrated_threshold(store: Path) -> float | None:
         return None
 
 
+def check_test_once(parser: argparse.ArgumentParser, args: argparse.Namespace, supports: list[float]) -> None:
+    """``--test-once RULE`` names a rule :func:`test_once` judges, each set has its calibrated threshold:
+    checked before the pairs are scored (minutes), not after."""
+    tags = ("", "+veto1", "+veto")
+    rules = [f"components{t}" for t in (*tags, "+veto+dates")] + ["average", "community"]
+    rules += [f"support-{s:g}{t}" for s in supports for t in tags]
+    if args.test_once not in rules:
+        parser.error(f"argument --test-once: no rule {args.test_once!r} (rules: {', '.join(rules)})")
+    if args.scores and not args.threshold:
+        parser.error("argument --test-once: give each --scores its calibrated --threshold")
+    if not args.scores and not args.threshold and calibrated_threshold(args.model_store.resolve()) is None:
+        parser.error(f"argument --test-once: no calibrated threshold in {args.model_store}: give --threshold")
+
+
 def parse_large(parser: argparse.ArgumentParser, text: str) -> list[tuple[int, float]]:
     """``--large N:M,...``: a group size N (2 or more) and a margin M above the threshold, per variant."""
     out = []
@@ -589,6 +603,8 @@ def main(argv: list[str] | None = None) -> None:
         check_model_stores(parser, [args.model_store])
     if args.threshold and len(args.threshold) != len(args.scores or [args.model_store]):
         parser.error("argument --threshold: give one per --scores (or one for the store's current model)")
+    if args.test_once:
+        check_test_once(parser, args, supports)
     from nlsim.io.pairs import load_pairs
 
     header = machine()

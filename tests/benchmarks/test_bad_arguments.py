@@ -381,3 +381,27 @@ def test_a_failed_nlsim_run_ends_in_one_line(tmp_path: Path, capfd: pytest.Captu
         _common.run_nlsim(cmd, BENCH.parent)
     assert str(exc.value.code) == "nlsim dedup failed (exit 1); its error is above"
     assert "none.parquet" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--test-once", "components+vteo", "--threshold", "0.88"], "components+vteo"),
+        (["--test-once", "support-0.45+veto", "--threshold", "0.88"], "support-0.45+veto"),
+        (["--test-once", "components+veto"], "--threshold"),
+    ],
+)
+def test_the_test_split_rule_is_checked_before_the_pairs_are_read(
+    argv: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--test-once`` with a mistyped rule, or without the calibrated thresholds, scored every set first
+    (minutes with a store) and only then said so, with exit 1."""
+    scores = tmp_path / "pairs-42.parquet"
+    scores.write_bytes(b"")
+    assert named in _refused(bench_cluster_rule.main, ["--scores", str(scores), *argv], capsys)
+
+
+@pytest.mark.parametrize("rule", ["components+veto", "support-0.4+veto", "average"])
+def test_the_documented_test_once_rules_are_taken(rule: str, tmp_path: Path) -> None:
+    args = argparse.Namespace(test_once=rule, scores=[tmp_path], threshold=[0.88], model_store=tmp_path)
+    bench_cluster_rule.check_test_once(argparse.ArgumentParser(), args, [0.3, 0.4, 0.5, 0.6, 0.7])
