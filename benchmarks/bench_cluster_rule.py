@@ -521,6 +521,27 @@ def calibrated_threshold(store: Path) -> float | None:
         return None
 
 
+SCORE_COLUMNS = ("id_a", "id_b", "similarity", "title_a", "title_b")
+
+
+def check_scores(parser: argparse.ArgumentParser, paths: list[Path]) -> None:
+    """Each ``--scores`` file is a Parquet table with the columns of a report's ``pairs.parquet`` that
+    :func:`read_scores` reads (its schema only is read here)."""
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        try:
+            columns = set(pq.read_schema(path).names)
+        except Exception as exc:  # noqa: BLE001 - not Parquet at all, cut short: named, not a traceback
+            parser.error(f"argument --scores: {path} is not a Parquet table ({type(exc).__name__}: {exc})")
+        missing = [c for c in SCORE_COLUMNS if c not in columns]
+        if missing:
+            parser.error(
+                f"argument --scores: {path} has no {', '.join(missing)} column "
+                "(a report's pairs.parquet, e.g. of nlsim dedup --no-series-veto --cluster-rule components)"
+            )
+
+
 def check_test_once(parser: argparse.ArgumentParser, args: argparse.Namespace, supports: list[float]) -> None:
     """``--test-once RULE`` names a rule :func:`test_once` judges, each set has its calibrated threshold:
     checked before the pairs are scored (minutes), not after."""
@@ -599,6 +620,7 @@ def main(argv: list[str] | None = None) -> None:
     large = parse_large(parser, args.large)
     if args.scores:
         check_files(parser, "--scores", args.scores)
+        check_scores(parser, args.scores)
     else:
         check_model_stores(parser, [args.model_store])
     if args.threshold and len(args.threshold) != len(args.scores or [args.model_store]):

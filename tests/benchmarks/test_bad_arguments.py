@@ -396,9 +396,31 @@ def test_the_test_split_rule_is_checked_before_the_pairs_are_read(
 ) -> None:
     """``--test-once`` with a mistyped rule, or without the calibrated thresholds, scored every set first
     (minutes with a store) and only then said so, with exit 1."""
-    scores = tmp_path / "pairs-42.parquet"
-    scores.write_bytes(b"")
-    assert named in _refused(bench_cluster_rule.main, ["--scores", str(scores), *argv], capsys)
+    assert named in _refused(bench_cluster_rule.main, ["--scores", str(_pairs_file(tmp_path)), *argv], capsys)
+
+
+def _pairs_file(folder: Path, columns: tuple[str, ...] = bench_cluster_rule.SCORE_COLUMNS) -> Path:
+    import pandas as pd
+
+    path = folder / "pairs-42.parquet"
+    pd.DataFrame({c: ["x"] for c in columns}).to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("content", ["not parquet", "columns"])
+def test_a_scores_file_that_is_not_a_reports_pairs_is_named(
+    content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--scores`` of a CSV, or of a Parquet table without the report's columns, ended in an ArrowInvalid
+    or KeyError traceback."""
+    if content == "columns":
+        path = _pairs_file(tmp_path, ("id_a", "id_b", "score"))
+    else:
+        path = tmp_path / "pairs-42.parquet"
+        path.write_text("id_a,id_b,score\n1,2,0.9\n")
+    line = _refused(bench_cluster_rule.main, ["--scores", str(path)], capsys)
+    assert "--scores" in line and "pairs-42.parquet" in line
+    assert ("similarity" in line) == (content == "columns")
 
 
 @pytest.mark.parametrize("rule", ["components+veto", "support-0.4+veto", "average"])
