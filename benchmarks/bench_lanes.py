@@ -7,10 +7,12 @@ two threads or more; ``--lanes 1`` is the plain loop on every thread it replaces
 with the largest difference between the two layouts' outputs (bit-identical on the machines measured so
 far: a batch on one thread sums as on two).
 
-    python benchmarks/bench_lanes.py [--model multilingual-e5-small] [--texts 3000] [--pairs 1500]
+    python benchmarks/bench_lanes.py [--model multilingual-e5-small] [--texts 2000] [--pairs 1000]
         [--repeats 3] [--threads 2]
 
-Writes ``benchmarks/results/lanes_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both).
+Writes ``benchmarks/results/lanes_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both); a run at
+other sizes or settings than the defaults (those of the committed figures) writes
+``lanes-<what differs>_<cpu family>_<avx2|bf16>`` beside them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, positive, print_table, write_results  # noqa: E402
+from _common import machine, machine_record, positive, print_table, sized_stem, write_results  # noqa: E402
 
 
 def measure(job: Any, n: int, layouts: list[int], repeats: int) -> tuple[dict[int, list[float]], float]:
@@ -55,11 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", default="multilingual-e5-small")
-    parser.add_argument("--texts", type=positive(), default=3000, help="titles embedded per run")
-    parser.add_argument("--pairs", type=positive(), default=1500, help="pairs read (one order) per run")
+    parser.add_argument("--texts", type=positive(), default=2000, help="titles embedded per run")
+    parser.add_argument("--pairs", type=positive(), default=1000, help="pairs read (one order) per run")
     parser.add_argument("--repeats", type=positive(), default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     return parser
+
+
+def name_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """``lanes``, or ``lanes`` with the sizes or settings that differ from the defaults: a quick run at fewer
+    texts, pairs or repeats writes beside the committed figures, never over them."""
+    return sized_stem("lanes", parser, args, ["model", "texts", "pairs", "repeats", "threads"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     diffs = "\n".join(
         f"- {k}: largest output difference {v['max_abs_diff']:.2g}" for k, v in record["jobs"].items()
     )
-    write_results("lanes", record, head + table + "\n\n" + diffs)
+    write_results(name_of(parser, args), record, head + table + "\n\n" + diffs)
 
 
 if __name__ == "__main__":

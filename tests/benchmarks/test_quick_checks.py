@@ -145,3 +145,19 @@ def test_a_short_chain_never_replaces_the_whole_chains_figures(argv: list[str], 
 
     parser = bench_pipeline.build_parser()
     assert bench_pipeline.results_name(parser, parser.parse_args(argv)) == name
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        ([], "lanes"),
+        (["--texts", "2000", "--pairs", "1000"], "lanes"),
+        (["--texts", "100"], "lanes-texts100"),
+        (["--repeats", "1", "--threads", "1"], "lanes-repeats1-threads1"),
+    ],
+)
+def test_a_quick_lanes_run_writes_beside_the_committed_figures(argv: list[str], name: str) -> None:
+    """``bench_lanes.py --texts 100`` replaced the committed ``lanes_amd_epyc_avx2.*`` (measured with the
+    documented ``--texts 2000 --pairs 1000``) on the machine that measured them."""
+    parser = bench_lanes.build_parser()
+    assert bench_lanes.name_of(parser, parser.parse_args(argv)) == name
