@@ -249,6 +249,13 @@ def positive(kind: type = int) -> Any:
     return parse
 
 
+def _same(value: Any, default: Any) -> bool:
+    """``value`` is the default (a list given on the command line equals a default tuple of its items)."""
+    if isinstance(value, list | tuple) and isinstance(default, list | tuple):
+        return list(value) == list(default)
+    return value == default
+
+
 def sized_stem(stem: str, parser: argparse.ArgumentParser, args: argparse.Namespace, dests: list[str]) -> str:
     """``stem`` when each of ``dests`` is at its default, else ``stem`` followed by those that are not (e.g.
     ``embedding-n200``): a quick run at another size or setting writes beside the committed figures, never
@@ -258,7 +265,7 @@ def sized_stem(stem: str, parser: argparse.ArgumentParser, args: argparse.Namesp
     changed = [
         f"{dest.replace('_', '-')}{re.sub(r'[^A-Za-z0-9.]+', '_', str(getattr(args, dest)))}"
         for dest in dests
-        if getattr(args, dest) != parser.get_default(dest)
+        if not _same(getattr(args, dest), parser.get_default(dest))
     ]
     return "-".join([stem, *changed])
 

@@ -9,7 +9,8 @@ script runs the whole probe of the bundled zero-shot e5 and of a cross-encoder b
 
     python benchmarks/bench_probe.py [--model multilingual-e5-small] [--repeats 2] [--threads 2]
 
-Writes ``benchmarks/results/probe_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both).
+Writes ``benchmarks/results/probe_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both); a run at
+other settings than the defaults writes ``probe-<what differs>_<cpu family>_<avx2|bf16>`` beside them.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, positive, print_table, write_results  # noqa: E402
+from _common import machine, machine_record, positive, print_table, sized_stem, write_results  # noqa: E402
 
 
 def probe_once(target: Any, threads: int) -> tuple[float, dict[str, float]]:
@@ -47,11 +48,21 @@ def probe_once(target: Any, threads: int) -> tuple[float, dict[str, float]]:
         return time.perf_counter() - t, rates
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="multilingual-e5-small")
     ap.add_argument("--repeats", type=positive(), default=2)
     ap.add_argument("--threads", type=positive(), default=2)
+    return ap
+
+
+def name_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """``probe``, or ``probe`` with the settings that differ from the defaults (the committed figures')."""
+    return sized_stem("probe", ap, args, ["model", "repeats", "threads"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
     args = ap.parse_args(argv)
 
     import torch
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         f"# The probe on a cold NLSIM_HOME, builds included\n\n{machine()}; {args.threads} "
         f"torch threads; {args.model}; {args.repeats} runs each.\n\n"
     )
-    write_results("probe", record, head + table)
+    write_results(name_of(ap, args), record, head + table)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ a second (median and range).
 
     python benchmarks/bench_probe_rounds.py [--runs 8] [--hogs 2] [--spell 2 6] [--gap 4 12] [--threads 2]
 
-Writes ``benchmarks/results/probe_rounds_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both).
+Writes ``benchmarks/results/probe_rounds_<cpu family>_<avx2|bf16>.{json,md}`` (the CPU named in both); a
+run at other settings than the defaults writes ``probe_rounds-<what differs>_...`` beside them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import machine, machine_record, positive, print_table, write_results  # noqa: E402
+from _common import machine, machine_record, positive, print_table, sized_stem, write_results  # noqa: E402
 
 
 def spells(
@@ -99,7 +100,7 @@ def said(rates: dict[str, float]) -> str:
     return " > ".join(f"{p} {rates[p]:.0f}" for p in rank(rates))
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="multilingual-e5-small")
     ap.add_argument("--runs", type=positive(), default=8)
@@ -108,6 +109,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--gap", type=float, nargs=2, default=(4.0, 12.0), help="seconds between spells")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=positive(), default=2)
+    return ap
+
+
+def name_of(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """``probe_rounds``, or ``probe_rounds`` with the settings that differ from the defaults."""
+    return sized_stem("probe_rounds", ap, args, ["model", "runs", "hogs", "spell", "gap", "seed", "threads"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = build_parser()
     args = ap.parse_args(argv)
 
     import tempfile
@@ -199,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.spell[0]:g}-{args.spell[1]:g} s, {args.gap[0]:g}-{args.gap[1]:g} s apart (drawn from seed "
         f"{args.seed}); items a second: median (range).\n\n"
     )
-    write_results("probe_rounds", record, head + table)
+    write_results(name_of(ap, args), record, head + table)
 
 
 if __name__ == "__main__":

@@ -161,3 +161,25 @@ def test_a_quick_lanes_run_writes_beside_the_committed_figures(argv: list[str], 
     documented ``--texts 2000 --pairs 1000``) on the machine that measured them."""
     parser = bench_lanes.build_parser()
     assert bench_lanes.name_of(parser, parser.parse_args(argv)) == name
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "name"),
+    [
+        ("bench_probe", [], "probe"),
+        ("bench_probe", ["--repeats", "1"], "probe-repeats1"),
+        ("bench_probe_rounds", ["--runs", "8"], "probe_rounds"),
+        ("bench_probe_rounds", ["--spell", "2", "6"], "probe_rounds"),
+        ("bench_probe_rounds", ["--runs", "2", "--gap", "1", "2"], "probe_rounds-runs2-gap_1.0_2.0_"),
+    ],
+)
+def test_a_quick_probe_run_writes_beside_the_committed_figures(
+    script: str, argv: list[str], name: str
+) -> None:
+    """``bench_probe.py --repeats 1`` and ``bench_probe_rounds.py --runs 2`` replaced the committed
+    ``probe_*`` and ``probe_rounds_*`` figures of the machine they ran on."""
+    import importlib
+
+    module = importlib.import_module(script)
+    parser = module.build_parser()
+    assert module.name_of(parser, parser.parse_args(argv)) == name
