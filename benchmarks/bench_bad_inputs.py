@@ -28,20 +28,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import machine  # noqa: E402
+from _common import machine, positive  # noqa: E402
 
 from tests.hostile.cases import MODEL, all_cases, build_templates, cpu_name, run_case, summarise  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2, help="cases run at a time (default 2)")
+    parser.add_argument("--jobs", type=positive(), default=2, help="cases run at a time (default 2)")
     parser.add_argument(
         "--only", default=None, help="only cases whose name holds this (or one of these, comma-separated)"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-bad-"))
     # every case's caches and precision records go to the run's own folder, never into the user's
     os.environ["NLSIM_HOME"] = str(work / "_home")
@@ -49,9 +49,11 @@ def main() -> int:
     t0 = time.perf_counter()
     try:
         cases = all_cases(work)
-        build_templates(work)
         if args.only:
             cases = [c for c in cases if any(part in c.name for part in args.only.split(","))]
+            if not cases:  # an empty table with exit 0 read as "every case passed"
+                parser.error(f"argument --only: no case name holds {args.only!r}")
+        build_templates(work)
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             rows = list(pool.map(lambda c: run_case(c, work / "cases"), cases))
         for r in rows:

@@ -31,7 +31,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import machine  # noqa: E402
+from _common import machine, positive  # noqa: E402
 
 MODEL = "multilingual-e5-small"
 
@@ -180,14 +180,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("embed")
-    e.add_argument("--n", type=int, default=50_000)
-    e.add_argument("--batch-size", type=int, default=256)
+    e.add_argument("--n", type=positive(), default=50_000)
+    e.add_argument("--batch-size", type=positive(), default=256)
     e.add_argument("--precisions", default="fp32,auto,bf16,fp16")
     e.add_argument("--device", default="cuda")
     s = sub.add_parser("search")
-    s.add_argument("--n", type=int, default=1_000_000)
-    s.add_argument("--k", type=int, default=10)
-    s.add_argument("--sample", type=int, default=2000)
+    s.add_argument("--n", type=positive(), default=1_000_000)
+    s.add_argument("--k", type=positive(), default=10)
+    s.add_argument("--sample", type=positive(), default=2000)
     for p in (e, s):
         p.add_argument("--out", default=None, help="JSON record")
     args = ap.parse_args(argv)

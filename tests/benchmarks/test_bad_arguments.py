@@ -427,3 +427,25 @@ def test_a_scores_file_that_is_not_a_reports_pairs_is_named(
 def test_the_documented_test_once_rules_are_taken(rule: str, tmp_path: Path) -> None:
     args = argparse.Namespace(test_once=rule, scores=[tmp_path], threshold=[0.88], model_store=tmp_path)
     bench_cluster_rule.check_test_once(argparse.ArgumentParser(), args, [0.3, 0.4, 0.5, 0.6, 0.7])
+
+
+def test_an_only_filter_matching_no_case_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``bench_bad_inputs.py --only typo`` printed an empty table and exited 0: read as every case passed."""
+    import bench_bad_inputs
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path))  # the benchmark sets its own; restored after
+    assert "--only" in _refused(bench_bad_inputs.main, ["--only", "zzzz_no_such_case"], capsys)
+
+
+@pytest.mark.parametrize(
+    "argv", [["embed", "--n", "0"], ["search", "--sample", "0"], ["search", "--k", "-1"]]
+)
+def test_the_gpu_benchmark_refuses_a_count_below_one(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench_gpu.py embed --n 0`` loaded the model, then ended in a ValueError over no vectors."""
+    import bench_gpu
+
+    assert argv[1] in _refused(bench_gpu.main, argv, capsys)
