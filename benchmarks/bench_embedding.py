@@ -81,6 +81,9 @@ ST_ONNX = HERE / "results" / "cache" / "st-onnx"
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 
 
+SETS = ("thucnews", "bbc")
+
+
 def load_set(name: str, n: int | None) -> list[str]:
     import pandas as pd
 
@@ -304,7 +307,10 @@ def main(argv: list[str] | None = None) -> None:
     variants = args.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
-            raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+            ap.error(f"argument --variants: unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+    unknown = [s for s in args.sets.split(",") if s not in SETS]
+    if unknown:  # else met by the first child, after its model and the sets before it, as a traceback
+        ap.error(f"argument --sets: unknown set {', '.join(unknown)}; choose from {', '.join(SETS)}")
     where = machine()
     if any(v.startswith("st-onnx") for v in variants):
         r = subprocess.run(

@@ -449,3 +449,17 @@ def test_the_gpu_benchmark_refuses_a_count_below_one(
     import bench_gpu
 
     assert argv[1] in _refused(bench_gpu.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [(["--sets", "thucnews,bcc"], "--sets"), (["--variants", "st,nlsim-fp23"], "--variants")],
+)
+def test_the_embedding_benchmark_refuses_an_unknown_set_or_variant(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--sets thucnews,bcc``: the first child process loaded its model and embedded every THUCNews title
+    before failing, and the benchmark ended in a RuntimeError traceback; an unknown variant exited 1."""
+    import bench_embedding
+
+    assert named in _refused(bench_embedding.main, argv, capsys)
