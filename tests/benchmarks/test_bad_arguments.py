@@ -463,3 +463,13 @@ def test_the_embedding_benchmark_refuses_an_unknown_set_or_variant(
     import bench_embedding
 
     assert named in _refused(bench_embedding.main, argv, capsys)
+
+
+def test_a_report_before_any_recipe_ran_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_same_story.py report`` on a fresh clone (no cache folder) ended in a FileNotFoundError."""
+    import bench_same_story
+
+    monkeypatch.setattr(bench_same_story, "CACHE", tmp_path / "same_story")
+    assert "no recipe has been run yet" in _refused(bench_same_story.main, ["report"], capsys)
