@@ -72,10 +72,14 @@ def results_stem(name: str, record: dict[str, Any]) -> Path:
 
 def write_results(name: str, record: dict[str, Any], markdown: str) -> Path:
     """Write a benchmark's ``record`` (JSON, its ``machine`` from :func:`machine_record`) and ``markdown`` to
-    :func:`results_stem` ``.json`` and ``.md``, say so, and return the stem."""
+    :func:`results_stem` ``.json`` and ``.md`` (each atomically), say so, and return the stem."""
+    sys.path.insert(0, str(HERE.parent))
+    from nlsim.io.atomic import atomic_write_text
+
     stem = results_stem(name, record["machine"])
-    stem.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    stem.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
+    # each file whole or as it was: a run stopped while writing never leaves a committed page cut short
+    atomic_write_text(stem.with_suffix(".json"), json.dumps(record, indent=2) + "\n")
+    atomic_write_text(stem.with_suffix(".md"), markdown + "\n")
     print(f"wrote {stem}.json and .md")
     return stem
 

@@ -417,8 +417,10 @@ def write_results(name: str, text: str, rows: list[dict], draw: Callable[[list[d
     print(text)
     path = OUT.with_name(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    path.with_suffix(".json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    from nlsim.io.atomic import atomic_write_text
+
+    atomic_write_text(path.with_suffix(".md"), text + "\n")
+    atomic_write_text(path.with_suffix(".json"), json.dumps(rows, indent=2))
     draw(rows, path.with_suffix(".png"))
 
 

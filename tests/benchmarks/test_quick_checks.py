@@ -183,3 +183,24 @@ def test_a_quick_probe_run_writes_beside_the_committed_figures(
     module = importlib.import_module(script)
     parser = module.build_parser()
     assert module.name_of(parser, parser.parse_args(argv)) == name
+
+
+def test_a_results_page_that_cannot_be_written_leaves_the_committed_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_results truncated the committed ``.md`` before writing the new one: a run that failed (or was
+    stopped) while writing left the committed page empty."""
+    import bench_same_story
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_same_story, "OUT", tmp_path / "same_story")
+    record = {"machine": {"flags": []}, "rows": []}
+    stem = _common.results_stem("lanes", record["machine"]).name
+    (tmp_path / f"{stem}.md").write_text("committed\n")
+    (tmp_path / "same_story.md").write_text("committed\n")
+    with pytest.raises(UnicodeEncodeError):
+        _common.write_results("lanes", record, "a page with a lone surrogate \ud800")
+    with pytest.raises(UnicodeEncodeError):
+        bench_same_story.write_results("same_story", "a page \ud800", [], lambda rows, path: None)
+    assert (tmp_path / f"{stem}.md").read_text() == "committed\n"
+    assert (tmp_path / "same_story.md").read_text() == "committed\n"
