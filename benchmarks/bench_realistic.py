@@ -156,9 +156,13 @@ def _read_results() -> dict[str, Any]:
 
 
 def _write_results(data: dict[str, Any]) -> None:
+    """The record of every run so far, and its page, each written whole or left as it was (the record holds
+    hours of measurements: a run stopped while writing never cuts it short)."""
+    from nlsim.io.atomic import atomic_write_text
+
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
-    OUT_JSON.write_text(json.dumps(data, indent=1, ensure_ascii=False))
-    OUT_MD.write_text(render_md(data))
+    atomic_write_text(OUT_JSON, json.dumps(data, indent=1, ensure_ascii=False))
+    atomic_write_text(OUT_MD, render_md(data))
     print(f"wrote {OUT_JSON} and {OUT_MD}", file=sys.stderr)
 
 

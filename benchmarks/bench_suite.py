@@ -123,9 +123,11 @@ def main() -> int:
     if args.read is None:
         stem = results_stem("suite", record)
         stem = stem.with_name(stem.name + (f"_{args.tag}" if args.tag else ""))
-        stem.with_suffix(".md").write_text("\n".join(lines), encoding="utf-8")
+        from nlsim.io.atomic import atomic_write_text
+
+        atomic_write_text(stem.with_suffix(".md"), "\n".join(lines))
         data = {"machine": record, "exit": rc, "total_s": total, "args": args.pytest_args, "runs": runs}
-        stem.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(stem.with_suffix(".json"), json.dumps(data, indent=2) + "\n")
         print(f"written: {stem}.md, {stem}.json")
     return 0 if rc in (None, 0) else 1
 

@@ -204,3 +204,18 @@ def test_a_results_page_that_cannot_be_written_leaves_the_committed_one_whole(
         bench_same_story.write_results("same_story", "a page \ud800", [], lambda rows, path: None)
     assert (tmp_path / f"{stem}.md").read_text() == "committed\n"
     assert (tmp_path / "same_story.md").read_text() == "committed\n"
+
+
+def test_the_realistic_record_of_every_run_survives_a_failed_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``realistic.json`` keeps every run so far (hours of measurements); it was truncated before being
+    written again, so a run stopped or failing while writing lost the whole record."""
+    import bench_realistic
+
+    monkeypatch.setattr(bench_realistic, "OUT_JSON", tmp_path / "realistic.json")
+    monkeypatch.setattr(bench_realistic, "OUT_MD", tmp_path / "realistic.md")
+    (tmp_path / "realistic.json").write_text('{"runs": ["hours of them"]}')
+    with pytest.raises(UnicodeEncodeError):
+        bench_realistic._write_results({"runs": ["a lone surrogate \ud800"]})
+    assert (tmp_path / "realistic.json").read_text() == '{"runs": ["hours of them"]}'
