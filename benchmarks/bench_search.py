@@ -278,14 +278,23 @@ def main(argv: list[str] | None = None) -> int:
         "measured": sorted(f"{n}/{m}" for n, m in done),
     }
     meta.update({"k": args.k, "threshold": args.threshold})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1))
-    out.with_suffix(".md").write_text(
-        f"near-duplicate graph, k={args.k}, cosine >= {args.threshold}; runs: "
-        + "; ".join(f"{d}: {v['machine']}" for d, v in meta["runs_by_date"].items())
-        + f"\n\n{table}\n"
-    )
+    write_results(out, meta, runs, table)
     return 0
+
+
+def write_results(out: Path, meta: dict, runs: list[dict], table: str) -> None:
+    """The record of every run so far (``out``, runs of earlier days kept) and its page, each written whole
+    or left as it was: a run stopped while writing never cuts the record short."""
+    from nlsim.io.atomic import atomic_write_text
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, json.dumps({"meta": meta, "runs": runs}, indent=1))
+    atomic_write_text(
+        out.with_suffix(".md"),
+        f"near-duplicate graph, k={meta['k']}, cosine >= {meta['threshold']}; runs: "
+        + "; ".join(f"{d}: {v['machine']}" for d, v in meta["runs_by_date"].items())
+        + f"\n\n{table}\n",
+    )
 
 
 if __name__ == "__main__":

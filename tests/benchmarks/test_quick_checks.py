@@ -219,3 +219,19 @@ def test_the_realistic_record_of_every_run_survives_a_failed_write(
     with pytest.raises(UnicodeEncodeError):
         bench_realistic._write_results({"runs": ["a lone surrogate \ud800"]})
     assert (tmp_path / "realistic.json").read_text() == '{"runs": ["hours of them"]}'
+
+
+def test_the_search_record_and_its_page_survive_a_failed_write(tmp_path: Path) -> None:
+    """``search.json`` keeps the runs of every day so far, ``search.md`` their table; both were truncated
+    before being written again, so a run failing or stopped while writing left them cut short."""
+    import bench_search
+
+    out = tmp_path / "search.json"
+    out.write_text('{"runs": ["days of them"]}')
+    out.with_suffix(".md").write_text("| the table of every day |\n")
+    meta = {"k": 10, "threshold": 0.9, "runs_by_date": {"today": {"machine": "EPYC"}}}
+    with pytest.raises(UnicodeEncodeError):
+        bench_search.write_results(out, meta, [{"method": "flat"}], "| a lone surrogate \ud800 |")
+    assert out.with_suffix(".md").read_text() == "| the table of every day |\n"
+    bench_search.write_results(out, meta, [], "| t |")
+    assert json.loads(out.read_text())["meta"]["k"] == 10 and "EPYC" in out.with_suffix(".md").read_text()
