@@ -62,7 +62,7 @@ from nlsim.io.corpus_schema import (
     normalised_column,
 )
 from nlsim.io.editor_file import escape
-from nlsim.io.tables import read_table
+from nlsim.io.tables import read_table, separator_hint
 
 DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
 
@@ -335,7 +335,7 @@ def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) 
             like = [str(c) for c in raw.columns if normalised_column(c) in LOOKALIKES[col]]
             hint = f"; column {like[0]!r} looks like it: rename it {col!r}" if like else ""
             if not hint and len(raw.columns) == 1:
-                hint = _separator_hint(path, str(raw.columns[0]))
+                hint = separator_hint(path, str(raw.columns[0]))
             raise InputError(
                 path,
                 None,
@@ -345,29 +345,6 @@ def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) 
             )
     if len(raw) == 0 and not allow_empty:
         raise InputError(path, None, None, "the corpus has no rows")
-
-
-def _separator_hint(path: Any, header: str) -> str:
-    """What a header read as one column says of the file's separator: a ``.tsv`` whose header holds commas,
-    a ``.csv`` whose header holds tabs, or either with semicolons was written with another separator than
-    its name says.
-
-    >>> _separator_hint("news.tsv", "id,title,source").endswith("read tab-separated: rename it .csv")
-    True
-    >>> _separator_hint("news.csv", "id,title")
-    ''
-    """
-    suffix = Path(str(path)).suffix.lower()
-    reads = {".csv": "comma-separated", ".tsv": "tab-separated", ".tab": "tab-separated"}.get(suffix)
-    reads = reads or ("tab-separated" if suffix == ".txt" else None)  # Excel's "Text": tab-separated
-    found = [(s, n) for s, n in ((",", "comma"), ("\t", "tab"), (";", "semicolon")) if s in header]
-    if reads is None or not found or reads.startswith(found[0][1]):
-        return ""
-    sep, name = found[0]
-    fix = {",": "rename it .csv", "\t": "rename it .tsv"}.get(sep, "save it comma- or tab-separated")
-    return (
-        f"; the header holds {name}s: the file looks {name}-separated, but a {suffix} is read {reads}: {fix}"
-    )
 
 
 def _check_row(

@@ -231,6 +231,29 @@ def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
     return (len(records) - 1) or None
 
 
+def separator_hint(path: str | Path, header: str) -> str:
+    """What a header read as one column says of the file's separator: a ``.tsv`` whose header holds commas,
+    a ``.csv`` whose header holds tabs, or either with semicolons was written with another separator than
+    its name says.
+
+    >>> separator_hint("news.tsv", "id,title,source").endswith("read tab-separated: rename it .csv")
+    True
+    >>> separator_hint("news.csv", "id,title")
+    ''
+    """
+    suffix = Path(str(path)).suffix.lower()
+    reads = {".csv": "comma-separated", ".tsv": "tab-separated", ".tab": "tab-separated"}.get(suffix)
+    reads = reads or ("tab-separated" if suffix == ".txt" else None)  # Excel's "Text": tab-separated
+    found = [(s, n) for s, n in ((",", "comma"), ("\t", "tab"), (";", "semicolon")) if s in header]
+    if reads is None or not found or reads.startswith(found[0][1]):
+        return ""
+    sep, name = found[0]
+    fix = {",": "rename it .csv", "\t": "rename it .tsv"}.get(sep, "save it comma- or tab-separated")
+    return (
+        f"; the header holds {name}s: the file looks {name}-separated, but a {suffix} is read {reads}: {fix}"
+    )
+
+
 def _decode(path: Path, data: bytes, fmt: str) -> str:
     _refuse_compressed(path, data)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode Text" writes
@@ -322,7 +345,8 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
                 path,
                 n,
                 None,
-                f"{len(fields)} fields, the header has {len(header)} (an unquoted comma or quote?)",
+                f"{len(fields)} fields, the header has {len(header)} (an unquoted comma or quote?)"
+                + (separator_hint(path, header[0]) if len(header) == 1 else ""),
             )
         rows.append(fields)
     return _frame(path, rows, header)

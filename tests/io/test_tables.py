@@ -82,3 +82,15 @@ def test_rows_of_empty_cells_a_spreadsheet_left_are_blank_lines(tmp_path: Path) 
     path.write_text("id,title,source\n,,\n1,Floods,AP,x\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"row 1: 4 fields"):
         read_table(path)
+
+
+@pytest.mark.parametrize("sep,name", [(";", "semicolon"), ("\t", "tab")])
+def test_a_csv_written_with_another_separator_is_named_so_when_a_later_row_holds_a_comma(
+    tmp_path: Path, sep: str, name: str
+) -> None:
+    path = tmp_path / "news.csv"
+    path.write_text(f"id{sep}title\n1{sep}Storm\n2{sep}Floods, again\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    assert "row 2" in str(err.value)
+    assert f"looks {name}-separated" in str(err.value)
