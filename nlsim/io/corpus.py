@@ -62,7 +62,7 @@ from nlsim.io.corpus_schema import (
     normalised_column,
 )
 from nlsim.io.editor_file import escape
-from nlsim.io.tables import read_table, separator_hint
+from nlsim.io.tables import BrokenRow, read_table, separator_hint
 
 DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
 
@@ -437,6 +437,18 @@ def _write_quarantine(
     return quarantined, qpath
 
 
+def _read_rows(path: Path, collect: bool) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The file's rows, and (where ``collect``, for ``--quarantine``) the quarantine entries of the rows
+    that could not be split into fields, left out of the frame; without ``collect`` such a row raises."""
+    broken: list[BrokenRow] | None = [] if collect else None
+    raw = read_table(path, broken=broken)
+    bad = [
+        _quarantine_entry(b.error.row or 0, (b.error.field or "", b.error.reason), {"line": b.text})
+        for b in broken or ()
+    ]
+    return raw, bad
+
+
 def load_corpus(
     path: str | Path,
     *,
@@ -454,8 +466,9 @@ def load_corpus(
             other than ``title`` may be absent from the file, then it is empty for every item).
         quarantine: if given, bad rows go to this CSV file (row, field, reason, raw values; UTF-8 with a
             byte-order mark, as the report's CSV files, so that a spreadsheet reads CJK text) instead of
-            stopping the load. File-level problems (unreadable file, missing ``id``/``title`` column) still
-            raise.
+            stopping the load, and so does a row that cannot be split into fields (a truncated JSON line, a
+            CSV row with more or fewer fields than the header; its text in ``raw_line``). File-level
+            problems (unreadable file, missing ``id``/``title`` column) still raise.
         timezone: the zone (``Asia/Taipei``) on whose clock a ``published_at`` without an offset is read:
             the run's ``--timezone``.
         not_after: a ``published_at`` after this time (UTC) makes its row a bad row, refused or quarantined
@@ -469,17 +482,18 @@ def load_corpus(
     for f in text_fields:
         if f not in TEXT_FIELDS:
             raise InputError(path, None, f, f"cannot embed field {f!r}; choose from {', '.join(TEXT_FIELDS)}")
-    raw = read_table(path)
+    raw, bad = _read_rows(path, quarantine is not None)
     if raw.empty and not len(raw.columns):  # a JSONL file of no record (it has no header): no rows
         raw = pd.DataFrame(columns=list(REQUIRED))
-    _check_columns(path, raw, allow_empty=allow_empty)
+    _check_columns(path, raw, allow_empty=allow_empty or bool(bad))
     _check_text_columns(path, raw, text_fields)
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
-    bad: list[dict[str, Any]] = []
+    skipped = {entry["row"] for entry in bad}
     seen: dict[str, int] = {}
     naive = 0
-    for rownum, rec in enumerate(raw.to_dict("records"), start=1):
+    rownums = (n for n in range(1, len(raw) + len(bad) + 1) if n not in skipped)
+    for rownum, rec in zip(rownums, raw.to_dict("records"), strict=False):
         values, problem = _check_row(rec, seen, zone, not_after)
         problem = _repeats_header(rec) or problem or _nothing_to_embed(values, text_fields)
         if problem:
@@ -494,8 +508,9 @@ def load_corpus(
         for col in extra:
             columns[col].append(rec.get(col))
     frame = _items_frame(columns, extra)
+    bad.sort(key=lambda entry: entry["row"])
     quarantined, qpath = _write_quarantine(bad, quarantine)  # written first: it says why each row went
-    if len(frame) == 0 and len(raw):
+    if len(frame) == 0 and len(raw) + len(skipped):
         raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined -> {qpath})")
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)

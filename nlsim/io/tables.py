@@ -48,6 +48,7 @@ import io
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,22 @@ COMPRESSED = (
     (b"BZh", "bzip2"),
     (b"\xfd7zXZ\x00", "xz"),
 )
+
+
+@dataclass(frozen=True)
+class BrokenRow:
+    """A row that could not be split into fields (a truncated JSON line, a CSV row with more or fewer fields
+    than the header): the error naming its row, and its text as written."""
+
+    error: InputError
+    text: str
+
+
+def _refuse_or_keep(error: InputError, text: str, broken: list[BrokenRow] | None) -> None:
+    """Raise ``error``, or, where the caller collects broken rows (``broken`` given), record it."""
+    if broken is None:
+        raise error
+    broken.append(BrokenRow(error, text))
 
 
 def _allow_long_csv_fields() -> None:
@@ -298,7 +315,7 @@ def _frame(path: Path, rows: list[list[str]], header: list[str]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=header, dtype=object) if rows else pd.DataFrame(columns=header)
 
 
-def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
+def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | None = None) -> pd.DataFrame:
     if fmt == "tsv":
         lines = _split_lines(text)
         if not lines:
@@ -310,13 +327,15 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
                 continue
             fields = line.split("\t")
             if len(fields) != len(header):
-                raise InputError(
+                err = InputError(
                     path,
-                    len(rows) + 1,
+                    len(rows) + len(broken or ()) + 1,
                     None,
                     f"{len(fields)} fields, the header has {len(header)} (line {lineno}; a tab inside a "
                     "field?)",
                 )
+                _refuse_or_keep(err, line, broken)
+                continue
             rows.append(fields)
         return _frame(path, rows, header)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -341,13 +360,15 @@ def _read_delimited(path: Path, text: str, fmt: str) -> pd.DataFrame:
             continue
         n += 1
         if len(fields) != len(header):
-            raise InputError(
+            err = InputError(
                 path,
                 n,
                 None,
                 f"{len(fields)} fields, the header has {len(header)} (an unquoted comma or quote?)"
                 + (separator_hint(path, header[0]) if len(header) == 1 else ""),
             )
+            _refuse_or_keep(err, ",".join(fields), broken)
+            continue
         rows.append(fields)
     return _frame(path, rows, header)
 
@@ -429,7 +450,7 @@ def sheet_rows(path: str | Path) -> list[int]:
     return [row for row, skipped in enumerate(blank[1:], start=2) if not skipped]
 
 
-def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
+def _read_jsonl(path: Path, text: str, broken: list[BrokenRow] | None = None) -> pd.DataFrame:
     if text.lstrip().startswith("["):  # a .json file of one array: its first line alone is no JSON
         raise InputError(
             path,
@@ -442,7 +463,7 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
     for lineno, line in enumerate(_split_lines(text), start=1):
         if not line.strip():
             continue
-        row = len(records) + 1
+        row = len(records) + len(broken or ()) + 1
         try:
             obj = json.loads(line, object_pairs_hook=_json_object)
         except _NamedTwice as exc:
@@ -454,11 +475,13 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
                 "without a word; keep one",
             ) from None
         except json.JSONDecodeError as exc:
-            raise InputError(
-                path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc}"
-            ) from None
+            err = InputError(path, row, None, f"invalid JSON (line {lineno}; truncated line?): {exc}")
+            _refuse_or_keep(err, line, broken)
+            continue
         if not isinstance(obj, dict):
-            raise InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
+            err = InputError(path, row, None, f"each JSONL line must be an object (line {lineno})")
+            _refuse_or_keep(err, line, broken)
+            continue
         _check_surrogates(path, row, obj, lineno)
         records.append(obj)
     frame = pd.DataFrame.from_records(records)
@@ -556,9 +579,15 @@ def _check_utf8_cells(path: Path, name: str, cells: list[bytes | None]) -> None:
 
 
 def read_table(
-    path: str | Path, *, allowed: tuple[str, ...] = ("parquet", "csv", "tsv", "jsonl")
+    path: str | Path,
+    *,
+    allowed: tuple[str, ...] = ("parquet", "csv", "tsv", "jsonl"),
+    broken: list[BrokenRow] | None = None,
 ) -> pd.DataFrame:
-    """Read a table file by the rules in the module docstring (CSV/TSV/JSONL cells as text)."""
+    """Read a table file by the rules in the module docstring (CSV/TSV/JSONL cells as text).
+
+    With ``broken`` (a list), a row that cannot be split into fields is appended to it and left out of the
+    frame instead of being an error; the rows after it keep their own row numbers."""
     path = check_input_file(path)
     fmt = table_format(path, allowed)
     if fmt == "parquet":
@@ -569,8 +598,8 @@ def read_table(
         raise InputError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
     text = _decode(path, data, fmt)
     if fmt == "jsonl":
-        return _read_jsonl(path, text)
-    return _read_delimited(path, text, fmt)
+        return _read_jsonl(path, text, broken)
+    return _read_delimited(path, text, fmt, broken)
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:

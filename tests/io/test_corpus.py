@@ -608,3 +608,38 @@ def test_a_row_repeating_the_header_is_a_bad_row(tmp_path, bom):
         load_corpus(path)
     corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
     assert corpus.ids == ["1", "2"] and corpus.quarantined["row"].tolist() == [2]
+
+
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        (
+            "feed.jsonl",
+            '{"id": "1", "title": "Floods"}\n{"id": "2", "tit\n{"id": "3", "title": ""}\n'
+            '{"id": "4", "title": "Storm"}\n\n',
+        ),
+        ("feed.csv", 'id,title\n1,Floods\n2,Storm,again\n3,""\n4,Storm\n'),
+        ("feed.tsv", "id\ttitle\n1\tFloods\n2\tStorm\tagain\n3\t\n4\tStorm\n"),
+    ],
+)
+def test_a_row_that_cannot_be_read_goes_to_quarantine_with_the_rest_read_by_their_own_rows(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="row 2"):
+        load_corpus(path)
+    q = tmp_path / "q.csv"
+    corpus = load_corpus(path, quarantine=q)
+    assert corpus.ids == ["1", "4"]
+    assert corpus.quarantined["row"].tolist() == [2, 3]
+    assert corpus.quarantined["field"].tolist()[1] == "title"
+    assert "2" in str(corpus.quarantined.iloc[0].to_dict())
+    assert q.exists()
+
+
+def test_a_jsonl_file_of_only_broken_lines_is_refused_not_read_as_a_day_without_news(tmp_path: Path) -> None:
+    path = tmp_path / "feed.jsonl"
+    path.write_text('{"id": "1", "tit\n{"id": "2"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="every row was rejected"):
+        load_corpus(path, quarantine=tmp_path / "q.csv", allow_empty=True)
