@@ -212,9 +212,8 @@ def check_needs(cls: type, args: argparse.Namespace) -> None:
     opt, needed = found
     flag, other = _given_flag(opt, args), needed.flags[0]
     options = {o.name: o for o in options_of(cls) if o.cli}
-    direct = needed.name in needed_names(
-        opt.needs
-    )  # else a need of what it needs (--topics for --topic-support)
+    # else a need of what it needs (--topics for --topic-support): no other setting of its group to name
+    direct = needed.name in needed_names(opt.needs)
     group = opt.within if needed.name == opt.within else opt.needs if direct else None
     also = [options[n].flags[0] for n in needed_names(group) if n in options and n != needed.name]
     if needed.default is True and also:  # --no-reranker, unless --silver-corpus gives it something to do
