@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# usage: bash scripts/setup.sh [--all-bytecode] [--no-model] [--help]
 # Create (or update) the project's virtual environment in .venv and install nlsim with its bundled models.
 # Idempotent: a second run only checks that everything is installed. Says what it does at each step; the
 # installer's own output is cut to one line a package (no progress bars: they flood a log file).
@@ -52,7 +53,8 @@ for arg in "$@"; do
   case $arg in
     --all-bytecode) all_bytecode=1 ;;
     --no-model) unpack_model=0 ;;
-    *) echo "setup: unknown option $arg (known: --all-bytecode, --no-model)" >&2; exit 2 ;;
+    -h | --help) sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' scripts/setup.sh; exit 0 ;;
+    *) echo "setup: unknown option $arg (known: --all-bytecode, --no-model, --help)" >&2; exit 2 ;;
   esac
 done
 PY=${PYTHON:-python3}
@@ -86,6 +88,16 @@ fi
 stamp=.venv/.nlsim-installed
 want=$(cat pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  if ! .venv/bin/python -m pip --version > /dev/null 2>&1; then  # a .venv made without pip (Debian's venv
+    # without python3.X-venv leaves one): pip's own bootstrap puts it in, or the user is told what to do
+    step "putting pip into .venv (it has none)"
+    if ! .venv/bin/python -m ensurepip --upgrade > /dev/null 2>&1; then
+      echo "setup: .venv/bin/python has no pip and cannot install it (ensurepip is missing): remove .venv" \
+        "(rm -rf .venv), install your Python's venv package (Debian, Ubuntu: apt install python$version-venv)," \
+        "then run again" >&2
+      exit 2
+    fi
+  fi
   if [ "${NLSIM_SETUP_INSTALLER:-uv}" = uv ]; then
     step "1/3 installing the installer (uv) into .venv with pip"
     pip_lines .venv/bin/python -m pip install 'uv>=0.5,<1' ||

@@ -21,11 +21,11 @@ def fake_python(path: Path, version: str) -> Path:
     return path
 
 
-def setup(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def setup(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "scripts").mkdir(exist_ok=True)
     shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
     return subprocess.run(
-        ["bash", str(tmp_path / "scripts" / "setup.sh")],
+        ["bash", str(tmp_path / "scripts" / "setup.sh"), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -58,3 +58,35 @@ def test_a_venv_made_with_another_python_is_named_with_what_to_do(tmp_path: Path
     assert ".venv/bin/python is Python 3.10; nlsim needs Python 3.11 or 3.12" in done.stderr
     assert "remove .venv" in done.stderr
     assert (tmp_path / ".venv" / "bin" / "python").is_file()  # left for the user to remove
+
+
+def test_help_prints_what_the_script_does_and_its_options(tmp_path: Path) -> None:
+    done = setup(tmp_path, "--help")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("usage: bash scripts/setup.sh [--all-bytecode] [--no-model] [--help]\n")
+    assert "Idempotent" in done.stdout and "#" not in done.stdout and not done.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_an_unknown_option_is_refused_with_the_known_ones(tmp_path: Path) -> None:
+    done = setup(tmp_path, "--no-modle")
+    assert done.returncode == 2
+    assert "unknown option --no-modle (known: --all-bytecode, --no-model, --help)" in done.stderr
+
+
+def test_a_venv_without_pip_that_cannot_get_one_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """Debian's ``python3 -m venv`` without its venv package leaves a ``.venv`` with no pip: the install then
+    failed with its one reason ('No module named pip') cut from the output, exit 1 and nothing said."""
+    for name in ("pyproject.toml", "requirements/constraints.txt", "requirements/no-deps.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    venv_python = tmp_path / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    no_modules = '[ "$1" = -m ] && { echo "No module named $2" >&2; exit 1; }'
+    venv_python.write_text(f"#!/bin/sh\n{no_modules}\necho 3.11\n")
+    venv_python.chmod(0o755)
+    done = setup(tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ".venv/bin/python has no pip and cannot install it" in done.stderr
+    assert "rm -rf .venv" in done.stderr and "apt install python3.11-venv" in done.stderr
+    assert not (tmp_path / ".venv" / ".nlsim-installed").exists()
