@@ -347,7 +347,9 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
         raise InputError(path, None, None, f"the header cannot be read: {exc}") from None
     rows = []
     n = 0
+    lines: list[str] = []  # the file's lines as the reader splits them, read for a broken row's own text
     while True:
+        first_line = reader.line_num
         try:
             fields = next(reader)
         except StopIteration:
@@ -367,7 +369,8 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
                 f"{len(fields)} fields, the header has {len(header)} (an unquoted comma or quote?)"
                 + (separator_hint(path, header[0]) if len(header) == 1 else ""),
             )
-            _refuse_or_keep(err, ",".join(fields), broken)
+            lines = lines or io.StringIO(text, newline="").readlines()
+            _refuse_or_keep(err, "".join(lines[first_line : reader.line_num]).rstrip("\r\n"), broken)
             continue
         rows.append(fields)
     return _frame(path, rows, header)

@@ -643,3 +643,14 @@ def test_a_jsonl_file_of_only_broken_lines_is_refused_not_read_as_a_day_without_
     path.write_text('{"id": "1", "tit\n{"id": "2"\n', encoding="utf-8")
     with pytest.raises(InputError, match="every row was rejected"):
         load_corpus(path, quarantine=tmp_path / "q.csv", allow_empty=True)
+
+
+def test_a_csv_row_in_quarantine_keeps_its_text_as_written_quotes_and_line_breaks_included(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "feed.csv"
+    broken = '2,"Storm, again","a title\r\non two lines",x'
+    path.write_text(f'id,title\r\n1,Floods\r\n{broken}\r\n3,"Storm, ""big"""\r\n', encoding="utf-8")
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "3"]
+    assert corpus.quarantined["raw_line"].tolist() == [broken]
