@@ -332,6 +332,7 @@ def test_draw_with_a_reranker_draws_on_the_rerank_score_around_its_threshold(
     store.claim()
     version = store.new_version_dir("ab" * 32)
     shutil.copytree(small_reranked_model, version)
+    store.register(version, {"fingerprint": "ab" * 32})
     store.promote(version, "the model under test")
     out = tmp_path / "todo.csv"
     proc = nlsim(

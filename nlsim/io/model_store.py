@@ -206,6 +206,12 @@ class ModelStore:
                 f"{path} points at {name!r}, which is not a version in {self.root / VERSIONS}. "
                 + self._damaged_pointer_hint()
             )
+        if not (self.root / VERSIONS / name / STORE_JSON).is_file():
+            raise StateError(
+                f"{path} points at {name!r}, which is not registered (no {STORE_JSON} in "
+                f"{self.root / VERSIONS / name}: never evaluated, or the file was removed by hand). "
+                + self._damaged_pointer_hint()
+            )
         return self.root / VERSIONS / name
 
     def _pointer(self, path: Path) -> dict[str, Any]:
@@ -246,7 +252,7 @@ class ModelStore:
         start_over = f"to start the store over, move {self.root / HISTORY} aside"
         when = last.get("promoted_at") or last.get("at")
         said = f"The last promotion recorded is {last['version']} (at {when})"
-        present = {v.name for v in self.versions()}
+        present = {v.name for v in self.versions() if (v / STORE_JSON).is_file()}  # what can be current
         if str(last["version"]) in present:
             pointer = json.dumps({"version": str(last["version"])})
             return (
@@ -255,7 +261,7 @@ class ModelStore:
             )
         promoted = [r for r in self.history() if r.get("decision") == "promoted" and r.get("version")]
         still = next((r for r in reversed(promoted) if str(r["version"]) in present), None)
-        said += f", which is no longer in {self.root / VERSIONS}"
+        said += f", which is no longer in {self.root / VERSIONS} (registered, with its {STORE_JSON})"
         if still is None:
             return (
                 f"{said}; no promoted version is left there: {start_over} (and {self.root / CURRENT} if any)"

@@ -26,6 +26,7 @@ import bench_story_threshold  # noqa: E402
 def store(tmp_path: Path) -> Path:
     """A model store with a promoted model (the benchmarks' checks read no further than the pointer)."""
     (tmp_path / "models" / "versions" / "v0001-9708f408").mkdir(parents=True)
+    (tmp_path / "models" / "versions" / "v0001-9708f408" / "store.json").write_text("{}")  # registered
     (tmp_path / "models" / "CURRENT.json").write_text(json.dumps({"version": "v0001-9708f408"}))
     return tmp_path / "models"
 
@@ -235,6 +236,7 @@ def test_two_trainings_sharing_a_version_name_never_read_each_others_scores(tmp_
     for seed in (42, 7):
         store = tmp_path / f"models-{seed}"
         (store / "versions" / "v0001-9708f408").mkdir(parents=True)
+        (store / "versions" / "v0001-9708f408" / "store.json").write_text("{}")  # registered
         (store / "CURRENT.json").write_text(json.dumps({"version": "v0001-9708f408"}))
         (store / "versions" / "v0001-9708f408" / "training.json").write_text(json.dumps({"seed": seed}))
         stores.append(store)

@@ -43,6 +43,7 @@ def promoted_copy(folder: Path, digest: str) -> tuple[ModelStore, Path]:
     store.claim()
     version = store.new_version_dir(digest * 64)
     shutil.copytree(load_encoder(FAST_MODEL).path, version)
+    store.register(version, {"fingerprint": digest * 64})
     store.promote(version, "test")
     return store, version
 

@@ -217,6 +217,29 @@ def test_a_rollback_whose_version_is_gone_says_so_naming_the_history(
     assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
 
 
+def test_a_pointer_at_a_version_never_registered_is_damaged_not_zero_shot(store: ModelStore) -> None:
+    """CURRENT.json naming a folder without its store.json: the list said "current none (zero-shot)" while
+    `dedup --model current` loaded that folder, and a rollback from it went through. Every reader now names
+    the pointer and what to do (the last promoted version still registered); a promotion writes it anew."""
+    (store.root / "versions" / "v0003-cccccccc" / "store.json").unlink()  # removed by hand
+    before = (store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()
+    for args in (("list",), ("list", "--json"), ("rollback", "--reason", "x")):
+        message = command.refused(models(store, *args), 1, alone=True)
+        assert "CURRENT.json points at 'v0003-cccccccc', which is not registered (no store.json" in message
+        assert "the last promoted version still there is v0001-aaaaaaaa" in message, message
+    assert ((store.root / CURRENT).read_bytes(), (store.root / "history.jsonl").read_bytes()) == before
+    corpus = "id,title\nn1,颱風今晚登陸\nn2,颱風今晚登陸全台\n"
+    (store.root.parent / "c.csv").write_text(corpus, encoding="utf-8")
+    dedup = ("dedup", "--corpus", "c.csv", "--out", "r", "--model", "current", "--model-store", store.root)
+    proc = nlsim(*dedup, cwd=store.root.parent)
+    assert proc.returncode != 0 and "which is not registered" in proc.stderr, proc.stderr[-2000:]
+    assert not (store.root.parent / "r").exists()
+    proc = models(store, "promote", "v0001", "--reason", "v0003 lost its figures")
+    assert proc.returncode == 0, proc.stderr
+    assert "which is not registered" in proc.stderr and "this promotion writes it again" in proc.stderr
+    assert store.current().name == "v0001-aaaaaaaa"
+
+
 def test_a_promotion_whose_history_cannot_be_read_or_written_leaves_the_pointer_as_it_was(
     store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -599,6 +599,7 @@ def _promote_copy(store: Any, scale: float) -> str:
     enc.mark_weights_changed()
     version = store.new_version_dir(f"{int(scale * 1e6):016x}")
     enc.save(version)
+    store.register(version, {"fingerprint": version.name[-8:]})
     store.promote(version, "test")
     return version.name
 

@@ -197,6 +197,7 @@ def test_a_lost_or_torn_pointer_with_promotions_in_the_history_is_refused_not_re
     store.claim()
     version = tmp_path / "models" / "versions" / "v0001-aaaaaaaa"
     version.mkdir(parents=True)
+    store.register(version, {"fingerprint": "a" * 8})  # only a registered version can be current
     store.promote(version.name, "first")
     path = tmp_path / "models" / "CURRENT.json"
     path.unlink()
@@ -223,6 +224,7 @@ def test_a_lost_pointer_whose_last_promotion_is_gone_names_a_version_that_exists
     versions = tmp_path / "models" / "versions"
     for name in ("v0001-aaaaaaaa", "v0002-bbbbbbbb"):
         (versions / name).mkdir(parents=True)
+        store.register(name, {"fingerprint": name[-8:]})
         store.promote(name, "better")
     shutil.rmtree(versions / "v0002-bbbbbbbb")  # the last promotion's folder removed by hand
     if left == "none":
