@@ -36,6 +36,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.ephemeral import exit_on_api_failure
 from nlsim import progress
 from nlsim.commands.options import config_from_args
+from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
 from nlsim.options import options_of, parameters
 from nlsim.orchestration import stage_info
@@ -249,6 +250,8 @@ def run_from_command_line(
     args = parser.parse_args(argv)
     params: dict[str, Any] = {}
     try:
+        check_environment()  # a bad NLSIM_* value: refused now, not in a task after minutes of work
+        task_timeout()
         for cls in classes:
             params.update(parameters(config_from_args(cls, args)))
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it

@@ -31,6 +31,8 @@ import yaml
 
 from flows.ephemeral import exit_on_api_failure
 from nlsim.commands.options import needless
+from nlsim.environment import check_environment
+from nlsim.errors import ConfigError
 from nlsim.options import options_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,7 +220,6 @@ def check_values(spec: dict[str, Any], flow: Any, cls: type, params: dict[str, A
     from pydantic import TypeAdapter, ValidationError
     from pydantic_core import to_jsonable_python
 
-    from nlsim.errors import ConfigError
     from nlsim.options import build
 
     where = f"deployment {spec['name']!r}"
@@ -306,10 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         "--list", action="store_true", help="print the deployments and their schedules, then exit"
     )
     args = parser.parse_args(argv)
+    from flows.orchestration import task_timeout  # deferred: it loads prefect
+
     try:  # every entry is checked before any is served: a refusal serves nothing (exit status 2)
         specs = load_specs(args.file)
         deployments = build_deployments(specs, args.only)
-    except SpecError as exc:
+        check_environment()  # what every served run would read: a bad value would fail each of them
+        task_timeout()
+    except (SpecError, ConfigError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.list:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from nlsim import __version__
+from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
 
 COMMANDS = (
@@ -138,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if logging.getLevelName(level) >= logging.WARNING:  # progress lines are information too
         os.environ.setdefault("NLSIM_PROGRESS", "off")
     try:
+        check_environment()  # a bad NLSIM_* value is refused before any work
         with _sigterm_stops_the_run():
             return int(args.func(args) or 0)
     except ConfigError as exc:

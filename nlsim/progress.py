@@ -24,11 +24,12 @@ Example:
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
+
+from nlsim.environment import progress_style
 
 logger = logging.getLogger("nlsim")
 LOG_INTERVAL_S = 10.0
@@ -62,11 +63,9 @@ def clear_listeners() -> None:
 
 
 def style() -> str:
-    """``bar`` (a terminal), ``lines`` (a log) or ``off``, from ``NLSIM_PROGRESS`` or stderr."""
-    forced = os.environ.get("NLSIM_PROGRESS", "").strip().lower()
-    if forced in ("bar", "lines", "off"):
-        return forced
-    return "bar" if sys.stderr.isatty() else "lines"
+    """``bar`` (a terminal), ``lines`` (a log) or ``off``, from ``NLSIM_PROGRESS`` or stderr (a value it
+    does not take is a :class:`~nlsim.errors.ConfigError`: :func:`nlsim.environment.progress_style`)."""
+    return progress_style() or ("bar" if sys.stderr.isatty() else "lines")
 
 
 class Progress:

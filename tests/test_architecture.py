@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS: dict[str, int] = {
     "nlsim": 0,
-    "nlsim.errors": 0,
+    "nlsim.errors": -2,
+    "nlsim.environment": -1,
     "nlsim.options": 0,
     "nlsim.progress": 0,
     "nlsim.orchestration": 0,
@@ -36,7 +37,8 @@ LAYERS: dict[str, int] = {
     "nlsim.cli": 11,
     "nlsim.__main__": 11,
 }
-"""base (errors, options, progress, orchestration, faults) -> conversion -> io -> inference (how a model runs)
+"""errors -> environment (the NLSIM_* variables, refused with errors) -> base (options, progress,
+orchestration, faults) -> conversion -> io -> inference (how a model runs)
 -> encoders/search/clusters -> evaluation -> rerank -> report -> models (the model a run judges with) ->
 dedup/training/annotation -> chain -> commands; flows on top. Within a rank, a package imports only from
 itself (the command line's modules excepted). A module sits in its package's layer: no module of a package has

@@ -557,11 +557,11 @@ def lossy_paths_here(device: Any) -> tuple[int, bool]:
     on a CPU without VNNI or bf16 instructions; one where the CPU's features pick it untimed,
     :func:`nlsim.inference.choice.untimed_path`: more only where it fails its check, which the estimate
     does not foresee), and whether they are built and timed first (on a CPU that probes them)."""
+    from nlsim.environment import probe_mode
     from nlsim.inference.choice import untimed_path
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.onnx import onnxruntime_available
     from nlsim.inference.paths import candidates, is_lossy
-    from nlsim.inference.probe import probe_mode
 
     cpu, gpu = cpu_info(), gpu_info(device)
     found, _ = candidates("auto", "auto", cpu, onnx_ok=onnxruntime_available(), gpu=gpu)
@@ -933,11 +933,11 @@ def zero_shot_check_first(cfg: PipelineConfig, base: Any) -> bool:
     their builds before a first report. The fine-tuned model's check after training measures them
     there. Nor where the report's backend is ONNX (no torch-bf16), or where probes are off
     (``NLSIM_PROBE=off``: the first candidate in path order, never torch-bf16, would run the report)."""
+    from nlsim.environment import probe_mode
     from nlsim.inference.choice import untimed_path
     from nlsim.inference.cpu import cpu_info
     from nlsim.inference.onnx import onnxruntime_available
     from nlsim.inference.paths import candidates
-    from nlsim.inference.probe import probe_mode
 
     model = cfg.dedup_config(CURRENT_MODEL).model
     if model.precision != "auto" or base.device.type != "cpu":

@@ -55,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from nlsim.environment import probe_mode
 from nlsim.errors import ConfigError
 from nlsim.inference.cpu import CpuInfo, cpu_info
 from nlsim.inference.gpu import gpu_info
@@ -66,7 +67,7 @@ from nlsim.inference.lossy_verdict import (
     record_entry,
 )
 from nlsim.inference.paths import PATHS, candidates, check_options, is_lossy, split_path
-from nlsim.inference.probe import probe_mode, probe_rates, too_small_to_probe
+from nlsim.inference.probe import probe_rates, too_small_to_probe
 from nlsim.inference.target import Target
 from nlsim.progress import say, warn
 

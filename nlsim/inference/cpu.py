@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nlsim.environment import cpu_flags
+
 ISA_FLAGS = (
     "avx2",
     "avx512f",
@@ -133,7 +135,7 @@ def _read() -> tuple[str, frozenset[str]]:
 def cpu_info() -> CpuInfo:
     """The CPU of this machine (see the module docstring; ``NLSIM_CPU_FLAGS`` overrides the flags)."""
     model, flags = _read()
-    override = os.environ.get("NLSIM_CPU_FLAGS")
+    override = cpu_flags()
     if override is not None:
-        flags = frozenset(override.split())
+        flags = override
     return CpuInfo(model=model, flags=tuple(f for f in ISA_FLAGS if f in flags), cores=os.cpu_count() or 0)

@@ -1,20 +1,15 @@
 """The probe: how fast each inference path runs on this machine, timed once and cached.
 
 When more than one candidate path is left, each is timed on a few synthetic batches (two shapes) once per
-CPU kind, thread count and model architecture, or once per GPU kind and architecture for a model on a GPU
-(a half precision is not always the faster there), and the items per second are cached in
+CPU kind, thread count and model architecture, or once per GPU kind and architecture for a model on a GPU (a
+half precision is not always the faster there), and the items per second are cached in
 ``$NLSIM_HOME/probes/`` (made again when torch or onnxruntime change). ``NLSIM_PROBE`` says whether a run
-may time what the cache lacks (:func:`probe_mode`). Where only the exact CPU paths are left (ONNX and torch
-fp32: the same numbers), a job smaller than :data:`PROBE_PAYOFF` times what the timing itself would run is
-not worth it (:func:`too_small_to_probe`): the exact ONNX path is taken without timing. On a CPU with
-AMX-BF16 nothing is timed: torch-bf16 is taken once its quality check passed it
-(:func:`nlsim.inference.choice.untimed_path`).
-
-Example:
-    >>> import numpy as np
-    >>> batch = {"input_ids": np.zeros((4, 8), dtype=np.int64)}
-    >>> time_runner(lambda b: None, [batch]) > 0
-    True
+may time what the cache lacks (:func:`nlsim.environment.probe_mode`). Where only the exact CPU paths are
+left (ONNX and torch fp32: the same numbers), a job smaller than :data:`PROBE_PAYOFF` times what the timing
+itself would run is not worth it (:func:`too_small_to_probe`): the exact ONNX path is taken without timing.
+On a CPU with AMX-BF16 nothing is timed: torch-bf16 is taken once its quality check passed it
+(:func:`nlsim.inference.choice.untimed_path`). Example: >>> import numpy as np >>> batch = {"input_ids":
+np.zeros((4, 8), dtype=np.int64)} >>> time_runner(lambda b: None, [batch]) > 0 True
 """
 
 from __future__ import annotations
@@ -22,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -130,13 +124,6 @@ def time_runner(
         if spent >= enough_s:
             break
     return items / max(best, 1e-9)
-
-
-def probe_mode() -> str:
-    """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
-    time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
-    mode = os.environ.get("NLSIM_PROBE", "on").strip().lower()
-    return mode if mode in ("on", "cached", "off") else "on"
 
 
 def too_small_to_probe(target: Target, paths: list[str], threads: int, cpu: CpuInfo, job_items: int) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nlsim.environment import home
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256
 from nlsim.io.manifest import file_problem, read_manifest, write_manifest
 
@@ -49,8 +50,8 @@ def quiet_transformers() -> None:
 
 
 def nlsim_home() -> Path:
-    """``$NLSIM_HOME``, default ``~/.cache/nlsim``."""
-    return Path(os.environ.get("NLSIM_HOME") or Path.home() / ".cache" / "nlsim").expanduser()
+    """``$NLSIM_HOME``, default ``~/.cache/nlsim`` (:func:`nlsim.environment.home`)."""
+    return home()
 
 
 def models_dir() -> Path:

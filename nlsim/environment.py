@@ -1,0 +1,112 @@
+"""The environment variables nlsim reads, each read and checked in one place.
+
+A value that is not one of those a variable takes is no longer read as if the variable were unset
+(``NLSIM_PROBE=cache`` timed every path, ``NLSIM_PROGRESS=bars`` chose by the terminal,
+``NLSIM_CPU_FLAGS=avx,avx2,fma`` made a CPU with no instruction set nlsim knows): each is a
+:class:`~nlsim.errors.ConfigError` naming the variable, its value and what it takes.
+:func:`check_environment` reads them all, so that a command refuses a bad value before any work (``nlsim``
+and the flows' command lines call it first). An empty value is an unset one, but for ``NLSIM_CPU_FLAGS``
+(set and blank: a CPU with none of the flags).
+
+| variable | values | default |
+|---|---|---|
+| ``NLSIM_HOME`` | a folder (made when missing) | ``~/.cache/nlsim`` |
+| ``NLSIM_PROGRESS`` | ``bar``, ``lines``, ``off`` | ``bar`` on a terminal, else ``lines`` |
+| ``NLSIM_PROBE`` | ``on``, ``cached``, ``off`` | ``on`` |
+| ``NLSIM_CPU_FLAGS`` | instruction-set flags, space-separated | the CPU's own |
+| ``NLSIM_DEVICE`` | a torch device (``cpu``, ``cuda``, ``cuda:1``) | ``cuda`` when torch sees a GPU |
+
+``NLSIM_DEVICE`` is checked where it is read (:func:`nlsim.encoders.device.default_device`: it needs torch).
+
+Example:
+    >>> import os
+    >>> os.environ["NLSIM_PROBE"] = "cache"
+    >>> try:
+    ...     probe_mode()
+    ... except ConfigError as exc:
+    ...     print(str(exc).split(" (")[0])
+    NLSIM_PROBE='cache': not one of on, cached, off
+    >>> del os.environ["NLSIM_PROBE"]
+    >>> probe_mode()
+    'on'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from nlsim.errors import ConfigError
+
+PROGRESS_STYLES = ("bar", "lines", "off")
+PROBE_MODES = ("on", "cached", "off")
+FLAG = re.compile(r"[a-z0-9_]+")
+PROBE_WHAT = "on: time what the cache lacks; cached: cached timings only; off: the first candidate"
+
+
+def _value(name: str) -> str | None:
+    """The variable's value without surrounding blanks; ``None`` when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _one_of(name: str, choices: tuple[str, ...], what: str) -> str | None:
+    value = _value(name)
+    if value is None:
+        return None
+    if value.lower() not in choices:
+        raise ConfigError(f"{name}={os.environ[name]!r}: not one of {', '.join(choices)} ({what})")
+    return value.lower()
+
+
+def progress_style() -> str | None:
+    """``NLSIM_PROGRESS``: ``bar``, ``lines`` or ``off``; ``None`` when unset (nlsim decides)."""
+    return _one_of("NLSIM_PROGRESS", PROGRESS_STYLES, "bar: a bar; lines: a line now and then; off: none")
+
+
+def probe_mode() -> str:
+    """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
+    time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
+    return _one_of("NLSIM_PROBE", PROBE_MODES, PROBE_WHAT) or "on"
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """``NLSIM_CPU_FLAGS``: the instruction-set flags to take the CPU for, space-separated as in
+    ``/proc/cpuinfo`` (``avx avx2 fma``); ``None`` when unset. Set but blank: a CPU with none."""
+    given = os.environ.get("NLSIM_CPU_FLAGS")
+    if given is None:
+        return None
+    flags = given.split()
+    odd = [f for f in flags if not FLAG.fullmatch(f)]
+    if odd:
+        raise ConfigError(
+            f"NLSIM_CPU_FLAGS={given!r}: {odd[0]!r} is not a flag name; the flags are space-separated, as in "
+            '/proc/cpuinfo (NLSIM_CPU_FLAGS="avx avx2 fma")'
+        )
+    return frozenset(flags)
+
+
+def home() -> Path:
+    """``NLSIM_HOME``, default ``~/.cache/nlsim``: where converted models, timings and caches are kept."""
+    return Path(_value("NLSIM_HOME") or Path.home() / ".cache" / "nlsim").expanduser()
+
+
+def check_home() -> Path:
+    """:func:`home`, refused when it cannot be a folder: a file, or under one (it is made when missing)."""
+    path = home()
+    set_by = f"NLSIM_HOME={os.environ['NLSIM_HOME']!r}" if _value("NLSIM_HOME") else f"the nlsim home {path}"
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{set_by}: a file, not a folder (the folder for converted models and caches)")
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ConfigError(f"{set_by}: {above} is a file, so no folder can be made under it")
+    return path
+
+
+def check_environment() -> None:
+    """Read every variable above that needs no heavy import: a bad value is a :class:`ConfigError`."""
+    progress_style()
+    probe_mode()
+    cpu_flags()
+    check_home()

@@ -1,0 +1,99 @@
+"""The NLSIM_* environment variables: a value a variable does not take is refused before any work, in one
+line naming the variable and the value, by ``nlsim`` and by the flows' command lines alike (it was read as
+if the variable were unset: ``NLSIM_PROBE=cache`` timed every path, ``NLSIM_CPU_FLAGS=avx,avx2,fma`` made a
+CPU with no instruction set)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nlsim import environment
+from nlsim.errors import ConfigError
+from nlsim.inference.cpu import cpu_info
+from tests.command import command_env, nlsim, refused
+
+BAD = [
+    ("NLSIM_PROBE", "cache", "not one of on, cached, off"),
+    ("NLSIM_PROGRESS", "bars", "not one of bar, lines, off"),
+    ("NLSIM_CPU_FLAGS", "avx,avx2,fma", "the flags are space-separated"),
+    ("NLSIM_HOME", "{file}", "a file, not a folder"),
+    ("NLSIM_HOME", "{file}/home", "is a file, so no folder can be made under it"),
+]
+
+
+def _value(value: str, tmp_path: Path) -> str:
+    (tmp_path / "a-file").write_text("not a folder")
+    return value.format(file=tmp_path / "a-file")
+
+
+@pytest.mark.parametrize(("name", "value", "words"), BAD)
+def test_a_bad_value_is_refused_before_any_work_naming_the_variable(
+    tmp_path: Path, name: str, value: str, words: str
+) -> None:
+    value = _value(value, tmp_path)
+    (tmp_path / "c.csv").write_text("id,title\nn1,颱風今晚登陸\nn2,颱風今晚登陸全台\n", encoding="utf-8")
+    args = (
+        "dedup",
+        "--corpus",
+        "c.csv",
+        "--out",
+        "r",
+        "--model",
+        "multilingual-e5-small",
+        "--threshold",
+        "0.9",
+    )
+    message = refused(
+        nlsim(*args, cwd=tmp_path, **{name: value}),
+        2,
+        f"{name}={value!r}",
+        words,
+        command="dedup",
+        alone=True,
+    )
+    assert not (tmp_path / "r").exists(), message
+
+
+@pytest.mark.parametrize(("name", "value", "words"), [BAD[0], ("NLSIM_TASK_TIMEOUT_S", "4h", "not a number")])
+def test_the_flows_refuse_it_too_before_any_run_or_serving(
+    tmp_path: Path, name: str, value: str, words: str
+) -> None:
+    """``python -m flows.dedup`` refuses before its flow starts (no server, no run); ``flows.serve`` before
+    it serves anything: every run it served would fail on the value."""
+    for argv, prog in (
+        (["-m", "flows.dedup", "--corpus", "c.csv", "--out", "r"], "python -m flows.dedup"),
+        (["-m", "flows.serve", "--list"], "python -m flows.serve"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, *argv],
+            cwd=tmp_path,
+            env=command_env(**{name: value}),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        last = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert last.startswith(f"{prog}: error: {name}={value!r}") and words in last, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
+
+
+def test_empty_is_unset_and_the_values_are_read_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NLSIM_PROBE", "NLSIM_PROGRESS", "NLSIM_HOME"):
+        monkeypatch.setenv(name, " ")
+    assert environment.probe_mode() == "on" and environment.progress_style() is None
+    assert environment.home() == Path.home() / ".cache" / "nlsim"
+    monkeypatch.setenv("NLSIM_PROBE", " Cached ")
+    monkeypatch.setenv("NLSIM_PROGRESS", "LINES")
+    assert (environment.probe_mode(), environment.progress_style()) == ("cached", "lines")
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "  avx  avx2\tavx512_bf16 ")  # blanks of any kind between
+    assert cpu_info().flags == ("avx2", "avx512_bf16")  # the flags nlsim reads (ISA_FLAGS)
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "")  # set and blank: a CPU with none of the flags
+    assert cpu_info().flags == ()
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx;avx2")
+    with pytest.raises(ConfigError, match=r"'avx;avx2' is not a flag name"):
+        cpu_info()
