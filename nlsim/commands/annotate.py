@@ -50,7 +50,12 @@ def register(subparsers: Any) -> None:
         "reranker's or the model's calibrated threshold, else the pool median)",
     )
     d.add_argument("--text-field", default=None, help="text column (default: title_zh_tw, title or text)")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random pairs drawn (default 0: the same draw each time)",
+    )
     d.set_defaults(func=run_draw)
     _merge_parser(sub)
     v = sub.add_parser(

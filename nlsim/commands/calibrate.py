@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         help="where the threshold goes: where the F1 averaged over held-out folds is best (default), or "
         "the plain best cut on all the pairs",
     )
-    p.add_argument("--threads", type=threads_arg, default=None)
+    p.add_argument("--threads", type=threads_arg, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument(
         "--no-precision-check",
         dest="precision_check",

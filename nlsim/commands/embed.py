@@ -161,7 +161,10 @@ def register(subparsers: Any) -> None:
         "--batch-size", type=int, default=None, help="texts per batch (default: 64 on the CPU, 256 on a GPU)"
     )
     p.add_argument(
-        "--max-length", type=max_length_arg, default=None, help="truncate at this many tokens (default 256)"
+        "--max-length",
+        type=max_length_arg,
+        default=None,
+        help="truncate at this many tokens (default: the model's own: a fine-tuned folder's, else 256)",
     )
     p.add_argument(
         "--backend",

@@ -29,8 +29,13 @@ def register(subparsers: Any) -> None:
         "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default {DEFAULT_MODE})"
     )
     p.add_argument("--split", default="test", help="split to score, or 'all' (default test)")
-    p.add_argument("--max-length", type=max_length_arg, default=None)
-    p.add_argument("--threads", type=threads_arg, default=None)
+    p.add_argument(
+        "--max-length",
+        type=max_length_arg,
+        default=None,
+        help="truncate at this many tokens (default: the model's own: a fine-tuned folder's, else 256)",
+    )
+    p.add_argument("--threads", type=threads_arg, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument(
         "--no-rerank",
         dest="rerank",

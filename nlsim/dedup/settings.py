@@ -78,8 +78,8 @@ class InputSettings:
     )
     date: str | None = option(
         None,
-        help="the run's date (YYYY-MM-DD) put into {date} in --corpus, and a daily run's day (with --state); "
-        "refused where it would do neither (default: the scheduled or current date)",
+        help="the run's date (YYYY-MM-DD) put into {date} in --corpus, and a daily run's day (nlsim dedup "
+        "--state); refused where it would do neither (default: the scheduled or current date)",
     )
     timezone: str = option(
         "UTC",

@@ -79,7 +79,7 @@ class ModelSettings:
     rerank: bool | None = option(
         None,
         help="rescore the pairs with the reranker stored with the model (default: when it has one); "
-        "--threshold is then on the 0-1 rerank score",
+        "the threshold is then on the 0-1 rerank score",
         flags=("--rerank", "--no-rerank"),
     )
     topics: bool = option(
