@@ -244,7 +244,7 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-store", type=Path, action="append", required=True, help="two or more")
     parser.add_argument("--names", default="", help="a short name per store (default 1, 2, ...)")
     parser.add_argument(

@@ -273,7 +273,7 @@ def describe(automation: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.alerts", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m flows.alerts", description=__doc__.split("\n\n")[0])
     parser.add_argument("--webhook", metavar="URL", help="POST a JSON object to this URL for each failed run")
     parser.add_argument(
         "--notify", metavar="TYPE/NAME", help="send through this notification block of the server"

@@ -255,3 +255,19 @@ def test_the_alert_gives_the_runs_address_when_the_server_knows_no_ui(server_ui:
     alone = render(alerts.body(None), None)  # no address anywhere: none said
     assert alone.endswith("flow run 08eb9eb8-0f11-40b7-907c-d7bb8c607958") and "None" not in alone
     assert json.loads(render(alerts.webhook_payload(None), None))["url"] is None
+
+
+@pytest.mark.parametrize("module", ["flows.alerts", "flows.serve"])
+def test_the_help_says_what_the_command_does_in_whole_sentences(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m flows.alerts --help` stopped mid-sentence ("a Prefect automation on the server the"): its
+    description was the docstring's first line, not its first paragraph."""
+    import importlib
+
+    with pytest.raises(SystemExit) as done:
+        importlib.import_module(module).main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    description = " ".join(text.split("\n\n")[1].split())
+    assert description.endswith("."), description
