@@ -158,9 +158,11 @@ def test_the_gate_keeps_a_worse_model_and_says_why(tmp_path: Path) -> None:
     store.claim()
     good = store.new_version_dir("a" * 64)
     good.mkdir(parents=True)
+    store.register(good, {"fingerprint": good.name})  # only a registered version can be current
     store.promote(good, "first")
     worse = store.new_version_dir("b" * 64)
     worse.mkdir(parents=True)
+    store.register(worse, {"fingerprint": worse.name})  # only a registered version can be current
     incumbent = {"spearman": 90.0, "f1": 0.80}
     d = promote_stage(
         store, worse, {"spearman": 91.0, "f1": 0.70}, incumbent, f"the current model {good.name}"
@@ -181,9 +183,11 @@ def test_the_gate_does_not_undo_a_rollback_by_hand(tmp_path: Path, by_hand: str)
     store.claim()
     old, new = store.new_version_dir("a" * 64), None
     old.mkdir(parents=True)
+    store.register(old, {"fingerprint": old.name})  # only a registered version can be current
     store.promote(old, "beats zero-shot")
     new = store.new_version_dir("b" * 64)
     new.mkdir(parents=True)
+    store.register(new, {"fingerprint": new.name})  # only a registered version can be current
     store.promote(new, "beats v0001")
     extra = {"rolled_back": new.name} if by_hand == "rollback" else {"replaced": new.name}
     store.promote(old, "v0002 splits stories", by="ed@desk", command=f"nlsim models {by_hand}", **extra)
@@ -690,6 +694,7 @@ def test_no_first_report_when_asked_or_when_a_model_is_promoted(
     store = ModelStore(tmp_path / "models")
     promoted = store.new_version_dir("c" * 64)
     promoted.mkdir(parents=True)
+    store.register(promoted, {"fingerprint": promoted.name})  # only a registered version can be current
     store.promote(promoted, "a model trained before")
     assert chain_run.first_report(config(tmp_path, pairs, corpus), store) == {}
     assert not (tmp_path / "report" / "index.html").exists()

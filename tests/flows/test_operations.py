@@ -143,7 +143,8 @@ def test_a_task_timeout_that_is_not_seconds_fails_the_run_in_one_line_naming_the
 ) -> None:
     """NLSIM_TASK_TIMEOUT_S=4h stopped every flow module as it was imported (serve said only that the entry
     point cannot be loaded: ValueError: could not convert string to float), and 0 timed out every long stage
-    at once. The flows now load, and a stage refuses the value by the variable's name before it runs."""
+    at once. The flows now load, serve refuses the value before it serves anything (every run would fail on
+    it), and a stage of a run started otherwise refuses it by the variable's name before it runs."""
     import os
     import subprocess
     import sys
@@ -157,7 +158,11 @@ def test_a_task_timeout_that_is_not_seconds_fails_the_run_in_one_line_naming_the
     listed = subprocess.run(
         [sys.executable, "-m", "flows.serve", "--list"], cwd=root, env=env, capture_output=True, text=True
     )
-    assert listed.returncode == 0 and "news-dedup/daily" in listed.stdout, listed.stderr[-2000:]
+    assert listed.returncode == 2 and not listed.stdout, listed.stderr[-2000:]
+    assert listed.stderr.strip() == (
+        f"python -m flows.serve: error: NLSIM_TASK_TIMEOUT_S='{given}': not a number of seconds above 0 "
+        "(default 14400), the seconds a long stage may run"
+    )
 
     monkeypatch.setenv("NLSIM_TASK_TIMEOUT_S", given)
     ran: list[int] = []
