@@ -58,28 +58,32 @@ def test_a_bad_value_is_refused_before_any_work_naming_the_variable(
     assert not (tmp_path / "r").exists(), message
 
 
-@pytest.mark.parametrize(("name", "value", "words"), [BAD[0], ("NLSIM_TASK_TIMEOUT_S", "4h", "not a number")])
+@pytest.mark.parametrize(
+    ("module", "args", "name", "value", "words"),
+    [
+        ("flows.dedup", ["--corpus", "c.csv", "--out", "r"], *BAD[0]),
+        ("flows.serve", ["--list"], *BAD[1]),  # NLSIM_TASK_TIMEOUT_S: tests/flows/test_operations.py
+    ],
+)
 def test_the_flows_refuse_it_too_before_any_run_or_serving(
-    tmp_path: Path, name: str, value: str, words: str
+    tmp_path: Path, module: str, args: list[str], name: str, value: str, words: str
 ) -> None:
     """``python -m flows.dedup`` refuses before its flow starts (no server, no run); ``flows.serve`` before
     it serves anything: every run it served would fail on the value."""
-    for argv, prog in (
-        (["-m", "flows.dedup", "--corpus", "c.csv", "--out", "r"], "python -m flows.dedup"),
-        (["-m", "flows.serve", "--list"], "python -m flows.serve"),
-    ):
-        proc = subprocess.run(
-            [sys.executable, *argv],
-            cwd=tmp_path,
-            env=command_env(**{name: value}),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        last = proc.stderr.strip().splitlines()[-1]
-        assert proc.returncode == 2, proc.stderr[-2000:]
-        assert last.startswith(f"{prog}: error: {name}={value!r}") and words in last, proc.stderr[-2000:]
-        assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=tmp_path,
+        env=command_env(**{name: value}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert last.startswith(f"python -m {module}: error: {name}={value!r}") and words in last, proc.stderr[
+        -2000:
+    ]
+    assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
 
 
 def test_empty_is_unset_and_the_values_are_read_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
