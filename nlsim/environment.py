@@ -88,19 +88,44 @@ def cpu_flags() -> frozenset[str] | None:
 
 
 def home() -> Path:
-    """``NLSIM_HOME``, default ``~/.cache/nlsim``: where converted models, timings and caches are kept."""
-    return Path(_value("NLSIM_HOME") or Path.home() / ".cache" / "nlsim").expanduser()
+    """``NLSIM_HOME``, default ``~/.cache/nlsim``: where converted models, timings and caches are kept. A
+    ``~user`` of no user, or no home folder for the default (``HOME`` unset, a uid without an entry in the
+    user database), is a :class:`ConfigError` (it was pathlib's RuntimeError, with a traceback)."""
+    given = _value("NLSIM_HOME")
+    try:
+        return Path(given or Path.home() / ".cache" / "nlsim").expanduser()
+    except RuntimeError as exc:  # pathlib: "Could not determine home directory."
+        if given:
+            user = given.split("/")[0]
+            raise ConfigError(
+                f"NLSIM_HOME={os.environ['NLSIM_HOME']!r}: there is no user {user[1:]!r} whose home {user} "
+                "would be; give the folder's path"
+            ) from exc
+        raise ConfigError(
+            "NLSIM_HOME is not set and this user has no home folder (HOME unset, no entry in the user "
+            "database) to keep ~/.cache/nlsim in: set NLSIM_HOME to a folder"
+        ) from exc
 
 
 def check_home() -> Path:
-    """:func:`home`, refused when it cannot be a folder: a file, or under one (it is made when missing)."""
+    """:func:`home`, refused when it cannot be a folder: a file, under one, or a link to nothing (itself or
+    a folder above it: a volume not mounted) where the folder would be made (it is made when missing)."""
     path = home()
     set_by = f"NLSIM_HOME={os.environ['NLSIM_HOME']!r}" if _value("NLSIM_HOME") else f"the nlsim home {path}"
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{set_by}: a file, not a folder (the folder for converted models and caches)")
-    above = next((p for p in path.parents if p.exists()), None)
-    if above is not None and not above.is_dir():
-        raise ConfigError(f"{set_by}: {above} is a file, so no folder can be made under it")
+    for p in (path, *path.parents):
+        if p.exists():
+            if p.is_dir():
+                break
+            if p == path:
+                raise ConfigError(
+                    f"{set_by}: a file, not a folder (the folder for converted models and caches)"
+                )
+            raise ConfigError(f"{set_by}: {p} is a file, so no folder can be made under it")
+        if p.is_symlink():  # exists() follows links: a link to nothing (making the folder said 'File exists')
+            raise ConfigError(
+                f"{set_by}: {p} is a link to {os.readlink(p)}, which does not exist (a volume not "
+                "mounted?), so no folder can be made there"
+            )
     return path
 
 

@@ -101,3 +101,39 @@ def test_empty_is_unset_and_the_values_are_read_as_documented(monkeypatch: pytes
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx;avx2")
     with pytest.raises(ConfigError, match=r"'avx;avx2' is not a flag name"):
         cpu_info()
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("~no-such-user-82/nlsim", "there is no user 'no-such-user-82' whose home ~no-such-user-82 would be"),
+        ("{tmp}/unmounted", "unmounted is a link to {tmp}/volume, which does not exist (a volume not"),
+        ("{tmp}/unmounted/nlsim", "unmounted is a link to {tmp}/volume, which does not exist"),
+    ],
+    ids=["unknown-user", "link-to-nothing", "under-a-link-to-nothing"],
+)
+def test_a_home_that_cannot_be_made_is_named_not_a_traceback_or_file_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, words: str
+) -> None:
+    """``~user`` of no user was pathlib's RuntimeError with a traceback; a link to a folder that is not there
+    (a volume not mounted) passed the check and failed at the first write with '...: File exists'."""
+    (tmp_path / "unmounted").symlink_to(tmp_path / "volume")
+    value, words = value.format(tmp=tmp_path), words.format(tmp=tmp_path)
+    monkeypatch.setenv("NLSIM_HOME", value)
+    with pytest.raises(ConfigError) as raised:
+        environment.check_environment()
+    assert str(raised.value).startswith(f"NLSIM_HOME={value!r}: ") and words in str(raised.value)
+
+
+def test_no_home_folder_for_the_default_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME unset and a uid without an entry in the user database (a container): Path.home() gives '~',
+    which pathlib could not expand (a RuntimeError)."""
+
+    def expanduser(self: Path) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("NLSIM_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: cls("~")))
+    monkeypatch.setattr(Path, "expanduser", expanduser)
+    with pytest.raises(ConfigError, match="NLSIM_HOME is not set and this user has no home folder"):
+        environment.home()
