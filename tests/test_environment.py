@@ -137,3 +137,15 @@ def test_no_home_folder_for_the_default_is_named(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(Path, "expanduser", expanduser)
     with pytest.raises(ConfigError, match="NLSIM_HOME is not set and this user has no home folder"):
         environment.home()
+
+
+def test_the_library_names_a_bad_home_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller of the library (a notebook, a deployment's worker) has no command line to check the
+    variables first: a NLSIM_HOME naming a file was NotADirectoryError '.../models: Not a directory' from
+    deep inside the model's conversion."""
+    from nlsim.encoders.registry import registry_folder
+
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "a-file"))
+    with pytest.raises(ConfigError, match=r"NLSIM_HOME='.*a-file': a file, not a folder"):
+        registry_folder("paraphrase-MiniLM-L3-v2")

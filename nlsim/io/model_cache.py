@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nlsim.environment import home
+from nlsim.environment import check_home
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256
 from nlsim.io.manifest import file_problem, read_manifest, write_manifest
 
@@ -50,8 +50,10 @@ def quiet_transformers() -> None:
 
 
 def nlsim_home() -> Path:
-    """``$NLSIM_HOME``, default ``~/.cache/nlsim`` (:func:`nlsim.environment.home`)."""
-    return home()
+    """``$NLSIM_HOME``, default ``~/.cache/nlsim``; one that cannot be a folder is a
+    :class:`~nlsim.errors.ConfigError` naming the variable (:func:`nlsim.environment.check_home`), for the
+    library's callers too, which no command line checked first (it was '.../models: Not a directory')."""
+    return check_home()
 
 
 def models_dir() -> Path:
