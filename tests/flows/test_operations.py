@@ -155,6 +155,10 @@ def test_a_task_timeout_that_is_not_seconds_fails_the_run_in_one_line_naming_the
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "NLSIM_TASK_TIMEOUT_S": given}
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import flows.dedup, flows.pipeline"], cwd=root, env=env, capture_output=True
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
     listed = subprocess.run(
         [sys.executable, "-m", "flows.serve", "--list"], cwd=root, env=env, capture_output=True, text=True
     )
