@@ -221,6 +221,10 @@ def config_flow(
 
     def fn(**kwargs: Any) -> Any:
         try:
+            # a run served or started by a worker reads that process's NLSIM_* variables, which no command
+            # line checked: a bad value ends the run now, in one line, not in a task after minutes of work
+            check_environment()
+            task_timeout()
             return body(**kwargs)
         except NlsimError as exc:  # a parameter that cannot work, bad input: one line, the state's message
             return fail(f"{type(exc).__name__}: {exc}")

@@ -149,3 +149,20 @@ def test_the_library_names_a_bad_home_too(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "a-file"))
     with pytest.raises(ConfigError, match=r"NLSIM_HOME='.*a-file': a file, not a folder"):
         registry_folder("paraphrase-MiniLM-L3-v2")
+
+
+@pytest.mark.parametrize(("name", "value", "words"), [BAD[0], ("NLSIM_TASK_TIMEOUT_S", "4h", "not a number")])
+def test_a_deployed_run_refuses_it_before_any_work(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str
+) -> None:
+    """A run of a deployment (served, or started by a worker) calls the flow itself, not ``python -m
+    flows.X``: it read a bad value only where a stage did (NLSIM_TASK_TIMEOUT_S at the first long stage),
+    after the corpus was read; here the corpus is missing, and the run names the variable, not the file."""
+    from flows.dedup import news_dedup
+
+    monkeypatch.setenv(name, value)
+    state = news_dedup(
+        corpus=str(tmp_path / "none.csv"), out=str(tmp_path / "r"), threshold=0.9, return_state=True
+    )
+    assert state.is_failed() and state.message.startswith(f"ConfigError: {name}={value!r}"), state.message
+    assert words in state.message and not (tmp_path / "r").exists()
