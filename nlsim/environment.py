@@ -73,11 +73,12 @@ def probe_mode() -> str:
 
 def cpu_flags() -> frozenset[str] | None:
     """``NLSIM_CPU_FLAGS``: the instruction-set flags to take the CPU for, space-separated as in
-    ``/proc/cpuinfo`` (``avx avx2 fma``); ``None`` when unset. Set but blank: a CPU with none."""
+    ``/proc/cpuinfo`` (``avx avx2 fma``), in any case as the other variables' values (``AVX2`` was refused as
+    not a flag name, "the flags are space-separated"); ``None`` when unset. Set but blank: a CPU with none."""
     given = os.environ.get("NLSIM_CPU_FLAGS")
     if given is None:
         return None
-    flags = given.split()
+    flags = given.lower().split()
     odd = [f for f in flags if not FLAG.fullmatch(f)]
     if odd:
         raise ConfigError(

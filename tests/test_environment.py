@@ -96,6 +96,8 @@ def test_empty_is_unset_and_the_values_are_read_as_documented(monkeypatch: pytes
     assert (environment.probe_mode(), environment.progress_style()) == ("cached", "lines")
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "  avx  avx2\tavx512_bf16 ")  # blanks of any kind between
     assert cpu_info().flags == ("avx2", "avx512_bf16")  # the flags nlsim reads (ISA_FLAGS)
+    monkeypatch.setenv("NLSIM_CPU_FLAGS", "AVX AVX2 FMA")  # any case, as the other variables' values
+    assert cpu_info().flags == ("avx2",)
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "")  # set and blank: a CPU with none of the flags
     assert cpu_info().flags == ()
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx;avx2")
