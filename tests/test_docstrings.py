@@ -27,3 +27,17 @@ def test_docstring_examples(name, repo_root, monkeypatch, tmp_path):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+
+
+@pytest.mark.parametrize("name", MODULES + FLOWS)
+def test_no_example_is_run_into_the_prose(name):
+    """An example's lines rewrapped as a paragraph ('Example: >>> import numpy as np >>> batch = ...', as
+    nlsim.inference.probe's was) are no example: doctest finds none there, and the reader cannot run it."""
+    module = importlib.import_module(name)
+    flattened = [
+        f"{test.name}: {line.strip()[:80]}"
+        for test in doctest.DocTestFinder(recurse=True).find(module)
+        for line in (test.docstring or "").splitlines()
+        if ">>>" in line and not line.lstrip().startswith(">>>") and not line.lstrip().startswith("...")
+    ]
+    assert not flattened, flattened

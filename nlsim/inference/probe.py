@@ -8,8 +8,13 @@ may time what the cache lacks (:func:`nlsim.environment.probe_mode`). Where only
 left (ONNX and torch fp32: the same numbers), a job smaller than :data:`PROBE_PAYOFF` times what the timing
 itself would run is not worth it (:func:`too_small_to_probe`): the exact ONNX path is taken without timing.
 On a CPU with AMX-BF16 nothing is timed: torch-bf16 is taken once its quality check passed it
-(:func:`nlsim.inference.choice.untimed_path`). Example: >>> import numpy as np >>> batch = {"input_ids":
-np.zeros((4, 8), dtype=np.int64)} >>> time_runner(lambda b: None, [batch]) > 0 True
+(:func:`nlsim.inference.choice.untimed_path`).
+
+Example:
+    >>> import numpy as np
+    >>> batch = {"input_ids": np.zeros((4, 8), dtype=np.int64)}
+    >>> time_runner(lambda b: None, [batch]) > 0
+    True
 """
 
 from __future__ import annotations
