@@ -139,12 +139,16 @@ if [ "$unpack_model" = 1 ]; then  # one interpreter: the check's imports are the
   step "the default model's files (converted the first time)"
   check="import sys, time
 from nlsim.encoders.registry import registry_folder
-from nlsim.errors import NlsimError
+from nlsim.errors import ConfigError, NlsimError
 from nlsim.training.config import DEFAULT_BASE
 began = time.perf_counter()
 try:
     folder = registry_folder(DEFAULT_BASE)
     print(f'setup: the default model in {folder} ({time.perf_counter() - began:.0f} s)', flush=True)
+except ConfigError as exc:  # a NLSIM_HOME that cannot be a folder: nlsim refuses it too, the job would not run
+    print(f'setup: the default model was not converted: {exc}; every nlsim command refuses it as well: '
+          'set NLSIM_HOME to a folder, or unset it (default ~/.cache/nlsim)', file=sys.stderr, flush=True)
+    sys.exit(2)
 except (OSError, NlsimError) as exc:  # the machine's (room, rights, a package): the job converts it itself
     print(f'setup: the default model was not converted ({exc}); the main job converts it when it starts',
           file=sys.stderr, flush=True)

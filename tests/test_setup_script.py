@@ -90,3 +90,30 @@ def test_a_venv_without_pip_that_cannot_get_one_is_named_with_what_to_do(tmp_pat
     assert ".venv/bin/python has no pip and cannot install it" in done.stderr
     assert "rm -rf .venv" in done.stderr and "apt install python3.11-venv" in done.stderr
     assert not (tmp_path / ".venv" / ".nlsim-installed").exists()
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").is_file(), reason="needs the installed .venv")
+def test_a_home_nlsim_refuses_is_named_by_the_set_up_not_left_to_the_job(tmp_path: Path) -> None:
+    """With NLSIM_HOME naming a file, the set-up's model step said '[Errno 20] Not a directory: ...; the main
+    job converts it when it starts', and the job then refused the variable. The set-up now names it, exit 2.
+    (The installed .venv stands in: a wrapper of its Python, and the stamp of an install already done.)"""
+    for name in ("pyproject.toml", "requirements/constraints.txt", "requirements/no-deps.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
+    venv_python = tmp_path / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.write_text(f'#!/bin/sh\nexec {ROOT / ".venv" / "bin" / "python"} "$@"\n')
+    venv_python.chmod(0o755)
+    inputs = "pyproject.toml requirements/constraints.txt requirements/no-deps.txt scripts/setup.sh"
+    want = subprocess.run(
+        ["bash", "-c", f"cat {inputs} | sha256sum | cut -c1-16"], cwd=tmp_path, capture_output=True, text=True
+    ).stdout
+    (tmp_path / ".venv" / ".nlsim-installed").write_text(want)
+    (tmp_path / "a-file").write_text("not a folder")
+    done = setup(tmp_path, NLSIM_HOME=str(tmp_path / "a-file"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = f"the default model was not converted: NLSIM_HOME='{tmp_path / 'a-file'}': a file, not a folder"
+    assert said in done.stderr and "set NLSIM_HOME to a folder" in done.stderr, done.stderr
+    assert "the main job converts it" not in done.stderr and "installing" not in done.stdout
