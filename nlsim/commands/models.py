@@ -237,6 +237,11 @@ def run_list(args: argparse.Namespace) -> int:
             f"{_cell(r['spearman'], 2):>8} {_cell(r['f1'], 3):>6} {_cell(r['cv_f1'], 3):>6}  {r['promoted']}"
         )
     previous = store.previous()
-    if previous is not None:
+    if previous is not None and previous in {r["version"] for r in rows}:
         print(f"nlsim models rollback would make {previous} current again")
+    elif previous is not None:  # gone, or its store.json removed: the rollback is refused, so say that
+        print(
+            f"nlsim models rollback would be refused: {previous}, promoted before {current}, is no longer a "
+            f"registered version (nlsim models promote VERSION makes one of those above current)"
+        )
     return 0

@@ -289,6 +289,8 @@ class ModelStore:
         v = self._dir(version)
         if not v.is_dir():
             raise ConfigError(f"cannot promote {v}: no such version")
+        if not (v / STORE_JSON).is_file():  # the pointer every reader refuses (current()): never written
+            raise ConfigError(f"cannot promote {v}: not registered (no {STORE_JSON}; register it first)")
         records = self.history()
         pointer = self.root / CURRENT
         before = pointer.read_bytes() if pointer.is_file() else None
@@ -330,7 +332,8 @@ class ModelStore:
         folder = self.named(name)
         if self.info(folder) is None:
             raise ConfigError(
-                f"{folder} is not registered (no {STORE_JSON}: a save a killed run left, never evaluated)"
+                f"{folder} is not registered (no {STORE_JSON}: a save a killed run left, never evaluated, or "
+                "the file was removed by hand)"
             )
         manifest = read_manifest(folder)
         if manifest is None:

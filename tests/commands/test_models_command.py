@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from nlsim.errors import ConfigError
 from nlsim.io.manifest import saved_folder
 from nlsim.io.model_store import CURRENT, ModelStore
 from tests import command
@@ -264,3 +265,19 @@ def test_a_promotion_whose_history_cannot_be_read_or_written_leaves_the_pointer_
     with pytest.raises(OSError, match="No space left"):
         store.promote(store.root / "versions" / "v0002-bbbbbbbb", "x")
     assert not (store.root / CURRENT).exists()
+
+
+def test_the_list_offers_no_rollback_the_store_would_refuse(store: ModelStore) -> None:
+    """After v0001 was promoted by hand over v0003, whose store.json had been removed, the list said
+    'nlsim models rollback would make v0003-cccccccc current again', and the rollback was refused (not
+    registered); the store's own promote() wrote such a pointer too, which every reader then refused."""
+    (store.root / "versions" / "v0003-cccccccc" / "store.json").unlink()
+    assert models(store, "promote", "v0001", "--reason", "v0003 lost its figures").returncode == 0
+    last = models(store, "list").stdout.strip().splitlines()[-1]
+    assert last.startswith("nlsim models rollback would be refused: v0003-cccccccc, promoted before"), last
+    message = command.refused(models(store, "rollback", "--reason", "x"), 2, alone=True)
+    assert "v0003-cccccccc is not registered" in message and "removed by hand" in message, message
+    before = (store.root / CURRENT).read_bytes()
+    with pytest.raises(ConfigError, match="not registered"):
+        store.promote("v0003-cccccccc", "by hand")
+    assert (store.root / CURRENT).read_bytes() == before
