@@ -444,9 +444,9 @@ class ModelStore:
         """Finish what a killed run left (call it holding :meth:`lock`); returns what was done, to say.
 
         Removes what killed writes left (:func:`nlsim.io.atomic.leftovers`) and versions saved but never
-        registered (no ``store.json``; never the current one); in ``history.jsonl`` keeps a torn line as
-        text in a record of its own and records the promotion ``CURRENT.json`` names when its record was
-        lost.
+        registered (no ``store.json``; never the current one, nor one ``history.jsonl`` names, whose file was
+        removed by hand: kept, and said); in ``history.jsonl`` keeps a torn line as text in a record of its
+        own and records the promotion ``CURRENT.json`` names when its record was lost.
         """
         done = []
         lines = self._history_lines()
@@ -462,10 +462,20 @@ class ModelStore:
                 remove_tree(path) if path.is_dir() else path.unlink()
                 done.append(f"removed {path}, left by a killed write")
         current = self.current()
+        # a version the history names was registered once (a killed save never reaches the history): its
+        # store.json was removed by hand, and the folder (a model once current, perhaps) is not a leftover
+        named = {str(r.get(k)) for r in self.history() for k in ("version", "candidate") if r.get(k)}
         for version in self.versions():
-            if version != current and not (version / STORE_JSON).exists() and is_owned(version, "model"):
-                remove_tree(version)
-                done.append(f"removed {version}: saved by a killed run, never registered (no {STORE_JSON})")
+            if version == current or (version / STORE_JSON).exists() or not is_owned(version, "model"):
+                continue
+            if version.name in named:
+                done.append(
+                    f"kept {version}: no {STORE_JSON}, though {HISTORY} records it (the file removed by "
+                    f"hand?): restore its {STORE_JSON} to use it again, or remove the folder"
+                )
+                continue
+            remove_tree(version)
+            done.append(f"removed {version}: saved by a killed run, never registered (no {STORE_JSON})")
         record = self.current_record()
         if record is not None and not any(
             r.get("decision") == "promoted"

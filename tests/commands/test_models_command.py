@@ -281,3 +281,20 @@ def test_the_list_offers_no_rollback_the_store_would_refuse(store: ModelStore) -
     with pytest.raises(ConfigError, match="not registered"):
         store.promote("v0003-cccccccc", "by hand")
     assert (store.root / CURRENT).read_bytes() == before
+
+
+def test_a_version_the_history_names_is_not_removed_as_a_killed_save(store: ModelStore) -> None:
+    """v0003, once current, lost its store.json by hand; after v0001 was promoted over it as the message
+    says, the next chain's recovery removed the folder as 'saved by a killed run, never registered' (a
+    killed save never reaches history.jsonl). It is kept and named; a save never recorded still goes."""
+    version = store.root / "versions" / "v0003-cccccccc"
+    (version / "store.json").unlink()
+    assert models(store, "promote", "v0001", "--reason", "v0003 lost its figures").returncode == 0
+    killed = store.new_version_dir("d" * 8)
+    with saved_folder(killed, "model") as tmp:
+        (tmp / "config.json").write_text("{}")
+    with store.lock():
+        done = store.recover()
+    assert version.is_dir() and not killed.exists(), done
+    assert any(line.startswith(f"kept {version}: no store.json, though history.jsonl") for line in done), done
+    assert any(line.startswith(f"removed {killed}: saved by a killed run") for line in done), done
