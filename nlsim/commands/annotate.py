@@ -49,7 +49,11 @@ def register(subparsers: Any) -> None:
         help="score to draw around: the rerank score with a reranker, else the cosine (default: the "
         "reranker's or the model's calibrated threshold, else the pool median)",
     )
-    d.add_argument("--text-field", default=None, help="text column (default: title_zh_tw, title or text)")
+    d.add_argument(
+        "--text-field",
+        default=None,
+        help="text column (default: the first of title_zh_tw, title, text, title_zh_cn it has)",
+    )
     d.add_argument(
         "--seed",
         type=int,
@@ -101,8 +105,8 @@ def _merge_parser(sub: Any) -> None:
     m.add_argument(
         "--text-field",
         default=None,
-        help="the corpus's text column the pairs were drawn with (default: title_zh_tw, title or text, as "
-        "draw reads it)",
+        help="the corpus's text column the pairs were drawn with (default: the first of title_zh_tw, title, "
+        "text, title_zh_cn it has, as draw reads it)",
     )
     m.add_argument(
         "--skip-scored",

@@ -139,7 +139,9 @@ class SearchSettings:
     :attr:`ModelSettings.threads <nlsim.models.settings.ModelSettings.threads>`)."""
 
     k: int = option(10, help="neighbours searched per item")
-    window_hours: float | None = option(None, help="only pair items published at most this many hours apart")
+    window_hours: float | None = option(
+        None, help="only pair items published at most this many hours apart (default: however far apart)"
+    )
     index_kind: IndexKind = option(
         "auto",
         help="FAISS index: exact flat, or approximate IVF/HNSW (auto: by corpus size)",

@@ -145,7 +145,9 @@ class DataSettings:
 
     pairs: str | None = option(None, help="pair file (.tsv/.csv/.parquet) with a split column")
     conversion: Conversion = option("tw2sp", help="script conversion of the pair texts", flags=("--convert",))
-    train_size: int | None = option(None, help="use a random subset of this many training pairs")
+    train_size: int | None = option(
+        None, help="use a random subset of this many training pairs (default: all of them)"
+    )
     subset_seed: int | None = option(None, help="seed of the subset draw (default: --seed)", cli=False)
     train_split: str = option("train", help="split trained on", cli=False)
     val_split: str = option("validation", help="split the checkpoint and threshold are chosen on", cli=False)
@@ -359,7 +361,7 @@ class RecipeSettings:
         "fp32",
     )
     seed: int = option(42, help="random seed (data order, initialisation)")
-    threads: int | None = option(None, help="torch threads")
+    threads: int | None = option(None, help="torch CPU threads (default: torch's)")
     side_by_side: bool = option(
         True,
         help="train the reranker's cross-encoder one model at a time after the bi-encoder (by default, on a "
@@ -392,7 +394,11 @@ class SilverSettings:
         name="silver_corpus",
     )
     text_field: str | None = option(
-        None, help="text column of the silver corpus", name="silver_text_field", needs="silver_corpus"
+        None,
+        help="text column of the silver corpus (default: the first of title_zh_tw, title, text, title_zh_cn "
+        "it has)",
+        name="silver_text_field",
+        needs="silver_corpus",
     )
     anchors: int = option(
         1200,

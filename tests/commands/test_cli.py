@@ -62,13 +62,25 @@ def test_help_shows_defaults_and_logging_options() -> None:
 def test_every_option_has_a_help_line_naming_its_default() -> None:
     """The README says `nlsim COMMAND --help` lists every option with its default: every option has a help
     line (`annotate draw --seed`, `calibrate --threads` and `evaluate --max-length` had none), and one with a
-    default (not a flag) says so in it; a default of 0 too (0 == False hid `--seed 0`)."""
+    default (not a flag) says so in it; a default of 0 too (0 == False hid `--seed 0`), and an option that
+    takes a value and defaults to None (`finetune --threads`, `--window-hours`, `--train-size` said nothing
+    of what their absence does), but for the optional inputs whose absence leaves their feature out."""
     import argparse
 
     from nlsim.cli import build_parser
 
     missing, silent = [], []
-    flags = (None, False, True, argparse.SUPPRESS)
+    flags = (False, True, argparse.SUPPRESS)
+    optional_inputs = {  # absent: not read, nothing to say
+        "--calibration",
+        "--annotated-pairs",
+        "--judge-pairs",
+        "--state",
+        "--quantize",
+        "--silver-corpus",
+        "--pairs",  # annotate draw's: the pairs already annotated, never drawn again
+        "--corpus",  # annotate merge's: the texts checked against it too
+    }
 
     def walk(parser: argparse.ArgumentParser, name: str) -> None:
         for action in parser._actions:
@@ -78,6 +90,10 @@ def test_every_option_has_a_help_line_naming_its_default() -> None:
             elif action.option_strings and not (action.help or "").strip():
                 silent.append(f"{name} {action.option_strings[0]}")
             elif action.option_strings and not any(action.default is flag for flag in flags):
+                if action.default is None and (action.nargs == 0 or action.required):
+                    continue  # a flag, or an option that must be given
+                if action.default is None and action.option_strings[-1] in optional_inputs:
+                    continue
                 if "default" not in (action.help or "").lower():
                     missing.append(f"{name} {action.option_strings[0]}")
 
@@ -238,3 +254,14 @@ def test_annotate_merge_help_says_split_defaults_to_train_and_what_filled_is() -
     assert "(default: train;" in text
     filled = text.split("--filled FILLED")[-1]
     assert filled.lstrip().startswith("the editors' scored file")
+
+
+def test_the_text_field_default_names_every_column_read() -> None:
+    """`annotate draw/merge --text-field` said '(default: title_zh_tw, title or text)', while a corpus
+    with title_zh_cn alone is read by it too (nlsim.io.corpus.ITEM_TEXT_FIELDS)."""
+    from nlsim.io.corpus import ITEM_TEXT_FIELDS
+
+    for sub in ("draw", "merge"):
+        text = " ".join(nlsim("annotate", sub, "--help").stdout.split())
+        said = text[text.index("--text-field TEXT_FIELD ") :]
+        assert all(field in said.split("(default:", 1)[1] for field in ITEM_TEXT_FIELDS), said[:300]
