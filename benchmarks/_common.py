@@ -6,6 +6,7 @@ Not part of the library: benchmarks only.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -234,6 +235,27 @@ def check_files(parser: argparse.ArgumentParser, option: str, paths: list[Path])
         if not Path(path).is_file():
             what = "is not a file" if Path(path).exists() else "does not exist"
             parser.error(f"argument {option}: {path} {what}")
+
+
+BENCH_EXTRA = {
+    "sentence_transformers": "sentence-transformers",
+    "datasets": "datasets",
+    "accelerate": "accelerate",
+}
+"""The modules of the ``[bench]`` extra (``pyproject.toml``) by their package names: the benchmarks that run
+sentence-transformers beside nlsim need them."""
+
+
+def needs_bench_extra(parser: argparse.ArgumentParser, what: str, modules: tuple[str, ...]) -> None:
+    """Refuse, in one line and before any work, a run of ``what`` that needs ``modules`` of the ``[bench]``
+    extra this Python lacks (met otherwise as an ImportError after minutes of nlsim's side of the run)."""
+    missing = [BENCH_EXTRA.get(m, m) for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        named = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+        parser.error(
+            f"{what} needs {named}, which {sys.executable} lacks: install the [bench] extra first "
+            "(pip install -e '.[bench]')"
+        )
 
 
 def positive(kind: type = int) -> Any:

@@ -39,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=positive(), default=2, help="cases run at a time (default 2)")
     parser.add_argument(
-        "--only", default=None, help="only cases whose name holds this (or one of these, comma-separated)"
+        "--only",
+        default=None,
+        help="only cases whose name holds this (or one of these, comma-separated) (default: every case)",
     )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="nlsim-bench-bad-"))

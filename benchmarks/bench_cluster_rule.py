@@ -571,8 +571,13 @@ def parse_large(parser: argparse.ArgumentParser, text: str) -> list[tuple[int, f
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-store", type=Path, default=ROOT / "models")
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument(
+        "--model-store",
+        type=Path,
+        default=ROOT / "models",
+        help="the model store whose current model scores the pairs, without --scores (default: models)",
+    )
     parser.add_argument("--floor", type=float, default=0.84, help="lowest rerank score kept (default 0.84)")
     parser.add_argument(
         "--threshold",
@@ -586,9 +591,14 @@ def main(argv: list[str] | None = None) -> None:
         type=Path,
         action="append",
         default=None,
-        help="a pairs.parquet of scored pairs (repeatable)",
+        help="a pairs.parquet of scored pairs (repeatable; default: none, a report of the store's current "
+        "model at --floor)",
     )
-    parser.add_argument("--supports", default="0.3,0.4,0.5,0.6,0.7", help="support shares to try")
+    parser.add_argument(
+        "--supports",
+        default="0.3,0.4,0.5,0.6,0.7",
+        help="support shares to try (default 0.3,0.4,0.5,0.6,0.7)",
+    )
     parser.add_argument(
         "--shares", default="0.3,0.5", help="minimum shares of linked member pairs to try (default 0.3,0.5)"
     )
@@ -601,7 +611,11 @@ def main(argv: list[str] | None = None) -> None:
         help="variants of support+veto where a merge into N+ items needs links M above the threshold on "
         "average: N:M,... (e.g. 5:0.01; none by default)",
     )
-    parser.add_argument("--tag", default="", help="write cluster_rule_TAG.md/.json/.png instead")
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="write cluster_rule_TAG.md/.json/.png instead (default: none, cluster_rule.*)",
+    )
     parser.add_argument(
         "--test-once",
         metavar="RULE",

@@ -130,23 +130,49 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="multilingual-e5-small")
-    p.add_argument("--convert", default="tw2sp")
+    p.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
+    )
+    p.add_argument(
+        "--convert", default="tw2sp", help="OpenCC script conversion of the headlines (default: tw2sp)"
+    )
     p.add_argument(
         "--threshold",
         type=float,
         default=0.93,
-        help="pair threshold (timing barely depends on it; e5's calibrated thresholds sit near 0.9)",
+        help="pair threshold (timing barely depends on it; e5's calibrated thresholds sit near 0.9) "
+        "(default: 0.93)",
     )
-    p.add_argument("--kept", type=positive(), default=30_000)
-    p.add_argument("--new", type=positive(), default=1_000)
-    p.add_argument("--days", type=positive(float), default=30.0)
     p.add_argument(
-        "--runs", type=positive(), default=3, help="consecutive daily runs, each with --new fresh items"
+        "--kept", type=positive(), default=30_000, help="items in the seeded window (default: 30000)"
+    )
+    p.add_argument(
+        "--new",
+        type=positive(),
+        default=1_000,
+        help="new headlines each run embeds and matches (default: 1000)",
+    )
+    p.add_argument(
+        "--days",
+        type=positive(float),
+        default=30.0,
+        help="the window's retention in days, over which the kept items are dated (default: 30)",
+    )
+    p.add_argument(
+        "--runs",
+        type=positive(),
+        default=3,
+        help="consecutive daily runs, each with --new fresh items (default: 3)",
     )
     p.add_argument("--threads", type=positive(), default=None, help="torch threads (default: torch's choice)")
-    p.add_argument("--backend", default="auto", help="encoder backend: auto (as a real run), torch, onnx")
-    p.add_argument("--precision", default="auto", help="encoder precision: auto (as a real run), fp32, ...")
+    p.add_argument(
+        "--backend", default="auto", help="encoder backend: auto (as a real run), torch, onnx (default: auto)"
+    )
+    p.add_argument(
+        "--precision",
+        default="auto",
+        help="encoder precision: auto (as a real run), fp32, bf16, fp16, int8 (default: auto)",
+    )
     p.add_argument(
         "--out",
         type=Path,

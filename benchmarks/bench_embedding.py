@@ -57,6 +57,7 @@ from _common import (  # noqa: E402
     RESULTS,
     machine,
     machine_record,
+    needs_bench_extra,
     peak_rss_mb,
     positive,
     print_table,
@@ -268,24 +269,47 @@ def child(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variants", default="st,nlsim", help=f"comma-separated, from {', '.join(VARIANTS)}")
-    ap.add_argument("--sets", default="thucnews,bbc")
-    ap.add_argument("--n", type=positive(), default=None, help="only the first N texts of each set")
-    ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--threads", type=positive(), default=2)
-    ap.add_argument("--batch-size", type=positive(), default=64)
-    ap.add_argument("--repeats", type=positive(), default=1)
-    ap.add_argument("--no-quality", dest="quality", action="store_false")
+    ap.add_argument(
+        "--variants",
+        default="st,nlsim",
+        help=f"the variants timed, comma-separated, from {', '.join(VARIANTS)} (default: st,nlsim)",
+    )
+    ap.add_argument(
+        "--sets",
+        default="thucnews,bbc",
+        help=f"the text sets embedded, comma-separated, from {', '.join(SETS)} (default: thucnews,bbc)",
+    )
+    ap.add_argument(
+        "--n", type=positive(), default=None, help="only the first N texts of each set (default: all of them)"
+    )
+    ap.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
+    )
+    ap.add_argument("--threads", type=positive(), default=2, help="CPU threads of every variant (default: 2)")
+    ap.add_argument("--batch-size", type=positive(), default=64, help="texts per batch (default: 64)")
+    ap.add_argument(
+        "--repeats",
+        type=positive(),
+        default=1,
+        help="runs of every variant, interleaved; the best is kept (default: 1)",
+    )
+    ap.add_argument(
+        "--no-quality",
+        dest="quality",
+        action="store_false",
+        help="skip each variant's Spearman on the annotated THUCNews test pairs",
+    )
     ap.add_argument(
         "--tag",
         default="",
-        help="results file suffix: embedding-TAG.json (without it, a run of --n texts or other --sets writes "
-        "embedding-nN[-setsS].json beside the committed figures)",
+        help="results file suffix: embedding-TAG.json (default: none; a run of --n texts or other --sets "
+        "then writes embedding-nN[-setsS].json beside the committed figures)",
     )
     ap.add_argument(
         "--peer-python",
         default=None,
-        help="interpreter for the st-onnx variants (an environment with optimum: make_peer_env.sh)",
+        help="interpreter for the st-onnx variants (an environment with optimum: make_peer_env.sh) "
+        "(default: this one)",
     )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--emb-dir", default=None, help=argparse.SUPPRESS)
@@ -311,6 +335,8 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [s for s in args.sets.split(",") if s not in SETS]
     if unknown:  # else met by the first child, after its model and the sets before it, as a traceback
         ap.error(f"argument --sets: unknown set {', '.join(unknown)}; choose from {', '.join(SETS)}")
+    if "st" in variants:  # run by this interpreter: refused before any variant runs
+        needs_bench_extra(ap, "the st variant", ("sentence_transformers",))
     where = machine()
     if any(v.startswith("st-onnx") for v in variants):
         r = subprocess.run(

@@ -245,13 +245,21 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model-store", type=Path, action="append", required=True, help="two or more")
+    parser.add_argument(
+        "--model-store",
+        type=Path,
+        action="append",
+        required=True,
+        help="a model store whose current model is one training of the ensemble (repeatable: two or more)",
+    )
     parser.add_argument("--names", default="", help="a short name per store (default 1, 2, ...)")
     parser.add_argument(
         "--floor", type=float, default=0.84, help="lowest score of a candidate (default 0.84)"
     )
     parser.add_argument("--k", type=int, default=10, help="neighbours searched per item (default 10)")
-    parser.add_argument("--tag", default="", help="write ensemble_TAG.md/.json/.png instead")
+    parser.add_argument(
+        "--tag", default="", help="write ensemble_TAG.md/.json/.png instead (default: none, ensemble.*)"
+    )
     args = parser.parse_args(argv)
     stores = [s.resolve() for s in args.model_store]
     names = args.names.split(",") if args.names else [str(i + 1) for i in range(len(stores))]

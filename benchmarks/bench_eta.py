@@ -101,14 +101,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--pairs", default=str(PAIRS))
-    parser.add_argument("--train-pairs", type=int, default=0, help="the first N training pairs (0: all)")
-    parser.add_argument("--model", default="multilingual-e5-small")
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--cross-encoder-epochs", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--pairs",
+        default=str(PAIRS),
+        help="the annotated pairs trained on (default: annotations/thucnews_tw_pairs.tsv)",
+    )
+    parser.add_argument(
+        "--train-pairs", type=int, default=0, help="the first N training pairs (0, the default: all)"
+    )
+    parser.add_argument(
+        "--model", default="multilingual-e5-small", help="the base model (default: multilingual-e5-small)"
+    )
+    parser.add_argument("--epochs", type=int, default=2, help="epochs of the bi-encoder (default: 2)")
+    parser.add_argument(
+        "--cross-encoder-epochs",
+        type=int,
+        default=3,
+        help="epochs of the reranker's cross-encoder (default: 3)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default: torch's, every core)"
+    )
     parser.add_argument("--avx2-only", action="store_true", help="as bench_pipeline.py --avx2-only")
-    parser.add_argument("--tag", default="")
+    parser.add_argument(
+        "--tag", default="", help="write benchmarks/results/eta_TAG.json (default: none, eta.json)"
+    )
     args = parser.parse_args()
     if args.avx2_only:  # before torch is imported: its kernels are chosen when it loads
         from bench_pipeline import AVX2_ONLY

@@ -52,7 +52,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import positive  # noqa: E402
+from _common import needs_bench_extra, positive  # noqa: E402
 
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 OUT = ROOT / "benchmarks" / "results" / "finetune_speed"
@@ -460,23 +460,48 @@ def one_of(choices: list[str]) -> Any:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("profile")
-    p.add_argument("--steps", type=positive(), default=40)
-    p.add_argument("--threads", type=positive(), default=2)
-    p.add_argument("--variants", type=one_of(list(VARIANTS)), default=",".join(VARIANTS))
+    p = sub.add_parser(
+        "profile",
+        help="time the phases of nlsim's two training loops, per setting",
+        description="Time the phases of nlsim's two training loops (one-time costs, then per step: batch, "
+        "forward, backward, optimizer) for the settings of each --variants.",
+    )
+    p.add_argument("--steps", type=positive(), default=40, help="timed steps of each loop (default: 40)")
+    p.add_argument("--threads", type=positive(), default=2, help="torch CPU threads (default: 2)")
+    p.add_argument(
+        "--variants",
+        type=one_of(list(VARIANTS)),
+        default=",".join(VARIANTS),
+        help=f"the settings profiled, comma-separated, from {', '.join(VARIANTS)} (default: all of them)",
+    )
     p.add_argument(
         "--loops",
         type=one_of(["bi-encoder", "cross-encoder"]),
         default="bi-encoder,cross-encoder",
-        help="the loops profiled, comma-separated",
+        help="the loops profiled, comma-separated (default: bi-encoder,cross-encoder)",
     )
-    s = sub.add_parser("side-by-side")
-    s.add_argument("--steps", type=positive(), default=20)
-    s.add_argument("--rounds", type=positive(), default=2)
-    s.add_argument("--threads", type=positive(), default=2)
+    s = sub.add_parser(
+        "side-by-side",
+        help="nlsim's loops against sentence-transformers' trainers (needs the [bench] extra)",
+        description="Time nlsim's training loops against sentence-transformers' trainers, in alternating "
+        "blocks of --steps optimizer steps. Needs the [bench] extra: pip install -e '.[bench]'.",
+    )
+    s.add_argument(
+        "--steps", type=positive(), default=20, help="optimizer steps in each timed block (default: 20)"
+    )
+    s.add_argument(
+        "--rounds", type=positive(), default=2, help="blocks of each trainer, alternating (default: 2)"
+    )
+    s.add_argument("--threads", type=positive(), default=2, help="torch CPU threads (default: 2)")
     for part in (p, s):
-        part.add_argument("--tag", default="", help="results go to finetune_speed_CMD_TAG.{md,json}")
+        part.add_argument(
+            "--tag",
+            default="",
+            help="results go to finetune_speed_CMD_TAG.{md,json} (default: none, finetune_speed_CMD.*)",
+        )
     args = ap.parse_args(argv)
+    if args.cmd == "side-by-side":  # before nlsim's warm-up trains, not at sentence-transformers' turn
+        needs_bench_extra(ap, "side-by-side", ("sentence_transformers", "datasets", "accelerate"))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     result = profile(args) if args.cmd == "profile" else side_by_side(args)
     print("\n" + result["markdown"])

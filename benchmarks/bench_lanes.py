@@ -2,7 +2,7 @@
 cross-encoder, both layouts in one process, alternating, on the bundled THUCNews titles.
 
 ``nlsim.encoders.lanes`` runs an inference job's batches in lanes of one torch thread each on a CPU with
-two threads or more; ``--lanes 1`` is the plain loop on every thread it replaces. Each layout runs
+two threads or more, in place of one pass on every thread (the plain loop, one lane). Each layout runs
 ``--repeats`` times, alternating (the host's hour moves both alike); the median throughput is reported,
 with the largest difference between the two layouts' outputs (bit-identical on the machines measured so
 far: a batch on one thread sums as on two).
@@ -56,11 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default="multilingual-e5-small")
-    parser.add_argument("--texts", type=positive(), default=2000, help="titles embedded per run")
-    parser.add_argument("--pairs", type=positive(), default=1000, help="pairs read (one order) per run")
-    parser.add_argument("--repeats", type=positive(), default=3)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
+    )
+    parser.add_argument(
+        "--texts", type=positive(), default=2000, help="titles embedded per run (default: 2000)"
+    )
+    parser.add_argument(
+        "--pairs", type=positive(), default=1000, help="pairs read (one order) per run (default: 1000)"
+    )
+    parser.add_argument(
+        "--repeats", type=positive(), default=3, help="runs of each layout, alternating (default: 3)"
+    )
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0, the default: torch's)")
     return parser
 
 

@@ -181,12 +181,20 @@ def plot(payload: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model-store", action="append", required=True, type=Path)
+    ap.add_argument(
+        "--model-store",
+        action="append",
+        required=True,
+        type=Path,
+        help="a model store whose current model's candidate pairs are read (repeatable)",
+    )
     ap.add_argument("--floor", type=float, default=0.78, help="the lowest rerank score scored (default 0.78)")
     ap.add_argument("--ks", default="5,10", help="neighbours in an item's density (default 5,10)")
     ap.add_argument("--alphas", default="0.25,0.5", help="weights of the density (default 0.25,0.5)")
     ap.add_argument("--mutual", default="5,7", help="mutual top-m neighbours ('' for none; default 5,7)")
-    ap.add_argument("--tag", default="")
+    ap.add_argument(
+        "--tag", default="", help="write local_scaling_TAG.md/.json/.png (default: none, local_scaling.*)"
+    )
     args = ap.parse_args(argv)
     ks, alphas = numbers(ap, "--ks", args.ks, int, 1), numbers(ap, "--alphas", args.alphas, float, 0)
     mutual = numbers(ap, "--mutual", args.mutual, int, 1)

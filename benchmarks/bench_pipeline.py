@@ -202,14 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--work", default=None, help="folder for the store, reports and NLSIM_HOME (default: new)"
     )
     parser.add_argument("--skip-cold", action="store_true", help="reuse a cold run already in --work")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="the chain's --threads (default: nlsim's, every core)"
+    )
     parser.add_argument(
         "--avx2-only", action="store_true", help="choose and compute as on a CPU with avx2 only (above)"
     )
     parser.add_argument("--cold-only", action="store_true", help="the cold run only (no warm, no zero-shot)")
-    parser.add_argument("--tag", default="", help="suffix of the results' file names")
     parser.add_argument(
-        "--train-pairs", type=int, default=0, help="a shorter chain: the first N training pairs only (0: all)"
+        "--tag", default="", help="suffix of the results' file names: pipeline_TAG.* (default: none)"
+    )
+    parser.add_argument(
+        "--train-pairs",
+        type=int,
+        default=0,
+        help="a shorter chain: the first N training pairs only (0, the default: all)",
     )
     parser.add_argument(
         "--epochs",

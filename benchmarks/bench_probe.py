@@ -50,9 +50,13 @@ def probe_once(target: Any, threads: int) -> tuple[float, dict[str, float]]:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--repeats", type=positive(), default=2)
-    ap.add_argument("--threads", type=positive(), default=2)
+    ap.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder probed (default: multilingual-e5-small)"
+    )
+    ap.add_argument(
+        "--repeats", type=positive(), default=2, help="whole probes, each in a fresh NLSIM_HOME (default: 2)"
+    )
+    ap.add_argument("--threads", type=positive(), default=2, help="torch CPU threads (default: 2)")
     return ap
 
 

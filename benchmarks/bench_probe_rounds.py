@@ -102,13 +102,27 @@ def said(rates: dict[str, float]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--runs", type=positive(), default=8)
-    ap.add_argument("--hogs", type=int, default=2)
-    ap.add_argument("--spell", type=float, nargs=2, default=(2.0, 6.0), help="a spell's seconds: least, most")
-    ap.add_argument("--gap", type=float, nargs=2, default=(4.0, 12.0), help="seconds between spells")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=positive(), default=2)
+    ap.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder ranked (default: multilingual-e5-small)"
+    )
+    ap.add_argument(
+        "--runs", type=positive(), default=8, help="rankings each way under load, alternating (default: 8)"
+    )
+    ap.add_argument(
+        "--hogs", type=int, default=2, help="processes that hold the CPU in spells meanwhile (default: 2)"
+    )
+    ap.add_argument(
+        "--spell",
+        type=float,
+        nargs=2,
+        default=(2.0, 6.0),
+        help="a spell's seconds: least, most (default: 2 6)",
+    )
+    ap.add_argument(
+        "--gap", type=float, nargs=2, default=(4.0, 12.0), help="seconds between spells (default: 4 12)"
+    )
+    ap.add_argument("--seed", type=int, default=0, help="seed of the spells' lengths and times (default: 0)")
+    ap.add_argument("--threads", type=positive(), default=2, help="torch CPU threads (default: 2)")
     return ap
 
 

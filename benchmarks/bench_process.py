@@ -8,7 +8,8 @@ compared with sentence-transformers' torch vectors (lowest cosine), and each pat
 annotated test pairs is measured in-process (``bench_embedding.spearman``).
 
 Variants: ``st`` (``benchmarks/st_encode.py``, torch), ``st-onnx`` and ``st-onnx-int8`` (its ONNX backend
-and dynamic int8 file; ``pip install -e '.[bench-onnx]'``), ``nlsim-fp32`` (``nlsim embed --precision fp32``:
+and dynamic int8 file, which need optimum's ONNX exporter and an older transformers than nlsim's:
+``benchmarks/make_peer_env.sh``), ``nlsim-fp32`` (``nlsim embed --precision fp32``:
 the exact vectors, backend chosen by the probe), ``nlsim-auto`` (``nlsim embed``'s default,
 ``--precision auto``: a lossy path where the stored quality check passed it). ``nlsim-auto`` needs the
 model's quality check: ``--prepare`` runs ``nlsim calibrate`` on the annotated pairs first (it stores it).
@@ -39,7 +40,15 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, check_files, machine, machine_record, positive, print_table  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    check_files,
+    machine,
+    machine_record,
+    needs_bench_extra,
+    positive,
+    print_table,
+)
 
 VARIANTS = ("st", "st-onnx", "st-onnx-int8", "nlsim-fp32", "nlsim-auto")
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
@@ -137,20 +146,42 @@ def prepare(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variants", default="st,nlsim-fp32,nlsim-auto")
-    ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--corpus", default="data/thucnews.parquet")
-    ap.add_argument("--threads", type=positive(), default=2)
-    ap.add_argument("--repeats", type=positive(), default=3)
+    ap.add_argument(
+        "--variants",
+        default="st,nlsim-fp32,nlsim-auto",
+        help=f"the processes timed, comma-separated, from {', '.join(VARIANTS)} (default: "
+        "st,nlsim-fp32,nlsim-auto)",
+    )
+    ap.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
+    )
+    ap.add_argument(
+        "--corpus",
+        default="data/thucnews.parquet",
+        help="the corpus embedded, its titles (default: data/thucnews.parquet)",
+    )
+    ap.add_argument("--threads", type=positive(), default=2, help="CPU threads of every process (default: 2)")
+    ap.add_argument(
+        "--repeats", type=positive(), default=3, help="timed runs of each variant, interleaved (default: 3)"
+    )
     ap.add_argument("--prepare", action="store_true", help="run nlsim calibrate first (the quality check)")
-    ap.add_argument("--no-quality", dest="quality", action="store_false")
-    ap.add_argument("--tag", default="")
+    ap.add_argument(
+        "--no-quality",
+        dest="quality",
+        action="store_false",
+        help="skip each path's Spearman on the annotated THUCNews test pairs",
+    )
+    ap.add_argument(
+        "--tag", default="", help="write process-TAG.json and .md (default: none, process.json and .md)"
+    )
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
             ap.error(f"argument --variants: unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
     check_files(ap, "--corpus", [Path(args.corpus)])
+    if "st" in variants:  # before any process is timed
+        needs_bench_extra(ap, "the st variant", ("sentence_transformers",))
     where = machine()
     print(f"machine: {where}; threads {args.threads}; model {args.model}", flush=True)
     if args.prepare:

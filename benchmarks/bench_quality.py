@@ -370,10 +370,20 @@ def stage_stsb(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=["select", "final", "baselines", "stsb", "report"])
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--only", nargs="*")
+    p.add_argument(
+        "stage",
+        choices=["select", "final", "baselines", "stsb", "report"],
+        help="the stage to run (see above); report prints every table without training",
+    )
+    p.add_argument(
+        "--jobs", type=int, default=1, help="candidates trained at a time, select and stsb (default: 1)"
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads of each job (default: 1)")
+    p.add_argument(
+        "--only",
+        nargs="*",
+        help="select and stsb: only these candidates, by name (default: every candidate)",
+    )
     args = p.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -1258,10 +1258,16 @@ def render_md(data: dict[str, Any]) -> str:
 
 
 def _add_measure_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", choices=["ivf", "hnsw", "flat"], default="ivf")
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--threshold", type=float, default=0.9)
-    p.add_argument("--sample", type=int, default=2000, help="rows whose recall is measured (>= 1000)")
+    p.add_argument(
+        "--method", choices=["ivf", "hnsw", "flat"], default="ivf", help="the FAISS index (default: ivf)"
+    )
+    p.add_argument("--k", type=int, default=10, help="neighbours searched per vector (default: 10)")
+    p.add_argument(
+        "--threshold", type=float, default=0.9, help="cosine at which a pair is an edge (default: 0.9)"
+    )
+    p.add_argument(
+        "--sample", type=int, default=2000, help="rows whose recall is measured (>= 1000; default: 2000)"
+    )
     p.add_argument("--nlist", type=int, default=None, help="IVF lists (default: nlsim's default_nlist(N))")
     p.add_argument(
         "--nprobe", type=int, default=None, help="IVF lists probed (default: nlsim's default_nprobe)"
@@ -1270,12 +1276,17 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
         "--ivf-search",
         choices=["batched", "queries"],
         default=None,
-        help="IVF search: list-by-list matrix products (nlsim's default) or FAISS's per-query search",
+        help="IVF search: list-by-list matrix products or FAISS's per-query search (default: nlsim's, "
+        "batched)",
     )
-    p.add_argument("--hnsw-m", type=int, default=None, help="HNSW M (nlsim default 32)")
-    p.add_argument("--ef-search", type=int, default=None, help="HNSW efSearch (nlsim default 64)")
-    p.add_argument("--ef-construction", type=int, default=None, help="HNSW efConstruction (nlsim default 40)")
-    p.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per child process")
+    p.add_argument("--hnsw-m", type=int, default=None, help="HNSW M (default: nlsim's, 32)")
+    p.add_argument("--ef-search", type=int, default=None, help="HNSW efSearch (default: nlsim's, 64)")
+    p.add_argument(
+        "--ef-construction", type=int, default=None, help="HNSW efConstruction (default: nlsim's, 40)"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=4 * 3600, help="seconds per child process (default: 14400)"
+    )
 
 
 def check_lists(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -1295,65 +1306,125 @@ def check_lists(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("make", help="fit the model, write N synthetic vectors and the NN-cosine comparison")
-    p.add_argument("--n", type=int, default=1_000_000)
-    p.add_argument("--clusters", type=int, default=256)
-    p.add_argument(
-        "--shrink", type=float, default=10.0, help="pseudo-points of pooled covariance per cluster"
+    # _dask, _exact and _one are the child processes' own commands: left out of the usage and the list
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="{make,graph,curve,dask}")
+    p = sub.add_parser(
+        "make",
+        help="fit the model, write N synthetic vectors and the NN-cosine comparison",
+        description="Fit the model of the real e5 vectors, write N synthetic vectors and compare their "
+        "nearest-neighbour cosines with the real ones'.",
     )
-    p.add_argument("--taus", default="0,0.05,0.1,0.15,0.2", help="log-normal spread values tried")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--copy-sample", type=int, default=2000, help="rows checked for copies against all N")
+    p.add_argument("--n", type=int, default=1_000_000, help="synthetic vectors written (default: 1000000)")
+    p.add_argument(
+        "--clusters", type=int, default=256, help="spherical k-means clusters of the model (default: 256)"
+    )
+    p.add_argument(
+        "--shrink",
+        type=float,
+        default=10.0,
+        help="pseudo-points of pooled covariance per cluster (default: 10)",
+    )
+    p.add_argument(
+        "--taus",
+        default="0,0.05,0.1,0.15,0.2",
+        help="log-normal spread values tried (default: 0,0.05,0.1,0.15,0.2)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the model and the draw (default: 0)")
+    p.add_argument(
+        "--copy-sample",
+        type=int,
+        default=2000,
+        help="rows checked for copies against all N (default: 2000)",
+    )
     p.add_argument("--no-replicated", action="store_true", help="skip the replicated-vectors comparison")
-    p = sub.add_parser("graph", help="the k-NN graph over the first N vectors: time, RSS, recall")
-    p.add_argument("--n", type=int, required=True)
+    p = sub.add_parser(
+        "graph",
+        help="the k-NN graph over the first N vectors: time, RSS, recall",
+        description="Build the near-duplicate graph over the first N vectors as nlsim dedup builds it: time, "
+        "peak RSS, recall.",
+    )
+    p.add_argument("--n", type=int, required=True, help="the first N vectors of the file")
     _add_measure_args(p)
     p.add_argument(
         "--sweep", action="store_true", help="try several settings, keep the fastest reaching --target"
     )
-    p.add_argument("--target", type=float, default=0.95)
+    p.add_argument(
+        "--target", type=float, default=0.95, help="with --sweep: the recall@10 to reach (default: 0.95)"
+    )
     p.add_argument("--nlists", default=None, help="IVF sweep lists (default: nlsim's default x 1/2, 1, 2)")
-    p.add_argument("--nprobes", default="1,2,4,8,16,32,64,128")
-    p.add_argument("--ms", default="16,32", help="HNSW sweep M values")
-    p.add_argument("--ef-constructions", default="40", help="HNSW sweep efConstruction values")
-    p.add_argument("--ef-searches", default="16,32,64,128,256")
-    p.add_argument("--confirm", type=int, default=2, help="best estimated candidates measured in full")
-    p = sub.add_parser("curve", help="time and peak RSS against N for one setting")
-    p.add_argument("--sizes", default="10000,100000,1000000")
+    p.add_argument(
+        "--nprobes",
+        default="1,2,4,8,16,32,64,128",
+        help="IVF sweep lists probed (default: 1,2,4,8,16,32,64,128)",
+    )
+    p.add_argument("--ms", default="16,32", help="HNSW sweep M values (default: 16,32)")
+    p.add_argument("--ef-constructions", default="40", help="HNSW sweep efConstruction values (default: 40)")
+    p.add_argument(
+        "--ef-searches",
+        default="16,32,64,128,256",
+        help="HNSW sweep efSearch values (default: 16,32,64,128,256)",
+    )
+    p.add_argument(
+        "--confirm", type=int, default=2, help="best estimated candidates measured in full (default: 2)"
+    )
+    p = sub.add_parser(
+        "curve",
+        help="time and peak RSS against N for one setting",
+        description="Time and peak RSS of the graph against N for one setting, with the fitted exponent.",
+    )
+    p.add_argument(
+        "--sizes",
+        default="10000,100000,1000000",
+        help="the sizes N measured, comma-separated (default: 10000,100000,1000000)",
+    )
     _add_measure_args(p)
     p.add_argument(
-        "--nlist-factor", type=float, default=None, help="IVF lists = factor x nlsim's default per N"
+        "--nlist-factor",
+        type=float,
+        default=None,
+        help="IVF lists = factor x nlsim's default per N (default: --nlist, else nlsim's default)",
     )
     p.add_argument(
         "--from-sweep", action="store_true", help="the setting chosen by the last sweep of --method"
     )
-    p = sub.add_parser("dask", help="the Dask flow's neighbour stage over the first N vectors, local workers")
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--nlist", type=int, default=None)
-    p.add_argument("--nprobe", type=int, default=None)
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--threshold", type=float, default=0.9)
-    p.add_argument("--sample", type=int, default=2000)
-    p.add_argument("--timeout", type=float, default=4 * 3600)
-    p = sub.add_parser("_dask")
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--params", default="{}")
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--threshold", type=float, default=0.9)
-    p.add_argument("--sample", type=int, default=2000)
-    p.add_argument("--workers", type=int, default=2)
-    p = sub.add_parser("_exact")
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--sample", type=int, default=2000)
-    p.add_argument("--k", type=int, default=10)
-    p = sub.add_parser("_one")
-    p.add_argument("--n", type=int, required=True)
+    p = sub.add_parser(
+        "dask",
+        help="the Dask flow's neighbour stage over the first N vectors, local workers",
+        description="Run the Dask flow's neighbour stage over the first N vectors on a local cluster: time, "
+        "pairs, recall, peak RSS.",
+    )
+    p.add_argument("--n", type=int, required=True, help="the first N vectors of the file")
+    p.add_argument("--workers", type=int, default=2, help="local Dask workers, 1 thread each (default: 2)")
+    p.add_argument("--nlist", type=int, default=None, help="IVF lists (default: nlsim's default_nlist(N))")
+    p.add_argument("--nprobe", type=int, default=None, help="IVF lists probed (default: nlsim's)")
+    p.add_argument("--k", type=int, default=10, help="neighbours searched per vector (default: 10)")
+    p.add_argument(
+        "--threshold", type=float, default=0.9, help="cosine at which a pair is an edge (default: 0.9)"
+    )
+    p.add_argument("--sample", type=int, default=2000, help="rows whose recall is measured (default: 2000)")
+    p.add_argument(
+        "--timeout", type=float, default=4 * 3600, help="seconds of the child process (default: 14400)"
+    )
+    child = "a child process of this benchmark (not run by hand)"
+    p = sub.add_parser("_dask", description=f"The dask command's measurement: {child}.")
+    p.add_argument("--n", type=int, required=True, help="the first N vectors")
+    p.add_argument("--params", default="{}", help="the index's settings, JSON (default: {})")
+    p.add_argument("--k", type=int, default=10, help="neighbours per vector (default: 10)")
+    p.add_argument("--threshold", type=float, default=0.9, help="edge cosine (default: 0.9)")
+    p.add_argument("--sample", type=int, default=2000, help="rows whose recall is measured (default: 2000)")
+    p.add_argument("--workers", type=int, default=2, help="local Dask workers (default: 2)")
+    p = sub.add_parser("_exact", description=f"Exact neighbours of the recall sample: {child}.")
+    p.add_argument("--n", type=int, required=True, help="the first N vectors")
+    p.add_argument("--sample", type=int, default=2000, help="rows whose neighbours are found (default: 2000)")
+    p.add_argument("--k", type=int, default=10, help="neighbours per row (default: 10)")
+    p = sub.add_parser("_one", description=f"One measurement of graph or curve: {child}.")
+    p.add_argument("--n", type=int, required=True, help="the first N vectors")
     _add_measure_args(p)
-    p.add_argument("--params", default="{}")
-    p.add_argument("--grid", default="")
-    p.add_argument("--no-graph", action="store_true")
+    p.add_argument("--params", default="{}", help="the index's settings, JSON (default: {})")
+    p.add_argument(
+        "--grid", default="", help="search settings measured on one build, comma-separated (default: none)"
+    )
+    p.add_argument("--no-graph", action="store_true", help="recall and search time only, no graph")
     args = ap.parse_args(argv)
     if args.cmd in ("graph", "curve") and args.sample < 1000:
         ap.error("--sample: recall needs at least 1,000 query rows")

@@ -228,20 +228,42 @@ def compare_reports(a: str, b: str) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="benchmarks/results/cache/models/e5-thucnews")
-    ap.add_argument("--corpus", default="data/thucnews.parquet")
-    ap.add_argument("--pairs", type=positive(), default=2000)
-    ap.add_argument("--paths", default=PATHS)
-    ap.add_argument("--threads", type=positive(), default=2)
+    ap.add_argument(
+        "--model",
+        default="benchmarks/results/cache/models/e5-thucnews",
+        help="a model folder with a reranker (default: benchmarks/results/cache/models/e5-thucnews)",
+    )
+    ap.add_argument(
+        "--corpus",
+        default="data/thucnews.parquet",
+        help="the corpus whose candidate pairs are scored (default: data/thucnews.parquet)",
+    )
+    ap.add_argument(
+        "--pairs", type=positive(), default=2000, help="candidate pairs scored on each path (default: 2000)"
+    )
+    ap.add_argument(
+        "--paths", default=PATHS, help=f"the inference paths timed, comma-separated (default: {PATHS})"
+    )
+    ap.add_argument("--threads", type=positive(), default=2, help="CPU threads (default: 2)")
     ap.add_argument("--full", action="store_true", help="also time whole reranked dedup runs (fp32, auto)")
-    ap.add_argument("--no-throughput", dest="throughput", action="store_false")
-    ap.add_argument("--level", type=float, default=None, help="recalibrate a copy's reranker at this level")
+    ap.add_argument(
+        "--no-throughput",
+        dest="throughput",
+        action="store_false",
+        help="skip the paths' throughput (with --full: the whole runs only)",
+    )
+    ap.add_argument(
+        "--level",
+        type=float,
+        default=None,
+        help="recalibrate a copy's reranker at this level (default: none, the folder's own threshold)",
+    )
     ap.add_argument("--prepare", action="store_true", help="store the folder's quality check first")
     ap.add_argument(
         "--tag",
         default="",
-        help="results file suffix: rerank-TAG.json (without it, a run of other --pairs or another --corpus "
-        "writes rerank-pairsN[-corpusC].json beside the committed figures)",
+        help="results file suffix: rerank-TAG.json (default: none; a run of other --pairs or another "
+        "--corpus then writes rerank-pairsN[-corpusC].json beside the committed figures)",
     )
     return ap
 

@@ -31,7 +31,12 @@ WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-store", type=Path, default=ROOT / "models")
+    parser.add_argument(
+        "--model-store",
+        type=Path,
+        default=ROOT / "models",
+        help="the model store whose current model (with its reranker) is read (default: models)",
+    )
     args = parser.parse_args(argv)
     check_model_stores(parser, [args.model_store])
     from dataclasses import replace

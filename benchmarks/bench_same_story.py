@@ -674,32 +674,54 @@ def paired_gain(
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--name", required=True)
-    r.add_argument("--mode", choices=("cv", "val", "both"), default="both")
-    r.add_argument("--base", default="multilingual-e5-small")
-    r.add_argument("--epochs", type=int, default=3)
-    r.add_argument("--frozen", type=int, default=4)
-    r.add_argument("--lr", type=float, default=1e-4)
-    r.add_argument("--story-weight", type=float, default=3.0)
+    r = sub.add_parser(
+        "run",
+        help="train and score one recipe: cross-validated (cv), on validation (val), or both",
+        description="Train a cross-encoder recipe and score it: on 5 folds of train + validation (cv), on "
+        "validation (val), or both; its scores are cached under --name.",
+    )
+    r.add_argument("--name", required=True, help="the recipe's name: its cache folder and its row")
     r.add_argument(
-        "--rank-weight", type=float, default=0.0, help="weight of the same-story ranking term (0: off)"
+        "--mode",
+        choices=("cv", "val", "both"),
+        default="both",
+        help="cross-validated, on validation, or both (default: both)",
+    )
+    r.add_argument(
+        "--base", default="multilingual-e5-small", help="the base model (default: multilingual-e5-small)"
+    )
+    r.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")
+    r.add_argument("--frozen", type=int, default=4, help="lower layers kept frozen (default: 4)")
+    r.add_argument("--lr", type=float, default=1e-4, help="learning rate (default: 0.0001)")
+    r.add_argument(
+        "--story-weight",
+        type=float,
+        default=3.0,
+        help="loss weight of the same-story training pairs (default: 3)",
+    )
+    r.add_argument(
+        "--rank-weight",
+        type=float,
+        default=0.0,
+        help="weight of the same-story ranking term (0, the default: off)",
     )
     r.add_argument(
         "--temperature-lr",
         type=float,
         default=0.0,
-        help="learning rate of a learned logit scale, folded into the head at the end (0: off)",
+        help="learning rate of a learned logit scale, folded into the head at the end (0, the default: off)",
     )
-    r.add_argument("--seed", type=int, default=42)
-    r.add_argument("--threads", type=int, default=None)
-    r.add_argument("--precision", default="auto")
+    r.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+    r.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    r.add_argument(
+        "--precision", default="auto", help="training arithmetic: auto, fp32 or bf16 (default: auto)"
+    )
     r.add_argument(
         "--intermediate",
         default=None,
         help=(
             "a saved cross-encoder to start every fold from (explore_intermediate_sts.py, in git history: "
-            "docs/experiments.md)"
+            "docs/experiments.md) (default: none, --base)"
         ),
     )
     r.add_argument(
@@ -712,16 +734,19 @@ def main(argv: list[str] | None = None) -> None:
         "--train-fraction",
         type=float,
         default=1.0,
-        help="train on this share of each training set (nested, same-story share kept): a learning curve",
+        help="train on this share of each training set (nested, same-story share kept): a learning curve "
+        "(default: 1)",
     )
     r.add_argument(
         "--leave-out",
         type=lambda text: [p for p in text.split(",") if p],
         default=[],
         help="comma-separated pair_id prefixes (a batch: b4-) left out of training, never of the held-out "
-        "pairs: what a batch of labels bought",
+        "pairs: what a batch of labels bought (default: none)",
     )
-    r.add_argument("--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random")
+    r.add_argument(
+        "--orders", type=int, default=2, help="orders per epoch: 2 both, 1 one at random (default: 2)"
+    )
     r.add_argument(
         "--both-scripts", action="store_true", help="train on the original text of each pair as well"
     )
@@ -734,20 +759,48 @@ def main(argv: list[str] | None = None) -> None:
         help="add made hard negatives: same-story pairs with a shared model number, year or month changed",
     )
     r.set_defaults(func=run)
-    rep = sub.add_parser("report")
-    rep.add_argument("--names", default="")
-    rep.add_argument("--tag", default="", help="write same_story_TAG.md/.json/.png instead")
+    rep = sub.add_parser(
+        "report",
+        help="the table and plot of the recipes run (no training)",
+        description="Compare the recipes run, and their means (a+b), in one table and plot: "
+        "same_story.md/.json/.png.",
+    )
+    rep.add_argument(
+        "--names",
+        default="",
+        help="the recipes, comma-separated; a+b: their mean (default: every recipe run)",
+    )
+    rep.add_argument(
+        "--tag", default="", help="write same_story_TAG.md/.json/.png instead (default: none, same_story.*)"
+    )
     rep.set_defaults(func=report)
-    cur = sub.add_parser("curve")
-    cur.add_argument("--names", required=True, help="recipes run with --train-fraction (1 for the full set)")
+    cur = sub.add_parser(
+        "curve",
+        help="a learning curve from recipes run with run --train-fraction",
+        description="A learning curve: the cross-validated figures of recipes run with run --train-fraction, "
+        "by the number of training pairs.",
+    )
+    cur.add_argument(
+        "--names", required=True, help="recipes run with run --train-fraction (1 for the full set)"
+    )
     cur.set_defaults(func=curve)
-    bat = sub.add_parser("batches")
-    bat.add_argument("--names", required=True, help="recipes run with --mode val and --leave-out")
+    bat = sub.add_parser(
+        "batches",
+        help="what each batch of labels bought, from recipes run with run --leave-out",
+        description="What each batch of labels bought: recipes run with run --mode val --leave-out, scored "
+        "on the whole validation split and on its batches.",
+    )
+    bat.add_argument("--names", required=True, help="recipes run with run --mode val and --leave-out")
     bat.set_defaults(func=batches)
-    cmp = sub.add_parser("compare")
+    cmp = sub.add_parser(
+        "compare",
+        help="the gain of one recipe over another, with a paired bootstrap interval",
+        description="The gain of recipe --b over --a out of fold (AP, best F1), with a paired bootstrap 95% "
+        "interval.",
+    )
     cmp.add_argument("--a", required=True, help="the recipe compared against (e.g. the default)")
-    cmp.add_argument("--b", required=True)
-    cmp.add_argument("--resamples", type=int, default=1000)
+    cmp.add_argument("--b", required=True, help="the recipe whose gain over --a is measured")
+    cmp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
     cmp.set_defaults(func=compare)
     args = ap.parse_args(argv)
     if args.cmd in ("report", "curve", "batches"):

@@ -215,15 +215,35 @@ def cmd_plot(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    e = sub.add_parser("e5", help="real-encoder throughput and peak RSS of one embedding worker")
-    e.add_argument("--e5-items", type=int, default=2000, help="THUCNews titles embedded")
-    e.add_argument("--e5-chunk", type=int, default=500, help="texts per shard")
-    e.add_argument("--model", default=E5_MODEL, help="encoder (the cost curve uses multilingual-e5-small)")
-    e.add_argument("--convert", default="tw2sp", help="OpenCC conversion of the titles")
-    e.add_argument("--threads", type=int, default=2, help="torch threads")
-    e.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON files")
-    pl = sub.add_parser("plot", help="the cost curve from the saved results")
-    pl.add_argument("--out", type=Path, default=RESULTS, help="folder for cost_curve.png and cost_curve.md")
+    e = sub.add_parser(
+        "e5",
+        help="real-encoder throughput and peak RSS of one embedding worker",
+        description="Time one embedding worker of the real encoder on the THUCNews titles: items/s and peak "
+        "RSS.",
+    )
+    e.add_argument("--e5-items", type=int, default=2000, help="THUCNews titles embedded (default: 2000)")
+    e.add_argument("--e5-chunk", type=int, default=500, help="texts per shard (default: 500)")
+    e.add_argument(
+        "--model",
+        default=E5_MODEL,
+        help=f"encoder (the cost curve uses multilingual-e5-small) (default: {E5_MODEL})",
+    )
+    e.add_argument("--convert", default="tw2sp", help="OpenCC conversion of the titles (default: tw2sp)")
+    e.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
+    e.add_argument(
+        "--out", type=Path, default=RESULTS, help="folder for the JSON files (default: benchmarks/results)"
+    )
+    pl = sub.add_parser(
+        "plot",
+        help="the cost curve from the saved results",
+        description="Draw the cost curve (cost_curve.png, cost_curve.md) from the saved results.",
+    )
+    pl.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="folder for cost_curve.png and cost_curve.md (default: benchmarks/results)",
+    )
     args = ap.parse_args(argv)
     if args.cmd == "e5" and min(args.e5_items, args.e5_chunk, args.threads) < 1:
         ap.error("--e5-items, --e5-chunk and --threads must be at least 1")

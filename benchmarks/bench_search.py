@@ -35,6 +35,7 @@ from _common import (  # noqa: E402
     base_noise,
     load_base,
     machine,
+    needs_bench_extra,
     peak_rss_mb,
     positive,
     print_table,
@@ -178,7 +179,13 @@ def method_name(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=positive(), nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument(
+        "--sizes",
+        type=positive(),
+        nargs="+",
+        default=[100_000, 1_000_000],
+        help="the numbers of vectors measured (default: 100000 1000000)",
+    )
     ap.add_argument(
         "--methods",
         nargs="+",
@@ -187,23 +194,31 @@ def main(argv: list[str] | None = None) -> int:
         help="exact, exact-sample, ivf, ivf:NPROBE, hnsw, st (default: exact+ivf+hnsw+st at "
         "<=100k, exact-sample+ivf at larger sizes)",
     )
-    ap.add_argument("--k", type=positive(), default=10)
+    ap.add_argument("--k", type=positive(), default=10, help="neighbours searched per vector (default: 10)")
     ap.add_argument(
         "--threshold",
         type=float,
         default=0.9,
-        help="cosine cut-off of the graph (0.9: about where e5 title neighbours sit)",
+        help="cosine cut-off of the graph (0.9, the default: about where e5 title neighbours sit)",
     )
     ap.add_argument(
-        "--sample", type=positive(), default=2000, help="queries for recall (and exact extrapolation)"
+        "--sample",
+        type=positive(),
+        default=2000,
+        help="queries for recall (and exact extrapolation) (default: 2000)",
     )
-    ap.add_argument("--nlist", type=int, default=None)
-    ap.add_argument("--nprobe", type=int, default=None)
-    ap.add_argument("--ef-search", type=int, default=None)
-    ap.add_argument("--hnsw-m", type=int, default=None)
+    ap.add_argument("--nlist", type=int, default=None, help="IVF lists (default: nlsim's for the size)")
+    ap.add_argument("--nprobe", type=int, default=None, help="IVF lists probed (default: nlsim's)")
+    ap.add_argument("--ef-search", type=int, default=None, help="HNSW efSearch (default: nlsim's)")
+    ap.add_argument("--hnsw-m", type=int, default=None, help="HNSW M (default: nlsim's)")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--out", default=str(RESULTS / "search.json"))
+    ap.add_argument(
+        "--out",
+        default=str(RESULTS / "search.json"),
+        help="the record every run is added to, its page (.md) beside it (default: "
+        "benchmarks/results/search.json)",
+    )
     args = ap.parse_args(argv)
     params = {
         k: v
@@ -218,13 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(one(args.one, args.n, args.k, args.threshold, args.sample, params)))
         return 0
+
+    def methods_at(n: int) -> list[str]:
+        return args.methods or (["exact", "ivf", "hnsw", "st"] if n <= 100_000 else ["exact-sample", "ivf"])
+
+    if any("st" in methods_at(n) for n in args.sizes):  # before the methods before it are measured
+        needs_bench_extra(ap, "the st method", ("sentence_transformers",))
     rows = []
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     where = machine()
     for n in args.sizes:
-        small = n <= 100_000
-        methods = args.methods or (["exact", "ivf", "hnsw", "st"] if small else ["exact-sample", "ivf"])
-        for m in methods:
+        for m in methods_at(n):
             extra = [f"--{k.replace('_', '-')}={v}" for k, v in params.items()]
             cmd = [
                 str(Path(__file__)),

@@ -89,13 +89,25 @@ def child(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--corpus", default="data/thucnews.parquet")
-    ap.add_argument("--convert", default="none")
-    ap.add_argument("--precision", default="auto")
-    ap.add_argument("--threads", type=positive(), default=2)
-    ap.add_argument("--repeats", type=positive(), default=3)
-    ap.add_argument("--out", default="/tmp/nlsim-bench-startup.npy")
+    ap.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
+    )
+    ap.add_argument(
+        "--corpus",
+        default="data/thucnews.parquet",
+        help="the corpus embedded (default: data/thucnews.parquet)",
+    )
+    ap.add_argument("--convert", default="none", help="OpenCC script conversion (default: none)")
+    ap.add_argument("--precision", default="auto", help="as nlsim embed --precision (default: auto)")
+    ap.add_argument("--threads", type=positive(), default=2, help="CPU threads (default: 2)")
+    ap.add_argument(
+        "--repeats", type=positive(), default=3, help="timed fresh processes, after a warm-up (default: 3)"
+    )
+    ap.add_argument(
+        "--out",
+        default="/tmp/nlsim-bench-startup.npy",
+        help="where each run writes its matrix (default: /tmp/nlsim-bench-startup.npy)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     check_files(ap, "--corpus", [Path(args.corpus)])

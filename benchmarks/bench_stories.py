@@ -360,21 +360,50 @@ def check_summary_rules(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model-store", action="append", required=True, type=Path)
     ap.add_argument(
-        "--large", default="5:-:0.005,5:-:0.01,5:-:0.02,5:0.5:-,5:0.6:-,4:0.5:0.01,3:0.6:-,3:0.75:-"
+        "--model-store",
+        action="append",
+        required=True,
+        type=Path,
+        help="a model store whose current model's report is judged (repeatable)",
     )
-    ap.add_argument("--topic-shares", default="0,0.1,0.2,0.3,0.4")
-    ap.add_argument("--topic-margins", default="-0.04,0,0.04,0.08,0.12")
-    ap.add_argument("--purity", type=float, default=0.8)
+    variants = "5:-:0.005,5:-:0.01,5:-:0.02,5:0.5:-,5:0.6:-,4:0.5:0.01,3:0.6:-,3:0.75:-"
+    ap.add_argument(
+        "--large",
+        default=variants,
+        help=f"story variants N:S:M,... ('-' for no condition; see above) (default: {variants})",
+    )
+    ap.add_argument(
+        "--topic-shares",
+        default="0,0.1,0.2,0.3,0.4",
+        help="the topic rule's shares measured; 0: components (default: 0,0.1,0.2,0.3,0.4)",
+    )
+    ap.add_argument(
+        "--topic-margins",
+        default="-0.04,0,0.04,0.08,0.12",
+        help="moves of the topic threshold measured (default: -0.04,0,0.04,0.08,0.12)",
+    )
+    ap.add_argument(
+        "--purity",
+        type=float,
+        default=0.8,
+        help="the 5+ purity a story variant must reach to be chosen on the folds (default: 0.8)",
+    )
     ap.add_argument("--no-verdicts", action="store_true", help="leave out the training pairs as verdicts")
-    ap.add_argument("--tag", default="")
+    ap.add_argument("--tag", default="", help="write stories_TAG.md/.json/.png (default: none, stories.*)")
+    summary_story = large_rule_name(DEFAULT_LARGE, DEFAULT_LARGE_SHARE, DEFAULT_LARGE_MARGIN)
     ap.add_argument(
         "--summary-story",
-        default=large_rule_name(DEFAULT_LARGE, DEFAULT_LARGE_SHARE, DEFAULT_LARGE_MARGIN),
-        help="the story rule whose figures are summed up across the models (several --model-store)",
+        default=summary_story,
+        help="the story rule whose figures are summed up across the models (several --model-store) "
+        f"(default: {summary_story}, the report's)",
     )
-    ap.add_argument("--summary-topic", default=f"support-{DEFAULT_TOPIC_SUPPORT:g}")
+    summary_topic = f"support-{DEFAULT_TOPIC_SUPPORT:g}"
+    ap.add_argument(
+        "--summary-topic",
+        default=summary_topic,
+        help=f"the topic rule summed up across the models (default: {summary_topic}, the report's)",
+    )
     args = ap.parse_args(argv)
     large = parse_large(ap, args.large)
     topic_rules: dict[str, Any] = {}

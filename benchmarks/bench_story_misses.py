@@ -259,12 +259,22 @@ def plot(runs: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model-store", type=Path, action="append", required=True, help="repeat for more")
+    parser.add_argument(
+        "--model-store",
+        type=Path,
+        action="append",
+        required=True,
+        help="a model store whose current model's report is read (repeat for more)",
+    )
     parser.add_argument("--floor", type=float, default=0.84, help="the wide report's floor (default 0.84)")
     parser.add_argument(
         "--k", type=int, default=10, help=f"neighbours the report searches (default 10, at most {RANKS})"
     )
-    parser.add_argument("--tag", default="", help="write story_misses_TAG.md/.json/.png instead")
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="write story_misses_TAG.md/.json/.png instead (default: none, story_misses.*)",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.k <= RANKS:
         parser.error(f"--k must be between 1 and {RANKS}")

@@ -147,9 +147,24 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--misses", type=Path, default=RESULTS / "story_misses_avx2_seeds.json")
-    parser.add_argument("--min-positives", type=int, default=3)
-    parser.add_argument("--tag", default="", help="write story_scores_TAG.md/.json/.png instead")
+    parser.add_argument(
+        "--misses",
+        type=Path,
+        default=RESULTS / "story_misses_avx2_seeds.json",
+        help="the JSON of a bench_story_misses.py run (default: "
+        "benchmarks/results/story_misses_avx2_seeds.json)",
+    )
+    parser.add_argument(
+        "--min-positives",
+        type=int,
+        default=3,
+        help="same-story pairs a category needs for a threshold of its own (default: 3)",
+    )
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="write story_scores_TAG.md/.json/.png instead (default: none, story_scores.*)",
+    )
     args = parser.parse_args(argv)
     check_files(parser, "--misses", [args.misses])
     runs = [r for r in json.loads(args.misses.read_text(encoding="utf-8")) if not r["story_model"]]

@@ -130,10 +130,22 @@ def plot(payload: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model-store", action="append", required=True, type=Path)
+    ap.add_argument(
+        "--model-store",
+        action="append",
+        required=True,
+        type=Path,
+        help="a model store whose current model's story threshold is swept (repeatable)",
+    )
     ap.add_argument("--floor", type=float, default=0.80, help="the lowest rerank score scored (default 0.80)")
-    ap.add_argument("--offsets", default="-0.04:0.04:0.005", help="lo:hi:step or a comma list")
-    ap.add_argument("--tag", default="")
+    ap.add_argument(
+        "--offsets",
+        default="-0.04:0.04:0.005",
+        help="moves of the threshold: lo:hi:step or a comma list (default: -0.04:0.04:0.005)",
+    )
+    ap.add_argument(
+        "--tag", default="", help="write story_threshold_TAG.md/.json/.png (default: none, story_threshold.*)"
+    )
     args = ap.parse_args(argv)
     offsets = parse_offsets(ap, args.offsets)
     check_model_stores(ap, args.model_store)

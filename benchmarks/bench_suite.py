@@ -76,9 +76,15 @@ def figures(run: dict[str, list[tuple[float, float, str]]], top: int) -> dict[st
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--read", type=Path, help="summarise this timeline folder instead of running the suite")
-    ap.add_argument("--top", type=int, default=20, help="how many of the slowest modules to list")
-    ap.add_argument("--tag", default="", help="added to the results' file names")
+    ap.add_argument(
+        "--read",
+        type=Path,
+        help="summarise this timeline folder instead of running the suite (default: run the suite)",
+    )
+    ap.add_argument(
+        "--top", type=int, default=20, help="how many of the slowest modules to list (default: 20)"
+    )
+    ap.add_argument("--tag", default="", help="added to the results' file names (default: none)")
     ap.add_argument("pytest_args", nargs="*", help="after --: passed to test.sh (and so to pytest)")
     args = ap.parse_args()
     record = machine_record()

@@ -66,12 +66,23 @@ def choose_noise(base: np.ndarray, seed: int = 0) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", default="data/thucnews.parquet")
-    ap.add_argument("--model", default="multilingual-e5-small")
-    ap.add_argument("--convert", default="tw2sp")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--limit", type=int, default=None, help="embed only the first N titles (a quick check)")
+    ap.add_argument(
+        "--corpus",
+        default="data/thucnews.parquet",
+        help="the corpus whose titles are embedded (default: data/thucnews.parquet)",
+    )
+    ap.add_argument(
+        "--model", default="multilingual-e5-small", help="the encoder (default: multilingual-e5-small)"
+    )
+    ap.add_argument("--convert", default="tw2sp", help="OpenCC conversion of the titles (default: tw2sp)")
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
+    ap.add_argument("--batch-size", type=int, default=64, help="texts per batch (default: 64)")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="embed only the first N titles, a quick check (default: all of them)",
+    )
     args = ap.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         ap.error(f"--limit must be a positive number of titles, not {args.limit}")

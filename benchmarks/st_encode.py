@@ -15,15 +15,25 @@ import argparse
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--folder", required=True)
-    ap.add_argument("--prompt", default="")
-    ap.add_argument("--corpus", required=True)
-    ap.add_argument("--field", default="title")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--backend", default="torch", choices=("torch", "onnx", "onnx-int8"))
-    ap.add_argument("--int8-file", default="onnx/model_qint8_avx512_vnni.onnx")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--folder", required=True, help="the sentence-transformers model folder")
+    ap.add_argument("--prompt", default="", help="the prompt put before each text (default: none)")
+    ap.add_argument("--corpus", required=True, help="the Parquet corpus embedded")
+    ap.add_argument("--field", default="title", help="its text column (default: title)")
+    ap.add_argument("--out", required=True, help="the .npy file written")
+    ap.add_argument(
+        "--backend",
+        default="torch",
+        choices=("torch", "onnx", "onnx-int8"),
+        help="sentence-transformers' backend; onnx-int8: --int8-file (default: torch)",
+    )
+    ap.add_argument(
+        "--int8-file",
+        default="onnx/model_qint8_avx512_vnni.onnx",
+        help="with --backend onnx-int8: the int8 ONNX file in the folder (default: "
+        "onnx/model_qint8_avx512_vnni.onnx)",
+    )
+    ap.add_argument("--threads", type=int, default=2, help="torch (and ONNX Runtime) threads (default: 2)")
+    ap.add_argument("--batch-size", type=int, default=64, help="texts per batch (default: 64)")
     args = ap.parse_args()
 
     import numpy as np

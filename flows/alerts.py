@@ -273,10 +273,18 @@ def describe(automation: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.alerts", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--webhook", metavar="URL", help="POST a JSON object to this URL for each failed run")
+    summary = " ".join(__doc__.split("\n\n")[0].split())  # the first paragraph
+    parser = argparse.ArgumentParser(prog="python -m flows.alerts", description=summary)
     parser.add_argument(
-        "--notify", metavar="TYPE/NAME", help="send through this notification block of the server"
+        "--webhook",
+        metavar="URL",
+        help="POST a JSON object to this URL for each failed run (default: none; give --webhook, --notify "
+        "or both, unless --list or --remove)",
+    )
+    parser.add_argument(
+        "--notify",
+        metavar="TYPE/NAME",
+        help="send through this notification block of the server, e.g. email/desk (default: none)",
     )
     parser.add_argument("--name", default=NAME, help=f"the automation's name (default: {NAME})")
     parser.add_argument(

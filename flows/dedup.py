@@ -154,7 +154,8 @@ news_dedup = config_flow(
     lambda **params: dedup_run(DedupConfig.of(**params)),
     (DedupConfig,),
     name="news-dedup",
-    description="Near-duplicate report for a corpus (batch), or the daily incremental run with `state`.",
+    description="Near-duplicate report for a corpus: a batch run, or the daily incremental run with a state "
+    "folder (state; --state on the command line).",
     flow_run_name=run_name,
 )
 

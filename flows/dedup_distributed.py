@@ -309,7 +309,8 @@ news_dedup_distributed = config_flow(
     _body,
     (DedupConfig, DaskOptions),
     name="news-dedup-distributed",
-    description="news-dedup with the embedding and the neighbour search sharded over Dask (local or remote).",
+    description="The news-dedup run with its embedding and neighbour search sharded over Dask (a local "
+    "cluster or a remote one).",
 )
 
 

@@ -292,7 +292,8 @@ def describe(deployment: Any, entrypoint: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.serve", description=__doc__.splitlines()[0])
+    summary = __doc__.split("\n\n")[0].replace("``", "")  # the first paragraph, without its markup
+    parser = argparse.ArgumentParser(prog="python -m flows.serve", description=summary)
     parser.add_argument(
         "--file", default=str(DEFAULT_FILE), help="the prefect.yaml to read (default: the repo's)"
     )
@@ -301,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=None,
         metavar="FLOW/NAME",
-        help="serve only this deployment (repeatable)",
+        help="serve only this deployment (repeatable; default: every deployment of --file)",
     )
     parser.add_argument(
         "--list", action="store_true", help="print the deployments and their schedules, then exit"

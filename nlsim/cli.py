@@ -24,11 +24,13 @@ import logging
 import os
 import signal
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from nlsim import __version__
+from nlsim.commands.options import Formatter
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
 
@@ -82,9 +84,14 @@ def _sigterm_stops_the_run() -> Iterator[None]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nlsim",
-        description="Find near-duplicate and related news items: script conversion, sentence embeddings, "
-        "FAISS, reranking, clusters, Parquet report. Fine-tune, evaluate and promote the encoder on "
-        "annotated pairs.",
+        description="Find near-duplicate and related news items, and train the model that finds them.\n\n"
+        + textwrap.fill(
+            "Script conversion, sentence embeddings, FAISS, reranking, clusters, Parquet report; fine-tune, "
+            "evaluate and promote the encoder on annotated pairs. `nlsim COMMAND --help` lists a command's "
+            "options with their defaults.",
+            100,
+        ),
+        formatter_class=Formatter,
     )
     parser.add_argument("--version", action="version", version=f"nlsim {__version__}")
     _message_options(parser, default=None)

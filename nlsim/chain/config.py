@@ -65,8 +65,8 @@ class PipelineConfig(Configuration):
     convert: Conversion = option("tw2sp", help="OpenCC script conversion (pairs and corpus)")
     level: float | str = option(
         DEFAULT_LEVEL,
-        help="relatedness level of the report's threshold: same-story (1.0, default) or same-topic-entity "
-        "(0.75), or a number",
+        help="relatedness level of the report's threshold: same-story (1.0) or same-topic-entity (0.75), or "
+        "a number",
     )
     force_train: bool = option(
         False, help="train a new model even when one exists for the same annotations, base model and settings"
@@ -99,7 +99,11 @@ class PipelineConfig(Configuration):
         InputSettings,
         title="the report's input",
         defaults={"corpus": "data/thucnews.parquet"},
-        helps={"corpus": "the corpus the report is made for"},
+        helps={
+            "corpus": "the corpus the report is made for",
+            "date": "the run's date (YYYY-MM-DD) put into {date} in --corpus; refused where --corpus has no "
+            "{date} (default: the scheduled or current date)",
+        },
     )
     model: ModelSettings = concern(
         ModelSettings, title="the report's model", omit=SET_BY_THE_CHAIN["model"], needs="report"

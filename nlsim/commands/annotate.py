@@ -4,18 +4,59 @@ file; check the verdict store against the pair file)."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
-from nlsim.commands.options import threshold_arg
+from nlsim.commands.options import Formatter, threshold_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
+
+TEXT_FIELDS = "title_zh_tw, title, text, title_zh_cn"
+"""The text columns read when ``--text-field`` is not given, the first the corpus has
+(:data:`nlsim.io.corpus.ITEM_TEXT_FIELDS`, not imported so that ``nlsim --help`` stays fast)."""
+
+
+def _description(summary: str, details: str) -> str:
+    return f"{summary}\n\n{textwrap.fill(details, 100)}"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("annotate", help="draw pairs for editors to score, or merge a scored file")
+    p = subparsers.add_parser(
+        "annotate",
+        help="draw pairs for editors to score, or merge a scored file",
+        description=_description(
+            "The editors' loop: draw candidate pairs to score, merge a scored file, check the verdicts.",
+            "draw writes new candidate pairs to a CSV for an editor; merge checks the filled file and adds "
+            "its pairs to the annotated pair file (and their verdicts to the store beside it); verdicts "
+            "checks that store against the pair file. Each action's --help lists its options.",
+        ),
+        formatter_class=Formatter,
+    )
     sub = p.add_subparsers(dest="annotate_command", required=True)
-    d = sub.add_parser("draw", help="write new candidate pairs to a CSV for an editor")
+    _draw_parser(sub)
+    _merge_parser(sub)
+    _verdicts_parser(sub)
+
+
+def _draw_parser(sub: Any) -> None:
+    """``nlsim annotate draw`` and its options."""
+    d = sub.add_parser(
+        "draw",
+        help="write new candidate pairs to a CSV for an editor",
+        description=_description(
+            "Write new candidate pairs to a CSV for an editor to score.",
+            "Half of them are the pairs nearest the threshold (where the model is least sure), the rest "
+            "spread over the score strata; the pairs --pairs already holds are left out. The editor fills in "
+            "each row's score, and `nlsim annotate merge` adds the pairs to the pair file.",
+        ),
+        formatter_class=Formatter,
+    )
     d.add_argument("--corpus", required=True, help="items with an id and a text column (.tsv/.csv/.parquet)")
-    d.add_argument("--pairs", default=None, help="the annotated pair file: its pairs are never drawn again")
+    d.add_argument(
+        "--pairs",
+        default=None,
+        help="the annotated pair file: its pairs are never drawn again (default: none, any pair may be "
+        "drawn)",
+    )
     d.add_argument("--out", required=True, help="CSV to write")
     d.add_argument("-n", "--n", type=int, default=100, help="how many pairs (default 100)")
     d.add_argument(
@@ -50,9 +91,7 @@ def register(subparsers: Any) -> None:
         "reranker's or the model's calibrated threshold, else the pool median)",
     )
     d.add_argument(
-        "--text-field",
-        default=None,
-        help="text column (default: the first of title_zh_tw, title, text, title_zh_cn it has)",
+        "--text-field", default=None, help=f"text column (default: the first of {TEXT_FIELDS} it has)"
     )
     d.add_argument(
         "--seed",
@@ -61,10 +100,20 @@ def register(subparsers: Any) -> None:
         help="seed of the random pairs drawn (default 0: the same draw each time)",
     )
     d.set_defaults(func=run_draw)
-    _merge_parser(sub)
+
+
+def _verdicts_parser(sub: Any) -> None:
+    """``nlsim annotate verdicts`` and its options."""
     v = sub.add_parser(
         "verdicts",
         help="check a pair file's verdict store against the pair file (lost, cut, damaged, earlier name)",
+        description=_description(
+            "Check the verdict store beside a pair file against the pair file.",
+            "The store (FILE.verdicts.csv) keeps the editors' verdicts that reports act on; this says "
+            "whether it is in step with the pair file (verdicts lost, cut short, damaged, or a store under "
+            "an earlier name), and --write writes it as it holds.",
+        ),
+        formatter_class=Formatter,
     )
     v.add_argument("--pairs", required=True, help="the annotated pair file whose verdict store to check")
     v.add_argument(
@@ -78,7 +127,17 @@ def register(subparsers: Any) -> None:
 
 def _merge_parser(sub: Any) -> None:
     """``nlsim annotate merge`` and its options."""
-    m = sub.add_parser("merge", help="validate a filled CSV and add its pairs to the pair file")
+    m = sub.add_parser(
+        "merge",
+        help="validate a filled CSV and add its pairs to the pair file",
+        description=_description(
+            "Validate an editor's filled CSV and add its pairs to the annotated pair file.",
+            "Every row must be scored with a level of the rubric and its texts must match the pair file (and "
+            "--corpus, when given); a refused file leaves the pair file as it was. The merged pairs are also "
+            "the editors' verdicts, kept in the store beside the pair file for later reports.",
+        ),
+        formatter_class=Formatter,
+    )
     m.add_argument(
         "--filled",
         required=True,
@@ -100,13 +159,14 @@ def _merge_parser(sub: Any) -> None:
         "--corpus",
         default=None,
         help="the corpus the pairs were drawn from or shown in: each item's text must be its text there "
-        "(a row with swapped ids or a text changed in a spreadsheet is refused)",
+        "(a row with swapped ids or a text changed in a spreadsheet is refused) (default: none, the texts "
+        "are checked against the pair file's only)",
     )
     m.add_argument(
         "--text-field",
         default=None,
-        help="the corpus's text column the pairs were drawn with (default: the first of title_zh_tw, title, "
-        "text, title_zh_cn it has, as draw reads it)",
+        help=f"with --corpus: its text column the pairs were drawn with (default: the first of {TEXT_FIELDS} "
+        "it has, as draw reads it)",
     )
     m.add_argument(
         "--skip-scored",

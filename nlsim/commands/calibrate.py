@@ -10,10 +10,11 @@ has the pairs" for registry models and for folders trained before the check exis
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.options import threads_arg
+from nlsim.commands.options import Formatter, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.evaluation.levels import parse_level
 from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
@@ -23,12 +24,19 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="calibrate a model's duplicate threshold on annotated pairs",
-        description="The threshold for 'score >= level' on one split (default validation) where the "
-        "cross-validated F1 is best; writes a calibration JSON usable by `nlsim dedup --calibration`.",
+        description="Calibrate a model's duplicate threshold on annotated pairs.\n\n"
+        + textwrap.fill(
+            "The threshold for 'score >= level' on one split (default validation) where the cross-validated "
+            "F1 is best; writes a calibration JSON usable by `nlsim dedup --calibration`.",
+            100,
+        ),
+        formatter_class=Formatter,
     )
     p.add_argument("--model", required=True, help="registry name or model folder")
     p.add_argument("--pairs", required=True, help="pair file (.tsv/.csv/.parquet)")
-    p.add_argument("--split", default="validation", help="split to calibrate on (default: validation)")
+    p.add_argument(
+        "--split", default="validation", help="split to calibrate on, or 'all' (default: validation)"
+    )
     p.add_argument(
         "--level",
         default="same-story",
@@ -46,7 +54,12 @@ def register(subparsers: Any) -> None:
         help="where the threshold goes: where the F1 averaged over held-out folds is best (default), or "
         "the plain best cut on all the pairs",
     )
-    p.add_argument("--threads", type=threads_arg, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        help="CPU threads of torch and ONNX Runtime (default: theirs, every core)",
+    )
     p.add_argument(
         "--no-precision-check",
         dest="precision_check",

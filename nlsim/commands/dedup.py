@@ -75,7 +75,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "dedup",
         help="find near-duplicate items and write the report",
-        description=textwrap.fill(
+        description="Find near-duplicate items in a corpus and write the report.\n\n"
+        + textwrap.fill(
             "Load, convert, embed, index, pair, [rerank,] cluster and report a corpus. With --state, an "
             "incremental (daily) run against the items kept from earlier runs.",
             100,

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.options import max_length_arg, threads_arg
+from nlsim.commands.options import Formatter, max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.io.corpus_schema import text_fields_problem
@@ -135,8 +136,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "embed",
         help="embed a corpus into a .npy matrix",
-        description="Embed each corpus item (chosen text fields, after script conversion) with a sentence "
-        "encoder; writes FILE.npy (float32, L2-normalised, corpus order) and FILE.json (model, ids).",
+        description="Embed a corpus into a .npy matrix, one row per item.\n\n"
+        + textwrap.fill(
+            "Embed each corpus item (chosen text fields, after script conversion) with a sentence encoder; "
+            "writes FILE.npy (float32, L2-normalised, corpus order) and FILE.json (model, ids).",
+            100,
+        ),
+        formatter_class=Formatter,
     )
     p.add_argument("--corpus", required=True, help="corpus file: .parquet, .csv, .tsv or .jsonl")
     p.add_argument("--out", required=True, help="output .npy file")
@@ -155,7 +161,8 @@ def register(subparsers: Any) -> None:
         "--text-fields",
         type=_fields,
         default=("title", "description"),
-        help="comma-separated fields to embed: title, description, body (default title,description)",
+        metavar="FIELDS",
+        help="comma-separated fields to embed: title, description, body (default: title,description)",
     )
     p.add_argument(
         "--batch-size", type=int, default=None, help="texts per batch (default: 64 on the CPU, 256 on a GPU)"
@@ -183,9 +190,15 @@ def register(subparsers: Any) -> None:
         "--quantize",
         choices=("int8",),
         default=None,
-        help="the same as --backend torch --precision int8 (kept for old scripts)",
+        help="the same as --backend torch --precision int8 (kept for old scripts; by default --backend and "
+        "--precision decide)",
     )
-    p.add_argument("--threads", type=threads_arg, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        help="CPU threads of torch and ONNX Runtime (default: theirs, every core)",
+    )
     p.add_argument("--no-cache", dest="cache", action="store_false", help="do not reuse cached embeddings")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=run)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
-from nlsim.commands.options import max_length_arg, threads_arg
+from nlsim.commands.options import Formatter, max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 
@@ -16,8 +17,14 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "evaluate",
         help="score a model on annotated pairs",
-        description="Cosine of the model's embeddings against the gold scores; for a model folder with a "
-        "reranker, its rerank score (see --no-rerank).",
+        description="Score a model (or a baseline) on annotated pairs: Spearman x100, Pearson, MSE, MAE."
+        "\n\n"
+        + textwrap.fill(
+            "Cosine of the model's embeddings against the gold scores; for a model folder with a reranker, "
+            "its rerank score (see --no-rerank).",
+            100,
+        ),
+        formatter_class=Formatter,
     )
     p.add_argument(
         "--model", required=True, help="registry name or model folder; or a baseline: tfidf-char2, use-m3"
@@ -35,7 +42,12 @@ def register(subparsers: Any) -> None:
         default=None,
         help="truncate at this many tokens (default: the model's own: a fine-tuned folder's, else 256)",
     )
-    p.add_argument("--threads", type=threads_arg, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        help="CPU threads of torch and ONNX Runtime (default: theirs, every core)",
+    )
     p.add_argument(
         "--no-rerank",
         dest="rerank",

@@ -7,6 +7,7 @@ concern.
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
@@ -26,8 +27,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "finetune",
         help="fine-tune an encoder on annotated pairs",
-        description="Train on the train split, keep the best validation checkpoint, evaluate, calibrate the "
-        "threshold (same story by default), train the reranker and save a model folder with its card.",
+        description="Fine-tune an encoder (and its reranker) on annotated pairs and save the model folder."
+        "\n\n"
+        + textwrap.fill(
+            "Train on the train split, keep the best validation checkpoint, evaluate, calibrate the "
+            "threshold (same story by default), train the reranker and save a model folder with its card.",
+            100,
+        ),
         formatter_class=Formatter,
     )
     add_finetune_options(p)

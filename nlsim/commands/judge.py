@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from typing import Any
 
 from nlsim.commands.options import Formatter
@@ -13,8 +14,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "judge",
         help="judge a report against the editors' scored pairs",
-        description="Precision of the report's grouped pairs that were judged, pooled recall of the judged "
-        "same-story pairs (score >= 0.875), F1, and how many reported pairs were not judged.",
+        description="Judge a written report against the editors' scored pairs, at the cluster level.\n\n"
+        + textwrap.fill(
+            "Precision of the report's grouped pairs that were judged, pooled recall of the judged "
+            "same-story pairs (score >= 0.875), F1, and how many reported pairs were not judged.",
+            100,
+        ),
         formatter_class=Formatter,
     )
     p.add_argument("--report", required=True, help="report folder (written by nlsim dedup or nlsim pipeline)")

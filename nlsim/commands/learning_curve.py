@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
@@ -22,6 +23,15 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "learning-curve",
         help="fine-tune on growing training subsets x seeds (resumable)",
+        description="Test Spearman against training-set size: fine-tune on growing subsets, several seeds "
+        "each.\n\n"
+        + textwrap.fill(
+            "Each run and the baselines are scored on the test split. Writes each run under OUT/runs/, the "
+            "baselines' scores, a table and a plot of test Spearman against training size (mean and spread "
+            "over the seeds). Finished runs are read back, not trained again, so a stopped curve resumes "
+            "where it stopped.",
+            100,
+        ),
         formatter_class=Formatter,
     )
     add_learning_curve_options(p)

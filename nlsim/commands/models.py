@@ -36,21 +36,35 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "models",
         help="list the model store's versions, promote one, or roll back",
-        description=textwrap.fill(
-            "promote VERSION makes a registered version of the model store current; rollback returns to the "
-            "version promoted before the current one. Each checks every file of the version against its "
-            "manifest, writes the pointer atomically under the store's lock and records who and why "
-            "(--reason) in history.jsonl. The next daily run (--model current) uses the version.",
+        description="List the model store's versions, or choose by hand which one is current.\n\n"
+        + textwrap.fill(
+            "list shows the versions, their validation figures and which is current; promote VERSION makes a "
+            "registered version current; rollback returns to the version promoted before the current one. "
+            "Promote and rollback check every file of the version against its manifest, write the pointer "
+            "atomically under the store's lock and record who did it and why (their --reason) in "
+            "history.jsonl. The next daily run (nlsim dedup --model current) uses the version.",
             100,
         ),
         formatter_class=Formatter,
     )
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
-    ls = sub.add_parser("list", help="the versions, their validation figures and which is current")
+    ls = sub.add_parser(
+        "list",
+        help="the versions, their validation figures and which is current",
+        description="List the model store's versions, their validation figures and which one is current.",
+    )
     ls.add_argument("--json", action="store_true", help="print one JSON object")
-    pr = sub.add_parser("promote", help="make a registered version the current model")
+    pr = sub.add_parser(
+        "promote",
+        help="make a registered version the current model",
+        description="Make a registered version of the model store the current model.",
+    )
     pr.add_argument("version", help="the version: its name (v0002-1a2b3c4d) or its number (v0002)")
-    rb = sub.add_parser("rollback", help="make the version promoted before the current one current again")
+    rb = sub.add_parser(
+        "rollback",
+        help="make the version promoted before the current one current again",
+        description="Make the version promoted before the current one the current model again.",
+    )
     for s, func in ((ls, run_list), (pr, run_promote), (rb, run_rollback)):
         s.add_argument("--model-store", default="models", help="the model store folder (default: models)")
         if s is not ls:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from typing import Any
 
 from nlsim.chain.config import PipelineConfig
@@ -19,10 +20,14 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "pipeline",
         help="the whole chain: baseline, fine-tune (cached), evaluate, promote, report, judge",
-        description="Convert, score the zero-shot baseline, fine-tune the bi-encoder and its reranker "
-        "(reused when the annotations, base model and settings are unchanged), evaluate on validation, "
-        "promote the new model only when it beats the current one, write the report with the current model "
-        "and judge it against the validation pairs.",
+        description="Run the whole chain, from the annotated pairs to the judged report.\n\n"
+        + textwrap.fill(
+            "Convert, score the zero-shot baseline, fine-tune the bi-encoder and its reranker (reused when "
+            "the annotations, base model and settings are unchanged), evaluate on validation, promote the "
+            "new model only when it beats the current one, write the report with the current model and "
+            "judge it against the validation pairs.",
+            100,
+        ),
         formatter_class=Formatter,
     )
     add_config_options(p, PipelineConfig)

@@ -78,7 +78,7 @@ class InputSettings:
     )
     date: str | None = option(
         None,
-        help="the run's date (YYYY-MM-DD) put into {date} in --corpus, and a daily run's day (nlsim dedup "
+        help="the run's date (YYYY-MM-DD): put into {date} in --corpus, and the day of a daily run (with "
         "--state); refused where it would do neither (default: the scheduled or current date)",
     )
     timezone: str = option(
@@ -140,7 +140,9 @@ class SearchSettings:
 
     k: int = option(10, help="neighbours searched per item")
     window_hours: float | None = option(
-        None, help="only pair items published at most this many hours apart (default: however far apart)"
+        None,
+        help="only pair items published at most this many hours apart (default: none, items are paired "
+        "whenever they were published)",
     )
     index_kind: IndexKind = option(
         "auto",
@@ -254,7 +256,7 @@ class ClusteringSettings:
         "page's review queue never offers its pairs again, and the editors' verdicts kept beside it "
         "(FILE.verdicts.csv, checked against the pair file) act on the clusters: same story joins two "
         "items, not the same story keeps them apart (training pairs only; a daily state keeps them for "
-        "later runs)",
+        "later runs) (default: none)",
     )
 
     def __post_init__(self) -> None:
@@ -316,7 +318,8 @@ class ReportSettings:
     judge_pairs: str | None = option(
         None,
         help="editors' scored pairs with item ids (.tsv/.csv/.parquet): the report is judged against them at "
-        "the cluster level, and the page and run.json show precision, recall and F1",
+        "the cluster level, and the page and run.json show precision, recall and F1 (default: none, the "
+        "report is not judged)",
     )
     judge_split: str = option(
         "validation",
@@ -349,7 +352,8 @@ class StateSettings:
     folder: str | None = option(
         None,
         help="state folder: embed only items not seen before, match them against the kept window, keep "
-        "cluster ids stable; the report goes to OUT/runs/<run id>/ and OUT/latest",
+        "cluster ids stable; the report goes to OUT/runs/<run id>/ and OUT/latest (default: none, a batch "
+        "run)",
         name="state",
     )
     retention_days: float | None = option(
@@ -358,7 +362,10 @@ class StateSettings:
         needs="state",
     )
     as_of: str | None = option(
-        None, help="with --state: the run's reference time (default: the latest published_at seen)"
+        None,
+        help="with --state: the run's reference time, written as a published_at is: ISO 8601 (2026-11-22, "
+        "2026-11-22T06:30:00+08:00) or RFC 2822; a time without an offset is read in UTC, not in --timezone "
+        "(default: the latest published_at seen)",
     )
     rebuild: bool = option(
         False, help="with --state: move a broken state aside and build a fresh one", name="rebuild_state"

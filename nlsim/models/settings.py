@@ -74,7 +74,9 @@ class ModelSettings:
         "calibration file, else the model's own calibration)",
     )
     calibration: str | None = option(
-        None, help="calibration JSON from `nlsim calibrate` (a cosine threshold)"
+        None,
+        help="calibration JSON from `nlsim calibrate` (a cosine threshold) (default: none, the model's own "
+        "calibration)",
     )
     rerank: bool | None = option(
         None,

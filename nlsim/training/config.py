@@ -164,7 +164,7 @@ class BiEncoderSettings:
     """How the bi-encoder trains: its loss, epochs, learning rate and schedule, text length, frozen layers."""
 
     loss: Literal["cosent", "mse"] = option(
-        "cosent", help="CoSENT (default, chosen on validation) or the studies' cosine MSE"
+        "cosent", help="the loss: CoSENT (chosen on validation) or the studies' cosine MSE"
     )
     epochs: int = option(2, help="training epochs of the bi-encoder")
     lr: float = option(1e-4, help="peak learning rate (AdamW, linear warm-up and decay)")
@@ -361,7 +361,10 @@ class RecipeSettings:
         "fp32",
     )
     seed: int = option(42, help="random seed (data order, initialisation)")
-    threads: int | None = option(None, help="torch CPU threads (default: torch's)")
+    threads: int | None = option(
+        None,
+        help="CPU threads of torch and ONNX Runtime (default: theirs, every core)",
+    )
     side_by_side: bool = option(
         True,
         help="train the reranker's cross-encoder one model at a time after the bi-encoder (by default, on a "
@@ -390,7 +393,7 @@ class SilverSettings:
     corpus: str | None = option(
         None,
         help="corpus (.tsv/.csv/.parquet with id and a text column) to draw silver pairs from; texts of "
-        "validation/test pairs are left out",
+        "validation/test pairs are left out (default: none, the gold pairs only)",
         name="silver_corpus",
     )
     text_field: str | None = option(
@@ -408,7 +411,8 @@ class SilverSettings:
     )
     teacher: Literal["ensemble", "cross-encoder"] = option(
         "ensemble",
-        help="who labels the silver pairs (default: mean of cross-encoder and bi-encoder)",
+        help="who labels the silver pairs: ensemble (the mean of the cross-encoder and the bi-encoder) or "
+        "the cross-encoder alone",
         name="silver_teacher",
         needs="silver_corpus",
     )
@@ -425,11 +429,11 @@ class EvaluationSettings:
 
     calibrate_level: float | str | None = option(
         DEFAULT_LEVEL,
-        help="relatedness level the threshold is calibrated for: same-story (1.0, the default) or "
-        "same-topic-entity (0.75), or a number",
+        help="relatedness level the threshold is calibrated for: same-story (1.0) or same-topic-entity "
+        "(0.75), or a number",
         flags=("--level",),
     )
-    eval_every: int = option(0, help="validate every N steps (default: each epoch)")
+    eval_every: int = option(0, help="validate every N steps (0: once per epoch)")
     eval_test: bool = option(True, help="do not score the test split", flags=("--no-test",))
     eval_before: bool = option(True, help="score the base model before training", cli=False)
     precision_check: bool = option(

@@ -475,3 +475,22 @@ def test_a_report_before_any_recipe_ran_says_so(
 
     monkeypatch.setattr(bench_same_story, "CACHE", tmp_path / "same_story")
     assert "no recipe has been run yet" in _refused(bench_same_story.main, ["report"], capsys)
+
+
+def test_the_side_by_side_benchmark_names_the_extra_it_lacks_before_any_training(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench_finetune_speed.py side-by-side`` without the [bench] extra trained nlsim's warm-up first and
+    then ended in a ModuleNotFoundError for datasets: what it lacks and the extra to install are now said
+    before any training."""
+    import importlib.util
+
+    import bench_finetune_speed
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "datasets" else real(name, *a)
+    )
+    monkeypatch.setattr(bench_finetune_speed, "side_by_side", lambda args: pytest.fail("it trained"))
+    said = _refused(bench_finetune_speed.main, ["side-by-side", "--steps", "2"], capsys)
+    assert "datasets" in said and "pip install -e '.[bench]'" in said

@@ -5,9 +5,11 @@ included), and progress that stays line-oriented in a log (no carriage returns).
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,47 +61,128 @@ def test_help_shows_defaults_and_logging_options() -> None:
         assert shown in text, shown
 
 
-def test_every_option_has_a_help_line_naming_its_default() -> None:
-    """The README says `nlsim COMMAND --help` lists every option with its default: every option has a help
-    line (`annotate draw --seed`, `calibrate --threads` and `evaluate --max-length` had none), and one with a
-    default (not a flag) says so in it; a default of 0 too (0 == False hid `--seed 0`), and an option that
-    takes a value and defaults to None (`finetune --threads`, `--window-hours`, `--train-size` said nothing
-    of what their absence does), but for the optional inputs whose absence leaves their feature out."""
-    import argparse
-
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every parser of ``nlsim`` by its command line (``nlsim``, ``nlsim dedup``, ``nlsim annotate draw``)."""
     from nlsim.cli import build_parser
 
-    missing, silent = [], []
-    flags = (False, True, argparse.SUPPRESS)
-    optional_inputs = {  # absent: not read, nothing to say
-        "--calibration",
-        "--annotated-pairs",
-        "--judge-pairs",
-        "--state",
-        "--quantize",
-        "--silver-corpus",
-        "--pairs",  # annotate draw's: the pairs already annotated, never drawn again
-        "--corpus",  # annotate merge's: the texts checked against it too
-    }
+    found: dict[str, argparse.ArgumentParser] = {}
 
     def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        found[name] = parser
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for sub, child in action.choices.items():
                     walk(child, f"{name} {sub}")
-            elif action.option_strings and not (action.help or "").strip():
-                silent.append(f"{name} {action.option_strings[0]}")
-            elif action.option_strings and not any(action.default is flag for flag in flags):
-                if action.default is None and (action.nargs == 0 or action.required):
-                    continue  # a flag, or an option that must be given
-                if action.default is None and action.option_strings[-1] in optional_inputs:
-                    continue
-                if "default" not in (action.help or "").lower():
-                    missing.append(f"{name} {action.option_strings[0]}")
 
     walk(build_parser(), "nlsim")
+    return found
+
+
+def _commands_of(parser: argparse.ArgumentParser) -> list[argparse._SubParsersAction]:
+    return [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+
+
+def _help_texts(parser: argparse.ArgumentParser) -> list[str]:
+    """The texts of a parser's --help: its description, epilog, each group's and each option's help."""
+    texts = [parser.description or "", parser.epilog or ""]
+    texts += [group.description or "" for group in parser._action_groups]
+    texts += [a.help for a in parser._actions if a.help and a.help != argparse.SUPPRESS]
+    for commands in _commands_of(parser):
+        texts += [c.help or "" for c in commands._choices_actions]
+    return texts
+
+
+def _shown(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
+
+
+def test_every_option_has_a_help_line_naming_its_default() -> None:
+    """The README says `nlsim COMMAND --help` lists every option with its default: every option has a help
+    line (`annotate draw --seed`, `calibrate --threads` and `evaluate --max-length` had none), and one that
+    takes a value and may be left out says its default, in words where it has none (`--window-hours`,
+    `finetune --train-size`, `--silver-text-field` said nothing of it), a default of 0 too (0 == False hid
+    `--seed 0`); a default stated as a value is the option's real one (`embed --max-length` said 256)."""
+    silent, missing, wrong = [], [], []
+    for name, parser in _parsers().items():
+        for action in parser._actions:
+            if not action.option_strings or isinstance(
+                action, argparse._HelpAction | argparse._VersionAction
+            ):
+                continue
+            flag, text = f"{name} {action.option_strings[0]}", (action.help or "").strip()
+            if not text:
+                silent.append(flag)
+                continue
+            if action.nargs == 0 or action.required:  # a flag, or an option that must be given
+                continue
+            if "default" not in text.lower():
+                missing.append(flag)
+            stated = re.search(r"\(default:? ([^\s;:)]+)[);:]", text)
+            if stated and action.default not in (None, argparse.SUPPRESS):
+                if stated[1] != _shown(action.default):
+                    wrong.append(f"{flag}: says {stated[1]}, is {_shown(action.default)}")
     assert not silent, silent
     assert not missing, missing
+    assert not wrong, wrong
+
+
+def test_every_command_opens_with_a_one_line_summary_and_is_listed_with_one() -> None:
+    """`nlsim annotate --help`, `nlsim learning-curve --help` and `nlsim models list --help` had no
+    description at all, and `nlsim pipeline --help` opened with a 300-character line: each command's help
+    now opens with one line (at most 100 characters, a sentence) saying what it does, and each command is
+    listed with its help line in its parent's list."""
+    short, unlisted = [], []
+    for name, parser in _parsers().items():
+        first = (parser.description or "").strip().split("\n\n")[0]
+        if not first or "\n" in first or len(first) > 100 or not first.endswith("."):
+            short.append(f"{name}: {first[:120]!r}")
+        for commands in _commands_of(parser):
+            listed = {c.dest: (c.help or "").strip() for c in commands._choices_actions}
+            unlisted += [f"{name} {sub}" for sub in commands.choices if not listed.get(sub)]
+    assert not short, short
+    assert not unlisted, unlisted
+
+
+NLSIM_NAMED = re.compile(r"nlsim((?: [a-z][a-z-]*)+) *$")
+"""A clause that names another command line (`nlsim dedup --state`): its options are that command's."""
+
+
+def named_options_not_defined(parsers: dict[str, argparse.ArgumentParser]) -> list[str]:
+    """Every `--option` a parser's help texts name that it does not define: an option of that parser or of
+    a command below it (`nlsim models` names `--reason` of its actions), or of the nlsim command named just
+    before it in the same clause (`... (nlsim dedup --state)`, `` `nlsim dedup --calibration` ``)."""
+    defined = {name: set(p._option_string_actions) for name, p in parsers.items()}
+    found = []
+    for name, parser in parsers.items():
+        own = set().union(*(flags for other, flags in defined.items() if f"{other} ".startswith(f"{name} ")))
+        for text in _help_texts(parser):
+            for mention in re.finditer(r"(?<![\w-])--[a-z][a-z0-9-]*", text):
+                clause = re.split(r"[(;`]|\. ", text[: mention.start()])[-1]
+                before = re.sub(r"--[a-z][a-z0-9-]*(?: [A-Z0-9_.]+)? *", "", clause)  # its options given
+                named = NLSIM_NAMED.search(before.strip() + " ")
+                where = f"nlsim{named[1]}".strip() if named else name
+                if mention[0] not in (defined.get(where) if named else own):
+                    found.append(f"{name}: {mention[0]} (of {where}) in {text[:80]!r}")
+    return found
+
+
+def test_every_option_a_help_text_names_is_one_of_that_command() -> None:
+    """`nlsim pipeline --help` spoke of `--state` and `--threshold`, which pipeline does not take: an option
+    a help text names is one of that command (or of a command below it), or of the nlsim command it names
+    (`nlsim dedup --calibration` in calibrate's)."""
+    assert not named_options_not_defined(_parsers())
+
+
+def test_a_help_text_naming_an_option_the_command_lacks_is_found() -> None:
+    parsers = _parsers()
+    pipeline = argparse.ArgumentParser(prog="nlsim pipeline", description="Run the chain. Reads --state.")
+    pipeline.add_argument("--corpus", help="the day's file, as `nlsim dedup --corpus` reads it")
+    pipeline.add_argument("--date", help="fills {date} (nlsim dedup --state); as nlsim dedup --no-such does")
+    found = named_options_not_defined({**parsers, "nlsim pipeline": pipeline})
+    assert sorted(f.split(" in ")[0] for f in found) == [
+        "nlsim pipeline: --no-such (of nlsim dedup)",
+        "nlsim pipeline: --state (of nlsim pipeline)",
+    ]
 
 
 @pytest.mark.slow

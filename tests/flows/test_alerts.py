@@ -257,7 +257,19 @@ def test_the_alert_gives_the_runs_address_when_the_server_knows_no_ui(server_ui:
     assert json.loads(render(alerts.webhook_payload(None), None))["url"] is None
 
 
-@pytest.mark.parametrize("module", ["flows.alerts", "flows.serve"])
+FLOW_COMMANDS = [
+    "flows.alerts",
+    "flows.serve",
+    "flows.dedup",
+    "flows.dedup_distributed",
+    "flows.finetune",
+    "flows.learning_curve",
+    "flows.pipeline",
+]
+"""Every ``python -m flows.X`` a user runs."""
+
+
+@pytest.mark.parametrize("module", FLOW_COMMANDS)
 def test_the_help_says_what_the_command_does_in_whole_sentences(
     module: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -271,3 +283,15 @@ def test_the_help_says_what_the_command_does_in_whole_sentences(
     text = capsys.readouterr().out
     description = " ".join(text.split("\n\n")[1].split())
     assert description.endswith("."), description
+
+
+@pytest.mark.parametrize("module", FLOW_COMMANDS)
+def test_the_help_says_each_option_and_its_default(module: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m flows.alerts --help` listed --webhook and --notify, `flows.finetune` --train-size and
+    --silver-text-field, `flows.dedup` --window-hours and --state, not saying what leaving them out does."""
+    import importlib
+
+    from tests.help_text import parser_of, problems
+
+    main = importlib.import_module(module).main
+    assert not problems(parser_of(lambda: main(["--help"]), monkeypatch), f"python -m {module}")
