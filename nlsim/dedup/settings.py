@@ -364,7 +364,7 @@ class StateSettings:
     as_of: str | None = option(
         None,
         help="with --state: the run's reference time, written as a published_at is: ISO 8601 (2026-11-22, "
-        "2026-11-22T06:30:00+08:00) or RFC 2822; a time without an offset is read in UTC, not in --timezone "
+        "2026-11-22T06:30:00+08:00) or RFC 2822; a time without an offset is read in --timezone "
         "(default: the latest published_at seen)",
     )
     rebuild: bool = option(
@@ -425,16 +425,27 @@ def check_as_of(value: str) -> Any:
     return ts
 
 
-def parse_time(value: Any, what: str) -> Any:
+def parse_time(value: Any, what: str, timezone: str = "UTC") -> Any:
     """A UTC ``pandas.Timestamp`` from a date or time written as a ``published_at`` is read (year first or
-    RFC 2822; without an offset, UTC): ``12/05/2024``, ``2024-05-01 16:00 GMT+8`` or a placeholder year
-    would be guessed, and a state's clock never moves back, so each is refused with the reason."""
+    RFC 2822; without an offset, on ``timezone``'s clock, the run's ``--timezone``): ``12/05/2024``,
+    ``2024-05-01 16:00 GMT+8`` or a placeholder year would be guessed, and a state's clock never moves back,
+    so each is refused with the reason.
+
+    Example:
+        >>> str(parse_time("2026-11-22T06:30", "--as-of", "Asia/Taipei"))
+        '2026-11-21 22:30:00+00:00'
+        >>> str(parse_time("2026-11-22T06:30:00+00:00", "--as-of", "Asia/Taipei"))
+        '2026-11-22 06:30:00+00:00'
+    """
+    from zoneinfo import ZoneInfo
+
     import pandas as pd  # deferred: the settings are imported by the command line before pandas is needed
 
     from nlsim.io.corpus import TIME_RANGE, read_time
 
     # a year far ahead is left to check_as_of, which says why it is refused (after now)
-    read = read_time(value.strip() if isinstance(value, str) else value, years=(TIME_RANGE[0], 9999))
+    value = value.strip() if isinstance(value, str) else value
+    read = read_time(value, zone=ZoneInfo(timezone), years=(TIME_RANGE[0], 9999))
     if read.reason is not None:
         raise ConfigError(f"{what} {value!r}: {read.reason}")
     if read.time is None or pd.isna(read.time):

@@ -231,7 +231,7 @@ def day_start(timezone: str = "UTC", now: pd.Timestamp | None = None) -> pd.Time
 
 def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str = "UTC") -> pd.Timestamp:
     if daily.as_of is not None:
-        ref = parse_time(daily.as_of, "--as-of")
+        ref = parse_time(daily.as_of, "--as-of", timezone)  # without an offset: the run's --timezone
         if state.as_of is not None and ref < pd.Timestamp(state.as_of):
             raise ConfigError(
                 f"--as-of {daily.as_of} is before the state's reference time {pd.Timestamp(state.as_of)}: a "

@@ -123,3 +123,19 @@ def test_the_start_of_a_day_whose_midnight_a_clock_change_skips_or_repeats(
     """An undated day run in Cairo on the day its clocks go from 00:00 to 01:00 stopped with a traceback
     (pandas cannot floor to a midnight that does not exist)."""
     assert day_start(zone, pd.Timestamp(now)) == pd.Timestamp(start)
+
+
+def test_an_as_of_without_an_offset_is_read_on_the_runs_clock_as_a_published_at_is() -> None:
+    """`--as-of 2026-11-22T06:30` with `--timezone Asia/Taipei` was read in UTC (8 hours later than the
+    newsroom meant), while a published_at without an offset is read in --timezone; both now are."""
+    from types import SimpleNamespace
+
+    from nlsim.dedup.window import _as_of
+
+    daily = SimpleNamespace(as_of="2026-11-22T06:30")
+    state = SimpleNamespace(as_of=None)
+    times = pd.Series([], dtype="datetime64[ns, UTC]")
+    assert _as_of(daily, state, times, "Asia/Taipei") == pd.Timestamp("2026-11-21T22:30Z")
+    assert _as_of(daily, state, times) == pd.Timestamp("2026-11-22T06:30Z")  # --timezone's default, UTC
+    daily = SimpleNamespace(as_of="2026-11-22T06:30:00+00:00")  # an offset given: as written
+    assert _as_of(daily, state, times, "Asia/Taipei") == pd.Timestamp("2026-11-22T06:30Z")
