@@ -17,9 +17,9 @@ COMPOSED = {"bi_encoder": FinetuneConfig, "cross_encoder": FinetuneConfig, "reci
     name: DedupConfig for name in ("input", "model", "search", "clustering", "report")
 }
 """The records the chain takes from each run's configuration."""
-CHAIN_DEFAULTS = {"corpus", "out", "judge_split", "threads"}
+CHAIN_DEFAULTS = {"corpus", "out", "judge_split", "threads", "date"}
 """The settings the chain gives its own default or help (the report's corpus and folder, the threads of
-training and reports)."""
+training and reports, the date, which makes no daily run there)."""
 
 
 def _owned() -> list[tuple[Option, type]]:
