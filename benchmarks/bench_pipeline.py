@@ -22,11 +22,14 @@ script also prints when the first (zero-shot) report was ready, and the chain's 
 (said once, after the bi-encoder's warm-up steps) against the time the rest of the chain then took.
 ``--avx2-only`` makes nlsim choose as on a CPU with avx2 and FMA only (``NLSIM_CPU_FLAGS``) and caps
 the kernels of oneDNN, torch and MKL at AVX2 (``ONEDNN_MAX_CPU_ISA``, ``ATEN_CPU_CAPABILITY``,
-``MKL_ENABLE_INSTRUCTIONS``); ONNX Runtime's own kernels still use what the CPU has.
+``MKL_ENABLE_INSTRUCTIONS``); ONNX Runtime's own kernels still use what the CPU has. ``--no-amx`` makes
+a CPU with AMX choose and compute as one with avx512_bf16 and no AMX (an AMD EPYC of the Zen 4 kind): its
+flags without ``amx_*`` and oneDNN's kernels capped at ``AVX512_CORE_BF16``.
 
     python benchmarks/bench_pipeline.py                  # cold, warm, zero-shot
     python benchmarks/bench_pipeline.py --skip-cold --work /tmp/nlsim-bench   # warm + zero-shot on a kept run
     python benchmarks/bench_pipeline.py --avx2-only --cold-only --threads 2   # the cold chain, avx2 choices
+    python benchmarks/bench_pipeline.py --no-amx --cold-only   # as on avx512_bf16 without AMX
 """
 
 from __future__ import annotations
@@ -56,6 +59,32 @@ AVX2_ONLY = {
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",
 }
 """What ``--avx2-only`` sets: nlsim's choices and the kernels of oneDNN, torch and MKL as on an avx2 CPU."""
+
+
+def no_amx(flags: frozenset[str]) -> dict[str, str]:
+    """What ``--no-amx`` sets on a CPU with these ``/proc/cpuinfo`` flags: nlsim's choices and oneDNN's
+    kernels as on this CPU without its AMX units (a CPU with avx512_bf16 and no AMX). A CPU without AMX is
+    refused: there would be nothing to take away.
+
+    Example:
+        >>> no_amx(frozenset({"avx2", "avx512_bf16", "amx_tile", "amx_bf16"}))["NLSIM_CPU_FLAGS"]
+        'avx2 avx512_bf16'
+    """
+    if not any(f.startswith("amx") for f in flags):
+        raise SystemExit("--no-amx: this CPU has no AMX to take away; measure it without the option")
+    kept = " ".join(sorted(f for f in flags if not f.startswith("amx")))
+    return {"NLSIM_CPU_FLAGS": kept, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}
+
+
+def cpuinfo_flags() -> frozenset[str]:
+    """This CPU's own flags, as ``/proc/cpuinfo`` lists them (empty where there is none)."""
+    from nlsim.inference.cpu import parse_cpuinfo
+
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(parse_cpuinfo(text)[1])
 
 
 def nlsim(
@@ -208,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--avx2-only", action="store_true", help="choose and compute as on a CPU with avx2 only (above)"
     )
+    parser.add_argument(
+        "--no-amx",
+        action="store_true",
+        help="choose and compute as on this CPU without AMX: avx512_bf16 alone (above)",
+    )
     parser.add_argument("--cold-only", action="store_true", help="the cold run only (no warm, no zero-shot)")
     parser.add_argument(
         "--tag", default="", help="suffix of the results' file names: pipeline_TAG.* (default: none)"
@@ -234,11 +268,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def results_name(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """``pipeline[_cold]_TAG``; without ``--tag``, ``pipeline[_cold]`` followed by the shorter chain's options
-    that differ from the defaults: a short chain never replaces the committed figures of the whole one."""
+    """``pipeline[_cold]_TAG``; without ``--tag``, ``pipeline[_cold]`` (then ``_avx2`` or ``_no_amx`` for a
+    CPU made to act as another) followed by the shorter chain's options that differ from the defaults: a
+    short chain, or one on a CPU acting as another, never replaces the committed figures of the whole one."""
     stem = "pipeline_cold" if args.cold_only else "pipeline"
     if args.tag:
         return f"{stem}_{args.tag}"
+    stem += "_avx2" if args.avx2_only else "_no_amx" if args.no_amx else ""
     return sized_stem(stem, parser, args, ["train_pairs", "epochs", "cross_encoder_epochs"])
 
 
@@ -246,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     name = results_name(parser, args)
+    if args.avx2_only and args.no_amx:
+        parser.error("--avx2-only and --no-amx are two machines: give one")
+    forced = no_amx(cpuinfo_flags()) if args.no_amx else {}
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
     env = {
@@ -256,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         "DO_NOT_TRACK": "1",
         "PYTHONUNBUFFERED": "1",  # each line as it comes (the cold run's log is timed line by line)
         **(AVX2_ONLY if args.avx2_only else {}),
+        **forced,
     }
     pairs = PAIRS
     if args.train_pairs:  # the other splits whole: the report is judged as usual
@@ -282,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     host = machine()
     if args.avx2_only:
         host += "; avx2 choices forced (" + " ".join(f"{k}={v}" for k, v in AVX2_ONLY.items()) + ")"
+    if forced:
+        host += "; AMX taken away (NLSIM_CPU_FLAGS without amx_*, ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)"
     print(f"machine: {host}\nwork folder: {work} (log {log})")
     runs = []
     cold_figures: dict[str, float | None] = {}
@@ -293,11 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         runs.append({"run": "cold", "seconds": round(cold, 1), **record["timings_s"]})
         cold_figures = {**timeline_figures(timeline, cold), **load.summary()}
         print(f"cold: {cold:.0f} s; " + ", ".join(f"{k} {v}" for k, v in cold_figures.items()))
-        for name in ("candidate", "current"):
-            v = (record.get(name) or {}).get("validation") or {}
+        for model in ("candidate", "current"):  # not ``name``: the results' file name
+            v = (record.get(model) or {}).get("validation") or {}
             if v:
                 print(
-                    f"{name} {record[name]['version']}: validation Spearman {v.get('spearman'):.2f}, "
+                    f"{model} {record[model]['version']}: validation Spearman {v.get('spearman'):.2f}, "
                     f"same-story F1 {v.get('f1'):.3f} {v.get('f1_ci95') or ''}, cross-validated "
                     f"{v.get('cv_f1')} {v.get('cv_f1_ci95') or ''}"
                 )

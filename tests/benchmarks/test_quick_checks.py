@@ -136,6 +136,9 @@ def test_a_count_below_one_is_refused_in_one_line(
             "pipeline_cold_avx2_threads2",
         ),
         (["--cold-only", "--epochs", "1"], "pipeline_cold-epochs1"),
+        (["--avx2-only", "--cold-only"], "pipeline_cold_avx2"),
+        (["--no-amx", "--cold-only", "--epochs", "1"], "pipeline_cold_no_amx-epochs1"),
+        (["--no-amx", "--tag", "zen4"], "pipeline_zen4"),
     ],
 )
 def test_a_short_chain_never_replaces_the_whole_chains_figures(argv: list[str], name: str) -> None:
@@ -145,6 +148,50 @@ def test_a_short_chain_never_replaces_the_whole_chains_figures(argv: list[str], 
 
     parser = bench_pipeline.build_parser()
     assert bench_pipeline.results_name(parser, parser.parse_args(argv)) == name
+
+
+def test_no_amx_takes_the_amx_flags_and_kernels_away_and_refuses_a_cpu_without_them() -> None:
+    import bench_pipeline
+
+    flags = frozenset({"fma", "avx2", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"})
+    forced = bench_pipeline.no_amx(flags)
+    assert forced == {"NLSIM_CPU_FLAGS": "avx2 avx512_bf16 fma", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}
+    with pytest.raises(SystemExit, match="no AMX to take away"):
+        bench_pipeline.no_amx(frozenset({"avx2", "avx512_bf16"}))
+
+
+def test_a_cold_run_writes_its_figures_under_its_own_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ``bench_pipeline.py --cold-only`` run wrote ``results/current.json`` and ``.md``: the loop that
+    printed the candidate's and the current model's figures reused the variable holding the file name."""
+    import bench_pipeline
+
+    def chain(args: list[str], env: dict[str, str], log: Path, timeline: object = None) -> float:
+        report = Path(args[args.index("--out") + 1])
+        report.mkdir(parents=True)
+        figures = {"spearman": 80.0, "f1": 0.57}
+        record = {
+            "timings_s": {"finetune": 1.0},
+            "candidate": {"version": "v0001", "validation": figures},
+            "current": {"version": "v0001", "validation": figures},
+        }
+        (report / "pipeline.json").write_text(json.dumps(record), encoding="utf-8")
+        return 2.0
+
+    monkeypatch.setattr(bench_pipeline, "nlsim", chain)
+    monkeypatch.setattr(bench_pipeline, "RESULTS", tmp_path / "results")
+    assert bench_pipeline.main(["--cold-only", "--work", str(tmp_path / "work"), "--tag", "t"]) == 0
+    written = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert written == ["pipeline_cold_t.json", "pipeline_cold_t.md"]
+
+
+def test_avx2_only_and_no_amx_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    import bench_pipeline
+
+    with pytest.raises(SystemExit) as exc:
+        bench_pipeline.main(["--avx2-only", "--no-amx"])
+    assert exc.value.code == 2 and "two machines" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
