@@ -14,9 +14,10 @@ and the flows' command lines call it first). An empty value is an unset one, but
 | ``NLSIM_PROGRESS`` | ``bar``, ``lines``, ``off`` | ``bar`` on a terminal, else ``lines`` |
 | ``NLSIM_PROBE`` | ``on``, ``cached``, ``off`` | ``on`` |
 | ``NLSIM_CPU_FLAGS`` | instruction-set flags, space-separated | the CPU's own |
-| ``NLSIM_DEVICE`` | a torch device (``cpu``, ``cuda``, ``cuda:1``) | ``cuda`` when torch sees a GPU |
+| ``NLSIM_DEVICE`` | ``cpu``, ``cuda``, ``cuda:1``, ``mps``, ``xpu`` | ``cuda`` when torch sees a GPU |
 
-``NLSIM_DEVICE`` is checked where it is read (:func:`nlsim.encoders.device.default_device`: it needs torch).
+Whether this machine has the device ``NLSIM_DEVICE`` names is checked where it is read
+(:func:`nlsim.encoders.device.default_device`: it needs torch); its name is checked here.
 
 Example:
     >>> import os
@@ -42,6 +43,9 @@ from nlsim.errors import ConfigError
 PROGRESS_STYLES = ("bar", "lines", "off")
 PROBE_MODES = ("on", "cached", "off")
 FLAG = re.compile(r"[a-z0-9_]+")
+DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
+"""The devices nlsim runs models on, with an optional index (torch's other device types hold no data, or
+are not ones a model runs on here)."""
 PROBE_WHAT = "on: time what the cache lacks; cached: cached timings only; off: the first candidate"
 
 
@@ -69,6 +73,22 @@ def probe_mode() -> str:
     """``NLSIM_PROBE``: ``on`` (default: time what the cache lacks), ``cached`` (use cached probes, never
     time: tests, reproducible runs), ``off`` (ignore probes: the first candidate in path order)."""
     return _one_of("NLSIM_PROBE", PROBE_MODES, PROBE_WHAT) or "on"
+
+
+def device_name() -> str | None:
+    """``NLSIM_DEVICE``: the device to run models on, in any case as the other variables' values (``CPU``
+    was refused by torch as "Expected one of cpu, cuda, ..." while ``NLSIM_PROBE=ON`` was taken); ``None``
+    when unset. A name that is not ``cpu``, ``cuda``, ``mps`` or ``xpu`` (with an optional ``:N``) is a
+    :class:`ConfigError` here, before torch is loaded."""
+    value = _value("NLSIM_DEVICE")
+    if value is None:
+        return None
+    if not DEVICE.fullmatch(value.lower()):
+        raise ConfigError(
+            f"NLSIM_DEVICE={os.environ['NLSIM_DEVICE']!r}: not a device nlsim runs models on (cpu, cuda, "
+            "cuda:N, mps or xpu; unset: the GPU when torch sees one, else the CPU)"
+        )
+    return value.lower()
 
 
 def cpu_flags() -> frozenset[str] | None:
@@ -135,4 +155,5 @@ def check_environment() -> None:
     progress_style()
     probe_mode()
     cpu_flags()
+    device_name()
     check_home()

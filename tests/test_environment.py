@@ -20,6 +20,7 @@ BAD = [
     ("NLSIM_PROBE", "cache", "not one of on, cached, off"),
     ("NLSIM_PROGRESS", "bars", "not one of bar, lines, off"),
     ("NLSIM_CPU_FLAGS", "avx,avx2,fma", "the flags are space-separated"),
+    ("NLSIM_DEVICE", "gpu", "not a device nlsim runs models on (cpu, cuda, cuda:N, mps or xpu"),
     ("NLSIM_HOME", "{file}", "a file, not a folder"),
     ("NLSIM_HOME", "{file}/home", "is a file, so no folder can be made under it"),
 ]
@@ -103,6 +104,36 @@ def test_empty_is_unset_and_the_values_are_read_as_documented(monkeypatch: pytes
     monkeypatch.setenv("NLSIM_CPU_FLAGS", "avx;avx2")
     with pytest.raises(ConfigError, match=r"'avx;avx2' is not a flag name"):
         cpu_info()
+
+
+@pytest.mark.parametrize(
+    ("value", "name"), [(" CPU ", "cpu"), ("Cuda:1", "cuda:1"), ("", None), ("xpu", "xpu")]
+)
+def test_nlsim_device_is_read_in_any_case_as_the_other_variables(
+    monkeypatch: pytest.MonkeyPatch, value: str, name: str | None
+) -> None:
+    """``NLSIM_DEVICE=CPU`` was refused by torch ("Expected one of cpu, cuda, ...") while ``NLSIM_PROBE=ON``
+    was taken; the device is named in any case now, and checked before torch is loaded."""
+    monkeypatch.setenv("NLSIM_DEVICE", value)
+    assert environment.device_name() == name
+
+
+def test_cpu_in_capitals_runs_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from nlsim.encoders.device import default_device
+
+    monkeypatch.setenv("NLSIM_DEVICE", "CPU")
+    assert default_device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("value", ["gpu", "cuda:", "cuda:x", "meta", "cpu cuda"])
+def test_a_device_nlsim_does_not_run_on_is_refused_before_torch(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("NLSIM_DEVICE", value)
+    with pytest.raises(ConfigError, match=r"not a device nlsim runs models on"):
+        environment.check_environment()
 
 
 @pytest.mark.parametrize(

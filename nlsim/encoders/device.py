@@ -21,10 +21,9 @@ Example:
 
 from __future__ import annotations
 
-import os
-
 import torch
 
+from nlsim.environment import device_name
 from nlsim.errors import ConfigError
 
 CPU_BATCH = 64
@@ -39,8 +38,9 @@ def batch_size_for(device: torch.device | str) -> int:
 
 
 def default_device() -> torch.device:
-    """``NLSIM_DEVICE`` when set, else ``cuda`` when torch sees a GPU, else ``cpu``."""
-    forced = os.environ.get("NLSIM_DEVICE", "").strip()
+    """``NLSIM_DEVICE`` when set (:func:`nlsim.environment.device_name`), else ``cuda`` when torch sees a
+    GPU, else ``cpu``."""
+    forced = device_name()
     if forced:
         try:
             device = torch.device(forced)
