@@ -27,11 +27,12 @@ import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from nlsim import __version__
 from nlsim.commands.options import Formatter
-from nlsim.environment import check_environment
+from nlsim.environment import check_environment, home
 from nlsim.errors import ConfigError, NlsimError
 
 COMMANDS = (
@@ -157,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except OSError as exc:  # a file that cannot be read or written: say which, without a traceback
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"nlsim {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"nlsim {args.command}: error: {where}{exc.strerror or exc}{in_home(exc)}", file=sys.stderr)
         return EXIT_FAILED
     except Terminated:
         print(f"nlsim {args.command}: stopped (SIGTERM)", file=sys.stderr)
@@ -165,6 +166,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"nlsim {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def in_home(exc: OSError) -> str:
+    """Where the file that failed is nlsim's home or in it, what that folder is and how to choose another
+    (``NLSIM_HOME=/proc/x`` said only "/proc/x: No such file or directory"); else nothing.
+
+    Example:
+        >>> os.environ["NLSIM_HOME"] = "/srv/nlsim"
+        >>> in_home(FileNotFoundError(2, "No such file or directory", "/srv/nlsim/models"))[:33]
+        " (under nlsim's home /srv/nlsim, "
+        >>> in_home(FileNotFoundError(2, "No such file or directory", "/srv/news.csv"))
+        ''
+        >>> del os.environ["NLSIM_HOME"]
+    """
+    name = getattr(exc, "filename", None)
+    if not isinstance(name, str | os.PathLike):
+        return ""
+    try:
+        folder = home()
+    except ConfigError:
+        return ""
+    path = Path(os.path.abspath(name))
+    if path != folder.absolute() and folder.absolute() not in path.parents:
+        return ""
+    kept = "where converted models and caches are kept"
+    return f" (under nlsim's home {folder}, {kept}; NLSIM_HOME names another)"
 
 
 if __name__ == "__main__":

@@ -221,6 +221,18 @@ def test_runtime_failures_exit_1_in_one_line(corpus: Path, tmp_path: Path) -> No
     assert proc.returncode == 1 and "cannot be written" in one_error_line(proc, "dedup")
 
 
+def test_a_home_that_cannot_be_made_is_named_as_nlsims_home(corpus: Path, tmp_path: Path) -> None:
+    """``NLSIM_HOME=/proc/nlsim-home`` (a folder nobody can make, root included) said only
+    "/proc/nlsim-home: No such file or directory", not that it was nlsim's home nor how to choose another."""
+    out = tmp_path / "o"
+    args = ("dedup", "--corpus", str(corpus), "--out", str(out), "--model", FAST_MODEL, "--threshold", "0.9")
+    proc = nlsim(*args, NLSIM_HOME="/proc/nlsim-home")
+    line = one_error_line(proc, "dedup")
+    assert proc.returncode == 1 and "under nlsim's home /proc/nlsim-home" in line, line
+    assert line.endswith("NLSIM_HOME names another)"), line
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_dedup_json_quiet_and_log_level(corpus: Path, tmp_path: Path) -> None:
     args = ["dedup", "--corpus", str(corpus), "--model", FAST_MODEL, "--threshold", "0.9"]
