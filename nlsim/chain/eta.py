@@ -12,9 +12,9 @@ per token-layer on this machine are known, and every other stage follows from it
 models train side by side (:mod:`nlsim.training.side_by_side`) that rate is measured on half the threads:
 the cross-encoder's first part counts only where it outlasts the bi-encoder, and the work on all the
 threads runs :data:`SIDE_BY_SIDE_GAIN` times faster. The estimate is
-said once, before most of the work; it is rough (inference runs on a faster path than training, the report's
-candidate count is guessed from the corpus size), and each training loop says its own, measured, time as it
-goes.
+said once, before most of the work; it is rough (the forward-only parts after training run at the rate the
+zero-shot first report's embedding ran, where it was timed, else at the training rate; the report's candidate
+count is guessed from the corpus size), and each training loop says its own, measured, time as it goes.
 
 Example:
     >>> plan = ChainWork(train_pairs=1785, validation_pairs=492, text_tokens=24.0, pair_tokens=40.0,
@@ -112,8 +112,10 @@ class ChainWork:
         """Seconds per part of the rest of the run, from the bi-encoder's ``seconds_per_step`` measured after
         its warm-up, once ``bi_steps_done`` of its steps ran. ``first_report_s``: the seconds the zero-shot
         first report of the same corpus took (the same encoder size, no reranker); the report's part is then
-        that time, plus its reranking in proportion to its token-layers, instead of the training rate's
-        guess (inference runs on a faster path than training: a GPU several times faster)."""
+        that time, plus its reranking in proportion to its token-layers, and the other forward-only parts
+        (the evaluation, the quality check) run at that rate too, instead of the training rate's guess
+        (inference runs on a faster path than training: a GPU several times faster; on a 2-core CPU with
+        avx512_bf16 and no AMX the training rate said 1 min 35 s for a quality check of 47 s)."""
         half = seconds_per_step / max(self._bi_step(), 1e-9)  # seconds per token-layer, as measured
         unit = half / SIDE_BY_SIDE_GAIN if self.side_by_side else half  # ... on all the threads
         val_texts = 2 * self.validation_pairs * self.text_tokens * self.layers
@@ -137,18 +139,17 @@ class ChainWork:
                 parts["cross-encoder"] = max(0.0, half * first - bi) + unit * rest
             else:
                 parts["cross-encoder"] = unit * (first + rest)
+        embed = self.corpus_items * self.text_tokens * self.layers
+        # forward passes only: at the rate the first report's embedding ran here, where it was timed
+        forward = first_report_s / embed if first_report_s is not None and embed > 0 else unit
         evaluation = self._evaluation()
         if evaluation:
-            parts["evaluation"] = unit * evaluation
+            parts["evaluation"] = forward * evaluation
         if self.lossy_paths:
-            parts["quality check"] = unit * self._quality_check()
-        embed = self.corpus_items * self.text_tokens * self.layers
+            parts["quality check"] = forward * self._quality_check()
         rerank = self.corpus_items * CANDIDATES_PER_ITEM * 2 * self.pair_tokens * self.layers
         rerank = rerank if self.reranker else 0.0
-        if first_report_s is not None and embed > 0:
-            parts["report"] = first_report_s * (1 + rerank / embed)
-        else:
-            parts["report"] = unit * (embed + rerank)
+        parts["report"] = forward * (embed + rerank)
         return parts
 
     def _passes(self, pairs: int) -> tuple[float, float]:

@@ -283,6 +283,29 @@ def test_the_chain_estimate_counts_the_evaluation_and_the_quality_check() -> Non
     assert sum(evaluated.values()) > sum(plain.values()) + test
 
 
+def test_the_forward_only_parts_run_at_the_first_reports_rate_where_it_was_timed() -> None:
+    """The evaluation and the quality check read the pairs forward only, as the report does: on a 2-core CPU
+    with avx512_bf16 and no AMX the training rate said 1 min 35 s for a quality check of 47 s. Where the
+    zero-shot first report was timed, they take its rate, whatever the training's."""
+    from nlsim.chain.eta import PATH_SETUP_PASSES
+
+    work = dict(
+        train_pairs=480, validation_pairs=492, text_tokens=24.0, pair_tokens=46.0, epochs=2,
+        cross_encoder_epochs=1, batch_size=16, layers=12, frozen=4, cross_encoder_frozen=4,
+        corpus_items=1000, reranker=True, test_pairs=300, lossy_paths=3,
+    )  # fmt: skip
+    forward = 30.0 / (1000 * 24.0 * 12)  # seconds per token-layer of the first report's embedding
+    texts, pairs = 2 * 492 * 24.0 * 12, 492 * 46.0 * 12
+    slow, fast = (ChainWork(**work).estimate(rate, first_report_s=30.0) for rate in (5.0, 0.5))
+    for est in (slow, fast):  # the training's rate moves the trainings alone
+        assert est["quality check"] == pytest.approx((1 + 3 * PATH_SETUP_PASSES) * (texts + pairs) * forward)
+        assert est["evaluation"] == pytest.approx((2 * 300 * 24.0 * 12 + 300 * 46.0 * 12) * forward)
+    assert slow["bi-encoder"] == pytest.approx(10 * fast["bi-encoder"])
+    untimed = ChainWork(**work).estimate(5.0)  # no first report: the training rate, as before
+    unit = 5.0 / (2 * 16 * 24.0 * 8 * 3)  # seconds per token-layer at 5 s a bi-encoder step
+    assert untimed["quality check"] == pytest.approx((1 + 3 * PATH_SETUP_PASSES) * (texts + pairs) * unit)
+
+
 def test_the_lossy_paths_counted_are_those_the_cpu_can_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """None on an avx2-only CPU (the check measures nothing there), int8 and bf16 ones where the CPU has
     VNNI and bf16 instructions, each built and timed first; on a CPU with AMX-BF16 one, bf16, untimed
