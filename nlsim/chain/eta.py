@@ -12,8 +12,8 @@ per token-layer on this machine are known, and every other stage follows from it
 models train side by side (:mod:`nlsim.training.side_by_side`) that rate is measured on half the threads:
 the cross-encoder's first part counts only where it outlasts the bi-encoder, and the work on all the
 threads runs :data:`SIDE_BY_SIDE_GAIN` times faster. The estimate is
-said once, before most of the work; it is rough (the forward-only parts after training run at the rate the
-zero-shot first report's embedding ran, where it was timed, else at the training rate; the report's candidate
+said once, before most of the work; it is rough (the forward-only passes run at the rate the zero-shot first
+report's embedding ran, where it was timed, else at the training rate; the report's candidate
 count is guessed from the corpus size), and each training loop says its own, measured, time as it goes.
 
 Example:
@@ -112,15 +112,22 @@ class ChainWork:
         """Seconds per part of the rest of the run, from the bi-encoder's ``seconds_per_step`` measured after
         its warm-up, once ``bi_steps_done`` of its steps ran. ``first_report_s``: the seconds the zero-shot
         first report of the same corpus took (the same encoder size, no reranker); the report's part is then
-        that time, plus its reranking in proportion to its token-layers, and the other forward-only parts
-        (the evaluation, the quality check) run at that rate too, instead of the training rate's guess
+        that time, plus its reranking in proportion to its token-layers, and the other forward-only passes
+        (the trainings' frozen passes and validation, the evaluation, the quality check) run at that rate
+        too, instead of the training rate's guess
         (inference runs on a faster path than training: a GPU several times faster; on a 2-core CPU with
-        avx512_bf16 and no AMX the training rate said 1 min 35 s for a quality check of 47 s)."""
+        avx512_bf16 and no AMX the training rate said 1 min 35 s for a quality check of 47 s, and 11 min
+        for the 8 the chain then took)."""
         half = seconds_per_step / max(self._bi_step(), 1e-9)  # seconds per token-layer, as measured
         unit = half / SIDE_BY_SIDE_GAIN if self.side_by_side else half  # ... on all the threads
+        embed = self.corpus_items * self.text_tokens * self.layers
+        # forward passes alone (no backward, no optimizer): at the rate the first report's embedding ran
+        # here where it was timed, else the training's; beside the other training, on half the threads
+        forward = first_report_s / embed if first_report_s is not None and embed > 0 else unit
+        forward_beside = forward * SIDE_BY_SIDE_GAIN if self.side_by_side else forward
         val_texts = 2 * self.validation_pairs * self.text_tokens * self.layers
         bi_steps = max(0, self.bi_encoder_steps() - bi_steps_done)
-        bi = half * (bi_steps * self._bi_step() + self.epochs * val_texts)
+        bi = half * bi_steps * self._bi_step() + forward_beside * self.epochs * val_texts
         parts = {"bi-encoder": bi}
         if self.reranker:
             sequences = 2 * self.train_pairs
@@ -133,15 +140,14 @@ class ChainWork:
                 (sequences + 2 * self.validation_pairs) * self.pair_tokens * self.cross_encoder_frozen
             )
             validation = 2 * self.validation_pairs * self.pair_tokens * trained  # one epoch's
-            first = frozen_pass + (per_epoch + validation if self.cross_encoder_epochs else 0.0)
-            rest = n_later * (later * per_epoch + validation)
+            first = forward_beside * frozen_pass
+            if self.cross_encoder_epochs:
+                first += half * per_epoch + forward_beside * validation
+            rest = n_later * (unit * later * per_epoch + forward * validation)
             if self.side_by_side:  # its first part runs beside the bi-encoder; only what outlasts it counts
-                parts["cross-encoder"] = max(0.0, half * first - bi) + unit * rest
+                parts["cross-encoder"] = max(0.0, first - bi) + rest
             else:
-                parts["cross-encoder"] = unit * (first + rest)
-        embed = self.corpus_items * self.text_tokens * self.layers
-        # forward passes only: at the rate the first report's embedding ran here, where it was timed
-        forward = first_report_s / embed if first_report_s is not None and embed > 0 else unit
+                parts["cross-encoder"] = first + rest
         evaluation = self._evaluation()
         if evaluation:
             parts["evaluation"] = forward * evaluation
