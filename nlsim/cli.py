@@ -158,7 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except OSError as exc:  # a file that cannot be read or written: say which, without a traceback
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"nlsim {args.command}: error: {where}{exc.strerror or exc}{in_home(exc)}", file=sys.stderr)
+        print(
+            f"nlsim {args.command}: error: {where}{exc.strerror or exc}{in_home(exc, _named(args))}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     except Terminated:
         print(f"nlsim {args.command}: stopped (SIGTERM)", file=sys.stderr)
@@ -168,15 +171,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def in_home(exc: OSError) -> str:
+def in_home(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
     """Where the file that failed is nlsim's home or in it, what that folder is and how to choose another
-    (``NLSIM_HOME=/proc/x`` said only "/proc/x: No such file or directory"); else nothing.
+    (``NLSIM_HOME=/proc/x`` said only "/proc/x: No such file or directory"); else nothing. A file at or
+    under a path in ``named`` (the command line's) that is itself in the home is the user's, not nlsim's:
+    ``NLSIM_HOME=.`` with ``--out report``. Paths are compared made whole, links followed (``../home``).
 
     Example:
         >>> os.environ["NLSIM_HOME"] = "/srv/nlsim"
         >>> in_home(FileNotFoundError(2, "No such file or directory", "/srv/nlsim/models"))[:33]
         " (under nlsim's home /srv/nlsim, "
         >>> in_home(FileNotFoundError(2, "No such file or directory", "/srv/news.csv"))
+        ''
+        >>> in_home(PermissionError(13, "Permission denied", "/srv/nlsim/r/a.csv"), ["/srv/nlsim/r"])
         ''
         >>> del os.environ["NLSIM_HOME"]
     """
@@ -187,11 +194,25 @@ def in_home(exc: OSError) -> str:
         folder = home()
     except ConfigError:
         return ""
-    path = Path(os.path.abspath(name))
-    if path != folder.absolute() and folder.absolute() not in path.parents:
+    top, path = Path(os.path.realpath(folder)), Path(os.path.realpath(name))
+    if not _under(path, top):
         return ""
+    for given in named:
+        mine = Path(os.path.realpath(given))
+        if _under(mine, top) and _under(path, mine):
+            return ""
     kept = "where converted models and caches are kept"
     return f" (under nlsim's home {folder}, {kept}; NLSIM_HOME names another)"
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _named(args: argparse.Namespace) -> list[str]:
+    """The paths (and other words) the command line gives, defaults included: each option's value."""
+    values = [v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])]
+    return [str(v) for v in values if isinstance(v, str | os.PathLike) and str(v) and "\0" not in str(v)]
 
 
 if __name__ == "__main__":

@@ -233,6 +233,60 @@ def test_a_home_that_cannot_be_made_is_named_as_nlsims_home(corpus: Path, tmp_pa
     assert not out.exists()
 
 
+def _failing_on(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command run by ``nlsim.cli.main`` fails at once with a PermissionError on ``path``."""
+    from nlsim import cli
+
+    def fail(args: argparse.Namespace) -> int:
+        raise PermissionError(13, "Permission denied", path)
+
+    build = cli.build_parser
+
+    def parser() -> argparse.ArgumentParser:
+        p = build()
+        parse = p.parse_args
+        p.parse_args = lambda argv=None: argparse.Namespace(**{**vars(parse(argv)), "func": fail})  # type: ignore[method-assign]
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+
+
+@pytest.mark.parametrize("home", ["../home", "{tmp}/sub/../home"])
+def test_a_home_given_with_dots_is_named_as_nlsims_home(
+    home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``NLSIM_HOME=../home`` (or a path with ``..`` in it): a file under it got no word of nlsim's home, the
+    error's path being made whole (``/x/home/models``) and the home's not (``/x/sub/../home``)."""
+    from nlsim import cli
+
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    monkeypatch.setenv("NLSIM_HOME", home.format(tmp=tmp_path))
+    _failing_on(f"{home.format(tmp=tmp_path)}/models/e5", monkeypatch)
+    assert cli.main(["judge", "--report", "r", "--pairs", "p.tsv"]) == 1
+    assert "under nlsim's home" in capsys.readouterr().err
+
+
+def test_a_file_the_command_line_names_is_not_said_to_be_nlsims_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``NLSIM_HOME=.`` and ``--out report``: a report file that could not be written was said to be under
+    nlsim's home, "where converted models and caches are kept; NLSIM_HOME names another", which it is not:
+    the command line names it, and another NLSIM_HOME would change nothing."""
+    from nlsim import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NLSIM_HOME", ".")
+    _failing_on("report/clusters.csv", monkeypatch)
+    args = ["dedup", "--corpus", "news.csv", "--out", "report", "--model", FAST_MODEL, "--threshold", "0.9"]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert "report/clusters.csv: Permission denied" in err and "nlsim's home" not in err, err
+    _failing_on("onnx/e5/model.onnx", monkeypatch)  # nlsim's own file there still is
+    assert cli.main(args) == 1
+    assert "under nlsim's home" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_dedup_json_quiet_and_log_level(corpus: Path, tmp_path: Path) -> None:
     args = ["dedup", "--corpus", str(corpus), "--model", FAST_MODEL, "--threshold", "0.9"]
