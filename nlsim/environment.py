@@ -43,9 +43,10 @@ from nlsim.errors import ConfigError
 PROGRESS_STYLES = ("bar", "lines", "off")
 PROBE_MODES = ("on", "cached", "off")
 FLAG = re.compile(r"[a-z0-9_]+")
-DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
+DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:(0|[1-9][0-9]?|1[01][0-9]|12[0-7]))?")
 """The devices nlsim runs models on, with an optional index (torch's other device types hold no data, or
-are not ones a model runs on here)."""
+are not ones a model runs on here). The index as torch takes it: no leading zero (``cuda:01`` is refused),
+at most 127 (torch keeps it in a byte: ``cuda:255`` would be ``cuda``, ``cuda:257`` ``cuda:1``)."""
 PROBE_WHAT = "on: time what the cache lacks; cached: cached timings only; off: the first candidate"
 
 
@@ -86,7 +87,7 @@ def device_name() -> str | None:
     if not DEVICE.fullmatch(value.lower()):
         raise ConfigError(
             f"NLSIM_DEVICE={os.environ['NLSIM_DEVICE']!r}: not a device nlsim runs models on (cpu, cuda, "
-            "cuda:N, mps or xpu; unset: the GPU when torch sees one, else the CPU)"
+            "cuda:N for N from 0 to 127, mps or xpu; unset: the GPU when torch sees one, else the CPU)"
         )
     return value.lower()
 

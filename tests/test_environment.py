@@ -20,7 +20,7 @@ BAD = [
     ("NLSIM_PROBE", "cache", "not one of on, cached, off"),
     ("NLSIM_PROGRESS", "bars", "not one of bar, lines, off"),
     ("NLSIM_CPU_FLAGS", "avx,avx2,fma", "the flags are space-separated"),
-    ("NLSIM_DEVICE", "gpu", "not a device nlsim runs models on (cpu, cuda, cuda:N, mps or xpu"),
+    ("NLSIM_DEVICE", "gpu", "not a device nlsim runs models on (cpu, cuda, cuda:N for N from 0 to 127"),
     ("NLSIM_HOME", "{file}", "a file, not a folder"),
     ("NLSIM_HOME", "{file}/home", "is a file, so no folder can be made under it"),
 ]
@@ -127,13 +127,25 @@ def test_cpu_in_capitals_runs_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> Non
     assert default_device() == torch.device("cpu")
 
 
-@pytest.mark.parametrize("value", ["gpu", "cuda:", "cuda:x", "meta", "cpu cuda"])
+@pytest.mark.parametrize(
+    "value", ["gpu", "cuda:", "cuda:x", "meta", "cpu cuda", "cpu:00", "cuda:01", "cuda:128", "cuda:255"]
+)
 def test_a_device_nlsim_does_not_run_on_is_refused_before_torch(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
+    """``cpu:00`` and ``cuda:01`` passed the name check and were refused by torch only where a model loaded;
+    torch keeps a device's index in a byte, so ``cuda:255`` was ``cuda`` and ``cuda:257`` ``cuda:1``."""
     monkeypatch.setenv("NLSIM_DEVICE", value)
     with pytest.raises(ConfigError, match=r"not a device nlsim runs models on"):
         environment.check_environment()
+
+
+@pytest.mark.parametrize("value", ["cpu:0", "cuda:0", "cuda:9", "cuda:10", "cuda:127", "XPU:1"])
+def test_a_device_index_torch_takes_is_taken(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    import torch
+
+    monkeypatch.setenv("NLSIM_DEVICE", value)
+    assert str(torch.device(environment.device_name())) == value.lower()
 
 
 @pytest.mark.parametrize(
