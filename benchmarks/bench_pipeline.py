@@ -64,14 +64,14 @@ AVX2_ONLY = {
 def no_amx(flags: frozenset[str]) -> dict[str, str]:
     """What ``--no-amx`` sets on a CPU with these ``/proc/cpuinfo`` flags: nlsim's choices and oneDNN's
     kernels as on this CPU without its AMX units (a CPU with avx512_bf16 and no AMX). A CPU without AMX is
-    refused: there would be nothing to take away.
+    refused (``ValueError``): there would be nothing to take away.
 
     Example:
         >>> no_amx(frozenset({"avx2", "avx512_bf16", "amx_tile", "amx_bf16"}))["NLSIM_CPU_FLAGS"]
         'avx2 avx512_bf16'
     """
     if not any(f.startswith("amx") for f in flags):
-        raise SystemExit("--no-amx: this CPU has no AMX to take away; measure it without the option")
+        raise ValueError("--no-amx: this CPU has no AMX to take away; measure it without the option")
     kept = " ".join(sorted(f for f in flags if not f.startswith("amx")))
     return {"NLSIM_CPU_FLAGS": kept, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}
 
@@ -284,7 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     name = results_name(parser, args)
     if args.avx2_only and args.no_amx:
         parser.error("--avx2-only and --no-amx are two machines: give one")
-    forced = no_amx(cpuinfo_flags()) if args.no_amx else {}
+    if args.skip_cold and args.cold_only:
+        parser.error("--skip-cold with --cold-only leaves nothing to run: give one")
+    try:
+        forced = no_amx(cpuinfo_flags()) if args.no_amx else {}
+    except ValueError as exc:  # a bad argument for this CPU: exit 2, in one line, as the others
+        parser.error(str(exc))
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
     env = {

@@ -156,8 +156,36 @@ def test_no_amx_takes_the_amx_flags_and_kernels_away_and_refuses_a_cpu_without_t
     flags = frozenset({"fma", "avx2", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"})
     forced = bench_pipeline.no_amx(flags)
     assert forced == {"NLSIM_CPU_FLAGS": "avx2 avx512_bf16 fma", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}
-    with pytest.raises(SystemExit, match="no AMX to take away"):
+    with pytest.raises(ValueError, match="no AMX to take away"):
         bench_pipeline.no_amx(frozenset({"avx2", "avx512_bf16"}))
+
+
+def test_no_amx_on_a_cpu_without_amx_is_a_bad_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--no-amx`` on a CPU without AMX ended with exit 1 and a bare line, not as the other bad arguments
+    (exit 2, ``bench_pipeline.py: error: ...``), before any work."""
+    import bench_pipeline
+
+    monkeypatch.setattr(bench_pipeline, "cpuinfo_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    with pytest.raises(SystemExit) as exc:
+        bench_pipeline.main(["--no-amx", "--cold-only", "--work", str(tmp_path / "work")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "error: --no-amx: this CPU has no AMX to take away" in err, err
+    assert not (tmp_path / "work").exists()
+
+
+def test_skip_cold_with_cold_only_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--skip-cold --cold-only`` made the work folder, printed the machine and ended in an
+    UnboundLocalError traceback (no cold run's record to write)."""
+    import bench_pipeline
+
+    with pytest.raises(SystemExit) as exc:
+        bench_pipeline.main(["--skip-cold", "--cold-only", "--work", str(tmp_path / "work")])
+    assert exc.value.code == 2 and "leaves nothing to run" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
 
 
 def test_a_cold_run_writes_its_figures_under_its_own_name(
