@@ -97,6 +97,12 @@ def figures(loop: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def results_name(args: argparse.Namespace) -> str:
+    """``eta_TAG``; untagged, ``eta`` (``eta_avx2`` with ``--avx2-only``: a CPU made to act as another never
+    replaces this machine's own figures)."""
+    return "eta" + (f"_{args.tag}" if args.tag else "_avx2" if args.avx2_only else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -124,7 +130,10 @@ def main() -> int:
     )
     parser.add_argument("--avx2-only", action="store_true", help="as bench_pipeline.py --avx2-only")
     parser.add_argument(
-        "--tag", default="", help="write benchmarks/results/eta_TAG.json (default: none, eta.json)"
+        "--tag",
+        default="",
+        help="write benchmarks/results/eta_TAG.json (default: none, eta.json; with --avx2-only, "
+        "eta_avx2.json)",
     )
     args = parser.parse_args()
     if args.avx2_only:  # before torch is imported: its kernels are chosen when it loads
@@ -167,7 +176,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     result = {"machine": host, "load_average_at_end": round(load, 1), "args": vars(args), "loops": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "eta" + (f"_{args.tag}" if args.tag else "")
+    name = results_name(args)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0
 

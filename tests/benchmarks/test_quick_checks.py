@@ -150,6 +150,27 @@ def test_a_short_chain_never_replaces_the_whole_chains_figures(argv: list[str], 
     assert bench_pipeline.results_name(parser, parser.parse_args(argv)) == name
 
 
+@pytest.mark.parametrize(
+    ("tag", "avx2_only", "name"),
+    [
+        ("", False, "eta"),
+        ("", True, "eta_avx2"),
+        ("loaded", True, "eta_loaded"),
+        ("loaded", False, "eta_loaded"),
+    ],
+)
+def test_an_untagged_avx2_only_eta_run_writes_beside_the_machines_own(
+    tag: str, avx2_only: bool, name: str
+) -> None:
+    """``bench_eta.py --avx2-only`` without ``--tag`` wrote over this machine's own ``eta.json``, as
+    ``bench_pipeline.py --avx2-only`` did over ``pipeline_cold.*``."""
+    import argparse
+
+    import bench_eta
+
+    assert bench_eta.results_name(argparse.Namespace(tag=tag, avx2_only=avx2_only)) == name
+
+
 def test_no_amx_takes_the_amx_flags_and_kernels_away_and_refuses_a_cpu_without_them() -> None:
     import bench_pipeline
 
