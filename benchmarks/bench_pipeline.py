@@ -24,7 +24,8 @@ script also prints when the first (zero-shot) report was ready, and the chain's 
 the kernels of oneDNN, torch and MKL at AVX2 (``ONEDNN_MAX_CPU_ISA``, ``ATEN_CPU_CAPABILITY``,
 ``MKL_ENABLE_INSTRUCTIONS``); ONNX Runtime's own kernels still use what the CPU has. ``--no-amx`` makes
 a CPU with AMX choose and compute as one with avx512_bf16 and no AMX (an AMD EPYC of the Zen 4 kind): its
-flags without ``amx_*`` and oneDNN's kernels capped at ``AVX512_CORE_BF16``.
+flags without ``amx_*`` and oneDNN's kernels capped at ``AVX512_CORE_BF16``; ONNX Runtime's own kernels
+still use what the CPU has, AMX included (its int8 matrix products: the onnx-int8 paths' speed is AMX's).
 
     python benchmarks/bench_pipeline.py                  # cold, warm, zero-shot
     python benchmarks/bench_pipeline.py --skip-cold --work /tmp/nlsim-bench   # warm + zero-shot on a kept run
