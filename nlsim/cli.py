@@ -173,7 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def in_home(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
     """Where the file that failed is nlsim's home or in it, what that folder is and how to choose another
-    (``NLSIM_HOME=/proc/x`` said only "/proc/x: No such file or directory"); else nothing. A file at or
+    (``NLSIM_HOME=/proc/x`` said only "/proc/x: No such file or directory"), or a missing folder above it that
+    making it had to make (``NLSIM_HOME=/proc/x/home`` failing on ``/proc/x``); else nothing. A file at or
     under a path in ``named`` (the command line's) that is itself in the home is the user's, not nlsim's:
     ``NLSIM_HOME=.`` with ``--out report``. Paths are compared made whole, links followed (``../home``).
 
@@ -195,14 +196,15 @@ def in_home(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
     except ConfigError:
         return ""
     top, path = Path(os.path.realpath(folder)), Path(os.path.realpath(name))
-    if not _under(path, top):
+    making = path in top.parents and not path.exists()  # a folder above the home, made for it
+    if not (making or _under(path, top)):
         return ""
     for given in named:
         mine = Path(os.path.realpath(given))
         if _under(mine, top) and _under(path, mine):
             return ""
     kept = "where converted models and caches are kept"
-    return f" (under nlsim's home {folder}, {kept}; NLSIM_HOME names another)"
+    return f" ({'making' if making else 'under'} nlsim's home {folder}, {kept}; NLSIM_HOME names another)"
 
 
 def _under(path: Path, folder: Path) -> bool:

@@ -221,14 +221,31 @@ def test_runtime_failures_exit_1_in_one_line(corpus: Path, tmp_path: Path) -> No
     assert proc.returncode == 1 and "cannot be written" in one_error_line(proc, "dedup")
 
 
-def test_a_home_that_cannot_be_made_is_named_as_nlsims_home(corpus: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("home", "words"),
+    [
+        (
+            "/proc/nlsim-home",
+            "/proc/nlsim-home: No such file or directory (under nlsim's home /proc/nlsim-home",
+        ),
+        (
+            "/proc/nlsim-a/home",
+            "/proc/nlsim-a: No such file or directory (making nlsim's home /proc/nlsim-a/home",
+        ),
+    ],
+)
+def test_a_home_that_cannot_be_made_is_named_as_nlsims_home(
+    corpus: Path, tmp_path: Path, home: str, words: str
+) -> None:
     """``NLSIM_HOME=/proc/nlsim-home`` (a folder nobody can make, root included) said only
-    "/proc/nlsim-home: No such file or directory", not that it was nlsim's home nor how to choose another."""
+    "/proc/nlsim-home: No such file or directory", not that it was nlsim's home nor how to choose another;
+    ``NLSIM_HOME=/proc/nlsim-a/home`` still did: the folder that failed was one above the home, made for
+    it."""
     out = tmp_path / "o"
     args = ("dedup", "--corpus", str(corpus), "--out", str(out), "--model", FAST_MODEL, "--threshold", "0.9")
-    proc = nlsim(*args, NLSIM_HOME="/proc/nlsim-home")
+    proc = nlsim(*args, NLSIM_HOME=home)
     line = one_error_line(proc, "dedup")
-    assert proc.returncode == 1 and "under nlsim's home /proc/nlsim-home" in line, line
+    assert proc.returncode == 1 and words in line, line
     assert line.endswith("NLSIM_HOME names another)"), line
     assert not out.exists()
 
