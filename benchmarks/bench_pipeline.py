@@ -13,9 +13,9 @@ Runs ``nlsim pipeline`` (what ``bash run.sh`` runs, without the package install)
 Prints the seconds of each run and of each chain stage, and the same-story precision, recall and F1 of each
 report on the merged validation pairs (``nlsim judge``); writes ``benchmarks/results/pipeline.json`` and
 ``.md`` (``pipeline_TAG`` with ``--tag``; a shorter chain, ``--train-pairs``, ``--epochs`` or
-``--cross-encoder-epochs`` without a tag, ``pipeline-<what differs>``). Targets: the promoted model's
-report, judged at the cluster level, same-story F1 >= 0.78 at precision >= 0.80 (what two editors reach
-with each other); cold <= 20 min and warm <= 2 min on 2 cores.
+``--cross-encoder-epochs``, or another ``--threads``, without a tag, ``pipeline-<what differs>``).
+Targets: the promoted model's report, judged at the cluster level, same-story F1 >= 0.78 at precision
+>= 0.80 (what two editors reach with each other); cold <= 20 min and warm <= 2 min on 2 cores.
 
 The cold run's log is kept line by line with the second each line came (``bench.log``), from which the
 script also prints when the first (zero-shot) report was ready, and the chain's estimate of the time left
@@ -276,7 +276,7 @@ def results_name(parser: argparse.ArgumentParser, args: argparse.Namespace) -> s
     if args.tag:
         return f"{stem}_{args.tag}"
     stem += "_avx2" if args.avx2_only else "_no_amx" if args.no_amx else ""
-    return sized_stem(stem, parser, args, ["train_pairs", "epochs", "cross_encoder_epochs"])
+    return sized_stem(stem, parser, args, ["train_pairs", "epochs", "cross_encoder_epochs", "threads"])
 
 
 def main(argv: list[str] | None = None) -> int:

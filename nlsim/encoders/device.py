@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from nlsim.environment import device_name
@@ -42,15 +44,16 @@ def default_device() -> torch.device:
     GPU, else ``cpu``."""
     forced = device_name()
     if forced:
+        given = os.environ["NLSIM_DEVICE"]  # as typed, in the messages, as the other variables' are
         try:
             device = torch.device(forced)
         except RuntimeError as exc:
-            raise ConfigError(f"NLSIM_DEVICE={forced!r} is not a torch device ({exc})") from exc
+            raise ConfigError(f"NLSIM_DEVICE={given!r} is not a torch device ({exc})") from exc
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(f"NLSIM_DEVICE={forced!r}, but torch sees no CUDA device")
+            raise ConfigError(f"NLSIM_DEVICE={given!r}, but torch sees no CUDA device")
         if device.type not in ("cpu", "cuda") and not _available(device.type):
             raise ConfigError(
-                f"NLSIM_DEVICE={forced!r}: this torch build or machine has no {device.type!r} device to run "
+                f"NLSIM_DEVICE={given!r}: this torch build or machine has no {device.type!r} device to run "
                 f"models on; use cpu{' or cuda' if torch.cuda.is_available() else ''} (or leave it unset)"
             )
         return device

@@ -137,6 +137,7 @@ def test_a_count_below_one_is_refused_in_one_line(
         ),
         (["--cold-only", "--epochs", "1"], "pipeline_cold-epochs1"),
         (["--avx2-only", "--cold-only"], "pipeline_cold_avx2"),
+        (["--cold-only", "--threads", "1"], "pipeline_cold-threads1"),
         (["--no-amx", "--cold-only", "--epochs", "1"], "pipeline_cold_no_amx-epochs1"),
         (["--no-amx", "--tag", "zen4"], "pipeline_zen4"),
     ],

@@ -25,3 +25,12 @@ def test_a_device_this_build_lacks_is_one_config_error(monkeypatch: pytest.Monke
     monkeypatch.setenv("NLSIM_DEVICE", name)
     with pytest.raises(ConfigError, match=r"NLSIM_DEVICE="):
         default_device()
+
+
+def test_a_missing_device_is_named_as_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name is read in any case; the message quotes the value as given, as the other variables' do."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.setenv("NLSIM_DEVICE", "CUDA:1")
+    with pytest.raises(ConfigError, match=r"NLSIM_DEVICE='CUDA:1', but torch sees no CUDA device"):
+        default_device()
