@@ -48,6 +48,8 @@ from pathlib import Path
 
 from _common import RESULTS, machine, print_table, sized_stem
 
+from nlsim.inference.cpu import cpu_info
+
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "annotations" / "thucnews_tw_pairs.tsv"
 CORPUS = ROOT / "data" / "thucnews.parquet"
@@ -75,17 +77,6 @@ def no_amx(flags: frozenset[str]) -> dict[str, str]:
         raise ValueError("--no-amx: this CPU has no AMX to take away; measure it without the option")
     kept = " ".join(sorted(f for f in flags if not f.startswith("amx")))
     return {"NLSIM_CPU_FLAGS": kept, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}
-
-
-def cpuinfo_flags() -> frozenset[str]:
-    """This CPU's own flags, as ``/proc/cpuinfo`` lists them (empty where there is none)."""
-    from nlsim.inference.cpu import parse_cpuinfo
-
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return frozenset()
-    return frozenset(parse_cpuinfo(text)[1])
 
 
 def nlsim(
@@ -288,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_cold and args.cold_only:
         parser.error("--skip-cold with --cold-only leaves nothing to run: give one")
     try:
-        forced = no_amx(cpuinfo_flags()) if args.no_amx else {}
+        forced = no_amx(frozenset(cpu_info().flags)) if args.no_amx else {}
     except ValueError as exc:  # a bad argument for this CPU: exit 2, in one line, as the others
         parser.error(str(exc))
     work = Path(args.work or tempfile.mkdtemp(prefix="nlsim-bench-pipeline-"))

@@ -13,8 +13,8 @@ models train side by side (:mod:`nlsim.training.side_by_side`) that rate is meas
 the cross-encoder's first part counts only where it outlasts the bi-encoder, and the work on all the
 threads runs :data:`SIDE_BY_SIDE_GAIN` times faster. The estimate is
 said once, before most of the work; it is rough (the forward-only passes run at the rate the zero-shot first
-report's embedding ran, where it was timed, else at the training rate; the report's candidate
-count is guessed from the corpus size), and each training loop says its own, measured, time as it goes.
+report's embedding ran, where it was timed, else at the training rate; the report's candidate count is
+guessed from the corpus size), and each training loop says its own, measured, time as it goes.
 
 Example:
     >>> plan = ChainWork(train_pairs=1785, validation_pairs=492, text_tokens=24.0, pair_tokens=40.0,
@@ -114,10 +114,9 @@ class ChainWork:
         first report of the same corpus took (the same encoder size, no reranker); the report's part is then
         that time, plus its reranking in proportion to its token-layers, and the other forward-only passes
         (the trainings' frozen passes and validation, the evaluation, the quality check) run at that rate
-        too, instead of the training rate's guess
-        (inference runs on a faster path than training: a GPU several times faster; on a 2-core CPU with
-        avx512_bf16 and no AMX the training rate said 1 min 35 s for a quality check of 47 s, and 11 min
-        for the 8 the chain then took)."""
+        too, instead of the training rate's guess (inference runs on a faster path than training: a GPU
+        several times faster; on a 2-core CPU with avx512_bf16 and no AMX the training rate said 1 min 35 s
+        for a quality check of 47 s, and 11 min for the 8 the chain then took)."""
         half = seconds_per_step / max(self._bi_step(), 1e-9)  # seconds per token-layer, as measured
         unit = half / SIDE_BY_SIDE_GAIN if self.side_by_side else half  # ... on all the threads
         embed = self.corpus_items * self.text_tokens * self.layers
