@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -41,15 +42,40 @@ HEADLINE = (
 """The run record's figures the summary lists first (the keys of ``run.json``)."""
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Control characters (C0, DEL, C1): a terminal showing ``summary.md`` would obey an escape sequence."""
+_INLINE = re.compile(r"[\\`*\[\]~]|(?<!\w)_|_(?!\w)")
+"""What Markdown reads as markup inside a line: a backslash (so that the title's own ``\\|`` cannot undo
+the pipe's escape), a code span, emphasis, a link or image (``[``), strikethrough; an ``_`` inside a word
+opens nothing and stays."""
+
+
 def md_cell(value: Any) -> str:
-    """A Markdown table cell: one line, pipes escaped, no raw HTML (``&`` and ``<`` as entities; ``>``, which
-    opens no tag inside a line, stays as it reads).
+    """A Markdown table cell: one line, text as it reads (never a link, an image, emphasis or a code span:
+    :data:`_INLINE` backslash-escaped), pipes escaped, no raw HTML (``&`` and ``<`` as entities; ``>``,
+    which opens no tag inside a line, stays as it reads), no control character.
 
     >>> md_cell("a | <b>\\nc >= 1 & d")
     'a \\\\| &lt;b> c >= 1 &amp; d'
+    >>> md_cell("![x](http://t/p.png) *big* items_in \\\\| \\x1b[31m")
+    '!\\\\[x\\\\](http://t/p.png) \\\\*big\\\\* items_in \\\\\\\\\\\\| \\\\[31m'
     """
-    text = " ".join(str(value).split())
+    text = _CONTROL.sub("", " ".join(str(value).split()))
+    text = _INLINE.sub(lambda m: "\\" + m.group(0), text)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+
+
+def md_code(value: Any) -> str:
+    """A Markdown code span of ``value`` (a path): one line, no control character, fenced with more backticks
+    than it holds in a row (inside a code span a backslash escape would show as written).
+
+    >>> md_code("/r/my_out"), md_code("a`b")
+    ('`/r/my_out`', '``a`b``')
+    """
+    text = _CONTROL.sub("", " ".join(str(value).split()))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _settings(record: RunRecord) -> list[str]:
@@ -91,7 +117,7 @@ def render_markdown(
         lines.append(f"- run: {md_cell(record.mode)} run {md_cell(record.run_id)}")
     lines += _settings(record)
     if report_dir is not None:
-        lines.append(f"- report: `{md_cell(report_dir)}`")
+        lines.append(f"- report: {md_code(report_dir)}")
     if replayed:
         lines.append("- this input was already committed; its stored report was written again")
     if record.messages:  # what the run told its user (times read in --timezone, columns not read, ...)

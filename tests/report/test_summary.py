@@ -104,3 +104,39 @@ def test_a_long_title_or_a_long_list_is_shortened_in_the_summarys_table() -> Non
     assert "颱風海葵登陸臺東颱風" in row and "…" in row
     assert "n0, n1" in row and "(40 in all)" in row
     assert len(clusters["representative_title"].iloc[0]) == len(long_title)  # the table's frame unchanged
+
+
+def test_a_headline_in_the_summary_is_text_never_markdown_or_terminal_codes() -> None:
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d", "e", "f"],
+            "title": [
+                "Floods ![pixel](http://tracker.example/p.png) [click](http://evil.example) *north*",
+                "Floods ![pixel](http://tracker.example/p.png) [click](http://evil.example) *north*",
+                "Rates \\| held `code` _now_ ~~cut~~",
+                "Rates \\| held `code` _now_ ~~cut~~",
+                "Floods\x1b[31m north\x07\x00\x7f\x9b",
+                "Floods\x1b[31m north\x07\x00\x7f\x9b",
+            ],
+            "source": ["AP"] * 6,
+            "published_at": pd.to_datetime([None] * 6, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2, 4], "b": [1, 3, 5], "similarity": [0.93, 0.94, 0.95]})
+    clusters = batch_clusters(frame, pairs)[1]
+    md = render_markdown(pairs, clusters, RunRecord(model="m", threshold=0.9))
+    rows = {line.split(" | ")[0]: line for line in md.splitlines() if line.startswith("| c-")}
+    # no image, no link, no emphasis or code span: the title as it reads
+    assert (
+        "!\\[pixel\\](http://tracker.example/p.png) \\[click\\](http://evil.example) \\*north\\*"
+        in rows["| c-a"]
+    )
+    assert "![" not in md and "](" not in md.replace("\\](", "")
+    # a backslash before a pipe is the title's own: the pipe still stays inside its cell
+    assert "Rates \\\\\\| held \\`code\\` \\_now\\_ \\~\\~cut\\~\\~" in rows["| c-c"]
+    assert rows["| c-c"].replace("\\\\", "").replace("\\|", "").count("|") == 8  # 7 cells, 8 borders
+    # no control character (a terminal showing the file would obey an escape sequence)
+    assert "Floods\\[31m north" in rows["| c-e"]
+    assert not any(ch in md for ch in "\x1b\x07\x00\x7f\x9b")
+    # the figures nlsim names itself stay as they read
+    assert "| cluster | topic | status | size | representative | added | max score |" in md.splitlines()
