@@ -46,13 +46,37 @@ _FORBIDDEN = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 XLSX_CELL_CHARACTERS = 32_767
-"""The most characters a spreadsheet cell holds (Excel's limit; longer text is cut when the file is read)."""
+"""The most characters a spreadsheet cell holds (Excel's limit; longer text is cut when the file is read).
+Excel counts UTF-16 code units: a character outside the Basic Multilingual Plane (an emoji, a CJK
+ideograph of the extensions B and later) is two (:func:`cell_length`)."""
+
+
+def cell_length(text: str) -> int:
+    """How many characters a spreadsheet counts in ``text``: its UTF-16 code units.
+
+    >>> cell_length("Floods"), cell_length("\U0001f30a"), cell_length("\U00020000 north")
+    (6, 2, 8)
+    """
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def _cut_cell(text: str) -> str:
+    """``text`` cut to :data:`XLSX_CELL_CHARACTERS` as a spreadsheet counts them, whole characters only."""
+    if len(text) <= XLSX_CELL_CHARACTERS // 2 or cell_length(text) <= XLSX_CELL_CHARACTERS:
+        return text
+    units = 0
+    for n, ch in enumerate(text):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > XLSX_CELL_CHARACTERS:
+            return text[:n]
+    return text
 
 
 def xlsx_text(text: str) -> str:
     """``text`` as an ``.xlsx`` cell can hold it: vertical tabs and form feeds as spaces, the other
-    characters XML 1.0 forbids removed, and cut to :data:`XLSX_CELL_CHARACTERS`."""
-    return _xml_text(text)[:XLSX_CELL_CHARACTERS]
+    characters XML 1.0 forbids removed, and cut to :data:`XLSX_CELL_CHARACTERS` (as a spreadsheet counts
+    them: :func:`cell_length`)."""
+    return _cut_cell(_xml_text(text))
 
 
 def _xml_text(text: str) -> str:
@@ -89,7 +113,7 @@ def text_changes(frame: pd.DataFrame | None) -> list[TextChange]:
             xml = _xml_text(value)
             if xml != value:
                 out.append(TextChange(item, field, "characters"))
-            if len(xml) > XLSX_CELL_CHARACTERS:
+            if cell_length(xml) > XLSX_CELL_CHARACTERS:
                 out.append(TextChange(item, field, "cut"))
             if csv_text(value) != value:
                 out.append(TextChange(item, field, "formula"))

@@ -104,6 +104,21 @@ def test_a_title_longer_than_a_cell_holds_is_cut_in_the_spreadsheet_and_named_on
     )
 
 
+def test_a_cell_limit_counts_as_a_spreadsheet_does_an_emoji_is_two_characters() -> None:
+    """A spreadsheet's 32,767 characters are UTF-16 code units: an emoji (outside the Basic Multilingual
+    Plane) is two of them, so 20,000 emoji are 40,000 and must be cut, never one half of a pair kept."""
+    from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, TextChange, text_changes
+
+    waves = "Floods " + "\U0001f30a" * 20_000
+    frame = pd.DataFrame({"id": ["a", "b"], "title": ["\U0001f30a" * 100, waves]})
+    cut = xlsx_text(waves)
+    assert len(cut.encode("utf-16-le")) // 2 <= XLSX_CELL_CHARACTERS
+    assert len(cut.encode("utf-16-le")) // 2 >= XLSX_CELL_CHARACTERS - 1  # cut at the limit, not before it
+    assert waves.startswith(cut) and cut.encode("utf-16-le").decode("utf-16-le") == cut  # whole characters
+    assert text_changes(frame) == [TextChange("b", "title", "cut")]
+    assert xlsx_text("\U0001f30a" * 100) == "\U0001f30a" * 100
+
+
 @pytest.mark.slow
 def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Path) -> None:
     day1 = dict(list(CONTROL.items())[:4])
