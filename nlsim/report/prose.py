@@ -272,7 +272,8 @@ def _by_size(judge: Judgement | None) -> str:
     if not known:
         return ""
     parts = [
-        f"clusters of {p.band} items: {in_words(float(p.share))} pairs the same story ({p.judged:,} judged)"
+        f"clusters of {p.band} items: {in_words(float(p.share))} of their pairs are the same story "
+        f"({p.judged:,} judged)"
         for p in known
     ]
     text = f" <span id='plain-sizes'>By size: {esc('; '.join(parts))}.</span>"

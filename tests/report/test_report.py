@@ -324,13 +324,17 @@ def test_the_plain_line_trusts_clusters_by_size_warns_when_large_ones_are_weak_a
         return RunRecord(threshold=0.9, judge=judge, counts=Counts(topics=4, topic_items=30))
 
     line = plain_quality(judged(0.9, 0.55))
-    assert "clusters of 2 items: about nine in ten pairs the same story (40 judged)" in line
+    assert "clusters of 2 items: about nine in ten of their pairs are the same story (40 judged)" in line
     assert "clusters of 3+ items: about two in three" in line
     assert "clusters of 5+ items: about six in ten" in line
     assert "3-4" not in line  # the bands 2, 3+ and 5+ only
     assert "The large clusters are the weak ones" in line
     assert "4 topic group(s) gather 30 items; about four in five of the judged pairs inside one" in line
     assert "weak ones" not in plain_quality(judged(0.9, 0.85))  # large clusters nearly as pure: no warning
+    # a share in words reads as a sentence at either end: never "almost none pairs the same story"
+    ends = plain_quality(judged(0.0, 0.97))
+    assert "clusters of 2 items: almost none of their pairs are the same story (40 judged)" in ends, ends
+    assert "clusters of 5+ items: nearly all of their pairs are the same story (20 judged)" in ends, ends
     unjudged = plain_quality(RunRecord(threshold=0.9, counts=Counts(topics=4, topic_items=30)))
     assert "was not measured" in unjudged and "4 topic group(s) gather 30 items." in unjudged
     assert "By size" not in unjudged and "topic group" not in plain_quality(RunRecord(threshold=0.9))
