@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from nlsim.report.page import page_zone
+from nlsim.report.page import page_zone, short_title
 from nlsim.report.prose import esc
 from nlsim.report.record import RunRecord
 
@@ -38,12 +38,15 @@ HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def _title(data: dict[str, Any], index: int | None) -> str:
-    """An item's title as the summary shows it: text, bidi-isolated, ``lang`` set when it holds Han."""
+    """An item's title as the summary shows it: text, bidi-isolated, ``lang`` set when it holds Han, cut as
+    a list's line cuts it (:func:`nlsim.report.page.short_title`)."""
     if index is None:
         return "<bdi>(no title)</bdi>"
     text = " ".join(str(data["items"][index]["title"] or "").split()) or "(no title)"
     lang = f" lang='{data['cjkLang']}'" if HAN.search(text) else ""
-    return f"<bdi dir='auto'{lang}>{esc(text)}</bdi>"
+    shown, tip = short_title(text)  # a title that holds a whole article must not fill the first screen
+    tooltip = f" title='{esc(tip)}'" if tip is not None else ""
+    return f"<bdi dir='auto'{lang}{tooltip}>{esc(shown)}</bdi>"
 
 
 def _n(value: int, one: str, many: str) -> str:

@@ -48,6 +48,30 @@ from nlsim.report.scores import with_scores
 
 PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
+TITLE_CHARS = 300
+"""The characters of a title a line of a list shows (a story's row, the day in brief, a topic, an editor's
+decision); a longer one (an article's body in its title field) is cut there with "…", whole in its tooltip
+and in the opened story's items (:func:`short_title`)."""
+TOOLTIP_CHARS = 2_000
+"""The characters of a cut title its tooltip holds."""
+
+
+def short_title(text: str) -> tuple[str, str | None]:
+    """A title as a line of a list shows it (:data:`TITLE_CHARS`, whole characters) and its tooltip (``None``
+    when it is not cut).
+
+    >>> short_title("Floods")
+    ('Floods', None)
+    >>> cut, tip = short_title("Floods " * 1000)
+    >>> len(cut), cut[-1], len(tip)
+    (301, '…', 2001)
+    """
+    if len(text) <= TITLE_CHARS:
+        return text, None
+    tip = text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
+    return text[:TITLE_CHARS] + "…", tip
+
+
 SIZE_BUCKETS = (
     (2, 2, "2"),
     (3, 3, "3"),
@@ -384,6 +408,8 @@ def page_data(
         "cjkLang": cjk_lang,
         "titleLang": title_langs(item.rows, cjk_lang),
         "pageSize": PAGE_SIZE,
+        "titleChars": TITLE_CHARS,
+        "tooltipChars": TOOLTIP_CHARS,
         "periodUnit": unit,
         "threshold": columns.page_number(record.threshold, 6),
         "scoreDigits": score_digits(record.threshold),

@@ -166,3 +166,43 @@ def test_an_older_day_whose_items_were_all_seen_says_so_at_the_top(chromium: Any
     assert _above_the_list(page, "#day-notice")
     page.goto((r2.report_dir / "index.html").as_uri())  # a day with new items: no such notice
     assert page.locator("#day-notice").count() == 0
+
+
+def test_a_title_that_holds_a_whole_article_is_cut_in_the_lists_and_whole_in_the_opened_story(
+    chromium: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A feed that put an article's body in its title field: the day in brief and the story's row show its
+    first 300 characters with "…" (the whole title in the tooltip), not 45,000 characters over a dozen
+    screens; the opened story's items show it whole."""
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table
+    from nlsim.report.page import TITLE_CHARS
+
+    body = "Floods hit the north " + "and the rain went on " * 2_000
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": [body, body, "Rates held", "Rates held again"],
+            "source": ["AP", "AFP", "AP", "AFP"],
+            "published_at": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T09:00Z"] * 2, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.97, 0.93]})
+    labels, clusters = batch_clusters(frame, pairs)
+    write_report(tmp_path, pairs_table(frame, pairs, labels), clusters, RunRecord(model="m"), frame=frame)
+    page = chromium.new_page()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto((tmp_path / "index.html").as_uri())
+    shown = " ".join(body.split())[:TITLE_CHARS] + "…"
+    brief = page.locator("#brief a.brief-story").first
+    assert brief.inner_text() == shown
+    assert page.eval_on_selector("#brief", "el => el.getBoundingClientRect().height") < 400
+    row = "li[data-cluster='c-a'] > details > summary"
+    assert page.inner_text(f"{row} .rep .t") == shown
+    assert page.eval_on_selector(f"{row} .rep .t", "el => el.title").startswith("Floods hit the north and")
+    assert page.eval_on_selector(row, "el => el.getBoundingClientRect().height") < 200
+    assert _above_the_list(page, "#brief") and page.eval_on_selector("li[data-cluster='c-c']", TOP) < 900
+    page.eval_on_selector("li[data-cluster='c-a'] details", "el => { el.open = true; }")
+    whole = page.inner_text("li[data-cluster='c-a'] .cbody tbody td.t")
+    assert whole == " ".join(body.split())

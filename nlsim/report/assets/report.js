@@ -55,18 +55,27 @@
     return (Math.floor(Number(v) * p + 1e-7) / p).toFixed(DATA.scoreDigits);
   }
   function safeLink(url) { return typeof url === "string" && /^https?:\/\//i.test(url) ? url : null; }
-  function title(i, withLink) {
+  // a title in a line of a list (a story's row, a topic, an editor's decision) is cut at DATA.titleChars
+  // characters with "…", whole in its tooltip (nlsim.report.page.short_title); "whole": as it is (the opened
+  // story's items, the pairs an editor marks), where it is read
+  function cut(text, n) {
+    var chars = Array.from(text);
+    return chars.length > n ? chars.slice(0, n).join("") + "…" : text;
+  }
+  function title(i, withLink, whole) {
     var it = items[i];
     var text = String(it.title || "").replace(/\s+/g, " ").trim() || "(no title)";
+    var shown = whole ? text : cut(text, DATA.titleChars || 300);
     var node, url = withLink && LINK ? safeLink(it[LINK.name]) : null;
     if (url) {
-      node = el("a", "t", text);
+      node = el("a", "t", shown);
       node.href = url;
       node.target = "_blank";
       node.rel = "noopener noreferrer";
     } else {
-      node = el("span", "t", text);
+      node = el("span", "t", shown);
     }
+    if (shown !== text) node.title = cut(text, DATA.tooltipChars || 2000);
     // each title in its own script (nlsim.report.page.title_langs), else the run's
     if (HAN.test(text)) node.lang = (DATA.titleLang || {})[i] || DATA.cjkLang;
     node.dir = "auto";  // isolated from the words around it, and right-to-left titles read right to left
@@ -76,7 +85,7 @@
   // text (nodes); [] when there is none
   function parts(c, v) {
     if (v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)) return [];
-    if (isItems(c)) return Array.isArray(v) ? interleave(v.map(function (i) { return [title(i, true)]; }), ", ") : [title(v, true)];
+    if (isItems(c)) return Array.isArray(v) ? interleave(v.map(function (i) { return [title(i, true, true)]; }), ", ") : [title(v, true, true)];
     if (c.format === "number") return [score(v)];
     if (c.format === "integer") return [fmt(v)];
     if (c.format === "flag") return [v ? "yes" : "no"];
@@ -318,7 +327,7 @@
       if (added[i]) mark.appendChild(el("span", "badge added", "added"));
       tr.appendChild(mark);
       var td = el("td", "t");
-      td.appendChild(title(i, true));
+      td.appendChild(title(i, true, true));
       tr.appendChild(td);
       MEMBER_COLUMNS.forEach(function (col) { tr.appendChild(cell(col, items[i][col.name])); });
       tr.appendChild(el("td", "id")).appendChild(bdi(items[i].id));

@@ -118,7 +118,7 @@
   function fixed(v) { return R.score(v); }  // the list's score format: the threshold's decimals
   function cell(i, cluster) {
     var td = el("td", "t");
-    td.appendChild(R.title(i, true));
+    td.appendChild(R.title(i, true, true));  // whole: the editor judges the pair on it
     if (cluster !== undefined) td.appendChild(el("bdi", "rv-where", cluster ? cluster : "in no cluster"));  // an id is user text
     return td;
   }
