@@ -347,8 +347,46 @@ def _missing(v: Any) -> bool:
     return isinstance(v, float) and np.isnan(v)
 
 
+SHEET_CELL_CHARACTERS = 32_767
+"""The most characters a spreadsheet cell holds, counted as Excel counts them: UTF-16 code units
+(:func:`cell_length`)."""
+
+
+def cell_length(text: str) -> int:
+    """How many characters a spreadsheet counts in ``text``: its UTF-16 code units (a character outside the
+    Basic Multilingual Plane, an emoji, is two).
+
+    >>> cell_length("Floods"), cell_length("\U0001f30a"), cell_length("\U00020000 north")
+    (6, 2, 8)
+    """
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
 def _sheet_list(v: Any) -> str:
-    return "" if v is None or (isinstance(v, float) and np.isnan(v)) else ", ".join(map(str, v))
+    """A list as one spreadsheet cell, comma separated; one longer than a cell holds
+    (:data:`SHEET_CELL_CHARACTERS`: the ids of a story or topic of thousands of items) ends on a whole value
+    and says how many there are (``a, b, … (3,000 in all)``), never a value cut in two.
+
+    >>> _sheet_list(["a", "b"]), _sheet_list(None)
+    ('a, b', '')
+    >>> cell = _sheet_list([f"item-{i:06d}" for i in range(3_000)])
+    >>> cell_length(cell) <= SHEET_CELL_CHARACTERS, cell[-29:]
+    (True, 'item-002518, … (3,000 in all)')
+    """
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    values = [str(x) for x in v]
+    text = ", ".join(values)
+    if cell_length(text) <= SHEET_CELL_CHARACTERS:
+        return text
+    more = f", … ({len(values):,} in all)"
+    room, kept = SHEET_CELL_CHARACTERS - cell_length(more), 0
+    for n, value in enumerate(values):
+        room -= cell_length(value) + (2 if n else 0)
+        if room < 0:
+            break
+        kept = n + 1
+    return ", ".join(values[:kept]) + more
 
 
 def sheet_time(values: pd.Series, zone: str = "UTC") -> pd.Series:

@@ -45,19 +45,11 @@ _BREAKS = re.compile("[\x0b\x0c]")
 _FORBIDDEN = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
-XLSX_CELL_CHARACTERS = 32_767
+XLSX_CELL_CHARACTERS = columns.SHEET_CELL_CHARACTERS
 """The most characters a spreadsheet cell holds (Excel's limit; longer text is cut when the file is read).
 Excel counts UTF-16 code units: a character outside the Basic Multilingual Plane (an emoji, a CJK
 ideograph of the extensions B and later) is two (:func:`cell_length`)."""
-
-
-def cell_length(text: str) -> int:
-    """How many characters a spreadsheet counts in ``text``: its UTF-16 code units.
-
-    >>> cell_length("Floods"), cell_length("\U0001f30a"), cell_length("\U00020000 north")
-    (6, 2, 8)
-    """
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+cell_length = columns.cell_length
 
 
 def _cut_cell(text: str) -> str:

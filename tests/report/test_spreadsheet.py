@@ -119,6 +119,45 @@ def test_a_cell_limit_counts_as_a_spreadsheet_does_an_emoji_is_two_characters() 
     assert xlsx_text("\U0001f30a" * 100) == "\U0001f30a" * 100
 
 
+def test_a_list_longer_than_a_cell_holds_ends_on_a_whole_id_and_says_how_many(tmp_path: Path) -> None:
+    """A story (or topic) of 3,000 items: its ``member_ids`` cell in report.xlsx cannot hold every id; it
+    ends on a whole id and says how many there are, never an id cut in two with nothing to say so."""
+    import numpy as np
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_report
+    from nlsim.report.record import RunRecord
+    from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS
+
+    n = 3_000
+    ids = [f"item-{i:06d}" for i in range(n)]
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "title": ["Floods"] * n,
+            "source": ["AP"] * n,
+            "published_at": pd.to_datetime([None] * n, utc=True),
+        }
+    )
+    pairs = pd.DataFrame(
+        {"a": np.zeros(n - 1, int), "b": np.arange(1, n), "similarity": np.full(n - 1, 0.95)}
+    )
+    labels, clusters = batch_clusters(frame, pairs)
+    write_report(
+        tmp_path / "r", pairs_table(frame, pairs, labels), clusters, RunRecord(model="m"), frame=frame
+    )
+    book = sheets(tmp_path / "r" / "report.xlsx")
+    head, row = book["clusters"][0], book["clusters"][1]
+    cell = str(row[head.index("member_ids")])
+    assert len(cell) <= XLSX_CELL_CHARACTERS
+    assert cell.endswith(", … (3,000 in all)"), cell[-40:]
+    listed = cell.removesuffix(", … (3,000 in all)").split(", ")
+    assert listed == ids[: len(listed)] and len(listed) > 2_000  # whole ids, as many as the cell holds
+    assert len(book["members"]) == n + 1  # every member in its own row
+    small = book["clusters"][1][head.index("sources")]
+    assert small == "AP"  # a list that fits is as it was
+
+
 @pytest.mark.slow
 def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Path) -> None:
     day1 = dict(list(CONTROL.items())[:4])
