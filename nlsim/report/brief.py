@@ -59,7 +59,14 @@ def _figures(record: RunRecord, current: list[dict[str, Any]]) -> str:
     c = record.counts
     stories = _n(c.clusters if c.clusters is not None else len(current), "story", "stories")
     if record.daily and c.clusters_new is not None:
-        stories += f" ({c.clusters_new:,} new, {c.clusters_grown or 0:,} grown today)"
+        # every status of the day's stories, so that the parts add up to the whole: a model switch
+        # regroups stories that are neither new nor grown
+        parts = [f"{c.clusters_new:,} new", f"{c.clusters_grown or 0:,} grown"]
+        regrouped = sum(1 for s in current if s["status"] == "regrouped")
+        parts += [
+            f"{n:,} {what}" for n, what in ((c.clusters_merged, "merged"), (regrouped, "regrouped")) if n
+        ]
+        stories += f" ({', '.join(parts)} today)"
     text = stories if c.items_in is None else f"{_n(c.items_in, 'item', 'items')} read; {stories}"
     if c.clustered_items is not None:
         text += f" grouping {_n(c.clustered_items, 'item', 'items')}"

@@ -140,3 +140,34 @@ def test_a_headline_in_the_summary_is_text_never_markdown_or_terminal_codes() ->
     assert not any(ch in md for ch in "\x1b\x07\x00\x7f\x9b")
     # the figures nlsim names itself stay as they read
     assert "| cluster | topic | status | size | representative | added | max score |" in md.splitlines()
+
+
+def test_the_day_in_brief_names_every_status_of_its_stories_so_the_parts_add_up() -> None:
+    """A day after a model switch: of its 4 stories none is new or grown, one merged and 3 regrouped; the
+    brief's figure says so, never "4 stories (0 new, 0 grown today)"."""
+    from nlsim.report.brief import day_brief
+    from nlsim.report.page import page_data
+
+    def brief(statuses: list[str], **counts: int) -> str:
+        record = RunRecord(
+            model="m", mode="incremental", counts=Counts(items_in=1, clusters=4, clustered_items=9, **counts)
+        )
+        clusters = pd.DataFrame(
+            {
+                "cluster_id": ["c-a", "c-b", "c-c", "c-d"],
+                "size": [3, 2, 2, 2],
+                "member_ids": [["a1", "a2", "a3"], ["b1", "b2"], ["c1", "c2"], ["d1", "d2"]],
+                "representative": ["a1", "b1", "c1", "d1"],
+                "status": statuses,
+            }
+        )
+        return day_brief(page_data(pd.DataFrame(), clusters, record, None), record)
+
+    switched = brief(
+        ["merged", "regrouped", "regrouped", "regrouped"], clusters_new=0, clusters_grown=0, clusters_merged=1
+    )
+    assert (
+        "1 item read; 4 stories (0 new, 0 grown, 1 merged, 3 regrouped today) grouping 9 items." in switched
+    )
+    usual = brief(["new", "grown", "grown", "new"], clusters_new=2, clusters_grown=2, clusters_merged=0)
+    assert "4 stories (2 new, 2 grown today) grouping 9 items." in usual
