@@ -10,8 +10,8 @@ asked for:
   Mattermost incoming webhooks read ``text``), through a Webhook block this command saves as
   ``<name>-webhook``;
 * ``--notify BLOCK``: a notification through a block already on the server (``slack-webhook/newsroom``,
-  ``email/desk``, ``custom-webhook/pager``: made in the UI or with the block's ``save``), subject and body
-  saying the same.
+  ``sendgrid-email/desk``, ``custom-webhook/pager``: made in the UI or with the block's ``save``), subject
+  and body saying the same.
 
 Run it once per server (it creates the automation, or updates the one of that name: running it again
 changes nothing twice)::
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--notify",
         metavar="TYPE/NAME",
-        help="send through this notification block of the server, e.g. email/desk (default: none)",
+        help="send through this notification block of the server, e.g. sendgrid-email/desk (default: none)",
     )
     parser.add_argument("--name", default=NAME, help=f"the automation's name (default: {NAME})")
     parser.add_argument(

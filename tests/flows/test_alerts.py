@@ -295,3 +295,33 @@ def test_the_help_says_each_option_and_its_default(module: str, monkeypatch: pyt
 
     main = importlib.import_module(module).main
     assert not problems(parser_of(lambda: main(["--help"]), monkeypatch), f"python -m {module}")
+
+
+def test_every_notify_example_names_a_notification_block_type_prefect_has(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The `--notify` examples of the command's help, its docstring and docs/operations.md gave `email/desk`:
+    Prefect has no block type `email`, so a desk that made the block the example suggests could not (the
+    e-mail notification block is `sendgrid-email`)."""
+    import re
+
+    from prefect.blocks.abstract import NotificationBlock
+    from prefect.blocks.core import Block
+
+    import flows.alerts
+
+    with pytest.raises(SystemExit):
+        flows.alerts.main(["--help"])
+    help_text = capsys.readouterr().out
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    texts = {"--help": help_text, "flows/alerts.py": flows.alerts.__doc__ or "", "docs/operations.md": docs}
+    slug = re.compile(r"(?<![\w/.-])([a-z][a-z0-9-]*)/(desk|newsroom|pager)\b")
+    for where, text in texts.items():
+        types = {m.group(1) for m in slug.finditer(" ".join(text.split()))}
+        assert types, f"{where} gives no --notify example"
+        for name in types:
+            try:
+                cls = Block.get_block_class_from_key(name)
+            except Exception as exc:  # noqa: BLE001 - UnknownBlockType: a type Prefect does not have
+                raise AssertionError(f"{where}: --notify {name}/...: {exc}") from None
+            assert issubclass(cls, NotificationBlock), f"{where}: {name} is not a notification block"
