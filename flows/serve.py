@@ -323,10 +323,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(describe(d, entries[d.name]) for d in deployments))
         return 0
     from prefect import serve
-
-    print("serving " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
+    from prefect.client.orchestration import get_client
 
     def run() -> int:
+        with get_client(sync_client=True) as client:
+            client.hello()  # a server that does not answer (or is not one) raises here, before "serving"
+        print("serving " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
         serve(*deployments)
         return 0
 

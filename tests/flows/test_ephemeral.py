@@ -212,3 +212,21 @@ def test_an_api_url_that_is_not_the_api_ends_the_command_in_one_line(
         "http(s)://HOST:PORT/api (e.g. http://127.0.0.1:4200/api)"
     ], errors
     assert not (tmp_path / "out").exists()
+
+
+def test_serve_says_it_serves_only_once_the_server_answers(tmp_path: Path) -> None:
+    """`python -m flows.serve` with PREFECT_API_URL exported before the server answers printed "serving
+    news-dedup/daily" on stdout and then ended in the error line: a log or a supervisor reading stdout was
+    told the deployments were served."""
+    url = f"http://127.0.0.1:{_free_port()}/api"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.serve", "--only", "news-dedup/daily"],
+        env=clean_env(tmp_path / "home", PREFECT_API_URL=url),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "does not answer" in proc.stderr, proc.stderr[-3000:]
+    assert "serving" not in proc.stdout, proc.stdout
