@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             "server would go with it)"
         )
     try:
-        return exit_on_api_failure(parser.prog, lambda: _act(args, parser))
+        return exit_on_api_failure(parser.prog, lambda: _act(args, parser), temporary=False)
     except AlertError as exc:  # a --notify block that is not on the server, or sends nothing
         parser.error(str(exc))
 

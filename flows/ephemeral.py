@@ -99,9 +99,13 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def unreachable_api(exc: BaseException, environ: MutableMapping[str, str] = os.environ) -> str | None:
+def unreachable_api(
+    exc: BaseException, environ: MutableMapping[str, str] = os.environ, temporary: bool = True
+) -> str | None:
     """The one line to say when ``exc`` is a Prefect API server that does not answer (``PREFECT_API_URL``
-    set before the server is up, or to a wrong port), else ``None``.
+    set before the server is up, or to a wrong port), else ``None``. ``temporary``: the command can also
+    run on Prefect's temporary server (a flow run), and the line says so; serving deployments or setting
+    up an alert there would go with the command, so their line leaves it out.
 
     Example:
         >>> unreachable_api(RuntimeError("Failed to reach API at http://127.0.0.1:9/api/"),
@@ -109,27 +113,31 @@ def unreachable_api(exc: BaseException, environ: MutableMapping[str, str] = os.e
         'the Prefect API at http://127.0.0.1:9/api does not answer: s'
         >>> unreachable_api(ValueError("another")) is None
         True
+        >>> "temporary" in unreachable_api(RuntimeError("Failed to reach API at http://127.0.0.1:9/api/"),
+        ...                                {"PREFECT_API_URL": "http://127.0.0.1:9/api"}, temporary=False)
+        False
     """
     for e in _causes(exc):
         from_prefect = isinstance(e, RuntimeError) and str(e).startswith(UNREACHABLE)
         if from_prefect or type(e).__name__ in CONNECT_ERRORS:
             url = environ.get("PREFECT_API_URL") or "the profile's PREFECT_API_URL"
-            return (
+            line = (
                 f"the Prefect API at {url} does not answer: start the server (prefect server start --host "
-                "127.0.0.1 --port 4200) and run again, or unset PREFECT_API_URL for a run on a temporary "
-                "server"
+                "127.0.0.1 --port 4200) and run again"
             )
+            return line + ", or unset PREFECT_API_URL for a run on a temporary server" if temporary else line
     return None
 
 
-def exit_on_api_failure(prog: str, call: Callable[[], int]) -> int:
+def exit_on_api_failure(prog: str, call: Callable[[], int], temporary: bool = True) -> int:
     """``call()``'s exit status; a Prefect server that cannot be reached or started, or an address that is
     not one (:func:`api_failure`), ends it in one line on stderr (``PROG: error: ...``) and exit status 1
-    instead of a traceback."""
+    instead of a traceback. ``temporary``: whether the command can run on Prefect's temporary server
+    instead (:func:`unreachable_api`)."""
     try:
         return call()
     except Exception as exc:
-        line = api_failure(exc)
+        line = api_failure(exc, temporary=temporary)
         if line is None:
             raise
         print(f"{prog}: error: {line}", file=sys.stderr)
@@ -140,6 +148,7 @@ def api_failure(
     exc: BaseException,
     environ: MutableMapping[str, str] = os.environ,
     probe: Callable[[str], str | None] | None = None,
+    temporary: bool = True,
 ) -> str | None:
     """The one line for a Prefect server that cannot be reached or started (:func:`unreachable_api`,
     :func:`startup_failure`), or for a ``PREFECT_API_URL`` that is not a Prefect API (:func:`wrong_api`),
@@ -147,7 +156,7 @@ def api_failure(
     return (
         startup_failure(exc, environ)
         or wrong_api(exc, environ, probe or probe_api)
-        or unreachable_api(exc, environ)
+        or unreachable_api(exc, environ, temporary)
     )
 
 

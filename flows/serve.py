@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         serve(*deployments)
         return 0
 
-    return exit_on_api_failure(parser.prog, run)
+    return exit_on_api_failure(parser.prog, run, temporary=False)  # served deployments would go with it
 
 
 if __name__ == "__main__":
