@@ -124,6 +124,6 @@ def refusal(drop: ModelDrop, limit: float = MAX_F1_DROP) -> str:
     """The one line a refused run ends with."""
     return (
         f"{drop.describe()}: more than {limit:.2f} lower, so this daily run stops before it embeds its "
-        "window again; check --model and --model-store, roll the store back (nlsim models rollback), or run "
-        "again with --accept-model-drop to use this model anyway"
+        "window again; check --model and --model-store, roll the store back (nlsim models rollback "
+        "--model-store STORE --reason WHY), or run again with --accept-model-drop to use this model anyway"
     )

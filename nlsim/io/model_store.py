@@ -254,11 +254,8 @@ class ModelStore:
         said = f"The last promotion recorded is {last['version']} (at {when})"
         present = {v.name for v in self.versions() if (v / STORE_JSON).is_file()}  # what can be current
         if str(last["version"]) in present:
-            pointer = json.dumps({"version": str(last["version"])})
-            return (
-                f"{said}: to make it current again, write {pointer} into {self.root / CURRENT}; "
-                f"{start_over} as well"
-            )
+            hint = self._promote_hint(str(last["version"]))
+            return f"{said}: to make it current again, {hint}; {start_over} as well"
         promoted = [r for r in self.history() if r.get("decision") == "promoted" and r.get("version")]
         still = next((r for r in reversed(promoted) if str(r["version"]) in present), None)
         said += f", which is no longer in {self.root / VERSIONS} (registered, with its {STORE_JSON})"
@@ -266,11 +263,19 @@ class ModelStore:
             return (
                 f"{said}; no promoted version is left there: {start_over} (and {self.root / CURRENT} if any)"
             )
-        pointer = json.dumps({"version": str(still["version"])})
         return (
             f"{said}; the last promoted version still there is {still['version']} "
-            f"(at {still.get('promoted_at') or still.get('at')}): to make it current, write {pointer} into "
-            f"{self.root / CURRENT}; {start_over} as well"
+            f"(at {still.get('promoted_at') or still.get('at')}): to make it current, "
+            f"{self._promote_hint(str(still['version']))}; {start_over} as well"
+        )
+
+    def _promote_hint(self, version: str) -> str:
+        """How to make ``version`` current again: the command, which records why in ``history.jsonl``, or the
+        pointer written by hand."""
+        pointer = json.dumps({"version": version})
+        return (
+            f"run nlsim models promote {version} --model-store {self.root} --reason WHY (or write {pointer} "
+            f"into {self.root / CURRENT})"
         )
 
     def current_record(self) -> dict[str, Any] | None:

@@ -298,3 +298,17 @@ def test_a_version_the_history_names_is_not_removed_as_a_killed_save(store: Mode
     assert version.is_dir() and not killed.exists(), done
     assert any(line.startswith(f"kept {version}: no store.json, though history.jsonl") for line in done), done
     assert any(line.startswith(f"removed {killed}: saved by a killed run") for line in done), done
+
+
+def test_a_lost_pointer_names_the_promote_command_that_restores_it(store: ModelStore) -> None:
+    """The advice for a lost ``CURRENT.json`` gives ``nlsim models promote`` with the store and a reason
+    (which records why in ``history.jsonl``), not only the JSON to write by hand, and that command, run as
+    it reads, makes the last promoted version current again."""
+    (store.root / CURRENT).unlink()
+    message = command.refused(models(store, "list"), 1, "CURRENT.json is missing")
+    said = f"nlsim models promote v0003-cccccccc --model-store {store.root} --reason WHY"
+    assert said in message, message
+    proc = nlsim(*said.split()[1:-1], "pointer lost", cwd=store.root.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert store.current() == store.root / "versions" / "v0003-cccccccc"
+    assert store.history()[-1]["reason"] == "pointer lost"

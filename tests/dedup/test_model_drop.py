@@ -72,6 +72,8 @@ def test_a_daily_run_refuses_a_model_far_below_the_last_runs_unless_asked(tmp_pa
         "below the 0.440 of v0001-aaaaaaaa, the model of this state's last run"
     )
     assert "each on its own latest validation pairs" in line and "--accept-model-drop" in line
+    # the rollback as it can be run: the command takes a store and refuses a move without a reason
+    assert "nlsim models rollback --model-store STORE --reason WHY" in line
     assert (state / "MANIFEST.json").read_bytes() == manifest and (out / "LATEST").read_text() == latest
 
     accepted = run_daily(
