@@ -4,10 +4,11 @@ Fixed validation and test sets; training subsets of growing size (default 350, 7
 for one seed) x several seeds (default 3). Each (size, seed) run fine-tunes the base model with the same
 settings, keeps its best validation checkpoint and scores the test pairs; its result is written to
 ``runs/size{N}_seed{S}.json`` as soon as it ends, so an interrupted curve resumes where it stopped (a
-finished run is never retrained; a curve whose pairs changed since, merged or overruled, is refused before
-any work, as one made with other settings is). The unsupervised baselines (zero-shot base model,
-character-bigram TF-IDF, Universal Sentence Encoder) are scored once on the same test pairs. The summary
-gives mean +/- sd per size as a Markdown/CSV table and a PNG plot with the baselines as horizontal lines.
+finished run is never retrained; a curve whose pairs changed since, merged or overruled, or were re-sorted,
+is refused before any work, as one made with other settings is). The unsupervised baselines (zero-shot base
+model, character-bigram TF-IDF, Universal Sentence Encoder) are scored once on the same test pairs. The
+summary gives mean +/- sd per size as a Markdown/CSV table and a PNG plot with the baselines as horizontal
+lines.
 
 Example:
     >>> cfg = LearningCurveConfig(pairs="annotations/thucnews_tw_pairs.tsv", out="lc", sizes=(350, 700))
@@ -17,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,15 +66,29 @@ def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -
     return read.pairs
 
 
+def draw_digest(pairs: pd.DataFrame) -> str:
+    """SHA-256 of the training pairs' ids in the order the pair file holds them: each seed's permutation
+    takes its subsets by position (:func:`~nlsim.training.data.select_train_subset`), so the same pairs in
+    another order (the file re-sorted) are other subsets, which :func:`~nlsim.io.pairs.annotations_digest`
+    (blind to row order) does not tell.
+
+    >>> one = pd.DataFrame({"pair_id": ["p1", "p2", "p3"], "split": ["train", "test", "train"]})
+    >>> draw_digest(one) == draw_digest(one.iloc[::-1]), draw_digest(one) == draw_digest(one.iloc[[1, 0, 2]])
+    (False, True)
+    """
+    ids = pairs.loc[pairs["split"] == "train", "pair_id"].astype(str)
+    return hashlib.sha256("\x1e".join(ids).encode()).hexdigest()
+
+
 def run_one(
     cfg: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame, log: Callable[[str], None] = say
 ) -> dict[str, Any]:
     """Train one (size, seed) point, or return the stored result when it has been done already."""
     path = run_path(cfg, size, seed)
-    data = annotations_digest(pairs)
+    data, order = annotations_digest(pairs), draw_digest(pairs)
     if path.is_file():
         done = _read_json(path)
-        check_point(path, done, cfg, data)
+        check_point(path, done, cfg, data, order)
         log(f"size {size} seed {seed}: done already (test Spearman {done['test']['spearman']}), skipped")
         return done
     res = finetune(cfg.finetune_config(size, seed), pairs=pairs, log=log)
@@ -81,6 +97,7 @@ def run_one(
         "seed": seed,
         "settings": cfg.settings_key(),
         "data": data,
+        "train_order": order,
         "validation": res.best,
         "test": res.metrics["after/test"],
         "seconds": res.seconds,
@@ -92,11 +109,13 @@ def run_one(
     return row
 
 
-def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data: str) -> None:
-    """Refuse a finished point made with other settings, or trained on other pairs than the pair file
+def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data: str, order: str) -> None:
+    """Refuse a finished point made with other settings, trained on other pairs than the pair file
     holds now (``data``: their :func:`~nlsim.io.pairs.annotations_digest`; pairs merged or overruled since
-    would make one curve of two data sets). A point written before points recorded their pairs is taken, and
-    so is one whose settings were hashed with the pair file's name (as then given) among them."""
+    would make one curve of two data sets), or drawn from its training pairs in another order (``order``:
+    :func:`draw_digest`; the file re-sorted since, every size still to train would draw other pairs). A point
+    written before points recorded their pairs (or their order) is taken, and so is one whose settings were
+    hashed with the pair file's name (as then given) among them."""
     if done.get("settings") not in (cfg.settings_key(), cfg.settings_key(with_pairs=True)):
         raise StateError(
             f"{path}: made with other settings; use another --out folder or delete {path.parent}"
@@ -106,6 +125,13 @@ def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data
             f"{path}: trained on other pairs than {cfg.pairs} holds now (pairs merged or overruled since); "
             f"use another --out folder, or delete {path.parent} to train the curve again"
         )
+    if done.get("train_order", order) != order:
+        raise StateError(
+            f"{path}: drawn from the training pairs of {cfg.pairs} in another order than the file holds them "
+            "now (its rows re-sorted since): each size takes its pairs by position, so the sizes still to "
+            f"train would draw other pairs; put the rows back in their first order, use another --out "
+            f"folder, or delete {path.parent} to train the curve again"
+        )
 
 
 def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None:
@@ -113,12 +139,12 @@ def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None
     seeds asked, and the others too (a folder is one curve: new sizes or seeds trained with other settings,
     or on other pairs, beside its points would make two curves of one folder, its baselines scored for one
     of them)."""
-    data = annotations_digest(pairs)
+    data, order = annotations_digest(pairs), draw_digest(pairs)
     asked = [run_path(cfg, size, seed) for seed in cfg.seeds for size in cfg.sizes]
     others = sorted((Path(cfg.out) / "runs").glob("size*_seed*.json"))
     for path in dict.fromkeys([*asked, *others]):
         if path.is_file():
-            check_point(path, _read_json(path), cfg, data)
+            check_point(path, _read_json(path), cfg, data, order)
 
 
 def run_baselines(

@@ -485,3 +485,28 @@ def test_a_point_file_holding_other_json_is_refused_by_name(
     with pytest.raises(StateError, match=r"size8_seed1\.json: not a record nlsim wrote"):
         run_learning_curve(config(pairs_file, tmp_path / "curve", (1,)), log=lambda _: None)
     assert point.read_text(encoding="utf-8") == damaged
+
+
+def test_a_curve_whose_pair_file_was_resorted_since_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each seed draws its sizes by position from the training pairs as the file holds them: the same pairs
+    re-sorted (a spreadsheet's sort, saved) are other subsets for the sizes still to train, one curve of
+    two draws beside the finished points. Refused by the finished point before any work, though the pairs
+    are the same; in their first order again, the curve resumes."""
+    from dataclasses import replace
+
+    mine = tmp_path / "pairs.tsv"
+    mine.write_bytes(pairs_file.read_bytes())
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(mine, tmp_path / "curve", (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    table = pd.read_csv(mine, sep="\t", dtype=str, keep_default_na=False)
+    table.sort_values(["split", "text_a"]).to_csv(mine, sep="\t", index=False)
+    _no_work(monkeypatch)
+    resorted = r"size8_seed1\.json: drawn from the training pairs of .*pairs\.tsv in another order"
+    with pytest.raises(StateError, match=resorted):
+        run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
+    assert sorted(p.name for p in (tmp_path / "curve" / "runs").iterdir()) == ["size8_seed1.json"]
+    table.to_csv(mine, sep="\t", index=False)
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 0
