@@ -33,6 +33,7 @@ from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
+from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, claimed
 from nlsim.io.pairs import annotations_digest, load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
@@ -357,7 +358,13 @@ def run_learning_curve(
     pairs = call("load-pairs", load_curve_pairs, cfg.pairs, log)
     check_curve_splits(pairs, cfg)  # the inputs are checked before --out is made
     check_finished_points(cfg, pairs)
-    with claimed(cfg.out, "learning-curve", what="--out"):  # a failed first step leaves no empty --out
+    with (
+        claimed(cfg.out, "learning-curve", what="--out", also=(GUARD_NAME,)),  # a failed first step: no --out
+        RunLock(cfg.out, what="--out") as lock,  # one curve at a time: two would train the same points
+    ):
+        if lock.message:  # a curve killed while it held the folder
+            log(lock.message)
+        check_finished_points(cfg, pairs)  # again, held: the points a curve that held it wrote since
         baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
         rows, trained = [], 0
         for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds

@@ -510,3 +510,48 @@ def test_a_curve_whose_pair_file_was_resorted_since_is_refused_before_any_work(
     assert sorted(p.name for p in (tmp_path / "curve" / "runs").iterdir()) == ["size8_seed1.json"]
     table.to_csv(mine, sep="\t", index=False)
     assert run_learning_curve(cfg, log=lambda _: None).trained == 0
+
+
+HOLDER = """
+import sys, time
+from nlsim.io.lock import RunLock
+lock = RunLock(sys.argv[1]).acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_second_curve_into_a_folder_a_running_curve_holds_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two curves at once into one --out (the flow started while the command runs) each checked the
+    folder's points before the other wrote any, then trained beside each other, into the same point files:
+    with another learning rate, the folder held points of two settings and a table of the rows of the one
+    that ended last. The second is now refused at its start, naming the run that holds the folder, before a
+    baseline or a point; and a curve killed while it held the folder is resumed."""
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from nlsim.io.lock import LockedError, read_lock
+
+    out = tmp_path / "curve"
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(pairs_file, out, (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    before = sorted(p.name for p in (out / "runs").iterdir())
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        _no_work(monkeypatch)
+        with pytest.raises(LockedError, match=rf"{out} is locked by another run: pid {holder.pid}"):
+            run_learning_curve(replace(cfg, seeds=(1, 2)), log=lambda _: None)
+        assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
+        assert sorted(p.name for p in (out / "runs").iterdir()) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    said: list[str] = []
+    assert run_learning_curve(cfg, log=said.append).trained == 0
+    assert any(f"took over a stale lock on {out}" in line for line in said), said
+    assert read_lock(out) is None
