@@ -31,7 +31,16 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
 from nlsim.models.settings import check_max_length, check_threads
-from nlsim.options import Configuration, assign, comma_tuple, concern, option, option_like, typed_items
+from nlsim.options import (
+    Configuration,
+    assign,
+    comma_tuple,
+    concern,
+    option,
+    option_like,
+    options_of,
+    typed_items,
+)
 
 DEFAULT_BASE = "multilingual-e5-small"
 MIN_TRAIN_PAIRS = 4
@@ -700,15 +709,45 @@ class LearningCurveConfig:
             calibrate_level=None,
         )
 
-    def settings_key(self, *, with_pairs: bool = False) -> str:
-        """Hash of what makes runs comparable (everything but the pair file's name, sizes, seeds, baselines,
-        out, threads): the pairs are compared by what they hold (each point records their digest), so one
-        pair file named another way (``./pairs.tsv``, its absolute path) resumes the curve. ``with_pairs``:
-        the key as points written before this hashed it, the pair file's name as given included."""
+    def settings(self, *, with_pairs: bool = False) -> dict[str, Any]:
+        """What makes runs comparable, by flat name: everything but the pair file's name, sizes, seeds,
+        baselines, out, threads (the pairs are compared by what they hold: each point records their digest,
+        so one pair file named another way, ``./pairs.tsv`` or its absolute path, resumes the curve).
+        ``with_pairs``: the pair file's name as given included, as points written before hashed it."""
         d = asdict(self)
         for k in ("sizes", "seeds", "baselines", "out", "threads", *(() if with_pairs else ("pairs",))):
             d.pop(k)
+        return d
+
+    def settings_key(self, *, with_pairs: bool = False) -> str:
+        """Hash of :meth:`settings`, which each point records."""
+        d = self.settings(with_pairs=with_pairs)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def settings_changes(self, recorded: Any) -> list[str]:
+        """Each setting of :meth:`settings` that ``recorded`` (a finished point's) holds otherwise, in words
+        by its flag; none where ``recorded`` is no such record (a point written before points kept them).
+
+        Example:
+            >>> cfg = LearningCurveConfig(pairs="p.tsv", out="curve")
+            >>> cfg.settings_changes({**cfg.settings(), "lr": 1e-3, "freeze_embeddings": False})
+            ['--lr 0.001 there, 0.0001 now', '--unfreeze-embeddings given there, not given now']
+        """
+        if not isinstance(recorded, dict):
+            return []
+        options = {o.name: o for o in options_of(LearningCurveConfig)}
+        out = []
+        for name, now in self.settings().items():
+            was = recorded.get(name, now)
+            if was == now:
+                continue
+            opt = options[name]
+            if isinstance(now, bool):  # a flag that turns its default off: given or not
+                said = {v: "not given" if v == opt.default else "given" for v in (was, now)}
+                out.append(f"{opt.flags[0]} {said[was]} there, {said[now]} now")
+            else:
+                out.append(f"{opt.flags[0]} {was} there, {now} now")
+        return out
 
 
 FP32_FLAGS = "--fp32-epochs, --fp32-cross-encoder-epochs, --fp32-cross-encoder-frozen-layers"

@@ -97,6 +97,7 @@ def run_one(
         "size": size,
         "seed": seed,
         "settings": cfg.settings_key(),
+        "parameters": cfg.settings(),
         "data": data,
         "train_order": order,
         "validation": res.best,
@@ -118,8 +119,10 @@ def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data
     written before points recorded their pairs (or their order) is taken, and so is one whose settings were
     hashed with the pair file's name (as then given) among them."""
     if done.get("settings") not in (cfg.settings_key(), cfg.settings_key(with_pairs=True)):
+        changes = cfg.settings_changes(done.get("parameters"))
+        which = f" ({'; '.join(changes)})" if changes else ""
         raise StateError(
-            f"{path}: made with other settings; use another --out folder or delete {path.parent}"
+            f"{path}: made with other settings{which}; use another --out folder or delete {path.parent}"
         )
     if done.get("data", data) != data:
         raise StateError(

@@ -555,3 +555,29 @@ def test_a_second_curve_into_a_folder_a_running_curve_holds_is_refused_before_an
     assert run_learning_curve(cfg, log=said.append).trained == 0
     assert any(f"took over a stale lock on {out}" in line for line in said), said
     assert read_lock(out) is None
+
+
+def test_a_curve_resumed_with_other_settings_is_refused_naming_each_one_that_differs(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal saying only "made with other settings" left the user to guess which of nine: it names each
+    setting the finished point was made with and the one asked now, by its flag; a point that recorded only
+    its settings' hash (written before) is still refused, without the list."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    _no_work(monkeypatch)
+    other = replace(cfg, lr=1e-3, epochs=2, freeze_embeddings=False)
+    with pytest.raises(StateError) as refused:
+        run_learning_curve(other, log=lambda _: None)
+    assert str(refused.value).startswith(
+        f"{tmp_path / 'curve' / 'runs' / 'size8_seed1.json'}: made with other settings (--epochs 1 there, 2 "
+        "now; --lr 0.0001 there, 0.001 now; --unfreeze-embeddings not given there, given now); use another"
+    )
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"
+    done = json.loads(point.read_text(encoding="utf-8"))
+    point.write_text(json.dumps({k: v for k, v in done.items() if k != "parameters"}), encoding="utf-8")
+    with pytest.raises(StateError, match=r"size8_seed1\.json: made with other settings; use another"):
+        run_learning_curve(other, log=lambda _: None)
