@@ -35,6 +35,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ephemeral import exit_on_api_failure
 from nlsim import progress
+from nlsim.cli import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, sigterm_stops_the_run
 from nlsim.commands.options import config_from_args
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
@@ -248,7 +249,10 @@ def run_from_command_line(
     argv: list[str] | None = None,
 ) -> int:
     """``python -m flows.X``: parse the options ``add_options`` defines, build the configurations, run the
-    flow (Prefect starts a temporary server when none is set), exit 0 when it completed, else 1."""
+    flow (Prefect starts a temporary server when none is set), exit 0 when it completed, else 1; stopped, as
+    ``nlsim`` is, 143 (SIGTERM: ``kill``, a scheduler's timeout) or 130 (Ctrl-C), in one line, once the
+    temporary server is stopped (Prefect ended the process on SIGTERM by the signal itself, which left the
+    server running, and a Ctrl-C in its traceback)."""
     parser = argparse.ArgumentParser(prog=prog, description=flow_.description)
     add_options(parser)
     args = parser.parse_args(argv)
@@ -260,7 +264,15 @@ def run_from_command_line(
             params.update(parameters(config_from_args(cls, args)))
     except ConfigError as exc:  # a value that cannot work: one line and exit 2, as `nlsim` says it
         parser.error(str(exc))
-    return exit_on_api_failure(prog, lambda: exit_status(prog, flow_(**params, return_state=True)))
+    try:
+        with sigterm_stops_the_run():  # Prefect's own handler hands the signal on to this one's
+            return exit_on_api_failure(prog, lambda: exit_status(prog, flow_(**params, return_state=True)))
+    except Terminated:
+        print(f"{prog}: stopped (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 USAGE = f"{ConfigError.__name__}: "

@@ -61,7 +61,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 @contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
+def sigterm_stops_the_run() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` for the length of the command (the handler before is put back;
     a handler the host process installed is left alone, as is any thread but the main one)."""
     try:
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault("NLSIM_PROGRESS", "off")
     try:
         check_environment()  # a bad NLSIM_* value is refused before any work
-        with _sigterm_stops_the_run():
+        with sigterm_stops_the_run():
             return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)

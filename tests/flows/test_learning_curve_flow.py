@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stsb_helpers import write_stsb_sample
@@ -66,3 +71,75 @@ def test_list_parameters_written_as_on_the_command_line_are_the_lists_they_name(
     assert LearningCurveConfig(**{**params, "baselines": ""}).baselines == ()
     with pytest.raises(ConfigError, match="--seeds: 'x' is not a whole number"):
         LearningCurveConfig(**{**params, "seeds": "1,x"})
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A command started in the background ignores SIGINT; a terminal's Ctrl-C finds its default handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _running(process: Any) -> bool:
+    """Whether ``process`` (a :class:`psutil.Process`) still runs: a zombie has ended."""
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sig", "status", "said"),
+    [(signal.SIGTERM, 143, "stopped (SIGTERM)"), (signal.SIGINT, 130, "interrupted")],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_flow_command_stopped_mid_curve_ends_in_one_line_and_stops_its_temporary_server(
+    pairs_file: Path, tmp_path: Path, sig: signal.Signals, status: int, said: str
+) -> None:
+    """``python -m flows.learning_curve`` stopped after its first point, as ``nlsim`` is: by ``kill`` (a
+    scheduler's timeout) it died at once, Prefect's temporary API server left running for good, holding its
+    port and memory; by Ctrl-C it ended in a traceback of Prefect's. Either now ends in one line and the
+    status ``nlsim`` gives, after the server is stopped; the point written is kept for the resume."""
+    import psutil
+
+    from tests.flows.test_ephemeral import clean_env
+
+    out = tmp_path / "lc"
+    args = ["--pairs", str(pairs_file), "--out", str(out), "--sizes", "4,8", "--seeds", "1,2"]
+    args += ["--baselines", "tfidf-char2", "--model", "paraphrase-MiniLM-L3-v2", "--convert", "none"]
+    args += ["--epochs", "1", "--batch-size", "4", "--max-length", "32", "--threads", "1"]
+    log = tmp_path / "stderr.txt"  # a file, not a pipe: a server left running would hold a pipe open
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.learning_curve", *args],
+            env=clean_env(tmp_path / "home"),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=tmp_path,
+            preexec_fn=_ctrl_c_as_in_a_terminal,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "runs" / "size4_seed1.json").is_file():
+            assert proc.poll() is None and time.monotonic() < deadline, "no point written"
+            time.sleep(0.05)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "no temporary server"
+        proc.send_signal(sig)
+        proc.wait(timeout=120)
+        _, left = psutil.wait_procs(children, timeout=30)
+        alive = [c for c in left if _running(c)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for child in alive:  # the test's own leftovers go (by their ids)
+        child.kill()
+    stderr = log.read_text(encoding="utf-8")
+    assert not alive, f"the temporary server outlived the command: {[c.pid for c in alive]}"
+    assert proc.returncode == status, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    ends = [line for line in stderr.splitlines() if line.startswith("python -m flows.learning_curve:")]
+    assert ends == [f"python -m flows.learning_curve: {said}"], stderr[-3000:]
+    assert (out / "runs" / "size4_seed1.json").is_file()
