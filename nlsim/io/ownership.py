@@ -32,6 +32,7 @@ from typing import Any
 from nlsim import __version__
 from nlsim.errors import ConfigError, OutputError
 from nlsim.io.atomic import atomic_write_text, file_sha256
+from nlsim.io.lock import GUARD_NAME, LOCK_NAME
 
 MARKER = ".nlsim.json"
 KINDS = ("report", "daily-report", "model", "model-store", "state", "learning-curve")
@@ -69,7 +70,9 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
             return bool(files) and all(file_sha256(folder / n) == h for n, h in files.items())
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
-    if kind == "learning-curve":  # a curve written before markers: its points (resumed) or its table
+    if kind == "learning-curve":  # a curve written before markers: its points (resumed) or its table, and
+        if not set(held_names(folder)) <= CURVE_NAMES:  # nothing else (a copy of its table among the user's)
+            return False
         return _curve_table(folder / "learning_curve.csv") or any(
             _curve_point(p) for p in (folder / "runs").glob("size*_seed*.json")
         )
@@ -82,6 +85,12 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
     return False
 
 
+CURVE_NAMES = frozenset(
+    {"runs", "baselines.json", "learning_curve.md", "learning_curve.csv", "learning_curve.png"}
+    | {MARKER, LOCK_NAME, GUARD_NAME}
+)
+"""What a learning curve's folder holds (:mod:`nlsim.training.learning_curve`): a folder holding anything
+else is the user's (with a copy of a curve's table, perhaps), never taken for a curve's."""
 CURVE_COLUMNS = "size,runs,spearman_mean,spearman_sd,"
 """How the table of a learning curve begins (``learning_curve.csv``, :mod:`nlsim.training.learning_curve`)."""
 

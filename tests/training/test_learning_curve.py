@@ -581,3 +581,32 @@ def test_a_curve_resumed_with_other_settings_is_refused_naming_each_one_that_dif
     point.write_text(json.dumps({k: v for k, v in done.items() if k != "parameters"}), encoding="utf-8")
     with pytest.raises(StateError, match=r"size8_seed1\.json: made with other settings; use another"):
         run_learning_curve(other, log=lambda _: None)
+
+
+def test_a_users_folder_holding_a_copy_of_a_curves_table_beside_their_own_files_is_refused(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve written before folders were marked holds only what a curve writes; a user's folder holding a
+    copy of a curve's table (nlsim's own header) or of a point beside their own files was taken for one,
+    and the copied table, plot and notes' neighbours overwritten. Refused now before any work, every file as
+    it was; a folder of a curve's files alone is still the curve's."""
+    from nlsim.errors import ConfigError
+    from nlsim.io.ownership import is_owned
+
+    mine = tmp_path / "analysis"
+    (mine / "runs").mkdir(parents=True)
+    table = "size,runs,spearman_mean,spearman_sd,pearson_mean\n8,1,40.0,,41\n"
+    (mine / "learning_curve.csv").write_text(table, encoding="utf-8")  # copied from an older curve
+    (mine / "thesis.docx").write_bytes(b"my draft")
+    _no_work(monkeypatch)
+    with pytest.raises(ConfigError, match=r"not empty and was not written by nlsim .* thesis\.docx"):
+        run_learning_curve(config(pairs_file, mine, (1,)), log=lambda _: None)
+    assert sorted(p.name for p in mine.iterdir()) == ["learning_curve.csv", "runs", "thesis.docx"]
+    assert (mine / "learning_curve.csv").read_text(encoding="utf-8") == table
+    (mine / "learning_curve.csv").unlink()
+    point = {"size": 8, "seed": 1, "test": {"spearman": 40.0}, "validation": {"spearman": 41.0}}
+    (mine / "runs" / "size8_seed1.json").write_text(json.dumps(point), encoding="utf-8")
+    assert not is_owned(mine, "learning-curve")
+    (mine / "thesis.docx").unlink()
+    (mine / ".DS_Store").write_bytes(b"")  # what a file browser leaves is no file of the user's
+    assert is_owned(mine, "learning-curve")
