@@ -194,8 +194,9 @@ def _baseline_key(cfg: LearningCurveConfig, name: str) -> str:
 
 
 def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Mean and sd of the test metrics per size (over seeds); the sd of a size that one seed ran is empty
-    (NaN: nothing measured its spread), not 0."""
+    """Mean and sd of the test metrics per size (over seeds, taken in their order: the same figures to the
+    last digit for a curve resumed with its seeds in another order); the sd of a size that one seed ran is
+    empty (NaN: nothing measured its spread), not 0."""
     flat = pd.DataFrame(
         [
             {
@@ -209,6 +210,7 @@ def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
     )
     if flat.empty:
         return flat
+    flat = flat.sort_values(["size", "seed"], kind="mergesort")  # the figures whatever order the seeds ran in
     g = flat.groupby("size")
     out = pd.DataFrame({"size": sorted(flat["size"].unique())}).set_index("size")
     out["runs"] = g["seed"].count()
@@ -391,7 +393,7 @@ def write_summary(
         out / "learning_curve.md",
         f"# Learning curve ({cfg.model}, conversion {cfg.conversion}, "
         f"{cfg.loss}, {cfg.epochs} epochs, lr {cfg.lr}, batch size {cfg.batch_size}, "
-        f"max length {cfg.max_length}; seeds {', '.join(map(str, cfg.seeds))})\n\n{md}\n",
+        f"max length {cfg.max_length}; seeds {', '.join(map(str, sorted(cfg.seeds)))})\n\n{md}\n",
     )
     with atomic_path(out / "learning_curve.csv", suffix=".csv") as tmp:
         summary.to_csv(tmp, index=False)

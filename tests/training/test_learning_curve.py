@@ -610,3 +610,28 @@ def test_a_users_folder_holding_a_copy_of_a_curves_table_beside_their_own_files_
     (mine / "thesis.docx").unlink()
     (mine / ".DS_Store").write_bytes(b"")  # what a file browser leaves is no file of the user's
     assert is_owned(mine, "learning-curve")
+
+
+def test_the_summary_is_the_same_whatever_the_order_its_seeds_ran_in(tmp_path: Path) -> None:
+    """A curve resumed with ``--seeds 3,2,1`` after ``--seeds 1,2,3`` (or the flow given them so) has the same
+    points; its CSV gave other figures in their last digits, the sums taken in the seeds' order, and its
+    Markdown table's heading the seeds in the order given."""
+    from nlsim.training.learning_curve import summary_markdown, write_summary
+
+    rows = [
+        {
+            "size": 10,
+            "seed": s,
+            "test": {"spearman": v, "pearson": v, "mse": v / 100, "mae": v / 10},
+            "validation": {"spearman": v},
+        }
+        for s, v in ((1, 0.1), (2, 0.2), (3, 0.3))
+    ]
+    forward, backward = summarize(rows), summarize(rows[::-1])
+    assert forward.to_csv(index=False) == backward.to_csv(index=False)
+    assert summary_markdown(forward, {}) == summary_markdown(backward, {})
+    for name, seeds, ran in (("forward", (1, 2, 3), rows), ("backward", (3, 2, 1), rows[::-1])):
+        cfg = LearningCurveConfig(pairs="pairs.tsv", out=str(tmp_path / name), sizes=(10,), seeds=seeds)
+        write_summary(cfg, ran, {})
+    for table in ("learning_curve.md", "learning_curve.csv"):
+        assert (tmp_path / "forward" / table).read_bytes() == (tmp_path / "backward" / table).read_bytes()
