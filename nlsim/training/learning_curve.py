@@ -254,6 +254,7 @@ def plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     if not summary.empty:
@@ -276,6 +277,7 @@ def plot(
             label=f"{b['name']} ({b['spearman']:.1f})",
         )
     ax.set_xlabel("training pairs")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole pairs: no 4.5 on a small curve's axis
     ax.set_ylabel("test Spearman x100")
     ax.set_title(title or "Learning curve")
     ax.grid(alpha=0.3)

@@ -635,3 +635,28 @@ def test_the_summary_is_the_same_whatever_the_order_its_seeds_ran_in(tmp_path: P
         write_summary(cfg, ran, {})
     for table in ("learning_curve.md", "learning_curve.csv"):
         assert (tmp_path / "forward" / table).read_bytes() == (tmp_path / "backward" / table).read_bytes()
+
+
+def test_the_plot_marks_whole_numbers_of_training_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small curve (sizes 4 and 8) was plotted against 4.5, 5.0, 5.5 ... training pairs: its axis now marks
+    whole numbers only, with the baselines as lines across it."""
+    import matplotlib.pyplot as plt
+
+    from nlsim.training.learning_curve import plot
+
+    figures: list[object] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the figure, kept to read its axis
+    rows = [
+        {"size": n, "seed": s, "test": {"spearman": v, "pearson": v, "mse": 0.1, "mae": 0.2}}
+        | {"validation": {"spearman": v}}
+        for n, s, v in ((4, 1, 80.0), (4, 2, 81.0), (8, 1, 84.0), (8, 2, 86.0))
+    ]
+    baseline = {"name": "tfidf-char2", "spearman": 70.0, "pearson": 70.0, "mse": 0.1, "mae": 0.2}
+    path = plot(summarize(rows), {"tfidf-char2/none": baseline}, tmp_path / "curve.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    (ax,) = figures[0].axes
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"] == [70.0]
