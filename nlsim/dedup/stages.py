@@ -1086,7 +1086,9 @@ def report(
     out = settings.report.out
     writer = _index_writer(window, model, settings.model.convert)
     frame = report_frame(clustering, missed)
-    record = finished(record, frame)
+    record = finished(
+        record, frame, clustering.report_pairs, clustering.report_clusters, clustering.report_topics
+    )
     write_report(
         out,
         clustering.report_pairs,
@@ -1110,7 +1112,14 @@ def report_daily(
     """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
     run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
     frame = report_frame(clustering, missed)
-    record = finished(record, frame)
+    record = finished(
+        record,
+        frame,
+        clustering.report_pairs,
+        clustering.report_clusters,
+        clustering.report_topics,
+        window=clustering.window_clusters,
+    )
     folder = publish_daily_report(
         report.out,
         window.run_id,
@@ -1139,7 +1148,10 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Re
     tables = {n: pd.read_parquet(folder / f"{n}.parquet") for n in ("pairs", "clusters", "window", "frame")}
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     topics = folder / "topics.parquet"  # absent in a state committed before topic groups
-    last = finished(last, tables["frame"])
+    topic_table = pd.read_parquet(topics) if topics.is_file() else None
+    last = finished(
+        last, tables["frame"], tables["pairs"], tables["clusters"], topic_table, window=tables["window"]
+    )
     written = publish_daily_report(
         report.out,
         run_id,
@@ -1149,7 +1161,7 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Re
         last,
         window=tables["window"],
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
-        topics=pd.read_parquet(topics) if topics.is_file() else None,
+        topics=topic_table,
         latest=not last.older_day,
     )
     return Reported(written, last)

@@ -376,9 +376,22 @@ def _sheet_list(v: Any) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return ""
     values = [str(x) for x in v]
-    text = ", ".join(values)
-    if cell_length(text) <= SHEET_CELL_CHARACTERS:
-        return text
+    kept = sheet_list_values(v)
+    return ", ".join(kept) + ("" if len(kept) == len(values) else f", … ({len(values):,} in all)")
+
+
+def sheet_list_values(v: Any) -> list[str]:
+    """The values of a list that its spreadsheet cell holds (:func:`_sheet_list`): all of them when they
+    fit, else the first ones that fit beside the count.
+
+    >>> sheet_list_values(["a", "b"]), len(sheet_list_values([f"item-{i:06d}" for i in range(3_000)]))
+    (['a', 'b'], 2519)
+    """
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return []
+    values = [str(x) for x in v]
+    if cell_length(", ".join(values)) <= SHEET_CELL_CHARACTERS:
+        return values
     more = f", … ({len(values):,} in all)"
     room, kept = SHEET_CELL_CHARACTERS - cell_length(more), 0
     for n, value in enumerate(values):
@@ -386,7 +399,7 @@ def _sheet_list(v: Any) -> str:
         if room < 0:
             break
         kept = n + 1
-    return ", ".join(values[:kept]) + more
+    return values[:kept]
 
 
 def sheet_time(values: pd.Series, zone: str = "UTC") -> pd.Series:

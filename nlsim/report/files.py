@@ -76,7 +76,7 @@ from nlsim.report.page import page_zone
 from nlsim.report.plots import render_overview_png, render_stories_png
 from nlsim.report.record import RunRecord
 from nlsim.report.scores import with_scores
-from nlsim.report.spreadsheet import text_changes, write_csv, write_xlsx
+from nlsim.report.spreadsheet import write_csv, write_xlsx, written_changes
 from nlsim.report.summary import render_markdown
 
 PAIRS_SCHEMA = columns.table("pairs").schema
@@ -211,18 +211,43 @@ def members_table(clusters: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _write_tables(folder: Path, tables: dict[str, pd.DataFrame], zone: str) -> None:
-    """Parquet (declared schemas), CSV (UTF-8 with BOM, for spreadsheets) and XLSX of the report tables, each
-    as its column table says (:mod:`nlsim.io.columns`; the spreadsheets' times in ``zone``, the run's); the
-    user's text in the spreadsheet files is kept as text (:mod:`nlsim.report.spreadsheet`)."""
-    import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
+def spreadsheet_files(
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    frame: pd.DataFrame,
+    topics: pd.DataFrame | None = None,
+    window: pd.DataFrame | None = None,
+) -> dict[str, dict[str, pd.DataFrame]]:
+    """The report's spreadsheet files, each with the tables it holds
+    (:data:`nlsim.report.spreadsheet.SheetFiles`): ``pairs.csv``, ``members.csv``, ``report.xlsx`` (sheets
+    ``clusters``, ``topics``, ``members``, ``pairs``) and, with a daily run's ``window`` clusters,
+    ``window/members.csv``."""
+    members = members_table(clusters, frame)
+    topics = topics if topics is not None else columns.table("topics").empty()
+    files = {
+        "pairs.csv": {"pairs": pairs},
+        "members.csv": {"members": members},
+        "report.xlsx": {"clusters": clusters, "topics": topics, "members": members, "pairs": pairs},
+    }
+    if window is not None:
+        files["window/members.csv"] = {"members": members_table(window, frame)}
+    return files
 
-    for name in ("pairs", "clusters", "topics"):
-        pq.write_table(columns.conform(tables[name], columns.table(name)), folder / f"{name}.parquet")
-    sheets = {name: columns.sheet_frame(tables[name], columns.table(name), zone) for name in tables}
-    write_csv(sheets["pairs"], folder / "pairs.csv")
-    write_csv(sheets["members"], folder / "members.csv")
-    write_xlsx({n: sheets[n] for n in ("clusters", "topics", "members", "pairs")}, folder / "report.xlsx")
+
+def _write_sheets(folder: Path, files: dict[str, dict[str, pd.DataFrame]], zone: str) -> None:
+    """The spreadsheet files (:func:`spreadsheet_files`): CSV (UTF-8 with BOM) and XLSX, each table as its
+    column table says (:mod:`nlsim.io.columns`; times in ``zone``, the run's); the user's text is kept as
+    text (:mod:`nlsim.report.spreadsheet`)."""
+    for name, tables in files.items():
+        sheets = {t: columns.sheet_frame(table, columns.table(t), zone) for t, table in tables.items()}
+        if name.endswith(".xlsx"):
+            write_xlsx(sheets, folder / name)
+        else:
+            write_csv(next(iter(sheets.values())), folder / name)
+
+
+def _no_items() -> pd.DataFrame:
+    return pd.DataFrame({"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)})
 
 
 def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
@@ -235,14 +260,23 @@ def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
     return LEARNING_CURVE
 
 
-def finished(record: RunRecord, frame: pd.DataFrame | None) -> RunRecord:
+def finished(
+    record: RunRecord,
+    frame: pd.DataFrame | None,
+    pairs: pd.DataFrame,
+    clusters: pd.DataFrame,
+    topics: pd.DataFrame | None = None,
+    window: pd.DataFrame | None = None,
+) -> RunRecord:
     """The run record as its report states it: when the report was written and which text cells of the
-    shown items (``frame``) the spreadsheet files change (:func:`nlsim.report.spreadsheet.text_changes`).
+    spreadsheet files the report writes (:func:`spreadsheet_files` of the report's tables; ``frame``: the
+    items it shows) were changed, in which files (:func:`nlsim.report.spreadsheet.written_changes`).
     A record already finished is the report's as it is: the run finishes its record before the report
     is written (the record it returns is the one ``run.json`` holds)."""
     if record.finished_at is not None:
         return record
-    changes = text_changes(frame) if frame is not None else []
+    frame = frame if frame is not None else _no_items()
+    changes = written_changes(spreadsheet_files(pairs, clusters, frame, topics, window), frame)
     return replace(
         record, finished_at=datetime.now(UTC).isoformat(timespec="seconds"), spreadsheet_changes=changes
     )
@@ -269,16 +303,17 @@ def write_files(
     not given).
     """
     if frame is None:
-        frame = pd.DataFrame(
-            {"id": [], "title": [], "source": [], "published_at": pd.to_datetime([], utc=True)}
-        )
-    record = finished(record, frame)  # its counts are the run's (nlsim.dedup.run.run_record), never made here
-    members = members_table(clusters, frame)
+        frame = _no_items()
+    # its counts are the run's (nlsim.dedup.run.run_record), never made here
+    record = finished(record, frame, pairs, clusters, topics, window)
     topics = topics if topics is not None else columns.table("topics").empty()
     zone = page_zone(record.timezone).key  # the spreadsheets' times are the run's
-    tables = {"pairs": pairs, "clusters": clusters, "topics": topics, "members": members}
-    _write_tables(folder, tables, zone)
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
+
+    for name, table in (("pairs", pairs), ("clusters", clusters), ("topics", topics)):
+        pq.write_table(columns.conform(table, columns.table(name)), folder / f"{name}.parquet")
+    sheets = spreadsheet_files(pairs, clusters, frame, topics, window)
+    _write_sheets(folder, {n: t for n, t in sheets.items() if "/" not in n}, zone)
 
     missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
     pq.write_table(columns.conform(missed, columns.table("near_misses")), folder / "near_misses.parquet")
@@ -291,8 +326,7 @@ def write_files(
         pq.write_table(
             columns.conform(window, columns.table("clusters")), folder / "window" / "clusters.parquet"
         )
-        members = columns.sheet_frame(members_table(window, frame), columns.table("members"), zone)
-        write_csv(members, folder / "window" / "members.csv")
+        _write_sheets(folder, {n: t for n, t in sheets.items() if n.startswith("window/")}, zone)
         names += ["window/clusters.parquet", "window/members.csv"]
     curve = copy_learning_curve(record, folder)
     if curve:

@@ -310,36 +310,53 @@ def _topic_words(record: RunRecord) -> str:
     return f" <span id='plain-topics'>{esc(text[0].upper() + text[1:])}.</span>"
 
 
+FILES_BEFORE = {
+    "characters": ("report.xlsx",),
+    "cut": ("report.xlsx",),
+    "formula": ("pairs.csv", "members.csv"),
+}
+"""The files a change was made in, for a record written before the files were recorded."""
+
+
 def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
-    """Which items' text the spreadsheet files changed (:mod:`nlsim.report.spreadsheet`), if any."""
+    """Which items' text the spreadsheet files changed (:mod:`nlsim.report.spreadsheet`), if any: each
+    item with its fields, under the files its cells were changed in."""
     fields: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
+    files: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
     for c in changes:
         fields[c.change].setdefault(c.item_id, []).append(c.field)
+        where = files[c.change].setdefault(c.item_id, [])
+        where += [f for f in c.files or FILES_BEFORE[c.change] if f not in where]
+
+    def in_files(names: tuple[str, ...]) -> str:
+        code = [f"<code>{esc(n)}</code>" for n in names]
+        return "in " + (" and ".join(code) if len(code) < 3 else ", ".join(code[:-1]) + " and " + code[-1])
 
     def items(kind: str) -> str:
-        named = [f"{iso(i)} ({', '.join(f)})" for i, f in list(fields[kind].items())[:shown]]
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for i, f in list(fields[kind].items())[:shown]:
+            groups.setdefault(tuple(files[kind][i]), []).append(f"{iso(i)} ({', '.join(f)})")
         more = len(fields[kind]) - shown
-        return ", ".join(named) + (f" and {more:,} more" if more > 0 else "")
+        text = "; ".join(f"{in_files(names)}: {', '.join(named)}" for names, named in groups.items())
+        return text + (f" and {more:,} more" if more > 0 else "")
 
     parts = []
     if fields["characters"]:
         parts.append(
             f"{len(fields['characters']):,} item(s) hold characters a spreadsheet file cannot store (control "
-            "characters such as Word's manual line break): in <code>report.xlsx</code> a line or page break "
-            f"became a space and the others were removed: {items('characters')}."
+            "characters such as Word's manual line break), so a line or page break became a space and the "
+            f"others were removed {items('characters')}."
         )
     if fields["cut"]:
         parts.append(
             f"{len(fields['cut']):,} item(s) are longer than a spreadsheet cell holds "
-            f"({XLSX_CELL_CHARACTERS:,} characters): in <code>report.xlsx</code> they are cut there: "
-            f"{items('cut')}."
+            f"({XLSX_CELL_CHARACTERS:,} characters), so they are cut there {items('cut')}."
         )
     if fields["formula"]:
         parts.append(
             f"{len(fields['formula']):,} item(s) start with =, +, -, @, a tab or a carriage return, which a "
-            "spreadsheet would run as a formula: <code>report.xlsx</code> stores them as text, and in "
-            "<code>pairs.csv</code> and <code>members.csv</code> they begin with an apostrophe: "
-            f"{items('formula')}."
+            "spreadsheet would run as a formula: <code>report.xlsx</code> stores such text as text, and "
+            f"they begin with an apostrophe {items('formula')}."
         )
     if not parts:
         return ""

@@ -14,8 +14,9 @@ plain text:
   file has no cell types, so there such text starts with an apostrophe (OWASP's rule, :func:`csv_text`),
   which spreadsheets show as text.
 
-:func:`text_changes` lists the items whose spreadsheet text differs from the corpus, for the page's notice
-(:mod:`nlsim.report.html`).
+:func:`written_changes` lists the items whose text the files written changed, cell by cell, and in which
+files, for the page's notice (:mod:`nlsim.report.html`) and ``run.json``; :func:`text_changes` the changes
+the rules would make to any item's text.
 
 Example:
     >>> xlsx_text("Floods\\x0bhit the north\\x07")
@@ -89,6 +90,120 @@ class TextChange:
     item_id: str
     field: str
     change: str
+    files: tuple[str, ...] = ()
+    """The files whose cells hold the change (``pairs.csv``, ``members.csv``, ``report.xlsx``,
+    ``window/members.csv``), as :func:`written_changes` found them; empty in a record written before."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", tuple(self.files))  # a list as run.json holds it
+
+
+SheetFiles = Mapping[str, Mapping[str, pd.DataFrame]]
+"""The report's spreadsheet files, each by its name (``pairs.csv``, ``report.xlsx``, ...) with its tables
+by their names (``pairs``, ``members``, ``clusters``, ``topics``: :func:`nlsim.io.columns.table`), as the
+tables are before :func:`nlsim.io.columns.sheet_frame` makes them cells (lists as lists)."""
+
+
+def written_changes(files: SheetFiles, items: pd.DataFrame | None = None) -> list[TextChange]:
+    """The changes :func:`xlsx_text` (``.xlsx`` files) and :func:`csv_text` (``.csv`` files) make to the
+    item text the files hold, cell by cell: an item is named only for the files it is written to (an item
+    the page shows only as a near miss or as a topic's single item is in no CSV file). ``items`` (``id``
+    and the text fields) tells whose text a list cell of another field holds (a story's ``sources``).
+    In file order, then row order."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+    owners = _owners_of(items)
+    for name, tables in files.items():
+        xlsx = name.endswith(".xlsx")
+        for table, frame in tables.items():
+            for item, field, text in _item_cells(columns.table(table), frame, owners, xlsx):
+                for change in _cell_changes(text, xlsx):
+                    where = found.setdefault((item, field, change), [])
+                    if name not in where:
+                        where.append(name)
+    return [TextChange(i, f, c, tuple(where)) for (i, f, c), where in found.items()]
+
+
+def _cell_changes(text: str, xlsx: bool) -> list[str]:
+    """What a file does to a text cell (or a value of a list cell): ``characters`` and ``cut`` in an
+    ``.xlsx`` file, ``formula`` in a CSV file."""
+    if not xlsx:
+        return ["formula"] if csv_text(text) != text else []
+    xml = _xml_text(text)
+    return (["characters"] if xml != text else []) + (
+        ["cut"] if cell_length(xml) > XLSX_CELL_CHARACTERS else []
+    )
+
+
+def _owners_of(items: pd.DataFrame | None) -> dict[str, dict[str, Any]]:
+    """Each item's text fields by its id."""
+    if items is None or not len(items) or "id" not in items:
+        return {}
+    fields = [f for f in text_fields() if f in items and f != "id"]
+    ids = items["id"].astype(str).tolist()
+    values = [items[f].tolist() for f in fields]
+    return {i: dict(zip(fields, (v[n] for v in values), strict=True)) for n, i in enumerate(ids)}
+
+
+def _item_cells(
+    spec: columns.Table, frame: pd.DataFrame, owners: dict[str, dict[str, Any]], xlsx: bool
+) -> list[tuple[str, str, str]]:
+    """The item text a table's cells hold, as ``(item id, field, text)``: a column of ``source="item.id"``
+    holds ids; one of another item field holds the text of the row's item (``title_a``: of ``id_a``; a
+    member's ``title``: of its ``item_id``; a story's ``representative_title``: of its
+    ``representative``); a list cell holds the values it keeps (:func:`nlsim.io.columns.sheet_list_values`;
+    a CSV file has no list cells), an id as that item's, another field's value as that of each item of the
+    row's first list of ids (a story's ``member_ids``) that has it."""
+    fields = set(text_fields())
+    scalar_ids = [
+        c.name for c in spec.columns if c.item_field == "id" and c.format != "list" and c.name in frame
+    ]
+    id_lists = [
+        c.name for c in spec.columns if c.item_field == "id" and c.format == "list" and c.name in frame
+    ]
+    out: list[tuple[str, str, str]] = []
+    for c in spec.columns:
+        field = c.item_field
+        if field not in fields or c.name not in frame or (c.format == "list" and not xlsx):
+            continue
+        if c.format == "list":
+            lists = frame[id_lists[0]].tolist() if field != "id" and id_lists else None
+            for n, value in enumerate(frame[c.name].tolist()):
+                for text in columns.sheet_list_values(value):
+                    if not _cell_changes(text, xlsx):
+                        continue
+                    if field == "id":
+                        out.append((text, field, text))
+                    elif lists is not None:
+                        out += [
+                            (m, field, text)
+                            for m in columns.page_list(lists[n])
+                            if owners.get(m, {}).get(field) == text
+                        ]
+            continue
+        side = [n for n in scalar_ids if n.endswith(c.name[-2:])] if c.name[-2:] in ("_a", "_b") else []
+        owner = c.name if field == "id" else (side or scalar_ids or [None])[0]
+        if owner is None:
+            continue
+        rows = _may_change(frame[c.name], xlsx)  # the few cells to look at, found at once
+        for item, text in zip(frame[owner].to_numpy()[rows], frame[c.name].to_numpy()[rows], strict=True):
+            if isinstance(text, str) and isinstance(item, str):
+                out.append((item, field, text))
+    return out
+
+
+_MAY_CHANGE = re.compile(f"{_BREAKS.pattern}|{_FORBIDDEN.pattern}")
+
+
+def _may_change(values: pd.Series, xlsx: bool) -> np.ndarray:
+    """The rows of a text column whose cells a file may change (:func:`_cell_changes` tells): in an
+    ``.xlsx`` file those holding a character XML 1.0 forbids or longer than half a cell, in a CSV file those
+    starting as a formula."""
+    text = pd.Series([v if isinstance(v, str) else None for v in values.tolist()], dtype=object)
+    if not xlsx:
+        return np.flatnonzero(text.str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool))
+    odd = text.str.contains(_MAY_CHANGE, na=False).to_numpy(dtype=bool)
+    long = text.str.len().to_numpy(dtype=np.float64, na_value=np.nan) > XLSX_CELL_CHARACTERS // 2
+    return np.flatnonzero(odd | long)
 
 
 def text_changes(frame: pd.DataFrame | None) -> list[TextChange]:

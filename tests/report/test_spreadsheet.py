@@ -225,3 +225,111 @@ def test_a_table_longer_than_a_sheet_holds_goes_on_in_more_sheets(
     assert all(len(r) <= 4 and r[0] == ("id_a", "similarity") for n, r in rows.items() if n != "topics")
     assert [r[0] for n in ("pairs", "pairs 2", "pairs 3") for r in rows[n][1:]] == pairs["id_a"].tolist()
     assert rows["topics"] == [("topic_id",)]
+
+
+def test_the_notice_names_only_the_items_and_files_whose_cells_were_changed(tmp_path: Path) -> None:
+    """The page and run.json named every item the page shows whose text a spreadsheet would change, also a
+    topic's single item (``@id``, in no CSV file: "begins with an apostrophe in pairs.csv and members.csv")
+    and an item shown only as a near miss (in no spreadsheet file). They name now only the items whose
+    cells the written files changed, each under the files it was changed in: read here from the files."""
+    import json
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+
+    items = {
+        "c1": ('=HYPERLINK("http://evil.example/")', "AP"),  # a story's: pairs.csv, members.csv
+        "c2": ("Floods\x0bhit the north", "@wire"),  # a story's: report.xlsx (title), the CSVs (source)
+        "@id": ("A topic's single item", "AP"),  # a topic's single item: only its id, in report.xlsx
+        "s2": ("Bell\x07rings over the harbour", "AP"),  # a topic's representative: report.xlsx's topics
+        "s3": ("=cmd|' /C calc'!A0", "AP"),  # a topic's single item: its title in no file
+        "nm": ("-5% on the\x1b stock market", "AP"),  # a near miss only: in no file
+        "=w": ("Window story", "AP"),  # a story of the window's: window/members.csv only
+        "w2": ("Window story", "AP"),
+    }
+    frame = pd.DataFrame(
+        {
+            "id": list(items),
+            "title": [t for t, _ in items.values()],
+            "source": [s for _, s in items.values()],
+            "published_at": pd.to_datetime([f"2024-08-01T0{n}:00Z" for n in range(len(items))], utc=True),
+        }
+    )
+    found = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.97]})
+    labels, clusters = batch_clusters(frame.iloc[:2], found)
+    pairs = pairs_table(frame.iloc[:2], found, labels)
+    story = clusters["cluster_id"].iloc[0]
+    topics = pd.DataFrame(
+        {
+            "topic_id": ["t-1", "t-2"],
+            "size": [3, 2],
+            "stories": [2, 2],
+            "cluster_ids": [[story], []],
+            "member_ids": [["c1", "c2", "@id"], ["s2", "s3"]],
+            "representative": ["c1", "s2"],
+            "representative_title": [items["c1"][0], items["s2"][0]],
+        }
+    )
+    missed = pd.DataFrame({"id_a": ["c1"], "id_b": ["nm"], "similarity": [0.8], "cluster_a": [story]})
+    window = pd.concat(
+        [clusters, clusters.assign(cluster_id="c-w", member_ids=[["=w", "w2"]], representative="=w")]
+    )
+    folder = tmp_path / "r"
+    folder.mkdir()
+    write_files(
+        folder, pairs, clusters, RunRecord(model="m"), frame, window=window, near_misses=missed, topics=topics
+    )
+
+    def csv(name: str) -> pd.DataFrame:
+        return pd.read_csv(folder / name, encoding="utf-8-sig", dtype=str, keep_default_na=False)
+
+    # what the files hold: an apostrophe in the CSV files, the cells report.xlsx changed
+    apostrophes = set()
+    for name, ends in (("pairs.csv", ("a", "b")), ("members.csv", ("",)), ("window/members.csv", ("",))):
+        for row in csv(name).to_dict("records"):
+            for end in ends:
+                item = row["item_id"] if not end else row[f"id_{end}"].removeprefix("'")
+                for field in ("id", "title", "source", "url"):
+                    key = {"id": "item_id"}.get(field, field) if not end else f"{field}_{end}"
+                    if str(row.get(key, "")).startswith("'"):
+                        apostrophes.add((item.removeprefix("'"), field, name))
+    assert apostrophes == {
+        ("c1", "title", "pairs.csv"),
+        ("c1", "title", "members.csv"),
+        ("c1", "title", "window/members.csv"),
+        ("c2", "source", "pairs.csv"),
+        ("c2", "source", "members.csv"),
+        ("c2", "source", "window/members.csv"),
+        ("=w", "id", "window/members.csv"),
+    }
+    book = sheets(folder / "report.xlsx")
+    cells = {str(v) for rows in book.values() for row in rows for v in row}
+    assert "Floods hit the north" in cells and "Bellrings over the harbour" in cells  # c2's and s2's titles
+    assert not any("\x1b" in c or "stock market" in c or "calc" in c for c in cells)  # nm and s3: no cell
+
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
+    assert notice is not None
+    text = notice.group(1)
+    for item in ("@id", "s3", "nm", "w2"):
+        assert f"<bdi>{item}</bdi>" not in text, item
+    both = "in <code>pairs.csv</code>, <code>members.csv</code> and <code>window/members.csv</code>"
+    assert f"begin with an apostrophe {both}: <bdi>c1</bdi> (title), <bdi>c2</bdi> (source)" in text
+    assert "in <code>window/members.csv</code>: <bdi>=w</bdi> (id)" in text
+    assert "removed in <code>report.xlsx</code>: <bdi>s2</bdi> (title), <bdi>c2</bdi> (title)" in text
+
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    named = {
+        (c["item_id"], c["field"], c["change"], tuple(c.get("files", ())))
+        for c in record["spreadsheet_changes"]
+    }
+    assert named == {
+        ("c1", "title", "formula", ("pairs.csv", "members.csv", "window/members.csv")),
+        ("c2", "source", "formula", ("pairs.csv", "members.csv", "window/members.csv")),
+        ("c2", "title", "characters", ("report.xlsx",)),
+        ("s2", "title", "characters", ("report.xlsx",)),
+        ("=w", "id", "formula", ("window/members.csv",)),
+    }
+    formulas = {(i, f, name) for i, f, change, files in named if change == "formula" for name in files}
+    assert formulas == apostrophes  # every apostrophe named, and nothing else
