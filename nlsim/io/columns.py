@@ -472,6 +472,33 @@ def page_number(value: Any, digits: int = 4) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else round(f, digits)
 
 
+def page_score(value: Any, digits: int = 6) -> float | None:
+    """A score as the page's data holds it: cut to ``digits`` decimals toward minus infinity, never rounded
+    up, so a score below a threshold of ``digits`` decimals or fewer stays below it (0.8813486 is 0.881348
+    beside the threshold 0.881349, not 0.881349); a score that is the same float32 as a number of
+    ``digits`` decimals (scores are float32: 0.95 is held as 0.949999988...) is that number. ``None`` for a
+    missing one.
+
+    >>> page_score(0.8813486), page_score(np.float32(0.95)), page_score(np.float32(0.881349))
+    (0.881348, 0.95, 0.881349)
+    >>> page_score(-0.1234567), page_score(1.0), page_score(None), page_score(float("nan"))
+    (-0.123457, 1.0, None, None)
+    """
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(f) or math.isinf(f):
+        return None
+    scale = 10**digits
+    if abs(f) * scale >= 2**52:  # no decimals to cut
+        return f
+    near = round(f * scale)
+    if np.float32(near / scale) == np.float32(f):
+        return near / scale
+    return math.floor(f * scale) / scale
+
+
 def page_text(value: Any) -> str:
     """A text cell as the page's data holds it (``""`` for a missing one)."""
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
@@ -493,25 +520,32 @@ PAGE_FORMAT: Mapping[str, Callable[[Any], Any]] = {
 """How the page's data holds a value of each format (``time`` and ``number``: :func:`page_value`)."""
 
 
-def page_value(column: Column, value: Any, zone: tzinfo | None = None, digits: int = 4) -> Any:
+def page_value(
+    column: Column, value: Any, zone: tzinfo | None = None, digits: int = 4, cut: bool = False
+) -> Any:
     """``value`` of ``column`` as the page's data holds it (JSON: text, number, true/false, list, null):
-    a time in ``zone`` (:func:`page_time`), a number rounded to ``digits``."""
+    a time in ``zone`` (:func:`page_time`), a number rounded to ``digits`` (``cut``: cut there, never
+    rounded up, :func:`page_score`)."""
     if column.format == "time":
         return page_time(value, zone)
     if column.format == "number":
-        return page_number(value, digits)
+        return page_score(value, digits) if cut else page_number(value, digits)
     return PAGE_FORMAT[column.format](value)
 
 
 def page_rows(
-    frame: pd.DataFrame, columns: Iterable[Column], zone: tzinfo | None = None, digits: int = 4
+    frame: pd.DataFrame,
+    columns: Iterable[Column],
+    zone: tzinfo | None = None,
+    digits: int = 4,
+    cut: bool = False,
 ) -> list[dict[str, Any]]:
     """The rows of ``frame`` as the page's objects: each column's value under its name (times in ``zone``,
-    numbers rounded to ``digits``)."""
+    numbers rounded to ``digits``; ``cut``: cut there, :func:`page_score`)."""
     columns = [c for c in columns if c.name in frame]
     values = [frame[c.name].tolist() for c in columns]
     return [
-        {c.name: page_value(c, v[n], zone, digits) for c, v in zip(columns, values, strict=True)}
+        {c.name: page_value(c, v[n], zone, digits, cut) for c, v in zip(columns, values, strict=True)}
         for n in range(len(frame))
     ]
 

@@ -11,8 +11,8 @@ rows of the clusters table (:func:`nlsim.clusters.table.cluster_table` made them
 the day or month of their first item and the pairs that joined them (rows of the pairs table). For the
 review panel: the near misses (rows of their table) and what the export records
 (:mod:`nlsim.report.review`). Times, and the days clusters are grouped by, are in the run's time zone
-(:func:`page_zone`); scores are kept to :data:`SCORE_DIGITS` decimals and shown with the threshold's
-(:func:`score_digits`).
+(:func:`page_zone`); scores are kept to :data:`SCORE_DIGITS` decimals, cut, never rounded up
+(:func:`nlsim.io.columns.page_score`), and shown with the threshold's (:func:`score_digits`).
 
 Example:
     >>> import pandas as pd
@@ -176,7 +176,8 @@ def page_zone(name: str | None) -> ZoneInfo:
 
 
 SCORE_DIGITS = 6
-"""Scores are kept in the page to this many decimals (shown to the threshold's, :func:`score_digits`)."""
+"""Scores are kept in the page to this many decimals, cut, never rounded up (shown to the threshold's,
+:func:`score_digits`)."""
 
 
 def score_digits(threshold: Any) -> int:
@@ -267,7 +268,9 @@ def page_rows(
     if frame is None or not len(frame):
         return []
     shown = [c for c in spec.columns if c.shown]
-    rows = columns.page_rows(frame.reindex(columns=[c.name for c in shown]), shown, zone, SCORE_DIGITS)
+    rows = columns.page_rows(
+        frame.reindex(columns=[c.name for c in shown]), shown, zone, SCORE_DIGITS, cut=True
+    )
     items = [c for c in shown if c.source == "item.id"]
     for c in sorted(items, key=lambda c: c.format != "list"):  # lists first: items in member order
         for row in rows:
@@ -299,7 +302,7 @@ def first_screen_order(clusters: pd.DataFrame, zone: ZoneInfo | None = None) -> 
     def key(k: int) -> tuple[Any, ...]:
         when = columns.page_time(last[k], zone) or ""
         inverted = tuple(-ord(ch) for ch in when) + (1,)  # later first; a missing time after every one
-        return inverted, -(columns.page_number(best[k], SCORE_DIGITS) or 0), -int(sizes[k] or 0), ids[k]
+        return inverted, -(columns.page_score(best[k], SCORE_DIGITS) or 0), -int(sizes[k] or 0), ids[k]
 
     return sorted(range(n), key=key)
 

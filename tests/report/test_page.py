@@ -23,3 +23,59 @@ def test_a_traditional_query_finds_a_simplified_title_whose_traditional_form_the
     fold = script_fold(titles)
     hay = "\n".join(_folded(fold, t) for t in titles)
     assert _folded(fold, query) in hay
+
+
+def hair_below_report() -> tuple[object, object, object, object, object]:
+    """A report at the six-decimal threshold 0.881349: a story linked at exactly the threshold (c0-c1), one
+    at 0.97 (d0-d1), and a near miss 0.0000004 below the threshold (c0-d0: 0.8813486)."""
+    import pandas as pd
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table
+    from nlsim.report.near_misses import near_miss_pairs, near_miss_table
+    from nlsim.report.record import RunRecord
+
+    frame = pd.DataFrame(
+        {
+            "id": ["c0", "c1", "d0", "d1"],
+            "title": ["Floods in the north", "Northern floods", "Budget vote", "The budget vote"],
+            "source": ["AP"] * 4,
+            "published_at": pd.to_datetime(["2024-08-01T08:00Z"] * 4, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.881349, 0.97]})
+    below = pd.DataFrame({"a": [0], "b": [2], "similarity": [0.8813486]})
+    labels, clusters = batch_clusters(frame, pairs)
+    cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
+    near = near_miss_table(pairs_table(frame, near_miss_pairs(below, labels, 10), labels), cluster_of)
+    record = RunRecord(model="m", threshold=0.881349)
+    return pairs_table(frame, pairs, labels), clusters, record, frame, near
+
+
+def _shown(value: float, digits: int) -> str:
+    """A score as the page's script shows it (``score`` in ``report.js``)."""
+    import math
+
+    p = 10**digits
+    return f"{math.floor(value * p + 1e-7) / p:.{digits}f}"
+
+
+def test_a_score_a_hair_below_a_six_decimal_threshold_is_below_it_in_the_page_data() -> None:
+    """docs/report.md: a score below the threshold never reads as the threshold. The page's data held the
+    scores rounded to 6 decimals before its script cut them to the threshold's: at the threshold 0.881349 a
+    near miss of 0.8813486 was held as 0.881349, shown as the threshold and counted "at or above" it. The
+    data now holds scores cut, never rounded up (0.881348); a score at the threshold stays the threshold."""
+    from nlsim.report.page import page_data
+    from nlsim.report.review import review_section
+
+    pairs, clusters, record, frame, near = hair_below_report()
+    data = page_data(pairs, clusters, record, frame, near_misses=near)
+    assert data["threshold"] == 0.881349 and data["scoreDigits"] == 6
+    (miss,) = data["nearMisses"]
+    assert miss["similarity"] == 0.881348 and _shown(miss["similarity"], 6) == "0.881348"
+    links = sorted(p["similarity"] for c in data["clusters"] for p in c["pairs"])
+    assert links == [0.881349, 0.97]  # the float32 of 0.881349 is the threshold itself, 0.97 is 0.97
+    assert [_shown(v, 6) for v in links] == ["0.881349", "0.970000"]
+    assert sorted(c["max_similarity"] for c in data["clusters"]) == [0.881349, 0.97]
+    heading = review_section(data)
+    assert "the 1 best pairs below the threshold" in heading and "at or above" not in heading

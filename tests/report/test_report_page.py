@@ -463,3 +463,28 @@ def test_each_title_is_drawn_in_its_own_script(tmp_path: Path) -> None:
             ".map(li => [li.dataset.cluster, li.querySelector('.rep .t').lang]))"
         )
     assert langs == {"c-tw": "zh-Hant", "c-cn": "zh-Hans"}
+
+
+def test_a_score_a_hair_below_a_six_decimal_threshold_never_shows_as_the_threshold(tmp_path: Path) -> None:
+    """At the threshold 0.881349 a near miss of 0.8813486 read "0.881349" on the page, the threshold
+    itself: the page's data rounded it to 6 decimals before the script cut it. It reads 0.881348 now; the
+    story linked at exactly the threshold still reads 0.881349."""
+    from tests.report.test_page import hair_below_report
+
+    require_browser()
+    pairs, clusters, record, frame, near = hair_below_report()
+    write_report(tmp_path / "r", pairs, clusters, record, frame=frame, near_misses=near)
+    with Browser() as browser:
+        browser.open((tmp_path / "r" / "index.html").as_uri())
+        missed = browser.evaluate(
+            "[...document.querySelectorAll('#rv-near tbody tr')].map(r => r.cells[0].textContent)"
+        )
+        assert missed == ["0.881348"]
+        assert "threshold 0.881349" in browser.evaluate("document.querySelector('header').textContent")
+        browser.evaluate(
+            "document.querySelectorAll('#clusters li.cluster details').forEach(d => d.open = true)"
+        )
+        scores = browser.evaluate(
+            "[...document.querySelectorAll('#clusters td.score')].map(td => td.textContent)"
+        )
+        assert sorted(scores) == ["0.881349", "0.970000"]

@@ -48,7 +48,8 @@
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
   // a score with the threshold's decimals (DATA.scoreDigits), cut, never rounded up: a score below the
   // threshold never shows as the threshold (0.909419 is 0.9094 beside 0.9095); the +1e-7 keeps a score equal
-  // to the threshold from dropping below it through binary fractions
+  // to the threshold from dropping below it through binary fractions. The data's scores are cut already
+  // (nlsim.io.columns.page_score: 6 decimals, never rounded up), so 0.8813486 is 0.881348 beside 0.881349
   function score(v) {
     if (v === null || v === undefined || v === "" || !isFinite(Number(v))) return "–";
     var p = Math.pow(10, DATA.scoreDigits);
