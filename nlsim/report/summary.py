@@ -44,10 +44,11 @@ HEADLINE = (
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1): a terminal showing ``summary.md`` would obey an escape sequence."""
-_INLINE = re.compile(r"[\\`*\[\]~]|(?<!\w)_|_(?!\w)")
+_INLINE = re.compile(r"[\\`*\[\]~]|(?<![^\W_])_|_(?![^\W_])")
 """What Markdown reads as markup inside a line: a backslash (so that the title's own ``\\|`` cannot undo
-the pipe's escape), a code span, emphasis, a link or image (``[``), strikethrough; an ``_`` inside a word
-opens nothing and stays."""
+the pipe's escape), a code span, emphasis, a link or image (``[``), strikethrough; an ``_`` between two
+letters or digits opens nothing and stays (``items_in``), any other one is escaped (``__init__``: beside
+another ``_`` it would open emphasis)."""
 
 
 def md_cell(value: Any) -> str:

@@ -171,3 +171,17 @@ def test_the_day_in_brief_names_every_status_of_its_stories_so_the_parts_add_up(
     )
     usual = brief(["new", "grown", "grown", "new"], clusters_new=2, clusters_grown=2, clusters_merged=0)
     assert "4 stories (2 new, 2 grown today) grouping 9 items." in usual
+
+
+def test_a_headline_with_underscores_beside_each_other_reads_as_written_never_as_emphasis() -> None:
+    """``__init__`` escaped only at its ends (``\\__init_\\_``) still opened emphasis between the inner two
+    underscores, so the summary read "_*init*_"; every ``_`` that is not between two letters or digits is
+    escaped, one inside a word stays."""
+    from nlsim.report.summary import md_cell
+
+    assert md_cell("__init__.py crash") == "\\_\\_init\\_\\_.py crash"
+    assert md_cell("a__b") == "a\\_\\_b"
+    assert md_cell("items_in snake_case 「_重要_」") == "items_in snake_case 「\\_重要\\_」"
+    # an ``_`` beside another one or at a word's edge is never left as markup
+    for title in ("__main__", "foo__", "_x_", "x___y", "__"):
+        assert "_" not in md_cell(title).replace("\\_", ""), title
