@@ -472,17 +472,21 @@ def page_number(value: Any, digits: int = 4) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else round(f, digits)
 
 
-def page_score(value: Any, digits: int = 6) -> float | None:
+def page_score(value: Any, digits: int = 6, threshold: float | None = None) -> float | None:
     """A score as the page's data holds it: cut to ``digits`` decimals toward minus infinity, never rounded
     up, so a score below a threshold of ``digits`` decimals or fewer stays below it (0.8813486 is 0.881348
     beside the threshold 0.881349, not 0.881349); a score that is the same float32 as a number of
     ``digits`` decimals (scores are float32: 0.95 is held as 0.949999988...) is that number. ``None`` for a
-    missing one.
+    missing one. ``threshold``: a score at or above it (as float32, as the run compared them) is never held
+    below the threshold as the page holds it (:func:`page_threshold`): at a threshold of more decimals
+    (0.8813486, a pair's own score) such a pair reads as the threshold (0.881349), never under it.
 
     >>> page_score(0.8813486), page_score(np.float32(0.95)), page_score(np.float32(0.881349))
     (0.881348, 0.95, 0.881349)
     >>> page_score(-0.1234567), page_score(1.0), page_score(None), page_score(float("nan"))
     (-0.123457, 1.0, None, None)
+    >>> page_score(np.float32(0.8813486), threshold=0.8813486), page_score(0.8813484, threshold=0.8813486)
+    (0.881349, 0.881348)
     """
     try:
         f = float(value)
@@ -494,9 +498,34 @@ def page_score(value: Any, digits: int = 6) -> float | None:
     if abs(f) * scale >= 2**52:  # no decimals to cut
         return f
     near = round(f * scale)
-    if np.float32(near / scale) == np.float32(f):
-        return near / scale
-    return math.floor(f * scale) / scale
+    held = near / scale if np.float32(near / scale) == np.float32(f) else math.floor(f * scale) / scale
+    at = page_threshold(threshold, digits)
+    if at is not None and held < at and np.float32(f) >= np.float32(threshold):
+        return at  # at or above the threshold, never held below it
+    return held
+
+
+def page_threshold(value: Any, digits: int = 6) -> float | None:
+    """A threshold as the page's data holds it: of ``digits`` decimals or fewer (as float32: scores are
+    compared with it so), that number; of more, the next number of ``digits`` decimals above it, so that a
+    score below the threshold, cut (:func:`page_score`), never reads as it. ``None`` for a missing one.
+
+    >>> page_threshold(0.881349), page_threshold(np.float32(0.95)), page_threshold(0.8813486)
+    (0.881349, 0.95, 0.881349)
+    >>> page_threshold(0.8813481), page_threshold(None)
+    (0.881349, None)
+    """
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(f) or math.isinf(f):
+        return None
+    scale = 10**digits
+    if abs(f) * scale >= 2**52:
+        return f
+    near = round(f * scale)
+    return near / scale if np.float32(near / scale) == np.float32(f) else math.ceil(f * scale) / scale
 
 
 def page_text(value: Any) -> str:
@@ -521,15 +550,20 @@ PAGE_FORMAT: Mapping[str, Callable[[Any], Any]] = {
 
 
 def page_value(
-    column: Column, value: Any, zone: tzinfo | None = None, digits: int = 4, cut: bool = False
+    column: Column,
+    value: Any,
+    zone: tzinfo | None = None,
+    digits: int = 4,
+    cut: bool = False,
+    threshold: float | None = None,
 ) -> Any:
     """``value`` of ``column`` as the page's data holds it (JSON: text, number, true/false, list, null):
     a time in ``zone`` (:func:`page_time`), a number rounded to ``digits`` (``cut``: cut there, never
-    rounded up, :func:`page_score`)."""
+    rounded up, nor below ``threshold`` when at or above it, :func:`page_score`)."""
     if column.format == "time":
         return page_time(value, zone)
     if column.format == "number":
-        return page_score(value, digits) if cut else page_number(value, digits)
+        return page_score(value, digits, threshold) if cut else page_number(value, digits)
     return PAGE_FORMAT[column.format](value)
 
 
@@ -539,13 +573,18 @@ def page_rows(
     zone: tzinfo | None = None,
     digits: int = 4,
     cut: bool = False,
+    threshold: float | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of ``frame`` as the page's objects: each column's value under its name (times in ``zone``,
-    numbers rounded to ``digits``; ``cut``: cut there, :func:`page_score`)."""
+    numbers rounded to ``digits``; ``cut``: cut there, never below ``threshold`` when at or above it,
+    :func:`page_score`)."""
     columns = [c for c in columns if c.name in frame]
     values = [frame[c.name].tolist() for c in columns]
     return [
-        {c.name: page_value(c, v[n], zone, digits, cut) for c, v in zip(columns, values, strict=True)}
+        {
+            c.name: page_value(c, v[n], zone, digits, cut, threshold)
+            for c, v in zip(columns, values, strict=True)
+        }
         for n in range(len(frame))
     ]
 

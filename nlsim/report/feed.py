@@ -101,7 +101,7 @@ def stories_feed(clusters: pd.DataFrame, record: RunRecord, frame: pd.DataFrame 
     zone = page_zone(record.timezone)
     items = _items(frame, zone)
     rows = list(clusters.itertuples(index=False)) if len(clusters) else []
-    order = first_screen_order(clusters, zone)
+    order = first_screen_order(clusters, zone, record.threshold)
     info = record.info
     return {
         "schema_version": FEED_SCHEMA_VERSION,

@@ -188,7 +188,7 @@ def score_digits(threshold: Any) -> int:
     >>> score_digits(0.9095), score_digits(0.9), score_digits(0.909485), score_digits(None)
     (4, 3, 6, 3)
     """
-    t = columns.page_number(threshold, 6)
+    t = columns.page_threshold(threshold, SCORE_DIGITS)
     if t is None:
         return 3
     decimals = f"{t:.6f}".rstrip("0").split(".")[1]
@@ -260,16 +260,26 @@ def page_tables(record: RunRecord) -> dict[str, columns.Table]:
 
 
 def page_rows(
-    frame: pd.DataFrame | None, spec: columns.Table, item: _Items, zone: ZoneInfo | None = None
+    frame: pd.DataFrame | None,
+    spec: columns.Table,
+    item: _Items,
+    zone: ZoneInfo | None = None,
+    threshold: float | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of ``frame`` as the page holds them: the values of the columns the page shows, by name (a
     column the frame lacks: empty), the items of a column of ``source="item.id"`` as their indexes
-    (:class:`_Items`)."""
+    (:class:`_Items`); a score at or above ``threshold`` never held below it
+    (:func:`nlsim.io.columns.page_score`)."""
     if frame is None or not len(frame):
         return []
     shown = [c for c in spec.columns if c.shown]
     rows = columns.page_rows(
-        frame.reindex(columns=[c.name for c in shown]), shown, zone, SCORE_DIGITS, cut=True
+        frame.reindex(columns=[c.name for c in shown]),
+        shown,
+        zone,
+        SCORE_DIGITS,
+        cut=True,
+        threshold=threshold,
     )
     items = [c for c in shown if c.source == "item.id"]
     for c in sorted(items, key=lambda c: c.format != "list"):  # lists first: items in member order
@@ -281,10 +291,13 @@ def page_rows(
     return rows
 
 
-def first_screen_order(clusters: pd.DataFrame, zone: ZoneInfo | None = None) -> list[int]:
+def first_screen_order(
+    clusters: pd.DataFrame, zone: ZoneInfo | None = None, threshold: float | None = None
+) -> list[int]:
     """The row positions of ``clusters`` in the order the page's list opens on (``assets/report.js``,
     sort "latest activity first"): the last item's time as the page shows it (in ``zone``; none last), then
-    the strongest link, the larger story, the cluster id.
+    the strongest link as the page holds it (at ``threshold``, :func:`nlsim.io.columns.page_score`), the
+    larger story, the cluster id.
 
     >>> clusters = pd.DataFrame({"cluster_id": ["c-a", "c-b", "c-c"], "size": [2, 3, 2],
     ...     "last_published": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T08:00Z", None], utc=True),
@@ -302,20 +315,29 @@ def first_screen_order(clusters: pd.DataFrame, zone: ZoneInfo | None = None) -> 
     def key(k: int) -> tuple[Any, ...]:
         when = columns.page_time(last[k], zone) or ""
         inverted = tuple(-ord(ch) for ch in when) + (1,)  # later first; a missing time after every one
-        return inverted, -(columns.page_score(best[k], SCORE_DIGITS) or 0), -int(sizes[k] or 0), ids[k]
+        return (
+            inverted,
+            -(columns.page_score(best[k], SCORE_DIGITS, threshold) or 0),
+            -int(sizes[k] or 0),
+            ids[k],
+        )
 
     return sorted(range(n), key=key)
 
 
 def _cluster_pairs(
-    pairs: pd.DataFrame, spec: columns.Table, item: _Items, zone: ZoneInfo | None
+    pairs: pd.DataFrame,
+    spec: columns.Table,
+    item: _Items,
+    zone: ZoneInfo | None,
+    threshold: float | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each cluster's pairs as the page's rows, highest score first."""
     rows: dict[str, list[dict[str, Any]]] = {}
     if not len(pairs) or "cluster_id" not in pairs:
         return rows
     for cluster, row in zip(
-        pairs["cluster_id"], page_rows(with_scores(pairs), spec, item, zone), strict=True
+        pairs["cluster_id"], page_rows(with_scores(pairs), spec, item, zone, threshold), strict=True
     ):
         rows.setdefault(str(cluster), []).append(row)
     for found in rows.values():
@@ -393,8 +415,8 @@ def page_data(
     zone = page_zone(record.timezone)
     tables = page_tables(record)
     item = _Items(frame, tables["items"], zone)
-    pair_rows = _cluster_pairs(pairs, tables["pairs"], item, zone)
-    out = page_rows(clusters, tables["clusters"], item, zone)
+    pair_rows = _cluster_pairs(pairs, tables["pairs"], item, zone, record.threshold)
+    out = page_rows(clusters, tables["clusters"], item, zone, record.threshold)
     copies = _copies(pairs, item)
     editors = review.editors_data(record.editors, item, item.known)
     changes = record.editors.cluster_changes if record.editors is not None else []
@@ -414,7 +436,7 @@ def page_data(
         "titleChars": TITLE_CHARS,
         "tooltipChars": TOOLTIP_CHARS,
         "periodUnit": unit,
-        "threshold": columns.page_number(record.threshold, 6),
+        "threshold": columns.page_threshold(record.threshold, SCORE_DIGITS),
         "scoreDigits": score_digits(record.threshold),
         "timeZone": zone.key,
         "columns": {name: columns.page_spec(spec) for name, spec in tables.items()},
@@ -424,7 +446,7 @@ def page_data(
         "topics": page_rows(topics, tables["topics"], item, zone),
         "rule": None if record.story_rule is None else asdict(record.story_rule),
         "copies": copies,
-        "nearMisses": page_rows(near_misses, tables["near_misses"], item, zone),
+        "nearMisses": page_rows(near_misses, tables["near_misses"], item, zone, record.threshold),
         "review": review.review_meta(record),
         "editors": editors,
     }

@@ -132,7 +132,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
     return {
         "runId": record.run_id,
         "model": info.version or record.model or info.model_id,
-        "threshold": columns.page_number(record.threshold, 6),
+        "threshold": columns.page_threshold(record.threshold, 6),
         "score": "rerank score" if record.rerank is not None else "cosine",
         "levels": [{"v": v, "key": k, "label": label, "title": title} for v, k, label, title in LEVELS],
         "three": list(THREE),

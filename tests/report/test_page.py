@@ -79,3 +79,44 @@ def test_a_score_a_hair_below_a_six_decimal_threshold_is_below_it_in_the_page_da
     assert sorted(c["max_similarity"] for c in data["clusters"]) == [0.881349, 0.97]
     heading = review_section(data)
     assert "the 1 best pairs below the threshold" in heading and "at or above" not in heading
+
+
+def test_a_pair_at_a_threshold_of_seven_decimals_never_reads_below_it() -> None:
+    """``--threshold 0.8813486`` (a pair's own score, read from pairs.parquet): the page's data held the
+    threshold rounded (0.881349) and the pair that met it cut (0.881348), so a story's link read under the
+    threshold it was kept by ("score ≥ threshold 0.881349" over 0.881348). The data now holds such a threshold
+    at the next six-decimal number and a score at or above it never below that; a near miss under it stays
+    under it."""
+    import numpy as np
+    import pandas as pd
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table
+    from nlsim.report.near_misses import near_miss_pairs, near_miss_table
+    from nlsim.report.page import page_data
+    from nlsim.report.record import RunRecord
+    from nlsim.report.review import review_section
+
+    frame = pd.DataFrame(
+        {
+            "id": ["c0", "c1", "d0"],
+            "title": ["Floods in the north", "Northern floods", "Budget vote"],
+            "source": ["AP"] * 3,
+            "published_at": pd.to_datetime(["2024-08-01T08:00Z"] * 3, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0], "b": [1], "similarity": np.array([0.8813486], dtype=np.float32)})
+    below = pd.DataFrame({"a": [0], "b": [2], "similarity": np.array([0.8813483], dtype=np.float32)})
+    labels, clusters = batch_clusters(frame, pairs)
+    cluster_of = {i: c for i, c in zip(frame["id"], labels, strict=True) if c is not None}
+    near = near_miss_table(pairs_table(frame, near_miss_pairs(below, labels, 10), labels), cluster_of)
+    record = RunRecord(model="m", threshold=0.8813486)
+    data = page_data(pairs_table(frame, pairs, labels), clusters, record, frame, near_misses=near)
+    digits = data["scoreDigits"]
+    threshold = _shown(data["threshold"], digits)
+    (link,) = [p["similarity"] for c in data["clusters"] for p in c["pairs"]]
+    assert _shown(link, digits) >= threshold, (link, threshold)
+    assert [_shown(c["max_similarity"], digits) >= threshold for c in data["clusters"]] == [True]
+    (miss,) = data["nearMisses"]
+    assert _shown(miss["similarity"], digits) < threshold, (miss, threshold)
+    assert "the 1 best pairs below the threshold" in review_section(data)
