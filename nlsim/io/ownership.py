@@ -31,7 +31,7 @@ from typing import Any
 
 from nlsim import __version__
 from nlsim.errors import ConfigError, OutputError
-from nlsim.io.atomic import atomic_write_text, file_sha256
+from nlsim.io.atomic import LEFTOVER, atomic_write_text, file_sha256
 from nlsim.io.lock import GUARD_NAME, LOCK_NAME
 
 MARKER = ".nlsim.json"
@@ -71,8 +71,8 @@ def _legacy_owned(folder: Path, kind: str) -> bool:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
     if kind == "learning-curve":  # a curve written before markers: its points (resumed) or its table, and
-        if not set(held_names(folder)) <= CURVE_NAMES:  # nothing else (a copy of its table among the user's)
-            return False
+        if not all(_curve_name(n) for n in held_names(folder)):  # nothing else (a copy of its table among
+            return False  # the user's)
         return _curve_table(folder / "learning_curve.csv") or any(
             _curve_point(p) for p in (folder / "runs").glob("size*_seed*.json")
         )
@@ -91,6 +91,21 @@ CURVE_NAMES = frozenset(
 )
 """What a learning curve's folder holds (:mod:`nlsim.training.learning_curve`): a folder holding anything
 else is the user's (with a copy of a curve's table, perhaps), never taken for a curve's."""
+
+
+def _curve_name(name: str) -> bool:
+    """Whether ``name`` is one a learning curve's folder holds (:data:`CURVE_NAMES`), or what a curve killed
+    while it wrote one of them left (:data:`nlsim.io.atomic.LEFTOVER`:
+    ``.learning_curve.csv.k3x_9a2b.tmp.csv``).
+
+    >>> _curve_name("runs"), _curve_name(".learning_curve.png.k3x_9a2b.tmp.png"), _curve_name("notes.md")
+    (True, True, False)
+    """
+    return name in CURVE_NAMES or (
+        LEFTOVER.match(name) is not None and any(name.startswith(f".{n}.") for n in CURVE_NAMES)
+    )
+
+
 CURVE_COLUMNS = "size,runs,spearman_mean,spearman_sd,"
 """How the table of a learning curve begins (``learning_curve.csv``, :mod:`nlsim.training.learning_curve`)."""
 

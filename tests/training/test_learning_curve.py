@@ -660,3 +660,43 @@ def test_the_plot_marks_whole_numbers_of_training_pairs(
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
     assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"] == [70.0]
+
+
+def test_a_curve_from_before_markers_that_a_kill_left_a_temporary_file_in_resumes(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve written before folders were marked, killed while it wrote its table, holds its points and
+    the table's temporary file (``.learning_curve.csv.XXXXXXXX.tmp.csv``): that file was taken for one of the
+    user's, and the curve refused as "not written by nlsim". It resumes, its finished point not retrained; a
+    user's own hidden file still makes the folder theirs."""
+    from dataclasses import replace
+
+    from nlsim.io.ownership import MARKER, is_owned
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = replace(config(pairs_file, out, (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    (out / MARKER).unlink()  # as written before markers: its points, table and plot
+    for point in (out / "runs").glob("*.json"):
+        done = json.loads(point.read_text(encoding="utf-8"))
+        old = {k: v for k, v in done.items() if k not in ("parameters", "train_order")}
+        point.write_text(json.dumps(old), encoding="utf-8")
+    (out / ".learning_curve.csv.k3x_9a2b.tmp.csv").write_text("size,runs", encoding="utf-8")
+    assert is_owned(out, "learning-curve")
+    trained: list[tuple[int | None, int]] = []
+
+    def counting(c, **kw):  # noqa: ANN001, ANN202
+        trained.append((c.data.train_size, c.recipe.seed))
+        return _finetuned(c, **kw)
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", counting)
+    assert run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None).trained == 1
+    assert trained == [(16, 1)]
+    mine = tmp_path / "analysis"
+    (mine / "runs").mkdir(parents=True)
+    (mine / "learning_curve.csv").write_text(
+        "size,runs,spearman_mean,spearman_sd,pearson_mean\n8,1,40.0,,41\n", encoding="utf-8"
+    )
+    (mine / ".notes.md").write_text("mine\n", encoding="utf-8")
+    assert not is_owned(mine, "learning-curve")
