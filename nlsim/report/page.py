@@ -50,8 +50,8 @@ PAGE_SIZE = 50
 """Clusters per page of the list (the reader can choose 20, 50, 100 or 500)."""
 TITLE_CHARS = 300
 """The characters of a title a line of a list shows (a story's row, the day in brief, a topic, an editor's
-decision); a longer one (an article's body in its title field) is cut there with "…", whole in its tooltip
-and in the opened story's items (:func:`short_title`)."""
+decision); a longer one (an article's body in its title field) is cut there with "…", its first
+:data:`TOOLTIP_CHARS` in its tooltip, whole in the opened story's items (:func:`short_title`)."""
 TOOLTIP_CHARS = 2_000
 """The characters of a cut title its tooltip holds."""
 

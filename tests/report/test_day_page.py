@@ -206,3 +206,15 @@ def test_a_title_that_holds_a_whole_article_is_cut_in_the_lists_and_whole_in_the
     page.eval_on_selector("li[data-cluster='c-a'] details", "el => { el.open = true; }")
     whole = page.inner_text("li[data-cluster='c-a'] .cbody tbody td.t")
     assert whole == " ".join(body.split())
+
+
+def test_the_guide_says_how_much_of_a_cut_title_its_tooltip_holds() -> None:
+    """docs/report.md said a title cut in a list is whole in its tooltip; the tooltip holds its first
+    :data:`~nlsim.report.page.TOOLTIP_CHARS` characters (a 45,000-character title is not whole there)."""
+    from nlsim.report.page import TOOLTIP_CHARS, short_title
+
+    guide = " ".join((Path(__file__).parents[2] / "docs" / "report.md").read_text(encoding="utf-8").split())
+    _, tip = short_title("Floods " * 10_000)
+    assert tip is not None and len(tip) == TOOLTIP_CHARS + 1  # its first characters and "…"
+    assert f"its first {TOOLTIP_CHARS:,} characters in its tooltip" in guide
+    assert "whole in its tooltip" not in guide

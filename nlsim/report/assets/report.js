@@ -57,8 +57,8 @@
   }
   function safeLink(url) { return typeof url === "string" && /^https?:\/\//i.test(url) ? url : null; }
   // a title in a line of a list (a story's row, a topic, an editor's decision) is cut at DATA.titleChars
-  // characters with "…", whole in its tooltip (nlsim.report.page.short_title); "whole": as it is (the opened
-  // story's items, the pairs an editor marks), where it is read
+  // characters with "…", its first DATA.tooltipChars in its tooltip (nlsim.report.page.short_title);
+  // "whole": as it is (the opened story's items, the pairs an editor marks), where it is read
   function cut(text, n) {
     var chars = Array.from(text);
     return chars.length > n ? chars.slice(0, n).join("") + "…" : text;
