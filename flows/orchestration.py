@@ -41,6 +41,7 @@ from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
 from nlsim.options import options_of, parameters
 from nlsim.orchestration import stage_info
+from nlsim.report.summary import md_cell
 
 IO_RETRIES = 2
 TIMEOUT_VARIABLE = "NLSIM_TASK_TIMEOUT_S"
@@ -167,7 +168,8 @@ def quiet_failed_runs() -> None:
 
 
 def report_failure(flow_: Any, flow_run: Any, state: Any) -> None:
-    """``on_failure`` hook: the failure as a readable Markdown artifact (what failed, and why)."""
+    """``on_failure`` hook: the failure as a readable Markdown artifact (what failed, and why; the reason as
+    text, never Markdown: it may quote a row's value, :func:`nlsim.report.summary.md_cell`)."""
     message = state.message or "failed"
     try:
         exc = state.result(raise_on_failure=False)
@@ -176,7 +178,7 @@ def report_failure(flow_: Any, flow_run: Any, state: Any) -> None:
     except Exception:  # noqa: BLE001 - the state's own message is enough
         pass
     create_markdown_artifact(
-        f"# {flow_.name} failed\n\nRun `{flow_run.name}`:\n\n> {message}\n",
+        f"# {flow_.name} failed\n\nRun `{flow_run.name}`:\n\n> {md_cell(message)}\n",
         key=artifact_key(f"{flow_.name}-failure"),
         description=f"why {flow_run.name} failed",
     )
@@ -300,11 +302,12 @@ def exit_status(prog: str, state: Any) -> int:
 
 
 def fail(message: str) -> Any:
-    """Log ``message`` as the run's one error line and end the flow run Failed with it (no traceback)."""
+    """Log ``message`` as the run's one error line and end the flow run Failed with it (no traceback); its
+    artifact holds the message as text, never Markdown (:func:`nlsim.report.summary.md_cell`)."""
     from prefect.states import Failed  # deferred: only a failing run needs it
 
     get_run_logger().error(message)
     create_markdown_artifact(
-        f"# Run failed\n\n> {message}\n", key="nlsim-run-failure", description=message[:120]
+        f"# Run failed\n\n> {md_cell(message)}\n", key="nlsim-run-failure", description=message[:120]
     )
     return Failed(message=message)

@@ -173,3 +173,32 @@ def test_a_task_timeout_that_is_not_seconds_fails_the_run_in_one_line_naming_the
     with pytest.raises(ConfigError, match=f"NLSIM_TASK_TIMEOUT_S='{given}': not a number of seconds above 0"):
         orchestration.task_call("embed", lambda: ran.append(1))
     assert ran == []
+
+
+def test_a_failed_runs_artifact_holds_its_reason_as_text_never_markdown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run refused for a bad row quotes the row's value in its reason; the failure's Markdown artifact
+    held it as written, so in Prefect's UI a value ``![x](http://tracker.example/p.png)`` fetched an image,
+    ``[click](http://evil.example)`` became a link and a second line left the quote. Both artifacts (the
+    flow's ``fail`` and the ``on_failure`` hook's) now hold the reason as text."""
+    from types import SimpleNamespace
+
+    import flows.orchestration as orchestration
+
+    made: list[str] = []
+    monkeypatch.setattr(orchestration, "create_markdown_artifact", lambda md, **kw: made.append(md))
+    monkeypatch.setattr(orchestration, "get_run_logger", lambda: SimpleNamespace(error=lambda *a: None))
+    reason = (
+        "news.csv: row 1, field 'published_at': time '![x](http://tracker.example/p.png)' is not a time\n"
+        "[click](http://evil.example) *now*"
+    )
+    orchestration.fail(reason)
+    state = SimpleNamespace(message=reason, result=lambda raise_on_failure: None)
+    orchestration.report_failure(SimpleNamespace(name="news-dedup"), SimpleNamespace(name="a-run"), state)
+    assert len(made) == 2
+    for md in made:
+        quote = md.split("\n> ", 1)[1]
+        assert "![x](" not in quote and "](http" not in quote.replace("\\](http", ""), md
+        assert "\\[click\\](http://evil.example) \\*now\\*" in quote, md
+        assert quote.count("\n") == 1, md  # one line: the reason stays inside the quote
