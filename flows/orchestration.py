@@ -35,7 +35,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ephemeral import exit_on_api_failure
 from nlsim import progress
-from nlsim.cli import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, sigterm_stops_the_run
+from nlsim.cli import sigterm_stops_the_run, stopped
 from nlsim.commands.options import config_from_args
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
@@ -269,12 +269,8 @@ def run_from_command_line(
     try:
         with sigterm_stops_the_run():  # Prefect's own handler hands the signal on to this one's
             return exit_on_api_failure(prog, lambda: exit_status(prog, flow_(**params, return_state=True)))
-    except Terminated:
-        print(f"{prog}: stopped (SIGTERM)", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+        return stopped(prog, exc)
 
 
 USAGE = f"{ConfigError.__name__}: "

@@ -82,6 +82,16 @@ def sigterm_stops_the_run() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def stopped(prog: str, exc: KeyboardInterrupt) -> int:
+    """The one line a command stopped by SIGTERM (:class:`Terminated`) or Ctrl-C ends with, and its exit
+    status (143, 130), once its clean-up ran: ``nlsim CMD`` and ``python -m flows.X`` alike."""
+    if isinstance(exc, Terminated):
+        print(f"{prog}: stopped (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
+    print(f"{prog}: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nlsim",
@@ -163,12 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    except Terminated:
-        print(f"nlsim {args.command}: stopped (SIGTERM)", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print(f"nlsim {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+        return stopped(f"nlsim {args.command}", exc)
 
 
 def in_home(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
