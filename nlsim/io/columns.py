@@ -372,12 +372,16 @@ def _sheet_list(v: Any) -> str:
     >>> cell = _sheet_list([f"item-{i:06d}" for i in range(3_000)])
     >>> cell_length(cell) <= SHEET_CELL_CHARACTERS, cell[-29:]
     (True, 'item-002518, … (3,000 in all)')
+    >>> _sheet_list(["x" * 40_000])  # a single value longer than a cell: the count alone
+    '… (1 in all)'
     """
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return ""
     values = [str(x) for x in v]
     kept = sheet_list_values(v)
-    return ", ".join(kept) + ("" if len(kept) == len(values) else f", … ({len(values):,} in all)")
+    if len(kept) == len(values):
+        return ", ".join(kept)
+    return ", ".join([*kept, f"… ({len(values):,} in all)"])
 
 
 def sheet_list_values(v: Any) -> list[str]:
