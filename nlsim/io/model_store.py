@@ -44,6 +44,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -274,8 +275,8 @@ class ModelStore:
         pointer written by hand."""
         pointer = json.dumps({"version": version})
         return (
-            f"run nlsim models promote {version} --model-store {self.root} --reason WHY (or write {pointer} "
-            f"into {self.root / CURRENT})"
+            f"run nlsim models promote {version} --model-store {shlex.quote(str(self.root))} --reason WHY "
+            f"(or write {pointer} into {self.root / CURRENT})"
         )
 
     def current_record(self) -> dict[str, Any] | None:

@@ -364,3 +364,22 @@ def test_a_folder_nlsim_wrote_as_another_kind_is_not_taken_for_a_model_store(
     ModelStore(tmp_path / "models").check_kind()  # not there yet: a store the chain makes
     claim_folder(tmp_path / "models", "model-store")
     ModelStore(tmp_path / "models").check_kind()
+
+
+def test_the_promote_command_a_lost_pointer_gives_runs_as_printed_from_a_path_with_a_space(
+    tmp_path: Path,
+) -> None:
+    """The command in the advice is one a shell runs as printed: a store path with a space is quoted."""
+    import shlex
+
+    root = tmp_path / "news models"
+    store = ModelStore(root)
+    store.claim()
+    (root / "versions" / "v0001-aaaaaaaa").mkdir(parents=True)
+    store.register("v0001-aaaaaaaa", {"fingerprint": "aaaaaaaa"})
+    store.promote("v0001-aaaaaaaa", "better")
+    (root / "CURRENT.json").unlink()
+    with pytest.raises(StateError) as err:
+        store.current()
+    said = str(err.value).split("run nlsim models promote ", 1)[1].split(" --reason", 1)[0]
+    assert shlex.split(said) == ["v0001-aaaaaaaa", "--model-store", str(root)], said
