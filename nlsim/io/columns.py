@@ -467,13 +467,19 @@ def page_time(value: Any, zone: tzinfo | None = None) -> str | None:
     return stamp.tz_convert(zone or dt.UTC).strftime(PAGE_TIME)
 
 
-def page_number(value: Any, digits: int = 4) -> float | None:
-    """A score as the page's data holds it (rounded; ``None`` for a missing one)."""
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float; ``None`` for a missing, non-numeric, NaN or infinite one."""
     try:
         f = float(value)
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(f) or math.isinf(f) else round(f, digits)
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def page_number(value: Any, digits: int = 4) -> float | None:
+    """A score as the page's data holds it (rounded; ``None`` for a missing one)."""
+    f = _finite(value)
+    return None if f is None else round(f, digits)
 
 
 def page_score(value: Any, digits: int = 6, threshold: float | None = None) -> float | None:
@@ -492,11 +498,8 @@ def page_score(value: Any, digits: int = 6, threshold: float | None = None) -> f
     >>> page_score(np.float32(0.8813486), threshold=0.8813486), page_score(0.8813484, threshold=0.8813486)
     (0.881349, 0.881348)
     """
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    if math.isnan(f) or math.isinf(f):
+    f = _finite(value)
+    if f is None:
         return None
     scale = 10**digits
     if abs(f) * scale >= 2**52:  # no decimals to cut
@@ -519,11 +522,8 @@ def page_threshold(value: Any, digits: int = 6) -> float | None:
     >>> page_threshold(0.8813481), page_threshold(None)
     (0.881349, None)
     """
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    if math.isnan(f) or math.isinf(f):
+    f = _finite(value)
+    if f is None:
         return None
     scale = 10**digits
     if abs(f) * scale >= 2**52:
