@@ -62,7 +62,14 @@ from nlsim.models.settings import ModelSettings
 from nlsim.models.threshold import Levels
 from nlsim.progress import Progress, say, warn
 from nlsim.report import near_misses as near
-from nlsim.report.files import daily_report_dir, finished, pairs_table, publish_daily_report, write_report
+from nlsim.report.files import (
+    daily_report_dir,
+    finished,
+    pairs_table,
+    publish_daily_report,
+    spreadsheet_files,
+    write_report,
+)
 from nlsim.report.record import (
     JOINED,
     SPLIT,
@@ -1086,9 +1093,10 @@ def report(
     out = settings.report.out
     writer = _index_writer(window, model, settings.model.convert)
     frame = report_frame(clustering, missed)
-    record = finished(
-        record, frame, clustering.report_pairs, clustering.report_clusters, clustering.report_topics
+    sheets = spreadsheet_files(
+        clustering.report_pairs, clustering.report_clusters, frame, clustering.report_topics
     )
+    record = finished(record, frame, sheets)
     write_report(
         out,
         clustering.report_pairs,
@@ -1098,6 +1106,7 @@ def report(
         extra={"index": writer} if settings.report.save_index else None,
         near_misses=missed,
         topics=clustering.report_topics,
+        sheets=sheets,
     )
     return Reported(Path(out), record)
 
@@ -1112,14 +1121,14 @@ def report_daily(
     """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
     run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
     frame = report_frame(clustering, missed)
-    record = finished(
-        record,
-        frame,
+    sheets = spreadsheet_files(
         clustering.report_pairs,
         clustering.report_clusters,
+        frame,
         clustering.report_topics,
         window=clustering.window_clusters,
     )
+    record = finished(record, frame, sheets)
     folder = publish_daily_report(
         report.out,
         window.run_id,
@@ -1131,6 +1140,7 @@ def report_daily(
         near_misses=missed,
         topics=clustering.report_topics,
         latest=not record.older_day,
+        sheets=sheets,
     )
     return Reported(folder, record)
 
@@ -1149,9 +1159,10 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Re
     missed = folder / "near_misses.parquet"  # absent in a state committed before near misses were kept
     topics = folder / "topics.parquet"  # absent in a state committed before topic groups
     topic_table = pd.read_parquet(topics) if topics.is_file() else None
-    last = finished(
-        last, tables["frame"], tables["pairs"], tables["clusters"], topic_table, window=tables["window"]
+    sheets = spreadsheet_files(
+        tables["pairs"], tables["clusters"], tables["frame"], topic_table, window=tables["window"]
     )
+    last = finished(last, tables["frame"], sheets)
     written = publish_daily_report(
         report.out,
         run_id,
@@ -1163,5 +1174,6 @@ def replay_report(report: ReportSettings, window: Window, last: RunRecord) -> Re
         near_misses=pd.read_parquet(missed) if missed.is_file() else near.empty_table(),
         topics=topic_table,
         latest=not last.older_day,
+        sheets=sheets,
     )
     return Reported(written, last)

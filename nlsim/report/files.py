@@ -76,7 +76,7 @@ from nlsim.report.page import page_zone
 from nlsim.report.plots import render_overview_png, render_stories_png
 from nlsim.report.record import RunRecord
 from nlsim.report.scores import with_scores
-from nlsim.report.spreadsheet import write_csv, write_xlsx, written_changes
+from nlsim.report.spreadsheet import SheetFiles, write_csv, write_xlsx, written_changes
 from nlsim.report.summary import render_markdown
 
 PAIRS_SCHEMA = columns.table("pairs").schema
@@ -260,23 +260,17 @@ def copy_learning_curve(record: RunRecord, folder: Path) -> str | None:
     return LEARNING_CURVE
 
 
-def finished(
-    record: RunRecord,
-    frame: pd.DataFrame | None,
-    pairs: pd.DataFrame,
-    clusters: pd.DataFrame,
-    topics: pd.DataFrame | None = None,
-    window: pd.DataFrame | None = None,
-) -> RunRecord:
+def finished(record: RunRecord, frame: pd.DataFrame | None, sheets: SheetFiles) -> RunRecord:
     """The run record as its report states it: when the report was written and which text cells of the
-    spreadsheet files the report writes (:func:`spreadsheet_files` of the report's tables; ``frame``: the
-    items it shows) were changed, in which files (:func:`nlsim.report.spreadsheet.written_changes`).
-    A record already finished is the report's as it is: the run finishes its record before the report
-    is written (the record it returns is the one ``run.json`` holds)."""
+    spreadsheet files the report writes (``sheets``: :func:`spreadsheet_files` of the report's tables;
+    ``frame``: the items it shows) were changed, in which files
+    (:func:`nlsim.report.spreadsheet.written_changes`). A record already finished is the report's as it is:
+    the run finishes its record before the report is written (the record it returns is the one ``run.json``
+    holds), and passes the same ``sheets`` on to be written."""
     if record.finished_at is not None:
         return record
     frame = frame if frame is not None else _no_items()
-    changes = written_changes(spreadsheet_files(pairs, clusters, frame, topics, window), frame)
+    changes = written_changes(sheets, frame)
     return replace(
         record, finished_at=datetime.now(UTC).isoformat(timespec="seconds"), spreadsheet_changes=changes
     )
@@ -292,8 +286,11 @@ def write_files(
     extra: dict[str, Any] | None = None,
     near_misses: pd.DataFrame | None = None,
     topics: pd.DataFrame | None = None,
+    sheets: SheetFiles | None = None,
 ) -> list[str]:
     """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
+    ``sheets``: the spreadsheet files' tables the run finished its record with (:func:`finished`), made
+    here from the others when not given.
 
     ``record`` is written as the run made it (:func:`finished` first when it is not yet).
 
@@ -305,14 +302,15 @@ def write_files(
     if frame is None:
         frame = _no_items()
     # its counts are the run's (nlsim.dedup.run.run_record), never made here
-    record = finished(record, frame, pairs, clusters, topics, window)
+    if sheets is None:
+        sheets = spreadsheet_files(pairs, clusters, frame, topics, window)
+    record = finished(record, frame, sheets)
     topics = topics if topics is not None else columns.table("topics").empty()
     zone = page_zone(record.timezone).key  # the spreadsheets' times are the run's
     import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
 
     for name, table in (("pairs", pairs), ("clusters", clusters), ("topics", topics)):
         pq.write_table(columns.conform(table, columns.table(name)), folder / f"{name}.parquet")
-    sheets = spreadsheet_files(pairs, clusters, frame, topics, window)
     _write_sheets(folder, {n: t for n, t in sheets.items() if "/" not in n}, zone)
 
     missed = near_misses if near_misses is not None else columns.table("near_misses").empty()
@@ -368,6 +366,7 @@ def write_report(
     extra: dict[str, Any] | None = None,
     near_misses: pd.DataFrame | None = None,
     topics: pd.DataFrame | None = None,
+    sheets: SheetFiles | None = None,
 ) -> dict[str, Path]:
     """A batch report: every file into ``out_dir`` (staged, then moved in, ``run.json`` last). Returns the
     paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
@@ -391,6 +390,7 @@ def write_report(
                     extra=extra,
                     near_misses=near_misses,
                     topics=topics,
+                    sheets=sheets,
                 )
             top = sorted({n.split("/")[0] for n in names})
             # what it replaces is nlsim's, unchanged, and of the kind it writes (a file for a file)
@@ -519,6 +519,7 @@ def publish_daily_report(
     near_misses: pd.DataFrame | None = None,
     topics: pd.DataFrame | None = None,
     latest: bool = True,
+    sheets: SheetFiles | None = None,
 ) -> Path:
     """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
     symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report. ``latest=False``
@@ -531,7 +532,15 @@ def publish_daily_report(
     check_report_replaceable(final, ["."], what="report folder")  # a run's report again: only nlsim's files
     with atomic_dir(final) as tmp, naming(final, "writing the day's report"):
         write_files(
-            tmp, pairs, clusters, record, frame, window=window, near_misses=near_misses, topics=topics
+            tmp,
+            pairs,
+            clusters,
+            record,
+            frame,
+            window=window,
+            near_misses=near_misses,
+            topics=topics,
+            sheets=sheets,
         )
     fault_point("report-publish")
     if latest:
