@@ -241,7 +241,8 @@ class PairMatch:
 def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) -> PairMatch:
     """The scored pairs (``id_a``, ``id_b``, ``text_a``, ``text_b``; ``rows``: their rows in the pair file)
     that belong to ``corpus`` (``id``, ``title``, ``text``): each id an item whose title or embedded text
-    is the pair's text (:func:`nlsim.io.pairs.normalise_text`)."""
+    is the pair's text (:func:`nlsim.io.pairs.normalise_text`). The judged pairs' ids are given as they
+    were matched (:func:`nlsim.io.pairs.item_id`: text, without surrounding spaces)."""
     texts: dict[str, set[str]] = {}
     for item, *held in zip(corpus["id"].astype(str), corpus["title"], corpus["text"], strict=True):
         texts[item] = {normalise_text(f) for f in held}
@@ -261,7 +262,10 @@ def match_corpus(scored: pd.DataFrame, corpus: pd.DataFrame, rows: list[int]) ->
             first = (row, f"text_{side}", item, str(held), str(text))
         mismatched += bool(wrong)
         keep.append(not wrong)
-    return PairMatch(len(scored), scored[keep].reset_index(drop=True), mismatched, missing, first)
+    judged = scored[keep].reset_index(drop=True)
+    for col in ("id_a", "id_b"):  # the ids as they were matched (" n1 " names n1): so they meet the clusters'
+        judged[col] = judged[col].map(item_id)
+    return PairMatch(len(scored), judged, mismatched, missing, first)
 
 
 def _holds(held: set[str], text: Any) -> bool:

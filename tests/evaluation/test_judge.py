@@ -22,6 +22,7 @@ from nlsim.evaluation.judge import (
     Judgement,
     PairFigures,
     describe,
+    judge_items,
     judge_report,
     judge_tables,
     match_corpus,
@@ -398,3 +399,36 @@ def test_a_pair_scored_in_the_other_chinese_script_still_names_its_items(tmp_pat
     assert match.judged["pair_id"].tolist() == ["p1", "p2"]
     assert (match.not_in_corpus, match.mismatched) == (0, 1)
     assert match.first_mismatch is not None and match.first_mismatch[:3] == (3, "text_a", "n1")
+
+
+def test_ids_with_surrounding_spaces_are_judged_in_their_clusters(tmp_path: Path) -> None:
+    """A pair file whose ids carry spaces (" a1 ", as a spreadsheet exports them) names the items a1, a2:
+    its pairs are judged inside the report's clusters, as the same ids without the spaces are, and a pair
+    given in both orders counts once."""
+    texts = {"a1": "Floods in the north", "a2": "Northern floods", "b1": "Storm", "b2": "Quake"}
+    rows = [("p1", " a1 ", "a2", 1.0), ("p2", "b1", " b2", 0.0), ("p3", "a2 ", " a1", 1.0)]
+    pd.DataFrame(
+        {
+            "pair_id": [r[0] for r in rows],
+            "split": "validation",
+            "id_a": [r[1] for r in rows],
+            "id_b": [r[2] for r in rows],
+            "text_a": [texts[r[1].strip()] for r in rows],
+            "text_b": [texts[r[2].strip()] for r in rows],
+            "score": [r[3] for r in rows],
+        }
+    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    corpus = pd.DataFrame({"id": list(texts), "title": list(texts.values())})
+    clusters = pd.DataFrame({"cluster_id": ["c-a1", "c-b1"], "member_ids": [["a1", "a2"], ["b1", "b2"]]})
+    reported = pd.DataFrame({"id_a": ["a1", "b1"], "id_b": ["a2", "b2"]})
+    j = judge_items(
+        clusters,
+        reported,
+        scored_pairs(tmp_path / "pairs.tsv", "validation"),
+        corpus.assign(text=corpus["title"]),
+        pairs=tmp_path / "pairs.tsv",
+        split="validation",
+        corpus="corpus.parquet",
+    )
+    assert (j.judged_pairs, j.same_story_pairs, j.grouped_judged_pairs) == (2, 1, 2)
+    assert (j.precision, j.recall, j.unjudged_pairs) == (0.5, 1.0, 0)
