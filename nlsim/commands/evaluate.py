@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import textwrap
 from typing import Any
@@ -94,7 +95,7 @@ def load_split(pairs: str, split: str | None) -> Any:
 def run(args: argparse.Namespace) -> int:
     frame = load_split(args.pairs, args.split)  # a bad pair file is refused before torch loads
 
-    from nlsim.evaluation.metrics import check_scorable, evaluate, metrics_table  # deferred, as above
+    from nlsim.evaluation.metrics import check_scorable, defined, evaluate, metrics_table  # deferred
     from nlsim.rerank.reranker import load_reranker
 
     check_scorable(frame, f"{args.pairs} ({args.split})")
@@ -106,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"scoring with the model's {reranker.describe()}", file=sys.stderr)
             scorer, kind = reranker.scorer(scorer), "reranker"
     m = evaluate(scorer, frame, args.convert)
+    if math.isnan(m.spearman):
+        print(
+            f"Spearman and Pearson are undefined: the {kind} gives each of the {m.n} pairs the same score",
+            file=sys.stderr,
+        )
     if args.json:
         print(
             json.dumps(
@@ -115,8 +121,9 @@ def run(args: argparse.Namespace) -> int:
                     "split": args.split,
                     "conversion": args.convert,
                     "scorer": kind,
-                    **m.as_dict(),
-                }
+                    **defined(m.as_dict()),  # valid JSON: an undefined figure is null, never NaN
+                },
+                allow_nan=False,
             )
         )
     else:

@@ -97,8 +97,19 @@ def evaluate(encoder: Any, pairs: pd.DataFrame, conversion: str | None = None) -
     return metrics_from_scores(pred, pairs["score"].to_numpy(dtype=np.float64))
 
 
+def defined(figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with every NaN (an undefined correlation: the scorer gave every pair one score) as
+    ``None``, for JSON, which has no NaN (``null`` there).
+
+    >>> defined({"spearman": float("nan"), "mse": 0.25, "n": 3})
+    {'spearman': None, 'mse': 0.25, 'n': 3}
+    """
+    return {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in figures.items()}
+
+
 def metrics_table(rows: Sequence[dict[str, Any]]) -> str:
-    """A Markdown table of metric rows (each a dict with a ``model`` key and the metric fields)."""
+    """A Markdown table of metric rows (each a dict with a ``model`` key and the metric fields); an
+    undefined figure (NaN, ``None``) reads ``undefined``."""
     head = ["model", "conversion", "split", "spearman", "pearson", "mse", "mae", "n"]
     cols = [h for h in head if any(h in r for r in rows)]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -107,7 +118,9 @@ def metrics_table(rows: Sequence[dict[str, Any]]) -> str:
         for c in cols:
             v = r.get(c, "")
             cells.append(
-                f"{v:.2f}"
+                "undefined"
+                if v is None or (isinstance(v, float) and np.isnan(v))
+                else f"{v:.2f}"
                 if isinstance(v, float) and c in ("spearman", "pearson")
                 else f"{v:.4f}"
                 if isinstance(v, float)

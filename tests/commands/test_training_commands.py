@@ -171,3 +171,29 @@ def test_finetune_then_evaluate_and_calibrate(
         == 0
     )
     assert json.loads(plain.read_text())["method"] == "best-f1"
+
+
+def test_evaluate_json_stays_json_when_the_correlation_is_undefined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pairs that share no character bigram: TF-IDF scores each of them 0, and Spearman and Pearson are
+    undefined. ``--json`` prints ``null`` for them (valid JSON, never ``NaN``), the table ``undefined``,
+    and the command says why."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "text_a\ttext_b\tscore\tsplit\nabc\txyz\t1.0\ttest\ndef\tuvw\t0.5\ttest\nghi\trst\t0\ttest\n",
+        encoding="utf-8",
+    )
+    argv = ["evaluate", "--model", "tfidf-char2", "--pairs", str(pairs), "--convert", "none"]
+    assert cli([*argv, "--json"]) == 0
+    out, err = capsys.readouterr()
+
+    def refuse(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+
+    figures = json.loads(out.strip().splitlines()[-1], parse_constant=refuse)
+    assert figures["spearman"] is None and figures["pearson"] is None and figures["n"] == 3
+    assert "Spearman and Pearson are undefined" in err
+    assert cli(argv) == 0
+    table = capsys.readouterr().out
+    assert "| undefined | undefined |" in table and "nan" not in table
