@@ -84,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
 
     level = parse_level(args.level)
     model = args.model if Path(args.model).exists() else None
-    check_outputs_apart({"--pairs": args.pairs, "--model": model}, {"--out": args.out})
-    check_writable(args.out, what="--out")
     target = Path(args.out) / CALIBRATION_JSON if Path(args.out).is_dir() else Path(args.out)
+    check_outputs_apart({"--model": model}, {"--out": args.out})
+    # a folder --out gets calibration.json only: the pair file may lie there (--out . beside it)
+    check_outputs_apart({"--pairs": args.pairs}, {"--out": target})
+    check_writable(args.out, what="--out")
     check_replaceable(
         target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"
     )

@@ -197,3 +197,21 @@ def test_evaluate_json_stays_json_when_the_correlation_is_undefined(
     assert cli(argv) == 0
     table = capsys.readouterr().out
     assert "| undefined | undefined |" in table and "nan" not in table
+
+
+def test_calibrate_writes_into_the_folder_that_holds_its_pairs(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out .`` beside the pair file: a folder ``--out`` gets calibration.json only, so the pairs in it
+    are never at risk and it is not refused; ``--out`` the pair file itself still is."""
+    from nlsim.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.tsv").write_bytes(pairs_file.read_bytes())
+    argv = ["calibrate", "--model", "paraphrase-MiniLM-L3-v2", "--pairs", "pairs.tsv", "--convert", "none"]
+    assert cli([*argv, "--no-precision-check", "--out", "."]) == 0
+    assert json.loads((tmp_path / "calibration.json").read_text())["split"] == "validation"
+    assert "written: calibration.json" in capsys.readouterr().out
+    assert (tmp_path / "pairs.tsv").read_bytes() == pairs_file.read_bytes()
+    with pytest.raises(ConfigError, match="--out pairs.tsv is the same path as --pairs"):
+        cli([*argv, "--no-precision-check", "--out", "pairs.tsv"])
