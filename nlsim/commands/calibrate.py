@@ -16,7 +16,9 @@ from typing import Any
 
 from nlsim.commands.options import Formatter, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
+from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import parse_level
+from nlsim.io.manifest import listed_in
 from nlsim.io.ownership import check_outputs_apart, check_replaceable, check_writable, is_json_record
 
 
@@ -88,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
     check_outputs_apart({"--model": model}, {"--out": args.out})
     # a folder --out gets calibration.json only: the pair file may lie there (--out . beside it)
     check_outputs_apart({"--pairs": args.pairs}, {"--out": target})
+    saved = listed_in(target)
+    if saved is not None:  # a model's own calibration.json: the folder would be refused as altered
+        raise ConfigError(
+            f"--out {args.out}: {target} is a file of the saved folder {saved} (its manifest.json lists it, "
+            "and every use of the folder checks it): writing over it would leave the folder refused as "
+            "altered; write the calibration elsewhere and pass it with --calibration"
+        )
     check_writable(args.out, what="--out")
     check_replaceable(
         target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"

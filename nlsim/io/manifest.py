@@ -110,6 +110,27 @@ def file_problem(
     return None
 
 
+def listed_in(path: str | Path) -> Path | None:
+    """The saved folder (a model folder, a converted registry model) whose manifest lists the file
+    ``path``, ``None`` when none does: a file there is checked when the folder is loaded, so writing over
+    it leaves the whole folder refused as altered.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> with saved_folder(d / "m", "model") as tmp:
+        ...     _ = (tmp / "calibration.json").write_text("{}")
+        >>> listed_in(d / "m" / "calibration.json") == d / "m", listed_in(d / "m" / "other.json")
+        (True, None)
+    """
+    target = Path(path).resolve()
+    for folder in target.parents:
+        manifest = read_manifest(folder)
+        if manifest is not None and target.relative_to(folder).as_posix() in manifest["files"]:
+            return folder
+    return None
+
+
 def check_files(
     folder: str | Path,
     manifest: dict[str, Any],

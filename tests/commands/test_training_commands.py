@@ -215,3 +215,29 @@ def test_calibrate_writes_into_the_folder_that_holds_its_pairs(
     assert (tmp_path / "pairs.tsv").read_bytes() == pairs_file.read_bytes()
     with pytest.raises(ConfigError, match="--out pairs.tsv is the same path as --pairs"):
         cli([*argv, "--no-precision-check", "--out", "pairs.tsv"])
+
+
+def test_calibrate_never_writes_over_a_saved_models_own_calibration(
+    small_reranked_model: Path, pairs_file: Path, tmp_path: Path
+) -> None:
+    """``--out MODEL/calibration.json`` (or ``--out MODEL`` for another model) would write over a file the
+    model folder's manifest lists, and every later use of the model would refuse the folder as altered:
+    refused before any work, the folder left as it was. A new file beside it is the user's choice."""
+    import shutil
+
+    from nlsim.errors import ConfigError
+    from nlsim.io.manifest import check_files, read_manifest
+
+    model = tmp_path / "model"
+    shutil.copytree(small_reranked_model, model)
+    before = (model / "calibration.json").read_bytes()
+    argv = ["calibrate", "--pairs", str(pairs_file), "--convert", "none", "--no-precision-check"]
+    with pytest.raises(ConfigError, match="manifest.json lists it"):
+        cli([*argv, "--model", str(model), "--out", str(model / "calibration.json")])
+    with pytest.raises(ConfigError, match="manifest.json lists it"):
+        cli([*argv, "--model", "paraphrase-MiniLM-L3-v2", "--out", str(model)])
+    assert (model / "calibration.json").read_bytes() == before
+    manifest = read_manifest(model)
+    assert manifest is not None
+    check_files(model, manifest)  # the model still loads
+    assert cli([*argv, "--model", str(model), "--out", str(model / "recalibrated.json")]) == 0
