@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -55,7 +56,7 @@ from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.figures import rates
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import LEVELS, SAME_STORY
-from nlsim.io.corpus import load_corpus
+from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.pairs import item_id, load_pairs, normalise_text
 from nlsim.io.records import known_fields
 from nlsim.io.report_folder import check_one_run
@@ -402,13 +403,33 @@ def judge_report(
             "--corpus FILE (the scored pairs' ids and texts are checked against it)"
         )
     text_fields = tuple(str(run.get("text_fields") or "title").split(","))
-    items = load_corpus(source, text_fields=text_fields)
+    items = load_report_corpus(source, text_fields, run)
     check_report_corpus(folder, run, items.frame["id"], source)
     frame = items.frame.assign(text=items.texts())
     judged = judge_items(
         clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source), topics=topics
     )
     return replace(judged, report=str(folder))
+
+
+def load_report_corpus(source: str | Path, text_fields: tuple[str, ...], run: Mapping[str, Any]) -> Corpus:
+    """The report's corpus ``source`` as the run that wrote the report read it: when that run quarantined
+    bad rows (``run.json``'s ``quarantined``, ``nlsim dedup --quarantine``), they are left out again (the
+    report holds none of their items), not refused; nothing is written for them."""
+    if not run.get("quarantined"):
+        return load_corpus(source, text_fields=text_fields)
+    with tempfile.TemporaryDirectory(prefix="nlsim-judge-") as tmp:
+        items = load_corpus(
+            source,
+            text_fields=text_fields,
+            quarantine=Path(tmp) / "quarantine.csv",
+            timezone=str(run.get("timezone") or "UTC"),
+        )
+    say(
+        f"{source}: {len(items.quarantined)} bad row(s) left out, as the run that wrote the report left out "
+        f"{run['quarantined']} (its --quarantine)"
+    )
+    return items
 
 
 REPORT_IDS = Path("index", "ids.parquet")

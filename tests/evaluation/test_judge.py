@@ -432,3 +432,38 @@ def test_ids_with_surrounding_spaces_are_judged_in_their_clusters(tmp_path: Path
     )
     assert (j.judged_pairs, j.same_story_pairs, j.grouped_judged_pairs) == (2, 1, 2)
     assert (j.precision, j.recall, j.unjudged_pairs) == (0.5, 1.0, 0)
+
+
+def test_a_report_written_with_a_quarantine_is_judged_without_its_bad_rows(tmp_path: Path) -> None:
+    """``nlsim dedup --quarantine`` set a bad row of the corpus aside (an empty title, an id twice): the
+    report holds the other items, and ``nlsim judge`` reads the corpus as that run did, bad rows left out,
+    rather than refusing the report's own corpus on the row the run quarantined."""
+    texts = {
+        "a1": "Typhoon Kaemi makes landfall in Taiwan tonight, schools closed",
+        "a2": "Typhoon Kaemi makes landfall in Taiwan tonight; schools are closed",
+        "b1": "TSMC second quarter revenue hits a record high",
+        "c1": "Local bakery wins national bread award",
+    }
+    corpus = pd.DataFrame({"id": [*texts, "z1", "a1"], "title": [*texts.values(), "   ", "A repeated id"]})
+    corpus.to_csv(tmp_path / "corpus.csv", index=False)
+    rows = [("a1", "a2", 1.0), ("a1", "b1", 0.0), ("b1", "c1", 0.25)]
+    pd.DataFrame(
+        {
+            "split": "validation",
+            "id_a": [a for a, _, _ in rows],
+            "id_b": [b for _, b, _ in rows],
+            "text_a": [texts[a] for a, _, _ in rows],
+            "text_b": [texts[b] for _, b, _ in rows],
+            "score": [s for _, _, s in rows],
+        }
+    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    args = ["dedup", "--corpus", "corpus.csv", "--out", "rep", "--model", FAST_MODEL, "--convert", "none"]
+    args += ["--threshold", "0.9", "--quarantine", "bad.csv", "--no-cache", "--no-progress"]
+    proc = nlsim(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((tmp_path / "rep" / "run.json").read_text())["quarantined"] == 2
+    proc = judge(tmp_path, "pairs.tsv", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = strict_json(proc.stdout)
+    assert (out["judged_pairs"], out["pairs_not_in_corpus"], out["recall"]) == (3, 0, 1.0), out
+    assert "2 bad row(s) left out" in proc.stderr
