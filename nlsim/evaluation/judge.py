@@ -383,7 +383,16 @@ def judge_report(
     """
     folder = Path(report)
     if not (folder / "pairs.parquet").is_file() or not (folder / "clusters.parquet").is_file():
-        raise ConfigError(f"--report {folder}: not a report folder (no pairs.parquet / clusters.parquet)")
+        latest = folder / "latest"  # a daily run's --out: runs/RUN_ID/, latest/ the newest (report.files)
+        hint = (
+            f"; it holds a daily run's reports: pass --report {latest} (the newest) or one of "
+            f"{folder / 'runs'}"
+            if (latest / "clusters.parquet").is_file()
+            else ""
+        )
+        raise ConfigError(
+            f"--report {folder}: not a report folder (no pairs.parquet / clusters.parquet){hint}"
+        )
     run = read_run_record(folder)
     window = folder / "window" / "clusters.parquet"
     clusters = read_report_table(

@@ -467,3 +467,33 @@ def test_a_report_written_with_a_quarantine_is_judged_without_its_bad_rows(tmp_p
     out = strict_json(proc.stdout)
     assert (out["judged_pairs"], out["pairs_not_in_corpus"], out["recall"]) == (3, 0, 1.0), out
     assert "2 bad row(s) left out" in proc.stderr
+
+
+def test_a_daily_runs_reports_folder_is_refused_with_the_report_to_pass(tmp_path: Path) -> None:
+    """``--report`` the folder a daily run was given as ``--out`` (its reports are in runs/ and latest/):
+    refused by name, and the message says which folder to pass; that one is judged."""
+    titles = ["Floods in the north", "Northern floods", "Storm hits the coast", "Markets fall"]
+    ids = ["a1", "a2", "b1", "c1"]
+    pd.DataFrame({"id": ids, "title": titles, "published_at": "2026-12-01T08:00:00Z"}).to_csv(
+        tmp_path / "day-2026-12-01.csv", index=False
+    )
+    pd.DataFrame(
+        {
+            "split": "validation",
+            "id_a": ["a1", "a1"],
+            "id_b": ["a2", "c1"],
+            "text_a": [titles[0], titles[0]],
+            "text_b": [titles[1], titles[3]],
+            "score": [1.0, 0.0],
+        }
+    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    args = ["dedup", "--corpus", "day-{date}.csv", "--date", "2026-12-01", "--state", "st", "--out", "daily"]
+    args += ["--model", FAST_MODEL, "--convert", "none", "--threshold", "0.8", "--no-cache", "--no-progress"]
+    proc = nlsim(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    args = ["judge", "--pairs", "pairs.tsv", "--report"]
+    message = refused(nlsim(*args, "daily", cwd=tmp_path), 2, "--report daily", command="judge")
+    assert "pass --report daily/latest (the newest)" in message
+    proc = nlsim(*args, "daily/latest", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert strict_json(proc.stdout)["judged_pairs"] == 2
