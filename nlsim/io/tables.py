@@ -48,6 +48,7 @@ import io
 import json
 import os
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,9 +194,34 @@ def compressed_format(data: bytes) -> str | None:
     return None
 
 
+def _workbook(path: Path) -> bool:
+    """Whether the zip file ``path`` is an Excel workbook (``.xlsx``: it holds ``xl/workbook.xml``)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return "xl/workbook.xml" in zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def _refuse_compressed(path: Path, data: bytes) -> None:
-    """An :class:`InputError` when ``data`` (the start of the file ``path``) is a compressed file."""
+    """An :class:`InputError` when ``data`` (the start of the file ``path``) is a compressed file, an
+    Excel workbook (a zip file too) or, under a text table's name, a Parquet file."""
+    if data.startswith(b"PAR1") and path.suffix.lower() != ".parquet":
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a Parquet file (it begins with PAR1), not a {path.suffix or 'text'} table: name it .parquet",
+        )
     name = compressed_format(data)
+    if name == "zip" and _workbook(path):
+        raise InputError(
+            path,
+            None,
+            None,
+            f"an Excel workbook (.xlsx), not a {path.suffix or 'text'} table: save its sheet as CSV UTF-8 "
+            "(Excel: File > Save As > CSV UTF-8) and read that file",
+        )
     if name is not None:
         raise InputError(
             path,
@@ -503,6 +529,37 @@ def _duplicate_parquet_column(path: Path, names: list[str]) -> None:
         raise InputError(path, None, dup, "the Parquet file has two columns of this name; rename one")
 
 
+def _refuse_text(path: Path, head: bytes) -> None:
+    """An :class:`InputError` when ``head``, the start of the file ``path`` that is read as Parquet, is a
+    text table's first line (a CSV, TSV or JSON Lines file under a ``.parquet`` name), naming its kind.
+
+    Example:
+        >>> _refuse_text(Path("pairs.parquet"), b"text_a\\ttext_b\\tscore\\nA\\tB\\t1\\n")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: pairs.parquet: a tab-separated text file ..., not Parquet: name it .tsv
+    """
+    try:
+        line = head.split(b"\n", 1)[0].decode("utf-8-sig").rstrip("\r")
+    except UnicodeDecodeError:  # binary: a damaged Parquet file, said as such
+        return
+    if not line.strip() or not line.replace("\t", " ").isprintable():
+        return
+    kinds = [
+        (line.lstrip().startswith("{"), "JSON Lines", ".jsonl"),
+        ("\t" in line, "tab-separated", ".tsv"),
+        ("," in line, "comma-separated", ".csv"),
+    ]
+    for found, kind, suffix in kinds:
+        if found:
+            raise InputError(
+                path,
+                None,
+                None,
+                f"a {kind} text file (its first line reads {line[:60]!r}), not Parquet: name it {suffix}",
+            )
+
+
 def _read_parquet(path: Path) -> pd.DataFrame:
     """A Parquet file as stored (see the module docstring), or an :class:`InputError` saying why not."""
     try:
@@ -515,9 +572,11 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         _duplicate_parquet_column(path, names)
         try:
             with open(path, "rb") as fh:
-                _refuse_compressed(path, fh.read(16))
+                head = fh.read(4096)
         except OSError:
-            pass
+            head = b""
+        _refuse_compressed(path, head)
+        _refuse_text(path, head)
         raise InputError(path, None, None, f"cannot read as Parquet (truncated or corrupt?): {exc}") from None
     _duplicate_parquet_column(path, table.column_names)
     _check_parquet_text(path, table)

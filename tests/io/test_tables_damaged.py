@@ -12,6 +12,7 @@ import re
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -196,3 +197,47 @@ def test_a_utf16_file_is_named_as_such(tmp_path: Path, encoding: str) -> None:
     with pytest.raises(InputError, match=r"c\.txt: a UTF-16 text file .*save it as UTF-8") as info:
         read_table(path)
     assert info.value.row is None
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_a_parquet_file_under_a_text_tables_name_is_named_as_parquet(tmp_path: Path, suffix: str) -> None:
+    """Not "not valid UTF-8 text in the header ... save the file as UTF-8": it is a Parquet file."""
+    path = tmp_path / f"pairs{suffix}"
+    pd.DataFrame({"text_a": ["A"], "text_b": ["B"], "score": [1.0]}).to_parquet(path)
+    words = r"a Parquet file \(it begins with PAR1\).*name it \.parquet"
+    with pytest.raises(InputError, match=words) as info:
+        read_table(path)
+    assert info.value.file == str(path) and "UTF-8" not in str(info.value)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
+def test_an_excel_workbook_under_a_tables_name_is_named_as_a_workbook(tmp_path: Path, suffix: str) -> None:
+    """Not "a compressed file (zip) ... decompress it first" (nothing to decompress): a workbook, to save
+    as CSV."""
+    book = tmp_path / "pairs.xlsx"
+    pd.DataFrame({"text_a": ["A"], "text_b": ["B"], "score": [1.0]}).to_excel(book, index=False)
+    path = book.rename(tmp_path / f"pairs{suffix}")
+    words = r"an Excel workbook \(\.xlsx\).*save its sheet as CSV UTF-8"
+    with pytest.raises(InputError, match=words) as info:
+        read_table(path)
+    assert "decompress" not in str(info.value) and "corrupt" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "suffix"),
+    [
+        ("text_a\ttext_b\tscore\nA\tB\t1\n", "tab-separated", ".tsv"),
+        ("text_a,text_b,score\nA,B,1\n", "comma-separated", ".csv"),
+        ('{"text_a": "A", "text_b": "B", "score": 1}\n', "JSON Lines", ".jsonl"),
+    ],
+)
+def test_a_text_table_under_a_parquet_name_is_named_as_text(
+    tmp_path: Path, text: str, kind: str, suffix: str
+) -> None:
+    """Not "cannot read as Parquet (truncated or corrupt?)": a text table, and the name to give it."""
+    (tmp_path / "pairs.parquet").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=rf"a {kind} text file .*not Parquet: name it \{suffix}$"):
+        read_table(tmp_path / "pairs.parquet")
+    (tmp_path / "broken.parquet").write_bytes(bytes(range(256)) * 4)  # binary: still a damaged Parquet file
+    with pytest.raises(InputError, match="cannot read as Parquet"):
+        read_table(tmp_path / "broken.parquet")
