@@ -10,6 +10,7 @@ has the pairs" for registry models and for folders trained before the check exis
 from __future__ import annotations
 
 import argparse
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,11 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--convert", default=DEFAULT_MODE, choices=MODES, help=f"script conversion (default: {DEFAULT_MODE})"
     )
-    p.add_argument("--out", required=True, help="calibration JSON to write (a folder gets calibration.json)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="calibration JSON to write (a folder, or a name ending in /, gets calibration.json)",
+    )
     p.add_argument(
         "--method",
         choices=("cross-validated", "best-f1"),
@@ -86,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
     level = parse_level(args.level)
     model = args.model if Path(args.model).exists() else None
-    target = Path(args.out) / CALIBRATION_JSON if Path(args.out).is_dir() else Path(args.out)
+    folder = Path(args.out).is_dir() or args.out.endswith(("/", os.sep))  # "new/": a folder to make
+    target = Path(args.out) / CALIBRATION_JSON if folder else Path(args.out)
     check_outputs_apart({"--model": model}, {"--out": args.out})
     # a folder --out gets calibration.json only: the pair file may lie there (--out . beside it)
     check_outputs_apart({"--pairs": args.pairs}, {"--out": target})
@@ -97,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             "and every use of the folder checks it): writing over it would leave the folder refused as "
             "altered; write the calibration elsewhere and pass it with --calibration"
         )
-    check_writable(args.out, what="--out")
+    check_writable(target, what="--out")
     check_replaceable(
         target, lambda p: is_json_record(p, CALIBRATION_KEYS), what="--out", kind="calibration file"
     )
@@ -115,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         pairs_sha256=file_sha256(args.pairs),
         method=args.method,
     )
-    path = save_calibration(cal, args.out)
+    path = save_calibration(cal, target)
     print(cal.describe())
     print(f"written: {path}")
     if args.precision_check:

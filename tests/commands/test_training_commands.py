@@ -241,3 +241,16 @@ def test_calibrate_never_writes_over_a_saved_models_own_calibration(
     assert manifest is not None
     check_files(model, manifest)  # the model still loads
     assert cli([*argv, "--model", str(model), "--out", str(model / "recalibrated.json")]) == 0
+
+
+def test_calibrate_out_ending_in_a_slash_is_a_folder_to_make(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out calibrations/`` names a folder (not there yet): it is made and gets calibration.json, as an
+    existing folder does; not a file called ``calibrations``."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["calibrate", "--model", "paraphrase-MiniLM-L3-v2", "--pairs", str(pairs_file), "--convert"]
+    assert cli([*argv, "none", "--no-precision-check", "--out", "calibrations/"]) == 0
+    assert (tmp_path / "calibrations").is_dir()
+    assert json.loads((tmp_path / "calibrations" / "calibration.json").read_text())["n"] == 16
+    assert "written: calibrations/calibration.json" in capsys.readouterr().out
