@@ -79,6 +79,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
+    from nlsim.evaluation.baselines import BASELINES
     from nlsim.evaluation.calibration import (
         CALIBRATION_JSON,
         CALIBRATION_KEYS,
@@ -91,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
 
     level = parse_level(args.level)
     model = args.model if Path(args.model).exists() else None
+    if model is None and args.model in BASELINES:  # not "could not be fetched from the hub (offline?)"
+        raise ConfigError(
+            f"--model {args.model}: a baseline of nlsim evaluate, not a model nlsim dedup runs: it has no "
+            "threshold to calibrate; pass a registry name or a model folder"
+        )
     folder = Path(args.out).is_dir() or args.out.endswith(("/", os.sep))  # "new/": a folder to make
     target = Path(args.out) / CALIBRATION_JSON if folder else Path(args.out)
     check_outputs_apart({"--model": model}, {"--out": args.out})

@@ -254,3 +254,16 @@ def test_calibrate_out_ending_in_a_slash_is_a_folder_to_make(
     assert (tmp_path / "calibrations").is_dir()
     assert json.loads((tmp_path / "calibrations" / "calibration.json").read_text())["n"] == 16
     assert "written: calibrations/calibration.json" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("baseline", ["tfidf-char2", "use-m3"])
+def test_calibrate_refuses_a_baseline_by_name(pairs_file: Path, tmp_path: Path, baseline: str) -> None:
+    """``nlsim evaluate --model tfidf-char2`` scores a baseline; ``nlsim calibrate`` with it said the name
+    "could not be fetched from the Hugging Face hub (offline?)": it is refused as a baseline, nothing
+    written."""
+    from nlsim.errors import ConfigError
+
+    argv = ["calibrate", "--model", baseline, "--pairs", str(pairs_file), "--out", str(tmp_path / "c.json")]
+    with pytest.raises(ConfigError, match=rf"--model {baseline}: a baseline of nlsim evaluate") as info:
+        cli(argv)
+    assert "hub" not in str(info.value) and not (tmp_path / "c.json").exists()
