@@ -654,4 +654,8 @@ def describe(j: Judgement) -> str:
             f"({j.mismatched_pairs} name items whose text in the corpus is another one, "
             f"{j.pairs_not_in_corpus} name items not in it)"
         )
+    if j.scored_pairs is not None:  # not recorded by an older nlsim
+        repeated = j.scored_pairs - left - j.judged_pairs
+        if repeated > 0:  # one pair in two rows (the same ids, in either order): judged once
+            text += f"; {repeated} of the {j.scored_pairs} scored {j.split} rows repeat a pair, counted once"
     return text

@@ -497,3 +497,32 @@ def test_a_daily_runs_reports_folder_is_refused_with_the_report_to_pass(tmp_path
     proc = nlsim(*args, "daily/latest", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert strict_json(proc.stdout)["judged_pairs"] == 2
+
+
+def test_rows_that_repeat_a_pair_are_said_when_the_counts_would_not_add_up(tmp_path: Path) -> None:
+    """Four scored rows, two of them one pair (in either order, one score): three pairs judged. The words
+    say where the fourth row went, as they do for the pairs not judged."""
+    texts = {"a1": "Floods in the north", "a2": "Northern floods", "b1": "Storm", "b2": "Quake"}
+    rows = [("a1", "a2", 1.0), ("a2", "a1", 1.0), ("b1", "b2", 0.0), ("a1", "b1", 0.0)]
+    pd.DataFrame(
+        {
+            "split": "validation",
+            "id_a": [r[0] for r in rows],
+            "id_b": [r[1] for r in rows],
+            "text_a": [texts[r[0]] for r in rows],
+            "text_b": [texts[r[1]] for r in rows],
+            "score": [r[2] for r in rows],
+        }
+    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    corpus = pd.DataFrame({"id": list(texts), "title": list(texts.values())})
+    j = judge_items(
+        pd.DataFrame({"cluster_id": ["c-a1"], "member_ids": [["a1", "a2"]]}),
+        pd.DataFrame({"id_a": ["a1"], "id_b": ["a2"]}),
+        scored_pairs(tmp_path / "pairs.tsv", "validation"),
+        corpus.assign(text=corpus["title"]),
+        pairs=tmp_path / "pairs.tsv",
+        split="validation",
+        corpus="corpus.parquet",
+    )
+    assert (j.scored_pairs, j.judged_pairs, j.mismatched_pairs, j.pairs_not_in_corpus) == (4, 3, 0, 0)
+    assert "1 of the 4 scored validation rows repeat a pair, counted once" in describe(j)
