@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,17 +29,28 @@ Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 
 
 def check_threads(threads: int | None, flag: str = "--threads") -> None:
-    """Refuse a thread count below 1 (``None``: torch's own choice).
+    """Refuse a thread count below 1 or above the machine's CPUs (``None``: torch's own choice): more
+    threads than CPUs only wait for each other, and thousands cannot all be started (the run then died in
+    the tokenizer or in OpenMP, with a Rust panic or a bare ``libgomp`` line, after loading the model).
 
     Example:
-        >>> check_threads(2); check_threads(None)
+        >>> check_threads(1); check_threads(None)
         >>> check_threads(0)
         Traceback (most recent call last):
         ...
         nlsim.errors.ConfigError: --threads must be >= 1 (the CPU threads to use), got 0
+        >>> check_threads(100_000)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --threads must be at most ... (the CPUs of this machine), got 100000
     """
-    if threads is not None and int(threads) < 1:
+    if threads is None:
+        return
+    if int(threads) < 1:
         raise ConfigError(f"{flag} must be >= 1 (the CPU threads to use), got {threads}")
+    cpus = os.cpu_count()
+    if cpus and int(threads) > cpus:
+        raise ConfigError(f"{flag} must be at most {cpus} (the CPUs of this machine), got {threads}")
 
 
 def check_max_length(max_length: int | None, flag: str = "--max-length") -> None:

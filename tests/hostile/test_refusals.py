@@ -981,6 +981,15 @@ def test_hostile_title_keeps_the_markdown_summary_table() -> None:
 PIPELINE = ["pipeline", "--pairs", "pairs.tsv", "--corpus", "news.csv", "--out", "rep", "--model-store", "st"]
 OPTION_CASES = {
     "embed-threads-0": (["embed", "--corpus", "news.csv", "--out", "e.npy", "--threads", "0"], "--threads"),
+    # more threads than the process may start: a Rust panic in the tokenizer or a bare libgomp line (exit 1)
+    "embed-threads-100000": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--threads", "100000"],
+        "--threads: must be at most",
+    ),
+    "dedup-threads-100000": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--threads", "100000", *DEDUP],
+        "--threads must be at most",
+    ),
     "evaluate-threads-negative": (
         ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--threads", "-1"],
         "--threads: must be >= 1",
