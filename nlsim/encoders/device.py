@@ -51,6 +51,12 @@ def default_device() -> torch.device:
             raise ConfigError(f"NLSIM_DEVICE={given!r} is not a torch device ({exc})") from exc
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"NLSIM_DEVICE={given!r}, but torch sees no CUDA device")
+        if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+            seen = torch.cuda.device_count()
+            raise ConfigError(
+                f"NLSIM_DEVICE={given!r}, but torch sees {seen} CUDA device{'s' if seen != 1 else ''} "
+                f"(cuda:0{f' to cuda:{seen - 1}' if seen > 1 else ''}); name one of them, or cuda"
+            )
         if device.type not in ("cpu", "cuda") and not _available(device.type):
             raise ConfigError(
                 f"NLSIM_DEVICE={given!r}: this torch build or machine has no {device.type!r} device to run "

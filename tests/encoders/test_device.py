@@ -34,3 +34,16 @@ def test_a_missing_device_is_named_as_typed(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("NLSIM_DEVICE", "CUDA:1")
     with pytest.raises(ConfigError, match=r"NLSIM_DEVICE='CUDA:1', but torch sees no CUDA device"):
         default_device()
+
+
+@pytest.mark.parametrize("name", ["cuda:1", "CUDA:7"])
+def test_a_gpu_number_past_those_torch_sees_is_refused(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``cuda:1`` on a machine with one GPU was taken, and the run died in torch ("invalid device
+    ordinal") once the model was moved there; it is refused up front, naming the GPUs there are."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("NLSIM_DEVICE", name)
+    with pytest.raises(ConfigError, match=rf"NLSIM_DEVICE='{name}', but torch sees 1 CUDA device \(cuda:0\)"):
+        default_device()
+    monkeypatch.setenv("NLSIM_DEVICE", "cuda:0")
+    assert default_device() == torch.device("cuda:0")
