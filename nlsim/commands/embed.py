@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.encoders import (
         load_encoder,
     )  # after the checks: a bad path or row is refused before torch loads
-    from nlsim.encoders.cache import EmbeddingCache  # deferred: `nlsim --help` and refusals stay fast
+    from nlsim.encoders.cache import EmbeddingCache, check_finite  # deferred: `nlsim --help` stays fast
 
     encoder = load_encoder(
         args.model, max_length=args.max_length, threads=args.threads, backend=backend, precision=precision
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     t1 = time.perf_counter()
 
     def compute() -> np.ndarray:
-        return encoder.encode(texts, batch_size=args.batch_size, progress=args.progress)
+        emb = encoder.encode(texts, batch_size=args.batch_size, progress=args.progress)
+        return check_finite(emb, texts, encoder.name)  # before it is cached or written
 
     if args.cache:
         emb, hit = EmbeddingCache().get_or_compute(texts, encoder, args.convert, compute)

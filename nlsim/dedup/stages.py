@@ -51,7 +51,7 @@ from nlsim.dedup.settings import (
 )
 from nlsim.dedup.state import StateIdentity, commit_state, empty_clusters, empty_pairs, open_state
 from nlsim.dedup.window import Window, batch_window, incremental_window, undated_clock
-from nlsim.encoders.cache import EmbeddingCache
+from nlsim.encoders.cache import EmbeddingCache, check_finite
 from nlsim.errors import InputError
 from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
@@ -341,7 +341,8 @@ def embed(
                 fault_point("embed")
         if not parts:
             return np.zeros((0, int(encoder.dim)), np.float32)
-        return np.vstack(parts).astype(np.float32, copy=False)
+        # before the vectors are cached, searched or kept in a state
+        return check_finite(np.vstack(parts).astype(np.float32, copy=False), texts, encoder.name)
 
     if plan.cache and texts:
         out = EmbeddingCache().get_or_compute(texts, encoder, plan.convert, compute)

@@ -39,6 +39,33 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 
 
+def check_finite(vectors: np.ndarray, texts: Sequence[str], model: str) -> np.ndarray:
+    """``vectors`` (one row per text), or a :class:`StateError` when a row holds NaN or an infinity: a
+    model whose weights are broken (a fine-tuning that diverged, a folder of another tool with NaN weights)
+    embeds texts as vectors that match nothing, and a run went on with them, finding no pair at all and
+    saying nothing (and this cache kept them). Called where the vectors of a run are made, before they are
+    cached, searched or written (``nlsim embed``, the embed stage of ``nlsim dedup``).
+
+    Example:
+        >>> check_finite(np.ones((1, 2), np.float32), ["a"], "m").shape
+        (1, 2)
+        >>> check_finite(np.array([[1.0, 0.0], [np.nan, 0.0]]), ["a", "b"], "m")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: the model m embedded 1 of 2 texts as vectors that are not numbers (NaN ...
+    """
+    bad = ~np.isfinite(vectors).all(axis=1) if len(vectors) else np.zeros(0, bool)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise StateError(
+            f"the model {model} embedded {int(bad.sum())} of {len(vectors)} texts as vectors that are not "
+            f"numbers (NaN or infinite; the first, text {first + 1}: {texts[first]!r:.80}): its weights are "
+            "broken (a fine-tuning that diverged, a damaged or foreign model folder); nothing was written: "
+            "use another model, or train this one again"
+        )
+    return vectors
+
+
 def default_cache_dir() -> Path:
     """``$NLSIM_HOME/embeddings``."""
     from nlsim.io.model_cache import nlsim_home

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nlsim.commands import embed
-from nlsim.errors import ConfigError
+from nlsim.errors import ConfigError, StateError
 
 
 def run_embed(argv: list[str]) -> int:
@@ -102,3 +102,46 @@ def test_bad_arguments(corpus: Path, tmp_path: Path) -> None:
         run_embed(["--corpus", str(corpus), "--out", str(tmp_path / "e.txt")])
     with pytest.raises(SystemExit):
         run_embed(["--corpus", str(corpus), "--out", str(tmp_path / "e.npy"), "--convert", "zz"])
+
+
+@pytest.fixture()
+def broken_model(tmp_path: Path, l3) -> Path:  # noqa: ANN001
+    """A Hugging Face folder of MiniLM-L3 (another tool's: no nlsim.json) whose word embeddings are NaN, as a
+    fine-tuning that diverged leaves them."""
+    import copy
+
+    import torch
+
+    folder = tmp_path / "broken"
+    model = copy.deepcopy(l3.model)
+    with torch.no_grad():
+        model.get_input_embeddings().weight.fill_(float("nan"))
+    model.save_pretrained(folder)
+    l3.tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_a_model_embedding_texts_as_nan_is_refused_and_nothing_is_written(
+    corpus: Path, tmp_path: Path, broken_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The NaN matrix was written with its sidecar, exit 0, and kept in the embedding cache."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    out = tmp_path / "emb.npy"
+    argv = ["--corpus", str(corpus), "--out", str(out), "--model", str(broken_model), "--convert", "none"]
+    with pytest.raises(StateError, match=r"embedded 3 of 3 texts as vectors that are not numbers \(NaN"):
+        run_embed([*argv, "--no-progress"])
+    assert not out.exists() and not out.with_suffix(".json").exists()
+    assert not list((tmp_path / "home").rglob("embeddings/*.npy"))  # nor kept in the cache
+
+
+def test_a_dedup_with_such_a_model_stops_before_any_report(
+    corpus: Path, tmp_path: Path, broken_model: Path
+) -> None:
+    """The run went on with the NaN vectors and wrote a report of no pair at all, exit 0, saying nothing."""
+    from tests.command import nlsim, refused
+
+    rep = tmp_path / "rep"
+    args = ["--model", broken_model, "--convert", "none", "--threshold", "0.8", "--no-cache", "--no-progress"]
+    proc = nlsim("dedup", "--corpus", corpus, "--out", rep, *args, cwd=tmp_path)
+    refused(proc, 1, "the model broken embedded 3 of 3 texts as vectors that are not numbers")
+    assert not rep.exists()
