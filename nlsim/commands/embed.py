@@ -1,8 +1,10 @@
 """``nlsim embed``: embed a corpus into a ``.npy`` matrix (float32, L2-normalised, corpus order).
 
-Beside ``FILE.npy`` it writes ``FILE.json``: model id and fingerprint, conversion, text fields, count and
-the item ids in row order. Neither may be the corpus itself, and an existing ``FILE.json`` is only replaced
-when it is such a record (refused before any work).
+Beside ``FILE.npy`` it writes ``FILE.json``: model id and fingerprint, conversion, text fields, count, the
+item ids in row order, and the size and SHA-256 of ``FILE.npy`` (``npy``). Each file is written atomically,
+the record last, so a run stopped between the two leaves a matrix that the record beside it does not
+describe (its hash differs), never a pair that looks whole. Neither may be the corpus itself, and an
+existing ``FILE.json`` is only replaced when it is such a record (refused before any work).
 
 Example (shell)::
 
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
     from nlsim.conversion import convert
-    from nlsim.io.atomic import atomic_save_npy, atomic_write_text
+    from nlsim.io.atomic import atomic_path, atomic_write_text, file_sha256
     from nlsim.io.corpus import load_corpus
 
     out = Path(args.out)
@@ -107,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
         emb, hit = compute(), False
     emb = np.ascontiguousarray(emb, dtype=np.float32)
     t2 = time.perf_counter()
-    atomic_save_npy(out, emb)
     meta: dict[str, Any] = {
         "model_id": encoder.model_id,
         "fingerprint": encoder.fingerprint,
@@ -121,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
         "inference": encoder.choice.as_dict() if encoder.choice is not None else {"path": "torch-fp32"},
         "ids": corpus.ids,
     }
-    atomic_write_text(sidecar, json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
+    with atomic_path(out, suffix=".npy") as tmp:  # the record is made before the matrix is moved in place
+        np.save(tmp, emb)
+        meta["npy"] = {"sha256": file_sha256(tmp), "bytes": tmp.stat().st_size}
+        record = json.dumps(meta, ensure_ascii=False, indent=1) + "\n"
+    atomic_write_text(sidecar, record)  # last: a matrix it does not describe is from an interrupted run
     rate = len(texts) / (t2 - t1) if t2 > t1 and not hit else float("nan")
     how = "from cache" if hit else f"{rate:.1f} items/s"
     path = encoder.choice.path if encoder.choice is not None else "torch-fp32"

@@ -145,3 +145,33 @@ def test_a_dedup_with_such_a_model_stops_before_any_report(
     proc = nlsim("dedup", "--corpus", corpus, "--out", rep, *args, cwd=tmp_path)
     refused(proc, 1, "the model broken embedded 3 of 3 texts as vectors that are not numbers")
     assert not rep.exists()
+
+
+def test_a_run_stopped_between_the_matrix_and_its_record_leaves_no_pair_that_looks_whole(
+    corpus: Path,
+    tmp_path: Path,
+    l3,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """The record (ids, model) is written after the matrix; a run stopped between the two left the new
+    matrix beside the old run's record, and nothing told the pair apart from a whole one (same count, other
+    texts). The record now holds the size and SHA-256 of the matrix it describes."""
+    from nlsim.io import atomic
+    from nlsim.io.atomic import file_sha256
+
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    out = tmp_path / "emb.npy"
+    argv = ["--corpus", str(corpus), "--out", str(out), "--model", str(l3.path), "--convert", "none"]
+    run_embed([*argv, "--text-fields", "title", "--no-progress"])
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert record["npy"] == {"sha256": file_sha256(out), "bytes": out.stat().st_size}  # a whole pair
+
+    def stopped(path: Path, text: str) -> None:
+        raise KeyboardInterrupt  # Ctrl-C once the matrix is in place, before its record
+
+    monkeypatch.setattr(atomic, "atomic_write_text", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        run_embed([*argv, "--text-fields", "title,description", "--no-progress"])
+    left = json.loads(out.with_suffix(".json").read_text())
+    assert left == record and len(np.load(out)) == left["count"]  # the old record, a new matrix as long
+    assert left["npy"]["sha256"] != file_sha256(out)  # ... which it does not describe
