@@ -37,6 +37,27 @@ from nlsim.io.ownership import is_owned
 from nlsim.progress import Progress
 
 NLSIM_JSON = "nlsim.json"
+OFFSET_POSITIONS = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text")
+"""Model types whose position ids start after the padding id (two of XLM-R's 514 positions are not read)."""
+
+
+def model_positions(config: Any) -> int | None:
+    """The most tokens a model with this ``transformers`` config reads: its position embeddings (less the
+    padding offset of the RoBERTa family's), ``None`` when the config does not say.
+
+    Example:
+        >>> from types import SimpleNamespace as C
+        >>> model_positions(C(max_position_embeddings=512, model_type="bert"))
+        512
+        >>> model_positions(C(max_position_embeddings=514, model_type="xlm-roberta", pad_token_id=1))
+        512
+    """
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int) or n <= 0:
+        return None
+    if getattr(config, "model_type", "") in OFFSET_POSITIONS:
+        n -= int(getattr(config, "pad_token_id", 0) or 0) + 1
+    return n
 
 
 _SPEC_DIGESTS: dict[str, str] = {}
@@ -154,7 +175,7 @@ class Encoder:
         self.name = name
         self.model_id = model_id
         self.path = Path(path) if path is not None else None
-        self.max_length = int(max_length)
+        self.max_length = int(max_length)  # checked against the positions the model has
         self.base_model = base_model or model_id
         self.options = dict(options or {})
         self.device = torch.device(device) if device is not None else torch.device("cpu")
@@ -171,6 +192,28 @@ class Encoder:
         self._digest: tuple[int, str] | None = None  # (weights version, weights_digest)
         self._lower: tuple[tuple[int, int], str] | None = None  # ((weights version, layers), lower_digest)
         self.dim = int(model.config.hidden_size)
+
+    @property
+    def max_length(self) -> int:
+        """Truncation length in tokens, prefix and special tokens included; at most :attr:`max_positions`."""
+        return self._max_length
+
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        value = int(value)
+        limit = self.max_positions
+        if limit is not None and value > limit:
+            # beyond it the first text that long stopped the run with a traceback from deep in the model
+            raise ConfigError(
+                f"a max length of {value} tokens (--max-length, else the model folder's {NLSIM_JSON}): the "
+                f"model {self.name} reads at most {limit} (the positions it has); give {limit} or less"
+            )
+        self._max_length = value
+
+    @property
+    def max_positions(self) -> int | None:
+        """The most tokens the model reads (:func:`model_positions`)."""
+        return model_positions(self.model.config)
 
     def __repr__(self) -> str:
         return (

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlsim.encoders.encoder import NLSIM_JSON, Encoder
+from nlsim.encoders.encoder import NLSIM_JSON, Encoder, model_positions
 from nlsim.encoders.tokenizer_cache import load_tokenizer
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.manifest import MANIFEST, check_files, read_manifest
@@ -349,7 +349,8 @@ def _load_from_folder(
         model_id=model_id,
         path=folder,
         prefix=prefix or "",
-        max_length=max_length or DEFAULT_MAX_LENGTH,
+        # the default never asks more than the model reads (a model of 128 positions reads 128)
+        max_length=max_length or min(DEFAULT_MAX_LENGTH, model_positions(model.config) or DEFAULT_MAX_LENGTH),
         base_model=base_model,
         options=options,
         device=device,

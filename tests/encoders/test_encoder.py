@@ -110,6 +110,25 @@ def test_truncation_at_max_length(l3: Encoder) -> None:
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_a_max_length_past_the_model_positions_is_refused(l3: Encoder) -> None:
+    """``--max-length 100000`` was taken, and the first text longer than the model's 512 positions stopped
+    the run with a traceback from deep in the model ("The size of tensor a (3002) must match the size of
+    tensor b (512)"; ONNX Runtime: "Attempting to broadcast an axis"); it is refused when the encoder is
+    made or set, and the model's own limit is still taken and reads such a text."""
+    assert l3.max_positions == 512
+
+    def encoder(max_length: int) -> Encoder:
+        return Encoder(l3.model, l3.tokenizer, name="l3", model_id="test:l3", max_length=max_length)
+
+    with pytest.raises(ConfigError, match=r"max length of 100000 tokens .* reads at most 512 .*give 512 or"):
+        encoder(100_000)
+    fine = encoder(512)
+    assert fine.encode([" ".join(["word"] * 3000)], progress=False).shape == (1, 384)
+    with pytest.raises(ConfigError, match=r"reads at most 512"):
+        fine.max_length = 513  # as training sets it from --max-length
+    assert fine.max_length == 512
+
+
 def test_forward_texts_keeps_autograd_and_is_not_normalised(l3: Encoder) -> None:
     out = l3.forward_texts(TEXTS[:3])
     assert out.requires_grad and out.shape == (3, 384)
@@ -187,3 +206,23 @@ def test_the_digest_key_leaves_out_only_the_top_level_run_settings() -> None:
         '{"version":"1.0","truncation":{bad',
     ):
         assert _without_run_settings(other) == other
+
+
+def test_a_model_of_fewer_positions_than_the_default_length_reads_what_it_has(l3: Encoder, tmp_path) -> None:  # noqa: ANN001
+    """Without --max-length the length is the model's own (256), but never more than it reads: a model of
+    128 positions gets 128, and is not refused for the default it never asked for."""
+    import copy
+
+    from nlsim.encoders import load_encoder
+
+    model = copy.deepcopy(l3.model)
+    emb = model.embeddings
+    emb.position_embeddings = torch.nn.Embedding.from_pretrained(emb.position_embeddings.weight[:128].clone())
+    emb.register_buffer("position_ids", emb.position_ids[:, :128].clone(), persistent=False)
+    emb.register_buffer("token_type_ids", emb.token_type_ids[:, :128].clone(), persistent=False)
+    model.config.max_position_embeddings = 128
+    model.save_pretrained(tmp_path / "short")
+    l3.tokenizer.save_pretrained(tmp_path / "short")
+    short = load_encoder(tmp_path / "short", backend="torch")
+    assert short.max_positions == 128 and short.max_length == 128
+    assert short.encode([" ".join(["word"] * 3000)], progress=False).shape == (1, 384)

@@ -1002,6 +1002,11 @@ OPTION_CASES = {
         ["embed", "--corpus", "news.csv", "--out", "e.npy", "--max-length", "2"],
         "--max-length: must be at least 4",
     ),
+    # past the model's 512 positions: the first text that long stopped the run with a traceback
+    "embed-max-length-past-the-model": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--model", FAST_MODEL, "--max-length", "100000"],
+        "the model paraphrase-MiniLM-L3-v2 reads at most 512",
+    ),
     "evaluate-max-length-0": (
         ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--max-length", "0"],
         "--max-length: must be at least 4",
