@@ -183,10 +183,21 @@ class SearchIndex:
         return sims, rows.astype(np.int64, copy=False)
 
     def add(self, emb: np.ndarray) -> None:
-        """Append vectors; they get rows ``ntotal .. ntotal + n - 1``."""
+        """Append vectors; they get rows ``ntotal .. ntotal + n - 1``.
+
+        FAISS shards a flat index over several GPUs with its rows numbered in succession across the
+        shards, and such an index takes one ``add`` only (a second one raised "only add() in a single pass
+        is supported": a daily run adding its new items to the kept ones stopped there): one that holds
+        vectors is grown on the CPU and sharded again."""
         arr = _as_matrix(emb, self.dim)
-        if arr.shape[0]:
-            self.index.add(arr)
+        if not arr.shape[0]:
+            return
+        if self.kind == "flat" and self.device.startswith("gpu x") and self.ntotal:
+            cpu = self.cpu_index()
+            cpu.add(arr)
+            self.index, self.device = _to_gpus(cpu, int(self.device.removeprefix("gpu x")))
+            return
+        self.index.add(arr)
 
     def set_search_params(self, *, nprobe: int | None = None, ef_search: int | None = None) -> None:
         """Change the speed/recall trade-off of an approximate index."""

@@ -1300,17 +1300,9 @@ def test_a_daily_run_searches_the_kept_index_on_the_gpus_a_batch_run_would_use(
     there even where FAISS sees GPUs (with ``--gpu`` too), where a batch run and a day whose index is built
     again search on the GPUs. Without a GPU here, a stand-in for the GPU build's functions checks the
     plumbing (as ``tests/search/test_index.py`` does)."""
-    import types
+    from tests.search.test_index import sharded_like_faiss
 
-    import faiss
-
-    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)
-    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 2)
-    monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", lambda: types.SimpleNamespace(), raising=False)
-    monkeypatch.setattr(
-        faiss, "index_cpu_to_all_gpus", lambda index, co=None, ngpu=-1: faiss.clone_index(index)
-    )
-    monkeypatch.setattr(faiss, "index_gpu_to_cpu", lambda index: faiss.clone_index(index), raising=False)
+    sharded_like_faiss(monkeypatch, 2)  # the kept index is sharded as FAISS shards it, and grown by the day
     days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
     enc = HashEncoder()
     state, out = tmp_path / "state", tmp_path / "out"

@@ -151,6 +151,61 @@ def test_gpu_path_is_used_when_gpus_present(monkeypatch: pytest.MonkeyPatch, emb
         build_index(emb, kind="hnsw", use_gpu=True)
 
 
+def sharded_like_faiss(monkeypatch: pytest.MonkeyPatch, ngpu: int) -> None:
+    """A stand-in for FAISS's GPU build on ``ngpu`` GPUs that shards a flat index as
+    ``index_cpu_to_all_gpus(co.shard=True)`` does: an ``IndexShards`` numbering its shards' rows in
+    succession (``successive_ids``), each shard a slice of the vectors; and ``index_gpu_to_cpu`` gathering
+    them back into one flat index."""
+    import faiss
+
+    def to_all_gpus(index, co=None, ngpu=ngpu):  # noqa: ANN001, ANN202
+        assert isinstance(index, faiss.IndexFlat) and co.shard
+        xb = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.empty((0, index.d), np.float32)
+        shards = faiss.IndexShards(index.d, True, True)
+        for i in range(ngpu):
+            sub = faiss.IndexFlat(index.d, index.metric_type)
+            part = xb[len(xb) * i // ngpu : len(xb) * (i + 1) // ngpu]
+            if len(part):
+                sub.add(part)
+            shards.add_shard(sub)
+            sub.this.disown()
+        shards.own_indices = True
+        return shards
+
+    def to_cpu(index):  # noqa: ANN001, ANN202
+        flat = faiss.IndexFlat(index.d, index.metric_type)
+        for i in range(index.count()):
+            sub = faiss.downcast_index(index.at(i))
+            if sub.ntotal:
+                flat.add(sub.reconstruct_n(0, sub.ntotal))
+        return flat
+
+    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: ngpu)
+    monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", lambda: types.SimpleNamespace(), raising=False)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_all_gpus)
+    monkeypatch.setattr(faiss, "index_gpu_to_cpu", to_cpu, raising=False)
+
+
+def test_a_flat_index_sharded_over_gpus_grows_past_its_first_add(
+    monkeypatch: pytest.MonkeyPatch, emb: np.ndarray
+) -> None:
+    """On two GPUs a daily run's index (the kept vectors, then the day's added to them) stopped at the
+    second add: FAISS's shards of a flat index take one add only. The rows keep their order, on the GPUs."""
+    sharded_like_faiss(monkeypatch, 2)
+    index = build_index(emb[:300])
+    assert index.device == "gpu x2"
+    index.add(emb[300:450])
+    index.add(emb[450:])
+    assert index.device == "gpu x2" and index.ntotal == 500
+    _, rows = index.search(emb[[0, 299, 300, 449, 450, 499]], 1)
+    assert rows.ravel().tolist() == [0, 299, 300, 449, 450, 499]
+    kept = nindex.on_device(build_index(emb[:300], use_gpu=False))  # a state's index, loaded on the CPU
+    kept.add(emb[300:])
+    _, rows = kept.search(emb[[10, 400]], 1)
+    assert kept.device == "gpu x2" and rows.ravel().tolist() == [10, 400]
+
+
 @pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
 def test_save_load_roundtrip(tmp_path, emb: np.ndarray, kind: str) -> None:
     index = build_index(emb, kind=kind, use_gpu=False, nlist=8, nprobe=4)
