@@ -29,12 +29,13 @@ Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 
 
 def check_threads(threads: int | None, flag: str = "--threads") -> None:
-    """Refuse a thread count below 1 or above the machine's CPUs (``None``: torch's own choice): more
-    threads than CPUs only wait for each other, and thousands cannot all be started (the run then died in
-    the tokenizer or in OpenMP, with a Rust panic or a bare ``libgomp`` line, after loading the model).
+    """Refuse a thread count below 1 or above :func:`most_threads` (``None``: torch's own choice). More
+    threads than CPUs only wait for each other but work (a deployment's setting made for a larger machine
+    still runs); thousands cannot all be started (the run then died in the tokenizer or in OpenMP, with a
+    Rust panic or a bare ``libgomp`` line, after loading the model).
 
     Example:
-        >>> check_threads(1); check_threads(None)
+        >>> check_threads(1); check_threads(None); check_threads(64)
         >>> check_threads(0)
         Traceback (most recent call last):
         ...
@@ -42,15 +43,25 @@ def check_threads(threads: int | None, flag: str = "--threads") -> None:
         >>> check_threads(100_000)
         Traceback (most recent call last):
         ...
-        nlsim.errors.ConfigError: --threads must be at most ... (the CPUs of this machine), got 100000
+        nlsim.errors.ConfigError: --threads must be at most ... (8 a CPU, 64 at least), got 100000
     """
     if threads is None:
         return
     if int(threads) < 1:
         raise ConfigError(f"{flag} must be >= 1 (the CPU threads to use), got {threads}")
-    cpus = os.cpu_count()
-    if cpus and int(threads) > cpus:
-        raise ConfigError(f"{flag} must be at most {cpus} (the CPUs of this machine), got {threads}")
+    most = most_threads()
+    if int(threads) > most:
+        raise ConfigError(f"{flag} must be at most {most} (8 a CPU, 64 at least), got {threads}")
+
+
+def most_threads() -> int:
+    """The most CPU threads a run may ask for: 8 for each CPU of the machine, and 64 at least.
+
+    Example:
+        >>> most_threads() >= 64
+        True
+    """
+    return max(64, 8 * (os.cpu_count() or 1))
 
 
 def check_max_length(max_length: int | None, flag: str = "--max-length") -> None:

@@ -97,6 +97,17 @@ def test_title_only_and_cache_hit(corpus: Path, tmp_path: Path, l3, monkeypatch,
     np.testing.assert_allclose(first[1], second, atol=2e-5)
 
 
+def test_more_threads_than_cpus_still_embed(corpus: Path, tmp_path: Path, l3, monkeypatch) -> None:  # noqa: ANN001
+    """A thread count above the machine's CPUs (a deployment's setting made for a larger machine) runs,
+    slower; only counts no machine could start are refused."""
+    monkeypatch.setenv("NLSIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    out = tmp_path / "t.npy"
+    argv = ["--corpus", str(corpus), "--out", str(out), "--model", str(l3.path), "--no-progress"]
+    assert run_embed([*argv, "--threads", "4"]) == 0
+    assert np.load(out).shape[0] == 3
+
+
 def test_bad_arguments(corpus: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=".npy"):
         run_embed(["--corpus", str(corpus), "--out", str(tmp_path / "e.txt")])
