@@ -359,7 +359,7 @@ def build_e5_folder(out: Path, bin_path: Path, *, exact_tokenizer: Path | None) 
         "model_id": MODEL_ID,
         "base_model": MODEL_ID,
         "prefix": PREFIX,
-        "max_length": 256,
+        "max_length": min(256, config.max_position_embeddings),  # a small file may have fewer positions
         "pooling": "mean",
         "normalize": True,
         "dim": config.hidden_size,
