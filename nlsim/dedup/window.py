@@ -276,14 +276,17 @@ def older_day(state: State, times: pd.Series, day_end: pd.Timestamp | None = Non
 
 
 def day_end(day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
-    """The end of ``day`` (midnight after it) in ``timezone``, as a UTC time; ``None`` for no day.
+    """The end of ``day`` (midnight after it, on the zone's clock: a day of 23 or 25 hours where a
+    daylight-saving change falls in it) in ``timezone``, as a UTC time; ``None`` for no day.
 
     >>> str(day_end(dt.date(2026, 11, 25), "Asia/Taipei"))
     '2026-11-25 16:00:00+00:00'
+    >>> str(day_end(dt.date(2024, 3, 10), "America/New_York"))  # 23 hours: the clocks skip 02:00-03:00
+    '2024-03-11 04:00:00+00:00'
     """
     if day is None:
         return None
-    return (pd.Timestamp(day, tz=timezone) + pd.Timedelta(days=1)).tz_convert("UTC")
+    return pd.Timestamp(day + dt.timedelta(days=1), tz=timezone).tz_convert("UTC")
 
 
 def undated_clock(daily: StateSettings, times: pd.Series) -> bool:

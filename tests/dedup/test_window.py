@@ -139,3 +139,33 @@ def test_an_as_of_without_an_offset_is_read_on_the_runs_clock_as_a_published_at_
     assert _as_of(daily, state, times) == pd.Timestamp("2026-11-22T06:30Z")  # --timezone's default, UTC
     daily = SimpleNamespace(as_of="2026-11-22T06:30:00+00:00")  # an offset given: as written
     assert _as_of(daily, state, times, "Asia/Taipei") == pd.Timestamp("2026-11-22T06:30Z")
+
+
+@pytest.mark.parametrize(
+    ("zone", "day", "end"),
+    [
+        ("America/New_York", "2024-03-10", "2024-03-11T04:00Z"),  # 23 hours: 02:00-03:00 skipped
+        ("America/New_York", "2024-11-03", "2024-11-04T05:00Z"),  # 25 hours: 01:00-02:00 twice
+        ("Africa/Cairo", "2024-04-25", "2024-04-25T22:00Z"),  # the next midnight is skipped: 01:00 then
+        ("Asia/Taipei", "2026-11-25", "2026-11-25T16:00Z"),
+    ],
+)
+def test_a_days_end_is_the_next_midnight_on_the_zones_clock_on_a_daylight_saving_day(
+    zone: str, day: str, end: str
+) -> None:
+    """The end of a day whose clocks change was its midnight plus 24 hours: an hour past the next midnight
+    on a 23-hour day, an hour before it on a 25-hour day. A quiet day run again after the next day's run,
+    whose latest item came at 00:30 the next morning, was not told older (and its report went to
+    OUT/latest over the next day's)."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from nlsim.dedup.window import day_end, older_day
+
+    the_day = dt.date.fromisoformat(day)
+    assert day_end(the_day, zone) == pd.Timestamp(end)
+    quiet = pd.Series([], dtype="datetime64[ns, UTC]")
+    next_morning = SimpleNamespace(as_of=(pd.Timestamp(end) + pd.Timedelta(minutes=30)).isoformat())
+    same_evening = SimpleNamespace(as_of=(pd.Timestamp(end) - pd.Timedelta(minutes=30)).isoformat())
+    assert older_day(next_morning, quiet, day_end(the_day, zone))
+    assert not older_day(same_evening, quiet, day_end(the_day, zone))
