@@ -142,6 +142,15 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     bad = first_control(text)
     if bad is not None:
         return None, f"id {text!r} holds {describe(bad)}: an id may hold no control character"
+    hidden = next((ch for ch in text if unicodedata.category(ch) == "Cf"), None)
+    if hidden is not None:
+        # a zero-width space, a byte-order mark (two files joined), a direction mark: the id reads as one
+        # without it, but is another id (a day's item sent again so would be a new item, its own duplicate)
+        name = unicodedata.name(hidden, "a format character").lower()
+        return None, (
+            f"id {text!r} holds U+{ord(hidden):04X} ({name}), which shows nothing: the id reads as the one "
+            "without it, and would be another item; remove it"
+        )
     return text, None
 
 

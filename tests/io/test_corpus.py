@@ -654,3 +654,24 @@ def test_a_csv_row_in_quarantine_keeps_its_text_as_written_quotes_and_line_break
     corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
     assert corpus.ids == ["1", "3"]
     assert corpus.quarantined["raw_line"].tolist() == [broken]
+
+
+@pytest.mark.parametrize(("ch", "where"), [("\ufeff", "before"), ("\u200b", "after"), ("\u202e", "before")])
+def test_an_id_holding_an_invisible_character_is_refused_by_row(tmp_path, ch, where):
+    """An id with a byte-order mark in front (two exports joined into one file), a zero-width space or a
+    direction mark in it reads as the id without it: ``a`` and ``a\\u200b`` were two items (in a daily run,
+    an item sent again so was a new one, its own duplicate). It is refused by row (quarantined with
+    ``--quarantine``), as an id holding a control character is."""
+    from nlsim.io.corpus import load_items
+
+    hidden = f"{ch}a" if where == "before" else f"a{ch}"
+    path = tmp_path / "c.csv"
+    path.write_text(f"id,title\na,Floods in the north\n{hidden},Storm warning\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=rf"row 2, field 'id': id .* holds U\+{ord(ch):04X} \(.*\), which shows"
+    ):
+        load_corpus(path)
+    with pytest.raises(InputError, match=r"row 2, field 'id'"):
+        load_items(path)
+    kept = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert kept.frame["id"].tolist() == ["a"] and kept.quarantined["field"].tolist() == ["id"]
