@@ -154,6 +154,39 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     return text, None
 
 
+def _check_float_ids(path: Path, raw: pd.DataFrame) -> None:
+    """Refuse a column of whole-number ids stored as floats (``1.0``), as pandas stores a column of integers
+    that has an empty cell (``to_parquet`` after a merge): each row would be refused for its float id, the
+    first one a row whose id looks right. The error names the first empty cell, the cause, and the fix.
+
+    Example:
+        >>> _check_float_ids(Path("c.parquet"), pd.DataFrame({"id": [1.0, float("nan"), 3.0]}))
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: c.parquet: row 2, field 'id': the ids are stored as floats (1.0, ...
+    """
+    if "id" not in raw.columns or not pd.api.types.is_float_dtype(raw["id"]) or not len(raw):
+        return
+    values = raw["id"].to_numpy(dtype=float)
+    known = values[~np.isnan(values)]
+    if not len(known) or not np.all(np.isfinite(known)) or not np.all(known == np.round(known)):
+        return  # a fraction or an infinity: its row says so
+    empty = np.flatnonzero(np.isnan(values))
+    shown = ", ".join(repr(float(v)) for v in known[:2])
+    why = (
+        f", as pandas stores a column of integers with an empty cell (row {int(empty[0]) + 1} has none)"
+        if len(empty)
+        else ""
+    )
+    raise InputError(
+        path,
+        int(empty[0]) + 1 if len(empty) else 1,
+        "id",
+        f"the ids are stored as floats ({shown}, ...){why}: an id is text or an integer; give every row its "
+        "id and write the column as integers (df['id'].astype('Int64')) or as text",
+    )
+
+
 YEAR_FIRST = re.compile(r"\d{4}(\d{4}|[-/.]\d{1,2}[-/.]\d{1,2})")
 """How a year-first date begins (``2024-05-01``, ``2024/5/1``, ``20240501``): the one order of year,
 month and day that is never read two ways."""
@@ -495,6 +528,7 @@ def load_corpus(
     if raw.empty and not len(raw.columns):  # a JSONL file of no record (it has no header): no rows
         raw = pd.DataFrame(columns=list(REQUIRED))
     _check_columns(path, raw, allow_empty=allow_empty or bool(bad))
+    _check_float_ids(path, raw)
     _check_text_columns(path, raw, text_fields)
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
@@ -621,6 +655,7 @@ def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
     frame = read_table(path)
     if "id" not in frame.columns:
         raise InputError(path, None, "id", "missing column")
+    _check_float_ids(Path(path), frame)
     field = text_field or next((f for f in ITEM_TEXT_FIELDS if f in frame.columns), None)
     if field is None or field not in frame.columns:
         raise InputError(path, None, text_field or "title", "missing text column")

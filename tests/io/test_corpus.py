@@ -675,3 +675,26 @@ def test_an_id_holding_an_invisible_character_is_refused_by_row(tmp_path, ch, wh
         load_items(path)
     kept = load_corpus(path, quarantine=tmp_path / "q.csv")
     assert kept.frame["id"].tolist() == ["a"] and kept.quarantined["field"].tolist() == ["id"]
+
+
+def test_integer_ids_stored_as_floats_for_an_empty_cell_are_refused_naming_the_empty_cell(tmp_path):
+    """pandas stores a column of integer ids with an empty cell as floats: the file was refused at row 1,
+    "id must be text or an integer (got float)", a row whose id (1.0) looks right. It is now refused at the
+    row without an id, naming the cause and the fix; ids with a fraction are still blamed row by row."""
+    from nlsim.io.corpus import load_items
+
+    path = tmp_path / "c.parquet"
+    frame = pd.DataFrame({"id": [101, 102, None, 104], "title": ["Floods", "Storm", "Quake", "Fire"]})
+    frame.to_parquet(path)  # pandas: float64 ids, NaN at row 3
+    for load in (load_corpus, load_items):
+        with pytest.raises(
+            InputError, match=r"row 3, field 'id': the ids are stored as floats \(101\.0, 102\.0"
+        ):
+            load(path)
+    with pytest.raises(InputError, match=r"row 3, field 'id': .*astype\('Int64'\)"):
+        load_corpus(path, quarantine=tmp_path / "q.csv")
+    pd.DataFrame({"id": [1.0, 2.5], "title": ["Floods", "Storm"]}).to_parquet(path)
+    with pytest.raises(InputError, match=r"row 1, field 'id': id must be text or an integer \(got float\)"):
+        load_corpus(path)
+    pd.DataFrame({"id": [101, 102], "title": ["Floods", "Storm"]}).astype({"id": "Int64"}).to_parquet(path)
+    assert load_corpus(path).frame["id"].tolist() == ["101", "102"]
