@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from nlsim.clusters.rules import (
     DEFAULT_LARGE,
@@ -43,7 +43,7 @@ from nlsim.clusters.rules import (
 )
 from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.errors import ConfigError
-from nlsim.io.corpus_schema import text_fields_problem
+from nlsim.io.corpus_schema import text_fields_problem, zone_problem
 from nlsim.io.pairs import SPLITS
 from nlsim.options import assign, comma_tuple, option, text_paths
 
@@ -105,12 +105,10 @@ class InputSettings:
 
     def zone(self) -> dt.tzinfo:
         """The time zone of :attr:`timezone`."""
-        try:
-            return ZoneInfo(self.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(
-                f"--timezone {self.timezone!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
-            ) from None
+        problem = zone_problem(self.timezone)
+        if problem is not None:
+            raise ConfigError(problem)
+        return ZoneInfo(self.timezone)
 
     def run_date(self) -> dt.date:
         """The run's date: ``date``, else today in ``timezone``."""

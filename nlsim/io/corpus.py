@@ -60,6 +60,7 @@ from nlsim.io.corpus_schema import (
     TEXT_FIELDS,
     lookalike_warnings,
     normalised_column,
+    zone_problem,
 )
 from nlsim.io.editor_file import escape
 from nlsim.io.tables import BrokenRow, read_table, separator_hint
@@ -584,10 +585,10 @@ def _check_text_columns(path: Path, raw: pd.DataFrame, text_fields: tuple[str, .
 
 
 def _zone(name: str) -> dt.tzinfo:
-    try:
-        return ZoneInfo(name)
-    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
-        raise ConfigError(f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)") from None
+    problem = zone_problem(name)
+    if problem is not None:
+        raise ConfigError(problem)
+    return ZoneInfo(name)
 
 
 def naive_times_note(path: str | Path, naive: int, items: int, timezone: str) -> str | None:

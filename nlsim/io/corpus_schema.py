@@ -44,6 +44,40 @@ def text_fields_problem(fields: Sequence[str]) -> str | None:
     return None
 
 
+POSIX_ZONE = re.compile(r"(Etc/)?GMT([+-])0*([1-9]\d?)")
+"""The zones that name an offset from GMT the POSIX way round (``Etc/GMT+8`` is 8 hours *behind* UTC)."""
+
+
+def zone_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as the run's time zone (``--timezone``): not a time zone, or one named
+    as ``Etc/GMT+8``, which is UTC-08:00 (POSIX's sign, as the zone database keeps it) where a newsroom
+    writing GMT+8 means UTC+08:00: every time without an offset would be 16 hours off, as would the run's
+    day. ``None`` when it is a zone to use.
+
+    Example:
+        >>> zone_problem("Asia/Taipei") is None, zone_problem("Etc/GMT") is None
+        (True, True)
+        >>> zone_problem("Etc/GMT+8").split(": ")[0]
+        "--timezone 'Etc/GMT+8' is UTC-08:00, 8 hours behind UTC (the zone database's sign is POSIX's)"
+    """
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(name)
+    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        return f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
+    posix = POSIX_ZONE.fullmatch(name)
+    if posix is None:
+        return None
+    sign, hours = posix.group(2), int(posix.group(3))
+    meant = "-" if sign == "+" else "+"
+    way = "behind" if sign == "+" else "ahead of"
+    return (
+        f"--timezone {name!r} is UTC{meant}{hours:02d}:00, {hours} hours {way} UTC (the zone database's sign "
+        f"is POSIX's): it reads two ways; name the place's zone instead (Asia/Taipei, America/New_York)"
+    )
+
+
 SCHEMA_HELP = (
     "id (required, unique), title (required), description, body, source, url, lang: text; published_at: "
     "ISO 8601 or RFC 2822 time with an offset or UTC (a time without one is read in the run's --timezone, "

@@ -512,6 +512,27 @@ def test_a_bad_time_zone_is_refused(tmp_path):
         load_corpus(path, timezone="Asia/Taipai")
 
 
+@pytest.mark.parametrize(("zone", "offset"), [("Etc/GMT+8", "UTC-08:00"), ("Etc/GMT-8", "UTC+08:00")])
+def test_a_time_zone_named_by_posixs_sign_is_refused(tmp_path, zone, offset):
+    """``--timezone Etc/GMT+8`` is UTC-08:00 (the zone database keeps POSIX's sign), where a newsroom in
+    Taipei writing it means UTC+08:00: its CMS times without an offset were read 16 hours off, and the run's
+    day with them, while the run said only "read as Etc/GMT+8 time". Both signs are now refused (a time
+    written with GMT+8 is, for the same reason), naming the offset the zone is, before anything is read."""
+    from nlsim.dedup.config import DedupConfig
+
+    path = tmp_path / "c.csv"
+    path.write_text("id,title,published_at\na,A,2026-11-25 16:52\n")
+    with pytest.raises(
+        ConfigError,
+        match=rf"--timezone '{re.escape(zone)}' is {re.escape(offset)}, 8 hours .* name the place's zone",
+    ):
+        load_corpus(path, timezone=zone)
+    with pytest.raises(ConfigError, match=rf"--timezone '{re.escape(zone)}' is {re.escape(offset)}"):
+        DedupConfig.of(corpus=str(path), out=str(tmp_path / "out"), timezone=zone, threshold=0.9)
+    for fine in ("Etc/GMT", "Etc/GMT+0", "Asia/Taipei"):
+        assert load_corpus(path, timezone=fine).naive_times == 1
+
+
 def test_titles_holding_the_replacement_character_are_named_in_a_warning(tmp_path):
     path = tmp_path / "c.csv"
     rows = [f"n{i},Caf\ufffd {i}," for i in range(7)] + ["ok,Fine,", "d,Fine too,Desc \ufffd"]
