@@ -892,7 +892,9 @@ def test_a_filled_file_the_reader_refuses_is_named_by_its_sheet_row(tmp_path: Pa
 
     head = "pair_id,id_a,id_b,text_a,text_b,score\np1,a,b,Floods,Floods hit,1\np2,c,d,Storm,Storm hits,0.5\n"
     (tmp_path / "gb.csv").write_bytes((head + "p3,e,f,股市大跌,股市下跌,0\n").encode("gb18030"))
-    with pytest.raises(InputError, match=r"gb\.csv: sheet row 4: not valid UTF-8 text: .*\(line 4\)"):
+    with pytest.raises(
+        InputError, match=r"gb\.csv: sheet row 4, field 'text_a': not valid UTF-8 text: .*\(line 4\)"
+    ):
         read_filled(tmp_path / "gb.csv")
     (tmp_path / "wide.csv").write_text(head + "p3,e,f,Rain,Rain falls,0,extra\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"wide\.csv: sheet row 4: 7 fields, the header has 6"):

@@ -21,7 +21,7 @@ Rules, so that no row is ever silently merged, split or shifted:
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule.
 * Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", is named as
-  such); a bad byte is reported with its data row, line and byte offset, and so is a Parquet text cell
+  such); a bad byte is reported with its data row, field, line and byte offset, and so is a Parquet text cell
   holding bytes that are not UTF-8 (by row and column) and a JSONL ``\\u`` escape of half a surrogate pair
   (``"\\ud83c"`` alone: not a character; by row and field).
   Empty cells stay empty strings; nothing is turned into NaN. A compressed file (gzip, zip, zstd, bzip2, xz)
@@ -274,6 +274,67 @@ def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
     return (len(records) - 1) or None
 
 
+def _json_key_at(line: str) -> str | None:
+    """The top-level key whose value holds the character that follows ``line`` (a JSONL line up to it);
+    ``None`` when it is in a key, or before the first one.
+
+    Example:
+        >>> _json_key_at('{"id": "n1", "tags": ["a", "b"], "title": "caf'), _json_key_at('{"id": 1, "ti')
+        ('title', None)
+    """
+    depth, in_string, escaped, is_key, expect_key = 0, False, False, False, False
+    raw: list[str] = []
+    key: str | None = None
+    for ch in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if is_key:
+                    key = json.loads('"' + "".join(raw) + '"')
+                continue
+            raw.append(ch)
+        elif ch == '"':
+            in_string, raw = True, []
+            is_key = expect_key and depth == 1
+        elif ch in "{[":
+            depth += 1
+            expect_key = ch == "{"
+        elif ch in "}]":
+            depth -= 1
+        elif ch == ",":
+            expect_key = depth == 1 or expect_key
+        elif ch == ":":
+            expect_key = False
+    return None if in_string and is_key else key
+
+
+def _field_at(prefix: str, fmt: str, newline: str = "\n") -> str | None:
+    """The column holding the character that follows ``prefix`` (the file's text up to a bad byte in a data
+    row), read as :func:`_row_at` reads its row: the header's name of the field a CSV or TSV row has reached,
+    or the JSONL line's key (:func:`_json_key_at`); ``None`` where it cannot be told (past the header's
+    fields, in a key).
+
+    Example:
+        >>> _field_at('id,title\\n1,"Floods, again', "csv")
+        'title'
+        >>> _field_at("id\\ttitle\\r1\\tx\\r2\\t", "tsv", "\\r")
+        'title'
+    """
+    if fmt == "jsonl":
+        return _json_key_at(prefix.split(newline)[-1])
+    if fmt == "tsv":
+        lines = prefix.split(newline)
+        header, cells = lines[0].split("\t"), lines[-1].split("\t")
+    else:
+        records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if not _blank_record(r)]
+        header, cells = records[0], records[-1]
+    return header[len(cells) - 1] if len(cells) <= len(header) else None
+
+
 def separator_hint(path: str | Path, header: str) -> str:
     """What a header read as one column says of the file's separator: a ``.tsv`` whose header holds commas,
     a ``.csv`` whose header holds tabs, or either with semicolons was written with another separator than
@@ -314,11 +375,12 @@ def _decode(path: Path, data: bytes, fmt: str) -> str:
         start = exc.start + bom  # the offset in the file (the codec counts after the byte-order mark)
         newline = "\n" if b"\n" in data or b"\r" not in data else "\r"  # old Mac line endings: "\r" only
         line = data.count(newline.encode(), 0, start) + 1
-        row = _row_at(data[bom:start].decode("utf-8"), fmt, newline)
+        prefix = data[bom:start].decode("utf-8")
+        row = _row_at(prefix, fmt, newline)
         raise InputError(
             path,
             row,
-            None,
+            None if row is None else _field_at(prefix, fmt, newline),
             f"not valid UTF-8 text{' in the header' if row is None else ''}: byte 0x{data[start]:02x} at "
             f"byte offset {start} (line {line}); save the file as UTF-8",
         ) from None

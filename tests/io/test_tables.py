@@ -65,7 +65,9 @@ def test_a_byte_that_is_not_utf8_in_a_file_with_old_mac_line_endings_is_named_by
     rows = "".join(f'{{"id": "n{i}", "title": "{t}"}}\r' for i, t in ((1, "A"), (2, "B"), (3, "股市大跌")))
     (tmp_path / "cr.jsonl").write_bytes(rows.encode("gb18030"))
     for name, line in (("cr.tsv", 4), ("cr.jsonl", 3)):
-        with pytest.raises(InputError, match=rf"{name}: row 3: not valid UTF-8 text: .*\(line {line}\)"):
+        with pytest.raises(
+            InputError, match=rf"{name}: row 3, field 'title': not valid UTF-8 text: .*\(line {line}\)"
+        ):
             read_table(tmp_path / name)
 
 
@@ -94,3 +96,25 @@ def test_a_csv_written_with_another_separator_is_named_so_when_a_later_row_holds
         read_table(path)
     assert "row 2" in str(err.value)
     assert f"looks {name}-separated" in str(err.value)
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_its_field_too(tmp_path: Path) -> None:
+    """A Big5 or Latin-1 byte in a corpus was named by its row alone ("row 2: not valid UTF-8"), where every
+    other bad cell names its field: the field is now named, the header's for a CSV (a quoted field over two
+    lines too) or TSV row, the top-level key for a JSONL line (never the key before, when the byte is in a
+    key itself)."""
+    files = {
+        "a.csv": b"id,title,source\n1,ok,AP\n2,caf\xe9,AP\n",
+        "b.csv": b'id,title,source\n1,ok,AP\n2,"two\nlines caf\xe9",AP\n',
+        "c.tsv": b"id\ttitle\tsource\n1\tok\tAP\n2\tok\tA\xe9P\n",
+        "d.jsonl": b'{"id": "1", "title": "ok"}\n{"id": "2", "tags": ["a", {"k": 1}], "title": "\xe9"}\n',
+    }
+    for name, field in (("a.csv", "title"), ("b.csv", "title"), ("c.tsv", "source"), ("d.jsonl", "title")):
+        (tmp_path / name).write_bytes(files[name])
+        with pytest.raises(
+            InputError, match=rf"{name}: row 2, field '{field}': not valid UTF-8 text: byte 0xe9"
+        ):
+            read_table(tmp_path / name)
+    (tmp_path / "e.jsonl").write_bytes(b'{"id": "1", "ti\xe9tle": "ok"}\n')
+    with pytest.raises(InputError, match=r"e\.jsonl: row 1: not valid UTF-8 text"):
+        read_table(tmp_path / "e.jsonl")
