@@ -129,7 +129,17 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
         # a "duplicate" of every other
         names = ", ".join(sorted({f"U+{ord(ch):04X}" for ch in text}))
         return None, f"empty text (only invisible characters: {names:.60})"
+    if required and not any(_readable(ch) for ch in text):
+        # "-", "...", "？？？": what a CMS puts for a missing headline; every item so titled would be embedded
+        # as one text, and be a duplicate of every other
+        return None, f"no text, only punctuation ({text!r:.40}): a placeholder for a missing text?"
     return text, None
+
+
+def _readable(ch: str) -> bool:
+    """Whether ``ch`` says something: not invisible (:data:`~nlsim.io.cells.INVISIBLE`), not punctuation."""
+    category = unicodedata.category(ch)
+    return category not in INVISIBLE and not category.startswith("P")
 
 
 def _check_id(value: Any) -> tuple[str | None, str | None]:
@@ -438,12 +448,15 @@ def _nothing_to_embed(values: dict[str, Any], text_fields: tuple[str, ...]) -> t
     """The problem of a row whose fields to embed (``--text-fields``) hold no visible text (``None`` when
     they do): embedded as empty text, every such item would be one vector, and one story."""
     text = " ".join(str(values.get(f) or "") for f in text_fields)
-    if any(unicodedata.category(ch) not in INVISIBLE for ch in text):
+    if any(_readable(ch) for ch in text):
         return None
     listed = ",".join(text_fields)
     more = "" if "title" in text_fields else f" or embed the title too (--text-fields title,{listed})"
     verb = "holds" if len(text_fields) == 1 else "hold"
-    why = f"nothing to embed: {listed} {verb} no text (--text-fields {listed}); give it text{more}"
+    why = (
+        f"nothing to embed: {listed} {verb} no text, punctuation at most (--text-fields {listed}); give it "
+        f"text{more}"
+    )
     return text_fields[0], why
 
 

@@ -719,3 +719,26 @@ def test_integer_ids_stored_as_floats_for_an_empty_cell_are_refused_naming_the_e
         load_corpus(path)
     pd.DataFrame({"id": [101, 102], "title": ["Floods", "Storm"]}).astype({"id": "Int64"}).to_parquet(path)
     assert load_corpus(path).frame["id"].tolist() == ["101", "102"]
+
+
+def test_a_title_of_punctuation_alone_is_a_bad_row(tmp_path):
+    """A CMS export puts "-" or "..." for a missing headline: each such item was embedded as that one text,
+    and the report put unrelated items into one story at a cosine of 1. A title (or the fields embedded)
+    holding punctuation alone is a bad row, as one holding invisible characters alone is; a title holding
+    a letter, a digit or a symbol besides is read as written."""
+    from nlsim.io.corpus import load_items
+
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title,description\n1,Floods,\n2,-,Winds on the coast\n3,？？？,\n4,「颱風」!,\n5,★,\n6,2024,\n",
+    )
+    with pytest.raises(InputError, match=r"c\.csv: row 2, field 'title': no text, only punctuation \('-'\)"):
+        load_corpus(path)
+    with pytest.raises(InputError, match=r"row 2, field 'title': no text, only punctuation"):
+        load_items(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "4", "5", "6"] and corpus.quarantined["row"].tolist() == [2, 3]
+    path = write_csv(tmp_path / "d.csv", "id,title,description\n1,Floods,...\n2,Storm,Winds\n")
+    with pytest.raises(InputError, match=r"row 1, field 'description': nothing to embed: .* punctuation"):
+        load_corpus(path, text_fields=("description",))
+    assert load_corpus(path).ids == ["1", "2"]
