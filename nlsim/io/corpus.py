@@ -222,6 +222,11 @@ and Japan write it): read as ``2024-5-1 08:00``."""
 RFC_OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})$")
 RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 """An RFC 2822 time that ends with its time of day: it names no zone (``email.utils`` reads it as UTC)."""
+CTIME = re.compile(r"[A-Za-z]{3},?\s+[A-Za-z]{3}\s+\d{1,2}\s+\d{1,2}:\d{2}(:\d{2})?\s+\d{4}")
+"""A time as C's ``ctime`` writes it (``Wed May  1 08:00:00 2024``, Unix ``date``, Python's ``ctime()``): the
+year after the time of day, and no zone (``email.utils`` reads it as UTC)."""
+RFC_ZONE = re.compile(r"[+-]\d{4}")
+"""An RFC 2822 offset (``+0800``; ``+08:00`` is read as it): the sign is part of it."""
 TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
 """The years a time can have here (what a nanosecond timestamp holds, a year of margin each side)."""
 WRITE_ISO = "write it in ISO 8601 (2024-05-01T08:00:00+08:00)"
@@ -295,8 +300,14 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     zone = text.split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
         return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"
-    if RFC_NO_ZONE.search(rfc):  # no zone: a time on the run's clock, as a year-first time without one
+    if RFC_NO_ZONE.search(rfc) or CTIME.fullmatch(rfc):  # no zone: on the run's clock, as a year-first time
         return pd.Timestamp(*parts[:6]), None
+    if zone.upper() not in UTC_WORDS and not RFC_ZONE.fullmatch(rfc.split()[-1]):
+        # "0800" without its sign, or a number that is no offset at all: read as hours and minutes east
+        return (
+            None,
+            f"time {text!r:.40} ends with {zone!r}, which is not an offset (+0800, -0500): {WRITE_ISO}",
+        )
     return pd.Timestamp(email.utils.mktime_tz((*parts[:9], parts[9] or 0)), unit="s", tz="UTC"), None
 
 

@@ -742,3 +742,24 @@ def test_a_title_of_punctuation_alone_is_a_bad_row(tmp_path):
     with pytest.raises(InputError, match=r"row 1, field 'description': nothing to embed: .* punctuation"):
         load_corpus(path, text_fields=("description",))
     assert load_corpus(path).ids == ["1", "2"]
+
+
+def test_a_ctime_without_a_zone_is_read_on_the_runs_clock_and_an_offset_without_its_sign_is_refused(tmp_path):
+    """``Wed May  1 08:00:00 2024`` (C's ctime, Unix ``date``) names no zone, but was read as UTC, whatever
+    --timezone said, and not counted among the times without an offset; ``... 08:00:00 0800`` and a number
+    after the time (``... 08:00:00 2024``, read as 20 hours 24 minutes east) were read as offsets. The ctime
+    is now read on the run's clock, as every time without an offset is, and the others are refused."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        'id,title,published_at\na,Floods,Wed May  1 08:00:00 2024\nb,Storm,"Wed, 1 May 2024 08:00 +0800"\n',
+        encoding="utf-8",
+    )
+    corpus = load_corpus(path, timezone="Asia/Taipei")
+    assert corpus.frame["published_at"].tolist() == [pd.Timestamp("2024-05-01T00:00Z")] * 2
+    assert corpus.naive_times == 1
+    for written in ("Wed, 01 May 2024 08:00:00 0800", "Wed 01 May 2024 08:00:00 2024"):
+        path.write_text(f'id,title,published_at\na,Floods,"{written}"\n', encoding="utf-8")
+        with pytest.raises(
+            InputError, match=r"row 1, field 'published_at': .* which is not an offset \(\+0800"
+        ):
+            load_corpus(path, timezone="Asia/Taipei")
