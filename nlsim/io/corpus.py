@@ -201,6 +201,15 @@ def _check_float_ids(path: Path, raw: pd.DataFrame) -> None:
 YEAR_FIRST = re.compile(r"\d{4}(\d{4}|[-/.]\d{1,2}[-/.]\d{1,2})")
 """How a year-first date begins (``2024-05-01``, ``2024/5/1``, ``20240501``): the one order of year,
 month and day that is never read two ways."""
+YEAR_FIRST_TIME = re.compile(
+    r"\d{4}([-/.]\d{1,2}[-/.]\d{1,2}|\d{4})"  # the date: 2024-05-01, 2024/5/1, 2024.05.01, 20240501
+    r"((\s*T\s*|,?\s+)"  # then its time: after a T, a space or a comma
+    r"\d{1,2}(:\d{1,2}(:\d{1,2}([.,]\d+)?)?|\d{2}(\d{2}([.,]\d+)?)?)?)?"  # 8, 08:00, 0800, 08:00:00.5
+    r"(\s*(Z|UTC|GMT|UT|[+-]\d{1,2}(:?\d{2})?))?",  # and one offset: Z, UTC, +08:00, +0800, +8
+    re.IGNORECASE,
+)
+"""What a time written year first may hold: a date, a time of day, one offset; anything more (a second time
+or offset, a number after the time, read by the date parser as hours and minutes) is refused, not guessed."""
 BARE_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """A cell that is a number written as text (``1700000000``, ``1714550400000``, ``1.7e9``)."""
 DIGIT_DATE = re.compile(r"[0-9]{8}([0-9]{4}([0-9]{2})?)?")
@@ -287,6 +296,11 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 f"time {text!r:.40} puts an offset after {posix.group(1)!r} ({posix.group(0)!r}), which "
                 "reads two ways: the offset as written, or its opposite (POSIX's rule, the date parser's): "
                 + WRITE_ISO
+            )
+        if not YEAR_FIRST_TIME.fullmatch(ymd):
+            return None, (
+                f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or "
+                f"offset, an offset without its sign?), which would be guessed: {WRITE_ISO}"
             )
         return pd.Timestamp(ymd), None
     rfc = RFC_OFFSET.sub(r"\1\2\3", text)

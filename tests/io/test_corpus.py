@@ -763,3 +763,31 @@ def test_a_ctime_without_a_zone_is_read_on_the_runs_clock_and_an_offset_without_
             InputError, match=r"row 1, field 'published_at': .* which is not an offset \(\+0800"
         ):
             load_corpus(path, timezone="Asia/Taipei")
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "2024-05-01T10:00:00 08:00",  # an offset without its sign: read as a second time of day, 08:00
+        "2024-05-01 08:00:00 12:00",  # two times: the last was kept
+        "2024-05-01 08:00:00 +0800 +0900",  # two offsets: the last was kept
+        "2024-05-01 08:00:00 2024",  # a number after the time
+    ],
+)
+def test_a_year_first_time_holding_more_than_one_time_and_offset_is_refused(tmp_path, written):
+    """The date parser read what followed a year-first time as it could: ``2024-05-01T10:00:00 08:00`` as
+    08:00 on the run's clock (two hours off, no word said), two offsets as the last. Such a time is refused
+    by row; a date, a time of day (``8``, ``08:00``, ``0800``, ``08:00:00.5``) and one offset are read."""
+    path = tmp_path / "c.csv"
+    path.write_text(f"id,title,published_at\na,Floods,{written}\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"row 1, field 'published_at': .* holds more than a date, a time of"
+    ):
+        load_corpus(path, timezone="Asia/Taipei")
+    read = "2024-05-01 08,2024-05-01 0800,2024-05-01T08:00:00.5 +08,2024/5/1 8:00 UTC,2024-05-01 08:00 +5:30"
+    rows = "".join(f"{i},Floods,{t}\n" for i, t in enumerate(read.split(",")))
+    path.write_text(f"id,title,published_at\n{rows}", encoding="utf-8")
+    assert load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist() == [
+        pd.Timestamp(t)
+        for t in ("2024-05-01T00:00Z", "2024-05-01T00:00Z", "2024-05-01T00:00:00.5Z", "2024-05-01T08:00Z")
+    ] + [pd.Timestamp("2024-05-01T02:30Z")]
