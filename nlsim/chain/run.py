@@ -636,7 +636,8 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     check_device(cfg.search.use_gpu, cfg.search.index_kind, cfg.search.k)  # not after the training
     check_inference_here(cfg)  # --precision fp16 on a CPU: not after the training either
     corpus = cfg.input.corpus_path if cfg.make_report else None  # --no-report reads no corpus
-    quarantine = cfg.input.quarantine if cfg.make_report else None  # written as the corpus is read: first
+    # written as the corpus is read: first
+    quarantine = cfg.input.quarantine_path if cfg.make_report else None
     inputs = {"--pairs": cfg.pairs, "--corpus": corpus}
     outputs = {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
     check_outputs_apart(inputs, {**outputs, "--quarantine": quarantine})

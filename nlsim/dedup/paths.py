@@ -86,14 +86,15 @@ def check_run_paths(config: DedupConfig) -> None:
     }
     if ms.name == CURRENT_MODEL:
         inputs["--model-store"] = ms.store
-    outputs = {"--out": report.out, "--quarantine": source.quarantine, "--state": state.folder}
+    quarantine = source.quarantine_path
+    outputs = {"--out": report.out, "--quarantine": quarantine, "--state": state.folder}
     check_outputs_apart(inputs, outputs, folders=("--out", "--state"))
     for name, path in outputs.items():
         if path:
             check_writable(path, what=name)
-    if source.quarantine:
-        check_quarantine_beside(source.quarantine, report.out, state.folder)
-        check_replaceable(source.quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
+    if quarantine:
+        check_quarantine_beside(quarantine, report.out, state.folder)
+        check_replaceable(quarantine, is_quarantine_file, what="--quarantine", kind="quarantine file")
     for name in ("--judge-pairs", "--annotated-pairs"):  # read after the model loads: checked now in a
         if inputs[name] and not state.folder:  # batch run (a daily run's repeated input reads neither)
             check_input_file(inputs[name])

@@ -74,7 +74,9 @@ class InputSettings:
         metavar="FIELDS",
     )
     quarantine: str | None = option(
-        None, help="write bad rows to this CSV with the reason and go on (default: stop at the first)"
+        None,
+        help="write bad rows to this CSV with the reason and go on; {date} in the path is replaced by the "
+        "run's date, as in --corpus (default: stop at the first)",
     )
     date: str | None = option(
         None,
@@ -117,12 +119,21 @@ class InputSettings:
     @property
     def corpus_path(self) -> str:
         """The corpus path with ``{date}`` filled in."""
-        if "{date" not in self.corpus:
-            return self.corpus
+        return self._dated(self.corpus, "--corpus")
+
+    @property
+    def quarantine_path(self) -> str | None:
+        """The quarantine file with ``{date}`` filled in, as in :attr:`corpus_path` (a daily run's bad rows
+        go to a file of the day, not over the last day's); ``None`` without one."""
+        return None if self.quarantine is None else self._dated(self.quarantine, "--quarantine")
+
+    def _dated(self, path: str, what: str) -> str:
+        if "{date" not in path:
+            return path
         try:
-            return self.corpus.format(date=self.run_date())
+            return path.format(date=self.run_date())
         except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(f"--corpus {self.corpus!r}: only {{date}} may be filled in ({exc})") from None
+            raise ConfigError(f"{what} {path!r}: only {{date}} may be filled in ({exc})") from None
 
     @property
     def corpus_named(self) -> str:

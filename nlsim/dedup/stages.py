@@ -138,7 +138,7 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     corpus = load_corpus(
         source.corpus_path,
         text_fields=source.text_fields,
-        quarantine=source.quarantine,
+        quarantine=source.quarantine_path,
         timezone=source.timezone,
         not_after=pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE,
         allow_empty=daily is not None,

@@ -126,3 +126,32 @@ def test_a_series_pair_the_near_misses_finish_is_held_as_one_read_twice_at_once_
     _, unread = stages.rerank(candidates, window, model, plain.model, False)  # type: ignore[arg-type]
     assert unread is not None
     np.testing.assert_allclose(unread.finish(np.ones(2, dtype=bool))["similarity"], [0.8, 0.8], atol=1e-6)
+
+
+def test_date_in_the_quarantine_path_is_the_runs_date_as_in_the_corpus_path(tmp_path) -> None:
+    """``--corpus incoming/{date}.csv --quarantine bad/{date}.csv`` wrote every day's bad rows to one file
+    named ``{date}.csv``, over the last day's; ``{date}`` is now filled in, as in ``--corpus``."""
+    from nlsim.dedup.paths import check_run_paths
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "bad").mkdir()
+    for day in ("2026-11-22", "2026-11-23"):
+        (tmp_path / "in" / f"{day}.csv").write_text(
+            f"id,title\n{day}-a,Floods\n{day}-b,-\n", encoding="utf-8"
+        )
+        cfg = DedupConfig.of(
+            corpus=str(tmp_path / "in" / "{date}.csv"),
+            out=str(tmp_path / "out"),
+            quarantine=str(tmp_path / "bad" / "{date}.csv"),
+            date=day,
+            state=str(tmp_path / "state"),
+            threshold=0.9,
+        )
+        assert cfg.input.quarantine_path == str(tmp_path / "bad" / f"{day}.csv")
+        check_run_paths(cfg)
+        corpus = stages.load(cfg.input, cfg.state)
+        assert corpus.ids == [f"{day}-a"]
+    kept = {p.name: pd.read_csv(p)["raw_id"].tolist() for p in (tmp_path / "bad").iterdir()}
+    assert kept == {"2026-11-22.csv": ["2026-11-22-b"], "2026-11-23.csv": ["2026-11-23-b"]}
+    batch = DedupConfig.of(corpus="news.csv", out="rep", quarantine="bad/{date}.csv", date="2026-11-22")
+    assert batch.input.quarantine_path == "bad/2026-11-22.csv"  # --date fills in the quarantine's {date}
