@@ -396,11 +396,11 @@ def read_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIM
 
 def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) -> None:
     """The file has the required columns and at least one row (unless ``allow_empty``), and no column that
-    is one of the schema's spelt otherwise (``Published_At``, ``description ``: read as an extra column, its
-    values would be left out without a word)."""
+    is one of the schema's spelt otherwise (``Published_At``, ``description ``, ``publishedAt``: read as an
+    extra column, its values would be left out without a word)."""
     known = (*REQUIRED, *OPTIONAL_TEXT, "published_at")
     for col in raw.columns:
-        like = str(col).strip().lower().replace(" ", "_").replace("-", "_")
+        like = normalised_column(col)  # Published_At, "description ", publishedAt
         if col not in known and like in known:
             raise InputError(
                 path,

@@ -112,12 +112,20 @@ LOOKALIKES: dict[str, tuple[str, ...]] = {
         "pub_time",
     ),
 }
-"""Column names (normalised: lower case, ``_`` for spaces, dashes and dots) that look like a schema field."""
+"""Column names (:func:`normalised_column`: lower case, ``_`` for spaces, dashes, dots and between camelCase
+words) that look like a schema field."""
 
 
 def normalised_column(column: object) -> str:
-    """A column name as :data:`LOOKALIKES` spells them: lower case, ``_`` for spaces, dashes and dots."""
-    return re.sub(r"[\s.\-]+", "_", str(column).strip().lower())
+    """A column name as :data:`LOOKALIKES` spells them: lower case, ``_`` for spaces, dashes and dots, and
+    between the words of a camelCase name (``publishedAt``, as JSON APIs write it).
+
+    Example:
+        >>> normalised_column("publishedAt"), normalised_column("Pub Date"), normalised_column("URL")
+        ('published_at', 'pub_date', 'url')
+    """
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(column).strip())
+    return re.sub(r"[\s.\-]+", "_", words.lower())
 
 
 def lookalike_warnings(path: str | Path, columns: Sequence[object]) -> list[str]:

@@ -791,3 +791,22 @@ def test_a_year_first_time_holding_more_than_one_time_and_offset_is_refused(tmp_
         pd.Timestamp(t)
         for t in ("2024-05-01T00:00Z", "2024-05-01T00:00Z", "2024-05-01T00:00:00.5Z", "2024-05-01T08:00Z")
     ] + [pd.Timestamp("2024-05-01T02:30Z")]
+
+
+def test_a_camelcase_schema_field_is_refused_as_spelt_otherwise_and_a_camelcase_lookalike_named(tmp_path):
+    """A JSON API's items (NewsAPI: ``publishedAt``) gave every item no date, without a word: the column was
+    kept as an extra one and not read. A schema field spelt in camelCase is now refused as one spelt with
+    another case is, and a camelCase lookalike (``datePublished``, ``articleId``) is named in a warning."""
+    rows = [{"id": "a", "title": "Floods", "publishedAt": "2024-05-01T08:00:00Z"}]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"field 'publishedAt': .* spelt otherwise .* rename it 'published_at'"
+    ):
+        load_corpus(path)
+    path = write_csv(tmp_path / "d.csv", "articleId,title,datePublished\na,Floods,2024-05-01T08:00:00Z\n")
+    with pytest.raises(InputError, match=r"column 'articleId' looks like it: rename it 'id'"):
+        load_corpus(path)
+    path = write_csv(tmp_path / "e.csv", "id,title,datePublished\na,Floods,2024-05-01T08:00:00Z\n")
+    (warning,) = load_corpus(path).warnings
+    assert "column 'datePublished' is not read: it looks like the schema field 'published_at'" in warning
