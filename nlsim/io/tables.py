@@ -121,6 +121,8 @@ def table_format(path: str | Path, allowed: tuple[str, ...] = ("parquet", "csv",
     if fmt is None or fmt not in allowed:
         names = ", ".join(s for s, f in FORMATS.items() if f in allowed and s not in (".pq", ".tab", ".txt"))
         what = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
+        if path.suffix.lower() in WORKBOOK_SUFFIXES:
+            what += f": a spreadsheet workbook; {SAVE_AS_CSV}"
         raise InputError(path, None, None, f"unknown table format ({what}); use {names}")
     return fmt
 
@@ -194,13 +196,20 @@ def compressed_format(data: bytes) -> str | None:
     return None
 
 
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
+"""Spreadsheet workbooks: not a table file nlsim reads (each is saved as CSV UTF-8 first)."""
+SAVE_AS_CSV = "save it as CSV UTF-8 (Excel: File > Save As > CSV UTF-8) and read that file"
+
+
 def _workbook(path: Path) -> bool:
-    """Whether the zip file ``path`` is an Excel workbook (``.xlsx``: it holds ``xl/workbook.xml``)."""
+    """Whether ``path`` is a zip archive holding a spreadsheet workbook (Excel's ``xl/``, an OpenDocument
+    sheet's ``content.xml``): a workbook given another suffix, not a compressed table."""
     try:
-        with zipfile.ZipFile(path) as zf:
-            return "xl/workbook.xml" in zf.namelist()
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
     except (OSError, zipfile.BadZipFile):
         return False
+    return any(n.startswith("xl/") for n in names) or "content.xml" in names
 
 
 def _refuse_compressed(path: Path, data: bytes) -> None:
@@ -219,8 +228,7 @@ def _refuse_compressed(path: Path, data: bytes) -> None:
             path,
             None,
             None,
-            f"an Excel workbook (.xlsx), not a {path.suffix or 'text'} table: save its sheet as CSV UTF-8 "
-            "(Excel: File > Save As > CSV UTF-8) and read that file",
+            f"a spreadsheet workbook (.xlsx), not a {path.suffix or 'table'} file: {SAVE_AS_CSV}",
         )
     if name is not None:
         raise InputError(

@@ -118,3 +118,30 @@ def test_a_byte_that_is_not_utf8_is_named_by_its_field_too(tmp_path: Path) -> No
     (tmp_path / "e.jsonl").write_bytes(b'{"id": "1", "ti\xe9tle": "ok"}\n')
     with pytest.raises(InputError, match=r"e\.jsonl: row 1: not valid UTF-8 text"):
         read_table(tmp_path / "e.jsonl")
+
+
+def test_a_spreadsheet_workbook_is_named_as_such_not_as_a_compressed_file(tmp_path: Path) -> None:
+    """An Excel workbook given a .csv or .parquet name (an .xlsx is a zip archive) was refused as "a
+    compressed file (zip): decompress it first", which leads nowhere; it is now named a workbook, with the
+    way to save it as CSV, and so is a corpus given as .xlsx. A zip of a CSV is still a compressed file."""
+    import shutil
+    import zipfile
+
+    import pandas as pd
+
+    book = tmp_path / "news.xlsx"
+    pd.DataFrame({"id": ["a"], "title": ["Floods"]}).to_excel(book, index=False)
+    with pytest.raises(
+        InputError, match=r"news\.xlsx: unknown table format .* workbook; save it as CSV UTF-8"
+    ):
+        read_table(book)
+    for name in ("news.csv", "news.parquet"):
+        shutil.copy(book, tmp_path / name)
+        with pytest.raises(
+            InputError, match=r"a spreadsheet workbook \(\.xlsx\), not a .* save it as CSV UTF-8"
+        ):
+            read_table(tmp_path / name)
+    with zipfile.ZipFile(tmp_path / "zipped.csv", "w") as archive:
+        archive.writestr("news.csv", "id,title\na,Floods\n")
+    with pytest.raises(InputError, match=r"a compressed file \(zip\)"):
+        read_table(tmp_path / "zipped.csv")
