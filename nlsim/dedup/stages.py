@@ -253,8 +253,8 @@ def open_daily_window(
     if undated_clock(daily, corpus.frame["published_at"]):
         log.say(
             f"no item of {settings.input.corpus_path} has a date: the window's clock is {window.as_of} (the "
-            f"start of today in {zone}, unless the state's is later); its items are kept from the day they "
-            "were first seen (--as-of pins the clock)"
+            f"start of {day or 'today'} in {zone}, unless the state's is later); its items are kept from the "
+            "day they were first seen (--as-of pins the clock)"
         )
     if window.switch is not None:
         sw = window.switch

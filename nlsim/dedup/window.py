@@ -12,10 +12,10 @@ today's corpus is classified against them:
 
 The reference time ``as_of`` is ``--as-of`` when given, else the latest ``published_at`` seen so far (data
 time, so a re-run gives the same result); it never moves backwards. A day whose items have no date moves
-it to the start of the run's day in the run's time zone (:func:`day_start`; later than the state's clock
-only), so that undated items are kept from the day they were first seen and expire by it. A day without
-news (a file with the schema's columns and no row) leaves it where it was: nothing is added, nothing
-expires, and the window is reported as it stands (``--as-of`` still moves it).
+it to the start of the run's day (its ``--date``, else today) in the run's time zone (:func:`day_start`;
+later than the state's clock only), so that undated items are kept from the day they were first seen and
+expire by it. A day without news (a file with the schema's columns and no row) leaves it where it was:
+nothing is added, nothing expires, and the window is reported as it stands (``--as-of`` still moves it).
 
 When the state's vectors were made differently from this run's (another model, conversion or text
 fields: e.g. after a promotion), the whole window is embedded again with this run's model and clustered
@@ -229,7 +229,23 @@ def day_start(timezone: str = "UTC", now: pd.Timestamp | None = None) -> pd.Time
     return pd.Timestamp(today, tz=timezone).tz_convert("UTC")
 
 
-def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str = "UTC") -> pd.Timestamp:
+def day_begins(day: dt.date, timezone: str = "UTC") -> pd.Timestamp:
+    """The start of ``day`` (its first instant, where a clock change skips midnight) in ``timezone``, as a
+    UTC time.
+
+    >>> str(day_begins(dt.date(2026, 11, 18), "Asia/Taipei"))
+    '2026-11-17 16:00:00+00:00'
+    """
+    return pd.Timestamp(day, tz=timezone).tz_convert("UTC")
+
+
+def _as_of(
+    daily: StateSettings,
+    state: State,
+    times: pd.Series,
+    timezone: str = "UTC",
+    day: dt.date | None = None,
+) -> pd.Timestamp:
     if daily.as_of is not None:
         ref = parse_time(daily.as_of, "--as-of", timezone)  # without an offset: the run's --timezone
         if state.as_of is not None and ref < pd.Timestamp(state.as_of):
@@ -242,9 +258,9 @@ def _as_of(daily: StateSettings, state: State, times: pd.Series, timezone: str =
         return pd.Timestamp(state.as_of)  # a day without news: its data time stands still
     latest = times.max() if len(times) else None
     if latest is None or pd.isna(latest):
-        # no date in the day's items (an undated corpus): the day of the run, so that first-seen times exist
-        # and move on from day to day
-        latest = day_start(timezone)
+        # no date in the day's items (an undated corpus): the day of the run (its --date, else today), so
+        # that first-seen times exist and move on from day to day, a day run by date on a later one too
+        latest = day_start(timezone) if day is None else day_begins(day, timezone)
     cands = [t for t in (state.as_of, latest) if t is not None and not pd.isna(t)]
     return max(pd.Timestamp(t) for t in cands)
 
@@ -601,7 +617,7 @@ def incremental_window(
             "the corpus has no rows and the state has no run yet: nothing to report (a day without news "
             "keeps the window of the days before it)",
         )
-    ref = _as_of(daily, state, times, timezone)
+    ref = _as_of(daily, state, times, timezone, day)
     params = {**params, "as_of": ref.isoformat(), "retention_days": daily.retention_days or None}
     if not len(today) and day is not None:  # a day without items is told from another by its date alone
         params["day"] = day.isoformat()

@@ -1347,3 +1347,19 @@ def test_a_daily_run_with_the_automatic_index_does_not_keep_an_approximate_one_a
     second = run_daily(_config(days[1], out), state, retention_days=None, encoder=enc)
     assert open_state(state).index.kind == "flat"
     assert second.stats.index.startswith("exact flat"), second.stats.index
+
+
+def test_an_undated_day_run_by_its_date_takes_the_start_of_that_day_as_its_clock(tmp_path: Path) -> None:
+    """A day whose items have no date takes the start of the run's day as its clock; a day run by date on a
+    later one (``--date 2026-11-18``, run on the 25th: a backfill) took the start of today instead, so its
+    items were kept from today and the run said "the start of today". It now takes the start of its date."""
+    corpus = story_corpus().assign(published_at=None)
+    (tmp_path / "in").mkdir()
+    corpus.iloc[:6].to_parquet(tmp_path / "in" / "2026-11-18.parquet", index=False)
+    config = _config(tmp_path / "in" / "{date}.parquet", tmp_path / "out", timezone="Asia/Taipei")
+    run = run_daily(config.with_(date="2026-11-18"), tmp_path / "state", encoder=HashEncoder())
+    assert run.stats.as_of == "2026-11-17T16:00:00+00:00"  # midnight in Taipei
+    (line,) = [m for m in run.stats.messages if "has a date" in m]
+    assert "the window's clock is 2026-11-17 16:00:00+00:00 (the start of 2026-11-18 in Asia/Taipei" in line
+    retained = open_state(tmp_path / "state").items["retain_from"]
+    assert (retained == pd.Timestamp("2026-11-17T16:00:00Z")).all()
