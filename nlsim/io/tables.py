@@ -10,7 +10,8 @@ Rules, so that no row is ever silently merged, split or shifted:
 * **TSV** has no quoting at all: one row a line, fields separated by tabs, a ``"`` is an ordinary
   character. A row with another number of fields than the header is an error.
 * **JSONL** (``.jsonl``, ``.ndjson``, ``.json``): one JSON object a line; a file of one JSON array is named
-  as such, and an object that names a field twice is an error naming its row and the field.
+  as such, and an object that names a field twice is an error naming its row and the field. A byte-order
+  mark opening a line (files joined with ``cat``, each written with one) is not part of it.
 * Only ``\\n`` (or ``\\r\\n``) ends a TSV or JSONL line: a U+2028, U+2029 or U+0085 inside a field (which
   ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character. A CSV field may be of any
   length (a long body is not refused at the ``csv`` module's default of 131,072 characters).
@@ -564,7 +565,8 @@ def _read_jsonl(path: Path, text: str, broken: list[BrokenRow] | None = None) ->
             continue
         row = len(records) + len(broken or ()) + 1
         try:
-            obj = json.loads(line, object_pairs_hook=_json_object)
+            # a byte-order mark opening a line: the first line of a file joined on (cat a.jsonl b.jsonl)
+            obj = json.loads(line.removeprefix("\ufeff"), object_pairs_hook=_json_object)
         except _NamedTwice as exc:
             raise InputError(
                 path,

@@ -145,3 +145,12 @@ def test_a_spreadsheet_workbook_is_named_as_such_not_as_a_compressed_file(tmp_pa
         archive.writestr("news.csv", "id,title\na,Floods\n")
     with pytest.raises(InputError, match=r"a compressed file \(zip\)"):
         read_table(tmp_path / "zipped.csv")
+
+
+def test_jsonl_files_joined_each_with_a_byte_order_mark_are_read_whole(tmp_path: Path) -> None:
+    """``cat day1.jsonl day2.jsonl`` of files each written with a byte-order mark: the second file's first
+    line was refused as invalid JSON ("Unexpected UTF-8 BOM"); the mark opening a line is now not part of
+    it, and every row is read."""
+    day = ['{"id": "a", "title": "Floods"}\n', '{"id": "b", "title": "Storm"}\n']
+    (tmp_path / "both.jsonl").write_text("\ufeff" + day[0] + "\ufeff" + day[1], encoding="utf-8")
+    assert read_table(tmp_path / "both.jsonl")["id"].tolist() == ["a", "b"]
