@@ -396,17 +396,19 @@ def read_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = TIM
 
 def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) -> None:
     """The file has the required columns and at least one row (unless ``allow_empty``), and no column that
-    is one of the schema's spelt otherwise (``Published_At``, ``description ``, ``publishedAt``: read as an
-    extra column, its values would be left out without a word)."""
+    is one of the schema's spelt otherwise (``Published_At``, ``description ``, ``publishedAt``, one with a
+    zero-width space: read as an extra column, its values would be left out without a word)."""
     known = (*REQUIRED, *OPTIONAL_TEXT, "published_at")
     for col in raw.columns:
-        like = normalised_column(col)  # Published_At, "description ", publishedAt
+        like = normalised_column(col)  # Published_At, "description ", publishedAt, a zero-width space
         if col not in known and like in known:
+            hidden = sorted({f"U+{ord(ch):04X}" for ch in str(col) if unicodedata.category(ch) == "Cf"})
+            shows = f" (it holds {', '.join(hidden)}, which shows nothing)" if hidden else ""
             raise InputError(
                 path,
                 None,
                 str(col),
-                f"column {str(col)!r} is spelt otherwise than {like!r}: rename it {like!r}",
+                f"column {str(col)!r} is spelt otherwise than {like!r}{shows}: rename it {like!r}",
             )
     for col in REQUIRED:
         if col not in raw.columns:

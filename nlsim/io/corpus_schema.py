@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -118,13 +119,17 @@ words) that look like a schema field."""
 
 def normalised_column(column: object) -> str:
     """A column name as :data:`LOOKALIKES` spells them: lower case, ``_`` for spaces, dashes and dots, and
-    between the words of a camelCase name (``publishedAt``, as JSON APIs write it).
+    between the words of a camelCase name (``publishedAt``, as JSON APIs write it), without the characters
+    that show nothing (a zero-width space, a byte-order mark left by joined files).
 
     Example:
         >>> normalised_column("publishedAt"), normalised_column("Pub Date"), normalised_column("URL")
         ('published_at', 'pub_date', 'url')
+        >>> normalised_column("\u200bpublished_at")
+        'published_at'
     """
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(column).strip())
+    shown = "".join(ch for ch in str(column) if unicodedata.category(ch) != "Cf")
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", shown.strip())
     return re.sub(r"[\s.\-]+", "_", words.lower())
 
 

@@ -810,3 +810,25 @@ def test_a_camelcase_schema_field_is_refused_as_spelt_otherwise_and_a_camelcase_
     path = write_csv(tmp_path / "e.csv", "id,title,datePublished\na,Floods,2024-05-01T08:00:00Z\n")
     (warning,) = load_corpus(path).warnings
     assert "column 'datePublished' is not read: it looks like the schema field 'published_at'" in warning
+
+
+@pytest.mark.parametrize(
+    ("text", "like", "code"),
+    [
+        ("id,title,\u200bpublished_at\na,Floods,2024-05-01T08:00:00Z\n", "published_at", "U\\+200B"),
+        ("id,\ufefftitle\na,Floods\n", "title", "U\\+FEFF"),
+    ],
+)
+def test_a_schema_column_whose_name_holds_an_invisible_character_is_refused_by_name(
+    tmp_path, text, like, code
+):
+    """A header cell with a zero-width space (pasted from a web page) or a byte-order mark in it reads as
+    ``published_at`` but was another column: kept and not read, every item undated without a word (or
+    ``title`` "missing" from a list of columns that shows it). It is now refused as a schema field spelt
+    otherwise, naming the character."""
+    path = tmp_path / "c.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(
+        InputError, match=rf"column .* is spelt otherwise than '{like}' \(it holds {code}, which"
+    ):
+        load_corpus(path)
