@@ -103,6 +103,7 @@ class ClusterRule(ABC):
         representative's cluster (a group linked to nothing else is a cluster of its own copies).
         ``start``: the group each item starts in and is never parted from (see :meth:`groups`)."""
         cons = constraints or LinkConstraints()
+        whole = _start_pairs(start, copies)
         weights = None
         if copies:
             between, cons, weights = contract(links, cons, copies)
@@ -111,10 +112,10 @@ class ClusterRule(ABC):
         inside = {i: n for n, g in enumerate(self.groups(allowed, weights, start)) for i in g}
         held = [k for k in allowed if k.a in inside and inside.get(k.a) == inside.get(k.b)]
         if cut == "min-cut" and cons.cannot_link:
-            together = _joined(held, LinkConstraints(must_link=cons.must_link))
-            joined = min_cut_apart(together, held, cons.cannot_link, cons.must_link)
+            together = _joined(held, LinkConstraints(must_link=cons.must_link), first=whole)
+            joined = min_cut_apart(together, held, cons.cannot_link, cons.must_link | set(whole))
         elif cut in CUTS:
-            joined = _joined(held, cons)
+            joined = _joined(held, cons, first=whole)
         else:
             raise ConfigError(f"unknown cut {cut!r}; choose one of {', '.join(CUTS)}")
         return expand(joined, copies) if copies else joined
@@ -237,15 +238,34 @@ def _unique(links: Iterable[Link]) -> list[Link]:
     return [best[key] for key in sorted(best)]
 
 
-def _joined(links: Iterable[Link], constraints: LinkConstraints) -> list[list[str]]:
-    """Groups from joining must-link pairs first, then ``links`` by descending score, never joining two
-    groups that hold a cannot-link pair."""
+def _start_pairs(start: Mapping[str, str] | None, copies: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """The pairs that hold each ``start`` group together (its first member with each other one, read as
+    their copies' representatives): joined before anything else, so that no cut parts a group the rule
+    was told never to part (a story inside a topic), and a member with no link of its own stays in it."""
+    if not start:
+        return []
+    first: dict[str, str] = {}
+    pairs: set[tuple[str, str]] = set()
+    for item in sorted(start):
+        m = copies.get(item, item) if copies else item
+        head = first.setdefault(start[item], m)
+        if head != m:
+            pairs.add(pair_key(head, m))
+    return sorted(pairs)
+
+
+def _joined(
+    links: Iterable[Link], constraints: LinkConstraints, first: Iterable[tuple[str, str]] = ()
+) -> list[list[str]]:
+    """Groups from joining the ``first`` pairs (start groups kept whole), then the must-link pairs, then
+    ``links`` by descending score, never joining two groups that hold a cannot-link pair."""
     cannot: dict[str, set[str]] = {}
     for a, b in constraints.cannot_link:
         cannot.setdefault(a, set()).add(b)
         cannot.setdefault(b, set()).add(a)
+    kept = [Link(a, b, float("inf")) for a, b in first]
     must = [Link(a, b, float("inf")) for a, b in sorted(constraints.must_link - constraints.cannot_link)]
-    ordered = must + sorted(links, key=lambda k: (-k.score, k.a, k.b))
+    ordered = kept + must + sorted(links, key=lambda k: (-k.score, k.a, k.b))
     group: dict[str, list[str]] = {}
     for k in ordered:
         ga = group.setdefault(k.a, [k.a])

@@ -37,3 +37,22 @@ def test_the_editors_verdicts_at_the_topic_level() -> None:
     assert topic_groups([EXAM_2010], _clique(EXAM_2010, 0.95), ConnectedComponents(), joined) == [
         ["e1", "e2", "e3", "z"]
     ]
+
+
+def test_a_verdict_between_a_story_and_an_item_never_parts_the_story() -> None:
+    """An editor said r and p are not related; p and q are one story, and r links to q as strongly as p
+    does. The topic rule gathers r with the story, and parting r from p must leave the story whole: r is
+    left out, never p (the tie between r-q and p-q broken by the ids' order once parted the story)."""
+    story = ["a1c", "a2"]  # p sorts after r, so the tie first joined r to q and left p out
+    links = [Link("a1", "a1c", 1.0), Link("a1", "a2", 0.83), Link("a1c", "a2", 0.83)]
+    links += [Link("a2", "x", 0.6), Link("a1c", "x", 0.6)]
+    apart = topic_constraints([("a1", "a1c", 0.0)])
+    for rule in (ConnectedComponents(), SharedSupport(min_share=0.2)):
+        assert topic_groups([story], links, rule, apart) == [["a1c", "a2", "x"]], rule
+
+
+def test_a_story_member_without_a_link_at_the_topic_level_stays_in_its_storys_topic() -> None:
+    """e2 is in e1's story (its story link scored by the reranker) but links to nothing at the topic level:
+    the topic gathering e1's story with y holds e2 too."""
+    for rule in (ConnectedComponents(), SharedSupport(min_share=0.2)):
+        assert topic_groups([["e1", "e2"]], [Link("e1", "y", 0.8)], rule) == [["e1", "e2", "y"]], rule

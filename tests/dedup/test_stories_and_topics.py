@@ -321,3 +321,45 @@ def test_stories_topics_and_a_verdict_keep_their_ids_across_a_promotion(tmp_path
     stories = zip(batch.clusters["cluster_id"], batch.clusters["member_ids"], strict=True)
     assert {c: sorted(m) for c, m in stories} == {"c-a0": story_a, "c-b1": story_b}
     assert _topic_stories(tmp_path / "batch") == {"t-a0": ["c-a0", "c-b1"]}
+
+
+def test_a_topic_holds_every_member_of_its_stories_after_an_editors_verdict(tmp_path: Path) -> None:
+    """a1c is an exact copy of a1, and an editor said the two are not related: the min-cut keeps a1c in
+    a2's story. A topic lists each of its stories whole (as members.csv does) or not at all: the cut that
+    keeps a1 out of a1c's topic never takes a1c out of its own story's topic and a1 into it."""
+    corpus = pd.concat(
+        [
+            _corpus(),
+            pd.DataFrame(
+                {"id": ["a1c"], "title": [ITEMS[0][1]], "published_at": [DAY0 + pd.Timedelta(days=3)]}
+            ),
+        ],
+        ignore_index=True,
+    )
+    corpus.to_parquet(tmp_path / "news.parquet", index=False)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\n"
+        f"p1\ttrain\ta1\ta1c\t{ITEMS[0][1]}\t{ITEMS[0][1]}\t0\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "pairs.verdicts.csv").write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a1,a1c,0,train,desk,marks.csv,\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    config = _config(tmp_path / "news.parquet", out, annotated_pairs=str(pairs), cluster_cut="min-cut")
+    run_dedup(config, encoder=HashEncoder())
+    clusters = pd.read_parquet(out / "clusters.parquet")
+    assert sorted(tuple(sorted(m)) for m in clusters["member_ids"]) == [("a1c", "a2"), ("b1", "b2")]
+    topics = pd.read_parquet(out / "topics.parquet")
+    members = {t: set(m) for t, m in zip(topics["topic_id"], topics["member_ids"], strict=True)}
+    for story, topic in zip(clusters["member_ids"], clusters["topic_id"], strict=True):
+        if isinstance(topic, str):
+            assert set(story) <= members[topic], (list(story), topic, members)
+        else:  # a story in no topic: none of its members is in one
+            assert not set(story) & set().union(*members.values()), (list(story), members)
+    assert not any({"a1", "a1c"} <= held for held in members.values())  # the editor's verdict
+    listed = pd.read_csv(out / "members.csv", dtype=str)
+    for item, topic in zip(listed["item_id"], listed["topic_id"], strict=True):
+        assert pd.isna(topic) or item in members[topic], (item, topic, members)
