@@ -259,12 +259,19 @@
     });
     return out;
   }
+  // the links the cluster rule left between two clusters, or between a cluster and an item of none: the near
+  // misses at or above the threshold (the run's rule read them as links too)
+  var LEFT_APART = META.threshold === null || META.threshold === undefined ? [] : DATA.nearMisses.filter(
+    function (p) { return p.similarity !== null && p.similarity >= META.threshold; });
   function ruleGroups(parts, inside) {  // the groups (indexes, 2 items or more) of the parts' items and links
     var links = [];
     parts.forEach(function (c) {
       c.pairs.forEach(function (p) {
         if (p.similarity !== null) links.push([items[p.id_a].id, items[p.id_b].id, p.similarity]);
       });
+    });
+    LEFT_APART.forEach(function (p) {
+      if (inside[p.id_a] && inside[p.id_b]) links.push([items[p.id_a].id, items[p.id_b].id, p.similarity]);
     });
     function ids(ps) { return ps.map(function (p) { return [items[p[0]].id, items[p[1]].id]; }); }
     var repOf = {};  // the exact copies among them, each read as its representative (nlsim.clusters.copies)
@@ -389,6 +396,23 @@
       return { keys: groups[g] };
     });
   }
+  function around(c, byId) {  // the keys of c and of what links left apart reach from it (joins' keys)
+    var home = {}, keys = {}, todo = c.member_ids.slice(), inside = {};
+    ORIGINAL.forEach(function (o) { o.member_ids.forEach(function (i) { home[i] = o; }); });
+    keys["c:" + c.cluster_id] = true;
+    c.member_ids.forEach(function (i) { inside[i] = true; });
+    while (todo.length) {
+      var i = todo.pop();
+      LEFT_APART.forEach(function (p) {
+        var other = p.id_a === i ? p.id_b : p.id_b === i ? p.id_a : undefined;
+        if (other === undefined || inside[other]) return;
+        var o = home[other];
+        keys[o ? "c:" + o.cluster_id : "i:" + other] = true;
+        (o ? o.member_ids : [other]).forEach(function (m) { if (!inside[m]) { inside[m] = true; todo.push(m); } });
+      });
+    }
+    return Object.keys(keys).filter(function (k) { return k.charAt(0) === "i" || byId[k.slice(2)]; });
+  }
   function joined(j, byId) {  // the clusters the rule makes of one join's clusters, lone items and marks
     var parts = j.keys.map(function (k) { return k.charAt(0) === "c" ? byId[k.slice(2)] : null; });
     var lone = j.keys.filter(function (k) { return k.charAt(0) === "i"; }).map(function (k) { return Number(k.slice(2)); });
@@ -411,14 +435,17 @@
       var named = mine.filter(function (c) { return inG[c.member_ids[0]] && !taken[c.cluster_id]; })[0];
       var base = named || (mine.length ? mine[0] : blank(g));
       var merged = Object.assign({}, base, {
-        pairs: [].concat.apply([], mine.map(function (c) { return c.pairs; })),
+        pairs: [].concat.apply([], mine.map(function (c) { return c.pairs; })).concat(j.split ? LEFT_APART : []),
         added_ids: [].concat.apply([], mine.map(function (c) { return c.added_ids; })),
       });
       var p = piece(merged, g, !!named);
       if (named) taken[named.cluster_id] = true;
       var others = mine.filter(function (c) { return c.cluster_id !== p.cluster_id; }).map(function (c) { return c.cluster_id; });
       var grew = mine.length > 1 || g.some(function (i) { return !from[i]; }) || !mine.length;
-      if (grew) {
+      if (grew && j.split) {  // a piece a "not the same story" mark split off, that links left apart now hold
+        p.joined = others.filter(function (o) { return o !== j.split; });
+        p.preview = "regrouped after your mark split " + j.split + (p.joined.length ? ", with " + p.joined.join(", ") : "") + " (preview)";
+      } else if (grew) {
         p.joined = others;
         p.preview = "joined by your mark" + (others.length ? " with " + others.join(", ") : "") + " (preview)";
       } else if (named && g.length === named.size) {
@@ -443,6 +470,13 @@
         var m = marks[k], a = index[m.a], b = index[m.b];
         if (a !== undefined && b !== undefined && inC[a] && inC[b] && m.v < 1) apart = true;
       });
+      var reach = apart && window.nlsimRules ? around(c, byId) : [];
+      if (reach.length > 1 && !reach.some(function (k) { return done[k.slice(2)] && k.charAt(0) === "c"; })) {
+        // the pieces may join what the rule left apart from the cluster: the rule over all of it, as the run
+        reach.forEach(function (k) { if (k.charAt(0) === "c") done[k.slice(2)] = true; });
+        Array.prototype.push.apply(out, joined({ keys: reach, split: c.cluster_id }, byId));
+        return;
+      }
       var parts = apart ? ruleGroups([c], inC) : [c.member_ids];
       if (parts.length === 1 && parts[0].length === c.member_ids.length) { out.push(c); return; }
       parts.forEach(function (p) { p.sort(function (x, y) { return at[x] - at[y]; }); });  // in member order
