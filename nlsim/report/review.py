@@ -20,7 +20,9 @@ mark on items of two clusters (or of a cluster and an item of none) joins them: 
 run's story rule makes (``assets/rules.js``, a port of :mod:`nlsim.clusters.rules`, with the run's rule
 and cut) of the cluster's links, or the two clusters', and the links the rule left apart from them (near
 misses at or above the threshold, with the clusters and items they reach), with the editors' verdicts the
-report honours and the marks as verdicts; the merged verdict makes it last (:mod:`nlsim.clusters.verdicts`).
+report honours and the marks as verdicts, each named as the run names it (:mod:`nlsim.clusters.assign`: in a
+batch report after its earliest item; in a daily one a merge keeps the earliest cluster's id and a split the
+larger piece's); the merged verdict makes it last (:mod:`nlsim.clusters.verdicts`).
 
 The marks are kept in the browser (``localStorage``, keyed by the report's run id), survive a reload,
 are shared by the tabs the report is open in (each takes in the others' marks as they are made) and can be

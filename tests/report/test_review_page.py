@@ -932,68 +932,139 @@ def test_a_note_with_a_tab_is_exported_as_the_pair_file_can_hold_it(chromium: An
     assert marks["notes"].tolist() == ["same strike see desk notes"]
 
 
-def test_a_split_preview_gives_the_clusters_the_next_report_gives(chromium: Any, tmp_path: Path) -> None:
-    """a1, a2 and a3 are one story; y links to a3 only (at the threshold and above, 0.8), too little
-    support to join it, so the report lists a3/y as a near miss. An editor's "not the same story" on a1/a3
-    splits a3 off: the next report, with the verdict merged, puts a3 with y, and the page's preview shows
-    the same clusters (it once showed a3 alone: the rule read the cluster's own links only)."""
-    from incremental_helpers import HashEncoder
+# HashEncoder (bags of words): a1, a2, a3 at 0.8 with each other; y 0.8 with a3, 0.6 with a1 and a2; x1 and x2
+# 0.8 with each other, nothing with the others
+_WORDS = " ".join(f"w{i}" for i in range(1, 9))
+STORY_TITLES = {
+    "a1": f"{_WORDS} x1 x2",
+    "a2": f"{_WORDS} y1 y2",
+    "a3": f"{_WORDS} z1 z2",
+    "y": " ".join(f"w{i}" for i in range(1, 7)) + " z1 z2 v1 v2",
+    "q": "nothing else in common",
+    "x1": "k1 k2 k3 k4 k5 k6 k7 k8 j1 j2",
+    "x2": "k1 k2 k3 k4 k5 k6 k7 k8 j3 j4",
+}
+
+
+def preview_and_next_report(
+    chromium: Any,
+    folder: Path,
+    titles: dict[str, str],
+    mark: tuple[str, str, str],
+    daily: bool = False,
+    **settings: Any,
+) -> tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]], dict[str, str]]:
+    """A batch report of ``titles`` (published in that order, HashEncoder, threshold 0.7), an editor's
+    ``mark`` (id_a, id_b, level) made in its page, and the next report with the mark merged as a verdict:
+    the page's clusters (id, members) after the mark, the next report's, and each previewed cluster's
+    preview note by id. ``daily``: the day's run of a daily state, and the next day's (one unrelated item),
+    whose window's clusters are the next report's."""
+    from incremental_helpers import HashEncoder, run_daily
 
     from nlsim.annotation.merge import merge_annotations
     from nlsim.dedup.config import DedupConfig
     from nlsim.dedup.run import run_dedup
 
-    words = " ".join(f"w{i}" for i in range(1, 9))
-    # HashEncoder (bags of words): a1, a2, a3 at 0.8 with each other; y 0.8 with a3, 0.6 with a1 and a2
-    titles = {
-        "a1": f"{words} x1 x2",
-        "a2": f"{words} y1 y2",
-        "a3": f"{words} z1 z2",
-        "y": " ".join(f"w{i}" for i in range(1, 7)) + " z1 z2 v1 v2",
-        "q": "nothing else in common",
-    }
     day = pd.Timestamp("2024-05-01", tz="UTC")
     corpus = pd.DataFrame(
-        {"id": list(titles), "title": list(titles.values()), "published_at": [day] * len(titles)}
+        {
+            "id": list(titles),
+            "title": list(titles.values()),
+            "published_at": [day + pd.Timedelta(minutes=n) for n in range(len(titles))],
+        }
     )
-    corpus.to_parquet(tmp_path / "news.parquet", index=False)
-    pairs = tmp_path / "pairs.tsv"
+    corpus.to_parquet(folder / "news.parquet", index=False)
+    pairs = folder / "pairs.tsv"
     pairs.write_text(
         "pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore\np0\ttrain\tq1\tq2\tfoo bar\tbaz qux\t0\n",
         encoding="utf-8",
     )
 
-    def report(out: str) -> list[list[str]]:
-        settings: dict[str, Any] = dict(
+    def report(out: str) -> list[tuple[str, list[str]]]:
+        config = dict(
             model="hash", convert="none", threshold=0.7, k=10, cache=False, progress=False,
             save_index=False, text_fields=("title",), annotated_pairs=str(pairs),
         )  # fmt: skip
-        run_dedup(
-            DedupConfig.of(corpus=tmp_path / "news.parquet", out=tmp_path / out, **settings),
-            encoder=HashEncoder(),
-        )
-        return sorted(sorted(m) for m in pd.read_parquet(tmp_path / out / "clusters.parquet")["member_ids"])
+        config.update(settings)
+        if not daily:
+            run_dedup(
+                DedupConfig.of(corpus=folder / "news.parquet", out=folder / out, **config),
+                encoder=HashEncoder(),
+            )
+            table = pd.read_parquet(folder / out / "clusters.parquet")
+        else:
+            corpus = folder / ("news.parquet" if out == "before" else "day2.parquet")
+            state = folder / "state"
+            run_daily(
+                DedupConfig.of(corpus=corpus, out=folder / out, **config),
+                state,
+                retention_days=None,
+                encoder=HashEncoder(),
+            )
+            table = pd.read_parquet(folder / out / "latest" / "window" / "clusters.parquet")
+        return sorted((c, sorted(m)) for c, m in zip(table["cluster_id"], table["member_ids"], strict=True))
 
-    assert report("before") == [["a1", "a2", "a3"]]
+    pd.DataFrame(
+        {"id": ["zz"], "title": ["an unrelated item"], "published_at": [day + pd.Timedelta(days=1)]}
+    ).to_parquet(folder / "day2.parquet", index=False)
+    report("before")
     page = chromium.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto((tmp_path / "before" / "index.html").as_uri())
+    page.goto((folder / "before" / ("latest/index.html" if daily else "index.html")).as_uri())
     held = page.evaluate("window.nlsimReport.data.items.map(it => it.id)")
-    open_cluster(page, "c-a1")
-    for item in ("a1", "a3"):
-        page.click(f"li[data-cluster='c-a1'] tr[data-item='{held.index(item)}'] button.rv-pick")
-    page.locator("#rv-picked button.rv-level[data-v='0']").click()  # not related
-    drawn = page.evaluate("window.nlsimReport.data.clusters.map(c => [c.member_ids, c.preview || ''])")
+    shown = "window.nlsimReport.data.clusters.map(c => [c.cluster_id, c.member_ids, c.preview || ''])"
+    a, b, level = mark
+    for item in (a, b):
+        home = next(c for c, members, _ in page.evaluate(shown) if held.index(item) in members)
+        open_cluster(page, home)
+        page.click(f"li[data-cluster='{home}'] tr[data-item='{held.index(item)}'] button.rv-pick")
+        page.click(f"li[data-cluster='{home}'] summary")
+    page.locator(f"#rv-picked button.rv-level[data-v='{level}']").click()
+    drawn = page.evaluate(shown)
     assert errors == []
     page.close()
-    marks = tmp_path / "marks.csv"
+    marks = folder / "marks.csv"
     pd.DataFrame(
-        {"id_a": ["a1"], "id_b": ["a3"], "text_a": [titles["a1"]], "text_b": [titles["a3"]], "score": ["0"]}
+        {"id_a": [a], "id_b": [b], "text_a": [titles[a]], "text_b": [titles[b]], "score": [level]}
     ).to_csv(marks, index=False)
     merge_annotations(marks, pairs, log=lambda _: None)
-    after = report("after")
-    assert after == [["a1", "a2"], ["a3", "y"]]
-    assert sorted(sorted(held[i] for i in g) for g, _ in drawn) == after
-    said = {held[g[0]]: preview for g, preview in drawn}
-    assert "split" in said["a1"] and said["a3"] == "regrouped after your mark split c-a1 (preview)", said
+    previewed = sorted((c, sorted(held[i] for i in members)) for c, members, _ in drawn)
+    return previewed, report("after"), {c: note for c, _, note in drawn}
+
+
+def test_a_split_preview_gives_the_clusters_the_next_report_gives(chromium: Any, tmp_path: Path) -> None:
+    """a1, a2 and a3 are one story; y links to a3 only (at the threshold and above, 0.8), too little
+    support to join it, so the report lists a3/y as a near miss. An editor's "not the same story" on a1/a3
+    splits a3 off: the next report, with the verdict merged, puts a3 with y, and the page's preview shows
+    the same clusters (it once showed a3 alone: the rule read the cluster's own links only)."""
+    titles = {k: STORY_TITLES[k] for k in ("a1", "a2", "a3", "y", "q")}
+    previewed, after, said = preview_and_next_report(chromium, tmp_path, titles, ("a1", "a3", "0"))
+    assert after == [("c-a1", ["a1", "a2"]), ("c-a3", ["a3", "y"])]
+    assert previewed == after
+    assert "split" in said["c-a1"] and said["c-a3"] == "regrouped after your mark split c-a1 (preview)", said
+
+
+def test_a_preview_names_its_clusters_as_the_next_report_does(chromium: Any, tmp_path: Path) -> None:
+    """A batch report names each cluster after its earliest item. A "not the same story" that leaves the
+    earliest item alone (a1, by the min-cut) names the rest after a2, not a1; a "same story" joining an
+    earlier story of two (x1, x2) with a later story of three takes the earlier's id, not the larger's
+    (the page once kept c-a1 for both)."""
+    titles = {k: STORY_TITLES[k] for k in ("a1", "a2", "a3", "q")}
+    (tmp_path / "split").mkdir()
+    previewed, after, _ = preview_and_next_report(
+        chromium, tmp_path / "split", titles, ("a1", "a2", "0"), cluster_cut="min-cut"
+    )
+    assert after == [("c-a2", ["a2", "a3"])]
+    assert previewed == after
+    (tmp_path / "daily").mkdir()  # a daily run's cluster keeps its id in the larger piece
+    previewed, after, _ = preview_and_next_report(
+        chromium, tmp_path / "daily", titles, ("a1", "a2", "0"), daily=True, cluster_cut="min-cut"
+    )
+    assert after == [("c-a1", ["a2", "a3"])]
+    assert previewed == after
+    titles = {k: STORY_TITLES[k] for k in ("x1", "x2", "a1", "a2", "a3", "q")}
+    (tmp_path / "join").mkdir()
+    previewed, after, _ = preview_and_next_report(chromium, tmp_path / "join", titles, ("a1", "x2", "1"))
+    assert after == [("c-x1", ["a1", "a2", "a3", "x1", "x2"])]
+    assert previewed == after

@@ -217,9 +217,8 @@ def test_a_same_story_mark_between_two_stories_previews_the_join_the_rule_makes(
         == python_rule.clusters(links, both)
         == [["b0", "b1"], ["s0", "s1"], ["s2", "t0", "t1"]]
     )
-    # each named as the order rule names a cluster: by its earliest item, an old id kept where it holds its
-    # cluster's key member
-    assert groups == {"c-b0": ["b0", "b1"], "c-s0": ["s0", "s1"], "c-t0": ["s2", "t0", "t1"]}
+    # each named as the next (batch) report names a cluster: by its earliest item, s2 for s2/t0/t1
+    assert groups == {"c-b0": ["b0", "b1"], "c-s0": ["s0", "s1"], "c-s2": ["s2", "t0", "t1"]}
 
     # the same join the report's own rule makes (the port and the Python rule agree)
     assert python_rule.clusters(links, LinkConstraints.from_pairs(must=[("s2", "t0")]))[1] == members

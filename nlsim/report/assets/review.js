@@ -413,33 +413,81 @@
     }
     return Object.keys(keys).filter(function (k) { return k.charAt(0) === "i" || byId[k.slice(2)]; });
   }
+  function keyMember(c) {  // a cluster's earliest member, whose id its id is
+    return c.member_ids.slice().sort(earliest)[0];
+  }
+  function markedApart(c) {  // whether a mark below "same story" falls on two items of cluster c
+    var inC = {};
+    c.member_ids.forEach(function (i) { inC[i] = true; });
+    return Object.keys(marks).some(function (k) {
+      var m = marks[k], a = index[m.a], b = index[m.b];
+      return a !== undefined && b !== undefined && inC[a] && inC[b] && m.v < 1;
+    });
+  }
+  function nameGroups(groups, parts) {  // the id each group (indexes, 2 or more) takes, as the run names them
+    // (nlsim.clusters.assign): each claim, earliest anchor first, names the group it is for: a cluster's id
+    // for the group holding its key member (in a daily run, for a cluster a mark splits, the group holding
+    // most of its members, ties the key member's), an old item's would-be id ("c-" + its id) for its group
+    // when its cluster's claim is another group's (a daily run's items of today claim none); a group no
+    // claim named takes the would-be id of its earliest item that is free. A batch report: each cluster is
+    // named by its earliest item
+    var groupOf = {}, clusterOf = {}, today = {}, held = {}, claims = [], names = [], used = {};
+    groups.forEach(function (g, n) { g.forEach(function (i) { groupOf[i] = n; }); });
+    parts.forEach(function (c) {
+      c.member_ids.forEach(function (i) { clusterOf[i] = c.cluster_id; });
+      if (DATA.daily) c.added_ids.forEach(function (i) { today[i] = true; });
+      var key = keyMember(c), home = groupOf[key];
+      if (DATA.daily && markedApart(c)) {
+        var count = {}, best;
+        c.member_ids.forEach(function (i) { if (groupOf[i] !== undefined) count[groupOf[i]] = (count[groupOf[i]] || 0) + 1; });
+        Object.keys(count).map(Number).sort(function (x, y) { return x - y; }).forEach(function (g) {
+          if (best === undefined || count[g] > count[best] || (count[g] === count[best] && g === home)) best = g;
+        });
+        home = best;
+      }
+      if (home !== undefined) { held[c.cluster_id] = home; claims.push([key, c.cluster_id, home]); }
+    });
+    Object.keys(groupOf).map(Number).forEach(function (i) {
+      var own = "c-" + items[i].id;
+      if (!today[i] && held[clusterOf[i]] !== groupOf[i] && held[own] === undefined) claims.push([i, own, groupOf[i]]);
+    });
+    claims.sort(function (x, y) { return earliest(x[0], y[0]) || cmpCodePoints(x[1], y[1]); });
+    claims.forEach(function (c) {
+      if (names[c[2]] === undefined && !used[c[1]]) { names[c[2]] = c[1]; used[c[1]] = true; }
+    });
+    groups.forEach(function (g, n) {
+      g.slice().sort(earliest).some(function (i) {
+        var id = "c-" + items[i].id;
+        if (names[n] !== undefined || used[id]) return names[n] !== undefined;
+        names[n] = id;
+        used[id] = true;
+        return true;
+      });
+    });
+    return names;
+  }
   function joined(j, byId) {  // the clusters the rule makes of one join's clusters, lone items and marks
     var parts = j.keys.map(function (k) { return k.charAt(0) === "c" ? byId[k.slice(2)] : null; });
     var lone = j.keys.filter(function (k) { return k.charAt(0) === "i"; }).map(function (k) { return Number(k.slice(2)); });
     var from = {}, inside = {};
     parts.forEach(function (c) { if (c) c.member_ids.forEach(function (i) { from[i] = c; inside[i] = true; }); });
     lone.forEach(function (i) { inside[i] = true; });
-    var groups = ruleGroups(parts.filter(Boolean), inside);
-    var out = [], taken = {};
-    groups.sort(function (x, y) { return y.length - x.length; });  // the largest keeps its cluster's id
-    groups.forEach(function (g) {
-      if (g.length < 2) return;
+    var groups = ruleGroups(parts.filter(Boolean), inside).filter(function (g) { return g.length > 1; });
+    var names = nameGroups(groups, parts.filter(Boolean));
+    var out = [];
+    groups.forEach(function (g, n) {
       g.sort(earliest);
       var mine = [];
       parts.forEach(function (c) { if (c && g.some(function (i) { return from[i] === c; })) mine.push(c); });
-      mine.sort(function (x, y) { return y.size - x.size || earliest(x.member_ids[0], y.member_ids[0]); });
-      // a group keeps the id of a cluster whose key member (its earliest item) it holds, as the order rule
-      // names clusters (nlsim.clusters.order); else it is named by its own earliest item
-      var inG = {};
-      g.forEach(function (i) { inG[i] = true; });
-      var named = mine.filter(function (c) { return inG[c.member_ids[0]] && !taken[c.cluster_id]; })[0];
+      mine.sort(function (x, y) { return earliest(keyMember(x), keyMember(y)); });
+      var named = mine.filter(function (c) { return c.cluster_id === names[n]; })[0];
       var base = named || (mine.length ? mine[0] : blank(g));
       var merged = Object.assign({}, base, {
         pairs: [].concat.apply([], mine.map(function (c) { return c.pairs; })).concat(j.split ? LEFT_APART : []),
         added_ids: [].concat.apply([], mine.map(function (c) { return c.added_ids; })),
       });
       var p = piece(merged, g, !!named);
-      if (named) taken[named.cluster_id] = true;
+      p.cluster_id = names[n];
       var others = mine.filter(function (c) { return c.cluster_id !== p.cluster_id; }).map(function (c) { return c.cluster_id; });
       var grew = mine.length > 1 || g.some(function (i) { return !from[i]; }) || !mine.length;
       if (grew && j.split) {  // a piece a "not the same story" mark split off, that links left apart now hold
@@ -483,7 +531,13 @@
       parts.sort(function (x, y) {
         return (y.indexOf(c.representative) >= 0) - (x.indexOf(c.representative) >= 0) || y.length - x.length;
       });
-      parts.forEach(function (p, k) { if (p.length > 1) out.push(piece(c, p, k === 0)); });
+      parts = parts.filter(function (p) { return p.length > 1; });
+      var names = nameGroups(parts, [c]);
+      parts.forEach(function (p, k) {
+        var made = piece(c, p, names[k] === c.cluster_id);
+        made.cluster_id = names[k];
+        out.push(made);
+      });
     });
     var changed = out.length !== DATA.clusters.length || out.some(function (c, k) { return c !== DATA.clusters[k]; });
     DATA.clusters.length = 0;
