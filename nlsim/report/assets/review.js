@@ -274,12 +274,42 @@
       if (inside[p.id_a] && inside[p.id_b]) links.push([items[p.id_a].id, items[p.id_b].id, p.similarity]);
     });
     function ids(ps) { return ps.map(function (p) { return [items[p[0]].id, items[p[1]].id]; }); }
-    var repOf = {};  // the exact copies among them, each read as its representative (nlsim.clusters.copies)
-    Object.keys(COPIES).forEach(function (i) {
-      if (inside[i] && inside[COPIES[i]]) repOf[items[i].id] = items[COPIES[i]].id;
-    });
+    function copiesOf(v) {  // the exact copies among them, each read as its representative, and their links
+      // (nlsim.clusters.copies): a "not the same story" between two copies puts them in groups of their own
+      // (find_copies: earliest first, each copy in the first part none of whose members it is kept apart
+      // from); in a batch run a part's representative has the links of its group's, whose text it has (the
+      // run searches its neighbours); a daily run searched the group's representative only, so a copy parted
+      // from it has no link of its own
+      var apart = {}, group = {}, repOf = {}, more = [];
+      v.cannot.forEach(function (p) { apart[pairKey(p[0], p[1])] = true; });
+      Object.keys(COPIES).forEach(function (i) {
+        var r = COPIES[i];
+        if (inside[i] && inside[r]) (group[r] = group[r] || [Number(r)]).push(Number(i));
+      });
+      Object.keys(group).forEach(function (r) {
+        var cut = [];
+        group[r].slice().sort(earliest).forEach(function (i) {
+          var home = cut.filter(function (part) {
+            return !part.some(function (m) { return apart[pairKey(i, m)]; });
+          })[0];
+          if (home) home.push(i); else cut.push([i]);
+        });
+        var was = items[r].id;
+        cut.forEach(function (part) {
+          var rep = items[part[0]].id;
+          part.slice(1).forEach(function (m) { repOf[items[m].id] = rep; });
+          if (rep === was || DATA.daily) return;
+          links.forEach(function (l) {
+            if (l[0] === was) more.push([rep, l[1], l[2]]); else if (l[1] === was) more.push([l[0], rep, l[2]]);
+          });
+          more.push([was, rep, 1]);
+        });
+      });
+      return { repOf: repOf, links: links.concat(more) };
+    }
     function run(v) {
-      return window.nlsimRules.clusters(RULE, links, { must: ids(v.must), cannot: ids(v.cannot) }, repOf, RULE.cut || "order")
+      var copies = copiesOf(v);
+      return window.nlsimRules.clusters(RULE, copies.links, { must: ids(v.must), cannot: ids(v.cannot) }, copies.repOf, RULE.cut || "order")
         .map(function (g) { return g.map(function (id) { return index[id]; }); });
     }
     var verdicts = verdictsAmong(inside, true), groups = run(verdicts), placed = {}, before = {}, apart = {};
