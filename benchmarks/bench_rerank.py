@@ -16,8 +16,9 @@ finetuned/e5-thucnews``, or ``python benchmarks/bench_quality.py final``, which 
    pairs differ between the two runs.
 
 ``--level 1.0`` first makes a copy of the model folder whose reranker is calibrated at that level on the
-validation pairs (the chain calibrates at the same-story level 1.0; a folder trained at 0.75 has a lower
-threshold, hence many more candidates) in ``benchmarks/results/cache/``, and uses the copy. ``--prepare``
+validation pairs (the chain calibrates at the same-story level, 0.875, which takes the same validation
+pairs of the bundled annotations as 1.0; a folder trained at 0.75 has a lower threshold, hence many more
+candidates) in ``benchmarks/results/cache/``, and uses the copy. ``--prepare``
 stores the folder's quality check (``nlsim calibrate``), which ``--precision auto`` needs for a folder
 trained before ``nlsim finetune`` made it.
 

@@ -14,7 +14,7 @@ conversion, its judged pairs and the editors' verdicts (the pairs) and its CPU t
 Example:
     >>> cfg = PipelineConfig.of(out="reports/x", k=5)
     >>> cfg.finetune_config("models/versions/v0001-1a2b3c4d").evaluation.calibrate_level
-    1.0
+    0.875
     >>> report = cfg.dedup_config("models/versions/v0001-1a2b3c4d")
     >>> report.model.name, report.search.k, report.report.out, report.report.judge_pairs
     ('models/versions/v0001-1a2b3c4d', 5, 'reports/x', 'annotations/thucnews_tw_pairs.tsv')
@@ -65,8 +65,8 @@ class PipelineConfig(Configuration):
     convert: Conversion = option("tw2sp", help="OpenCC script conversion (pairs and corpus)")
     level: float | str = option(
         DEFAULT_LEVEL,
-        help="relatedness level of the report's threshold: same-story (1.0) or same-topic-entity (0.75), or "
-        "a number",
+        help="relatedness level of the report's threshold: same-story (0.875: 1.0, or 1 and 0.75 averaged) "
+        "or same-topic-entity (0.75), or a number",
     )
     force_train: bool = option(
         False, help="train a new model even when one exists for the same annotations, base model and settings"

@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--level",
         default="same-story",
-        help="relatedness level: same-story (1.0, the question of a duplicate report; default), "
+        help="relatedness level: same-story (0.875: 1.0, or 1 and 0.75 averaged; the question of a "
+        "duplicate report; default), "
         "same-topic-entity (0.75), or a number",
     )
     p.add_argument(

@@ -1,9 +1,9 @@
 """Calibrate the duplicate threshold: the score that best separates annotated pairs at or above a level.
 
-On validation pairs, a pair is *positive* when its gold score >= ``level`` (default 1.0, "same story", the
-question a duplicate report answers; 0.75 = "same topic and entity"). Every cut between two distinct
-scores is a candidate threshold, put half-way between the lowest score it accepts and the next lower one,
-so it does not sit on a data point.
+On validation pairs, a pair is *positive* when its gold score >= ``level`` (default 0.875, "same story", the
+question a duplicate report answers: 1.0, or two annotators' 1 and 0.75; 0.75 = "same topic and entity").
+Every cut between two distinct scores is a candidate threshold, put half-way between the lowest score it
+accepts and the next lower one, so it does not sit on a data point.
 
 The threshold is chosen where the **cross-validated F1** is best: the validation pairs are cut into 5
 folds (stratified by the level, 20 repeats), each candidate's F1 is computed on each fold and averaged

@@ -39,8 +39,6 @@ MAX_SCORE_DIFF = 0.15
 """Cross-encoder: the largest difference between a lossy path's score (0-1) and fp32's on validation..."""
 MEAN_SCORE_DIFF = 0.03
 """... and the mean difference (the reranker weighs the cross-encoder by 0.5: half of this in its score)."""
-SAME_STORY = 1.0
-"""The gold level of the quality check's F1: a pair is same-story when its score is >= 1.0."""
 RECORD_FORMAT = 1
 QUALITY_CHECK_JSON = "quality_check.json"
 """The record's file in a model folder (``reranker/`` holds the cross-encoder's)."""

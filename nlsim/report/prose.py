@@ -27,13 +27,14 @@ import math
 from typing import Any
 
 from nlsim.evaluation.judge import Judgement
+from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io import columns
 from nlsim.report import review
 from nlsim.report.page import score_digits
 from nlsim.report.record import ModelCard, ModelSwitch, RunRecord
 from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, TextChange
 
-LEVEL_NAMES = {1.0: "same story", 0.75: "same topic and entity"}
+LEVEL_NAMES = {1.0: "same story", SAME_STORY: "same story", 0.75: "same topic and entity"}
 esc = html.escape
 
 
@@ -229,7 +230,11 @@ def plain_quality(record: RunRecord) -> str:
         and record.threshold is not None
         and columns.page_number(cal.threshold, 6) == columns.page_number(record.threshold, 6)
     ):
-        what = "the same story" if cal.level >= 1.0 else f"related at least as “{_level_name(cal.level)}”"
+        what = (
+            "the same story"
+            if cal.level >= SAME_STORY - 1e-9
+            else f"related at least as “{_level_name(cal.level)}”"
+        )
         share = in_words(cal.precision)
         text = (
             f"{share[0].upper()}{share[1:]} of the pairs this model links are truly {what}; it links "

@@ -11,7 +11,7 @@ validation split of ``annotations/thucnews_tw_pairs.tsv`` (``benchmarks/bench_qu
 Example:
     >>> cfg = FinetuneConfig.of(pairs="pairs.tsv", out="models/x", calibrate_level="same-story")
     >>> cfg.evaluation.calibrate_level, cfg.bi_encoder.loss, cfg.cross_encoder.reranker
-    (1.0, 'cosent', True)
+    (0.875, 'cosent', True)
     >>> cfg.parameters()["cross_encoder_epochs"]
     3
 """
@@ -438,8 +438,8 @@ class EvaluationSettings:
 
     calibrate_level: float | str | None = option(
         DEFAULT_LEVEL,
-        help="relatedness level the threshold is calibrated for: same-story (1.0) or same-topic-entity "
-        "(0.75), or a number",
+        help="relatedness level the threshold is calibrated for: same-story (0.875: 1.0, or "
+        "1 and 0.75 averaged) or same-topic-entity (0.75), or a number",
         flags=("--level",),
     )
     eval_every: int = option(0, help="validate every N steps (0: once per epoch)")

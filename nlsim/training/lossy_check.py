@@ -4,7 +4,8 @@ For every lossy path worth it where the model runs (on the CPU ``onnx-int8``, ``
 ``torch-int8``; on a GPU ``torch-bf16`` and ``torch-fp16``, checked there; :mod:`nlsim.inference.paths`) the
 validation pairs are scored with the path's outputs and with torch fp32's. A bi-encoder's record keeps, per
 path (:func:`check_encoder`): Spearman ×100 against the gold scores, the same-story F1 of ``cosine >=
-threshold`` (the model's calibrated threshold; gold ``>= 1.0``), and the lowest and mean cosine between each
+threshold`` (the model's calibrated threshold; gold ``>= 0.875``,
+:data:`nlsim.evaluation.levels.SAME_STORY`, as everywhere), and the lowest and mean cosine between each
 text's vector and its fp32 vector. A cross-encoder's (:func:`check_cross_encoder`, the bi-encoder's fp32
 cosine in both): Spearman ×100 of the rerank score, its same-story F1 at the reranker's calibrated
 threshold, and the largest and mean difference of the cross-encoder's scores from fp32's.
@@ -40,6 +41,7 @@ from nlsim.encoders.planner import encoder_target
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import calibrate_scores
 from nlsim.evaluation.figures import rates_at, spearman
+from nlsim.evaluation.levels import SAME_STORY
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.inference.choice import weigh_lossy
 from nlsim.inference.cpu import cpu_info
@@ -52,7 +54,6 @@ from nlsim.inference.lossy_verdict import (
     MIN_COSINE,
     QUALITY_CHECK_JSON,
     RECORD_FORMAT,
-    SAME_STORY,
     borrow_checked,
     entry_key,
     home_file,

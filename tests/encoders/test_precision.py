@@ -18,6 +18,7 @@ from stsb_helpers import stsb_sample
 from nlsim.encoders import Encoder, load_encoder
 from nlsim.encoders.cache import EmbeddingCache
 from nlsim.encoders.planner import encoder_target
+from nlsim.evaluation.levels import SAME_STORY
 from nlsim.inference.choice import LOSSY_MIN_GAIN, decide, select
 from nlsim.inference.cpu import CpuInfo, cpu_info, parse_cpuinfo
 from nlsim.inference.lossy_verdict import (
@@ -29,7 +30,7 @@ from nlsim.inference.lossy_verdict import (
 )
 from nlsim.inference.paths import candidates
 from nlsim.inference.probe import save_probe
-from nlsim.training.lossy_check import check_encoder, describe_record
+from nlsim.training.lossy_check import check_encoder, describe_record, same_story_threshold, score_figures
 
 pytest.importorskip("onnxruntime")
 
@@ -211,12 +212,20 @@ def test_lossy_vectors_stay_close_to_fp32(home: Path, l3: Encoder, path: str) ->
         assert entry["min_cosine"] >= MIN_COSINE
 
 
+def test_the_quality_checks_same_story_f1_counts_a_pair_two_annotators_call_the_same_story() -> None:
+    # 0.875 (two annotators' 1 and 0.75) is the same story to calibration and to `nlsim judge`: here too
+    scores, gold = np.array([0.9, 0.8, 0.3, 0.2]), np.array([1.0, 0.875, 0.5, 0.0])
+    assert score_figures(scores, gold, 0.5)["f1"] == 1.0
+    assert same_story_threshold(scores, gold)[0] == pytest.approx(0.55)
+
+
 @pytest.mark.slow
 def test_check_encoder_record_is_stored_and_found(home: Path, l3: Encoder) -> None:
     pairs = stsb_sample(train=0, validation=60, test=0)
     record = check_encoder(l3, pairs, paths=["onnx-int8", "torch-bf16"], pairs_file="stsb")
     assert record["identity"] == l3.fingerprint and record["kind"] == "encoder"
-    assert record["threshold"]["gold_level"] == 1.0 and "calibrated here" in record["threshold"]["source"]
+    assert record["threshold"]["gold_level"] == SAME_STORY
+    assert "calibrated here" in record["threshold"]["source"]
     assert set(record["paths"]) == {"onnx-int8", "torch-bf16"}
     bf16 = record["paths"]["torch-bf16"]
     assert bf16["min_cosine"] > 0.999 and abs(bf16["spearman"] - record["reference"]["spearman"]) < 0.5

@@ -17,7 +17,8 @@ from nlsim.evaluation.calibration import (
     load_calibration,
     save_calibration,
 )
-from nlsim.evaluation.levels import parse_level
+from nlsim.evaluation.judge import purity_by_size
+from nlsim.evaluation.levels import SAME_STORY, parse_level
 
 
 def test_separable_case_cuts_between_the_groups() -> None:
@@ -46,9 +47,26 @@ def test_overlapping_case_picks_the_best_f1() -> None:
 def test_level_needs_both_classes() -> None:
     with pytest.raises(ConfigError, match="need pairs both"):
         calibrate_scores(np.array([0.1, 0.2]), np.array([0.1, 0.2]), level=0.75)
-    assert parse_level("same-story") == 1.0
+    assert parse_level("same-story") == 0.875
+    assert parse_level("1.0") == 1.0  # a number: only the pairs every annotator called the same story
     with pytest.raises(ConfigError):
         parse_level("1.5")
+
+
+def test_the_same_story_level_counts_as_positive_the_pairs_the_judge_counts_as_the_same_story() -> None:
+    # 0.875: two annotators' 1 and 0.75, the same story to `nlsim judge`, so the same to calibration
+    cos = np.array([0.95, 0.90, 0.60, 0.50, 0.40])
+    gold = np.array([1.0, 0.875, 0.75, 0.25, 0.0])
+    scored = [(f"a{i}", f"b{i}", g) for i, g in enumerate(gold)]
+    (band, *_) = purity_by_size([[f"a{i}", f"b{i}"] for i in range(len(gold))], scored)
+    for cal in (
+        calibrate_scores(cos, gold, level=parse_level("same-story"), method="best-f1"),
+        calibrate_scores(cos, gold, method="best-f1"),  # the default level
+    ):
+        assert cal.level == SAME_STORY
+        assert cal.n_positive == band.same_story == 2
+        assert cal.threshold == pytest.approx(0.75)
+        assert cal.f1 == 1.0
 
 
 def test_save_and_load_beside_a_model_or_standalone(tmp_path: Path) -> None:

@@ -214,12 +214,12 @@ def test_calibrate_and_embed_never_overwrite_a_user_file(tmp_path: Path) -> None
         (
             "a\tb\t0.5\ttest\nc\td\t0.25\ttest\n",
             "test",
-            "split 'test': none of its 2 pairs is at or above level 1.0",
+            "split 'test': none of its 2 pairs is at or above level 0.875",
         ),
         (
             "a\tb\t1\ttest\nc\td\t1\ttest\n",
             "test",
-            "split 'test': all of its 2 pairs are at or above level 1.0",
+            "split 'test': all of its 2 pairs are at or above level 0.875",
         ),
     ],
 )
