@@ -31,6 +31,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--split", default="validation", help="split to judge on, or 'all' (default validation)")
     p.add_argument("--corpus", default=None, help="the report's corpus (default: the one its run.json names)")
+    p.add_argument(
+        "--state",
+        default=None,
+        help="a daily run's report: the state folder its run committed to (nlsim dedup --state); the report "
+        "is judged on the window that state kept, as the run judged it (default: none; a daily run's report "
+        "is refused without it)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -38,6 +45,11 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from nlsim.evaluation.judge import describe, judge_report  # deferred: `nlsim --help` stays fast
 
-    result = judge_report(args.report, args.pairs, split=args.split, corpus=args.corpus)
+    window = None
+    if args.state is not None:
+        from nlsim.dedup.state import run_window
+
+        window = run_window(args.state)
+    result = judge_report(args.report, args.pairs, split=args.split, corpus=args.corpus, window=window)
     print(json.dumps(result.to_dict(), allow_nan=False) if args.json else describe(result))
     return 0

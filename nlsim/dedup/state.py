@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, OutputError, StateError
+from nlsim.evaluation.judge import Window
 from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
@@ -624,6 +625,18 @@ def move_aside(folder: str | Path) -> Path | None:
     for n in names:
         os.replace(folder / n, dest / n)
     return dest
+
+
+def run_window(folder: str | Path) -> Window:
+    """The window the last committed run of the state ``folder`` judged its report on (``nlsim judge
+    --state``): the kept items (``id``, ``title``, ``text``: the text embedded) and every pair among them.
+    A folder that holds no committed run is refused."""
+    state = open_state(folder)
+    if state.is_empty:
+        raise ConfigError(f"--state {folder}: not a state folder with a committed run (no {MANIFEST})")
+    items = state.items.assign(text=state.items["raw_text"])[["id", "title", "text"]]
+    run_id = str((state.last_run or {}).get("run_id"))
+    return Window(run_id, items, state.pairs[["id_a", "id_b"]], str(folder))
 
 
 def state_summary(folder: str | Path) -> dict[str, Any]:

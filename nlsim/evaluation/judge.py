@@ -367,19 +367,34 @@ def topic_figures(groups: Iterable[Iterable[Any]], scores: Mapping[tuple[str, st
     )
 
 
+@dataclass(frozen=True)
+class Window:
+    """What a daily run judged its report on: the items its state kept when the run committed (``id``,
+    ``title``, ``text``: the earlier days' with the day's) and every pair among them (``id_a``, ``id_b``),
+    read from the state folder ``state`` (``nlsim.dedup.state.run_window``)."""
+
+    run_id: str
+    items: pd.DataFrame
+    pairs: pd.DataFrame
+    state: str
+
+
 def judge_report(
     report: str | Path,
     pairs: str | Path,
     *,
     split: str | None = "validation",
     corpus: str | Path | None = None,
+    window: Window | None = None,
 ) -> Judgement:
     """Judge the report folder ``report`` against the scored pairs of ``split`` in ``pairs`` (every split
     with ``None`` or ``"all"``).
 
     The report's corpus (``corpus``, default the one its ``run.json`` names) decides which pairs belong to
-    the report (see the module docstring); a daily report is judged on its window's clusters
-    (``window/clusters.parquet``).
+    the report (see the module docstring). A daily run's report is judged as that run judged it: on its
+    window's clusters (``window/clusters.parquet``), the items and pairs its state kept (``window``, that
+    run's); without them it is refused (its corpus file holds the day's items only, and pairs across days
+    would count as not in the corpus).
     """
     folder = Path(report)
     if not (folder / "pairs.parquet").is_file() or not (folder / "clusters.parquet").is_file():
@@ -394,9 +409,11 @@ def judge_report(
             f"--report {folder}: not a report folder (no pairs.parquet / clusters.parquet){hint}"
         )
     run = read_run_record(folder)
-    window = folder / "window" / "clusters.parquet"
+    window_file = folder / "window" / "clusters.parquet"
     clusters = read_report_table(
-        folder, window if window.is_file() else folder / "clusters.parquet", ("cluster_id", "member_ids")
+        folder,
+        window_file if window_file.is_file() else folder / "clusters.parquet",
+        ("cluster_id", "member_ids"),
     )
     reported = read_report_table(folder, folder / "pairs.parquet", ("id_a", "id_b"))
     topic_file = folder / "topics.parquet"  # absent in a report written before topic groups
@@ -404,7 +421,23 @@ def judge_report(
         read_report_table(folder, topic_file, ("topic_id", "member_ids")) if topic_file.is_file() else None
     )
     run = check_one_run(folder, say)  # every file the one run's: never another run's figures
+    daily = run.get("mode") == "incremental"
+    if daily or window is not None:
+        check_window(folder, run, corpus, window)
     scored = scored_pairs(pairs, split)
+    if window is not None:
+        judged = judge_items(
+            clusters,
+            window.pairs,
+            scored,
+            window.items,
+            pairs=pairs,
+            split=split,
+            corpus=f"{run.get('corpus')} with the window kept in {window.state}",
+            none_in_items="judge",
+            topics=topics,
+        )
+        return replace(judged, report=str(folder))
     source = corpus or run.get("corpus")
     if not source or not Path(source).is_file():
         raise ConfigError(
@@ -419,6 +452,38 @@ def judge_report(
         clusters, reported, scored, frame, pairs=pairs, split=split, corpus=str(source), topics=topics
     )
     return replace(judged, report=str(folder))
+
+
+def check_window(
+    folder: Path, run: Mapping[str, Any], corpus: str | Path | None, window: Window | None
+) -> None:
+    """Refuse to judge a daily run's report without the window its run judged (``window``), a window of
+    another run, a window with ``--corpus``, and a window given for a batch report."""
+    run_id = str(run.get("run_id"))
+    if run.get("mode") != "incremental":
+        raise ConfigError(
+            f"--state: the report {folder} was written by a batch run (nlsim dedup without --state); it is "
+            "judged on its corpus, without a state"
+        )
+    if window is None:
+        raise ConfigError(
+            f"--report {folder}: a daily run's report (nlsim dedup --state) is judged on the window its "
+            f"state kept, the earlier days' items with the day's; its corpus {run.get('corpus')} holds the "
+            "day's items only, so pairs across days would count as not in the corpus. Pass --state STATE, "
+            f"the state folder run {run_id} committed to"
+        )
+    if corpus is not None:
+        raise ConfigError(
+            f"--corpus {corpus}: a daily run's report is judged on the items its state kept (--state), not "
+            "on a corpus file; leave --corpus out"
+        )
+    if window.run_id != run_id:
+        raise ConfigError(
+            f"--state {window.state}: it holds the window of run {window.run_id}, not of run {run_id} that "
+            f"wrote the report {folder} (a state keeps the window of its last run only); judge the latest "
+            "run's report, or read the judgement a run records of itself with nlsim dedup --judge-pairs "
+            "(its run.json's judge)"
+        )
 
 
 def load_report_corpus(source: str | Path, text_fields: tuple[str, ...], run: Mapping[str, Any]) -> Corpus:

@@ -494,9 +494,70 @@ def test_a_daily_runs_reports_folder_is_refused_with_the_report_to_pass(tmp_path
     args = ["judge", "--pairs", "pairs.tsv", "--report"]
     message = refused(nlsim(*args, "daily", cwd=tmp_path), 2, "--report daily", command="judge")
     assert "pass --report daily/latest (the newest)" in message
-    proc = nlsim(*args, "daily/latest", "--json", cwd=tmp_path)
+    proc = nlsim(*args, "daily/latest", "--state", "st", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert strict_json(proc.stdout)["judged_pairs"] == 2
+
+
+def test_a_daily_runs_report_is_judged_on_the_window_its_run_judged(tmp_path: Path) -> None:
+    """Two days of a daily run, scored pairs across the days: ``nlsim judge --state`` on the latest report
+    gives the figures the run recorded of itself (its window: the first day's items with the second's);
+    without the state the report is refused, saying why and what to pass, as is a state moved on."""
+    days = {
+        "2026-12-01": [("a1", "Floods in the north force thousands to flee"), ("b1", "Storm hits the coast")],
+        "2026-12-02": [
+            ("a2", "Floods in the north force thousands to flee their homes"),
+            ("b2", "Storm hits the coast overnight"),
+            ("c1", "Markets fall on rate fears"),
+        ],
+    }
+    titles = {i: t for rows in days.values() for i, t in rows}
+    for day, rows in days.items():
+        pd.DataFrame(
+            {"id": [i for i, _ in rows], "title": [t for _, t in rows], "published_at": f"{day}T08:00:00Z"}
+        ).to_csv(tmp_path / f"day-{day}.csv", index=False)
+    scored = [
+        ("a1", "a2", 1.0),
+        ("b1", "b2", 0.875),
+        ("a1", "b2", 0.0),
+        ("b1", "c1", 0.0),
+        ("a2", "c1", 0.25),
+    ]
+    pd.DataFrame(
+        {
+            "split": "validation",
+            "id_a": [a for a, _, _ in scored],
+            "id_b": [b for _, b, _ in scored],
+            "text_a": [titles[a] for a, _, _ in scored],
+            "text_b": [titles[b] for _, b, _ in scored],
+            "score": [s for *_, s in scored],
+        }
+    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    args = ["dedup", "--corpus", "day-{date}.csv", "--state", "st", "--out", "daily", "--judge-pairs"]
+    args += ["pairs.tsv", "--model", FAST_MODEL, "--convert", "none", "--threshold", "0.8", "--no-cache"]
+    for day in days:
+        proc = nlsim(*args, "--no-progress", "--date", day, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    recorded = json.loads((tmp_path / "daily" / "latest" / "run.json").read_text())["judge"]
+    assert recorded["judged_pairs"] == 5 and recorded["grouped_same_story_pairs"] > 0  # pairs across the days
+
+    judge = ["judge", "--pairs", "pairs.tsv", "--report", "daily/latest"]
+    message = refused(nlsim(*judge, cwd=tmp_path), 2, "daily/latest", "day-2026-12-02.csv", command="judge")
+    assert "a daily run's report" in message and "Pass --state STATE" in message
+    proc = nlsim(*judge, "--state", "st", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert strict_json(proc.stdout) == {**recorded, "report": "daily/latest"}
+
+    # the first day's report: its state now holds the second day's window, which it did not judge
+    first = next(
+        p
+        for p in (tmp_path / "daily" / "runs").iterdir()
+        if p.resolve() != (tmp_path / "daily" / "latest").resolve()
+    )
+    message = refused(
+        nlsim(*judge[:-1], str(first), "--state", "st", cwd=tmp_path), 2, "--state st", command="judge"
+    )
+    assert "holds the window of run" in message
 
 
 def test_rows_that_repeat_a_pair_are_said_when_the_counts_would_not_add_up(tmp_path: Path) -> None:
