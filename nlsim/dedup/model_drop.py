@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nlsim.evaluation.figures import split_pairs
 from nlsim.report.record import ModelInfo
 
 MAX_F1_DROP = 0.10
@@ -69,7 +70,9 @@ def recorded_f1s(info: ModelInfo) -> list[RecordedF1]:
             found.append(RecordedF1(float(figures["f1"]), f"its store evaluation on {pairs}", str(key)))
     cal = info.threshold_calibration
     if not found and cal is not None:
-        found.append(RecordedF1(float(cal.f1), f"its threshold's calibration on {cal.n} {cal.split} pairs"))
+        found.append(
+            RecordedF1(float(cal.f1), f"its threshold's calibration on {cal.n} {split_pairs(cal.split)}")
+        )
     return found
 
 

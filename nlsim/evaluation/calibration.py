@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.errors import ConfigError, StateError
-from nlsim.evaluation.figures import RATE_DIGITS, rates, rates_at
+from nlsim.evaluation.figures import RATE_DIGITS, rates, rates_at, split_pairs
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
 from nlsim.io.atomic import atomic_write_text
@@ -85,8 +85,9 @@ class Calibration:
         ci = f" [{self.f1_ci95[0]:.3f}, {self.f1_ci95[1]:.3f}]" if self.f1_ci95 else ""
         cv = f", {self.method} F1 out of fold {self.cv_f1:.3f}" if self.cv_f1 is not None else ""
         return (
-            f"threshold {self.threshold:.4f} calibrated for level >= {self.level} on {self.n} {self.split} "
-            f"pairs (P {self.precision:.3f} R {self.recall:.3f} F1 {self.f1:.3f}{ci}{cv}; "
+            f"threshold {self.threshold:.4f} calibrated for level >= {self.level} on {self.n} "
+            f"{split_pairs(self.split)} "
+            f"(P {self.precision:.3f} R {self.recall:.3f} F1 {self.f1:.3f}{ci}{cv}; "
             f"conversion {self.conversion}"
             f"{'; model ' + self.model if self.model else ''})"
             f"{'; ' + self.fallback if self.fallback else ''}"

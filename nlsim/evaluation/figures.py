@@ -32,6 +32,16 @@ RATE_DIGITS = 4
 """Decimals of a precision, recall or F1."""
 
 
+def split_pairs(split: str | None, noun: str = "pairs") -> str:
+    """Scored pairs of a split in words: ``validation pairs``, or ``pairs of every split`` for ``all``
+    (``None``), never "all pairs" after a count.
+
+    >>> split_pairs("validation"), split_pairs("all"), split_pairs(None, "rows")
+    ('validation pairs', 'pairs of every split', 'rows of every split')
+    """
+    return f"{noun} of every split" if split in (None, "all") else f"{split} {noun}"
+
+
 def spearman_raw(scores: np.ndarray, gold: np.ndarray) -> float:
     """Spearman ×100 of ``scores`` against ``gold``, unrounded (for comparisons and selection); NaN when it
     is undefined: fewer than 2 pairs, or either side constant."""

@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from nlsim.conversion import convert
 from nlsim.errors import ConfigError, InputError, StateError
-from nlsim.evaluation.figures import rates
+from nlsim.evaluation.figures import rates, split_pairs
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import LEVELS, SAME_STORY
 from nlsim.io.corpus import Corpus, load_corpus
@@ -585,7 +585,7 @@ def judge_items(
     holds another text than the one scored)."""
     split = None if split == "all" else split
     match = match_corpus(scored, items, [int(i) + 1 for i in scored.index])
-    name = f"{split} pairs" if split else "pairs"
+    name = split_pairs(split)
     if match.judged.empty and none_in_items == "refuse":
         if match.first_mismatch is not None:
             row, field, item, held, text = match.first_mismatch
@@ -652,7 +652,7 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
             pairs,
             None,
             "id_a",
-            f"none of the {len(scored)} scored {split or 'all'} pairs has both item ids (id_a, id_b): a "
+            f"none of the {len(scored)} scored {split_pairs(split)} has both item ids (id_a, id_b): a "
             "report is judged on the pairs whose ids name its items",
         )
     return scored
@@ -675,8 +675,8 @@ def headline(j: Judgement) -> str:
     """
     large = next((p for p in j.purity_by_size or [] if p.band == "5+"), None)
     text = (
-        f"same story on the {j.split} pairs: precision {figure(j.precision)}, recall {figure(j.recall)}, "
-        f"F1 {figure(j.f1)}"
+        f"same story on the {split_pairs(j.split)}: precision {figure(j.precision)}, "
+        f"recall {figure(j.recall)}, F1 {figure(j.f1)}"
     )
     if large is not None:
         text += f"; inside clusters of 5+ items {figure(large.share, 2)} ({large.judged} judged pairs)"
@@ -692,7 +692,7 @@ def describe(j: Judgement) -> str:
     """One paragraph for logs and the command line."""
     po = j.pairs_only
     text = (
-        f"same story (score >= {j.same_story_level}) on {j.judged_pairs} judged {j.split} pairs "
+        f"same story (score >= {j.same_story_level}) on {j.judged_pairs} judged {split_pairs(j.split)} "
         f"({j.same_story_pairs} same story): precision {figure(j.precision)}, recall "
         f"{figure(j.recall)}, F1 {figure(j.f1)}{interval(j.f1_ci95)} (items in one cluster); "
     )
@@ -715,12 +715,15 @@ def describe(j: Judgement) -> str:
     left = (j.mismatched_pairs or 0) + (j.pairs_not_in_corpus or 0)
     if left:
         text += (
-            f"; {left} of the {j.scored_pairs} scored {j.split} pairs were not judged "
+            f"; {left} of the {j.scored_pairs} scored {split_pairs(j.split)} were not judged "
             f"({j.mismatched_pairs} name items whose text in the corpus is another one, "
             f"{j.pairs_not_in_corpus} name items not in it)"
         )
     if j.scored_pairs is not None:  # not recorded by an older nlsim
         repeated = j.scored_pairs - left - j.judged_pairs
         if repeated > 0:  # one pair in two rows (the same ids, in either order): judged once
-            text += f"; {repeated} of the {j.scored_pairs} scored {j.split} rows repeat a pair, counted once"
+            text += (
+                f"; {repeated} of the {j.scored_pairs} scored {split_pairs(j.split, 'rows')} repeat a pair, "
+                "counted once"
+            )
     return text

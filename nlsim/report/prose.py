@@ -26,6 +26,7 @@ import html
 import math
 from typing import Any
 
+from nlsim.evaluation.figures import split_pairs
 from nlsim.evaluation.judge import Judgement
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io import columns
@@ -221,7 +222,7 @@ def plain_quality(record: RunRecord) -> str:
         if judge.recall is not None:
             text += f"; it groups {in_words(judge.recall)} of the pairs editors call the same story"
         basis = (
-            f"judged on {judge.judged_pairs:,} of the editors' scored {judge.split} pairs, "
+            f"judged on {judge.judged_pairs:,} of the editors' scored {split_pairs(judge.split)}, "
             f"{judge.same_story_pairs:,} of them the same story: precision {_fmt(judge.precision)}, recall "
             f"{_fmt(judge.recall)}"
         )
@@ -241,8 +242,8 @@ def plain_quality(record: RunRecord) -> str:
             f"{in_words(cal.recall)} of the pairs editors call {what}"
         )
         basis = (
-            f"measured on {cal.n:,} annotated {cal.split} pairs, {cal.n_positive:,} of them {what}, where "
-            f"the threshold was calibrated: precision {_fmt(cal.precision)}, recall {_fmt(cal.recall)}"
+            f"measured on {cal.n:,} annotated {split_pairs(cal.split)}, {cal.n_positive:,} of them {what}, "
+            f"where the threshold was calibrated: precision {_fmt(cal.precision)}, recall {_fmt(cal.recall)}"
         )
         if cal.conversion and record.conversion and cal.conversion != record.conversion:
             basis += (
@@ -413,7 +414,7 @@ def _agreement(record: RunRecord) -> str:
     return (
         f"precision <strong>{_fmt(cal.precision)}</strong> · recall <strong>{_fmt(cal.recall)}</strong> · "
         f"F1 <strong>{_fmt(cal.f1)}</strong> "
-        + esc(f"on {cal.n} {cal.split} pairs, {cal.n_positive} of them {_level_name(cal.level)}")
+        + esc(f"on {cal.n} {split_pairs(cal.split)}, {cal.n_positive} of them {_level_name(cal.level)}")
     )
 
 
@@ -528,7 +529,7 @@ def _judgement(judge: Judgement | None, *, window: bool = False) -> str:
     )
     return (
         f"<h3 id='judged'>Judged by the editors' pairs: same story at the cluster level</h3>"
-        f"<p class='meta'>{judge.judged_pairs:,} scored {esc(judge.split)} pairs of "
+        f"<p class='meta'>{judge.judged_pairs:,} scored {esc(split_pairs(judge.split))} of "
         f"<bdi>{esc(judge.pairs)}</bdi> belong to {esc(where)}, {judge.same_story_pairs:,} of them the same "
         f"story; a figure with nothing to divide by is shown as –.{left}</p>"
         f"<table class='metrics'>{body}</table>{by_size}"

@@ -18,10 +18,12 @@ import pandas as pd
 import pytest
 
 from nlsim.errors import InputError
+from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import (
     Judgement,
     PairFigures,
     describe,
+    headline,
     judge_items,
     judge_report,
     judge_tables,
@@ -179,6 +181,23 @@ def test_the_judgement_holds_every_figure_judge_tables_gives(report: Path) -> No
     assert set(figures) | matched == {f.name for f in fields(Judgement)}
     assert all(v is not None for v in judged.to_dict().values()), judged
     assert judged.report == str(report / "rep") and isinstance(judged.pairs_only, PairFigures)
+
+
+def test_the_figures_of_every_split_read_as_english() -> None:
+    """``--split all``: "8 judged pairs of every split", never "8 judged all pairs"; a calibration too."""
+    j = Judgement(
+        "p.tsv", "all", 8, 3, 0.5, 0.5, 0.5, scored_pairs=11, mismatched_pairs=1, pairs_not_in_corpus=1
+    )
+    text = describe(j) + " " + headline(j)
+    assert "on 8 judged pairs of every split (3 same story)" in text
+    assert "2 of the 11 scored pairs of every split were not judged" in text
+    assert "1 of the 11 scored rows of every split repeat a pair" in text
+    assert "same story on the pairs of every split:" in text
+    cal = Calibration(
+        threshold=0.7, level=0.875, precision=1, recall=1, f1=1, n=10, n_positive=2, split="all"
+    )
+    assert "calibrated for level >= 0.875 on 10 pairs of every split (P" in cal.describe()
+    assert " all pairs" not in text + cal.describe()
 
 
 def test_an_older_record_reads_without_made_up_figures() -> None:
