@@ -539,6 +539,9 @@ def _search(
     kept = settings.report.near_misses
     floor = near_misses.search_floor(model.floor, model.threshold.value, reranked, kept)
     pairs = step("neighbors", stages.neighbors, window, settings.search, floor, settings.report.progress)
+    pairs, said = stages.readable(pairs, window, model, settings.model)  # within the search's time
+    if said:
+        step.log.say(said)
     candidates = int(len(pairs))
     rescored = 0
     unread = None

@@ -440,6 +440,35 @@ def neighbors(
     )
 
 
+def readable(
+    pairs: pd.DataFrame, window: Window, model: ModelChoice, scoring: ModelSettings
+) -> tuple[pd.DataFrame, str | None]:
+    """The candidate pairs less those with an end whose text the model reads nothing of (every token
+    unknown to its tokenizer: :meth:`nlsim.encoders.encoder.Encoder.unreadable`, ``𠀀𠀁`` to e5): such
+    texts embed as one vector, so two unrelated ones would pair at a similarity of 1. The items stay in the
+    report, and exact copies of one such text are still linked (:func:`with_copies`). Returns the pairs and
+    what the run says of the texts (``None``: no such text among the candidates)."""
+    check = getattr(model.encoder, "unreadable", None)
+    if check is None or pairs.empty:
+        return pairs, None
+    rows = np.unique(np.concatenate([pairs["a"].to_numpy(np.int64), pairs["b"].to_numpy(np.int64)]))
+    texts = window.texts(rows, scoring.convert)
+    bad = check(texts)
+    if not bad.any():
+        return pairs, None
+    drop = np.isin(pairs["a"].to_numpy(np.int64), rows[bad]) | np.isin(
+        pairs["b"].to_numpy(np.int64), rows[bad]
+    )
+    first = int(np.flatnonzero(bad)[0])
+    said = (
+        f"unreadable texts: {int(bad.sum())} item(s) hold text {model.encoder.name} reads as unknown "
+        f"tokens only (e.g. {window.ids[rows[first]]!r}: {texts[first][:40]!r}), so their vectors say "
+        f"nothing of it: left out of the {int(drop.sum())} candidate pair(s) they were in (exact copies of "
+        "one text are still linked)"
+    )
+    return pairs[~drop].reset_index(drop=True), said
+
+
 def copies_said(window: Window) -> str | None:
     """What the run says of the window's exact copies (``None`` when it has none)."""
     found = window.copies

@@ -416,6 +416,27 @@ class Encoder:
         )
         return enc["input_ids"]
 
+    def unreadable(self, texts: Sequence[str]) -> np.ndarray:
+        """Whether the model reads nothing of each text: every token of it (no prefix, no special token) is
+        the tokenizer's unknown token or a bare word start (``▁``): ``𠀀𠀁`` to e5 (``▁``, ``<unk>``),
+        ``😀😀`` to MiniLM (``[UNK]``). Every such text embeds as one vector, whatever it says.
+
+        >>> from nlsim.encoders import load_encoder
+        >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+        >>> enc.unreadable(["😀😀", "🎉", "Floods 😀", "- ..."]).tolist()
+        [True, True, False, False]
+        """
+        unk = self.tokenizer.unk_token_id
+        if unk is None or not len(texts):
+            return np.zeros(len(texts), dtype=bool)
+        rows = self.tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False)["input_ids"]
+
+        def blank(ids: list[int]) -> bool:
+            pieces = self.tokenizer.convert_ids_to_tokens(ids)
+            return all(i == unk or not str(p).strip("▁Ġ ") for i, p in zip(ids, pieces, strict=True))
+
+        return np.array([unk in ids and blank(ids) for ids in rows], dtype=bool)
+
     # ------------------------------------------------------------------ forward
     def embed(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean-pooled (not normalised) sentence vectors for tokenised ``features``; keeps autograd."""

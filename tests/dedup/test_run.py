@@ -367,3 +367,34 @@ def test_a_batch_run_that_fails_leaves_no_trace_of_its_hold(tmp_path, kind):
     with pytest.raises(InputError, match="row 2"):
         run_dedup(cfg.with_(corpus=str(tmp_path / "bad.csv")), encoder=_Counting())
     assert (list(out.iterdir()) == []) if kind == "empty" else not out.exists()
+
+
+def test_texts_the_model_reads_as_unknown_tokens_only_pair_with_nothing_but_their_copies(
+    tmp_path, fast_encoder
+):
+    """'😀😀' and '🎉' are one unknown token each to the small model: one vector, a cosine of 1. They stay
+    in the report, unpaired but for an exact copy of the same text, and the run says why."""
+    titles = {
+        "u1": "😀😀",
+        "u2": "🎉",
+        "u3": "😀😀",  # an exact copy of u1
+        "f1": "Floods force thousands from their homes in the north",
+        "f2": "Floods force thousands from their homes in the north of the country",
+        "m1": "Markets fall on rate fears 🎉",  # readable, with an unknown token
+    }
+    corpus = pd.DataFrame({"id": list(titles), "title": list(titles.values())})
+    corpus.to_csv(tmp_path / "news.csv", index=False)
+    cfg = DedupConfig.of(
+        corpus=tmp_path / "news.csv",
+        out=tmp_path / "rep",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.8,
+        cache=False,
+        progress=False,
+    )
+    result = run_dedup(cfg, encoder=fast_encoder)
+    pairs = {tuple(sorted(p)) for p in zip(result.pairs["id_a"], result.pairs["id_b"], strict=True)}
+    assert pairs == {("u1", "u3"), ("f1", "f2")}
+    said = [m for m in result.messages if m.startswith("unreadable texts:")]
+    assert len(said) == 1 and "2 item(s)" in said[0] and "'u1'" in said[0], result.messages
