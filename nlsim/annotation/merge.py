@@ -39,12 +39,14 @@ from nlsim.annotation.validate import (
 from nlsim.clusters.constraints import pair_key
 from nlsim.clusters.verdicts import (
     ACTING_SPLIT,
+    Decision,
     PairRow,
     StoreCheck,
     Verdict,
     Verdicts,
     check_store,
     holds_already,
+    overruled_since,
     overruling,
     pair_rows,
     retire_earlier,
@@ -115,7 +117,11 @@ class MergeResult:
     overruled: int = 0
     """Training pairs the pair file already scored whose verdict is now the editor's newer decision."""
     already_held: int = 0
-    """Overruling rows whose decision already held (merged before from the same file): nothing new."""
+    """Overruling rows whose decision was merged before (a file merged again, marks exported again):
+    nothing new."""
+    overruled_since: tuple[str, ...] = ()
+    """Of those, each row sending again an editor's decision that another editor overruled since, said
+    with both decisions (the newer one stands): ``n0/n1: desk's 0 (marks-1.csv, …) … bob's 0.75 …``."""
     merged_before: int = 0
     """Rows whose pair was merged before from another file with the same score by the same editor, in
     this split (marks exported again from the report page): skipped."""
@@ -169,8 +175,10 @@ def merge_annotations(
     file already scores in its training split is the editor's newer decision. It is recorded in the
     verdict store as the pair's verdict, the decisions it overrules kept with it
     (:func:`~nlsim.clusters.verdicts.overruling`), and the pair file is left as it is; a validation or test
-    pair is never overruled (refused by name). A row whose decision already holds (the same score from the
-    same editor and file: a file merged again) adds nothing and is counted.
+    pair is never overruled (refused by name). A row whose decision was merged already
+    (:func:`~nlsim.clusters.verdicts.holds_already`: a file merged again, marks exported again) adds nothing
+    and is counted; one sending again an editor's own decision that another editor overruled since never
+    undoes the newer decision, and is said with both (:func:`~nlsim.clusters.verdicts.overruled_since`).
     """
     _check_options(split, corpus, text_field)
     raw = unescape_cells(read_filled(filled))
@@ -212,6 +220,7 @@ def merge_annotations(
     total = len(body.checked) if body is not None else len(existing)
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
     result.already_held, result.merged_before = kept.already, len(scored.again)
+    result.overruled_since = kept.since
     log(_merge_said(result, skip_scored))
     return result
 
@@ -251,7 +260,12 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
     if result.already_held:
         said += (
             f"; {result.already_held} overruling decision(s) merged before (the same score by the same "
-            "editor from a file of this name): nothing new"
+            "editor: a file merged again, or marks exported again): nothing new"
+        )
+    if result.overruled_since:
+        said += (
+            f"; of them, {len(result.overruled_since)} overruled since by another editor's newer decision, "
+            "which stands (an old mark sent again never undoes it): " + "; ".join(result.overruled_since)
         )
     if result.merged_before:
         said += (
@@ -334,6 +348,7 @@ class _Kept:
     store: Path | None = None
     overruled: int = 0
     already: int = 0
+    since: tuple[str, ...] = ()
 
 
 @contextlib.contextmanager
@@ -371,13 +386,18 @@ def _verdicts_kept(
     for line in check.notes():
         log(line)
     by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
+    since = tuple(
+        _both_said(v, d, prior)
+        for v in wanted
+        if (prior := check.verdicts.get(v.key)) is not None and (d := overruled_since(v, prior)) is not None
+    )
     overrules = [
         overruling(v, check.verdicts.get(v.key), by_key[v.key], pairs_file)
         for v in wanted
         if not holds_already(v, check.verdicts.get(v.key))
     ]
     store = check.path
-    kept = _Kept(store, len(overrules), len(wanted) - len(overrules))
+    kept = _Kept(store, len(overrules), len(wanted) - len(overrules), since)
     if not records and not overrules:
         yield kept  # every overrule holds already: nothing to write
         return
@@ -393,6 +413,16 @@ def _verdicts_kept(
         raise
     for gone in retire_earlier(check, held):
         log(f"removed {gone}: every verdict it held is in {store} now")
+
+
+def _both_said(verdict: Verdict, own: Decision, prior: Verdict) -> str:
+    """A row sending ``own`` (its editor's decision) again, said with the newer decision that stands."""
+
+    def one(d: Decision) -> str:
+        where = ", ".join(x for x in (d.source, d.decided_at) if x)
+        return f"{d.annotator or 'an unnamed editor'}'s {d.score:g}" + (f" ({where})" if where else "")
+
+    return f"{verdict.id_a}/{verdict.id_b}: {one(own)} was overruled since by {one(prior.decision)}"
 
 
 def _new_verdicts(new: pd.DataFrame, split: str, filled: str | Path, now: str) -> list[Verdict]:

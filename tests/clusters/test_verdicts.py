@@ -613,3 +613,43 @@ def test_an_overrule_exported_again_from_another_file_overrules_nothing_again(tm
     got = load_verdicts(store_path(pairs)).get(("n0", "n1"))
     assert got is not None and (got.score, got.source) == (0.0, "marks-1.csv")
     assert [d.score for d in got.earlier] == [0.75]
+
+
+def test_an_old_overrule_exported_again_never_undoes_a_colleagues_newer_decision(tmp_path: Path) -> None:
+    """desk overrules n0/n1 from 0.75 to 0 (marks-1.csv), bob overrules it back to 0.75, then desk's
+    *Export all marks* (marks-2.csv) sends desk's old mark again: it is merged before, counted and said with
+    both decisions, and bob's 0.75 stands. desk's decision changed (another score) is still a new one."""
+    from nlsim.annotation.merge import merge_annotations
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], name="marks-1.csv", overrule=True)
+    bob = tmp_path / "bob.csv"
+    pd.DataFrame(
+        {
+            "id_a": ["n0"],
+            "id_b": ["n1"],
+            "text_a": [TITLES["n0"]],
+            "text_b": [TITLES["n1"]],
+            "score": ["0.75"],
+        }
+    ).assign(annotator="bob").to_csv(bob, index=False)
+    merge_annotations(bob, pairs, overrule=True, log=lambda _: None)
+    held = store_path(pairs).read_bytes()
+    said = _merge(pairs, [("n0", "n1", "0"), ("n6", "n7", "1")], name="marks-2.csv", overrule=True)
+    assert not any("training pair(s) overruled" in line for line in said), said
+    assert any(
+        "1 overruling decision(s) merged before" in line
+        and "n0/n1: desk's 0 (marks-1.csv" in line
+        and "overruled since by bob's 0.75 (bob.csv" in line
+        for line in said
+    ), said
+    got = load_verdicts(store_path(pairs)).get(("n0", "n1"))
+    assert got is not None and (got.score, got.annotator) == (0.75, "bob")
+    assert store_path(pairs).read_bytes() != held  # the new pair n6/n7 is added all the same
+    assert _acting(pairs) == ({("n6", "n7")}, {("n0", "n1")})  # 0.75: not the same story
+    # desk decides otherwise now: a new decision, which overrules bob's
+    said = _merge(pairs, [("n0", "n1", "0.25")], name="marks-3.csv", overrule=True)
+    assert any("1 training pair(s) overruled" in line for line in said), said
+    got = load_verdicts(store_path(pairs)).get(("n0", "n1"))
+    assert got is not None and (got.score, got.annotator) == (0.25, "desk")
+    assert [(d.score, d.annotator) for d in got.earlier] == [(0.75, ""), (0.0, "desk"), (0.75, "bob")]

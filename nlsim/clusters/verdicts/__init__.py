@@ -30,6 +30,7 @@ Example:
 from nlsim.clusters.verdicts.overrule import (
     TrainingPairs,
     holds_already,
+    overruled_since,
     overruling,
     training_pairs,
     with_overrules,
@@ -81,6 +82,7 @@ __all__ = [
     "from_frame",
     "holds_already",
     "load_verdicts",
+    "overruled_since",
     "overruling",
     "pair_rows",
     "retire_earlier",

@@ -62,13 +62,18 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     file that merged it, merged again to bring back the store's overrules). Nothing new to overrule with: a
     file merged again never undoes a later decision, such as an editor's taking an overrule back. The
     decision that holds, the same score by the same editor from another file (the report page's *Export all
-    marks* exports it again with the new marks), is nothing new either.
+    marks* exports it again with the new marks), is nothing new either; nor is a named editor's own latest
+    decision on the pair, from any file, that another editor overruled since (:func:`overruled_since`): the
+    page exports the editor's mark again, and an old mark sent again never undoes a colleague's newer
+    decision. An editor's own decision changed (another score than their latest) is a new decision.
 
     >>> earlier = (Decision(0.25, "", "p.tsv"), Decision(0.0, "ed1", "monday.csv"))
     >>> taken_back = Verdict("a", "b", 0.25, annotator="ed2", source="tuesday.csv", earlier=earlier)
     >>> holds_already(Verdict("a", "b", 0.0, annotator="ed1", source="monday.csv"), taken_back)
     True
     >>> holds_already(Verdict("a", "b", 0.0, annotator="ed1", source="wednesday.csv"), taken_back)
+    True
+    >>> holds_already(Verdict("a", "b", 0.5, annotator="ed1", source="wednesday.csv"), taken_back)
     False
     >>> holds_already(Verdict("a", "b", 0.25, annotator="ed2", source="friday.csv"), taken_back)
     True
@@ -77,11 +82,34 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
         return False
     if prior.annotator == verdict.annotator and abs(prior.score - verdict.score) < 1e-9:
         return True  # the decision that holds, by this editor (exported again, or rebuilt from the pair file)
+    if overruled_since(verdict, prior) is not None:
+        return True  # the editor's own latest decision, sent again after a colleague overruled it
     decisions = [*prior.earlier, prior.decision]
     return any(
         abs(d.score - verdict.score) < 1e-9 and (d.annotator, d.source) == (verdict.annotator, verdict.source)
         for d in decisions
     )
+
+
+def overruled_since(verdict: Verdict, prior: Verdict | None) -> Decision | None:
+    """The decision of a named editor that ``verdict`` sends again, when another editor's decision
+    overruled it since: the editor's own latest decision on the pair (among ``prior``'s earlier decisions)
+    gives ``verdict``'s score, and ``prior`` (the verdict that holds) is someone else's. ``None`` otherwise
+    (no such decision, an unnamed editor, or the editor's latest decision gives another score: changed).
+
+    >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "marks-1.csv"))
+    >>> bobs = Verdict("a", "b", 0.75, annotator="bob", source="bob.csv", earlier=earlier)
+    >>> overruled_since(Verdict("a", "b", 0.0, annotator="desk", source="marks-2.csv"), bobs)
+    Decision(score=0.0, annotator='desk', source='marks-1.csv', decided_at='')
+    >>> overruled_since(Verdict("a", "b", 0.25, annotator="desk", source="marks-2.csv"), bobs) is None
+    True
+    """
+    if prior is None or not verdict.annotator or prior.annotator == verdict.annotator:
+        return None
+    own = [d for d in prior.earlier if d.annotator == verdict.annotator]
+    if own and abs(own[-1].score - verdict.score) < 1e-9:
+        return own[-1]
+    return None
 
 
 @dataclass(frozen=True)
