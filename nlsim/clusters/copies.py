@@ -12,7 +12,8 @@ as text-dedup and SemHash do, exact duplicates are grouped first:
   :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
   window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
   after the first member of its part), and an editor's "not the same story" between two copies wins: they
-  are put in different groups.
+  are put in different groups (:attr:`Copies.parted`: the representatives of the parts a verdict made, each
+  searched for its own neighbours: a daily run searches again those an earlier day read as copies).
 - The neighbour search reads one item per group (the representative stands for every copy: the others
   have its text) and counts k *distinct* neighbours (:func:`nlsim.search.neighbors.neighbor_pairs` with
   ``copies``); the cluster rule reads each group as one item (:func:`contract` before the rule,
@@ -28,8 +29,9 @@ Example:
     [['a', 'b', 'c']]
     >>> find_copies(["a", "b", "c", "d"], ["Rain", "rain", "rain", "x"], times, window_hours=24).groups()
     [['a', 'b']]
-    >>> find_copies(["a", "b", "c"], ["Rain", "rain", "rain"], times[:3], cannot=[("a", "c")]).groups()
-    [['a', 'b']]
+    >>> parted = find_copies(["a", "b", "c"], ["Rain", "rain", "rain"], times[:3], cannot=[("a", "c")])
+    >>> parted.groups(), parted.parted.tolist()
+    ([['a', 'b']], [0, 2])
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ class Copies:
 
     ids: tuple[str, ...] = ()
     rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    parted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Rows of the representatives of the parts of a copy group that an editor's "not the same story"
+    between two of its copies parted (every part of it, sorted): each part is searched for its own
+    neighbours, as any representative is; a daily run searches again those an earlier day read as a copy of
+    another (:func:`nlsim.dedup.stages.copies`), so that its links are those a batch run finds."""
 
     @property
     def count(self) -> int:
@@ -129,6 +136,7 @@ def find_copies(
     keys = order_keys(ids, times if times is not None else [None] * n)
     apart = {pair_key(str(a), str(b)) for a, b in cannot}
     window_ns = None if not window_hours else int(float(window_hours) * 3600e9)
+    parted: list[int] = []
     for rows in by_key.values():
         if len(rows) < 2:
             continue
@@ -142,7 +150,15 @@ def find_copies(
                 home.append(r)
         for part in parts:
             rep[part] = part[0]
-    return Copies(tuple(ids), rep)
+        if len(parts) > 1 and _parted_by_verdict([ids[r] for r in rows], apart):
+            parted += [part[0] for part in parts]
+    return Copies(tuple(ids), rep, np.array(sorted(parted), dtype=np.int64))
+
+
+def _parted_by_verdict(members: list[str], apart: set[tuple[str, str]]) -> bool:
+    """Whether an editor keeps two of ``members`` (the items of one copy key) apart."""
+    inside = set(members)
+    return any(a in inside and b in inside for a, b in apart)
 
 
 def _fits(

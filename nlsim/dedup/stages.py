@@ -277,15 +277,20 @@ def convert_texts(window: Window, scoring: ModelSettings) -> list[str]:
 def copies(window: Window, scoring: ModelSettings, search: SearchSettings, editors: EditorsInput) -> Window:
     """The window's exact copies (:mod:`nlsim.clusters.copies`): items whose texts, in the run's script,
     are the same once normalised, grouped before the neighbour search; copies further apart than the
-    time window are not copies, and an editor's "not the same story" keeps two copies apart. Returns the
-    window with them (:func:`copies_said`: what the run says of them)."""
+    time window are not copies, and an editor's "not the same story" keeps two copies apart: the parts it
+    makes are each searched (:attr:`~nlsim.clusters.copies.Copies.parted`, added to the query rows: in a
+    daily run an earlier day's copy, never searched, finds its own neighbours as a batch run's does).
+    Returns the window with them (:func:`copies_said`: what the run says of them)."""
     ids = window.ids
     texts = window.texts(range(len(ids)), scoring.convert)
     cannot = editors.constraints().restricted_to(ids.tolist()).cannot_link
     found = find_copies(
         ids, texts, window.items["published_at"], window_hours=search.window_hours, cannot=cannot
     )
-    return replace(window, copies=found)
+    # the parts of a copy group a verdict parted are searched for their own neighbours (a batch run's
+    # are): in a daily run, those of an earlier day too, which that day read as one item (or as a copy)
+    query = np.union1d(window.query_rows, found.parted).astype(np.int64)
+    return replace(window, copies=found, query_rows=query)
 
 
 @dataclass(frozen=True)

@@ -153,3 +153,64 @@ def test_a_copy_past_the_window_of_its_groups_first_item_pairs_with_the_copy_ins
     assert sorted(zip(pairs["id_a"], pairs["id_b"], strict=True)) == [("a", "b"), ("b", "c")]
     # a and b are one copy group; c, past the window of a, is scored as any pair (its own group)
     assert pairs.set_index("id_b")["exact_copy"].to_dict() == {"b": True, "c": False}
+
+
+@pytest.mark.parametrize(
+    ("cut", "first", "later"),
+    [("order", "z1", "b1"), ("min-cut", "b1", "z1")],
+)
+def test_a_verdict_parting_two_copies_after_a_day_keeps_the_copy_a_batch_run_keeps(
+    tmp_path, cut, first, later
+):
+    """Day 1 reads ``later`` as a copy of ``first`` (its earliest) in one story with a2 and a3; then an
+    editor's "not the same story" between the two copies is merged. The daily run of day 2 parts the group
+    and searches the copy it never searched, so its clusters are those of a batch run over both days' items
+    with the verdict: the same copy kept in the story, the other alone (each cut its own way)."""
+    from nlsim.annotation.merge import merge_annotations
+
+    story = "storm floods the coast road"
+    titles = {first: f"{story} tonight", "a2": f"{story} today", "a3": f"{story} again"}
+    titles |= {later: titles[first], "q": "markets rise on rate hopes"}
+    day = pd.Timestamp("2024-05-01", tz="UTC")
+    days = [
+        pd.DataFrame(
+            {
+                "id": list(titles),
+                "title": list(titles.values()),
+                "published_at": [day + pd.Timedelta(minutes=n) for n in range(len(titles))],
+            }
+        ),
+        pd.DataFrame(
+            {"id": ["zz"], "title": ["totally unrelated words"], "published_at": [day + pd.Timedelta(days=1)]}
+        ),
+    ]
+    for n, frame in enumerate(days):
+        frame.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+    pd.concat(days, ignore_index=True).to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _pair_file(tmp_path / "pairs.tsv", [("q1", "q2", "foo bar", "baz qux", 0.0)])
+    kw = {"annotated_pairs": str(pairs), "cluster_cut": cut, "k": 10, "text_fields": ("title",)}
+    state = tmp_path / "state"
+    first_day = _config(tmp_path / "day0.parquet", tmp_path / "o1", "hash", 0.7, **kw)
+    run_daily(first_day, state, retention_days=None, encoder=HashEncoder())
+    assert state_assignment(state)[later] == state_assignment(state)[first]  # one story, copies
+    marks = tmp_path / "marks.csv"
+    pd.DataFrame(
+        {
+            "id_a": [first],
+            "id_b": [later],
+            "text_a": [titles[first]],
+            "text_b": [titles[later]],
+            "score": ["0"],
+        }
+    ).to_csv(marks, index=False)
+    merge_annotations(marks, pairs, log=lambda _: None)
+    second_day = _config(tmp_path / "day1.parquet", tmp_path / "o2", "hash", 0.7, **kw)
+    run_daily(second_day, state, retention_days=None, encoder=HashEncoder())
+    daily = pd.read_parquet(tmp_path / "o2" / "latest" / "window" / "clusters.parquet")
+    daily = daily[daily["status"] != "dissolved"]
+    batch = run_dedup(
+        _config(tmp_path / "all.parquet", tmp_path / "b", "hash", 0.7, **kw), encoder=HashEncoder()
+    )
+    got = sorted(sorted(m) for m in daily["member_ids"])
+    assert got == sorted(sorted(m) for m in batch.clusters["member_ids"])
+    assert len(got) == 1 and {"a2", "a3"} < set(got[0]) and len(got[0]) == 3  # one copy kept, one alone

@@ -277,9 +277,8 @@
     function copiesOf(v) {  // the exact copies among them, each read as its representative, and their links
       // (nlsim.clusters.copies): a "not the same story" between two copies puts them in groups of their own
       // (find_copies: earliest first, each copy in the first part none of whose members it is kept apart
-      // from); in a batch run a part's representative has the links of its group's, whose text it has (the
-      // run searches its neighbours); a daily run searched the group's representative only, so a copy parted
-      // from it has no link of its own
+      // from); a part's representative has the links of its group's, whose text it has (the run searches its
+      // neighbours: a daily run too, a copy an earlier day read as its representative's searched again)
       var apart = {}, group = {}, repOf = {}, more = [];
       v.cannot.forEach(function (p) { apart[pairKey(p[0], p[1])] = true; });
       Object.keys(COPIES).forEach(function (i) {
@@ -298,7 +297,7 @@
         cut.forEach(function (part) {
           var rep = items[part[0]].id;
           part.slice(1).forEach(function (m) { repOf[items[m].id] = rep; });
-          if (rep === was || DATA.daily) return;
+          if (rep === was) return;
           links.forEach(function (l) {
             if (l[0] === was) more.push([rep, l[1], l[2]]); else if (l[1] === was) more.push([l[0], rep, l[2]]);
           });
