@@ -90,7 +90,7 @@ from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
-from nlsim.report.files import hold_report_folder
+from nlsim.report.files import CHAIN_PAGE, CHAIN_PAGE_TITLE, CHAIN_RECORD, hold_report_folder
 from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
@@ -122,9 +122,6 @@ CHAIN_STAGES = {
     )
 }
 declare(*CHAIN_STAGES.values())
-RECORD = "pipeline.json"
-PAGE_TITLE = "# nlsim pipeline\n\n"
-"""How the chain's page (``pipeline.md``) begins."""
 MARKERS_KEPT = 8
 """How many machine kinds a model's store entry remembers its quality check was settled for."""
 
@@ -812,9 +809,11 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
             report={"folder": str(report.report_dir), "summary": report.summary}, judge=judged.to_dict()
         )
         atomic_write_text(
-            Path(cfg.report.out) / RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
+            Path(cfg.report.out) / CHAIN_RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
         )
-        atomic_write_text(Path(cfg.report.out) / CHAIN_PAGE, f"{PAGE_TITLE}{table}\n\n{describe(judged)}\n")
+        atomic_write_text(
+            Path(cfg.report.out) / CHAIN_PAGE, f"{CHAIN_PAGE_TITLE}{table}\n\n{describe(judged)}\n"
+        )
     return PipelineResult(record=record, report=report, table=table)
 
 
@@ -849,9 +848,7 @@ def first_report(
     checked = time.perf_counter()
     states = lower_states.current()
     taken = states.taken if states is not None else 0
-    report = run_dedup(report_config(cfg, store), call=call)
-    for gone in drop_chain_record(Path(report.report_dir)):
-        say(f"first report: removed {gone}, an earlier chain's record of the report it replaced")
+    report = run_dedup(report_config(cfg, store), call=call)  # an earlier chain's record goes with its report
     seconds = round(time.perf_counter() - checked, 2)  # the report alone: the estimate's measure of one
     ready = time.perf_counter() - t0
     if states is not None and states.taken > taken:
@@ -870,34 +867,6 @@ def first_report(
         "quality_check_seconds": round(checked - t0, 2),
         "judge": judged.to_dict() if judged is not None else None,
     }
-
-
-CHAIN_PAGE = "pipeline.md"
-"""The chain's before/after table and judgement, beside its record (:data:`RECORD`) in the report folder."""
-
-
-def drop_chain_record(folder: Path) -> list[Path]:
-    """Remove an earlier chain's record from the report ``folder`` (its :data:`RECORD` and
-    :data:`CHAIN_PAGE`), once a report that is not that chain's replaced the one they describe: they would
-    name a model and a judgement the folder no longer holds. Only files that read as the chain wrote them
-    (a JSON object with its ``decision``, a page under its title); returns those removed."""
-    removed = []
-    record, page = folder / RECORD, folder / CHAIN_PAGE
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None
-    if isinstance(data, dict) and "decision" in data and record.is_file() and not record.is_symlink():
-        record.unlink()
-        removed.append(record)
-    try:
-        ours = page.read_text(encoding="utf-8").startswith(PAGE_TITLE)
-    except (OSError, ValueError):
-        ours = False
-    if ours and page.is_file() and not page.is_symlink():
-        page.unlink()
-        removed.append(page)
-    return removed
 
 
 def report_config(cfg: PipelineConfig, store: ModelStore) -> DedupConfig:

@@ -69,6 +69,7 @@ from nlsim.io.atomic import (
 from nlsim.io.lock import GUARD_NAME, RunLock, held_here
 from nlsim.io.ownership import claim_folder, traceless
 from nlsim.io.report_folder import PUBLISHING, check_report_replaceable, recorded_files
+from nlsim.progress import say
 from nlsim.report.feed import FEED, write_stories_json
 from nlsim.report.html import render_html
 from nlsim.report.near_misses import NEAR_MISSES_SCHEMA
@@ -406,7 +407,42 @@ def write_report(
         remove_tree(staging)
         sweep_staging(out)
         drop_earlier_files(out, earlier, top)
+        for gone in drop_chain_record(out):
+            say(f"removed {gone}: an nlsim pipeline's record of the report this one replaced")
     return {n: out / n for n in [*names, "run.json"] if "/" not in n}
+
+
+CHAIN_RECORD = "pipeline.json"
+"""The record ``nlsim pipeline`` writes beside its report, once the report is written."""
+CHAIN_PAGE = "pipeline.md"
+"""The chain's before/after table and judgement, beside its record (:data:`CHAIN_RECORD`)."""
+CHAIN_PAGE_TITLE = "# nlsim pipeline\n\n"
+"""How the chain's page (:data:`CHAIN_PAGE`) begins."""
+
+
+def drop_chain_record(folder: Path) -> list[Path]:
+    """Remove a chain's record from the report ``folder`` (its :data:`CHAIN_RECORD` and :data:`CHAIN_PAGE`)
+    once a new report replaced the one they describe (``nlsim dedup`` into the folder, a chain's first
+    report): they would name a model, a promotion and a judgement the folder no longer holds; the chain
+    writes its own after its report. Only files that read as the chain wrote them (a JSON object with its
+    ``decision``, a page under its title); returns those removed."""
+    removed = []
+    record, page = folder / CHAIN_RECORD, folder / CHAIN_PAGE
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and "decision" in data and record.is_file() and not record.is_symlink():
+        record.unlink()
+        removed.append(record)
+    try:
+        ours = page.read_text(encoding="utf-8").startswith(CHAIN_PAGE_TITLE)
+    except (OSError, ValueError):
+        ours = False
+    if ours and page.is_file() and not page.is_symlink():
+        page.unlink()
+        removed.append(page)
+    return removed
 
 
 def drop_earlier_files(out: Path, earlier: dict[str, str], written: list[str]) -> list[str]:

@@ -398,3 +398,30 @@ def test_texts_the_model_reads_as_unknown_tokens_only_pair_with_nothing_but_thei
     assert pairs == {("u1", "u3"), ("f1", "f2")}
     said = [m for m in result.messages if m.startswith("unreadable texts:")]
     assert len(said) == 1 and "2 item(s)" in said[0] and "'u1'" in said[0], result.messages
+
+
+def test_a_report_written_over_a_chains_report_takes_away_the_chains_record(tmp_path, caplog):
+    """nlsim dedup into the folder of an nlsim pipeline report: its pipeline.json and pipeline.md, which name
+    the chain's model, decision and judgement, describe a report the folder no longer holds; they go when
+    the new report is published, and the run says so. A user's file under another name stays, and so does
+    a pipeline.md the chain did not write."""
+    import json
+    import logging
+
+    from tests.incremental_helpers import HashEncoder
+
+    out = tmp_path / "out"
+    cfg = _hash_config(tmp_path, out)
+    run_dedup(cfg, encoder=HashEncoder())
+    chain = {"decision": {"promoted": True, "current": "v0003-aaaaaaaa"}, "judge": {"f1": 0.9}}
+    (out / "pipeline.json").write_text(json.dumps(chain))
+    (out / "pipeline.md").write_text("# nlsim pipeline\n\n| candidate v0003-aaaaaaaa | ... |\n")
+    (out / "notes.txt").write_text("the desk's notes")
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        run_dedup(cfg, encoder=HashEncoder())
+    assert not (out / "pipeline.json").exists() and not (out / "pipeline.md").exists()
+    assert f"removed {out / 'pipeline.json'}" in caplog.text
+    assert (out / "notes.txt").read_text() == "the desk's notes"
+    (out / "pipeline.md").write_text("my own page\n")
+    run_dedup(cfg, encoder=HashEncoder())
+    assert (out / "pipeline.md").read_text() == "my own page\n"
