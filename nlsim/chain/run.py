@@ -811,10 +811,33 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
         atomic_write_text(
             Path(cfg.report.out) / CHAIN_RECORD, json.dumps(record, indent=2, default=str, ensure_ascii=False)
         )
-        atomic_write_text(
-            Path(cfg.report.out) / CHAIN_PAGE, f"{CHAIN_PAGE_TITLE}{table}\n\n{describe(judged)}\n"
-        )
+        atomic_write_text(Path(cfg.report.out) / CHAIN_PAGE, chain_page(record, table, describe(judged)))
     return PipelineResult(record=record, report=report, table=table)
+
+
+def chain_page(record: dict[str, Any], table: str, judgement: str) -> str:
+    """The chain's page (``pipeline.md``): what ran (the candidate trained by this run or reused), the
+    promotion decision and why, the model the report was made with, the before/after table and the
+    report's judgement."""
+    decision = record["decision"]
+    candidate = record["candidate"]["version"]
+    how = (
+        "trained by this run"
+        if record["trained"]
+        else "reused: trained before from the same annotations, base model and settings (not trained again)"
+    )
+    current = record.get("current")
+    model = (
+        f"the current model {current['version']}"
+        if current
+        else f"zero-shot {record['baseline']['model']} (no model promoted yet)"
+    )
+    lines = [
+        f"- candidate {candidate}: {how}",
+        ("- promoted: " if decision["promoted"] else "- not promoted: ") + decision["reason"],
+        f"- report made with {model}",
+    ]
+    return f"{CHAIN_PAGE_TITLE}" + "\n".join(lines) + f"\n\n{table}\n\n{judgement}\n"
 
 
 def first_report(

@@ -741,3 +741,22 @@ def test_a_cold_chain_embeds_the_corpus_once_below_the_frozen_layers(
     plain = pd.read_parquet(Path(again) / "pairs.parquet")
     assert len(reported) and reported[["id_a", "id_b"]].equals(plain[["id_a", "id_b"]])
     np.testing.assert_allclose(reported["similarity"], plain["similarity"], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_chains_page_says_what_ran_trained_or_reused_and_the_promotion_decision(tmp_path: Path) -> None:
+    """pipeline.md says whether the candidate was trained by the run or reused, whether it was promoted and
+    why, and which model made the report, as pipeline.json records them."""
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    first = run_pipeline(config(tmp_path, pairs, corpus, first_report=False)).record
+    page = (tmp_path / "report" / "pipeline.md").read_text()
+    version = first["candidate"]["version"]
+    assert f"candidate {version}: trained by this run" in page
+    verdict = "promoted: " if first["decision"]["promoted"] else "not promoted: "
+    assert f"- {verdict}{first['decision']['reason']}" in page
+    second = run_pipeline(config(tmp_path, pairs, corpus)).record
+    page = (tmp_path / "report" / "pipeline.md").read_text()
+    assert not second["trained"] and f"candidate {version}: reused" in page
+    assert "trained by this run" not in page and second["decision"]["reason"] in page
+    made_with = f"the current model {version}" if first["decision"]["promoted"] else "zero-shot"
+    assert f"- report made with {made_with}" in page
