@@ -83,6 +83,7 @@ from nlsim.io.ownership import (
     check_writable,
     claimed,
     is_quarantine_file,
+    resolved,
 )
 from nlsim.io.pairs import load_pairs
 from nlsim.io.report_folder import check_report_replaceable
@@ -637,7 +638,13 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
     quarantine = cfg.input.quarantine_path if cfg.make_report else None
     inputs = {"--pairs": cfg.pairs, "--corpus": corpus}
     outputs = {"--out": cfg.report.out if cfg.make_report else None, "--model-store": cfg.model_store}
-    check_outputs_apart(inputs, {**outputs, "--quarantine": quarantine})
+    # the model store is nlsim's alone: neither the report folder nor the quarantine file goes inside it
+    check_outputs_apart(inputs, {**outputs, "--quarantine": quarantine}, folders=("--out", "--model-store"))
+    if quarantine and resolved(cfg.model_store) in resolved(quarantine).parents:
+        raise ConfigError(
+            f"--quarantine {quarantine} lies inside --model-store {cfg.model_store}, which nlsim manages "
+            "whole; choose a quarantine file outside it (nothing is written yet)"
+        )
     for path in (cfg.pairs, corpus):  # a missing input: exit 1, as every command says it
         if path is not None:
             check_input_file(path)

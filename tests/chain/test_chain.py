@@ -283,6 +283,28 @@ def test_bad_paths_are_refused_before_any_work(tmp_path: Path) -> None:
     assert (tmp_path / "mine" / "notes.txt").read_text() == "the user's"
 
 
+@pytest.mark.parametrize(
+    ("option", "where", "said"),
+    [
+        ("out", "models/report", "--out .*models/report lies inside --model-store"),
+        ("out", "models/versions/v0009-aaaaaaaa", "--out .* lies inside --model-store"),
+        ("quarantine", "models/bad_rows.csv", "--quarantine .* lies inside --model-store"),
+    ],
+)
+def test_a_report_or_quarantine_file_inside_the_model_store_is_refused_before_any_work(
+    tmp_path: Path, option: str, where: str, said: str
+) -> None:
+    """The model store is nlsim's alone (its versions, pointer, history): a report folder or a quarantine
+    file inside it is refused before any work, as --model-store inside --out is, and nothing is written."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    store = ModelStore(tmp_path / "models")
+    store.claim()
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "models").rglob("*"))
+    with pytest.raises(ConfigError, match=said):
+        run_pipeline(config(tmp_path, pairs, corpus, **{option: str(tmp_path / where)}))
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "models").rglob("*")) == before
+
+
 def test_pairs_the_report_cannot_be_judged_on_are_refused_before_training(tmp_path: Path) -> None:
     """Pairs without item ids, or with empty ones, stop the chain before its baseline, not after training
     and promoting."""
