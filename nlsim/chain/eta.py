@@ -97,6 +97,8 @@ class ChainWork:
     side_by_side: bool = False
     """The cross-encoder's frozen pass and first epoch run beside the bi-encoder, each on half the threads,
     its later epochs and everything after on all of them (:mod:`nlsim.training.side_by_side`)."""
+    report: bool = True
+    """The chain makes its report (``--no-report``: no report part in the estimate)."""
 
     def _bi_step(self) -> float:
         """Token-layers of one bi-encoder step: 2 x batch texts, trained layers forward and backward."""
@@ -154,7 +156,8 @@ class ChainWork:
             parts["quality check"] = forward * self._quality_check()
         rerank = self.corpus_items * CANDIDATES_PER_ITEM * 2 * self.pair_tokens * self.layers
         rerank = rerank if self.reranker else 0.0
-        parts["report"] = forward * (embed + rerank)
+        if self.report:
+            parts["report"] = forward * (embed + rerank)
         return parts
 
     def _passes(self, pairs: int) -> tuple[float, float]:

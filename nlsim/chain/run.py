@@ -617,6 +617,7 @@ def chain_work(
             layers, training.cross_encoder.frozen_layers, cfg.recipe.freeze_embeddings
         ),
         corpus_items=items if cfg.make_report else 0,
+        report=cfg.make_report,
         reranker=cfg.cross_encoder.reranker,
         cross_encoder_drops_easy=bool(training.cross_encoder.drop_easy),
         side_by_side=side_by_side.applies(training, base.device),

@@ -15,6 +15,7 @@ from stsb_helpers import stsb_sample
 
 import nlsim.chain.run as chain_run
 from nlsim.chain.config import PipelineConfig
+from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.promotion import cross_validated_f1, decide
 from nlsim.chain.run import promote_stage, run_pipeline
 from nlsim.encoders import load_encoder
@@ -439,6 +440,17 @@ def test_the_estimate_counts_the_layers_training_uses_with_fewer_layers_than_fro
     assert (work.frozen, work.cross_encoder_frozen) == ((2, 2) if freeze else (0, 0))
     parts = work.estimate(seconds_per_step=0.05)
     assert all(0 < s < 600 for s in parts.values()), parts
+
+
+def test_the_estimate_of_a_chain_without_its_report_has_no_report_part(tmp_path: Path) -> None:
+    """``--no-report``: the estimate line named a "report 0 s" part, of a report the run does not make."""
+    pairs, corpus = make_data(tmp_path, train=20, validation=10, test=5)
+    table = pd.read_csv(pairs, sep="\t")
+    made = chain_run.chain_work(config(tmp_path, pairs, corpus), _Base(), table)
+    assert "report" in made.estimate(seconds_per_step=0.05)
+    work = chain_run.chain_work(config(tmp_path, pairs, corpus, report=False), _Base(), table)
+    line = describe_eta(work.estimate(seconds_per_step=0.05))
+    assert "report" not in line and line.startswith("estimated time on this machine: about"), line
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
