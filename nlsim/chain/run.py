@@ -91,7 +91,14 @@ from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
 from nlsim.progress import say
-from nlsim.report.files import CHAIN_PAGE, CHAIN_PAGE_TITLE, CHAIN_RECORD, hold_report_folder
+from nlsim.report.files import (
+    CHAIN_PAGE,
+    CHAIN_PAGE_TITLE,
+    CHAIN_RECORD,
+    hold_report_folder,
+    is_chain_page,
+    is_chain_record,
+)
 from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
@@ -660,6 +667,9 @@ def check_chain_paths(cfg: PipelineConfig) -> None:
         check_writable(cfg.report.out, what="--out")
         check_claimable(cfg.report.out, "report", what="--out")  # claimed by the run's hold of it
         check_report_replaceable(cfg.report.out)
+        for name, ours in ((CHAIN_RECORD, is_chain_record), (CHAIN_PAGE, is_chain_page)):
+            # written when the chain ends: a user's file under its name is refused now, not overwritten then
+            check_replaceable(Path(cfg.report.out) / name, ours, what="--out's", kind="chain record")
 
 
 def check_inference_here(cfg: PipelineConfig) -> None:

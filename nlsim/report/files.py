@@ -420,28 +420,34 @@ CHAIN_PAGE_TITLE = "# nlsim pipeline\n\n"
 """How the chain's page (:data:`CHAIN_PAGE`) begins."""
 
 
+def is_chain_record(path: Path) -> bool:
+    """True for a :data:`CHAIN_RECORD` the chain wrote: a JSON object with its ``decision``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "decision" in data
+
+
+def is_chain_page(path: Path) -> bool:
+    """True for a :data:`CHAIN_PAGE` the chain wrote: a page under its title."""
+    try:
+        return path.read_text(encoding="utf-8").startswith(CHAIN_PAGE_TITLE)
+    except (OSError, ValueError):
+        return False
+
+
 def drop_chain_record(folder: Path) -> list[Path]:
     """Remove a chain's record from the report ``folder`` (its :data:`CHAIN_RECORD` and :data:`CHAIN_PAGE`)
     once a new report replaced the one they describe (``nlsim dedup`` into the folder, a chain's first
     report): they would name a model, a promotion and a judgement the folder no longer holds; the chain
-    writes its own after its report. Only files that read as the chain wrote them (a JSON object with its
-    ``decision``, a page under its title); returns those removed."""
+    writes its own after its report. Only files that read as the chain wrote them
+    (:func:`is_chain_record`, :func:`is_chain_page`); returns those removed."""
     removed = []
-    record, page = folder / CHAIN_RECORD, folder / CHAIN_PAGE
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None
-    if isinstance(data, dict) and "decision" in data and record.is_file() and not record.is_symlink():
-        record.unlink()
-        removed.append(record)
-    try:
-        ours = page.read_text(encoding="utf-8").startswith(CHAIN_PAGE_TITLE)
-    except (OSError, ValueError):
-        ours = False
-    if ours and page.is_file() and not page.is_symlink():
-        page.unlink()
-        removed.append(page)
+    for path, ours in ((folder / CHAIN_RECORD, is_chain_record), (folder / CHAIN_PAGE, is_chain_page)):
+        if path.is_file() and not path.is_symlink() and ours(path):
+            path.unlink()
+            removed.append(path)
     return removed
 
 

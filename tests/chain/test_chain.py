@@ -306,6 +306,24 @@ def test_a_report_or_quarantine_file_inside_the_model_store_is_refused_before_an
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "models").rglob("*")) == before
 
 
+@pytest.mark.parametrize(("name", "text"), [("pipeline.md", "my notes\n"), ("pipeline.json", '{"mine": 1}')])
+def test_a_users_pipeline_file_in_the_report_folder_is_refused_before_any_work(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """A pipeline.md or pipeline.json in --out that the chain did not write (a user's notes beside the
+    report) was overwritten by the chain's record when it ended; it is refused before any work, and kept."""
+    from nlsim.io.ownership import claim_folder
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    out = tmp_path / "report"
+    claim_folder(out, "report")
+    (out / name).write_text(text)
+    with pytest.raises(ConfigError, match=rf"{name} exists and is not .* written by nlsim"):
+        run_pipeline(config(tmp_path, pairs, corpus))
+    assert (out / name).read_text() == text
+    assert not (tmp_path / "models").exists()
+
+
 def test_pairs_the_report_cannot_be_judged_on_are_refused_before_training(tmp_path: Path) -> None:
     """Pairs without item ids, or with empty ones, stop the chain before its baseline, not after training
     and promoting."""
