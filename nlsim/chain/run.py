@@ -737,7 +737,12 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     """Run the chain (see the module docstring), holding the model store's lock and, with a report, the
     report folder's (:func:`~nlsim.report.files.hold_report_folder`: a second run into it is refused now,
     not after the training). A chain that fails before it writes the store leaves no trace of its claim
-    of it (:func:`~nlsim.io.ownership.claimed`)."""
+    of it (:func:`~nlsim.io.ownership.claimed`). A ``{date}`` in ``--corpus`` or ``--quarantine`` with no
+    ``--date`` is the day the chain starts, for the whole chain: its checks, its first report and its
+    report after a training that ran past midnight read the same day's file."""
+    dated = "{date" in cfg.input.corpus or "{date" in (cfg.input.quarantine or "")
+    if cfg.input.date is None and dated:
+        cfg = cfg.with_(date=cfg.input.run_date().isoformat())
     check_chain_paths(cfg)
     store = ModelStore(cfg.model_store)
     report = hold_report_folder(cfg.report.out) if cfg.make_report else nullcontext()

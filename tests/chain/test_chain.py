@@ -812,3 +812,36 @@ def test_the_chains_page_says_what_ran_trained_or_reused_and_the_promotion_decis
     assert "trained by this run" not in page and second["decision"]["reason"] in page
     made_with = f"the current model {version}" if first["decision"]["promoted"] else "zero-shot"
     assert f"- report made with {made_with}" in page
+
+
+@pytest.mark.slow
+def test_a_chain_that_runs_past_midnight_reports_on_the_day_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--corpus incoming/{date}.parquet`` with no ``--date``: the chain checked and read the day it started
+    on, and its report, after the training, took the date again: past midnight the next day's file, missing
+    (the trained model promoted, no report) or another day's items. One date now holds for the whole run."""
+    import datetime as dt
+    import shutil
+
+    from nlsim.dedup.settings import InputSettings
+
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    (tmp_path / "incoming").mkdir()
+    shutil.copy(corpus, tmp_path / "incoming" / "2026-03-01.parquet")
+    clock = {"today": dt.date(2026, 3, 1)}
+    dated = InputSettings.run_date
+    monkeypatch.setattr(InputSettings, "run_date", lambda self: dated(self) if self.date else clock["today"])
+    train = chain_run.candidate_version
+
+    def midnight_during_training(*args: object, **kwargs: object) -> object:
+        done = train(*args, **kwargs)
+        clock["today"] = dt.date(2026, 3, 2)
+        return done
+
+    monkeypatch.setattr(chain_run, "candidate_version", midnight_during_training)
+    dated_corpus = tmp_path / "incoming" / "{date}.parquet"
+    result = run_pipeline(config(tmp_path, pairs, dated_corpus, first_report=False))
+    run = json.loads((tmp_path / "report" / "run.json").read_text())
+    assert run["corpus"] == str(tmp_path / "incoming" / "2026-03-01.parquet")
+    assert result.record["judge"]["judged_pairs"] > 0
