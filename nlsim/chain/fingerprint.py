@@ -84,6 +84,30 @@ def training_fingerprint(
     return hashlib.sha256(blob.encode()).hexdigest(), parts
 
 
+def _named_apart(parts: dict[str, Any]) -> dict[str, Any]:
+    """The training settings less the base model's name (``model``): the same weights named otherwise (a
+    short name, the full hub name, a folder) are the same base model, which its fingerprint decides."""
+    return {k: v for k, v in (parts.get("training") or {}).items() if k != "model"}
+
+
+def same_training(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two fingerprints' parts train the same model: the same annotations, the same base model (by
+    its fingerprint, whatever its name) and the same settings.
+
+    Example:
+        >>> old = {"annotations": "a", "base_model": "b", "training": {"model": "m", "epochs": 2}}
+        >>> same_training(old, {**old, "training": {"model": "org/m", "epochs": 2}})
+        True
+        >>> same_training(old, {**old, "training": {"model": "m", "epochs": 3}})
+        False
+    """
+    return (
+        old.get("annotations") == new.get("annotations")
+        and old.get("base_model") == new.get("base_model")
+        and _named_apart(old) == _named_apart(new)
+    )
+
+
 def what_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Which parts differ between two fingerprints' parts (for the run's message)."""
     out = []
@@ -91,11 +115,8 @@ def what_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         out.append("the annotated pairs changed")
     if old.get("base_model") != new.get("base_model"):
         out.append("the base model changed")
-    changed = sorted(
-        k
-        for k in set(old.get("training", {})) | set(new.get("training", {}))
-        if old.get("training", {}).get(k) != new.get("training", {}).get(k)
-    )
+    was, now = _named_apart(old), _named_apart(new)  # the base model's name: its fingerprint above
+    changed = sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k))
     if changed:
         out.append("training settings changed: " + ", ".join(changed))
     return out

@@ -51,7 +51,7 @@ import pandas as pd
 from nlsim.chain.config import PipelineConfig
 from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
-from nlsim.chain.fingerprint import training_fingerprint, training_settings, what_changed
+from nlsim.chain.fingerprint import same_training, training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
 from nlsim.clusters.verdicts import training_pairs
 from nlsim.dedup import stages
@@ -983,6 +983,20 @@ def candidate_version(
     settings = training_settings(cfg.finetune_config(None), base.device)
     fingerprint, parts = training_fingerprint(pairs, base.fingerprint, settings)
     version = None if cfg.force_train else store.find(fingerprint)
+    if (
+        version is None and not cfg.force_train
+    ):  # the same base model named otherwise (a folder, its hub name)
+        version = next(
+            (
+                v
+                for v in reversed(store.versions())
+                if same_training((store.info(v) or {}).get("parts") or {}, parts)
+            ),
+            None,
+        )
+        fingerprint = (
+            str((store.info(version) or {}).get("fingerprint", fingerprint)) if version else fingerprint
+        )
     if version is not None:
         call("reuse-check", load_version, version)
         say(

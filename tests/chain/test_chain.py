@@ -845,3 +845,21 @@ def test_a_chain_that_runs_past_midnight_reports_on_the_day_it_started(
     run = json.loads((tmp_path / "report" / "run.json").read_text())
     assert run["corpus"] == str(tmp_path / "incoming" / "2026-03-01.parquet")
     assert result.record["judge"]["judged_pairs"] > 0
+
+
+@pytest.mark.slow
+def test_the_base_model_named_otherwise_reuses_the_version_trained_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same base model (the same weights, tokenizer and settings: its fingerprint) named otherwise, by
+    its full hub name or by a folder, is no change: the version trained from it is reused, not trained again
+    as 'training settings changed: model'."""
+    pairs, corpus = make_data(tmp_path, train=8, validation=8, test=4)
+    first = run_pipeline(config(tmp_path, pairs, corpus, report=False)).record
+    assert first["trained"]
+    monkeypatch.setattr(chain_run, "finetune", lambda *a, **k: pytest.fail("trained again"))
+    again = run_pipeline(
+        config(tmp_path, pairs, corpus, report=False, base_model=f"sentence-transformers/{FAST_MODEL}")
+    ).record
+    assert not again["trained"] and again["candidate"]["version"] == first["candidate"]["version"]
+    assert again["fingerprint"] == first["fingerprint"]
