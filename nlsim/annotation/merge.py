@@ -175,10 +175,8 @@ def merge_annotations(
     file already scores in its training split is the editor's newer decision. It is recorded in the
     verdict store as the pair's verdict, the decisions it overrules kept with it
     (:func:`~nlsim.clusters.verdicts.overruling`), and the pair file is left as it is; a validation or test
-    pair is never overruled (refused by name). A row whose decision was merged already
-    (:func:`~nlsim.clusters.verdicts.holds_already`: a file merged again, marks exported again) adds nothing
-    and is counted; one sending again an editor's own decision that another editor overruled since never
-    undoes the newer decision, and is said with both (:func:`~nlsim.clusters.verdicts.overruled_since`).
+    pair is never overruled (refused by name). A decision merged already adds nothing and is counted
+    (:func:`~nlsim.clusters.verdicts.holds_already`), nor undoes another editor's newer one (said with both).
     """
     _check_options(split, corpus, text_field)
     raw = unescape_cells(read_filled(filled))
