@@ -216,7 +216,7 @@ def _workbook(path: Path) -> bool:
 def _refuse_compressed(path: Path, data: bytes) -> None:
     """An :class:`InputError` when ``data`` (the start of the file ``path``) is a compressed file, an
     Excel workbook (a zip file too) or, under a text table's name, a Parquet file."""
-    if data.startswith(b"PAR1") and path.suffix.lower() != ".parquet":
+    if data.startswith(b"PAR1") and FORMATS.get(path.suffix.lower()) != "parquet":  # .pq is Parquet too
         raise InputError(
             path,
             None,

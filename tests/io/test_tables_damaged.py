@@ -210,6 +210,19 @@ def test_a_parquet_file_under_a_text_tables_name_is_named_as_parquet(tmp_path: P
     assert info.value.file == str(path) and "UTF-8" not in str(info.value)
 
 
+@pytest.mark.parametrize("suffix", [".pq", ".parquet"])
+def test_a_damaged_parquet_file_under_a_parquet_name_is_named_damaged(tmp_path: Path, suffix: str) -> None:
+    """A truncated Parquet file named .pq (a Parquet suffix) is not told to be renamed .parquet: it is
+    damaged, as under .parquet."""
+    whole = tmp_path / "whole.parquet"
+    pd.DataFrame({"id": ["a", "b"], "title": ["Floods in Taipei", "Rain"]}).to_parquet(whole)
+    path = tmp_path / f"corpus{suffix}"
+    path.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(InputError, match=r"cannot read as Parquet \(truncated or corrupt\?\)") as info:
+        read_table(path)
+    assert "name it" not in str(info.value)
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
 def test_an_excel_workbook_under_a_tables_name_is_named_as_a_workbook(tmp_path: Path, suffix: str) -> None:
     """Not "a compressed file (zip) ... decompress it first" (nothing to decompress): a workbook, to save
