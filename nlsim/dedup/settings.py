@@ -43,7 +43,11 @@ from nlsim.clusters.rules import (
 )
 from nlsim.clusters.topics import DEFAULT_TOPIC_RULE, DEFAULT_TOPIC_SUPPORT
 from nlsim.errors import ConfigError
-from nlsim.io.corpus_schema import text_fields_problem, zone_problem
+from nlsim.io.corpus_schema import (  # noqa: F401 - FUTURE_TOLERANCE_DAYS re-exported
+    FUTURE_TOLERANCE_DAYS,
+    text_fields_problem,
+    zone_problem,
+)
 from nlsim.io.pairs import SPLITS
 from nlsim.options import assign, comma_tuple, option, text_paths
 
@@ -56,8 +60,6 @@ MAX_WINDOW_HOURS = 24 * 36_525
 """The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
 MAX_RETENTION_DAYS = 36_525
 """The longest --retention-days (100 years), for the same reason."""
-FUTURE_TOLERANCE_DAYS = 1
-"""An item's time or an --as-of up to this many days after now passes (clocks and time zones differ)."""
 
 
 @dataclass(frozen=True, kw_only=True)

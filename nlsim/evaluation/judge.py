@@ -57,6 +57,7 @@ from nlsim.evaluation.figures import rates, split_pairs
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import LEVELS, SAME_STORY
 from nlsim.io.corpus import Corpus, load_corpus
+from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
 from nlsim.io.pairs import item_id, load_pairs, normalise_text
 from nlsim.io.records import known_fields
 from nlsim.io.report_folder import check_one_run
@@ -489,15 +490,19 @@ def check_window(
 def load_report_corpus(source: str | Path, text_fields: tuple[str, ...], run: Mapping[str, Any]) -> Corpus:
     """The report's corpus ``source`` as the run that wrote the report read it: when that run quarantined
     bad rows (``run.json``'s ``quarantined``, ``nlsim dedup --quarantine``), they are left out again (the
-    report holds none of their items), not refused; nothing is written for them."""
+    report holds none of their items), not refused; nothing is written for them. A row dated after the
+    run's clock (its ``started_at``, and the day of margin the run gave) is one of them, as it was then."""
     if not run.get("quarantined"):
         return load_corpus(source, text_fields=text_fields)
+    started = pd.to_datetime(run.get("started_at"), utc=True, errors="coerce")
+    not_after = None if pd.isna(started) else started + pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
     with tempfile.TemporaryDirectory(prefix="nlsim-judge-") as tmp:
         items = load_corpus(
             source,
             text_fields=text_fields,
             quarantine=Path(tmp) / "quarantine.csv",
             timezone=str(run.get("timezone") or "UTC"),
+            not_after=not_after,
         )
     say(
         f"{source}: {len(items.quarantined)} bad row(s) left out, as the run that wrote the report left out "

@@ -45,6 +45,10 @@ def text_fields_problem(fields: Sequence[str]) -> str | None:
     return None
 
 
+FUTURE_TOLERANCE_DAYS = 1
+"""An item's time or an --as-of up to this many days after now passes (clocks and time zones differ)."""
+
+
 POSIX_ZONE = re.compile(r"(Etc/)?GMT([+-])0*([1-9]\d?)")
 """The zones that name an offset from GMT the POSIX way round (``Etc/GMT+8`` is 8 hours *behind* UTC)."""
 
