@@ -417,7 +417,8 @@ class Encoder:
         return enc["input_ids"]
 
     def unreadable(self, texts: Sequence[str]) -> np.ndarray:
-        """Whether the model reads nothing of each text: every token of it (no prefix, no special token) is
+        """Whether the model reads nothing of each text: every token of it that the model reads (up to
+        :attr:`max_length`; no prefix, no special token) is
         the tokenizer's unknown token or a bare word start (``▁``): ``𠀀𠀁`` to e5 (``▁``, ``<unk>``),
         ``😀😀`` to MiniLM (``[UNK]``). Every such text embeds as one vector, whatever it says.
 
@@ -429,7 +430,17 @@ class Encoder:
         unk = self.tokenizer.unk_token_id
         if unk is None or not len(texts):
             return np.zeros(len(texts), dtype=bool)
-        rows = self.tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False)["input_ids"]
+        # the tokens the model reads of each text (truncated as :meth:`tokenize` truncates, less its prefix
+        # and special tokens): a text read as unknown tokens up to there embeds as one, whatever follows
+        prefix = len(self.tokenizer(self.prefix, add_special_tokens=False)["input_ids"]) if self.prefix else 0
+        room = max(1, self.max_length - self.tokenizer.num_special_tokens_to_add() - prefix)
+        rows = self.tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            truncation=True,
+            max_length=room,
+            return_attention_mask=False,
+        )["input_ids"]
 
         def blank(ids: list[int]) -> bool:
             pieces = self.tokenizer.convert_ids_to_tokens(ids)

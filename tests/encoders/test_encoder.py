@@ -110,6 +110,18 @@ def test_truncation_at_max_length(l3: Encoder) -> None:
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_a_long_text_is_read_for_unknown_tokens_as_far_as_the_model_reads_it(l3: Encoder) -> None:
+    """``unreadable`` reads a text as the model does, truncated at its max length: one of unknown tokens up
+    to there embeds as they do, whatever follows; and a long body (``--text-fields title,body``) gives no
+    tokenizer warning of 'indexing errors' that the run never meets."""
+    key = "sequence-length-is-longer-than-the-specified-maximum"
+    l3.tokenizer.deprecation_warnings.pop(key, None)  # the warning is given once per tokenizer
+    long_unknown = "😀 " * (l3.max_length + 50) + "Floods force thousands from their homes"
+    long_read = "Floods force thousands from their homes. " * 200
+    assert l3.unreadable([long_unknown, long_read, "😀😀"]).tolist() == [True, False, True]
+    assert key not in l3.tokenizer.deprecation_warnings
+
+
 def test_a_max_length_past_the_model_positions_is_refused(l3: Encoder) -> None:
     """``--max-length 100000`` was taken, and the first text longer than the model's 512 positions stopped
     the run with a traceback from deep in the model ("The size of tensor a (3002) must match the size of
