@@ -337,7 +337,7 @@ def _field_at(prefix: str, fmt: str, newline: str = "\n") -> str | None:
         return _json_key_at(prefix.split(newline)[-1])
     if fmt == "tsv":
         lines = prefix.split(newline)
-        header, cells = lines[0].split("\t"), lines[-1].split("\t")
+        header, cells = lines[0].rstrip("\r").split("\t"), lines[-1].split("\t")  # a CRLF line: not its "\r"
     else:
         records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if not _blank_record(r)]
         header, cells = records[0], records[-1]

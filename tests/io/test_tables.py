@@ -120,6 +120,22 @@ def test_a_byte_that_is_not_utf8_is_named_by_its_field_too(tmp_path: Path) -> No
         read_table(tmp_path / "e.jsonl")
 
 
+def test_a_byte_that_is_not_utf8_in_the_last_column_of_a_windows_table_names_the_field_as_written(
+    tmp_path: Path,
+) -> None:
+    """A TSV or CSV exported on Windows ends its lines with CRLF (Excel's "Text (Tab delimited)", in Big5 or
+    Latin-1): a bad byte in its last column was named as field 'source\\r', the header's line end kept."""
+    files = {
+        "a.tsv": b"id\ttitle\tsource\r\n1\tok\tAP\r\n2\tok\tA\xe9P\r\n",
+        "b.csv": b"id,source\r\n1,A\xe9P\r\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputError, match=r"row \d, field 'source': not valid UTF-8 text") as info:
+            read_table(tmp_path / name)
+        assert "\\r" not in str(info.value) and "\r" not in str(info.value)
+
+
 def test_a_spreadsheet_workbook_is_named_as_such_not_as_a_compressed_file(tmp_path: Path) -> None:
     """An Excel workbook given a .csv or .parquet name (an .xlsx is a zip archive) was refused as "a
     compressed file (zip): decompress it first", which leads nowhere; it is now named a workbook, with the
