@@ -85,7 +85,7 @@ from nlsim.io.ownership import (
     is_quarantine_file,
     resolved,
 )
-from nlsim.io.pairs import load_pairs
+from nlsim.io.pairs import check_pinned, load_pairs, pin_note, pinned
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
@@ -747,12 +747,25 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     store = ModelStore(cfg.model_store)
     report = hold_report_folder(cfg.report.out) if cfg.make_report else nullcontext()
     claim = claimed(store.root, "model-store", what="model store", also=(GUARD_NAME,))
-    with claim, store.lock() as lock, report:
+    with claim, store.lock() as lock, report, pinned(cfg.pairs, _undone(cfg)):
         if lock.message:
             say(lock.message)
         for done in store.recover():
             say(f"model store: {done}")
         return _chain(cfg, store, call)
+
+
+def _undone(cfg: PipelineConfig, promoted: str | None = None) -> str:
+    """What a chain stopped by a change of its pair file (:func:`~nlsim.io.pairs.pinned`: the chain reads
+    it at the start, and its training and its reports read it again) leaves as it was: before the
+    promotion nothing is promoted; after it, the version promoted was trained and evaluated on the pairs
+    read at the start. Either way the report folder keeps the report it had."""
+    done = (
+        "nothing is promoted"
+        if promoted is None
+        else f"{promoted} was trained and evaluated on the pairs read at the start and is promoted"
+    )
+    return done + (f", and {cfg.report.out} keeps the report it had" if cfg.make_report else "")
 
 
 def _chain(cfg: PipelineConfig, store: ModelStore, call: Call) -> PipelineResult:
@@ -789,7 +802,10 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     candidate, incumbent, name = call(
         "evaluate", evaluate_both, cfg, store, version, validation, baseline.metrics
     )
+    check_pinned(cfg.pairs)  # the pairs trained and evaluated on are still the file's: else nothing promoted
     decision = call("promote", promote_stage, store, version, candidate, incumbent, name)
+    if decision["promoted"]:
+        pin_note(cfg.pairs, _undone(cfg, version.name))
     current = store.current()
     record: dict[str, Any] = {
         "started_at": started,

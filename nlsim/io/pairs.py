@@ -21,13 +21,17 @@ from __future__ import annotations
 import hashlib
 import math
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from nlsim.errors import ConfigError, InputError
+from nlsim.errors import ConfigError, InputError, StateError
+from nlsim.io.atomic import file_sha256
 from nlsim.io.cells import describe, first_control, invisible_only
 from nlsim.io.tables import read_table
 
@@ -247,12 +251,70 @@ def load_pairs(path: str | Path, split: str | None = None) -> pd.DataFrame:
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse")
+    check_pinned(path)
     if split is not None:
         kept = frame[frame["split"] == split].reset_index(drop=True)
         if kept.empty:
             raise InputError(path, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")
         frame = kept
     return frame
+
+
+_PINNED: ContextVar[dict[Path, tuple[str, str]] | None] = ContextVar("nlsim_pinned_pairs", default=None)
+"""The pair files the run of this context holds to the bytes it read first (:func:`pinned`): resolved path
+-> (SHA-256, what a refusal leaves undone); a context's own, so that two runs in one process never share
+one."""
+
+
+@contextmanager
+def pinned(path: str | Path, then: str) -> Iterator[str]:
+    """Hold the pair file ``path`` to its present bytes while the block runs: every :func:`load_pairs` of
+    it in the block (the run's own reads, its training's and its report's, each of which reads the file
+    again) checks the file's SHA-256 against the one taken now and raises :class:`StateError` naming the
+    file when it changed, so that a run that reads a pair file more than once never trains, evaluates or
+    judges on two versions of it. ``then`` says what the refusal leaves undone (``"nothing is
+    promoted"``); a caller that gets further changes it with :func:`pin_note`. Yields the digest.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "pairs.tsv"
+        >>> _ = p.write_text("text_a\\ttext_b\\tscore\\nA\\tB\\t0.5\\n", encoding="utf-8")
+        >>> with pinned(p, "nothing is done"):  # doctest: +ELLIPSIS
+        ...     _ = p.write_text("text_a\\ttext_b\\tscore\\nA\\tB\\t0.75\\n", encoding="utf-8")
+        ...     load_pairs(p)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: ...pairs.tsv changed during the run ...; nothing is done. ...
+    """
+    digest = file_sha256(path)
+    token = _PINNED.set({**(_PINNED.get() or {}), Path(path).resolve(): (digest, then)})
+    try:
+        yield digest
+    finally:
+        _PINNED.reset(token)
+
+
+def pin_note(path: str | Path, then: str) -> None:
+    """What a refusal of the pinned pair file ``path`` (:func:`pinned`) leaves undone from now on."""
+    pins, key = _PINNED.get() or {}, Path(path).resolve()
+    if key in pins:
+        _PINNED.set({**pins, key: (pins[key][0], then)})
+
+
+def check_pinned(path: str | Path) -> None:
+    """Raise :class:`StateError` when the pair file ``path`` is pinned (:func:`pinned`) and its bytes are
+    no longer the ones the run read first."""
+    held = (_PINNED.get() or {}).get(Path(path).resolve())
+    if held is None:
+        return
+    digest, then = held
+    now = file_sha256(path) if Path(path).is_file() else "(no file)"
+    if now != digest:
+        raise StateError(
+            f"{path} changed during the run (SHA-256 {digest[:12]} when the run read it first, now "
+            f"{now[:12]}): the run trains, evaluates and judges on the pairs it read first, and stops rather "
+            f"than mix two versions of them; {then}. Run again to use the file as it is now"
+        )
 
 
 def split_counts(frame: pd.DataFrame) -> str:

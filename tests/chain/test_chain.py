@@ -863,3 +863,96 @@ def test_the_base_model_named_otherwise_reuses_the_version_trained_from_it(
     ).record
     assert not again["trained"] and again["candidate"]["version"] == first["candidate"]["version"]
     assert again["fingerprint"] == first["fingerprint"]
+
+
+def _edit_a_score(pairs: Path) -> None:
+    """An editor's change to the pair file: the first training pair's score."""
+    table = pd.read_csv(pairs, sep="\t", keep_default_na=False)
+    first = table.index[table["split"] == "train"][0]
+    table.loc[first, "score"] = 1.0 - float(table.loc[first, "score"])
+    table.to_csv(pairs, sep="\t", index=False)
+
+
+@pytest.mark.slow
+def test_a_pair_file_edited_after_the_first_report_stops_the_chain_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain reads the pairs at the start (its training fingerprint is made from them), and fine-tuning
+    reads the file again after the first report: an edit in between stopped nothing, and the model was
+    trained on other pairs than its fingerprint records. Now the chain stops, naming the file, before it
+    trains: nothing is promoted and the first report is left as it was."""
+    from nlsim.errors import StateError
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    real = chain_run.first_report
+
+    def first_then_edit(*args: object, **kwargs: object) -> dict:
+        written = real(*args, **kwargs)
+        _edit_a_score(pairs)
+        return written
+
+    monkeypatch.setattr(chain_run, "first_report", first_then_edit)
+    run = tmp_path / "report" / "run.json"
+    with pytest.raises(StateError, match="changed during the run") as refused:
+        run_pipeline(config(tmp_path, pairs, corpus))
+    said = str(refused.value)
+    assert str(pairs) in said and "nothing is promoted" in said and "keeps the report it had" in said
+    assert ModelStore(tmp_path / "models").current() is None
+    assert json.loads(run.read_text())["model_info"]["zero_shot"] is True
+    assert not (tmp_path / "report" / "pipeline.json").exists()
+
+
+@pytest.mark.slow
+def test_a_pair_file_edited_during_training_is_not_promoted_and_leaves_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit after fine-tuning read the file (while it trains): the model was trained and evaluated on
+    the pairs read at the start, but the report would be judged on the new ones. The chain stops before
+    the promotion, naming the file; the store has no current model and the first report is left."""
+    from nlsim.errors import StateError
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    real = chain_run.finetune
+
+    def training_then_edit(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)
+        _edit_a_score(pairs)
+        return result
+
+    monkeypatch.setattr(chain_run, "finetune", training_then_edit)
+    run = tmp_path / "report" / "run.json"
+    with pytest.raises(
+        StateError, match=rf"{re.escape(str(pairs))} changed during the run.*nothing is promoted"
+    ):
+        run_pipeline(config(tmp_path, pairs, corpus))
+    assert ModelStore(tmp_path / "models").current() is None
+    assert json.loads(run.read_text())["model_info"]["zero_shot"] is True
+    assert not (tmp_path / "report" / "pipeline.json").exists()
+
+
+@pytest.mark.slow
+def test_a_pair_file_edited_after_the_promotion_stops_the_report_and_says_what_was_promoted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit after the promotion: the report would be judged on other pairs than the model was
+    evaluated on. The chain stops before the report, naming the file and the version it promoted (trained
+    and evaluated on the pairs read at the start); the first report is left as it was."""
+    from nlsim.errors import StateError
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    real = chain_run.promote_stage
+
+    def promote_then_edit(*args: object, **kwargs: object) -> dict:
+        decision = real(*args, **kwargs)
+        _edit_a_score(pairs)
+        return decision
+
+    monkeypatch.setattr(chain_run, "promote_stage", promote_then_edit)
+    monkeypatch.setattr(chain_run, "decide", lambda *a, **k: (True, "promoted for the test"))
+    run = tmp_path / "report" / "run.json"
+    with pytest.raises(StateError, match="changed during the run") as refused:
+        run_pipeline(config(tmp_path, pairs, corpus))
+    current = ModelStore(tmp_path / "models").current()
+    assert current is not None and f"{current.name} was trained and evaluated" in str(refused.value)
+    assert "keeps the report it had" in str(refused.value)
+    assert json.loads(run.read_text())["model_info"]["zero_shot"] is True
