@@ -19,7 +19,7 @@ from flows.orchestration import config_flow, fail, progress_artifacts, run_from_
 from nlsim.commands.finetune import add_finetune_options
 from nlsim.errors import NlsimError
 from nlsim.training.config import FinetuneConfig
-from nlsim.training.finetune import FinetuneResult, check_outside_stores, finetune
+from nlsim.training.finetune import FinetuneResult, finetune, holding_model_out
 from nlsim.training.model_card import model_card_markdown
 
 
@@ -33,9 +33,8 @@ def publish_artifacts(result: FinetuneResult) -> None:
 def _body(**params: Any) -> Any:
     config = FinetuneConfig.of(**params)
     try:
-        if config.out:
-            check_outside_stores(config.out)  # a model store's versions are the chain's to save
-        with progress_artifacts("finetune"):
+        # never in a model store; one run into --out at a time
+        with holding_model_out(config.out), progress_artifacts("finetune"):
             result = finetune(config, call=task_call)
     except NlsimError as exc:
         return fail(f"{type(exc).__name__}: {exc}")

@@ -42,12 +42,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nlsim.evaluation.metrics import metrics_table  # deferred: loads torch
-    from nlsim.training.finetune import check_outside_stores, finetune
+    from nlsim.training.finetune import finetune, holding_model_out
     from nlsim.training.model_card import metrics_row_label
 
     cfg = config_from_args(FinetuneConfig, args)
-    check_outside_stores(str(cfg.out))  # a model store's versions are the chain's to save
-    res = finetune(cfg)
+    with holding_model_out(cfg.out):  # never in a model store; one run into --out at a time
+        res = finetune(cfg)
     rows = [
         {"model": metrics_row_label(k), "conversion": args.conversion, "split": k.split("/")[1], **v}
         for k, v in res.metrics.items()

@@ -132,7 +132,12 @@ def holder_is_alive(info: LockInfo) -> tuple[bool, str]:
 
 def read_lock(folder: str | Path) -> LockInfo | None:
     """The lock held on ``folder``, or None. An unreadable lock file counts as a stale holder (pid 0)."""
-    path = Path(folder) / LOCK_NAME
+    return read_lock_file(Path(folder) / LOCK_NAME)
+
+
+def read_lock_file(path: str | Path) -> LockInfo | None:
+    """The lock recorded in the lock file ``path`` (``lock.json`` in a folder, or a lock beside an output,
+    :meth:`RunLock.beside`), or None. An unreadable lock file counts as a stale holder (pid 0)."""
     text = _read_text(str(path))
     if text is None:
         return None
@@ -161,8 +166,14 @@ def held_here(folder: str | Path) -> bool:
 
 
 @contextlib.contextmanager
-def _guard(folder: Path) -> Iterator[None]:
-    fd = os.open(folder / GUARD_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+def _guard(folder: Path, beside: bool = False) -> Iterator[None]:
+    """The flock two runs taking one lock decide under: the folder's guard file, or (``beside``: a lock
+    beside an output, in a folder the run does not own) the folder itself, so that nothing is left there."""
+    fd = (
+        os.open(folder, os.O_RDONLY)
+        if beside
+        else os.open(folder / GUARD_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -183,24 +194,47 @@ class RunLock:
         self.folder = Path(folder)
         self.what = what
         self.path = self.folder / LOCK_NAME
+        self.held = self.folder  # what the messages name as locked
+        self.is_beside = False
         self.info: LockInfo | None = None
         self.message: str | None = None
+
+    @classmethod
+    def beside(cls, target: str | Path, what: str) -> RunLock:
+        """A lock on ``target`` kept beside it, ``TARGET.lock`` in its parent folder, for an output that is
+        replaced whole (built beside it and renamed into place), where a lock inside it would go with the
+        folder it replaces. Its guard is the parent folder's own flock: the lock leaves nothing behind.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> out = pathlib.Path(tempfile.mkdtemp()) / "model"
+            >>> with RunLock.beside(out, "--out") as lock:
+            ...     print(lock.path.name, out.exists())
+            model.lock False
+            >>> sorted(p.name for p in out.parent.iterdir())
+            []
+        """
+        target = Path(target)
+        lock = cls(target.parent, what)
+        lock.path = target.parent / f"{target.name}.lock"
+        lock.held, lock.is_beside = target, True
+        return lock
 
     def acquire(self) -> RunLock:
         self.folder.mkdir(parents=True, exist_ok=True)
         me = current_holder_info()
-        with _guard(self.folder):
-            held = read_lock(self.folder)
+        with _guard(self.folder, self.is_beside):
+            held = read_lock_file(self.path)
             if held is not None:
                 if held.pid == me.pid and held.hostname == me.hostname and held.started == me.started:
                     raise LockedError(f"{self.path}: this process already holds the lock")
                 alive, why = holder_is_alive(held)
                 if alive:
                     raise LockedError(
-                        f"{self.what} {self.folder} is locked by another run: {held.describe()}; {why}. "
+                        f"{self.what} {self.held} is locked by another run: {held.describe()}; {why}. "
                         f"Wait for it to finish. If that run is known to be dead, delete {self.path}."
                     )
-                self.message = f"took over a stale lock on {self.folder} from {held.describe()}: {why}"
+                self.message = f"took over a stale lock on {self.held} from {held.describe()}: {why}"
             atomic_write_text(self.path, json.dumps(asdict(me), indent=1))
         self.info = me
         return self
@@ -209,8 +243,8 @@ class RunLock:
         """Remove the lock file if this process still holds it."""
         if self.info is None:
             return
-        with _guard(self.folder):
-            held = read_lock(self.folder)
+        with _guard(self.folder, self.is_beside):
+            held = read_lock_file(self.path)
             if held is not None and held.pid == self.info.pid and held.started == self.info.started:
                 self.path.unlink(missing_ok=True)
         self.info = None

@@ -23,11 +23,12 @@ Example (a few seconds with the small English model):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,7 @@ from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, TOPIC_CALIBRATION_JSON, save_calibration
 from nlsim.io.atomic import sweep_leftovers
 from nlsim.io.editor_file import editor_labels
+from nlsim.io.lock import RunLock
 from nlsim.io.manifest import saved_folder
 from nlsim.io.ownership import check_outputs_apart, check_writable, is_owned, read_marker, resolved
 from nlsim.orchestration import Call, StageInfo, declare, direct
@@ -351,6 +353,26 @@ def check_outside_stores(out: str | Path) -> None:
                 "and registers (nlsim models promotes them); refusing to write there: give a folder outside "
                 "it"
             )
+
+
+@contextlib.contextmanager
+def holding_model_out(out: str | Path | None, log: Callable[[str], None] = say) -> Iterator[None]:
+    """``nlsim finetune``'s (and its flow's) hold on its model folder for the whole run: refused inside a
+    model store (:func:`check_outside_stores`) and where it may not be replaced (:func:`check_model_out`),
+    then locked beside it (``OUT.lock``, :meth:`~nlsim.io.lock.RunLock.beside`: the folder is built beside
+    the old one and renamed into place, so a lock inside it would go with it). A second run into the same
+    folder is refused now, naming the run that holds it, instead of both training and the last to finish
+    replacing the other's model unsaid; a lock whose run is gone is taken over, and said. No ``out`` (a run
+    that saves nothing, or an empty ``--out``, which :func:`finetune` refuses): nothing to hold."""
+    if not out or not str(out).strip():
+        yield
+        return
+    check_outside_stores(out)
+    check_model_out(out)
+    with RunLock.beside(resolved(out), what="--out") as lock:
+        if lock.message:
+            log(lock.message)
+        yield
 
 
 def _check_out(cfg: FinetuneConfig, log: Callable[[str], None]) -> None:

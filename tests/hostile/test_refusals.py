@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -150,6 +151,59 @@ def test_finetune_out_inside_a_model_store_is_refused_before_training(
     refused(proc, 2, str(out), "lies inside the model store")
     assert "fine-tuning" not in proc.stderr  # refused before training started
     assert snapshot(tmp_path / "models") == before and entries(tmp_path / "models") == names
+
+
+HOLDER = """
+import sys, time
+from nlsim.io.lock import RunLock
+lock = RunLock.beside(sys.argv[1], "--out").acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_second_finetune_into_the_same_out_is_refused_naming_the_run_that_holds_it(
+    tmp_path: Path, pairs_file: Path
+) -> None:
+    """Two ``nlsim finetune --out X`` at once both trained, and the last to finish replaced the other's
+    model unsaid (the folder is built beside X and renamed into place, so nothing held X). A run holds X
+    by a lock beside it (``X.lock``) for its whole run: a second one is refused before any work, naming
+    the holder; the holder's lock is left as it was."""
+    from nlsim.io.lock import read_lock_file
+
+    out = tmp_path / "model"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True, env=command.command_env()
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        proc = nlsim("finetune", "--pairs", str(pairs_file), "--out", str(out), *FINETUNE, cwd=tmp_path)
+        refused(proc, 1, str(out), "is locked by another run", f"pid {holder.pid}")
+        assert "fine-tuning" not in proc.stderr  # refused before training started
+        held = read_lock_file(tmp_path / "model.lock")
+        assert held is not None and held.pid == holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not out.exists()
+
+
+def test_a_finetune_takes_over_the_lock_a_killed_run_left_beside_its_out(tmp_path: Path) -> None:
+    """A lock beside ``--out`` whose run is gone (killed: its pid no longer exists) is taken over, and said;
+    the lock is held while the run trains and gone when it ends."""
+    from nlsim.io.lock import current_holder_info, read_lock_file
+    from nlsim.training.finetune import holding_model_out
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    out, lock = tmp_path / "model", tmp_path / "model.lock"
+    lock.write_text(json.dumps({**vars(current_holder_info()), "pid": gone.pid, "started": None}))
+    said: list[str] = []
+    with holding_model_out(out, said.append):
+        held = read_lock_file(lock)
+        assert held is not None and held.pid == os.getpid()
+    assert len(said) == 1 and f"pid {gone.pid}" in said[0] and "no longer exists" in said[0]
+    assert not lock.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 # --- 2. an output path never equals or contains an input path --------------------------------------------
