@@ -4,9 +4,9 @@
 Its parameters are the settings of :class:`nlsim.dedup.config.DedupConfig` by their flat names (the options of
 ``nlsim dedup``).
 With ``state`` it is the daily incremental run (the ``news-dedup/daily`` deployment): the day's corpus is
-``corpus`` with ``{date}`` filled in from the scheduled time, in ``timezone``; a day without its file ends
-in one clear failed-run message. Runs on one state folder queue on a Prefect global concurrency limit
-named after the folder.
+``corpus`` with ``{date}`` filled in from the scheduled time, in ``timezone`` (as is ``{date}`` in
+``quarantine``); a day without its file ends in one clear failed-run message. Runs on one state folder
+queue on a Prefect global concurrency limit named after the folder.
 
 Run it without a server (Prefect starts a temporary one)::
 
@@ -128,8 +128,10 @@ def publish_artifacts(result: DedupResult) -> None:
 
 def dedup_run(config: DedupConfig, call: Call = task_call, encoder: Any = None) -> Any:
     """The body of the dedup flows: resolve the day's input, hold the state's slot, run, publish."""
-    if "{date" in config.input.corpus:
+    # the scheduled day fills in every {date}: the quarantine file's too, even when the corpus has none
+    if "{date" in config.input.corpus or "{date" in (config.input.quarantine or ""):
         config = config.with_(date=run_date(config))
+    if "{date" in config.input.corpus:
         path = Path(config.input.corpus_path)
         if not path.exists():
             return fail(

@@ -202,3 +202,39 @@ def test_a_failed_runs_artifact_holds_its_reason_as_text_never_markdown(
         assert "![x](" not in quote and "](http" not in quote.replace("\\](http", ""), md
         assert "\\[click\\](http://evil.example) \\*now\\*" in quote, md
         assert quote.count("\n") == 1, md  # one line: the reason stays inside the quote
+
+
+@pytest.mark.slow
+def test_a_dated_quarantine_file_is_named_by_the_runs_scheduled_day_as_the_corpus_would_be(
+    prefect_harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one corpus file and ``quarantine: bad/{date}.csv``, a run scheduled for 06:30 in Taipei on
+    2026-11-23 wrote its bad rows to the file of the day it ran on (the date of the clock, not of the
+    schedule), while the run was named after the scheduled day; the scheduled day now fills in both."""
+    from flows.dedup import news_dedup
+
+    corpus = tmp_path / "news.csv"
+    corpus.write_text(
+        "id,title,description,source,published_at\n"
+        "a,Rain in Taipei,Heavy rain today,CNA,2026-11-22T23:00:00+00:00\n"
+        "b,Rain in Taipei again,Heavy rain,CNA,not a time\n"
+    )
+    import datetime as dt
+
+    from prefect.runtime import flow_run
+
+    scheduled = dt.datetime(2026, 11, 22, 22, 30, tzinfo=dt.UTC)  # 06:30 on 2026-11-23 in Taipei
+    monkeypatch.setattr(flow_run, "scheduled_start_time", scheduled, raising=False)
+    state = news_dedup(
+        corpus=str(corpus),
+        quarantine=str(tmp_path / "bad" / "{date}.csv"),
+        out=str(tmp_path / "out"),
+        state=str(tmp_path / "state"),
+        timezone="Asia/Taipei",
+        return_state=True,
+        **COMMON,
+    )
+    assert state.is_completed(), state.message
+    run, _ = _flow_run(state)
+    assert run.name == "news-dedup 2026-11-23 daily"
+    assert sorted(p.name for p in (tmp_path / "bad").iterdir()) == ["2026-11-23.csv"]
