@@ -425,3 +425,32 @@ def test_a_report_written_over_a_chains_report_takes_away_the_chains_record(tmp_
     (out / "pipeline.md").write_text("my own page\n")
     run_dedup(cfg, encoder=HashEncoder())
     assert (out / "pipeline.md").read_text() == "my own page\n"
+
+
+def test_a_dated_quarantine_file_is_the_day_the_run_started_even_past_midnight(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--quarantine bad/{date}.csv`` with an undated ``--corpus`` and no ``--date``: the quarantine file was
+    checked under the day the run started and its bad rows written under the day the load ran, a day later
+    for a run started just before midnight; the run's date is now taken once, as for ``--corpus``."""
+    import datetime as dt
+
+    from nlsim.dedup import run as run_module
+    from nlsim.dedup.settings import InputSettings, parse_date
+
+    clock = iter(dt.date(2026, 11, 22) + dt.timedelta(days=i) for i in range(10))  # a day later each time
+    monkeypatch.setattr(
+        InputSettings, "run_date", lambda self: parse_date(self.date, "--date") if self.date else next(clock)
+    )
+    written: list[str | None] = []
+    monkeypatch.setattr(
+        run_module, "run_batch", lambda config, **kw: written.append(config.input.quarantine_path)
+    )
+    config = DedupConfig.of(
+        corpus=str(tmp_path / "news.csv"),
+        out=str(tmp_path / "out"),
+        quarantine=str(tmp_path / "bad" / "{date}.csv"),
+        threshold=0.9,
+    )
+    run_module.run_dedup(config)
+    assert written == [str(tmp_path / "bad" / "2026-11-22.csv")]
