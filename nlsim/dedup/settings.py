@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +61,28 @@ MAX_WINDOW_HOURS = 24 * 36_525
 """The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
 MAX_RETENTION_DAYS = 36_525
 """The longest --retention-days (100 years), for the same reason."""
+
+
+def check_placeholders(path: str, what: str) -> None:
+    """Refuse a ``{name}`` in a path that has no ``{date}`` (``bad/{day}.csv``, a misspelt ``{date}``: taken
+    as written, every day's file would be the same one); braces that hold no name are kept as written.
+
+    Example:
+        >>> check_placeholders("bad/rows.csv", "--quarantine")
+        >>> try:
+        ...     check_placeholders("bad/{day}.csv", "--quarantine")
+        ... except ConfigError as exc:
+        ...     print(exc)
+        --quarantine 'bad/{day}.csv': only {date} may be filled in (the run's date), not {day}
+    """
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(path) if name]
+    except ValueError:  # a lone brace: not a placeholder, part of the name
+        return
+    if names:
+        raise ConfigError(
+            f"{what} {path!r}: only {{date}} may be filled in (the run's date), not {{{names[0]}}}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +129,9 @@ class InputSettings:
         if self.date is not None:
             parse_date(self.date, "--date")
         self.zone()
+        for path, what in ((self.corpus, "--corpus"), (self.quarantine, "--quarantine")):
+            if path is not None and "{date" not in path:
+                check_placeholders(path, what)  # a misspelt {date} is not a file name
 
     def zone(self) -> dt.tzinfo:
         """The time zone of :attr:`timezone`."""
@@ -130,6 +156,7 @@ class InputSettings:
         return None if self.quarantine is None else self._dated(self.quarantine, "--quarantine")
 
     def _dated(self, path: str, what: str) -> str:
+        """``path`` with ``{date}`` filled in (:func:`check_placeholders` refuses any other placeholder)."""
         if "{date" not in path:
             return path
         try:

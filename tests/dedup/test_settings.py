@@ -126,3 +126,17 @@ def test_no_stage_takes_the_whole_configuration() -> None:
     whole = [f.__name__ for f in public if DedupConfig in typing.get_type_hints(f).values()]
     # the few that need two concerns at once (the window's identity: model and text fields)
     assert set(whole) <= {"open_batch_window", "open_daily_window", "commit", "report"}
+
+
+@pytest.mark.parametrize("option", ["corpus", "quarantine"])
+def test_a_placeholder_other_than_date_in_a_dated_path_is_refused_by_name(option: str) -> None:
+    """``--quarantine 'bad/{day}.csv'`` (a misspelt ``{date}``) was taken as a file literally named
+    ``{day}.csv``: each day's bad rows went over the last day's, with nothing said. It is now refused
+    before any work, naming the option and the placeholder."""
+    from nlsim.errors import ConfigError
+
+    given = {"corpus": "in/news.csv", "quarantine": "bad/rows.csv", option: f"{option}/{{day}}.csv"}
+    with pytest.raises(
+        ConfigError, match=rf"--{option} '{option}/{{day}}.csv': only {{date}} may be filled in"
+    ):
+        DedupConfig.of(out="rep", state="st", threshold=0.9, **given)
