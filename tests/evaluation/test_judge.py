@@ -453,17 +453,19 @@ def test_ids_with_surrounding_spaces_are_judged_in_their_clusters(tmp_path: Path
     assert (j.precision, j.recall, j.unjudged_pairs) == (0.5, 1.0, 0)
 
 
-def test_a_report_written_with_a_quarantine_is_judged_without_its_bad_rows(tmp_path: Path) -> None:
-    """``nlsim dedup --quarantine`` set a bad row of the corpus aside (an empty title, an id twice): the
-    report holds the other items, and ``nlsim judge`` reads the corpus as that run did, bad rows left out,
-    rather than refusing the report's own corpus on the row the run quarantined."""
-    texts = {
-        "a1": "Typhoon Kaemi makes landfall in Taiwan tonight, schools closed",
-        "a2": "Typhoon Kaemi makes landfall in Taiwan tonight; schools are closed",
-        "b1": "TSMC second quarter revenue hits a record high",
-        "c1": "Local bakery wins national bread award",
-    }
-    corpus = pd.DataFrame({"id": [*texts, "z1", "a1"], "title": [*texts.values(), "   ", "A repeated id"]})
+QUARANTINE_TEXTS = {
+    "a1": "Typhoon Kaemi makes landfall in Taiwan tonight, schools closed",
+    "a2": "Typhoon Kaemi makes landfall in Taiwan tonight; schools are closed",
+    "b1": "TSMC second quarter revenue hits a record high",
+    "c1": "Local bakery wins national bread award",
+}
+
+
+def judged_after_quarantine(tmp_path: Path, corpus: pd.DataFrame, bad_rows: int) -> None:
+    """Write ``corpus`` and three validation pairs of :data:`QUARANTINE_TEXTS`, run ``nlsim dedup
+    --quarantine`` (which sets ``bad_rows`` rows aside), then check that ``nlsim judge`` judges every pair
+    of the report, saying how many bad rows it left out."""
+    texts = QUARANTINE_TEXTS
     corpus.to_csv(tmp_path / "corpus.csv", index=False)
     rows = [("a1", "a2", 1.0), ("a1", "b1", 0.0), ("b1", "c1", 0.25)]
     pd.DataFrame(
@@ -480,50 +482,33 @@ def test_a_report_written_with_a_quarantine_is_judged_without_its_bad_rows(tmp_p
     args += ["--threshold", "0.9", "--quarantine", "bad.csv", "--no-cache", "--no-progress"]
     proc = nlsim(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads((tmp_path / "rep" / "run.json").read_text())["quarantined"] == 2
+    assert json.loads((tmp_path / "rep" / "run.json").read_text())["quarantined"] == bad_rows
     proc = judge(tmp_path, "pairs.tsv", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = strict_json(proc.stdout)
     assert (out["judged_pairs"], out["pairs_not_in_corpus"], out["recall"]) == (3, 0, 1.0), out
-    assert "2 bad row(s) left out" in proc.stderr
+    assert f"{bad_rows} bad row(s) left out" in proc.stderr
+
+
+def test_a_report_written_with_a_quarantine_is_judged_without_its_bad_rows(tmp_path: Path) -> None:
+    """``nlsim dedup --quarantine`` set a bad row of the corpus aside (an empty title, an id twice): the
+    report holds the other items, and ``nlsim judge`` reads the corpus as that run did, bad rows left out,
+    rather than refusing the report's own corpus on the row the run quarantined."""
+    texts = QUARANTINE_TEXTS
+    corpus = pd.DataFrame({"id": [*texts, "z1", "a1"], "title": [*texts.values(), "   ", "A repeated id"]})
+    judged_after_quarantine(tmp_path, corpus, bad_rows=2)
 
 
 def test_a_row_the_run_quarantined_as_dated_in_the_future_is_left_out_again(tmp_path: Path) -> None:
     """A row dated after the run's clock (a typo: 2099 for 2026) is a bad row the run quarantined; the judge
     reads the corpus on that run's clock too, so the row is left out again rather than read as an item the
     report never saw (which refused the report's own corpus as another one)."""
-    texts = {
-        "a1": "Typhoon Kaemi makes landfall in Taiwan tonight, schools closed",
-        "a2": "Typhoon Kaemi makes landfall in Taiwan tonight; schools are closed",
-        "b1": "TSMC second quarter revenue hits a record high",
-        "c1": "Local bakery wins national bread award",
-    }
+    texts = QUARANTINE_TEXTS
     when = ["2026-12-01T08:00:00Z"] * len(texts) + ["2099-12-01T08:00:00Z"]
     corpus = pd.DataFrame(
         {"id": [*texts, "z1"], "title": [*texts.values(), "Scheduled"], "published_at": when}
     )
-    corpus.to_csv(tmp_path / "corpus.csv", index=False)
-    rows = [("a1", "a2", 1.0), ("a1", "b1", 0.0), ("b1", "c1", 0.25)]
-    pd.DataFrame(
-        {
-            "split": "validation",
-            "id_a": [a for a, _, _ in rows],
-            "id_b": [b for _, b, _ in rows],
-            "text_a": [texts[a] for a, _, _ in rows],
-            "text_b": [texts[b] for _, b, _ in rows],
-            "score": [s for _, _, s in rows],
-        }
-    ).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
-    args = ["dedup", "--corpus", "corpus.csv", "--out", "rep", "--model", FAST_MODEL, "--convert", "none"]
-    args += ["--threshold", "0.9", "--quarantine", "bad.csv", "--no-cache", "--no-progress"]
-    proc = nlsim(*args, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads((tmp_path / "rep" / "run.json").read_text())["quarantined"] == 1
-    proc = judge(tmp_path, "pairs.tsv", "--json")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = strict_json(proc.stdout)
-    assert (out["judged_pairs"], out["pairs_not_in_corpus"], out["recall"]) == (3, 0, 1.0), out
-    assert "1 bad row(s) left out" in proc.stderr
+    judged_after_quarantine(tmp_path, corpus, bad_rows=1)
 
 
 def test_a_daily_runs_reports_folder_is_refused_with_the_report_to_pass(tmp_path: Path) -> None:
