@@ -848,7 +848,7 @@ def bad_options() -> list[Case]:
             ("--as-of", "0001-01-01"),
         ),
         ("date-impossible", dedup("news-{date}.csv", "--date", "2024-13-45"), ("--date",)),
-        ("corpus-other-placeholder", dedup("news-{day}.csv"), ("news-{day}.csv",), 1),
+        ("corpus-other-placeholder", dedup("news-{day}.csv"), ("news-{day}.csv", "only {date}")),
         ("timezone-unknown", dedup("news.csv", "--timezone", "Mars/Base"), ("--timezone",)),
         ("text-fields-empty", dedup("news.csv", "--text-fields", ""), ("--text-fields",)),
         ("convert-unknown", dedup("news.csv", "--convert", "latin"), ("--convert",)),
