@@ -66,6 +66,18 @@ def describe(ch: str) -> str:
     return f"U+{ord(ch):04X} ({what})"
 
 
+def hidden(text: str) -> list[str]:
+    """The characters of ``text`` that show nothing and take no room (Unicode category Cf: a zero-width
+    space, a byte-order mark left by joined files, a direction mark), in order: an id or a column name
+    holding one reads as the one without it, and is another.
+
+    Example:
+        >>> hidden("pub\u200bdate\ufeff"), hidden("published_at")
+        (['\u200b', '\ufeff'], [])
+    """
+    return [ch for ch in text if unicodedata.category(ch) == "Cf"]
+
+
 INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
 """Unicode categories that show nothing: format and control characters and separators."""
 

@@ -51,7 +51,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import INVISIBLE, describe, first_control
+from nlsim.io.cells import INVISIBLE, describe, first_control, hidden
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -153,13 +153,14 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     bad = first_control(text)
     if bad is not None:
         return None, f"id {text!r} holds {describe(bad)}: an id may hold no control character"
-    hidden = next((ch for ch in text if unicodedata.category(ch) == "Cf"), None)
-    if hidden is not None:
+    unseen = hidden(text)
+    if unseen:
         # a zero-width space, a byte-order mark (two files joined), a direction mark: the id reads as one
         # without it, but is another id (a day's item sent again so would be a new item, its own duplicate)
-        name = unicodedata.name(hidden, "a format character").lower()
+        ch = unseen[0]
+        name = unicodedata.name(ch, "a format character").lower()
         return None, (
-            f"id {text!r} holds U+{ord(hidden):04X} ({name}), which shows nothing: the id reads as the one "
+            f"id {text!r} holds U+{ord(ch):04X} ({name}), which shows nothing: the id reads as the one "
             "without it, and would be another item; remove it"
         )
     return text, None
@@ -402,8 +403,8 @@ def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) 
     for col in raw.columns:
         like = normalised_column(col)  # Published_At, "description ", publishedAt, a zero-width space
         if col not in known and like in known:
-            hidden = sorted({f"U+{ord(ch):04X}" for ch in str(col) if unicodedata.category(ch) == "Cf"})
-            shows = f" (it holds {', '.join(hidden)}, which shows nothing)" if hidden else ""
+            unseen = sorted({f"U+{ord(ch):04X}" for ch in hidden(str(col))})
+            shows = f" (it holds {', '.join(unseen)}, which shows nothing)" if unseen else ""
             raise InputError(
                 path,
                 None,

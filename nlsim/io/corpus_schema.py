@@ -13,9 +13,10 @@ Example:
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+
+from nlsim.io.cells import hidden
 
 REQUIRED = ("id", "title")
 OPTIONAL_TEXT = ("description", "body", "source", "lang", "url")
@@ -132,7 +133,8 @@ def normalised_column(column: object) -> str:
         >>> normalised_column("\u200bpublished_at")
         'published_at'
     """
-    shown = "".join(ch for ch in str(column) if unicodedata.category(ch) != "Cf")
+    unseen = set(hidden(str(column)))
+    shown = "".join(ch for ch in str(column) if ch not in unseen)
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", shown.strip())
     return re.sub(r"[\s.\-]+", "_", words.lower())
 
