@@ -85,7 +85,7 @@ from nlsim.io.ownership import (
     is_quarantine_file,
     resolved,
 )
-from nlsim.io.pairs import check_pinned, load_pairs, pin_note, pinned
+from nlsim.io.pairs import check_pinned, count_once, load_pairs, pin_note, pinned
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
@@ -730,7 +730,7 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     read = training_pairs(cfg.pairs, pairs)
     if read.overruled:
         say(overruled_note(len(read.overruled)))
-    return read.pairs
+    return count_once(read.pairs, cfg.pairs).reset_index(drop=True)
 
 
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:

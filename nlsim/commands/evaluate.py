@@ -89,7 +89,7 @@ def load_split(pairs: str, split: str | None) -> Any:
 
     if pairs == "stsb":
         return load_stsb(None if split in (None, "all") else split)
-    return load_pairs(pairs, None if split in (None, "all") else split)
+    return load_pairs(pairs, None if split in (None, "all") else split, repeats="once")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ A pair file has the columns ``text_a``, ``text_b`` and ``score`` (a number in [0
 Every bad row raises :class:`nlsim.errors.InputError` naming the file, the 1-based data row and the field;
 nothing is dropped silently. One pair (the same ids or the same texts, in either order) in two splits is
 refused (:func:`check_split_leaks`), and so, in a pair file (:func:`load_pairs`), is one pair twice in a
-split with two scores: which of them counts would depend on the row order. Twice with one score is kept.
+split with two scores: which of them counts would depend on the row order. Twice with one score is kept in
+the file, and counted once by what makes figures of it (training, evaluation, calibration:
+:func:`count_once`), with a warning naming the rows.
 
 Example:
     >>> import tempfile, pathlib
@@ -34,6 +36,7 @@ from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.cells import describe, first_control, invisible_only
 from nlsim.io.tables import read_table
+from nlsim.progress import warn
 
 REQUIRED = ("text_a", "text_b", "score")
 SPLITS = ("train", "validation", "test")
@@ -244,20 +247,62 @@ def _check_same_score(source: str | Path, i: int, j: int, scores: list[float]) -
         )
 
 
-def load_pairs(path: str | Path, split: str | None = None) -> pd.DataFrame:
+def load_pairs(
+    path: str | Path, split: str | None = None, *, repeats: Literal["keep", "once"] = "keep"
+) -> pd.DataFrame:
     """Load and validate a pair file (one pair twice in a split with two scores refused too); ``split``
     keeps only that split (error if it has no rows). An unknown ``split`` is the asker's mistake (a
-    command's ``--split``), refused before the file is read, not blamed on the file."""
+    command's ``--split``), refused before the file is read, not blamed on the file.
+
+    ``repeats="once"``: a row repeating an earlier row's pair (its score and split too) is left out, with a
+    warning naming the rows (:func:`count_once`), as training, evaluation and calibration read a pair file:
+    each pair counts once, in every figure alike. ``"keep"`` (the default) gives every row, as the file
+    holds it (a merge writes the file back; the verdict store is checked against its rows)."""
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse")
     check_pinned(path)
     if split is not None:
-        kept = frame[frame["split"] == split].reset_index(drop=True)
+        kept = frame[frame["split"] == split]
         if kept.empty:
             raise InputError(path, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")
         frame = kept
-    return frame
+    if repeats == "once":
+        frame = count_once(frame, path)
+    return frame.reset_index(drop=True)
+
+
+def count_once(frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: int = 5) -> pd.DataFrame:
+    """``frame`` (a validated pair table, its index the file's rows from 0) without the rows that repeat an
+    earlier row's pair in the same split (the same ids or the same texts, in either order:
+    :func:`pair_keys`), the index kept; the rows left out are said (:func:`nlsim.progress.warn`), each with
+    the row it repeats. Such a row has the earlier row's score: two scores are refused
+    (:func:`check_split_leaks`). Counted twice, one pair would weigh double in a Spearman, a threshold's F1
+    and a training epoch alike, because a row was pasted twice.
+
+    Example:
+        >>> df = pd.DataFrame({"text_a": ["A", "c", "b "], "text_b": ["B", "d", "a"], "split": "test"})
+        >>> count_once(df, "p.tsv")["text_a"].tolist()
+        ['A', 'c']
+    """
+    seen: dict[tuple[tuple[str, ...], str], int] = {}
+    keep: list[bool] = []
+    repeated: list[tuple[int, int]] = []  # (row, the row it repeats), 1-based
+    for row, keys, split in zip(frame.index, pair_keys(frame), frame["split"], strict=True):
+        first = next((seen[(key, split)] for key in keys if (key, split) in seen), None)
+        for key in keys:
+            seen.setdefault((key, split), int(row) + 1)
+        keep.append(first is None)
+        if first is not None:
+            repeated.append((int(row) + 1, first))
+    if repeated:
+        listed = ", ".join(f"row {row} (row {first}'s pair)" for row, first in repeated[:shown])
+        more = f" and {len(repeated) - shown} more" if len(repeated) > shown else ""
+        warn(
+            f"{source}: {len(repeated)} row(s) repeat the pair of an earlier row (same split, same score) "
+            f"and are counted once: {listed}{more}"
+        )
+    return frame[keep]
 
 
 _PINNED: ContextVar[dict[Path, tuple[str, str]] | None] = ContextVar("nlsim_pinned_pairs", default=None)

@@ -28,7 +28,7 @@ from nlsim.clusters.verdicts import training_pairs
 from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
-from nlsim.io.pairs import load_pairs, split_counts, validate_pairs
+from nlsim.io.pairs import count_once, load_pairs, split_counts, validate_pairs
 from nlsim.training.config import MIN_TRAIN_PAIRS, FinetuneConfig
 
 MIN_VALIDATION_PAIRS = 3
@@ -149,7 +149,7 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
         if not cfg.data.pairs:
             raise ConfigError("no pairs given (cfg.data.pairs or pairs=)")
         read = training_pairs(cfg.data.pairs, load_pairs(cfg.data.pairs))
-        pairs, overruled = read.pairs, len(read.overruled)
+        pairs, overruled = count_once(read.pairs, cfg.data.pairs).reset_index(drop=True), len(read.overruled)
         data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
         if read.store is not None:
             data_files[str(read.store)] = file_sha256(read.store)

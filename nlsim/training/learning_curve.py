@@ -35,7 +35,7 @@ from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, claimed
-from nlsim.io.pairs import annotations_digest, load_pairs
+from nlsim.io.pairs import annotations_digest, count_once, load_pairs
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
@@ -64,7 +64,7 @@ def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -
     read = training_pairs(pairs_file, load_pairs(pairs_file))
     if read.overruled:
         log(overruled_note(len(read.overruled)))
-    return read.pairs
+    return count_once(read.pairs, pairs_file).reset_index(drop=True)
 
 
 def draw_digest(pairs: pd.DataFrame) -> str:

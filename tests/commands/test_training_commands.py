@@ -90,7 +90,7 @@ def test_evaluate_json(pairs_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     )
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert {"spearman", "pearson", "mse", "mae", "n"} <= set(out)
-    assert out["n"] == 12
+    assert out["n"] == 11  # the 12 test rows give one STS-B pair twice, with one score: counted once
 
 
 @pytest.mark.slow
@@ -267,3 +267,25 @@ def test_calibrate_refuses_a_baseline_by_name(pairs_file: Path, tmp_path: Path, 
     with pytest.raises(ConfigError, match=rf"--model {baseline}: a baseline of nlsim evaluate") as info:
         cli(argv)
     assert "hub" not in str(info.value) and not (tmp_path / "c.json").exists()
+
+
+def test_evaluate_counts_a_pair_pasted_twice_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One pair in two rows (ids in either order, one score, one split) weighed double in every figure of
+    ``nlsim evaluate`` (n 4 for 3 pairs); it is counted once, as training counts it, and said by row."""
+    rows = [
+        "p1\ta\tb\tstorm hits coast\tstorm hits the coast\t1\ttest",
+        "p2\tc\td\tmarket falls\tfootball cup final\t0\ttest",
+        "p3\te\tf\tprices rise\tprices rise again\t0.75\ttest",
+    ]
+    header = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n"
+    once, twice = tmp_path / "once.tsv", tmp_path / "twice.tsv"
+    once.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    again = "p4\tb\ta\tstorm hits the coast\tstorm hits coast\t1\ttest"
+    twice.write_text(header + "\n".join([*rows, again]) + "\n", encoding="utf-8")
+    figures = []
+    for path in (once, twice):
+        argv = ["evaluate", "--model", "tfidf-char2", "--pairs", str(path), "--convert", "none", "--json"]
+        assert cli(argv) == 0
+        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        figures.append({k: out[k] for k in ("spearman", "pearson", "mse", "mae", "n")})
+    assert figures[1] == figures[0] and figures[0]["n"] == 3

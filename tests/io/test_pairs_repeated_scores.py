@@ -98,3 +98,24 @@ def test_validate_pairs_refuses_when_asked_and_keeps_a_benchmarks_repeats_by_def
 
 def test_the_bundled_pair_file_still_loads() -> None:
     assert len(load_pairs(ROOT / "annotations" / "thucnews_tw_pairs.tsv")) == 3577
+
+
+def test_a_pair_twice_with_one_score_is_counted_once_where_figures_are_made(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Training, evaluation and calibration read a pair file with ``repeats="once"``: the pair pasted
+    twice weighs as any other pair, and the warning names both rows; the file's rows are all kept
+    otherwise (a merge writes them back)."""
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\ta\tb\tFloods again\tStorm hits\t0.5\ttest",
+        "p2\tc\td\tOther\tThing\t1\ttest",
+        "p3\tb\ta\tStorm hits\tFloods again\t0.50\ttest",
+        "p4\te\tf\tMore\tNews\t0\ttrain",
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        once = load_pairs(path, "test", repeats="once")
+    assert once["pair_id"].tolist() == ["p1", "p2"] and once.index.tolist() == [0, 1]
+    assert f"{path}: 1 row(s) repeat the pair of an earlier row" in caplog.text
+    assert "row 3 (row 1's pair)" in caplog.text
+    assert len(load_pairs(path)) == 4

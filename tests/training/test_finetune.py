@@ -156,6 +156,23 @@ def test_prepare_pairs_reads_an_overruled_training_pair_with_the_editors_score(t
     assert list(after.data_files) == [str(pairs), str(pairs) + ".verdicts.csv"]
 
 
+def test_prepare_pairs_counts_a_pair_pasted_twice_once(tmp_path: Path) -> None:
+    """A training and a validation pair each given again in a second row (ids in either order, one score):
+    training and the checkpoint's validation read each pair once, as ``nlsim evaluate`` and ``nlsim
+    calibrate`` read it, so that its validation figures are theirs."""
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+
+    pairs = _overruled_pair_file(tmp_path)
+    table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    again = table[table["pair_id"].isin(["p1", "p7"])].assign(pair_id=["p1-again", "p7-again"])
+    again[["id_a", "id_b", "text_a", "text_b"]] = again[["id_b", "id_a", "text_b", "text_a"]].to_numpy()
+    pd.concat([table, again]).to_csv(pairs, sep="\t", index=False)
+    data = prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none", eval_test=True))
+    assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 2)
+    assert "p1-again" not in set(data.train["pair_id"]) and "p7-again" not in set(data.validation["pair_id"])
+
+
 def test_the_training_fingerprint_changes_when_an_editor_overrules_a_pair(tmp_path: Path) -> None:
     """The chain's pairs are read as training reads them: an overrule that changes a score is another
     fingerprint (the chain trains again), a store without one is the same."""
