@@ -12,7 +12,11 @@ is what an editor reads as "the same story":
 - **precision**: of the judged pairs the report groups, the share that are same story;
 - **recall**: of the judged same-story pairs, the share the report groups (pooled over all of them);
 - **F1**, with a 95% interval (``f1_ci95``: percentiles of the F1 over 1,000 bootstrap resamples of the
-  judged pairs; with a few dozen same-story pairs one or two of them move the F1 by several points); and
+  judged pairs; with a few dozen same-story pairs one or two of them move the F1 by several points). A
+  resample in which the report groups none of the pairs drawn, or that draws no same-story pair, has an
+  undefined F1, as the judgement would: it is left out, not counted as 0, and how many were
+  (``f1_ci95_left_out``) is given and said beside the interval
+  (:func:`nlsim.evaluation.interval.defined_f1_interval`); and
   **unjudged**: how many of the report's pairs no editor scored.
 
 A figure without a denominator (no judged pair grouped, no same-story pair) is undefined: ``None``
@@ -54,7 +58,7 @@ import pyarrow as pa
 from nlsim.conversion import convert
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.figures import rates, split_pairs
-from nlsim.evaluation.interval import f1_interval
+from nlsim.evaluation.interval import BOOTSTRAP, defined_f1_interval
 from nlsim.evaluation.levels import LEVELS, SAME_STORY
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
@@ -171,6 +175,9 @@ class Judgement:
     f1: float | None
     f1_ci95: list[float] | None = None
     unjudged_pairs: int = 0
+    f1_ci95_left_out: int | None = None
+    """Of the bootstrap resamples, those left out of ``f1_ci95`` (their F1 undefined); ``None``: no
+    interval, or not recorded by an older nlsim."""
     reported_pairs: int = 0
     report: str | None = None
     corpus: str | None = None
@@ -325,14 +332,18 @@ def judge_tables(
     keys = list(scores)
     together = set(grouped)
     figures = _prf(tp, len(grouped), positives)
-    return {
-        **figures,
-        "f1_ci95": None  # an undefined F1 has no interval (its resamples are undefined too, not 0)
+    ci = (
+        None  # an undefined F1 has no interval; a resample's undefined F1 is left out, never counted as 0
         if figures["f1"] is None
-        else f1_interval(
+        else defined_f1_interval(
             np.fromiter((k in together for k in keys), dtype=bool, count=len(keys)),
             np.fromiter((scores[k] >= same_story - 1e-9 for k in keys), dtype=bool, count=len(keys)),
-        ),
+        )
+    )
+    return {
+        **figures,
+        "f1_ci95": None if ci is None else ci.ci,
+        "f1_ci95_left_out": None if ci is None or ci.ci is None else ci.left_out,
         "judged_pairs": len(scores),
         "same_story_pairs": int(positives),
         "grouped_judged_pairs": len(grouped),
@@ -663,9 +674,21 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
     return scored
 
 
-def interval(ci: list[float] | None) -> str:
-    """`` [lo, hi] 95%`` for a figure's interval ('' without one)."""
-    return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}] 95%"
+def interval(ci: list[float] | None, left_out: int | None = None) -> str:
+    """`` [lo, hi] 95%`` for a figure's interval ('' without one), with the resamples it leaves out.
+
+    >>> print(interval([0.3333, 1.0], 339))  # doctest: +NORMALIZE_WHITESPACE
+    [0.333, 1.000] 95% (over the 661 of 1,000 resamples whose F1 is defined: 339 group none of the pairs
+    they draw or draw no same-story pair)
+    """
+    if not ci:
+        return ""
+    if not left_out:
+        return f" [{ci[0]:.3f}, {ci[1]:.3f}] 95%"
+    return (
+        f" [{ci[0]:.3f}, {ci[1]:.3f}] 95% (over the {BOOTSTRAP - left_out:,} of {BOOTSTRAP:,} resamples "
+        f"whose F1 is defined: {left_out:,} group none of the pairs they draw or draw no same-story pair)"
+    )
 
 
 def headline(j: Judgement) -> str:
@@ -699,7 +722,8 @@ def describe(j: Judgement) -> str:
     text = (
         f"same story (score >= {j.same_story_level}) on {j.judged_pairs} judged {split_pairs(j.split)} "
         f"({j.same_story_pairs} same story): precision {figure(j.precision)}, recall "
-        f"{figure(j.recall)}, F1 {figure(j.f1)}{interval(j.f1_ci95)} (items in one cluster); "
+        f"{figure(j.recall)}, F1 {figure(j.f1)}{interval(j.f1_ci95, j.f1_ci95_left_out)} "
+        "(items in one cluster); "
     )
     if po is not None:  # not recorded by an older nlsim
         text += (

@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 from nlsim.evaluation.figures import split_pairs
+from nlsim.evaluation.interval import BOOTSTRAP
 from nlsim.evaluation.judge import Judgement
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io import columns
@@ -496,7 +497,11 @@ def _judgement(judge: Judgement | None, *, window: bool = False) -> str:
     if judge is None:
         return ""
     where = "this report's window (the items the state keeps, with this run's)" if window else "this report"
-    ci = f" (95% interval {judge.f1_ci95[0]:.3f}–{judge.f1_ci95[1]:.3f})" if judge.f1_ci95 else ""
+    ci = f" (95% interval {judge.f1_ci95[0]:.3f}–{judge.f1_ci95[1]:.3f}" if judge.f1_ci95 else ""
+    if ci and judge.f1_ci95_left_out:  # resamples whose F1 is undefined: left out, never counted as 0
+        defined = BOOTSTRAP - judge.f1_ci95_left_out
+        ci += f", over the {defined:,} of {BOOTSTRAP:,} resamples whose F1 is defined"
+    ci += ")" if ci else ""
     rows = [
         (
             "precision",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nlsim.evaluation.interval import f1_interval
+from nlsim.evaluation.interval import DefinedInterval, defined_f1_interval, f1_interval
 
 
 def f1(predicted: np.ndarray, positive: np.ndarray) -> float:
@@ -28,3 +28,15 @@ def test_a_perfect_grouping_has_no_spread_and_no_pair_has_no_interval() -> None:
     positive = np.array([True, False] * 20)
     assert f1_interval(positive, positive) == [1.0, 1.0]
     assert f1_interval(np.array([], dtype=bool), np.array([], dtype=bool)) is None
+
+
+def test_a_resample_without_a_grouped_or_same_story_pair_is_left_out_where_its_f1_is_undefined() -> None:
+    """One grouped pair of 20 judged (3 same story): a third of the resamples group none of the pairs they
+    draw. Counted as F1 0 (as the calibration counts nothing predicted) they make the low end 0; where such
+    an F1 is undefined (``nlsim judge``) they are left out and counted, and the interval is of the rest."""
+    grouped, same_story = np.arange(20) == 0, np.arange(20) < 3
+    assert f1_interval(grouped, same_story) == [0.0, 1.0]
+    defined = defined_f1_interval(grouped, same_story)
+    assert 300 < defined.left_out < 400
+    assert defined.ci is not None and 0.0 < defined.ci[0] <= 0.5 <= defined.ci[1]
+    assert defined_f1_interval(np.zeros(5, dtype=bool), np.ones(5, dtype=bool)) == DefinedInterval(None, 1000)

@@ -629,3 +629,26 @@ def test_rows_that_repeat_a_pair_are_said_when_the_counts_would_not_add_up(tmp_p
     )
     assert (j.scored_pairs, j.judged_pairs, j.mismatched_pairs, j.pairs_not_in_corpus) == (4, 3, 0, 0)
     assert "1 of the 4 scored validation rows repeat a pair, counted once" in describe(j)
+
+
+def test_the_f1_interval_leaves_out_the_resamples_where_the_f1_is_undefined_and_says_so() -> None:
+    """One of 20 judged pairs grouped (3 same story): F1 0.5. A third of the resamples group none of the
+    pairs they draw, an F1 the judgement calls undefined, never 0; counted as 0 they gave the interval
+    [0.000, 1.000] without a word. They are left out, counted in ``f1_ci95_left_out`` and said."""
+    ids = [(f"a{i}", f"b{i}") for i in range(20)]
+    judged = pd.DataFrame(
+        {"id_a": [a for a, _ in ids], "id_b": [b for _, b in ids], "score": [1.0] * 3 + [0.0] * 17}
+    )
+    clusters = pd.DataFrame({"cluster_id": ["c-a0"], "member_ids": [["a0", "b0"]]})
+    figures = judge_tables(clusters, pd.DataFrame({"id_a": ["a0"], "id_b": ["b0"]}), judged)
+    assert figures["f1"] == 0.5
+    lo, hi = figures["f1_ci95"]
+    assert 0.0 < lo <= 0.5 <= hi and 300 < figures["f1_ci95_left_out"] < 400
+    figures.pop("pairs_only")
+    text = describe(Judgement(pairs="p.tsv", split="validation", **figures))
+    defined = 1000 - figures["f1_ci95_left_out"]
+    assert f"[{lo:.3f}, {hi:.3f}] 95% (over the {defined} of 1,000 resamples whose F1 is defined" in text
+    from nlsim.report.prose import _judgement
+
+    page = _judgement(Judgement(pairs="p.tsv", split="validation", **figures))
+    assert f"over the {defined} of 1,000 resamples whose F1 is defined)" in page
