@@ -2,7 +2,8 @@
 
 A pair file has the columns ``text_a``, ``text_b`` and ``score`` (a number in [0, 1]), and optionally
 ``pair_id`` (unique; made up as ``row-N`` when absent) and ``split`` (``train``, ``validation`` or
-``test``). Other columns (``id_a``, ``id_b``, ``annotations``, ``stratum`` ...) are kept as they are.
+``test``). Other columns (``id_a``, ``id_b``, ``annotations``, ``stratum`` ...) are kept as they are; an
+item paired with itself (``id_a`` = ``id_b``) is refused.
 Every bad row raises :class:`nlsim.errors.InputError` naming the file, the 1-based data row and the field;
 nothing is dropped silently. One pair (the same ids or the same texts, in either order) in two splits is
 refused (:func:`check_split_leaks`), and so, in a pair file (:func:`load_pairs`), is one pair twice in a
@@ -104,6 +105,9 @@ def validate_pairs(
                     field,
                     f"id {str(value)!r} holds {describe(bad)}: an id may hold no control character",
                 )
+        itself = item_id(rec.get("id_a"))
+        if itself and itself == item_id(rec.get("id_b")):  # cosine 1 with itself: it only flatters a figure
+            raise InputError(source, n, "id_b", f"item {itself!r} is paired with itself")
         for field in ("text_a", "text_b"):
             if _is_missing(rec[field]):
                 raise InputError(source, n, field, "empty text")

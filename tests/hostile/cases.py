@@ -1068,6 +1068,13 @@ def bad_pairs() -> list[Case]:
             1,
         ),
         (
+            "item-paired-with-itself",
+            evaluate(),
+            "id_a\tid_b\ttext_a\ttext_b\tscore\tsplit\nx1\tx2\ta\tb\t0\ttest\nx3\tx3\tc\tc\t1\ttest\n",
+            ("row 2", "'id_b'", "paired with itself"),
+            1,
+        ),
+        (
             "same-ids-in-two-splits",
             evaluate(),
             "id_a\tid_b\ttext_a\ttext_b\tscore\tsplit\nx1\tx2\ta\tb\t0\ttrain\nx2\tx1\tc\td\t1\ttest\n",

@@ -119,3 +119,16 @@ def test_a_pair_twice_with_one_score_is_counted_once_where_figures_are_made(
     assert f"{path}: 1 row(s) repeat the pair of an earlier row" in caplog.text
     assert "row 3 (row 1's pair)" in caplog.text
     assert len(load_pairs(path)) == 4
+
+
+def test_an_item_paired_with_itself_is_refused_by_row_and_field(tmp_path: Path) -> None:
+    """``nlsim evaluate`` and ``nlsim calibrate`` scored a row pairing an item with itself (a cosine of 1
+    that only flatters the figures; training learnt from it), where ``nlsim judge`` and ``nlsim annotate
+    merge`` refuse it: the pair file is refused by row and field, whichever split the row is in."""
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\ta\tb\tFloods again\tStorm hits\t1\ttest",
+        "p2\t g \tg\tQuake in the west\tQuake in the west\t1\ttrain",
+    )
+    with pytest.raises(InputError, match=r"p.tsv: row 2, field 'id_b': item 'g' is paired with itself"):
+        load_pairs(path, "test")
