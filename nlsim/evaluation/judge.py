@@ -62,7 +62,7 @@ from nlsim.evaluation.interval import BOOTSTRAP, defined_f1_interval
 from nlsim.evaluation.levels import LEVELS, SAME_STORY
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
-from nlsim.io.pairs import item_id, load_pairs, normalise_text
+from nlsim.io.pairs import item_id, load_pairs, normalise_text, warn_unsplit
 from nlsim.io.records import known_fields
 from nlsim.io.report_folder import check_one_run
 from nlsim.progress import say
@@ -643,6 +643,8 @@ def scored_pairs(pairs: str | Path, split: str | None) -> pd.DataFrame:
     scored = every[every["split"] == split] if split is not None else every
     if scored.empty:
         load_pairs(pairs, split)  # says why: an unknown split, or none of its pairs in the file
+    if split is not None:
+        warn_unsplit(every, split, pairs)
     for col in ("id_a", "id_b"):
         if col not in scored.columns:
             raise InputError(

@@ -270,10 +270,29 @@ def load_pairs(
         kept = frame[frame["split"] == split]
         if kept.empty:
             raise InputError(path, None, "split", f"no pairs in split {split!r}{split_counts(frame)}")
+        warn_unsplit(frame, split, path)
         frame = kept
     if repeats == "once":
         frame = count_once(frame, path)
     return frame.reset_index(drop=True)
+
+
+def warn_unsplit(frame: pd.DataFrame, split: str, source: str | Path, *, shown: int = 5) -> None:
+    """Warn (:func:`nlsim.progress.warn`) of the rows of ``frame`` (a validated pair table, its index the
+    file's rows from 0) that name no split while others do: they are left out of ``split``'s pairs, which
+    a figure of that split would otherwise not say (a row added by hand without its split).
+
+    Example:
+        >>> warn_unsplit(pd.DataFrame({"split": ["test", "", "test"]}), "test", "p.tsv")  # says row 2
+    """
+    blank = frame.index[frame["split"] == ""]
+    if len(blank) == 0 or len(blank) == len(frame):
+        return
+    rows = ", ".join(str(int(i) + 1) for i in blank[:shown]) + (" ..." if len(blank) > shown else "")
+    warn(
+        f"{source}: {len(blank)} row(s) name no split (row {rows}) and are left out of the {split} pairs: "
+        f"give each its split ({', '.join(SPLITS)})"
+    )
 
 
 def count_once(frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: int = 5) -> pd.DataFrame:

@@ -132,3 +132,28 @@ def test_an_item_paired_with_itself_is_refused_by_row_and_field(tmp_path: Path) 
     )
     with pytest.raises(InputError, match=r"p.tsv: row 2, field 'id_b': item 'g' is paired with itself"):
         load_pairs(path, "test")
+
+
+def test_rows_without_a_split_left_out_of_the_split_asked_for_are_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two rows added without their split: ``nlsim evaluate --split test`` (and calibrate, judge) scored
+    the other rows only and said nothing; the rows left out are now named."""
+    from nlsim.evaluation.judge import scored_pairs
+
+    path = write(
+        tmp_path / "p.tsv",
+        "p1\ta\tb\tFloods again\tStorm hits\t1\ttest",
+        "p2\tc\td\tOther\tThing\t0\t",
+        "p3\te\tf\tMore\tNews\t0.5\ttest",
+        "p4\tg\th\tYet more\tNews\t0\t",
+    )
+    for read in (lambda: load_pairs(path, "test"), lambda: scored_pairs(path, "test")):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            assert len(read()) == 2
+        assert f"{path}: 2 row(s) name no split (row 2, 4) and are left out of the test pairs" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="nlsim"):
+        load_pairs(path)  # every row: none left out
+    assert "name no split" not in caplog.text
