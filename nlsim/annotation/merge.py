@@ -63,7 +63,7 @@ from nlsim.io.pairs import (
     read_pair_table,
     validate_pairs,
 )
-from nlsim.io.tables import table_format
+from nlsim.io.tables import compression, table_format
 from nlsim.progress import say
 
 MERGE_LOCK_WAIT = 60.0
@@ -178,7 +178,7 @@ def merge_annotations(
     pair is never overruled (refused by name). A decision merged already adds nothing and is counted
     (:func:`~nlsim.clusters.verdicts.holds_already`), nor undoes another editor's newer one (said with both).
     """
-    _check_options(split, corpus, text_field)
+    _check_options(split, corpus, text_field, pairs_file)
     raw = unescape_cells(read_filled(filled))
     early: list[InputError] = []
     intent = overrule_rows(raw, filled, early, every=overrule)
@@ -223,8 +223,17 @@ def merge_annotations(
     return result
 
 
-def _check_options(split: str, corpus: str | Path | None, text_field: str | None) -> None:
-    """Refuse a merge's options that cannot be followed: an unknown split, a text column without a corpus."""
+def _check_options(
+    split: str, corpus: str | Path | None, text_field: str | None, pairs_file: str | Path
+) -> None:
+    """Refuse a merge's options that cannot be followed: an unknown split, a text column without a corpus, a
+    compressed pair file (``pairs.tsv.gz``: read as the file it holds, but a merge writes into it)."""
+    packed = compression(pairs_file)
+    if packed is not None:
+        raise ConfigError(
+            f"--pairs {pairs_file} is compressed ({packed}): a merge writes the new pairs into the pair "
+            f"file, and writes no compressed one; decompress it and merge into {Path(pairs_file).stem}"
+        )
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     if text_field is not None and corpus is None:

@@ -15,8 +15,10 @@ Example:
 
 from __future__ import annotations
 
+import lzma
 import re
 import unicodedata
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,7 @@ from nlsim.io.pairs import (
     read_pair_table,
     validate_pairs,
 )
-from nlsim.io.tables import FORMATS, sheet_rows, table_format
+from nlsim.io.tables import FORMATS, open_table, sheet_rows, table_format, table_suffix
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
@@ -121,9 +123,9 @@ def _separated_by(path: str | Path) -> str | None:
     ``path`` has one and no comma (a CSV saved by a European Excel), a tab when it has one and no comma
     (a sheet saved as tab-separated text under a .csv name); else ``None``."""
     try:
-        with open(path, "rb") as fh:
+        with open_table(path) as fh:
             head = fh.read(65536).decode("utf-8", errors="replace").lstrip("\ufeff")
-    except OSError:
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error):
         return None
     line = head.split("\n", 1)[0]
     if "," in line:
@@ -180,7 +182,7 @@ def read_filled(path: str | Path) -> pd.DataFrame:
             "(comma-separated) and merge that file"
         )
         raise InputError(path, None, None, why)
-    fmt = FORMATS.get(Path(path).suffix.lower())
+    fmt = FORMATS.get(table_suffix(path))
     try:
         frame = read_pair_table(path)
     except InputError as exc:

@@ -545,7 +545,8 @@ def load_corpus(
     """Load and validate a corpus; see the module docstring for the schema and error handling.
 
     Args:
-        path: a ``.parquet``, ``.csv``, ``.tsv`` or ``.jsonl`` file.
+        path: a ``.parquet``, ``.csv``, ``.tsv`` or ``.jsonl`` file (a text one may be compressed whole:
+            ``.csv.gz``, ``.jsonl.bz2``, ``.tsv.xz``, read as the file it holds).
         text_fields: the fields whose text is embedded (``title`` plus ``description`` by default; a field
             other than ``title`` may be absent from the file, then it is empty for every item).
         quarantine: if given, bad rows go to this CSV file (row, field, reason, raw values; UTF-8 with a

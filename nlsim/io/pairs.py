@@ -45,7 +45,8 @@ COLUMNS = ("pair_id", "text_a", "text_b", "score", "split")
 
 
 def read_pair_table(path: str | Path) -> pd.DataFrame:
-    """Read a pair file (TSV, CSV or Parquet) with :func:`nlsim.io.tables.read_table`."""
+    """Read a pair file (TSV, CSV or Parquet; a TSV or CSV may be compressed, ``pairs.tsv.gz``) with
+    :func:`nlsim.io.tables.read_table`."""
     return read_table(path, allowed=("parquet", "csv", "tsv"))
 
 

@@ -25,8 +25,12 @@ Rules, so that no row is ever silently merged, split or shifted:
   such); a bad byte is reported with its data row, field, line and byte offset, and so is a Parquet text cell
   holding bytes that are not UTF-8 (by row and column) and a JSONL ``\\u`` escape of half a surrogate pair
   (``"\\ud83c"`` alone: not a character; by row and field).
-  Empty cells stay empty strings; nothing is turned into NaN. A compressed file (gzip, zip, zstd, bzip2, xz)
-  is refused as such: decompress it first.
+  Empty cells stay empty strings; nothing is turned into NaN.
+* A CSV, TSV or JSONL file compressed whole and named so (``items.csv.gz``, ``.jsonl.bz2``, ``.tsv.xz``:
+  gzip, bzip2 or xz) is read as the file it holds, by the same rules; an error names the compressed file and
+  the row and field as in the file it holds. A Parquet file compresses its own columns: ``.parquet.gz`` is
+  refused (decompress it). A compressed file under a table's own name (``news.csv`` holding gzip), or one of
+  another kind (zip, zstd), is refused as such: decompress it first.
 
 Example:
     >>> import tempfile, pathlib
@@ -43,15 +47,20 @@ Example:
 
 from __future__ import annotations
 
+import bz2
 import csv
 import errno
+import gzip
 import io
 import json
+import lzma
 import os
 import sys
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -72,6 +81,11 @@ FORMATS = {
     ".ndjson": "jsonl",
     ".json": "jsonl",
 }
+
+COMPRESSION_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+"""The suffixes of a text table compressed whole that is read as the file it holds (``items.csv.gz``)."""
+OPENERS = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}
+"""How a file of each of :data:`COMPRESSION_SUFFIXES`' formats is opened, to read the file it holds."""
 
 #: The leading bytes of compressed files, and the name of their format (a table must be decompressed first).
 COMPRESSED = (
@@ -115,16 +129,50 @@ def _allow_long_csv_fields() -> None:
 _allow_long_csv_fields()
 
 
-def table_format(path: str | Path, allowed: tuple[str, ...] = ("parquet", "csv", "tsv", "jsonl")) -> str:
-    """The format of ``path`` by its suffix, or an :class:`InputError` listing the allowed ones."""
+def compression(path: str | Path) -> str | None:
+    """The compression a table file is named with (``"gzip"`` for ``items.csv.gz``:
+    :data:`COMPRESSION_SUFFIXES`), or ``None``.
+
+    >>> compression("items.csv.gz"), compression("items.csv")
+    ('gzip', None)
+    """
+    return COMPRESSION_SUFFIXES.get(Path(path).suffix.lower())
+
+
+def table_suffix(path: str | Path) -> str:
+    """The suffix that names the format of the table at ``path``, in lower case: that of the file a
+    compressed one holds (``.csv`` for ``items.CSV.gz``).
+
+    >>> table_suffix("items.CSV.gz"), table_suffix("news.parquet"), table_suffix("items.gz")
+    ('.csv', '.parquet', '')
+    """
     path = Path(path)
-    fmt = FORMATS.get(path.suffix.lower())
+    return (path.with_suffix("") if compression(path) else path).suffix.lower()
+
+
+def table_format(path: str | Path, allowed: tuple[str, ...] = ("parquet", "csv", "tsv", "jsonl")) -> str:
+    """The format of ``path`` by its suffix (the one before ``.gz``, ``.bz2`` or ``.xz``), or an
+    :class:`InputError` listing the allowed ones."""
+    path = Path(path)
+    suffix = table_suffix(path)
+    fmt = FORMATS.get(suffix)
     if fmt is None or fmt not in allowed:
         names = ", ".join(s for s, f in FORMATS.items() if f in allowed and s not in (".pq", ".tab", ".txt"))
-        what = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
-        if path.suffix.lower() in WORKBOOK_SUFFIXES:
+        shown = "".join(path.suffixes[-2:]) if compression(path) and suffix else path.suffix
+        what = f"suffix {shown!r}" if path.suffix else "no suffix"
+        if suffix in WORKBOOK_SUFFIXES:
             what += f": a spreadsheet workbook; {SAVE_AS_CSV}"
-        raise InputError(path, None, None, f"unknown table format ({what}); use {names}")
+        text = [s for s in (".csv", ".tsv", ".jsonl") if FORMATS[s] in allowed]
+        packed = f" (or one of them compressed: {text[0]}.gz, .bz2 or .xz)" if text else ""
+        raise InputError(path, None, None, f"unknown table format ({what}); use {names}{packed}")
+    if fmt == "parquet" and compression(path) is not None:
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a Parquet file compressed whole ({compression(path)}): Parquet compresses its own columns; "
+            f"decompress it and read the {suffix} file it holds",
+        )
     return fmt
 
 
@@ -144,13 +192,13 @@ def estimated_rows(path: str | Path) -> int:
         if fmt == "parquet":
             return int(pq.ParquetFile(path).metadata.num_rows)
         lines, last = 0, b""
-        with open(path, "rb") as f:
+        with open_table(path) as f:
             while chunk := f.read(1 << 20):
                 lines += chunk.count(b"\n")
                 last = chunk
         if lines and not last.endswith(b"\n"):
             lines += 1  # a last line without its line break
-    except (OSError, ValueError, InputError):
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error, InputError):
         return 0
     return max(0, lines - (fmt != "jsonl"))
 
@@ -164,6 +212,14 @@ def _missing_reason(path: Path) -> str:
         if exc.errno == errno.ELOOP:
             return "a symbolic link loop (it points, through links, at itself)"
     return f"a broken symbolic link (its target {os.readlink(path)} does not exist)"
+
+
+def open_table(path: str | Path) -> BinaryIO:
+    """The table file ``path`` opened to read its bytes: those of the file it holds when it is named
+    compressed (:func:`compression`; reading may then raise :class:`EOFError`, ``lzma.LZMAError`` or
+    :class:`OSError` on a damaged file)."""
+    name = compression(path)
+    return OPENERS[name](path, "rb") if name is not None else open(path, "rb")  # noqa: SIM115 (returned)
 
 
 def check_input_file(path: str | Path) -> Path:
@@ -216,12 +272,13 @@ def _workbook(path: Path) -> bool:
 def _refuse_compressed(path: Path, data: bytes) -> None:
     """An :class:`InputError` when ``data`` (the start of the file ``path``) is a compressed file, an
     Excel workbook (a zip file too) or, under a text table's name, a Parquet file."""
-    if data.startswith(b"PAR1") and FORMATS.get(path.suffix.lower()) != "parquet":  # .pq is Parquet too
+    suffix = table_suffix(path)
+    if data.startswith(b"PAR1") and FORMATS.get(suffix) != "parquet":  # .pq is Parquet too
         raise InputError(
             path,
             None,
             None,
-            f"a Parquet file (it begins with PAR1), not a {path.suffix or 'text'} table: name it .parquet",
+            f"a Parquet file (it begins with PAR1), not a {suffix or 'text'} table: name it .parquet",
         )
     name = compressed_format(data)
     if name == "zip" and _workbook(path):
@@ -229,14 +286,14 @@ def _refuse_compressed(path: Path, data: bytes) -> None:
             path,
             None,
             None,
-            f"a spreadsheet workbook (.xlsx), not a {path.suffix or 'table'} file: {SAVE_AS_CSV}",
+            f"a spreadsheet workbook (.xlsx), not a {suffix or 'table'} file: {SAVE_AS_CSV}",
         )
     if name is not None:
         raise InputError(
             path,
             None,
             None,
-            f"a compressed file ({name}), not a {path.suffix or 'table'} table: decompress it first and read "
+            f"a compressed file ({name}), not a {suffix or 'table'} table: decompress it first and read "
             "the file it holds",
         )
 
@@ -354,7 +411,7 @@ def separator_hint(path: str | Path, header: str) -> str:
     >>> separator_hint("news.csv", "id,title")
     ''
     """
-    suffix = Path(str(path)).suffix.lower()
+    suffix = table_suffix(str(path))
     reads = {".csv": "comma-separated", ".tsv": "tab-separated", ".tab": "tab-separated"}.get(suffix)
     reads = reads or ("tab-separated" if suffix == ".txt" else None)  # Excel's "Text": tab-separated
     found = [(s, n) for s, n in ((",", "comma"), ("\t", "tab"), (";", "semicolon")) if s in header]
@@ -386,12 +443,13 @@ def _decode(path: Path, data: bytes, fmt: str) -> str:
         line = data.count(newline.encode(), 0, start) + 1
         prefix = data[bom:start].decode("utf-8")
         row = _row_at(prefix, fmt, newline)
+        held = " of the file it holds" if compression(path) else ""
         raise InputError(
             path,
             row,
             None if row is None else _field_at(prefix, fmt, newline),
             f"not valid UTF-8 text{' in the header' if row is None else ''}: byte 0x{data[start]:02x} at "
-            f"byte offset {start} (line {line}); save the file as UTF-8",
+            f"byte offset {start}{held} (line {line}); save the file as UTF-8",
         ) from None
 
 
@@ -540,7 +598,7 @@ def sheet_rows(path: str | Path) -> list[int]:
         [2, 4]
     """
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        text = read_bytes(Path(path)).decode("utf-8-sig")
         if table_format(path, ("csv", "tsv")) == "tsv":
             blank = [not line.strip() for line in _split_lines(text)]
         else:
@@ -556,8 +614,8 @@ def _read_jsonl(path: Path, text: str, broken: list[BrokenRow] | None = None) ->
             path,
             None,
             None,
-            f"a JSON array, not JSON Lines (one JSON object a line, how a {path.suffix} file is read): write "
-            "it so (jq -c '.[]' FILE > FILE.jsonl)",
+            f"a JSON array, not JSON Lines (one JSON object a line, how a {table_suffix(path)} file is "
+            "read): write it so (jq -c '.[]' FILE > FILE.jsonl)",
         )
     records = []
     for lineno, line in enumerate(_split_lines(text), start=1):
@@ -712,6 +770,45 @@ def _check_utf8_cells(path: Path, name: str, cells: list[bytes | None]) -> None:
             ) from None
 
 
+def read_bytes(path: Path) -> bytes:
+    """The bytes of the table file ``path``: those of the file it holds when it is named compressed
+    (:func:`compression`), or an :class:`InputError` saying why they cannot be read.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv.gz"
+        >>> _ = p.write_bytes(gzip.compress(b"id,title\\n1,a\\n"))
+        >>> read_bytes(p)
+        b'id,title\\n1,a\\n'
+        >>> _ = p.write_bytes(b"id,title\\n1,a\\n")
+        >>> read_bytes(p)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.InputError: ...t.csv.gz: named .gz, but not compressed (gzip): ... rename it t.csv
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
+    name = compression(path)
+    if name is None:
+        return data
+    found = compressed_format(data)
+    if found != name:
+        if found is None:
+            why = f"not compressed ({name}): it is the table itself? rename it {path.with_suffix('').name}"
+        else:
+            why = f"compressed as {found}, not {name}: decompress it, or name it as what it is"
+        raise InputError(path, None, None, f"named {path.suffix}, but {why}")
+    try:
+        with OPENERS[name](io.BytesIO(data), "rb") as packed:
+            return packed.read()
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
+        raise InputError(
+            path, None, None, f"cannot be decompressed ({name}; cut short or damaged?): {exc}"
+        ) from None
+
+
 def read_table(
     path: str | Path,
     *,
@@ -726,11 +823,7 @@ def read_table(
     fmt = table_format(path, allowed)
     if fmt == "parquet":
         return _read_parquet(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
-    text = _decode(path, data, fmt)
+    text = _decode(path, read_bytes(path), fmt)
     if fmt == "jsonl":
         return _read_jsonl(path, text, broken)
     return _read_delimited(path, text, fmt, broken)
@@ -744,6 +837,8 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """
     path = Path(path)
     fmt = table_format(path, ("parquet", "csv", "tsv"))
+    if compression(path) is not None:
+        raise InputError(path, None, None, f"writes no compressed file: name it {path.with_suffix('').name}")
     if fmt == "tsv":
         for col in frame.columns:
             bad = frame[col].astype(str).str.contains(r"[\t\r\n]", regex=True)

@@ -32,8 +32,11 @@ on 24 headlines). A case meant to work passes only when its result is right (its
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import json
+import lzma
 import os
 import re
 import shutil
@@ -164,6 +167,13 @@ def bad_corpora() -> list[Case]:
             ("row 3", "'id'", "duplicate"),
         ),
         ("csv-empty-title", "news.csv", HEAD + csv_rows(1) + "n2,,AP,\n", ("row 2", "'title'")),
+        (
+            "csv-gzip-empty-title",  # a compressed corpus: its bad row named as in the file it holds
+            "news.csv.gz",
+            gzip.compress((HEAD + csv_rows(1) + "n2,,AP,\n").encode()),
+            ("row 2", "'title'"),
+        ),
+        ("csv-gzip-not-compressed", "news.csv.gz", GOOD_CSV, ("not compressed", "news.csv")),
         ("csv-blank-title", "news.csv", HEAD + csv_rows(1) + "n2,   ,AP,\n", ("row 2", "'title'")),
         (
             "csv-invisible-title",  # a zero-width space and a byte-order mark: nothing to read
@@ -410,6 +420,9 @@ def ok_corpora() -> list[Case]:
             ["7", "8"],
         ),
         ("parquet", "news.parquet", parquet_bytes({"id": GOOD_IDS, "title": TITLES[:5]}), GOOD_IDS),
+        ("csv-gzip", "news.csv.gz", gzip.compress(GOOD_CSV.encode()), GOOD_IDS),
+        ("jsonl-bzip2", "news.jsonl.bz2", bz2.compress(jsonl(GOOD_RECORDS).encode()), GOOD_IDS),
+        ("tsv-xz", "news.tsv.xz", lzma.compress(b"id\ttitle\nx1\tA story\nx2\tB story\n"), ["x1", "x2"]),
     ]
     out = [
         Case(n, g, embed(f), {f: data, **USER_FILES}, expect="ok", ids=ids, outputs=("emb.npy", "emb.json"))

@@ -1,0 +1,111 @@
+"""A corpus or pair file compressed whole (``items.csv.gz``, ``.jsonl.bz2``, ``.tsv.xz``), as newsroom exports
+often are: read as the file it holds, its errors named by the compressed file, row and field."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nlsim.annotation.merge import merge_annotations
+from nlsim.errors import ConfigError, InputError
+from nlsim.io.corpus import load_corpus
+from nlsim.io.pairs import load_pairs
+from nlsim.io.tables import estimated_rows, read_table
+
+PACKERS: dict[str, Callable[[bytes], bytes]] = {
+    ".gz": gzip.compress,
+    ".bz2": bz2.compress,
+    ".xz": lzma.compress,
+}
+TABLES = {
+    ".csv": 'id,title,source\nn1,"Floods, again",AP\nn2,Storm warning,Reuters\n',
+    ".tsv": "id\ttitle\tsource\nn1\tFloods, again\tAP\nn2\tStorm warning\tReuters\n",
+    ".jsonl": '{"id": "n1", "title": "Floods, again", "source": "AP"}\n'
+    '{"id": "n2", "title": "Storm warning", "source": "Reuters"}\n',
+}
+
+
+@pytest.mark.parametrize("packed", list(PACKERS))
+@pytest.mark.parametrize("suffix", list(TABLES))
+def test_a_compressed_corpus_is_read_as_the_file_it_holds(tmp_path: Path, suffix: str, packed: str) -> None:
+    path = tmp_path / f"items{suffix}{packed.upper() if packed == '.gz' else packed}"
+    path.write_bytes(PACKERS[packed](TABLES[suffix].encode()))
+    corpus = load_corpus(path, text_fields=("title",))
+    assert corpus.ids == ["n1", "n2"]
+    assert corpus.texts() == ["Floods, again", "Storm warning"]
+    assert corpus.frame["source"].tolist() == ["AP", "Reuters"]
+    assert estimated_rows(path) == 2
+
+
+def test_a_bad_row_of_a_gzipped_csv_is_named_by_file_row_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "items.csv.gz"
+    path.write_bytes(gzip.compress(b"id,title\nn1,Floods\nn2,\nn3,Storm\n"))
+    with pytest.raises(InputError) as info:
+        load_corpus(path, text_fields=("title",))
+    assert (info.value.file, info.value.row, info.value.field) == (str(path), 2, "title")
+    path.write_bytes(gzip.compress("id,title\nn1,Floods\nn2,Caf\xe9\n".encode("latin-1")))
+    with pytest.raises(InputError, match=r"not valid UTF-8 .* of the file it holds") as info:
+        read_table(path)
+    assert (info.value.file, info.value.row, info.value.field) == (str(path), 2, "title")
+
+
+def test_a_broken_row_of_a_gzipped_csv_is_quarantined_with_its_text(tmp_path: Path) -> None:
+    path = tmp_path / "items.csv.gz"
+    path.write_bytes(gzip.compress(b"id,title\nn1,Floods\nn2,Storm,again\nn3,Rain\n"))
+    corpus = load_corpus(path, text_fields=("title",), quarantine=tmp_path / "bad.csv")
+    assert corpus.ids == ["n1", "n3"]
+    assert corpus.quarantined[["row", "raw_line"]].to_dict("records") == [
+        {"row": 2, "raw_line": "n2,Storm,again"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("items.parquet.gz", gzip.compress(b"PAR1"), "Parquet compresses its own columns"),
+        ("items.csv.gz", b"id,title\nn1,Floods\n", "not compressed (gzip)"),
+        ("items.csv.xz", gzip.compress(b"id,title\nn1,Floods\n"), "compressed as gzip, not xz"),
+        ("items.csv.gz", gzip.compress(b"id,title\n" + b"n1,Floods\n" * 100)[:-12], "cannot be decompressed"),
+        ("items.gz", gzip.compress(b"id,title\nn1,Floods\n"), "suffix '.gz'); use .parquet"),
+        ("items.zip", b"PK\x03\x04", "suffix '.zip'"),
+    ],
+    ids=["parquet-gz", "plain-csv-gz", "gzip-named-xz", "cut-gzip", "gz-alone", "zip"],
+)
+def test_a_compressed_file_that_cannot_be_read_says_why(
+    tmp_path: Path, name: str, data: bytes, words: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=re.escape(words)) as info:
+        load_corpus(path, text_fields=("title",))
+    assert info.value.file == str(path) and "Traceback" not in str(info.value)
+
+
+def test_the_unknown_suffix_message_says_a_compressed_table_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "items.csv.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd")
+    with pytest.raises(
+        InputError, match=r"suffix '\.zst'.*\(or one of them compressed: \.csv\.gz, \.bz2 or \.xz\)"
+    ):
+        read_table(path)
+
+
+def test_a_gzipped_pair_file_is_read_and_a_merge_into_it_is_refused(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.tsv.gz"
+    pairs.write_bytes(gzip.compress(b"text_a\ttext_b\tscore\tsplit\nA\tB\t0.5\ttrain\nC\tD\t1\ttest\n"))
+    assert load_pairs(pairs)[["text_a", "score", "split"]].to_dict("records") == [
+        {"text_a": "A", "score": 0.5, "split": "train"},
+        {"text_a": "C", "score": 1.0, "split": "test"},
+    ]
+    before = pairs.read_bytes()
+    filled = tmp_path / "filled.csv"
+    filled.write_text("pair_id,id_a,id_b,text_a,text_b,score\np1,a,b,E,F,1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"pairs\.tsv\.gz is compressed \(gzip\).*merge into .*pairs\.tsv"):
+        merge_annotations(filled, pairs)
+    assert pairs.read_bytes() == before
