@@ -66,30 +66,63 @@ def describe(ch: str) -> str:
     return f"U+{ord(ch):04X} ({what})"
 
 
+SHOWS_NOTHING = frozenset(
+    "\u115f\u1160\u3164\uffa0"  # the Hangul fillers: letters (Lo) that show nothing
+    "\u2800"  # BRAILLE PATTERN BLANK: a symbol (So), a blank cell
+    "\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"  # marks (Mn) Unicode calls default ignorable
+    + "".join(map(chr, range(0xFE00, 0xFE10)))  # the variation selectors
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+"""Characters outside Unicode category Cf that show nothing either, though their category is that of a letter,
+a symbol or a mark: a title of them alone (U+3164, which a form that wants a text not empty takes) reads as
+empty, and an id holding one reads as the id without it."""
+
+
+def unseen(ch: str) -> bool:
+    """Whether ``ch`` shows nothing, though a text holding it looks the same without it: a format character
+    (Unicode category Cf: a zero-width space, a byte-order mark left by joined files, a direction mark) or
+    one of :data:`SHOWS_NOTHING` (a Hangul filler, the blank Braille pattern, a variation selector).
+
+    >>> unseen("\u200b"), unseen("\u3164"), unseen("\u2800"), unseen("a"), unseen(" ")
+    (True, True, True, False, False)
+    """
+    return ch in SHOWS_NOTHING or unicodedata.category(ch) == "Cf"
+
+
 def hidden(text: str) -> list[str]:
-    """The characters of ``text`` that show nothing and take no room (Unicode category Cf: a zero-width
-    space, a byte-order mark left by joined files, a direction mark), in order: an id or a column name
+    """The characters of ``text`` that show nothing (:func:`unseen`), in order: an id or a column name
     holding one reads as the one without it, and is another.
 
     Example:
-        >>> hidden("pub\u200bdate\ufeff"), hidden("published_at")
-        (['\u200b', '\ufeff'], [])
+        >>> hidden("pub\u200bdate\ufeff"), hidden("published_at"), hidden("n\u31641")
+        (['\u200b', '\ufeff'], [], ['\u3164'])
     """
-    return [ch for ch in text if unicodedata.category(ch) == "Cf"]
+    return [ch for ch in text if unseen(ch)]
 
 
 INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
 """Unicode categories that show nothing: format and control characters and separators."""
 
 
+def blank(ch: str) -> bool:
+    """Whether ``ch`` shows nothing at all: a character of an :data:`INVISIBLE` category (white space, a
+    control or format character) or one that shows nothing whatever its category (:func:`unseen`).
+
+    >>> blank("\u3000"), blank("\u00a0"), blank("\u3164"), blank("-")
+    (True, True, True, False)
+    """
+    return unseen(ch) or unicodedata.category(ch) in INVISIBLE
+
+
 def invisible_only(text: str) -> str | None:
-    """The code points of ``text`` when none of its characters shows anything (zero-width spaces, soft
-    hyphens, byte-order marks: a text with nothing to read), for a message; ``None`` when one does.
+    """The code points of ``text`` when none of its characters shows anything (:func:`blank`: zero-width
+    spaces, soft hyphens, byte-order marks, Hangul fillers: a text with nothing to read), for a message;
+    ``None`` when one does.
 
     Example:
-        >>> invisible_only("\u200b\u00ad"), invisible_only("a\u200b")
-        ('U+00AD, U+200B', None)
+        >>> invisible_only("\u200b\u00ad"), invisible_only("a\u200b"), invisible_only("\u3164\u2800")
+        ('U+00AD, U+200B', None, 'U+2800, U+3164')
     """
-    if any(unicodedata.category(ch) not in INVISIBLE for ch in text):
+    if not all(map(blank, text)):
         return None
     return ", ".join(sorted({f"U+{ord(ch):04X}" for ch in text}))

@@ -51,7 +51,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import INVISIBLE, describe, first_control, hidden
+from nlsim.io.cells import blank, describe, first_control, hidden, invisible_only
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -124,11 +124,11 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
     text = value.strip()
     if required and not text:
         return None, "empty text"
-    if required and not any(unicodedata.category(ch) not in INVISIBLE for ch in text):
-        # zero-width spaces, soft hyphens, byte-order marks: nothing to read, and every such item would be
-        # a "duplicate" of every other
-        names = ", ".join(sorted({f"U+{ord(ch):04X}" for ch in text}))
-        return None, f"empty text (only invisible characters: {names:.60})"
+    unseen = invisible_only(text) if required else None
+    if unseen is not None:
+        # zero-width spaces, soft hyphens, byte-order marks, Hangul fillers: nothing to read, and every such
+        # item would be a "duplicate" of every other
+        return None, f"empty text (only invisible characters: {unseen:.60})"
     if required and not any(_readable(ch) for ch in text):
         # "-", "...", "？？？": what a CMS puts for a missing headline; every item so titled would be embedded
         # as one text, and be a duplicate of every other
@@ -137,9 +137,8 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
 
 
 def _readable(ch: str) -> bool:
-    """Whether ``ch`` says something: not invisible (:data:`~nlsim.io.cells.INVISIBLE`), not punctuation."""
-    category = unicodedata.category(ch)
-    return category not in INVISIBLE and not category.startswith("P")
+    """Whether ``ch`` says something: it shows (:func:`~nlsim.io.cells.blank`), and is not punctuation."""
+    return not blank(ch) and not unicodedata.category(ch).startswith("P")
 
 
 def _check_id(value: Any) -> tuple[str | None, str | None]:

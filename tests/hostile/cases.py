@@ -181,6 +181,18 @@ def bad_corpora() -> list[Case]:
             HEAD + csv_rows(1) + "n2,\u200b\ufeff,AP,\n",
             ("row 2", "'title'", "invisible"),
         ),
+        (
+            "csv-hangul-filler-title",  # letters (Lo) that show nothing: no title either
+            "news.csv",
+            HEAD + csv_rows(1) + "n2,\u3164\u3164,AP,\n",
+            ("row 2", "'title'", "invisible", "U+3164"),
+        ),
+        (
+            "csv-hangul-filler-in-id",
+            "news.csv",
+            HEAD + csv_rows(1) + "n2\u3164,Storm,AP,\n",
+            ("row 2", "'id'", "U+3164"),
+        ),
         ("csv-blank-id", "news.csv", HEAD + " ,Floods,AP,\n", ("row 1", "'id'")),
         (
             "csv-bad-date",

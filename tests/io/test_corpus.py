@@ -698,6 +698,45 @@ def test_an_id_holding_an_invisible_character_is_refused_by_row(tmp_path, ch, wh
     assert kept.frame["id"].tolist() == ["a"] and kept.quarantined["field"].tolist() == ["id"]
 
 
+FILLERS = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u2800"]
+"""Characters that show nothing though Unicode calls them letters (the Hangul fillers) or a symbol (the blank
+Braille pattern), not format characters (Cf)."""
+
+
+@pytest.mark.parametrize("ch", FILLERS)
+def test_a_title_of_fillers_alone_is_a_bad_row_and_an_id_holding_one_is_refused(tmp_path, ch):
+    """A title of Hangul fillers or blank Braille cells alone shows nothing, but was read as a title: every
+    such item was embedded as one text, a duplicate of every other. It is now a bad row as an empty title
+    is, and an id holding one is refused as one holding a zero-width space is: it reads as the id without
+    it. A title holding one beside text is read as written."""
+    from nlsim.io.corpus import load_items
+
+    path = write_csv(tmp_path / "c.csv", f"id,title\na,Floods\nb,{ch * 2}\nc,Storm{ch}\n")
+    with pytest.raises(
+        InputError, match=rf"row 2, field 'title': empty text \(only invisible characters: U\+{ord(ch):04X}\)"
+    ):
+        load_corpus(path)
+    with pytest.raises(InputError, match=r"row 2, field 'title': empty text"):
+        load_items(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["a", "c"] and corpus.quarantined["field"].tolist() == ["title"]
+    path = write_csv(tmp_path / "d.csv", f"id,title\na,Floods\na{ch},Storm\n")
+    with pytest.raises(
+        InputError, match=rf"row 2, field 'id': id .* holds U\+{ord(ch):04X} \(.*\), which shows"
+    ):
+        load_corpus(path)
+    with pytest.raises(InputError, match=r"row 2, field 'id'"):
+        load_items(path)
+
+
+@pytest.mark.parametrize("space", ["\u3000", "\u00a0"])
+def test_a_title_of_ideographic_or_no_break_spaces_alone_is_an_empty_title(tmp_path, space):
+    """U+3000 and U+00A0 are white space: a title of them alone is refused as empty (as before)."""
+    path = write_csv(tmp_path / "c.csv", f"id,title\na,Floods\nb,{space * 3}\n")
+    with pytest.raises(InputError, match=r"row 2, field 'title': empty text"):
+        load_corpus(path)
+
+
 def test_integer_ids_stored_as_floats_for_an_empty_cell_are_refused_naming_the_empty_cell(tmp_path):
     """pandas stores a column of integer ids with an empty cell as floats: the file was refused at row 1,
     "id must be text or an integer (got float)", a row whose id (1.0) looks right. It is now refused at the
@@ -817,6 +856,7 @@ def test_a_camelcase_schema_field_is_refused_as_spelt_otherwise_and_a_camelcase_
     [
         ("id,title,\u200bpublished_at\na,Floods,2024-05-01T08:00:00Z\n", "published_at", "U\\+200B"),
         ("id,\ufefftitle\na,Floods\n", "title", "U\\+FEFF"),
+        ("id,title\u3164\na,Floods\n", "title", "U\\+3164"),
     ],
 )
 def test_a_schema_column_whose_name_holds_an_invisible_character_is_refused_by_name(

@@ -75,6 +75,12 @@ def test_the_annotated_set_loads(repo_root: Path) -> None:
             "text_b",
             "empty text (only invisible characters: U+200B, U+FEFF)",
         ),
+        (
+            "p1\t\u3164\u2800\tb\t0.5\ttrain\n",
+            1,
+            "text_a",
+            "empty text (only invisible characters: U+2800, U+3164)",
+        ),
         ("p1\ta\tb\t0.5\ttrain\np1\tc\td\t0.5\ttest\n", 2, "pair_id", "duplicate pair id 'p1'"),
         ("p1\ta\tb\t0.5\tdev\n", 1, "split", "unknown split"),
     ],
