@@ -44,6 +44,7 @@ from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.atomic import atomic_write_text
+from nlsim.io.corpus import write_quarantine
 from nlsim.io.lock import RunLock
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.choice import ModelChoice, load_model, with_inference
@@ -189,6 +190,7 @@ def run_batch(settings: DedupConfig, *, encoder: Any = None, call: Call = direct
     )
     window, clustering, missed = done.search.window, done.clustering, done.missed
     reported = step("report", stages.report, settings, window, clustering, model, done.record, missed)
+    write_quarantine(corpus)  # once the run has succeeded: a failed run leaves the earlier file as it was
     # the record run.json holds, with the report stage's own time (it ran while run.json was written)
     return _result(settings, reported.folder, reported.record.timed(step.log), clustering=clustering)
 
@@ -222,6 +224,7 @@ def run_daily(
             )
         replayed = _replay_committed(settings, daily, window, step.log)
         if replayed is not None:
+            write_quarantine(corpus)  # this input's, as a run killed after its commit may not have written it
             return replayed
         done = _analyse(
             step,
@@ -247,6 +250,7 @@ def run_daily(
             Path(daily.folder) / "runs" / f"{window.run_id}.json",
             json.dumps(record.to_dict(), indent=1, default=str),
         )
+        write_quarantine(corpus)  # once the run has succeeded: a failed run leaves the earlier file as it was
     return _result(settings, folder, record, clustering=clustering)
 
 

@@ -101,8 +101,8 @@ class InputSettings:
     )
     quarantine: str | None = option(
         None,
-        help="write bad rows to this CSV with the reason and go on; {date} in the path is replaced by the "
-        "run's date, as in --corpus (default: stop at the first)",
+        help="write bad rows to this CSV with the reason and go on (written once the run has succeeded); "
+        "{date} in the path is replaced by the run's date, as in --corpus (default: stop at the first)",
     )
     date: str | None = option(
         None,

@@ -131,7 +131,8 @@ class Clustering:
 
 
 def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
-    """Load and validate the corpus; bad rows raise, or go to the quarantine file. An item dated more than
+    """Load and validate the corpus; bad rows raise, or are set aside for the quarantine file, which the run
+    writes once it has succeeded (:func:`~nlsim.io.corpus.write_quarantine`). An item dated more than
     a day in the future is a bad row (it would move the daily window's clock); in a daily run (``daily``),
     a lone item dated far after the rest is refused (:func:`check_no_lone_late_items`), and a file with no
     row is a day without news (the window is kept: :func:`open_daily_window`)."""
@@ -142,6 +143,7 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
         timezone=source.timezone,
         not_after=pd.Timestamp.now(tz="UTC") + FUTURE_TOLERANCE,
         allow_empty=daily is not None,
+        deferred=True,  # written by the run once it has succeeded: a failed run leaves the earlier file
     )
     if daily is not None and daily.retention_days and daily.as_of is None:  # --as-of fixes the clock
         check_no_lone_late_items(corpus, float(daily.retention_days))
@@ -150,7 +152,8 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
     for message in corpus.notes:
         say(message)
     if len(corpus.quarantined):
-        say(f"quarantined {len(corpus.quarantined)} bad rows -> {corpus.quarantine_path}")
+        n, path = len(corpus.quarantined), corpus.quarantine_path
+        say(f"quarantined {n} bad rows -> {path} (written once the run has succeeded)")
     return corpus
 
 

@@ -20,8 +20,10 @@ first ids.
 
 Every problem is reported with the file, the row (1-based data row: the first item is row 1, whatever
 the format) and the field. By default the first bad row raises :class:`~nlsim.errors.InputError`; with
-``quarantine=PATH`` bad rows are written to that CSV file with the reason, and loading goes on. Nothing is
-dropped silently: the :class:`Corpus` says how many rows were quarantined.
+``quarantine=PATH`` bad rows are written to that CSV file with the reason, and loading goes on; the file is
+written (atomically) once the load has succeeded, or by the run once it has (``deferred``,
+:func:`write_quarantine`). Nothing is dropped silently: the :class:`Corpus` says how many rows were
+quarantined.
 
 Example:
     >>> import tempfile, pathlib
@@ -506,18 +508,40 @@ def _items_frame(columns: dict[str, list[Any]], extra: list[str]) -> pd.DataFram
     return frame[[*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra]]
 
 
-def _write_quarantine(
-    bad: list[dict[str, Any]], quarantine: str | Path | None
-) -> tuple[pd.DataFrame, Path | None]:
-    """The quarantined rows as a frame, written (atomically) to ``quarantine`` when given."""
-    quarantined = pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"])
-    if quarantine is None:
-        return quarantined, None
-    qpath = Path(quarantine)
-    cells = quarantined.map(lambda v: escape(v) if isinstance(v, str) else v)  # opened in a spreadsheet
-    with atomic_path(qpath, suffix=".csv") as tmp:
+def write_quarantine(corpus: Corpus) -> Path | None:
+    """Write the rows ``corpus`` set aside to its quarantine file (:attr:`Corpus.quarantine_path`; ``None``:
+    none asked for, nothing written), atomically: a reader sees the earlier file or this one, whole. A run
+    calls it once it has succeeded (``load_corpus(..., deferred=True)``), so that a run that fails leaves
+    the earlier file as it was."""
+    if corpus.quarantine_path is None:
+        return None
+    cells = corpus.quarantined.map(
+        lambda v: escape(v) if isinstance(v, str) else v
+    )  # opened in a spreadsheet
+    with atomic_path(corpus.quarantine_path, suffix=".csv") as tmp:
         cells.to_csv(tmp, index=False, encoding="utf-8-sig")  # with a byte-order mark: Excel reads CJK text
-    return quarantined, qpath
+    return corpus.quarantine_path
+
+
+SHOWN_REASONS = 3
+"""How many bad rows the error of a file whose every row was refused names."""
+
+
+def _every_row_rejected(path: Path, bad: list[dict[str, Any]], quarantine: str | Path | None) -> InputError:
+    """The error of a load that kept no row: the first bad rows' reasons, said here since the quarantine file
+    (written only by a load that succeeded) is left as it was.
+
+    Example:
+        >>> bad = [{"row": 1, "field": "id", "reason": "missing id"}]
+        >>> err = _every_row_rejected(Path("news.csv"), bad, "q.csv")
+        >>> print(err.reason.replace("; ", ";\\n"))
+        every row was rejected (1 bad row(s): row 1, field 'id': missing id);
+        q.csv is left as it was (written only when the load succeeds)
+    """
+    said = "; ".join(f"row {b['row']}, field {b['field']!r}: {b['reason']:.100}" for b in bad[:SHOWN_REASONS])
+    more = f"; {len(bad) - SHOWN_REASONS} more" if len(bad) > SHOWN_REASONS else ""
+    kept = f"; {quarantine} is left as it was (written only when the load succeeds)" if quarantine else ""
+    return InputError(path, None, None, f"every row was rejected ({len(bad)} bad row(s): {said}{more}){kept}")
 
 
 def _read_rows(path: Path, collect: bool) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -532,6 +556,44 @@ def _read_rows(path: Path, collect: bool) -> tuple[pd.DataFrame, list[dict[str, 
     return raw, bad
 
 
+def _check_rows(
+    path: Path,
+    raw: pd.DataFrame,
+    bad: list[dict[str, Any]],
+    text_fields: tuple[str, ...],
+    zone: dt.tzinfo,
+    not_after: pd.Timestamp | None,
+    *,
+    keep_bad: bool,
+) -> tuple[pd.DataFrame, int]:
+    """The rows of ``raw`` that pass every check, as the schema's frame, and how many of their times had no
+    offset. ``bad`` holds the quarantine entries of the rows that could not be split into fields (they are
+    not in ``raw``; the rows keep their numbers in the file); a bad row is added to it (``keep_bad``) or
+    raises, and ``bad`` ends sorted by row."""
+    extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
+    columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
+    skipped = {entry["row"] for entry in bad}
+    seen: dict[str, int] = {}
+    naive = 0
+    rownums = (n for n in range(1, len(raw) + len(bad) + 1) if n not in skipped)
+    for rownum, rec in zip(rownums, raw.to_dict("records"), strict=False):
+        values, problem = _check_row(rec, seen, zone, not_after)
+        problem = _repeats_header(rec) or problem or _nothing_to_embed(values, text_fields)
+        if problem:
+            if not keep_bad:
+                raise InputError(path, rownum, problem[0], problem[1])
+            bad.append(_quarantine_entry(rownum, problem, rec))
+            continue
+        seen[values["id"]] = rownum
+        naive += int(values["naive_time"])
+        for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
+            columns[col].append(values[col])
+        for col in extra:
+            columns[col].append(rec.get(col))
+    bad.sort(key=lambda entry: entry["row"])
+    return _items_frame(columns, extra), naive
+
+
 def load_corpus(
     path: str | Path,
     *,
@@ -540,6 +602,7 @@ def load_corpus(
     timezone: str = "UTC",
     not_after: pd.Timestamp | None = None,
     allow_empty: bool = False,
+    deferred: bool = False,
 ) -> Corpus:
     """Load and validate a corpus; see the module docstring for the schema and error handling.
 
@@ -552,13 +615,18 @@ def load_corpus(
             byte-order mark, as the report's CSV files, so that a spreadsheet reads CJK text) instead of
             stopping the load, and so does a row that cannot be split into fields (a truncated JSON line, a
             CSV row with more or fewer fields than the header; its text in ``raw_line``). File-level
-            problems (unreadable file, missing ``id``/``title`` column) still raise.
+            problems (unreadable file, missing ``id``/``title`` column) still raise. The file is written
+            (atomically) only when the load succeeds: a load that fails, every row refused included, leaves
+            an earlier file as it was.
         timezone: the zone (``Asia/Taipei``) on whose clock a ``published_at`` without an offset is read:
             the run's ``--timezone``.
         not_after: a ``published_at`` after this time (UTC) makes its row a bad row, refused or quarantined
             as any other: an item dated in the future.
         allow_empty: a file with the schema's columns and no row is a corpus of no items (a daily run's day
             without news), not an error. A file whose every row was refused is an error still.
+        deferred: the quarantine file is not written here: the caller writes it (:func:`write_quarantine`)
+            once its run has succeeded (``nlsim dedup``: after its report), so that a run that fails later
+            (a model that cannot be loaded) leaves the earlier file as it was.
     """
     path = Path(path)
     zone = _zone(timezone)
@@ -572,45 +640,27 @@ def load_corpus(
     _check_columns(path, raw, allow_empty=allow_empty or bool(bad))
     _check_float_ids(path, raw)
     _check_text_columns(path, raw, text_fields)
-    extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
-    columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
-    skipped = {entry["row"] for entry in bad}
-    seen: dict[str, int] = {}
-    naive = 0
-    rownums = (n for n in range(1, len(raw) + len(bad) + 1) if n not in skipped)
-    for rownum, rec in zip(rownums, raw.to_dict("records"), strict=False):
-        values, problem = _check_row(rec, seen, zone, not_after)
-        problem = _repeats_header(rec) or problem or _nothing_to_embed(values, text_fields)
-        if problem:
-            if quarantine is None:
-                raise InputError(path, rownum, problem[0], problem[1])
-            bad.append(_quarantine_entry(rownum, problem, rec))
-            continue
-        seen[values["id"]] = rownum
-        naive += int(values["naive_time"])
-        for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
-            columns[col].append(values[col])
-        for col in extra:
-            columns[col].append(rec.get(col))
-    frame = _items_frame(columns, extra)
-    bad.sort(key=lambda entry: entry["row"])
-    quarantined, qpath = _write_quarantine(bad, quarantine)  # written first: it says why each row went
-    if len(frame) == 0 and len(raw) + len(skipped):
-        raise InputError(path, None, None, f"every row was rejected ({len(bad)} quarantined -> {qpath})")
+    unreadable = len(bad)  # rows that could not be split into fields
+    frame, naive = _check_rows(path, raw, bad, text_fields, zone, not_after, keep_bad=quarantine is not None)
+    if len(frame) == 0 and len(raw) + unreadable:
+        raise _every_row_rejected(path, bad, quarantine)
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)
     note = naive_times_note(path, naive, len(frame), timezone)
-    return Corpus(
+    corpus = Corpus(
         frame=frame,
         path=path,
         text_fields=text_fields,
-        quarantined=quarantined,
-        quarantine_path=qpath,
+        quarantined=pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"]),
+        quarantine_path=None if quarantine is None else Path(quarantine),
         warnings=(*lookalike_warnings(path, list(raw.columns)), *([damaged] if damaged else [])),
         notes=(note,) if note else (),
         naive_times=naive,
         timezone=timezone,
     )
+    if not deferred:
+        write_quarantine(corpus)
+    return corpus
 
 
 def _check_text_columns(path: Path, raw: pd.DataFrame, text_fields: tuple[str, ...]) -> None:

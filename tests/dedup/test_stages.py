@@ -132,6 +132,7 @@ def test_date_in_the_quarantine_path_is_the_runs_date_as_in_the_corpus_path(tmp_
     """``--corpus incoming/{date}.csv --quarantine bad/{date}.csv`` wrote every day's bad rows to one file
     named ``{date}.csv``, over the last day's; ``{date}`` is now filled in, as in ``--corpus``."""
     from nlsim.dedup.paths import check_run_paths
+    from nlsim.io.corpus import write_quarantine
 
     (tmp_path / "in").mkdir()
     (tmp_path / "bad").mkdir()
@@ -151,6 +152,7 @@ def test_date_in_the_quarantine_path_is_the_runs_date_as_in_the_corpus_path(tmp_
         check_run_paths(cfg)
         corpus = stages.load(cfg.input, cfg.state)
         assert corpus.ids == [f"{day}-a"]
+        write_quarantine(corpus)  # as the run does, once it has succeeded
     kept = {p.name: pd.read_csv(p)["raw_id"].tolist() for p in (tmp_path / "bad").iterdir()}
     assert kept == {"2026-11-22.csv": ["2026-11-22-b"], "2026-11-23.csv": ["2026-11-23-b"]}
     batch = DedupConfig.of(corpus="news.csv", out="rep", quarantine="bad/{date}.csv", date="2026-11-22")

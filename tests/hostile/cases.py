@@ -505,6 +505,8 @@ SITE: Files = {
     "site/index/notes.txt": "mine",
 }
 MARKER = ".nlsim.json"
+EARLIER_QUARANTINE = "\ufeffrow,field,reason,raw_id,raw_title\n7,title,empty text,n7,\n"
+"""A quarantine file as an earlier run wrote it (nlsim replaces it; a failed run must leave it)."""
 
 
 def marker(kind: str) -> str:
@@ -519,7 +521,33 @@ def dangerous_paths() -> list[Case]:
     def link(src: str, dst: str) -> Callable[[Path], None]:
         return lambda d: (d / src).symlink_to(dst)
 
+    # a quarantine file an earlier run wrote: a run that fails after reading the corpus leaves it as it was
+    earlier: Files = {"news.csv": HEAD + csv_rows(2) + "n3,,AP,\n", "q.csv": EARLIER_QUARANTINE, **USER_FILES}
+    late = HEAD + csv_rows(4) + "n5,,AP,\nn6,Storm,AP,2025-05-01T08:00:00Z\n"  # a lone item a year on
     return [
+        Case(
+            "quarantine-kept-when-the-model-is-missing",
+            g,
+            dedup("news.csv", "--quarantine", "q.csv", "--model", "models/none"),
+            earlier,
+            words=("models/none",),
+        ),
+        Case(
+            "quarantine-kept-when-every-row-is-refused",
+            g,
+            dedup("news.csv", "--quarantine", "q.csv"),
+            {**earlier, "news.csv": HEAD + "n1,,AP,\nn2,-,AP,\n"},
+            words=("news.csv", "every row was rejected", "row 1", "q.csv is left as it was"),
+            status=1,
+        ),
+        Case(
+            "quarantine-kept-when-a-daily-load-fails-later",  # the lone late item is refused after the rows
+            g,
+            dedup("news.csv", "--quarantine", "q.csv", "--state", "st"),
+            {**earlier, "news.csv": late},
+            words=("news.csv", "dated more than"),
+            status=1,
+        ),
         Case(
             "quarantine-is-the-corpus",
             g,

@@ -593,13 +593,41 @@ def test_a_file_of_no_row_is_refused_unless_empty_is_allowed_and_jsonl_has_none_
         assert len(load_corpus(path, allow_empty=True).frame) == 0
 
 
-def test_every_row_rejected_still_writes_the_quarantine_that_says_why(tmp_path: Path) -> None:
-    """The file of reasons was not written when no row was left: the error counted the rows it had."""
+def test_every_row_rejected_says_why_and_leaves_the_earlier_quarantine_file(tmp_path: Path) -> None:
+    """A load whose every row was refused wrote its quarantine file over the one an earlier run had left, and
+    failed: a failed load now writes nothing, and its error names the first bad rows' reasons itself."""
     path, q = tmp_path / "news.csv", tmp_path / "q.csv"
     path.write_text("id,title\n,a\nb,\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"every row was rejected \(2 quarantined -> .*q\.csv\)"):
+    with pytest.raises(
+        InputError,
+        match=r"every row was rejected \(2 bad row\(s\): row 1, field 'id': empty id; row 2, field 'title'",
+    ):
         load_corpus(path, quarantine=q)
-    assert pd.read_csv(q)["row"].tolist() == [1, 2]
+    assert not q.exists()
+    earlier = "\ufeffrow,field,reason,raw_id,raw_title\n7,title,empty text,n7,\n".encode()
+    q.write_bytes(earlier)
+    with pytest.raises(InputError, match=r"q\.csv is left as it was"):
+        load_corpus(path, quarantine=q)
+    assert q.read_bytes() == earlier
+
+
+def test_a_deferred_quarantine_file_is_written_only_by_the_run(tmp_path: Path) -> None:
+    """``nlsim dedup`` wrote the quarantine file as it loaded the corpus, so a run that failed later (its
+    model missing) had replaced the earlier run's file. With ``deferred`` the load writes nothing; the run
+    writes the file (atomically) once it has succeeded."""
+    from nlsim.io.corpus import write_quarantine
+
+    path, q = tmp_path / "news.csv", tmp_path / "q.csv"
+    path.write_text("id,title\na,Floods\nb,\n", encoding="utf-8")
+    earlier = "\ufeffrow,field,reason,raw_id,raw_title\n7,title,empty text,n7,\n".encode()
+    q.write_bytes(earlier)
+    corpus = load_corpus(path, quarantine=q, deferred=True)
+    assert corpus.quarantine_path == q and corpus.quarantined["row"].tolist() == [2]
+    assert q.read_bytes() == earlier
+    assert write_quarantine(corpus) == q
+    assert pd.read_csv(q, encoding="utf-8-sig")["row"].tolist() == [2]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+    assert write_quarantine(load_corpus(write_csv(tmp_path / "ok.csv", "id,title\na,Floods\n"))) is None
 
 
 def test_an_item_with_nothing_to_embed_is_a_bad_row(tmp_path):
