@@ -100,6 +100,30 @@ def hidden(text: str) -> list[str]:
     return [ch for ch in text if unseen(ch)]
 
 
+def id_fault(text: str) -> str | None:
+    """Why ``text`` cannot be an id, or ``None``: it holds a control character, or a character that shows
+    nothing (:func:`hidden`), with which the id reads as the one without it and would be another item.
+
+    Example:
+        >>> id_fault("thuc-1") is None, "U+200B (zero width space)" in id_fault("thuc-\u200b1")
+        (True, True)
+    """
+    bad = first_control(text)
+    if bad is not None:
+        return f"id {text!r} holds {describe(bad)}: an id may hold no control character"
+    unseen = hidden(text)
+    if not unseen:
+        return None
+    # a zero-width space, a byte-order mark (two files joined), a direction mark: the id reads as one
+    # without it, but is another id (a day's item sent again so would be a new item, its own duplicate)
+    ch = unseen[0]
+    name = unicodedata.name(ch, "a format character").lower()
+    return (
+        f"id {text!r} holds U+{ord(ch):04X} ({name}), which shows nothing: the id reads as the one "
+        "without it, and would be another item; remove it"
+    )
+
+
 INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
 """Unicode categories that show nothing: format and control characters and separators."""
 

@@ -53,7 +53,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import blank, describe, first_control, hidden, invisible_only
+from nlsim.io.cells import blank, hidden, id_fault, invisible_only
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -151,19 +151,9 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     text = str(value).strip()
     if not text:
         return None, "empty id"
-    bad = first_control(text)
-    if bad is not None:
-        return None, f"id {text!r} holds {describe(bad)}: an id may hold no control character"
-    unseen = hidden(text)
-    if unseen:
-        # a zero-width space, a byte-order mark (two files joined), a direction mark: the id reads as one
-        # without it, but is another id (a day's item sent again so would be a new item, its own duplicate)
-        ch = unseen[0]
-        name = unicodedata.name(ch, "a format character").lower()
-        return None, (
-            f"id {text!r} holds U+{ord(ch):04X} ({name}), which shows nothing: the id reads as the one "
-            "without it, and would be another item; remove it"
-        )
+    fault = id_fault(text)
+    if fault is not None:
+        return None, fault
     return text, None
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
-from nlsim.io.cells import describe, first_control, invisible_only
+from nlsim.io.cells import id_fault, invisible_only
 from nlsim.io.tables import read_table
 from nlsim.progress import warn
 
@@ -98,14 +98,9 @@ def validate_pairs(
         seen[pid] = n
         for field in ("pair_id", "id_a", "id_b"):  # a pair id is made from its two item ids joined by U+001F
             value = rec.get(field)
-            bad = None if _is_missing(value) else first_control(str(value))
-            if bad is not None:
-                raise InputError(
-                    source,
-                    n,
-                    field,
-                    f"id {str(value)!r} holds {describe(bad)}: an id may hold no control character",
-                )
+            fault = None if _is_missing(value) else id_fault(str(value))
+            if fault is not None:
+                raise InputError(source, n, field, fault)
         itself = item_id(rec.get("id_a"))
         if itself and itself == item_id(rec.get("id_b")):  # cosine 1 with itself: it only flatters a figure
             raise InputError(source, n, "id_b", f"item {itself!r} is paired with itself")

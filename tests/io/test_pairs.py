@@ -159,6 +159,24 @@ def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str
     assert f"U+{ord(ch):04X}" in err.value.reason
 
 
+@pytest.mark.parametrize("field", ["id_a", "id_b", "pair_id"])
+@pytest.mark.parametrize("ch", ["\u200b", "\ufeff", "\u3164"])
+def test_an_id_holding_a_character_that_shows_nothing_is_refused(tmp_path: Path, field: str, ch: str) -> None:
+    """An id with a zero-width space, a byte-order mark or a Hangul filler reads as the id without it, and
+    is another item: refused by row and field, as a corpus refuses it, so the two files agree on ids."""
+    frame = pd.DataFrame(
+        {"pair_id": ["p1", "p2"], "id_a": ["a", "x"], "id_b": ["c", "y"], "text_a": ["t1", "t3"]}
+        | {"text_b": ["t2", "t4"], "score": [0.5, 1.0], "split": ["train", "train"]}
+    )
+    frame.loc[1, field] = f"b{ch}c"
+    path = tmp_path / "pairs.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(InputError) as err:
+        load_pairs(path)
+    assert (err.value.row, err.value.field) == (2, field), err.value
+    assert f"U+{ord(ch):04X}" in err.value.reason and "shows nothing" in err.value.reason
+
+
 def test_an_unknown_split_asked_for_is_refused_as_the_option_not_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "p1\ta\tb\t0.5\ttrain\n")
     with pytest.raises(ConfigError, match=r"--split 'bogus': unknown split") as err:
