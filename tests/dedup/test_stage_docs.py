@@ -1,0 +1,31 @@
+"""The stages a report run has, as docs/report.md's table and docs/operations.md list them, are the stages of
+:data:`nlsim.dedup.run.STAGES`, in its order: a stage added to the run (``copies``) and not to the documents
+leaves a reader of ``run.json``'s ``timings_s`` with a name they cannot look up."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nlsim.dedup.run import STAGES
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_report_pages_stage_table_has_every_stage_in_order() -> None:
+    text = (DOCS / "report.md").read_text(encoding="utf-8")
+    table = text.split("## What a report run does", 1)[1].split("\n\n", 2)[1]
+    rows = re.findall(r"^\| ([a-z -]+) \| `", table, re.MULTILINE)
+    assert [row.replace(" ", "-") for row in rows] == list(STAGES)
+
+
+def test_the_operations_pages_lists_of_stages_name_every_stage_in_order() -> None:
+    text = (DOCS / "operations.md").read_text(encoding="utf-8")
+    listed = re.search(r"stages of a batch run \(`nlsim/dedup/run.py`: ([^)]*)\)", text, re.DOTALL)
+    assert listed, "operations.md no longer lists the stages of a daily run"
+    names = [re.sub(r" with .*", "", name.strip()) for name in listed[1].split(",")]
+    assert names == list(STAGES)
+    timings = re.search(r"timings per stage \(`timings_s`\): (.*?);\n", text, re.DOTALL)
+    assert timings, "operations.md no longer lists the timings of a run record"
+    outside_brackets = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", timings[1])
+    assert re.findall(r"`([a-z-]+)`", outside_brackets) == list(STAGES)
