@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,11 @@ def test_a_command_line_nlsim_does_not_accept_is_found() -> None:
     (argv,) = nlsim_commands("```\n.venv/bin/nlsim dedup --corpus my.csv --out r --modle current\n```")
     with pytest.raises(SystemExit):
         build_parser().parse_args(argv)
+
+
+def test_the_readme_names_the_pythons_pyproject_requires() -> None:
+    """It said Python 3.11 alone, where pyproject.toml (and scripts/setup.sh) take 3.11 or 3.12."""
+    spec = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", spec["requires-python"]).groups()
+    versions = [f"3.{minor}" for minor in range(int(low), int(high))]
+    assert f"Python {' or '.join(versions)}" in section("The two commands")
