@@ -5,6 +5,7 @@ experiments.md), with a short table of headline figures in the README."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import tomllib
@@ -71,3 +72,20 @@ def test_the_readme_names_the_pythons_pyproject_requires() -> None:
     low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", spec["requires-python"]).groups()
     versions = [f"3.{minor}" for minor in range(int(low), int(high))]
     assert f"Python {' or '.join(versions)}" in section("The two commands")
+
+
+@pytest.mark.parametrize("command", ["dedup", "pipeline"])
+def test_the_options_a_flow_lacks_of_its_command_are_the_ones_the_readme_names(command: str) -> None:
+    """The README said `python -m flows.X` takes the same options as `nlsim X` but `--json`; `-q`/`--quiet`
+    and `--log-level` are not the flows' either: a scheduled command line with them exits with status 2."""
+    from flows.dedup import add_dedup_options
+    from flows.pipeline import add_options
+
+    flow = argparse.ArgumentParser(add_help=False)
+    (add_dedup_options if command == "dedup" else add_options)(flow)
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    options = {o for a in commands.choices[command]._actions for o in a.option_strings} - {"-h", "--help"}
+    lacking = options - {o for a in flow._actions for o in a.option_strings}
+    said = re.search(r"Each flow also runs without a server:(.*?)\)\.", section("Command line"), re.DOTALL)
+    assert said, "the README no longer says how a flow runs without a server"
+    assert lacking and {o for o in lacking if f"`{o}`" not in said[1]} == set()
