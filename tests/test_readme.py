@@ -89,3 +89,12 @@ def test_the_options_a_flow_lacks_of_its_command_are_the_ones_the_readme_names(c
     said = re.search(r"Each flow also runs without a server:(.*?)\)\.", section("Command line"), re.DOTALL)
     assert said, "the README no longer says how a flow runs without a server"
     assert lacking and {o for o in lacking if f"`{o}`" not in said[1]} == set()
+
+
+def test_every_figure_of_the_measured_table_names_its_command_or_its_page() -> None:
+    """Three rows of the README's headline figures (the warm rerun, the zero-shot scores, the search over
+    1,000,000 vectors) named neither the command that measured them nor where docs/ gives it."""
+    rows = [line for line in section("Measured").splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) > 1
+    source = re.compile(r"\]\(docs/[^)]+\)|`(?:bash |python |nlsim |benchmarks/)[^`]+`")
+    assert [row.split(" | ")[0] for row in rows[1:] if not source.search(row)] == []
