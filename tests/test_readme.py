@@ -32,6 +32,12 @@ def section(title: str) -> str:
     return match[1]
 
 
+def command_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of ``nlsim COMMAND``."""
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return commands.choices[command]
+
+
 def nlsim_commands(text: str) -> list[list[str]]:
     """Every ``nlsim`` command line of a text (in code blocks or code spans), as its arguments."""
     out = []
@@ -83,8 +89,7 @@ def test_the_options_a_flow_lacks_of_its_command_are_the_ones_the_readme_names(c
 
     flow = argparse.ArgumentParser(add_help=False)
     (add_dedup_options if command == "dedup" else add_options)(flow)
-    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    options = {o for a in commands.choices[command]._actions for o in a.option_strings} - {"-h", "--help"}
+    options = {o for a in command_parser(command)._actions for o in a.option_strings} - {"-h", "--help"}
     lacking = options - {o for a in flow._actions for o in a.option_strings}
     said = re.search(r"Each flow also runs without a server:(.*?)\)\.", section("Command line"), re.DOTALL)
     assert said, "the README no longer says how a flow runs without a server"
@@ -104,3 +109,18 @@ def test_the_readme_counts_no_tests() -> None:
     """It said the quick subset was "the 2,490 of 3,289 tests", a count of an earlier commit that each new
     test makes wrong; the dated counts are docs/measurements.md's."""
     assert re.findall(r"[\d,]+ (?:of [\d,]+ )?tests\b", section("The tests")) == []
+
+
+def test_the_readme_names_every_kind_of_model_that_model_takes() -> None:
+    """`--model` takes a Hugging Face hub name too (`nlsim dedup --help` says so); the README's list of
+    models ended at a local folder, and called e5 the only weights "available here" (where it was written)."""
+    from nlsim.encoders.registry import MODELS
+
+    models = re.search(r"^Models \(`--model`\):(.*?)\n\n", section("Command line"), re.MULTILINE | re.DOTALL)
+    assert models, "the README no longer lists the models"
+    (model,) = [a for a in command_parser("dedup")._actions if "--model" in a.option_strings]
+    kinds = [f"`{name}`" for name in MODELS]
+    kinds += ["`current`", "fine-tuned model folder", "local Hugging Face folder"]
+    kinds += ["hub name"] if "hub name" in str(model.help) else []
+    assert [kind for kind in kinds if kind not in " ".join(models[1].split())] == []
+    assert "here" not in models[1].split()
