@@ -124,3 +124,13 @@ def test_the_readme_names_every_kind_of_model_that_model_takes() -> None:
     kinds += ["hub name"] if "hub name" in str(model.help) else []
     assert [kind for kind in kinds if kind not in " ".join(models[1].split())] == []
     assert "here" not in models[1].split()
+
+
+def test_every_picture_of_the_readme_says_the_commands_that_made_it() -> None:
+    """The README's two screenshots said neither the report they show nor the script that took them, so no
+    reader could make them again for their own corpus."""
+    text = lines()
+    pictures = [n for n, line in enumerate(text) if line.startswith("![")]
+    assert pictures
+    made = re.compile(r"`python (?:-m nlsim .*`, then `python )?scripts/\w+\.py [^`]+`")
+    assert [text[n] for n in pictures if not made.search(text[n + 1])] == []
