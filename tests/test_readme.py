@@ -134,3 +134,14 @@ def test_every_picture_of_the_readme_says_the_commands_that_made_it() -> None:
     assert pictures
     made = re.compile(r"`python (?:-m nlsim .*`, then `python )?scripts/\w+\.py [^`]+`")
     assert [text[n] for n in pictures if not made.search(text[n + 1])] == []
+
+
+def test_the_readme_names_every_band_of_the_purity_by_cluster_size() -> None:
+    """It gave the bands as 2, 3-4, 5-9, 10+ and 5+; `purity_by_size` (run.json, `nlsim judge --json`) has a
+    3+ band too."""
+    from nlsim.evaluation.judge import purity_by_size
+
+    bands = [band.band for band in purity_by_size([], [])]
+    chain = section("The chain (`nlsim pipeline`, flow `news-pipeline`)")
+    said = re.search(r"inside clusters of (.*?) items that are the same story", chain)
+    assert said and re.split(r", | and ", said[1]) == bands
