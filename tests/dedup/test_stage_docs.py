@@ -1,13 +1,16 @@
 """The stages a report run has, as docs/report.md's table and docs/operations.md list them, are the stages of
-:data:`nlsim.dedup.run.STAGES`, in its order: a stage added to the run (``copies``) and not to the documents
-leaves a reader of ``run.json``'s ``timings_s`` with a name they cannot look up."""
+:data:`nlsim.dedup.run.STAGES`, in its order, and the counts docs/operations.md lists are those of
+:class:`nlsim.report.record.Counts`: a stage or count added to the run (``copies``, ``exact_copies``) and not
+to the documents leaves a reader of ``run.json`` with a name they cannot look up."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 from nlsim.dedup.run import STAGES
+from nlsim.report.record import Counts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -29,3 +32,11 @@ def test_the_operations_pages_lists_of_stages_name_every_stage_in_order() -> Non
     assert timings, "operations.md no longer lists the timings of a run record"
     outside_brackets = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", timings[1])
     assert re.findall(r"`([a-z-]+)`", outside_brackets) == list(STAGES)
+
+
+def test_the_operations_pages_list_of_counts_names_every_count_of_a_run_record() -> None:
+    text = (DOCS / "operations.md").read_text(encoding="utf-8")
+    counts = re.search(r"^- counts: (.*?);\n", text, re.MULTILINE | re.DOTALL)
+    assert counts, "operations.md no longer lists the counts of a run record"
+    outside_brackets = re.sub(r"\([^()]*\)", "", counts[1])
+    assert re.findall(r"`([a-z_]+)`", outside_brackets) == [f.name for f in fields(Counts)]
