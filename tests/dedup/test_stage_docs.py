@@ -10,6 +10,8 @@ from dataclasses import fields
 from pathlib import Path
 
 from nlsim.dedup.run import STAGES
+from nlsim.dedup.state import GENERATION_ENTRIES
+from nlsim.dedup.window import ITEM_COLUMNS
 from nlsim.report.record import Counts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -40,3 +42,13 @@ def test_the_operations_pages_list_of_counts_names_every_count_of_a_run_record()
     assert counts, "operations.md no longer lists the counts of a run record"
     outside_brackets = re.sub(r"\([^()]*\)", "", counts[1])
     assert re.findall(r"`([a-z_]+)`", outside_brackets) == [f.name for f in fields(Counts)]
+
+
+def test_the_operations_pages_state_folder_lists_every_file_of_a_generation_and_every_item_column() -> None:
+    """The layout left out verdicts.parquet, scored.parquet and items.parquet's topic_id."""
+    text = (DOCS / "operations.md").read_text(encoding="utf-8")
+    layout = re.search(r"^STATE/generations/g\d+-\w+/ .*?\n(.*?)^STATE/runs/", text, re.MULTILINE | re.DOTALL)
+    assert layout, "operations.md no longer shows a generation folder"
+    assert set(re.findall(r"^    ([\w.]+)/? ", layout[1], re.MULTILINE)) == set(GENERATION_ENTRIES)
+    items = re.search(r"^    items\.parquet +(.*?)\n    \w", layout[1], re.MULTILINE | re.DOTALL)
+    assert items and [c.strip() for c in items[1].split(",")] == list(ITEM_COLUMNS)
