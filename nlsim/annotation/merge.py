@@ -29,6 +29,7 @@ from nlsim.annotation.validate import (
     check_texts,
     is_blank,
     known_texts,
+    mark_times,
     one_line_notes,
     overrule_rows,
     read_filled,
@@ -46,6 +47,7 @@ from nlsim.clusters.verdicts import (
     Verdicts,
     check_store,
     holds_already,
+    newer_than,
     overruled_since,
     overruling,
     pair_rows,
@@ -122,6 +124,9 @@ class MergeResult:
     overruled_since: tuple[str, ...] = ()
     """Of those, each row sending again an editor's decision that another editor overruled since, said
     with both decisions (the newer one stands): ``n0/n1: desk's 0 (marks-1.csv, …) … bob's 0.75 …``."""
+    older: tuple[str, ...] = ()
+    """Overruling rows of a mark made before the decision that holds on their pair (by ``marked_at``): not
+    merged, each said with the newer decision, which stands."""
     merged_before: int = 0
     """Rows whose pair was merged before from another file with the same score by the same editor, in
     this split (marks exported again from the report page): skipped."""
@@ -177,13 +182,11 @@ def merge_annotations(
     (:func:`~nlsim.clusters.verdicts.overruling`), and the pair file is left as it is; a validation or test
     pair is never overruled (refused by name). A decision merged already adds nothing and is counted
     (:func:`~nlsim.clusters.verdicts.holds_already`), nor undoes another editor's newer one (said with both).
+    A page export dates each decision by when it was marked (:data:`editor_file.MARKED_AT`): the newer mark
+    stands, whoever's, whichever file is merged first (an older one is said, not merged).
     """
     _check_options(split, corpus, text_field, pairs_file)
-    raw = unescape_cells(read_filled(filled))
-    early: list[InputError] = []
-    intent = overrule_rows(raw, filled, early, every=overrule)
-    new = validate_filled(raw, filled, skip_blank=skip_blank, problems=early)
-    early += split_problems(new, split, filled)
+    raw, new, early, intent, decided = _read_filled(filled, split, skip_blank=skip_blank, overrule=overrule)
     skipped = int(raw["score"].map(is_blank).sum()) if skip_blank else 0
     path = Path(pairs_file)
     target = Path(os.path.realpath(path)) if path.exists() else path
@@ -212,15 +215,30 @@ def merge_annotations(
         label = f"{pairs_file} merged with {filled}"
         body = appended(original, fresh, split, fmt, data, label) if len(fresh) else None
         # the verdicts are checked and written before the pair file: its rename commits the merge
-        with _verdicts_kept(fresh, newer, scored.overrules, path, existing, split, filled, log) as kept:
+        with _verdicts_kept(fresh, newer, scored.overrules, path, existing, decided, log) as kept:
             if body is not None:
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
     result.already_held, result.merged_before = kept.already, len(scored.again)
-    result.overruled_since = kept.since
+    result.overruled_since, result.older = kept.since, kept.older
     log(_merge_said(result, skip_scored))
     return result
+
+
+def _read_filled(
+    filled: str | Path, split: str, *, skip_blank: bool, overrule: bool
+) -> tuple[pd.DataFrame, pd.DataFrame, list[InputError], set[int], _Decided]:
+    """The editors' file ``filled`` as read (its cells unescaped) and its sound rows checked on their own,
+    the problems found (refused later, with those the pair file shows), the sheet rows meant to overrule,
+    and where and when its decisions were made (each row's mark time)."""
+    raw = unescape_cells(read_filled(filled))
+    early: list[InputError] = []
+    intent = overrule_rows(raw, filled, early, every=overrule)
+    decided = _Decided(filled, split, mark_times(raw, filled, early))
+    new = validate_filled(raw, filled, skip_blank=skip_blank, problems=early)
+    early += split_problems(new, split, filled)
+    return raw, new, early, intent, decided
 
 
 def _check_options(
@@ -273,6 +291,11 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
         said += (
             f"; of them, {len(result.overruled_since)} overruled since by another editor's newer decision, "
             "which stands (an old mark sent again never undoes it): " + "; ".join(result.overruled_since)
+        )
+    if result.older:
+        said += (
+            f"; {len(result.older)} mark(s) made before the decision that holds on their pair, which stands "
+            "(the newer mark stands, whoever's): " + "; ".join(result.older)
         )
     if result.merged_before:
         said += (
@@ -350,12 +373,25 @@ def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFra
 @dataclass(frozen=True)
 class _Kept:
     """What a merge did to the verdict store: its path (``None``: no verdict to keep), the training pairs
-    overruled, and the overruling rows whose decision already held."""
+    overruled, the overruling rows whose decision already held (of them, those said as overruled since),
+    and the marks older than the decision that holds on their pair (said with it)."""
 
     store: Path | None = None
     overruled: int = 0
     already: int = 0
     since: tuple[str, ...] = ()
+    older: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """Where and when a merge's verdicts were decided: the editors' file, the split its new pairs go to, and
+    the time each row was marked, by sheet row (a page export's ``marked_at``; a row without one is dated
+    when merged)."""
+
+    filled: str | Path
+    split: str
+    times: dict[int, str]
 
 
 @contextlib.contextmanager
@@ -365,8 +401,7 @@ def _verdicts_kept(
     rows: dict[int, PairRow],
     pairs_file: Path,
     existing: pd.DataFrame,
-    split: str,
-    filled: str | Path,
+    decided: _Decided,
     log: Callable[[str], None],
 ) -> Iterator[_Kept]:
     """Add the merged pairs that have both item ids (``fresh``) and the overruling rows (``newer``, each
@@ -382,9 +417,8 @@ def _verdicts_kept(
     it was when the body fails or the merge is stopped (Ctrl-C, SIGTERM) before the body is in place; the
     pair file's rename commits the merge's new pairs (its overrules are committed with the store: a merge
     killed in between is merged again whole, the overrules holding already). Yields what it did."""
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    records = _new_verdicts(fresh, split, filled, now)
-    wanted = _new_verdicts(newer, ACTING_SPLIT, filled, now)
+    records, _ = _new_verdicts(fresh, decided.split, decided)
+    wanted, marked = _new_verdicts(newer, ACTING_SPLIT, decided)
     if not records and not wanted:
         yield _Kept()
         return
@@ -393,18 +427,8 @@ def _verdicts_kept(
     for line in check.notes():
         log(line)
     by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
-    since = tuple(
-        _both_said(v, d, prior)
-        for v in wanted
-        if (prior := check.verdicts.get(v.key)) is not None and (d := overruled_since(v, prior)) is not None
-    )
-    overrules = [
-        overruling(v, check.verdicts.get(v.key), by_key[v.key], pairs_file)
-        for v in wanted
-        if not holds_already(v, check.verdicts.get(v.key))
-    ]
+    kept, overrules = _sorted_out(wanted, marked, check, by_key, pairs_file)
     store = check.path
-    kept = _Kept(store, len(overrules), len(wanted) - len(overrules), since)
     if not records and not overrules:
         yield kept  # every overrule holds already: nothing to write
         return
@@ -422,39 +446,77 @@ def _verdicts_kept(
         log(f"removed {gone}: every verdict it held is in {store} now")
 
 
-def _both_said(verdict: Verdict, own: Decision, prior: Verdict) -> str:
+def _sorted_out(
+    wanted: list[Verdict],
+    marked: set[tuple[str, str]],
+    check: StoreCheck,
+    by_key: dict[tuple[str, str], PairRow],
+    pairs_file: Path,
+) -> tuple[_Kept, list[Verdict]]:
+    """The overruling rows ``wanted`` sorted out against the verdicts that hold (``check``): those merged
+    before (:func:`~nlsim.clusters.verdicts.holds_already`), the marks (``marked``: dated by when they were
+    made) older than the decision that holds (:func:`~nlsim.clusters.verdicts.newer_than`), and the newer
+    decisions, each made the pair's overruling verdict; what the store keeps, and those verdicts."""
+    since: list[str] = []
+    older: list[str] = []
+    overrules: list[Verdict] = []
+    for v in wanted:
+        prior, timed = check.verdicts.get(v.key), v.key in marked
+        if holds_already(v, prior, marked=timed):
+            if prior is not None and (d := overruled_since(v, prior, marked=timed)) is not None:
+                since.append(_both_said(v, d, prior))
+        elif timed and prior is not None and not newer_than(v, prior):
+            older.append(_both_said(v, v.decision, prior, "is older than the decision that holds,"))
+        else:
+            overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
+    already = len(wanted) - len(overrules) - len(older)
+    return _Kept(check.path, len(overrules), already, tuple(since), tuple(older)), overrules
+
+
+def _both_said(verdict: Verdict, own: Decision, prior: Verdict, how: str = "was overruled since by") -> str:
     """A row sending ``own`` (its editor's decision) again, said with the newer decision that stands."""
 
     def one(d: Decision) -> str:
         where = ", ".join(x for x in (d.source, d.decided_at) if x)
         return f"{d.annotator or 'an unnamed editor'}'s {d.score:g}" + (f" ({where})" if where else "")
 
-    return f"{verdict.id_a}/{verdict.id_b}: {one(own)} was overruled since by {one(prior.decision)}"
+    return f"{verdict.id_a}/{verdict.id_b}: {one(own)} {how} {one(prior.decision)}"
 
 
-def _new_verdicts(new: pd.DataFrame, split: str, filled: str | Path, now: str) -> list[Verdict]:
-    """The merged rows that name both items as verdicts, merged at ``now``, with the hashes of the texts
-    merged."""
+def _new_verdicts(
+    new: pd.DataFrame, split: str, decided: _Decided
+) -> tuple[list[Verdict], set[tuple[str, str]]]:
+    """The merged rows that name both items as verdicts, with the hashes of the texts merged, each dated
+    when its mark was made (``decided.times``) or else now (when merged); and the pairs of those dated by
+    their mark."""
     if "id_a" not in new.columns or "id_b" not in new.columns:
-        return []
+        return [], set()
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
-    return [
-        Verdict(
+    rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
+    out: list[Verdict] = []
+    marked: set[tuple[str, str]] = set()
+    for row, a, b, ta, tb, score, w in zip(
+        rows, new["id_a"], new["id_b"], new["text_a"], new["text_b"], new["score"], who, strict=True
+    ):
+        if not (item_id(a) and item_id(b)):
+            continue
+        when = decided.times.get(row)
+        v = Verdict(
             item_id(a),
             item_id(b),
             float(score),
             split,
             "" if is_blank(w) else str(w),
-            Path(filled).name,
-            now,
+            Path(decided.filled).name,
+            when or now,
             editor_file.text_sha256(str(ta)),
             editor_file.text_sha256(str(tb)),
         )
-        for a, b, ta, tb, score, w in zip(
-            new["id_a"], new["id_b"], new["text_a"], new["text_b"], new["score"], who, strict=True
-        )
-        if item_id(a) and item_id(b)
-    ]
+        out.append(v)
+        if when:
+            marked.add(v.key)
+    return out, marked
 
 
 def check_verdicts(

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import lzma
 import re
 import unicodedata
@@ -741,6 +742,36 @@ def overrule_rows(raw: pd.DataFrame, filled: str | Path, early: list[InputError]
         elif said:
             marked.add(row)
     return marked
+
+
+MARK_CLOCK_SLACK = dt.timedelta(hours=1)
+"""How far a mark time (:data:`editor_file.MARKED_AT`) may run ahead of the merge's clock (a browser's clock
+a little fast); a time later than that would stand over every decision made after it, and is refused."""
+
+
+def mark_times(raw: pd.DataFrame, filled: str | Path, early: list[InputError]) -> dict[int, str]:
+    """The time each scored row of the editors' file ``raw`` was marked, by sheet row (the cell as given,
+    ISO 8601 with its offset), from its :data:`editor_file.MARKED_AT` column (none: an older page's export,
+    or a drawn file). A cell that is empty, not a time, without an offset, or later than now (by more than
+    :data:`MARK_CLOCK_SLACK`) is a problem added to ``early``."""
+    if editor_file.MARKED_AT not in raw.columns:
+        return {}
+    latest = dt.datetime.now(dt.UTC) + MARK_CLOCK_SLACK
+    times: dict[int, str] = {}
+    scores = raw["score"] if "score" in raw.columns else pd.Series([""] * len(raw))
+    for row, cell, score in zip(_sheet_rows(raw), raw[editor_file.MARKED_AT], scores, strict=True):
+        if is_blank(score):
+            continue  # a blank row is skipped (--skip-blank) or refused as not scored
+        when = editor_file.mark_time(cell)
+        if isinstance(when, str):
+            early.append(_sheet(filled, row, editor_file.MARKED_AT, f"{str(cell)[:40]!r} {when}"))
+        elif when > latest:
+            now = f"{latest - MARK_CLOCK_SLACK:%Y-%m-%dT%H:%MZ}"
+            why = f"{str(cell)[:40]!r} is later than now ({now}): is the editor's clock right?"
+            early.append(_sheet(filled, row, editor_file.MARKED_AT, why))
+        else:
+            times[row] = str(cell).strip()
+    return times
 
 
 @dataclass(frozen=True)

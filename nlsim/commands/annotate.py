@@ -180,7 +180,8 @@ def _merge_parser(sub: Any) -> None:
         help="a row whose pair the pair file already scores in its training split is the editor's newer "
         "decision: kept in the verdict store as the pair's verdict (the earlier decisions kept with it), the "
         "pair file left as it is; it acts in the next reports and the next training reads it (a page export "
-        "says so per row in its `overrule` column). Validation and test pairs are never overruled",
+        "says so per row in its `overrule` column; of two decisions on a pair, the one marked later stands, "
+        "by the export's `marked_at`). Validation and test pairs are never overruled",
     )
     m.set_defaults(func=run_merge)
 

@@ -5,8 +5,8 @@ report page's export (the pairs an editor marked, ``score`` filled). One format 
 (:data:`COLUMNS`): the pair's id, the two items' ids and texts, the model's score of the pair
 (``similarity``, empty when no model scored it), where the pair came from (``stratum``), the editor's
 ``score`` (a rubric level), ``annotator`` and ``notes``, and the model (version) and threshold that showed
-the pair. The report page's export adds the texts' hashes (:data:`HASH_COLUMNS`) and whether the editor
-means to overrule (:data:`OVERRULE`).
+the pair. The report page's export adds the texts' hashes (:data:`HASH_COLUMNS`), when each mark was made
+(:data:`MARKED_AT`) and whether the editor means to overrule (:data:`OVERRULE`).
 
 A pair's id is made from its two item ids alone (:func:`pair_id`), in either order: the same pair gets the
 same id in every draw and every export, and two different pairs never share one. The report page computes
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +53,18 @@ HASH_COLUMNS = ("sha256_a", "sha256_b")
 as the page showed them (before any spreadsheet escaping), so that a merge can tell a text edited on the
 way (a spreadsheet that ran a formula, a typo fixed by hand). A file with or without them is an editors'
 file."""
+MARKED_AT = "marked_at"
+"""Appended by the report page's export after :data:`HASH_COLUMNS`: when the editor made the mark (ISO 8601
+with its offset, as the browser's clock gave it). A merge dates the row's decision by it, so that of two
+decisions on a pair the newer mark stands, whichever file is merged first (an old mark exported again never
+undoes a newer decision; an editor's score given again, in a new mark, is a new one). An export of an
+older page has no such column: its decisions are dated when merged. Read by :func:`mark_time`."""
 OVERRULE = "overrule"
-"""Appended by the report page's export after :data:`HASH_COLUMNS` when one of its marks overrules: ``true``
-on a mark an editor made on a training pair an annotator already scored, meaning to overrule its score with
-a newer decision (``nlsim annotate merge`` takes such a row as ``--overrule`` takes every row:
-:mod:`nlsim.clusters.verdicts.overrule`), ``false`` (or empty) on the others. An export of no such mark has
-no ``overrule`` column. Read by :func:`overrule_cell`."""
+"""Appended by the report page's export after :data:`HASH_COLUMNS` (and :data:`MARKED_AT`) when one of its
+marks overrules: ``true`` on a mark an editor made on a training pair an annotator already scored, meaning
+to overrule its score with a newer decision (``nlsim annotate merge`` takes such a row as ``--overrule``
+takes every row: :mod:`nlsim.clusters.verdicts.overrule`), ``false`` (or empty) on the others. An export of
+no such mark has no ``overrule`` column. Read by :func:`overrule_cell`."""
 KEPT = ("stratum", "annotator", "notes")
 """Columns of an editors' file that a merge keeps in the pair file beside the pairs (added, empty for the
 older rows, when the pair file has none and the editors' file has values). The model and threshold that
@@ -109,6 +116,26 @@ def overrule_cell(value: Any) -> bool | None:
     return None
 
 
+def mark_time(value: Any) -> datetime | str:
+    """The time a :data:`MARKED_AT` cell says (timezone-aware), or why the cell is not one.
+
+    >>> mark_time("2026-03-02T08:15:00.000Z").isoformat()
+    '2026-03-02T08:15:00+00:00'
+    >>> mark_time("2026-03-02T08:15")
+    'has no offset (write it as the page does: 2026-03-02T08:15:00.000Z)'
+    """
+    text = "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
+    if not text:
+        return "is empty (the time the mark was made: the page writes one for every mark)"
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return "is not a time (ISO 8601, such as 2026-03-02T08:15:00.000Z)"
+    if when.tzinfo is None:
+        return "has no offset (write it as the page does: 2026-03-02T08:15:00.000Z)"
+    return when
+
+
 def pair_id(id_a: Any, id_b: Any) -> str:
     """The id of the pair of items ``id_a`` and ``id_b`` (either order): ``ed-`` and the first 16 hex
     digits of the SHA-256 of the two ids, in code point order, joined by U+001F."""
@@ -128,19 +155,20 @@ def text_sha256(text: str) -> str:
 
 def is_editors_header(columns: Any) -> bool:
     """Whether ``columns`` are exactly an editors' file's: :data:`COLUMNS`, with or without
-    :data:`HASH_COLUMNS` and :data:`OVERRULE` after them (a pair file a merge wrote has a ``split``).
+    :data:`HASH_COLUMNS` (then :data:`MARKED_AT` and :data:`OVERRULE`, each with or without) after them (a
+    pair file a merge wrote has a ``split``).
 
     >>> is_editors_header(COLUMNS), is_editors_header([*COLUMNS, "split"])
     (True, False)
     """
-    exports = (list(COLUMNS), list(COLUMNS + HASH_COLUMNS), [*COLUMNS, *HASH_COLUMNS, OVERRULE])
+    page = [*COLUMNS, *HASH_COLUMNS]
+    exports = (list(COLUMNS), page, [*page, OVERRULE], [*page, MARKED_AT], [*page, MARKED_AT, OVERRULE])
     return [str(c) for c in columns] in exports
 
 
 def scores_held(path: str | Path) -> int | None:
     """How many filled ``score`` cells the editors' file ``path`` holds; ``None`` when ``path`` is not an
-    editors' file (its header is not exactly :data:`COLUMNS`, with or without :data:`HASH_COLUMNS` and
-    :data:`OVERRULE` after them, or it cannot be read as CSV).
+    editors' file (its header is not one :func:`is_editors_header` knows, or it cannot be read as CSV).
 
     ``nlsim annotate draw`` replaces an existing ``--out`` only when this is 0: a drawn file nobody has
     scored yet. Anything else is the user's (or an editor's work) and is kept.

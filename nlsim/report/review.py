@@ -35,8 +35,9 @@ in the browser as :func:`nlsim.io.editor_file.pair_id` computes them, with a SHA
 own script (no ``crypto.subtle``, which a browser gives only to a secure context: the export works on a
 page opened from disk, from localhost or over plain HTTP from any host). The export appends
 :data:`nlsim.io.editor_file.HASH_COLUMNS` (the SHA-256 of each item's text, for the merge to tell an edited
-text) and writes a text cell that a spreadsheet would read as a formula with an apostrophe in front
-(:func:`nlsim.report.spreadsheet.csv_text`'s rule).
+text) and :data:`nlsim.io.editor_file.MARKED_AT` (when each mark was made, for the merge to let the newer
+of two decisions on a pair stand) and writes a text cell that a spreadsheet would read as a formula with an
+apostrophe in front (:func:`nlsim.report.spreadsheet.csv_text`'s rule).
 
 This module gives the page what the panel needs (:func:`review_meta`, :func:`editors_data`), the panel's
 HTML (:func:`review_section`), its script and style (``assets/review.js``, ``assets/review.css``), and the
@@ -141,6 +142,7 @@ def review_meta(record: RunRecord) -> dict[str, Any]:
         "three": list(THREE),
         "columns": list(editor_file.COLUMNS),
         "hashColumns": list(editor_file.HASH_COLUMNS),
+        "markedColumn": editor_file.MARKED_AT,
         "overruleColumn": editor_file.OVERRULE,
         "formulaStart": list(FORMULA_START),
         "stratum": editor_file.PAGE,

@@ -271,7 +271,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     page.context.close()
 
     marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    assert list(marks.columns) == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS]
+    assert list(marks.columns) == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS, editor_file.MARKED_AT]
     got = {(r.id_a, r.id_b): r for r in marks.itertuples()}
     assert set(got) == {("y1", "y2"), ("x1", "x2"), ("x1", "y2")}
     titles = dict(STORY)
@@ -460,7 +460,7 @@ def test_the_export_works_over_plain_http_with_hashes_and_formulas_escaped(
     with open(export, encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.reader(fh))
     header = rows[0]
-    assert header == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS]
+    assert header == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS, editor_file.MARKED_AT]
     got_rows = {(r["id_a"], r["id_b"]): r for r in (dict(zip(header, row, strict=True)) for row in rows[1:])}
     assert set(got_rows) == {("f0", "f1"), ("p0", "p1")}
     titles = pd.read_parquet(folder / "pairs.parquet")  # the texts the report holds, as the corpus had them

@@ -20,6 +20,8 @@ from nlsim.report.near_misses import near_miss_pairs, near_miss_table
 from nlsim.report.record import JOINED, SPLIT, ClusterChange, EditorsRecord, RunRecord, StoryRule
 from tests.report.test_review_page import chromium, stored  # noqa: F401 (a fixture)
 
+MARKS = "Object.values(JSON.parse(localStorage.getItem('nlsim-review:batch-story00001') || '{}').marks || {})"
+
 pytestmark = pytest.mark.slow
 VISIBLE = "[...document.querySelectorAll('#clusters > li.cluster')].map(li => li.dataset.cluster)"
 ROWS = [
@@ -155,19 +157,79 @@ def test_training_pairs_have_verdict_buttons_that_overrule_and_held_out_pairs_sa
     export = tmp_path / "marks.csv"
     done.value.save_as(export)
     marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    assert list(marks.columns) == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS, editor_file.OVERRULE]
+    page_columns = [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS, editor_file.MARKED_AT]
+    assert list(marks.columns) == [*page_columns, editor_file.OVERRULE]
     got = {(r.id_a, r.id_b): r.overrule for r in marks.itertuples()}
     assert got == {("s0", "s1"): "true", ("s1", "s2"): "false"}
     assert editor_file.scores_held(export) == 2  # an editors' file, which a draw never overwrites
 
-    # an export of no overruling mark keeps the format it always had
+    # an export of no overruling mark has no overrule column
     page.click("li[data-cluster='c-t0'] summary")
     page.click("li[data-cluster='c-t0'] tr.rv-row button.rv-level[data-v='1']")
     with page.expect_download() as done:
         page.click("#rv-export")
     done.value.save_as(export)
     marks = pd.read_csv(export, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    assert list(marks.columns) == [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS]
+    assert list(marks.columns) == page_columns
+    context.close()
+
+
+def _export(page: Any, button: str, path: Path) -> pd.DataFrame:
+    """Click the page's export ``button``, keep the download at ``path``; its rows."""
+    with page.expect_download() as done:
+        page.click(button)
+    done.value.save_as(path)
+    return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+
+
+def test_an_editor_gives_their_score_back_after_a_colleagues_overrule_by_marking_it_again(
+    chromium: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Mei overrules the annotators' 0.75 of s0/s1 with 0 in the page; bob overrules her back to 0.75.
+    Mei's *Export all marks* sends her old mark again: it undoes nothing. She marks 0 again in the page: the
+    export carries the new mark's time, and her decision stands over bob's."""
+    from nlsim.annotation.merge import merge_annotations
+    from nlsim.clusters.verdicts import load_verdicts, store_path
+
+    training = editor_file.pair_id("s0", "s1")
+    editors = EditorsRecord(source="pairs.tsv", scored_ids=[training], training_ids=[training])
+    pairs = tmp_path / "pairs.tsv"
+    head = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n"
+    pairs.write_text(head + f"p0\ts0\ts1\t{TITLES['s0']}\t{TITLES['s1']}\t0.75\ttrain\n", encoding="utf-8")
+
+    def merged(path: Path) -> tuple[float, str]:
+        merge_annotations(path, pairs, log=lambda _: None)
+        held = load_verdicts(store_path(pairs)).get(("s0", "s1"))
+        assert held is not None
+        return held.score, held.annotator
+
+    context = chromium.new_context(accept_downloads=True)
+    page = context.new_page()
+    page.goto(story_report(tmp_path / "r", editors).as_uri())
+    page.fill("#rv-annotator", "Mei")
+    row = "li[data-cluster='c-s0'] tr.rv-row[data-overrule='1']"
+    page.click("li[data-cluster='c-s0'] summary")
+    page.wait_for_selector(row)
+    page.click(f"{row} button.rv-level[data-v='0']")
+    first = _export(page, "#rv-export", tmp_path / "marks-1.csv")
+    assert first[editor_file.MARKED_AT].tolist() == [m["at"] for m in page.evaluate(MARKS)]
+    assert merged(tmp_path / "marks-1.csv") == (0.0, "Mei")
+
+    bob = first.assign(score="0.75", annotator="bob")
+    bob[editor_file.MARKED_AT] = pd.Timestamp.now(tz="UTC").isoformat()
+    bob.to_csv(tmp_path / "bob.csv", index=False)
+    assert merged(tmp_path / "bob.csv") == (0.75, "bob")
+    page.wait_for_timeout(20)
+
+    _export(page, "#rv-export-all", tmp_path / "marks-2.csv")  # her old mark, sent again
+    assert merged(tmp_path / "marks-2.csv") == (0.75, "bob")
+    page.click("#rv-marked summary")  # her marks, each with its buttons
+    mine = "#rv-marked tr.rv-row button.rv-level"
+    page.click(f"{mine}[data-v='0.75']")
+    page.click(f"{mine}[data-v='0']")  # marked 0 again: a new decision
+    _export(page, "#rv-export", tmp_path / "marks-3.csv")
+    assert merged(tmp_path / "marks-3.csv") == (0.0, "Mei")
     context.close()
 
 

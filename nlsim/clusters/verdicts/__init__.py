@@ -30,6 +30,7 @@ Example:
 from nlsim.clusters.verdicts.overrule import (
     TrainingPairs,
     holds_already,
+    newer_than,
     overruled_since,
     overruling,
     training_pairs,
@@ -82,6 +83,7 @@ __all__ = [
     "from_frame",
     "holds_already",
     "load_verdicts",
+    "newer_than",
     "overruled_since",
     "overruling",
     "pair_rows",

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
     return replace(verdict, split=row.split, earlier=earlier)
 
 
-def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
+def holds_already(verdict: Verdict, prior: Verdict | None, *, marked: bool = False) -> bool:
     """Whether ``verdict``'s decision was merged already: ``prior`` (the verdict that holds on the pair) is
     it, or one of the decisions ``prior`` overruled is (the same score by the same editor from the same
     file: a file merged again, or a merge run again after it was killed), or ``prior`` is a verdict rebuilt
@@ -66,6 +67,12 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     decision on the pair, from any file, that another editor overruled since (:func:`overruled_since`): the
     page exports the editor's mark again, and an old mark sent again never undoes a colleague's newer
     decision. An editor's own decision changed (another score than their latest) is a new decision.
+
+    A ``marked`` verdict is dated by when its mark was made (a page export's
+    :data:`~nlsim.io.editor_file.MARKED_AT`): it was merged already when ``prior`` holds its score by its
+    editor, or ``prior`` or one of the decisions it overruled is the same mark (the same score by the same
+    editor, made at the same time), from any file. Its editor's score given again in a new mark is not
+    (:func:`newer_than` says whether it stands over ``prior``).
 
     >>> earlier = (Decision(0.25, "", "p.tsv"), Decision(0.0, "ed1", "monday.csv"))
     >>> taken_back = Verdict("a", "b", 0.25, annotator="ed2", source="tuesday.csv", earlier=earlier)
@@ -82,6 +89,8 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
         return False
     if prior.annotator == verdict.annotator and abs(prior.score - verdict.score) < 1e-9:
         return True  # the decision that holds, by this editor (exported again, or rebuilt from the pair file)
+    if marked:
+        return any(_same_mark(d, verdict) for d in (*prior.earlier, prior.decision))
     if overruled_since(verdict, prior) is not None:
         return True  # the editor's own latest decision, sent again after a colleague overruled it
     decisions = [*prior.earlier, prior.decision]
@@ -91,11 +100,13 @@ def holds_already(verdict: Verdict, prior: Verdict | None) -> bool:
     )
 
 
-def overruled_since(verdict: Verdict, prior: Verdict | None) -> Decision | None:
+def overruled_since(verdict: Verdict, prior: Verdict | None, *, marked: bool = False) -> Decision | None:
     """The decision of a named editor that ``verdict`` sends again, when another editor's decision
     overruled it since: the editor's own latest decision on the pair (among ``prior``'s earlier decisions)
     gives ``verdict``'s score, and ``prior`` (the verdict that holds) is someone else's. ``None`` otherwise
     (no such decision, an unnamed editor, or the editor's latest decision gives another score: changed).
+    A ``marked`` verdict (dated by its mark, :func:`holds_already`) sends again the decision that is the
+    same mark, whoever's decision overruled it since.
 
     >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "marks-1.csv"))
     >>> bobs = Verdict("a", "b", 0.75, annotator="bob", source="bob.csv", earlier=earlier)
@@ -104,12 +115,54 @@ def overruled_since(verdict: Verdict, prior: Verdict | None) -> Decision | None:
     >>> overruled_since(Verdict("a", "b", 0.25, annotator="desk", source="marks-2.csv"), bobs) is None
     True
     """
-    if prior is None or not verdict.annotator or prior.annotator == verdict.annotator:
+    if prior is None or not verdict.annotator or (prior.annotator == verdict.annotator and not marked):
         return None
+    if marked:
+        return next((d for d in reversed(prior.earlier) if _same_mark(d, verdict)), None)
     own = [d for d in prior.earlier if d.annotator == verdict.annotator]
     if own and abs(own[-1].score - verdict.score) < 1e-9:
         return own[-1]
     return None
+
+
+def _same_mark(decision: Decision, verdict: Verdict) -> bool:
+    """Whether ``decision`` is ``verdict``'s mark: the same score by the same editor, marked at one time."""
+    return (
+        abs(decision.score - verdict.score) < 1e-9
+        and (decision.annotator, decision.decided_at) == (verdict.annotator, verdict.decided_at)
+        and bool(verdict.decided_at)
+    )
+
+
+def decided(text: str) -> dt.datetime | None:
+    """The time a verdict's (or a decision's) ``decided_at`` says, ``None`` when it says none (unknown, or
+    no offset to place it by).
+
+    >>> decided("2026-03-02T08:15:00.000Z") < decided("2026-03-02T17:00:00+08:00"), decided("")
+    (True, None)
+    """
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def newer_than(verdict: Verdict, prior: Verdict | None) -> bool:
+    """Whether ``verdict``, dated by when its mark was made, came after ``prior``'s decision (dated by its
+    mark, or when it was merged): the newer of two decisions on a pair stands, whichever was merged first.
+    A ``prior`` of no known time (rebuilt from the pair file) is older.
+
+    >>> bob = Verdict("a", "b", 0.75, annotator="bob", decided_at="2026-03-03T09:00:00+08:00")
+    >>> newer_than(replace(bob, annotator="desk", decided_at="2026-03-02T08:15:00Z"), bob)
+    False
+    >>> newer_than(replace(bob, annotator="desk", decided_at="2026-03-04T07:30:00Z"), bob)
+    True
+    """
+    if prior is None or (before := decided(prior.decided_at)) is None:
+        return True
+    now = decided(verdict.decided_at)
+    return now is not None and now > before
 
 
 @dataclass(frozen=True)

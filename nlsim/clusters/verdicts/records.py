@@ -69,7 +69,8 @@ REQUIRED = ("id_a", "id_b", "score", "split")
 class Decision:
     """An earlier decision on a pair that a newer verdict overruled: the score given (the annotators' may
     be any number in [0, 1], their levels' mean), who gave it, where it came from (the editors' file, or
-    the pair file for the annotators' own score) and when it was merged ('' when unknown).
+    the pair file for the annotators' own score) and when it was decided (its mark's time, or when it was
+    merged; '' when unknown).
 
     >>> Decision.from_cell('[{"score": 0.625, "annotator": "", "source": "p.tsv", "decided_at": ""}]')
     (Decision(score=0.625, annotator='', source='p.tsv', decided_at=''),)
@@ -121,7 +122,8 @@ class Verdict:
         split: the split the pair was merged into (only ``train`` verdicts act on clusters).
         annotator: who gave it ('' when unknown).
         source: the editors' file it came from ('' when unknown).
-        decided_at: when it was merged (ISO 8601, '' when unknown).
+        decided_at: when it was decided (ISO 8601, '' when unknown): the time its mark was made in the report
+            page (the export's ``marked_at``), else when it was merged.
         sha256_a, sha256_b: the SHA-256 of the texts of ``id_a`` and ``id_b`` the verdict was given on
             ('' when unknown: a verdict kept before the hashes were).
         earlier: the decisions this verdict overrules, oldest first (the pair file's score first); empty

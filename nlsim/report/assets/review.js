@@ -828,7 +828,7 @@
     var ta = a ? String(a.title) : m.ta, tb = b ? String(b.title) : m.tb;
     return typeof ta === "string" && typeof tb === "string" ? [ta, tb] : null;
   }
-  function exportRow(m, name, overrules) {  // one line: META.columns, META.hashColumns[, overrule]
+  function exportRow(m, name, overrules) {  // one line: META.columns, META.hashColumns, marked_at[, overrule]
     var both = texts(m), textA = both[0], textB = both[1];
     var row = {
       pair_id: pairId(m), id_a: m.a, id_b: m.b, text_a: textA, text_b: textB,
@@ -838,6 +838,7 @@
     };
     var cells = META.columns.map(function (c) { return field(NUMBERS[c] ? row[c] : sheetText(row[c])); });
     cells = cells.concat([field(sha256Hex(textA)), field(sha256Hex(textB))]);
+    cells.push(field(m.at));  // when the mark was made (ISO 8601, UTC): the newer of two decisions stands
     if (overrules) cells.push(field(m.overrule ? "true" : "false"));
     return cells.join(",");
   }
@@ -870,7 +871,7 @@
     keys.sort(function (x, y) { return marks[x].at < marks[y].at ? -1 : 1; });
     // the overrule column only when a mark overrules an annotator's score: else the export is as before
     var overrules = keys.some(function (k) { return marks[k].overrule; });
-    var head = META.columns.concat(META.hashColumns, overrules ? [META.overruleColumn] : []);
+    var head = META.columns.concat(META.hashColumns, [META.markedColumn], overrules ? [META.overruleColumn] : []);
     var lines = [head.join(",")];
     keys.forEach(function (k) { lines.push(exportRow(marks[k], name, overrules)); });
     var blob = new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], { type: "text/csv;charset=utf-8" });

@@ -1,0 +1,193 @@
+"""The report page's export carries when each mark was made (``marked_at``): a merge orders the decisions on
+a pair by it, so the newer mark stands, whoever's and whichever file is merged first; an old mark sent again
+never undoes a newer decision, and an editor's own score given again after a colleague's overrule is a new
+decision. An export without the column merges as before (its decisions dated when merged)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nlsim.annotation.merge import merge_annotations
+from nlsim.clusters.verdicts import Verdict, load_verdicts, store_path
+from nlsim.errors import InputError
+from nlsim.io import editor_file
+
+TITLES = {f"n{i}": f"Headline number {i} of the day" for i in range(12)}
+MONDAY, TUESDAY, WEDNESDAY = "2026-03-02T08:15:00.000Z", "2026-03-03T09:00:00+08:00", "2026-03-04T07:30:00Z"
+
+
+def _scored_file(path: Path) -> Path:
+    """A pair file the annotators scored: n0/n1 0.75, a training pair."""
+    path.write_text(
+        "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\tstratum\tannotator\n"
+        f"p0\tn0\tn1\t{TITLES['n0']}\t{TITLES['n1']}\t0.75\ttrain\tlex-high\t\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _export(
+    path: Path, annotator: str, rows: list[tuple[str, str, str, str | None]], overrule: str = "true"
+) -> Path:
+    """A page export of ``rows`` (id_a, id_b, score, marked_at; ``None``: the column left out, as an older
+    page wrote it), each row's ``overrule`` cell ``overrule`` (true: marked on a pair already scored)."""
+    frame = pd.DataFrame(
+        {
+            "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
+            "id_a": [a for a, _, _, _ in rows],
+            "id_b": [b for _, b, _, _ in rows],
+            "text_a": [TITLES[a] for a, _, _, _ in rows],
+            "text_b": [TITLES[b] for _, b, _, _ in rows],
+            "similarity": "",
+            "stratum": "report-page:inside",
+            "score": [s for _, _, s, _ in rows],
+            "annotator": annotator,
+            "notes": "",
+            "model": "v0001",
+            "threshold": "0.8",
+            "sha256_a": [editor_file.text_sha256(TITLES[a]) for a, _, _, _ in rows],
+            "sha256_b": [editor_file.text_sha256(TITLES[b]) for _, b, _, _ in rows],
+        }
+    )
+    if any(t is not None for _, _, _, t in rows):
+        frame[editor_file.MARKED_AT] = [t or "" for _, _, _, t in rows]
+    frame[editor_file.OVERRULE] = overrule
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _merge(pairs: Path, name: str, annotator: str, rows: list[tuple[str, str, str, str | None]]) -> list[str]:
+    said: list[str] = []
+    merge_annotations(_export(pairs.parent / name, annotator, rows), pairs, log=said.append)
+    return said
+
+
+def _held(pairs: Path) -> Verdict:
+    got = load_verdicts(store_path(pairs)).get(("n0", "n1"))
+    assert got is not None
+    return got
+
+
+def test_an_export_with_mark_times_is_an_editors_file() -> None:
+    header = [*editor_file.COLUMNS, *editor_file.HASH_COLUMNS, editor_file.MARKED_AT]
+    assert editor_file.is_editors_header(header)
+    assert editor_file.is_editors_header([*header, editor_file.OVERRULE])
+
+
+def test_an_editor_gives_their_score_back_after_a_colleagues_overrule_with_a_newer_mark(
+    tmp_path: Path,
+) -> None:
+    """desk overrules n0/n1 to 0 on Monday, bob overrules it back to 0.75 on Tuesday. desk's *Export all
+    marks* sends Monday's mark again: older than bob's, it undoes nothing. desk marks 0 again on Wednesday:
+    a newer decision, which stands, every earlier one kept in time order."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    _merge(pairs, "bob.csv", "bob", [("n0", "n1", "0.75", TUESDAY)])
+    assert (_held(pairs).annotator, _held(pairs).decided_at) == ("bob", TUESDAY)
+    store = store_path(pairs).read_bytes()
+    said = _merge(pairs, "marks-2.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    assert store_path(pairs).read_bytes() == store, said
+    assert any("overruled since by bob's 0.75" in line for line in said), said
+    said = _merge(pairs, "marks-3.csv", "desk", [("n0", "n1", "0", WEDNESDAY)])
+    assert any("1 training pair(s) overruled" in line for line in said), said
+    held = _held(pairs)
+    assert (held.score, held.annotator, held.source, held.decided_at) == (
+        0.0,
+        "desk",
+        "marks-3.csv",
+        WEDNESDAY,
+    )
+    assert [(d.score, d.annotator, d.decided_at) for d in held.earlier] == [
+        (0.75, "", ""),
+        (0.0, "desk", MONDAY),
+        (0.75, "bob", TUESDAY),
+    ]
+
+
+@pytest.mark.parametrize("order", ["older first", "newer first"])
+def test_two_editors_marks_of_one_pair_leave_the_newer_standing_whichever_is_merged_first(
+    tmp_path: Path, order: str
+) -> None:
+    """desk marked n0/n1 0 on Monday, bob 0.25 on Tuesday: whichever export is merged first, bob's newer
+    mark is the pair's verdict; the older one merged last undoes nothing and is said with the newer."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = ("marks-desk.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    bob = ("marks-bob.csv", "bob", [("n0", "n1", "0.25", TUESDAY)])
+    first, last = (desk, bob) if order == "older first" else (bob, desk)
+    _merge(pairs, *first)  # type: ignore[arg-type]
+    said = _merge(pairs, *last)  # type: ignore[arg-type]
+    held = _held(pairs)
+    assert (held.score, held.annotator) == (0.25, "bob"), said
+    if order == "newer first":
+        assert not any("training pair(s) overruled" in line for line in said), said
+        assert any("older than the decision that holds" in line and "bob's 0.25" in line for line in said), (
+            said
+        )
+
+
+@pytest.mark.parametrize("order", ["older first", "newer first"])
+def test_two_editors_marks_of_a_pair_nobody_had_scored_leave_the_newer_standing(
+    tmp_path: Path, order: str
+) -> None:
+    """desk (Monday) and bob (Tuesday) both marked n2/n3, which nobody had scored when their pages were
+    made. The second export merged is refused as already annotated, naming --overrule; with it, bob's newer
+    mark is the pair's verdict in either order."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = _export(tmp_path / "marks-desk.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    bob = _export(tmp_path / "marks-bob.csv", "bob", [("n2", "n3", "0", TUESDAY)], overrule="false")
+    first, last = (desk, bob) if order == "older first" else (bob, desk)
+    merge_annotations(first, pairs, log=lambda _: None)
+    with pytest.raises(InputError) as err:
+        merge_annotations(last, pairs, log=lambda _: None)
+    assert "already annotated" in str(err.value) and "--overrule" in str(err.value)
+    merge_annotations(last, pairs, overrule=True, log=lambda _: None)
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.score, held.annotator, held.decided_at) == (0.0, "bob", TUESDAY)
+
+
+def test_an_export_without_mark_times_merges_as_before(tmp_path: Path) -> None:
+    """An older page's export (no marked_at): its decision is dated when merged, and desk's old mark sent
+    again after bob's overrule still undoes nothing; a newer page's mark made after bob's merge does."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", None)])
+    _merge(pairs, "bob.csv", "bob", [("n0", "n1", "0.75", None)])
+    store = store_path(pairs).read_bytes()
+    _merge(pairs, "marks-2.csv", "desk", [("n0", "n1", "0", None)])
+    assert store_path(pairs).read_bytes() == store
+    assert _held(pairs).annotator == "bob" and _held(pairs).decided_at  # the time bob's file was merged
+    later = dt.datetime.fromisoformat(_held(pairs).decided_at) + dt.timedelta(seconds=1)
+    _merge(pairs, "marks-3.csv", "desk", [("n0", "n1", "0", later.isoformat())])
+    assert (_held(pairs).annotator, _held(pairs).decided_at) == ("desk", later.isoformat())
+
+
+@pytest.mark.parametrize(
+    ("cell", "why"),
+    [
+        ("yesterday", "is not a time"),
+        ("2026-03-02T08:15:00", "no offset"),
+        ("", "empty"),
+        ("2999-03-02T08:15:00Z", "later than now"),
+    ],
+)
+def test_a_bad_mark_time_is_refused_by_file_row_and_field_and_nothing_is_written(
+    tmp_path: Path, cell: str, why: str
+) -> None:
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    kept = (pairs.read_bytes(), store_path(pairs).read_bytes())
+    filled = _export(
+        tmp_path / "bob.csv", "bob", [("n2", "n3", "1", TUESDAY), ("n0", "n1", "0.75", cell or None)]
+    )
+    if not cell:
+        frame = pd.read_csv(filled, dtype=str, keep_default_na=False)
+        frame.loc[1, editor_file.MARKED_AT] = ""
+        frame.to_csv(filled, index=False)
+    with pytest.raises(InputError) as err:
+        merge_annotations(filled, pairs, log=lambda _: None)
+    said = str(err.value)
+    assert "bob.csv" in said and "sheet row 3, field 'marked_at'" in said and why in said, said
+    assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
