@@ -901,6 +901,31 @@ def test_a_filled_file_the_reader_refuses_is_named_by_its_sheet_row(tmp_path: Pa
         read_filled(tmp_path / "wide.csv")
 
 
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_filled_row_missing_a_field_is_named_by_file_row_and_the_field_it_lacks(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A row of an editors' file edited by hand lost its last cell (the notes, or the overrule): the
+    refusal names the file, the sheet row and the first column the row has no cell for, and the pair file
+    is not touched."""
+    from nlsim.annotation.merge import merge_annotations
+
+    sep = "," if fmt == "csv" else "\t"
+    head = sep.join(["pair_id", "id_a", "id_b", "text_a", "text_b", "score", "notes"]) + "\n"
+    rows = sep.join(["p1", "a", "b", "Floods", "Floods hit", "1", "ok"]) + "\n"
+    short = sep.join(["p2", "c", "d", "Storm", "Storm hits", "0.5"]) + "\n"
+    filled = tmp_path / f"short.{fmt}"
+    filled.write_text(head + rows + short, encoding="utf-8")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\n", encoding="utf-8")
+    before = pairs.read_bytes()
+    with pytest.raises(
+        InputError, match=r"short\.(csv|tsv): sheet row 3, field 'notes': 6 fields, the header has 7"
+    ):
+        merge_annotations(filled, pairs, log=lambda _: None)
+    assert pairs.read_bytes() == before
+
+
 @pytest.mark.parametrize("fmt", ["tsv", "csv"])
 def test_a_note_typed_on_two_lines_is_merged_as_one_line(
     files: tuple[Path, Path], tmp_path: Path, fmt: str

@@ -470,6 +470,16 @@ def _frame(path: Path, rows: list[list[str]], header: list[str]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=header, dtype=object) if rows else pd.DataFrame(columns=header)
 
 
+def _lacking(fields: list[str], header: list[str]) -> str | None:
+    """The first column of ``header`` that a row of ``fields`` has no cell for (a cell left out); ``None``
+    for a row of as many fields or more (which cell is extra cannot be told).
+
+    >>> _lacking(["a", "b"], ["id", "title", "notes"]), _lacking(["a", "b", "c"], ["id", "title"])
+    ('notes', None)
+    """
+    return header[len(fields)] if len(fields) < len(header) else None
+
+
 def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | None = None) -> pd.DataFrame:
     if fmt == "tsv":
         lines = _split_lines(text)
@@ -485,7 +495,7 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
                 err = InputError(
                     path,
                     len(rows) + len(broken or ()) + 1,
-                    None,
+                    _lacking(fields, header),
                     f"{len(fields)} fields, the header has {len(header)} (line {lineno}; a tab inside a "
                     "field?)",
                 )
@@ -520,7 +530,7 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
             err = InputError(
                 path,
                 n,
-                None,
+                _lacking(fields, header),
                 f"{len(fields)} fields, the header has {len(header)} (an unquoted comma or quote?)"
                 + (separator_hint(path, header[0]) if len(header) == 1 else ""),
             )
