@@ -199,7 +199,7 @@ def merge_annotations(
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)
-        again = _merged_before(new, existing, split, filled, path, intent)
+        again = _merged_before(new, existing, decided, path, intent)
         scored = check_new(
             new,
             existing,
@@ -326,17 +326,19 @@ def _parted(
 def _merged_before(
     new: pd.DataFrame,
     existing: pd.DataFrame,
-    split: str,
-    filled: str | Path,
+    decided: _Decided,
     pairs_file: Path,
     intent: set[int],
 ) -> set[int]:
     """The sheet rows of ``new`` (not meant to overrule) whose verdict a merge of another file gave already:
-    the pair file holds the pair under the same item ids as a merged pair (``editor-loop:``) in ``split``,
-    with the same score by the same annotator, and the verdict store's verdict on it (if any) came from a
-    file of another name. The report page's *Export all marks* exports the marks merged before with the new
-    ones; those are skipped, not refused. The same file merged again is refused as before, and a pair
-    scored otherwise (another level, another editor) stays a conflict."""
+    the pair file holds the pair under the same item ids as a merged pair (``editor-loop:``) in the split
+    merged into, with the same score by the same annotator, and the verdict store's verdict on it (if any)
+    came from a file of another name. The report page's *Export all marks* exports the marks merged before
+    with the new ones; those are skipped, not refused. The same file merged again is refused as before, and
+    a pair scored otherwise (another level, another editor) stays a conflict; so does a row marked after
+    another decision that holds on the pair now (a colleague's overrule): the editor marked it again, a new
+    decision, which ``--overrule`` merges."""
+    split, filled = decided.split, decided.filled
     if "id_a" not in new.columns or "id_b" not in new.columns:
         return set()
     held = pair_rows(existing)
@@ -358,6 +360,11 @@ def _merged_before(
         if abs(pair.score - float(score)) > 1e-9 or pair.annotator != annotator:
             continue
         v = verdicts.get(key)
+        when = decided.times.get(int(row), "")
+        mark = Verdict(key[0], key[1], float(score), annotator=annotator, decided_at=when)
+        other = v is not None and (v.annotator, v.score) != (annotator, mark.score)
+        if other and when and newer_than(mark, v):
+            continue  # marked again after a colleague's decision: a new decision, not the old one again
         if v is None or v.source != Path(filled).name:
             again.add(int(row))
     return again

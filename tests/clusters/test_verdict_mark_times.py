@@ -191,3 +191,26 @@ def test_a_bad_mark_time_is_refused_by_file_row_and_field_and_nothing_is_written
     said = str(err.value)
     assert "bob.csv" in said and "sheet row 3, field 'marked_at'" in said and why in said, said
     assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
+
+
+def test_an_editor_marks_again_a_pair_they_added_after_a_colleague_overruled_it(tmp_path: Path) -> None:
+    """desk added n2/n3 as the same story (Monday's mark: nobody had scored it), bob overruled it with 0
+    on Tuesday. desk's page, which did not know the pair scored, exports Monday's mark again (skipped:
+    merged before) and then a new mark of it on Wednesday: not skipped as merged before, but named as
+    already annotated with the way to overrule; with --overrule desk's newer mark stands."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    monday = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    merge_annotations(monday, pairs, log=lambda _: None)
+    _merge(pairs, "bob.csv", "bob", [("n2", "n3", "0", TUESDAY)])
+    store = store_path(pairs).read_bytes()
+    again = _export(tmp_path / "marks-2.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+    assert merge_annotations(again, pairs, log=lambda _: None).merged_before == 1
+    assert store_path(pairs).read_bytes() == store
+    wednesday = _export(tmp_path / "marks-3.csv", "desk", [("n2", "n3", "1", WEDNESDAY)], overrule="false")
+    with pytest.raises(InputError) as err:
+        merge_annotations(wednesday, pairs, log=lambda _: None)
+    assert "already annotated" in str(err.value) and "--overrule" in str(err.value)
+    assert store_path(pairs).read_bytes() == store
+    merge_annotations(wednesday, pairs, overrule=True, log=lambda _: None)
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.score, held.annotator, held.decided_at) == (1.0, "desk", WEDNESDAY)
