@@ -223,15 +223,31 @@ def check_split_leaks(
                 j = scored.setdefault((key, split), i)
                 _check_same_score(source, i, j, scores)
             seen = first.setdefault(key, (i, split))
-            if seen[1] != split and split and seen[1]:
-                field = "id_a" if key[0] == "id_a" else "text_a"
-                raise InputError(
-                    source,
-                    i + 1,
-                    field,
-                    f"the same pair as row {seen[0] + 1} is in split {seen[1]!r} and in {split!r} (a test or "
-                    "validation pair must not be trained on)",
-                )
+            if seen[1] != split:
+                _refuse_leak(source, i, seen, split, "id_a" if key[0] == "id_a" else "text_a")
+
+
+def _refuse_leak(source: str | Path, i: int, seen: tuple[int, str], split: str, field: str) -> None:
+    """Refuse row ``i`` (0-based), whose pair is at row ``seen[0]`` (0-based) in another split,
+    ``seen[1]``. A row without a split is a split of its own: with it, a figure of all the pairs
+    (``nlsim evaluate --split all``) would count the pair twice."""
+    if seen[1] and split:
+        where, why = (
+            f"in split {seen[1]!r} and in {split!r}",
+            "a test or validation pair must not be trained on",
+        )
+    else:
+        blank = seen[0] + 1 if not seen[1] else i + 1
+        where = f"in {_split_name(seen[1])} and in {_split_name(split)}"
+        why = (
+            f"a row without a split is a split of its own: all the pairs would count this pair twice; leave "
+            f"row {blank} out"
+        )
+    raise InputError(source, i + 1, field, f"the same pair as row {seen[0] + 1} is {where} ({why})")
+
+
+def _split_name(split: str) -> str:
+    return f"split {split!r}" if split else "no split"
 
 
 def _check_same_score(source: str | Path, i: int, j: int, scores: list[float]) -> None:

@@ -1121,6 +1121,13 @@ def bad_pairs() -> list[Case]:
             1,
         ),
         (
+            "test-pair-again-without-a-split",
+            evaluate(split="all"),
+            good + f"{b}\t{a}\t{score}\t\n",
+            ("row 23", "'test'", "no split"),
+            1,
+        ),
+        (
             "item-paired-with-itself",
             evaluate(),
             "id_a\tid_b\ttext_a\ttext_b\tscore\tsplit\nx1\tx2\ta\tb\t0\ttest\nx3\tx3\tc\tc\t1\ttest\n",

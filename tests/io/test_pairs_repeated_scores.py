@@ -157,3 +157,39 @@ def test_rows_without_a_split_left_out_of_the_split_asked_for_are_said(
     with caplog.at_level("WARNING", logger="nlsim"):
         load_pairs(path)  # every row: none left out
     assert "name no split" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("rows", "row", "first"),
+    [
+        (  # the texts reversed in a row added without its split: --split all gave n 4 for 3 pairs
+            (
+                "p1\t\t\tstorm hits coast\tstorm hits the coast\t1\ttest",
+                "p2\t\t\tmarket falls\tfootball cup final\t0\ttest",
+                "p3\t\t\tprices rise\tprices rise again\t0.5\ttest",
+                "p4\t\t\tstorm hits the coast\tstorm hits coast\t0\t",
+            ),
+            4,
+            1,
+        ),
+        (  # the same ids, reversed, the row without a split first
+            ("p1\tb\ta\tStorm hits\tFloods again\t1\t", "p2\ta\tb\tFloods again\tStorm hits\t1\ttrain"),
+            2,
+            1,
+        ),
+    ],
+    ids=["texts-test-then-none", "ids-none-then-train"],
+)
+def test_a_pair_in_a_split_and_again_without_one_is_refused(
+    tmp_path: Path, rows: tuple[str, ...], row: int, first: int
+) -> None:
+    """A row without a split is a split of its own: the same pair in it and in a named split was counted
+    twice by ``nlsim evaluate --split all`` (and is in two splits); it is refused as any pair in two
+    splits is, by file and both rows."""
+    path = write(tmp_path / "p.tsv", *rows)
+    for split in (None, "test" if "test" in rows[0] else "train"):
+        with pytest.raises(
+            InputError, match=rf"p.tsv: row {row}, field '(id|text)_a': the same pair as row {first}"
+        ) as info:
+            load_pairs(path, split)
+        assert "no split" in info.value.reason
