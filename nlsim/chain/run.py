@@ -85,7 +85,7 @@ from nlsim.io.ownership import (
     is_quarantine_file,
     resolved,
 )
-from nlsim.io.pairs import check_pinned, count_once, load_pairs, pin_note, pinned
+from nlsim.io.pairs import check_pinned, count_once, load_pairs, pin_note, pinned, warn_unsplit
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
@@ -103,7 +103,7 @@ from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
-from nlsim.training.data import overruled_note
+from nlsim.training.data import TRAINING_SPLITS, overruled_note
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
@@ -722,6 +722,7 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     are returned as training reads them (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
     an editor overruled with its newer score), so that the training fingerprint changes with an overrule."""
     pairs = load_pairs(cfg.pairs)
+    warn_unsplit(pairs, TRAINING_SPLITS, cfg.pairs)
     if cfg.make_report:
         report = cfg.dedup_config(CURRENT_MODEL)
         stages.load(report.input)

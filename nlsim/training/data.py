@@ -28,10 +28,13 @@ from nlsim.clusters.verdicts import training_pairs
 from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
-from nlsim.io.pairs import count_once, load_pairs, split_counts, validate_pairs
+from nlsim.io.pairs import count_once, load_pairs, split_counts, validate_pairs, warn_unsplit
 from nlsim.training.config import MIN_TRAIN_PAIRS, FinetuneConfig
 
 MIN_VALIDATION_PAIRS = 3
+TRAINING_SPLITS = "training, validation and test"
+"""What a training run reads of a pair file: a row without a split is none of them
+(:func:`nlsim.io.pairs.warn_unsplit` says so)."""
 
 
 def select_train_subset(train: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
@@ -148,7 +151,9 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
     if pairs is None:
         if not cfg.data.pairs:
             raise ConfigError("no pairs given (cfg.data.pairs or pairs=)")
-        read = training_pairs(cfg.data.pairs, load_pairs(cfg.data.pairs))
+        every = load_pairs(cfg.data.pairs)
+        warn_unsplit(every, TRAINING_SPLITS, cfg.data.pairs)
+        read = training_pairs(cfg.data.pairs, every)
         pairs, overruled = count_once(read.pairs, cfg.data.pairs).reset_index(drop=True), len(read.overruled)
         data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
         if read.store is not None:

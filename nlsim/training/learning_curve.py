@@ -35,11 +35,11 @@ from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, claimed
-from nlsim.io.pairs import annotations_digest, count_once, load_pairs
+from nlsim.io.pairs import annotations_digest, count_once, load_pairs, warn_unsplit
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
-from nlsim.training.data import check_trainable, overruled_note, split_pairs
+from nlsim.training.data import TRAINING_SPLITS, check_trainable, overruled_note, split_pairs
 from nlsim.training.finetune import finetune
 
 
@@ -61,7 +61,9 @@ def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -
     """The annotated pairs as training reads them, as ``nlsim finetune`` reads them: each training pair an
     editor overruled with the editor's newer score (:func:`~nlsim.clusters.verdicts.training_pairs`), said
     when there is one."""
-    read = training_pairs(pairs_file, load_pairs(pairs_file))
+    every = load_pairs(pairs_file)
+    warn_unsplit(every, TRAINING_SPLITS, pairs_file)
+    read = training_pairs(pairs_file, every)
     if read.overruled:
         log(overruled_note(len(read.overruled)))
     return count_once(read.pairs, pairs_file).reset_index(drop=True)

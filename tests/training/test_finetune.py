@@ -173,6 +173,40 @@ def test_prepare_pairs_counts_a_pair_pasted_twice_once(tmp_path: Path) -> None:
     assert "p1-again" not in set(data.train["pair_id"]) and "p7-again" not in set(data.validation["pair_id"])
 
 
+def test_training_says_the_rows_it_leaves_out_for_naming_no_split(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two rows added without their split: ``nlsim finetune``, the chain and the learning curve trained,
+    chose the checkpoint and tested without them and said nothing (``nlsim evaluate`` warns); each now
+    names them, as evaluation does."""
+    from nlsim.chain.config import PipelineConfig
+    from nlsim.chain.run import load_inputs
+    from nlsim.training.config import FinetuneConfig
+    from nlsim.training.data import prepare_pairs
+    from nlsim.training.learning_curve import load_curve_pairs
+
+    pairs = _overruled_pair_file(tmp_path)
+    table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+    added = pd.DataFrame(
+        {"pair_id": ["q1", "q2"], "split": "", "id_a": ["y0", "y2"], "id_b": ["y1", "y3"]}
+        | {"text_a": ["headline y0", "headline y2"], "text_b": ["headline y1", "headline y3"]}
+        | {"score": ["1", "0"]}
+    )
+    pd.concat([table.iloc[:3], added, table.iloc[3:]]).to_csv(pairs, sep="\t", index=False)
+    cfg = PipelineConfig.of(pairs=str(pairs), corpus=str(tmp_path / "corpus.parquet"), report=False)
+    reads = {
+        "finetune": lambda: prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none")),
+        "chain": lambda: load_inputs(cfg),
+        "learning curve": lambda: load_curve_pairs(pairs, log=lambda _: None),
+    }
+    for name, read in reads.items():
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="nlsim"):
+            read()
+        said = "2 row(s) name no split (row 4, 5) and are left out of the training, validation and test pairs"
+        assert f"{pairs}: {said}" in caplog.text, name
+
+
 def test_the_training_fingerprint_changes_when_an_editor_overrules_a_pair(tmp_path: Path) -> None:
     """The chain's pairs are read as training reads them: an overrule that changes a score is another
     fingerprint (the chain trains again), a store without one is the same."""
