@@ -134,43 +134,73 @@ def find_copies(
     if not any(len(rows) > 1 for rows in by_key.values()):
         return Copies(tuple(ids), rep)
     keys = order_keys(ids, times if times is not None else [None] * n)
-    apart = {pair_key(str(a), str(b)) for a, b in cannot}
+    partners = _partners(cannot)
     window_ns = None if not window_hours else int(float(window_hours) * 3600e9)
     parted: list[int] = []
     for rows in by_key.values():
         if len(rows) < 2:
             continue
         rows = sorted(rows, key=lambda r: keys[ids[r]])
-        parts: list[list[int]] = []
-        for r in rows:
-            home = next((p for p in parts if _fits(p, r, ids, keys, window_ns, apart)), None)
-            if home is None:
-                parts.append([r])
-            else:
-                home.append(r)
+        parts = _parts(rows, ids, keys, window_ns, partners)
         for part in parts:
             rep[part] = part[0]
-        if len(parts) > 1 and _parted_by_verdict([ids[r] for r in rows], apart):
+        if len(parts) > 1 and _parted_by_verdict([ids[r] for r in rows], partners):
             parted += [part[0] for part in parts]
     return Copies(tuple(ids), rep, np.array(sorted(parted), dtype=np.int64))
 
 
-def _parted_by_verdict(members: list[str], apart: set[tuple[str, str]]) -> bool:
+def _partners(cannot: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """The items an editor keeps apart from each item (both ways)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for a, b in cannot:
+        out[str(a)].add(str(b))
+        out[str(b)].add(str(a))
+    return out
+
+
+def _parts(
+    rows: list[int], ids: list[str], keys: Mapping[str, Any], window_ns: int | None, partners: Mapping
+) -> list[list[int]]:
+    """The rows of one copy key (in order) cut into parts: each row joins the first part it fits, within
+    the window of the part's first member and kept apart by no editor from any of its members, else starts
+    a part of its own.
+
+    Linear in the rows (3,000 copies of one headline were compared member by member, 4.5 million times): a
+    part whose first member is more than the window before a dated row is too early for every later dated
+    row (they come no earlier), so the search for a dated row's part starts after those; and a row is
+    checked against its own partners in the editors' verdicts, not against every member of a part."""
+    parts: list[list[int]] = []
+    part_of: dict[str, int] = {}  # each placed member's part, by id
+    live = 0  # parts before this one are too early for every dated row from here on
+
+    def fits(at: int, mine: Any, r: int) -> bool:
+        if _too_early(keys[ids[parts[at][0]]], mine, window_ns):
+            return False
+        return not any(part_of.get(m) == at for m in partners.get(ids[r], ()))
+
+    for r in rows:
+        mine = keys[ids[r]]
+        while live < len(parts) and _too_early(keys[ids[parts[live][0]]], mine, window_ns):
+            live += 1
+        home = next((at for at in range(0 if mine.undated else live, len(parts)) if fits(at, mine, r)), None)
+        if home is None:
+            home = len(parts)
+            parts.append([])
+        parts[home].append(r)
+        part_of[ids[r]] = home
+    return parts
+
+
+def _too_early(first: Any, mine: Any, window_ns: int | None) -> bool:
+    """Whether ``mine`` (an order key) comes more than the window after ``first``, the first member of a
+    part (never when either is undated, or without a window)."""
+    return window_ns is not None and not first.undated and not mine.undated and mine.ns - first.ns > window_ns
+
+
+def _parted_by_verdict(members: list[str], partners: Mapping[str, set[str]]) -> bool:
     """Whether an editor keeps two of ``members`` (the items of one copy key) apart."""
     inside = set(members)
-    return any(a in inside and b in inside for a, b in apart)
-
-
-def _fits(
-    part: list[int], r: int, ids: list[str], keys: Mapping[str, Any], window_ns: int | None, apart: set
-) -> bool:
-    """Whether row ``r`` joins ``part``: within the window of its first member, and no editor keeps it
-    apart from one of its members."""
-    first = keys[ids[part[0]]]
-    mine = keys[ids[r]]
-    if window_ns is not None and not first.undated and not mine.undated and mine.ns - first.ns > window_ns:
-        return False
-    return not any(pair_key(ids[r], ids[m]) in apart for m in part)
+    return any(not partners.get(m, set()).isdisjoint(inside) for m in members)
 
 
 def contract(

@@ -103,3 +103,106 @@ def test_a_group_of_copies_weighs_in_the_support_rule_as_its_copies_would():
     assert (
         rule.clusters(links) == rule.clusters(links, copies=rep_of) == [["a1", "a2", "a3", "x"], ["b1", "b2"]]
     )
+
+
+def _work(ids: list[str], texts: list[str], times: object, **kw: object) -> tuple[object, int]:
+    """``find_copies``'s result and the lines of ``nlsim/clusters/copies.py`` it ran (a count that does not
+    depend on the machine's speed)."""
+    import sys
+
+    import nlsim.clusters.copies as module
+
+    lines = 0
+
+    def trace(frame, event, arg):  # noqa: ANN001, ANN202 - sys.settrace's signature
+        nonlocal lines
+        if frame.f_code.co_filename != module.__file__:
+            return None
+        if event == "line":
+            lines += 1
+        return trace
+
+    before = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        found = find_copies(ids, texts, times, **kw)
+    finally:
+        sys.settrace(before)
+    return found, lines
+
+
+def _republished(n: int) -> tuple[list[str], list[str], pd.DatetimeIndex]:
+    """``n`` copies of one wire story a minute apart, the last one undated, and one other item."""
+    ids = [f"w{i:04d}" for i in range(n)] + ["other"]
+    texts = ["(圖)"] * n + ["Rain in Taipei"]
+    minutes = pd.to_timedelta(range(n + 1), unit="min")
+    times = pd.to_datetime(["2024-05-01"] * (n + 1), utc=True) + minutes
+    return ids, texts, times.where([i != n - 1 for i in range(n + 1)])
+
+
+def test_hundreds_of_copies_of_one_text_are_one_group_found_in_work_linear_in_the_copies():
+    """3,000 copies of one headline (a wire story republished, a boilerplate title such as "(圖)") were
+    each compared with every member of their group, 4.5 million comparisons: the work grew with the square
+    of the copies. It grows with the copies now, and the groups are those they were."""
+    ids, texts, times = _republished(400)
+    found, small = _work(ids[:101] + ids[-1:], texts[:101] + texts[-1:], times[:101].append(times[-1:]))
+    assert found.groups() == [ids[:101]]
+    found, large = _work(ids, texts, times, cannot=[("w0001", "w0002"), ("w0003", "w0399")])
+    assert large < 6 * small, (small, large)  # 4 times the copies: about 4 times the work, not 16
+    rep = found.rep_of()
+    assert found.groups() == [[i for i in ids[:-1] if i not in ("w0002", "w0399")], ["w0002", "w0399"]]
+    assert rep["w0399"] == "w0002"  # the undated copy, kept apart from w0003: in the first part it fits
+    assert found.parted.tolist() == [0, 2]
+    # a 1-hour window cuts them into parts of 61 minutes' copies (the undated one with the first part)
+    found, windowed = _work(ids, texts, times, window_hours=1)
+    assert windowed < 6 * small, (small, windowed)
+    parts = found.groups()
+    assert [len(p) for p in parts] == [62, *[61] * 5, 33]
+    assert parts[0][:2] == ["w0000", "w0001"] and "w0399" in parts[0] and parts[1][0] == "w0061"
+
+
+def _first_fitting_part(ids: list[str], texts: list[str], times: pd.DatetimeIndex, hours, cannot):  # noqa: ANN001, ANN202
+    """The definition of the copy groups, spelt out member by member: in the order rule's order, each copy
+    joins the first part whose first member it is within ``hours`` of (either undated: within) and none of
+    whose members an editor keeps apart from it. Returns each row's representative and the parted rows."""
+    from nlsim.clusters.copies import copy_key
+    from nlsim.clusters.order import order_keys
+
+    keys = order_keys(ids, times)
+    apart = {frozenset(p) for p in cannot}
+    rep, parted = list(range(len(ids))), []
+    for key in {copy_key(t) for t in texts} - {""}:
+        rows = sorted((r for r, t in enumerate(texts) if copy_key(t) == key), key=lambda r: keys[ids[r]])
+        parts: list[list[int]] = []
+        for r in rows:
+            for part in parts:
+                first, mine = keys[ids[part[0]]], keys[ids[r]]
+                far = hours and not first.undated and not mine.undated and mine.ns - first.ns > hours * 3600e9
+                if not far and not any(frozenset((ids[r], ids[m])) in apart for m in part):
+                    part.append(r)
+                    break
+            else:
+                parts.append([r])
+        for part in parts:
+            for r in part:
+                rep[r] = part[0]
+        if len(parts) > 1 and any(frozenset((ids[a], ids[b])) in apart for a in rows for b in rows):
+            parted += [part[0] for part in parts]
+    return rep, sorted(parted)
+
+
+def test_the_copy_groups_are_those_of_their_definition_on_random_corpora():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(2, 14)
+        ids = [f"i{r:02d}" for r in range(n)]
+        texts = [rng.choice(["Rain", "rain.", "Sun", "..."]) for _ in range(n)]
+        stamps = [None if rng.random() < 0.2 else f"2024-05-01 {rng.randint(0, 9):02d}:00" for _ in ids]
+        times = pd.to_datetime(stamps, utc=True)
+        cannot = [tuple(rng.sample(ids, 2)) for _ in range(rng.randint(0, 3))]
+        window = rng.choice([None, 1, 2, 5])
+        found = find_copies(ids, texts, times, window_hours=window, cannot=cannot)
+        rep, parted = _first_fitting_part(ids, texts, times, window, cannot)
+        assert (found.rep.tolist(), found.parted.tolist()) == (rep, parted), (texts, stamps, window, cannot)
