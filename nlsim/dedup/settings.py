@@ -61,6 +61,14 @@ MAX_WINDOW_HOURS = 24 * 36_525
 """The widest --window-hours (100 years): wider than any corpus, and within what a time difference holds."""
 MAX_RETENTION_DAYS = 36_525
 """The longest --retention-days (100 years), for the same reason."""
+MAX_K = 10_000
+"""The most neighbours an item may search (--k): each batch of searched items holds k + 1 hits of each, and
+the pairs of every item past its k nearest are below any threshold a near duplicate reaches; --k 10**9
+searched every item against every other, holding all their hits (a run that filled the memory)."""
+MAX_NLIST = 2**18
+"""The most IVF lists (--nlist, and so --nprobe): 262,144, FAISS's guideline for 100 million to a billion
+vectors (the default, 2 x sqrt(items), is 65,536 at a billion); more asked its k-means for one list a
+training vector, hours on a large corpus."""
 
 
 def check_placeholders(path: str, what: str) -> None:
@@ -177,7 +185,7 @@ class SearchSettings:
     """The neighbours each item searches, and the FAISS index they are searched in (on the CPU threads of
     :attr:`ModelSettings.threads <nlsim.models.settings.ModelSettings.threads>`)."""
 
-    k: int = option(10, help="neighbours searched per item")
+    k: int = option(10, help="neighbours searched per item (at most 10,000)")
     window_hours: float | None = option(
         None,
         help="only pair items published at most this many hours apart (default: none, items are paired "
@@ -191,7 +199,8 @@ class SearchSettings:
     )
     nlist: int | None = option(
         None,
-        help="IVF lists (default: the power of two nearest 2 x sqrt(items); IVF indexes only)",
+        help="IVF lists, at most 262,144 (default: the power of two nearest 2 x sqrt(items); IVF indexes "
+        "only)",
         needs="index_kind",
     )
     nprobe: int | None = option(
@@ -213,10 +222,17 @@ class SearchSettings:
         """Refuse values that cannot work (before any work is done)."""
         if self.k < 1:
             raise ConfigError(f"--k must be >= 1, got {self.k}")
+        if self.k > MAX_K:
+            raise ConfigError(f"--k must be at most {MAX_K:,} (neighbours searched per item), got {self.k}")
         for name in ("nlist", "nprobe"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"--{name} must be >= 1, got {value}")
+            if value is not None and value > MAX_NLIST:
+                raise ConfigError(
+                    f"--{name} must be at most {MAX_NLIST:,} (FAISS's IVF lists for up to a billion "
+                    f"vectors), got {value}"
+                )
         if self.window_hours is not None and not 0 < self.window_hours <= MAX_WINDOW_HOURS:
             raise ConfigError(
                 f"--window-hours must be more than 0 and at most {MAX_WINDOW_HOURS} (100 years), got "

@@ -4,6 +4,7 @@ the whole configuration."""
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from dataclasses import fields
 
@@ -140,3 +141,27 @@ def test_a_placeholder_other_than_date_in_a_dated_path_is_refused_by_name(option
         ConfigError, match=rf"--{option} '{option}/{{day}}.csv': only {{date}} may be filled in"
     ):
         DedupConfig.of(out="rep", state="st", threshold=0.9, **given)
+
+
+@pytest.mark.parametrize(
+    ("given", "refusal"),
+    [
+        ({"k": 10**9}, "--k must be at most 10,000 (neighbours searched per item), got 1000000000"),
+        ({"nlist": 10**9}, "--nlist must be at most 262,144 (FAISS's IVF lists for up to a billion vectors)"),
+        ({"nprobe": 10**9}, "--nprobe must be at most 262,144"),
+    ],
+)
+def test_a_search_setting_past_what_a_search_can_hold_is_refused_naming_its_range(
+    given: dict[str, int], refusal: str
+) -> None:
+    """``--k 10**9`` searched every item against every other and held all their hits (25,000 short titles:
+    still searching after 7 minutes and 5.5 GB, where --k 10 searched in 20 s within 0.9 GB); ``--nlist
+    10**9`` trained one IVF list a vector (a million items: k-means with a million centroids). They are
+    refused by name, with the most each may be, before any work; the largest values allowed still build."""
+    from nlsim.dedup.settings import MAX_K, MAX_NLIST
+    from nlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(refusal)):
+        DedupConfig.of(corpus="c.csv", out="rep", **given)
+    most = DedupConfig.of(corpus="c.csv", out="rep", k=MAX_K, nlist=MAX_NLIST, nprobe=MAX_NLIST).search
+    assert (most.k, most.nlist, most.nprobe) == (10_000, 262_144, 262_144)

@@ -1044,6 +1044,16 @@ OPTION_CASES = {
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--threads", "100000", *DEDUP],
         "--threads must be at most",
     ),
+    # --k 10**9 held every item's hits against every other; --nlist 10**9 trained a list a vector
+    "dedup-k-1000000000": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--k", "1000000000", *DEDUP],
+        "--k must be at most 10,000",
+    ),
+    "dedup-nlist-1000000000": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--index", "ivf", "--nlist", "1000000000", *DEDUP],
+        "--nlist must be at most 262,144",
+    ),
+    "pipeline-nprobe-1000000000": ([*PIPELINE, "--nprobe", "1000000000"], "--nprobe must be at most 262,144"),
     "evaluate-threads-negative": (
         ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--threads", "-1"],
         "--threads: must be >= 1",
