@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nlsim.commands.options import Formatter, max_length_arg, threads_arg
+from nlsim.commands.options import Formatter, batch_size_arg, max_length_arg, threads_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 from nlsim.errors import ConfigError
 from nlsim.io.corpus_schema import text_fields_problem
@@ -73,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".npy":
         raise ConfigError(f"--out must end in .npy, got {out}")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
     backend, precision = _path_asked(args)
     sidecar = out.with_suffix(".json")
     check_outputs_apart({"--corpus": args.corpus}, {"--out": out, "the --out sidecar": sidecar})
@@ -173,7 +171,10 @@ def register(subparsers: Any) -> None:
         help="comma-separated fields to embed: title, description, body (default: title,description)",
     )
     p.add_argument(
-        "--batch-size", type=int, default=None, help="texts per batch (default: 64 on the CPU, 256 on a GPU)"
+        "--batch-size",
+        type=batch_size_arg,
+        default=None,
+        help="texts per batch, at most 4,096 (default: 64 on the CPU, 256 on a GPU)",
     )
     p.add_argument(
         "--max-length",

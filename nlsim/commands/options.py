@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, get_args, get_origin
 
 from nlsim.errors import ConfigError
-from nlsim.models.settings import check_max_length, check_threads
+from nlsim.models.settings import check_batch_size, check_max_length, check_threads
 from nlsim.options import Option, build, comma_tuple, needed_names, options_of, typed_items
 
 
@@ -84,6 +84,20 @@ def threads_arg(value: str) -> int:
         argparse.ArgumentTypeError: must be >= 1 (the CPU threads to use), got 0
     """
     return _checked_int(value, check_threads, "--threads")
+
+
+def batch_size_arg(value: str) -> int:
+    """An argparse type for ``--batch-size`` (texts per embedding batch): a whole number from 1 to 4,096.
+
+    Example:
+        >>> batch_size_arg("256")
+        256
+        >>> batch_size_arg("1000000000")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be at most 4,096 (texts embedded at once), got 1000000000
+    """
+    return _checked_int(value, check_batch_size, "--batch-size")
 
 
 def max_length_arg(value: str) -> int:

@@ -64,6 +64,34 @@ def most_threads() -> int:
     return max(64, 8 * (os.cpu_count() or 1))
 
 
+MOST_BATCH = 4096
+"""The most texts one embedding batch may hold (``--batch-size``): 16 times a GPU's default batch. A batch
+holds its texts' activations all at once: ``--batch-size 10**9`` made the whole corpus one batch (5,000
+short titles took 1.6 GB where the default took 0.6 GB, and a large corpus ran out of memory)."""
+
+
+def check_batch_size(batch_size: int | None, flag: str = "--batch-size") -> None:
+    """Refuse an embedding batch below 1 text or above :data:`MOST_BATCH` (``None``: the device's default).
+
+    Example:
+        >>> check_batch_size(64); check_batch_size(None); check_batch_size(MOST_BATCH)
+        >>> check_batch_size(0)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --batch-size must be >= 1, got 0
+        >>> check_batch_size(10**9)
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --batch-size must be at most 4,096 (texts embedded at once), got 1000000000
+    """
+    if batch_size is None:
+        return
+    if int(batch_size) < 1:
+        raise ConfigError(f"{flag} must be >= 1, got {batch_size}")
+    if int(batch_size) > MOST_BATCH:
+        raise ConfigError(f"{flag} must be at most {MOST_BATCH:,} (texts embedded at once), got {batch_size}")
+
+
 def check_max_length(max_length: int | None, flag: str = "--max-length") -> None:
     """Refuse a token limit below 4: a text needs its two special tokens, a prefix token and itself.
 
@@ -130,7 +158,7 @@ class ModelSettings:
         flags=("--no-series-veto",),
     )
     batch_size: int | None = option(
-        None, help="texts per embedding batch (default: 64 on the CPU, 256 on a GPU)"
+        None, help="texts per embedding batch, at most 4,096 (default: 64 on the CPU, 256 on a GPU)"
     )
     threads: int | None = option(
         None,
@@ -161,6 +189,5 @@ class ModelSettings:
         for flag, value in (("--threshold", self.threshold), ("--topic-threshold", self.topic_threshold)):
             if value is not None and not (math.isfinite(float(value)) and -1.0 <= float(value) <= 1.0):
                 raise ConfigError(f"{flag} must be a number in [-1, 1], got {value}")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        check_batch_size(self.batch_size)
         check_threads(self.threads)

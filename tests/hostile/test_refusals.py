@@ -1054,6 +1054,15 @@ OPTION_CASES = {
         "--nlist must be at most 262,144",
     ),
     "pipeline-nprobe-1000000000": ([*PIPELINE, "--nprobe", "1000000000"], "--nprobe must be at most 262,144"),
+    # the whole corpus in one embedding batch: its activations all at once
+    "embed-batch-size-1000000000": (
+        ["embed", "--corpus", "news.csv", "--out", "e.npy", "--batch-size", "1000000000"],
+        "--batch-size: must be at most 4,096",
+    ),
+    "dedup-batch-size-1000000000": (
+        ["dedup", "--corpus", "news.csv", "--out", "rep", "--batch-size", "1000000000", *DEDUP],
+        "--batch-size must be at most 4,096",
+    ),
     "evaluate-threads-negative": (
         ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--threads", "-1"],
         "--threads: must be >= 1",
