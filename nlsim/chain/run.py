@@ -639,7 +639,9 @@ def chain_work(
 
 def check_chain_paths(cfg: PipelineConfig) -> None:
     """Refuse, before any work, an output that would overwrite an input or a folder nlsim did not write."""
-    check_device(cfg.search.use_gpu, cfg.search.index_kind, cfg.search.k)  # not after the training
+    check_device(
+        cfg.search.use_gpu, cfg.search.index_kind, cfg.search.k, cfg.search.nprobe
+    )  # not after the training
     check_inference_here(cfg)  # --precision fp16 on a CPU: not after the training either
     corpus = cfg.input.corpus_path if cfg.make_report else None  # --no-report reads no corpus
     # written as the corpus is read: first

@@ -75,7 +75,8 @@ def check_run_paths(config: DedupConfig) -> None:
     calibration file that is missing or holds no usable threshold, and a state whose manifest is unreadable,
     of another format or names a generation nlsim did not write."""
     source, ms, report, state = config.input, config.model, config.report, config.state
-    check_device(config.search.use_gpu, config.search.index_kind, config.search.k)  # now, not at search
+    search = config.search
+    check_device(search.use_gpu, search.index_kind, search.k, search.nprobe)  # now, not at search
     model = ms.name if ms.name not in (CURRENT_MODEL,) and Path(ms.name).exists() else None
     inputs = {
         "--corpus": source.corpus_path,

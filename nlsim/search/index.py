@@ -57,6 +57,9 @@ GPU_FLAT_MAX = 5_000_000
 """Largest corpus that ``kind="auto"`` indexes exactly on GPUs."""
 GPU_MAX_K = 2048
 """FAISS GPU indexes return at most this many neighbours per query."""
+GPU_MAX_NPROBE = 2048
+"""FAISS GPU IVF indexes visit at most this many lists per query (``nprobe``; a CPU index visits any
+number, up to its lists)."""
 
 INDEX_FILE = "index.faiss"
 IDS_FILE = "ids.parquet"
@@ -200,11 +203,14 @@ class SearchIndex:
         self.index.add(arr)
 
     def set_search_params(self, *, nprobe: int | None = None, ef_search: int | None = None) -> None:
-        """Change the speed/recall trade-off of an approximate index."""
+        """Change the speed/recall trade-off of an approximate index: ``nprobe`` lists visited (at most the
+        index's lists, and on GPUs at most :data:`GPU_MAX_NPROBE`), or HNSW's ``ef_search``."""
         if nprobe is not None and self.kind == "ivf":
             if int(nprobe) < 1:
                 raise ConfigError(f"nprobe must be at least 1, got {nprobe}")
             nprobe = min(int(nprobe), int(self.params.get("nlist", nprobe)))
+            if self.device.startswith("gpu"):  # FAISS's GPU search refuses more (a kept index's own count)
+                nprobe = min(nprobe, GPU_MAX_NPROBE)
             space = faiss.GpuParameterSpace() if self.device.startswith("gpu") else faiss.ParameterSpace()
             space.set_index_parameter(self.index, "nprobe", int(nprobe))
             self.params["nprobe"] = int(nprobe)
@@ -220,7 +226,10 @@ class SearchIndex:
 
 
 def _to_gpus(cpu_index: Any, ngpu: int) -> tuple[Any, str]:
-    """Move ``cpu_index`` onto all ``ngpu`` GPUs, sharded (each GPU holds 1/ngpu of the vectors)."""
+    """Move ``cpu_index`` onto all ``ngpu`` GPUs, sharded (each GPU holds 1/ngpu of the vectors). An IVF
+    index visits at most :data:`GPU_MAX_NPROBE` lists there: FAISS refuses to copy one with more probes."""
+    if getattr(cpu_index, "nprobe", 0) > GPU_MAX_NPROBE:
+        cpu_index.nprobe = GPU_MAX_NPROBE
     co = faiss.GpuMultipleClonerOptions()
     co.shard = True
     co.useFloat16 = False
@@ -228,10 +237,13 @@ def _to_gpus(cpu_index: Any, ngpu: int) -> tuple[Any, str]:
     return gpu_index, ("gpu:0" if ngpu == 1 else f"gpu x{ngpu}")
 
 
-def check_device(use_gpu: bool | None, kind: str = "auto", k: int | None = None) -> int:
+def check_device(
+    use_gpu: bool | None, kind: str = "auto", k: int | None = None, nprobe: int | None = None
+) -> int:
     """Refuse a search asked for on a GPU (``--gpu``, ``use_gpu=True``) that cannot run there: no GPU seen
     by FAISS, or an HNSW index (CPU only); and ``k`` neighbours per item (``--k``, the item itself one more
-    hit) that the GPU indexes it will run on do not return. Returns the GPUs FAISS sees.
+    hit) that the GPU indexes it will run on do not return, or ``nprobe`` lists (``--nprobe``) more than
+    their IVF search visits. The GPUs are those ``faiss.get_num_gpus()`` sees now. Returns their count.
 
     Example:
         >>> check_device(None) >= 0 and check_device(False, "hnsw") >= 0
@@ -258,6 +270,12 @@ def check_device(use_gpu: bool | None, kind: str = "auto", k: int | None = None)
             f"--k {k}: FAISS GPU indexes return at most {GPU_MAX_K} neighbours (the item itself and "
             f"{GPU_MAX_K - 1} others), and the search would run on this machine's GPU; give --k "
             f"{GPU_MAX_K - 1} or less, or --cpu, or --index hnsw (CPU only) (nothing is done yet)"
+        )
+    if ngpu and use_gpu is not False and kind in ("auto", "ivf") and (nprobe or 0) > GPU_MAX_NPROBE:
+        raise ConfigError(
+            f"--nprobe {nprobe}: FAISS GPU indexes visit at most {GPU_MAX_NPROBE} lists per item, and the "
+            f"search would run on this machine's GPU; give --nprobe {GPU_MAX_NPROBE} or less, or --cpu "
+            "(nothing is done yet)"
         )
     return ngpu
 

@@ -304,3 +304,69 @@ def test_a_k_no_gpu_index_returns_is_refused_before_any_work(
     nindex.check_device(None, "hnsw", k=3000)  # HNSW runs on the CPU
     with pytest.raises(ConfigError, match="--k 2048"):
         nindex.check_device(True, "flat", k=2048)
+
+
+def test_nprobe_past_what_a_gpu_index_visits_is_refused_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """FAISS GPU IVF indexes visit at most 2,048 lists per query: ``nlsim dedup --nprobe 4096`` on a machine
+    with GPUs (as ``faiss.get_num_gpus()`` sees it when the run starts) would embed the whole corpus, then
+    fail in FAISS. It is refused before any work, naming --nprobe and the way out; on the CPU it stands."""
+    import faiss
+
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.dedup.paths import check_run_paths
+
+    (tmp_path / "news.csv").write_text("id,title\nn1,a\n")
+    config = DedupConfig.of(corpus=str(tmp_path / "news.csv"), out=str(tmp_path / "rep"), nprobe=4096)
+    nindex.check_device(None, "ivf", nprobe=4096)  # no GPU seen here: the CPU visits any number
+    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    with pytest.raises(
+        ConfigError, match=r"--nprobe 4096: FAISS GPU indexes visit at most 2048 lists per item"
+    ):
+        check_run_paths(config)
+    assert not (tmp_path / "rep").exists()
+    nindex.check_device(None, "auto", nprobe=2048)
+    nindex.check_device(False, "ivf", nprobe=4096)  # --cpu
+    nindex.check_device(None, "flat", nprobe=4096)  # no lists to visit (refused on its own by the options)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 0)  # read at each check, not once at import
+    nindex.check_device(None, "ivf", nprobe=4096)
+
+
+def test_an_index_moved_to_a_gpu_visits_no_more_lists_than_faiss_gpu_search_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An IVF index kept with more than 2,048 probes (a CPU run's ``--nprobe``) and searched where FAISS
+    sees a GPU: FAISS refuses to copy it there ("GPU index only supports nprobe <= 2048") or to set more
+    probes on it, so its probes are cut to 2,048 on the GPU (the CPU keeps them)."""
+    import faiss
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2100, 4)).astype("float32")
+    built = build_index(x, kind="ivf", nlist=2100, nprobe=2100, use_gpu=False)
+    assert built.params["nprobe"] == built.index.nprobe == 2100
+    copied: list[int] = []
+    set_on: list[int] = []
+
+    def to_gpus(index: object, co: object = None, ngpu: int = -1) -> object:  # FAISS's check, then no copy
+        copied.append(index.nprobe)
+        assert index.nprobe <= 2048, "GPU index only supports nprobe <= 2048"
+        return index
+
+    class Space:  # the GPU build's parameter space, as far as this needs it
+        def set_index_parameter(self, index: object, name: str, value: int) -> None:
+            assert value <= 2048, "GPU index only supports nprobe <= 2048"
+            set_on.append(value)
+
+    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)
+    monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", types.SimpleNamespace, raising=False)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpus, raising=False)
+    monkeypatch.setattr(faiss, "GpuParameterSpace", Space, raising=False)
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    moved = nindex.on_device(built, use_gpu=None)
+    assert moved.device == "gpu:0"
+    assert copied == [2048] and set_on == [2048] and moved.params["nprobe"] == 2048
+    kept = build_index(x, kind="ivf", nlist=2100, nprobe=2100, use_gpu=False)
+    kept.set_search_params(nprobe=2100)  # on the CPU
+    assert kept.params["nprobe"] == kept.index.nprobe == 2100
