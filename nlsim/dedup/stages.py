@@ -369,6 +369,7 @@ def index(
 
         faiss.omp_set_num_threads(int(threads))
     dim = int(model.encoder.dim)
+    kept = None  # the index a daily state kept, searched again
     if window.reembed or window.n_base == 0:
         full = emb.astype(np.float32, copy=False)
         built = build_index(full, dim=dim, **search.index_options())
@@ -377,14 +378,48 @@ def index(
             window.base_embeddings if window.base_embeddings is not None else np.zeros((0, dim), np.float32)
         )
         full = np.vstack([base, emb]).astype(np.float32, copy=False)
-        built = kept_index(window.base_index, search)
-        if built is None:
-            built = build_index(base, dim=dim, **search.index_options())
+        kept = kept_index(window.base_index, search)
+        built = kept if kept is not None else build_index(base, dim=dim, **search.index_options())
         built.add(emb)
     if (search.nlist or search.nprobe) and built.kind != "ivf":
         say(f"index: --nlist/--nprobe apply to IVF indexes only; this run's index is {built.kind}: ignored")
+    if said := lists_said(search, built, new=kept is None):
+        say(said)
     say(f"index: {built.describe()}")
     return replace(window, embeddings=full, index=built)
+
+
+def lists_said(search: SearchSettings, built: SearchIndex, *, new: bool = True) -> str | None:
+    """What the run says of an IVF index with fewer lists or probes than ``--nlist``/``--nprobe`` asked
+    (``None``: as asked, or not IVF). FAISS's k-means trains each list on the vectors it is given, at
+    least one a list (it wants 39): an index of fewer vectors than ``--nlist`` has a list a vector; an IVF
+    search visits at most its lists (and 2,048 of them on a GPU). ``new``: the index was built by this run
+    (a kept one says why its lists stand in :func:`kept_index`).
+
+    Example:
+        >>> import numpy as np
+        >>> from nlsim.dedup.settings import SearchSettings
+        >>> from nlsim.search.index import build_index
+        >>> ivf = build_index(np.eye(8, dtype="float32"), kind="ivf", nlist=64, nprobe=32, use_gpu=False)
+        >>> for part in lists_said(SearchSettings(index_kind="ivf", nlist=64, nprobe=32), ivf).split("; "):
+        ...     print(part)
+        index: --nlist 64 is more lists than the 8 vectors that train them: 8 lists (FAISS's ...
+        --nprobe 32: 8 lists visited (the index has no more)
+    """
+    if built.kind != "ivf":
+        return None
+    nlist, nprobe = int(built.params["nlist"]), int(built.params["nprobe"])
+    said = []
+    if new and search.nlist and nlist < search.nlist:
+        trained = int(built.params.get("train_size", nlist))
+        said.append(
+            f"--nlist {search.nlist} is more lists than the {trained:,} vectors that train them: {nlist:,} "
+            "lists (FAISS's k-means needs a vector a list)"
+        )
+    if search.nprobe and nprobe < search.nprobe:
+        most = "the index has no more" if nprobe == nlist else "FAISS's GPU search visits no more"
+        said.append(f"--nprobe {search.nprobe}: {nprobe:,} lists visited ({most})")
+    return "index: " + "; ".join(said) if said else None
 
 
 def kept_index(kept: SearchIndex | None, search: SearchSettings) -> SearchIndex | None:

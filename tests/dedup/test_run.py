@@ -279,6 +279,36 @@ def test_ivf_options_reach_the_index(tmp_path, repo_root, fast_encoder):
         DedupConfig.of(corpus="c.parquet", out="o", nprobe=0)
 
 
+def test_ivf_lists_and_probes_past_the_vectors_are_said_not_dropped_silently(
+    tmp_path, repo_root, fast_encoder, caplog
+):
+    """``--nlist`` above the vectors there are to train the lists (FAISS's k-means needs one a list) and
+    ``--nprobe`` above the lists built fewer than asked, and only FAISS's own k-means warning
+    said anything. The run says what it asked and what it got."""
+    import logging
+
+    small = pd.read_parquet(repo_root / "data/bbc.parquet").iloc[:40]
+    small.to_parquet(tmp_path / "small.parquet")
+    cfg = DedupConfig.of(
+        corpus=tmp_path / "small.parquet",
+        out=tmp_path / "out",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.9,
+        index_kind="ivf",
+        nlist=4096,
+        nprobe=1000,
+        cache=False,
+        progress=False,
+    )
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        result = run_dedup(cfg, encoder=fast_encoder)
+    said = "index: --nlist 4096 is more lists than the 40 vectors that train them: 40 lists"
+    assert said in caplog.text
+    assert "--nprobe 1000: 40 lists visited (the index has no more)" in caplog.text
+    assert result.stats.index.startswith("approximate IVF IP (nlist 40, nprobe 40")
+
+
 # --- one batch run at a time into a report folder, held from the run's start -----------------------------
 
 
