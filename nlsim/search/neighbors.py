@@ -38,6 +38,11 @@ from nlsim.errors import ConfigError
 from nlsim.progress import Progress
 
 COLUMNS = ("a", "b", "similarity")
+MOST_HITS = 1 << 22
+"""The most hits one search call returns (a similarity and a row each: 12 bytes, about 200 MB in all): a
+batch of queries asking for many hits each is searched in parts. An item searched again past the exact
+copies of a story asks for more hits than the copies (4 x 11 at a time): 2,000 items near 12,000 copies of
+one headline held 45,056 hits each at once (1.9 GB)."""
 
 
 def _empty() -> pd.DataFrame:
@@ -107,6 +112,7 @@ def neighbor_pairs(
     m = q.shape[0]
     if hasattr(index, "batch_size"):
         batch_size = index.batch_size(batch_size, k=kk)
+    batch_size = max(1, min(batch_size, MOST_HITS // kk))
     short: list[np.ndarray] = []
     with Progress(m, "neighbours", "queries", enabled=progress and m > 0) as bar:
         for start in range(0, m, batch_size):
@@ -118,8 +124,12 @@ def neighbor_pairs(
     most = min(ntotal, getattr(index, "max_k", None) or ntotal)  # a GPU index returns 2,048 hits at most
     while again.size and kk < most:  # queries whose hits held fewer than k distinct groups
         kk = min(most, kk * 4)
-        sims, hits = index.search(q[again], kk)
-        again = again[collect.add(rows[again], sims, hits)]
+        step, short = max(1, MOST_HITS // kk), []
+        for start in range(0, again.size, step):
+            part = again[start : start + step]
+            sims, hits = index.search(q[part], kk)
+            short.append(part[collect.add(rows[part], sims, hits)])
+        again = np.concatenate(short)
     return collect.result()
 
 

@@ -224,3 +224,45 @@ def test_copies_searched_again_on_a_gpu_stop_at_its_largest_k() -> None:
     found = set(zip(pairs["a"].tolist(), pairs["b"].tolist(), strict=True))
     assert {(0, 2100), (0, 2101)} <= found
     assert GPU_MAX_K == 2048
+
+
+def test_items_searched_again_past_many_copies_are_searched_a_part_at_a_time(monkeypatch) -> None:
+    """Items close to a story with many exact copies find them first, and are searched again with four times
+    the hits until they have k other groups: all of them at once, each with more hits than the copies (2,000
+    items near 12,000 copies of one headline held 45,056 hits each, 1.9 GB). They are now searched in parts
+    of at most ``MOST_HITS`` hits, with the pairs every item finds (here all those above the threshold,
+    k being more than the groups)."""
+    import nlsim.search.neighbors as module
+
+    rng = np.random.default_rng(5)
+    centre = unit(rng.normal(size=(1, 64)))
+    near = unit(centre + 0.2 * unit(rng.normal(size=(40, 64))))
+    emb = np.vstack([np.repeat(centre, 300, axis=0), near])  # 300 copies of one headline, 40 items near it
+    rep = np.r_[np.zeros(300, np.int64), np.arange(300, 340)]
+    asked: list[int] = []
+
+    class Counted:  # the index, counting the hits each search call returns
+        def __init__(self, index) -> None:  # noqa: ANN001
+            self.index, self.ntotal = index, index.ntotal
+
+        def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            asked.append(len(q) * k)
+            return self.index.search(q, k)
+
+    monkeypatch.setattr(module, "MOST_HITS", 2_000, raising=False)
+    queries = np.r_[0, np.arange(300, 340)]
+    got = neighbor_pairs(
+        Counted(build_index(emb, use_gpu=False)), emb[queries], queries, k=60, threshold=0.9,
+        progress=False, copies=rep,
+    )  # fmt: skip
+    assert max(asked) <= 2_000, asked
+    sims = emb[queries] @ emb.T  # every pair of groups at or above the threshold, with its best score
+    best: dict[tuple[int, int], float] = {}
+    for i, a in enumerate(queries):
+        for b in np.flatnonzero(sims[i] >= 0.9):
+            if rep[b] != a:
+                key = (min(a, rep[b]), max(a, rep[b]))
+                best[key] = max(best.get(key, -1.0), float(sims[i, b]))
+    assert set(zip(got["a"].tolist(), got["b"].tolist(), strict=True)) == set(best)
+    assert np.allclose(got["similarity"], [best[k] for k in zip(got["a"], got["b"], strict=True)], atol=1e-5)
+    assert len(best) > 40 and all(b >= 300 or b == 0 for pair in best for b in pair)  # copies read as row 0
