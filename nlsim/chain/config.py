@@ -79,6 +79,7 @@ class PipelineConfig(Configuration):
         help="no report until training ends (by default a store with no promoted model gets the zero-shot "
         "report first, replaced by the fine-tuned one)",
         flags=("--no-first-report",),
+        needs="report",
     )
     bi_encoder: BiEncoderSettings = concern(BiEncoderSettings, title="bi-encoder")
     cross_encoder: CrossEncoderSettings = concern(
@@ -98,6 +99,7 @@ class PipelineConfig(Configuration):
     input: InputSettings = concern(
         InputSettings,
         title="the report's input",
+        needs="report",
         defaults={"corpus": "data/thucnews.parquet"},
         helps={
             "corpus": "the corpus the report is made for",
@@ -115,6 +117,7 @@ class PipelineConfig(Configuration):
     report: ReportSettings = concern(
         ReportSettings,
         title="report",
+        needs="report",
         omit=SET_BY_THE_CHAIN["report"],
         defaults={"out": "reports/thucnews"},
         helps={"out": "report folder", "judge_split": "split of the scored pairs the report is judged on"},

@@ -136,14 +136,49 @@ def test_the_chain_declares_only_what_it_adds() -> None:
 
 
 def test_the_report_settings_that_do_nothing_without_the_report_need_it() -> None:
-    """The report's model, search and clusters need the report (``--no-report`` refuses them); training's
-    settings and the report's paths do not."""
+    """The report's input, model, search, clusters and folder need the report (``--no-report`` refuses
+    them); training's settings do not."""
     needs = {o.name: (o.within, o.needs) for o in options_of(PipelineConfig)}
     for name in ("precision", "use_gpu", "k", "cluster_support", "topic_threshold", "cluster_cut"):
         assert "report" in needs[name], name
-    for name in ("epochs", "cross_encoder_epochs", "threads", "corpus", "out", "progress", "first_report"):
+    for name in ("corpus", "quarantine", "timezone", "out", "near_misses", "progress", "first_report"):
+        assert "report" in needs[name], name
+    for name in ("epochs", "cross_encoder_epochs", "threads", "pairs", "model_store", "level"):
         assert "report" not in needs[name], name
     assert needs["topic_threshold"] == ("report", "topics")  # the topic groups' own need as well
+
+
+NO_REPORT_REFUSED = {
+    "--corpus": ["--corpus", "news.csv"],
+    "--text-fields": ["--text-fields", "title"],
+    "--quarantine": ["--quarantine", "bad.csv"],
+    "--date": ["--date", "2024-05-01"],
+    "--timezone": ["--timezone", "Asia/Taipei"],
+    "--out": ["--out", "reports/x"],
+    "--near-misses": ["--near-misses", "0"],
+    "--judge-split": ["--judge-split", "test"],
+    "--no-progress": ["--no-progress"],
+    "--no-first-report": ["--no-first-report"],
+}
+"""Each setting of the report's input and folder, and the first report's, as given on the command line."""
+
+
+@pytest.mark.parametrize("flag", sorted(NO_REPORT_REFUSED))
+def test_a_report_option_given_with_no_report_is_refused_by_name(flag: str) -> None:
+    """``nlsim pipeline --no-report --out reports/x`` wrote nothing there (no report, no pipeline.json)
+    and said nothing; every setting of the report is refused with ``--no-report``, as its model's are."""
+    import argparse
+
+    from nlsim.commands.options import add_config_options, config_from_args
+    from nlsim.errors import ConfigError
+
+    parser = argparse.ArgumentParser()
+    add_config_options(parser, PipelineConfig)
+    args = parser.parse_args(["--no-report", *NO_REPORT_REFUSED[flag]])
+    with pytest.raises(ConfigError, match=f"^{flag} does nothing with --no-report: leave one of them out"):
+        config_from_args(PipelineConfig, args)
+    dated = ["--corpus", "news/{date}.csv"] if flag == "--date" else []  # --date's own need
+    config_from_args(PipelineConfig, parser.parse_args([*dated, *NO_REPORT_REFUSED[flag]]))  # with the report
 
 
 def test_a_chain_without_its_report_does_not_ask_for_the_corpus(tmp_path: Path) -> None:

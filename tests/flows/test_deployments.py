@@ -102,6 +102,11 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             "    report: false\n    use_gpu: true\n",
             "use_gpu does nothing while report is false",
         ),
+        (  # the chain's record goes to out only with its report: none was written there
+            "deployments:\n- name: x\n  entrypoint: flows/pipeline.py:news_pipeline\n  parameters:\n"
+            "    report: false\n    out: reports/weekly\n",
+            "out does nothing while report is false",
+        ),
         (
             ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: Asia/Taipe\n",
             "--timezone 'Asia/Taipe': not a time zone name",
@@ -122,8 +127,8 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
     ],
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"),
-        *("needs-state", "needs-ivf", "needs-report", "timezone-value", "k-value", "k-type", "date-value"),
-        "required",
+        *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
+        *("k-type", "date-value", "required"),
     ],
 )
 @pytest.mark.parametrize("listing", [["--list"], []], ids=["list", "serve"])

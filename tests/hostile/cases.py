@@ -1793,9 +1793,9 @@ def story_data() -> tuple[bytes, str]:
     return parquet_bytes({"id": ids, "title": titles, "source": ["AP"] * len(ids)}), pairs
 
 
-CHAIN = ["pipeline", "--pairs", "pairs.tsv", "--corpus", "corpus.parquet", "--model-store", "models"]
+CHAIN = ["pipeline", "--pairs", "pairs.tsv", "--model-store", "models"]
 CHAIN += ["--base-model", MODEL, "--convert", "none", "--level", "0.8", "--epochs", "1"]
-CHAIN += ["--cross-encoder-epochs", "1", "--threads", "1", "--no-report", "--no-progress", "--json"]
+CHAIN += ["--cross-encoder-epochs", "1", "--threads", "1", "--no-report", "--json"]
 
 
 def build_chain_template(folder: Path) -> None:
@@ -2397,7 +2397,7 @@ THROUGH_NEW = "site/new/../../site"
 def paths_through_new_folders() -> list[Case]:
     """Every output folder given as a path through a folder not made yet, leading to the user's ``site/``."""
     g = "dangerous path"
-    store = ["pipeline", "--pairs", "pairs.tsv", "--corpus", "news.csv", "--model-store", THROUGH_NEW]
+    store = ["pipeline", "--pairs", "pairs.tsv", "--model-store", THROUGH_NEW]
     return [
         Case(
             f"{name}-through-a-folder-not-made-yet",
@@ -2886,7 +2886,8 @@ def verdict_stores(template: Path) -> list[Case]:
     report = ["--annotated-pairs", "pairs.tsv"]
     news = {"news.csv": GOOD_CSV, **USER_FILES}
     day2 = HEAD + "n2,Floods hit the north of the country,AP,2024-05-01T06:00:00Z\n"  # n2 now reads as n1
-    chain = [*CHAIN[: CHAIN.index("--no-report")], "--out", "rep", "--no-progress"]
+    chain = [*CHAIN[: CHAIN.index("--no-report")], "--corpus", "corpus.parquet", "--out", "rep"]
+    chain += ["--no-progress"]
     story_corpus, story_pairs = story_data()
     return [
         Case(  # the store holds a verdict the pair file does not: it must not act

@@ -1033,6 +1033,8 @@ def test_hostile_title_keeps_the_markdown_summary_table() -> None:
 # --- options that cannot work, or do nothing without another, are refused before any work ---------------
 
 PIPELINE = ["pipeline", "--pairs", "pairs.tsv", "--corpus", "news.csv", "--out", "rep", "--model-store", "st"]
+CHAIN_ONLY = ["pipeline", "--pairs", "pairs.tsv", "--model-store", "st"]
+"""A chain with no setting of its report (``--no-report`` refuses every one)."""
 OPTION_CASES = {
     "embed-threads-0": (["embed", "--corpus", "news.csv", "--out", "e.npy", "--threads", "0"], "--threads"),
     # more threads than the process may start: a Rust panic in the tokenizer or a bare libgomp line (exit 1)
@@ -1399,11 +1401,12 @@ OPTION_CASES = {
         [*PIPELINE, "--gpu"],
         "--gpu asks for the search on a GPU, and there is none to use",
     ),
-    "pipeline-no-report-cpu": ([*PIPELINE, "--no-report", "--cpu"], "--cpu does nothing with --no-report"),
+    "pipeline-no-report-cpu": ([*CHAIN_ONLY, "--no-report", "--cpu"], "--cpu does nothing with --no-report"),
     "pipeline-cluster-support-no-report": (
-        [*PIPELINE, "--cluster-support", "0.5", "--no-report"],
+        [*CHAIN_ONLY, "--cluster-support", "0.5", "--no-report"],
         "--cluster-support does nothing with --no-report",
     ),
+    "pipeline-report-paths-no-report": ([*PIPELINE, "--no-report"], "--corpus does nothing with --no-report"),
 }
 
 

@@ -31,9 +31,9 @@ from tests.command import command_env, nlsim, refused
 from tests.faults import fault_env
 
 FAST_MODEL = "paraphrase-MiniLM-L3-v2"
-CHAIN = ["--pairs", "pairs.tsv", "--corpus", "corpus.parquet", "--model-store", "models", "--no-report"]
+CHAIN = ["--pairs", "pairs.tsv", "--model-store", "models", "--no-report"]
 CHAIN += ["--base-model", FAST_MODEL, "--convert", "none", "--level", "0.8", "--epochs", "1"]
-CHAIN += ["--cross-encoder-epochs", "1", "--threads", "1", "--no-progress"]
+CHAIN += ["--cross-encoder-epochs", "1", "--threads", "1"]
 HOLD = """
 import sys, time
 from nlsim.io.model_store import ModelStore

@@ -220,8 +220,7 @@ def test_exported_marks_merge_once_and_change_the_training_fingerprint(chromium:
     story = pd.DataFrame({"id": [i for i, _ in STORY], "title": [t for _, t in STORY], "source": "wire"})
     pd.concat([frame, story], ignore_index=True).to_parquet(corpus)
     train = ["--base-model", FAST_MODEL, "--epochs", "1", "--cross-encoder-epochs", "1", "--convert", "none"]
-    chain = [*train, "--level", "0.8", "--threads", "1", "--model-store", tmp_path / "models", "--no-report",
-             "--corpus", corpus, "--out", tmp_path / "chain"]  # fmt: skip
+    chain = [*train, "--level", "0.8", "--threads", "1", "--model-store", tmp_path / "models", "--no-report"]
     first = nlsim("pipeline", "--pairs", pairs, *chain, "--json", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     before = json.loads(first.stdout.strip().splitlines()[-1])
