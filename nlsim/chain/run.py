@@ -53,7 +53,7 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import same_training, training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
-from nlsim.clusters.verdicts import training_pairs
+from nlsim.clusters.verdicts import earlier_paths, store_path, training_pairs
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import read_editors
@@ -85,7 +85,7 @@ from nlsim.io.ownership import (
     is_quarantine_file,
     resolved,
 )
-from nlsim.io.pairs import check_pinned, count_once, load_pairs, pin_note, pinned, warn_unsplit
+from nlsim.io.pairs import check_pinned, count_once, load_pairs, pin_note, pinned, pinned_digest, warn_unsplit
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
@@ -750,12 +750,38 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     store = ModelStore(cfg.model_store)
     report = hold_report_folder(cfg.report.out) if cfg.make_report else nullcontext()
     claim = claimed(store.root, "model-store", what="model store", also=(GUARD_NAME,))
-    with claim, store.lock() as lock, report, pinned(cfg.pairs, _undone(cfg)):
+    with claim, store.lock() as lock, report, pinned(cfg.pairs, _undone(cfg), verdict_files(cfg.pairs)):
         if lock.message:
             say(lock.message)
         for done in store.recover():
             say(f"model store: {done}")
         return _chain(cfg, store, call)
+
+
+def verdict_files(pairs: str) -> list[Path]:
+    """The editors' verdict store of the pair file ``pairs`` (present or not) and any store under an earlier
+    name: read by the chain's training (an overruled training pair's score) and by its reports (the
+    verdicts that act on the clusters), each read checked against the bytes the chain read first
+    (:func:`~nlsim.io.pairs.pinned`), as the pair file is."""
+    return [store_path(pairs), *earlier_paths(pairs)]
+
+
+def check_read_first(cfg: PipelineConfig) -> None:
+    """Refuse (:class:`~nlsim.errors.StateError`, naming the file) a pair file or verdict store that
+    changed since the chain read them first (:func:`~nlsim.io.pairs.check_pinned`)."""
+    for path in (cfg.pairs, *verdict_files(cfg.pairs)):
+        check_pinned(path)
+
+
+def read_first(cfg: PipelineConfig) -> dict[str, Any]:
+    """What the chain's record keeps of the editors' files as it read them first, and so as it trained,
+    evaluated and reported with them: the pair file's SHA-256, and the verdict store's path and SHA-256
+    (``None``: there was none)."""
+    store = store_path(cfg.pairs)
+    return {
+        "pairs_sha256": pinned_digest(cfg.pairs),
+        "verdict_store": {"path": str(store), "sha256": pinned_digest(store)},
+    }
 
 
 def _undone(cfg: PipelineConfig, promoted: str | None = None) -> str:
@@ -805,7 +831,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     candidate, incumbent, name = call(
         "evaluate", evaluate_both, cfg, store, version, validation, baseline.metrics
     )
-    check_pinned(cfg.pairs)  # the pairs trained and evaluated on are still the file's: else nothing promoted
+    check_read_first(cfg)  # trained and evaluated on the files as they are: else nothing is promoted
     decision = call("promote", promote_stage, store, version, candidate, incumbent, name)
     if decision["promoted"]:
         pin_note(cfg.pairs, _undone(cfg, version.name))
@@ -813,6 +839,7 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
     record: dict[str, Any] = {
         "started_at": started,
         "pairs": cfg.pairs,
+        **read_first(cfg),
         "fingerprint": fingerprint,
         "trained": trained,
         "baseline": baseline.metrics,
@@ -859,7 +886,9 @@ def _chain_kept(cfg: PipelineConfig, store: ModelStore, call: Call, kept: ExitSt
 
 def chain_page(record: dict[str, Any], table: str, judgement: str) -> str:
     """The chain's page (``pipeline.md``): what ran (the candidate trained by this run or reused), the
-    promotion decision and why, the model the report was made with, the before/after table and the
+    promotion decision and why, the model the report was made with, the state of the editors' verdict store
+    the chain read (its SHA-256: the one it trained and reported with, :func:`verdict_files`), the
+    before/after table and the
     report's judgement."""
     decision = record["decision"]
     candidate = record["candidate"]["version"]
@@ -874,10 +903,14 @@ def chain_page(record: dict[str, Any], table: str, judgement: str) -> str:
         if current
         else f"zero-shot {record['baseline']['model']} (no model promoted yet)"
     )
+    verdicts = record["verdict_store"]
     lines = [
         f"- candidate {candidate}: {how}",
         ("- promoted: " if decision["promoted"] else "- not promoted: ") + decision["reason"],
         f"- report made with {model}",
+        f"- editors' verdicts: {verdicts['path']} (SHA-256 {verdicts['sha256'][:12]})"
+        if verdicts["sha256"]
+        else f"- editors' verdicts: none ({verdicts['path']} does not exist)",
     ]
     return f"{CHAIN_PAGE_TITLE}" + "\n".join(lines) + f"\n\n{table}\n\n{judgement}\n"
 

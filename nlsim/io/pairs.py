@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -340,20 +340,33 @@ def count_once(frame: pd.DataFrame, source: str | Path = "<pairs>", *, shown: in
     return frame[keep]
 
 
-_PINNED: ContextVar[dict[Path, tuple[str, str]] | None] = ContextVar("nlsim_pinned_pairs", default=None)
-"""The pair files the run of this context holds to the bytes it read first (:func:`pinned`): resolved path
--> (SHA-256, what a refusal leaves undone); a context's own, so that two runs in one process never share
-one."""
+_PINNED: ContextVar[dict[Path, tuple[str, str, Path]] | None] = ContextVar("nlsim_pinned_pairs", default=None)
+"""The files the run of this context holds to the bytes it read first (:func:`pinned`): resolved path ->
+(SHA-256, or :data:`NO_FILE`; what a refusal leaves undone; the pair file it was pinned with); a context's
+own, so that two runs in one process never share one."""
+NO_FILE = "(no file)"
+"""The digest :func:`pinned` holds for a file that was absent when it was pinned (a pair file's verdict
+store not yet written): its appearing is a change too."""
+
+
+def _digest(path: Path) -> str:
+    return file_sha256(path) if path.is_file() else NO_FILE
+
+
+def _said(digest: str) -> str:
+    return "no file" if digest == NO_FILE else f"SHA-256 {digest[:12]}"
 
 
 @contextmanager
-def pinned(path: str | Path, then: str) -> Iterator[str]:
+def pinned(path: str | Path, then: str, also: Iterable[str | Path] = ()) -> Iterator[str]:
     """Hold the pair file ``path`` to its present bytes while the block runs: every :func:`load_pairs` of
     it in the block (the run's own reads, its training's and its report's, each of which reads the file
     again) checks the file's SHA-256 against the one taken now and raises :class:`StateError` naming the
     file when it changed, so that a run that reads a pair file more than once never trains, evaluates or
-    judges on two versions of it. ``then`` says what the refusal leaves undone (``"nothing is
-    promoted"``); a caller that gets further changes it with :func:`pin_note`. Yields the digest.
+    judges on two versions of it. ``also``: other files read with it (its verdict store, whose reader calls
+    :func:`check_pinned`), held the same way; one absent now must stay absent. ``then`` says what the
+    refusal leaves undone (``"nothing is promoted"``); a caller that gets further changes it with
+    :func:`pin_note`. Yields the pair file's digest (:func:`pinned_digest` gives each file's).
 
     Example:
         >>> import tempfile, pathlib
@@ -366,33 +379,45 @@ def pinned(path: str | Path, then: str) -> Iterator[str]:
         ...
         nlsim.errors.StateError: ...pairs.tsv changed during the run ...; nothing is done. ...
     """
-    digest = file_sha256(path)
-    token = _PINNED.set({**(_PINNED.get() or {}), Path(path).resolve(): (digest, then)})
+    key = Path(path).resolve()
+    held = {Path(f).resolve(): (_digest(Path(f)), then, key) for f in [path, *also]}
+    token = _PINNED.set({**(_PINNED.get() or {}), **held})
     try:
-        yield digest
+        yield held[key][0]
     finally:
         _PINNED.reset(token)
 
 
 def pin_note(path: str | Path, then: str) -> None:
-    """What a refusal of the pinned pair file ``path`` (:func:`pinned`) leaves undone from now on."""
-    pins, key = _PINNED.get() or {}, Path(path).resolve()
-    if key in pins:
-        _PINNED.set({**pins, key: (pins[key][0], then)})
+    """What a refusal of the pinned pair file ``path``, or of a file pinned with it (:func:`pinned`), leaves
+    undone from now on."""
+    key = Path(path).resolve()
+    pins = dict(_PINNED.get() or {})
+    for f, (digest, _, group) in pins.items():
+        if group == key:
+            pins[f] = (digest, then, group)
+    _PINNED.set(pins)
+
+
+def pinned_digest(path: str | Path) -> str | None:
+    """The SHA-256 of ``path`` when it was pinned (:func:`pinned`); ``None`` when it was absent then or is
+    not pinned."""
+    held = (_PINNED.get() or {}).get(Path(path).resolve())
+    return None if held is None or held[0] == NO_FILE else held[0]
 
 
 def check_pinned(path: str | Path) -> None:
-    """Raise :class:`StateError` when the pair file ``path`` is pinned (:func:`pinned`) and its bytes are
-    no longer the ones the run read first."""
+    """Raise :class:`StateError` when the file ``path`` (a pair file or its verdict store) is pinned
+    (:func:`pinned`) and its bytes are no longer the ones the run read first."""
     held = (_PINNED.get() or {}).get(Path(path).resolve())
     if held is None:
         return
-    digest, then = held
-    now = file_sha256(path) if Path(path).is_file() else "(no file)"
+    digest, then, _ = held
+    now = _digest(Path(path))
     if now != digest:
         raise StateError(
-            f"{path} changed during the run (SHA-256 {digest[:12]} when the run read it first, now "
-            f"{now[:12]}): the run trains, evaluates and judges on the pairs it read first, and stops rather "
+            f"{path} changed during the run ({_said(digest)} when the run read it first, now {_said(now)}): "
+            "the run trains, evaluates and judges on the pairs and verdicts it read first, and stops rather "
             f"than mix two versions of them; {then}. Run again to use the file as it is now"
         )
 

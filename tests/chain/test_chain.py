@@ -956,3 +956,70 @@ def test_a_pair_file_edited_after_the_promotion_stops_the_report_and_says_what_w
     assert current is not None and f"{current.name} was trained and evaluated" in str(refused.value)
     assert "keeps the report it had" in str(refused.value)
     assert json.loads(run.read_text())["model_info"]["zero_shot"] is True
+
+
+def _overrule_a_training_pair(pairs: Path) -> Path:
+    """An editor's overrule of the first training pair (``nlsim annotate merge --overrule``): the verdict
+    store changes, the pair file does not. Returns the store."""
+    from nlsim.clusters.constraints import pair_key
+    from nlsim.clusters.verdicts import Verdict, Verdicts
+    from nlsim.clusters.verdicts.overrule import overruling
+    from nlsim.clusters.verdicts.pair_file import pair_rows
+    from nlsim.clusters.verdicts.store import save_verdicts, store_path
+
+    table = pd.read_csv(pairs, sep="\t", keep_default_na=False, dtype={"id_a": str, "id_b": str})
+    first = table[table["split"] == "train"].iloc[0]
+    row = pair_rows(table)[pair_key(first["id_a"], first["id_b"])]
+    newer = Verdict(first["id_a"], first["id_b"], 0.0 if first["score"] >= 0.5 else 1.0, annotator="desk")
+    save_verdicts(Verdicts.from_records([row.hashed(overruling(newer, None, row, pairs))]), store_path(pairs))
+    return store_path(pairs)
+
+
+@pytest.mark.slow
+def test_a_verdict_overruled_during_training_is_not_promoted_and_leaves_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor overrules a training pair while the chain trains: the verdict store changes, the pair file
+    does not. The model was trained on the score read at the start, and the report would have acted on the
+    new verdict, with nothing in pipeline.json to tell. The chain stops before the promotion, naming the
+    store, as it does for the pair file; the first report is left."""
+    from nlsim.errors import StateError
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    real = chain_run.finetune
+    store: list[Path] = []
+
+    def training_then_overrule(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)
+        store.append(_overrule_a_training_pair(pairs))
+        return result
+
+    monkeypatch.setattr(chain_run, "finetune", training_then_overrule)
+    with pytest.raises(StateError, match="changed during the run") as refused:
+        run_pipeline(config(tmp_path, pairs, corpus))
+    said = str(refused.value)
+    assert str(store[0]) in said and "nothing is promoted" in said and "keeps the report it had" in said
+    assert ModelStore(tmp_path / "models").current() is None
+    assert json.loads((tmp_path / "report" / "run.json").read_text())["model_info"]["zero_shot"] is True
+    assert not (tmp_path / "report" / "pipeline.json").exists()
+
+
+@pytest.mark.slow
+def test_the_chain_record_names_the_verdict_store_it_read(tmp_path: Path) -> None:
+    """pipeline.json and pipeline.md say which state of the editors' verdict store the chain trained and
+    reported with (its SHA-256), or that there was none."""
+    from nlsim.io.atomic import file_sha256
+
+    pairs, corpus = make_data(tmp_path, train=16, validation=24, test=8)
+    store = _overrule_a_training_pair(pairs)
+    rec = run_pipeline(config(tmp_path, pairs, corpus, first_report=False)).record
+    digest = file_sha256(store)
+    assert rec["verdict_store"] == {"path": str(store), "sha256": digest}
+    assert rec["pairs_sha256"] == file_sha256(pairs)
+    written = json.loads((tmp_path / "report" / "pipeline.json").read_text())
+    assert written["verdict_store"] == rec["verdict_store"]
+    page = (tmp_path / "report" / "pipeline.md").read_text()
+    assert f"editors' verdicts: {store} (SHA-256 {digest[:12]})" in page
+    assert chain_run.chain_page({**rec, "verdict_store": {"path": str(store), "sha256": None}}, "", "").count(
+        f"editors' verdicts: none ({store} does not exist)"
+    )

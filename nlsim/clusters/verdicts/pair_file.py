@@ -59,7 +59,7 @@ from nlsim.clusters.verdicts.store import (
 )
 from nlsim.errors import InputError
 from nlsim.io.editor_file import MERGED, text_sha256
-from nlsim.io.pairs import item_id, load_pairs
+from nlsim.io.pairs import check_pinned, item_id, load_pairs
 
 PAIR_SUFFIXES = (".tsv", ".csv", ".parquet")
 """The pair files' extensions (:func:`nlsim.io.pairs.read_pair_table`)."""
@@ -279,6 +279,8 @@ def _listed(verdicts: tuple[Verdict, ...], what: str, shown: int = 3) -> list[st
 def _read(pairs_file: str | Path) -> tuple[Path, list[StoreFile]]:
     path = store_path(pairs_file)
     files = [read_store_file(p) for p in [path, *earlier_paths(pairs_file)] if p.exists()]
+    for store in (path, *earlier_paths(pairs_file)):  # read as a chain read them first (else refused)
+        check_pinned(store)
     return path, files
 
 
