@@ -72,25 +72,40 @@ training vector, hours on a large corpus."""
 
 
 def check_placeholders(path: str, what: str) -> None:
-    """Refuse a ``{name}`` in a path that has no ``{date}`` (``bad/{day}.csv``, a misspelt ``{date}``: taken
-    as written, every day's file would be the same one); braces that hold no name are kept as written.
+    """Refuse a placeholder other than ``{date}`` in a path (``bad/{day}.csv``, a misspelt ``{date}``: taken
+    as written, every day's file would be the same one; ``in/{date}/{day}.csv``, ``{date[0]}``,
+    ``{date!r}``) and, in a path with ``{date``, a brace that opens or closes nothing (``in/{date.csv``),
+    which filling in the date would fail on once the run had started; in a path with no ``{date``, braces
+    that hold no name are kept as written.
 
     Example:
         >>> check_placeholders("bad/rows.csv", "--quarantine")
-        >>> try:
-        ...     check_placeholders("bad/{day}.csv", "--quarantine")
-        ... except ConfigError as exc:
-        ...     print(exc)
+        >>> check_placeholders("bad/{date}.csv", "--quarantine")
+        >>> for path in ("bad/{day}.csv", "bad/{date}/{day}.csv", "bad/{date.csv"):
+        ...     try:
+        ...         check_placeholders(path, "--quarantine")
+        ...     except ConfigError as exc:
+        ...         print(exc)  # doctest: +ELLIPSIS
         --quarantine 'bad/{day}.csv': only {date} may be filled in (the run's date), not {day}
+        --quarantine 'bad/{date}/{day}.csv': only {date} may be filled in (the run's date), not {day}
+        --quarantine 'bad/{date.csv': a brace that opens or closes nothing (...); write {date} for ...
     """
+    dated = "{date" in path
     try:
-        names = [name for _, name, _, _ in string.Formatter().parse(path) if name]
-    except ValueError:  # a lone brace: not a placeholder, part of the name
+        fields = [(name, conv) for _, name, _, conv in string.Formatter().parse(path) if name is not None]
+    except ValueError as exc:  # a lone brace: part of the name, unless the date is filled in
+        if dated:
+            raise ConfigError(
+                f"{what} {path!r}: a brace that opens or closes nothing ({exc}); write {{date}} for the "
+                "run's date, {{ or }} for a brace of the file name"
+            ) from None
         return
-    if names:
-        raise ConfigError(
-            f"{what} {path!r}: only {{date}} may be filled in (the run's date), not {{{names[0]}}}"
-        )
+    for name, conv in fields:
+        if (name or dated) and (name != "date" or conv):
+            shown = "{" + name + (f"!{conv}" if conv else "") + "}"
+            raise ConfigError(
+                f"{what} {path!r}: only {{date}} may be filled in (the run's date), not {shown}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,8 +154,8 @@ class InputSettings:
             parse_date(self.date, "--date")
         self.zone()
         for path, what in ((self.corpus, "--corpus"), (self.quarantine, "--quarantine")):
-            if path is not None and "{date" not in path:
-                check_placeholders(path, what)  # a misspelt {date} is not a file name
+            if path is not None:  # a misspelt {date} is not a file name, nor {day} beside {date} a day's
+                check_placeholders(path, what)
 
     def zone(self) -> dt.tzinfo:
         """The time zone of :attr:`timezone`."""

@@ -165,3 +165,37 @@ def test_a_search_setting_past_what_a_search_can_hold_is_refused_naming_its_rang
         DedupConfig.of(corpus="c.csv", out="rep", **given)
     most = DedupConfig.of(corpus="c.csv", out="rep", k=MAX_K, nlist=MAX_NLIST, nprobe=MAX_NLIST).search
     assert (most.k, most.nlist, most.nprobe) == (10_000, 262_144, 262_144)
+
+
+@pytest.mark.parametrize(
+    ("path", "shown"),
+    [
+        ("in/{date}/{day}.csv", "not {day}"),
+        ("in/{date}-{DATE}.csv", "not {DATE}"),
+        ("in/{date.csv", "a brace that opens or closes nothing"),
+        ("in/{date}}.csv", "a brace that opens or closes nothing"),
+        ("in/{date}{.csv", "a brace that opens or closes nothing"),
+        ("in/{date[0]}.csv", "not {date[0]}"),
+        ("in/{date!r}.csv", "not {date!r}"),
+        ("in/{date}-{}.csv", "not {}"),
+    ],
+)
+@pytest.mark.parametrize("option", ["corpus", "quarantine"])
+@pytest.mark.parametrize("flow", ["daily", "weekly"])
+def test_a_dated_path_with_anything_but_date_filled_in_is_refused_before_any_work(
+    path: str, shown: str, option: str, flow: str
+) -> None:
+    """A path with ``{date}`` and another placeholder or a stray brace (``in/{date}/{day}.csv``) passed the
+    check (made only for a path without ``{date}``) and was refused once the run had started: the daily
+    flow's run was created, failed and alerted; ``{date[0]}`` ended in a TypeError traceback, ``{date!r}``
+    read ``datetime.date(2026, 12, 5).csv``. The configuration of either flow (the daily dedup, the weekly
+    chain) now refuses it, by option and placeholder, as it refuses ``{day}`` alone."""
+    from nlsim.chain.config import PipelineConfig
+    from nlsim.errors import ConfigError
+
+    given = {"corpus": "in/news.csv", "quarantine": "bad/rows.csv", option: path}
+    with pytest.raises(ConfigError, match=rf"^--{option} {re.escape(repr(path))}: .*{re.escape(shown)}"):
+        if flow == "daily":
+            DedupConfig.of(out="rep", state="st", threshold=0.9, **given)
+        else:
+            PipelineConfig.of(**given)

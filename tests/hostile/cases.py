@@ -902,6 +902,8 @@ def bad_options() -> list[Case]:
         ),
         ("date-impossible", dedup("news-{date}.csv", "--date", "2024-13-45"), ("--date",)),
         ("corpus-other-placeholder", dedup("news-{day}.csv"), ("news-{day}.csv", "only {date}")),
+        ("corpus-date-and-other-placeholder", dedup("news-{date}-{day}.csv"), ("not {day}", "only {date}")),
+        ("corpus-date-unbalanced-brace", dedup("news-{date.csv"), ("news-{date.csv", "opens or closes")),
         ("timezone-unknown", dedup("news.csv", "--timezone", "Mars/Base"), ("--timezone",)),
         ("text-fields-empty", dedup("news.csv", "--text-fields", ""), ("--text-fields",)),
         ("convert-unknown", dedup("news.csv", "--convert", "latin"), ("--convert",)),
