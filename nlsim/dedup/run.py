@@ -203,7 +203,8 @@ def run_daily(
     step = _Steps(call)
     # a rebuild keeps the moved state's verdicts unless the run names the pair file, whose store then says
     # which verdicts hold (removing a row from the store and rebuilding takes a verdict back)
-    with _state_lock(daily, step.log, keep_editors=not settings.clustering.annotated_pairs) as carried:
+    editors = not settings.clustering.annotated_pairs
+    with _state_lock(daily, step.log, settings.input.corpus_path, keep_editors=editors) as carried:
         corpus = step("load", stages.load, settings.input, daily)
         step.log.messages.extend([*corpus.warnings, *corpus.notes])
         model = step("model", load_model, settings.model, encoder)
@@ -361,7 +362,12 @@ class _Carried:
 
 
 @contextlib.contextmanager
-def _state_lock(daily: StateSettings, log: RunLog, *, keep_editors: bool = False) -> Iterator[_Carried]:
+def _state_lock(
+    daily: StateSettings, log: RunLog, corpus: str, *, keep_editors: bool = False
+) -> Iterator[_Carried]:
+    """Hold the state folder's lock for the run; with ``--rebuild-state``, first set the state aside (the
+    editors' part of it carried over with ``keep_editors``), saying what the fresh one holds: ``corpus``
+    alone."""
     carried = _Carried()
     with RunLock(daily.folder) as lock:
         if lock.message:
@@ -369,7 +375,11 @@ def _state_lock(daily: StateSettings, log: RunLog, *, keep_editors: bool = False
         if daily.rebuild:
             moved = move_aside(daily.folder)
             if moved is not None:
-                log.say(f"moved the previous state to {moved}; building a fresh one")
+                log.say(
+                    f"moved the previous state to {moved}, kept there; building a fresh one from "
+                    f"{corpus} alone: earlier days' items are not in it (run them again, day by day, to get "
+                    "the window back), and a story begun on an earlier day may get another cluster id"
+                )
                 if keep_editors:
                     verdicts, scored, said = carried_editors(moved)
                     carried = _Carried(verdicts, scored)

@@ -438,7 +438,13 @@ class StateSettings:
         "(default: the latest published_at seen)",
     )
     rebuild: bool = option(
-        False, help="with --state: move a broken state aside and build a fresh one", name="rebuild_state"
+        False,
+        help="with --state: set the state there aside, broken or not (its window of items and embeddings, "
+        "its clock and its stories' cluster ids), moved to STATE/broken-<time>/ and kept there, and build "
+        "a fresh one from this run's corpus alone: earlier days' items are not read again (run them again, "
+        "day by day, to get the window back); the editors' verdicts come back from --annotated-pairs, or "
+        "else from the state set aside",
+        name="rebuild_state",
     )
     accept_model_drop: bool = option(
         False,

@@ -213,8 +213,8 @@ class State:
 def rebuild_hint(folder: Path) -> str:
     return (
         f"rebuild it: rerun the same command with --rebuild-state (the broken state is moved to "
-        f"{folder}/broken-<time>/ and a fresh one is built from the corpus given), or point --state at an "
-        f"empty folder"
+        f"{folder}/broken-<time>/ and kept there, and a fresh one is built from the corpus given alone, "
+        "without the earlier days' items), or point --state at an empty folder"
     )
 
 

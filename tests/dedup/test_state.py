@@ -196,6 +196,39 @@ def test_rebuild_state_moves_the_old_one_aside(two_days: tuple[Path, list[Path]]
     assert len(list(state.glob("broken-*/generations"))) == 1
 
 
+def test_the_rebuild_state_help_says_what_it_sets_aside_and_what_it_keeps() -> None:
+    """``--rebuild-state``'s help said "move a broken state aside and build a fresh one": not that a sound
+    state is set aside too, that it is kept, what comes back (the editors' verdicts) and what
+    does not (the earlier days' items: the fresh window holds this run's corpus alone)."""
+    from nlsim.dedup.config import DedupConfig
+    from nlsim.options import options_of
+
+    said = " ".join({o.name: o.help for o in options_of(DedupConfig)}["rebuild_state"].split())
+    for words in ("broken or not", "kept there", "broken-<time>/", "verdicts", "this run's corpus alone"):
+        assert words in said, words
+    assert "earlier days' items are not read again" in said
+
+
+@pytest.mark.slow
+def test_a_rebuild_says_what_it_set_aside_and_that_the_fresh_window_holds_this_corpus_alone(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """The run said "moved the previous state to S/broken-...; building a fresh one": nothing of the two
+    earlier days' items, which the fresh window no longer holds, nor that it was kept."""
+    state, days = two_days
+    r = run_daily(
+        _config(days[2], tmp_path / "out"),
+        state,
+        retention_days=None,
+        encoder=HashEncoder(),
+        rebuild_state=True,
+    )
+    said = " ".join(m for m in r.messages if "moved the previous state" in m)
+    moved = next(state.glob("broken-*"))
+    assert f"to {moved}, kept there" in said
+    assert f"from {days[2]} alone" in said and "earlier days' items are not in it" in said
+
+
 def test_corrupt_state_never_used_by_a_run(two_days: tuple[Path, list[Path]], tmp_path: Path) -> None:
     state, days = two_days
     emb = state / "generations" / read_manifest(state)["generation_dir"] / "index" / "embeddings.npy"
