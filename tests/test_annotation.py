@@ -85,6 +85,41 @@ def test_draw_never_repeats_annotated_pairs(files: tuple[Path, Path], tmp_path: 
     assert np.abs(sims[near] - 0.3).max() <= np.abs(sims[~near] - 0.3).max()
 
 
+def test_draw_threads_reach_the_encoder_and_its_reranker(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`annotate draw --threads N` sets the CPU threads of the encoder that embeds the corpus and of its
+    reranker, as `embed`, `calibrate` and `evaluate` do; without it both keep their own choice."""
+    from nlsim import cli
+    from nlsim.annotation import draw
+
+    given: dict[str, list[int | None]] = {"encoder": [], "reranker": []}
+
+    class Encoder:
+        path = None
+
+        def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+            rng = np.random.default_rng(0)
+            vectors = rng.normal(size=(len(texts), 8)).astype(np.float32)
+            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def load_encoder(path: str, *, threads: int | None = None) -> Encoder:
+        given["encoder"].append(threads)
+        return Encoder()
+
+    def load_reranker(path: str, threads: int | None = None) -> None:
+        given["reranker"].append(threads)
+
+    monkeypatch.setattr(draw, "load_encoder", load_encoder)
+    monkeypatch.setattr(draw, "load_reranker", load_reranker)
+    monkeypatch.setattr(draw, "load_calibration", lambda path: None)
+    corpus, pairs = files
+    base = ["annotate", "draw", "--corpus", str(corpus), "--pairs", str(pairs), "-n", "4", "--model", "m"]
+    assert cli.main([*base, "--out", str(tmp_path / "a.csv"), "--threads", "3", "--convert", "none"]) == 0
+    assert cli.main([*base, "--out", str(tmp_path / "b.csv"), "--convert", "none"]) == 0
+    assert given == {"encoder": [3, None], "reranker": [3, None]}
+
+
 def test_select_candidates_stratifies() -> None:
     pool = pd.DataFrame({"a": range(100), "b": range(1, 101), "similarity": np.linspace(0, 0.99, 100)})
     got = select_candidates(pool, 20, 0.5, strata=5, near_fraction=0.5)

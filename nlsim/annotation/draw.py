@@ -140,9 +140,11 @@ class DrawModel:
     reranker: Reranker | None = None
 
 
-def draw_model(scorer: str, model_store: str | Path, rerank: bool | None) -> DrawModel:
+def draw_model(
+    scorer: str, model_store: str | Path, rerank: bool | None, threads: int | None = None
+) -> DrawModel:
     """Load the scorer: TF-IDF, an encoder (with its reranker unless ``rerank`` is False), or ``current``,
-    the model store's promoted model."""
+    the model store's promoted model; ``threads``: the CPU threads of the encoder and its reranker."""
     if scorer == TFIDF:
         if rerank:
             raise ConfigError(f"--rerank: {TFIDF} has no reranker")
@@ -163,8 +165,9 @@ def draw_model(scorer: str, model_store: str | Path, rerank: bool | None) -> Dra
                 "fine-tuned model folder"
             )
         name, path = current.name, str(current)
-    encoder = load_encoder(path)
-    reranker = None if rerank is False else load_reranker(getattr(encoder, "path", None) or path)
+    encoder = load_encoder(path, threads=threads)
+    folder = getattr(encoder, "path", None) or path
+    reranker = None if rerank is False else load_reranker(folder, threads=threads)
     if rerank and reranker is None:
         raise ConfigError(f"--rerank: model {scorer!r} has no reranker (train one with nlsim finetune)")
     if reranker is not None:
@@ -295,6 +298,7 @@ def draw_candidates(
     seed: int = 0,
     rerank: bool | None = None,
     model_store: str | Path = "models",
+    threads: int | None = None,
     log: Callable[[str], None] = say,
 ) -> DrawResult:
     """Write ``n`` new candidate pairs from ``corpus`` to the CSV ``out`` for an editor to score.
@@ -303,10 +307,13 @@ def draw_candidates(
     ``tfidf-char2``. With a reranker (unless ``rerank`` is False) the pairs are drawn on the rerank score
     around ``threshold`` (default: the reranker's calibrated threshold); otherwise on the cosine around
     ``threshold`` (default: the encoder's ``calibration.json``, else the median of the pool). ``out`` must
-    not be one of the inputs (refused before any work).
+    not be one of the inputs (refused before any work). ``threads``: the CPU threads of the encoder and its
+    reranker (default: torch's and ONNX Runtime's own choice).
     """
     if n < 1:
         raise ConfigError(f"-n must be at least 1, got {n}")
+    if scorer == TFIDF and threads is not None:
+        raise ConfigError(f"--threads: {TFIDF} has no threads to set (a sparse TF-IDF)")
     check_outputs_apart({"--corpus": corpus, "--pairs": annotated}, {"--out": out})
     check_out(out)
     check_writable(out, what="--out")
@@ -317,7 +324,7 @@ def draw_candidates(
     if annotated:
         scored = load_pairs(annotated)
         done = set(known_pairs(scored)) | set(read_keys(scored["text_a"], scored["text_b"], conversion))
-    model = draw_model(scorer, model_store, rerank)
+    model = draw_model(scorer, model_store, rerank, threads)
     texts = convert_texts(items["text"].tolist(), conversion)
     try:
         emb = embed_items(texts, model)

@@ -7,7 +7,7 @@ import argparse
 import textwrap
 from typing import Any
 
-from nlsim.commands.options import Formatter, threshold_arg
+from nlsim.commands.options import Formatter, threads_arg, threshold_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 
 TEXT_FIELDS = "title_zh_tw, title, text, title_zh_cn"
@@ -98,6 +98,12 @@ def _draw_parser(sub: Any) -> None:
         type=int,
         default=0,
         help="seed of the random pairs drawn (default 0: the same draw each time)",
+    )
+    d.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        help="CPU threads of torch and ONNX Runtime (default: theirs, every core)",
     )
     d.set_defaults(func=run_draw)
 
@@ -201,6 +207,7 @@ def run_draw(args: argparse.Namespace) -> int:
         seed=args.seed,
         rerank=args.rerank,
         model_store=args.model_store,
+        threads=args.threads,
     )
     return 0
 

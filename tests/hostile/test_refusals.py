@@ -1090,6 +1090,29 @@ OPTION_CASES = {
         ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--max-length", "64"],
         "--max-length: the baseline tfidf-char2 reads whole texts",
     ),
+    "annotate-draw-threads-0": (
+        ["annotate", "draw", "--corpus", "news.csv", "--out", "todo.csv", "--threads", "0"],
+        "--threads: must be >= 1",
+    ),
+    "annotate-draw-threads-100000": (
+        ["annotate", "draw", "--corpus", "news.csv", "--out", "todo.csv", "--threads", "100000"],
+        "--threads: must be at most",
+    ),
+    "annotate-draw-tfidf-threads": (
+        [
+            "annotate",
+            "draw",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "todo.csv",
+            "--model",
+            "tfidf-char2",
+            "--threads",
+            "2",
+        ],
+        "--threads: tfidf-char2 has no threads to set",
+    ),
     "evaluate-baseline-threads": (
         ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--threads", "2"],
         "--threads: the baseline tfidf-char2 has no threads to set",
