@@ -105,6 +105,16 @@ def test_every_figure_of_the_measured_table_names_its_command_or_its_page() -> N
     assert [row.split(" | ")[0] for row in rows[1:] if not source.search(row)] == []
 
 
+def test_every_row_of_the_measured_table_says_when_or_by_what_it_was_measured() -> None:
+    """The warm rerun was 'measured on' 'AMD EPYC, before batch 4' and the zero-shot scores on 'batch 5
+    merged': a reader could not tell when, nor find the run; each row's last cell gives a date or the
+    benchmark script that measures it."""
+    rows = [line for line in section("Measured").splitlines() if line.startswith("| ") and "---" not in line]
+    cells = [row.strip(" |").split(" | ") for row in rows[1:]]
+    when = re.compile(r"\b20\d\d-\d\d-\d\d\b|`benchmarks/[^`]+`")
+    assert [row[0] for row in cells if not when.search(row[-1])] == []
+
+
 def test_the_readme_counts_no_tests() -> None:
     """It said the quick subset was "the 2,490 of 3,289 tests", a count of an earlier commit that each new
     test makes wrong; the dated counts are docs/measurements.md's."""
