@@ -1,0 +1,49 @@
+"""The README and the user's documents read as documentation in their source too: a numbered list is
+numbered in order (Markdown renders ``1, 1, 2, 3`` as 1 to 4, but a reader of the source or of a diff sees
+two firsts)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+
+ITEM = re.compile(r"^(\d+)\. ")
+
+
+def misnumbered(text: str) -> list[str]:
+    """Each item of a numbered list (outside code blocks) whose number is not the one after the item
+    before it, as ``line N: M after K``; a line that is neither an item, blank nor indented ends a list.
+
+    Example:
+        >>> misnumbered("1. a\\n   more\\n\\n1. b\\n2. c\\n")
+        ['line 4: 1 after 1']
+        >>> misnumbered("1. a\\n2. b\\n\\ntext\\n\\n1. c\\n")
+        []
+    """
+    found, fenced, before = [], False, None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("```", "~~~")):
+            fenced, before = not fenced, None
+            continue
+        if fenced or not line.strip():
+            continue
+        item = ITEM.match(line)
+        if item:
+            n = int(item[1])
+            if before is not None and n != before + 1:
+                found.append(f"line {number}: {n} after {before}")
+            before = n
+        elif not line.startswith(" "):
+            before = None
+    return found
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_numbered_list_is_numbered_in_order(path: Path) -> None:
+    """docs/operations.md's review panel was listed 1, 1, 2, 3 in the source."""
+    assert misnumbered(path.read_text(encoding="utf-8")) == []
