@@ -1,6 +1,7 @@
-"""The README and the user's documents read as documentation in their source too: a numbered list is
+"""The README and the user's documents read as documentation, in their source too: a numbered list is
 numbered in order (Markdown renders ``1, 1, 2, 3`` as 1 to 4, but a reader of the source or of a diff sees
-two firsts)."""
+two firsts), and the pages a user works from say what nlsim does, not how it came to do it (that history is
+the record of docs/measurements.md and docs/experiments.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 
 ITEM = re.compile(r"^(\d+)\. ")
+
+USER_PAGES = [ROOT / "README.md", ROOT / "docs" / "operations.md"]
+HISTORY = re.compile(r"\b(?:as before|no longer|before batch \d|measured again on)\b", re.IGNORECASE)
+"""Words that tell what nlsim was rather than what it is."""
 
 
 def misnumbered(text: str) -> list[str]:
@@ -47,3 +52,13 @@ def misnumbered(text: str) -> list[str]:
 def test_every_numbered_list_is_numbered_in_order(path: Path) -> None:
     """docs/operations.md's review panel was listed 1, 1, 2, 3 in the source."""
     assert misnumbered(path.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_users_pages_tell_no_history(path: Path) -> None:
+    """docs/operations.md said a store without promotions 'reads as never promoted, as before', that its
+    kill points were 'measured again on the current stage layout', and told of a model's 1,090 meaningless
+    clusters; the README's measured figures were 'before batch 4'."""
+    text = path.read_text(encoding="utf-8")
+    said = [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in HISTORY.finditer(text)]
+    assert said == []
