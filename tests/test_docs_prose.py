@@ -19,6 +19,14 @@ USER_PAGES = [ROOT / "README.md", ROOT / "docs" / "operations.md", ROOT / "docs"
 HISTORY = re.compile(r"\b(?:as before|no longer|before batch \d|measured again on)\b", re.IGNORECASE)
 """Words that tell what nlsim was rather than what it is."""
 
+ALL_PAGES = sorted({*DOCUMENTS, *ROOT.glob("*/README.md"), *ROOT.glob("annotations/*.md")})
+MAKING = re.compile(
+    r"\b(?:a later stop|the stop's|this stop|this round|hostile (?:reading|testers?)|second session read)\b",
+    re.IGNORECASE,
+)
+"""Words about how the project itself was being worked on (its stops and rounds of work, who read the code
+beside a run), which a reader of nlsim's documents has no use for."""
+
 
 def misnumbered(text: str) -> list[str]:
     """Each item of a numbered list (outside code blocks) whose number is not the one after the item
@@ -62,4 +70,13 @@ def test_the_users_pages_tell_no_history(path: Path) -> None:
     train the next model as before'."""
     text = path.read_text(encoding="utf-8")
     said = [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in HISTORY.finditer(text)]
+    assert said == []
+
+
+@pytest.mark.parametrize("path", ALL_PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_page_tells_how_the_project_was_being_worked_on(path: Path) -> None:
+    """docs/measurements.md dated runs by 'a later stop' and 'the stop's last commit', said 'a second
+    session read code beside it' and that commits were 'read by hostile testers'."""
+    text = path.read_text(encoding="utf-8")
+    said = [f"line {text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in MAKING.finditer(text)]
     assert said == []
