@@ -15,7 +15,9 @@ DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 
 ITEM = re.compile(r"^(\d+)\. ")
 
-USER_PAGES = [ROOT / "README.md", ROOT / "docs" / "operations.md", ROOT / "docs" / "report.md"]
+RECORDS = {"measurements.md", "experiments.md"}
+"""The dated record of what was measured and tried: the one place that tells how nlsim came to be as it is."""
+USER_PAGES = [p for p in DOCUMENTS if p.name not in RECORDS]
 HISTORY = re.compile(r"\b(?:as before|no longer|before batch \d|measured again on)\b", re.IGNORECASE)
 """Words that tell what nlsim was rather than what it is."""
 
