@@ -62,25 +62,33 @@ def register(subparsers: Any) -> None:
 def load_scorer(
     name: str, threads: int | None = None, max_length: int | None = None, rerank: bool = True
 ) -> Any:
-    """A baseline by name, else an encoder; an option a baseline has no use for (``--max-length``,
-    ``--threads`` but use-m3's, ``--no-rerank``: ``rerank=False``) is refused, it would do nothing."""
+    """A baseline by name, else an encoder; an option a baseline has no use for is refused
+    (:func:`check_baseline_options`), it would do nothing."""
     from nlsim.encoders import load_encoder  # deferred: loads torch, `nlsim --help` stays fast
     from nlsim.evaluation.baselines import BASELINES, get_baseline
 
     if name in BASELINES:
-        if not rerank:
-            raise ConfigError(
-                f"--no-rerank: the baseline {name} has no reranker, it scores the pairs itself (--no-rerank "
-                "is for a model folder that carries one)"
-            )
-        if max_length is not None:  # a baseline has no token limit: the option would do nothing
-            raise ConfigError(f"--max-length: the baseline {name} reads whole texts, it has no token limit")
-        if name == "use-m3" and threads is not None:
-            return get_baseline(name, threads=threads)
-        if threads is not None:
-            raise ConfigError(f"--threads: the baseline {name} has no threads to set (a sparse TF-IDF)")
-        return get_baseline(name)
+        check_baseline_options(name, threads, max_length, rerank)
+        return get_baseline(name, threads=threads) if threads is not None else get_baseline(name)
     return load_encoder(name, threads=threads, max_length=max_length)
+
+
+def check_baseline_options(name: str, threads: int | None, max_length: int | None, rerank: bool) -> None:
+    """Refuse an option the baseline ``name`` has no use for (``--max-length``, ``--threads`` but use-m3's,
+    ``--no-rerank``: ``rerank=False``); nothing for a model that is no baseline."""
+    from nlsim.evaluation.baselines import BASELINES
+
+    if name not in BASELINES:
+        return
+    if not rerank:
+        raise ConfigError(
+            f"--no-rerank: the baseline {name} has no reranker, it scores the pairs itself (--no-rerank "
+            "is for a model folder that carries one)"
+        )
+    if max_length is not None:  # a baseline has no token limit: the option would do nothing
+        raise ConfigError(f"--max-length: the baseline {name} reads whole texts, it has no token limit")
+    if threads is not None and name != "use-m3":
+        raise ConfigError(f"--threads: the baseline {name} has no threads to set (a sparse TF-IDF)")
 
 
 def load_split(pairs: str, split: str | None) -> Any:
@@ -93,6 +101,7 @@ def load_split(pairs: str, split: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_baseline_options(args.model, args.threads, args.max_length, args.rerank)  # before any reading
     frame = load_split(args.pairs, args.split)  # a bad pair file is refused before torch loads
 
     from nlsim.evaluation.metrics import check_scorable, defined, evaluate, metrics_table  # deferred

@@ -1133,6 +1133,11 @@ OPTION_CASES = {
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--text-fields", "headline", *DEDUP],
         "--text-fields: cannot embed field 'headline'",
     ),
+    # refused before the pair file is read: a missing one, or one with a warning to give, would speak first
+    "evaluate-baseline-threads-before-the-pairs": (
+        ["evaluate", "--model", "tfidf-char2", "--pairs", "missing.tsv", "--threads", "2"],
+        "--threads: the baseline tfidf-char2 has no threads to set",
+    ),
     "evaluate-baseline-no-rerank": (
         ["evaluate", "--model", "tfidf-char2", "--pairs", "pairs.tsv", "--no-rerank"],
         "--no-rerank: the baseline tfidf-char2 has no reranker",
@@ -1447,7 +1452,7 @@ def test_an_option_that_cannot_work_is_refused_before_any_work(tmp_path: Path, c
         if gpu_count():
             pytest.skip("a GPU is visible")
     news(tmp_path)
-    write_stsb_sample(tmp_path, 16, 16, 12)
+    write_stsb_sample(tmp_path, 16, 16, 10)  # STS-B's 12th test row repeats its 11th: a warning, said
     before, names = snapshot(tmp_path), entries(tmp_path)
     proc = nlsim(*args, cwd=tmp_path)
     refused(proc, 2, words)
