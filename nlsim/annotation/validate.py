@@ -38,6 +38,7 @@ from nlsim.errors import InputError, InputErrors
 from nlsim.io import editor_file
 from nlsim.io.cells import describe, first_control, one_line
 from nlsim.io.corpus import load_items
+from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.pairs import (
     item_id,
     normalise_text,
@@ -176,7 +177,9 @@ def read_filled(path: str | Path) -> pd.DataFrame:
     workbook (:data:`WORKBOOKS`), is named as such. A row the reader refuses (a byte that is not UTF-8, a
     row of another number of fields) is named by its sheet row, as every other problem of the file is. Each
     row's sheet row is kept (``attrs["sheet_rows"]``, :func:`~nlsim.io.tables.sheet_rows`): an empty line
-    the reader skips is still a row of the sheet an editor looks at."""
+    the reader skips is still a row of the sheet an editor looks at. A ``marked_at`` or ``overrule`` column
+    spelt otherwise (``Marked_At``, ``markedat``) is refused by file and field
+    (:func:`~nlsim.io.corpus_schema.spelt_otherwise`)."""
     if Path(path).suffix.lower() in WORKBOOKS and Path(path).is_file():
         why = (
             f"a spreadsheet workbook ({Path(path).suffix}), not a CSV file: save the sheet as CSV UTF-8 "
@@ -195,6 +198,9 @@ def read_filled(path: str | Path) -> pd.DataFrame:
             row = rows[exc.row - 1] if 0 < exc.row <= len(rows) else exc.row + 1
             raise _sheet(exc.file, row, exc.field, exc.reason) from None
         raise
+    spelt = spelt_otherwise(path, list(frame.columns), (editor_file.MARKED_AT, editor_file.OVERRULE))
+    if spelt is not None:  # read as an extra column, its marks would be left out without a word
+        raise spelt
     if fmt in ("csv", "tsv"):
         frame.attrs["sheet_rows"] = sheet_rows(path)
     return frame

@@ -53,7 +53,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import blank, hidden, id_fault, invisible_only
+from nlsim.io.cells import blank, id_fault, invisible_only
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -62,6 +62,7 @@ from nlsim.io.corpus_schema import (
     TEXT_FIELDS,
     lookalike_warnings,
     normalised_column,
+    spelt_otherwise,
     zone_problem,
 )
 from nlsim.io.editor_file import escape
@@ -390,18 +391,9 @@ def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) 
     """The file has the required columns and at least one row (unless ``allow_empty``), and no column that
     is one of the schema's spelt otherwise (``Published_At``, ``description ``, ``publishedAt``, one with a
     zero-width space: read as an extra column, its values would be left out without a word)."""
-    known = (*REQUIRED, *OPTIONAL_TEXT, "published_at")
-    for col in raw.columns:
-        like = normalised_column(col)  # Published_At, "description ", publishedAt, a zero-width space
-        if col not in known and like in known:
-            unseen = sorted({f"U+{ord(ch):04X}" for ch in hidden(str(col))})
-            shows = f" (it holds {', '.join(unseen)}, which shows nothing)" if unseen else ""
-            raise InputError(
-                path,
-                None,
-                str(col),
-                f"column {str(col)!r} is spelt otherwise than {like!r}{shows}: rename it {like!r}",
-            )
+    spelt = spelt_otherwise(path, list(raw.columns), (*REQUIRED, *OPTIONAL_TEXT, "published_at"))
+    if spelt is not None:
+        raise spelt
     for col in REQUIRED:
         if col not in raw.columns:
             like = [str(c) for c in raw.columns if normalised_column(c) in LOOKALIKES[col]]

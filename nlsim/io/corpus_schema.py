@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from nlsim.errors import InputError
 from nlsim.io.cells import hidden
 
 REQUIRED = ("id", "title")
@@ -137,6 +138,33 @@ def normalised_column(column: object) -> str:
     shown = "".join(ch for ch in str(column) if ch not in unseen)
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", shown.strip())
     return re.sub(r"[\s.\-]+", "_", words.lower())
+
+
+def spelt_otherwise(path: str | Path, columns: Sequence[object], known: Sequence[str]) -> InputError | None:
+    """The refusal of the first of ``columns`` that is one of the ``known`` names spelt otherwise
+    (``Published_At``, ``description ``, ``publishedAt``, ``publishedat``, one with a zero-width space), by
+    file and field: read as an extra column, its values would be left out without a word. ``None`` when
+    there is none such.
+
+    Example:
+        >>> spelt_otherwise("news.csv", ["id", "Published_At"], ["id", "published_at"]).reason
+        "column 'Published_At' is spelt otherwise than 'published_at': rename it 'published_at'"
+        >>> spelt_otherwise("marks.csv", ["markedat"], ["marked_at"]).field
+        'markedat'
+        >>> spelt_otherwise("news.csv", ["id", "published_at"], ["id", "published_at"]) is None
+        True
+    """
+    joined = {name.replace("_", ""): name for name in known}
+    for col in columns:
+        like = normalised_column(col)
+        name = like if like in known else joined.get(like.replace("_", ""))
+        if str(col) in known or name is None:
+            continue
+        unseen = sorted({f"U+{ord(ch):04X}" for ch in hidden(str(col))})
+        shows = f" (it holds {', '.join(unseen)}, which shows nothing)" if unseen else ""
+        why = f"column {str(col)!r} is spelt otherwise than {name!r}{shows}: rename it {name!r}"
+        return InputError(path, None, str(col), why)
+    return None
 
 
 def lookalike_warnings(path: str | Path, columns: Sequence[object]) -> list[str]:

@@ -214,3 +214,22 @@ def test_an_editor_marks_again_a_pair_they_added_after_a_colleague_overruled_it(
     merge_annotations(wednesday, pairs, overrule=True, log=lambda _: None)
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.score, held.annotator, held.decided_at) == (1.0, "desk", WEDNESDAY)
+
+
+@pytest.mark.parametrize("header", ["marked at", "Marked_At", "markedat", "marked_at\u200b", "MarkedAt"])
+def test_a_mark_time_column_spelt_otherwise_is_refused_by_file_and_field(tmp_path: Path, header: str) -> None:
+    """A ``marked_at`` header renamed by hand (a space, capitals, no underscore, a zero-width space) would
+    read as an older page's export without mark times, each decision dated at the merge: it is refused by
+    file and field, as the corpus reader refuses ``Published_At``, and nothing is written."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", TUESDAY)])
+    kept = (pairs.read_bytes(), store_path(pairs).read_bytes())
+    filled = _export(tmp_path / "bob.csv", "bob", [("n0", "n1", "0.75", MONDAY), ("n2", "n3", "1", MONDAY)])
+    frame = pd.read_csv(filled, dtype=str, keep_default_na=False)
+    frame.rename(columns={editor_file.MARKED_AT: header}).to_csv(filled, index=False)
+    with pytest.raises(InputError) as err:
+        merge_annotations(filled, pairs, log=lambda _: None)
+    said = str(err.value)
+    assert "bob.csv" in said and f"field {header!r}" in said, said
+    assert "spelt otherwise than 'marked_at'" in said, said
+    assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept

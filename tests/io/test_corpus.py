@@ -879,6 +879,16 @@ def test_a_camelcase_schema_field_is_refused_as_spelt_otherwise_and_a_camelcase_
     assert "column 'datePublished' is not read: it looks like the schema field 'published_at'" in warning
 
 
+def test_a_schema_field_written_without_its_underscore_is_refused_as_spelt_otherwise(tmp_path):
+    """``publishedat`` (the underscore left out) was kept as an extra column, not read: every item undated
+    without a word. It is refused as ``Published_At`` is."""
+    path = write_csv(tmp_path / "c.csv", "id,title,publishedat\na,Floods,2024-05-01T08:00:00Z\n")
+    with pytest.raises(
+        InputError, match=r"field 'publishedat': .* spelt otherwise .* rename it 'published_at'"
+    ):
+        load_corpus(path)
+
+
 @pytest.mark.parametrize(
     ("text", "like", "code"),
     [
