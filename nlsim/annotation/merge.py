@@ -210,6 +210,7 @@ def merge_annotations(
             early=early,
             intent=intent,
             again=again,
+            older=_older_marks(new, existing, decided, path),
         )
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
@@ -344,10 +345,7 @@ def _merged_before(
     held = pair_rows(existing)
     if not held:
         return set()
-    try:
-        verdicts = check_store(pairs_file, existing).verdicts
-    except InputError:  # a store that cannot be read refuses the merge later, by name
-        verdicts = Verdicts()
+    verdicts = _held_verdicts(pairs_file, existing)
     who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     again: set[int] = set()
@@ -368,6 +366,40 @@ def _merged_before(
         if v is None or v.source != Path(filled).name:
             again.add(int(row))
     return again
+
+
+def _held_verdicts(pairs_file: Path, existing: pd.DataFrame) -> Verdicts:
+    """The verdicts that hold on the pairs of ``existing`` (the pair file ``pairs_file`` as read); none
+    for a store that cannot be read (which refuses the merge later, by name)."""
+    try:
+        return check_store(pairs_file, existing).verdicts
+    except InputError:
+        return Verdicts()
+
+
+def _older_marks(
+    new: pd.DataFrame, existing: pd.DataFrame, decided: _Decided, pairs_file: Path
+) -> dict[int, str]:
+    """The sheet rows of ``new`` dated by their mark (``decided.times``) that were marked before the
+    decision that holds on their pair (the verdict store's, :func:`~nlsim.clusters.verdicts.newer_than`),
+    each said with it: ``--overrule`` would not make them stand (the newer mark stands, whoever's). A mark
+    merged already (:func:`~nlsim.clusters.verdicts.holds_already`) is none of them."""
+    if not decided.times or "id_a" not in new.columns or "id_b" not in new.columns:
+        return {}
+    verdicts = _held_verdicts(pairs_file, existing)
+    who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
+    older: dict[int, str] = {}
+    for row, a, b, score, w in zip(rows, new["id_a"], new["id_b"], new["score"], who, strict=True):
+        when = decided.times.get(int(row), "")
+        prior = verdicts.get(pair_key(item_id(a), item_id(b))) if item_id(a) and item_id(b) else None
+        if not when or prior is None:
+            continue
+        annotator = "" if is_blank(w) else str(w).strip()
+        mark = Verdict(prior.id_a, prior.id_b, float(score), "", annotator, Path(decided.filled).name, when)
+        if not holds_already(mark, prior, marked=True) and not newer_than(mark, prior):
+            older[int(row)] = _both_said(mark, mark.decision, prior, "is older than the decision that holds,")
+    return older
 
 
 def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFrame:

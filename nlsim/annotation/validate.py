@@ -809,12 +809,14 @@ def _scored(
     filled: str | Path,
     intent: set[int],
     again: set[int] | None = None,
+    older: dict[int, str] | None = None,
 ) -> Scored:
     """The rows of ``new`` the pair file already scores (``conflicts``, by :func:`_conflicts`), parted:
     those meant to overrule (``intent``, sheet rows) whose pair the pair file holds by the same item ids in
     its training split are overrules; one on a validation or test pair, or on a pair the pair file holds
     under other item ids, is refused by name; those ``again`` names (sheet rows: the verdict merged before
-    from another file) are skipped; the rest stay conflicts."""
+    from another file) are skipped; the rest stay conflicts (those ``older`` names, marked before the
+    decision that holds on their pair, are not among the training pairs ``--overrule`` would merge)."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     at = {int(r): i for i, r in enumerate(rows)}
     held = pair_rows(existing)
@@ -833,7 +835,7 @@ def _scored(
         trainable = row is not None and row.split == ACTING_SPLIT
         if e.row not in intent:
             plain.append(e)
-            could += trainable
+            could += trainable and int(e.row or 0) not in (older or {})
         elif trainable and row is not None:
             overrules[int(e.row or 0)] = row
         else:
@@ -867,6 +869,7 @@ def check_new(
     early: list[InputError] | None = None,
     intent: set[int] | None = None,
     again: set[int] | None = None,
+    older: dict[int, str] | None = None,
 ) -> Scored:
     """Refuse the editors' file naming every problem at once, one line a row and field: ``early`` (the
     file's own, :func:`validate_filled`, and the cells the pair file cannot hold, :func:`cell_problems`),
@@ -874,9 +877,11 @@ def check_new(
     (:func:`check_texts`' problems); a row meant to overrule (``intent``, sheet rows) a training pair is
     no conflict (:func:`_scored`), nor a row ``again`` names (sheet rows whose verdict was merged before
     from another file: skipped); with ``skip_scored`` a pair already annotated is no conflict (the
-    merge skips it, and what else its row holds). Returns the rows the pair file already scores."""
+    merge skips it, and what else its row holds). A conflict ``older`` names (sheet rows marked before the
+    decision that holds on their pair, each said with it) is said so: ``--overrule`` would not make it
+    stand. Returns the rows the pair file already scores."""
     conflicts, other = _conflicts(new, existing, filled, pairs_file)
-    scored = _scored(new, existing, conflicts, filled, intent or set(), again)
+    scored = _scored(new, existing, conflicts, filled, intent or set(), again, older)
     found = found or []
     early = early or []
     if skip_scored:
@@ -900,6 +905,12 @@ def check_new(
             hint += (
                 f", or --overrule to merge the {scored.could} training pair(s) among them as the editor's "
                 "newer decision"
+            )
+        stale = [older[int(e.row or 0)] for e in scored.conflicts if int(e.row or 0) in (older or {})]
+        if stale and older:
+            hint += (
+                f"; {len(stale)} of them marked before the decision that holds on its pair, which stands "
+                "with --overrule or without (the newer mark stands, whoever's): " + "; ".join(stale)
             )
         what += f" ({hint})"
         if len(problems) == 1:  # one refusal: the row itself says what else to do

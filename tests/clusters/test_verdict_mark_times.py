@@ -134,8 +134,9 @@ def test_two_editors_marks_of_a_pair_nobody_had_scored_leave_the_newer_standing(
     tmp_path: Path, order: str
 ) -> None:
     """desk (Monday) and bob (Tuesday) both marked n2/n3, which nobody had scored when their pages were
-    made. The second export merged is refused as already annotated, naming --overrule; with it, bob's newer
-    mark is the pair's verdict in either order."""
+    made. The second export merged is refused as already annotated: bob's newer mark naming --overrule as
+    the way to make it the pair's verdict; desk's older one saying that bob's decision stands, --overrule
+    or not. With --overrule, bob's newer mark is the pair's verdict in either order."""
     pairs = _scored_file(tmp_path / "news.tsv")
     desk = _export(tmp_path / "marks-desk.csv", "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
     bob = _export(tmp_path / "marks-bob.csv", "bob", [("n2", "n3", "0", TUESDAY)], overrule="false")
@@ -143,7 +144,13 @@ def test_two_editors_marks_of_a_pair_nobody_had_scored_leave_the_newer_standing(
     merge_annotations(first, pairs, log=lambda _: None)
     with pytest.raises(InputError) as err:
         merge_annotations(last, pairs, log=lambda _: None)
-    assert "already annotated" in str(err.value) and "--overrule" in str(err.value)
+    said = str(err.value)
+    assert "already annotated" in said, said
+    if order == "older first":
+        assert "--overrule to merge the 1 training pair(s)" in said and "newer decision" in said, said
+    else:
+        assert "--overrule to merge" not in said and "newer decision" not in said, said
+        assert "marked before the decision that holds on its pair" in said and "bob's 0" in said, said
     merge_annotations(last, pairs, overrule=True, log=lambda _: None)
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.score, held.annotator, held.decided_at) == (0.0, "bob", TUESDAY)
