@@ -23,6 +23,7 @@ import pandas as pd
 
 from nlsim.annotation.pair_file import appended, columns_of, write_checked
 from nlsim.annotation.validate import (
+    NOTES,
     Scored,
     cell_problems,
     check_new,
@@ -130,6 +131,9 @@ class MergeResult:
     merged_before: int = 0
     """Rows whose pair was merged before from another file with the same score by the same editor, in
     this split (marks exported again from the report page): skipped."""
+    notes_left: tuple[str, ...] = ()
+    """Of those, each row whose note differs from the one the pair file holds for the pair (a note edited
+    on the page after its mark was merged), said with both: the pair file keeps its own."""
 
 
 def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.DataFrame:
@@ -223,6 +227,7 @@ def merge_annotations(
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
     result.already_held, result.merged_before = kept.already, len(scored.again)
     result.overruled_since, result.older = kept.since, kept.older
+    result.notes_left = _notes_left(new, existing, scored.again)
     log(_merge_said(result, skip_scored))
     return result
 
@@ -303,6 +308,12 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             f"; {result.merged_before} pair(s) merged before from another file with the same score by the "
             "same editor (marks exported again): skipped"
         )
+    if result.notes_left:
+        said += (
+            f"; of them, {len(result.notes_left)} with another note than the one merged with the mark, which "
+            "the pair file keeps (the edited note is left; edit the pair file's notes cell to change it): "
+            + "; ".join(result.notes_left)
+        )
     if result.verdicts is not None and not result.overruled:
         said += f"; the verdicts are kept in {result.verdicts}"
     return said
@@ -366,6 +377,32 @@ def _merged_before(
         if v is None or v.source != Path(filled).name:
             again.add(int(row))
     return again
+
+
+def _notes_left(new: pd.DataFrame, existing: pd.DataFrame, again: frozenset[int]) -> tuple[str, ...]:
+    """The rows of ``new`` merged before (``again``, sheet rows: skipped) whose note differs from the one
+    the pair file ``existing`` holds for their pair, each said with both notes: a note edited on the page
+    after its mark was merged keeps the mark and its time, and the row is skipped with the pair file's
+    note."""
+    if not again or NOTES not in new.columns or not {"id_a", "id_b"} <= set(existing.columns):
+        return ()
+    held = {
+        pair_key(item_id(a), item_id(b)): "" if is_blank(n) else str(n)
+        for a, b, n in zip(
+            existing["id_a"],
+            existing["id_b"],
+            existing[NOTES] if NOTES in existing.columns else [""] * len(existing),
+            strict=True,
+        )
+    }
+    rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
+    out: list[str] = []
+    for row, a, b, note in zip(rows, new["id_a"], new["id_b"], new[NOTES], strict=True):
+        key = pair_key(item_id(a), item_id(b))
+        given = "" if is_blank(note) else str(note)
+        if row in again and key in held and given != held[key]:
+            out.append(f"{key[0]}/{key[1]}: {given[:80]!r} (the pair file keeps {held[key][:80]!r})")
+    return tuple(out)
 
 
 def _held_verdicts(pairs_file: Path, existing: pd.DataFrame) -> Verdicts:

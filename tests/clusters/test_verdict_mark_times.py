@@ -240,3 +240,33 @@ def test_a_mark_time_column_spelt_otherwise_is_refused_by_file_and_field(tmp_pat
     assert "bob.csv" in said and f"field {header!r}" in said, said
     assert "spelt otherwise than 'marked_at'" in said, said
     assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
+
+
+def test_a_note_edited_after_its_mark_was_merged_is_said_left_not_dropped_without_a_word(
+    tmp_path: Path,
+) -> None:
+    """desk marked n2/n3 the same story on Monday with a note, and the export was merged; desk then edited
+    the note on the page (the mark, and its time, unchanged) and exported again. The row is the mark merged
+    before (skipped, the pair file as it was), and the merge says the edited note was left, naming it and the
+    note the pair file keeps, instead of dropping it without a word."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+
+    def noted(name: str, note: str) -> Path:
+        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame["notes"] = note
+        frame.to_csv(path, index=False)
+        return path
+
+    merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
+    kept = (pairs.read_bytes(), store_path(pairs).read_bytes())
+    said: list[str] = []
+    result = merge_annotations(noted("marks-2.csv", "same flood, wire copy"), pairs, log=said.append)
+    assert result.merged_before == 1 and (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
+    line = next((x for x in said if "note" in x and "left" in x), "")
+    assert "n2/n3" in line and "'same flood, wire copy'" in line and "'same flood'" in line, said
+    said.clear()
+    merge_annotations(
+        noted("marks-3.csv", "same flood"), pairs, log=said.append
+    )  # the same note: nothing said
+    assert not any("note" in x and "left" in x for x in said), said
