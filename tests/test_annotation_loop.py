@@ -99,7 +99,7 @@ def test_a_merged_file_that_does_not_read_back_whole_is_not_put_in_place(
 ) -> None:
     """Whatever goes wrong in writing, the temporary file is read back with the pair reader first."""
 
-    def torn(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame) -> bytes:
+    def torn(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame, cells: object = None) -> bytes:
         return data  # a writer that lost the new rows
 
     monkeypatch.setattr(pair_file, "_text_bytes", torn)

@@ -131,9 +131,10 @@ class MergeResult:
     merged_before: int = 0
     """Rows whose pair was merged before from another file with the same score by the same editor, in
     this split (marks exported again from the report page): skipped."""
-    notes_left: tuple[str, ...] = ()
+    notes_updated: tuple[str, ...] = ()
     """Of those, each row whose note differs from the one the pair file holds for the pair (a note edited
-    on the page after its mark was merged), said with both: the pair file keeps its own."""
+    on the page after its mark was merged): its note is written into the pair file's row, said with the
+    note it replaces."""
 
 
 def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.DataFrame:
@@ -172,9 +173,9 @@ def merge_annotations(
     of the pair file, empty for older rows). The merged table is validated (no pair twice, none in two
     splits), written beside the pair file, read back and compared before it replaces the file, atomically:
     a refused merge leaves the pair file as it was. A TSV or CSV pair file keeps its existing rows byte for
-    byte (byte-order mark and line endings included), and every pair file keeps its permissions; a
-    symbolic link is followed (its target is rewritten). One merge into a folder at a time: the pair file
-    is read under a lock (:func:`merge_lock`).
+    byte (byte-order mark and line endings included; but a merged row's note edited on the page since and
+    sent again: :func:`_renoted`), and every pair file keeps its permissions; a symbolic link is followed
+    (its target is rewritten). One merge into a folder at a time, under a lock (:func:`merge_lock`).
 
     Every conflict with the pair file is named at once; ``skip_scored`` skips (and counts) the rows whose
     pair is already annotated instead. The merged pairs are also the editors' verdicts, added to the
@@ -218,7 +219,8 @@ def merge_annotations(
         )
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
-        body = appended(original, fresh, split, fmt, data, label) if len(fresh) else None
+        notes, renoted = _renoted(new, original, scored.again)
+        body = appended(original, fresh, split, fmt, data, label, notes) if len(fresh) or notes else None
         # the verdicts are checked and written before the pair file: its rename commits the merge
         with _verdicts_kept(fresh, newer, scored.overrules, path, existing, decided, log) as kept:
             if body is not None:
@@ -226,8 +228,7 @@ def merge_annotations(
     total = len(body.checked) if body is not None else len(existing)
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
     result.already_held, result.merged_before = kept.already, len(scored.again)
-    result.overruled_since, result.older = kept.since, kept.older
-    result.notes_left = _notes_left(new, existing, scored.again)
+    result.overruled_since, result.older, result.notes_updated = kept.since, kept.older, renoted
     log(_merge_said(result, skip_scored))
     return result
 
@@ -308,11 +309,10 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             f"; {result.merged_before} pair(s) merged before from another file with the same score by the "
             "same editor (marks exported again): skipped"
         )
-    if result.notes_left:
+    if result.notes_updated:
         said += (
-            f"; of them, {len(result.notes_left)} with another note than the one merged with the mark, which "
-            "the pair file keeps (the edited note is left; edit the pair file's notes cell to change it): "
-            + "; ".join(result.notes_left)
+            f"; of them, {len(result.notes_updated)} with a note edited since the mark was merged: the "
+            "edited note is the pair's note in the pair file now: " + "; ".join(result.notes_updated)
         )
     if result.verdicts is not None and not result.overruled:
         said += f"; the verdicts are kept in {result.verdicts}"
@@ -379,30 +379,36 @@ def _merged_before(
     return again
 
 
-def _notes_left(new: pd.DataFrame, existing: pd.DataFrame, again: frozenset[int]) -> tuple[str, ...]:
-    """The rows of ``new`` merged before (``again``, sheet rows: skipped) whose note differs from the one
-    the pair file ``existing`` holds for their pair, each said with both notes: a note edited on the page
-    after its mark was merged keeps the mark and its time, and the row is skipped with the pair file's
-    note."""
-    if not again or NOTES not in new.columns or not {"id_a", "id_b"} <= set(existing.columns):
-        return ()
+def _renoted(
+    new: pd.DataFrame, original: pd.DataFrame, again: frozenset[int]
+) -> tuple[dict[int, str], tuple[str, ...]]:
+    """The notes of the rows of ``new`` merged before (``again``, sheet rows: skipped) that differ from the
+    one the pair file ``original`` (as read) holds for their pair, by its row (0-based), each said with the
+    note it replaces: a note edited on the page after its mark was merged keeps the mark and its time, so
+    the row is the mark merged before, with a newer note."""
+    if not again or NOTES not in new.columns or not {"id_a", "id_b"} <= set(original.columns):
+        return {}, ()
     held = {
-        pair_key(item_id(a), item_id(b)): "" if is_blank(n) else str(n)
-        for a, b, n in zip(
-            existing["id_a"],
-            existing["id_b"],
-            existing[NOTES] if NOTES in existing.columns else [""] * len(existing),
-            strict=True,
+        pair_key(item_id(a), item_id(b)): (i, "" if is_blank(n) else str(n))
+        for i, (a, b, n) in enumerate(
+            zip(
+                original["id_a"],
+                original["id_b"],
+                original[NOTES] if NOTES in original.columns else [""] * len(original),
+                strict=True,
+            )
         )
     }
     rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
-    out: list[str] = []
+    notes: dict[int, str] = {}
+    said: list[str] = []
     for row, a, b, note in zip(rows, new["id_a"], new["id_b"], new[NOTES], strict=True):
         key = pair_key(item_id(a), item_id(b))
         given = "" if is_blank(note) else str(note)
-        if row in again and key in held and given != held[key]:
-            out.append(f"{key[0]}/{key[1]}: {given[:80]!r} (the pair file keeps {held[key][:80]!r})")
-    return tuple(out)
+        if row in again and key in held and given != held[key][1]:
+            notes[held[key][0]] = given
+            said.append(f"{key[0]}/{key[1]}: {given[:80]!r} (it was {held[key][1][:80]!r})")
+    return notes, tuple(said)
 
 
 def _held_verdicts(pairs_file: Path, existing: pd.DataFrame) -> Verdicts:

@@ -1,8 +1,9 @@
 """The pair file as a merge rewrites it, losing nothing of what it held.
 
 The editors' rows are appended: a TSV or CSV pair file keeps its existing rows byte for byte (its byte-order
-mark and line endings too; a column the merge adds is left empty for them), a Parquet pair file keeps one
-type a column. The new file is written beside the old one, read back with the pair reader and compared, then
+mark and line endings too; a column the merge adds is left empty for them), but for the note of a merged row
+an editor sent again with the note edited; a Parquet pair file keeps one type a column. The new file is
+written beside the old one, read back with the pair reader and compared, then
 renamed into place keeping the file's permissions (a symbolic link's target rewritten): a write that would
 not read back changes nothing.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nlsim.annotation.validate import is_blank
+from nlsim.annotation.validate import NOTES, is_blank
 from nlsim.errors import InputError
 from nlsim.io import editor_file
 from nlsim.io.atomic import fsync_dir, sweep_leftovers
@@ -43,13 +44,28 @@ class _Body:
 
 
 def appended(
-    original: pd.DataFrame, fresh: pd.DataFrame, split: str, fmt: str, data: bytes, label: str
+    original: pd.DataFrame,
+    fresh: pd.DataFrame,
+    split: str,
+    fmt: str,
+    data: bytes,
+    label: str,
+    notes: dict[int, str] | None = None,
 ) -> _Body:
     """The pair file ``original`` (its bytes ``data`` for a text file) with the rows ``fresh`` appended in
-    ``split``, validated before anything is written (no pair twice, none in two splits)."""
+    ``split``, validated before anything is written (no pair twice, none in two splits); ``notes``: the
+    new note of some of its rows (by 0-based row: a note edited since the row was merged), the rest of
+    their cells (and every other row) kept."""
     columns, extra = columns_of(original, fresh)
+    if notes and NOTES not in columns:
+        columns.append(NOTES)
+        extra.append(NOTES)
     for col in extra:
         original[col] = ""
+    if notes:
+        original[NOTES] = original[NOTES].astype(object)
+        for i, note in notes.items():
+            original.iloc[i, original.columns.get_loc(NOTES)] = note
     add = _rows_to_add(fresh, columns, split)
     if fmt == "parquet":  # one type a column (TSV and CSV cells are all text)
         if pd.api.types.is_numeric_dtype(original["score"]):
@@ -64,7 +80,7 @@ def appended(
         if fmt == "parquet":
             merged.to_parquet(tmp, index=False)
         else:
-            tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns]))
+            tmp.write_bytes(_text_bytes(data, fmt, extra, add[columns], _note_cells(original, notes, label)))
 
     return _Body(checked, write)
 
@@ -97,6 +113,47 @@ def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFr
         given = new["stratum"].map(_text) if "stratum" in new.columns else pd.Series([""] * len(new))
         add["stratum"] = [f"{editor_file.MERGED}:{s}" if s else editor_file.MERGED for s in given]
     return add
+
+
+def _note_cells(original: pd.DataFrame, notes: dict[int, str] | None, label: str) -> _Cells | None:
+    """The notes cells to write into the rows of ``original`` (0-based) that ``notes`` gives a new note,
+    each row known by its pair id (checked before its cell is written); ``label`` names the file."""
+    if not notes:
+        return None
+    ids = original["pair_id"].astype(str).tolist()
+    columns = list(original.columns)
+    rows = {i: (ids[i], n) for i, n in notes.items()}
+    return _Cells(columns.index(NOTES), columns.index("pair_id"), rows, label)
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """New cells of one column for some data rows of a text pair file: the column's place, and each row's
+    (0-based) pair id (the row checked to be that pair's) and new cell."""
+
+    column: int
+    pair_column: int
+    rows: dict[int, tuple[str, str]]
+    label: str
+
+    def set_in(self, record: str, row: int, fmt: str) -> str:
+        """``record`` (data row ``row``, without its line ending) with its cell written, when it has one."""
+        if row not in self.rows:
+            return record
+        want, cell = self.rows[row]
+        if fmt == "csv":
+            cells = next(csv.reader(io.StringIO(record, newline="")))
+        else:
+            cells = record.split("\t")
+        if max(self.pair_column, self.column) >= len(cells) or cells[self.pair_column] != want:
+            why = f"the row is not pair {want!r} as read, its note not written: nothing changed"
+            raise InputError(self.label, row + 1, NOTES, why)
+        cells[self.column] = cell
+        if fmt != "csv":
+            return "\t".join(cells)
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow(cells)
+        return buf.getvalue()
 
 
 def _text(value: object) -> str:
@@ -153,10 +210,11 @@ def _line_ending(data: bytes) -> bytes:
     return b"\r\n" if end > 0 and data[end - 1 : end] == b"\r" else b"\n"
 
 
-def _widen(text: str, fmt: str, extra: list[str], newline: str = "\n") -> str:
+def _widen(text: str, fmt: str, extra: list[str], newline: str = "\n", cells: _Cells | None = None) -> str:
     """``text`` (a CSV or TSV file without its byte-order mark, records ending in ``newline``: ``\\n``,
     a ``\\r`` before it kept, or ``\\r`` alone) with the columns ``extra`` added: their names after the
-    header's, an empty cell after every row's; every existing cell and line ending kept. A CSV field is
+    header's, an empty cell after every row's; every existing cell and line ending kept, but ``cells``
+    (written into their rows, 0-based: :meth:`_Cells.set_in`). A CSV field is
     quoted only when its first character is a quote (as the csv reader reads it: ``5"`` inside a field is a
     character), and ``""`` inside a quoted field is one quote.
 
@@ -168,6 +226,7 @@ def _widen(text: str, fmt: str, extra: list[str], newline: str = "\n") -> str:
     end = "\r" if newline == "\r" else "\n"
     out: list[str] = []
     header = True
+    row = 0
     start = 0
     quoted = False
     field_start = True
@@ -188,7 +247,12 @@ def _widen(text: str, fmt: str, extra: list[str], newline: str = "\n") -> str:
             cr = end == "\n" and record.endswith("\r")
             body = record[:-1] if cr else record
             if body.strip():
-                body += sep + sep.join(extra) if header else sep * len(extra)
+                if header:
+                    body += sep + sep.join(extra) if extra else ""
+                else:
+                    body += sep * len(extra)
+                    body = cells.set_in(body, row, fmt) if cells is not None else body
+                    row += 1
                 header = False
             out.append(body + ("\r" if cr else "") + (end if i < len(text) else ""))
             start = i + 1
@@ -199,15 +263,18 @@ def _widen(text: str, fmt: str, extra: list[str], newline: str = "\n") -> str:
     return "".join(out)
 
 
-def _text_bytes(data: bytes, fmt: str, extra: list[str], add: pd.DataFrame) -> bytes:
+def _text_bytes(
+    data: bytes, fmt: str, extra: list[str], add: pd.DataFrame, cells: _Cells | None = None
+) -> bytes:
     """The pair file's bytes ``data`` with the rows of ``add`` appended: the existing rows byte for byte
-    (byte-order mark and line endings kept; ``extra`` columns added empty), the new ones in the same style.
+    (byte-order mark and line endings kept; ``extra`` columns added empty), but the ``cells`` written into
+    theirs, the new ones in the same style.
     """
     bom = BOM if data.startswith(BOM) else b""
     newline = _line_ending(data)
     body = data[len(bom) :]
-    if extra:
-        body = _widen(body.decode("utf-8"), fmt, extra, newline.decode()).encode("utf-8")
+    if extra or cells is not None:
+        body = _widen(body.decode("utf-8"), fmt, extra, newline.decode(), cells).encode("utf-8")
     if body and not body.endswith(newline[-1:]):
         body += newline
     buf = io.StringIO()

@@ -15,6 +15,7 @@ from nlsim.annotation.merge import merge_annotations
 from nlsim.clusters.verdicts import Verdict, load_verdicts, store_path
 from nlsim.errors import InputError
 from nlsim.io import editor_file
+from nlsim.io.pairs import load_pairs
 
 TITLES = {f"n{i}": f"Headline number {i} of the day" for i in range(12)}
 MONDAY, TUESDAY, WEDNESDAY = "2026-03-02T08:15:00.000Z", "2026-03-03T09:00:00+08:00", "2026-03-04T07:30:00Z"
@@ -242,14 +243,19 @@ def test_a_mark_time_column_spelt_otherwise_is_refused_by_file_and_field(tmp_pat
     assert (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
 
 
-def test_a_note_edited_after_its_mark_was_merged_is_said_left_not_dropped_without_a_word(
-    tmp_path: Path,
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "parquet"])
+def test_a_note_edited_after_its_mark_was_merged_is_the_pairs_note_when_exported_again(
+    tmp_path: Path, fmt: str
 ) -> None:
     """desk marked n2/n3 the same story on Monday with a note, and the export was merged; desk then edited
     the note on the page (the mark, and its time, unchanged) and exported again. The row is the mark merged
-    before (skipped, the pair file as it was), and the merge says the edited note was left, naming it and the
-    note the pair file keeps, instead of dropping it without a word."""
+    before (no pair added, the verdict store as it was), and its edited note is now the pair's note in the
+    pair file (every other row kept), said with the note it replaces, instead of dropped without a word."""
     pairs = _scored_file(tmp_path / "news.tsv")
+    if fmt != "tsv":
+        table = pd.read_csv(pairs, sep="\t", dtype=str, keep_default_na=False)
+        pairs = tmp_path / f"news.{fmt}"
+        table.to_csv(pairs, index=False) if fmt == "csv" else table.to_parquet(pairs, index=False)
 
     def noted(name: str, note: str) -> Path:
         path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
@@ -259,14 +265,18 @@ def test_a_note_edited_after_its_mark_was_merged_is_said_left_not_dropped_withou
         return path
 
     merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
-    kept = (pairs.read_bytes(), store_path(pairs).read_bytes())
+    before, store = pairs.read_bytes(), store_path(pairs).read_bytes()
     said: list[str] = []
     result = merge_annotations(noted("marks-2.csv", "same flood, wire copy"), pairs, log=said.append)
-    assert result.merged_before == 1 and (pairs.read_bytes(), store_path(pairs).read_bytes()) == kept
-    line = next((x for x in said if "note" in x and "left" in x), "")
+    assert (result.merged_before, result.added) == (1, 0) and store_path(pairs).read_bytes() == store
+    got = load_pairs(pairs)
+    assert got["notes"].fillna("").tolist() == ["", "same flood, wire copy"], said
+    if fmt != "parquet":
+        assert pairs.read_bytes().splitlines()[:2] == before.splitlines()[:2]  # the other rows byte for byte
+    line = next((x for x in said if "note" in x and "edited" in x), "")
     assert "n2/n3" in line and "'same flood, wire copy'" in line and "'same flood'" in line, said
+    after = pairs.read_bytes()
     said.clear()
-    merge_annotations(
-        noted("marks-3.csv", "same flood"), pairs, log=said.append
-    )  # the same note: nothing said
-    assert not any("note" in x and "left" in x for x in said), said
+    merge_annotations(noted("marks-3.csv", "same flood, wire copy"), pairs, log=said.append)
+    assert pairs.read_bytes() == after, said
+    assert not any("edited since" in x for x in said), said  # the same note
