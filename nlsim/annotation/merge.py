@@ -215,7 +215,7 @@ def merge_annotations(
             early=early,
             intent=intent,
             again=again,
-            older=_older_marks(new, existing, decided, path),
+            older=_not_overruling(new, existing, decided, path),
         )
         fresh, newer, skipped_scored = _parted(new, scored, skip_scored, filled, pairs_file)
         label = f"{pairs_file} merged with {filled}"
@@ -420,29 +420,36 @@ def _held_verdicts(pairs_file: Path, existing: pd.DataFrame) -> Verdicts:
         return Verdicts()
 
 
-def _older_marks(
+def _not_overruling(
     new: pd.DataFrame, existing: pd.DataFrame, decided: _Decided, pairs_file: Path
 ) -> dict[int, str]:
-    """The sheet rows of ``new`` dated by their mark (``decided.times``) that were marked before the
-    decision that holds on their pair (the verdict store's, :func:`~nlsim.clusters.verdicts.newer_than`),
-    each said with it: ``--overrule`` would not make them stand (the newer mark stands, whoever's). A mark
-    merged already (:func:`~nlsim.clusters.verdicts.holds_already`) is none of them."""
-    if not decided.times or "id_a" not in new.columns or "id_b" not in new.columns:
+    """The sheet rows of ``new`` that ``--overrule`` would not merge as a newer decision on their pair,
+    each said with why: its decision was merged before (:func:`~nlsim.clusters.verdicts.holds_already`:
+    the same file merged again, say), or it was marked (``decided.times``) before the decision that holds
+    on the pair (the verdict store's, :func:`~nlsim.clusters.verdicts.newer_than`), which stands."""
+    if "id_a" not in new.columns or "id_b" not in new.columns:
         return {}
     verdicts = _held_verdicts(pairs_file, existing)
     who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
-    older: dict[int, str] = {}
+    out: dict[int, str] = {}
     for row, a, b, score, w in zip(rows, new["id_a"], new["id_b"], new["score"], who, strict=True):
         when = decided.times.get(int(row), "")
         prior = verdicts.get(pair_key(item_id(a), item_id(b))) if item_id(a) and item_id(b) else None
-        if not when or prior is None:
+        if prior is None:
             continue
-        annotator = "" if is_blank(w) else str(w).strip()
+        annotator = "" if is_blank(w) else str(w)
         mark = Verdict(prior.id_a, prior.id_b, float(score), "", annotator, Path(decided.filled).name, when)
-        if not holds_already(mark, prior, marked=True) and not newer_than(mark, prior):
-            older[int(row)] = _both_said(mark, mark.decision, prior, "is older than the decision that holds,")
-    return older
+        if holds_already(mark, prior, marked=bool(when)):
+            out[int(row)] = _both_said(
+                mark, mark.decision, prior, "was merged before (nothing new); the decision that holds is"
+            )
+        elif when and not newer_than(mark, prior):
+            out[int(row)] = (
+                _both_said(mark, mark.decision, prior, "is older than the decision that holds,")
+                + ", which stands"
+            )
+    return out
 
 
 def _rows_of(new: pd.DataFrame, rows: list[int], keep: list[bool]) -> pd.DataFrame:

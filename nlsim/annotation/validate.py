@@ -815,8 +815,9 @@ def _scored(
     those meant to overrule (``intent``, sheet rows) whose pair the pair file holds by the same item ids in
     its training split are overrules; one on a validation or test pair, or on a pair the pair file holds
     under other item ids, is refused by name; those ``again`` names (sheet rows: the verdict merged before
-    from another file) are skipped; the rest stay conflicts (those ``older`` names, marked before the
-    decision that holds on their pair, are not among the training pairs ``--overrule`` would merge)."""
+    from another file) are skipped; the rest stay conflicts (those ``older`` names, merged before or marked
+    before the decision that holds on their pair, are not among the training pairs ``--overrule`` would
+    merge)."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     at = {int(r): i for i, r in enumerate(rows)}
     held = pair_rows(existing)
@@ -877,9 +878,9 @@ def check_new(
     (:func:`check_texts`' problems); a row meant to overrule (``intent``, sheet rows) a training pair is
     no conflict (:func:`_scored`), nor a row ``again`` names (sheet rows whose verdict was merged before
     from another file: skipped); with ``skip_scored`` a pair already annotated is no conflict (the
-    merge skips it, and what else its row holds). A conflict ``older`` names (sheet rows marked before the
-    decision that holds on their pair, each said with it) is said so: ``--overrule`` would not make it
-    stand. Returns the rows the pair file already scores."""
+    merge skips it, and what else its row holds). A conflict ``older`` names (sheet rows ``--overrule``
+    would not merge: merged before, or marked before the decision that holds on their pair, each said with
+    why) is said so. Returns the rows the pair file already scores."""
     conflicts, other = _conflicts(new, existing, filled, pairs_file)
     scored = _scored(new, existing, conflicts, filled, intent or set(), again, older)
     found = found or []
@@ -908,10 +909,7 @@ def check_new(
             )
         stale = [older[int(e.row or 0)] for e in scored.conflicts if int(e.row or 0) in (older or {})]
         if stale and older:
-            hint += (
-                f"; {len(stale)} of them marked before the decision that holds on its pair, which stands "
-                "with --overrule or without (the newer mark stands, whoever's): " + "; ".join(stale)
-            )
+            hint += f"; {len(stale)} of them --overrule would not merge either: " + "; ".join(stale)
         what += f" ({hint})"
         if len(problems) == 1:  # one refusal: the row itself says what else to do
             e = problems[0]

@@ -151,7 +151,8 @@ def test_two_editors_marks_of_a_pair_nobody_had_scored_leave_the_newer_standing(
         assert "--overrule to merge the 1 training pair(s)" in said and "newer decision" in said, said
     else:
         assert "--overrule to merge" not in said and "newer decision" not in said, said
-        assert "marked before the decision that holds on its pair" in said and "bob's 0" in said, said
+        assert "--overrule would not merge either" in said and "is older than the decision" in said, said
+        assert "bob's 0" in said and "which stands" in said, said
     merge_annotations(last, pairs, overrule=True, log=lambda _: None)
     held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
     assert held is not None and (held.score, held.annotator, held.decided_at) == (0.0, "bob", TUESDAY)
@@ -280,3 +281,20 @@ def test_a_note_edited_after_its_mark_was_merged_is_the_pairs_note_when_exported
     merge_annotations(noted("marks-3.csv", "same flood, wire copy"), pairs, log=said.append)
     assert pairs.read_bytes() == after, said
     assert not any("edited since" in x for x in said), said  # the same note
+
+
+@pytest.mark.parametrize("when", [MONDAY, None])
+def test_the_same_export_merged_again_is_refused_without_offering_overrule(
+    tmp_path: Path, when: str | None
+) -> None:
+    """desk's export adding n2/n3 merged a second time is refused as already annotated (as before), but no
+    longer names --overrule as the way to merge it as the newer decision: --overrule would add nothing (the
+    decision was merged before), and the refusal says so."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    filled = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "1", when)], overrule="false")
+    merge_annotations(filled, pairs, log=lambda _: None)
+    with pytest.raises(InputError) as err:
+        merge_annotations(filled, pairs, log=lambda _: None)
+    said = str(err.value)
+    assert "already annotated" in said and "--overrule to merge" not in said, said
+    assert "--overrule would not merge either" in said and "was merged before (nothing new)" in said, said
