@@ -144,7 +144,7 @@ def overruled_note(n: int) -> str:
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
     """Load (or take) the pairs, split them, draw the training subset and convert the script. Loaded from
     ``cfg.data.pairs``, each training pair an editor overruled takes the editor's newer score (the module
-    docstring); a table given is taken as it is."""
+    docstring); a table given is taken as it is, but for a pair in two rows, counted once as in a file."""
     cfg.check()
     data_files: dict[str, str] = {}
     overruled = 0
@@ -159,7 +159,7 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
         if read.store is not None:
             data_files[str(read.store)] = file_sha256(read.store)
     else:
-        pairs = validate_pairs(pairs, "<pairs>")
+        pairs = count_once(validate_pairs(pairs, "<pairs>"), "<pairs>").reset_index(drop=True)
     every = convert_pairs(pairs, cfg.data.conversion)  # converted once, then split
     train, val, test = split_pairs(every, cfg)
     check_trainable(train, val, cfg, str(cfg.data.pairs or "<pairs>"))

@@ -171,6 +171,10 @@ def test_prepare_pairs_counts_a_pair_pasted_twice_once(tmp_path: Path) -> None:
     data = prepare_pairs(FinetuneConfig.of(pairs=str(pairs), conversion="none", eval_test=True))
     assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 2)
     assert "p1-again" not in set(data.train["pair_id"]) and "p7-again" not in set(data.validation["pair_id"])
+    # the same table given as a table (finetune(cfg, pairs=...)), not a file: counted once too
+    given = pd.read_csv(pairs, sep="\t", dtype={"score": float}, keep_default_na=False)
+    data = prepare_pairs(FinetuneConfig.of(conversion="none", eval_test=True), given)
+    assert (len(data.train), len(data.validation), len(data.test)) == (6, 4, 2)
 
 
 def test_training_says_the_rows_it_leaves_out_for_naming_no_split(
