@@ -12,7 +12,8 @@ plain text:
   formula by spreadsheets (``=HYPERLINK(...)`` a live link, ``=cmd|...`` a DDE command: CSV injection).
   Every text cell of ``report.xlsx`` is stored as a string, never as a formula; numbers stay numbers. A CSV
   file has no cell types, so there such text starts with an apostrophe (OWASP's rule, :func:`csv_text`),
-  which spreadsheets show as text.
+  which spreadsheets show as text, and every text cell is in double quotes (a ``;`` or tab inside a title
+  cannot start a new cell where a spreadsheet splits on it).
 
 :func:`written_changes` lists the items whose text the files written changed, cell by cell, and in which
 files, for the page's notice (:mod:`nlsim.report.html`) and ``run.json``; :func:`text_changes` the changes
@@ -27,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -235,12 +237,14 @@ def text_fields() -> list[str]:
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
     """``frame`` as CSV (UTF-8 with a byte-order mark, so Excel reads CJK text), text cells through
-    :func:`csv_text`."""
+    :func:`csv_text` and in double quotes, numbers bare: a spreadsheet whose separator is another than the
+    file's (``;`` in much of Europe) splits a cell only outside quotes, so ``Markets rally;=1+1`` cannot
+    start a formula cell (OWASP's CSV-injection rule)."""
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
             out[column] = out[column].map(lambda v: csv_text(v) if isinstance(v, str) else v)
-    out.to_csv(path, index=False, encoding="utf-8-sig")
+    out.to_csv(path, index=False, encoding="utf-8-sig", quoting=csv.QUOTE_NONNUMERIC)
 
 
 def _cell(sheet: Any, value: Any) -> Any:

@@ -333,3 +333,45 @@ def test_the_notice_names_only_the_items_and_files_whose_cells_were_changed(tmp_
     }
     formulas = {(i, f, name) for i, f, change, files in named if change == "formula" for name in files}
     assert formulas == apostrophes  # every apostrophe named, and nothing else
+
+
+def _cells_as_a_spreadsheet_splits(line: str, separator: str) -> list[str]:
+    """One CSV line cut into cells as a spreadsheet opening the file does with its locale's separator
+    (``;`` in much of Europe, whatever the file uses): a double quote opens or closes quoting wherever it
+    stands, a separator splits only outside quotes; the quotes themselves are not shown."""
+    cells, cell, quoted = [], [], False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        elif ch == separator and not quoted:
+            cells.append("".join(cell))
+            cell = []
+        else:
+            cell.append(ch)
+    return [*cells, "".join(cell)]
+
+
+def test_csv_text_cells_are_quoted_so_no_separator_starts_a_formula(tmp_path: Path) -> None:
+    """A title holding ``;=`` (or ``,+``, ``\\t@``) cannot start a formula cell in a spreadsheet whose
+    separator is another than the file's: every text cell is in double quotes (OWASP's CSV-injection
+    rule), numbers stay bare, and the file reads back as written."""
+    from nlsim.report.spreadsheet import write_csv
+
+    frame = pd.DataFrame(
+        {
+            "id_a": ["n1", "n2"],
+            "title_a": ["Markets rally;=1+1", "Storm\t@SUM(1;1) hits; -5% 股市"],
+            "similarity": pd.Series([0.9, float("nan")], dtype="float32"),
+            "source_a": ["AP;+cmd|' /C calc'!A0", None],
+        }
+    )
+    write_csv(frame, tmp_path / "pairs.csv")
+    lines = (tmp_path / "pairs.csv").read_text(encoding="utf-8-sig").splitlines()
+    for separator in (",", ";", "\t"):
+        for line in lines:
+            for cell in _cells_as_a_spreadsheet_splits(line, separator):
+                assert not cell.startswith(FORMULA_START), (separator, line, cell)
+    assert lines[1].startswith('"n1",') and ",0.9," in lines[1]
+    back = pd.read_csv(tmp_path / "pairs.csv", encoding="utf-8-sig")
+    assert back["title_a"].tolist() == frame["title_a"].tolist()
+    assert back["source_a"].iloc[0] == frame["source_a"].iloc[0] and pd.isna(back["source_a"].iloc[1])
