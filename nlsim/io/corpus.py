@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import email.utils
 import hashlib
@@ -501,7 +502,11 @@ def write_quarantine(corpus: Corpus) -> Path | None:
         lambda v: escape(v) if isinstance(v, str) else v
     )  # opened in a spreadsheet
     with atomic_path(corpus.quarantine_path, suffix=".csv") as tmp:
-        cells.to_csv(tmp, index=False, encoding="utf-8-sig")  # with a byte-order mark: Excel reads CJK text
+        # a byte-order mark: Excel reads CJK text; the header as the next run recognises the file
+        # (is_quarantine_file), the rows' text quoted: a ";" in it starts no cell where a spreadsheet splits
+        with open(tmp, "w", encoding="utf-8-sig", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerow(cells.columns)
+            cells.to_csv(fh, index=False, header=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
     return corpus.quarantine_path
 
 

@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from nlsim.errors import ConfigError, InputError
-from nlsim.io.corpus import load_corpus
+from nlsim.io.corpus import load_corpus, write_quarantine
+from nlsim.report.spreadsheet import FORMULA_START
+from tests.report.test_spreadsheet import cells_as_a_spreadsheet_splits
 
 
 def write_csv(path, text):
@@ -182,6 +184,21 @@ def test_quarantine_keeps_good_rows_and_records_bad_ones(tmp_path):
     assert "empty text" in bad["reason"].iloc[0]
     assert "duplicate id" in bad["reason"].iloc[1]
     assert len(corpus.quarantined) == 2
+
+
+def test_a_quarantined_title_holding_a_separator_cannot_start_a_formula_cell(tmp_path):
+    """The quarantine file is opened in a spreadsheet: a bad row's ``;`` or tab stays inside its quoted
+    cell where a spreadsheet splits on it (Excel with a ``;`` list separator), and the file reads back."""
+    path = write_csv(tmp_path / "news.csv", "id,title\n1,Floods\n,Markets rally;=1+1\n1,Storm\t@SUM(1;1)\n")
+    q = tmp_path / "quarantine.csv"
+    write_quarantine(load_corpus(path, quarantine=q, deferred=True))
+    lines = q.read_text(encoding="utf-8-sig").splitlines()
+    for separator in (",", ";", "\t"):
+        for line in lines:
+            for cell in cells_as_a_spreadsheet_splits(line, separator):
+                assert not cell.startswith(FORMULA_START), (separator, line, cell)
+    bad = pd.read_csv(q, encoding="utf-8-sig")
+    assert bad["raw_title"].tolist() == ["Markets rally;=1+1", "Storm\t@SUM(1;1)"]
 
 
 def test_an_item_dated_in_the_future_is_a_bad_row_refused_by_row_or_quarantined(tmp_path):

@@ -335,7 +335,7 @@ def test_the_notice_names_only_the_items_and_files_whose_cells_were_changed(tmp_
     assert formulas == apostrophes  # every apostrophe named, and nothing else
 
 
-def _cells_as_a_spreadsheet_splits(line: str, separator: str) -> list[str]:
+def cells_as_a_spreadsheet_splits(line: str, separator: str) -> list[str]:
     """One CSV line cut into cells as a spreadsheet opening the file does with its locale's separator
     (``;`` in much of Europe, whatever the file uses): a double quote opens or closes quoting wherever it
     stands, a separator splits only outside quotes; the quotes themselves are not shown."""
@@ -369,7 +369,7 @@ def test_csv_text_cells_are_quoted_so_no_separator_starts_a_formula(tmp_path: Pa
     lines = (tmp_path / "pairs.csv").read_text(encoding="utf-8-sig").splitlines()
     for separator in (",", ";", "\t"):
         for line in lines:
-            for cell in _cells_as_a_spreadsheet_splits(line, separator):
+            for cell in cells_as_a_spreadsheet_splits(line, separator):
                 assert not cell.startswith(FORMULA_START), (separator, line, cell)
     assert lines[1].startswith('"n1",') and ",0.9," in lines[1]
     back = pd.read_csv(tmp_path / "pairs.csv", encoding="utf-8-sig")
