@@ -694,6 +694,38 @@ def test_a_drawn_file_keeps_a_formula_title_as_text_and_the_merge_stores_the_tit
     assert set(merged["text_a"]) | set(merged["text_b"]) <= set(titles)
 
 
+def test_a_drawn_title_holding_a_separator_cannot_start_a_formula_cell_and_merges_back(
+    tmp_path: Path,
+) -> None:
+    """A title's ``;`` or tab stays inside its quoted cell where a spreadsheet splits on it (Excel with a
+    ``;`` list separator), as in the page's export; the filled file merges the titles themselves."""
+    from nlsim.report.spreadsheet import FORMULA_START
+    from tests.report.test_spreadsheet import cells_as_a_spreadsheet_splits
+
+    titles = ["Markets rally;=1+1", "Markets rally;=1+1 again", "Storm\t@SUM(1;1)", "Storm\t@SUM(1;1) again"]
+    corpus = tmp_path / "corpus.parquet"
+    pd.DataFrame({"id": [f"f{i}" for i in range(len(titles))], "title": titles}).to_parquet(corpus)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\np1\tz1\tz2\tA\tB\t1\ttrain\n")
+    out = tmp_path / "todo.csv"
+    draw_candidates(
+        corpus, pairs, out, n=2, scorer="tfidf-char2", conversion="none", threshold=0.3, log=print
+    )
+    lines = out.read_text(encoding="utf-8-sig").splitlines()
+    assert len(lines) > 1
+    for separator in (",", ";", "\t"):
+        for line in lines:
+            for cell in cells_as_a_spreadsheet_splits(line, separator):
+                assert not cell.startswith(FORMULA_START), (separator, line, cell)
+    todo = pd.read_csv(out, dtype=str, keep_default_na=False)
+    todo["score"] = "1"
+    todo.to_csv(out, index=False)
+    merge_annotations(out, pairs, corpus=corpus, log=lambda _: None)
+    merged = load_pairs(pairs).iloc[1:]
+    spaced = {" ".join(t.split()) for t in titles}  # the pair file holds a tab as a space
+    assert len(merged) and set(merged["text_a"]) | set(merged["text_b"]) <= spaced
+
+
 def test_merge_names_every_conflict_at_once_and_skip_scored_merges_the_rest(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:

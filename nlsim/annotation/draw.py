@@ -16,6 +16,7 @@ that is not an unscored editors' file (an editor's scores are never overwritten)
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -353,8 +354,10 @@ def draw_candidates(
     cells = frame.copy()  # opened in a spreadsheet: a text it would run as a formula is kept as text
     for col in ("pair_id", "id_a", "id_b", "text_a", "text_b", "stratum", "model"):
         cells[col] = cells[col].map(lambda v: editor_file.escape(v) if isinstance(v, str) else v)
-    with atomic_path(out, suffix=".csv") as tmp:
-        cells.to_csv(tmp, index=False, encoding="utf-8-sig")
+    with atomic_path(out, suffix=".csv") as tmp, open(tmp, "w", encoding="utf-8-sig", newline="") as fh:
+        # text cells quoted, as the page's export writes them: a ";" starts no cell where a spreadsheet splits
+        csv.writer(fh, lineterminator="\n").writerow(cells.columns)
+        cells.to_csv(fh, index=False, header=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
     log(
         f"wrote {len(frame)} pairs to {out} (drawn on the {score} score around {threshold:.4f}, from "
         f"{source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
