@@ -140,6 +140,7 @@ def run_promote(args: argparse.Namespace) -> int:
             return 0
         store.promote(version, args.reason, by=who(), command="nlsim models promote", replaced=before)
     print(f"promoted {version.name} in {store.root} (was {before or 'none'}): {args.reason}")
+    say_trained_apart(store, version, before)
     return 0
 
 
@@ -170,7 +171,49 @@ def run_rollback(args: argparse.Namespace) -> int:
             version, args.reason, by=who(), command="nlsim models rollback", rolled_back=current.name
         )
     print(f"rolled back {store.root} from {current.name} to {version.name}: {args.reason}")
+    say_trained_apart(store, version, current.name)
     return 0
+
+
+def trained_apart(version: str, parts: dict[str, Any], before: str, was: dict[str, Any]) -> str | None:
+    """What a person moving the pointer from ``before`` to ``version`` should know when the two were trained
+    from another base model or with another Chinese conversion (their ``store.json`` ``parts``); ``None``
+    when they were not, or when either records none.
+
+    Example:
+        >>> e5 = {"base_model": "fp1", "training": {"model": "e5", "conversion": "s2twp"}}
+        >>> trained_apart("v0002-b", e5, "v0003-c", {**e5, "training": {"model": "e5", "conversion": "none"}})
+        'v0002-b was trained from another conversion (s2twp, not none) than v0003-c: the next daily run ...'
+        >>> trained_apart("v0002-b", e5, "v0001-a", e5) is None
+        True
+    """
+    new, old = parts.get("training") or {}, was.get("training") or {}
+    differ = []
+    if parts.get("base_model") and was.get("base_model") and parts["base_model"] != was["base_model"]:
+        differ.append(f"another base model ({new.get('model')}, not {old.get('model')})")
+    if new.get("conversion") and old.get("conversion") and new["conversion"] != old["conversion"]:
+        differ.append(f"another conversion ({new['conversion']}, not {old['conversion']})")
+    if not differ:
+        return None
+    return (
+        f"{version} was trained from {' and '.join(differ)} than {before}: the next daily run (--model "
+        f"current) embeds its window again, with the threshold calibrated for {version}"
+    )
+
+
+def say_trained_apart(store: ModelStore, version: Path, before: str | None) -> None:
+    """Print :func:`trained_apart` for a pointer just moved (nothing when no version was current)."""
+    if before is None:
+        return
+    try:
+        was = store.info(before) or {}
+        note = trained_apart(
+            version.name, (store.info(version) or {}).get("parts") or {}, before, was.get("parts") or {}
+        )
+    except StateError:  # the version it replaced is damaged: nothing to compare it with
+        return
+    if note is not None:
+        print(note)
 
 
 def version_rows(store: ModelStore) -> list[dict[str, Any]]:

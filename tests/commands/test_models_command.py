@@ -312,3 +312,35 @@ def test_a_lost_pointer_names_the_promote_command_that_restores_it(store: ModelS
     assert proc.returncode == 0, proc.stderr
     assert store.current() == store.root / "versions" / "v0003-cccccccc"
     assert store.history()[-1]["reason"] == "pointer lost"
+
+
+def with_parts(store: ModelStore, name: str, base: str, model: str, conversion: str) -> None:
+    """Give a registered version the training parts a chain records: its base model and conversion."""
+    info = store.info(name) or {}
+    training = {"model": model, "conversion": conversion, "epochs": 2}
+    store.write_info(name, {**info, "parts": {"annotations": "x", "base_model": base, "training": training}})
+
+
+@pytest.mark.slow
+def test_a_version_trained_from_another_base_model_or_conversion_is_said_when_it_becomes_current(
+    store: ModelStore,
+) -> None:
+    with_parts(store, "v0001-aaaaaaaa", "fp-e5", "multilingual-e5-small", "s2twp")
+    with_parts(store, "v0002-bbbbbbbb", "fp-e5", "multilingual-e5-small", "s2twp")
+    with_parts(store, "v0003-cccccccc", "fp-minilm", "paraphrase-multilingual-MiniLM-L12-v2", "none")
+    proc = models(store, "promote", "v0002", "--reason", "v0003 splits stories")
+    assert proc.returncode == 0, proc.stderr
+    said = proc.stdout.strip().splitlines()
+    assert said[0].startswith("promoted v0002-bbbbbbbb")
+    assert said[1] == (
+        "v0002-bbbbbbbb was trained from another base model (multilingual-e5-small, not "
+        "paraphrase-multilingual-MiniLM-L12-v2) and another conversion (s2twp, not none) than "
+        "v0003-cccccccc: the next daily run (--model current) embeds its window again, with the threshold "
+        "calibrated for v0002-bbbbbbbb"
+    )
+    proc = models(store, "rollback", "--reason", "back")
+    assert proc.returncode == 0, proc.stderr
+    assert "v0003-cccccccc was trained from another base model (paraphrase-multilingual" in proc.stdout
+    # the same base model and conversion: nothing more is said
+    assert models(store, "promote", "v0002", "--reason", "again").returncode == 0
+    assert models(store, "promote", "v0001", "--reason", "same base").stdout.strip().count("\n") == 0
