@@ -20,13 +20,15 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import socket
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from nlsim.commands.options import Formatter
-from nlsim.errors import ConfigError, StateError
+from nlsim.errors import ConfigError, OutputError, StateError
+from nlsim.io.lock import GUARD_NAME
 from nlsim.io.model_store import HISTORY, STORE_JSON, VERSIONS, ModelStore
 from nlsim.io.ownership import MARKER, is_owned
 from nlsim.progress import say
@@ -105,6 +107,19 @@ def check_reason(reason: str) -> None:
         )
 
 
+def check_writable_store(store: ModelStore, action: str) -> None:
+    """Refuse, before the lock is taken, a store this user cannot write (a read-only folder, a store another
+    user's chain writes): ``promote`` and ``rollback`` write ``CURRENT.json``, ``history.jsonl`` and the lock
+    there; said in one line, naming what cannot be written and what to do, instead of the lock's error."""
+    for path, mode in ((store.root, os.W_OK | os.X_OK), (store.root / GUARD_NAME, os.W_OK)):
+        if path.exists() and not os.access(path, mode):
+            raise OutputError(
+                f"model store {store.root} cannot be written: {path} is not writable by {who()}; run nlsim "
+                f"models {action} as the user whose nlsim pipeline writes the store, or make it writable "
+                "(nlsim models list only reads it)"
+            )
+
+
 def who() -> str:
     """``user@host``: who moved the pointer, as ``history.jsonl`` records it."""
     try:
@@ -130,6 +145,7 @@ def current_name(store: ModelStore) -> str | None:
 def run_promote(args: argparse.Namespace) -> int:
     check_reason(args.reason)
     store = store_of(args)
+    check_writable_store(store, "promote")
     with store.lock() as lock:
         if lock.message:
             say(lock.message)
@@ -147,6 +163,7 @@ def run_promote(args: argparse.Namespace) -> int:
 def run_rollback(args: argparse.Namespace) -> int:
     check_reason(args.reason)
     store = store_of(args)
+    check_writable_store(store, "rollback")
     with store.lock() as lock:
         if lock.message:
             say(lock.message)

@@ -344,3 +344,27 @@ def test_a_version_trained_from_another_base_model_or_conversion_is_said_when_it
     # the same base model and conversion: nothing more is said
     assert models(store, "promote", "v0002", "--reason", "again").returncode == 0
     assert models(store, "promote", "v0001", "--reason", "same base").stdout.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("unwritable", ["", ".lock.guard"])
+def test_a_store_this_user_cannot_write_is_refused_naming_it_before_the_pointer_moves(
+    store: ModelStore, monkeypatch: pytest.MonkeyPatch, unwritable: str
+) -> None:
+    """A read-only store (root writes into one anyway: its permissions are simulated here)."""
+    import os
+
+    access = os.access
+    blocked = store.root / unwritable if unwritable else store.root
+    blocked.touch()  # the guard an earlier promotion left, here another user's
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == blocked else access(p, mode))
+    before = sorted(p.name for p in store.root.iterdir()), (store.root / CURRENT).read_bytes()
+    for args in (["promote", "v0002"], ["rollback"]):
+        argv = ["models", *args, "--reason", "x", "--model-store", str(store.root)]
+        message = command.refused(command.run_in_process(argv, store.root.parent), 1, alone=True)
+        assert f"model store {store.root} cannot be written: {blocked} is not writable by " in message
+        assert message.endswith(
+            f"run nlsim models {args[0]} as the user whose nlsim pipeline writes the store, or make it "
+            "writable (nlsim models list only reads it)"
+        )
+    assert (sorted(p.name for p in store.root.iterdir()), (store.root / CURRENT).read_bytes()) == before
+    assert models(store, "list").returncode == 0
