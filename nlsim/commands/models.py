@@ -29,7 +29,7 @@ from typing import Any
 from nlsim.commands.options import Formatter
 from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.io.lock import GUARD_NAME
-from nlsim.io.model_store import HISTORY, STORE_JSON, VERSIONS, ModelStore
+from nlsim.io.model_store import CURRENT, HISTORY, STORE_JSON, VERSIONS, ModelStore
 from nlsim.io.ownership import MARKER, is_owned
 from nlsim.progress import say
 
@@ -131,15 +131,23 @@ def who() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def current_name(store: ModelStore) -> str | None:
-    """The current version's name; ``None`` when none was promoted, or when the pointer is lost (a promotion
-    by hand is how it is written back)."""
+def current_name(store: ModelStore) -> tuple[str | None, str]:
+    """The current version's name, and how the promotion names what it replaces: ``(None, "none")`` when
+    none was promoted; when the pointer is lost (a promotion by hand is how it is written back), the version
+    ``CURRENT.json`` still names (a folder since removed), or ``None`` when it names none it can be read for.
+    """
     try:
         current = store.current()
     except StateError as exc:
         say(f"{exc} (this promotion writes it again)")
-        return None
-    return None if current is None else current.name
+        try:
+            named = store.current_record()
+        except StateError:  # not JSON, another shape
+            return None, f"an unreadable {CURRENT}"
+        if named is None:  # missing, while the history records promotions
+            return None, f"none: {CURRENT} was missing"
+        return str(named["version"]), f"{named['version']}, no longer a version of the store"
+    return (None, "none") if current is None else (current.name, current.name)
 
 
 def run_promote(args: argparse.Namespace) -> int:
@@ -150,12 +158,12 @@ def run_promote(args: argparse.Namespace) -> int:
         if lock.message:
             say(lock.message)
         version = store.checked_version(args.version)
-        before = current_name(store)
-        if before == version.name:
+        before, was = current_name(store)
+        if before == version.name and was == before:
             print(f"{version.name} is already the current model of {store.root}: nothing changed")
             return 0
         store.promote(version, args.reason, by=who(), command="nlsim models promote", replaced=before)
-    print(f"promoted {version.name} in {store.root} (was {before or 'none'}): {args.reason}")
+    print(f"promoted {version.name} in {store.root} (was {was}): {args.reason}")
     say_trained_apart(store, version, before)
     return 0
 

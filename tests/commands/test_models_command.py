@@ -368,3 +368,24 @@ def test_a_store_this_user_cannot_write_is_refused_naming_it_before_the_pointer_
         )
     assert (sorted(p.name for p in store.root.iterdir()), (store.root / CURRENT).read_bytes()) == before
     assert models(store, "list").returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["gone", "not-json"])
+def test_a_promotion_over_a_lost_pointer_says_and_records_what_it_named(
+    store: ModelStore, damage: str
+) -> None:
+    if damage == "gone":
+        shutil.rmtree(store.root / "versions" / "v0003-cccccccc")
+    else:
+        (store.root / CURRENT).write_text('{"version": "v0003-cccccccc",')
+    proc = models(store, "promote", "v0001", "--reason", "back to a version that is there")
+    assert proc.returncode == 0, proc.stderr
+    was = (
+        "v0003-cccccccc, no longer a version of the store" if damage == "gone" else f"an unreadable {CURRENT}"
+    )
+    assert proc.stdout.strip() == (
+        f"promoted v0001-aaaaaaaa in {store.root} (was {was}): back to a version that is there"
+    )
+    assert store.current().name == "v0001-aaaaaaaa"
+    assert store.history()[-1].get("replaced") == ("v0003-cccccccc" if damage == "gone" else None)
