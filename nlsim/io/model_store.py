@@ -343,7 +343,12 @@ class ModelStore:
             )
         manifest = read_manifest(folder)
         if manifest is None:
-            raise StateError(f"{folder}: no readable {MANIFEST}, so its files cannot be checked")
+            path = folder / MANIFEST
+            why = "unreadable, or not the manifest nlsim writes" if path.exists() else "missing"
+            raise StateError(
+                f"{path}: {why}, so the version's files cannot be checked; restore the folder from a backup, "
+                "or train it again (nlsim pipeline --force-train)"
+            )
         check_files(folder, manifest)
         return folder
 

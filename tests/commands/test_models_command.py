@@ -389,3 +389,23 @@ def test_a_promotion_over_a_lost_pointer_says_and_records_what_it_named(
     )
     assert store.current().name == "v0001-aaaaaaaa"
     assert store.history()[-1].get("replaced") == ("v0003-cccccccc" if damage == "gone" else None)
+
+
+@pytest.mark.parametrize("manifest", [None, "{", "[]"], ids=["missing", "cut-short", "a-list"])
+def test_a_version_whose_manifest_is_lost_is_refused_saying_what_to_do(
+    store: ModelStore, manifest: str | None
+) -> None:
+    path = store.root / "versions" / "v0001-aaaaaaaa" / "manifest.json"
+    if manifest is None:
+        path.unlink()
+    else:
+        path.write_text(manifest)
+    before = (store.root / CURRENT).read_bytes()
+    for args in (["promote", "v0001"], ["rollback"]):
+        message = command.refused(models(store, *args, "--reason", "x"), 1, alone=True)
+        assert message.startswith(f"nlsim models: error: {path}: ")
+        assert message.endswith(
+            "so the version's files cannot be checked; restore the folder from a backup, or train it again "
+            "(nlsim pipeline --force-train)"
+        )
+    assert (store.root / CURRENT).read_bytes() == before
