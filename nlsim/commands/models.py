@@ -30,7 +30,7 @@ from nlsim.commands.options import Formatter
 from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.io.lock import GUARD_NAME
 from nlsim.io.model_store import CURRENT, HISTORY, STORE_JSON, VERSIONS, ModelStore
-from nlsim.io.ownership import MARKER, is_owned
+from nlsim.io.ownership import MARKER, is_owned, read_marker
 from nlsim.progress import say
 
 
@@ -81,6 +81,13 @@ def store_of(args: argparse.Namespace) -> ModelStore:
     if missing is not None:
         raise ConfigError(f"{missing}; give --model-store the folder `nlsim pipeline` filled")
     store.check_kind()
+    marker = store.root / MARKER
+    if marker.exists() and read_marker(store.root) is None:  # not "no marker": the file is there
+        record = json.dumps({"written_by": "nlsim", "kind": "model-store"})
+        raise StateError(
+            f"{marker}: damaged (not the marker nlsim writes in a model store); if this is the folder nlsim "
+            f"pipeline fills, write {record} into it, else give --model-store that folder"
+        )
     if not is_owned(store.root, "model-store"):  # nothing is written (not even a lock) into a user's folder
         raise ConfigError(
             f"model store '{store.root}' is not a model store nlsim wrote (no {MARKER}); give --model-store "

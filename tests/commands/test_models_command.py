@@ -409,3 +409,19 @@ def test_a_version_whose_manifest_is_lost_is_refused_saying_what_to_do(
             "(nlsim pipeline --force-train)"
         )
     assert (store.root / CURRENT).read_bytes() == before
+
+
+@pytest.mark.parametrize("text", ["{", '{"written_by": "nlsim"}', ""], ids=["cut-short", "no-kind", "empty"])
+def test_a_store_whose_marker_is_damaged_is_named_as_such_not_as_missing(
+    store: ModelStore, text: str
+) -> None:
+    (store.root / ".nlsim.json").write_text(text)
+    before = (store.root / CURRENT).read_bytes()
+    for args in (["list"], ["promote", "v0001", "--reason", "x"], ["rollback", "--reason", "x"]):
+        message = command.refused(models(store, *args), 1, alone=True)
+        assert message == (
+            f"nlsim models: error: {store.root / '.nlsim.json'}: damaged (not the marker nlsim writes in a "
+            "model store); if this is the folder nlsim pipeline fills, write "
+            '{"written_by": "nlsim", "kind": "model-store"} into it, else give --model-store that folder'
+        )
+    assert (store.root / CURRENT).read_bytes() == before
