@@ -152,8 +152,10 @@ class _Cells:
         if fmt != "csv":
             return "\t".join(cells)
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="").writerow(cells)
-        return buf.getvalue()
+        # a record ends in "\r\n" here, then cut off: with no line terminator the writer leaves a cell's
+        # line break unquoted (a note on two lines would end the row)
+        csv.writer(buf, lineterminator="\r\n").writerow(cells)
+        return buf.getvalue()[: -len("\r\n")]
 
 
 def _text(value: object) -> str:

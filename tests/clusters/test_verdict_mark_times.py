@@ -298,3 +298,29 @@ def test_the_same_export_merged_again_is_refused_without_offering_overrule(
     said = str(err.value)
     assert "already annotated" in said and "--overrule to merge" not in said, said
     assert "--overrule would not merge either" in said and "was merged before (nothing new)" in said, said
+
+
+@pytest.mark.parametrize("note", ["line one\nline two", "line one\r\nline two", 'said "so", twice'])
+def test_a_note_edited_on_two_lines_is_written_into_a_csv_pair_file_quoted(tmp_path: Path, note: str) -> None:
+    """desk's note on n2/n3, merged into a CSV pair file, was edited on the page onto two lines and exported
+    again: a CSV cell may hold a line break, so the edited note is written into the pair's row quoted (the
+    file reads back with the note whole and every other row as it was), instead of the merge being refused
+    because the row it wrote had its line break bare and did not read back."""
+    table = pd.read_csv(_scored_file(tmp_path / "news.tsv"), sep="\t", dtype=str, keep_default_na=False)
+    pairs = tmp_path / "news.csv"
+    table.to_csv(pairs, index=False)
+
+    def noted(name: str, text: str) -> Path:
+        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame["notes"] = text
+        frame.to_csv(path, index=False)
+        return path
+
+    merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
+    before = pairs.read_bytes()
+    result = merge_annotations(noted("marks-2.csv", note), pairs, log=lambda _: None)
+    assert result.notes_updated and (result.merged_before, result.added) == (1, 0)
+    got = load_pairs(pairs)
+    assert got["notes"].fillna("").tolist()[-1].replace("\r\n", "\n") == note.replace("\r\n", "\n")
+    assert pairs.read_bytes().splitlines()[:2] == before.splitlines()[:2]  # the other rows byte for byte
