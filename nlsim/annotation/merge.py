@@ -47,6 +47,7 @@ from nlsim.clusters.verdicts import (
     Verdict,
     Verdicts,
     check_store,
+    decided,
     holds_already,
     newer_than,
     overruled_since,
@@ -301,8 +302,9 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
         )
     if result.older:
         said += (
-            f"; {len(result.older)} mark(s) made before the decision that holds on their pair, which stands "
-            "(the newer mark stands, whoever's): " + "; ".join(result.older)
+            f"; {len(result.older)} mark(s) made no later than the decision that holds on their pair, which "
+            "stands (the newer mark stands, whoever's; of two made at one moment, the one merged first): "
+            + "; ".join(result.older)
         )
     if result.merged_before:
         said += (
@@ -445,10 +447,7 @@ def _not_overruling(
                 mark, mark.decision, prior, "was merged before (nothing new); the decision that holds is"
             )
         elif when and not newer_than(mark, prior):
-            out[int(row)] = (
-                _both_said(mark, mark.decision, prior, "is older than the decision that holds,")
-                + ", which stands"
-            )
+            out[int(row)] = _not_newer_said(mark, prior) + ", which stands"
     return out
 
 
@@ -555,11 +554,23 @@ def _sorted_out(
             if prior is not None and (d := overruled_since(v, prior, marked=timed)) is not None:
                 since.append(_both_said(v, d, prior))
         elif timed and prior is not None and not newer_than(v, prior):
-            older.append(_both_said(v, v.decision, prior, "is older than the decision that holds,"))
+            older.append(_not_newer_said(v, prior))
         else:
             overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
     already = len(wanted) - len(overrules) - len(older)
     return _Kept(check.path, len(overrules), already, tuple(since), tuple(older)), overrules
+
+
+def _not_newer_said(mark: Verdict, prior: Verdict) -> str:
+    """A mark (dated by when it was made) no newer than ``prior``, the decision that holds on its pair, said
+    with it: older, or made at the same moment (of two such, the one merged first stands)."""
+    same = decided(mark.decided_at) == decided(prior.decided_at)
+    how = (
+        "was made at the same moment as the decision that holds,"
+        if same
+        else "is older than the decision that holds,"
+    )
+    return _both_said(mark, mark.decision, prior, how)
 
 
 def _both_said(verdict: Verdict, own: Decision, prior: Verdict, how: str = "was overruled since by") -> str:

@@ -324,3 +324,15 @@ def test_a_note_edited_on_two_lines_is_written_into_a_csv_pair_file_quoted(tmp_p
     got = load_pairs(pairs)
     assert got["notes"].fillna("").tolist()[-1].replace("\r\n", "\n") == note.replace("\r\n", "\n")
     assert pairs.read_bytes().splitlines()[:2] == before.splitlines()[:2]  # the other rows byte for byte
+
+
+def test_a_mark_made_at_the_same_moment_as_the_holding_decision_is_not_called_older(tmp_path: Path) -> None:
+    """desk overruled n0/n1 with a mark at 08:15 UTC; bob's mark of it says 16:15 in Taipei, the same
+    moment. bob's mark does not overrule (the decision merged first stands, as before), but it is said as
+    made at the same moment as desk's, not as older than it, which it is not."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-desk.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    said = " ".join(_merge(pairs, "marks-bob.csv", "bob", [("n0", "n1", "1", "2026-03-02T16:15:00+08:00")]))
+    assert (_held(pairs).score, _held(pairs).annotator) == (0.0, "desk"), said
+    assert "older" not in said and "made before" not in said, said
+    assert "bob's 1" in said and "at the same moment as the decision that holds" in said, said

@@ -29,6 +29,7 @@ Example:
 
 from nlsim.clusters.verdicts.overrule import (
     TrainingPairs,
+    decided,
     holds_already,
     newer_than,
     overruled_since,
@@ -79,6 +80,7 @@ __all__ = [
     "Verdict",
     "Verdicts",
     "check_store",
+    "decided",
     "earlier_paths",
     "from_frame",
     "holds_already",
