@@ -74,9 +74,9 @@ training vector, hours on a large corpus."""
 def check_placeholders(path: str, what: str) -> None:
     """Refuse a placeholder other than ``{date}`` in a path (``bad/{day}.csv``, a misspelt ``{date}``: taken
     as written, every day's file would be the same one; ``in/{date}/{day}.csv``, ``{date[0]}``,
-    ``{date!r}``) and, in a path with ``{date``, a brace that opens or closes nothing (``in/{date.csv``),
-    which filling in the date would fail on once the run had started; in a path with no ``{date``, braces
-    that hold no name are kept as written.
+    ``{date!r}``, a format that shows no part of the date: ``{date:>20}``) and, in a path with ``{date``, a
+    brace that opens or closes nothing (``in/{date.csv``), which filling in the date would fail on once the
+    run had started; in a path with no ``{date``, braces that hold no name are kept as written.
 
     Example:
         >>> check_placeholders("bad/rows.csv", "--quarantine")
@@ -92,7 +92,9 @@ def check_placeholders(path: str, what: str) -> None:
     """
     dated = "{date" in path
     try:
-        fields = [(name, conv) for _, name, _, conv in string.Formatter().parse(path) if name is not None]
+        fields = [
+            (name, spec, conv) for _, name, spec, conv in string.Formatter().parse(path) if name is not None
+        ]
     except ValueError as exc:  # a lone brace: part of the name, unless the date is filled in
         if dated:
             raise ConfigError(
@@ -100,12 +102,29 @@ def check_placeholders(path: str, what: str) -> None:
                 "run's date, {{ or }} for a brace of the file name"
             ) from None
         return
-    for name, conv in fields:
+    for name, spec, conv in fields:
         if (name or dated) and (name != "date" or conv):
             shown = "{" + name + (f"!{conv}" if conv else "") + "}"
             raise ConfigError(
                 f"{what} {path!r}: only {{date}} may be filled in (the run's date), not {shown}"
             )
+        if name == "date" and spec and not _shows_date(spec):
+            raise ConfigError(
+                f"{what} {path!r}: {{date:{spec}}} shows nothing of the date (every day's path would be the "
+                "same); write {date}, or a strftime format such as {date:%Y%m%d}"
+            )
+
+
+def _shows_date(spec: str) -> bool:
+    """Whether the format ``spec`` of a ``{date:spec}`` placeholder (a strftime format) tells two days apart.
+
+    >>> _shows_date("%Y%m%d"), _shows_date(">20"), _shows_date("%%")
+    (True, False, False)
+    """
+    try:
+        return format(dt.date(2001, 2, 3), spec) != format(dt.date(2002, 4, 5), spec)
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)

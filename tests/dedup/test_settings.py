@@ -199,3 +199,24 @@ def test_a_dated_path_with_anything_but_date_filled_in_is_refused_before_any_wor
             DedupConfig.of(out="rep", state="st", threshold=0.9, **given)
         else:
             PipelineConfig.of(**given)
+
+
+@pytest.mark.parametrize("spec", [">20", "x", "%%", "day"])
+@pytest.mark.parametrize("option", ["corpus", "quarantine"])
+def test_a_date_format_that_shows_no_date_is_refused_before_any_work(spec: str, option: str) -> None:
+    """``in/{date:>20}.csv`` passed the check (only the name and conversion were looked at) and was read as
+    ``in/>20.csv`` every day: a format that shows nothing of the date made one file of every day's, with
+    nothing said. It is now refused by option and placeholder; a format that shows the date
+    (``{date:%Y%m%d}``) is filled in as before."""
+    from nlsim.errors import ConfigError
+
+    path = f"in/{{date:{spec}}}.csv"
+    given = {"corpus": "in/news.csv", "quarantine": "bad/rows.csv", option: path}
+    with pytest.raises(
+        ConfigError, match=rf"^--{option} {re.escape(repr(path))}: .*shows nothing of the date"
+    ):
+        DedupConfig.of(out="rep", state="st", threshold=0.9, **given)
+    ok = DedupConfig.of(
+        out="rep", state="st", threshold=0.9, date="2026-11-22", **{**given, option: "in/{date:%Y%m%d}.csv"}
+    )
+    assert (ok.input.corpus_path if option == "corpus" else ok.input.quarantine_path) == "in/20261122.csv"
