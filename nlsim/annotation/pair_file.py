@@ -117,23 +117,26 @@ def _rows_to_add(new: pd.DataFrame, columns: list[str], split: str) -> pd.DataFr
 
 def _note_cells(original: pd.DataFrame, notes: dict[int, str] | None, label: str) -> _Cells | None:
     """The notes cells to write into the rows of ``original`` (0-based) that ``notes`` gives a new note,
-    each row known by its pair id (checked before its cell is written); ``label`` names the file."""
+    each row known by its pair id, or by its item ids in a pair file without pair ids (checked before its
+    cell is written); ``label`` names the file."""
     if not notes:
         return None
-    ids = original["pair_id"].astype(str).tolist()
+    keys = ("pair_id",) if "pair_id" in original.columns else ("id_a", "id_b")
+    values = list(zip(*(original[k].astype(str).tolist() for k in keys), strict=True))
     columns = list(original.columns)
-    rows = {i: (ids[i], n) for i, n in notes.items()}
-    return _Cells(columns.index(NOTES), columns.index("pair_id"), rows, label)
+    rows = {i: (values[i], n) for i, n in notes.items()}
+    return _Cells(columns.index(NOTES), tuple(columns.index(k) for k in keys), rows, label)
 
 
 @dataclass(frozen=True)
 class _Cells:
-    """New cells of one column for some data rows of a text pair file: the column's place, and each row's
-    (0-based) pair id (the row checked to be that pair's) and new cell."""
+    """New cells of one column for some data rows of a text pair file: the column's place, the places of
+    the columns that tell a row's pair (its pair id, or its item ids), and each row's (0-based) pair as
+    those columns hold it (the row checked to be that pair's) and new cell."""
 
     column: int
-    pair_column: int
-    rows: dict[int, tuple[str, str]]
+    pair_columns: tuple[int, ...]
+    rows: dict[int, tuple[tuple[str, ...], str]]
     label: str
 
     def set_in(self, record: str, row: int, fmt: str) -> str:
@@ -145,8 +148,9 @@ class _Cells:
             cells = next(csv.reader(io.StringIO(record, newline="")))
         else:
             cells = record.split("\t")
-        if max(self.pair_column, self.column) >= len(cells) or cells[self.pair_column] != want:
-            why = f"the row is not pair {want!r} as read, its note not written: nothing changed"
+        places = (*self.pair_columns, self.column)
+        if max(places) >= len(cells) or tuple(cells[i] for i in self.pair_columns) != want:
+            why = f"the row is not pair {'/'.join(want)!r} as read, its note not written: nothing changed"
             raise InputError(self.label, row + 1, NOTES, why)
         cells[self.column] = cell
         if fmt != "csv":

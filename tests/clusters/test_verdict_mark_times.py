@@ -336,3 +336,32 @@ def test_a_mark_made_at_the_same_moment_as_the_holding_decision_is_not_called_ol
     assert (_held(pairs).score, _held(pairs).annotator) == (0.0, "desk"), said
     assert "older" not in said and "made before" not in said, said
     assert "bob's 1" in said and "at the same moment as the decision that holds" in said, said
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv"])
+def test_a_note_edited_since_is_written_into_a_pair_file_without_pair_ids(tmp_path: Path, fmt: str) -> None:
+    """A pair file may have no ``pair_id`` column (its pairs known by their item ids). desk's note on n2/n3,
+    merged into one, edited on the page and exported again, ended the merge in a KeyError traceback; the
+    edited note is now written into the pair's row (found by its item ids), every other row kept."""
+    sep = "\t" if fmt == "tsv" else ","
+    pairs = tmp_path / f"news.{fmt}"
+    pairs.write_text(
+        sep.join(("id_a", "id_b", "text_a", "text_b", "score", "split")) + "\n"
+        f"{sep.join(('n0', 'n1', TITLES['n0'], TITLES['n1'], '0.75', 'train'))}\n",
+        encoding="utf-8",
+    )
+
+    def noted(name: str, text: str) -> Path:
+        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame["notes"] = text
+        frame.to_csv(path, index=False)
+        return path
+
+    merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
+    before = pairs.read_bytes()
+    result = merge_annotations(noted("marks-2.csv", "same flood, wire copy"), pairs, log=lambda _: None)
+    assert result.notes_updated and (result.merged_before, result.added) == (1, 0)
+    got = load_pairs(pairs)
+    assert got["notes"].fillna("").tolist() == ["", "same flood, wire copy"]
+    assert pairs.read_bytes().splitlines()[:2] == before.splitlines()[:2]
