@@ -274,11 +274,14 @@ def _refuse_compressed(path: Path, data: bytes) -> None:
     Excel workbook (a zip file too) or, under a text table's name, a Parquet file."""
     suffix = table_suffix(path)
     if data.startswith(b"PAR1") and FORMATS.get(suffix) != "parquet":  # .pq is Parquet too
+        packed = compression(path)
+        what, fix = ("holds a", "decompress it and name the file it holds ") if packed else ("a", "name it ")
+        name = Path(path).with_suffix("").with_suffix(".parquet").name if packed else ".parquet"
         raise InputError(
             path,
             None,
             None,
-            f"a Parquet file (it begins with PAR1), not a {suffix or 'text'} table: name it .parquet",
+            f"{what} Parquet file (it begins with PAR1), not a {suffix or 'text'} table: {fix}{name}",
         )
     name = compressed_format(data)
     if name == "zip" and _workbook(path):

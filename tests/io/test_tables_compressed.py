@@ -109,3 +109,22 @@ def test_a_gzipped_pair_file_is_read_and_a_merge_into_it_is_refused(tmp_path: Pa
     with pytest.raises(ConfigError, match=r"pairs\.tsv\.gz is compressed \(gzip\).*merge into .*pairs\.tsv"):
         merge_annotations(filled, pairs)
     assert pairs.read_bytes() == before
+
+
+@pytest.mark.parametrize("packed", list(PACKERS))
+def test_a_compressed_parquet_file_under_a_text_name_says_to_decompress_it(
+    tmp_path: Path, packed: str
+) -> None:
+    """``news.csv.gz`` holding a Parquet file was told ``name it .parquet``: renamed so it was still
+    compressed, and refused again (a Parquet file compressed whole). It is now told that the compressed
+    file holds a Parquet file, to decompress and name .parquet."""
+    import pandas as pd
+
+    inner = tmp_path / "inner.parquet"
+    pd.DataFrame({"id": ["n1"], "title": ["Storm warning"]}).to_parquet(inner)
+    path = tmp_path / f"news.csv{packed}"
+    path.write_bytes(PACKERS[packed](inner.read_bytes()))
+    with pytest.raises(InputError) as err:
+        read_table(path)
+    said = str(err.value)
+    assert "holds a Parquet file" in said and "decompress it" in said and "news.parquet" in said, said
