@@ -53,7 +53,7 @@ from nlsim.chain.eta import ChainWork
 from nlsim.chain.eta import describe as describe_eta
 from nlsim.chain.fingerprint import same_training, training_fingerprint, training_settings, what_changed
 from nlsim.chain.promotion import cross_validated_f1, decide, figures, score_model, split_digest
-from nlsim.clusters.verdicts import earlier_paths, store_path, training_pairs
+from nlsim.clusters.verdicts import earlier_paths, store_path
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.editors import read_editors
@@ -85,7 +85,7 @@ from nlsim.io.ownership import (
     is_quarantine_file,
     resolved,
 )
-from nlsim.io.pairs import check_pinned, count_once, load_pairs, pin_note, pinned, pinned_digest, warn_unsplit
+from nlsim.io.pairs import check_pinned, load_pairs, pin_note, pinned, pinned_digest
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
@@ -103,7 +103,7 @@ from nlsim.rerank.reranker import has_reranker, load_reranker
 from nlsim.search.index import check_device
 from nlsim.training import side_by_side
 from nlsim.training.clock import timed_steps
-from nlsim.training.data import TRAINING_SPLITS, overruled_note
+from nlsim.training.data import overruled_note, read_for_training
 from nlsim.training.finetune import TRAINING_STAGES, finetune
 from nlsim.training.validation import TOPIC_LEVEL, ScoredValidation
 
@@ -724,16 +724,15 @@ def load_inputs(cfg: PipelineConfig) -> pd.DataFrame:
     are returned as training reads them (:func:`~nlsim.clusters.verdicts.training_pairs`: a training pair
     an editor overruled with its newer score), so that the training fingerprint changes with an overrule."""
     pairs = load_pairs(cfg.pairs)
-    warn_unsplit(pairs, TRAINING_SPLITS, cfg.pairs)
     if cfg.make_report:
         report = cfg.dedup_config(CURRENT_MODEL)
         stages.load(report.input)
         stages.judge_pairs(report.report)
         read_editors(report.clustering.annotated_pairs, None)
-    read = training_pairs(cfg.pairs, pairs)
+    read = read_for_training(cfg.pairs, pairs)
     if read.overruled:
         say(overruled_note(len(read.overruled)))
-    return count_once(read.pairs, cfg.pairs).reset_index(drop=True)
+    return read.pairs
 
 
 def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:

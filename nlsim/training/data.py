@@ -19,12 +19,13 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from nlsim.clusters.verdicts import training_pairs
+from nlsim.clusters.verdicts import TrainingPairs, training_pairs
 from nlsim.errors import ConfigError
 from nlsim.evaluation.metrics import convert_texts
 from nlsim.io.atomic import file_sha256
@@ -141,6 +142,17 @@ def overruled_note(n: int) -> str:
     )
 
 
+def read_for_training(pairs_file: str | Path, every: pd.DataFrame | None = None) -> TrainingPairs:
+    """The annotated pairs of ``pairs_file`` (``every``: already read) as training reads them: the rows that
+    name no split said (they are left out), each training pair an editor overruled with the editor's newer
+    score (:func:`~nlsim.clusters.verdicts.training_pairs`), and a pair given in two rows counted once
+    (:func:`~nlsim.io.pairs.count_once`). Fine-tuning, the chain and the learning curve read them so."""
+    every = load_pairs(pairs_file) if every is None else every
+    warn_unsplit(every, TRAINING_SPLITS, pairs_file)
+    read = training_pairs(pairs_file, every)
+    return replace(read, pairs=count_once(read.pairs, pairs_file).reset_index(drop=True))
+
+
 def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> PreparedPairs:
     """Load (or take) the pairs, split them, draw the training subset and convert the script. Loaded from
     ``cfg.data.pairs``, each training pair an editor overruled takes the editor's newer score (the module
@@ -151,10 +163,8 @@ def prepare_pairs(cfg: FinetuneConfig, pairs: pd.DataFrame | None = None) -> Pre
     if pairs is None:
         if not cfg.data.pairs:
             raise ConfigError("no pairs given (cfg.data.pairs or pairs=)")
-        every = load_pairs(cfg.data.pairs)
-        warn_unsplit(every, TRAINING_SPLITS, cfg.data.pairs)
-        read = training_pairs(cfg.data.pairs, every)
-        pairs, overruled = count_once(read.pairs, cfg.data.pairs).reset_index(drop=True), len(read.overruled)
+        read = read_for_training(cfg.data.pairs)
+        pairs, overruled = read.pairs, len(read.overruled)
         data_files[str(cfg.data.pairs)] = file_sha256(cfg.data.pairs)
         if read.store is not None:
             data_files[str(read.store)] = file_sha256(read.store)

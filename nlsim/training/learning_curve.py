@@ -27,7 +27,6 @@ from typing import Any
 
 import pandas as pd
 
-from nlsim.clusters.verdicts import training_pairs
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
@@ -35,11 +34,11 @@ from nlsim.evaluation.metrics import evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, claimed
-from nlsim.io.pairs import annotations_digest, count_once, load_pairs, warn_unsplit
+from nlsim.io.pairs import annotations_digest
 from nlsim.orchestration import Call, StageInfo, declare, direct
 from nlsim.progress import say
 from nlsim.training.config import LearningCurveConfig
-from nlsim.training.data import TRAINING_SPLITS, check_trainable, overruled_note, split_pairs
+from nlsim.training.data import check_trainable, overruled_note, read_for_training, split_pairs
 from nlsim.training.finetune import finetune
 
 
@@ -61,12 +60,10 @@ def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -
     """The annotated pairs as training reads them, as ``nlsim finetune`` reads them: each training pair an
     editor overruled with the editor's newer score (:func:`~nlsim.clusters.verdicts.training_pairs`), said
     when there is one."""
-    every = load_pairs(pairs_file)
-    warn_unsplit(every, TRAINING_SPLITS, pairs_file)
-    read = training_pairs(pairs_file, every)
+    read = read_for_training(pairs_file)
     if read.overruled:
         log(overruled_note(len(read.overruled)))
-    return count_once(read.pairs, pairs_file).reset_index(drop=True)
+    return read.pairs
 
 
 def draw_digest(pairs: pd.DataFrame) -> str:
