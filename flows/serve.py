@@ -251,6 +251,27 @@ def check_values(spec: dict[str, Any], flow: Any, cls: type, params: dict[str, A
         raise SpecError(f"{where}: parameters: {exc} (every run would fail on it)") from None
 
 
+def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any]) -> None:
+    """Refuse a dated entry whose schedule runs on one clock and whose ``{date}`` is taken on another: a
+    ``cron: '30 0 * * *'`` in Asia/Taipei with ``timezone`` left at UTC starts at 16:30 UTC the day before,
+    and would read the day before's corpus. ``{date}`` is the scheduled day in the ``timezone`` parameter,
+    so an entry with a ``{date}`` in ``corpus`` or ``quarantine`` must set it to its schedules' zone."""
+    for cls in getattr(flow.fn, "configurations", ()):
+        values = {o.name: o.default for o in options_of(cls)} | params
+        if "timezone" not in values:
+            continue
+        if not any("{date" in str(values.get(k) or "") for k in ("corpus", "quarantine")):
+            return
+        for i, s in enumerate(spec.get("schedules") or [], 1):
+            zone = str(s.get("timezone") or "UTC")
+            if zone != str(values["timezone"]):
+                raise SpecError(
+                    f"deployment {spec['name']!r}: schedule {i} is in {zone} but timezone is "
+                    f"{values['timezone']!r}: {{date}} is the scheduled day in timezone, so a run "
+                    f"near midnight in {zone} would read another day's corpus; set timezone: {zone}"
+                )
+
+
 def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None) -> list[Any]:
     """``RunnerDeployment`` objects for :func:`prefect.serve` (optionally only the names in ``only``); a
     :class:`SpecError` for an entry that cannot be served as it is written, before any is served."""
@@ -266,6 +287,7 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
         full = f"{flow.name}/{spec['name']}"
         named |= {full, spec["name"]}
         schedules, limit, params = schedules_of(spec), concurrency_of(spec), check_parameters(spec, flow)
+        check_schedule_zone(spec, flow, params)
         if only and full not in only and spec["name"] not in only:
             continue
         options = {k: spec[k] for k in PASSED if k in spec}

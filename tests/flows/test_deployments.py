@@ -432,3 +432,62 @@ def test_served_daily_runs_fail_in_one_line_and_reuse_the_state_limit(tmp_path: 
     for day in expected:
         errors = [ln for ln in served.splitlines() if "| ERROR" in ln and f"news-dedup {day} daily" in ln]
         assert len(errors) == 1, errors
+
+
+TAIPEI = "  schedules:\n  - cron: '30 0 * * *'\n    timezone: Asia/Taipei\n"
+
+
+def refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, text: str
+) -> str:
+    """serve's one-line refusal of the file ``text`` (exit status 2, nothing served)."""
+    import prefect
+
+    def served(*deployments: object) -> None:
+        raise AssertionError(f"served {len(deployments)} deployment(s)")
+
+    monkeypatch.setattr(prefect, "serve", served)
+    path = tmp_path / "prefect.yaml"
+    path.write_text(text)
+    assert main(["--file", str(path), "--list"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("python -m flows.serve: error: deployment 'x': "), err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (  # a 00:30 Taipei run is 16:30 UTC the day before: {date} in UTC would read yesterday's corpus
+            ENTRY + TAIPEI + "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n",
+            "schedule 1 is in Asia/Taipei but timezone is 'UTC'",
+        ),
+        (
+            ENTRY
+            + TAIPEI
+            + "  parameters:\n    corpus: a.parquet\n    out: o\n    quarantine: q-{date}.csv\n"
+            "    timezone: Europe/London\n",
+            "schedule 1 is in Asia/Taipei but timezone is 'Europe/London'",
+        ),
+    ],
+    ids=["zone-default", "zone-other"],
+)
+def test_serve_refuses_a_dated_entry_whose_timezone_is_not_its_schedule_zone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, text: str, words: str
+) -> None:
+    """A daily entry scheduled at 00:30 Asia/Taipei with its ``timezone`` parameter left at UTC took
+    ``{date}`` in UTC (16:30 UTC the day before): every run read the day before's corpus. It was served; it
+    is now refused in one line naming the entry and the zones (exit status 2)."""
+    assert words in refused(tmp_path, capsys, monkeypatch, text)
+
+
+def test_serve_takes_an_entry_whose_timezone_is_its_schedule_zone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same entry with ``timezone: Asia/Taipei`` is served: its ``{date}`` is the Taipei day."""
+    path = tmp_path / "prefect.yaml"
+    params = "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: Asia/Taipei\n"
+    path.write_text(ENTRY + TAIPEI + params)
+    assert main(["--file", str(path), "--list"]) == 0
+    assert "cron 30 0 * * * (Asia/Taipei)" in capsys.readouterr().out
