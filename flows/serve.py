@@ -277,7 +277,8 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
     :class:`SpecError` for an entry that cannot be served as it is written, before any is served."""
     deployments = []
     named: set[str] = set()
-    for spec in specs:
+    entries: dict[str, int] = {}
+    for number, spec in enumerate(specs, 1):
         unknown = set(spec) - set(PASSED) - set(HANDLED) - set(IGNORED)
         if unknown:
             raise SpecError(
@@ -285,6 +286,12 @@ def build_deployments(specs: list[dict[str, Any]], only: list[str] | None = None
             )
         flow = load_flow(spec)
         full = f"{flow.name}/{spec['name']}"
+        if full in entries:  # the second would replace the first on the server, silently
+            raise SpecError(
+                f"deployment {spec['name']!r}: {full} declared twice in the file (entries {entries[full]} "
+                f"and {number})"
+            )
+        entries[full] = number
         named |= {full, spec["name"]}
         schedules, limit, params = schedules_of(spec), concurrency_of(spec), check_parameters(spec, flow)
         check_schedule_zone(spec, flow, params)

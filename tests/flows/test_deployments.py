@@ -491,3 +491,26 @@ def test_serve_takes_an_entry_whose_timezone_is_its_schedule_zone(
     path.write_text(ENTRY + TAIPEI + params)
     assert main(["--file", str(path), "--list"]) == 0
     assert "cron 30 0 * * * (Asia/Taipei)" in capsys.readouterr().out
+
+
+def test_serve_refuses_a_deployment_declared_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two entries of one flow under one name were both served, the second replacing the first on the
+    server (its schedule and parameters silently gone); the file is now refused naming both entries."""
+    second = ENTRY.split("\n", 1)[1]
+    text = ENTRY + "  parameters:\n    corpus: a.parquet\n    out: o\n" + second
+    err = refused(tmp_path, capsys, monkeypatch, text)
+    assert "news-dedup/x declared twice in the file (entries 1 and 2)" in err, err
+
+
+def test_serve_takes_one_name_for_deployments_of_two_flows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``news-dedup/x`` and ``news-pipeline/x`` are two deployments: both are listed."""
+    other = "- name: x\n  entrypoint: flows/pipeline.py:news_pipeline\n"
+    path = tmp_path / "prefect.yaml"
+    path.write_text(ENTRY + "  parameters:\n    corpus: a.parquet\n    out: o\n" + other)
+    assert main(["--file", str(path), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "news-dedup/x:" in out and "news-pipeline/x:" in out, out
