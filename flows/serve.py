@@ -344,7 +344,11 @@ def main(argv: list[str] | None = None) -> int:
         deployments = build_deployments(specs, args.only)
         check_environment()  # what every served run would read: a bad value would fail each of them
         task_timeout()
-    except (SpecError, ConfigError) as exc:
+    except SpecError as exc:  # named by the file, the entry and the field
+        said = str(exc) if str(exc).startswith(f"{args.file}: ") else f"{args.file}: {exc}"
+        print(f"{parser.prog}: error: {said}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.list:

@@ -141,7 +141,8 @@ def test_serve_refuses_an_entry_it_cannot_serve_in_one_line_before_serving(
     listing: list[str],
 ) -> None:
     """A deployment entry serve would drop (a misspelt schedule), that the server would refuse at its first
-    run (a parameter the flow lacks, a time zone) or that cannot load is one line and exit status 2, in
+    run (a parameter the flow lacks, a time zone) or that cannot load is one line naming the file (it named
+    only the entry) and the entry, and exit status 2, in
     --list as when serving, before anything is served (it was a traceback, or a schedule silently gone)."""
     import prefect
 
@@ -154,7 +155,7 @@ def test_serve_refuses_an_entry_it_cannot_serve_in_one_line_before_serving(
     assert main(["--file", str(path), *listing]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith("python -m flows.serve: error: deployment 'x': ") and words in err, err
+    assert err.startswith(f"python -m flows.serve: error: {path}: deployment 'x': ") and words in err, err
 
 
 def test_serve_lists_an_entry_run_by_hand_that_leaves_required_parameters_to_each_run(
@@ -190,7 +191,8 @@ def test_serve_refuses_an_unknown_only_as_an_option_that_cannot_work(
 ) -> None:
     assert main(["--only", "news-dedup/nightly"]) == 2
     err = capsys.readouterr().err
-    assert err == "python -m flows.serve: error: no deployment named news-dedup/nightly in the file\n"
+    said = "no deployment named news-dedup/nightly in the file"
+    assert err == f"python -m flows.serve: error: {DEFAULT_FILE}: {said}\n"
 
 
 def test_serve_refuses_a_misspelt_only_beside_a_right_one(
@@ -210,7 +212,9 @@ def test_serve_refuses_a_misspelt_only_beside_a_right_one(
         out, err = capsys.readouterr()
         assert (
             out == ""
-            and err == "python -m flows.serve: error: no deployment named news-pipeline/weekyl in the file\n"
+            and err
+            == f"python -m flows.serve: error: {DEFAULT_FILE}: no deployment named news-pipeline/weekyl "
+            "in the file\n"
         )
 
 
@@ -452,7 +456,7 @@ def refused(
     assert main(["--file", str(path), "--list"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith("python -m flows.serve: error: deployment 'x': "), err
+    assert err.startswith(f"python -m flows.serve: error: {path}: deployment 'x': "), err
     return err
 
 
