@@ -251,6 +251,26 @@ def check_values(spec: dict[str, Any], flow: Any, cls: type, params: dict[str, A
         raise SpecError(f"{where}: parameters: {exc} (every run would fail on it)") from None
 
 
+def same_days(first: str, second: str) -> bool:
+    """Whether two time zones name the same day at every moment of this year and the next (``UTC`` and
+    ``Etc/UTC``, ``Asia/Taipei`` and ``Asia/Shanghai``): their offsets from UTC agree at noon UTC each day.
+
+    Example:
+        >>> same_days("UTC", "Etc/UTC"), same_days("Asia/Taipei", "UTC")
+        (True, False)
+    """
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    try:
+        zones = ZoneInfo(first), ZoneInfo(second)
+    except (KeyError, ValueError, OSError):  # an unknown zone is refused by its own check
+        return first == second
+    start = dt.datetime(dt.datetime.now(dt.UTC).year, 1, 1, 12, tzinfo=dt.UTC)
+    days = (start + dt.timedelta(days=n) for n in range(731))
+    return all(day.astimezone(zones[0]).utcoffset() == day.astimezone(zones[1]).utcoffset() for day in days)
+
+
 def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any]) -> None:
     """Refuse a dated entry whose schedule runs on one clock and whose ``{date}`` is taken on another: a
     ``cron: '30 0 * * *'`` in Asia/Taipei with ``timezone`` left at UTC starts at 16:30 UTC the day before,
@@ -264,7 +284,7 @@ def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any])
             return
         for i, s in enumerate(spec.get("schedules") or [], 1):
             zone = str(s.get("timezone") or "UTC")
-            if zone != str(values["timezone"]):
+            if not same_days(zone, str(values["timezone"])):
                 raise SpecError(
                     f"deployment {spec['name']!r}: schedule {i} is in {zone} but timezone is "
                     f"{values['timezone']!r}: {{date}} is the scheduled day in timezone, so a run "

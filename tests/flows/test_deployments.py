@@ -486,15 +486,20 @@ def test_serve_refuses_a_dated_entry_whose_timezone_is_not_its_schedule_zone(
     assert words in refused(tmp_path, capsys, monkeypatch, text)
 
 
+@pytest.mark.parametrize(
+    ("schedule", "timezone"), [("Asia/Taipei", "Asia/Taipei"), ("Etc/UTC", "UTC"), ("Etc/UTC", None)]
+)
 def test_serve_takes_an_entry_whose_timezone_is_its_schedule_zone(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], schedule: str, timezone: str | None
 ) -> None:
-    """The same entry with ``timezone: Asia/Taipei`` is served: its ``{date}`` is the Taipei day."""
+    """The same entry with ``timezone`` on its schedule's clock is served (a zone of another name on the
+    same clock too): its ``{date}`` is the scheduled day."""
     path = tmp_path / "prefect.yaml"
-    params = "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: Asia/Taipei\n"
-    path.write_text(ENTRY + TAIPEI + params)
+    params = "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n"
+    params += f"    timezone: {timezone}\n" if timezone else ""
+    path.write_text(ENTRY + TAIPEI.replace("Asia/Taipei", schedule) + params)
     assert main(["--file", str(path), "--list"]) == 0
-    assert "cron 30 0 * * * (Asia/Taipei)" in capsys.readouterr().out
+    assert f"cron 30 0 * * * ({schedule})" in capsys.readouterr().out
 
 
 def test_serve_refuses_a_deployment_declared_twice(
