@@ -13,6 +13,7 @@ from stsb_helpers import small_reranker_config, stsb_sample
 
 from nlsim.encoders.registry import load_encoder
 from nlsim.encoders.scoring import as_pair_scorer
+from nlsim.io.pairs import count_once
 from nlsim.rerank.reranker import Reranker, load_reranker
 from nlsim.rerank.story import (
     FEATURES,
@@ -135,7 +136,7 @@ def test_finetune_fits_the_story_model_on_validation_and_calibrates_it(story_mod
     # validation is scored by the fold models (cross-fitted), test by the model fitted on all validation
     scorer = as_pair_scorer(load_encoder(story_model.model_dir))
     for split, own in (("validation", False), ("test", True)):
-        pairs = stsb_sample(train=0, validation=60, test=16)
+        pairs = count_once(stsb_sample(train=0, validation=60, test=16))  # as training reads them
         pairs = pairs[pairs["split"] == split]
         a, b = pairs["text_a"].tolist(), pairs["text_b"].tolist()
         full = reranker.pair_scores(scorer(a, b), reranker.cross_encoder.predict(a, b), a, b)
