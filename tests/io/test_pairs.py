@@ -141,11 +141,9 @@ def test_a_yes_no_score_is_refused(tmp_path):
         load_pairs(tmp_path / "p.parquet")
 
 
-@pytest.mark.parametrize("field", ["id_a", "id_b", "pair_id"])
-@pytest.mark.parametrize("ch", ["\x1f", "\x07", "\u2028", "\x85"])
-def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str, ch: str) -> None:
-    """Pair ids are made from the two item ids joined by U+001F: ("a\\x1fb", "c") and ("a", "b\\x1fc")
-    would share one. No id may hold a control character or a line separator."""
+def _refused_id(tmp_path: Path, field: str, ch: str) -> InputError:
+    """The error of a pair file whose second row's ``field`` holds ``ch``, checked to name that row and
+    field."""
     frame = pd.DataFrame(
         {"pair_id": ["p1", "p2"], "id_a": ["a", "x"], "id_b": ["c", "y"], "text_a": ["t1", "t3"]}
         | {"text_b": ["t2", "t4"], "score": [0.5, 1.0], "split": ["train", "train"]}
@@ -156,7 +154,16 @@ def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str
     with pytest.raises(InputError) as err:
         load_pairs(path)
     assert (err.value.row, err.value.field) == (2, field), err.value
-    assert f"U+{ord(ch):04X}" in err.value.reason
+    return err.value
+
+
+@pytest.mark.parametrize("field", ["id_a", "id_b", "pair_id"])
+@pytest.mark.parametrize("ch", ["\x1f", "\x07", "\u2028", "\x85"])
+def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str, ch: str) -> None:
+    """Pair ids are made from the two item ids joined by U+001F: ("a\\x1fb", "c") and ("a", "b\\x1fc")
+    would share one. No id may hold a control character or a line separator."""
+    err = _refused_id(tmp_path, field, ch)
+    assert f"U+{ord(ch):04X}" in err.reason
 
 
 @pytest.mark.parametrize("field", ["id_a", "id_b", "pair_id"])
@@ -164,17 +171,8 @@ def test_an_id_holding_a_control_character_is_refused(tmp_path: Path, field: str
 def test_an_id_holding_a_character_that_shows_nothing_is_refused(tmp_path: Path, field: str, ch: str) -> None:
     """An id with a zero-width space, a byte-order mark or a Hangul filler reads as the id without it, and
     is another item: refused by row and field, as a corpus refuses it, so the two files agree on ids."""
-    frame = pd.DataFrame(
-        {"pair_id": ["p1", "p2"], "id_a": ["a", "x"], "id_b": ["c", "y"], "text_a": ["t1", "t3"]}
-        | {"text_b": ["t2", "t4"], "score": [0.5, 1.0], "split": ["train", "train"]}
-    )
-    frame.loc[1, field] = f"b{ch}c"
-    path = tmp_path / "pairs.parquet"
-    frame.to_parquet(path)
-    with pytest.raises(InputError) as err:
-        load_pairs(path)
-    assert (err.value.row, err.value.field) == (2, field), err.value
-    assert f"U+{ord(ch):04X}" in err.value.reason and "shows nothing" in err.value.reason
+    err = _refused_id(tmp_path, field, ch)
+    assert f"U+{ord(ch):04X}" in err.reason and "shows nothing" in err.reason
 
 
 def test_an_unknown_split_asked_for_is_refused_as_the_option_not_the_file(tmp_path: Path) -> None:
