@@ -341,16 +341,23 @@ def comma_tuple(value: Any) -> tuple[str, ...]:
 def typed_items(value: Any, item: type) -> tuple[Any, ...]:
     """``"350,700"`` or a list -> its items as ``item`` (``(350, 700)``); an item that is not one is a
     ``ValueError`` whose argument is that item, for the caller's message (the command line's, a
-    configuration's).
+    configuration's). An empty item between commas (``"350,,700"``, a trailing comma) is one too, its
+    argument ``""``: it was read as the list without it. Blank text is the empty list.
 
     Example:
-        >>> typed_items("350, 700", int), typed_items([1, 2], int)
-        ((350, 700), (1, 2))
+        >>> typed_items("350, 700", int), typed_items([1, 2], int), typed_items(" ", int)
+        ((350, 700), (1, 2), ())
         >>> typed_items("350,seven", int)
         Traceback (most recent call last):
         ...
         ValueError: seven
+        >>> typed_items("350,,700", int)
+        Traceback (most recent call last):
+        ...
+        ValueError
     """
+    if isinstance(value, str) and value.strip() and any(not p.strip() for p in value.split(",")):
+        raise ValueError("")
     out = []
     for part in comma_tuple(value):
         if isinstance(part, item) and not isinstance(part, bool):

@@ -45,6 +45,10 @@ def list_of(item: type) -> Any:
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: 'seven' is not one of the whole numbers asked, separated by commas
+        >>> list_of(int)("350,,700")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: '350,,700' has an empty item; give the whole numbers asked, ...
     """
 
     def typed(value: str) -> tuple[Any, ...]:
@@ -52,6 +56,10 @@ def list_of(item: type) -> Any:
             return typed_items(value, item)
         except ValueError as exc:
             kind = KINDS.get(item, item.__name__)
+            if exc.args[0] == "":
+                raise argparse.ArgumentTypeError(
+                    f"{value!r} has an empty item; give the {kind} asked, separated by single commas"
+                ) from None
             raise argparse.ArgumentTypeError(
                 f"{exc.args[0]!r} is not one of the {kind} asked, separated by commas"
             ) from None

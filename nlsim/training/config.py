@@ -615,10 +615,18 @@ def whole_numbers(value: Any, flag: str) -> tuple[int, ...]:
         Traceback (most recent call last):
         ...
         nlsim.errors.ConfigError: --sizes: 'seven' is not a whole number; give them separated by commas
+        >>> whole_numbers("350,,700", "--sizes")
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.ConfigError: --sizes: '350,,700' has an empty item; give whole numbers separated by ...
     """
     try:
         return typed_items(value, int)
     except ValueError as exc:
+        if exc.args[0] == "":
+            raise ConfigError(
+                f"{flag}: {value!r} has an empty item; give whole numbers separated by single commas"
+            ) from None
         raise ConfigError(
             f"{flag}: {exc.args[0]!r} is not a whole number; give them separated by commas"
         ) from None

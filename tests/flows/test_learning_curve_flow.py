@@ -71,6 +71,9 @@ def test_list_parameters_written_as_on_the_command_line_are_the_lists_they_name(
     assert LearningCurveConfig(**{**params, "baselines": ""}).baselines == ()
     with pytest.raises(ConfigError, match="--seeds: 'x' is not a whole number"):
         LearningCurveConfig(**{**params, "seeds": "1,x"})
+    # an empty item was dropped: "350,,700" ran the curve at 350 and 700 without a word
+    with pytest.raises(ConfigError, match="--sizes: '350,,700' has an empty item"):
+        LearningCurveConfig(**{**params, "sizes": "350,,700"})
 
 
 def _ctrl_c_as_in_a_terminal() -> None:

@@ -1178,6 +1178,11 @@ OPTION_CASES = {
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "100,abc"],
         "--sizes: 'abc' is not one of the whole numbers asked, separated by commas",
     ),
+    # read as 350,700: one point of the curve quietly left out
+    "curve-sizes-with-an-empty-one": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--sizes", "350,,700"],
+        "--sizes: '350,,700' has an empty item",
+    ),
     "finetune-seed-negative": (
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--seed", "-1"],
         "--seed must be a whole number from 0 to 4294967295, got -1",
