@@ -70,8 +70,11 @@ holds its texts' activations all at once: ``--batch-size 10**9`` made the whole 
 short titles took 1.6 GB where the default took 0.6 GB, and a large corpus ran out of memory)."""
 
 
-def check_batch_size(batch_size: int | None, flag: str = "--batch-size") -> None:
-    """Refuse an embedding batch below 1 text or above :data:`MOST_BATCH` (``None``: the device's default).
+def check_batch_size(
+    batch_size: int | None, flag: str = "--batch-size", what: str = "texts embedded at once"
+) -> None:
+    """Refuse an embedding batch below 1 text or above :data:`MOST_BATCH` (``None``: the device's default);
+    ``what`` says what the batch holds (a training step's pairs are bounded the same way).
 
     Example:
         >>> check_batch_size(64); check_batch_size(None); check_batch_size(MOST_BATCH)
@@ -89,7 +92,7 @@ def check_batch_size(batch_size: int | None, flag: str = "--batch-size") -> None
     if int(batch_size) < 1:
         raise ConfigError(f"{flag} must be >= 1, got {batch_size}")
     if int(batch_size) > MOST_BATCH:
-        raise ConfigError(f"{flag} must be at most {MOST_BATCH:,} (texts embedded at once), got {batch_size}")
+        raise ConfigError(f"{flag} must be at most {MOST_BATCH:,} ({what}), got {batch_size}")
 
 
 def check_max_length(max_length: int | None, flag: str = "--max-length") -> None:

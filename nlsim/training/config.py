@@ -30,7 +30,7 @@ from nlsim.conversion import Conversion, check_mode
 from nlsim.errors import ConfigError
 from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
-from nlsim.models.settings import check_max_length, check_threads
+from nlsim.models.settings import MOST_BATCH, check_batch_size, check_max_length, check_threads
 from nlsim.options import (
     Configuration,
     assign,
@@ -352,12 +352,12 @@ class RecipeSettings:
     """What the training steps of both encoders share: pairs per step, frozen word embeddings, arithmetic,
     seed and threads."""
 
-    batch_size: int = option(16, help="pairs per optimizer step")
+    batch_size: int = option(16, help=f"pairs per optimizer step, at most {MOST_BATCH:,}")
     gpu_batch_size: int = option(
         32,
         help="pairs per optimizer step when training runs on a GPU, where a step's time is set by kernel "
         "launches rather than arithmetic: half the steps of --batch-size 16; the learning rates are "
-        "scaled by the square root of its ratio to --batch-size",
+        f"scaled by the square root of its ratio to --batch-size; at most {MOST_BATCH:,}",
     )
     freeze_embeddings: bool = option(
         True,
@@ -384,9 +384,8 @@ class RecipeSettings:
     )
 
     def check(self) -> None:
-        for name in ("batch_size", "gpu_batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        for name in ("batch_size", "gpu_batch_size"):  # 10**9 pairs a step: every pair's activations at once
+            check_batch_size(getattr(self, name), f"--{name.replace('_', '-')}", "pairs per optimizer step")
         check_seed(self.seed, "--seed")
         check_threads(self.threads)
         if self.train_precision not in TRAIN_PRECISIONS:

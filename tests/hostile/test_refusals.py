@@ -1065,6 +1065,23 @@ OPTION_CASES = {
         ["dedup", "--corpus", "news.csv", "--out", "rep", "--batch-size", "1000000000", *DEDUP],
         "--batch-size must be at most 4,096",
     ),
+    # a training step of every pair at once: refused as the embedding batch is, not after the pairs are read
+    "finetune-batch-size-1000000000": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--batch-size", "1000000000"],
+        "--batch-size must be at most 4,096 (pairs per optimizer step), got 1000000000",
+    ),
+    "finetune-gpu-batch-size-1000000000": (
+        ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--gpu-batch-size", "1000000000"],
+        "--gpu-batch-size must be at most 4,096",
+    ),
+    "curve-batch-size-1000000000": (
+        ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--batch-size", "1000000000"],
+        "--batch-size must be at most 4,096",
+    ),
+    "pipeline-batch-size-1000000000": (
+        [*CHAIN_ONLY, "--batch-size", "1000000000"],
+        "--batch-size must be at most 4,096",
+    ),
     "evaluate-threads-negative": (
         ["evaluate", "--model", FAST_MODEL, "--pairs", "pairs.tsv", "--threads", "-1"],
         "--threads: must be >= 1",
