@@ -280,7 +280,9 @@ USAGE = f"{ConfigError.__name__}: "
 def exit_status(prog: str, state: Any) -> int:
     """The exit status of ``python -m flows.X`` for the flow run's final ``state``, as ``nlsim`` has it: 0
     completed; 2 a value that cannot work (:class:`~nlsim.errors.ConfigError`), refused before any work; 1
-    any other failure. A failed run's reason ends the output, once, as ``PROG: error: ...``.
+    any other failure. A failed run's reason ends the output, once, as ``PROG: error: ...``, worded as
+    ``nlsim`` words it: without the name of nlsim's error that the run's state begins with
+    (:func:`fail`'s ``InputError: ``, kept in the state and its artifact).
 
     Example:
         >>> from prefect.states import Completed, Failed
@@ -288,13 +290,30 @@ def exit_status(prog: str, state: Any) -> int:
         0
         >>> exit_status("python -m flows.dedup", Failed(message="ConfigError: --out x is a file"))
         2
+        >>> import contextlib, io
+        >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+        ...     exit_status("python -m flows.dedup", Failed(message="InputError: c.csv: row 2, field 'id'"))
+        1
+        >>> print(err.getvalue().strip())
+        python -m flows.dedup: error: c.csv: row 2, field 'id'
     """
     if state.is_completed():
         return 0
     message = " ".join(str(state.message or state.name).split())
-    usage = message.startswith(USAGE)
-    print(f"{prog}: error: {message.removeprefix(USAGE) if usage else message}", file=sys.stderr)
-    return 2 if usage else 1
+    name, colon, reason = message.partition(": ")
+    print(f"{prog}: error: {reason if colon and name in error_names() else message}", file=sys.stderr)
+    return 2 if message.startswith(USAGE) else 1
+
+
+def error_names(kind: type[BaseException] = NlsimError) -> set[str]:
+    """The names of ``kind`` and of every error class below it (``InputError``, ``InputErrors``, ...): how
+    :func:`fail`'s messages of nlsim's errors begin.
+
+    Example:
+        >>> {"NlsimError", "InputError", "InputErrors", "ConfigError"} <= error_names()
+        True
+    """
+    return {kind.__name__}.union(*(error_names(sub) for sub in kind.__subclasses__()))
 
 
 def fail(message: str) -> Any:

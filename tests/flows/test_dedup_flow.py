@@ -98,3 +98,21 @@ def test_a_run_refused_inside_the_flow_exits_as_nlsim_does_with_its_line_last(
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"python -m {main}: error: ") and words in last, last
     assert "ConfigError" not in last
+
+
+def test_a_bad_input_is_worded_by_the_flow_command_as_nlsim_dedup_words_it(prefect_harness, tmp_path, capsys):
+    """`python -m flows.dedup` said `InputError: ` before the reason `nlsim dedup` gives alone."""
+    from flows.dedup import main
+    from tests.command import nlsim, refused
+
+    corpus = tmp_path / "news.csv"
+    corpus.write_text("id,title\nn1,Floods hit the north\nn1,Stock markets fall\n", encoding="utf-8")
+    argv = ["--corpus", str(corpus), "--out", str(tmp_path / "out"), "--model", "paraphrase-MiniLM-L3-v2"]
+    argv += ["--threshold", "0.9"]
+    assert main(argv) == 1
+    flow_line = capsys.readouterr().err.strip().splitlines()[-1]
+    cli_line = refused(nlsim("dedup", *argv, cwd=tmp_path), 1, "row 2, field 'id'")
+    assert flow_line.removeprefix("python -m flows.dedup: ") == cli_line.removeprefix("nlsim dedup: "), (
+        flow_line,
+        cli_line,
+    )
