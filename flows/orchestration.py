@@ -35,7 +35,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ephemeral import exit_on_api_failure
 from nlsim import progress
-from nlsim.cli import sigterm_stops_the_run, stopped
+from nlsim.cli import named, os_error_line, sigterm_stops_the_run, stopped
 from nlsim.commands.options import config_from_args
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError, NlsimError
@@ -159,12 +159,42 @@ class FailedRunTraceback(logging.Filter):
         return not isinstance(exc, FailedRun)
 
 
+class ExpectedFailureTraceback(logging.Filter):
+    """Keep the line, leave out the traceback, that Prefect's task engine logs for a stage that failed on an
+    error of nlsim's or an ``OSError`` (a file that cannot be written, a full disk) once its retries are
+    spent ("Task run failed with exception: OSError(28, ...) - Retries are exhausted" and some 20 lines of
+    frames): the run ends on that failure in its one line naming the file (:func:`config_flow`), as
+    ``nlsim`` does, never in a traceback. Any other exception (a bug) keeps its traceback.
+
+    Example:
+        >>> def record(exc: BaseException) -> logging.LogRecord:
+        ...     return logging.LogRecord("prefect.task_runs", 40, "", 0, "x", None, (type(exc), exc, None))
+        >>> full = record(OSError(28, "No space left on device"))
+        >>> ExpectedFailureTraceback().filter(full), full.exc_info
+        (True, None)
+        >>> bug = record(ValueError("a bug"))
+        >>> ExpectedFailureTraceback().filter(bug), bug.exc_info is not None
+        (True, True)
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, OSError | NlsimError):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def quiet_failed_runs() -> None:
-    """Install :class:`FailedRunTraceback` on Prefect's flow-run logger (once; done by :func:`config_flow`,
-    so in every process that loads one of the flows, the served runs' included)."""
-    logger = logging.getLogger("prefect.flow_runs")
-    if not any(isinstance(f, FailedRunTraceback) for f in logger.filters):
-        logger.addFilter(FailedRunTraceback())
+    """Install :class:`FailedRunTraceback` on Prefect's flow-run logger and :class:`ExpectedFailureTraceback`
+    on its task-run logger (once; done by :func:`config_flow`, so in every process that loads one of the
+    flows, the served runs' included)."""
+    for name, kind in (
+        ("prefect.flow_runs", FailedRunTraceback),
+        ("prefect.task_runs", ExpectedFailureTraceback),
+    ):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())
 
 
 def report_failure(flow_: Any, flow_run: Any, state: Any) -> None:
@@ -231,6 +261,8 @@ def config_flow(
             return body(**kwargs)
         except NlsimError as exc:  # a parameter that cannot work, bad input: one line, the state's message
             return fail(f"{type(exc).__name__}: {exc}")
+        except OSError as exc:  # a file that cannot be written, a full disk, its stage's retries spent:
+            return fail(os_error_line(exc, named(kwargs.values())))  # the file and why, as `nlsim` says it
 
     fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     fn.__annotations__ = annotations

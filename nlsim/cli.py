@@ -25,7 +25,7 @@ import os
 import signal
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -167,14 +167,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:  # a file that cannot be read or written: say which, without a traceback
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(
-            f"nlsim {args.command}: error: {where}{exc.strerror or exc}{in_home(exc, _named(args))}",
-            file=sys.stderr,
-        )
+        line = os_error_line(exc, named(vars(args).values()))
+        print(f"nlsim {args.command}: error: {line}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         return stopped(f"nlsim {args.command}", exc)
+
+
+def os_error_line(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
+    """The reason a command stopped on ``exc`` (a file that cannot be read or written, a full disk), as its
+    one error line says it: the file, the system's words and, for a file of nlsim's home, what that folder is
+    (:func:`in_home`, ``named``: the paths the command was given). ``nlsim CMD`` and ``python -m flows.X``
+    alike.
+
+    Example:
+        >>> os_error_line(OSError(28, "No space left on device", "/srv/reports/pairs.parquet"))
+        '/srv/reports/pairs.parquet: No space left on device'
+    """
+    where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+    return f"{where}{exc.strerror or exc}{in_home(exc, named)}"
 
 
 def in_home(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
@@ -217,9 +228,15 @@ def _under(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _named(args: argparse.Namespace) -> list[str]:
-    """The paths (and other words) the command line gives, defaults included: each option's value."""
-    values = [v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])]
+def named(given: Iterable[Any]) -> list[str]:
+    """The paths (and other words) among a command's settings (its options' values, defaults included; a
+    flow's parameters), those of a list each.
+
+    Example:
+        >>> named(["news.csv", 0.9, ["a.tsv", "b.tsv"], None, ""])
+        ['news.csv', 'a.tsv', 'b.tsv']
+    """
+    values = [v for value in given for v in (value if isinstance(value, list) else [value])]
     return [str(v) for v in values if isinstance(v, str | os.PathLike) and str(v) and "\0" not in str(v)]
 
 
