@@ -40,7 +40,8 @@ def register(subparsers: Any) -> None:
         help="list the model store's versions, promote one, or roll back",
         description="List the model store's versions, or choose by hand which one is current.\n\n"
         + textwrap.fill(
-            "list shows the versions, their validation figures and which is current; promote VERSION makes a "
+            "list shows the versions, the base model and conversion each was trained with, their validation "
+            "figures, which is current and any whose files are missing or cut short; promote VERSION makes a "
             "registered version current; rollback returns to the version promoted before the current one. "
             "Promote and rollback check every file of the version against its manifest, write the pointer "
             "atomically under the store's lock and record who did it and why (their --reason) in "
@@ -52,8 +53,10 @@ def register(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     ls = sub.add_parser(
         "list",
-        help="the versions, their validation figures and which is current",
-        description="List the model store's versions, their validation figures and which one is current.",
+        help="the versions, what each was trained from, their validation figures and which is current",
+        description="List the model store's versions, the base model and conversion each was trained with, "
+        "their validation figures, which one is current, and any whose files are missing or cut short "
+        "(checked by size against its manifest.json; promote checks their SHA-256 too).",
     )
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     pr = sub.add_parser(
@@ -250,9 +253,11 @@ def say_trained_apart(store: ModelStore, version: Path, before: str | None) -> N
 
 def version_rows(store: ModelStore) -> list[dict[str, Any]]:
     """One row per registered version, oldest first: its figures on validation (the latest the store
-    keeps), when it was made, and whether it is current, was promoted before, or never was. A damaged
-    ``CURRENT.json`` is a :class:`StateError` naming it, with what to do (the list could not say which
-    version is current)."""
+    keeps), when it was made, the base model and script conversion it was trained with (its ``store.json``
+    records them), whether its files are as it was saved (``files``: ``ok``, else what is wrong,
+    :meth:`ModelStore.files_problem`: ``missing: tokenizer.json``), and whether it is current, was promoted
+    before, or never was. A damaged ``CURRENT.json`` is a :class:`StateError` naming it, with what to do (the
+    list could not say which version is current)."""
     pointer = store.current()
     current = None if pointer is None else pointer.name
     promoted = {str(r.get("version")) for r in store.history() if r.get("decision") == "promoted"}
@@ -262,10 +267,14 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
         if info is None:
             continue
         latest = latest_figures(folder / STORE_JSON, info)
+        training = trained_with(info)
         rows.append(
             {
                 "version": folder.name,
                 "created": info.get("created"),
+                "base_model": training.get("model"),
+                "conversion": training.get("conversion"),
+                "files": store.files_problem(folder) or "ok",
                 "scorer": latest.get("scorer"),
                 "spearman": latest.get("spearman"),
                 "f1": latest.get("f1"),
@@ -276,6 +285,21 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def trained_with(info: dict[str, Any]) -> dict[str, Any]:
+    """The training settings a version's ``store.json`` records (``parts.training``: the base model's name
+    as ``model``, ``conversion``, ...); ``{}`` when it records none (a version registered without them).
+
+    Example:
+        >>> trained_with({"parts": {"training": {"model": "multilingual-e5-small", "conversion": "s2twp"}}})
+        {'model': 'multilingual-e5-small', 'conversion': 's2twp'}
+        >>> trained_with({"fingerprint": "abc"}), trained_with({"parts": "edited"})
+        ({}, {})
+    """
+    parts = info.get("parts")
+    training = parts.get("training") if isinstance(parts, dict) else None
+    return training if isinstance(training, dict) else {}
 
 
 def latest_figures(path: Path, info: dict[str, Any]) -> dict[str, Any]:
@@ -316,21 +340,44 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"store": str(Path(store.root)), "versions": rows, "rollback_to": store.previous()}))
         return 0
-    current = next((r["version"] for r in rows if r["promoted"] == "current"), None)
-    print(f"model store {store.root}: {len(rows)} version(s), current {current or 'none (zero-shot)'}")
-    print(f"  {'version':<16} {'created':<25} {'scorer':<9} {'Spearman':>8} {'F1':>6} {'F1 cv':>6}  promoted")
+    current = next((r for r in rows if r["promoted"] == "current"), None)
+    named = "none (zero-shot)" if current is None else current["version"] + _unusable(current)
+    print(f"model store {store.root}: {len(rows)} version(s), current {named}")
+    print(
+        f"  {'version':<16} {'created':<25} {'base model':<22} {'convert':<7} {'scorer':<9} {'Spearman':>8} "
+        f"{'F1':>6} {'F1 cv':>6}  promoted"
+    )
     for r in rows:
         mark = "*" if r["promoted"] == "current" else " "
         print(
-            f"{mark} {r['version']:<16} {r['created'] or '':<25} {r['scorer'] or '':<9} "
-            f"{_cell(r['spearman'], 2):>8} {_cell(r['f1'], 3):>6} {_cell(r['cv_f1'], 3):>6}  {r['promoted']}"
+            f"{mark} {r['version']:<16} {r['created'] or '':<25} {r['base_model'] or '':<22} "
+            f"{r['conversion'] or '':<7} {r['scorer'] or '':<9} {_cell(r['spearman'], 2):>8} "
+            f"{_cell(r['f1'], 3):>6} {_cell(r['cv_f1'], 3):>6}  {r['promoted']}{_unusable(r)}"
         )
+    say_rollback(store, rows, current and current["version"])
+    return 0
+
+
+def _unusable(row: dict[str, Any]) -> str:
+    """`` (not usable: missing: tokenizer.json)`` after a version whose files are not as it was saved."""
+    return "" if row["files"] == "ok" else f" (not usable: {row['files']})"
+
+
+def say_rollback(store: ModelStore, rows: list[dict[str, Any]], current: str | None) -> None:
+    """The list's last line: the version ``nlsim models rollback`` would make current, or why it would be
+    refused (none left to roll back to says nothing)."""
     previous = store.previous()
-    if previous is not None and previous in {r["version"] for r in rows}:
+    found = {r["version"]: r for r in rows}
+    if previous is not None and previous in found and found[previous]["files"] != "ok":
+        print(
+            f"nlsim models rollback would be refused: {previous}, promoted before {current}, is not usable "
+            f"({found[previous]['files']}; restore its folder, or nlsim models promote VERSION makes another "
+            "one current)"
+        )
+    elif previous is not None and previous in found:
         print(f"nlsim models rollback would make {previous} current again")
     elif previous is not None:  # gone, or its store.json removed: the rollback is refused, so say that
         print(
             f"nlsim models rollback would be refused: {previous}, promoted before {current}, is no longer a "
             f"registered version (nlsim models promote VERSION makes one of those above current)"
         )
-    return 0

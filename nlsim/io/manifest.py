@@ -25,6 +25,8 @@ Example:
     Traceback (most recent call last):
     ...
     nlsim.errors.StateError: .../m/tokenizer.json: missing (listed in manifest.json when nlsim saved .../m)...
+    >>> bad_file(d / "m", read_manifest(d / "m")).short()
+    'missing: tokenizer.json'
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,22 +77,56 @@ def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     return data
 
 
-def file_problem(
+@dataclass(frozen=True)
+class BadFile:
+    """A file a folder's manifest lists that is missing or differs from it (:func:`bad_file`)."""
+
+    folder: Path
+    rel: str
+    """Its path in the folder, as the manifest lists it."""
+    size: int | None
+    """Its size now (``None``: missing)."""
+    recorded: int
+    """The size the manifest recorded."""
+
+    def describe(self) -> str:
+        """What is wrong, naming the file and the manifest (:func:`file_problem`'s words)."""
+        path, where = self.folder / self.rel, f"{MANIFEST} when nlsim saved {self.folder}"
+        if self.size is None:
+            return f"{path}: missing (listed in {where})"
+        if self.size != self.recorded:
+            return (
+                f"{path}: {self.size:,} bytes, not the {self.recorded:,} recorded with its SHA-256 in "
+                f"{where} (truncated or altered)"
+            )
+        return f"{path}: its SHA-256 differs from the one recorded in {where} (corrupt or altered)"
+
+    def short(self) -> str:
+        """In a few words, by the file's path in the folder: ``missing: tokenizer.json``, ``incomplete:
+        model.safetensors (1,024 of 90,868,376 bytes)``, ``altered: config.json`` (a larger file, another
+        SHA-256)."""
+        if self.size is None:
+            return f"missing: {self.rel}"
+        if self.size < self.recorded:
+            return f"incomplete: {self.rel} ({self.size:,} of {self.recorded:,} bytes)"
+        return f"altered: {self.rel}"
+
+
+def bad_file(
     folder: str | Path,
     manifest: dict[str, Any],
     *,
     under: str = "",
     hashes: bool = True,
     hash_file: Callable[[Path], str] = file_sha256,
-) -> str | None:
-    """What is wrong with the first listed file (below ``under``, a relative folder such as
-    ``"reranker/"``) that is missing or differs from the manifest; ``None`` when every one matches.
+) -> BadFile | None:
+    """The first listed file (below ``under``, a relative folder such as ``"reranker/"``) that is missing or
+    differs from the manifest; ``None`` when every one matches.
 
     ``hashes=False`` compares sizes only; ``hash_file`` computes a file's SHA-256 (a cached one may be
     given, see :func:`nlsim.io.model_cache.known_sha256`).
     """
     folder = Path(folder)
-    where = f"{MANIFEST} when nlsim saved {folder}"
     for rel, info in sorted(manifest["files"].items()):
         if not rel.startswith(under):
             continue
@@ -98,16 +135,23 @@ def file_problem(
             size = path.stat().st_size if path.is_file() else None
         except OSError:
             size = None
-        if size is None:
-            return f"{path}: missing (listed in {where})"
-        if size != info["size"]:
-            return (
-                f"{path}: {size:,} bytes, not the {info['size']:,} recorded with its SHA-256 in {where} "
-                "(truncated or altered)"
-            )
-        if hashes and hash_file(path) != info["sha256"]:
-            return f"{path}: its SHA-256 differs from the one recorded in {where} (corrupt or altered)"
+        if size != info["size"] or (hashes and hash_file(path) != info["sha256"]):
+            return BadFile(folder, rel, size, info["size"])
     return None
+
+
+def file_problem(
+    folder: str | Path,
+    manifest: dict[str, Any],
+    *,
+    under: str = "",
+    hashes: bool = True,
+    hash_file: Callable[[Path], str] = file_sha256,
+) -> str | None:
+    """What is wrong with the first listed file (below ``under``) that is missing or differs from the
+    manifest, naming it (:func:`bad_file`); ``None`` when every one matches."""
+    bad = bad_file(folder, manifest, under=under, hashes=hashes, hash_file=hash_file)
+    return None if bad is None else bad.describe()
 
 
 def listed_in(path: str | Path) -> Path | None:

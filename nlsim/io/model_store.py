@@ -52,7 +52,7 @@ from nlsim.errors import ConfigError, StateError
 from nlsim.faults import fault_point
 from nlsim.io.atomic import atomic_write_bytes, atomic_write_text, leftovers, remove_tree
 from nlsim.io.lock import RunLock
-from nlsim.io.manifest import MANIFEST, check_files, read_manifest
+from nlsim.io.manifest import MANIFEST, bad_file, check_files, read_manifest
 from nlsim.io.ownership import claim_folder, is_owned, read_marker
 from nlsim.io.report_folder import recorded_files
 
@@ -351,6 +351,32 @@ class ModelStore:
             )
         check_files(folder, manifest)
         return folder
+
+    def files_problem(self, version: str | Path) -> str | None:
+        """In a few words, what keeps a version from loading as it was saved: a file its manifest lists
+        missing, or of another size (``missing: tokenizer.json``, ``incomplete: model.safetensors (...)``),
+        or the manifest itself lost or damaged (``missing: manifest.json``); ``None`` when every file is
+        there at its size. The check of :meth:`checked_version` (and of loading a model) by sizes alone, so
+        that a list of every version reads no weights; those check the SHA-256 too.
+
+        Example:
+            >>> import tempfile
+            >>> from nlsim.io.manifest import saved_folder
+            >>> store = ModelStore(tempfile.mkdtemp())
+            >>> with saved_folder(store.root / VERSIONS / "v0001-aaaaaaaa", "model") as tmp:
+            ...     _ = (tmp / "tokenizer.json").write_text("{}")
+            >>> store.files_problem("v0001-aaaaaaaa") is None
+            True
+            >>> (store.root / VERSIONS / "v0001-aaaaaaaa" / "tokenizer.json").unlink()
+            >>> store.files_problem("v0001-aaaaaaaa")
+            'missing: tokenizer.json'
+        """
+        folder = self._dir(version)
+        manifest = read_manifest(folder)
+        if manifest is None:
+            return f"{'damaged' if (folder / MANIFEST).exists() else 'missing'}: {MANIFEST}"
+        bad = bad_file(folder, manifest, hashes=False)
+        return None if bad is None else bad.short()
 
     def promotions(self) -> list[str]:
         """The promoted versions as a stack, the current one last: ``history.jsonl`` replayed, a promotion

@@ -18,6 +18,8 @@ from tests import command
 from tests.command import command_env, nlsim
 from tests.flows.prefect_server import stop_process
 
+FAST = "paraphrase-MiniLM-L3-v2"
+
 
 def make_version(store: ModelStore, fingerprint: str, f1: float) -> Path:
     """A registered version: a saved folder (marker and manifest) with a store.json holding its figures."""
@@ -281,6 +283,41 @@ def test_the_list_offers_no_rollback_the_store_would_refuse(store: ModelStore) -
     with pytest.raises(ConfigError, match="not registered"):
         store.promote("v0003-cccccccc", "by hand")
     assert (store.root / CURRENT).read_bytes() == before
+
+
+def test_the_list_shows_each_versions_base_model_and_conversion_and_marks_one_whose_files_are_missing(
+    store: ModelStore,
+) -> None:
+    """The list checked no file (a version whose calibration.json was gone was listed as any other, and
+    promote or rollback then refused it) and did not say what each version was trained from."""
+    trained = {"v0001-aaaaaaaa": ("multilingual-e5-small", "s2twp"), "v0003-cccccccc": (FAST, "none")}
+    for name, (model, conversion) in trained.items():
+        info = store.info(name)
+        info["parts"] = {"base_model": "f" * 64, "training": {"model": model, "conversion": conversion}}
+        store.write_info(name, info)
+    versions = store.root / "versions"
+    (versions / "v0001-aaaaaaaa" / "calibration.json").unlink()
+    (versions / "v0002-bbbbbbbb" / "config.json").write_text("{")  # cut short
+    lines = models(store, "list").stdout.splitlines()
+    assert lines[1].split()[2:5] == ["base", "model", "convert"]
+    rows = {line.split()[1] if line.startswith("*") else line.split()[0]: line for line in lines[2:5]}
+    assert rows["v0001-aaaaaaaa"].split()[2:4] == ["multilingual-e5-small", "s2twp"]
+    assert rows["v0001-aaaaaaaa"].endswith("before (not usable: missing: calibration.json)")
+    assert rows["v0002-bbbbbbbb"].endswith("never (not usable: incomplete: config.json (1 of 27 bytes))")
+    assert rows["v0003-cccccccc"].split()[3:5] == [FAST, "none"] and rows["v0003-cccccccc"].endswith(
+        "current"
+    )
+    assert lines[-1].startswith("nlsim models rollback would be refused: v0001-aaaaaaaa, promoted before ")
+    assert "(missing: calibration.json;" in lines[-1]
+    data = {r["version"]: r for r in json.loads(models(store, "list", "--json").stdout)["versions"]}
+    assert data["v0001-aaaaaaaa"]["files"] == "missing: calibration.json"
+    assert (data["v0001-aaaaaaaa"]["base_model"], data["v0001-aaaaaaaa"]["conversion"]) == trained[
+        "v0001-aaaaaaaa"
+    ]
+    assert data["v0003-cccccccc"]["files"] == "ok" and data["v0002-bbbbbbbb"]["base_model"] is None
+    (versions / "v0003-cccccccc" / "manifest.json").unlink()  # the current one: said in the first line
+    first = models(store, "list").stdout.splitlines()[0]
+    assert first.endswith("current v0003-cccccccc (not usable: missing: manifest.json)"), first
 
 
 def test_a_version_the_history_names_is_not_removed_as_a_killed_save(store: ModelStore) -> None:
