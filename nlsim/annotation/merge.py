@@ -387,29 +387,25 @@ def _renoted(
     """The notes of the rows of ``new`` merged before (``again``, sheet rows: skipped) that differ from the
     one the pair file ``original`` (as read) holds for their pair, by its row (0-based), each said with the
     note it replaces: a note edited on the page after its mark was merged keeps the mark and its time, so
-    the row is the mark merged before, with a newer note."""
+    the row is the mark merged before, with a newer note. A pair the pair file gives twice (one score: kept,
+    counted once by its first row, :func:`~nlsim.io.pairs.count_once`) takes the note in every row of it, so
+    the row read holds it, and so does the one kept when the other is removed."""
     if not again or NOTES not in new.columns or not {"id_a", "id_b"} <= set(original.columns):
         return {}, ()
-    held = {
-        pair_key(item_id(a), item_id(b)): (i, "" if is_blank(n) else str(n))
-        for i, (a, b, n) in enumerate(
-            zip(
-                original["id_a"],
-                original["id_b"],
-                original[NOTES] if NOTES in original.columns else [""] * len(original),
-                strict=True,
-            )
-        )
-    }
+    held: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    cells = original[NOTES] if NOTES in original.columns else [""] * len(original)
+    for i, (a, b, n) in enumerate(zip(original["id_a"], original["id_b"], cells, strict=True)):
+        held.setdefault(pair_key(item_id(a), item_id(b)), []).append((i, "" if is_blank(n) else str(n)))
     rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
     notes: dict[int, str] = {}
     said: list[str] = []
     for row, a, b, note in zip(rows, new["id_a"], new["id_b"], new[NOTES], strict=True):
         key = pair_key(item_id(a), item_id(b))
         given = "" if is_blank(note) else str(note)
-        if row in again and key in held and given != held[key][1]:
-            notes[held[key][0]] = given
-            said.append(f"{key[0]}/{key[1]}: {given[:80]!r} (it was {held[key][1][:80]!r})")
+        stale = [(i, was) for i, was in held.get(key, []) if was != given] if row in again else []
+        notes |= {i: given for i, _ in stale}
+        if stale:
+            said.append(f"{key[0]}/{key[1]}: {given[:80]!r} (it was {stale[0][1][:80]!r})")
     return notes, tuple(said)
 
 

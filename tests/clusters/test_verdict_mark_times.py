@@ -365,3 +365,29 @@ def test_a_note_edited_since_is_written_into_a_pair_file_without_pair_ids(tmp_pa
     got = load_pairs(pairs)
     assert got["notes"].fillna("").tolist() == ["", "same flood, wire copy"]
     assert pairs.read_bytes().splitlines()[:2] == before.splitlines()[:2]
+
+
+def test_a_note_edited_since_lands_in_every_row_of_a_pair_the_pair_file_gives_twice(tmp_path: Path) -> None:
+    """The pair file gives desk's merged n2/n3 twice (a row pasted again under another pair id, one score:
+    kept, and counted once by its first row). desk's note, edited on the page and exported again, was
+    written into the last row only, so the row training and evaluation read (the first) kept the old note;
+    it is now written into every row of the pair, whichever of them the file keeps later."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+
+    def noted(name: str, text: str) -> Path:
+        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame["notes"] = text
+        frame.to_csv(path, index=False)
+        return path
+
+    merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
+    lines = pairs.read_text(encoding="utf-8").splitlines()
+    pasted = "p9" + lines[-1][lines[-1].index("\t") :]
+    pairs.write_text("\n".join([*lines, pasted]) + "\n", encoding="utf-8")
+    result = merge_annotations(noted("marks-2.csv", "same flood, wire copy"), pairs, log=lambda _: None)
+    assert result.notes_updated and (result.merged_before, result.added) == (1, 0)
+    got = load_pairs(pairs)
+    assert got["notes"].fillna("").tolist() == ["", "same flood, wire copy", "same flood, wire copy"]
+    assert load_pairs(pairs, repeats="once")["notes"].fillna("").tolist()[-1] == "same flood, wire copy"
+    assert pairs.read_text(encoding="utf-8").splitlines()[:2] == lines[:2]  # the other rows as they were
