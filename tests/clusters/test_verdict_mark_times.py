@@ -391,3 +391,38 @@ def test_a_note_edited_since_lands_in_every_row_of_a_pair_the_pair_file_gives_tw
     assert got["notes"].fillna("").tolist() == ["", "same flood, wire copy", "same flood, wire copy"]
     assert load_pairs(pairs, repeats="once")["notes"].fillna("").tolist()[-1] == "same flood, wire copy"
     assert pairs.read_text(encoding="utf-8").splitlines()[:2] == lines[:2]  # the other rows as they were
+
+
+@pytest.mark.parametrize(
+    "spelt", ["2026-03-02T08:15:00+00:00", "2026-03-02T08:15:00Z", "2026-03-02T16:15:00+08:00"]
+)
+def test_a_mark_exported_again_with_its_time_written_otherwise_is_the_same_mark(
+    tmp_path: Path, spelt: str
+) -> None:
+    """desk overruled n0/n1 on Monday (08:15 UTC, written ``.000Z``), bob overruled it since. desk's page
+    exports Monday's mark again with its time written otherwise (another offset, ``Z`` or ``+00:00``, the
+    same instant): it was called older than bob's decision, a mark of its own; it is the mark merged before,
+    said as overruled since by bob's, and the store is left as it was."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    _merge(pairs, "bob.csv", "bob", [("n0", "n1", "0.75", TUESDAY)])
+    store = store_path(pairs).read_bytes()
+    said = " ".join(_merge(pairs, "marks-2.csv", "desk", [("n0", "n1", "0", spelt)]))
+    assert "overruled since by bob's 0.75" in said and "older" not in said, said
+    assert store_path(pairs).read_bytes() == store
+
+
+def test_a_kept_decision_time_without_an_offset_is_read_on_utc_as_a_corpus_time_is() -> None:
+    """A decision time without an offset (a store not written by a merge) is a time on the clock a run
+    reads a corpus's offset-less times on when no --timezone is given: UTC. A mark of the same instant is the
+    same mark, and one made after it is newer."""
+    from nlsim.clusters.verdicts import Decision, decided, holds_already, newer_than
+
+    earlier = (Decision(0.75, "", "news.tsv"), Decision(0.0, "desk", "marks-1.csv", "2026-03-02T08:15:00"))
+    bobs = Verdict("n0", "n1", 0.75, annotator="bob", decided_at=TUESDAY, earlier=earlier)
+    again = Verdict("n0", "n1", 0.0, annotator="desk", source="marks-2.csv", decided_at=MONDAY)
+    assert holds_already(again, bobs, marked=True)
+    assert decided("2026-03-02T08:15:00") == decided(MONDAY)
+    kept = Verdict("n0", "n1", 0.75, annotator="bob", decided_at="2026-03-03T09:00:00")
+    assert newer_than(Verdict("n0", "n1", 0.0, annotator="desk", decided_at="2026-03-03T10:00:00Z"), kept)
+    assert not newer_than(Verdict("n0", "n1", 0.0, annotator="desk", decided_at="2026-03-03T08:00:00Z"), kept)

@@ -126,26 +126,39 @@ def overruled_since(verdict: Verdict, prior: Verdict | None, *, marked: bool = F
 
 
 def _same_mark(decision: Decision, verdict: Verdict) -> bool:
-    """Whether ``decision`` is ``verdict``'s mark: the same score by the same editor, marked at one time."""
-    return (
-        abs(decision.score - verdict.score) < 1e-9
-        and (decision.annotator, decision.decided_at) == (verdict.annotator, verdict.decided_at)
-        and bool(verdict.decided_at)
-    )
+    """Whether ``decision`` is ``verdict``'s mark: the same score by the same editor, marked at one time (one
+    instant, however written: ``…Z``, ``…+00:00`` or another offset; a text that is no time, as written).
+
+    >>> mark = Verdict("a", "b", 0.0, annotator="desk", decided_at="2026-03-02T08:15:00.000Z")
+    >>> _same_mark(Decision(0.0, "desk", "m.csv", "2026-03-02T16:15:00+08:00"), mark)
+    True
+    """
+    if abs(decision.score - verdict.score) >= 1e-9 or decision.annotator != verdict.annotator:
+        return False
+    if not verdict.decided_at:
+        return False
+    when, then = decided(decision.decided_at), decided(verdict.decided_at)
+    if when is None or then is None:
+        return decision.decided_at == verdict.decided_at
+    return when == then
 
 
 def decided(text: str) -> dt.datetime | None:
     """The time a verdict's (or a decision's) ``decided_at`` says, ``None`` when it says none (unknown, or
-    no offset to place it by).
+    not a time). A time without an offset (a merge writes every one with its offset; a store written
+    otherwise may not) is read on UTC, as a corpus's ``published_at`` without one is read on the run's time
+    zone, UTC when none is given (a merge has none).
 
     >>> decided("2026-03-02T08:15:00.000Z") < decided("2026-03-02T17:00:00+08:00"), decided("")
     (True, None)
+    >>> decided("2026-03-02T08:15:00") == decided("2026-03-02T16:15:00+08:00")
+    True
     """
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def newer_than(verdict: Verdict, prior: Verdict | None) -> bool:
