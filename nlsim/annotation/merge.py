@@ -54,6 +54,7 @@ from nlsim.clusters.verdicts import (
     overruling,
     pair_rows,
     retire_earlier,
+    with_superseded,
     write_store,
 )
 from nlsim.clusters.verdicts.store import write_store_bytes
@@ -129,6 +130,9 @@ class MergeResult:
     older: tuple[str, ...] = ()
     """Overruling rows of a mark made before the decision that holds on their pair (by ``marked_at``): not
     merged, each said with the newer decision, which stands."""
+    superseded: int = 0
+    """Of :attr:`older`, the marks kept in the verdict store among the earlier decisions on their pair (one
+    whose verdict overrules the pair file's score), in time order: superseded, they do not act."""
     merged_before: int = 0
     """Rows whose pair was merged before from another file with the same score by the same editor, in
     this split (marks exported again from the report page): skipped."""
@@ -228,8 +232,8 @@ def merge_annotations(
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
-    result.already_held, result.merged_before = kept.already, len(scored.again)
-    result.overruled_since, result.older, result.notes_updated = kept.since, kept.older, renoted
+    result.already_held, result.merged_before, result.notes_updated = kept.already, len(scored.again), renoted
+    result.overruled_since, result.older, result.superseded = kept.since, kept.older, kept.superseded
     log(_merge_said(result, skip_scored))
     return result
 
@@ -305,6 +309,11 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
             f"; {len(result.older)} mark(s) made no later than the decision that holds on their pair, which "
             "stands (the newer mark stands, whoever's; of two made at one moment, the one merged first): "
             + "; ".join(result.older)
+        )
+    if result.superseded:
+        said += (
+            f"; of them, {result.superseded} kept among the earlier decisions on their pair, superseded (the "
+            "pair's history, in time order; they do not act)"
         )
     if result.merged_before:
         said += (
@@ -465,6 +474,7 @@ class _Kept:
     already: int = 0
     since: tuple[str, ...] = ()
     older: tuple[str, ...] = ()
+    superseded: int = 0
 
 
 @dataclass(frozen=True)
@@ -495,9 +505,11 @@ def _verdicts_kept(
     back, a merged pair the store lacks rebuilt, a store under an earlier name taken in, each said), so a
     store that cannot be read, or holds a damaged row, refuses the merge before anything is written. An
     overruling row becomes the pair's verdict with the decisions it overrules
-    (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds. An overruling verdict
-    the pair file contradicts for now (:attr:`~nlsim.clusters.verdicts.StoreCheck.unheld`) is kept, not
-    acting: the store is its only record. The store is written (atomically) before the body and put back as
+    (:func:`~nlsim.clusters.verdicts.overruling`), unless its decision already holds; a mark older than the
+    overruling decision that holds goes into that decision's history, superseded
+    (:func:`~nlsim.clusters.verdicts.with_superseded`). An overruling verdict the pair file contradicts for
+    now (:attr:`~nlsim.clusters.verdicts.StoreCheck.unheld`) is kept, not acting: the store is its only
+    record. The store is written (atomically) before the body and put back as
     it was when the body fails or the merge is stopped (Ctrl-C, SIGTERM) before the body is in place; the
     pair file's rename commits the merge's new pairs (its overrules are committed with the store: a merge
     killed in between is merged again whole, the overrules holding already). Yields what it did."""
@@ -511,14 +523,15 @@ def _verdicts_kept(
     for line in check.notes():
         log(line)
     by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
-    kept, overrules = _sorted_out(wanted, marked, check, by_key, pairs_file)
+    kept, overrules, superseded = _sorted_out(wanted, marked, check, by_key, pairs_file)
     store = check.path
-    if not records and not overrules:
+    if not records and not overrules and not superseded:
         yield kept  # every overrule holds already: nothing to write
         return
     before = store.read_bytes() if store.is_file() else None
     # an overrule the pair file contradicts for now stays (not acting): the store is its only record
-    held = Verdicts.from_records(check.unheld).updated([*check.verdicts.records, *records, *overrules])
+    now = [superseded.get(v.key, v) for v in check.verdicts.records]  # a history longer, in its place
+    held = Verdicts.from_records(check.unheld).updated([*now, *records, *overrules])
     try:  # a merge stopped (Ctrl-C, SIGTERM) once the store is written puts it back, as a failure does
         write_store(check, held)
         fault_point(MERGE_FAULT_STAGES[0])  # the store written, the pair file not yet
@@ -536,14 +549,18 @@ def _sorted_out(
     check: StoreCheck,
     by_key: dict[tuple[str, str], PairRow],
     pairs_file: Path,
-) -> tuple[_Kept, list[Verdict]]:
+) -> tuple[_Kept, list[Verdict], dict[tuple[str, str], Verdict]]:
     """The overruling rows ``wanted`` sorted out against the verdicts that hold (``check``): those merged
     before (:func:`~nlsim.clusters.verdicts.holds_already`), the marks (``marked``: dated by when they were
     made) older than the decision that holds (:func:`~nlsim.clusters.verdicts.newer_than`), and the newer
-    decisions, each made the pair's overruling verdict; what the store keeps, and those verdicts."""
+    decisions, each made the pair's overruling verdict; what the store keeps, those verdicts, and the
+    verdicts that hold with an older mark kept among their earlier decisions (superseded: a verdict that
+    overrules the pair file's score keeps its history there; one that does not, a pair an editor's file
+    added, has none), by pair."""
     since: list[str] = []
     older: list[str] = []
     overrules: list[Verdict] = []
+    superseded: dict[tuple[str, str], Verdict] = {}
     for v in wanted:
         prior, timed = check.verdicts.get(v.key), v.key in marked
         if holds_already(v, prior, marked=timed):
@@ -551,10 +568,13 @@ def _sorted_out(
                 since.append(_both_said(v, d, prior))
         elif timed and prior is not None and not newer_than(v, prior):
             older.append(_not_newer_said(v, prior))
+            if prior.overrules:  # the pair's history: kept in it, superseded by the decision that holds
+                superseded[v.key] = with_superseded(superseded.get(v.key, prior), v.decision)
         else:
             overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
     already = len(wanted) - len(overrules) - len(older)
-    return _Kept(check.path, len(overrules), already, tuple(since), tuple(older)), overrules
+    kept = _Kept(check.path, len(overrules), already, tuple(since), tuple(older), len(superseded))
+    return kept, overrules, superseded
 
 
 def _not_newer_said(mark: Verdict, prior: Verdict) -> str:

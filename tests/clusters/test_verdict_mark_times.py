@@ -426,3 +426,33 @@ def test_a_kept_decision_time_without_an_offset_is_read_on_utc_as_a_corpus_time_
     kept = Verdict("n0", "n1", 0.75, annotator="bob", decided_at="2026-03-03T09:00:00")
     assert newer_than(Verdict("n0", "n1", 0.0, annotator="desk", decided_at="2026-03-03T10:00:00Z"), kept)
     assert not newer_than(Verdict("n0", "n1", 0.0, annotator="desk", decided_at="2026-03-03T08:00:00Z"), kept)
+
+
+@pytest.mark.parametrize("order", ["older first", "newer first"])
+def test_an_older_mark_merged_second_is_kept_in_the_pairs_history_without_acting(
+    tmp_path: Path, order: str
+) -> None:
+    """desk marked n0/n1 0 on Monday, bob 0.25 on Tuesday. Merged first, desk's mark was kept among the
+    decisions bob's overrules; merged second, it was said and kept nowhere. It is now kept in the pair's
+    history either way, in time order, superseded: bob's newer decision stands and is what training reads,
+    and desk's mark sent once more adds nothing."""
+    from nlsim.clusters.verdicts import training_pairs
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = ("marks-desk.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    bob = ("marks-bob.csv", "bob", [("n0", "n1", "0.25", TUESDAY)])
+    first, last = (desk, bob) if order == "older first" else (bob, desk)
+    _merge(pairs, *first)  # type: ignore[arg-type]
+    said = " ".join(_merge(pairs, *last))  # type: ignore[arg-type]
+    held = _held(pairs)
+    assert (held.score, held.annotator, held.decided_at) == (0.25, "bob", TUESDAY), said
+    assert [(d.score, d.annotator, d.source, d.decided_at) for d in held.earlier] == [
+        (0.75, "", "news.tsv", ""),
+        (0.0, "desk", "marks-desk.csv", MONDAY),
+    ], said
+    assert training_pairs(pairs).pairs["score"].tolist() == [0.25]
+    if order == "newer first":
+        assert "kept among the earlier decisions on their pair, superseded" in said, said
+    store = store_path(pairs).read_bytes()
+    _merge(pairs, "marks-desk-2.csv", "desk", [("n0", "n1", "0", MONDAY)])
+    assert store_path(pairs).read_bytes() == store

@@ -36,6 +36,7 @@ from nlsim.clusters.verdicts.overrule import (
     overruling,
     training_pairs,
     with_overrules,
+    with_superseded,
 )
 from nlsim.clusters.verdicts.pair_file import (
     PairRow,
@@ -94,5 +95,6 @@ __all__ = [
     "store_path",
     "training_pairs",
     "with_overrules",
+    "with_superseded",
     "write_store",
 ]

@@ -55,6 +55,28 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
     return replace(verdict, split=row.split, earlier=earlier)
 
 
+def with_superseded(prior: Verdict, mark: Decision) -> Verdict:
+    """``prior`` (an overruling verdict, the decision that holds on its pair) with ``mark``, a decision made
+    no later than it and merged after it, kept among its earlier decisions in time order (after the pair
+    file's own score, which stays first; before the first decision made after it): the pair's history is
+    the same whichever was merged first, and the mark does not act.
+
+    >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "m1.csv", "2026-03-02T08:15:00Z"))
+    >>> bob = Verdict("a", "b", 0.25, annotator="bob", decided_at="2026-03-04T09:00:00Z", earlier=earlier)
+    >>> lin = Decision(0.5, "lin", "m2.csv", "2026-03-01T10:00:00+08:00")
+    >>> [d.annotator for d in with_superseded(bob, lin).earlier], with_superseded(bob, lin).score
+    (['', 'lin', 'desk'], 0.25)
+    """
+    when = decided(mark.decided_at)
+    at = len(prior.earlier)
+    for i, d in enumerate(prior.earlier[1:], start=1):
+        then = decided(d.decided_at)
+        if when is not None and then is not None and then > when:
+            at = i
+            break
+    return replace(prior, earlier=(*prior.earlier[:at], mark, *prior.earlier[at:]))
+
+
 def holds_already(verdict: Verdict, prior: Verdict | None, *, marked: bool = False) -> bool:
     """Whether ``verdict``'s decision was merged already: ``prior`` (the verdict that holds on the pair) is
     it, or one of the decisions ``prior`` overruled is (the same score by the same editor from the same
