@@ -514,7 +514,7 @@ def _verdicts_kept(
     pair file's rename commits the merge's new pairs (its overrules are committed with the store: a merge
     killed in between is merged again whole, the overrules holding already). Yields what it did."""
     records, _ = _new_verdicts(fresh, decided.split, decided)
-    wanted, marked = _new_verdicts(newer, ACTING_SPLIT, decided)
+    wanted, marked = _new_verdicts(newer, ACTING_SPLIT, decided, noted=True)
     if not records and not wanted:
         yield _Kept()
         return
@@ -600,20 +600,22 @@ def _both_said(verdict: Verdict, own: Decision, prior: Verdict, how: str = "was 
 
 
 def _new_verdicts(
-    new: pd.DataFrame, split: str, decided: _Decided
+    new: pd.DataFrame, split: str, decided: _Decided, *, noted: bool = False
 ) -> tuple[list[Verdict], set[tuple[str, str]]]:
     """The merged rows that name both items as verdicts, with the hashes of the texts merged, each dated
-    when its mark was made (``decided.times``) or else now (when merged); and the pairs of those dated by
-    their mark."""
+    when its mark was made (``decided.times``) or else now (when merged), with ``noted`` its note (an
+    overruling row's: the pair file does not hold the row; a row it holds keeps its note there); and the
+    pairs of those dated by their mark."""
     if "id_a" not in new.columns or "id_b" not in new.columns:
         return [], set()
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     who = new["annotator"] if "annotator" in new.columns else pd.Series([""] * len(new))
+    notes = new[NOTES] if noted and NOTES in new.columns else pd.Series([""] * len(new))
     rows = [int(r) for r in (new.attrs.get("rows") or range(1, len(new) + 1))]
     out: list[Verdict] = []
     marked: set[tuple[str, str]] = set()
-    for row, a, b, ta, tb, score, w in zip(
-        rows, new["id_a"], new["id_b"], new["text_a"], new["text_b"], new["score"], who, strict=True
+    for row, a, b, ta, tb, score, w, note in zip(
+        rows, new["id_a"], new["id_b"], new["text_a"], new["text_b"], new["score"], who, notes, strict=True
     ):
         if not (item_id(a) and item_id(b)):
             continue
@@ -628,6 +630,7 @@ def _new_verdicts(
             when or now,
             editor_file.text_sha256(str(ta)),
             editor_file.text_sha256(str(tb)),
+            notes="" if is_blank(note) else str(note),
         )
         out.append(v)
         if when:

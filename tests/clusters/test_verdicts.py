@@ -653,3 +653,41 @@ def test_an_old_overrule_exported_again_never_undoes_a_colleagues_newer_decision
     got = load_verdicts(store_path(pairs)).get(("n0", "n1"))
     assert got is not None and (got.score, got.annotator) == (0.25, "desk")
     assert [(d.score, d.annotator) for d in got.earlier] == [(0.75, ""), (0.0, "desk"), (0.75, "bob")]
+
+
+def test_an_overruling_rows_note_is_kept_in_the_store_and_a_store_without_notes_reads_as_before(
+    tmp_path: Path,
+) -> None:
+    """desk overrules n0/n1 with a note ("wire copy of the same flood"). The row goes into the verdict
+    store only, which had no notes column, so the note was kept nowhere; the store now keeps it (a notes
+    column, written only while a verdict has a note, so a store without one keeps the columns it had), and
+    a daily state's copy keeps it too. A store without the column reads each verdict without a note."""
+    from nlsim.clusters.verdicts import check_store, from_frame
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n6", "n7", "1")])
+    assert "notes" not in store_path(pairs).read_text(encoding="utf-8").splitlines()[0]
+    filled = tmp_path / "noted.csv"
+    pd.DataFrame(
+        {
+            "id_a": ["n0", "n8"],
+            "id_b": ["n1", "n9"],
+            "text_a": [TITLES["n0"], TITLES["n8"]],
+            "text_b": [TITLES["n1"], TITLES["n9"]],
+            "score": ["0", "1"],
+            "annotator": "desk",
+            "notes": ["wire copy of the same flood", "same story"],
+        }
+    ).to_csv(filled, index=False)
+    from nlsim.annotation.merge import merge_annotations
+
+    merge_annotations(filled, pairs, overrule=True, log=lambda _: None)
+    got = load_verdicts(store_path(pairs))
+    held = got.get(("n0", "n1"))
+    assert held is not None and held.overrules and held.notes == "wire copy of the same flood"
+    added = got.get(("n8", "n9"))
+    assert added is not None and added.notes == ""  # a pair the file added keeps its note in the pair file
+    assert from_frame(got.frame(), "state").get(("n0", "n1")) == held
+    assert check_store(pairs).in_step
+    store_path(pairs).write_text(V1_HEADER + ",n6,n7,1,train,desk,new.csv,\n", encoding="utf-8")
+    assert [v.notes for v in load_verdicts(store_path(pairs)).records] == [""]

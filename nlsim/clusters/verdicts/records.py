@@ -54,13 +54,19 @@ COLUMNS = (
     "sha256_a",
     "sha256_b",
     "earlier",
+    "notes",
 )
 """A verdict's fields as a table's columns, in order (a store adds its row check:
 :data:`nlsim.clusters.verdicts.store.ROW_CHECK`, and leaves out :data:`EARLIER` while no verdict has
-earlier decisions)."""
+earlier decisions and :data:`NOTES` while none has a note:
+:func:`nlsim.clusters.verdicts.store.store_text`)."""
 EARLIER = "earlier"
 """The column of an overruling verdict's earlier decisions (:meth:`Verdict.cell`): a JSON list of
 :class:`Decision` objects, oldest first; empty for a verdict that overrules nothing."""
+NOTES = "notes"
+"""The column of an overruling verdict's note (the editor's ``notes`` cell of the row merged: the pair file
+does not hold the row, so the store is the note's only record); empty for every other verdict, whose note
+is in the pair file's row."""
 REQUIRED = ("id_a", "id_b", "score", "split")
 """The columns without which a table holds no verdict."""
 
@@ -128,6 +134,8 @@ class Verdict:
             ('' when unknown: a verdict kept before the hashes were).
         earlier: the decisions this verdict overrules, oldest first (the pair file's score first); empty
             for a verdict that overrules none (:attr:`overrules`).
+        notes: the editor's note on an overruling verdict ('' for none, and for a verdict a merge added to
+            the pair file, whose row holds its note).
     """
 
     id_a: str
@@ -140,6 +148,7 @@ class Verdict:
     sha256_a: str = ""
     sha256_b: str = ""
     earlier: tuple[Decision, ...] = ()
+    notes: str = ""
 
     @property
     def overrules(self) -> bool:
@@ -248,16 +257,18 @@ class Verdicts:
         return len(self.records)
 
     def frame(self) -> pd.DataFrame:
-        """The verdicts as a table of :data:`COLUMNS` (what a daily state keeps)."""
+        """The verdicts as a table of :data:`COLUMNS` (what a daily state keeps; :data:`NOTES` only while a
+        verdict has a note, so a state without one is written as before)."""
+        columns = [c for c in COLUMNS if c != NOTES or any(v.notes for v in self.records)]
         return pd.DataFrame(
             {
                 "pair_id": [v.pair_id for v in self.records],
                 "id_a": [v.id_a for v in self.records],
                 "id_b": [v.id_b for v in self.records],
                 "score": pd.Series([v.score for v in self.records], dtype="float64"),
-                **{c: [v.cell(c) for v in self.records] for c in COLUMNS[4:]},
+                **{c: [v.cell(c) for v in self.records] for c in columns[4:]},
             },
-            columns=list(COLUMNS),
+            columns=columns,
         )
 
 
@@ -269,8 +280,8 @@ def _cell(r: Mapping[str, object], name: str) -> str:
 def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> Verdict:
     """One verdict from a table row of :data:`COLUMNS` (cells as read; a column the row lacks is empty),
     checked: both item ids, a rubric level, a known split, a pair id that is its items' id, hashes of 64 hex
-    digits, earlier decisions (:class:`Decision`) as a store writes them. A bad cell is refused by
-    ``source``, ``row`` and field."""
+    digits, earlier decisions (:class:`Decision`) as a store writes them; its note as it is (none in a
+    table without :data:`NOTES`). A bad cell is refused by ``source``, ``row`` and field."""
     ids = [_cell(r, "id_a").strip(), _cell(r, "id_b").strip()]
     for name, value in zip(("id_a", "id_b"), ids, strict=True):
         if not value or value == "nan":
@@ -302,7 +313,7 @@ def verdict_from_row(r: Mapping[str, object], source: str | Path, row: int) -> V
         earlier = Decision.from_cell(_cell(r, EARLIER))
     except ValueError as exc:
         raise InputError(source, row, EARLIER, str(exc)) from None
-    return Verdict(ids[0], ids[1], round(score, 2), split, **text, earlier=earlier)
+    return Verdict(ids[0], ids[1], round(score, 2), split, **text, earlier=earlier, notes=_cell(r, NOTES))
 
 
 def from_frame(frame: pd.DataFrame, source: str | Path) -> Verdicts:

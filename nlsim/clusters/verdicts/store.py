@@ -14,7 +14,9 @@ it (:attr:`StoreFile.unknown`). A store written before the checks (and before th
 last row without its line end) as torn. The column of the decisions an overruling verdict keeps
 (:data:`~nlsim.clusters.verdicts.records.EARLIER`) is written only while a verdict has some: a store
 without overrules is written as before them, and one with them is never rewritten by an nlsim that does
-not know them (it reads their pairs' verdicts as the pair file scores them).
+not know them (it reads their pairs' verdicts as the pair file scores them). So is the column of an
+overruling verdict's note (:data:`~nlsim.clusters.verdicts.records.NOTES`): written only while a verdict has
+one; a store without it reads every verdict without a note.
 
 The stores an earlier nlsim named after the pair file's name without its extension (``news.verdicts.csv``,
 one for every pair file of that stem; beside a symbolic link instead of the file it links to, earlier
@@ -45,7 +47,15 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from nlsim.clusters.verdicts.records import COLUMNS, EARLIER, REQUIRED, Verdict, Verdicts, verdict_from_row
+from nlsim.clusters.verdicts.records import (
+    COLUMNS,
+    EARLIER,
+    NOTES,
+    REQUIRED,
+    Verdict,
+    Verdicts,
+    verdict_from_row,
+)
 from nlsim.errors import InputError
 from nlsim.io.atomic import atomic_write_bytes
 
@@ -214,8 +224,11 @@ def load_verdicts(path: str | Path) -> Verdicts:
 
 def store_text(verdicts: Verdicts) -> str:
     """The store's text for ``verdicts``: :data:`STORE_COLUMNS` (without :data:`EARLIER` while no verdict
-    overrules an earlier decision), each row with its check."""
-    columns = [c for c in COLUMNS if c != EARLIER or any(v.overrules for v in verdicts.records)]
+    overrules an earlier decision, and without :data:`NOTES` while none has a note), each row with its
+    check."""
+    left_out = {EARLIER} if not any(v.overrules for v in verdicts.records) else set()
+    left_out |= {NOTES} if not any(v.notes for v in verdicts.records) else set()
+    columns = [c for c in COLUMNS if c not in left_out]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([*columns, ROW_CHECK])
