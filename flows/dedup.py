@@ -34,6 +34,7 @@ from flows.orchestration import config_flow, fail, progress_artifacts, run_from_
 from nlsim.commands.dedup import add_dedup_options
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import Call, DedupResult, run_dedup
+from nlsim.dedup.settings import has_date
 from nlsim.errors import NlsimError
 from nlsim.io import columns
 from nlsim.options import options_of
@@ -129,9 +130,9 @@ def publish_artifacts(result: DedupResult) -> None:
 def dedup_run(config: DedupConfig, call: Call = task_call, encoder: Any = None) -> Any:
     """The body of the dedup flows: resolve the day's input, hold the state's slot, run, publish."""
     # the scheduled day fills in every {date}: the quarantine file's too, even when the corpus has none
-    if "{date" in config.input.corpus or "{date" in (config.input.quarantine or ""):
+    if config.input.dated:
         config = config.with_(date=run_date(config))
-    if "{date" in config.input.corpus:
+    if has_date(config.input.corpus):
         path = Path(config.input.corpus_path)
         if not path.exists():
             return fail(

@@ -31,6 +31,7 @@ import yaml
 
 from flows.ephemeral import exit_on_api_failure
 from nlsim.commands.options import needless
+from nlsim.dedup.settings import has_date
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError
 from nlsim.options import options_of
@@ -280,7 +281,7 @@ def check_schedule_zone(spec: dict[str, Any], flow: Any, params: dict[str, Any])
         values = {o.name: o.default for o in options_of(cls)} | params
         if "timezone" not in values:
             continue
-        if not any("{date" in str(values.get(k) or "") for k in ("corpus", "quarantine")):
+        if not any(has_date(str(values.get(k) or "")) for k in ("corpus", "quarantine")):
             return
         for i, s in enumerate(spec.get("schedules") or [], 1):
             zone = str(s.get("timezone") or "UTC")

@@ -742,8 +742,7 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     of it (:func:`~nlsim.io.ownership.claimed`). A ``{date}`` in ``--corpus`` or ``--quarantine`` with no
     ``--date`` is the day the chain starts, for the whole chain: its checks, its first report and its
     report after a training that ran past midnight read the same day's file."""
-    dated = "{date" in cfg.input.corpus or "{date" in (cfg.input.quarantine or "")
-    if cfg.input.date is None and dated:
+    if cfg.input.date is None and cfg.input.dated:
         cfg = cfg.with_(date=cfg.input.run_date().isoformat())
     check_chain_paths(cfg)
     store = ModelStore(cfg.model_store)

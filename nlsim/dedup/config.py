@@ -76,8 +76,7 @@ class DedupConfig(Configuration):
     state: StateSettings = concern(StateSettings, title=STATE_TITLE)
 
     def __post_init__(self) -> None:
-        dated = "{date" in self.input.corpus or "{date" in (self.input.quarantine or "")
-        if self.input.date is not None and not dated and not self.daily:
+        if self.input.date is not None and not self.input.dated and not self.daily:
             raise ConfigError(
                 f"--date {self.input.date} does nothing here: --corpus {self.input.corpus} has no {{date}} "
                 "to fill in, and a batch run (no --state) has no day of its own; name the day's file in "

@@ -149,8 +149,7 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
 
     ``encoder``: an already loaded encoder (tests, flows); default: the one ``config.model`` names.
     """
-    dated = "{date" in config.input.corpus or "{date" in (config.input.quarantine or "")
-    if config.input.date is None and dated:
+    if config.input.date is None and config.input.dated:
         config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
     with held_paths(config):  # one batch run at a time into OUT; no trace of a run refused before any work
         if not config.daily:

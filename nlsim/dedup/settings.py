@@ -71,6 +71,17 @@ vectors (the default, 2 x sqrt(items), is 65,536 at a billion); more asked its k
 training vector, hours on a large corpus."""
 
 
+def has_date(path: str | None) -> bool:
+    """Whether ``path`` holds a ``{date}`` placeholder (``{date}``, ``{date:%Y%m%d}``: the run's date is
+    filled in): a dated path. ``{{date}}`` is none: str.format's escaped braces, a ``{date}`` of the file's
+    name.
+
+    >>> has_date("in/{date}.csv"), has_date("in/{{date}}.csv"), has_date("in/{{{date}}}.csv"), has_date(None)
+    (True, False, True, False)
+    """
+    return path is not None and "{date" in path.replace("{{", "")
+
+
 def check_placeholders(path: str, what: str) -> None:
     """Refuse a placeholder other than ``{date}`` in a path (``bad/{day}.csv``, a misspelt ``{date}``: taken
     as written, every day's file would be the same one; ``in/{date}/{day}.csv``, ``{date[0]}``,
@@ -90,7 +101,7 @@ def check_placeholders(path: str, what: str) -> None:
         --quarantine 'bad/{date}/{day}.csv': only {date} may be filled in (the run's date), not {day}
         --quarantine 'bad/{date.csv': a brace that opens or closes nothing (...); write {date} for ...
     """
-    dated = "{date" in path
+    dated = "{date" in path  # then str.format fills it in (InputSettings._dated), {{date}} too
     try:
         fields = [
             (name, spec, conv) for _, name, spec, conv in string.Formatter().parse(path) if name is not None
@@ -175,6 +186,12 @@ class InputSettings:
         for path, what in ((self.corpus, "--corpus"), (self.quarantine, "--quarantine")):
             if path is not None:  # a misspelt {date} is not a file name, nor {day} beside {date} a day's
                 check_placeholders(path, what)
+
+    @property
+    def dated(self) -> bool:
+        """Whether :attr:`corpus` or :attr:`quarantine` holds a ``{date}`` placeholder (:func:`has_date`):
+        the run's date is filled in."""
+        return has_date(self.corpus) or has_date(self.quarantine)
 
     def zone(self) -> dt.tzinfo:
         """The time zone of :attr:`timezone`."""

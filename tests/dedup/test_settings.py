@@ -220,3 +220,30 @@ def test_a_date_format_that_shows_no_date_is_refused_before_any_work(spec: str, 
         out="rep", state="st", threshold=0.9, date="2026-11-22", **{**given, option: "in/{date:%Y%m%d}.csv"}
     )
     assert (ok.input.corpus_path if option == "corpus" else ok.input.quarantine_path) == "in/20261122.csv"
+
+
+@pytest.mark.parametrize("option", ["corpus", "quarantine"])
+def test_an_escaped_date_in_a_path_is_no_placeholder(option: str) -> None:
+    """``{{date}}`` is a ``{date}`` of the file's name (str.format's escaped braces), not the run's date;
+    a path holding it counted as dated all the same, so ``--date`` was taken where it fills in nothing (and
+    a daily flow and its schedule's zone were held to a date the path never takes). It is no placeholder
+    now: ``--date`` there is refused as on any path without one, and the path names the same file."""
+    from nlsim.errors import ConfigError
+
+    path = f"{option}/{{{{date}}}}.csv"
+    given = {"corpus": "in/news.csv", option: path}
+    with pytest.raises(ConfigError, match="does nothing here"):
+        DedupConfig.of(out="rep", date="2026-11-22", **given)
+    from nlsim.dedup.settings import InputSettings, has_date
+
+    s = DedupConfig.of(out="rep", **given)
+    assert not s.input.dated
+    named = s.input.corpus_path if option == "corpus" else s.input.quarantine_path
+    assert named == f"{option}/{{date}}.csv"
+    assert InputSettings(corpus="in/{{date}}-{date}.csv").dated
+    assert [has_date(p) for p in ("in/{date}.csv", "in/{{date}}.csv", "in/{{{date}}}.csv", None)] == [
+        True,
+        False,
+        True,
+        False,
+    ]

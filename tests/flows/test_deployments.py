@@ -502,6 +502,16 @@ def test_serve_takes_an_entry_whose_timezone_is_its_schedule_zone(
     assert f"cron 30 0 * * * ({schedule})" in capsys.readouterr().out
 
 
+def test_serve_takes_an_entry_whose_path_holds_only_an_escaped_date(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``a/{{date}}.parquet`` names a file ``a/{date}.parquet`` (str.format's escaped braces): no date is
+    filled in, so its schedule's zone and ``timezone`` need not agree. It was refused as a dated entry."""
+    path = tmp_path / "prefect.yaml"
+    path.write_text(ENTRY + TAIPEI + "  parameters:\n    corpus: a/{{date}}.parquet\n    out: o\n")
+    assert main(["--file", str(path), "--list"]) == 0, capsys.readouterr().err
+
+
 def test_serve_refuses_a_deployment_declared_twice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
