@@ -16,7 +16,7 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -130,6 +130,10 @@ class MergeResult:
     older: tuple[str, ...] = ()
     """Overruling rows of a mark made before the decision that holds on their pair (by ``marked_at``): not
     merged, each said with the newer decision, which stands."""
+    renoted: tuple[str, ...] = ()
+    """Of the overruling rows merged before (:attr:`already_held`), each whose decision is the one that
+    holds with another note (a note edited on the page after the overrule was merged): its note is the
+    verdict's note in the verdict store now, said with the note it replaces."""
     superseded: int = 0
     """Of :attr:`older`, the marks kept in the verdict store among the earlier decisions on their pair (one
     whose verdict overrules the pair file's score), in time order: superseded, they do not act."""
@@ -193,8 +197,7 @@ def merge_annotations(
     pair is never overruled (refused by name). A decision merged already adds nothing and is counted
     (:func:`~nlsim.clusters.verdicts.holds_already`), nor undoes another editor's newer one (said with both).
     A page export dates each decision by when it was marked (:data:`editor_file.MARKED_AT`): the newer mark
-    stands, whoever's, whichever file is merged first (an older one is said, not merged).
-    """
+    stands, whoever's, whichever file is merged first (an older one is said, kept superseded)."""
     _check_options(split, corpus, text_field, pairs_file)
     raw, new, early, intent, decided = _read_filled(filled, split, skip_blank=skip_blank, overrule=overrule)
     skipped = int(raw["score"].map(is_blank).sum()) if skip_blank else 0
@@ -234,6 +237,7 @@ def merge_annotations(
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
     result.already_held, result.merged_before, result.notes_updated = kept.already, len(scored.again), renoted
     result.overruled_since, result.older, result.superseded = kept.since, kept.older, kept.superseded
+    result.renoted = kept.renoted
     log(_merge_said(result, skip_scored))
     return result
 
@@ -298,6 +302,11 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
         said += (
             f"; {result.already_held} overruling decision(s) merged before (the same score by the same "
             "editor: a file merged again, or marks exported again): nothing new"
+        )
+    if result.renoted:
+        said += (
+            f"; of them, {len(result.renoted)} with a note edited since the overrule was merged: the edited "
+            f"note is the verdict's note in {result.verdicts} now: " + "; ".join(result.renoted)
         )
     if result.overruled_since:
         said += (
@@ -475,6 +484,7 @@ class _Kept:
     since: tuple[str, ...] = ()
     older: tuple[str, ...] = ()
     superseded: int = 0
+    renoted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -523,14 +533,14 @@ def _verdicts_kept(
     for line in check.notes():
         log(line)
     by_key = {pair_key(r.id_a, r.id_b): r for r in rows.values()}
-    kept, overrules, superseded = _sorted_out(wanted, marked, check, by_key, pairs_file)
+    kept, overrules, amended = _sorted_out(wanted, marked, check, by_key, pairs_file, NOTES in newer.columns)
     store = check.path
-    if not records and not overrules and not superseded:
+    if not records and not overrules and not amended:
         yield kept  # every overrule holds already: nothing to write
         return
     before = store.read_bytes() if store.is_file() else None
     # an overrule the pair file contradicts for now stays (not acting): the store is its only record
-    now = [superseded.get(v.key, v) for v in check.verdicts.records]  # a history longer, in its place
+    now = [amended.get(v.key, v) for v in check.verdicts.records]  # a longer history, a note: in its place
     held = Verdicts.from_records(check.unheld).updated([*now, *records, *overrules])
     try:  # a merge stopped (Ctrl-C, SIGTERM) once the store is written puts it back, as a failure does
         write_store(check, held)
@@ -549,32 +559,51 @@ def _sorted_out(
     check: StoreCheck,
     by_key: dict[tuple[str, str], PairRow],
     pairs_file: Path,
+    noted: bool = False,
 ) -> tuple[_Kept, list[Verdict], dict[tuple[str, str], Verdict]]:
     """The overruling rows ``wanted`` sorted out against the verdicts that hold (``check``): those merged
     before (:func:`~nlsim.clusters.verdicts.holds_already`), the marks (``marked``: dated by when they were
     made) older than the decision that holds (:func:`~nlsim.clusters.verdicts.newer_than`), and the newer
     decisions, each made the pair's overruling verdict; what the store keeps, those verdicts, and the
-    verdicts that hold with an older mark kept among their earlier decisions (superseded: a verdict that
-    overrules the pair file's score keeps its history there; one that does not, a pair an editor's file
-    added, has none), by pair."""
+    verdicts that hold amended, by pair: with an older mark kept among their earlier decisions (superseded:
+    a verdict that overrules the pair file's score keeps its history there; one that does not, a pair an
+    editor's file added, has none), or, from a file with notes (``noted``), with the note its editor's row
+    gives the decision that holds (:func:`_renoted_verdict`)."""
     since: list[str] = []
     older: list[str] = []
+    renoted: list[str] = []
     overrules: list[Verdict] = []
-    superseded: dict[tuple[str, str], Verdict] = {}
+    amended: dict[tuple[str, str], Verdict] = {}
     for v in wanted:
         prior, timed = check.verdicts.get(v.key), v.key in marked
         if holds_already(v, prior, marked=timed):
             if prior is not None and (d := overruled_since(v, prior, marked=timed)) is not None:
                 since.append(_both_said(v, d, prior))
+            elif prior is not None and noted and (renewed := _renoted_verdict(v, prior)) is not None:
+                amended[v.key] = renewed
+                renoted.append(f"{v.id_a}/{v.id_b}: {v.notes[:80]!r} (it was {prior.notes[:80]!r})")
         elif timed and prior is not None and not newer_than(v, prior):
             older.append(_not_newer_said(v, prior))
             if prior.overrules:  # the pair's history: kept in it, superseded by the decision that holds
-                superseded[v.key] = with_superseded(superseded.get(v.key, prior), v.decision)
+                amended[v.key] = with_superseded(amended.get(v.key, prior), v.decision)
         else:
             overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
     already = len(wanted) - len(overrules) - len(older)
-    kept = _Kept(check.path, len(overrules), already, tuple(since), tuple(older), len(superseded))
-    return kept, overrules, superseded
+    superseded = len(amended) - len(renoted)  # one row a pair: a verdict amended one way or the other
+    kept = _Kept(check.path, len(overrules), already, tuple(since), tuple(older), superseded, tuple(renoted))
+    return kept, overrules, amended
+
+
+def _renoted_verdict(mark: Verdict, prior: Verdict | None) -> Verdict | None:
+    """``prior``, the overruling verdict that holds on ``mark``'s pair, with ``mark``'s note, when ``mark``
+    is its decision sent again (the same score by the same editor) with another note: a note edited on the
+    page after the overrule was merged (as the pair file takes the edited note of a row it holds); ``None``
+    otherwise."""
+    if prior is None or not prior.overrules or prior.annotator != mark.annotator:
+        return None
+    if abs(prior.score - mark.score) >= 1e-9 or prior.notes == mark.notes:
+        return None
+    return replace(prior, notes=mark.notes)
 
 
 def _not_newer_said(mark: Verdict, prior: Verdict) -> str:

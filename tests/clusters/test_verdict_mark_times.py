@@ -456,3 +456,32 @@ def test_an_older_mark_merged_second_is_kept_in_the_pairs_history_without_acting
     store = store_path(pairs).read_bytes()
     _merge(pairs, "marks-desk-2.csv", "desk", [("n0", "n1", "0", MONDAY)])
     assert store_path(pairs).read_bytes() == store
+
+
+def test_a_note_edited_since_an_overrule_was_merged_is_the_verdicts_note_when_exported_again(
+    tmp_path: Path,
+) -> None:
+    """desk overruled n0/n1 with a note, merged; desk then edited the note on the page (the mark and its
+    time unchanged) and exported again. The row is the decision merged before (nothing new), and its edited
+    note was dropped; it is now the verdict's note in the store, said with the note it replaces. A file
+    without a notes column leaves the note as it is."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+
+    def noted(name: str, text: str | None) -> Path:
+        path = _export(tmp_path / name, "desk", [("n0", "n1", "0", MONDAY)])
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = frame.drop(columns="notes") if text is None else frame.assign(notes=text)
+        frame.to_csv(path, index=False)
+        return path
+
+    merge_annotations(noted("marks-1.csv", "wire copy"), pairs, log=lambda _: None)
+    said: list[str] = []
+    merge_annotations(noted("marks-2.csv", "wire copy of the same flood"), pairs, log=said.append)
+    held = _held(pairs)
+    assert (held.annotator, held.source, held.notes) == ("desk", "marks-1.csv", "wire copy of the same flood")
+    line = next((x for x in said if "note edited since" in x), "")
+    assert "n0/n1: 'wire copy of the same flood' (it was 'wire copy')" in line, said
+    store = store_path(pairs).read_bytes()
+    merge_annotations(noted("marks-3.csv", "wire copy of the same flood"), pairs, log=lambda _: None)
+    merge_annotations(noted("marks-4.csv", None), pairs, log=lambda _: None)
+    assert store_path(pairs).read_bytes() == store
