@@ -71,7 +71,8 @@ def zone_problem(name: str) -> str | None:
 
     try:
         ZoneInfo(name)
-    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+    # ZoneInfoNotFoundError is a KeyError; a folder of the database (Europe, America/Argentina) an OSError
+    except (ValueError, KeyError, OSError):
         return f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
     posix = POSIX_ZONE.fullmatch(name)
     if posix is None:

@@ -905,6 +905,11 @@ def bad_options() -> list[Case]:
         ("corpus-date-and-other-placeholder", dedup("news-{date}-{day}.csv"), ("not {day}", "only {date}")),
         ("corpus-date-unbalanced-brace", dedup("news-{date.csv"), ("news-{date.csv", "opens or closes")),
         ("timezone-unknown", dedup("news.csv", "--timezone", "Mars/Base"), ("--timezone",)),
+        (  # a folder of the zone database, not a zone: the operating system's "Is a directory" named neither
+            "timezone-a-region-folder",
+            dedup("news.csv", "--timezone", "Europe"),
+            ("--timezone 'Europe'", "not a time zone name"),
+        ),
         ("text-fields-empty", dedup("news.csv", "--text-fields", ""), ("--text-fields",)),
         ("convert-unknown", dedup("news.csv", "--convert", "latin"), ("--convert",)),
         ("index-unknown", dedup("news.csv", "--index", "btree"), ("--index",)),

@@ -522,11 +522,15 @@ def test_a_naive_time_a_daylight_saving_change_skips_or_repeats_is_refused_by_ro
     assert load_corpus(path).naive_times == 3  # UTC has no such hour
 
 
-def test_a_bad_time_zone_is_refused(tmp_path):
+@pytest.mark.parametrize("zone", ["Asia/Taipai", "Europe", "America/Argentina"])
+def test_a_bad_time_zone_is_refused(tmp_path, zone):
+    """A zone the database lacks is refused by name; so is a folder of the database (``Europe``, the region
+    of ``Europe/London``), which ended the run in the operating system's words (``.../zoneinfo/Europe: Is a
+    directory``), naming neither the option nor what to give."""
     path = tmp_path / "c.csv"
     path.write_text("id,title\na,A\n")
-    with pytest.raises(ConfigError, match="--timezone 'Asia/Taipai': not a time zone name"):
-        load_corpus(path, timezone="Asia/Taipai")
+    with pytest.raises(ConfigError, match=f"--timezone '{zone}': not a time zone name"):
+        load_corpus(path, timezone=zone)
 
 
 @pytest.mark.parametrize(("zone", "offset"), [("Etc/GMT+8", "UTC-08:00"), ("Etc/GMT-8", "UTC+08:00")])
