@@ -39,6 +39,7 @@ from nlsim.dedup.settings import (
     SearchSettings,
     StateSettings,
     check_as_of,
+    check_day,
     parse_date,
     parse_time,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "Precision",
     "Representative",
     "check_as_of",
+    "check_day",
     "parse_date",
     "parse_time",
 ]
@@ -82,6 +84,8 @@ class DedupConfig(Configuration):
                 "to fill in, and a batch run (no --state) has no day of its own; name the day's file in "
                 "--corpus (incoming/{date}.parquet), or leave --date out"
             )
+        if self.input.date is not None and self.daily:
+            check_day(self.input.date, self.input.timezone)
 
     @property
     def daily(self) -> bool:

@@ -520,6 +520,37 @@ def parse_date(value: str, what: str) -> dt.date:
         raise ConfigError(f"{what} {value!r}: not a date; give YYYY-MM-DD, e.g. 2026-11-22") from None
 
 
+def check_day(value: str, timezone: str = "UTC") -> dt.date:
+    """A daily run's ``--date``, refused beyond tomorrow in ``timezone`` (``FUTURE_TOLERANCE_DAYS``) and
+    outside the years a clock holds: a day whose items have no date takes the start of its date as the
+    window's clock, which never moves back, so a year typed wrong would expire every kept item and make
+    every later day's items too old, for good.
+
+    Example:
+        >>> check_day("2026-11-22", "Asia/Taipei")
+        datetime.date(2026, 11, 22)
+        >>> check_day("1500-01-01")
+        Traceback (most recent call last):
+        nlsim.errors.ConfigError: --date 1500-01-01: a daily run's day is its window's clock when its ...
+    """
+    from nlsim.io.corpus import TIME_RANGE  # deferred, as in parse_time: it imports pandas
+
+    day = parse_date(value, "--date")
+    today = dt.datetime.now(ZoneInfo(timezone)).date()
+    if day > today + dt.timedelta(days=FUTURE_TOLERANCE_DAYS):
+        raise ConfigError(
+            f"--date {value}: more than {FUTURE_TOLERANCE_DAYS} day after today ({today} in {timezone}): a "
+            "daily run's day is its window's clock when its items have no date, and a state's clock never "
+            "moves backwards, so every later run's items would be too old for its window"
+        )
+    if day.year < TIME_RANGE[0]:
+        raise ConfigError(
+            f"--date {value}: a daily run's day is its window's clock when its items have no date, and that "
+            f"clock holds years {TIME_RANGE[0]} to {TIME_RANGE[1]}"
+        )
+    return day
+
+
 def check_as_of(value: str) -> Any:
     """``--as-of`` as a UTC ``pandas.Timestamp``, refused beyond now plus ``FUTURE_TOLERANCE_DAYS``: the
     reference time of a state never moves back, so a time typed in the future would expire every item of

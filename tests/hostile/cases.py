@@ -1358,6 +1358,17 @@ def bad_states(template: Path) -> list[Case]:
     )
     out.append(
         Case(
+            "state-date-in-the-future",  # 2026 typed wrong: an undated day's clock, which never moves back
+            g,
+            dedup("day-{date}.csv", "--state", "st", "--date", "2062-11-05"),
+            dict(files),
+            words=("--date 2062-11-05", "after today"),
+            setup=with_state(),
+            status=2,
+        )
+    )
+    out.append(
+        Case(
             "state-retention-beyond-100-years",
             g,
             dedup("day3.csv", "--state", "st", "--retention-days", "200000"),

@@ -383,6 +383,30 @@ def test_a_clock_or_retention_that_would_empty_every_later_window_is_refused_up_
         DedupConfig.of(corpus="x.csv", out=str(tmp_path / "o"), as_of=now)  # it was ignored
 
 
+@pytest.mark.parametrize(
+    ("day", "words"),
+    [
+        ("2062-11-05", "more than 1 day after today"),  # 2026 typed wrong
+        ("9999-12-31", "more than 1 day after today"),
+        ("1500-01-01", "years 1678 to 2261"),
+    ],
+)
+def test_a_daily_runs_date_its_clock_cannot_take_is_refused_up_front(
+    tmp_path: Path, day: str, words: str
+) -> None:
+    """A day whose items have no date takes the start of the run's --date as its clock, which never moves
+    back: --date 2062-11-05 (2026 typed wrong) expired every kept item and made every later day's items too
+    old, for good, and a year pandas cannot hold (9999, 1500) ended in a traceback. Both are refused before
+    any work; a batch run's --date only names its file, and is not."""
+    dated = {"corpus": str(tmp_path / "in" / "{date}.csv"), "out": str(tmp_path / "o")}
+    with pytest.raises(ConfigError, match=rf"^--date {day}: .*{re.escape(words)}"):
+        DedupConfig.of(**dated, state=str(tmp_path / "st"), date=day)
+    assert DedupConfig.of(**dated, date=day).input.corpus_path.endswith(f"{day}.csv")
+    today = pd.Timestamp.now(tz="Pacific/Kiritimati").date()  # the zone whose day starts first
+    for fine in (today, today + pd.Timedelta(days=1), pd.Timestamp("1678-01-02").date()):
+        DedupConfig.of(**dated, state=str(tmp_path / "st"), date=str(fine), timezone="Pacific/Kiritimati")
+
+
 @pytest.mark.slow
 def test_a_lone_item_dated_a_year_late_never_empties_the_window(tmp_path: Path) -> None:
     """A typo in one item's year would move the daily clock a year on: every kept item would expire and the
