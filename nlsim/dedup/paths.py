@@ -22,7 +22,7 @@ from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import claim_state, read_manifest
 from nlsim.errors import ConfigError
 from nlsim.evaluation.calibration import CALIBRATION_JSON, load_calibration
-from nlsim.io.lock import GUARD_NAME
+from nlsim.io.lock import GUARD_NAME, RunLock, held_here
 from nlsim.io.ownership import (
     check_claimable,
     check_outputs_apart,
@@ -58,16 +58,20 @@ REPORT_NAMES = frozenset(
 @contextlib.contextmanager
 def held_paths(config: DedupConfig) -> Iterator[None]:
     """:func:`check_run_paths`, then what the run writes into held for the block: a batch run's report folder
-    (:func:`~nlsim.report.files.hold_report_folder`), a daily run's ``--out`` and ``--state`` as claimed.
-    A run that fails having written nothing but its claims leaves no trace of them (a first day's file
-    refused by row leaves no marked folders behind); what it did write stays."""
+    (:func:`~nlsim.report.files.hold_report_folder`), a daily run's ``--out`` and ``--state`` as claimed,
+    its ``--out`` under its lock (two daily runs of two states into one ``--out`` swept each other's report
+    as it was written: the second is refused at its start, naming the first). A run that fails having
+    written nothing but its claims leaves no trace of them (a first day's file refused by row leaves no
+    marked folders behind); what it did write stays."""
     if not config.daily:
         with hold_report_folder(config.report.out, check=lambda: check_run_paths(config)):
             yield
         return
     with traceless([config.report.out, config.state.folder], also=(GUARD_NAME,)):
         check_run_paths(config)
-        yield
+        out = config.report.out  # held already when the command line holds it for run_dedup: one hold
+        with contextlib.nullcontext() if held_here(out) else RunLock(out, what="report folder"):
+            yield
 
 
 def check_run_paths(config: DedupConfig) -> None:

@@ -383,6 +383,41 @@ def test_a_second_batch_run_into_a_held_folder_is_refused_before_any_work(tmp_pa
         holder.wait()
 
 
+def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_work(tmp_path):
+    """Two daily runs of two states (two desks) into one --out at once: each swept the other's report as it
+    was being written (``sweep_staging`` takes a staging folder beside its own for a killed run's), so one
+    failed after its commit on ``runs/.<id>.tmp-...: No such file or directory``, naming neither the other
+    run nor the folder. A daily run now holds its --out for the whole run, as a batch run does: the second
+    is refused at its start, naming the holder, before its state is touched."""
+    import subprocess
+    import sys
+
+    from nlsim.io.lock import LockedError, read_lock
+
+    out = tmp_path / "out"
+    first = _hash_config(tmp_path, out).with_(state=str(tmp_path / "desk-a"))
+    run_dedup(first, encoder=_Counting())
+    before = sorted(p.name for p in out.iterdir())
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        encoder = _Counting()
+        with pytest.raises(
+            LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
+        ):
+            run_dedup(first.with_(state=str(tmp_path / "desk-b")), encoder=encoder)
+        assert type(encoder).calls == 0
+        assert not (tmp_path / "desk-b").exists()  # refused before its state was made
+        assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
+        assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone: its lock is stale, taken over by the next run and released as that run ends
+    again = run_dedup(first.with_(state=str(tmp_path / "desk-b")), encoder=_Counting())
+    assert again.report_dir == out / "runs" / again.run_id and read_lock(out) is None
+
+
 @pytest.mark.parametrize("kind", ["new", "empty"])
 def test_a_batch_run_that_fails_leaves_no_trace_of_its_hold(tmp_path, kind):
     """A run that fails after its start (a corpus row it refuses) releases the folder it held, and leaves a

@@ -1357,6 +1357,19 @@ def bad_states(template: Path) -> list[Case]:
         )
     )
     out.append(
+        Case(  # another desk's daily run writing the same --out: it would sweep this run's report away
+            "state-out-held-by-another-daily-run",
+            g,
+            dedup("day3.csv", "--state", "st-desk2", out="out"),
+            dict(files),
+            words=("report folder", "locked by another run"),
+            setup=with_state(_out_locked_by_this_process),
+            status=1,
+            process=True,
+            check=lambda d, _: "--state st-desk2 was made" if (d / "st-desk2").exists() else None,
+        )
+    )
+    out.append(
         Case(
             "state-date-in-the-future",  # 2026 typed wrong: an undated day's clock, which never moves back
             g,
@@ -2245,6 +2258,13 @@ def model_files_and_store(template: Path) -> list[Case]:
         )
     )
     return out
+
+
+def _out_locked_by_this_process(d: Path) -> None:
+    """``out/lock.json`` naming a live process, a daily run writing that report folder: the benchmark."""
+    from nlsim.io.lock import current_holder_info
+
+    (d / "out" / "lock.json").write_text(json.dumps(asdict(current_holder_info())))
 
 
 def _locked_by_this_process(d: Path) -> None:
