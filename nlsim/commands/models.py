@@ -54,9 +54,14 @@ def register(subparsers: Any) -> None:
     ls = sub.add_parser(
         "list",
         help="the versions, what each was trained from, their validation figures and which is current",
-        description="List the model store's versions, the base model and conversion each was trained with, "
-        "their validation figures, which one is current, and any whose files are missing or cut short "
-        "(checked by size against its manifest.json; promote checks their SHA-256 too).",
+        description="List the model store's versions, each with what it was trained from.\n\n"
+        + textwrap.fill(
+            "Each version shows the base model and conversion it was trained with, its validation figures, "
+            "whether it is current, and whether any of its files are missing or cut short (checked by size "
+            "against its manifest.json; promote checks their SHA-256 too).",
+            100,
+        ),
+        formatter_class=Formatter,
     )
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     pr = sub.add_parser(
