@@ -32,10 +32,15 @@ def _scored_file(path: Path) -> Path:
 
 
 def _export(
-    path: Path, annotator: str, rows: list[tuple[str, str, str, str | None]], overrule: str = "true"
+    path: Path,
+    annotator: str,
+    rows: list[tuple[str, str, str, str | None]],
+    overrule: str = "true",
+    notes: str | None = "",
 ) -> Path:
     """A page export of ``rows`` (id_a, id_b, score, marked_at; ``None``: the column left out, as an older
-    page wrote it), each row's ``overrule`` cell ``overrule`` (true: marked on a pair already scored)."""
+    page wrote it), each row's ``overrule`` cell ``overrule`` (true: marked on a pair already scored) and its
+    ``notes`` cell ``notes`` (``None``: no notes column)."""
     frame = pd.DataFrame(
         {
             "pair_id": [editor_file.pair_id(a, b) for a, b, _, _ in rows],
@@ -47,7 +52,7 @@ def _export(
             "stratum": "report-page:inside",
             "score": [s for _, _, s, _ in rows],
             "annotator": annotator,
-            "notes": "",
+            "notes": notes or "",
             "model": "v0001",
             "threshold": "0.8",
             "sha256_a": [editor_file.text_sha256(TITLES[a]) for a, _, _, _ in rows],
@@ -57,6 +62,8 @@ def _export(
     if any(t is not None for _, _, _, t in rows):
         frame[editor_file.MARKED_AT] = [t or "" for _, _, _, t in rows]
     frame[editor_file.OVERRULE] = overrule
+    if notes is None:
+        frame = frame.drop(columns="notes")
     frame.to_csv(path, index=False)
     return path
 
@@ -258,12 +265,8 @@ def test_a_note_edited_after_its_mark_was_merged_is_the_pairs_note_when_exported
         pairs = tmp_path / f"news.{fmt}"
         table.to_csv(pairs, index=False) if fmt == "csv" else table.to_parquet(pairs, index=False)
 
-    def noted(name: str, note: str) -> Path:
-        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        frame["notes"] = note
-        frame.to_csv(path, index=False)
-        return path
+    def noted(name: str, text: str) -> Path:
+        return _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false", notes=text)
 
     merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
     before, store = pairs.read_bytes(), store_path(pairs).read_bytes()
@@ -311,11 +314,7 @@ def test_a_note_edited_on_two_lines_is_written_into_a_csv_pair_file_quoted(tmp_p
     table.to_csv(pairs, index=False)
 
     def noted(name: str, text: str) -> Path:
-        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        frame["notes"] = text
-        frame.to_csv(path, index=False)
-        return path
+        return _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false", notes=text)
 
     merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
     before = pairs.read_bytes()
@@ -352,11 +351,7 @@ def test_a_note_edited_since_is_written_into_a_pair_file_without_pair_ids(tmp_pa
     )
 
     def noted(name: str, text: str) -> Path:
-        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        frame["notes"] = text
-        frame.to_csv(path, index=False)
-        return path
+        return _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false", notes=text)
 
     merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
     before = pairs.read_bytes()
@@ -375,11 +370,7 @@ def test_a_note_edited_since_lands_in_every_row_of_a_pair_the_pair_file_gives_tw
     pairs = _scored_file(tmp_path / "news.tsv")
 
     def noted(name: str, text: str) -> Path:
-        path = _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false")
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        frame["notes"] = text
-        frame.to_csv(path, index=False)
-        return path
+        return _export(tmp_path / name, "desk", [("n2", "n3", "1", MONDAY)], overrule="false", notes=text)
 
     merge_annotations(noted("marks-1.csv", "same flood"), pairs, log=lambda _: None)
     lines = pairs.read_text(encoding="utf-8").splitlines()
@@ -468,11 +459,7 @@ def test_a_note_edited_since_an_overrule_was_merged_is_the_verdicts_note_when_ex
     pairs = _scored_file(tmp_path / "news.tsv")
 
     def noted(name: str, text: str | None) -> Path:
-        path = _export(tmp_path / name, "desk", [("n0", "n1", "0", MONDAY)])
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        frame = frame.drop(columns="notes") if text is None else frame.assign(notes=text)
-        frame.to_csv(path, index=False)
-        return path
+        return _export(tmp_path / name, "desk", [("n0", "n1", "0", MONDAY)], notes=text)
 
     merge_annotations(noted("marks-1.csv", "wire copy"), pairs, log=lambda _: None)
     said: list[str] = []

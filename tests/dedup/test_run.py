@@ -1,5 +1,6 @@
 """End-to-end behaviour of the dedup pipeline on the bundled corpora."""
 
+import contextlib
 import itertools
 
 import pandas as pd
@@ -321,6 +322,21 @@ time.sleep(120)
 """
 
 
+@contextlib.contextmanager
+def _held(out):
+    """Another process holding the report folder ``out`` (:data:`HOLDER`) while the block runs; yields it."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def _hash_config(tmp_path, out):
     from tests.incremental_helpers import story_corpus
 
@@ -358,18 +374,13 @@ def test_a_second_batch_run_into_a_held_folder_is_refused_before_any_work(tmp_pa
     """Two overlapping runs into one --out: the second is refused at its start, before it embeds anything
     (not after its work, when the first may be done and the last would win), and the first run's folder is
     left as it was."""
-    import subprocess
-    import sys
-
     from nlsim.io.lock import LockedError, read_lock
 
     out = tmp_path / "out"
     cfg = _hash_config(tmp_path, out)
     run_dedup(cfg, encoder=_Counting())
     before = sorted(p.name for p in out.iterdir())
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    with _held(out) as holder:
         encoder = _Counting()
         with pytest.raises(
             LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
@@ -378,9 +389,6 @@ def test_a_second_batch_run_into_a_held_folder_is_refused_before_any_work(tmp_pa
         assert type(encoder).calls == 0
         assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
         assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_work(tmp_path):
@@ -389,18 +397,13 @@ def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_w
     failed after its commit on ``runs/.<id>.tmp-...: No such file or directory``, naming neither the other
     run nor the folder. A daily run now holds its --out for the whole run, as a batch run does: the second
     is refused at its start, naming the holder, before its state is touched."""
-    import subprocess
-    import sys
-
     from nlsim.io.lock import LockedError, read_lock
 
     out = tmp_path / "out"
     first = _hash_config(tmp_path, out).with_(state=str(tmp_path / "desk-a"))
     run_dedup(first, encoder=_Counting())
     before = sorted(p.name for p in out.iterdir())
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    with _held(out) as holder:
         encoder = _Counting()
         with pytest.raises(
             LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
@@ -410,9 +413,6 @@ def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_w
         assert not (tmp_path / "desk-b").exists()  # refused before its state was made
         assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
         assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
-    finally:
-        holder.kill()
-        holder.wait()
     # the holder is gone: its lock is stale, taken over by the next run and released as that run ends
     again = run_dedup(first.with_(state=str(tmp_path / "desk-b")), encoder=_Counting())
     assert again.report_dir == out / "runs" / again.run_id and read_lock(out) is None
