@@ -664,6 +664,20 @@ def test_a_merge_killed_before_its_rename_leaves_nothing_the_next_merge_keeps(
     assert not [p.name for p in pairs.parent.iterdir() if p.name.startswith(f".{pairs.name}")]
 
 
+def _drawn(tmp_path: Path, titles: list[str], n: int) -> tuple[Path, Path, Path]:
+    """A corpus of ``titles`` (ids f0, f1, ...), a pair file of one pair of other items, and ``n`` pairs drawn
+    from them to ``todo.csv`` (TF-IDF, no conversion): the corpus, the pair file and the drawn file."""
+    corpus = tmp_path / "corpus.parquet"
+    pd.DataFrame({"id": [f"f{i}" for i in range(len(titles))], "title": titles}).to_parquet(corpus)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\np1\tz1\tz2\tA\tB\t1\ttrain\n")
+    out = tmp_path / "todo.csv"
+    draw_candidates(
+        corpus, pairs, out, n=n, scorer="tfidf-char2", conversion="none", threshold=0.3, log=print
+    )
+    return corpus, pairs, out
+
+
 def test_a_drawn_file_keeps_a_formula_title_as_text_and_the_merge_stores_the_title(tmp_path: Path) -> None:
     """The drawn editors' file is opened in a spreadsheet too: a title beginning with ``=``, ``+``, ``-``
     or ``@`` is written with an apostrophe in front (as pairs.csv and the page's export are), and the
@@ -676,14 +690,7 @@ def test_a_drawn_file_keeps_a_formula_title_as_text_and_the_merge_stores_the_tit
         "@desk news",
         "@desk news 2",
     ]
-    corpus = tmp_path / "corpus.parquet"
-    pd.DataFrame({"id": [f"f{i}" for i in range(len(titles))], "title": titles}).to_parquet(corpus)
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\np1\tz1\tz2\tA\tB\t1\ttrain\n")
-    out = tmp_path / "todo.csv"
-    draw_candidates(
-        corpus, pairs, out, n=3, scorer="tfidf-char2", conversion="none", threshold=0.3, log=print
-    )
+    corpus, pairs, out = _drawn(tmp_path, titles, n=3)
     todo = pd.read_csv(out, dtype=str, keep_default_na=False)
     cells = [*todo["text_a"], *todo["text_b"]]
     assert cells and all(c.startswith("'") and c[1:] in titles for c in cells), cells
@@ -703,14 +710,7 @@ def test_a_drawn_title_holding_a_separator_cannot_start_a_formula_cell_and_merge
     from tests.report.test_spreadsheet import cells_as_a_spreadsheet_splits
 
     titles = ["Markets rally;=1+1", "Markets rally;=1+1 again", "Storm\t@SUM(1;1)", "Storm\t@SUM(1;1) again"]
-    corpus = tmp_path / "corpus.parquet"
-    pd.DataFrame({"id": [f"f{i}" for i in range(len(titles))], "title": titles}).to_parquet(corpus)
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\tsplit\np1\tz1\tz2\tA\tB\t1\ttrain\n")
-    out = tmp_path / "todo.csv"
-    draw_candidates(
-        corpus, pairs, out, n=2, scorer="tfidf-char2", conversion="none", threshold=0.3, log=print
-    )
+    corpus, pairs, out = _drawn(tmp_path, titles, n=2)
     lines = out.read_text(encoding="utf-8-sig").splitlines()
     assert len(lines) > 1
     for separator in (",", ";", "\t"):
