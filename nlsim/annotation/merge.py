@@ -61,6 +61,7 @@ from nlsim.clusters.verdicts.store import write_store_bytes
 from nlsim.errors import ConfigError, InputError
 from nlsim.faults import MERGE_FAULT_STAGES, fault_point
 from nlsim.io import editor_file
+from nlsim.io.cells import one_line
 from nlsim.io.lock import LockedError
 from nlsim.io.pairs import (
     SPLITS,
@@ -693,4 +694,35 @@ def check_verdicts(
             log(f"wrote {check.path}: {held}" + "".join(f"; removed {p} (all in it now)" for p in gone))
         else:
             log(f"{check.path} is not in step with {path} ({held} hold): --write writes it")
+        for line in noted_lines(check.verdicts):
+            log(line)
     return check
+
+
+NOTE_CHARS = 80
+"""How much of a note ``nlsim annotate verdicts`` shows in its lines (``--json`` gives it whole)."""
+
+
+def _cut(note: str, chars: int = NOTE_CHARS) -> str:
+    """``note`` on one line (each run of white space holding a line break read as one space), cut to
+    ``chars`` characters with "…" when longer.
+
+    >>> _cut("wire copy\\nof the flood"), _cut("x" * 100, 10)
+    ('wire copy of the flood', 'xxxxxxxxx…')
+    """
+    flat = one_line(note, every_break=True).strip()
+    return flat if len(flat) <= chars else flat[: chars - 1] + "…"
+
+
+def noted_lines(verdicts: Verdicts) -> list[str]:
+    """The verdicts that carry an editor's note, one line each after a heading: the pair, who gave which
+    score, from where and when, and the note (cut to :data:`NOTE_CHARS`: ``--json`` has it whole)."""
+    noted = [v for v in verdicts.records if v.notes.strip()]
+    if not noted:
+        return []
+    lines = [f"{len(noted)} verdict(s) with an editor's note:"]
+    for v in noted:
+        where = ", ".join(x for x in (v.source, v.decided_at) if x)
+        who = f"{v.annotator or 'an unnamed editor'}'s {v.score:g}" + (f" ({where})" if where else "")
+        lines.append(f"  {v.id_a}/{v.id_b}: {who}: {_cut(v.notes)}")
+    return lines

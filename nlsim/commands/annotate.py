@@ -4,6 +4,7 @@ file; check the verdict store against the pair file)."""
 from __future__ import annotations
 
 import argparse
+import json
 import textwrap
 from typing import Any
 
@@ -128,6 +129,12 @@ def _verdicts_parser(sub: Any) -> None:
         help="write the store as it holds: moved to its name beside the pair file, merged pairs it lacked "
         "rebuilt from the pair file, verdicts the pair file does not hold taken out",
     )
+    v.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: the store, whether it is in step, and every verdict that holds with its "
+        "note whole (the lines cut a long note)",
+    )
     v.set_defaults(func=run_verdicts)
 
 
@@ -231,5 +238,9 @@ def run_merge(args: argparse.Namespace) -> int:
 def run_verdicts(args: argparse.Namespace) -> int:
     from nlsim.annotation.merge import check_verdicts  # deferred: `nlsim --help` and refusals stay fast
 
-    check_verdicts(args.pairs, write=args.write)
+    check = check_verdicts(args.pairs, write=args.write)
+    if args.json:
+        held = {"pairs": str(check.pairs_file), "store": str(check.path), "in_step": check.in_step}
+        listed = {"verdicts": [v.as_dict() for v in check.verdicts.records]}
+        print(json.dumps(held | listed, ensure_ascii=False))
     return 0

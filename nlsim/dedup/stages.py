@@ -833,7 +833,7 @@ class Grouped:
             else:
                 continue
             clusters = sorted({c for c in (assignment.get(a), assignment.get(b)) if c is not None})
-            out.append(ClusterChange(v.id_a, v.id_b, v.score, change, clusters, v.overrules))
+            out.append(ClusterChange(v.id_a, v.id_b, v.score, change, clusters, v.overrules, v.notes))
         return out
 
 
@@ -904,8 +904,8 @@ def editors_record(
     not-the-same-story verdicts cut (``links_cut``: :func:`cut_links`), the same-story verdicts that joined
     items no link joined or that a not-the-same-story verdict overruled, the decisions the page lists
     (the verdicts that acted, and apart the same-story ones overruled), what each verdict changed in the
-    clusters (``changes``: :meth:`Grouped.changes`) and how many acting verdicts overrule the pair file's
-    score of a training pair."""
+    clusters (``changes``: :meth:`Grouped.changes`), how many acting verdicts overrule the pair file's
+    score of a training pair, and the notes of the decisions listed."""
     if not len(editors.verdicts) and not editors.scored:
         return None
     linked = {pair_key(str(a), str(b)) for a, b in zip(links["id_a"], links["id_b"], strict=True)}
@@ -929,6 +929,7 @@ def editors_record(
         annotators_overruled=sum(
             1 for v in editors.acting_verdicts() if v.overrules and v.key not in editors.text_changed
         ),
+        notes=[[v.id_a, v.id_b, v.notes] for v in here if v.notes],
     )
 
 

@@ -367,8 +367,8 @@ def cluster_verdicts(
     verdict the rule without the verdicts would not have followed; ``item``: an item's index on the page,
     ``known``: the ids the page holds): a same-story verdict ``joined`` two of its items, a not-the-same-story
     verdict ``split`` one of its items from another (``other``: the cluster the other item is in, ``None``
-    for none); ``overrules``: the verdict overrules an annotator's score. A verdict the rule would have
-    followed anyway changed nothing and has no card.
+    for none); ``overrules``: the verdict overrules an annotator's score; ``notes``: the editor's note on
+    it, when it has one. A verdict the rule would have followed anyway changed nothing and has no card.
 
     >>> from nlsim.report.record import ClusterChange
     >>> rows = [{"cluster_id": "c-a", "member_ids": [0, 1]}, {"cluster_id": "c-c", "member_ids": [2, 3]}]
@@ -383,15 +383,15 @@ def cluster_verdicts(
         if str(change.id_a) not in known or str(change.id_b) not in known:
             continue
         a, b = item(change.id_a), item(change.id_b)
+        said = {"overrules": change.overrules} | ({"notes": change.notes} if change.notes else {})
         if change.change == JOINED:
             if home.get(a) is not None:
-                card = {"how": "joined", "a": a, "b": b, "other": None, "overrules": change.overrules}
-                out.setdefault(home[a], []).append(card)
+                out.setdefault(home[a], []).append({"how": "joined", "a": a, "b": b, "other": None} | said)
             continue
         for mine, other in ((a, b), (b, a)):
             if home.get(mine) is not None:
                 card = {"how": "split", "a": mine, "b": other, "other": home.get(other)}
-                out.setdefault(home[mine], []).append(card | {"overrules": change.overrules})
+                out.setdefault(home[mine], []).append(card | said)
     return out
 
 

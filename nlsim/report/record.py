@@ -245,6 +245,7 @@ class ClusterChange:
             the cluster(s) its two items are in after the cut (an item left alone has none).
         overrules: the verdict is an editor's newer decision over the score the pair file gives a training
             pair (``nlsim annotate merge --overrule``).
+        notes: the editor's note on the verdict, as the verdict store keeps it ('' for none).
     """
 
     id_a: str
@@ -253,6 +254,7 @@ class ClusterChange:
     change: str
     clusters: list[str] = field(default_factory=list)
     overrules: bool = False
+    notes: str = ""
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,8 @@ class EditorsRecord:
             changed nothing and is not listed.
         annotators_overruled: acting verdicts that overrule the score the pair file gives a training pair
             (an editor's newer decision; not :attr:`overruled`, a same-story verdict another one refused).
+        notes: ``[id_a, id_b, note]`` of the verdicts of :attr:`decisions` and :attr:`overruled` that carry
+            an editor's note in the verdict store (the page shows it with the decision).
     """
 
     source: str = ""
@@ -332,6 +336,7 @@ class EditorsRecord:
     held_out_ids: list[str] = field(default_factory=list)
     cluster_changes: list[ClusterChange] = field(default_factory=list)
     annotators_overruled: int = 0
+    notes: list[list[str]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EditorsRecord:

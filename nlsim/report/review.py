@@ -158,13 +158,20 @@ def editors_data(
     its score) and the validation and test pairs (``heldOut``: held out to measure the model, never
     marked), and the editors' decisions in this report (``decisions``: objects of ``a`` and ``b``, indexes
     into the page's items, and the verdict's ``score``, for the items the page shows; a same-story verdict
-    another verdict overruled carries ``overruled``: its items are not joined)."""
+    another verdict overruled carries ``overruled``: its items are not joined; one with an editor's note
+    carries it whole, ``notes``)."""
     if editors is None:
         return {"scored": [], "training": [], "heldOut": [], "decisions": []}
 
+    notes = {frozenset((str(a), str(b))): str(note) for a, b, note in editors.notes}
+
+    def noted(a: Any, b: Any) -> dict[str, str]:
+        note = notes.get(frozenset((str(a), str(b))), "")
+        return {"notes": note} if note else {}
+
     def shown(rows: list[list[Any]], **flag: bool) -> list[dict[str, Any]]:
         return [
-            {"a": item(a), "b": item(b), "score": columns.page_number(score, 6), **flag}
+            {"a": item(a), "b": item(b), "score": columns.page_number(score, 6), **flag, **noted(a, b)}
             for a, b, score in rows
             if str(a) in known and str(b) in known
         ]

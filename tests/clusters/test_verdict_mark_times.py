@@ -472,3 +472,32 @@ def test_a_note_edited_since_an_overrule_was_merged_is_the_verdicts_note_when_ex
     merge_annotations(noted("marks-3.csv", "wire copy of the same flood"), pairs, log=lambda _: None)
     merge_annotations(noted("marks-4.csv", None), pairs, log=lambda _: None)
     assert store_path(pairs).read_bytes() == store
+
+
+def test_annotate_verdicts_shows_each_verdicts_note_cut_in_lines_and_whole_in_json(tmp_path: Path) -> None:
+    """desk overruled n0/n1 with a long note, written on two lines: `nlsim annotate verdicts` said how many
+    verdicts hold and never the note. It now lists the noted verdict on one line, the note on one line and
+    cut with "…"; --json gives every verdict with its note whole."""
+    import json
+
+    from tests.command import nlsim
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    note = "wire copy of the same flood,\nsent again by the agency " + "with a longer lead " * 8
+    export = _export(tmp_path / "marks-1.csv", "desk", [("n0", "n1", "0", MONDAY)], notes=note)
+    merge_annotations(export, pairs, log=lambda _: None)
+    proc = nlsim("annotate", "verdicts", "--pairs", pairs, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next((x for x in proc.stderr.splitlines() if "n0/n1:" in x), "")
+    assert "desk's 0 (marks-1.csv, 2026-03-02T08:15:00.000Z): wire copy of the same flood, sent again" in line
+    assert line.endswith("…") and note[-30:].strip() not in line, proc.stderr
+    proc = nlsim("annotate", "verdicts", "--pairs", pairs, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["in_step"] and got["store"] == str(store_path(pairs))
+    (held,) = got["verdicts"]
+    whole = note.replace("\n", " ")  # a TSV pair file's merge reads a note's line break as a space
+    assert (held["id_a"], held["id_b"], held["annotator"], held["notes"]) == ("n0", "n1", "desk", whole)
+    assert held["overrules"] and held["earlier"] == [
+        {"score": 0.75, "annotator": "", "source": "news.tsv", "decided_at": ""}
+    ]

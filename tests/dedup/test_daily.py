@@ -801,7 +801,8 @@ def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_
     bridges stories A and B into one cluster and the pair is refused at merge. Merged with --overrule as
     "not the same story" (with a fresh "same story" c1/e1), the report cuts the cluster along it and joins
     c1's cluster with e1; the record says which clusters each verdict changed, and how many verdicts
-    overrule the annotators, and run.json reads back as the same record. The pair file keeps x1/b1's 0.75."""
+    overrule the annotators, with the editor's note on x1/b1, and run.json reads back as the same record. The
+    pair file keeps x1/b1's 0.75."""
     from nlsim.annotation.merge import merge_annotations
     from nlsim.report.record import JOINED, SPLIT, ClusterChange, RunRecord
 
@@ -824,7 +825,7 @@ def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_
     pd.DataFrame(
         {"id_a": [a for a, _, _ in rows], "id_b": [b for _, b, _ in rows],
          "text_a": [title[a] for a, _, _ in rows], "text_b": [title[b] for _, b, _ in rows],
-         "score": [s for _, _, s in rows], "annotator": "desk"}
+         "score": [s for _, _, s in rows], "annotator": "desk", "notes": ["x1 is last year's flood", ""]}
     ).to_csv(marks, index=False)  # fmt: skip
     with pytest.raises(InputError, match="--overrule"):
         merge_annotations(marks, pairs, log=lambda _: None)
@@ -841,8 +842,9 @@ def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_
     split_clusters = sorted({c for c in (got.get("x1"), got["b1"]) if c is not None})
     assert e.cluster_changes == [
         ClusterChange("c1", "e1", 1.0, JOINED, [got["c1"]], False),
-        ClusterChange("x1", "b1", 0.0, SPLIT, split_clusters, True),
+        ClusterChange("x1", "b1", 0.0, SPLIT, split_clusters, True, "x1 is last year's flood"),
     ]
+    assert e.notes == [["x1", "b1", "x1 is last year's flood"]]  # the page shows it with the decision
     run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     assert run["editors"]["cluster_changes"][1]["change"] == "split"
     assert RunRecord.from_dict(run).editors == e

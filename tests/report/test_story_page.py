@@ -323,6 +323,45 @@ def test_a_cluster_changed_by_editors_verdicts_shows_which_joined_or_split_it(
     page.close()
 
 
+def test_a_verdicts_note_is_shown_on_its_clusters_card_and_in_the_editors_decisions(
+    chromium: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """An editor's note on a verdict (the verdict store's ``notes``) was in neither the page's data nor the
+    page: the cluster's card and the list of the editors' decisions now show it whole, as text (markup in
+    it shown as written); a verdict without a note shows none."""
+    note = "Wire copy <b>of</b> the same flood, " + "sent again with a longer lead " * 6
+    editors = EditorsRecord(
+        source="pairs.tsv",
+        verdicts=2,
+        acting=2,
+        decisions=[["s0", "s2", 1.0], ["t1", "b0", 0.0]],
+        cluster_changes=[
+            ClusterChange("s0", "s2", 1.0, JOINED, ["c-s0"]),
+            ClusterChange("t1", "b0", 0.0, SPLIT, ["c-t0", "c-b0"], overrules=True, notes=note),
+        ],
+        notes=[["t1", "b0", note]],
+    )
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(story_report(tmp_path / "r", editors).as_uri())
+    data = json.loads(page.text_content("#nlsim-data"))
+    assert [d.get("notes") for d in data["editors"]["decisions"]] == [None, note]
+    page.click("li[data-cluster='c-t0'] summary")
+    card = page.text_content("li[data-cluster='c-t0'] .verdict-card")
+    assert f"(overruling the annotators’ score)Editor’s note: {note}" in card
+    assert page.locator("li[data-cluster='c-t0'] .verdict-card b").count() == 0  # text, never markup
+    page.click("li[data-cluster='c-s0'] summary")
+    assert "note" not in page.text_content("li[data-cluster='c-s0'] .verdict-card")
+    page.click("#rv-decisions summary")
+    rows = "#rv-decisions tbody tr"
+    said = page.eval_on_selector_all(rows, "rows => rows.map(r => r.cells[0].textContent)")
+    assert said == ["same story: joined", f"not the same story: kept apartEditor’s note: {note}"]
+    assert errors == []
+    page.close()
+
+
 def test_a_cluster_no_verdict_changed_has_no_card(chromium: Any, tmp_path: Path) -> None:  # noqa: F811
     page = chromium.new_page()
     page.goto(story_report(tmp_path / "r", EditorsRecord(source="pairs.tsv")).as_uri())

@@ -175,6 +175,18 @@ class Verdict:
             return Decision.cell(self.earlier)
         return str(getattr(self, column))
 
+    def as_dict(self) -> dict[str, object]:
+        """This verdict as one JSON object (``nlsim annotate verdicts --json``): its pair id, fields and
+        note whole, its earlier decisions as objects, and whether it overrules them.
+
+        >>> Verdict("a", "b", 0.0, notes="wire copy", earlier=(Decision(0.75),)).as_dict()["earlier"]
+        [{'score': 0.75, 'annotator': '', 'source': '', 'decided_at': ''}]
+        """
+        out: dict[str, object] = {"pair_id": self.pair_id, **asdict(self)}
+        out[EARLIER] = [asdict(d) for d in self.earlier]
+        out["overrules"] = self.overrules
+        return out
+
     @property
     def same_story(self) -> bool:
         """Whether the editor said the two items are the same story (a must-link)."""

@@ -685,7 +685,8 @@
     var said = d.overruled ? "same story: not joined (a “not the same story” verdict keeps them apart)"
       : d.score >= 1 ? "same story: joined" : "not the same story: kept apart";
     var tr = el("tr", d.score >= 1 && !d.overruled ? "rv-joined" : "rv-apart");
-    tr.appendChild(el("td", null, said));
+    var td = tr.appendChild(el("td", null, said));
+    if (d.notes) td.appendChild(el("div", "rv-decision-note", "Editor’s note: ")).appendChild(el("bdi", null, d.notes));
     tr.appendChild(cell(d.a));
     tr.appendChild(cell(d.b));
     decisions.querySelector("tbody").appendChild(tr);
