@@ -714,15 +714,21 @@ def _cut(note: str, chars: int = NOTE_CHARS) -> str:
     return flat if len(flat) <= chars else flat[: chars - 1] + "…"
 
 
+def _decided_by(d: Decision) -> str:
+    """Who gave which score, from where and when: ``desk's 0 (marks-1.csv, 2026-03-02T08:15:00Z)``."""
+    where = ", ".join(x for x in (d.source, d.decided_at) if x)
+    return f"{d.annotator or 'an unnamed editor'}'s {d.score:g}" + (f" ({where})" if where else "")
+
+
 def noted_lines(verdicts: Verdicts) -> list[str]:
-    """The verdicts that carry an editor's note, one line each after a heading: the pair, who gave which
-    score, from where and when, and the note (cut to :data:`NOTE_CHARS`: ``--json`` has it whole)."""
-    noted = [v for v in verdicts.records if v.notes.strip()]
+    """The verdicts that carry an editor's note, or whose earlier decisions do, after a heading: a line for
+    the pair, who gave which score, from where and when, and the note (cut to :data:`NOTE_CHARS`:
+    ``--json`` has it whole), then a line for each earlier decision with a note, indented."""
+    noted = [v for v in verdicts.records if v.notes.strip() or any(d.notes.strip() for d in v.earlier)]
     if not noted:
         return []
     lines = [f"{len(noted)} verdict(s) with an editor's note:"]
     for v in noted:
-        where = ", ".join(x for x in (v.source, v.decided_at) if x)
-        who = f"{v.annotator or 'an unnamed editor'}'s {v.score:g}" + (f" ({where})" if where else "")
-        lines.append(f"  {v.id_a}/{v.id_b}: {who}: {_cut(v.notes)}")
+        lines.append(f"  {v.id_a}/{v.id_b}: {_decided_by(v.decision)}: {_cut(v.notes) or '(no note)'}")
+        lines += [f"    earlier, {_decided_by(d)}: {_cut(d.notes)}" for d in v.earlier if d.notes.strip()]
     return lines

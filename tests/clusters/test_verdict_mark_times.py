@@ -499,5 +499,34 @@ def test_annotate_verdicts_shows_each_verdicts_note_cut_in_lines_and_whole_in_js
     whole = note.replace("\n", " ")  # a TSV pair file's merge reads a note's line break as a space
     assert (held["id_a"], held["id_b"], held["annotator"], held["notes"]) == ("n0", "n1", "desk", whole)
     assert held["overrules"] and held["earlier"] == [
-        {"score": 0.75, "annotator": "", "source": "news.tsv", "decided_at": ""}
+        {"score": 0.75, "annotator": "", "source": "news.tsv", "decided_at": "", "notes": ""}
     ]
+
+
+@pytest.mark.parametrize("order", ["older first", "newer first"])
+def test_a_superseded_decision_keeps_its_note_in_the_pairs_history(tmp_path: Path, order: str) -> None:
+    """desk overruled n0/n1 on Monday with a note, bob on Tuesday with another: bob's verdict stands and
+    keeps desk's decision among its earlier ones, which lost desk's note (the store was its only record).
+    The note is now kept with desk's decision, whichever export is merged first; `nlsim annotate verdicts`
+    and its --json show it, and a history without notes is written as before (no notes key)."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = _export(tmp_path / "marks-desk.csv", "desk", [("n0", "n1", "0", MONDAY)], notes="wire copy")
+    bob = _export(tmp_path / "marks-bob.csv", "bob", [("n0", "n1", "0.25", TUESDAY)], notes="a new lead")
+    for export in (desk, bob) if order == "older first" else (bob, desk):
+        merge_annotations(export, pairs, log=lambda _: None)
+    held = _held(pairs)
+    assert (held.annotator, held.notes) == ("bob", "a new lead")
+    assert [(d.annotator, d.notes) for d in held.earlier] == [("", ""), ("desk", "wire copy")]
+    assert '"notes":"wire copy"' in store_path(pairs).read_text(encoding="utf-8").replace('""', '"')
+    assert held.as_dict()["earlier"][1]["notes"] == "wire copy"  # nlsim annotate verdicts --json
+    said: list[str] = []
+    check_verdicts(pairs, log=said.append)
+    assert any("desk's 0 (marks-desk.csv" in line and "wire copy" in line for line in said), said
+    plain = _scored_file(tmp_path / "plain.tsv")
+    for name, who, score, when in (("m1.csv", "desk", "0", MONDAY), ("m2.csv", "bob", "0.25", TUESDAY)):
+        export = _export(tmp_path / name, who, [("n0", "n1", score, when)])
+        merge_annotations(export, plain, log=lambda _: None)
+    text = store_path(plain).read_text(encoding="utf-8")
+    assert "desk" in text and "notes" not in text, text  # no note anywhere: the columns and cells as before

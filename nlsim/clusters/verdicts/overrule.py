@@ -133,7 +133,7 @@ def overruled_since(verdict: Verdict, prior: Verdict | None, *, marked: bool = F
     >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "marks-1.csv"))
     >>> bobs = Verdict("a", "b", 0.75, annotator="bob", source="bob.csv", earlier=earlier)
     >>> overruled_since(Verdict("a", "b", 0.0, annotator="desk", source="marks-2.csv"), bobs)
-    Decision(score=0.0, annotator='desk', source='marks-1.csv', decided_at='')
+    Decision(score=0.0, annotator='desk', source='marks-1.csv', decided_at='', notes='')
     >>> overruled_since(Verdict("a", "b", 0.25, annotator="desk", source="marks-2.csv"), bobs) is None
     True
     """

@@ -62,7 +62,8 @@ earlier decisions and :data:`NOTES` while none has a note:
 :func:`nlsim.clusters.verdicts.store.store_text`)."""
 EARLIER = "earlier"
 """The column of an overruling verdict's earlier decisions (:meth:`Verdict.cell`): a JSON list of
-:class:`Decision` objects, oldest first; empty for a verdict that overrules nothing."""
+:class:`Decision` objects, oldest first, each with its note (``notes``) when it has one; empty for a verdict
+that overrules nothing."""
 NOTES = "notes"
 """The column of an overruling verdict's note (the editor's ``notes`` cell of the row merged: the pair file
 does not hold the row, so the store is the note's only record); empty for every other verdict, whose note
@@ -75,24 +76,38 @@ REQUIRED = ("id_a", "id_b", "score", "split")
 class Decision:
     """An earlier decision on a pair that a newer verdict overruled: the score given (the annotators' may
     be any number in [0, 1], their levels' mean), who gave it, where it came from (the editors' file, or
-    the pair file for the annotators' own score) and when it was decided (its mark's time, or when it was
-    merged; '' when unknown).
+    the pair file for the annotators' own score), when it was decided (its mark's time, or when it was
+    merged; '' when unknown) and the editor's note on it, as the verdict store kept it ('' for none: a
+    decision the pair file records keeps its note in the pair file's row).
 
     >>> Decision.from_cell('[{"score": 0.625, "annotator": "", "source": "p.tsv", "decided_at": ""}]')
-    (Decision(score=0.625, annotator='', source='p.tsv', decided_at=''),)
+    (Decision(score=0.625, annotator='', source='p.tsv', decided_at='', notes=''),)
     """
 
     score: float
     annotator: str = ""
     source: str = ""
     decided_at: str = ""
+    notes: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        """This decision as an object of an :data:`EARLIER` cell: its note only when it has one, so that a
+        history without notes is written as before notes were kept.
+
+        >>> Decision(0.0, "desk").as_dict(), Decision(0.0, "desk", notes="wire copy").as_dict()["notes"]
+        ({'score': 0.0, 'annotator': 'desk', 'source': '', 'decided_at': ''}, 'wire copy')
+        """
+        out = asdict(self)
+        if not self.notes:
+            del out[NOTES]
+        return out
 
     @staticmethod
     def cell(decisions: tuple[Decision, ...]) -> str:
         """``decisions`` as the text of an :data:`EARLIER` cell ('' for none)."""
         if not decisions:
             return ""
-        return json.dumps([asdict(d) for d in decisions], ensure_ascii=False, separators=(",", ":"))
+        return json.dumps([d.as_dict() for d in decisions], ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_cell(cls, text: str) -> tuple[Decision, ...]:
@@ -106,15 +121,18 @@ class Decision:
         if not isinstance(data, list) or not data:
             raise ValueError("not a list of earlier decisions")
         out = []
+        fields = {"score", "annotator", "source", "decided_at"}
         for d in data:
-            if not isinstance(d, dict) or set(d) != {"score", "annotator", "source", "decided_at"}:
-                raise ValueError(f"{d!r} is not a decision (score, annotator, source, decided_at)")
+            if not isinstance(d, dict) or set(d) - {NOTES} != fields:
+                raise ValueError(f"{d!r} is not a decision (score, annotator, source, decided_at[, notes])")
             score = d["score"]
             if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
                 raise ValueError(f"earlier score {score!r} is not a number in [0, 1]")
             if not all(isinstance(d[k], str) for k in ("annotator", "source", "decided_at")):
                 raise ValueError(f"{d!r}: annotator, source and decided_at are text")
-            out.append(cls(float(score), d["annotator"], d["source"], d["decided_at"]))
+            if not isinstance(d.get(NOTES, ""), str):
+                raise ValueError(f"{d!r}: notes are text")
+            out.append(cls(float(score), d["annotator"], d["source"], d["decided_at"], d.get(NOTES, "")))
         return tuple(out)
 
 
@@ -158,8 +176,8 @@ class Verdict:
 
     @property
     def decision(self) -> Decision:
-        """This verdict as a :class:`Decision` (what a later verdict on its pair keeps)."""
-        return Decision(self.score, self.annotator, self.source, self.decided_at)
+        """This verdict as a :class:`Decision` (what a later verdict on its pair keeps), its note with it."""
+        return Decision(self.score, self.annotator, self.source, self.decided_at, self.notes)
 
     def cell(self, column: str) -> str:
         """The text of this verdict's cell in ``column`` (one of :data:`COLUMNS`), as a store writes it.
@@ -177,10 +195,11 @@ class Verdict:
 
     def as_dict(self) -> dict[str, object]:
         """This verdict as one JSON object (``nlsim annotate verdicts --json``): its pair id, fields and
-        note whole, its earlier decisions as objects, and whether it overrules them.
+        note whole, its earlier decisions as objects (each with its note, '' for none), and whether it
+        overrules them.
 
         >>> Verdict("a", "b", 0.0, notes="wire copy", earlier=(Decision(0.75),)).as_dict()["earlier"]
-        [{'score': 0.75, 'annotator': '', 'source': '', 'decided_at': ''}]
+        [{'score': 0.75, 'annotator': '', 'source': '', 'decided_at': '', 'notes': ''}]
         """
         out: dict[str, object] = {"pair_id": self.pair_id, **asdict(self)}
         out[EARLIER] = [asdict(d) for d in self.earlier]
