@@ -44,7 +44,7 @@ from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
 from nlsim.evaluation.judge import Judgement
 from nlsim.io.atomic import atomic_write_text
-from nlsim.io.corpus import write_quarantine
+from nlsim.io.corpus import Corpus, write_quarantine
 from nlsim.io.lock import RunLock
 from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.choice import ModelChoice, load_model, with_inference
@@ -209,7 +209,7 @@ def run_daily(
         model = step("model", load_model, settings.model, encoder)
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
         _check_model(step.log, daily, window, model)
-        _say_day(step.log, settings, window)
+        _say_day(step.log, settings, window, corpus)
         kept_state = window.state
         if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
             if not settings.clustering.annotated_pairs:
@@ -275,15 +275,19 @@ def all_seen(window: Window) -> bool:
     return bool(counts.items_in) and counts.skipped == counts.items_in and not window.held
 
 
-def _say_day(log: RunLog, settings: DedupConfig, window: Window) -> None:
+def _say_day(log: RunLog, settings: DedupConfig, window: Window, corpus: Corpus) -> None:
     """What a daily run says of a day run out of order, or with nothing new."""
     if window.older_day and window.state is not None:
-        clock, path = window.state.as_of, settings.input.corpus_path
-        why = (
-            f"{path} has no items, and its day ({settings.input.date}) ended by this state's clock ({clock})"
-            if not window.counts.items_in
-            else f"the items of {path} are all dated before this state's clock ({clock})"
-        )
+        clock, path, day = window.state.as_of, settings.input.corpus_path, settings.input.date
+        times = corpus.frame["published_at"]
+        if not window.counts.items_in:
+            why = f"{path} has no items, and its day ({day}) ended by this state's clock ({clock})"
+        elif times.isna().any():  # an undated item is of the run's day
+            dated = "" if times.isna().all() else " (or are dated before it)"
+            why = f"the items of {path} have no date{dated}, and its day ({day}) ended by this state's clock"
+            why += f" ({clock})"
+        else:
+            why = f"the items of {path} are all dated before this state's clock ({clock})"
         log.say(
             f"{why}: a day older than the runs before it, run after them; its report goes to "
             f"runs/{window.run_id}/ and {settings.report.out}/latest keeps the newer report"

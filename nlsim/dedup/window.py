@@ -266,11 +266,11 @@ def _as_of(
 
 
 def older_day(state: State, times: pd.Series, day_end: pd.Timestamp | None = None) -> bool:
-    """Whether today's items are a day older than the state's: every one dated, the latest before the
-    reference time of the runs before (days run out of order: the 26th, then the 25th). Undated items
-    have no day to compare. A day without items is older when the run's ``--date`` ended (``day_end``,
-    midnight after it in the run's time zone) by the state's reference time: a quiet day run again after
-    a later one.
+    """Whether today's items are a day older than the state's: every dated one before the reference time
+    of the runs before (days run out of order: the 26th, then the 25th). A day without items, or an item
+    without a date, has no day but the run's ``--date``: such a day is older only when that date ended
+    (``day_end``, midnight after it in the run's time zone) by the state's reference time (a quiet or
+    undated day run again after a later one); without a ``--date`` it is today's.
 
     Example:
         >>> from types import SimpleNamespace
@@ -281,14 +281,18 @@ def older_day(state: State, times: pd.Series, day_end: pd.Timestamp | None = Non
         >>> quiet = pd.Series([], dtype="datetime64[ns, UTC]")
         >>> older_day(state, quiet, pd.Timestamp("2026-11-26T00:00Z")), older_day(state, quiet)
         (True, False)
+        >>> undated = pd.Series([pd.NaT], dtype="datetime64[ns, UTC]")
+        >>> older_day(state, undated, pd.Timestamp("2026-11-26T00:00Z")), older_day(state, undated)
+        (True, False)
     """
     if state.as_of is None:
         return False
-    if not len(times):
-        return day_end is not None and bool(day_end <= pd.Timestamp(state.as_of))
-    if times.isna().any():
-        return False
-    return bool(times.max() < pd.Timestamp(state.as_of))
+    clock = pd.Timestamp(state.as_of)
+    dated = times.dropna()
+    if len(dated) < len(times) or not len(times):  # an item (or a day) whose day is the run's --date
+        if day_end is None or day_end > clock:
+            return False
+    return not len(dated) or bool(dated.max() < clock)
 
 
 def day_end(day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
@@ -303,6 +307,20 @@ def day_end(day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
     if day is None:
         return None
     return pd.Timestamp(day + dt.timedelta(days=1), tz=timezone).tz_convert("UTC")
+
+
+def day_of(times: pd.Series, day: dt.date | None, timezone: str = "UTC") -> pd.Timestamp | None:
+    """The latest time of a day's items, an undated item being of the run's ``day`` (its start in
+    ``timezone``); ``None`` when none has a time.
+
+    >>> times = pd.Series([pd.Timestamp("2026-11-25T09:00Z"), pd.NaT])
+    >>> str(day_of(times, None)), str(day_of(times, dt.date(2026, 11, 26), "Asia/Taipei"))
+    ('2026-11-25 09:00:00+00:00', '2026-11-25 16:00:00+00:00')
+    """
+    found = [t for t in (times.max(),) if not pd.isna(t)]
+    if day is not None and times.isna().any():
+        found.append(day_begins(day, timezone))
+    return max(found) if found else None
 
 
 def undated_clock(daily: StateSettings, times: pd.Series) -> bool:
@@ -633,7 +651,8 @@ def incremental_window(
     retain_from = times.where(times.notna(), ref)
     today["retain_from"] = pd.to_datetime(retain_from, utc=True).astype("datetime64[ns, UTC]")
     older = older_day(state, times, day_end(day, timezone))
-    keep = later_versions(kept, times.max(), timezone) if older and len(times) else frozenset()
+    latest = day_of(times, day, timezone)
+    keep = later_versions(kept, latest, timezone) if older and len(times) else frozenset()
     classified = classify(today, kept, cutoff, keep)
     check_not_all_too_old(corpus, classified, cutoff, ref)
     items, keep_mask, n_base = _window_items(kept, today, classified, run_id)

@@ -1365,3 +1365,28 @@ def test_an_undated_day_run_by_its_date_takes_the_start_of_that_day_as_its_clock
     assert "the window's clock is 2026-11-17 16:00:00+00:00 (the start of 2026-11-18 in Asia/Taipei" in line
     retained = open_state(tmp_path / "state").items["retain_from"]
     assert (retained == pd.Timestamp("2026-11-17T16:00:00Z")).all()
+
+
+def test_an_undated_day_run_again_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> None:
+    """A day whose items have no date is told from another by its date, as a day without news is: run
+    again after a later day (its ``{date}`` ended by the state's clock), it moved ``OUT/latest`` back to its
+    own report. It is now a day older than the runs before it: its report goes under runs/, latest stays on
+    the newer one, and the run says so; the newest day run again still moves latest."""
+    corpus = story_corpus().assign(published_at=None)
+    (tmp_path / "in").mkdir()
+    corpus.iloc[:6].to_parquet(tmp_path / "in" / "2026-11-18.parquet", index=False)
+    corpus.iloc[6:9].to_parquet(tmp_path / "in" / "2026-11-19.parquet", index=False)
+    state, out = tmp_path / "state", tmp_path / "out"
+    config = _config(tmp_path / "in" / "{date}.parquet", out, timezone="Asia/Taipei")
+    enc = HashEncoder()
+    run_daily(config.with_(date="2026-11-18"), state, encoder=enc)
+    newer = run_daily(config.with_(date="2026-11-19"), state, encoder=enc)
+    again = run_daily(config.with_(date="2026-11-18"), state, encoder=enc)
+    assert not again.replayed and again.stats.older_day and again.stats.all_seen
+    assert (again.report_dir / "run.json").is_file()  # its report is written, under runs/
+    assert (out / "latest").resolve() == newer.report_dir.resolve()
+    assert (out / "LATEST").read_text().strip() == newer.run_id
+    (line,) = [m for m in again.stats.messages if "a day older than the runs before it" in m]
+    assert "have no date, and its day (2026-11-18) ended by this state's clock" in line
+    today = run_daily(config.with_(date="2026-11-19"), state, encoder=enc)
+    assert not today.stats.older_day and (out / "latest").resolve() == today.report_dir.resolve()
