@@ -42,7 +42,7 @@ from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import carried_editors, move_aside, remove_unfinished
 from nlsim.dedup.window import Window
 from nlsim.errors import ConfigError
-from nlsim.evaluation.judge import Judgement
+from nlsim.evaluation.judge import Judgement, nothing_judged
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.corpus import Corpus, write_quarantine
 from nlsim.io.lock import RunLock
@@ -351,6 +351,9 @@ def _analyse(
     judged = None
     if scored is not None:
         judged = step("judge", stages.judge, settings.report, scope, clustering, scored)
+        said = nothing_judged(judged)  # warned by the stage; kept for the record
+        if said is not None:
+            step.log.messages.append(said)
     record = run_record(settings, step.started, model, search, clustering, missed, judged, chosen)
     return _Analysis(search, clustering, missed, record.timed(step.log))
 

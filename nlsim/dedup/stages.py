@@ -1023,7 +1023,8 @@ def judge_pairs(report: ReportSettings) -> pd.DataFrame:
 class JudgeScope:
     """What the judge stage judges: a batch run its report, which is its corpus (a scored pair of items
     the corpus lacks is an error: the wrong file); a daily run its whole window, the state's items with
-    the day's (a window that holds none of the scored pairs is judged on 0 pairs, not refused)."""
+    the day's (a window that holds none of the scored pairs is judged on 0 pairs, with a warning: not
+    refused)."""
 
     window: bool
     corpus: str

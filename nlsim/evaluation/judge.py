@@ -65,7 +65,7 @@ from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
 from nlsim.io.pairs import item_id, load_pairs, normalise_text, warn_unsplit
 from nlsim.io.records import known_fields
 from nlsim.io.report_folder import check_one_run
-from nlsim.progress import say
+from nlsim.progress import say, warn
 
 
 @dataclass(frozen=True)
@@ -623,7 +623,7 @@ def judge_items(
         )
     figures = judge_tables(clusters, reported, match.judged, topics=topics)
     pairs_only = PairFigures(**figures.pop("pairs_only"))
-    return Judgement(
+    judged = Judgement(
         pairs=str(pairs),
         split=split or "all",
         corpus=corpus,
@@ -632,6 +632,40 @@ def judge_items(
         pairs_not_in_corpus=match.not_in_corpus,
         pairs_only=pairs_only,
         **figures,
+    )
+    said = nothing_judged(judged)
+    if said is not None:  # a window that holds none of them: judged on 0 pairs, and told
+        warn(said)
+    return judged
+
+
+def nothing_judged(j: Judgement) -> str | None:
+    """The warning of a judgement that could judge no scored pair (a daily run's window that holds none of
+    them, with their texts), in the words a batch run is refused in; ``None`` when some pair was judged.
+
+    Example:
+        >>> j = Judgement(pairs="p.tsv", split="validation", judged_pairs=0, same_story_pairs=0,
+        ...     precision=None, recall=None, f1=None, corpus="day.csv with the window kept in st",
+        ...     scored_pairs=4, mismatched_pairs=0, pairs_not_in_corpus=4)
+        >>> print(nothing_judged(j))  # doctest: +ELLIPSIS
+        --judge-pairs p.tsv: no pair could be judged: none of the 4 scored validation pairs names two ...
+    """
+    if j.judged_pairs or not j.scored_pairs:
+        return None
+    name = split_pairs(None if j.split == "all" else j.split)
+    if j.mismatched_pairs:
+        why = (
+            f"belongs to this run's window ({j.corpus}): {j.mismatched_pairs} name items whose text there is "
+            f"another one (a corrected headline), {j.pairs_not_in_corpus} name items it does not hold"
+        )
+    else:
+        why = (
+            f"names two items of this run's window ({j.corpus}): their ids are not among its items "
+            "(retention dropped them, or the pairs are of another corpus)"
+        )
+    return (
+        f"--judge-pairs {j.pairs}: no pair could be judged: none of the {j.scored_pairs} scored {name} "
+        f"{why}; the figures are undefined, and the run goes on"
     )
 
 

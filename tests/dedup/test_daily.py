@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -502,6 +503,31 @@ def test_a_window_that_no_longer_holds_the_scored_pairs_is_judged_on_none(tmp_pa
     assert judged[-1].judged_pairs == 0 and judged[-1].f1 is None
     assert judged[-1].corpus == f"{days[-1]} with the window kept in {tmp_path / 'state'}"
     assert open_state(tmp_path / "state").generation == 3
+
+
+def test_a_daily_run_none_of_whose_scored_pairs_are_in_its_window_warns_and_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pair file none of whose ids is an item of the window (another corpus's, or items retention
+    dropped) was judged on 0 pairs with a count in the judgement line only. The run now warns that nothing
+    could be judged and why, in the words of the batch run's refusal, records it, and goes on (its
+    figures undefined, the state committed); a batch run on the same file is refused, as before."""
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus)
+    scored = pd.read_csv(pairs, sep="\t")
+    scored.assign(id_a="x-" + scored["id_a"], id_b="x-" + scored["id_b"]).to_csv(pairs, sep="\t", index=False)
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", judge_pairs=str(pairs))
+    with caplog.at_level(logging.INFO, logger="nlsim"):
+        daily = run_daily(config, tmp_path / "state", retention_days=None, encoder=HashEncoder())
+    judged = daily.stats.judge
+    assert judged is not None and (judged.judged_pairs, judged.pairs_not_in_corpus, judged.f1) == (0, 4, None)
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert line.startswith(f"--judge-pairs {pairs}: no pair could be judged: none of the 4 scored validation")
+    assert "names two items of this run's window" in line and "their ids are not among its items" in line
+    assert line in daily.stats.messages and open_state(tmp_path / "state").generation == 1
+    with pytest.raises(InputError, match="none of the 4 scored validation pairs names two items of the"):
+        run_dedup(config.with_(out=str(tmp_path / "batch")), encoder=HashEncoder())
 
 
 def test_a_bad_judge_pairs_file_is_refused_before_any_embedding(tmp_path: Path) -> None:
