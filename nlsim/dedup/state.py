@@ -92,6 +92,15 @@ FIRST_GENERATION = re.compile(r"^\.?g000001-[0-9a-f]{6}(\.(tmp|old)-\w+)?$")
 
 PAIR_COLUMNS = (*(c.name for c in (*columns.PAIR_ENDS, *columns.SCORES)), "run_id")
 CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
+LATER_ITEM_COLUMNS = ("topic_id",)
+"""The items' columns declared after this state format: a state kept before reads them as empty."""
+KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "items.parquet": tuple(n for n in columns.ITEMS.names if n not in LATER_ITEM_COLUMNS),
+    "pairs.parquet": PAIR_COLUMNS,
+    "clusters.parquet": CLUSTER_COLUMNS,
+}
+"""The columns every generation of this state format holds in its tables: one missing is damage (a table
+edited by hand), refused by name (:func:`check_columns`)."""
 
 
 @dataclass(frozen=True)
@@ -357,6 +366,9 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         verdicts, scored = _editors_tables(gen_dir)
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
+    check_columns(
+        folder, gen_dir, {"items.parquet": items, "pairs.parquet": pairs, "clusters.parquet": clusters}
+    )
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
         raise _err(folder, f"items.parquet ({len(items)} rows) does not match the index ids ({len(ids)})")
     if emb.shape != (len(items), stored.dim):
@@ -380,6 +392,28 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         last_run=manifest.get("last_run"),
         manifest=manifest,
     )
+
+
+def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) -> None:
+    """Refuse a generation whose table lacks a column of :data:`KEPT_COLUMNS` (a table rewritten by hand,
+    its checksum in the manifest too), naming the file and the column, with the way to rebuild.
+
+    Example:
+        >>> pairs = pd.DataFrame(columns=["id_a", "similarity"])
+        >>> check_columns(Path("st"), Path("st/g1"), {"pairs.parquet": pairs})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: state folder st: st/g1/pairs.parquet has no column 'id_b', 'cosine', ...
+    """
+    for name, frame in tables.items():
+        missing = [c for c in KEPT_COLUMNS[name] if c not in frame.columns]
+        if missing:
+            shown = ", ".join(repr(c) for c in missing)
+            raise _err(
+                folder,
+                f"{gen_dir / name} has no column {shown} (every generation nlsim writes holds it: the table "
+                "was edited or replaced by hand)",
+            )
 
 
 def remove_unfinished(folder: str | Path) -> list[str]:

@@ -252,3 +252,56 @@ def test_rebuild_state_recovers_from_a_garbage_manifest(
         _config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc, rebuild_state=True
     )
     assert r.stats.counts.new == 3 and open_state(state).generation == 1
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _drop_column(state: Path, table: str, column: str) -> Path:
+    """Rewrite a table of the current generation without ``column``, as a hand edit would, with the
+    manifest's SHA-256 and size of the file updated to match; the file's path."""
+    import pandas as pd
+
+    from nlsim.io.atomic import file_sha256
+
+    manifest = read_manifest(state)
+    path = state / "generations" / manifest["generation_dir"] / table
+    pd.read_parquet(path).drop(columns=[column]).to_parquet(path, index=False)
+    manifest["files"][table] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [("items.parquet", "content_hash"), ("pairs.parquet", "id_b"), ("clusters.parquet", "anchor_ns")],
+)
+def test_a_state_table_edited_by_hand_without_a_column_is_refused_naming_it(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, table: str, column: str
+) -> None:
+    """A generation's table rewritten by hand without one of its columns (the manifest's SHA-256 and size
+    updated to match) ended the next run in a ``KeyError`` or ``AttributeError`` traceback. It is now
+    refused as a damaged state, in one line naming the file and the column, with the way to rebuild, and
+    the state is left as it was."""
+    state, days = two_days
+    path = _drop_column(state, table, column)
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
+    assert "--rebuild-state" in line
+    assert _files(state) == before
+
+
+def test_a_state_kept_before_topic_groups_were_declared_reads_them_as_empty(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """``topic_id`` was declared after the state format: a state's items without it are no damage."""
+    state, days = two_days
+    _drop_column(state, "items.parquet", "topic_id")
+    run = run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    assert run.stats.counts.new == 3 and open_state(state).generation == 3
