@@ -34,6 +34,7 @@ from nlsim.commands.options import needless
 from nlsim.dedup.settings import has_date
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError
+from nlsim.io.corpus_schema import MACHINE_ZONES, machine_zone_problem
 from nlsim.options import options_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,6 +119,8 @@ def schedules_of(spec: dict[str, Any]) -> list[Any]:
         if unknown:
             raise SpecError(f"{where} {i}: keys not understood by serve: {', '.join(sorted(unknown))}")
         zone = s.get("timezone")
+        if zone in MACHINE_ZONES:  # the zone of whichever host serves it: its runs would move with the host
+            raise SpecError(f"{where} {i}: {machine_zone_problem(str(zone), 'timezone')}")
         try:
             if zone is not None:
                 ZoneInfo(str(zone))

@@ -55,11 +55,58 @@ POSIX_ZONE = re.compile(r"(Etc/)?GMT([+-])0*([1-9]\d?)")
 """The zones that name an offset from GMT the POSIX way round (``Etc/GMT+8`` is 8 hours *behind* UTC)."""
 
 
+MACHINE_ZONES = ("localtime", "posixrules")
+"""Names the zone database keeps for the zone of the machine that reads them (links to ``/etc/localtime``,
+or to a default the system chose), not for a place: the same deployment on another host reads another."""
+
+
+def machine_zone() -> str | None:
+    """The IANA name of the zone this machine is set to (``TZ``, else the zone ``/etc/localtime`` links to,
+    else ``/etc/timezone``); ``None`` when it cannot be told (a ``TZ`` rule such as ``CST-8``, a copied
+    file)."""
+    import os
+    from zoneinfo import available_timezones
+
+    known = available_timezones()
+    given = os.environ.get("TZ")
+    if given is not None:
+        key = given.removeprefix(":")
+        key = key.split("/zoneinfo/", 1)[1] if "/zoneinfo/" in key else key
+        return key if key in known and key not in MACHINE_ZONES else None
+    link = os.path.realpath("/etc/localtime")
+    if "/zoneinfo/" in link and link.split("/zoneinfo/", 1)[1] in known:
+        return link.split("/zoneinfo/", 1)[1]
+    try:
+        key = Path("/etc/timezone").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return key if key in known and key not in MACHINE_ZONES else None
+
+
+def machine_zone_problem(name: str, what: str = "--timezone") -> str:
+    """Why ``name`` (one of :data:`MACHINE_ZONES`), given as ``what``, is no zone for a run: its times would
+    move with the host.
+
+    Example:
+        >>> machine_zone_problem("localtime").split(" (")[0]
+        "--timezone 'localtime' names the zone of the machine that runs it"
+    """
+    here = machine_zone()
+    told = f"this one is set to {here}" if here else "which zone this one is set to could not be told"
+    name_it = f"{what} {here}, or the newsroom's zone, e.g. Asia/Taipei" if here else "e.g. Asia/Taipei, UTC"
+    return (
+        f"{what} {name!r} names the zone of the machine that runs it ({told}), and another host may be "
+        "set otherwise: times without an offset, the report's days and a daily state's clock would move "
+        f"with the host; give the zone's IANA name instead ({name_it})"
+    )
+
+
 def zone_problem(name: str) -> str | None:
-    """What is wrong with ``name`` as the run's time zone (``--timezone``): not a time zone, or one named
-    as ``Etc/GMT+8``, which is UTC-08:00 (POSIX's sign, as the zone database keeps it) where a newsroom
-    writing GMT+8 means UTC+08:00: every time without an offset would be 16 hours off, as would the run's
-    day. ``None`` when it is a zone to use.
+    """What is wrong with ``name`` as the run's time zone (``--timezone``): not a time zone, a name of the
+    machine's own zone (:data:`MACHINE_ZONES`: another host reads another), or one named as ``Etc/GMT+8``,
+    which is UTC-08:00 (POSIX's sign, as the zone database keeps it) where a newsroom writing GMT+8 means
+    UTC+08:00: every time without an offset would be 16 hours off, as would the run's day. ``None`` when it
+    is a zone to use.
 
     Example:
         >>> zone_problem("Asia/Taipei") is None, zone_problem("Etc/GMT") is None
@@ -69,6 +116,8 @@ def zone_problem(name: str) -> str | None:
     """
     from zoneinfo import ZoneInfo
 
+    if name in MACHINE_ZONES:
+        return machine_zone_problem(name)
     try:
         ZoneInfo(name)
     # ZoneInfoNotFoundError is a KeyError; a folder of the database (Europe, America/Argentina) an OSError

@@ -85,6 +85,15 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
         (ENTRY + "  schedules:\n  - cron: 'not a cron'\n", "schedule 1: Invalid cron string"),
         (ENTRY + "  schedules:\n  - corn: '0 3 * * *'\n", "give either 'cron' or 'interval'"),
         (ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    timezone: Mars/Base\n", "unknown time zone"),
+        (  # the machine's own zone: the schedule would move with the host that serves it
+            ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    timezone: localtime\n"
+            "  parameters:\n    corpus: a.parquet\n    out: o\n",
+            "schedule 1: timezone 'localtime' names the zone of the machine that runs it",
+        ),
+        (
+            ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: localtime\n",
+            "--timezone 'localtime' names the zone of the machine that runs it",
+        ),
         (ENTRY + "  schedules:\n  - interval: -5\n", "'interval' must be a number of seconds > 0"),
         (ENTRY + "  concurrency_limit: abc\n", "concurrency_limit must be"),
         (ENTRY + "  parameters:\n    corpus: a.parquet\n    colour: red\n", "colour: not a parameter"),
@@ -126,7 +135,8 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
         ),
     ],
     ids=[
-        *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "interval", "limit", "param", "key"),
+        *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "zone-machine", "timezone-machine"),
+        *("interval", "limit", "param", "key"),
         *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
         *("k-type", "date-value", "required"),
     ],

@@ -910,6 +910,11 @@ def bad_options() -> list[Case]:
             dedup("news.csv", "--timezone", "Europe"),
             ("--timezone 'Europe'", "not a time zone name"),
         ),
+        (  # the machine's own zone: a daily state's times would move with the host that runs it
+            "timezone-the-machines-own",
+            dedup("news.csv", "--state", "st", "--timezone", "localtime"),
+            ("--timezone 'localtime'", "names the zone of the machine", "IANA name"),
+        ),
         ("text-fields-empty", dedup("news.csv", "--text-fields", ""), ("--text-fields",)),
         ("convert-unknown", dedup("news.csv", "--convert", "latin"), ("--convert",)),
         ("index-unknown", dedup("news.csv", "--index", "btree"), ("--index",)),

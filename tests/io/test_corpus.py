@@ -554,6 +554,28 @@ def test_a_time_zone_named_by_posixs_sign_is_refused(tmp_path, zone, offset):
         assert load_corpus(path, timezone=fine).naive_times == 1
 
 
+@pytest.mark.parametrize("zone", ["localtime", "posixrules"])
+def test_a_time_zone_that_names_the_machines_setting_is_refused(tmp_path, monkeypatch, zone):
+    """``--timezone localtime`` was taken: it names whatever zone the machine running the command is set to,
+    so one deployment moved to another host read its CMS times, its days and a daily state's clock
+    another way, while the run said only "read as localtime time". It is now refused, before anything is
+    read, pointing at an IANA name and naming the zone this machine is set to where it can be told."""
+    from nlsim.dedup.config import DedupConfig
+
+    path = tmp_path / "c.csv"
+    path.write_text("id,title,published_at\na,A,2026-11-25 16:52\n")
+    monkeypatch.setenv("TZ", "Asia/Taipei")
+    words = rf"--timezone '{zone}' names the zone of the machine that runs it .* IANA .*Asia/Taipei"
+    with pytest.raises(ConfigError, match=words):
+        load_corpus(path, timezone=zone)
+    with pytest.raises(ConfigError, match=words):
+        DedupConfig.of(corpus=str(path), out=str(tmp_path / "out"), timezone=zone, threshold=0.9)
+    monkeypatch.setenv("TZ", ":/nowhere/zone")  # a zone that cannot be told: the line says to name one
+    with pytest.raises(ConfigError, match=rf"--timezone '{zone}' .* IANA") as err:
+        load_corpus(path, timezone=zone)
+    assert "nowhere" not in str(err.value) and "\n" not in str(err.value)
+
+
 def test_titles_holding_the_replacement_character_are_named_in_a_warning(tmp_path):
     path = tmp_path / "c.csv"
     rows = [f"n{i},Caf\ufffd {i}," for i in range(7)] + ["ok,Fine,", "d,Fine too,Desc \ufffd"]
