@@ -31,6 +31,7 @@ from nlsim.io.pairs import (
     load_pairs,
     validate_pairs,
 )
+from nlsim.io.tables import csv_records
 
 BOM = b"\xef\xbb\xbf"
 
@@ -145,7 +146,7 @@ class _Cells:
             return record
         want, cell = self.rows[row]
         if fmt == "csv":
-            cells = next(csv.reader(io.StringIO(record, newline="")))
+            cells = csv_records(record, "\n", strict=False)[0]  # a "\r" alone: in its field, as read
         else:
             cells = record.split("\t")
         places = (*self.pair_columns, self.column)

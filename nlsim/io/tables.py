@@ -13,8 +13,10 @@ Rules, so that no row is ever silently merged, split or shifted:
   as such, and an object that names a field twice is an error naming its row and the field. A byte-order
   mark opening a line (files joined with ``cat``, each written with one) is not part of it.
 * Only ``\\n`` (or ``\\r\\n``) ends a TSV or JSONL line: a U+2028, U+2029 or U+0085 inside a field (which
-  ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character. A CSV field may be of any
-  length (a long body is not refused at the ``csv`` module's default of 131,072 characters).
+  ``json.dumps(..., ensure_ascii=False)`` writes raw) is an ordinary character, and so is a ``\\r`` alone,
+  in a CSV field too, quoted or not (:func:`csv_records`); a file without any ``\\n`` ends its lines at
+  ``\\r`` (old Mac line endings). A CSV field may be of any length (a long body is not refused at the
+  ``csv`` module's default of 131,072 characters).
 * A header with two columns of one name is an error (naming it; several empty names, as trailing commas
   leave, are named by their column positions).
 * **Parquet**: read as stored (pyarrow), except that an integer column with empty cells keeps its
@@ -55,6 +57,7 @@ import io
 import json
 import lzma
 import os
+import re
 import sys
 import zipfile
 import zlib
@@ -318,6 +321,47 @@ def _split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _held_returns(text: str, newline: str | None = None) -> tuple[str, str]:
+    """``text`` with each carriage return that ends no line (one not followed by ``\\n``, after more returns
+    at most) put as a stand-in character the text does not hold, and the stand-in (``""`` where there is
+    none); ``newline``: what ends the text's lines (``None``: ``\\n`` when the text holds one, else ``\\r``:
+    old Mac line endings, where every ``\\r`` ends a line). The ``csv`` module ends a row at a ``\\r`` alone
+    outside quotes: a title a CMS wrote with an old Mac line break would be cut there, its rest read as a
+    row of its own.
+
+    Example:
+        >>> _held_returns("a\\rb\\r\\r\\n")
+        ('a\\ue000b\\r\\r\\n', '\\ue000')
+    """
+    if newline is None:
+        newline = "\n" if "\n" in text or "\r" not in text else "\r"
+    if newline != "\n" or "\r" not in text or not _LONE_RETURN.search(text):
+        return text, ""
+    stand_in = next(ch for ch in map(chr, range(0xE000, 0xF900)) if ch not in text)
+    return _LONE_RETURN.sub(stand_in, text), stand_in
+
+
+_LONE_RETURN = re.compile(r"\r(?!\r*\n)")
+
+
+def csv_records(text: str, newline: str | None = None, *, strict: bool = True) -> list[list[str]]:
+    """The records of the CSV ``text`` as :func:`read_table` splits them (:mod:`csv`, RFC 4180), a ``\\r``
+    alone inside a field kept there (:func:`_held_returns`), blank records included.
+
+    Example:
+        >>> csv_records('id,title\\r\\n1,Floods\\rhit\\r\\n2,"Rain\\ragain"\\n')
+        [['id', 'title'], ['1', 'Floods\\rhit'], ['2', 'Rain\\ragain']]
+    """
+    held, stand_in = _held_returns(text, newline)
+    records = list(csv.reader(io.StringIO(held, newline=""), strict=strict))
+    return [_released(r, stand_in) for r in records]
+
+
+def _released(fields: list[str], stand_in: str) -> list[str]:
+    """``fields`` with :func:`_held_returns`' stand-in a ``\\r`` again (as they are with none)."""
+    return [f.replace(stand_in, "\r") for f in fields] if stand_in else fields
+
+
 def _blank_record(fields: list[str]) -> bool:
     """A CSV record that is a blank line: no field, or every field empty (``,,,``: the rows below a table
     that a spreadsheet once formatted, invisible in the sheet), as a TSV line of tabs alone is."""
@@ -339,7 +383,7 @@ def _row_at(prefix: str, fmt: str, newline: str = "\n") -> int | None:
         n = sum(1 for line in lines[:-1] if line.strip()) + (1 if fmt == "jsonl" else 0)
         return n or None
     # a sentinel keeps the record holding the bad byte from being empty; non-strict: it may be inside quotes
-    records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if not _blank_record(r)]
+    records = [r for r in csv_records(prefix + "x", newline, strict=False) if not _blank_record(r)]
     return (len(records) - 1) or None
 
 
@@ -399,7 +443,7 @@ def _field_at(prefix: str, fmt: str, newline: str = "\n") -> str | None:
         lines = prefix.split(newline)
         header, cells = lines[0].rstrip("\r").split("\t"), lines[-1].split("\t")  # a CRLF line: not its "\r"
     else:
-        records = [r for r in csv.reader(io.StringIO(prefix + "x", newline="")) if not _blank_record(r)]
+        records = [r for r in csv_records(prefix + "x", newline, strict=False) if not _blank_record(r)]
         header, cells = records[0], records[-1]
     return header[len(cells) - 1] if len(cells) <= len(header) else None
 
@@ -506,9 +550,10 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
                 continue
             rows.append(fields)
         return _frame(path, rows, header)
+    text, stand_in = _held_returns(text)  # a "\r" alone is a character of its field, not a row's end
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        header = next(reader)
+        header = _released(next(reader), stand_in)
     except StopIteration:
         raise InputError(path, None, None, "the file is empty (no header)") from None
     except csv.Error as exc:
@@ -526,6 +571,7 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
             raise InputError(
                 path, n + 1, None, f"cannot be read as CSV ({exc}; an unbalanced quote?)"
             ) from None
+        fields = _released(fields, stand_in)
         if _blank_record(fields):
             continue
         n += 1
@@ -538,7 +584,8 @@ def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | N
                 + (separator_hint(path, header[0]) if len(header) == 1 else ""),
             )
             lines = lines or io.StringIO(text, newline="").readlines()
-            _refuse_or_keep(err, "".join(lines[first_line : reader.line_num]).rstrip("\r\n"), broken)
+            raw = "".join(lines[first_line : reader.line_num]).rstrip("\r\n")
+            _refuse_or_keep(err, raw.replace(stand_in, "\r") if stand_in else raw, broken)
             continue
         rows.append(fields)
     return _frame(path, rows, header)
@@ -615,7 +662,7 @@ def sheet_rows(path: str | Path) -> list[int]:
         if table_format(path, ("csv", "tsv")) == "tsv":
             blank = [not line.strip() for line in _split_lines(text)]
         else:
-            blank = [_blank_record(f) for f in csv.reader(io.StringIO(text, newline=""), strict=True)]
+            blank = [_blank_record(f) for f in csv_records(text)]
     except (OSError, UnicodeDecodeError, csv.Error, InputError):
         return []
     return [row for row, skipped in enumerate(blank[1:], start=2) if not skipped]

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from nlsim.errors import InputError
-from nlsim.io.tables import read_table
+from nlsim.io.tables import csv_records, read_table
 
 
 def test_integer_columns_with_empty_cells_keep_their_integers(tmp_path: Path) -> None:
@@ -170,3 +170,41 @@ def test_jsonl_files_joined_each_with_a_byte_order_mark_are_read_whole(tmp_path:
     day = ['{"id": "a", "title": "Floods"}\n', '{"id": "b", "title": "Storm"}\n']
     (tmp_path / "both.jsonl").write_text("\ufeff" + day[0] + "\ufeff" + day[1], encoding="utf-8")
     assert read_table(tmp_path / "both.jsonl")["id"].tolist() == ["a", "b"]
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_a_lone_carriage_return_in_an_unquoted_csv_field_is_text_not_the_end_of_the_row(
+    tmp_path: Path, end: str
+) -> None:
+    """In a CSV whose rows end with a newline, a carriage return alone inside an unquoted title (a CMS that
+    kept an old Mac line break) is a character of the title, as the TSV reader and a quoted field keep it:
+    it ended the row there, so the title was cut and its rest refused as a row of too few fields, or, when
+    the rest held as many fields as the header, read as an item of its own. A run of returns before the
+    newline (``\\r\\r\\n``, what some Windows tools write) still ends the row whole."""
+    path = tmp_path / "c.csv"
+    rows = [
+        "id,title,source",
+        "n1,Floods\rhit the north,AP",
+        "n2,Markets fall,AP\r",
+        '"n3","Rain\rn9,again",AP',
+    ]
+    path.write_bytes(end.join(rows).encode() + end.encode())
+    frame = read_table(path)
+    assert frame.to_dict("records") == [
+        {"id": "n1", "title": "Floods\rhit the north", "source": "AP"},
+        {"id": "n2", "title": "Markets fall", "source": "AP"},
+        {"id": "n3", "title": "Rain\rn9,again", "source": "AP"},
+    ]
+    path.write_bytes(b"id,title\nn1,Floods hit\rn3,the north\nn2,Markets fall\n")
+    with pytest.raises(InputError, match=r"row 1.* 3 fields, the header has 2"):
+        read_table(path)
+
+
+def test_a_merge_writes_an_edited_note_into_a_csv_row_whose_text_holds_a_lone_carriage_return() -> None:
+    """The note a merge writes into a row of a CSV pair file reads the row as the pair reader does: a
+    ``\\r`` alone in an unquoted text ended the row there, so the row was refused as not the pair it is."""
+    from nlsim.annotation.pair_file import _Cells
+
+    cells = _Cells(column=3, pair_columns=(0,), rows={0: (("p1",), "checked again")}, label="pairs.csv")
+    record = cells.set_in("p1,Floods\rhit the north,Floods,first look", 0, "csv")
+    assert csv_records(record + "\n") == [["p1", "Floods\rhit the north", "Floods", "checked again"]]
