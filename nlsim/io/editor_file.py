@@ -74,10 +74,13 @@ MERGED = "editor-loop"
 PAGE = "report-page"
 """``stratum`` of the pairs marked in the report page (``report-page:<where the pair was shown>``)."""
 PAIR_ID_PREFIX = "ed-"
-ESCAPED_START = ("=", "+", "-", "@", "\t", "\r")
+ESCAPED_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """A text cell beginning with one of these is written with an apostrophe in front, so that a spreadsheet
 keeps it as text instead of running it as a formula (``nlsim.report.spreadsheet.csv_text``, the page's
-export); :func:`unescape` reads such a cell back."""
+export); :func:`unescape` reads such a cell back. OWASP's ``=``, ``+``, ``-``, ``@``, tab and carriage
+return, and the full-width ``＝``, ``＋``, ``－``, ``＠`` (U+FF1D, U+FF0B, U+FF0D, U+FF20, as a CJK input
+method types them), which Excel in a Japanese or Chinese setting reads as a formula as it reads ``=``
+(``＝cmd|' /C calc'!A0`` runs: OWASP www-community issue 1088)."""
 
 
 def escape(cell: str) -> str:

@@ -9,7 +9,9 @@ plain text:
   becomes a space and the others are removed (:func:`xlsx_text`). The CSV and Parquet files keep the text
   as it is.
 - **Formulas**: text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is read as a
-  formula by spreadsheets (``=HYPERLINK(...)`` a live link, ``=cmd|...`` a DDE command: CSV injection).
+  formula by spreadsheets (``=HYPERLINK(...)`` a live link, ``=cmd|...`` a DDE command: CSV injection), and
+  so, by Excel in a Japanese or Chinese setting, is text starting with their full-width forms ``＝``,
+  ``＋``, ``－``, ``＠`` (:data:`FORMULA_START`).
   Every text cell of ``report.xlsx`` is stored as a string, never as a formula; numbers stay numbers. A CSV
   file has no cell types, so there such text starts with an apostrophe (OWASP's rule, :func:`csv_text`),
   which spreadsheets show as text, and every text cell is in double quotes (a ``;`` or tab inside a title
@@ -38,10 +40,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nlsim.io import columns
+from nlsim.io import columns, editor_file
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-"""What makes a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
+FORMULA_START = editor_file.ESCAPED_START
+"""What makes a spreadsheet read a cell as a formula (OWASP, CSV injection; the full-width ``＝``, ``＋``,
+``－``, ``＠`` too, which Excel in a Japanese or Chinese setting reads so), as the editors' files escape
+it."""
 TEXT_FIELDS = ("id", "title", "source", "url")
 """The item fields a report copies into its spreadsheet cells, as first declared (:func:`text_fields`)."""
 _BREAKS = re.compile("[\x0b\x0c]")

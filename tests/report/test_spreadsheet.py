@@ -375,3 +375,42 @@ def test_csv_text_cells_are_quoted_so_no_separator_starts_a_formula(tmp_path: Pa
     back = pd.read_csv(tmp_path / "pairs.csv", encoding="utf-8-sig")
     assert back["title_a"].tolist() == frame["title_a"].tolist()
     assert back["source_a"].iloc[0] == frame["source_a"].iloc[0] and pd.isna(back["source_a"].iloc[1])
+
+
+FULL_WIDTH = {
+    "w1": ('＝HYPERLINK("http://evil.example/","新聞")', "AP"),
+    "w2": ("＋886 市話詐騙 警方提醒", "＠newsroom"),
+    "w3": ("－5％ 股市重挫", "AP"),
+}
+
+
+def test_a_title_starting_with_a_full_width_formula_sign_starts_with_an_apostrophe_in_the_csv_files(
+    tmp_path: Path,
+) -> None:
+    """Excel in a Japanese or Chinese setting reads a cell starting with a full-width ``＝``, ``＋``, ``－``
+    or ``＠`` (U+FF1D, U+FF0B, U+FF0D, U+FF20, what a CJK input method types) as it reads ``=``, ``+``,
+    ``-``, ``@``: ``＝cmd|' /C calc'!A0`` runs (OWASP www-community issue 1088). Such text went into
+    ``pairs.csv`` and ``members.csv`` as it was; it now starts with an apostrophe there, is named among the
+    changed cells, and the editors' files (a draw, the page's export, a quarantine file) escape and read it
+    back the same way."""
+    from nlsim.io import editor_file
+    from nlsim.report.spreadsheet import write_csv, written_changes
+
+    for start in "＝＋－＠":
+        assert start in FORMULA_START and csv_text(start + "1+1") == "'" + start + "1+1"
+        assert editor_file.escape(start + "x") == "'" + start + "x"
+        assert editor_file.unescape(editor_file.escape(start + "x")) == start + "x"
+    assert csv_text("股市＝1") == "股市＝1" and csv_text("ー長音") == "ー長音"
+    members = pd.DataFrame(
+        {
+            "item_id": list(FULL_WIDTH),
+            "title": [t for t, _ in FULL_WIDTH.values()],
+            "source": [s for _, s in FULL_WIDTH.values()],
+        }
+    )
+    write_csv(members, tmp_path / "members.csv")
+    back = pd.read_csv(tmp_path / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    assert back["title"].tolist() == ["'" + t for t, _ in FULL_WIDTH.values()]
+    assert back["source"].tolist() == ["AP", "'＠newsroom", "AP"]
+    changes = {(c.item_id, c.field) for c in written_changes({"members.csv": {"members": members}})}
+    assert changes == {("w1", "title"), ("w2", "title"), ("w2", "source"), ("w3", "title")}
