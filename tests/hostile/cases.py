@@ -413,6 +413,18 @@ def ok_corpora() -> list[Case]:
             ["d1", "d2", "d3", "d4"],
         ),
         ("tsv-old-mac-line-endings", "news.tsv", "id\ttitle\rm1\tA story\rm2\tB story\r", ["m1", "m2"]),
+        (  # an old Mac line break a CMS kept in an unquoted title: a character of it, not a row's end
+            "csv-lone-carriage-return-in-a-title",
+            "news.csv",
+            "id,title\nr1,Floods\rhit the north\nr2,Storm\n",
+            ["r1", "r2"],
+        ),
+        (  # white space around an id is dropped, a no-break or an ideographic space as an ASCII one
+            "csv-ids-padded-with-unicode-spaces",
+            "news.csv",
+            'id,title\n"n1\u00a0",a cat\n\u3000n2,a dog\n n3 ,a bird\n',
+            ["n1", "n2", "n3"],
+        ),
         (
             "jsonl-line-separator-in-a-title",
             "news.jsonl",
@@ -453,6 +465,23 @@ def ok_corpora() -> list[Case]:
             check=_quarantined(2),
         )
     )
+    padded = 'id,title\n"n1\u00a0",Floods hit the north\n\u3000n2,Floods hit the north\n'
+    padded += " n3 ,Stock markets fall\nn4,Stock markets fall\n"
+    judged = "pair_id,split,id_a,id_b,text_a,text_b,score\n"
+    judged += "p1,validation,n1,n2,Floods hit the north,Floods hit the north,1\n"
+    judged += "p2,validation,n3\u3000,\u00a0n4 ,Stock markets fall,Stock markets fall,1\n"
+    out.append(
+        Case(  # the ids of the corpus and of the pair file are one when they differ only by spaces around
+            "judge-pairs-ids-padded-with-unicode-spaces",
+            g,
+            dedup("news.csv", "--judge-pairs", "pairs.csv", "--json"),
+            {"news.csv": padded, "pairs.csv": judged, **USER_FILES},
+            expect="ok",
+            rows=4,
+            outputs=("rep",),
+            check=_judged_in_run(2),
+        )
+    )
     title = '"Floods | <script>alert(1)</script>\nsecond line"'
     hostile = f"id,title\nh1,{title}\nh2,{title}\nh3,Plain\n"
     out.append(
@@ -468,6 +497,17 @@ def ok_corpora() -> list[Case]:
         )
     )
     return out
+
+
+def _judged_in_run(n: int) -> Callable[[Path, Any], str | None]:
+    """The report's ``run.json`` judged ``n`` pairs, every scored pair found in the corpus."""
+
+    def check(d: Path, proc: Any) -> str | None:
+        judge = json.loads((d / "rep" / "run.json").read_text(encoding="utf-8"))["judge"]
+        got = (judge["judged_pairs"], judge["pairs_not_in_corpus"])
+        return None if got == (n, 0) else f"judged, not in the corpus {got}, expected {(n, 0)}"
+
+    return check
 
 
 def _quarantined(n: int) -> Callable[[Path, Any], str | None]:
