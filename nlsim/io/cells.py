@@ -150,3 +150,32 @@ def invisible_only(text: str) -> str | None:
     if not all(map(blank, text)):
         return None
     return ", ".join(sorted({f"U+{ord(ch):04X}" for ch in text}))
+
+
+SPREADSHEET_ERRORS = frozenset(
+    "#NULL! #DIV/0! #VALUE! #REF! #NAME? #NUM! #N/A #GETTING_DATA #SPILL! #CALC! #FIELD! #BLOCKED! "
+    "#CONNECT! #BUSY! #UNKNOWN! #PYTHON! #EXTERNAL! #ERROR!".split()
+)
+"""The error values Excel and Google Sheets show in a cell whose formula failed: what a cell holds once a
+spreadsheet ran its text as a formula and the file was saved again (LibreOffice's are ``Err:`` and a
+number: :func:`spreadsheet_error`)."""
+_CALC_ERROR = re.compile(r"Err:\d{3}")
+
+
+def spreadsheet_error(text: str) -> str | None:
+    """Why ``text`` (a cell's whole text, white space around it aside) is no text but a spreadsheet's error
+    value (:data:`SPREADSHEET_ERRORS`, LibreOffice's ``Err:508``), or ``None``: a title a spreadsheet ran as
+    a formula (``-5% on the market``, ``=Floods``) and saved as its error, which every such title now reads.
+
+    >>> spreadsheet_error("#NAME?")[:37], spreadsheet_error(" Err:508 ") is None
+    ("'#NAME?' is a spreadsheet's error val", False)
+    >>> spreadsheet_error("#N/A in the budget app") is None
+    True
+    """
+    value = text.strip()
+    if value not in SPREADSHEET_ERRORS and not _CALC_ERROR.fullmatch(value):
+        return None
+    return (
+        f"{value!r} is a spreadsheet's error value, not a text: a spreadsheet ran the text as a formula (one "
+        "starting with =, +, - or @) and the file was saved so; restore the text from the source"
+    )

@@ -953,3 +953,26 @@ def test_a_schema_column_whose_name_holds_an_invisible_character_is_refused_by_n
         InputError, match=rf"column .* is spelt otherwise than '{like}' \(it holds {code}, which"
     ):
         load_corpus(path)
+
+
+def test_a_title_a_spreadsheet_replaced_by_its_error_value_is_a_bad_row(tmp_path):
+    """A corpus opened in a spreadsheet and saved again holds, for each title the spreadsheet ran as a
+    formula (``-5% on the market`` or ``=Floods`` run as ``-5%*on...``), the formula's error value
+    (``#NAME?``, ``#VALUE!``; LibreOffice's ``Err:508``): read as written, every such item was one text,
+    and the report joined unrelated items into one story of exact copies. Such a title is a bad row naming
+    the cause, in a pair file's texts too; a title that only holds such a value beside words is read."""
+    from nlsim.io.pairs import load_pairs
+
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title\n1,Floods\n2,#NAME?\n3,#VALUE!\n4, Err:508 \n5,#N/A\n6,#NAME? error in the budget app\n",
+    )
+    with pytest.raises(InputError, match=r"c\.csv: row 2, field 'title': '#NAME\?' is a spreadsheet's error"):
+        load_corpus(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "6"] and corpus.quarantined["row"].tolist() == [2, 3, 4, 5]
+    pairs = write_csv(tmp_path / "p.csv", "text_a,text_b,score\nFloods,Storm,0\nFloods,#DIV/0!,1\n")
+    with pytest.raises(
+        InputError, match=r"p\.csv: row 2, field 'text_b': '#DIV/0!' is a spreadsheet's error"
+    ):
+        load_pairs(pairs)
