@@ -220,6 +220,12 @@ def bad_corpora() -> list[Case]:
             ("row 2", "'published_at'", "CST"),
         ),
         ("csv-placeholder-date", "news.csv", HEAD + csv_rows(1) + "n2,Floods,AP,0001-01-01\n", ("row 2",)),
+        (  # a title a spreadsheet ran as a formula and saved as its error: every such item one text
+            "csv-title-a-spreadsheet-error-value",
+            "news.csv",
+            HEAD + csv_rows(1) + "n2,#NAME?,AP,\nn3,#NAME?,AP,\n",
+            ("row 2", "'title'", "#NAME?", "formula"),
+        ),
         (
             "csv-unix-seconds-date",
             "news.csv",
