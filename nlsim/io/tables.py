@@ -527,7 +527,35 @@ def _lacking(fields: list[str], header: list[str]) -> str | None:
     return header[len(fields)] if len(fields) < len(header) else None
 
 
+def _refuse_separator_line(path: Path, text: str, fmt: str) -> None:
+    """Refuse a file whose first line is ``sep=,`` (``sep=;``, ``sep=`` and a tab), the line some exports
+    open with for Excel to split on that separator: read as the header, its columns would be ``sep=`` and an
+    empty one, and the header a data row.
+
+    >>> _refuse_separator_line(Path("news.csv"), "sep=;\\nid;title\\n", "csv")
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.InputError: news.csv: the first line 'sep=;' tells a spreadsheet the separator; ...
+    """
+    first = text[: text.find("\n")] if "\n" in text else text
+    line = first.rstrip("\r")
+    if not _SEPARATOR_LINE.fullmatch(line):
+        return
+    reads = "tab-separated" if fmt == "tsv" else "comma-separated"
+    raise InputError(
+        path,
+        None,
+        None,
+        f"the first line {line!r} tells a spreadsheet the separator; nlsim reads a {table_suffix(str(path))} "
+        f"{reads} with the header first: delete that line",
+    )
+
+
+_SEPARATOR_LINE = re.compile(r"sep=.?")
+
+
 def _read_delimited(path: Path, text: str, fmt: str, broken: list[BrokenRow] | None = None) -> pd.DataFrame:
+    _refuse_separator_line(path, text, fmt)
     if fmt == "tsv":
         lines = _split_lines(text)
         if not lines:

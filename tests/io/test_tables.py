@@ -208,3 +208,17 @@ def test_a_merge_writes_an_edited_note_into_a_csv_row_whose_text_holds_a_lone_ca
     cells = _Cells(column=3, pair_columns=(0,), rows={0: (("p1",), "checked again")}, label="pairs.csv")
     record = cells.set_in("p1,Floods\rhit the north,Floods,first look", 0, "csv")
     assert csv_records(record + "\n") == [["p1", "Floods\rhit the north", "Floods", "checked again"]]
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t"])
+def test_a_first_line_naming_the_separator_for_excel_is_named_not_read_as_the_header(
+    tmp_path: Path, sep: str
+) -> None:
+    """Some exports open with ``sep=,`` for Excel to split on that separator: read as the header, it gave
+    the columns ``sep=`` and an empty one, and the real header as a row, refused as a corpus without an
+    ``id`` column; the line is named for what it is."""
+    for name in ("c.csv", "c.tsv"):
+        path = tmp_path / name
+        path.write_text(f"sep={sep}\nid{sep}title\nn1{sep}Floods\n", encoding="utf-8")
+        with pytest.raises(InputError, match=r"the first line 'sep=.*' tells a spreadsheet the separator"):
+            read_table(path)
