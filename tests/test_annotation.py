@@ -1018,3 +1018,33 @@ def test_a_note_typed_on_two_lines_is_merged_as_one_line(
         assert any("2 note(s)" in line and "one space" in line for line in said), said
     else:
         assert merged["notes"].tolist()[-2:] == ["first line\nsecond line", "a \r\n b\tc"]
+
+
+def test_ids_a_spreadsheet_saved_without_their_leading_zeros_are_merged_as_the_pair_id_says(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An editor scores a drawn file in Excel, which reads the ids ``002`` and ``007`` as the numbers 2 and 7
+    whatever the quotes, and saves them so: each row was refused as a sheet sorted by some columns only.
+    The row's pair id is that of the ids as drawn (:func:`nlsim.io.editor_file.pair_id`), so the merge
+    reads them so, and says so; an id the pair id does not prove stays refused."""
+    import logging
+
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(
+        "pair_id,id_a,id_b,text_a,text_b,score,split\nx1,001,003,Floods hit,Markets fall,0,train\n",
+        encoding="utf-8",
+    )
+    rows = [
+        _row("2", "7", "Floods again", "Bridge opens", "0", pair_id=editor_file.pair_id("002", "007")),
+        _row("4", "0012", "Markets fall", "Cup won", "0", pair_id=editor_file.pair_id("004", "0012")),
+    ]
+    with caplog.at_level(logging.WARNING, logger="nlsim"):
+        merge_annotations(_export(tmp_path, rows, hashes=False), pairs, log=lambda _: None)
+    merged = load_pairs(pairs)
+    assert merged[["id_a", "id_b"]].astype(str).values.tolist()[1:] == [["002", "007"], ["004", "0012"]]
+    assert "leading zeros" in caplog.text and "'2' as '002'" in caplog.text
+    wrong = [_row("5", "8", "Storm", "Rain", "0", pair_id=editor_file.pair_id("05", "9"))]
+    with pytest.raises(
+        InputError, match=r"sheet row 2, field 'pair_id': pair id .* is not the id of its items"
+    ):
+        merge_annotations(_export(tmp_path, wrong, hashes=False), pairs, log=lambda _: None)

@@ -47,6 +47,7 @@ from nlsim.io.pairs import (
     validate_pairs,
 )
 from nlsim.io.tables import FORMATS, open_table, sheet_rows, table_format, table_suffix
+from nlsim.progress import warn
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The rubric's five levels a score must be one of (``annotations/GUIDELINES.md``)."""
@@ -228,6 +229,7 @@ def _fill_pair_ids(
     has_ids = "id_a" in frame.columns and "id_b" in frame.columns
     given = frame["pair_id"] if "pair_id" in frame.columns else pd.Series([None] * len(frame), dtype=object)
     out: list[Any] = []
+    restored: dict[int, tuple[str, str]] = {}
     for i, pid in enumerate(given):
         a = item_id(frame["id_a"].iloc[i]) if has_ids else ""
         b = item_id(frame["id_b"].iloc[i]) if has_ids else ""
@@ -245,6 +247,9 @@ def _fill_pair_ids(
             out.append(made)
             continue
         pid = str(pid).strip()
+        zeros = _zeros_restored(pid, a, b) if made is not None and pid != made else None
+        if zeros is not None:  # "7" for "007": a spreadsheet read the ids as numbers; the pair id proves them
+            restored[i], made = zeros, pid
         if made is not None and pid.startswith(editor_file.PAIR_ID_PREFIX) and pid != made:
             problems.append(
                 _sheet(
@@ -263,7 +268,54 @@ def _fill_pair_ids(
         frame["pair_id"] = out
     else:
         frame.insert(0, "pair_id", out)
+    if restored:
+        _restore_zeros(frame, restored, rownum, source)
     return frame
+
+
+ZERO_PADDED_WIDTH = 24
+"""The longest id of digits :func:`_zeros_restored` tries, its leading zeros put back."""
+
+
+def _zeros_restored(pid: str, a: str, b: str) -> tuple[str, str] | None:
+    """The ids ``a`` and ``b`` with the leading zeros a spreadsheet took from them (``7`` for ``007``: it
+    reads an id of digits as a number, quotes or not, and saves the number) when the row's pair id ``pid``
+    is that of the ids so (:func:`nlsim.io.editor_file.pair_id`), else ``None``.
+
+    >>> _zeros_restored(editor_file.pair_id("007", "n-1"), "7", "n-1")
+    ('007', 'n-1')
+    >>> _zeros_restored(editor_file.pair_id("007", "n-1"), "8", "n-1") is None
+    True
+    """
+    if not pid.startswith(editor_file.PAIR_ID_PREFIX) or not (a.isdigit() or b.isdigit()):
+        return None
+
+    def padded(x: str) -> list[str]:
+        return [x.zfill(n) for n in range(len(x), ZERO_PADDED_WIDTH + 1)] if x.isdigit() else [x]
+
+    for x in padded(a):
+        for y in padded(b):
+            if editor_file.pair_id(x, y) == pid:
+                return x, y
+    return None
+
+
+def _restore_zeros(
+    frame: pd.DataFrame, restored: dict[int, tuple[str, str]], rownum: pd.Series, source: str | Path
+) -> None:
+    """Put the ids :func:`_zeros_restored` found into ``frame`` (its rows by position), and say so."""
+    shown: list[str] = []
+    for i, (a, b) in restored.items():
+        for col, value in (("id_a", a), ("id_b", b)):
+            was = item_id(frame.at[i, col])
+            if was != value:
+                frame.at[i, col] = value
+                shown.append(f"{was!r} as {value!r} (sheet row {int(rownum[i])})")
+    warn(
+        f"{source}: {len(shown)} id(s) had lost their leading zeros, read as the rows' pair ids say: "
+        f"{', '.join(shown[:3])}{', ...' if len(shown) > 3 else ''}; a spreadsheet reads an id of digits "
+        "as a number and saves it so (open the file with the id columns as Text to keep them)"
+    )
 
 
 def _refuse(source: str | Path, problems: list[InputError], what: str = "rows refused") -> None:
