@@ -8,6 +8,8 @@ plain text:
   open the file). In ``report.xlsx`` a vertical tab or form feed (Word's manual line and page breaks)
   becomes a space and the others are removed (:func:`xlsx_text`). The CSV and Parquet files keep the text
   as it is.
+- **Escapes**: Excel reads ``_x0041_`` in a cell's stored text as the character it names; such text is
+  stored with its underscore escaped, as Excel stores it, and shows as written (:func:`stored_text`).
 - **Formulas**: text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is read as a
   formula by spreadsheets (``=HYPERLINK(...)`` a live link, ``=cmd|...`` a DDE command: CSV injection), and
   so, by Excel in a Japanese or Chinese setting, is text starting with their full-width forms ``＝``,
@@ -80,6 +82,21 @@ def xlsx_text(text: str) -> str:
 
 def _xml_text(text: str) -> str:
     return _FORBIDDEN.sub("", _BREAKS.sub(" ", text))
+
+
+_OOXML_ESCAPE = re.compile(r"_(?=x[0-9A-Fa-f]{4}_)")
+
+
+def stored_text(text: str) -> str:
+    """``text`` as an ``.xlsx`` cell stores it for a spreadsheet to show it as written: Excel reads
+    ``_xHHHH_`` in a cell's text as the character U+HHHH (``_x0041_`` shows ``A``), so the underscore
+    opening such text is stored as ``_x005F_`` (ECMA-376 Part 1, 22.4.2.4, as Excel itself stores it),
+    each one, where two share an underscore too.
+
+    >>> stored_text("Code _x0041_x0042_ and snake_case")
+    'Code _x005F_x0041_x005F_x0042_ and snake_case'
+    """
+    return _OOXML_ESCAPE.sub("_x005F_", text) if "_x" in text else text
 
 
 def csv_text(text: str) -> str:
@@ -262,7 +279,7 @@ def _cell(sheet: Any, value: Any) -> Any:
         return None
     if isinstance(value, (bool, int, float)):
         return value
-    cell = WriteOnlyCell(sheet, value=xlsx_text(str(value)))
+    cell = WriteOnlyCell(sheet, value=stored_text(xlsx_text(str(value))))
     cell.data_type = "s"
     return cell
 

@@ -414,3 +414,24 @@ def test_a_title_starting_with_a_full_width_formula_sign_starts_with_an_apostrop
     assert back["source"].tolist() == ["AP", "'＠newsroom", "AP"]
     changes = {(c.item_id, c.field) for c in written_changes({"members.csv": {"members": members}})}
     assert changes == {("w1", "title"), ("w2", "title"), ("w2", "source"), ("w3", "title")}
+
+
+def _as_excel_shows(stored: str) -> str:
+    """A cell's stored text as Excel shows it: each ``_xHHHH_`` is the character U+HHHH, read left to right
+    (ECMA-376 Part 1, 22.4.2.4 bstr; openpyxl reads the text as stored)."""
+    return re.sub(r"_x([0-9A-Fa-f]{4})_", lambda m: chr(int(m.group(1), 16)), stored)
+
+
+def test_a_title_holding_an_ooxml_escape_shows_as_written_in_the_workbook(tmp_path: Path) -> None:
+    """Excel reads ``_x0041_`` in a cell's stored text as the character it names (``A``; ``_x000D_`` a
+    carriage return): a title or id holding such text (a product code, a wiki's encoded name) showed
+    otherwise in ``report.xlsx``. Its opening underscore is now stored escaped (``_x005F_``), as Excel
+    itself stores such text, and the page does not name it as changed."""
+    from nlsim.report.spreadsheet import write_xlsx, written_changes
+
+    titles = ["Code _x0041_ recalled", "Two _x0041_x0042_ in a row", "_x000D_ at the start", "snake_case_x1_"]
+    members = pd.DataFrame({"item_id": ["n_x0031_", "n2", "n3", "n4"], "title": titles})
+    write_xlsx({"members": members}, tmp_path / "report.xlsx")
+    rows = sheets(tmp_path / "report.xlsx")["members"]
+    assert [[_as_excel_shows(v) for v in row] for row in rows[1:]] == members.values.tolist()
+    assert written_changes({"report.xlsx": {"members": members}}) == []
