@@ -162,6 +162,18 @@ def _check_id(value: Any) -> tuple[str | None, str | None]:
     return text, None
 
 
+def _duplicate(ident: str, raw: Any, first: int) -> str:
+    """Why an id seen at row ``first`` is refused again: named as the row wrote it too when that differs (a
+    no-break space after it, which the id read without).
+
+    >>> _duplicate("n1", "n1\\u00a0", 4)
+    "duplicate id 'n1' (first seen at row 4; written 'n1\\\\xa0' here: white space around an id is dropped)"
+    """
+    written = str(raw)
+    here = "" if written == ident else f"; written {written!r} here: white space around an id is dropped"
+    return f"duplicate id {ident!r} (first seen at row {first}{here})"
+
+
 def _check_float_ids(path: Path, raw: pd.DataFrame) -> None:
     """Refuse a column of whole-number ids stored as floats (``1.0``), as pandas stores a column of integers
     that has an empty cell (``to_parquet`` after a merge): each row would be refused for its float id, the
@@ -430,7 +442,7 @@ def _check_row(
     if reason:
         problem = ("id", reason)
     elif ident in seen:
-        problem = ("id", f"duplicate id {ident!r} (first seen at row {seen[ident]})")
+        problem = ("id", _duplicate(ident, rec.get("id"), seen[ident]))
     values["id"] = ident
     for col in ("title", *OPTIONAL_TEXT):
         if problem:
@@ -748,7 +760,7 @@ def load_items(path: str | Path, text_field: str | None = None) -> pd.DataFrame:
         if ident is None:
             raise InputError(path, rownum, "id", reason or "missing id")
         if ident in seen:
-            raise InputError(path, rownum, "id", f"duplicate id {ident!r} (first seen at row {seen[ident]})")
+            raise InputError(path, rownum, "id", _duplicate(ident, raw_id, seen[ident]))
         seen[ident] = rownum
         _, reason = _check_text(raw_text, required=True)
         if reason:

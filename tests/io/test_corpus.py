@@ -976,3 +976,21 @@ def test_a_title_a_spreadsheet_replaced_by_its_error_value_is_a_bad_row(tmp_path
         InputError, match=r"p\.csv: row 2, field 'text_b': '#DIV/0!' is a spreadsheet's error"
     ):
         load_pairs(pairs)
+
+
+@pytest.mark.parametrize("space", [" ", "\u00a0", "\u3000"])
+def test_an_id_repeated_with_white_space_around_it_is_named_as_written(tmp_path, space):
+    """White space around an id is dropped, a no-break or an ideographic space as an ASCII one, so
+    ``1`` and ``1`` followed by a no-break space are one id: the refusal of the second named it ``'1'``
+    alone, an id the editor sees once in the file. It now says how the row wrote it."""
+    from nlsim.io.corpus import load_items
+
+    path = write_csv(tmp_path / "c.csv", f'id,title\n1,Floods\n2,Storm\n"{space}1{space}",Fire\n')
+    shown = repr(f"{space}1{space}")
+    for load in (load_corpus, load_items):
+        with pytest.raises(InputError) as info:
+            load(path)
+        assert f"row 3, field 'id': duplicate id '1' (first seen at row 1; written {shown} here" in str(
+            info.value
+        )
+        assert "white space around an id is dropped" in str(info.value)
