@@ -1676,6 +1676,8 @@ FORMULA_TITLES = {
     "m2": "-5% on the stock market today",
     "a1": "@newsroom says the vote is delayed",
     "a2": "@newsroom says the vote is delayed",
+    "w1": "＝cmd|' /C calc'!A0 全形",  # full-width: Excel in a CJK setting runs it
+    "w2": "＝cmd|' /C calc'!A0 全形",
 }
 RLO = "\u202e"
 
@@ -1725,7 +1727,7 @@ def _csv_escaped(d: Path, proc: Any) -> str | None:
     for name in ("pairs.csv", "members.csv"):
         table = pd.read_csv(d / "rep" / name, encoding="utf-8-sig", dtype=str, keep_default_na=False)
         for column in table.columns:
-            if table[column].str.match(r"^[=+\-@\t\r]").any():
+            if table[column].str.match(r"^[=+\-@\t\r＝＋－＠]").any():
                 return f"{name}: column {column} holds text a spreadsheet runs as a formula"
     members = pd.read_csv(d / "rep" / "members.csv", encoding="utf-8-sig", dtype=str, keep_default_na=False)
     if set(members["title"]) != {"'" + t for t in FORMULA_TITLES.values()}:
@@ -1808,7 +1810,7 @@ def report_text() -> list[Case]:
                 **USER_FILES,
             },
             expect="ok",
-            rows=8,
+            rows=10,
             outputs=("rep",),
             check=_csv_escaped,
         ),
