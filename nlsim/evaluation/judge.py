@@ -619,7 +619,7 @@ def judge_items(
             None,
             "id_a",
             f"none of the {match.scored} scored {name} names two items of the report's corpus {corpus}: "
-            "their ids are not in the report's corpus",
+            "their ids are not in the report's corpus" + _zeros_lost(scored, items),
         )
     figures = judge_tables(clusters, reported, match.judged, topics=topics)
     pairs_only = PairFigures(**figures.pop("pairs_only"))
@@ -666,6 +666,29 @@ def nothing_judged(j: Judgement) -> str | None:
     return (
         f"--judge-pairs {j.pairs}: no pair could be judged: none of the {j.scored_pairs} scored {name} "
         f"{why}; the figures are undefined, and the run goes on"
+    )
+
+
+def _zeros_lost(scored: pd.DataFrame, items: pd.DataFrame) -> str:
+    """What the refusal of pairs none of which names two items adds when their ids are the corpus's ids
+    of digits without their leading zeros (``1`` for ``001``: a spreadsheet saved them as numbers), else
+    ``""``.
+
+    >>> _zeros_lost(pd.DataFrame({"id_a": ["7"], "id_b": ["8"]}), pd.DataFrame({"id": ["007", "008"]}))[:47]
+    "; '7' is the corpus's '007' without its leading"
+    """
+    held = set(items["id"].astype(str))
+    padded = {i.lstrip("0") or "0": i for i in held if i.isdigit() and i.startswith("0")}
+    if not padded or "id_a" not in scored.columns or "id_b" not in scored.columns:
+        return ""
+    ids = (item_id(v) for col in ("id_a", "id_b") for v in scored[col])
+    lost = next((i for i in ids if i in padded and i not in held), None)
+    if lost is None:
+        return ""
+    return (
+        f"; {lost!r} is the corpus's {padded[lost]!r} without its leading zeros: a spreadsheet saved the "
+        "pair file's ids as numbers; write them as the corpus does (open the file with the id columns as "
+        "Text)"
     )
 
 

@@ -652,3 +652,29 @@ def test_the_f1_interval_leaves_out_the_resamples_where_the_f1_is_undefined_and_
 
     page = _judgement(Judgement(pairs="p.tsv", split="validation", **figures))
     assert f"over the {defined} of 1,000 resamples whose F1 is defined)" in page
+
+
+def test_a_pair_file_whose_ids_lost_their_leading_zeros_is_refused_saying_so(tmp_path: Path) -> None:
+    """A pair file saved from a spreadsheet holds 1 and 3 for the corpus's ids 001 and 003 (it reads an id
+    of digits as a number, quotes or not): refused as naming no item of the corpus, without a word of why.
+    The refusal now names the lost leading zeros."""
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(
+        "pair_id,split,id_a,id_b,text_a,text_b,score\np1,validation,1,2,Floods,Floods again,1\n"
+        "p2,validation,3,4,Storm,Quake,0\n",
+        encoding="utf-8",
+    )
+    corpus = pd.DataFrame(
+        {"id": ["001", "002", "003", "004"], "title": ["Floods", "Floods again", "Storm", "Quake"]}
+    )
+    empty = pd.DataFrame({"cluster_id": [], "member_ids": []})
+    with pytest.raises(InputError, match=r"'1' is the corpus's '001' without its leading zeros"):
+        judge_items(
+            empty,
+            pd.DataFrame({"id_a": [], "id_b": []}),
+            scored_pairs(pairs, "validation"),
+            corpus.assign(text=corpus["title"]),
+            pairs=pairs,
+            split="validation",
+            corpus="news.csv",
+        )
