@@ -179,3 +179,31 @@ def spreadsheet_error(text: str) -> str | None:
         f"{value!r} is a spreadsheet's error value, not a text: a spreadsheet ran the text as a formula (one "
         "starting with =, +, - or @) and the file was saved so; restore the text from the source"
     )
+
+
+MISSING_MARKERS = frozenset({"\\n", "null", "none", "nan", "<na>", "nat", "n/a", "undefined"})
+"""What exports write for a missing value (lower case): MySQL's ``\\N``, ``NULL``, Python's ``None``,
+pandas' ``nan``, ``<NA>`` and ``NaT`` (``str()`` of a missing value), ``N/A``, JavaScript's ``undefined``."""
+
+
+def missing_marker(text: str) -> str | None:
+    """Why ``text`` (a cell's whole text, white space around it aside) is no text but an export's marker of
+    a missing value (:data:`MISSING_MARKERS`, in any case), or ``None``.
+
+    >>> missing_marker(" NULL ")[:28], missing_marker("None of them") is None
+    ("'NULL' marks a missing value", True)
+    """
+    value = text.strip()
+    if value.lower() not in MISSING_MARKERS:
+        return None
+    return (
+        f"{value!r} marks a missing value, not a text: the file was exported so (a database's NULL, a "
+        "script's None or nan); give the text, or leave the cell empty"
+    )
+
+
+def placeholder(text: str) -> str | None:
+    """Why ``text`` is no text but what a tool wrote in its place (:func:`spreadsheet_error`,
+    :func:`missing_marker`), or ``None``: every item holding it would be one text, each a copy of the
+    others."""
+    return spreadsheet_error(text) or missing_marker(text)

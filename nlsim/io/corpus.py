@@ -54,7 +54,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import blank, id_fault, invisible_only, spreadsheet_error
+from nlsim.io.cells import blank, id_fault, invisible_only, placeholder
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -133,7 +133,7 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
         # zero-width spaces, soft hyphens, byte-order marks, Hangul fillers: nothing to read, and every such
         # item would be a "duplicate" of every other
         return None, f"empty text (only invisible characters: {unseen:.60})"
-    error = spreadsheet_error(text) if required else None
+    error = placeholder(text) if required else None
     if error is not None:  # "#NAME?" for every title a spreadsheet ran as a formula: all one text
         return None, error
     if required and not any(_readable(ch) for ch in text):

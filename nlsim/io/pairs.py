@@ -35,7 +35,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
-from nlsim.io.cells import id_fault, invisible_only, spreadsheet_error
+from nlsim.io.cells import id_fault, invisible_only, placeholder
 from nlsim.io.tables import read_table
 from nlsim.progress import warn
 
@@ -110,7 +110,7 @@ def validate_pairs(
             unseen = invisible_only(str(rec[field]).strip())
             if unseen is not None:  # as a corpus refuses it: nothing to embed, every such text one another's
                 raise InputError(source, n, field, f"empty text (only invisible characters: {unseen:.60})")
-            error = spreadsheet_error(str(rec[field]))
+            error = placeholder(str(rec[field]))
             if error is not None:  # as a corpus refuses a title so: "#NAME?" for every text run as a formula
                 raise InputError(source, n, field, error)
         raw = rec["score"]

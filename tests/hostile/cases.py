@@ -226,6 +226,12 @@ def bad_corpora() -> list[Case]:
             HEAD + csv_rows(1) + "n2,#NAME?,AP,\nn3,#NAME?,AP,\n",
             ("row 2", "'title'", "#NAME?", "formula"),
         ),
+        (  # a database's NULL as MySQL exports it: every such item one text
+            "csv-title-a-missing-value-marker",
+            "news.csv",
+            HEAD + csv_rows(1) + "n2,\\N,AP,\nn3,\\N,AP,\n",
+            ("row 2", "'title'", "missing value"),
+        ),
         (
             "csv-unix-seconds-date",
             "news.csv",

@@ -994,3 +994,23 @@ def test_an_id_repeated_with_white_space_around_it_is_named_as_written(tmp_path,
             info.value
         )
         assert "white space around an id is dropped" in str(info.value)
+
+
+def test_a_title_that_is_an_exports_marker_of_a_missing_value_is_a_bad_row(tmp_path):
+    """A database export writes a missing headline as ``\\N`` (MySQL) or ``NULL``, a script as ``None`` or
+    ``nan`` (``str()`` of a missing value): read as written, every such item was one text, and the report
+    joined unrelated items into one story of exact copies. Such a title is a bad row naming the marker, in
+    a pair file's texts too; a title holding such a word beside others is read."""
+    from nlsim.io.pairs import load_pairs
+
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title\n1,Floods\n2,\\N\n3,NULL\n4,None\n5,nan\n6,<NA>\n7,None of the ministers resigned\n",
+    )
+    with pytest.raises(InputError, match=r"c\.csv: row 2, field 'title': '\\\\N' marks a missing value"):
+        load_corpus(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "7"] and corpus.quarantined["row"].tolist() == [2, 3, 4, 5, 6]
+    pairs = write_csv(tmp_path / "p.csv", "text_a,text_b,score\nFloods,Storm,0\nFloods,null,1\n")
+    with pytest.raises(InputError, match=r"p\.csv: row 2, field 'text_b': 'null' marks a missing value"):
+        load_pairs(pairs)
