@@ -323,11 +323,11 @@ def _split_lines(text: str) -> list[str]:
 
 def _held_returns(text: str, newline: str | None = None) -> tuple[str, str]:
     """``text`` with each carriage return that ends no line (one not followed by ``\\n``, after more returns
-    at most) put as a stand-in character the text does not hold, and the stand-in (``""`` where there is
-    none); ``newline``: what ends the text's lines (``None``: ``\\n`` when the text holds one, else ``\\r``:
-    old Mac line endings, where every ``\\r`` ends a line). The ``csv`` module ends a row at a ``\\r`` alone
-    outside quotes: a title a CMS wrote with an old Mac line break would be cut there, its rest read as a
-    row of its own.
+    at most, nor ending the text) put as a stand-in character the text does not hold, and the stand-in
+    (``""`` where there is none); ``newline``: what ends the text's lines (``None``: ``\\n`` when the text
+    holds one, else ``\\r``: old Mac line endings, where every ``\\r`` ends a line). The ``csv`` module ends
+    a row at a ``\\r`` alone outside quotes: a title a CMS wrote with an old Mac line break would be cut
+    there, its rest read as a row of its own.
 
     Example:
         >>> _held_returns("a\\rb\\r\\r\\n")
@@ -341,7 +341,7 @@ def _held_returns(text: str, newline: str | None = None) -> tuple[str, str]:
     return _LONE_RETURN.sub(stand_in, text), stand_in
 
 
-_LONE_RETURN = re.compile(r"\r(?!\r*\n)")
+_LONE_RETURN = re.compile(r"\r(?!\r*(?:\n|\Z))")
 
 
 def csv_records(text: str, newline: str | None = None, *, strict: bool = True) -> list[list[str]]:

@@ -222,3 +222,12 @@ def test_a_first_line_naming_the_separator_for_excel_is_named_not_read_as_the_he
         path.write_text(f"sep={sep}\nid{sep}title\nn1{sep}Floods\n", encoding="utf-8")
         with pytest.raises(InputError, match=r"the first line 'sep=.*' tells a spreadsheet the separator"):
             read_table(path)
+
+
+def test_a_carriage_return_ending_a_csv_file_ends_its_last_row_not_its_last_cell(tmp_path: Path) -> None:
+    """A CSV of CRLF rows cut after the last row's ``\\r`` (its ``\\n`` lost) ends that row there: the
+    return is no character of the last cell, as a return alone inside a field is."""
+    path = tmp_path / "c.csv"
+    path.write_bytes(b"id,title,extra\r\nn1,Floods,x\r\nn2,Storm,y\r")
+    assert read_table(path)["extra"].tolist() == ["x", "y"]
+    assert csv_records("id,title\nn1,Floods\r") == [["id", "title"], ["n1", "Floods"]]
