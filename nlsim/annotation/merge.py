@@ -694,7 +694,7 @@ def check_verdicts(
             log(f"wrote {check.path}: {held}" + "".join(f"; removed {p} (all in it now)" for p in gone))
         else:
             log(f"{check.path} is not in step with {path} ({held} hold): --write writes it")
-        for line in noted_lines(check.verdicts):
+        for line in noted_lines(check.shown()):
             log(line)
     return check
 

@@ -241,6 +241,6 @@ def run_verdicts(args: argparse.Namespace) -> int:
     check = check_verdicts(args.pairs, write=args.write)
     if args.json:
         held = {"pairs": str(check.pairs_file), "store": str(check.path), "in_step": check.in_step}
-        listed = {"verdicts": [v.as_dict() for v in check.verdicts.records]}
+        listed = {"verdicts": [v.as_dict() for v in check.shown().records]}
         print(json.dumps(held | listed, ensure_ascii=False))
     return 0

@@ -180,7 +180,7 @@ def read_editors(
         for line in check.notes():
             say(line)
         if len(check.verdicts):
-            verdicts = verdicts.updated(check.verdicts.records)
+            verdicts = verdicts.updated(check.shown().records)
             sources.append(str(check.path))
     scored |= frozenset(v.key for v in verdicts.records)
     held |= frozenset(v.key for v in verdicts.records if v.split in ("validation", "test"))

@@ -530,3 +530,34 @@ def test_a_superseded_decision_keeps_its_note_in_the_pairs_history(tmp_path: Pat
         merge_annotations(export, plain, log=lambda _: None)
     text = store_path(plain).read_text(encoding="utf-8")
     assert "desk" in text and "notes" not in text, text  # no note anywhere: the columns and cells as before
+
+
+def test_a_note_on_a_pair_a_merge_added_is_shown_with_its_verdict_and_not_copied_into_the_store(
+    tmp_path: Path,
+) -> None:
+    """desk marked n2/n3, a pair nobody had scored, "not the same story", with a note. The merge added the
+    pair to the pair file, the note in its row, and its verdict to the store without the note (the pair
+    file is its record): `nlsim annotate verdicts` and the report's editors (the page's decisions and
+    cards) showed the verdict without it. They now show the note the pair file's merged row gives it; the
+    store is written as before."""
+    import json
+
+    from nlsim.dedup.editors import read_editors
+    from tests.command import nlsim
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    export = _export(tmp_path / "marks-1.csv", "desk", [("n2", "n3", "0", MONDAY)], "", notes="two floods")
+    merge_annotations(export, pairs, log=lambda _: None)
+    rows = load_pairs(pairs)
+    assert rows.loc[rows["id_a"] == "n2", "notes"].tolist() == ["two floods"]
+    store = store_path(pairs).read_bytes()
+    assert b"two floods" not in store and b"notes" not in store
+    held = read_editors(pairs, None).verdicts.get(("n2", "n3"))
+    assert held is not None and (held.annotator, held.notes, held.overrules) == ("desk", "two floods", False)
+    proc = nlsim("annotate", "verdicts", "--pairs", pairs, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert any("n2/n3: desk's 0" in x and x.endswith("two floods") for x in proc.stderr.splitlines())
+    proc = nlsim("annotate", "verdicts", "--pairs", pairs, "--json", cwd=tmp_path)
+    got = {(v["id_a"], v["id_b"]): v for v in json.loads(proc.stdout)["verdicts"]}
+    assert got[("n2", "n3")]["notes"] == "two floods" and json.loads(proc.stdout)["in_step"]
+    assert store_path(pairs).read_bytes() == store

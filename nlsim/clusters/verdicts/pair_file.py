@@ -40,13 +40,14 @@ Example:
 from __future__ import annotations
 
 import glob
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from nlsim.clusters.constraints import pair_key
-from nlsim.clusters.verdicts.records import ACTING_SPLIT, LEVELS, SPLITS, Verdict, Verdicts
+from nlsim.clusters.verdicts.records import ACTING_SPLIT, LEVELS, NOTES, SPLITS, Verdict, Verdicts
 from nlsim.clusters.verdicts.store import (
     STORE_COLUMNS,
     SUFFIX,
@@ -78,6 +79,7 @@ class PairRow:
     text_b: str
     annotator: str
     merged: bool
+    notes: str = ""
 
     def verdict(self) -> Verdict:
         """The verdict this row records (no source or time: the pair file does not keep them)."""
@@ -139,9 +141,10 @@ def pair_rows(pairs: pd.DataFrame) -> dict[tuple[str, str], PairRow]:
         pairs["text_b"].array,
         _texts(pairs, "annotator"),
         _texts(pairs, "stratum"),
+        _texts(pairs, NOTES),
         strict=True,
     )  # whole columns at once: a cell at a time took 1.7 s for a 4,600-pair file
-    for i, (id_a, id_b, score, split, text_a, text_b, annotator, stratum) in enumerate(columns):
+    for i, (id_a, id_b, score, split, text_a, text_b, annotator, stratum, notes) in enumerate(columns):
         a, b = item_id(id_a), item_id(id_b)
         if not a or not b or a == b:
             continue
@@ -157,6 +160,7 @@ def pair_rows(pairs: pd.DataFrame) -> dict[tuple[str, str], PairRow]:
                 str(text_b),
                 annotator,
                 stratum == MERGED or stratum.startswith(MERGED + ":"),
+                notes,
             ),
         )
     return out
@@ -178,6 +182,9 @@ class StoreCheck:
         migrated: verdicts taken from a store under an earlier name.
         hashed: how many verdicts were given their texts' hashes from the pair file.
         unchecked: the pair file names no items: the store could not be checked against it.
+        row_notes: the editor's note the pair file's merged row gives a verdict that holds without a note of
+            its own (a verdict a merge added: the pair file keeps its note, the store does not), by
+            ``pair_key``: what :meth:`shown` gives the verdict to show, never written into the store.
     """
 
     pairs_file: Path
@@ -191,6 +198,17 @@ class StoreCheck:
     hashed: int = 0
     unchecked: bool = False
     unheld: tuple[Verdict, ...] = ()
+    row_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def shown(self) -> Verdicts:
+        """The verdicts that hold, each verdict a merge added with the note its merged row in the pair
+        file gives it (:attr:`row_notes`): what a page and ``nlsim annotate verdicts`` show."""
+        if not self.row_notes:
+            return self.verdicts
+        return Verdicts.from_records(
+            replace(v, notes=self.row_notes[v.key]) if v.key in self.row_notes else v
+            for v in self.verdicts.records
+        )
 
     @property
     def damaged(self) -> tuple[InputError, ...]:
@@ -304,6 +322,11 @@ def check_store(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> St
             found.take(v, row, migrated=f.path != path)
     rebuilt = _rebuilt(rows, found.kept, files)
     verdicts = Verdicts.from_records([*found.kept.values(), *rebuilt])
+    noted = {
+        v.key: rows[v.key].notes
+        for v in verdicts.records
+        if not v.notes and not v.overrules and rows[v.key].merged and rows[v.key].notes
+    }
     return StoreCheck(
         Path(pairs_file),
         path,
@@ -315,6 +338,7 @@ def check_store(pairs_file: str | Path, pairs: pd.DataFrame | None = None) -> St
         tuple(found.migrated),
         found.hashed,
         unheld=tuple(found.unheld),
+        row_notes=noted,
     )
 
 
