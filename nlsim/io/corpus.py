@@ -648,6 +648,7 @@ def load_corpus(
         raise _every_row_rejected(path, bad, quarantine)
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)
+    alike = lookalike_ids_warning(path, frame["id"].astype(str).tolist())
     note = naive_times_note(path, naive, len(frame), timezone)
     corpus = Corpus(
         frame=frame,
@@ -655,7 +656,11 @@ def load_corpus(
         text_fields=text_fields,
         quarantined=pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"]),
         quarantine_path=None if quarantine is None else Path(quarantine),
-        warnings=(*lookalike_warnings(path, list(raw.columns)), *([damaged] if damaged else [])),
+        warnings=(
+            *lookalike_warnings(path, list(raw.columns)),
+            *([damaged] if damaged else []),
+            *([alike] if alike else []),
+        ),
         notes=(note,) if note else (),
         naive_times=naive,
         timezone=timezone,
@@ -723,6 +728,48 @@ def replacement_warning(path: str | Path, frame: pd.DataFrame) -> str | None:
         f"{path}: {len(rows)} item(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
         f"damaged before nlsim read it; in {where}): ids {ids}{' ...' if len(rows) > SHOWN_IDS else ''}"
     )
+
+
+def lookalike_ids_warning(path: str | Path, ids: Sequence[str]) -> str | None:
+    """One line when two items' ids differ only in the kind or number of their inner spaces or in the width
+    of their characters (``n 1`` and ``n`` + a no-break space + ``1``, ``n1`` and a full-width ``ｎ１``):
+    they are two items, which a page or a spreadsheet shows alike; the line gives the first such ids as
+    written, a space other than the ASCII one as its code point (``'n\\u00a01'``).
+
+    Example:
+        >>> lookalike_ids_warning("news.csv", ["n 1", "n\u00a01", "n2", "ｎ２"]).split(": ", 1)[1][:72]
+        "2 id(s) differ from another item's only in their spaces or the width of "
+        >>> lookalike_ids_warning("news.csv", ["n1", "n2", "n 3"]) is None
+        True
+    """
+    plain = set(ids)
+    groups: dict[str, list[str]] = {}
+    for ident in ids:
+        if ident.isascii():  # its ASCII white space but the space is a control character: a bad row
+            if " " not in ident:
+                continue  # its own form: only another id's form can match it
+            form = ident
+        else:
+            form = ident if unicodedata.is_normalized("NFKC", ident) else unicodedata.normalize("NFKC", ident)
+        key = " ".join(form.split())
+        if key != ident:
+            groups.setdefault(key, []).append(ident)
+    alike = [[*([key] if key in plain else []), *found] for key, found in groups.items()]
+    alike = [sorted(set(g)) for g in alike if len(set(g)) > 1]
+    if not alike:
+        return None
+    shown = "; ".join(" and ".join(_spaces_shown(i) for i in g) for g in alike[:SHOWN_IDS])
+    more = " ..." if len(alike) > SHOWN_IDS else ""
+    count = sum(len(g) - 1 for g in alike)
+    return (
+        f"{path}: {count} id(s) differ from another item's only in their spaces or the width of their "
+        f"characters, and are other items: {shown}{more}"
+    )
+
+
+def _spaces_shown(ident: str) -> str:
+    """``ident`` quoted, each space other than the ASCII one as its code point: ``'n\\u00a01'``."""
+    return "'" + "".join(f"\\u{ord(ch):04x}" if ch.isspace() and ch != " " else ch for ch in ident) + "'"
 
 
 ITEM_TEXT_FIELDS = ("title_zh_tw", "title", "text", "title_zh_cn")

@@ -1014,3 +1014,20 @@ def test_a_title_that_is_an_exports_marker_of_a_missing_value_is_a_bad_row(tmp_p
     pairs = write_csv(tmp_path / "p.csv", "text_a,text_b,score\nFloods,Storm,0\nFloods,null,1\n")
     with pytest.raises(InputError, match=r"p\.csv: row 2, field 'text_b': 'null' marks a missing value"):
         load_pairs(pairs)
+
+
+def test_ids_that_differ_only_in_their_spaces_or_width_are_two_items_and_the_load_says_so(
+    tmp_path: Path,
+) -> None:
+    """`n 1` and `n` + a no-break space + `1` (a CMS's export and a hand-typed row) loaded as two items
+    without a word, though every page and spreadsheet shows them alike. They stay two items (their ids are
+    kept as written), and the load warns, naming both, the no-break space as its code point."""
+    path = tmp_path / "news.csv"
+    path.write_text("id,title\nn 1,Floods in the north\nn\u00a01,Storm in the south\nn2,Markets\n", "utf-8")
+    corpus = load_corpus(path)
+    assert corpus.ids == ["n 1", "n\u00a01", "n2"]
+    (warning,) = corpus.warnings
+    assert warning.startswith(f"{path}: 1 id(s) differ from another item's only in their spaces"), warning
+    assert warning.endswith("'n 1' and 'n\\u00a01'"), warning
+    path.write_text("id,title\nn 1,Floods in the north\nn2,Storm in the south\n", "utf-8")
+    assert load_corpus(path).warnings == ()
