@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,47 @@ def _read_json(path: Path) -> dict[str, Any]:
     return record
 
 
+POINT_FIGURES = {"test": ("spearman", "pearson", "mse", "mae"), "validation": ("spearman",)}
+"""The figures of a finished point that its curve's table and plot read, by part of its record."""
+
+
+def read_point(path: Path) -> dict[str, Any]:
+    """A finished point's record, refused by name (:class:`StateError`) where it is not one nlsim wrote for
+    the size and seed its file name says (a point copied or renamed by hand would be counted as another
+    point of the curve, and the point it replaced left out) or lacks a figure the table reads (edited by
+    hand: a missing or non-numeric figure would end the summary in a traceback). An undefined figure that
+    nlsim wrote (``NaN``) is a number and is taken.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "size8_seed1.json"
+    >>> _ = path.write_text('{"size": 16, "seed": 1}', encoding="utf-8")
+    >>> read_point(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.StateError: ...size8_seed1.json: its 'size' is 16, not the 8 its file name says ...
+    """
+    done = _read_json(path)
+    rerun = "delete it to rerun that point"
+    named = re.fullmatch(r"size(\d+)_seed(\d+)\.json", path.name)
+    for field, value in zip(("size", "seed"), map(int, named.groups()), strict=True) if named else ():
+        if done.get(field) != value or isinstance(done.get(field), bool):
+            raise StateError(
+                f"{path}: its {field!r} is {done.get(field)!r}, not the {value} its file name says (a point "
+                f"copied, renamed or edited by hand would count as another point of the curve); {rerun}"
+            )
+    for part, figures in POINT_FIGURES.items():
+        record = done.get(part)
+        for name in figures:
+            value = record.get(name) if isinstance(record, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                shown = f"is {value!r}" if isinstance(record, dict) and name in record else "is missing"
+                raise StateError(
+                    f"{path}: its {part} figure {name!r} {shown}, not a number (not a point as nlsim wrote "
+                    f"it: edited by hand?); {rerun}"
+                )
+    return done
+
+
 def load_curve_pairs(pairs_file: str | Path, log: Callable[[str], None] = say) -> pd.DataFrame:
     """The annotated pairs as training reads them, as ``nlsim finetune`` reads them: each training pair an
     editor overruled with the editor's newer score (:func:`~nlsim.clusters.verdicts.training_pairs`), said
@@ -87,7 +129,7 @@ def run_one(
     path = run_path(cfg, size, seed)
     data, order = annotations_digest(pairs), draw_digest(pairs)
     if path.is_file():
-        done = _read_json(path)
+        done = read_point(path)
         check_point(path, done, cfg, data, order)
         log(f"size {size} seed {seed}: done already (test Spearman {done['test']['spearman']}), skipped")
         return done
@@ -147,7 +189,7 @@ def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None
     others = sorted((Path(cfg.out) / "runs").glob("size*_seed*.json"))
     for path in dict.fromkeys([*asked, *others]):
         if path.is_file():
-            check_point(path, _read_json(path), cfg, data, order)
+            check_point(path, read_point(path), cfg, data, order)
 
 
 def run_baselines(

@@ -700,3 +700,54 @@ def test_a_curve_from_before_markers_that_a_kill_left_a_temporary_file_in_resume
     )
     (mine / ".notes.md").write_text("mine\n", encoding="utf-8")
     assert not is_owned(mine, "learning-curve")
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda d: d.update(size=16), r"size8_seed1\.json: its 'size' is 16, not the 8 its file name says"),
+        (lambda d: d.update(seed="1"), r"size8_seed1\.json: its 'seed' is '1', not the 1 its file name says"),
+        (lambda d: d.pop("test"), r"size8_seed1\.json: its test figure 'spearman' is missing"),
+        (lambda d: d["test"].update(spearman="91.8"), r"its test figure 'spearman' is '91.8', not a number"),
+        (lambda d: d["test"].update(mae=None), r"its test figure 'mae' is None, not a number"),
+        (lambda d: d.pop("validation"), r"its validation figure 'spearman' is missing"),
+    ],
+)
+def test_a_point_file_edited_by_hand_is_refused_naming_it_and_the_field(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: object, says: str
+) -> None:
+    """A finished point whose record was edited, copied or renamed by hand (another size or seed than its
+    file name says, a figure the table reads missing or not a number) was counted as another point of the
+    curve (a size twice, the one it replaced left out) or ended the summary in a KeyError or TypeError
+    traceback; it is refused naming the file and the field, before any work, and left as it was."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = replace(config(pairs_file, out, (1,)), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    point = out / "runs" / "size8_seed1.json"
+    done = json.loads(point.read_text(encoding="utf-8"))
+    edit(done)  # type: ignore[operator]
+    point.write_text(json.dumps(done), encoding="utf-8")
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=says):
+        run_learning_curve(cfg, log=lambda _: None)
+    assert json.loads(point.read_text(encoding="utf-8")) == done
+
+
+def test_a_point_copied_under_another_points_name_is_refused(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A point's file copied over another's (size 8's record as size 16's) made a table of size 8 twice
+    and no size 16; it is refused naming the file."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = replace(config(pairs_file, out, (1,)), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    (out / "runs" / "size16_seed1.json").write_bytes((out / "runs" / "size8_seed1.json").read_bytes())
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=r"size16_seed1\.json: its 'size' is 8, not the 16"):
+        run_learning_curve(cfg, log=lambda _: None)
