@@ -47,14 +47,42 @@ def run_path(cfg: LearningCurveConfig, size: int, seed: int) -> Path:
     return Path(cfg.out) / "runs" / f"size{size}_seed{seed}.json"
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path, rerun: str = "delete it to rerun that point") -> dict[str, Any]:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise StateError(f"{path}: unreadable ({exc}); delete it to rerun that point") from exc
+        raise StateError(f"{path}: unreadable ({exc}); {rerun}") from exc
     if not isinstance(record, dict):  # valid JSON, but no record nlsim wrote (a list, a number)
-        raise StateError(f"{path}: not a record nlsim wrote (a JSON {type(record).__name__}); delete it")
+        raise StateError(f"{path}: not a record nlsim wrote (a JSON {type(record).__name__}); {rerun}")
     return record
+
+
+def _not_a_number(value: Any) -> bool:
+    """Whether ``value`` read from JSON is no figure (``NaN``, an undefined figure nlsim wrote, is one)."""
+    return isinstance(value, bool) or not isinstance(value, (int, float))
+
+
+def read_baselines(path: Path) -> dict[str, dict[str, Any]]:
+    """The baselines' scores stored in ``baselines.json`` (none where there is no such file), refused by
+    name (:class:`StateError`) where an entry is not one nlsim wrote: not a record, or its name or a figure
+    of the table missing or not a number (edited by hand; it ended the run in a traceback)."""
+    if not path.is_file():
+        return {}
+    rerun = "delete it to score the baselines again"
+    stored = _read_json(path, rerun)
+    for key, entry in stored.items():
+        if not isinstance(entry, dict):
+            raise StateError(f"{path}: its entry {key!r} is {entry!r}, not a record nlsim wrote; {rerun}")
+        if not isinstance(entry.get("name"), str):
+            raise StateError(f"{path}: its entry {key!r} has no baseline 'name'; {rerun}")
+        for name in POINT_FIGURES["test"]:
+            if _not_a_number(entry.get(name)):
+                shown = f"is {entry[name]!r}" if name in entry else "is missing"
+                raise StateError(
+                    f"{path}: its entry {key!r}: figure {name!r} {shown}, not a number (edited by hand?); "
+                    f"{rerun}"
+                )
+    return stored
 
 
 POINT_FIGURES = {"test": ("spearman", "pearson", "mse", "mae"), "validation": ("spearman",)}
@@ -89,7 +117,7 @@ def read_point(path: Path) -> dict[str, Any]:
         record = done.get(part)
         for name in figures:
             value = record.get(name) if isinstance(record, dict) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if _not_a_number(value):
                 shown = f"is {value!r}" if isinstance(record, dict) and name in record else "is missing"
                 raise StateError(
                     f"{path}: its {part} figure {name!r} {shown}, not a number (not a point as nlsim wrote "
@@ -183,13 +211,14 @@ def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None
     """:func:`check_point` for every finished point in ``--out``, before any work: those of the sizes and
     seeds asked, and the others too (a folder is one curve: new sizes or seeds trained with other settings,
     or on other pairs, beside its points would make two curves of one folder, its baselines scored for one
-    of them)."""
+    of them); and ``baselines.json`` (:func:`read_baselines`)."""
     data, order = annotations_digest(pairs), draw_digest(pairs)
     asked = [run_path(cfg, size, seed) for seed in cfg.seeds for size in cfg.sizes]
     others = sorted((Path(cfg.out) / "runs").glob("size*_seed*.json"))
     for path in dict.fromkeys([*asked, *others]):
         if path.is_file():
             check_point(path, read_point(path), cfg, data, order)
+    read_baselines(Path(cfg.out) / "baselines.json")  # an entry edited by hand: refused before any work too
 
 
 def run_baselines(
@@ -197,7 +226,7 @@ def run_baselines(
 ) -> dict[str, dict[str, Any]]:
     """Score each baseline on the test split (and validation), stored in ``baselines.json`` (resumable)."""
     path = Path(cfg.out) / "baselines.json"
-    stored: dict[str, dict[str, Any]] = _read_json(path) if path.is_file() else {}
+    stored = read_baselines(path)
     test = pairs[pairs["split"] == "test"].reset_index(drop=True)
     data = annotations_digest(test)
     for name in cfg.baselines:

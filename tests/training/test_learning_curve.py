@@ -302,7 +302,8 @@ def test_the_zero_shot_baseline_is_scored_again_at_another_max_length(
 
     def fake_evaluate(scorer: Scorer, test: pd.DataFrame, conversion: str) -> object:
         lengths.append(scorer.max_length)
-        return SimpleNamespace(as_dict=lambda: {"spearman": float(scorer.max_length)})
+        figures = {"spearman": float(scorer.max_length), "pearson": 1.0, "mse": 0.1, "mae": 0.2, "n": 12}
+        return SimpleNamespace(as_dict=lambda: figures)
 
     monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", fake_load)
     monkeypatch.setattr(nlsim.training.learning_curve, "evaluate", fake_evaluate)
@@ -751,3 +752,41 @@ def test_a_point_copied_under_another_points_name_is_refused(
     _no_work(monkeypatch)
     with pytest.raises(StateError, match=r"size16_seed1\.json: its 'size' is 8, not the 16"):
         run_learning_curve(cfg, log=lambda _: None)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (
+            lambda d, k: d.update({k: 86.3}),
+            r"baselines\.json: its entry 'tfidf-char2/none' is 86\.3, not a record",
+        ),
+        (lambda d, k: d[k].pop("spearman"), r"entry 'tfidf-char2/none': figure 'spearman' is missing"),
+        (
+            lambda d, k: d[k].update(mse="0.02"),
+            r"entry 'tfidf-char2/none': figure 'mse' is '0\.02', not a number",
+        ),
+        (lambda d, k: d[k].pop("name"), r"entry 'tfidf-char2/none' has no baseline 'name'"),
+    ],
+)
+def test_a_baselines_file_edited_by_hand_is_refused_naming_it_and_the_entry(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: object, says: str
+) -> None:
+    """``baselines.json`` edited by hand (an entry replaced by a number, a figure of the table removed or
+    made text) ended the resumed curve in an AttributeError, KeyError or TypeError traceback; it is refused
+    naming the file and the entry, with the way to score the baselines again, before any point trains."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = replace(config(pairs_file, out, (1,)), sizes=(8,))
+    run_learning_curve(cfg, log=lambda _: None)
+    path = out / "baselines.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    edit(stored, "tfidf-char2/none")  # type: ignore[operator]
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=says + r".*delete it to score the baselines again"):
+        run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
+    assert json.loads(path.read_text(encoding="utf-8")) == stored
+    assert not (out / "runs" / "size16_seed1.json").exists()
