@@ -426,6 +426,15 @@ def check_points_trainable(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> Non
             check_trainable(train, validation, point, cfg.pairs)
 
 
+def check_base_model(cfg: LearningCurveConfig) -> None:
+    """Load ``--model`` once, before any work, where a point is left to train: a model that cannot load
+    (``--model current``, a folder that is no model, an unknown name) is refused before a baseline is scored
+    or ``--out`` made, not by the first point after them. A curve whose points are all done needs no model
+    (its zero-shot baseline, when asked and not stored, loads it itself)."""
+    if any(not run_path(cfg, size, seed).is_file() for seed in cfg.seeds for size in cfg.sizes):
+        load_encoder(cfg.model, threads=cfg.threads)
+
+
 def run_learning_curve(
     cfg: LearningCurveConfig, log: Callable[[str], None] = say, call: Call = direct
 ) -> LearningCurveResult:
@@ -442,6 +451,7 @@ def run_learning_curve(
         if lock.message:  # a curve killed while it held the folder
             log(lock.message)
         check_finished_points(cfg, pairs)  # again, held: the points a curve that held it wrote since
+        check_base_model(cfg)  # refused here, it leaves no --out
         baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
         rows, trained = [], 0
         for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds

@@ -790,3 +790,30 @@ def test_a_baselines_file_edited_by_hand_is_refused_naming_it_and_the_entry(
         run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
     assert json.loads(path.read_text(encoding="utf-8")) == stored
     assert not (out / "runs" / "size16_seed1.json").exists()
+
+
+@pytest.mark.parametrize("model", ["current", "notamodel"])
+def test_a_model_that_cannot_load_is_refused_before_the_baselines_are_scored(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    """A base model that cannot load (``--model current``, a folder that is no model) with baselines that
+    need no model was refused only by the first point: the baselines were scored first (use-m3 takes
+    minutes) and ``--out`` was left holding their ``baselines.json``. It is refused before any work, and
+    ``--out`` is not made."""
+    from dataclasses import replace
+
+    from nlsim.errors import ConfigError
+
+    (tmp_path / "notamodel").mkdir()
+    (tmp_path / "notamodel" / "readme.txt").write_text("my notes\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+
+    def no_baseline(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a baseline was scored before the refusal")
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "get_baseline", no_baseline)
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), model=model)
+    with pytest.raises(ConfigError, match="current is a model store's|notamodel: not a model folder"):
+        run_learning_curve(cfg, log=lambda _: None)
+    assert not (tmp_path / "curve").exists()
