@@ -266,7 +266,9 @@ def _baseline_key(cfg: LearningCurveConfig, name: str) -> str:
 def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Mean and sd of the test metrics per size (over seeds, taken in their order: the same figures to the
     last digit for a curve resumed with its seeds in another order); the sd of a size that one seed ran is
-    empty (NaN: nothing measured its spread), not 0."""
+    empty (NaN: nothing measured its spread), not 0. A size one of whose runs has a figure undefined (NaN:
+    that model gave every test pair one score) has it undefined too, not the mean of its other runs under
+    the count of all of them."""
     flat = pd.DataFrame(
         [
             {
@@ -285,13 +287,21 @@ def summarize(rows: list[dict[str, Any]]) -> pd.DataFrame:
     out = pd.DataFrame({"size": sorted(flat["size"].unique())}).set_index("size")
     out["runs"] = g["seed"].count()
     for k in ("spearman", "pearson", "mse", "mae", "val_spearman"):
-        out[f"{k}_mean"] = g[k].mean()
-        out[f"{k}_sd"] = g[k].std(ddof=1)
+        every = g[k].count() == out["runs"]  # count() leaves NaN out, as mean() and std() do
+        out[f"{k}_mean"] = g[k].mean().where(every)
+        out[f"{k}_sd"] = g[k].std(ddof=1).where(every)
     return out.reset_index()
 
 
 def _mean_sd(mean: float, sd: float, runs: int, digits: int) -> str:
-    """``mean ± sd``; the mean alone for one run, whose spread nothing measured (not ``± 0``)."""
+    """``mean ± sd``; the mean alone for one run, whose spread nothing measured (not ``± 0``); ``undefined``
+    for a figure a run of the size left undefined (NaN), as ``nlsim evaluate`` says it.
+
+    >>> _mean_sd(float("nan"), float("nan"), 3, 2), _mean_sd(80.0, float("nan"), 1, 2)
+    ('undefined', '80.00')
+    """
+    if pd.isna(mean):
+        return "undefined"
     return f"{mean:.{digits}f}" if runs < 2 else f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 

@@ -817,3 +817,24 @@ def test_a_model_that_cannot_load_is_refused_before_the_baselines_are_scored(
     with pytest.raises(ConfigError, match="current is a model store's|notamodel: not a model folder"):
         run_learning_curve(cfg, log=lambda _: None)
     assert not (tmp_path / "curve").exists()
+
+
+def test_a_size_with_a_run_of_undefined_spearman_says_undefined_not_the_mean_of_the_others() -> None:
+    """A point whose model gave every test pair one score has its Spearman and Pearson undefined (NaN, as
+    nlsim writes it). Its size showed the mean ± sd of its other runs under the count of all of them
+    ("3 runs", 2 measured); its figure now reads ``undefined`` in the table and is empty in the CSV, and the
+    figures every run defines (MSE, MAE) are still given."""
+    from nlsim.training.learning_curve import summary_markdown
+
+    nan = float("nan")
+
+    def row(size: int, seed: int, v: float) -> dict[str, object]:
+        test = {"spearman": v, "pearson": v, "mse": 0.1 * seed, "mae": 0.2}
+        return {"size": size, "seed": seed, "test": test, "validation": {"spearman": 70.0 + seed}}
+
+    summary = summarize([row(10, 1, nan), row(10, 2, 80.0), row(10, 3, 82.0), row(20, 1, 85.0)])
+    assert summary["spearman_mean"].isna().tolist() == [True, False]
+    assert summary.to_csv(index=False).splitlines()[1].startswith("10,3,,,,,0"), summary.to_csv(index=False)
+    md = summary_markdown(summary, {})
+    assert "| 10 | 3 | undefined | undefined | 0.2000 ± 0.1000 | 0.2000 ± 0.0000 | 72.00 ± 1.00 |" in md, md
+    assert "| 20 | 1 | 85.00 | 85.00 |" in md, md
