@@ -305,6 +305,10 @@ def _mean_sd(mean: float, sd: float, runs: int, digits: int) -> str:
     return f"{mean:.{digits}f}" if runs < 2 else f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
+FIGURE_DIGITS = (("spearman", 2), ("pearson", 2), ("mse", 4), ("mae", 4))
+"""The test figures of the table, with the digits each is shown to."""
+
+
 def summary_markdown(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]]) -> str:
     """Markdown table: test metrics mean +/- sd per size (the figure alone where one seed ran), then the
     baselines."""
@@ -318,11 +322,9 @@ def summary_markdown(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]]
             for k, digits in (("spearman", 2), ("pearson", 2), ("mse", 4), ("mae", 4), ("val_spearman", 2))
         ]
         lines.append(f"| {r.size} | {r.runs} | " + " | ".join(cells) + " |")
-    for b in baselines.values():
-        lines.append(
-            f"| baseline: {b['name']} | 1 | {b['spearman']:.2f} | {b['pearson']:.2f} | {b['mse']:.4f} | "
-            f"{b['mae']:.4f} | |"
-        )
+    for b in baselines.values():  # a baseline giving every test pair one score: its correlations undefined
+        cells = [_mean_sd(b[k], float("nan"), 1, digits) for k, digits in FIGURE_DIGITS]
+        lines.append(f"| baseline: {b['name']} | 1 | " + " | ".join(cells) + " | |")
     return "\n".join(lines)
 
 
@@ -354,7 +356,7 @@ def plot(
             b["spearman"],
             linestyle=styles[i % len(styles)],
             color=f"C{i + 1}",
-            label=f"{b['name']} ({b['spearman']:.1f})",
+            label=f"{b['name']} ({'undefined' if pd.isna(b['spearman']) else format(b['spearman'], '.1f')})",
         )
     ax.set_xlabel("training pairs")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole pairs: no 4.5 on a small curve's axis

@@ -838,3 +838,28 @@ def test_a_size_with_a_run_of_undefined_spearman_says_undefined_not_the_mean_of_
     md = summary_markdown(summary, {})
     assert "| 10 | 3 | undefined | undefined | 0.2000 ± 0.1000 | 0.2000 ± 0.0000 | 72.00 ± 1.00 |" in md, md
     assert "| 20 | 1 | 85.00 | 85.00 |" in md, md
+
+
+def test_a_baseline_of_undefined_spearman_reads_undefined_in_the_table_and_the_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline that gives every test pair one score (TF-IDF on test pairs sharing no character bigram:
+    every cosine 0) has its Spearman and Pearson undefined (NaN); its table row and plot legend read
+    ``nan``, and now ``undefined``, as ``nlsim evaluate`` says it."""
+    import matplotlib.pyplot as plt
+
+    from nlsim.training.learning_curve import plot, summary_markdown
+
+    nan = float("nan")
+    baseline = {"name": "tfidf-char2", "spearman": nan, "pearson": nan, "mse": 0.25, "mae": 0.5}
+    row = {"size": 8, "seed": 1, "test": {"spearman": 80.0, "pearson": 81.0, "mse": 0.1, "mae": 0.2}}
+    summary = summarize([row | {"validation": {"spearman": 79.0}}])
+    md = summary_markdown(summary, {"tfidf-char2/none": baseline})
+    assert "| baseline: tfidf-char2 | 1 | undefined | undefined | 0.2500 | 0.5000 | |" in md, md
+    figures: list[object] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the figure, kept to read its legend
+    path = plot(summary, {"tfidf-char2/none": baseline}, tmp_path / "curve.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    (ax,) = figures[0].axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "tfidf-char2 (undefined)" in labels, labels
