@@ -214,11 +214,31 @@ def check_finished_points(cfg: LearningCurveConfig, pairs: pd.DataFrame) -> None
     of them); and ``baselines.json`` (:func:`read_baselines`)."""
     data, order = annotations_digest(pairs), draw_digest(pairs)
     asked = [run_path(cfg, size, seed) for seed in cfg.seeds for size in cfg.sizes]
+    check_names_free(cfg, asked)
     others = sorted((Path(cfg.out) / "runs").glob("size*_seed*.json"))
     for path in dict.fromkeys([*asked, *others]):
         if path.is_file():
             check_point(path, read_point(path), cfg, data, order)
     read_baselines(Path(cfg.out) / "baselines.json")  # an entry edited by hand: refused before any work too
+
+
+CURVE_FILES = ("baselines.json", "learning_curve.md", "learning_curve.csv", "learning_curve.png")
+"""The files a curve writes in ``--out`` beside ``runs/``."""
+
+
+def check_names_free(cfg: LearningCurveConfig, points: list[Path]) -> None:
+    """Refuse, before any work, a name in ``--out`` that the curve writes a file under (``points``, its
+    table, plot and baselines) held by a folder, or ``runs/`` held by a file: the write failed only after a
+    point trained or a baseline scored, naming a temporary file. What holds the name is not nlsim's to
+    delete: the user moves it away."""
+    runs = Path(cfg.out) / "runs"
+    if runs.exists() and not runs.is_dir():
+        raise StateError(
+            f"{runs}: a file where the curve keeps its points (a folder); move it away and rerun"
+        )
+    for path in [*points, *(Path(cfg.out) / name for name in CURVE_FILES)]:
+        if path.is_dir():
+            raise StateError(f"{path}: a folder where the curve writes its file; move it away and rerun")
 
 
 def run_baselines(

@@ -863,3 +863,41 @@ def test_a_baseline_of_undefined_spearman_reads_undefined_in_the_table_and_the_p
     (ax,) = figures[0].axes
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "tfidf-char2 (undefined)" in labels, labels
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("runs", r"curve[/\\]runs: a file where the curve keeps its points"),
+        ("runs/size16_seed1.json", r"size16_seed1\.json: a folder where the curve writes its file"),
+        ("baselines.json", r"baselines\.json: a folder where the curve writes its file"),
+        ("learning_curve.png", r"learning_curve\.png: a folder where the curve writes its file"),
+    ],
+)
+def test_a_name_the_curve_writes_held_by_a_folder_or_a_file_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, says: str
+) -> None:
+    """``runs`` made a file, or a point's, the baselines' or the plot's name made a folder, in a curve's
+    ``--out``: the write failed only after a point trained or the baselines were scored, with ``File exists``
+    or ``Is a directory`` naming a temporary file. It is refused before any work, naming what holds the
+    name, which is left as it was."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    out = tmp_path / "curve"
+    cfg = replace(config(pairs_file, out, (1,)), sizes=(8,))
+    run_learning_curve(cfg, log=lambda _: None)
+    held = out / name
+    if name == "runs":
+        for point in held.iterdir():
+            point.unlink()
+        held.rmdir()
+        held.write_text("my notes\n", encoding="utf-8")
+    else:
+        if held.exists():
+            held.unlink()
+        held.mkdir()
+    _no_work(monkeypatch)
+    with pytest.raises(StateError, match=says + ".*move it away"):
+        run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
+    assert held.is_file() if name == "runs" else held.is_dir()
