@@ -100,8 +100,26 @@ def load_split(pairs: str, split: str | None) -> Any:
     return load_pairs(pairs, None if split in (None, "all") else split, repeats="once")
 
 
+def check_split(split: str) -> None:
+    """Refuse a ``--split`` that names no split, before any reading: the message gives ``all`` too, which
+    ``nlsim evaluate`` takes (for STS Benchmark as for a pair file, as the asker's mistake, not the file's).
+
+    >>> check_split("dev")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.ConfigError: --split 'dev': unknown split (give train, validation, test, or all for ...)
+    """
+    from nlsim.io.pairs import SPLITS  # deferred with the rest of the library
+
+    if split not in (*SPLITS, "all"):
+        raise ConfigError(
+            f"--split {split!r}: unknown split (give {', '.join(SPLITS)}, or all for every pair)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     check_baseline_options(args.model, args.threads, args.max_length, args.rerank)  # before any reading
+    check_split(args.split)
     frame = load_split(args.pairs, args.split)  # a bad pair file is refused before torch loads
 
     from nlsim.evaluation.metrics import check_scorable, defined, evaluate, metrics_table  # deferred

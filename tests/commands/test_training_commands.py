@@ -289,3 +289,21 @@ def test_evaluate_counts_a_pair_pasted_twice_once(tmp_path: Path, capsys: pytest
         out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         figures.append({k: out[k] for k in ("spearman", "pearson", "mse", "mae", "n")})
     assert figures[1] == figures[0] and figures[0]["n"] == 3
+
+
+@pytest.mark.parametrize("pairs", ["pairs.tsv", "stsb"])
+def test_evaluate_refuses_an_unknown_split_naming_all_too(
+    pairs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nlsim evaluate --split dev`` said a pair file's splits are train, validation, test, leaving out
+    ``all``, which it takes; with ``--pairs stsb`` it blamed the benchmark's 'split' field (exit 1, as a bad
+    file). Both now refuse the option, naming ``all`` too."""
+    from nlsim.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    write_stsb_sample(tmp_path, 4, 4, 4)
+    argv = ["evaluate", "--model", "tfidf-char2", "--pairs", pairs, "--convert", "none", "--split", "dev"]
+    with pytest.raises(
+        ConfigError, match=r"--split 'dev': unknown split \(give train, validation, test, or all"
+    ):
+        cli(argv)
