@@ -5,10 +5,10 @@ for one seed) x several seeds (default 3). Each (size, seed) run fine-tunes the 
 settings, keeps its best validation checkpoint and scores the test pairs; its result is written to
 ``runs/size{N}_seed{S}.json`` as soon as it ends, so an interrupted curve resumes where it stopped (a
 finished run is never retrained; a curve whose pairs changed since, merged or overruled, or were re-sorted,
-is refused before any work, as one made with other settings is). The unsupervised baselines (zero-shot base
-model, character-bigram TF-IDF, Universal Sentence Encoder) are scored once on the same test pairs. The
-summary gives mean +/- sd per size as a Markdown/CSV table and a PNG plot with the baselines as horizontal
-lines.
+or whose model folder holds another model, is refused before any work, as one made with other settings
+is). The unsupervised baselines (zero-shot base model, character-bigram TF-IDF, Universal Sentence Encoder)
+are scored once on the same test pairs. The summary gives mean +/- sd per size as a Markdown/CSV table and
+a PNG plot with the baselines as horizontal lines.
 
 Example:
     >>> cfg = LearningCurveConfig(pairs="annotations/thucnews_tw_pairs.tsv", out="lc", sizes=(350, 700))
@@ -151,9 +151,15 @@ def draw_digest(pairs: pd.DataFrame) -> str:
 
 
 def run_one(
-    cfg: LearningCurveConfig, size: int, seed: int, pairs: pd.DataFrame, log: Callable[[str], None] = say
+    cfg: LearningCurveConfig,
+    size: int,
+    seed: int,
+    pairs: pd.DataFrame,
+    log: Callable[[str], None] = say,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """Train one (size, seed) point, or return the stored result when it has been done already."""
+    """Train one (size, seed) point, or return the stored result when it has been done already; ``model``:
+    the base model's fingerprint (:func:`check_base_model`), which the point records."""
     path = run_path(cfg, size, seed)
     data, order = annotations_digest(pairs), draw_digest(pairs)
     if path.is_file():
@@ -169,6 +175,7 @@ def run_one(
         "parameters": cfg.settings(),
         "data": data,
         "train_order": order,
+        **({"model_fingerprint": model} if model else {}),
         "validation": res.best,
         "test": res.metrics["after/test"],
         "seconds": res.seconds,
@@ -458,13 +465,32 @@ def check_points_trainable(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> Non
             check_trainable(train, validation, point, cfg.pairs)
 
 
-def check_base_model(cfg: LearningCurveConfig) -> None:
+def check_base_model(cfg: LearningCurveConfig) -> str | None:
     """Load ``--model`` once, before any work, where a point is left to train: a model that cannot load
     (``--model current``, a folder that is no model, an unknown name) is refused before a baseline is scored
     or ``--out`` made, not by the first point after them. A curve whose points are all done needs no model
-    (its zero-shot baseline, when asked and not stored, loads it itself)."""
-    if any(not run_path(cfg, size, seed).is_file() for seed in cfg.seeds for size in cfg.sizes):
-        load_encoder(cfg.model, threads=cfg.threads)
+    (its zero-shot baseline, when asked and not stored, loads it itself): ``None`` then, else the model's
+    fingerprint (config, weights, tokenizer, prefix), checked against the finished points
+    (:func:`check_points_model`) and recorded by the new ones."""
+    if all(run_path(cfg, size, seed).is_file() for seed in cfg.seeds for size in cfg.sizes):
+        return None
+    return str(load_encoder(cfg.model, threads=cfg.threads).fingerprint)
+
+
+def check_points_model(cfg: LearningCurveConfig, model: str | None) -> None:
+    """Refuse, before any work, new points of a curve whose finished points were trained from another model
+    than ``--model`` holds now (``model``: its fingerprint): the same name, a model folder replaced or
+    trained again since, would make one curve of two models. A point written before points recorded their
+    model is taken."""
+    if model is None:
+        return
+    for path in sorted((Path(cfg.out) / "runs").glob("size*_seed*.json")):
+        if path.is_file() and read_point(path).get("model_fingerprint", model) != model:
+            raise StateError(
+                f"{path}: trained from another model than --model {cfg.model} holds now (its weights, "
+                f"configuration or tokenizer changed since); use another --out folder, or delete "
+                f"{path.parent} to train the curve again"
+            )
 
 
 def run_learning_curve(
@@ -483,13 +509,14 @@ def run_learning_curve(
         if lock.message:  # a curve killed while it held the folder
             log(lock.message)
         check_finished_points(cfg, pairs)  # again, held: the points a curve that held it wrote since
-        check_base_model(cfg)  # refused here, it leaves no --out
+        model = check_base_model(cfg)  # refused here, it leaves no --out
+        check_points_model(cfg, model)
         baselines = call("baselines", run_baselines, cfg, pairs, log) if cfg.baselines else {}
         rows, trained = [], 0
         for seed in cfg.seeds:  # seed-major: a partly done curve already has every size for the first seeds
             for size in cfg.sizes:
                 existed = run_path(cfg, size, seed).is_file()
-                rows.append(call("train-point", run_one, cfg, size, seed, pairs, log))
+                rows.append(call("train-point", run_one, cfg, size, seed, pairs, log, model))
                 trained += not existed
         return call("summarize", write_summary, cfg, rows, baselines, trained)
 

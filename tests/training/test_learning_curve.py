@@ -901,3 +901,39 @@ def test_a_name_the_curve_writes_held_by_a_folder_or_a_file_is_refused_before_an
     with pytest.raises(StateError, match=says + ".*move it away"):
         run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
     assert held.is_file() if name == "runs" else held.is_dir()
+
+
+def test_a_curve_whose_model_folder_holds_another_model_since_is_refused_before_any_work(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--model models/base`` replaced since the curve's first points (another model copied in, or the
+    folder trained again) kept its name, so its settings matched: the new sizes trained from the other
+    model beside the points of the first, one curve of two models. Each point now records the base model's
+    fingerprint; a curve resumed with another is refused before any work, and the same model resumes it."""
+    from dataclasses import replace
+
+    held = {"fingerprint": "first-model"}
+
+    def fake_load(name: str, **kw: object) -> SimpleNamespace:
+        return SimpleNamespace(fingerprint=held["fingerprint"])
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", fake_load)
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), sizes=(8,), baselines=())
+    run_learning_curve(cfg, log=lambda _: None)
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"
+    assert json.loads(point.read_text(encoding="utf-8"))["model_fingerprint"] == "first-model"
+    held["fingerprint"] = "another-model"
+    trained: list[int | None] = []
+
+    def counting(c, **kw):  # noqa: ANN001, ANN202
+        trained.append(c.data.train_size)
+        return _finetuned(c, **kw)
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", counting)
+    with pytest.raises(StateError, match=r"size8_seed1\.json: trained from another model than --model"):
+        run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None)
+    assert trained == [] and not (tmp_path / "curve" / "runs" / "size16_seed1.json").exists()
+    held["fingerprint"] = "first-model"
+    assert run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None).trained == 1
+    assert trained == [16]
