@@ -31,7 +31,7 @@ import pandas as pd
 from nlsim.encoders import load_encoder
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
-from nlsim.evaluation.metrics import evaluate
+from nlsim.evaluation.metrics import defined, evaluate
 from nlsim.io.atomic import atomic_path, atomic_write_text
 from nlsim.io.lock import GUARD_NAME, RunLock
 from nlsim.io.ownership import check_claimable, claimed
@@ -57,9 +57,47 @@ def _read_json(path: Path, rerun: str = "delete it to rerun that point") -> dict
     return record
 
 
-def _not_a_number(value: Any) -> bool:
-    """Whether ``value`` read from JSON is no figure (``NaN``, an undefined figure nlsim wrote, is one)."""
+CORRELATIONS = ("spearman", "pearson")
+"""The figures a scorer leaves undefined when it gives every pair one score (``null`` in a point's JSON)."""
+
+
+def _not_a_figure(record: Any, name: str) -> bool:
+    """Whether ``record`` (read from JSON) lacks figure ``name``, or holds what is no figure there: a
+    correlation may be undefined (``null``, as nlsim writes it, or ``NaN``, as an earlier nlsim wrote it:
+    :func:`_undefined_as_nan`); an error (``mse``, ``mae``) never is."""
+    if not isinstance(record, dict) or name not in record:
+        return True
+    value = record[name]
+    if value is None:
+        return name not in CORRELATIONS
     return isinstance(value, bool) or not isinstance(value, (int, float))
+
+
+def _undefined_as_nan(record: dict[str, Any], names: tuple[str, ...]) -> None:
+    """``record``'s undefined figures (``null`` in its JSON) as NaN, as the curve's table computes with."""
+    for name in names:
+        if record.get(name, 0) is None:
+            record[name] = float("nan")
+
+
+def _json_text(record: dict[str, Any], parts: tuple[str, ...]) -> str:
+    """``record`` as strict JSON, the undefined figures (NaN) of its ``parts`` as ``null``: a JSON reader
+    (``jq``, a browser) refuses the bare ``NaN`` that Python writes.
+
+    >>> _json_text({"test": {"spearman": float("nan"), "mse": 0.25}}, ("test",)).split()
+    ['{', '"test":', '{', '"spearman":', 'null,', '"mse":', '0.25', '}', '}']
+    """
+    safe = {k: defined(v) if k in parts and isinstance(v, dict) else v for k, v in record.items()}
+    return json.dumps(safe, indent=2, allow_nan=False)
+
+
+def spearman_text(value: Any) -> str:
+    """A Spearman as the curve's lines say it: ``undefined`` for NaN or none.
+
+    >>> spearman_text(float("nan")), spearman_text(81.234)
+    ('undefined', '81.23')
+    """
+    return "undefined" if value is None or pd.isna(value) else f"{float(value):.2f}"
 
 
 def read_baselines(path: Path) -> dict[str, dict[str, Any]]:
@@ -76,12 +114,13 @@ def read_baselines(path: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(entry.get("name"), str):
             raise StateError(f"{path}: its entry {key!r} has no baseline 'name'; {rerun}")
         for name in POINT_FIGURES["test"]:
-            if _not_a_number(entry.get(name)):
+            if _not_a_figure(entry, name):
                 shown = f"is {entry[name]!r}" if name in entry else "is missing"
                 raise StateError(
                     f"{path}: its entry {key!r}: figure {name!r} {shown}, not a number (edited by hand?); "
                     f"{rerun}"
                 )
+        _undefined_as_nan(entry, POINT_FIGURES["test"])
     return stored
 
 
@@ -117,12 +156,13 @@ def read_point(path: Path) -> dict[str, Any]:
         record = done.get(part)
         for name in figures:
             value = record.get(name) if isinstance(record, dict) else None
-            if _not_a_number(value):
+            if _not_a_figure(record, name):
                 shown = f"is {value!r}" if isinstance(record, dict) and name in record else "is missing"
                 raise StateError(
                     f"{path}: its {part} figure {name!r} {shown}, not a number (not a point as nlsim wrote "
                     f"it: edited by hand?); {rerun}"
                 )
+        _undefined_as_nan(record, figures)
     return done
 
 
@@ -165,7 +205,8 @@ def run_one(
     if path.is_file():
         done = read_point(path)
         check_point(path, done, cfg, data, order)
-        log(f"size {size} seed {seed}: done already (test Spearman {done['test']['spearman']}), skipped")
+        spearman = spearman_text(done["test"]["spearman"])
+        log(f"size {size} seed {seed}: done already (test Spearman {spearman}), skipped")
         return done
     res = finetune(cfg.finetune_config(size, seed), pairs=pairs, log=log)
     row = {
@@ -183,7 +224,7 @@ def run_one(
         "best_epoch": res.best.get("epoch"),
         "best_step": res.best.get("step"),
     }
-    atomic_write_text(path, json.dumps(row, indent=2))
+    atomic_write_text(path, _json_text(row, tuple(POINT_FIGURES)))
     return row
 
 
@@ -271,7 +312,7 @@ def run_baselines(
             **({"model": cfg.model, "max_length": cfg.max_length} if name == "zero-shot" else {}),
             **evaluate(scorer, test, cfg.conversion).as_dict(),
         }
-        atomic_write_text(path, json.dumps(stored, indent=2))
+        atomic_write_text(path, _json_text(stored, tuple(stored)))
     keys = {_baseline_key(cfg, name) for name in cfg.baselines}
     return {k: v for k, v in stored.items() if k in keys}
 

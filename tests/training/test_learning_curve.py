@@ -937,3 +937,39 @@ def test_a_curve_whose_model_folder_holds_another_model_since_is_refused_before_
     held["fingerprint"] = "first-model"
     assert run_learning_curve(replace(cfg, sizes=(8, 16)), log=lambda _: None).trained == 1
     assert trained == [16]
+
+
+def test_an_undefined_figure_is_written_as_null_and_read_back_undefined(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A point whose model gave every test pair one score (Spearman and Pearson undefined) was written with
+    Python's bare ``NaN``, which strict JSON readers (``jq``, a browser, another language's parser) refuse,
+    and the resumed run said ``test Spearman nan``. It is written as ``null``, read back as undefined, and
+    the resumed run says ``undefined``; a point an earlier nlsim wrote with ``NaN`` is still read."""
+    import json
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    def flat(cfg, *, pairs, log):  # noqa: ANN001, ANN202
+        test = {"spearman": float("nan"), "pearson": float("nan"), "mse": 0.1, "mae": 0.2, "n": 12}
+        best = {"spearman": 50.0, "epoch": 1, "step": 2}
+        return SimpleNamespace(best=best, metrics={"after/test": test}, seconds=1.0, seconds_per_epoch=[1.0])
+
+    def strict(text: str) -> dict:
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the point's JSON"))
+
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", flat)
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), baselines=())
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 2
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"
+    assert strict(point.read_text(encoding="utf-8"))["test"]["spearman"] is None
+    _no_work(monkeypatch)
+    said: list[str] = []
+    again = run_learning_curve(cfg, log=said.append)
+    assert again.trained == 0
+    assert "size 8 seed 1: done already (test Spearman undefined), skipped" in said, said
+    assert "| 8 | 1 | undefined | undefined |" in (tmp_path / "curve" / "learning_curve.md").read_text()
+    done = json.loads(point.read_text(encoding="utf-8"))
+    done["test"]["spearman"] = float("nan")
+    point.write_text(json.dumps(done), encoding="utf-8")  # as an earlier nlsim wrote it: NaN
+    assert run_learning_curve(cfg, log=lambda _: None).trained == 0
