@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nlsim.dedup.editors import SCORED_COLUMNS
 from nlsim.errors import ConfigError, OutputError, StateError
 from nlsim.evaluation.judge import Window
 from nlsim.faults import fault_point
@@ -94,13 +95,20 @@ PAIR_COLUMNS = (*(c.name for c in (*columns.PAIR_ENDS, *columns.SCORES)), "run_i
 CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
 LATER_ITEM_COLUMNS = ("topic_id",)
 """The items' columns declared after this state format: a state kept before reads them as empty."""
+VERDICT_COLUMNS = ("id_a", "id_b", "score", "split", "annotator", "source", "decided_at")
+"""The columns of the editors' verdicts every state that keeps them holds. Their ``pair_id`` is read again
+from the two ids when a table lacks it; ``sha256_a``, ``sha256_b`` and ``earlier`` were declared after this
+state format (a state kept before reads them as empty: no text hashes, no earlier decisions), and ``notes``
+is written only while a verdict has a note (:meth:`nlsim.clusters.verdicts.Verdicts.frame`)."""
 KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
     "items.parquet": tuple(n for n in columns.ITEMS.names if n not in LATER_ITEM_COLUMNS),
     "pairs.parquet": PAIR_COLUMNS,
     "clusters.parquet": CLUSTER_COLUMNS,
+    "verdicts.parquet": VERDICT_COLUMNS,
+    "scored.parquet": SCORED_COLUMNS,
 }
-"""The columns every generation of this state format holds in its tables: one missing is damage (a table
-edited by hand), refused by name (:func:`check_columns`)."""
+"""The columns every generation of this state format holds in its tables (the editors' two when it keeps
+them): one missing is damage (a table edited by hand), refused by name (:func:`check_columns`)."""
 
 
 @dataclass(frozen=True)
@@ -366,9 +374,9 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         verdicts, scored = _editors_tables(gen_dir)
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
-    check_columns(
-        folder, gen_dir, {"items.parquet": items, "pairs.parquet": pairs, "clusters.parquet": clusters}
-    )
+    tables = {"items.parquet": items, "pairs.parquet": pairs, "clusters.parquet": clusters}
+    tables.update((n, t) for n, t in zip(EDITORS_TABLES, (verdicts, scored), strict=True) if t is not None)
+    check_columns(folder, gen_dir, tables)
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
         raise _err(folder, f"items.parquet ({len(items)} rows) does not match the index ids ({len(ids)})")
     if emb.shape != (len(items), stored.dim):

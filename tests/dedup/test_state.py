@@ -305,3 +305,60 @@ def test_a_state_kept_before_topic_groups_were_declared_reads_them_as_empty(
     _drop_column(state, "items.parquet", "topic_id")
     run = run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
     assert run.stats.counts.new == 3 and open_state(state).generation == 3
+
+
+@pytest.fixture()
+def editors_state(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """A state of one day run with ``--annotated-pairs``: its generation keeps the editors' verdicts (two
+    training verdicts of the pair file's store) and the pairs they scored."""
+    from tests.dedup.test_daily import _scored_day_one, _store
+
+    corpus = story_corpus()
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    pairs = _scored_day_one(tmp_path, corpus)
+    _store(pairs, [("a1", "a3", 0.0), ("a2", "a3", 0.0)])
+    config = _config(days[0], tmp_path / "out", annotated_pairs=str(pairs))
+    run_daily(config, tmp_path / "state", retention_days=None, encoder=HashEncoder())
+    return tmp_path / "state", days
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [
+        ("verdicts.parquet", "id_a"),
+        ("verdicts.parquet", "score"),
+        ("verdicts.parquet", "decided_at"),
+        ("verdicts.parquet", "annotator"),
+        ("scored.parquet", "id_b"),
+    ],
+)
+def test_the_editors_tables_of_a_state_edited_by_hand_without_a_column_are_refused_naming_it(
+    editors_state: tuple[Path, list[Path]], tmp_path: Path, table: str, column: str
+) -> None:
+    """The state's verdicts rewritten without ``id_a`` or ``score`` were refused as an input file ("the
+    state's verdicts: field 'id_a': missing column", exit status 2) naming neither the file nor the way to
+    rebuild; without ``decided_at`` or ``annotator`` the run went on and kept its verdicts without when and
+    by whom they were decided; its scored pairs without ``id_b`` said only "the state's scored pairs have
+    columns ['id_a']". Each is now refused as every damaged table is, naming the file and the column."""
+    state, days = editors_state
+    path = _drop_column(state, table, column)
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
+    assert "--rebuild-state" in line
+    assert _files(state) == before
+
+
+@pytest.mark.parametrize("column", ["pair_id", "sha256_a", "earlier"])
+def test_a_state_kept_before_the_verdicts_had_text_hashes_reads_them_as_empty(
+    editors_state: tuple[Path, list[Path]], tmp_path: Path, column: str
+) -> None:
+    """The verdicts' hashes and earlier decisions were declared after the state format (their pair id is
+    read from the two ids): a state's verdicts without one are no damage, and act as before."""
+    state, days = editors_state
+    _drop_column(state, "verdicts.parquet", column)
+    run = run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    assert run.stats.editors is not None and run.stats.editors.cannot_link == 2
+    assert "a3" not in state_assignment(state) and len(open_state(state).verdicts) == 2
