@@ -63,6 +63,8 @@ from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
+from nlsim.io.records import mistyped_fields
+from nlsim.report.record import RunRecord
 from nlsim.search.index import IndexMeta, load_index, save_index
 
 FORMAT = "nlsim-state"
@@ -343,6 +345,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         generation = int(manifest["generation"])
     except (KeyError, TypeError, ValueError) as exc:
         raise _err(folder, f"{MANIFEST} lacks a field ({exc})") from exc
+    check_manifest_keys(folder, manifest)
     if identity is not None:
         diffs = stored.differences(identity)
         if diffs:
@@ -422,6 +425,53 @@ def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) 
                 f"{gen_dir / name} has no column {shown} (every generation nlsim writes holds it: the table "
                 "was edited or replaced by hand)",
             )
+
+
+KEPT_KEYS = ("as_of", "last_run", "previous_generation_dir")
+"""What every manifest of this state format holds besides the generation it names and its files (a state's
+clock may be ``null``, an undated window's; the previous generation ``null`` on the first)."""
+LAST_RUN_KEYS = ("run_id", "input_key")
+"""What every state's ``last_run`` holds: the run that made its generation and the input it ran on (a day
+run again on it is replayed, not run twice). The rest of a run's record reads with its defaults."""
+
+
+def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a manifest without a key of :data:`KEPT_KEYS`, whose ``as_of`` is no time, whose previous
+    generation is no name, or whose ``last_run`` is no run's record: not an object, without a key of
+    :data:`LAST_RUN_KEYS`, or with a value of a kind nlsim never writes there (a string where a number or an
+    object is kept, :func:`~nlsim.io.records.mistyped_fields`), naming the key.
+
+    Example:
+        >>> run = {"run_id": "r1", "input_key": "k", "threshold": "0.8"}
+        >>> check_manifest_keys(Path("st"), {"as_of": None, "last_run": run, "previous_generation_dir": None})
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: state folder st: MANIFEST.json's last_run has '0.8' for 'threshold', not ...
+    """
+    missing = [k for k in KEPT_KEYS if k not in manifest]
+    last, previous = manifest.get("last_run"), manifest.get("previous_generation_dir")
+    if missing or not isinstance(last, dict) or not isinstance(previous, str | None):
+        name = missing[0] if missing else "previous_generation_dir" if isinstance(last, dict) else "last_run"
+        raise _err(folder, f"{MANIFEST} {_misfit(manifest, name)}")
+    missing = [k for k in LAST_RUN_KEYS if k not in last]
+    wrong = mistyped_fields(RunRecord, last)
+    if missing or wrong:
+        raise _err(folder, f"{MANIFEST}'s last_run {_misfit(last, (missing or wrong)[0])}")
+    for name, value in (("as_of", manifest["as_of"]), ("last_run's as_of", last.get("as_of"))):
+        try:
+            good = value is None or isinstance(value, str) and not pd.isna(pd.Timestamp(value))
+        except (ValueError, TypeError):
+            good = False
+        if not good:
+            raise _err(folder, f"{MANIFEST}'s {name} {str(value)[:60]!r} is not a time")
+
+
+def _misfit(data: dict[str, Any], key: str) -> str:
+    """What is wrong with ``key`` of a record nlsim wrote, in words (it is missing, or of another kind)."""
+    if key not in data:
+        return f"has no {key!r} (every run nlsim commits writes it: the file was edited by hand)"
+    shown = str(data[key])[:60]
+    return f"has {shown!r} for {key!r}, not the kind of value nlsim writes there (edited by hand)"
 
 
 def remove_unfinished(folder: str | Path) -> list[str]:

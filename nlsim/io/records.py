@@ -25,3 +25,51 @@ def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
     """The entries of ``data`` that are fields of the dataclass ``cls``."""
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in data.items() if k in names}
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "bool": (bool,),
+    "int": (int,),
+    "float": (int, float),
+    "dict": (dict,),
+    "list": (list,),
+    "tuple": (list,),
+}
+
+
+def mistyped_fields(cls: type, data: Mapping[str, Any]) -> list[str]:
+    """The entries of ``data`` whose JSON value is not of the kind the dataclass ``cls`` declares for its
+    field: a string where a number is kept, a number where an object is (a dataclass field reads from a JSON
+    object). ``None`` is of the kind where the field's type allows it, and for a dataclass field (read with
+    its defaults); a type this cannot tell (a union of several kinds) is taken as it is.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Point:
+        ...     x: float
+        ...     y: float | None = None
+        ...     tags: list[str] | None = None
+        >>> mistyped_fields(Point, {"x": 1, "y": None, "tags": "a,b", "z": "?"})
+        ['tags']
+        >>> mistyped_fields(Point, {"x": "1.5"})
+        ['x']
+    """
+    wrong = []
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        kinds = [k.strip() for k in str(f.type).split("|")]
+        nullable = "None" in kinds
+        kinds = [k for k in kinds if k != "None"]
+        if len(kinds) != 1 or value is None and nullable:
+            continue
+        base = kinds[0].split("[", 1)[0]
+        allowed = _JSON_TYPES.get(base, (dict,) if base[:1].isupper() else None)
+        if allowed is None or value is None and base[:1].isupper():
+            continue
+        if value is None or not isinstance(value, allowed) or isinstance(value, bool) and bool not in allowed:
+            wrong.append(f.name)
+    return wrong

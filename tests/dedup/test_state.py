@@ -362,3 +362,46 @@ def test_a_state_kept_before_the_verdicts_had_text_hashes_reads_them_as_empty(
     run = run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
     assert run.stats.editors is not None and run.stats.editors.cannot_link == 2
     assert "a3" not in state_assignment(state) and len(open_state(state).verdicts) == 2
+
+
+def _edit_manifest(state: Path, key: str, value: object) -> None:
+    """Set ``key`` of the manifest (``last_run.x``: of its last run) to ``value``; ``...`` drops it."""
+    manifest = read_manifest(state)
+    *outer, name = key.split(".")
+    record = manifest[outer[0]] if outer else manifest
+    if value is ...:
+        del record[name]
+    else:
+        record[name] = value
+    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("as_of", "x", "MANIFEST.json's as_of 'x' is not a time"),
+        ("as_of", ..., "MANIFEST.json has no 'as_of'"),
+        ("last_run", "x", "MANIFEST.json has 'x' for 'last_run'"),
+        ("last_run.counts", "x", "MANIFEST.json's last_run has 'x' for 'counts'"),
+        ("last_run.threshold", "0.7", "MANIFEST.json's last_run has '0.7' for 'threshold'"),
+        ("last_run.as_of", "x", "MANIFEST.json's last_run's as_of 'x' is not a time"),
+        ("last_run.run_id", ..., "MANIFEST.json's last_run has no 'run_id'"),
+        ("last_run.input_key", ..., "MANIFEST.json's last_run has no 'input_key'"),
+    ],
+)
+def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_is_refused_naming_it(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, key: str, value: object, said: str
+) -> None:
+    """A manifest whose clock was no time, or whose last run was a string or held one for its counts,
+    ended the next run in a ``DateParseError`` or ``AttributeError`` traceback; the same day run again on
+    a last run without its id, or with a string for its threshold, in a ``KeyError`` or ``ValueError``;
+    without its input's key, the day was run a second time instead of its report written again. Each is
+    now refused as a damaged state, in one line naming the key, and the state is left as it was."""
+    state, days = two_days
+    _edit_manifest(state, key, value)
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"state folder {state}: {said}") and "--rebuild-state" in line
+    assert _files(state) == before
