@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from nlsim.dedup.editors import SCORED_COLUMNS
 from nlsim.errors import ConfigError, OutputError, StateError
@@ -108,9 +109,15 @@ KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
     "clusters.parquet": CLUSTER_COLUMNS,
     "verdicts.parquet": VERDICT_COLUMNS,
     "scored.parquet": SCORED_COLUMNS,
+    "report/pairs.parquet": ("id_a", "id_b", "similarity"),
+    "report/clusters.parquet": ("cluster_id", "size", "representative", "member_ids"),
+    "report/window.parquet": ("cluster_id", "representative", "member_ids"),
+    "report/frame.parquet": ("id",),
 }
 """The columns every generation of this state format holds in its tables (the editors' two when it keeps
-them): one missing is damage (a table edited by hand), refused by name (:func:`check_columns`)."""
+them): one missing is damage (a table edited by hand), refused by name (:func:`check_columns`). Of its
+report tables, the columns its report is written again from (the rest vary with the run's options and
+nlsim's version: a report written again without one shows it empty, as the run that kept it did)."""
 
 
 @dataclass(frozen=True)
@@ -375,10 +382,11 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         pairs = pd.read_parquet(gen_dir / "pairs.parquet")
         clusters = pd.read_parquet(gen_dir / "clusters.parquet")
         verdicts, scored = _editors_tables(gen_dir)
+        editors = {n: t for n, t in zip(EDITORS_TABLES, (verdicts, scored), strict=True) if t is not None}
+        tables = {"items.parquet": items, "pairs.parquet": pairs, "clusters.parquet": clusters, **editors}
+        tables.update(_report_heads(gen_dir))
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
-    tables = {"items.parquet": items, "pairs.parquet": pairs, "clusters.parquet": clusters}
-    tables.update((n, t) for n, t in zip(EDITORS_TABLES, (verdicts, scored), strict=True) if t is not None)
     check_columns(folder, gen_dir, tables)
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
         raise _err(folder, f"items.parquet ({len(items)} rows) does not match the index ids ({len(ids)})")
@@ -403,6 +411,16 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         last_run=manifest.get("last_run"),
         manifest=manifest,
     )
+
+
+def _report_heads(gen_dir: Path) -> dict[str, pd.DataFrame]:
+    """The report tables a generation keeps, by name, as tables without rows (their columns read from each
+    file's schema alone): what :func:`check_columns` checks."""
+    heads = {}
+    for name in KEPT_COLUMNS:
+        if name.startswith("report/") and (gen_dir / name).is_file():
+            heads[name] = pd.DataFrame(columns=pq.read_schema(gen_dir / name).names)
+    return heads
 
 
 def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) -> None:

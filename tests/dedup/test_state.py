@@ -405,3 +405,30 @@ def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_i
     (line,) = str(err.value).splitlines()
     assert line.startswith(f"state folder {state}: {said}") and "--rebuild-state" in line
     assert _files(state) == before
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [
+        ("report/clusters.parquet", "member_ids"),
+        ("report/pairs.parquet", "id_a"),
+        ("report/window.parquet", "representative"),
+        ("report/frame.parquet", "id"),
+    ],
+)
+def test_a_stored_report_table_edited_by_hand_without_a_column_is_refused_naming_it(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, table: str, column: str
+) -> None:
+    """The last run's report tables are kept to write its report again (the same day run again, or a run
+    killed before its report): one rewritten without a column that report is written from ended that run
+    in a ``KeyError`` or ``AttributeError`` traceback. It is now refused as a damaged state, in one line
+    naming the file and the column, and the state is left as it was."""
+    state, days = two_days
+    path = _drop_column(state, table, column)
+    before = _files(state)
+    with pytest.raises(StateError) as err:  # the day committed last, run again: its report written again
+        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
+    assert "--rebuild-state" in line
+    assert _files(state) == before
