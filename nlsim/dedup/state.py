@@ -98,6 +98,18 @@ PAIR_COLUMNS = (*(c.name for c in (*columns.PAIR_ENDS, *columns.SCORES)), "run_i
 CLUSTER_COLUMNS = ("cluster_id", "anchor_undated", "anchor_ns", "anchor_id", "created_run", "updated_run")
 LATER_ITEM_COLUMNS = ("topic_id",)
 """The items' columns declared after this state format: a state kept before reads them as empty."""
+REPORT_PAIR_COLUMNS = (
+    *("id_a", "id_b", "similarity", "cosine", "cross_encoder", "cluster_id"),
+    *(f"{name}_{end}" for name in ("title", "source", "url", "published_at") for end in "ab"),
+)
+"""The columns of the report's pairs every state keeps (``exact_copy`` was declared after this state format:
+the report of a state kept before is written again without it, as its run wrote it)."""
+REPORT_CLUSTER_COLUMNS = (
+    *("cluster_id", "status", "size", "representative", "representative_title", "member_ids", "added_ids"),
+    *("absorbed", "sources", "first_published", "last_published", "max_similarity", "mean_similarity"),
+)
+"""The columns of the report's clusters (and of the window's) every state keeps (``topic_id`` and
+``weakest_link`` were declared after this state format: as for :data:`REPORT_PAIR_COLUMNS`)."""
 VERDICT_COLUMNS = ("id_a", "id_b", "score", "split", "annotator", "source", "decided_at")
 """The columns of the editors' verdicts every state that keeps them holds. Their ``pair_id`` is read again
 from the two ids when a table lacks it; ``sha256_a``, ``sha256_b`` and ``earlier`` were declared after this
@@ -109,15 +121,14 @@ KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
     "clusters.parquet": CLUSTER_COLUMNS,
     "verdicts.parquet": VERDICT_COLUMNS,
     "scored.parquet": SCORED_COLUMNS,
-    "report/pairs.parquet": ("id_a", "id_b", "similarity"),
-    "report/clusters.parquet": ("cluster_id", "size", "representative", "member_ids"),
-    "report/window.parquet": ("cluster_id", "representative", "member_ids"),
+    "report/pairs.parquet": REPORT_PAIR_COLUMNS,
+    "report/clusters.parquet": REPORT_CLUSTER_COLUMNS,
+    "report/window.parquet": REPORT_CLUSTER_COLUMNS,
     "report/frame.parquet": ("id",),
 }
 """The columns every generation of this state format holds in its tables (the editors' two when it keeps
-them): one missing is damage (a table edited by hand), refused by name (:func:`check_columns`). Of its
-report tables, the columns its report is written again from (the rest vary with the run's options and
-nlsim's version: a report written again without one shows it empty, as the run that kept it did)."""
+them, the report tables its last run's report is written again from): one missing is damage (a table
+edited by hand), refused by name (:func:`check_columns`)."""
 
 
 @dataclass(frozen=True)

@@ -432,3 +432,43 @@ def test_a_stored_report_table_edited_by_hand_without_a_column_is_refused_naming
     assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
     assert "--rebuild-state" in line
     assert _files(state) == before
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [
+        ("report/clusters.parquet", "status"),
+        ("report/window.parquet", "max_similarity"),
+        ("report/pairs.parquet", "title_a"),
+        ("report/pairs.parquet", "cross_encoder"),
+    ],
+)
+def test_a_stored_report_table_without_a_column_every_state_keeps_is_refused_not_written_again_without_it(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, table: str, column: str
+) -> None:
+    """A stored report table rewritten by hand without a column every state keeps had its report written
+    again without it (the clusters' status, the pairs' titles gone from the report), exit status 0. It is
+    now refused as a damaged state naming the file and the column, the state left as it was."""
+    state, days = two_days
+    path = _drop_column(state, table, column)
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
+    assert _files(state) == before
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [("report/pairs.parquet", "exact_copy"), ("report/clusters.parquet", "weakest_link")],
+)
+def test_a_state_kept_before_a_report_column_was_declared_writes_its_report_again(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, table: str, column: str
+) -> None:
+    """The pairs' ``exact_copy`` and the clusters' ``weakest_link`` were declared after the state format:
+    a state whose report tables lack them is no damage, and its report is written again as it was kept."""
+    state, days = two_days
+    _drop_column(state, table, column)
+    run = run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    assert run.replayed and open_state(state).generation == 2
