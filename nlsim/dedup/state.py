@@ -485,7 +485,11 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
     missing = [k for k in LAST_RUN_KEYS if k not in last]
     wrong = mistyped_fields(RunRecord, last)
     if missing or wrong:
-        raise _err(folder, f"{MANIFEST}'s last_run {_misfit(last, (missing or wrong)[0])}")
+        *outer, key = (missing or wrong)[0].split(".")
+        record = last
+        for name in outer:
+            record = record[name]
+        raise _err(folder, f"{MANIFEST}'s {'.'.join(['last_run', *outer])} {_misfit(record, key)}")
     for name, value in (("as_of", manifest["as_of"]), ("last_run's as_of", last.get("as_of"))):
         try:
             good = value is None or isinstance(value, str) and not pd.isna(pd.Timestamp(value))

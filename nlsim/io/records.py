@@ -17,8 +17,9 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
-from typing import Any
+from dataclasses import fields, is_dataclass
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 
 def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -27,22 +28,23 @@ def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in names}
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,),
-    "bool": (bool,),
-    "int": (int,),
-    "float": (int, float),
-    "dict": (dict,),
-    "list": (list,),
-    "tuple": (list,),
+_JSON_TYPES: dict[type, tuple[type, ...]] = {
+    str: (str,),
+    bool: (bool,),
+    int: (int,),
+    float: (int, float),
+    dict: (dict,),
+    list: (list,),
+    tuple: (list,),
 }
 
 
 def mistyped_fields(cls: type, data: Mapping[str, Any]) -> list[str]:
     """The entries of ``data`` whose JSON value is not of the kind the dataclass ``cls`` declares for its
     field: a string where a number is kept, a number where an object is (a dataclass field reads from a JSON
-    object). ``None`` is of the kind where the field's type allows it, and for a dataclass field (read with
-    its defaults); a type this cannot tell (a union of several kinds) is taken as it is.
+    object, whose own entries are checked the same way: ``counts.items_in``). ``None`` is of the kind where
+    the field's type allows it, and for a dataclass field (read with its defaults); a type this cannot tell
+    (``Any``, a union of several kinds) is taken as it is.
 
     Example:
         >>> from dataclasses import dataclass
@@ -56,19 +58,27 @@ def mistyped_fields(cls: type, data: Mapping[str, Any]) -> list[str]:
         >>> mistyped_fields(Point, {"x": "1.5"})
         ['x']
     """
+    hints = get_type_hints(cls)
     wrong = []
     for f in fields(cls):
         if f.name not in data:
             continue
         value = data[f.name]
-        kinds = [k.strip() for k in str(f.type).split("|")]
-        nullable = "None" in kinds
-        kinds = [k for k in kinds if k != "None"]
-        if len(kinds) != 1 or value is None and nullable:
+        hint = hints[f.name]
+        kinds = [k for k in (get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,))]
+        nullable = type(None) in kinds
+        kinds = [k for k in kinds if k is not type(None)]
+        if len(kinds) != 1 or value is None and (nullable or is_dataclass(kinds[0])):
             continue
-        base = kinds[0].split("[", 1)[0]
-        allowed = _JSON_TYPES.get(base, (dict,) if base[:1].isupper() else None)
-        if allowed is None or value is None and base[:1].isupper():
+        kind = kinds[0]
+        if is_dataclass(kind) and isinstance(kind, type):
+            if not isinstance(value, dict):
+                wrong.append(f.name)
+            else:
+                wrong += [f"{f.name}.{inner}" for inner in mistyped_fields(kind, value)]
+            continue
+        allowed = _JSON_TYPES.get(get_origin(kind) or kind)
+        if allowed is None:
             continue
         if value is None or not isinstance(value, allowed) or isinstance(value, bool) and bool not in allowed:
             wrong.append(f.name)

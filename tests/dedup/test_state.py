@@ -368,7 +368,9 @@ def _edit_manifest(state: Path, key: str, value: object) -> None:
     """Set ``key`` of the manifest (``last_run.x``: of its last run) to ``value``; ``...`` drops it."""
     manifest = read_manifest(state)
     *outer, name = key.split(".")
-    record = manifest[outer[0]] if outer else manifest
+    record = manifest
+    for step in outer:
+        record = record[step]
     if value is ...:
         del record[name]
     else:
@@ -384,6 +386,8 @@ def _edit_manifest(state: Path, key: str, value: object) -> None:
         ("last_run", "x", "MANIFEST.json has 'x' for 'last_run'"),
         ("last_run.counts", "x", "MANIFEST.json's last_run has 'x' for 'counts'"),
         ("last_run.threshold", "0.7", "MANIFEST.json's last_run has '0.7' for 'threshold'"),
+        ("last_run.counts.items_in", "6", "MANIFEST.json's last_run.counts has '6' for 'items_in'"),
+        ("last_run.extra.merged_into", "x", "MANIFEST.json's last_run.extra has 'x' for 'merged_into'"),
         ("last_run.as_of", "x", "MANIFEST.json's last_run's as_of 'x' is not a time"),
         ("last_run.run_id", ..., "MANIFEST.json's last_run has no 'run_id'"),
         ("last_run.input_key", ..., "MANIFEST.json's last_run has no 'input_key'"),
@@ -395,8 +399,9 @@ def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_i
     """A manifest whose clock was no time, or whose last run was a string or held one for its counts,
     ended the next run in a ``DateParseError`` or ``AttributeError`` traceback; the same day run again on
     a last run without its id, or with a string for its threshold, in a ``KeyError`` or ``ValueError``;
-    without its input's key, the day was run a second time instead of its report written again. Each is
-    now refused as a damaged state, in one line naming the key, and the state is left as it was."""
+    without its input's key, the day was run a second time instead of its report written again; a string for
+    one of its counts, or for its merged clusters, in a ``ValueError``. Each is now refused as a damaged
+    state, in one line naming the key, and the state is left as it was."""
     state, days = two_days
     _edit_manifest(state, key, value)
     before = _files(state)
