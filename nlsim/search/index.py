@@ -46,7 +46,7 @@ import pandas as pd
 from nlsim import __version__
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_sha256
-from nlsim.io.records import known_fields
+from nlsim.io.records import known_fields, mistyped_fields
 from nlsim.search import ivf_batched
 
 KINDS = ("auto", "flat", "ivf", "hnsw")
@@ -600,9 +600,16 @@ def load_index(
     if not meta_path.is_file():
         raise StateError(f"no index in {folder} ({META_FILE} missing); " + (hint or "build one first"))
     try:
-        meta = IndexMeta.from_dict(json.loads(meta_path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as exc:
+        data = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = IndexMeta.from_dict(data)
+    except (ValueError, TypeError, AttributeError) as exc:
         raise StateError(f"{meta_path} is unreadable ({exc}); " + fix) from exc
+    wrong = mistyped_fields(IndexMeta, data)
+    if wrong:
+        raise StateError(
+            f"{meta_path} has {str(data[wrong[0]])[:60]!r} for {wrong[0]!r}, not the kind of value nlsim "
+            "writes there (edited by hand); " + fix
+        )
     if meta.format_version != FORMAT_VERSION:
         raise StateError(
             f"{folder} holds index format {meta.format_version}, this nlsim reads {FORMAT_VERSION}; " + fix

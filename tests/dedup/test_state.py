@@ -477,3 +477,29 @@ def test_a_state_kept_before_a_report_column_was_declared_writes_its_report_agai
     _drop_column(state, table, column)
     run = run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
     assert run.replayed and open_state(state).generation == 2
+
+
+@pytest.mark.parametrize(("key", "value"), [("params", "nlist=4"), ("count", "9")])
+def test_an_index_meta_json_edited_by_hand_with_a_string_for_an_object_or_a_number_is_refused_naming_it(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, key: str, value: str
+) -> None:
+    """The kept index's ``meta.json`` with a string for its parameters (its checksum updated in the
+    manifest) ended the next run in a ``ValueError`` traceback; with a string for its count, the run was
+    refused saying the index held 0 vectors. Each is now refused naming the file and the key."""
+    from nlsim.io.atomic import file_sha256
+
+    state, days = two_days
+    manifest = read_manifest(state)
+    path = state / "generations" / manifest["generation_dir"] / "index" / "meta.json"
+    meta = json.loads(path.read_text())
+    meta[key] = value
+    path.write_text(json.dumps(meta, indent=1))
+    manifest["files"]["index/meta.json"] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"state folder {state}: {path} has '{value}' for '{key}'")
+    assert "--rebuild-state" in line
+    assert _files(state) == before
