@@ -275,6 +275,18 @@ def _drop_column(state: Path, table: str, column: str) -> Path:
     return path
 
 
+def _refused_line(state: Path, day: Path, out: Path) -> str:
+    """The one line a daily run of ``day`` on the damaged ``state`` is refused with (a :class:`StateError`
+    saying how to rebuild), the state's files left byte for byte as they were."""
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(_config(day, out), state, retention_days=None, encoder=HashEncoder())
+    (line,) = str(err.value).splitlines()
+    assert "--rebuild-state" in line
+    assert _files(state) == before
+    return line
+
+
 @pytest.mark.parametrize(
     ("table", "column"),
     [("items.parquet", "content_hash"), ("pairs.parquet", "id_b"), ("clusters.parquet", "anchor_ns")],
@@ -288,13 +300,8 @@ def test_a_state_table_edited_by_hand_without_a_column_is_refused_naming_it(
     the state is left as it was."""
     state, days = two_days
     path = _drop_column(state, table, column)
-    before = _files(state)
-    with pytest.raises(StateError) as err:
-        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
-    (line,) = str(err.value).splitlines()
+    line = _refused_line(state, days[2], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
-    assert "--rebuild-state" in line
-    assert _files(state) == before
 
 
 def test_a_state_kept_before_topic_groups_were_declared_reads_them_as_empty(
@@ -342,13 +349,8 @@ def test_the_editors_tables_of_a_state_edited_by_hand_without_a_column_are_refus
     columns ['id_a']". Each is now refused as every damaged table is, naming the file and the column."""
     state, days = editors_state
     path = _drop_column(state, table, column)
-    before = _files(state)
-    with pytest.raises(StateError) as err:
-        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
-    (line,) = str(err.value).splitlines()
+    line = _refused_line(state, days[1], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
-    assert "--rebuild-state" in line
-    assert _files(state) == before
 
 
 @pytest.mark.parametrize("column", ["pair_id", "sha256_a", "earlier"])
@@ -404,12 +406,8 @@ def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_i
     state, in one line naming the key, and the state is left as it was."""
     state, days = two_days
     _edit_manifest(state, key, value)
-    before = _files(state)
-    with pytest.raises(StateError) as err:
-        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
-    (line,) = str(err.value).splitlines()
-    assert line.startswith(f"state folder {state}: {said}") and "--rebuild-state" in line
-    assert _files(state) == before
+    line = _refused_line(state, days[1], tmp_path / "out")
+    assert line.startswith(f"state folder {state}: {said}")
 
 
 @pytest.mark.parametrize(
@@ -430,13 +428,9 @@ def test_a_stored_report_table_edited_by_hand_without_a_column_is_refused_naming
     naming the file and the column, and the state is left as it was."""
     state, days = two_days
     path = _drop_column(state, table, column)
-    before = _files(state)
-    with pytest.raises(StateError) as err:  # the day committed last, run again: its report written again
-        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
-    (line,) = str(err.value).splitlines()
+    # the day committed last, run again: its report written again
+    line = _refused_line(state, days[1], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
-    assert "--rebuild-state" in line
-    assert _files(state) == before
 
 
 @pytest.mark.parametrize(
@@ -456,12 +450,8 @@ def test_a_stored_report_table_without_a_column_every_state_keeps_is_refused_not
     now refused as a damaged state naming the file and the column, the state left as it was."""
     state, days = two_days
     path = _drop_column(state, table, column)
-    before = _files(state)
-    with pytest.raises(StateError) as err:
-        run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
-    (line,) = str(err.value).splitlines()
+    line = _refused_line(state, days[1], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
-    assert _files(state) == before
 
 
 @pytest.mark.parametrize(
@@ -496,10 +486,5 @@ def test_an_index_meta_json_edited_by_hand_with_a_string_for_an_object_or_a_numb
     path.write_text(json.dumps(meta, indent=1))
     manifest["files"]["index/meta.json"] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
     (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    before = _files(state)
-    with pytest.raises(StateError) as err:
-        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
-    (line,) = str(err.value).splitlines()
+    line = _refused_line(state, days[2], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has '{value}' for '{key}'")
-    assert "--rebuild-state" in line
-    assert _files(state) == before
