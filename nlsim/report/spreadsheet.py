@@ -100,8 +100,9 @@ def stored_text(text: str) -> str:
 
 
 def csv_text(text: str) -> str:
-    """``text`` for a CSV cell: an apostrophe in front when a spreadsheet would read it as a formula."""
-    return "'" + text if text.startswith(FORMULA_START) else text
+    """``text`` for a CSV cell: an apostrophe in front when a spreadsheet would read it as a formula, the
+    rule the editors' files are written by (:func:`nlsim.io.editor_file.escape`)."""
+    return editor_file.escape(text)
 
 
 @dataclass(frozen=True)
