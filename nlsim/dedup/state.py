@@ -64,7 +64,7 @@ from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
-from nlsim.io.records import mistyped_fields
+from nlsim.io.records import misfit, mistyped_fields
 from nlsim.report.record import RunRecord
 from nlsim.search.index import IndexMeta, load_index, save_index
 
@@ -481,7 +481,7 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
     last, previous = manifest.get("last_run"), manifest.get("previous_generation_dir")
     if missing or not isinstance(last, dict) or not isinstance(previous, str | None):
         name = missing[0] if missing else "previous_generation_dir" if isinstance(last, dict) else "last_run"
-        raise _err(folder, f"{MANIFEST} {_misfit(manifest, name)}")
+        raise _err(folder, f"{MANIFEST} {misfit(manifest, name)}")
     missing = [k for k in LAST_RUN_KEYS if k not in last]
     wrong = mistyped_fields(RunRecord, last)
     if missing or wrong:
@@ -489,7 +489,7 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
         record = last
         for name in outer:
             record = record[name]
-        raise _err(folder, f"{MANIFEST}'s {'.'.join(['last_run', *outer])} {_misfit(record, key)}")
+        raise _err(folder, f"{MANIFEST}'s {'.'.join(['last_run', *outer])} {misfit(record, key)}")
     for name, value in (("as_of", manifest["as_of"]), ("last_run's as_of", last.get("as_of"))):
         try:
             good = value is None or isinstance(value, str) and not pd.isna(pd.Timestamp(value))
@@ -497,14 +497,6 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
             good = False
         if not good:
             raise _err(folder, f"{MANIFEST}'s {name} {str(value)[:60]!r} is not a time")
-
-
-def _misfit(data: dict[str, Any], key: str) -> str:
-    """What is wrong with ``key`` of a record nlsim wrote, in words (it is missing, or of another kind)."""
-    if key not in data:
-        return f"has no {key!r} (every run nlsim commits writes it: the file was edited by hand)"
-    shown = str(data[key])[:60]
-    return f"has {shown!r} for {key!r}, not the kind of value nlsim writes there (edited by hand)"
 
 
 def remove_unfinished(folder: str | Path) -> list[str]:

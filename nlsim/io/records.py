@@ -65,7 +65,7 @@ def mistyped_fields(cls: type, data: Mapping[str, Any]) -> list[str]:
             continue
         value = data[f.name]
         hint = hints[f.name]
-        kinds = [k for k in (get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,))]
+        kinds = list(get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,))
         nullable = type(None) in kinds
         kinds = [k for k in kinds if k is not type(None)]
         if len(kinds) != 1 or value is None and (nullable or is_dataclass(kinds[0])):
@@ -83,3 +83,16 @@ def mistyped_fields(cls: type, data: Mapping[str, Any]) -> list[str]:
         if value is None or not isinstance(value, allowed) or isinstance(value, bool) and bool not in allowed:
             wrong.append(f.name)
     return wrong
+
+
+def misfit(data: Mapping[str, Any], key: str) -> str:
+    """What is wrong with ``key`` of a record nlsim wrote, in words: it is missing, or its value is of another
+    kind than nlsim writes there (:func:`mistyped_fields`); both mean the file was edited by hand.
+
+    >>> misfit({"count": "12"}, "count"), misfit({}, "run_id")[:12]
+    ("has '12' for 'count', not the kind of value nlsim writes there (edited by hand)", "has no 'run_")
+    """
+    if key not in data:
+        return f"has no {key!r} (every run nlsim commits writes it: the file was edited by hand)"
+    shown = str(data[key])[:60]
+    return f"has {shown!r} for {key!r}, not the kind of value nlsim writes there (edited by hand)"

@@ -46,7 +46,7 @@ import pandas as pd
 from nlsim import __version__
 from nlsim.errors import ConfigError, StateError
 from nlsim.io.atomic import atomic_path, atomic_save_npy, atomic_write_text, file_sha256
-from nlsim.io.records import known_fields, mistyped_fields
+from nlsim.io.records import known_fields, misfit, mistyped_fields
 from nlsim.search import ivf_batched
 
 KINDS = ("auto", "flat", "ivf", "hnsw")
@@ -606,10 +606,7 @@ def load_index(
         raise StateError(f"{meta_path} is unreadable ({exc}); " + fix) from exc
     wrong = mistyped_fields(IndexMeta, data)
     if wrong:
-        raise StateError(
-            f"{meta_path} has {str(data[wrong[0]])[:60]!r} for {wrong[0]!r}, not the kind of value nlsim "
-            "writes there (edited by hand); " + fix
-        )
+        raise StateError(f"{meta_path} {misfit(data, wrong[0])}; " + fix)
     if meta.format_version != FORMAT_VERSION:
         raise StateError(
             f"{folder} holds index format {meta.format_version}, this nlsim reads {FORMAT_VERSION}; " + fix
