@@ -91,13 +91,13 @@ def _json_text(record: dict[str, Any], parts: tuple[str, ...]) -> str:
     return json.dumps(safe, indent=2, allow_nan=False)
 
 
-def spearman_text(value: Any) -> str:
-    """A Spearman as the curve's lines say it: ``undefined`` for NaN or none.
+def spearman_text(value: Any, digits: int = 2) -> str:
+    """A Spearman as the curve's lines and its plot's legend say it: ``undefined`` for NaN or none.
 
-    >>> spearman_text(float("nan")), spearman_text(81.234)
-    ('undefined', '81.23')
+    >>> spearman_text(float("nan")), spearman_text(81.234), spearman_text(81.234, 1)
+    ('undefined', '81.23', '81.2')
     """
-    return "undefined" if value is None or pd.isna(value) else f"{float(value):.2f}"
+    return "undefined" if value is None or pd.isna(value) else f"{float(value):.{digits}f}"
 
 
 def read_baselines(path: Path) -> dict[str, dict[str, Any]]:
@@ -387,7 +387,7 @@ def summary_markdown(summary: pd.DataFrame, baselines: dict[str, dict[str, Any]]
     for r in summary.itertuples(index=False):
         cells = [
             _mean_sd(getattr(r, f"{k}_mean"), getattr(r, f"{k}_sd"), r.runs, digits)
-            for k, digits in (("spearman", 2), ("pearson", 2), ("mse", 4), ("mae", 4), ("val_spearman", 2))
+            for k, digits in (*FIGURE_DIGITS, ("val_spearman", 2))
         ]
         lines.append(f"| {r.size} | {r.runs} | " + " | ".join(cells) + " |")
     for b in baselines.values():  # a baseline giving every test pair one score: its correlations undefined
@@ -424,7 +424,7 @@ def plot(
             b["spearman"],
             linestyle=styles[i % len(styles)],
             color=f"C{i + 1}",
-            label=f"{b['name']} ({'undefined' if pd.isna(b['spearman']) else format(b['spearman'], '.1f')})",
+            label=f"{b['name']} ({spearman_text(b['spearman'], 1)})",
         )
     ax.set_xlabel("training pairs")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole pairs: no 4.5 on a small curve's axis
