@@ -424,7 +424,7 @@ def _renoted(
         stale = [(i, was) for i, was in held.get(key, []) if was != given] if row in again else []
         notes |= {i: given for i, _ in stale}
         if stale:
-            said.append(f"{key[0]}/{key[1]}: {given[:80]!r} (it was {stale[0][1][:80]!r})")
+            said.append(_renote_said(*key, given, stale[0][1]))
     return notes, tuple(said)
 
 
@@ -582,7 +582,7 @@ def _sorted_out(
                 since.append(_both_said(v, d, prior))
             elif prior is not None and noted and (renewed := _renoted_verdict(v, prior)) is not None:
                 amended[v.key] = renewed
-                renoted.append(f"{v.id_a}/{v.id_b}: {v.notes[:80]!r} (it was {prior.notes[:80]!r})")
+                renoted.append(_renote_said(v.id_a, v.id_b, v.notes, prior.notes))
         elif timed and prior is not None and not newer_than(v, prior):
             older.append(_not_newer_said(v, prior))
             if prior.overrules:  # the pair's history: kept in it, superseded by the decision that holds
@@ -593,6 +593,12 @@ def _sorted_out(
     superseded = len(amended) - len(renoted)  # one row a pair: a verdict amended one way or the other
     kept = _Kept(check.path, len(overrules), already, tuple(since), tuple(older), superseded, tuple(renoted))
     return kept, overrules, amended
+
+
+def _renote_said(id_a: str, id_b: str, note: str, was: str) -> str:
+    """A note edited on the page after its mark was merged, said with the note it replaces (the first 80
+    characters of each)."""
+    return f"{id_a}/{id_b}: {note[:80]!r} (it was {was[:80]!r})"
 
 
 def _renoted_verdict(mark: Verdict, prior: Verdict | None) -> Verdict | None:
