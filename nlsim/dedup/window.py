@@ -317,7 +317,8 @@ def day_of(times: pd.Series, day: dt.date | None, timezone: str = "UTC") -> pd.T
     >>> str(day_of(times, None)), str(day_of(times, dt.date(2026, 11, 26), "Asia/Taipei"))
     ('2026-11-25 09:00:00+00:00', '2026-11-25 16:00:00+00:00')
     """
-    found = [t for t in (times.max(),) if not pd.isna(t)]
+    latest = times.max()
+    found = [] if pd.isna(latest) else [latest]
     if day is not None and times.isna().any():
         found.append(day_begins(day, timezone))
     return max(found) if found else None

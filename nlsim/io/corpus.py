@@ -745,7 +745,7 @@ def lookalike_ids_warning(path: str | Path, ids: Sequence[str]) -> str | None:
     plain = set(ids)
     groups: dict[str, list[str]] = {}
     for ident in ids:
-        if ident.isascii():  # its ASCII white space but the space is a control character: a bad row
+        if ident.isascii():  # of ASCII's white space only the space is no control character (a bad row)
             if " " not in ident:
                 continue  # its own form: only another id's form can match it
             form = ident
