@@ -337,6 +337,23 @@ def _held(out):
         holder.wait()
 
 
+def _refused_while_held(out, cfg):
+    """A run of ``cfg`` into ``out`` while another process holds it: refused at its start, naming the
+    holder, before it embeds anything, the holder's lock and the folder's files left as they were."""
+    from nlsim.io.lock import LockedError, read_lock
+
+    before = sorted(p.name for p in out.iterdir())
+    with _held(out) as holder:
+        encoder = _Counting()
+        with pytest.raises(
+            LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
+        ):
+            run_dedup(cfg, encoder=encoder)
+        assert type(encoder).calls == 0
+        assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
+        assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
+
+
 def _hash_config(tmp_path, out):
     from tests.incremental_helpers import story_corpus
 
@@ -374,21 +391,10 @@ def test_a_second_batch_run_into_a_held_folder_is_refused_before_any_work(tmp_pa
     """Two overlapping runs into one --out: the second is refused at its start, before it embeds anything
     (not after its work, when the first may be done and the last would win), and the first run's folder is
     left as it was."""
-    from nlsim.io.lock import LockedError, read_lock
-
     out = tmp_path / "out"
     cfg = _hash_config(tmp_path, out)
     run_dedup(cfg, encoder=_Counting())
-    before = sorted(p.name for p in out.iterdir())
-    with _held(out) as holder:
-        encoder = _Counting()
-        with pytest.raises(
-            LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
-        ):
-            run_dedup(cfg, encoder=encoder)
-        assert type(encoder).calls == 0
-        assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
-        assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
+    _refused_while_held(out, cfg)
 
 
 def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_work(tmp_path):
@@ -397,22 +403,13 @@ def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_w
     failed after its commit on ``runs/.<id>.tmp-...: No such file or directory``, naming neither the other
     run nor the folder. A daily run now holds its --out for the whole run, as a batch run does: the second
     is refused at its start, naming the holder, before its state is touched."""
-    from nlsim.io.lock import LockedError, read_lock
+    from nlsim.io.lock import read_lock
 
     out = tmp_path / "out"
     first = _hash_config(tmp_path, out).with_(state=str(tmp_path / "desk-a"))
     run_dedup(first, encoder=_Counting())
-    before = sorted(p.name for p in out.iterdir())
-    with _held(out) as holder:
-        encoder = _Counting()
-        with pytest.raises(
-            LockedError, match=rf"report folder {out} is locked by another run: pid {holder.pid}"
-        ):
-            run_dedup(first.with_(state=str(tmp_path / "desk-b")), encoder=encoder)
-        assert type(encoder).calls == 0
-        assert not (tmp_path / "desk-b").exists()  # refused before its state was made
-        assert read_lock(out).pid == holder.pid  # the holder's lock is untouched
-        assert sorted(p.name for p in out.iterdir() if p.name != "lock.json") == before
+    _refused_while_held(out, first.with_(state=str(tmp_path / "desk-b")))
+    assert not (tmp_path / "desk-b").exists()  # refused before its state was made
     # the holder is gone: its lock is stale, taken over by the next run and released as that run ends
     again = run_dedup(first.with_(state=str(tmp_path / "desk-b")), encoder=_Counting())
     assert again.report_dir == out / "runs" / again.run_id and read_lock(out) is None
