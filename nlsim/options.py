@@ -338,11 +338,20 @@ def comma_tuple(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+class BadItem(ValueError):
+    """An item of a list :func:`typed_items` read that is not of the kind asked: ``item`` is that item as
+    written, or ``None`` for an empty item between commas (``"350,,700"``, a trailing comma), which
+    would otherwise have been read as the list without it."""
+
+    def __init__(self, item: Any = None) -> None:
+        super().__init__("an empty item" if item is None else item)
+        self.item = item
+
+
 def typed_items(value: Any, item: type) -> tuple[Any, ...]:
-    """``"350,700"`` or a list -> its items as ``item`` (``(350, 700)``); an item that is not one is a
-    ``ValueError`` whose argument is that item, for the caller's message (the command line's, a
-    configuration's). An empty item between commas (``"350,,700"``, a trailing comma) is one too, its
-    argument ``""``: it was read as the list without it. Blank text is the empty list.
+    """``"350,700"`` or a list -> its items as ``item`` (``(350, 700)``); an item that is not one, or an
+    empty item between commas, is a :class:`BadItem` for the caller's message (the command line's, a
+    configuration's). Blank text is the empty list.
 
     Example:
         >>> typed_items("350, 700", int), typed_items([1, 2], int), typed_items(" ", int)
@@ -350,14 +359,14 @@ def typed_items(value: Any, item: type) -> tuple[Any, ...]:
         >>> typed_items("350,seven", int)
         Traceback (most recent call last):
         ...
-        ValueError: seven
+        nlsim.options.BadItem: seven
         >>> typed_items("350,,700", int)
         Traceback (most recent call last):
         ...
-        ValueError
+        nlsim.options.BadItem: an empty item
     """
     if isinstance(value, str) and value.strip() and any(not p.strip() for p in value.split(",")):
-        raise ValueError("")
+        raise BadItem()
     out = []
     for part in comma_tuple(value):
         if isinstance(part, item) and not isinstance(part, bool):
@@ -366,7 +375,7 @@ def typed_items(value: Any, item: type) -> tuple[Any, ...]:
         try:
             out.append(item(str(part).strip()))
         except ValueError:
-            raise ValueError(part) from None
+            raise BadItem(part) from None
     return tuple(out)
 
 

@@ -22,7 +22,7 @@ from typing import Any, get_args, get_origin
 
 from nlsim.errors import ConfigError
 from nlsim.models.settings import check_batch_size, check_max_length, check_threads
-from nlsim.options import Option, build, comma_tuple, needed_names, options_of, typed_items
+from nlsim.options import BadItem, Option, build, comma_tuple, needed_names, options_of, typed_items
 
 
 def comma_list(value: str) -> tuple[str, ...]:
@@ -54,14 +54,14 @@ def list_of(item: type) -> Any:
     def typed(value: str) -> tuple[Any, ...]:
         try:
             return typed_items(value, item)
-        except ValueError as exc:
+        except BadItem as exc:
             kind = KINDS.get(item, item.__name__)
-            if exc.args[0] == "":
+            if exc.item is None:
                 raise argparse.ArgumentTypeError(
                     f"{value!r} has an empty item; give the {kind} asked, separated by single commas"
                 ) from None
             raise argparse.ArgumentTypeError(
-                f"{exc.args[0]!r} is not one of the {kind} asked, separated by commas"
+                f"{exc.item!r} is not one of the {kind} asked, separated by commas"
             ) from None
 
     typed.__name__ = f"list of {KINDS.get(item, item.__name__)}"

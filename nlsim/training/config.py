@@ -32,6 +32,7 @@ from nlsim.evaluation.levels import DEFAULT_LEVEL, SAME_STORY, parse_level
 from nlsim.inference.cpu import cpu_info
 from nlsim.models.settings import MOST_BATCH, check_batch_size, check_max_length, check_threads
 from nlsim.options import (
+    BadItem,
     Configuration,
     assign,
     comma_tuple,
@@ -621,13 +622,13 @@ def whole_numbers(value: Any, flag: str) -> tuple[int, ...]:
     """
     try:
         return typed_items(value, int)
-    except ValueError as exc:
-        if exc.args[0] == "":
+    except BadItem as exc:
+        if exc.item is None:
             raise ConfigError(
                 f"{flag}: {value!r} has an empty item; give whole numbers separated by single commas"
             ) from None
         raise ConfigError(
-            f"{flag}: {exc.args[0]!r} is not a whole number; give them separated by commas"
+            f"{flag}: {exc.item!r} is not a whole number; give them separated by commas"
         ) from None
 
 
