@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -215,24 +216,24 @@ def run_rollback(args: argparse.Namespace) -> int:
     return 0
 
 
-def trained_apart(version: str, parts: dict[str, Any], before: str, was: dict[str, Any]) -> str | None:
+def trained_apart(version: str, new: TrainedFrom, before: str, old: TrainedFrom) -> str | None:
     """What a person moving the pointer from ``before`` to ``version`` should know when the two were trained
-    from another base model or with another Chinese conversion (their ``store.json`` ``parts``); ``None``
-    when they were not, or when either records none.
+    from another base model or with another Chinese conversion; ``None`` when they were not, or when either
+    records none.
 
     Example:
-        >>> e5 = {"base_model": "fp1", "training": {"model": "e5", "conversion": "s2twp"}}
-        >>> trained_apart("v0002-b", e5, "v0003-c", {**e5, "training": {"model": "e5", "conversion": "none"}})
+        >>> e5 = TrainedFrom(base_model="fp1", model="e5", conversion="s2twp")
+        >>> plain = TrainedFrom(base_model="fp1", model="e5", conversion="none")
+        >>> trained_apart("v0002-b", e5, "v0003-c", plain)
         'v0002-b was trained from another conversion (s2twp, not none) than v0003-c: the next daily run ...'
         >>> trained_apart("v0002-b", e5, "v0001-a", e5) is None
         True
     """
-    new, old = parts.get("training") or {}, was.get("training") or {}
     differ = []
-    if parts.get("base_model") and was.get("base_model") and parts["base_model"] != was["base_model"]:
-        differ.append(f"another base model ({new.get('model')}, not {old.get('model')})")
-    if new.get("conversion") and old.get("conversion") and new["conversion"] != old["conversion"]:
-        differ.append(f"another conversion ({new['conversion']}, not {old['conversion']})")
+    if new.base_model and old.base_model and new.base_model != old.base_model:
+        differ.append(f"another base model ({new.model}, not {old.model})")
+    if new.conversion and old.conversion and new.conversion != old.conversion:
+        differ.append(f"another conversion ({new.conversion}, not {old.conversion})")
     if not differ:
         return None
     return (
@@ -246,9 +247,8 @@ def say_trained_apart(store: ModelStore, version: Path, before: str | None) -> N
     if before is None:
         return
     try:
-        was = store.info(before) or {}
         note = trained_apart(
-            version.name, (store.info(version) or {}).get("parts") or {}, before, was.get("parts") or {}
+            version.name, trained_from(store.info(version)), before, trained_from(store.info(before))
         )
     except StateError:  # the version it replaced is damaged: nothing to compare it with
         return
@@ -272,13 +272,13 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
         if info is None:
             continue
         latest = latest_figures(folder / STORE_JSON, info)
-        training = trained_with(info)
+        trained = trained_from(info)
         rows.append(
             {
                 "version": folder.name,
                 "created": info.get("created"),
-                "base_model": training.get("model"),
-                "conversion": training.get("conversion"),
+                "base_model": trained.model,
+                "conversion": trained.conversion,
                 "files": store.files_problem(folder) or "ok",
                 "scorer": latest.get("scorer"),
                 "spearman": latest.get("spearman"),
@@ -292,19 +292,36 @@ def version_rows(store: ModelStore) -> list[dict[str, Any]]:
     return rows
 
 
-def trained_with(info: dict[str, Any]) -> dict[str, Any]:
-    """The training settings a version's ``store.json`` records (``parts.training``: the base model's name
-    as ``model``, ``conversion``, ...); ``{}`` when it records none (a version registered without them).
+@dataclass(frozen=True)
+class TrainedFrom:
+    """What a version was trained from, as its ``store.json`` records it (``parts``): the base model's
+    fingerprint (``base_model``), its name (``model``) and the Chinese conversion; ``None`` for what it
+    does not record (a version registered without them, or a field that is not text)."""
+
+    base_model: str | None = None
+    model: str | None = None
+    conversion: str | None = None
+
+
+def trained_from(info: dict[str, Any] | None) -> TrainedFrom:
+    """:class:`TrainedFrom` of a version's ``store.json`` (``parts.base_model``, ``parts.training``).
 
     Example:
-        >>> trained_with({"parts": {"training": {"model": "multilingual-e5-small", "conversion": "s2twp"}}})
-        {'model': 'multilingual-e5-small', 'conversion': 's2twp'}
-        >>> trained_with({"fingerprint": "abc"}), trained_with({"parts": "edited"})
-        ({}, {})
+        >>> trained_from({"parts": {"base_model": "fp1", "training": {"model": "e5", "conversion": "s2twp"}}})
+        TrainedFrom(base_model='fp1', model='e5', conversion='s2twp')
+        >>> trained_from({"fingerprint": "abc"}) == trained_from({"parts": "edited"}) == TrainedFrom()
+        True
     """
-    parts = info.get("parts")
-    training = parts.get("training") if isinstance(parts, dict) else None
-    return training if isinstance(training, dict) else {}
+    parts = (info or {}).get("parts")
+    parts = parts if isinstance(parts, dict) else {}
+    training = parts.get("training") if isinstance(parts.get("training"), dict) else {}
+
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) and value else None
+
+    return TrainedFrom(
+        text(parts.get("base_model")), text(training.get("model")), text(training.get("conversion"))
+    )
 
 
 def latest_figures(path: Path, info: dict[str, Any]) -> dict[str, Any]:
