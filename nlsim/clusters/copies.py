@@ -7,7 +7,8 @@ other neighbour for any of them, and a cluster rule that asks for support inside
 as text-dedup and SemHash do, exact duplicates are grouped first:
 
 - :func:`copy_key`: the text in the run's script (after OpenCC), NFKC, case folded, without white space,
-  punctuation or control characters. Two items with the same non-empty key are copies.
+  punctuation, control characters or characters that show nothing (a Hangul filler, a variation selector:
+  :func:`nlsim.io.cells.unseen`). Two items with the same non-empty key are copies.
 - :func:`find_copies`: the copy groups of a window, each led by its earliest member (the order rule of
   :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
   window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
@@ -46,6 +47,7 @@ import numpy as np
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
+from nlsim.io.cells import unseen
 
 DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
@@ -53,14 +55,18 @@ characters (C)."""
 
 
 def copy_key(text: str) -> str:
-    """What two texts must share to be copies: NFKC, case folded, without white space, punctuation and
-    control characters (``""``: a text with nothing else is nobody's copy).
+    """What two texts must share to be copies: NFKC, case folded, without white space, punctuation,
+    control characters and the characters that show nothing whatever their category (a Hangul filler U+3164,
+    the blank Braille pattern, a variation selector: :func:`~nlsim.io.cells.unseen`; a copy a CMS sent with
+    one looks the same as one without) (``""``: a text with nothing else is nobody's copy).
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
+    >>> copy_key("\\u26a0\\ufe0f Rain\\u3164") == copy_key("\\u26a0 Rain")
+    True
     """
     folded = unicodedata.normalize("NFKC", str(text)).casefold()
-    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in DROPPED)
+    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in DROPPED and not unseen(ch))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,15 @@ def test_a_key_ignores_case_width_space_and_punctuation_but_not_words_or_numbers
     assert copy_key(" ... ") == ""
 
 
+def test_a_key_ignores_the_characters_that_show_nothing_whatever_their_category():
+    """A Hangul filler (a letter), the blank Braille cell (a symbol), a variation selector or a combining
+    grapheme joiner (marks) show nothing, as a zero-width space does: a copy with one is still a copy."""
+    plain = copy_key("\u26a0 Typhoon Gaemi to make landfall tonight")
+    for ch in ("\u3164", "\uffa0", "\u115f", "\u2800", "\ufe0f", "\u034f", "\U000e0100", "\u200b"):
+        assert copy_key(f"\u26a0{ch} Typhoon Gaemi to make landfall tonight{ch}") == plain, f"U+{ord(ch):04X}"
+    assert copy_key("\u3164\u2800\ufe0f") == ""
+
+
 def test_texts_without_words_are_nobodys_copies():
     found = find_copies(["a", "b", "c"], ["...", "!!", "--"])
     assert found.count == 0 and found.groups() == []

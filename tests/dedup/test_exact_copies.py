@@ -63,6 +63,23 @@ def test_every_copy_is_in_one_cluster_with_the_default_rule(tmp_path, repo_root,
     assert any(m.startswith(f"exact copies: {copies - 1} item") for m in result.messages)
 
 
+@pytest.mark.parametrize("unseen", ["\u3164", "\u2800", "\ufe0f"])
+def test_a_copy_holding_a_character_that_shows_nothing_is_in_its_originals_cluster(
+    tmp_path, fast_encoder, unseen
+):
+    """A Hangul filler, the blank Braille cell or a variation selector after a headline shows nothing: the
+    copy that holds one is an exact copy, in the cluster of the headline, whatever the model makes of it
+    (the small model put the copy with a trailing Hangul filler in a cluster of its own, apart)."""
+    titles = [COPIED, COPIED, f"{COPIED}{unseen}", f"{COPIED} {unseen}", "Storm floods the coastal road"]
+    news = pd.DataFrame({"id": ["a", "b", "c", "d", "e"], "title": titles})
+    news.to_parquet(tmp_path / "news.parquet", index=False)
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "paraphrase-MiniLM-L3-v2", 0.95)
+    result = run_dedup(cfg, encoder=fast_encoder)
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["a", "b", "c", "d"]]
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    assert pairs["exact_copy"].all() and result.stats.counts.exact_copies == 3
+
+
 def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
     lines = ["pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore"]
     lines += [f"p{n}\ttrain\t{a}\t{b}\t{ta}\t{tb}\t{s}" for n, (a, b, ta, tb, s) in enumerate(rows)]
