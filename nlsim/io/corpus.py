@@ -14,6 +14,12 @@ clock of the run's time zone (``timezone``, the deployment's ``--timezone``; UTC
 there and kept in UTC, and :attr:`Corpus.notes` says how many were read so. A time the zone's clocks
 skip or repeat (the hour of a daylight-saving change) is refused by row: it would be guessed.
 
+An optional text field (``description``, ``body``, ``source``, ``lang``, ``url``) holding only an export's
+marker of a missing value (``\\N``, ``NULL``, ``None``, ``nan``, ``N/A``:
+:data:`nlsim.io.cells.MISSING_MARKERS`) is empty, as an empty cell is, and :attr:`Corpus.notes` says how many
+were read so: embedded, ``NULL`` would make two copies of one headline, one exported with an empty
+description and one with ``NULL``, two texts.
+
 A title that holds U+FFFD (the replacement character a decoder puts for bytes it could not read: the text
 was damaged before nlsim saw it) is kept as it is, and :attr:`Corpus.warnings` says how many, with the
 first ids.
@@ -54,7 +60,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import blank, id_fault, invisible_only, placeholder
+from nlsim.io.cells import blank, id_fault, invisible_only, missing_marker, placeholder
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -88,7 +94,8 @@ class Corpus:
     hold U+FFFD (:func:`replacement_warning`)."""
     notes: tuple[str, ...] = ()
     """What the loader read one way of several, to say once: the times without an offset, read in the
-    run's time zone (:func:`naive_times_note`)."""
+    run's time zone (:func:`naive_times_note`), and the optional fields read as empty for holding a marker
+    of a missing value (:func:`missing_markers_note`)."""
     naive_times: int = 0
     """How many ``published_at`` values had no offset (read in ``timezone``)."""
     timezone: str = "UTC"
@@ -450,6 +457,9 @@ def _check_row(
         text, reason = _check_text(rec.get(col), required=(col == "title"))
         if reason:
             problem = (col, reason)
+        elif col != "title" and text and missing_marker(text):
+            text = ""  # "NULL", "\\N": an empty cell as an export wrote it
+            values.setdefault("marked_missing", []).append(col)
         values[col] = text
     if not problem:
         read = _check_time(rec.get("published_at"), zone)
@@ -567,16 +577,18 @@ def _check_rows(
     not_after: pd.Timestamp | None,
     *,
     keep_bad: bool,
-) -> tuple[pd.DataFrame, int]:
-    """The rows of ``raw`` that pass every check, as the schema's frame, and how many of their times had no
-    offset. ``bad`` holds the quarantine entries of the rows that could not be split into fields (they are
-    not in ``raw``; the rows keep their numbers in the file); a bad row is added to it (``keep_bad``) or
-    raises, and ``bad`` ends sorted by row."""
+) -> tuple[pd.DataFrame, int, dict[str, int]]:
+    """The rows of ``raw`` that pass every check, as the schema's frame, how many of their times had no
+    offset, and how many of their cells held a marker of a missing value, by field. ``bad`` holds the
+    quarantine entries of the rows that could not be split into fields (they are not in ``raw``; the rows
+    keep their numbers in the file); a bad row is added to it (``keep_bad``) or raises, and ``bad`` ends
+    sorted by row."""
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     skipped = {entry["row"] for entry in bad}
     seen: dict[str, int] = {}
     naive = 0
+    marked: dict[str, int] = {}
     rownums = (n for n in range(1, len(raw) + len(bad) + 1) if n not in skipped)
     for rownum, rec in zip(rownums, raw.to_dict("records"), strict=False):
         values, problem = _check_row(rec, seen, zone, not_after)
@@ -588,12 +600,14 @@ def _check_rows(
             continue
         seen[values["id"]] = rownum
         naive += int(values["naive_time"])
+        for col in values.get("marked_missing", ()):
+            marked[col] = marked.get(col, 0) + 1
         for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
             columns[col].append(values[col])
         for col in extra:
             columns[col].append(rec.get(col))
     bad.sort(key=lambda entry: entry["row"])
-    return _items_frame(columns, extra), naive
+    return _items_frame(columns, extra), naive, marked
 
 
 def load_corpus(
@@ -643,13 +657,15 @@ def load_corpus(
     _check_float_ids(path, raw)
     _check_text_columns(path, raw, text_fields)
     unreadable = len(bad)  # rows that could not be split into fields
-    frame, naive = _check_rows(path, raw, bad, text_fields, zone, not_after, keep_bad=quarantine is not None)
+    frame, naive, marked = _check_rows(
+        path, raw, bad, text_fields, zone, not_after, keep_bad=quarantine is not None
+    )
     if len(frame) == 0 and len(raw) + unreadable:
         raise _every_row_rejected(path, bad, quarantine)
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)
     alike = lookalike_ids_warning(path, frame["id"].astype(str).tolist())
-    note = naive_times_note(path, naive, len(frame), timezone)
+    notes = [naive_times_note(path, naive, len(frame), timezone), missing_markers_note(path, marked)]
     corpus = Corpus(
         frame=frame,
         path=path,
@@ -661,7 +677,7 @@ def load_corpus(
             *([damaged] if damaged else []),
             *([alike] if alike else []),
         ),
-        notes=(note,) if note else (),
+        notes=tuple(n for n in notes if n),
         naive_times=naive,
         timezone=timezone,
     )
@@ -700,6 +716,23 @@ def naive_times_note(path: str | Path, naive: int, items: int, timezone: str) ->
         return None
     return (
         f"{path}: {naive} of {items} published_at times have no offset: read as {timezone} time (--timezone)"
+    )
+
+
+def missing_markers_note(path: str | Path, marked: dict[str, int]) -> str | None:
+    """The line a run says when optional fields held only an export's marker of a missing value: how many
+    in each field, read as empty.
+
+    Example:
+        >>> missing_markers_note("day.csv", {"source": 1, "description": 3}).split(" hold")[0]
+        'day.csv: 3 description and 1 source cell(s)'
+    """
+    if not marked:
+        return None
+    counts = " and ".join(f"{marked[col]} {col}" for col in OPTIONAL_TEXT if col in marked)
+    return (
+        f"{path}: {counts} cell(s) hold only a marker of a missing value (\\N, NULL, None, nan, N/A, ...): "
+        "read as empty"
     )
 
 

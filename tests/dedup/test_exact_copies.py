@@ -80,6 +80,22 @@ def test_a_copy_holding_a_character_that_shows_nothing_is_in_its_originals_clust
     assert pairs["exact_copy"].all() and result.stats.counts.exact_copies == 3
 
 
+def test_copies_whose_missing_description_an_export_wrote_as_null_are_one_copy_group(tmp_path, fast_encoder):
+    """One headline without a description, exported with an empty cell, ``\\N``, ``NULL`` and ``nan``:
+    the markers were embedded as words, the four were no copies, and the small model left two of them
+    out of the others' cluster. They are exact copies now, in one cluster."""
+    news = tmp_path / "news.csv"
+    news.write_text(
+        "id,title,description\n"
+        f"a,{COPIED},\nb,{COPIED},\\N\nc,{COPIED},NULL\nd,{COPIED},nan\ne,Storm floods the coastal road,\n",
+        encoding="utf-8",
+    )
+    result = run_dedup(_config(news, tmp_path / "out", "paraphrase-MiniLM-L3-v2", 0.95), encoder=fast_encoder)
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["a", "b", "c", "d"]]
+    assert result.stats.counts.exact_copies == 3
+    assert any("3 description cell(s) hold only a marker of a missing value" in m for m in result.messages)
+
+
 def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
     lines = ["pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore"]
     lines += [f"p{n}\ttrain\t{a}\t{b}\t{ta}\t{tb}\t{s}" for n, (a, b, ta, tb, s) in enumerate(rows)]

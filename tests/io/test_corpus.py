@@ -1016,6 +1016,27 @@ def test_a_title_that_is_an_exports_marker_of_a_missing_value_is_a_bad_row(tmp_p
         load_pairs(pairs)
 
 
+def test_an_optional_field_holding_an_exports_marker_of_a_missing_value_is_empty(tmp_path):
+    """A description exported as ``\\N``, ``NULL`` or ``nan`` was read as that word and embedded with the
+    title: one headline with its description left empty in three ways was three texts. Such a cell is read
+    as empty, and the load says how many were, by field; a description holding such a word beside others
+    is kept."""
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title,description,source\n"
+        "1,Floods,\\N,NULL\n2,Floods,NULL,AP\n3,Floods,,AP\n4,Floods, nan ,None\n"
+        "5,Floods,None of the dams held,n/a\n",
+    )
+    corpus = load_corpus(path)
+    assert corpus.frame["description"].tolist() == ["", "", "", "", "None of the dams held"]
+    assert corpus.frame["source"].tolist() == ["", "AP", "AP", "", ""]
+    assert corpus.texts() == ["Floods"] * 4 + ["Floods None of the dams held"]
+    assert corpus.notes == (
+        f"{path}: 3 description and 3 source cell(s) hold only a marker of a missing value "
+        "(\\N, NULL, None, nan, N/A, ...): read as empty",
+    )
+
+
 def test_ids_that_differ_only_in_their_spaces_or_width_are_two_items_and_the_load_says_so(
     tmp_path: Path,
 ) -> None:
