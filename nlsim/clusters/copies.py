@@ -8,7 +8,8 @@ as text-dedup and SemHash do, exact duplicates are grouped first:
 
 - :func:`copy_key`: the text in the run's script (after OpenCC), NFKC, case folded, without white space,
   punctuation, control characters or characters that show nothing (a Hangul filler, a variation selector:
-  :func:`nlsim.io.cells.unseen`). Two items with the same non-empty key are copies.
+  :func:`nlsim.io.cells.unseen`), a mark between two digits kept (``1.5%`` is not ``15%``). Two items with
+  the same non-empty key are copies.
 - :func:`find_copies`: the copy groups of a window, each led by its earliest member (the order rule of
   :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
   window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
@@ -58,15 +59,29 @@ def copy_key(text: str) -> str:
     """What two texts must share to be copies: NFKC, case folded, without white space, punctuation,
     control characters and the characters that show nothing whatever their category (a Hangul filler U+3164,
     the blank Braille pattern, a variation selector: :func:`~nlsim.io.cells.unseen`; a copy a CMS sent with
-    one looks the same as one without) (``""``: a text with nothing else is nobody's copy).
+    one looks the same as one without) (``""``: a text with nothing else is nobody's copy). White space or
+    punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
+    other numbers, where ``1.5%`` and ``1,5 %`` are one.
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
     >>> copy_key("\\u26a0\\ufe0f Rain\\u3164") == copy_key("\\u26a0 Rain")
     True
+    >>> copy_key("上漲 1.5%"), copy_key("上漲15%"), copy_key("１，５"), copy_key("1\\u200b5")
+    ('上漲1.5', '上漲15', '1.5', '15')
     """
     folded = unicodedata.normalize("NFKC", str(text)).casefold()
-    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in DROPPED and not unseen(ch))
+    kept: list[str] = []
+    between = False  # a visible mark or space since the last character kept
+    for ch in folded:
+        if unicodedata.category(ch)[0] in DROPPED or unseen(ch):
+            between = between or (unicodedata.category(ch)[0] in "ZP" and not unseen(ch))
+            continue
+        if between and kept and kept[-1].isdecimal() and ch.isdecimal():
+            kept.append(".")  # 1.5 is not 15: the mark between two digits is part of the number
+        kept.append(ch)
+        between = False
+    return "".join(kept)
 
 
 @dataclass(frozen=True)

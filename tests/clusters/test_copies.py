@@ -25,6 +25,18 @@ def test_a_key_ignores_the_characters_that_show_nothing_whatever_their_category(
     assert copy_key("\u3164\u2800\ufe0f") == ""
 
 
+def test_a_mark_between_two_digits_is_part_of_the_number():
+    """``1.5%`` and ``15%`` are two figures (one month's growth a year apart from another's), ``2-1`` and
+    ``21`` two scores: the key dropped the point and the hyphen, and made them copies. The mark stays, one
+    for any (a comma, a full-width point, a space), and marks elsewhere still go."""
+    assert copy_key("TSMC revenue up 1.5%") != copy_key("TSMC revenue up 15%")
+    assert copy_key("營收年增1.5%") != copy_key("營收年增15%")
+    assert copy_key("Arsenal 2-1 Spurs") != copy_key("Arsenal 21 Spurs")
+    assert copy_key("營收年增1.5%") == copy_key("營收年增 １．５ ％") == copy_key("營收年增1,5%")
+    assert copy_key("up 1\u200b5%") == copy_key("up 15%")  # a zero-width space shows nothing
+    assert copy_key("Rain, 15 dead.") == copy_key("rain 15 dead")
+
+
 def test_texts_without_words_are_nobodys_copies():
     found = find_copies(["a", "b", "c"], ["...", "!!", "--"])
     assert found.count == 0 and found.groups() == []

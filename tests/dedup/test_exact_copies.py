@@ -96,6 +96,31 @@ def test_copies_whose_missing_description_an_export_wrote_as_null_are_one_copy_g
     assert any("3 description cell(s) hold only a marker of a missing value" in m for m in result.messages)
 
 
+def test_headlines_whose_figures_differ_only_in_a_decimal_point_are_not_copies(tmp_path):
+    """ "up 1.5%" a year before "up 15%": read as one text without its punctuation, the two were reported
+    as exact copies (similarity 1, one cluster) though their cosine is far under the threshold."""
+    t = pd.Timestamp("2023-04-10 02:00", tz="UTC")
+    news = pd.DataFrame(
+        {
+            "id": ["r23", "r24", "c24", "x"],
+            "title": [
+                "TSMC March revenue up 1.5% on year",
+                "TSMC March revenue up 15% on year",
+                "TSMC March revenue up 15 % on year.",
+                "Markets rise",
+            ],
+            "published_at": [t, t + pd.Timedelta(days=366), t + pd.Timedelta(days=366, hours=1), t],
+        }
+    )
+    news.to_parquet(tmp_path / "news.parquet", index=False)
+    result = run_dedup(
+        _config(tmp_path / "news.parquet", tmp_path / "out", "hash", 0.9), encoder=HashEncoder()
+    )
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["c24", "r24"]]
+    pairs = pd.read_parquet(tmp_path / "out" / "pairs.parquet")
+    assert list(zip(pairs["id_a"], pairs["id_b"], pairs["exact_copy"], strict=True)) == [("r24", "c24", True)]
+
+
 def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
     lines = ["pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore"]
     lines += [f"p{n}\ttrain\t{a}\t{b}\t{ta}\t{tb}\t{s}" for n, (a, b, ta, tb, s) in enumerate(rows)]
