@@ -50,6 +50,11 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import unseen
 
+COPY_KEY_VERSION = 2
+"""Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
+copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
+a state written then has none) is paired again, so that its kept links follow one definition."""
+
 DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
 characters (C)."""

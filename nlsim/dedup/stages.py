@@ -34,7 +34,7 @@ import pandas as pd
 
 from nlsim.clusters.assign import ClusterUpdate, assign_groups
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.copies import contract, find_copies
+from nlsim.clusters.copies import COPY_KEY_VERSION, contract, find_copies
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import ClusterRule, Link, links_of
 from nlsim.clusters.table import cluster_table, topic_table
@@ -229,7 +229,11 @@ def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity
         threshold=float(model.threshold.value),
         reranker=rr,
         topic_threshold=None if model.topic is None else float(model.topic.value),
-        search={"k": settings.search.k, "window_hours": settings.search.window_hours},
+        search={
+            "k": settings.search.k,
+            "window_hours": settings.search.window_hours,
+            "copy_key": COPY_KEY_VERSION,
+        },
     )
 
 

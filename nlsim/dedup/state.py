@@ -145,8 +145,9 @@ class StateIdentity:
     topic_threshold: float | None = None
     """The topic groups' threshold (``None``: no topic groups): the kept pairs reach down to it."""
     search: dict[str, Any] | None = None
-    """How the kept pairs were searched: ``k`` and ``window_hours`` (``None``: a state written before they
-    were kept, taken to match)."""
+    """How the kept pairs were searched: ``k``, ``window_hours`` and ``copy_key``, the definition of an exact
+    copy (:data:`nlsim.clusters.copies.COPY_KEY_VERSION`; absent: a state written before it was kept, whose
+    copies the first definition grouped) (``None``: a state written before any was kept, taken to match)."""
 
     def differences(self, other: StateIdentity) -> list[str]:
         """Human-readable differences, empty when the two match."""

@@ -131,6 +131,7 @@ SWITCH_WORDS = {
     "topic_threshold": "the topic groups' threshold changed",
     "k": "the neighbours searched per item changed (--k)",
     "window_hours": "the time window of a pair changed (--window-hours)",
+    "copy_key": "what counts as an exact copy changed (a newer nlsim)",
 }
 """What a model switch changed, in words, by the state's identity field (the model itself: :func:`_which`)."""
 

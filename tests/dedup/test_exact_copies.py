@@ -121,6 +121,50 @@ def test_headlines_whose_figures_differ_only_in_a_decimal_point_are_not_copies(t
     assert list(zip(pairs["id_a"], pairs["id_b"], pairs["exact_copy"], strict=True)) == [("r24", "c24", True)]
 
 
+def _earlier_copy_key(text: str) -> str:
+    """The copy key nlsim had before a mark between two digits and the characters that show nothing
+    counted: NFKC, case folded, without any white space, punctuation or control character."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in "ZPC")
+
+
+def test_a_daily_state_whose_copies_an_earlier_copy_key_grouped_is_paired_again(tmp_path, monkeypatch):
+    """A state written by an nlsim whose copy key made "up 1.5%" and "up 15%" copies kept their link: the
+    day after the upgrade, a copy of the second joined the first's story, and the two stayed one story
+    until they expired. The state's identity names the copy key; one written before it did is paired again
+    once, and the run says why."""
+    import json
+
+    import nlsim.clusters.copies as copies
+
+    t = pd.Timestamp("2024-04-10 02:00", tz="UTC")
+    days = [
+        [("r23", "TSMC March revenue up 1.5% on year"), ("r24", "TSMC March revenue up 15% on year")],
+        [("r25", "TSMC March revenue up 15% on year")],
+    ]
+    state = tmp_path / "state"
+    runs = []
+    for n, rows in enumerate(days):
+        day = pd.DataFrame(rows, columns=["id", "title"]).assign(published_at=t + pd.Timedelta(days=n))
+        day.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+        with monkeypatch.context() as m:
+            if n == 0:  # the day the earlier nlsim ran
+                m.setattr(copies, "copy_key", _earlier_copy_key)
+            cfg = _config(tmp_path / f"day{n}.parquet", tmp_path / "out", "hash", 0.9)
+            runs.append(run_daily(cfg, state, retention_days=None, encoder=HashEncoder()))
+        if n == 0:
+            assert state_assignment(state) == {"r23": "c-r23", "r24": "c-r23"}
+            manifest = json.loads((state / "MANIFEST.json").read_text(encoding="utf-8"))
+            manifest["identity"]["search"].pop("copy_key", None)  # as that nlsim wrote it
+            (state / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
+    kept = state_assignment(state)
+    assert sorted(kept) == ["r24", "r25"] and kept["r24"] == kept["r25"]  # r23 alone now
+    said = " ".join(runs[1].stats.messages)
+    assert "copy_key: state has None, this run uses 2" in said and "pairing the window again" in said
+
+
 def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
     lines = ["pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore"]
     lines += [f"p{n}\ttrain\t{a}\t{b}\t{ta}\t{tb}\t{s}" for n, (a, b, ta, tb, s) in enumerate(rows)]
