@@ -122,11 +122,34 @@ def unreachable_api(
         if from_prefect or type(e).__name__ in CONNECT_ERRORS:
             url = environ.get("PREFECT_API_URL") or "the profile's PREFECT_API_URL"
             line = (
-                f"the Prefect API at {url} does not answer: start the server (prefect server start --host "
-                "127.0.0.1 --port 4200) and run again"
+                f"the Prefect API at {url} does not answer: start the server (prefect server start "
+                f"{server_address(environ.get('PREFECT_API_URL', ''))}) and run again"
             )
             return line + ", or unset PREFECT_API_URL for a run on a temporary server" if temporary else line
     return None
+
+
+def server_address(url: str) -> str:
+    """The ``--host`` and ``--port`` of ``prefect server start`` that make the API at ``url`` answer: the
+    URL's own host and port (a server on the README's port 4200 would leave another port unanswered), else
+    the README's 127.0.0.1 and 4200.
+
+    Example:
+        >>> server_address("http://127.0.0.1:4201/api")
+        '--host 127.0.0.1 --port 4201'
+        >>> server_address("http://newsdesk:4200/api")
+        '--host newsdesk --port 4200'
+        >>> server_address("")
+        '--host 127.0.0.1 --port 4200'
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        host, port = None, None
+    return f"--host {host or '127.0.0.1'} --port {port or 4200}"
 
 
 def exit_on_api_failure(prog: str, call: Callable[[], int], temporary: bool = True) -> int:

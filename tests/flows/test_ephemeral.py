@@ -111,17 +111,20 @@ def _error_lines(tmp_path: Path, command: list[str], url: str) -> list[str]:
 )
 def test_a_server_that_is_not_up_ends_the_command_in_one_line(tmp_path: Path, command: list[str]) -> None:
     """PREFECT_API_URL exported before the server is started (the README's terminals 2 and 3 before
-    terminal 1): one line naming the URL and what to do, exit 1, no traceback and no report. A flow run
-    may also go on Prefect's temporary server; deployments served or an alert set up there would go with
-    the command (`flows.alerts` refuses to run without PREFECT_API_URL), so their line does not offer it."""
+    terminal 1): one line naming the URL and what to do, exit 1, no traceback and no report. The server it
+    says to start is the one the URL names (it said --port 4200 whatever the URL's port, a server that would
+    leave the URL unanswered). A flow run may also go on Prefect's temporary server; deployments served or
+    an alert set up there would go with the command (`flows.alerts` refuses to run without
+    PREFECT_API_URL), so their line does not offer it."""
     (tmp_path / "news.csv").write_text("id,title\na,Storm hits the coast\nb,Storm hits the coast today\n")
-    url = f"http://127.0.0.1:{_free_port()}/api"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
     errors = _error_lines(tmp_path, command, url)
     on_its_own = command[0] == "flows.dedup"
     temporary = ", or unset PREFECT_API_URL for a run on a temporary server" if on_its_own else ""
     assert errors == [
         f"python -m {command[0]}: error: the Prefect API at {url} does not answer: start the server (prefect "
-        f"server start --host 127.0.0.1 --port 4200) and run again{temporary}"
+        f"server start --host 127.0.0.1 --port {port}) and run again{temporary}"
     ], errors
     assert not (tmp_path / "out").exists()
 
