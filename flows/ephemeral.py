@@ -25,6 +25,7 @@ import sys
 import tomllib
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 STARTUP_TIMEOUT_S = 120
@@ -150,6 +151,44 @@ def server_address(url: str) -> str:
     except ValueError:  # a port that is not a number
         host, port = None, None
     return f"--host {host or '127.0.0.1'} --port {port or 4200}"
+
+
+T = TypeVar("T")
+
+
+def stopping_a_temporary_server(call: Callable[[], T]) -> T:
+    """``call()`` (a flow run from the command line), and when it started Prefect's temporary server, that
+    server stopped as it ends, its queued log lines and events sent first: Prefect stops it at the
+    interpreter's exit, whose ``Stopping temporary server on ...`` then came after the command's own last
+    line, a failed run's reason. A server that was up before (a test harness's) is left alone; a run stopped
+    by Ctrl-C or SIGTERM leaves it to Prefect, as before."""
+    before = {id(server) for server in _temporary_servers()}
+    try:
+        result = call()
+    except Exception:
+        _stop_started(before)
+        raise
+    _stop_started(before)
+    return result
+
+
+def _temporary_servers() -> list[Any]:
+    """Prefect's temporary servers of this process (none when its server module was never imported)."""
+    module = sys.modules.get("prefect.server.api.server")
+    return list(module.SubprocessASGIServer._instances.values()) if module is not None else []
+
+
+def _stop_started(before: set[int]) -> None:
+    started = [server for server in _temporary_servers() if id(server) not in before]
+    if not started:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all()  # sent while the server is up (else: "Error logging to API" at the exit)
+    EventsWorker.drain_all()
+    for server in started:
+        server.stop()
 
 
 def exit_on_api_failure(prog: str, call: Callable[[], int], temporary: bool = True) -> int:

@@ -33,7 +33,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.ephemeral import exit_on_api_failure
+from flows.ephemeral import exit_on_api_failure, stopping_a_temporary_server
 from nlsim import progress
 from nlsim.cli import named, os_error_line, sigterm_stops_the_run, stopped
 from nlsim.commands.options import config_from_args
@@ -300,7 +300,8 @@ def run_from_command_line(
         parser.error(str(exc))
     try:
         with sigterm_stops_the_run():  # Prefect's own handler hands the signal on to this one's
-            return exit_on_api_failure(prog, lambda: exit_status(prog, flow_(**params, return_state=True)))
+            run = lambda: flow_(**params, return_state=True)  # noqa: E731
+            return exit_on_api_failure(prog, lambda: exit_status(prog, stopping_a_temporary_server(run)))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         return stopped(prog, exc)
 

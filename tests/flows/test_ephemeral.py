@@ -236,3 +236,26 @@ def test_serve_says_it_serves_only_once_the_server_answers(tmp_path: Path) -> No
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "does not answer" in proc.stderr, proc.stderr[-3000:]
     assert "serving" not in proc.stdout, proc.stdout
+
+
+@pytest.mark.slow
+def test_a_failed_run_on_a_temporary_server_ends_with_its_reason(tmp_path: Path) -> None:
+    """Without a server (Prefect's temporary one), a run nlsim refuses ends as operations.md says: the
+    run's reason last on stderr, exit 2. Prefect stopped its temporary server at the interpreter's exit,
+    and its ``Stopping temporary server on ...`` line came after the reason."""
+    (tmp_path / "news.csv").write_text("id,title\na,Storm hits the coast\nb,Storm hits the coast today\n")
+    args = ["--corpus", "news.csv", "--out", "out", "--model", "paraphrase-MiniLM-L3-v2", "--convert", "none"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.dedup", *args],
+        env=clean_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Stopping temporary server" in proc.stderr, proc.stderr[-3000:]  # it ran on one
+    last = proc.stderr.strip().splitlines()[-1]
+    reason = "python -m flows.dedup: error: no threshold for model 'paraphrase-MiniLM-L3-v2'"
+    assert last.startswith(reason), last
+    assert "Error logging to API" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
