@@ -66,6 +66,16 @@ def test_the_command_lines_a_newcomer_copies_are_accepted(title: str) -> None:
         parser.parse_args(argv)  # a renamed or removed option exits with status 2
 
 
+def test_the_command_line_section_names_every_nlsim_command() -> None:
+    """`nlsim models` (list, promote, rollback) was missing from the README's command lines, while
+    `nlsim --help` lists it beside the others."""
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    block = re.search(r"^```\n(.*?)^```", section("Command line"), re.MULTILINE | re.DOTALL)
+    assert block, "the README's command line section has no code block"
+    named = {argv[0] for argv in nlsim_commands(block[1]) if argv}
+    assert set(commands.choices) - named == set()
+
+
 def test_a_command_line_nlsim_does_not_accept_is_found() -> None:
     (argv,) = nlsim_commands("```\n.venv/bin/nlsim dedup --corpus my.csv --out r --modle current\n```")
     with pytest.raises(SystemExit):
