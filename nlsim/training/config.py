@@ -717,24 +717,35 @@ class LearningCurveConfig:
             calibrate_level=None,
         )
 
-    def settings(self, *, with_pairs: bool = False) -> dict[str, Any]:
+    def settings(self, *, with_pairs: bool = False, model: str | None = None) -> dict[str, Any]:
         """What makes runs comparable, by flat name: everything but the pair file's name, sizes, seeds,
         baselines, out, threads (the pairs are compared by what they hold: each point records their digest,
         so one pair file named another way, ``./pairs.tsv`` or its absolute path, resumes the curve).
-        ``with_pairs``: the pair file's name as given included, as points written before hashed it."""
+        ``with_pairs``: the pair file's name as given included, as points written before hashed it;
+        ``model``: the model named so (a point's, as it was given there), not as given now: the curve
+        compares its models by what they are (``nlsim.training.learning_curve.check_points_model``).
+
+        Example:
+            >>> cfg = LearningCurveConfig(pairs="p.tsv", out="curve", model="models/x")
+            >>> cfg.settings_key(model="./models/x") == cfg.settings_key(), cfg.settings(model="m")["model"]
+            (False, 'm')
+        """
         d = asdict(self)
         for k in ("sizes", "seeds", "baselines", "out", "threads", *(() if with_pairs else ("pairs",))):
             d.pop(k)
+        if model is not None:
+            d["model"] = model
         return d
 
-    def settings_key(self, *, with_pairs: bool = False) -> str:
+    def settings_key(self, *, with_pairs: bool = False, model: str | None = None) -> str:
         """Hash of :meth:`settings`, which each point records."""
-        d = self.settings(with_pairs=with_pairs)
+        d = self.settings(with_pairs=with_pairs, model=model)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def settings_changes(self, recorded: Any) -> list[str]:
         """Each setting of :meth:`settings` that ``recorded`` (a finished point's) holds otherwise, in words
         by its flag; none where ``recorded`` is no such record (a point written before points kept them).
+        The model is left out: the curve compares it by what it is, not by its name.
 
         Example:
             >>> cfg = LearningCurveConfig(pairs="p.tsv", out="curve")
@@ -747,7 +758,7 @@ class LearningCurveConfig:
         out = []
         for name, now in self.settings().items():
             was = recorded.get(name, now)
-            if was == now:
+            if was == now or name == "model":
                 continue
             opt = options[name]
             if isinstance(now, bool):  # a flag that turns its default off: given or not

@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from nlsim.encoders import load_encoder
+from nlsim.encoders.registry import ALIASES
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.evaluation.baselines import get_baseline
 from nlsim.evaluation.metrics import defined, evaluate
@@ -228,14 +229,45 @@ def run_one(
     return row
 
 
+def recorded_model(done: dict[str, Any], cfg: LearningCurveConfig) -> str:
+    """The ``--model`` a finished point was trained from, as it was given there (its ``parameters``); as
+    given now for a point written before points kept them."""
+    parameters = done.get("parameters")
+    model = parameters.get("model") if isinstance(parameters, dict) else None
+    return model if isinstance(model, str) else cfg.model
+
+
+def model_named_alike(recorded: str, given: str) -> bool:
+    """Whether two ``--model`` names name one model without loading it: the same name, one model folder
+    however named (``models/x``, ``./models/x``, its absolute path), or one registry model (``e5``, its hub
+    id), as :func:`~nlsim.encoders.load_encoder` reads them.
+
+    >>> model_named_alike("e5", "intfloat/multilingual-e5-small"), model_named_alike("e5", "no-such-model")
+    (True, False)
+    """
+
+    def what(name: str) -> str:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            return f"folder {path.resolve()}"
+        key = ALIASES.get(name.lower())
+        return f"registry {key}" if key is not None else f"name {name}"
+
+    return recorded == given or what(recorded) == what(given)
+
+
 def check_point(path: Path, done: dict[str, Any], cfg: LearningCurveConfig, data: str, order: str) -> None:
     """Refuse a finished point made with other settings, trained on other pairs than the pair file
     holds now (``data``: their :func:`~nlsim.io.pairs.annotations_digest`; pairs merged or overruled since
     would make one curve of two data sets), or drawn from its training pairs in another order (``order``:
     :func:`draw_digest`; the file re-sorted since, every size still to train would draw other pairs). A point
     written before points recorded their pairs (or their order) is taken, and so is one whose settings were
-    hashed with the pair file's name (as then given) among them."""
-    if done.get("settings") not in (cfg.settings_key(), cfg.settings_key(with_pairs=True)):
+    hashed with the pair file's name (as then given) among them. Its settings are compared with the model as
+    the point names it (:func:`recorded_model`): the model is compared by what it is, by
+    :func:`check_points_model`."""
+    model = recorded_model(done, cfg)
+    keys = (cfg.settings_key(model=model), cfg.settings_key(with_pairs=True, model=model))
+    if done.get("settings") not in keys:
         changes = cfg.settings_changes(done.get("parameters"))
         which = f" ({'; '.join(changes)})" if changes else ""
         raise StateError(
@@ -506,30 +538,51 @@ def check_points_trainable(pairs: pd.DataFrame, cfg: LearningCurveConfig) -> Non
             check_trainable(train, validation, point, cfg.pairs)
 
 
+def finished_points(cfg: LearningCurveConfig) -> dict[Path, dict[str, Any]]:
+    """Every finished point in ``--out``'s ``runs/``, by its file (:func:`read_point`)."""
+    paths = sorted((Path(cfg.out) / "runs").glob("size*_seed*.json"))
+    return {path: read_point(path) for path in paths if path.is_file()}
+
+
 def check_base_model(cfg: LearningCurveConfig) -> str | None:
     """Load ``--model`` once, before any work, where a point is left to train: a model that cannot load
     (``--model current``, a folder that is no model, an unknown name) is refused before a baseline is scored
     or ``--out`` made, not by the first point after them. A curve whose points are all done needs no model
-    (its zero-shot baseline, when asked and not stored, loads it itself): ``None`` then, else the model's
-    fingerprint (config, weights, tokenizer, prefix), checked against the finished points
+    (its zero-shot baseline, when asked and not stored, loads it itself), unless a finished point names its
+    model otherwise (:func:`model_named_alike`) and recorded its fingerprint: ``None`` then, else the
+    model's fingerprint (config, weights, tokenizer, prefix), checked against the finished points
     (:func:`check_points_model`) and recorded by the new ones."""
-    if all(run_path(cfg, size, seed).is_file() for seed in cfg.seeds for size in cfg.sizes):
+    named_otherwise = any(
+        "model_fingerprint" in done and not model_named_alike(recorded_model(done, cfg), cfg.model)
+        for done in finished_points(cfg).values()
+    )
+    if not named_otherwise and all(
+        run_path(cfg, size, seed).is_file() for seed in cfg.seeds for size in cfg.sizes
+    ):
         return None
     return str(load_encoder(cfg.model, threads=cfg.threads).fingerprint)
 
 
 def check_points_model(cfg: LearningCurveConfig, model: str | None) -> None:
-    """Refuse, before any work, new points of a curve whose finished points were trained from another model
-    than ``--model`` holds now (``model``: its fingerprint): the same name, a model folder replaced or
-    trained again since, would make one curve of two models. A point written before points recorded their
-    model is taken."""
-    if model is None:
-        return
-    for path in sorted((Path(cfg.out) / "runs").glob("size*_seed*.json")):
-        if path.is_file() and read_point(path).get("model_fingerprint", model) != model:
+    """Refuse, before any work, a curve whose finished points were trained from another model than
+    ``--model`` holds now (``model``: its fingerprint, ``None`` where :func:`check_base_model` loaded none):
+    the same name, a model folder replaced or trained again since, would make one curve of two models. A
+    point is compared by its fingerprint where it recorded one and the model was loaded, else by its model's
+    name (:func:`model_named_alike`): the same model named another way (``./models/x`` for ``models/x``)
+    resumes the curve. A point written before points recorded their model's fingerprint is taken under a
+    name alike."""
+    for path, done in finished_points(cfg).items():
+        recorded = recorded_model(done, cfg)
+        fingerprint = done.get("model_fingerprint")
+        if model is not None and fingerprint is not None:
+            same = fingerprint == model
+        else:
+            same = model_named_alike(recorded, cfg.model)
+        if not same:
+            was = "" if recorded == cfg.model else f" (trained from --model {recorded})"
             raise StateError(
-                f"{path}: trained from another model than --model {cfg.model} holds now (its weights, "
-                f"configuration or tokenizer changed since); use another --out folder, or delete "
+                f"{path}: trained from another model than --model {cfg.model} holds now{was}: its "
+                f"weights, configuration or tokenizer differ; use another --out folder, or delete "
                 f"{path.parent} to train the curve again"
             )
 

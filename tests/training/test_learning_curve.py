@@ -939,6 +939,49 @@ def test_a_curve_whose_model_folder_holds_another_model_since_is_refused_before_
     assert trained == [16]
 
 
+def test_the_same_model_named_another_way_resumes_the_curve_and_another_model_is_refused(
+    pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve started with ``--model models/base`` and resumed with ``./models/base`` (or the folder's
+    absolute path) was refused as made with other settings: the model's name as given was among them. The
+    model is compared by what it is now (its fingerprint; its folder where it is not loaded), so the same
+    model named another way resumes the curve, a point written before (its settings hashed with the name
+    given there) too, and another model is still refused."""
+    from dataclasses import replace
+
+    folder = tmp_path / "models" / "base"
+    folder.mkdir(parents=True)
+    held = {"models/base": "first-model", "other": "another-model"}
+
+    def fake_load(name: str, **kw: object) -> SimpleNamespace:
+        return SimpleNamespace(fingerprint=held["other" if Path(name).name == "other" else "models/base"])
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(nlsim.training.learning_curve, "load_encoder", fake_load)
+    monkeypatch.setattr(nlsim.training.learning_curve, "finetune", _finetuned)
+    cfg = replace(config(pairs_file, tmp_path / "curve", (1,)), sizes=(8,), baselines=(), model="models/base")
+    run_learning_curve(cfg, log=lambda _: None)
+    for name in ("./models/base", str(folder.resolve())):
+        assert run_learning_curve(replace(cfg, model=name), log=lambda _: None).trained == 0  # all done
+        assert run_learning_curve(replace(cfg, model=name, sizes=(8, 16)), log=lambda _: None).trained == 1
+        (tmp_path / "curve" / "runs" / "size16_seed1.json").unlink()
+    point = tmp_path / "curve" / "runs" / "size8_seed1.json"  # written before points kept a fingerprint
+    done = json.loads(point.read_text(encoding="utf-8"))
+    del done["model_fingerprint"]
+    point.write_text(json.dumps(done), encoding="utf-8")
+    resumed = replace(cfg, model="./models/base", sizes=(8, 16))
+    assert run_learning_curve(resumed, log=lambda _: None).trained == 1
+    (tmp_path / "curve" / "runs" / "size16_seed1.json").unlink()
+    (tmp_path / "models" / "other").mkdir()
+    for sizes in ((8,), (8, 16)):
+        with pytest.raises(StateError, match=r"size8_seed1\.json: trained from another model than --model"):
+            run_learning_curve(replace(cfg, model="models/other", sizes=sizes), log=lambda _: None)
+    point.write_text(json.dumps({**done, "model_fingerprint": "first-model"}), encoding="utf-8")
+    with pytest.raises(StateError, match=r"another model than --model models/other .*--model models/base"):
+        run_learning_curve(replace(cfg, model="models/other"), log=lambda _: None)
+    assert not (tmp_path / "curve" / "runs" / "size16_seed1.json").exists()
+
+
 def test_an_undefined_figure_is_written_as_null_and_read_back_undefined(
     pairs_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
