@@ -145,6 +145,11 @@ class MergeResult:
     """Of those, each row whose note differs from the one the pair file holds for the pair (a note edited
     on the page after its mark was merged): its note is written into the pair file's row, said with the
     note it replaces."""
+    renoted_earlier: tuple[str, ...] = ()
+    """Of the overruling rows merged before whose decision another one stands over (:attr:`overruled_since`,
+    or a mark kept superseded), each with another note than the one kept with its decision among the
+    earlier ones on its pair (a note edited on the page since): the edited note is kept with that decision
+    now (the note of the decision that stands is its own editor's), said with the note it replaces."""
 
 
 def _notes_for(fmt: str, new: pd.DataFrame, log: Callable[[str], None]) -> pd.DataFrame:
@@ -238,7 +243,7 @@ def merge_annotations(
     result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
     result.already_held, result.merged_before, result.notes_updated = kept.already, len(scored.again), renoted
     result.overruled_since, result.older, result.superseded = kept.since, kept.older, kept.superseded
-    result.renoted = kept.renoted
+    result.renoted, result.renoted_earlier = kept.renoted, kept.renoted_earlier
     log(_merge_said(result, skip_scored))
     return result
 
@@ -313,6 +318,12 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
         said += (
             f"; of them, {len(result.overruled_since)} overruled since by another editor's newer decision, "
             "which stands (an old mark sent again never undoes it): " + "; ".join(result.overruled_since)
+        )
+    if result.renoted_earlier:
+        said += (
+            f"; of them, {len(result.renoted_earlier)} with a note edited since: the edited note is kept "
+            f"with that decision among the earlier ones on its pair in {result.verdicts} now (the decision "
+            "that stands keeps its own): " + "; ".join(result.renoted_earlier)
         )
     if result.older:
         said += (
@@ -486,6 +497,7 @@ class _Kept:
     older: tuple[str, ...] = ()
     superseded: int = 0
     renoted: tuple[str, ...] = ()
+    renoted_earlier: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -569,10 +581,12 @@ def _sorted_out(
     verdicts that hold amended, by pair: with an older mark kept among their earlier decisions (superseded:
     a verdict that overrules the pair file's score keeps its history there; one that does not, a pair an
     editor's file added, has none), or, from a file with notes (``noted``), with the note its editor's row
-    gives the decision that holds (:func:`_renoted_verdict`)."""
+    gives its decision: the decision that holds (:func:`_renoted_verdict`), or the one among the earlier
+    decisions that the row sends again (:func:`_renoted_earlier`)."""
     since: list[str] = []
     older: list[str] = []
     renoted: list[str] = []
+    renoted_earlier: list[str] = []
     overrules: list[Verdict] = []
     amended: dict[tuple[str, str], Verdict] = {}
     for v in wanted:
@@ -580,6 +594,9 @@ def _sorted_out(
         if holds_already(v, prior, marked=timed):
             if prior is not None and (d := overruled_since(v, prior, marked=timed)) is not None:
                 since.append(_both_said(v, d, prior))
+                if noted and (renewed := _renoted_earlier(prior, d, v.notes)) is not None:
+                    amended[v.key] = renewed
+                    renoted_earlier.append(_renote_said(v.id_a, v.id_b, v.notes, d.notes))
             elif prior is not None and noted and (renewed := _renoted_verdict(v, prior)) is not None:
                 amended[v.key] = renewed
                 renoted.append(_renote_said(v.id_a, v.id_b, v.notes, prior.notes))
@@ -590,9 +607,37 @@ def _sorted_out(
         else:
             overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
     already = len(wanted) - len(overrules) - len(older)
-    superseded = len(amended) - len(renoted)  # one row a pair: a verdict amended one way or the other
-    kept = _Kept(check.path, len(overrules), already, tuple(since), tuple(older), superseded, tuple(renoted))
+    superseded = len(amended) - len(renoted) - len(renoted_earlier)  # one row a pair: amended one way
+    kept = _Kept(
+        check.path,
+        len(overrules),
+        already,
+        tuple(since),
+        tuple(older),
+        superseded,
+        tuple(renoted),
+        tuple(renoted_earlier),
+    )
     return kept, overrules, amended
+
+
+def _renoted_earlier(prior: Verdict, sent: Decision, note: str) -> Verdict | None:
+    """``prior``, the verdict that holds on a pair, with ``note`` kept with ``sent``, the decision among its
+    earlier ones that an editor's row sends again (its mark, overruled or superseded since), when the note
+    kept there is another: a note edited on the page after the mark was merged belongs to that mark, not to
+    the decision that stands (its own editor's); ``None`` when the note is the same.
+
+    >>> desk = Decision(0.0, "desk", "m1.csv", "2026-03-02T08:15:00Z", "wire copy")
+    >>> bob = Verdict("a", "b", 0.25, annotator="bob", notes="a new lead", earlier=(Decision(0.75), desk))
+    >>> got = _renoted_earlier(bob, desk, "wire copy of the flood")
+    >>> [d.notes for d in got.earlier], got.notes, _renoted_earlier(bob, desk, "wire copy")
+    (['', 'wire copy of the flood'], 'a new lead', None)
+    """
+    if sent.notes == note:
+        return None
+    at = max(i for i, d in enumerate(prior.earlier) if d == sent)
+    renewed = replace(sent, notes=note)
+    return replace(prior, earlier=(*prior.earlier[:at], renewed, *prior.earlier[at + 1 :]))
 
 
 def _renote_said(id_a: str, id_b: str, note: str, was: str) -> str:

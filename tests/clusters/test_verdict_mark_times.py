@@ -532,6 +532,44 @@ def test_a_superseded_decision_keeps_its_note_in_the_pairs_history(tmp_path: Pat
     assert "desk" in text and "notes" not in text, text  # no note anywhere: the columns and cells as before
 
 
+@pytest.mark.parametrize("order", ["older first", "newer first"])
+def test_a_note_edited_on_a_mark_another_decision_stands_over_is_kept_with_that_mark(
+    tmp_path: Path, order: str
+) -> None:
+    """desk marked n0/n1 0 on Monday with a note, bob 0.25 on Tuesday with another; bob's decision stands
+    and desk's is kept among its earlier ones (overruled since, or superseded when merged second). desk then
+    edited the note on the page (the mark and its time unchanged) and exported again: the edited note was
+    dropped, only the decision that holds took one. It is now kept with desk's decision in the pair's
+    history, said with the note it replaces; bob's decision and note stand, and the same export merged
+    again, or one without a notes column, changes nothing."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = _export(tmp_path / "marks-desk.csv", "desk", [("n0", "n1", "0", MONDAY)], notes="wire copy")
+    bob = _export(tmp_path / "marks-bob.csv", "bob", [("n0", "n1", "0.25", TUESDAY)], notes="a new lead")
+    for export in (desk, bob) if order == "older first" else (bob, desk):
+        merge_annotations(export, pairs, log=lambda _: None)
+    edited = "wire copy of the same flood"
+
+    def again(name: str, text: str | None) -> str:
+        said: list[str] = []
+        export = _export(tmp_path / name, "desk", [("n0", "n1", "0", MONDAY)], notes=text)
+        merge_annotations(export, pairs, log=said.append)
+        return " ".join(said)
+
+    said = again("marks-desk-2.csv", edited)
+    held = _held(pairs)
+    assert (held.score, held.annotator, held.notes) == (0.25, "bob", "a new lead"), said
+    assert [(d.annotator, d.score, d.decided_at, d.notes) for d in held.earlier] == [
+        ("", 0.75, "", ""),
+        ("desk", 0.0, MONDAY, edited),
+    ], said
+    assert f"n0/n1: '{edited}' (it was 'wire copy')" in said and "kept with that decision" in said, said
+    assert "superseded" not in said, said
+    store = store_path(pairs).read_bytes()
+    again("marks-desk-3.csv", edited)
+    again("marks-desk-4.csv", None)
+    assert store_path(pairs).read_bytes() == store
+
+
 def test_a_note_on_a_pair_a_merge_added_is_shown_with_its_verdict_and_not_copied_into_the_store(
     tmp_path: Path,
 ) -> None:
