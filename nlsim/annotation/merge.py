@@ -136,8 +136,8 @@ class MergeResult:
     holds with another note (a note edited on the page after the overrule was merged): its note is the
     verdict's note in the verdict store now, said with the note it replaces."""
     superseded: int = 0
-    """Of :attr:`older`, the marks kept in the verdict store among the earlier decisions on their pair (one
-    whose verdict overrules the pair file's score), in time order: superseded, they do not act."""
+    """Of :attr:`older`, the marks kept in the verdict store among the earlier decisions on their pair, in
+    time order: superseded, they do not act (and a verdict that overruled nothing overrules nothing still)."""
     merged_before: int = 0
     """Rows whose pair was merged before from another file with the same score by the same editor, in
     this split (marks exported again from the report page): skipped."""
@@ -578,11 +578,11 @@ def _sorted_out(
     before (:func:`~nlsim.clusters.verdicts.holds_already`), the marks (``marked``: dated by when they were
     made) older than the decision that holds (:func:`~nlsim.clusters.verdicts.newer_than`), and the newer
     decisions, each made the pair's overruling verdict; what the store keeps, those verdicts, and the
-    verdicts that hold amended, by pair: with an older mark kept among their earlier decisions (superseded:
-    a verdict that overrules the pair file's score keeps its history there; one that does not, a pair an
-    editor's file added, has none), or, from a file with notes (``noted``), with the note its editor's row
-    gives its decision: the decision that holds (:func:`_renoted_verdict`), or the one among the earlier
-    decisions that the row sends again (:func:`_renoted_earlier`)."""
+    verdicts that hold amended, by pair: with an older mark kept among their earlier decisions, superseded
+    (:func:`~nlsim.clusters.verdicts.with_superseded`: a verdict that overruled nothing, a pair an editor's
+    file added, overrules nothing still), or, from a file with notes (``noted``), with the note its
+    editor's row gives its decision: the decision that holds (:func:`_renoted_verdict`), or the one among
+    the earlier decisions that the row sends again (:func:`_renoted_earlier`)."""
     since: list[str] = []
     older: list[str] = []
     renoted: list[str] = []
@@ -602,8 +602,8 @@ def _sorted_out(
                 renoted.append(_renote_said(v.id_a, v.id_b, v.notes, prior.notes))
         elif timed and prior is not None and not newer_than(v, prior):
             older.append(_not_newer_said(v, prior))
-            if prior.overrules:  # the pair's history: kept in it, superseded by the decision that holds
-                amended[v.key] = with_superseded(amended.get(v.key, prior), v.decision)
+            # the pair's history: kept in it, superseded by the decision that holds (which overrules it not)
+            amended[v.key] = with_superseded(amended.get(v.key, prior), v.decision)
         else:
             overrules.append(overruling(v, prior, by_key[v.key], pairs_file))
     already = len(wanted) - len(overrules) - len(older)

@@ -499,7 +499,14 @@ def test_annotate_verdicts_shows_each_verdicts_note_cut_in_lines_and_whole_in_js
     whole = note.replace("\n", " ")  # a TSV pair file's merge reads a note's line break as a space
     assert (held["id_a"], held["id_b"], held["annotator"], held["notes"]) == ("n0", "n1", "desk", whole)
     assert held["overrules"] and held["earlier"] == [
-        {"score": 0.75, "annotator": "", "source": "news.tsv", "decided_at": "", "notes": ""}
+        {
+            "score": 0.75,
+            "annotator": "",
+            "source": "news.tsv",
+            "decided_at": "",
+            "notes": "",
+            "superseded": False,
+        }
     ]
 
 
@@ -568,6 +575,62 @@ def test_a_note_edited_on_a_mark_another_decision_stands_over_is_kept_with_that_
     again("marks-desk-3.csv", edited)
     again("marks-desk-4.csv", None)
     assert store_path(pairs).read_bytes() == store
+
+
+def test_an_older_mark_merged_after_a_pair_a_merge_added_is_kept_superseded_and_overrules_nothing(
+    tmp_path: Path,
+) -> None:
+    """desk marked n2/n3, a pair nobody had scored, 0 on Monday: the merge added it (a verdict that
+    overrules nothing). bob's mark of it, 0.25 on Sunday with a note, merged after, was said and kept
+    nowhere, its note lost; in an overruled pair's history it would have been kept, superseded. It is now
+    kept in desk's verdict's history, superseded, without making desk's verdict an overrule: the run's count
+    of verdicts overruling the annotators' score (run.json, the card's "overruling the annotators' score")
+    and what training reads are unchanged, the store is in step, and bob's mark sent again adds nothing. A
+    newer overrule of the pair then overrules desk's decision (the pair file's), and holds."""
+    from nlsim.annotation.merge import check_verdicts
+    from nlsim.clusters.verdicts import training_pairs
+    from nlsim.dedup.editors import read_editors
+    from nlsim.dedup.stages import editors_record
+
+    def overruling_count() -> int:
+        editors = read_editors(pairs, None)
+        links = pd.DataFrame({"id_a": [], "id_b": []})
+        record = editors_record(editors, editors.constraints(), links, {})
+        assert record is not None
+        return record.annotators_overruled
+
+    sunday = "2026-03-01T08:00:00Z"
+    pairs = _scored_file(tmp_path / "news.tsv")
+    desk = _export(tmp_path / "marks-desk.csv", "desk", [("n2", "n3", "0", MONDAY)], "false", "two floods")
+    bob = _export(tmp_path / "marks-bob.csv", "bob", [("n2", "n3", "0.25", sunday)], notes="one storm")
+    merge_annotations(desk, pairs, log=lambda _: None)
+    said: list[str] = []
+    merge_annotations(bob, pairs, log=said.append)
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.annotator, held.score, held.decided_at) == ("desk", 0.0, MONDAY), said
+    assert [(d.annotator, d.score, d.decided_at, d.notes, d.superseded) for d in held.earlier] == [
+        ("bob", 0.25, sunday, "one storm", True)
+    ], said
+    assert "1 kept among the earlier decisions on their pair, superseded" in " ".join(said), said
+    assert not held.overrules and held.as_dict()["overrules"] is False
+    assert overruling_count() == 0
+    assert training_pairs(pairs).overruled == () and len(load_pairs(pairs)) == 2
+    lines: list[str] = []
+    assert check_verdicts(pairs, log=lines.append).in_step, lines
+    store = store_path(pairs).read_bytes()
+    again = _export(tmp_path / "marks-bob-2.csv", "bob", [("n2", "n3", "0.25", sunday)], notes="one storm")
+    merge_annotations(again, pairs, log=lambda _: None)
+    assert store_path(pairs).read_bytes() == store
+
+    lin = _export(tmp_path / "marks-lin.csv", "lin", [("n2", "n3", "0.5", WEDNESDAY)])
+    merge_annotations(lin, pairs, log=lambda _: None)
+    held = load_verdicts(store_path(pairs)).get(("n2", "n3"))
+    assert held is not None and (held.annotator, held.overrules) == ("lin", True)
+    assert [(d.annotator, d.superseded) for d in held.earlier] == [("bob", True), ("desk", False)]
+    assert held.overruled is not None and held.overruled.annotator == "desk"
+    assert check_verdicts(pairs, log=lambda _: None).in_step and overruling_count() == 1
+    scores = training_pairs(pairs).pairs.set_index("id_a")["score"].to_dict()
+    assert scores["n2"] == 0.5
 
 
 def test_a_note_on_a_pair_a_merge_added_is_shown_with_its_verdict_and_not_copied_into_the_store(

@@ -56,25 +56,31 @@ def overruling(verdict: Verdict, prior: Verdict | None, row: PairRow, pairs_file
 
 
 def with_superseded(prior: Verdict, mark: Decision) -> Verdict:
-    """``prior`` (an overruling verdict, the decision that holds on its pair) with ``mark``, a decision made
-    no later than it and merged after it, kept among its earlier decisions in time order (after the pair
-    file's own score, which stays first; before the first decision made after it): the pair's history is
-    the same whichever was merged first, and the mark does not act.
+    """``prior`` (the decision that holds on its pair) with ``mark``, a decision made no later than it and
+    merged after it, kept among its earlier decisions in time order (before the first decision dated after
+    it; the pair file's own score, undated, stays first), marked superseded
+    (:attr:`~nlsim.clusters.verdicts.records.Decision.superseded`): the pair's history is the same
+    whichever was merged first, the mark does not act, and a verdict that overruled nothing (a pair an
+    editor's file added) overrules nothing still.
 
     >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "m1.csv", "2026-03-02T08:15:00Z"))
     >>> bob = Verdict("a", "b", 0.25, annotator="bob", decided_at="2026-03-04T09:00:00Z", earlier=earlier)
     >>> lin = Decision(0.5, "lin", "m2.csv", "2026-03-01T10:00:00+08:00")
     >>> [d.annotator for d in with_superseded(bob, lin).earlier], with_superseded(bob, lin).score
     (['', 'lin', 'desk'], 0.25)
+    >>> plain = with_superseded(replace(bob, earlier=()), lin)
+    >>> [(d.annotator, d.superseded) for d in plain.earlier], plain.overrules
+    ([('lin', True)], False)
     """
     when = decided(mark.decided_at)
     at = len(prior.earlier)
-    for i, d in enumerate(prior.earlier[1:], start=1):
+    for i, d in enumerate(prior.earlier):
         then = decided(d.decided_at)
         if when is not None and then is not None and then > when:
             at = i
             break
-    return replace(prior, earlier=(*prior.earlier[:at], mark, *prior.earlier[at:]))
+    kept = replace(mark, superseded=True)
+    return replace(prior, earlier=(*prior.earlier[:at], kept, *prior.earlier[at:]))
 
 
 def holds_already(verdict: Verdict, prior: Verdict | None, *, marked: bool = False) -> bool:
@@ -133,7 +139,7 @@ def overruled_since(verdict: Verdict, prior: Verdict | None, *, marked: bool = F
     >>> earlier = (Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "marks-1.csv"))
     >>> bobs = Verdict("a", "b", 0.75, annotator="bob", source="bob.csv", earlier=earlier)
     >>> overruled_since(Verdict("a", "b", 0.0, annotator="desk", source="marks-2.csv"), bobs)
-    Decision(score=0.0, annotator='desk', source='marks-1.csv', decided_at='', notes='')
+    Decision(score=0.0, annotator='desk', source='marks-1.csv', decided_at='', notes='', superseded=False)
     >>> overruled_since(Verdict("a", "b", 0.25, annotator="desk", source="marks-2.csv"), bobs) is None
     True
     """

@@ -11,7 +11,8 @@ from, when, the texts' hashes). :func:`check_store` reads both and makes them ag
   the verdict overrules it (:attr:`~nlsim.clusters.verdicts.records.Verdict.overrules`: an editor's newer
   decision on a training pair, ``nlsim annotate merge --overrule``): an overruling verdict holds when the
   pair file holds its pair in the training split with the score the verdict overruled (its first earlier
-  decision: the pair file's row is older than the verdict). One the pair file contradicts (the pair moved to
+  decision not superseded, :attr:`~nlsim.clusters.verdicts.records.Verdict.overruled`: the pair file's row
+  is older than the verdict). One the pair file contradicts (the pair moved to
   another split, or given another score since) does not hold (``unheld``): the pair file's row does;
 - a merged pair the store lacks (a store deleted, cut at a row boundary, or a row damaged: torn or edited)
   is rebuilt from its row of the pair file, without its source and time (``rebuilt``): from the first
@@ -108,7 +109,8 @@ class PairRow:
             v.overrules
             and self.split == ACTING_SPLIT
             and v.split == ACTING_SPLIT
-            and abs(v.earlier[0].score - self.score) < 1e-6
+            and v.overruled is not None
+            and abs(v.overruled.score - self.score) < 1e-6
         )
 
     def hashed(self, v: Verdict) -> Verdict:

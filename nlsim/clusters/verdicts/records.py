@@ -61,13 +61,17 @@ COLUMNS = (
 earlier decisions and :data:`NOTES` while none has a note:
 :func:`nlsim.clusters.verdicts.store.store_text`)."""
 EARLIER = "earlier"
-"""The column of an overruling verdict's earlier decisions (:meth:`Verdict.cell`): a JSON list of
-:class:`Decision` objects, oldest first, each with its note (``notes``) when it has one; empty for a verdict
-that overrules nothing."""
+"""The column of a verdict's earlier decisions (:meth:`Verdict.cell`): a JSON list of :class:`Decision`
+objects, oldest first, each with its note (``notes``) when it has one and ``"superseded": true`` when it is
+a mark merged after the newer decision that holds (:attr:`Decision.superseded`); empty for a verdict that
+overrules nothing and supersedes no mark."""
 NOTES = "notes"
 """The column of an overruling verdict's note (the editor's ``notes`` cell of the row merged: the pair file
 does not hold the row, so the store is the note's only record); empty for every other verdict, whose note
 is in the pair file's row."""
+SUPERSEDED = "superseded"
+"""The key, in an :data:`EARLIER` decision, of a mark the verdict supersedes rather than overrules
+(:attr:`Decision.superseded`)."""
 REQUIRED = ("id_a", "id_b", "score", "split")
 """The columns without which a table holds no verdict."""
 
@@ -78,10 +82,12 @@ class Decision:
     be any number in [0, 1], their levels' mean), who gave it, where it came from (the editors' file, or
     the pair file for the annotators' own score), when it was decided (its mark's time, or when it was
     merged; '' when unknown) and the editor's note on it, as the verdict store kept it ('' for none: a
-    decision the pair file records keeps its note in the pair file's row).
+    decision the pair file records keeps its note in the pair file's row); ``superseded``: a mark made no
+    later than the decision that holds and merged after it, kept in the pair's history only (it was never
+    the pair's decision: the verdict does not overrule it, :attr:`Verdict.overrules`).
 
     >>> Decision.from_cell('[{"score": 0.625, "annotator": "", "source": "p.tsv", "decided_at": ""}]')
-    (Decision(score=0.625, annotator='', source='p.tsv', decided_at='', notes=''),)
+    (Decision(score=0.625, annotator='', source='p.tsv', decided_at='', notes='', superseded=False),)
     """
 
     score: float
@@ -89,17 +95,20 @@ class Decision:
     source: str = ""
     decided_at: str = ""
     notes: str = ""
+    superseded: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        """This decision as an object of an :data:`EARLIER` cell: its note only when it has one, so that a
-        history without notes is written as before notes were kept.
+        """This decision as an object of an :data:`EARLIER` cell: its note only when it has one, and
+        ``superseded`` only when it is, so that a history without either is written as before they were
+        kept.
 
         >>> Decision(0.0, "desk").as_dict(), Decision(0.0, "desk", notes="wire copy").as_dict()["notes"]
         ({'score': 0.0, 'annotator': 'desk', 'source': '', 'decided_at': ''}, 'wire copy')
         """
         out = asdict(self)
-        if not self.notes:
-            del out[NOTES]
+        for name in (NOTES, SUPERSEDED):
+            if not out[name]:
+                del out[name]
         return out
 
     @staticmethod
@@ -123,8 +132,10 @@ class Decision:
         out = []
         fields = {"score", "annotator", "source", "decided_at"}
         for d in data:
-            if not isinstance(d, dict) or set(d) - {NOTES} != fields:
-                raise ValueError(f"{d!r} is not a decision (score, annotator, source, decided_at[, notes])")
+            if not isinstance(d, dict) or set(d) - {NOTES, SUPERSEDED} != fields:
+                raise ValueError(
+                    f"{d!r} is not a decision (score, annotator, source, decided_at[, notes][, superseded])"
+                )
             score = d["score"]
             if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
                 raise ValueError(f"earlier score {score!r} is not a number in [0, 1]")
@@ -132,7 +143,10 @@ class Decision:
                 raise ValueError(f"{d!r}: annotator, source and decided_at are text")
             if not isinstance(d.get(NOTES, ""), str):
                 raise ValueError(f"{d!r}: notes are text")
-            out.append(cls(float(score), d["annotator"], d["source"], d["decided_at"], d.get(NOTES, "")))
+            if not isinstance(d.get(SUPERSEDED, False), bool):
+                raise ValueError(f"{d!r}: superseded is true or false")
+            text = (d["annotator"], d["source"], d["decided_at"], d.get(NOTES, ""))
+            out.append(cls(float(score), *text, superseded=d.get(SUPERSEDED, False)))
         return tuple(out)
 
 
@@ -150,8 +164,9 @@ class Verdict:
             page (the export's ``marked_at``), else when it was merged.
         sha256_a, sha256_b: the SHA-256 of the texts of ``id_a`` and ``id_b`` the verdict was given on
             ('' when unknown: a verdict kept before the hashes were).
-        earlier: the decisions this verdict overrules, oldest first (the pair file's score first); empty
-            for a verdict that overrules none (:attr:`overrules`).
+        earlier: the decisions this verdict overrules, oldest first (the pair file's score first), and the
+            marks it supersedes among them in time order (:attr:`Decision.superseded`); empty for a verdict
+            that overrules none and supersedes none (:attr:`overrules`).
         notes: the editor's note on an overruling verdict ('' for none, and for a verdict a merge added to
             the pair file, whose row holds its note).
     """
@@ -171,8 +186,21 @@ class Verdict:
     @property
     def overrules(self) -> bool:
         """Whether this verdict is an editor's newer decision on a pair already scored (it keeps the
-        decisions it overrules in :attr:`earlier`)."""
-        return bool(self.earlier)
+        decisions it overrules in :attr:`earlier`): a mark it only supersedes was never the pair's decision.
+
+        >>> bobs = Decision(0.25, "bob", superseded=True)
+        >>> plain = Verdict("a", "b", 0.0, earlier=(bobs,))
+        >>> overruling = Verdict("a", "b", 0.0, earlier=(Decision(0.75), bobs))
+        >>> plain.overrules, overruling.overrules, overruling.overruled.score
+        (False, True, 0.75)
+        """
+        return any(not d.superseded for d in self.earlier)
+
+    @property
+    def overruled(self) -> Decision | None:
+        """The first decision this verdict overrules (the pair file's score, or the decision that held on
+        the pair), ``None`` when it overrules none (:attr:`overrules`)."""
+        return next((d for d in self.earlier if not d.superseded), None)
 
     @property
     def decision(self) -> Decision:
@@ -195,11 +223,11 @@ class Verdict:
 
     def as_dict(self) -> dict[str, object]:
         """This verdict as one JSON object (``nlsim annotate verdicts --json``): its pair id, fields and
-        note whole, its earlier decisions as objects (each with its note, '' for none), and whether it
-        overrules them.
+        note whole, its earlier decisions as objects (each with its note, '' for none, and whether it is a
+        mark superseded rather than overruled), and whether it overrules them.
 
         >>> Verdict("a", "b", 0.0, notes="wire copy", earlier=(Decision(0.75),)).as_dict()["earlier"]
-        [{'score': 0.75, 'annotator': '', 'source': '', 'decided_at': '', 'notes': ''}]
+        [{'score': 0.75, 'annotator': '', 'source': '', 'decided_at': '', 'notes': '', 'superseded': False}]
         """
         out: dict[str, object] = {"pair_id": self.pair_id, **asdict(self)}
         out[EARLIER] = [asdict(d) for d in self.earlier]

@@ -224,9 +224,9 @@ def load_verdicts(path: str | Path) -> Verdicts:
 
 def store_text(verdicts: Verdicts) -> str:
     """The store's text for ``verdicts``: :data:`STORE_COLUMNS` (without :data:`EARLIER` while no verdict
-    overrules an earlier decision, and without :data:`NOTES` while none has a note), each row with its
-    check."""
-    left_out = {EARLIER} if not any(v.overrules for v in verdicts.records) else set()
+    keeps an earlier decision, overruled or superseded, and without :data:`NOTES` while none has a note),
+    each row with its check."""
+    left_out = {EARLIER} if not any(v.earlier for v in verdicts.records) else set()
     left_out |= {NOTES} if not any(v.notes for v in verdicts.records) else set()
     columns = [c for c in COLUMNS if c not in left_out]
     buf = io.StringIO()
