@@ -354,6 +354,25 @@ def test_merge_refuses_a_file_without_pairs(files: tuple[Path, Path], tmp_path: 
     assert pairs.read_bytes() == before
 
 
+def test_merge_refuses_the_pair_file_itself_as_the_filled_file(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``--filled pairs.tsv --pairs pairs.tsv`` (or the pair file by another path or a link) listed each row
+    as already annotated and offered ``--overrule``, which made every training pair an editor's verdict
+    overruling the annotators' score with the same score, each acting as a link. Refused by name now, before
+    anything is written (exit 2), however the pair file is named."""
+    from nlsim.clusters.verdicts import store_path
+
+    _, pairs = files
+    before = pairs.read_bytes()
+    (tmp_path / "link.tsv").symlink_to(pairs)
+    for filled in (pairs.name, f"./{pairs.name}", "link.tsv"):
+        for more in ((), ("--overrule",)):
+            proc = nlsim("annotate", "merge", "--filled", filled, "--pairs", pairs.name, *more, cwd=tmp_path)
+            refused(proc, 2, "is the pair file --pairs pairs.tsv itself", command="annotate", alone=True)
+    assert pairs.read_bytes() == before and not store_path(pairs).exists()
+
+
 @pytest.mark.slow
 def test_draw_with_a_reranker_draws_on_the_rerank_score_around_its_threshold(
     small_reranked_model: Path, tmp_path: Path

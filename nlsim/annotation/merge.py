@@ -204,7 +204,7 @@ def merge_annotations(
     (:func:`~nlsim.clusters.verdicts.holds_already`), nor undoes another editor's newer one (said with both).
     A page export dates each decision by when it was marked (:data:`editor_file.MARKED_AT`): the newer mark
     stands, whoever's, whichever file is merged first (an older one is said, kept superseded)."""
-    _check_options(split, corpus, text_field, pairs_file)
+    _check_options(split, corpus, text_field, pairs_file, filled)
     raw, new, early, intent, decided = _read_filled(filled, split, skip_blank=skip_blank, overrule=overrule)
     skipped = int(raw["score"].map(is_blank).sum()) if skip_blank else 0
     path = Path(pairs_file)
@@ -264,10 +264,16 @@ def _read_filled(
 
 
 def _check_options(
-    split: str, corpus: str | Path | None, text_field: str | None, pairs_file: str | Path
+    split: str,
+    corpus: str | Path | None,
+    text_field: str | None,
+    pairs_file: str | Path,
+    filled: str | Path,
 ) -> None:
     """Refuse a merge's options that cannot be followed: an unknown split, a text column without a corpus, a
-    compressed pair file (``pairs.tsv.gz``: read as the file it holds, but a merge writes into it)."""
+    compressed pair file (``pairs.tsv.gz``: read as the file it holds, but a merge writes into it), the pair
+    file given as ``filled`` (:func:`_refuse_same_file`)."""
+    _refuse_same_file(filled, pairs_file)
     packed = compression(pairs_file)
     if packed is not None:
         raise ConfigError(
@@ -278,6 +284,33 @@ def _check_options(
         raise ConfigError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     if text_field is not None and corpus is None:
         raise ConfigError(f"--text-field {text_field}: a column of --corpus, which is not given")
+
+
+def _refuse_same_file(filled: str | Path, pairs_file: str | Path) -> None:
+    """Refuse a ``--filled`` that is the pair file itself (however named: another path, a link): each of
+    its rows is a pair the pair file scores, and ``--overrule``, which the refusal of such rows offers, made
+    every training pair an editor's verdict that overrules the annotators' score with that same score, each
+    acting on the clusters as a link.
+
+    >>> import tempfile
+    >>> pairs = Path(tempfile.mkdtemp()) / "p.tsv"
+    >>> _ = pairs.write_text("pair_id,score", encoding="utf-8")
+    >>> _refuse_same_file(pairs.parent / "." / "p.tsv", pairs)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    nlsim.errors.ConfigError: --filled .../p.tsv is the pair file --pairs .../p.tsv itself: ...
+    """
+    given, target = Path(filled), Path(pairs_file)
+    try:
+        same = given.is_file() and target.is_file() and given.samefile(target)
+    except OSError:
+        same = False
+    if same:
+        raise ConfigError(
+            f"--filled {filled} is the pair file --pairs {pairs_file} itself: a merge adds the pairs of an "
+            "editors' file (nlsim annotate draw, or a report page's export) to the pair file; give that file "
+            "as --filled"
+        )
 
 
 def _refuse_editors_file(pairs_file: str | Path, table: pd.DataFrame) -> None:
