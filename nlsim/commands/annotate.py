@@ -8,7 +8,7 @@ import json
 import textwrap
 from typing import Any
 
-from nlsim.commands.options import Formatter, threads_arg, threshold_arg
+from nlsim.commands.options import Formatter, seed_arg, threads_arg, threshold_arg
 from nlsim.conversion import DEFAULT_MODE, MODES
 
 TEXT_FIELDS = "title_zh_tw, title, text, title_zh_cn"
@@ -96,7 +96,7 @@ def _draw_parser(sub: Any) -> None:
     )
     d.add_argument(
         "--seed",
-        type=int,
+        type=seed_arg,
         default=0,
         help="seed of the random pairs drawn (default 0: the same draw each time)",
     )

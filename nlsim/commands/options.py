@@ -122,6 +122,23 @@ def max_length_arg(value: str) -> int:
     return _checked_int(value, check_max_length, "--max-length")
 
 
+def seed_arg(value: str) -> int:
+    """An argparse type for ``--seed``: a whole number from 0 to 4,294,967,295 (what numpy's random
+    generators take; a negative seed ended ``nlsim annotate draw`` in a traceback).
+
+    Example:
+        >>> seed_arg("7")
+        7
+        >>> seed_arg("-1")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a whole number from 0 to 4294967295, got -1
+    """
+    from nlsim.training.config import check_seed  # deferred: light, but only --seed needs it
+
+    return _checked_int(value, lambda seed: check_seed(seed, "--seed"), "--seed")
+
+
 def threshold_arg(value: str) -> float:
     """An argparse type for a similarity threshold: a number in [-1, 1] (a cosine or a rerank score).
 

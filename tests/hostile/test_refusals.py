@@ -1232,6 +1232,22 @@ OPTION_CASES = {
         ["finetune", "--pairs", "pairs.tsv", "--out", "model", "--seed", "4294967296"],
         "--seed must be a whole number from 0 to 4294967295, got 4294967296",
     ),
+    # numpy's generator took it only at the draw: a traceback after the model loaded
+    "draw-seed-negative": (
+        [
+            "annotate",
+            "draw",
+            "--corpus",
+            "news.csv",
+            "--out",
+            "d.csv",
+            "--model",
+            "tfidf-char2",
+            "--seed",
+            "-1",
+        ],
+        "argument --seed: must be a whole number from 0 to 4294967295, got -1",
+    ),
     "curve-second-seed-negative": (
         ["learning-curve", "--pairs", "pairs.tsv", "--out", "curve", "--seeds=1,-1", "--baselines", ""],
         "--seeds must be a whole number from 0 to 4294967295, got -1",
