@@ -122,6 +122,9 @@ class MergeResult:
     """The verdict store the merged pairs were added to (beside the pair file)."""
     overruled: int = 0
     """Training pairs the pair file already scored whose verdict is now the editor's newer decision."""
+    confirmed: int = 0
+    """Of those, the decisions that give the score the decision they overrule gave (an editor confirming
+    the annotators' score): they act as editors' verdicts, and change no score."""
     already_held: int = 0
     """Overruling rows whose decision was merged before (a file merged again, marks exported again):
     nothing new."""
@@ -240,10 +243,9 @@ def merge_annotations(
             if body is not None:
                 write_checked(target, body.checked, body.write, label)
     total = len(body.checked) if body is not None else len(existing)
-    result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, kept.store, kept.overruled)
-    result.already_held, result.merged_before, result.notes_updated = kept.already, len(scored.again), renoted
-    result.overruled_since, result.older, result.superseded = kept.since, kept.older, kept.superseded
-    result.renoted, result.renoted_earlier = kept.renoted, kept.renoted_earlier
+    result = MergeResult(len(fresh), skipped, total, split, path, skipped_scored, notes_updated=renoted)
+    result.merged_before = len(scored.again)
+    kept.told(result)
     log(_merge_said(result, skip_scored))
     return result
 
@@ -332,10 +334,16 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
         f"({result.skipped_blank} blank rows skipped{scored_note}); now {result.total} pairs"
     )
     if result.overruled:
+        confirming = (
+            f" ({result.confirmed} of them confirming the score they had, which the editor's verdict now "
+            "joins or parts their items by)"
+            if result.confirmed
+            else ""
+        )
         said += (
-            f"; {result.overruled} training pair(s) overruled: the editor's newer decision is their verdict "
-            f"in {result.verdicts} (the earlier kept with it; the pair file keeps its score) and the next "
-            "training reads it"
+            f"; {result.overruled} training pair(s) overruled{confirming}: the editor's newer decision is "
+            f"their verdict in {result.verdicts} (the earlier kept with it; the pair file keeps its score) "
+            "and the next training reads it"
         )
     if result.already_held:
         said += (
@@ -531,6 +539,17 @@ class _Kept:
     superseded: int = 0
     renoted: tuple[str, ...] = ()
     renoted_earlier: tuple[str, ...] = ()
+    confirmed: int = 0
+
+    def told(self, result: MergeResult) -> None:
+        """Put what was done to the verdict store into the merge's ``result``."""
+        result.verdicts, result.overruled, result.already_held = self.store, self.overruled, self.already
+        result.overruled_since, result.older, result.superseded = self.since, self.older, self.superseded
+        result.renoted, result.renoted_earlier, result.confirmed = (
+            self.renoted,
+            self.renoted_earlier,
+            self.confirmed,
+        )
 
 
 @dataclass(frozen=True)
@@ -650,6 +669,7 @@ def _sorted_out(
         superseded,
         tuple(renoted),
         tuple(renoted_earlier),
+        sum(1 for v in overrules if v.confirms),
     )
     return kept, overrules, amended
 
@@ -768,8 +788,14 @@ def check_verdicts(
         for line in check.notes():
             log(line)
         held = f"{len(check.verdicts)} verdict(s), {len(check.verdicts.acting())} on training pairs"
-        if check.verdicts.overruling():
-            held += f" ({len(check.verdicts.overruling())} overruling the score the pair file gives them)"
+        overruling = check.verdicts.overruling()
+        if confirming := [v for v in overruling if v.confirms]:
+            held += (
+                f" ({len(overruling) - len(confirming)} overruling the score the pair file gives them, "
+                f"{len(confirming)} confirming it)"
+            )
+        elif overruling:
+            held += f" ({len(overruling)} overruling the score the pair file gives them)"
         if check.in_step:
             log(f"{check.path}: {held}; in step with {path}")
         elif write:

@@ -837,7 +837,18 @@ class Grouped:
             else:
                 continue
             clusters = sorted({c for c in (assignment.get(a), assignment.get(b)) if c is not None})
-            out.append(ClusterChange(v.id_a, v.id_b, v.score, change, clusters, v.overrules, v.notes))
+            out.append(
+                ClusterChange(
+                    v.id_a,
+                    v.id_b,
+                    v.score,
+                    change,
+                    clusters,
+                    v.overrules and not v.confirms,
+                    v.notes,
+                    v.confirms,
+                )
+            )
         return out
 
 
@@ -931,7 +942,9 @@ def editors_record(
         text_changed=[list(k) for k in sorted(editors.text_changed)],
         cluster_changes=list(changes or []),
         annotators_overruled=sum(
-            1 for v in editors.acting_verdicts() if v.overrules and v.key not in editors.text_changed
+            1
+            for v in editors.acting_verdicts()
+            if v.overrules and not v.confirms and v.key not in editors.text_changed
         ),
         notes=[[v.id_a, v.id_b, v.notes] for v in here if v.notes],
     )

@@ -384,6 +384,7 @@ def cluster_verdicts(
             continue
         a, b = item(change.id_a), item(change.id_b)
         said = {"overrules": change.overrules} | ({"notes": change.notes} if change.notes else {})
+        said |= {"confirms": True} if change.confirms else {}
         if change.change == JOINED:
             if home.get(a) is not None:
                 out.setdefault(home[a], []).append({"how": "joined", "a": a, "b": b, "other": None} | said)

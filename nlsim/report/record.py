@@ -244,8 +244,10 @@ class ClusterChange:
         clusters: the ids of the clusters it touched, as the run names them: the cluster it joined, or
             the cluster(s) its two items are in after the cut (an item left alone has none).
         overrules: the verdict is an editor's newer decision over the score the pair file gives a training
-            pair (``nlsim annotate merge --overrule``).
+            pair (``nlsim annotate merge --overrule``), another score than that one.
         notes: the editor's note on the verdict, as the verdict store keeps it ('' for none).
+        confirms: the verdict is an editor's decision on a training pair that gives the score the pair file
+            gives it: it confirms the annotators' score, and overrules nothing.
     """
 
     id_a: str
@@ -255,6 +257,7 @@ class ClusterChange:
     clusters: list[str] = field(default_factory=list)
     overrules: bool = False
     notes: str = ""
+    confirms: bool = False
 
 
 @dataclass(frozen=True)

@@ -403,6 +403,28 @@ def test_an_overrule_is_the_newer_verdict_with_the_earlier_kept_and_the_pair_fil
     assert {v.key: v for v in load_verdicts(store_path(pairs)).records}[("n0", "n1")].score == 0.25
 
 
+def test_an_editor_confirming_the_annotators_score_is_not_said_to_overrule_it(tmp_path: Path) -> None:
+    """An editor marks a training pair with the score the annotators gave it (n0/n1 0.75) beside a real
+    overrule (n2/n3, 0.625 -> 1): both become the pairs' verdicts and act, but the merge, the store's check
+    and the verdict itself say that the first confirms the annotators' score rather than overrules it."""
+    from nlsim.annotation.merge import check_verdicts
+
+    pairs = _scored_file(tmp_path / "news.tsv")
+    said = _merge(pairs, [("n0", "n1", "0.75"), ("n2", "n3", "1")], overrule=True)
+    assert any("2 training pair(s) overruled (1 of them confirming the score they had" in x for x in said), (
+        said
+    )
+    got = {v.key: v for v in load_verdicts(store_path(pairs)).records}
+    assert (got[("n0", "n1")].overrules, got[("n0", "n1")].confirms) == (True, True)
+    assert (got[("n2", "n3")].overrules, got[("n2", "n3")].confirms) == (True, False)
+    assert got[("n0", "n1")].as_dict()["confirms"] is True
+    assert _acting(pairs) == ({("n2", "n3")}, {("n0", "n1")})  # the confirmation acts as a verdict
+    checked: list[str] = []
+    check_verdicts(pairs, log=checked.append)
+    held = "(1 overruling the score the pair file gives them, 1 confirming it)"
+    assert any(held in line for line in checked), checked
+
+
 def test_a_merge_keeps_an_overrule_the_pair_file_contradicts_for_now(tmp_path: Path) -> None:
     """An editor overruled n0/n1; then the pair file's score of it was changed by hand. The overrule does
     not hold (said), and a merge of another file keeps it in the store all the same: it lives nowhere else,

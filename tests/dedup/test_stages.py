@@ -157,3 +157,18 @@ def test_date_in_the_quarantine_path_is_the_runs_date_as_in_the_corpus_path(tmp_
     assert kept == {"2026-11-22.csv": ["2026-11-22-b"], "2026-11-23.csv": ["2026-11-23-b"]}
     batch = DedupConfig.of(corpus="news.csv", out="rep", quarantine="bad/{date}.csv", date="2026-11-22")
     assert batch.input.quarantine_path == "bad/2026-11-22.csv"  # --date fills in the quarantine's {date}
+
+
+def test_a_verdict_confirming_the_annotators_score_changes_a_cluster_without_overruling_it() -> None:
+    """Two training pairs the annotators scored 1 and 0.75: an editor's same-story mark on the first gives
+    its score again (a confirmation) and joins a and b; one on the second gives 1 over its 0.75 (an
+    overrule) and joins c and d. Each card says which it is."""
+    from nlsim.clusters.constraints import LinkConstraints
+    from nlsim.clusters.verdicts import Decision, Verdict
+
+    confirming = Verdict("a", "b", 1.0, earlier=(Decision(1.0),))
+    overruling = Verdict("c", "d", 1.0, earlier=(Decision(0.75),))
+    grouped = stages.Grouped(groups=[["a", "b"], ["c", "d"]], free=[["a", "b"], ["c", "d"]], bare=[])
+    known = LinkConstraints.from_pairs(must=[("a", "b"), ("c", "d")])
+    got = grouped.changes([confirming, overruling], known, {"a": "c-a", "b": "c-a", "c": "c-c", "d": "c-c"})
+    assert [(c.id_a, c.overrules, c.confirms) for c in got] == [("a", False, True), ("c", True, False)]

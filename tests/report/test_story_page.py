@@ -329,7 +329,8 @@ def test_a_verdicts_note_is_shown_on_its_clusters_card_and_in_the_editors_decisi
 ) -> None:
     """An editor's note on a verdict (the verdict store's ``notes``) was in neither the page's data nor the
     page: the cluster's card and the list of the editors' decisions now show it whole, as text (markup in
-    it shown as written); a verdict without a note shows none."""
+    it shown as written); a verdict without a note shows none. A verdict giving the annotators' own score
+    is said on its card to confirm it, not to overrule it."""
     note = "Wire copy <b>of</b> the same flood, " + "sent again with a longer lead " * 6
     editors = EditorsRecord(
         source="pairs.tsv",
@@ -337,7 +338,7 @@ def test_a_verdicts_note_is_shown_on_its_clusters_card_and_in_the_editors_decisi
         acting=2,
         decisions=[["s0", "s2", 1.0], ["t1", "b0", 0.0]],
         cluster_changes=[
-            ClusterChange("s0", "s2", 1.0, JOINED, ["c-s0"]),
+            ClusterChange("s0", "s2", 1.0, JOINED, ["c-s0"], confirms=True),
             ClusterChange("t1", "b0", 0.0, SPLIT, ["c-t0", "c-b0"], overrules=True, notes=note),
         ],
         notes=[["t1", "b0", note]],
@@ -353,7 +354,9 @@ def test_a_verdicts_note_is_shown_on_its_clusters_card_and_in_the_editors_decisi
     assert f"(overruling the annotators’ score)Editor’s note: {note}" in card
     assert page.locator("li[data-cluster='c-t0'] .verdict-card b").count() == 0  # text, never markup
     page.click("li[data-cluster='c-s0'] summary")
-    assert "note" not in page.text_content("li[data-cluster='c-s0'] .verdict-card")
+    confirmed = page.text_content("li[data-cluster='c-s0'] .verdict-card")
+    assert "note" not in confirmed and "overruling" not in confirmed
+    assert confirmed.endswith("(confirming the annotators’ score)")  # a confirmation is said as one
     page.click("#rv-decisions summary")
     rows = "#rv-decisions tbody tr"
     said = page.eval_on_selector_all(rows, "rows => rows.map(r => r.cells[0].textContent)")

@@ -197,6 +197,20 @@ class Verdict:
         return any(not d.superseded for d in self.earlier)
 
     @property
+    def confirms(self) -> bool:
+        """Whether this verdict, an editor's newer decision on a scored pair (:attr:`overrules`), gives the
+        score the decision it overrules gave (the annotators' score in the pair file): it acts as an
+        editor's verdict, and overrules no score.
+
+        >>> Verdict("a", "b", 0.75, earlier=(Decision(0.75),)).confirms, Verdict("a", "b", 0.0).confirms
+        (True, False)
+        >>> Verdict("a", "b", 0.0, earlier=(Decision(0.75),)).confirms
+        False
+        """
+        overruled = self.overruled
+        return overruled is not None and overruled.score == self.score
+
+    @property
     def overruled(self) -> Decision | None:
         """The first decision this verdict overrules (the pair file's score, or the decision that held on
         the pair), ``None`` when it overrules none (:attr:`overrules`)."""
@@ -232,6 +246,7 @@ class Verdict:
         out: dict[str, object] = {"pair_id": self.pair_id, **asdict(self)}
         out[EARLIER] = [asdict(d) for d in self.earlier]
         out["overrules"] = self.overrules
+        out["confirms"] = self.confirms
         return out
 
     @property

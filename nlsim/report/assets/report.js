@@ -301,6 +301,7 @@
         li.appendChild(document.createTextNode(")"));
       }
       if (v.overrules) li.appendChild(document.createTextNode(" (overruling the annotators’ score)"));
+      if (v.confirms) li.appendChild(document.createTextNode(" (confirming the annotators’ score)"));
       if (v.notes) li.appendChild(el("div", "verdict-note", "Editor’s note: ")).appendChild(bdi(v.notes));
     });
     return box;
