@@ -3,9 +3,10 @@
 Exit status: 0 done; 1 the run failed (bad input data, a broken state, a file that cannot be written);
 2 the command was used wrongly (an unknown or impossible option); 130 interrupted (Ctrl-C), 143 stopped by
 SIGTERM (``kill``, a scheduler's timeout), either way after the run's clean-up, as a failure leaves things:
-no lock, no staging folder, the previous report intact. Errors are one line on
-stderr, naming the file, row and field where there is one, never a traceback for an expected failure.
-Messages go to stderr (``--quiet`` keeps only warnings, ``--log-level`` chooses); results to stdout.
+no lock, no staging folder, the previous report intact; 141 (128 + SIGPIPE, as a shell shows it for a Unix
+tool) when the reader of its output closed the pipe (``nlsim models list | head -1``), quietly. Errors are
+one line on stderr, naming the file, row and field where there is one, never a traceback for an expected
+failure. Messages go to stderr (``--quiet`` keeps only warnings, ``--log-level`` chooses); results to stdout.
 
 Example:
     >>> try:
@@ -48,6 +49,9 @@ COMMANDS = (
     "models",
 )
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 130, 128 + signal.SIGTERM
+EXIT_READER_GONE = 128 + 13
+"""128 + SIGPIPE (13; ``signal.SIGPIPE`` is not there on Windows): the status a shell shows for a Unix tool
+whose reader closed the pipe (``yes | head -1``), kept apart from 1, a failed run."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -149,7 +153,35 @@ def setup_logging(level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``nlsim`` console script; returns the exit status."""
+    """Entry point of the ``nlsim`` console script; returns the exit status. What is still buffered for
+    stdout is written before it returns (``--help`` and ``--version`` too), so that a reader gone is found
+    here (:func:`reader_gone`), not by the interpreter's exit."""
+    try:
+        try:
+            return run_command(argv)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        return reader_gone()
+
+
+def reader_gone() -> int:
+    """A command whose reader closed the pipe (``nlsim models list | head -1``, ``nlsim judge --json | head
+    -c 700``) ends as a Unix tool does: nothing said, what is left of stdout sent to the null device (the
+    interpreter writes it at exit, and would say ``Exception ignored ... BrokenPipeError``), exit status
+    :data:`EXIT_READER_GONE`. The work was done: a report is written before its summary is printed."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # stdout is not a file (captured by a test)
+        pass
+    return EXIT_READER_GONE
+
+
+def run_command(argv: Sequence[str] | None) -> int:
+    """The command ``argv`` names, run; an expected failure is said in one line (see the module's text)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     level = args.log_level or ("WARNING" if args.quiet else "INFO")
@@ -166,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NlsimError as exc:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except BrokenPipeError:  # the reader of stdout went away: not an error (main)
+        raise
     except OSError as exc:  # a file that cannot be read or written: say which, without a traceback
         line = os_error_line(exc, named(vars(args).values()))
         print(f"nlsim {args.command}: error: {line}", file=sys.stderr)

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from nlsim import progress
+from nlsim.io.model_store import ModelStore
 from tests import command
 from tests.incremental_helpers import FAST_MODEL
 
@@ -219,6 +220,45 @@ def test_runtime_failures_exit_1_in_one_line(corpus: Path, tmp_path: Path) -> No
         locked.mkdir(mode=0o555)
     proc = nlsim(*base, "--corpus", str(corpus), "--out", str(locked / "report"))
     assert proc.returncode == 1 and "cannot be written" in one_error_line(proc, "dedup")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "buffered"),
+    [
+        (["models", "list", "--model-store", "STORE"], False),
+        (["models", "list", "--json", "--model-store", "STORE"], True),
+        (["--version"], True),
+    ],
+)
+def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(
+    tmp_path: Path, args: list[str], buffered: bool
+) -> None:
+    """``nlsim models list | head -1``: the reader went away, as ``head`` does; the command ends as a Unix
+    tool does, nothing on stderr and exit status 141 (128 + SIGPIPE). A print that failed at once
+    (``PYTHONUNBUFFERED``) said ``nlsim models: error: Broken pipe``; output Python wrote at exit (argparse's
+    ``--version`` too) ended in ``Exception ignored ... BrokenPipeError`` and status 120."""
+    store = ModelStore(tmp_path / "models")
+    store.claim()  # an empty store: its list is two lines
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line is written
+    env = command.command_env(plain=True, NLSIM_PROGRESS="off")
+    env.pop("PYTHONUNBUFFERED", None)
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nlsim", *(str(store.root) if a == "STORE" else a for a in args)],
+            cwd=tmp_path,
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        os.close(write)
+    assert proc.stderr == "" and proc.returncode == 141, proc.stderr
 
 
 @pytest.mark.parametrize(
