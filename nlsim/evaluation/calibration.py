@@ -39,7 +39,7 @@ from nlsim.evaluation.figures import RATE_DIGITS, rates, rates_at, split_pairs
 from nlsim.evaluation.interval import f1_interval
 from nlsim.evaluation.levels import DEFAULT_LEVEL, LEVELS, parse_level  # noqa: F401 - re-exported
 from nlsim.io.atomic import atomic_write_text
-from nlsim.io.records import known_fields
+from nlsim.io.records import field_problems, known_fields
 
 CALIBRATION_JSON = "calibration.json"
 TOPIC_CALIBRATION_JSON = "topic_calibration.json"
@@ -299,9 +299,14 @@ def load_calibration(model_path_or_file: str | Path | None) -> Calibration | Non
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise TypeError(f"a JSON object is expected, not {type(data).__name__}")
-        cal = Calibration(**known_fields(Calibration, data))
     except (ValueError, TypeError) as exc:
         raise StateError(f"{path}: not a valid calibration file ({exc}); rerun `nlsim calibrate`") from exc
+    problems = field_problems(Calibration, data)
+    if problems:  # named in words: not Calibration.__init__'s "missing 7 required positional arguments"
+        raise StateError(
+            f"{path}: not a valid calibration file: {'; '.join(problems)}; rerun `nlsim calibrate`"
+        )
+    cal = Calibration(**known_fields(Calibration, data))
     check_threshold(cal.threshold, f"{path}: threshold", high=1.0)
     if not isinstance(cal.level, (int, float)) or not 0.0 < float(cal.level) <= 1.0:
         raise StateError(f"{path}: level {cal.level!r} is not in (0, 1]; rerun `nlsim calibrate`")

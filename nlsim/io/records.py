@@ -16,8 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -83,6 +84,73 @@ def mistyped_fields(cls: type, data: Mapping[str, Any]) -> list[str]:
         if value is None or not isinstance(value, allowed) or isinstance(value, bool) and bool not in allowed:
             wrong.append(f.name)
     return wrong
+
+
+_KIND_WORDS = {
+    str: "text",
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    dict: "an object",
+    list: "a list",
+    tuple: "a list",
+}
+
+
+def field_problems(cls: type, data: Mapping[str, Any]) -> list[str]:
+    """What keeps ``data`` (a JSON object) from being read as the dataclass ``cls``, in plain words: the
+    fields without a default it lacks, those whose value is of another kind (:func:`mistyped_fields`), and,
+    when there is any such problem, its keys that are no field of ``cls`` (the closest field named: a
+    misspelling); empty when it reads. Keys no field holds are no problem on their own: a newer nlsim may
+    have written them (:func:`known_fields`).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Point:
+        ...     x: float
+        ...     y: float
+        ...     label: str = ""
+        >>> field_problems(Point, {"a": 1})
+        ["it lacks the fields 'x' and 'y'", "'a' is not a field nlsim reads"]
+        >>> field_problems(Point, {"x": 1, "y": "2", "lable": ""})
+        ["field 'y' holds '2', not a number", "'lable' is not a field nlsim reads (did you mean 'label'?)"]
+        >>> field_problems(Point, {"x": 1, "y": 2, "z": 3})
+        []
+    """
+    names = [f.name for f in fields(cls)]
+    lacks = [f.name for f in fields(cls) if f.name not in data and f.default is f.default_factory is MISSING]
+    problems = [f"it lacks the field{'s' if len(lacks) > 1 else ''} {_listed(lacks)}"] if lacks else []
+    problems += [f"field {name!r} {_mistyped(cls, data, name)}" for name in mistyped_fields(cls, data)]
+    if problems:
+        for key in (k for k in data if k not in names):
+            like = difflib.get_close_matches(str(key), names, n=1, cutoff=0.75)
+            problems.append(
+                f"{key!r} is not a field nlsim reads" + (f" (did you mean {like[0]!r}?)" if like else "")
+            )
+    return problems
+
+
+def _mistyped(cls: type, data: Mapping[str, Any], name: str) -> str:
+    """``holds 'x', not a number``: the value of a field :func:`mistyped_fields` found, and the kind the
+    field keeps (an entry of an object field, ``counts.items_in``: only that it is of another kind)."""
+    if "." in name:
+        return "is not the kind of value nlsim writes there"
+    hint = get_type_hints(cls)[name]
+    kinds = (
+        [k for k in get_args(hint) if k is not type(None)]
+        if get_origin(hint) in (Union, UnionType)
+        else [hint]
+    )
+    kind = _KIND_WORDS.get(get_origin(kinds[0]) or kinds[0], "the kind of value nlsim writes there")
+    value = data[name]
+    return f"holds {'null' if value is None else repr(value)[:40]}, not {kind}"
+
+
+def _listed(names: list[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'``."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
 def misfit(data: Mapping[str, Any], key: str) -> str:

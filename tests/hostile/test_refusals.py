@@ -772,6 +772,46 @@ def test_calibration_threshold_that_is_not_a_cosine_is_refused(tmp_path: Path, t
     assert "embed" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (  # not a calibration at all: every field it lacks and the one it has, named in words
+            '{"a": 1}',
+            (
+                "lacks the fields 'threshold', 'level', 'precision', 'recall', 'f1', 'n' and 'n_positive'",
+                "'a' is not a field nlsim reads",
+            ),
+        ),
+        (  # a misspelt field: the one it stands for is named
+            '{"treshold": 0.9, "level": 1.0, "precision": 1, "recall": 1, "f1": 1, "n": 10, "n_positive": 3}',
+            (
+                "lacks the field 'threshold'",
+                "'treshold' is not a field nlsim reads (did you mean 'threshold'?)",
+            ),
+        ),
+        (  # values of another kind ended in a traceback (the threshold's line formats them as numbers)
+            '{"threshold": 0.9, "level": 1.0, "precision": "x", "recall": 1, "f1": 1, "n": 10, '
+            '"n_positive": 3, "f1_ci95": "0.5-0.7"}',
+            ("field 'precision' holds 'x', not a number", "field 'f1_ci95' holds '0.5-0.7', not a list"),
+        ),
+    ],
+)
+def test_a_calibration_file_missing_or_mistyping_fields_is_refused_naming_them(
+    tmp_path: Path, text: str, words: tuple[str, ...]
+) -> None:
+    """``--calibration notcal.json`` holding ``{"a": 1}`` said ``Calibration.__init__() missing 7 required
+    positional arguments: ...``; a field of the wrong kind ended in a traceback."""
+    news(tmp_path)
+    (tmp_path / "notcal.json").write_text(text, encoding="utf-8")
+    args = ["--model", FAST_MODEL, "--convert", "none", "--no-cache", "--no-progress"]
+    proc = nlsim(
+        "dedup", "--corpus", "news.csv", "--out", "rep", "--calibration", "notcal.json", *args, cwd=tmp_path
+    )
+    line = refused(proc, 1, "notcal.json: not a valid calibration file:", *words, command="dedup")
+    assert "__init__" not in line and "positional" not in line
+    assert "embed" not in proc.stderr and not (tmp_path / "rep").exists()
+
+
 @pytest.mark.slow
 def test_calibration_made_for_another_model_is_refused(tmp_path: Path) -> None:
     news(tmp_path)
