@@ -37,6 +37,16 @@ Listener = Callable[[str, int, int | None], None]
 _listeners: list[Listener] = []
 
 
+def counted(value: int, one: str, many: str) -> str:
+    """A count and its noun, singular for one (``1 item``, not ``1 items``), thousands separated.
+
+    Example:
+        >>> counted(1, "item", "items"), counted(0, "story", "stories"), counted(12345, "pair", "pairs")
+        ('1 item', '0 stories', '12,345 pairs')
+    """
+    return f"{value:,} {one if value == 1 else many}"
+
+
 def say(message: str) -> None:
     """Tell the user what a run is doing (the ``nlsim`` logger at INFO: the command line shows it on
     stderr unless ``--quiet``; the Prefect flows show it in the run's logs)."""

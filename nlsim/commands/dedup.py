@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from nlsim.commands.options import Formatter, add_config_options, config_from_args
 from nlsim.dedup.config import DedupConfig
 from nlsim.io.corpus_schema import SCHEMA_HELP
+from nlsim.progress import counted
 
 if TYPE_CHECKING:
     from nlsim.dedup.run import DedupResult
@@ -45,8 +46,9 @@ def print_result(result: DedupResult) -> None:
         return
     print(f"report: {result.report_dir.resolve()}")
     print(
-        f"  {c.items_in} items, {c.pairs} pairs, {c.clusters} clusters "
-        f"({c.clustered_items} items in clusters); threshold {threshold}"
+        f"  {counted(c.items_in or 0, 'item', 'items')}, {counted(c.pairs or 0, 'pair', 'pairs')}, "
+        f"{counted(c.clusters or 0, 'cluster', 'clusters')} "
+        f"({counted(c.clustered_items or 0, 'item', 'items')} in clusters); threshold {threshold}"
     )
     for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "overview.png"):
         print(f"  {result.report_dir / name}")

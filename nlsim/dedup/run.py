@@ -50,6 +50,7 @@ from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.choice import ModelChoice, load_model, with_inference
 from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
+from nlsim.progress import counted
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
 from nlsim.report.record import (
@@ -302,9 +303,10 @@ def _say_day(log: RunLog, settings: DedupConfig, window: Window, corpus: Corpus)
             "does not undo a later correction; send a correction with the current day's file)"
         )
     if all_seen(window):
+        n = window.counts.items_in or 0
         log.say(
-            f"all {window.counts.items_in} items of {settings.input.corpus_path} were already in the "
-            "window with the same text: nothing new to embed"
+            f"{'the' if n == 1 else 'all'} {counted(n, 'item', 'items')} of {settings.input.corpus_path} "
+            f"{'was' if n == 1 else 'were'} already in the window with the same text: nothing new to embed"
         )
 
 
@@ -421,8 +423,8 @@ def _say_editors(log: RunLog, e: EditorsRecord) -> None:
         return
     log.say(
         f"editors' verdicts ({e.source}): {e.verdicts} held, {e.acting} on training pairs; in this window "
-        f"{e.must_link} same story (joined {e.joined} items no link joined), {e.cannot_link} not the same "
-        f"story ({e.links_cut} link(s) cut)"
+        f"{e.must_link} same story (joined {counted(e.joined, 'pair', 'pairs')} no link joined), "
+        f"{e.cannot_link} not the same story ({e.links_cut} link(s) cut)"
         + (f"; {e.refused} same-story verdict(s) overruled" if e.refused else "")
         + (
             f"; {e.annotators_overruled} training pair(s) take an editor's newer decision over the pair "

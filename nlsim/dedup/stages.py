@@ -60,7 +60,7 @@ from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.models.choice import ModelChoice
 from nlsim.models.settings import ModelSettings
 from nlsim.models.threshold import Levels
-from nlsim.progress import Progress, say, warn
+from nlsim.progress import Progress, counted, say, warn
 from nlsim.report import near_misses as near
 from nlsim.report.files import (
     daily_report_dir,
@@ -153,7 +153,7 @@ def load(source: InputSettings, daily: StateSettings | None = None) -> Corpus:
         say(message)
     if len(corpus.quarantined):
         n, path = len(corpus.quarantined), corpus.quarantine_path
-        say(f"quarantined {n} bad rows -> {path} (written once the run has succeeded)")
+        say(f"quarantined {counted(n, 'bad row', 'bad rows')} -> {path} (written once the run has succeeded)")
     return corpus
 
 
@@ -188,9 +188,9 @@ def check_no_lone_late_items(corpus: Corpus, retention_days: float) -> None:
     raise _dated_rows_error(
         corpus,
         late,
-        f"dated more than {retention_days:g} days (the retention) after the other "
-        f"{int(times.notna().sum()) - int(late.sum())} dated items, the latest of which is "
-        f"{pd.Timestamp(cut)}",
+        f"dated more than {retention_days:g} day{'' if retention_days == 1 else 's'} (the retention) after "
+        f"the other {counted(int(times.notna().sum()) - int(late.sum()), 'dated item', 'dated items')}, "
+        f"the latest of which is {pd.Timestamp(cut)}",
         "a typo in a year? The daily window's clock would move to it and expire every kept item; fix the "
         "dates, give the late items a run of their own, or fix the clock with --as-of",
     )
@@ -268,7 +268,7 @@ def open_daily_window(
         what = "re-embedding the whole window" if sw.reembed else "pairing the window again"
         log.say(
             f"the state was made with other settings ({'; '.join(sw.details)}): {what} "
-            f"({len(window.items)} items)"
+            f"({counted(len(window.items), 'item', 'items')})"
         )
     return window
 
@@ -613,7 +613,8 @@ def rerank(
         )
     kept = int((scored["similarity"].to_numpy() >= threshold).sum())
     say(
-        f"reranked {len(candidates)} candidate pairs: {kept} reach the threshold {threshold:.4f}"
+        f"reranked {counted(len(candidates), 'candidate pair', 'candidate pairs')}: {kept} reach"
+        f"{'es' if kept == 1 else ''} the threshold {threshold:.4f}"
         + (
             f" (the series veto held {held} pair(s) below it: {veto_cap(threshold):.4f} at most)"
             if scoring.series_veto

@@ -65,6 +65,7 @@ from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
 from nlsim.io.records import misfit, mistyped_fields
+from nlsim.progress import counted
 from nlsim.report.record import RunRecord
 from nlsim.search.index import IndexMeta, load_index, save_index
 
@@ -401,7 +402,8 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
     check_columns(folder, gen_dir, tables)
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
-        raise _err(folder, f"items.parquet ({len(items)} rows) does not match the index ids ({len(ids)})")
+        rows = counted(len(items), "row", "rows")
+        raise _err(folder, f"items.parquet ({rows}) does not match the index ids ({len(ids)})")
     if emb.shape != (len(items), stored.dim):
         raise _err(folder, f"embeddings have shape {emb.shape}, expected ({len(items)}, {stored.dim})")
     for col in ("published_at", "retain_from"):

@@ -59,6 +59,7 @@ from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
 from nlsim.io.corpus import Corpus
+from nlsim.progress import counted
 from nlsim.report.record import Counts, ModelSwitch, RunRecord
 
 ITEM_COLUMNS = tuple(columns.ITEMS.names)
@@ -513,7 +514,8 @@ def check_not_all_too_old(
         corpus.path,
         None,
         "published_at",
-        f"every one of its {len(status)} items is older than the window, which starts at {cutoff} (the "
+        f"{'its' if len(status) == 1 else 'every one of its'} {counted(len(status), 'item', 'items')} is "
+        f"older than the window, which starts at {cutoff} (the "
         f"reference time {ref} less the retention); nothing would be added. Check the file's dates, "
         "--retention-days, and the state's reference time (the latest --as-of or published_at it has seen; "
         "--rebuild-state starts a fresh one)",

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from nlsim.progress import counted
 from nlsim.report.page import page_zone, short_title
 from nlsim.report.prose import esc
 from nlsim.report.record import RunRecord
@@ -49,15 +50,11 @@ def _title(data: dict[str, Any], index: int | None) -> str:
     return f"<bdi dir='auto'{lang}{tooltip}>{esc(shown)}</bdi>"
 
 
-def _n(value: int, one: str, many: str) -> str:
-    return f"{value:,} {one if value == 1 else many}"
-
-
 def _figures(record: RunRecord, current: list[dict[str, Any]]) -> str:
     """The day's figures in one sentence, from the run's counts (a record without them: the stories the page
     holds)."""
     c = record.counts
-    stories = _n(c.clusters if c.clusters is not None else len(current), "story", "stories")
+    stories = counted(c.clusters if c.clusters is not None else len(current), "story", "stories")
     if record.daily and c.clusters_new is not None:
         # every status of the day's stories, so that the parts add up to the whole: a model switch
         # regroups stories that are neither new nor grown
@@ -67,11 +64,11 @@ def _figures(record: RunRecord, current: list[dict[str, Any]]) -> str:
             f"{n:,} {what}" for n, what in ((c.clusters_merged, "merged"), (regrouped, "regrouped")) if n
         ]
         stories += f" ({', '.join(parts)} today)"
-    text = stories if c.items_in is None else f"{_n(c.items_in, 'item', 'items')} read; {stories}"
+    text = stories if c.items_in is None else f"{counted(c.items_in, 'item', 'items')} read; {stories}"
     if c.clustered_items is not None:
-        text += f" grouping {_n(c.clustered_items, 'item', 'items')}"
+        text += f" grouping {counted(c.clustered_items, 'item', 'items')}"
     if c.topics:
-        text += f"; {_n(c.topics, 'topic group', 'topic groups')}"
+        text += f"; {counted(c.topics, 'topic group', 'topic groups')}"
     return esc(text[0].upper() + text[1:] + ".")
 
 

@@ -26,6 +26,14 @@ def test_a_batch_run_prints_its_counts_and_files(tmp_path: Path, capsys: pytest.
     assert str(tmp_path / "pairs.parquet") in out
 
 
+def test_a_batch_run_of_one_pair_says_it_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    counts = Counts(items_in=3, pairs=1, clusters=1, clustered_items=2)
+    print_result(result(RunRecord(counts=counts, threshold=0.9), tmp_path))
+    assert "3 items, 1 pair, 1 cluster (2 items in clusters); threshold 0.9" in capsys.readouterr().out
+
+
 def test_a_daily_run_prints_what_it_did_and_none_where_it_counted_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -291,7 +291,7 @@ def test_retention_drops_old_items_and_refuses_too_old_ones(tmp_path: Path) -> N
     # a day with nothing but too-old items is a wrong clock or a wrong file: refused, the state kept
     before = (state / "MANIFEST.json").read_bytes()
     late.iloc[[0]].to_parquet(tmp_path / "only_late.parquet", index=False)
-    refused = r"only_late.parquet: field 'published_at': every one of its 1 items"
+    refused = r"only_late.parquet: field 'published_at': its 1 item is older than the window"
     with pytest.raises(InputError, match=refused):
         run_daily(_config(tmp_path / "only_late.parquet", out), state, retention_days=1.0, encoder=enc)
     assert (state / "MANIFEST.json").read_bytes() == before
@@ -820,6 +820,20 @@ def test_links_cut_count_a_chain_and_an_overruled_verdict_is_listed_apart(tmp_pa
     assert e.overruled == [["a3", "b1", 1.0]]
     run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     assert run["editors"]["overruled"] == [["a3", "b1", 1.0]]
+
+
+def test_a_same_story_verdict_joining_one_pair_is_said_in_the_singular(tmp_path: Path) -> None:
+    """ "c1/e1 are the same story" joins one pair no link joined: the run said "joined 1 items no link
+    joined" (a count of pairs, in the plural); it says "joined 1 pair"."""
+    corpus = story_corpus()
+    corpus.to_parquet(tmp_path / "all.parquet", index=False)
+    pairs = _scored_day_one(tmp_path, corpus)
+    config = _config(tmp_path / "all.parquet", tmp_path / "out", annotated_pairs=str(pairs))
+    _store(pairs, [("c1", "e1", 1.0)])
+    result = run_dedup(config, encoder=HashEncoder())
+    assert result.stats.editors is not None and result.stats.editors.joined == 1
+    said = [m for m in result.stats.messages if m.startswith("editors' verdicts")]
+    assert len(said) == 1 and "1 same story (joined 1 pair no link joined)" in said[0], said
 
 
 def test_an_editor_overrules_a_scored_training_pair_and_the_report_splits_along_it(tmp_path: Path) -> None:
