@@ -8,6 +8,7 @@
 # On a bare machine, bring .gpu/ (python scripts/gpu_bundle.py) as scripts/gpu_check.sh does.
 #   bash benchmarks/gpu_chains.sh 42 7 11 -- --story-model
 set -uo pipefail
+case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
 cd "$(dirname "$0")/.."
 OUTDIR=${OUT:-gpu-chains}
 mkdir -p "$OUTDIR"

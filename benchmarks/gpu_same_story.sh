@@ -6,6 +6,7 @@
 # On a bare machine, bring .gpu/ (python scripts/gpu_bundle.py) as scripts/gpu_check.sh does.
 #   bash benchmarks/gpu_same_story.sh "g-f4-e3 --seed 42" "g-f6-e1 --frozen 6 --epochs 1 --precision fp32"
 set -uo pipefail
+case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
 cd "$(dirname "$0")/.."
 OUTDIR=${OUT:-gpu-same-story}
 mkdir -p "$OUTDIR"

@@ -15,12 +15,14 @@ needed). On the GPU it:
    warning.
 
 It writes what it saw to ``$OUT/gpu_precision.json`` (default ``gpu_precision.json`` here) and exits 1 when a
-promise does not hold. Usage: ``python scripts/check_gpu_precision.py`` (``DEVICE=cpu`` runs the CPU part of
-the same checks, for trying the script without a GPU).
+promise does not hold; without a CUDA GPU it says that it needs one and exits 2. Usage:
+``python scripts/check_gpu_precision.py`` (``DEVICE=cpu`` runs the CPU part of the same checks, for trying the
+script without a GPU).
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import json
 import math
@@ -110,7 +112,34 @@ def entries(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: {x: v.get(x) for x in keep if x in v} for k, v in record["paths"].items()}
 
 
-def main() -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """``--help``: the module's text; the check takes no option (``DEVICE``, ``OUT``: the environment's)."""
+    parser = argparse.ArgumentParser(
+        prog="check_gpu_precision.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="environment: DEVICE (default cuda; cpu: the CPU part), OUT (where gpu_precision.json goes)",
+    )
+    return parser.parse_args(argv)
+
+
+def no_gpu() -> str | None:
+    """Why the check cannot run here: ``DEVICE`` names CUDA and torch sees no CUDA GPU (``None``: it can)."""
+    if not DEVICE.startswith("cuda") or torch.cuda.is_available():
+        return None
+    why = "this torch is built without CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
+    return (
+        f"needs a CUDA GPU, and {why} (torch {torch.__version__}): run it on a machine with one, or with "
+        "DEVICE=cpu for the CPU part of the checks"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parse_args(argv)
+    missing = no_gpu()
+    if missing is not None:
+        print(f"check_gpu_precision.py: error: {missing}", file=sys.stderr)
+        return 2
     out: dict[str, Any] = {"torch": torch.__version__, "device": DEVICE}
     failures: list[str] = []
     gpu = gpu_info(DEVICE)

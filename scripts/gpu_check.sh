@@ -20,6 +20,7 @@
 # this script installs it into /tmp/nlsim-site. FAISS's GPU build for CUDA 13 comes as parts
 # (`python scripts/gpu_bundle.py --faiss-gpu`, .gpu-faiss/), brought over several calls (gpu_site.sh).
 set -uo pipefail
+case ${1:-} in -h | --help) sed -n '2,/^set -/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac  # the text above, and nothing run
 cd "$(dirname "$0")/.."
 OUTDIR=${1:-${OUT:-gpu-check}}
 mkdir -p "$OUTDIR"

@@ -1,0 +1,80 @@
+"""The GPU scripts (``scripts/check_gpu_precision.py``, ``scripts/gpu_check.sh``, ``benchmarks/gpu_*.sh``)
+on a machine without a GPU: ``--help`` says what the script does and does nothing else, and the precision
+check run without a GPU says that it needs one in one line, instead of a traceback from ``torch.cuda``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECK = ROOT / "scripts" / "check_gpu_precision.py"
+SHELL = [
+    "scripts/gpu_check.sh",
+    *sorted(f"benchmarks/{p.name}" for p in (ROOT / "benchmarks").glob("gpu_*.sh")),
+]
+
+
+def _check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The precision check with every CUDA device hidden (a machine without a GPU, wherever the test runs)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": "", "OUT": str(tmp_path)}
+    env.pop("DEVICE", None)
+    return subprocess.run(
+        [sys.executable, str(CHECK), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_precision_checks_help_works_without_a_gpu(tmp_path: Path) -> None:
+    proc = _check(tmp_path, "--help")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    text = " ".join(proc.stdout.split())
+    assert text.startswith("usage: check_gpu_precision.py") and "DEVICE=cpu" in text, proc.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_precision_check_without_a_gpu_says_it_needs_one(tmp_path: Path) -> None:
+    proc = _check(tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("check_gpu_precision.py: error: needs a CUDA GPU") and "DEVICE=cpu" in line, line
+    assert not (tmp_path / "gpu_precision.json").exists()
+
+
+@pytest.mark.parametrize("script", SHELL)
+def test_a_gpu_shell_scripts_help_says_what_it_does_and_runs_nothing(tmp_path: Path, script: str) -> None:
+    """``bash scripts/gpu_check.sh --help`` took ``--help`` for its output folder and started the 8-minute
+    check (``gpu_chains.sh`` for a seed, ``gpu_same_story.sh`` for a recipe). The script runs from a copy, so
+    that whatever it would start stays in ``tmp_path``, with no Python to start."""
+    for rel in (script, "scripts/gpu_site.sh", "benchmarks/gpu_chains.sh"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    before = sorted(tmp_path.rglob("*"))
+    env = {
+        **os.environ,
+        "PYTHON": "false",
+        "OUT": str(tmp_path / "out"),
+        "GPU_WORK": str(tmp_path / "work"),
+        "GPU_CHECK_WORK": str(tmp_path / "work"),
+    }
+    proc = subprocess.run(
+        ["bash", str(tmp_path / script), "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stdout[-2000:] + proc.stderr[-2000:]
+    first = (ROOT / script).read_text(encoding="utf-8").splitlines()[1].lstrip("# ")
+    assert proc.stdout.startswith(first) and "#" not in proc.stdout.splitlines()[0], proc.stdout
+    assert sorted(tmp_path.rglob("*")) == before
