@@ -303,11 +303,24 @@ def _say_day(log: RunLog, settings: DedupConfig, window: Window, corpus: Corpus)
             "does not undo a later correction; send a correction with the current day's file)"
         )
     if all_seen(window):
-        n = window.counts.items_in or 0
-        log.say(
-            f"{'the' if n == 1 else 'all'} {counted(n, 'item', 'items')} of {settings.input.corpus_path} "
-            f"{'was' if n == 1 else 'were'} already in the window with the same text: nothing new to embed"
-        )
+        log.say(all_seen_line(window, settings.input.corpus_path))
+
+
+def all_seen_line(window: Window, path: str | Path) -> str:
+    """What a daily run whose items were all already in the window says: nothing new to embed, unless the
+    model changed (:attr:`Window.switch`), when the whole window is embedded again with the new model, or,
+    the vectors being the same (another threshold), paired again."""
+    n = window.counts.items_in or 0
+    seen = (
+        f"{'the' if n == 1 else 'all'} {counted(n, 'item', 'items')} of {path} "
+        f"{'was' if n == 1 else 'were'} already in the window with the same text"
+    )
+    if window.switch is not None and window.switch.reembed:
+        whole = counted(len(window.items), "item", "items")
+        return f"{seen}: none is new, but the whole window ({whole}) is embedded again with the new model"
+    if window.switch is not None:
+        return f"{seen}: nothing new to embed; the window is paired again under the new settings"
+    return f"{seen}: nothing new to embed"
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,15 @@ def day_notices(record: RunRecord) -> list[str]:
         )
     if record.all_seen:
         n = f"all {items:,} items" if isinstance(items, int) else "all the items"
+        switch = record.model_switch
+        done = (
+            "none is new, but the whole window was embedded again with the new model (above)"
+            if switch is not None and switch.reembed
+            else "none was embedded again, and no story grew from them"
+        )
         seen = (
             f"<strong>Nothing new.</strong> {esc(n[0].upper() + n[1:])} of this run were already in the "
-            "window with the same text: none was embedded again, and no story grew from them."
+            f"window with the same text: {done}."
         )
     if not older and not seen:
         return []

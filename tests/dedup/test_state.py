@@ -181,6 +181,35 @@ def test_run_with_other_model_reembeds_the_window_and_keeps_ids(
     assert run["model_switch"]["to_fingerprint"] == other.fingerprint
 
 
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"encoder": HashEncoder(dim=128)}, "none is new, but the whole window (9 items) is embedded again"),
+        ({"threshold": 0.75}, "nothing new to embed; the window is paired again under the new settings"),
+    ],
+)
+def test_a_day_run_again_with_another_model_says_the_window_is_embedded_again(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, change: dict[str, object], said: str
+) -> None:
+    """The day's items were all in the window, but the model changed: the run said "all 6 items ... were
+    already in the window with the same text: nothing new to embed" just after "re-embedding the whole
+    window", then embedded the whole window again. It says what it does: the window is embedded again with
+    the new model (with only another threshold, the vectors stay and the window is paired again)."""
+    state, days = two_days
+    encoder = change.get("encoder", HashEncoder())
+    config = _config(days[1], tmp_path / "out", threshold=change.get("threshold", 0.7))
+    r = run_daily(config, state, retention_days=None, encoder=encoder)
+    assert r.summary["model_switch"] and r.stats.all_seen
+    seen = [m for m in r.messages if "were already in the window with the same text" in m]
+    assert len(seen) == 1 and said in seen[0], r.messages
+    page = (r.report_dir / "index.html").read_text(encoding="utf-8")
+    notice = page.split("id='day-notice'>", 1)[1].split("</div>", 1)[0]
+    assert "were already in the window with the same text" in notice
+    if "encoder" in change:
+        assert "nothing new to embed" not in seen[0] and "with the new model" in seen[0]
+        assert "none was embedded again" not in notice and "embedded again with the new model" in notice
+
+
 @pytest.mark.slow
 def test_rebuild_state_moves_the_old_one_aside(two_days: tuple[Path, list[Path]], tmp_path: Path) -> None:
     state, days = two_days
