@@ -49,7 +49,7 @@ import json
 import os
 import re
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -358,6 +358,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
     manifest = read_manifest(folder)
     if manifest is None:
         return State(folder=folder)
+    check_manifest_keys(folder, manifest)
     try:
         stored = StateIdentity.from_dict(manifest["identity"])
         gen_dir = folder / GENERATIONS / manifest["generation_dir"]
@@ -365,7 +366,6 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         generation = int(manifest["generation"])
     except (KeyError, TypeError, ValueError) as exc:
         raise _err(folder, f"{MANIFEST} lacks a field ({exc})") from exc
-    check_manifest_keys(folder, manifest)
     if identity is not None:
         diffs = stored.differences(identity)
         if diffs:
@@ -469,9 +469,10 @@ run again on it is replayed, not run twice). The rest of a run's record reads wi
 
 def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
     """Refuse a manifest without a key of :data:`KEPT_KEYS`, whose ``as_of`` is no time, whose previous
-    generation is no name, or whose ``last_run`` is no run's record: not an object, without a key of
-    :data:`LAST_RUN_KEYS`, or with a value of a kind nlsim never writes there (a string where a number or an
-    object is kept, :func:`~nlsim.io.records.mistyped_fields`), naming the key.
+    generation is no name, whose ``identity`` is not the identity nlsim writes (:func:`check_identity`), or
+    whose ``last_run`` is no run's record: not an object, without a key of :data:`LAST_RUN_KEYS`, or with a
+    value of a kind nlsim never writes there (a string where a number or an object is kept,
+    :func:`~nlsim.io.records.mistyped_fields`), naming the key.
 
     Example:
         >>> run = {"run_id": "r1", "input_key": "k", "threshold": "0.8"}
@@ -500,6 +501,33 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
             good = False
         if not good:
             raise _err(folder, f"{MANIFEST}'s {name} {str(value)[:60]!r} is not a time")
+    check_identity(folder, manifest)
+
+
+def check_identity(folder: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a manifest whose ``identity`` is not an object, lacks a field every state holds (those of
+    :class:`StateIdentity` without a default), or has a value of a kind nlsim never writes there, naming
+    the key: a string for
+    ``search`` read as a state kept before its search was (a change of ``--k`` then paired nothing again),
+    a number for ``text_fields`` said only that the manifest "lacks a field". A field declared later than
+    the state format (``search``, ``topic_threshold``) may be missing: a state kept before reads with its
+    default.
+
+    Example:
+        >>> identity = {"model_id": "m", "fingerprint": "f", "dim": 8, "conversion": "none",
+        ...     "text_fields": ["title"], "threshold": 0.8, "search": "k=20"}
+        >>> check_identity(Path("st"), {"identity": identity})
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: state folder st: MANIFEST.json's identity has 'k=20' for 'search', not ...
+    """
+    identity = manifest.get("identity")
+    if not isinstance(identity, dict):
+        raise _err(folder, f"{MANIFEST} {misfit(manifest, 'identity')}")
+    kept = [f.name for f in fields(StateIdentity) if f.default is MISSING and f.default_factory is MISSING]
+    wrong = [k for k in kept if k not in identity] or mistyped_fields(StateIdentity, identity)
+    if wrong:
+        raise _err(folder, f"{MANIFEST}'s identity {misfit(identity, wrong[0])}")
 
 
 def remove_unfinished(folder: str | Path) -> list[str]:

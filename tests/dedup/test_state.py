@@ -440,6 +440,43 @@ def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_i
 
 
 @pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("identity.search", "k=20", "MANIFEST.json's identity has 'k=20' for 'search'"),
+        ("identity.text_fields", 7, "MANIFEST.json's identity has '7' for 'text_fields', not the kind"),
+        ("identity.threshold", "0.7", "MANIFEST.json's identity has '0.7' for 'threshold'"),
+        ("identity.model_id", ..., "MANIFEST.json's identity has no 'model_id'"),
+        ("identity", "x", "MANIFEST.json has 'x' for 'identity'"),
+    ],
+)
+def test_a_manifest_identity_edited_by_hand_with_a_value_of_another_kind_is_refused_naming_it(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, key: str, value: object, said: str
+) -> None:
+    """The identity's search settings edited to a string were read as those of a state kept before they
+    were (a change of ``--k`` or ``--window-hours`` then paired nothing again), a string for its threshold
+    was taken as the number, and a number for its text fields was refused as a manifest that "lacks a
+    field ('int' object is not iterable)". Each is now refused as every mistyped key is, naming it."""
+    state, days = two_days
+    _edit_manifest(state, key, value)
+    line = _refused_line(state, days[1], tmp_path / "out")
+    assert line.startswith(f"state folder {state}: {said}")
+
+
+def test_a_state_kept_before_its_search_settings_were_takes_them_to_match(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """``search`` was declared in the identity after the state format: a state without it is no damage, and
+    a run with another ``--k`` on it searches today's items without pairing the window again."""
+    state, days = two_days
+    _edit_manifest(state, "identity.search", ...)
+    run = run_daily(
+        _config(days[2], tmp_path / "out", k=5), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert run.stats.counts.new == 3 and run.stats.model_switch is None
+    assert read_manifest(state)["identity"]["search"] == {"k": 5, "window_hours": None}
+
+
+@pytest.mark.parametrize(
     ("table", "column"),
     [
         ("report/clusters.parquet", "member_ids"),
