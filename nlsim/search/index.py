@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -601,11 +601,11 @@ def load_index(
         raise StateError(f"no index in {folder} ({META_FILE} missing); " + (hint or "build one first"))
     try:
         data = json.loads(meta_path.read_text(encoding="utf-8"))
-        meta = IndexMeta.from_dict(data)
+        wrong = [f.name for f in fields(IndexMeta) if f.name not in data] or mistyped_fields(IndexMeta, data)
+        meta = None if wrong else IndexMeta.from_dict(data)
     except (ValueError, TypeError, AttributeError) as exc:
         raise StateError(f"{meta_path} is unreadable ({exc}); " + fix) from exc
-    wrong = mistyped_fields(IndexMeta, data)
-    if wrong:
+    if meta is None:  # every nlsim has written each of its keys: one missing or mistyped is a hand edit
         raise StateError(f"{meta_path} {misfit(data, wrong[0])}; " + fix)
     if meta.format_version != FORMAT_VERSION:
         raise StateError(

@@ -542,15 +542,45 @@ def test_an_index_meta_json_edited_by_hand_with_a_string_for_an_object_or_a_numb
     """The kept index's ``meta.json`` with a string for its parameters (its checksum updated in the
     manifest) ended the next run in a ``ValueError`` traceback; with a string for its count, the run was
     refused saying the index held 0 vectors. Each is now refused naming the file and the key."""
+    state, days = two_days
+    path = _edit_index_meta(state, key, value)
+    line = _refused_line(state, days[2], tmp_path / "out")
+    assert line.startswith(f"state folder {state}: {path} has '{value}' for '{key}'")
+
+
+def _edit_index_meta(state: Path, key: str, value: object) -> Path:
+    """Set ``key`` of the current generation's index ``meta.json`` to ``value`` (``...`` drops it), with
+    the manifest's SHA-256 and size of the file updated to match; the file's path."""
     from nlsim.io.atomic import file_sha256
 
-    state, days = two_days
     manifest = read_manifest(state)
     path = state / "generations" / manifest["generation_dir"] / "index" / "meta.json"
     meta = json.loads(path.read_text())
-    meta[key] = value
+    if value is ...:
+        del meta[key]
+    else:
+        meta[key] = value
     path.write_text(json.dumps(meta, indent=1))
     manifest["files"]["index/meta.json"] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
     (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    line = _refused_line(state, days[2], tmp_path / "out")
-    assert line.startswith(f"state folder {state}: {path} has '{value}' for '{key}'")
+    return path
+
+
+@pytest.mark.parametrize("key", ["kind", "params", "files", "count"])
+def test_an_index_meta_json_edited_by_hand_without_a_key_is_refused_naming_it(
+    tmp_path: Path, key: str
+) -> None:
+    """Every nlsim has written each key of an index's ``meta.json``. A state's IVF index whose ``meta.json``
+    lost its ``kind`` (its checksum updated in the manifest) was read as an exact flat one: the next day's
+    run searched the approximate index saying "exact flat", and kept it so labelled; without its
+    ``params`` it was searched with none and rebuilt flat; without its ``files`` it was refused saying
+    ``index.faiss`` is missing, without its ``count`` that the index held other vectors. Each is now
+    refused naming the file and the key, the state left as it was."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state = tmp_path / "state"
+    config = _config(days[0], tmp_path / "out", index_kind="ivf", nlist=2)
+    run_daily(config, state, retention_days=None, encoder=HashEncoder())
+    assert open_state(state).index.kind == "ivf"
+    path = _edit_index_meta(state, key, ...)
+    line = _refused_line(state, days[1], tmp_path / "out")
+    assert line.startswith(f"state folder {state}: {path} has no '{key}'")
