@@ -390,6 +390,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
         )
     except StateError as exc:
         raise StateError(f"state folder {folder}: {exc}") from exc
+    check_report_tables(folder, gen_dir, manifest["last_run"])
     try:
         items = pd.read_parquet(gen_dir / "items.parquet")
         pairs = pd.read_parquet(gen_dir / "pairs.parquet")
@@ -427,6 +428,11 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
     )
 
 
+LATER_REPORT_TABLES = {"report/near_misses.parquet": "near_misses", "report/topics.parquet": "topics"}
+"""The report tables declared after this state format, each with the count its run records beside it since
+(``last_run.counts``): a state kept before lacks both, and its report is written again without the table."""
+
+
 def _report_heads(gen_dir: Path) -> dict[str, pd.DataFrame]:
     """The report tables a generation keeps, by name, as tables without rows (their columns read from each
     file's schema alone): what :func:`check_columns` checks."""
@@ -435,6 +441,22 @@ def _report_heads(gen_dir: Path) -> dict[str, pd.DataFrame]:
         if name.startswith("report/") and (gen_dir / name).is_file():
             heads[name] = pd.DataFrame(columns=pq.read_schema(gen_dir / name).names)
     return heads
+
+
+def check_report_tables(folder: Path, gen_dir: Path, last_run: dict[str, Any]) -> None:
+    """Refuse a generation without a report table every generation keeps (:data:`KEPT_COLUMNS`), or
+    without one of :data:`LATER_REPORT_TABLES` whose count its run record holds, naming the file: deleted by
+    hand (its manifest entry too), its report would be written again without it, or not at all."""
+    counts = last_run.get("counts") or {}
+    kept = [n for n in KEPT_COLUMNS if n.startswith("report/")]
+    kept += [n for n, count in LATER_REPORT_TABLES.items() if count in counts]
+    for name in kept:
+        if not (gen_dir / name).is_file():
+            raise _err(
+                folder,
+                f"{gen_dir / name} is missing (nlsim keeps it with the run that made the generation: it was "
+                "deleted by hand)",
+            )
 
 
 def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) -> None:

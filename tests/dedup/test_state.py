@@ -535,6 +535,82 @@ def test_a_state_kept_before_a_report_column_was_declared_writes_its_report_agai
     assert run.replayed and open_state(state).generation == 2
 
 
+@pytest.fixture()
+def reported_state(tmp_path: Path) -> tuple[Path, list[Path], dict[str, object]]:
+    """A state of two day runs whose last report lists a near miss (n1 and n2 share six of nine words:
+    cosine 0.67, under the 0.7 threshold) and a topic group (topic threshold 0.3); the days, and the
+    settings the runs were made with."""
+    import pandas as pd
+
+    corpus = story_corpus()
+    titles = ["one two three four five six seven eight nine", "one two three four five six ten eleven twelve"]
+    near = corpus.iloc[[6, 6]].assign(id=["n1", "n2"], title=titles)
+    days = split_days(
+        pd.concat([corpus, near], ignore_index=True), tmp_path / "in", ["2005-03-02", "2005-03-03"]
+    )
+    settings: dict[str, object] = {"topic_threshold": 0.3}
+    for day in days[:2]:
+        last = run_daily(
+            _config(day, tmp_path / "out", **settings),
+            tmp_path / "state",
+            retention_days=None,
+            encoder=HashEncoder(),
+        )
+    assert last.stats.counts.near_misses == 1 and last.stats.counts.topics == 1
+    return tmp_path / "state", days, settings
+
+
+def _delete_kept(state: Path, table: str) -> Path:
+    """Delete a file of the current generation and its manifest entry, as a hand edit would; its path."""
+    manifest = read_manifest(state)
+    path = state / "generations" / manifest["generation_dir"] / table
+    path.unlink()
+    del manifest["files"][table]
+    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return path
+
+
+@pytest.mark.parametrize("table", ["pairs", "clusters", "window", "frame", "near_misses", "topics"])
+def test_a_stored_report_table_deleted_by_hand_is_refused_naming_it(
+    reported_state: tuple[Path, list[Path], dict[str, object]], tmp_path: Path, table: str
+) -> None:
+    """A stored report table deleted with its manifest entry ended the same day run again in a
+    ``FileNotFoundError`` traceback (the pairs, clusters, window and frame); without its near misses or
+    topic groups the report was written again listing none, exit status 0. Each is now refused as a
+    damaged state naming the file, the state left as it was."""
+    state, days, settings = reported_state
+    path = _delete_kept(state, f"report/{table}.parquet")
+    before = _files(state)
+    with pytest.raises(StateError) as err:
+        run_daily(
+            _config(days[1], tmp_path / "again", **settings),
+            state,
+            retention_days=None,
+            encoder=HashEncoder(),
+        )
+    assert str(err.value).startswith(f"state folder {state}: {path} is missing") and "--rebuild-state" in str(
+        err.value
+    )
+    assert _files(state) == before
+
+
+def test_a_state_kept_before_near_misses_and_topic_groups_writes_its_report_again_without_them(
+    reported_state: tuple[Path, list[Path], dict[str, object]], tmp_path: Path
+) -> None:
+    """The near misses and topic groups were kept after the state format, with their counts in the run
+    record: a state whose last run counted neither lacks both tables, and its report is written again."""
+    import pandas as pd
+
+    state, days, settings = reported_state
+    for table in ("near_misses", "topics"):
+        _delete_kept(state, f"report/{table}.parquet")
+        _edit_manifest(state, f"last_run.counts.{table}", ...)
+    run = run_daily(
+        _config(days[1], tmp_path / "again", **settings), state, retention_days=None, encoder=HashEncoder()
+    )
+    assert run.replayed and len(pd.read_parquet(Path(run.report_dir) / "near_misses.parquet")) == 0
+
+
 @pytest.mark.parametrize(("key", "value"), [("params", "nlist=4"), ("count", "9")])
 def test_an_index_meta_json_edited_by_hand_with_a_string_for_an_object_or_a_number_is_refused_naming_it(
     two_days: tuple[Path, list[Path]], tmp_path: Path, key: str, value: str
