@@ -1321,6 +1321,36 @@ def _gen_file(rel: str, how: str) -> Callable[[Path], None]:
     return setup
 
 
+def _gen_file_gone(rel: str) -> Callable[[Path], None]:
+    """Delete a file of the current generation and its manifest entry (a hand edit the checksums miss)."""
+
+    def setup(d: Path) -> None:
+        path = d / "st" / "MANIFEST.json"
+        m = json.loads(path.read_text())
+        (d / "st" / "generations" / m["generation_dir"] / rel).unlink()
+        del m["files"][rel]
+        path.write_text(json.dumps(m))
+
+    return setup
+
+
+def _index_meta_without(key: str) -> Callable[[Path], None]:
+    """Drop ``key`` from the current generation's index ``meta.json``, its manifest checksum updated."""
+
+    def setup(d: Path) -> None:
+        path = d / "st" / "MANIFEST.json"
+        m = json.loads(path.read_text())
+        meta_path = d / "st" / "generations" / m["generation_dir"] / "index" / "meta.json"
+        meta = json.loads(meta_path.read_text())
+        del meta[key]
+        meta_path.write_text(json.dumps(meta))
+        data = meta_path.read_bytes()
+        m["files"]["index/meta.json"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        path.write_text(json.dumps(m))
+
+    return setup
+
+
 def bad_states(template: Path) -> list[Case]:
     g = "bad state"
     files: Files = {"day3.csv": HEAD + csv_rows(3, 20), **USER_FILES}
@@ -1375,6 +1405,22 @@ def bad_states(template: Path) -> list[Case]:
         ("pairs-flipped-byte", _gen_file("pairs.parquet", "flip"), ("pairs.parquet", "--rebuild-state")),
         ("embeddings-flipped-byte", _gen_file("index/embeddings.npy", "flip"), ("--rebuild-state",)),
         ("marker-of-a-report", write(MARKER, marker("report")), ("report",)),
+        (
+            "manifest-identity-search-a-string",
+            _manifest_edit(lambda m: m["identity"].__setitem__("search", "k=20")),
+            ("MANIFEST.json", "'search'", "--rebuild-state"),
+        ),
+        (
+            "manifest-identity-text-fields-a-number",
+            _manifest_edit(lambda m: m["identity"].__setitem__("text_fields", 7)),
+            ("MANIFEST.json", "'text_fields'", "--rebuild-state"),
+        ),
+        ("index-meta-without-kind", _index_meta_without("kind"), ("meta.json", "'kind'", "--rebuild-state")),
+        (
+            "report-table-deleted",
+            _gen_file_gone("report/pairs.parquet"),
+            ("pairs.parquet", "missing", "--rebuild-state"),
+        ),
     ]
     out = [
         Case(f"state-{n}", g, argv, dict(files), words=w, setup=with_state(s), status=None)
