@@ -444,12 +444,17 @@ def _report_heads(gen_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 def check_report_tables(folder: Path, gen_dir: Path, last_run: dict[str, Any]) -> None:
-    """Refuse a generation without a report table every generation keeps (:data:`KEPT_COLUMNS`), or
-    without one of :data:`LATER_REPORT_TABLES` whose count its run record holds, naming the file: deleted by
-    hand (its manifest entry too), its report would be written again without it, or not at all."""
-    counts = last_run.get("counts") or {}
+    """Refuse a generation without a table its run record proves it kept, naming the file (deleted by hand,
+    its manifest entry too): a report table every generation keeps (:data:`KEPT_COLUMNS`; its report would
+    be written again without it, or not at all), one of :data:`LATER_REPORT_TABLES` whose count the record
+    holds, the editors' verdicts when it counted some (``editors.verdicts``: a later run would forget
+    them), their scored pairs when its editors' part holds ``overruled`` (declared with them: every run
+    with an editors' part has scored some pair since)."""
+    counts, editors = last_run.get("counts") or {}, last_run.get("editors") or {}
     kept = [n for n in KEPT_COLUMNS if n.startswith("report/")]
     kept += [n for n, count in LATER_REPORT_TABLES.items() if count in counts]
+    kept += ["verdicts.parquet"] if editors.get("verdicts") else []
+    kept += ["scored.parquet"] if "overruled" in editors else []
     for name in kept:
         if not (gen_dir / name).is_file():
             raise _err(

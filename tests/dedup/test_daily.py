@@ -962,11 +962,13 @@ def test_a_state_made_before_scored_pairs_were_kept_says_how_to_keep_them(tmp_pa
     enc, state = HashEncoder(), tmp_path / "state"
     base = _config(days[0], tmp_path / "out")
     run_daily(base.with_(annotated_pairs=str(pairs)), state, encoder=enc)
-    # as an earlier nlsim left it: verdicts kept, scored pairs not
+    # as an earlier nlsim left it: verdicts kept, scored pairs not (nor the editors' overruled verdicts,
+    # declared with them)
     gen = open_state(state).generation_dir
     (gen / "scored.parquet").unlink()
     manifest = json.loads((state / "MANIFEST.json").read_text(encoding="utf-8"))
     del manifest["files"]["scored.parquet"]
+    del manifest["last_run"]["editors"]["overruled"]
     (state / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
     two = run_daily(base.with_(corpus=str(days[1])), state, encoder=enc)
     assert any("not yet the pairs they scored" in m for m in two.stats.messages), two.stats.messages

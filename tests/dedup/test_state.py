@@ -395,6 +395,44 @@ def test_a_state_kept_before_the_verdicts_had_text_hashes_reads_them_as_empty(
     assert "a3" not in state_assignment(state) and len(open_state(state).verdicts) == 2
 
 
+def _delete_kept(state: Path, table: str) -> Path:
+    """Delete a file of the current generation and its manifest entry, as a hand edit would; its path."""
+    manifest = read_manifest(state)
+    path = state / "generations" / manifest["generation_dir"] / table
+    path.unlink()
+    del manifest["files"][table]
+    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return path
+
+
+@pytest.mark.parametrize("table", ["verdicts.parquet", "scored.parquet"])
+def test_the_editors_tables_of_a_state_deleted_by_hand_are_refused_naming_them(
+    editors_state: tuple[Path, list[Path]], tmp_path: Path, table: str
+) -> None:
+    """The state's verdicts deleted with their manifest entry were read as a state that kept none: the next
+    day's run put a3 back into a1's story against the editors' two "not the same story" verdicts, exit
+    status 0; its scored pairs deleted, the review queue offered them again. Each is now refused as a
+    damaged state naming the file (its run record counted verdicts, and scored pairs are kept with every
+    editors' part), the state left as it was."""
+    state, days = editors_state
+    path = _delete_kept(state, table)
+    line = _refused_line(state, days[1], tmp_path / "out")
+    assert line.startswith(f"state folder {state}: {path} is missing")
+
+
+def test_a_state_kept_before_the_scored_pairs_were_keeps_its_verdicts_acting(
+    editors_state: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """The scored pairs were kept after the verdicts, with ``overruled`` in the run's editors' part: a state
+    whose last run's editors' part lacks it has no scored pairs, and its verdicts act as before."""
+    state, days = editors_state
+    _delete_kept(state, "scored.parquet")
+    _edit_manifest(state, "last_run.editors.overruled", ...)
+    run = run_daily(_config(days[1], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    assert run.stats.editors is not None and run.stats.editors.cannot_link == 2
+    assert "a3" not in state_assignment(state)
+
+
 def _edit_manifest(state: Path, key: str, value: object) -> None:
     """Set ``key`` of the manifest (``last_run.x``: of its last run) to ``value``; ``...`` drops it."""
     manifest = read_manifest(state)
@@ -558,16 +596,6 @@ def reported_state(tmp_path: Path) -> tuple[Path, list[Path], dict[str, object]]
         )
     assert last.stats.counts.near_misses == 1 and last.stats.counts.topics == 1
     return tmp_path / "state", days, settings
-
-
-def _delete_kept(state: Path, table: str) -> Path:
-    """Delete a file of the current generation and its manifest entry, as a hand edit would; its path."""
-    manifest = read_manifest(state)
-    path = state / "generations" / manifest["generation_dir"] / table
-    path.unlink()
-    del manifest["files"][table]
-    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    return path
 
 
 @pytest.mark.parametrize("table", ["pairs", "clusters", "window", "frame", "near_misses", "topics"])
