@@ -402,6 +402,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
     check_columns(folder, gen_dir, tables)
+    check_rows(folder, gen_dir, items, pairs, clusters)
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
         rows = counted(len(items), "row", "rows")
         raise _err(folder, f"items.parquet ({rows}) does not match the index ids ({len(ids)})")
@@ -484,6 +485,49 @@ def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) 
                 f"{gen_dir / name} has no column {shown} (every generation nlsim writes holds it: the table "
                 "was edited or replaced by hand)",
             )
+
+
+def check_rows(
+    folder: Path, gen_dir: Path, items: pd.DataFrame, pairs: pd.DataFrame, clusters: pd.DataFrame
+) -> None:
+    """Refuse a generation whose tables disagree as no run leaves them (rows edited by hand, the checksums
+    in the manifest too), naming the file, the row and the field: a cluster id twice in ``clusters.parquet``,
+    an item whose ``cluster_id`` or ``topic_id`` names no row of it (a cluster keeps its row while any member
+    is kept), or a pair with an end that is no kept item (a pair goes with its items). Each ended the next
+    run that touched them in a traceback.
+
+    Example:
+        >>> items = pd.DataFrame({"id": ["a", "b"], "cluster_id": ["c-a", "c-x"]})
+        >>> pairs = pd.DataFrame({"id_a": ["a"], "id_b": ["b"]})
+        >>> check_rows(Path("st"), Path("st/g1"), items, pairs, pd.DataFrame({"cluster_id": ["c-a"]}))
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: state folder st: st/g1/items.parquet row 2, field 'cluster_id': 'c-x' is ...
+    """
+    kept = set(clusters["cluster_id"].astype(str))
+    twice = clusters["cluster_id"].astype(str).duplicated().to_numpy().nonzero()[0]
+    found = (
+        [("clusters.parquet", twice[0], "cluster_id", "a second row of its cluster")] if len(twice) else []
+    )
+    for column in ("cluster_id", "topic_id"):
+        named = items[column] if column in items else pd.Series([None] * len(items), dtype=object)
+        lost = (named.notna() & ~named.astype(str).isin(kept)).to_numpy().nonzero()[0]
+        found += (
+            [("items.parquet", lost[0], column, "named by no row of clusters.parquet")] if len(lost) else []
+        )
+    ids = set(items["id"].astype(str))
+    for column in ("id_a", "id_b"):
+        stray = (~pairs[column].astype(str).isin(ids)).to_numpy().nonzero()[0]
+        found += [("pairs.parquet", stray[0], column, "no kept item of items.parquet")] if len(stray) else []
+    if found:
+        name, row, column, what = found[0]
+        table = {"clusters.parquet": clusters, "items.parquet": items, "pairs.parquet": pairs}[name]
+        value = table[column].iloc[row]
+        raise _err(
+            folder,
+            f"{gen_dir / name} row {row + 1}, field {column!r}: {str(value)[:60]!r} is {what} (no run "
+            "leaves its tables so: they were edited by hand)",
+        )
 
 
 KEPT_KEYS = ("as_of", "last_run", "previous_generation_dir")

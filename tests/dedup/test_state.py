@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nlsim.dedup.config import DedupConfig
@@ -292,7 +294,6 @@ def _files(folder: Path) -> dict[str, bytes]:
 def _drop_column(state: Path, table: str, column: str) -> Path:
     """Rewrite a table of the current generation without ``column``, as a hand edit would, with the
     manifest's SHA-256 and size of the file updated to match; the file's path."""
-    import pandas as pd
 
     from nlsim.io.atomic import file_sha256
 
@@ -331,6 +332,64 @@ def test_a_state_table_edited_by_hand_without_a_column_is_refused_naming_it(
     path = _drop_column(state, table, column)
     line = _refused_line(state, days[2], tmp_path / "out")
     assert line.startswith(f"state folder {state}: {path} has no column '{column}'")
+
+
+def _rewrite(state: Path, table: str, edit: Callable[[pd.DataFrame], pd.DataFrame]) -> Path:
+    """Rewrite a table of the current generation through ``edit``, as a hand edit would, with the manifest's
+    SHA-256 and size of the file updated to match; the file's path."""
+    from nlsim.io.atomic import file_sha256
+
+    manifest = read_manifest(state)
+    path = state / "generations" / manifest["generation_dir"] / table
+    edit(pd.read_parquet(path)).to_parquet(path, index=False)
+    manifest["files"][table] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
+    (state / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("table", "edit", "said"),
+    [
+        (
+            "clusters.parquet",
+            lambda t: t[t["cluster_id"] != "c-a1"],
+            "items.parquet row 1, field 'cluster_id': 'c-a1'",
+        ),
+        (
+            "items.parquet",
+            lambda t: t.assign(cluster_id=t["cluster_id"].where(t["id"] != "b1", "c-zz")),
+            "items.parquet row 2, field 'cluster_id': 'c-zz'",
+        ),
+        (
+            "clusters.parquet",
+            lambda t: pd.concat([t, t.iloc[[0]]]),
+            "clusters.parquet row 4, field 'cluster_id'",
+        ),
+        (
+            "pairs.parquet",
+            lambda t: pd.concat([t, t.iloc[[0]].assign(id_b="ghost")]),
+            "pairs.parquet row 5, field 'id_b': 'ghost'",
+        ),
+    ],
+    ids=["cluster-row-deleted", "item-in-no-cluster", "cluster-row-twice", "pair-to-no-item"],
+)
+def test_a_state_table_whose_rows_were_edited_by_hand_out_of_step_with_the_others_is_refused_naming_the_row(
+    two_days: tuple[Path, list[Path]],
+    tmp_path: Path,
+    table: str,
+    edit: Callable[[pd.DataFrame], pd.DataFrame],
+    said: str,
+) -> None:
+    """A cluster's row deleted from ``clusters.parquet`` (its items still naming it), an item put in a
+    cluster no row holds, or a pair with an end that is no kept item (the manifest's checksums updated)
+    ended the next run in a ``KeyError`` traceback; a cluster's row repeated, in an ``ArrowInvalid`` one.
+    Each is now refused as a damaged state naming the file, the row and the field."""
+    state, days = two_days
+    _rewrite(state, table, edit)
+    line = _refused_line(state, days[2], tmp_path / "out")
+    assert line.startswith(
+        f"state folder {state}: {state / 'generations' / read_manifest(state)['generation_dir']}/{said}"
+    )
 
 
 def test_a_state_kept_before_topic_groups_were_declared_reads_them_as_empty(
@@ -578,7 +637,6 @@ def reported_state(tmp_path: Path) -> tuple[Path, list[Path], dict[str, object]]
     """A state of two day runs whose last report lists a near miss (n1 and n2 share six of nine words:
     cosine 0.67, under the 0.7 threshold) and a topic group (topic threshold 0.3); the days, and the
     settings the runs were made with."""
-    import pandas as pd
 
     corpus = story_corpus()
     titles = ["one two three four five six seven eight nine", "one two three four five six ten eleven twelve"]
@@ -627,7 +685,6 @@ def test_a_state_kept_before_near_misses_and_topic_groups_writes_its_report_agai
 ) -> None:
     """The near misses and topic groups were kept after the state format, with their counts in the run
     record: a state whose last run counted neither lacks both tables, and its report is written again."""
-    import pandas as pd
 
     state, days, settings = reported_state
     for table in ("near_misses", "topics"):
