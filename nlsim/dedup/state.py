@@ -263,8 +263,9 @@ def _err(folder: Path, what: str) -> StateError:
 
 def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
     """Make sure ``folder`` may be used as a state folder: new, empty, or an nlsim state (marker or
-    manifest). A folder with other data is refused (:class:`ConfigError`), ``rebuild`` or not; a marked
-    state whose manifest is gone while generations remain is refused with the rebuild hint
+    manifest). A folder with other data is refused (:class:`ConfigError`), ``rebuild`` or not, and so is a
+    state whose ``runs/`` is a file or a broken link (a run would commit, then fail writing its record); a
+    marked state whose manifest is gone while generations remain is refused with the rebuild hint
     (:class:`StateError`) unless ``rebuild``."""
     typed = Path(folder)
     folder = resolved(typed)  # "states/new/../../mine" is mine/ once new/ is made: check where it leads
@@ -282,6 +283,12 @@ def claim_state(folder: str | Path, *, rebuild: bool = False) -> None:
             )
         if not rebuild and not has_manifest and not _first_run_leftovers(folder):
             raise _err(folder, f"{MANIFEST} is missing but generations are present (history would be lost)")
+        runs = folder / RUNS
+        if (runs.exists() or runs.is_symlink()) and not runs.is_dir():  # found only after the commit
+            raise ConfigError(
+                f"--state {folder}: {runs} is not the folder nlsim keeps every run's record in (a file or a "
+                "broken link); move it out of the state folder, then run again"
+            )
     try:
         typed.mkdir(parents=True, exist_ok=True)
         if resolved(typed) != folder:  # a folder made on the way (or a link changed) moved the target

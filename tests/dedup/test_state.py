@@ -22,7 +22,7 @@ from nlsim.dedup.state import (
     remove_unfinished,
     state_summary,
 )
-from nlsim.errors import StateError
+from nlsim.errors import ConfigError, StateError
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, state_assignment, story_corpus
 
 
@@ -283,6 +283,25 @@ def test_rebuild_state_recovers_from_a_garbage_manifest(
         _config(days[2], tmp_path / "out"), state, retention_days=None, encoder=enc, rebuild_state=True
     )
     assert r.stats.counts.new == 3 and open_state(state).generation == 1
+
+
+@pytest.mark.parametrize("runs", ["file", "broken-link"])
+def test_a_state_whose_runs_folder_is_a_file_is_refused_before_its_commit(
+    two_days: tuple[Path, list[Path]], tmp_path: Path, runs: str
+) -> None:
+    """A file (or a broken link) where the state keeps its ``runs/`` let the next day's run commit its
+    generation, then end in a ``FileExistsError`` traceback writing the run's record, its report unwritten.
+    It is now refused before any work, naming it, the state left as it was."""
+    state, days = two_days
+    shutil.rmtree(state / "runs")
+    if runs == "file":
+        (state / "runs").write_text("my notes")
+    else:
+        (state / "runs").symlink_to(tmp_path / "nowhere")
+    before = _files(state)
+    with pytest.raises(ConfigError, match=rf"^--state {re.escape(str(state))}: .*runs is not the folder"):
+        run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    assert _files(state) == before and open_state(state).generation == 2
 
 
 def _files(folder: Path) -> dict[str, bytes]:
