@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nlsim.dedup.editors import SCORED_COLUMNS
@@ -409,6 +410,7 @@ def open_state(folder: str | Path, identity: StateIdentity | None = None, *, ver
     except Exception as exc:  # pyarrow raises several types on garbage
         raise _err(folder, f"cannot read the tables of {gen_dir} ({exc})") from exc
     check_columns(folder, gen_dir, tables)
+    check_kinds(folder, gen_dir)
     check_rows(folder, gen_dir, items, pairs, clusters)
     if len(items) != len(ids) or list(items["id"].astype(str)) != [str(i) for i in ids]:
         rows = counted(len(items), "row", "rows")
@@ -492,6 +494,52 @@ def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) 
                 f"{gen_dir / name} has no column {shown} (every generation nlsim writes holds it: the table "
                 "was edited or replaced by hand)",
             )
+
+
+KEPT_KINDS: dict[str, dict[str, str]] = {
+    "items.parquet": {"published_at": "time", "retain_from": "time"},
+    "pairs.parquet": {"similarity": "number", "cosine": "number", "cross_encoder": "number"},
+    "clusters.parquet": {"anchor_undated": "integer", "anchor_ns": "integer"},
+}
+"""The kind of value the kept times, scores and anchors of these tables hold (every nlsim of this state
+format wrote them so; a text column may be kept as numbers when it holds nothing but nulls, so it is not
+checked)."""
+_KIND_TYPES = {
+    "time": pa.types.is_timestamp,
+    "number": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t),
+    "integer": pa.types.is_integer,
+}
+
+
+def check_kinds(folder: Path, gen_dir: Path) -> None:
+    """Refuse a generation whose table holds a column of :data:`KEPT_KINDS` of another kind than nlsim writes
+    there (text where a time or a number is kept; a column of nothing but nulls is of every kind), read
+    from each file's schema, naming the file and the field: a table rewritten by hand, its checksum in the
+    manifest too, ended the next run in a ``ValueError``, ``TypeError`` or ``ArrowInvalid`` traceback.
+
+    Example:
+        >>> import tempfile
+        >>> gen = Path(tempfile.mkdtemp())
+        >>> for name in ("items", "pairs"):
+        ...     pd.DataFrame({"id": ["a"]}).to_parquet(gen / f"{name}.parquet")
+        >>> pd.DataFrame({"cluster_id": ["c-a"], "anchor_ns": ["1"]}).to_parquet(gen / "clusters.parquet")
+        >>> check_kinds(Path("st"), gen)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        nlsim.errors.StateError: state folder st: .../clusters.parquet field 'anchor_ns' holds ...
+    """
+    for name, kinds in KEPT_KINDS.items():
+        schema = pq.read_schema(gen_dir / name)
+        for column, kind in kinds.items():
+            if column not in schema.names:
+                continue
+            found = schema.field(column).type
+            if not pa.types.is_null(found) and not _KIND_TYPES[kind](found):
+                raise _err(
+                    folder,
+                    f"{gen_dir / name} field {column!r} holds {found} values, not the {kind} nlsim writes "
+                    "there (the table was edited or replaced by hand)",
+                )
 
 
 def check_rows(

@@ -411,6 +411,33 @@ def test_a_state_table_whose_rows_were_edited_by_hand_out_of_step_with_the_other
     )
 
 
+@pytest.mark.parametrize(
+    ("table", "column", "edit"),
+    [
+        ("clusters.parquet", "anchor_ns", lambda t: t.assign(anchor_ns=t["anchor_ns"].astype(str))),
+        ("clusters.parquet", "anchor_ns", lambda t: t.assign(anchor_ns=t["anchor_ns"].astype(float))),
+        ("items.parquet", "published_at", lambda t: t.assign(published_at="yesterday")),
+        ("pairs.parquet", "similarity", lambda t: t.assign(similarity="high")),
+    ],
+    ids=["anchor-as-text", "anchor-as-float", "time-as-text", "score-as-text"],
+)
+def test_a_state_table_edited_by_hand_with_a_column_of_another_kind_is_refused_naming_it(
+    two_days: tuple[Path, list[Path]],
+    tmp_path: Path,
+    table: str,
+    column: str,
+    edit: Callable[[pd.DataFrame], pd.DataFrame],
+) -> None:
+    """A kept table rewritten by hand with text for its anchors, times or scores (the manifest's checksums
+    updated) ended the next run in a ``ValueError``, ``DateParseError`` or ``TypeError`` traceback; anchors
+    as floats (which cannot hold a nanosecond time exactly) were taken as they were. Each is now refused as
+    a damaged state naming the file and the field."""
+    state, days = two_days
+    path = _rewrite(state, table, edit)
+    line = _refused_line(state, days[2], tmp_path / "out")
+    assert line.startswith(f"state folder {state}: {path} field '{column}' holds ")
+
+
 def test_a_state_kept_before_topic_groups_were_declared_reads_them_as_empty(
     two_days: tuple[Path, list[Path]], tmp_path: Path
 ) -> None:
