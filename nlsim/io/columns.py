@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import tzinfo
@@ -362,13 +363,35 @@ def cell_length(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
+LIST_SEPARATOR = ", "
+"""What separates the values of a spreadsheet's list cell (``report.xlsx``'s ``member_ids``, ``sources``)."""
+_QUOTE_WHEN = re.compile(r'[,"\r\n]|^\s|\s$|^…|^$')
+"""What a list cell's value is written in double quotes for (:func:`sheet_list_value`): a comma, a quote
+or a line break, white space at either end, nothing at all, or the ``…`` a cell cut short ends with."""
+
+
+def sheet_list_value(value: str) -> str:
+    """One value of a list cell as the cell holds it: as it is, or, when it could be read as more than one
+    value or as another (:data:`_QUOTE_WHEN`: ``Reuters, London``), in double quotes with each quote inside
+    doubled, as a CSV file writes it, so that a spreadsheet's Text to Columns (comma, text qualifier ``"``)
+    or ``csv.reader(..., skipinitialspace=True)`` splits the cell into its values.
+
+    >>> sheet_list_value("AP"), sheet_list_value("Reuters, London"), sheet_list_value('The "Times" daily')
+    ('AP', '"Reuters, London"', '"The ""Times"" daily"')
+    >>> sheet_list_value(" "), sheet_list_value("")
+    ('" "', '""')
+    """
+    return f'"{value.replace(chr(34), chr(34) * 2)}"' if _QUOTE_WHEN.search(value) else value
+
+
 def _sheet_list(v: Any) -> str:
-    """A list as one spreadsheet cell, comma separated; one longer than a cell holds
+    """A list as one spreadsheet cell, its values comma separated, each that holds a comma (or could be
+    read otherwise) in double quotes (:func:`sheet_list_value`); one longer than a cell holds
     (:data:`SHEET_CELL_CHARACTERS`: the ids of a story or topic of thousands of items) ends on a whole value
     and says how many there are (``a, b, … (3,000 in all)``), never a value cut in two.
 
-    >>> _sheet_list(["a", "b"]), _sheet_list(None)
-    ('a, b', '')
+    >>> _sheet_list(["a", "b"]), _sheet_list(None), _sheet_list(["Reuters, London", "AP"])
+    ('a, b', '', '"Reuters, London", AP')
     >>> cell = _sheet_list([f"item-{i:06d}" for i in range(3_000)])
     >>> cell_length(cell) <= SHEET_CELL_CHARACTERS, cell[-29:]
     (True, 'item-002518, … (3,000 in all)')
@@ -378,10 +401,10 @@ def _sheet_list(v: Any) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return ""
     values = [str(x) for x in v]
-    kept = sheet_list_values(v)
+    kept = [sheet_list_value(x) for x in sheet_list_values(v)]
     if len(kept) == len(values):
-        return ", ".join(kept)
-    return ", ".join([*kept, f"… ({len(values):,} in all)"])
+        return LIST_SEPARATOR.join(kept)
+    return LIST_SEPARATOR.join([*kept, f"… ({len(values):,} in all)"])
 
 
 def sheet_list_values(v: Any) -> list[str]:
@@ -394,12 +417,14 @@ def sheet_list_values(v: Any) -> list[str]:
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return []
     values = [str(x) for x in v]
-    if cell_length(", ".join(values)) <= SHEET_CELL_CHARACTERS:
+    lengths = [cell_length(sheet_list_value(x)) for x in values]
+    gap = len(LIST_SEPARATOR)
+    if sum(lengths) + gap * max(0, len(values) - 1) <= SHEET_CELL_CHARACTERS:
         return values
-    more = f", … ({len(values):,} in all)"
+    more = f"{LIST_SEPARATOR}… ({len(values):,} in all)"
     room, kept = SHEET_CELL_CHARACTERS - cell_length(more), 0
-    for n, value in enumerate(values):
-        room -= cell_length(value) + (2 if n else 0)
+    for n, length in enumerate(lengths):
+        room -= length + (gap if n else 0)
         if room < 0:
             break
         kept = n + 1
@@ -419,8 +444,8 @@ def sheet_time(values: pd.Series, zone: str = "UTC") -> pd.Series:
 def sheet_frame(frame: pd.DataFrame, spec: Table, zone: str = "UTC") -> pd.DataFrame:
     """``frame`` as a spreadsheet's cells (``pairs.csv``, ``members.csv``, ``report.xlsx``): the table's
     columns in order (missing ones empty), times as text in ``zone`` (:func:`sheet_time`), lists comma
-    separated; text stays text (the writers keep it from being read as a formula,
-    :mod:`nlsim.report.spreadsheet`)."""
+    separated (a value holding a comma in double quotes: :func:`sheet_list_value`); text stays text (the
+    writers keep it from being read as a formula, :mod:`nlsim.report.spreadsheet`)."""
     out = pd.DataFrame(index=frame.index)
     for c in spec.columns:
         col = frame[c.name] if c.name in frame else pd.Series([None] * len(frame), index=frame.index)

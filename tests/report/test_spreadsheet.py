@@ -158,6 +158,54 @@ def test_a_list_longer_than_a_cell_holds_ends_on_a_whole_id_and_says_how_many(tm
     assert small == "AP"  # a list that fits is as it was
 
 
+def test_a_list_cell_tells_a_value_holding_a_comma_from_two_values(tmp_path: Path) -> None:
+    """report.xlsx joined a list cell's values with ", ": a story whose sources were ``Reuters, London``
+    and ``AP`` read as three sources, and an id ``a, b`` as two ids. A value that holds a comma (or a quote,
+    a line break, white space at an end, nothing) is now in double quotes, as a CSV file writes it, so the
+    cell splits back into its values as a spreadsheet's Text to Columns or Python's csv module splits it;
+    a plain list reads as it did."""
+    import csv
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+
+    items = {
+        "a, b": ("Floods hit the north", "Reuters, London"),
+        "n2": ("Floods hit the north", "AP"),
+        'n"3': ("Floods hit the north", 'The "Times"'),
+        "n4": ("Floods hit the north", "  "),
+        "p1": ("Budget vote delayed", "AP"),
+        "p2": ("Budget vote delayed", "AFP"),
+    }
+    frame = pd.DataFrame(
+        {
+            "id": list(items),
+            "title": [t for t, _ in items.values()],
+            "source": [s for _, s in items.values()],
+            "published_at": pd.to_datetime([f"2024-08-01T0{n}:00Z" for n in range(len(items))], utc=True),
+        }
+    )
+    found = pd.DataFrame({"a": [0, 0, 0, 4], "b": [1, 2, 3, 5], "similarity": [0.97] * 4})
+    labels, clusters = batch_clusters(frame, found)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+
+    book = sheets(folder / "report.xlsx")
+    head = book["clusters"][0]
+    rows = [dict(zip(head, row, strict=True)) for row in book["clusters"][1:]]
+
+    def values(cell: object) -> list[str]:
+        return next(csv.reader([str(cell)], skipinitialspace=True))
+
+    by_size = {len(values(r["member_ids"])): r for r in rows}
+    assert values(by_size[4]["member_ids"]) == ["a, b", "n2", 'n"3', "n4"]
+    assert values(by_size[4]["sources"]) == sorted(["Reuters, London", "AP", 'The "Times"', "  "])
+    assert by_size[4]["sources"] == '"  ", AP, "Reuters, London", "The ""Times"""'
+    assert by_size[2]["member_ids"] == "p1, p2" and by_size[2]["sources"] == "AFP, AP"  # as it was
+
+
 @pytest.mark.slow
 def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Path) -> None:
     day1 = dict(list(CONTROL.items())[:4])
