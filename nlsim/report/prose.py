@@ -364,7 +364,7 @@ def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     if fields["cut"]:
         parts.append(
             f"{len(fields['cut']):,} item(s) are longer than a spreadsheet cell holds "
-            f"({XLSX_CELL_CHARACTERS:,} characters), so they are cut there {items('cut')}."
+            f"({XLSX_CELL_CHARACTERS:,} characters), so they are cut {items('cut')}{_cut_how(files['cut'])}."
         )
     if fields["formula"]:
         parts.append(
@@ -380,6 +380,18 @@ def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
         + " ".join(parts)
         + " This page and the Parquet files show the original text.</div>"
     )
+
+
+def _cut_how(files: dict[str, list[str]]) -> str:
+    """How the files named for a text too long for a cell (``files``: each item's) cut it: ``report.xlsx``
+    holds it cut, a CSV file whole, and a spreadsheet opening the CSV file cuts it."""
+    names = {n for where in files.values() for n in where}
+    how = []
+    if any(n.endswith(".xlsx") for n in names):
+        how.append("<code>report.xlsx</code> holds them cut")
+    if any(n.endswith(".csv") for n in names):
+        how.append("the CSV files hold them whole, and a spreadsheet cuts them when it opens the file")
+    return f" ({'; '.join(how)})" if how else ""
 
 
 Row = tuple[str, str]

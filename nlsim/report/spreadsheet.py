@@ -108,8 +108,8 @@ def csv_text(text: str) -> str:
 @dataclass(frozen=True)
 class TextChange:
     """An item field whose spreadsheet text differs from the corpus: ``characters`` (removed or replaced in
-    ``report.xlsx``), ``cut`` (longer than a cell holds: cut in ``report.xlsx``) or ``formula`` (an
-    apostrophe in front in the CSV files)."""
+    ``report.xlsx``), ``cut`` (longer than a cell holds: cut in ``report.xlsx``; whole in a CSV file, which
+    a spreadsheet cuts when it opens the file) or ``formula`` (an apostrophe in front in the CSV files)."""
 
     item_id: str
     field: str
@@ -149,9 +149,13 @@ def written_changes(files: SheetFiles, items: pd.DataFrame | None = None) -> lis
 
 def _cell_changes(text: str, xlsx: bool) -> list[str]:
     """What a file does to a text cell (or a value of a list cell): ``characters`` and ``cut`` in an
-    ``.xlsx`` file, ``formula`` in a CSV file."""
+    ``.xlsx`` file, ``formula`` and ``cut`` in a CSV file (which holds the text whole, and a spreadsheet cuts
+    it to a cell's :data:`XLSX_CELL_CHARACTERS` when it opens the file)."""
     if not xlsx:
-        return ["formula"] if csv_text(text) != text else []
+        written = csv_text(text)
+        return (["formula"] if written != text else []) + (
+            ["cut"] if cell_length(written) > XLSX_CELL_CHARACTERS else []
+        )
     xml = _xml_text(text)
     return (["characters"] if xml != text else []) + (
         ["cut"] if cell_length(xml) > XLSX_CELL_CHARACTERS else []
@@ -220,13 +224,13 @@ _MAY_CHANGE = re.compile(f"{_BREAKS.pattern}|{_FORBIDDEN.pattern}")
 
 def _may_change(values: pd.Series, xlsx: bool) -> np.ndarray:
     """The rows of a text column whose cells a file may change (:func:`_cell_changes` tells): in an
-    ``.xlsx`` file those holding a character XML 1.0 forbids or longer than half a cell, in a CSV file those
-    starting as a formula."""
+    ``.xlsx`` file those holding a character XML 1.0 forbids, in a CSV file those starting as a formula, and
+    in both those longer than half a cell."""
     text = pd.Series([v if isinstance(v, str) else None for v in values.tolist()], dtype=object)
-    if not xlsx:
-        return np.flatnonzero(text.str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool))
-    odd = text.str.contains(_MAY_CHANGE, na=False).to_numpy(dtype=bool)
     long = text.str.len().to_numpy(dtype=np.float64, na_value=np.nan) > XLSX_CELL_CHARACTERS // 2
+    if not xlsx:
+        return np.flatnonzero(text.str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool) | long)
+    odd = text.str.contains(_MAY_CHANGE, na=False).to_numpy(dtype=bool)
     return np.flatnonzero(odd | long)
 
 

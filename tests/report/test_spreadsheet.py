@@ -104,6 +104,59 @@ def test_a_title_longer_than_a_cell_holds_is_cut_in_the_spreadsheet_and_named_on
     )
 
 
+def test_a_title_longer_than_a_cell_holds_is_named_for_the_csv_files_a_spreadsheet_cuts_it_in(
+    tmp_path: Path,
+) -> None:
+    """A title over 32,767 characters is whole in pairs.csv and members.csv, and a spreadsheet cuts it when
+    it opens them, as it is cut in report.xlsx; the page and run.json named report.xlsx alone. They name
+    every file now, and say which holds it cut and which whole."""
+    import csv
+    import json
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+    from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS
+
+    long = "Dollar gains on Greenspan speech " + "x" * 40_000
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "title": [long, long, "-" + "y" * (XLSX_CELL_CHARACTERS - 1)],  # the apostrophe makes it too long
+            "source": ["AP", "AFP", "AP"],
+            "published_at": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T09:00Z", None], utc=True),
+        }
+    )
+    found = pd.DataFrame({"a": [0, 0], "b": [1, 2], "similarity": [0.97, 0.96]})
+    labels, clusters = batch_clusters(frame, found)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+
+    with (folder / "members.csv").open(encoding="utf-8-sig", newline="") as f:
+        titles = {r["item_id"]: r["title"] for r in csv.DictReader(f)}
+    assert titles["a"] == long and len(titles["c"]) == XLSX_CELL_CHARACTERS + 1  # whole: Excel cuts them
+
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    cut = {(c["item_id"], tuple(c["files"])) for c in record["spreadsheet_changes"] if c["change"] == "cut"}
+    assert cut == {
+        ("a", ("pairs.csv", "members.csv", "report.xlsx")),
+        ("b", ("pairs.csv", "members.csv", "report.xlsx")),
+        ("c", ("pairs.csv", "members.csv")),
+    }
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
+    assert notice is not None
+    text = notice.group(1)
+    assert (
+        "3 item(s) are longer than a spreadsheet cell holds (32,767 characters), so they are cut in "
+        "<code>pairs.csv</code>, <code>members.csv</code> and <code>report.xlsx</code>: <bdi>a</bdi> "
+        "(title), <bdi>b</bdi> (title); in <code>pairs.csv</code> and <code>members.csv</code>: <bdi>c</bdi> "
+        "(title) (<code>report.xlsx</code> holds them cut; the CSV files hold them whole, and a spreadsheet "
+        "cuts them when it opens the file)."
+    ) in text
+
+
 def test_a_cell_limit_counts_as_a_spreadsheet_does_an_emoji_is_two_characters() -> None:
     """A spreadsheet's 32,767 characters are UTF-16 code units: an emoji (outside the Basic Multilingual
     Plane) is two of them, so 20,000 emoji are 40,000 and must be cut, never one half of a pair kept."""
