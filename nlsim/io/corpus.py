@@ -282,6 +282,40 @@ def _parse_number_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     return None, _number_reason(text, text=True)
 
 
+def _bracketed_reason(text: str) -> str | None:
+    """Why a time followed by a zone or calendar in brackets (``2024-05-01T08:00:00+01:00[Europe/London]``,
+    as Java's ``ZonedDateTime`` and RFC 9557 write it) is refused, naming what is in them whole (a message
+    cut at 40 characters showed ``[Eur`` of a long time, and named ``London`` as its zone); ``None`` for
+    another time.
+
+    Example:
+        >>> why = _bracketed_reason("2024-05-01T08:00:00.123456789+01:00[Europe/London]")
+        >>> why.split(", a zone")[0]
+        "time '2024-05-01T08:00:00.123456789+01:00' ends with '[Europe/London]'"
+        >>> why.split(": ")[-1], _bracketed_reason("2024-05-01T08:00:00+01:00") is None
+        ('drop it, the offset before it says the time', True)
+    """
+    end = len(text)
+    while end and text[end - 1] == "]":  # the brackets at the end, one after another
+        start = text.rfind("[", 0, end)
+        if start < 0 or "]" in text[start : end - 1]:
+            return None
+        end = start
+        while end and text[end - 1].isspace():
+            end -= 1
+    if end == len(text) or not end:
+        return None
+    head, bracket = text[:end], text[end:].strip()
+    offset = re.search(r"(Z|[+-]\d{2}:?\d{2})$", head, re.IGNORECASE)
+    todo = f"give the offset instead: {WRITE_ISO}"
+    if offset:
+        todo = "drop it, the offset before it says the time"
+    return (
+        f"time {head!r:.60} ends with {bracket!r:.60}, a zone in brackets (as Java writes a time), which is "
+        f"not read here: {todo}"
+    )
+
+
 def _zone_names(text: str) -> list[str]:
     """The words of ``text`` that name a time zone other than UTC (``CST`` is China's or US Central's)."""
     return [w for w in re.findall(r"[A-Za-z]+", text) if w.upper() not in UTC_WORDS]
@@ -302,6 +336,9 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     twelve = TWELVE_HOUR.search(text)
     if twelve:
         return None, f"time {text!r:.40} is on a 12-hour clock ({twelve.group(0)!r}): {WRITE_ISO}, 24-hour"
+    bracketed = _bracketed_reason(text)
+    if bracketed is not None:
+        return None, bracketed
     names = _zone_names(text)
     if YEAR_FIRST.match(ymd):
         if names:

@@ -342,6 +342,44 @@ def test_a_time_that_would_be_guessed_or_cannot_be_held_is_refused_by_row(tmp_pa
 
 
 @pytest.mark.parametrize(
+    ("written", "time", "bracket", "todo"),
+    [
+        (
+            "2024-05-01T08:00:00.123456789+01:00[Europe/London]",
+            "2024-05-01T08:00:00.123456789+01:00",
+            "[Europe/London]",
+            "drop it, the offset before it says the time",
+        ),
+        (
+            "2024-05-01T08:00:00+01:00[America/Argentina/Buenos_Aires]",
+            "2024-05-01T08:00:00+01:00",
+            "[America/Argentina/Buenos_Aires]",
+            "drop it, the offset before it says the time",
+        ),
+        (
+            "2024-05-01T08:00:00.000+09:00[Asia/Tokyo][u-ca=japanese]",
+            "2024-05-01T08:00:00.000+09:00",
+            "[Asia/Tokyo][u-ca=japanese]",
+            "drop it, the offset before it says the time",
+        ),
+        ("2024-05-01T08:00[Europe/London]", "2024-05-01T08:00", "[Europe/London]", "give the offset instead"),
+    ],
+)
+def test_a_time_with_a_zone_in_brackets_is_refused_naming_the_brackets_whole(
+    tmp_path, written, time, bracket, todo
+):
+    """A time as Java writes it, its zone in brackets after the offset, was refused with the value cut at 40
+    characters (``...+01:00[Eur``) and named the last word in it as the zone (``'London'``, ``'Aires'``,
+    ``'japanese'``): the reader could not see what was wrong. It names the time and the brackets whole."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,2024-05-01T08:00:00Z\nb,Storm,"{written}"\n')
+    with pytest.raises(InputError) as caught:
+        load_corpus(path)
+    assert f"row 2, field 'published_at': time {time!r} ends with {bracket!r}" in str(caught.value)
+    assert todo in str(caught.value)
+
+
+@pytest.mark.parametrize(
     "written",
     [
         "2024-05-01T16:00:00+08:00",
