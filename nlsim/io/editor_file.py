@@ -85,21 +85,25 @@ method types them), which Excel in a Japanese or Chinese setting reads as a form
 
 def escape(cell: str) -> str:
     """``cell`` as written into an editors' file: an apostrophe in front of a text a spreadsheet would run
-    as a formula (:data:`ESCAPED_START`), as ``pairs.csv`` and the page's export write it.
+    as a formula (:data:`ESCAPED_START`), as ``pairs.csv`` and the page's export write it, and in front of
+    one that begins with apostrophes before such a start (an id ``'=x`` is written ``''=x``), so that it
+    is never read as the other text escaped (``=x`` is written ``'=x``).
 
-    >>> escape("=1+1"), escape("Floods"), unescape(escape("-5% today"))
-    ("'=1+1", 'Floods', '-5% today')
+    >>> escape("=1+1"), escape("Floods"), unescape(escape("-5% today")), escape("'quoted'")
+    ("'=1+1", 'Floods', '-5% today', "'quoted'")
+    >>> escape("'=x"), unescape(escape("'=x")), unescape(escape("=x"))
+    ("''=x", "'=x", '=x')
     """
-    return "'" + cell if cell.startswith(ESCAPED_START) else cell
+    return "'" + cell if cell.lstrip("'").startswith(ESCAPED_START) else cell
 
 
 def unescape(cell: str) -> str:
-    """``cell`` without the one apostrophe put in front of a text a spreadsheet would run as a formula.
+    """``cell`` without the one apostrophe :func:`escape` put in front.
 
     >>> unescape("'=1+1"), unescape("'-5% today"), unescape("'quoted'"), unescape("=1+1")
     ('=1+1', '-5% today', "'quoted'", '=1+1')
     """
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(ESCAPED_START) else cell
+    return cell[1:] if cell.startswith("'") and cell.lstrip("'").startswith(ESCAPED_START) else cell
 
 
 def overrule_cell(value: Any) -> bool | None:

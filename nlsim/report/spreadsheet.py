@@ -16,8 +16,9 @@ plain text:
   ``＋``, ``－``, ``＠`` (:data:`FORMULA_START`).
   Every text cell of ``report.xlsx`` is stored as a string, never as a formula; numbers stay numbers. A CSV
   file has no cell types, so there such text starts with an apostrophe (OWASP's rule, :func:`csv_text`),
-  which spreadsheets show as text, and every text cell is in double quotes (a ``;`` or tab inside a title
-  cannot start a new cell where a spreadsheet splits on it).
+  which spreadsheets show as text, and so does such text after apostrophes of its own (an id ``'=x`` is
+  written ``''=x``, never as ``=x`` escaped), and every text cell is in double quotes (a ``;`` or tab
+  inside a title cannot start a new cell where a spreadsheet splits on it).
 
 :func:`written_changes` lists the items whose text the files written changed, cell by cell, and in which
 files, for the page's notice (:mod:`nlsim.report.html`) and ``run.json``; :func:`text_changes` the changes
@@ -100,8 +101,13 @@ def stored_text(text: str) -> str:
 
 
 def csv_text(text: str) -> str:
-    """``text`` for a CSV cell: an apostrophe in front when a spreadsheet would read it as a formula, the
-    rule the editors' files are written by (:func:`nlsim.io.editor_file.escape`)."""
+    """``text`` for a CSV cell: an apostrophe in front when a spreadsheet would read it as a formula, or when
+    it is such text after apostrophes of its own, the rule the editors' files are written by
+    (:func:`nlsim.io.editor_file.escape`).
+
+    >>> csv_text("=x"), csv_text("'=x"), csv_text("'quoted'")
+    ("'=x", "''=x", "'quoted'")
+    """
     return editor_file.escape(text)
 
 
@@ -229,7 +235,8 @@ def _may_change(values: pd.Series, xlsx: bool) -> np.ndarray:
     text = pd.Series([v if isinstance(v, str) else None for v in values.tolist()], dtype=object)
     long = text.str.len().to_numpy(dtype=np.float64, na_value=np.nan) > XLSX_CELL_CHARACTERS // 2
     if not xlsx:
-        return np.flatnonzero(text.str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool) | long)
+        formula = text.str.lstrip("'").str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool)
+        return np.flatnonzero(formula | long)
     odd = text.str.contains(_MAY_CHANGE, na=False).to_numpy(dtype=bool)
     return np.flatnonzero(odd | long)
 

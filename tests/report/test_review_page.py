@@ -420,6 +420,10 @@ HASHED = [
 edges (55/56 and 63/64/65 bytes), two and many blocks, multi-byte UTF-8."""
 
 
+APOSTROPHES = ["=x", "'=x", "''＝x", "'quoted'", "'", "", "a=b", "\t'x"]
+"""Texts for the export's escape: a formula, one after apostrophes of its own, text that is neither."""
+
+
 def test_the_export_works_over_plain_http_with_hashes_and_formulas_escaped(
     intranet_chromium: Any, served: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -453,6 +457,10 @@ def test_the_export_works_over_plain_http_with_hashes_and_formulas_escaped(
     # the page's own SHA-256 is Python's, at every padding edge and for multi-byte UTF-8
     got = page.evaluate("texts => texts.map(t => window.nlsimReview.sha256Hex(t))", HASHED)
     assert got == [hashlib.sha256(t.encode()).hexdigest() for t in HASHED]
+    # the page's escape is Python's: an apostrophe of the text's own before a formula gets one more
+    escaped = page.evaluate("texts => texts.map(t => window.nlsimReview.sheetText(t))", APOSTROPHES)
+    assert escaped == [editor_file.escape(t) for t in APOSTROPHES]
+    assert escaped[:3] == ["'=x", "''=x", "'''＝x"]
     assert errors == []
     page.close()
 

@@ -517,6 +517,43 @@ def test_a_title_starting_with_a_full_width_formula_sign_starts_with_an_apostrop
     assert changes == {("w1", "title"), ("w2", "title"), ("w2", "source"), ("w3", "title")}
 
 
+def test_an_id_beginning_with_an_apostrophe_before_a_formula_is_told_from_that_formula_escaped(
+    tmp_path: Path,
+) -> None:
+    """The ids ``=x`` and ``'=x`` were both ``'=x`` in pairs.csv and members.csv (the first escaped, the
+    second as it was), and an editors' file read ``'=x`` back as ``=x``: another item. Text that begins with
+    apostrophes before a formula's start gets one more apostrophe now (``''=x``), read back as written, and
+    the page names it."""
+    import csv
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.io import editor_file
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+
+    frame = pd.DataFrame(
+        {
+            "id": ["=x", "'=x", "''-x", "'abc"],
+            "title": ["Floods", "Floods", "Floods", "'-5% own apostrophe"],
+            "source": ["AP"] * 4,
+            "published_at": pd.to_datetime([f"2024-08-01T0{n}:00Z" for n in range(4)], utc=True),
+        }
+    )
+    found = pd.DataFrame({"a": [0, 0, 0], "b": [1, 2, 3], "similarity": [0.97] * 3})
+    labels, clusters = batch_clusters(frame, found)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+    with (folder / "members.csv").open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["item_id"] for r in rows] == ["'=x", "''=x", "'''-x", "'abc"]  # four ids, told apart
+    assert [editor_file.unescape(r["item_id"]) for r in rows] == frame["id"].tolist()
+    assert [r["title"] for r in rows][3] == "''-5% own apostrophe"
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    for item in ("=x", "&#x27;=x", "&#x27;&#x27;-x"):
+        assert f"<bdi>{item}</bdi> (id)" in page, item
+
+
 def _as_excel_shows(stored: str) -> str:
     """A cell's stored text as Excel shows it: each ``_xHHHH_`` is the character U+HHHH, read left to right
     (ECMA-376 Part 1, 22.4.2.4 bstr; openpyxl reads the text as stored)."""

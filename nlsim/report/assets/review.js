@@ -820,7 +820,8 @@
   }
   function sheetText(v) {  // nlsim.report.spreadsheet.csv_text: text a spreadsheet would run as a formula
     var text = v === null || v === undefined ? "" : String(v);
-    return META.formulaStart.indexOf(text.charAt(0)) >= 0 ? "'" + text : text;
+    var start = text.replace(/^'+/, "").charAt(0);  // after any apostrophes: '=x is written ''=x
+    return start && META.formulaStart.indexOf(start) >= 0 ? "'" + text : text;
   }
   function field(v) { return '"' + (v === null || v === undefined ? "" : String(v)).replace(/"/g, '""') + '"'; }
   var NUMBERS = { similarity: true, score: true, threshold: true };  // numbers stay numbers
@@ -908,7 +909,7 @@
   }
   document.querySelectorAll("a[href='#rubric']").forEach(function (a) { a.addEventListener("click", openRubric); });
   if (location.hash === "#rubric") openRubric();
-  window.nlsimReview = { sha256Hex: sha256Hex, pairId: pairId };  // the export's hashes, for checks
+  window.nlsimReview = { sha256Hex: sha256Hex, pairId: pairId, sheetText: sheetText };  // for checks
 
   // --- settings: the annotator's name (asked once), three or five levels -------------------------------
   var nameInput = document.getElementById("rv-annotator");
