@@ -388,13 +388,14 @@ def _sheet_list(v: Any) -> str:
     """A list as one spreadsheet cell, its values comma separated, each that holds a comma (or could be
     read otherwise) in double quotes (:func:`sheet_list_value`); one longer than a cell holds
     (:data:`SHEET_CELL_CHARACTERS`: the ids of a story or topic of thousands of items) ends on a whole value
-    and says how many there are (``a, b, … (3,000 in all)``), never a value cut in two.
+    and says how many there are (``a, b, … (3000 in all)``: no comma in the count, which would split it),
+    never a value cut in two.
 
     >>> _sheet_list(["a", "b"]), _sheet_list(None), _sheet_list(["Reuters, London", "AP"])
     ('a, b', '', '"Reuters, London", AP')
     >>> cell = _sheet_list([f"item-{i:06d}" for i in range(3_000)])
-    >>> cell_length(cell) <= SHEET_CELL_CHARACTERS, cell[-29:]
-    (True, 'item-002518, … (3,000 in all)')
+    >>> cell_length(cell) <= SHEET_CELL_CHARACTERS, cell[-28:]
+    (True, 'item-002518, … (3000 in all)')
     >>> _sheet_list(["x" * 40_000])  # a single value longer than a cell: the count alone
     '… (1 in all)'
     """
@@ -404,7 +405,7 @@ def _sheet_list(v: Any) -> str:
     kept = [sheet_list_value(x) for x in sheet_list_values(v)]
     if len(kept) == len(values):
         return LIST_SEPARATOR.join(kept)
-    return LIST_SEPARATOR.join([*kept, f"… ({len(values):,} in all)"])
+    return LIST_SEPARATOR.join([*kept, f"… ({len(values)} in all)"])
 
 
 def sheet_list_values(v: Any) -> list[str]:
@@ -421,7 +422,7 @@ def sheet_list_values(v: Any) -> list[str]:
     gap = len(LIST_SEPARATOR)
     if sum(lengths) + gap * max(0, len(values) - 1) <= SHEET_CELL_CHARACTERS:
         return values
-    more = f"{LIST_SEPARATOR}… ({len(values):,} in all)"
+    more = f"{LIST_SEPARATOR}… ({len(values)} in all)"
     room, kept = SHEET_CELL_CHARACTERS - cell_length(more), 0
     for n, length in enumerate(lengths):
         room -= length + (gap if n else 0)
