@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,15 +64,58 @@ cell_length = columns.cell_length
 
 
 def _cut_cell(text: str) -> str:
-    """``text`` cut to :data:`XLSX_CELL_CHARACTERS` as a spreadsheet counts them, whole characters only."""
+    """``text`` cut to :data:`XLSX_CELL_CHARACTERS` as a spreadsheet counts them, whole characters only, and
+    before the character that reads as one with the cut's last (:func:`character_start`)."""
     if len(text) <= XLSX_CELL_CHARACTERS // 2 or cell_length(text) <= XLSX_CELL_CHARACTERS:
         return text
     units = 0
     for n, ch in enumerate(text):
         units += 2 if ord(ch) > 0xFFFF else 1
         if units > XLSX_CELL_CHARACTERS:
-            return text[:n]
+            return text[: character_start(text, n)]
     return text
+
+
+_JOINED = re.compile(
+    "[\u200c\u200d\ufe00-\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
+)
+"""What reads as part of the character before it: a zero-width joiner or non-joiner, a variation
+selector, an emoji skin tone, an emoji tag (a subdivision flag's letters)."""
+_INDICATOR = re.compile("[\U0001f1e6-\U0001f1ff]")
+"""A regional indicator: two of them read as one flag (🇹🇼)."""
+_SHOWN_APART = 64
+"""How far :func:`character_start` looks back: a text of more marks on one letter is cut among them."""
+
+
+def character_start(text: str, n: int) -> int:
+    """Where the character a reader sees at ``text[n]`` starts (``n`` or before): not inside a letter and
+    its combining marks (``é`` as ``e`` and U+0301), an emoji sequence joined by U+200D (👩🏽‍💻), an emoji
+    and its skin tone or variation selector, nor a flag's pair of regional indicators. A cut there leaves
+    no letter without its accent, no emoji without its skin tone, no lone half of a flag.
+
+    >>> character_start("Cafe\u0301 x", 4), character_start("Cafe\u0301 x", 5)
+    (3, 5)
+    >>> character_start("a\U0001f469\U0001f3fd\u200d\U0001f4bb", 4)
+    1
+    >>> flags = "\U0001f1f9\U0001f1fc\U0001f1ef\U0001f1f5"  # two flags
+    >>> character_start(flags, 1), character_start(flags, 2), character_start(flags, 3)
+    (0, 2, 2)
+    """
+    start = n
+    while 0 < start < len(text) and n - start < _SHOWN_APART:
+        ch = text[start]
+        if unicodedata.category(ch).startswith("M") or _JOINED.match(ch) or text[start - 1] == "\u200d":
+            start -= 1
+        else:
+            break
+    if n - start >= _SHOWN_APART:
+        return n
+    if 0 < start < len(text) and _INDICATOR.match(text[start]):
+        run = start
+        while run and _INDICATOR.match(text[run - 1]):
+            run -= 1
+        start -= (start - run) % 2  # the first half of a flag's pair
+    return start
 
 
 def xlsx_text(text: str) -> str:

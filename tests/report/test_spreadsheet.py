@@ -172,6 +172,26 @@ def test_a_cell_limit_counts_as_a_spreadsheet_does_an_emoji_is_two_characters() 
     assert xlsx_text("\U0001f30a" * 100) == "\U0001f30a" * 100
 
 
+def test_a_title_cut_to_a_cell_keeps_each_character_a_reader_sees_whole() -> None:
+    """A title cut to a cell's 32,767 characters was cut between code points: an accented letter lost its
+    accent (``é`` as ``e``), an emoji its skin tone or the rest of its joined sequence (👩🏽 of 👩🏽‍💻, a
+    trailing U+200D), a flag its second half (🇹 of 🇹🇼). The cut falls before such a character now."""
+    from nlsim.report.spreadsheet import XLSX_CELL_CHARACTERS, cell_length
+
+    coder = "\U0001f469\U0001f3fd\u200d\U0001f4bb"  # one character to a reader: 👩🏽‍💻
+    flags = ["\U0001f1f9\U0001f1fc", "\U0001f1ef\U0001f1f5"]  # 🇹🇼 🇯🇵
+    rainbow = "\U0001f3f3\ufe0f\u200d\U0001f308"
+    accented = "e\u0301\u0301"
+    for seen in ([coder], flags, [rainbow], [accented]):
+        tail = "".join(seen)
+        whole = ["".join(seen[:k]) for k in range(len(seen) + 1)]  # the cuts a reader can see
+        for n in range(XLSX_CELL_CHARACTERS - cell_length(tail), XLSX_CELL_CHARACTERS + 1):
+            cut = xlsx_text("x" * n + tail + " more")
+            assert cell_length(cut) <= XLSX_CELL_CHARACTERS
+            assert cut[:n] == "x" * min(n, XLSX_CELL_CHARACTERS) and cut[n:] in whole, (n, cut[n:])
+    assert xlsx_text("x" * 32_700 + "\u0301" * 100)[-1] == "\u0301"  # a letter of 100 marks: cut among them
+
+
 def test_a_list_longer_than_a_cell_holds_ends_on_a_whole_id_and_says_how_many(tmp_path: Path) -> None:
     """A story (or topic) of 3,000 items: its ``member_ids`` cell in report.xlsx cannot hold every id; it
     ends on a whole id and says how many there are, never an id cut in two with nothing to say so; the count
