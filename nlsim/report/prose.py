@@ -328,6 +328,7 @@ FILES_BEFORE = {
     "characters": ("report.xlsx",),
     "cut": ("report.xlsx",),
     "formula": ("pairs.csv", "members.csv"),
+    "number": ("pairs.csv", "members.csv"),
 }
 """The files a change was made in, for a record written before the files were recorded."""
 
@@ -335,8 +336,8 @@ FILES_BEFORE = {
 def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     """Which items' text the spreadsheet files changed (:mod:`nlsim.report.spreadsheet`), if any: each
     item with its fields, under the files its cells were changed in."""
-    fields: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
-    files: dict[str, dict[str, list[str]]] = {"characters": {}, "cut": {}, "formula": {}}
+    fields: dict[str, dict[str, list[str]]] = {k: {} for k in FILES_BEFORE}
+    files: dict[str, dict[str, list[str]]] = {k: {} for k in FILES_BEFORE}
     for c in changes:
         fields[c.change].setdefault(c.item_id, []).append(c.field)
         where = files[c.change].setdefault(c.item_id, [])
@@ -373,6 +374,14 @@ def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
             "one: <code>'=x</code> would read as <code>=x</code> escaped): <code>report.xlsx</code> "
             "stores such text as text, and "
             f"they begin with an apostrophe {items('formula')}."
+        )
+    if fields["number"]:
+        parts.append(
+            f"{len(fields['number']):,} id(s) read as a number, a date or a time by a spreadsheet opening "
+            "the CSV files, which shows them otherwise (<code>1E5</code> as 1.00E+05, <code>007</code> as 7, "
+            f"<code>2024-05-01</code> as a date) {items('number')}. <code>report.xlsx</code> holds them as "
+            "text; to keep them in a CSV file, import it (Data &gt; From Text/CSV) with its id columns as "
+            "Text."
         )
     if not parts:
         return ""

@@ -159,7 +159,9 @@ def csv_text(text: str) -> str:
 class TextChange:
     """An item field whose spreadsheet text differs from the corpus: ``characters`` (removed or replaced in
     ``report.xlsx``), ``cut`` (longer than a cell holds: cut in ``report.xlsx``; whole in a CSV file, which
-    a spreadsheet cuts when it opens the file) or ``formula`` (an apostrophe in front in the CSV files)."""
+    a spreadsheet cuts when it opens the file), ``formula`` (an apostrophe in front in the CSV files) or
+    ``number`` (an id a spreadsheet opening a CSV file reads as a number, a date or a time, and shows
+    otherwise: :func:`shown_otherwise`)."""
 
     item_id: str
     field: str
@@ -190,21 +192,24 @@ def written_changes(files: SheetFiles, items: pd.DataFrame | None = None) -> lis
         xlsx = name.endswith(".xlsx")
         for table, frame in tables.items():
             for item, field, text in _item_cells(columns.table(table), frame, owners, xlsx):
-                for change in _cell_changes(text, xlsx):
+                for change in _cell_changes(text, xlsx, field):
                     where = found.setdefault((item, field, change), [])
                     if name not in where:
                         where.append(name)
     return [TextChange(i, f, c, tuple(where)) for (i, f, c), where in found.items()]
 
 
-def _cell_changes(text: str, xlsx: bool) -> list[str]:
+def _cell_changes(text: str, xlsx: bool, field: str = "") -> list[str]:
     """What a file does to a text cell (or a value of a list cell): ``characters`` and ``cut`` in an
     ``.xlsx`` file, ``formula`` and ``cut`` in a CSV file (which holds the text whole, and a spreadsheet cuts
-    it to a cell's :data:`XLSX_CELL_CHARACTERS` when it opens the file)."""
+    it to a cell's :data:`XLSX_CELL_CHARACTERS` when it opens the file), and ``number`` for an id (``field``)
+    that a spreadsheet opening a CSV file shows as another (:func:`shown_otherwise`)."""
     if not xlsx:
         written = csv_text(text)
-        return (["formula"] if written != text else []) + (
-            ["cut"] if cell_length(written) > XLSX_CELL_CHARACTERS else []
+        return (
+            (["formula"] if written != text else [])
+            + (["cut"] if cell_length(written) > XLSX_CELL_CHARACTERS else [])
+            + (["number"] if field == "id" and shown_otherwise(written) else [])
         )
     xml = _xml_text(text)
     return (["characters"] if xml != text else []) + (
@@ -269,6 +274,44 @@ def _item_cells(
     return out
 
 
+_MONTH = (
+    "jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sept?(ember)?|oct(ober)?|nov(ember)?"
+    "|dec(ember)?"
+)
+_READ_AS_VALUE = re.compile(
+    r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"  # a number: 1E5, 007, 12345678901234567890, 1.50
+    r"|\(\d+(\.\d*)?\)"  # (5): minus five, as accountants write it
+    r"|\d{1,4}[-/]\d{1,2}([-/]\d{1,4})?"  # a date: 2024-05-01, 5/1/2024, 1-2
+    r"|\d{1,2}:\d{2}(:\d{2}([.,]\d+)?)?(\s*[ap]m)?"  # a time of day: 12:30
+    rf"|({_MONTH})[-/ ]?\d{{1,4}}([-/ ]\d{{2,4}})?|\d{{1,2}}[-/ ]({_MONTH})([-/ ]\d{{2,4}})?"  # MAR1, 1-May
+    r"|true|false",
+    re.IGNORECASE | re.ASCII,
+)
+"""What a spreadsheet opening a CSV file reads as a number, a date, a time or a truth value, whatever the
+quotes around it (:func:`shown_otherwise`)."""
+_DIGITS = re.compile(r"\d*\.?\d*", re.ASCII)
+
+
+def shown_otherwise(text: str) -> bool:
+    """Whether a spreadsheet opening a CSV file shows ``text`` (a cell as the file holds it) otherwise: as a
+    number written another way (``1E5`` as 1.00E+05, ``007`` as 7, an id of 16 digits or more without its
+    last ones, ``1.50`` as 1.5, ``(5)`` as -5), a date or time (``2024-05-01``, ``1-2``, ``MAR1``,
+    ``12:30``) or a truth value (``true`` as TRUE). A whole number as written (``12345``) shows as it is.
+
+    >>> [shown_otherwise(t) for t in ("1E5", "007", "2024-05-01", "SEPT2", "true", "1.50", "(5)", "1 May")]
+    [True, True, True, True, True, True, True, True]
+    >>> [shown_otherwise(t) for t in ("12345", "1.5", "TRUE", "n-1", "2024-05-01T08:00", "Marketing1")]
+    [False, False, False, False, False, False]
+    """
+    if not _READ_AS_VALUE.fullmatch(text):
+        return False
+    if _DIGITS.fullmatch(text):  # a number of digits and a point
+        digits = sum(ch.isdigit() for ch in text)
+        zeros = text[0] == "0" and text[1:2].isdigit()  # 007 as 7
+        return digits >= 16 or zeros or ("." in text and (text[-1] in "0." or text[0] == "."))
+    return text not in ("TRUE", "FALSE")
+
+
 _MAY_CHANGE = re.compile(f"{_BREAKS.pattern}|{_FORBIDDEN.pattern}")
 
 
@@ -280,7 +323,8 @@ def _may_change(values: pd.Series, xlsx: bool) -> np.ndarray:
     long = text.str.len().to_numpy(dtype=np.float64, na_value=np.nan) > XLSX_CELL_CHARACTERS // 2
     if not xlsx:
         formula = text.str.lstrip("'").str.startswith(FORMULA_START, na=False).to_numpy(dtype=bool)
-        return np.flatnonzero(formula | long)
+        value = text.str.fullmatch(_READ_AS_VALUE, na=False).to_numpy(dtype=bool)
+        return np.flatnonzero(formula | long | value)
     odd = text.str.contains(_MAY_CHANGE, na=False).to_numpy(dtype=bool)
     return np.flatnonzero(odd | long)
 

@@ -578,6 +578,55 @@ def test_an_id_beginning_with_an_apostrophe_before_a_formula_is_told_from_that_f
         assert f"<bdi>{item}</bdi> (id)" in page, item
 
 
+def test_ids_a_spreadsheet_shows_otherwise_when_it_opens_a_csv_file_are_named_on_the_page(
+    tmp_path: Path,
+) -> None:
+    """Excel opening members.csv shows the id ``1E5`` as 1.00E+05 (and ``1e5`` the same), ``007`` as 7,
+    ``2024-05-01`` as a date, an id of 20 digits without its last ones, whatever the quotes: an editor
+    reading the file finds other ids, or two items under one. Nothing said so but the docs; the page and
+    run.json name such ids now, with the files, and say that report.xlsx holds them as text. An id that
+    shows as written (``12345``, ``TRUE``, ``n-1``) is not named."""
+    import csv
+    import json
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table, write_files
+    from nlsim.report.record import RunRecord
+
+    ids = ["n-1", "1E5", "1e5", "007", "2024-05-01", "12345678901234567890", "12345", "TRUE", "MAR1"]
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "title": ["Floods"] * len(ids),
+            "source": ["AP"] * len(ids),
+            "published_at": pd.to_datetime([f"2024-08-01T0{n}:00Z" for n in range(len(ids))], utc=True),
+        }
+    )
+    n = len(ids)
+    found = pd.DataFrame({"a": [0] * (n - 1), "b": list(range(1, n)), "similarity": [0.97] * (n - 1)})
+    labels, clusters = batch_clusters(frame, found)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    write_files(folder, pairs_table(frame, found, labels), clusters, RunRecord(model="m"), frame)
+
+    with (folder / "members.csv").open(encoding="utf-8-sig", newline="") as f:
+        assert [r["item_id"] for r in csv.DictReader(f)] == ids  # the file holds them as written
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    changes = record["spreadsheet_changes"]
+    named = {(c["item_id"], tuple(c["files"])) for c in changes if c["change"] == "number"}
+    both = ("pairs.csv", "members.csv")
+    shown = ["1E5", "1e5", "007", "2024-05-01", "12345678901234567890", "MAR1"]
+    assert named == {(i, both) for i in shown}
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
+    assert notice is not None
+    text = notice.group(1)
+    assert "6 id(s) read as a number, a date or a time by a spreadsheet opening the CSV files" in text
+    assert "<code>report.xlsx</code> holds them as text" in text
+    for item in ("n-1", "12345", "TRUE"):
+        assert f"<bdi>{item}</bdi>" not in text, item
+
+
 def _as_excel_shows(stored: str) -> str:
     """A cell's stored text as Excel shows it: each ``_xHHHH_`` is the character U+HHHH, read left to right
     (ECMA-376 Part 1, 22.4.2.4 bstr; openpyxl reads the text as stored)."""
