@@ -58,6 +58,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nlsim.io.cells import invisible_only
+
 TS = pa.timestamp("us", tz="UTC")
 """Every time of a report: microseconds, UTC."""
 FORMATS = ("text", "link", "number", "integer", "flag", "time", "list")
@@ -367,7 +369,8 @@ LIST_SEPARATOR = ", "
 """What separates the values of a spreadsheet's list cell (``report.xlsx``'s ``member_ids``, ``sources``)."""
 _QUOTE_WHEN = re.compile(r'[,"\r\n]|^\s|\s$|^…|^$')
 """What a list cell's value is written in double quotes for (:func:`sheet_list_value`): a comma, a quote
-or a line break, white space at either end, nothing at all, or the ``…`` a cell cut short ends with."""
+or a line break, white space at either end, nothing at all, or the ``…`` a cell cut short ends with; and
+so is a value of which no character shows (a zero-width space: :func:`nlsim.io.cells.invisible_only`)."""
 
 
 def sheet_list_value(value: str) -> str:
@@ -378,10 +381,11 @@ def sheet_list_value(value: str) -> str:
 
     >>> sheet_list_value("AP"), sheet_list_value("Reuters, London"), sheet_list_value('The "Times" daily')
     ('AP', '"Reuters, London"', '"The ""Times"" daily"')
-    >>> sheet_list_value(" "), sheet_list_value("")
-    ('" "', '""')
+    >>> sheet_list_value(" "), sheet_list_value(""), sheet_list_value("\u200b")
+    ('" "', '""', '"\u200b"')
     """
-    return f'"{value.replace(chr(34), chr(34) * 2)}"' if _QUOTE_WHEN.search(value) else value
+    quoted = _QUOTE_WHEN.search(value) or invisible_only(value) is not None
+    return f'"{value.replace(chr(34), chr(34) * 2)}"' if quoted else value
 
 
 def _sheet_list(v: Any) -> str:

@@ -283,6 +283,19 @@ def test_a_list_cell_tells_a_value_holding_a_comma_from_two_values(tmp_path: Pat
     assert by_size[2]["member_ids"] == "p1, p2" and by_size[2]["sources"] == "AFP, AP"  # as it was
 
 
+def test_a_list_value_of_which_nothing_shows_is_in_quotes() -> None:
+    """A story's sources ``AP`` and a zero-width space (a source cell a CMS left so) read ``AP, `` in
+    report.xlsx: a list ending in a comma, its last value unseen. Such a value is in quotes now, ``"​"``."""
+    import csv
+
+    from nlsim.io import columns
+
+    clusters = pd.DataFrame({"cluster_id": ["c-1"], "sources": [["AP", "\u200b"]]})
+    cell = columns.sheet_frame(clusters, columns.table("clusters"))["sources"].iloc[0]
+    assert cell == 'AP, "\u200b"'
+    assert next(csv.reader([cell], skipinitialspace=True)) == ["AP", "\u200b"]
+
+
 @pytest.mark.slow
 def test_a_daily_run_with_a_control_character_publishes_its_report(tmp_path: Path) -> None:
     day1 = dict(list(CONTROL.items())[:4])
