@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 import pandas as pd
@@ -51,10 +52,40 @@ letters or digits opens nothing and stays (``items_in``), any other one is escap
 another ``_`` it would open emphasis)."""
 
 
+_RIGHT_TO_LEFT = frozenset({"R", "AL", "RLE", "LRE", "RLO", "LRO", "RLI", "LRI", "FSI", "PDF", "PDI"})
+"""The bidirectional classes that can reorder what follows them on a line: right-to-left letters (Arabic,
+Hebrew) and the explicit embeddings, overrides and isolates (U+202E, right-to-left override)."""
+_ISOLATES = ("\u2066", "\u2067", "\u2068")
+_FSI, _PDI = "\u2068", "\u2069"
+
+
+def bidi_isolated(text: str) -> str:
+    """``text`` in a first-strong isolate (U+2068 ... U+2069) when it holds right-to-left letters or bidi
+    controls, so that it cannot reorder the rest of its line (the table's pipes, the next cells: a title
+    holding U+202E, right-to-left override, would run the rest of the row backwards in a plain-text view):
+    a stray U+2069 in it is dropped (it would end the isolate), and an isolate it opens is closed.
+
+    >>> bidi_isolated("Floods"), bidi_isolated("Floods \u202enorth")
+    ('Floods', '\u2068Floods \u202enorth\u2069')
+    >>> bidi_isolated("a\u2069\u2067b")  # a PDI of its own dropped, its RLI closed
+    '\u2068a\u2067b\u2069\u2069'
+    """
+    if not any(unicodedata.bidirectional(ch) in _RIGHT_TO_LEFT for ch in text):
+        return text
+    depth, kept = 0, []
+    for ch in text:
+        if ch == _PDI and not depth:
+            continue
+        depth += 1 if ch in _ISOLATES else -1 if ch == _PDI else 0
+        kept.append(ch)
+    return _FSI + "".join(kept) + _PDI * depth + _PDI
+
+
 def md_cell(value: Any) -> str:
     """A Markdown table cell: one line, text as it reads (never a link, an image, emphasis or a code span:
     :data:`_INLINE` backslash-escaped), pipes escaped, no raw HTML (``&`` and ``<`` as entities; ``>``,
-    which opens no tag inside a line, stays as it reads), no control character.
+    which opens no tag inside a line, stays as it reads), no control character, right-to-left text isolated
+    (:func:`bidi_isolated`).
 
     >>> md_cell("a | <b>\\nc >= 1 & d")
     'a \\\\| &lt;b> c >= 1 &amp; d'
@@ -63,7 +94,7 @@ def md_cell(value: Any) -> str:
     """
     text = _CONTROL.sub("", " ".join(str(value).split()))
     text = _INLINE.sub(lambda m: "\\" + m.group(0), text)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    return bidi_isolated(text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|"))
 
 
 def md_code(value: Any) -> str:

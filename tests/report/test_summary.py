@@ -142,6 +142,31 @@ def test_a_headline_in_the_summary_is_text_never_markdown_or_terminal_codes() ->
     assert "| cluster | topic | status | size | representative | added | max score |" in md.splitlines()
 
 
+def test_a_right_to_left_headline_cannot_reorder_the_rest_of_its_row() -> None:
+    """A title holding U+202E (right-to-left override) ran the rest of its row in summary.md backwards in a
+    plain-text view (the size, the score, the pipes), and an Arabic title could swap itself with the
+    figures after it. Such a cell is in a first-strong isolate now (U+2068 ... U+2069), its own stray
+    U+2069 dropped, so the row's other cells read as written."""
+    override = "Floods \u202enorth"
+    arabic = "فيضانات في الشمال"
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d", "e", "f"],
+            "title": [override, override, arabic, arabic, "x\u2069\u202ey", "x\u2069\u202ey"],
+            "source": ["AP"] * 6,
+            "published_at": pd.to_datetime([None] * 6, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2, 4], "b": [1, 3, 5], "similarity": [0.93, 0.94, 0.95]})
+    clusters = batch_clusters(frame, pairs)[1]
+    md = render_markdown(pairs, clusters, RunRecord(model="m", threshold=0.9))
+    rows = {line.split(" | ")[0]: line for line in md.splitlines() if line.startswith("| c-")}
+    assert f"| \u2068{override}\u2069 |" in rows["| c-a"]
+    assert f"| \u2068{arabic}\u2069 |" in rows["| c-c"]
+    assert "| \u2068x\u202ey\u2069 |" in rows["| c-e"]  # its own PDI would have ended the isolate
+    assert "| Flood \\| north |" in render_markdown(*_clusters(), RunRecord(model="m"))  # as it was
+
+
 def test_the_day_in_brief_names_every_status_of_its_stories_so_the_parts_add_up() -> None:
     """A day after a model switch: of its 4 stories none is new or grown, one merged and 3 regrouped; the
     brief's figure says so, never "4 stories (0 new, 0 grown today)"."""
