@@ -19,6 +19,12 @@ plain text:
   which spreadsheets show as text, and so does such text after apostrophes of its own (an id ``'=x`` is
   written ``''=x``, never as ``=x`` escaped), and every text cell is in double quotes (a ``;`` or tab
   inside a title cannot start a new cell where a spreadsheet splits on it).
+- **Length**: a cell holds :data:`XLSX_CELL_CHARACTERS`; ``report.xlsx`` holds longer text cut (never
+  inside what a reader sees as one character: :func:`character_start`), a CSV file whole, which a
+  spreadsheet cuts when it opens the file.
+- **Numbers and dates**: a spreadsheet opening a CSV file reads a cell by its look, whatever the quotes: the
+  id ``1E5`` shows as 1.00E+05, ``007`` as 7 (:func:`shown_otherwise`); ``report.xlsx`` holds every id as
+  text.
 
 :func:`written_changes` lists the items whose text the files written changed, cell by cell, and in which
 files, for the page's notice (:mod:`nlsim.report.html`) and ``run.json``; :func:`text_changes` the changes
