@@ -101,6 +101,26 @@ def machine_zone_problem(name: str, what: str = "--timezone") -> str:
     )
 
 
+def _bracketed_zone(name: str) -> str | None:
+    """The time zone named in brackets at the end of ``name`` (``+01:00[Europe/London]``, as Java writes a
+    time; ``[Asia/Taipei]``), ``None`` when there is none there.
+
+    >>> _bracketed_zone("2024-05-01T08:00:00+01:00[Europe/London]"), _bracketed_zone("Europe/London")
+    ('Europe/London', None)
+    """
+    from zoneinfo import ZoneInfo
+
+    start = name.rfind("[")
+    if start < 0 or not name.endswith("]"):
+        return None
+    inner = name[start + 1 : -1].strip()
+    try:
+        ZoneInfo(inner)
+    except (ValueError, KeyError, OSError):
+        return None
+    return inner
+
+
 def zone_problem(name: str) -> str | None:
     """What is wrong with ``name`` as the run's time zone (``--timezone``): not a time zone, a name of the
     machine's own zone (:data:`MACHINE_ZONES`: another host reads another), or one named as ``Etc/GMT+8``,
@@ -122,6 +142,9 @@ def zone_problem(name: str) -> str | None:
         ZoneInfo(name)
     # ZoneInfoNotFoundError is a KeyError; a folder of the database (Europe, America/Argentina) an OSError
     except (ValueError, KeyError, OSError):
+        inner = _bracketed_zone(name)
+        if inner is not None:  # a time as Java writes it, or its zone in brackets: the zone is the name
+            return f"--timezone {name!r}: not a time zone name; the zone in its brackets is: {inner}"
         return f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
     posix = POSIX_ZONE.fullmatch(name)
     if posix is None:

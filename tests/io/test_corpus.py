@@ -571,6 +571,19 @@ def test_a_bad_time_zone_is_refused(tmp_path, zone):
         load_corpus(path, timezone=zone)
 
 
+@pytest.mark.parametrize("zone", ["2024-05-01T08:00:00.123456789+01:00[Europe/London]", "[Europe/London]"])
+def test_a_time_zone_given_in_brackets_is_refused_naming_the_zone_to_give(tmp_path, zone):
+    """``--timezone`` given a time as Java writes it, or its bracketed zone, was refused as "not a time zone
+    name (e.g. Asia/Taipei, UTC)"; the message names the zone in its brackets now, the value to give."""
+    path = tmp_path / "c.csv"
+    path.write_text("id,title\na,A\n")
+    with pytest.raises(ConfigError) as caught:
+        load_corpus(path, timezone=zone)
+    assert str(caught.value).endswith(
+        f"--timezone {zone!r}: not a time zone name; the zone in its brackets is: Europe/London"
+    )
+
+
 @pytest.mark.parametrize(("zone", "offset"), [("Etc/GMT+8", "UTC-08:00"), ("Etc/GMT-8", "UTC+08:00")])
 def test_a_time_zone_named_by_posixs_sign_is_refused(tmp_path, zone, offset):
     """``--timezone Etc/GMT+8`` is UTC-08:00 (the zone database keeps POSIX's sign), where a newsroom in
