@@ -386,7 +386,8 @@ def spreadsheet_notice(changes: list[TextChange], shown: int = 20) -> str:
     if not parts:
         return ""
     return (
-        "<div class='notice' id='spreadsheet-text'><strong>Text changed in the spreadsheet files.</strong> "
+        "<div class='notice' id='spreadsheet-text'>"
+        "<strong>How the spreadsheet files hold some text.</strong> "
         + " ".join(parts)
         + " This page and the Parquet files show the original text.</div>"
     )

@@ -148,6 +148,8 @@ def test_a_title_longer_than_a_cell_holds_is_named_for_the_csv_files_a_spreadshe
     notice = re.search(r"<div class='notice[^']*' id='spreadsheet-text'>(.*?)</div>", page, re.S)
     assert notice is not None
     text = notice.group(1)
+    # the notice's heading covers what the files hold and what a spreadsheet does opening them
+    assert text.startswith("<strong>How the spreadsheet files hold some text.</strong>")
     assert (
         "3 item(s) are longer than a spreadsheet cell holds (32,767 characters), so they are cut in "
         "<code>pairs.csv</code>, <code>members.csv</code> and <code>report.xlsx</code>: <bdi>a</bdi> "
