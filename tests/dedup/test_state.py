@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from nlsim.clusters.copies import COPY_KEY_VERSION
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import (
     MANIFEST,
@@ -616,7 +617,11 @@ def test_a_state_kept_before_its_search_settings_were_takes_them_to_match(
         _config(days[2], tmp_path / "out", k=5), state, retention_days=None, encoder=HashEncoder()
     )
     assert run.stats.counts.new == 3 and run.stats.model_switch is None
-    assert read_manifest(state)["identity"]["search"] == {"k": 5, "window_hours": None}
+    assert read_manifest(state)["identity"]["search"] == {
+        "k": 5,
+        "window_hours": None,
+        "copy_key": COPY_KEY_VERSION,
+    }
 
 
 @pytest.mark.parametrize(
