@@ -49,10 +49,11 @@ from nlsim.encoders.encoder import NLSIM_JSON
 from nlsim.encoders.registry import check_tokenizer_file
 from nlsim.encoders.scoring import KnownScores, PairScorer, as_pair_scorer, known_first, known_scores
 from nlsim.errors import StateError
-from nlsim.evaluation.calibration import check_threshold
+from nlsim.evaluation.calibration import Calibration, check_threshold
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.manifest import check_files, read_manifest
 from nlsim.io.model_cache import known_sha256
+from nlsim.io.records import field_problems
 from nlsim.rerank.cache import PairScoreCache
 from nlsim.rerank.cross_encoder import CrossEncoder
 from nlsim.rerank.story import StoryModel
@@ -319,6 +320,13 @@ def load_reranker(model_dir: str | Path | None, threads: int | None = None) -> R
         if not np.isfinite(getattr(reranker, name)):
             raise StateError(f"{folder / RERANKER_JSON}: {name} is not a finite number")
     if reranker.calibration is not None:
+        cal = reranker.calibration
+        problems = field_problems(Calibration, cal) if isinstance(cal, dict) else ["it is no JSON object"]
+        if problems:  # named in words: not Calibration.__init__'s "missing 7 required positional arguments"
+            raise StateError(
+                f"{folder / RERANKER_JSON}: its calibration is not one nlsim wrote: {'; '.join(problems)}; "
+                "restore the model folder (a reranker is calibrated when it is trained) or pass --threshold X"
+            )
         check_threshold(
             reranker.calibration.get("threshold"),
             f"{folder / RERANKER_JSON}: rerank threshold",

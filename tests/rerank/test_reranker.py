@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -218,6 +219,36 @@ def test_a_folder_without_a_reranker_has_none_and_a_broken_one_is_an_error(tmp_p
         load_reranker(tmp_path)
     with pytest.raises(StateError, match="not a saved cross-encoder"):
         CrossEncoder.load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("calibration", "words"),
+    [
+        (
+            {"a": 1},
+            "it lacks the fields 'threshold', 'level', 'precision', 'recall', 'f1', 'n' and 'n_positive'",
+        ),
+        (
+            {"threshold": 0.5, "level": 1.0, "precision": 1, "recall": 1, "f1": "x", "n": 9, "n_postive": 3},
+            "it lacks the field 'n_positive'; field 'f1' holds 'x', not a number; 'n_postive' is not a field "
+            "nlsim reads (did you mean 'n_positive'?)",
+        ),
+        ("0.5", "it is no JSON object"),
+    ],
+)
+def test_a_reranker_calibration_edited_by_hand_is_refused_naming_the_file_and_its_fields(
+    tmp_path: Path, calibration: object, words: str
+) -> None:
+    """A model folder's ``reranker.json`` whose calibration lacked a field ended ``nlsim dedup`` in
+    ``Calibration.__init__() missing 7 required positional arguments``, and one that was no object in an
+    ``AttributeError``; it is now refused naming the file and the fields, before the cross-encoder loads."""
+    (tmp_path / "reranker").mkdir()
+    meta = {"slope": 1.0, "intercept": 0.0, "weight": 0.5, "calibration": calibration}
+    (tmp_path / "reranker" / "reranker.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(StateError) as err:
+        load_reranker(tmp_path)
+    path = tmp_path / "reranker" / "reranker.json"
+    assert str(err.value).startswith(f"{path}: its calibration is not one nlsim wrote: {words}; ")
 
 
 # --- the rerank stage of dedup ------------------------------------------------------------------------
