@@ -60,12 +60,13 @@ import pyarrow.parquet as pq
 
 from nlsim.dedup.editors import SCORED_COLUMNS
 from nlsim.errors import ConfigError, OutputError, StateError
+from nlsim.evaluation.calibration import Calibration
 from nlsim.evaluation.judge import Window
 from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
-from nlsim.io.records import misfit, mistyped_fields
+from nlsim.io.records import field_problems, misfit, mistyped_fields
 from nlsim.progress import counted
 from nlsim.report.record import RunRecord
 from nlsim.search.index import IndexMeta, load_index, save_index
@@ -598,7 +599,8 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
     generation is no name, whose ``identity`` is not the identity nlsim writes (:func:`check_identity`), or
     whose ``last_run`` is no run's record: not an object, without a key of :data:`LAST_RUN_KEYS`, or with a
     value of a kind nlsim never writes there (a string where a number or an object is kept,
-    :func:`~nlsim.io.records.mistyped_fields`), naming the key.
+    :func:`~nlsim.io.records.mistyped_fields`), naming the key; a model's calibration in it that lacks a
+    field or holds one of another kind is refused naming them (:func:`~nlsim.io.records.field_problems`).
 
     Example:
         >>> run = {"run_id": "r1", "input_key": "k", "threshold": "0.8"}
@@ -620,6 +622,12 @@ def check_manifest_keys(folder: Path, manifest: dict[str, Any]) -> None:
         for name in outer:
             record = record[name]
         raise _err(folder, f"{MANIFEST}'s {'.'.join(['last_run', *outer])} {misfit(record, key)}")
+    model_info = last.get("model_info")
+    cal = model_info.get("threshold_calibration") if isinstance(model_info, dict) else None
+    problems = field_problems(Calibration, cal) if isinstance(cal, dict) and cal else []
+    if problems:  # named in words: not Calibration.__init__'s "missing 7 required positional arguments"
+        where = "last_run.model_info.threshold_calibration"
+        raise _err(folder, f"{MANIFEST}'s {where} is no calibration nlsim wrote: {'; '.join(problems)}")
     for name, value in (("as_of", manifest["as_of"]), ("last_run's as_of", last.get("as_of"))):
         try:
             good = value is None or isinstance(value, str) and not pd.isna(pd.Timestamp(value))

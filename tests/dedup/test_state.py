@@ -566,6 +566,20 @@ def _edit_manifest(state: Path, key: str, value: object) -> None:
         ("last_run.as_of", "x", "MANIFEST.json's last_run's as_of 'x' is not a time"),
         ("last_run.run_id", ..., "MANIFEST.json's last_run has no 'run_id'"),
         ("last_run.input_key", ..., "MANIFEST.json's last_run has no 'input_key'"),
+        (
+            "last_run.model_info.threshold_calibration",
+            {"a": 1},
+            "MANIFEST.json's last_run.model_info.threshold_calibration is no calibration nlsim wrote: "
+            "it lacks the fields 'threshold', 'level', 'precision', 'recall', 'f1', 'n' and 'n_positive'; "
+            "'a' is not a field nlsim reads",
+        ),
+        (
+            "last_run.model_info.threshold_calibration",
+            {"threshold": 0.7, "level": 1.0, "precision": 1, "recall": 1, "f1": 1, "n": 9, "n_positives": 3},
+            "MANIFEST.json's last_run.model_info.threshold_calibration is no calibration nlsim wrote: "
+            "it lacks the field 'n_positive'; 'n_positives' is not a field nlsim reads "
+            "(did you mean 'n_positive'?)",
+        ),
     ],
 )
 def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_is_refused_naming_it(
@@ -575,8 +589,10 @@ def test_a_manifest_edited_by_hand_without_a_key_or_with_a_string_for_a_number_i
     ended the next run in a ``DateParseError`` or ``AttributeError`` traceback; the same day run again on
     a last run without its id, or with a string for its threshold, in a ``KeyError`` or ``ValueError``;
     without its input's key, the day was run a second time instead of its report written again; a string for
-    one of its counts, or for its merged clusters, in a ``ValueError``. Each is now refused as a damaged
-    state, in one line naming the key, and the state is left as it was."""
+    one of its counts, or for its merged clusters, in a ``ValueError``; its model's calibration without a
+    field in ``Calibration.__init__() missing 7 required positional arguments``. Each is now refused as a
+    damaged state, in one line naming the key (and the calibration's fields), and the state is left as it
+    was."""
     state, days = two_days
     _edit_manifest(state, key, value)
     line = _refused_line(state, days[1], tmp_path / "out")
