@@ -31,6 +31,7 @@ from nlsim.evaluation.interval import BOOTSTRAP
 from nlsim.evaluation.judge import Judgement
 from nlsim.evaluation.levels import SAME_STORY
 from nlsim.io import columns
+from nlsim.progress import counted
 from nlsim.report import review
 from nlsim.report.page import score_digits
 from nlsim.report.record import ModelCard, ModelSwitch, RunRecord
@@ -112,15 +113,22 @@ def day_notices(record: RunRecord) -> list[str]:
             "report."
         )
     if record.all_seen:
-        n = f"all {items:,} items" if isinstance(items, int) else "all the items"
+        n = (
+            f"{'the' if items == 1 else 'all'} {counted(items, 'item', 'items')}"
+            if isinstance(items, int)
+            else "all the items"
+        )
+        were = "was" if items == 1 else "were"
         switch = record.model_switch
+        none, them = ("it", "it") if items == 1 else ("none", "them")
         done = (
-            "none is new, but the whole window was embedded again with the new model (above)"
+            f"{none} is {'not ' if items == 1 else ''}new, but the whole window was embedded again with the "
+            "new model (above)"
             if switch is not None and switch.reembed
-            else "none was embedded again, and no story grew from them"
+            else f"{none} was {'not ' if items == 1 else ''}embedded again, and no story grew from {them}"
         )
         seen = (
-            f"<strong>Nothing new.</strong> {esc(n[0].upper() + n[1:])} of this run were already in the "
+            f"<strong>Nothing new.</strong> {esc(n[0].upper() + n[1:])} of this run {were} already in the "
             f"window with the same text: {done}."
         )
     if not older and not seen:
@@ -172,8 +180,10 @@ def switch_notice(sw: ModelSwitch) -> str:
     changes = [_which(sw)] + [SWITCH_WORDS[c] for c in SWITCH_WORDS if c in sw.changed]
     what = "; ".join(c for c in changes if c) or "the model's settings changed"
     if sw.reembed:
+        one = sw.reembedded == 1
         done = (
-            f"All {sw.reembedded:,} items of the window were embedded again with the new model, and the "
+            f"{'The' if one else 'All'} {counted(sw.reembedded, 'item', 'items')} of the window "
+            f"{'was' if one else 'were'} embedded again with the new model, and the "
             "stories were regrouped (marked “regrouped”)."
         )
     else:

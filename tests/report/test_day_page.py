@@ -218,3 +218,28 @@ def test_the_guide_says_how_much_of_a_cut_title_its_tooltip_holds() -> None:
     assert tip is not None and len(tip) == TOOLTIP_CHARS + 1  # its first characters and "…"
     assert f"its first {TOOLTIP_CHARS:,} characters in its tooltip" in guide
     assert "whole in its tooltip" not in guide
+
+
+def test_a_day_of_one_item_seen_before_or_embedded_again_says_it_in_the_singular() -> None:
+    """A day whose one item was already in the window said "All 1 items of this run were already in the
+    window ... none was embedded again, and no story grew from them", and a model switch that embedded one
+    item again "All 1 items of the window were embedded again"; both speak of the one item."""
+    from nlsim.report.prose import day_notices, switch_notice
+    from nlsim.report.record import Counts
+
+    (notice,) = day_notices(RunRecord(model="m", counts=Counts(items_in=1), all_seen=True))
+    assert (
+        "Nothing new.</strong> The 1 item of this run was already in the window with the same text: it was "
+        "not embedded again, and no story grew from it." in notice
+    )
+    switched = RunRecord(
+        model="m",
+        counts=Counts(items_in=1),
+        all_seen=True,
+        model_switch=ModelSwitch(from_model="a", to_model="b", reembed=True, reembedded=1),
+    )
+    assert "it is not new, but the whole window was embedded again" in day_notices(switched)[0]
+    banner = switch_notice(ModelSwitch(from_model="a", to_model="b", reembed=True, reembedded=1))
+    assert "The 1 item of the window was embedded again with the new model" in banner
+    (many,) = day_notices(RunRecord(model="m", counts=Counts(items_in=2), all_seen=True))
+    assert "All 2 items of this run were already in the window with the same text: none was embedded" in many
