@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nlsim.evaluation.figures import split_pairs
+from nlsim.progress import counted
 from nlsim.report.record import ModelInfo
 
 MAX_F1_DROP = 0.10
@@ -66,13 +67,14 @@ def recorded_f1s(info: ModelInfo) -> list[RecordedF1]:
     for key, figures in (store.get("validation") or {}).items():
         if isinstance(figures, dict) and figures.get("f1") is not None:
             n = figures.get("n")
-            pairs = f"{n} validation pairs" if n else "its validation pairs"
+            pairs = f"{n} validation pairs" if n else "its validation pairs"  # n as the store entry holds it
+            if isinstance(n, int) and not isinstance(n, bool) and n:
+                pairs = counted(n, "validation pair", "validation pairs")
             found.append(RecordedF1(float(figures["f1"]), f"its store evaluation on {pairs}", str(key)))
     cal = info.threshold_calibration
     if not found and cal is not None:
-        found.append(
-            RecordedF1(float(cal.f1), f"its threshold's calibration on {cal.n} {split_pairs(cal.split)}")
-        )
+        pairs = split_pairs(cal.split, "pair" if cal.n == 1 else "pairs")
+        found.append(RecordedF1(float(cal.f1), f"its threshold's calibration on {cal.n} {pairs}"))
     return found
 
 

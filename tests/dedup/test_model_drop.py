@@ -95,3 +95,20 @@ def test_a_daily_run_refuses_a_model_far_below_the_last_runs_unless_asked(tmp_pa
 def test_accept_model_drop_needs_a_state(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--accept-model-drop works on a daily state"):
         DedupConfig.of(corpus="c.csv", out=str(tmp_path / "o"), threshold=0.9, accept_model_drop=True)
+
+
+def test_an_f1_recorded_on_one_pair_is_said_in_the_singular() -> None:
+    """A model's F1 recorded on one pair read "its store evaluation on 1 validation pairs" (and "its
+    threshold's calibration on 1 validation pairs"); both now count the one pair."""
+    from nlsim.dedup.model_drop import recorded_f1s
+    from nlsim.evaluation.calibration import Calibration
+    from nlsim.report.record import ModelCard, ModelInfo
+
+    store = ModelInfo(card=ModelCard(store={"validation": {"v1": {"f1": 0.5, "n": 1}}}))
+    assert [f.source for f in recorded_f1s(store)] == ["its store evaluation on 1 validation pair"]
+    cal = Calibration(threshold=0.8, level=1.0, precision=1, recall=1, f1=1, n=1, n_positive=1)
+    assert [f.source for f in recorded_f1s(ModelInfo(threshold_calibration=cal))] == [
+        "its threshold's calibration on 1 validation pair"
+    ]
+    many = ModelInfo(card=ModelCard(store={"validation": {"v1": {"f1": 0.5, "n": 1234}}}))
+    assert [f.source for f in recorded_f1s(many)] == ["its store evaluation on 1,234 validation pairs"]
