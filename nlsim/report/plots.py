@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from nlsim.progress import counted
 from nlsim.report.page import MAX_DAYS, page_zone
 from nlsim.report.record import RunRecord
 
@@ -96,7 +97,8 @@ def render_stories_png(clusters: pd.DataFrame, record: RunRecord, path: Path) ->
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     undated = int(periods.isna().sum())
     more = f" ({undated:,} undated)" if undated else ""
-    ax.set(title=f"{len(periods):,} stories by {unit} of their first item ({zone}){more}", ylabel="stories")
+    stories = counted(len(periods), "story", "stories")
+    ax.set(title=f"{stories} by {unit} of their first item ({zone}){more}", ylabel="stories")
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
@@ -117,15 +119,16 @@ def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: Run
         left.axvline(float(record.threshold), color="#cc3311", linestyle="--", label="threshold")
         left.legend(loc="upper right")
     score = "rerank score" if record.rerank is not None else "cosine"
-    left.set(title=f"{len(pairs):,} pairs: {score}", xlabel=score, ylabel="pairs")
+    left.set(title=f"{counted(len(pairs), 'pair', 'pairs')}: {score}", xlabel=score, ylabel="pairs")
     if len(clusters):
         sizes = clusters["size"].value_counts().sort_index()
         right.bar(sizes.index.astype(int), sizes.to_numpy(), color="#228833")
         right.set_yscale("log")
         right.xaxis.set_major_locator(MaxNLocator(integer=True))
-    right.set(title=f"{len(clusters):,} clusters: size", xlabel="items in the cluster", ylabel="clusters")
-    items = "?" if record.items is None else record.items
-    fig.suptitle(f"{items} items · model {record.model or '?'}", fontsize=10)
+    sizes_title = f"{counted(len(clusters), 'cluster', 'clusters')}: size"
+    right.set(title=sizes_title, xlabel="items in the cluster", ylabel="clusters")
+    items = "? items" if record.items is None else counted(record.items, "item", "items")
+    fig.suptitle(f"{items} · model {record.model or '?'}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from pathlib import Path
+from typing import Any
 
-from nlsim.report.plots import story_periods
+import pandas as pd
+import pytest
+
+from nlsim.report.plots import render_overview_png, render_stories_png, story_periods
+from nlsim.report.record import Counts, RunRecord
 
 
 def test_stories_dated_further_apart_than_a_timedelta_holds_are_counted_by_month() -> None:
@@ -21,3 +26,23 @@ def test_stories_dated_further_apart_than_a_timedelta_holds_are_counted_by_month
     )
     unit, periods = story_periods(clusters, "Asia/Taipei")
     assert unit == "month" and periods.tolist() == ["1700-01", "2024-05"]
+
+
+def test_the_charts_of_a_run_of_one_item_pair_cluster_and_story_are_titled_in_the_singular(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report of one item, pair, cluster and story titled its charts "1 items", "1 pairs: cosine",
+    "1 clusters: size" and "1 stories by day"; they now count each in the singular."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the charts' figures, kept to read their titles
+    record = RunRecord(model="m", threshold=0.8, counts=Counts(items_in=1))
+    pairs = pd.DataFrame({"similarity": [0.9]})
+    clusters = pd.DataFrame({"size": [2], "first_published": pd.to_datetime(["2024-05-01T08:00Z"], utc=True)})
+    render_overview_png(pairs, clusters, record, tmp_path / "overview.png")
+    render_stories_png(clusters, record, tmp_path / "stories.png")
+    overview, stories = figures
+    assert [ax.get_title() for ax in overview.axes] == ["1 pair: cosine", "1 cluster: size"]
+    assert overview._suptitle.get_text() == "1 item · model m"
+    assert stories.axes[0].get_title().startswith("1 story by ")
