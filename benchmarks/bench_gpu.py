@@ -1,7 +1,8 @@
 """GPU figures: embedding against sentence-transformers on the same GPU, and FAISS on the GPU at 1M vectors.
 
 Run by ``scripts/gpu_check.sh`` on a machine whose torch sees a CUDA GPU; each subcommand prints a table
-and writes a JSON record (``--out``) that names the CPU and the GPU.
+and writes a JSON record (``--out``) that names the CPU and the GPU. Without a CUDA GPU, ``embed`` says that
+it needs one and exits 2 (``--device cpu`` times both on the CPU).
 
 - ``embed``: N distinct texts (the bundled THUCNews titles, copies numbered to make them distinct) embedded
   by nlsim (``load_encoder(..., device="cuda", precision=P)`` for each precision asked) and by
@@ -65,6 +66,25 @@ def gpu_name() -> str:
     if not torch.cuda.is_available():
         return "no CUDA GPU"
     return f"{torch.cuda.get_device_name(0)} (torch {torch.__version__}, CUDA {torch.version.cuda})"
+
+
+def no_gpu(device: str) -> str | None:
+    """Why ``embed`` cannot run on ``device`` here: it names CUDA and torch sees no CUDA GPU (``None``:
+    it can).
+
+    Example:
+        >>> no_gpu("cpu") is None
+        True
+    """
+    import torch
+
+    if not device.startswith("cuda") or torch.cuda.is_available():
+        return None
+    why = "this torch is built without CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
+    return (
+        f"embed needs a CUDA GPU, and {why} (torch {torch.__version__}): run it on a machine with one, or "
+        "with --device cpu to time both on the CPU"
+    )
 
 
 def embed(args: argparse.Namespace) -> dict[str, Any]:
@@ -211,6 +231,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.cmd == "embed":  # before nlsim's precisions are timed, not at sentence-transformers' turn
         needs_bench_extra(ap, "embed", ("sentence_transformers",))
+        missing = no_gpu(args.device)
+        if missing is not None:  # not "Torch not compiled with CUDA enabled" after nlsim's side of the run
+            print(f"bench_gpu.py: error: {missing}", file=sys.stderr)
+            sys.exit(2)
     host = machine()  # the CPU (and the GPU torch sees) and the load average before the work
     record = {"machine": host, **(embed(args) if args.cmd == "embed" else search(args))}
     print(json.dumps(record, ensure_ascii=False, indent=1))

@@ -453,6 +453,23 @@ def test_the_gpu_benchmark_refuses_a_count_below_one(
     assert argv[1] in _refused(bench_gpu.main, argv, capsys)
 
 
+def test_the_gpu_embedding_benchmark_without_a_gpu_says_it_needs_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench_gpu.py embed --n 10`` on a machine without a GPU timed nlsim's side (each precision a row of
+    errors), then ended in a traceback from sentence-transformers: "Torch not compiled with CUDA enabled"."""
+    import bench_gpu
+    import torch
+
+    def gpu_work(args: object) -> dict[str, object]:
+        raise AssertionError("Torch not compiled with CUDA enabled")  # what the work met without a GPU
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # no GPU, wherever the test runs
+    monkeypatch.setattr(bench_gpu, "embed", gpu_work)
+    line = _refused(bench_gpu.main, ["embed", "--n", "10"], capsys)
+    assert line.startswith("bench_gpu.py: error: embed needs a CUDA GPU") and "--device cpu" in line, line
+
+
 @pytest.mark.parametrize(
     ("argv", "named"),
     [(["--sets", "thucnews,bcc"], "--sets"), (["--variants", "st,nlsim-fp23"], "--variants")],
