@@ -15,7 +15,7 @@ list lacks, and fails when it lacks more than 5% of them (the test suite runs it
 the versions the list was written for (its ``# versions:`` line); with other versions it only says so.
 Bytecode is written whatever ``PYTHONDONTWRITEBYTECODE`` says (``py_compile`` does not read it).
 
-Usage: ``.venv/bin/python scripts/compile_imports.py [--write-list | --check-list]``
+Usage: ``.venv/bin/python scripts/compile_imports.py [--write-list | --check-list]`` (``--help``: this text)
 """
 
 from __future__ import annotations
@@ -175,13 +175,17 @@ def compile_listed() -> tuple[int, int]:
 
 
 def main(argv: list[str]) -> int:
+    usage = f"usage: {Path(__file__).name} [--write-list | --check-list]"
+    if argv in (["-h"], ["--help"]):  # what the script does, and nothing done
+        print(f"{usage}\n\n{__doc__}", end="")
+        return 0
     if not argv:
         n, failed = compile_listed()
         note = f" ({failed} could not be compiled)" if failed else ""
         print(f"bytecode of {n:,} files that nlsim imports{note}")
         return 0
     if argv[0] not in ("--write-list", "--check-list") or len(argv) > 1:
-        print(f"usage: {Path(__file__).name} [--write-list | --check-list]", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     left_out = import_all()
     for line in left_out:

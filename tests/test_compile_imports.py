@@ -120,3 +120,21 @@ def test_a_list_written_for_other_versions_is_not_checked(
     monkeypatch.setattr(script, "loaded_files", lambda: ["torch/__init__.py", "scipy/stats/__init__.py"])
     assert script.main(["--check-list"]) == 0  # type: ignore[attr-defined]
     assert "written for other library versions (here: torch==" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_says_what_the_script_does_and_does_nothing(
+    flag: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compile_imports.py --help`` printed its usage line on stderr and exited 2, as for a wrong option."""
+    script = _script()
+
+    def work(*args: object) -> None:
+        raise AssertionError("--help compiled or imported")
+
+    for name in ("compile_listed", "import_all"):
+        monkeypatch.setattr(script, name, work)
+    assert script.main([flag]) == 0  # type: ignore[attr-defined]
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: compile_imports.py [--write-list | --check-list]\n\nWrite the bytecode")
+    assert "--check-list" in out and "Usage:" in out and err == ""
