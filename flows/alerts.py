@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flows.ephemeral import exit_on_api_failure
+from nlsim.cli import to_a_reader
 
 NAME = "nlsim-failed-runs"
 FAILED_EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed")
@@ -335,4 +336,4 @@ def _act(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(to_a_reader(main))  # `... --list | head -1`: ends quietly, 141, as `nlsim` does

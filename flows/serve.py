@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from flows.ephemeral import exit_on_api_failure
+from nlsim.cli import to_a_reader
 from nlsim.commands.options import needless
 from nlsim.dedup.settings import has_date
 from nlsim.environment import check_environment
@@ -393,4 +394,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(to_a_reader(main))  # `... --list | head -1`: ends quietly, 141, as `nlsim` does

@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -156,9 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlsim`` console script; returns the exit status. What is still buffered for
     stdout is written before it returns (``--help`` and ``--version`` too), so that a reader gone is found
     here (:func:`reader_gone`), not by the interpreter's exit."""
+    return to_a_reader(lambda: run_command(argv))
+
+
+def to_a_reader(run: Callable[[], int]) -> int:
+    """``run()``'s exit status, what it left buffered for stdout written before it returns; a reader that
+    closed the pipe ends it quietly (:func:`reader_gone`). ``nlsim CMD`` and ``python -m flows.X`` alike."""
     try:
         try:
-            return run_command(argv)
+            return run()
         finally:
             if sys.stdout is not None:
                 sys.stdout.flush()

@@ -4,6 +4,7 @@ cron schedule fires on its own."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from flows.serve import DEFAULT_FILE, build_deployments, deployment_names, load_specs, main
+from tests.command import command_env
 from tests.flows.prefect_server import PREFECT, ROOT, PrefectServer, stop_process
 from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content
 
@@ -177,6 +179,31 @@ def test_serve_lists_an_entry_run_by_hand_that_leaves_required_parameters_to_eac
     path.write_text(ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    date: 2026-11-22\n")
     assert main(["--file", str(path), "--list"]) == 0
     assert capsys.readouterr().out == "news-dedup/x: flows/dedup.py:news_dedup - manual\n"
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_serve_list_to_a_reader_that_closed_the_pipe_ends_quietly(tmp_path: Path, buffered: bool) -> None:
+    """``python -m flows.serve --list | head -1``: the reader went away, as ``head`` does; the listing ended
+    in a ``BrokenPipeError`` traceback (exit 1). It now ends as ``nlsim`` does, nothing on stderr and exit
+    status 141 (128 + SIGPIPE)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line is written
+    env = {**command_env(plain=True), "PYTHONUNBUFFERED": "1"}
+    if buffered:
+        env.pop("PYTHONUNBUFFERED")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "flows.serve", "--list"],
+            cwd=ROOT,
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert proc.stderr == "" and proc.returncode == 141, proc.stderr[-2000:]
 
 
 def test_serve_list_says_an_inactive_schedule_and_a_paused_deployment(
