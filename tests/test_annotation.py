@@ -808,7 +808,8 @@ def test_merge_cli_lists_every_conflict_and_skips_scored(files: tuple[Path, Path
     assert "sheet row 2, field " in bad.stderr and "sheet row 3, field " in bad.stderr, bad.stderr
     ok = nlsim(*cmd, "--skip-scored", cwd=tmp_path, plain=True)
     assert ok.returncode == 0, ok.stderr
-    assert "added 1 pairs" in ok.stderr + ok.stdout and "2 already annotated skipped" in ok.stderr + ok.stdout
+    said = ok.stderr + ok.stdout
+    assert "added 1 pair to " in said and "(0 blank rows skipped, 2 already annotated skipped)" in said
 
 
 def test_merge_names_a_text_conflict_together_with_every_other_conflict(

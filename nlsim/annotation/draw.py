@@ -41,7 +41,7 @@ from nlsim.io.pairs import (
     normalise_text,
     pair_keys,
 )
-from nlsim.progress import say
+from nlsim.progress import counted, say
 from nlsim.rerank.reranker import Reranker, load_reranker
 
 TFIDF = "tfidf-char2"
@@ -359,8 +359,9 @@ def draw_candidates(
         csv.writer(fh, lineterminator="\n").writerow(cells.columns)
         cells.to_csv(fh, index=False, header=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
     log(
-        f"wrote {len(frame)} pairs to {out} (drawn on the {score} score around {threshold:.4f}, from "
-        f"{source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following annotations/GUIDELINES.md"
+        f"wrote {counted(len(frame), 'pair', 'pairs')} to {out} (drawn on the {score} score around "
+        f"{threshold:.4f}, from {source}); fill in `score` with 0, 0.25, 0.5, 0.75 or 1 following "
+        "annotations/GUIDELINES.md"
     )
     return DrawResult(out, len(frame), float(threshold), source, score)
 

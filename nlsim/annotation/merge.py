@@ -70,7 +70,7 @@ from nlsim.io.pairs import (
     validate_pairs,
 )
 from nlsim.io.tables import compression, table_format
-from nlsim.progress import say
+from nlsim.progress import counted, say
 
 MERGE_LOCK_WAIT = 60.0
 """Seconds a merge waits for another merge into the same folder before it gives up."""
@@ -330,8 +330,9 @@ def _merge_said(result: MergeResult, skip_scored: bool) -> str:
     """What a merge says it did, in one line."""
     scored_note = f", {result.skipped_scored} already annotated skipped" if skip_scored else ""
     said = (
-        f"added {result.added} pairs to {result.path} as {result.split!r} "
-        f"({result.skipped_blank} blank rows skipped{scored_note}); now {result.total} pairs"
+        f"added {counted(result.added, 'pair', 'pairs')} to {result.path} as {result.split!r} "
+        f"({counted(result.skipped_blank, 'blank row', 'blank rows')} skipped{scored_note}); now "
+        f"{counted(result.total, 'pair', 'pairs')}"
     )
     if result.overruled:
         confirming = (

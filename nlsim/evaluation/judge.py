@@ -65,7 +65,7 @@ from nlsim.io.corpus_schema import FUTURE_TOLERANCE_DAYS
 from nlsim.io.pairs import item_id, load_pairs, normalise_text, warn_unsplit
 from nlsim.io.records import known_fields
 from nlsim.io.report_folder import check_one_run
-from nlsim.progress import say, warn
+from nlsim.progress import counted, say, warn
 
 
 @dataclass(frozen=True)
@@ -538,9 +538,9 @@ def check_report_corpus(folder: Path, run: dict[str, Any], ids: pd.Series, sourc
         return
     raise ConfigError(
         f"--corpus {source} is not the corpus the report {folder} was made from: "
-        f"{len(given - reported):,} of its {len(given):,} items are not in the report, "
-        f"{len(reported - given):,} of the report's {len(reported):,} items ({path}) are not in it. Pass the "
-        "corpus the report was made from"
+        f"{len(given - reported):,} of its {counted(len(given), 'item', 'items')} are not in the report, "
+        f"{len(reported - given):,} of the report's {counted(len(reported), 'item', 'items')} ({path}) "
+        "are not in it. Pass the corpus the report was made from"
     )
 
 

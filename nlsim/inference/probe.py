@@ -33,6 +33,7 @@ from nlsim.inference.cpu import CpuInfo
 from nlsim.inference.gpu import GpuInfo
 from nlsim.io.atomic import atomic_write_text
 from nlsim.io.model_cache import nlsim_home
+from nlsim.progress import counted
 
 if TYPE_CHECKING:
     from nlsim.inference.target import Target
@@ -154,7 +155,8 @@ def too_small_to_probe(target: Target, paths: list[str], threads: int, cpu: CpuI
     cost = sum(int(b["input_ids"].shape[0]) for b in batches) * (1 + PROBE_REPEATS) * len(missing)
     if not missing or job_items >= PROBE_PAYOFF * cost:
         return ""
-    return f"a job of {job_items:,} items, under {PROBE_PAYOFF} times the {cost:,} the probe would time"
+    job = counted(job_items, "item", "items")
+    return f"a job of {job}, under {PROBE_PAYOFF} times the {cost:,} the probe would time"
 
 
 def probe_rates(

@@ -55,6 +55,7 @@ from typing import Any
 
 import pandas as pd
 
+from nlsim.progress import counted
 from nlsim.report import review
 from nlsim.report.brief import day_brief
 from nlsim.report.page import SIZE_BUCKETS, page_data
@@ -217,7 +218,7 @@ def _cluster_list(data: dict[str, Any]) -> str:
         "topic to see its other stories and its single items.</p>"
         + _controls(data)
         + "<p id='shown' class='shown' aria-live='polite'>"
-        + esc(f"{n:,} clusters; the list needs JavaScript.")
+        + esc(f"{counted(n, 'cluster', 'clusters')}; the list needs JavaScript.")
         + "</p>"
         "<noscript><p class='notice'>This list is drawn by the page's script. Without it, every cluster is "
         "in <code>clusters.parquet</code>, <code>members.csv</code> and <code>report.xlsx</code> beside this "
@@ -260,7 +261,7 @@ def render_html(
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="nlsim">'
-        f"<title>Near-duplicate report · {n:,} clusters</title>"
+        f"<title>Near-duplicate report · {counted(n, 'cluster', 'clusters')}</title>"
         f"<style>{_asset('report.css')}\n{review.review_style()}</style></head>"
     )
     body = [

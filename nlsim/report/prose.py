@@ -323,7 +323,7 @@ def _topic_words(record: RunRecord) -> str:
     if not counts.topics:
         return ""
     text = f"{counts.topics:,} topic group(s)" + (
-        f" gather {counts.topic_items:,} items" if counts.topic_items is not None else ""
+        f" gather {counted(counts.topic_items, 'item', 'items')}" if counts.topic_items is not None else ""
     )
     figures = record.judge.topics if record.judge is not None else None
     if figures is not None and figures.precision is not None:

@@ -294,6 +294,18 @@ def test_page_holds_every_cluster_and_says_how_many():
     assert data["pageSize"] == 50  # drawn a page at a time; the page says which ones it shows
 
 
+def test_a_page_of_one_cluster_says_one_cluster() -> None:
+    frame = pd.DataFrame(
+        {"id": ["a", "b"], "title": ["Story", "Story"], "source": ["AP", "AFP"],
+         "published_at": pd.to_datetime(["2024-01-01"] * 2, utc=True)}
+    )  # fmt: skip
+    raw = pd.DataFrame({"a": [0], "b": [1], "similarity": [0.95]})
+    labels, clusters = batch_clusters(frame, raw)
+    page = render_html(pairs_table(frame, raw, labels), clusters, RunRecord(model="m"), frame)
+    assert "<title>Near-duplicate report · 1 cluster</title>" in page
+    assert "1 cluster; the list needs JavaScript." in page and "1 clusters" not in page
+
+
 def test_the_plain_line_says_how_often_a_grouping_is_one_story_or_that_nobody_measured_it(tmp_path):
     from nlsim.evaluation.judge import Judgement
     from nlsim.report.prose import plain_quality
