@@ -76,14 +76,14 @@ def no_gpu(device: str) -> str | None:
         >>> no_gpu("cpu") is None
         True
     """
-    import torch
+    from nlsim.inference.gpu import cuda_missing
 
-    if not device.startswith("cuda") or torch.cuda.is_available():
+    why = cuda_missing(device)
+    if why is None:
         return None
-    why = "this torch is built without CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
     return (
-        f"embed needs a CUDA GPU, and {why} (torch {torch.__version__}): run it on a machine with one, or "
-        "with --device cpu to time both on the CPU"
+        f"embed needs a CUDA GPU, and {why}: run it on a machine with one, or with --device cpu to time "
+        "both on the CPU"
     )
 
 

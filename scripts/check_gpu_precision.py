@@ -48,7 +48,7 @@ from nlsim.encoders import Encoder  # noqa: E402
 from nlsim.encoders.planner import Planner  # noqa: E402
 from nlsim.encoders.registry import run_options  # noqa: E402
 from nlsim.inference.choice import LOSSY_MIN_GAIN  # noqa: E402
-from nlsim.inference.gpu import gpu_info  # noqa: E402
+from nlsim.inference.gpu import cuda_missing, gpu_info  # noqa: E402
 from nlsim.rerank.cross_encoder import CrossEncoder  # noqa: E402
 from nlsim.rerank.target import cross_encoder_inference  # noqa: E402
 from nlsim.training.lossy_check import check_cross_encoder, check_encoder, store_checks  # noqa: E402
@@ -125,12 +125,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def no_gpu() -> str | None:
     """Why the check cannot run here: ``DEVICE`` names CUDA and torch sees no CUDA GPU (``None``: it can)."""
-    if not DEVICE.startswith("cuda") or torch.cuda.is_available():
+    why = cuda_missing(DEVICE)
+    if why is None:
         return None
-    why = "this torch is built without CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
     return (
-        f"needs a CUDA GPU, and {why} (torch {torch.__version__}): run it on a machine with one, or with "
-        "DEVICE=cpu for the CPU part of the checks"
+        f"needs a CUDA GPU, and {why}: run it on a machine with one, or with DEVICE=cpu for the CPU part "
+        "of the checks"
     )
 
 

@@ -46,6 +46,22 @@ class GpuInfo:
         return {"name": self.name, "bf16": self.bf16}
 
 
+def cuda_missing(device: str) -> str | None:
+    """Why ``device`` cannot be used here: it names CUDA, and this torch is built without CUDA or sees no
+    CUDA device (``None``: it can, or it names no GPU), in words for a person.
+
+    Example:
+        >>> cuda_missing("cpu") is None
+        True
+    """
+    import torch  # deferred: heavy or optional, loaded only when needed
+
+    if not device.startswith("cuda") or torch.cuda.is_available():
+        return None
+    why = "this torch is built without CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
+    return f"{why} (torch {torch.__version__})"
+
+
 def gpu_info(device: Any) -> GpuInfo | None:
     """The :class:`GpuInfo` of a torch ``device`` (``None`` for the CPU)."""
     import torch  # deferred: heavy or optional, loaded only when needed
