@@ -8,8 +8,8 @@ as text-dedup and SemHash do, exact duplicates are grouped first:
 
 - :func:`copy_key`: the text in the run's script (after OpenCC), NFKC, case folded, without white space,
   punctuation, control characters or characters that show nothing (a Hangul filler, a variation selector:
-  :func:`nlsim.io.cells.unseen`), a mark between two digits kept (``1.5%`` is not ``15%``). Two items with
-  the same non-empty key are copies.
+  :func:`nlsim.io.cells.unseen`), a mark between two digits kept (``1.5%`` is not ``15%``) but for a
+  thousands separator (``3,000`` is ``3000``). Two items with the same non-empty key are copies.
 - :func:`find_copies`: the copy groups of a window, each led by its earliest member (the order rule of
   :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
   window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
@@ -50,10 +50,16 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import unseen
 
-COPY_KEY_VERSION = 2
+COPY_KEY_VERSION = 3
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
-a state written then has none) is paired again, so that its kept links follow one definition."""
+a state written then has none; 2: a thousands separator kept, ``3,000`` not ``3000``) is paired again, so
+that its kept links follow one definition."""
+
+GROUPING = frozenset(" ,.'\u2019\u066c")
+"""The marks that group a number's digits by thousands (``3,000``, ``3.000``, ``3 000`` with any space,
+``3'000``, ``3’000``, the Arabic ``٬``): one between a group of three digits and the digits before it is
+not part of the number (:func:`copy_key`)."""
 
 DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
@@ -66,7 +72,8 @@ def copy_key(text: str) -> str:
     the blank Braille pattern, a variation selector: :func:`~nlsim.io.cells.unseen`; a copy a CMS sent with
     one looks the same as one without) (``""``: a text with nothing else is nobody's copy). White space or
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
-    other numbers, where ``1.5%`` and ``1,5 %`` are one.
+    other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
+    (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one.
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
@@ -74,19 +81,38 @@ def copy_key(text: str) -> str:
     True
     >>> copy_key("上漲 1.5%"), copy_key("上漲15%"), copy_key("１，５"), copy_key("1\\u200b5")
     ('上漲1.5', '上漲15', '1.5', '15')
+    >>> copy_key("3,000 jobs"), copy_key("3 000 jobs"), copy_key("1,234,567"), copy_key("2024-05-01")
+    ('3000jobs', '3000jobs', '1234567', '2024.05.01')
     """
     folded = unicodedata.normalize("NFKC", str(text)).casefold()
     kept: list[str] = []
-    between = False  # a visible mark or space since the last character kept
-    for ch in folded:
+    marks = ""  # the visible marks and spaces since the last character kept
+    last = -1  # where the last character kept is in ``folded``
+    for at, ch in enumerate(folded):
         if unicodedata.category(ch)[0] in DROPPED or unseen(ch):
-            between = between or (unicodedata.category(ch)[0] in "ZP" and not unseen(ch))
+            marks += ch if unicodedata.category(ch)[0] in "ZP" and not unseen(ch) else ""
             continue
-        if between and kept and kept[-1].isdecimal() and ch.isdecimal():
+        digits = marks and kept and kept[-1].isdecimal() and ch.isdecimal()
+        if digits and not _groups(folded, last, marks, at):
             kept.append(".")  # 1.5 is not 15: the mark between two digits is part of the number
         kept.append(ch)
-        between = False
+        marks, last = "", at
     return "".join(kept)
+
+
+def _groups(text: str, last: int, marks: str, at: int) -> bool:
+    """Whether ``marks``, between the digit at ``last`` and the one at ``at`` of ``text``, is a number's
+    thousands separator (one of :data:`GROUPING`, after one to three digits and before exactly three):
+    ``3,000`` is ``3000``, where ``3,0`` and ``2024-05`` keep their mark.
+
+    >>> _groups("3,000", 0, ",", 2), _groups("1,234,567", 4, ",", 6), _groups("1,5", 0, ",", 2)
+    (True, True, False)
+    """
+    if len(marks) != 1 or marks not in GROUPING:
+        return False
+    before = next((n for n, ch in enumerate(reversed(text[: last + 1])) if not ch.isdecimal()), last + 1)
+    after = next((n for n, ch in enumerate(text[at:]) if not ch.isdecimal()), len(text) - at)
+    return 1 <= before <= 3 and after == 3
 
 
 @dataclass(frozen=True)

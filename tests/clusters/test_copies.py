@@ -37,6 +37,21 @@ def test_a_mark_between_two_digits_is_part_of_the_number():
     assert copy_key("Rain, 15 dead.") == copy_key("rain 15 dead")
 
 
+def test_a_thousands_separator_is_not_part_of_the_number():
+    """A wire's ``3,000`` and a CMS's ``3000`` (or ``3 000``, ``3'000``, a full-width ``３，０００``) are one
+    figure, and the headlines copies, as they were before a mark between two digits was kept; a decimal
+    point, a date's or a score's mark still tells two numbers apart."""
+    plain = copy_key("Typhoon cuts power to 3000 homes")
+    for figure in ("3,000", "3 000", "3\u202f000", "3'000", "3\u2019000", "３，０００", "3.000"):
+        assert copy_key(f"Typhoon cuts power to {figure} homes") == plain, figure
+    assert copy_key("1,234,567 voters") == copy_key("1234567 voters") == copy_key("1 234 567 voters")
+    assert copy_key("台電：3,000戶停電") == copy_key("台電：3000戶停電")
+    assert copy_key("up 1.5%") != copy_key("up 15%") and copy_key("up 1.25%") != copy_key("up 125%")
+    assert copy_key("Arsenal 2-100") != copy_key("Arsenal 2100")  # a hyphen groups no digits
+    assert copy_key("On 2024-05-01") != copy_key("On 20240501")
+    assert copy_key("12345,678") != copy_key("12345678")  # no group of at most three before it
+
+
 def test_texts_without_words_are_nobodys_copies():
     found = find_copies(["a", "b", "c"], ["...", "!!", "--"])
     assert found.count == 0 and found.groups() == []
