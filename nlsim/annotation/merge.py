@@ -123,8 +123,8 @@ class MergeResult:
     overruled: int = 0
     """Training pairs the pair file already scored whose verdict is now the editor's newer decision."""
     confirmed: int = 0
-    """Of those, the decisions that give the score the decision they overrule gave (an editor confirming
-    the annotators' score): they act as editors' verdicts, and change no score."""
+    """Of those, the decisions that give the score the annotators gave and the decision that held gave (an
+    editor confirming the annotators' score): they act as editors' verdicts, and change no score."""
     already_held: int = 0
     """Overruling rows whose decision was merged before (a file merged again, marks exported again):
     nothing new."""
@@ -670,9 +670,24 @@ def _sorted_out(
         superseded,
         tuple(renoted),
         tuple(renoted_earlier),
-        sum(1 for v in overrules if v.confirms),
+        sum(1 for v in overrules if _confirms_held(v)),
     )
     return kept, overrules, amended
+
+
+def _confirms_held(v: Verdict) -> bool:
+    """Whether ``v``, an overruling verdict merged now, gives the score the annotators gave its pair
+    (:attr:`~nlsim.clusters.verdicts.records.Verdict.confirms`) and the decision that held on it gave too: it
+    changes no score. An editor taking a colleague's overrule back to the annotators' score changes one.
+
+    >>> annotators, desk = Decision(0.75, "", "p.tsv"), Decision(0.0, "desk", "m1.csv")
+    >>> _confirms_held(Verdict("a", "b", 0.75, earlier=(annotators,)))
+    True
+    >>> _confirms_held(Verdict("a", "b", 0.75, earlier=(annotators, desk)))
+    False
+    """
+    held = next((d for d in reversed(v.earlier) if not d.superseded), None)
+    return v.confirms and held is not None and held.score == v.score
 
 
 def _renoted_earlier(prior: Verdict, sent: Decision, note: str) -> Verdict | None:

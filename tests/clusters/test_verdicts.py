@@ -425,6 +425,23 @@ def test_an_editor_confirming_the_annotators_score_is_not_said_to_overrule_it(tm
     assert any(held in line for line in checked), checked
 
 
+def test_an_editor_taking_an_overrule_back_to_the_annotators_score_is_said_to_overrule_it(
+    tmp_path: Path,
+) -> None:
+    """The annotators scored n0/n1 0.75; an editor overruled it with 0; a second mark takes it back to
+    0.75. The merge said the pair was overruled '(1 of them confirming the score they had ...)', a score
+    that changes nothing, while training read 0 before and 0.75 after; it overrules the editor's 0 now, and
+    is said so. The verdict still confirms the annotators' score (run.json does not count it overruling
+    them)."""
+    pairs = _scored_file(tmp_path / "news.tsv")
+    _merge(pairs, [("n0", "n1", "0")], name="m1.csv", overrule=True)
+    said = _merge(pairs, [("n0", "n1", "0.75")], name="m2.csv", overrule=True)
+    assert any("1 training pair(s) overruled: the editor's newer decision" in x for x in said), said
+    assert not any("confirming" in x for x in said), said
+    got = {v.key: v for v in load_verdicts(store_path(pairs)).records}[("n0", "n1")]
+    assert ([d.score for d in got.earlier], got.score, got.confirms) == ([0.75, 0.0], 0.75, True)
+
+
 def test_a_merge_keeps_an_overrule_the_pair_file_contradicts_for_now(tmp_path: Path) -> None:
     """An editor overruled n0/n1; then the pair file's score of it was changed by hand. The overrule does
     not hold (said), and a merge of another file keeps it in the store all the same: it lives nowhere else,
