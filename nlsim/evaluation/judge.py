@@ -536,12 +536,18 @@ def check_report_corpus(folder: Path, run: dict[str, Any], ids: pd.Series, sourc
     given = set(ids.astype(str))
     if reported == given:
         return
+    unknown, unseen = len(given - reported), len(reported - given)
     raise ConfigError(
         f"--corpus {source} is not the corpus the report {folder} was made from: "
-        f"{len(given - reported):,} of its {counted(len(given), 'item', 'items')} are not in the report, "
-        f"{len(reported - given):,} of the report's {counted(len(reported), 'item', 'items')} ({path}) "
-        "are not in it. Pass the corpus the report was made from"
+        f"{unknown:,} of its {counted(len(given), 'item', 'items')} {_are(unknown)} not in the report, "
+        f"{unseen:,} of the report's {counted(len(reported), 'item', 'items')} ({path}) {_are(unseen)} not "
+        "in it. Pass the corpus the report was made from"
     )
+
+
+def _are(n: int) -> str:
+    """The verb of ``n`` (items): ``is`` for one, ``are`` for any other count."""
+    return "is" if n == 1 else "are"
 
 
 def _damaged(folder: Path, path: Path, what: str) -> StateError:

@@ -285,6 +285,26 @@ def test_a_corpus_other_than_the_reports_is_refused_not_judged_as_misses(report:
     )
 
 
+def test_a_corpus_other_than_the_reports_counts_one_item_in_the_singular(tmp_path: Path) -> None:
+    """The refusal said '1 of its 5 items are not in the report' and, for a report of one item, '1 of the
+    report's 1 item (...) are not in it'; each verb agrees with its count now."""
+    from nlsim.errors import ConfigError
+    from nlsim.evaluation.judge import REPORT_IDS, check_report_corpus
+
+    (tmp_path / REPORT_IDS).parent.mkdir(parents=True)
+    pd.DataFrame({"id": ["r1"]}).to_parquet(tmp_path / REPORT_IDS, index=False)
+    given = pd.Series(["a", "b", "c", "d", "e"])
+    with pytest.raises(ConfigError) as caught:
+        check_report_corpus(tmp_path, {"mode": "batch"}, given, "c.parquet")
+    said = str(caught.value)
+    assert "5 of its 5 items are not in the report, 1 of the report's 1 item (" in said, said
+    assert ") is not in it." in said, said
+    with pytest.raises(ConfigError) as caught:
+        check_report_corpus(tmp_path, {"mode": "batch"}, pd.Series(["r1", "x"]), "c.parquet")
+    assert "1 of its 2 items is not in the report, 0 of the report's 1 item (" in str(caught.value)
+    assert ") are not in it." in str(caught.value)
+
+
 @pytest.mark.slow
 def test_the_f1_comes_with_its_95_percent_interval(report: Path) -> None:
     out = strict_json(judge(report, "pairs.tsv", "--json").stdout)
