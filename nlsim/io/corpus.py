@@ -19,6 +19,8 @@ marker of a missing value (``\\N``, ``NULL``, ``None``, ``nan``, ``N/A``:
 :data:`nlsim.io.cells.MISSING_MARKERS`) is empty, as an empty cell is, and :attr:`Corpus.notes` says how many
 were read so: embedded, ``NULL`` would make two copies of one headline, one exported with an empty
 description and one with ``NULL``, two texts.
+A ``lang`` of ``nan`` is kept: it is the language tag of Min Nan (Taiwanese Hokkien, ``nan-TW``)
+(:data:`LANGUAGE_TAGS`).
 
 A title that holds U+FFFD (the replacement character a decoder puts for bytes it could not read: the text
 was damaged before nlsim saw it) is kept as it is, and :attr:`Corpus.warnings` says how many, with the
@@ -471,6 +473,20 @@ def _check_columns(path: Path, raw: pd.DataFrame, *, allow_empty: bool = False) 
         raise InputError(path, None, None, "the corpus has no rows")
 
 
+LANGUAGE_TAGS = frozenset({"nan"})
+"""The markers of a missing value (:data:`nlsim.io.cells.MISSING_MARKERS`) that a ``lang`` cell holds as a
+language tag: ``nan`` is Min Nan (Taiwanese Hokkien, ``nan-TW``), kept as written."""
+
+
+def _language_tag(col: str, text: str) -> bool:
+    """Whether ``text``, a cell of the field ``col``, is a language tag a missing value's marker spells too.
+
+    >>> _language_tag("lang", "nan"), _language_tag("lang", "NULL"), _language_tag("source", "nan")
+    (True, False, False)
+    """
+    return col == "lang" and text.strip().lower() in LANGUAGE_TAGS
+
+
 def _check_row(
     rec: dict[str, Any],
     seen: dict[str, int],
@@ -494,7 +510,7 @@ def _check_row(
         text, reason = _check_text(rec.get(col), required=(col == "title"))
         if reason:
             problem = (col, reason)
-        elif col != "title" and text and missing_marker(text):
+        elif col != "title" and text and missing_marker(text) and not _language_tag(col, text):
             text = ""  # "NULL", "\\N": an empty cell as an export wrote it
             values.setdefault("marked_missing", []).append(col)
         values[col] = text

@@ -1088,6 +1088,23 @@ def test_an_optional_field_holding_an_exports_marker_of_a_missing_value_is_empty
     )
 
 
+def test_a_lang_of_nan_is_min_nan_not_a_missing_value(tmp_path):
+    """``nan`` is the language tag of Min Nan (Taiwanese Hokkien, ``nan-TW``): a Taigi item's ``lang`` was
+    read as empty, the load saying it held a marker of a missing value. It is kept as written; ``NULL`` in
+    ``lang`` and ``nan`` in another field are still empty."""
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title,lang,source\n1,颱風來矣,nan,nan\n2,颱風來了,zh-Hant,PTS\n3,Floods,NULL,AP\n",
+    )
+    corpus = load_corpus(path)
+    assert corpus.frame["lang"].tolist() == ["nan", "zh-Hant", ""]
+    assert corpus.frame["source"].tolist() == ["", "PTS", "AP"]
+    assert corpus.notes == (
+        f"{path}: 1 source and 1 lang cell(s) hold only a marker of a missing value "
+        "(\\N, NULL, None, nan, N/A, ...): read as empty",
+    )
+
+
 def test_ids_that_differ_only_in_their_spaces_or_width_are_two_items_and_the_load_says_so(
     tmp_path: Path,
 ) -> None:
