@@ -50,10 +50,10 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import unseen
 
-COPY_KEY_VERSION = 3
+COPY_KEY_VERSION = 2
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
-a state written then has none; 2: a thousands separator kept, ``3,000`` not ``3000``) is paired again, so
+a state written then has none) is paired again, so
 that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
