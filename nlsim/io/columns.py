@@ -376,8 +376,8 @@ so is a value of which no character shows (a zero-width space: :func:`nlsim.io.c
 def sheet_list_value(value: str) -> str:
     """One value of a list cell as the cell holds it: as it is, or, when it could be read as more than one
     value or as another (:data:`_QUOTE_WHEN`: ``Reuters, London``), in double quotes with each quote inside
-    doubled, as a CSV file writes it, so that a spreadsheet's Text to Columns (comma, text qualifier ``"``)
-    or ``csv.reader(..., skipinitialspace=True)`` splits the cell into its values.
+    doubled, as a CSV file writes it, so that a reader sees where each value ends and
+    ``csv.reader(..., skipinitialspace=True)`` splits the cell into its values.
 
     >>> sheet_list_value("AP"), sheet_list_value("Reuters, London"), sheet_list_value('The "Times" daily')
     ('AP', '"Reuters, London"', '"The ""Times"" daily"')

@@ -229,7 +229,7 @@ def test_a_list_longer_than_a_cell_holds_ends_on_a_whole_id_and_says_how_many(tm
     cell = str(row[head.index("member_ids")])
     assert len(cell) <= XLSX_CELL_CHARACTERS
     assert cell.endswith(", … (3000 in all)"), cell[-40:]
-    *listed, count = next(csv.reader([cell], skipinitialspace=True))  # as Text to Columns splits it
+    *listed, count = next(csv.reader([cell], skipinitialspace=True))  # as the csv module splits it
     assert count == "… (3000 in all)"  # one value: "(3,000 in all)" split in two, "… (3" and "000 in all)"
     assert listed == ids[: len(listed)] and len(listed) > 2_000  # whole ids, as many as the cell holds
     assert len(book["members"]) == n + 1  # every member in its own row
@@ -241,7 +241,7 @@ def test_a_list_cell_tells_a_value_holding_a_comma_from_two_values(tmp_path: Pat
     """report.xlsx joined a list cell's values with ", ": a story whose sources were ``Reuters, London``
     and ``AP`` read as three sources, and an id ``a, b`` as two ids. A value that holds a comma (or a quote,
     a line break, white space at an end, nothing) is now in double quotes, as a CSV file writes it, so the
-    cell splits back into its values as a spreadsheet's Text to Columns or Python's csv module splits it;
+    cell splits back into its values as Python's csv module splits it;
     a plain list reads as it did."""
     import csv
 
