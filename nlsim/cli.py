@@ -236,14 +236,17 @@ def in_home(exc: OSError, named: Sequence[str | os.PathLike[str]] = ()) -> str:
     ``NLSIM_HOME=.`` with ``--out report``. Paths are compared made whole, links followed (``../home``).
 
     Example:
-        >>> os.environ["NLSIM_HOME"] = "/srv/nlsim"
-        >>> in_home(FileNotFoundError(2, "No such file or directory", "/srv/nlsim/models"))[:33]
+        >>> from unittest import mock
+        >>> home = mock.patch.dict(os.environ, NLSIM_HOME="/srv/nlsim")
+        >>> with home:
+        ...     in_home(FileNotFoundError(2, "No such file or directory", "/srv/nlsim/models"))[:33]
         " (under nlsim's home /srv/nlsim, "
-        >>> in_home(FileNotFoundError(2, "No such file or directory", "/srv/news.csv"))
+        >>> with home:
+        ...     in_home(FileNotFoundError(2, "No such file or directory", "/srv/news.csv"))
         ''
-        >>> in_home(PermissionError(13, "Permission denied", "/srv/nlsim/r/a.csv"), ["/srv/nlsim/r"])
+        >>> with home:
+        ...     in_home(PermissionError(13, "Permission denied", "/srv/nlsim/r/a.csv"), ["/srv/nlsim/r"])
         ''
-        >>> del os.environ["NLSIM_HOME"]
     """
     name = getattr(exc, "filename", None)
     if not isinstance(name, str | os.PathLike):

@@ -21,14 +21,16 @@ Whether this machine has the device ``NLSIM_DEVICE`` names is checked where it i
 
 Example:
     >>> import os
-    >>> os.environ["NLSIM_PROBE"] = "cache"
-    >>> try:
-    ...     probe_mode()
-    ... except ConfigError as exc:
-    ...     print(str(exc).split(" (")[0])
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, NLSIM_PROBE="cache"):
+    ...     try:
+    ...         probe_mode()
+    ...     except ConfigError as exc:
+    ...         print(str(exc).split(" (")[0])
     NLSIM_PROBE='cache': not one of on, cached, off
-    >>> del os.environ["NLSIM_PROBE"]
-    >>> probe_mode()
+    >>> with mock.patch.dict(os.environ):
+    ...     _ = os.environ.pop("NLSIM_PROBE", None)
+    ...     probe_mode()
     'on'
 """
 

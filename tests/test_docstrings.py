@@ -2,6 +2,7 @@
 
 import doctest
 import importlib
+import os
 import pkgutil
 import tempfile
 
@@ -25,8 +26,17 @@ def test_docstring_examples(name, repo_root, monkeypatch, tmp_path):
     # the test, instead of staying in the system's temporary folder after every run
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    saved = dict(os.environ)
+    try:
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    finally:  # an example that sets nlsim's variables puts them back: the next test here reads them
+        # (the libraries' own, such as torch's TORCHINDUCTOR_CACHE_DIR set on a first import, are theirs)
+        names = {k for k in {*saved, *os.environ} if k.startswith("NLSIM_")}
+        changed = sorted(k for k in names if saved.get(k) != os.environ.get(k))
+        os.environ.clear()
+        os.environ.update(saved)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+    assert not changed, f"the examples of {name} left these environment variables changed: {changed}"
 
 
 @pytest.mark.parametrize("name", MODULES + FLOWS)
