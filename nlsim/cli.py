@@ -176,7 +176,9 @@ def reader_gone() -> int:
     """A command whose reader closed the pipe (``nlsim models list | head -1``, ``nlsim judge --json | head
     -c 700``) ends as a Unix tool does: nothing said, what is left of stdout sent to the null device (the
     interpreter writes it at exit, and would say ``Exception ignored ... BrokenPipeError``), exit status
-    :data:`EXIT_READER_GONE`. The work was done: a report is written before its summary is printed."""
+    :data:`EXIT_READER_GONE`. Mostly the work was done (a report is written before its summary is printed);
+    where stderr went to the same pipe (``2>&1 | head -1``), the run stops at its next line, as SIGPIPE stops
+    a Unix tool, its outputs written atomically or not at all."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
