@@ -127,6 +127,27 @@ def run_in_process(
     return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
+def into_a_closed_pipe(
+    args: list[str], cwd: Path, env: dict[str, str], timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
+    """``python args...`` writing its stdout into a pipe whose reader has gone before the first line (as
+    ``| head -1`` leaves it), its stderr captured."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=cwd,
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=timeout,
+        )
+    finally:
+        os.close(write)
+
+
 def last_line(proc: subprocess.CompletedProcess[str]) -> str:
     lines = proc.stderr.strip().splitlines()
     return lines[-1] if lines else ""

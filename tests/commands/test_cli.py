@@ -240,24 +240,12 @@ def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(
     ``--version`` too) ended in ``Exception ignored ... BrokenPipeError`` and status 120."""
     store = ModelStore(tmp_path / "models")
     store.claim()  # an empty store: its list is two lines
-    read, write = os.pipe()
-    os.close(read)  # the reader has gone before the first line is written
     env = command.command_env(plain=True, NLSIM_PROGRESS="off")
     env.pop("PYTHONUNBUFFERED", None)
     if not buffered:
         env["PYTHONUNBUFFERED"] = "1"
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "nlsim", *(str(store.root) if a == "STORE" else a for a in args)],
-            cwd=tmp_path,
-            env=env,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=600,
-        )
-    finally:
-        os.close(write)
+    argv = ["-m", "nlsim", *(str(store.root) if a == "STORE" else a for a in args)]
+    proc = command.into_a_closed_pipe(argv, tmp_path, env)
     assert proc.stderr == "" and proc.returncode == 141, proc.stderr
 
 

@@ -4,7 +4,6 @@ cron schedule fires on its own."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ import pytest
 import yaml
 
 from flows.serve import DEFAULT_FILE, build_deployments, deployment_names, load_specs, main
-from tests.command import command_env
+from tests.command import command_env, into_a_closed_pipe
 from tests.flows.prefect_server import PREFECT, ROOT, PrefectServer, stop_process
 from tests.incremental_helpers import FAST_MODEL, bbc_corpus, report_content
 
@@ -186,23 +185,10 @@ def test_serve_list_to_a_reader_that_closed_the_pipe_ends_quietly(tmp_path: Path
     """``python -m flows.serve --list | head -1``: the reader went away, as ``head`` does; the listing ended
     in a ``BrokenPipeError`` traceback (exit 1). It now ends as ``nlsim`` does, nothing on stderr and exit
     status 141 (128 + SIGPIPE)."""
-    read, write = os.pipe()
-    os.close(read)  # the reader has gone before the first line is written
     env = {**command_env(plain=True), "PYTHONUNBUFFERED": "1"}
     if buffered:
         env.pop("PYTHONUNBUFFERED")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "flows.serve", "--list"],
-            cwd=ROOT,
-            env=env,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=300,
-        )
-    finally:
-        os.close(write)
+    proc = into_a_closed_pipe(["-m", "flows.serve", "--list"], ROOT, env, timeout=300)
     assert proc.stderr == "" and proc.returncode == 141, proc.stderr[-2000:]
 
 
