@@ -498,17 +498,21 @@ def check_columns(folder: Path, gen_dir: Path, tables: dict[str, pd.DataFrame]) 
 
 
 KEPT_KINDS: dict[str, dict[str, str]] = {
-    "items.parquet": {"published_at": "time", "retain_from": "time"},
-    "pairs.parquet": {"similarity": "number", "cosine": "number", "cross_encoder": "number"},
-    "clusters.parquet": {"anchor_undated": "integer", "anchor_ns": "integer"},
+    "items.parquet": {"published_at": "time", "retain_from": "time", "id": "text", "first_seen_run": "text"},
+    "pairs.parquet": {
+        **{"similarity": "number", "cosine": "number", "cross_encoder": "number"},
+        **{"id_a": "text", "id_b": "text", "run_id": "text"},
+    },
+    "clusters.parquet": {"anchor_undated": "integer", "anchor_ns": "integer", "cluster_id": "text"},
 }
-"""The kind of value the kept times, scores and anchors of these tables hold (every nlsim of this state
-format wrote them so; a text column may be kept as numbers when it holds nothing but nulls, so it is not
-checked)."""
+"""The kind of value the kept times, scores, anchors, ids and runs of these tables hold (every nlsim of this
+state format wrote them so; a text column that may hold nothing but nulls, such as an item's ``cluster_id``,
+may be kept as numbers then, so it is not checked)."""
 _KIND_TYPES = {
     "time": pa.types.is_timestamp,
     "number": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t),
     "integer": pa.types.is_integer,
+    "text": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
 }
 
 

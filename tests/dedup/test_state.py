@@ -419,8 +419,17 @@ def test_a_state_table_whose_rows_were_edited_by_hand_out_of_step_with_the_other
         ("clusters.parquet", "anchor_ns", lambda t: t.assign(anchor_ns=t["anchor_ns"].astype(float))),
         ("items.parquet", "published_at", lambda t: t.assign(published_at="yesterday")),
         ("pairs.parquet", "similarity", lambda t: t.assign(similarity="high")),
+        ("items.parquet", "first_seen_run", lambda t: t.assign(first_seen_run=1)),
+        ("pairs.parquet", "run_id", lambda t: t.assign(run_id=5)),
     ],
-    ids=["anchor-as-text", "anchor-as-float", "time-as-text", "score-as-text"],
+    ids=[
+        "anchor-as-text",
+        "anchor-as-float",
+        "time-as-text",
+        "score-as-text",
+        "run-as-number",
+        "pair-run-as-number",
+    ],
 )
 def test_a_state_table_edited_by_hand_with_a_column_of_another_kind_is_refused_naming_it(
     two_days: tuple[Path, list[Path]],
@@ -431,8 +440,9 @@ def test_a_state_table_edited_by_hand_with_a_column_of_another_kind_is_refused_n
 ) -> None:
     """A kept table rewritten by hand with text for its anchors, times or scores (the manifest's checksums
     updated) ended the next run in a ``ValueError``, ``DateParseError`` or ``TypeError`` traceback; anchors
-    as floats (which cannot hold a nanosecond time exactly) were taken as they were. Each is now refused as
-    a damaged state naming the file and the field."""
+    as floats (which cannot hold a nanosecond time exactly) were taken as they were; numbers for the runs an
+    item or a pair was first kept in ended it in an ``ArrowInvalid`` one as it wrote the day's generation.
+    Each is now refused as a damaged state naming the file and the field."""
     state, days = two_days
     path = _rewrite(state, table, edit)
     line = _refused_line(state, days[2], tmp_path / "out")
