@@ -49,7 +49,7 @@ import json
 import os
 import re
 import uuid
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,7 @@ from nlsim.faults import fault_point
 from nlsim.io import columns
 from nlsim.io.atomic import atomic_dir, atomic_write_text, file_sha256, remove_tree
 from nlsim.io.ownership import MARKER, read_marker, resolved, write_marker
-from nlsim.io.records import field_problems, misfit, mistyped_fields
+from nlsim.io.records import field_problems, misfit, mistyped_fields, required_fields
 from nlsim.progress import counted
 from nlsim.report.record import RunRecord
 from nlsim.search.index import IndexMeta, load_index, save_index
@@ -662,8 +662,8 @@ def check_identity(folder: Path, manifest: dict[str, Any]) -> None:
     identity = manifest.get("identity")
     if not isinstance(identity, dict):
         raise _err(folder, f"{MANIFEST} {misfit(manifest, 'identity')}")
-    kept = [f.name for f in fields(StateIdentity) if f.default is MISSING and f.default_factory is MISSING]
-    wrong = [k for k in kept if k not in identity] or mistyped_fields(StateIdentity, identity)
+    lacks = [name for name in required_fields(StateIdentity) if name not in identity]
+    wrong = lacks or mistyped_fields(StateIdentity, identity)
     if wrong:
         raise _err(folder, f"{MANIFEST}'s identity {misfit(identity, wrong[0])}")
 

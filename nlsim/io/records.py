@@ -97,6 +97,21 @@ _KIND_WORDS = {
 }
 
 
+def required_fields(cls: type) -> list[str]:
+    """The fields of the dataclass ``cls`` without a default: those every record of it holds.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Point:
+        ...     x: float
+        ...     label: str = ""
+        >>> required_fields(Point)
+        ['x']
+    """
+    return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+
+
 def field_problems(cls: type, data: Mapping[str, Any]) -> list[str]:
     """What keeps ``data`` (a JSON object) from being read as the dataclass ``cls``, in plain words: the
     fields without a default it lacks, those whose value is of another kind (:func:`mistyped_fields`), and,
@@ -119,7 +134,7 @@ def field_problems(cls: type, data: Mapping[str, Any]) -> list[str]:
         []
     """
     names = [f.name for f in fields(cls)]
-    lacks = [f.name for f in fields(cls) if f.name not in data and f.default is f.default_factory is MISSING]
+    lacks = [name for name in required_fields(cls) if name not in data]
     problems = [f"it lacks the field{'s' if len(lacks) > 1 else ''} {_listed(lacks)}"] if lacks else []
     problems += [f"field {name!r} {_mistyped(cls, data, name)}" for name in mistyped_fields(cls, data)]
     if problems:
