@@ -252,8 +252,9 @@ RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 CTIME = re.compile(r"[A-Za-z]{3},?\s+[A-Za-z]{3}\s+\d{1,2}\s+\d{1,2}:\d{2}(:\d{2})?\s+\d{4}")
 """A time as C's ``ctime`` writes it (``Wed May  1 08:00:00 2024``, Unix ``date``, Python's ``ctime()``): the
 year after the time of day, and no zone (``email.utils`` reads it as UTC)."""
-RFC_ZONE = re.compile(r"[+-]\d{4}")
-"""An RFC 2822 offset (``+0800``; ``+08:00`` is read as it): the sign is part of it."""
+RFC_ZONE = re.compile(r"[+-]([01]\d|2[0-3])[0-5]\d")
+"""An RFC 2822 offset (``+0800``; ``+08:00`` is read as it): the sign is part of it, and its hours and
+minutes are those of a clock (``+0860`` and ``+9999`` are no offset, where ``email.utils`` adds them up)."""
 TIME_RANGE = (pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1)
 """The years a time can have here (what a nanosecond timestamp holds, a year of margin each side)."""
 WRITE_ISO = "write it in ISO 8601 (2024-05-01T08:00:00+08:00)"
@@ -366,6 +367,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             "May 2024 08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or "
             f"the 5th of December?): {WRITE_ISO}"
         )
+    dt.datetime(*parts[:6])  # a field out of range (31 Feb, 25:00) raises, as in ISO 8601, never rolls over
     zone = text.split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
         return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"

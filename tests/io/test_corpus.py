@@ -1120,3 +1120,28 @@ def test_ids_that_differ_only_in_their_spaces_or_width_are_two_items_and_the_loa
     assert warning.endswith("'n 1' and 'n\\u00a01'"), warning
     path.write_text("id,title\nn 1,Floods in the north\nn2,Storm in the south\n", "utf-8")
     assert load_corpus(path).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("written", "reason"),
+    [
+        ("Wed, 31 Feb 2024 08:00:00 +0000", "day is out of range for month"),  # was 2024-03-02
+        ("Wed, 01 May 2024 25:00:00 +0000", "hour must be in 0..23"),  # was 05-02 01:00
+        ("Wed, 01 May 2024 24:00:00 +0800", "hour must be in 0..23"),  # was 05-02 00:00 +08:00
+        ("Wed, 01 May 2024 08:61:00 +0000", "minute must be in 0..59"),  # was 09:01
+        ("Wed, 01 May 2024 08:00:60 +0000", "second must be in 0..59"),  # was 08:01, as ISO 8601 refuses it
+        ("Wed, 01 May 2024 08:00:00 +0860", r"ends with '\+0860', which is not an offset"),  # was +09:00
+        ("Wed, 01 May 2024 08:00:00 +9999", r"ends with '\+9999', which is not an offset"),  # 99 h 99 min
+        ("Wed, 01 May 2024 08:00:00 -2400", r"ends with '-2400', which is not an offset"),
+    ],
+)
+def test_an_rfc_2822_time_with_a_field_out_of_range_is_refused_not_rolled_over(tmp_path, written, reason):
+    """RFC 2822 times were turned into a time by adding up their fields: the 31st of February was the 2nd of
+    March, 25:00 the next day's 01:00, an offset of +0860 nine hours, +9999 four days, with exit status 0.
+    A field out of range is refused by row, as the same time written in ISO 8601 is."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,2024-05-01T08:00:00Z\nb,Storm,"{written}"\n')
+    with pytest.raises(InputError, match=rf"row 2, field 'published_at': .*{reason}"):
+        load_corpus(path)
+    path.write_text('id,title,published_at\nb,Storm,"Thu, 29 Feb 2024 23:59:59 +2359"\n')
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2024-02-29T00:00:59Z")]
