@@ -324,6 +324,34 @@ def _zone_names(text: str) -> list[str]:
     return [w for w in re.findall(r"[A-Za-z]+", text) if w.upper() not in UTC_WORDS]
 
 
+RFC_NUMBER = re.compile(r"(?<![\d:.+-])\d+(?![\d:])")
+"""A number of an RFC 2822 time that is neither part of its time of day nor its offset: the day or the
+year, which comes last (``Wed, 01 May 2024 08:00:00 +0800``, ``Wed May  1 08:00:00 2024``)."""
+
+
+def _rfc_year(text: str, read: int) -> int:
+    """The year of the RFC 2822 time ``text`` as written, where ``email.utils`` read ``read``: it takes any
+    year below 100 for two digits (``0001`` is 2001, ``60`` 2060). Four digits are the year written; an
+    obsolete shorter year is read as RFC 5322 (section 4.3) says: 00-49 after 2000, 50-99 and any three
+    digits after 1900.
+
+    >>> _rfc_year("Wed, 01 May 0001 08:00:00 +0000", 2001), _rfc_year("01 May 60 08:00 +0000", 2060)
+    (1, 1960)
+    >>> _rfc_year("01 May 124 08:00 GMT", 124), _rfc_year("Wed May  1 08:00:00 2024", 2024)
+    (2024, 2024)
+    """
+    numbers = RFC_NUMBER.findall(text)
+    if not numbers:
+        return read
+    written = numbers[-1]
+    year = int(written)
+    if read not in (year, year + (1900 if year > 68 else 2000)):  # not the number email.utils read
+        return read
+    if len(written) >= 4:
+        return year
+    return year + (2000 if len(written) <= 2 and year < 50 else 1900)
+
+
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
     ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
@@ -367,6 +395,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             "May 2024 08:00:00 GMT), and other spellings would be guessed (is 12/05/2024 the 12th of May or "
             f"the 5th of December?): {WRITE_ISO}"
         )
+    parts = (_rfc_year(rfc, parts[0]), *parts[1:])
     dt.datetime(*parts[:6])  # a field out of range (31 Feb, 25:00) raises, as in ISO 8601, never rolls over
     zone = text.split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
@@ -379,7 +408,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
             None,
             f"time {text!r:.40} ends with {zone!r}, which is not an offset (+0800, -0500): {WRITE_ISO}",
         )
-    return pd.Timestamp(email.utils.mktime_tz((*parts[:9], parts[9] or 0)), unit="s", tz="UTC"), None
+    offset = dt.timezone(dt.timedelta(seconds=parts[9] or 0))
+    return pd.Timestamp(dt.datetime(*parts[:6], tzinfo=offset)), None
 
 
 @dataclass(frozen=True)

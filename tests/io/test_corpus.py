@@ -1145,3 +1145,24 @@ def test_an_rfc_2822_time_with_a_field_out_of_range_is_refused_not_rolled_over(t
         load_corpus(path)
     path.write_text('id,title,published_at\nb,Storm,"Thu, 29 Feb 2024 23:59:59 +2359"\n')
     assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2024-02-29T00:00:59Z")]
+
+
+def test_an_rfc_2822_year_is_read_as_written_and_an_obsolete_short_one_as_the_rfc_says(tmp_path):
+    """A four-digit year below 100 in an RFC 2822 time was read as a two-digit one: ``Wed, 01 May 0001``,
+    a database's placeholder for no date, was the 1st of May 2001, ``0099`` 1999, with exit status 0. A
+    year of four digits is now the year written (then refused as outside the years a time can have), and an
+    obsolete two- or three-digit year is read as RFC 5322 says: 00-49 after 2000, 50-99 and three digits
+    after 1900 (``60`` was 2060, ``124``, the year 2024 as C's ``tm_year`` holds it, the year 124)."""
+    path = tmp_path / "c.csv"
+    for year in ("0001", "0099"):
+        path.write_text(f'id,title,published_at\na,Floods,"Wed, 01 May {year} 08:00:00 +0000"\n')
+        with pytest.raises(
+            InputError, match=rf"row 1, field 'published_at': time Wed, 01 May {year} .* outside"
+        ):
+            load_corpus(path)
+    rows = ["24 08:00 +0000", "49 08:00 +0000", "60 08:00 +0000", "124 08:00 +0000", "2024 08:00 GMT"]
+    path.write_text(
+        "id,title,published_at\n" + "".join(f'{i},Floods,"01 May {r}"\n' for i, r in enumerate(rows))
+    )
+    years = [t.year for t in load_corpus(path).frame["published_at"]]
+    assert years == [2024, 2049, 1960, 2024, 2024]
