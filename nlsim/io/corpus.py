@@ -324,6 +324,26 @@ def _zone_names(text: str) -> list[str]:
     return [w for w in re.findall(r"[A-Za-z]+", text) if w.upper() not in UTC_WORDS]
 
 
+ISO_OFFSET = re.compile(r"[+-]\d{1,2}:?(\d{2})$")
+"""The offset that ends a year-first time with its minutes (``+08:00``, ``-0500``, ``+5:30``)."""
+
+
+def _offset_reason(text: str, ymd: str) -> str | None:
+    """Why the offset ending the year-first time ``ymd`` (``text`` as written) is none: its minutes past 59
+    (``+08:60``, which the date parser adds up to +09:00); ``None`` for another time.
+
+    >>> _offset_reason("2024-05-01T08:00+08:60", "2024-05-01T08:00+08:60").split(", which")[0]
+    "time '2024-05-01T08:00+08:60' ends with '+08:60'"
+    >>> _offset_reason("2024-05-01T08:00+0859", "2024-05-01T08:00+0859") is None
+    True
+    """
+    offset = ISO_OFFSET.search(ymd)
+    if offset is None or int(offset.group(1)) < 60:
+        return None
+    shown = offset.group(0)
+    return f"time {text!r:.40} ends with {shown!r}, which is not an offset (+08:00, -05:00): {WRITE_ISO}"
+
+
 RFC_NUMBER = re.compile(r"(?<![\d:.+-])\d+(?![\d:])")
 """A number of an RFC 2822 time that is neither part of its time of day nor its offset: the day or the
 year, which comes last (``Wed, 01 May 2024 08:00:00 +0800``, ``Wed May  1 08:00:00 2024``)."""
@@ -386,7 +406,8 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 f"time {text!r:.40} holds more than a date, a time of day and one offset (a second time or "
                 f"offset, an offset without its sign?), which would be guessed: {WRITE_ISO}"
             )
-        return pd.Timestamp(ymd), None
+        offset = _offset_reason(text, ymd)
+        return (None, offset) if offset else (pd.Timestamp(ymd), None)
     rfc = RFC_OFFSET.sub(r"\1\2\3", text)
     parts = email.utils.parsedate_tz(rfc) if names else None
     if parts is None:

@@ -1166,3 +1166,20 @@ def test_an_rfc_2822_year_is_read_as_written_and_an_obsolete_short_one_as_the_rf
     )
     years = [t.year for t in load_corpus(path).frame["published_at"]]
     assert years == [2024, 2049, 1960, 2024, 2024]
+
+
+@pytest.mark.parametrize("offset", ["+08:60", "+0860", "+08:99", "-00:75", "+5:60"])
+def test_a_year_first_time_whose_offset_has_more_than_59_minutes_is_refused(tmp_path, offset):
+    """The date parser added an offset's minutes up: ``2024-05-01T08:00:00+08:60`` was read at +09:00,
+    ``-00:75`` at -01:15, with exit status 0; such an offset is refused by row, as ``+24:00`` already was."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        f"id,title,published_at\na,Floods,2024-05-01T08:00:00Z\nb,Storm,2024-05-01T08:00:00{offset}\n"
+    )
+    with pytest.raises(
+        InputError,
+        match=rf"row 2, field 'published_at': .* ends with '{re.escape(offset)}', which is not an offset",
+    ):
+        load_corpus(path)
+    path.write_text("id,title,published_at\nb,Storm,2024-05-01T08:00:00-0959\n")
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2024-05-01T17:59Z")]
