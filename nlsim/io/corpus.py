@@ -324,6 +324,9 @@ def _zone_names(text: str) -> list[str]:
     return [w for w in re.findall(r"[A-Za-z]+", text) if w.upper() not in UTC_WORDS]
 
 
+UTC_NAME_END = re.compile(r"\s*(UTC|GMT|UT|Z)$", re.IGNORECASE)
+"""A name of UTC ending a year-first time, in any case (``08:00 utc``, ``08:00:00 UT``): read as ``Z``, which
+the date parser reads (it refuses ``UT`` and a name in lower case)."""
 ISO_OFFSET = re.compile(r"[+-]\d{1,2}:?(\d{2})$")
 """The offset that ends a year-first time with its minutes (``+08:00``, ``-0500``, ``+5:30``)."""
 
@@ -407,7 +410,7 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
                 f"offset, an offset without its sign?), which would be guessed: {WRITE_ISO}"
             )
         offset = _offset_reason(text, ymd)
-        return (None, offset) if offset else (pd.Timestamp(ymd), None)
+        return (None, offset) if offset else (pd.Timestamp(UTC_NAME_END.sub("Z", ymd)), None)
     rfc = RFC_OFFSET.sub(r"\1\2\3", text)
     parts = email.utils.parsedate_tz(rfc) if names else None
     if parts is None:

@@ -1183,3 +1183,19 @@ def test_a_year_first_time_whose_offset_has_more_than_59_minutes_is_refused(tmp_
         load_corpus(path)
     path.write_text("id,title,published_at\nb,Storm,2024-05-01T08:00:00-0959\n")
     assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2024-05-01T17:59Z")]
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["2024-05-01T08:00:00 UT", "2024-05-01 08:00 utc", "2024-05-01T08:00:00Utc", "2024-05-01 08:00 gmt"],
+)
+def test_a_year_first_time_in_utc_is_read_whatever_the_case_of_utcs_name(tmp_path, written):
+    """``2024-05-01T08:00:00Z`` and ``...z`` were read, and ``Wed, 01 May 2024 08:00:00 utc``, but a
+    year-first time ending with ``UT`` (a name of UTC the time check lets through) or with ``utc`` or ``gmt``
+    in lower case was refused with the date parser's words (``Unknown datetime string format``); it is read
+    as UTC."""
+    path = tmp_path / "c.csv"
+    path.write_text(f"id,title,published_at\na,Floods,{written}\n")
+    corpus = load_corpus(path, timezone="Asia/Taipei")
+    assert corpus.frame["published_at"].tolist() == [pd.Timestamp("2024-05-01T08:00Z")]
+    assert corpus.naive_times == 0
