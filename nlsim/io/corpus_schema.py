@@ -55,6 +55,31 @@ POSIX_ZONE = re.compile(r"(Etc/)?GMT([+-])0*([1-9]\d?)")
 """The zones that name an offset from GMT the POSIX way round (``Etc/GMT+8`` is 8 hours *behind* UTC)."""
 
 
+STANDARD_ONLY = {
+    "EST": ("UTC-05:00", "New York's", "America/New_York", "America/Panama"),
+    "MST": ("UTC-07:00", "Denver's", "America/Denver", "America/Phoenix"),
+}
+"""The zone database's zones of one standard time all year (``EST`` is UTC-05:00 in July too), named as a
+newsroom names its own clock, daylight saving time included (New York's EST and EDT): the offset, the
+clock meant, its zone, and a place's zone of that offset all year."""
+
+
+def standard_zone_problem(name: str) -> str | None:
+    """Why ``name`` (one of :data:`STANDARD_ONLY`) is no zone for a run; ``None`` for another zone.
+
+    >>> standard_zone_problem("EST").split(": ")[0]
+    "--timezone 'EST' is UTC-05:00 all year, without daylight saving time (the zone database's EST)"
+    """
+    if name not in STANDARD_ONLY:
+        return None
+    offset, clock, zone, fixed = STANDARD_ONLY[name]
+    return (
+        f"--timezone {name!r} is {offset} all year, without daylight saving time (the zone database's "
+        f"{name}): {clock} clock in summer is an hour later, and its times without an offset would be read "
+        f"an hour off; name the place's zone instead ({zone}, or {fixed} for {offset} all year)"
+    )
+
+
 MACHINE_ZONES = ("localtime", "posixrules")
 """Names the zone database keeps for the zone of the machine that reads them (links to ``/etc/localtime``,
 or to a default the system chose), not for a place: the same deployment on another host reads another."""
@@ -125,8 +150,9 @@ def zone_problem(name: str) -> str | None:
     """What is wrong with ``name`` as the run's time zone (``--timezone``): not a time zone, a name of the
     machine's own zone (:data:`MACHINE_ZONES`: another host reads another), or one named as ``Etc/GMT+8``,
     which is UTC-08:00 (POSIX's sign, as the zone database keeps it) where a newsroom writing GMT+8 means
-    UTC+08:00: every time without an offset would be 16 hours off, as would the run's day. ``None`` when it
-    is a zone to use.
+    UTC+08:00: every time without an offset would be 16 hours off, as would the run's day, or one of standard
+    time all year named as a newsroom names its clock (``EST``: :func:`standard_zone_problem`). ``None``
+    when it is a zone to use.
 
     Example:
         >>> zone_problem("Asia/Taipei") is None, zone_problem("Etc/GMT") is None
@@ -148,7 +174,7 @@ def zone_problem(name: str) -> str | None:
         return f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
     posix = POSIX_ZONE.fullmatch(name)
     if posix is None:
-        return None
+        return standard_zone_problem(name)
     sign, hours = posix.group(2), int(posix.group(3))
     meant = "-" if sign == "+" else "+"
     way = "behind" if sign == "+" else "ahead of"

@@ -1199,3 +1199,21 @@ def test_a_year_first_time_in_utc_is_read_whatever_the_case_of_utcs_name(tmp_pat
     corpus = load_corpus(path, timezone="Asia/Taipei")
     assert corpus.frame["published_at"].tolist() == [pd.Timestamp("2024-05-01T08:00Z")]
     assert corpus.naive_times == 0
+
+
+@pytest.mark.parametrize(
+    ("zone", "offset", "place"), [("EST", "UTC-05:00", "New_York"), ("MST", "UTC-07:00", "Denver")]
+)
+def test_a_time_zone_of_standard_time_all_year_is_refused_naming_the_places_zone(
+    tmp_path, zone, offset, place
+):
+    """``--timezone EST`` is the zone database's UTC-05:00 all year, without daylight saving time, where a
+    newsroom in New York writing it means its own clock: its summer's CMS times without an offset were read
+    an hour late, and the report showed every time an hour off the newsroom's clock, while the run said only
+    "read as EST time". ``EST`` and ``MST`` are refused, as ``Etc/GMT+5`` is, naming the zones to give."""
+    path = tmp_path / "c.csv"
+    path.write_text("id,title,published_at\na,A,2026-07-25 16:52\n")
+    with pytest.raises(ConfigError, match=rf"--timezone '{zone}' is {offset} all year, .*America/{place}"):
+        load_corpus(path, timezone=zone)
+    for fine in ("EST5EDT", "America/New_York", "America/Panama", "HST"):  # HST: Hawaii keeps no summer time
+        assert load_corpus(path, timezone=fine).naive_times == 1
