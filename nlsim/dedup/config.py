@@ -86,6 +86,8 @@ class DedupConfig(Configuration):
             )
         if self.input.date is not None and self.daily:
             check_day(self.input.date, self.input.timezone)
+        if self.state.as_of is not None:  # read on the run's clock, as the run reads it
+            check_as_of(self.state.as_of, self.input.timezone)
 
     @property
     def daily(self) -> bool:

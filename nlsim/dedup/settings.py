@@ -502,8 +502,8 @@ class StateSettings:
                 f"--retention-days must be a number from 0 (0 keeps everything) to {MAX_RETENTION_DAYS} "
                 f"(100 years), got {self.retention_days}"
             )
-        if self.as_of is not None:
-            check_as_of(self.as_of)
+        if self.as_of is not None:  # written as a time; whether it is in the future: on the run's clock
+            parse_time(self.as_of, "--as-of")  # (DedupConfig, with --timezone: check_as_of)
         if not self.folder and (self.as_of is not None or self.rebuild or self.accept_model_drop):
             given = (
                 "--as-of"
@@ -551,13 +551,14 @@ def check_day(value: str, timezone: str = "UTC") -> dt.date:
     return day
 
 
-def check_as_of(value: str) -> Any:
-    """``--as-of`` as a UTC ``pandas.Timestamp``, refused beyond now plus ``FUTURE_TOLERANCE_DAYS``: the
-    reference time of a state never moves back, so a time typed in the future would expire every item of
-    every later run until it is reached."""
+def check_as_of(value: str, timezone: str = "UTC") -> Any:
+    """``--as-of`` as a UTC ``pandas.Timestamp`` (without an offset: on ``timezone``'s clock, the run's
+    ``--timezone``, as the run reads it), refused beyond now plus ``FUTURE_TOLERANCE_DAYS``: the reference
+    time of a state never moves back, so a time typed in the future would expire every item of every later
+    run until it is reached."""
     import pandas as pd  # deferred, as in parse_time
 
-    ts = parse_time(value, "--as-of")
+    ts = parse_time(value, "--as-of", timezone)
     limit = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
     if ts > limit:
         raise ConfigError(

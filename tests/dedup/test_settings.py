@@ -247,3 +247,22 @@ def test_an_escaped_date_in_a_path_is_no_placeholder(option: str) -> None:
         True,
         False,
     ]
+
+
+def test_an_as_of_in_the_future_is_judged_on_the_runs_clock_as_the_run_reads_it() -> None:
+    """``--as-of`` without an offset is read in ``--timezone``, but whether it lay more than a day after now
+    was judged reading it in UTC: in Taipei, tomorrow's 20 hours from now was refused (28 hours, read so),
+    and in Los Angeles 30 hours from now was taken (22 hours, read so), the state's clock set past the
+    day of margin for good. Both are judged as the run reads them."""
+    import pandas as pd
+
+    from nlsim.errors import ConfigError
+
+    def written(zone: str, hours: int) -> str:  # a time ``hours`` from now on ``zone``'s clock, no offset
+        return (pd.Timestamp.now(tz=zone) + pd.Timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M")
+
+    base = {k: v for k, v in BASE.items() if k != "date"} | {"corpus": "in/day.parquet"}
+    config = DedupConfig.of(**base, timezone="Asia/Taipei", as_of=written("Asia/Taipei", 20))
+    assert config.state.as_of is not None
+    with pytest.raises(ConfigError, match="--as-of .* is more than 1 day after now"):
+        DedupConfig.of(**base, timezone="America/Los_Angeles", as_of=written("America/Los_Angeles", 30))
