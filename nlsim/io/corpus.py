@@ -12,7 +12,8 @@ says so, naming the field to rename it to.
 A ``published_at`` without an offset (``2026/11/25 16:52``, as CMS exports write it) is a time on the
 clock of the run's time zone (``timezone``, the deployment's ``--timezone``; UTC by default): it is read
 there and kept in UTC, and :attr:`Corpus.notes` says how many were read so. A time the zone's clocks
-skip or repeat (the hour of a daylight-saving change) is refused by row: it would be guessed.
+skip or repeat (the hour of a daylight-saving change) is refused by row: it would be guessed; a date alone
+on a day whose midnight is skipped or repeated is the day's first instant.
 
 An optional text field (``description``, ``body``, ``source``, ``lang``, ``url``) holding only an export's
 marker of a missing value (``\\N``, ``NULL``, ``None``, ``nan``, ``N/A``:
@@ -436,6 +437,26 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     return pd.Timestamp(dt.datetime(*parts[:6], tzinfo=offset)), None
 
 
+DATE_ONLY = re.compile(r"\d{4}([-/.]\d{1,2}[-/.]\d{1,2}|\d{4})")
+"""A date written year first without a time of day (``2026-09-06``, ``2026/9/6``, ``20260906``)."""
+
+
+def _date_only(value: Any) -> bool:
+    """Whether the ``published_at`` cell ``value`` is a date without a time of day (a Parquet ``date32``
+    cell, ``2026-09-06``, ``2026年9月6日``): a day, which begins at its first instant even where the clocks
+    skip or repeat its midnight (a daylight-saving change at 00:00, as in Santiago, Cairo or Havana).
+
+    >>> _date_only("2026-09-06"), _date_only("2026年9月6日"), _date_only(dt.date(2026, 9, 6))
+    (True, True, True)
+    >>> _date_only("2026-09-06 00:00"), _date_only(dt.datetime(2026, 9, 6))
+    (False, False)
+    """
+    if isinstance(value, dt.date):
+        return not isinstance(value, dt.datetime)
+    text = value.strip() if isinstance(value, str) else ""
+    return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
+
+
 @dataclass(frozen=True)
 class TimeRead:
     """One ``published_at`` cell read: the time in UTC (``NaT`` for none), or the reason it is refused;
@@ -482,6 +503,8 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
     try:
         return TimeRead(ts.tz_localize(zone).tz_convert("UTC"), naive=True)
     except ValueError as exc:  # the hour a daylight-saving change skips, or the one it repeats
+        if _date_only(value):  # a day whose midnight is skipped or repeated: its first instant
+            return TimeRead(pd.Timestamp(ts.date(), tz=zone).tz_convert("UTC"), naive=True)
         how = "skip" if "nonexistent" in str(exc) else "repeat"
         return TimeRead(
             None,

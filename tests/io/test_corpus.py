@@ -1217,3 +1217,35 @@ def test_a_time_zone_of_standard_time_all_year_is_refused_naming_the_places_zone
         load_corpus(path, timezone=zone)
     for fine in ("EST5EDT", "America/New_York", "America/Panama", "HST"):  # HST: Hawaii keeps no summer time
         assert load_corpus(path, timezone=fine).naive_times == 1
+
+
+@pytest.mark.parametrize(
+    ("zone", "day", "start"),
+    [
+        ("America/Santiago", "2026-09-06", "2026-09-06T04:00Z"),  # 00:00 skipped: the day begins at 01:00
+        ("Africa/Cairo", "2024-04-26", "2024-04-25T22:00Z"),
+        ("America/Havana", "2026-11-01", "2026-11-01T04:00Z"),  # 00:00-01:00 twice: the first one
+    ],
+)
+def test_a_date_without_a_time_on_a_day_whose_midnight_a_clock_change_skips_is_its_first_instant(
+    tmp_path, zone, day, start
+):
+    """A ``published_at`` of a date alone (``2026-09-06``, a Parquet ``date32`` cell) on a day whose clocks
+    skip or repeat midnight (Chile, Egypt, Cuba) was refused as a time "the clocks skip", so every dated
+    item of that day stopped the run; the day exists. It is read as the day's first instant, as a daily
+    run's day begins (an explicit time of day the clocks skip is refused still)."""
+    import datetime as dt
+
+    path = tmp_path / "c.csv"
+    cjk = "{}年{}月{}日".format(*(int(p) for p in day.split("-")))
+    path.write_text(f"id,title,published_at\na,A,{day}\nb,B,{day.replace('-', '')}\nc,C,{cjk}\n")
+    corpus = load_corpus(path, timezone=zone)
+    assert corpus.frame["published_at"].tolist() == [pd.Timestamp(start)] * 3 and corpus.naive_times == 3
+    stored = tmp_path / "c.parquet"
+    pd.DataFrame({"id": ["a"], "title": ["A"], "published_at": [dt.date.fromisoformat(day)]}).to_parquet(
+        stored
+    )
+    assert load_corpus(stored, timezone=zone).frame["published_at"].tolist() == [pd.Timestamp(start)]
+    path.write_text("id,title,published_at\na,A,2026-09-06 00:30\n")
+    with pytest.raises(InputError, match="clocks of America/Santiago skip it"):
+        load_corpus(path, timezone="America/Santiago")
