@@ -50,7 +50,7 @@ from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.choice import ModelChoice, load_model, with_inference
 from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
-from nlsim.progress import counted
+from nlsim.progress import counted, warn
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
 from nlsim.report.record import (
@@ -211,6 +211,7 @@ def run_daily(
         window = step("window", stages.open_daily_window, settings, daily, corpus, model, step.log)
         _check_model(step.log, daily, window, model)
         _say_day(step.log, settings, window, corpus)
+        _say_zone(step.log, settings, window)
         kept_state = window.state
         if kept_state is not None and kept_state.verdicts is not None and kept_state.scored is None:
             if not settings.clustering.annotated_pairs:
@@ -304,6 +305,25 @@ def _say_day(log: RunLog, settings: DedupConfig, window: Window, corpus: Corpus)
         )
     if all_seen(window):
         log.say(all_seen_line(window, settings.input.corpus_path))
+
+
+def _say_zone(log: RunLog, settings: DedupConfig, window: Window) -> None:
+    """Warn when a daily run's ``--timezone`` is not the one of the state's last run (a run by hand that
+    left out the deployment's zone): its times without an offset are read, and its days and times shown,
+    on another clock than the window's earlier runs read theirs, and the state's clock moves with them."""
+    last = (window.state.last_run or {}) if window.state is not None else {}
+    before, now = last.get("timezone"), settings.input.timezone
+    if not before or before == now:
+        return
+    path = settings.input.corpus_path
+    message = (
+        f"--timezone {now} is not the time zone of this state's last run ({before}, run "
+        f"{last.get('run_id')}): this run reads the times of {path} that have no offset, and shows its "
+        f"report's days and times, in {now}, where the window's earlier runs read theirs in "
+        f"{before}; if {before} is the newsroom's zone, run this day again with --timezone {before}"
+    )
+    log.messages.append(message)
+    warn(message)
 
 
 def all_seen_line(window: Window, path: str | Path) -> str:

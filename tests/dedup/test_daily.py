@@ -1432,3 +1432,24 @@ def test_an_undated_day_run_again_after_a_later_one_does_not_replace_latest(tmp_
     assert "have no date, and its day (2026-11-18) ended by this state's clock" in line
     today = run_daily(config.with_(date="2026-11-19"), state, encoder=enc)
     assert not today.stats.older_day and (out / "latest").resolve() == today.report_dir.resolve()
+
+
+def test_a_daily_run_in_another_time_zone_than_the_states_last_run_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A daily run by hand that left out the deployment's ``--timezone Asia/Taipei`` read the day's CMS times
+    in UTC, 8 hours late, moved the state's clock with them for good and showed the report in UTC, and said
+    only "read as UTC time", as any run in UTC does: nothing told that the state's runs read their times in
+    Asia/Taipei. The run now warns, naming both zones; a run back in the state's last zone says nothing."""
+    enc, state, out = HashEncoder(), tmp_path / "state", tmp_path / "out"
+    for day, rows in (("24", "a1,alpha beta gamma"), ("25", "a2,alpha beta gamma"), ("26", "a3,alpha beta")):
+        (tmp_path / f"{day}.csv").write_text(f"id,title,published_at\n{rows},2026/11/{day} 08:00\n")
+    first = run_daily(_config(tmp_path / "24.csv", out, timezone="Asia/Taipei"), state, encoder=enc)
+    assert not [m for m in first.stats.messages if "time zone" in m]
+    with caplog.at_level(logging.WARNING, logger="nlsim"):
+        second = run_daily(_config(tmp_path / "25.csv", out), state, encoder=enc)
+    said = [m for m in second.stats.messages if "is not the time zone of this state's last run" in m]
+    assert len(said) == 1 and said[0].startswith("--timezone UTC is not") and "(Asia/Taipei" in said[0]
+    assert said[0] in caplog.text
+    again = run_daily(_config(tmp_path / "26.csv", out), state, encoder=enc)
+    assert not [m for m in again.stats.messages if "is not the time zone" in m]
