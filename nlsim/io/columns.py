@@ -483,18 +483,41 @@ def safe_url(value: Any) -> str | None:
 def page_time(value: Any, zone: tzinfo | None = None) -> str | None:
     """A time as the page shows it, ``YYYY-MM-DD HH:MM`` in ``zone`` (UTC by default; a time without a zone
     is UTC here: the corpus loader has already read a corpus's times without an offset in the run's zone
-    and holds them in UTC); ``None`` when there is none.
+    and holds them in UTC); ``None`` when there is none. A time in an hour the clocks repeat (a
+    daylight-saving fall-back) comes with its offset, ``YYYY-MM-DD HH:MM (UTC±HH:MM)``: its local time
+    alone names two instants (:func:`repeated_time`).
 
     >>> from zoneinfo import ZoneInfo
     >>> page_time("2024-08-01T20:30Z"), page_time("2024-08-01T20:30Z", ZoneInfo("Asia/Taipei"))
     ('2024-08-01 20:30', '2024-08-02 04:30')
+    >>> york = ZoneInfo("America/New_York")
+    >>> page_time("2024-11-03T05:50Z", york), page_time("2024-11-03T06:10Z", york)
+    ('2024-11-03 01:50 (UTC-04:00)', '2024-11-03 01:10 (UTC-05:00)')
     """
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     stamp = pd.Timestamp(value)
     if stamp.tzinfo is None:
         stamp = stamp.tz_localize("UTC")
-    return stamp.tz_convert(zone or dt.UTC).strftime(PAGE_TIME)
+    local = stamp.tz_convert(zone or dt.UTC)
+    shown = local.strftime(PAGE_TIME)
+    if not repeated_time(local):
+        return shown
+    offset = local.strftime("%z")
+    return f"{shown} (UTC{offset[:3]}:{offset[3:5]})"
+
+
+def repeated_time(local: pd.Timestamp) -> bool:
+    """Whether the clock time of ``local`` (a time in its zone) comes twice in its zone: it lies in the
+    hour a daylight-saving fall-back repeats (01:00-02:00 of 2024-11-03 in America/New_York).
+
+    >>> from zoneinfo import ZoneInfo
+    >>> york = ZoneInfo("America/New_York")
+    >>> [repeated_time(pd.Timestamp(t).tz_convert(york)) for t in ("2024-11-03T05:59Z", "2024-11-03T07:00Z")]
+    [True, False]
+    """
+    wall, zone = local.to_pydatetime().replace(tzinfo=None), local.tzinfo
+    return wall.replace(tzinfo=zone, fold=0).utcoffset() != wall.replace(tzinfo=zone, fold=1).utcoffset()
 
 
 def _finite(value: Any) -> float | None:

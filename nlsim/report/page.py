@@ -295,9 +295,10 @@ def first_screen_order(
     clusters: pd.DataFrame, zone: ZoneInfo | None = None, threshold: float | None = None
 ) -> list[int]:
     """The row positions of ``clusters`` in the order the page's list opens on (``assets/report.js``,
-    sort "latest activity first"): the last item's time as the page shows it (in ``zone``; none last), then
-    the strongest link as the page holds it (at ``threshold``, :func:`nlsim.io.columns.page_score`), the
-    larger story, the cluster id.
+    sort "latest activity first"): the last item's time to the minute the page shows it at, latest first
+    (its instant: in the hour a fall-back repeats, 01:10 UTC-05:00 comes after 01:50 UTC-04:00, whatever
+    ``zone`` the page shows them in; none last), then the strongest link as the page holds it (at
+    ``threshold``, :func:`nlsim.io.columns.page_score`), the larger story, the cluster id.
 
     >>> clusters = pd.DataFrame({"cluster_id": ["c-a", "c-b", "c-c"], "size": [2, 3, 2],
     ...     "last_published": pd.to_datetime(["2024-08-01T08:00Z", "2024-08-01T08:00Z", None], utc=True),
@@ -313,16 +314,25 @@ def first_screen_order(
     sizes, ids = clusters["size"].tolist(), clusters["cluster_id"].astype(str).tolist()
 
     def key(k: int) -> tuple[Any, ...]:
-        when = columns.page_time(last[k], zone) or ""
-        inverted = tuple(-ord(ch) for ch in when) + (1,)  # later first; a missing time after every one
+        minute = _page_minute(last[k])
         return (
-            inverted,
+            (1, 0) if minute is None else (0, -minute),  # later first; a missing time after every one
             -(columns.page_score(best[k], SCORE_DIGITS, threshold) or 0),
             -int(sizes[k] or 0),
             ids[k],
         )
 
     return sorted(range(n), key=key)
+
+
+def _page_minute(value: Any) -> int | None:
+    """The instant of a time, in whole minutes since 1970 (the minute the page shows it at; a time without
+    a zone is UTC, as :func:`nlsim.io.columns.page_time` reads it); ``None`` when there is none."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    stamp = pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return int(stamp.floor("min").value // 60_000_000_000)
 
 
 def _cluster_pairs(

@@ -120,3 +120,56 @@ def test_a_pair_at_a_threshold_of_seven_decimals_never_reads_below_it() -> None:
     (miss,) = data["nearMisses"]
     assert _shown(miss["similarity"], digits) < threshold, (miss, threshold)
     assert "the 1 best pairs below the threshold" in review_section(data)
+
+
+def fall_back_report() -> tuple[object, object, object, object]:
+    """A run in America/New_York on 2024-11-03, when 01:00-02:00 comes twice: story c-e1 (e1-e2, its last
+    item at 01:50 of the first pass, 05:50 UTC), story c-l1 (l1-l2, its last item at 01:10 of the second,
+    06:10 UTC, the later one), a lone item at 02:30 (its own minute once)."""
+    import pandas as pd
+
+    from nlsim.clusters.table import batch_clusters
+    from nlsim.report.files import pairs_table
+    from nlsim.report.record import RunRecord
+
+    times = ["2024-11-03T01:40-04:00", "2024-11-03T01:50-04:00", "2024-11-03T01:05-05:00"]
+    times += ["2024-11-03T01:10-05:00", "2024-11-03T02:30-05:00"]
+    frame = pd.DataFrame(
+        {
+            "id": ["e1", "e2", "l1", "l2", "x"],
+            "title": ["Storm floods town", "Storm floods the town", "Mayor resigns", "Mayor quits", "Solo"],
+            "source": "wire",
+            "published_at": pd.to_datetime(times, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.95, 0.95]})
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord(model="m", threshold=0.9, timezone="America/New_York")
+    return pairs_table(frame, pairs, labels), clusters, record, frame
+
+
+def test_stories_in_the_hour_a_fall_back_repeats_follow_their_instants_and_show_their_offsets() -> None:
+    """In the hour America/New_York's clocks repeat, c-e1's last item (01:50, UTC-04:00) came 20 minutes
+    before c-l1's (01:10, UTC-05:00): latest activity first puts c-l1 first (the local times put c-e1
+    first), and the page shows each time of that hour with its offset, a time outside it without."""
+    from nlsim.io.columns import page_time
+    from nlsim.report.page import first_screen_order, page_data, page_zone
+
+    pairs, clusters, record, frame = fall_back_report()
+    order = first_screen_order(clusters, page_zone("America/New_York"))
+    assert clusters["cluster_id"].iloc[order].tolist() == ["c-l1", "c-e1"]
+    data = page_data(pairs, clusters, record, frame)
+    shown = {item["id"]: item["published_at"] for item in data["items"]}
+    assert shown == {
+        "e1": "2024-11-03 01:40 (UTC-04:00)",
+        "e2": "2024-11-03 01:50 (UTC-04:00)",
+        "l1": "2024-11-03 01:05 (UTC-05:00)",
+        "l2": "2024-11-03 01:10 (UTC-05:00)",
+    }
+    assert page_time(frame["published_at"].iloc[4], page_zone("America/New_York")) == "2024-11-03 02:30"
+    spans = {c["cluster_id"]: (c["first_published"], c["last_published"]) for c in data["clusters"]}
+    assert spans["c-l1"] == ("2024-11-03 01:05 (UTC-05:00)", "2024-11-03 01:10 (UTC-05:00)")
+    assert {c["cluster_id"]: c["period"] for c in data["clusters"]} == {
+        "c-e1": "2024-11-03",
+        "c-l1": "2024-11-03",
+    }

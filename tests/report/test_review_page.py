@@ -1097,3 +1097,64 @@ def test_a_mark_between_two_exact_copies_parts_them_in_the_preview_as_the_report
     kept = "a1" if cut == "order" else "a1c"
     assert after == [("c-a1" if kept == "a1" or daily else "c-a2", sorted([kept, "a2", "a3"]))]
     assert previewed == after
+
+
+def test_in_the_hour_a_fall_back_repeats_the_list_and_a_split_preview_follow_the_instants(
+    chromium: Any, tmp_path: Path
+) -> None:
+    """America/New_York on 2024-11-03, when 01:00-02:00 comes twice. Story c-v's last item y came at 01:10
+    of the second pass (06:10 UTC), story c-p's last item q at 01:55 of the first (05:55 UTC): the list
+    opens on c-v (the local times put c-p first). Split off v, the piece w, y (w at 01:50 of the first
+    pass, 05:50 UTC) is named by w and spans w to y, as the report's own code makes it (the local times
+    made y its earliest item), and its times show their offsets."""
+    from nlsim.report.page import page_data
+
+    rows = [
+        ("v", "Storm nears the coast", "2024-11-03T00:30-04:00"),
+        ("w", "Storm floods the coast", "2024-11-03T01:50-04:00"),
+        ("y", "Storm floods the coastal town", "2024-11-03T01:10-05:00"),
+        ("p", "Mayor resigns", "2024-11-03T01:20-04:00"),
+        ("q", "Mayor quits", "2024-11-03T01:55-04:00"),
+    ]
+    frame = pd.DataFrame(rows, columns=["id", "title", "published_at"]).assign(source="wire", url="")
+    frame["published_at"] = pd.to_datetime(frame["published_at"], utc=True)
+    pairs = pd.DataFrame([(0, 1, 0.93), (1, 2, 0.97), (3, 4, 0.95)], columns=["a", "b", "similarity"])
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord.from_dict(
+        {"run_id": "batch-fall0001", "model": FAST_MODEL, "threshold": 0.9, "timezone": "America/New_York"}
+    )
+    write_report(tmp_path / "report", pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "report" / "index.html").as_uri())
+    listed = "[...document.querySelectorAll('#clusters li.cluster')].map(li => li.dataset.cluster)"
+    assert page.evaluate(listed) == ["c-v", "c-p"]
+    body = open_cluster(page, "c-v")
+    assert page.eval_on_selector_all(f"{body} td.when", "tds => tds.map(td => td.textContent)") == [
+        "2024-11-03 00:30",
+        "2024-11-03 01:50 (UTC-04:00)",
+        "2024-11-03 01:10 (UTC-05:00)",
+    ]
+    page.click("li[data-cluster='c-v'] tr[data-item] button.rv-pick >> nth=0")  # v ...
+    page.click("li[data-cluster='c-v'] tr[data-item] button.rv-pick >> nth=1")  # ... and w
+    page.locator("#rv-picked button.rv-level[data-v='0']").click()  # not related: the cluster splits
+    drawn = page.evaluate("window.nlsimReport.data")
+    assert errors == []
+    page.close()
+
+    split = pd.Series([None, "c-w", "c-w", "c-p", "c-p"], dtype=object)
+    inside = pairs.iloc[1:]
+    _, made = batch_clusters(frame, inside)
+    want = page_data(pairs_table(frame, inside, split), made, record, frame)
+
+    def spans(data: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+        ids = [it["id"] for it in data["items"]]
+        return {
+            c["cluster_id"]: (c["first_published"], c["last_published"], [ids[i] for i in c["member_ids"]])
+            for c in data["clusters"]
+        }
+
+    assert spans(drawn) == spans(want)
+    assert spans(drawn)["c-w"] == ("2024-11-03 01:50 (UTC-04:00)", "2024-11-03 01:10 (UTC-05:00)", ["w", "y"])

@@ -143,14 +143,26 @@
     }
     return true;
   }
+  // two times as the page holds them, earlier first: "YYYY-MM-DD HH:MM" in DATA.timeZone, a time in an hour
+  // the clocks repeat with its offset, "2024-11-03 01:10 (UTC-05:00)" (nlsim.io.columns.page_time). Two
+  // times of a repeated hour compare by their instants (01:50 UTC-04:00 came before 01:10 UTC-05:00), any
+  // other two by their local time
+  var OFFSET = / \(UTC([+-]\d\d:\d\d)\)$/;
+  function instant(t, m) { return Date.parse(t.slice(0, 10) + "T" + t.slice(11, 16) + ":00" + m[1]); }
+  function timeCmp(a, b) {
+    var ma = OFFSET.exec(a), mb = OFFSET.exec(b);
+    if (ma && mb) return instant(a, ma) - instant(b, mb);
+    a = a.slice(0, 16); b = b.slice(0, 16);
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
   var STATUS_ORDER = { merged: 0, grown: 1, new: 2, regrouped: 3, dissolved: 4, unchanged: 5 };
   function cmp(a, b) {
     var s = state.sort, d = 0;
     // latest activity first: the story's last item, then its strongest link (a stronger story first)
-    if (s === "recent") d = (b.last_published || "").localeCompare(a.last_published || "") ||
+    if (s === "recent") d = timeCmp(b.last_published || "", a.last_published || "") ||
       (b.max_similarity || 0) - (a.max_similarity || 0);
-    else if (s === "newest") d = (b.last_published || "").localeCompare(a.last_published || "");
-    else if (s === "oldest") d = (a.first_published || "\uffff").localeCompare(b.first_published || "\uffff");
+    else if (s === "newest") d = timeCmp(b.last_published || "", a.last_published || "");
+    else if (s === "oldest") d = timeCmp(a.first_published || "\uffff", b.first_published || "\uffff");
     else if (s === "score") d = (b.max_similarity || 0) - (a.max_similarity || 0);
     else if (s === "status") d = (STATUS_ORDER[a.status] || 9) - (STATUS_ORDER[b.status] || 9);
     if (!d) d = b.size - a.size;
@@ -486,7 +498,7 @@
     });
   }
   // for the review panel (review.js): the data, how an item's title and a score are shown, the list drawn again
-  window.nlsimReport = { data: DATA, title: title, score: score, fmt: fmt, redraw: redraw };
+  window.nlsimReport = { data: DATA, title: title, score: score, fmt: fmt, redraw: redraw, timeCmp: timeCmp };
   window.addEventListener("hashchange", openFromHash);
   apply(false);
   if (location.hash) openFromHash();

@@ -360,8 +360,8 @@
       present(p.member_ids.map(v)).forEach(function (x) { seen[x] = true; });
       return Object.keys(seen).sort(cmpCodePoints);
     },
-    min: function (v, p) { var x = present(p.member_ids.map(v)).sort(order); return x.length ? x[0] : null; },
-    max: function (v, p) { var x = present(p.member_ids.map(v)).sort(order); return x.length ? x[x.length - 1] : null; },
+    min: function (v, p, cmp) { var x = present(p.member_ids.map(v)).sort(cmp); return x.length ? x[0] : null; },
+    max: function (v, p, cmp) { var x = present(p.member_ids.map(v)).sort(cmp); return x.length ? x[x.length - 1] : null; },
   };
   var LINK_REDUCE = {  // links: [a, b, score] inside the piece
     max: function (links) { return links.length ? Math.max.apply(null, links.map(function (l) { return l[2]; })) : null; },
@@ -378,7 +378,8 @@
     }
     var field = col.source.slice("item.".length);
     if (field !== "id" && !HELD[field]) return null;
-    return ITEM_REDUCE[col.reduce](function (i) { return field === "id" ? i : items[i][field]; }, p);
+    var cmp = col.format === "time" ? R.timeCmp : order;  // times by their instants in a repeated hour
+    return ITEM_REDUCE[col.reduce](function (i) { return field === "id" ? i : items[i][field]; }, p, cmp);
   }
   function piece(c, members, keep) {
     var inP = {};
@@ -397,7 +398,7 @@
   // join them as the run's story rule would (ruleGroups: the clusters' links, the verdicts among their items)
   function earliest(x, y) {  // the order rule: earliest first, undated last, ties by id
     var tx = items[x].published_at || "\uffff", ty = items[y].published_at || "\uffff";
-    return tx < ty ? -1 : tx > ty ? 1 : cmpCodePoints(items[x].id, items[y].id);
+    return R.timeCmp(tx, ty) || cmpCodePoints(items[x].id, items[y].id);  // a repeated hour: by instants
   }
   function blank(members) {  // a cluster of items of no cluster: the clusters columns, nothing yet
     var c = { cluster_id: "c-" + items[members[0]].id, status: "new", absorbed: [], added_ids: [], pairs: [],
