@@ -35,7 +35,7 @@ from nlsim.commands.options import needless
 from nlsim.dedup.settings import has_date
 from nlsim.environment import check_environment
 from nlsim.errors import ConfigError
-from nlsim.io.corpus_schema import MACHINE_ZONES, machine_zone_problem
+from nlsim.io.corpus_schema import MACHINE_ZONES, machine_zone_problem, zone_problem
 from nlsim.options import options_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +127,12 @@ def schedules_of(spec: dict[str, Any]) -> list[Any]:
                 ZoneInfo(str(zone))
         except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
             raise SpecError(f"{where} {i}: unknown time zone {zone!r} (e.g. Asia/Taipei, UTC)") from None
+        # named as a newsroom names its clock, it is another: Etc/GMT+8 is UTC-08:00, EST has no summer time
+        problem = (
+            None if zone is None else zone_problem(str(zone), "timezone", "the schedule's runs would start")
+        )
+        if problem is not None:
+            raise SpecError(f"{where} {i}: {problem}")
         active = s.get("active", True)
         if not isinstance(active, bool):
             raise SpecError(f"{where} {i}: 'active' must be true or false, got {active!r}")

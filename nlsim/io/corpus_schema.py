@@ -64,8 +64,13 @@ newsroom names its own clock, daylight saving time included (New York's EST and 
 clock meant, its zone, and a place's zone of that offset all year."""
 
 
-def standard_zone_problem(name: str) -> str | None:
-    """Why ``name`` (one of :data:`STANDARD_ONLY`) is no zone for a run; ``None`` for another zone.
+READ_OFF = "its times without an offset would be read"
+"""What a zone an hour off in summer does to a run (``--timezone``): :func:`standard_zone_problem`."""
+
+
+def standard_zone_problem(name: str, what: str = "--timezone", effect: str = READ_OFF) -> str | None:
+    """Why ``name`` (one of :data:`STANDARD_ONLY`), given as ``what``, is no zone for a run (``effect``:
+    what goes an hour off in summer; a schedule's runs start then); ``None`` for another zone.
 
     >>> standard_zone_problem("EST").split(": ")[0]
     "--timezone 'EST' is UTC-05:00 all year, without daylight saving time (the zone database's EST)"
@@ -74,8 +79,8 @@ def standard_zone_problem(name: str) -> str | None:
         return None
     offset, clock, zone, fixed = STANDARD_ONLY[name]
     return (
-        f"--timezone {name!r} is {offset} all year, without daylight saving time (the zone database's "
-        f"{name}): {clock} clock in summer is an hour later, and its times without an offset would be read "
+        f"{what} {name!r} is {offset} all year, without daylight saving time (the zone database's "
+        f"{name}): {clock} clock in summer is an hour later, and {effect} "
         f"an hour off; name the place's zone instead ({zone}, or {fixed} for {offset} all year)"
     )
 
@@ -146,8 +151,10 @@ def _bracketed_zone(name: str) -> str | None:
     return inner
 
 
-def zone_problem(name: str) -> str | None:
-    """What is wrong with ``name`` as the run's time zone (``--timezone``): not a time zone, a name of the
+def zone_problem(name: str, what: str = "--timezone", effect: str = READ_OFF) -> str | None:
+    """What is wrong with ``name`` as the run's time zone (given as ``what``: ``--timezone``, or a
+    deployment schedule's ``timezone``, whose runs start on its clock: ``effect``,
+    :func:`standard_zone_problem`): not a time zone, a name of the
     machine's own zone (:data:`MACHINE_ZONES`: another host reads another), or one named as ``Etc/GMT+8``,
     which is UTC-08:00 (POSIX's sign, as the zone database keeps it) where a newsroom writing GMT+8 means
     UTC+08:00: every time without an offset would be 16 hours off, as would the run's day, or one of standard
@@ -163,23 +170,23 @@ def zone_problem(name: str) -> str | None:
     from zoneinfo import ZoneInfo
 
     if name in MACHINE_ZONES:
-        return machine_zone_problem(name)
+        return machine_zone_problem(name, what)
     try:
         ZoneInfo(name)
     # ZoneInfoNotFoundError is a KeyError; a folder of the database (Europe, America/Argentina) an OSError
     except (ValueError, KeyError, OSError):
         inner = _bracketed_zone(name)
         if inner is not None:  # a time as Java writes it, or its zone in brackets: the zone is the name
-            return f"--timezone {name!r}: not a time zone name; the zone in its brackets is: {inner}"
-        return f"--timezone {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
+            return f"{what} {name!r}: not a time zone name; the zone in its brackets is: {inner}"
+        return f"{what} {name!r}: not a time zone name (e.g. Asia/Taipei, UTC)"
     posix = POSIX_ZONE.fullmatch(name)
     if posix is None:
-        return standard_zone_problem(name)
+        return standard_zone_problem(name, what, effect)
     sign, hours = posix.group(2), int(posix.group(3))
     meant = "-" if sign == "+" else "+"
     way = "behind" if sign == "+" else "ahead of"
     return (
-        f"--timezone {name!r} is UTC{meant}{hours:02d}:00, {hours} hours {way} UTC (the zone database's sign "
+        f"{what} {name!r} is UTC{meant}{hours:02d}:00, {hours} hours {way} UTC (the zone database's sign "
         f"is POSIX's): it reads two ways; name the place's zone instead (Asia/Taipei, America/New_York)"
     )
 

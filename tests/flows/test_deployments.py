@@ -95,6 +95,14 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
             ENTRY + "  parameters:\n    corpus: a/{date}.parquet\n    out: o\n    timezone: localtime\n",
             "--timezone 'localtime' names the zone of the machine that runs it",
         ),
+        (  # POSIX's sign: UTC-08:00, where a newsroom writing GMT+8 means Taipei's clock
+            ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    timezone: Etc/GMT+8\n",
+            "schedule 1: timezone 'Etc/GMT+8' is UTC-08:00, 8 hours behind UTC",
+        ),
+        (  # New York's clock names EST, the zone database's EST is UTC-05:00 in summer too
+            ENTRY + "  schedules:\n  - cron: '0 3 * * *'\n    timezone: EST\n",
+            "schedule 1: timezone 'EST' is UTC-05:00 all year",
+        ),
         (ENTRY + "  schedules:\n  - interval: -5\n", "'interval' must be a number of seconds > 0"),
         (ENTRY + "  concurrency_limit: abc\n", "concurrency_limit must be"),
         (ENTRY + "  parameters:\n    corpus: a.parquet\n    colour: red\n", "colour: not a parameter"),
@@ -137,6 +145,7 @@ ENTRY = "deployments:\n- name: x\n  entrypoint: flows/dedup.py:news_dedup\n"
     ],
     ids=[
         *("no-file", "no-function", "no-flow", "cron", "typo", "zone", "zone-machine", "timezone-machine"),
+        *("zone-posix", "zone-standard"),
         *("interval", "limit", "param", "key"),
         *("needs-state", "needs-ivf", "needs-report", "out-needs-report", "timezone-value", "k-value"),
         *("k-type", "date-value", "required"),
