@@ -92,7 +92,7 @@ from nlsim.search.index import (
     resolved_kind,
     save_index,
 )
-from nlsim.search.neighbors import neighbor_pairs
+from nlsim.search.neighbors import neighbor_pairs, scored_by_representatives
 
 FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
 """An item published more than this after the wall clock is refused (a wrong date, not news)."""
@@ -474,7 +474,7 @@ def neighbors(
     if rep is not None:
         q = q[rep[q] == q]  # a copy's neighbours are its representative's
     extra = {} if rep is None else {"copies": rep}
-    return (search or neighbor_pairs)(
+    found = (search or neighbor_pairs)(
         window.index,
         window.embeddings[q],
         q,
@@ -485,6 +485,8 @@ def neighbors(
         progress=progress,
         **extra,
     )
+    # a group of copies is scored by its representative's vector, whichever copy the search hit
+    return found if rep is None else scored_by_representatives(found, window.embeddings, rep, floor)
 
 
 def readable(

@@ -133,6 +133,38 @@ def neighbor_pairs(
     return collect.result()
 
 
+def scored_by_representatives(
+    pairs: pd.DataFrame, embeddings: np.ndarray, copies: np.ndarray, threshold: float
+) -> pd.DataFrame:
+    """``pairs`` (of :func:`neighbor_pairs` with ``copies``) with the pairs that touch a group of copies
+    scored as their representatives' vectors score them, and those then below ``threshold`` left out.
+
+    A hit on any copy counts its group as a neighbour (so that 2,048 hits on one headline's copies still
+    find the group), but a copy's own vector can lie far from its representative's (a full-width or
+    punctuated copy reads as other tokens to some models): scored by it, an item near that vector alone
+    was linked to the group when it was searched (in a batch run, every item is) and not when it was not
+    (a daily run searches the day's items only), and the two runs made other clusters. Scored by the
+    representatives, the vector that stands for the group (:mod:`nlsim.clusters.copies`), both make the
+    same pairs. Pairs of items without copies keep the search's score.
+
+    >>> emb = np.array([[1, 0], [0, 1], [0.6, 0.8]], dtype="float32")  # row 2 a copy of row 1, read otherwise
+    >>> found = pd.DataFrame({"a": [0], "b": [1], "similarity": np.float32([0.6])})  # row 0 hit row 2
+    >>> len(scored_by_representatives(found, emb, np.array([0, 1, 1]), 0.5))
+    0
+    """
+    copies = np.asarray(copies, dtype=np.int64)
+    grouped = np.bincount(copies, minlength=len(copies)) > 1  # the representatives of two items or more
+    a, b = pairs["a"].to_numpy(np.int64), pairs["b"].to_numpy(np.int64)
+    touch = grouped[copies[a]] | grouped[copies[b]]
+    if not touch.any():
+        return pairs
+    ra, rb = copies[a[touch]], copies[b[touch]]
+    sims = pairs["similarity"].to_numpy(np.float32).copy()
+    sims[touch] = np.einsum("ij,ij->i", embeddings[ra], embeddings[rb]).astype(np.float32)
+    keep = sims >= threshold
+    return pd.DataFrame({"a": a[keep], "b": b[keep], "similarity": sims[keep]}).reset_index(drop=True)
+
+
 class _Collector:
     """Turns search results (hits sorted by similarity, per query row) into unique filtered pairs."""
 

@@ -317,3 +317,32 @@ def test_a_verdict_parting_two_copies_after_a_day_keeps_the_copy_a_batch_run_kee
     got = sorted(sorted(m) for m in daily["member_ids"])
     assert got == sorted(sorted(m) for m in batch.clusters["member_ids"])
     assert len(got) == 1 and {"a2", "a3"} < set(got[0]) and len(got[0]) == 3  # one copy kept, one alone
+
+
+def test_a_daily_run_links_a_copy_group_as_a_batch_run_does_when_a_copy_reads_otherwise(tmp_path):
+    """``red, green, blue, black`` is a copy of ``red green blue black`` (its copy key is the same) but not
+    one text to the model (the words carry the commas): a full-width or punctuated copy can embed far from
+    its group's representative. An earlier item whose words are the copy's found the copy in a batch run
+    (its search hit the copy's vector) and joined the group, while a daily run searching the day's
+    representative only never saw that link. The representative's vector stands for its group in both
+    (docs/report.md: the search reads one item per group): both runs make the same clusters."""
+    times = pd.to_datetime(["2024-05-01 08:00", "2024-05-02 08:00", "2024-05-02 09:00"], utc=True)
+    news = pd.DataFrame(
+        {
+            "id": ["x", "n", "m"],
+            "title": ["red, green, blue, black white", "red green blue black", "red, green, blue, black"],
+            "published_at": times,
+        }
+    )
+    for n, day in enumerate((news.iloc[:1], news.iloc[1:])):
+        day.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+    news.to_parquet(tmp_path / "all.parquet", index=False)
+    state = tmp_path / "state"
+    for n in range(2):
+        cfg = _config(tmp_path / f"day{n}.parquet", tmp_path / "daily", "hash", 0.7, text_fields=("title",))
+        run_daily(cfg, state, retention_days=None, encoder=HashEncoder())
+    cfg = _config(tmp_path / "all.parquet", tmp_path / "batch", "hash", 0.7, text_fields=("title",))
+    batch = run_dedup(cfg, encoder=HashEncoder())
+    batch_clusters = zip(batch.clusters["cluster_id"], batch.clusters["member_ids"], strict=True)
+    assert state_assignment(state) == {m: c for c, ms in batch_clusters for m in ms}
+    assert state_assignment(state) == {"n": "c-n", "m": "c-n"}  # x stays alone: far from the group's text
