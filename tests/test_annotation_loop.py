@@ -623,6 +623,29 @@ def test_a_text_with_white_space_around_it_is_stored_as_its_items_text(
     assert verdict.text_changed({item: text, other: "颱風來了"}) == []
 
 
+def test_a_text_nothing_vouches_for_is_stored_without_the_white_space_around_it(
+    pairs: Path, tmp_path: Path
+) -> None:
+    """An editors' file typed by hand (no corpus given, items the pair file does not hold) with a text copied
+    from a corpus cell that has a space around it: a report reads that title without the space, so the
+    verdict's hash of the text as typed matched no item's text, the verdict never acted, and the run said it
+    was given on another text. The merge keeps the text without the space around it, as a report reads it."""
+    from nlsim.clusters.verdicts import load_verdicts, store_path
+    from nlsim.io.corpus import load_corpus
+
+    corpus = tmp_path / "news.csv"
+    pd.DataFrame({"id": ["x1", "x2"], "title": ["\u3000颱風登陸 ", "颱風來了 "]}).to_csv(corpus, index=False)
+    path = filled(
+        tmp_path, id_a=["x1"], id_b=["x2"], text_a=["\u3000颱風登陸 "], text_b=["颱風來了 "], score=["0"]
+    )
+    merge_annotations(path, pairs, log=quiet)
+    merged = load_pairs(pairs).iloc[-1]
+    assert (merged["text_a"], merged["text_b"]) == ("颱風登陸", "颱風來了")
+    (verdict,) = load_verdicts(store_path(pairs)).records
+    titles = load_corpus(corpus).frame.set_index("id")["title"].to_dict()  # as a report reads them
+    assert verdict.text_changed(titles) == []
+
+
 @pytest.mark.parametrize("suffix", ["csv", "tsv"])
 def test_rows_after_an_empty_line_are_named_by_the_row_a_spreadsheet_shows(
     pairs: Path, tmp_path: Path, suffix: str

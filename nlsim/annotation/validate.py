@@ -646,12 +646,12 @@ def check_texts(
     in the text kept when it is the known text or the one the page exported (its hash): a CMS headline with
     a line break, shown and exported as the corpus has it, is the same text with a space, which a TSV pair
     file can hold. A text nothing vouches for keeps it (refused for a TSV pair file: to remove by hand,
-    :func:`cell_problems`). With a hash column (:data:`editor_file.HASH_COLUMNS`) the text must be the
-    one exported (a spreadsheet that ran a formula saves its value instead); where the item's text is known
-    (``known``: the pair file, the corpus) the text must be that one, and a row whose two ids were swapped
-    with their texts left in place is named as such (the pair id is the same in either order, so only the
-    texts tell). With a ``corpus``, an item id that neither the pair file nor the corpus holds is a problem
-    too (a mistyped id could never act).
+    :func:`cell_problems`) but for white space around it, which a report drops from a title too. With a hash
+    column (:data:`editor_file.HASH_COLUMNS`) the text must be the one exported (a spreadsheet that ran a
+    formula saves its value instead); where the item's text is known (``known``: the pair file, the corpus)
+    the text must be that one, and a row whose two ids were swapped with their texts left in place is named as
+    such (the pair id is the same in either order, so only the texts tell). With a ``corpus``, an item id that
+    neither the pair file nor the corpus holds is a problem too (a mistyped id could never act).
     Problems name the file, the row and the field."""
     rows = new.attrs.get("rows") or list(range(1, len(new) + 1))
     problems: list[InputError] = []
@@ -676,8 +676,8 @@ def check_texts(
                 chosen[side] = item[0]  # white space a spreadsheet kept around it aside: the item's own text
             elif hashed:  # the text the page showed: a line break or a tab in it read as a space
                 chosen[side] = one_line(options[-1])
-            else:
-                chosen[side] = options[-1]  # typed: a line break or a tab is refused, to remove by hand
+            else:  # typed: a line break or a tab inside is refused, to remove by hand; white space around
+                chosen[side] = options[-1].strip()  # it aside, as a report reads its item's title
         for side, other in (("a", "b"), ("b", "a")):
             item = known.get(ids[side])
             if item is None or same_text(chosen[side], item[0]):
