@@ -127,6 +127,10 @@ class Copies:
     between two of its copies parted (every part of it, sorted): each part is searched for its own
     neighbours, as any representative is; a daily run searches again those an earlier day read as a copy of
     another (:func:`nlsim.dedup.stages.copies`), so that its links are those a batch run finds."""
+    apart: frozenset[tuple[str, str]] = frozenset()
+    """The editors' "not the same story" pairs (:func:`~nlsim.clusters.constraints.pair_key`) whose two
+    items would be copies of one part without the verdicts: the verdict split them, linked or not
+    (:meth:`nlsim.dedup.stages.Grouped.changes`)."""
 
     @property
     def count(self) -> int:
@@ -189,6 +193,7 @@ def find_copies(
     partners = _partners(cannot)
     window_ns = None if not window_hours else int(float(window_hours) * 3600e9)
     parted: list[int] = []
+    apart: set[tuple[str, str]] = set()
     for rows in by_key.values():
         if len(rows) < 2:
             continue
@@ -198,7 +203,19 @@ def find_copies(
             rep[part] = part[0]
         if len(parts) > 1 and _parted_by_verdict([ids[r] for r in rows], partners):
             parted += [part[0] for part in parts]
-    return Copies(tuple(ids), rep, np.array(sorted(parted), dtype=np.int64))
+            apart |= _kept_apart(_parts(rows, ids, keys, window_ns, {}), ids, partners)
+    return Copies(tuple(ids), rep, np.array(sorted(parted), dtype=np.int64), frozenset(apart))
+
+
+def _kept_apart(
+    parts: list[list[int]], ids: list[str], partners: Mapping[str, set[str]]
+) -> set[tuple[str, str]]:
+    """The pairs of ``partners`` (an editor keeps them apart) whose two items share one of ``parts``."""
+    out: set[tuple[str, str]] = set()
+    for part in parts:
+        inside = {ids[r] for r in part}
+        out |= {pair_key(m, o) for m in inside for o in partners.get(m, ()) if o in inside}
+    return out
 
 
 def _partners(cannot: Iterable[tuple[str, str]]) -> dict[str, set[str]]:

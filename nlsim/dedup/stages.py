@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -714,7 +714,12 @@ def cluster(
             story_all,
             upd.assignment,
             cut_links(links, groups, grouped.free, same),
-            grouped.changes(editors.acting_verdicts(), known, upd.assignment),
+            grouped.changes(
+                editors.acting_verdicts(),
+                known,
+                upd.assignment,
+                window.copies.apart if window.copies is not None else frozenset(),
+            ),
         ),
         editors.verdicts,
         editors.scored,
@@ -823,19 +828,26 @@ class Grouped:
     bare: Sequence[Sequence[str]]
 
     def changes(
-        self, verdicts: Sequence[Verdict], known: LinkConstraints, assignment: Mapping[str, str]
+        self,
+        verdicts: Sequence[Verdict],
+        known: LinkConstraints,
+        assignment: Mapping[str, str],
+        copies_apart: Collection[tuple[str, str]] = frozenset(),
     ) -> list[ClusterChange]:
         """What each of the acting ``verdicts`` among the window's items (``known``) changed in the
         clusters: a same-story verdict whose two items are together with the verdicts and apart in ``bare``
         joined them; a not-the-same-story one whose items are apart with the verdicts and together in
-        ``free`` split them. Each with the ids (``assignment``) of the clusters its items are in."""
+        ``free``, or exact copies it parted (``copies_apart``: :attr:`~nlsim.clusters.copies.Copies.apart`,
+        one story without it whatever their links), split them. Each with the ids (``assignment``) of the
+        clusters its items are in."""
         final, loose, plain = (_group_of(g) for g in (self.groups, self.free, self.bare))
         out = []
         for v in verdicts:
             a, b = v.key
+            together = _together(loose, a, b) or v.key in copies_apart
             if v.key in known.must_link and _together(final, a, b) and not _together(plain, a, b):
                 change = JOINED
-            elif v.key in known.cannot_link and _together(loose, a, b) and not _together(final, a, b):
+            elif v.key in known.cannot_link and together and not _together(final, a, b):
                 change = SPLIT
             else:
                 continue

@@ -346,3 +346,34 @@ def test_a_daily_run_links_a_copy_group_as_a_batch_run_does_when_a_copy_reads_ot
     batch_clusters = zip(batch.clusters["cluster_id"], batch.clusters["member_ids"], strict=True)
     assert state_assignment(state) == {m: c for c, ms in batch_clusters for m in ms}
     assert state_assignment(state) == {"n": "c-n", "m": "c-n"}  # x stays alone: far from the group's text
+
+
+def test_an_editors_not_the_same_story_between_two_copies_that_read_apart_is_listed_as_a_split(tmp_path):
+    """``a`` and ``c`` are copies (one copy key) that the model reads apart (the commas stay on the words):
+    without the verdict they are one story, as copies always are, so the editor's "not the same story"
+    split them, and the card of ``a``'s story must say so (``run.json``'s ``editors.cluster_changes``). The
+    change was left out: it was judged by the links alone, and the two copies have none."""
+    news = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "title": ["budget agreed today", "budget agreed today", "budget, agreed, today!", "rain falls"],
+            "published_at": pd.to_datetime(
+                ["2024-05-01 08:00", "2024-05-01 09:00", "2024-05-01 10:00", None], utc=True
+            ),
+        }
+    )
+    news.to_parquet(tmp_path / "news.parquet", index=False)
+    pairs = _pair_file(tmp_path / "pairs.tsv", [("a", "c", news["title"][0], news["title"][2], 0.0)])
+    (tmp_path / "pairs.verdicts.csv").write_text(
+        "pair_id,id_a,id_b,score,split,annotator,source,decided_at\n,a,c,0,train,desk,marks.csv,\n",
+        encoding="utf-8",
+    )
+    cfg = _config(tmp_path / "news.parquet", tmp_path / "out", "hash", 0.7, annotated_pairs=str(pairs))
+    result = run_dedup(cfg, encoder=HashEncoder())
+    assert sorted(sorted(m) for m in result.clusters["member_ids"]) == [["a", "b"]]
+    changes = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))["editors"][
+        "cluster_changes"
+    ]
+    assert [(c["id_a"], c["id_b"], c["change"], c["clusters"]) for c in changes] == [
+        ("a", "c", "split", ["c-a"])
+    ]
