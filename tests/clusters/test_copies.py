@@ -52,6 +52,27 @@ def test_a_thousands_separator_is_not_part_of_the_number():
     assert copy_key("12345,678") != copy_key("12345678")  # no group of at most three before it
 
 
+def test_html_a_cms_left_in_a_text_is_read_as_the_text_a_page_shows():
+    """A CMS that leaves its markup in a headline (``AT&amp;T``, ``&#163;1.8m`` as in the bundled BBC
+    corpus, ``&nbsp;``, ``<b>Storm</b>``, a ``<br/>``) sends the same headline as a wire that does not: the
+    key reads a character reference as its character and leaves an HTML element's tags out, so the two are
+    copies; a ``<`` or ``&`` that is no markup is text, and other words are still other texts."""
+    assert copy_key("AT&amp;T shares fall") == copy_key("AT&T shares fall")
+    assert copy_key("&#163;1.8m indecency fine for Viacom") == copy_key("£1.8m indecency fine for Viacom")
+    assert copy_key("Biden&#39;s plan&#x2014;and &ldquo;why&rdquo;") == copy_key("Biden's plan - and why")
+    assert copy_key("Storm&nbsp;hits&nbsp;coast") == copy_key("Storm hits coast")
+    assert copy_key("AT&amp;amp;T") == copy_key("AT&T")  # escaped twice
+    assert copy_key("<b>Storm</b> warning for the <A HREF='x'>east</a> coast<br/>") == copy_key(
+        "Storm warning for the east coast"
+    )
+    assert copy_key("&lt;b&gt;Storm&lt;/b&gt; warning") == copy_key("Storm warning")
+    assert copy_key("5 &lt; 6") == copy_key("5 < 6") != copy_key("5 6")
+    assert copy_key("P&G&#39;s R&D") == copy_key("P&G's R&D")
+    assert copy_key("Sales <b>up</b> 3<br>000") == copy_key("Sales up 3000")
+    assert copy_key("<b>Storm</b> warning") != copy_key("<b>Rain</b> warning")
+    assert copy_key("Fans <3 the <Reuters> feed") == "fans<3the<reuters>feed"  # no HTML element
+
+
 def test_texts_without_words_are_nobodys_copies():
     found = find_copies(["a", "b", "c"], ["...", "!!", "--"])
     assert found.count == 0 and found.groups() == []
