@@ -34,7 +34,8 @@ bidi-isolated (``<bdi>``, ``dir=auto``, isolate marks in ``<option>``): a right-
 reorders only itself, never the page's own words around it. ``lang`` is set on the page (``en``, its own
 words) and on every title holding Han characters (``zh-Hant`` / ``zh-Hans``: the title's own script,
 :func:`~nlsim.report.page.title_langs`; for a title that reads the same in both, the run's conversion's
-source script, else ``zh``), and the font stack names CJK fonts of every platform.
+source script, else ``zh``; ``ja`` or ``ko`` for one that holds kana or Hangul), and the font stack names CJK
+fonts of every platform.
 
 Example:
     >>> import pandas as pd

@@ -132,16 +132,34 @@ def script_fold(texts: Iterable[str]) -> dict[str, str]:
     return {ch: s for ch, s in zip(chars, convert(chars, "t2s"), strict=True) if len(s) == 1 and s != ch}
 
 
+KANA = re.compile(
+    "[\u3041-\u306d\u306f-\u3096\u309d\u309e\u30a1-\u30fa\u30fd\u30fe\u31f0-\u31ff\uff66-\uff6f\uff71-\uff9d]"
+)
+"""Hiragana and katakana but the hiragana の, which Taiwanese headlines write for 的 (日本の名店), and the
+marks Chinese text uses too (the katakana middle dot between names, the prolonged sound mark): a title
+with Han characters that holds one is Japanese."""
+HANGUL = re.compile("[\u1100-\u115e\u1161-\u11ff\u3131-\u3163\u3165-\u318e\uac00-\ud7a3]")
+"""Hangul letters and syllables (the fillers, which show nothing, aside): a title with Han characters that
+holds one is Korean, written with hanja."""
+
+
 def script_of(text: str) -> str | None:
-    """The script a Chinese ``text`` is written in, as a ``lang`` tag: ``zh-Hant`` when OpenCC ``t2s``
-    changes it, ``zh-Hans`` when ``s2t`` does, ``None`` when neither does (no Han character, or one that
-    reads the same in both scripts).
+    """The script a ``text`` with Han characters is written in, as a ``lang`` tag: ``ja`` when it holds
+    kana (:data:`KANA`), ``ko`` when it holds Hangul (:data:`HANGUL`), else Chinese: ``zh-Hant`` when
+    OpenCC ``t2s`` changes it, ``zh-Hans`` when ``s2t`` does, ``None`` when neither does (no Han character,
+    or one that reads the same in both scripts).
 
     >>> script_of("颱風登陸"), script_of("台风登陆"), script_of("大人"), script_of("Typhoon")
     ('zh-Hant', 'zh-Hans', None, None)
+    >>> script_of("台風が接近"), script_of("서울 大雨"), script_of("日本の名店 來台"), script_of("서울")
+    ('ja', 'ko', 'zh-Hant', None)
     """
     if not HAN.search(text):
         return None
+    if KANA.search(text):
+        return "ja"
+    if HANGUL.search(text):
+        return "ko"
     if convert([text], "t2s")[0] != text:
         return "zh-Hant"
     if convert([text], "s2t")[0] != text:

@@ -376,6 +376,34 @@ def test_each_chinese_title_is_marked_with_its_own_script_in_a_mixed_corpus(tmp_
     assert lang["both"] == data["cjkLang"]
 
 
+def test_a_japanese_or_korean_title_is_not_marked_as_chinese(tmp_path):
+    """A Japanese headline (kana beside its kanji) or a Korean one with hanja was marked ``zh-Hant``, the
+    run's Chinese script, so its Han characters were drawn in Chinese glyph forms and a screen reader read
+    it as Chinese: it is marked ``ja`` or ``ko``. A Taiwanese headline with the one kana Taiwan writes
+    (の, for 的) or with a katakana middle dot between names is still Chinese."""
+    frame = pd.DataFrame(
+        {
+            "id": ["ja", "ko", "no", "dot"],
+            "title": [
+                "東京都で大雨 台風が接近",
+                "서울 大雨 경보",
+                "日本の名店 來台展店",
+                "蘋果・三星 營收創新高",
+            ],
+            "published_at": pd.to_datetime(["2024-07-24T08:00Z"] * 4, utc=True),
+        }
+    )
+    pairs = pd.DataFrame({"a": [0, 2], "b": [1, 3], "similarity": [0.97, 0.96]})
+    labels, clusters = batch_clusters(frame, pairs)
+    record = RunRecord(model="m", conversion="tw2sp")
+    files = write_report(tmp_path, pairs_table(frame, pairs, labels), clusters, record, frame=frame)
+    data = page_json(files["index.html"].read_text())
+    lang = {
+        it["id"]: data.get("titleLang", {}).get(str(i), data["cjkLang"]) for i, it in enumerate(data["items"])
+    }
+    assert lang == {"ja": "ja", "ko": "ko", "no": "zh-Hant", "dot": "zh-Hant"}
+
+
 def test_the_plain_line_says_when_the_threshold_was_measured_on_texts_converted_otherwise(tmp_path):
     """A model calibrated on tw2sp texts, run on a mixed day with --convert none: the page's first line of
     trust gives the calibration's figures, and says they were measured on texts converted otherwise."""
