@@ -589,6 +589,9 @@ def _search(
     if said:
         step.log.say(said)
     emb, hit = step("embed", stages.embed, texts, model, plan)
+    said = stages.long_texts(texts, window, model)
+    if said:
+        step.log.say(said)
     info = with_inference(model.info, model.encoder)
     window = step("index", stages.index, window, emb, settings.search, model, settings.model.threads)
     reranked = model.reranker is not None

@@ -518,6 +518,25 @@ def readable(
     return pairs[~drop].reset_index(drop=True), said
 
 
+def long_texts(texts: Sequence[str], window: Window, model: ModelChoice) -> str | None:
+    """What the run says of the embedded ``texts`` (the window's :attr:`~Window.embed_rows`, converted) that
+    run past the tokens the encoder reads (:meth:`nlsim.encoders.encoder.Encoder.cut`): their vectors say
+    what their beginning says, the fields in ``--text-fields`` order (``None``: no such text)."""
+    check = getattr(model.encoder, "cut", None)
+    if check is None or not len(texts):
+        return None
+    cut = check(texts)
+    if not cut.any():
+        return None
+    first = str(window.ids[window.embed_rows[int(np.flatnonzero(cut)[0])]])
+    tokens = model.encoder.max_length
+    return (
+        f"long texts: {int(cut.sum())} item(s) run past the {tokens} tokens {model.encoder.name} reads "
+        f"(e.g. {first!r}): only their first {tokens} tokens, in --text-fields order, are embedded, so two "
+        "items alike there are alike to the model, whatever follows"
+    )
+
+
 def copies_said(window: Window) -> str | None:
     """What the run says of the window's exact copies (``None`` when it has none)."""
     found = window.copies

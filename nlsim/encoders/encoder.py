@@ -416,6 +416,22 @@ class Encoder:
         )
         return enc["input_ids"]
 
+    def cut(self, texts: Sequence[str]) -> np.ndarray:
+        """Whether each text runs past :attr:`max_length` (prefix and special tokens included), so that the
+        model reads only its beginning: two texts alike up to there embed as one, whatever follows.
+
+        >>> from nlsim.encoders import load_encoder
+        >>> enc = load_encoder("paraphrase-MiniLM-L3-v2")
+        >>> enc.cut(["Floods in the north", "rain " * 300]).tolist()
+        [False, True]
+        """
+        if not len(texts):
+            return np.zeros(0, dtype=bool)
+        rows = self.tokenizer(
+            self._with_prefix(texts), truncation=False, return_attention_mask=False, verbose=False
+        )["input_ids"]
+        return np.array([len(ids) > self.max_length for ids in rows], dtype=bool)
+
     def unreadable(self, texts: Sequence[str]) -> np.ndarray:
         """Whether the model reads nothing of each text: every token of it that the model reads (up to
         :attr:`max_length`; no prefix, no special token) is

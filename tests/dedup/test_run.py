@@ -462,6 +462,38 @@ def test_texts_the_model_reads_as_unknown_tokens_only_pair_with_nothing_but_thei
     assert len(said) == 1 and "2 item(s)" in said[0] and "'u1'" in said[0], result.messages
 
 
+def test_a_run_says_how_many_texts_run_past_what_the_model_reads(tmp_path, fast_encoder):
+    """With ``--text-fields title,body`` a body longer than the model's tokens (256 to the small model, 64
+    to a model fine-tuned at its default length) was cut without a word: two articles with one title and
+    lead are one vector, whatever their bodies say next. The run says how many texts were cut, and where."""
+    lead = "Floods force thousands from their homes in the north. "
+    rows = {
+        "b1": ("Floods in the north", lead + "Rescue teams worked through the night. " * 60),
+        "b2": ("Floods in the north", lead + "The cup final was moved to Sunday. " * 60),
+        "s1": ("Markets fall on rate fears", "Shares slid in early trading."),
+    }
+    corpus = pd.DataFrame(
+        {"id": list(rows), "title": [t for t, _ in rows.values()], "body": [b for _, b in rows.values()]}
+    )
+    corpus.to_csv(tmp_path / "news.csv", index=False)
+    cfg = DedupConfig.of(
+        corpus=tmp_path / "news.csv",
+        out=tmp_path / "rep",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.9,
+        text_fields=("title", "body"),
+        cache=False,
+        progress=False,
+    )
+    result = run_dedup(cfg, encoder=fast_encoder)
+    said = [m for m in result.messages if m.startswith("long texts:")]
+    assert len(said) == 1, result.messages
+    assert "2 item(s)" in said[0] and "'b1'" in said[0] and "256 tokens" in said[0], said
+    short = run_dedup(cfg.with_(text_fields=("title",), out=str(tmp_path / "short")), encoder=fast_encoder)
+    assert not [m for m in short.messages if m.startswith("long texts:")], short.messages
+
+
 def test_a_report_written_over_a_chains_report_takes_away_the_chains_record(tmp_path, caplog):
     """nlsim dedup into the folder of an nlsim pipeline report: its pipeline.json and pipeline.md, which name
     the chain's model, decision and judgement, describe a report the folder no longer holds; they go when
