@@ -217,6 +217,44 @@ def test_search_finds_a_title_in_either_chinese_script(page: Path) -> None:
             assert browser.evaluate(VISIBLE) == want, query
 
 
+def test_search_finds_a_title_as_it_looks_whatever_its_code_points(tmp_path: Path) -> None:
+    """A CMS wrote "Montréal" with a combining accent (NFD, as macOS exports do), a Japanese feed wrote
+    "ＡＰＰＬＥ" in full-width letters, a wire "Biden’s" with a curly apostrophe: each looks as an editor
+    types it (NFC "Montréal", "apple", "Biden's"), and the search found none of them. It reads titles and
+    query alike in NFKC, and curly quotes as straight ones; other words still do not match."""
+    require_browser()
+    rows = [
+        ("m0", "Cafe\u0301 owner elected mayor of Montre\u0301al"),
+        ("m1", "Cafe owner wins the city's election"),
+        ("w0", "ＡＰＰＬＥ shares soar on new phone"),
+        ("w1", "Tech stock jumps after launch"),
+        ("q0", "Biden\u2019s \u201cplan\u201d fails in Senate"),
+        ("q1", "Senate rejects the president\u2019s budget"),
+    ]
+    frame = pd.DataFrame(rows, columns=["id", "title"])
+    frame["published_at"] = pd.to_datetime(["2024-08-01T08:00Z"] * len(rows), utc=True)
+    pairs = pd.DataFrame({"a": [0, 2, 4], "b": [1, 3, 5], "similarity": [0.95, 0.94, 0.93]})
+    labels, clusters = batch_clusters(frame, pairs)
+    summary = {"model": "m", "items": len(frame), "threshold": 0.9, "conversion": "none"}
+    write_report(
+        tmp_path, pairs_table(frame, pairs, labels), clusters, RunRecord.from_dict(summary), frame=frame
+    )
+    with Browser() as browser:
+        browser.open((tmp_path / "index.html").as_uri())
+        wanted = {
+            "elected mayor of Montréal": ["c-m0"],
+            "apple shares": ["c-w0"],
+            "Biden's": ["c-q0"],
+            '"plan"': ["c-q0"],
+            "president's budget": ["c-q0"],
+            "Montreal": [],
+        }
+        for query, want in wanted.items():
+            browser.evaluate("document.getElementById('q').select()")
+            browser.type_text("#q", query)
+            assert browser.evaluate(VISIBLE) == want, query
+
+
 def test_daily_page_shows_status_and_added_items(page: Path, tmp_path: Path) -> None:
     from nlsim.dedup.config import DedupConfig
     from tests.incremental_helpers import HashEncoder, run_daily, split_days, story_corpus

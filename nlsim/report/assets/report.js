@@ -113,8 +113,12 @@
   var SEARCHED = shownOf("items").filter(function (c) { return c.format === "text"; });  // id, title, source, ...
   // Traditional and Simplified Chinese read as one: each character the page holds (and its Traditional forms)
   // as its Simplified form (DATA.fold, nlsim.report.page.script_fold), in the titles and in the query alike
+  // and a text as it looks, whatever its code points: NFKC (a combining accent as the accented letter a
+  // keyboard types, full-width letters as ASCII ones), curly quotes and apostrophes as straight ones
   var FOLD = DATA.fold || {}, FOLDS = Object.keys(FOLD).length > 0;
+  var QUOTES = /[\u2018\u2019\u201a\u201b\u2032]/g, DOUBLE = /[\u201c\u201d\u201e\u201f\u2033]/g;
   function fold(text) {
+    text = text.normalize("NFKC").replace(QUOTES, "'").replace(DOUBLE, '"');
     if (!FOLDS) return text;
     var out = "";
     for (var ch of text) out += Object.prototype.hasOwnProperty.call(FOLD, ch) ? FOLD[ch] : ch;
