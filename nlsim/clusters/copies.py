@@ -57,7 +57,8 @@ from nlsim.io.cells import unseen
 COPY_KEY_VERSION = 3
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
-a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``) is paired again,
+a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
+not a hyphen) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -103,6 +104,10 @@ def shown_text(text: str) -> str:
     return _TAG.sub("", text)
 
 
+MINUS = "\u2212"
+"""The minus sign, a symbol (Sm) that NFKC keeps: a copy key reads it as the hyphen-minus (punctuation) it
+stands for, so ``−2%`` is ``-2%``, and the mark between two digits of ``2−1`` is that of ``2-1``."""
+
 DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
 characters (C)."""
@@ -116,7 +121,7 @@ def copy_key(text: str) -> str:
     one looks the same as one without) (``""``: a text with nothing else is nobody's copy). White space or
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
-    (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one.
+    (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A minus sign is a hyphen (:data:`MINUS`).
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
@@ -127,7 +132,7 @@ def copy_key(text: str) -> str:
     >>> copy_key("3,000 jobs"), copy_key("3 000 jobs"), copy_key("1,234,567"), copy_key("2024-05-01")
     ('3000jobs', '3000jobs', '1234567', '2024.05.01')
     """
-    folded = unicodedata.normalize("NFKC", shown_text(str(text))).casefold()
+    folded = unicodedata.normalize("NFKC", shown_text(str(text))).casefold().replace(MINUS, "-")
     kept: list[str] = []
     marks = ""  # the visible marks and spaces since the last character kept
     last = -1  # where the last character kept is in ``folded``

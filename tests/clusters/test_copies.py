@@ -73,6 +73,15 @@ def test_html_a_cms_left_in_a_text_is_read_as_the_text_a_page_shows():
     assert copy_key("Fans <3 the <Reuters> feed") == "fans<3the<reuters>feed"  # no HTML element
 
 
+def test_a_minus_sign_is_the_hyphen_it_stands_for():
+    """A typographer's minus sign U+2212 (``Nasdaq −2%``, as some CMSs set a figure) is the hyphen-minus a
+    wire writes (``Nasdaq -2%``): the two were no copies, though the key reads ``-2%`` as ``2%`` and a
+    score's ``2-1`` as ``2.1``; it reads the minus sign as the hyphen, and a plus still tells a rise."""
+    assert copy_key("Nasdaq \u22122% as tech slides") == copy_key("Nasdaq -2% as tech slides")
+    assert copy_key("Arsenal 2\u22121 Spurs") == copy_key("Arsenal 2-1 Spurs") != copy_key("Arsenal 21 Spurs")
+    assert copy_key("Nasdaq \u22122%") != copy_key("Nasdaq +2%")
+
+
 def test_texts_without_words_are_nobodys_copies():
     found = find_copies(["a", "b", "c"], ["...", "!!", "--"])
     assert found.count == 0 and found.groups() == []
