@@ -81,6 +81,10 @@ _TAG = re.compile(
     r"<!--.*?-->|</?(?:" + "|".join(sorted(HTML_ELEMENTS, key=len, reverse=True)) + r")(?:\s[^<>]*)?/?>",
     re.IGNORECASE | re.DOTALL,
 )
+SHOWN_TEXT_VERSION = 1
+"""Which reading of :func:`shown_text` the texts a run embeds went through (:meth:`nlsim.dedup.window.Window.
+texts`), kept in a daily state's identity (``markup``): a state whose vectors were made from texts with their
+HTML read as words (it names none) is embedded again once."""
 _UNESCAPES = 3
 """How many times a text escaped more than once (``&amp;amp;``) is read again, at most."""
 

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, convert, embed (cached unless ``--no-cache``), and write the matrix atomically."""
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
+    from nlsim.clusters.copies import shown_text
     from nlsim.conversion import convert
     from nlsim.io.atomic import atomic_path, atomic_write_text, file_sha256
     from nlsim.io.corpus import load_corpus
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     check_replaceable(out, lambda _: _is_sidecar(sidecar), what="--out", kind="saved matrix")
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
-    texts = convert(corpus.texts(), args.convert)
+    texts = convert([shown_text(t) for t in corpus.texts()], args.convert)  # as a dedup run reads them
     from nlsim.encoders import (
         load_encoder,
     )  # after the checks: a bad path or row is refused before torch loads

@@ -34,7 +34,7 @@ import pandas as pd
 
 from nlsim.clusters.assign import ClusterUpdate, assign_groups
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.copies import COPY_KEY_VERSION, contract, find_copies
+from nlsim.clusters.copies import COPY_KEY_VERSION, SHOWN_TEXT_VERSION, contract, find_copies
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import ClusterRule, Link, links_of
 from nlsim.clusters.table import cluster_table, topic_table
@@ -233,6 +233,7 @@ def _window_identity(model: ModelChoice, settings: DedupConfig) -> StateIdentity
             "k": settings.search.k,
             "window_hours": settings.search.window_hours,
             "copy_key": COPY_KEY_VERSION,
+            "markup": SHOWN_TEXT_VERSION,
         },
     )
 

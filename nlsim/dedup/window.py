@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from nlsim.clusters.assign import drop_items
-from nlsim.clusters.copies import Copies
+from nlsim.clusters.copies import Copies, shown_text
 from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import parse_time
 from nlsim.dedup.settings import StateSettings
@@ -128,14 +128,17 @@ class Window:
         return self.items["id"].astype(str).to_numpy()
 
     def texts(self, rows: Any, conversion: str) -> list[str]:
-        """The converted texts of ``rows`` (converted once, then remembered)."""
+        """The texts of ``rows`` as the model reads them: the HTML a CMS or a feed left in them read as a page
+        shows it (:func:`~nlsim.clusters.copies.shown_text`: an RSS description's tags and the address of
+        its picture are no words of the story), then converted (once, then remembered)."""
         from nlsim.conversion import convert
 
         rows = [int(r) for r in rows]
         todo = [r for r in rows if r not in self._converted]
         if todo:
             raw = self.items["raw_text"].to_numpy()
-            for r, t in zip(todo, convert([str(raw[r]) for r in todo], conversion), strict=True):
+            shown = [shown_text(str(raw[r])) for r in todo]
+            for r, t in zip(todo, convert(shown, conversion), strict=True):
                 self._converted[r] = t
         return [self._converted[r] for r in rows]
 
@@ -338,7 +341,7 @@ def switch_of(stored: StateIdentity | None, identity: StateIdentity) -> ModelSwi
     diffs = stored.differences(identity)
     if not diffs:
         return None
-    vectors = {"model_id", "fingerprint", "dim", "conversion", "text_fields"}
+    vectors = {"model_id", "fingerprint", "dim", "conversion", "text_fields", "markup"}
     changed = [d.split(":", 1)[0] for d in diffs]
     return ModelSwitch(
         from_model=stored.model_id,

@@ -459,3 +459,20 @@ def test_the_text_field_default_names_every_column_read() -> None:
         text = " ".join(nlsim("annotate", sub, "--help").stdout.split())
         said = text[text.index("--text-field TEXT_FIELD ") :]
         assert all(field in said.split("(default:", 1)[1] for field in ITEM_TEXT_FIELDS), said[:300]
+
+
+def test_embed_reads_a_texts_html_as_a_page_shows_it(tmp_path: Path) -> None:
+    """``nlsim embed`` embeds each text as ``nlsim dedup`` does: the HTML a feed left in it read as a page
+    shows it, so a title in tags and the same title without them are one vector."""
+    import numpy as np
+
+    rows = ["id,title", '1,"<p>Floods <b>force</b> thousands from homes&nbsp;in the north</p>"']
+    rows += ["2,Floods force thousands from homes in the north", "3,Storm warning for the east coast"]
+    (tmp_path / "news.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    args = ["--text-fields", "title", "--convert", "none", "--no-cache", "--no-progress"]
+    proc = command.nlsim(
+        "embed", "--corpus", "news.csv", "--out", "e.npy", "--model", FAST_MODEL, *args, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    emb = np.load(tmp_path / "e.npy")
+    assert np.allclose(emb[0], emb[1], atol=1e-5) and not np.allclose(emb[0], emb[2], atol=1e-2)

@@ -494,6 +494,40 @@ def test_a_run_says_how_many_texts_run_past_what_the_model_reads(tmp_path, fast_
     assert not [m for m in short.messages if m.startswith("long texts:")], short.messages
 
 
+def test_an_rss_description_in_html_is_embedded_as_a_page_shows_it(tmp_path, fast_encoder):
+    """A feed's description is HTML (a picture, paragraphs, a link), another's the plain lead: the model
+    read the tags and the picture's address as words, and the two tellings of one story scored 0.68 with
+    the small model, far from linked. The texts are embedded as a page shows them."""
+    title = "Floods force thousands from homes in northern England"
+    lead = "Heavy rain has forced thousands of people to leave their homes across the north of England."
+    html = (
+        '<p><img src="https://cdn.example.com/images/2024/05/01/floods-north-1234567.jpg" width="640" '
+        f'height="360" alt=""/></p><p>{lead}</p>'
+        '<p><a href="https://example.com/news/uk-123">Read more</a></p>'
+    )
+    corpus = pd.DataFrame(
+        {
+            "id": ["rss", "wire", "other"],
+            "title": [title, title, "Storm warning issued for the east coast"],
+            "description": [html, lead, "Forecasters warn of high winds across eastern counties."],
+        }
+    )
+    corpus.to_csv(tmp_path / "news.csv", index=False)
+    cfg = DedupConfig.of(
+        corpus=tmp_path / "news.csv",
+        out=tmp_path / "rep",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.9,
+        cache=False,
+        progress=False,
+    )
+    result = run_dedup(cfg, encoder=fast_encoder)
+    pairs = result.pairs.set_index(["id_a", "id_b"])
+    assert list(pairs.index) == [("rss", "wire")], result.pairs
+    assert pairs["cosine"].iloc[0] > 0.95 and not pairs["exact_copy"].iloc[0]
+
+
 def test_a_report_written_over_a_chains_report_takes_away_the_chains_record(tmp_path, caplog):
     """nlsim dedup into the folder of an nlsim pipeline report: its pipeline.json and pipeline.md, which name
     the chain's model, decision and judgement, describe a report the folder no longer holds; they go when

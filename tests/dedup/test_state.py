@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlsim.clusters.copies import COPY_KEY_VERSION
+from nlsim.clusters.copies import COPY_KEY_VERSION, SHOWN_TEXT_VERSION
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import (
     MANIFEST,
@@ -647,7 +647,22 @@ def test_a_state_kept_before_its_search_settings_were_takes_them_to_match(
         "k": 5,
         "window_hours": None,
         "copy_key": COPY_KEY_VERSION,
+        "markup": SHOWN_TEXT_VERSION,
     }
+
+
+def test_a_state_embedded_before_html_was_read_as_a_page_shows_it_is_embedded_again(
+    two_days: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """A state whose vectors were made from texts with their HTML read as words (its identity names no
+    ``markup``) would have mixed those vectors with today's, made from the texts as a page shows them: the
+    next run embeds the whole window again, says why, and keeps the reading in the identity."""
+    state, days = two_days
+    _edit_manifest(state, "identity.search.markup", ...)
+    r = run_daily(_config(days[2], tmp_path / "out"), state, retention_days=None, encoder=HashEncoder())
+    switch = r.summary["model_switch"]
+    assert switch["reembed"] and switch["reembedded"] == 12 and switch["changed"] == ["markup"]
+    assert read_manifest(state)["identity"]["search"]["markup"] == SHOWN_TEXT_VERSION
 
 
 @pytest.mark.parametrize(
