@@ -7,11 +7,11 @@ other neighbour for any of them, and a cluster rule that asks for support inside
 as text-dedup and SemHash do, exact duplicates are grouped first:
 
 - :func:`copy_key`: the text in the run's script (after OpenCC), the HTML a CMS left in it read as the text
-  a page shows (:func:`shown_text`: ``AT&amp;T`` is ``AT&T``, ``<b>Storm</b>`` is ``Storm``), NFKC, case
-  folded, without white space, punctuation, control characters or characters that show nothing (a Hangul
-  filler, a variation selector: :func:`nlsim.io.cells.unseen`), a mark between two digits kept (``1.5%`` is
-  not ``15%``) but for a thousands separator (``3,000`` is ``3000``). Two items with the same non-empty key
-  are copies.
+  a page shows (:func:`nlsim.io.cells.shown_text`: ``AT&amp;T`` is ``AT&T``, ``<b>Storm</b>`` is ``Storm``),
+  NFKC, case folded, without white space, punctuation, control characters or characters that show nothing
+  (a Hangul filler, a variation selector: :func:`nlsim.io.cells.unseen`), a mark between two digits kept
+  (``1.5%`` is not ``15%``) but for a thousands separator (``3,000`` is ``3000``). Two items with the same
+  non-empty key are copies.
 - :func:`find_copies`: the copy groups of a window, each led by its earliest member (the order rule of
   :mod:`nlsim.clusters.order`), its *representative*. Copies further apart in time than the run's time
   window (``--window-hours``) are not copies (a group is cut where a member comes more than the window
@@ -40,8 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import html
-import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,7 +50,7 @@ import numpy as np
 
 from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
-from nlsim.io.cells import unseen
+from nlsim.io.cells import shown_text, unseen
 
 COPY_KEY_VERSION = 3
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
@@ -66,48 +64,6 @@ GROUPING = frozenset(" ,.'\u2019\u066c")
 ``3'000``, ``3’000``, the Arabic ``٬``): one between a group of three digits and the digits before it is
 not part of the number (:func:`copy_key`)."""
 
-HTML_ELEMENTS = frozenset(
-    "a abbr acronym address article aside b bdi bdo big blink blockquote br caption center cite code col "
-    "colgroup dd del dfn div dl dt em figcaption figure font footer h1 h2 h3 h4 h5 h6 header hr i iframe img "
-    "ins kbd label li main mark nav nobr noscript object ol p picture pre q rp rt ruby s samp script section "
-    "small source span strike strong style sub summary sup table tbody td tfoot th thead time tr tt u ul var "
-    "video wbr".split()
-)
-"""The HTML elements whose tags :func:`shown_text` leaves out of a text (any case, with attributes or not,
-opening, closing or empty: ``<b>``, ``</B>``, ``<br/>``, ``<a href='...'>``): a ``<`` before another word
-(``<Reuters>``, ``<3``) is text."""
-_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-_TAG = re.compile(
-    r"<!--.*?-->|</?(?:" + "|".join(sorted(HTML_ELEMENTS, key=len, reverse=True)) + r")(?:\s[^<>]*)?/?>",
-    re.IGNORECASE | re.DOTALL,
-)
-SHOWN_TEXT_VERSION = 1
-"""Which reading of :func:`shown_text` the texts a run embeds went through (:meth:`nlsim.dedup.window.Window.
-texts`), kept in a daily state's identity (``markup``): a state whose vectors were made from texts with their
-HTML read as words (it names none) is embedded again once."""
-_UNESCAPES = 3
-"""How many times a text escaped more than once (``&amp;amp;``) is read again, at most."""
-
-
-def shown_text(text: str) -> str:
-    """``text`` as a web page would show the HTML a CMS left in it: each character reference (``&amp;``,
-    ``&#39;``, ``&nbsp;``, ``&#x2014;``, written with its ``;``) read as its character, a text escaped twice
-    (``&amp;amp;``) read again, then the tags of :data:`HTML_ELEMENTS` and comments left out. An ``&`` that
-    starts no reference (``M&S``, ``Q&A``) and a ``<`` that starts no tag are text.
-
-    >>> shown_text("AT&amp;T: &#163;1.8m &lt;b&gt;fine&lt;/b&gt;"), shown_text("<b>Storm</b> warning<br/>")
-    ('AT&T: £1.8m fine', 'Storm warning')
-    >>> shown_text("M&S <3 Q&A"), shown_text("AT&amp;amp;T")
-    ('M&S <3 Q&A', 'AT&T')
-    """
-    for _ in range(_UNESCAPES):
-        read = _REFERENCE.sub(lambda m: html.unescape(m.group(0)), text)
-        if read == text:
-            break
-        text = read
-    return _TAG.sub("", text)
-
-
 MINUS = "\u2212"
 """The minus sign, a symbol (Sm) that NFKC keeps: a copy key reads it as the hyphen-minus (punctuation) it
 stands for, so ``−2%`` is ``-2%``, and the mark between two digits of ``2−1`` is that of ``2-1``."""
@@ -118,8 +74,8 @@ characters (C)."""
 
 
 def copy_key(text: str) -> str:
-    """What two texts must share to be copies: the text a page shows of it (:func:`shown_text`), NFKC,
-    case folded, without white space, punctuation,
+    """What two texts must share to be copies: the text a page shows of it
+    (:func:`~nlsim.io.cells.shown_text`), NFKC, case folded, without white space, punctuation,
     control characters and the characters that show nothing whatever their category (a Hangul filler U+3164,
     the blank Braille pattern, a variation selector: :func:`~nlsim.io.cells.unseen`; a copy a CMS sent with
     one looks the same as one without) (``""``: a text with nothing else is nobody's copy). White space or

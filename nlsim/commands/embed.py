@@ -66,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     """Load, convert, embed (cached unless ``--no-cache``), and write the matrix atomically."""
     import numpy as np  # deferred (with the rest): `nlsim --help` stays fast
 
-    from nlsim.clusters.copies import shown_text
     from nlsim.conversion import convert
     from nlsim.io.atomic import atomic_path, atomic_write_text, file_sha256
+    from nlsim.io.cells import shown_text
     from nlsim.io.corpus import load_corpus
 
     out = Path(args.out)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from nlsim.clusters.assign import ClusterUpdate, assign_groups
 from nlsim.clusters.constraints import LinkConstraints, pair_key
-from nlsim.clusters.copies import COPY_KEY_VERSION, SHOWN_TEXT_VERSION, contract, find_copies
+from nlsim.clusters.copies import COPY_KEY_VERSION, contract, find_copies
 from nlsim.clusters.order import order_keys
 from nlsim.clusters.rules import ClusterRule, Link, links_of
 from nlsim.clusters.table import cluster_table, topic_table
@@ -56,6 +56,7 @@ from nlsim.errors import InputError
 from nlsim.evaluation.judge import Judgement, describe, judge_items, scored_pairs
 from nlsim.faults import fault_point
 from nlsim.io import columns
+from nlsim.io.cells import SHOWN_TEXT_VERSION
 from nlsim.io.corpus import Corpus, load_corpus
 from nlsim.models.choice import ModelChoice
 from nlsim.models.settings import ModelSettings

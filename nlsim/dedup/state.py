@@ -151,7 +151,7 @@ class StateIdentity:
     """How the kept pairs were searched: ``k``, ``window_hours`` and ``copy_key``, the definition of an exact
     copy (:data:`nlsim.clusters.copies.COPY_KEY_VERSION`; absent: a state written before it was kept, whose
     copies the first definition grouped), and ``markup``, how the embedded texts' HTML was read
-    (:data:`nlsim.clusters.copies.SHOWN_TEXT_VERSION`; absent: as words, and the window is embedded again)
+    (:data:`nlsim.io.cells.SHOWN_TEXT_VERSION`; absent: as words, and the window is embedded again)
     (``None``: a state written before any was kept, taken to match)."""
 
     def differences(self, other: StateIdentity) -> list[str]:

@@ -51,13 +51,14 @@ import numpy as np
 import pandas as pd
 
 from nlsim.clusters.assign import drop_items
-from nlsim.clusters.copies import Copies, shown_text
+from nlsim.clusters.copies import Copies
 from nlsim.clusters.order import OrderKey
 from nlsim.dedup.config import parse_time
 from nlsim.dedup.settings import StateSettings
 from nlsim.dedup.state import State, StateIdentity, empty_pairs
 from nlsim.errors import ConfigError, InputError
 from nlsim.io import columns
+from nlsim.io.cells import shown_text
 from nlsim.io.corpus import Corpus
 from nlsim.progress import counted
 from nlsim.report.record import Counts, ModelSwitch, RunRecord
@@ -129,7 +130,7 @@ class Window:
 
     def texts(self, rows: Any, conversion: str) -> list[str]:
         """The texts of ``rows`` as the model reads them: the HTML a CMS or a feed left in them read as a page
-        shows it (:func:`~nlsim.clusters.copies.shown_text`: an RSS description's tags and the address of
+        shows it (:func:`~nlsim.io.cells.shown_text`: an RSS description's tags and the address of
         its picture are no words of the story), then converted (once, then remembered)."""
         from nlsim.conversion import convert
 

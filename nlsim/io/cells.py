@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 
@@ -207,3 +208,45 @@ def placeholder(text: str) -> str | None:
     :func:`missing_marker`), or ``None``: every item holding it would be one text, each a copy of the
     others."""
     return spreadsheet_error(text) or missing_marker(text)
+
+
+HTML_ELEMENTS = frozenset(
+    "a abbr acronym address article aside b bdi bdo big blink blockquote br caption center cite code col "
+    "colgroup dd del dfn div dl dt em figcaption figure font footer h1 h2 h3 h4 h5 h6 header hr i iframe img "
+    "ins kbd label li main mark nav nobr noscript object ol p picture pre q rp rt ruby s samp script section "
+    "small source span strike strong style sub summary sup table tbody td tfoot th thead time tr tt u ul var "
+    "video wbr".split()
+)
+"""The HTML elements whose tags :func:`shown_text` leaves out of a text (any case, with attributes or not,
+opening, closing or empty: ``<b>``, ``</B>``, ``<br/>``, ``<a href='...'>``): a ``<`` before another word
+(``<Reuters>``, ``<3``) is text."""
+_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_TAG = re.compile(
+    r"<!--.*?-->|</?(?:" + "|".join(sorted(HTML_ELEMENTS, key=len, reverse=True)) + r")(?:\s[^<>]*)?/?>",
+    re.IGNORECASE | re.DOTALL,
+)
+SHOWN_TEXT_VERSION = 1
+"""Which reading of :func:`shown_text` the texts a run embeds went through
+(:meth:`nlsim.dedup.window.Window.texts`), kept in a daily state's identity (``markup``): a state whose
+vectors were made from texts with their HTML read as words (it names none) is embedded again once."""
+_UNESCAPES = 3
+"""How many times a text escaped more than once (``&amp;amp;``) is read again, at most."""
+
+
+def shown_text(text: str) -> str:
+    """``text`` as a web page would show the HTML a CMS left in it: each character reference (``&amp;``,
+    ``&#39;``, ``&nbsp;``, ``&#x2014;``, written with its ``;``) read as its character, a text escaped twice
+    (``&amp;amp;``) read again, then the tags of :data:`HTML_ELEMENTS` and comments left out. An ``&`` that
+    starts no reference (``M&S``, ``Q&A``) and a ``<`` that starts no tag are text.
+
+    >>> shown_text("AT&amp;T: &#163;1.8m &lt;b&gt;fine&lt;/b&gt;"), shown_text("<b>Storm</b> warning<br/>")
+    ('AT&T: £1.8m fine', 'Storm warning')
+    >>> shown_text("M&S <3 Q&A"), shown_text("AT&amp;amp;T")
+    ('M&S <3 Q&A', 'AT&T')
+    """
+    for _ in range(_UNESCAPES):
+        read = _REFERENCE.sub(lambda m: html.unescape(m.group(0)), text)
+        if read == text:
+            break
+        text = read
+    return _TAG.sub("", text)

@@ -63,7 +63,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import blank, id_fault, invisible_only, missing_marker, placeholder
+from nlsim.io.cells import blank, id_fault, invisible_only, missing_marker, placeholder, shown_text
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -150,6 +150,9 @@ def _check_text(value: Any, *, required: bool) -> tuple[str | None, str | None]:
         # "-", "...", "？？？": what a CMS puts for a missing headline; every item so titled would be embedded
         # as one text, and be a duplicate of every other
         return None, f"no text, only punctuation ({text!r:.40}): a placeholder for a missing text?"
+    if required and not any(_readable(ch) for ch in shown_text(text)):
+        # "<p></p>", "<br/>", "&nbsp;": the model reads a text's HTML as a page shows it, nothing
+        return None, f"no text, only HTML markup ({text!r:.40}): a placeholder for a missing text?"
     return text, None
 
 
@@ -617,13 +620,14 @@ def _nothing_to_embed(values: dict[str, Any], text_fields: tuple[str, ...]) -> t
     """The problem of a row whose fields to embed (``--text-fields``) hold no visible text (``None`` when
     they do): embedded as empty text, every such item would be one vector, and one story."""
     text = " ".join(str(values.get(f) or "") for f in text_fields)
-    if any(_readable(ch) for ch in text):
+    if any(_readable(ch) for ch in shown_text(text)):  # as the model reads it (:func:`shown_text`)
         return None
     listed = ",".join(text_fields)
     more = "" if "title" in text_fields else f" or embed the title too (--text-fields title,{listed})"
     verb = "holds" if len(text_fields) == 1 else "hold"
     why = (
-        f"nothing to embed: {listed} {verb} no text, punctuation at most (--text-fields {listed}); give it "
+        f"nothing to embed: {listed} {verb} no text, punctuation or HTML markup at most (--text-fields "
+        f"{listed}); give it "
         f"text{more}"
     )
     return text_fields[0], why

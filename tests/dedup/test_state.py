@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nlsim.clusters.copies import COPY_KEY_VERSION, SHOWN_TEXT_VERSION
+from nlsim.clusters.copies import COPY_KEY_VERSION
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.state import (
     MANIFEST,
@@ -24,6 +24,7 @@ from nlsim.dedup.state import (
     state_summary,
 )
 from nlsim.errors import ConfigError, StateError
+from nlsim.io.cells import SHOWN_TEXT_VERSION
 from tests.incremental_helpers import HashEncoder, run_daily, split_days, state_assignment, story_corpus
 
 

@@ -905,6 +905,31 @@ def test_a_title_of_punctuation_alone_is_a_bad_row(tmp_path):
     assert load_corpus(path).ids == ["1", "2"]
 
 
+def test_a_title_of_html_markup_alone_is_a_bad_row(tmp_path):
+    """A CMS puts ``<p></p>``, ``<br/>`` or ``&nbsp;`` for a missing headline: the model reads a text's HTML
+    as a page shows it, nothing, so every such item was one vector and the report made them one story at a
+    similarity of 1. A title (or the fields embedded) whose HTML shows nothing, or punctuation alone, is a
+    bad row; markup around a word is read as written."""
+    from nlsim.io.corpus import load_items
+
+    path = write_csv(
+        tmp_path / "c.csv",
+        "id,title\n1,Floods\n2,<p></p>\n3,<br/>\n4,&nbsp;\n5,<b> - </b>\n6,<b>Storm</b>\n7,&lt;3\n",
+    )
+    with pytest.raises(
+        InputError, match=r"c\.csv: row 2, field 'title': no text, only HTML markup \('<p></p>'\)"
+    ):
+        load_corpus(path)
+    with pytest.raises(InputError, match=r"row 2, field 'title': no text, only HTML markup"):
+        load_items(path)
+    corpus = load_corpus(path, quarantine=tmp_path / "q.csv")
+    assert corpus.ids == ["1", "6", "7"] and corpus.quarantined["row"].tolist() == [2, 3, 4, 5]
+    path = write_csv(tmp_path / "d.csv", "id,title,description\n1,Floods,<p><img src=x></p>\n2,Storm,Winds\n")
+    with pytest.raises(InputError, match=r"row 1, field 'description': nothing to embed: .* HTML markup"):
+        load_corpus(path, text_fields=("description",))
+    assert load_corpus(path).ids == ["1", "2"]
+
+
 def test_a_ctime_without_a_zone_is_read_on_the_runs_clock_and_an_offset_without_its_sign_is_refused(tmp_path):
     """``Wed May  1 08:00:00 2024`` (C's ctime, Unix ``date``) names no zone, but was read as UTC, whatever
     --timezone said, and not counted among the times without an offset; ``... 08:00:00 0800`` and a number
