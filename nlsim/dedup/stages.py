@@ -575,8 +575,10 @@ def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
     if not len(a):
         return pairs
     emb = window.embeddings
-    cosine = (
-        (emb[a] * emb[b]).sum(axis=1).astype(np.float32) if emb is not None else np.ones(len(a), np.float32)
+    cosine = (  # 1 at most: a copy's vector is its representative's, whose float32 cosine may round above
+        np.minimum((emb[a] * emb[b]).sum(axis=1), 1).astype(np.float32)
+        if emb is not None
+        else np.ones(len(a), np.float32)
     )
     links = pd.DataFrame(
         {

@@ -212,7 +212,8 @@ class _Collector:
         valid &= sims >= self.threshold
         qa = np.broadcast_to(own, hits.shape)[valid]
         hb = hits[valid]
-        sv = sims[valid].astype(np.float32, copy=False)
+        # a cosine is 1 at most: two identical unit vectors score 1.0000002 in float32, their sum rounded up
+        sv = np.minimum(sims[valid], 1).astype(np.float32, copy=False)
         if self.use_window and qa.size:
             ra, rb = np.broadcast_to(rows[:, None], hits.shape)[valid], found[valid]  # the rows themselves
             undated, close = self._close(ra, rb)

@@ -528,6 +528,35 @@ def test_an_rss_description_in_html_is_embedded_as_a_page_shows_it(tmp_path, fas
     assert pairs["cosine"].iloc[0] > 0.95 and not pairs["exact_copy"].iloc[0]
 
 
+def test_no_score_of_a_report_is_above_one(tmp_path, fast_encoder):
+    """Two texts the model reads alike (one emoji for another, both unknown to it; a copy with its HTML)
+    are one vector, whose float32 cosine with itself is 1.0000001 or 1.0000002: pairs.csv and
+    pairs.parquet gave that as the similarity and the cosine. Every score is 1 at most."""
+    titles = {
+        "e1": "Floods hit the north of the country \U0001f600",
+        "e2": "Floods hit the north of the country \U0001f389",
+        "d1": "<b>Storm</b> warning for the east coast<br/>",
+        "d2": "Storm warning for the east coast",
+    }
+    corpus = pd.DataFrame({"id": list(titles), "title": list(titles.values())})
+    corpus.to_csv(tmp_path / "news.csv", index=False)
+    cfg = DedupConfig.of(
+        corpus=tmp_path / "news.csv",
+        out=tmp_path / "rep",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=0.9,
+        cache=False,
+        progress=False,
+    )
+    result = run_dedup(cfg, encoder=fast_encoder)
+    pairs = pd.read_parquet(tmp_path / "rep" / "pairs.parquet")
+    assert sorted(zip(pairs["id_a"], pairs["id_b"], strict=True)) == [("d1", "d2"), ("e1", "e2")], (
+        result.pairs
+    )
+    assert (pairs["similarity"] <= 1).all() and (pairs["cosine"] <= 1).all(), pairs[["similarity", "cosine"]]
+
+
 def test_a_report_written_over_a_chains_report_takes_away_the_chains_record(tmp_path, caplog):
     """nlsim dedup into the folder of an nlsim pipeline report: its pipeline.json and pipeline.md, which name
     the chain's model, decision and judgement, describe a report the folder no longer holds; they go when

@@ -70,6 +70,24 @@ def test_symmetric_pair_once_with_max_similarity() -> None:
     assert got.to_dict("list") == {"a": [0], "b": [1], "similarity": [pytest.approx(0.97)]}
 
 
+def test_a_similarity_is_never_above_one() -> None:
+    """Two identical unit vectors score 1.0000002 in float32 (their sum rounds up): pairs.csv said so, a
+    cosine above 1. The search gives it as 1."""
+
+    class FakeIndex:
+        ntotal = 2
+
+        def search(self, q, k):
+            sims = np.array([[1.0000002, 1.0000002], [1.0000001, 1.0000002]], np.float32)[: len(q), :k]
+            rows = np.array([[0, 1], [1, 0]], np.int64)[: len(q), :k]
+            return sims, rows
+
+    got = neighbor_pairs(
+        FakeIndex(), np.zeros((2, 2), np.float32), np.arange(2), k=2, threshold=1.0, progress=False
+    )
+    assert got.to_dict("list") == {"a": [0], "b": [1], "similarity": [1.0]}
+
+
 def test_exact_duplicates_self_not_first() -> None:
     # five identical vectors: the query can be anywhere among tied hits; it must never pair with itself
     x = unit(np.vstack([np.ones((5, 4)), np.eye(4)]))
