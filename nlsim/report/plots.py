@@ -24,6 +24,14 @@ STORY_KINDS = (("new", "#228833"), ("grown", "#cc8800"), ("other", "#8995a3"))
 their colours."""
 
 
+def story_firsts(clusters: pd.DataFrame, zone_name: str | None) -> pd.Series:
+    """Each story's time of its first item in the run's time zone (``NaT``: undated); dissolved clusters
+    left out."""
+    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
+    column = current["first_published"] if "first_published" in current else pd.Series(None, current.index)
+    return pd.to_datetime(column, utc=True).dt.tz_convert(page_zone(zone_name))
+
+
 def story_periods(clusters: pd.DataFrame, zone_name: str | None) -> tuple[str, pd.Series]:
     """Each story's period of its first item in the run's time zone (``hour``, ``day`` or ``month``, as
     :data:`HOURLY_SPAN` and :data:`~nlsim.report.page.MAX_DAYS` say), as a label (``None``: undated);
@@ -35,32 +43,47 @@ def story_periods(clusters: pd.DataFrame, zone_name: str | None) -> tuple[str, p
     >>> unit, periods.tolist()
     ('hour', ['2024-08-02 07:00', None])
     """
-    current = clusters[clusters["status"] != "dissolved"] if "status" in clusters else clusters
-    column = current["first_published"] if "first_published" in current else pd.Series(None, current.index)
-    firsts = pd.to_datetime(column, utc=True).dt.tz_convert(page_zone(zone_name))
+    firsts = story_firsts(clusters, zone_name)
     dated = firsts.dropna()
     # in nanoseconds as Python integers: the times read span up to 583 years, a Timedelta holds 292
     span = dated.max().value - dated.min().value if len(dated) else 0
     days = pd.Timedelta(days=MAX_DAYS).value
     unit = "hour" if span <= HOURLY_SPAN.value else "day" if span <= days else "month"
-    fmt = PERIOD_FREQ[unit][1]
-    labels = firsts.dt.strftime(fmt)
-    return unit, labels.astype(object).where(firsts.notna(), None)
+    if unit == "hour":
+        labels = hour_labels(pd.DatetimeIndex(dated))
+    else:
+        labels = list(dated.dt.strftime(PERIOD_FREQ[unit][1]))
+    periods = pd.Series(labels, index=dated.index, dtype=object).reindex(firsts.index)
+    return unit, periods.where(firsts.notna(), None)
 
 
 PERIOD_FREQ = {"hour": ("h", "%Y-%m-%d %H:00"), "day": ("D", "%Y-%m-%d"), "month": ("MS", "%Y-%m")}
 
 
-def every_period(unit: str, labels: pd.Index) -> list[str]:
-    """Every period from the first label to the last (the days without a story are bars of none).
+def hour_labels(times: pd.DatetimeIndex) -> list[str]:
+    """Each time's hour on the local clock, as a label."""
+    return list(times.strftime(PERIOD_FREQ["hour"][1]))
 
-    >>> every_period("day", pd.Index(["2024-08-01", "2024-08-03"]))
-    ['2024-08-01', '2024-08-02', '2024-08-03']
+
+def every_period(unit: str, times: pd.Series) -> list[str]:
+    """Every period from the first of these times to the last (in their time zone), labelled as
+    :func:`story_periods` labels them: the periods without a story are bars of none. The hours are those
+    the local clock showed, so an hour that a change of clocks skips is none.
+
+    >>> times = pd.Series(pd.to_datetime(["2024-03-10T06:30Z", "2024-03-10T07:30Z"], utc=True))
+    >>> every_period("hour", times.dt.tz_convert("America/New_York"))
+    ['2024-03-10 01:00', '2024-03-10 03:00']
+    >>> every_period("day", times.dt.tz_convert("America/New_York"))
+    ['2024-03-10']
     """
-    if not len(labels):
+    if not len(times):
         return []
+    if unit == "hour":
+        # every quarter hour in between, each to its hour: a time zone's offset may be a part of an hour
+        quarters = pd.date_range(times.min(), times.max(), freq="15min")
+        return list(dict.fromkeys(hour_labels(quarters.append(pd.DatetimeIndex([times.max()])))))
     freq, fmt = PERIOD_FREQ[unit]
-    return list(pd.date_range(min(labels), max(labels), freq=freq).strftime(fmt))
+    return list(pd.date_range(times.min().strftime(fmt), times.max().strftime(fmt), freq=freq).strftime(fmt))
 
 
 def render_stories_png(clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:
@@ -74,13 +97,14 @@ def render_stories_png(clusters: pd.DataFrame, record: RunRecord, path: Path) ->
 
     zone = page_zone(record.timezone).key
     unit, periods = story_periods(clusters, record.timezone)
+    firsts = story_firsts(clusters, record.timezone)
     kind = pd.Series("new", index=periods.index)
     if record.daily and "status" in clusters:
         status = clusters.loc[periods.index, "status"]
         kind = status.where(status.isin(["new", "grown"]), "other")
     dated = periods.notna()
     counts = pd.crosstab(periods[dated], kind[dated]) if dated.any() else pd.DataFrame()
-    counts = counts.reindex(every_period(unit, counts.index), fill_value=0)
+    counts = counts.reindex(every_period(unit, firsts.dropna()), fill_value=0)
     fig, ax = plt.subplots(figsize=(10, 3.6))
     bottom = None
     for name, colour in STORY_KINDS if record.daily else STORY_KINDS[:1]:

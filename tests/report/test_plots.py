@@ -46,3 +46,36 @@ def test_the_charts_of_a_run_of_one_item_pair_cluster_and_story_are_titled_in_th
     assert [ax.get_title() for ax in overview.axes] == ["1 pair: cosine", "1 cluster: size"]
     assert overview._suptitle.get_text() == "1 item · model m"
     assert stories.axes[0].get_title().startswith("1 story by ")
+
+
+def stories_bars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, times: list[str], zone: str
+) -> list[tuple[str, int]]:
+    """The bars of ``stories.png`` for stories first published at these times: each bar's label and height."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the chart's figure, kept to read its bars
+    clusters = pd.DataFrame(
+        {"status": ["new"] * len(times), "first_published": pd.to_datetime(times, utc=True)}
+    )
+    render_stories_png(clusters, RunRecord(model="m", timezone=zone), tmp_path / "stories.png")
+    (ax,) = figures[0].axes
+    labels = [tick.get_text() for tick in ax.get_xticklabels()]
+    heights = [int(bar.get_height()) for bar in ax.patches]
+    assert len(labels) == len(heights)  # one label a bar, as a chart of a few hours has
+    return list(zip(labels, heights, strict=True))
+
+
+def test_the_hour_that_a_spring_change_of_clocks_skips_is_no_bar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New York's clocks went from 02:00 to 03:00 on 2024-03-10: stories at 01:30 and 03:30 were drawn with an
+    empty bar for 02:00 between them, an hour that never happened. The bars are the hours that did; the days
+    around the change are counted each as one day."""
+    times = ["2024-03-10T06:30Z", "2024-03-10T07:30Z"]  # 01:30 EST, 03:30 EDT
+    bars = stories_bars(tmp_path, monkeypatch, times, "America/New_York")
+    assert bars == [("2024-03-10 01:00", 1), ("2024-03-10 03:00", 1)]
+    days = ["2024-03-09T04:30Z", "2024-03-10T04:30Z", "2024-03-11T03:30Z", "2024-03-12T03:30Z"]  # 23:30 local
+    bars = stories_bars(tmp_path, monkeypatch, days, "America/New_York")
+    assert bars == [("2024-03-08", 1), ("2024-03-09", 1), ("2024-03-10", 1), ("2024-03-11", 1)]
