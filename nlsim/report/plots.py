@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from nlsim.progress import counted
@@ -61,8 +62,26 @@ PERIOD_FREQ = {"hour": ("h", "%Y-%m-%d %H:00"), "day": ("D", "%Y-%m-%d"), "month
 
 
 def hour_labels(times: pd.DatetimeIndex) -> list[str]:
-    """Each time's hour on the local clock, as a label."""
-    return list(times.strftime(PERIOD_FREQ["hour"][1]))
+    """Each time's hour on the local clock, as a label; an hour that a change of clocks repeats says its
+    offset from UTC, so that its two passes are two bars.
+
+    >>> times = pd.to_datetime(["2024-11-03T04:30Z", "2024-11-03T05:30Z", "2024-11-03T06:30Z"], utc=True)
+    >>> hour_labels(times.tz_convert("America/New_York"))
+    ['2024-11-03 00:00', '2024-11-03 01:00 -04:00', '2024-11-03 01:00 -05:00']
+    """
+    wall = times.tz_localize(None)
+    codes, _ = pd.MultiIndex.from_arrays([wall.floor("h"), wall - times.tz_convert(None)]).factorize()
+    some = times[np.unique(codes, return_index=True)[1]]  # a time of each bar: an hour at an offset
+    fmt = PERIOD_FREQ["hour"][1]
+    walls, offsets = some.strftime(fmt), some.strftime("%z")
+    twice = np.zeros(len(some), dtype=bool)
+    for minutes in range(-120, 121, 15):  # the other pass of an hour, as far as a change of clocks goes back
+        near = some + pd.Timedelta(minutes=minutes)
+        twice |= (near.strftime(fmt) == walls) & (near.strftime("%z") != offsets)
+    labels = [
+        f"{wall} {z[:3]}:{z[3:5]}" if t else wall for wall, z, t in zip(walls, offsets, twice, strict=True)
+    ]
+    return list(np.array(labels, dtype=object)[codes])
 
 
 def every_period(unit: str, times: pd.Series) -> list[str]:

@@ -79,3 +79,31 @@ def test_the_hour_that_a_spring_change_of_clocks_skips_is_no_bar(
     days = ["2024-03-09T04:30Z", "2024-03-10T04:30Z", "2024-03-11T03:30Z", "2024-03-12T03:30Z"]  # 23:30 local
     bars = stories_bars(tmp_path, monkeypatch, days, "America/New_York")
     assert bars == [("2024-03-08", 1), ("2024-03-09", 1), ("2024-03-10", 1), ("2024-03-11", 1)]
+
+
+def test_the_hour_that_an_autumn_change_of_clocks_repeats_is_two_bars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New York's clocks went from 02:00 back to 01:00 on 2024-11-03: a story in each pass of 01:00 was
+    counted in one bar "2024-11-03 01:00" of two stories. Each pass is its own bar, in the order they
+    happened, and a label that would repeat says its offset from UTC."""
+    clusters = pd.DataFrame(
+        {
+            "status": ["new"] * 2,
+            "first_published": pd.to_datetime(["2024-11-03T05:10Z", "2024-11-03T06:10Z"], utc=True),
+        }
+    )
+    unit, periods = story_periods(clusters, "America/New_York")
+    assert unit == "hour" and periods.tolist() == ["2024-11-03 01:00 -04:00", "2024-11-03 01:00 -05:00"]
+    times = ["2024-11-03T04:30Z", "2024-11-03T06:30Z", "2024-11-03T07:30Z"]  # 00:30 EDT, 01:30 EST, 02:30 EST
+    assert stories_bars(tmp_path, monkeypatch, times, "America/New_York") == [
+        ("2024-11-03 00:00", 1),
+        ("2024-11-03 01:00 -04:00", 0),
+        ("2024-11-03 01:00 -05:00", 1),
+        ("2024-11-03 02:00", 1),
+    ]
+    times = ["2024-10-27T00:30Z", "2024-10-27T01:30Z"]  # Berlin's two passes of 02:30, at +02:00 then +01:00
+    assert stories_bars(tmp_path, monkeypatch, times, "Europe/Berlin") == [
+        ("2024-10-27 02:00 +02:00", 1),
+        ("2024-10-27 02:00 +01:00", 1),
+    ]
