@@ -2,6 +2,8 @@
 
 import contextlib
 import itertools
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -431,6 +433,25 @@ def test_a_batch_run_that_fails_leaves_no_trace_of_its_hold(tmp_path, kind):
     assert (list(out.iterdir()) == []) if kind == "empty" else not out.exists()
 
 
+def _small_model_run(
+    tmp_path: Path, corpus: pd.DataFrame, threshold: float, encoder: Any, **options: Any
+) -> tuple[DedupConfig, Any]:
+    """``corpus`` written to ``news.csv`` and run with the small English model, unconverted, at
+    ``threshold`` into ``rep/``: the run's configuration and its result."""
+    corpus.to_csv(tmp_path / "news.csv", index=False)
+    cfg = DedupConfig.of(
+        corpus=tmp_path / "news.csv",
+        out=tmp_path / "rep",
+        model="paraphrase-MiniLM-L3-v2",
+        convert="none",
+        threshold=threshold,
+        cache=False,
+        progress=False,
+        **options,
+    )
+    return cfg, run_dedup(cfg, encoder=encoder)
+
+
 def test_texts_the_model_reads_as_unknown_tokens_only_pair_with_nothing_but_their_copies(
     tmp_path, fast_encoder
 ):
@@ -445,17 +466,7 @@ def test_texts_the_model_reads_as_unknown_tokens_only_pair_with_nothing_but_thei
         "m1": "Markets fall on rate fears 🎉",  # readable, with an unknown token
     }
     corpus = pd.DataFrame({"id": list(titles), "title": list(titles.values())})
-    corpus.to_csv(tmp_path / "news.csv", index=False)
-    cfg = DedupConfig.of(
-        corpus=tmp_path / "news.csv",
-        out=tmp_path / "rep",
-        model="paraphrase-MiniLM-L3-v2",
-        convert="none",
-        threshold=0.8,
-        cache=False,
-        progress=False,
-    )
-    result = run_dedup(cfg, encoder=fast_encoder)
+    _, result = _small_model_run(tmp_path, corpus, 0.8, fast_encoder)
     pairs = {tuple(sorted(p)) for p in zip(result.pairs["id_a"], result.pairs["id_b"], strict=True)}
     assert pairs == {("u1", "u3"), ("f1", "f2")}
     said = [m for m in result.messages if m.startswith("unreadable texts:")]
@@ -475,18 +486,7 @@ def test_a_run_says_how_many_texts_run_past_what_the_model_reads(tmp_path, fast_
     corpus = pd.DataFrame(
         {"id": list(rows), "title": [t for t, _ in rows.values()], "body": [b for _, b in rows.values()]}
     )
-    corpus.to_csv(tmp_path / "news.csv", index=False)
-    cfg = DedupConfig.of(
-        corpus=tmp_path / "news.csv",
-        out=tmp_path / "rep",
-        model="paraphrase-MiniLM-L3-v2",
-        convert="none",
-        threshold=0.9,
-        text_fields=("title", "body"),
-        cache=False,
-        progress=False,
-    )
-    result = run_dedup(cfg, encoder=fast_encoder)
+    cfg, result = _small_model_run(tmp_path, corpus, 0.9, fast_encoder, text_fields=("title", "body"))
     said = [m for m in result.messages if m.startswith("long texts:")]
     assert len(said) == 1, result.messages
     assert "2 item(s)" in said[0] and "'b1'" in said[0] and "256 tokens" in said[0], said
@@ -512,17 +512,7 @@ def test_an_rss_description_in_html_is_embedded_as_a_page_shows_it(tmp_path, fas
             "description": [html, lead, "Forecasters warn of high winds across eastern counties."],
         }
     )
-    corpus.to_csv(tmp_path / "news.csv", index=False)
-    cfg = DedupConfig.of(
-        corpus=tmp_path / "news.csv",
-        out=tmp_path / "rep",
-        model="paraphrase-MiniLM-L3-v2",
-        convert="none",
-        threshold=0.9,
-        cache=False,
-        progress=False,
-    )
-    result = run_dedup(cfg, encoder=fast_encoder)
+    _, result = _small_model_run(tmp_path, corpus, 0.9, fast_encoder)
     pairs = result.pairs.set_index(["id_a", "id_b"])
     assert list(pairs.index) == [("rss", "wire")], result.pairs
     assert pairs["cosine"].iloc[0] > 0.95 and not pairs["exact_copy"].iloc[0]
@@ -539,17 +529,7 @@ def test_no_score_of_a_report_is_above_one(tmp_path, fast_encoder):
         "d2": "Storm warning for the east coast",
     }
     corpus = pd.DataFrame({"id": list(titles), "title": list(titles.values())})
-    corpus.to_csv(tmp_path / "news.csv", index=False)
-    cfg = DedupConfig.of(
-        corpus=tmp_path / "news.csv",
-        out=tmp_path / "rep",
-        model="paraphrase-MiniLM-L3-v2",
-        convert="none",
-        threshold=0.9,
-        cache=False,
-        progress=False,
-    )
-    result = run_dedup(cfg, encoder=fast_encoder)
+    _, result = _small_model_run(tmp_path, corpus, 0.9, fast_encoder)
     pairs = pd.read_parquet(tmp_path / "rep" / "pairs.parquet")
     assert sorted(zip(pairs["id_a"], pairs["id_b"], strict=True)) == [("d1", "d2"), ("e1", "e2")], (
         result.pairs
