@@ -801,7 +801,8 @@ def load_corpus(
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)
     alike = lookalike_ids_warning(path, frame["id"].astype(str).tolist())
-    notes = [naive_times_note(path, naive, len(frame), timezone), missing_markers_note(path, marked)]
+    dated = int(frame["published_at"].notna().sum()) if "published_at" in frame else 0
+    notes = [naive_times_note(path, naive, dated, timezone), missing_markers_note(path, marked)]
     corpus = Corpus(
         frame=frame,
         path=path,
@@ -842,7 +843,8 @@ def _zone(name: str) -> dt.tzinfo:
 
 
 def naive_times_note(path: str | Path, naive: int, items: int, timezone: str) -> str | None:
-    """The line a run says when some times had no offset: how many, and the zone they were read in.
+    """The line a run says when some times had no offset: how many of the ``items`` times written (an undated
+    item has none to read), and the zone they were read in.
 
     Example:
         >>> naive_times_note("day.csv", 3, 5, "Asia/Taipei")
