@@ -172,6 +172,7 @@ CALLERS = ("nlsim", "flows")
 only tests or benchmarks call is not part of what nlsim does."""
 
 
+@pytest.mark.slow
 def test_every_function_has_a_caller() -> None:
     """A function nothing calls (in the library, its doctests or the flows) is dead weight a newcomer still
     has to read."""

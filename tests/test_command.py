@@ -14,6 +14,7 @@ import pytest
 from tests.command import ROOT, run_in_process, run_subprocess
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

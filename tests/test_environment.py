@@ -59,6 +59,7 @@ def test_a_bad_value_is_refused_before_any_work_naming_the_variable(
     assert not (tmp_path / "r").exists(), message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "args", "name", "value", "words"),
     [

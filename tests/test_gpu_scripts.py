@@ -34,6 +34,7 @@ def _check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_precision_checks_help_works_without_a_gpu(tmp_path: Path) -> None:
     proc = _check(tmp_path, "--help")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
@@ -42,6 +43,7 @@ def test_the_precision_checks_help_works_without_a_gpu(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_precision_check_without_a_gpu_says_it_needs_one(tmp_path: Path) -> None:
     proc = _check(tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]

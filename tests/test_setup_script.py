@@ -92,6 +92,7 @@ def test_a_venv_without_pip_that_cannot_get_one_is_named_with_what_to_do(tmp_pat
     assert not (tmp_path / ".venv" / ".nlsim-installed").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").is_file(), reason="needs the installed .venv")
 def test_a_home_nlsim_refuses_is_named_by_the_set_up_not_left_to_the_job(tmp_path: Path) -> None:
     """With NLSIM_HOME naming a file, the set-up's model step said '[Errno 20] Not a directory: ...; the main

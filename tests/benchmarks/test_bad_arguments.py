@@ -201,6 +201,7 @@ def test_the_dedup_benchmark_names_a_missing_corpus(capsys: pytest.CaptureFixtur
     )
 
 
+@pytest.mark.slow
 def test_the_dedup_benchmark_says_why_nlsim_failed(tmp_path: Path) -> None:
     """A run that nlsim refused ended in ``CalledProcessError: ... returned non-zero exit status 2``, its
     reason thrown away (the child's stderr went to /dev/null)."""
@@ -372,6 +373,7 @@ def test_a_store_without_a_reranker_is_named_not_an_assertion(store: Path) -> No
         bench_stories.model_of(store)
 
 
+@pytest.mark.slow
 def test_a_failed_nlsim_run_ends_in_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A wide report that nlsim refused ended the cluster and story benchmarks in a CalledProcessError
     traceback below nlsim's own error."""

@@ -706,6 +706,7 @@ def test_where_bf16_pays_the_first_report_embeds_on_the_checked_zero_shot_bf16(
         assert record is None and info["precision"] == "fp32"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "probe", "options", "checked"),
     [

@@ -249,6 +249,7 @@ def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(
     assert proc.stderr == "" and proc.returncode == 141, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("home", "words"),
     [

@@ -566,6 +566,7 @@ def test_scored_texts_the_window_no_longer_holds_are_counted_not_fatal(tmp_path:
         run_dedup(config.with_(out=str(tmp_path / "batch")), encoder=HashEncoder())
 
 
+@pytest.mark.slow
 def test_a_daily_runs_pair_figures_count_the_pairs_of_its_window(tmp_path: Path) -> None:
     """Same-story pairs found on an earlier day are still pairs of the window: a later day's figures
     counting the reported pairs only do not drop because today's report did not find them again."""
@@ -788,6 +789,7 @@ def _store(pairs: Path, rows: list[tuple[str, str, float]]) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_links_cut_count_a_chain_and_an_overruled_verdict_is_listed_apart(tmp_path: Path) -> None:
     """x1 bridges stories A (a1-a3) and B (b1, b2) under connected components. "a2/b2 are not the same
     story" has no link of its own to drop: the rule cuts x1's links to one side, and the record counts
@@ -1265,6 +1267,7 @@ def _days_and_a_verdict(folder: Path, days: list[dict[str, str]], verdict: tuple
     return pairs
 
 
+@pytest.mark.slow
 def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -1289,6 +1292,7 @@ def test_a_verdict_given_on_a_text_that_has_changed_no_longer_acts(
     assert len(open_state(state).verdicts) == 1  # kept: it acts again if an editor's text comes back
 
 
+@pytest.mark.slow
 def test_a_story_joined_only_by_a_verdict_dissolves_once_the_verdict_stops_acting(tmp_path: Path) -> None:
     """Day 1: the editors say a and e are the same story; no link joins them, the verdict makes the cluster.
     Day 2 brings e again with another title: the verdict was given on e's old text and stops acting, so the
@@ -1311,6 +1315,7 @@ def test_a_story_joined_only_by_a_verdict_dissolves_once_the_verdict_stops_actin
     assert batch_assignment(batch.clusters) == {}
 
 
+@pytest.mark.slow
 def test_a_daily_run_searches_the_index_it_asks_for_not_the_one_an_earlier_run_kept(tmp_path: Path) -> None:
     """A day run with ``--index hnsw`` on a state whose kept index is flat searched the flat one (nothing
     had expired, so the kept index was reused) and kept it; an IVF index kept from a day run with
@@ -1337,6 +1342,7 @@ def test_a_daily_run_searches_the_index_it_asks_for_not_the_one_an_earlier_run_k
     assert "nprobe 4" in again.stats.index, again.stats.index
 
 
+@pytest.mark.slow
 def test_a_daily_run_searches_the_kept_index_on_the_gpus_a_batch_run_would_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1358,6 +1364,7 @@ def test_a_daily_run_searches_the_kept_index_on_the_gpus_a_batch_run_would_use(
     assert "on cpu" in third.stats.index, third.stats.index
 
 
+@pytest.mark.slow
 def test_a_daily_run_with_another_time_window_pairs_the_kept_items_again(tmp_path: Path) -> None:
     """A day run without the --window-hours of the runs before it left the kept items paired under the
     old window (a1 and a2, two hours apart, stayed unpaired beside their new copy a3; so did b1 and b2):
@@ -1409,6 +1416,7 @@ def test_an_undated_day_run_by_its_date_takes_the_start_of_that_day_as_its_clock
     assert (retained == pd.Timestamp("2026-11-17T16:00:00Z")).all()
 
 
+@pytest.mark.slow
 def test_an_undated_day_run_again_after_a_later_one_does_not_replace_latest(tmp_path: Path) -> None:
     """A day whose items have no date is told from another by its date, as a day without news is: run
     again after a later day (its ``{date}`` ended by the state's clock), it moved ``OUT/latest`` back to its
@@ -1434,6 +1442,7 @@ def test_an_undated_day_run_again_after_a_later_one_does_not_replace_latest(tmp_
     assert not today.stats.older_day and (out / "latest").resolve() == today.report_dir.resolve()
 
 
+@pytest.mark.slow
 def test_a_daily_run_in_another_time_zone_than_the_states_last_run_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -258,6 +258,7 @@ def test_a_copy_past_the_window_of_its_groups_first_item_pairs_with_the_copy_ins
     assert pairs.set_index("id_b")["exact_copy"].to_dict() == {"b": True, "c": False}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("cut", "first", "later"),
     [("order", "z1", "b1"), ("min-cut", "b1", "z1")],

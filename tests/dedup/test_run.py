@@ -48,6 +48,7 @@ def test_every_identical_body_pair_is_a_duplicate_in_one_cluster(bbc_report, rep
     assert all(cluster_of[a] == cluster_of[b] for a, b in same_body)
 
 
+@pytest.mark.slow
 def test_report_files_written(bbc_report):
     out = bbc_report.out
     for name in ("pairs.parquet", "clusters.parquet", "index.html", "summary.md", "run.json", "overview.png"):
@@ -399,6 +400,7 @@ def test_a_second_batch_run_into_a_held_folder_is_refused_before_any_work(tmp_pa
     _refused_while_held(out, cfg)
 
 
+@pytest.mark.slow
 def test_a_daily_run_into_an_out_another_daily_run_holds_is_refused_before_any_work(tmp_path):
     """Two daily runs of two states (two desks) into one --out at once: each swept the other's report as it
     was being written (``sweep_staging`` takes a staging folder beside its own for a killed run's), so one
@@ -537,6 +539,7 @@ def test_no_score_of_a_report_is_above_one(tmp_path, fast_encoder):
     assert (pairs["similarity"] <= 1).all() and (pairs["cosine"] <= 1).all(), pairs[["similarity", "cosine"]]
 
 
+@pytest.mark.slow
 def test_a_report_written_over_a_chains_report_takes_away_the_chains_record(tmp_path, caplog):
     """nlsim dedup into the folder of an nlsim pipeline report: its pipeline.json and pipeline.md, which name
     the chain's model, decision and judgement, describe a report the folder no longer holds; they go when

@@ -57,6 +57,7 @@ def _config(corpus: Path, out: Path, **kw: object) -> DedupConfig:
     return DedupConfig.of(corpus=corpus, out=out, **settings)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_batch_report_holds_stories_and_the_topic_around_them(tmp_path: Path) -> None:
     _corpus().to_parquet(tmp_path / "news.parquet", index=False)
     result = run_dedup(_config(tmp_path / "news.parquet", tmp_path / "out"), encoder=HashEncoder())

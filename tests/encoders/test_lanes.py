@@ -120,6 +120,7 @@ def test_cross_encoder_reads_in_lanes_as_in_one_pass(two_threads):
     assert torch.get_num_threads() == 2
 
 
+@pytest.mark.slow
 def test_lanes_give_the_one_thread_numbers_to_the_bit(one_thread):
     enc = load_encoder("paraphrase-MiniLM-L3-v2", backend="torch")
     ce = CrossEncoder.from_base("paraphrase-MiniLM-L3-v2", 64, None, device="cpu")

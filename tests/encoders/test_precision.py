@@ -379,6 +379,7 @@ def test_a_small_job_is_still_timed_where_a_lossy_path_could_win(
     assert "not timed" not in choice.reason and choice.probe.get("onnx-int8", 0) > 0
 
 
+@pytest.mark.slow
 def test_the_check_stops_at_the_fastest_path_that_passes(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -432,6 +433,7 @@ def recorded_builds(monkeypatch: pytest.MonkeyPatch, failing: tuple[str, ...] = 
     return built
 
 
+@pytest.mark.slow
 def test_a_cpu_with_amx_takes_bf16_untimed_once_it_passed(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -496,6 +498,7 @@ def test_a_cpu_with_amx_checks_the_others_unmeasured_where_bf16_fails(
     assert choice.path == "torch-int8" and choice.reason.startswith("fastest in the probe")
 
 
+@pytest.mark.slow
 def test_the_check_takes_the_fp32_vectors_it_is_given(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -550,6 +553,7 @@ def test_the_probe_times_a_long_pass_once_and_a_short_one_best_of_three() -> Non
     assert len(calls) == 2  # the warm-up and one timed pass
 
 
+@pytest.mark.slow
 def test_a_path_that_breaks_the_cosine_floor_on_a_first_look_is_not_read_further(
     home: Path, l3: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

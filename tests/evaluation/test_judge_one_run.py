@@ -55,6 +55,7 @@ def test_a_file_copied_in_from_another_report_is_refused_by_name(report: Path, n
     refused(judge(report, "pairs.tsv"), 1, name, "not one run")
 
 
+@pytest.mark.slow
 def test_a_report_without_its_run_record_is_refused(report: Path) -> None:
     (report / "rep" / "run.json").unlink()
     refused(judge(report, "pairs.tsv", "--corpus", "corpus.parquet"), 1, "run.json")

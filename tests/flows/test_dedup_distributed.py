@@ -70,6 +70,7 @@ def test_a_shared_dir_that_is_not_a_folder_is_refused_before_any_work(tmp_path, 
     assert not out.exists() and (tmp_path / "file.txt").read_text() == "notes"
 
 
+@pytest.mark.slow
 def test_a_scheduler_that_does_not_answer_is_refused_before_any_work(
     prefect_harness, repo_root, tmp_path, capsys
 ) -> None:
@@ -238,6 +239,7 @@ def test_every_local_worker_gets_a_share_of_each_embedding_call(monkeypatch, fas
     assert sizes == [[4, 4, 3]]  # a cluster of unknown size: --shard-size as given
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fails", [False, True], ids=["completed", "failed"])
 def test_one_local_cluster_serves_the_whole_run_and_is_stopped_after_it(
     prefect_harness, repo_root, tmp_path, monkeypatch, fails: bool

@@ -77,6 +77,7 @@ def test_a_flow_refuses_a_value_that_cannot_work_in_one_line_with_exit_2(main, a
     assert words in err and "Traceback" not in err and err.count("error:") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("main", "argv", "status", "words"),
     [

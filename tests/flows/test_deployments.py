@@ -189,6 +189,7 @@ def test_serve_lists_an_entry_run_by_hand_that_leaves_required_parameters_to_eac
     assert capsys.readouterr().out == "news-dedup/x: flows/dedup.py:news_dedup - manual\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
 def test_serve_list_to_a_reader_that_closed_the_pipe_ends_quietly(tmp_path: Path, buffered: bool) -> None:
     """``python -m flows.serve --list | head -1``: the reader went away, as ``head`` does; the listing ended

@@ -129,6 +129,7 @@ def test_a_server_that_is_not_up_ends_the_command_in_one_line(tmp_path: Path, co
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("text", "code", "words"),
     [
@@ -220,6 +221,7 @@ def test_an_api_url_that_is_not_the_api_ends_the_command_in_one_line(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_serve_says_it_serves_only_once_the_server_answers(tmp_path: Path) -> None:
     """`python -m flows.serve` with PREFECT_API_URL exported before the server answers printed "serving
     news-dedup/daily" on stdout and then ended in the error line: a log or a supervisor reading stdout was

@@ -137,6 +137,7 @@ def test_flow_parameters_carry_descriptions(name: str) -> None:
     assert props and all(p.get("description") for p in props.values()), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["4h", "0"])
 def test_a_task_timeout_that_is_not_seconds_fails_the_run_in_one_line_naming_the_variable(
     given: str, monkeypatch: pytest.MonkeyPatch

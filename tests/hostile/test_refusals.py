@@ -1545,6 +1545,7 @@ def entries(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(OPTION_CASES))
 def test_an_option_that_cannot_work_is_refused_before_any_work(tmp_path: Path, case: str) -> None:
     args, words = OPTION_CASES[case]

@@ -35,6 +35,7 @@ def _initializer_shapes(path: Path) -> list[tuple[int, ...]]:
     return [tuple(int(d) for d in init.dims) for init in graph.initializer]
 
 
+@pytest.mark.slow
 def test_the_export_holds_no_word_table_and_computes_what_torch_computes(
     target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,6 +58,7 @@ def test_the_export_holds_no_word_table_and_computes_what_torch_computes(
         type(fp32)(fp32.path, threads=1)  # a table-less graph run without the model's table
 
 
+@pytest.mark.slow
 def test_the_probe_times_the_model_itself_and_hands_its_runners_back(
     target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

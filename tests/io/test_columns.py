@@ -83,6 +83,7 @@ def test_page_rows_are_objects_of_the_columns() -> None:
     assert rows == [{"id": "a", "title": "T", "url": None, "published_at": "2024-01-02 03:04"}]
 
 
+@pytest.mark.slow
 def test_a_column_added_to_the_items_table_alone_reaches_every_file_and_the_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

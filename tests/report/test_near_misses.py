@@ -107,6 +107,7 @@ def test_a_reranked_report_lists_the_rescored_candidates_that_missed_the_rerank_
     assert all(_apart(got, near)) and len(near) <= rerank["rescored"]
 
 
+@pytest.mark.slow
 def test_a_daily_report_keeps_its_near_misses_when_written_again(
     tmp_path: Path, fast_encoder: object
 ) -> None:

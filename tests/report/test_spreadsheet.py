@@ -194,6 +194,7 @@ def test_a_title_cut_to_a_cell_keeps_each_character_a_reader_sees_whole() -> Non
     assert xlsx_text("x" * 32_700 + "\u0301" * 100)[-1] == "\u0301"  # a letter of 100 marks: cut among them
 
 
+@pytest.mark.slow
 def test_a_list_longer_than_a_cell_holds_ends_on_a_whole_id_and_says_how_many(tmp_path: Path) -> None:
     """A story (or topic) of 3,000 items: its ``member_ids`` cell in report.xlsx cannot hold every id; it
     ends on a whole id and says how many there are, never an id cut in two with nothing to say so; the count

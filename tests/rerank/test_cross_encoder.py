@@ -356,6 +356,7 @@ def test_an_earlier_epoch_kept_hands_back_its_own_scores_of_both_orders(
     assert not np.allclose(last.validation_scores, run.validation_scores, atol=1e-4)  # another epoch's
 
 
+@pytest.mark.slow
 def test_a_bf16_training_runs_its_training_pairs_frozen_pass_in_bf16_and_keeps_validation_fp32(
     small_pairs: pd.DataFrame,
 ) -> None:

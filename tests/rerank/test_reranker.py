@@ -91,6 +91,7 @@ def test_finetune_stores_the_precision_checks_in_the_folder(reranked_model: Fine
         assert ("max_score_diff" in entry) != bool(entry.get("not_checked"))
 
 
+@pytest.mark.slow
 def test_a_cross_encoder_path_that_breaks_the_score_limit_on_a_first_look_reads_no_more(
     reranked_model: FinetuneResult, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -234,6 +234,7 @@ def test_the_training_texts_embeddings_from_the_frozen_states_are_what_the_encod
     assert train_encoder(enc, train, val, settings, log=lambda _: None)["training_embeddings"] == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spare", [None, 1])
 def test_a_bf16_training_embeds_in_bf16_only_the_texts_no_evaluation_reads(
     small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, spare: int | None
@@ -274,6 +275,7 @@ def test_a_bf16_training_embeds_in_bf16_only_the_texts_no_evaluation_reads(
     assert any(said in m for m in logged), logged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
     small_pairs: pd.DataFrame, threads: int
@@ -313,6 +315,7 @@ def test_spare_threads_run_the_embedding_passes_in_lanes_with_the_same_numbers(
     assert alone["best"]["spearman"] == beside["best"]["spearman"]
 
 
+@pytest.mark.slow
 def test_drop_easy_trains_the_second_epoch_on_the_pairs_still_off_the_line(small_pairs: pd.DataFrame) -> None:
     """From the second epoch on, the pairs whose score lies near their cosine's line leave (fewer steps),
     but for the share of them drawn; the same-story pairs stay even when every other pair leaves; without
@@ -355,6 +358,7 @@ def test_training_from_kept_states_takes_them_and_leaves_them_as_they_were(small
     assert all(torch.equal(record.states[k], v) for k, v in before.items())  # training wrote none of them
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("precision", "chunks"), [("fp32", 2), ("bf16", 1)])
 def test_a_bf16_step_on_a_cpu_runs_its_batch_as_one_packed_chunk(
     small_pairs: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, precision: str, chunks: int

@@ -212,6 +212,7 @@ def test_a_curve_trains_the_batch_size_and_learning_rate_asked_on_a_gpu(
     assert (used.recipe.batch_size, used.bi_encoder.lr) == (cfg.batch_size, cfg.lr)
 
 
+@pytest.mark.slow
 def test_a_curve_trains_on_an_editors_newer_score_of_an_overruled_pair(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
