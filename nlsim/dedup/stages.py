@@ -93,7 +93,7 @@ from nlsim.search.index import (
     resolved_kind,
     save_index,
 )
-from nlsim.search.neighbors import neighbor_pairs, scored_by_representatives
+from nlsim.search.neighbors import neighbor_pairs, row_cosines, scored_by_representatives
 
 FUTURE_TOLERANCE = pd.Timedelta(days=FUTURE_TOLERANCE_DAYS)
 """An item published more than this after the wall clock is refused (a wrong date, not news)."""
@@ -575,11 +575,7 @@ def with_copies(pairs: pd.DataFrame, window: Window) -> pd.DataFrame:
     if not len(a):
         return pairs
     emb = window.embeddings
-    cosine = (  # 1 at most: a copy's vector is its representative's, whose float32 cosine may round above
-        np.minimum((emb[a] * emb[b]).sum(axis=1), 1).astype(np.float32)
-        if emb is not None
-        else np.ones(len(a), np.float32)
-    )
+    cosine = row_cosines(emb[a], emb[b]) if emb is not None else np.ones(len(a), np.float32)
     links = pd.DataFrame(
         {
             "a": a,

@@ -133,6 +133,22 @@ def neighbor_pairs(
     return collect.result()
 
 
+def row_cosines(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The cosine of each row of ``x`` with the same row of ``y`` (unit vectors), float32 and 1 at most: two
+    identical unit vectors score 1.0000002 in float32, their sum rounded up (:func:`at_most_one`).
+
+    >>> v = np.array([[0.6, 0.8]], dtype="float32")
+    >>> float(row_cosines(v, v)[0]) <= 1.0
+    True
+    """
+    return at_most_one(np.einsum("ij,ij->i", x, y))
+
+
+def at_most_one(sims: np.ndarray) -> np.ndarray:
+    """``sims`` as float32, a cosine above 1 (float32 rounding) as 1."""
+    return np.minimum(sims, 1).astype(np.float32, copy=False)
+
+
 def scored_by_representatives(
     pairs: pd.DataFrame, embeddings: np.ndarray, copies: np.ndarray, threshold: float
 ) -> pd.DataFrame:
@@ -160,7 +176,7 @@ def scored_by_representatives(
         return pairs
     ra, rb = copies[a[touch]], copies[b[touch]]
     sims = pairs["similarity"].to_numpy(np.float32).copy()
-    sims[touch] = np.einsum("ij,ij->i", embeddings[ra], embeddings[rb]).astype(np.float32)
+    sims[touch] = row_cosines(embeddings[ra], embeddings[rb])
     keep = sims >= threshold
     return pd.DataFrame({"a": a[keep], "b": b[keep], "similarity": sims[keep]}).reset_index(drop=True)
 
@@ -212,8 +228,7 @@ class _Collector:
         valid &= sims >= self.threshold
         qa = np.broadcast_to(own, hits.shape)[valid]
         hb = hits[valid]
-        # a cosine is 1 at most: two identical unit vectors score 1.0000002 in float32, their sum rounded up
-        sv = np.minimum(sims[valid], 1).astype(np.float32, copy=False)
+        sv = at_most_one(sims[valid])  # a cosine is 1 at most
         if self.use_window and qa.size:
             ra, rb = np.broadcast_to(rows[:, None], hits.shape)[valid], found[valid]  # the rows themselves
             undated, close = self._close(ra, rb)
