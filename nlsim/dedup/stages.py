@@ -474,7 +474,10 @@ def neighbors(
     q = window.query_rows
     rep = None if window.copies is None or not window.copies.count else window.copies.rep
     if rep is not None:
-        q = q[rep[q] == q]  # a copy's neighbours are its representative's
+        # a copy's neighbours are its representative's; within a time window a group that gained a copy
+        # (an undated one, one sent late) may now reach items its earlier members did not, so its
+        # representative is searched again, as a batch run searches it with every copy it holds
+        q = np.unique(rep[q]) if hours is not None else q[rep[q] == q]
     extra = {} if rep is None else {"copies": rep}
     found = (search or neighbor_pairs)(
         window.index,

@@ -13,7 +13,8 @@ Only representatives need be queried.
 Time window: with ``times`` (datetime64, aligned with index rows) and ``window`` (a timedelta), a pair is
 kept only when ``|t_a - t_b| <= window``. An item without a date (NaT) cannot be placed in time, so by
 default its pairs are kept (``nat="keep"``): an undated copy of a story is still a copy. ``nat="drop"``
-drops every pair with an undated side.
+drops every pair with an undated side. With ``copies``, a pair of two groups is kept when any copy of one is
+within the window of any copy of the other (or undated), and it is reported with those two copies.
 
 Example:
     >>> import numpy as np
@@ -204,6 +205,11 @@ class _Collector:
             if self.win_ns < 0:
                 raise ConfigError(f"window must not be negative, got {window}")
         self.copies = None if copies is None else np.asarray(copies, dtype=np.int64)
+        if self.use_window and self.copies is not None:
+            # each group's rows, its dated ones first by time: a group's pairs are read in time through them
+            undated = self.t_ns == np.iinfo(np.int64).min
+            self.by_group = np.lexsort((np.arange(ntotal), self.t_ns, undated, self.copies))
+            self.group_at = np.searchsorted(self.copies[self.by_group], np.arange(ntotal + 1))
         self.keys: list[np.ndarray] = []
         self.sims: list[np.ndarray] = []
 
@@ -229,13 +235,13 @@ class _Collector:
         qa = np.broadcast_to(own, hits.shape)[valid]
         hb = hits[valid]
         sv = at_most_one(sims[valid])  # a cosine is 1 at most
-        if self.use_window and qa.size:
-            ra, rb = np.broadcast_to(rows[:, None], hits.shape)[valid], found[valid]  # the rows themselves
-            undated, close = self._close(ra, rb)
+        if self.use_window and qa.size and self.copies is not None:
+            qa, hb, keep = self._within(qa, hb)
+            qa, hb, sv = qa[keep], hb[keep], sv[keep]
+        elif self.use_window and qa.size:
+            undated, close = self._close(qa, hb)
             keep = np.where(undated, self.nat == "keep", close)
             qa, hb, sv = qa[keep], hb[keep], sv[keep]
-            if self.copies is not None:
-                qa, hb = self._within(qa, hb, ra[keep], rb[keep])
         if qa.size:
             self.keys.append(np.minimum(qa, hb) * np.int64(self.ntotal) + np.maximum(qa, hb))
             self.sims.append(sv)
@@ -250,19 +256,53 @@ class _Collector:
             close = np.abs(np.where(undated, 0, ta - tb)) <= self.win_ns
         return undated, close
 
-    def _within(
-        self, qa: np.ndarray, hb: np.ndarray, ra: np.ndarray, rb: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The ends a pair is reported with: the two representatives where they are within the window of
-        each other, else the rows that were (a copy 22 hours after the next group's copy, 44 after its
-        first item, pairs with that copy, not with the first item, in a 24-hour window)."""
-        for a, b in ((ra, hb), (qa.copy(), rb), (ra, rb)):  # the representatives' ends as found
-            undated, close = self._close(qa, hb)
-            far = ~(undated | close)
-            if not far.any():
-                break
-            qa, hb = np.where(far, a, qa), np.where(far, b, hb)
-        return qa, hb
+    def _within(self, qa: np.ndarray, hb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ends each pair of two groups of copies (their representatives ``qa`` and ``hb``) is reported
+        with, and whether it is kept: the two representatives where they are within the window of each
+        other (or one is undated), else the two members of the groups closest in time that are (a copy 22
+        hours after the next group's copy, 44 after its first item, pairs with that copy in a 24-hour
+        window), else an undated member (``nat="keep"``). A pair is thus kept whatever copy of either group
+        the search hit, and a daily run, whose groups grow by their copies, finds what a batch run finds."""
+        undated, close = self._close(qa, hb)
+        keep = np.where(undated, self.nat == "keep", close)
+        qa, hb = qa.copy(), hb.copy()
+        size = np.diff(self.group_at)
+        for i in np.flatnonzero(~keep & ((size[qa] > 1) | (size[hb] > 1))):  # two items alone: no other ends
+            ends = self._closest_members(int(qa[i]), int(hb[i]))
+            if ends is not None:
+                qa[i], hb[i] = ends
+                keep[i] = True
+        return qa, hb, keep
+
+    def _members(self, rep: int) -> np.ndarray:
+        """The rows of the group ``rep`` represents, its dated ones first, by time."""
+        return self.by_group[self.group_at[rep] : self.group_at[rep + 1]]
+
+    def _closest_members(self, p: int, q: int) -> tuple[int, int] | None:
+        """A member of group ``p`` and one of group ``q`` within the window of each other (the two dated
+        ones closest in time, the earliest such pair on a tie), else an undated member with the other
+        group's representative where undated pairs are kept; ``None`` when there are none."""
+        nat_ns = np.iinfo(np.int64).min
+        if (self.t_ns[q], q) < (self.t_ns[p], p):  # the same ends whichever group was searched
+            ends = self._closest_members(q, p)
+            return None if ends is None else (ends[1], ends[0])
+        mp, mq = self._members(p), self._members(q)
+        dp, dq = mp[self.t_ns[mp] != nat_ns], mq[self.t_ns[mq] != nat_ns]
+        if dp.size and dq.size:
+            tp, tq = self.t_ns[dp], self.t_ns[dq]
+            at = np.searchsorted(tq, tp)
+            lo, hi = np.clip(at - 1, 0, tq.size - 1), np.clip(at, 0, tq.size - 1)
+            near = np.where(np.abs(tp - tq[lo]) <= np.abs(tq[hi] - tp), lo, hi)
+            gap = np.abs(tp - tq[near])
+            best = int(np.argmin(gap))
+            if gap[best] <= self.win_ns:
+                return int(dp[best]), int(dq[near[best]])
+        if self.nat == "keep":
+            if dq.size < mq.size:
+                return p, int(mq[dq.size])
+            if dp.size < mp.size:
+                return int(mp[dp.size]), q
+        return None
 
     def result(self) -> pd.DataFrame:
         if not self.keys:

@@ -470,10 +470,13 @@ def test_a_batch_reports_files_agree(tmp_path: Path, fast_encoder: Any, seed: in
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("window_hours", [None, 20.0])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_daily_runs_over_the_days_end_with_the_batch_runs_clusters(
-    tmp_path: Path, fast_encoder: Any, seed: int
+    tmp_path: Path, fast_encoder: Any, seed: int, window_hours: float | None
 ) -> None:
+    """With ``--window-hours`` too: a group of copies that gains a copy on a later day (an undated one, one
+    sent late) pairs as the batch run's group with every copy does (seeds 0 and 3 found one that did not)."""
     corpus = random_corpus(seed)
     frame = corpus.frame
     editors = _editors(tmp_path, corpus)
@@ -489,15 +492,17 @@ def test_daily_runs_over_the_days_end_with_the_batch_runs_clusters(
         run_dedup(
             _config(
                 str(tmp_path / "in" / "{date}.parquet"), tmp_path / "daily", date=day,
-                state=str(tmp_path / "state"), retention_days=None, **editors,
+                state=str(tmp_path / "state"), retention_days=None, window_hours=window_hours, **editors,
             ),
             encoder=fast_encoder,
         )  # fmt: skip
         seen.append(part)
         window = pd.concat(seen, ignore_index=True)
-        check_report(tmp_path / "daily" / "latest", window, corpus.verdicts)
+        if window_hours is None:  # within a window, copies further apart are scored as any pair
+            check_report(tmp_path / "daily" / "latest", window, corpus.verdicts)
     frame.to_parquet(tmp_path / "news.parquet", index=False)
-    run_dedup(_config(tmp_path / "news.parquet", tmp_path / "batch", **editors), encoder=fast_encoder)
+    batch_run = _config(tmp_path / "news.parquet", tmp_path / "batch", window_hours=window_hours, **editors)
+    run_dedup(batch_run, encoder=fast_encoder)
     batch = pd.read_parquet(tmp_path / "batch" / "clusters.parquet")
     daily = pd.read_parquet(tmp_path / "daily" / "latest" / "window" / "clusters.parquet")
     daily = daily[daily["status"] != "dissolved"]

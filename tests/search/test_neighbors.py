@@ -223,6 +223,30 @@ def test_with_copies_and_no_duplicates_the_pairs_are_the_plain_ones():
     pd.testing.assert_frame_equal(plain, same)
 
 
+@pytest.mark.parametrize("undated", [True, False])
+def test_a_group_of_copies_pairs_within_the_window_through_whichever_copy_is_there(undated: bool) -> None:
+    """Copies 0 (day 0, the representative) and 1 (undated, or 30 hours later), and item 2 at 40 hours,
+    in a 20-hour window, vector closer to copy 0's than to copy 1's: the search hits copy 0, 40 hours away,
+    and the pair was dropped, though copy 1 is within the window (or undated): it is kept with copy 1."""
+    emb = unit(np.array([[1.0, 0.0], [0.9, 0.436], [0.98, 0.2]], dtype=np.float32))
+    base = pd.Timestamp("2024-05-01", tz="UTC")
+    copy = pd.NaT if undated else base + pd.Timedelta(hours=30)
+    times = pd.Series([base, copy, base + pd.Timedelta(hours=40)])
+    index = build_index(emb, use_gpu=False)
+    for query in ([0, 2], [2], [0]):  # both searched (a batch run), or one alone (a daily run's day)
+        rows = np.array(query)
+        got = neighbor_pairs(
+            index, emb[rows], rows, k=1, threshold=0.5, times=times, window=timedelta(hours=20),
+            progress=False, copies=np.array([0, 0, 2]),
+        )  # fmt: skip
+        assert list(zip(got["a"], got["b"], strict=True)) == [(1, 2)], query
+    dropped = neighbor_pairs(
+        index, emb[[2]], np.array([2]), k=1, threshold=0.5, times=times, window=timedelta(hours=20),
+        nat="drop", progress=False, copies=np.array([0, 0, 2]),
+    )  # fmt: skip
+    assert len(dropped) == (1 if not undated else 0)
+
+
 def test_copies_searched_again_on_a_gpu_stop_at_its_largest_k() -> None:
     """A query whose hits are all copies of its own text is searched again with four times the hits, until
     it finds k other groups; past 2,100 copies of one headline the search asked a GPU index for more than
