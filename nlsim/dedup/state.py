@@ -133,6 +133,11 @@ KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
 them, the report tables its last run's report is written again from): one missing is damage (a table
 edited by hand), refused by name (:func:`check_columns`)."""
 
+DEFINED = frozenset({"copy_key", "markup"})
+"""The search settings whose absence from a state's identity says how the state was made (the first copy key,
+HTML read as words), not that it was made before they were kept: a state whose identity keeps no search
+setting at all differs from a run by these alone (:meth:`StateIdentity.differences`)."""
+
 
 @dataclass(frozen=True)
 class StateIdentity:
@@ -152,7 +157,8 @@ class StateIdentity:
     copy (:data:`nlsim.clusters.copies.COPY_KEY_VERSION`; absent: a state written before it was kept, whose
     copies the first definition grouped), and ``markup``, how the embedded texts' HTML was read
     (:data:`nlsim.io.cells.SHOWN_TEXT_VERSION`; absent: as words, and the window is embedded again)
-    (``None``: a state written before any was kept, taken to match)."""
+    (``None``: a state written before any was kept: its ``k`` and ``window_hours`` taken to match, its
+    ``copy_key`` and ``markup`` absent, as they were then, :data:`DEFINED`)."""
 
     def differences(self, other: StateIdentity) -> list[str]:
         """Human-readable differences, empty when the two match."""
@@ -168,9 +174,13 @@ class StateIdentity:
                 same = tuple(mine) == tuple(theirs) if name == "text_fields" else mine == theirs
             if not same:
                 out.append(f"{name}: state has {mine!r}, this run uses {theirs!r}")
-        if self.search is not None and other.search is not None:
-            for name in sorted(set(self.search) | set(other.search)):
-                mine, theirs = self.search.get(name), other.search.get(name)
+        if other.search is not None:
+            # a state kept before any search setting was is older than the copy key and the reading of HTML
+            # too: its k and window hours read as this run's, its copies and vectors as the first ones
+            kept = self.search if self.search is not None else {}
+            names = set(other.search) | set(kept) if self.search is not None else set(other.search) & DEFINED
+            for name in sorted(names):
+                mine, theirs = kept.get(name), other.search.get(name)
                 if mine != theirs:
                     out.append(f"{name}: state has {mine!r}, this run uses {theirs!r}")
         return out

@@ -166,6 +166,42 @@ def test_a_daily_state_whose_copies_an_earlier_copy_key_grouped_is_paired_again(
     assert "pairing the window again" in said
 
 
+def test_a_daily_state_kept_before_any_search_setting_is_paired_and_embedded_again(tmp_path, monkeypatch):
+    """A state written by an nlsim that kept no search settings in its identity at all (no ``search``: the
+    nlsims before ``k`` and ``window_hours`` were kept) is older than the copy key and the reading of HTML
+    too: its copies were grouped by the first copy key and its texts embedded as words. Its ``k`` and
+    ``window_hours`` read as this run's, but it is paired and embedded again once, as a state that names
+    ``k`` and not the copy key is, and the run says why."""
+    import nlsim.clusters.copies as copies
+
+    t = pd.Timestamp("2024-04-10 02:00", tz="UTC")
+    days = [
+        [("r23", "TSMC March revenue up 1.5% on year"), ("r24", "TSMC March revenue up 15% on year")],
+        [("r25", "TSMC March revenue up 15% on year")],
+    ]
+    state = tmp_path / "state"
+    runs = []
+    for n, rows in enumerate(days):
+        day = pd.DataFrame(rows, columns=["id", "title"]).assign(published_at=t + pd.Timedelta(days=n))
+        day.to_parquet(tmp_path / f"day{n}.parquet", index=False)
+        with monkeypatch.context() as m:
+            if n == 0:  # the day the earlier nlsim ran
+                m.setattr(copies, "copy_key", _earlier_copy_key)
+            cfg = _config(tmp_path / f"day{n}.parquet", tmp_path / "out", "hash", 0.9)
+            runs.append(run_daily(cfg, state, retention_days=None, encoder=HashEncoder()))
+        if n == 0:
+            assert state_assignment(state) == {"r23": "c-r23", "r24": "c-r23"}
+            manifest = json.loads((state / "MANIFEST.json").read_text(encoding="utf-8"))
+            del manifest["identity"]["search"]  # as that nlsim wrote it
+            (state / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
+    kept = state_assignment(state)
+    assert sorted(kept) == ["r24", "r25"] and kept["r24"] == kept["r25"]  # r23 alone now
+    switch = runs[1].stats.model_switch
+    assert switch is not None and sorted(switch.changed) == ["copy_key", "markup"] and switch.reembed
+    said = " ".join(runs[1].stats.messages)
+    assert f"copy_key: state has None, this run uses {copies.COPY_KEY_VERSION}" in said
+
+
 def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
     lines = ["pair_id\tsplit\tid_a\tid_b\ttext_a\ttext_b\tscore"]
     lines += [f"p{n}\ttrain\t{a}\t{b}\t{ta}\t{tb}\t{s}" for n, (a, b, ta, tb, s) in enumerate(rows)]

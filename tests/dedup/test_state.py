@@ -637,13 +637,17 @@ def test_a_state_kept_before_its_search_settings_were_takes_them_to_match(
     two_days: tuple[Path, list[Path]], tmp_path: Path
 ) -> None:
     """``search`` was declared in the identity after the state format: a state without it is no damage, and
-    a run with another ``--k`` on it searches today's items without pairing the window again."""
+    a run with another ``--k`` on it takes the state's ``k`` to match. Such a state was written before the
+    copy key and the reading of HTML were kept too, by an nlsim that grouped copies by the first copy key
+    and embedded HTML as words: the window is embedded again for those alone."""
     state, days = two_days
     _edit_manifest(state, "identity.search", ...)
     run = run_daily(
         _config(days[2], tmp_path / "out", k=5), state, retention_days=None, encoder=HashEncoder()
     )
-    assert run.stats.counts.new == 3 and run.stats.model_switch is None
+    switch = run.stats.model_switch
+    assert run.stats.counts.new == 3 and switch is not None and switch.reembed
+    assert switch.changed == ["copy_key", "markup"]  # not k
     assert read_manifest(state)["identity"]["search"] == {
         "k": 5,
         "window_hours": None,
