@@ -147,13 +147,44 @@ def render_stories_png(clusters: pd.DataFrame, record: RunRecord, path: Path) ->
     plt.close(fig)
 
 
+LINEAR_SIZES = 40
+"""The cluster sizes ``overview.png`` draws one bar each, on a linear axis, when the largest cluster is at
+most this many items larger than the smallest; beyond, a bar for each step of a logarithmic axis
+(:func:`size_bins`), so that a story of 2,000 copies and the day's pairs are each a bar wide enough to see."""
+SIZE_STEPS = 24
+"""The steps of the logarithmic axis of the cluster sizes (at most; :func:`size_bins`)."""
+
+
+def size_bins(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bars of the cluster sizes: each bar's lowest size, the size past its highest, and its clusters.
+    One size a bar when the sizes span at most :data:`LINEAR_SIZES`; else sizes gathered in at most
+    :data:`SIZE_STEPS` steps of equal width on a logarithmic axis (each size in exactly one step, and each
+    step from a whole size to a whole size), the empty ones left out.
+
+    >>> [b.tolist() for b in size_bins(np.array([2, 2, 3, 5]))]
+    [[2, 3, 5], [3, 4, 6], [2, 1, 1]]
+    >>> lows, highs, counts = size_bins(np.array([2] * 30 + [3, 40, 2000]))
+    >>> lows[:2].tolist(), highs[-1].item(), counts.tolist()
+    ([2, 3], 2001, [30, 1, 1, 1])
+    """
+    if sizes.max() - sizes.min() <= LINEAR_SIZES:
+        values, counts = np.unique(sizes, return_counts=True)
+        return values, values + 1, counts
+    low, high = int(sizes.min()), int(sizes.max()) + 1
+    edges = np.unique(np.round(np.geomspace(low, high, SIZE_STEPS + 1)).astype(np.int64))
+    counts = np.histogram(sizes, bins=edges)[0]  # the last step holds its upper edge: none is that large
+    kept = counts > 0
+    return edges[:-1][kept], edges[1:][kept], counts[kept]
+
+
 def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: RunRecord, path: Path) -> None:
-    """Two plots for a quick look: the pair similarities against the threshold, and the cluster sizes."""
+    """Two plots for a quick look: the pair similarities against the threshold, and the cluster sizes (one
+    bar a size, or steps of a logarithmic axis when they span more than :data:`LINEAR_SIZES`)."""
     import matplotlib  # deferred: matplotlib costs ~1 s to import and only the report needs it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: heavy or optional, loaded only when needed
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     if len(pairs):
@@ -164,10 +195,15 @@ def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: Run
     score = "rerank score" if record.rerank is not None else "cosine"
     left.set(title=f"{counted(len(pairs), 'pair', 'pairs')}: {score}", xlabel=score, ylabel="pairs")
     if len(clusters):
-        sizes = clusters["size"].value_counts().sort_index()
-        right.bar(sizes.index.astype(int), sizes.to_numpy(), color="#228833")
+        lows, highs, counts = size_bins(clusters["size"].to_numpy(dtype=np.int64))
+        if highs[-1] - lows[0] > LINEAR_SIZES:  # a wire story of 2,000 copies beside pairs: sizes in steps
+            right.bar(lows, counts, width=highs - lows, align="edge", color="#228833", edgecolor="white")
+            right.set_xscale("log")
+            right.xaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000: sizes, not powers
+        else:
+            right.bar(lows, counts, color="#228833")
+            right.xaxis.set_major_locator(MaxNLocator(integer=True))
         right.set_yscale("log")
-        right.xaxis.set_major_locator(MaxNLocator(integer=True))
     sizes_title = f"{counted(len(clusters), 'cluster', 'clusters')}: size"
     right.set(title=sizes_title, xlabel="items in the cluster", ylabel="clusters")
     items = "? items" if record.items is None else counted(record.items, "item", "items")

@@ -107,3 +107,29 @@ def test_the_hour_that_an_autumn_change_of_clocks_repeats_is_two_bars(
         ("2024-10-27 02:00 +02:00", 1),
         ("2024-10-27 02:00 +01:00", 1),
     ]
+
+
+def test_a_wire_story_of_2000_copies_and_thousands_of_pairs_each_show_as_a_bar_of_the_sizes_chart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A news day's clusters: thousands of pairs and a wire story of 2,000 copies. One bar a size on a linear
+    axis from 2 to 2,000 drew each bar a sixth of a pixel wide, and the chart showed nothing: neither the
+    pairs nor the giant story. Every cluster is counted in a bar wide enough to see, the largest too."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the chart's figure, kept to read its bars
+    sizes = [2] * 3000 + [3] * 800 + [4] * 300 + [7] * 40 + [35] * 3 + [640, 1800, 2000]
+    clusters = pd.DataFrame({"size": sizes})
+    record = RunRecord(model="m", threshold=0.9, counts=Counts(items_in=60_000))
+    render_overview_png(pd.DataFrame({"similarity": [0.95]}), clusters, record, tmp_path / "overview.png")
+    (overview,) = figures
+    chart = overview.axes[1]
+    bars = [p for p in chart.patches if p.get_height() > 0]
+    assert sum(p.get_height() for p in bars) == len(sizes)
+    widths = [p.get_window_extent().width for p in bars]
+    assert min(widths) >= 3, widths  # pixels
+    largest = max(bars, key=lambda p: p.get_x())
+    assert largest.get_x() <= 2000 <= largest.get_x() + largest.get_width()
+    smallest = min(bars, key=lambda p: p.get_x())
+    assert smallest.get_x() <= 2 < smallest.get_x() + smallest.get_width() and smallest.get_height() == 3000
