@@ -755,7 +755,8 @@ def _report_clusters(
 ) -> pd.DataFrame:
     """The clusters table of the clusters the run touched (a batch run: every cluster), with the clusters a
     model change broke up listed last, with the members they had."""
-    touched = [c for c in upd.events["cluster_id"] if c in set(upd.assignment.values())]
+    held = set(upd.assignment.values())  # once, not once per event: the window times the day's clusters
+    touched = [c for c in upd.events["cluster_id"] if c in held]
     report_clusters = cluster_table(
         items,
         upd.assignment,
