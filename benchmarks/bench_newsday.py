@@ -123,9 +123,18 @@ def run_day(corpus: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[20000, 50000], help="headlines a day")
-    ap.add_argument("--keep", type=Path, help="keep the corpora and reports in this folder")
+    ap = argparse.ArgumentParser(
+        description="Time the stages after the search (copies, clusters, topic groups, the report's files) "
+        "on a synthetic news day of each size, with the small test model."
+    )
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=[20000, 50000], help="headlines a day (default: 20000 50000)"
+    )
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the corpora and reports in this folder (default: none, a temporary one)",
+    )
     ns = ap.parse_args(argv)
     host = machine()  # the load average before the benchmark's own runs
     rows = []
