@@ -24,7 +24,8 @@ Rules, so that no row is ever silently merged, split or shifted:
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule.
 * Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", is named as
-  such); a bad byte is reported with its data row, field, line and byte offset, and so is a Parquet text cell
+  such); a bad byte is reported with its data row, field, line and byte offset and how to convert the file
+  (:func:`to_utf8`), and so is a Parquet text cell
   holding bytes that are not UTF-8 (by row and column) and a JSONL ``\\u`` escape of half a surrogate pair
   (``"\\ud83c"`` alone: not a character; by row and field).
   Empty cells stay empty strings; nothing is turned into NaN.
@@ -471,6 +472,31 @@ def separator_hint(path: str | Path, header: str) -> str:
     )
 
 
+def to_utf8(path: Path, fmt: str, encoding: str | None = None) -> str:
+    """How to turn the text table ``path`` (of format ``fmt``), which is not UTF-8, into the UTF-8 file nlsim
+    reads: Excel's *CSV UTF-8* for a CSV, and the ``iconv`` command that converts the file as it is named,
+    from ``encoding`` when it is known (a byte-order mark said it), else from the encodings Excel saves text
+    in on a Chinese Windows (Big5 as ``CP950``, ``GB18030``): named, never guessed.
+
+    Example:
+        >>> to_utf8(Path("news.tsv"), "tsv", "UTF-16").split(", as ")[1]
+        'iconv -f UTF-16 -t UTF-8 news.tsv > news.utf8.tsv'
+        >>> to_utf8(Path("news.csv"), "csv").split(": ", 1)[1][:60]
+        'save it as UTF-8 (Excel: File > Save As > CSV UTF-8) or conv'
+    """
+    excel = "save it as UTF-8 " + ("(Excel: File > Save As > CSV UTF-8) " if fmt == "csv" else "") + "or "
+    if compression(path) is not None:  # iconv reads the file it holds, not the compressed one
+        return f"nlsim reads UTF-8 text only: {excel}convert the file it holds to UTF-8, and compress that"
+    command = f"iconv -f {encoding or 'CP950'} -t UTF-8 {path.name} > {path.stem}.utf8{path.suffix}"
+    if encoding:
+        return f"nlsim reads UTF-8 text only: {excel}convert it, as {command}"
+    return (
+        f"nlsim reads UTF-8 text only: {excel}convert it from the encoding it was saved in, as {command} "
+        "(Big5, as Excel saves text on a Traditional-Chinese Windows; GB18030 on a Simplified-Chinese one: "
+        "-f GB18030)"
+    )
+
+
 def _decode(path: Path, data: bytes, fmt: str) -> str:
     _refuse_compressed(path, data)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode Text" writes
@@ -479,7 +505,7 @@ def _decode(path: Path, data: bytes, fmt: str) -> str:
             None,
             None,
             "a UTF-16 text file (its byte-order mark says so; Excel saves 'Unicode Text' so), not UTF-8: "
-            "save it as UTF-8 (Excel: CSV UTF-8)",
+            + to_utf8(path, fmt, "UTF-16"),
         )
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
@@ -496,7 +522,7 @@ def _decode(path: Path, data: bytes, fmt: str) -> str:
             row,
             None if row is None else _field_at(prefix, fmt, newline),
             f"not valid UTF-8 text{' in the header' if row is None else ''}: byte 0x{data[start]:02x} at "
-            f"byte offset {start}{held} (line {line}); save the file as UTF-8",
+            f"byte offset {start}{held} (line {line}); {to_utf8(path, fmt)}",
         ) from None
 
 

@@ -254,3 +254,41 @@ def test_a_text_table_under_a_parquet_name_is_named_as_text(
     (tmp_path / "broken.parquet").write_bytes(bytes(range(256)) * 4)  # binary: still a damaged Parquet file
     with pytest.raises(InputError, match="cannot read as Parquet"):
         read_table(tmp_path / "broken.parquet")
+
+
+@pytest.mark.parametrize(
+    "name,encoding",
+    [("news.csv", "cp950"), ("news.tsv", "cp950"), ("news.csv", "gb18030"), ("news.jsonl", "cp950")],
+)
+def test_a_file_saved_in_a_chinese_windows_encoding_is_refused_saying_how_to_convert_it(
+    tmp_path: Path, name: str, encoding: str
+) -> None:
+    """Excel on a Traditional-Chinese Windows saves "CSV" in Big5 (cp950), on a Simplified-Chinese one in
+    GB18030: the refusal said only "save the file as UTF-8", where the one who reads it wants the encoding
+    nlsim expects and a command that converts the file, named as it is."""
+    rows = [("n1", "颱風凱米今晚登陸"), ("n2", "台積電營收創新高")]
+    if name.endswith(".jsonl"):
+        text = "".join(f'{{"id": "{i}", "title": "{t}"}}\r\n' for i, t in rows)
+    else:
+        sep = "\t" if name.endswith(".tsv") else ","
+        text = f"id{sep}title\r\n" + "".join(f"{i}{sep}{t}\r\n" for i, t in rows)
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding))
+    with pytest.raises(InputError) as info:
+        read_table(path)
+    message = str(info.value)
+    assert info.value.row == 1 and info.value.field == "title", message
+    assert "UTF-8" in message and "byte 0x" in message
+    assert f"iconv -f CP950 -t UTF-8 {name} > news.utf8{Path(name).suffix}" in message, message
+    assert "-f GB18030" in message, message
+    assert ("CSV UTF-8" in message) == name.endswith(".csv"), message  # Excel saves no UTF-8 TSV or JSONL
+    assert "\n" not in message
+
+
+def test_a_utf16_file_is_refused_saying_how_to_convert_it(tmp_path: Path) -> None:
+    """Excel's "Unicode Text" (UTF-16 with a byte-order mark): the refusal names the command that
+    converts it, as for a Big5 file."""
+    path = tmp_path / "news.txt"
+    path.write_bytes("id\ttitle\r\nn1\t颱風凱米今晚登陸\r\n".encode("utf-16"))
+    with pytest.raises(InputError, match=r"iconv -f UTF-16 -t UTF-8 news\.txt > news\.utf8\.txt"):
+        read_table(path)
