@@ -988,6 +988,19 @@ def test_a_filled_file_the_reader_refuses_is_named_by_its_sheet_row(tmp_path: Pa
         read_filled(tmp_path / "wide.csv")
 
 
+def test_a_filled_file_saved_as_excels_unicode_text_under_a_csv_name_is_named_utf16(tmp_path: Path) -> None:
+    """Excel's "Unicode Text" is UTF-16, tab-separated: renamed .csv, it was refused as "separated by tabs
+    ... save it as comma-separated CSV", its first line read with each NUL byte replaced, and an editor who
+    named it .tsv as told was then refused again for its encoding. The encoding is what is named."""
+    from nlsim.annotation.validate import read_filled
+
+    text = "pair_id\tid_a\tid_b\ttext_a\ttext_b\tscore\r\np1\ta\tb\t颱風凱米登陸\t凱米颱風登陸\t1\r\n"
+    (tmp_path / "marks.csv").write_bytes(text.encode("utf-16"))
+    with pytest.raises(InputError, match=r"marks\.csv: a UTF-16 text file") as info:
+        read_filled(tmp_path / "marks.csv")
+    assert "separated by tabs" not in str(info.value)
+
+
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
 def test_a_filled_row_missing_a_field_is_named_by_file_row_and_the_field_it_lacks(
     tmp_path: Path, fmt: str

@@ -124,13 +124,13 @@ def _check_items(
 def _separated_by(path: str | Path) -> str | None:
     """The separator of a ``.csv`` file that is not a comma: ``;`` when the first line of the text file
     ``path`` has one and no comma (a CSV saved by a European Excel), a tab when it has one and no comma
-    (a sheet saved as tab-separated text under a .csv name); else ``None``."""
+    (a sheet saved as tab-separated text under a .csv name); else ``None``, and for a first line that is not
+    UTF-8 (Excel's "Unicode Text", UTF-16, is tab-separated too): the reader's refusal names its encoding."""
     try:
         with open_table(path) as fh:
-            head = fh.read(65536).decode("utf-8", errors="replace").lstrip("\ufeff")
-    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error):
+            line = next(iter(fh.read(65536).splitlines()), b"").decode("utf-8-sig")
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error):  # UnicodeDecodeError is a ValueError
         return None
-    line = head.split("\n", 1)[0]
     if "," in line:
         return None
     return next((sep for sep in (";", "\t") if sep in line), None)
