@@ -23,11 +23,11 @@ Rules, so that no row is ever silently merged, split or shifted:
   integers instead of turning into floats: an id ``101`` stays ``101``, not ``101.0`` (Python ints with
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
   follows the same rule.
-* Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", is named as
-  such); a bad byte is reported with its data row, field, line and byte offset and how to convert the file
-  (:func:`to_utf8`), and so is a Parquet text cell
-  holding bytes that are not UTF-8 (by row and column) and a JSONL ``\\u`` escape of half a surrogate pair
-  (``"\\ud83c"`` alone: not a character; by row and field).
+* Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", with a
+  byte-order mark or without one, and a UTF-32 file are named as such); a bad byte is reported with its
+  data row, field, line and byte offset and how to convert the file (:func:`to_utf8`), and so is a Parquet
+  text cell holding bytes that are not UTF-8 (by row and column) and a JSONL ``\\u`` escape of half a
+  surrogate pair (``"\\ud83c"`` alone: not a character; by row and field).
   Empty cells stay empty strings; nothing is turned into NaN.
 * A CSV, TSV or JSONL file compressed whole and named so (``items.csv.gz``, ``.jsonl.bz2``, ``.tsv.xz``:
   gzip, bzip2 or xz) is read as the file it holds, by the same rules; an error names the compressed file and
@@ -497,8 +497,45 @@ def to_utf8(path: Path, fmt: str, encoding: str | None = None) -> str:
     )
 
 
+ENDIAN = {"UTF-16LE": "little-endian", "UTF-16BE": "big-endian"}
+
+
+def utf16_without_mark(data: bytes) -> str | None:
+    """``"UTF-16LE"`` or ``"UTF-16BE"`` when ``data``, a text file's bytes without a byte-order mark, is
+    UTF-16 (as a database's export writes it: SQL Server's ``bcp -w``): its first bytes hold a 0 in every
+    other byte, as an ASCII character is written in UTF-16, and none in the others; else ``None``. Read as
+    UTF-8, such a file is ASCII with a NUL after each character: its header's names hold NULs.
+
+    Example:
+        >>> utf16_without_mark("id,title\\r\\n".encode("utf-16-le")), utf16_without_mark(b"id,title\\n")
+        ('UTF-16LE', None)
+    """
+    head = data[:1024]
+    even, odd = head[0::2], head[1::2]
+    for zeros, other, name in ((odd, even, "UTF-16LE"), (even, odd, "UTF-16BE")):
+        if zeros.count(0) >= max(2, len(zeros) // 4) and other.count(0) == 0:
+            return name
+    return None
+
+
 def _decode(path: Path, data: bytes, fmt: str) -> str:
     _refuse_compressed(path, data)
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16's: it begins so too
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a UTF-32 text file (its byte-order mark says so), not UTF-8: {to_utf8(path, fmt, 'UTF-32')}",
+        )
+    bare = None if data.startswith((b"\xff\xfe", b"\xfe\xff")) else utf16_without_mark(data)
+    if bare is not None:
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a UTF-16 text file without a byte-order mark ({ENDIAN[bare]}: every other one of its first "
+            f"bytes is 0), not UTF-8: {to_utf8(path, fmt, bare)}",
+        )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode Text" writes
         raise InputError(
             path,

@@ -292,3 +292,27 @@ def test_a_utf16_file_is_refused_saying_how_to_convert_it(tmp_path: Path) -> Non
     path.write_bytes("id\ttitle\r\nn1\t颱風凱米今晚登陸\r\n".encode("utf-16"))
     with pytest.raises(InputError, match=r"iconv -f UTF-16 -t UTF-8 news\.txt > news\.utf8\.txt"):
         read_table(path)
+
+
+@pytest.mark.parametrize(
+    "encoding,named",
+    [("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE"), ("utf-32", "UTF-32")],
+)
+@pytest.mark.parametrize("name", ["news.csv", "news.tsv"])
+def test_a_utf16_file_without_a_byte_order_mark_or_a_utf32_file_is_named_as_such(
+    tmp_path: Path, encoding: str, named: str, name: str
+) -> None:
+    """UTF-16 without a byte-order mark (a database's export, SQL Server's bcp -w) was read as UTF-8, each
+    ASCII character followed by a NUL: refused as a row of one field or a missing column named
+    '\\x00t\\x00i\\x00t\\x00l\\x00e\\x00', or, all in English, as a header without 'id'. A UTF-32 file was
+    called UTF-16 by its byte-order mark, and the iconv command given would have made nonsense of it."""
+    sep = "\t" if name.endswith(".tsv") else ","
+    text = f"id{sep}title\r\nn1{sep}Floods hit the town\r\nn2{sep}颱風凱米今晚登陸\r\n"
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding))
+    with pytest.raises(InputError) as info:
+        read_table(path)
+    message = str(info.value)
+    assert info.value.row is None and info.value.field is None, message
+    assert f"a {named[:6]} text file" in message and f"iconv -f {named} -t UTF-8 {name}" in message, message
+    assert "\\x00" not in message and "\x00" not in message
