@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -986,6 +987,38 @@ def test_a_filled_file_the_reader_refuses_is_named_by_its_sheet_row(tmp_path: Pa
     (tmp_path / "wide.csv").write_text(head + "p3,e,f,Rain,Rain falls,0,extra\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"wide\.csv: sheet row 4: 7 fields, the header has 6"):
         read_filled(tmp_path / "wide.csv")
+
+
+@pytest.mark.parametrize(
+    "score,expected",
+    [
+        ("０．７５", None),
+        ("　１　", None),
+        ("0,75", "a decimal comma? write it 0.75"),
+        ("75%", "a percentage"),
+    ],
+)
+def test_a_filled_score_in_full_width_characters_is_read_and_a_decimal_comma_is_named(
+    tmp_path: Path, score: str, expected: str | None
+) -> None:
+    """An editor typing with a Chinese input method in full-width mode writes '０．７５': refused as "not a
+    number" (where '０.７５' was read); a decimal comma or a percentage was "not a number" alone, not said
+    how to write it. The full-width score is now read as the pair file reads it, and the others say so."""
+    from nlsim.annotation.validate import read_filled, validate_filled
+
+    text = "pair_id,id_a,id_b,text_a,text_b,score\np1,a,b,Floods,Floods hit,1\n"
+    text += f'p2,c,d,Storm,Storm hits,"{score}"\n'
+    (tmp_path / "marks.csv").write_text(text, encoding="utf-8")
+    frame = read_filled(tmp_path / "marks.csv")
+    if expected is None:
+        assert validate_filled(frame, tmp_path / "marks.csv")["score"].tolist() == [
+            1.0,
+            0.75 if "５" in score else 1.0,
+        ]
+        return
+    words = rf"sheet row 3, field 'score': score '{score}' is not a number \(.*{re.escape(expected)}"
+    with pytest.raises(InputError, match=words):
+        validate_filled(frame, tmp_path / "marks.csv")
 
 
 def test_a_filled_file_saved_as_excels_unicode_text_under_a_csv_name_is_named_utf16(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from nlsim.clusters.verdicts import (
 from nlsim.conversion import DEFAULT_MODE, convert
 from nlsim.errors import InputError, InputErrors
 from nlsim.io import editor_file
-from nlsim.io.cells import describe, first_control, one_line
+from nlsim.io.cells import describe, first_control, one_line, score_number
 from nlsim.io.corpus import load_items
 from nlsim.io.corpus_schema import spelt_otherwise
 from nlsim.io.pairs import (
@@ -333,10 +333,10 @@ def _levels(
     levels: list[float] = []
     for i, v in enumerate(scores):
         try:
-            level = _level(float(v))
+            level = _level(score_number(v))
             why = "is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1"
-        except (TypeError, ValueError):
-            level, why = None, "is not a number"
+        except (TypeError, ValueError) as exc:
+            level, why = None, str(exc) if isinstance(v, str) else "is not a number"
         if level is None:
             problems.append(_sheet(source, int(rownum[i]), "score", f"score {v!r} {why}"))
         levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0

@@ -250,3 +250,39 @@ def shown_text(text: str) -> str:
             break
         text = read
     return _TAG.sub("", text)
+
+
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+
+
+def score_number(value: object) -> float:
+    """The number a score cell holds, or a :class:`ValueError` whose message says why it holds none.
+
+    A text is read as typed in either width (a Chinese input method in full-width mode types ``０．７５``;
+    Unicode NFKC, white space around it dropped); a decimal comma (``0,75``) or a percentage (``75%``) is
+    refused saying how to write it, never guessed (``1,000`` reads two ways).
+
+    Example:
+        >>> score_number("０．７５"), score_number(" 1 "), score_number(0.5)
+        (0.75, 1.0, 0.5)
+        >>> score_number("0,75")
+        Traceback (most recent call last):
+        ...
+        ValueError: is not a number (a decimal comma? write it 0.75)
+    """
+    if not isinstance(value, str):
+        return float(value)  # type: ignore[arg-type]
+    text = unicodedata.normalize("NFKC", value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    hint = ""
+    if _DECIMAL_COMMA.fullmatch(text):
+        hint = f" (a decimal comma? write it {text.replace(',', '.')})"
+    elif text.endswith("%"):
+        try:
+            hint = f" (a percentage? write it {float(text[:-1]) / 100:g})"
+        except ValueError:
+            pass
+    raise ValueError(f"is not a number{hint}")

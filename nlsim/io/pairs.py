@@ -35,7 +35,7 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
-from nlsim.io.cells import id_fault, invisible_only, placeholder
+from nlsim.io.cells import id_fault, invisible_only, placeholder, score_number
 from nlsim.io.tables import read_table
 from nlsim.progress import warn
 
@@ -119,9 +119,10 @@ def validate_pairs(
         if isinstance(raw, (bool, np.bool_)):
             raise InputError(source, n, "score", f"score {raw!r} is a yes/no value, not a number in [0, 1]")
         try:
-            score = float(raw)
-        except (TypeError, ValueError):
-            raise InputError(source, n, "score", f"score {raw!r} is not a number") from None
+            score = score_number(raw)
+        except (TypeError, ValueError) as exc:
+            why = str(exc) if isinstance(raw, str) else "is not a number"
+            raise InputError(source, n, "score", f"score {raw!r} {why}") from None
         if math.isnan(score) or not 0.0 <= score <= 1.0:
             raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
         scores.append(score)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -182,3 +183,26 @@ def test_an_unknown_split_asked_for_is_refused_as_the_option_not_the_file(tmp_pa
     assert str(path) not in str(err.value)
     with pytest.raises(ConfigError, match="unknown split"):  # said before a missing file is looked for
         load_pairs(tmp_path / "nope.tsv", split="bogus")
+
+
+def test_a_score_typed_in_full_width_characters_reads_as_its_number(tmp_path: Path) -> None:
+    """A Chinese input method in full-width mode types 0.75 as '０．７５': its digits read as a number
+    ('０.７５' did) but its full stop did not, refused as "not a number"; every full-width score reads now."""
+    p = write(tmp_path, "a\tA\tB\t０．７５\ttrain\nb\tC\tD\t　１　\ttrain\nc\tE\tF\t０.２５\ttrain\n")
+    assert load_pairs(p)["score"].tolist() == [0.75, 1.0, 0.25]
+
+
+@pytest.mark.parametrize(
+    "score,hint",
+    [("0,75", "a decimal comma? write it 0.75"), ("75%", "a percentage? write it 0.75"), ("７５％", "0.75")],
+)
+def test_a_score_with_a_decimal_comma_or_a_percent_sign_is_refused_saying_how_to_write_it(
+    tmp_path: Path, score: str, hint: str
+) -> None:
+    """'0,75' (a spreadsheet set to a European locale) and '75%' (a cell formatted as a percentage) were
+    refused as "not a number" alone; the refusal now says what the cell should hold (never guessed: '1,000'
+    and '0,75' read two ways)."""
+    p = write(tmp_path, f"a\tA\tB\t1\ttrain\nb\tC\tD\t{score}\ttrain\n")
+    expected = rf"row 2, field 'score': score '{score}' is not a number \(.*{re.escape(hint)}"
+    with pytest.raises(InputError, match=expected):
+        load_pairs(p)
