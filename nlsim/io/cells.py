@@ -286,3 +286,57 @@ def score_number(value: object) -> float:
         except ValueError:
             pass
     raise ValueError(f"is not a number{hint}")
+
+
+MISREAD_AS = ("cp1252", "gb18030", "cp950")
+"""The encodings a UTF-8 file is misread in when a program opens it as the system's own (Excel on an
+English, a Simplified-Chinese, a Traditional-Chinese Windows, a UTF-8 file without a byte-order mark), in
+the order :func:`misread_utf8` tries them."""
+MISREAD_LEAST = 3
+"""The fewest characters beyond ASCII a text must hold to be taken for misread UTF-8 (a title of one or
+two Chinese characters may happen to be valid UTF-8 in another encoding's bytes)."""
+_CP1252_AS_LATIN1 = {
+    ord(bytes([b]).decode("cp1252")): b for b in range(0x80, 0xA0) if b not in b"\x81\x8d\x8f\x90\x9d"
+}
+"""cp1252's characters for the bytes 0x80-0x9F, each as the Latin-1 character of its byte: a text so
+translated is its cp1252 bytes in Latin-1 (the five bytes cp1252 leaves unused read as the C1 controls of
+Latin-1, as Windows and MySQL's latin1 read them)."""
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_UTF8_LEAD = re.compile(r"[\u00c2-\u00f4]")
+"""A byte that begins a UTF-8 sequence of 2 to 4 bytes, as cp1252 reads it."""
+
+
+def _misread_bytes(text: str, encoding: str) -> bytes | None:
+    """``text``'s bytes in ``encoding`` (cp1252 as :data:`_CP1252_AS_LATIN1` says), or ``None`` where a
+    character has none."""
+    try:
+        if encoding == "cp1252":
+            return text.translate(_CP1252_AS_LATIN1).encode("latin-1") if _UTF8_LEAD.search(text) else None
+        return text.encode(encoding)
+    except UnicodeEncodeError:
+        return None
+
+
+def misread_utf8(text: str) -> tuple[str, str] | None:
+    """``(encoding, text it was)`` when ``text`` is UTF-8 that a program read as ``encoding`` (one of
+    :data:`MISREAD_AS`) and saved again (mojibake: ``é¢±é¢¨`` for ``颱風``): its bytes in that encoding are
+    valid UTF-8 of another text; else ``None``. Never a guess at what a file is: a text in any script that
+    is what it says does not read so (its bytes in these encodings are not valid UTF-8).
+
+    Example:
+        >>> misread_utf8("é¢±é¢¨å‡±ç±³")
+        ('cp1252', '颱風凱米')
+        >>> misread_utf8("Café Müller"), misread_utf8("颱風凱米"), misread_utf8("说话")
+        (None, None, None)
+    """
+    if text.isascii() or len(_NON_ASCII.findall(text)) < MISREAD_LEAST:
+        return None
+    for encoding in MISREAD_AS:
+        raw = _misread_bytes(text, encoding)
+        try:
+            was = raw.decode("utf-8") if raw is not None else None
+        except UnicodeDecodeError:
+            continue
+        if was is not None and was != text:
+            return encoding, was
+    return None

@@ -63,7 +63,15 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
-from nlsim.io.cells import blank, id_fault, invisible_only, missing_marker, placeholder, shown_text
+from nlsim.io.cells import (
+    blank,
+    id_fault,
+    invisible_only,
+    misread_utf8,
+    missing_marker,
+    placeholder,
+    shown_text,
+)
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
     OPTIONAL_TEXT,
@@ -94,7 +102,7 @@ class Corpus:
     quarantine_path: Path | None = None
     warnings: tuple[str, ...] = ()
     """Columns that look like schema fields and are not read (:func:`lookalike_warnings`), and titles that
-    hold U+FFFD (:func:`replacement_warning`)."""
+    hold U+FFFD (:func:`replacement_warning`) or UTF-8 misread and saved again (:func:`misread_warning`)."""
     notes: tuple[str, ...] = ()
     """What the loader read one way of several, to say once: the times without an offset, read in the
     run's time zone (:func:`naive_times_note`), and the optional fields read as empty for holding a marker
@@ -800,6 +808,7 @@ def load_corpus(
         raise _every_row_rejected(path, bad, quarantine)
     frame = frame.reset_index(drop=True)
     damaged = replacement_warning(path, frame)
+    misread = misread_warning(path, frame)
     alike = lookalike_ids_warning(path, frame["id"].astype(str).tolist())
     dated = int(frame["published_at"].notna().sum()) if "published_at" in frame else 0
     notes = [naive_times_note(path, naive, dated, timezone), missing_markers_note(path, marked)]
@@ -812,6 +821,7 @@ def load_corpus(
         warnings=(
             *lookalike_warnings(path, list(raw.columns)),
             *([damaged] if damaged else []),
+            *([misread] if misread else []),
             *([alike] if alike else []),
         ),
         notes=tuple(n for n in notes if n),
@@ -898,6 +908,39 @@ def replacement_warning(path: str | Path, frame: pd.DataFrame) -> str | None:
     return (
         f"{path}: {len(rows)} item(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
         f"damaged before nlsim read it; in {where}): ids {ids}{' ...' if len(rows) > SHOWN_IDS else ''}"
+    )
+
+
+def misread_warning(path: str | Path, frame: pd.DataFrame) -> str | None:
+    """One line when items' texts are UTF-8 that a program misread in another encoding and saved again
+    (:func:`~nlsim.io.cells.misread_utf8`: a UTF-8 export opened in Excel on a Windows of another language):
+    how many, in which fields and encodings, the first ids, and what the first text was.
+
+    Example:
+        >>> frame = pd.DataFrame({"id": ["a", "b"], "title": ["ok", "é¢±é¢¨å‡±ç±³"], "description": ["", ""]})
+        >>> misread_warning("news.csv", frame).split(": ", 1)[1][:67]
+        '1 item(s) hold text that reads as UTF-8 misread as cp1252 and saved'
+    """
+    fields = [f for f in TEXT_FIELDS if f in frame.columns]
+    found: dict[int, tuple[str, str, str, str]] = {}  # row: (field, text, encoding, the text it was)
+    for f in fields:
+        for row, value in enumerate(frame[f].tolist()):
+            misread = misread_utf8(value) if isinstance(value, str) and row not in found else None
+            if misread is not None:
+                found[row] = (f, value, *misread)
+    if not found:
+        return None
+    rows = sorted(found)
+    ids = ", ".join(frame["id"].iloc[rows[:SHOWN_IDS]].astype(str))
+    where = ", ".join(f for f in fields if any(v[0] == f for v in found.values()))
+    encodings = ", ".join(sorted({v[2] for v in found.values()}))
+    _, text, _, was = found[rows[0]]
+    return (
+        f"{path}: {len(rows)} item(s) hold text that reads as UTF-8 misread as {encodings} and saved again "
+        f"(a UTF-8 file opened in a program set to another encoding, as Excel on a Windows of another "
+        f"language opens one without a byte-order mark; in {where}): ids {ids}"
+        f"{' ...' if len(rows) > SHOWN_IDS else ''}; the first, {text[:30]!r}, was {was[:30]!r}: export the "
+        "file from its source again, and open a UTF-8 file in a spreadsheet by importing it as UTF-8"
     )
 
 

@@ -641,6 +641,52 @@ def test_titles_holding_the_replacement_character_are_named_in_a_warning(tmp_pat
     assert load_corpus(path).warnings == ()
 
 
+def _misread(text: str, encoding: str) -> str:
+    """``text``'s UTF-8 bytes as a program reading them as ``encoding`` shows them (cp1252's five unused
+    bytes as the C1 controls Windows and MySQL's latin1 read them as)."""
+    raw = text.encode("utf-8")
+    if encoding != "cp1252":
+        return raw.decode(encoding)
+    return "".join(
+        chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252") for b in raw
+    )
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "gb18030"])
+def test_titles_that_are_utf8_misread_and_saved_again_are_named_in_a_warning(tmp_path, encoding):
+    """A UTF-8 export without a byte-order mark opened in Excel on an English (cp1252) or a Simplified-
+    Chinese (GB18030) Windows shows, and saves again as UTF-8, 'é¢±é¢¨…' for '颱風…': valid UTF-8, it was
+    embedded and reported with exit status 0 and not a word. The load now says so, as for U+FFFD: how many,
+    in which fields, the first ids, and what the first text was; the items are kept as they are."""
+    titles = ["颱風凱米今晚登陸 全台停班停課", "颱風過後 全台停班停課", "台北市長今日宣布"]
+    path = tmp_path / "news.csv"
+    rows = [f'n{i},"{_misread(t, encoding)}"' for i, t in enumerate(titles)] + ["ok,股市大漲 台股創新高"]
+    path.write_text("id,title\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    corpus = load_corpus(path)
+    (warning,) = corpus.warnings
+    assert warning.startswith(f"{path}: 3 item(s) hold text that reads as UTF-8 misread as {encoding}"), (
+        warning
+    )
+    assert "in title" in warning and "ids n0, n1, n2" in warning and titles[0] in warning
+    assert len(corpus) == 4 and corpus.frame["title"].iloc[0] == _misread(titles[0], encoding)
+
+
+def test_titles_in_latin_and_chinese_scripts_are_not_taken_for_misread_utf8(tmp_path):
+    """Real text in every script the newsroom writes (accented Latin, Traditional and Simplified Chinese,
+    a short title of one character) gives no such warning."""
+    path = tmp_path / "news.csv"
+    titles = [
+        "Café Müller über alles",
+        "说",
+        "说话",
+        "颱風凱米今晚登陸",
+        "台积电第二季营收创新高",
+        "Señor José",
+    ]
+    path.write_text("id,title\n" + "".join(f"n{i},{t}\n" for i, t in enumerate(titles)), encoding="utf-8")
+    assert load_corpus(path).warnings == ()
+
+
 def test_the_bundled_corpora_say_which_titles_hold_the_replacement_character(repo_root):
     thuc = load_corpus(repo_root / "data/thucnews.parquet")
     damaged = thuc.frame["title"].str.contains("\ufffd", regex=False)
