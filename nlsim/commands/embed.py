@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from nlsim.io.atomic import atomic_path, atomic_write_text, file_sha256
     from nlsim.io.cells import shown_text
     from nlsim.io.corpus import load_corpus
+    from nlsim.progress import warn
 
     out = Path(args.out)
     if out.suffix != ".npy":
@@ -86,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     check_replaceable(out, lambda _: _is_sidecar(sidecar), what="--out", kind="saved matrix")
     t0 = time.perf_counter()
     corpus = load_corpus(args.corpus, text_fields=args.text_fields)
+    for message in corpus.warnings:  # as a report run's load says them: texts damaged upstream, lookalikes
+        warn(message)
     texts = convert([shown_text(t) for t in corpus.texts()], args.convert)  # as a dedup run reads them
     from nlsim.encoders import (
         load_encoder,

@@ -477,3 +477,23 @@ def test_embed_reads_a_texts_html_as_a_page_shows_it(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     emb = np.load(tmp_path / "e.npy")
     assert np.allclose(emb[0], emb[1], atol=1e-5) and not np.allclose(emb[0], emb[2], atol=1e-2)
+
+
+def test_embed_says_what_the_corpus_load_warns_of(tmp_path: Path) -> None:
+    """``nlsim embed`` loaded the corpus and dropped its warnings: titles that are UTF-8 misread as cp1252
+    and saved again ('é¢±é¢¨' for '颱風'), titles holding U+FFFD and a column that looks like a schema field
+    were embedded with exit status 0 and not a word, where ``nlsim dedup`` names each."""
+    raw = (
+        "颱風凱米今晚登陸 全台停班停課".encode()
+    )  # cp1252's unused bytes read as C1 controls, as Windows does
+    misread = "".join(chr(b) if b in b"\x81\x8d\x8f\x90\x9d" else bytes([b]).decode("cp1252") for b in raw)
+    rows = ["id,title,pub_date", f'1,"{misread}",2024-07-24', "2,Caf\ufffd au lait,2024-07-24"]
+    rows.append("3,Storm warning for the east coast,2024-07-24")
+    (tmp_path / "news.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    args = ["--text-fields", "title", "--convert", "none", "--no-cache", "--no-progress"]
+    proc = command.nlsim(
+        "embed", "--corpus", "news.csv", "--out", "e.npy", "--model", FAST_MODEL, *args, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for words in ("misread as cp1252", "hold U+FFFD", "column 'pub_date' is not read"):
+        assert words in proc.stderr, (words, proc.stderr[-2000:])
