@@ -84,7 +84,7 @@ from nlsim.io.corpus_schema import (
     zone_problem,
 )
 from nlsim.io.editor_file import escape
-from nlsim.io.tables import BrokenRow, read_table, separator_hint
+from nlsim.io.tables import BrokenRow, read_table, separator_hint, text_columns
 
 DEFAULT_TEXT_FIELDS: tuple[str, ...] = ("title", "description")
 
@@ -704,7 +704,7 @@ def _read_rows(path: Path, collect: bool) -> tuple[pd.DataFrame, list[dict[str, 
     """The file's rows, and (where ``collect``, for ``--quarantine``) the quarantine entries of the rows
     that could not be split into fields, left out of the frame; without ``collect`` such a row raises."""
     broken: list[BrokenRow] | None = [] if collect else None
-    raw = read_table(path, broken=broken)
+    raw = text_columns(path, read_table(path, broken=broken), (*REQUIRED, *OPTIONAL_TEXT))
     bad = [
         _quarantine_entry(b.error.row or 0, (b.error.field or "", b.error.reason), {"line": b.text})
         for b in broken or ()

@@ -36,18 +36,31 @@ import pandas as pd
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
 from nlsim.io.cells import id_fault, invisible_only, placeholder, score_number
-from nlsim.io.tables import read_table
+from nlsim.io.tables import read_table, text_columns
 from nlsim.progress import warn
 
 REQUIRED = ("text_a", "text_b", "score")
 SPLITS = ("train", "validation", "test")
 COLUMNS = ("pair_id", "text_a", "text_b", "score", "split")
+TEXT_COLUMNS = (
+    "pair_id",
+    "split",
+    "id_a",
+    "id_b",
+    "text_a",
+    "text_b",
+    "annotations",
+    "stratum",
+    "annotator",
+    "notes",
+)
+"""The columns of a pair file that hold text: read as UTF-8 where a Parquet file stores them as bytes."""
 
 
 def read_pair_table(path: str | Path) -> pd.DataFrame:
     """Read a pair file (TSV, CSV or Parquet; a TSV or CSV may be compressed, ``pairs.tsv.gz``) with
     :func:`nlsim.io.tables.read_table`."""
-    return read_table(path, allowed=("parquet", "csv", "tsv"))
+    return text_columns(path, read_table(path, allowed=("parquet", "csv", "tsv")), TEXT_COLUMNS)
 
 
 def _is_missing(value: object) -> bool:

@@ -22,7 +22,8 @@ Rules, so that no row is ever silently merged, split or shifted:
 * **Parquet**: read as stored (pyarrow), except that an integer column with empty cells keeps its
   integers instead of turning into floats: an id ``101`` stays ``101``, not ``101.0`` (Python ints with
   ``None`` where empty; pandas' nullable ``Int64`` with ``<NA>`` when pandas wrote the file so). JSONL
-  follows the same rule.
+  follows the same rule. A binary column of text (as Hive, Impala and older Spark write it) is read as
+  UTF-8 by the readers of a corpus and a pair file, for the columns they read (:func:`text_columns`).
 * Text must be UTF-8 (a byte-order mark is ignored; a UTF-16 file, as Excel's "Unicode Text", with a
   byte-order mark or without one, and a UTF-32 file are named as such); a bad byte is reported with its
   data row, field, line and byte offset and how to convert the file (:func:`to_utf8`), and so is a Parquet
@@ -919,6 +920,29 @@ def _check_utf8_cells(path: Path, name: str, cells: list[bytes | None]) -> None:
                 f"not valid UTF-8 text: byte 0x{bad.object[bad.start]:02x} at byte {bad.start} of the cell; "
                 "write the file with its text as UTF-8",
             ) from None
+
+
+def text_columns(path: str | Path, frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
+    """``frame`` (read from ``path``) with the cells of its columns ``names`` that hold bytes (a Parquet
+    binary column: Hive, Impala and older Spark write text so) read as UTF-8 text, as a text file's bytes
+    are; an :class:`InputError` naming the row and column of the first such cell that is not UTF-8. The
+    other columns are left as they are (a binary column nlsim does not read is kept, not decoded).
+
+    Example:
+        >>> frame = pd.DataFrame({"title": [b"\\xe9\\xa2\\xb1", None]})
+        >>> text_columns("t.parquet", frame, ("title",))["title"].tolist()
+        ['颱', None]
+    """
+    for name in names:
+        if name not in frame.columns or frame[name].dtype != object:  # text is stored as text
+            continue
+        cells = frame[name].tolist()
+        if not any(isinstance(v, bytes) for v in cells):
+            continue
+        _check_utf8_cells(Path(path), name, [v if isinstance(v, bytes) else None for v in cells])
+        decoded = [v.decode("utf-8") if isinstance(v, bytes) else v for v in cells]
+        frame = frame.assign(**{name: pd.Series(decoded, dtype=object, index=frame.index)})
+    return frame
 
 
 def read_bytes(path: Path) -> bytes:

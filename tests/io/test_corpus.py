@@ -687,6 +687,32 @@ def test_titles_in_latin_and_chinese_scripts_are_not_taken_for_misread_utf8(tmp_
     assert load_corpus(path).warnings == ()
 
 
+@pytest.mark.parametrize("kind", ["binary", "large_binary"])
+def test_a_parquet_corpus_with_its_text_in_binary_columns_is_read_as_utf8_or_refused_by_row(tmp_path, kind):
+    """Hive, Impala and older Spark write text as Parquet binary columns: each item was refused as "not
+    text (got bytes b'\\xe9\\xa2...')" (its id as "got bytes"), where a pair file so written was read. Such a
+    column is read as UTF-8 text now, and a cell that is not UTF-8 (Big5) is refused by row and field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kind_of = getattr(pa, kind)()
+    titles = ["颱風凱米今晚登陸", "台積電營收創新高"]
+    path = tmp_path / "news.parquet"
+    columns = {
+        "id": pa.array([b"n1", b"n2"], kind_of),
+        "title": pa.array([t.encode() for t in titles], kind_of),
+    }
+    pq.write_table(pa.table(columns), path)
+    corpus = load_corpus(path)
+    assert corpus.frame["id"].tolist() == ["n1", "n2"] and corpus.frame["title"].tolist() == titles
+    columns["title"] = pa.array([titles[0].encode(), titles[1].encode("cp950")], kind_of)
+    pq.write_table(pa.table(columns), path)
+    with pytest.raises(
+        InputError, match=r"news\.parquet: row 2, field 'title': not valid UTF-8 text: byte 0x"
+    ):
+        load_corpus(path)
+
+
 def test_the_bundled_corpora_say_which_titles_hold_the_replacement_character(repo_root):
     thuc = load_corpus(repo_root / "data/thucnews.parquet")
     damaged = thuc.frame["title"].str.contains("\ufffd", regex=False)

@@ -206,3 +206,31 @@ def test_a_score_with_a_decimal_comma_or_a_percent_sign_is_refused_saying_how_to
     expected = rf"row 2, field 'score': score '{score}' is not a number \(.*{re.escape(hint)}"
     with pytest.raises(InputError, match=expected):
         load_pairs(p)
+
+
+def test_a_parquet_pair_file_with_its_texts_in_binary_columns_is_read_as_utf8_or_refused_by_row(
+    tmp_path: Path,
+) -> None:
+    """Hive, Impala and older Spark write text as Parquet binary columns: a pair file so written in UTF-8
+    reads as text, and one holding Big5 bytes was a UnicodeDecodeError traceback from pandas; it is now
+    refused naming the file, the row and the field, as a text file's bytes are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = (["颱風凱米今晚登陸", "台積電營收創新高"], ["凱米颱風今晚登陸", "台積電第二季營收"])
+    for encoding in ("utf-8", "cp950"):
+        columns = {
+            "pair_id": pa.array([b"p1", b"p2"], pa.binary()),
+            "text_a": pa.array([texts[0][0].encode(), texts[0][1].encode(encoding)], pa.binary()),
+            "text_b": pa.array([t.encode() for t in texts[1]], pa.large_binary()),
+            "score": pa.array([1.0, 0.5]),
+        }
+        path = tmp_path / f"pairs-{encoding}.parquet"
+        pq.write_table(pa.table(columns), path)
+        if encoding == "utf-8":
+            frame = load_pairs(path)
+            assert frame["text_a"].tolist() == texts[0] and frame["text_b"].tolist() == texts[1]
+            assert frame["pair_id"].tolist() == ["p1", "p2"]
+            continue
+        with pytest.raises(InputError, match=r"row 2, field 'text_a': not valid UTF-8 text: byte 0x"):
+            load_pairs(path)
