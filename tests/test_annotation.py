@@ -1021,6 +1021,26 @@ def test_a_filled_score_in_full_width_characters_is_read_and_a_decimal_comma_is_
         validate_filled(frame, tmp_path / "marks.csv")
 
 
+def test_a_filled_text_misread_as_gb18030_and_saved_again_is_refused_by_sheet_row(tmp_path: Path) -> None:
+    """A drawn file opened in Excel on a Simplified-Chinese Windows without its byte-order mark shows
+    '棰遍ⅷ…' for '颱風…' and saves it as UTF-8: merged without --corpus, the misread texts went into the
+    training pairs with exit status 0. The merge refuses the row by sheet row and field, and the pair file
+    is left as it was."""
+    from nlsim.annotation.merge import merge_annotations
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("pair_id\tsplit\ttext_a\ttext_b\tscore\np0\ttrain\tA\tB\t1\n", encoding="utf-8")
+    before = pairs.read_bytes()
+    misread = "颱風凱米今晚登陸 全台停班停課".encode().decode("gb18030")
+    filled = tmp_path / "marks.csv"
+    filled.write_text(
+        f"id_a,id_b,text_a,text_b,score\nz1,z2,{misread},颱風過後 全台停班停課,1\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError, match=r"sheet row 2, field 'text_a': the text .* misread as gb18030"):
+        merge_annotations(filled, pairs)
+    assert pairs.read_bytes() == before
+
+
 def test_a_filled_file_saved_as_excels_unicode_text_under_a_csv_name_is_named_utf16(tmp_path: Path) -> None:
     """Excel's "Unicode Text" is UTF-16, tab-separated: renamed .csv, it was refused as "separated by tabs
     ... save it as comma-separated CSV", its first line read with each NUL byte replaced, and an editor who

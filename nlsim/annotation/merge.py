@@ -217,7 +217,7 @@ def merge_annotations(
         data = target.read_bytes() if fmt != "parquet" and target.is_file() else b""
         original = read_pair_table(target)  # existing rows are written back exactly as read
         _refuse_editors_file(pairs_file, original)
-        existing = validate_pairs(original, target, repeated_scores="refuse")  # what load_pairs checks
+        existing = validate_pairs(original, target, repeated_scores="refuse", misread="refuse")
         new, found = check_texts(new, known_texts(existing, pairs_file, corpus, text_field), filled, corpus)
         new = _notes_for(fmt, new, log)
         early += cell_problems(new, columns_of(original, new)[0], filled, pairs_file)

@@ -491,7 +491,8 @@ def _row_problems(
     for i in range(len(frame)):
         row = int(rownum[i])
         try:
-            validate_pairs(frame.iloc[[i]].assign(pair_id=frame["pair_id"].iloc[i] or f"row-{row}"), source)
+            one = frame.iloc[[i]].assign(pair_id=frame["pair_id"].iloc[i] or f"row-{row}")
+            validate_pairs(one, source, misread="refuse")
         except InputError as exc:
             if (row, exc.field) not in named:
                 found.append(_sheet(source, row, exc.field, exc.reason))

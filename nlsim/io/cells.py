@@ -340,3 +340,18 @@ def misread_utf8(text: str) -> tuple[str, str] | None:
         if was is not None and was != text:
             return encoding, was
     return None
+
+
+def misread_reason(text: str, encoding: str, was: str) -> str:
+    """Why a text that :func:`misread_utf8` found to be UTF-8 misread as ``encoding`` (it was ``was``) is
+    refused where a pair's text is read.
+
+    Example:
+        >>> misread_reason("é¢±é¢¨å‡±ç±³", "cp1252", "颱風凱米")[:81]
+        "the text 'é¢±é¢¨å‡±ç±³' is UTF-8 misread as cp1252 and saved again: it was '颱風凱米'"
+    """
+    return (
+        f"the text {text[:30]!r} is UTF-8 misread as {encoding} and saved again: it was {was[:30]!r} (a "
+        "UTF-8 file opened in a program set to another encoding and saved); write the text as it was, or "
+        "take the file from before it was opened so"
+    )

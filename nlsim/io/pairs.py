@@ -35,7 +35,14 @@ import pandas as pd
 
 from nlsim.errors import ConfigError, InputError, StateError
 from nlsim.io.atomic import file_sha256
-from nlsim.io.cells import id_fault, invisible_only, placeholder, score_number
+from nlsim.io.cells import (
+    id_fault,
+    invisible_only,
+    misread_reason,
+    misread_utf8,
+    placeholder,
+    score_number,
+)
 from nlsim.io.tables import read_table, text_columns
 from nlsim.progress import warn
 
@@ -71,17 +78,44 @@ def _is_missing(value: object) -> bool:
     return isinstance(value, str) and value.strip() == ""
 
 
+def _text_fault(value: object, refuse_misread: bool) -> str | None:
+    """Why a pair's text ``value`` is refused, or ``None``: empty, invisible characters only, a spreadsheet's
+    error value or an export's marker alone, or (``refuse_misread``) UTF-8 misread in another encoding.
+
+    >>> _text_fault("#NAME?", False) is not None, _text_fault("颱風凱米登陸", True)
+    (True, None)
+    """
+    if _is_missing(value):
+        return "empty text"
+    text = str(value)
+    unseen = invisible_only(text.strip())
+    if unseen is not None:  # as a corpus refuses it: nothing to embed, every such text one another's
+        return f"empty text (only invisible characters: {unseen:.60})"
+    error = placeholder(text)
+    if error is not None:  # as a corpus refuses a title so: "#NAME?" for every text run as a formula
+        return error
+    found = misread_utf8(text) if refuse_misread else None
+    if found is not None:  # a model trained or judged on it would learn the misreading
+        return misread_reason(text, *found)
+    return None
+
+
 def validate_pairs(
     frame: pd.DataFrame,
     source: str | Path = "<pairs>",
     *,
     repeated_scores: Literal["refuse", "keep"] = "keep",
+    misread: Literal["refuse", "keep"] = "keep",
 ) -> pd.DataFrame:
     """Check a pair table and return it normalised (see the module docstring); raise ``InputError``.
 
     ``repeated_scores="refuse"``: one pair twice in a split with two scores is an error too
     (:func:`check_split_leaks`), as :func:`load_pairs` asks for an annotated pair file; ``"keep"`` (the
     default) leaves such repeats to a benchmark that has them (STS-B gives a few of its pairs two scores).
+    ``misread="refuse"``: a text that is UTF-8 misread in another encoding and saved again
+    (:func:`~nlsim.io.cells.misread_utf8`) is an error too, as :func:`load_pairs` and a merge ask of the
+    newsroom's pairs; ``"keep"`` (the default) reads a benchmark as published (STS-B holds a few such texts,
+    ``Stalloneâ€™s``).
 
     Example:
         >>> validate_pairs(pd.DataFrame({"text_a": ["x"], "text_b": ["y"], "score": [1.5]}), "t.csv")
@@ -118,14 +152,9 @@ def validate_pairs(
         if itself and itself == item_id(rec.get("id_b")):  # cosine 1 with itself: it only flatters a figure
             raise InputError(source, n, "id_b", f"item {itself!r} is paired with itself")
         for field in ("text_a", "text_b"):
-            if _is_missing(rec[field]):
-                raise InputError(source, n, field, "empty text")
-            unseen = invisible_only(str(rec[field]).strip())
-            if unseen is not None:  # as a corpus refuses it: nothing to embed, every such text one another's
-                raise InputError(source, n, field, f"empty text (only invisible characters: {unseen:.60})")
-            error = placeholder(str(rec[field]))
-            if error is not None:  # as a corpus refuses a title so: "#NAME?" for every text run as a formula
-                raise InputError(source, n, field, error)
+            fault = _text_fault(rec[field], misread == "refuse")
+            if fault is not None:
+                raise InputError(source, n, field, fault)
         raw = rec["score"]
         if _is_missing(raw):
             raise InputError(source, n, "score", "missing score")
@@ -293,7 +322,7 @@ def load_pairs(
     holds it (a merge writes the file back; the verdict store is checked against its rows)."""
     if split is not None and split not in SPLITS:
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
-    frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse")
+    frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     if split is not None:
         kept = frame[frame["split"] == split]

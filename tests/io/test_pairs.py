@@ -185,6 +185,28 @@ def test_an_unknown_split_asked_for_is_refused_as_the_option_not_the_file(tmp_pa
         load_pairs(tmp_path / "nope.tsv", split="bogus")
 
 
+@pytest.mark.parametrize("encoding", ["cp1252", "gb18030"])
+def test_a_pair_text_that_is_utf8_misread_and_saved_again_is_refused_by_row(
+    tmp_path: Path, encoding: str
+) -> None:
+    """A pair text that a spreadsheet misread as cp1252 or GB18030 and saved again as UTF-8 ('棰遍ⅷ…' for
+    '颱風…': valid UTF-8) was read as written, and a merge added it to the training pairs with exit status 0;
+    it is refused by row and field, naming the text it was."""
+    raw = "颱風過後 全台停班停課".encode()
+    if encoding == "cp1252":
+        misread = "".join(
+            chr(b) if b in b"\x81\x8d\x8f\x90\x9d" else bytes([b]).decode("cp1252") for b in raw
+        )
+    else:
+        misread = raw.decode(encoding)
+    p = write(tmp_path, f"a\tA\tB\t1\ttrain\nb\t{misread}\t颱風過後 全台停課\t0.75\ttrain\n")
+    expected = (
+        rf"row 2, field 'text_a': the text .* is UTF-8 misread as {encoding} .*it was '颱風過後 全台停班停課'"
+    )
+    with pytest.raises(InputError, match=expected):
+        load_pairs(p)
+
+
 def test_a_score_typed_in_full_width_characters_reads_as_its_number(tmp_path: Path) -> None:
     """A Chinese input method in full-width mode types 0.75 as '０．７５': its digits read as a number
     ('０.７５' did) but its full stop did not, refused as "not a number"; every full-width score reads now."""
