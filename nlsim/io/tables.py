@@ -519,7 +519,11 @@ def utf16_without_mark(data: bytes) -> str | None:
     return None
 
 
-def _decode(path: Path, data: bytes, fmt: str) -> str:
+def decode_table_text(path: Path, data: bytes, fmt: str) -> str:
+    """The text of ``data``, the bytes of the table file ``path`` of format ``fmt`` (``"csv"``, ``"tsv"``,
+    ``"jsonl"``): UTF-8, a byte-order mark dropped; else an :class:`InputError` naming what it is (a
+    compressed file, UTF-16, UTF-32) or its first bad byte's row, field and offset, with how to convert it
+    (:func:`to_utf8`). Every reader of a text table nlsim is given decodes it so."""
     _refuse_compressed(path, data)
     if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16's: it begins so too
         raise InputError(
@@ -998,7 +1002,7 @@ def read_table(
     fmt = table_format(path, allowed)
     if fmt == "parquet":
         return _read_parquet(path)
-    text = _decode(path, read_bytes(path), fmt)
+    text = decode_table_text(path, read_bytes(path), fmt)
     if fmt == "jsonl":
         return _read_jsonl(path, text, broken)
     return _read_delimited(path, text, fmt, broken)

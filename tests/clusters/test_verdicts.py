@@ -730,3 +730,17 @@ def test_an_overruling_rows_note_is_kept_in_the_store_and_a_store_without_notes_
     assert check_store(pairs).in_step
     store_path(pairs).write_text(V1_HEADER + ",n6,n7,1,train,desk,new.csv,\n", encoding="utf-8")
     assert [v.notes for v in load_verdicts(store_path(pairs)).records] == [""]
+
+
+def test_a_store_saved_in_big5_is_refused_by_row_and_field_as_every_table_is(tmp_path: Path) -> None:
+    """A verdict store opened in Excel on a Traditional-Chinese Windows and saved (Big5, an editor's name
+    in Chinese): refused as "the verdict store is not UTF-8 text" alone, where every other table nlsim reads
+    names the row, the field and the byte and says how to convert the file; now as they do."""
+    store = store_path(tmp_path / "pairs.tsv")
+    save_verdicts(
+        Verdicts.from_records([Verdict("a", "b", 1.0), Verdict("c", "d", 0.0, annotator="編輯台")]), store
+    )
+    store.write_bytes(store.read_bytes().decode("utf-8-sig").encode("cp950"))
+    with pytest.raises(InputError, match=r"row 2, field 'annotator': not valid UTF-8 text: byte 0x") as info:
+        load_verdicts(store)
+    assert "iconv -f CP950 -t UTF-8" in str(info.value)

@@ -58,6 +58,7 @@ from nlsim.clusters.verdicts.records import (
 )
 from nlsim.errors import InputError
 from nlsim.io.atomic import atomic_write_bytes
+from nlsim.io.tables import decode_table_text
 
 SUFFIX = ".verdicts.csv"
 ROW_CHECK = "row_sha256"
@@ -140,10 +141,7 @@ class StoreFile:
 def _text(path: Path) -> str:
     if not path.is_file():
         raise InputError(path, None, None, "the verdict store is not a file")
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(path, None, None, "the verdict store is not UTF-8 text") from None
+    return decode_table_text(path, path.read_bytes(), "csv")  # refused as every table is: row, field, byte
 
 
 def _records(path: Path, text: str) -> list[list[str]]:
