@@ -302,6 +302,14 @@ _CP1252_AS_LATIN1 = {
 translated is its cp1252 bytes in Latin-1 (the five bytes cp1252 leaves unused read as the C1 controls of
 Latin-1, as Windows and MySQL's latin1 read them)."""
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_READS_AS_TEXT = re.compile(
+    r"[\x00-\x7f\u00a0-\u017f\u2000-\u206f\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+    r"\uff00-\uffef]*"
+)
+"""What the text a misread UTF-8 text was must be written in to be taken for one: ASCII, Latin-1 and
+Latin Extended-A letters, general and CJK punctuation, kana, the CJK ideographs, Hangul syllables, full-
+and half-width forms. A Chinese headline whose GB18030 or Big5 bytes happen to be valid UTF-8 reads as
+Cyrillic, Greek, Armenian or Hebrew letters and combining marks (``訊息通知`` as ``ӍϢ֪ͨ``), never as these."""
 _UTF8_LEAD = re.compile(r"[\u00c2-\u00f4]")
 """A byte that begins a UTF-8 sequence of 2 to 4 bytes, as cp1252 reads it."""
 
@@ -326,8 +334,8 @@ def misread_utf8(text: str) -> tuple[str, str] | None:
     Example:
         >>> misread_utf8("é¢±é¢¨å‡±ç±³")
         ('cp1252', '颱風凱米')
-        >>> misread_utf8("Café Müller"), misread_utf8("颱風凱米"), misread_utf8("说话")
-        (None, None, None)
+        >>> [misread_utf8(t) for t in ("Café Müller", "颱風凱米", "说话", "視訊通話")]
+        [None, None, None, None]
     """
     if text.isascii() or len(_NON_ASCII.findall(text)) < MISREAD_LEAST:
         return None
@@ -337,7 +345,7 @@ def misread_utf8(text: str) -> tuple[str, str] | None:
             was = raw.decode("utf-8") if raw is not None else None
         except UnicodeDecodeError:
             continue
-        if was is not None and was != text:
+        if was is not None and was != text and _READS_AS_TEXT.fullmatch(was):
             return encoding, was
     return None
 

@@ -687,6 +687,17 @@ def test_titles_in_latin_and_chinese_scripts_are_not_taken_for_misread_utf8(tmp_
     assert load_corpus(path).warnings == ()
 
 
+def test_short_chinese_titles_whose_bytes_happen_to_be_utf8_are_not_taken_for_misread_utf8(tmp_path):
+    """A few Chinese characters' GB18030 or Big5 bytes can be valid UTF-8 of other letters (``訊息通知`` in
+    GB18030 bytes is ``ӍϢ֪ͨ`` in UTF-8): such titles, 366 of 412,362 three- to eight-character runs of the
+    bundled THUCNews titles, were named as misread (and a pair file holding one refused). What they would
+    have been is no text (Cyrillic, Armenian and Hebrew letters, combining marks): they are what they say."""
+    path = tmp_path / "news.csv"
+    titles = ["訊息通知", "視訊通話", "斯斯坦", "小夥為爺", "站一試", "璇組合"]
+    path.write_text("id,title\n" + "".join(f"n{i},{t}\n" for i, t in enumerate(titles)), encoding="utf-8")
+    assert load_corpus(path).warnings == ()
+
+
 @pytest.mark.parametrize("kind", ["binary", "large_binary"])
 def test_a_parquet_corpus_with_its_text_in_binary_columns_is_read_as_utf8_or_refused_by_row(tmp_path, kind):
     """Hive, Impala and older Spark write text as Parquet binary columns: each item was refused as "not
