@@ -210,6 +210,7 @@ class _Collector:
             undated = self.t_ns == np.iinfo(np.int64).min
             self.by_group = np.lexsort((np.arange(ntotal), self.t_ns, undated, self.copies))
             self.group_at = np.searchsorted(self.copies[self.by_group], np.arange(ntotal + 1))
+            self.dated_in = np.bincount(self.copies[~undated], minlength=ntotal)  # each group's dated rows
         self.keys: list[np.ndarray] = []
         self.sims: list[np.ndarray] = []
 
@@ -267,12 +268,28 @@ class _Collector:
         keep = np.where(undated, self.nat == "keep", close)
         qa, hb = qa.copy(), hb.copy()
         size = np.diff(self.group_at)
-        for i in np.flatnonzero(~keep & ((size[qa] > 1) | (size[hb] > 1))):  # two items alone: no other ends
+        grouped = (size[qa] > 1) | (size[hb] > 1)  # two items alone: no other ends
+        for i in np.flatnonzero(~keep & grouped & self._may_meet(qa, hb, size)):
             ends = self._closest_members(int(qa[i]), int(hb[i]))
             if ends is not None:
                 qa[i], hb[i] = ends
                 keep[i] = True
         return qa, hb, keep
+
+    def _may_meet(self, p: np.ndarray, q: np.ndarray, size: np.ndarray) -> np.ndarray:
+        """Whether groups ``p`` and ``q`` may hold a pair of copies :meth:`_closest_members` keeps: an undated
+        member (``nat="keep"``), or dated ones whose spans (first to last time) come within the window of
+        each other. Read for every pair at once, so that only those that may are read member by member."""
+        nd_p, nd_q = self.dated_in[p], self.dated_in[q]
+        undated = (nd_p < size[p]) | (nd_q < size[q])
+        first_p = self.t_ns[self.by_group[self.group_at[p]]]
+        first_q = self.t_ns[self.by_group[self.group_at[q]]]
+        last_p = self.t_ns[self.by_group[self.group_at[p] + np.maximum(nd_p, 1) - 1]]
+        last_q = self.t_ns[self.by_group[self.group_at[q] + np.maximum(nd_q, 1) - 1]]
+        dated = (nd_p > 0) & (nd_q > 0)
+        with np.errstate(over="ignore"):
+            gap = np.where(dated, np.maximum(first_p - last_q, first_q - last_p), 0)
+        return (undated & (self.nat == "keep")) | (dated & (gap <= self.win_ns))
 
     def _members(self, rep: int) -> np.ndarray:
         """The rows of the group ``rep`` represents, its dated ones first, by time."""
