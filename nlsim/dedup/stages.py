@@ -490,6 +490,12 @@ def neighbors(
         progress=progress,
         **extra,
     )
+    if hours is not None and rep is not None and len(found):
+        # a group searched again for a copy it gained: what it finds between earlier days' items alone is a
+        # pair those days found (the state keeps it), not one that joined a story today
+        asked = np.zeros(len(window.ids), bool)
+        asked[window.query_rows] = True
+        found = found[asked[found["a"].to_numpy()] | asked[found["b"].to_numpy()]].reset_index(drop=True)
     # a group of copies is scored by its representative's vector, whichever copy the search hit
     return found if rep is None else scored_by_representatives(found, window.embeddings, rep, floor)
 

@@ -414,3 +414,33 @@ def test_an_editors_not_the_same_story_between_two_copies_that_read_apart_is_lis
     assert [(c["id_a"], c["id_b"], c["change"], c["clusters"]) for c in changes] == [
         ("a", "c", "split", ["c-a"])
     ]
+
+
+def test_a_group_searched_again_for_its_new_copy_reports_no_pair_of_an_earlier_day_again(tmp_path):
+    """With --window-hours, a daily run searches a group again on the day it gains a copy; the pairs it
+    finds again between items of earlier days (a-b, reported on day 0) were listed again in day 1's
+    pairs.parquet, where a daily report shows the pairs that joined its stories that day."""
+    day0 = pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "title": ["storm hits taipei port closing ferries for two days"] * 2,
+            "published_at": pd.to_datetime(["2024-05-01 00:00", "2024-05-01 02:00"], utc=True),
+        }
+    )
+    day0.loc[1, "title"] += " now"
+    day1 = pd.DataFrame(
+        {
+            "id": ["a2", "z"],
+            "title": ["storm hits taipei port closing ferries for two days", "markets rise on rate hopes"],
+            "published_at": pd.to_datetime([None, "2024-05-02 09:00"], utc=True),
+        }
+    )
+    state, listed = tmp_path / "state", []
+    for n, day in enumerate((day0, day1)):
+        path = tmp_path / f"day{n}.parquet"
+        day.to_parquet(path, index=False)
+        cfg = _config(path, tmp_path / "out", "hash", 0.6, window_hours=20)
+        run_daily(cfg, state, retention_days=None, encoder=HashEncoder())
+        pairs = pd.read_parquet(tmp_path / "out" / "latest" / "pairs.parquet")
+        listed.append(sorted(zip(pairs["id_a"], pairs["id_b"], strict=True)))
+    assert listed == [[("a", "b")], [("a", "a2")]]
