@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 from incremental_helpers import HashEncoder, run_daily, state_assignment
 
+from nlsim.clusters import copies as copy_rules
 from nlsim.dedup.config import DedupConfig
 from nlsim.dedup.run import run_dedup
 
@@ -130,15 +132,10 @@ def _earlier_copy_key(text: str) -> str:
     return "".join(ch for ch in folded if unicodedata.category(ch)[0] not in "ZPC")
 
 
-def test_a_daily_state_whose_copies_an_earlier_copy_key_grouped_is_paired_again(tmp_path, monkeypatch):
-    """A state written by an nlsim whose copy key made "up 1.5%" and "up 15%" copies kept their link: the
-    day after the upgrade, a copy of the second joined the first's story, and the two stayed one story
-    until they expired. The state's identity names the copy key; one written before it did is paired again
-    once, and the run says why."""
-    import json
-
-    import nlsim.clusters.copies as copies
-
+def _days_after_an_earlier_nlsim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: Any) -> list[Any]:
+    """Two daily runs: the first by an nlsim whose copy key made "up 1.5%" and "up 15%" copies, its state's
+    ``MANIFEST.json`` identity then changed by ``edit`` as that nlsim wrote it; the second by this one, whose
+    copy of the second headline must not join the first's story. Returns the runs."""
     t = pd.Timestamp("2024-04-10 02:00", tz="UTC")
     days = [
         [("r23", "TSMC March revenue up 1.5% on year"), ("r24", "TSMC March revenue up 15% on year")],
@@ -151,18 +148,27 @@ def test_a_daily_state_whose_copies_an_earlier_copy_key_grouped_is_paired_again(
         day.to_parquet(tmp_path / f"day{n}.parquet", index=False)
         with monkeypatch.context() as m:
             if n == 0:  # the day the earlier nlsim ran
-                m.setattr(copies, "copy_key", _earlier_copy_key)
+                m.setattr(copy_rules, "copy_key", _earlier_copy_key)
             cfg = _config(tmp_path / f"day{n}.parquet", tmp_path / "out", "hash", 0.9)
             runs.append(run_daily(cfg, state, retention_days=None, encoder=HashEncoder()))
         if n == 0:
             assert state_assignment(state) == {"r23": "c-r23", "r24": "c-r23"}
             manifest = json.loads((state / "MANIFEST.json").read_text(encoding="utf-8"))
-            manifest["identity"]["search"].pop("copy_key", None)  # as that nlsim wrote it
+            edit(manifest["identity"])
             (state / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
     kept = state_assignment(state)
     assert sorted(kept) == ["r24", "r25"] and kept["r24"] == kept["r25"]  # r23 alone now
+    return runs
+
+
+def test_a_daily_state_whose_copies_an_earlier_copy_key_grouped_is_paired_again(tmp_path, monkeypatch):
+    """A state written by an nlsim whose copy key made "up 1.5%" and "up 15%" copies kept their link: the
+    day after the upgrade, a copy of the second joined the first's story, and the two stayed one story
+    until they expired. The state's identity names the copy key; one written before it did is paired again
+    once, and the run says why."""
+    runs = _days_after_an_earlier_nlsim(tmp_path, monkeypatch, lambda i: i["search"].pop("copy_key", None))
     said = " ".join(runs[1].stats.messages)
-    assert f"copy_key: state has None, this run uses {copies.COPY_KEY_VERSION}" in said
+    assert f"copy_key: state has None, this run uses {copy_rules.COPY_KEY_VERSION}" in said
     assert "pairing the window again" in said
 
 
@@ -172,34 +178,11 @@ def test_a_daily_state_kept_before_any_search_setting_is_paired_and_embedded_aga
     too: its copies were grouped by the first copy key and its texts embedded as words. Its ``k`` and
     ``window_hours`` read as this run's, but it is paired and embedded again once, as a state that names
     ``k`` and not the copy key is, and the run says why."""
-    import nlsim.clusters.copies as copies
-
-    t = pd.Timestamp("2024-04-10 02:00", tz="UTC")
-    days = [
-        [("r23", "TSMC March revenue up 1.5% on year"), ("r24", "TSMC March revenue up 15% on year")],
-        [("r25", "TSMC March revenue up 15% on year")],
-    ]
-    state = tmp_path / "state"
-    runs = []
-    for n, rows in enumerate(days):
-        day = pd.DataFrame(rows, columns=["id", "title"]).assign(published_at=t + pd.Timedelta(days=n))
-        day.to_parquet(tmp_path / f"day{n}.parquet", index=False)
-        with monkeypatch.context() as m:
-            if n == 0:  # the day the earlier nlsim ran
-                m.setattr(copies, "copy_key", _earlier_copy_key)
-            cfg = _config(tmp_path / f"day{n}.parquet", tmp_path / "out", "hash", 0.9)
-            runs.append(run_daily(cfg, state, retention_days=None, encoder=HashEncoder()))
-        if n == 0:
-            assert state_assignment(state) == {"r23": "c-r23", "r24": "c-r23"}
-            manifest = json.loads((state / "MANIFEST.json").read_text(encoding="utf-8"))
-            del manifest["identity"]["search"]  # as that nlsim wrote it
-            (state / "MANIFEST.json").write_text(json.dumps(manifest), encoding="utf-8")
-    kept = state_assignment(state)
-    assert sorted(kept) == ["r24", "r25"] and kept["r24"] == kept["r25"]  # r23 alone now
+    runs = _days_after_an_earlier_nlsim(tmp_path, monkeypatch, lambda i: i.pop("search"))
     switch = runs[1].stats.model_switch
     assert switch is not None and sorted(switch.changed) == ["copy_key", "markup"] and switch.reembed
     said = " ".join(runs[1].stats.messages)
-    assert f"copy_key: state has None, this run uses {copies.COPY_KEY_VERSION}" in said
+    assert f"copy_key: state has None, this run uses {copy_rules.COPY_KEY_VERSION}" in said
 
 
 def _pair_file(path: Path, rows: list[tuple[str, str, str, str, float]]) -> Path:
