@@ -335,8 +335,8 @@ def _levels(
         try:
             level = _level(score_number(v))
             why = "is not one of the rubric's levels 0, 0.25, 0.5, 0.75, 1"
-        except (TypeError, ValueError) as exc:
-            level, why = None, str(exc) if isinstance(v, str) else "is not a number"
+        except ValueError as exc:
+            level, why = None, str(exc)
         if level is None:
             problems.append(_sheet(source, int(rownum[i]), "score", f"score {v!r} {why}"))
         levels.append(float("nan") if level is None else level)  # -0 and 1e-10 are stored as 0

@@ -256,7 +256,8 @@ _DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
 
 
 def score_number(value: object) -> float:
-    """The number a score cell holds, or a :class:`ValueError` whose message says why it holds none.
+    """The number a score cell holds, or a :class:`ValueError` whose message says why it holds none (``is not
+    a number``, for a text with a hint at what to write).
 
     A text is read as typed in either width (a Chinese input method in full-width mode types ``０．７５``;
     Unicode NFKC, white space around it dropped); a decimal comma (``0,75``) or a percentage (``75%``) is
@@ -271,7 +272,10 @@ def score_number(value: object) -> float:
         ValueError: is not a number (a decimal comma? write it 0.75)
     """
     if not isinstance(value, str):
-        return float(value)  # type: ignore[arg-type]
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ValueError("is not a number") from None
     text = unicodedata.normalize("NFKC", value).strip()
     try:
         return float(text)

@@ -162,9 +162,8 @@ def validate_pairs(
             raise InputError(source, n, "score", f"score {raw!r} is a yes/no value, not a number in [0, 1]")
         try:
             score = score_number(raw)
-        except (TypeError, ValueError) as exc:
-            why = str(exc) if isinstance(raw, str) else "is not a number"
-            raise InputError(source, n, "score", f"score {raw!r} {why}") from None
+        except ValueError as exc:
+            raise InputError(source, n, "score", f"score {raw!r} {exc}") from None
         if math.isnan(score) or not 0.0 <= score <= 1.0:
             raise InputError(source, n, "score", f"score {raw} is outside [0, 1]")
         scores.append(score)
