@@ -532,15 +532,6 @@ def decode_table_text(path: Path, data: bytes, fmt: str) -> str:
             None,
             f"a UTF-32 text file (its byte-order mark says so), not UTF-8: {to_utf8(path, fmt, 'UTF-32')}",
         )
-    bare = None if data.startswith((b"\xff\xfe", b"\xfe\xff")) else utf16_without_mark(data)
-    if bare is not None:
-        raise InputError(
-            path,
-            None,
-            None,
-            f"a UTF-16 text file without a byte-order mark ({ENDIAN[bare]}: every other one of its first "
-            f"bytes is 0), not UTF-8: {to_utf8(path, fmt, bare)}",
-        )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode Text" writes
         raise InputError(
             path,
@@ -548,6 +539,15 @@ def decode_table_text(path: Path, data: bytes, fmt: str) -> str:
             None,
             "a UTF-16 text file (its byte-order mark says so; Excel saves 'Unicode Text' so), not UTF-8: "
             + to_utf8(path, fmt, "UTF-16"),
+        )
+    bare = utf16_without_mark(data)
+    if bare is not None:
+        raise InputError(
+            path,
+            None,
+            None,
+            f"a UTF-16 text file without a byte-order mark ({ENDIAN[bare]}: every other one of its first "
+            f"bytes is 0), not UTF-8: {to_utf8(path, fmt, bare)}",
         )
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
