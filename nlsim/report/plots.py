@@ -155,6 +155,11 @@ SIZE_STEPS = 24
 """The steps of the logarithmic axis of the cluster sizes (at most; :func:`size_bins`)."""
 
 
+def in_steps(sizes: np.ndarray) -> bool:
+    """Whether the cluster sizes span more than :data:`LINEAR_SIZES`: drawn in steps of a logarithmic axis."""
+    return bool(sizes.max() - sizes.min() > LINEAR_SIZES)
+
+
 def size_bins(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bars of the cluster sizes: each bar's lowest size, the size past its highest, and its clusters.
     One size a bar when the sizes span at most :data:`LINEAR_SIZES`; else sizes gathered in at most
@@ -167,7 +172,7 @@ def size_bins(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     >>> lows[:2].tolist(), highs[-1].item(), counts.tolist()
     ([2, 3], 2001, [30, 1, 1, 1])
     """
-    if sizes.max() - sizes.min() <= LINEAR_SIZES:
+    if not in_steps(sizes):
         values, counts = np.unique(sizes, return_counts=True)
         return values, values + 1, counts
     low, high = int(sizes.min()), int(sizes.max()) + 1
@@ -195,8 +200,9 @@ def render_overview_png(pairs: pd.DataFrame, clusters: pd.DataFrame, record: Run
     score = "rerank score" if record.rerank is not None else "cosine"
     left.set(title=f"{counted(len(pairs), 'pair', 'pairs')}: {score}", xlabel=score, ylabel="pairs")
     if len(clusters):
-        lows, highs, counts = size_bins(clusters["size"].to_numpy(dtype=np.int64))
-        if highs[-1] - lows[0] > LINEAR_SIZES:  # a wire story of 2,000 copies beside pairs: sizes in steps
+        sizes = clusters["size"].to_numpy(dtype=np.int64)
+        lows, highs, counts = size_bins(sizes)
+        if in_steps(sizes):  # a wire story of 2,000 copies beside pairs: sizes in steps
             right.bar(lows, counts, width=highs - lows, align="edge", color="#228833", edgecolor="white")
             right.set_xscale("log")
             right.xaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000: sizes, not powers
