@@ -210,6 +210,7 @@ class _Collector:
             undated = self.t_ns == np.iinfo(np.int64).min
             self.by_group = np.lexsort((np.arange(ntotal), self.t_ns, undated, self.copies))
             self.group_at = np.searchsorted(self.copies[self.by_group], np.arange(ntotal + 1))
+            self.group_size = np.diff(self.group_at)  # each group's rows (0 for a row no group is led by)
             self.dated_in = np.bincount(self.copies[~undated], minlength=ntotal)  # each group's dated rows
         self.keys: list[np.ndarray] = []
         self.sims: list[np.ndarray] = []
@@ -267,7 +268,7 @@ class _Collector:
         undated, close = self._close(qa, hb)
         keep = np.where(undated, self.nat == "keep", close)
         qa, hb = qa.copy(), hb.copy()
-        size = np.diff(self.group_at)
+        size = self.group_size
         grouped = (size[qa] > 1) | (size[hb] > 1)  # two items alone: no other ends
         for i in np.flatnonzero(~keep & grouped & self._may_meet(qa, hb, size)):
             ends = self._closest_members(int(qa[i]), int(hb[i]))
