@@ -112,17 +112,34 @@ class EditorsInput:
 
 
 SCORED_COLUMNS = ("id_a", "id_b")
-"""The columns of a daily state's table of scored pairs (``pair_key`` order)."""
+"""The columns every daily state's table of scored pairs holds (``pair_key`` order)."""
+SCORED_KIND = "kind"
+"""The column a daily state's table of scored pairs adds (declared after :data:`SCORED_COLUMNS`: a state
+kept before lacks it): each pair's kind of split, :data:`TRAINING` (a training pair: the page offers an
+editor's overrule), :data:`HELD_OUT` (validation or test: never marked) or empty (not known)."""
+TRAINING = "train"
+HELD_OUT = "held-out"
 
 
-def scored_frame(scored: Iterable[tuple[str, str]]) -> pd.DataFrame | None:
-    """The scored pairs as the table a daily state keeps (``None`` for none).
+def scored_frame(
+    scored: Iterable[tuple[str, str]],
+    training: Iterable[tuple[str, str]] = (),
+    held_out: Iterable[tuple[str, str]] = (),
+) -> pd.DataFrame | None:
+    """The scored pairs as the table a daily state keeps (``None`` for none), with the kind of split of
+    those among ``training`` and ``held_out`` (:data:`SCORED_KIND`), so that a later run that does not name
+    the pair file still knows which of them an editor may overrule and which are held out.
 
-    >>> scored_frame({("b", "c"), ("a", "b")})["id_a"].tolist()
-    ['a', 'b']
+    >>> scored_frame({("b", "c"), ("a", "b")}, training={("b", "c")}).values.tolist()
+    [['a', 'b', ''], ['b', 'c', 'train']]
     """
     rows = sorted(scored)
-    return pd.DataFrame(rows, columns=list(SCORED_COLUMNS), dtype=str) if rows else None
+    if not rows:
+        return None
+    train, held = frozenset(training), frozenset(held_out)
+    kinds = [HELD_OUT if key in held else TRAINING if key in train else "" for key in rows]
+    frame = pd.DataFrame(rows, columns=list(SCORED_COLUMNS), dtype=str)
+    return frame.assign(**{SCORED_KIND: pd.Series(kinds, dtype=str)})
 
 
 def editors_fingerprint(annotated_pairs: str | Path | None) -> str | None:
@@ -150,12 +167,19 @@ def read_editors(
         verdicts = from_frame(kept, "the state's verdicts")
         sources.append("the state")
     scored: frozenset[tuple[str, str]] = frozenset()
+    kept_training: frozenset[tuple[str, str]] = frozenset()
+    kept_held: frozenset[tuple[str, str]] = frozenset()
     if kept_scored is not None and len(kept_scored):
-        if list(kept_scored.columns) != list(SCORED_COLUMNS):
+        if list(kept_scored.columns) not in (list(SCORED_COLUMNS), [*SCORED_COLUMNS, SCORED_KIND]):
             raise StateError(f"the state's scored pairs have columns {list(kept_scored.columns)}")
-        scored = frozenset(
+        keys = [
             pair_key(str(a), str(b)) for a, b in zip(kept_scored["id_a"], kept_scored["id_b"], strict=True)
-        )
+        ]
+        scored = frozenset(keys)
+        if SCORED_KIND in kept_scored.columns:
+            kinds = kept_scored[SCORED_KIND].astype(str).tolist()
+            kept_training = frozenset(k for k, kind in zip(keys, kinds, strict=True) if kind == TRAINING)
+            kept_held = frozenset(k for k, kind in zip(keys, kinds, strict=True) if kind == HELD_OUT)
     held: frozenset[tuple[str, str]] = frozenset()
     training: frozenset[tuple[str, str]] = frozenset()
     if annotated_pairs:
@@ -182,6 +206,9 @@ def read_editors(
         if len(check.verdicts):
             verdicts = verdicts.updated(check.shown().records)
             sources.append(str(check.path))
+    known = held | training  # the pair file names a pair's split: it goes before what the state kept
+    held |= kept_held - known
+    training |= kept_training - known
     scored |= frozenset(v.key for v in verdicts.records)
     held |= frozenset(v.key for v in verdicts.records if v.split in ("validation", "test"))
     training |= frozenset(v.key for v in verdicts.records if v.split == "train") - held

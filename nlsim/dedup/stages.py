@@ -126,6 +126,10 @@ class Clustering:
     """The topic group of each item in one, and the topics' anchors (:mod:`nlsim.clusters.topics`)."""
     report_topics: pd.DataFrame = field(default_factory=lambda: columns.table("topics").empty())
     """The topics table (``topics.parquet``): the window's topic groups."""
+    training: frozenset[tuple[str, str]] = frozenset()
+    """Of the scored pairs, the training ones (a later run's page offers an overrule), kept with them."""
+    held_out: frozenset[tuple[str, str]] = frozenset()
+    """Of the scored pairs, the validation and test ones (never marked in a later page), kept with them."""
 
 
 # --- load ---------------------------------------------------------------------------------------------
@@ -753,6 +757,8 @@ def cluster(
         editors.scored,
         topic,
         topic_table(items, topic.assignment, upd.assignment),
+        training=editors.training,
+        held_out=editors.held_out,
     )
 
 
@@ -1169,7 +1175,7 @@ def commit(
         },
         previous=window.state,
         verdicts=clustering.verdicts.frame() if len(clustering.verdicts) else None,
-        scored=scored_frame(clustering.scored),
+        scored=scored_frame(clustering.scored, clustering.training, clustering.held_out),
     )
 
 

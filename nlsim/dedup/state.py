@@ -248,8 +248,8 @@ class State:
     verdicts: pd.DataFrame | None = None
     """The editors' verdicts kept for later runs (``None``: none kept, or a state written before)."""
     scored: pd.DataFrame | None = None
-    """The pairs editors have scored (``id_a``, ``id_b``), kept for later runs' review queues (``None``:
-    none kept, or a state written before)."""
+    """The pairs editors have scored (``id_a``, ``id_b``, and their kind of split, ``kind``: a state written
+    before lacks it), kept for later runs' review queues (``None``: none kept, or a state written before)."""
     as_of: pd.Timestamp | None = None
     last_run: dict[str, Any] | None = None
     manifest: dict[str, Any] = field(default_factory=dict)

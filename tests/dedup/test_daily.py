@@ -937,6 +937,44 @@ def test_a_daily_state_remembers_the_scored_pairs_and_a_rebuilt_state_keeps_the_
 
 
 @pytest.mark.slow
+def test_a_later_day_without_the_pair_file_still_knows_which_scored_pairs_are_training_pairs(
+    tmp_path: Path,
+) -> None:
+    """Day 1 names the pair file: the annotators' training pair a1/a2 (its page offers the editor's
+    overrule) and the validation pair b1/b2 (held out: never marked). Day 2 does not name it: its page
+    must still tell the two apart (the state kept the scored pairs without their kind of split, so the
+    training pair lost its verdict buttons and the validation pair its "held out" reason)."""
+    from nlsim.io.editor_file import pair_id
+
+    corpus = story_corpus()
+    title = dict(zip(corpus["id"], corpus["title"], strict=True))
+    scored = [("a1", "a2", 0.75, "train"), ("b1", "b2", 1.0, "validation")]
+    pairs = tmp_path / "pairs.tsv"
+    pd.DataFrame(
+        {"id_a": [a for a, _, _, _ in scored], "id_b": [b for _, b, _, _ in scored],
+         "text_a": [title[a] for a, _, _, _ in scored], "text_b": [title[b] for _, b, _, _ in scored],
+         "score": [s for _, _, s, _ in scored], "split": [x for _, _, _, x in scored]}
+    ).to_csv(pairs, sep="\t", index=False)  # fmt: skip
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    enc, state = HashEncoder(), tmp_path / "state"
+    base = _config(days[0], tmp_path / "out")
+    one = run_daily(base.with_(annotated_pairs=str(pairs)), state, encoder=enc)
+    two = run_daily(base.with_(corpus=str(days[1])), state, encoder=enc)  # no --annotated-pairs
+    for run in (one, two):
+        e = run.stats.editors
+        assert e is not None
+        assert (e.training_ids, e.held_out_ids) == ([pair_id("a1", "a2")], [pair_id("b1", "b2")]), e
+    # a later run naming the file again goes by the file: b1/b2 moved to the training split
+    pd.read_csv(pairs, sep="\t").assign(split="train").to_csv(pairs, sep="\t", index=False)
+    three = run_daily(base.with_(corpus=str(days[2]), annotated_pairs=str(pairs)), state, encoder=enc)
+    e = three.stats.editors
+    assert e is not None and (e.training_ids, e.held_out_ids) == (
+        sorted([pair_id("a1", "a2"), pair_id("b1", "b2")]),
+        [],
+    ), e
+
+
+@pytest.mark.slow
 def test_a_committed_day_run_again_after_a_merge_takes_the_new_verdicts(tmp_path: Path) -> None:
     """The same day with the same pair file is a replay of the committed run; once a verdict is merged
     into the pair file's store, running the day again is a new run, in which the verdict acts and is kept."""
