@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,11 +53,11 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 3
+COPY_KEY_VERSION = 4
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
-not a hyphen) is paired again,
+not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a word of the copy) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -67,6 +68,19 @@ not part of the number (:func:`copy_key`)."""
 MINUS = "\u2212"
 """The minus sign, a symbol (Sm) that NFKC keeps: a copy key reads it as the hyphen-minus (punctuation) it
 stands for, so ``−2%`` is ``-2%``, and the mark between two digits of ``2−1`` is that of ``2-1``."""
+
+FLASH_LABELS = (
+    "快訊|快讯|獨家|独家|最新|即時|即时|突發|突发|速報|速报|更新"
+    "|breaking news|breaking|exclusive|urgent|flash|update(?: ?[0-9]{1,2})?"
+)
+"""The flash labels a desk puts before a wire story's headline (the case folded), :data:`FLASH`."""
+
+FLASH = re.compile(
+    rf"^\s*(?:[\[【〔(〈《「]\s*(?:{FLASH_LABELS})\s*[\]】〕)〉》」]|(?:{FLASH_LABELS})\s*[/:|\-–—])\s*"
+)
+"""A flash label that opens a headline, read after NFKC (``（`` is ``(``, ``／`` is ``/``): in brackets
+(``【快訊】``, ``[Breaking]``, ``（獨家）``) or followed by a slash, a colon, a bar or a dash (``快訊／``,
+``BREAKING:``, ``UPDATE 1-``); not a word that only starts like one (``Breaking Bad``, ``獨家專訪``)."""
 
 DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
@@ -82,6 +96,9 @@ def copy_key(text: str) -> str:
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
     (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A minus sign is a hyphen (:data:`MINUS`).
+    A flash label that opens the text (:data:`FLASH`: ``【快訊】``, ``快訊／``, ``[Breaking]``, ``UPDATE 1-``)
+    is no part of it, one after another too, unless nothing would be left: the wire's text with it is the
+    wire's text.
 
     >>> copy_key("  Rain, in TAIPEI!\\u200b "), copy_key("「颱風」來了"), copy_key("...")
     ('rainintaipei', '颱風來了', '')
@@ -91,8 +108,10 @@ def copy_key(text: str) -> str:
     ('上漲1.5', '上漲15', '1.5', '15')
     >>> copy_key("3,000 jobs"), copy_key("3 000 jobs"), copy_key("1,234,567"), copy_key("2024-05-01")
     ('3000jobs', '3000jobs', '1234567', '2024.05.01')
+    >>> copy_key("【快訊】颱風來了"), copy_key("UPDATE 1-Rain"), copy_key("【快訊】"), copy_key("Breaking")
+    ('颱風來了', 'rain', '快訊', 'breaking')
     """
-    folded = unicodedata.normalize("NFKC", shown_text(str(text))).casefold().replace(MINUS, "-")
+    folded = _unlabelled(unicodedata.normalize("NFKC", shown_text(str(text))).casefold().replace(MINUS, "-"))
     kept: list[str] = []
     marks = ""  # the visible marks and spaces since the last character kept
     last = -1  # where the last character kept is in ``folded``
@@ -106,6 +125,20 @@ def copy_key(text: str) -> str:
         kept.append(ch)
         marks, last = "", at
     return "".join(kept)
+
+
+def _unlabelled(folded: str) -> str:
+    """``folded`` (NFKC, case folded) without the flash labels that open it (:data:`FLASH`), unless nothing
+    but marks would be left of it.
+
+    >>> _unlabelled("【快訊】【獨家】颱風"), _unlabelled("快訊/ "), _unlabelled("高雄快訊:停班")
+    ('颱風', '快訊/ ', '高雄快訊:停班')
+    """
+    rest = folded
+    while (label := FLASH.match(rest)) is not None:
+        rest = rest[label.end() :]
+    shown = any(unicodedata.category(ch)[0] not in DROPPED and not unseen(ch) for ch in rest)
+    return rest if shown else folded
 
 
 def _groups(text: str, last: int, marks: str, at: int) -> bool:

@@ -272,3 +272,27 @@ def test_the_copy_groups_are_those_of_their_definition_on_random_corpora():
         found = find_copies(ids, texts, times, window_hours=window, cannot=cannot)
         rep, parted = _first_fitting_part(ids, texts, times, window, cannot)
         assert (found.rep.tolist(), found.parted.tolist()) == (rep, parted), (texts, stamps, window, cannot)
+
+
+def test_a_flash_label_before_a_headline_is_no_part_of_its_copy():
+    """A wire story goes out as sent and, at some desks, with a flash label before it (``【快訊】``,
+    ``快訊／``, ``[Breaking]``, ``BREAKING:``, ``UPDATE 1-``): the same text, one copy group. A label that
+    is the whole headline, one inside it, or a word that only starts like one stays."""
+    plain = copy_key("颱風山陀兒逼近，高雄停班停課")
+    for label in ("【快訊】", "【獨家】", "【最新】", "快訊／", "快訊：", "〔快訊〕", "[快訊] ", "（快訊）"):
+        assert copy_key(f"{label}颱風山陀兒逼近，高雄停班停課") == plain, label
+    english = copy_key("Typhoon Krathon nears Kaohsiung")
+    for label in ("[Breaking] ", "BREAKING: ", "Breaking - ", "UPDATE 1-", "UPDATE 2 - ", "EXCLUSIVE-"):
+        assert copy_key(f"{label}Typhoon Krathon nears Kaohsiung") == english, label
+    assert copy_key("【快訊】") == copy_key("快訊") != ""
+    assert copy_key("高雄快訊：停班停課") != copy_key("高雄停班停課")
+    assert copy_key("Breaking Bad star dies") != copy_key("Bad star dies")
+    assert copy_key("Update your phone now") != copy_key("your phone now")
+    assert copy_key("獨家專訪總統") != copy_key("專訪總統")
+
+
+def test_the_copies_of_a_wire_story_some_sent_with_a_flash_label_are_one_group():
+    story = "颱風山陀兒逼近，高雄停班停課"
+    texts = [story] * 3 + [f"【快訊】{story}"] * 2 + ["颱風山陀兒遠離"]
+    found = find_copies([f"w{i}" for i in range(6)], texts)
+    assert found.groups() == [["w0", "w1", "w2", "w3", "w4"]]

@@ -57,8 +57,8 @@ CHINESE = (  # Traditional (Taiwan); the Simplified copies are OpenCC's tw2sp of
     "博物館整修後重新開放 推出現代藝術展",
     "電動車廠再度降價 價格戰升溫",
 )
-NEAR_EN = ("{} - update", "Breaking: {}", "{}, officials say", "{} (live report)")
-NEAR_ZH = ("{}（更新）", "快訊：{}", "{} 官方證實", "最新消息 {}")
+NEAR_EN = ("{} - update", "Watch: {}", "{}, officials say", "{} (live report)")
+NEAR_ZH = ("{}（更新）", "影音：{}", "{} 官方證實", "最新消息 {}")
 
 
 def fullwidth(text: str) -> str:
