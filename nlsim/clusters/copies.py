@@ -19,10 +19,10 @@ as text-dedup and SemHash do, exact duplicates are grouped first:
   are put in different groups (:attr:`Copies.parted`: the representatives of the parts a verdict made, each
   searched for its own neighbours: a daily run searches again those an earlier day read as copies).
 - The neighbour search reads one item per group (the representative stands for every copy: the others
-  have its text) and counts k *distinct* neighbours (:func:`nlsim.search.neighbors.neighbor_pairs` with
-  ``copies``); the cluster rule reads each group as one item (:func:`contract` before the rule,
-  :func:`expand` after it), so every copy ends in its representative's cluster, and a group that links to
-  nothing else is a cluster of its own copies.
+  have its text) and counts k *distinct* neighbours, a group as many as its copies when they are more
+  (:func:`nlsim.search.neighbors.neighbor_pairs` with ``copies``); the cluster rule reads each group as
+  one item (:func:`contract` before the rule, :func:`expand` after it), so every copy ends in its
+  representative's cluster, and a group that links to nothing else is a cluster of its own copies.
 
 Example:
     >>> import pandas as pd

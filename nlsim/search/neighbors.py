@@ -8,6 +8,10 @@ query counts k *distinct* neighbours: its own copies are not neighbours, every c
 that group's representative, and a query whose k nearest hits hold fewer than k groups is searched again
 with more hits until it has k or the rest score below the threshold (150 copies of one headline would
 otherwise fill every copy's k neighbours), or it asked for all the hits the index returns (2,048 on GPUs).
+A group asks for as many distinct neighbours as it has copies, k at least: the cluster rule reads a link to
+a group as a link to each of its copies, and a wire story of 600 copies among 30 lone variants of it (a
+character dropped, a word added) met k of the variants and not the story's other groups (the copies sent
+with a label), so the rule parted one story; the neighbours it adds are no more than the copies.
 Only representatives need be queried.
 
 Time window: with ``times`` (datetime64, aligned with index rows) and ``window`` (a timedelta), a pair is
@@ -205,6 +209,10 @@ class _Collector:
             if self.win_ns < 0:
                 raise ConfigError(f"window must not be negative, got {window}")
         self.copies = None if copies is None else np.asarray(copies, dtype=np.int64)
+        # the neighbours each row asks for: a representative as many as its group has copies, k at least
+        self.wanted = np.full(ntotal, k, dtype=np.int64)
+        if self.copies is not None:
+            self.wanted = np.maximum(k, np.bincount(self.copies, minlength=ntotal)[self.copies])
         if self.use_window and self.copies is not None:
             # each group's rows, its dated ones first by time: a group's pairs are read in time through them
             undated = self.t_ns == np.iinfo(np.int64).min
@@ -217,8 +225,8 @@ class _Collector:
 
     def add(self, rows: np.ndarray, sims: np.ndarray, hits: np.ndarray) -> np.ndarray:
         """Collect one search's pairs; returns the positions (in ``rows``) of the queries to search again
-        with more hits: with ``copies``, those whose hits held fewer than k groups while the last hit still
-        reached the threshold."""
+        with more hits: with ``copies``, those whose hits held fewer than k groups (a group of copies: fewer
+        than its copies) while the last hit still reached the threshold."""
         own = rows[:, None]
         valid = (hits >= 0) & (hits != own)
         found = hits  # the rows hit; with copies, ``hits`` become their representatives
@@ -227,11 +235,13 @@ class _Collector:
             own = self.copies[rows][:, None]
             valid &= hits != own
             valid &= _first_of_each(hits, valid, self.ntotal)
-        # keep at most k hits per query besides itself (the query may not be the first of tied hits)
-        valid &= np.cumsum(valid, axis=1) <= self.k
+        # keep at most k hits per query besides itself (the query may not be the first of tied hits); a
+        # group of copies as many as its copies
+        wanted = self.wanted[rows]
+        valid &= np.cumsum(valid, axis=1) <= wanted[:, None]
         short = np.zeros(0, np.int64)
         if self.copies is not None:
-            full = valid.sum(axis=1) >= self.k
+            full = valid.sum(axis=1) >= wanted
             short = np.flatnonzero(~full & (found[:, -1] >= 0) & (sims[:, -1] >= self.threshold))
         valid &= sims >= self.threshold
         qa = np.broadcast_to(own, hits.shape)[valid]

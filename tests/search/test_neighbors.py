@@ -338,3 +338,24 @@ def test_groups_of_copies_whose_times_lie_apart_are_dropped_without_reading_thei
         window=timedelta(hours=24), progress=False, copies=np.array([0, 0, 2, 2]),
     )  # fmt: skip
     assert list(zip(got["a"], got["b"], strict=True)) == [(1, 2)] and calls
+
+
+def test_a_group_of_copies_asks_for_as_many_neighbours_as_it_has_copies() -> None:
+    """A wire story sent as is 100 times (row 0 and its copies) and with a label 60 times (row 100 and its
+    copies), with 20 lone variants of it that lie between the two (a character dropped here and there),
+    every pair of them above the threshold: each group asked for k = 5 neighbours and met five variants,
+    never the other group, so the two groups of one story were never linked, and the cluster rule, which
+    reads a link to a group as a link to each of its copies, parted the story. A group now asks for as
+    many neighbours as it has copies (k at least): the two groups are linked."""
+    rng = np.random.default_rng(0)
+    a, b = np.eye(8, dtype=np.float32)[0], unit(np.array([[0.95, 0.312, 0, 0, 0, 0, 0, 0]]))[0]
+    variants = unit(a + b + 0.02 * rng.normal(size=(20, 8)))
+    emb = np.vstack([np.tile(a, (100, 1)), np.tile(b, (60, 1)), variants]).astype(np.float32)
+    assert (emb @ emb.T).min() > 0.9
+    copies = np.r_[np.zeros(100, np.int64), np.full(60, 100), np.arange(160, 180)]
+    index = build_index(emb, use_gpu=False)
+    rows = np.flatnonzero(copies == np.arange(len(copies)))
+    got = neighbor_pairs(index, emb[rows], rows, k=5, threshold=0.9, progress=False, copies=copies)
+    found = set(zip(got["a"].tolist(), got["b"].tolist(), strict=True))
+    assert (0, 100) in found
+    assert {(0, v) for v in range(160, 180)} <= found  # the story's group meets every variant
