@@ -53,11 +53,12 @@ from nlsim.clusters.constraints import LinkConstraints, pair_key
 from nlsim.clusters.order import order_keys
 from nlsim.io.cells import shown_text, unseen
 
-COPY_KEY_VERSION = 4
+COPY_KEY_VERSION = 5
 """Which definition of :func:`copy_key` grouped the copies, kept in a daily state's identity: a state whose
 copies an earlier one grouped (1: the characters that show nothing kept, a mark between two digits dropped;
 a state written then has none; 2: HTML markup read as written, ``AT&amp;T`` not ``AT&T``, and a minus sign
-not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a word of the copy) is paired again,
+not a hyphen; 3: a flash label before a headline part of it, ``【快訊】`` a word of the copy; 4: a tilde and a
+bar symbols, ``颱風來了～`` no copy of ``颱風來了〜``) is paired again,
 so that its kept links follow one definition."""
 
 GROUPING = frozenset(" ,.'\u2019\u066c")
@@ -86,13 +87,19 @@ DROPPED = ("Z", "P", "C")
 """The Unicode categories a copy key leaves out: white space (Z), punctuation (P), control and format
 characters (C)."""
 
+SYMBOL_MARKS = frozenset("~|")
+"""Two symbols (Sm) a copy key reads as punctuation: the forms NFKC gives the full-width tilde ``～`` and
+bar ``｜`` a headline closes with or sets before its source (``颱風來了～``, ``颱風來了｜中央社``), which
+the wave dash ``〜`` and the slash ``／``, punctuation, are."""
+
 
 def copy_key(text: str) -> str:
     """What two texts must share to be copies: the text a page shows of it
     (:func:`~nlsim.io.cells.shown_text`), NFKC, case folded, without white space, punctuation,
     control characters and the characters that show nothing whatever their category (a Hangul filler U+3164,
     the blank Braille pattern, a variation selector: :func:`~nlsim.io.cells.unseen`; a copy a CMS sent with
-    one looks the same as one without) (``""``: a text with nothing else is nobody's copy). White space or
+    one looks the same as one without) (``""``: a text with nothing else is nobody's copy); a tilde and a bar
+    are punctuation (:data:`SYMBOL_MARKS`). White space or
     punctuation between two digits is kept, as one mark (``.``): ``1.5%`` and ``15%``, ``2-1`` and ``21`` are
     other numbers, where ``1.5%`` and ``1,5 %`` are one; a thousands separator is not part of the number
     (:data:`GROUPING`): ``3,000``, ``3 000`` and ``3000`` are one. A minus sign is a hyphen (:data:`MINUS`).
@@ -116,8 +123,9 @@ def copy_key(text: str) -> str:
     marks = ""  # the visible marks and spaces since the last character kept
     last = -1  # where the last character kept is in ``folded``
     for at, ch in enumerate(folded):
-        if unicodedata.category(ch)[0] in DROPPED or unseen(ch):
-            marks += ch if unicodedata.category(ch)[0] in "ZP" and not unseen(ch) else ""
+        mark = ch in SYMBOL_MARKS or unicodedata.category(ch)[0] in "ZP"
+        if mark or unicodedata.category(ch)[0] in DROPPED or unseen(ch):
+            marks += ch if mark and not unseen(ch) else ""
             continue
         digits = marks and kept and kept[-1].isdecimal() and ch.isdecimal()
         if digits and not _groups(folded, last, marks, at):
@@ -137,7 +145,10 @@ def _unlabelled(folded: str) -> str:
     rest = folded
     while (label := FLASH.match(rest)) is not None:
         rest = rest[label.end() :]
-    shown = any(unicodedata.category(ch)[0] not in DROPPED and not unseen(ch) for ch in rest)
+    shown = any(
+        unicodedata.category(ch)[0] not in DROPPED and ch not in SYMBOL_MARKS and not unseen(ch)
+        for ch in rest
+    )
     return rest if shown else folded
 
 

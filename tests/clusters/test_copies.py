@@ -296,3 +296,14 @@ def test_the_copies_of_a_wire_story_some_sent_with_a_flash_label_are_one_group()
     texts = [story] * 3 + [f"【快訊】{story}"] * 2 + ["颱風山陀兒遠離"]
     found = find_copies([f"w{i}" for i in range(6)], texts)
     assert found.groups() == [["w0", "w1", "w2", "w3", "w4"]]
+
+
+def test_a_tilde_or_a_bar_is_a_mark_as_a_wave_dash_or_a_slash_is():
+    """A full-width tilde reads as ``~`` and a full-width bar as ``|`` after NFKC, two symbols, not marks: a
+    headline closed with ``～`` was no copy of the one closed with the wave dash ``〜`` or of the plain one,
+    and ``X｜中央社`` none of ``X／中央社``. They are marks now; ``+``, ``=``, ``<`` still count."""
+    assert copy_key("颱風來了～") == copy_key("颱風來了〜") == copy_key("颱風來了~") == copy_key("颱風來了")
+    assert copy_key("颱風來了｜中央社") == copy_key("颱風來了 | 中央社") == copy_key("颱風來了／中央社")
+    assert copy_key("氣溫18～22度") == copy_key("氣溫18〜22度") != copy_key("氣溫1822度")
+    assert copy_key("C++ tips") != copy_key("C tips")
+    assert copy_key("1+1=2") != copy_key("112")
