@@ -1134,3 +1134,27 @@ def test_ids_a_spreadsheet_saved_without_their_leading_zeros_are_merged_as_the_p
         InputError, match=r"sheet row 2, field 'pair_id': pair id .* is not the id of its items"
     ):
         merge_annotations(_export(tmp_path, wrong, hashes=False), pairs, log=lambda _: None)
+
+
+def test_an_editors_file_holding_replacement_characters_is_warned_of_by_sheet_row(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An editors' filled file whose text holds U+FFFD (bytes a decoder could not read) was merged without a
+    word; it now warns, naming the file, the sheet row and the field, and keeps the row."""
+    from nlsim.annotation.validate import validate_filled
+
+    frame = pd.DataFrame(
+        {
+            "pair_id": ["x1", "x2"],
+            "id_a": ["a", "c"],
+            "id_b": ["b", "d"],
+            "text_a": ["甲", "丙"],
+            "text_b": ["乙", "丁\ufffd"],
+            "score": ["0.75", "0"],
+        }
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        kept = validate_filled(frame, tmp_path / "filled.csv")
+    assert len(kept) == 2
+    assert f"{tmp_path / 'filled.csv'}: 1 row(s) hold U+FFFD" in caplog.text
+    assert "sheet row 3 (text_b)" in caplog.text

@@ -9,7 +9,8 @@ nothing is dropped silently. One pair (the same ids or the same texts, in either
 refused (:func:`check_split_leaks`), and so, in a pair file (:func:`load_pairs`), is one pair twice in a
 split with two scores: which of them counts would depend on the row order. Twice with one score is kept in
 the file, and counted once by what makes figures of it (training, evaluation, calibration:
-:func:`count_once`), with a warning naming the rows.
+:func:`count_once`), with a warning naming the rows. A text holding U+FFFD (bytes a decoder upstream could
+not read) is kept, and :func:`load_pairs` warns, naming the rows and fields (:func:`warn_replacement`).
 
 Example:
     >>> import tempfile, pathlib
@@ -323,6 +324,7 @@ def load_pairs(
         raise ConfigError(f"--split {split!r}: unknown split (a pair file's splits are {', '.join(SPLITS)})")
     frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
+    warn_replacement(frame, path)
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
@@ -332,6 +334,48 @@ def load_pairs(
     if repeats == "once":
         frame = count_once(frame, path)
     return frame.reset_index(drop=True)
+
+
+REPLACEMENT = "\ufffd"
+"""The character a decoder puts for bytes it could not read (U+FFFD)."""
+
+
+def warn_replacement(
+    frame: pd.DataFrame,
+    source: str | Path,
+    *,
+    rows: list[int] | None = None,
+    unit: str = "row",
+    shown: int = 5,
+) -> None:
+    """Warn (:func:`nlsim.progress.warn`) of the rows of ``frame`` (a validated pair table, its index the
+    file's rows from 0) whose texts hold U+FFFD, the mark of bytes a decoder could not read: the text was
+    damaged before nlsim read it (a wrong encoding upstream), as a corpus says of its items
+    (:func:`nlsim.io.corpus.replacement_warning`). The rows are kept: the damage is upstream, and a merge
+    writes the file back as it holds them. ``rows``: the rows to name, one a row of ``frame`` (an editors'
+    file's sheet rows, ``unit="sheet row"``); left out, the index's rows from 1.
+
+    Example:
+        >>> warn_replacement(pd.DataFrame({"text_a": ["ok", "x\ufffd"], "text_b": ["a", "b"]}), "p.tsv")
+    """
+    named = rows if rows is not None else [int(i) + 1 for i in frame.index]
+    hits = [
+        (row, field)
+        for row, a, b in zip(named, frame["text_a"], frame["text_b"], strict=True)
+        for field, text in (("text_a", a), ("text_b", b))
+        if REPLACEMENT in str(text)
+    ]
+    if not hits:
+        return
+    count = len({row for row, _ in hits})
+    listed = ", ".join(f"{unit} {row} ({field})" for row, field in hits[:shown]) + (
+        " ..." if len(hits) > shown else ""
+    )
+    warn(
+        f"{source}: {count} row(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
+        f"damaged before nlsim read it: a wrong encoding upstream): {listed}; export them from their source "
+        "again"
+    )
 
 
 def warn_unsplit(frame: pd.DataFrame, split: str, source: str | Path, *, shown: int = 5) -> None:

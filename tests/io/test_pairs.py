@@ -256,3 +256,19 @@ def test_a_parquet_pair_file_with_its_texts_in_binary_columns_is_read_as_utf8_or
             continue
         with pytest.raises(InputError, match=r"row 2, field 'text_a': not valid UTF-8 text: byte 0x"):
             load_pairs(path)
+
+
+def test_a_pair_text_holding_replacement_characters_is_warned_of_by_row_and_field(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pair text holding U+FFFD (bytes a decoder upstream could not read) loaded without a word, where a
+    corpus says so: the pair file now warns, naming the file, the rows and their fields, and keeps them."""
+    p = write(
+        tmp_path,
+        "a\tA\tB\t1\ttrain\nb\t颱風\ufffd\ufffd登陸\t颱風登陸\t0.75\ttrain\nc\tC\tD\ufffd\t0\ttest\n",
+    )
+    with caplog.at_level("WARNING", logger="nlsim"):
+        frame = load_pairs(p)
+    assert len(frame) == 3
+    assert f"{p}: 2 row(s) hold U+FFFD" in caplog.text
+    assert "row 2 (text_a), row 3 (text_b)" in caplog.text
