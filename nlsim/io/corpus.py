@@ -387,6 +387,37 @@ def _rfc_year(text: str, read: int) -> int:
     return year + (2000 if len(written) <= 2 and year < 50 else 1900)
 
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+"""The days of the week an RFC 2822 time may begin with, in full or by their first three letters."""
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _weekday_reason(text: str, date: dt.date) -> str | None:
+    """Why the day of the week an RFC 2822 time begins with (``Mon, 6 Dec 2026``, ``Mon Dec  6 ...``) is
+    refused: it is not the day ``date`` falls on, or no day of the week at all; the day or the date is
+    wrong, and which cannot be told (``email.utils`` drops it unread). ``None`` for the right day, in any
+    case, a time without one, or a year outside :data:`TIME_RANGE` (refused for that).
+
+    >>> _weekday_reason("Mon, 6 Dec 2026 08:00:00 +0800", dt.date(2026, 12, 6)).split(": ")[0]
+    "time 'Mon, 6 Dec 2026 08:00:00 +0800' begins with 'Mon', but the 6th of December 2026 is a Sunday"
+    >>> _weekday_reason("sunday, 06 Dec 2026 08:00 GMT", dt.date(2026, 12, 6)) is None
+    True
+    """
+    word = re.match(r"([A-Za-z]+)\s*(,|\s)", text)
+    if word is None or word.group(1).lower()[:3] in MONTHS or not TIME_RANGE[0] <= date.year <= TIME_RANGE[1]:
+        return None
+    said = word.group(1).lower()
+    day = WEEKDAYS[date.weekday()]
+    if said in (day, day[:3]):
+        return None
+    ordinal = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(date.day, "th")
+    return (
+        f"time {text!r:.40} begins with {word.group(1)!r}, but the {date.day}{ordinal} of "
+        f"{date.strftime('%B')} {date.year} is a {day.capitalize()}: the day of the week or the date is "
+        f"wrong, and which cannot be told: {WRITE_ISO}"
+    )
+
+
 def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     """A time written year first (ISO 8601 and its relatives: ``2024-05-01 08:00:00 UTC``, ``2024/5/1 8:00``,
     ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
@@ -433,6 +464,9 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
         )
     parts = (_rfc_year(rfc, parts[0]), *parts[1:])
     dt.datetime(*parts[:6])  # a field out of range (31 Feb, 25:00) raises, as in ISO 8601, never rolls over
+    weekday = _weekday_reason(text, dt.date(*parts[:3]))
+    if weekday is not None:
+        return None, weekday
     zone = text.split()[-1]
     if re.search(r"[A-Za-z]", zone) and zone.upper() not in UTC_WORDS:
         return None, f"time {text!r:.40} names its zone {zone!r}, not an offset: {WRITE_ISO}"

@@ -1358,3 +1358,30 @@ def test_a_date_without_a_time_on_a_day_whose_midnight_a_clock_change_skips_is_i
     path.write_text("id,title,published_at\na,A,2026-09-06 00:30\n")
     with pytest.raises(InputError, match="clocks of America/Santiago skip it"):
         load_corpus(path, timezone="America/Santiago")
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("Mon, 6 Dec 2026 08:00:00 +0800", "Mon"),  # the 6th of December 2026 is a Sunday
+        ("Monday, 06 Dec 2026 08:00:00 GMT", "Monday"),
+        ("Mon Dec  6 08:00:00 2026", "Mon"),  # as C's ctime writes it
+        ("Xyz, 06 Dec 2026 08:00:00 GMT", "Xyz"),  # no day of the week at all
+    ],
+)
+def test_an_rfc_2822_time_whose_day_of_the_week_disagrees_with_its_date_is_refused(tmp_path, written, said):
+    """An RFC 2822 time's day of the week was dropped unread: ``Mon, 6 Dec 2026`` (a Sunday) was the 6th
+    with exit status 0, though the day or the date is wrong and which cannot be told. It is refused by row,
+    naming the day the date falls on; the right day, in any case, is read."""
+    path = tmp_path / "c.csv"
+    path.write_text(f'id,title,published_at\na,Floods,2026-12-06T08:00:00Z\nb,Storm,"{written}"\n')
+    with pytest.raises(
+        InputError, match=rf"row 2, field 'published_at': .*'{said}'.*the 6th of December 2026 is a Sunday"
+    ):
+        load_corpus(path)
+    path.write_text(
+        'id,title,published_at\na,Floods,"Sun, 6 Dec 2026 08:00:00 +0800"\n'
+        'b,Storm,"sunday, 06 Dec 2026 00:00 GMT"\n'
+        "c,Rain,Sun Dec  6 00:00:00 2026\n"
+    )
+    assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2026-12-06T00:00:00Z")] * 3
