@@ -14,6 +14,10 @@ clock of the run's time zone (``timezone``, the deployment's ``--timezone``; UTC
 there and kept in UTC, and :attr:`Corpus.notes` says how many were read so. A time the zone's clocks
 skip or repeat (the hour of a daylight-saving change) is refused by row: it would be guessed; a date alone
 on a day whose midnight is skipped or repeated is the day's first instant.
+A placeholder for no date (``1970-01-01`` or a Unix time of 0 on any clock, ``1900-01-01``, ``1899-12-30``,
+``0000-00-00``, ``0001-01-01``, at midnight: :func:`placeholder_time`) is no date: the item is undated
+(paired with items of any date under ``--window-hours``), and :attr:`Corpus.warnings` says how many, with
+the first rows (:func:`placeholder_times_warning`).
 
 An optional text field (``description``, ``body``, ``source``, ``lang``, ``url``) holding only an export's
 marker of a missing value (``\\N``, ``NULL``, ``None``, ``nan``, ``N/A``:
@@ -102,7 +106,8 @@ class Corpus:
     quarantine_path: Path | None = None
     warnings: tuple[str, ...] = ()
     """Columns that look like schema fields and are not read (:func:`lookalike_warnings`), and titles that
-    hold U+FFFD (:func:`replacement_warning`) or UTF-8 misread and saved again (:func:`misread_warning`)."""
+    hold U+FFFD (:func:`replacement_warning`) or UTF-8 misread and saved again (:func:`misread_warning`),
+    and times that were placeholders for no date, read as undated (:func:`placeholder_times_warning`)."""
     notes: tuple[str, ...] = ()
     """What the loader read one way of several, to say once: the times without an offset, read in the
     run's time zone (:func:`naive_times_note`), and the optional fields read as empty for holding a marker
@@ -502,6 +507,51 @@ def _date_only(value: Any) -> bool:
     return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
 
 
+PLACEHOLDER_TEXT = re.compile(
+    r"(0000[-/.]00[-/.]00|0001[-/.]0?1[-/.]0?1|19(70|00|04)[-/.]0?1[-/.]0?1|1899[-/.]12[-/.]3[01])"  # the day
+    r"((\s*T\s*|\s+)0?0(:00(:00([.,]0+)?)?)?)?"  # at midnight, if a time of day is written
+    r"(\s*(Z|UTC|GMT|[+-]\d{2}:?\d{2}))?",  # with any offset
+    re.IGNORECASE,
+)
+"""A ``published_at`` as written that is a placeholder for no date: MySQL's zero date (``0000-00-00``),
+.NET's and Go's least time (``0001-01-01``), a Unix time of 0 (``1970-01-01``), a database's or a
+spreadsheet's zero date (``1900-01-01``, ``1899-12-30``, ``1899-12-31``, ``1904-01-01``), at midnight."""
+PLACEHOLDER_DAYS = frozenset(
+    {
+        dt.date(1970, 1, 1),
+        dt.date(1900, 1, 1),
+        dt.date(1899, 12, 30),
+        dt.date(1899, 12, 31),
+        dt.date(1904, 1, 1),
+    }
+)
+"""The days of :data:`PLACEHOLDER_TEXT` that a time can hold (a Parquet timestamp or date)."""
+EPOCH = pd.Timestamp(0, tz="UTC")
+
+
+def placeholder_time(value: Any, time: pd.Timestamp | None, zone: dt.tzinfo = dt.UTC) -> bool:
+    """Whether the ``published_at`` cell ``value`` (read as ``time``, UTC, on ``zone``'s clock when without
+    an offset) is a placeholder for no date: written as one (:data:`PLACEHOLDER_TEXT`), a Unix time of 0
+    written on any clock (``1970-01-01 08:00:00`` in Taipei), or a timestamp at midnight of one of
+    :data:`PLACEHOLDER_DAYS` in UTC or in ``zone``. A time of those days at another time of day is a time.
+
+    >>> placeholder_time("0000-00-00 00:00:00", None), placeholder_time("1970-01-01 00:00:01", None)
+    (True, False)
+    >>> placeholder_time(dt.datetime(1970, 1, 1, 8), pd.Timestamp("1970-01-01T00:00Z"))
+    True
+    """
+    if isinstance(value, str):
+        return PLACEHOLDER_TEXT.fullmatch(value.strip()) is not None or (time is not None and time == EPOCH)
+    if time is None or pd.isna(time):
+        return False
+    if time == EPOCH:
+        return True
+    return any(
+        t.date() in PLACEHOLDER_DAYS and t.time() == dt.time(0)
+        for t in (time.tz_convert("UTC"), time.tz_convert(zone))
+    )
+
+
 @dataclass(frozen=True)
 class TimeRead:
     """One ``published_at`` cell read: the time in UTC (``NaT`` for none), or the reason it is refused;
@@ -618,8 +668,10 @@ def _check_row(
     not_after: pd.Timestamp | None = None,
 ) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """One row's checked values, and its first problem (field, reason) or ``None``; ``seen``: the ids of the
-    rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
-    (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future)."""
+        rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
+        (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future). A
+    placeholder for no date (:func:`placeholder_time`) is no date (``values["placeholder_time"]``: as
+    written)."""
     values: dict[str, Any] = {}
     problem: tuple[str, str] | None = None
     ident, reason = _check_id(rec.get("id"))
@@ -640,6 +692,9 @@ def _check_row(
         values[col] = text
     if not problem:
         read = _check_time(rec.get("published_at"), zone)
+        if placeholder_time(rec.get("published_at"), read.time, zone):
+            values["placeholder_time"] = str(rec.get("published_at")).strip()
+            read = TimeRead(pd.NaT)
         if read.reason:
             problem = ("published_at", read.reason)
         elif not_after is not None and read.time is not None and not pd.isna(read.time):
@@ -755,9 +810,10 @@ def _check_rows(
     not_after: pd.Timestamp | None,
     *,
     keep_bad: bool,
-) -> tuple[pd.DataFrame, int, dict[str, int]]:
+) -> tuple[pd.DataFrame, int, dict[str, int], list[tuple[int, str]]]:
     """The rows of ``raw`` that pass every check, as the schema's frame, how many of their times had no
-    offset, and how many of their cells held a marker of a missing value, by field. ``bad`` holds the
+    offset, how many of their cells held a marker of a missing value, by field, and the rows whose time was
+    a placeholder for no date, with the time as written. ``bad`` holds the
     quarantine entries of the rows that could not be split into fields (they are not in ``raw``; the rows
     keep their numbers in the file); a bad row is added to it (``keep_bad``) or raises, and ``bad`` ends
     sorted by row."""
@@ -767,6 +823,7 @@ def _check_rows(
     seen: dict[str, int] = {}
     naive = 0
     marked: dict[str, int] = {}
+    placeholders: list[tuple[int, str]] = []
     rownums = (n for n in range(1, len(raw) + len(bad) + 1) if n not in skipped)
     for rownum, rec in zip(rownums, raw.to_dict("records"), strict=False):
         values, problem = _check_row(rec, seen, zone, not_after)
@@ -778,6 +835,8 @@ def _check_rows(
             continue
         seen[values["id"]] = rownum
         naive += int(values["naive_time"])
+        if "placeholder_time" in values:
+            placeholders.append((rownum, values["placeholder_time"]))
         for col in values.get("marked_missing", ()):
             marked[col] = marked.get(col, 0) + 1
         for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
@@ -785,7 +844,7 @@ def _check_rows(
         for col in extra:
             columns[col].append(rec.get(col))
     bad.sort(key=lambda entry: entry["row"])
-    return _items_frame(columns, extra), naive, marked
+    return _items_frame(columns, extra), naive, marked, placeholders
 
 
 def load_corpus(
@@ -835,7 +894,7 @@ def load_corpus(
     _check_float_ids(path, raw)
     _check_text_columns(path, raw, text_fields)
     unreadable = len(bad)  # rows that could not be split into fields
-    frame, naive, marked = _check_rows(
+    frame, naive, marked, placeholders = _check_rows(
         path, raw, bad, text_fields, zone, not_after, keep_bad=quarantine is not None
     )
     if len(frame) == 0 and len(raw) + unreadable:
@@ -844,6 +903,7 @@ def load_corpus(
     damaged = replacement_warning(path, frame)
     misread = misread_warning(path, frame)
     alike = lookalike_ids_warning(path, frame["id"].astype(str).tolist())
+    undated = placeholder_times_warning(path, placeholders)
     dated = int(frame["published_at"].notna().sum()) if "published_at" in frame else 0
     notes = [naive_times_note(path, naive, dated, timezone), missing_markers_note(path, marked)]
     corpus = Corpus(
@@ -857,6 +917,7 @@ def load_corpus(
             *([damaged] if damaged else []),
             *([misread] if misread else []),
             *([alike] if alike else []),
+            *([undated] if undated else []),
         ),
         notes=tuple(n for n in notes if n),
         naive_times=naive,
@@ -884,6 +945,25 @@ def _zone(name: str) -> dt.tzinfo:
     if problem is not None:
         raise ConfigError(problem)
     return ZoneInfo(name)
+
+
+def placeholder_times_warning(path: str | Path, found: list[tuple[int, str]]) -> str | None:
+    """One line when items' ``published_at`` were placeholders for no date (:func:`placeholder_time`), read
+    as undated: how many, the first as written, and the first rows (``found``: row, time as written).
+
+    Example:
+        >>> print(placeholder_times_warning("day.csv", [(2, "1970-01-01 00:00:00")]).split(": ", 1)[1][:68])
+        1 published_at value(s) are placeholders for no date ('1970-01-01 00
+    """
+    if not found:
+        return None
+    rows = ", ".join(str(row) for row, _ in found[:SHOWN_IDS]) + (" ..." if len(found) > SHOWN_IDS else "")
+    return (
+        f"{path}: {len(found)} published_at value(s) are placeholders for no date ({found[0][1]!r:.40} at "
+        f"row {found[0][0]}: a Unix time of 0, a database's or spreadsheet's zero date), read as undated: "
+        f"rows {rows}; an undated item is paired with items of any date (--window-hours): leave the cell "
+        "empty for no date, or give the item its time"
+    )
 
 
 def naive_times_note(path: str | Path, naive: int, items: int, timezone: str) -> str | None:

@@ -219,7 +219,7 @@ def bad_corpora() -> list[Case]:
             HEAD + csv_rows(1) + 'n2,Floods,AP,"Wed, 01 May 2024 08:00:00 CST"\n',
             ("row 2", "'published_at'", "CST"),
         ),
-        ("csv-placeholder-date", "news.csv", HEAD + csv_rows(1) + "n2,Floods,AP,0001-01-01\n", ("row 2",)),
+        ("csv-year-out-of-range", "news.csv", HEAD + csv_rows(1) + "n2,Floods,AP,0001-05-01\n", ("row 2",)),
         (  # a title a spreadsheet ran as a formula and saved as its error: every such item one text
             "csv-title-a-spreadsheet-error-value",
             "news.csv",

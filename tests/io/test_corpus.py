@@ -317,7 +317,7 @@ def test_a_float_id_among_integer_ids_is_blamed_on_its_own_row(tmp_path):
         ("now", "is neither year first"),
         ("Wed, 01 May 2024 08:00:00 CST", "names its zone 'CST', not an offset"),  # China's or US Central?
         ("2024-05-01 08:00 HKT", "names its zone 'HKT', not an offset"),
-        ("0001-01-01T00:00:00", "is outside the years 1678-2261"),  # a database's placeholder for no date
+        ("0001-05-01T08:00:00", "is outside the years 1678-2261"),  # a year typed wrong
         ("2300-01-01T00:00:00Z", "is outside the years 1678-2261"),
         # the date parser reads these the POSIX way, 8 hours behind UTC, where a newsroom means ahead
         ("2024-05-01 16:00 GMT+8", r"puts an offset after 'GMT' \('GMT\+8'\), which reads two ways"),
@@ -1385,3 +1385,32 @@ def test_an_rfc_2822_time_whose_day_of_the_week_disagrees_with_its_date_is_refus
         "c,Rain,Sun Dec  6 00:00:00 2026\n"
     )
     assert load_corpus(path).frame["published_at"].tolist() == [pd.Timestamp("2026-12-06T00:00:00Z")] * 3
+
+
+def test_a_placeholder_date_is_read_as_undated_with_a_warning_naming_its_rows(tmp_path):
+    """A CMS or database writes a placeholder for no date: 1970-01-01 (a Unix time of 0, in UTC or on the
+    newsroom's clock), 1900-01-01 or 1899-12-30 (a database's or spreadsheet's zero date), 0000-00-00
+    (MySQL's), 0001-01-01 (.NET's, Go's). 1970 and 1900 were read as real times, so that with --window-hours
+    such an item paired with nothing, without a word; 0000-00-00 and 0001-01-01 refused the row. Each is now
+    read as no date (an undated item pairs with items of any date), and the corpus warns, naming the file,
+    the field, the count and the rows."""
+    path = tmp_path / "c.csv"
+    rows = [
+        "2026-12-06T08:00:00Z",
+        "1970-01-01 00:00:00",
+        "1900-01-01",
+        "0000-00-00 00:00:00",
+        "0001-01-01T00:00:00Z",
+        "1970-01-01 08:00:00",  # a Unix time of 0 written on Taipei's clock
+        "1899-12-30",
+        "1970-01-01T00:00:01Z",  # a second after: a time
+    ]
+    path.write_text("id,title,published_at\n" + "".join(f"n{i},Story {i},{r}\n" for i, r in enumerate(rows)))
+    corpus = load_corpus(path, timezone="Asia/Taipei")
+    times = corpus.frame["published_at"]
+    assert times.isna().tolist() == [False, True, True, True, True, True, True, False]
+    assert times.iloc[7] == pd.Timestamp("1970-01-01T00:00:01Z")
+    (warning,) = corpus.warnings
+    assert warning.startswith(f"{path}: 6 published_at value(s) are placeholders for no date"), warning
+    assert "rows 2, 3, 4, 5, 6 ..." in warning and "'1970-01-01 00:00:00'" in warning, warning
+    assert "read as undated" in warning, warning
