@@ -54,6 +54,22 @@ def first_control(text: str, *, allowed: str = "") -> str | None:
     return None
 
 
+TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
+"""The C0 control characters (and DEL) a text has no use for: all but the tab, the line feed and the
+carriage return, which a text's lines are made of."""
+
+
+def text_control(text: str) -> str | None:
+    """The first control character of ``text`` a text has no use for (:data:`TEXT_CONTROL`: a NUL, a bell,
+    the escape of a terminal's colour); ``None`` when there is none. A NUL is the mark of a damaged export.
+
+    >>> text_control("Floods\\x00 in the north"), text_control("line one\\nline\\ttwo")
+    ('\\x00', None)
+    """
+    found = TEXT_CONTROL.search(text)
+    return None if found is None else found.group(0)
+
+
 def describe(ch: str) -> str:
     """A character named for a message: its code point and what it is."""
     if ch == "\x00":

@@ -27,6 +27,11 @@ description and one with ``NULL``, two texts.
 A ``lang`` of ``nan`` is kept: it is the language tag of Min Nan (Taiwanese Hokkien, ``nan-TW``)
 (:data:`LANGUAGE_TAGS`).
 
+A text field holding control characters (a NUL, a bell, a terminal's colour escape; not a tab or a line
+break: the mark of a damaged export) is kept as written, as the data files of a report keep it (its
+``report.xlsx`` shows the text without them), and :attr:`Corpus.warnings` names the rows and fields
+(:func:`controls_warning`).
+
 A title that holds U+FFFD (the replacement character a decoder puts for bytes it could not read: the text
 was damaged before nlsim saw it) is kept as it is, and :attr:`Corpus.warnings` says how many, with the
 first ids.
@@ -69,12 +74,14 @@ from nlsim.errors import ConfigError, InputError
 from nlsim.io.atomic import atomic_path
 from nlsim.io.cells import (
     blank,
+    describe,
     id_fault,
     invisible_only,
     misread_utf8,
     missing_marker,
     placeholder,
     shown_text,
+    text_control,
 )
 from nlsim.io.corpus_schema import (
     LOOKALIKES,
@@ -107,7 +114,8 @@ class Corpus:
     warnings: tuple[str, ...] = ()
     """Columns that look like schema fields and are not read (:func:`lookalike_warnings`), and titles that
     hold U+FFFD (:func:`replacement_warning`) or UTF-8 misread and saved again (:func:`misread_warning`),
-    and times that were placeholders for no date, read as undated (:func:`placeholder_times_warning`)."""
+    times that were placeholders for no date, read as undated (:func:`placeholder_times_warning`), and
+    texts that hold control characters (:func:`controls_warning`)."""
     notes: tuple[str, ...] = ()
     """What the loader read one way of several, to say once: the times without an offset, read in the
     run's time zone (:func:`naive_times_note`), and the optional fields read as empty for holding a marker
@@ -671,7 +679,8 @@ def _check_row(
         rows kept so far, with their row numbers; ``zone``: the clock a time without an offset is read on
         (``values["naive_time"]``: this row's was); ``not_after``: a later time is a problem (the future). A
     placeholder for no date (:func:`placeholder_time`) is no date (``values["placeholder_time"]``: as
-    written)."""
+    written); a text holding control characters is kept as written (``values["controls"]``: field, first
+    character)."""
     values: dict[str, Any] = {}
     problem: tuple[str, str] | None = None
     ident, reason = _check_id(rec.get("id"))
@@ -683,7 +692,11 @@ def _check_row(
     for col in ("title", *OPTIONAL_TEXT):
         if problem:
             break
-        text, reason = _check_text(rec.get(col), required=(col == "title"))
+        cell = rec.get(col)
+        control = text_control(cell) if isinstance(cell, str) else None
+        if control is not None:  # a NUL, a bell, a terminal's colour: kept as written, and said
+            values.setdefault("controls", []).append((col, control))
+        text, reason = _check_text(cell, required=(col == "title"))
         if reason:
             problem = (col, reason)
         elif col != "title" and text and missing_marker(text) and not _language_tag(col, text):
@@ -801,6 +814,10 @@ def _read_rows(path: Path, collect: bool) -> tuple[pd.DataFrame, list[dict[str, 
     return raw, bad
 
 
+ControlsFound = list[tuple[int, list[tuple[str, str]]]]
+"""The rows whose texts held control characters: each row, with each field and its first such character."""
+
+
 def _check_rows(
     path: Path,
     raw: pd.DataFrame,
@@ -810,13 +827,13 @@ def _check_rows(
     not_after: pd.Timestamp | None,
     *,
     keep_bad: bool,
-) -> tuple[pd.DataFrame, int, dict[str, int], list[tuple[int, str]]]:
+) -> tuple[pd.DataFrame, int, dict[str, int], list[tuple[int, str]], ControlsFound]:
     """The rows of ``raw`` that pass every check, as the schema's frame, how many of their times had no
-    offset, how many of their cells held a marker of a missing value, by field, and the rows whose time was
-    a placeholder for no date, with the time as written. ``bad`` holds the
-    quarantine entries of the rows that could not be split into fields (they are not in ``raw``; the rows
-    keep their numbers in the file); a bad row is added to it (``keep_bad``) or raises, and ``bad`` ends
-    sorted by row."""
+    offset, how many of their cells held a marker of a missing value, by field, the rows whose time was a
+    placeholder for no date, with the time as written, and the rows whose texts held control characters
+    (kept as written), with each field and its first such character. ``bad`` holds the quarantine entries
+    of the rows that could not be split into fields (they are not in ``raw``; the rows keep their numbers
+    in the file); a bad row is added to it (``keep_bad``) or raises, and ``bad`` ends sorted by row."""
     extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL_TEXT, "published_at")]
     columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL_TEXT, "published_at", *extra)}
     skipped = {entry["row"] for entry in bad}
@@ -824,6 +841,7 @@ def _check_rows(
     naive = 0
     marked: dict[str, int] = {}
     placeholders: list[tuple[int, str]] = []
+    controls: ControlsFound = []
     rownums = (n for n in range(1, len(raw) + len(bad) + 1) if n not in skipped)
     for rownum, rec in zip(rownums, raw.to_dict("records"), strict=False):
         values, problem = _check_row(rec, seen, zone, not_after)
@@ -837,6 +855,8 @@ def _check_rows(
         naive += int(values["naive_time"])
         if "placeholder_time" in values:
             placeholders.append((rownum, values["placeholder_time"]))
+        if "controls" in values:
+            controls.append((rownum, values["controls"]))
         for col in values.get("marked_missing", ()):
             marked[col] = marked.get(col, 0) + 1
         for col in (*REQUIRED, *OPTIONAL_TEXT, "published_at"):
@@ -844,7 +864,7 @@ def _check_rows(
         for col in extra:
             columns[col].append(rec.get(col))
     bad.sort(key=lambda entry: entry["row"])
-    return _items_frame(columns, extra), naive, marked, placeholders
+    return _items_frame(columns, extra), naive, marked, placeholders, controls
 
 
 def load_corpus(
@@ -894,16 +914,12 @@ def load_corpus(
     _check_float_ids(path, raw)
     _check_text_columns(path, raw, text_fields)
     unreadable = len(bad)  # rows that could not be split into fields
-    frame, naive, marked, placeholders = _check_rows(
+    frame, naive, marked, placeholders, controls = _check_rows(
         path, raw, bad, text_fields, zone, not_after, keep_bad=quarantine is not None
     )
     if len(frame) == 0 and len(raw) + unreadable:
         raise _every_row_rejected(path, bad, quarantine)
     frame = frame.reset_index(drop=True)
-    damaged = replacement_warning(path, frame)
-    misread = misread_warning(path, frame)
-    alike = lookalike_ids_warning(path, frame["id"].astype(str).tolist())
-    undated = placeholder_times_warning(path, placeholders)
     dated = int(frame["published_at"].notna().sum()) if "published_at" in frame else 0
     notes = [naive_times_note(path, naive, dated, timezone), missing_markers_note(path, marked)]
     corpus = Corpus(
@@ -912,13 +928,7 @@ def load_corpus(
         text_fields=text_fields,
         quarantined=pd.DataFrame(bad, columns=None if bad else ["row", "field", "reason"]),
         quarantine_path=None if quarantine is None else Path(quarantine),
-        warnings=(
-            *lookalike_warnings(path, list(raw.columns)),
-            *([damaged] if damaged else []),
-            *([misread] if misread else []),
-            *([alike] if alike else []),
-            *([undated] if undated else []),
-        ),
+        warnings=_load_warnings(path, list(raw.columns), frame, placeholders, controls),
         notes=tuple(n for n in notes if n),
         naive_times=naive,
         timezone=timezone,
@@ -926,6 +936,25 @@ def load_corpus(
     if not deferred:
         write_quarantine(corpus)
     return corpus
+
+
+def _load_warnings(
+    path: Path,
+    columns: list[Any],
+    frame: pd.DataFrame,
+    placeholders: list[tuple[int, str]],
+    controls: ControlsFound,
+) -> tuple[str, ...]:
+    """The lines a load warns with (:attr:`Corpus.warnings`), in order: lookalike columns, texts holding
+    U+FFFD or UTF-8 misread, lookalike ids, placeholder dates read as undated, control characters."""
+    lines = (
+        replacement_warning(path, frame),
+        misread_warning(path, frame),
+        lookalike_ids_warning(path, frame["id"].astype(str).tolist()),
+        placeholder_times_warning(path, placeholders),
+        controls_warning(path, controls),
+    )
+    return (*lookalike_warnings(path, columns), *(line for line in lines if line))
 
 
 def _check_text_columns(path: Path, raw: pd.DataFrame, text_fields: tuple[str, ...]) -> None:
@@ -945,6 +974,26 @@ def _zone(name: str) -> dt.tzinfo:
     if problem is not None:
         raise ConfigError(problem)
     return ZoneInfo(name)
+
+
+def controls_warning(path: str | Path, found: ControlsFound) -> str | None:
+    """One line when items' texts hold control characters (:func:`~nlsim.io.cells.text_control`), kept:
+    how many items, the first character, and the first rows with their fields (``found``: row, then each
+    field with its first such character).
+
+    Example:
+        >>> print(controls_warning("day.csv", [(2, [("title", "\\x00")])]).split(": ", 1)[1][:59])
+        1 item(s) hold control characters (U+0000 (a NUL character)
+    """
+    if not found:
+        return None
+    rows = ", ".join(f"row {row} ({', '.join(f for f, _ in fields)})" for row, fields in found[:SHOWN_IDS])
+    more = " ..." if len(found) > SHOWN_IDS else ""
+    return (
+        f"{path}: {len(found)} item(s) hold control characters ({describe(found[0][1][0][1])} first: the "
+        f"mark of a damaged export), kept as written (report.xlsx shows them without): {rows}{more}; export "
+        "them from their source again"
+    )
 
 
 def placeholder_times_warning(path: str | Path, found: list[tuple[int, str]]) -> str | None:

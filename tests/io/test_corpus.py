@@ -1414,3 +1414,34 @@ def test_a_placeholder_date_is_read_as_undated_with_a_warning_naming_its_rows(tm
     assert warning.startswith(f"{path}: 6 published_at value(s) are placeholders for no date"), warning
     assert "rows 2, 3, 4, 5, 6 ..." in warning and "'1970-01-01 00:00:00'" in warning, warning
     assert "read as undated" in warning, warning
+
+
+def test_control_characters_in_a_text_are_warned_of_naming_rows_and_fields(tmp_path):
+    """A NUL (U+0000), a bell or a terminal's colour escape inside a UTF-8 title or description, the mark of
+    a damaged export, was loaded with exit status 0 and no word. The text is kept as written (a report's
+    data files keep it; its report.xlsx shows it without them), and the corpus now warns, naming the file,
+    the count, the first character and each row with its fields. Tabs and line breaks are text: no word."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "id,title,description\n"
+        "1,Floods\x00 in the north,ok\n"
+        "2,Storm\x07 warning,a \x1b[31mred\x1b[0m sky\n"
+        '3,Rain,"fine\tweather\nahead"\n'
+        "4,Wind\x1fgusts,\n",
+        encoding="utf-8",
+    )
+    corpus = load_corpus(path)
+    assert corpus.frame["title"].tolist() == [
+        "Floods\x00 in the north",
+        "Storm\x07 warning",
+        "Rain",
+        "Wind\x1fgusts",
+    ]
+    (warning,) = corpus.warnings
+    assert warning.startswith(f"{path}: 3 item(s) hold control characters (U+0000"), warning
+    assert "row 1 (title), row 2 (title, description), row 4 (title)" in warning, warning
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text('{"id": "1", "title": "Floods in the north"}\n', encoding="utf-8")
+    assert load_corpus(jsonl).warnings == ()
+    jsonl.write_text('{"id": "1", "title": "Floods\\u0000 in the north"}\n', encoding="utf-8")
+    assert "row 1 (title)" in load_corpus(jsonl).warnings[0]
