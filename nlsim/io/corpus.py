@@ -271,6 +271,36 @@ is 8 hours behind UTC, how the date parser reads it) and the way people write it
 CJK_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]\s*")
 """A date written year first in Chinese or Japanese (``2024年5月1日 08:00``, as CMS exports in Taiwan, China
 and Japan write it): read as ``2024-5-1 08:00``."""
+MINGUO_DATE = re.compile(r"(?:中華|中华)?民[國国]\s*(\d{1,3})\s*年")
+"""A year of the Minguo (Republic of China) calendar named as one (``民國115年``, as Taiwanese CMS exports
+write it): the year + 1911 (2026), read as a year written in full."""
+BARE_MINGUO = re.compile(r"(\d{1,3})\s*年\s*\d{1,2}\s*月")
+"""A year of one to three digits before 年 and a month, not named a Minguo year (``115年12月6日``)."""
+
+
+def _minguo(text: str) -> tuple[str, str | None]:
+    """``text`` with a Minguo year named as one written in full (``民國115年12月6日`` ->
+    ``2026年12月6日``), or the reason a bare year of one to three digits before 年 (``115年12月6日``) is
+    refused.
+
+    >>> _minguo("民國115年12月6日 15:04"), _minguo("2026年12月6日")
+    (('2026年12月6日 15:04', None), ('2026年12月6日', None))
+    >>> _minguo("115年12月6日")[1].split(": ")[0]
+    "time '115年12月6日' begins with '115年', a Minguo year? (民國115年, 2026)"
+    """
+    named = MINGUO_DATE.match(text)
+    if named is not None:
+        return f"{int(named.group(1)) + 1911}年" + text[named.end() :], None
+    bare = BARE_MINGUO.match(text)
+    if bare is None:
+        return text, None
+    year = int(bare.group(1))
+    return text, (
+        f"time {text!r:.40} begins with '{year}年', a Minguo year? (民國{year}年, {year + 1911}): write it "
+        f"as 民國{year}年 or {WRITE_ISO}"
+    )
+
+
 RFC_OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})$")
 RFC_NO_ZONE = re.compile(r"\d:\d{2}(:\d{2})?$")
 """An RFC 2822 time that ends with its time of day: it names no zone (``email.utils`` reads it as UTC)."""
@@ -436,9 +466,13 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     ``20240501T080000Z``, ``20240501``, ``2024年5月1日 08:00``) or in RFC 2822 (``Wed, 01 May 2024 08:00:00
     +0800``, RSS), with the reason when it is neither, is a number (``1714550400``: seconds or
     milliseconds?) or names its zone by a name that is not one offset (``CST``, ``HKT``): ``12/05/2024``
-    could be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year."""
+    could be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year. A Minguo year named as
+    one (``民國115年12月6日``) is read (:func:`_minguo`)."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
+    text, minguo = _minguo(text)
+    if minguo is not None:
+        return None, minguo
     cjk = CJK_DATE.match(text)
     ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + text[cjk.end() :]).rstrip()
     if BARE_NUMBER.fullmatch(text):
@@ -511,7 +545,7 @@ def _date_only(value: Any) -> bool:
     """
     if isinstance(value, dt.date):
         return not isinstance(value, dt.datetime)
-    text = value.strip() if isinstance(value, str) else ""
+    text = _minguo(value.strip())[0] if isinstance(value, str) else ""
     return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
 
 

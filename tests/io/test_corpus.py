@@ -1445,3 +1445,27 @@ def test_control_characters_in_a_text_are_warned_of_naming_rows_and_fields(tmp_p
     assert load_corpus(jsonl).warnings == ()
     jsonl.write_text('{"id": "1", "title": "Floods\\u0000 in the north"}\n', encoding="utf-8")
     assert "row 1 (title)" in load_corpus(jsonl).warnings[0]
+
+
+def test_a_minguo_year_named_as_one_is_read_and_a_bare_one_refused_saying_so(tmp_path):
+    """A date in the Minguo (Republic of China) calendar as Taiwanese CMS exports write it, 民國115年12月6日
+    (2026-12-06), was refused as neither year first nor RFC 2822, its message asking whether 12/05/2024 is
+    the 12th of May. Named as a Minguo year (民國, 民国, 中華民國), it is read (year + 1911), its time of day
+    too; a bare 115年12月6日 is refused by row, naming the Minguo year and the date it would be."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "id,title,published_at\na,Floods,民國115年12月6日\nb,Storm,中華民國115年12月6日 15:04\n"
+        "c,Rain,民国 115 年 12 月 6 日 08:00:00+08:00\n",
+        encoding="utf-8",
+    )
+    times = load_corpus(path, timezone="Asia/Taipei").frame["published_at"].tolist()
+    assert times == [
+        pd.Timestamp("2026-12-05T16:00Z"),
+        pd.Timestamp("2026-12-06T07:04Z"),
+        pd.Timestamp("2026-12-06T00:00Z"),
+    ]
+    path.write_text("id,title,published_at\na,Floods,115年12月6日\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"row 1, field 'published_at': .*'115年'.*a Minguo year.*民國115年, 2026"
+    ):
+        load_corpus(path)
