@@ -630,10 +630,18 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
     if ts is pd.NaT:
         return TimeRead(pd.NaT)
     if not years[0] <= ts.year <= years[1]:
+        if isinstance(value, str):
+            return TimeRead(
+                None,
+                f"time {value:.40} is outside the years {years[0]}-{years[1]} (a placeholder for "
+                "no date? leave the cell empty)",
+            )
+        # a stored timestamp past what Python's datetime holds cannot be printed (pandas raises): its fields
+        shown = f"{ts.year}-{ts.month:02d}-{ts.day:02d} {ts.hour:02d}:{ts.minute:02d}:{ts.second:02d}"
         return TimeRead(
             None,
-            f"time {value!s:.40} is outside the years {years[0]}-{years[1]} (a placeholder for "
-            "no date? leave the cell empty)",
+            f"time {shown} is outside the years {years[0]}-{years[1]}, a stored timestamp: milliseconds or "
+            "microseconds stored as seconds? Store the times in their own unit (or the cell empty)",
         )
     if ts.tzinfo is not None:
         return TimeRead(ts.tz_convert("UTC"))

@@ -1469,3 +1469,20 @@ def test_a_minguo_year_named_as_one_is_read_and_a_bare_one_refused_saying_so(tmp
         InputError, match=r"row 1, field 'published_at': .*'115年'.*a Minguo year.*民國115年, 2026"
     ):
         load_corpus(path)
+
+
+def test_a_parquet_timestamp_past_the_years_a_time_can_have_is_refused_by_row_not_a_crash(tmp_path):
+    """A Parquet timestamp[s] column holding milliseconds (1733470000000: the year 56,901) ended the load
+    with NotImplementedError from pandas while the refusal was being written, naming no file, row or field.
+    It is refused by row, naming the year and the likely cause."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "c.parquet"
+    times = pa.array([1733470000, 1733470000000], pa.timestamp("s", tz="UTC"))
+    pq.write_table(pa.table({"id": ["a", "b"], "title": ["Floods", "Storm"], "published_at": times}), path)
+    with pytest.raises(
+        InputError,
+        match=r"row 2, field 'published_at': time 56901-.* is outside the years 1678-2261, .*milliseconds",
+    ):
+        load_corpus(path)
