@@ -529,6 +529,28 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     return pd.Timestamp(dt.datetime(*parts[:6], tzinfo=offset)), None
 
 
+UNIT_SLIP_END = pd.Timestamp("1970-03-01")
+"""Before it, a stored timestamp is Unix seconds stored in a finer unit (seconds of the years 1990-2100 as
+milliseconds fall 7 to 48 days after 1970-01-01, as microseconds or nanoseconds within its first hours)."""
+
+
+def _unit_slip(ts: pd.Timestamp) -> bool:
+    """Whether the stored timestamp ``ts`` (a Parquet or JSON cell's, not text) lies in the first weeks of
+    1970 (:data:`UNIT_SLIP_END`): seconds stored in a finer unit. A whole hour of 1970-01-01 (a Unix time
+    of 0 written on some clock, a placeholder for no date: :func:`placeholder_time`) is not one.
+
+    >>> _unit_slip(pd.Timestamp(1733470000, unit="ms")), _unit_slip(pd.Timestamp("1970-01-01 08:00"))
+    (True, False)
+    >>> _unit_slip(pd.Timestamp("2024-12-06T07:26:40Z"))
+    False
+    """
+    wall = ts.tz_convert("UTC").tz_localize(None) if ts.tzinfo is not None else ts
+    if wall >= UNIT_SLIP_END or wall < pd.Timestamp(0):
+        return False
+    whole_hour = wall.minute == wall.second == wall.microsecond == wall.nanosecond == 0
+    return not (wall < pd.Timestamp("1970-01-02") and whole_hour)
+
+
 DATE_ONLY = re.compile(r"\d{4}([-/.]\d{1,2}[-/.]\d{1,2}|\d{4})")
 """A date written year first without a time of day (``2026-09-06``, ``2026/9/6``, ``20260906``)."""
 
@@ -642,6 +664,13 @@ def _check_time(value: Any, zone: dt.tzinfo = dt.UTC, years: tuple[int, int] = T
             None,
             f"time {shown} is outside the years {years[0]}-{years[1]}, a stored timestamp: milliseconds or "
             "microseconds stored as seconds? Store the times in their own unit (or the cell empty)",
+        )
+    if not isinstance(value, str) and not _date_only(value) and _unit_slip(ts):
+        return TimeRead(
+            None,
+            f"time {ts} is a stored timestamp in the first weeks of 1970: Unix seconds stored as "
+            "milliseconds, microseconds or nanoseconds? Store the times in their own unit (or the cell "
+            "empty)",
         )
     if ts.tzinfo is not None:
         return TimeRead(ts.tz_convert("UTC"))

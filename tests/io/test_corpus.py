@@ -1486,3 +1486,23 @@ def test_a_parquet_timestamp_past_the_years_a_time_can_have_is_refused_by_row_no
         match=r"row 2, field 'published_at': time 56901-.* is outside the years 1678-2261, .*milliseconds",
     ):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(("unit", "scale"), [("ms", 1), ("us", 1), ("ns", 1000)])
+def test_a_parquet_timestamp_of_seconds_stored_in_a_finer_unit_is_refused_by_row(tmp_path, unit, scale):
+    """Unix seconds stored in a timestamp[ms] (or [us], [ns]) column read as January 1970 (1733470000 ms:
+    1970-01-21), a time each item was given with exit status 0, which --window-hours then paired with
+    nothing. A stored timestamp in the first weeks of 1970 (a Unix time of 0 aside, a placeholder) is
+    refused by row, naming the likely cause."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "c.parquet"
+    good = 1733470000 * {"ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+    times = pa.array([good, 1733470000 * scale], pa.timestamp(unit, tz="UTC"))
+    pq.write_table(pa.table({"id": ["a", "b"], "title": ["Floods", "Storm"], "published_at": times}), path)
+    with pytest.raises(InputError, match=r"row 2, field 'published_at': .*1970-01-.*seconds stored as"):
+        load_corpus(path)
+    times = pa.array([good, None], pa.timestamp(unit, tz="UTC"))
+    pq.write_table(pa.table({"id": ["a", "b"], "title": ["Floods", "Storm"], "published_at": times}), path)
+    assert load_corpus(path).frame["published_at"].iloc[0] == pd.Timestamp("2024-12-06T07:26:40Z")
