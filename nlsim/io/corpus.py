@@ -278,6 +278,30 @@ BARE_MINGUO = re.compile(r"(\d{1,3})\s*年\s*\d{1,2}\s*月")
 """A year of one to three digits before 年 and a month, not named a Minguo year (``115年12月6日``)."""
 
 
+WEEK_DATE = re.compile(r"(\d{4})-?W(\d{2})-?([1-7])(?=$|[T\s])", re.IGNORECASE)
+"""An ISO 8601 week date (``2026-W49-7``, ``2026W497``: the Sunday of week 49), one day as a date names it."""
+
+
+def _week_date(text: str) -> tuple[str, str | None]:
+    """``text`` with an ISO 8601 week date written as the date it names (``2026-W49-7 08:00`` ->
+    ``2026-12-06 08:00``), or the reason it names none (a week the year does not have).
+
+    >>> _week_date("2026-W49-7T08:00:00+08:00"), _week_date("2026-12-06")
+    (('2026-12-06T08:00:00+08:00', None), ('2026-12-06', None))
+    >>> _week_date("2026-W54-1")[1]
+    "time '2026-W54-1' is an ISO week date of a week 2026 does not have (W54)"
+    """
+    week = WEEK_DATE.match(text)
+    if week is None:
+        return text, None
+    year, number, day = (int(g) for g in week.groups())
+    try:
+        date = dt.date.fromisocalendar(year, number, day)
+    except ValueError:
+        return text, f"time {text!r:.40} is an ISO week date of a week {year} does not have (W{number:02d})"
+    return date.isoformat() + text[week.end() :], None
+
+
 def _minguo(text: str) -> tuple[str, str | None]:
     """``text`` with a Minguo year named as one written in full (``民國115年12月6日`` ->
     ``2026年12月6日``), or the reason a bare year of one to three digits before 年 (``115年12月6日``) is
@@ -467,12 +491,16 @@ def _parse_time_text(text: str) -> tuple[pd.Timestamp | None, str | None]:
     +0800``, RSS), with the reason when it is neither, is a number (``1714550400``: seconds or
     milliseconds?) or names its zone by a name that is not one offset (``CST``, ``HKT``): ``12/05/2024``
     could be the 12th of May or the 5th of December, ``113/05/01`` is a Minguo year. A Minguo year named as
-    one (``民國115年12月6日``) is read (:func:`_minguo`)."""
+    one (``民國115年12月6日``) is read (:func:`_minguo`), and so is an ISO week date (``2026-W49-7``:
+    :func:`_week_date`)."""
     if text.lower() in NO_TIME:
         return pd.NaT, None
     text, minguo = _minguo(text)
     if minguo is not None:
         return None, minguo
+    text, week = _week_date(text)
+    if week is not None:
+        return None, week
     cjk = CJK_DATE.match(text)
     ymd = text if cjk is None else "-".join(cjk.groups()) + (" " + text[cjk.end() :]).rstrip()
     if BARE_NUMBER.fullmatch(text):
@@ -567,7 +595,7 @@ def _date_only(value: Any) -> bool:
     """
     if isinstance(value, dt.date):
         return not isinstance(value, dt.datetime)
-    text = _minguo(value.strip())[0] if isinstance(value, str) else ""
+    text = _week_date(_minguo(value.strip())[0])[0] if isinstance(value, str) else ""
     return CJK_DATE.fullmatch(text) is not None or DATE_ONLY.fullmatch(text) is not None
 
 

@@ -1506,3 +1506,23 @@ def test_a_parquet_timestamp_of_seconds_stored_in_a_finer_unit_is_refused_by_row
     times = pa.array([good, None], pa.timestamp(unit, tz="UTC"))
     pq.write_table(pa.table({"id": ["a", "b"], "title": ["Floods", "Storm"], "published_at": times}), path)
     assert load_corpus(path).frame["published_at"].iloc[0] == pd.Timestamp("2024-12-06T07:26:40Z")
+
+
+def test_an_iso_week_date_is_read_as_the_day_it_names(tmp_path):
+    """An ISO 8601 week date (2026-W49-7, 2026W497: the Sunday of week 49, 2026-12-06), which some
+    planning exports write, was refused as neither year first nor RFC 2822, the message asking whether
+    12/05/2024 is the 12th of May. It names one day, and is read so, with its time of day and offset; a week
+    that the year does not have (W54) is refused by row."""
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "id,title,published_at\na,Floods,2026-W49-7\nb,Storm,2026W497T08:00:00+08:00\nc,Rain,2026-W01-1\n"
+    )
+    times = load_corpus(path).frame["published_at"].tolist()
+    assert times == [
+        pd.Timestamp("2026-12-06T00:00Z"),
+        pd.Timestamp("2026-12-06T00:00Z"),
+        pd.Timestamp("2025-12-29T00:00Z"),
+    ]
+    path.write_text("id,title,published_at\na,Floods,2026-W54-1\n")
+    with pytest.raises(InputError, match=r"row 1, field 'published_at': .*2026-W54-1.*week"):
+        load_corpus(path)
