@@ -45,6 +45,7 @@ from nlsim.io.pairs import (
     pair_keys,
     read_pair_table,
     validate_pairs,
+    warn_controls,
     warn_replacement,
 )
 from nlsim.io.tables import FORMATS, open_table, sheet_rows, table_format, table_suffix
@@ -421,6 +422,7 @@ def validate_filled(
     checked = checked[sound_rows].reset_index(drop=True)
     checked.attrs["rows"] = rownum[sound_rows].tolist()
     warn_replacement(checked, source, rows=checked.attrs["rows"], unit="sheet row")
+    warn_controls(checked, source, rows=checked.attrs["rows"], unit="sheet row")
     return checked
 
 

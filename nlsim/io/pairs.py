@@ -10,7 +10,8 @@ refused (:func:`check_split_leaks`), and so, in a pair file (:func:`load_pairs`)
 split with two scores: which of them counts would depend on the row order. Twice with one score is kept in
 the file, and counted once by what makes figures of it (training, evaluation, calibration:
 :func:`count_once`), with a warning naming the rows. A text holding U+FFFD (bytes a decoder upstream could
-not read) is kept, and :func:`load_pairs` warns, naming the rows and fields (:func:`warn_replacement`).
+not read) is kept, and :func:`load_pairs` warns, naming the rows and fields (:func:`warn_replacement`); so
+is one holding control characters (a NUL: :func:`warn_controls`).
 
 Example:
     >>> import tempfile, pathlib
@@ -25,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -43,6 +44,7 @@ from nlsim.io.cells import (
     misread_utf8,
     placeholder,
     score_number,
+    text_control,
 )
 from nlsim.io.tables import read_table, text_columns
 from nlsim.progress import warn
@@ -325,6 +327,7 @@ def load_pairs(
     frame = validate_pairs(read_pair_table(path), path, repeated_scores="refuse", misread="refuse")
     check_pinned(path)
     warn_replacement(frame, path)
+    warn_controls(frame, path)
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
@@ -358,24 +361,61 @@ def warn_replacement(
     Example:
         >>> warn_replacement(pd.DataFrame({"text_a": ["ok", "x\ufffd"], "text_b": ["a", "b"]}), "p.tsv")
     """
-    named = rows if rows is not None else [int(i) + 1 for i in frame.index]
-    hits = [
-        (row, field)
-        for row, a, b in zip(named, frame["text_a"], frame["text_b"], strict=True)
-        for field, text in (("text_a", a), ("text_b", b))
-        if REPLACEMENT in str(text)
-    ]
+    hits = _text_hits(frame, rows, lambda text: REPLACEMENT in text)
     if not hits:
         return
-    count = len({row for row, _ in hits})
-    listed = ", ".join(f"{unit} {row} ({field})" for row, field in hits[:shown]) + (
-        " ..." if len(hits) > shown else ""
-    )
+    count, listed = _listed(hits, unit, shown)
     warn(
         f"{source}: {count} row(s) hold U+FFFD, the mark of bytes a decoder could not read (the text was "
         f"damaged before nlsim read it: a wrong encoding upstream): {listed}; export them from their source "
         "again"
     )
+
+
+def warn_controls(
+    frame: pd.DataFrame,
+    source: str | Path,
+    *,
+    rows: list[int] | None = None,
+    unit: str = "row",
+    shown: int = 5,
+) -> None:
+    """Warn (:func:`nlsim.progress.warn`) of the rows of ``frame`` whose texts hold control characters (a
+    NUL, a terminal's escape: :func:`~nlsim.io.cells.text_control`), the mark of a damaged export, as a
+    corpus says of its items (:func:`nlsim.io.corpus.controls_warning`); kept as written. ``rows`` and
+    ``unit`` as for :func:`warn_replacement`.
+
+    Example:
+        >>> warn_controls(pd.DataFrame({"text_a": ["ok", "x\\x00"], "text_b": ["a", "b"]}), "p.tsv")
+    """
+    hits = _text_hits(frame, rows, lambda text: text_control(text) is not None)
+    if not hits:
+        return
+    count, listed = _listed(hits, unit, shown)
+    warn(
+        f"{source}: {count} row(s) hold control characters (a NUL, a terminal's escape: the mark of a "
+        f"damaged export), kept as written: {listed}; export them from their source again"
+    )
+
+
+def _text_hits(
+    frame: pd.DataFrame, rows: list[int] | None, test: Callable[[str], bool]
+) -> list[tuple[int, str]]:
+    """Each (row, field) of ``frame``'s two texts that ``test`` finds; ``rows``: the rows to name (left out,
+    the index's rows from 1)."""
+    named = rows if rows is not None else [int(i) + 1 for i in frame.index]
+    return [
+        (row, field)
+        for row, a, b in zip(named, frame["text_a"], frame["text_b"], strict=True)
+        for field, text in (("text_a", a), ("text_b", b))
+        if test(str(text))
+    ]
+
+
+def _listed(hits: list[tuple[int, str]], unit: str, shown: int) -> tuple[int, str]:
+    """How many rows ``hits`` names, and the first ``shown`` of them as ``row 2 (text_a)``."""
+    listed = ", ".join(f"{unit} {row} ({field})" for row, field in hits[:shown])
+    return len({row for row, _ in hits}), listed + (" ..." if len(hits) > shown else "")
 
 
 def warn_unsplit(frame: pd.DataFrame, split: str, source: str | Path, *, shown: int = 5) -> None:

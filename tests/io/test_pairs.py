@@ -272,3 +272,17 @@ def test_a_pair_text_holding_replacement_characters_is_warned_of_by_row_and_fiel
     assert len(frame) == 3
     assert f"{p}: 2 row(s) hold U+FFFD" in caplog.text
     assert "row 2 (text_a), row 3 (text_b)" in caplog.text
+
+
+def test_a_pair_text_holding_control_characters_is_warned_of_by_row_and_field(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pair text holding a NUL or a terminal's escape (the mark of a damaged export) loaded without a
+    word, where a corpus says so: the pair file now warns, naming the file, the rows and their fields, and
+    keeps the text as written."""
+    p = write(tmp_path, "a\tFloods\x00 north\tB\t1\ttrain\nb\tC\tD\x1b[31m\t0\ttest\nc\tE\tF\t0.5\ttrain\n")
+    with caplog.at_level("WARNING", logger="nlsim"):
+        frame = load_pairs(p)
+    assert frame["text_a"].tolist()[0] == "Floods\x00 north"
+    assert f"{p}: 2 row(s) hold control characters" in caplog.text
+    assert "row 1 (text_a), row 2 (text_b)" in caplog.text
