@@ -191,7 +191,7 @@ def run_batch(settings: DedupConfig, *, encoder: Any = None, call: Call = direct
     window, clustering, missed = done.search.window, done.clustering, done.missed
     reported = step("report", stages.report, settings, window, clustering, model, done.record, missed)
     write_quarantine(corpus)  # once the run has succeeded: a failed run leaves the earlier file as it was
-    # the record run.json holds, with the report stage's own time (it ran while run.json was written)
+    # the record run.json holds, with the whole report stage's time (run.json holds it until written)
     return _result(settings, reported.folder, reported.record.timed(step.log), clustering=clustering)
 
 

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -1231,7 +1232,9 @@ def report(
     record: RunRecord,
     missed: pd.DataFrame | None = None,
 ) -> Reported:
-    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/``."""
+    """Write a batch run's report into ``OUT``, with the FAISS index in ``OUT/index/`` (``run.json`` with
+    this stage's time until it is written)."""
+    started = time.perf_counter()
     out = settings.report.out
     writer = _index_writer(window, model, settings.model.convert)
     frame = report_frame(clustering, missed)
@@ -1249,6 +1252,7 @@ def report(
         near_misses=missed,
         topics=clustering.report_topics,
         sheets=sheets,
+        started=started,
     )
     return Reported(Path(out), record)
 
@@ -1261,7 +1265,9 @@ def report_daily(
     missed: pd.DataFrame | None = None,
 ) -> Reported:
     """Write a daily run's report into ``OUT/runs/<run id>/``, with ``OUT/latest`` pointing at it unless the
-    run is of a day older than the runs before it (``record.older_day``). Returns the folder."""
+    run is of a day older than the runs before it (``record.older_day``; ``run.json`` with this stage's
+    time until it is written). Returns the folder."""
+    started = time.perf_counter()
     frame = report_frame(clustering, missed)
     sheets = spreadsheet_files(
         clustering.report_pairs,
@@ -1283,6 +1289,7 @@ def report_daily(
         topics=clustering.report_topics,
         latest=not record.older_day,
         sheets=sheets,
+        started=started,
     )
     return Reported(folder, record)
 

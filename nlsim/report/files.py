@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -288,10 +289,13 @@ def write_files(
     near_misses: pd.DataFrame | None = None,
     topics: pd.DataFrame | None = None,
     sheets: SheetFiles | None = None,
+    started: float | None = None,
 ) -> list[str]:
     """Write every report file into the empty ``folder``; ``run.json`` last. Returns the file names.
     ``sheets``: the spreadsheet files' tables the run finished its record with (:func:`finished`), made
-    here from the others when not given.
+    here from the others when not given. ``started``: when the run's report stage began
+    (``time.perf_counter()``): ``run.json``'s timings then hold that stage's time until ``run.json`` is
+    written, as ``report`` (:func:`with_report_time`).
 
     ``record`` is written as the run made it (:func:`finished` first when it is not yet).
 
@@ -351,11 +355,21 @@ def write_files(
                     hashes[p.relative_to(folder).as_posix()] = file_sha256(p)
         else:
             hashes[name] = file_sha256(path)
+    written = with_report_time(record, started)
     (folder / "run.json").write_text(
-        json.dumps({**record.to_dict(), "files": hashes}, indent=2, default=str, ensure_ascii=False),
+        json.dumps({**written.to_dict(), "files": hashes}, indent=2, default=str, ensure_ascii=False),
         encoding="utf-8",
     )
     return names
+
+
+def with_report_time(record: RunRecord, started: float | None) -> RunRecord:
+    """``record`` with the report stage's time so far (``started``: when it began, ``time.perf_counter()``)
+    as its ``report`` timing, what ``run.json`` holds; ``record`` as it is when ``started`` is ``None``."""
+    if started is None:
+        return record
+    spent = round(time.perf_counter() - started, 4)
+    return replace(record, timings_s={**record.timings_s, "report": spent})
 
 
 def write_report(
@@ -368,9 +382,11 @@ def write_report(
     near_misses: pd.DataFrame | None = None,
     topics: pd.DataFrame | None = None,
     sheets: SheetFiles | None = None,
+    started: float | None = None,
 ) -> dict[str, Path]:
     """A batch report: every file into ``out_dir`` (staged, then moved in, ``run.json`` last). Returns the
-    paths by name. ``out_dir`` must be new, empty or an nlsim report folder."""
+    paths by name. ``out_dir`` must be new, empty or an nlsim report folder. ``started``: when the report
+    stage began (:func:`write_files`)."""
     out = Path(out_dir)
     claim_folder(out, "report", what="report folder")
     # two runs into one folder: the second is refused, by name (a batch run holds it from its start:
@@ -392,6 +408,7 @@ def write_report(
                     near_misses=near_misses,
                     topics=topics,
                     sheets=sheets,
+                    started=started,
                 )
             top = sorted({n.split("/")[0] for n in names})
             # what it replaces is nlsim's, unchanged, and of the kind it writes (a file for a file)
@@ -562,10 +579,12 @@ def publish_daily_report(
     topics: pd.DataFrame | None = None,
     latest: bool = True,
     sheets: SheetFiles | None = None,
+    started: float | None = None,
 ) -> Path:
     """Write a daily report to ``OUT/runs/<run_id>/`` (whole or not at all) and point ``OUT/latest`` (a
     symlink) and ``OUT/LATEST`` at it; a reader or a killed run never sees a mixed report. ``latest=False``
-    (the report of a day older than the runs before it) leaves ``OUT/latest`` where it is."""
+    (the report of a day older than the runs before it) leaves ``OUT/latest`` where it is. ``started``:
+    when the report stage began (:func:`write_files`)."""
     out = Path(out)
     claim_folder(out, "daily-report", what="report folder")
     final = daily_report_dir(out, run_id)
@@ -583,6 +602,7 @@ def publish_daily_report(
             near_misses=near_misses,
             topics=topics,
             sheets=sheets,
+            started=started,
         )
     fault_point("report-publish")
     if latest:
