@@ -35,6 +35,7 @@ from nlsim import __version__
 from nlsim.commands.options import Formatter
 from nlsim.environment import check_environment, home
 from nlsim.errors import ConfigError, NlsimError
+from nlsim.progress import one_run
 
 COMMANDS = (
     "pipeline",
@@ -198,7 +199,7 @@ def run_command(argv: Sequence[str] | None) -> int:
         os.environ.setdefault("NLSIM_PROGRESS", "off")
     try:
         check_environment()  # a bad NLSIM_* value is refused before any work
-        with sigterm_stops_the_run():
+        with sigterm_stops_the_run(), one_run():  # a file read by several stages warns once
             return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"nlsim {args.command}: error: {exc}", file=sys.stderr)

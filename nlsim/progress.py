@@ -23,10 +23,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any, TextIO
 
 from nlsim.environment import progress_style
@@ -35,6 +37,7 @@ logger = logging.getLogger("nlsim")
 LOG_INTERVAL_S = 10.0
 Listener = Callable[[str, int, int | None], None]
 _listeners: list[Listener] = []
+_warned: ContextVar[set[str] | None] = ContextVar("nlsim_warned", default=None)
 
 
 def counted(value: int, one: str, many: str) -> str:
@@ -54,8 +57,37 @@ def say(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    """A warning the user should see (the ``nlsim`` logger at WARNING)."""
+    """A warning the user should see (the ``nlsim`` logger at WARNING); inside :func:`one_run`, once."""
+    warned = _warned.get()
+    if warned is not None:
+        if message in warned:
+            return
+        warned.add(message)
     logger.warning(message)
+
+
+@contextlib.contextmanager
+def one_run() -> Iterator[None]:
+    """Within it, a warning already given (:func:`warn`) is not given again: a file that several stages of
+    one command or chain read (a pair file read by the calibration, the training and the report) warns
+    once. A run inside a run shares the outer one's; a later run warns again.
+
+    Example:
+        >>> with one_run():
+        ...     warn("p.tsv: 2 row(s) hold U+FFFD"); warn("p.tsv: 2 row(s) hold U+FFFD")
+        ...     _warned.get()
+        {'p.tsv: 2 row(s) hold U+FFFD'}
+        >>> _warned.get() is None
+        True
+    """
+    if _warned.get() is not None:
+        yield
+        return
+    token = _warned.set(set())
+    try:
+        yield
+    finally:
+        _warned.reset(token)
 
 
 def add_listener(listener: Listener) -> None:

@@ -353,15 +353,15 @@ def validate_filled(
     problems: list[InputError] | None = None,
 ) -> pd.DataFrame:
     """Check an editor's filled file: texts present, pair ids unique (made from the item ids when the file
-        has none), scores one of the five levels (stored as the level), no item paired with itself, one text
-        per item id, no pair twice. Rows are named by their sheet row (as a spreadsheet shows the file: the
-        header is sheet row 1), skipped blank rows counted. Returns the sound rows; a text of theirs holding
+    has none), scores one of the five levels (stored as the level), no item paired with itself, one text
+    per item id, no pair twice. Rows are named by their sheet row (as a spreadsheet shows the file: the
+    header is sheet row 1), skipped blank rows counted. Returns the sound rows; a text of theirs holding
     U+FFFD (bytes a decoder upstream could not read) is kept with a warning naming its sheet row and field
     (:func:`~nlsim.io.pairs.warn_replacement`).
 
-        Every problem of every row is found in one pass: with ``problems`` they are added to it (the merge
-        adds the conflicts with the pair file and refuses once); without, they are raised together. A file
-        without a ``score`` column or without any scored row is refused at once."""
+    Every problem of every row is found in one pass: with ``problems`` they are added to it (the merge
+    adds the conflicts with the pair file and refuses once); without, they are raised together. A file
+    without a ``score`` column or without any scored row is refused at once."""
     if "score" not in frame.columns:
         if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
             raise _semicolon_error(source)

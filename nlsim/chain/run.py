@@ -90,7 +90,7 @@ from nlsim.io.report_folder import check_report_replaceable
 from nlsim.io.tables import check_input_file, estimated_rows
 from nlsim.models.settings import CURRENT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct, timed_call
-from nlsim.progress import say
+from nlsim.progress import one_run, say
 from nlsim.report.files import (
     CHAIN_PAGE,
     CHAIN_PAGE_TITLE,
@@ -748,7 +748,13 @@ def run_pipeline(cfg: PipelineConfig, *, call: Call = direct) -> PipelineResult:
     store = ModelStore(cfg.model_store)
     report = hold_report_folder(cfg.report.out) if cfg.make_report else nullcontext()
     claim = claimed(store.root, "model-store", what="model store", also=(GUARD_NAME,))
-    with claim, store.lock() as lock, report, pinned(cfg.pairs, _undone(cfg), verdict_files(cfg.pairs)):
+    with (
+        one_run(),
+        claim,
+        store.lock() as lock,
+        report,
+        pinned(cfg.pairs, _undone(cfg), verdict_files(cfg.pairs)),
+    ):
         if lock.message:
             say(lock.message)
         for done in store.recover():

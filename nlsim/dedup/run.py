@@ -50,7 +50,7 @@ from nlsim.io.report_folder import check_report_replaceable
 from nlsim.models.choice import ModelChoice, load_model, with_inference
 from nlsim.models.settings import DEFAULT_MODEL
 from nlsim.orchestration import Call, StageInfo, declare, direct
-from nlsim.progress import counted, warn
+from nlsim.progress import counted, one_run, warn
 from nlsim.report import near_misses
 from nlsim.report.files import daily_report_dir
 from nlsim.report.record import (
@@ -152,7 +152,8 @@ def run_dedup(config: DedupConfig, *, encoder: Any = None, call: Call = direct) 
     """
     if config.input.date is None and config.input.dated:
         config = config.with_(date=config.input.run_date().isoformat())  # one date, even past midnight
-    with held_paths(config):  # one batch run at a time into OUT; no trace of a run refused before any work
+    # one batch run at a time into OUT; no trace of a run refused before any work; a warning said once
+    with held_paths(config), one_run():
         if not config.daily:
             return run_batch(config, encoder=encoder, call=call)
         return run_daily(config, config.state, encoder=encoder, call=call)

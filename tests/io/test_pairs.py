@@ -10,6 +10,7 @@ import pytest
 
 from nlsim.errors import ConfigError, InputError
 from nlsim.io.pairs import load_pairs, validate_pairs
+from nlsim.progress import one_run
 
 HEADER = "pair_id\ttext_a\ttext_b\tscore\tsplit\n"
 
@@ -272,6 +273,31 @@ def test_a_pair_text_holding_replacement_characters_is_warned_of_by_row_and_fiel
     assert len(frame) == 3
     assert f"{p}: 2 row(s) hold U+FFFD" in caplog.text
     assert "row 2 (text_a), row 3 (text_b)" in caplog.text
+
+
+def test_a_pair_file_read_by_several_stages_of_one_run_warns_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A chain reads its pair file in six places (the calibration, the first report, the training, the
+    report, ...): its warning was said six times in one run. Inside one command or chain (``one_run``, which
+    the command line, the chain and a dedup run enter) it is said once; a later run says it again."""
+    p = write(tmp_path, "a\tA\tB\ufffd\t1\ttrain\nb\tC\tD\t0\ttest\n")
+
+    def said() -> int:
+        return sum("hold U+FFFD" in r.getMessage() for r in caplog.records)
+
+    with caplog.at_level("WARNING", logger="nlsim"):
+        with one_run():
+            load_pairs(p)
+            with one_run():  # a dedup run inside the chain
+                load_pairs(p)
+            load_pairs(p)
+        assert said() == 1
+        with one_run():
+            load_pairs(p)
+        assert said() == 2
+        load_pairs(p)
+        assert said() == 3
 
 
 def test_a_pair_text_holding_control_characters_is_warned_of_by_row_and_field(
