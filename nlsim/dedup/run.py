@@ -35,7 +35,7 @@ import pandas as pd
 
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
-from nlsim.dedup.editors import EditorsInput
+from nlsim.dedup.editors import EditorsInput, scored_frame
 from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_run_paths, held_paths
 from nlsim.dedup.settings import StateSettings
@@ -239,6 +239,10 @@ def run_daily(
             stages.JudgeScope.daily(settings, daily, window.run_id),
         )
         window, clustering, missed = done.search.window, done.clustering, done.missed
+        again = _last_run_again(settings, window, clustering, corpus, step.log)
+        if again is not None:
+            write_quarantine(corpus)
+            return again
         # its report folder is written whole after the commit: what it would replace is checked first
         check_report_replaceable(daily_report_dir(settings.report.out, window.run_id), ["."])
         step("commit", stages.commit, settings, daily, window, clustering, model, done.record, missed)
@@ -563,15 +567,90 @@ def _replay_committed(
     last = RunRecord.from_dict(state.last_run)
     if last.input_key == window.input_key:
         log.say(f"run {last.run_id} was already committed to {daily.folder}; writing its report again")
-        reported = stages.replay_report(settings.report, window, last)
-        return _result(
-            settings, reported.folder, replace(reported.record, messages=list(log.messages)), replayed=True
-        )
+        return _replay(settings, window, last, log)
     # the last run was killed after its commit: its report first
     if last.run_id and not (daily_report_dir(settings.report.out, last.run_id) / "run.json").exists():
         stages.replay_report(settings.report, window, last)
         log.say(f"wrote the missing report of the previous run {last.run_id}")
     return None
+
+
+def _replay(settings: DedupConfig, window: Window, last: RunRecord, log: RunLog) -> DedupResult:
+    """The state's last run's stored report written again (``latest`` on it, unless of an older day): the
+    result of a run that is that run again."""
+    reported = stages.replay_report(settings.report, window, last)
+    return _result(
+        settings, reported.folder, replace(reported.record, messages=list(log.messages)), replayed=True
+    )
+
+
+def _last_run_again(
+    settings: DedupConfig, window: Window, clustering: stages.Clustering, corpus: Corpus, log: RunLog
+) -> DedupResult | None:
+    """The state's last run again under another input key (another nlsim hashed it otherwise, or a setting
+    that changes the key changes nothing in the window): its stored report written again, nothing committed
+    (the result, else ``None``).
+
+    It is when every item of the day was read by the state's last run (first seen or read again by it) and
+    is in the window with the same text, the day is not older than the runs before it, the model and the
+    settings kept in the state are the same, no item expires, the run's clusters change in nothing (its
+    report would list no cluster and no pair; the window's clusters, their members and representatives are
+    those of the stored report), the run searched the index the state keeps, and the editors' verdicts and
+    scored pairs are those the state keeps.
+    Committed and published, such a run's report would list none of the day's stories and, as ``latest``,
+    hide the report of that day."""
+    state = window.state
+    if state is None or not state.last_run or window.older_day or window.switch is not None:
+        return None
+    if not all_seen(window) or window.counts.expired or window.counts.too_old:
+        return None
+    if len(clustering.report_clusters) or len(clustering.report_pairs):
+        return None
+    verdicts = clustering.verdicts.frame() if len(clustering.verdicts) else None
+    scored = scored_frame(clustering.scored)
+    if _rows(verdicts) != _rows(state.verdicts) or _rows(scored) != _rows(state.scored):
+        return None  # the editors' verdicts or scored pairs the state keeps change: a new run keeps them
+    kept_index, index = state.index, window.index
+    if kept_index is not None and (kept_index.kind, kept_index.params) != (index.kind, index.params):
+        return None  # the run searched another index (--index, --nlist, --nprobe): a new run keeps it
+    folder = state.report_dir()
+    stored = None if folder is None else folder / "window.parquet"
+    if stored is None or not stored.is_file():
+        return None
+    if _stories(pd.read_parquet(stored)) != _stories(clustering.window_clusters):
+        return None  # its window's stories (their members, their representatives) are others
+    last = RunRecord.from_dict(state.last_run)
+    kept = window.items.iloc[: window.n_base]
+    day = kept["id"].astype(str).isin(set(corpus.frame["id"].astype(str))).to_numpy()
+    runs = kept[["first_seen_run", "embedded_run"]].astype(str).to_numpy()
+    read = (runs == last.run_id).any(axis=1)
+    if not day.any() or not read[day].all():
+        return None
+    log.say(
+        f"the items of {settings.input.corpus_path} were all read by run {last.run_id}, the state's last "
+        "run, and this run changes nothing in its window (its input key differs: another nlsim version, or a "
+        f"setting that changes nothing here): it is run {last.run_id} again; writing its report again, "
+        "nothing committed"
+    )
+    return _replay(settings, window, last, log)
+
+
+def _rows(frame: pd.DataFrame | None) -> set[tuple[str, ...]]:
+    """A kept table's rows as text, in no order, its columns by name (``None``: no row)."""
+    if frame is None or not len(frame):
+        return set()
+    named = frame.reindex(columns=sorted(frame.columns))
+    return set(named.astype(str).itertuples(index=False, name=None))
+
+
+def _stories(window: pd.DataFrame) -> set[tuple[str, tuple[str, ...], str]]:
+    """A window table's clusters: each one's id, members and representative."""
+    return {
+        (str(c), tuple(sorted(map(str, members))), str(r))
+        for c, members, r in zip(
+            window["cluster_id"], window["member_ids"], window["representative"], strict=True
+        )
+    }
 
 
 def _search(

@@ -1500,3 +1500,100 @@ def test_a_daily_run_in_another_time_zone_than_the_states_last_run_says_so(
     assert said[0] in caplog.text
     again = run_daily(_config(tmp_path / "26.csv", out), state, encoder=enc)
     assert not [m for m in again.stats.messages if "is not the time zone" in m]
+
+
+def _two_days(tmp_path: Path, name: str = "") -> tuple[Path, Path, list[Path], Any]:
+    """Days 1 and 2 run into ``state{name}`` and ``out{name}``: the folders, the days' files and day 2's
+    result."""
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / f"state{name}", tmp_path / f"out{name}"
+    run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
+    r2 = run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
+    assert len(r2.clusters) == 2 and (out / "latest").resolve() == r2.report_dir.resolve()
+    return state, out, days, r2
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_under_another_input_key_gives_its_report_again(tmp_path: Path) -> None:
+    """The last day run again after an upgrade (its input key hashed otherwise, as another nlsim hashes it)
+    or with a setting that changes the key but nothing in the window: its items were all read by the state's
+    last run and nothing changes, so it is that run again: its report written again, ``latest`` left on it,
+    nothing committed; never an empty report published over it."""
+    state, out, days, r2 = _two_days(tmp_path)
+
+    def content(folder: Path) -> dict[str, Any]:  # the run's record keeps the key its commit kept
+        shown = report_content(folder)
+        shown["run"].pop("input_key")
+        return shown
+
+    published = content(r2.report_dir)
+    manifest_path = state / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["last_run"]["input_key"] = "0" * 64  # the key an older nlsim computed
+    manifest_path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    committed = manifest_path.read_bytes()
+
+    for retention in (None, 1000.0):  # the upgrade alone, then a longer retention too (nothing expires)
+        again = run_daily(_config(days[1], out), state, retention_days=retention, encoder=HashEncoder())
+        assert again.replayed and again.run_id == r2.run_id
+        assert (out / "latest").resolve() == r2.report_dir.resolve()
+        assert content(out / "latest") == published and len(again.clusters) == 2
+        assert any(r2.run_id in m and "again" in m for m in again.stats.messages), again.stats.messages
+        assert manifest_path.read_bytes() == committed  # nothing committed
+    assert len(list((out / "runs").iterdir())) == 2  # days 1 and 2: no other report
+    # the next day runs as ever, after the last run it extends
+    r3 = run_daily(_config(days[2], out), state, retention_days=None, encoder=HashEncoder())
+    assert not r3.replayed and (out / "latest").resolve() == r3.report_dir.resolve()
+
+
+@pytest.mark.slow
+def test_a_day_killed_before_its_report_then_run_again_under_another_key_gives_its_full_report(
+    tmp_path: Path,
+) -> None:
+    """Day 2 killed after its commit, before its report; run again with a setting that changes its input
+    key (a longer retention): ``latest`` is day 2's full report, as an uninterrupted run published it."""
+    *_, uninterrupted = _two_days(tmp_path, "-ref")
+    days = split_days(story_corpus(), tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out), state, retention_days=None, encoder=HashEncoder())
+
+    def killed(point: str) -> None:
+        if point == "report-write":
+            raise KeyboardInterrupt(point)
+
+    set_fault_hook(killed)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_daily(_config(days[1], out), state, retention_days=None, encoder=HashEncoder())
+    finally:
+        set_fault_hook(None)
+    assert not (out / "runs" / uninterrupted.run_id).exists()
+    again = run_daily(_config(days[1], out), state, retention_days=1000.0, encoder=HashEncoder())
+    assert again.replayed and again.run_id == uninterrupted.run_id and len(again.clusters) == 2
+    assert (out / "latest").resolve() == again.report_dir.resolve()
+    assert report_content(out / "latest") == report_content(uninterrupted.report_dir)
+    assert len(list((out / "runs").iterdir())) == 2
+
+
+@pytest.mark.slow
+def test_the_last_day_run_again_after_an_upgrade_with_the_editors_files_gives_its_report_again(
+    tmp_path: Path,
+) -> None:
+    """With the editors' pair file and verdicts named, as the deployment names them: the last day run
+    again under another input key, its verdicts and scored pairs those the state keeps, is that run again."""
+    corpus = story_corpus()
+    days = split_days(corpus, tmp_path / "in", ["2005-03-02", "2005-03-03"])
+    pairs = _scored_day_one(tmp_path, corpus)
+    _store(pairs, [("a2", "c1", 0.0), ("a2", "b2", 0.0)])
+    config = {"annotated_pairs": str(pairs)}
+    state, out = tmp_path / "state", tmp_path / "out"
+    run_daily(_config(days[0], out, **config), state, retention_days=None, encoder=HashEncoder())
+    r2 = run_daily(_config(days[1], out, **config), state, retention_days=None, encoder=HashEncoder())
+    assert len(r2.clusters) == 2 and len(open_state(state).verdicts) == 2
+    manifest_path = state / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["last_run"]["input_key"] = "0" * 64  # the key an older nlsim computed
+    manifest_path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    again = run_daily(_config(days[1], out, **config), state, retention_days=None, encoder=HashEncoder())
+    assert again.replayed and again.run_id == r2.run_id and len(again.clusters) == 2
+    assert (out / "latest").resolve() == r2.report_dir.resolve()
