@@ -35,7 +35,7 @@ import pandas as pd
 
 from nlsim.dedup import stages
 from nlsim.dedup.config import DedupConfig
-from nlsim.dedup.editors import EditorsInput, scored_frame
+from nlsim.dedup.editors import EditorsInput
 from nlsim.dedup.model_drop import model_drop, refusal
 from nlsim.dedup.paths import check_run_paths, held_paths
 from nlsim.dedup.settings import StateSettings
@@ -606,8 +606,7 @@ def _last_run_again(
         return None
     if len(clustering.report_clusters) or len(clustering.report_pairs):
         return None
-    verdicts = clustering.verdicts.frame() if len(clustering.verdicts) else None
-    scored = scored_frame(clustering.scored)
+    verdicts, scored = stages.editors_tables(clustering)
     if _rows(verdicts) != _rows(state.verdicts) or _rows(scored) != _rows(state.scored):
         return None  # the editors' verdicts or scored pairs the state keeps change: a new run keeps them
     kept_index, index = state.index, window.index

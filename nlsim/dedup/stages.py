@@ -1156,6 +1156,7 @@ def commit(
     missed: pd.DataFrame | None = None,
 ) -> None:
     """Make the run's window the state's new generation (daily runs)."""
+    verdicts, scored = editors_tables(clustering)
     commit_state(
         daily.folder,
         identity=_window_identity(model, settings),
@@ -1175,9 +1176,16 @@ def commit(
             "topics": clustering.report_topics,
         },
         previous=window.state,
-        verdicts=clustering.verdicts.frame() if len(clustering.verdicts) else None,
-        scored=scored_frame(clustering.scored, clustering.training, clustering.held_out),
+        verdicts=verdicts,
+        scored=scored,
     )
+
+
+def editors_tables(clustering: Clustering) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The editors' verdicts and scored pairs (with their kind of split) as a daily state keeps them, what
+    :func:`commit` writes (``None`` for a table without a row)."""
+    verdicts = clustering.verdicts.frame() if len(clustering.verdicts) else None
+    return verdicts, scored_frame(clustering.scored, clustering.training, clustering.held_out)
 
 
 def editors(opts: ClusteringSettings, window: Window) -> EditorsInput:

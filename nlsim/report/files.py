@@ -324,8 +324,6 @@ def write_files(
     names = list(TABLE_FILES)
     if window is not None:
         (folder / "window").mkdir()
-        import pyarrow.parquet as pq  # deferred: heavy or optional, loaded only when needed
-
         pq.write_table(
             columns.conform(window, columns.table("clusters")), folder / "window" / "clusters.parquet"
         )
@@ -346,6 +344,22 @@ def write_files(
         writer(folder / name)
         names.append(name)
     fault_point("report-write")
+    written = with_report_time(record, started)
+    (folder / "run.json").write_text(
+        json.dumps(
+            {**written.to_dict(), "files": _report_hashes(folder, names)},
+            indent=2,
+            default=str,
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    return names
+
+
+def _report_hashes(folder: Path, names: list[str]) -> dict[str, str]:
+    """The SHA-256 of each file of ``folder`` that ``names`` names, a folder's files one by one, by their
+    path in ``folder``: what ``run.json`` records of its report."""
     hashes = {}
     for name in names:
         path = folder / name
@@ -355,12 +369,7 @@ def write_files(
                     hashes[p.relative_to(folder).as_posix()] = file_sha256(p)
         else:
             hashes[name] = file_sha256(path)
-    written = with_report_time(record, started)
-    (folder / "run.json").write_text(
-        json.dumps({**written.to_dict(), "files": hashes}, indent=2, default=str, ensure_ascii=False),
-        encoding="utf-8",
-    )
-    return names
+    return hashes
 
 
 def with_report_time(record: RunRecord, started: float | None) -> RunRecord:
